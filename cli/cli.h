@@ -1,0 +1,43 @@
+/* cli — the fuse-advise command: shared helpers for the verb implementations (cmd_*.c).
+ * Only cli/ prints or exits. */
+#ifndef FA_CLI_H
+#define FA_CLI_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+/* Each verb: int fa_cmd_<verb>(fa_ctx *ctx, int argc, char **argv) — argv[0] is the verb.
+ * Returns a process exit code (0 ok, 1 bad input/run failure, 2 usage, 3 gate). */
+typedef int (*fa_cmd_fn)(fa_ctx *ctx, int argc, char **argv);
+
+/* Print ctx's message as "fuse-advise: error: ..." to stderr and return the exit code for s. */
+int fa_cli_fail(fa_ctx *ctx, fa_status s);
+/* Print a usage error and return 2. */
+int fa_cli_usage(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Common model-loading options parsed from argv: --shape (repeatable), --batch, --no-fold.
+ * fa_cli_model_opt consumes argv[*i] (and its value) if it is one of these; returns
+ * 1 if consumed, 0 if not, -1 on a usage error (already printed). */
+typedef struct fa_cli_model_opts {
+    fa_shape_binding bindings[16];
+    int n_bindings;
+    int batch;
+    bool no_fold;
+} fa_cli_model_opts;
+int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o);
+fa_load_options fa_cli_load_options(const fa_cli_model_opts *o);
+
+/* Value of "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i; NULL if not this option. */
+const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name);
+/* Parse a non-negative integer option value; -1 and a printed usage error on failure. */
+long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long min, long max);
+
+/* True when stderr is a terminal (progress bars allowed). */
+bool fa_cli_is_tty(void);
+/* A log sink that prints warnings/info to stderr. */
+void fa_cli_log_sink(void *user, int level, const char *msg);
+
+#endif

@@ -1,0 +1,96 @@
+/* cli/common — option parsing and error printing shared by the verbs. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+int fa_cli_fail(fa_ctx *ctx, fa_status s)
+{
+    fprintf(stderr, "fuse-advise: error: %s\n", fa_ctx_errmsg(ctx)[0] ? fa_ctx_errmsg(ctx) : fa_status_name(s));
+    return fa_status_exit_code(s);
+}
+
+int fa_cli_usage(const char *verb, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "fuse-advise %s: ", verb);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n(see `fuse-advise %s --help`)\n", verb);
+    va_end(ap);
+    return 2;
+}
+
+const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0) return NULL;
+    if (a[n] == '=') return a + n + 1;
+    if (a[n] != 0) return NULL;
+    if (*i + 1 >= argc) return "";
+    (*i)++;
+    return argv[*i];
+}
+
+long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long min, long max)
+{
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (!*v || *end || errno || x < min || x > max) {
+        fa_cli_usage(verb, "%s expects an integer in [%ld, %ld], got '%s'", opt, min, max, v);
+        return -1;
+    }
+    return x;
+}
+
+int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o)
+{
+    const char *v;
+    int save = *i;
+    if ((v = fa_cli_opt_value(argc, argv, i, "--shape"))) {
+        if (!*v) { fa_cli_usage(verb, "--shape needs NAME=DIMS"); return -1; }
+        if (o->n_bindings >= 16) { fa_cli_usage(verb, "at most 16 --shape bindings"); return -1; }
+        fa_status s = fa_shape_binding_parse(ctx, v, &o->bindings[o->n_bindings]);
+        if (s) { fprintf(stderr, "fuse-advise %s: %s\n", verb, fa_ctx_errmsg(ctx)); return -1; }
+        o->n_bindings++;
+        return 1;
+    }
+    *i = save;
+    if ((v = fa_cli_opt_value(argc, argv, i, "--batch"))) {
+        long b = fa_cli_parse_long(verb, "--batch", v, 1, 1 << 20);
+        if (b < 0) return -1;
+        o->batch = (int)b;
+        return 1;
+    }
+    *i = save;
+    if (!strcmp(argv[*i], "--no-fold")) {
+        o->no_fold = true;
+        return 1;
+    }
+    return 0;
+}
+
+fa_load_options fa_cli_load_options(const fa_cli_model_opts *o)
+{
+    fa_load_options lo = {0};
+    lo.bindings = o->bindings;
+    lo.n_bindings = o->n_bindings;
+    lo.batch = o->batch;
+    lo.no_fold = o->no_fold;
+    return lo;
+}
+
+bool fa_cli_is_tty(void) { return isatty(2) && !getenv("CI"); }
+
+void fa_cli_log_sink(void *user, int level, const char *msg)
+{
+    (void)user;
+    static const char *const lv[] = {"error", "warning", "info", "debug"};
+    fprintf(stderr, "fuse-advise: %s: %s\n", lv[level & 3], msg);
+}

@@ -1,0 +1,73 @@
+/* cli/main — `fuse-advise VERB ...` dispatch. Verbs live in cmd_<verb>.c; a verb whose file
+ * is not built yet is a weak reference left NULL and is not offered. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+#define FA_VERB(v) extern int fa_cmd_##v(fa_ctx *, int, char **) __attribute__((weak));
+FA_VERB(run) FA_VERB(inspect) FA_VERB(exec) FA_VERB(import) FA_VERB(analyze) FA_VERB(advise)
+FA_VERB(apply) FA_VERB(report) FA_VERB(gate) FA_VERB(devices) FA_VERB(runs) FA_VERB(show)
+FA_VERB(zoo) FA_VERB(trace)
+
+typedef struct verb {
+    const char *name;
+    fa_cmd_fn fn;
+    const char *summary;
+} verb;
+
+static int usage(FILE *f, const verb *verbs, int n)
+{
+    fprintf(f, "fuse-advise %s — profiling-driven operator-fusion advisor\n\n"
+               "usage: fuse-advise VERB [options]\n\nverbs:\n", FA_VERSION_STRING);
+    for (int i = 0; i < n; i++)
+        if (verbs[i].fn) fprintf(f, "  %-9s %s\n", verbs[i].name, verbs[i].summary);
+    fprintf(f, "\nMODEL is an .onnx file or zoo:NAME (see `fuse-advise zoo`).\n"
+               "`fuse-advise VERB --help` describes a verb.\n");
+    return f == stderr ? 2 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    const verb verbs[] = {
+        {"run", fa_cmd_run, "run MODEL: baseline, trace, analyze, advise, apply, report"},
+        {"inspect", fa_cmd_inspect, "inspect MODEL: per-node ops, shapes, FLOPs and bytes"},
+        {"exec", fa_cmd_exec, "exec MODEL --inputs DIR --outputs DIR: run on .pb inputs"},
+        {"import", fa_cmd_import, "import TRACE: Kineto JSON or Nsight Systems SQLite into the run database"},
+        {"analyze", fa_cmd_analyze, "analyze RUN: roofline placement, memory-bound chains, launch overhead"},
+        {"advise", fa_cmd_advise, "advise RUN: fusion clusters, cost model, why-not"},
+        {"apply", fa_cmd_apply, "apply RUN: generate, verify and benchmark fused kernels"},
+        {"report", fa_cmd_report, "report RUN: HTML, Graphviz, JSON and Perfetto reports"},
+        {"gate", fa_cmd_gate, "gate: compare two runs, fail on regressions (exit 3)"},
+        {"devices", fa_cmd_devices, "devices: device ceilings and where each came from"},
+        {"runs", fa_cmd_runs, "runs: list runs in the database"},
+        {"show", fa_cmd_show, "show RUN: per-op time table"},
+        {"zoo", fa_cmd_zoo, "zoo [NAME -o FILE]: list or write built-in models"},
+        {"trace", fa_cmd_trace, "trace -- CMD ARGS: run a CUDA program under the CUPTI collector"},
+    };
+    int nv = (int)(sizeof verbs / sizeof verbs[0]);
+    if (argc < 2) return usage(stderr, verbs, nv);
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
+        return usage(stdout, verbs, nv);
+    if (!strcmp(argv[1], "--version")) {
+        printf("fuse-advise %s\n", FA_VERSION_STRING);
+        return 0;
+    }
+    for (int i = 0; i < nv; i++) {
+        if (strcmp(argv[1], verbs[i].name) != 0 || !verbs[i].fn) continue;
+        fa_ctx *ctx = fa_ctx_create();
+        if (!ctx) {
+            fprintf(stderr, "fuse-advise: out of memory\n");
+            return 1;
+        }
+        fa_ctx_set_log(ctx, fa_cli_log_sink, NULL, getenv("FA_VERBOSE") ? FA_LOG_DEBUG : FA_LOG_WARN);
+        int rc = verbs[i].fn(ctx, argc - 1, argv + 1);
+        fa_ctx_free(ctx);
+        return rc;
+    }
+    fprintf(stderr, "fuse-advise: unknown verb '%s'\n\n", argv[1]);
+    return usage(stderr, verbs, nv);
+}

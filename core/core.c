@@ -1,0 +1,518 @@
+/* core — status names, error context, arena, buffers, escaping, clocks, hashing, PRNG. */
+#include "core.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- status ---- */
+
+static const char *const k_status_names[FA_STATUS_COUNT] = {
+    "ok", "bad input", "unsupported", "i/o error", "out of memory",
+    "runtime error", "usage error", "gate failure", "internal error",
+};
+
+const char *fa_status_name(fa_status s)
+{
+    return (unsigned)s < FA_STATUS_COUNT ? k_status_names[s] : "unknown status";
+}
+
+int fa_status_exit_code(fa_status s)
+{
+    switch (s) {
+    case FA_OK: return 0;
+    case FA_ERR_USAGE: return 2;
+    case FA_ERR_GATE: return 3;
+    default: return 1;
+    }
+}
+
+/* ---- context ---- */
+
+struct fa_ctx {
+    fa_status status;
+    char msg[4096];
+    fa_log_fn log_fn;
+    void *log_user;
+    int log_max;
+};
+
+fa_ctx *fa_ctx_create(void)
+{
+    fa_ctx *c = calloc(1, sizeof *c);
+    if (c) c->log_max = FA_LOG_WARN;
+    return c;
+}
+
+void fa_ctx_free(fa_ctx *ctx) { free(ctx); }
+
+fa_status fa_ctx_error(fa_ctx *ctx, fa_status s, const char *fmt, ...)
+{
+    if (!ctx) return s;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    va_end(ap);
+    ctx->status = s;
+    return s;
+}
+
+fa_status fa_ctx_wrap(fa_ctx *ctx, fa_status s, const char *fmt, ...)
+{
+    if (!ctx) return s;
+    char prefix[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    char old[sizeof ctx->msg];
+    memcpy(old, ctx->msg, sizeof old);
+    snprintf(ctx->msg, sizeof ctx->msg, "%s%s", prefix, old);
+    ctx->status = s;
+    return s;
+}
+
+const char *fa_ctx_errmsg(const fa_ctx *ctx) { return ctx ? ctx->msg : ""; }
+fa_status fa_ctx_status(const fa_ctx *ctx) { return ctx ? ctx->status : FA_OK; }
+
+void fa_ctx_clear(fa_ctx *ctx)
+{
+    if (!ctx) return;
+    ctx->status = FA_OK;
+    ctx->msg[0] = 0;
+}
+
+void fa_ctx_set_log(fa_ctx *ctx, fa_log_fn fn, void *user, int max_level)
+{
+    ctx->log_fn = fn;
+    ctx->log_user = user;
+    ctx->log_max = max_level;
+}
+
+void fa_log(fa_ctx *ctx, int level, const char *fmt, ...)
+{
+    if (!ctx || !ctx->log_fn || level > ctx->log_max) return;
+    char msg[2048];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    ctx->log_fn(ctx->log_user, level, msg);
+}
+
+/* ---- arena ---- */
+
+typedef struct fa_arena_block {
+    struct fa_arena_block *next;
+    size_t cap, used;
+    _Alignas(16) unsigned char data[];
+} fa_arena_block;
+
+struct fa_arena {
+    fa_arena_block *head;
+    size_t block_bytes;
+    size_t total;
+};
+
+fa_arena *fa_arena_create(size_t block_bytes)
+{
+    fa_arena *a = calloc(1, sizeof *a);
+    if (a) a->block_bytes = block_bytes ? block_bytes : (size_t)1 << 16;
+    return a;
+}
+
+void fa_arena_free(fa_arena *a)
+{
+    if (!a) return;
+    for (fa_arena_block *b = a->head, *n; b; b = n) {
+        n = b->next;
+        free(b);
+    }
+    free(a);
+}
+
+void *fa_arena_alloc(fa_arena *a, size_t bytes)
+{
+    size_t need = (bytes + 15) & ~(size_t)15;
+    if (need < bytes) return NULL;
+    fa_arena_block *b = a->head;
+    if (!b || b->cap - b->used < need) {
+        size_t cap = need > a->block_bytes ? need : a->block_bytes;
+        if (cap > SIZE_MAX - sizeof *b) return NULL;
+        fa_arena_block *nb = malloc(sizeof *nb + cap);
+        if (!nb) return NULL;
+        nb->cap = cap;
+        nb->used = 0;
+        /* Keep the partially used head first if the new block is a one-off big one. */
+        if (b && need > a->block_bytes) {
+            nb->next = b->next;
+            b->next = nb;
+        } else {
+            nb->next = b;
+            a->head = nb;
+        }
+        b = nb;
+    }
+    void *p = b->data + b->used;
+    b->used += need;
+    a->total += need;
+    memset(p, 0, bytes);
+    return p;
+}
+
+char *fa_arena_strndup(fa_arena *a, const char *s, size_t n)
+{
+    char *p = fa_arena_alloc(a, n + 1);
+    if (!p) return NULL;
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+char *fa_arena_strdup(fa_arena *a, const char *s)
+{
+    return s ? fa_arena_strndup(a, s, strlen(s)) : NULL;
+}
+
+size_t fa_arena_used(const fa_arena *a) { return a->total; }
+
+/* ---- buffer ---- */
+
+void fa_buf_init(fa_buf *b) { memset(b, 0, sizeof *b); }
+void fa_buf_free(fa_buf *b) { free(b->data); fa_buf_init(b); }
+void fa_buf_reset(fa_buf *b) { b->len = 0; if (b->data) b->data[0] = 0; }
+
+static bool buf_reserve(fa_buf *b, size_t extra)
+{
+    if (b->oom) return false;
+    if (b->len + extra + 1 <= b->cap) return true;
+    size_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra + 1) {
+        if (cap > SIZE_MAX / 2) { b->oom = true; return false; }
+        cap *= 2;
+    }
+    char *p = realloc(b->data, cap);
+    if (!p) { b->oom = true; return false; }
+    b->data = p;
+    b->cap = cap;
+    return true;
+}
+
+void fa_buf_append(fa_buf *b, const void *p, size_t n)
+{
+    if (!buf_reserve(b, n)) return;
+    memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = 0;
+}
+
+void fa_buf_puts(fa_buf *b, const char *s) { fa_buf_append(b, s, strlen(s)); }
+
+void fa_buf_vprintf(fa_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
+    if (n < 0 || !buf_reserve(b, (size_t)n)) return;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+}
+
+void fa_buf_printf(fa_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fa_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- escaping ---- */
+
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 if invalid. */
+static size_t utf8_seq_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t len;
+    unsigned min;
+    if (c < 0x80) return 1;
+    if ((c & 0xE0) == 0xC0) { len = 2; min = 0x80; }
+    else if ((c & 0xF0) == 0xE0) { len = 3; min = 0x800; }
+    else if ((c & 0xF8) == 0xF0) { len = 4; min = 0x10000; }
+    else return 0;
+    if (n < len) return 0;
+    unsigned cp = c & (0x3F >> (len - 1));
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (s[i] & 0x3F);
+    }
+    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+    return len;
+}
+
+void fa_escape_json(fa_buf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        if (c == '"') { fa_buf_puts(b, "\\\""); i++; }
+        else if (c == '\\') { fa_buf_puts(b, "\\\\"); i++; }
+        else if (c == '\n') { fa_buf_puts(b, "\\n"); i++; }
+        else if (c == '\r') { fa_buf_puts(b, "\\r"); i++; }
+        else if (c == '\t') { fa_buf_puts(b, "\\t"); i++; }
+        else if (c < 0x20 || c == 0x7f) { fa_buf_printf(b, "\\u%04x", c); i++; }
+        else if (c == '<' ) { fa_buf_puts(b, "\\u003c"); i++; } /* safe inside <script> */
+        else if (c < 0x80) { fa_buf_append(b, &u[i], 1); i++; }
+        else {
+            size_t l = utf8_seq_len(u + i, n - i);
+            if (l == 0) { fa_buf_puts(b, "\\ufffd"); i++; }
+            else { fa_buf_append(b, &u[i], l); i += l; }
+        }
+    }
+}
+
+void fa_escape_html(fa_buf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        switch (c) {
+        case '&': fa_buf_puts(b, "&amp;"); i++; continue;
+        case '<': fa_buf_puts(b, "&lt;"); i++; continue;
+        case '>': fa_buf_puts(b, "&gt;"); i++; continue;
+        case '"': fa_buf_puts(b, "&quot;"); i++; continue;
+        case '\'': fa_buf_puts(b, "&#39;"); i++; continue;
+        default: break;
+        }
+        if (c < 0x20 && c != '\n' && c != '\t') { fa_buf_printf(b, "&#xFFFD;"); i++; }
+        else if (c < 0x80) { fa_buf_append(b, &u[i], 1); i++; }
+        else {
+            size_t l = utf8_seq_len(u + i, n - i);
+            if (l == 0) { fa_buf_puts(b, "&#xFFFD;"); i++; }
+            else { fa_buf_append(b, &u[i], l); i += l; }
+        }
+    }
+}
+
+void fa_escape_dot(fa_buf *b, const char *s, size_t n)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        if (c == '"') { fa_buf_puts(b, "\\\""); i++; }
+        else if (c == '\\') { fa_buf_puts(b, "\\\\"); i++; }
+        else if (c == '\n') { fa_buf_puts(b, "\\n"); i++; }
+        else if (c < 0x20 || c == 0x7f) { fa_buf_puts(b, " "); i++; }
+        else if (c < 0x80) { fa_buf_append(b, &u[i], 1); i++; }
+        else {
+            size_t l = utf8_seq_len(u + i, n - i);
+            if (l == 0) { fa_buf_puts(b, "\xEF\xBF\xBD"); i++; }
+            else { fa_buf_append(b, &u[i], l); i += l; }
+        }
+    }
+}
+
+void fa_escape_csv(fa_buf *b, const char *s, size_t n)
+{
+    bool quote = false;
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r') quote = true;
+    if (!quote) { fa_buf_append(b, s, n); return; }
+    fa_buf_puts(b, "\"");
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == '"') fa_buf_puts(b, "\"\"");
+        else fa_buf_append(b, &s[i], 1);
+    }
+    fa_buf_puts(b, "\"");
+}
+
+/* ---- arithmetic, clocks ---- */
+
+bool fa_mul_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+bool fa_add_size(size_t a, size_t b, size_t *out)
+{
+    size_t r;
+    if (__builtin_add_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+uint64_t fa_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- files ---- */
+
+fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a regular file", path);
+    }
+    size_t cap = (size_t)st.st_size;
+    uint8_t *buf = malloc(cap + 1);
+    if (!buf) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, cap + 1);
+    }
+    size_t len = 0;
+    while (len < cap) {
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) {
+            fa_status s = fa_ctx_error(ctx, FA_ERR_IO, "%s: read failed at byte %zu: %s", path, len,
+                                       strerror(errno));
+            free(buf);
+            close(fd);
+            return s;
+        }
+        if (r == 0) break;
+        len += (size_t)r;
+    }
+    close(fd);
+    buf[len] = 0;
+    *out_data = buf;
+    *out_len = len;
+    return FA_OK;
+}
+
+fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len)
+{
+    char tmp[4096];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: path too long", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    const char *p = data;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, p + off, len - off);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            close(fd);
+            unlink(tmp);
+            return fa_ctx_error(ctx, FA_ERR_IO, "%s: write failed at byte %zu: %s", path, off,
+                                strerror(e));
+        }
+        off += (size_t)w;
+    }
+    if (fsync(fd) != 0 && errno != EINVAL) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: fsync failed: %s", path, strerror(e));
+    }
+    if (close(fd) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: close failed: %s", path, strerror(e));
+    }
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: rename failed: %s", path, strerror(e));
+    }
+    return FA_OK;
+}
+
+/* ---- hashing ---- */
+
+uint64_t fa_hash64(const void *data, size_t n)
+{
+    /* FNV-1a 64-bit (Fowler–Noll–Vo, offset basis 14695981039346656037, prime 1099511628211). */
+    const unsigned char *p = data;
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+static void hex_digest(const unsigned char *md, unsigned len, char *out)
+{
+    static const char hx[] = "0123456789abcdef";
+    for (unsigned i = 0; i < len; i++) {
+        out[2 * i] = hx[md[i] >> 4];
+        out[2 * i + 1] = hx[md[i] & 15];
+    }
+    out[2 * len] = 0;
+}
+
+void fa_sha256_hex(const void *data, size_t n, char out_hex[65])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
+    hex_digest(md, len, out_hex);
+}
+
+fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    if (!md) {
+        fclose(f);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: cannot allocate digest", path);
+    }
+    EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+    unsigned char buf[1 << 16];
+    size_t r;
+    while ((r = fread(buf, 1, sizeof buf, f)) > 0) EVP_DigestUpdate(md, buf, r);
+    bool err = ferror(f);
+    fclose(f);
+    unsigned char out[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_DigestFinal_ex(md, out, &len);
+    EVP_MD_CTX_free(md);
+    if (err) return fa_ctx_error(ctx, FA_ERR_IO, "%s: read error", path);
+    hex_digest(out, len, out_hex);
+    return FA_OK;
+}
+
+/* ---- PRNG: splitmix64 (Steele, Lea, Flood 2014) ---- */
+
+void fa_rng_seed(fa_rng *r, uint64_t seed) { r->s = seed; }
+
+uint64_t fa_rng_u64(fa_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+float fa_rng_uniform(fa_rng *r, float lo, float hi)
+{
+    double u = (double)(fa_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(lo + (hi - lo) * u);
+}
+
+float fa_rng_normal(fa_rng *r)
+{
+    double u1 = ((double)(fa_rng_u64(r) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
+    double u2 = (double)(fa_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}

@@ -1,0 +1,114 @@
+/* core — status codes, error context, arena, string buffer, escaping, logging hook.
+ * Every other module includes this header; it depends on nothing but libc. */
+#ifndef FA_CORE_H
+#define FA_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define FA_VERSION_STRING "0.1.0"
+
+/* Status of every fallible function. The detailed message lives on the fa_ctx.
+ * Values map to process exit codes through fa_status_exit_code(). */
+typedef enum fa_status {
+    FA_OK = 0,
+    FA_ERR_INPUT,       /* bad input file / model / trace: exit 1 */
+    FA_ERR_UNSUPPORTED, /* valid input we cannot handle (unknown op, ...): exit 1 */
+    FA_ERR_IO,          /* filesystem or database I/O: exit 1 */
+    FA_ERR_NOMEM,       /* allocation failed or over a declared limit: exit 1 */
+    FA_ERR_RUNTIME,     /* execution / compile / library failure: exit 1 */
+    FA_ERR_USAGE,       /* command-line usage error: exit 2 */
+    FA_ERR_GATE,        /* CI gate found a regression: exit 3 */
+    FA_ERR_INTERNAL,    /* programmer error surfaced as a status: exit 1 */
+    FA_STATUS_COUNT
+} fa_status;
+
+const char *fa_status_name(fa_status s);
+int fa_status_exit_code(fa_status s);
+
+/* Error context: holds the last error message (like sqlite3's db->zErrMsg).
+ * One per thread of work; library code never prints, it records here. */
+typedef struct fa_ctx fa_ctx;
+
+typedef void (*fa_log_fn)(void *user, int level, const char *msg);
+enum { FA_LOG_ERROR = 0, FA_LOG_WARN = 1, FA_LOG_INFO = 2, FA_LOG_DEBUG = 3 };
+
+fa_ctx *fa_ctx_create(void);
+void fa_ctx_free(fa_ctx *ctx);
+/* Record an error and return `s` (so callers can `return fa_ctx_error(...)`). */
+fa_status fa_ctx_error(fa_ctx *ctx, fa_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Prepend context ("file.onnx: ") to the current message, keeps status. */
+fa_status fa_ctx_wrap(fa_ctx *ctx, fa_status s, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Last message; valid until the next fa_ctx_error/fa_ctx_clear. Never NULL. */
+const char *fa_ctx_errmsg(const fa_ctx *ctx);
+fa_status fa_ctx_status(const fa_ctx *ctx);
+void fa_ctx_clear(fa_ctx *ctx);
+/* Logging hook: library code reports progress/warnings here; cli/ installs the sink. */
+void fa_ctx_set_log(fa_ctx *ctx, fa_log_fn fn, void *user, int max_level);
+void fa_log(fa_ctx *ctx, int level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Arena: bump allocator for per-graph / per-run data, freed at once. */
+typedef struct fa_arena fa_arena;
+fa_arena *fa_arena_create(size_t block_bytes);
+void fa_arena_free(fa_arena *a);
+/* 16-byte aligned, zeroed. Returns NULL on overflow/OOM. */
+void *fa_arena_alloc(fa_arena *a, size_t bytes);
+char *fa_arena_strdup(fa_arena *a, const char *s);
+char *fa_arena_strndup(fa_arena *a, const char *s, size_t n);
+size_t fa_arena_used(const fa_arena *a);
+
+/* Growable byte/string buffer (heap). */
+typedef struct fa_buf {
+    char *data; /* NUL-terminated while len < cap */
+    size_t len;
+    size_t cap;
+    bool oom; /* set once an allocation failed; further appends are dropped */
+} fa_buf;
+void fa_buf_init(fa_buf *b);
+void fa_buf_free(fa_buf *b);
+void fa_buf_reset(fa_buf *b);
+void fa_buf_append(fa_buf *b, const void *p, size_t n);
+void fa_buf_puts(fa_buf *b, const char *s);
+void fa_buf_printf(fa_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fa_buf_vprintf(fa_buf *b, const char *fmt, va_list ap);
+
+/* Escaping for each output format. Each appends the escaped form of s[0..n) to b.
+ * JSON: RFC 8259 string body (no quotes); invalid UTF-8 bytes become U+FFFD.
+ * HTML: & < > " ' as entities (safe in text and quoted attributes).
+ * DOT:  body of a double-quoted ID ("\" and backslash escaped, newline as \n).
+ * CSV:  RFC 4180 field, quoted when needed. */
+void fa_escape_json(fa_buf *b, const char *s, size_t n);
+void fa_escape_html(fa_buf *b, const char *s, size_t n);
+void fa_escape_dot(fa_buf *b, const char *s, size_t n);
+void fa_escape_csv(fa_buf *b, const char *s, size_t n);
+
+/* Checked size arithmetic: return false on overflow, *out untouched then. */
+bool fa_mul_size(size_t a, size_t b, size_t *out);
+bool fa_add_size(size_t a, size_t b, size_t *out);
+
+/* Monotonic clock in ns (CLOCK_MONOTONIC). */
+uint64_t fa_now_ns(void);
+
+/* Whole-file helpers. fa_read_file: malloc'd buffer (caller frees), +1 NUL byte.
+ * fa_write_file_atomic: writes to PATH.tmp.<pid> then rename(2); never leaves a
+ * half-written PATH behind. */
+fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len);
+fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len);
+
+/* FNV-1a 64 and SHA-256 (hex, 65 bytes incl. NUL) of a buffer / file. */
+uint64_t fa_hash64(const void *data, size_t n);
+void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);
+fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65]);
+
+/* Deterministic PRNG (splitmix64 / xoshiro-like); for zoo weights and test inputs. */
+typedef struct fa_rng { uint64_t s; } fa_rng;
+void fa_rng_seed(fa_rng *r, uint64_t seed);
+uint64_t fa_rng_u64(fa_rng *r);
+float fa_rng_uniform(fa_rng *r, float lo, float hi); /* [lo, hi) */
+float fa_rng_normal(fa_rng *r);                     /* N(0,1), Box–Muller */
+
+#endif

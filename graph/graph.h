@@ -1,0 +1,320 @@
+/* graph — the IR (tensors, nodes, attributes), the op registry, ONNX import/export,
+ * TensorProto I/O, constant folding, shape inference and the built-in model zoo. */
+#ifndef FA_GRAPH_H
+#define FA_GRAPH_H
+
+#include "core/core.h"
+
+#define FA_MAX_RANK 8
+
+/* Element types; the numeric values are ONNX TensorProto.DataType's (onnx.proto). */
+typedef enum fa_dtype {
+    FA_DTYPE_UNDEFINED = 0,
+    FA_DTYPE_FLOAT = 1,
+    FA_DTYPE_UINT8 = 2,
+    FA_DTYPE_INT8 = 3,
+    FA_DTYPE_UINT16 = 4,
+    FA_DTYPE_INT16 = 5,
+    FA_DTYPE_INT32 = 6,
+    FA_DTYPE_INT64 = 7,
+    FA_DTYPE_STRING = 8,
+    FA_DTYPE_BOOL = 9,
+    FA_DTYPE_FLOAT16 = 10,
+    FA_DTYPE_DOUBLE = 11,
+    FA_DTYPE_UINT32 = 12,
+    FA_DTYPE_UINT64 = 13,
+    FA_DTYPE_BFLOAT16 = 16,
+    FA_DTYPE_COUNT = 17
+} fa_dtype;
+
+/* Bytes per element; 0 for UNDEFINED/STRING/unknown. */
+size_t fa_dtype_size(fa_dtype t);
+const char *fa_dtype_name(fa_dtype t); /* "float32", "int64", ... */
+
+/* Pattern classes after TVM's FuseOps (relay/transforms/fuse_ops.cc, OpPatternKind).
+ * Stored in the database: only grows at its end. */
+typedef enum fa_pattern {
+    FA_PATTERN_ELEMWISE = 0,        /* out[i] = f(in[i]) — same shape */
+    FA_PATTERN_BROADCAST = 1,       /* out[i] = f(in[bcast(i)]) */
+    FA_PATTERN_INJECTIVE = 2,       /* each output element depends on one input element (reshape, transpose, ...) */
+    FA_PATTERN_REDUCTION = 3,       /* reduces over a domain (ReduceMean, Softmax, LayerNorm, pooling) */
+    FA_PATTERN_OUT_ELEMWISE_FUSABLE = 4, /* Conv, MatMul, Gemm: epilogue can absorb elementwise ops */
+    FA_PATTERN_OPAQUE = 5,          /* never fused */
+    FA_PATTERN_COUNT
+} fa_pattern;
+const char *fa_pattern_name(fa_pattern p); /* "elementwise", "broadcast", ... */
+
+/* Attribute types; numeric values are ONNX AttributeProto.AttributeType's. */
+typedef enum fa_attr_type {
+    FA_ATTR_UNDEFINED = 0,
+    FA_ATTR_FLOAT = 1,
+    FA_ATTR_INT = 2,
+    FA_ATTR_STRING = 3,
+    FA_ATTR_TENSOR = 4,
+    FA_ATTR_GRAPH = 5,
+    FA_ATTR_FLOATS = 6,
+    FA_ATTR_INTS = 7,
+    FA_ATTR_STRINGS = 8,
+} fa_attr_type;
+
+typedef struct fa_tensor fa_tensor;
+
+typedef struct fa_attr {
+    const char *name;
+    fa_attr_type type;
+    float f;
+    int64_t i;
+    const char *s;      /* STRING: bytes (NUL-terminated for convenience), length s_len */
+    size_t s_len;
+    int n;              /* FLOATS/INTS/STRINGS: element count */
+    float *floats;
+    int64_t *ints;
+    const char **strings;
+    fa_tensor *t;       /* TENSOR: a detached tensor (not in g->tensors), owned by the graph arena */
+} fa_attr;
+
+/* Tensor roles (bit flags). */
+enum {
+    FA_TENSOR_GRAPH_INPUT = 1u << 0,
+    FA_TENSOR_GRAPH_OUTPUT = 1u << 1,
+    FA_TENSOR_INITIALIZER = 1u << 2, /* came from graph.initializer */
+    FA_TENSOR_CONST = 1u << 3,       /* has data: initializer, Constant or folded */
+};
+
+struct fa_tensor {
+    int id;               /* index in g->tensors */
+    const char *name;     /* arena-owned; "" for an omitted optional input never appears here */
+    fa_dtype dtype;
+    int rank;             /* -1 while unknown */
+    int64_t dims[FA_MAX_RANK];          /* -1 for a symbolic / unknown dim */
+    const char *dim_params[FA_MAX_RANK];/* symbolic dim name or NULL */
+    unsigned flags;       /* FA_TENSOR_* */
+    void *data;           /* constant data, row-major, numel*dtype_size bytes; NULL if not const.
+                             Owned by the graph (malloc'd, freed by fa_graph_free). */
+    size_t nbytes;        /* bytes in data */
+    int producer;         /* node id or -1 */
+    /* External data location as read (informational, for export). */
+    const char *doc;      /* doc_string, may be NULL */
+};
+
+typedef struct fa_op fa_op;
+
+typedef struct fa_node {
+    int id;               /* index in g->nodes */
+    const char *name;     /* arena-owned; import gives unnamed nodes "<op>_<id>" */
+    const char *op_type;
+    const char *domain;   /* "" for ai.onnx */
+    const fa_op *op;      /* registry entry, NULL if unknown (import refuses unknown ops) */
+    int n_inputs;
+    int *inputs;          /* tensor ids; -1 for an omitted optional input ("" in ONNX) */
+    int n_outputs;
+    int *outputs;         /* tensor ids; -1 for an omitted optional output */
+    int n_attrs;
+    fa_attr *attrs;
+    bool folded;          /* removed by constant folding; outputs became constants */
+    int opset;            /* opset version of node->domain in force for this node */
+} fa_node;
+
+typedef struct fa_opset {
+    const char *domain;
+    int64_t version;
+} fa_opset;
+
+typedef struct fa_graph {
+    fa_arena *arena;
+    const char *name;
+    const char *path;         /* source file or "zoo:NAME", may be NULL */
+    int64_t ir_version;
+    const char *producer_name;
+    const char *producer_version;
+    int n_opsets;
+    fa_opset *opsets;
+    int n_tensors, cap_tensors;
+    fa_tensor **tensors;
+    int n_nodes, cap_nodes;
+    fa_node **nodes;
+    int n_inputs, cap_inputs;
+    int *inputs;              /* graph inputs (tensor ids), excluding initializers */
+    int n_outputs, cap_outputs;
+    int *outputs;             /* graph outputs (tensor ids) */
+    int n_folded;             /* nodes removed by constant folding */
+    /* consumer index, rebuilt by fa_graph_index() */
+    int *cons_start;          /* n_tensors+1 offsets into cons */
+    int *cons;                /* node ids */
+    int *topo;                /* live (non-folded) node ids in topological order */
+    int n_topo;
+    int *name_slots;          /* private: open-addressing hash of tensor names -> id+1 */
+    int name_cap;
+} fa_graph;
+
+/* ---- construction (graph owns everything; ids are stable) ---- */
+fa_graph *fa_graph_create(const char *name);
+void fa_graph_free(fa_graph *g);
+int64_t fa_graph_opset(const fa_graph *g, const char *domain); /* 0 if not imported */
+fa_status fa_graph_set_opset(fa_ctx *ctx, fa_graph *g, const char *domain, int64_t version);
+/* Find or create a tensor by name; returns its id or -1 on OOM. */
+int fa_graph_tensor(fa_graph *g, const char *name);
+int fa_graph_find_tensor(const fa_graph *g, const char *name); /* -1 if absent */
+/* Add a node; inputs/outputs are tensor names (NULL or "" = omitted optional). Returns node. */
+fa_node *fa_graph_add_node(fa_ctx *ctx, fa_graph *g, const char *name, const char *op_type,
+                           const char *domain, int n_in, const char *const *inputs, int n_out,
+                           const char *const *outputs);
+fa_status fa_graph_add_input(fa_ctx *ctx, fa_graph *g, int tensor_id);
+fa_status fa_graph_add_output(fa_ctx *ctx, fa_graph *g, int tensor_id);
+/* Set tensor type/shape. dims may hold -1 for unknown. */
+void fa_tensor_set_shape(fa_tensor *t, fa_dtype dt, int rank, const int64_t *dims);
+/* Attach constant data (copied). Sets CONST flag. */
+fa_status fa_tensor_set_data(fa_ctx *ctx, fa_tensor *t, const void *data, size_t nbytes);
+/* Attributes: add (copies arrays into the arena). */
+fa_attr *fa_node_add_attr_int(fa_graph *g, fa_node *n, const char *name, int64_t v);
+fa_attr *fa_node_add_attr_float(fa_graph *g, fa_node *n, const char *name, float v);
+fa_attr *fa_node_add_attr_ints(fa_graph *g, fa_node *n, const char *name, const int64_t *v, int cnt);
+fa_attr *fa_node_add_attr_floats(fa_graph *g, fa_node *n, const char *name, const float *v, int cnt);
+fa_attr *fa_node_add_attr_string(fa_graph *g, fa_node *n, const char *name, const char *s);
+
+/* ---- queries ---- */
+static inline fa_tensor *fa_graph_in(const fa_graph *g, const fa_node *n, int i)
+{
+    return (i < n->n_inputs && n->inputs[i] >= 0) ? g->tensors[n->inputs[i]] : NULL;
+}
+static inline fa_tensor *fa_graph_out(const fa_graph *g, const fa_node *n, int i)
+{
+    return (i < n->n_outputs && n->outputs[i] >= 0) ? g->tensors[n->outputs[i]] : NULL;
+}
+const fa_attr *fa_node_attr(const fa_node *n, const char *name); /* NULL if absent */
+int64_t fa_node_attr_int(const fa_node *n, const char *name, int64_t dflt);
+float fa_node_attr_float(const fa_node *n, const char *name, float dflt);
+const char *fa_node_attr_string(const fa_node *n, const char *name, const char *dflt);
+/* INTS attribute: returns count (0 if absent) and *out (borrowed, valid until fa_graph_free). */
+int fa_node_attr_ints(const fa_node *n, const char *name, const int64_t **out);
+
+/* Number of elements; -1 if rank/dims unknown; saturates on overflow to -1 as well. */
+int64_t fa_tensor_numel(const fa_tensor *t);
+/* numel * dtype size, 0 if unknown. */
+uint64_t fa_tensor_bytes(const fa_tensor *t);
+/* "1x3x224x224" (or "?" for unknown dims, "scalar" for rank 0) into buf. */
+const char *fa_tensor_shape_str(const fa_tensor *t, char *buf, size_t n);
+
+/* Build consumer lists and the topological order of live nodes. Detects cycles
+ * (error names a node on the cycle) and inputs with no producer that are neither
+ * graph inputs nor constants (error names node and input). Must be called after
+ * any structural change and before the queries below. */
+fa_status fa_graph_index(fa_ctx *ctx, fa_graph *g);
+/* Consumers of tensor `tid` among live nodes; returns count, *out borrowed until next index. */
+int fa_graph_consumers(const fa_graph *g, int tid, const int **out);
+/* Producer node of a tensor, NULL for inputs/constants/folded producers. */
+fa_node *fa_graph_producer(const fa_graph *g, int tid);
+
+/* ---- values: a buffer with a shape, the unit of execution ---- */
+typedef struct fa_value {
+    void *data;           /* row-major; borrowed by kernels */
+    fa_dtype dtype;
+    int rank;
+    int64_t dims[FA_MAX_RANK];
+} fa_value;
+int64_t fa_value_numel(const fa_value *v);
+
+/* ---- op registry ---- */
+
+/* Cost of one execution of a node (formulas documented per op in ops_*.c and docs/ops.md). */
+typedef struct fa_op_cost {
+    uint64_t flops;          /* floating-point operations (an FMA counts 2) */
+    uint64_t bytes_read;     /* every input tensor read once, incl. weights */
+    uint64_t bytes_written;  /* every output tensor written once */
+} fa_op_cost;
+
+/* Shape inference for one node: reads input tensors' dtype/shape (and constant data
+ * where the op needs values, e.g. Reshape's shape), writes the outputs' dtype/shape.
+ * Returns FA_ERR_INPUT with a message naming the node for inconsistent shapes. */
+typedef fa_status (*fa_infer_fn)(fa_ctx *ctx, fa_graph *g, fa_node *n);
+typedef void (*fa_cost_fn)(const fa_graph *g, const fa_node *n, fa_op_cost *out);
+/* Reference CPU kernel: inputs (NULL data for omitted optional inputs, n_in = node->n_inputs),
+ * outputs preallocated with the inferred shapes. `threads` is the OpenMP thread budget. */
+typedef fa_status (*fa_kernel_fn)(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                  fa_value *out, int n_out, int threads);
+
+/* Op flags. */
+enum {
+    FA_OPF_SHAPE_ONLY = 1u << 0, /* output depends only on input shapes (Shape, Size): foldable on static shapes */
+    FA_OPF_NO_FOLD = 1u << 1,    /* never constant-fold (random ops, huge outputs) */
+    FA_OPF_ALIAS = 1u << 2,      /* output is a view/copy of input 0 (Reshape, Identity, Flatten...) */
+};
+
+struct fa_op {
+    const char *name;      /* ONNX op_type */
+    const char *domain;    /* "" for ai.onnx, "com.microsoft" ... */
+    fa_pattern pattern;
+    int min_inputs, max_inputs;   /* max -1 = variadic */
+    int min_outputs, max_outputs;
+    unsigned flags;
+    fa_infer_fn infer;
+    fa_cost_fn cost;       /* NULL: default (bytes of inputs/outputs, flops = 0) */
+    fa_kernel_fn kernel;   /* reference CPU kernel; NULL if the runtime supplies it (Conv...) */
+    const char *doc;       /* one line: formula for FLOPs and bytes */
+};
+
+/* Registry lookup by (domain, op_type); domain "" and "ai.onnx" are the same. NULL if unknown. */
+const fa_op *fa_op_find(const char *domain, const char *op_type);
+/* Iterate: returns the i-th registered op or NULL past the end. */
+const fa_op *fa_op_at(int i);
+/* Cost of a node (after shape inference). */
+void fa_node_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out);
+
+/* ---- load pipeline ---- */
+
+/* Bind a symbolic input dim: "name=1x3x224x224" (whole input shape) or "dimparam=8"
+ * (a dim_param name). */
+typedef struct fa_shape_binding {
+    const char *name;
+    int rank;          /* -1 for a dim_param binding */
+    int64_t dims[FA_MAX_RANK];
+} fa_shape_binding;
+/* Parse "--shape" text; error names the text and the byte offset. */
+fa_status fa_shape_binding_parse(fa_ctx *ctx, const char *text, fa_shape_binding *out);
+
+typedef struct fa_load_options {
+    const fa_shape_binding *bindings;
+    int n_bindings;
+    int batch;                 /* >0: override dim 0 of every graph input (zoo --batch) */
+    bool no_fold;              /* skip constant folding */
+    uint64_t max_const_bytes;  /* cap for one folded tensor (default 1 GiB when 0) */
+} fa_load_options;
+
+/* Import an ONNX model file (protobuf). Refuses unknown ops ("unsupported op X at node Y"),
+ * missing initializers, dangling inputs, cycles, bad dims, external data outside the
+ * model's folder. *out owned by caller (fa_graph_free). */
+fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out);
+fa_status fa_onnx_import_buffer(fa_ctx *ctx, const char *display_name, const char *base_dir,
+                                const uint8_t *data, size_t len, fa_graph **out);
+/* Export the live graph (folded nodes dropped, their outputs as initializers). */
+fa_status fa_onnx_export(fa_ctx *ctx, const fa_graph *g, const char *path);
+fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_data, size_t *out_len);
+
+/* Shape inference + constant folding in one topological pass (folding evaluates nodes whose
+ * inputs are all constant, and SHAPE_ONLY nodes whose input shapes are static, with the
+ * reference kernels). Applies bindings first. Unbound symbolic dims are an error naming
+ * the input and the dim. */
+fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
+
+/* Everything: "zoo:NAME" or a path; import + prepare. */
+fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *opt, fa_graph **out);
+
+/* ---- TensorProto (.pb) I/O, the format of corpus test_data_set folders ---- */
+/* Read one TensorProto; *out->data is malloc'd (caller frees), name (malloc'd) optional. */
+fa_status fa_tensorproto_read(fa_ctx *ctx, const char *path, fa_value *out, char **out_name);
+fa_status fa_tensorproto_read_buffer(fa_ctx *ctx, const char *display_name, const uint8_t *data,
+                                     size_t len, fa_value *out, char **out_name);
+fa_status fa_tensorproto_write(fa_ctx *ctx, const char *path, const fa_value *v, const char *name);
+
+/* ---- model zoo ---- */
+typedef struct fa_zoo_info {
+    const char *name;
+    const char *description;
+} fa_zoo_info;
+int fa_zoo_count(void);
+const fa_zoo_info *fa_zoo_at(int i);
+/* Build zoo model NAME (random weights from fixed seed 0x5EED + name hash), batch>=1.
+ * Unknown name: FA_ERR_INPUT listing the known names. */
+fa_status fa_zoo_build(fa_ctx *ctx, const char *name, int batch, fa_graph **out);
+
+#endif

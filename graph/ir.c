@@ -1,0 +1,537 @@
+/* graph/ir — construction, attribute access, consumer index and topological order. */
+#include "graph.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+size_t fa_dtype_size(fa_dtype t)
+{
+    switch (t) {
+    case FA_DTYPE_FLOAT: case FA_DTYPE_INT32: case FA_DTYPE_UINT32: return 4;
+    case FA_DTYPE_UINT8: case FA_DTYPE_INT8: case FA_DTYPE_BOOL: return 1;
+    case FA_DTYPE_UINT16: case FA_DTYPE_INT16: case FA_DTYPE_FLOAT16: case FA_DTYPE_BFLOAT16: return 2;
+    case FA_DTYPE_INT64: case FA_DTYPE_DOUBLE: case FA_DTYPE_UINT64: return 8;
+    default: return 0;
+    }
+}
+
+const char *fa_dtype_name(fa_dtype t)
+{
+    switch (t) {
+    case FA_DTYPE_FLOAT: return "float32";
+    case FA_DTYPE_UINT8: return "uint8";
+    case FA_DTYPE_INT8: return "int8";
+    case FA_DTYPE_UINT16: return "uint16";
+    case FA_DTYPE_INT16: return "int16";
+    case FA_DTYPE_INT32: return "int32";
+    case FA_DTYPE_INT64: return "int64";
+    case FA_DTYPE_STRING: return "string";
+    case FA_DTYPE_BOOL: return "bool";
+    case FA_DTYPE_FLOAT16: return "float16";
+    case FA_DTYPE_DOUBLE: return "float64";
+    case FA_DTYPE_UINT32: return "uint32";
+    case FA_DTYPE_UINT64: return "uint64";
+    case FA_DTYPE_BFLOAT16: return "bfloat16";
+    default: return "undefined";
+    }
+}
+
+const char *fa_pattern_name(fa_pattern p)
+{
+    static const char *const names[FA_PATTERN_COUNT] = {
+        "elementwise", "broadcast", "injective", "reduction", "out-elementwise-fusable", "opaque"};
+    return (unsigned)p < FA_PATTERN_COUNT ? names[p] : "unknown";
+}
+
+fa_graph *fa_graph_create(const char *name)
+{
+    fa_graph *g = calloc(1, sizeof *g);
+    if (!g) return NULL;
+    g->arena = fa_arena_create(1 << 16);
+    if (!g->arena) {
+        free(g);
+        return NULL;
+    }
+    g->name = fa_arena_strdup(g->arena, name ? name : "graph");
+    g->ir_version = 8;
+    return g;
+}
+
+void fa_graph_free(fa_graph *g)
+{
+    if (!g) return;
+    for (int i = 0; i < g->n_tensors; i++) free(g->tensors[i]->data);
+    /* attribute tensors are detached: free their data too */
+    for (int i = 0; i < g->n_nodes; i++)
+        for (int a = 0; a < g->nodes[i]->n_attrs; a++)
+            if (g->nodes[i]->attrs[a].t) free(g->nodes[i]->attrs[a].t->data);
+    free(g->tensors);
+    free(g->nodes);
+    free(g->inputs);
+    free(g->outputs);
+    free(g->cons_start);
+    free(g->cons);
+    free(g->topo);
+    free(g->name_slots);
+    fa_arena_free(g->arena);
+    free(g);
+}
+
+int64_t fa_graph_opset(const fa_graph *g, const char *domain)
+{
+    if (!domain || strcmp(domain, "ai.onnx") == 0) domain = "";
+    for (int i = 0; i < g->n_opsets; i++) {
+        const char *d = g->opsets[i].domain;
+        if (strcmp(d, "ai.onnx") == 0) d = "";
+        if (strcmp(d, domain) == 0) return g->opsets[i].version;
+    }
+    return 0;
+}
+
+fa_status fa_graph_set_opset(fa_ctx *ctx, fa_graph *g, const char *domain, int64_t version)
+{
+    if (!domain) domain = "";
+    for (int i = 0; i < g->n_opsets; i++)
+        if (strcmp(g->opsets[i].domain, domain) == 0) {
+            g->opsets[i].version = version;
+            return FA_OK;
+        }
+    fa_opset *ns = fa_arena_alloc(g->arena, sizeof *ns * (size_t)(g->n_opsets + 1));
+    if (!ns) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory adding opset");
+    if (g->n_opsets) memcpy(ns, g->opsets, sizeof *ns * (size_t)g->n_opsets);
+    ns[g->n_opsets].domain = fa_arena_strdup(g->arena, domain);
+    ns[g->n_opsets].version = version;
+    g->opsets = ns;
+    g->n_opsets++;
+    return FA_OK;
+}
+
+static bool grow(void **arr, int *cap, int need, size_t elem)
+{
+    if (need <= *cap) return true;
+    int nc = *cap ? *cap : 16;
+    while (nc < need) nc *= 2;
+    void *p = realloc(*arr, (size_t)nc * elem);
+    if (!p) return false;
+    *arr = p;
+    *cap = nc;
+    return true;
+}
+
+/* Tensor-name hash (open addressing, linear probing, load <= 1/2): keeps import of
+ * 100k-node graphs linear instead of quadratic. */
+static bool name_hash_insert(fa_graph *g, const char *name, int id)
+{
+    if ((g->n_tensors + 1) * 2 > g->name_cap) {
+        int nc = g->name_cap ? g->name_cap * 2 : 64;
+        int *slots = calloc((size_t)nc, sizeof(int));
+        if (!slots) return false;
+        for (int i = 0; i < g->n_tensors; i++) {
+            size_t h = fa_hash64(g->tensors[i]->name, strlen(g->tensors[i]->name)) & (size_t)(nc - 1);
+            while (slots[h]) h = (h + 1) & (size_t)(nc - 1);
+            slots[h] = i + 1;
+        }
+        free(g->name_slots);
+        g->name_slots = slots;
+        g->name_cap = nc;
+    }
+    size_t h = fa_hash64(name, strlen(name)) & (size_t)(g->name_cap - 1);
+    while (g->name_slots[h]) h = (h + 1) & (size_t)(g->name_cap - 1);
+    g->name_slots[h] = id + 1;
+    return true;
+}
+
+int fa_graph_find_tensor(const fa_graph *g, const char *name)
+{
+    if (!g->name_cap) return -1;
+    size_t h = fa_hash64(name, strlen(name)) & (size_t)(g->name_cap - 1);
+    while (g->name_slots[h]) {
+        int id = g->name_slots[h] - 1;
+        if (strcmp(g->tensors[id]->name, name) == 0) return id;
+        h = (h + 1) & (size_t)(g->name_cap - 1);
+    }
+    return -1;
+}
+
+int fa_graph_tensor(fa_graph *g, const char *name)
+{
+    int id = fa_graph_find_tensor(g, name);
+    if (id >= 0) return id;
+    if (!grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *g->tensors))
+        return -1;
+    fa_tensor *t = fa_arena_alloc(g->arena, sizeof *t);
+    if (!t) return -1;
+    t->id = g->n_tensors;
+    t->name = fa_arena_strdup(g->arena, name);
+    if (!t->name || !name_hash_insert(g, t->name, t->id)) return -1;
+    t->rank = -1;
+    t->producer = -1;
+    for (int i = 0; i < FA_MAX_RANK; i++) t->dims[i] = -1;
+    g->tensors[g->n_tensors++] = t;
+    return t->id;
+}
+
+fa_node *fa_graph_add_node(fa_ctx *ctx, fa_graph *g, const char *name, const char *op_type,
+                           const char *domain, int n_in, const char *const *inputs, int n_out,
+                           const char *const *outputs)
+{
+    if (!grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes)) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory adding node");
+        return NULL;
+    }
+    fa_node *n = fa_arena_alloc(g->arena, sizeof *n);
+    if (!n) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory adding node");
+        return NULL;
+    }
+    n->id = g->n_nodes;
+    if (!domain || strcmp(domain, "ai.onnx") == 0) domain = "";
+    char auto_name[96];
+    if (!name || !*name) {
+        snprintf(auto_name, sizeof auto_name, "%s_%d", op_type, n->id);
+        name = auto_name;
+    }
+    n->name = fa_arena_strdup(g->arena, name);
+    n->op_type = fa_arena_strdup(g->arena, op_type);
+    n->domain = fa_arena_strdup(g->arena, domain);
+    n->op = fa_op_find(domain, op_type);
+    n->opset = (int)fa_graph_opset(g, domain);
+    n->n_inputs = n_in;
+    n->n_outputs = n_out;
+    n->inputs = fa_arena_alloc(g->arena, sizeof(int) * (size_t)(n_in ? n_in : 1));
+    n->outputs = fa_arena_alloc(g->arena, sizeof(int) * (size_t)(n_out ? n_out : 1));
+    if (!n->name || !n->inputs || !n->outputs) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory adding node");
+        return NULL;
+    }
+    for (int i = 0; i < n_in; i++) {
+        if (!inputs[i] || !*inputs[i]) { n->inputs[i] = -1; continue; }
+        n->inputs[i] = fa_graph_tensor(g, inputs[i]);
+        if (n->inputs[i] < 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); return NULL; }
+    }
+    for (int i = 0; i < n_out; i++) {
+        if (!outputs[i] || !*outputs[i]) { n->outputs[i] = -1; continue; }
+        int tid = fa_graph_tensor(g, outputs[i]);
+        if (tid < 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); return NULL; }
+        fa_tensor *t = g->tensors[tid];
+        if (t->producer >= 0) {
+            fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "node '%s' (%s): output '%s' is already produced by node '%s'", n->name,
+                         op_type, t->name, g->nodes[t->producer]->name);
+            return NULL;
+        }
+        if (t->flags & (FA_TENSOR_INITIALIZER | FA_TENSOR_GRAPH_INPUT)) {
+            fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "node '%s' (%s): output '%s' is also a graph input or initializer",
+                         n->name, op_type, t->name);
+            return NULL;
+        }
+        t->producer = n->id;
+        n->outputs[i] = tid;
+    }
+    g->nodes[g->n_nodes++] = n;
+    return n;
+}
+
+fa_status fa_graph_add_input(fa_ctx *ctx, fa_graph *g, int tid)
+{
+    if (!grow((void **)&g->inputs, &g->cap_inputs, g->n_inputs + 1, sizeof(int)))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    g->inputs[g->n_inputs++] = tid;
+    g->tensors[tid]->flags |= FA_TENSOR_GRAPH_INPUT;
+    return FA_OK;
+}
+
+fa_status fa_graph_add_output(fa_ctx *ctx, fa_graph *g, int tid)
+{
+    if (!grow((void **)&g->outputs, &g->cap_outputs, g->n_outputs + 1, sizeof(int)))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    g->outputs[g->n_outputs++] = tid;
+    g->tensors[tid]->flags |= FA_TENSOR_GRAPH_OUTPUT;
+    return FA_OK;
+}
+
+void fa_tensor_set_shape(fa_tensor *t, fa_dtype dt, int rank, const int64_t *dims)
+{
+    t->dtype = dt;
+    t->rank = rank;
+    for (int i = 0; i < FA_MAX_RANK; i++) t->dims[i] = (i < rank && dims) ? dims[i] : -1;
+}
+
+fa_status fa_tensor_set_data(fa_ctx *ctx, fa_tensor *t, const void *data, size_t nbytes)
+{
+    void *p = malloc(nbytes ? nbytes : 1);
+    if (!p)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': cannot allocate %zu bytes", t->name,
+                            nbytes);
+    if (nbytes) memcpy(p, data, nbytes);
+    free(t->data);
+    t->data = p;
+    t->nbytes = nbytes;
+    t->flags |= FA_TENSOR_CONST;
+    return FA_OK;
+}
+
+static fa_attr *add_attr(fa_graph *g, fa_node *n, const char *name, fa_attr_type type)
+{
+    fa_attr *na = fa_arena_alloc(g->arena, sizeof *na * (size_t)(n->n_attrs + 1));
+    if (!na) return NULL;
+    if (n->n_attrs) memcpy(na, n->attrs, sizeof *na * (size_t)n->n_attrs);
+    n->attrs = na;
+    fa_attr *a = &na[n->n_attrs++];
+    a->name = fa_arena_strdup(g->arena, name);
+    a->type = type;
+    return a;
+}
+
+fa_attr *fa_node_add_attr_int(fa_graph *g, fa_node *n, const char *name, int64_t v)
+{
+    fa_attr *a = add_attr(g, n, name, FA_ATTR_INT);
+    if (a) a->i = v;
+    return a;
+}
+
+fa_attr *fa_node_add_attr_float(fa_graph *g, fa_node *n, const char *name, float v)
+{
+    fa_attr *a = add_attr(g, n, name, FA_ATTR_FLOAT);
+    if (a) a->f = v;
+    return a;
+}
+
+fa_attr *fa_node_add_attr_ints(fa_graph *g, fa_node *n, const char *name, const int64_t *v, int cnt)
+{
+    fa_attr *a = add_attr(g, n, name, FA_ATTR_INTS);
+    if (!a) return NULL;
+    a->n = cnt;
+    a->ints = fa_arena_alloc(g->arena, sizeof(int64_t) * (size_t)(cnt ? cnt : 1));
+    if (!a->ints) return NULL;
+    if (cnt) memcpy(a->ints, v, sizeof(int64_t) * (size_t)cnt);
+    return a;
+}
+
+fa_attr *fa_node_add_attr_floats(fa_graph *g, fa_node *n, const char *name, const float *v, int cnt)
+{
+    fa_attr *a = add_attr(g, n, name, FA_ATTR_FLOATS);
+    if (!a) return NULL;
+    a->n = cnt;
+    a->floats = fa_arena_alloc(g->arena, sizeof(float) * (size_t)(cnt ? cnt : 1));
+    if (!a->floats) return NULL;
+    if (cnt) memcpy(a->floats, v, sizeof(float) * (size_t)cnt);
+    return a;
+}
+
+fa_attr *fa_node_add_attr_string(fa_graph *g, fa_node *n, const char *name, const char *s)
+{
+    fa_attr *a = add_attr(g, n, name, FA_ATTR_STRING);
+    if (!a) return NULL;
+    a->s = fa_arena_strdup(g->arena, s);
+    a->s_len = strlen(s);
+    return a;
+}
+
+const fa_attr *fa_node_attr(const fa_node *n, const char *name)
+{
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+    return NULL;
+}
+
+int64_t fa_node_attr_int(const fa_node *n, const char *name, int64_t dflt)
+{
+    const fa_attr *a = fa_node_attr(n, name);
+    return (a && a->type == FA_ATTR_INT) ? a->i : dflt;
+}
+
+float fa_node_attr_float(const fa_node *n, const char *name, float dflt)
+{
+    const fa_attr *a = fa_node_attr(n, name);
+    return (a && a->type == FA_ATTR_FLOAT) ? a->f : dflt;
+}
+
+const char *fa_node_attr_string(const fa_node *n, const char *name, const char *dflt)
+{
+    const fa_attr *a = fa_node_attr(n, name);
+    return (a && a->type == FA_ATTR_STRING) ? a->s : dflt;
+}
+
+int fa_node_attr_ints(const fa_node *n, const char *name, const int64_t **out)
+{
+    const fa_attr *a = fa_node_attr(n, name);
+    if (!a || a->type != FA_ATTR_INTS) return 0;
+    *out = a->ints;
+    return a->n;
+}
+
+int64_t fa_tensor_numel(const fa_tensor *t)
+{
+    if (t->rank < 0) return -1;
+    int64_t n = 1;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) return -1;
+        if (t->dims[i] && n > INT64_MAX / t->dims[i]) return -1;
+        n *= t->dims[i];
+    }
+    return n;
+}
+
+uint64_t fa_tensor_bytes(const fa_tensor *t)
+{
+    int64_t n = fa_tensor_numel(t);
+    if (n < 0) return 0;
+    return (uint64_t)n * fa_dtype_size(t->dtype);
+}
+
+int64_t fa_value_numel(const fa_value *v)
+{
+    int64_t n = 1;
+    for (int i = 0; i < v->rank; i++) n *= v->dims[i];
+    return n;
+}
+
+const char *fa_tensor_shape_str(const fa_tensor *t, char *buf, size_t n)
+{
+    if (t->rank < 0) {
+        snprintf(buf, n, "?");
+        return buf;
+    }
+    if (t->rank == 0) {
+        snprintf(buf, n, "scalar");
+        return buf;
+    }
+    size_t off = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->rank && off < n; i++) {
+        int w;
+        if (t->dims[i] >= 0)
+            w = snprintf(buf + off, n - off, "%s%lld", i ? "x" : "", (long long)t->dims[i]);
+        else
+            w = snprintf(buf + off, n - off, "%s%s", i ? "x" : "",
+                         t->dim_params[i] ? t->dim_params[i] : "?");
+        if (w < 0) break;
+        off += (size_t)w;
+    }
+    return buf;
+}
+
+/* Kahn's algorithm over live nodes, iterative (no recursion: 100k-node chains are fine).
+ * Ties keep file order so the topological order is deterministic. */
+fa_status fa_graph_index(fa_ctx *ctx, fa_graph *g)
+{
+    int nt = g->n_tensors, nn = g->n_nodes;
+    int *start = calloc((size_t)nt + 1, sizeof(int));
+    int *indeg = calloc((size_t)nn + 1, sizeof(int));
+    int *topo = malloc(sizeof(int) * (size_t)(nn + 1));
+    int *queue = malloc(sizeof(int) * (size_t)(nn + 1));
+    if (!start || !indeg || !topo || !queue) {
+        free(start); free(indeg); free(topo); free(queue);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory indexing graph");
+    }
+    size_t ncons = 0;
+    for (int i = 0; i < nn; i++) {
+        fa_node *n = g->nodes[i];
+        if (n->folded) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int tid = n->inputs[k];
+            if (tid < 0) continue;
+            /* count each (tensor,node) pair once per occurrence; duplicates are fine */
+            start[tid + 1]++;
+            ncons++;
+        }
+    }
+    for (int i = 0; i < nt; i++) start[i + 1] += start[i];
+    int *cons = malloc(sizeof(int) * (ncons + 1));
+    int *fill = calloc((size_t)nt + 1, sizeof(int));
+    if (!cons || !fill) {
+        free(start); free(indeg); free(topo); free(queue); free(cons); free(fill);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory indexing graph");
+    }
+    fa_status st = FA_OK;
+    for (int i = 0; i < nn && st == FA_OK; i++) {
+        fa_node *n = g->nodes[i];
+        if (n->folded) continue;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int tid = n->inputs[k];
+            if (tid < 0) continue;
+            cons[start[tid] + fill[tid]++] = i;
+            fa_tensor *t = g->tensors[tid];
+            int p = t->producer;
+            if (p >= 0 && !g->nodes[p]->folded) {
+                indeg[i]++;
+            } else if (!(t->flags & (FA_TENSOR_GRAPH_INPUT | FA_TENSOR_CONST))) {
+                st = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                  "node '%s' (%s): input %d '%s' is not produced by any node and "
+                                  "is neither a graph input nor an initializer",
+                                  n->name, n->op_type, k, t->name);
+            }
+        }
+    }
+    /* sort each consumer list (already ascending by construction) — dedupe not needed */
+    int qh = 0, qt = 0, nt_out = 0;
+    if (st == FA_OK) {
+        for (int i = 0; i < nn; i++)
+            if (!g->nodes[i]->folded && indeg[i] == 0) queue[qt++] = i;
+        while (qh < qt) {
+            int i = queue[qh++];
+            topo[nt_out++] = i;
+            fa_node *n = g->nodes[i];
+            for (int o = 0; o < n->n_outputs; o++) {
+                int tid = n->outputs[o];
+                if (tid < 0) continue;
+                for (int c = start[tid]; c < start[tid + 1]; c++)
+                    if (--indeg[cons[c]] == 0) queue[qt++] = cons[c];
+            }
+        }
+        int live = 0;
+        for (int i = 0; i < nn; i++) live += !g->nodes[i]->folded;
+        if (nt_out != live) {
+            for (int i = 0; i < nn; i++)
+                if (!g->nodes[i]->folded && indeg[i] > 0) {
+                    st = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                      "graph has a cycle through node '%s' (%s)",
+                                      g->nodes[i]->name, g->nodes[i]->op_type);
+                    break;
+                }
+        }
+    }
+    /* graph outputs must be produced or be inputs/constants */
+    for (int i = 0; i < g->n_outputs && st == FA_OK; i++) {
+        fa_tensor *t = g->tensors[g->outputs[i]];
+        if (t->producer < 0 && !(t->flags & (FA_TENSOR_GRAPH_INPUT | FA_TENSOR_CONST)))
+            st = fa_ctx_error(ctx, FA_ERR_INPUT, "graph output '%s' is not produced by any node",
+                              t->name);
+    }
+    free(indeg);
+    free(queue);
+    free(fill);
+    if (st != FA_OK) {
+        free(start); free(cons); free(topo);
+        return st;
+    }
+    free(g->cons_start);
+    free(g->cons);
+    free(g->topo);
+    g->cons_start = start;
+    g->cons = cons;
+    g->topo = topo;
+    g->n_topo = nt_out;
+    return FA_OK;
+}
+
+int fa_graph_consumers(const fa_graph *g, int tid, const int **out)
+{
+    if (!g->cons_start || tid < 0 || tid >= g->n_tensors) {
+        *out = NULL;
+        return 0;
+    }
+    *out = g->cons + g->cons_start[tid];
+    return g->cons_start[tid + 1] - g->cons_start[tid];
+}
+
+fa_node *fa_graph_producer(const fa_graph *g, int tid)
+{
+    if (tid < 0 || tid >= g->n_tensors) return NULL;
+    int p = g->tensors[tid]->producer;
+    if (p < 0 || g->nodes[p]->folded) return NULL;
+    return g->nodes[p];
+}

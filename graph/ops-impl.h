@@ -1,0 +1,64 @@
+/* graph/ops-impl — helpers shared by the op definitions (ops_*.c); private to graph/. */
+#ifndef FA_OPS_IMPL_H
+#define FA_OPS_IMPL_H
+
+#include "graph.h"
+
+/* Each ops_*.c file exports one table; registry.c concatenates them.
+ * A table ends with an entry whose name is NULL. */
+extern const fa_op fa_ops_elementwise[];
+extern const fa_op fa_ops_nn[];
+extern const fa_op fa_ops_reduce[];
+extern const fa_op fa_ops_shape[];
+extern const fa_op fa_ops_extra[];
+
+/* Error naming the node: "node 'NAME' (OP): <message>", status FA_ERR_INPUT. */
+fa_status fa_node_error(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Same with FA_ERR_UNSUPPORTED (valid ONNX we do not implement, e.g. an attribute value). */
+fa_status fa_node_unsupported(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Require input i to be present with known rank; returns it or sets an error. */
+fa_tensor *fa_req_input(fa_ctx *ctx, fa_graph *g, fa_node *n, int i);
+/* Normalize an axis in [-rank, rank) to [0, rank); returns -1 and sets an error if out of range. */
+int fa_norm_axis(fa_ctx *ctx, const fa_node *n, int64_t axis, int rank);
+
+/* numpy-style multidirectional broadcasting of (ra,da) and (rb,db) into (rout,dout).
+ * ONNX Broadcasting.md. Error names the node and both shapes. */
+fa_status fa_bcast_shape(fa_ctx *ctx, const fa_node *n, int ra, const int64_t *da, int rb,
+                         const int64_t *db, int *rout, int64_t *dout);
+
+/* Read a constant integer input (int64 or int32 data) into out[0..max). *count gets the
+ * element count. Errors if the input is absent, not constant, not integer, or too long.
+ * Constant-ness is what makes Reshape/Slice/... shapes static after folding. */
+fa_status fa_const_ints(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int idx, int64_t *out,
+                        int max, int *count);
+/* Read a constant scalar float input (float/double/int data), for Clip min/max etc. */
+fa_status fa_const_float(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int idx, float *out);
+bool fa_input_is_const(const fa_graph *g, const fa_node *n, int idx);
+
+/* Output i gets dtype + shape. */
+void fa_set_out(fa_graph *g, fa_node *n, int i, fa_dtype dt, int rank, const int64_t *dims);
+/* Output 0 = input 0's dtype and shape (elementwise unary ops). */
+fa_status fa_infer_same(fa_ctx *ctx, fa_graph *g, fa_node *n);
+
+/* Default cost: bytes_read = sum of input tensor bytes, bytes_written = sum of output bytes,
+ * flops = flops_per_elem * numel(output 0). */
+void fa_cost_io(const fa_graph *g, const fa_node *n, uint64_t flops_per_elem, fa_op_cost *out);
+
+/* Strides (in elements) of input dims broadcast to an output of rank `rout`, dims `dout`:
+ * stride 0 along broadcast axes. */
+void fa_bcast_strides(int rin, const int64_t *din, int rout, const int64_t *dout, int64_t *strides);
+
+/* Convert an element of any numeric dtype to double / store double into dtype. */
+double fa_load_as_double(const void *data, fa_dtype dt, int64_t i);
+void fa_store_from_double(void *data, fa_dtype dt, int64_t i, double v);
+
+/* IEEE half <-> float. */
+float fa_half_to_float(uint16_t h);
+uint16_t fa_float_to_half(float f);
+float fa_bf16_to_float(uint16_t h);
+uint16_t fa_float_to_bf16(float f);
+
+#endif

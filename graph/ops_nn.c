@@ -1,0 +1,6 @@
+/* graph/ops_nn — op definitions (placeholder table; filled by the op-coverage work). */
+#include "ops-impl.h"
+
+const fa_op fa_ops_nn[] = {
+    {0},
+};

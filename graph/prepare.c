@@ -1,0 +1,257 @@
+/* graph/prepare — bind symbolic dims, infer shapes and fold constants in one topological
+ * pass; fa_graph_load = import (or zoo) + prepare. */
+#include "ops-impl.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+fa_status fa_shape_binding_parse(fa_ctx *ctx, const char *text, fa_shape_binding *out)
+{
+    const char *eq = strrchr(text, '=');
+    if (!eq || eq == text)
+        return fa_ctx_error(ctx, FA_ERR_USAGE,
+                            "--shape '%s': expected NAME=DIMS (e.g. input=1x3x224x224 or batch=8)",
+                            text);
+    fa_shape_binding b;
+    memset(&b, 0, sizeof b);
+    b.name = text; /* caller keeps text alive; name ends at '=' — copy below */
+    static __thread char namebuf[8][256];
+    static __thread int slot;
+    size_t nl = (size_t)(eq - text);
+    if (nl >= sizeof namebuf[0])
+        return fa_ctx_error(ctx, FA_ERR_USAGE, "--shape '%.40s...': name too long", text);
+    char *nm = namebuf[slot++ & 7];
+    memcpy(nm, text, nl);
+    nm[nl] = 0;
+    b.name = nm;
+    const char *p = eq + 1;
+    int rank = 0;
+    if (!*p) return fa_ctx_error(ctx, FA_ERR_USAGE, "--shape '%s': no dims after '=' (byte %zu)", text, nl + 1);
+    while (*p) {
+        if (!isdigit((unsigned char)*p))
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "--shape '%s': expected a digit at byte %zu",
+                                text, (size_t)(p - text));
+        errno = 0;
+        char *end;
+        long long v = strtoll(p, &end, 10);
+        if (errno || v < 0 || v > ((long long)1 << 40))
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "--shape '%s': dim out of range at byte %zu",
+                                text, (size_t)(p - text));
+        if (rank >= FA_MAX_RANK)
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "--shape '%s': more than %d dims", text,
+                                FA_MAX_RANK);
+        b.dims[rank++] = v;
+        p = end;
+        if (*p == 'x' || *p == 'X' || *p == ',') {
+            p++;
+            if (!*p)
+                return fa_ctx_error(ctx, FA_ERR_USAGE, "--shape '%s': trailing separator at byte %zu",
+                                    text, (size_t)(p - text));
+        } else if (*p) {
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "--shape '%s': unexpected '%c' at byte %zu", text,
+                                *p, (size_t)(p - text));
+        }
+    }
+    b.rank = rank;
+    *out = b;
+    return FA_OK;
+}
+
+/* Apply bindings: a binding whose name is a graph input replaces the whole shape (rank must
+ * match); otherwise a rank-1 binding names a dim_param and binds it everywhere. */
+static fa_status apply_bindings(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
+{
+    for (int b = 0; b < opt->n_bindings; b++) {
+        const fa_shape_binding *sb = &opt->bindings[b];
+        int tid = fa_graph_find_tensor(g, sb->name);
+        bool is_input = false;
+        for (int i = 0; i < g->n_inputs; i++) is_input |= g->inputs[i] == tid;
+        if (tid >= 0 && is_input) {
+            fa_tensor *t = g->tensors[tid];
+            if (t->rank >= 0 && t->rank != sb->rank)
+                return fa_ctx_error(ctx, FA_ERR_USAGE,
+                                    "--shape %s: input '%s' has rank %d, binding gives %d dims",
+                                    sb->name, t->name, t->rank, sb->rank);
+            for (int d = 0; d < sb->rank; d++) {
+                if (t->rank >= 0 && t->dims[d] >= 0 && t->dims[d] != sb->dims[d])
+                    return fa_ctx_error(ctx, FA_ERR_USAGE,
+                                        "--shape %s: input '%s' dim %d is fixed at %lld, binding gives %lld",
+                                        sb->name, t->name, d, (long long)t->dims[d],
+                                        (long long)sb->dims[d]);
+            }
+            fa_dtype dt = t->dtype ? t->dtype : FA_DTYPE_FLOAT;
+            fa_tensor_set_shape(t, dt, sb->rank, sb->dims);
+            continue;
+        }
+        if (sb->rank != 1)
+            return fa_ctx_error(ctx, FA_ERR_USAGE,
+                                "--shape %s: no graph input of that name, and a symbolic dim binding takes one value",
+                                sb->name);
+        bool used = false;
+        for (int i = 0; i < g->n_inputs; i++) {
+            fa_tensor *t = g->tensors[g->inputs[i]];
+            for (int d = 0; d < t->rank; d++)
+                if (t->dim_params[d] && strcmp(t->dim_params[d], sb->name) == 0) {
+                    t->dims[d] = sb->dims[0];
+                    used = true;
+                }
+        }
+        if (!used)
+            return fa_ctx_error(ctx, FA_ERR_USAGE,
+                                "--shape %s: no graph input and no symbolic dim of that name", sb->name);
+    }
+    return FA_OK;
+}
+
+static fa_status fold_node(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_value in[64], out[16];
+    if (n->n_inputs > 64 || n->n_outputs > 16) return FA_OK;
+    memset(in, 0, sizeof in);
+    memset(out, 0, sizeof out);
+    for (int i = 0; i < n->n_inputs; i++) {
+        fa_tensor *t = fa_graph_in(g, n, i);
+        if (!t) continue;
+        in[i].data = t->data;
+        in[i].dtype = t->dtype;
+        in[i].rank = t->rank;
+        memcpy(in[i].dims, t->dims, sizeof t->dims);
+    }
+    fa_status st = FA_OK;
+    int k;
+    for (k = 0; k < n->n_outputs; k++) {
+        fa_tensor *t = fa_graph_out(g, n, k);
+        if (!t) continue;
+        size_t bytes = fa_tensor_bytes(t);
+        out[k].data = malloc(bytes ? bytes : 1);
+        if (!out[k].data) { st = fa_ctx_error(ctx, FA_ERR_NOMEM, "folding node '%s': out of memory", n->name); break; }
+        out[k].dtype = t->dtype;
+        out[k].rank = t->rank;
+        memcpy(out[k].dims, t->dims, sizeof t->dims);
+    }
+    if (st == FA_OK) st = n->op->kernel(ctx, n, in, n->n_inputs, out, n->n_outputs, 1);
+    if (st == FA_OK) {
+        for (int i = 0; i < n->n_outputs; i++) {
+            fa_tensor *t = fa_graph_out(g, n, i);
+            if (!t) continue;
+            free(t->data);
+            t->data = out[i].data;
+            out[i].data = NULL;
+            t->nbytes = fa_tensor_bytes(t);
+            t->flags |= FA_TENSOR_CONST;
+        }
+        n->folded = true;
+        g->n_folded++;
+    }
+    for (int i = 0; i < n->n_outputs; i++) free(out[i].data);
+    return st;
+}
+
+static bool can_fold(const fa_graph *g, const fa_node *n, uint64_t max_bytes)
+{
+    if (!n->op || !n->op->kernel || (n->op->flags & FA_OPF_NO_FOLD)) return false;
+    bool any_output_is_graph_output = false;
+    uint64_t out_bytes = 0;
+    for (int i = 0; i < n->n_outputs; i++) {
+        const fa_tensor *t = fa_graph_out(g, n, i);
+        if (!t) continue;
+        if (fa_tensor_numel(t) < 0) return false;
+        out_bytes += fa_tensor_bytes(t);
+        any_output_is_graph_output |= (t->flags & FA_TENSOR_GRAPH_OUTPUT) != 0;
+    }
+    /* A graph output stays computed by a node so the model keeps its interface. */
+    if (any_output_is_graph_output) return false;
+    if (out_bytes > max_bytes) return false;
+    if (n->op->flags & FA_OPF_SHAPE_ONLY) {
+        const fa_tensor *x = fa_graph_in(g, n, 0);
+        return x && fa_tensor_numel(x) >= 0;
+    }
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (t && !((t->flags & FA_TENSOR_CONST) && t->data)) return false;
+    }
+    return true;
+}
+
+fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
+{
+    fa_load_options dflt = {0};
+    if (!opt) opt = &dflt;
+    fa_status st = apply_bindings(ctx, g, opt);
+    if (st) return st;
+    if (opt->batch > 0)
+        for (int i = 0; i < g->n_inputs; i++) {
+            fa_tensor *t = g->tensors[g->inputs[i]];
+            if (t->rank > 0) t->dims[0] = opt->batch;
+        }
+    for (int i = 0; i < g->n_inputs; i++) {
+        fa_tensor *t = g->tensors[g->inputs[i]];
+        if (t->rank < 0)
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "graph input '%s' has no shape; bind it with --shape %s=DIMS",
+                                t->name, t->name);
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d] < 0)
+                return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                    "graph input '%s' dim %d ('%s') is symbolic and unbound; use --shape %s=DIMS or --shape %s=N",
+                                    t->name, d, t->dim_params[d] ? t->dim_params[d] : "?", t->name,
+                                    t->dim_params[d] ? t->dim_params[d] : "DIM");
+    }
+    st = fa_graph_index(ctx, g);
+    if (st) return st;
+    uint64_t max_bytes = opt->max_const_bytes ? opt->max_const_bytes : ((uint64_t)1 << 30);
+    for (int k = 0; k < g->n_topo; k++) {
+        fa_node *n = g->nodes[g->topo[k]];
+        if (!n->op)
+            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s%s%s at node '%s'",
+                                *n->domain ? n->domain : "", *n->domain ? "." : "", n->op_type,
+                                n->name);
+        if (n->n_inputs < n->op->min_inputs ||
+            (n->op->max_inputs >= 0 && n->n_inputs > n->op->max_inputs))
+            return fa_node_error(ctx, n, "has %d inputs, expected %d..%d", n->n_inputs,
+                                 n->op->min_inputs, n->op->max_inputs);
+        if (n->n_outputs < n->op->min_outputs ||
+            (n->op->max_outputs >= 0 && n->n_outputs > n->op->max_outputs))
+            return fa_node_error(ctx, n, "has %d outputs, expected %d..%d", n->n_outputs,
+                                 n->op->min_outputs, n->op->max_outputs);
+        st = n->op->infer(ctx, g, n);
+        if (st) return st;
+        for (int o = 0; o < n->n_outputs; o++) {
+            fa_tensor *t = fa_graph_out(g, n, o);
+            if (!t) continue;
+            for (int d = 0; d < t->rank; d++)
+                if (t->dims[d] < 0)
+                    return fa_node_error(ctx, n, "output '%s' dim %d could not be inferred", t->name, d);
+            if (t->rank >= 0 && fa_tensor_numel(t) < 0)
+                return fa_node_error(ctx, n, "output '%s' element count overflows", t->name);
+        }
+        if (!opt->no_fold && can_fold(g, n, max_bytes)) {
+            st = fold_node(ctx, g, n);
+            if (st) return st;
+        }
+    }
+    return fa_graph_index(ctx, g);
+}
+
+fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *opt, fa_graph **out)
+{
+    fa_graph *g = NULL;
+    fa_status st;
+    if (strncmp(model, "zoo:", 4) == 0)
+        st = fa_zoo_build(ctx, model + 4, (opt && opt->batch > 0) ? opt->batch : 1, &g);
+    else
+        st = fa_onnx_import(ctx, model, &g);
+    if (st) return st;
+    fa_load_options o = opt ? *opt : (fa_load_options){0};
+    if (strncmp(model, "zoo:", 4) == 0) o.batch = 0; /* zoo applied the batch itself */
+    st = fa_graph_prepare(ctx, g, &o);
+    if (st) {
+        if (strncmp(model, "zoo:", 4) != 0) fa_ctx_wrap(ctx, st, "%s: ", model);
+        fa_graph_free(g);
+        return st;
+    }
+    *out = g;
+    return FA_OK;
+}

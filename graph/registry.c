@@ -1,0 +1,296 @@
+/* graph/registry — op lookup over the per-category tables of ops_*.c, plus shared op helpers. */
+#include "ops-impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const fa_op *const k_tables[] = {fa_ops_elementwise, fa_ops_nn, fa_ops_reduce, fa_ops_shape,
+                                        fa_ops_extra};
+
+static bool same_domain(const char *a, const char *b)
+{
+    if (!a || strcmp(a, "ai.onnx") == 0) a = "";
+    if (!b || strcmp(b, "ai.onnx") == 0) b = "";
+    return strcmp(a, b) == 0;
+}
+
+const fa_op *fa_op_find(const char *domain, const char *op_type)
+{
+    for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++)
+        for (const fa_op *op = k_tables[t]; op->name; op++)
+            if (strcmp(op->name, op_type) == 0 && same_domain(op->domain, domain)) return op;
+    return NULL;
+}
+
+const fa_op *fa_op_at(int i)
+{
+    for (size_t t = 0; t < sizeof k_tables / sizeof k_tables[0]; t++)
+        for (const fa_op *op = k_tables[t]; op->name; op++)
+            if (i-- == 0) return op;
+    return NULL;
+}
+
+void fa_node_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n->op && n->op->cost) n->op->cost(g, n, out);
+    else fa_cost_io(g, n, 0, out);
+}
+
+static fa_status vnode_error(fa_ctx *ctx, fa_status s, const fa_node *n, const char *fmt, va_list ap)
+{
+    char msg[2048];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    return fa_ctx_error(ctx, s, "node '%s' (%s): %s", n->name, n->op_type, msg);
+}
+
+fa_status fa_node_error(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fa_status s = vnode_error(ctx, FA_ERR_INPUT, n, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+fa_status fa_node_unsupported(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fa_status s = vnode_error(ctx, FA_ERR_UNSUPPORTED, n, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+fa_tensor *fa_req_input(fa_ctx *ctx, fa_graph *g, fa_node *n, int i)
+{
+    fa_tensor *t = fa_graph_in(g, n, i);
+    if (!t) {
+        fa_node_error(ctx, n, "required input %d is missing", i);
+        return NULL;
+    }
+    if (t->rank < 0) {
+        fa_node_error(ctx, n, "input %d '%s' has unknown shape", i, t->name);
+        return NULL;
+    }
+    return t;
+}
+
+int fa_norm_axis(fa_ctx *ctx, const fa_node *n, int64_t axis, int rank)
+{
+    int64_t a = axis < 0 ? axis + rank : axis;
+    if (a < 0 || a >= (rank ? rank : 1)) {
+        fa_node_error(ctx, n, "axis %lld out of range for rank %d", (long long)axis, rank);
+        return -1;
+    }
+    return (int)a;
+}
+
+fa_status fa_bcast_shape(fa_ctx *ctx, const fa_node *n, int ra, const int64_t *da, int rb,
+                         const int64_t *db, int *rout, int64_t *dout)
+{
+    int r = ra > rb ? ra : rb;
+    int64_t tmp[FA_MAX_RANK];
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - ra), ib = i - (r - rb);
+        int64_t a = ia >= 0 ? da[ia] : 1, b = ib >= 0 ? db[ib] : 1;
+        if (a == b || b == 1) tmp[i] = a;
+        else if (a == 1) tmp[i] = b;
+        else {
+            char sa[128] = "", sb[128] = "";
+            size_t oa = 0, ob = 0;
+            for (int k = 0; k < ra; k++)
+                oa += (size_t)snprintf(sa + oa, sizeof sa - oa, "%s%lld", k ? "x" : "", (long long)da[k]);
+            for (int k = 0; k < rb; k++)
+                ob += (size_t)snprintf(sb + ob, sizeof sb - ob, "%s%lld", k ? "x" : "", (long long)db[k]);
+            return fa_node_error(ctx, n, "shapes [%s] and [%s] do not broadcast (dim %d: %lld vs %lld)",
+                                 sa, sb, i, (long long)a, (long long)b);
+        }
+    }
+    *rout = r;
+    memcpy(dout, tmp, sizeof(int64_t) * (size_t)r);
+    return FA_OK;
+}
+
+bool fa_input_is_const(const fa_graph *g, const fa_node *n, int idx)
+{
+    const fa_tensor *t = fa_graph_in(g, n, idx);
+    return t && (t->flags & FA_TENSOR_CONST) && t->data;
+}
+
+fa_status fa_const_ints(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int idx, int64_t *out,
+                        int max, int *count)
+{
+    const fa_tensor *t = fa_graph_in(g, n, idx);
+    if (!t) return fa_node_error(ctx, n, "input %d is missing", idx);
+    if (!(t->flags & FA_TENSOR_CONST) || !t->data)
+        return fa_node_unsupported(ctx, n, "input %d '%s' must be a constant (computed at run time is not supported)",
+                                   idx, t->name);
+    size_t es = fa_dtype_size(t->dtype);
+    if (t->dtype != FA_DTYPE_INT64 && t->dtype != FA_DTYPE_INT32)
+        return fa_node_error(ctx, n, "input %d '%s' must be int64 or int32, is %s", idx, t->name,
+                             fa_dtype_name(t->dtype));
+    size_t cnt = t->nbytes / es;
+    if (cnt > (size_t)max)
+        return fa_node_error(ctx, n, "input %d '%s' has %zu elements, at most %d allowed", idx,
+                             t->name, cnt, max);
+    for (size_t i = 0; i < cnt; i++)
+        out[i] = t->dtype == FA_DTYPE_INT64 ? ((const int64_t *)t->data)[i]
+                                            : ((const int32_t *)t->data)[i];
+    *count = (int)cnt;
+    return FA_OK;
+}
+
+fa_status fa_const_float(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int idx, float *out)
+{
+    const fa_tensor *t = fa_graph_in(g, n, idx);
+    if (!t) return fa_node_error(ctx, n, "input %d is missing", idx);
+    if (!(t->flags & FA_TENSOR_CONST) || !t->data)
+        return fa_node_unsupported(ctx, n, "input %d '%s' must be a constant", idx, t->name);
+    size_t es = fa_dtype_size(t->dtype);
+    if (!es || t->nbytes < es) return fa_node_error(ctx, n, "input %d '%s' is empty", idx, t->name);
+    *out = (float)fa_load_as_double(t->data, t->dtype, 0);
+    return FA_OK;
+}
+
+void fa_set_out(fa_graph *g, fa_node *n, int i, fa_dtype dt, int rank, const int64_t *dims)
+{
+    fa_tensor *t = fa_graph_out(g, n, i);
+    if (t) fa_tensor_set_shape(t, dt, rank, dims);
+}
+
+fa_status fa_infer_same(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+void fa_cost_io(const fa_graph *g, const fa_node *n, uint64_t flops_per_elem, fa_op_cost *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (t) out->bytes_read += fa_tensor_bytes(t);
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        const fa_tensor *t = fa_graph_out(g, n, i);
+        if (t) out->bytes_written += fa_tensor_bytes(t);
+    }
+    const fa_tensor *o = fa_graph_out(g, n, 0);
+    int64_t ne = o ? fa_tensor_numel(o) : 0;
+    if (ne > 0) out->flops = flops_per_elem * (uint64_t)ne;
+}
+
+void fa_bcast_strides(int rin, const int64_t *din, int rout, const int64_t *dout, int64_t *strides)
+{
+    int64_t s = 1;
+    for (int i = rout - 1; i >= 0; i--) {
+        int k = i - (rout - rin);
+        if (k < 0) { strides[i] = 0; continue; }
+        strides[i] = (din[k] == 1 && dout[i] != 1) ? 0 : s;
+        s *= din[k];
+    }
+}
+
+float fa_half_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, f;
+    if (exp == 0) {
+        if (man == 0) f = sign;
+        else {
+            exp = 127 - 15 + 1;
+            while (!(man & 0x400)) { man <<= 1; exp--; }
+            man &= 0x3ff;
+            f = sign | (exp << 23) | (man << 13);
+        }
+    } else if (exp == 31) f = sign | 0x7f800000 | (man << 13);
+    else f = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    float r;
+    memcpy(&r, &f, 4);
+    return r;
+}
+
+uint16_t fa_float_to_half(float v)
+{
+    uint32_t x;
+    memcpy(&x, &v, 4);
+    uint32_t sign = (x >> 16) & 0x8000;
+    int32_t exp = (int32_t)((x >> 23) & 0xff) - 127 + 15;
+    uint32_t man = x & 0x7fffff;
+    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00 | (man ? 0x200 : 0));
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00);
+    if (exp <= 0) {
+        if (exp < -10) return (uint16_t)sign;
+        man |= 0x800000;
+        uint32_t shift = (uint32_t)(14 - exp);
+        uint32_t h = man >> shift;
+        uint32_t rem = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (man >> 13);
+    uint32_t rem = man & 0x1fff;
+    if (rem > 0x1000 || (rem == 0x1000 && (h & 1))) h++;
+    return (uint16_t)h;
+}
+
+float fa_bf16_to_float(uint16_t h)
+{
+    uint32_t x = (uint32_t)h << 16;
+    float r;
+    memcpy(&r, &x, 4);
+    return r;
+}
+
+uint16_t fa_float_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffff) > 0x7f800000) return (uint16_t)((x >> 16) | 0x40);
+    x += 0x7fff + ((x >> 16) & 1);
+    return (uint16_t)(x >> 16);
+}
+
+double fa_load_as_double(const void *d, fa_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case FA_DTYPE_FLOAT: return ((const float *)d)[i];
+    case FA_DTYPE_DOUBLE: return ((const double *)d)[i];
+    case FA_DTYPE_INT64: return (double)((const int64_t *)d)[i];
+    case FA_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case FA_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case FA_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case FA_DTYPE_UINT8: return ((const uint8_t *)d)[i];
+    case FA_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case FA_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case FA_DTYPE_UINT64: return (double)((const uint64_t *)d)[i];
+    case FA_DTYPE_BOOL: return ((const uint8_t *)d)[i] ? 1.0 : 0.0;
+    case FA_DTYPE_FLOAT16: return fa_half_to_float(((const uint16_t *)d)[i]);
+    case FA_DTYPE_BFLOAT16: return fa_bf16_to_float(((const uint16_t *)d)[i]);
+    default: return 0.0;
+    }
+}
+
+void fa_store_from_double(void *d, fa_dtype dt, int64_t i, double v)
+{
+    switch (dt) {
+    case FA_DTYPE_FLOAT: ((float *)d)[i] = (float)v; break;
+    case FA_DTYPE_DOUBLE: ((double *)d)[i] = v; break;
+    case FA_DTYPE_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
+    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
+    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)v; break;
+    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)v; break;
+    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
+    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)v; break;
+    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)v; break;
+    case FA_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
+    case FA_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0.0; break;
+    case FA_DTYPE_FLOAT16: ((uint16_t *)d)[i] = fa_float_to_half((float)v); break;
+    case FA_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = fa_float_to_bf16((float)v); break;
+    default: break;
+    }
+}

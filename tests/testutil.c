@@ -1,0 +1,116 @@
+/* tests/testutil — see testutil.h. */
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *fa_test_corpus(void)
+{
+    const char *c = getenv("FA_CORPUS");
+    struct stat st;
+    if (c && stat(c, &st) == 0 && S_ISDIR(st.st_mode)) return c;
+    return NULL;
+}
+
+void fa_test_require_corpus(void)
+{
+    if (!fa_test_corpus()) {
+        fprintf(stderr, "SKIP: ../shared/corpus not found (FA_CORPUS=%s)\n",
+                getenv("FA_CORPUS") ? getenv("FA_CORPUS") : "(unset)");
+        exit(77);
+    }
+}
+
+static char g_tmp[4096];
+
+static void rm_tmp(void)
+{
+    if (!g_tmp[0]) return;
+    pid_t p = fork();
+    if (p == 0) {
+        execlp("rm", "rm", "-rf", g_tmp, (char *)NULL);
+        _exit(127);
+    }
+    if (p > 0) waitpid(p, NULL, 0);
+}
+
+const char *fa_test_tmpdir(void)
+{
+    if (g_tmp[0]) return g_tmp;
+    const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(g_tmp, sizeof g_tmp, "%s/fa-test-XXXXXX", base);
+    if (!mkdtemp(g_tmp)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+    atexit(rm_tmp);
+    return g_tmp;
+}
+
+const char *fa_test_path(const char *a, const char *b)
+{
+    static char bufs[8][4096];
+    static int slot;
+    char *p = bufs[slot++ & 7];
+    snprintf(p, 4096, "%s/%s", a, b);
+    return p;
+}
+
+static char *slurp_fd(int fd)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    char tmp[65536];
+    ssize_t r;
+    while ((r = read(fd, tmp, sizeof tmp)) > 0) fa_buf_append(&b, tmp, (size_t)r);
+    if (!b.data) fa_buf_puts(&b, "");
+    return b.data;
+}
+
+int fa_test_run_cli(const char *const *argv, char **out, char **err)
+{
+    const char *cli = getenv("FA_CLI");
+    if (!cli) {
+        fprintf(stderr, "FA_CLI not set\n");
+        return -1;
+    }
+    char ofile[4200], efile[4200];
+    snprintf(ofile, sizeof ofile, "%s/cli-out-%d", fa_test_tmpdir(), (int)getpid());
+    snprintf(efile, sizeof efile, "%s/cli-err-%d", fa_test_tmpdir(), (int)getpid());
+    int argc = 0;
+    while (argv[argc]) argc++;
+    char **av = calloc((size_t)argc + 2, sizeof *av);
+    av[0] = (char *)cli;
+    for (int i = 0; i < argc; i++) av[i + 1] = (char *)argv[i];
+    pid_t p = fork();
+    if (p == 0) {
+        int o = open(ofile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        int e = open(efile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(cli, av);
+        _exit(127);
+    }
+    free(av);
+    int status = 0;
+    waitpid(p, &status, 0);
+    if (out) {
+        int fd = open(ofile, O_RDONLY);
+        *out = slurp_fd(fd);
+        close(fd);
+    }
+    if (err) {
+        int fd = open(efile, O_RDONLY);
+        *err = slurp_fd(fd);
+        close(fd);
+    }
+    unlink(ofile);
+    unlink(efile);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
