@@ -1,0 +1,81 @@
+/* collector — trace sources (cpu executor clock, CUPTI, Kineto JSON / Nsight Systems import)
+ * all produce one in-memory trace of activity records (fa_trace). */
+#ifndef FA_COLLECTOR_H
+#define FA_COLLECTOR_H
+
+#include "core/core.h"
+#include "graph/graph.h"
+
+/* Activity kinds. Stored in the database: only grows at its end. */
+typedef enum fa_activity_kind {
+    FA_ACT_KERNEL = 0,      /* a compute kernel (ours on cpu, a GPU kernel on cuda/imports) */
+    FA_ACT_MEMCPY = 1,
+    FA_ACT_MEMSET = 2,
+    FA_ACT_RUNTIME = 3,     /* CUDA runtime API call (cudaLaunchKernel, ...) */
+    FA_ACT_DRIVER = 4,      /* CUDA driver API call */
+    FA_ACT_CPU_OP = 5,      /* framework op on the CPU (Kineto cpu_op / Operator) */
+    FA_ACT_RANGE = 6,       /* NVTX / user annotation range */
+    FA_ACT_SYNC = 7,        /* synchronization */
+    FA_ACT_OVERHEAD = 8,    /* profiler's own overhead (CUPTI OVERHEAD records) */
+    FA_ACT_KIND_COUNT
+} fa_activity_kind;
+const char *fa_activity_kind_name(fa_activity_kind k);
+
+/* One activity record. Strings are interned in the trace's arena (valid until
+ * fa_trace_free). Unknown numeric fields are 0 unless stated; unknown ids are -1. */
+typedef struct fa_activity {
+    fa_activity_kind kind;
+    const char *name;         /* kernel / API / op name */
+    const char *op_type;      /* ONNX op type for our runs; CPU op name for imports; may be NULL */
+    const char *node_name;    /* graph node (our runs) or attributed op/range (imports); may be NULL */
+    int32_t node;             /* graph node id for our runs, -1 otherwise */
+    int32_t iter;             /* timed iteration (0-based); -1 for warm-up or unknown */
+    int32_t device;           /* device index; -1 for host */
+    int64_t stream;           /* CUDA stream, or the host thread id for cpu kernels */
+    int64_t pid, tid;         /* host process / thread of the launch (imports), 0 if unknown */
+    uint64_t start_ns, end_ns;/* CLOCK_MONOTONIC for cpu runs; the trace's own clock for imports */
+    int64_t correlation;      /* launch ↔ kernel correlation id, -1 if none */
+    int64_t external_id;      /* Kineto External id (kernel → cpu op), -1 if none */
+    int32_t grid[3], block[3];/* launch configuration, 0 if unknown */
+    int32_t registers;        /* registers per thread, 0 if unknown */
+    int32_t static_smem;      /* bytes per block */
+    int32_t dynamic_smem;     /* bytes per block */
+    int32_t local_mem;        /* bytes per thread (spills), 0 if unknown */
+    uint64_t bytes_read;      /* DRAM-level bytes this kernel reads (model-derived), 0 if unknown */
+    uint64_t bytes_written;
+    uint64_t flops;           /* floating-point operations, 0 if unknown */
+    float occupancy;          /* achieved/theoretical occupancy if the source gives it, <0 unknown */
+    unsigned flags;           /* FA_ACTF_* */
+} fa_activity;
+
+enum {
+    FA_ACTF_ESTIMATED_BYTES = 1u << 0, /* bytes derived from recorded input dims, not measured */
+    FA_ACTF_ORPHAN = 1u << 1,          /* no matching launch/correlation in the trace window */
+    FA_ACTF_CLOCK_INVERSION = 1u << 2, /* kernel appeared to start before its launch */
+};
+
+/* The trace: activities plus metadata. Owns an arena for strings. */
+typedef struct fa_trace {
+    fa_arena *arena;
+    fa_activity *acts;
+    size_t n_acts, cap_acts;
+    const char *source;       /* "cpu-executor", "cupti", "kineto", "nsys" */
+    const char *source_path;  /* imported file, or NULL */
+    const char *device_name;  /* e.g. "NVIDIA A100-SXM4-40GB" or the cpu model name */
+    int n_iters;              /* timed iterations recorded (our runs); 0 for imports */
+    /* counters an importer reports (0 for our own runs) */
+    uint64_t n_orphans, n_clock_inversions, n_parse_errors;
+} fa_trace;
+
+fa_trace *fa_trace_create(const char *source);
+void fa_trace_free(fa_trace *t);
+/* Append a copy of *a; its strings must already be interned (fa_trace_intern). Returns the
+ * stored record (valid until the next add) or NULL on OOM. */
+fa_activity *fa_trace_add(fa_trace *t, const fa_activity *a);
+/* Intern a string in the trace's arena (dedup by content). NULL -> NULL. */
+const char *fa_trace_intern(fa_trace *t, const char *s);
+const char *fa_trace_intern_n(fa_trace *t, const char *s, size_t n);
+/* A zeroed activity with ids set to -1 and occupancy -1. */
+fa_activity fa_activity_init(fa_activity_kind kind);
+
+#endif
