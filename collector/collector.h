@@ -79,3 +79,17 @@ const char *fa_trace_intern_n(fa_trace *t, const char *s, size_t n);
 fa_activity fa_activity_init(fa_activity_kind kind);
 
 #endif
+
+/* ---- cpu collector (collector/cpu/) ---- */
+#include "runtime/runtime.h"
+
+/* Progress callback for long collections: done/total iterations (warm-up included). */
+typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total);
+
+/* Run `warmup` unrecorded and `iters` timed iterations of executor e over graph g and return
+ * one FA_ACT_KERNEL record per kernel per timed iteration (start/end CLOCK_MONOTONIC ns,
+ * node, op, thread, bytes and FLOPs from the op registry's cost formulas) plus one
+ * FA_ACT_RANGE record named "iteration" per timed iteration (its wall time, dispatch gaps
+ * included). Inputs must be set on e. *out owned by caller (fa_trace_free). */
+fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
+                         fa_progress_fn progress, void *progress_user, fa_trace **out);

@@ -213,6 +213,9 @@ typedef struct fa_value {
     int64_t dims[FA_MAX_RANK];
 } fa_value;
 int64_t fa_value_numel(const fa_value *v);
+/* Element i of a buffer of dtype dt as double / stored from double (converting). */
+double fa_load_as_double(const void *data, fa_dtype dt, int64_t i);
+void fa_store_from_double(void *data, fa_dtype dt, int64_t i, double v);
 
 /* ---- op registry ---- */
 
@@ -316,5 +319,10 @@ const fa_zoo_info *fa_zoo_at(int i);
 /* Build zoo model NAME (random weights from fixed seed 0x5EED + name hash), batch>=1.
  * Unknown name: FA_ERR_INPUT listing the known names. */
 fa_status fa_zoo_build(fa_ctx *ctx, const char *name, int batch, fa_graph **out);
+/* The default weight seed of zoo model NAME: 0x5EED + fa_hash64(NAME) (FNV-1a 64). */
+uint64_t fa_zoo_default_seed(const char *name);
+/* fa_zoo_build with an explicit weight seed (tests: weights differ per seed). */
+fa_status fa_zoo_build_seeded(fa_ctx *ctx, const char *name, int batch, uint64_t seed,
+                              fa_graph **out);
 
 #endif

@@ -1,0 +1,144 @@
+/* cli/cmd_inspect — `fuse-advise inspect MODEL [--json]`: one row per live node with its pattern
+ * class, output shapes, FLOPs and bytes; totals; graph inputs and outputs. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char *k_help =
+    "usage: fuse-advise inspect MODEL [--json] [--shape NAME=DIMS]... [--batch N] [--no-fold]\n"
+    "  MODEL    an .onnx file or zoo:NAME\n"
+    "  --json   one JSON document instead of the table\n"
+    "  --shape  bind a symbolic input (input=1x3x224x224) or dim parameter (batch=8)\n"
+    "  --batch  set dim 0 of every graph input\n"
+    "  --no-fold  keep constant subgraphs as nodes\n";
+
+static void shapes_of(const fa_graph *g, const fa_node *n, char *buf, size_t cap)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    for (int o = 0; o < n->n_outputs && off < cap; o++) {
+        const fa_tensor *t = fa_graph_out(g, n, o);
+        if (!t) continue;
+        char s[128];
+        int w = snprintf(buf + off, cap - off, "%s%s", off ? ", " : "", fa_tensor_shape_str(t, s, sizeof s));
+        if (w < 0) break;
+        off += (size_t)w;
+    }
+}
+
+static void json_str(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
+    fa_buf_puts(b, "\"");
+}
+
+static void json_tensor_list(fa_buf *b, const fa_graph *g, const int *ids, int n)
+{
+    fa_buf_puts(b, "[");
+    for (int i = 0; i < n; i++) {
+        const fa_tensor *t = g->tensors[ids[i]];
+        fa_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        json_str(b, t->name);
+        fa_buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", fa_dtype_name(t->dtype));
+        for (int d = 0; d < t->rank; d++) fa_buf_printf(b, "%s%" PRId64, d ? "," : "", t->dims[d]);
+        fa_buf_puts(b, "]}");
+    }
+    fa_buf_puts(b, "]");
+}
+
+int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
+{
+    fa_cli_model_opts mo = {0};
+    const char *model = NULL;
+    bool json = false;
+    for (int i = 1; i < argc; i++) {
+        int r = fa_cli_model_opt(ctx, "inspect", argc, argv, &i, &mo);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
+        else if (argv[i][0] == '-') return fa_cli_usage("inspect", "unknown option '%s'", argv[i]);
+        else if (!model) model = argv[i];
+        else return fa_cli_usage("inspect", "unexpected argument '%s'", argv[i]);
+    }
+    if (!model) return fa_cli_usage("inspect", "missing MODEL");
+    fa_load_options lo = fa_cli_load_options(&mo);
+    fa_graph *g = NULL;
+    fa_status st = fa_graph_load(ctx, model, &lo, &g);
+    if (st) return fa_cli_fail(ctx, st);
+
+    uint64_t tf = 0, tr = 0, tw = 0;
+    fa_buf b;
+    fa_buf_init(&b);
+    if (json) {
+        fa_buf_puts(&b, "{\"model\":");
+        json_str(&b, model);
+        fa_buf_puts(&b, ",\"graph\":");
+        json_str(&b, g->name);
+        fa_buf_printf(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"inputs\":", fa_graph_opset(g, ""), g->n_folded);
+        json_tensor_list(&b, g, g->inputs, g->n_inputs);
+        fa_buf_puts(&b, ",\"outputs\":");
+        json_tensor_list(&b, g, g->outputs, g->n_outputs);
+        fa_buf_puts(&b, ",\"nodes\":[");
+    } else {
+        printf("model: %s  (graph '%s', opset %" PRId64 ", %d live nodes, %d folded at load)\n", model, g->name,
+               fa_graph_opset(g, ""), g->n_topo, g->n_folded);
+        printf("%-36s %-22s %-22s %-24s %14s %14s %14s\n", "node", "op", "pattern", "output shape", "FLOPs",
+               "bytes read", "bytes written");
+    }
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        fa_op_cost c;
+        fa_node_cost(g, n, &c);
+        tf += c.flops;
+        tr += c.bytes_read;
+        tw += c.bytes_written;
+        char shp[512];
+        shapes_of(g, n, shp, sizeof shp);
+        const char *pat = n->op ? fa_pattern_name(n->op->pattern) : "unknown";
+        if (json) {
+            fa_buf_puts(&b, k ? ",{\"name\":" : "{\"name\":");
+            json_str(&b, n->name);
+            fa_buf_puts(&b, ",\"op\":");
+            json_str(&b, n->op_type);
+            fa_buf_printf(&b, ",\"pattern\":\"%s\",\"output_shapes\":", pat);
+            json_str(&b, shp);
+            fa_buf_printf(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
+                          c.flops, c.bytes_read, c.bytes_written);
+        } else {
+            printf("%-36.36s %-22.22s %-22s %-24.24s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", n->name,
+                   n->op_type, pat, shp, c.flops, c.bytes_read, c.bytes_written);
+        }
+    }
+    if (json) {
+        fa_buf_printf(&b, "],\"totals\":{\"nodes\":%d,\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64
+                          ",\"bytes_written\":%" PRIu64 "}}\n",
+                      g->n_topo, tf, tr, tw);
+        fwrite(b.data, 1, b.len, stdout);
+    } else {
+        printf("%-36s %-22s %-22s %-24s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", "total", "", "", "", tf, tr, tw);
+        printf("\ninputs:\n");
+        for (int i = 0; i < g->n_inputs; i++) {
+            char s[128];
+            const fa_tensor *t = g->tensors[g->inputs[i]];
+            printf("  %s  %s [%s]\n", t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, s, sizeof s));
+        }
+        printf("outputs:\n");
+        for (int i = 0; i < g->n_outputs; i++) {
+            char s[128];
+            const fa_tensor *t = g->tensors[g->outputs[i]];
+            printf("  %s  %s [%s]\n", t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, s, sizeof s));
+        }
+    }
+    bool oom = b.oom;
+    fa_buf_free(&b);
+    fa_graph_free(g);
+    if (oom) {
+        fprintf(stderr, "fuse-advise: error: out of memory writing output\n");
+        return 1;
+    }
+    return 0;
+}

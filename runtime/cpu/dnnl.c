@@ -1,0 +1,414 @@
+/* runtime/cpu/dnnl — Conv, ConvTranspose, MatMul and Gemm bodies from oneDNN (docs/runtime.md
+ * says why oneDNN): plain NCHW activations for the unfused baseline, weights reordered once
+ * into the layout oneDNN prefers (they are constants). */
+#include "../runtime-impl.h"
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DNNL_CHECK(ctx, call)                                                                    \
+    do {                                                                                         \
+        dnnl_status_t s_ = (call);                                                               \
+        if (s_ != dnnl_success) {                                                                \
+            fa_ctx_error((ctx), FA_ERR_RUNTIME, "%s:%d: %s failed: oneDNN status %d", __FILE__,   \
+                         __LINE__, #call, (int)s_);                                              \
+            goto fail;                                                                           \
+        }                                                                                        \
+    } while (0)
+
+static dnnl_engine_t g_engine;
+static dnnl_stream_t g_stream;
+
+const char *fa_dnnl_version(void)
+{
+    static char buf[64];
+    const dnnl_version_t *v = dnnl_version();
+    snprintf(buf, sizeof buf, "oneDNN %d.%d.%d", v->major, v->minor, v->patch);
+    return buf;
+}
+
+static bool engine_init(void)
+{
+    if (g_engine) return true;
+    if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) return false;
+    if (dnnl_stream_create(&g_stream, g_engine, dnnl_stream_default_flags) != dnnl_success) return false;
+    return true;
+}
+
+typedef struct dnnl_state {
+    dnnl_primitive_t prim;
+    dnnl_memory_t src, wei, bias, dst, scratch;
+    void *wei_buf;   /* reordered weights (owned) */
+    void *scratch_buf;
+    /* Gemm post-processing */
+    float alpha, beta;
+    int c_input;     /* input index of C to add in the loop, -1 if none (or fused as bias) */
+    int64_t M, N;
+    int kind;        /* 0 conv, 1 deconv, 2 matmul, 3 gemm */
+} dnnl_state;
+
+static void state_destroy(fa_kernel *k)
+{
+    dnnl_state *s = k->state;
+    if (!s) return;
+    if (s->prim) dnnl_primitive_destroy(s->prim);
+    if (s->src) dnnl_memory_destroy(s->src);
+    if (s->wei) dnnl_memory_destroy(s->wei);
+    if (s->bias) dnnl_memory_destroy(s->bias);
+    if (s->dst) dnnl_memory_destroy(s->dst);
+    if (s->scratch) dnnl_memory_destroy(s->scratch);
+    free(s->wei_buf);
+    free(s->scratch_buf);
+    free(s);
+    k->state = NULL;
+}
+
+static void plain_strides(int rank, const dnnl_dims_t dims, dnnl_dims_t strides)
+{
+    int64_t s = 1;
+    for (int i = rank - 1; i >= 0; i--) {
+        strides[i] = s;
+        s *= dims[i];
+    }
+}
+
+static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
+                          fa_value *out, int n_out, int threads)
+{
+    dnnl_state *s = k->state;
+    const fa_value *A = &in[0];
+    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->src, A->data));
+    if (s->kind == 2 || s->kind == 3) /* weights are the second operand, may be non-constant */
+        if (!s->wei_buf) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->wei, in[1].data));
+    if (s->bias && s->kind <= 1) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
+    if (s->bias && s->kind == 3) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
+    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst, out[0].data));
+    dnnl_exec_arg_t args[5];
+    int na = 0;
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->src};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, s->wei};
+    if (s->bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
+    if (s->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, s->scratch};
+    DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, g_stream, na, args));
+    DNNL_CHECK(ctx, dnnl_stream_wait(g_stream));
+    if (s->kind == 3 && (s->alpha != 1.0f || s->c_input >= 0)) {
+        /* Y = alpha * (A B) + beta * C, C unidirectionally broadcast to [M, N] (ONNX Gemm). */
+        float *y = out[0].data;
+        const fa_value *C = s->c_input >= 0 ? &in[s->c_input] : NULL;
+        int64_t cs_m = 0, cs_n = 0;
+        if (C && C->data) {
+            int64_t cd[2] = {1, 1};
+            if (C->rank == 2) { cd[0] = C->dims[0]; cd[1] = C->dims[1]; }
+            else if (C->rank == 1) cd[1] = C->dims[0];
+            cs_n = cd[1] == 1 ? 0 : 1;
+            cs_m = cd[0] == 1 ? 0 : cd[1];
+        }
+        const float *c = (C && C->data) ? C->data : NULL;
+        float alpha = s->alpha, beta = s->beta;
+        int64_t M = s->M, N = s->N;
+#pragma omp parallel for num_threads(threads) if (M * N > 65536)
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                float v = alpha * y[i * N + j];
+                if (c) v += beta * c[i * cs_m + j * cs_n];
+                y[i * N + j] = v;
+            }
+    }
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
+/* Create prim from op desc; reorder constant weights into the chosen layout. */
+static fa_status finish_prim(fa_ctx *ctx, dnnl_state *s, const void *op_desc, const dnnl_memory_desc_t *user_wei_md,
+                             const void *wei_data, dnnl_primitive_attr_t attr)
+{
+    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_memory_t user_wei = NULL;
+    DNNL_CHECK(ctx, dnnl_primitive_desc_create(&pd, op_desc, attr, g_engine, NULL));
+    const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t *wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
+    const dnnl_memory_desc_t *bia_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
+    const dnnl_memory_desc_t *scr_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    DNNL_CHECK(ctx, dnnl_memory_create(&s->src, src_md, g_engine, DNNL_MEMORY_NONE));
+    DNNL_CHECK(ctx, dnnl_memory_create(&s->dst, dst_md, g_engine, DNNL_MEMORY_NONE));
+    if (bia_md && bia_md->ndims > 0)
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->bias, bia_md, g_engine, DNNL_MEMORY_NONE));
+    if (scr_md && dnnl_memory_desc_get_size(scr_md) > 0) {
+        size_t sz = dnnl_memory_desc_get_size(scr_md);
+        if (posix_memalign(&s->scratch_buf, 64, sz) != 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN scratchpad"); goto fail; }
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->scratch, scr_md, g_engine, s->scratch_buf));
+    }
+    if (wei_data) {
+        size_t sz = dnnl_memory_desc_get_size(wei_md);
+        if (posix_memalign(&s->wei_buf, 64, sz ? sz : 64) != 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN weights"); goto fail; }
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->wei, wei_md, g_engine, s->wei_buf));
+        DNNL_CHECK(ctx, dnnl_memory_create(&user_wei, user_wei_md, g_engine, (void *)wei_data));
+        DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, user_wei_md, g_engine, wei_md, g_engine, NULL));
+        DNNL_CHECK(ctx, dnnl_primitive_create(&reorder, rpd));
+        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user_wei}, {DNNL_ARG_TO, s->wei}};
+        DNNL_CHECK(ctx, dnnl_primitive_execute(reorder, g_stream, 2, args));
+        DNNL_CHECK(ctx, dnnl_stream_wait(g_stream));
+    } else {
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->wei, wei_md, g_engine, DNNL_MEMORY_NONE));
+    }
+    DNNL_CHECK(ctx, dnnl_primitive_create(&s->prim, pd));
+    if (reorder) dnnl_primitive_destroy(reorder);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (user_wei) dnnl_memory_destroy(user_wei);
+    dnnl_primitive_desc_destroy(pd);
+    return FA_OK;
+fail:
+    if (reorder) dnnl_primitive_destroy(reorder);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (user_wei) dnnl_memory_destroy(user_wei);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return FA_ERR_RUNTIME;
+}
+
+static bool all_float(const fa_graph *g, const fa_node *n)
+{
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (t && t->dtype != FA_DTYPE_FLOAT) return false;
+    }
+    const fa_tensor *y = fa_graph_out(g, n, 0);
+    return y && y->dtype == FA_DTYPE_FLOAT;
+}
+
+/* Pads per spatial dim from ONNX attributes (Conv spec: auto_pad, pads [x1_begin.., x1_end..]). */
+static void conv_pads(const fa_node *n, int ns, const int64_t *in_sp, const int64_t *out_sp,
+                      const int64_t *k, const int64_t *st, const int64_t *dil, int64_t *pl, int64_t *pr,
+                      bool transposed)
+{
+    const char *ap = fa_node_attr_string(n, "auto_pad", "NOTSET");
+    const int64_t *pads = NULL;
+    int np = fa_node_attr_ints(n, "pads", &pads);
+    for (int i = 0; i < ns; i++) {
+        pl[i] = pr[i] = 0;
+        if (!strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER")) {
+            int64_t total;
+            if (!transposed)
+                total = (out_sp[i] - 1) * st[i] + (k[i] - 1) * dil[i] + 1 - in_sp[i];
+            else
+                total = st[i] * (in_sp[i] - 1) + ((k[i] - 1) * dil[i] + 1) - out_sp[i];
+            if (total < 0) total = 0;
+            bool upper = !strcmp(ap, "SAME_UPPER");
+            if (transposed) upper = !upper; /* ConvTranspose: SAME_UPPER puts extra padding at the start */
+            pl[i] = upper ? total / 2 : total - total / 2;
+            pr[i] = total - pl[i];
+        } else if (!strcmp(ap, "VALID")) {
+        } else if (np == 2 * ns) {
+            pl[i] = pads[i];
+            pr[i] = pads[i + ns];
+        }
+    }
+}
+
+static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed)
+{
+    const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
+                    *Y = fa_graph_out(g, n, 0);
+    if (!W || !(W->flags & FA_TENSOR_CONST) || !W->data) return FA_OK; /* weights must be constant */
+    if (B && (!(B->flags & FA_TENSOR_CONST) || !B->data)) return FA_OK;
+    int r = X->rank, ns = r - 2;
+    if (ns < 1 || ns > 3) return FA_OK;
+    int64_t group = fa_node_attr_int(n, "group", 1);
+    int64_t k[3], st[3], dil[3], pl[3], pr[3], in_sp[3], out_sp[3];
+    const int64_t *a;
+    int na = fa_node_attr_ints(n, "strides", &a);
+    for (int i = 0; i < ns; i++) st[i] = na == ns ? a[i] : 1;
+    na = fa_node_attr_ints(n, "dilations", &a);
+    for (int i = 0; i < ns; i++) dil[i] = na == ns ? a[i] : 1;
+    for (int i = 0; i < ns; i++) {
+        k[i] = W->dims[2 + i];
+        in_sp[i] = X->dims[2 + i];
+        out_sp[i] = Y->dims[2 + i];
+    }
+    if (transposed) {
+        /* output_padding / output_shape handled by the reference kernel */
+        if (fa_node_attr(n, "output_padding") || fa_node_attr(n, "output_shape")) return FA_OK;
+    }
+    conv_pads(n, ns, in_sp, out_sp, k, st, dil, pl, pr, transposed);
+    for (int i = 0; i < ns; i++) if (pl[i] < 0 || pr[i] < 0) return FA_OK;
+    dnnl_dims_t xd, yd, wd, bd, dd, std_, pld, prd;
+    for (int i = 0; i < r; i++) { xd[i] = X->dims[i]; yd[i] = Y->dims[i]; }
+    int64_t cout = Y->dims[1], cin = X->dims[1];
+    int wr;
+    if (group == 1) {
+        wr = r;
+        for (int i = 0; i < r; i++) wd[i] = W->dims[i];
+        if (transposed) { wd[0] = W->dims[1]; wd[1] = W->dims[0]; } /* oneDNN deconv weights are [O, I, k] */
+    } else {
+        wr = r + 1;
+        wd[0] = group;
+        wd[1] = cout / group;
+        wd[2] = cin / group;
+        for (int i = 0; i < ns; i++) wd[3 + i] = k[i];
+    }
+    for (int i = 0; i < ns; i++) { std_[i] = st[i]; dd[i] = dil[i] - 1; pld[i] = pl[i]; prd[i] = pr[i]; }
+    dnnl_memory_desc_t xmd, ymd, wmd, wany, bmd, *bptr = NULL;
+    dnnl_format_tag_t act_tag = r == 3 ? dnnl_abc : r == 4 ? dnnl_abcd : dnnl_abcde;
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, r, xd, dnnl_f32, act_tag));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&ymd, r, yd, dnnl_f32, act_tag));
+    /* user weights, plain ONNX layout expressed with strides */
+    dnnl_dims_t wstr;
+    if (!transposed) {
+        plain_strides(wr, wd, wstr);
+    } else {
+        /* ONNX ConvTranspose W: [C_in, C_out/group, k...]; oneDNN wants [g, O/g, I/g, k]. */
+        int64_t ksz = 1;
+        for (int i = 0; i < ns; i++) ksz *= k[i];
+        int64_t opg = W->dims[1], ipg = cin / group;
+        if (group == 1) {
+            /* wd = [O, I, k..]: O stride ksz, I stride O*ksz */
+            wstr[0] = ksz;
+            wstr[1] = opg * ksz;
+            int64_t s2 = 1;
+            for (int i = ns - 1; i >= 0; i--) { wstr[2 + i] = s2; s2 *= k[i]; }
+        } else {
+            wstr[0] = ipg * opg * ksz;
+            wstr[1] = ksz;
+            wstr[2] = opg * ksz;
+            int64_t s2 = 1;
+            for (int i = ns - 1; i >= 0; i--) { wstr[3 + i] = s2; s2 *= k[i]; }
+        }
+    }
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&wmd, wr, wd, dnnl_f32, wstr));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&wany, wr, wd, dnnl_f32, dnnl_format_tag_any));
+    if (B) {
+        bd[0] = cout;
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a));
+        bptr = &bmd;
+    }
+    if (!transposed) {
+        dnnl_convolution_desc_t cd;
+        DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+                                                                   &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
+        if (finish_prim(ctx, s, &cd, &wmd, W->data, NULL)) goto fail;
+        s->kind = 0;
+    } else {
+        dnnl_deconvolution_desc_t cd;
+        DNNL_CHECK(ctx, dnnl_dilated_deconvolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_deconvolution_direct,
+                                                                     &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
+        if (finish_prim(ctx, s, &cd, &wmd, W->data, NULL)) goto fail;
+        s->kind = 1;
+    }
+    *handled = true;
+    return FA_OK;
+fail:
+    /* oneDNN refused this configuration: the reference kernel takes it. */
+    fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
+    fa_ctx_clear(ctx);
+    return FA_OK;
+}
+
+static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
+{
+    const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Y = fa_graph_out(g, n, 0);
+    if (A->rank < 2 || B->rank < 2 || Y->rank > 12) return FA_OK; /* 1-D operands: reference kernel */
+    int r = Y->rank;
+    dnnl_dims_t ad, bd, yd;
+    for (int i = 0; i < r; i++) {
+        int ia = i - (r - A->rank), ib = i - (r - B->rank);
+        ad[i] = ia >= 0 ? A->dims[ia] : 1;
+        bd[i] = ib >= 0 ? B->dims[ib] : 1;
+        yd[i] = Y->dims[i];
+    }
+    dnnl_memory_desc_t amd, bmd, bany, ymd;
+    dnnl_dims_t bstr;
+    plain_strides(r, bd, bstr);
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&amd, r, ad, dnnl_f32, NULL));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, r, bd, dnnl_f32, bstr));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&ymd, r, yd, dnnl_f32, NULL));
+    bool bconst = (B->flags & FA_TENSOR_CONST) && B->data;
+    if (bconst) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bany, r, bd, dnnl_f32, dnnl_format_tag_any));
+    dnnl_matmul_desc_t md;
+    DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, NULL, &ymd));
+    if (finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, NULL)) goto fail;
+    s->kind = 2;
+    *handled = true;
+    return FA_OK;
+fail:
+    fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
+    fa_ctx_clear(ctx);
+    return FA_OK;
+}
+
+static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
+{
+    const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *C = fa_graph_in(g, n, 2),
+                    *Y = fa_graph_out(g, n, 0);
+    if (A->rank != 2 || B->rank != 2 || Y->rank != 2) return FA_OK;
+    if (fa_graph_opset(g, "") < 7 && fa_node_attr(n, "broadcast")) { /* legacy form: reference */ }
+    int64_t ta = fa_node_attr_int(n, "transA", 0), tb = fa_node_attr_int(n, "transB", 0);
+    int64_t M = Y->dims[0], N = Y->dims[1], K = ta ? A->dims[0] : A->dims[1];
+    dnnl_dims_t ad = {M, K}, bd = {K, N}, yd = {M, N}, astr, bstr, biasd = {1, N};
+    astr[0] = ta ? 1 : K; astr[1] = ta ? M : 1;
+    bstr[0] = tb ? 1 : N; bstr[1] = tb ? K : 1;
+    dnnl_memory_desc_t amd, bmd, bany, ymd, biasmd, *bptr = NULL;
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_f32, astr));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_f32, bstr));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&ymd, 2, yd, dnnl_f32, NULL));
+    bool bconst = (B->flags & FA_TENSOR_CONST) && B->data;
+    if (bconst) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bany, 2, bd, dnnl_f32, dnnl_format_tag_any));
+    s->alpha = fa_node_attr_float(n, "alpha", 1.0f);
+    s->beta = fa_node_attr_float(n, "beta", 1.0f);
+    s->c_input = -1;
+    s->M = M;
+    s->N = N;
+    if (C) {
+        bool row_bias = (C->rank == 1 && C->dims[0] == N) || (C->rank == 2 && C->dims[0] == 1 && C->dims[1] == N);
+        if (row_bias && s->alpha == 1.0f && s->beta == 1.0f) {
+            DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&biasmd, 2, biasd, dnnl_f32, NULL));
+            bptr = &biasmd;
+        } else {
+            s->c_input = 2;
+        }
+    }
+    dnnl_matmul_desc_t md;
+    DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, bptr, &ymd));
+    if (finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, NULL)) goto fail;
+    s->kind = 3;
+    *handled = true;
+    return FA_OK;
+fail:
+    fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
+    fa_ctx_clear(ctx);
+    return FA_OK;
+}
+
+fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads,
+                                fa_kernel *out, bool *handled)
+{
+    (void)threads;
+    *handled = false;
+    bool conv = !strcmp(n->op_type, "Conv"), deconv = !strcmp(n->op_type, "ConvTranspose"),
+         mm = !strcmp(n->op_type, "MatMul"), gemm = !strcmp(n->op_type, "Gemm");
+    if (*n->domain || !(conv || deconv || mm || gemm) || !all_float(g, n)) return FA_OK;
+    if (getenv("FA_NO_DNNL")) return FA_OK;
+    if (!engine_init()) return FA_OK;
+    dnnl_state *s = calloc(1, sizeof *s);
+    if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    fa_status st;
+    if (conv || deconv) st = create_conv(ctx, g, n, s, handled, deconv);
+    else if (mm) st = create_matmul(ctx, g, n, s, handled);
+    else st = create_gemm(ctx, g, n, s, handled);
+    fa_kernel k = {0};
+    k.state = s;
+    if (st || !*handled) {
+        state_destroy(&k);
+        *handled = false;
+        return st;
+    }
+    k.run = run_prim;
+    k.destroy = state_destroy;
+    k.name = conv ? "dnnl:convolution" : deconv ? "dnnl:deconvolution" : mm ? "dnnl:matmul" : "dnnl:gemm";
+    *out = k;
+    return FA_OK;
+}

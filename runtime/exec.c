@@ -1,0 +1,268 @@
+/* runtime/exec — the unfused executor: one kernel per live node in topological order, each
+ * intermediate in its own buffer, freed after its last consumer (the baseline memory plan). */
+#include "runtime-impl.h"
+
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *fa_target_name(fa_target t)
+{
+    switch (t) {
+    case FA_TARGET_AUTO: return "auto";
+    case FA_TARGET_CPU: return "cpu";
+    case FA_TARGET_CUDA: return "cuda";
+    default: return "unknown";
+    }
+}
+
+fa_status fa_target_parse(fa_ctx *ctx, const char *s, fa_target *out)
+{
+    if (!strcmp(s, "auto")) *out = FA_TARGET_AUTO;
+    else if (!strcmp(s, "cpu")) *out = FA_TARGET_CPU;
+    else if (!strcmp(s, "cuda")) *out = FA_TARGET_CUDA;
+    else return fa_ctx_error(ctx, FA_ERR_USAGE, "--target '%s': expected auto, cpu or cuda", s);
+    return FA_OK;
+}
+
+typedef struct slot {
+    fa_value v;
+    bool owned;      /* data malloc'd by the executor */
+    int last_use;    /* topo index of the last consumer; INT32_MAX for graph outputs */
+} slot;
+
+struct fa_exec {
+    const fa_graph *g;
+    fa_exec_options opt;
+    int threads;
+    fa_kernel *kernels; /* by node id; name NULL for folded nodes */
+    slot *slots;        /* by tensor id */
+    uint64_t live_bytes, peak_bytes;
+};
+
+static fa_status ref_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
+                         fa_value *out, int n_out, int threads)
+{
+    (void)k;
+    return n->op->kernel(ctx, n, in, n_in, out, n_out, threads);
+}
+
+static void value_of_tensor(const fa_tensor *t, fa_value *v)
+{
+    v->dtype = t->dtype;
+    v->rank = t->rank;
+    memcpy(v->dims, t->dims, sizeof v->dims);
+}
+
+fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_exec **out)
+{
+    fa_exec_options o = opt ? *opt : (fa_exec_options){0};
+    if (o.target == FA_TARGET_AUTO) o.target = FA_TARGET_CPU; /* cuda executor: runtime/cuda */
+    if (o.target != FA_TARGET_CPU)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                            "target %s: this build has no executor for it (use --target cpu)",
+                            fa_target_name(o.target));
+    fa_exec *e = calloc(1, sizeof *e);
+    if (!e) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
+    e->g = g;
+    e->opt = o;
+    e->threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (e->threads < 1) e->threads = 1;
+    omp_set_num_threads(e->threads);
+    e->kernels = calloc((size_t)g->n_nodes + 1, sizeof *e->kernels);
+    e->slots = calloc((size_t)g->n_tensors + 1, sizeof *e->slots);
+    if (!e->kernels || !e->slots) {
+        fa_exec_free(e);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
+    }
+    for (int t = 0; t < g->n_tensors; t++) {
+        const fa_tensor *ten = g->tensors[t];
+        value_of_tensor(ten, &e->slots[t].v);
+        if ((ten->flags & FA_TENSOR_CONST) && ten->data) e->slots[t].v.data = ten->data;
+        e->slots[t].last_use = -1;
+    }
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0) e->slots[n->inputs[i]].last_use = k;
+    }
+    for (int i = 0; i < g->n_outputs; i++) e->slots[g->outputs[i]].last_use = INT32_MAX;
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        fa_kernel *kern = &e->kernels[n->id];
+        bool handled = false;
+        fa_status st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
+        if (st) {
+            fa_exec_free(e);
+            return st;
+        }
+        if (handled) continue;
+        if (!n->op || !n->op->kernel) {
+            fa_exec_free(e);
+            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s at node '%s' on cpu",
+                                n->op_type, n->name);
+        }
+        kern->run = ref_run;
+        kern->name = n->op->name;
+    }
+    *out = e;
+    return FA_OK;
+}
+
+static void release(fa_exec *e, int tid)
+{
+    slot *s = &e->slots[tid];
+    if (!s->owned) return;
+    e->live_bytes -= (uint64_t)fa_value_numel(&s->v) * fa_dtype_size(s->v.dtype);
+    free(s->v.data);
+    s->v.data = NULL;
+    s->owned = false;
+}
+
+void fa_exec_free(fa_exec *e)
+{
+    if (!e) return;
+    if (e->slots)
+        for (int t = 0; t < e->g->n_tensors; t++) release(e, t);
+    if (e->kernels)
+        for (int n = 0; n < e->g->n_nodes; n++)
+            if (e->kernels[n].destroy) e->kernels[n].destroy(&e->kernels[n]);
+    free(e->kernels);
+    free(e->slots);
+    free(e);
+}
+
+static fa_status alloc_slot(fa_ctx *ctx, fa_exec *e, int tid)
+{
+    slot *s = &e->slots[tid];
+    release(e, tid);
+    size_t bytes;
+    int64_t ne = fa_value_numel(&s->v);
+    if (ne < 0 || !fa_mul_size((size_t)ne, fa_dtype_size(s->v.dtype), &bytes))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': size overflows", e->g->tensors[tid]->name);
+    if (e->opt.max_memory && e->live_bytes + bytes > e->opt.max_memory)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM,
+                            "tensor '%s': %zu bytes would exceed --max-memory %llu (live %llu)",
+                            e->g->tensors[tid]->name, bytes, (unsigned long long)e->opt.max_memory,
+                            (unsigned long long)e->live_bytes);
+    /* 64-byte alignment suits AVX-512 loads and oneDNN */
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': cannot allocate %zu bytes",
+                            e->g->tensors[tid]->name, bytes);
+    s->v.data = p;
+    s->owned = true;
+    e->live_bytes += bytes;
+    if (e->live_bytes > e->peak_bytes) e->peak_bytes = e->live_bytes;
+    return FA_OK;
+}
+
+fa_status fa_exec_set_input(fa_ctx *ctx, fa_exec *e, int i, const fa_value *v)
+{
+    if (i < 0 || i >= e->g->n_inputs)
+        return fa_ctx_error(ctx, FA_ERR_USAGE, "input index %d out of range (%d inputs)", i, e->g->n_inputs);
+    int tid = e->g->inputs[i];
+    const fa_tensor *t = e->g->tensors[tid];
+    bool same = v->dtype == t->dtype && v->rank == t->rank;
+    for (int d = 0; same && d < t->rank; d++) same = v->dims[d] == t->dims[d];
+    if (!same) {
+        char want[128];
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': expected %s [%s], got %s of rank %d",
+                            t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, want, sizeof want),
+                            fa_dtype_name(v->dtype), v->rank);
+    }
+    fa_status st = alloc_slot(ctx, e, tid);
+    if (st) return st;
+    memcpy(e->slots[tid].v.data, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
+    return FA_OK;
+}
+
+fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed)
+{
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int i = 0; i < e->g->n_inputs; i++) {
+        int tid = e->g->inputs[i];
+        fa_status st = alloc_slot(ctx, e, tid);
+        if (st) return st;
+        fa_value *v = &e->slots[tid].v;
+        int64_t ne = fa_value_numel(v);
+        for (int64_t k = 0; k < ne; k++) {
+            double x;
+            switch (v->dtype) {
+            case FA_DTYPE_FLOAT: case FA_DTYPE_DOUBLE: case FA_DTYPE_FLOAT16: case FA_DTYPE_BFLOAT16:
+                x = fa_rng_uniform(&r, -1.0f, 1.0f);
+                break;
+            case FA_DTYPE_BOOL: x = (double)(fa_rng_u64(&r) & 1); break;
+            default: x = (double)(fa_rng_u64(&r) % 4); break;
+            }
+            fa_store_from_double(v->data, v->dtype, k, x);
+        }
+    }
+    return FA_OK;
+}
+
+fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs)
+{
+    const fa_graph *g = e->g;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (!e->slots[g->inputs[i]].v.data)
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' was not set",
+                                g->tensors[g->inputs[i]]->name);
+    /* outputs of the previous run */
+    for (int i = 0; i < g->n_outputs; i++) {
+        int tid = g->outputs[i];
+        if (!(g->tensors[tid]->flags & (FA_TENSOR_CONST | FA_TENSOR_GRAPH_INPUT))) release(e, tid);
+    }
+    e->peak_bytes = e->live_bytes;
+    fa_value in[64], out[16];
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        if (n->n_inputs > 64 || n->n_outputs > 16)
+            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs", n->name);
+        for (int i = 0; i < n->n_inputs; i++) {
+            if (n->inputs[i] < 0) { memset(&in[i], 0, sizeof in[i]); continue; }
+            in[i] = e->slots[n->inputs[i]].v;
+        }
+        for (int o = 0; o < n->n_outputs; o++) {
+            if (n->outputs[o] < 0) {
+                /* omitted optional output: give the kernel a scratch-free NULL buffer */
+                memset(&out[o], 0, sizeof out[o]);
+                continue;
+            }
+            fa_status st = alloc_slot(ctx, e, n->outputs[o]);
+            if (st) return st;
+            out[o] = e->slots[n->outputs[o]].v;
+        }
+        fa_kernel *kern = &e->kernels[n->id];
+        if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, n, kern->name);
+        fa_status st = kern->run(ctx, kern, n, in, n->n_inputs, out, n->n_outputs, e->threads);
+        if (obs && obs->kernel_end) obs->kernel_end(obs->user, n, kern->name);
+        if (st) return fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", n->name, n->op_type);
+        /* free inputs whose last consumer this was, and outputs nobody reads */
+        for (int i = 0; i < n->n_inputs; i++) {
+            int tid = n->inputs[i];
+            if (tid >= 0 && e->slots[tid].last_use == k && !(g->tensors[tid]->flags & FA_TENSOR_GRAPH_INPUT))
+                release(e, tid);
+        }
+        for (int o = 0; o < n->n_outputs; o++) {
+            int tid = n->outputs[o];
+            if (tid >= 0 && e->slots[tid].last_use < 0) release(e, tid);
+        }
+    }
+    return FA_OK;
+}
+
+const fa_value *fa_exec_output(const fa_exec *e, int i)
+{
+    if (i < 0 || i >= e->g->n_outputs) return NULL;
+    const fa_value *v = &e->slots[e->g->outputs[i]].v;
+    return v->data ? v : NULL;
+}
+
+uint64_t fa_exec_peak_bytes(const fa_exec *e) { return e->peak_bytes; }
+const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n) { return e->kernels[n->id].name; }
+fa_target fa_exec_target(const fa_exec *e) { return e->opt.target; }
+int fa_exec_threads(const fa_exec *e) { return e->threads; }
