@@ -1,6 +1,1373 @@
-/* graph/ops_extra — op definitions (placeholder table; filled by the op-coverage work). */
+/* graph/ops_extra — normalization, softmax, attention, gated and recurrent ops: Softmax,
+ * LogSoftmax, LayerNormalization, RMSNormalization, GroupNormalization, Attention, LSTM, SwiGLU.
+ * Semantics per opset follow the ONNX operator spec (onnx/docs/Operators.md) and the ONNX
+ * reference evaluator (onnx/reference/ops/op_*.py), whose outputs are the corpus oracle.
+ * Formulas for FLOPs and bytes are given per op next to its cost function and in
+ * docs/ops-extra.md. Kernels compute in float (fp16/bf16/double are converted on the way in
+ * and out) with double accumulators for sums, means and variances. */
 #include "ops-impl.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* shared helpers                                                                             */
+
+static int64_t dims_prod(const int64_t *d, int from, int to)
+{
+    int64_t p = 1;
+    for (int i = from; i < to; i++) p *= d[i];
+    return p;
+}
+
+static bool is_float_dtype(fa_dtype t)
+{
+    return t == FA_DTYPE_FLOAT || t == FA_DTYPE_DOUBLE || t == FA_DTYPE_FLOAT16 ||
+           t == FA_DTYPE_BFLOAT16;
+}
+
+static int clamp_threads(int threads) { return threads < 1 ? 1 : threads; }
+
+/* Shape text "2x3x5" into buf (for messages). */
+static const char *shape_text(int rank, const int64_t *d, char *buf, size_t n)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    if (rank == 0) {
+        snprintf(buf, n, "scalar");
+        return buf;
+    }
+    for (int i = 0; i < rank && o < n; i++)
+        o += (size_t)snprintf(buf + o, n - o, "%s%lld", i ? "x" : "", (long long)d[i]);
+    return buf;
+}
+
+/* Input idx must be present, of known shape and of a floating dtype. */
+static fa_tensor *req_float_input(fa_ctx *ctx, fa_graph *g, fa_node *n, int idx)
+{
+    fa_tensor *t = fa_req_input(ctx, g, n, idx);
+    if (!t) return NULL;
+    if (!is_float_dtype(t->dtype)) {
+        fa_node_unsupported(ctx, n, "input %d '%s' has dtype %s; float32/float64/float16/bfloat16 expected",
+                            idx, t->name, fa_dtype_name(t->dtype));
+        return NULL;
+    }
+    return t;
+}
+
+/* Optional input: NULL (no error) when omitted; error when present with unknown shape. */
+static fa_tensor *opt_input(fa_ctx *ctx, fa_graph *g, fa_node *n, int idx, bool *err)
+{
+    fa_tensor *t = fa_graph_in(g, n, idx);
+    *err = false;
+    if (t && t->rank < 0) {
+        fa_node_error(ctx, n, "input %d '%s' has unknown shape", idx, t->name);
+        *err = true;
+        return NULL;
+    }
+    return t;
+}
+
+/* True when (rs, ds) broadcasts unidirectionally onto (rx, dx) (ONNX Broadcasting.md). */
+static bool bcasts_onto(int rs, const int64_t *ds, int rx, const int64_t *dx)
+{
+    if (rs > rx) return false;
+    for (int i = 0; i < rs; i++) {
+        int64_t s = ds[i], x = dx[i + rx - rs];
+        if (s != x && s != 1) return false;
+    }
+    return true;
+}
+
+/* A float32 view of a value: borrowed when it already is float32, else converted into a
+ * malloc'd copy stored in *owned (caller frees). NULL data gives NULL. */
+static fa_status f32_in(fa_ctx *ctx, const fa_node *n, const fa_value *v, const float **out,
+                        float **owned)
+{
+    *owned = NULL;
+    *out = NULL;
+    if (!v || !v->data) return FA_OK;
+    if (v->dtype == FA_DTYPE_FLOAT) {
+        *out = v->data;
+        return FA_OK;
+    }
+    int64_t ne = fa_value_numel(v);
+    float *p = malloc(sizeof(float) * (size_t)(ne > 0 ? ne : 1));
+    if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory converting an input", n->name);
+    for (int64_t i = 0; i < ne; i++) p[i] = (float)fa_load_as_double(v->data, v->dtype, i);
+    *owned = p;
+    *out = p;
+    return FA_OK;
+}
+
+/* A float32 destination for output v: its own buffer when float32, else a scratch buffer that
+ * f32_out_done converts back into v's dtype and frees. */
+static fa_status f32_out(fa_ctx *ctx, const fa_node *n, fa_value *v, float **out)
+{
+    *out = NULL;
+    if (!v || !v->data) return FA_OK;
+    if (v->dtype == FA_DTYPE_FLOAT) {
+        *out = v->data;
+        return FA_OK;
+    }
+    int64_t ne = fa_value_numel(v);
+    *out = malloc(sizeof(float) * (size_t)(ne > 0 ? ne : 1));
+    if (!*out) return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory for an output", n->name);
+    return FA_OK;
+}
+
+static void f32_out_done(fa_value *v, float *buf)
+{
+    if (!v || !v->data || !buf || v->dtype == FA_DTYPE_FLOAT) return;
+    int64_t ne = fa_value_numel(v);
+    for (int64_t i = 0; i < ne; i++) fa_store_from_double(v->data, v->dtype, i, buf[i]);
+    free(buf);
+}
+
+static void f32_out_free(fa_value *v, float *buf)
+{
+    if (v && buf && v->dtype != FA_DTYPE_FLOAT) free(buf);
+}
+
+/* Offsets of a broadcast parameter (scale/bias of rank rs, dims ds) seen from the rank-rx
+ * input x split at `axis`: base[r] for each of the `outer` rows and inner[j] for each of the
+ * D = prod(dx[axis:]) row elements; element (r, j) of the parameter is p[base[r] + inner[j]].
+ * *identity is set when base is all 0 and inner[j] == j (the usual normalized-shape case),
+ * in which case the tables are not filled. Tables are malloc'd (caller frees). */
+typedef struct bparam {
+    const float *p;
+    int64_t *base, *inner;
+    bool identity;
+} bparam;
+
+static fa_status bparam_init(fa_ctx *ctx, const fa_node *n, bparam *bp, const float *p, int rs,
+                             const int64_t *ds, int rx, const int64_t *dx, int axis)
+{
+    memset(bp, 0, sizeof *bp);
+    bp->p = p;
+    if (!p) return FA_OK;
+    int64_t st[FA_MAX_RANK];
+    fa_bcast_strides(rs, ds, rx, dx, st);
+    int64_t outer = dims_prod(dx, 0, axis), D = dims_prod(dx, axis, rx);
+    bool id = true;
+    for (int i = 0; i < axis; i++) id &= st[i] == 0 || dx[i] == 1;
+    int64_t expect = 1;
+    for (int i = rx - 1; i >= axis; i--) {
+        id &= st[i] == expect || dx[i] == 1;
+        expect *= dx[i];
+    }
+    if (id) {
+        bp->identity = true;
+        return FA_OK;
+    }
+    bp->base = malloc(sizeof(int64_t) * (size_t)(outer > 0 ? outer : 1));
+    bp->inner = malloc(sizeof(int64_t) * (size_t)(D > 0 ? D : 1));
+    if (!bp->base || !bp->inner) {
+        free(bp->base);
+        free(bp->inner);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory", n->name);
+    }
+    for (int64_t r = 0; r < outer; r++) {
+        int64_t rem = r, off = 0;
+        for (int i = axis - 1; i >= 0; i--) {
+            off += (rem % dx[i]) * st[i];
+            rem /= dx[i];
+        }
+        bp->base[r] = off;
+    }
+    for (int64_t j = 0; j < D; j++) {
+        int64_t rem = j, off = 0;
+        for (int i = rx - 1; i >= axis; i--) {
+            off += (rem % dx[i]) * st[i];
+            rem /= dx[i];
+        }
+        bp->inner[j] = off;
+    }
+    return FA_OK;
+}
+
+static inline float bparam_at(const bparam *bp, int64_t r, int64_t j)
+{
+    return bp->identity ? bp->p[j] : bp->p[bp->base[r] + bp->inner[j]];
+}
+
+static void bparam_free(bparam *bp)
+{
+    free(bp->base);
+    free(bp->inner);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Softmax, LogSoftmax                                                                        */
+/* opset 1-12: the input is coerced to 2-D [prod(d[:axis]), prod(d[axis:])] and each row is
+ * normalized (default axis 1). opset >= 13: one axis (default -1), the others independent.
+ * An opset of 0 (graph built without an opset import) means the latest semantics. */
+
+static int node_opset(const fa_node *n, int latest) { return n->opset > 0 ? n->opset : latest; }
+
+static fa_status softmax_layout(fa_ctx *ctx, const fa_node *n, int rank, const int64_t *d,
+                                int64_t *outer, int64_t *len, int64_t *inner)
+{
+    int opset = node_opset(n, 13);
+    int64_t ax = fa_node_attr_int(n, "axis", opset >= 13 ? -1 : 1);
+    if (rank == 0) {
+        *outer = *len = *inner = 1;
+        return FA_OK;
+    }
+    int a = fa_norm_axis(ctx, n, ax, rank);
+    if (a < 0) return FA_ERR_INPUT;
+    *outer = dims_prod(d, 0, a);
+    if (opset < 13) {
+        *len = dims_prod(d, a, rank);
+        *inner = 1;
+    } else {
+        *len = d[a];
+        *inner = dims_prod(d, a + 1, rank);
+    }
+    return FA_OK;
+}
+
+static fa_status infer_softmax(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = req_float_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    int64_t o, l, i;
+    fa_status st = softmax_layout(ctx, n, x->rank, x->dims, &o, &l, &i);
+    if (st) return st;
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* Softmax / LogSoftmax over `len` elements at stride `inner`, for outer*inner independent
+ * lanes; max subtracted first (ONNX reference: x - max, exp, sum, divide). */
+static void softmax_f32(const float *x, float *y, int64_t outer, int64_t len, int64_t inner,
+                        bool logsm, int threads)
+{
+    if (inner == 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t r = 0; r < outer; r++) {
+            const float *xr = x + r * len;
+            float *yr = y + r * len;
+            float m = -INFINITY;
+            for (int64_t j = 0; j < len; j++)
+                if (xr[j] > m || isnan(xr[j])) m = isnan(m) ? m : xr[j];
+            double s = 0.0;
+            if (logsm) {
+                for (int64_t j = 0; j < len; j++) s += exp((double)xr[j] - m);
+                double ls = log(s);
+                for (int64_t j = 0; j < len; j++) yr[j] = (float)(((double)xr[j] - m) - ls);
+            } else {
+                for (int64_t j = 0; j < len; j++) {
+                    float e = expf(xr[j] - m);
+                    yr[j] = e;
+                    s += e;
+                }
+                float inv = (float)(1.0 / s);
+                for (int64_t j = 0; j < len; j++) yr[j] *= inv;
+            }
+        }
+        return;
+    }
+    /* Strided lanes: process up to CH adjacent lanes together so every access is contiguous. */
+    enum { CH = 64 };
+    int64_t chunks = (inner + CH - 1) / CH;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t t = 0; t < outer * chunks; t++) {
+        int64_t o = t / chunks, c0 = (t % chunks) * CH;
+        int64_t cw = inner - c0 < CH ? inner - c0 : CH;
+        float m[CH];
+        double s[CH];
+        const float *xb = x + o * len * inner + c0;
+        float *yb = y + o * len * inner + c0;
+        for (int64_t c = 0; c < cw; c++) {
+            m[c] = -INFINITY;
+            s[c] = 0.0;
+        }
+        for (int64_t k = 0; k < len; k++)
+            for (int64_t c = 0; c < cw; c++) {
+                float v = xb[k * inner + c];
+                if (v > m[c] || isnan(v)) m[c] = isnan(m[c]) ? m[c] : v;
+            }
+        for (int64_t k = 0; k < len; k++)
+            for (int64_t c = 0; c < cw; c++) {
+                double e = exp((double)xb[k * inner + c] - m[c]);
+                if (!logsm) yb[k * inner + c] = (float)e;
+                s[c] += e;
+            }
+        for (int64_t k = 0; k < len; k++)
+            for (int64_t c = 0; c < cw; c++) {
+                if (logsm) yb[k * inner + c] = (float)(((double)xb[k * inner + c] - m[c]) - log(s[c]));
+                else yb[k * inner + c] = (float)(yb[k * inner + c] / s[c]);
+            }
+    }
+}
+
+static fa_status kernel_softmax_common(fa_ctx *ctx, const fa_node *n, const fa_value *in,
+                                       fa_value *out, int threads, bool logsm)
+{
+    int64_t outer, len, inner;
+    fa_status st = softmax_layout(ctx, n, in[0].rank, in[0].dims, &outer, &len, &inner);
+    if (st) return st;
+    const float *x;
+    float *xo, *y;
+    if ((st = f32_in(ctx, n, &in[0], &x, &xo))) return st;
+    if ((st = f32_out(ctx, n, &out[0], &y))) {
+        free(xo);
+        return st;
+    }
+    if (fa_value_numel(&in[0]) > 0) softmax_f32(x, y, outer, len, inner, logsm, clamp_threads(threads));
+    f32_out_done(&out[0], y);
+    free(xo);
+    return FA_OK;
+}
+
+static fa_status kernel_softmax(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                fa_value *out, int n_out, int threads)
+{
+    return kernel_softmax_common(ctx, n, in, out, threads, false);
+}
+
+static fa_status kernel_logsoftmax(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                   fa_value *out, int n_out, int threads)
+{
+    return kernel_softmax_common(ctx, n, in, out, threads, true);
+}
+
+/* FLOPs = 5 * numel (max compare, subtract, exp, sum, divide; LogSoftmax: the final subtract
+ * replaces the divide, plus one log per lane, not counted). Bytes: input + output once. */
+static void cost_softmax(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 5, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* LayerNormalization (opset 17), RMSNormalization (opset 23)                                 */
+
+/* Shared shape check: X float, Scale (and Bias) unidirectionally broadcastable to X. */
+static fa_status check_norm_param(fa_ctx *ctx, fa_graph *g, fa_node *n, const fa_tensor *x, int idx,
+                                  const char *what, bool required)
+{
+    bool err;
+    fa_tensor *p = opt_input(ctx, g, n, idx, &err);
+    if (err) return fa_ctx_status(ctx);
+    if (!p) return required ? fa_node_error(ctx, n, "required input %d (%s) is missing", idx, what) : FA_OK;
+    if (!is_float_dtype(p->dtype))
+        return fa_node_error(ctx, n, "%s '%s' has dtype %s, a float type is expected", what, p->name,
+                             fa_dtype_name(p->dtype));
+    if (!bcasts_onto(p->rank, p->dims, x->rank, x->dims)) {
+        char a[128], b[128];
+        return fa_node_error(ctx, n, "%s '%s' shape [%s] does not broadcast to input shape [%s]", what,
+                             p->name, shape_text(p->rank, p->dims, a, sizeof a),
+                             shape_text(x->rank, x->dims, b, sizeof b));
+    }
+    return FA_OK;
+}
+
+static fa_dtype stash_dtype(const fa_node *n)
+{
+    int64_t s = fa_node_attr_int(n, "stash_type", 1);
+    return is_float_dtype((fa_dtype)s) ? (fa_dtype)s : FA_DTYPE_FLOAT;
+}
+
+static fa_status infer_layernorm(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = req_float_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 1) return fa_node_error(ctx, n, "input '%s' must have rank >= 1", x->name);
+    int a = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", -1), x->rank);
+    if (a < 0) return FA_ERR_INPUT;
+    fa_status st = check_norm_param(ctx, g, n, x, 1, "Scale", true);
+    if (!st) st = check_norm_param(ctx, g, n, x, 2, "B", false);
+    if (st) return st;
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    int64_t rd[FA_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) rd[i] = i < a ? x->dims[i] : 1;
+    fa_set_out(g, n, 1, stash_dtype(n), x->rank, rd);
+    fa_set_out(g, n, 2, stash_dtype(n), x->rank, rd);
+    return FA_OK;
+}
+
+static fa_status infer_rmsnorm(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = req_float_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 1) return fa_node_error(ctx, n, "input '%s' must have rank >= 1", x->name);
+    int a = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", -1), x->rank);
+    if (a < 0) return FA_ERR_INPUT;
+    fa_status st = check_norm_param(ctx, g, n, x, 1, "scale", true);
+    if (st) return st;
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* One kernel for both: rms = false gives LayerNorm (centered), true gives RMSNorm. */
+static fa_status kernel_norm_rows(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                  fa_value *out, int n_out, int threads, bool rms)
+{
+    const fa_value *xv = &in[0];
+    int rank = xv->rank;
+    int a = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", -1), rank);
+    if (a < 0) return FA_ERR_INPUT;
+    float eps = fa_node_attr_float(n, "epsilon", 1e-5f);
+    int64_t outer = dims_prod(xv->dims, 0, a), D = dims_prod(xv->dims, a, rank);
+    const fa_value *sv = n_in > 1 && in[1].data ? &in[1] : NULL;
+    const fa_value *bv = !rms && n_in > 2 && in[2].data ? &in[2] : NULL;
+    if (!sv) return fa_node_error(ctx, n, "scale input is missing");
+    if (!bcasts_onto(sv->rank, sv->dims, rank, xv->dims) ||
+        (bv && !bcasts_onto(bv->rank, bv->dims, rank, xv->dims))) {
+        char s1[128], s2[128];
+        return fa_node_error(ctx, n, "scale/bias shape [%s] does not broadcast to input shape [%s]",
+                             shape_text(sv->rank, sv->dims, s1, sizeof s1),
+                             shape_text(rank, xv->dims, s2, sizeof s2));
+    }
+    fa_status st = FA_OK;
+    const float *x = NULL, *s = NULL, *b = NULL;
+    float *xo = NULL, *so = NULL, *bo = NULL, *y = NULL, *mo = NULL, *io = NULL;
+    bparam bs = {0}, bb = {0};
+    fa_value *mv = !rms && n_out > 1 && out[1].data ? &out[1] : NULL;
+    fa_value *iv = !rms && n_out > 2 && out[2].data ? &out[2] : NULL;
+    if ((st = f32_in(ctx, n, xv, &x, &xo))) goto done;
+    if ((st = f32_in(ctx, n, sv, &s, &so))) goto done;
+    if ((st = f32_in(ctx, n, bv, &b, &bo))) goto done;
+    if ((st = f32_out(ctx, n, &out[0], &y))) goto done;
+    if ((st = f32_out(ctx, n, mv, &mo))) goto done;
+    if ((st = f32_out(ctx, n, iv, &io))) goto done;
+    if ((st = bparam_init(ctx, n, &bs, s, sv->rank, sv->dims, rank, xv->dims, a))) goto done;
+    if (bv && (st = bparam_init(ctx, n, &bb, b, bv->rank, bv->dims, rank, xv->dims, a))) goto done;
+#pragma omp parallel for num_threads(clamp_threads(threads)) schedule(static)
+    for (int64_t r = 0; r < outer; r++) {
+        const float *xr = x + r * D;
+        float *yr = y + r * D;
+        double mean = 0.0, var = 0.0;
+        if (!rms) {
+            for (int64_t j = 0; j < D; j++) mean += xr[j];
+            mean /= (double)D;
+        }
+        for (int64_t j = 0; j < D; j++) {
+            double d = (double)xr[j] - mean;
+            var += d * d;
+        }
+        var /= (double)D;
+        double inv = 1.0 / sqrt(var + (double)eps);
+        float fm = (float)mean, fi = (float)inv;
+        if (bs.identity && (!b || bb.identity)) {
+            for (int64_t j = 0; j < D; j++) {
+                float v = (xr[j] - fm) * fi * s[j];
+                yr[j] = b ? v + b[j] : v;
+            }
+        } else {
+            for (int64_t j = 0; j < D; j++) {
+                float v = (xr[j] - fm) * fi * bparam_at(&bs, r, j);
+                yr[j] = b ? v + bparam_at(&bb, r, j) : v;
+            }
+        }
+        if (mo) mo[r] = fm;
+        if (io) io[r] = fi;
+    }
+done:
+    if (st) {
+        f32_out_free(&out[0], y);
+        f32_out_free(mv, mo);
+        f32_out_free(iv, io);
+    } else {
+        f32_out_done(&out[0], y);
+        f32_out_done(mv, mo);
+        f32_out_done(iv, io);
+    }
+    bparam_free(&bs);
+    bparam_free(&bb);
+    free(xo);
+    free(so);
+    free(bo);
+    return st;
+}
+
+static fa_status kernel_layernorm(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                  fa_value *out, int n_out, int threads)
+{
+    return kernel_norm_rows(ctx, n, in, n_in, out, n_out, threads, false);
+}
+
+static fa_status kernel_rmsnorm(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                fa_value *out, int n_out, int threads)
+{
+    return kernel_norm_rows(ctx, n, in, n_in, out, n_out, threads, true);
+}
+
+/* Rows (outer) and row length D of a normalization node over axes [axis, rank). */
+static void norm_rows(const fa_graph *g, const fa_node *n, int64_t *rows, int64_t *D)
+{
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    *rows = *D = 0;
+    if (!x || x->rank < 1 || fa_tensor_numel(x) < 0) return;
+    int64_t ax = fa_node_attr_int(n, "axis", -1);
+    int a = (int)(ax < 0 ? ax + x->rank : ax);
+    if (a < 0 || a >= x->rank) return;
+    *rows = dims_prod(x->dims, 0, a);
+    *D = dims_prod(x->dims, a, x->rank);
+}
+
+/* LayerNormalization FLOPs = N * (6 + [B present]) + 3 * rows, N = numel(X):
+ * mean (1 add), center (1 sub), variance (1 mul + 1 add), normalize (1 mul), scale (1 mul),
+ * bias (1 add); per row: divide for the mean, add epsilon + sqrt + reciprocal counted as 3.
+ * Bytes: X, Scale, B read once; Y (and Mean, InvStdDev when requested) written once. */
+static void cost_layernorm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    int64_t rows, D;
+    norm_rows(g, n, &rows, &D);
+    uint64_t per = 6 + (fa_graph_in(g, n, 2) ? 1 : 0);
+    out->flops = per * (uint64_t)(rows * D) + 3 * (uint64_t)rows;
+}
+
+/* RMSNormalization FLOPs = 4 * N + 3 * rows: square (1 mul) and sum (1 add), normalize (1 mul),
+ * scale (1 mul); per row: mean divide, epsilon add, sqrt/reciprocal. Bytes: X, scale in, Y out. */
+static void cost_rmsnorm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    int64_t rows, D;
+    norm_rows(g, n, &rows, &D);
+    out->flops = 4 * (uint64_t)(rows * D) + 3 * (uint64_t)rows;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* GroupNormalization: opset 18 (scale, bias shape [num_groups]) and opset 21 (shape [C],
+ * stash_type). X is [N, C, D1, ...]; each of the N*num_groups groups of C/num_groups channels
+ * is normalized with its own mean and variance, then y = scale * x_hat + bias per group
+ * (opset 18) or per channel (opset 21). */
+
+static bool groupnorm_per_channel(const fa_node *n, int64_t pnumel, int64_t C, int64_t G)
+{
+    if (n->opset > 0) return n->opset >= 21;
+    return pnumel == C; /* no opset known: decide by the parameter size */
+}
+
+static fa_status infer_groupnorm(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = req_float_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 2) return fa_node_error(ctx, n, "input '%s' must have rank >= 2 ([N, C, ...])", x->name);
+    const fa_attr *ga = fa_node_attr(n, "num_groups");
+    if (!ga || ga->type != FA_ATTR_INT) return fa_node_error(ctx, n, "required attribute num_groups is missing");
+    int64_t G = ga->i, C = x->dims[1];
+    if (G <= 0 || C % G != 0)
+        return fa_node_error(ctx, n, "num_groups %lld does not divide the %lld channels", (long long)G,
+                             (long long)C);
+    for (int i = 1; i <= 2; i++) {
+        fa_tensor *p = fa_req_input(ctx, g, n, i);
+        if (!p) return fa_ctx_status(ctx);
+        int64_t ne = fa_tensor_numel(p);
+        bool per_c = groupnorm_per_channel(n, ne, C, G);
+        int64_t want = per_c ? C : G;
+        if (p->rank != 1 || ne != want)
+            return fa_node_error(ctx, n, "%s '%s' must have shape [%lld] (%s, opset %d), has %d dims and %lld elements",
+                                 i == 1 ? "scale" : "bias", p->name, (long long)want,
+                                 per_c ? "one per channel" : "one per group", n->opset, p->rank,
+                                 (long long)ne);
+    }
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+static fa_status kernel_groupnorm(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                  fa_value *out, int n_out, int threads)
+{
+    const fa_value *xv = &in[0];
+    if (xv->rank < 2 || n_in < 3 || !in[1].data || !in[2].data)
+        return fa_node_error(ctx, n, "needs X of rank >= 2, scale and bias");
+    int64_t N = xv->dims[0], C = xv->dims[1], G = fa_node_attr_int(n, "num_groups", 0);
+    if (G <= 0 || C % G) return fa_node_error(ctx, n, "num_groups %lld does not divide %lld channels",
+                                              (long long)G, (long long)C);
+    int64_t S = dims_prod(xv->dims, 2, xv->rank), cpg = C / G, D = cpg * S;
+    int64_t pn = fa_value_numel(&in[1]);
+    bool per_c = groupnorm_per_channel(n, pn, C, G);
+    if (pn != (per_c ? C : G) || fa_value_numel(&in[2]) != pn)
+        return fa_node_error(ctx, n, "scale/bias have %lld elements, %lld expected", (long long)pn,
+                             (long long)(per_c ? C : G));
+    float eps = fa_node_attr_float(n, "epsilon", 1e-5f);
+    const float *x, *s, *b;
+    float *xo = NULL, *so = NULL, *bo = NULL, *y = NULL;
+    fa_status st;
+    if ((st = f32_in(ctx, n, xv, &x, &xo)) || (st = f32_in(ctx, n, &in[1], &s, &so)) ||
+        (st = f32_in(ctx, n, &in[2], &b, &bo)) || (st = f32_out(ctx, n, &out[0], &y))) {
+        free(xo);
+        free(so);
+        free(bo);
+        return st;
+    }
+#pragma omp parallel for num_threads(clamp_threads(threads)) schedule(static)
+    for (int64_t r = 0; r < N * G; r++) {
+        int64_t grp = r % G;
+        const float *xr = x + r * D;
+        float *yr = y + r * D;
+        double mean = 0.0, var = 0.0;
+        for (int64_t j = 0; j < D; j++) mean += xr[j];
+        mean /= (double)D;
+        for (int64_t j = 0; j < D; j++) {
+            double d = (double)xr[j] - mean;
+            var += d * d;
+        }
+        var /= (double)D;
+        float fm = (float)mean, fi = (float)(1.0 / sqrt(var + (double)eps));
+        for (int64_t c = 0; c < cpg; c++) {
+            int64_t pi = per_c ? grp * cpg + c : grp;
+            float sc = s[pi] * fi, bi = b[pi];
+            for (int64_t k = 0; k < S; k++) yr[c * S + k] = (xr[c * S + k] - fm) * sc + bi;
+        }
+    }
+    f32_out_done(&out[0], y);
+    free(xo);
+    free(so);
+    free(bo);
+    return FA_OK;
+}
+
+/* GroupNormalization FLOPs = 7 * N + 3 * (batch * num_groups), N = numel(X): as
+ * LayerNormalization with a bias. Bytes: X, scale, bias read once, Y written once. */
+static void cost_groupnorm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    int64_t ne = x ? fa_tensor_numel(x) : -1;
+    if (ne < 0 || x->rank < 2) return;
+    out->flops = 7 * (uint64_t)ne + 3 * (uint64_t)(x->dims[0] * fa_node_attr_int(n, "num_groups", 1));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* SwiGLU (ai.onnx opset 28, a function op): Y = Swish(A, alpha) * B = A * sigmoid(alpha*A) * B
+ * with numpy broadcasting of A and B (its function body is Swish then Mul); alpha default 1. */
+
+static fa_status infer_swiglu(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *a = req_float_input(ctx, g, n, 0);
+    if (!a) return fa_ctx_status(ctx);
+    fa_tensor *b = req_float_input(ctx, g, n, 1);
+    if (!b) return fa_ctx_status(ctx);
+    if (a->dtype != b->dtype)
+        return fa_node_error(ctx, n, "inputs have different dtypes (%s, %s)", fa_dtype_name(a->dtype),
+                             fa_dtype_name(b->dtype));
+    int r;
+    int64_t d[FA_MAX_RANK];
+    fa_status st = fa_bcast_shape(ctx, n, a->rank, a->dims, b->rank, b->dims, &r, d);
+    if (st) return st;
+    fa_set_out(g, n, 0, a->dtype, r, d);
+    return FA_OK;
+}
+
+static fa_status kernel_swiglu(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                               fa_value *out, int n_out, int threads)
+{
+    float alpha = fa_node_attr_float(n, "alpha", 1.0f);
+    fa_value *yv = &out[0];
+    int r = yv->rank;
+    int64_t sa[FA_MAX_RANK], sb[FA_MAX_RANK];
+    fa_bcast_strides(in[0].rank, in[0].dims, r, yv->dims, sa);
+    fa_bcast_strides(in[1].rank, in[1].dims, r, yv->dims, sb);
+    const float *a, *b;
+    float *ao = NULL, *bo = NULL, *y = NULL;
+    fa_status st;
+    if ((st = f32_in(ctx, n, &in[0], &a, &ao)) || (st = f32_in(ctx, n, &in[1], &b, &bo)) ||
+        (st = f32_out(ctx, n, yv, &y))) {
+        free(ao);
+        free(bo);
+        return st;
+    }
+    int64_t ne = fa_value_numel(yv);
+    bool same = fa_value_numel(&in[0]) == ne && fa_value_numel(&in[1]) == ne;
+    int64_t inner = r ? yv->dims[r - 1] : 1, rows = inner ? ne / inner : 0;
+#pragma omp parallel for num_threads(clamp_threads(threads)) schedule(static)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t oa = 0, ob = 0;
+        if (!same) {
+            int64_t rem = row;
+            for (int i = r - 2; i >= 0; i--) {
+                int64_t k = rem % yv->dims[i];
+                rem /= yv->dims[i];
+                oa += k * sa[i];
+                ob += k * sb[i];
+            }
+        } else {
+            oa = ob = row * inner;
+        }
+        int64_t la = same ? 1 : (r ? sa[r - 1] : 0), lb = same ? 1 : (r ? sb[r - 1] : 0);
+        float *yr = y + row * inner;
+        for (int64_t j = 0; j < inner; j++) {
+            float av = a[oa + j * la], bv = b[ob + j * lb];
+            yr[j] = av / (1.0f + expf(-alpha * av)) * bv;
+        }
+    }
+    f32_out_done(yv, y);
+    free(ao);
+    free(bo);
+    return FA_OK;
+}
+
+/* SwiGLU FLOPs = 6 * numel(Y): alpha*a, exp, add, divide (sigmoid as 4), two multiplies.
+ * Bytes: A and B read once, Y written once. */
+static void cost_swiglu(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 6, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Attention (opset 23, 24). Inputs: Q, K, V, attn_mask?, past_key?, past_value?,
+ * nonpad_kv_seqlen? (24). Outputs: Y, present_key?, present_value?, qk_matmul_output?.
+ * 4-D: Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv], Y [B, Hq, Sq, Dv].
+ * 3-D: Q [B, Sq, Hq*D], K [B, Skv, Hkv*D], V [B, Skv, Hkv*Dv] (q_num_heads/kv_num_heads
+ * required), Y [B, Sq, Hq*Dv]. past/present are always 4-D [B, Hkv, Spast(+Skv), D|Dv].
+ * Pipeline (onnx/reference/ops/op_attention.py): scores = (Q*sqrt(s)) (K*sqrt(s))^T with
+ * s = scale or 1/sqrt(D); softcap (c*tanh(x/c) when softcap > 0); + bias (attn_mask: bool
+ * True = attend, float added; a mask shorter than the total kv length is padded with -inf;
+ * is_causal masks j > i + past_len); softmax over keys; Y = P V. GQA: query head h uses kv
+ * head h / (Hq/Hkv). qk_matmul_output: mode 0 the scaled QK product, 1 after softcap and
+ * bias, 2 after softcap, 3 after softmax. */
+
+typedef struct attn_dims {
+    bool three_d;
+    int64_t B, Hq, Hkv, Sq, Skv, Sp, St, D, Dv;
+} attn_dims;
+
+static fa_status attn_shape(fa_ctx *ctx, const fa_node *n, int rq, const int64_t *q, int rk,
+                            const int64_t *k, int rv, const int64_t *v, int rp, const int64_t *pk,
+                            int rpv, const int64_t *pv, attn_dims *ad)
+{
+    memset(ad, 0, sizeof *ad);
+    if (rq != rk || rq != rv || (rq != 3 && rq != 4))
+        return fa_node_error(ctx, n, "Q, K, V must all be 3-D or all 4-D (ranks %d, %d, %d)", rq, rk, rv);
+    ad->B = q[0];
+    if (k[0] != ad->B || v[0] != ad->B)
+        return fa_node_error(ctx, n, "Q, K, V batch sizes differ (%lld, %lld, %lld)", (long long)q[0],
+                             (long long)k[0], (long long)v[0]);
+    if (rq == 3) {
+        ad->three_d = true;
+        ad->Hq = fa_node_attr_int(n, "q_num_heads", 0);
+        ad->Hkv = fa_node_attr_int(n, "kv_num_heads", 0);
+        if (ad->Hq <= 0 || ad->Hkv <= 0)
+            return fa_node_error(ctx, n, "3-D inputs need attributes q_num_heads and kv_num_heads > 0");
+        if (q[2] % ad->Hq || k[2] % ad->Hkv || v[2] % ad->Hkv)
+            return fa_node_error(ctx, n, "hidden sizes (%lld, %lld, %lld) are not multiples of the head counts (%lld, %lld)",
+                                 (long long)q[2], (long long)k[2], (long long)v[2], (long long)ad->Hq,
+                                 (long long)ad->Hkv);
+        ad->Sq = q[1];
+        ad->Skv = k[1];
+        ad->D = q[2] / ad->Hq;
+        if (k[2] / ad->Hkv != ad->D)
+            return fa_node_error(ctx, n, "Q head size %lld differs from K head size %lld", (long long)ad->D,
+                                 (long long)(k[2] / ad->Hkv));
+        ad->Dv = v[2] / ad->Hkv;
+        if (v[1] != ad->Skv) return fa_node_error(ctx, n, "K and V sequence lengths differ");
+    } else {
+        ad->Hq = q[1];
+        ad->Hkv = k[1];
+        ad->Sq = q[2];
+        ad->Skv = k[2];
+        ad->D = q[3];
+        ad->Dv = v[3];
+        if (k[3] != ad->D) return fa_node_error(ctx, n, "Q head size %lld differs from K head size %lld",
+                                                (long long)ad->D, (long long)k[3]);
+        if (v[1] != ad->Hkv || v[2] != ad->Skv)
+            return fa_node_error(ctx, n, "V heads/sequence (%lld, %lld) differ from K's (%lld, %lld)",
+                                 (long long)v[1], (long long)v[2], (long long)ad->Hkv, (long long)ad->Skv);
+    }
+    if (ad->Hkv <= 0 || ad->Hq % ad->Hkv)
+        return fa_node_error(ctx, n, "q heads %lld are not a multiple of kv heads %lld", (long long)ad->Hq,
+                             (long long)ad->Hkv);
+    if ((pk != NULL) != (pv != NULL))
+        return fa_node_error(ctx, n, "past_key and past_value must be given together");
+    if (pk) {
+        if (rp != 4 || rpv != 4 || pk[0] != ad->B || pk[1] != ad->Hkv || pk[3] != ad->D ||
+            pv[0] != ad->B || pv[1] != ad->Hkv || pv[2] != pk[2] || pv[3] != ad->Dv)
+            return fa_node_error(ctx, n, "past_key/past_value must be [B=%lld, Hkv=%lld, P, %lld|%lld]",
+                                 (long long)ad->B, (long long)ad->Hkv, (long long)ad->D, (long long)ad->Dv);
+        ad->Sp = pk[2];
+    }
+    ad->St = ad->Sp + ad->Skv;
+    return FA_OK;
+}
+
+static fa_status infer_attention(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *q = req_float_input(ctx, g, n, 0), *k = q ? req_float_input(ctx, g, n, 1) : NULL,
+              *v = k ? req_float_input(ctx, g, n, 2) : NULL;
+    if (!v) return fa_ctx_status(ctx);
+    bool e1, e2, e3, e4;
+    fa_tensor *m = opt_input(ctx, g, n, 3, &e1), *pk = opt_input(ctx, g, n, 4, &e2),
+              *pv = opt_input(ctx, g, n, 5, &e3), *nl = opt_input(ctx, g, n, 6, &e4);
+    if (e1 || e2 || e3 || e4) return fa_ctx_status(ctx);
+    attn_dims ad;
+    fa_status st = attn_shape(ctx, n, q->rank, q->dims, k->rank, k->dims, v->rank, v->dims,
+                              pk ? pk->rank : 0, pk ? pk->dims : NULL, pv ? pv->rank : 0,
+                              pv ? pv->dims : NULL, &ad);
+    if (st) return st;
+    if (m) {
+        int64_t full[4] = {ad.B, ad.Hq, ad.Sq, ad.St};
+        int64_t md[4];
+        bool ok = m->rank >= 2 && m->rank <= 4 && m->dims[m->rank - 1] <= ad.St;
+        if (ok) {
+            memcpy(md, m->dims, sizeof(int64_t) * (size_t)m->rank);
+            md[m->rank - 1] = 1;
+            ok = bcasts_onto(m->rank, md, 4, full);
+        }
+        if (!ok || (m->dtype != FA_DTYPE_BOOL && !is_float_dtype(m->dtype))) {
+            char s1[128];
+            return fa_node_error(ctx, n, "attn_mask '%s' [%s] (%s) does not broadcast to [%lld, %lld, %lld, <=%lld]",
+                                 m->name, shape_text(m->rank, m->dims, s1, sizeof s1),
+                                 fa_dtype_name(m->dtype), (long long)ad.B, (long long)ad.Hq,
+                                 (long long)ad.Sq, (long long)ad.St);
+        }
+    }
+    if (nl && (fa_tensor_numel(nl) != ad.B || (nl->dtype != FA_DTYPE_INT64 && nl->dtype != FA_DTYPE_INT32)))
+        return fa_node_error(ctx, n, "nonpad_kv_seqlen must be int64 [%lld]", (long long)ad.B);
+    int64_t mode = fa_node_attr_int(n, "qk_matmul_output_mode", 0);
+    if (mode < 0 || mode > 3)
+        return fa_node_error(ctx, n, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
+    if (ad.three_d) {
+        int64_t y[3] = {ad.B, ad.Sq, ad.Hq * ad.Dv};
+        fa_set_out(g, n, 0, q->dtype, 3, y);
+    } else {
+        int64_t y[4] = {ad.B, ad.Hq, ad.Sq, ad.Dv};
+        fa_set_out(g, n, 0, q->dtype, 4, y);
+    }
+    int64_t prk[4] = {ad.B, ad.Hkv, ad.St, ad.D}, prv[4] = {ad.B, ad.Hkv, ad.St, ad.Dv},
+            qk[4] = {ad.B, ad.Hq, ad.Sq, ad.St};
+    fa_set_out(g, n, 1, k->dtype, 4, prk);
+    fa_set_out(g, n, 2, v->dtype, 4, prv);
+    fa_set_out(g, n, 3, q->dtype, 4, qk);
+    return FA_OK;
+}
+
+/* Gather K (or V) of the current step (3-D or 4-D) after the past into a float buffer of
+ * shape [B, Hkv, St, E]. */
+static void attn_concat(float *dst, const float *past, const float *cur, const attn_dims *ad,
+                        int64_t E)
+{
+    for (int64_t b = 0; b < ad->B; b++)
+        for (int64_t h = 0; h < ad->Hkv; h++) {
+            float *d = dst + ((b * ad->Hkv + h) * ad->St) * E;
+            if (past) memcpy(d, past + ((b * ad->Hkv + h) * ad->Sp) * E, sizeof(float) * (size_t)(ad->Sp * E));
+            d += ad->Sp * E;
+            for (int64_t j = 0; j < ad->Skv; j++) {
+                const float *src = ad->three_d ? cur + ((b * ad->Skv + j) * ad->Hkv + h) * E
+                                               : cur + ((b * ad->Hkv + h) * ad->Skv + j) * E;
+                memcpy(d + j * E, src, sizeof(float) * (size_t)E);
+            }
+        }
+}
+
+static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                  fa_value *out, int n_out, int threads)
+{
+    const fa_value *qv = &in[0], *kv = &in[1], *vv = &in[2];
+    const fa_value *mv = n_in > 3 && in[3].data ? &in[3] : NULL;
+    const fa_value *pkv = n_in > 4 && in[4].data ? &in[4] : NULL;
+    const fa_value *pvv = n_in > 5 && in[5].data ? &in[5] : NULL;
+    const fa_value *nlv = n_in > 6 && in[6].data ? &in[6] : NULL;
+    attn_dims ad;
+    fa_status st = attn_shape(ctx, n, qv->rank, qv->dims, kv->rank, kv->dims, vv->rank, vv->dims,
+                              pkv ? pkv->rank : 0, pkv ? pkv->dims : NULL, pvv ? pvv->rank : 0,
+                              pvv ? pvv->dims : NULL, &ad);
+    if (st) return st;
+    bool causal = fa_node_attr_int(n, "is_causal", 0) != 0;
+    int64_t mode = fa_node_attr_int(n, "qk_matmul_output_mode", 0);
+    float softcap = fa_node_attr_float(n, "softcap", 0.0f);
+    const fa_attr *sa = fa_node_attr(n, "scale");
+    double scale = (sa && sa->type == FA_ATTR_FLOAT) ? sa->f : 1.0 / sqrt((double)ad.D);
+    float sq = (float)sqrt(scale);
+    fa_value *yv = &out[0];
+    fa_value *prk = n_out > 1 && out[1].data ? &out[1] : NULL;
+    fa_value *prv = n_out > 2 && out[2].data ? &out[2] : NULL;
+    fa_value *qko = n_out > 3 && out[3].data ? &out[3] : NULL;
+
+    const float *q = NULL, *k = NULL, *v = NULL, *pk = NULL, *pv = NULL, *mf = NULL;
+    float *qo = NULL, *ko = NULL, *vo = NULL, *pko = NULL, *pvo = NULL, *mo = NULL;
+    float *y = NULL, *kall = NULL, *vall = NULL, *qkbuf = NULL, *ws = NULL;
+    const uint8_t *mb = NULL;
+    int64_t mstr[4] = {0, 0, 0, 0}, mlast = 0;
+    if ((st = f32_in(ctx, n, qv, &q, &qo)) || (st = f32_in(ctx, n, kv, &k, &ko)) ||
+        (st = f32_in(ctx, n, vv, &v, &vo)) || (st = f32_in(ctx, n, pkv, &pk, &pko)) ||
+        (st = f32_in(ctx, n, pvv, &pv, &pvo)))
+        goto done;
+    if (mv) {
+        int64_t full[4] = {ad.B, ad.Hq, ad.Sq, ad.St}, md[4];
+        if (mv->rank < 2 || mv->rank > 4 || mv->dims[mv->rank - 1] > ad.St) {
+            st = fa_node_error(ctx, n, "attn_mask of rank %d does not fit the scores", mv->rank);
+            goto done;
+        }
+        memcpy(md, mv->dims, sizeof(int64_t) * (size_t)mv->rank);
+        mlast = md[mv->rank - 1];
+        md[mv->rank - 1] = 1;
+        if (!bcasts_onto(mv->rank, md, 4, full)) {
+            st = fa_node_error(ctx, n, "attn_mask does not broadcast to the scores");
+            goto done;
+        }
+        /* strides with the true last dim (mlast), broadcast dims stride 0 */
+        int64_t s = mlast;
+        for (int i = 2; i >= 0; i--) {
+            int mi = i - (4 - mv->rank);
+            if (mi < 0) {
+                mstr[i] = 0;
+                continue;
+            }
+            mstr[i] = md[mi] == 1 ? 0 : s;
+            s *= md[mi];
+        }
+        if (mv->dtype == FA_DTYPE_BOOL) mb = mv->data;
+        else if ((st = f32_in(ctx, n, mv, &mf, &mo))) goto done;
+    }
+    if ((st = f32_out(ctx, n, yv, &y))) goto done;
+    kall = malloc(sizeof(float) * (size_t)(ad.B * ad.Hkv * ad.St * ad.D + 1));
+    vall = malloc(sizeof(float) * (size_t)(ad.B * ad.Hkv * ad.St * ad.Dv + 1));
+    int nt = clamp_threads(threads);
+    ws = malloc(sizeof(float) * (size_t)(nt * (ad.St + ad.D) + 1));
+    if (qko) qkbuf = malloc(sizeof(float) * (size_t)(fa_value_numel(qko) + 1));
+    if (!kall || !vall || !ws || (qko && !qkbuf)) {
+        st = fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory", n->name);
+        goto done;
+    }
+    attn_concat(kall, pk, k, &ad, ad.D);
+    attn_concat(vall, pv, v, &ad, ad.Dv);
+    int64_t grp = ad.Hq / ad.Hkv;
+    int64_t rows = ad.B * ad.Hq * ad.Sq;
+#pragma omp parallel for num_threads(nt) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        int tid = 0;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+#endif
+        float *sc = ws + (size_t)tid * (size_t)(ad.St + ad.D), *qs = sc + ad.St;
+        int64_t i = r % ad.Sq, h = (r / ad.Sq) % ad.Hq, b = r / (ad.Sq * ad.Hq), hk = h / grp;
+        const float *qr = ad.three_d ? q + ((b * ad.Sq + i) * ad.Hq + h) * ad.D : q + r * ad.D;
+        for (int64_t d = 0; d < ad.D; d++) qs[d] = qr[d] * sq;
+        const float *kb = kall + (b * ad.Hkv + hk) * ad.St * ad.D;
+        const float *vb = vall + (b * ad.Hkv + hk) * ad.St * ad.Dv;
+        /* causal frontier: j <= i + off */
+        int64_t off = ad.Sp;
+        if (nlv && !pkv) off = (int64_t)fa_load_as_double(nlv->data, nlv->dtype, b) - ad.Sq;
+        int64_t nonpad = nlv ? (int64_t)fa_load_as_double(nlv->data, nlv->dtype, b) : ad.St;
+        float *qk = qkbuf ? qkbuf + r * ad.St : NULL;
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < ad.St; j++) {
+            const float *kr = kb + j * ad.D;
+            float acc = 0.0f;
+            for (int64_t d = 0; d < ad.D; d++) acc += qs[d] * (kr[d] * sq);
+            if (qk && mode == 0) qk[j] = acc;
+            if (softcap > 0.0f) acc = softcap * tanhf(acc / softcap);
+            if (qk && mode == 2) qk[j] = acc;
+            float bias = 0.0f;
+            if (mb || mf) {
+                if (j >= mlast) bias = -INFINITY;
+                else {
+                    int64_t mi = b * mstr[0] + h * mstr[1] + i * mstr[2] + j;
+                    bias = mb ? (mb[mi] ? 0.0f : -INFINITY) : mf[mi];
+                }
+            }
+            if (causal && j > i + off) bias += -INFINITY;
+            if (j >= nonpad) bias += -INFINITY;
+            acc += bias;
+            if (qk && mode == 1) qk[j] = acc;
+            sc[j] = acc;
+            if (acc > mx) mx = acc;
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j < ad.St; j++) {
+            float e = expf(sc[j] - mx);
+            sc[j] = e;
+            sum += e;
+        }
+        float inv = (float)(1.0 / sum);
+        for (int64_t j = 0; j < ad.St; j++) {
+            sc[j] *= inv;
+            if (qk && mode == 3) qk[j] = sc[j];
+        }
+        float *yr = ad.three_d ? y + ((b * ad.Sq + i) * ad.Hq + h) * ad.Dv : y + r * ad.Dv;
+        for (int64_t d = 0; d < ad.Dv; d++) yr[d] = 0.0f;
+        for (int64_t j = 0; j < ad.St; j++) {
+            float p = sc[j];
+            const float *vr = vb + j * ad.Dv;
+            for (int64_t d = 0; d < ad.Dv; d++) yr[d] += p * vr[d];
+        }
+    }
+    if (prk) {
+        int64_t ne = fa_value_numel(prk);
+        for (int64_t i = 0; i < ne; i++) fa_store_from_double(prk->data, prk->dtype, i, kall[i]);
+    }
+    if (prv) {
+        int64_t ne = fa_value_numel(prv);
+        for (int64_t i = 0; i < ne; i++) fa_store_from_double(prv->data, prv->dtype, i, vall[i]);
+    }
+    if (qko) {
+        int64_t ne = fa_value_numel(qko);
+        for (int64_t i = 0; i < ne; i++) fa_store_from_double(qko->data, qko->dtype, i, qkbuf[i]);
+    }
+done:
+    if (st) f32_out_free(yv, y);
+    else f32_out_done(yv, y);
+    free(qo);
+    free(ko);
+    free(vo);
+    free(pko);
+    free(pvo);
+    free(mo);
+    free(kall);
+    free(vall);
+    free(qkbuf);
+    free(ws);
+    return st;
+}
+
+/* Attention FLOPs = B*Hq*Sq*St * (2*D + 2*Dv + 5 + [mask or causal] + 3*[softcap > 0])
+ * + numel(Q) + B*Hq*St*D: QK^T and PV matmuls (FMA = 2), softmax 5 per score, bias add,
+ * softcap (divide, tanh, multiply), and the sqrt(scale) multiply of Q and of K per head.
+ * Bytes: every input read once, every requested output written once. */
+static void cost_attention(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *q = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
+    const fa_tensor *k = fa_graph_in(g, n, 1), *pk = fa_graph_in(g, n, 4);
+    if (!q || !y || !k || fa_tensor_numel(q) < 0 || fa_tensor_numel(y) < 0 || q->rank < 3) return;
+    int64_t B = q->dims[0], Hq, Sq, D, Dv;
+    if (q->rank == 3) {
+        Hq = fa_node_attr_int(n, "q_num_heads", 1);
+        if (Hq <= 0) return;
+        Sq = q->dims[1];
+        D = q->dims[2] / Hq;
+        Dv = y->dims[2] / Hq;
+    } else {
+        Hq = q->dims[1];
+        Sq = q->dims[2];
+        D = q->dims[3];
+        Dv = y->dims[3];
+    }
+    int64_t St = (q->rank == 3 ? k->dims[1] : k->dims[2]) + (pk && pk->rank == 4 ? pk->dims[2] : 0);
+    uint64_t scores = (uint64_t)(B * Hq * Sq * St);
+    uint64_t per = (uint64_t)(2 * D + 2 * Dv + 5);
+    if (fa_graph_in(g, n, 3) || fa_node_attr_int(n, "is_causal", 0)) per += 1;
+    if (fa_node_attr_float(n, "softcap", 0.0f) > 0.0f) per += 3;
+    out->flops = scores * per + (uint64_t)fa_tensor_numel(q) + (uint64_t)(B * Hq * St * D);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* LSTM (opset 7 and 14; 14 adds layout). Inputs X, W [dirs, 4H, I], R [dirs, 4H, H],
+ * B? [dirs, 8H], sequence_lens? [batch], initial_h? / initial_c? [dirs, batch, H]
+ * (layout 1: [batch, dirs, H]), P? [dirs, 3H]. Gate order i, o, f, c (iofc); P = [Pi, Po, Pf].
+ *   i = f(Xt Wi^T + Ht-1 Ri^T + Pi.Ct-1 + Wbi + Rbi)
+ *   f = f(Xt Wf^T + Ht-1 Rf^T + Pf.Ct-1 + Wbf + Rbf)      (input_forget: f = 1 - i)
+ *   c = g(Xt Wc^T + Ht-1 Rc^T + Wbc + Rbc)
+ *   Ct = f.Ct-1 + i.c
+ *   o = f(Xt Wo^T + Ht-1 Ro^T + Po.Ct + Wbo + Rbo)
+ *   Ht = o.h(Ct)
+ * (ONNX Operators.md, LSTM). `clip` clamps every gate pre-activation to [-clip, clip].
+ * Steps past sequence_lens[b] give zeros in Y and keep the last state in Y_h/Y_c
+ * (onnxruntime's semantics; the ONNX reference evaluator ignores sequence_lens). */
+
+enum lstm_act {
+    ACT_SIGMOID,
+    ACT_TANH,
+    ACT_RELU,
+    ACT_AFFINE,
+    ACT_LEAKYRELU,
+    ACT_THRESHRELU,
+    ACT_SCALEDTANH,
+    ACT_HARDSIGMOID,
+    ACT_ELU,
+    ACT_SOFTSIGN,
+    ACT_SOFTPLUS,
+};
+
+typedef struct lstm_fn {
+    enum lstm_act kind;
+    float alpha, beta;
+} lstm_fn;
+
+static inline float lstm_apply(const lstm_fn *f, float x)
+{
+    switch (f->kind) {
+    case ACT_SIGMOID: return 1.0f / (1.0f + expf(-x));
+    case ACT_TANH: return tanhf(x);
+    case ACT_RELU: return x > 0.0f ? x : 0.0f;
+    case ACT_AFFINE: return f->alpha * x + f->beta;
+    case ACT_LEAKYRELU: return x >= 0.0f ? x : f->alpha * x;
+    case ACT_THRESHRELU: return x > f->alpha ? x : 0.0f;
+    case ACT_SCALEDTANH: return f->alpha * tanhf(f->beta * x);
+    case ACT_HARDSIGMOID: {
+        float v = f->alpha * x + f->beta;
+        return v < 0.0f ? 0.0f : (v > 1.0f ? 1.0f : v);
+    }
+    case ACT_ELU: return x >= 0.0f ? x : f->alpha * (expf(x) - 1.0f);
+    case ACT_SOFTSIGN: return x / (1.0f + fabsf(x));
+    case ACT_SOFTPLUS: return log1pf(expf(x));
+    }
+    return x;
+}
+
+/* Parse activations (3 per direction) with activation_alpha/beta (consumed in order by the
+ * activations that take them; defaults per ONNX: LeakyRelu 0.01, ThresholdedRelu 1.0,
+ * ScaledTanh 1/1, HardSigmoid 0.2/0.5, Elu 1.0, Affine 1/0). */
+static fa_status lstm_parse_acts(fa_ctx *ctx, const fa_node *n, int dirs, lstm_fn fns[6])
+{
+    static const char *const dflt[3] = {"Sigmoid", "Tanh", "Tanh"};
+    const fa_attr *aa = fa_node_attr(n, "activations");
+    const fa_attr *al = fa_node_attr(n, "activation_alpha"), *be = fa_node_attr(n, "activation_beta");
+    int na = (aa && aa->type == FA_ATTR_STRINGS) ? aa->n : 0;
+    if (na && na != 3 * dirs)
+        return fa_node_error(ctx, n, "activations has %d entries, %d expected (3 per direction)", na, 3 * dirs);
+    int ia = 0, ib = 0;
+    for (int i = 0; i < 3 * dirs; i++) {
+        const char *s = na ? aa->strings[i] : dflt[i % 3];
+        static const struct { const char *name; enum lstm_act k; int np; float a, b; } tab[] = {
+            {"Sigmoid", ACT_SIGMOID, 0, 0, 0},       {"Tanh", ACT_TANH, 0, 0, 0},
+            {"Relu", ACT_RELU, 0, 0, 0},             {"Affine", ACT_AFFINE, 2, 1.0f, 0.0f},
+            {"LeakyRelu", ACT_LEAKYRELU, 1, 0.01f, 0}, {"ThresholdedRelu", ACT_THRESHRELU, 1, 1.0f, 0},
+            {"ScaledTanh", ACT_SCALEDTANH, 2, 1.0f, 1.0f}, {"HardSigmoid", ACT_HARDSIGMOID, 2, 0.2f, 0.5f},
+            {"Elu", ACT_ELU, 1, 1.0f, 0},            {"Softsign", ACT_SOFTSIGN, 0, 0, 0},
+            {"Softplus", ACT_SOFTPLUS, 0, 0, 0},
+        };
+        size_t t;
+        for (t = 0; t < sizeof tab / sizeof tab[0]; t++)
+            if (strcasecmp(s, tab[t].name) == 0) break;
+        if (t == sizeof tab / sizeof tab[0]) return fa_node_unsupported(ctx, n, "activation '%s' is not supported", s);
+        fns[i].kind = tab[t].k;
+        fns[i].alpha = tab[t].a;
+        fns[i].beta = tab[t].b;
+        if (tab[t].np >= 1 && al && al->type == FA_ATTR_FLOATS && ia < al->n) fns[i].alpha = al->floats[ia++];
+        if (tab[t].np >= 2 && be && be->type == FA_ATTR_FLOATS && ib < be->n) fns[i].beta = be->floats[ib++];
+    }
+    return FA_OK;
+}
+
+static int lstm_dirs(const fa_node *n, int *reverse_only)
+{
+    const char *d = fa_node_attr_string(n, "direction", "forward");
+    *reverse_only = strcmp(d, "reverse") == 0;
+    if (strcmp(d, "bidirectional") == 0) return 2;
+    if (strcmp(d, "forward") == 0 || *reverse_only) return 1;
+    return -1;
+}
+
+static fa_status infer_lstm(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = req_float_input(ctx, g, n, 0), *w = x ? req_float_input(ctx, g, n, 1) : NULL,
+              *r = w ? req_float_input(ctx, g, n, 2) : NULL;
+    if (!r) return fa_ctx_status(ctx);
+    int rev;
+    int dirs = lstm_dirs(n, &rev);
+    if (dirs < 0) return fa_node_error(ctx, n, "direction '%s' is not forward, reverse or bidirectional",
+                                       fa_node_attr_string(n, "direction", ""));
+    int64_t layout = node_opset(n, 14) >= 14 ? fa_node_attr_int(n, "layout", 0) : 0;
+    if (layout != 0 && layout != 1) return fa_node_error(ctx, n, "layout %lld is not 0 or 1", (long long)layout);
+    if (x->rank != 3 || w->rank != 3 || r->rank != 3)
+        return fa_node_error(ctx, n, "X, W, R must be 3-D (ranks %d, %d, %d)", x->rank, w->rank, r->rank);
+    int64_t S = layout ? x->dims[1] : x->dims[0], Bt = layout ? x->dims[0] : x->dims[1], I = x->dims[2];
+    int64_t H = fa_node_attr_int(n, "hidden_size", r->dims[2]);
+    if (w->dims[0] != dirs || w->dims[1] != 4 * H || w->dims[2] != I)
+        return fa_node_error(ctx, n, "W must be [%d, %lld, %lld]", dirs, (long long)(4 * H), (long long)I);
+    if (r->dims[0] != dirs || r->dims[1] != 4 * H || r->dims[2] != H)
+        return fa_node_error(ctx, n, "R must be [%d, %lld, %lld]", dirs, (long long)(4 * H), (long long)H);
+    lstm_fn fns[6];
+    fa_status st = lstm_parse_acts(ctx, n, dirs, fns);
+    if (st) return st;
+    struct { int idx; int64_t want; const char *name; } chk[] = {
+        {3, (int64_t)dirs * 8 * H, "B"}, {5, (int64_t)dirs * Bt * H, "initial_h"},
+        {6, (int64_t)dirs * Bt * H, "initial_c"}, {7, (int64_t)dirs * 3 * H, "P"}, {4, Bt, "sequence_lens"}};
+    for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++) {
+        bool err;
+        fa_tensor *t = opt_input(ctx, g, n, chk[i].idx, &err);
+        if (err) return fa_ctx_status(ctx);
+        if (t && fa_tensor_numel(t) != chk[i].want)
+            return fa_node_error(ctx, n, "%s '%s' has %lld elements, %lld expected", chk[i].name, t->name,
+                                 (long long)fa_tensor_numel(t), (long long)chk[i].want);
+    }
+    int64_t yd[4], hd[3];
+    if (layout) {
+        yd[0] = Bt, yd[1] = S, yd[2] = dirs, yd[3] = H;
+        hd[0] = Bt, hd[1] = dirs, hd[2] = H;
+    } else {
+        yd[0] = S, yd[1] = dirs, yd[2] = Bt, yd[3] = H;
+        hd[0] = dirs, hd[1] = Bt, hd[2] = H;
+    }
+    fa_set_out(g, n, 0, x->dtype, 4, yd);
+    fa_set_out(g, n, 1, x->dtype, 3, hd);
+    fa_set_out(g, n, 2, x->dtype, 3, hd);
+    return FA_OK;
+}
+
+static inline float lstm_clip(float v, float clip) { return clip > 0.0f ? (v > clip ? clip : (v < -clip ? -clip : v)) : v; }
+
+static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    int rev;
+    int dirs = lstm_dirs(n, &rev);
+    if (dirs < 0) return fa_node_error(ctx, n, "bad direction");
+    int64_t layout = node_opset(n, 14) >= 14 ? fa_node_attr_int(n, "layout", 0) : 0;
+    const fa_value *xv = &in[0];
+    int64_t S = layout ? xv->dims[1] : xv->dims[0], Bt = layout ? xv->dims[0] : xv->dims[1];
+    int64_t I = xv->dims[2], H = in[2].dims[2], G4 = 4 * H;
+    lstm_fn fns[6];
+    fa_status st = lstm_parse_acts(ctx, n, dirs, fns);
+    if (st) return st;
+    float clip = fa_node_attr_float(n, "clip", 0.0f);
+    bool input_forget = fa_node_attr_int(n, "input_forget", 0) != 0;
+    const fa_value *bv = n_in > 3 && in[3].data ? &in[3] : NULL, *slv = n_in > 4 && in[4].data ? &in[4] : NULL;
+    const fa_value *h0v = n_in > 5 && in[5].data ? &in[5] : NULL, *c0v = n_in > 6 && in[6].data ? &in[6] : NULL;
+    const fa_value *pv = n_in > 7 && in[7].data ? &in[7] : NULL;
+    fa_value *yv = n_out > 0 && out[0].data ? &out[0] : NULL, *yhv = n_out > 1 && out[1].data ? &out[1] : NULL,
+             *ycv = n_out > 2 && out[2].data ? &out[2] : NULL;
+    const float *x, *w, *r, *b = NULL, *h0 = NULL, *c0 = NULL, *p = NULL;
+    float *xo = NULL, *wo = NULL, *ro = NULL, *bo = NULL, *h0o = NULL, *c0o = NULL, *po = NULL;
+    float *y = NULL, *yh = NULL, *yc = NULL, *xw = NULL, *hs = NULL, *cs = NULL, *gates = NULL;
+    int64_t *sl = NULL;
+    int nt = clamp_threads(threads);
+    if ((st = f32_in(ctx, n, xv, &x, &xo)) || (st = f32_in(ctx, n, &in[1], &w, &wo)) ||
+        (st = f32_in(ctx, n, &in[2], &r, &ro)) || (st = f32_in(ctx, n, bv, &b, &bo)) ||
+        (st = f32_in(ctx, n, h0v, &h0, &h0o)) || (st = f32_in(ctx, n, c0v, &c0, &c0o)) ||
+        (st = f32_in(ctx, n, pv, &p, &po)) || (st = f32_out(ctx, n, yv, &y)) ||
+        (st = f32_out(ctx, n, yhv, &yh)) || (st = f32_out(ctx, n, ycv, &yc)))
+        goto done;
+    xw = malloc(sizeof(float) * (size_t)(S * Bt * G4 + 1));
+    hs = malloc(sizeof(float) * (size_t)(Bt * H + 1));
+    cs = malloc(sizeof(float) * (size_t)(Bt * H + 1));
+    gates = malloc(sizeof(float) * (size_t)(Bt * G4 + 1));
+    sl = malloc(sizeof(int64_t) * (size_t)(Bt + 1));
+    if (!xw || !hs || !cs || !gates || !sl) {
+        st = fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory", n->name);
+        goto done;
+    }
+    for (int64_t bb = 0; bb < Bt; bb++) {
+        sl[bb] = slv ? (int64_t)fa_load_as_double(slv->data, slv->dtype, bb) : S;
+        if (sl[bb] < 0 || sl[bb] > S) {
+            st = fa_node_error(ctx, n, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)bb,
+                               (long long)sl[bb], (long long)S);
+            goto done;
+        }
+    }
+    if (y) memset(y, 0, sizeof(float) * (size_t)(S * dirs * Bt * H));
+    for (int d = 0; d < dirs; d++) {
+        bool backward = rev || d == 1;
+        const float *wd = w + (int64_t)d * G4 * I, *rd = r + (int64_t)d * G4 * H;
+        const float *wb = b ? b + (int64_t)d * 8 * H : NULL, *pd = p ? p + (int64_t)d * 3 * H : NULL;
+        const lstm_fn *fa = &fns[3 * d], *ga = &fns[3 * d + 1], *ha = &fns[3 * d + 2];
+        /* Input projection for every step at once: xw[t, b, :] = X[t, b] W^T + Wb + Rb. */
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t tb = 0; tb < S * Bt; tb++) {
+            int64_t t = tb / Bt, bb = tb % Bt;
+            const float *xr = layout ? x + (bb * S + t) * I : x + (t * Bt + bb) * I;
+            float *o = xw + tb * G4;
+            for (int64_t gi = 0; gi < G4; gi++) {
+                const float *wr = wd + gi * I;
+                float acc = wb ? wb[gi] + wb[G4 + gi] : 0.0f;
+                for (int64_t k = 0; k < I; k++) acc += xr[k] * wr[k];
+                o[gi] = acc;
+            }
+        }
+        for (int64_t bb = 0; bb < Bt; bb++)
+            for (int64_t j = 0; j < H; j++) {
+                int64_t hi = layout ? (bb * dirs + d) * H + j : ((int64_t)d * Bt + bb) * H + j;
+                hs[bb * H + j] = h0 ? h0[hi] : 0.0f;
+                cs[bb * H + j] = c0 ? c0[hi] : 0.0f;
+            }
+        for (int64_t step = 0; step < S; step++) {
+            /* recurrent projection, parallel over (batch, gate row) */
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t bg = 0; bg < Bt * G4; bg++) {
+                int64_t bb = bg / G4, gi = bg % G4;
+                int64_t t = backward ? sl[bb] - 1 - step : step;
+                if (step >= sl[bb]) continue;
+                const float *hr = hs + bb * H, *rr = rd + gi * H;
+                float acc = xw[(t * Bt + bb) * G4 + gi];
+                for (int64_t k = 0; k < H; k++) acc += hr[k] * rr[k];
+                gates[bg] = acc;
+            }
+#pragma omp parallel for num_threads(nt) schedule(static)
+            for (int64_t bh = 0; bh < Bt * H; bh++) {
+                int64_t bb = bh / H, j = bh % H;
+                if (step >= sl[bb]) continue;
+                int64_t t = backward ? sl[bb] - 1 - step : step;
+                const float *gr = gates + bb * G4;
+                float cprev = cs[bh];
+                float gi_ = gr[j] + (pd ? pd[j] * cprev : 0.0f);
+                float it = lstm_apply(fa, lstm_clip(gi_, clip));
+                float ft;
+                if (input_forget) ft = 1.0f - it;
+                else ft = lstm_apply(fa, lstm_clip(gr[2 * H + j] + (pd ? pd[2 * H + j] * cprev : 0.0f), clip));
+                float ct = lstm_apply(ga, lstm_clip(gr[3 * H + j], clip));
+                float cn = ft * cprev + it * ct;
+                float ot = lstm_apply(fa, lstm_clip(gr[H + j] + (pd ? pd[H + j] * cn : 0.0f), clip));
+                float hn = ot * lstm_apply(ha, cn);
+                cs[bh] = cn;
+                hs[bh] = hn;
+                if (y) {
+                    int64_t yi = layout ? ((bb * S + t) * dirs + d) * H + j : ((t * dirs + d) * Bt + bb) * H + j;
+                    y[yi] = hn;
+                }
+            }
+        }
+        for (int64_t bb = 0; bb < Bt; bb++)
+            for (int64_t j = 0; j < H; j++) {
+                int64_t hi = layout ? (bb * dirs + d) * H + j : ((int64_t)d * Bt + bb) * H + j;
+                if (yh) yh[hi] = hs[bb * H + j];
+                if (yc) yc[hi] = cs[bb * H + j];
+            }
+    }
+done:
+    if (st) {
+        f32_out_free(yv, y);
+        f32_out_free(yhv, yh);
+        f32_out_free(ycv, yc);
+    } else {
+        f32_out_done(yv, y);
+        f32_out_done(yhv, yh);
+        f32_out_done(ycv, yc);
+    }
+    free(xo), free(wo), free(ro), free(bo), free(h0o), free(c0o), free(po);
+    free(xw), free(hs), free(cs), free(gates), free(sl);
+    return st;
+}
+
+/* LSTM FLOPs = dirs * S * batch * (8*H*(I + H) + 8*H + 12*H + 6*H*[P]): input and recurrent
+ * projections (FMA = 2) for the 4 gates, the two bias adds per gate, then per hidden unit
+ * 4 gate activations, cell update (2 mul + 1 add), h activation and output multiply, the
+ * two gate accumulations (counted 4 in all), and 3 peephole FMAs when P is given.
+ * Bytes: every input read once (weights once, not per step), every output written once. */
+static void cost_lstm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0), *r = fa_graph_in(g, n, 2);
+    if (!x || !r || x->rank != 3 || r->rank != 3 || fa_tensor_numel(x) < 0) return;
+    int rev;
+    int dirs = lstm_dirs(n, &rev);
+    if (dirs < 0) return;
+    int64_t layout = node_opset(n, 14) >= 14 ? fa_node_attr_int(n, "layout", 0) : 0;
+    uint64_t S = (uint64_t)(layout ? x->dims[1] : x->dims[0]), Bt = (uint64_t)(layout ? x->dims[0] : x->dims[1]);
+    uint64_t I = (uint64_t)x->dims[2], H = (uint64_t)r->dims[2];
+    uint64_t per = 8 * H * (I + H) + 8 * H + 12 * H + (fa_graph_in(g, n, 7) ? 6 * H : 0);
+    out->flops = (uint64_t)dirs * S * Bt * per;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
 const fa_op fa_ops_extra[] = {
+    {"Softmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_softmax, kernel_softmax,
+     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)"},
+    {"LogSoftmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_softmax, kernel_logsoftmax,
+     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)"},
+    {"LayerNormalization", "", FA_PATTERN_REDUCTION, 2, 3, 1, 3, 0, infer_layernorm, cost_layernorm,
+     kernel_layernorm, "FLOPs (6+[B])*N + 3*rows; bytes X+Scale+B in, Y(+Mean+InvStdDev) out"},
+    {"RMSNormalization", "", FA_PATTERN_REDUCTION, 2, 2, 1, 1, 0, infer_rmsnorm, cost_rmsnorm,
+     kernel_rmsnorm, "FLOPs 4*N + 3*rows; bytes X+scale in, Y out"},
+    {"GroupNormalization", "", FA_PATTERN_REDUCTION, 3, 3, 1, 1, 0, infer_groupnorm, cost_groupnorm,
+     kernel_groupnorm, "FLOPs 7*N + 3*batch*groups; bytes X+scale+bias in, Y out; scale [G] opset 18, [C] opset 21"},
+    {"SwiGLU", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_swiglu, cost_swiglu, kernel_swiglu,
+     "FLOPs 6*numel(Y); bytes A+B in, Y out; Y = A*sigmoid(alpha*A)*B"},
+    {"Attention", "", FA_PATTERN_OPAQUE, 3, 7, 1, 4, 0, infer_attention, cost_attention, kernel_attention,
+     "FLOPs B*Hq*Sq*St*(2D+2Dv+5+mask+3*softcap) + scaling; bytes inputs+outputs once"},
+    {"LSTM", "", FA_PATTERN_OPAQUE, 3, 8, 0, 3, 0, infer_lstm, cost_lstm, kernel_lstm,
+     "FLOPs dirs*S*batch*(8H(I+H)+20H+6H*[P]); bytes inputs+outputs once"},
     {0},
 };
