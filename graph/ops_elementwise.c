@@ -1,6 +1,1132 @@
-/* graph/ops_elementwise — op definitions (placeholder table; filled by the op-coverage work). */
+/* graph/ops_elementwise — elementwise (unary) and broadcast (binary, variadic, Where) ops:
+ * shape inference, FLOPs/bytes formulas and reference CPU kernels.
+ *
+ * Semantics follow the ONNX operator spec (docs/Operators.md, docs/Broadcasting.md) for
+ * every opset up to 23; the per-op formulas and opset notes are in docs/ops-elementwise.md.
+ * FLOP convention: one arithmetic op, comparison or transcendental (exp, log, tanh, erf,
+ * sqrt, pow, sin, cos) counts 1 FLOP; bytes are every input read once at its own size plus
+ * every output written once (fa_cost_io). */
 #include "ops-impl.h"
 
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Parallel loops only pay above this many elements (OpenMP fork/join costs ~µs). */
+#define EW_PAR_MIN 32768
+/* Elements per parallel task. */
+#define EW_CHUNK 16384
+
+/* ------------------------------------------------------------------------------------------
+ * dtype helpers
+ * ---------------------------------------------------------------------------------------- */
+
+/* Opset in force for the node; 0 (a graph built without opset_import) means "latest". */
+static int node_opset(const fa_node *n)
+{
+    return n->opset > 0 ? n->opset : 1000;
+}
+
+static bool dt_is_float(fa_dtype t)
+{
+    return t == FA_DTYPE_FLOAT || t == FA_DTYPE_DOUBLE || t == FA_DTYPE_FLOAT16 ||
+           t == FA_DTYPE_BFLOAT16;
+}
+
+static bool dt_is_int(fa_dtype t) /* integer or bool */
+{
+    switch (t) {
+    case FA_DTYPE_UINT8: case FA_DTYPE_INT8: case FA_DTYPE_UINT16: case FA_DTYPE_INT16:
+    case FA_DTYPE_INT32: case FA_DTYPE_INT64: case FA_DTYPE_UINT32: case FA_DTYPE_UINT64:
+    case FA_DTYPE_BOOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool dt_is_numeric(fa_dtype t)
+{
+    return dt_is_float(t) || dt_is_int(t);
+}
+
+static int64_t load_i64(const void *d, fa_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case FA_DTYPE_INT64: return ((const int64_t *)d)[i];
+    case FA_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case FA_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case FA_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case FA_DTYPE_UINT8: return ((const uint8_t *)d)[i];
+    case FA_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case FA_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case FA_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
+    case FA_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
+    default: return (int64_t)fa_load_as_double(d, dt, i);
+    }
+}
+
+/* Store an integer, wrapping to the destination width (two's complement), bool = nonzero. */
+static void store_i64(void *d, fa_dtype dt, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case FA_DTYPE_INT64: ((int64_t *)d)[i] = v; break;
+    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
+    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
+    case FA_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    default: fa_store_from_double(d, dt, i, (double)v); break;
+    }
+}
+
+/* Store a double into any numeric dtype without undefined behaviour: float→integer
+ * truncates toward zero (C and numpy astype), NaN becomes 0 and out-of-range values
+ * saturate (ONNX leaves both undefined); bool = (v != 0), so NaN → true as in numpy. */
+static void store_d(void *d, fa_dtype dt, int64_t i, double v)
+{
+    if (dt == FA_DTYPE_BOOL) { ((uint8_t *)d)[i] = v != 0.0; return; }
+    if (!dt_is_int(dt)) { fa_store_from_double(d, dt, i, v); return; }
+    double lo, hi;
+    switch (dt) {
+    case FA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case FA_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
+    case FA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case FA_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
+    case FA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case FA_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
+    case FA_DTYPE_UINT64: lo = 0; hi = 18446744073709549568.0; break;
+    default: lo = -9223372036854775808.0; hi = 9223372036854774784.0; break;
+    }
+    if (v != v) v = 0;
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (dt == FA_DTYPE_UINT64) ((uint64_t *)d)[i] = (uint64_t)v;
+    else store_i64(d, dt, i, (int64_t)v);
+}
+
+static int64_t numel_of(int rank, const int64_t *dims)
+{
+    int64_t ne = 1;
+    for (int i = 0; i < rank; i++) ne *= dims[i];
+    return ne;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * broadcast iteration plan: the output walked as rows of its (coalesced) innermost dim,
+ * each input addressed through per-dim element strides (0 along broadcast dims).
+ * ---------------------------------------------------------------------------------------- */
+
+#define BC_MAX_IN 3
+
+typedef struct bc_plan {
+    int n_in;
+    int rank;                           /* >= 1 after coalescing */
+    int64_t dims[FA_MAX_RANK];
+    int64_t st[BC_MAX_IN][FA_MAX_RANK]; /* element strides of each input */
+    int64_t numel;
+} bc_plan;
+
+/* Inputs with (rank[k], dims[k]) broadcast to (rout, dout); size-1 dims dropped and adjacent
+ * dims merged where every input is contiguous across them. */
+static void bc_plan_make(bc_plan *p, int n_in, const int *ranks, const int64_t *const *dims,
+                         int rout, const int64_t *dout)
+{
+    int64_t st[BC_MAX_IN][FA_MAX_RANK];
+    for (int k = 0; k < n_in; k++) fa_bcast_strides(ranks[k], dims[k], rout, dout, st[k]);
+    memset(p, 0, sizeof *p);
+    p->n_in = n_in;
+    p->numel = numel_of(rout, dout);
+    /* Build innermost-first, then reverse. */
+    int64_t rd[FA_MAX_RANK], rs[BC_MAX_IN][FA_MAX_RANK];
+    int r = 0;
+    for (int i = rout - 1; i >= 0; i--) {
+        if (dout[i] == 1) continue;
+        if (r > 0) {
+            bool merge = true;
+            for (int k = 0; k < n_in; k++)
+                if (st[k][i] != rs[k][r - 1] * rd[r - 1]) merge = false;
+            if (merge) {
+                rd[r - 1] *= dout[i];
+                continue;
+            }
+        }
+        rd[r] = dout[i];
+        for (int k = 0; k < n_in; k++) rs[k][r] = st[k][i];
+        r++;
+    }
+    if (r == 0) {
+        rd[0] = 1;
+        for (int k = 0; k < n_in; k++) rs[k][0] = 0;
+        r = 1;
+    }
+    p->rank = r;
+    for (int i = 0; i < r; i++) {
+        p->dims[i] = rd[r - 1 - i];
+        for (int k = 0; k < n_in; k++) p->st[k][i] = rs[k][r - 1 - i];
+    }
+}
+
+/* One run of `len` output elements starting at flat output index o_off; input k starts at
+ * element off[k] and advances by s[k] per element. */
+typedef void (*bc_row_fn)(const void *opctx, const fa_value *in, const int64_t *off,
+                          const int64_t *s, fa_value *out, int64_t o_off, int64_t len);
+
+static void bc_run(const bc_plan *p, bc_row_fn fn, const void *opctx, const fa_value *in,
+                   fa_value *out, int threads)
+{
+    if (p->numel <= 0) return;
+    int last = p->rank - 1;
+    int64_t inner = p->dims[last];
+    int64_t rows = p->numel / inner;
+    int64_t chunk = inner > EW_CHUNK ? EW_CHUNK : inner;
+    int64_t per_row = (inner + chunk - 1) / chunk;
+    int64_t tasks = rows * per_row;
+    if (threads < 1) threads = 1;
+#pragma omp parallel for num_threads(threads) if (p->numel >= EW_PAR_MIN) schedule(static)
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t row = t / per_row, j0 = (t % per_row) * chunk;
+        int64_t len = inner - j0 < chunk ? inner - j0 : chunk;
+        int64_t off[BC_MAX_IN], s[BC_MAX_IN];
+        for (int k = 0; k < p->n_in; k++) {
+            off[k] = j0 * p->st[k][last];
+            s[k] = p->st[k][last];
+        }
+        int64_t rem = row;
+        for (int d = last - 1; d >= 0 && rem; d--) {
+            int64_t idx = rem % p->dims[d];
+            rem /= p->dims[d];
+            for (int k = 0; k < p->n_in; k++) off[k] += idx * p->st[k][d];
+        }
+        fn(opctx, in, off, s, out, row * inner + j0, len);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------
+ * unary elementwise ops
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum uop {
+    U_RELU, U_LEAKYRELU, U_SIGMOID, U_TANH, U_HARDSIGMOID, U_HARDSWISH, U_ELU, U_SELU,
+    U_SOFTPLUS, U_SOFTSIGN, U_MISH, U_ERF, U_GELU, U_GELU_TANH, U_SWISH, U_SQRT, U_EXP, U_LOG,
+    U_NEG, U_ABS, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_SIGN, U_SIN, U_COS, U_CLIP,
+    U_COUNT
+} uop;
+
+typedef struct uop_desc {
+    const char *name;
+    uop op;
+    unsigned flops;  /* FLOPs per output element */
+    bool ints;       /* defined on integer dtypes too (ONNX type constraints) */
+} uop_desc;
+
+static const uop_desc k_unary[] = {
+    {"Relu", U_RELU, 1, true},           {"LeakyRelu", U_LEAKYRELU, 2, false},
+    {"Sigmoid", U_SIGMOID, 3, false},    {"Tanh", U_TANH, 1, false},
+    {"HardSigmoid", U_HARDSIGMOID, 4, false}, {"HardSwish", U_HARDSWISH, 5, false},
+    {"Elu", U_ELU, 3, false},            {"Selu", U_SELU, 4, false},
+    {"Softplus", U_SOFTPLUS, 3, false},  {"Softsign", U_SOFTSIGN, 3, false},
+    {"Mish", U_MISH, 5, false},          {"Erf", U_ERF, 1, false},
+    {"Gelu", U_GELU, 5, false},          {"Swish", U_SWISH, 5, false},
+    {"Sqrt", U_SQRT, 1, false},          {"Exp", U_EXP, 1, false},
+    {"Log", U_LOG, 1, false},            {"Neg", U_NEG, 1, true},
+    {"Abs", U_ABS, 1, true},             {"Reciprocal", U_RECIPROCAL, 1, false},
+    {"Floor", U_FLOOR, 1, false},        {"Ceil", U_CEIL, 1, false},
+    {"Round", U_ROUND, 1, false},        {"Sign", U_SIGN, 1, true},
+    {"Sin", U_SIN, 1, false},            {"Cos", U_COS, 1, false},
+    {"Clip", U_CLIP, 2, true},
+};
+
+static const uop_desc *unary_desc(const char *op_type)
+{
+    for (size_t i = 0; i < sizeof k_unary / sizeof k_unary[0]; i++)
+        if (strcmp(k_unary[i].name, op_type) == 0) return &k_unary[i];
+    return NULL;
+}
+
+typedef struct uparams {
+    uop op;
+    double alpha, beta, gamma;  /* op attributes (defaults from the ONNX spec) */
+    double lo, hi;              /* Clip bounds */
+} uparams;
+
+static double selu_alpha(void) { return 1.67326319217681884765625; } /* ONNX Selu default */
+static double selu_gamma(void) { return 1.05070102214813232421875; }
+
+/* Attributes → parameters. Clip bounds come from attributes (opset < 11) or from the
+ * optional scalar inputs 1 and 2 (opset >= 11); an omitted bound is unbounded. */
+static fa_status uparams_make(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                              uop op, uparams *p)
+{
+    memset(p, 0, sizeof *p);
+    p->op = op;
+    switch (op) {
+    case U_LEAKYRELU: p->alpha = fa_node_attr_float(n, "alpha", 0.01f); break;
+    case U_HARDSIGMOID:
+        p->alpha = fa_node_attr_float(n, "alpha", 0.2f);
+        p->beta = fa_node_attr_float(n, "beta", 0.5f);
+        break;
+    case U_ELU: p->alpha = fa_node_attr_float(n, "alpha", 1.0f); break;
+    case U_SELU:
+        p->alpha = fa_node_attr(n, "alpha") ? fa_node_attr_float(n, "alpha", 0) : selu_alpha();
+        p->gamma = fa_node_attr(n, "gamma") ? fa_node_attr_float(n, "gamma", 0) : selu_gamma();
+        break;
+    case U_SWISH: p->alpha = fa_node_attr_float(n, "alpha", 1.0f); break;
+    case U_GELU: {
+        const char *a = fa_node_attr_string(n, "approximate", "none");
+        if (strcmp(a, "tanh") == 0) p->op = U_GELU_TANH;
+        else if (strcmp(a, "none") != 0)
+            return fa_node_unsupported(ctx, n, "approximate='%s' (expected \"none\" or \"tanh\")", a);
+        break;
+    }
+    case U_CLIP:
+        p->lo = -INFINITY;
+        p->hi = INFINITY;
+        if (node_opset(n) < 11) {
+            if (fa_node_attr(n, "min")) p->lo = fa_node_attr_float(n, "min", 0);
+            if (fa_node_attr(n, "max")) p->hi = fa_node_attr_float(n, "max", 0);
+        } else {
+            for (int k = 1; k <= 2 && k < n_in; k++) {
+                if (!in[k].data) continue;
+                if (fa_value_numel(&in[k]) < 1)
+                    return fa_node_error(ctx, n, "Clip %s input is empty", k == 1 ? "min" : "max");
+                double v = fa_load_as_double(in[k].data, in[k].dtype, 0);
+                if (k == 1) p->lo = v;
+                else p->hi = v;
+            }
+        }
+        break;
+    default: break;
+    }
+    return FA_OK;
+}
+
+static double gelu_d(double x)
+{
+    return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+}
+
+static double gelu_tanh_d(double x)
+{
+    /* sqrt(2/pi) = 0.7978845608028654 (ONNX Gelu, approximate="tanh") */
+    return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+static double softplus_d(double x)
+{
+    return x > 0 ? x + log1p(exp(-x)) : log1p(exp(x));
+}
+
+/* Reference formula of each unary op in double (ONNX spec definitions). */
+static double unary_d(const uparams *p, double x)
+{
+    switch (p->op) {
+    case U_RELU: return x > 0 ? x : (x != x ? x : 0.0);
+    case U_LEAKYRELU: return x < 0 ? p->alpha * x : x;
+    case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case U_TANH: return tanh(x);
+    case U_HARDSIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
+    case U_HARDSWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case U_ELU: return x < 0 ? p->alpha * (exp(x) - 1.0) : x;
+    case U_SELU: return x > 0 ? p->gamma * x : p->gamma * (p->alpha * exp(x) - p->alpha);
+    case U_SOFTPLUS: return softplus_d(x);
+    case U_SOFTSIGN: return x / (1.0 + fabs(x));
+    case U_MISH: return x * tanh(softplus_d(x));
+    case U_ERF: return erf(x);
+    case U_GELU: return gelu_d(x);
+    case U_GELU_TANH: return gelu_tanh_d(x);
+    case U_SWISH: return x / (1.0 + exp(-p->alpha * x));
+    case U_SQRT: return sqrt(x);
+    case U_EXP: return exp(x);
+    case U_LOG: return log(x);
+    case U_NEG: return -x;
+    case U_ABS: return fabs(x);
+    case U_RECIPROCAL: return 1.0 / x;
+    case U_FLOOR: return floor(x);
+    case U_CEIL: return ceil(x);
+    case U_ROUND: return nearbyint(x); /* ties to even, as ONNX Round */
+    case U_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
+    case U_SIN: return sin(x);
+    case U_COS: return cos(x);
+    case U_CLIP: return fmin(fmax(x, p->lo), p->hi);
+    default: return x;
+    }
+}
+
+/* Integer dtypes (Relu, Neg, Abs, Sign, Clip): exact in int64. */
+static int64_t unary_i(const uparams *p, int64_t x, int64_t lo, int64_t hi)
+{
+    switch (p->op) {
+    case U_RELU: return x > 0 ? x : 0;
+    case U_NEG: return (int64_t)(0 - (uint64_t)x);
+    case U_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case U_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
+    case U_CLIP: x = x < lo ? lo : x; return x > hi ? hi : x;
+    default: return x;
+    }
+}
+
+/* float32 fast path over x[0..len). The op switch sits outside the loops. */
+static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
+{
+    const float a = (float)p->alpha, b = (float)p->beta, g = (float)p->gamma;
+    switch (p->op) {
+    case U_RELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? x[i] : (x[i] != x[i] ? x[i] : 0.f); break;
+    case U_LEAKYRELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * x[i] : x[i]; break;
+    case U_SIGMOID: for (int64_t i = 0; i < len; i++) y[i] = 1.f / (1.f + expf(-x[i])); break;
+    case U_TANH: for (int64_t i = 0; i < len; i++) y[i] = tanhf(x[i]); break;
+    case U_HARDSIGMOID: for (int64_t i = 0; i < len; i++) y[i] = fmaxf(0.f, fminf(1.f, a * x[i] + b)); break;
+    case U_HARDSWISH: for (int64_t i = 0; i < len; i++) y[i] = x[i] * fmaxf(0.f, fminf(1.f, x[i] / 6.f + 0.5f)); break;
+    case U_ELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * expm1f(x[i]) : x[i]; break;
+    case U_SELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? g * x[i] : g * (a * expf(x[i]) - a); break;
+    case U_SWISH: for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + expf(-a * x[i])); break;
+    case U_ERF: for (int64_t i = 0; i < len; i++) y[i] = erff(x[i]); break;
+    case U_SQRT: for (int64_t i = 0; i < len; i++) y[i] = sqrtf(x[i]); break;
+    case U_EXP: for (int64_t i = 0; i < len; i++) y[i] = expf(x[i]); break;
+    case U_LOG: for (int64_t i = 0; i < len; i++) y[i] = logf(x[i]); break;
+    case U_NEG: for (int64_t i = 0; i < len; i++) y[i] = -x[i]; break;
+    case U_ABS: for (int64_t i = 0; i < len; i++) y[i] = fabsf(x[i]); break;
+    case U_RECIPROCAL: for (int64_t i = 0; i < len; i++) y[i] = 1.f / x[i]; break;
+    case U_FLOOR: for (int64_t i = 0; i < len; i++) y[i] = floorf(x[i]); break;
+    case U_CEIL: for (int64_t i = 0; i < len; i++) y[i] = ceilf(x[i]); break;
+    case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(x[i]); break;
+    case U_SIN: for (int64_t i = 0; i < len; i++) y[i] = sinf(x[i]); break;
+    case U_COS: for (int64_t i = 0; i < len; i++) y[i] = cosf(x[i]); break;
+    case U_CLIP: {
+        const float lo = (float)p->lo, hi = (float)p->hi;
+        for (int64_t i = 0; i < len; i++) y[i] = fminf(fmaxf(x[i], lo), hi);
+        break;
+    }
+    default: /* Softplus, Softsign, Mish, Gelu, Sign: double formula, float storage */
+        for (int64_t i = 0; i < len; i++) y[i] = (float)unary_d(p, x[i]);
+        break;
+    }
+}
+
+static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                              fa_value *out, int n_out, int threads)
+{
+    const uop_desc *d = unary_desc(n->op_type);
+    if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a unary op", n->name, n->op_type);
+    uparams p;
+    fa_status st = uparams_make(ctx, n, in, n_in, d->op, &p);
+    if (st) return st;
+    const fa_value *x = &in[0];
+    fa_value *y = &out[0];
+    int64_t ne = fa_value_numel(y);
+    if (!dt_is_numeric(x->dtype) || x->dtype == FA_DTYPE_BOOL || y->dtype != x->dtype)
+        return fa_node_unsupported(ctx, n, "dtype %s is not supported", fa_dtype_name(x->dtype));
+    int64_t tasks = (ne + EW_CHUNK - 1) / EW_CHUNK;
+    if (threads < 1) threads = 1;
+    if (x->dtype == FA_DTYPE_FLOAT) {
+        const float *xs = x->data;
+        float *ys = y->data;
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t t = 0; t < tasks; t++) {
+            int64_t i0 = t * EW_CHUNK, len = ne - i0 < EW_CHUNK ? ne - i0 : EW_CHUNK;
+            unary_f32(&p, xs + i0, ys + i0, len);
+        }
+    } else if (dt_is_int(x->dtype)) {
+        if (!d->ints)
+            return fa_node_unsupported(ctx, n, "dtype %s is not supported (ONNX allows float types only)",
+                                       fa_dtype_name(x->dtype));
+        /* Clip bounds rounded into the integer domain (inputs share the tensor's int type). */
+        int64_t lo = p.lo <= -9.2e18 ? INT64_MIN : (int64_t)p.lo;
+        int64_t hi = p.hi >= 9.2e18 ? INT64_MAX : (int64_t)p.hi;
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t i = 0; i < ne; i++)
+            store_i64(y->data, y->dtype, i, unary_i(&p, load_i64(x->data, x->dtype, i), lo, hi));
+    } else {
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t i = 0; i < ne; i++)
+            store_d(y->data, y->dtype, i, unary_d(&p, fa_load_as_double(x->data, x->dtype, i)));
+    }
+    return FA_OK;
+}
+
+static fa_status infer_unary(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->dtype != FA_DTYPE_UNDEFINED && (!dt_is_numeric(x->dtype) || x->dtype == FA_DTYPE_BOOL))
+        return fa_node_error(ctx, n, "input '%s' has dtype %s, expected a numeric type", x->name,
+                             fa_dtype_name(x->dtype));
+    if (strcmp(n->op_type, "Gelu") == 0) {
+        const char *a = fa_node_attr_string(n, "approximate", "none");
+        if (strcmp(a, "none") != 0 && strcmp(a, "tanh") != 0)
+            return fa_node_unsupported(ctx, n, "approximate='%s' (expected \"none\" or \"tanh\")", a);
+    }
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+static fa_status infer_clip(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    for (int k = 1; k < n->n_inputs; k++) {
+        fa_tensor *b = fa_graph_in(g, n, k);
+        if (b && b->rank >= 0 && fa_tensor_numel(b) != 1)
+            return fa_node_error(ctx, n, "%s input '%s' must be a scalar, has %lld elements",
+                                 k == 1 ? "min" : "max", b->name, (long long)fa_tensor_numel(b));
+    }
+    return infer_unary(ctx, g, n);
+}
+
+/* numel(out) × per-op FLOPs (the table above); bytes = inputs + outputs. */
+static void cost_unary(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    const uop_desc *d = unary_desc(n->op_type);
+    fa_cost_io(g, n, d ? d->flops : 1, out);
+}
+
+/* Not (bool → bool), IsNaN (float → bool). */
+static fa_status infer_bool_unary(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    bool is_not = strcmp(n->op_type, "Not") == 0;
+    if (x->dtype != FA_DTYPE_UNDEFINED && (is_not ? x->dtype != FA_DTYPE_BOOL : !dt_is_float(x->dtype)))
+        return fa_node_error(ctx, n, "input '%s' has dtype %s, expected %s", x->name,
+                             fa_dtype_name(x->dtype), is_not ? "bool" : "a float type");
+    fa_set_out(g, n, 0, FA_DTYPE_BOOL, x->rank, x->dims);
+    return FA_OK;
+}
+
+static fa_status kernel_bool_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                   fa_value *out, int n_out, int threads)
+{
+    int64_t ne = fa_value_numel(&out[0]);
+    uint8_t *y = out[0].data;
+    if (strcmp(n->op_type, "Not") == 0) {
+        if (in[0].dtype != FA_DTYPE_BOOL) return fa_node_unsupported(ctx, n, "Not needs bool input");
+        const uint8_t *x = in[0].data;
+        for (int64_t i = 0; i < ne; i++) y[i] = !x[i];
+        return FA_OK;
+    }
+    if (!dt_is_float(in[0].dtype))
+        return fa_node_unsupported(ctx, n, "dtype %s is not supported", fa_dtype_name(in[0].dtype));
+    for (int64_t i = 0; i < ne; i++) {
+        double v = fa_load_as_double(in[0].data, in[0].dtype, i);
+        y[i] = v != v;
+    }
+    return FA_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * binary and variadic broadcasting ops
+ * ---------------------------------------------------------------------------------------- */
+
+typedef enum bop {
+    B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MOD, B_MAX, B_MIN, B_PRELU, B_COPY,
+    B_EQ, B_LT, B_GT, B_LE, B_GE, B_AND, B_OR, B_XOR,
+    B_COUNT
+} bop;
+
+static bool bop_is_cmp(bop o) { return o >= B_EQ; } /* output bool */
+
+typedef struct bop_desc {
+    const char *name;
+    bop op;
+    bool variadic;     /* Sum, Max, Min, Mean: 1..N inputs */
+} bop_desc;
+
+static const bop_desc k_binary[] = {
+    {"Add", B_ADD, false}, {"Sub", B_SUB, false}, {"Mul", B_MUL, false}, {"Div", B_DIV, false},
+    {"Pow", B_POW, false}, {"Mod", B_MOD, false}, {"PRelu", B_PRELU, false},
+    {"Equal", B_EQ, false}, {"Less", B_LT, false}, {"Greater", B_GT, false},
+    {"LessOrEqual", B_LE, false}, {"GreaterOrEqual", B_GE, false},
+    {"And", B_AND, false}, {"Or", B_OR, false}, {"Xor", B_XOR, false},
+    {"Sum", B_ADD, true}, {"Mean", B_ADD, true}, {"Max", B_MAX, true}, {"Min", B_MIN, true},
+};
+
+static const bop_desc *binary_desc(const char *op_type)
+{
+    for (size_t i = 0; i < sizeof k_binary / sizeof k_binary[0]; i++)
+        if (strcmp(k_binary[i].name, op_type) == 0) return &k_binary[i];
+    return NULL;
+}
+
+typedef struct bctx {
+    bop op;
+    bool fmod;  /* Mod: fmod=1 → C fmod (sign of dividend); 0 → sign of divisor */
+} bctx;
+
+static double bin_d(const bctx *c, double x, double y)
+{
+    switch (c->op) {
+    case B_ADD: return x + y;
+    case B_SUB: return x - y;
+    case B_MUL: return x * y;
+    case B_DIV: return x / y;
+    case B_POW: return pow(x, y);
+    case B_MOD: {
+        double r = fmod(x, y);
+        if (!c->fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
+        return r;
+    }
+    case B_MAX: return (x > y || x != x) ? x : y;  /* NaN propagates (numpy maximum) */
+    case B_MIN: return (x < y || x != x) ? x : y;
+    case B_PRELU: return x < 0 ? x * y : x;
+    case B_COPY: return x;
+    case B_EQ: return x == y;
+    case B_LT: return x < y;
+    case B_GT: return x > y;
+    case B_LE: return x <= y;
+    case B_GE: return x >= y;
+    case B_AND: return (x != 0) && (y != 0);
+    case B_OR: return (x != 0) || (y != 0);
+    case B_XOR: return (x != 0) != (y != 0);
+    default: return 0;
+    }
+}
+
+/* Integer semantics: wrap-around add/sub/mul, Div truncates toward zero (C, and numpy's
+ * float-divide-then-astype used by the ONNX reference), Mod per `fmod`. Division by zero is
+ * undefined in ONNX; it gives 0 here. */
+static int64_t bin_i(const bctx *c, int64_t x, int64_t y)
+{
+    switch (c->op) {
+    case B_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
+    case B_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
+    case B_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
+    case B_DIV:
+        if (y == 0) return 0;
+        if (y == -1) return (int64_t)(0 - (uint64_t)x);
+        return x / y;
+    case B_MOD: {
+        if (y == 0) return 0;
+        if (y == -1) return 0;
+        int64_t r = x % y;
+        if (!c->fmod && r != 0 && ((r < 0) != (y < 0))) r += y;
+        return r;
+    }
+    case B_MAX: return x > y ? x : y;
+    case B_MIN: return x < y ? x : y;
+    case B_PRELU: return x < 0 ? (int64_t)((uint64_t)x * (uint64_t)y) : x;
+    case B_COPY: return x;
+    case B_EQ: return x == y;
+    case B_LT: return x < y;
+    case B_GT: return x > y;
+    case B_LE: return x <= y;
+    case B_GE: return x >= y;
+    case B_AND: return x && y;
+    case B_OR: return x || y;
+    case B_XOR: return !x != !y;
+    default: return 0;
+    }
+}
+
+static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *off,
+                        const int64_t *s, fa_value *out, int64_t o_off, int64_t len)
+{
+    const bctx *c = opctx;
+    const float *a = (const float *)in[0].data + off[0], *b = (const float *)in[1].data + off[1];
+    float *o = (float *)out->data + o_off;
+    int64_t sa = s[0], sb = s[1];
+    /* Contiguous and scalar-operand forms of the hot ops are written out so they vectorize. */
+    if (sa == 1 && sb == 1) {
+        switch (c->op) {
+        case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = a[j] + b[j]; return;
+        case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j] - b[j]; return;
+        case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j] * b[j]; return;
+        case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j] / b[j]; return;
+        default: break;
+        }
+    } else if (sa == 1 && sb == 0) {
+        const float y = b[0];
+        switch (c->op) {
+        case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = a[j] + y; return;
+        case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j] - y; return;
+        case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j] * y; return;
+        case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j] / y; return;
+        default: break;
+        }
+    } else if (sa == 0 && sb == 1) {
+        const float x = a[0];
+        switch (c->op) {
+        case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = x + b[j]; return;
+        case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = x - b[j]; return;
+        case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = x * b[j]; return;
+        case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = x / b[j]; return;
+        default: break;
+        }
+    }
+    switch (c->op) {
+    case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] + b[j * sb]; break;
+    case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] - b[j * sb]; break;
+    case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] * b[j * sb]; break;
+    case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] / b[j * sb]; break;
+    case B_POW: for (int64_t j = 0; j < len; j++) o[j] = powf(a[j * sa], b[j * sb]); break;
+    case B_COPY: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa]; break;
+    case B_PRELU:
+        for (int64_t j = 0; j < len; j++) { float x = a[j * sa]; o[j] = x < 0 ? x * b[j * sb] : x; }
+        break;
+    case B_MAX:
+        for (int64_t j = 0; j < len; j++) { float x = a[j * sa], y = b[j * sb]; o[j] = (x > y || x != x) ? x : y; }
+        break;
+    case B_MIN:
+        for (int64_t j = 0; j < len; j++) { float x = a[j * sa], y = b[j * sb]; o[j] = (x < y || x != x) ? x : y; }
+        break;
+    default:
+        for (int64_t j = 0; j < len; j++) o[j] = (float)bin_d(c, a[j * sa], b[j * sb]);
+        break;
+    }
+}
+
+static void row_bin_d(const void *opctx, const fa_value *in, const int64_t *off,
+                      const int64_t *s, fa_value *out, int64_t o_off, int64_t len)
+{
+    const bctx *c = opctx;
+    for (int64_t j = 0; j < len; j++) {
+        double x = fa_load_as_double(in[0].data, in[0].dtype, off[0] + j * s[0]);
+        double y = fa_load_as_double(in[1].data, in[1].dtype, off[1] + j * s[1]);
+        store_d(out->data, out->dtype, o_off + j, bin_d(c, x, y));
+    }
+}
+
+static void row_bin_i(const void *opctx, const fa_value *in, const int64_t *off,
+                      const int64_t *s, fa_value *out, int64_t o_off, int64_t len)
+{
+    const bctx *c = opctx;
+    for (int64_t j = 0; j < len; j++) {
+        int64_t x = load_i64(in[0].data, in[0].dtype, off[0] + j * s[0]);
+        int64_t y = load_i64(in[1].data, in[1].dtype, off[1] + j * s[1]);
+        store_i64(out->data, out->dtype, o_off + j, bin_i(c, x, y));
+    }
+}
+
+/* Legacy broadcasting of opset < 7 (Add/Sub/Mul/Div-6, Pow-1, Equal/Less/Greater/And/Or/Xor-1):
+ * without broadcast=1 both shapes must be equal; with it, B's dims line up with A's starting
+ * at `axis` (default: suffix alignment), dims of 1 in B broadcast, and the output is A's shape.
+ * PRelu < 7 lines the slope up with the channel axis 1 (a one-element slope is shared).
+ * Writes B's effective shape at A's rank into (rb_out, db_out). */
+static fa_status legacy_align(fa_ctx *ctx, const fa_node *n, bop op, int ra, const int64_t *da,
+                              int rb, const int64_t *db, int *rb_out, int64_t *db_out)
+{
+    int64_t axis;
+    if (op == B_PRELU) {
+        if (numel_of(rb, db) == 1) { *rb_out = 0; return FA_OK; }
+        axis = 1;
+    } else if (fa_node_attr_int(n, "broadcast", 0)) {
+        axis = fa_node_attr_int(n, "axis", ra - rb);
+        if (axis < 0) axis += ra;
+    } else {
+        bool same = ra == rb;
+        for (int i = 0; same && i < ra; i++) same = da[i] == db[i];
+        if (!same)
+            return fa_node_error(ctx, n, "opset %d without broadcast=1 needs equal input shapes (ranks %d and %d)",
+                                 n->opset, ra, rb);
+        *rb_out = rb;
+        memcpy(db_out, db, sizeof(int64_t) * (size_t)rb);
+        return FA_OK;
+    }
+    if (axis < 0 || axis + rb > ra)
+        return fa_node_error(ctx, n, "legacy broadcast: input B of rank %d does not fit input A of rank %d at axis %lld",
+                             rb, ra, (long long)axis);
+    for (int i = 0; i < ra; i++) db_out[i] = 1;
+    for (int i = 0; i < rb; i++) {
+        if (db[i] != 1 && db[i] != da[axis + i])
+            return fa_node_error(ctx, n, "legacy broadcast: B dim %d (%lld) does not match A dim %lld (%lld) at axis %lld",
+                                 i, (long long)db[i], (long long)(axis + i), (long long)da[axis + i], (long long)axis);
+        db_out[axis + i] = db[i];
+    }
+    *rb_out = ra;
+    return FA_OK;
+}
+
+static bool uses_legacy_bcast(const fa_node *n, const bop_desc *d)
+{
+    return !d->variadic && node_opset(n) < 7;
+}
+
+/* Shape of input `k`'s contribution after legacy alignment (only input 1 is ever realigned). */
+static fa_status binary_shapes(fa_ctx *ctx, const fa_node *n, const bop_desc *d, int ra,
+                               const int64_t *da, int rb, const int64_t *db, int *rb_eff,
+                               int64_t *db_eff, int *rout, int64_t *dout)
+{
+    if (uses_legacy_bcast(n, d)) {
+        fa_status st = legacy_align(ctx, n, d->op, ra, da, rb, db, rb_eff, db_eff);
+        if (st) return st;
+    } else {
+        *rb_eff = rb;
+        memcpy(db_eff, db, sizeof(int64_t) * (size_t)rb);
+    }
+    fa_status st = fa_bcast_shape(ctx, n, ra, da, *rb_eff, db_eff, rout, dout);
+    if (st) return st;
+    if (d->op == B_PRELU) { /* unidirectional: the slope broadcasts to X, never the reverse */
+        bool same = *rout == ra;
+        for (int i = 0; same && i < ra; i++) same = dout[i] == da[i];
+        if (!same) return fa_node_error(ctx, n, "slope does not broadcast to the shape of X");
+    }
+    return FA_OK;
+}
+
+static fa_status infer_binary(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    const bop_desc *d = binary_desc(n->op_type);
+    if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a broadcast op", n->name, n->op_type);
+    fa_tensor *a = fa_req_input(ctx, g, n, 0);
+    if (!a) return fa_ctx_status(ctx);
+    int r = a->rank;
+    int64_t dims[FA_MAX_RANK];
+    memcpy(dims, a->dims, sizeof dims);
+    for (int k = 1; k < n->n_inputs; k++) {
+        fa_tensor *b = fa_req_input(ctx, g, n, k);
+        if (!b) return fa_ctx_status(ctx);
+        if (d->op != B_POW && a->dtype && b->dtype && a->dtype != b->dtype)
+            return fa_node_error(ctx, n, "input '%s' is %s but input '%s' is %s (types must match)",
+                                 a->name, fa_dtype_name(a->dtype), b->name, fa_dtype_name(b->dtype));
+        int rb;
+        int64_t db[FA_MAX_RANK];
+        fa_status st = binary_shapes(ctx, n, d, r, dims, b->rank, b->dims, &rb, db, &r, dims);
+        if (st) return st;
+    }
+    if ((d->op == B_AND || d->op == B_OR || d->op == B_XOR) && a->dtype && a->dtype != FA_DTYPE_BOOL)
+        return fa_node_error(ctx, n, "input '%s' is %s, expected bool", a->name, fa_dtype_name(a->dtype));
+    if (a->dtype && !dt_is_numeric(a->dtype))
+        return fa_node_error(ctx, n, "input '%s' has dtype %s, expected a numeric type", a->name,
+                             fa_dtype_name(a->dtype));
+    fa_set_out(g, n, 0, bop_is_cmp(d->op) ? FA_DTYPE_BOOL : a->dtype, r, dims);
+    return FA_OK;
+}
+
+/* out = op(a, b) with broadcasting; `a` may alias `out` (same shape, stride 1). */
+static fa_status run_binary(fa_ctx *ctx, const fa_node *n, const bop_desc *d, const bctx *c,
+                            const fa_value *a, const fa_value *b, fa_value *out, int threads)
+{
+    int rb;
+    int64_t db[FA_MAX_RANK], dout[FA_MAX_RANK];
+    int rout;
+    fa_status st = binary_shapes(ctx, n, d, a->rank, a->dims, b->rank, b->dims, &rb, db, &rout, dout);
+    if (st) return st;
+    if (rout != out->rank || numel_of(rout, dout) != fa_value_numel(out))
+        return fa_node_error(ctx, n, "output buffer shape does not match the broadcast shape");
+    fa_value ins[2] = {*a, *b};
+    ins[1].rank = rb;
+    memcpy(ins[1].dims, db, sizeof(int64_t) * (size_t)rb);
+    int ranks[2] = {a->rank, rb};
+    const int64_t *dims[2] = {a->dims, db};
+    bc_plan p;
+    bc_plan_make(&p, 2, ranks, dims, out->rank, out->dims);
+    bc_row_fn fn;
+    if (a->dtype == FA_DTYPE_FLOAT && b->dtype == FA_DTYPE_FLOAT && out->dtype == FA_DTYPE_FLOAT)
+        fn = row_bin_f32;
+    else if (dt_is_int(a->dtype) && dt_is_int(b->dtype) && c->op != B_POW)
+        fn = row_bin_i;
+    else
+        fn = row_bin_d;
+    bc_run(&p, fn, c, ins, out, threads);
+    return FA_OK;
+}
+
+static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                               fa_value *out, int n_out, int threads)
+{
+    const bop_desc *d = binary_desc(n->op_type);
+    if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a broadcast op", n->name, n->op_type);
+    for (int k = 0; k < n_in; k++)
+        if (!in[k].data || !dt_is_numeric(in[k].dtype))
+            return fa_node_unsupported(ctx, n, "input %d is missing or has unsupported dtype %s", k,
+                                       fa_dtype_name(in[k].dtype));
+    bctx c = {d->op, fa_node_attr_int(n, "fmod", 0) != 0};
+    if (!d->variadic) return run_binary(ctx, n, d, &c, &in[0], &in[1], &out[0], threads);
+    /* Variadic: out = in0 (broadcast copy), then out = op(out, in_k) for each further input. */
+    int ranks[2] = {in[0].rank, in[0].rank};
+    const int64_t *dims[2] = {in[0].dims, in[0].dims};
+    bc_plan p;
+    bc_plan_make(&p, 2, ranks, dims, out[0].rank, out[0].dims);
+    fa_value ins[2] = {in[0], in[0]};
+    bc_row_fn fn = (in[0].dtype == FA_DTYPE_FLOAT && out[0].dtype == FA_DTYPE_FLOAT) ? row_bin_f32
+                   : dt_is_int(in[0].dtype) ? row_bin_i : row_bin_d;
+    bctx copy = {B_COPY, false};
+    bc_run(&p, fn, &copy, ins, &out[0], threads);
+    fa_status st;
+    for (int k = 1; k < n_in; k++) {
+        st = run_binary(ctx, n, d, &c, &out[0], &in[k], &out[0], threads);
+        if (st) return st;
+    }
+    if (strcmp(n->op_type, "Mean") == 0 && n_in > 1) {
+        int64_t ne = fa_value_numel(&out[0]);
+        if (out[0].dtype == FA_DTYPE_FLOAT) {
+            float *o = out[0].data, inv = 1.0f / (float)n_in;
+            for (int64_t i = 0; i < ne; i++) o[i] *= inv;
+        } else {
+            for (int64_t i = 0; i < ne; i++)
+                store_d(out[0].data, out[0].dtype, i, fa_load_as_double(out[0].data, out[0].dtype, i) / n_in);
+        }
+    }
+    return FA_OK;
+}
+
+/* Binary: 1 FLOP per output element. Variadic Sum/Max/Min: (inputs − 1) per output element;
+ * Mean: one more for the scaling. */
+static void cost_binary(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    const bop_desc *d = binary_desc(n->op_type);
+    uint64_t f = 1;
+    if (d && d->variadic) f = n->n_inputs > 1 ? (uint64_t)(n->n_inputs - 1) : 0;
+    if (strcmp(n->op_type, "Mean") == 0) f++;
+    fa_cost_io(g, n, f, out);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Where
+ * ---------------------------------------------------------------------------------------- */
+
+static fa_status infer_where(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *c = fa_req_input(ctx, g, n, 0), *x = c ? fa_req_input(ctx, g, n, 1) : NULL,
+              *y = x ? fa_req_input(ctx, g, n, 2) : NULL;
+    if (!y) return fa_ctx_status(ctx);
+    if (c->dtype && c->dtype != FA_DTYPE_BOOL)
+        return fa_node_error(ctx, n, "condition '%s' is %s, expected bool", c->name, fa_dtype_name(c->dtype));
+    if (x->dtype && y->dtype && x->dtype != y->dtype)
+        return fa_node_error(ctx, n, "X '%s' is %s but Y '%s' is %s (types must match)", x->name,
+                             fa_dtype_name(x->dtype), y->name, fa_dtype_name(y->dtype));
+    int r;
+    int64_t d[FA_MAX_RANK];
+    fa_status st = fa_bcast_shape(ctx, n, c->rank, c->dims, x->rank, x->dims, &r, d);
+    if (!st) st = fa_bcast_shape(ctx, n, r, d, y->rank, y->dims, &r, d);
+    if (st) return st;
+    fa_set_out(g, n, 0, x->dtype, r, d);
+    return FA_OK;
+}
+
+static void row_where(const void *opctx, const fa_value *in, const int64_t *off,
+                      const int64_t *s, fa_value *out, int64_t o_off, int64_t len)
+{
+    size_t es = fa_dtype_size(out->dtype);
+    const uint8_t *c = (const uint8_t *)in[0].data + off[0];
+    const char *x = in[1].data, *y = in[2].data;
+    char *o = (char *)out->data + (size_t)o_off * es;
+    if (es == 4) {
+        const float *xf = (const float *)x + off[1], *yf = (const float *)y + off[2];
+        float *of = (float *)o;
+        for (int64_t j = 0; j < len; j++) memcpy(&of[j], c[j * s[0]] ? &xf[j * s[1]] : &yf[j * s[2]], 4);
+        return;
+    }
+    for (int64_t j = 0; j < len; j++) {
+        const char *src = c[j * s[0]] ? x + (size_t)(off[1] + j * s[1]) * es
+                                      : y + (size_t)(off[2] + j * s[2]) * es;
+        memcpy(o + (size_t)j * es, src, es);
+    }
+}
+
+static fa_status kernel_where(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                              fa_value *out, int n_out, int threads)
+{
+    if (in[0].dtype != FA_DTYPE_BOOL || in[1].dtype != out[0].dtype || in[2].dtype != out[0].dtype ||
+        !fa_dtype_size(out[0].dtype))
+        return fa_node_unsupported(ctx, n, "unsupported dtypes (condition %s, X %s, Y %s)",
+                                   fa_dtype_name(in[0].dtype), fa_dtype_name(in[1].dtype),
+                                   fa_dtype_name(in[2].dtype));
+    int ranks[3] = {in[0].rank, in[1].rank, in[2].rank};
+    const int64_t *dims[3] = {in[0].dims, in[1].dims, in[2].dims};
+    bc_plan p;
+    bc_plan_make(&p, 3, ranks, dims, out[0].rank, out[0].dims);
+    bc_run(&p, row_where, NULL, in, &out[0], threads);
+    return FA_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Cast, CastLike
+ * ---------------------------------------------------------------------------------------- */
+
+static bool dt_castable(int64_t t)
+{
+    return t > 0 && t < FA_DTYPE_COUNT && t != FA_DTYPE_STRING && fa_dtype_size((fa_dtype)t) > 0;
+}
+
+static fa_status infer_cast(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    int64_t to;
+    if (strcmp(n->op_type, "CastLike") == 0) {
+        fa_tensor *like = fa_req_input(ctx, g, n, 1);
+        if (!like) return fa_ctx_status(ctx);
+        to = like->dtype;
+    } else {
+        const fa_attr *a = fa_node_attr(n, "to");
+        if (!a) return fa_node_error(ctx, n, "missing attribute 'to'");
+        to = a->i;
+    }
+    if (!dt_castable(to))
+        return fa_node_unsupported(ctx, n, "cast to element type %lld is not supported", (long long)to);
+    if (x->dtype && !dt_castable(x->dtype))
+        return fa_node_unsupported(ctx, n, "cast from %s is not supported", fa_dtype_name(x->dtype));
+    fa_set_out(g, n, 0, (fa_dtype)to, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* Cast semantics: float→int truncates toward zero (NaN → 0, out of range saturates),
+ * int→narrower int wraps, anything→bool is (v != 0), float→float16/bfloat16 rounds to nearest
+ * even. `saturate` (opset 19) only concerns float8 types, which are not supported. */
+static fa_status kernel_cast(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    fa_dtype from = in[0].dtype, to = out[0].dtype;
+    if (!dt_castable(from) || !dt_castable(to))
+        return fa_node_unsupported(ctx, n, "cast %s → %s is not supported", fa_dtype_name(from), fa_dtype_name(to));
+    int64_t ne = fa_value_numel(&out[0]);
+    if (from == to) {
+        memcpy(out[0].data, in[0].data, (size_t)ne * fa_dtype_size(to));
+        return FA_OK;
+    }
+    if (threads < 1) threads = 1;
+    if (from == FA_DTYPE_FLOAT && to == FA_DTYPE_FLOAT16) {
+        const float *x = in[0].data;
+        uint16_t *y = out[0].data;
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t i = 0; i < ne; i++) y[i] = fa_float_to_half(x[i]);
+    } else if (from == FA_DTYPE_FLOAT16 && to == FA_DTYPE_FLOAT) {
+        const uint16_t *x = in[0].data;
+        float *y = out[0].data;
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t i = 0; i < ne; i++) y[i] = fa_half_to_float(x[i]);
+    } else if (dt_is_int(from) && dt_is_int(to)) {
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t i = 0; i < ne; i++) store_i64(out[0].data, to, i, load_i64(in[0].data, from, i));
+    } else if (from == FA_DTYPE_DOUBLE && (to == FA_DTYPE_FLOAT16 || to == FA_DTYPE_BFLOAT16)) {
+        /* via float: double rounding can differ from a direct rounding by one ulp of half */
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, ((const double *)in[0].data)[i]);
+    } else {
+#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
+        for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, fa_load_as_double(in[0].data, from, i));
+    }
+    return FA_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Dropout (inference)
+ * ---------------------------------------------------------------------------------------- */
+
+/* Mask dtype: bool since opset 10, the data type T before. */
+static fa_dtype dropout_mask_dtype(const fa_node *n, fa_dtype x)
+{
+    return node_opset(n) >= 10 ? FA_DTYPE_BOOL : x;
+}
+
+static fa_status infer_dropout(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    /* training_mode (opset >= 12) known at load time: refuse real dropout early. */
+    if (fa_input_is_const(g, n, 2)) {
+        const fa_tensor *tm = fa_graph_in(g, n, 2);
+        float ratio = 0.5f;
+        if (fa_input_is_const(g, n, 1)) {
+            fa_status st = fa_const_float(ctx, g, n, 1, &ratio);
+            if (st) return st;
+        } else if (fa_graph_in(g, n, 1)) {
+            ratio = 1; /* unknown at load time: assume it drops */
+        }
+        if (fa_load_as_double(tm->data, tm->dtype, 0) != 0 && ratio > 0)
+            return fa_node_unsupported(ctx, n, "training_mode=true with ratio %g (only inference dropout is supported)",
+                                       ratio);
+    }
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    fa_set_out(g, n, 1, dropout_mask_dtype(n, x->dtype), x->rank, x->dims);
+    return FA_OK;
+}
+
+/* Inference: output = input, mask all true (ONNX Dropout with training_mode false). Opsets < 7
+ * are treated as inference whatever is_test says (as ONNX Runtime does, which has no
+ * training kernel for them). */
+static fa_status kernel_dropout(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                fa_value *out, int n_out, int threads)
+{
+    double ratio = node_opset(n) >= 12 ? 0.5 : fa_node_attr_float(n, "ratio", 0.5f);
+    if (n_in > 1 && in[1].data) ratio = fa_load_as_double(in[1].data, in[1].dtype, 0);
+    bool training = n_in > 2 && in[2].data && fa_load_as_double(in[2].data, in[2].dtype, 0) != 0;
+    if (training && ratio > 0)
+        return fa_node_unsupported(ctx, n, "training_mode=true with ratio %g (only inference dropout is supported)",
+                                   ratio);
+    int64_t ne = fa_value_numel(&out[0]);
+    size_t es = fa_dtype_size(out[0].dtype);
+    if (out[0].data != in[0].data) memcpy(out[0].data, in[0].data, (size_t)ne * es);
+    if (n_out > 1 && out[1].data) {
+        if (out[1].dtype == FA_DTYPE_BOOL) memset(out[1].data, 1, (size_t)ne);
+        else
+            for (int64_t i = 0; i < ne; i++) store_d(out[1].data, out[1].dtype, i, 1.0);
+    }
+    return FA_OK;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * the table
+ * ---------------------------------------------------------------------------------------- */
+
+#define UNARY(NAME, DOC) \
+    {NAME, "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_unary, cost_unary, kernel_unary, DOC}
+#define BINARY(NAME, DOC) \
+    {NAME, "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC}
+#define VARIADIC(NAME, DOC) \
+    {NAME, "", FA_PATTERN_BROADCAST, 1, -1, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC}
+
 const fa_op fa_ops_elementwise[] = {
+    UNARY("Relu", "max(x,0); FLOPs = N; bytes = 2N·es"),
+    UNARY("LeakyRelu", "x<0 ? alpha·x : x; FLOPs = 2N; bytes = 2N·es"),
+    UNARY("Sigmoid", "1/(1+exp(-x)); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Tanh", "tanh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("HardSigmoid", "max(0,min(1,alpha·x+beta)); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("HardSwish", "x·max(0,min(1,x/6+1/2)); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Elu", "x<0 ? alpha·(exp(x)-1) : x; FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Selu", "gamma·(x>0 ? x : alpha·exp(x)-alpha); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("Softplus", "log(1+exp(x)); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Softsign", "x/(1+|x|); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Mish", "x·tanh(softplus(x)); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Erf", "erf(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Gelu", "0.5x(1+erf(x/√2)) or tanh form; FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Swish", "x·sigmoid(alpha·x); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Sqrt", "sqrt(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Exp", "exp(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Log", "log(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Neg", "-x; FLOPs = N; bytes = 2N·es"),
+    UNARY("Abs", "|x|; FLOPs = N; bytes = 2N·es"),
+    UNARY("Reciprocal", "1/x; FLOPs = N; bytes = 2N·es"),
+    UNARY("Floor", "floor(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Ceil", "ceil(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Round", "round half to even; FLOPs = N; bytes = 2N·es"),
+    UNARY("Sign", "sign(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Sin", "sin(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Cos", "cos(x); FLOPs = N; bytes = 2N·es"),
+    {"Clip", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 1, 0, infer_clip, cost_unary, kernel_unary,
+     "min(max(x,lo),hi); FLOPs = 2N; bytes = 2N·es (+ bounds)"},
+    {"Not", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
+     "!x; FLOPs = N; bytes = 2N"},
+    {"IsNaN", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
+     "x != x; FLOPs = N; bytes = N·es + N"},
+    {"Cast", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_cast, NULL, kernel_cast,
+     "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out"},
+    {"CastLike", "", FA_PATTERN_ELEMWISE, 2, 2, 1, 1, 0, infer_cast, NULL, kernel_cast,
+     "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out"},
+    {"Dropout", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
+     "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)"},
+    BINARY("Add", "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Sub", "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Mul", "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Div", "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Pow", "a^b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Mod", "a mod b (fmod attr) broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    {"PRelu", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary,
+     "x<0 ? slope·x : x, slope → X; FLOPs = N; bytes = 2N·es + slope"},
+    BINARY("Equal", "a==b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Less", "a<b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Greater", "a>b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("LessOrEqual", "a<=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("GreaterOrEqual", "a>=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("And", "a&&b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Or", "a||b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Xor", "a^b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    VARIADIC("Sum", "Σ inputs broadcast; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Mean", "Σ inputs / k; FLOPs = k·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Max", "elementwise max of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Min", "elementwise min of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+    {"Where", "", FA_PATTERN_BROADCAST, 3, 3, 1, 1, 0, infer_where, NULL, kernel_where,
+     "c ? x : y broadcast; FLOPs = 0; bytes = Σ inputs + N_out·es"},
     {0},
 };
