@@ -1,6 +1,1645 @@
-/* graph/ops_nn — op definitions (placeholder table; filled by the op-coverage work). */
+/* graph/ops_nn — convolution, matrix product, pooling, normalization, resize and quantization
+ * ops: shape inference, cost formulas and reference CPU kernels (the numeric oracle).
+ * Semantics follow the ONNX operator spec (onnx/docs/Operators.md) and its reference
+ * implementation (onnx/reference/ops); formulas per op are in the comments and docs/ops-nn.md. */
 #include "ops-impl.h"
 
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_SP 3 /* spatial rank the kernels handle (1-D, 2-D, 3-D) */
+
+static int opset_of(const fa_node *n) { return n->opset > 0 ? n->opset : 22; }
+static int nthreads(int t) { return t > 0 ? t : 1; }
+
+static bool is_float_type(fa_dtype t)
+{
+    return t == FA_DTYPE_FLOAT || t == FA_DTYPE_DOUBLE || t == FA_DTYPE_FLOAT16 ||
+           t == FA_DTYPE_BFLOAT16;
+}
+
+static int64_t prod64(const int64_t *d, int n)
+{
+    int64_t p = 1;
+    for (int i = 0; i < n; i++) p *= d[i];
+    return p;
+}
+
+/* floor(a / b) and ceil(a / b) for b > 0 and any sign of a. */
+static int64_t floordiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+static int64_t ceildiv(int64_t a, int64_t b) { return -floordiv(-a, b); }
+
+/* ---- float views: kernels compute in float; other dtypes are converted on the way in/out ---- */
+
+/* Input as float: the value's own buffer when it is float, else a malloc'd copy in *tmp
+ * (NULL on OOM with *tmp NULL). */
+static const float *in_f32(const fa_value *v, float **tmp)
+{
+    *tmp = NULL;
+    if (!v->data) return NULL;
+    if (v->dtype == FA_DTYPE_FLOAT) return v->data;
+    int64_t ne = fa_value_numel(v);
+    float *b = malloc(sizeof(float) * (size_t)(ne > 0 ? ne : 1));
+    if (!b) return NULL;
+    for (int64_t i = 0; i < ne; i++) b[i] = (float)fa_load_as_double(v->data, v->dtype, i);
+    *tmp = b;
+    return b;
+}
+
+/* Output as float: the value's buffer or a malloc'd scratch (written back by out_f32_done). */
+static float *out_f32(fa_value *v, float **tmp)
+{
+    *tmp = NULL;
+    if (v->dtype == FA_DTYPE_FLOAT) return v->data;
+    int64_t ne = fa_value_numel(v);
+    float *b = calloc((size_t)(ne > 0 ? ne : 1), sizeof(float));
+    *tmp = b;
+    return b;
+}
+
+static void out_f32_done(fa_value *v, float *tmp)
+{
+    if (!tmp) return;
+    int64_t ne = fa_value_numel(v);
+    bool integral = !is_float_type(v->dtype);
+    for (int64_t i = 0; i < ne; i++)
+        fa_store_from_double(v->data, v->dtype, i, integral ? nearbyint(tmp[i]) : tmp[i]);
+    free(tmp);
+}
+
+static fa_status oom(fa_ctx *ctx, const fa_node *n)
+{
+    return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s' (%s): out of memory in kernel", n->name,
+                        n->op_type);
+}
+
+static fa_status need_float(fa_ctx *ctx, const fa_node *n, const fa_tensor *t, int idx)
+{
+    if (t->dtype != FA_DTYPE_UNDEFINED && !is_float_type(t->dtype))
+        return fa_node_error(ctx, n, "input %d '%s' must be a floating-point tensor, is %s", idx,
+                             t->name, fa_dtype_name(t->dtype));
+    return FA_OK;
+}
+
+/* ---- window geometry shared by Conv, ConvTranspose and the pools ---- */
+
+typedef struct win_geom {
+    int sr;                                 /* spatial rank */
+    int64_t in[MAX_SP], out[MAX_SP];        /* spatial extents */
+    int64_t k[MAX_SP], s[MAX_SP], d[MAX_SP]; /* kernel, stride, dilation */
+    int64_t pb[MAX_SP], pe[MAX_SP];         /* pads at begin / end */
+} win_geom;
+
+/* Read strides/dilations/pads (and validate their lengths) into g; k and in must be set. */
+static fa_status geom_attrs(fa_ctx *ctx, const fa_node *n, win_geom *g)
+{
+    const int64_t *v;
+    int c;
+    for (int i = 0; i < g->sr; i++) g->s[i] = g->d[i] = 1, g->pb[i] = g->pe[i] = 0;
+    if ((c = fa_node_attr_ints(n, "strides", &v)) > 0) {
+        if (c != g->sr) return fa_node_error(ctx, n, "strides has %d values, expected %d", c, g->sr);
+        for (int i = 0; i < c; i++) {
+            if (v[i] < 1) return fa_node_error(ctx, n, "strides[%d] = %lld must be >= 1", i, (long long)v[i]);
+            g->s[i] = v[i];
+        }
+    }
+    if ((c = fa_node_attr_ints(n, "dilations", &v)) > 0) {
+        if (c != g->sr) return fa_node_error(ctx, n, "dilations has %d values, expected %d", c, g->sr);
+        for (int i = 0; i < c; i++) {
+            if (v[i] < 1) return fa_node_error(ctx, n, "dilations[%d] = %lld must be >= 1", i, (long long)v[i]);
+            g->d[i] = v[i];
+        }
+    }
+    if ((c = fa_node_attr_ints(n, "pads", &v)) > 0) {
+        if (c != 2 * g->sr) return fa_node_error(ctx, n, "pads has %d values, expected %d", c, 2 * g->sr);
+        for (int i = 0; i < g->sr; i++) {
+            if (v[i] < 0 || v[i + g->sr] < 0) return fa_node_error(ctx, n, "negative pads are not allowed");
+            g->pb[i] = v[i];
+            g->pe[i] = v[i + g->sr];
+        }
+    }
+    for (int i = 0; i < g->sr; i++)
+        if (g->k[i] < 1) return fa_node_error(ctx, n, "kernel extent %d is %lld, must be >= 1", i, (long long)g->k[i]);
+    return FA_OK;
+}
+
+/* Output extent of a forward window op (Conv, pools). ONNX Conv/MaxPool/AveragePool spec:
+ *   NOTSET: floor((in + pb + pe - ((k-1)*d+1)) / s) + 1  (ceil with ceil_mode, dropping a last
+ *           window that would start in the end padding, as onnx/reference/ops/_op_common_pool)
+ *   SAME_UPPER/SAME_LOWER: ceil(in / s), total pad = max(0, (out-1)*s + (k-1)*d+1 - in),
+ *           the odd pixel at the end (UPPER) or the beginning (LOWER)
+ *   VALID:  ceil((in - ((k-1)*d+1) + 1) / s), no padding.
+ * Unknown (-1) input extents give -1. */
+static fa_status geom_forward(fa_ctx *ctx, const fa_node *n, bool ceil_mode, win_geom *g)
+{
+    fa_status st = geom_attrs(ctx, n, g);
+    if (st) return st;
+    const char *ap = fa_node_attr_string(n, "auto_pad", "NOTSET");
+    bool same_u = strcmp(ap, "SAME_UPPER") == 0, same_l = strcmp(ap, "SAME_LOWER") == 0;
+    bool valid = strcmp(ap, "VALID") == 0;
+    if (!same_u && !same_l && !valid && strcmp(ap, "NOTSET") != 0 && *ap)
+        return fa_node_error(ctx, n, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
+    for (int i = 0; i < g->sr; i++) {
+        int64_t ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
+        if (in < 0) { g->out[i] = -1; continue; }
+        if (same_u || same_l) {
+            g->out[i] = ceildiv(in, g->s[i]);
+            int64_t tot = (g->out[i] - 1) * g->s[i] + ek - in;
+            if (tot < 0) tot = 0;
+            g->pb[i] = same_u ? tot / 2 : tot - tot / 2;
+            g->pe[i] = tot - g->pb[i];
+        } else if (valid) {
+            g->pb[i] = g->pe[i] = 0;
+            g->out[i] = in >= ek ? (in - ek) / g->s[i] + 1 : 0;
+        } else {
+            int64_t span = in + g->pb[i] + g->pe[i] - ek;
+            if (span < 0) g->out[i] = 0;
+            else if (ceil_mode) {
+                g->out[i] = ceildiv(span, g->s[i]) + 1;
+                if ((g->out[i] - 1) * g->s[i] >= in + g->pb[i]) g->out[i]--;
+            } else g->out[i] = span / g->s[i] + 1;
+        }
+        if (g->out[i] < 1)
+            return fa_node_error(ctx, n, "spatial dim %d: input extent %lld is smaller than the kernel extent %lld (dilated) plus padding",
+                                 i, (long long)in, (long long)ek);
+    }
+    return FA_OK;
+}
+
+/* Range [lo, hi) of positions o in [0, n_o) such that 0 <= o*s - pb + koff < n_in. */
+static void valid_range(int64_t n_o, int64_t s, int64_t pb, int64_t koff, int64_t n_in, int64_t *lo, int64_t *hi)
+{
+    int64_t a = ceildiv(pb - koff, s), b = floordiv(n_in - 1 + pb - koff, s) + 1;
+    if (a < 0) a = 0;
+    if (b > n_o) b = n_o;
+    if (b < a) b = a;
+    *lo = a;
+    *hi = b;
+}
+
+/* Pad a geometry of rank sr < 3 to 3-D with unit leading dims (kernels loop in 3-D). */
+static void geom_pad3(const win_geom *g, win_geom *o)
+{
+    int off = MAX_SP - g->sr;
+    for (int i = 0; i < MAX_SP; i++) {
+        int j = i - off;
+        bool r = j >= 0;
+        o->in[i] = r ? g->in[j] : 1;
+        o->out[i] = r ? g->out[j] : 1;
+        o->k[i] = r ? g->k[j] : 1;
+        o->s[i] = r ? g->s[j] : 1;
+        o->d[i] = r ? g->d[j] : 1;
+        o->pb[i] = r ? g->pb[j] : 0;
+        o->pe[i] = r ? g->pe[j] : 0;
+    }
+    o->sr = MAX_SP;
+}
+
+static void fmt_dims(char *buf, size_t cap, int r, const int64_t *d)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < r && o < cap; i++)
+        o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? "x" : "", (long long)d[i]);
+}
+
+/* ======================================= Conv ======================================= */
+
+/* Shared Conv geometry from X/W shapes: validates channels/group, fills g. */
+static fa_status conv_geom(fa_ctx *ctx, const fa_node *n, int xr, const int64_t *xd, int wr,
+                           const int64_t *wd, win_geom *g)
+{
+    if (xr < 3) return fa_node_error(ctx, n, "input X must have rank >= 3 (N, C, spatial...), has rank %d", xr);
+    if (wr != xr) return fa_node_error(ctx, n, "weight W has rank %d, X has rank %d", wr, xr);
+    if (xr - 2 > MAX_SP) return fa_node_unsupported(ctx, n, "%d spatial dims (at most %d supported)", xr - 2, MAX_SP);
+    int64_t group = fa_node_attr_int(n, "group", 1);
+    if (group < 1) return fa_node_error(ctx, n, "group %lld must be >= 1", (long long)group);
+    int64_t C = xd[1], M = wd[0];
+    if (M >= 0 && M % group) return fa_node_error(ctx, n, "group %lld does not divide the %lld output channels", (long long)group, (long long)M);
+    if (C >= 0 && C % group) return fa_node_error(ctx, n, "group %lld does not divide the %lld input channels", (long long)group, (long long)C);
+    if (C >= 0 && wd[1] >= 0 && wd[1] * group != C)
+        return fa_node_error(ctx, n, "channel mismatch: X has %lld channels, W expects %lld x group %lld",
+                             (long long)C, (long long)wd[1], (long long)group);
+    g->sr = xr - 2;
+    const int64_t *ks;
+    int kc = fa_node_attr_ints(n, "kernel_shape", &ks);
+    if (kc > 0 && kc != g->sr) return fa_node_error(ctx, n, "kernel_shape has %d values, expected %d", kc, g->sr);
+    for (int i = 0; i < g->sr; i++) {
+        g->in[i] = xd[i + 2];
+        g->k[i] = wd[i + 2];
+        if (kc > 0 && wd[i + 2] >= 0 && ks[i] != wd[i + 2])
+            return fa_node_error(ctx, n, "kernel_shape[%d] = %lld but W has %lld", i, (long long)ks[i], (long long)wd[i + 2]);
+        if (kc > 0) g->k[i] = ks[i];
+    }
+    return geom_forward(ctx, n, false, g);
+}
+
+/* Conv: Y[N, M, out...] with out per geom_forward. */
+static fa_status conv_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *w = x ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!x || !w) return fa_ctx_status(ctx);
+    fa_status st;
+    if ((st = need_float(ctx, n, x, 0)) || (st = need_float(ctx, n, w, 1))) return st;
+    win_geom gm;
+    if ((st = conv_geom(ctx, n, x->rank, x->dims, w->rank, w->dims, &gm))) return st;
+    fa_tensor *b = fa_graph_in(g, n, 2);
+    if (b && b->rank >= 0 && (b->rank != 1 || (b->dims[0] >= 0 && w->dims[0] >= 0 && b->dims[0] != w->dims[0])))
+        return fa_node_error(ctx, n, "bias B must be 1-D with %lld values", (long long)w->dims[0]);
+    int64_t od[FA_MAX_RANK] = {x->dims[0], w->dims[0]};
+    for (int i = 0; i < gm.sr; i++) od[i + 2] = gm.out[i];
+    fa_set_out(g, n, 0, x->dtype, x->rank, od);
+    return FA_OK;
+}
+
+/* Conv FLOPs = 2 * N * M * prod(out spatial) * (C/group) * prod(kernel)
+ *            + N * M * prod(out spatial) when a bias is present.
+ * Bytes: X + W (+ B) read once, Y written once. */
+static void conv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0), *w = fa_graph_in(g, n, 1), *y = fa_graph_out(g, n, 0);
+    if (!x || !w || !y || fa_tensor_numel(y) < 0 || fa_tensor_numel(w) < 0) return;
+    uint64_t ny = (uint64_t)fa_tensor_numel(y);
+    uint64_t per = (uint64_t)(w->rank >= 2 ? fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1) : 0);
+    out->flops = 2 * ny * per + (fa_graph_in(g, n, 2) ? ny : 0);
+}
+
+/* Reference Conv: direct convolution, double accumulator per output plane.
+ * Parallel over (n, m) output planes. */
+static fa_status conv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    win_geom g0, g;
+    fa_status st = conv_geom(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &g0);
+    if (st) return st;
+    geom_pad3(&g0, &g);
+    float *tx, *tw, *tb, *ty;
+    const float *X = in_f32(&in[0], &tx), *W = in_f32(&in[1], &tw);
+    const float *B = (n_in > 2 && in[2].data) ? in_f32(&in[2], &tb) : (tb = NULL, NULL);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !W || !Y || (n_in > 2 && in[2].data && !B)) {
+        free(tx); free(tw); free(tb); free(ty);
+        return oom(ctx, n);
+    }
+    int64_t N = in[0].dims[0], C = in[0].dims[1], M = in[1].dims[0];
+    int64_t group = fa_node_attr_int(n, "group", 1), Cg = C / group, Mg = M / group;
+    int64_t insp = g.in[0] * g.in[1] * g.in[2], outsp = g.out[0] * g.out[1] * g.out[2];
+    int64_t ksp = g.k[0] * g.k[1] * g.k[2];
+    int failed = 0;
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
+    for (int64_t nm = 0; nm < N * M; nm++) {
+        int64_t b = nm / M, m = nm % M, grp = m / Mg;
+        double *acc = malloc(sizeof(double) * (size_t)(outsp ? outsp : 1));
+        if (!acc) { failed = 1; continue; }
+        double bias = B ? B[m] : 0.0;
+        for (int64_t i = 0; i < outsp; i++) acc[i] = bias;
+        for (int64_t c = 0; c < Cg; c++) {
+            const float *xp = X + (b * C + grp * Cg + c) * insp;
+            const float *wp = W + (m * Cg + c) * ksp;
+            for (int64_t kd = 0; kd < g.k[0]; kd++) {
+                int64_t d0, d1;
+                valid_range(g.out[0], g.s[0], g.pb[0], kd * g.d[0], g.in[0], &d0, &d1);
+                for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                    int64_t h0, h1;
+                    valid_range(g.out[1], g.s[1], g.pb[1], kh * g.d[1], g.in[1], &h0, &h1);
+                    for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                        int64_t w0, w1;
+                        valid_range(g.out[2], g.s[2], g.pb[2], kw * g.d[2], g.in[2], &w0, &w1);
+                        double wv = wp[(kd * g.k[1] + kh) * g.k[2] + kw];
+                        for (int64_t od = d0; od < d1; od++) {
+                            int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+                            for (int64_t oh = h0; oh < h1; oh++) {
+                                int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
+                                const float *xr = xp + (id * g.in[1] + ih) * g.in[2] - g.pb[2] + kw * g.d[2];
+                                double *ar = acc + (od * g.out[1] + oh) * g.out[2];
+                                int64_t sw = g.s[2];
+                                for (int64_t ow = w0; ow < w1; ow++) ar[ow] += wv * xr[ow * sw];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        float *yp = Y + nm * outsp;
+        for (int64_t i = 0; i < outsp; i++) yp[i] = (float)acc[i];
+        free(acc);
+    }
+    free(tx); free(tw); free(tb);
+    if (failed) { free(ty); return oom(ctx, n); }
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* =================================== ConvTranspose =================================== */
+
+/* ConvTranspose geometry (ONNX ConvTranspose spec, opset 11+):
+ *   out = s*(in-1) + output_padding + ((k-1)*d+1) - pb - pe
+ * output_shape given (spatial dims, or N,C,spatial): total = s*(in-1) + output_padding
+ *   + ((k-1)*d+1) - output_shape; SAME_UPPER: pb = total/2, else pb = total - total/2.
+ * auto_pad SAME_*: output_shape = in*s, same split. VALID: pads 0. */
+static fa_status convt_geom(fa_ctx *ctx, const fa_node *n, int xr, const int64_t *xd, int wr,
+                            const int64_t *wd, win_geom *g, int64_t *M_out)
+{
+    if (xr < 3) return fa_node_error(ctx, n, "input X must have rank >= 3 (N, C, spatial...), has rank %d", xr);
+    if (wr != xr) return fa_node_error(ctx, n, "weight W has rank %d, X has rank %d", wr, xr);
+    if (xr - 2 > MAX_SP) return fa_node_unsupported(ctx, n, "%d spatial dims (at most %d supported)", xr - 2, MAX_SP);
+    int64_t group = fa_node_attr_int(n, "group", 1);
+    if (group < 1) return fa_node_error(ctx, n, "group %lld must be >= 1", (long long)group);
+    int64_t C = xd[1];
+    if (C >= 0 && C % group) return fa_node_error(ctx, n, "group %lld does not divide the %lld input channels", (long long)group, (long long)C);
+    if (C >= 0 && wd[0] >= 0 && wd[0] != C)
+        return fa_node_error(ctx, n, "channel mismatch: X has %lld channels, W (layout [C_in, C_out/group, k...]) has %lld",
+                             (long long)C, (long long)wd[0]);
+    *M_out = wd[1] >= 0 ? wd[1] * group : -1;
+    g->sr = xr - 2;
+    const int64_t *ks, *op, *os;
+    int kc = fa_node_attr_ints(n, "kernel_shape", &ks);
+    if (kc > 0 && kc != g->sr) return fa_node_error(ctx, n, "kernel_shape has %d values, expected %d", kc, g->sr);
+    for (int i = 0; i < g->sr; i++) {
+        g->in[i] = xd[i + 2];
+        g->k[i] = kc > 0 ? ks[i] : wd[i + 2];
+    }
+    fa_status st = geom_attrs(ctx, n, g);
+    if (st) return st;
+    int opc = fa_node_attr_ints(n, "output_padding", &op);
+    if (opc > 0 && opc != g->sr) return fa_node_error(ctx, n, "output_padding has %d values, expected %d", opc, g->sr);
+    int osc = fa_node_attr_ints(n, "output_shape", &os);
+    if (osc > 0 && osc != g->sr && osc != g->sr + 2)
+        return fa_node_error(ctx, n, "output_shape has %d values, expected %d", osc, g->sr);
+    const char *ap = fa_node_attr_string(n, "auto_pad", "NOTSET");
+    bool same_u = strcmp(ap, "SAME_UPPER") == 0, same_l = strcmp(ap, "SAME_LOWER") == 0;
+    bool valid = strcmp(ap, "VALID") == 0;
+    if (!same_u && !same_l && !valid && strcmp(ap, "NOTSET") != 0 && *ap)
+        return fa_node_error(ctx, n, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
+    for (int i = 0; i < g->sr; i++) {
+        int64_t opad = opc > 0 ? op[i] : 0, ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
+        if (opad < 0) return fa_node_error(ctx, n, "output_padding[%d] is negative", i);
+        if (in < 0) { g->out[i] = -1; continue; }
+        int64_t full = g->s[i] * (in - 1) + opad + ek;
+        if (osc > 0 || same_u || same_l) {
+            int64_t target = osc > 0 ? os[i + (osc - g->sr)] : in * g->s[i];
+            int64_t tot = full - target;
+            if (tot < 0) tot = 0; /* ONNX reference clamps negative total padding the same way */
+            g->pb[i] = same_u ? tot / 2 : tot - tot / 2;
+            g->pe[i] = tot - g->pb[i];
+            g->out[i] = target;
+        } else {
+            if (valid) g->pb[i] = g->pe[i] = 0;
+            g->out[i] = full - g->pb[i] - g->pe[i];
+        }
+        if (g->out[i] < 1) return fa_node_error(ctx, n, "spatial dim %d: output extent %lld < 1", i, (long long)g->out[i]);
+    }
+    return FA_OK;
+}
+
+static fa_status convt_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *w = x ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!x || !w) return fa_ctx_status(ctx);
+    fa_status st;
+    if ((st = need_float(ctx, n, x, 0)) || (st = need_float(ctx, n, w, 1))) return st;
+    win_geom gm;
+    int64_t M;
+    if ((st = convt_geom(ctx, n, x->rank, x->dims, w->rank, w->dims, &gm, &M))) return st;
+    fa_tensor *b = fa_graph_in(g, n, 2);
+    if (b && b->rank >= 0 && (b->rank != 1 || (b->dims[0] >= 0 && M >= 0 && b->dims[0] != M)))
+        return fa_node_error(ctx, n, "bias B must be 1-D with %lld values", (long long)M);
+    int64_t od[FA_MAX_RANK] = {x->dims[0], M};
+    for (int i = 0; i < gm.sr; i++) od[i + 2] = gm.out[i];
+    fa_set_out(g, n, 0, x->dtype, x->rank, od);
+    return FA_OK;
+}
+
+/* ConvTranspose FLOPs = 2 * N * C_in * prod(in spatial) * (C_out/group) * prod(kernel)
+ *                     + N * C_out * prod(out spatial) when a bias is present
+ * (every input pixel scatters one kernel; taps that fall in the cropped padding still count). */
+static void convt_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0), *w = fa_graph_in(g, n, 1), *y = fa_graph_out(g, n, 0);
+    if (!x || !w || !y || fa_tensor_numel(x) < 0 || fa_tensor_numel(w) < 0 || fa_tensor_numel(y) < 0) return;
+    uint64_t per = (uint64_t)(fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1)); /* (C_out/group)*prod(k) */
+    out->flops = 2 * (uint64_t)fa_tensor_numel(x) * per + (fa_graph_in(g, n, 2) ? (uint64_t)fa_tensor_numel(y) : 0);
+}
+
+/* Reference ConvTranspose: gather form (each output plane (n, m) pulls from the input pixels
+ * whose scattered taps land on it), so planes are independent: parallel over (n, m). */
+static fa_status convt_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                              fa_value *out, int n_out, int threads)
+{
+    win_geom g0, g;
+    int64_t M;
+    fa_status st = convt_geom(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &g0, &M);
+    if (st) return st;
+    geom_pad3(&g0, &g);
+    float *tx, *tw, *tb, *ty;
+    const float *X = in_f32(&in[0], &tx), *W = in_f32(&in[1], &tw);
+    const float *B = (n_in > 2 && in[2].data) ? in_f32(&in[2], &tb) : (tb = NULL, NULL);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !W || !Y || (n_in > 2 && in[2].data && !B)) {
+        free(tx); free(tw); free(tb); free(ty);
+        return oom(ctx, n);
+    }
+    int64_t N = in[0].dims[0], C = in[0].dims[1];
+    int64_t group = fa_node_attr_int(n, "group", 1), Cg = C / group, Mg = M / group;
+    int64_t insp = g.in[0] * g.in[1] * g.in[2], outsp = g.out[0] * g.out[1] * g.out[2];
+    int64_t ksp = g.k[0] * g.k[1] * g.k[2];
+    int failed = 0;
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
+    for (int64_t nm = 0; nm < N * M; nm++) {
+        int64_t b = nm / M, m = nm % M, grp = m / Mg, mm = m % Mg;
+        double *acc = malloc(sizeof(double) * (size_t)(outsp ? outsp : 1));
+        if (!acc) { failed = 1; continue; }
+        double bias = B ? B[m] : 0.0;
+        for (int64_t i = 0; i < outsp; i++) acc[i] = bias;
+        for (int64_t c = 0; c < Cg; c++) {
+            int64_t ic = grp * Cg + c;
+            const float *xp = X + (b * C + ic) * insp;
+            const float *wp = W + (ic * Mg + mm) * ksp;
+            for (int64_t kd = 0; kd < g.k[0]; kd++) {
+                int64_t d0, d1; /* input positions i with 0 <= i*s - pb + k*d < out */
+                valid_range(g.in[0], g.s[0], g.pb[0], kd * g.d[0], g.out[0], &d0, &d1);
+                for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                    int64_t h0, h1;
+                    valid_range(g.in[1], g.s[1], g.pb[1], kh * g.d[1], g.out[1], &h0, &h1);
+                    for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                        int64_t w0, w1;
+                        valid_range(g.in[2], g.s[2], g.pb[2], kw * g.d[2], g.out[2], &w0, &w1);
+                        double wv = wp[(kd * g.k[1] + kh) * g.k[2] + kw];
+                        for (int64_t id = d0; id < d1; id++) {
+                            int64_t od = id * g.s[0] - g.pb[0] + kd * g.d[0];
+                            for (int64_t ih = h0; ih < h1; ih++) {
+                                int64_t oh = ih * g.s[1] - g.pb[1] + kh * g.d[1];
+                                const float *xr = xp + (id * g.in[1] + ih) * g.in[2];
+                                double *ar = acc + (od * g.out[1] + oh) * g.out[2] - g.pb[2] + kw * g.d[2];
+                                int64_t sw = g.s[2];
+                                for (int64_t iw = w0; iw < w1; iw++) ar[iw * sw] += wv * xr[iw];
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        float *yp = Y + nm * outsp;
+        for (int64_t i = 0; i < outsp; i++) yp[i] = (float)acc[i];
+        free(acc);
+    }
+    free(tx); free(tw); free(tb);
+    if (failed) { free(ty); return oom(ctx, n); }
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ======================================= MatMul ======================================= */
+
+/* numpy matmul shapes: a 1-D A is [1,K] (the 1 dropped from Y), a 1-D B is [K,1] (dropped);
+ * batch dims broadcast. Fills M, K, N, the output shape and both batch shapes. */
+typedef struct mm_shape {
+    int64_t M, K, N;
+    int br;                         /* batch rank of Y */
+    int64_t bd[FA_MAX_RANK];        /* batch dims of Y */
+    int64_t sa[FA_MAX_RANK], sb[FA_MAX_RANK]; /* batch strides, in matrices, 0 on broadcast */
+    int yr;
+    int64_t yd[FA_MAX_RANK];
+} mm_shape;
+
+static fa_status mm_shape_make(fa_ctx *ctx, const fa_node *n, int ar, const int64_t *ad, int brk,
+                               const int64_t *bdm, mm_shape *s)
+{
+    if (ar < 1 || brk < 1) return fa_node_error(ctx, n, "MatMul operands must have rank >= 1 (ranks %d and %d)", ar, brk);
+    s->M = ar >= 2 ? ad[ar - 2] : 1;
+    s->K = ad[ar - 1];
+    int64_t kb = brk >= 2 ? bdm[brk - 2] : bdm[0];
+    s->N = brk >= 2 ? bdm[brk - 1] : 1;
+    if (s->K >= 0 && kb >= 0 && s->K != kb) {
+        char sa[96], sb[96];
+        fmt_dims(sa, sizeof sa, ar, ad);
+        fmt_dims(sb, sizeof sb, brk, bdm);
+        return fa_node_error(ctx, n, "inner dims differ: A [%s] has K=%lld, B [%s] has K=%lld", sa, (long long)s->K, sb, (long long)kb);
+    }
+    int ra = ar > 2 ? ar - 2 : 0, rb = brk > 2 ? brk - 2 : 0;
+    fa_status st = fa_bcast_shape(ctx, n, ra, ad, rb, bdm, &s->br, s->bd);
+    if (st) return st;
+    if (s->br + 2 > FA_MAX_RANK) return fa_node_error(ctx, n, "rank too large");
+    fa_bcast_strides(ra, ad, s->br, s->bd, s->sa);
+    fa_bcast_strides(rb, bdm, s->br, s->bd, s->sb);
+    s->yr = 0;
+    for (int i = 0; i < s->br; i++) s->yd[s->yr++] = s->bd[i];
+    if (ar >= 2) s->yd[s->yr++] = s->M;
+    if (brk >= 2) s->yd[s->yr++] = s->N;
+    return FA_OK;
+}
+
+static fa_status matmul_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *a = fa_req_input(ctx, g, n, 0), *b = a ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!a || !b) return fa_ctx_status(ctx);
+    mm_shape s;
+    fa_status st = mm_shape_make(ctx, n, a->rank, a->dims, b->rank, b->dims, &s);
+    if (st) return st;
+    fa_set_out(g, n, 0, a->dtype, s.yr, s.yd);
+    return FA_OK;
+}
+
+/* MatMul FLOPs = 2 * prod(batch dims of Y) * M * N * K. */
+static void matmul_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *a = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
+    if (!a || !y || a->rank < 1 || fa_tensor_numel(y) < 0 || a->dims[a->rank - 1] < 0) return;
+    out->flops = 2 * (uint64_t)fa_tensor_numel(y) * (uint64_t)a->dims[a->rank - 1];
+}
+
+/* C[i, j] = sum_k A[i*sai + k*sak] * B[k*sbk + j*sbj], rows [0, M) of one matrix, double
+ * accumulators in blocks of 256 columns. alpha scales the product; C is overwritten. */
+static void gemm_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A, int64_t sai,
+                      int64_t sak, const float *B, int64_t sbk, int64_t sbj, float *C, double alpha)
+{
+    enum { JB = 256 };
+    double acc[JB];
+    for (int64_t i = i0; i < i1; i++) {
+        const float *ar = A + i * sai;
+        for (int64_t j0 = 0; j0 < N; j0 += JB) {
+            int64_t jn = N - j0 < JB ? N - j0 : JB;
+            if (sbj == 1) {
+                for (int64_t j = 0; j < jn; j++) acc[j] = 0;
+                for (int64_t k = 0; k < K; k++) {
+                    double av = ar[k * sak];
+                    const float *br = B + k * sbk + j0;
+                    for (int64_t j = 0; j < jn; j++) acc[j] += av * br[j];
+                }
+            } else {
+                for (int64_t j = 0; j < jn; j++) {
+                    const float *bc = B + (j0 + j) * sbj;
+                    double sum = 0;
+                    for (int64_t k = 0; k < K; k++) sum += (double)ar[k * sak] * bc[k * sbk];
+                    acc[j] = sum;
+                }
+            }
+            float *cr = C + i * N + j0;
+            for (int64_t j = 0; j < jn; j++) cr[j] = (float)(alpha * acc[j]);
+        }
+    }
+}
+
+static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                               fa_value *out, int n_out, int threads)
+{
+    mm_shape s;
+    fa_status st = mm_shape_make(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &s);
+    if (st) return st;
+    float *ta, *tb, *ty;
+    const float *A = in_f32(&in[0], &ta), *B = in_f32(&in[1], &tb);
+    float *Y = out_f32(&out[0], &ty);
+    if (!A || !B || !Y) { free(ta); free(tb); free(ty); return oom(ctx, n); }
+    int64_t nb = prod64(s.bd, s.br), M = s.M, K = s.K, N = s.N;
+    /* one task per (batch, block of rows) */
+    int64_t rb = M > 16 ? 16 : (M ? M : 1), nrb = (M + rb - 1) / rb;
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
+    for (int64_t t = 0; t < nb * nrb; t++) {
+        int64_t bi = t / nrb, r0 = (t % nrb) * rb, r1 = r0 + rb < M ? r0 + rb : M;
+        int64_t oa = 0, ob = 0, rem = bi;
+        for (int d = s.br - 1; d >= 0; d--) {
+            int64_t ix = rem % s.bd[d];
+            rem /= s.bd[d];
+            oa += ix * s.sa[d];
+            ob += ix * s.sb[d];
+        }
+        gemm_rows(r0, r1, N, K, A + oa * M * K, K, 1, B + ob * K * N, N, 1, Y + bi * M * N, 1.0);
+    }
+    free(ta); free(tb);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ======================================== Gemm ======================================== */
+
+/* Y[M, N] = alpha * A' * B' + beta * C, A' = transA ? A^T : A, B' likewise; C broadcasts
+ * unidirectionally to [M, N] (opset < 7 `broadcast` attr: both forms accepted). */
+static fa_status gemm_dims(fa_ctx *ctx, const fa_node *n, int ar, const int64_t *ad, int br,
+                           const int64_t *bd, int64_t *M, int64_t *K, int64_t *N)
+{
+    if (ar != 2 || br != 2) return fa_node_error(ctx, n, "A and B must be 2-D, have ranks %d and %d", ar, br);
+    bool ta = fa_node_attr_int(n, "transA", 0) != 0, tb = fa_node_attr_int(n, "transB", 0) != 0;
+    *M = ta ? ad[1] : ad[0];
+    *K = ta ? ad[0] : ad[1];
+    int64_t kb = tb ? bd[1] : bd[0];
+    *N = tb ? bd[0] : bd[1];
+    if (*K >= 0 && kb >= 0 && *K != kb)
+        return fa_node_error(ctx, n, "inner dims differ: A' has K=%lld, B' has K=%lld (transA=%d, transB=%d)",
+                             (long long)*K, (long long)kb, ta, tb);
+    return FA_OK;
+}
+
+static fa_status gemm_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *a = fa_req_input(ctx, g, n, 0), *b = a ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!a || !b) return fa_ctx_status(ctx);
+    int64_t M, K, N;
+    fa_status st = gemm_dims(ctx, n, a->rank, a->dims, b->rank, b->dims, &M, &K, &N);
+    if (st) return st;
+    int64_t yd[2] = {M, N};
+    fa_tensor *c = fa_graph_in(g, n, 2);
+    if (c && c->rank >= 0) {
+        int r;
+        int64_t od[FA_MAX_RANK];
+        if (c->rank > 2) return fa_node_error(ctx, n, "C must have rank <= 2, has %d", c->rank);
+        if ((st = fa_bcast_shape(ctx, n, 2, yd, c->rank, c->dims, &r, od))) return st;
+        if ((od[0] != M && M >= 0) || (od[1] != N && N >= 0))
+            return fa_node_error(ctx, n, "C does not broadcast to [%lld, %lld]", (long long)M, (long long)N);
+    }
+    fa_set_out(g, n, 0, a->dtype, 2, yd);
+    return FA_OK;
+}
+
+/* Gemm FLOPs = 2*M*N*K, + M*N when alpha != 1, + 2*M*N when C is present (beta*C + add). */
+static void gemm_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *a = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
+    if (!a || !y || a->rank != 2 || y->rank != 2 || fa_tensor_numel(y) < 0) return;
+    int64_t K = fa_node_attr_int(n, "transA", 0) ? a->dims[0] : a->dims[1];
+    if (K < 0) return;
+    uint64_t mn = (uint64_t)fa_tensor_numel(y);
+    out->flops = 2 * mn * (uint64_t)K + (fa_node_attr_float(n, "alpha", 1.0f) != 1.0f ? mn : 0) +
+                 (fa_graph_in(g, n, 2) ? 2 * mn : 0);
+}
+
+static fa_status gemm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    int64_t M, K, N;
+    fa_status st = gemm_dims(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &M, &K, &N);
+    if (st) return st;
+    bool ta = fa_node_attr_int(n, "transA", 0) != 0, tb = fa_node_attr_int(n, "transB", 0) != 0;
+    double alpha = fa_node_attr_float(n, "alpha", 1.0f), beta = fa_node_attr_float(n, "beta", 1.0f);
+    float *tA, *tB, *tC = NULL, *ty;
+    const float *A = in_f32(&in[0], &tA), *B = in_f32(&in[1], &tB);
+    bool has_c = n_in > 2 && in[2].data;
+    const float *C = has_c ? in_f32(&in[2], &tC) : NULL;
+    float *Y = out_f32(&out[0], &ty);
+    if (!A || !B || !Y || (has_c && !C)) { free(tA); free(tB); free(tC); free(ty); return oom(ctx, n); }
+    int64_t sai = ta ? 1 : K, sak = ta ? M : 1, sbk = tb ? 1 : N, sbj = tb ? K : 1;
+    int64_t cs[2] = {0, 0}, yd[2] = {M, N};
+    if (has_c) fa_bcast_strides(in[2].rank, in[2].dims, 2, yd, cs);
+    int64_t rb = 16, nrb = (M + rb - 1) / rb;
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
+    for (int64_t t = 0; t < nrb; t++) {
+        int64_t r0 = t * rb, r1 = r0 + rb < M ? r0 + rb : M;
+        gemm_rows(r0, r1, N, K, A, sai, sak, B, sbk, sbj, Y, alpha);
+        if (C)
+            for (int64_t i = r0; i < r1; i++)
+                for (int64_t j = 0; j < N; j++)
+                    Y[i * N + j] = (float)((double)Y[i * N + j] + beta * C[i * cs[0] + j * cs[1]]);
+    }
+    free(tA); free(tB); free(tC);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ======================================= Pools ======================================= */
+
+static fa_status pool_geom(fa_ctx *ctx, const fa_node *n, int xr, const int64_t *xd, win_geom *g)
+{
+    if (xr < 3) return fa_node_error(ctx, n, "input X must have rank >= 3 (N, C, spatial...), has rank %d", xr);
+    if (xr - 2 > MAX_SP) return fa_node_unsupported(ctx, n, "%d spatial dims (at most %d supported)", xr - 2, MAX_SP);
+    g->sr = xr - 2;
+    const int64_t *ks;
+    int kc = fa_node_attr_ints(n, "kernel_shape", &ks);
+    if (kc != g->sr) return fa_node_error(ctx, n, "kernel_shape must have %d values, has %d", g->sr, kc);
+    for (int i = 0; i < g->sr; i++) {
+        g->in[i] = xd[i + 2];
+        g->k[i] = ks[i];
+    }
+    return geom_forward(ctx, n, fa_node_attr_int(n, "ceil_mode", 0) != 0, g);
+}
+
+static fa_status pool_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    win_geom gm;
+    fa_status st = pool_geom(ctx, n, x->rank, x->dims, &gm);
+    if (st) return st;
+    int64_t od[FA_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < gm.sr; i++) od[i + 2] = gm.out[i];
+    fa_set_out(g, n, 0, x->dtype, x->rank, od);
+    if (n->n_outputs > 1) fa_set_out(g, n, 1, FA_DTYPE_INT64, x->rank, od);
+    return FA_OK;
+}
+
+/* MaxPool FLOPs = numel(Y) * prod(kernel) (one compare per tap);
+ * AveragePool FLOPs = numel(Y) * (prod(kernel) + 1) (adds, one divide). */
+static void pool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *y = fa_graph_out(g, n, 0);
+    const int64_t *ks;
+    int kc = fa_node_attr_ints(n, "kernel_shape", &ks);
+    if (!y || fa_tensor_numel(y) < 0) return;
+    uint64_t taps = (uint64_t)prod64(ks, kc) + (strcmp(n->op_type, "AveragePool") == 0 ? 1 : 0);
+    out->flops = (uint64_t)fa_tensor_numel(y) * taps;
+}
+
+/* Reference MaxPool / AveragePool over one (n, c) plane per task.
+ * MaxPool: max over taps inside the input (pads never win); optional Indices output holds
+ * the flat index into X (row-major; storage_order=1: column-major spatial, 2-D only).
+ * AveragePool: sum over taps inside the input divided by the count of taps inside the input
+ * (count_include_pad=0) or inside the padded extent [-pb, in+pe) (count_include_pad=1). */
+static fa_status pool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    win_geom g0, g;
+    fa_status st = pool_geom(ctx, n, in[0].rank, in[0].dims, &g0);
+    if (st) return st;
+    geom_pad3(&g0, &g);
+    bool is_max = strcmp(n->op_type, "MaxPool") == 0;
+    bool incl = fa_node_attr_int(n, "count_include_pad", 0) != 0;
+    int64_t order = fa_node_attr_int(n, "storage_order", 0);
+    int64_t *I = (is_max && n_out > 1 && out[1].data) ? out[1].data : NULL;
+    if (I && order == 1 && g0.sr != 2)
+        return fa_node_unsupported(ctx, n, "storage_order=1 Indices only for 2-D pooling");
+    float *tx, *ty;
+    const float *X = in_f32(&in[0], &tx);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !Y) { free(tx); free(ty); return oom(ctx, n); }
+    int64_t planes = in[0].dims[0] * in[0].dims[1];
+    int64_t insp = g.in[0] * g.in[1] * g.in[2], outsp = g.out[0] * g.out[1] * g.out[2];
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = X + p * insp;
+        float *yp = Y + p * outsp;
+        for (int64_t od = 0; od < g.out[0]; od++)
+            for (int64_t oh = 0; oh < g.out[1]; oh++)
+                for (int64_t ow = 0; ow < g.out[2]; ow++) {
+                    int64_t b[3] = {od * g.s[0] - g.pb[0], oh * g.s[1] - g.pb[1], ow * g.s[2] - g.pb[2]};
+                    double acc = is_max ? -INFINITY : 0.0;
+                    int64_t cnt = 0, cnt_pad = 0, arg = -1;
+                    for (int64_t kd = 0; kd < g.k[0]; kd++) {
+                        int64_t id = b[0] + kd * g.d[0];
+                        if (id < -g.pb[0] || id >= g.in[0] + g.pe[0]) continue;
+                        for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                            int64_t ih = b[1] + kh * g.d[1];
+                            if (ih < -g.pb[1] || ih >= g.in[1] + g.pe[1]) continue;
+                            for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                                int64_t iw = b[2] + kw * g.d[2];
+                                if (iw < -g.pb[2] || iw >= g.in[2] + g.pe[2]) continue;
+                                cnt_pad++;
+                                if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1] || iw < 0 || iw >= g.in[2])
+                                    continue;
+                                int64_t off = (id * g.in[1] + ih) * g.in[2] + iw;
+                                double v = xp[off];
+                                cnt++;
+                                if (is_max) {
+                                    if (v > acc || arg < 0) { acc = v; arg = off; }
+                                } else acc += v;
+                            }
+                        }
+                    }
+                    int64_t o = (od * g.out[1] + oh) * g.out[2] + ow;
+                    if (is_max) {
+                        yp[o] = (float)acc;
+                        if (I) {
+                            int64_t idx = arg < 0 ? 0 : arg;
+                            if (order == 1 && arg >= 0) /* column-major within the plane: w*H + h */
+                                idx = (arg % g.in[2]) * g.in[1] + (arg / g.in[2]) % g.in[1];
+                            I[p * outsp + o] = p * insp + idx;
+                        }
+                    } else {
+                        int64_t div = incl ? cnt_pad : cnt;
+                        yp[o] = div ? (float)(acc / (double)div) : 0.0f;
+                    }
+                }
+    }
+    free(tx);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* GlobalAveragePool / GlobalMaxPool: Y[N, C, 1, ...]. */
+static fa_status gpool_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 2) return fa_node_error(ctx, n, "input X must have rank >= 2, has rank %d", x->rank);
+    int64_t od[FA_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) od[i] = i < 2 ? x->dims[i] : 1;
+    fa_set_out(g, n, 0, x->dtype, x->rank, od);
+    return FA_OK;
+}
+
+/* GlobalAveragePool FLOPs = numel(X) + N*C (sum, then one divide per plane);
+ * GlobalMaxPool FLOPs = numel(X). */
+static void gpool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
+    if (!x || !y || fa_tensor_numel(x) < 0 || fa_tensor_numel(y) < 0) return;
+    out->flops = (uint64_t)fa_tensor_numel(x) +
+                 (strcmp(n->op_type, "GlobalAveragePool") == 0 ? (uint64_t)fa_tensor_numel(y) : 0);
+}
+
+static fa_status gpool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                              fa_value *out, int n_out, int threads)
+{
+    bool is_max = strcmp(n->op_type, "GlobalMaxPool") == 0;
+    float *tx, *ty;
+    const float *X = in_f32(&in[0], &tx);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !Y) { free(tx); free(ty); return oom(ctx, n); }
+    int64_t planes = in[0].dims[0] * in[0].dims[1], sp = prod64(in[0].dims + 2, in[0].rank - 2);
+#pragma omp parallel for num_threads(nthreads(threads))
+    for (int64_t p = 0; p < planes; p++) {
+        const float *xp = X + p * sp;
+        double acc = is_max ? -INFINITY : 0.0;
+        for (int64_t i = 0; i < sp; i++) {
+            if (is_max) { if (xp[i] > acc || isnan(xp[i])) acc = xp[i]; }
+            else acc += xp[i];
+        }
+        Y[p] = (float)(is_max ? acc : (sp ? acc / (double)sp : 0.0));
+    }
+    free(tx);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ======================================== LRN ======================================== */
+
+static fa_status lrn_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 3) return fa_node_error(ctx, n, "input X must have rank >= 3, has rank %d", x->rank);
+    if (fa_node_attr_int(n, "size", 0) < 1) return fa_node_error(ctx, n, "attribute size must be given and >= 1");
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* LRN FLOPs = numel(X) * (2*size + 4): square+add per window tap, then scale, add bias,
+ * pow, divide. */
+static void lrn_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    if (!x || fa_tensor_numel(x) < 0) return;
+    out->flops = (uint64_t)fa_tensor_numel(x) * (uint64_t)(2 * fa_node_attr_int(n, "size", 1) + 4);
+}
+
+/* y = x / (bias + alpha/size * sum_{c' in [c - floor((size-1)/2), c + ceil((size-1)/2)]} x[c']^2)^beta
+ * (ONNX LRN spec). */
+static fa_status lrn_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                            fa_value *out, int n_out, int threads)
+{
+    int64_t size = fa_node_attr_int(n, "size", 1);
+    double alpha = fa_node_attr_float(n, "alpha", 1e-4f), beta = fa_node_attr_float(n, "beta", 0.75f);
+    double bias = fa_node_attr_float(n, "bias", 1.0f);
+    float *tx, *ty;
+    const float *X = in_f32(&in[0], &tx);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !Y) { free(tx); free(ty); return oom(ctx, n); }
+    int64_t N = in[0].dims[0], C = in[0].dims[1], sp = prod64(in[0].dims + 2, in[0].rank - 2);
+    int64_t lo = (size - 1) / 2, hi = size - 1 - lo;
+#pragma omp parallel for num_threads(nthreads(threads))
+    for (int64_t nc = 0; nc < N * C; nc++) {
+        int64_t b = nc / C, c = nc % C;
+        int64_t c0 = c - lo < 0 ? 0 : c - lo, c1 = c + hi >= C ? C - 1 : c + hi;
+        for (int64_t i = 0; i < sp; i++) {
+            double ss = 0;
+            for (int64_t k = c0; k <= c1; k++) {
+                double v = X[(b * C + k) * sp + i];
+                ss += v * v;
+            }
+            Y[nc * sp + i] = (float)(X[nc * sp + i] / pow(bias + alpha / (double)size * ss, beta));
+        }
+    }
+    free(tx);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ================================ InstanceNormalization ================================ */
+
+static fa_status inorm_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 3) return fa_node_error(ctx, n, "input X must have rank >= 3, has rank %d", x->rank);
+    for (int i = 1; i <= 2; i++) {
+        fa_tensor *p = fa_req_input(ctx, g, n, i);
+        if (!p) return fa_ctx_status(ctx);
+        if (p->rank != 1 || (p->dims[0] >= 0 && x->dims[1] >= 0 && p->dims[0] != x->dims[1]))
+            return fa_node_error(ctx, n, "input %d '%s' must be 1-D with C=%lld values", i, p->name, (long long)x->dims[1]);
+    }
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* InstanceNormalization FLOPs = 7 * numel(X): mean (1 add), variance (sub, square, add),
+ * normalize (sub, mul by rstd, scale+bias FMA counted 2) — plus a sqrt per plane, ignored. */
+static void inorm_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out) { fa_cost_io(g, n, 7, out); }
+
+/* y = scale[c] * (x - mean_nc) / sqrt(var_nc + epsilon) + B[c], population variance over the
+ * spatial dims of each (n, c) plane; double accumulation. */
+static fa_status inorm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                              fa_value *out, int n_out, int threads)
+{
+    double eps = fa_node_attr_float(n, "epsilon", 1e-5f);
+    float *tx, *ts, *tb, *ty;
+    const float *X = in_f32(&in[0], &tx), *S = in_f32(&in[1], &ts), *B = in_f32(&in[2], &tb);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !S || !B || !Y) { free(tx); free(ts); free(tb); free(ty); return oom(ctx, n); }
+    int64_t N = in[0].dims[0], C = in[0].dims[1], sp = prod64(in[0].dims + 2, in[0].rank - 2);
+#pragma omp parallel for num_threads(nthreads(threads))
+    for (int64_t nc = 0; nc < N * C; nc++) {
+        int64_t c = nc % C;
+        const float *xp = X + nc * sp;
+        double mean = 0, var = 0;
+        for (int64_t i = 0; i < sp; i++) mean += xp[i];
+        mean = sp ? mean / (double)sp : 0;
+        for (int64_t i = 0; i < sp; i++) var += (xp[i] - mean) * (xp[i] - mean);
+        var = sp ? var / (double)sp : 0;
+        double k = S[c] / sqrt(var + eps);
+        for (int64_t i = 0; i < sp; i++) Y[nc * sp + i] = (float)((xp[i] - mean) * k + B[c]);
+    }
+    free(tx); free(ts); free(tb);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ================================= BatchNormalization ================================= */
+
+/* Training mode: opset >= 14 training_mode=1; opset < 14 the presence of the optional
+ * outputs beyond Y (opset < 7 also is_test=0), per the spec's "output case #1". */
+static bool bn_training(const fa_node *n)
+{
+    int os = opset_of(n);
+    if (os >= 14) return fa_node_attr_int(n, "training_mode", 0) != 0;
+    bool extra = false;
+    for (int i = 1; i < n->n_outputs; i++) extra |= n->outputs[i] >= 0;
+    if (os < 7 && fa_node_attr_int(n, "is_test", 0) != 0) return false;
+    return extra;
+}
+
+static fa_status bn_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 2) return fa_node_error(ctx, n, "input X must have rank >= 2, has rank %d", x->rank);
+    fa_status st = need_float(ctx, n, x, 0);
+    if (st) return st;
+    int64_t C = x->dims[1], per_act = prod64(x->dims + 1, x->rank - 1);
+    const fa_tensor *p1 = NULL;
+    for (int i = 1; i <= 4; i++) {
+        fa_tensor *p = fa_req_input(ctx, g, n, i);
+        if (!p) return fa_ctx_status(ctx);
+        int64_t ne = fa_tensor_numel(p);
+        if (C >= 0 && ne >= 0 && ne != C && !(ne == per_act && per_act > 0))
+            return fa_node_error(ctx, n, "input %d '%s' has %lld values, expected C=%lld", i, p->name,
+                                 (long long)ne, (long long)C);
+        if (i == 1) p1 = p;
+    }
+    if (bn_training(n) && fa_tensor_numel(p1) != C && C >= 0)
+        return fa_node_unsupported(ctx, n, "training mode with per-activation (spatial=0) parameters");
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    /* outputs 1..4: running mean, running var, saved mean, saved var — all shaped like mean */
+    for (int i = 1; i < n->n_outputs && i < 5; i++) {
+        fa_tensor *m = fa_graph_in(g, n, i <= 2 ? i + 2 : 3);
+        fa_set_out(g, n, i, m->dtype, m->rank, m->dims);
+    }
+    return FA_OK;
+}
+
+/* BatchNormalization FLOPs: inference 4 * numel(X) ((x - mean) * rstd * scale + B);
+ * training adds 3 * numel(X) for the batch mean and variance. */
+static void bn_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, bn_training(n) ? 7 : 4, out);
+}
+
+/* Inference: y = (x - mean) / sqrt(var + eps) * scale + B per channel (or per activation
+ * for opset < 9 spatial=0 parameters). Training (onnx/reference/ops/op_batch_normalization):
+ * batch mean/variance (population) over all axes but 1, y uses them, and
+ * running_mean = mean * momentum + batch_mean * (1 - momentum), running_var likewise;
+ * opset < 14 training outputs saved_mean / saved_var are the batch mean and variance. */
+static fa_status bn_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                           fa_value *out, int n_out, int threads)
+{
+    double eps = fa_node_attr_float(n, "epsilon", 1e-5f);
+    double mom = fa_node_attr_float(n, "momentum", 0.9f);
+    bool train = bn_training(n);
+    float *tx, *tp[4] = {0}, *ty;
+    const float *X = in_f32(&in[0], &tx), *P[4];
+    bool bad = !X;
+    for (int i = 0; i < 4; i++) {
+        P[i] = in_f32(&in[i + 1], &tp[i]);
+        bad |= !P[i];
+    }
+    float *Y = out_f32(&out[0], &ty);
+    if (bad || !Y) {
+        free(tx); free(ty);
+        for (int i = 0; i < 4; i++) free(tp[i]);
+        return oom(ctx, n);
+    }
+    int64_t N = in[0].dims[0], C = in[0].dims[1], sp = prod64(in[0].dims + 2, in[0].rank - 2);
+    int64_t pn = fa_value_numel(&in[1]);
+    bool per_act = pn != C; /* spatial=0 (opset < 9): parameters per (c, spatial) */
+    double *bm = NULL, *bv = NULL;
+    if (train) {
+        bm = calloc((size_t)(C ? C : 1), sizeof(double));
+        bv = calloc((size_t)(C ? C : 1), sizeof(double));
+        if (!bm || !bv) {
+            free(bm); free(bv); free(tx); free(ty);
+            for (int i = 0; i < 4; i++) free(tp[i]);
+            return oom(ctx, n);
+        }
+        int64_t cnt = N * sp;
+#pragma omp parallel for num_threads(nthreads(threads))
+        for (int64_t c = 0; c < C; c++) {
+            double s = 0, v = 0;
+            for (int64_t b = 0; b < N; b++)
+                for (int64_t i = 0; i < sp; i++) s += X[(b * C + c) * sp + i];
+            s = cnt ? s / (double)cnt : 0;
+            for (int64_t b = 0; b < N; b++)
+                for (int64_t i = 0; i < sp; i++) {
+                    double d = X[(b * C + c) * sp + i] - s;
+                    v += d * d;
+                }
+            bm[c] = s;
+            bv[c] = cnt ? v / (double)cnt : 0;
+        }
+    }
+#pragma omp parallel for num_threads(nthreads(threads))
+    for (int64_t nc = 0; nc < N * C; nc++) {
+        int64_t c = nc % C;
+        for (int64_t i = 0; i < sp; i++) {
+            int64_t pi = per_act ? c * sp + i : c;
+            double mean = train ? bm[c] : P[2][pi], var = train ? bv[c] : P[3][pi];
+            double y = ((double)X[nc * sp + i] - mean) / sqrt(var + eps) * P[0][pi] + P[1][pi];
+            Y[nc * sp + i] = (float)y;
+        }
+    }
+    for (int o = 1; o < n_out && o < 5; o++) {
+        if (!out[o].data) continue;
+        int64_t ne = fa_value_numel(&out[o]);
+        for (int64_t c = 0; c < ne; c++) {
+            double v;
+            if (o <= 2) { /* running mean / var */
+                double in_v = P[o + 1][c];
+                v = train && c < C ? in_v * mom + (o == 1 ? bm[c] : bv[c]) * (1.0 - mom) : in_v;
+            } else v = train && c < C ? (o == 3 ? bm[c] : bv[c]) : P[o - 1][c];
+            fa_store_from_double(out[o].data, out[o].dtype, c, v);
+        }
+    }
+    free(bm); free(bv); free(tx);
+    for (int i = 0; i < 4; i++) free(tp[i]);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ================================= Resize / Upsample ================================= */
+
+enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC };
+enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_CROP };
+enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL };
+
+typedef struct rz_params {
+    int mode, ctm, nearest;
+    double cubic_a, extrap;
+    bool exclude_outside;
+    int rank;
+    int64_t in[FA_MAX_RANK], out[FA_MAX_RANK];
+    double scale[FA_MAX_RANK];   /* per axis, used by the coordinate transform */
+    double roi_s[FA_MAX_RANK], roi_e[FA_MAX_RANK];
+} rz_params;
+
+static int str_pick(const char *s, const char *const *names, int cnt)
+{
+    for (int i = 0; i < cnt; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+/* Parse mode attributes of a Resize (opset 10+) or Upsample node. */
+static fa_status rz_attrs(fa_ctx *ctx, const fa_node *n, rz_params *p)
+{
+    bool up = strcmp(n->op_type, "Upsample") == 0;
+    int os = opset_of(n);
+    static const char *const modes[] = {"nearest", "linear", "cubic"};
+    const char *m = fa_node_attr_string(n, "mode", "nearest");
+    p->mode = str_pick(m, modes, 3);
+    if (p->mode < 0 && (strcmp(m, "bilinear") == 0 || strcmp(m, "trilinear") == 0)) p->mode = RZ_LINEAR;
+    if (p->mode < 0 || (up && p->mode == RZ_CUBIC)) return fa_node_error(ctx, n, "unknown mode '%s'", m);
+    if (up || os < 11) { /* Upsample and Resize-10: x_original = x_resized / scale, floor */
+        p->ctm = CT_ASYMMETRIC;
+        p->nearest = NM_FLOOR;
+    } else {
+        static const char *const ctms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
+                                           "align_corners", "asymmetric", "tf_crop_and_resize"};
+        static const char *const nms[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+        const char *c = fa_node_attr_string(n, "coordinate_transformation_mode", "half_pixel");
+        const char *nm = fa_node_attr_string(n, "nearest_mode", "round_prefer_floor");
+        if ((p->ctm = str_pick(c, ctms, 6)) < 0)
+            return strcmp(c, "tf_half_pixel_for_nn") == 0
+                       ? fa_node_unsupported(ctx, n, "coordinate_transformation_mode 'tf_half_pixel_for_nn'")
+                       : fa_node_error(ctx, n, "unknown coordinate_transformation_mode '%s'", c);
+        if ((p->nearest = str_pick(nm, nms, 4)) < 0) return fa_node_error(ctx, n, "unknown nearest_mode '%s'", nm);
+    }
+    p->cubic_a = fa_node_attr_float(n, "cubic_coeff_a", -0.75f);
+    p->extrap = fa_node_attr_float(n, "extrapolation_value", 0.0f);
+    p->exclude_outside = fa_node_attr_int(n, "exclude_outside", 0) != 0;
+    if (fa_node_attr_int(n, "antialias", 0) != 0 && p->mode != RZ_NEAREST)
+        return fa_node_unsupported(ctx, n, "antialias=1 is not implemented");
+    return FA_OK;
+}
+
+/* Output shape and per-axis scales (onnx/reference/ops/op_resize):
+ *   scales given: out = floor(in * scale), transform uses the given scale;
+ *   sizes given:  out = sizes, scale = out / in; with keep_aspect_ratio_policy not_larger /
+ *                 not_smaller one scale (min / max of out/in) for all listed axes and
+ *                 out = round(in * scale) (half away from zero).
+ * opset 18 `axes` names the axes the scales/sizes/roi refer to. fscales/sizes/roi may be NULL. */
+static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t *in,
+                          const float *fscales, int nscales, const int64_t *sizes, int nsizes,
+                          const double *roi, int nroi, rz_params *p)
+{
+    p->rank = rank;
+    int ax[FA_MAX_RANK];
+    const int64_t *axv;
+    int nax = fa_node_attr_ints(n, "axes", &axv);
+    if (nax > rank) return fa_node_error(ctx, n, "axes has %d values for rank %d", nax, rank);
+    if (nax > 0)
+        for (int i = 0; i < nax; i++) {
+            if ((ax[i] = fa_norm_axis(ctx, n, axv[i], rank)) < 0) return fa_ctx_status(ctx);
+        }
+    else {
+        nax = rank;
+        for (int i = 0; i < rank; i++) ax[i] = i;
+    }
+    for (int i = 0; i < rank; i++) {
+        p->in[i] = p->out[i] = in[i];
+        p->scale[i] = 1.0;
+        p->roi_s[i] = 0.0;
+        p->roi_e[i] = 1.0;
+    }
+    if (nroi == 2 * nax && roi)
+        for (int i = 0; i < nax; i++) {
+            p->roi_s[ax[i]] = roi[i];
+            p->roi_e[ax[i]] = roi[i + nax];
+        }
+    if (nsizes > 0) {
+        if (nsizes != nax) return fa_node_error(ctx, n, "sizes has %d values, expected %d", nsizes, nax);
+        const char *pol = fa_node_attr_string(n, "keep_aspect_ratio_policy", "stretch");
+        bool nl = strcmp(pol, "not_larger") == 0, ns = strcmp(pol, "not_smaller") == 0;
+        if (!nl && !ns && strcmp(pol, "stretch") != 0)
+            return fa_node_error(ctx, n, "unknown keep_aspect_ratio_policy '%s'", pol);
+        double common = nl ? INFINITY : 0.0;
+        for (int i = 0; i < nax; i++) {
+            if (sizes[i] < 0) return fa_node_error(ctx, n, "sizes[%d] = %lld is negative", i, (long long)sizes[i]);
+            double r = in[ax[i]] > 0 ? (double)sizes[i] / (double)in[ax[i]] : 1.0;
+            common = nl ? fmin(common, r) : fmax(common, r);
+            p->out[ax[i]] = sizes[i];
+            p->scale[ax[i]] = r;
+        }
+        if (nl || ns)
+            for (int i = 0; i < nax; i++) {
+                p->scale[ax[i]] = common;
+                p->out[ax[i]] = (int64_t)floor(common * (double)in[ax[i]] + 0.5);
+            }
+    } else if (nscales > 0) {
+        if (nscales != nax) return fa_node_error(ctx, n, "scales has %d values, expected %d", nscales, nax);
+        for (int i = 0; i < nax; i++) {
+            if (!(fscales[i] > 0)) return fa_node_error(ctx, n, "scales[%d] = %g must be > 0", i, fscales[i]);
+            p->scale[ax[i]] = fscales[i];
+            p->out[ax[i]] = in[ax[i]] < 0 ? -1 : (int64_t)floor((double)fscales[i] * (double)in[ax[i]]);
+        }
+    } else return fa_node_error(ctx, n, "neither scales nor sizes is given");
+    return FA_OK;
+}
+
+/* Input positions of scales / sizes / roi for this node's opset. */
+static void rz_slots(const fa_node *n, int *roi, int *scales, int *sizes)
+{
+    bool up = strcmp(n->op_type, "Upsample") == 0;
+    if (up || opset_of(n) < 11) { *roi = -1; *scales = 1; *sizes = -1; }
+    else { *roi = 1; *scales = 2; *sizes = 3; }
+}
+
+static fa_status rz_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    rz_params p;
+    fa_status st = rz_attrs(ctx, n, &p);
+    if (st) return st;
+    int iroi, isc, isz;
+    rz_slots(n, &iroi, &isc, &isz);
+    float fs[FA_MAX_RANK];
+    int nfs = 0, nsz = 0, nroi = 0;
+    int64_t sz[FA_MAX_RANK];
+    double roi[2 * FA_MAX_RANK];
+    const fa_attr *sa = fa_node_attr(n, "scales");
+    if (sa && sa->type == FA_ATTR_FLOATS) { /* Upsample-7 */
+        if (sa->n > FA_MAX_RANK) return fa_node_error(ctx, n, "too many scales");
+        nfs = sa->n;
+        memcpy(fs, sa->floats, sizeof(float) * (size_t)nfs);
+    }
+    fa_tensor *ts = isc >= 0 ? fa_graph_in(g, n, isc) : NULL;
+    fa_tensor *tz = isz >= 0 ? fa_graph_in(g, n, isz) : NULL;
+    fa_tensor *tr = iroi >= 0 ? fa_graph_in(g, n, iroi) : NULL;
+    if (tz && fa_tensor_numel(tz) != 0) {
+        if ((st = fa_const_ints(ctx, g, n, isz, sz, FA_MAX_RANK, &nsz))) return st;
+    } else if (ts && fa_tensor_numel(ts) != 0) {
+        if (!fa_input_is_const(g, n, isc))
+            return fa_node_unsupported(ctx, n, "scales input '%s' must be a constant (computed at run time is not supported)", ts->name);
+        int64_t ne = (int64_t)(ts->nbytes / (fa_dtype_size(ts->dtype) ? fa_dtype_size(ts->dtype) : 1));
+        if (ne > FA_MAX_RANK) return fa_node_error(ctx, n, "too many scales");
+        nfs = (int)ne;
+        for (int i = 0; i < nfs; i++) fs[i] = (float)fa_load_as_double(ts->data, ts->dtype, i);
+    }
+    if (tr && fa_input_is_const(g, n, iroi)) {
+        int64_t ne = (int64_t)(tr->nbytes / (fa_dtype_size(tr->dtype) ? fa_dtype_size(tr->dtype) : 1));
+        if (ne <= 2 * FA_MAX_RANK) {
+            nroi = (int)ne;
+            for (int i = 0; i < nroi; i++) roi[i] = fa_load_as_double(tr->data, tr->dtype, i);
+        }
+    }
+    if ((st = rz_shape(ctx, n, x->rank, x->dims, fs, nfs, sz, nsz, roi, nroi, &p))) return st;
+    fa_set_out(g, n, 0, x->dtype, x->rank, p.out);
+    return FA_OK;
+}
+
+/* Resize FLOPs = numel(Y) * 2 * taps, taps = 2^(resized axes) for linear, 4^(resized axes)
+ * for cubic, 0 for nearest (a pure gather). */
+static void rz_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
+    const char *m = fa_node_attr_string(n, "mode", "nearest");
+    if (!x || !y || fa_tensor_numel(y) < 0 || strcmp(m, "nearest") == 0) return;
+    uint64_t taps = 1, per = strcmp(m, "cubic") == 0 ? 4 : 2;
+    for (int i = 0; i < x->rank && i < y->rank; i++)
+        if (x->dims[i] != y->dims[i]) taps *= per;
+    out->flops = (uint64_t)fa_tensor_numel(y) * 2 * taps;
+}
+
+/* x_original for output coordinate xo along one axis (ONNX Resize coordinate_transformation_mode). */
+static double rz_coord(const rz_params *p, int a, int64_t xo, bool *outside)
+{
+    double s = p->scale[a], in = (double)p->in[a], out = (double)p->out[a], x = (double)xo;
+    *outside = false;
+    switch (p->ctm) {
+    case CT_HALF_PIXEL: return (x + 0.5) / s - 0.5;
+    case CT_HALF_PIXEL_SYM: {
+        double adj = out / (s * in), center = in / 2.0, off = center * (1.0 - adj);
+        return off + (x + 0.5) / s - 0.5;
+    }
+    case CT_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
+    case CT_ALIGN_CORNERS: return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
+    case CT_ASYMMETRIC: return x / s;
+    default: { /* tf_crop_and_resize */
+        double rs = p->roi_s[a], re = p->roi_e[a], v;
+        v = out > 1 ? rs * (in - 1) + x * (re - rs) * (in - 1) / (out - 1) : 0.5 * (rs + re) * (in - 1);
+        if (v < 0 || v > in - 1) *outside = true;
+        return v;
+    }
+    }
+}
+
+static int64_t rz_nearest(int mode, double x)
+{
+    double f = floor(x);
+    switch (mode) {
+    case NM_ROUND_PREFER_FLOOR: return (int64_t)(x - f == 0.5 ? f : round(x));
+    case NM_ROUND_PREFER_CEIL: return (int64_t)(x - f == 0.5 ? f + 1 : round(x));
+    case NM_FLOOR: return (int64_t)f;
+    default: return (int64_t)ceil(x);
+    }
+}
+
+/* Per-axis taps: for output coordinate o, cnt[o] taps (index, weight); outside[o] marks a
+ * tf_crop_and_resize coordinate outside the input (gets extrapolation_value). */
+typedef struct rz_axis {
+    int taps;
+    int64_t *idx;
+    double *w;
+    unsigned char *outside;
+} rz_axis;
+
+static bool rz_axis_build(const rz_params *p, int a, rz_axis *ax)
+{
+    int64_t no = p->out[a], ni = p->in[a];
+    bool identity = no == ni && p->scale[a] == 1.0 && p->ctm != CT_TF_CROP;
+    ax->taps = identity || p->mode == RZ_NEAREST ? 1 : p->mode == RZ_LINEAR ? 2 : 4;
+    size_t cnt = (size_t)(no ? no : 1) * (size_t)ax->taps;
+    ax->idx = malloc(sizeof(int64_t) * cnt);
+    ax->w = malloc(sizeof(double) * cnt);
+    ax->outside = calloc((size_t)(no ? no : 1), 1);
+    if (!ax->idx || !ax->w || !ax->outside) return false;
+    for (int64_t o = 0; o < no; o++) {
+        int64_t *ix = ax->idx + o * ax->taps;
+        double *w = ax->w + o * ax->taps;
+        if (identity) { ix[0] = o; w[0] = 1; continue; }
+        bool outside;
+        double x = rz_coord(p, a, o, &outside);
+        ax->outside[o] = outside;
+        if (p->mode == RZ_NEAREST) {
+            int64_t i = rz_nearest(p->nearest, x);
+            ix[0] = i < 0 ? 0 : i >= ni ? ni - 1 : i;
+            w[0] = 1;
+            continue;
+        }
+        double f = floor(x), r = x - f;
+        int64_t x0 = (int64_t)f;
+        if (p->mode == RZ_LINEAR) {
+            ix[0] = x0; ix[1] = x0 + 1;
+            w[0] = 1 - r; w[1] = r;
+        } else { /* cubic, Keys kernel with coefficient A (onnx reference _cubic_coeffs) */
+            double A = p->cubic_a, q = 1 - r;
+            ix[0] = x0 - 1; ix[1] = x0; ix[2] = x0 + 1; ix[3] = x0 + 2;
+            w[0] = ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A;
+            w[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
+            w[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
+            w[3] = ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A;
+        }
+        if (p->exclude_outside) {
+            double sum = 0;
+            for (int t = 0; t < ax->taps; t++) {
+                if (ix[t] < 0 || ix[t] >= ni) w[t] = 0;
+                sum += w[t];
+            }
+            if (sum != 0)
+                for (int t = 0; t < ax->taps; t++) w[t] /= sum;
+        }
+        for (int t = 0; t < ax->taps; t++) ix[t] = ix[t] < 0 ? 0 : ix[t] >= ni ? ni - 1 : ix[t]; /* edge */
+    }
+    return true;
+}
+
+/* Reference Resize: separable per-axis taps (nearest 1, linear 2, cubic 4), product over axes
+ * with double accumulation; parallel over the outer output rows. */
+static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                           fa_value *out, int n_out, int threads)
+{
+    rz_params p;
+    fa_status st = rz_attrs(ctx, n, &p);
+    if (st) return st;
+    int iroi, isc, isz;
+    rz_slots(n, &iroi, &isc, &isz);
+    float fs[FA_MAX_RANK];
+    int64_t sz[FA_MAX_RANK];
+    double roi[2 * FA_MAX_RANK];
+    int nfs = 0, nsz = 0, nroi = 0;
+    const fa_attr *sa = fa_node_attr(n, "scales");
+    if (sa && sa->type == FA_ATTR_FLOATS && sa->n <= FA_MAX_RANK) {
+        nfs = sa->n;
+        memcpy(fs, sa->floats, sizeof(float) * (size_t)nfs);
+    }
+    if (isz >= 0 && isz < n_in && in[isz].data && fa_value_numel(&in[isz]) > 0) {
+        nsz = (int)fa_value_numel(&in[isz]);
+        if (nsz > FA_MAX_RANK) return fa_node_error(ctx, n, "too many sizes");
+        for (int i = 0; i < nsz; i++) sz[i] = (int64_t)fa_load_as_double(in[isz].data, in[isz].dtype, i);
+    } else if (isc >= 0 && isc < n_in && in[isc].data && fa_value_numel(&in[isc]) > 0) {
+        nfs = (int)fa_value_numel(&in[isc]);
+        if (nfs > FA_MAX_RANK) return fa_node_error(ctx, n, "too many scales");
+        for (int i = 0; i < nfs; i++) fs[i] = (float)fa_load_as_double(in[isc].data, in[isc].dtype, i);
+    }
+    if (iroi >= 0 && iroi < n_in && in[iroi].data && fa_value_numel(&in[iroi]) <= 2 * FA_MAX_RANK) {
+        nroi = (int)fa_value_numel(&in[iroi]);
+        for (int i = 0; i < nroi; i++) roi[i] = fa_load_as_double(in[iroi].data, in[iroi].dtype, i);
+    }
+    if ((st = rz_shape(ctx, n, in[0].rank, in[0].dims, fs, nfs, sz, nsz, roi, nroi, &p))) return st;
+    for (int i = 0; i < p.rank; i++)
+        if (p.out[i] != out[0].dims[i])
+            return fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s' (Resize): output dim %d is %lld, preallocated %lld",
+                                n->name, i, (long long)p.out[i], (long long)out[0].dims[i]);
+    rz_axis ax[FA_MAX_RANK] = {0};
+    bool ok = true;
+    for (int a = 0; a < p.rank; a++) ok = ok && rz_axis_build(&p, a, &ax[a]);
+    float *tx, *ty;
+    const float *X = ok ? in_f32(&in[0], &tx) : (tx = NULL, NULL);
+    float *Y = ok ? out_f32(&out[0], &ty) : (ty = NULL, NULL);
+    if (!ok || !X || !Y) {
+        for (int a = 0; a < p.rank; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
+        free(tx); free(ty);
+        return oom(ctx, n);
+    }
+    int R = p.rank;
+    int64_t istr[FA_MAX_RANK], si = 1;
+    for (int a = R - 1; a >= 0; a--) {
+        istr[a] = si;
+        si *= p.in[a];
+    }
+    int64_t total = prod64(p.out, R), inner = R ? p.out[R - 1] : 1, rows = inner ? total / inner : 0;
+    bool integral = !is_float_type(out[0].dtype);
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic, 16)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t oc[FA_MAX_RANK], rem = row;
+        for (int a = R - 2; a >= 0; a--) { oc[a] = rem % p.out[a]; rem /= p.out[a]; }
+        for (int64_t last = 0; last < inner; last++) {
+            if (R) oc[R - 1] = last;
+            bool outside = false;
+            for (int a = 0; a < R; a++) outside |= ax[a].outside[oc[a]];
+            double acc = 0;
+            if (outside) acc = p.extrap;
+            else {
+                int t[FA_MAX_RANK] = {0};
+                for (;;) { /* odometer over the taps of every axis */
+                    double w = 1;
+                    int64_t off = 0;
+                    for (int a = 0; a < R; a++) {
+                        int64_t k = oc[a] * ax[a].taps + t[a];
+                        w *= ax[a].w[k];
+                        off += ax[a].idx[k] * istr[a];
+                    }
+                    if (w != 0) acc += w * X[off];
+                    int a = R - 1;
+                    while (a >= 0 && ++t[a] == ax[a].taps) t[a--] = 0;
+                    if (a < 0) break;
+                }
+            }
+            if (integral) acc = nearbyint(acc);
+            Y[row * inner + last] = (float)acc;
+        }
+    }
+    for (int a = 0; a < R; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
+    free(tx);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* ============================ QuantizeLinear / DequantizeLinear ============================ */
+
+/* Per-tensor (scale has one element) or per-axis (scale 1-D of length X.dims[axis]). */
+static fa_status q_check(fa_ctx *ctx, fa_graph *g, fa_node *n, fa_tensor *x, int *axis)
+{
+    fa_tensor *s = fa_req_input(ctx, g, n, 1);
+    if (!s) return fa_ctx_status(ctx);
+    if (fa_node_attr_int(n, "block_size", 0) > 0)
+        return fa_node_unsupported(ctx, n, "blocked quantization (block_size > 0)");
+    int64_t ne = fa_tensor_numel(s);
+    *axis = -1;
+    if (ne != 1) {
+        if (s->rank != 1) return fa_node_error(ctx, n, "scale must be a scalar or 1-D, has rank %d", s->rank);
+        int a = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 1), x->rank);
+        if (a < 0) return fa_ctx_status(ctx);
+        if (x->dims[a] >= 0 && ne >= 0 && ne != x->dims[a])
+            return fa_node_error(ctx, n, "per-axis scale has %lld values, axis %d of X has %lld", (long long)ne, a, (long long)x->dims[a]);
+        *axis = a;
+    }
+    fa_tensor *z = fa_graph_in(g, n, 2);
+    if (z && z->rank >= 0 && fa_tensor_numel(z) != ne && ne >= 0)
+        return fa_node_error(ctx, n, "zero point has %lld values, scale has %lld", (long long)fa_tensor_numel(z), (long long)ne);
+    return FA_OK;
+}
+
+static bool q_int_type(fa_dtype t)
+{
+    return t == FA_DTYPE_UINT8 || t == FA_DTYPE_INT8 || t == FA_DTYPE_UINT16 || t == FA_DTYPE_INT16 ||
+           t == FA_DTYPE_INT32;
+}
+
+static fa_dtype ql_out_type(const fa_graph *g, const fa_node *n)
+{
+    const fa_tensor *z = fa_graph_in(g, n, 2);
+    if (z && z->dtype != FA_DTYPE_UNDEFINED) return z->dtype;
+    int64_t od = fa_node_attr_int(n, "output_dtype", 0);
+    return od ? (fa_dtype)od : FA_DTYPE_UINT8;
+}
+
+static fa_status ql_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    int axis;
+    fa_status st = q_check(ctx, g, n, x, &axis);
+    if (st) return st;
+    fa_dtype ot = ql_out_type(g, n);
+    if (!q_int_type(ot) || ot == FA_DTYPE_INT32)
+        return fa_node_unsupported(ctx, n, "quantized type %s (uint8, int8, uint16, int16 supported)", fa_dtype_name(ot));
+    fa_set_out(g, n, 0, ot, x->rank, x->dims);
+    return FA_OK;
+}
+
+static fa_status dql_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (!q_int_type(x->dtype))
+        return fa_node_unsupported(ctx, n, "input type %s (uint8, int8, uint16, int16, int32 supported)", fa_dtype_name(x->dtype));
+    int axis;
+    fa_status st = q_check(ctx, g, n, x, &axis);
+    if (st) return st;
+    fa_tensor *s = fa_graph_in(g, n, 1);
+    fa_set_out(g, n, 0, s->dtype ? s->dtype : FA_DTYPE_FLOAT, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* QuantizeLinear FLOPs = 3 * numel(X) (divide, round, add zero point);
+ * DequantizeLinear FLOPs = 2 * numel(X) (subtract zero point, multiply). */
+static void ql_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out) { fa_cost_io(g, n, 3, out); }
+static void dql_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out) { fa_cost_io(g, n, 2, out); }
+
+/* Axis geometry of a (de)quantize: element i uses parameter (i / inner) % C. */
+static void q_geom(const fa_node *n, const fa_value *x, const fa_value *s, int64_t *C, int64_t *inner)
+{
+    *C = 1;
+    *inner = 1;
+    if (fa_value_numel(s) == 1) return;
+    int64_t a = fa_node_attr_int(n, "axis", 1);
+    if (a < 0) a += x->rank;
+    *C = x->dims[a];
+    *inner = prod64(x->dims + a + 1, x->rank - (int)a - 1);
+}
+
+static void q_range(fa_dtype t, double *lo, double *hi)
+{
+    switch (t) {
+    case FA_DTYPE_INT8: *lo = -128; *hi = 127; break;
+    case FA_DTYPE_UINT16: *lo = 0; *hi = 65535; break;
+    case FA_DTYPE_INT16: *lo = -32768; *hi = 32767; break;
+    default: *lo = 0; *hi = 255; break;
+    }
+}
+
+/* y = saturate(round_half_even(x / scale) + zero_point) (ONNX QuantizeLinear; the divide is
+ * done in float as the reference does, rint rounds half to even). */
+static fa_status ql_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                           fa_value *out, int n_out, int threads)
+{
+    int64_t C, inner, ne = fa_value_numel(&in[0]);
+    q_geom(n, &in[0], &in[1], &C, &inner);
+    bool has_z = n_in > 2 && in[2].data;
+    double lo, hi;
+    q_range(out[0].dtype, &lo, &hi);
+#pragma omp parallel for num_threads(nthreads(threads))
+    for (int64_t i = 0; i < ne; i++) {
+        int64_t c = (i / inner) % C;
+        float x = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
+        float s = (float)fa_load_as_double(in[1].data, in[1].dtype, c);
+        double z = has_z ? fa_load_as_double(in[2].data, in[2].dtype, c) : 0.0;
+        double q = rint((double)(x / s)) + z;
+        if (isnan(q)) q = 0; /* NaN has no integer image; the reference casts it to 0 too */
+        q = q < lo ? lo : q > hi ? hi : q;
+        fa_store_from_double(out[0].data, out[0].dtype, i, q);
+    }
+    return FA_OK;
+}
+
+/* y = (x - zero_point) * scale (ONNX DequantizeLinear), in float. */
+static fa_status dql_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                            fa_value *out, int n_out, int threads)
+{
+    int64_t C, inner, ne = fa_value_numel(&in[0]);
+    q_geom(n, &in[0], &in[1], &C, &inner);
+    bool has_z = n_in > 2 && in[2].data;
+#pragma omp parallel for num_threads(nthreads(threads))
+    for (int64_t i = 0; i < ne; i++) {
+        int64_t c = (i / inner) % C;
+        double x = fa_load_as_double(in[0].data, in[0].dtype, i);
+        double z = has_z ? fa_load_as_double(in[2].data, in[2].dtype, c) : 0.0;
+        float s = (float)fa_load_as_double(in[1].data, in[1].dtype, c);
+        float y = (float)(x - z) * s;
+        fa_store_from_double(out[0].data, out[0].dtype, i, y);
+    }
+    return FA_OK;
+}
+
+/* ======================================== table ======================================== */
+
 const fa_op fa_ops_nn[] = {
+    {"Conv", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, conv_infer, conv_cost, conv_kernel,
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written"},
+    {"ConvTranspose", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, convt_infer, convt_cost, convt_kernel,
+     "FLOPs = 2*N*C*prod(in)*(M/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written"},
+    {"MatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 2, 1, 1, 0, matmul_infer, matmul_cost, matmul_kernel,
+     "FLOPs = 2*batch*M*N*K; bytes = A+B read, Y written"},
+    {"Gemm", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, gemm_infer, gemm_cost, gemm_kernel,
+     "FLOPs = 2*M*N*K (+M*N if alpha!=1, +2*M*N with C); bytes = A+B+C read, Y written"},
+    {"MaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 2, 0, pool_infer, pool_cost, pool_kernel,
+     "FLOPs = numel(Y)*prod(k) compares; bytes = X read, Y (+Indices) written"},
+    {"AveragePool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, pool_infer, pool_cost, pool_kernel,
+     "FLOPs = numel(Y)*(prod(k)+1); bytes = X read, Y written"},
+    {"GlobalAveragePool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
+     "FLOPs = numel(X) + N*C; bytes = X read, Y written"},
+    {"GlobalMaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
+     "FLOPs = numel(X); bytes = X read, Y written"},
+    {"LRN", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, lrn_infer, lrn_cost, lrn_kernel,
+     "FLOPs = numel(X)*(2*size+4); bytes = X read, Y written"},
+    {"InstanceNormalization", "", FA_PATTERN_REDUCTION, 3, 3, 1, 1, 0, inorm_infer, inorm_cost, inorm_kernel,
+     "FLOPs = 7*numel(X); bytes = X+scale+B read, Y written"},
+    {"BatchNormalization", "", FA_PATTERN_BROADCAST, 5, 5, 1, 5, 0, bn_infer, bn_cost, bn_kernel,
+     "FLOPs = 4*numel(X) inference, 7*numel(X) training; bytes = X+4 params read, outputs written"},
+    {"Resize", "", FA_PATTERN_INJECTIVE, 1, 4, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
+     "FLOPs = numel(Y)*2*taps (linear 2^axes, cubic 4^axes, nearest 0); bytes = X read, Y written"},
+    {"Upsample", "", FA_PATTERN_INJECTIVE, 1, 2, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
+     "as Resize (asymmetric coordinates, nearest = floor)"},
+    {"QuantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, ql_infer, ql_cost, ql_kernel,
+     "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written"},
+    {"DequantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, dql_infer, dql_cost, dql_kernel,
+     "FLOPs = 2*numel(X); bytes = X+scale+zp read, Y written"},
     {0},
 };
