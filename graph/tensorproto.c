@@ -1,0 +1,638 @@
+/* graph/tensorproto — TensorProto decode/encode (initializers, attribute tensors, the corpus
+ * test_data_set .pb files), external data, and the protobuf wire-format checker. */
+#include "graph/onnx-impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------------------
+ * Wire-format checker. Protobuf encoding: https://protobuf.dev/programming-guides/encoding/
+ * (tag = field<<3 | wire type; 0 varint, 1 fixed64, 2 length-delimited, 5 fixed32).
+ * The schema below mirrors onnx-subset.proto: which fields are sub-messages (walked
+ * recursively) and which wire types protobuf-c accepts for each known field. */
+
+enum { F_VARINT, F_I32, F_I64, F_BYTES, F_MSG, F_PVARINT, F_PI32, F_PI64 };
+enum { M_NONE, M_MODEL, M_OPSET, M_SSE, M_GRAPH, M_NODE, M_ATTR, M_VI, M_TYPE, M_TT, M_TSEQ,
+       M_SHAPE, M_DIM, M_TENSOR, M_SEG, M_COUNT };
+
+typedef struct pb_fdesc {
+    int field;
+    unsigned char kind;
+    unsigned char sub; /* M_* for F_MSG */
+    const char *name;
+} pb_fdesc;
+
+typedef struct pb_mdesc {
+    const char *name;
+    const pb_fdesc *f;
+    int n;
+} pb_mdesc;
+
+static const pb_fdesc f_model[] = {
+    {1, F_VARINT, 0, "ir_version"}, {2, F_BYTES, 0, "producer_name"},
+    {3, F_BYTES, 0, "producer_version"}, {4, F_BYTES, 0, "domain"},
+    {5, F_VARINT, 0, "model_version"}, {6, F_BYTES, 0, "doc_string"},
+    {7, F_MSG, M_GRAPH, "graph"}, {8, F_MSG, M_OPSET, "opset_import"},
+    {14, F_MSG, M_SSE, "metadata_props"}};
+static const pb_fdesc f_opset[] = {{1, F_BYTES, 0, "domain"}, {2, F_VARINT, 0, "version"}};
+static const pb_fdesc f_sse[] = {{1, F_BYTES, 0, "key"}, {2, F_BYTES, 0, "value"}};
+static const pb_fdesc f_graph[] = {
+    {1, F_MSG, M_NODE, "node"}, {2, F_BYTES, 0, "name"}, {5, F_MSG, M_TENSOR, "initializer"},
+    {10, F_BYTES, 0, "doc_string"}, {11, F_MSG, M_VI, "input"}, {12, F_MSG, M_VI, "output"},
+    {13, F_MSG, M_VI, "value_info"}};
+static const pb_fdesc f_node[] = {
+    {1, F_BYTES, 0, "input"}, {2, F_BYTES, 0, "output"}, {3, F_BYTES, 0, "name"},
+    {4, F_BYTES, 0, "op_type"}, {5, F_MSG, M_ATTR, "attribute"}, {6, F_BYTES, 0, "doc_string"},
+    {7, F_BYTES, 0, "domain"}, {8, F_BYTES, 0, "overload"}};
+static const pb_fdesc f_attr[] = {
+    {1, F_BYTES, 0, "name"}, {2, F_I32, 0, "f"}, {3, F_VARINT, 0, "i"}, {4, F_BYTES, 0, "s"},
+    {5, F_MSG, M_TENSOR, "t"}, {6, F_MSG, M_GRAPH, "g"}, {7, F_PI32, 0, "floats"},
+    {8, F_PVARINT, 0, "ints"}, {9, F_BYTES, 0, "strings"}, {10, F_MSG, M_TENSOR, "tensors"},
+    {11, F_MSG, M_GRAPH, "graphs"}, {13, F_BYTES, 0, "doc_string"}, {20, F_VARINT, 0, "type"},
+    {21, F_BYTES, 0, "ref_attr_name"}};
+static const pb_fdesc f_vi[] = {
+    {1, F_BYTES, 0, "name"}, {2, F_MSG, M_TYPE, "type"}, {3, F_BYTES, 0, "doc_string"}};
+static const pb_fdesc f_type[] = {
+    {1, F_MSG, M_TT, "tensor_type"}, {4, F_MSG, M_TSEQ, "sequence_type"},
+    {6, F_BYTES, 0, "denotation"}, {9, F_MSG, M_TSEQ, "optional_type"}};
+static const pb_fdesc f_tt[] = {{1, F_VARINT, 0, "elem_type"}, {2, F_MSG, M_SHAPE, "shape"}};
+static const pb_fdesc f_tseq[] = {{1, F_MSG, M_TYPE, "elem_type"}};
+static const pb_fdesc f_shape[] = {{1, F_MSG, M_DIM, "dim"}};
+static const pb_fdesc f_dim[] = {
+    {1, F_VARINT, 0, "dim_value"}, {2, F_BYTES, 0, "dim_param"}, {3, F_BYTES, 0, "denotation"}};
+static const pb_fdesc f_tensor[] = {
+    {1, F_PVARINT, 0, "dims"}, {2, F_VARINT, 0, "data_type"}, {3, F_MSG, M_SEG, "segment"},
+    {4, F_PI32, 0, "float_data"}, {5, F_PVARINT, 0, "int32_data"},
+    {6, F_BYTES, 0, "string_data"}, {7, F_PVARINT, 0, "int64_data"}, {8, F_BYTES, 0, "name"},
+    {9, F_BYTES, 0, "raw_data"}, {10, F_PI64, 0, "double_data"},
+    {11, F_PVARINT, 0, "uint64_data"}, {12, F_BYTES, 0, "doc_string"},
+    {13, F_MSG, M_SSE, "external_data"}, {14, F_VARINT, 0, "data_location"}};
+static const pb_fdesc f_seg[] = {{1, F_VARINT, 0, "begin"}, {2, F_VARINT, 0, "end"}};
+
+#define MD(n, arr) {n, arr, (int)(sizeof arr / sizeof arr[0])}
+static const pb_mdesc g_msgs[M_COUNT] = {
+    [M_MODEL] = MD("ModelProto", f_model),
+    [M_OPSET] = MD("OperatorSetIdProto", f_opset),
+    [M_SSE] = MD("StringStringEntryProto", f_sse),
+    [M_GRAPH] = MD("GraphProto", f_graph),
+    [M_NODE] = MD("NodeProto", f_node),
+    [M_ATTR] = MD("AttributeProto", f_attr),
+    [M_VI] = MD("ValueInfoProto", f_vi),
+    [M_TYPE] = MD("TypeProto", f_type),
+    [M_TT] = MD("TypeProto.Tensor", f_tt),
+    [M_TSEQ] = MD("TypeProto.Sequence", f_tseq),
+    [M_SHAPE] = MD("TensorShapeProto", f_shape),
+    [M_DIM] = MD("TensorShapeProto.Dimension", f_dim),
+    [M_TENSOR] = MD("TensorProto", f_tensor),
+    [M_SEG] = MD("TensorProto.Segment", f_seg),
+};
+
+typedef struct pb_err {
+    size_t off;
+    char *why;
+    size_t why_n;
+} pb_err;
+
+static bool pb_fail(pb_err *e, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool pb_fail(pb_err *e, size_t off, const char *fmt, ...)
+{
+    e->off = off;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->why, e->why_n, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static bool pb_varint(const uint8_t *p, size_t *pos, size_t end, uint64_t *v)
+{
+    uint64_t r = 0;
+    for (int i = 0; i < 10; i++) {
+        if (*pos >= end) return false;
+        uint8_t b = p[(*pos)++];
+        r |= (uint64_t)(b & 0x7f) << (7 * i);
+        if (!(b & 0x80)) {
+            *v = r;
+            return true;
+        }
+    }
+    return false;
+}
+
+static const char *wt_name(unsigned wt)
+{
+    switch (wt) {
+    case 0: return "varint";
+    case 1: return "fixed64";
+    case 2: return "length-delimited";
+    case 5: return "fixed32";
+    default: return "invalid";
+    }
+}
+
+static bool pb_walk(const uint8_t *p, size_t pos, size_t end, int m, int depth, pb_err *e)
+{
+    const pb_mdesc *md = &g_msgs[m];
+    while (pos < end) {
+        size_t tag_at = pos;
+        uint64_t tag;
+        if (!pb_varint(p, &pos, end, &tag))
+            return pb_fail(e, tag_at, "%s: truncated or over-long field tag", md->name);
+        uint64_t field = tag >> 3;
+        unsigned wt = (unsigned)(tag & 7);
+        if (field == 0 || field > 536870911u)
+            return pb_fail(e, tag_at, "%s: invalid field number %" PRIu64, md->name, field);
+        const pb_fdesc *fd = NULL;
+        for (int i = 0; i < md->n; i++)
+            if ((uint64_t)md->f[i].field == field) fd = &md->f[i];
+        char fname[96];
+        if (fd)
+            snprintf(fname, sizeof fname, "%s.%s (field %d)", md->name, fd->name, fd->field);
+        else
+            snprintf(fname, sizeof fname, "%s field %" PRIu64, md->name, field);
+        size_t body = pos, blen = 0;
+        uint64_t v;
+        switch (wt) {
+        case 0:
+            if (!pb_varint(p, &pos, end, &v))
+                return pb_fail(e, tag_at, "%s: truncated varint", fname);
+            break;
+        case 1:
+        case 5: {
+            size_t need = wt == 1 ? 8 : 4;
+            if (end - pos < need)
+                return pb_fail(e, tag_at, "%s: %s value needs %zu bytes, %zu left", fname,
+                               wt_name(wt), need, end - pos);
+            pos += need;
+            break;
+        }
+        case 2:
+            if (!pb_varint(p, &pos, end, &v))
+                return pb_fail(e, tag_at, "%s: truncated length", fname);
+            if (v > end - pos)
+                return pb_fail(e, tag_at,
+                               "%s: length %" PRIu64 " runs past the end of its enclosing %s "
+                               "(%zu bytes left)",
+                               fname, v, md->name, end - pos);
+            body = pos;
+            blen = (size_t)v;
+            pos += blen;
+            break;
+        default:
+            return pb_fail(e, tag_at, "%s: invalid wire type %u", fname, wt);
+        }
+        if (!fd) continue; /* unknown field: skipped, as protobuf-c does */
+        bool ok;
+        switch (fd->kind) {
+        case F_VARINT: ok = wt == 0; break;
+        case F_I32: ok = wt == 5; break;
+        case F_I64: ok = wt == 1; break;
+        case F_BYTES: ok = wt == 2; break;
+        case F_MSG: ok = wt == 2; break;
+        case F_PVARINT: ok = wt == 0 || wt == 2; break;
+        case F_PI32: ok = wt == 5 || wt == 2; break;
+        case F_PI64: ok = wt == 1 || wt == 2; break;
+        default: ok = false;
+        }
+        if (!ok) {
+            static const char *const want[] = {"varint", "fixed32", "fixed64", "length-delimited",
+                                               "length-delimited (message)", "varint or packed",
+                                               "fixed32 or packed", "fixed64 or packed"};
+            return pb_fail(e, tag_at, "%s: wire type %s, expected %s", fname, wt_name(wt),
+                           want[fd->kind]);
+        }
+        if (wt != 2) continue;
+        if (fd->kind == F_MSG) {
+            if (depth + 1 > FA_PB_MAX_DEPTH)
+                return pb_fail(e, tag_at, "%s: messages nested deeper than %d levels", fname,
+                               FA_PB_MAX_DEPTH);
+            if (!pb_walk(p, body, body + blen, fd->sub, depth + 1, e)) return false;
+        } else if (fd->kind == F_PI32 && blen % 4) {
+            return pb_fail(e, tag_at, "%s: packed fixed32 length %zu is not a multiple of 4",
+                           fname, blen);
+        } else if (fd->kind == F_PI64 && blen % 8) {
+            return pb_fail(e, tag_at, "%s: packed fixed64 length %zu is not a multiple of 8",
+                           fname, blen);
+        } else if (fd->kind == F_PVARINT) {
+            size_t q = body;
+            while (q < body + blen) {
+                size_t at = q;
+                if (!pb_varint(p, &q, body + blen, &v))
+                    return pb_fail(e, at, "%s: truncated varint inside packed field", fname);
+            }
+        }
+    }
+    return true;
+}
+
+bool fa_pb_check(const uint8_t *data, size_t len, fa_pb_kind kind, size_t *bad_offset, char *why,
+                 size_t why_n)
+{
+    pb_err e = {0, why, why_n};
+    if (why_n) why[0] = 0;
+    int m = kind == FA_PB_MODEL ? M_MODEL : M_TENSOR;
+    if (pb_walk(data, 0, len, m, 0, &e)) return true;
+    *bad_offset = e.off;
+    return false;
+}
+
+/* ------------------------------------------------------------------------------------
+ * TensorProto decode. Typed-field packing follows onnx.proto's comments on TensorProto:
+ * float_data for FLOAT; int32_data for INT32, INT16, INT8, UINT16, UINT8, BOOL, FLOAT16 and
+ * BFLOAT16 (16-bit types as their bit pattern in the low 16 bits); int64_data for INT64;
+ * double_data for DOUBLE; uint64_data for UINT32 and UINT64. raw_data is little-endian. */
+
+static bool dtype_supported(int32_t dt)
+{
+    return dt > 0 && dt < FA_DTYPE_COUNT && dt != FA_DTYPE_STRING && fa_dtype_size((fa_dtype)dt);
+}
+
+static void dims_str(const Onnx__TensorProto *tp, char *buf, size_t n)
+{
+    size_t off = 0;
+    buf[0] = 0;
+    int w = snprintf(buf, n, "[");
+    if (w > 0) off = (size_t)w;
+    for (size_t i = 0; i < tp->n_dims && off < n; i++) {
+        w = snprintf(buf + off, n - off, "%s%" PRId64, i ? ", " : "", tp->dims[i]);
+        if (w < 0) return;
+        off += (size_t)w;
+    }
+    if (off < n) snprintf(buf + off, n - off, "]");
+}
+
+/* Parse a decimal string as size_t; false on junk or overflow. */
+static bool parse_size(const char *s, size_t *out)
+{
+    if (!s || !*s) return false;
+    size_t v = 0;
+    for (const char *c = s; *c; c++) {
+        if (*c < '0' || *c > '9') return false;
+        if (!fa_mul_size(v, 10, &v) || !fa_add_size(v, (size_t)(*c - '0'), &v)) return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* External data (onnx/docs/ExternalData.md): keys location, offset, length, checksum. The
+ * location is relative to the model's folder; anything that would leave that folder (an
+ * absolute path, a '..' component, a symlink resolving outside) or is not a regular file
+ * (device, FIFO, directory) is refused. */
+static fa_status read_external(fa_ctx *ctx, const char *file, const char *what,
+                               const Onnx__TensorProto *tp, const char *base_dir, size_t nbytes,
+                               void *dst)
+{
+    const char *loc = NULL, *off_s = NULL, *len_s = NULL;
+    for (size_t i = 0; i < tp->n_external_data; i++) {
+        const Onnx__StringStringEntryProto *kv = tp->external_data[i];
+        if (!kv->key) continue;
+        if (strcmp(kv->key, "location") == 0) loc = kv->value;
+        else if (strcmp(kv->key, "offset") == 0) off_s = kv->value;
+        else if (strcmp(kv->key, "length") == 0) len_s = kv->value;
+    }
+    if (!loc || !*loc)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: data_location is EXTERNAL but external_data has no 'location'",
+                            file, what);
+    if (!base_dir)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data '%s' cannot be read: the model was loaded from "
+                            "memory, so it has no folder",
+                            file, what, loc);
+    if (loc[0] == '/' || loc[0] == '\\' || (loc[0] && loc[1] == ':'))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data location '%s' is an absolute path; it must be "
+                            "relative to the model's folder",
+                            file, what, loc);
+    for (const char *c = loc; *c;) {
+        size_t n = strcspn(c, "/\\");
+        if (n == 2 && c[0] == '.' && c[1] == '.')
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: %s: external data location '%s' has a '..' component and "
+                                "would leave the model's folder",
+                                file, what, loc);
+        c += n;
+        if (*c) c++;
+    }
+    size_t offset = 0, length = 0;
+    bool has_len = len_s != NULL;
+    if (off_s && !parse_size(off_s, &offset))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data offset '%s' is not a non-negative integer",
+                            file, what, off_s);
+    if (has_len && !parse_size(len_s, &length))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data length '%s' is not a non-negative integer",
+                            file, what, len_s);
+
+    char full[PATH_MAX], base_real[PATH_MAX], real[PATH_MAX];
+    if ((size_t)snprintf(full, sizeof full, "%s/%s", base_dir, loc) >= sizeof full)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: external data path '%s' is too long", file,
+                            what, loc);
+    if (!realpath(base_dir, base_real))
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot resolve model folder '%s': %s", file,
+                            base_dir, strerror(errno));
+    if (!realpath(full, real))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: external data file '%s' cannot be opened: %s",
+                            file, what, full, strerror(errno));
+    size_t bl = strlen(base_real);
+    bool inside = strcmp(base_real, "/") == 0 ||
+                  (strncmp(real, base_real, bl) == 0 && real[bl] == '/');
+    if (!inside)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data location '%s' resolves to '%s', outside the "
+                            "model's folder '%s'",
+                            file, what, loc, real, base_real);
+    struct stat st;
+    if (stat(real, &st) != 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: external data file '%s': %s", file, what,
+                            full, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data location '%s' is not a regular file", file,
+                            what, loc);
+    int fd = open(real, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: external data file '%s' cannot be opened: %s",
+                            file, what, full, strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data location '%s' is not a regular file", file,
+                            what, loc);
+    }
+    size_t fsize = (size_t)st.st_size;
+    if (offset > fsize) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data offset %zu is past the end of '%s' (%zu bytes)",
+                            file, what, offset, loc, fsize);
+    }
+    if (!has_len) length = fsize - offset;
+    if (length > fsize - offset) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data offset %zu + length %zu runs past the end of "
+                            "'%s' (%zu bytes)",
+                            file, what, offset, length, loc, fsize);
+    }
+    if (length != nbytes) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: external data holds %zu bytes, dims and data_type need %zu",
+                            file, what, length, nbytes);
+    }
+    size_t got = 0;
+    while (got < nbytes) {
+        ssize_t r = pread(fd, (char *)dst + got, nbytes - got, (off_t)(offset + got));
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) {
+            fa_status s = fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: reading external data '%s' at byte %zu: %s",
+                                       file, what, loc, offset + got,
+                                       r < 0 ? strerror(errno) : "unexpected end of file");
+            close(fd);
+            return s;
+        }
+        got += (size_t)r;
+    }
+    close(fd);
+    return FA_OK;
+}
+
+fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const Onnx__TensorProto *tp,
+                       const char *base_dir, fa_tp_decoded *out)
+{
+    int32_t dt = tp->has_data_type ? tp->data_type : 0;
+    if (dt == 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: data_type is missing (UNDEFINED)", file,
+                            what);
+    if (!dtype_supported(dt))
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: %s: data_type %d (%s) is not supported",
+                            file, what, (int)dt,
+                            dt == FA_DTYPE_STRING ? "string"
+                            : dt == 14 ? "complex64" : dt == 15 ? "complex128" : "unknown");
+    if (tp->segment)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: %s: segmented tensors are not supported",
+                            file, what);
+    if (tp->n_dims > FA_MAX_RANK)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: rank %zu exceeds the maximum rank %d",
+                            file, what, tp->n_dims, FA_MAX_RANK);
+    size_t esz = fa_dtype_size((fa_dtype)dt), numel = 1, nbytes;
+    char dbuf[256];
+    for (size_t i = 0; i < tp->n_dims; i++) {
+        if (tp->dims[i] < 0) {
+            dims_str(tp, dbuf, sizeof dbuf);
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: dims[%zu] = %" PRId64 " is negative (dims %s)",
+                                file, what, i, tp->dims[i], dbuf);
+        }
+        if (!fa_mul_size(numel, (size_t)tp->dims[i], &numel)) {
+            dims_str(tp, dbuf, sizeof dbuf);
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: %s: element count of dims %s overflows size_t", file, what,
+                                dbuf);
+        }
+    }
+    if (!fa_mul_size(numel, esz, &nbytes)) {
+        dims_str(tp, dbuf, sizeof dbuf);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: byte size of dims %s x %zu bytes overflows size_t",
+                            file, what, dbuf, esz);
+    }
+
+    /* which typed field carries this dtype, and how many values each field holds */
+    const char *want_name;
+    size_t want_n;
+    switch (dt) {
+    case FA_DTYPE_FLOAT: want_name = "float_data"; want_n = tp->n_float_data; break;
+    case FA_DTYPE_INT64: want_name = "int64_data"; want_n = tp->n_int64_data; break;
+    case FA_DTYPE_DOUBLE: want_name = "double_data"; want_n = tp->n_double_data; break;
+    case FA_DTYPE_UINT32: case FA_DTYPE_UINT64: want_name = "uint64_data"; want_n = tp->n_uint64_data; break;
+    default: want_name = "int32_data"; want_n = tp->n_int32_data; break;
+    }
+    const struct { const char *name; size_t n; } fields[] = {
+        {"float_data", tp->n_float_data}, {"int32_data", tp->n_int32_data},
+        {"int64_data", tp->n_int64_data}, {"double_data", tp->n_double_data},
+        {"uint64_data", tp->n_uint64_data}, {"string_data", tp->n_string_data}};
+    bool external = tp->has_data_location && tp->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++)
+        if (fields[i].n && strcmp(fields[i].name, want_name) != 0)
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: %s: holds %zu values in %s, but data_type %s stores its "
+                                "values in %s",
+                                file, what, fields[i].n, fields[i].name,
+                                fa_dtype_name((fa_dtype)dt), want_name);
+    if ((external || tp->has_raw_data) && want_n)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: has both %s and %s", file, what,
+                            external ? "external data" : "raw_data", want_name);
+
+    if (tp->has_raw_data && !external && tp->raw_data.len != nbytes) {
+        dims_str(tp, dbuf, sizeof dbuf);
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: %s: raw_data holds %zu bytes, dims %s of %s need %zu", file,
+                            what, tp->raw_data.len, dbuf, fa_dtype_name((fa_dtype)dt), nbytes);
+    }
+    if (!external && !tp->has_raw_data && want_n != numel) {
+        dims_str(tp, dbuf, sizeof dbuf);
+        if (want_n == 0)
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: %s: has no data: dims %s need %zu %s values but raw_data and "
+                                "%s are empty",
+                                file, what, dbuf, numel, fa_dtype_name((fa_dtype)dt), want_name);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: %s holds %zu values, dims %s need %zu",
+                            file, what, want_name, want_n, dbuf, numel);
+    }
+
+    uint8_t *data = malloc(nbytes ? nbytes : 1);
+    if (!data)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", file, what,
+                            nbytes);
+    if (external) {
+        fa_status s = read_external(ctx, file, what, tp, base_dir, nbytes, data);
+        if (s != FA_OK) {
+            free(data);
+            return s;
+        }
+    } else if (tp->has_raw_data) {
+        if (nbytes) memcpy(data, tp->raw_data.data, nbytes);
+    } else {
+        for (size_t i = 0; i < numel; i++) {
+            switch (dt) {
+            case FA_DTYPE_FLOAT: memcpy(data + 4 * i, &tp->float_data[i], 4); break;
+            case FA_DTYPE_INT64: memcpy(data + 8 * i, &tp->int64_data[i], 8); break;
+            case FA_DTYPE_DOUBLE: memcpy(data + 8 * i, &tp->double_data[i], 8); break;
+            case FA_DTYPE_UINT64: memcpy(data + 8 * i, &tp->uint64_data[i], 8); break;
+            case FA_DTYPE_UINT32: {
+                uint32_t v = (uint32_t)tp->uint64_data[i];
+                memcpy(data + 4 * i, &v, 4);
+                break;
+            }
+            case FA_DTYPE_INT32: memcpy(data + 4 * i, &tp->int32_data[i], 4); break;
+            case FA_DTYPE_INT16: case FA_DTYPE_UINT16: case FA_DTYPE_FLOAT16: case FA_DTYPE_BFLOAT16: {
+                uint16_t v = (uint16_t)tp->int32_data[i];
+                memcpy(data + 2 * i, &v, 2);
+                break;
+            }
+            case FA_DTYPE_BOOL: data[i] = tp->int32_data[i] != 0; break;
+            default: data[i] = (uint8_t)tp->int32_data[i]; break; /* INT8, UINT8 */
+            }
+        }
+    }
+    out->dtype = (fa_dtype)dt;
+    out->rank = (int)tp->n_dims;
+    for (int i = 0; i < FA_MAX_RANK; i++) out->dims[i] = i < out->rank ? tp->dims[i] : -1;
+    out->data = data;
+    out->nbytes = nbytes;
+    return FA_OK;
+}
+
+void fa_tp_encode(Onnx__TensorProto *tp, const char *name, fa_dtype dt, int rank,
+                  const int64_t *dims, const void *data, size_t nbytes)
+{
+    tp->n_dims = (size_t)(rank > 0 ? rank : 0);
+    tp->dims = (int64_t *)dims;
+    tp->has_data_type = 1;
+    tp->data_type = (int32_t)dt;
+    tp->name = (char *)name;
+    tp->has_raw_data = 1;
+    tp->raw_data.len = nbytes;
+    tp->raw_data.data = (uint8_t *)data;
+}
+
+/* ------------------------------------------------------------------------------------
+ * .pb files: one serialized TensorProto (onnx backend test data, test_data_set_N/input_M.pb). */
+
+static fa_status tp_read(fa_ctx *ctx, const char *file, const char *base_dir, const uint8_t *data,
+                         size_t len, fa_value *out, char **out_name)
+{
+    size_t bad = 0;
+    char why[512];
+    if (!fa_pb_check(data, len, FA_PB_TENSOR, &bad, why, sizeof why))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: not a valid TensorProto (truncated or corrupt): byte %zu: %s",
+                            file, bad, why);
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, data);
+    if (!tp)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: not a valid TensorProto (truncated or corrupt)", file);
+    char what[300];
+    snprintf(what, sizeof what, "tensor '%s'", tp->name ? tp->name : "");
+    fa_tp_decoded d;
+    fa_status s = fa_tp_decode(ctx, file, what, tp, base_dir, &d);
+    if (s == FA_OK && out_name) {
+        *out_name = strdup(tp->name ? tp->name : "");
+        if (!*out_name) {
+            free(d.data);
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", file);
+        }
+    }
+    onnx__tensor_proto__free_unpacked(tp, NULL);
+    if (s != FA_OK) return s;
+    memset(out, 0, sizeof *out);
+    out->data = d.data;
+    out->dtype = d.dtype;
+    out->rank = d.rank;
+    for (int i = 0; i < FA_MAX_RANK; i++) out->dims[i] = i < d.rank ? d.dims[i] : 0;
+    return FA_OK;
+}
+
+fa_status fa_tensorproto_read_buffer(fa_ctx *ctx, const char *display_name, const uint8_t *data,
+                                     size_t len, fa_value *out, char **out_name)
+{
+    return tp_read(ctx, display_name ? display_name : "<buffer>", NULL, data, len, out, out_name);
+}
+
+fa_status fa_tensorproto_read(fa_ctx *ctx, const char *path, fa_value *out, char **out_name)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    fa_status s = fa_read_file(ctx, path, &buf, &len);
+    if (s != FA_OK) return s;
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash) {
+        if (slash == dir) slash[1] = 0;
+        else *slash = 0;
+    } else {
+        snprintf(dir, sizeof dir, ".");
+    }
+    s = tp_read(ctx, path, dir, buf, len, out, out_name);
+    free(buf);
+    return s;
+}
+
+fa_status fa_tensorproto_write(fa_ctx *ctx, const char *path, const fa_value *v, const char *name)
+{
+    if (v->rank < 0 || v->rank > FA_MAX_RANK)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: tensor rank %d out of range 0..%d", path,
+                            v->rank, FA_MAX_RANK);
+    size_t esz = fa_dtype_size(v->dtype), numel = 1, nbytes;
+    if (!esz)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: cannot write dtype %s", path,
+                            fa_dtype_name(v->dtype));
+    for (int i = 0; i < v->rank; i++) {
+        if (v->dims[i] < 0 || !fa_mul_size(numel, (size_t)v->dims[i], &numel))
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: dim %d = %" PRId64 " is negative or overflows",
+                                path, i, v->dims[i]);
+    }
+    if (!fa_mul_size(numel, esz, &nbytes))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: tensor byte size overflows", path);
+    if (nbytes && !v->data)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: tensor has no data", path);
+    Onnx__TensorProto tp;
+    onnx__tensor_proto__init(&tp);
+    fa_tp_encode(&tp, name, v->dtype, v->rank, v->dims, v->data, nbytes);
+    size_t sz = onnx__tensor_proto__get_packed_size(&tp);
+    uint8_t *buf = malloc(sz ? sz : 1);
+    if (!buf) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: cannot allocate %zu bytes", path, sz);
+    onnx__tensor_proto__pack(&tp, buf);
+    fa_status s = fa_write_file_atomic(ctx, path, buf, sz);
+    free(buf);
+    return s;
+}
