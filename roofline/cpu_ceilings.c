@@ -1,0 +1,332 @@
+/* roofline/cpu_ceilings — measured cpu ceilings: STREAM-triad main-memory bandwidth, a
+ * working-set sweep for cache levels, FP32 FMA peak, and the executor's per-node dispatch
+ * overhead; cached per device key in the run database. */
+#include "roofline.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "graph/graph.h"
+#include "runtime/runtime.h"
+
+#define TRIAD_FLOATS ((size_t)16 << 20) /* 16 Mi floats = 64 MiB per array, 192 MiB in all */
+
+const char *fa_roofline_cpu_key(int threads, char *buf, size_t cap)
+{
+    char model[200] = "cpu";
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f) {
+        char line[512];
+        while (fgets(line, sizeof line, f))
+            if (!strncmp(line, "model name", 10)) {
+                char *c = strchr(line, ':');
+                if (c) {
+                    c++;
+                    while (*c == ' ') c++;
+                    c[strcspn(c, "\n")] = 0;
+                    snprintf(model, sizeof model, "%s", c);
+                }
+                break;
+            }
+        fclose(f);
+    }
+    snprintf(buf, cap, "cpu:%s:%dt", model, threads);
+    return buf;
+}
+
+/* STREAM triad, best of `reps`; returns GB/s. */
+static double triad_gbs(float *a, const float *b, const float *c, size_t n, int threads, int reps)
+{
+    double best = 0;
+    const float s = 3.0f;
+    for (int r = 0; r < reps; r++) {
+        uint64_t t0 = fa_now_ns();
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+        uint64_t t1 = fa_now_ns();
+        double gbs = (double)(3 * sizeof(float) * n) / (double)(t1 - t0);
+        if (gbs > best) best = gbs;
+    }
+    return best;
+}
+
+/* Read bandwidth of a working set of `bytes`: each thread sums its own slice repeatedly. */
+static double read_gbs(const float *buf, size_t bytes, int threads)
+{
+    size_t n = bytes / sizeof(float);
+    size_t passes = ((size_t)256 << 20) / bytes; /* ~256 MiB touched per measurement */
+    if (passes < 2) passes = 2;
+    double best = 0;
+    volatile float sink = 0;
+    for (int r = 0; r < 3; r++) {
+        uint64_t t0 = fa_now_ns();
+        float total = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : total)
+        {
+            int t = omp_get_thread_num(), nt = omp_get_num_threads();
+            size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
+            float acc[8] = {0};
+            for (size_t p = 0; p < passes; p++)
+                for (size_t i = lo; i + 8 <= hi; i += 8)
+                    for (int k = 0; k < 8; k++) acc[k] += buf[i + k];
+            for (int k = 0; k < 8; k++) total += acc[k];
+        }
+        uint64_t t1 = fa_now_ns();
+        sink += total;
+        double gbs = (double)(bytes * passes) / (double)(t1 - t0);
+        if (gbs > best) best = gbs;
+    }
+    (void)sink;
+    return best;
+}
+
+typedef float v8f __attribute__((vector_size(32)));
+typedef float v16f __attribute__((vector_size(64)));
+
+/* 8 independent FMA chains so the FMA pipes never wait on a dependency (latency 4, 2 ports). */
+__attribute__((target("avx2,fma"))) static double fma_avx2(uint64_t iters)
+{
+    v8f a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    v8f x = {1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f}, y = x * 0.9999f;
+    for (uint64_t i = 0; i < iters; i++) {
+        a0 = a0 * x + y; a1 = a1 * x + y; a2 = a2 * x + y; a3 = a3 * x + y;
+        a4 = a4 * x + y; a5 = a5 * x + y; a6 = a6 * x + y; a7 = a7 * x + y;
+        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7));
+    }
+    v8f s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+    return (double)s[0];
+}
+
+__attribute__((target("avx512f"))) static double fma_avx512(uint64_t iters)
+{
+    v16f a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+    v16f x = a0 + 1.0001f, y = a0 + 0.9999f;
+    for (uint64_t i = 0; i < iters; i++) {
+        a0 = a0 * x + y; a1 = a1 * x + y; a2 = a2 * x + y; a3 = a3 * x + y;
+        a4 = a4 * x + y; a5 = a5 * x + y; a6 = a6 * x + y; a7 = a7 * x + y;
+        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7));
+    }
+    v16f s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+    return (double)s[0];
+}
+
+static double fma_scalar(uint64_t iters)
+{
+    float a[8] = {0}, x = 1.0001f, y = 0.9999f;
+    for (uint64_t i = 0; i < iters; i++)
+        for (int k = 0; k < 8; k++) a[k] = a[k] * x + y;
+    return a[0] + a[7];
+}
+
+static double peak_gflops(int threads, const char **isa)
+{
+    int lanes;
+    double (*fn)(uint64_t);
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) { fn = fma_avx512; lanes = 16; *isa = "AVX-512 FMA"; }
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { fn = fma_avx2; lanes = 8; *isa = "AVX2 FMA"; }
+    else { fn = fma_scalar; lanes = 1; *isa = "scalar"; }
+    const uint64_t iters = 20u << 20;
+    double best = 0;
+    volatile double sink = 0;
+    for (int r = 0; r < 3; r++) {
+        uint64_t t0 = fa_now_ns();
+        double s = 0;
+#pragma omp parallel num_threads(threads) reduction(+ : s)
+        s += fn(iters);
+        uint64_t t1 = fa_now_ns();
+        sink += s;
+        double flops = 2.0 * 8 * lanes * (double)iters * threads;
+        double g = flops / (double)(t1 - t0);
+        if (g > best) best = g;
+    }
+    (void)sink;
+    return best;
+}
+
+/* Executor dispatch cost per node: a chain of 256 Relu nodes on a 16-element tensor, so the
+ * kernels do no work and the time is the executor's own per-node overhead. */
+static double dispatch_ns(int threads)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("dispatch-probe");
+    double result = -1;
+    if (!ctx || !g || !fa_op_find("", "Relu")) goto done;
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t dims[1] = {16};
+    int in = fa_graph_tensor(g, "x0");
+    fa_tensor_set_shape(g->tensors[in], FA_DTYPE_FLOAT, 1, dims);
+    fa_graph_add_input(ctx, g, in);
+    char a[32], b[32];
+    const int chain = 256;
+    for (int i = 0; i < chain; i++) {
+        snprintf(a, sizeof a, "x%d", i);
+        snprintf(b, sizeof b, "x%d", i + 1);
+        const char *ins[1] = {a}, *outs[1] = {b};
+        if (!fa_graph_add_node(ctx, g, NULL, "Relu", "", 1, ins, 1, outs)) goto done;
+    }
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, b));
+    if (fa_graph_prepare(ctx, g, NULL)) goto done;
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = threads};
+    if (fa_exec_create(ctx, g, &eo, &e)) goto done;
+    if (!fa_exec_fill_inputs(ctx, e, 1)) {
+        double best = 1e30;
+        for (int r = 0; r < 50; r++) {
+            uint64_t t0 = fa_now_ns();
+            if (fa_exec_run(ctx, e, NULL)) break;
+            uint64_t t1 = fa_now_ns();
+            double per = (double)(t1 - t0) / chain;
+            if (per < best) best = per;
+        }
+        if (best < 1e30) result = best;
+    }
+    fa_exec_free(e);
+done:
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+    return result;
+}
+
+fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out)
+{
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads <= 0) threads = 1;
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.threads = threads;
+    float *a = NULL, *b = NULL, *cc = NULL;
+    if (posix_memalign((void **)&a, 64, TRIAD_FLOATS * sizeof(float)) ||
+        posix_memalign((void **)&b, 64, TRIAD_FLOATS * sizeof(float)) ||
+        posix_memalign((void **)&cc, 64, TRIAD_FLOATS * sizeof(float))) {
+        free(a); free(b); free(cc);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "roofline: cannot allocate 192 MiB for the STREAM triad");
+    }
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (size_t i = 0; i < TRIAD_FLOATS; i++) { a[i] = 0; b[i] = 1.0f; cc[i] = 2.0f; } /* first touch per thread */
+    c.mem_bw_gbs = triad_gbs(a, b, cc, TRIAD_FLOATS, threads, 5);
+    c.mem_bw_source = "measured";
+
+    /* working-set sweep: 16 KiB .. 64 MiB, read-only */
+    double prev_plateau = 0;
+    int nl = 0;
+    double bws[16];
+    size_t sizes[16];
+    int ns = 0;
+    for (size_t ws = 16 << 10; ws <= ((size_t)64 << 20) && ns < 16; ws *= 4) {
+        sizes[ns] = ws;
+        bws[ns] = read_gbs(b, ws, threads);
+        ns++;
+    }
+    /* a level = the last point of a plateau before a >30% drop */
+    static const char *const names[] = {"L1", "L2", "L3/LLC", "L4"};
+    for (int i = 0; i + 1 < ns && nl < 4; i++) {
+        if (bws[i + 1] < 0.7 * bws[i] && bws[i] > 1.3 * c.mem_bw_gbs) {
+            if (prev_plateau == 0 || bws[i] < 0.9 * prev_plateau) {
+                c.cache[nl].working_set = sizes[i];
+                c.cache[nl].bandwidth_gbs = bws[i];
+                c.cache[nl].name = names[nl];
+                prev_plateau = bws[i];
+                nl++;
+            }
+        }
+    }
+    c.n_cache_levels = nl;
+    free(a); free(b); free(cc);
+
+    const char *isa = "";
+    c.peak_gflops = peak_gflops(threads, &isa);
+    c.peak_source = "measured";
+    c.launch_ns = dispatch_ns(threads);
+    c.launch_source = c.launch_ns >= 0 ? "measured" : "unavailable";
+    if (c.launch_ns < 0) c.launch_ns = 0;
+    char key[300];
+    fa_roofline_cpu_key(threads, key, sizeof key);
+    c.device_key = NULL; /* filled by the caller from its own storage */
+    snprintf(c.detail, sizeof c.detail,
+             "STREAM triad on 3 x 64 MiB float arrays, best of 5; read sweep 16 KiB..64 MiB; "
+             "%s peak with 8 independent chains per thread; dispatch from a 256-node Relu chain; %d threads",
+             isa, threads);
+    *out = c;
+    return FA_OK;
+}
+
+static double ceiling_value(const fa_ceiling *cs, size_t n, const char *name, const char **source, bool *found)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(cs[i].name, name)) {
+            *found = true;
+            if (source) *source = cs[i].source;
+            return cs[i].value;
+        }
+    *found = false;
+    return 0;
+}
+
+fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool remeasure, fa_ceilings *out)
+{
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    static char keybuf[300];
+    fa_roofline_cpu_key(threads, keybuf, sizeof keybuf);
+    if (st && !remeasure) {
+        fa_arena *ar = fa_arena_create(4096);
+        fa_ceiling *cs = NULL;
+        size_t n = 0;
+        fa_status s = fa_store_get_ceilings(ctx, st, keybuf, ar, &cs, &n);
+        if (s) { fa_arena_free(ar); return s; }
+        bool f1, f2, f3;
+        fa_ceilings c;
+        memset(&c, 0, sizeof c);
+        c.mem_bw_gbs = ceiling_value(cs, n, "mem_bw", NULL, &f1);
+        c.peak_gflops = ceiling_value(cs, n, "fp32_peak", NULL, &f2);
+        c.launch_ns = ceiling_value(cs, n, "dispatch", NULL, &f3);
+        if (f1 && f2 && f3) {
+            c.mem_bw_source = "measured (cached)";
+            c.peak_source = "measured (cached)";
+            c.launch_source = "measured (cached)";
+            c.threads = threads;
+            c.device_key = keybuf;
+            for (size_t i = 0; i < n && c.n_cache_levels < 4; i++)
+                if (!strncmp(cs[i].name, "cache_", 6)) {
+                    fa_cache_level *cl = &c.cache[c.n_cache_levels++];
+                    cl->bandwidth_gbs = cs[i].value;
+                    cl->name = c.n_cache_levels == 1 ? "L1" : c.n_cache_levels == 2 ? "L2" : "L3/LLC";
+                    cl->working_set = cs[i].detail ? strtoull(cs[i].detail, NULL, 10) : 0;
+                }
+            for (size_t i = 0; i < n; i++)
+                if (!strcmp(cs[i].name, "mem_bw") && cs[i].detail) snprintf(c.detail, sizeof c.detail, "%s", cs[i].detail);
+            fa_arena_free(ar);
+            *out = c;
+            return FA_OK;
+        }
+        fa_arena_free(ar);
+    }
+    fa_ceilings c;
+    fa_status s = fa_roofline_measure_cpu(ctx, threads, &c);
+    if (s) return s;
+    c.device_key = keybuf;
+    if (st && !fa_store_readonly(st)) {
+        int64_t now = (int64_t)time(NULL) * 1000000000LL;
+        fa_ceiling rows[3] = {
+            {keybuf, "bandwidth", "mem_bw", c.mem_bw_gbs, "GB/s", "measured", now, c.detail},
+            {keybuf, "compute", "fp32_peak", c.peak_gflops, "GFLOP/s", "measured", now, c.detail},
+            {keybuf, "latency", "dispatch", c.launch_ns, "ns", c.launch_source, now, "executor time per node, 256-node Relu chain"},
+        };
+        for (int i = 0; i < 3 && !s; i++) s = fa_store_put_ceiling(ctx, st, &rows[i]);
+        for (int i = 0; i < c.n_cache_levels && !s; i++) {
+            char nm[32], det[64];
+            snprintf(nm, sizeof nm, "cache_%d", i + 1);
+            snprintf(det, sizeof det, "%llu", (unsigned long long)c.cache[i].working_set);
+            fa_ceiling r = {keybuf, "bandwidth", nm, c.cache[i].bandwidth_gbs, "GB/s", "measured", now, det};
+            s = fa_store_put_ceiling(ctx, st, &r);
+        }
+        if (s) return s;
+    }
+    *out = c;
+    return FA_OK;
+}

@@ -1,0 +1,147 @@
+/* roofline — device ceilings (measured on cpu, tabled + measured on cuda), the CUDA occupancy
+ * calculator, and roofline placement of kernels (arithmetic intensity, achieved bandwidth and
+ * FLOP/s, bound). */
+#ifndef FA_ROOFLINE_H
+#define FA_ROOFLINE_H
+
+#include "core/core.h"
+#include "store/store.h"
+
+/* ---- CUDA per-compute-capability limits (data, with sources) ---- */
+
+typedef struct fa_cuda_limits {
+    int cc_major, cc_minor;
+    const char *arch;                /* "sm_90" */
+    int warp_size;                   /* threads */
+    int max_threads_per_block;
+    int max_threads_per_sm;
+    int max_warps_per_sm;
+    int max_blocks_per_sm;
+    int regs_per_sm;                 /* 32-bit registers */
+    int regs_per_block;
+    int max_regs_per_thread;         /* allocation limit (cuda_occupancy.h: 256 for cc >= 7) */
+    int reg_alloc_unit;              /* registers per warp allocation granule */
+    int sub_partitions;              /* SM sub-partitions (register file banks) */
+    int smem_per_sm;                 /* bytes, the largest carve-out */
+    int smem_per_block;              /* bytes, default per-block limit (48 KiB) */
+    int smem_per_block_optin;        /* bytes, opt-in limit */
+    int smem_reserved_per_block;     /* bytes the driver reserves per block (1 KiB from cc 8.0) */
+    int smem_alloc_granularity;      /* bytes */
+    int n_carveouts;
+    int carveout_kib[12];            /* shared-memory carve-out steps, KiB, ascending */
+    int barriers_per_block_slot;     /* block barriers per resident block slot (1 or 2) */
+    const char *source;              /* where the numbers come from */
+} fa_cuda_limits;
+
+/* Limits for cc major.minor (7.0, 7.5, 8.0, 8.6, 8.9, 9.0); NULL if not tabled. */
+const fa_cuda_limits *fa_cuda_limits_for(int major, int minor);
+/* Parse "sm_90" / "90" / "9.0"; NULL if unknown. */
+const fa_cuda_limits *fa_cuda_limits_for_arch(const char *arch);
+int fa_cuda_limits_count(void);
+const fa_cuda_limits *fa_cuda_limits_at(int i);
+
+/* ---- occupancy calculator (a port of the logic of CUDA's cuda_occupancy.h,
+ *      cudaOccMaxActiveBlocksPerMultiprocessor, for one kernel launch) ---- */
+
+typedef struct fa_occ_input {
+    int block_size;          /* threads per block */
+    int regs_per_thread;     /* from ptxas (-v) or cuFuncGetAttribute(NUM_REGS) */
+    size_t static_smem;      /* bytes per block */
+    size_t dynamic_smem;     /* bytes per block */
+    int carveout_percent;    /* preferred shared-memory carve-out 0..100, -1 = default (max shared) */
+    bool smem_optin;         /* kernel opted in to > 48 KiB dynamic shared memory */
+    int block_barriers;      /* named barriers used per block (cc >= 9 only limits), default 1 */
+} fa_occ_input;
+
+enum {
+    FA_OCC_LIMIT_WARPS = 1u << 0,
+    FA_OCC_LIMIT_REGISTERS = 1u << 1,
+    FA_OCC_LIMIT_SHARED_MEMORY = 1u << 2,
+    FA_OCC_LIMIT_BLOCKS = 1u << 3,
+    FA_OCC_LIMIT_BARRIERS = 1u << 4,
+};
+
+typedef struct fa_occ_result {
+    int active_blocks;          /* resident blocks per SM */
+    int active_warps;           /* per SM */
+    double occupancy;           /* active_warps / max_warps_per_sm, 0..1 */
+    unsigned limiters;          /* FA_OCC_LIMIT_* bits of every factor equal to the minimum */
+    int blocks_by_warps, blocks_by_registers, blocks_by_smem, blocks_by_blocks, blocks_by_barriers;
+    int regs_per_block_alloc;   /* registers allocated per block */
+    size_t smem_per_block_alloc;/* bytes allocated per block (reserve + granularity included) */
+    size_t smem_per_sm_config;  /* carve-out the calculator assumed, bytes */
+} fa_occ_result;
+
+/* Active blocks per SM and occupancy. FA_ERR_INPUT for block_size <= 0 or > limits. A
+ * configuration that cannot launch (too many registers/threads/shared memory per block)
+ * returns FA_OK with active_blocks 0 and the limiter set. */
+fa_status fa_occupancy(fa_ctx *ctx, const fa_cuda_limits *lim, const fa_occ_input *in, fa_occ_result *out);
+/* Human-readable limiter list, e.g. "registers, shared memory". */
+const char *fa_occ_limiters_str(unsigned limiters, char *buf, size_t cap);
+
+/* ---- device ceilings ---- */
+
+typedef struct fa_cache_level {
+    uint64_t working_set;       /* bytes of the sweep point that shows the level */
+    double bandwidth_gbs;       /* measured read bandwidth at that working set, GB/s (1e9 B/s) */
+    const char *name;           /* "L1", "L2", "L3/LLC" (by sweep plateau order) */
+} fa_cache_level;
+
+typedef struct fa_ceilings {
+    const char *device_key;     /* "cpu:<model>:<threads>t" or "cuda:<name>:sm_XY" */
+    const char *device_name;
+    int threads;                /* cpu threads measured with */
+    double mem_bw_gbs;          /* main-memory (DRAM/HBM) bandwidth, GB/s */
+    const char *mem_bw_source;  /* "measured" | "table" | "theoretical" */
+    double peak_gflops;         /* FP32 peak, GFLOP/s */
+    const char *peak_source;
+    double launch_ns;           /* per-kernel dispatch (cpu executor) / launch latency (cuda), ns */
+    const char *launch_source;
+    int n_cache_levels;
+    fa_cache_level cache[4];
+    char detail[512];           /* how each was obtained (sizes, kernels) */
+} fa_ceilings;
+
+/* Measure the cpu ceilings with `threads` OpenMP threads (0 = all cores):
+ * - main-memory bandwidth: STREAM triad a[i] = b[i] + s*c[i] (McCalpin, STREAM benchmark) on
+ *   float arrays of 64 MiB each (3 arrays, 192 MiB: well over 4x any current LLC, STREAM's
+ *   rule), best of 5; bytes counted 12 per element (2 reads + 1 write, no write-allocate).
+ * - cache levels: read-sum sweep over working sets 16 KiB .. 64 MiB; a level is reported where
+ *   bandwidth drops by more than 30% from one plateau to the next.
+ * - FP32 peak: independent FMA chains (8 vector accumulators per thread, AVX2/FMA or AVX-512
+ *   when the cpu has it, else scalar) on all threads, 2 FLOP per FMA lane.
+ * - dispatch overhead: the executor's time per node on a chain of tiny Relu nodes.
+ * Takes about 1-3 s. */
+fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out);
+/* Cpu ceilings for `threads`, from the run database (cached per device key) or measured and
+ * stored there when absent or `remeasure`. st may be NULL (measure, don't cache). */
+fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool remeasure, fa_ceilings *out);
+/* Device key of this cpu with `threads`. */
+const char *fa_roofline_cpu_key(int threads, char *buf, size_t cap);
+
+/* ---- kernel placement ---- */
+
+typedef enum fa_bound {
+    FA_BOUND_MEMORY = 0,
+    FA_BOUND_COMPUTE = 1,
+    FA_BOUND_LATENCY = 2,   /* shorter than a few dispatch overheads: fixed cost dominates */
+    FA_BOUND_COUNT          /* stored in the database: only grows at its end */
+} fa_bound;
+const char *fa_bound_name(fa_bound b);
+
+typedef struct fa_placement {
+    double intensity;        /* FLOP / byte (bytes = read + written); 0 when no FLOPs */
+    double achieved_gbs;     /* bytes / duration, GB/s */
+    double achieved_gflops;  /* FLOPs / duration, GFLOP/s */
+    double roof_gflops;      /* min(peak, intensity * bandwidth): attainable at this intensity */
+    double pct_of_roof;      /* achieved as % of attainable (FLOP/s for compute, bytes/s for memory) */
+    fa_bound bound;
+} fa_placement;
+
+/* Place one kernel: Williams, Waterman, Patterson, "Roofline", CACM 2009. bound = latency when
+ * duration < 2 x launch_ns (the fixed per-launch cost is at least half of it); otherwise memory
+ * when intensity < ridge point (peak / bandwidth), else compute. */
+void fa_roofline_place(const fa_ceilings *c, uint64_t flops, uint64_t bytes, uint64_t duration_ns,
+                       fa_placement *out);
+
+#endif

@@ -1,0 +1,147 @@
+/* tests/unit/test_roofline — occupancy calculator vectors, limits table, placement rules. */
+#include <string.h>
+
+#include "roofline/roofline.h"
+#include "testutil.h"
+
+static fa_occ_result occ(const char *arch, int threads, int regs, size_t dyn_smem)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_occ_input in = {.block_size = threads, .regs_per_thread = regs, .dynamic_smem = dyn_smem, .carveout_percent = -1};
+    fa_occ_result r;
+    assert_int_equal(fa_occupancy(ctx, fa_cuda_limits_for_arch(arch), &in, &r), FA_OK);
+    fa_ctx_free(ctx);
+    return r;
+}
+
+static void test_occupancy_sm90_256x64_regs_is_4_blocks_50pct(void **s)
+{
+    (void)s;
+    fa_occ_result r = occ("sm_90", 256, 64, 0);
+    assert_int_equal(r.active_blocks, 4);
+    assert_true(r.occupancy > 0.499 && r.occupancy < 0.501);
+    assert_true(r.limiters & FA_OCC_LIMIT_REGISTERS);
+}
+
+static void test_occupancy_sm90_256x40_regs_is_6_blocks_75pct(void **s)
+{
+    (void)s;
+    fa_occ_result r = occ("sm_90", 256, 40, 0);
+    assert_int_equal(r.active_blocks, 6);
+    assert_true(r.occupancy > 0.749 && r.occupancy < 0.751);
+    assert_true(r.limiters & FA_OCC_LIMIT_REGISTERS);
+}
+
+static void test_occupancy_sm90_128t_48k_smem_is_4_blocks_25pct_smem_limited(void **s)
+{
+    (void)s;
+    fa_occ_result r = occ("sm_90", 128, 32, 48 * 1024);
+    assert_int_equal(r.active_blocks, 4);
+    assert_true(r.occupancy > 0.249 && r.occupancy < 0.251);
+    assert_int_equal(r.limiters, FA_OCC_LIMIT_SHARED_MEMORY);
+    assert_int_equal(r.smem_per_block_alloc, 48 * 1024 + 1024); /* the 1 KiB driver reserve */
+}
+
+static void test_occupancy_small_blocks_hit_block_cap(void **s)
+{
+    (void)s;
+    /* 32 threads x 16 regs on sm_80: warps allow 64 blocks, the cap is 32 */
+    fa_occ_result r = occ("sm_80", 32, 16, 0);
+    assert_int_equal(r.active_blocks, 32);
+    assert_true(r.limiters & FA_OCC_LIMIT_BLOCKS);
+    /* sm_75: 1024 threads/SM -> 32 warps, cap 16 blocks */
+    r = occ("sm_75", 64, 16, 0);
+    assert_int_equal(r.active_blocks, 16);
+}
+
+static void test_occupancy_too_many_registers_cannot_launch(void **s)
+{
+    (void)s;
+    /* 1024 threads x 128 regs = 131072 > 65536 registers per block */
+    fa_occ_result r = occ("sm_90", 1024, 128, 0);
+    assert_int_equal(r.active_blocks, 0);
+    assert_true(r.limiters & FA_OCC_LIMIT_REGISTERS);
+    /* 48 KiB + 1 byte dynamic without opt-in exceeds the default per-block limit */
+    r = occ("sm_90", 128, 32, 48 * 1024 + 1);
+    assert_int_equal(r.active_blocks, 0);
+}
+
+static void test_occupancy_register_granularity_rounds_per_warp(void **s)
+{
+    (void)s;
+    /* 33 regs -> 33*32 = 1056 -> rounded to 1280 per warp: 16384/1280 = 12 warps per sub-partition */
+    fa_occ_result r = occ("sm_90", 128, 33, 0);
+    assert_int_equal(r.regs_per_block_alloc, 1280 * 4);
+    assert_int_equal(r.active_blocks, 12);
+}
+
+static void test_occupancy_sm86_has_48_warps(void **s)
+{
+    (void)s;
+    fa_occ_result r = occ("sm_86", 256, 32, 0);
+    assert_int_equal(r.active_blocks, 6); /* 48 warps / 8 */
+    assert_true(r.occupancy > 0.999);
+}
+
+static void test_occupancy_rejects_bad_block_size(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_occ_input in = {.block_size = 0, .regs_per_thread = 32, .carveout_percent = -1};
+    fa_occ_result r;
+    assert_int_equal(fa_occupancy(ctx, fa_cuda_limits_for(9, 0), &in, &r), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "block size"));
+    fa_ctx_free(ctx);
+}
+
+static void test_limits_table_covers_required_arches(void **s)
+{
+    (void)s;
+    static const int cc[][2] = {{7, 0}, {7, 5}, {8, 0}, {8, 6}, {8, 9}, {9, 0}};
+    for (size_t i = 0; i < sizeof cc / sizeof cc[0]; i++) {
+        const fa_cuda_limits *l = fa_cuda_limits_for(cc[i][0], cc[i][1]);
+        assert_non_null(l);
+        assert_non_null(l->source);
+        assert_int_equal(l->max_warps_per_sm * l->warp_size, l->max_threads_per_sm);
+        assert_true(l->carveout_kib[l->n_carveouts - 1] * 1024 == l->smem_per_sm);
+    }
+    assert_ptr_equal(fa_cuda_limits_for_arch("sm_90"), fa_cuda_limits_for(9, 0));
+    assert_ptr_equal(fa_cuda_limits_for_arch("86"), fa_cuda_limits_for(8, 6));
+    assert_null(fa_cuda_limits_for_arch("sm_61"));
+}
+
+static void test_place_memory_compute_latency(void **s)
+{
+    (void)s;
+    fa_ceilings c = {0};
+    c.mem_bw_gbs = 10;      /* 10 B/ns */
+    c.peak_gflops = 100;    /* ridge at 10 FLOP/B */
+    c.launch_ns = 1000;
+    fa_placement p;
+    fa_roofline_place(&c, 1000000, 1000000, 200000, &p); /* intensity 1, 200 us */
+    assert_int_equal(p.bound, FA_BOUND_MEMORY);
+    assert_true(p.achieved_gbs > 4.99 && p.achieved_gbs < 5.01);
+    assert_true(p.pct_of_roof > 49.9 && p.pct_of_roof < 50.1);
+    fa_roofline_place(&c, 100000000, 1000000, 2000000, &p); /* intensity 100 */
+    assert_int_equal(p.bound, FA_BOUND_COMPUTE);
+    assert_true(p.roof_gflops > 99.9 && p.roof_gflops < 100.1);
+    fa_roofline_place(&c, 100, 100, 1500, &p); /* shorter than 2 launches */
+    assert_int_equal(p.bound, FA_BOUND_LATENCY);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_occupancy_sm90_256x64_regs_is_4_blocks_50pct),
+        cmocka_unit_test(test_occupancy_sm90_256x40_regs_is_6_blocks_75pct),
+        cmocka_unit_test(test_occupancy_sm90_128t_48k_smem_is_4_blocks_25pct_smem_limited),
+        cmocka_unit_test(test_occupancy_small_blocks_hit_block_cap),
+        cmocka_unit_test(test_occupancy_too_many_registers_cannot_launch),
+        cmocka_unit_test(test_occupancy_register_granularity_rounds_per_warp),
+        cmocka_unit_test(test_occupancy_sm86_has_48_warps),
+        cmocka_unit_test(test_occupancy_rejects_bad_block_size),
+        cmocka_unit_test(test_limits_table_covers_required_arches),
+        cmocka_unit_test(test_place_memory_compute_latency),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
