@@ -1,0 +1,350 @@
+/* collector/import/common — file-kind detection, UTF-8 repair and the kernel -> launch -> op
+ * attribution both importers share. */
+#include "collector/import/import-impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+const char *fa_import_kind_name(fa_import_kind k)
+{
+    static const char *const names[FA_IMPORT_KIND_COUNT] = {"unknown", "kineto-json",
+                                                            "kineto-json-gz", "nsys-sqlite"};
+    return (unsigned)k < FA_IMPORT_KIND_COUNT ? names[k] : "unknown";
+}
+
+fa_import_kind fa_import_detect(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return FA_IMPORT_UNKNOWN;
+    unsigned char hdr[64];
+    size_t n = fread(hdr, 1, sizeof hdr, f);
+    fclose(f);
+    if (n >= 2 && hdr[0] == 0x1f && hdr[1] == 0x8b) return FA_IMPORT_KINETO_JSON_GZ;
+    if (n >= 16 && memcmp(hdr, "SQLite format 3\0", 16) == 0) return FA_IMPORT_NSYS_SQLITE;
+    size_t i = 0;
+    if (n >= 3 && hdr[0] == 0xEF && hdr[1] == 0xBB && hdr[2] == 0xBF) i = 3; /* UTF-8 BOM */
+    for (; i < n; i++) {
+        unsigned char c = hdr[i];
+        if (c == ' ' || c == '\t' || c == '\n' || c == '\r') continue;
+        return (c == '{' || c == '[') ? FA_IMPORT_KINETO_JSON : FA_IMPORT_UNKNOWN;
+    }
+    return FA_IMPORT_UNKNOWN;
+}
+
+fa_status fa_import_file(fa_ctx *ctx, const char *path, const fa_import_opts *opts,
+                         fa_trace **out, fa_import_stats *stats)
+{
+    switch (fa_import_detect(path)) {
+    case FA_IMPORT_KINETO_JSON:
+    case FA_IMPORT_KINETO_JSON_GZ: return fa_import_kineto_ex(ctx, path, opts, out, stats);
+    case FA_IMPORT_NSYS_SQLITE: return fa_import_nsys(ctx, path, out, stats);
+    default: break;
+    }
+    FILE *f = fopen(path, "rb");
+    if (!f) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open trace", path);
+    fclose(f);
+    return fa_ctx_error(ctx, FA_ERR_INPUT,
+                        "%s: not a recognised trace (expected Kineto JSON, gzip'd JSON or an "
+                        "Nsight Systems SQLite export, judged by the first bytes)",
+                        path);
+}
+
+/* ---- UTF-8 ---------------------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s[i..n), 0 if invalid (RFC 3629 table 3-7). */
+static size_t utf8_seq(const unsigned char *s, size_t i, size_t n)
+{
+    unsigned c = s[i];
+    if (c < 0x80) return 1;
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) len = 2;
+    else if (c == 0xE0) { len = 3; lo = 0xA0; }
+    else if (c >= 0xE1 && c <= 0xEC) len = 3;
+    else if (c == 0xED) { len = 3; hi = 0x9F; }
+    else if (c >= 0xEE && c <= 0xEF) len = 3;
+    else if (c == 0xF0) { len = 4; lo = 0x90; }
+    else if (c >= 0xF1 && c <= 0xF3) len = 4;
+    else if (c == 0xF4) { len = 4; hi = 0x8F; }
+    else return 0;
+    if (i + len > n) return 0;
+    if (s[i + 1] < lo || s[i + 1] > hi) return 0;
+    for (size_t k = 2; k < len; k++)
+        if (s[i + k] < 0x80 || s[i + k] > 0xBF) return 0;
+    return len;
+}
+
+bool fa__utf8_repair(const char *str, size_t n, fa_buf *b)
+{
+    const unsigned char *s = (const unsigned char *)str;
+    size_t i = 0;
+    while (i < n && s[i] < 0x80) i++;
+    if (i == n) return true;
+    size_t j = i;
+    bool ok = true;
+    while (j < n) {
+        size_t l = utf8_seq(s, j, n);
+        if (!l) { ok = false; break; }
+        j += l;
+    }
+    if (ok) return true;
+    fa_buf_reset(b);
+    fa_buf_append(b, s, j);
+    while (j < n) {
+        size_t l = utf8_seq(s, j, n);
+        if (l) {
+            fa_buf_append(b, s + j, l);
+            j += l;
+        } else {
+            fa_buf_append(b, "\xEF\xBF\xBD", 3);
+            j++;
+        }
+    }
+    return false;
+}
+
+/* ---- attribution ---------------------------------------------------------------------- */
+
+/* Open-addressing map (key -> first record index); chains of equal keys via next[]. */
+typedef struct imap {
+    int64_t *k1, *k2;
+    int32_t *v;
+    size_t cap;
+} imap;
+
+static bool imap_init(imap *m, size_t n)
+{
+    size_t cap = 64;
+    while (cap < n * 2 + 1) cap *= 2;
+    m->cap = cap;
+    m->k1 = malloc(cap * sizeof *m->k1);
+    m->k2 = malloc(cap * sizeof *m->k2);
+    m->v = malloc(cap * sizeof *m->v);
+    if (!m->k1 || !m->k2 || !m->v) return false;
+    for (size_t i = 0; i < cap; i++) m->v[i] = -1;
+    return true;
+}
+
+static void imap_free(imap *m)
+{
+    free(m->k1);
+    free(m->k2);
+    free(m->v);
+}
+
+static size_t imap_slot(const imap *m, int64_t a, int64_t b)
+{
+    uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
+    h ^= h >> 29;
+    size_t i = (size_t)h & (m->cap - 1);
+    while (m->v[i] >= 0 && !(m->k1[i] == a && m->k2[i] == b)) i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+static bool is_gpu(fa_activity_kind k)
+{
+    return k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
+}
+
+static const fa_activity *g_sort_acts; /* qsort has no user pointer in C11 */
+
+static int encl_cmp(const void *pa, const void *pb)
+{
+    const fa_activity *a = &g_sort_acts[*(const int32_t *)pa], *b = &g_sort_acts[*(const int32_t *)pb];
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
+    if (a->end_ns != b->end_ns) return a->end_ns > b->end_ns ? -1 : 1; /* outer first */
+    int32_t ia = *(const int32_t *)pa, ib = *(const int32_t *)pb;
+    return ia < ib ? -1 : ia > ib;
+}
+
+/* Position in ord of the innermost enclosing record on (pid, tid) containing ts, or -1. */
+static int32_t encl_find(const fa_activity *acts, const int32_t *ord, const int32_t *parent,
+                         size_t n, int64_t pid, int64_t tid, uint64_t ts)
+{
+    size_t lo = 0, hi = n; /* first position whose key > (pid, tid, ts) */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const fa_activity *a = &acts[ord[mid]];
+        bool le = a->pid < pid || (a->pid == pid && (a->tid < tid || (a->tid == tid && a->start_ns <= ts)));
+        if (le) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0) return -1;
+    int32_t p = (int32_t)(lo - 1);
+    const fa_activity *a = &acts[ord[p]];
+    if (a->pid != pid || a->tid != tid) return -1;
+    while (p >= 0 && acts[ord[p]].end_ns < ts) p = parent[p];
+    return p;
+}
+
+fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bool pid_local,
+                               fa_activity_kind encl_kind, bool use_external_id)
+{
+    fa_activity *acts = t->acts;
+    size_t n = t->n_acts;
+    if (n > INT32_MAX) return fa_ctx_error(ctx, FA_ERR_NOMEM, "trace has over 2^31 records");
+    size_t n_launch = 0, n_encl = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((acts[i].kind == FA_ACT_RUNTIME || acts[i].kind == FA_ACT_DRIVER) && acts[i].correlation >= 0) n_launch++;
+        if (acts[i].kind == encl_kind) n_encl++;
+    }
+    fa_status s = FA_OK;
+    imap lm = {0}, em = {0};
+    int32_t *next = NULL, *ord = NULL, *parent = NULL, *stack = NULL, *gop = NULL;
+    uint32_t *gpu_count = NULL;
+    if (!imap_init(&lm, n_launch) || !imap_init(&em, use_external_id ? n_encl : 0)) goto oom;
+    next = malloc((n_launch ? n : 1) * sizeof *next);
+    ord = malloc((n_encl + 1) * sizeof *ord);
+    parent = malloc((n_encl + 1) * sizeof *parent);
+    stack = malloc((n_encl + 1) * sizeof *stack);
+    gpu_count = calloc(n_encl + 1, sizeof *gpu_count);
+    gop = malloc((n + 1) * sizeof *gop);
+    if (!next || !ord || !parent || !stack || !gpu_count || !gop) goto oom;
+    for (size_t i = 0; i < n; i++) gop[i] = -1;
+
+    /* launch calls by (pid, correlation) */
+    for (size_t i = 0; i < n; i++) {
+        const fa_activity *a = &acts[i];
+        if (!((a->kind == FA_ACT_RUNTIME || a->kind == FA_ACT_DRIVER) && a->correlation >= 0)) continue;
+        size_t sl = imap_slot(&lm, pid_local ? a->pid : 0, a->correlation);
+        if (lm.v[sl] >= 0) {
+            st->n_duplicate_correlations++;
+            next[i] = lm.v[sl];
+        } else {
+            next[i] = -1;
+            lm.k1[sl] = pid_local ? a->pid : 0;
+            lm.k2[sl] = a->correlation;
+        }
+        lm.v[sl] = (int32_t)i;
+    }
+
+    /* enclosing records: sorted per thread, parent links by a nesting sweep */
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (acts[i].kind == encl_kind) ord[m++] = (int32_t)i;
+    g_sort_acts = acts;
+    qsort(ord, m, sizeof *ord, encl_cmp);
+    size_t sp = 0;
+    for (size_t p = 0; p < m; p++) {
+        const fa_activity *a = &acts[ord[p]];
+        while (sp > 0) {
+            const fa_activity *top = &acts[ord[stack[sp - 1]]];
+            if (top->pid == a->pid && top->tid == a->tid && top->end_ns >= a->start_ns) break;
+            sp--;
+        }
+        parent[p] = sp ? stack[sp - 1] : -1;
+        stack[sp++] = (int32_t)p;
+        if (use_external_id && a->external_id > 0) {
+            int64_t kp = pid_local ? a->pid : 0;
+            size_t sl = imap_slot(&em, kp, a->external_id);
+            if (em.v[sl] < 0) {
+                em.k1[sl] = kp;
+                em.k2[sl] = a->external_id;
+                em.v[sl] = (int32_t)p;
+            }
+        }
+    }
+
+    for (size_t i = 0; i < n; i++) {
+        fa_activity *g = &acts[i];
+        if (!is_gpu(g->kind)) continue;
+        int32_t li = -1;
+        if (g->correlation >= 0 && n_launch) {
+            size_t sl = imap_slot(&lm, pid_local ? g->pid : 0, g->correlation);
+            /* duplicates: the latest launch not after the GPU record, else the earliest */
+            int32_t best_before = -1, best_after = -1;
+            for (int32_t c = lm.v[sl]; c >= 0; c = next[c]) {
+                if (acts[c].start_ns <= g->start_ns) {
+                    if (best_before < 0 || acts[c].start_ns > acts[best_before].start_ns) best_before = c;
+                } else if (best_after < 0 || acts[c].start_ns < acts[best_after].start_ns) {
+                    best_after = c;
+                }
+            }
+            li = best_before >= 0 ? best_before : best_after;
+        }
+        const fa_activity *L = li >= 0 ? &acts[li] : NULL;
+        if (!L) {
+            g->flags |= FA_ACTF_ORPHAN;
+            st->n_orphans++;
+        } else {
+            g->pid = L->pid;
+            g->tid = L->tid;
+            if (g->start_ns < L->start_ns) {
+                g->flags |= FA_ACTF_CLOCK_INVERSION;
+                st->n_clock_inversions++;
+            }
+            if (g->external_id < 0) g->external_id = L->external_id;
+        }
+        int32_t ep = -1; /* position in ord */
+        if (use_external_id && g->external_id > 0) {
+            size_t sl = imap_slot(&em, pid_local ? (L ? L->pid : g->pid) : 0, g->external_id);
+            if (em.v[sl] >= 0) ep = em.v[sl];
+        }
+        if (ep < 0 && L) ep = encl_find(acts, ord, parent, m, L->pid, L->tid, L->start_ns);
+        if (ep >= 0) {
+            const fa_activity *e = &acts[ord[ep]];
+            g->op_type = e->name;
+            g->node_name = e->name;
+            if (li >= 0) {
+                acts[li].op_type = e->name;
+                acts[li].node_name = e->name;
+            }
+            st->n_attributed++;
+            gop[i] = ep;
+            if (g->kind == FA_ACT_KERNEL) gpu_count[ep]++;
+        }
+    }
+    /* estimated bytes: only where the op launched exactly one kernel */
+    for (size_t i = 0; i < n; i++) {
+        fa_activity *g = &acts[i];
+        if (g->kind != FA_ACT_KERNEL || gop[i] < 0) continue;
+        const fa_activity *e = &acts[ord[gop[i]]];
+        if (gpu_count[gop[i]] == 1 && (e->flags & FA_ACTF_ESTIMATED_BYTES) && g->bytes_read == 0 &&
+            g->bytes_written == 0) {
+            g->bytes_read = e->bytes_read;
+            g->bytes_written = e->bytes_written;
+            g->flags |= FA_ACTF_ESTIMATED_BYTES;
+        }
+    }
+    t->n_orphans = st->n_orphans;
+    t->n_clock_inversions = st->n_clock_inversions;
+    goto done;
+oom:
+    s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory attributing %zu trace records", n);
+done:
+    imap_free(&lm);
+    imap_free(&em);
+    free(next);
+    free(ord);
+    free(parent);
+    free(stack);
+    free(gpu_count);
+    free(gop);
+    return s;
+}
+
+void fa__import_count(const fa_trace *t, fa_import_stats *st)
+{
+    st->n_kernels = st->n_memcpy = st->n_memset = st->n_runtime = st->n_driver = 0;
+    st->n_cpu_ops = st->n_ranges = st->n_sync = st->n_estimated_bytes = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        switch (a->kind) {
+        case FA_ACT_KERNEL: st->n_kernels++; break;
+        case FA_ACT_MEMCPY: st->n_memcpy++; break;
+        case FA_ACT_MEMSET: st->n_memset++; break;
+        case FA_ACT_RUNTIME: st->n_runtime++; break;
+        case FA_ACT_DRIVER: st->n_driver++; break;
+        case FA_ACT_CPU_OP: st->n_cpu_ops++; break;
+        case FA_ACT_RANGE: st->n_ranges++; break;
+        case FA_ACT_SYNC: st->n_sync++; break;
+        default: break;
+        }
+        if (a->flags & FA_ACTF_ESTIMATED_BYTES) st->n_estimated_bytes++;
+    }
+    st->no_gpu_activity = st->n_kernels + st->n_memcpy + st->n_memset == 0;
+}

@@ -1,0 +1,115 @@
+/* collector/import — turn trace files other tools wrote (PyTorch profiler / Kineto Chrome-trace
+ * JSON, plain or gzip; Nsight Systems SQLite exports) into one in-memory fa_trace. */
+#ifndef FA_COLLECTOR_IMPORT_H
+#define FA_COLLECTOR_IMPORT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "collector/collector.h"
+#include "core/core.h"
+
+/* What a file looks like, judged by its first bytes (never its name). */
+typedef enum fa_import_kind {
+    FA_IMPORT_UNKNOWN = 0,
+    FA_IMPORT_KINETO_JSON = 1,    /* first non-blank byte '{' or '[' */
+    FA_IMPORT_KINETO_JSON_GZ = 2, /* gzip magic 1f 8b (the JSON inside is checked on import) */
+    FA_IMPORT_NSYS_SQLITE = 3,    /* "SQLite format 3\0" header (tables are checked on import) */
+    FA_IMPORT_KIND_COUNT
+} fa_import_kind;
+const char *fa_import_kind_name(fa_import_kind k);
+
+/* Device properties a trace carries (Kineto deviceProperties, nsys TARGET_INFO_GPU).
+ * 0 / "" where the trace does not say. */
+typedef struct fa_import_device {
+    int32_t id;                   /* CUDA device index */
+    char name[96];                /* e.g. "NVIDIA A100-SXM4-80GB" */
+    int32_t sm_count;             /* multiprocessors */
+    int32_t cc_major, cc_minor;   /* compute capability */
+    uint64_t total_mem_bytes;     /* global memory, bytes */
+    int32_t max_threads_per_sm;
+    int32_t regs_per_sm;          /* 32-bit registers per SM */
+    int32_t smem_per_sm;          /* bytes */
+    int32_t smem_per_block;       /* bytes (default limit, not opt-in) */
+    int32_t warp_size;
+} fa_import_device;
+
+enum { FA_IMPORT_MAX_DEVICES = 16 };
+
+/* What an import saw. Filled on success and, as far as the importer got, on failure.
+ * Counts are records, offsets are bytes into the (uncompressed) JSON text. */
+typedef struct fa_import_stats {
+    fa_import_kind kind;
+    uint64_t file_bytes;        /* size on disk */
+    uint64_t input_bytes;       /* bytes parsed: uncompressed JSON, or the SQLite file size */
+    uint64_t n_events;          /* JSON trace events / SQLite rows read */
+    uint64_t n_kernels, n_memcpy, n_memset, n_runtime, n_driver, n_cpu_ops, n_ranges, n_sync;
+    uint64_t n_skipped;         /* events of kinds not imported (flows, instants, python, ...) */
+    uint64_t n_orphans;         /* GPU records with no launch call in the trace (FA_ACTF_ORPHAN) */
+    uint64_t n_clock_inversions;/* GPU records starting before their launch (FA_ACTF_CLOCK_INVERSION) */
+    uint64_t n_duplicate_correlations; /* launch calls sharing a correlation id (same process) */
+    uint64_t n_attributed;      /* GPU records attributed to a cpu op (Kineto) / NVTX range (nsys) */
+    uint64_t n_estimated_bytes; /* records with bytes from Input Dims (FA_ACTF_ESTIMATED_BYTES) */
+    uint64_t n_negative_durations; /* dur < 0 or end < start in the input: clamped to 0 */
+    uint64_t n_bad_utf8;        /* strings with invalid UTF-8 (bytes replaced by U+FFFD) */
+    uint64_t first_bad_utf8_offset; /* byte offset just after the first such string */
+    uint64_t n_control_chars;   /* raw control bytes inside JSON strings (lenient pass) */
+    uint64_t n_nonfinite;       /* NaN / Infinity / -Infinity literals (read as null) */
+    uint64_t n_bad_numbers;     /* numbers beyond int64 / not integral where one was needed */
+    uint64_t first_bad_number_offset;
+    bool lenient_pass;          /* strict JSON failed; the file was re-read in lenient mode */
+    bool no_gpu_activity;       /* no kernel / memcpy / memset at all: nothing to advise on */
+    bool truncated;             /* the input ended early (kept only with keep_partial) */
+    uint64_t truncated_offset;  /* byte offset where it ended */
+    int64_t base_time_ns;       /* Kineto baseTimeNanoseconds, 0 if absent */
+    char schema[32];            /* "kineto schemaVersion 1", "nsys 3.13.2", ... */
+    uint64_t elapsed_ns;        /* wall time of the import */
+    int n_devices;
+    fa_import_device devices[FA_IMPORT_MAX_DEVICES];
+} fa_import_stats;
+
+typedef struct fa_import_opts {
+    /* Truncated JSON / gzip: false (default) -> FA_ERR_INPUT naming the byte offset and no
+     * trace; true -> FA_OK with what was parsed up to there and stats->truncated set. */
+    bool keep_partial;
+} fa_import_opts;
+
+/* Judge a file by its magic bytes. Returns FA_IMPORT_UNKNOWN when it cannot be opened
+ * or matches nothing. */
+fa_import_kind fa_import_detect(const char *path);
+
+/* Import a Kineto Chrome-trace JSON file (plain or gzip; gzip found by magic bytes). Streams
+ * the document through yajl in 256 KiB chunks: memory is the trace, never the document.
+ * Times: Chrome-trace "ts"/"dur" are µs (displayTimeUnit only changes display); they are
+ * converted from their decimal text to integer ns exactly (round half away from zero at the
+ * ns digit), plus baseTimeNanoseconds when present. Activities stay in file order.
+ * Attribution: kernel/memcpy/memset -> launch call by correlation id -> cpu_op by External id,
+ * else the innermost cpu_op on the launch's thread containing the launch's start; the kernel's
+ * op_type and node_name are that op's name, pid/tid those of the launch.
+ * Errors: FA_ERR_IO (cannot open/read), FA_ERR_INPUT (not JSON, truncated without
+ * keep_partial, invalid even in lenient mode; message names the file and the byte offset),
+ * FA_ERR_UNSUPPORTED (a non-CUDA accelerator trace, e.g. MTIA, with no CUDA GPU records),
+ * FA_ERR_NOMEM. A trace with no GPU records is FA_OK with stats->no_gpu_activity set.
+ * *out (caller frees with fa_trace_free) is untouched on failure; stats may be NULL. */
+fa_status fa_import_kineto(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats);
+fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opts *opts,
+                              fa_trace **out, fa_import_stats *stats);
+
+/* Import a Nsight Systems SQLite export (read-only). Tables and columns are probed: metadata in
+ * META_DATA_EXPORT (nsys >= 2023) or EXPORT_META_DATA (older); kernels from
+ * CUPTI_ACTIVITY_KIND_KERNEL (required: start, end, correlationId, globalPid, deviceId,
+ * streamId and one of shortName/demangledName; launch configuration columns optional),
+ * runtime calls from CUPTI_ACTIVITY_KIND_RUNTIME, memcpy/memset, NVTX_EVENTS* ranges and
+ * TARGET_INFO_GPU when present. Times are the export's ns. Kernels link to runtime calls by
+ * correlationId within one process (globalPid = globalTid with the low 24 bits cleared); a
+ * kernel's op_type/node_name is the innermost NVTX push/pop or start/end range on the launch
+ * thread that contains the launch start.
+ * Errors: FA_ERR_IO, FA_ERR_INPUT (not SQLite, or a required table/column missing: the message
+ * names it), FA_ERR_NOMEM. No kernel table but a metadata table: FA_OK, no_gpu_activity. */
+fa_status fa_import_nsys(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats);
+
+/* Detect, then call the matching importer. FA_ERR_INPUT for an unknown kind. */
+fa_status fa_import_file(fa_ctx *ctx, const char *path, const fa_import_opts *opts,
+                         fa_trace **out, fa_import_stats *stats);
+
+#endif

@@ -1,0 +1,842 @@
+/* collector/import/kineto — stream a PyTorch profiler (Kineto) Chrome-trace JSON file, plain or
+ * gzip, through yajl's event parser into an fa_trace; the document is never held whole. */
+#include "collector/import/import-impl.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <yajl/yajl_parse.h>
+#include <zlib.h>
+
+enum { CHUNK = 256 * 1024, MAX_INPUTS = 32 };
+
+/* keys we look at, per depth */
+enum { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_BASETIME, TK_SCHEMA };
+enum {
+    EK_OTHER, EK_PH, EK_CAT, EK_NAME, EK_PID, EK_TID, EK_TS, EK_DUR, EK_ARGS,
+    /* args keys */
+    AK_CORR, AK_EXTID, AK_GRID, AK_BLOCK, AK_REGS, AK_SMEM, AK_DEVICE, AK_STREAM, AK_DIMS, AK_TYPES,
+    AK_OCC, AK_BYTES,
+    /* deviceProperties keys */
+    DK_ID, DK_NAME, DK_SMS, DK_CCMAJ, DK_CCMIN, DK_MEM, DK_THR_SM, DK_REGS_SM, DK_SMEM_SM,
+    DK_SMEM_BLK, DK_WARP
+};
+
+typedef struct kev {
+    fa_buf name, cat;
+    char ph;
+    bool has_ts, has_dur, bad_time;
+    int64_t ts_ns, dur_ns;
+    int64_t pid, tid;
+    int64_t corr, ext, device, stream;
+    int32_t grid[3], block[3], regs, smem;
+    uint64_t bytes;
+    float occ;
+    int n_dims, n_types;              /* inputs seen in Input Dims / Input type */
+    uint64_t numel[MAX_INPUTS];       /* elements per input; */
+    bool numel_ok[MAX_INPUTS];        /* false: not a plain dims list or overflow */
+    uint8_t dsize[MAX_INPUTS];        /* bytes per element, 0 = not a tensor / unknown */
+} kev;
+
+typedef struct kparse {
+    fa_ctx *ctx;
+    const char *path;
+    fa_trace *t;
+    fa_import_stats *st;
+    yajl_handle h;
+    uint64_t chunk_base;      /* offset of the current chunk in the (uncompressed) stream */
+    int depth;                /* open containers */
+    int top_key;
+    int ev_depth;             /* depth of an event map (2 under traceEvents, 1 for a bare array) */
+    int ev_key, args_key, dev_key;
+    int idx5, idx6;           /* element index in arrays at ev_depth+2 / +3 */
+    bool in_event, in_args, in_dev;
+    kev ev;
+    fa_import_device *dev;
+    fa_buf tmp;               /* repaired strings */
+    uint64_t n_mtia;          /* non-CUDA accelerator events (MTIA) */
+    fa_status fail;           /* set by a callback to abort (NOMEM) */
+} kparse;
+
+static uint64_t cur_offset(kparse *p)
+{
+    return p->chunk_base + yajl_get_bytes_consumed(p->h);
+}
+
+static bool key_is(const unsigned char *k, size_t n, const char *lit)
+{
+    size_t l = strlen(lit);
+    return n == l && memcmp(k, lit, l) == 0;
+}
+
+/* ---- numbers -------------------------------------------------------------------------- */
+
+/* Decimal text -> value * 10^scale rounded half away from zero, exactly (no binary floating
+ * point). Accepts JSON number syntax. Returns 0 ok, -1 malformed, -2 out of int64 range. */
+static int dec_scaled(const char *s, size_t n, int scale, int64_t *out)
+{
+    size_t i = 0;
+    bool neg = false;
+    if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    uint64_t mant = 0;
+    int exp10 = 0;
+    bool round_up = false, any = false, dropped = false;
+    for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = true) {
+        if (mant < 1000000000000000000ull) mant = mant * 10 + (uint64_t)(s[i] - '0');
+        else exp10++, dropped = dropped || s[i] != '0';
+    }
+    if (i < n && s[i] == '.') {
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = true) {
+            if (mant < 1000000000000000000ull) mant = mant * 10 + (uint64_t)(s[i] - '0'), exp10--;
+            else dropped = dropped || s[i] != '0';
+        }
+    }
+    if (!any) return -1;
+    if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+        i++;
+        bool eneg = false;
+        if (i < n && (s[i] == '-' || s[i] == '+')) eneg = s[i++] == '-';
+        long e = 0;
+        bool ed = false;
+        for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, ed = true)
+            if (e < 100000) e = e * 10 + (s[i] - '0');
+        if (!ed) return -1;
+        exp10 += (int)(eneg ? -e : e);
+    }
+    if (i != n) return -1;
+    (void)dropped; /* digits past 19 significant ones cannot move the ns result */
+    exp10 += scale;
+    if (mant == 0) { *out = 0; return 0; }
+    if (exp10 >= 0) {
+        for (int k = 0; k < exp10; k++) {
+            if (mant > UINT64_MAX / 10) return -2;
+            mant *= 10;
+        }
+    } else {
+        int k = -exp10;
+        if (k > 19) { mant = 0; }
+        else {
+            uint64_t p10 = 1;
+            for (int j = 0; j < k; j++) p10 *= 10;
+            uint64_t q = mant / p10, r = mant % p10;
+            round_up = r >= p10 - r; /* 2r >= p10: half rounds away from zero */
+            mant = q + (round_up ? 1 : 0);
+        }
+    }
+    if (neg ? mant > (uint64_t)INT64_MAX + 1 : mant > (uint64_t)INT64_MAX) return -2;
+    *out = neg ? (int64_t)(0 - mant) : (int64_t)mant;
+    return 0;
+}
+
+static void bad_number(kparse *p)
+{
+    if (!p->st->n_bad_numbers++) p->st->first_bad_number_offset = cur_offset(p);
+}
+
+/* Integer field: exact integers only (a fraction is truncated toward zero). */
+static bool num_i64(kparse *p, const char *s, size_t n, int64_t *out)
+{
+    int r = dec_scaled(s, n, 0, out);
+    if (r == 0) return true;
+    bad_number(p);
+    return false;
+}
+
+/* ---- dtype sizes (c10 ScalarType names as Kineto's "Input type" spells them) ----------- */
+static uint8_t dtype_size(const unsigned char *s, size_t n)
+{
+    static const struct { const char *name; uint8_t size; } tab[] = {
+        {"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2}, {"long int", 8},
+        {"long", 8}, {"int64_t", 8}, {"int", 4}, {"short int", 2}, {"short", 2},
+        {"signed char", 1}, {"unsigned char", 1}, {"bool", 1}, {"c10::complex<float>", 8},
+        {"c10::complex<double>", 16}, {"c10::complex<c10::Half>", 4},
+        {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1}, {"c10::Float8_e4m3fnuz", 1},
+        {"c10::Float8_e5m2fnuz", 1}, {"unsigned int", 4}, {"unsigned short", 2},
+        {"unsigned long", 8}, {"c10::qint8", 1}, {"c10::quint8", 1}, {"c10::qint32", 4},
+    };
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (key_is(s, n, tab[i].name)) return tab[i].size;
+    return 0;
+}
+
+/* ---- event assembly ------------------------------------------------------------------- */
+
+static void ev_reset(kev *e)
+{
+    fa_buf_reset(&e->name);
+    fa_buf_reset(&e->cat);
+    e->ph = 0;
+    e->has_ts = e->has_dur = e->bad_time = false;
+    e->ts_ns = e->dur_ns = 0;
+    e->pid = e->tid = 0;
+    e->corr = e->ext = e->device = e->stream = -1;
+    memset(e->grid, 0, sizeof e->grid);
+    memset(e->block, 0, sizeof e->block);
+    e->regs = e->smem = 0;
+    e->bytes = 0;
+    e->occ = -1.0f;
+    e->n_dims = e->n_types = 0;
+}
+
+static bool cat_is(const fa_buf *c, const char *lit)
+{
+    return c->len == strlen(lit) && strcasecmp(c->data, lit) == 0;
+}
+
+/* Map a Kineto category (current and pre-2022 spellings) to an activity kind; -1 = skip. */
+static int cat_kind(kparse *p, const fa_buf *c)
+{
+    if (c->len == 0) return -1;
+    if (cat_is(c, "kernel")) return FA_ACT_KERNEL;
+    if (cat_is(c, "gpu_memcpy") || cat_is(c, "memcpy")) return FA_ACT_MEMCPY;
+    if (cat_is(c, "gpu_memset") || cat_is(c, "memset")) return FA_ACT_MEMSET;
+    if (cat_is(c, "cuda_runtime") || cat_is(c, "runtime")) return FA_ACT_RUNTIME;
+    if (cat_is(c, "cuda_driver") || cat_is(c, "driver")) return FA_ACT_DRIVER;
+    if (cat_is(c, "cpu_op") || cat_is(c, "operator")) return FA_ACT_CPU_OP;
+    if (cat_is(c, "user_annotation") || cat_is(c, "gpu_user_annotation")) return FA_ACT_RANGE;
+    if (cat_is(c, "cuda_sync")) return FA_ACT_SYNC;
+    if (c->len >= 5 && strncasecmp(c->data, "mtia_", 5) == 0) p->n_mtia++;
+    return -1;
+}
+
+/* "7" -> 7, "stream 7" -> 7, other strings -> a stable hash (ids only need to be distinct) */
+static int64_t id_from_string(const unsigned char *s, size_t n)
+{
+    size_t i = n;
+    while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') i--;
+    if (i < n && n - i <= 18) {
+        int64_t v = 0;
+        for (size_t k = i; k < n; k++) v = v * 10 + (s[k] - '0');
+        return v;
+    }
+    return (int64_t)(fa_hash64(s, n) & 0x3fffffffffffffffull);
+}
+
+static const char *intern_checked(kparse *p, const char *s, size_t n)
+{
+    if (!fa__utf8_repair(s, n, &p->tmp)) {
+        if (!p->st->n_bad_utf8++) p->st->first_bad_utf8_offset = cur_offset(p);
+        s = p->tmp.data;
+        n = p->tmp.len;
+        if (p->tmp.oom) return NULL;
+    }
+    return fa_trace_intern_n(p->t, s, n);
+}
+
+static void ev_emit(kparse *p)
+{
+    kev *e = &p->ev;
+    p->st->n_events++;
+    if (e->ph != 'X') { p->st->n_skipped++; if (e->cat.len) cat_kind(p, &e->cat); return; }
+    int k = cat_kind(p, &e->cat);
+    if (k < 0 || !e->has_ts) { p->st->n_skipped++; return; }
+    fa_activity a = fa_activity_init((fa_activity_kind)k);
+    a.name = intern_checked(p, e->name.data ? e->name.data : "", e->name.len);
+    if (!a.name) { p->fail = FA_ERR_NOMEM; return; }
+    int64_t dur = e->dur_ns;
+    if (dur < 0) { p->st->n_negative_durations++; dur = 0; }
+    /* ts may be negative relative to baseTimeNanoseconds; kept signed until the end */
+    a.start_ns = (uint64_t)e->ts_ns;
+    a.end_ns = (uint64_t)(e->ts_ns + dur);
+    a.correlation = e->corr;
+    a.external_id = e->ext > 0 ? e->ext : -1;
+    bool gpu = k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
+    if (gpu || k == FA_ACT_SYNC) {
+        /* GPU lanes: pid is the device, tid the stream; the host pid/tid come from the launch */
+        a.device = (int32_t)(e->device >= 0 ? e->device : e->pid);
+        a.stream = e->stream >= 0 ? e->stream : e->tid;
+        a.pid = a.tid = 0;
+    } else {
+        a.pid = e->pid;
+        a.tid = e->tid;
+        a.stream = e->stream;
+        if (k == FA_ACT_RANGE && cat_is(&e->cat, "gpu_user_annotation")) {
+            a.device = (int32_t)e->pid;
+            a.stream = e->tid;
+        }
+    }
+    memcpy(a.grid, e->grid, sizeof a.grid);
+    memcpy(a.block, e->block, sizeof a.block);
+    a.registers = e->regs;
+    a.static_smem = e->smem; /* Kineto "shared memory" = static + dynamic, per block */
+    a.occupancy = e->occ;
+    if (k == FA_ACT_MEMCPY) a.bytes_read = a.bytes_written = e->bytes;
+    if (k == FA_ACT_MEMSET) a.bytes_written = e->bytes;
+    if (k == FA_ACT_CPU_OP && e->n_dims > 0 && e->n_types > 0) {
+        uint64_t sum = 0;
+        bool any = false;
+        int ni = e->n_dims < e->n_types ? e->n_dims : e->n_types;
+        for (int i = 0; i < ni && i < MAX_INPUTS; i++) {
+            if (!e->numel_ok[i] || !e->dsize[i]) continue;
+            if (e->numel[i] > UINT64_MAX / e->dsize[i]) continue;
+            uint64_t b = e->numel[i] * e->dsize[i];
+            if (sum > UINT64_MAX - b) continue;
+            sum += b;
+            any = true;
+        }
+        if (any) {
+            a.bytes_read = sum;
+            a.flags |= FA_ACTF_ESTIMATED_BYTES;
+        }
+    }
+    if (!fa_trace_add(p->t, &a)) p->fail = FA_ERR_NOMEM;
+}
+
+/* ---- yajl callbacks --------------------------------------------------------------------- */
+
+static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null);
+
+static int cb_null(void *ctx) { return on_scalar_num(ctx, NULL, 0, true); }
+static int cb_bool(void *ctx, int b) { (void)b; return on_scalar_num(ctx, NULL, 0, true); }
+static int cb_number(void *ctx, const char *s, size_t n) { return on_scalar_num(ctx, s, n, false); }
+
+static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null)
+{
+    int d = p->depth;
+    if (p->in_event) {
+        kev *e = &p->ev;
+        if (d == p->ev_depth) {
+            if (is_null) return 1;
+            int64_t v;
+            switch (p->ev_key) {
+            case EK_TS:
+            case EK_DUR: {
+                int r = dec_scaled(s, n, 3, &v); /* µs -> ns */
+                if (r) { bad_number(p); e->bad_time = true; break; }
+                if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true;
+                else e->dur_ns = v, e->has_dur = true;
+                break;
+            }
+            case EK_PID: if (num_i64(p, s, n, &v)) e->pid = v; break;
+            case EK_TID: if (num_i64(p, s, n, &v)) e->tid = v; break;
+            default: break;
+            }
+        } else if (p->in_args && d == p->ev_depth + 1) {
+            if (is_null) return 1;
+            int64_t v;
+            switch (p->args_key) {
+            case AK_CORR: if (num_i64(p, s, n, &v)) e->corr = v; break;
+            case AK_EXTID: if (num_i64(p, s, n, &v)) e->ext = v; break;
+            case AK_DEVICE: if (num_i64(p, s, n, &v)) e->device = v; break;
+            case AK_STREAM: if (num_i64(p, s, n, &v)) e->stream = v; break;
+            case AK_REGS: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->regs = (int32_t)v; break;
+            case AK_SMEM: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->smem = (int32_t)v; break;
+            case AK_BYTES: if (num_i64(p, s, n, &v) && v >= 0) e->bytes = (uint64_t)v; break;
+            case AK_OCC: {
+                char tmp[64];
+                if (n >= sizeof tmp) break;
+                memcpy(tmp, s, n);
+                tmp[n] = 0;
+                double o = strtod(tmp, NULL);
+                if (isfinite(o) && o >= 0) e->occ = (float)(o / 100.0);
+                break;
+            }
+            default: break;
+            }
+        } else if (p->in_args && d == p->ev_depth + 2) {
+            int i = p->idx5++;
+            if (is_null) return 1;
+            int64_t v;
+            if ((p->args_key == AK_GRID || p->args_key == AK_BLOCK) && i < 3) {
+                if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX)
+                    (p->args_key == AK_GRID ? e->grid : e->block)[i] = (int32_t)v;
+            } else if (p->args_key == AK_DIMS && i < MAX_INPUTS) {
+                e->numel_ok[i] = false; /* a bare number where a dims list belongs */
+                if (e->n_dims < i + 1) e->n_dims = i + 1;
+            }
+        } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
+            int i = p->idx5 - 1;
+            p->idx6++;
+            if (i < 0 || i >= MAX_INPUTS || !e->numel_ok[i]) return 1;
+            int64_t v;
+            if (is_null || dec_scaled(s, n, 0, &v) || v < 0) { e->numel_ok[i] = false; return 1; }
+            if (v != 0 && e->numel[i] > UINT64_MAX / (uint64_t)v) e->numel_ok[i] = false;
+            else e->numel[i] *= (uint64_t)v;
+        }
+        return 1;
+    }
+    if (p->in_dev && d == 3) {
+        if (is_null) return 1;
+        int64_t v;
+        fa_import_device *dv = p->dev;
+        if (!dv || !num_i64(p, s, n, &v)) return 1;
+        int32_t v32 = v >= INT32_MIN && v <= INT32_MAX ? (int32_t)v : 0;
+        switch (p->dev_key) {
+        case DK_ID: dv->id = v32; break;
+        case DK_SMS: dv->sm_count = v32; break;
+        case DK_CCMAJ: dv->cc_major = v32; break;
+        case DK_CCMIN: dv->cc_minor = v32; break;
+        case DK_MEM: dv->total_mem_bytes = v > 0 ? (uint64_t)v : 0; break;
+        case DK_THR_SM: dv->max_threads_per_sm = v32; break;
+        case DK_REGS_SM: dv->regs_per_sm = v32; break;
+        case DK_SMEM_SM: dv->smem_per_sm = v32; break;
+        case DK_SMEM_BLK: dv->smem_per_block = v32; break;
+        case DK_WARP: dv->warp_size = v32; break;
+        default: break;
+        }
+        return 1;
+    }
+    if (d == 1 && p->top_key == TK_BASETIME && !is_null) {
+        int64_t v;
+        if (num_i64(p, s, n, &v)) p->st->base_time_ns = v;
+    }
+    if (d == 1 && p->top_key == TK_SCHEMA && !is_null && n < 12)
+        snprintf(p->st->schema, sizeof p->st->schema, "kineto schemaVersion %.*s", (int)n, s);
+    return 1;
+}
+
+static int cb_string(void *ctx, const unsigned char *s, size_t n)
+{
+    kparse *p = ctx;
+    int d = p->depth;
+    if (p->in_event) {
+        kev *e = &p->ev;
+        if (d == p->ev_depth) {
+            switch (p->ev_key) {
+            case EK_PH: e->ph = n == 1 ? (char)s[0] : '?'; break;
+            case EK_CAT: fa_buf_reset(&e->cat); fa_buf_append(&e->cat, s, n); break;
+            case EK_NAME: fa_buf_reset(&e->name); fa_buf_append(&e->name, s, n); break;
+            case EK_PID: e->pid = id_from_string(s, n); break;
+            case EK_TID: e->tid = id_from_string(s, n); break;
+            case EK_TS:
+            case EK_DUR: { /* some writers quote numbers */
+                int64_t v;
+                if (dec_scaled((const char *)s, n, 3, &v)) { bad_number(p); break; }
+                if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true;
+                else e->dur_ns = v, e->has_dur = true;
+                break;
+            }
+            default: break;
+            }
+        } else if (p->in_args && d == p->ev_depth + 2) {
+            int i = p->idx5++;
+            if (p->args_key == AK_TYPES && i < MAX_INPUTS) {
+                e->dsize[i] = dtype_size(s, n);
+                if (e->n_types < i + 1) e->n_types = i + 1;
+            } else if (p->args_key == AK_DIMS && i < MAX_INPUTS) {
+                e->numel_ok[i] = false;
+                if (e->n_dims < i + 1) e->n_dims = i + 1;
+            }
+        } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
+            int i = p->idx5 - 1;
+            if (i >= 0 && i < MAX_INPUTS) e->numel_ok[i] = false;
+        }
+        return 1;
+    }
+    if (p->in_dev && d == 3 && p->dev_key == DK_NAME && p->dev) {
+        const char *nm = (const char *)s;
+        if (!fa__utf8_repair(nm, n, &p->tmp)) nm = p->tmp.data, n = p->tmp.len;
+        size_t l = n < sizeof p->dev->name - 1 ? n : sizeof p->dev->name - 1;
+        memcpy(p->dev->name, nm, l);
+        p->dev->name[l] = 0;
+    }
+    return 1;
+}
+
+static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
+{
+    kparse *p = ctx;
+    int d = p->depth;
+    if (p->in_event && d == p->ev_depth) {
+        int key = EK_OTHER;
+        switch (n) {
+        case 2: if (k[0] == 'p' && k[1] == 'h') key = EK_PH; else if (k[0] == 't' && k[1] == 's') key = EK_TS; break;
+        case 3:
+            if (!memcmp(k, "cat", 3)) key = EK_CAT;
+            else if (!memcmp(k, "pid", 3)) key = EK_PID;
+            else if (!memcmp(k, "tid", 3)) key = EK_TID;
+            else if (!memcmp(k, "dur", 3)) key = EK_DUR;
+            break;
+        case 4: if (!memcmp(k, "name", 4)) key = EK_NAME; else if (!memcmp(k, "args", 4)) key = EK_ARGS; break;
+        default: break;
+        }
+        p->ev_key = key;
+    } else if (p->in_args && d == p->ev_depth + 1) {
+        int key = EK_OTHER;
+        if (key_is(k, n, "correlation")) key = AK_CORR;
+        else if (key_is(k, n, "External id") || key_is(k, n, "external id")) key = AK_EXTID;
+        else if (key_is(k, n, "grid")) key = AK_GRID;
+        else if (key_is(k, n, "block")) key = AK_BLOCK;
+        else if (key_is(k, n, "registers per thread")) key = AK_REGS;
+        else if (key_is(k, n, "shared memory")) key = AK_SMEM;
+        else if (key_is(k, n, "device")) key = AK_DEVICE;
+        else if (key_is(k, n, "stream")) key = AK_STREAM;
+        else if (key_is(k, n, "Input Dims") || key_is(k, n, "Input dims")) key = AK_DIMS;
+        else if (key_is(k, n, "Input type")) key = AK_TYPES;
+        else if (key_is(k, n, "est. achieved occupancy %")) key = AK_OCC;
+        else if (key_is(k, n, "bytes")) key = AK_BYTES;
+        p->args_key = key;
+    } else if (p->in_dev && d == 3) {
+        int key = EK_OTHER;
+        if (key_is(k, n, "id")) key = DK_ID;
+        else if (key_is(k, n, "name")) key = DK_NAME;
+        else if (key_is(k, n, "numSms")) key = DK_SMS;
+        else if (key_is(k, n, "computeMajor")) key = DK_CCMAJ;
+        else if (key_is(k, n, "computeMinor")) key = DK_CCMIN;
+        else if (key_is(k, n, "totalGlobalMem")) key = DK_MEM;
+        else if (key_is(k, n, "maxThreadsPerMultiprocessor")) key = DK_THR_SM;
+        else if (key_is(k, n, "regsPerMultiprocessor")) key = DK_REGS_SM;
+        else if (key_is(k, n, "sharedMemPerMultiprocessor")) key = DK_SMEM_SM;
+        else if (key_is(k, n, "sharedMemPerBlock")) key = DK_SMEM_BLK;
+        else if (key_is(k, n, "warpSize")) key = DK_WARP;
+        p->dev_key = key;
+    } else if (d == 1) {
+        if (key_is(k, n, "traceEvents")) p->top_key = TK_EVENTS;
+        else if (key_is(k, n, "deviceProperties")) p->top_key = TK_DEVPROPS;
+        else if (key_is(k, n, "baseTimeNanoseconds")) p->top_key = TK_BASETIME;
+        else if (key_is(k, n, "schemaVersion")) p->top_key = TK_SCHEMA;
+        else p->top_key = TK_OTHER;
+    }
+    return 1;
+}
+
+static int cb_start_map(void *ctx)
+{
+    kparse *p = ctx;
+    int d = ++p->depth;
+    if (p->ev_depth && d == p->ev_depth && !p->in_event) {
+        p->in_event = true;
+        p->ev_key = EK_OTHER;
+        ev_reset(&p->ev);
+    } else if (p->in_event && d == p->ev_depth + 1 && p->ev_key == EK_ARGS) {
+        p->in_args = true;
+        p->args_key = EK_OTHER;
+    } else if (p->in_args && d == p->ev_depth + 2) {
+        p->idx5++;
+    } else if (d == 3 && p->top_key == TK_DEVPROPS && !p->ev_depth) {
+        p->in_dev = true;
+        p->dev_key = EK_OTHER;
+        p->dev = p->st->n_devices < FA_IMPORT_MAX_DEVICES ? &p->st->devices[p->st->n_devices++] : NULL;
+        if (p->dev) memset(p->dev, 0, sizeof *p->dev);
+    }
+    return 1;
+}
+
+static int cb_end_map(void *ctx)
+{
+    kparse *p = ctx;
+    int d = p->depth--;
+    if (p->in_event && d == p->ev_depth) {
+        p->in_event = p->in_args = false;
+        ev_emit(p);
+        if (p->fail) return 0;
+    } else if (p->in_args && d == p->ev_depth + 1) {
+        p->in_args = false;
+    } else if (p->in_dev && d == 3) {
+        p->in_dev = false;
+    }
+    return 1;
+}
+
+static int cb_start_array(void *ctx)
+{
+    kparse *p = ctx;
+    int d = ++p->depth;
+    if (d == 1) p->ev_depth = 2; /* bare array of events (Chrome "JSON Array Format") */
+    else if (d == 2 && p->top_key == TK_EVENTS && !p->in_event) p->ev_depth = 3;
+    else if (p->in_args && d == p->ev_depth + 2) {
+        p->idx5 = 0;
+    } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
+        int i = p->idx5++;
+        p->idx6 = 0;
+        if (i < MAX_INPUTS) {
+            p->ev.numel[i] = 1;
+            p->ev.numel_ok[i] = true;
+            if (p->ev.n_dims < i + 1) p->ev.n_dims = i + 1;
+        }
+    } else if (p->in_args && d == p->ev_depth + 3) {
+        p->idx5++;
+    } else if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
+        int i = p->idx5 - 1; /* a list of lists (TensorList): not a plain tensor */
+        if (i >= 0 && i < MAX_INPUTS) p->ev.numel_ok[i] = false;
+    }
+    return 1;
+}
+
+static int cb_end_array(void *ctx)
+{
+    kparse *p = ctx;
+    int d = p->depth--;
+    if (!p->in_event && p->ev_depth && d == p->ev_depth - 1) p->ev_depth = 0; /* events done */
+    return 1;
+}
+
+static const yajl_callbacks k_callbacks = {
+    cb_null, cb_bool, NULL, NULL, cb_number, cb_string,
+    cb_start_map, cb_map_key, cb_end_map, cb_start_array, cb_end_array,
+};
+
+/* ---- lenient pre-filter ----------------------------------------------------------------- */
+
+/* Rewrites what strict JSON refuses but trace writers emit: raw control bytes inside strings
+ * become \u00XX escapes; NaN / Infinity / -Infinity outside strings become null. */
+typedef struct lfilter {
+    bool in_str, esc;
+    const char *lit; /* literal being matched, or NULL */
+    size_t lit_pos;
+} lfilter;
+
+static void lf_flush_lit(lfilter *f, fa_buf *o)
+{
+    if (f->lit) fa_buf_append(o, f->lit, f->lit_pos);
+    f->lit = NULL;
+    f->lit_pos = 0;
+}
+
+static void lf_run(lfilter *f, const unsigned char *s, size_t n, fa_buf *o, kparse *p, uint64_t base)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = s[i];
+        if (f->in_str) {
+            if (f->esc) f->esc = false;
+            else if (c == '\\') f->esc = true;
+            else if (c == '"') f->in_str = false;
+            else if (c < 0x20) {
+                char esc[8];
+                snprintf(esc, sizeof esc, "\\u%04x", c);
+                fa_buf_append(o, esc, 6);
+                p->st->n_control_chars++;
+                (void)base;
+                continue;
+            }
+            fa_buf_append(o, &c, 1);
+            continue;
+        }
+        if (f->lit) {
+            if ((unsigned char)f->lit[f->lit_pos] == c) {
+                f->lit_pos++;
+                if (f->lit[f->lit_pos] == 0) {
+                    fa_buf_append(o, "null", 4);
+                    p->st->n_nonfinite++;
+                    f->lit = NULL;
+                    f->lit_pos = 0;
+                }
+                continue;
+            }
+            if (f->lit[0] == '-' && f->lit_pos == 1) { /* an ordinary negative number */
+                fa_buf_append(o, "-", 1);
+                f->lit = NULL;
+                f->lit_pos = 0;
+            } else {
+                lf_flush_lit(f, o);
+            }
+        }
+        if (c == '"') f->in_str = true;
+        else if (c == 'N') { f->lit = "NaN"; f->lit_pos = 1; continue; }
+        else if (c == 'I') { f->lit = "Infinity"; f->lit_pos = 1; continue; }
+        else if (c == '-') { f->lit = "-Infinity"; f->lit_pos = 1; continue; }
+        fa_buf_append(o, &c, 1);
+    }
+}
+
+/* ---- driver ----------------------------------------------------------------------------- */
+
+typedef enum { RUN_OK, RUN_FAIL, RUN_RETRY } run_result;
+
+static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient, fa_status *out_status)
+{
+    fa_ctx *ctx = p->ctx;
+    const char *path = p->path;
+    gzFile gz = gzopen(path, "rb");
+    if (!gz) {
+        *out_status = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        return RUN_FAIL;
+    }
+    gzbuffer(gz, CHUNK);
+    unsigned char *buf = malloc(CHUNK);
+    fa_buf fout;
+    fa_buf_init(&fout);
+    lfilter lf = {0};
+    p->h = yajl_alloc(&k_callbacks, NULL, p);
+    if (!buf || !p->h) {
+        free(buf);
+        if (p->h) yajl_free(p->h);
+        gzclose(gz);
+        *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+        return RUN_FAIL;
+    }
+    yajl_config(p->h, yajl_dont_validate_strings, 1); /* we check UTF-8 ourselves and repair */
+    run_result rr = RUN_OK;
+    bool at_eof = false;
+    uint64_t raw_off = 0;
+    for (;;) {
+        int n = gzread(gz, buf, CHUNK);
+        int zerr = Z_OK;
+        const char *zmsg = gzerror(gz, &zerr);
+        if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+            bool trunc = zerr == Z_BUF_ERROR;
+            if (trunc && opts && opts->keep_partial) {
+                p->st->truncated = true;
+                p->st->truncated_offset = raw_off + (n > 0 ? (uint64_t)n : 0);
+                break; /* keep what was parsed (any partial n bytes are dropped) */
+            }
+            *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                       "%s: %s gzip stream at uncompressed byte %llu: %s", path,
+                                       trunc ? "truncated" : "corrupt", (unsigned long long)raw_off,
+                                       zmsg ? zmsg : "read error");
+            rr = RUN_FAIL;
+            break;
+        }
+        if (n == 0) { at_eof = true; break; }
+        const unsigned char *src = buf;
+        size_t len = (size_t)n;
+        if (lenient) {
+            fa_buf_reset(&fout);
+            lf_run(&lf, buf, len, &fout, p, raw_off);
+            if (fout.oom) { *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path); rr = RUN_FAIL; break; }
+            src = (const unsigned char *)fout.data;
+            len = fout.len;
+        }
+        p->chunk_base = raw_off;
+        yajl_status ys = yajl_parse(p->h, src, len);
+        raw_off += (uint64_t)n;
+        p->st->input_bytes = raw_off;
+        if (ys != yajl_status_ok) {
+            if (p->fail) {
+                *out_status = fa_ctx_error(ctx, p->fail, "%s: out of memory at byte %llu", path,
+                                           (unsigned long long)cur_offset(p));
+                rr = RUN_FAIL;
+                break;
+            }
+            if (!lenient) { rr = RUN_RETRY; break; }
+            unsigned char *msg = yajl_get_error(p->h, 0, src, len);
+            uint64_t off = p->chunk_base + yajl_get_bytes_consumed(p->h);
+            *out_status = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: invalid JSON near byte %llu%s: %s",
+                                       path, (unsigned long long)off,
+                                       lenient ? " (lenient pass: offset approximate)" : "",
+                                       msg ? (const char *)msg : "parse error");
+            if (msg) yajl_free_error(p->h, msg);
+            rr = RUN_FAIL;
+            break;
+        }
+    }
+    if (rr == RUN_OK && at_eof) {
+        if (lenient) {
+            fa_buf_reset(&fout);
+            lf_flush_lit(&lf, &fout);
+            if (fout.len) yajl_parse(p->h, (const unsigned char *)fout.data, fout.len);
+        }
+        p->chunk_base = raw_off;
+        yajl_status ys = yajl_complete_parse(p->h);
+        if (ys != yajl_status_ok) {
+            unsigned char *msg = yajl_get_error(p->h, 0, NULL, 0);
+            bool premature = p->depth > 0 || (msg && strstr((const char *)msg, "premature EOF"));
+            if (premature && opts && opts->keep_partial) {
+                p->st->truncated = true;
+                p->st->truncated_offset = raw_off;
+            } else if (!premature && !lenient) {
+                rr = RUN_RETRY;
+            } else {
+                *out_status = fa_ctx_error(
+                    ctx, FA_ERR_INPUT, "%s: %s at byte %llu (%d containers still open): %s", path,
+                    premature ? "JSON ends early (truncated file?)" : "invalid JSON",
+                    (unsigned long long)raw_off, p->depth, msg ? (const char *)msg : "parse error");
+                rr = RUN_FAIL;
+            }
+            if (msg) yajl_free_error(p->h, msg);
+        }
+    }
+    yajl_free(p->h);
+    p->h = NULL;
+    fa_buf_free(&fout);
+    free(buf);
+    gzclose(gz);
+    return rr;
+}
+
+fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opts *opts,
+                              fa_trace **out, fa_import_stats *stats)
+{
+    uint64_t t0 = fa_now_ns();
+    fa_import_stats local;
+    fa_import_stats *st = stats ? stats : &local;
+    memset(st, 0, sizeof *st);
+    st->kind = fa_import_detect(path);
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    st->file_bytes = (uint64_t)sb.st_size;
+    if (st->kind != FA_IMPORT_KINETO_JSON && st->kind != FA_IMPORT_KINETO_JSON_GZ)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not JSON or gzip (first bytes)", path);
+
+    fa_status s = FA_OK;
+    kparse p;
+    fa_trace *t = NULL;
+    for (int pass = 0; pass < 2; pass++) {
+        memset(&p, 0, sizeof p);
+        p.ctx = ctx;
+        p.path = path;
+        p.st = st;
+        fa_buf_init(&p.ev.name);
+        fa_buf_init(&p.ev.cat);
+        fa_buf_init(&p.tmp);
+        uint64_t fb = st->file_bytes;
+        fa_import_kind kind = st->kind;
+        memset(st, 0, sizeof *st);
+        st->file_bytes = fb;
+        st->kind = kind;
+        st->lenient_pass = pass == 1;
+        t = fa_trace_create("kineto");
+        if (!t) {
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+            break;
+        }
+        p.t = t;
+        run_result rr = kineto_run(&p, opts, pass == 1, &s);
+        fa_buf_free(&p.ev.name);
+        fa_buf_free(&p.ev.cat);
+        fa_buf_free(&p.tmp);
+        if (rr == RUN_OK) { s = FA_OK; break; }
+        fa_trace_free(t);
+        t = NULL;
+        if (rr == RUN_FAIL) break;
+    }
+    if (!t) {
+        st->elapsed_ns = fa_now_ns() - t0;
+        return s;
+    }
+
+    /* absolute times: ts + baseTimeNanoseconds; anything still negative is clamped to 0 */
+    int64_t base = st->base_time_ns;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        fa_activity *a = &t->acts[i];
+        int64_t s0 = (int64_t)a->start_ns, e0 = (int64_t)a->end_ns;
+        if (base && s0 <= INT64_MAX - base && e0 <= INT64_MAX - base) s0 += base, e0 += base;
+        if (s0 < 0) s0 = 0;
+        if (e0 < s0) e0 = s0;
+        a->start_ns = (uint64_t)s0;
+        a->end_ns = (uint64_t)e0;
+    }
+    t->source_path = fa_trace_intern(t, path);
+    for (int i = 0; i < st->n_devices; i++)
+        if (st->devices[i].name[0]) { t->device_name = fa_trace_intern(t, st->devices[i].name); break; }
+    if (!st->schema[0]) snprintf(st->schema, sizeof st->schema, "kineto (no schemaVersion)");
+    t->n_parse_errors = st->n_bad_utf8 + st->n_bad_numbers + st->n_control_chars + st->n_nonfinite;
+
+    s = fa__import_attribute(ctx, t, st, false, FA_ACT_CPU_OP, true);
+    if (s != FA_OK) {
+        fa_trace_free(t);
+        return fa_ctx_wrap(ctx, s, "%s: ", path);
+    }
+    fa__import_count(t, st);
+    st->elapsed_ns = fa_now_ns() - t0;
+    if (st->no_gpu_activity && p.n_mtia > 0) {
+        fa_trace_free(t);
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                            "%s: non-CUDA accelerator trace (%llu MTIA events, categories mtia_*, "
+                            "and no CUDA kernels): not supported",
+                            path, (unsigned long long)p.n_mtia);
+    }
+    *out = t;
+    return FA_OK;
+}
+
+fa_status fa_import_kineto(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats)
+{
+    return fa_import_kineto_ex(ctx, path, NULL, out, stats);
+}

@@ -1,0 +1,438 @@
+/* collector/import/nsys — read an Nsight Systems SQLite export (any generation we can probe:
+ * tables and columns are looked up, never assumed) into an fa_trace. */
+#include "collector/import/import-impl.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+typedef struct nsx {
+    fa_ctx *ctx;
+    const char *path;
+    sqlite3 *db;
+    fa_trace *t;
+    fa_import_stats *st;
+    fa_buf sql, tmp;
+} nsx;
+
+/* Every SQLite call's failure goes through here: names the call, the vendor's message and
+ * the file. */
+#define SQ_CHECK(x, rc_ok, what)                                                              \
+    do {                                                                                      \
+        int rc_ = (x);                                                                        \
+        if (rc_ != (rc_ok))                                                                   \
+            return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: sqlite %s failed: %s (%s:%d)",     \
+                                n->path, what, sqlite3_errmsg(n->db), __FILE__, __LINE__);    \
+    } while (0)
+
+static bool has_table(nsx *n, const char *name)
+{
+    sqlite3_stmt *q = NULL;
+    bool ok = false;
+    if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1",
+                           -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
+        ok = sqlite3_step(q) == SQLITE_ROW;
+    }
+    sqlite3_finalize(q);
+    return ok;
+}
+
+/* First table whose name starts with prefix (NVTX_EVENTS may carry a version suffix). */
+static bool find_table_prefix(nsx *n, const char *prefix, char *out, size_t outsz)
+{
+    sqlite3_stmt *q = NULL;
+    bool ok = false;
+    if (sqlite3_prepare_v2(n->db, "SELECT name FROM sqlite_master WHERE type IN ('table','view') AND "
+                                  "substr(name, 1, length(?1)) = ?1 ORDER BY length(name), name LIMIT 1",
+                           -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, prefix, -1, SQLITE_STATIC);
+        if (sqlite3_step(q) == SQLITE_ROW) {
+            snprintf(out, outsz, "%s", (const char *)sqlite3_column_text(q, 0));
+            ok = true;
+        }
+    }
+    sqlite3_finalize(q);
+    return ok;
+}
+
+static bool has_column(nsx *n, const char *table, const char *col)
+{
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s') WHERE name = ?1", table);
+    sqlite3_stmt *q = NULL;
+    bool ok = false;
+    if (sqlite3_prepare_v2(n->db, sql, -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_text(q, 1, col, -1, SQLITE_STATIC);
+        ok = sqlite3_step(q) == SQLITE_ROW;
+    }
+    sqlite3_finalize(q);
+    return ok;
+}
+
+static fa_status need_column(nsx *n, const char *table, const char *col, const char *why)
+{
+    if (has_column(n, table, col)) return FA_OK;
+    return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: Nsight Systems export lacks column %s.%s (%s)",
+                        n->path, table, col, why);
+}
+
+/* "k.col" if present, else "0" (optional columns) */
+static void opt_col(nsx *n, fa_buf *b, const char *table, const char *alias, const char *col)
+{
+    if (has_column(n, table, col)) fa_buf_printf(b, ", %s.%s", alias, col);
+    else fa_buf_puts(b, ", 0");
+}
+
+static const char *intern_text(nsx *n, const unsigned char *s, int len)
+{
+    if (!s) return fa_trace_intern(n->t, "");
+    if (!fa__utf8_repair((const char *)s, (size_t)len, &n->tmp)) {
+        if (!n->st->n_bad_utf8++) n->st->first_bad_utf8_offset = 0;
+        return fa_trace_intern_n(n->t, n->tmp.data, n->tmp.len);
+    }
+    return fa_trace_intern_n(n->t, (const char *)s, (size_t)len);
+}
+
+static fa_status add_act(nsx *n, fa_activity *a, int64_t start, int64_t end)
+{
+    if (start < 0) start = 0;
+    if (end < start) {
+        n->st->n_negative_durations++;
+        end = start;
+    }
+    a->start_ns = (uint64_t)start;
+    a->end_ns = (uint64_t)end;
+    if (!a->name) return fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory", n->path);
+    if (!fa_trace_add(n->t, a)) return fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory", n->path);
+    n->st->n_events++;
+    return FA_OK;
+}
+
+static int64_t pid_of_tid(int64_t global_tid)
+{
+    return global_tid & ~(int64_t)0xFFFFFF; /* nsys: globalTid = ... | pid << 24 | tid */
+}
+
+static fa_status read_metadata(nsx *n)
+{
+    const char *mt = has_table(n, "META_DATA_EXPORT") ? "META_DATA_EXPORT"
+                     : has_table(n, "EXPORT_META_DATA") ? "EXPORT_META_DATA" : NULL;
+    if (!mt) return FA_OK;
+    if (!has_column(n, mt, "name") || !has_column(n, mt, "value")) return FA_OK;
+    char sql[200];
+    /* only version rows: the table also holds host and user names, which we never read */
+    snprintf(sql, sizeof sql, "SELECT value FROM %s WHERE name = 'EXPORT_SCHEMA_VERSION'", mt);
+    sqlite3_stmt *q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, sql, -1, &q, NULL), SQLITE_OK, "prepare metadata");
+    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+        snprintf(n->st->schema, sizeof n->st->schema, "nsys %.24s", (const char *)sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    if (!n->st->schema[0]) snprintf(n->st->schema, sizeof n->st->schema, "nsys (%s)", mt);
+    return FA_OK;
+}
+
+static fa_status read_gpus(nsx *n)
+{
+    const char *tb = "TARGET_INFO_GPU";
+    if (!has_table(n, tb) || !has_column(n, tb, "id")) return FA_OK;
+    fa_buf *b = &n->sql;
+    fa_buf_reset(b);
+    fa_buf_puts(b, "SELECT g.id");
+    opt_col(n, b, tb, "g", "name");
+    opt_col(n, b, tb, "g", "smCount");
+    opt_col(n, b, tb, "g", "computeMajor");
+    opt_col(n, b, tb, "g", "computeMinor");
+    opt_col(n, b, tb, "g", "totalMemory");
+    opt_col(n, b, tb, "g", "maxWarpsPerSm");
+    opt_col(n, b, tb, "g", "maxRegistersPerSm");
+    opt_col(n, b, tb, "g", "maxShmemPerSm");
+    opt_col(n, b, tb, "g", "maxShmemPerBlock");
+    opt_col(n, b, tb, "g", "threadsPerWarp");
+    fa_buf_puts(b, " FROM TARGET_INFO_GPU g ORDER BY g.id");
+    sqlite3_stmt *q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare TARGET_INFO_GPU");
+    while (sqlite3_step(q) == SQLITE_ROW && n->st->n_devices < FA_IMPORT_MAX_DEVICES) {
+        fa_import_device *d = &n->st->devices[n->st->n_devices++];
+        memset(d, 0, sizeof *d);
+        d->id = sqlite3_column_int(q, 0);
+        const unsigned char *nm = sqlite3_column_text(q, 1);
+        if (nm && sqlite3_column_type(q, 1) == SQLITE_TEXT) snprintf(d->name, sizeof d->name, "%s", (const char *)nm);
+        d->sm_count = sqlite3_column_int(q, 2);
+        d->cc_major = sqlite3_column_int(q, 3);
+        d->cc_minor = sqlite3_column_int(q, 4);
+        d->total_mem_bytes = (uint64_t)sqlite3_column_int64(q, 5);
+        d->warp_size = sqlite3_column_int(q, 10);
+        d->max_threads_per_sm = sqlite3_column_int(q, 6) * (d->warp_size ? d->warp_size : 32);
+        d->regs_per_sm = sqlite3_column_int(q, 7);
+        d->smem_per_sm = sqlite3_column_int(q, 8);
+        d->smem_per_block = sqlite3_column_int(q, 9);
+    }
+    sqlite3_finalize(q);
+    if (n->st->n_devices && n->st->devices[0].name[0])
+        n->t->device_name = fa_trace_intern(n->t, n->st->devices[0].name);
+    return FA_OK;
+}
+
+static fa_status read_kernels(nsx *n)
+{
+    const char *tb = "CUPTI_ACTIVITY_KIND_KERNEL";
+    static const char *const req[] = {"start", "end", "correlationId", "globalPid", "deviceId", "streamId"};
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        fa_status s = need_column(n, tb, req[i], "needed for every kernel record");
+        if (s) return s;
+    }
+    const char *name_col = has_column(n, tb, "demangledName") ? "demangledName"
+                           : has_column(n, tb, "shortName") ? "shortName" : NULL;
+    if (!name_col)
+        return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                            "%s: Nsight Systems export lacks column %s.demangledName (or shortName): "
+                            "kernel names", n->path, tb);
+    fa_buf *b = &n->sql;
+    fa_buf_reset(b);
+    fa_buf_printf(b, "SELECT k.start, k.end, k.correlationId, k.globalPid, k.deviceId, k.streamId, s.value");
+    opt_col(n, b, tb, "k", "gridX");
+    opt_col(n, b, tb, "k", "gridY");
+    opt_col(n, b, tb, "k", "gridZ");
+    opt_col(n, b, tb, "k", "blockX");
+    opt_col(n, b, tb, "k", "blockY");
+    opt_col(n, b, tb, "k", "blockZ");
+    opt_col(n, b, tb, "k", "registersPerThread");
+    opt_col(n, b, tb, "k", "staticSharedMemory");
+    opt_col(n, b, tb, "k", "dynamicSharedMemory");
+    opt_col(n, b, tb, "k", "localMemoryPerThread");
+    fa_buf_printf(b, " FROM %s k LEFT JOIN StringIds s ON s.id = k.%s ORDER BY k.start", tb, name_col);
+    sqlite3_stmt *q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare kernel query");
+    int rc;
+    fa_status s = FA_OK;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        fa_activity a = fa_activity_init(FA_ACT_KERNEL);
+        a.correlation = sqlite3_column_int64(q, 2);
+        a.pid = sqlite3_column_int64(q, 3);
+        a.device = sqlite3_column_int(q, 4);
+        a.stream = sqlite3_column_int64(q, 5);
+        a.name = intern_text(n, sqlite3_column_text(q, 6), sqlite3_column_bytes(q, 6));
+        for (int i = 0; i < 3; i++) {
+            a.grid[i] = sqlite3_column_int(q, 7 + i);
+            a.block[i] = sqlite3_column_int(q, 10 + i);
+        }
+        a.registers = sqlite3_column_int(q, 13);
+        a.static_smem = sqlite3_column_int(q, 14);
+        a.dynamic_smem = sqlite3_column_int(q, 15);
+        a.local_mem = sqlite3_column_int(q, 16);
+        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        if (s) break;
+    }
+    if (!s && rc != SQLITE_DONE)
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+    sqlite3_finalize(q);
+    return s;
+}
+
+static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
+{
+    static const char *const req[] = {"start", "end", "globalTid", "correlationId", "nameId"};
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        fa_status s = need_column(n, tb, req[i], "needed to link kernels to their launch");
+        if (s) return s;
+    }
+    fa_buf *b = &n->sql;
+    fa_buf_reset(b);
+    fa_buf_printf(b, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value FROM %s r "
+                     "LEFT JOIN StringIds s ON s.id = r.nameId", tb);
+    sqlite3_stmt *q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare runtime query");
+    int rc;
+    fa_status s = FA_OK;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        fa_activity a = fa_activity_init(kind);
+        int64_t gt = sqlite3_column_int64(q, 2);
+        a.pid = pid_of_tid(gt);
+        a.tid = gt;
+        a.correlation = sqlite3_column_int64(q, 3);
+        a.name = intern_text(n, sqlite3_column_text(q, 4), sqlite3_column_bytes(q, 4));
+        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        if (s) break;
+    }
+    if (!s && rc != SQLITE_DONE)
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+    sqlite3_finalize(q);
+    return s;
+}
+
+/* CUPTI_ACTIVITY_MEMCPY_KIND values (cupti_activity.h) */
+static const char *memcpy_name(int k)
+{
+    static const char *const names[] = {"Memcpy unknown", "Memcpy HtoD", "Memcpy DtoH", "Memcpy HtoA",
+                                        "Memcpy AtoH", "Memcpy AtoA", "Memcpy AtoD", "Memcpy DtoA",
+                                        "Memcpy DtoD", "Memcpy HtoH", "Memcpy PtoP"};
+    return k >= 0 && k < (int)(sizeof names / sizeof names[0]) ? names[k] : "Memcpy";
+}
+
+static fa_status read_mem(nsx *n, const char *tb, fa_activity_kind kind)
+{
+    static const char *const req[] = {"start", "end", "correlationId", "globalPid", "deviceId", "streamId"};
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        fa_status s = need_column(n, tb, req[i], "needed for every memcpy/memset record");
+        if (s) return s;
+    }
+    fa_buf *b = &n->sql;
+    fa_buf_reset(b);
+    fa_buf_puts(b, "SELECT m.start, m.end, m.correlationId, m.globalPid, m.deviceId, m.streamId");
+    opt_col(n, b, tb, "m", "bytes");
+    opt_col(n, b, tb, "m", "copyKind");
+    fa_buf_printf(b, " FROM %s m", tb);
+    sqlite3_stmt *q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare memcpy/memset query");
+    int rc;
+    fa_status s = FA_OK;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        fa_activity a = fa_activity_init(kind);
+        a.correlation = sqlite3_column_int64(q, 2);
+        a.pid = sqlite3_column_int64(q, 3);
+        a.device = sqlite3_column_int(q, 4);
+        a.stream = sqlite3_column_int64(q, 5);
+        int64_t bytes = sqlite3_column_int64(q, 6);
+        if (bytes < 0) bytes = 0;
+        if (kind == FA_ACT_MEMCPY) {
+            a.bytes_read = a.bytes_written = (uint64_t)bytes;
+            a.name = fa_trace_intern(n->t, memcpy_name(sqlite3_column_int(q, 7)));
+        } else {
+            a.bytes_written = (uint64_t)bytes;
+            a.name = fa_trace_intern(n->t, "Memset");
+        }
+        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        if (s) break;
+    }
+    if (!s && rc != SQLITE_DONE)
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+    sqlite3_finalize(q);
+    return s;
+}
+
+/* NVTX push/pop (eventType 59) and start/end (60) ranges; marks (34) and others are skipped.
+ * Event type values: Nsight Systems export documentation, NVTX_EVENTS. */
+static fa_status read_nvtx(nsx *n, const char *tb)
+{
+    static const char *const req[] = {"start", "end", "globalTid"};
+    for (size_t i = 0; i < sizeof req / sizeof req[0]; i++) {
+        fa_status s = need_column(n, tb, req[i], "needed for NVTX ranges");
+        if (s) return s;
+    }
+    bool has_text = has_column(n, tb, "text"), has_tid = has_column(n, tb, "textId");
+    bool has_type = has_column(n, tb, "eventType");
+    fa_buf *b = &n->sql;
+    fa_buf_reset(b);
+    fa_buf_printf(b, "SELECT e.start, e.end, e.globalTid, %s FROM %s e %s WHERE e.end IS NOT NULL%s",
+                  has_text && has_tid ? "COALESCE(e.text, s.value)" : has_text ? "e.text" : has_tid ? "s.value" : "NULL",
+                  tb, has_tid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "",
+                  has_type ? " AND e.eventType IN (59, 60)" : "");
+    sqlite3_stmt *q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare NVTX query");
+    int rc;
+    fa_status s = FA_OK;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        fa_activity a = fa_activity_init(FA_ACT_RANGE);
+        int64_t gt = sqlite3_column_int64(q, 2);
+        a.pid = pid_of_tid(gt);
+        a.tid = gt;
+        a.name = intern_text(n, sqlite3_column_text(q, 3), sqlite3_column_bytes(q, 3));
+        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        if (s) break;
+    }
+    if (!s && rc != SQLITE_DONE)
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+    sqlite3_finalize(q);
+    return s;
+}
+
+static fa_status nsys_read(nsx *n)
+{
+    sqlite3_stmt *q = NULL;
+    /* a non-database file fails here (SQLITE_NOTADB) */
+    if (sqlite3_prepare_v2(n->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL) != SQLITE_OK ||
+        sqlite3_step(q) != SQLITE_ROW) {
+        fa_status s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: not a readable SQLite database: %s",
+                                   n->path, sqlite3_errmsg(n->db));
+        sqlite3_finalize(q);
+        return s;
+    }
+    sqlite3_finalize(q);
+    bool meta = has_table(n, "META_DATA_EXPORT") || has_table(n, "EXPORT_META_DATA");
+    bool kern = has_table(n, "CUPTI_ACTIVITY_KIND_KERNEL");
+    bool rt = has_table(n, "CUPTI_ACTIVITY_KIND_RUNTIME");
+    if (!meta && !kern && !rt)
+        return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                            "%s: not an Nsight Systems export (no META_DATA_EXPORT, EXPORT_META_DATA "
+                            "or CUPTI_ACTIVITY_KIND_KERNEL table)", n->path);
+    fa_status s = read_metadata(n);
+    if (s) return s;
+    if ((kern || rt) && !has_table(n, "StringIds"))
+        return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                            "%s: Nsight Systems export lacks table StringIds (kernel and API names)", n->path);
+    if (has_table(n, "StringIds")) {
+        if ((s = need_column(n, "StringIds", "id", "string table key"))) return s;
+        if ((s = need_column(n, "StringIds", "value", "string table text"))) return s;
+    }
+    if ((s = read_gpus(n))) return s;
+    if (kern && (s = read_kernels(n))) return s;
+    if (rt && (s = read_calls(n, "CUPTI_ACTIVITY_KIND_RUNTIME", FA_ACT_RUNTIME))) return s;
+    if (has_table(n, "CUPTI_ACTIVITY_KIND_DRIVER") &&
+        (s = read_calls(n, "CUPTI_ACTIVITY_KIND_DRIVER", FA_ACT_DRIVER)))
+        return s;
+    if (has_table(n, "CUPTI_ACTIVITY_KIND_MEMCPY") && (s = read_mem(n, "CUPTI_ACTIVITY_KIND_MEMCPY", FA_ACT_MEMCPY)))
+        return s;
+    if (has_table(n, "CUPTI_ACTIVITY_KIND_MEMSET") && (s = read_mem(n, "CUPTI_ACTIVITY_KIND_MEMSET", FA_ACT_MEMSET)))
+        return s;
+    char nvtx[128];
+    if (find_table_prefix(n, "NVTX_EVENTS", nvtx, sizeof nvtx) && (s = read_nvtx(n, nvtx))) return s;
+    return fa__import_attribute(n->ctx, n->t, n->st, true, FA_ACT_RANGE, false);
+}
+
+fa_status fa_import_nsys(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats)
+{
+    uint64_t t0 = fa_now_ns();
+    fa_import_stats local;
+    fa_import_stats *st = stats ? stats : &local;
+    memset(st, 0, sizeof *st);
+    st->kind = fa_import_detect(path);
+    struct stat sb;
+    if (stat(path, &sb) != 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open", path);
+    st->file_bytes = st->input_bytes = (uint64_t)sb.st_size;
+    if (st->kind != FA_IMPORT_NSYS_SQLITE)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not an SQLite file (no \"SQLite format 3\" header)", path);
+    nsx n = {0};
+    n.ctx = ctx;
+    n.path = path;
+    n.st = st;
+    fa_buf_init(&n.sql);
+    fa_buf_init(&n.tmp);
+    fa_status s = FA_OK;
+    if (sqlite3_open_v2(path, &n.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open database: %s", path,
+                         n.db ? sqlite3_errmsg(n.db) : "out of memory");
+        goto done;
+    }
+    n.t = fa_trace_create("nsys");
+    if (!n.t) {
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+        goto done;
+    }
+    s = nsys_read(&n);
+    if (s) goto done;
+    n.t->source_path = fa_trace_intern(n.t, path);
+    n.t->n_parse_errors = st->n_bad_utf8;
+    fa__import_count(n.t, st);
+    *out = n.t;
+    n.t = NULL;
+done:
+    fa_trace_free(n.t);
+    sqlite3_close(n.db);
+    fa_buf_free(&n.sql);
+    fa_buf_free(&n.tmp);
+    st->elapsed_ns = fa_now_ns() - t0;
+    return s;
+}
