@@ -37,18 +37,53 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     fa_load_options lo = fa_cli_load_options(&mo);
     fa_graph *g = NULL;
     fa_exec *e = NULL;
-    fa_status st = fa_graph_load(ctx, model, &lo, &g);
-    if (st) return fa_cli_fail(ctx, st);
+    /* With --inputs, shape-parameter inputs (integer inputs, Resize scales) are frozen to the
+     * given values before preparation so shapes stay static (docs/cli.md). */
+    int orig[64], n_orig = 0;
+    fa_status st;
+    if (indir && strncmp(model, "zoo:", 4) != 0) {
+        st = fa_onnx_import(ctx, model, &g);
+        if (!st) {
+            n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
+            memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
+        }
+        for (int i = 0; !st && i < n_orig; i++) {
+            if (!fa_graph_input_is_shape_param(g, orig[i])) continue;
+            char path[4096];
+            snprintf(path, sizeof path, "%s/input_%d.pb", indir, i);
+            fa_value val;
+            st = fa_tensorproto_read(ctx, path, &val, NULL);
+            if (!st) {
+                st = fa_graph_freeze_input(ctx, g, g->tensors[orig[i]]->name, &val);
+                free(val.data);
+            }
+        }
+        if (!st) st = fa_graph_prepare(ctx, g, &lo);
+    } else {
+        st = fa_graph_load(ctx, model, &lo, &g);
+        if (!st) {
+            n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
+            memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
+        }
+    }
+    if (st) {
+        fa_graph_free(g);
+        return fa_cli_fail(ctx, st);
+    }
     fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads};
     st = fa_exec_create(ctx, g, &eo, &e);
     if (!st && !indir) st = fa_exec_fill_inputs(ctx, e, 1);
-    for (int i = 0; !st && indir && i < g->n_inputs; i++) {
+    for (int i = 0; !st && indir && i < n_orig; i++) {
+        int live = -1;
+        for (int k = 0; k < g->n_inputs; k++)
+            if (g->inputs[k] == orig[i]) live = k;
+        if (live < 0) continue; /* frozen shape parameter */
         char path[4096];
         snprintf(path, sizeof path, "%s/input_%d.pb", indir, i);
         fa_value val;
         st = fa_tensorproto_read(ctx, path, &val, NULL);
         if (st) break;
-        st = fa_exec_set_input(ctx, e, i, &val);
+        st = fa_exec_set_input(ctx, e, live, &val);
         if (st) fa_ctx_wrap(ctx, st, "%s: ", path);
         free(val.data);
     }

@@ -299,6 +299,16 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
  * the input and the dim. */
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
 
+/* Turn graph input `name` into a constant with the given value (copied): it leaves g->inputs
+ * and becomes an initializer. For shape-parameter inputs (Reshape shape, Slice starts, Resize
+ * scales, ...) whose values a test or `exec --inputs` supplies, so shapes stay static.
+ * Call between import and fa_graph_prepare. FA_ERR_INPUT if not a graph input or the value's
+ * dtype/shape disagree with a declared one. */
+fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, const fa_value *v);
+/* True when graph input tensor `tid` feeds a slot that must be constant for static shapes: any
+ * integer-typed input, or the scales/sizes/roi inputs of Resize/Upsample. */
+bool fa_graph_input_is_shape_param(const fa_graph *g, int tid);
+
 /* Everything: "zoo:NAME" or a path; import + prepare. */
 fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *opt, fa_graph **out);
 

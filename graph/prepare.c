@@ -255,3 +255,43 @@ fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *o
     *out = g;
     return FA_OK;
 }
+
+fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, const fa_value *v)
+{
+    int tid = fa_graph_find_tensor(g, name);
+    int pos = -1;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->inputs[i] == tid) pos = i;
+    if (tid < 0 || pos < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "'%s' is not a graph input", name);
+    fa_tensor *t = g->tensors[tid];
+    if (t->dtype && t->dtype != v->dtype)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': declared %s, value is %s", name,
+                            fa_dtype_name(t->dtype), fa_dtype_name(v->dtype));
+    if (t->rank >= 0 && t->rank != v->rank)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': declared rank %d, value has rank %d", name,
+                            t->rank, v->rank);
+    for (int d = 0; d < v->rank && t->rank >= 0; d++)
+        if (t->dims[d] >= 0 && t->dims[d] != v->dims[d])
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': declared dim %d = %lld, value has %lld", name,
+                                d, (long long)t->dims[d], (long long)v->dims[d]);
+    fa_tensor_set_shape(t, v->dtype, v->rank, v->dims);
+    fa_status st = fa_tensor_set_data(ctx, t, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
+    if (st) return st;
+    t->flags = (t->flags & ~(unsigned)FA_TENSOR_GRAPH_INPUT) | FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+    memmove(&g->inputs[pos], &g->inputs[pos + 1], sizeof(int) * (size_t)(g->n_inputs - pos - 1));
+    g->n_inputs--;
+    return FA_OK;
+}
+
+bool fa_graph_input_is_shape_param(const fa_graph *g, int tid)
+{
+    const fa_tensor *t = g->tensors[tid];
+    if (t->dtype == FA_DTYPE_INT64 || t->dtype == FA_DTYPE_INT32) return true;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const fa_node *n = g->nodes[i];
+        if (strcmp(n->op_type, "Resize") && strcmp(n->op_type, "Upsample")) continue;
+        for (int k = 1; k < n->n_inputs; k++)
+            if (n->inputs[k] == tid) return true;
+    }
+    return false;
+}

@@ -77,7 +77,28 @@ static int run_case(const char *dir, char *why, size_t cap)
     int result = 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/model.onnx", dir);
-    fa_status st = fa_graph_load(ctx, path, NULL, &g);
+    /* Shape-parameter inputs (Reshape's shape, Slice's starts, Resize's scales, ...) are given
+     * by test_data_set_0: freeze them to constants so shapes stay static (the analysis needs
+     * static shapes). Every data set of a case must then agree on those values. */
+    fa_value frozen[16];
+    int n_frozen = 0;
+    int orig_inputs[64];
+    int n_orig = 0;
+    fa_status st = fa_onnx_import(ctx, path, &g);
+    if (!st) {
+        n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
+        memcpy(orig_inputs, g->inputs, sizeof(int) * (size_t)n_orig);
+        for (int i = 0; i < n_orig && !st; i++) {
+            if (!fa_graph_input_is_shape_param(g, orig_inputs[i]) || n_frozen >= 16) continue;
+            char ip[4200];
+            snprintf(ip, sizeof ip, "%s/test_data_set_0/input_%d.pb", dir, i);
+            st = fa_tensorproto_read(ctx, ip, &frozen[n_frozen], NULL);
+            if (!st) st = fa_graph_freeze_input(ctx, g, g->tensors[orig_inputs[i]]->name, &frozen[n_frozen]);
+            if (!st) n_frozen++;
+        }
+        if (!st) st = fa_graph_prepare(ctx, g, NULL);
+    }
+    for (int i = 0; i < n_frozen; i++) free(frozen[i].data);
     if (!st) {
         fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
         st = fa_exec_create(ctx, g, &eo, &e);
@@ -95,13 +116,18 @@ static int run_case(const char *dir, char *why, size_t cap)
             if (ds == 0) { snprintf(why, cap, "no test_data_set_0"); result = 1; }
             break;
         }
-        for (int i = 0; i < g->n_inputs; i++) {
+        for (int i = 0; i < n_orig && !st; i++) {
+            int live = -1;
+            for (int k = 0; k < g->n_inputs; k++)
+                if (g->inputs[k] == orig_inputs[i]) live = k;
+            if (live < 0) continue; /* frozen */
             snprintf(path, sizeof path, "%s/input_%d.pb", dsdir, i);
             fa_value v;
             st = fa_tensorproto_read(ctx, path, &v, NULL);
-            if (!st) st = fa_exec_set_input(ctx, e, i, &v);
-            if (!st) free(v.data);
-            if (st) break;
+            if (!st) {
+                st = fa_exec_set_input(ctx, e, live, &v);
+                free(v.data);
+            }
         }
         if (!st) st = fa_exec_run(ctx, e, NULL);
         if (st) {
