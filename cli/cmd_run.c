@@ -1,0 +1,205 @@
+/* cli/cmd_run — `fuse-advise run MODEL`: load, execute the unfused baseline with the collector,
+ * store the run, and print the per-op summary. Later stages (analyze, advise, apply, report)
+ * run when built (see docs/cli.md). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "cli.h"
+#include "collector/collector.h"
+#include "runtime/runtime.h"
+#include "store/store.h"
+
+static const char *k_help =
+    "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
+    "                        [--target auto|cpu|cuda] [--db PATH] [--tag TAG] [--seed S]\n"
+    "                        [--shape NAME=DIMS]... [--batch N] [--max-memory BYTES]\n"
+    "  MODEL       an .onnx file or zoo:NAME\n"
+    "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
+    "  --iters N   timed iterations (default 20); --warmup W untimed first (default 3)\n"
+    "  --threads N executor threads (default: all cores)\n"
+    "  --db PATH   run database (default ./fuse-advise.db)\n"
+    "  --tag TAG   name the run for `gate` and `runs`\n";
+
+typedef struct progress {
+    bool tty;
+} progress;
+
+static void on_progress(void *user, const char *step, int done, int total)
+{
+    progress *p = user;
+    if (!p->tty) return;
+    int width = 30, fill = total ? done * width / total : width;
+    fprintf(stderr, "\r%-8s [", step);
+    for (int i = 0; i < width; i++) fputc(i < fill ? '#' : ' ', stderr);
+    fprintf(stderr, "] %d/%d", done, total);
+    if (done == total) fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static char *join_argv(int argc, char **argv)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_puts(&b, "fuse-advise");
+    for (int i = 0; i < argc; i++) {
+        fa_buf_puts(&b, " ");
+        fa_buf_puts(&b, argv[i]);
+    }
+    return b.data;
+}
+
+static const char *cpu_model_name(char *buf, size_t cap)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    snprintf(buf, cap, "cpu");
+    if (!f) return buf;
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, "model name", 10)) {
+            char *c = strchr(line, ':');
+            if (c) {
+                c++;
+                while (*c == ' ') c++;
+                c[strcspn(c, "\n")] = 0;
+                snprintf(buf, cap, "%s", c);
+            }
+            break;
+        }
+    fclose(f);
+    return buf;
+}
+
+int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
+{
+    fa_cli_model_opts mo = {0};
+    const char *model = NULL, *db = FA_STORE_DEFAULT_PATH, *tag = NULL, *v;
+    long iters = 20, warmup = 3, threads = 0, seed = 1;
+    long long max_mem = 0;
+    bool no_apply = false;
+    fa_target target = FA_TARGET_AUTO;
+    for (int i = 1; i < argc; i++) {
+        int r = fa_cli_model_opt(ctx, "run", argc, argv, &i, &mo);
+        if (r < 0) return 2;
+        if (r > 0) continue;
+        if (!strcmp(argv[i], "--no-apply")) no_apply = true;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--iters"))) {
+            if ((iters = fa_cli_parse_long("run", "--iters", v, 1, 1000000)) < 0) return 2;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--warmup"))) {
+            if ((warmup = fa_cli_parse_long("run", "--warmup", v, 0, 1000000)) < 0) return 2;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--threads"))) {
+            if ((threads = fa_cli_parse_long("run", "--threads", v, 0, 1024)) < 0) return 2;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--seed"))) {
+            if ((seed = fa_cli_parse_long("run", "--seed", v, 0, 0x7fffffff)) < 0) return 2;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-memory"))) {
+            char *end;
+            max_mem = strtoll(v, &end, 10);
+            if (!*v || *end || max_mem <= 0) return fa_cli_usage("run", "--max-memory expects a byte count, got '%s'", v);
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
+            if (!*v) return fa_cli_usage("run", "--db needs a path");
+            db = v;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tag"))) tag = v;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--target"))) {
+            fa_status s = fa_target_parse(ctx, v, &target);
+            if (s) return fa_cli_usage("run", "%s", fa_ctx_errmsg(ctx));
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
+        else if (argv[i][0] == '-') return fa_cli_usage("run", "unknown option '%s'", argv[i]);
+        else if (!model) model = argv[i];
+        else return fa_cli_usage("run", "unexpected argument '%s'", argv[i]);
+    }
+    if (!model) return fa_cli_usage("run", "missing MODEL");
+
+    progress prog = {.tty = fa_cli_is_tty()};
+    fa_load_options lo = fa_cli_load_options(&mo);
+    fa_graph *g = NULL;
+    fa_exec *e = NULL;
+    fa_trace *trace = NULL;
+    fa_store *st = NULL;
+    int64_t run_id = -1;
+    char *cmdline = join_argv(argc, argv);
+    char sha[65] = "", devname[256];
+    fa_status s = fa_graph_load(ctx, model, &lo, &g);
+    if (!s && strncmp(model, "zoo:", 4) != 0) s = fa_sha256_file(ctx, model, sha);
+    if (s) {
+        free(cmdline);
+        fa_graph_free(g);
+        return fa_cli_fail(ctx, s);
+    }
+    /* Open the database only after the model loaded: bad input never creates or touches it. */
+    s = fa_store_open(ctx, db, &st);
+    if (s) goto out;
+    fa_exec_options eo = {.target = target, .threads = (int)threads, .max_memory = (uint64_t)max_mem};
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.model_path = model;
+    info.model_sha256 = sha[0] ? sha : NULL;
+    info.target = fa_target_name(target == FA_TARGET_AUTO ? FA_TARGET_CPU : target);
+    info.device_name = cpu_model_name(devname, sizeof devname);
+    info.iters = (int)iters;
+    info.warmup = (int)warmup;
+    info.command_line = cmdline;
+    info.tag = tag;
+    s = fa_store_run_begin(ctx, st, &info, &run_id);
+    if (s) goto out;
+    s = fa_exec_create(ctx, g, &eo, &e);
+    if (!s) s = fa_exec_fill_inputs(ctx, e, (uint64_t)seed);
+    if (!s) s = fa_collect_cpu(ctx, e, g, (int)warmup, (int)iters, on_progress, &prog, &trace);
+    if (!s) {
+        info.threads = fa_exec_threads(e);
+        info.peak_activation_bytes = fa_exec_peak_bytes(e);
+        info.target = fa_target_name(fa_exec_target(e));
+        trace->device_name = fa_trace_intern(trace, devname);
+        s = fa_store_begin(ctx, st);
+        if (!s) s = fa_store_run_update(ctx, st, run_id, &info);
+        if (!s) s = fa_store_put_graph(ctx, st, run_id, g);
+        if (!s) s = fa_store_put_trace(ctx, st, run_id, trace);
+        if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+        if (!s) s = fa_store_commit(ctx, st);
+        if (s) fa_store_rollback(st);
+    }
+    if (s) goto out;
+
+    /* summary */
+    fa_arena *ar = fa_arena_create(1 << 16);
+    fa_op_row *rows = NULL;
+    size_t nrows = 0;
+    int nit = 0;
+    fa_run_info ri;
+    s = fa_store_get_run(ctx, st, run_id, ar, &ri);
+    if (!s) s = fa_store_op_table(ctx, st, run_id, ar, &rows, &nrows, &nit);
+    if (!s) {
+        printf("run %" PRId64 ": %s on %s (%s, %d threads), %d timed iterations after %ld warm-up\n", run_id, model,
+               info.target, devname, info.threads, nit, warmup);
+        printf("baseline latency (median per iteration): %.3f ms; %d kernels per iteration; peak activations %.1f MiB\n",
+               ri.iter_median_ns / 1e6, g->n_topo, info.peak_activation_bytes / 1048576.0);
+        printf("\n%-40s %-20s %12s %7s %8s\n", "node", "op", "median us", "share", "kernels");
+        size_t show = nrows < 25 ? nrows : 25;
+        for (size_t i = 0; i < show; i++)
+            printf("%-40.40s %-20.20s %12.1f %6.1f%% %8" PRId64 "\n", rows[i].node_name,
+                   rows[i].op_type ? rows[i].op_type : "", rows[i].median_ns / 1e3, 100.0 * rows[i].share,
+                   rows[i].kernels);
+        if (nrows > show) printf("... %zu more (fuse-advise show %" PRId64 ")\n", nrows - show, run_id);
+        printf("\nstored in %s as run %" PRId64 "\n", db, run_id);
+        if (!no_apply)
+            printf("note: analyze/advise/apply stages are not part of this build yet; this run stopped after the baseline\n");
+    }
+    fa_arena_free(ar);
+out:;
+    int rc = 0;
+    if (s) {
+        rc = fa_cli_fail(ctx, s);
+        if (st && run_id >= 0) {
+            fa_ctx *c2 = fa_ctx_create();
+            fa_store_run_finish(c2, st, run_id, false, fa_ctx_errmsg(ctx));
+            fa_ctx_free(c2);
+        }
+    }
+    fa_trace_free(trace);
+    fa_exec_free(e);
+    fa_store_close(st);
+    fa_graph_free(g);
+    free(cmdline);
+    return rc;
+}
