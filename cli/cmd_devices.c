@@ -1,0 +1,107 @@
+/* cli/cmd_devices — `fuse-advise devices [--measure] [--threads N] [--json] [--db PATH]`: the
+ * device ceilings the roofline uses, and where each came from. */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "roofline/roofline.h"
+#include "store/store.h"
+
+static const char *k_help =
+    "usage: fuse-advise devices [--measure] [--threads N] [--json] [--db PATH] [--arch sm_XY]\n"
+    "  cpu ceilings are measured at first use and cached in the run database per device;\n"
+    "  --measure re-measures. CUDA limits come from the per-compute-capability table\n"
+    "  (theoretical without a GPU); --arch selects one (default: all tabled).\n";
+
+static void json_str(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
+    fa_buf_puts(b, "\"");
+}
+
+int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
+{
+    const char *db = FA_STORE_DEFAULT_PATH, *arch = NULL, *v;
+    bool json = false, measure = false;
+    long threads = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--measure")) measure = true;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--arch"))) arch = v;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--threads"))) {
+            if ((threads = fa_cli_parse_long("devices", "--threads", v, 0, 1024)) < 0) return 2;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
+        else return fa_cli_usage("devices", "unexpected argument '%s'", argv[i]);
+    }
+    if (arch && !fa_cuda_limits_for_arch(arch)) return fa_cli_usage("devices", "unknown --arch '%s' (tabled: sm_70 sm_75 sm_80 sm_86 sm_89 sm_90)", arch);
+    if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
+    fa_store *st = NULL;
+    fa_status s = fa_store_open(ctx, db, &st);
+    if (s) return fa_cli_fail(ctx, s);
+    fa_ceilings c;
+    if (fa_cli_is_tty() && !json) fprintf(stderr, "measuring cpu ceilings (first use takes a few seconds)...\n");
+    s = fa_roofline_cpu_ceilings(ctx, st, (int)threads, measure, &c);
+    fa_store_close(st);
+    if (s) return fa_cli_fail(ctx, s);
+    fa_buf b;
+    fa_buf_init(&b);
+    if (json) {
+        fa_buf_puts(&b, "{\"cpu\":{\"device_key\":");
+        json_str(&b, c.device_key);
+        fa_buf_printf(&b, ",\"threads\":%d,\"mem_bw_gbs\":%.3f,\"mem_bw_source\":", c.threads, c.mem_bw_gbs);
+        json_str(&b, c.mem_bw_source);
+        fa_buf_printf(&b, ",\"peak_gflops\":%.3f,\"peak_source\":", c.peak_gflops);
+        json_str(&b, c.peak_source);
+        fa_buf_printf(&b, ",\"dispatch_ns\":%.1f,\"dispatch_source\":", c.launch_ns);
+        json_str(&b, c.launch_source);
+        fa_buf_puts(&b, ",\"cache_levels\":[");
+        for (int i = 0; i < c.n_cache_levels; i++)
+            fa_buf_printf(&b, "%s{\"name\":\"%s\",\"working_set_bytes\":%llu,\"bandwidth_gbs\":%.3f}", i ? "," : "",
+                          c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
+        fa_buf_puts(&b, "],\"detail\":");
+        json_str(&b, c.detail);
+        fa_buf_puts(&b, "},\"cuda\":[");
+    } else {
+        printf("cpu  %s\n", c.device_key);
+        printf("  main-memory bandwidth  %10.2f GB/s      (%s)\n", c.mem_bw_gbs, c.mem_bw_source);
+        for (int i = 0; i < c.n_cache_levels; i++)
+            printf("  %-6s bandwidth       %10.2f GB/s      (measured, working set %llu KiB)\n", c.cache[i].name,
+                   c.cache[i].bandwidth_gbs, (unsigned long long)(c.cache[i].working_set >> 10));
+        printf("  FP32 peak              %10.2f GFLOP/s   (%s)\n", c.peak_gflops, c.peak_source);
+        printf("  dispatch per kernel    %10.1f ns        (%s)\n", c.launch_ns, c.launch_source);
+        printf("  ridge point            %10.2f FLOP/byte\n", c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
+        if (c.detail[0]) printf("  how: %s\n", c.detail);
+        printf("\ncuda (no GPU measured in this build: limits are theoretical, from the table)\n");
+        printf("  %-6s %6s %6s %7s %8s %10s %10s %8s\n", "arch", "warps", "blocks", "regs", "smem/SM", "smem/blk", "opt-in", "reserve");
+    }
+    int first = 1;
+    for (int i = 0; i < fa_cuda_limits_count(); i++) {
+        const fa_cuda_limits *l = fa_cuda_limits_at(i);
+        if (arch && l != fa_cuda_limits_for_arch(arch)) continue;
+        if (json) {
+            fa_buf_printf(&b, "%s{\"arch\":\"%s\",\"source\":\"theoretical\",\"max_warps_per_sm\":%d,\"max_blocks_per_sm\":%d,"
+                              "\"regs_per_sm\":%d,\"max_regs_per_thread\":%d,\"reg_alloc_unit\":%d,\"smem_per_sm\":%d,"
+                              "\"smem_per_block\":%d,\"smem_per_block_optin\":%d,\"smem_reserved_per_block\":%d,\"table_source\":",
+                          first ? "" : ",", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm, l->regs_per_sm,
+                          l->max_regs_per_thread, l->reg_alloc_unit, l->smem_per_sm, l->smem_per_block,
+                          l->smem_per_block_optin, l->smem_reserved_per_block);
+            json_str(&b, l->source);
+            fa_buf_puts(&b, "}");
+        } else {
+            printf("  %-6s %6d %6d %7d %8d %10d %10d %8d\n", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm,
+                   l->regs_per_sm, l->smem_per_sm, l->smem_per_block, l->smem_per_block_optin, l->smem_reserved_per_block);
+        }
+        first = 0;
+    }
+    if (json) {
+        fa_buf_puts(&b, "]}\n");
+        fwrite(b.data, 1, b.len, stdout);
+    } else {
+        printf("  source: %s\n", fa_cuda_limits_at(0)->source);
+    }
+    fa_buf_free(&b);
+    return 0;
+}
