@@ -68,11 +68,8 @@ static uint64_t cur_offset(kparse *p)
     return p->chunk_base + yajl_get_bytes_consumed(p->h);
 }
 
-static bool key_is(const unsigned char *k, size_t n, const char *lit)
-{
-    size_t l = strlen(lit);
-    return n == l && memcmp(k, lit, l) == 0;
-}
+/* literal-only key compare (sizeof, no strlen per call: keys are the hot path) */
+#define key_is(k, n, lit) ((n) == sizeof(lit) - 1 && memcmp((k), (lit), sizeof(lit) - 1) == 0)
 
 /* ---- numbers -------------------------------------------------------------------------- */
 
@@ -80,21 +77,23 @@ static bool key_is(const unsigned char *k, size_t n, const char *lit)
  * point). Accepts JSON number syntax. Returns 0 ok, -1 malformed, -2 out of int64 range. */
 static int dec_scaled(const char *s, size_t n, int scale, int64_t *out)
 {
+    /* 128-bit mantissa: a µs timestamp with ns digits has ~20 significant digits, more than
+     * uint64 holds; digits past 36 are dropped (they are far below the ns digit). */
+    typedef unsigned __int128 u128;
+    const u128 cap = (u128)1000000000000000000ull * 1000000000000000000ull; /* 1e36 */
     size_t i = 0;
     bool neg = false;
     if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
-    uint64_t mant = 0;
+    u128 mant = 0;
     int exp10 = 0;
-    bool round_up = false, any = false, dropped = false;
+    bool any = false;
     for (; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = true) {
-        if (mant < 1000000000000000000ull) mant = mant * 10 + (uint64_t)(s[i] - '0');
-        else exp10++, dropped = dropped || s[i] != '0';
+        if (mant < cap) mant = mant * 10 + (unsigned)(s[i] - '0');
+        else exp10++;
     }
     if (i < n && s[i] == '.') {
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = true) {
-            if (mant < 1000000000000000000ull) mant = mant * 10 + (uint64_t)(s[i] - '0'), exp10--;
-            else dropped = dropped || s[i] != '0';
-        }
+        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++, any = true)
+            if (mant < cap) mant = mant * 10 + (unsigned)(s[i] - '0'), exp10--;
     }
     if (!any) return -1;
     if (i < n && (s[i] == 'e' || s[i] == 'E')) {
@@ -109,27 +108,26 @@ static int dec_scaled(const char *s, size_t n, int scale, int64_t *out)
         exp10 += (int)(eneg ? -e : e);
     }
     if (i != n) return -1;
-    (void)dropped; /* digits past 19 significant ones cannot move the ns result */
     exp10 += scale;
     if (mant == 0) { *out = 0; return 0; }
+    const u128 lim = (u128)INT64_MAX + 1;
     if (exp10 >= 0) {
         for (int k = 0; k < exp10; k++) {
-            if (mant > UINT64_MAX / 10) return -2;
+            if (mant > lim) return -2;
             mant *= 10;
         }
     } else {
         int k = -exp10;
-        if (k > 19) { mant = 0; }
+        if (k > 38) mant = 0;
         else {
-            uint64_t p10 = 1;
+            u128 p10 = 1;
             for (int j = 0; j < k; j++) p10 *= 10;
-            uint64_t q = mant / p10, r = mant % p10;
-            round_up = r >= p10 - r; /* 2r >= p10: half rounds away from zero */
-            mant = q + (round_up ? 1 : 0);
+            u128 q = mant / p10, r = mant % p10;
+            mant = q + (r >= p10 - r ? 1 : 0); /* 2r >= p10: half rounds away from zero */
         }
     }
-    if (neg ? mant > (uint64_t)INT64_MAX + 1 : mant > (uint64_t)INT64_MAX) return -2;
-    *out = neg ? (int64_t)(0 - mant) : (int64_t)mant;
+    if (neg ? mant > lim : mant > lim - 1) return -2;
+    *out = neg ? (int64_t)(0 - (uint64_t)mant) : (int64_t)(uint64_t)mant;
     return 0;
 }
 
@@ -160,7 +158,7 @@ static uint8_t dtype_size(const unsigned char *s, size_t n)
         {"unsigned long", 8}, {"c10::qint8", 1}, {"c10::quint8", 1}, {"c10::qint32", 4},
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (key_is(s, n, tab[i].name)) return tab[i].size;
+        if (strlen(tab[i].name) == n && memcmp(s, tab[i].name, n) == 0) return tab[i].size;
     return 0;
 }
 
@@ -183,10 +181,7 @@ static void ev_reset(kev *e)
     e->n_dims = e->n_types = 0;
 }
 
-static bool cat_is(const fa_buf *c, const char *lit)
-{
-    return c->len == strlen(lit) && strcasecmp(c->data, lit) == 0;
-}
+#define cat_is(c, lit) ((c)->len == sizeof(lit) - 1 && strcasecmp((c)->data, (lit)) == 0)
 
 /* Map a Kineto category (current and pre-2022 spellings) to an activity kind; -1 = skip. */
 static int cat_kind(kparse *p, const fa_buf *c)
@@ -506,8 +501,8 @@ static int cb_start_map(void *ctx)
     } else if (p->in_event && d == p->ev_depth + 1 && p->ev_key == EK_ARGS) {
         p->in_args = true;
         p->args_key = EK_OTHER;
-    } else if (p->in_args && d == p->ev_depth + 2) {
-        p->idx5++;
+    } else if (p->in_args && d == p->ev_depth + 3) {
+        p->idx5++; /* a map as an element of an args array */
     } else if (d == 3 && p->top_key == TK_DEVPROPS && !p->ev_depth) {
         p->in_dev = true;
         p->dev_key = EK_OTHER;

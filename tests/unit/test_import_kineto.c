@@ -1,0 +1,622 @@
+/* tests/unit/test_import_kineto — Kineto Chrome-trace JSON import: both schema generations,
+ * exact ns times, attribution, every fault kind of issue 8/11 on small files, and the corpus. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <zlib.h>
+
+#include "collector/import/import.h"
+#include "testutil.h"
+
+static const char *data(const char *name)
+{
+    static char buf[8][1024];
+    static int k;
+    const char *src = getenv("FA_SOURCE_DIR");
+    char *b = buf[k++ & 7];
+    snprintf(b, sizeof buf[0], "%s/tests/data/import/%s", src ? src : ".", name);
+    return b;
+}
+
+static const fa_activity *find(const fa_trace *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (t->acts[i].name && strcmp(t->acts[i].name, name) == 0) return &t->acts[i];
+    return NULL;
+}
+
+static fa_trace *import_ok(const char *path, fa_import_stats *st)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    fa_status s = fa_import_kineto(ctx, path, &t, st);
+    if (s != FA_OK) fprintf(stderr, "import failed: %s\n", fa_ctx_errmsg(ctx));
+    assert_int_equal(s, FA_OK);
+    assert_non_null(t);
+    fa_ctx_free(ctx);
+    return t;
+}
+
+/* import expecting failure; returns the message (static copy) */
+static const char *import_fail(const char *path, const fa_import_opts *o, fa_status want, fa_import_stats *st)
+{
+    static char msg[1024];
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = (fa_trace *)0x1; /* must stay untouched */
+    fa_status s = fa_import_kineto_ex(ctx, path, o, &t, st);
+    snprintf(msg, sizeof msg, "%s", fa_ctx_errmsg(ctx));
+    fa_ctx_free(ctx);
+    if (s != want) fprintf(stderr, "status %d, message: %s\n", s, msg);
+    assert_int_equal(s, want);
+    assert_ptr_equal(t, (fa_trace *)0x1);
+    return msg;
+}
+
+static void write_bytes(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+static void test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("current_schema.json"), &st);
+    assert_int_equal(st.kind, FA_IMPORT_KINETO_JSON);
+    assert_int_equal(st.n_kernels, 1);
+    assert_int_equal(st.n_memcpy, 1);
+    assert_int_equal(st.n_memset, 1);
+    assert_int_equal(st.n_runtime, 2);
+    assert_int_equal(st.n_driver, 1);
+    assert_int_equal(st.n_cpu_ops, 1);
+    assert_int_equal(st.n_ranges, 2);
+    assert_int_equal(st.n_sync, 1);
+    assert_int_equal(st.n_orphans, 0);
+    assert_false(st.no_gpu_activity);
+    assert_string_equal(st.schema, "kineto schemaVersion 1");
+    /* flows, python_function and the instant event are counted, not imported */
+    assert_int_equal(st.n_skipped, 4);
+    assert_int_equal(st.n_events, 14);
+
+    const fa_activity *k = find(t, "add_kernel");
+    assert_non_null(k);
+    assert_int_equal(k->kind, FA_ACT_KERNEL);
+    assert_int_equal(k->start_ns, 1020500);
+    assert_int_equal(k->end_ns, 1022750);
+    assert_int_equal(k->correlation, 42);
+    assert_int_equal(k->external_id, 7);
+    assert_int_equal(k->stream, 7);
+    assert_int_equal(k->device, 0);
+    assert_int_equal(k->pid, 100); /* host pid/tid of the launch */
+    assert_int_equal(k->tid, 101);
+    assert_int_equal(k->grid[0], 4);
+    assert_int_equal(k->grid[1], 106);
+    assert_int_equal(k->grid[2], 1);
+    assert_int_equal(k->block[0], 128);
+    assert_int_equal(k->registers, 30);
+    assert_int_equal(k->static_smem, 1024);
+    assert_true(k->occupancy > 0.329f && k->occupancy < 0.331f);
+    assert_string_equal(k->op_type, "aten::add");
+    assert_string_equal(k->node_name, "aten::add");
+    assert_int_equal(k->flags & (FA_ACTF_ORPHAN | FA_ACTF_CLOCK_INVERSION), 0);
+    /* the op launched one kernel: its estimated input bytes (2*3*4 + 3*2) reach the kernel */
+    assert_int_equal(k->bytes_read, 30);
+    assert_true(k->flags & FA_ACTF_ESTIMATED_BYTES);
+    const fa_activity *op = find(t, "aten::add");
+    assert_int_equal(op->kind, FA_ACT_CPU_OP);
+    assert_int_equal(op->bytes_read, 30);
+    assert_true(op->flags & FA_ACTF_ESTIMATED_BYTES);
+
+    const fa_activity *mc = find(t, "Memcpy HtoD (Pageable -> Device)");
+    assert_non_null(mc);
+    assert_int_equal(mc->bytes_read, 4096);
+    assert_int_equal(mc->flags & FA_ACTF_ESTIMATED_BYTES, 0);
+    const fa_activity *ms = find(t, "Memset (Device)");
+    assert_int_equal(ms->bytes_written, 512);
+    assert_int_equal(ms->flags & FA_ACTF_ORPHAN, 0); /* linked to the driver call cuLaunchKernel */
+
+    assert_int_equal(st.n_devices, 1);
+    assert_string_equal(t->device_name, "Test GPU \xC3\x89");
+    assert_int_equal(st.devices[0].sm_count, 108);
+    assert_int_equal(st.devices[0].cc_major, 8);
+    assert_int_equal(st.devices[0].smem_per_sm, 167936);
+    assert_int_equal(st.devices[0].max_threads_per_sm, 2048);
+    assert_int_equal(st.devices[0].total_mem_bytes, 34079637504ull);
+    assert_string_equal(t->source, "kineto");
+    fa_trace_free(t);
+}
+
+static void test_kineto_legacy_schema_categories_and_string_tids(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("legacy_schema.json"), &st);
+    assert_int_equal(st.n_kernels, 2);
+    assert_int_equal(st.n_cpu_ops, 2);
+    assert_int_equal(st.n_runtime, 3);
+    assert_int_equal(st.n_memcpy, 1);
+    assert_int_equal(st.n_memset, 1);
+    assert_int_equal(st.n_orphans, 1); /* the memset's correlation 999 has no launch */
+    const fa_activity *g = find(t, "gemm_kernel");
+    assert_string_equal(g->op_type, "aten::mm"); /* "external id": 5 */
+    assert_int_equal(g->tid, 24572);             /* "tid": "24572" (a string) */
+    assert_int_equal(g->stream, 7);
+    assert_int_equal(g->start_ns, 1621401187223020000ull);
+    /* "external id": 0 means none: attributed by containment of the launch (ts 210 in relu) */
+    const fa_activity *r = find(t, "relu_kernel");
+    assert_string_equal(r->op_type, "aten::relu");
+    assert_true(find(t, "Memset (Device)")->flags & FA_ACTF_ORPHAN);
+    fa_trace_free(t);
+}
+
+static void test_kineto_fractional_us_converted_to_exact_ns(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("fractional_ns.json"), &st);
+    const fa_activity *k = find(t, "k_frac");
+    /* 1712195495505582.988 µs is not representable in a double to the ns */
+    assert_int_equal(k->start_ns, 1712195495505582988ull);
+    assert_int_equal(k->end_ns - k->start_ns, 4928);
+    /* sub-ns: 0.0004 µs rounds to 0 ns, never negative; start .0004 rounds down */
+    k = find(t, "k_subns");
+    assert_int_equal(k->start_ns, 1712195495505601000ull);
+    assert_int_equal(k->end_ns, k->start_ns);
+    /* half a ns rounds away from zero: .0005 -> 1 ns, dur .0015 -> 2 ns */
+    k = find(t, "k_half");
+    assert_int_equal(k->start_ns, 1712195495505611001ull);
+    assert_int_equal(k->end_ns - k->start_ns, 2);
+    /* exponent notation */
+    k = find(t, "k_exp");
+    assert_int_equal(k->start_ns, 1712195495505621500ull);
+    assert_int_equal(k->end_ns - k->start_ns, 250);
+    assert_int_equal(st.n_clock_inversions, 0);
+    assert_int_equal(st.n_orphans, 0);
+    fa_trace_free(t);
+}
+
+static void test_kineto_base_time_nanoseconds_added(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("base_time.json"), &st);
+    assert_int_equal(st.base_time_ns, 1727743122000000000ll);
+    const fa_activity *k = find(t, "k");
+    assert_int_equal(k->start_ns, 1727743122000000000ull + 2413669096120001ull);
+    assert_int_equal(k->end_ns - k->start_ns, 1760);
+    assert_string_equal(k->op_type, "op");
+    fa_trace_free(t);
+}
+
+static void test_kineto_orphans_flagged_and_durations_never_negative(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("orphans_skew.json"), &st);
+    assert_int_equal(st.n_orphans, 3);
+    assert_true(find(t, "launched_before_window")->flags & FA_ACTF_ORPHAN);
+    assert_true(find(t, "no_correlation")->flags & FA_ACTF_ORPHAN);
+    const fa_activity *nd = find(t, "negative_dur");
+    assert_true(nd->flags & FA_ACTF_ORPHAN);
+    assert_int_equal(nd->end_ns, nd->start_ns);
+    assert_int_equal(st.n_negative_durations, 1);
+    assert_int_equal(t->n_orphans, 3);
+    for (size_t i = 0; i < t->n_acts; i++) assert_true(t->acts[i].end_ns >= t->acts[i].start_ns);
+    fa_trace_free(t);
+}
+
+static void test_kineto_clock_skew_kernel_before_launch_linked_and_counted(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("orphans_skew.json"), &st);
+    const fa_activity *k = find(t, "skewed");
+    assert_true(k->flags & FA_ACTF_CLOCK_INVERSION);
+    assert_int_equal(k->flags & FA_ACTF_ORPHAN, 0);
+    assert_int_equal(k->pid, 5); /* still linked to its launch */
+    assert_int_equal(k->tid, 6);
+    assert_string_equal(k->op_type, "aten::mul");
+    assert_int_equal(k->start_ns, 98000); /* times are not "fixed" */
+    assert_int_equal(st.n_clock_inversions, 1);
+    assert_int_equal(t->n_clock_inversions, 1);
+    fa_trace_free(t);
+}
+
+static void test_kineto_no_gpu_activity_is_ok_with_flag(void **state)
+{
+    (void)state;
+    const char *files[] = {"cpu_only.json", "metadata_only.json", "runtime_no_kernels.json"};
+    for (size_t i = 0; i < 3; i++) {
+        fa_import_stats st;
+        fa_trace *t = import_ok(data(files[i]), &st);
+        assert_true(st.no_gpu_activity);
+        assert_int_equal(st.n_kernels, 0);
+        fa_trace_free(t);
+    }
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("runtime_no_kernels.json"), &st);
+    assert_int_equal(st.n_runtime, 2);
+    fa_trace_free(t);
+}
+
+static void test_kineto_concurrent_streams_preserved(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("streams.json"), &st);
+    const fa_activity *a = find(t, "a"), *b = find(t, "b"), *c = find(t, "c");
+    assert_int_equal(a->stream, 7);
+    assert_int_equal(b->stream, 20);
+    assert_int_equal(c->stream, 24);
+    /* overlapping intervals kept as recorded */
+    assert_int_equal(a->start_ns, 20000);
+    assert_int_equal(a->end_ns, 120000);
+    assert_int_equal(b->start_ns, 21000);
+    assert_int_equal(b->end_ns, 121000);
+    assert_int_equal(c->end_ns, 72000);
+    assert_int_equal(st.n_clock_inversions + st.n_orphans, 0);
+    fa_trace_free(t);
+}
+
+static void test_kineto_innermost_cpu_op_by_time_containment_on_same_thread(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("nesting.json"), &st);
+    assert_string_equal(find(t, "k_inner")->op_type, "inner");
+    assert_string_equal(find(t, "k_outer")->op_type, "outer");
+    assert_null(find(t, "k_none")->op_type); /* launch at 500 on tid 5: no op; tid 6 not used */
+    assert_int_equal(st.n_attributed, 2);
+    fa_trace_free(t);
+}
+
+static void test_kineto_names_escapes_and_non_ascii_round_trip(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("names.json"), &st);
+    assert_non_null(find(t, "say \"hi\" \\ back/slash"));
+    assert_non_null(find(t, "caf\xC3\xA9 \xF0\x9F\x98\x80 \x01" "ctl\ttab"));
+    assert_non_null(find(t, "\xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E na\xC3\xAFve \xE2\x88\x91"));
+    assert_int_equal(st.n_bad_utf8, 0);
+    assert_false(st.lenient_pass);
+    fa_trace_free(t);
+}
+
+static void test_kineto_invalid_utf8_replaced_and_offset_reported(void **state)
+{
+    (void)state;
+    const char pre[] = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"bad";
+    const char post[] = "name\", \"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}";
+    char buf[256];
+    size_t n = 0;
+    memcpy(buf, pre, sizeof pre - 1), n += sizeof pre - 1;
+    size_t bad_at = n;
+    buf[n++] = (char)0xFF; /* never valid in UTF-8 */
+    buf[n++] = (char)0xC3; /* truncated 2-byte sequence */
+    memcpy(buf + n, post, sizeof post - 1), n += sizeof post - 1;
+    const char *path = fa_test_path(fa_test_tmpdir(), "bad_utf8.json");
+    write_bytes(path, buf, n);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_int_equal(st.n_bad_utf8, 1);
+    assert_true(st.first_bad_utf8_offset > bad_at);
+    assert_true(st.first_bad_utf8_offset <= n);
+    assert_non_null(find(t, "bad\xEF\xBF\xBD\xEF\xBF\xBDname"));
+    assert_int_equal(t->n_parse_errors, 1);
+    fa_trace_free(t);
+}
+
+static void test_kineto_raw_control_char_recovered_in_lenient_pass(void **state)
+{
+    (void)state;
+    const char txt[] = "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"a\x01" "b\tc\", "
+                       "\"pid\": 1, \"tid\": 1, \"ts\": 1, \"dur\": 1}]}";
+    const char *path = fa_test_path(fa_test_tmpdir(), "ctl.json");
+    write_bytes(path, txt, sizeof txt - 1);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_true(st.lenient_pass);
+    assert_int_equal(st.n_control_chars, 2);
+    assert_non_null(find(t, "a\x01" "b\tc"));
+    fa_trace_free(t);
+}
+
+static void test_kineto_truncated_json_error_names_offset_or_keeps_partial(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    const char *msg = import_fail(data("truncated.json"), NULL, FA_ERR_INPUT, &st);
+    assert_non_null(strstr(msg, "truncated.json"));
+    assert_non_null(strstr(msg, "ends early"));
+    assert_non_null(strstr(msg, "byte"));
+    /* keep_partial: the complete events before the cut are kept */
+    fa_import_opts o = {.keep_partial = true};
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    assert_int_equal(fa_import_kineto_ex(ctx, data("truncated.json"), &o, &t, &st), FA_OK);
+    assert_true(st.truncated);
+    assert_true(st.truncated_offset > 0);
+    assert_non_null(find(t, "kept"));
+    assert_null(find(t, "cut"));
+    assert_int_equal(st.n_kernels, 1);
+    assert_int_equal(find(t, "kept")->flags & FA_ACTF_ORPHAN, 0);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
+static void test_kineto_gzip_found_by_magic_and_truncated_gzip_refused(void **state)
+{
+    (void)state;
+    uint8_t *src;
+    size_t n;
+    fa_ctx *ctx = fa_ctx_create();
+    assert_int_equal(fa_read_file(ctx, data("current_schema.json"), &src, &n), FA_OK);
+    /* pad with whitespace so the compressed stream spans several deflate blocks */
+    const char *gzpath = fa_test_path(fa_test_tmpdir(), "trace_named_plain.json");
+    gzFile g = gzopen(gzpath, "wb");
+    assert_non_null(g);
+    assert_int_equal(gzwrite(g, src, (unsigned)n), (int)n);
+    gzclose(g);
+    assert_int_equal(fa_import_detect(gzpath), FA_IMPORT_KINETO_JSON_GZ);
+    fa_import_stats st;
+    fa_trace *t = import_ok(gzpath, &st);
+    assert_int_equal(st.kind, FA_IMPORT_KINETO_JSON_GZ);
+    assert_int_equal(st.n_kernels, 1);
+    assert_int_equal(st.input_bytes, n);
+    fa_trace_free(t);
+
+    uint8_t *gz;
+    size_t gn;
+    assert_int_equal(fa_read_file(ctx, gzpath, &gz, &gn), FA_OK);
+    const char *cut = fa_test_path(fa_test_tmpdir(), "cut.json.gz");
+    write_bytes(cut, gz, gn / 2);
+    const char *msg = import_fail(cut, NULL, FA_ERR_INPUT, &st);
+    assert_non_null(strstr(msg, "cut.json.gz"));
+    assert_true(strstr(msg, "truncated gzip") || strstr(msg, "ends early"));
+    free(gz);
+    free(src);
+    fa_ctx_free(ctx);
+}
+
+static void test_kineto_ten_level_deep_args_ignored_fields_still_read(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("deep_args.json"), &st);
+    const fa_activity *k = find(t, "deep");
+    assert_int_equal(k->correlation, 1); /* not the nested 99 */
+    assert_int_equal(k->flags & FA_ACTF_ORPHAN, 0);
+    assert_int_equal(k->block[0], 64);
+    assert_int_equal(k->grid[0], 0); /* malformed grid elements are skipped, not misread */
+    assert_int_equal(k->grid[2], 3);
+    fa_trace_free(t);
+}
+
+static void test_kineto_numbers_beyond_int64_counted_not_wrapped(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("big_numbers.json"), &st);
+    const fa_activity *k = find(t, "huge_correlation");
+    assert_int_equal(k->correlation, -1);
+    assert_true(k->flags & FA_ACTF_ORPHAN);
+    assert_null(find(t, "huge_ts")); /* no usable ts: skipped */
+    k = find(t, "huge_grid");
+    assert_int_equal(k->grid[0], 0);
+    assert_int_equal(k->registers, 0);
+    assert_int_equal(st.n_bad_numbers, 2); /* correlation and ts */
+    assert_true(st.first_bad_number_offset > 0);
+    fa_trace_free(t);
+}
+
+static void test_kineto_nan_infinity_literals_read_as_unknown(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("nonfinite.json"), &st);
+    assert_true(st.lenient_pass);
+    assert_int_equal(st.n_nonfinite, 3);
+    const fa_activity *k = find(t, "NaN Infinity in name stays");
+    assert_non_null(k);
+    assert_int_equal(k->end_ns, k->start_ns); /* dur NaN -> unknown -> 0 */
+    assert_true(k->occupancy < 0);
+    assert_int_equal(k->flags & FA_ACTF_ORPHAN, 0);
+    fa_trace_free(t);
+}
+
+static void test_kineto_duplicate_correlation_ids_counted_and_nearest_launch_used(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("duplicate_correlation.json"), &st);
+    assert_int_equal(st.n_duplicate_correlations, 1);
+    assert_int_equal(find(t, "k1")->tid, 5);
+    assert_int_equal(find(t, "k2")->tid, 9);
+    assert_int_equal(st.n_orphans + st.n_clock_inversions, 0);
+    fa_trace_free(t);
+}
+
+static void test_kineto_bare_event_array_format(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("bare_array.json"), &st);
+    assert_int_equal(st.n_kernels, 1);
+    assert_int_equal(find(t, "bare")->flags & FA_ACTF_ORPHAN, 0);
+    fa_trace_free(t);
+}
+
+static void test_kineto_mtia_trace_refused_as_unsupported(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    const char *msg = import_fail(data("mtia.json"), NULL, FA_ERR_UNSUPPORTED, &st);
+    assert_non_null(strstr(msg, "MTIA"));
+}
+
+static void test_import_detect_by_magic_bytes_not_name(void **state)
+{
+    (void)state;
+    const char *p1 = fa_test_path(fa_test_tmpdir(), "looks_like.json.gz");
+    write_bytes(p1, "  \n{\"traceEvents\": []}", 22);
+    assert_int_equal(fa_import_detect(p1), FA_IMPORT_KINETO_JSON);
+    const char *p2 = fa_test_path(fa_test_tmpdir(), "garbage.json");
+    write_bytes(p2, "PK\x03\x04 not json", 15);
+    assert_int_equal(fa_import_detect(p2), FA_IMPORT_UNKNOWN);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    assert_int_equal(fa_import_file(ctx, p2, NULL, &t, NULL), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "garbage.json"));
+    assert_null(t);
+    assert_int_equal(fa_import_file(ctx, "/nonexistent/x.json", NULL, &t, NULL), FA_ERR_IO);
+    /* structurally invalid JSON: refused with an offset even after the lenient pass */
+    const char *p3 = fa_test_path(fa_test_tmpdir(), "broken.json");
+    write_bytes(p3, "{\"traceEvents\": [}", 18);
+    assert_int_equal(fa_import_file(ctx, p3, NULL, &t, NULL), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "byte"));
+    assert_null(t);
+    fa_ctx_free(ctx);
+}
+
+/* ---- corpus ---------------------------------------------------------------------------- */
+
+typedef struct expect {
+    const char *file;
+    uint64_t kernels;
+    const char *device;
+} expect;
+
+static void import_dir(const char *dir, int *n_files, int *n_refused, const expect *ex, size_t n_ex)
+{
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[2048];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        fa_ctx *ctx = fa_ctx_create();
+        fa_trace *t = NULL;
+        fa_import_stats st;
+        fa_status s = fa_import_file(ctx, path, NULL, &t, &st);
+        (*n_files)++;
+        if (strncmp(e->d_name, "mtia", 4) == 0) {
+            /* the one non-CUDA source: refused with a named reason */
+            assert_int_equal(s, FA_ERR_UNSUPPORTED);
+            assert_non_null(strstr(fa_ctx_errmsg(ctx), "MTIA"));
+            printf("  %-70s refused: %s\n", e->d_name, "non-CUDA (MTIA)");
+            (*n_refused)++;
+        } else {
+            if (s != FA_OK) fprintf(stderr, "%s: %s\n", path, fa_ctx_errmsg(ctx));
+            assert_int_equal(s, FA_OK);
+            printf("  %-70s events %7llu kernels %6llu orphans %4llu inversions %3llu attributed %6llu  %7.1f ms%s\n",
+                   e->d_name, (unsigned long long)st.n_events, (unsigned long long)st.n_kernels,
+                   (unsigned long long)st.n_orphans, (unsigned long long)st.n_clock_inversions,
+                   (unsigned long long)st.n_attributed, st.elapsed_ns / 1e6,
+                   st.no_gpu_activity ? "  (no GPU activity)" : "");
+            for (size_t i = 0; i < t->n_acts; i++) assert_true(t->acts[i].end_ns >= t->acts[i].start_ns);
+            for (size_t i = 0; i < n_ex; i++) {
+                if (strcmp(ex[i].file, e->d_name)) continue;
+                assert_int_equal(st.n_kernels, ex[i].kernels);
+                if (ex[i].device) assert_string_equal(t->device_name, ex[i].device);
+            }
+        }
+        fa_trace_free(t);
+        fa_ctx_free(ctx);
+    }
+    closedir(d);
+}
+
+static void test_kineto_corpus_every_trace_imports_or_is_refused_by_name(void **state)
+{
+    (void)state;
+    fa_test_require_corpus();
+    /* kernel counts and devices from the corpus SOURCES.md */
+    static const expect ex[] = {
+        {"df_index_resolver__df_index_resolver.json.gz", 19370, "Tesla V100-SXM2-32GB"},
+        {"ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz", 4350, "Tesla V100-SXM2-32GB"},
+        {"critical_path__alexnet__benchmark_result_2869224_1695835535_trace.json.gz", 79, "NVIDIA A100-PG509-200"},
+        {"negative_queue_length_values_check__rank0.json.gz", 6080, "NVIDIA A100-SXM4-80GB"},
+        {"trace_diff__test__test.json.gz", 9876, "Tesla V100-SXM2-16GB"},
+        {"trace_file_list__inference_rank_1.json.gz", 4, NULL},
+        {"cpu_only__rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz", 0, NULL},
+        {"cupti_profiler__benchmark_result_924719_1679055439_trace.json.gz", 0, NULL},
+        {"tb_plugin_test__gpu_metrics_input.json", 30, NULL},
+        {"resnet_kineto.json.gz", 9628, "NVIDIA GeForce RTX 2080 Ti"},
+        {"linear_kineto.json.gz", 8716, "NVIDIA GeForce RTX 2080 Ti"},
+        {"kineto_docs__after_fix_trace.json", 1, "NVIDIA H100"},
+    };
+    const char *sub[] = {"hta", "legacy-2021", "param", "synthetic"};
+    int n_files = 0, n_refused = 0;
+    printf("Kineto corpus import:\n");
+    for (size_t i = 0; i < 4; i++) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/traces/kineto/%s", fa_test_corpus(), sub[i]);
+        import_dir(dir, &n_files, &n_refused, ex, sizeof ex / sizeof ex[0]);
+    }
+    assert_int_equal(n_files, 25);
+    assert_int_equal(n_refused, 1);
+}
+
+static void test_kineto_corpus_ns_resolution_times_exact(void **state)
+{
+    (void)state;
+    fa_test_require_corpus();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/traces/kineto/hta/ns_resolution_trace__rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz",
+             fa_test_corpus());
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    /* first CatArrayBatchedCopy kernel: ts 1712195495505582.988, dur 4.928, correlation 135071,
+     * launched by cudaLaunchKernel at 1712195495505543.140 (External id 112) */
+    bool seen = false;
+    for (size_t i = 0; i < t->n_acts && !seen; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind != FA_ACT_KERNEL || a->correlation != 135071) continue;
+        seen = true;
+        assert_int_equal(a->start_ns, 1712195495505582988ull);
+        assert_int_equal(a->end_ns - a->start_ns, 4928);
+        assert_int_equal(a->grid[1], 106);
+        assert_int_equal(a->registers, 30);
+        assert_int_equal(a->pid, 1102);
+        assert_non_null(a->op_type);
+    }
+    assert_true(seen);
+    assert_int_equal(st.n_orphans, 0);
+    fa_trace_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op),
+        cmocka_unit_test(test_kineto_legacy_schema_categories_and_string_tids),
+        cmocka_unit_test(test_kineto_fractional_us_converted_to_exact_ns),
+        cmocka_unit_test(test_kineto_base_time_nanoseconds_added),
+        cmocka_unit_test(test_kineto_orphans_flagged_and_durations_never_negative),
+        cmocka_unit_test(test_kineto_clock_skew_kernel_before_launch_linked_and_counted),
+        cmocka_unit_test(test_kineto_no_gpu_activity_is_ok_with_flag),
+        cmocka_unit_test(test_kineto_concurrent_streams_preserved),
+        cmocka_unit_test(test_kineto_innermost_cpu_op_by_time_containment_on_same_thread),
+        cmocka_unit_test(test_kineto_names_escapes_and_non_ascii_round_trip),
+        cmocka_unit_test(test_kineto_invalid_utf8_replaced_and_offset_reported),
+        cmocka_unit_test(test_kineto_raw_control_char_recovered_in_lenient_pass),
+        cmocka_unit_test(test_kineto_truncated_json_error_names_offset_or_keeps_partial),
+        cmocka_unit_test(test_kineto_gzip_found_by_magic_and_truncated_gzip_refused),
+        cmocka_unit_test(test_kineto_ten_level_deep_args_ignored_fields_still_read),
+        cmocka_unit_test(test_kineto_numbers_beyond_int64_counted_not_wrapped),
+        cmocka_unit_test(test_kineto_nan_infinity_literals_read_as_unknown),
+        cmocka_unit_test(test_kineto_duplicate_correlation_ids_counted_and_nearest_launch_used),
+        cmocka_unit_test(test_kineto_bare_event_array_format),
+        cmocka_unit_test(test_kineto_mtia_trace_refused_as_unsupported),
+        cmocka_unit_test(test_import_detect_by_magic_bytes_not_name),
+        cmocka_unit_test(test_kineto_corpus_every_trace_imports_or_is_refused_by_name),
+        cmocka_unit_test(test_kineto_corpus_ns_resolution_times_exact),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
