@@ -1,0 +1,155 @@
+/* cli/cmd_zoo — `fuse-advise zoo`: list the built-in models, or write one as an ONNX file. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* The exporter (graph/onnx_io.c) is written concurrently; a weak reference keeps this verb
+ * linking while it is a placeholder, and the verb says so instead of crashing. */
+extern fa_status fa_onnx_export(fa_ctx *ctx, const fa_graph *g, const char *path) __attribute__((weak));
+
+static int help(void)
+{
+    printf("usage: fuse-advise zoo [--json]\n"
+           "       fuse-advise zoo NAME [-o FILE.onnx] [--batch N] [--seed S] [--json]\n\n"
+           "Without NAME, lists the built-in models (usable as zoo:NAME wherever a model path\n"
+           "goes). With NAME, builds that model (ONNX opset 17, random weights from a fixed seed,\n"
+           "default 0x5EED + FNV-1a-64(NAME)) and writes it to FILE.onnx (default NAME.onnx).\n"
+           "--batch N sets dim 0 of every input (default 1). See docs/zoo.md.\n");
+    return 0;
+}
+
+static void json_str(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s, strlen(s));
+    fa_buf_puts(b, "\"");
+}
+
+static int list(bool json)
+{
+    int n = fa_zoo_count();
+    if (!json) {
+        for (int i = 0; i < n; i++) printf("%-13s %s\n", fa_zoo_at(i)->name, fa_zoo_at(i)->description);
+        return 0;
+    }
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_puts(&b, "{\"models\": [");
+    for (int i = 0; i < n; i++) {
+        const fa_zoo_info *z = fa_zoo_at(i);
+        fa_buf_puts(&b, i ? ",\n  {\"name\": " : "\n  {\"name\": ");
+        json_str(&b, z->name);
+        fa_buf_puts(&b, ", \"model\": ");
+        char ref[128];
+        snprintf(ref, sizeof ref, "zoo:%s", z->name);
+        json_str(&b, ref);
+        fa_buf_puts(&b, ", \"description\": ");
+        json_str(&b, z->description);
+        fa_buf_printf(&b, ", \"default_seed\": \"0x%016" PRIx64 "\"}", fa_zoo_default_seed(z->name));
+    }
+    fa_buf_puts(&b, "\n]}\n");
+    if (b.oom) {
+        fa_buf_free(&b);
+        fprintf(stderr, "fuse-advise: error: out of memory\n");
+        return 1;
+    }
+    fputs(b.data, stdout);
+    fa_buf_free(&b);
+    return 0;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
+{
+    const char *name = NULL, *out_path = NULL;
+    bool json = false, have_seed = false;
+    long batch = 1;
+    uint64_t seed = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help();
+        if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "-o")) ||
+                   (v = fa_cli_opt_value(argc, argv, &i, "--output"))) {
+            if (!*v) return fa_cli_usage("zoo", "-o needs a file name");
+            out_path = v;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--batch"))) {
+            batch = fa_cli_parse_long("zoo", "--batch", v, 1, 1 << 20);
+            if (batch < 0) return 2;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--seed"))) {
+            char *end;
+            seed = strtoull(v, &end, 0);
+            if (!*v || *end) return fa_cli_usage("zoo", "--seed expects an integer (decimal or 0x hex), got '%s'", v);
+            have_seed = true;
+        } else if (argv[i][0] == '-') {
+            return fa_cli_usage("zoo", "unknown option '%s'", argv[i]);
+        } else if (!name) {
+            name = strncmp(argv[i], "zoo:", 4) == 0 ? argv[i] + 4 : argv[i];
+        } else {
+            return fa_cli_usage("zoo", "unexpected argument '%s' (one model at a time)", argv[i]);
+        }
+    }
+    if (!name) {
+        if (out_path || have_seed) return fa_cli_usage("zoo", "-o/--seed need a model NAME");
+        return list(json);
+    }
+
+    fa_graph *g = NULL;
+    fa_status st = fa_zoo_build_seeded(ctx, name, (int)batch,
+                                       have_seed ? seed : fa_zoo_default_seed(name), &g);
+    if (st) return fa_cli_fail(ctx, st);
+    char default_path[300];
+    if (!out_path) {
+        snprintf(default_path, sizeof default_path, "%s.onnx", name);
+        out_path = default_path;
+    }
+    if (!fa_onnx_export) {
+        fa_graph_free(g);
+        return fa_cli_fail(ctx, fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                                             "%s: this build has no ONNX exporter (graph/onnx_io.c)",
+                                             out_path));
+    }
+    st = fa_onnx_export(ctx, g, out_path);
+    if (st) {
+        fa_graph_free(g);
+        return fa_cli_fail(ctx, st);
+    }
+    int64_t params = 0;
+    uint64_t weight_bytes = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const fa_tensor *t = g->tensors[i];
+        if (!(t->flags & FA_TENSOR_INITIALIZER)) continue;
+        weight_bytes += t->nbytes;
+        if (ends_with(t->name, ".weight") || ends_with(t->name, ".bias")) params += fa_tensor_numel(t);
+    }
+    if (json) {
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_buf_puts(&b, "{\"model\": ");
+        char ref[128];
+        snprintf(ref, sizeof ref, "zoo:%s", name);
+        json_str(&b, ref);
+        fa_buf_puts(&b, ", \"path\": ");
+        json_str(&b, out_path);
+        fa_buf_printf(&b, ", \"batch\": %ld, \"seed\": \"0x%016" PRIx64 "\", \"nodes\": %d, "
+                          "\"parameters\": %" PRId64 ", \"initializer_bytes\": %" PRIu64 "}\n",
+                      batch, have_seed ? seed : fa_zoo_default_seed(name), g->n_nodes, params,
+                      weight_bytes);
+        if (!b.oom) fputs(b.data, stdout);
+        fa_buf_free(&b);
+    } else {
+        printf("wrote %s: zoo:%s, batch %ld, %d nodes, %" PRId64 " parameters, %.1f MB of initializers\n",
+               out_path, name, batch, g->n_nodes, params, (double)weight_bytes / 1e6);
+    }
+    fa_graph_free(g);
+    return 0;
+}
