@@ -165,8 +165,8 @@ static fa_status import_attr(imp *im, fa_node *n, const Onnx__AttributeProto *ap
         int k = 0;
         while (!(other & (1u << k))) k++;
         return fa_ctx_error(im->ctx, FA_ERR_INPUT,
-                            "%s: node '%s' (%s): attribute '%s' is declared %s but holds a %s "
-                            "value (field '%s')",
+                            "%s: node '%s' (%s): attribute '%s' is declared %s but holds a "
+                            "value of type %s (field '%s')",
                             im->file, n->name, n->op_type, an, attr_type_name(type),
                             attr_type_name(k), attr_field_name(k));
     }
@@ -370,18 +370,25 @@ static fa_status import_graph(imp *im, const Onnx__ModelProto *mp)
     return FA_OK;
 }
 
+/* `owned`: data is malloc'd and may be freed as soon as it is unpacked (protobuf-c copies
+ * every string and bytes field), so peak memory is two copies of the weights, not three. */
 static fa_status import_impl(fa_ctx *ctx, const char *file, const char *base_dir,
-                             const uint8_t *data, size_t len, fa_graph **out)
+                             const uint8_t *data, size_t len, uint8_t *owned, fa_graph **out)
 {
     size_t bad = 0;
     char why[512];
-    if (len == 0)
+    if (len == 0) {
+        free(owned);
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: empty file, not an ONNX model", file);
-    if (!fa_pb_check(data, len, FA_PB_MODEL, &bad, why, sizeof why))
+    }
+    if (!fa_pb_check(data, len, FA_PB_MODEL, &bad, why, sizeof why)) {
+        free(owned);
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: not a valid ONNX protobuf (truncated or corrupt): byte %zu of %zu: %s",
                             file, bad, len, why);
+    }
     Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    free(owned);
     if (!mp)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a valid ONNX protobuf (truncated or corrupt)",
                             file);
@@ -409,7 +416,8 @@ static fa_status import_impl(fa_ctx *ctx, const char *file, const char *base_dir
 fa_status fa_onnx_import_buffer(fa_ctx *ctx, const char *display_name, const char *base_dir,
                                 const uint8_t *data, size_t len, fa_graph **out)
 {
-    return import_impl(ctx, display_name ? display_name : "<buffer>", base_dir, data, len, out);
+    return import_impl(ctx, display_name ? display_name : "<buffer>", base_dir, data, len, NULL,
+                       out);
 }
 
 fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out)
@@ -427,9 +435,7 @@ fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out)
     } else {
         snprintf(dir, sizeof dir, ".");
     }
-    s = import_impl(ctx, path, dir, buf, len, out);
-    free(buf);
-    return s;
+    return import_impl(ctx, path, dir, buf, len, buf, out);
 }
 
 /* ==================================================================================== */

@@ -298,6 +298,47 @@ static void test_export_orders_nodes_topologically(void **state)
     fa_ctx_free(ctx);
 }
 
+/* A 100,000-node chain exports and imports (no recursion over the graph depth: issue 11). */
+static void test_roundtrip_100k_node_chain(void **state)
+{
+    (void)state;
+    enum { N = 100000 };
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("chain");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 13), FA_OK);
+    int x = fa_graph_tensor(g, "t0");
+    int64_t d[2] = {1, 8};
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
+    assert_int_equal(fa_graph_add_input(ctx, g, x), FA_OK);
+    char in[32], out[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(in, sizeof in, "t%d", i);
+        snprintf(out, sizeof out, "t%d", i + 1);
+        const char *ins[1] = {in}, *outs[1] = {out};
+        fa_node *n = fa_graph_add_node(ctx, g, NULL, i % 2 ? "Relu" : "Neg", "", 1, ins, 1, outs);
+        assert_non_null(n);
+    }
+    assert_int_equal(fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, out)), FA_OK);
+    assert_int_equal(fa_graph_index(ctx, g), FA_OK);
+    uint64_t t0 = fa_now_ns();
+    uint8_t *buf;
+    size_t len;
+    assert_int_equal(fa_onnx_export_buffer(ctx, g, &buf, &len), FA_OK);
+    uint64_t t1 = fa_now_ns();
+    fa_graph *g2 = NULL;
+    assert_int_equal(fa_onnx_import_buffer(ctx, "chain.onnx", NULL, buf, len, &g2), FA_OK);
+    uint64_t t2 = fa_now_ns();
+    printf("  100k-node chain: %zu bytes, export %.1f ms, import %.1f ms\n", len, (t1 - t0) / 1e6,
+           (t2 - t1) / 1e6);
+    assert_int_equal(g2->n_nodes, N);
+    assert_int_equal(g2->n_topo, N);
+    assert_string_equal(g2->nodes[N - 1]->name, g->nodes[N - 1]->name);
+    free(buf);
+    fa_graph_free(g);
+    fa_graph_free(g2);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -305,6 +346,7 @@ int main(void)
         cmocka_unit_test(test_roundtrip_attributes_of_every_type_and_symbolic_dims),
         cmocka_unit_test(test_roundtrip_folded_nodes_become_initializers),
         cmocka_unit_test(test_export_orders_nodes_topologically),
+        cmocka_unit_test(test_roundtrip_100k_node_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
