@@ -1,0 +1,363 @@
+/* tests/unit/test_import_nsys — Nsight Systems SQLite import: both export generations, probing
+ * of tables/columns, per-process correlation, NVTX attribution, faults, and the corpus export.
+ * The small exports are generated here with SQL (schemas follow nsys' documented tables). */
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/import/import.h"
+#include "testutil.h"
+
+#define PID_A (100ll << 24) /* globalPid: pid in bits 24.. */
+#define PID_B (200ll << 24)
+
+static const char *make_db(const char *name, const char *sql)
+{
+    const char *path = fa_test_path(fa_test_tmpdir(), name);
+    remove(path);
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+    if (rc != SQLITE_OK) fprintf(stderr, "sql: %s\n", err);
+    assert_int_equal(rc, SQLITE_OK);
+    sqlite3_close(db);
+    return path;
+}
+
+static const char *COMMON_NEW =
+    "CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);"
+    "INSERT INTO META_DATA_EXPORT VALUES('EXPORT_SCHEMA_VERSION','3.13.2'),"
+    " ('EXPORT_HOST','secret-host-name'),('EXPORT_USER','secret-user-name');"
+    "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+    "INSERT INTO StringIds VALUES(1,'cudaLaunchKernel'),(2,'gemm'),(3,'relu'),(4,'layer1'),"
+    " (6,'void gemm<float>(float*)'),(7,'void relu<float>(float*)'),(8,'cudaMemcpyAsync'),"
+    " (9,'skewed'),(10,'void skewed()');"
+    "CREATE TABLE TARGET_INFO_GPU(id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER,"
+    " computeMinor INTEGER, totalMemory INTEGER, maxWarpsPerSm INTEGER, threadsPerWarp INTEGER);"
+    "INSERT INTO TARGET_INFO_GPU VALUES(0,'NVIDIA Test GPU',108,8,0,85899345920,64,32);";
+
+static const char *KERNEL_NEW =
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " deviceId INTEGER, contextId INTEGER, greenContextId INTEGER, streamId INTEGER,"
+    " correlationId INTEGER, globalPid INTEGER, demangledName INTEGER, shortName INTEGER,"
+    " registersPerThread INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER,"
+    " blockY INTEGER, blockZ INTEGER, staticSharedMemory INTEGER, dynamicSharedMemory INTEGER,"
+    " localMemoryPerThread INTEGER);";
+
+static const char *RUNTIME =
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL,"
+    " eventClass INTEGER, globalTid INTEGER, correlationId INTEGER, nameId INTEGER,"
+    " returnValue INTEGER, callchainId INTEGER);";
+
+static char *cat(const char *a, const char *b, const char *c, const char *d)
+{
+    static char buf[8192];
+    snprintf(buf, sizeof buf, "%s%s%s%s", a, b ? b : "", c ? c : "", d ? d : "");
+    return buf;
+}
+
+static const fa_activity *find(const fa_trace *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (t->acts[i].name && strcmp(t->acts[i].name, name) == 0) return &t->acts[i];
+    return NULL;
+}
+
+static fa_trace *import_ok(const char *path, fa_import_stats *st)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    fa_status s = fa_import_nsys(ctx, path, &t, st);
+    if (s != FA_OK) fprintf(stderr, "import failed: %s\n", fa_ctx_errmsg(ctx));
+    assert_int_equal(s, FA_OK);
+    fa_ctx_free(ctx);
+    return t;
+}
+
+static const char *import_fail(const char *path, fa_status want)
+{
+    static char msg[1024];
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = (fa_trace *)0x1;
+    fa_status s = fa_import_nsys(ctx, path, &t, NULL);
+    snprintf(msg, sizeof msg, "%s", fa_ctx_errmsg(ctx));
+    fa_ctx_free(ctx);
+    if (s != want) fprintf(stderr, "status %d: %s\n", s, msg);
+    assert_int_equal(s, want);
+    assert_ptr_equal(t, (fa_trace *)0x1);
+    return msg;
+}
+
+static const char *ROWS_NEW =
+    /* process A (pid 100, thread 101) and B (pid 200, thread 201) both use correlation id 1 */
+    "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(900,950,0,(100<<24)+101,1,1,0,0),"
+    " (1000,1050,0,(200<<24)+201,1,1,0,0),(1200,1210,0,(100<<24)+101,2,8,0,0),"
+    " (5100,5120,0,(100<<24)+101,3,1,0,0);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+    " (1000,2000,0,1,NULL,7,1,100<<24,6,2,64,4,2,1,128,1,1,1024,2048,16),"
+    " (1100,1500,0,1,NULL,13,1,200<<24,7,3,32,8,1,1,256,1,1,0,0,0),"
+    " (5000,5050,0,1,NULL,7,3,100<<24,10,9,16,1,1,1,32,1,1,0,0,0);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY(start INTEGER, end INTEGER, deviceId INTEGER,"
+    " contextId INTEGER, greenContextId INTEGER, streamId INTEGER, correlationId INTEGER,"
+    " globalPid INTEGER, bytes INTEGER, copyKind INTEGER);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_MEMCPY VALUES(1220,1300,0,1,NULL,7,2,100<<24,4096,1);"
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET(start INTEGER, end INTEGER, deviceId INTEGER,"
+    " streamId INTEGER, correlationId INTEGER, globalPid INTEGER, bytes INTEGER);"
+    "INSERT INTO CUPTI_ACTIVITY_KIND_MEMSET VALUES(3000,3010,0,7,77,100<<24,512);"
+    "CREATE TABLE NVTX_EVENTS(start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,"
+    " rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER,"
+    " endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);"
+    "INSERT INTO NVTX_EVENTS VALUES(800,3000,59,NULL,NULL,NULL,NULL,(100<<24)+101,NULL,4,0),"
+    " (850,960,59,NULL,NULL,NULL,'matmul',(100<<24)+101,NULL,NULL,0),"
+    " (880,NULL,34,NULL,NULL,NULL,'a mark',(100<<24)+101,NULL,NULL,0);";
+
+static void test_nsys_new_schema_kernels_linked_by_correlation_within_process(void **state)
+{
+    (void)state;
+    const char *path = make_db("new.sqlite", cat(COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW));
+    assert_int_equal(fa_import_detect(path), FA_IMPORT_NSYS_SQLITE);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_string_equal(st.schema, "nsys 3.13.2");
+    assert_int_equal(st.n_kernels, 3);
+    assert_int_equal(st.n_runtime, 4);
+    assert_int_equal(st.n_memcpy, 1);
+    assert_int_equal(st.n_memset, 1);
+    assert_int_equal(st.n_ranges, 2); /* the mark is not a range */
+    assert_int_equal(st.n_duplicate_correlations, 0); /* same id, different processes */
+    const fa_activity *g = find(t, "void gemm<float>(float*)"); /* demangledName preferred */
+    assert_non_null(g);
+    assert_int_equal(g->pid, PID_A);
+    assert_int_equal(g->tid, PID_A + 101);
+    assert_int_equal(g->stream, 7);
+    assert_int_equal(g->start_ns, 1000);
+    assert_int_equal(g->end_ns, 2000);
+    assert_int_equal(g->grid[0], 4);
+    assert_int_equal(g->grid[1], 2);
+    assert_int_equal(g->block[0], 128);
+    assert_int_equal(g->registers, 64);
+    assert_int_equal(g->static_smem, 1024);
+    assert_int_equal(g->dynamic_smem, 2048);
+    assert_int_equal(g->local_mem, 16);
+    const fa_activity *r = find(t, "void relu<float>(float*)");
+    assert_int_equal(r->pid, PID_B); /* linked to B's launch, not A's */
+    assert_int_equal(r->tid, PID_B + 201);
+    assert_int_equal(r->flags & (FA_ACTF_ORPHAN | FA_ACTF_CLOCK_INVERSION), 0);
+    /* concurrency across streams kept: relu runs inside gemm's interval on stream 13 */
+    assert_int_equal(r->stream, 13);
+    assert_true(r->start_ns > g->start_ns && r->end_ns < g->end_ns);
+    const fa_activity *m = find(t, "Memcpy HtoD");
+    assert_non_null(m);
+    assert_int_equal(m->bytes_read, 4096);
+    assert_int_equal(m->flags & FA_ACTF_ORPHAN, 0);
+    assert_true(find(t, "Memset")->flags & FA_ACTF_ORPHAN);
+    assert_int_equal(st.n_orphans, 1);
+    assert_string_equal(t->device_name, "NVIDIA Test GPU");
+    assert_int_equal(st.devices[0].sm_count, 108);
+    assert_int_equal(st.devices[0].max_threads_per_sm, 2048);
+    /* host and user names from the metadata never reach the trace */
+    for (size_t i = 0; i < t->n_acts; i++) assert_null(strstr(t->acts[i].name, "secret"));
+    fa_trace_free(t);
+}
+
+static void test_nsys_nvtx_innermost_range_on_launch_thread_names_kernel(void **state)
+{
+    (void)state;
+    const char *path = make_db("nvtx.sqlite", cat(COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW));
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    /* gemm launched at 900 on A/101: inside layer1 [800,3000] and matmul [850,960] */
+    assert_string_equal(find(t, "void gemm<float>(float*)")->op_type, "matmul");
+    assert_string_equal(find(t, "void gemm<float>(float*)")->node_name, "matmul");
+    /* memcpy launched at 1200: only layer1 (textId -> StringIds) */
+    assert_string_equal(find(t, "Memcpy HtoD")->op_type, "layer1");
+    /* relu launched on B's thread: A's ranges do not apply */
+    assert_null(find(t, "void relu<float>(float*)")->op_type);
+    fa_trace_free(t);
+}
+
+static void test_nsys_clock_inversion_linked_and_counted(void **state)
+{
+    (void)state;
+    const char *path = make_db("skew.sqlite", cat(COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW));
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    const fa_activity *k = find(t, "void skewed()");
+    assert_true(k->flags & FA_ACTF_CLOCK_INVERSION);
+    assert_int_equal(k->flags & FA_ACTF_ORPHAN, 0);
+    assert_int_equal(k->tid, PID_A + 101);
+    assert_int_equal(st.n_clock_inversions, 1);
+    fa_trace_free(t);
+}
+
+static void test_nsys_old_schema_export_meta_data_short_names_suffixed_nvtx(void **state)
+{
+    (void)state;
+    const char *sql =
+        "CREATE TABLE EXPORT_META_DATA(name TEXT, value TEXT);"
+        "INSERT INTO EXPORT_META_DATA VALUES('EXPORT_SCHEMA_VERSION','2.7.1');"
+        "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO StringIds VALUES(1,'cudaLaunchKernel'),(2,'old_kernel'),(3,'step');"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER,"
+        " contextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,"
+        " shortName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER,"
+        " blockY INTEGER, blockZ INTEGER);"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(100,110,0,1,7,5,100<<24,2,1,1,1,32,1,1);"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER, end INTEGER, eventClass INTEGER,"
+        " globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER);"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(90,95,0,(100<<24)+7,5,1,0);"
+        "CREATE TABLE NVTX_EVENTS_V2(start INTEGER, end INTEGER, eventType INTEGER, text TEXT,"
+        " globalTid INTEGER);"
+        "INSERT INTO NVTX_EVENTS_V2 VALUES(80,200,59,'step',(100<<24)+7);";
+    const char *path = make_db("old.sqlite", sql);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_string_equal(st.schema, "nsys 2.7.1");
+    assert_int_equal(st.n_kernels, 1);
+    const fa_activity *k = find(t, "old_kernel");
+    assert_non_null(k);
+    assert_int_equal(k->registers, 0); /* column absent: unknown */
+    assert_int_equal(k->block[0], 32);
+    assert_int_equal(k->flags & FA_ACTF_ORPHAN, 0);
+    assert_string_equal(k->op_type, "step");
+    assert_null(t->device_name); /* no TARGET_INFO_GPU */
+    fa_trace_free(t);
+}
+
+static void test_nsys_missing_kernel_column_named_in_error(void **state)
+{
+    (void)state;
+    const char *sql =
+        "CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);"
+        "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER,"
+        " streamId INTEGER, globalPid INTEGER, shortName INTEGER);"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(1,2,0,7,100<<24,1);";
+    const char *msg = import_fail(make_db("nocorr.sqlite", sql), FA_ERR_INPUT);
+    assert_non_null(strstr(msg, "CUPTI_ACTIVITY_KIND_KERNEL.correlationId"));
+    assert_non_null(strstr(msg, "nocorr.sqlite"));
+
+    const char *sql2 =
+        "CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);"
+        "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER,"
+        " streamId INTEGER, correlationId INTEGER, globalPid INTEGER);";
+    msg = import_fail(make_db("noname.sqlite", sql2), FA_ERR_INPUT);
+    assert_non_null(strstr(msg, "demangledName"));
+}
+
+static void test_nsys_missing_runtime_column_and_string_table_named(void **state)
+{
+    (void)state;
+    const char *sql = cat("CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);"
+                          "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);",
+                          KERNEL_NEW,
+                          "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER, end INTEGER,"
+                          " globalTid INTEGER, correlationId INTEGER);", NULL);
+    const char *msg = import_fail(make_db("rtname.sqlite", sql), FA_ERR_INPUT);
+    assert_non_null(strstr(msg, "CUPTI_ACTIVITY_KIND_RUNTIME.nameId"));
+
+    msg = import_fail(make_db("nostrings.sqlite",
+                              cat("CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);", KERNEL_NEW, NULL, NULL)),
+                      FA_ERR_INPUT);
+    assert_non_null(strstr(msg, "StringIds"));
+}
+
+static void test_nsys_metadata_only_is_no_gpu_activity(void **state)
+{
+    (void)state;
+    const char *path = make_db("meta.sqlite", "CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);"
+                                              "INSERT INTO META_DATA_EXPORT VALUES('EXPORT_SCHEMA_VERSION','3.11.0');");
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_true(st.no_gpu_activity);
+    assert_int_equal(t->n_acts, 0);
+    assert_string_equal(st.schema, "nsys 3.11.0");
+    fa_trace_free(t);
+}
+
+static void test_nsys_no_runtime_table_kernels_kept_as_orphans(void **state)
+{
+    (void)state;
+    const char *sql = cat(COMMON_NEW, KERNEL_NEW,
+                          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+                          " (1000,2000,0,1,NULL,7,1,100<<24,6,2,64,4,2,1,128,1,1,0,0,0);", NULL);
+    fa_import_stats st;
+    fa_trace *t = import_ok(make_db("nort.sqlite", sql), &st);
+    assert_int_equal(st.n_kernels, 1);
+    assert_int_equal(st.n_orphans, 1);
+    assert_false(st.no_gpu_activity);
+    assert_true(t->acts[0].flags & FA_ACTF_ORPHAN);
+    fa_trace_free(t);
+}
+
+static void test_nsys_not_sqlite_or_not_an_export_refused(void **state)
+{
+    (void)state;
+    const char *p = fa_test_path(fa_test_tmpdir(), "text.sqlite");
+    FILE *f = fopen(p, "w");
+    fputs("hello, not a database\n", f);
+    fclose(f);
+    const char *msg = import_fail(p, FA_ERR_INPUT);
+    assert_non_null(strstr(msg, "text.sqlite"));
+    msg = import_fail(make_db("other.sqlite", "CREATE TABLE t(x INTEGER);"), FA_ERR_INPUT);
+    assert_non_null(strstr(msg, "not an Nsight Systems export"));
+    /* a corrupt database body after a valid header */
+    const char *c = fa_test_path(fa_test_tmpdir(), "corrupt.sqlite");
+    f = fopen(c, "wb");
+    char page[4096];
+    memset(page, 0xAB, sizeof page);
+    memcpy(page, "SQLite format 3\0", 16);
+    fwrite(page, 1, sizeof page, f);
+    fclose(f);
+    import_fail(c, FA_ERR_INPUT);
+}
+
+static void test_nsys_corpus_perlmutter_export(void **state)
+{
+    (void)state;
+    fa_test_require_corpus();
+    char path[1024];
+    snprintf(path, sizeof path, "%s/traces/nsys/perlmutter-cloverleaf-cuda.sqlite", fa_test_corpus());
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    /* counts from the corpus SOURCES.md */
+    assert_int_equal(st.n_kernels, 1312);
+    assert_int_equal(st.n_runtime, 3048);
+    assert_int_equal(st.n_memcpy, 279);
+    assert_int_equal(st.n_ranges, 0);
+    assert_int_equal(st.n_orphans, 0);
+    assert_string_equal(st.schema, "nsys 3.13.2");
+    assert_string_equal(t->device_name, "NVIDIA A100-SXM4-80GB");
+    assert_int_equal(st.devices[0].sm_count, 108);
+    printf("  perlmutter-cloverleaf-cuda.sqlite: rows %llu kernels %llu orphans %llu inversions %llu  %.1f ms\n",
+           (unsigned long long)st.n_events, (unsigned long long)st.n_kernels,
+           (unsigned long long)st.n_orphans, (unsigned long long)st.n_clock_inversions, st.elapsed_ns / 1e6);
+    size_t with_grid = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        assert_true(a->end_ns >= a->start_ns);
+        if (a->kind == FA_ACT_KERNEL && a->grid[0] > 0 && a->block[0] > 0 && a->registers > 0) with_grid++;
+    }
+    assert_int_equal(with_grid, 1312);
+    fa_trace_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nsys_new_schema_kernels_linked_by_correlation_within_process),
+        cmocka_unit_test(test_nsys_nvtx_innermost_range_on_launch_thread_names_kernel),
+        cmocka_unit_test(test_nsys_clock_inversion_linked_and_counted),
+        cmocka_unit_test(test_nsys_old_schema_export_meta_data_short_names_suffixed_nvtx),
+        cmocka_unit_test(test_nsys_missing_kernel_column_named_in_error),
+        cmocka_unit_test(test_nsys_missing_runtime_column_and_string_table_named),
+        cmocka_unit_test(test_nsys_metadata_only_is_no_gpu_activity),
+        cmocka_unit_test(test_nsys_no_runtime_table_kernels_kept_as_orphans),
+        cmocka_unit_test(test_nsys_not_sqlite_or_not_an_export_refused),
+        cmocka_unit_test(test_nsys_corpus_perlmutter_export),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
