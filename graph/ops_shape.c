@@ -520,6 +520,7 @@ static fa_status infer_split(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
     fa_tensor *x = fa_req_input(ctx, g, n, 0);
     if (!x) return fa_ctx_status(ctx);
+    if (x->rank == 0) return fa_node_error(ctx, n, "cannot split a scalar");
     int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), x->rank);
     if (axis < 0) return fa_ctx_status(ctx);
     int64_t sizes[256];
@@ -595,24 +596,25 @@ static fa_status slice_params(fa_ctx *ctx, const src *s, const fa_node *n, int r
         od[i] = d[i];
     }
     bool seen[FA_MAX_RANK] = {false};
+    if (r == 0 && ns > 0) return fa_node_error(ctx, n, "cannot slice a scalar");
     for (int i = 0; i < ns; i++) {
         int a = fa_norm_axis(ctx, n, na >= 0 ? ax[i] : i, r);
         if (a < 0) return fa_ctx_status(ctx);
         if (seen[a]) return fa_node_error(ctx, n, "axis %d repeated", a);
         seen[a] = true;
         int64_t dim = d[a], k = np >= 0 ? sp[i] : 1, b = st_[i], e = en[i];
-        if (k == 0) return fa_node_error(ctx, n, "step for axis %d is 0", a);
+        if (k == 0 || k == INT64_MIN) return fa_node_error(ctx, n, "step for axis %d is %lld", a, (long long)k);
         if (b < 0) b += dim;
         if (e < 0) e += dim;
         int64_t cnt;
         if (k > 0) {
             b = b < 0 ? 0 : b > dim ? dim : b;
             e = e < 0 ? 0 : e > dim ? dim : e;
-            cnt = e > b ? (e - b + k - 1) / k : 0;
+            cnt = e > b ? (e - b - 1) / k + 1 : 0;
         } else {
             b = b < 0 ? 0 : b > dim - 1 ? dim - 1 : b;
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
-            cnt = b > e ? (b - e + (-k) - 1) / (-k) : 0;
+            cnt = b > e ? (b - e - 1) / (-k) + 1 : 0;
         }
         start[a] = b;
         step[a] = k;
@@ -862,6 +864,9 @@ static fa_status pad_params(fa_ctx *ctx, const src *s, const fa_node *n, int r, 
     int np = na >= 0 ? na : r;
     if (cnt != 2 * np) return fa_node_error(ctx, n, "pads has %d entries, expected %d", cnt, 2 * np);
     for (int i = 0; i < r; i++) beg[i] = end[i] = 0;
+    for (int i = 0; i < cnt; i++)
+        if (p[i] > ((int64_t)1 << 40) || p[i] < -((int64_t)1 << 40))
+            return fa_node_error(ctx, n, "pads entry %d (%lld) is out of range", i, (long long)p[i]);
     for (int i = 0; i < np; i++) {
         int a = i;
         if (na >= 0 && (a = fa_norm_axis(ctx, n, ax[i], r)) < 0) return fa_ctx_status(ctx);

@@ -437,6 +437,15 @@ static void test_slice_empty_result_and_zero_step_error(void **s)
     assert_dims(&t->out[0], 1, (int64_t[]){0});
     fa_node *m = t_node(t, "Slice", 5, (const char *[]){"x", "st", "en", "ax", "z"}, 1, (const char *[]){"w"});
     assert_node_error(t, t_infer(t, m), FA_ERR_INPUT, m, "step");
+    /* a step of INT64_MAX from 0 to INT64_MAX takes one element, without overflow */
+    t_i64(t, "s0", 1, (int64_t[]){0});
+    t_i64(t, "big", 1, (int64_t[]){INT64_MAX});
+    fa_node *b = t_node(t, "Slice", 5, (const char *[]){"x", "s0", "big", "ax", "big"}, 1, (const char *[]){"v"});
+    free(t->out[0].data);
+    t->n_out = 0;
+    assert_int_equal(t_run(t, b), FA_OK);
+    assert_dims(&t->out[0], 1, (int64_t[]){1});
+    assert_f32(&t->out[0], (float[]){0}, 1);
     t_free(t);
 }
 
