@@ -785,11 +785,16 @@ static void cost_swiglu(const fa_graph *g, const fa_node *n, fa_op_cost *out)
  * 3-D: Q [B, Sq, Hq*D], K [B, Skv, Hkv*D], V [B, Skv, Hkv*Dv] (q_num_heads/kv_num_heads
  * required), Y [B, Sq, Hq*Dv]. past/present are always 4-D [B, Hkv, Spast(+Skv), D|Dv].
  * Pipeline (onnx/reference/ops/op_attention.py): scores = (Q*sqrt(s)) (K*sqrt(s))^T with
- * s = scale or 1/sqrt(D) (applied here to Q once); softcap (c*tanh(x/c) when softcap > 0); + bias (attn_mask: bool
- * True = attend, float added; a mask shorter than the total kv length is padded with -inf;
- * is_causal masks j > i + past_len); softmax over keys; Y = P V. GQA: query head h uses kv
- * head h / (Hq/Hkv). qk_matmul_output: mode 0 the scaled QK product, 1 after softcap and
- * bias, 2 after softcap, 3 after softmax. */
+ * s = scale or 1/sqrt(D) (applied here to Q once); softcap (c*tanh(x/c) when softcap > 0);
+ * + bias (attn_mask: bool True = attend, float added; a mask shorter than the total kv length
+ * is padded with -inf; is_causal masks j > i + past_len, or with nonpad_kv_seqlen and no past
+ * j > i + nonpad[b] - Sq; nonpad_kv_seqlen masks j >= nonpad[b]); softmax over keys;
+ * Y = P V. GQA: query head h uses kv
+ * head h / (Hq/Hkv). qk_matmul_output (spec: 0 = QK, 1 = QK + mask, 2 = after softcap,
+ * 3 = after softmax; the spec lists the mask before the softcap, the current reference applies
+ * the softcap first so masked scores stay -inf, and so do we): mode 0 the scaled QK product,
+ * 1 QK + bias, 2 softcap(QK) + bias (the softmax input), 3 the softmax. With softcap 0, modes
+ * 1 and 2 agree with the spec's order exactly. */
 
 typedef struct attn_dims {
     bool three_d;
@@ -1021,9 +1026,9 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
             const float *kr = kb + j * ad.D;
             float acc = 0.0f;
             for (int64_t d = 0; d < ad.D; d++) acc += qs[d] * kr[d];
-            if (qk && mode == 0) qk[j] = acc;
+            float raw = acc;
+            if (qk && mode == 0) qk[j] = raw;
             if (softcap > 0.0f) acc = softcap * tanhf(acc / softcap);
-            if (qk && mode == 2) qk[j] = acc;
             float bias = 0.0f;
             if (mb || mf) {
                 if (j >= mlast) bias = -INFINITY;
@@ -1035,7 +1040,8 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
             if (causal && j > i + off) bias += -INFINITY;
             if (j >= nonpad) bias += -INFINITY;
             acc += bias;
-            if (qk && mode == 1) qk[j] = acc;
+            if (qk && mode == 1) qk[j] = raw + bias;
+            if (qk && mode == 2) qk[j] = acc;
             sc[j] = acc;
             if (acc > mx) mx = acc;
         }

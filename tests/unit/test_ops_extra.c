@@ -560,6 +560,103 @@ static void test_attention_3d_past_kv_bool_mask_shorter_than_total(void **state)
     tc_free(&t);
 }
 
+/* softcap 2, float mask, all four qk_matmul_output modes, against direct formulas */
+static void test_attention_softcap_and_qk_matmul_output_modes(void **state)
+{
+    enum { B = 1, H = 2, SQ = 3, SK = 4, D = 5 };
+    float q[B * H * SQ * D], k[B * H * SK * D], v[B * H * SK * D], m[SQ * SK];
+    fill(q, B * H * SQ * D, 71, -2.f, 2.f);
+    fill(k, B * H * SK * D, 72, -2.f, 2.f);
+    fill(v, B * H * SK * D, 73, -1.f, 1.f);
+    fill(m, SQ * SK, 74, -3.f, 0.f);
+    m[5] = -INFINITY;
+    double raw[H * SQ * SK], capped[H * SQ * SK], P[H * SQ * SK], Y[H * SQ * D];
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < SQ; i++) {
+            double mx = -INFINITY, s = 0;
+            for (int j = 0; j < SK; j++) {
+                double acc = 0;
+                for (int d = 0; d < D; d++) acc += (double)q[(h * SQ + i) * D + d] * k[(h * SK + j) * D + d];
+                acc /= sqrt((double)D);
+                int o = (h * SQ + i) * SK + j;
+                raw[o] = acc;
+                capped[o] = 2.0 * tanh(acc / 2.0);
+                mx = fmax(mx, capped[o] + m[i * SK + j]);
+            }
+            for (int j = 0; j < SK; j++) s += exp(capped[(h * SQ + i) * SK + j] + m[i * SK + j] - mx);
+            for (int j = 0; j < SK; j++) {
+                int o = (h * SQ + i) * SK + j;
+                P[o] = exp(capped[o] + m[i * SK + j] - mx) / s;
+            }
+            for (int d = 0; d < D; d++) {
+                double acc = 0;
+                for (int j = 0; j < SK; j++) acc += P[(h * SQ + i) * SK + j] * v[(h * SK + j) * D + d];
+                Y[(h * SQ + i) * D + d] = acc;
+            }
+        }
+    for (int mode = 0; mode < 4; mode++) {
+        const char *ins[] = {"q", "k", "v", "m"}, *outs[] = {"y", "", "", "qk"};
+        tcase t = mk(23, "Attention", 4, ins, 4, outs);
+        fa_node_add_attr_float(t.g, t.n, "softcap", 2.0f);
+        fa_node_add_attr_int(t.g, t.n, "qk_matmul_output_mode", mode);
+        int64_t qd[4] = {B, H, SQ, D}, kd[4] = {B, H, SK, D}, md[2] = {SQ, SK};
+        shape(&t, "q", FA_DTYPE_FLOAT, 4, qd);
+        shape(&t, "k", FA_DTYPE_FLOAT, 4, kd);
+        shape(&t, "v", FA_DTYPE_FLOAT, 4, kd);
+        shape(&t, "m", FA_DTYPE_FLOAT, 2, md);
+        void *in[4] = {q, k, v, m}, *out[4];
+        assert_int_equal(run(&t, in, out, 2), FA_OK);
+        expect_close(out[0], Y, H * SQ * D, "softcap Y");
+        double want[H * SQ * SK];
+        for (int o = 0; o < H * SQ * SK; o++) {
+            double bias = m[o % (SQ * SK)];
+            want[o] = mode == 0 ? raw[o] : mode == 1 ? raw[o] + bias : mode == 2 ? capped[o] + bias : P[o];
+        }
+        const float *qk = out[3];
+        for (int o = 0; o < H * SQ * SK; o++) {
+            if (isinf(want[o])) assert_true(isinf(qk[o]) && qk[o] < 0);
+            else if (!(fabs(qk[o] - want[o]) <= TOL_A + TOL_R * fabs(want[o]))) {
+                fprintf(stderr, "mode %d element %d: %.9g vs %.9g\n", mode, o, qk[o], want[o]);
+                fail();
+            }
+        }
+        free(out[0]);
+        free(out[3]);
+        tc_free(&t);
+    }
+}
+
+/* opset 24 nonpad_kv_seqlen: keys at or past nonpad[b] are masked, per batch */
+static void test_attention_nonpad_kv_seqlen_masks_per_batch(void **state)
+{
+    enum { B = 2, H = 1, SQ = 2, SK = 5, D = 3 };
+    const char *ins[] = {"q", "k", "v", "", "", "", "nl"}, *outs[] = {"y"};
+    tcase t = mk(24, "Attention", 7, ins, 1, outs);
+    int64_t qd[4] = {B, H, SQ, D}, kd[4] = {B, H, SK, D}, nd[1] = {B};
+    shape(&t, "q", FA_DTYPE_FLOAT, 4, qd);
+    shape(&t, "k", FA_DTYPE_FLOAT, 4, kd);
+    shape(&t, "v", FA_DTYPE_FLOAT, 4, kd);
+    shape(&t, "nl", FA_DTYPE_INT64, 1, nd);
+    float q[B * SQ * D], k[B * SK * D], v[B * SK * D];
+    int64_t nl[B] = {2, 5};
+    fill(q, B * SQ * D, 81, -1.f, 1.f);
+    fill(k, B * SK * D, 82, -1.f, 1.f);
+    fill(v, B * SK * D, 83, -1.f, 1.f);
+    void *in[7] = {q, k, v, NULL, NULL, NULL, nl}, *out[1];
+    assert_int_equal(run(&t, in, out, 1), FA_OK);
+    double want[B * SQ * D];
+    for (int b = 0; b < B; b++) {
+        double bias[SQ * SK];
+        for (int i = 0; i < SQ; i++)
+            for (int j = 0; j < SK; j++) bias[i * SK + j] = j < nl[b] ? 0.0 : -INFINITY;
+        aref p = {.B = 1, .Hq = 1, .Hkv = 1, .Sq = SQ, .St = SK, .D = D, .Dv = D, .scale = 1.0 / sqrt(3.0)};
+        ref_attention(&p, q + b * SQ * D, k + b * SK * D, v + b * SK * D, bias, want + b * SQ * D);
+    }
+    expect_close(out[0], want, B * SQ * D, "nonpad");
+    free(out[0]);
+    tc_free(&t);
+}
+
 static void test_attention_heads_not_dividing_is_input_error(void **state)
 {
     const char *ins[] = {"q", "k", "v"}, *outs[] = {"y"};
@@ -702,6 +799,60 @@ static void test_lstm_layout1_is_batch_major_transpose_of_layout0(void **state)
     for (int i = 0; i < 3; i++) free(o0[i]), free(o1[i]);
 }
 
+/* activations HardSigmoid(0.3, 0.4) / Softsign / ScaledTanh(0.8, 1.2), clip 0.7, input_forget */
+static void test_lstm_custom_activations_clip_input_forget_match_equations(void **state)
+{
+    enum { S = 4, I = 2, H = 3 };
+    const char *ins[] = {"x", "w", "r"}, *outs[] = {"y", "yh", "yc"};
+    tcase t = mk(7, "LSTM", 3, ins, 3, outs);
+    fa_node_add_attr_int(t.g, t.n, "hidden_size", H);
+    fa_node_add_attr_float(t.g, t.n, "clip", 0.7f);
+    fa_node_add_attr_int(t.g, t.n, "input_forget", 1);
+    static const char *acts[3] = {"HardSigmoid", "Softsign", "ScaledTanh"};
+    fa_attr *a = fa_node_add_attr_string(t.g, t.n, "activations", "x");
+    a->type = FA_ATTR_STRINGS; /* no STRINGS builder in graph.h: point at static storage */
+    a->n = 3;
+    a->strings = acts;
+    float al[2] = {0.3f, 0.8f}, be[2] = {0.4f, 1.2f};
+    fa_node_add_attr_floats(t.g, t.n, "activation_alpha", al, 2);
+    fa_node_add_attr_floats(t.g, t.n, "activation_beta", be, 2);
+    int64_t xd[3] = {S, 1, I}, wd[3] = {1, 4 * H, I}, rd[3] = {1, 4 * H, H};
+    shape(&t, "x", FA_DTYPE_FLOAT, 3, xd);
+    shape(&t, "w", FA_DTYPE_FLOAT, 3, wd);
+    shape(&t, "r", FA_DTYPE_FLOAT, 3, rd);
+    float x[S * I], w[4 * H * I], r[4 * H * H];
+    fill(x, S * I, 91, -2.f, 2.f);
+    fill(w, 4 * H * I, 92, -1.f, 1.f);
+    fill(r, 4 * H * H, 93, -1.f, 1.f);
+    void *in[3] = {x, w, r}, *out[3];
+    assert_int_equal(run(&t, in, out, 2), FA_OK);
+    double h[H] = {0}, c[H] = {0}, Y[S * H];
+    for (int s = 0; s < S; s++) {
+        double g[4][H];
+        for (int gi = 0; gi < 4; gi++)
+            for (int j = 0; j < H; j++) {
+                double acc = 0;
+                for (int k = 0; k < I; k++) acc += (double)x[s * I + k] * w[(gi * H + j) * I + k];
+                for (int k = 0; k < H; k++) acc += h[k] * r[(gi * H + j) * H + k];
+                g[gi][j] = fmin(0.7, fmax(-0.7, acc));
+            }
+        for (int j = 0; j < H; j++) {
+            double it = fmin(1.0, fmax(0.0, 0.3 * g[0][j] + 0.4));
+            double ft = 1.0 - it;
+            double ct = g[3][j] / (1.0 + fabs(g[3][j]));
+            c[j] = ft * c[j] + it * ct;
+            double ot = fmin(1.0, fmax(0.0, 0.3 * g[1][j] + 0.4));
+            h[j] = ot * 0.8 * tanh(1.2 * c[j]);
+            Y[s * H + j] = h[j];
+        }
+    }
+    expect_close(out[0], Y, S * H, "LSTM custom Y");
+    expect_close(out[1], h, H, "LSTM custom Y_h");
+    expect_close(out[2], c, H, "LSTM custom Y_c");
+    for (int i = 0; i < 3; i++) free(out[i]);
+    tc_free(&t);
+}
+
 static void test_lstm_wrong_w_shape_is_input_error(void **state)
 {
     const char *ins[] = {"x", "w", "r"}, *outs[] = {"y"};
@@ -792,9 +943,12 @@ int main(void)
         cmocka_unit_test(test_swiglu_alpha_with_broadcast_gate),
         cmocka_unit_test(test_attention_4d_gqa_causal_float_mask_match_formula),
         cmocka_unit_test(test_attention_3d_past_kv_bool_mask_shorter_than_total),
+        cmocka_unit_test(test_attention_softcap_and_qk_matmul_output_modes),
+        cmocka_unit_test(test_attention_nonpad_kv_seqlen_masks_per_batch),
         cmocka_unit_test(test_attention_heads_not_dividing_is_input_error),
         cmocka_unit_test(test_lstm_bidirectional_peephole_seqlens_match_equations),
         cmocka_unit_test(test_lstm_layout1_is_batch_major_transpose_of_layout0),
+        cmocka_unit_test(test_lstm_custom_activations_clip_input_forget_match_equations),
         cmocka_unit_test(test_lstm_wrong_w_shape_is_input_error),
         cmocka_unit_test(test_cost_formulas_softmax_layernorm_attention),
         cmocka_unit_test(test_registry_pattern_classes),
