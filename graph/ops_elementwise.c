@@ -374,7 +374,7 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
 {
     const float a = (float)p->alpha, b = (float)p->beta, g = (float)p->gamma;
     switch (p->op) {
-    case U_RELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? x[i] : (x[i] != x[i] ? x[i] : 0.f); break;
+    case U_RELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? 0.f : x[i]; break; /* NaN stays NaN */
     case U_LEAKYRELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * x[i] : x[i]; break;
     case U_SIGMOID: for (int64_t i = 0; i < len; i++) y[i] = 1.f / (1.f + expf(-x[i])); break;
     case U_TANH: for (int64_t i = 0; i < len; i++) y[i] = tanhf(x[i]); break;
@@ -384,6 +384,12 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
     case U_SELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? g * x[i] : g * (a * expf(x[i]) - a); break;
     case U_SWISH: for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + expf(-a * x[i])); break;
     case U_ERF: for (int64_t i = 0; i < len; i++) y[i] = erff(x[i]); break;
+    case U_GELU: for (int64_t i = 0; i < len; i++) y[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678f)); break;
+    case U_GELU_TANH:
+        for (int64_t i = 0; i < len; i++)
+            y[i] = 0.5f * x[i] * (1.f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+        break;
+    case U_SOFTSIGN: for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + fabsf(x[i])); break;
     case U_SQRT: for (int64_t i = 0; i < len; i++) y[i] = sqrtf(x[i]); break;
     case U_EXP: for (int64_t i = 0; i < len; i++) y[i] = expf(x[i]); break;
     case U_LOG: for (int64_t i = 0; i < len; i++) y[i] = logf(x[i]); break;
@@ -400,7 +406,7 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
         for (int64_t i = 0; i < len; i++) y[i] = fminf(fmaxf(x[i], lo), hi);
         break;
     }
-    default: /* Softplus, Softsign, Mish, Gelu, Sign: double formula, float storage */
+    default: /* Softplus, Mish, Sign: double formula (overflow-safe softplus), float storage */
         for (int64_t i = 0; i < len; i++) y[i] = (float)unary_d(p, x[i]);
         break;
     }
