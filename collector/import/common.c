@@ -107,48 +107,13 @@ bool fa__utf8_repair(const char *str, size_t n, fa_buf *b)
 
 /* ---- attribution ---------------------------------------------------------------------- */
 
-/* Open-addressing map (key -> first record index); chains of equal keys via next[]. */
-typedef struct imap {
-    int64_t *k1, *k2;
-    int32_t *v;
-    size_t cap;
-} imap;
-
-static bool imap_init(imap *m, size_t n)
-{
-    size_t cap = 64;
-    while (cap < n * 2 + 1) cap *= 2;
-    m->cap = cap;
-    m->k1 = malloc(cap * sizeof *m->k1);
-    m->k2 = malloc(cap * sizeof *m->k2);
-    m->v = malloc(cap * sizeof *m->v);
-    if (!m->k1 || !m->k2 || !m->v) return false;
-    for (size_t i = 0; i < cap; i++) m->v[i] = -1;
-    return true;
-}
-
-static void imap_free(imap *m)
-{
-    free(m->k1);
-    free(m->k2);
-    free(m->v);
-}
-
-static size_t imap_slot(const imap *m, int64_t a, int64_t b)
-{
-    uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b + 0x632BE59BD9B4E019ull) * 0xC2B2AE3D27D4EB4Full;
-    h ^= h >> 29;
-    size_t i = (size_t)h & (m->cap - 1);
-    while (m->v[i] >= 0 && !(m->k1[i] == a && m->k2[i] == b)) i = (i + 1) & (m->cap - 1);
-    return i;
-}
-
 static bool is_gpu(fa_activity_kind k)
 {
     return k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
 }
 
 static const fa_activity *g_sort_acts; /* qsort has no user pointer in C11 */
+static bool g_pid_local;
 
 static int encl_cmp(const void *pa, const void *pb)
 {
@@ -159,6 +124,28 @@ static int encl_cmp(const void *pa, const void *pb)
     if (a->end_ns != b->end_ns) return a->end_ns > b->end_ns ? -1 : 1; /* outer first */
     int32_t ia = *(const int32_t *)pa, ib = *(const int32_t *)pb;
     return ia < ib ? -1 : ia > ib;
+}
+
+/* launches by (pid if pid-local, correlation, start, index) */
+static int launch_cmp(const void *pa, const void *pb)
+{
+    int32_t ia = *(const int32_t *)pa, ib = *(const int32_t *)pb;
+    const fa_activity *a = &g_sort_acts[ia], *b = &g_sort_acts[ib];
+    if (g_pid_local && a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->correlation != b->correlation) return a->correlation < b->correlation ? -1 : 1;
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
+/* enclosing records by (pid if pid-local, External id, position); holds positions in ord */
+static const int32_t *g_ord;
+static int ext_cmp(const void *pa, const void *pb)
+{
+    int32_t pa_ = *(const int32_t *)pa, pb_ = *(const int32_t *)pb;
+    const fa_activity *a = &g_sort_acts[g_ord[pa_]], *b = &g_sort_acts[g_ord[pb_]];
+    if (g_pid_local && a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->external_id != b->external_id) return a->external_id < b->external_id ? -1 : 1;
+    return pa_ < pb_ ? -1 : pa_ > pb_;
 }
 
 /* Position in ord of the innermost enclosing record on (pid, tid) containing ts, or -1. */
@@ -192,42 +179,41 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
         if ((acts[i].kind == FA_ACT_RUNTIME || acts[i].kind == FA_ACT_DRIVER) && acts[i].correlation >= 0) n_launch++;
         if (acts[i].kind == encl_kind) n_encl++;
     }
+    /* Memory: 4 bytes per launch, 16-20 per enclosing record, 4 per record (sorted index
+     * arrays, no hash tables: the trace itself dominates). */
     fa_status s = FA_OK;
-    imap lm = {0}, em = {0};
-    int32_t *next = NULL, *ord = NULL, *parent = NULL, *stack = NULL, *gop = NULL;
-    uint32_t *gpu_count = NULL;
-    if (!imap_init(&lm, n_launch) || !imap_init(&em, use_external_id ? n_encl : 0)) goto oom;
-    next = malloc((n_launch ? n : 1) * sizeof *next);
-    ord = malloc((n_encl + 1) * sizeof *ord);
-    parent = malloc((n_encl + 1) * sizeof *parent);
-    stack = malloc((n_encl + 1) * sizeof *stack);
-    gpu_count = calloc(n_encl + 1, sizeof *gpu_count);
-    gop = malloc((n + 1) * sizeof *gop);
-    if (!next || !ord || !parent || !stack || !gpu_count || !gop) goto oom;
-    for (size_t i = 0; i < n; i++) gop[i] = -1;
+    int32_t *lord = malloc((n_launch + 1) * sizeof *lord);
+    int32_t *ord = malloc((n_encl + 1) * sizeof *ord);
+    int32_t *parent = malloc((n_encl + 1) * sizeof *parent);
+    int32_t *eord = malloc((n_encl + 1) * sizeof *eord); /* stack, then the External id index */
+    uint32_t *gpu_count = calloc(n_encl + 1, sizeof *gpu_count);
+    int32_t *gop = malloc((n + 1) * sizeof *gop);
+    if (!lord || !ord || !parent || !eord || !gpu_count || !gop) {
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory attributing %zu trace records", n);
+        goto done;
+    }
+    g_sort_acts = acts;
+    g_pid_local = pid_local;
 
-    /* launch calls by (pid, correlation) */
+    /* launch calls sorted by (pid, correlation, start) */
+    size_t nl = 0;
     for (size_t i = 0; i < n; i++) {
-        const fa_activity *a = &acts[i];
-        if (!((a->kind == FA_ACT_RUNTIME || a->kind == FA_ACT_DRIVER) && a->correlation >= 0)) continue;
-        size_t sl = imap_slot(&lm, pid_local ? a->pid : 0, a->correlation);
-        if (lm.v[sl] >= 0) {
-            st->n_duplicate_correlations++;
-            next[i] = lm.v[sl];
-        } else {
-            next[i] = -1;
-            lm.k1[sl] = pid_local ? a->pid : 0;
-            lm.k2[sl] = a->correlation;
-        }
-        lm.v[sl] = (int32_t)i;
+        gop[i] = -1;
+        if ((acts[i].kind == FA_ACT_RUNTIME || acts[i].kind == FA_ACT_DRIVER) && acts[i].correlation >= 0)
+            lord[nl++] = (int32_t)i;
+    }
+    qsort(lord, nl, sizeof *lord, launch_cmp);
+    for (size_t k = 1; k < nl; k++) {
+        const fa_activity *a = &acts[lord[k - 1]], *b = &acts[lord[k]];
+        if (a->correlation == b->correlation && (!pid_local || a->pid == b->pid)) st->n_duplicate_correlations++;
     }
 
     /* enclosing records: sorted per thread, parent links by a nesting sweep */
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (acts[i].kind == encl_kind) ord[m++] = (int32_t)i;
-    g_sort_acts = acts;
     qsort(ord, m, sizeof *ord, encl_cmp);
+    int32_t *stack = eord;
     size_t sp = 0;
     for (size_t p = 0; p < m; p++) {
         const fa_activity *a = &acts[ord[p]];
@@ -238,31 +224,36 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
         }
         parent[p] = sp ? stack[sp - 1] : -1;
         stack[sp++] = (int32_t)p;
-        if (use_external_id && a->external_id > 0) {
-            int64_t kp = pid_local ? a->pid : 0;
-            size_t sl = imap_slot(&em, kp, a->external_id);
-            if (em.v[sl] < 0) {
-                em.k1[sl] = kp;
-                em.k2[sl] = a->external_id;
-                em.v[sl] = (int32_t)p;
-            }
-        }
+    }
+    size_t ne = 0;
+    if (use_external_id) {
+        for (size_t p = 0; p < m; p++)
+            if (acts[ord[p]].external_id > 0) eord[ne++] = (int32_t)p;
+        g_ord = ord;
+        qsort(eord, ne, sizeof *eord, ext_cmp);
     }
 
     for (size_t i = 0; i < n; i++) {
         fa_activity *g = &acts[i];
         if (!is_gpu(g->kind)) continue;
         int32_t li = -1;
-        if (g->correlation >= 0 && n_launch) {
-            size_t sl = imap_slot(&lm, pid_local ? g->pid : 0, g->correlation);
+        if (g->correlation >= 0 && nl) {
+            /* first launch with key >= (pid, correlation) */
+            size_t lo = 0, hi = nl;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const fa_activity *a = &acts[lord[mid]];
+                bool lt = pid_local && a->pid != g->pid ? a->pid < g->pid : a->correlation < g->correlation;
+                if (lt) lo = mid + 1;
+                else hi = mid;
+            }
             /* duplicates: the latest launch not after the GPU record, else the earliest */
             int32_t best_before = -1, best_after = -1;
-            for (int32_t c = lm.v[sl]; c >= 0; c = next[c]) {
-                if (acts[c].start_ns <= g->start_ns) {
-                    if (best_before < 0 || acts[c].start_ns > acts[best_before].start_ns) best_before = c;
-                } else if (best_after < 0 || acts[c].start_ns < acts[best_after].start_ns) {
-                    best_after = c;
-                }
+            for (size_t k = lo; k < nl; k++) {
+                const fa_activity *a = &acts[lord[k]];
+                if (a->correlation != g->correlation || (pid_local && a->pid != g->pid)) break;
+                if (a->start_ns <= g->start_ns) best_before = lord[k]; /* sorted by start */
+                else if (best_after < 0) best_after = lord[k];
             }
             li = best_before >= 0 ? best_before : best_after;
         }
@@ -280,9 +271,20 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
             if (g->external_id < 0) g->external_id = L->external_id;
         }
         int32_t ep = -1; /* position in ord */
-        if (use_external_id && g->external_id > 0) {
-            size_t sl = imap_slot(&em, pid_local ? (L ? L->pid : g->pid) : 0, g->external_id);
-            if (em.v[sl] >= 0) ep = em.v[sl];
+        if (use_external_id && g->external_id > 0 && ne) {
+            int64_t pid = L ? L->pid : g->pid;
+            size_t lo = 0, hi = ne;
+            while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                const fa_activity *a = &acts[ord[eord[mid]]];
+                bool lt = pid_local && a->pid != pid ? a->pid < pid : a->external_id < g->external_id;
+                if (lt) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo < ne) {
+                const fa_activity *a = &acts[ord[eord[lo]]];
+                if (a->external_id == g->external_id && (!pid_local || a->pid == pid)) ep = eord[lo];
+            }
         }
         if (ep < 0 && L) ep = encl_find(acts, ord, parent, m, L->pid, L->tid, L->start_ns);
         if (ep >= 0) {
@@ -312,16 +314,11 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
     }
     t->n_orphans = st->n_orphans;
     t->n_clock_inversions = st->n_clock_inversions;
-    goto done;
-oom:
-    s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory attributing %zu trace records", n);
 done:
-    imap_free(&lm);
-    imap_free(&em);
-    free(next);
+    free(lord);
     free(ord);
     free(parent);
-    free(stack);
+    free(eord);
     free(gpu_count);
     free(gop);
     return s;

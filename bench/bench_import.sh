@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# bench/bench_import.sh — trace import throughput (MB/s of JSON text) and peak RSS on the largest
+# corpus Kineto trace (gzip and plain) and on a synthetic Kineto trace of SIZE_MB (default 1000)
+# generated into TMPDIR and deleted afterwards. Prints figures; asserts nothing.
+#   usage: bench/bench_import.sh            (env: BUILD=dir, SIZE_MB=n, FA_CORPUS=dir, HTA=1)
+set -euo pipefail
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$SRC/build-bench}
+CORPUS=${FA_CORPUS:-$SRC/../shared/corpus}
+SIZE_MB=${SIZE_MB:-1000}
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/fa-bench-import.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$BUILD" --target fa_collector fa_core -j2 >/dev/null
+# Only the import objects (and core) are pulled from the static libraries.
+cc -O2 -std=c11 -D_GNU_SOURCE -I"$SRC" -I"$BUILD" "$SRC/bench/bench_import.c" -o "$TMP/bench_import" \
+   "$BUILD/libfa_collector.a" "$BUILD/libfa_core.a" -lyajl -lz -lsqlite3 -lcrypto -lm
+B="$TMP/bench_import"
+
+echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+LARGEST=$CORPUS/traces/kineto/hta/df_index_resolver__df_index_resolver.json.gz
+if [ -f "$LARGEST" ]; then
+    echo "== largest corpus trace (gzip, as stored)"
+    "$B" yajl "$LARGEST"
+    "$B" import "$LARGEST"
+    echo "== same trace decompressed to plain JSON"
+    gzip -dc "$LARGEST" > "$TMP/df_index_resolver.json"
+    "$B" yajl "$TMP/df_index_resolver.json"
+    "$B" import "$TMP/df_index_resolver.json"
+    rm -f "$TMP/df_index_resolver.json"
+    NSYS=$CORPUS/traces/nsys/perlmutter-cloverleaf-cuda.sqlite
+    [ -f "$NSYS" ] && { echo "== nsys export"; "$B" import "$NSYS"; }
+else
+    echo "(corpus not found at $CORPUS: corpus figures skipped)"
+fi
+
+echo "== synthetic Kineto trace, ${SIZE_MB} MB"
+"$B" gen "$TMP/synthetic.json" "$SIZE_MB"
+ls -l "$TMP/synthetic.json" | awk '{printf "   generated %.1f MB\n", $5/1e6}'
+"$B" yajl "$TMP/synthetic.json"
+"$B" import "$TMP/synthetic.json"
+if [ "${HTA:-0}" = 1 ] && python3 -c 'import hta' 2>/dev/null; then
+    echo "== Holistic Trace Analysis on the same synthetic file"
+    /usr/bin/time -f "   HTA: %e s, peak RSS %M KiB" python3 -c "
+from hta.common.trace_parser import parse_trace_file
+import sys; parse_trace_file(sys.argv[1])" "$TMP/synthetic.json" || true
+fi
+rm -f "$TMP/synthetic.json"
