@@ -114,3 +114,41 @@ int fa_test_run_cli(const char *const *argv, char **out, char **err)
     unlink(efile);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+#include "collector/collector.h"
+#include "runtime/runtime.h"
+
+fa_status fa_test_store_graph_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int iters, int64_t *run_id)
+{
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.model_path = g->path ? g->path : g->name;
+    info.target = "cpu";
+    info.iters = iters;
+    info.warmup = 1;
+    fa_status s = fa_store_run_begin(ctx, st, &info, run_id);
+    if (s) return s;
+    fa_exec *e = NULL;
+    fa_trace *t = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
+    s = fa_exec_create(ctx, g, &eo, &e);
+    if (!s) s = fa_exec_fill_inputs(ctx, e, 1);
+    if (!s) s = fa_collect_cpu(ctx, e, g, 1, iters, NULL, NULL, &t);
+    if (!s) s = fa_store_put_graph(ctx, st, *run_id, g);
+    if (!s) s = fa_store_put_trace(ctx, st, *run_id, t);
+    if (!s) s = fa_store_run_finish(ctx, st, *run_id, true, NULL);
+    fa_trace_free(t);
+    fa_exec_free(e);
+    return s;
+}
+
+fa_status fa_test_store_run(fa_ctx *ctx, fa_store *st, const char *model, int iters, int64_t *run_id)
+{
+    fa_graph *g = NULL;
+    fa_status s = fa_graph_load(ctx, model, NULL, &g);
+    if (s) return s;
+    if (!g->path) g->path = fa_arena_strdup(g->arena, model);
+    s = fa_test_store_graph_run(ctx, st, g, iters, run_id);
+    fa_graph_free(g);
+    return s;
+}

@@ -23,3 +23,11 @@ int fa_test_run_cli(const char *const *argv, char **out, char **err);
 const char *fa_test_path(const char *a, const char *b);
 
 #endif
+
+#include "graph/graph.h"
+#include "store/store.h"
+/* Load `model` (path or zoo:NAME), run it unfused on cpu for `iters` timed iterations (1
+ * warm-up) with the collector, and store graph + trace as a new run in st. */
+fa_status fa_test_store_run(fa_ctx *ctx, fa_store *st, const char *model, int iters, int64_t *run_id);
+/* Same for an already prepared graph (caller keeps ownership). */
+fa_status fa_test_store_graph_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int iters, int64_t *run_id);

@@ -1,0 +1,413 @@
+/* analyzer — placement, edges, chains, overhead from a stored run (see analyzer.h). */
+#include "analyzer.h"
+
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct tensor_row {
+    const char *name;
+    uint64_t bytes;
+    int producer;
+    bool graph_output;
+} tensor_row;
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int cmp_u64_start(const void *a, const void *b)
+{
+    const fa_activity *x = *(const fa_activity *const *)a, *y = *(const fa_activity *const *)b;
+    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+static int cmp_chain(const void *a, const void *b)
+{
+    const fa_an_chain *x = a, *y = b;
+    return x->max_saving_ns > y->max_saving_ns ? -1 : x->max_saving_ns < y->max_saving_ns;
+}
+
+void fa_analysis_free(fa_analysis *a)
+{
+    if (!a) return;
+    fa_arena_free(a->arena);
+    free(a);
+}
+
+int fa_analysis_node_index(const fa_analysis *a, int node_id)
+{
+    for (int i = 0; i < a->n_nodes; i++)
+        if (a->nodes[i].id == node_id) return i;
+    return -1;
+}
+
+static bool is_light(int pattern)
+{
+    return pattern == FA_PATTERN_ELEMWISE || pattern == FA_PATTERN_BROADCAST || pattern == FA_PATTERN_INJECTIVE;
+}
+
+static bool membound(const fa_an_node *n)
+{
+    return n->place.bound == FA_BOUND_MEMORY || n->place.bound == FA_BOUND_LATENCY;
+}
+
+/* Median over iterations of the summed idle gaps between consecutive kernels. */
+static fa_status measure_gaps(fa_ctx *ctx, fa_store *st, fa_analysis *a)
+{
+    fa_trace *t = NULL;
+    fa_status s = fa_store_load_trace(ctx, st, a->run_id, &t);
+    if (s) return s;
+    int max_iter = -1;
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (t->acts[i].kind == FA_ACT_KERNEL && t->acts[i].iter > max_iter) max_iter = t->acts[i].iter;
+    int n_it = max_iter + 1;
+    bool single = n_it <= 0; /* imports: one pseudo-iteration */
+    if (single) n_it = 1;
+    const fa_activity **by = malloc(sizeof *by * (t->n_acts + 1));
+    int64_t *gaps = calloc((size_t)n_it, sizeof *gaps);
+    int64_t *counts = calloc((size_t)n_it, sizeof *counts);
+    if (!by || !gaps || !counts) {
+        free(by); free(gaps); free(counts);
+        fa_trace_free(t);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory analyzing gaps");
+    }
+    for (int it = 0; it < n_it; it++) {
+        size_t n = 0;
+        for (size_t i = 0; i < t->n_acts; i++)
+            if (t->acts[i].kind == FA_ACT_KERNEL && (single || t->acts[i].iter == it)) by[n++] = &t->acts[i];
+        qsort(by, n, sizeof *by, cmp_u64_start);
+        int64_t g = 0;
+        uint64_t last_end = n ? by[0]->end_ns : 0;
+        for (size_t k = 1; k < n; k++) {
+            if (by[k]->start_ns > last_end) g += (int64_t)(by[k]->start_ns - last_end);
+            if (by[k]->end_ns > last_end) last_end = by[k]->end_ns;
+        }
+        gaps[it] = g;
+        counts[it] = (int64_t)n;
+    }
+    qsort(gaps, (size_t)n_it, sizeof *gaps, cmp_i64);
+    qsort(counts, (size_t)n_it, sizeof *counts, cmp_i64);
+    a->gap_ns = gaps[n_it / 2];
+    a->kernels_per_iter = counts[n_it / 2];
+    free(by);
+    free(gaps);
+    free(counts);
+    fa_trace_free(t);
+    return FA_OK;
+}
+
+fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_ceilings *ceil, fa_analysis **out)
+{
+    fa_analysis *a = calloc(1, sizeof *a);
+    if (!a) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    a->arena = fa_arena_create(1 << 16);
+    a->run_id = run_id;
+    a->ceilings = *ceil;
+    sqlite3 *db = fa_store_db(st);
+    sqlite3_stmt *q = NULL;
+    fa_status s = FA_OK;
+    fa_run_info ri;
+    s = fa_store_get_run(ctx, st, run_id, a->arena, &ri);
+    if (s) goto fail;
+    a->iter_ns = ri.iter_median_ns > 0 ? ri.iter_median_ns : 0;
+
+    /* nodes */
+    int cap = 0;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT count(*) FROM nodes WHERE run_id=?1 AND folded=0", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, run_id);
+    if (sqlite3_step(q) == SQLITE_ROW) cap = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    q = NULL;
+    if (cap == 0) {
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld has no graph to analyze (an import without op structure?)",
+                         fa_store_path(st), (long long)run_id);
+        goto fail;
+    }
+    a->nodes = fa_arena_alloc(a->arena, sizeof *a->nodes * (size_t)cap);
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "SELECT node_id, name, op_type, pattern, flops, bytes_read + bytes_written FROM nodes "
+        "WHERE run_id=?1 AND folded=0 ORDER BY node_id", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, run_id);
+    int max_node = 0;
+    while (sqlite3_step(q) == SQLITE_ROW && a->n_nodes < cap) {
+        fa_an_node *n = &a->nodes[a->n_nodes++];
+        n->id = sqlite3_column_int(q, 0);
+        n->name = fa_arena_strdup(a->arena, (const char *)sqlite3_column_text(q, 1));
+        n->op_type = fa_arena_strdup(a->arena, (const char *)sqlite3_column_text(q, 2));
+        n->pattern = sqlite3_column_type(q, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 3);
+        n->flops = (uint64_t)sqlite3_column_int64(q, 4);
+        n->bytes = (uint64_t)sqlite3_column_int64(q, 5);
+        if (n->id > max_node) max_node = n->id;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    int *idx = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(max_node + 1));
+    for (int i = 0; i <= max_node; i++) idx[i] = -1;
+    for (int i = 0; i < a->n_nodes; i++) idx[a->nodes[i].id] = i;
+
+    /* measured medians */
+    fa_op_row *rows = NULL;
+    size_t nrows = 0;
+    s = fa_store_op_table(ctx, st, run_id, a->arena, &rows, &nrows, &a->n_iters);
+    if (s) goto fail;
+    for (size_t r = 0; r < nrows; r++)
+        if (rows[r].node >= 0 && rows[r].node <= max_node && idx[rows[r].node] >= 0) {
+            fa_an_node *n = &a->nodes[idx[rows[r].node]];
+            n->median_ns = rows[r].median_ns;
+            n->kernels = rows[r].kernels;
+        }
+    for (int i = 0; i < a->n_nodes; i++)
+        fa_roofline_place(ceil, a->nodes[i].flops, a->nodes[i].bytes, (uint64_t)a->nodes[i].median_ns, &a->nodes[i].place);
+
+    /* tensors */
+    int max_t = 0;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT max(tensor_id) FROM tensors WHERE run_id=?1", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, run_id);
+    if (sqlite3_step(q) == SQLITE_ROW) max_t = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    q = NULL;
+    tensor_row *tens = fa_arena_alloc(a->arena, sizeof *tens * (size_t)(max_t + 1));
+    for (int i = 0; i <= max_t; i++) tens[i].producer = -1;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "SELECT tensor_id, name, bytes, producer, is_graph_output FROM tensors WHERE run_id=?1", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, run_id);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int t = sqlite3_column_int(q, 0);
+        if (t < 0 || t > max_t) continue;
+        tens[t].name = fa_arena_strdup(a->arena, (const char *)sqlite3_column_text(q, 1));
+        tens[t].bytes = (uint64_t)sqlite3_column_int64(q, 2);
+        tens[t].producer = sqlite3_column_int(q, 3);
+        tens[t].graph_output = sqlite3_column_int(q, 4) != 0;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+
+    /* edges: (tensor produced by a live node) -> each live consumer */
+    int n_cons_rows = 0;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT count(*) FROM consumers WHERE run_id=?1", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, run_id);
+    if (sqlite3_step(q) == SQLITE_ROW) n_cons_rows = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    q = NULL;
+    a->edges = fa_arena_alloc(a->arena, sizeof *a->edges * (size_t)(n_cons_rows + 1));
+    int *ncons = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(max_t + 1));
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 ORDER BY tensor_id, node_id", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, run_id);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        int t = sqlite3_column_int(q, 0), c = sqlite3_column_int(q, 1);
+        if (t < 0 || t > max_t || c < 0 || c > max_node || idx[c] < 0) continue;
+        int p = tens[t].producer;
+        if (p < 0 || p > max_node || idx[p] < 0) continue;
+        ncons[t]++;
+        fa_an_edge *e = &a->edges[a->n_edges++];
+        e->tensor = t;
+        e->tensor_name = tens[t].name;
+        e->producer = p;
+        e->consumer = c;
+        e->tensor_bytes = tens[t].bytes;
+        e->traffic_bytes = 2 * tens[t].bytes;
+        e->graph_output = tens[t].graph_output;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    for (int i = 0; i < a->n_edges; i++) a->edges[i].n_consumers = ncons[a->edges[i].tensor];
+
+    /* chains: walk nodes in id order (ONNX and the zoo keep nodes topologically sorted; the
+     * store keeps node ids), start a chain at every node not yet taken that is memory/latency
+     * bound or an out-elementwise-fusable head, and extend through the first untaken
+     * memory/latency-bound consumer. */
+    bool *taken = fa_arena_alloc(a->arena, sizeof(bool) * (size_t)(max_node + 1));
+    a->chains = fa_arena_alloc(a->arena, sizeof *a->chains * (size_t)(a->n_nodes + 1));
+    int *path = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(a->n_nodes + 1));
+    double bw = ceil->mem_bw_gbs > 0 ? ceil->mem_bw_gbs : 1; /* GB/s = bytes/ns */
+    for (int i = 0; i < a->n_nodes; i++) {
+        fa_an_node *h = &a->nodes[i];
+        if (taken[h->id]) continue;
+        bool head_ok = membound(h) || h->pattern == FA_PATTERN_OUT_ELEMWISE_FUSABLE;
+        if (!head_ok) continue;
+        int len = 0, cur = h->id;
+        path[len++] = cur;
+        taken[cur] = true;
+        for (;;) {
+            int next = -1;
+            for (int e = 0; e < a->n_edges; e++) {
+                const fa_an_edge *ed = &a->edges[e];
+                if (ed->producer != cur || taken[ed->consumer]) continue;
+                const fa_an_node *c = &a->nodes[idx[ed->consumer]];
+                if (!membound(c) || c->pattern == FA_PATTERN_OUT_ELEMWISE_FUSABLE || c->pattern == FA_PATTERN_OPAQUE) continue;
+                if (next < 0 || idx[ed->consumer] < idx[next]) next = ed->consumer;
+            }
+            if (next < 0) break;
+            path[len++] = next;
+            taken[next] = true;
+            cur = next;
+        }
+        if (len < 2) {
+            taken[h->id] = membound(h); /* a lone complex head stays free to be read as a plain node */
+            continue;
+        }
+        fa_an_chain *ch = &a->chains[a->n_chains++];
+        ch->n_members = len;
+        ch->members = fa_arena_alloc(a->arena, sizeof(int) * (size_t)len);
+        memcpy(ch->members, path, sizeof(int) * (size_t)len);
+        ch->launches = len;
+        for (int k = 0; k < len; k++) ch->time_ns += a->nodes[idx[path[k]]].median_ns;
+        for (int k = 0; k + 1 < len; k++)
+            for (int e = 0; e < a->n_edges; e++) {
+                const fa_an_edge *ed = &a->edges[e];
+                if (ed->producer != path[k] || ed->consumer != path[k + 1]) continue;
+                /* a tensor with other consumers or that is a graph output is still written;
+                 * fusing removes only this consumer's read */
+                ch->intermediate_bytes += (ed->n_consumers == 1 && !ed->graph_output) ? ed->traffic_bytes : ed->tensor_bytes;
+            }
+        ch->max_saving_ns = (double)ch->intermediate_bytes / bw + (double)(len - 1) * ceil->launch_ns;
+        if (ch->max_saving_ns > (double)ch->time_ns) ch->max_saving_ns = (double)ch->time_ns;
+        ch->share = a->iter_ns > 0 ? (double)ch->time_ns / (double)a->iter_ns : 0;
+        a->fusion_bound_ns += ch->max_saving_ns;
+    }
+    qsort(a->chains, (size_t)a->n_chains, sizeof *a->chains, cmp_chain);
+
+    s = measure_gaps(ctx, st, a);
+    if (s) goto fail;
+    int64_t light_ns = 0;
+    for (int i = 0; i < a->n_nodes; i++)
+        if (is_light(a->nodes[i].pattern) && membound(&a->nodes[i])) light_ns += a->nodes[i].median_ns;
+    for (int i = 0; i < a->n_edges; i++)
+        if (!a->edges[i].graph_output) a->intermediate_bytes += a->edges[i].traffic_bytes;
+    if (a->iter_ns > 0) {
+        a->mem_bound_elementwise_share = (double)light_ns / (double)a->iter_ns;
+        a->launch_share = (double)a->gap_ns / (double)a->iter_ns;
+    }
+    snprintf(a->summary, sizeof a->summary,
+             "%.1f%% of the %.3f ms iteration is memory- or latency-bound elementwise/broadcast/injective work; "
+             "%.1f MB of intermediate tensors round-trip memory per iteration; dispatch gaps between the %lld "
+             "kernels take %.1f%% (%.3f ms). Fusing the %d chains found could save at most %.3f ms (%.1f%%).",
+             100.0 * a->mem_bound_elementwise_share, a->iter_ns / 1e6, a->intermediate_bytes / 1e6,
+             (long long)a->kernels_per_iter, 100.0 * a->launch_share, a->gap_ns / 1e6, a->n_chains,
+             a->fusion_bound_ns / 1e6, a->iter_ns > 0 ? 100.0 * a->fusion_bound_ns / (double)a->iter_ns : 0.0);
+    *out = a;
+    return FA_OK;
+fail:
+    if (q) sqlite3_finalize(q);
+    fa_analysis_free(a);
+    return s ? s : fa_ctx_error(ctx, FA_ERR_INTERNAL, "analysis failed");
+}
+
+fa_status fa_analysis_save(fa_ctx *ctx, fa_store *st, const fa_analysis *a)
+{
+    sqlite3 *db = fa_store_db(st);
+    sqlite3_stmt *q = NULL;
+    fa_status s = fa_store_begin(ctx, st);
+    if (s) return s;
+    static const char *const del[] = {"DELETE FROM analysis_kernels WHERE run_id=?1", "DELETE FROM analysis_chains WHERE run_id=?1",
+                                      "DELETE FROM analysis_edges WHERE run_id=?1", "DELETE FROM analysis_summary WHERE run_id=?1"};
+    for (size_t i = 0; i < 4 && !s; i++) {
+        s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, del[i], -1, &q, NULL));
+        if (!s) {
+            sqlite3_bind_int64(q, 1, a->run_id);
+            s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+        }
+        sqlite3_finalize(q);
+        q = NULL;
+    }
+    /* analysis_kernels keyed by seq: we store one row per node (seq = node id) */
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT INTO analysis_kernels(run_id, seq, arithmetic_intensity, achieved_gbs, achieved_gflops, roof_pct, bound) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7)", -1, &q, NULL));
+    for (int i = 0; i < a->n_nodes && !s; i++) {
+        const fa_an_node *n = &a->nodes[i];
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, a->run_id);
+        sqlite3_bind_int(q, 2, n->id);
+        sqlite3_bind_double(q, 3, n->place.intensity);
+        sqlite3_bind_double(q, 4, n->place.achieved_gbs);
+        sqlite3_bind_double(q, 5, n->place.achieved_gflops);
+        sqlite3_bind_double(q, 6, n->place.pct_of_roof);
+        sqlite3_bind_text(q, 7, fa_bound_name(n->place.bound), -1, SQLITE_STATIC);
+        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT INTO analysis_chains(run_id, chain_id, members_json, time_ns, share, intermediate_bytes, launches, max_saving_ns) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
+    for (int i = 0; i < a->n_chains && !s; i++) {
+        const fa_an_chain *c = &a->chains[i];
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_buf_puts(&b, "[");
+        for (int k = 0; k < c->n_members; k++) fa_buf_printf(&b, "%s%d", k ? "," : "", c->members[k]);
+        fa_buf_puts(&b, "]");
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, a->run_id);
+        sqlite3_bind_int(q, 2, i);
+        sqlite3_bind_text(q, 3, b.data, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 4, c->time_ns);
+        sqlite3_bind_double(q, 5, c->share);
+        sqlite3_bind_int64(q, 6, (int64_t)c->intermediate_bytes);
+        sqlite3_bind_int(q, 7, c->launches);
+        sqlite3_bind_int64(q, 8, (int64_t)c->max_saving_ns);
+        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+        fa_buf_free(&b);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT OR REPLACE INTO analysis_edges(run_id, tensor_id, producer, consumer, bytes_written, bytes_read, other_consumers, is_graph_output) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
+    for (int i = 0; i < a->n_edges && !s; i++) {
+        const fa_an_edge *e = &a->edges[i];
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, a->run_id);
+        sqlite3_bind_int(q, 2, e->tensor);
+        sqlite3_bind_int(q, 3, e->producer);
+        sqlite3_bind_int(q, 4, e->consumer);
+        sqlite3_bind_int64(q, 5, (int64_t)e->tensor_bytes);
+        sqlite3_bind_int64(q, 6, (int64_t)e->tensor_bytes);
+        sqlite3_bind_int(q, 7, e->n_consumers - 1);
+        sqlite3_bind_int(q, 8, e->graph_output);
+        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    struct { const char *key; double v; const char *unit; } sums[] = {
+        {"iter_ns", (double)a->iter_ns, "ns"},
+        {"gap_ns", (double)a->gap_ns, "ns"},
+        {"launch_share", a->launch_share, "fraction"},
+        {"mem_bound_elementwise_share", a->mem_bound_elementwise_share, "fraction"},
+        {"intermediate_bytes", (double)a->intermediate_bytes, "bytes"},
+        {"fusion_bound_ns", a->fusion_bound_ns, "ns"},
+        {"mem_bw_gbs", a->ceilings.mem_bw_gbs, "GB/s"},
+        {"peak_gflops", a->ceilings.peak_gflops, "GFLOP/s"},
+        {"dispatch_ns", a->ceilings.launch_ns, "ns"},
+    };
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5)", -1, &q, NULL));
+    for (size_t i = 0; i < sizeof sums / sizeof sums[0] && !s; i++) {
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, a->run_id);
+        sqlite3_bind_text(q, 2, sums[i].key, -1, SQLITE_STATIC);
+        sqlite3_bind_double(q, 3, sums[i].v);
+        sqlite3_bind_text(q, 4, sums[i].unit, -1, SQLITE_STATIC);
+        if (i == 0) sqlite3_bind_text(q, 5, a->summary, -1, SQLITE_STATIC);
+        else sqlite3_bind_null(q, 5);
+        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    if (s) {
+        fa_store_rollback(st);
+        return s;
+    }
+    return fa_store_commit(ctx, st);
+}

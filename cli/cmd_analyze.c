@@ -1,0 +1,153 @@
+/* cli/cmd_analyze — `fuse-advise analyze RUN [--json] [--db PATH] [--top N]`: ceilings, per-kernel
+ * roofline placement, memory-bound chains, intermediate traffic and dispatch overhead. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/analyzer.h"
+#include "cli.h"
+
+static const char *k_help =
+    "usage: fuse-advise analyze [RUN|latest] [--json] [--db PATH] [--top N]\n"
+    "  RUN is a run id from `fuse-advise runs` (default: the latest run).\n";
+
+static void json_str(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
+    fa_buf_puts(b, "\"");
+}
+
+/* Resolve "latest" / an id. */
+int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id);
+int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
+{
+    if (!spec || !strcmp(spec, "latest")) {
+        fa_status s = fa_store_latest_run(ctx, st, NULL, run_id);
+        return s ? fa_cli_fail(ctx, s) : 0;
+    }
+    char *end;
+    long long v = strtoll(spec, &end, 10);
+    if (!*spec || *end || v <= 0) {
+        fprintf(stderr, "fuse-advise: error: '%s' is not a run id (see `fuse-advise runs`)\n", spec);
+        return 2;
+    }
+    *run_id = v;
+    return 0;
+}
+
+int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
+{
+    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *v;
+    bool json = false;
+    long top = 20;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--top"))) {
+            if ((top = fa_cli_parse_long("analyze", "--top", v, 1, 1000000)) < 0) return 2;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
+        else if (argv[i][0] == '-') return fa_cli_usage("analyze", "unknown option '%s'", argv[i]);
+        else if (!spec) spec = argv[i];
+        else return fa_cli_usage("analyze", "unexpected argument '%s'", argv[i]);
+    }
+    fa_store *st = NULL;
+    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
+    if (s) return fa_cli_fail(ctx, s);
+    int64_t run_id;
+    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    if (rc) { fa_store_close(st); return rc; }
+    fa_arena *ar = fa_arena_create(4096);
+    fa_run_info ri;
+    fa_ceilings c;
+    fa_analysis *a = NULL;
+    s = fa_store_get_run(ctx, st, run_id, ar, &ri);
+    if (!s) s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);
+    if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
+    if (!s && !fa_store_readonly(st)) s = fa_analysis_save(ctx, st, a);
+    if (s) {
+        rc = fa_cli_fail(ctx, s);
+        goto out;
+    }
+    /* nodes sorted by time */
+    int *order = malloc(sizeof(int) * (size_t)(a->n_nodes + 1));
+    for (int i = 0; i < a->n_nodes; i++) order[i] = i;
+    for (int i = 1; i < a->n_nodes; i++) /* insertion sort by median desc (small n) */
+        for (int j = i; j > 0 && a->nodes[order[j]].median_ns > a->nodes[order[j - 1]].median_ns; j--) {
+            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+        }
+    if (json) {
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_buf_printf(&b, "{\"run\":%" PRId64 ",\"model\":", run_id);
+        json_str(&b, ri.model_path);
+        fa_buf_puts(&b, ",\"ceilings\":{\"device_key\":");
+        json_str(&b, c.device_key);
+        fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},", c.mem_bw_gbs, c.peak_gflops, c.launch_ns);
+        fa_buf_printf(&b, "\"iter_ns\":%" PRId64 ",\"gap_ns\":%" PRId64 ",\"launch_share\":%.4f,\"mem_bound_elementwise_share\":%.4f,"
+                          "\"intermediate_bytes\":%" PRIu64 ",\"fusion_bound_ns\":%.0f,\"summary\":",
+                      a->iter_ns, a->gap_ns, a->launch_share, a->mem_bound_elementwise_share, a->intermediate_bytes, a->fusion_bound_ns);
+        json_str(&b, a->summary);
+        fa_buf_puts(&b, ",\"kernels\":[");
+        for (int k = 0; k < a->n_nodes; k++) {
+            const fa_an_node *n = &a->nodes[order[k]];
+            fa_buf_puts(&b, k ? ",{\"node\":" : "{\"node\":");
+            json_str(&b, n->name);
+            fa_buf_puts(&b, ",\"op\":");
+            json_str(&b, n->op_type);
+            fa_buf_printf(&b, ",\"node_id\":%d,\"median_ns\":%" PRId64 ",\"flops\":%" PRIu64 ",\"bytes\":%" PRIu64
+                              ",\"intensity\":%.4f,\"achieved_gbs\":%.3f,\"achieved_gflops\":%.3f,\"pct_of_roof\":%.2f,\"bound\":\"%s\"}",
+                          n->id, n->median_ns, n->flops, n->bytes, n->place.intensity, n->place.achieved_gbs,
+                          n->place.achieved_gflops, n->place.pct_of_roof, fa_bound_name(n->place.bound));
+        }
+        fa_buf_puts(&b, "],\"chains\":[");
+        for (int k = 0; k < a->n_chains; k++) {
+            const fa_an_chain *ch = &a->chains[k];
+            fa_buf_printf(&b, "%s{\"members\":[", k ? "," : "");
+            for (int m = 0; m < ch->n_members; m++) {
+                if (m) fa_buf_puts(&b, ",");
+                json_str(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].name);
+            }
+            fa_buf_printf(&b, "],\"ops\":[");
+            for (int m = 0; m < ch->n_members; m++) {
+                if (m) fa_buf_puts(&b, ",");
+                json_str(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
+            }
+            fa_buf_printf(&b, "],\"time_ns\":%" PRId64 ",\"share\":%.4f,\"intermediate_bytes\":%" PRIu64 ",\"max_saving_ns\":%.0f}",
+                          ch->time_ns, ch->share, ch->intermediate_bytes, ch->max_saving_ns);
+        }
+        fa_buf_puts(&b, "]}\n");
+        fwrite(b.data, 1, b.len, stdout);
+        fa_buf_free(&b);
+    } else {
+        printf("run %" PRId64 ": %s (%d timed iterations)\n", run_id, ri.model_path, a->n_iters);
+        printf("ceilings %s: memory %.2f GB/s, FP32 peak %.2f GFLOP/s, dispatch %.0f ns, ridge %.2f FLOP/B\n\n",
+               c.device_key, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
+        printf("%-32s %-18s %11s %9s %9s %10s %7s %-8s\n", "kernel (node)", "op", "median us", "FLOP/B", "GB/s", "GFLOP/s", "%roof", "bound");
+        for (int k = 0; k < a->n_nodes && k < top; k++) {
+            const fa_an_node *n = &a->nodes[order[k]];
+            printf("%-32.32s %-18.18s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", n->name, n->op_type, n->median_ns / 1e3,
+                   n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops, n->place.pct_of_roof,
+                   fa_bound_name(n->place.bound));
+        }
+        if (a->n_nodes > top) printf("... %d more (--top N, --json)\n", a->n_nodes - (int)top);
+        printf("\nmemory-bound chains (ranked by what fusing them could save at most):\n");
+        for (int k = 0; k < a->n_chains && k < top; k++) {
+            const fa_an_chain *ch = &a->chains[k];
+            printf("  %2d. ", k + 1);
+            for (int m = 0; m < ch->n_members; m++)
+                printf("%s%s", m ? " -> " : "", a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
+            printf("  [%s..]  %.1f us (%.1f%%), %.2f MB intermediate, saves <= %.1f us\n",
+                   a->nodes[fa_analysis_node_index(a, ch->members[0])].name, ch->time_ns / 1e3, 100 * ch->share,
+                   ch->intermediate_bytes / 1e6, ch->max_saving_ns / 1e3);
+        }
+        printf("\n%s\n", a->summary);
+    }
+    free(order);
+out:
+    fa_analysis_free(a);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    return rc;
+}
