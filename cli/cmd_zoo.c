@@ -6,10 +6,6 @@
 
 #include "cli.h"
 
-/* The exporter (graph/onnx_io.c) is written concurrently; a weak reference keeps this verb
- * linking while it is a placeholder, and the verb says so instead of crashing. */
-extern fa_status fa_onnx_export(fa_ctx *ctx, const fa_graph *g, const char *path) __attribute__((weak));
-
 static int help(void)
 {
     printf("usage: fuse-advise zoo [--json]\n"
@@ -111,12 +107,6 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
     if (!out_path) {
         snprintf(default_path, sizeof default_path, "%s.onnx", name);
         out_path = default_path;
-    }
-    if (!fa_onnx_export) {
-        fa_graph_free(g);
-        return fa_cli_fail(ctx, fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
-                                             "%s: this build has no ONNX exporter (graph/onnx_io.c)",
-                                             out_path));
     }
     st = fa_onnx_export(ctx, g, out_path);
     if (st) {

@@ -275,17 +275,36 @@ static void relu_stats(act *x)
     }
 }
 
-/* Fraction of kernel taps that land inside the input along one spatial axis (zero padding
- * removes the rest): it scales a convolution's expected output mean and variance. */
-static double tap_fraction(int64_t n_in, int64_t n_out, int k, int stride, int pad)
+/* Output positions along one spatial axis grouped by the range of kernel taps that land
+ * inside the input (zero padding removes the rest): cls[i] = {first tap, end tap, count}.
+ * Returns the number of classes (at most k + 1 ranges arise for the odd, same-padded
+ * kernels used here; capped at 16). */
+typedef struct tap_class {
+    int t0, t1;
+    int64_t count;
+} tap_class;
+
+static int tap_classes(int64_t n_in, int64_t n_out, int k, int stride, int pad, tap_class cls[16])
 {
-    int64_t valid = 0;
-    for (int64_t o = 0; o < n_out; o++)
+    int n = 0;
+    for (int64_t o = 0; o < n_out; o++) {
+        int t0 = k, t1 = 0;
         for (int t = 0; t < k; t++) {
             int64_t i = o * stride - pad + t;
-            valid += i >= 0 && i < n_in;
+            if (i >= 0 && i < n_in) {
+                t0 = t < t0 ? t : t0;
+                t1 = t + 1;
+            }
         }
-    return (double)valid / (double)(n_out * k);
+        int c = 0;
+        while (c < n && !(cls[c].t0 == t0 && cls[c].t1 == t1)) c++;
+        if (c == n) {
+            if (n == 16) c = 15; /* not reached for k <= 7 */
+            else cls[n++] = (tap_class){t0, t1, 0};
+        }
+        cls[c].count++;
+    }
+    return n;
 }
 
 /* Conv (no bias) + BatchNormalization, as torchvision exports Conv2d(bias=False) + BatchNorm2d.
@@ -294,9 +313,10 @@ static double tap_fraction(int64_t n_in, int64_t n_out, int k, int stride, int p
  *   bn weight (gamma) ~ U[0.5, 1.5), bn bias (beta) ~ N(0, 0.1^2);
  *   running_var[c]  = Var[y_c] * u_c, u_c ~ U[0.8, 1.25)
  *   running_mean[c] = E[y_c] + 0.05 * sqrt(running_var[c]) * N(0,1)
- * where E[y_c] = f sum_{j,t} w[c,j,t] E[x_j] and Var[y_c] = f sum_{j,t} w[c,j,t]^2 Var[x_j] are
- * the conv output's per-channel moments for independent inputs with the tracked per-channel
- * moments of x (f = fraction of taps inside the zero padding). So every BN sees about the
+ * where E[y_c] and Var[y_c] are the conv output's per-channel moments over positions for
+ * independent inputs with the tracked per-channel moments of x: sum_{j,t} w[c,j,t] E[x_j] and
+ * sum_{j,t} w[c,j,t]^2 Var[x_j] over the taps inside the zero padding, averaged over output
+ * positions, plus the variance of the per-position mean. So every BN sees about the
  * statistics it stores — the state of a trained network — perturbed so that it is not an
  * exact whitening, and activations keep an O(1) scale through ResNet-50's 53 convolutions.
  * pads = k/2 on every side (same padding for odd k), dilations 1, epsilon 1e-5, momentum 0.9. */
@@ -319,21 +339,48 @@ static act conv_bn(zb *b, const char *conv_name, const char *bn_name, act x, int
         free(bn);
         return y;
     }
-    double f = tap_fraction(x.h, ho, k, stride, pad) * tap_fraction(x.w, wo, k, stride, pad);
+    tap_class ch[16], cw[16];
+    int nch = tap_classes(x.h, ho, k, stride, pad, ch), ncw = tap_classes(x.w, wo, k, stride, pad, cw);
+    double *am = fa_arena_alloc(b->scratch, sizeof(double) * 2 * (size_t)(k * k));
+    if (!am) {
+        zfail(b, fa_ctx_error(b->ctx, FA_ERR_NOMEM, "zoo: out of memory"));
+        free(w);
+        free(bn);
+        return y;
+    }
+    double *av = am + k * k;
     zrand r;
     zrng(b, wname, &r);
     double std = sqrt(2.0 / (double)fan_in);
     for (int64_t c = 0; c < cout; c++) {
-        double m = 0, v = 0;
+        /* per tap t: am[t] = sum_j w[c,j,t] E[x_j], av[t] = sum_j w[c,j,t]^2 Var[x_j] */
+        for (int t = 0; t < k * k; t++) am[t] = av[t] = 0.0;
         for (int64_t i = 0; i < fan_in; i++) {
             float wi = (float)(std * znorm(&r));
             w[c * fan_in + i] = wi;
             int64_t j = (c / cout_g) * cin_g + i / (k * k); /* input channel of this tap */
-            m += wi * x.mu[j];
-            v += (double)wi * wi * x.var[j];
+            am[i % (k * k)] += wi * x.mu[j];
+            av[i % (k * k)] += (double)wi * wi * x.var[j];
         }
-        y.mu[c] = f * m;
-        y.var[c] = f * v;
+        /* Over output positions, the mean m(pos) and variance v(pos) sum the taps inside the
+         * input; the channel's moments are E[m], E[v] + Var_pos[m] (border positions see
+         * fewer taps, which shifts their mean: part of what BN measures as variance). */
+        double em = 0, em2 = 0, ev = 0;
+        for (int a = 0; a < nch; a++)
+            for (int bb = 0; bb < ncw; bb++) {
+                double m = 0, v = 0;
+                for (int th = ch[a].t0; th < ch[a].t1; th++)
+                    for (int tw = cw[bb].t0; tw < cw[bb].t1; tw++) {
+                        m += am[th * k + tw];
+                        v += av[th * k + tw];
+                    }
+                double p = (double)(ch[a].count * cw[bb].count) / (double)(ho * wo);
+                em += p * m;
+                em2 += p * m * m;
+                ev += p * v;
+            }
+        y.mu[c] = em;
+        y.var[c] = ev + (em2 - em * em > 0 ? em2 - em * em : 0);
     }
     zinit(b, wname, FA_DTYPE_FLOAT, 4, wd, w, sizeof(float) * (size_t)n);
     free(w);

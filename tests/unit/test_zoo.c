@@ -9,14 +9,7 @@
 #include <sys/stat.h>
 
 #include "graph/graph.h"
-
-/* The ONNX exporter/importer is written concurrently: reference it weakly so this test
- * links (and skips the round trip) while graph/onnx_io.c is still a placeholder. */
-extern fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_data,
-                                       size_t *out_len) __attribute__((weak));
-extern fa_status fa_onnx_import_buffer(fa_ctx *ctx, const char *display_name, const char *base_dir,
-                                       const uint8_t *data, size_t len, fa_graph **out)
-    __attribute__((weak));
+#include "runtime/runtime.h"
 
 static fa_graph *build(const char *name, int batch)
 {
@@ -457,14 +450,84 @@ static void test_zoo_output_shapes_after_prepare(void **state)
     }
 }
 
+/* Run each model on a N(0,1) input with the unfused cpu executor: every output is finite and
+ * of order one — the BN statistics match what the convolutions produce, so activations
+ * neither explode nor vanish through ResNet-50's 53 conv+BN pairs. Every BatchNormalization
+ * output is made a graph output so each one is checked, not just the logits. */
+static void test_zoo_activations_stay_order_one_when_run(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *name;
+        double lo, hi; /* bounds on the logits' / output's rms */
+    } models[] = {{"resnet50", 0.3, 30}, {"mobilenetv2", 0.1, 30}, {"bert-layer", 0.5, 2},
+                  {"gpt2-block", 0.3, 5}, {"convnet-tiny", 0.1, 10}, {"mlp-tiny", 0.1, 10}};
+    for (size_t mi = 0; mi < sizeof models / sizeof models[0]; mi++) {
+        fa_graph *g = build(models[mi].name, 1);
+        fa_ctx *ctx = fa_ctx_create();
+        int n_nodes = g->n_nodes;
+        for (int i = 0; i < n_nodes; i++)
+            if (!strcmp(g->nodes[i]->op_type, "BatchNormalization"))
+                assert_int_equal(fa_graph_add_output(ctx, g, g->nodes[i]->outputs[0]), FA_OK);
+        fa_status st = fa_graph_prepare(ctx, g, NULL);
+        if (st) fprintf(stderr, "prepare %s: %s\n", models[mi].name, fa_ctx_errmsg(ctx));
+        assert_int_equal(st, FA_OK);
+        fa_exec_options eo = {FA_TARGET_CPU, 2, 0};
+        fa_exec *e = NULL;
+        st = fa_exec_create(ctx, g, &eo, &e);
+        if (st) fprintf(stderr, "exec %s: %s\n", models[mi].name, fa_ctx_errmsg(ctx));
+        assert_int_equal(st, FA_OK);
+        for (int k = 0; k < g->n_inputs; k++) {
+            const fa_tensor *t = g->tensors[g->inputs[k]];
+            int64_t n = fa_tensor_numel(t);
+            float *x = malloc(sizeof(float) * (size_t)n);
+            assert_non_null(x);
+            fa_rng r;
+            fa_rng_seed(&r, 7);
+            for (int64_t i = 0; i < n; i++) x[i] = fa_rng_normal(&r);
+            fa_value v = {x, FA_DTYPE_FLOAT, t->rank, {0}};
+            memcpy(v.dims, t->dims, sizeof v.dims);
+            assert_int_equal(fa_exec_set_input(ctx, e, k, &v), FA_OK);
+            free(x);
+        }
+        st = fa_exec_run(ctx, e, NULL);
+        if (st) fprintf(stderr, "run %s: %s\n", models[mi].name, fa_ctx_errmsg(ctx));
+        assert_int_equal(st, FA_OK);
+        double worst_lo = 1e30, worst_hi = 0;
+        for (int k = 0; k < g->n_outputs; k++) {
+            const fa_value *ov = fa_exec_output(e, k);
+            int64_t n = fa_value_numel(ov);
+            double s2 = 0;
+            for (int64_t i = 0; i < n; i++) {
+                float a = ((const float *)ov->data)[i];
+                assert_true(isfinite(a));
+                s2 += (double)a * a;
+            }
+            double rms = sqrt(s2 / (double)n);
+            const char *tn = g->tensors[g->outputs[k]]->name;
+            bool logits = k == 0;
+            double lo = logits ? models[mi].lo : 0.3, hi = logits ? models[mi].hi : 20.0;
+            if (rms < lo || rms > hi)
+                fprintf(stderr, "%s: '%s' rms %.4g outside [%g, %g]\n", models[mi].name, tn, rms, lo, hi);
+            assert_true(rms >= lo && rms <= hi);
+            if (!logits) {
+                worst_lo = rms < worst_lo ? rms : worst_lo;
+                worst_hi = rms > worst_hi ? rms : worst_hi;
+            }
+        }
+        if (worst_hi > 0)
+            fprintf(stderr, "%s: BN output rms in [%.3f, %.3f] over %d BNs\n", models[mi].name,
+                    worst_lo, worst_hi, g->n_outputs - 1);
+        fa_exec_free(e);
+        fa_ctx_free(ctx);
+        fa_graph_free(g);
+    }
+}
+
 /* Export -> import keeps every node, op type and initializer byte (when onnx_io is built). */
 static void test_zoo_onnx_round_trip_keeps_graph(void **state)
 {
     (void)state;
-    if (!fa_onnx_export_buffer || !fa_onnx_import_buffer) {
-        fprintf(stderr, "SKIP: graph/onnx_io.c has no exporter/importer yet\n");
-        skip();
-    }
     static const char *const models[] = {"convnet-tiny", "gpt2-block", "mobilenetv2"};
     for (int mi = 0; mi < 3; mi++) {
         fa_graph *g = build(models[mi], 1);
@@ -530,10 +593,6 @@ static void test_cli_zoo_writes_onnx_file(void **state)
 {
     (void)state;
     if (!getenv("FA_CLI")) skip();
-    if (!fa_onnx_export_buffer) {
-        fprintf(stderr, "SKIP: graph/onnx_io.c has no exporter yet\n");
-        skip();
-    }
     const char *path = fa_test_path(fa_test_tmpdir(), "mlp.onnx");
     char *out = NULL, *err = NULL;
     int rc = fa_test_run_cli((const char *const[]){"zoo", "mlp-tiny", "-o", path, "--batch", "3", NULL}, &out, &err);
@@ -544,16 +603,14 @@ static void test_cli_zoo_writes_onnx_file(void **state)
     assert_true(st.st_size > 64 * 128 * 4); /* holds fc1.weight */
     free(out);
     free(err);
-    if (fa_onnx_import_buffer) {
-        fa_ctx *ctx = fa_ctx_create();
-        fa_graph *g = NULL;
-        fa_status s = fa_onnx_import(ctx, path, &g);
-        if (s) fprintf(stderr, "import %s: %s\n", path, fa_ctx_errmsg(ctx));
-        assert_int_equal(s, FA_OK);
-        assert_int_equal(g->tensors[g->inputs[0]]->dims[0], 3);
-        fa_graph_free(g);
-        fa_ctx_free(ctx);
-    }
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    fa_status s = fa_onnx_import(ctx, path, &g);
+    if (s) fprintf(stderr, "import %s: %s\n", path, fa_ctx_errmsg(ctx));
+    assert_int_equal(s, FA_OK);
+    assert_int_equal(g->tensors[g->inputs[0]]->dims[0], 3);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
 }
 
 int main(void)
@@ -572,6 +629,7 @@ int main(void)
         cmocka_unit_test(test_zoo_weights_deterministic_per_seed),
         cmocka_unit_test(test_zoo_bn_statistics_positive_and_non_trivial),
         cmocka_unit_test(test_zoo_output_shapes_after_prepare),
+        cmocka_unit_test(test_zoo_activations_stay_order_one_when_run),
         cmocka_unit_test(test_zoo_onnx_round_trip_keeps_graph),
         cmocka_unit_test(test_cli_zoo_lists_models_text_and_json),
         cmocka_unit_test(test_cli_zoo_writes_onnx_file),
