@@ -1,0 +1,151 @@
+/* cli/cmd_runs — `fuse-advise runs [--db PATH] [--json]`: the runs stored in the run database,
+ * newest first, with their status and median iteration latency. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+#include "store/store.h"
+
+static const char *k_help =
+    "usage: fuse-advise runs [--db PATH] [--json]\n"
+    "  --db PATH  run database (default ./" FA_STORE_DEFAULT_PATH ")\n"
+    "  --json     one JSON document instead of the table\n"
+    "Lists every run: id, kind, status, start time, model, target, device, timed iterations\n"
+    "and the median iteration latency (first kernel start to last kernel end) when known.\n";
+
+static void json_str(fa_buf *b, const char *s)
+{
+    if (!s) {
+        fa_buf_puts(b, "null");
+        return;
+    }
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s, strlen(s));
+    fa_buf_puts(b, "\"");
+}
+
+/* One run as a JSON object (also used by `show`). Times: unix epoch ns; latency: ns. */
+void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
+void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
+{
+    fa_buf_printf(b, "{\"id\":%" PRId64 ",\"kind\":", r->id);
+    json_str(b, r->kind);
+    fa_buf_puts(b, ",\"status\":");
+    json_str(b, r->status);
+    fa_buf_puts(b, ",\"error\":");
+    json_str(b, r->error);
+    fa_buf_puts(b, ",\"model_path\":");
+    json_str(b, r->model_path);
+    fa_buf_puts(b, ",\"model_sha256\":");
+    json_str(b, r->model_sha256);
+    fa_buf_puts(b, ",\"target\":");
+    json_str(b, r->target);
+    fa_buf_puts(b, ",\"device_name\":");
+    json_str(b, r->device_name);
+    fa_buf_puts(b, ",\"tag\":");
+    json_str(b, r->tag);
+    fa_buf_puts(b, ",\"command_line\":");
+    json_str(b, r->command_line);
+    fa_buf_puts(b, ",\"trace_source\":");
+    json_str(b, r->trace_source);
+    fa_buf_puts(b, ",\"source_sha256\":");
+    json_str(b, r->source_sha256);
+    fa_buf_printf(b, ",\"threads\":%d,\"iters\":%d,\"warmup\":%d", r->threads, r->iters, r->warmup);
+    fa_buf_printf(b, ",\"started_at_ns\":%" PRId64 ",\"ended_at_ns\":", r->started_at_ns);
+    if (r->ended_at_ns) fa_buf_printf(b, "%" PRId64, r->ended_at_ns);
+    else fa_buf_puts(b, "null");
+    fa_buf_printf(b, ",\"n_kernels\":%" PRId64 ",\"iter_median_ns\":", r->n_kernels);
+    if (r->iter_median_ns >= 0) fa_buf_printf(b, "%" PRId64, r->iter_median_ns);
+    else fa_buf_puts(b, "null");
+    fa_buf_printf(b, ",\"peak_activation_bytes\":%" PRIu64 ",\"pid\":%" PRId64 "}", r->peak_activation_bytes, r->pid);
+}
+
+/* Local time "YYYY-MM-DD HH:MM:SS" of a unix-epoch ns timestamp. */
+static const char *fmt_time(int64_t ns, char *buf, size_t n)
+{
+    time_t sec = (time_t)(ns / 1000000000);
+    struct tm tm;
+    if (ns <= 0 || !localtime_r(&sec, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm))
+        snprintf(buf, n, "-");
+    return buf;
+}
+
+/* Parse the options shared by the read verbs; returns -1 to continue, else an exit code. */
+static int parse(int argc, char **argv, const char **db, bool *json)
+{
+    for (int i = 1; i < argc; i++) {
+        const char *v;
+        int save = i;
+        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
+            if (!*v) return fa_cli_usage("runs", "--db needs a PATH");
+            *db = v;
+            continue;
+        }
+        i = save;
+        if (!strcmp(argv[i], "--json")) *json = true;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(k_help, stdout);
+            return 0;
+        } else if (argv[i][0] == '-') return fa_cli_usage("runs", "unknown option '%s'", argv[i]);
+        else return fa_cli_usage("runs", "unexpected argument '%s'", argv[i]);
+    }
+    return -1;
+}
+
+int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
+{
+    const char *db = FA_STORE_DEFAULT_PATH;
+    bool json = false;
+    int rc = parse(argc, argv, &db, &json);
+    if (rc >= 0) return rc;
+    fa_store *st = NULL;
+    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
+    if (s) return fa_cli_fail(ctx, s);
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info *runs = NULL;
+    size_t n = 0;
+    s = ar ? fa_store_list_runs(ctx, st, ar, &runs, &n) : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    if (s) {
+        fa_arena_free(ar);
+        fa_store_close(st);
+        return fa_cli_fail(ctx, s);
+    }
+    fa_buf b;
+    fa_buf_init(&b);
+    if (json) {
+        fa_buf_puts(&b, "{\"db\":");
+        json_str(&b, db);
+        fa_buf_puts(&b, ",\"runs\":[");
+        for (size_t i = 0; i < n; i++) {
+            if (i) fa_buf_puts(&b, ",");
+            fa_cli_run_json(&b, &runs[i]);
+        }
+        fa_buf_puts(&b, "]}\n");
+    } else if (n == 0) {
+        fa_buf_printf(&b, "no runs in %s\n", db);
+    } else {
+        fa_buf_printf(&b, "%5s  %-6s  %-7s  %-19s  %-6s  %5s  %12s  %s\n", "ID", "KIND", "STATUS", "STARTED",
+                      "TARGET", "ITERS", "MEDIAN", "MODEL / DEVICE");
+        for (size_t i = 0; i < n; i++) {
+            const fa_run_info *r = &runs[i];
+            char when[32], lat[32];
+            if (r->iter_median_ns >= 0) snprintf(lat, sizeof lat, "%.3f ms", (double)r->iter_median_ns / 1e6);
+            else snprintf(lat, sizeof lat, "-");
+            fa_buf_printf(&b, "%5" PRId64 "  %-6s  %-7s  %-19s  %-6s  %5d  %12s  %s", r->id, r->kind, r->status,
+                          fmt_time(r->started_at_ns, when, sizeof when), r->target ? r->target : "-",
+                          r->iters, lat, r->model_path ? r->model_path : "-");
+            if (r->device_name) fa_buf_printf(&b, " on %s", r->device_name);
+            if (r->tag) fa_buf_printf(&b, " [tag %s]", r->tag);
+            if (r->error) fa_buf_printf(&b, "\n%5s  error: %s", "", r->error);
+            fa_buf_puts(&b, "\n");
+        }
+    }
+    if (b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory formatting %zu runs", n);
+    else fputs(b.data ? b.data : "", stdout);
+    fa_buf_free(&b);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    return s ? fa_cli_fail(ctx, s) : 0;
+}

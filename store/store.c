@@ -1,0 +1,1304 @@
+/* store/store — open/migrate the run database, transactions, and the run/graph/trace writers
+ * and readers. Every sqlite3 call goes through FA_SQL_CHECK (STYLE.md). */
+#include "store-impl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BUSY_TIMEOUT_MS 10000
+
+/* ---- errors ---- */
+
+fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file,
+                             int line)
+{
+    if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return FA_OK;
+    const char *path = st && st->path ? st->path : "database";
+    const char *msg = st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
+    fa_status s = FA_ERR_IO;
+    int prim = rc & 0xff;
+    if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT) s = FA_ERR_INPUT;
+    else if (prim == SQLITE_NOMEM) s = FA_ERR_NOMEM;
+    else if (prim == SQLITE_MISUSE || prim == SQLITE_RANGE) s = FA_ERR_INTERNAL;
+    const char *hint = "";
+    if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
+        hint = " (another process held the database longer than the 10 s busy timeout)";
+    else if (prim == SQLITE_READONLY)
+        hint = " (the database file or its folder is read-only)";
+    return fa_ctx_error(ctx, s, "%s: %s failed at %s:%d: %s [%s]%s", path, call, file, line, msg,
+                        sqlite3_errstr(rc), hint);
+}
+
+/* Check a sqlite3_step result; the message names the statement's SQL. */
+static fa_status step_check(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int rc, const char *file, int line)
+{
+    if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return FA_OK;
+    const char *sql = q ? sqlite3_sql(q) : NULL;
+    char call[200];
+    if (!sql) sql = "?";
+    snprintf(call, sizeof call, "sqlite3_step(\"%.120s%s\")", sql, strlen(sql) > 120 ? "..." : "");
+    return fa_store_sql_check(ctx, st, rc, call, file, line);
+}
+#define STEP_CHECK(ctx, st, q, rc) step_check((ctx), (st), (q), (rc), __FILE__, __LINE__)
+
+static fa_status require_writable(fa_ctx *ctx, fa_store *st, const char *what)
+{
+    if (!st->readonly) return FA_OK;
+    return fa_ctx_error(ctx, FA_ERR_IO,
+                        "%s: database is read-only (the file is not writable), cannot %s", st->path,
+                        what);
+}
+
+/* ---- small helpers ---- */
+
+static int64_t unix_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* starttime (field 22 of /proc/PID/stat, clock ticks since boot); -1 when unknown. */
+static int64_t proc_start_ticks(int64_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%lld/stat", (long long)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
+    if (!p) return -1;
+    p++;
+    /* after ")": field 3 (state) ... field 22 (starttime) */
+    for (int field = 3; field < 22; field++) {
+        while (*p == ' ') p++;
+        while (*p && *p != ' ') p++;
+        if (!*p) return -1;
+    }
+    return strtoll(p, NULL, 10);
+}
+
+static void host_name(char *buf, size_t n)
+{
+    if (gethostname(buf, n) != 0) snprintf(buf, n, "unknown");
+    buf[n - 1] = 0;
+}
+
+/* Run one or more SQL statements without results. */
+static fa_status exec_sql(fa_ctx *ctx, fa_store *st, const char *sql)
+{
+    return FA_SQL_CHECK(ctx, st, sqlite3_exec(st->db, sql, NULL, NULL, NULL));
+}
+
+static fa_status prepare(fa_ctx *ctx, fa_store *st, const char *sql, sqlite3_stmt **out)
+{
+    *out = NULL;
+    return FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(st->db, sql, -1, out, NULL));
+}
+
+/* Binder: binds in order and keeps the first failing rc, checked once per row. */
+typedef struct binder {
+    sqlite3_stmt *s;
+    int i;  /* next parameter index (1-based) */
+    int rc; /* first failure */
+} binder;
+
+static void b_start(binder *b, sqlite3_stmt *s)
+{
+    b->s = s;
+    b->i = 1;
+    b->rc = sqlite3_reset(s);
+}
+static void b_i64(binder *b, int64_t v)
+{
+    int rc = sqlite3_bind_int64(b->s, b->i++, v);
+    if (b->rc == SQLITE_OK) b->rc = rc;
+}
+static void b_dbl(binder *b, double v)
+{
+    int rc = sqlite3_bind_double(b->s, b->i++, v);
+    if (b->rc == SQLITE_OK) b->rc = rc;
+}
+static void b_txt(binder *b, const char *v)
+{
+    int rc = v ? sqlite3_bind_text(b->s, b->i++, v, -1, SQLITE_STATIC) : sqlite3_bind_null(b->s, b->i++);
+    if (b->rc == SQLITE_OK) b->rc = rc;
+}
+
+static const char *col_str(sqlite3_stmt *s, int col, fa_arena *arena)
+{
+    const unsigned char *t = sqlite3_column_text(s, col);
+    if (!t) return NULL;
+    return fa_arena_strndup(arena, (const char *)t, (size_t)sqlite3_column_bytes(s, col));
+}
+
+/* Read one integer of a single-row query. */
+static fa_status query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st, sql, &q);
+    if (s) return s;
+    int rc = sqlite3_step(q);
+    s = STEP_CHECK(ctx, st, q, rc);
+    if (!s) *out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_finalize(q);
+    return s;
+}
+
+/* ---- transactions ---- */
+
+/* Start a write unit: BEGIN IMMEDIATE when no transaction is open (takes the write lock at
+ * once so the busy timeout applies), a SAVEPOINT inside the caller's transaction. */
+static fa_status tx_open(fa_ctx *ctx, fa_store *st, bool *own)
+{
+    *own = sqlite3_get_autocommit(st->db) != 0;
+    return exec_sql(ctx, st, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT fa_write");
+}
+
+/* Finish a write unit: commit/release on s == FA_OK, otherwise undo it. Returns s, or the
+ * commit's failure. */
+static fa_status tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s)
+{
+    if (s == FA_OK) {
+        s = exec_sql(ctx, st, own ? "COMMIT" : "RELEASE fa_write");
+        if (s == FA_OK) return FA_OK;
+    }
+    if (own) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    else sqlite3_exec(st->db, "ROLLBACK TO fa_write; RELEASE fa_write", NULL, NULL, NULL);
+    return s;
+}
+
+fa_status fa_store_begin(fa_ctx *ctx, fa_store *st)
+{
+    fa_status s = require_writable(ctx, st, "start a transaction");
+    if (s) return s;
+    if (st->explicit_tx || !sqlite3_get_autocommit(st->db))
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: fa_store_begin inside an open transaction",
+                            st->path);
+    s = exec_sql(ctx, st, "BEGIN IMMEDIATE");
+    if (!s) st->explicit_tx = true;
+    return s;
+}
+
+fa_status fa_store_commit(fa_ctx *ctx, fa_store *st)
+{
+    if (!st->explicit_tx)
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: fa_store_commit without fa_store_begin",
+                            st->path);
+    fa_status s = exec_sql(ctx, st, "COMMIT");
+    if (s) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    st->explicit_tx = false;
+    return s;
+}
+
+void fa_store_rollback(fa_store *st)
+{
+    if (!st) return;
+    if (!sqlite3_get_autocommit(st->db)) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    st->explicit_tx = false;
+}
+
+/* ---- open, migrate, recover ---- */
+
+static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
+{
+    for (int64_t v = from; v < FA_STORE_SCHEMA_VERSION; v++) {
+        fa_status s = exec_sql(ctx, st, "BEGIN IMMEDIATE");
+        if (s) return fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
+        /* Another process may have migrated while we waited for the lock. */
+        int64_t now;
+        s = query_i64(ctx, st, "PRAGMA user_version", &now);
+        if (!s && now > v) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            v = now - 1;
+            continue;
+        }
+        if (!s) s = exec_sql(ctx, st, fa_store_migrations[v]);
+        if (!s) {
+            char sql[64];
+            snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)v + 1);
+            s = exec_sql(ctx, st, sql);
+        }
+        if (!s) s = exec_sql(ctx, st, "COMMIT");
+        if (s) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
+        }
+    }
+    return FA_OK;
+}
+
+/* Mark runs left 'running' by a dead process on this host as failed. */
+static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
+{
+    char host[256];
+    host_name(host, sizeof host);
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st, "SELECT id, pid, host, pid_start_ticks FROM runs WHERE status = 'running'", &q);
+    if (s) return s;
+    int64_t dead[256];
+    int n_dead = 0;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n_dead < 256) {
+        int64_t pid = sqlite3_column_int64(q, 1);
+        const char *h = (const char *)sqlite3_column_text(q, 2);
+        if (pid <= 0 || !h || strcmp(h, host) != 0) continue; /* cannot judge another host */
+        if (pid == (int64_t)getpid()) continue;
+        bool is_dead = false;
+        if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) is_dead = true;
+        else if (sqlite3_column_type(q, 3) != SQLITE_NULL) {
+            int64_t want = sqlite3_column_int64(q, 3), have = proc_start_ticks(pid);
+            if (want >= 0 && have >= 0 && want != have) is_dead = true; /* pid reused */
+        }
+        if (is_dead) dead[n_dead++] = sqlite3_column_int64(q, 0);
+    }
+    s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s || n_dead == 0) return s;
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    sqlite3_stmt *u = NULL;
+    s = prepare(ctx, st,
+                "UPDATE runs SET status = 'failed', error = 'process died', "
+                "ended_at_ns = coalesce(ended_at_ns, ?2) WHERE id = ?1 AND status = 'running'",
+                &u);
+    for (int i = 0; !s && i < n_dead; i++) {
+        binder b;
+        b_start(&b, u);
+        b_i64(&b, dead[i]);
+        b_i64(&b, unix_now_ns());
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, u, sqlite3_step(u));
+    }
+    sqlite3_finalize(u);
+    return tx_close(ctx, st, own, s);
+}
+
+static bool file_not_writable(const char *path, const struct stat *sb)
+{
+    /* root passes access(W_OK) on any file: also honour a file with no write bit at all. */
+    return access(path, W_OK) != 0 || (sb->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
+}
+
+fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_store **out)
+{
+    if (!path || !*path) return fa_ctx_error(ctx, FA_ERR_USAGE, "empty database path");
+    struct stat sb;
+    bool exists = stat(path, &sb) == 0;
+    bool readonly = (flags & FA_STORE_READONLY) != 0;
+    if (!exists) {
+        if (errno != ENOENT)
+            return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+        if (flags & (FA_STORE_NO_CREATE | FA_STORE_READONLY))
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: no run database here (run a model first, or pass --db PATH)", path);
+    } else {
+        if (!S_ISREG(sb.st_mode))
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a regular file", path);
+        /* Refuse a non-SQLite file before SQLite touches it (SQLite file format, section 1.3:
+         * the header starts with "SQLite format 3\0"). An empty file is a new database. */
+        if (sb.st_size > 0) {
+            char hdr[16] = {0};
+            int fd = open(path, O_RDONLY | O_CLOEXEC);
+            if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+            ssize_t got = read(fd, hdr, sizeof hdr);
+            close(fd);
+            if (got != (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
+                return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                    "%s: not an SQLite database (no \"SQLite format 3\" header), "
+                                    "refusing to use it as the run database",
+                                    path);
+        }
+        if (file_not_writable(path, &sb)) readonly = true;
+    }
+
+    fa_store *st = calloc(1, sizeof *st);
+    if (!st) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+    st->path = strdup(path);
+    st->readonly = readonly;
+    if (!st->path) {
+        free(st);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+    }
+    /* NOMUTEX: a store is used by one thread at a time (one fa_ctx per thread of work). */
+    int oflags = (readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) |
+                 SQLITE_OPEN_NOMUTEX;
+    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_open_v2(path, &st->db, oflags, NULL));
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_extended_result_codes(st->db, 1));
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS));
+
+    /* Version check first: reading the header changes nothing in the file. */
+    int64_t version = 0, app_id = 0, n_objects = 0;
+    if (!s) s = query_i64(ctx, st, "PRAGMA user_version", &version);
+    if (!s) s = query_i64(ctx, st, "PRAGMA application_id", &app_id);
+    if (!s) s = query_i64(ctx, st, "SELECT count(*) FROM sqlite_schema", &n_objects);
+    if (!s && version > FA_STORE_SCHEMA_VERSION)
+        s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                         "%s: database schema version %lld is newer than this fuse-advise "
+                         "(%s) supports (version %d); use a newer fuse-advise, the file was not modified",
+                         path, (long long)version, FA_VERSION_STRING, FA_STORE_SCHEMA_VERSION);
+    if (!s && (app_id != 0 || version > 0 || n_objects > 0) && app_id != FA_STORE_APPLICATION_ID)
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "%s: an SQLite database that is not a fuse-advise run database "
+                         "(application_id %lld, user_version %lld, %lld schema objects)",
+                         path, (long long)app_id, (long long)version, (long long)n_objects);
+    if (!s && readonly && version < FA_STORE_SCHEMA_VERSION)
+        s = fa_ctx_error(ctx, FA_ERR_IO,
+                         "%s: database schema version %lld needs migrating to version %d but the "
+                         "file is read-only; open it once with write permission",
+                         path, (long long)version, FA_STORE_SCHEMA_VERSION);
+    if (!s) s = exec_sql(ctx, st, "PRAGMA foreign_keys = ON");
+    if (!s && !readonly) {
+        /* WAL: readers never block the writer (SQLite docs, "Write-Ahead Logging"). */
+        sqlite3_stmt *q;
+        s = prepare(ctx, st, "PRAGMA journal_mode = WAL", &q);
+        if (!s) {
+            /* Switching a fresh file to WAL needs an exclusive lock and SQLite may answer
+             * SQLITE_BUSY without calling the busy handler (lock upgrade while another
+             * process creates the file): retry for the busy timeout ourselves. */
+            int rc = sqlite3_step(q);
+            for (int waited = 0; ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) && waited < BUSY_TIMEOUT_MS; waited += 5) {
+                sqlite3_reset(q);
+                usleep(5000);
+                rc = sqlite3_step(q);
+            }
+            s = STEP_CHECK(ctx, st, q, rc);
+            if (!s && (rc != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(q, 0), "wal") != 0))
+                s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot switch the database to WAL mode", path);
+            sqlite3_finalize(q);
+        }
+        if (!s) s = exec_sql(ctx, st, "PRAGMA synchronous = NORMAL");
+        if (!s && version < FA_STORE_SCHEMA_VERSION) s = migrate(ctx, st, version);
+        if (!s) s = recover_dead_runs(ctx, st);
+    }
+    if (s) {
+        fa_store_close(st);
+        return s;
+    }
+    *out = st;
+    return FA_OK;
+}
+
+fa_status fa_store_open(fa_ctx *ctx, const char *path, fa_store **out)
+{
+    return fa_store_open_ex(ctx, path, 0, out);
+}
+
+void fa_store_close(fa_store *st)
+{
+    if (!st) return;
+    if (st->db) {
+        if (!sqlite3_get_autocommit(st->db)) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+        sqlite3_close_v2(st->db);
+    }
+    free(st->path);
+    free(st);
+}
+
+const char *fa_store_path(const fa_store *st) { return st->path; }
+bool fa_store_readonly(const fa_store *st) { return st->readonly; }
+struct sqlite3 *fa_store_db(fa_store *st) { return st->db; }
+
+/* ---- runs ---- */
+
+fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info, int64_t *run_id)
+{
+    fa_status s = require_writable(ctx, st, "record a run");
+    if (s) return s;
+    char host[256];
+    host_name(host, sizeof host);
+    int64_t pid = (int64_t)getpid();
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    sqlite3_stmt *q = NULL;
+    s = prepare(ctx, st,
+                "INSERT INTO runs (kind, model_path, model_sha256, target, device_name, threads, "
+                "iters, warmup, command_line, tag, started_at_ns, status, peak_activation_bytes, "
+                "source_sha256, pid, host, pid_start_ticks) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?,?)",
+                &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_txt(&b, info->kind ? info->kind : "run");
+        b_txt(&b, info->model_path);
+        b_txt(&b, info->model_sha256);
+        b_txt(&b, info->target);
+        b_txt(&b, info->device_name);
+        b_i64(&b, info->threads);
+        b_i64(&b, info->iters);
+        b_i64(&b, info->warmup);
+        b_txt(&b, info->command_line);
+        b_txt(&b, info->tag);
+        b_i64(&b, info->started_at_ns ? info->started_at_ns : unix_now_ns());
+        b_i64(&b, (int64_t)info->peak_activation_bytes);
+        b_txt(&b, info->source_sha256);
+        b_i64(&b, pid);
+        b_txt(&b, host);
+        b_i64(&b, proc_start_ticks(pid));
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    int64_t id = sqlite3_last_insert_rowid(st->db);
+    sqlite3_finalize(q);
+    s = tx_close(ctx, st, own, s);
+    if (!s) *run_id = id;
+    return s;
+}
+
+/* Fail with "no run N" unless run_id exists. */
+static fa_status check_run(fa_ctx *ctx, fa_store *st, int64_t run_id)
+{
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st, "SELECT 1 FROM runs WHERE id = ?", &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    int rc = SQLITE_DONE;
+    if (!s) {
+        rc = sqlite3_step(q);
+        s = STEP_CHECK(ctx, st, q, rc);
+    }
+    sqlite3_finalize(q);
+    if (!s && rc != SQLITE_ROW)
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %lld", st->path, (long long)run_id);
+    return s;
+}
+
+fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_run_info *info)
+{
+    fa_status s = require_writable(ctx, st, "update a run");
+    if (s) return s;
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    s = check_run(ctx, st, run_id);
+    sqlite3_stmt *q = NULL;
+    if (!s)
+        s = prepare(ctx, st,
+                    "UPDATE runs SET device_name = coalesce(?2, device_name), "
+                    "model_sha256 = coalesce(?3, model_sha256), source_sha256 = coalesce(?4, source_sha256), "
+                    "tag = coalesce(?5, tag), threads = coalesce(nullif(?6, 0), threads), "
+                    "iters = coalesce(nullif(?7, 0), iters), warmup = coalesce(nullif(?8, 0), warmup), "
+                    "peak_activation_bytes = coalesce(nullif(?9, 0), peak_activation_bytes) WHERE id = ?1",
+                    &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_txt(&b, info->device_name);
+        b_txt(&b, info->model_sha256);
+        b_txt(&b, info->source_sha256);
+        b_txt(&b, info->tag);
+        b_i64(&b, info->threads);
+        b_i64(&b, info->iters);
+        b_i64(&b, info->warmup);
+        b_i64(&b, (int64_t)info->peak_activation_bytes);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return tx_close(ctx, st, own, s);
+}
+
+fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok, const char *error)
+{
+    fa_status s = require_writable(ctx, st, "finish a run");
+    if (s) return s;
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    s = check_run(ctx, st, run_id);
+    sqlite3_stmt *q = NULL;
+    if (!s) s = prepare(ctx, st, "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = ?4 WHERE id = ?1", &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_txt(&b, ok ? "ok" : "failed");
+        b_txt(&b, ok ? NULL : (error ? error : "failed"));
+        b_i64(&b, unix_now_ns());
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return tx_close(ctx, st, own, s);
+}
+
+/* ---- graph ---- */
+
+fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_graph *g)
+{
+    fa_status s = require_writable(ctx, st, "store a graph");
+    if (s) return s;
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    s = check_run(ctx, st, run_id);
+    sqlite3_stmt *qn = NULL, *qt = NULL, *qc = NULL;
+    if (!s)
+        s = prepare(ctx, st,
+                    "INSERT INTO nodes (run_id, node_id, name, op_type, domain, pattern, folded, "
+                    "n_inputs, n_outputs, output_shapes, flops, bytes_read, bytes_written) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    &qn);
+    if (!s)
+        s = prepare(ctx, st,
+                    "INSERT INTO tensors (run_id, tensor_id, name, dtype, rank, shape, bytes, producer, "
+                    "flags, is_const, is_initializer, is_graph_input, is_graph_output) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    &qt);
+    if (!s)
+        s = prepare(ctx, st,
+                    "INSERT OR IGNORE INTO consumers (run_id, tensor_id, node_id, input_index) VALUES (?,?,?,?)",
+                    &qc);
+    fa_buf shapes;
+    fa_buf_init(&shapes);
+    for (int i = 0; !s && i < g->n_nodes; i++) {
+        const fa_node *n = g->nodes[i];
+        fa_op_cost cost;
+        fa_node_cost(g, n, &cost);
+        fa_buf_reset(&shapes);
+        for (int k = 0; k < n->n_outputs; k++) {
+            char sh[256];
+            const fa_tensor *t = fa_graph_out(g, n, k);
+            if (k) fa_buf_puts(&shapes, ";");
+            fa_buf_puts(&shapes, t ? fa_tensor_shape_str(t, sh, sizeof sh) : "-");
+        }
+        if (shapes.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        binder b;
+        b_start(&b, qn);
+        b_i64(&b, run_id);
+        b_i64(&b, n->id);
+        b_txt(&b, n->name ? n->name : "");
+        b_txt(&b, n->op_type ? n->op_type : "");
+        b_txt(&b, n->domain ? n->domain : "");
+        if (n->op) b_i64(&b, n->op->pattern);
+        else b_txt(&b, NULL);
+        b_i64(&b, n->folded);
+        b_i64(&b, n->n_inputs);
+        b_i64(&b, n->n_outputs);
+        b_txt(&b, shapes.data ? shapes.data : "");
+        b_i64(&b, (int64_t)cost.flops);
+        b_i64(&b, (int64_t)cost.bytes_read);
+        b_i64(&b, (int64_t)cost.bytes_written);
+        if (!s) s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, qn, sqlite3_step(qn));
+        if (n->folded) continue;
+        for (int k = 0; !s && k < n->n_inputs; k++) {
+            if (n->inputs[k] < 0) continue;
+            b_start(&b, qc);
+            b_i64(&b, run_id);
+            b_i64(&b, n->inputs[k]);
+            b_i64(&b, n->id);
+            b_i64(&b, k);
+            s = FA_SQL_CHECK(ctx, st, b.rc);
+            if (!s) s = STEP_CHECK(ctx, st, qc, sqlite3_step(qc));
+        }
+    }
+    fa_buf_free(&shapes);
+    for (int i = 0; !s && i < g->n_tensors; i++) {
+        const fa_tensor *t = g->tensors[i];
+        char sh[256];
+        bool is_out = (t->flags & FA_TENSOR_GRAPH_OUTPUT) != 0, is_in = (t->flags & FA_TENSOR_GRAPH_INPUT) != 0;
+        for (int k = 0; !is_out && k < g->n_outputs; k++) is_out = g->outputs[k] == t->id;
+        for (int k = 0; !is_in && k < g->n_inputs; k++) is_in = g->inputs[k] == t->id;
+        binder b;
+        b_start(&b, qt);
+        b_i64(&b, run_id);
+        b_i64(&b, t->id);
+        b_txt(&b, t->name ? t->name : "");
+        b_i64(&b, t->dtype);
+        b_i64(&b, t->rank);
+        b_txt(&b, t->rank >= 0 ? fa_tensor_shape_str(t, sh, sizeof sh) : NULL);
+        b_i64(&b, (int64_t)fa_tensor_bytes(t));
+        b_i64(&b, t->producer);
+        b_i64(&b, t->flags);
+        b_i64(&b, (t->flags & FA_TENSOR_CONST) != 0);
+        b_i64(&b, (t->flags & FA_TENSOR_INITIALIZER) != 0);
+        b_i64(&b, is_in);
+        b_i64(&b, is_out);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, qt, sqlite3_step(qt));
+    }
+    sqlite3_finalize(qn);
+    sqlite3_finalize(qt);
+    sqlite3_finalize(qc);
+    return tx_close(ctx, st, own, s);
+}
+
+/* ---- trace ---- */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Median of v[0..n) (sorted in place); for even n the lower middle, so the value is one that
+ * was measured. -1 when n == 0. */
+static int64_t median_i64(int64_t *v, size_t n)
+{
+    if (!n) return -1;
+    qsort(v, n, sizeof *v, cmp_i64);
+    return v[(n - 1) / 2];
+}
+
+/* Median over timed iterations of (last kernel end - first kernel start), from the rows
+ * stored for the run. */
+static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *out)
+{
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st,
+                          "SELECT max(end_ns) - min(start_ns) FROM kernels WHERE run_id = ? AND "
+                          "kind = 0 AND iter >= 0 GROUP BY iter",
+                          &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    int64_t *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            int64_t *p = realloc(v, nc * sizeof *p);
+            if (!p) {
+                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+                break;
+            }
+            v = p;
+            cap = nc;
+        }
+        v[n++] = sqlite3_column_int64(q, 0);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (!s) *out = median_i64(v, n);
+    free(v);
+    return s;
+}
+
+/* The same median computed from an in-memory trace (the first chunk of a run). */
+static fa_status trace_iter_median(fa_ctx *ctx, fa_store *st, const fa_trace *t, int64_t *out)
+{
+    int32_t max_iter = -1;
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (t->acts[i].kind == FA_ACT_KERNEL && t->acts[i].iter > max_iter) max_iter = t->acts[i].iter;
+    if (max_iter < 0) {
+        *out = -1;
+        return FA_OK;
+    }
+    size_t n = (size_t)max_iter + 1;
+    uint64_t *lo = malloc(n * sizeof *lo), *hi = calloc(n, sizeof *hi);
+    int64_t *span = malloc(n * sizeof *span);
+    if (!lo || !hi || !span) {
+        free(lo);
+        free(hi);
+        free(span);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory (%zu iterations)", st->path, n);
+    }
+    for (size_t k = 0; k < n; k++) lo[k] = UINT64_MAX;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind != FA_ACT_KERNEL || a->iter < 0) continue;
+        if (a->start_ns < lo[a->iter]) lo[a->iter] = a->start_ns;
+        if (a->end_ns > hi[a->iter]) hi[a->iter] = a->end_ns;
+    }
+    size_t m = 0;
+    for (size_t k = 0; k < n; k++)
+        if (lo[k] != UINT64_MAX) span[m++] = (int64_t)(hi[k] - lo[k]);
+    *out = median_i64(span, m);
+    free(lo);
+    free(hi);
+    free(span);
+    return FA_OK;
+}
+
+fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace *t)
+{
+    fa_status s = require_writable(ctx, st, "store a trace");
+    if (s) return s;
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    s = check_run(ctx, st, run_id);
+    /* Appending to a run that already has records continues its seq numbering. */
+    int64_t base = 0;
+    sqlite3_stmt *q = NULL;
+    if (!s) s = prepare(ctx, st, "SELECT n_kernels FROM runs WHERE id = ?", &q);
+    if (!s) {
+        s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+        int rc = s ? SQLITE_DONE : sqlite3_step(q);
+        if (!s) s = STEP_CHECK(ctx, st, q, rc);
+        if (rc == SQLITE_ROW) base = sqlite3_column_int64(q, 0);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!s)
+        s = prepare(ctx, st,
+                    "INSERT INTO kernels (run_id, seq, kind, name, op_type, node, node_name, iter, "
+                    "device, stream, pid, tid, start_ns, end_ns, correlation, external_id, grid_x, "
+                    "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem, "
+                    "local_mem, bytes_read, bytes_written, flops, occupancy, flags) "
+                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    &q);
+    for (size_t i = 0; !s && i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_i64(&b, base + (int64_t)i);
+        b_i64(&b, a->kind);
+        b_txt(&b, a->name);
+        b_txt(&b, a->op_type);
+        b_i64(&b, a->node);
+        b_txt(&b, a->node_name);
+        b_i64(&b, a->iter);
+        b_i64(&b, a->device);
+        b_i64(&b, a->stream);
+        b_i64(&b, a->pid);
+        b_i64(&b, a->tid);
+        b_i64(&b, (int64_t)a->start_ns);
+        b_i64(&b, (int64_t)a->end_ns);
+        b_i64(&b, a->correlation);
+        b_i64(&b, a->external_id);
+        for (int k = 0; k < 3; k++) b_i64(&b, a->grid[k]);
+        for (int k = 0; k < 3; k++) b_i64(&b, a->block[k]);
+        b_i64(&b, a->registers);
+        b_i64(&b, a->static_smem);
+        b_i64(&b, a->dynamic_smem);
+        b_i64(&b, a->local_mem);
+        b_i64(&b, (int64_t)a->bytes_read);
+        b_i64(&b, (int64_t)a->bytes_written);
+        b_i64(&b, (int64_t)a->flops);
+        b_dbl(&b, a->occupancy);
+        b_i64(&b, a->flags);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (s) fa_ctx_wrap(ctx, s, "activity %zu: ", i);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    int64_t median = -1;
+    if (!s && base == 0) s = trace_iter_median(ctx, st, t, &median);
+    else if (!s) s = compute_iter_median(ctx, st, run_id, &median); /* appended: over all rows */
+    if (!s)
+        s = prepare(ctx, st,
+                    "UPDATE runs SET trace_source = ?2, trace_source_path = ?3, trace_n_iters = ?4, "
+                    "n_orphans = n_orphans + ?5, n_clock_inversions = n_clock_inversions + ?6, "
+                    "n_parse_errors = n_parse_errors + ?7, n_kernels = n_kernels + ?8, "
+                    "iter_median_ns = ?9, device_name = coalesce(device_name, ?10) WHERE id = ?1",
+                    &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_txt(&b, t->source);
+        b_txt(&b, t->source_path);
+        b_i64(&b, t->n_iters);
+        b_i64(&b, (int64_t)t->n_orphans);
+        b_i64(&b, (int64_t)t->n_clock_inversions);
+        b_i64(&b, (int64_t)t->n_parse_errors);
+        b_i64(&b, (int64_t)t->n_acts);
+        if (median >= 0) b_i64(&b, median);
+        else b_txt(&b, NULL);
+        b_txt(&b, t->device_name);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return tx_close(ctx, st, own, s);
+}
+
+/* ---- readers ---- */
+
+#define RUN_COLUMNS                                                                              \
+    "id, kind, model_path, model_sha256, target, device_name, threads, iters, warmup, "          \
+    "command_line, tag, started_at_ns, coalesce(ended_at_ns, 0), status, error, "                \
+    "peak_activation_bytes, source_sha256, pid, host, trace_source, n_kernels, "                 \
+    "coalesce(iter_median_ns, -1)"
+
+static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_arena *arena, fa_run_info *r)
+{
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(q, 0);
+    r->kind = col_str(q, 1, arena);
+    r->model_path = col_str(q, 2, arena);
+    r->model_sha256 = col_str(q, 3, arena);
+    r->target = col_str(q, 4, arena);
+    r->device_name = col_str(q, 5, arena);
+    r->threads = sqlite3_column_int(q, 6);
+    r->iters = sqlite3_column_int(q, 7);
+    r->warmup = sqlite3_column_int(q, 8);
+    r->command_line = col_str(q, 9, arena);
+    r->tag = col_str(q, 10, arena);
+    r->started_at_ns = sqlite3_column_int64(q, 11);
+    r->ended_at_ns = sqlite3_column_int64(q, 12);
+    r->status = col_str(q, 13, arena);
+    r->error = col_str(q, 14, arena);
+    r->peak_activation_bytes = (uint64_t)sqlite3_column_int64(q, 15);
+    r->source_sha256 = col_str(q, 16, arena);
+    r->pid = sqlite3_column_int64(q, 17);
+    r->host = col_str(q, 18, arena);
+    r->trace_source = col_str(q, 19, arena);
+    r->n_kernels = sqlite3_column_int64(q, 20);
+    r->iter_median_ns = sqlite3_column_int64(q, 21);
+    if (!r->kind || !r->status) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
+    return FA_OK;
+}
+
+fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_info **out, size_t *n_out)
+{
+    int64_t count = 0;
+    fa_status s = query_i64(ctx, st, "SELECT count(*) FROM runs", &count);
+    if (s) return s;
+    fa_run_info *runs = fa_arena_alloc(arena, (size_t)(count ? count : 1) * sizeof *runs);
+    if (!runs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
+    sqlite3_stmt *q;
+    s = prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
+    if (s) return s;
+    size_t n = 0;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < (size_t)count && !s)
+        s = read_run_row(ctx, st, q, arena, &runs[n++]);
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *out = runs;
+    *n_out = n;
+    return FA_OK;
+}
+
+fa_status fa_store_get_run(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_run_info *out)
+{
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?", &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    int rc = SQLITE_DONE;
+    if (!s) {
+        rc = sqlite3_step(q);
+        s = STEP_CHECK(ctx, st, q, rc);
+    }
+    fa_run_info r;
+    if (!s && rc == SQLITE_ROW) s = read_run_row(ctx, st, q, arena, &r);
+    else if (!s) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %lld", st->path, (long long)run_id);
+    sqlite3_finalize(q);
+    if (!s) *out = r;
+    return s;
+}
+
+fa_status fa_store_latest_run(fa_ctx *ctx, fa_store *st, const char *tag, int64_t *run_id)
+{
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st,
+                          tag ? "SELECT id FROM runs WHERE tag = ? ORDER BY id DESC LIMIT 1"
+                              : "SELECT id FROM runs ORDER BY id DESC LIMIT 1",
+                          &q);
+    if (s) return s;
+    if (tag) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_text(q, 1, tag, -1, SQLITE_STATIC));
+    int rc = SQLITE_DONE;
+    if (!s) {
+        rc = sqlite3_step(q);
+        s = STEP_CHECK(ctx, st, q, rc);
+    }
+    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
+    sqlite3_finalize(q);
+    if (!s && rc != SQLITE_ROW)
+        s = tag ? fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run tagged '%s'", st->path, tag)
+                : fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no runs yet", st->path);
+    if (!s) *run_id = id;
+    return s;
+}
+
+static const char *col_intern(fa_trace *t, sqlite3_stmt *q, int col)
+{
+    const unsigned char *s = sqlite3_column_text(q, col);
+    return s ? fa_trace_intern_n(t, (const char *)s, (size_t)sqlite3_column_bytes(q, col)) : NULL;
+}
+
+fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trace **out)
+{
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st,
+                          "SELECT coalesce(trace_source, 'unknown'), trace_source_path, device_name, "
+                          "trace_n_iters, n_orphans, n_clock_inversions, n_parse_errors FROM runs WHERE id = ?",
+                          &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    int rc = SQLITE_DONE;
+    if (!s) {
+        rc = sqlite3_step(q);
+        s = STEP_CHECK(ctx, st, q, rc);
+    }
+    if (!s && rc != SQLITE_ROW) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %lld", st->path, (long long)run_id);
+    fa_trace *t = NULL;
+    if (!s) {
+        t = fa_trace_create((const char *)sqlite3_column_text(q, 0));
+        if (!t) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory loading run %lld", st->path, (long long)run_id);
+    }
+    if (!s) {
+        t->source_path = col_intern(t, q, 1);
+        t->device_name = col_intern(t, q, 2);
+        t->n_iters = sqlite3_column_int(q, 3);
+        t->n_orphans = (uint64_t)sqlite3_column_int64(q, 4);
+        t->n_clock_inversions = (uint64_t)sqlite3_column_int64(q, 5);
+        t->n_parse_errors = (uint64_t)sqlite3_column_int64(q, 6);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!s)
+        s = prepare(ctx, st,
+                    "SELECT kind, name, op_type, node, node_name, iter, device, stream, pid, tid, "
+                    "start_ns, end_ns, correlation, external_id, grid_x, grid_y, grid_z, block_x, "
+                    "block_y, block_z, registers, static_smem, dynamic_smem, local_mem, bytes_read, "
+                    "bytes_written, flops, occupancy, flags FROM kernels WHERE run_id = ? ORDER BY seq",
+                    &q);
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        fa_activity a;
+        memset(&a, 0, sizeof a);
+        a.kind = (fa_activity_kind)sqlite3_column_int(q, 0);
+        a.name = col_intern(t, q, 1);
+        a.op_type = col_intern(t, q, 2);
+        a.node = sqlite3_column_int(q, 3);
+        a.node_name = col_intern(t, q, 4);
+        a.iter = sqlite3_column_int(q, 5);
+        a.device = sqlite3_column_int(q, 6);
+        a.stream = sqlite3_column_int64(q, 7);
+        a.pid = sqlite3_column_int64(q, 8);
+        a.tid = sqlite3_column_int64(q, 9);
+        a.start_ns = (uint64_t)sqlite3_column_int64(q, 10);
+        a.end_ns = (uint64_t)sqlite3_column_int64(q, 11);
+        a.correlation = sqlite3_column_int64(q, 12);
+        a.external_id = sqlite3_column_int64(q, 13);
+        for (int k = 0; k < 3; k++) a.grid[k] = sqlite3_column_int(q, 14 + k);
+        for (int k = 0; k < 3; k++) a.block[k] = sqlite3_column_int(q, 17 + k);
+        a.registers = sqlite3_column_int(q, 20);
+        a.static_smem = sqlite3_column_int(q, 21);
+        a.dynamic_smem = sqlite3_column_int(q, 22);
+        a.local_mem = sqlite3_column_int(q, 23);
+        a.bytes_read = (uint64_t)sqlite3_column_int64(q, 24);
+        a.bytes_written = (uint64_t)sqlite3_column_int64(q, 25);
+        a.flops = (uint64_t)sqlite3_column_int64(q, 26);
+        a.occupancy = (float)sqlite3_column_double(q, 27);
+        a.flags = (unsigned)sqlite3_column_int64(q, 28);
+        if ((sqlite3_column_type(q, 1) != SQLITE_NULL && !a.name) || !fa_trace_add(t, &a))
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory loading run %lld", st->path, (long long)run_id);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) {
+        fa_trace_free(t);
+        return s;
+    }
+    *out = t;
+    return FA_OK;
+}
+
+/* ---- per-op table ---- */
+
+/* One op being accumulated. Grouping key: the node id when the records carry one (our runs),
+ * else the attributed op / kernel name with the op type (imports). */
+typedef struct op_acc {
+    fa_op_row row;
+    const char *key_name, *key_op; /* node < 0 only */
+    int64_t *per_iter;             /* summed ns per iteration slot (it - it_min) */
+} op_acc;
+
+/* One kernel record reduced to what the table needs. */
+typedef struct op_rec {
+    uint32_t op;  /* index in the op_acc array */
+    int32_t iter;
+    int64_t dur;  /* end - start, ns */
+} op_rec;
+
+typedef struct op_tab {
+    op_acc *acc;
+    size_t n, cap;
+    int32_t *by_node;   /* node id -> acc index + 1 (0: none) */
+    size_t n_by_node;
+    uint32_t *slots;    /* open-addressing hash of (key_name, key_op) -> acc index + 1 */
+    size_t n_slots;
+} op_tab;
+
+static int cmp_op_row(const void *a, const void *b)
+{
+    const fa_op_row *x = a, *y = b;
+    if (x->median_ns != y->median_ns) return x->median_ns < y->median_ns ? 1 : -1;
+    if (x->node != y->node) return (x->node > y->node) - (x->node < y->node);
+    return strcmp(x->node_name ? x->node_name : "", y->node_name ? y->node_name : "");
+}
+
+static uint64_t op_key_hash(const char *name, const char *op)
+{
+    return fa_hash64(name, strlen(name)) * 31 + fa_hash64(op, strlen(op));
+}
+
+/* Index of the op for a record, creating it; -1 on OOM. */
+static long op_tab_find(op_tab *tb, fa_arena *arena, int32_t node, const char *name, const char *op)
+{
+    if (!name) name = "";
+    if (!op) op = "";
+    if (node >= 0) {
+        if ((size_t)node >= tb->n_by_node) {
+            size_t nn = tb->n_by_node ? tb->n_by_node : 256;
+            while (nn <= (size_t)node) nn *= 2;
+            int32_t *p = realloc(tb->by_node, nn * sizeof *p);
+            if (!p) return -1;
+            memset(p + tb->n_by_node, 0, (nn - tb->n_by_node) * sizeof *p);
+            tb->by_node = p;
+            tb->n_by_node = nn;
+        }
+        if (tb->by_node[node]) return tb->by_node[node] - 1;
+    } else {
+        if ((tb->n + 1) * 2 > tb->n_slots) {
+            size_t ns = tb->n_slots ? tb->n_slots * 2 : 256;
+            uint32_t *p = calloc(ns, sizeof *p);
+            if (!p) return -1;
+            for (size_t i = 0; i < tb->n_slots; i++) {
+                if (!tb->slots[i]) continue;
+                const op_acc *a = &tb->acc[tb->slots[i] - 1];
+                size_t h = op_key_hash(a->key_name, a->key_op) & (ns - 1);
+                while (p[h]) h = (h + 1) & (ns - 1);
+                p[h] = tb->slots[i];
+            }
+            free(tb->slots);
+            tb->slots = p;
+            tb->n_slots = ns;
+        }
+        size_t h = op_key_hash(name, op) & (tb->n_slots - 1);
+        while (tb->slots[h]) {
+            const op_acc *a = &tb->acc[tb->slots[h] - 1];
+            if (!strcmp(a->key_name, name) && !strcmp(a->key_op, op)) return tb->slots[h] - 1;
+            h = (h + 1) & (tb->n_slots - 1);
+        }
+    }
+    if (tb->n == tb->cap) {
+        size_t nc = tb->cap ? tb->cap * 2 : 64;
+        op_acc *p = realloc(tb->acc, nc * sizeof *p);
+        if (!p) return -1;
+        tb->acc = p;
+        tb->cap = nc;
+    }
+    op_acc *a = &tb->acc[tb->n];
+    memset(a, 0, sizeof *a);
+    a->row.node = node;
+    if (node < 0) {
+        a->key_name = fa_arena_strdup(arena, name);
+        a->key_op = fa_arena_strdup(arena, op);
+        if (!a->key_name || !a->key_op) return -1;
+        size_t h = op_key_hash(name, op) & (tb->n_slots - 1);
+        while (tb->slots[h]) h = (h + 1) & (tb->n_slots - 1);
+        tb->slots[h] = (uint32_t)tb->n + 1;
+    } else {
+        tb->by_node[node] = (int32_t)tb->n + 1;
+    }
+    return (long)tb->n++;
+}
+
+fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_op_row **out,
+                            size_t *n_out, int *n_iters)
+{
+    fa_status s = check_run(ctx, st, run_id);
+    if (s) return s;
+    /* One scan in seq order (primary-key order, no sort); aggregation in memory. */
+    sqlite3_stmt *q;
+    s = prepare(ctx, st,
+                "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns FROM kernels "
+                "WHERE run_id = ? AND kind = 0",
+                &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    op_tab tb = {0};
+    op_rec *recs = NULL;
+    size_t n_recs = 0, cap_recs = 0;
+    int32_t it_min = INT32_MAX, it_max = -1;
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int32_t node = sqlite3_column_int(q, 0);
+        const char *nm = (const char *)sqlite3_column_text(q, 1);
+        const char *op = (const char *)sqlite3_column_text(q, 2);
+        long idx = op_tab_find(&tb, arena, node, nm, op);
+        if (idx < 0) {
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+            break;
+        }
+        op_acc *a = &tb.acc[idx];
+        /* display names: the first non-NULL seen */
+        if (!a->row.node_name && nm && !(a->row.node_name = fa_arena_strdup(arena, nm)))
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!a->row.op_type && op && !(a->row.op_type = fa_arena_strdup(arena, op)))
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (n_recs == cap_recs) {
+            size_t nc = cap_recs ? cap_recs * 2 : 4096;
+            op_rec *p = realloc(recs, nc * sizeof *p);
+            if (!p) {
+                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+                break;
+            }
+            recs = p;
+            cap_recs = nc;
+        }
+        int32_t it = sqlite3_column_int(q, 3);
+        recs[n_recs++] = (op_rec){(uint32_t)idx, it, sqlite3_column_int64(q, 4)};
+        if (it >= 0 && it < it_min) it_min = it;
+        if (it > it_max) it_max = it;
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+
+    /* Timed iterations: records with iter >= 0; a trace without any (an import) is one
+     * iteration made of all its kernel records. */
+    bool timed = it_max >= 0;
+    int64_t span = timed ? (int64_t)it_max - it_min + 1 : 1;
+    if (!s && span > (1 << 24))
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld has iteration numbers %d..%d, too wide for a per-op table",
+                         st->path, (long long)run_id, (int)it_min, (int)it_max);
+    bool *present = NULL;
+    int64_t *samples = NULL;
+    if (!s) {
+        present = calloc((size_t)span, sizeof *present);
+        samples = malloc((size_t)span * sizeof *samples);
+        if (!present || !samples) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    for (size_t i = 0; !s && i < tb.n; i++) {
+        tb.acc[i].per_iter = fa_arena_alloc(arena, (size_t)span * sizeof *tb.acc[i].per_iter);
+        if (!tb.acc[i].per_iter) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    for (size_t i = 0; !s && i < n_recs; i++) {
+        const op_rec *r = &recs[i];
+        if (timed && r->iter < 0) continue; /* warm-up */
+        int64_t slot = timed ? r->iter - it_min : 0;
+        present[slot] = true;
+        tb.acc[r->op].per_iter[slot] += r->dur;
+        tb.acc[r->op].row.kernels++;
+    }
+    /* Rows, medians over the iteration numbers that occur (a sparse numbering leaves gaps
+     * that are not iterations); an op absent from an iteration counts 0 there. Ops seen only
+     * in warm-up are dropped. */
+    fa_op_row *rows = NULL;
+    size_t n = 0;
+    int iters = 0;
+    for (int64_t k = 0; !s && k < span; k++) iters += present[k];
+    if (!s) {
+        rows = fa_arena_alloc(arena, (tb.n ? tb.n : 1) * sizeof *rows);
+        if (!rows) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    double total = 0;
+    for (size_t i = 0; !s && i < tb.n; i++) {
+        if (!tb.acc[i].row.kernels) continue;
+        size_t m = 0;
+        for (int64_t k = 0; k < span; k++)
+            if (present[k]) samples[m++] = tb.acc[i].per_iter[k];
+        tb.acc[i].row.median_ns = median_i64(samples, m);
+        rows[n] = tb.acc[i].row;
+        total += (double)rows[n].median_ns;
+        n++;
+    }
+    for (size_t i = 0; !s && i < n; i++) rows[i].share = total > 0 ? (double)rows[i].median_ns / total : 0;
+    if (!s && n) qsort(rows, n, sizeof *rows, cmp_op_row);
+    free(present);
+    free(samples);
+    free(recs);
+    free(tb.acc);
+    free(tb.by_node);
+    free(tb.slots);
+    if (s) return s;
+    *out = rows;
+    *n_out = n;
+    if (n_iters) *n_iters = iters;
+    return FA_OK;
+}
+
+/* ---- device ceilings ---- */
+
+fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
+{
+    fa_status s = require_writable(ctx, st, "store a device ceiling");
+    if (s) return s;
+    if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: ceiling needs device_key, name, kind, unit and source", st->path);
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    sqlite3_stmt *q = NULL;
+    s = prepare(ctx, st,
+                "INSERT OR REPLACE INTO device_ceilings (device_key, name, kind, value, unit, source, "
+                "measured_at_ns, detail) VALUES (?,?,?,?,?,?,?,?)",
+                &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_txt(&b, c->device_key);
+        b_txt(&b, c->name);
+        b_txt(&b, c->kind);
+        b_dbl(&b, c->value);
+        b_txt(&b, c->unit);
+        b_txt(&b, c->source);
+        b_i64(&b, c->measured_at_ns ? c->measured_at_ns : unix_now_ns());
+        b_txt(&b, c->detail);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return tx_close(ctx, st, own, s);
+}
+
+fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
+                                fa_ceiling **out, size_t *n_out)
+{
+    sqlite3_stmt *q;
+    fa_status s = prepare(ctx, st,
+                          "SELECT device_key, name, kind, value, unit, source, measured_at_ns, detail "
+                          "FROM device_ceilings WHERE ?1 IS NULL OR device_key = ?1 ORDER BY device_key, name",
+                          &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_txt(&b, device_key);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    fa_ceiling *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (n == cap) {
+            size_t nc = cap ? cap * 2 : 16;
+            fa_ceiling *p = fa_arena_alloc(arena, nc * sizeof *p);
+            if (!p) {
+                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+                break;
+            }
+            if (n) memcpy(p, v, n * sizeof *p);
+            v = p;
+            cap = nc;
+        }
+        fa_ceiling *c = &v[n++];
+        c->device_key = col_str(q, 0, arena);
+        c->name = col_str(q, 1, arena);
+        c->kind = col_str(q, 2, arena);
+        c->value = sqlite3_column_double(q, 3);
+        c->unit = col_str(q, 4, arena);
+        c->source = col_str(q, 5, arena);
+        c->measured_at_ns = sqlite3_column_int64(q, 6);
+        c->detail = col_str(q, 7, arena);
+        if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *out = v;
+    *n_out = n;
+    return FA_OK;
+}

@@ -1,0 +1,1003 @@
+/* tests/unit/test_store — the run database: schema and migrations, refusal of foreign/newer
+ * files, crash and failure robustness, concurrent writers, read-only files, round trips, the
+ * per-op table, and the `runs` / `show` verbs. */
+#include <errno.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "store/store-impl.h"
+#include "store/store.h"
+
+/* ---- helpers ---- */
+
+static const char *fresh_db(const char *name)
+{
+    static int counter;
+    char leaf[128];
+    snprintf(leaf, sizeof leaf, "%s-%d.db", name, counter++);
+    const char *p = fa_test_path(fa_test_tmpdir(), leaf);
+    static char keep[16][4096];
+    static int slot;
+    char *k = keep[slot++ & 15];
+    snprintf(k, 4096, "%s", p);
+    unlink(k);
+    return k;
+}
+
+static fa_store *open_ok(fa_ctx *ctx, const char *path)
+{
+    fa_store *st = NULL;
+    fa_status s = fa_store_open(ctx, path, &st);
+    if (s) fprintf(stderr, "open failed: %s\n", fa_ctx_errmsg(ctx));
+    assert_int_equal(s, FA_OK);
+    assert_non_null(st);
+    return st;
+}
+
+static void check_ok(fa_ctx *ctx, fa_status s)
+{
+    if (s) fprintf(stderr, "unexpected error: %s\n", fa_ctx_errmsg(ctx));
+    assert_int_equal(s, FA_OK);
+}
+
+/* Deterministic synthetic trace: n records over `iters` iterations of `nodes` nodes, with
+ * every field populated (some strings NULL, some non-ASCII, some values past 2^32). */
+static fa_trace *synth_trace(size_t n, int nodes, int iters, uint64_t seed)
+{
+    fa_trace *t = fa_trace_create("cpu-executor");
+    t->device_name = fa_trace_intern(t, "Test CPU \xc3\xa9");
+    t->n_iters = iters;
+    t->n_orphans = seed % 3;
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    uint64_t clock = 1000000000000ull + seed;
+    static const char *const ops[] = {"Conv", "Relu", "Add", "MatMul", "Softmax"};
+    for (size_t i = 0; i < n; i++) {
+        fa_activity a = fa_activity_init(i % 17 == 16 ? FA_ACT_MEMCPY : FA_ACT_KERNEL);
+        int node = (int)(i % (size_t)nodes);
+        char nm[64];
+        snprintf(nm, sizeof nm, "%s_%d", ops[node % 5], node);
+        a.name = fa_trace_intern(t, nm);
+        a.op_type = (i % 11 == 5) ? NULL : fa_trace_intern(t, ops[node % 5]);
+        a.node_name = (i % 13 == 7) ? NULL : fa_trace_intern(t, node % 7 == 3 ? "n\xe2\x86\x92\"<x>\"" : nm);
+        a.node = node;
+        a.iter = (int32_t)((i / (size_t)nodes) % (size_t)(iters + 1)) - 1; /* -1 = warm-up */
+        a.device = (int32_t)(fa_rng_u64(&r) % 3) - 1;
+        a.stream = (int64_t)(fa_rng_u64(&r) % 1000);
+        a.pid = 4242;
+        a.tid = (int64_t)(fa_rng_u64(&r) % 8) + 100000;
+        a.start_ns = clock;
+        clock += 1000 + fa_rng_u64(&r) % 100000;
+        a.end_ns = clock;
+        clock += fa_rng_u64(&r) % 500;
+        a.correlation = (int64_t)i * 3 - 1;
+        a.external_id = (i % 5) ? (int64_t)i : -1;
+        for (int k = 0; k < 3; k++) {
+            a.grid[k] = (int32_t)(fa_rng_u64(&r) % 65536);
+            a.block[k] = (int32_t)(fa_rng_u64(&r) % 1024);
+        }
+        a.registers = (int32_t)(fa_rng_u64(&r) % 256);
+        a.static_smem = (int32_t)(fa_rng_u64(&r) % 49152);
+        a.dynamic_smem = (int32_t)(fa_rng_u64(&r) % 200000);
+        a.local_mem = (int32_t)(fa_rng_u64(&r) % 64);
+        a.bytes_read = fa_rng_u64(&r) >> 20;      /* up to 2^44 */
+        a.bytes_written = fa_rng_u64(&r) >> 24;
+        a.flops = fa_rng_u64(&r) >> 2;            /* up to 2^62 */
+        a.occupancy = (i % 4) ? fa_rng_uniform(&r, 0.0f, 1.0f) : -1.0f;
+        a.flags = (unsigned)(fa_rng_u64(&r) & 7);
+        fa_trace_add(t, &a);
+    }
+    return t;
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+    if (!a || !b) return a == b;
+    return strcmp(a, b) == 0;
+}
+
+static void assert_traces_equal(const fa_trace *x, const fa_trace *y)
+{
+    assert_int_equal(x->n_acts, y->n_acts);
+    assert_string_equal(x->source, y->source);
+    assert_true(str_eq(x->device_name, y->device_name));
+    assert_int_equal(x->n_iters, y->n_iters);
+    assert_int_equal(x->n_orphans, y->n_orphans);
+    for (size_t i = 0; i < x->n_acts; i++) {
+        const fa_activity *a = &x->acts[i], *b = &y->acts[i];
+        if (!(a->kind == b->kind && str_eq(a->name, b->name) && str_eq(a->op_type, b->op_type) &&
+              str_eq(a->node_name, b->node_name) && a->node == b->node && a->iter == b->iter &&
+              a->device == b->device && a->stream == b->stream && a->pid == b->pid &&
+              a->tid == b->tid && a->start_ns == b->start_ns && a->end_ns == b->end_ns &&
+              a->correlation == b->correlation && a->external_id == b->external_id &&
+              !memcmp(a->grid, b->grid, sizeof a->grid) && !memcmp(a->block, b->block, sizeof a->block) &&
+              a->registers == b->registers && a->static_smem == b->static_smem &&
+              a->dynamic_smem == b->dynamic_smem && a->local_mem == b->local_mem &&
+              a->bytes_read == b->bytes_read && a->bytes_written == b->bytes_written &&
+              a->flops == b->flops && a->occupancy == b->occupancy && a->flags == b->flags)) {
+            fail_msg("activity %zu differs after the round trip", i);
+        }
+    }
+}
+
+/* Store one complete run ("ok") with the given trace; returns its id. */
+static int64_t store_run(fa_ctx *ctx, fa_store *st, const char *model, const fa_trace *t)
+{
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.model_path = model;
+    info.target = "cpu";
+    info.threads = 2;
+    info.iters = t ? t->n_iters : 0;
+    info.warmup = 1;
+    info.command_line = "fuse-advise run test";
+    int64_t id = 0;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    if (t) check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
+    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    return id;
+}
+
+static int64_t raw_i64(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
+static char *raw_text(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    const char *t = (const char *)sqlite3_column_text(q, 0);
+    char *r = strdup(t ? t : "(null)");
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return r;
+}
+
+static void raw_exec(const char *path, const char *sql)
+{
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    char *err = NULL;
+    int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+    if (rc) fail_msg("raw sql failed: %s", err ? err : "?");
+    sqlite3_close(db);
+}
+
+static uint8_t *read_all(const char *path, size_t *n)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    uint8_t *d = NULL;
+    assert_int_equal(fa_read_file(ctx, path, &d, n), FA_OK);
+    fa_ctx_free(ctx);
+    return d;
+}
+
+/* ---- schema ---- */
+
+static void test_schema_created_at_current_version_and_reopen_keeps_runs(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("schema");
+    fa_store *st = open_ok(ctx, path);
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.model_path = "zoo:resnet50";
+    info.model_sha256 = "abc123";
+    info.target = "cpu";
+    info.device_name = "Test CPU";
+    info.threads = 2;
+    info.iters = 5;
+    info.warmup = 1;
+    info.command_line = "fuse-advise run zoo:resnet50 --no-apply";
+    info.tag = "nightly";
+    info.peak_activation_bytes = 123456789;
+    int64_t id = 0;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    assert_true(id > 0);
+    fa_run_info upd = {0};
+    upd.device_name = "Better CPU name";
+    upd.peak_activation_bytes = 987654321;
+    check_ok(ctx, fa_store_run_update(ctx, st, id, &upd));
+    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_store_close(st);
+
+    assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    assert_int_equal(raw_i64(path, "PRAGMA application_id"), FA_STORE_APPLICATION_ID);
+    char *jm = raw_text(path, "PRAGMA journal_mode");
+    assert_string_equal(jm, "wal");
+    free(jm);
+    /* every table of the documented schema exists */
+    static const char *const tables[] = {"runs", "nodes", "tensors", "consumers", "kernels",
+                                         "device_ceilings", "analysis_kernels", "analysis_chains",
+                                         "analysis_edges", "analysis_summary", "plans", "clusters",
+                                         "why_not", "fused_kernels", "benchmarks"};
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        char sql[256];
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='%s'", tables[i]);
+        if (raw_i64(path, sql) != 1) fail_msg("table %s missing", tables[i]);
+    }
+
+    st = open_ok(ctx, path);
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info *runs = NULL;
+    size_t n = 0;
+    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(runs[0].id, id);
+    assert_string_equal(runs[0].kind, "run");
+    assert_string_equal(runs[0].model_path, "zoo:resnet50");
+    assert_string_equal(runs[0].model_sha256, "abc123");
+    assert_string_equal(runs[0].device_name, "Better CPU name");
+    assert_string_equal(runs[0].status, "ok");
+    assert_string_equal(runs[0].tag, "nightly");
+    assert_string_equal(runs[0].command_line, info.command_line);
+    assert_int_equal(runs[0].threads, 2);
+    assert_int_equal(runs[0].iters, 5);
+    assert_int_equal(runs[0].warmup, 1);
+    assert_int_equal(runs[0].peak_activation_bytes, 987654321);
+    assert_int_equal(runs[0].pid, getpid());
+    assert_null(runs[0].error);
+    assert_true(runs[0].started_at_ns > 1600000000ll * 1000000000ll);
+    assert_true(runs[0].ended_at_ns >= runs[0].started_at_ns);
+    assert_int_equal(runs[0].iter_median_ns, -1);
+    int64_t latest = 0;
+    check_ok(ctx, fa_store_latest_run(ctx, st, "nightly", &latest));
+    assert_int_equal(latest, id);
+    assert_int_equal(fa_store_latest_run(ctx, st, "no-such-tag", &latest), FA_ERR_INPUT);
+    assert_int_equal(fa_store_get_run(ctx, st, id + 100, ar, &runs[0]), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "no run"));
+    fa_arena_free(ar);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+static void test_migration_from_v1_keeps_runs_and_adds_later_tables(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("v1");
+    /* A version-1 database as the first release wrote it, with one finished run and kernels. */
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, fa_store_migrations[0], NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO runs (id, kind, model_path, target, started_at_ns, "
+                                  "ended_at_ns, status, iters, n_kernels, iter_median_ns) VALUES "
+                                  "(7, 'run', 'old.onnx', 'cpu', 1, 2, 'ok', 3, 1, 500);"
+                                  "INSERT INTO kernels (run_id, seq, kind, name, node, iter, start_ns, end_ns) "
+                                  "VALUES (7, 0, 0, 'relu', 0, 0, 100, 600);"
+                                  "PRAGMA user_version = 1;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(raw_i64(path, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM sqlite_schema WHERE name='clusters'"), 0);
+
+    fa_store *st = open_ok(ctx, path);
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info r;
+    check_ok(ctx, fa_store_get_run(ctx, st, 7, ar, &r));
+    assert_string_equal(r.model_path, "old.onnx");
+    assert_string_equal(r.status, "ok");
+    assert_null(r.tag); /* the column v2 added, defaulted */
+    assert_int_equal(r.iter_median_ns, 500);
+    fa_trace *t = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, st, 7, &t));
+    assert_int_equal(t->n_acts, 1);
+    assert_string_equal(t->acts[0].name, "relu");
+    assert_int_equal(t->acts[0].end_ns, 600);
+    fa_trace_free(t);
+    /* new runs after the migration can use the tag */
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.tag = "after-migration";
+    int64_t id;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    assert_true(id > 7);
+    fa_store_close(st);
+    fa_arena_free(ar);
+    assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM sqlite_schema WHERE name='clusters'"), 1);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE tag='after-migration'"), 1);
+    fa_ctx_free(ctx);
+}
+
+static void test_newer_schema_version_refused_and_file_unchanged(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("newer");
+    fa_store *st = open_ok(ctx, path);
+    store_run(ctx, st, "m.onnx", NULL);
+    fa_store_close(st);
+    raw_exec(path, "PRAGMA user_version = 99");
+    size_t n0, n1;
+    uint8_t *before = read_all(path, &n0);
+    st = NULL;
+    fa_status s = fa_store_open(ctx, path, &st);
+    assert_int_equal(s, FA_ERR_UNSUPPORTED);
+    assert_null(st);
+    const char *msg = fa_ctx_errmsg(ctx);
+    assert_non_null(strstr(msg, path));
+    assert_non_null(strstr(msg, "99"));
+    char ours[32];
+    snprintf(ours, sizeof ours, "version %d", FA_STORE_SCHEMA_VERSION);
+    assert_non_null(strstr(msg, ours));
+    uint8_t *after = read_all(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+    fa_ctx_free(ctx);
+}
+
+static void test_not_sqlite_file_refused_and_untouched(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("notsqlite");
+    const char junk[] = "{\"traceEvents\": []}\nthis is not a database at all, not even close\n";
+    check_ok(ctx, fa_write_file_atomic(ctx, path, junk, sizeof junk - 1));
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, path, &st), FA_ERR_INPUT);
+    assert_null(st);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), path));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "not an SQLite database"));
+    size_t n;
+    uint8_t *d = read_all(path, &n);
+    assert_int_equal(n, sizeof junk - 1);
+    assert_memory_equal(d, junk, n);
+    free(d);
+
+    /* an SQLite file written by another program (e.g. an Nsight Systems export) */
+    const char *foreign = fresh_db("foreign");
+    raw_exec(foreign, "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER)");
+    size_t n0;
+    uint8_t *before = read_all(foreign, &n0);
+    assert_int_equal(fa_store_open(ctx, foreign, &st), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "not a fuse-advise run database"));
+    size_t n1;
+    uint8_t *after = read_all(foreign, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+
+    /* a missing file with NO_CREATE is an error naming it, and nothing is created */
+    const char *missing = fresh_db("missing");
+    assert_int_equal(fa_store_open_ex(ctx, missing, FA_STORE_NO_CREATE, &st), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), missing));
+    assert_int_equal(access(missing, F_OK), -1);
+    fa_ctx_free(ctx);
+}
+
+/* ---- robustness ---- */
+
+static void test_failed_run_is_marked_and_earlier_runs_stay_intact(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("failed");
+    fa_store *st = open_ok(ctx, path);
+    fa_trace *t1 = synth_trace(5000, 50, 4, 1);
+    int64_t good = store_run(ctx, st, "good.onnx", t1);
+
+    /* second run: begins, stores part of its trace, then fails */
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.model_path = "bad.onnx";
+    int64_t bad = 0;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &bad));
+    fa_trace *t2 = synth_trace(300, 10, 2, 2);
+    check_ok(ctx, fa_store_put_trace(ctx, st, bad, t2));
+    check_ok(ctx, fa_store_run_finish(ctx, st, bad, false, "node 'conv_3' (Conv): kernel failed"));
+
+    /* third run: a whole-run transaction that is rolled back leaves no trace of itself */
+    check_ok(ctx, fa_store_begin(ctx, st));
+    int64_t rolled = 0;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &rolled));
+    check_ok(ctx, fa_store_put_trace(ctx, st, rolled, t2));
+    assert_int_equal(fa_store_begin(ctx, st), FA_ERR_INTERNAL); /* no nesting */
+    fa_store_rollback(st);
+    fa_store_close(st);
+
+    st = open_ok(ctx, path);
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info *runs;
+    size_t n;
+    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    assert_int_equal(n, 2); /* the rolled-back run is absent */
+    assert_int_equal(runs[0].id, bad);
+    assert_string_equal(runs[0].status, "failed");
+    assert_string_equal(runs[0].error, "node 'conv_3' (Conv): kernel failed");
+    assert_int_equal(runs[1].id, good);
+    assert_string_equal(runs[1].status, "ok");
+    assert_int_equal(runs[1].n_kernels, 5000);
+    fa_trace *back = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
+    assert_traces_equal(t1, back);
+    fa_trace_free(back);
+    assert_int_equal(fa_store_load_trace(ctx, st, rolled, &back), FA_ERR_INPUT);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
+    fa_trace_free(t1);
+    fa_trace_free(t2);
+    fa_ctx_free(ctx);
+}
+
+static void assert_integrity_ok(const char *path)
+{
+    char *r = raw_text(path, "PRAGMA integrity_check");
+    assert_string_equal(r, "ok");
+    free(r);
+}
+
+static void test_process_killed_mid_transaction_leaves_earlier_runs_and_marks_it_failed(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("killed");
+    fa_store *st = open_ok(ctx, path);
+    fa_trace *t1 = synth_trace(20000, 100, 5, 3);
+    int64_t good = store_run(ctx, st, "good.onnx", t1);
+    fa_store_close(st);
+
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        fa_ctx *c = fa_ctx_create();
+        fa_store *cs = NULL;
+        if (fa_store_open(c, path, &cs)) _exit(1);
+        fa_run_info info = {0};
+        info.kind = "run";
+        info.model_path = "doomed.onnx";
+        int64_t id;
+        if (fa_store_run_begin(c, cs, &info, &id)) _exit(2);
+        fa_trace *t = synth_trace(50000, 100, 5, 4);
+        if (fa_store_begin(c, cs)) _exit(3);
+        if (fa_store_put_trace(c, cs, id, t)) _exit(4);
+        raise(SIGKILL); /* dies holding the write transaction, 50k rows uncommitted */
+        _exit(5);
+    }
+    int wst = 0;
+    assert_int_equal(waitpid(child, &wst, 0), child);
+    assert_true(WIFSIGNALED(wst));
+    assert_int_equal(WTERMSIG(wst), SIGKILL);
+
+    st = open_ok(ctx, path); /* reopening recovers the WAL and marks the dead run */
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info *runs;
+    size_t n;
+    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    assert_int_equal(n, 2);
+    assert_string_equal(runs[0].model_path, "doomed.onnx");
+    assert_string_equal(runs[0].status, "failed");
+    assert_string_equal(runs[0].error, "process died");
+    assert_int_equal(runs[0].n_kernels, 0);
+    assert_int_equal(runs[0].pid, child);
+    assert_int_equal(runs[1].id, good);
+    assert_string_equal(runs[1].status, "ok");
+    fa_trace *back = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
+    assert_traces_equal(t1, back);
+    fa_trace_free(back);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels"), 20000);
+    assert_integrity_ok(path);
+    fa_trace_free(t1);
+    fa_ctx_free(ctx);
+}
+
+static void test_process_killed_at_random_point_never_corrupts(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("killed-random");
+    fa_store *st = open_ok(ctx, path);
+    fa_store_close(st);
+    /* A writer storing runs in a loop, killed from outside at three different moments. */
+    for (int round = 0; round < 3; round++) {
+        pid_t child = fork();
+        assert_true(child >= 0);
+        if (child == 0) {
+            fa_ctx *c = fa_ctx_create();
+            fa_store *cs = NULL;
+            if (fa_store_open(c, path, &cs)) _exit(1);
+            fa_trace *t = synth_trace(20000, 100, 5, 10 + (uint64_t)round);
+            for (;;) {
+                fa_run_info info = {0};
+                info.kind = "run";
+                info.model_path = "loop.onnx";
+                int64_t id;
+                if (fa_store_run_begin(c, cs, &info, &id)) _exit(2);
+                if (fa_store_put_trace(c, cs, id, t)) _exit(3);
+                if (fa_store_run_finish(c, cs, id, true, NULL)) _exit(4);
+            }
+        }
+        usleep(150000 + 70000 * (useconds_t)round);
+        kill(child, SIGKILL);
+        int wst;
+        assert_int_equal(waitpid(child, &wst, 0), child);
+        assert_true(WIFSIGNALED(wst));
+    }
+    st = open_ok(ctx, path);
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info *runs;
+    size_t n;
+    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    assert_true(n >= 3);
+    size_t ok = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(runs[i].status, "ok")) {
+            ok++;
+            assert_int_equal(runs[i].n_kernels, 20000);
+        } else {
+            /* the run in flight at the kill: failed, with all or none of its records */
+            assert_string_equal(runs[i].status, "failed");
+            assert_string_equal(runs[i].error, "process died");
+            assert_true(runs[i].n_kernels == 0 || runs[i].n_kernels == 20000);
+        }
+    }
+    assert_true(ok >= 1);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels"),
+                     raw_i64(path, "SELECT sum(n_kernels) FROM runs"));
+    assert_integrity_ok(path);
+    fa_ctx_free(ctx);
+}
+
+static void test_two_processes_writing_at_once_both_succeed(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("concurrent");
+    /* Neither process creates the file first: both race through creation and migration too. */
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+        kids[k] = fork();
+        assert_true(kids[k] >= 0);
+        if (kids[k] == 0) {
+            fa_ctx *c = fa_ctx_create();
+            fa_store *cs = NULL;
+            fa_trace *t = synth_trace(50000, 100, 5, 100 + (uint64_t)k);
+            for (int r = 0; r < 3; r++) {
+                if (!cs && fa_store_open(c, path, &cs)) {
+                    fprintf(stderr, "writer %d: %s\n", k, fa_ctx_errmsg(c));
+                    _exit(1);
+                }
+                fa_run_info info = {0};
+                info.kind = "run";
+                info.model_path = k ? "writer1.onnx" : "writer0.onnx";
+                int64_t id;
+                fa_status s = fa_store_run_begin(c, cs, &info, &id);
+                if (!s) s = fa_store_put_trace(c, cs, id, t);
+                if (!s) s = fa_store_run_finish(c, cs, id, true, NULL);
+                if (s) {
+                    fprintf(stderr, "writer %d: %s\n", k, fa_ctx_errmsg(c));
+                    _exit(2);
+                }
+            }
+            fa_store_close(cs);
+            fa_trace_free(t);
+            fa_ctx_free(c);
+            _exit(0);
+        }
+    }
+    for (int k = 0; k < 2; k++) {
+        int wst = 0;
+        assert_int_equal(waitpid(kids[k], &wst, 0), kids[k]);
+        assert_true(WIFEXITED(wst));
+        assert_int_equal(WEXITSTATUS(wst), 0);
+    }
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE status='ok'"), 6);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE model_path='writer0.onnx'"), 3);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE model_path='writer1.onnx'"), 3);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels"), 6 * 50000);
+    assert_integrity_ok(path);
+    fa_ctx_free(ctx);
+}
+
+static void test_readonly_file_reads_work_and_writes_fail_clearly(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("readonly");
+    fa_store *st = open_ok(ctx, path);
+    fa_trace *t = synth_trace(1000, 10, 3, 5);
+    int64_t id = store_run(ctx, st, "ro.onnx", t);
+    fa_store_close(st);
+    assert_int_equal(chmod(path, 0444), 0);
+    size_t n0;
+    uint8_t *before = read_all(path, &n0);
+
+    st = open_ok(ctx, path);
+    assert_true(fa_store_readonly(st));
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info *runs;
+    size_t n;
+    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    assert_int_equal(n, 1);
+    fa_trace *back = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    assert_traces_equal(t, back);
+    fa_trace_free(back);
+    fa_op_row *rows;
+    size_t nr;
+    int iters;
+    check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &nr, &iters));
+    assert_int_equal(nr, 10);
+
+    fa_run_info info = {0};
+    info.kind = "run";
+    int64_t nid;
+    assert_int_equal(fa_store_run_begin(ctx, st, &info, &nid), FA_ERR_IO);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), path));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "read-only"));
+    assert_int_equal(fa_store_put_trace(ctx, st, id, t), FA_ERR_IO);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "read-only"));
+    fa_ceiling c = {"cpu:x", "bandwidth", "dram_bw", 10.0, "GB/s", "measured", 0, NULL};
+    assert_int_equal(fa_store_put_ceiling(ctx, st, &c), FA_ERR_IO);
+    fa_arena_free(ar);
+    fa_store_close(st);
+
+    size_t n1;
+    uint8_t *after = read_all(path, &n1);
+    assert_int_equal(n0, n1);
+    assert_memory_equal(before, after, n0);
+    free(before);
+    free(after);
+    chmod(path, 0644);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
+/* ---- round trips ---- */
+
+static void test_100k_kernel_records_round_trip_equal(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("roundtrip");
+    fa_store *st = open_ok(ctx, path);
+    fa_trace *t = synth_trace(100000, 250, 10, 6);
+    t->source_path = fa_trace_intern(t, "/traces/x.json");
+    t->n_clock_inversions = 3;
+    t->n_parse_errors = 4;
+    uint64_t t0 = fa_now_ns();
+    int64_t id = store_run(ctx, st, "rt.onnx", t);
+    uint64_t t1 = fa_now_ns();
+    fprintf(stderr, "# stored 100000 records in %.3f s\n", (double)(t1 - t0) / 1e9);
+    fa_store_close(st);
+    st = open_ok(ctx, path);
+    fa_trace *back = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    assert_traces_equal(t, back);
+    assert_string_equal(back->source_path, "/traces/x.json");
+    assert_int_equal(back->n_clock_inversions, 3);
+    assert_int_equal(back->n_parse_errors, 4);
+    /* appending a second chunk continues the seq numbering */
+    fa_trace *more = synth_trace(10, 5, 1, 7);
+    check_ok(ctx, fa_store_put_trace(ctx, st, id, more));
+    fa_trace *back2 = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back2));
+    assert_int_equal(back2->n_acts, 100010);
+    assert_true(str_eq(back2->acts[100000].name, more->acts[0].name));
+    assert_int_equal(back2->acts[100009].start_ns, more->acts[9].start_ns);
+    fa_trace_free(back2);
+    fa_trace_free(more);
+    fa_trace_free(back);
+    fa_store_close(st);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
+static void test_graph_edges_rebuild_from_database_alone(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    /* X -> Relu -> A ; A -> Sigmoid -> B ; (A, B) -> Add -> C (graph output) */
+    fa_graph *g = fa_graph_create("edges");
+    const char *in_relu[] = {"X"}, *out_relu[] = {"A"};
+    const char *in_sig[] = {"A"}, *out_sig[] = {"B"};
+    const char *in_add[] = {"A", "B"}, *out_add[] = {"C"};
+    assert_non_null(fa_graph_add_node(ctx, g, "relu0", "Relu", "", 1, in_relu, 1, out_relu));
+    assert_non_null(fa_graph_add_node(ctx, g, "sig0", "Sigmoid", "", 1, in_sig, 1, out_sig));
+    assert_non_null(fa_graph_add_node(ctx, g, "add0", "Add", "", 2, in_add, 1, out_add));
+    int64_t dims[2] = {2, 8};
+    const char *names[] = {"X", "A", "B", "C"};
+    for (int i = 0; i < 4; i++) fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, names[i])], FA_DTYPE_FLOAT, 2, dims);
+    check_ok(ctx, fa_graph_add_input(ctx, g, fa_graph_find_tensor(g, "X")));
+    check_ok(ctx, fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "C")));
+    check_ok(ctx, fa_graph_index(ctx, g));
+
+    const char *path = fresh_db("graph");
+    fa_store *st = open_ok(ctx, path);
+    fa_run_info info = {0};
+    info.kind = "run";
+    int64_t id;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    check_ok(ctx, fa_store_put_graph(ctx, st, id, g));
+    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_store_close(st);
+
+    /* producer -> consumer edges by SQL alone, compared with the graph's own */
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT p.name, t.name, c.name FROM consumers e "
+                                        "JOIN tensors t ON t.run_id = e.run_id AND t.tensor_id = e.tensor_id "
+                                        "JOIN nodes p ON p.run_id = t.run_id AND p.node_id = t.producer "
+                                        "JOIN nodes c ON c.run_id = e.run_id AND c.node_id = e.node_id "
+                                        "WHERE e.run_id = ? ORDER BY p.node_id, c.node_id, e.input_index",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_int64(q, 1, id);
+    const char *want[][3] = {{"relu0", "A", "sig0"}, {"relu0", "A", "add0"}, {"sig0", "B", "add0"}};
+    int k = 0;
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        assert_true(k < 3);
+        assert_string_equal((const char *)sqlite3_column_text(q, 0), want[k][0]);
+        assert_string_equal((const char *)sqlite3_column_text(q, 1), want[k][1]);
+        assert_string_equal((const char *)sqlite3_column_text(q, 2), want[k][2]);
+        k++;
+    }
+    assert_int_equal(k, 3);
+    sqlite3_finalize(q);
+    /* node costs and tensor facts as the registry computes them */
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT node_id, flops, bytes_read, bytes_written, output_shapes, pattern "
+                                            "FROM nodes WHERE run_id = ? ORDER BY node_id", -1, &q, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_int64(q, 1, id);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+        fa_op_cost cost;
+        fa_node_cost(g, g->nodes[i], &cost);
+        assert_int_equal(sqlite3_column_int64(q, 1), (int64_t)cost.flops);
+        assert_int_equal(sqlite3_column_int64(q, 2), (int64_t)cost.bytes_read);
+        assert_int_equal(sqlite3_column_int64(q, 3), (int64_t)cost.bytes_written);
+        assert_int_equal(sqlite3_column_int64(q, 3), 64); /* 2x8 fp32 */
+        assert_string_equal((const char *)sqlite3_column_text(q, 4), "2x8");
+        if (g->nodes[i]->op) assert_int_equal(sqlite3_column_int(q, 5), g->nodes[i]->op->pattern);
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    assert_int_equal(raw_i64(path, "SELECT is_graph_input FROM tensors WHERE name='X'"), 1);
+    assert_int_equal(raw_i64(path, "SELECT is_graph_output FROM tensors WHERE name='C'"), 1);
+    assert_int_equal(raw_i64(path, "SELECT bytes FROM tensors WHERE name='A'"), 64);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* ---- op table ---- */
+
+static void add_kernel(fa_trace *t, int node, const char *name, const char *op, int iter, uint64_t start, uint64_t dur)
+{
+    fa_activity a = fa_activity_init(FA_ACT_KERNEL);
+    a.node = node;
+    a.node_name = fa_trace_intern(t, name);
+    a.name = fa_trace_intern(t, name);
+    a.op_type = fa_trace_intern(t, op);
+    a.iter = iter;
+    a.start_ns = start;
+    a.end_ns = start + dur;
+    fa_trace_add(t, &a);
+}
+
+static void test_op_table_median_share_and_kernel_count(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = fa_trace_create("cpu-executor");
+    t->n_iters = 3;
+    /* warm-up (iter -1) records must not count */
+    add_kernel(t, 0, "conv0", "Conv", -1, 0, 999999);
+    /* conv0: 10, 30, 20 -> median 20 ; relu1: two kernels per iter: 5+5, 5+5, 100+0 -> 10 ;
+     * add2: only in iteration 2, 60 -> samples 0, 0, 60 -> median 0 */
+    uint64_t c = 1000000;
+    uint64_t conv[3] = {10, 30, 20}, relu_a[3] = {5, 5, 100}, relu_b[3] = {5, 5, 0};
+    for (int it = 0; it < 3; it++) {
+        add_kernel(t, 0, "conv0", "Conv", it, c, conv[it]);
+        c += 1000;
+        add_kernel(t, 1, "relu1", "Relu", it, c, relu_a[it]);
+        c += 1000;
+        add_kernel(t, 1, "relu1", "Relu", it, c, relu_b[it]);
+        c += 1000;
+        if (it == 2) add_kernel(t, 2, "add2", "Add", it, c, 60);
+        c += 1000;
+    }
+    /* a memcpy is not a kernel */
+    fa_activity m = fa_activity_init(FA_ACT_MEMCPY);
+    m.iter = 0;
+    m.start_ns = c;
+    m.end_ns = c + 100000;
+    fa_trace_add(t, &m);
+
+    const char *path = fresh_db("optable");
+    fa_store *st = open_ok(ctx, path);
+    int64_t id = store_run(ctx, st, "ops.onnx", t);
+    fa_arena *ar = fa_arena_create(0);
+    fa_op_row *rows;
+    size_t n;
+    int iters = 0;
+    check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &n, &iters));
+    assert_int_equal(iters, 3);
+    assert_int_equal(n, 3);
+    assert_string_equal(rows[0].node_name, "conv0");
+    assert_int_equal(rows[0].node, 0);
+    assert_string_equal(rows[0].op_type, "Conv");
+    assert_int_equal(rows[0].median_ns, 20);
+    assert_int_equal(rows[0].kernels, 3);
+    assert_string_equal(rows[1].node_name, "relu1");
+    assert_int_equal(rows[1].median_ns, 10);
+    assert_int_equal(rows[1].kernels, 6);
+    assert_string_equal(rows[2].node_name, "add2");
+    assert_int_equal(rows[2].median_ns, 0);
+    assert_int_equal(rows[2].kernels, 1);
+    assert_float_equal(rows[0].share, 20.0 / 30.0, 1e-12);
+    assert_float_equal(rows[1].share, 10.0 / 30.0, 1e-12);
+    /* iteration latency: last end - first start per timed iteration, median */
+    fa_run_info r;
+    check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
+    assert_int_equal(r.iter_median_ns, 2005); /* it0: 2005, it1: 2005, it2: 3060 */
+    fa_arena_free(ar);
+    fa_store_close(st);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
+/* ---- ceilings ---- */
+
+static void test_ceilings_put_replace_and_get_per_device(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("ceil");
+    fa_store *st = open_ok(ctx, path);
+    fa_ceiling a = {"cpu:test:2", "bandwidth", "dram_bw", 20.5, "GB/s", "measured", 111, "triad 3x256 MiB"};
+    fa_ceiling b = {"cpu:test:2", "compute", "fp32_peak", 300.0, "GFLOP/s", "measured", 112, NULL};
+    fa_ceiling c = {"cuda:H200:sm_90", "limit", "max_warps_per_sm", 64, "count", "table", 113, "CUDA C Programming Guide, table 21"};
+    check_ok(ctx, fa_store_put_ceiling(ctx, st, &a));
+    check_ok(ctx, fa_store_put_ceiling(ctx, st, &b));
+    check_ok(ctx, fa_store_put_ceiling(ctx, st, &c));
+    a.value = 21.0;
+    a.measured_at_ns = 222;
+    check_ok(ctx, fa_store_put_ceiling(ctx, st, &a)); /* re-measure replaces */
+    fa_arena *ar = fa_arena_create(0);
+    fa_ceiling *v;
+    size_t n;
+    check_ok(ctx, fa_store_get_ceilings(ctx, st, "cpu:test:2", ar, &v, &n));
+    assert_int_equal(n, 2);
+    assert_string_equal(v[0].name, "dram_bw");
+    assert_float_equal(v[0].value, 21.0, 0);
+    assert_int_equal(v[0].measured_at_ns, 222);
+    assert_string_equal(v[0].detail, "triad 3x256 MiB");
+    assert_string_equal(v[1].name, "fp32_peak");
+    assert_null(v[1].detail);
+    check_ok(ctx, fa_store_get_ceilings(ctx, st, NULL, ar, &v, &n));
+    assert_int_equal(n, 3);
+    assert_string_equal(v[2].source, "table");
+    fa_arena_free(ar);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+/* ---- verbs ---- */
+
+static bool cli_available(void)
+{
+    const char *cli = getenv("FA_CLI");
+    return cli && access(cli, X_OK) == 0;
+}
+
+static void test_runs_and_show_verbs_print_tables_and_json(void **state)
+{
+    (void)state;
+    if (!cli_available()) skip();
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("verbs");
+    fa_store *st = open_ok(ctx, path);
+    fa_trace *t = fa_trace_create("cpu-executor");
+    t->n_iters = 2;
+    add_kernel(t, 0, "conv \"<0>\"", "Conv", 0, 1000, 3000000);
+    add_kernel(t, 1, "relu1", "Relu", 0, 4000000, 1000000);
+    add_kernel(t, 0, "conv \"<0>\"", "Conv", 1, 6000000, 3000000);
+    add_kernel(t, 1, "relu1", "Relu", 1, 9000000, 1000000);
+    int64_t id = store_run(ctx, st, "zoo:tiny", t);
+    fa_store_close(st);
+    char ids[32];
+    snprintf(ids, sizeof ids, "%lld", (long long)id);
+
+    char *out = NULL, *err = NULL;
+    const char *runs_argv[] = {"runs", "--db", path, NULL};
+    assert_int_equal(fa_test_run_cli(runs_argv, &out, &err), 0);
+    assert_non_null(strstr(out, "zoo:tiny"));
+    assert_non_null(strstr(out, "ok"));
+    /* iteration spans 4.999 ms and 4.000 ms: the lower median is printed */
+    assert_non_null(strstr(out, "4.000 ms"));
+    free(out);
+    free(err);
+    const char *runs_json[] = {"runs", "--db", path, "--json", NULL};
+    assert_int_equal(fa_test_run_cli(runs_json, &out, &err), 0);
+    assert_non_null(strstr(out, "\"model_path\":\"zoo:tiny\""));
+    assert_non_null(strstr(out, "\"status\":\"ok\""));
+    free(out);
+    free(err);
+    const char *show_argv[] = {"show", ids, "--db", path, NULL};
+    assert_int_equal(fa_test_run_cli(show_argv, &out, &err), 0);
+    assert_non_null(strstr(out, "relu1"));
+    assert_non_null(strstr(out, "75.0")); /* conv: 3 of 4 ms */
+    free(out);
+    free(err);
+    const char *show_json[] = {"show", ids, "--db", path, "--json", NULL};
+    assert_int_equal(fa_test_run_cli(show_json, &out, &err), 0);
+    assert_non_null(strstr(out, "\"node_name\":\"conv \\\"\\u003c0>\\\"\""));
+    assert_non_null(strstr(out, "\"median_ns\":3000000"));
+    free(out);
+    free(err);
+    /* a run that does not exist, and a database that does not exist */
+    const char *show_missing[] = {"show", "999", "--db", path, NULL};
+    assert_int_equal(fa_test_run_cli(show_missing, &out, &err), 1);
+    assert_non_null(strstr(err, "no run 999"));
+    free(out);
+    free(err);
+    const char *nodb = fa_test_path(fa_test_tmpdir(), "nope.db");
+    const char *runs_nodb[] = {"runs", "--db", nodb, NULL};
+    assert_int_equal(fa_test_run_cli(runs_nodb, &out, &err), 1);
+    assert_non_null(strstr(err, "nope.db"));
+    assert_int_equal(access(nodb, F_OK), -1);
+    free(out);
+    free(err);
+    const char *show_bad[] = {"show", "abc", "--db", path, NULL};
+    assert_int_equal(fa_test_run_cli(show_bad, &out, &err), 2);
+    free(out);
+    free(err);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_schema_created_at_current_version_and_reopen_keeps_runs),
+        cmocka_unit_test(test_migration_from_v1_keeps_runs_and_adds_later_tables),
+        cmocka_unit_test(test_newer_schema_version_refused_and_file_unchanged),
+        cmocka_unit_test(test_not_sqlite_file_refused_and_untouched),
+        cmocka_unit_test(test_failed_run_is_marked_and_earlier_runs_stay_intact),
+        cmocka_unit_test(test_process_killed_mid_transaction_leaves_earlier_runs_and_marks_it_failed),
+        cmocka_unit_test(test_process_killed_at_random_point_never_corrupts),
+        cmocka_unit_test(test_two_processes_writing_at_once_both_succeed),
+        cmocka_unit_test(test_readonly_file_reads_work_and_writes_fail_clearly),
+        cmocka_unit_test(test_100k_kernel_records_round_trip_equal),
+        cmocka_unit_test(test_graph_edges_rebuild_from_database_alone),
+        cmocka_unit_test(test_op_table_median_share_and_kernel_count),
+        cmocka_unit_test(test_ceilings_put_replace_and_get_per_device),
+        cmocka_unit_test(test_runs_and_show_verbs_print_tables_and_json),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
