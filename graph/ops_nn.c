@@ -554,35 +554,36 @@ static void matmul_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     out->flops = 2 * (uint64_t)fa_tensor_numel(y) * (uint64_t)a->dims[a->rank - 1];
 }
 
-/* C[i, j] = sum_k A[i*sai + k*sak] * B[k*sbk + j*sbj], rows [0, M) of one matrix, double
- * accumulators in blocks of 256 columns. alpha scales the product; C is overwritten. */
-static void gemm_rows(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A, int64_t sai,
-                      int64_t sak, const float *B, int64_t sbk, int64_t sbj, float *C, double alpha)
+enum { GEMM_IB = 16, GEMM_JB = 256 }; /* task tile: rows x columns */
+
+/* C[i, j] = sum_k A[i*sai + k*sak] * B[k*sbk + j*sbj] for rows [i0, i1) and columns [jlo, jhi)
+ * (jhi - jlo <= GEMM_JB) of one matrix with N columns, double accumulators. alpha scales the
+ * product; C is overwritten. */
+static void gemm_tile(int64_t i0, int64_t i1, int64_t jlo, int64_t jhi, int64_t N, int64_t K,
+                      const float *A, int64_t sai, int64_t sak, const float *B, int64_t sbk,
+                      int64_t sbj, float *C, double alpha)
 {
-    enum { JB = 256 };
-    double acc[JB];
+    double acc[GEMM_JB];
+    int64_t jn = jhi - jlo;
     for (int64_t i = i0; i < i1; i++) {
         const float *ar = A + i * sai;
-        for (int64_t j0 = 0; j0 < N; j0 += JB) {
-            int64_t jn = N - j0 < JB ? N - j0 : JB;
-            if (sbj == 1) {
-                for (int64_t j = 0; j < jn; j++) acc[j] = 0;
-                for (int64_t k = 0; k < K; k++) {
-                    double av = ar[k * sak];
-                    const float *br = B + k * sbk + j0;
-                    for (int64_t j = 0; j < jn; j++) acc[j] += av * br[j];
-                }
-            } else {
-                for (int64_t j = 0; j < jn; j++) {
-                    const float *bc = B + (j0 + j) * sbj;
-                    double sum = 0;
-                    for (int64_t k = 0; k < K; k++) sum += (double)ar[k * sak] * bc[k * sbk];
-                    acc[j] = sum;
-                }
+        if (sbj == 1) {
+            for (int64_t j = 0; j < jn; j++) acc[j] = 0;
+            for (int64_t k = 0; k < K; k++) {
+                double av = ar[k * sak];
+                const float *br = B + k * sbk + jlo;
+                for (int64_t j = 0; j < jn; j++) acc[j] += av * br[j];
             }
-            float *cr = C + i * N + j0;
-            for (int64_t j = 0; j < jn; j++) cr[j] = (float)(alpha * acc[j]);
+        } else {
+            for (int64_t j = 0; j < jn; j++) {
+                const float *bc = B + (jlo + j) * sbj;
+                double sum = 0;
+                for (int64_t k = 0; k < K; k++) sum += (double)ar[k * sak] * bc[k * sbk];
+                acc[j] = sum;
+            }
         }
+        float *cr = C + i * N + jlo;
+        for (int64_t j = 0; j < jn; j++) cr[j] = (float)(alpha * acc[j]);
     }
 }
 
@@ -597,11 +598,12 @@ static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in
     float *Y = out_f32(&out[0], &ty);
     if (!A || !B || !Y) { free(ta); free(tb); free(ty); return oom(ctx, n); }
     int64_t nb = prod64(s.bd, s.br), M = s.M, K = s.K, N = s.N;
-    /* one task per (batch, block of rows) */
-    int64_t rb = M > 16 ? 16 : (M ? M : 1), nrb = (M + rb - 1) / rb;
+    /* one task per (batch, row block, column block) */
+    int64_t nrb = (M + GEMM_IB - 1) / GEMM_IB, ncb = (N + GEMM_JB - 1) / GEMM_JB, per = nrb * ncb;
 #pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
-    for (int64_t t = 0; t < nb * nrb; t++) {
-        int64_t bi = t / nrb, r0 = (t % nrb) * rb, r1 = r0 + rb < M ? r0 + rb : M;
+    for (int64_t t = 0; t < nb * per; t++) {
+        int64_t bi = t / per, r0 = (t % per) / ncb * GEMM_IB, r1 = r0 + GEMM_IB < M ? r0 + GEMM_IB : M;
+        int64_t c0 = (t % ncb) * GEMM_JB, c1 = c0 + GEMM_JB < N ? c0 + GEMM_JB : N;
         int64_t oa = 0, ob = 0, rem = bi;
         for (int d = s.br - 1; d >= 0; d--) {
             int64_t ix = rem % s.bd[d];
@@ -609,7 +611,7 @@ static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in
             oa += ix * s.sa[d];
             ob += ix * s.sb[d];
         }
-        gemm_rows(r0, r1, N, K, A + oa * M * K, K, 1, B + ob * K * N, N, 1, Y + bi * M * N, 1.0);
+        gemm_tile(r0, r1, c0, c1, N, K, A + oa * M * K, K, 1, B + ob * K * N, N, 1, Y + bi * M * N, 1.0);
     }
     free(ta); free(tb);
     out_f32_done(&out[0], ty);
@@ -686,14 +688,15 @@ static fa_status gemm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     int64_t sai = ta ? 1 : K, sak = ta ? M : 1, sbk = tb ? 1 : N, sbj = tb ? K : 1;
     int64_t cs[2] = {0, 0}, yd[2] = {M, N};
     if (has_c) fa_bcast_strides(in[2].rank, in[2].dims, 2, yd, cs);
-    int64_t rb = 16, nrb = (M + rb - 1) / rb;
+    int64_t nrb = (M + GEMM_IB - 1) / GEMM_IB, ncb = (N + GEMM_JB - 1) / GEMM_JB;
 #pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
-    for (int64_t t = 0; t < nrb; t++) {
-        int64_t r0 = t * rb, r1 = r0 + rb < M ? r0 + rb : M;
-        gemm_rows(r0, r1, N, K, A, sai, sak, B, sbk, sbj, Y, alpha);
+    for (int64_t t = 0; t < nrb * ncb; t++) {
+        int64_t r0 = t / ncb * GEMM_IB, r1 = r0 + GEMM_IB < M ? r0 + GEMM_IB : M;
+        int64_t c0 = (t % ncb) * GEMM_JB, c1 = c0 + GEMM_JB < N ? c0 + GEMM_JB : N;
+        gemm_tile(r0, r1, c0, c1, N, K, A, sai, sak, B, sbk, sbj, Y, alpha);
         if (C)
             for (int64_t i = r0; i < r1; i++)
-                for (int64_t j = 0; j < N; j++)
+                for (int64_t j = c0; j < c1; j++)
                     Y[i * N + j] = (float)((double)Y[i * N + j] + beta * C[i * cs[0] + j * cs[1]]);
     }
     free(tA); free(tB); free(tC);
