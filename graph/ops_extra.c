@@ -311,6 +311,7 @@ static void softmax_f32(const float *x, float *y, int64_t outer, int64_t len, in
             float m = -INFINITY;
 #pragma omp simd reduction(max : m)
             for (int64_t j = 0; j < len; j++) m = xr[j] > m ? xr[j] : m;
+#pragma omp simd
             for (int64_t j = 0; j < len; j++) yr[j] = xr[j] - m;
             vexp_inplace(yr, len);
             double s = 0.0;
@@ -352,8 +353,10 @@ static void softmax_f32(const float *x, float *y, int64_t outer, int64_t len, in
         for (int64_t k = 0; k < len; k++) {
             float *yk = yb + k * inner;
             const float *xk = xb + k * inner;
+#pragma omp simd
             for (int64_t c = 0; c < cw; c++) yk[c] = xk[c] - m[c];
             vexp_inplace(yk, cw);
+#pragma omp simd
             for (int64_t c = 0; c < cw; c++) s[c] += yk[c];
         }
         float f[CH];
@@ -510,9 +513,11 @@ static fa_status kernel_norm_rows(fa_ctx *ctx, const fa_node *n, const fa_value 
         float *yr = y + r * D;
         double mean = 0.0, var = 0.0;
         if (!rms) {
+#pragma omp simd reduction(+ : mean)
             for (int64_t j = 0; j < D; j++) mean += xr[j];
             mean /= (double)D;
         }
+#pragma omp simd reduction(+ : var)
         for (int64_t j = 0; j < D; j++) {
             double d = (double)xr[j] - mean;
             var += d * d;
@@ -521,6 +526,7 @@ static fa_status kernel_norm_rows(fa_ctx *ctx, const fa_node *n, const fa_value 
         double inv = 1.0 / sqrt(var + (double)eps);
         float fm = (float)mean, fi = (float)inv;
         if (bs.identity && (!b || bb.identity)) {
+#pragma omp simd
             for (int64_t j = 0; j < D; j++) {
                 float v = (xr[j] - fm) * fi * s[j];
                 yr[j] = b ? v + b[j] : v;
@@ -671,8 +677,10 @@ static fa_status kernel_groupnorm(fa_ctx *ctx, const fa_node *n, const fa_value 
         const float *xr = x + r * D;
         float *yr = y + r * D;
         double mean = 0.0, var = 0.0;
+#pragma omp simd reduction(+ : mean)
         for (int64_t j = 0; j < D; j++) mean += xr[j];
         mean /= (double)D;
+#pragma omp simd reduction(+ : var)
         for (int64_t j = 0; j < D; j++) {
             double d = (double)xr[j] - mean;
             var += d * d;
@@ -682,6 +690,7 @@ static fa_status kernel_groupnorm(fa_ctx *ctx, const fa_node *n, const fa_value 
         for (int64_t c = 0; c < cpg; c++) {
             int64_t pi = per_c ? grp * cpg + c : grp;
             float sc = s[pi] * fi, bi = b[pi];
+#pragma omp simd
             for (int64_t k = 0; k < S; k++) yr[c * S + k] = (xr[c * S + k] - fm) * sc + bi;
         }
     }
@@ -761,8 +770,10 @@ static fa_status kernel_swiglu(fa_ctx *ctx, const fa_node *n, const fa_value *in
         }
         int64_t la = same ? 1 : (r ? sa[r - 1] : 0), lb = same ? 1 : (r ? sb[r - 1] : 0);
         float *yr = y + row * inner;
+#pragma omp simd
         for (int64_t j = 0; j < inner; j++) yr[j] = -alpha * a[oa + j * la];
         vexp_inplace(yr, inner);
+#pragma omp simd
         for (int64_t j = 0; j < inner; j++) yr[j] = a[oa + j * la] / (1.0f + yr[j]) * b[ob + j * lb];
     }
     f32_out_done(yv, y);
@@ -1013,6 +1024,7 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
         float *sc = ws + (size_t)tid * (size_t)(ad.St + ad.D), *qs = sc + ad.St;
         int64_t i = r % ad.Sq, h = (r / ad.Sq) % ad.Hq, b = r / (ad.Sq * ad.Hq), hk = h / grp;
         const float *qr = ad.three_d ? q + ((b * ad.Sq + i) * ad.Hq + h) * ad.D : q + r * ad.D;
+#pragma omp simd
         for (int64_t d = 0; d < ad.D; d++) qs[d] = qr[d] * sc2;
         const float *kb = kall + (b * ad.Hkv + hk) * ad.St * ad.D;
         const float *vb = vall + (b * ad.Hkv + hk) * ad.St * ad.Dv;
@@ -1025,6 +1037,7 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
         for (int64_t j = 0; j < ad.St; j++) {
             const float *kr = kb + j * ad.D;
             float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
             for (int64_t d = 0; d < ad.D; d++) acc += qs[d] * kr[d];
             float raw = acc;
             if (qk && mode == 0) qk[j] = raw;
@@ -1046,8 +1059,10 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
             if (acc > mx) mx = acc;
         }
         double sum = 0.0;
+#pragma omp simd
         for (int64_t j = 0; j < ad.St; j++) sc[j] -= mx;
         vexp_inplace(sc, ad.St);
+#pragma omp simd reduction(+ : sum)
         for (int64_t j = 0; j < ad.St; j++) sum += sc[j];
         float inv = (float)(1.0 / sum);
         for (int64_t j = 0; j < ad.St; j++) {
@@ -1055,10 +1070,12 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
             if (qk && mode == 3) qk[j] = sc[j];
         }
         float *yr = ad.three_d ? y + ((b * ad.Sq + i) * ad.Hq + h) * ad.Dv : y + r * ad.Dv;
+#pragma omp simd
         for (int64_t d = 0; d < ad.Dv; d++) yr[d] = 0.0f;
         for (int64_t j = 0; j < ad.St; j++) {
             float p = sc[j];
             const float *vr = vb + j * ad.Dv;
+#pragma omp simd
             for (int64_t d = 0; d < ad.Dv; d++) yr[d] += p * vr[d];
         }
     }
@@ -1331,6 +1348,7 @@ static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
             for (int64_t gi = 0; gi < G4; gi++) {
                 const float *wr = wd + gi * I;
                 float acc = wb ? wb[gi] + wb[G4 + gi] : 0.0f;
+#pragma omp simd reduction(+ : acc)
                 for (int64_t k = 0; k < I; k++) acc += xr[k] * wr[k];
                 o[gi] = acc;
             }
@@ -1350,6 +1368,7 @@ static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
                 if (step >= sl[bb]) continue;
                 const float *hr = hs + bb * H, *rr = rd + gi * H;
                 float acc = xw[(t * Bt + bb) * G4 + gi];
+#pragma omp simd reduction(+ : acc)
                 for (int64_t k = 0; k < H; k++) acc += hr[k] * rr[k];
                 gates[bg] = acc;
             }
