@@ -137,8 +137,10 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
         if (!b.oom) fputs(b.data, stdout);
         fa_buf_free(&b);
     } else {
-        printf("wrote %s: zoo:%s, batch %ld, %d nodes, %" PRId64 " parameters, %.1f MB of initializers\n",
-               out_path, name, batch, g->n_nodes, params, (double)weight_bytes / 1e6);
+        printf("wrote %s: zoo:%s, batch %ld, %d nodes, %" PRId64 " parameters, %.1f %s of initializers\n",
+               out_path, name, batch, g->n_nodes, params,
+               weight_bytes >= 1000000 ? (double)weight_bytes / 1e6 : (double)weight_bytes / 1e3,
+               weight_bytes >= 1000000 ? "MB" : "kB");
     }
     fa_graph_free(g);
     return 0;

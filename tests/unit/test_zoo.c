@@ -331,11 +331,13 @@ static void test_tiny_models_topology(void **state)
     fa_graph *g = build("mlp-tiny", 1);
     static const op_n mlp[] = {{"MatMul", 2}, {"Add", 2}, {"Relu", 2}};
     assert_op_multiset(g, mlp, 3);
+    assert_int_equal(param_count(g), 64 * 128 + 128 + 128 * 32 + 32);
     fa_graph_free(g);
     g = build("convnet-tiny", 1);
     static const op_n cnn[] = {{"Conv", 2}, {"BatchNormalization", 2}, {"Relu", 2}, {"Add", 1},
                                {"GlobalAveragePool", 1}, {"Flatten", 1}, {"Gemm", 1}};
     assert_op_multiset(g, cnn, 7);
+    assert_int_equal(param_count(g), 3 * 16 * 9 + 2 * 16 + 16 * 16 * 9 + 2 * 16 + 16 * 10 + 10);
     fa_graph_free(g);
 }
 
