@@ -13,7 +13,7 @@
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
 
-enum { CHUNK = 256 * 1024, MAX_INPUTS = 32 };
+enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, NAME_CACHE = 1024 };
 
 /* keys we look at, per depth */
 enum { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_BASETIME, TK_SCHEMA };
@@ -61,6 +61,8 @@ typedef struct kparse {
     fa_buf tmp;               /* repaired strings */
     uint64_t n_mtia;          /* non-CUDA accelerator events (MTIA) */
     fa_status fail;           /* set by a callback to abort (NOMEM) */
+    const char *ncache[NAME_CACHE]; /* interned valid names, by a cheap hash */
+    size_t ncache_len[NAME_CACHE];
 } kparse;
 
 static uint64_t cur_offset(kparse *p)
@@ -84,6 +86,29 @@ static int dec_scaled(const char *s, size_t n, int scale, int64_t *out)
     size_t i = 0;
     bool neg = false;
     if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
+    /* fast path: plain digits with an optional fraction, at most 19 digits in all */
+    if (n - i <= 20) {
+        uint64_t v = 0;
+        int nd = 0, frac = -1;
+        size_t j = i;
+        for (; j < n; j++) {
+            char c = s[j];
+            if (c >= '0' && c <= '9') v = v * 10 + (uint64_t)(c - '0'), nd++, frac += frac >= 0;
+            else if (c == '.' && frac < 0) frac = 0;
+            else break;
+        }
+        if (j == n && nd > 0 && nd <= 19 && frac != 0) {
+            int e = scale - (frac > 0 ? frac : 0);
+            if (e >= 0 && e <= 3) {
+                static const uint64_t p10[] = {1, 10, 100, 1000};
+                if (v <= (uint64_t)INT64_MAX / p10[e]) {
+                    v *= p10[e];
+                    *out = neg ? -(int64_t)v : (int64_t)v;
+                    return 0;
+                }
+            }
+        }
+    }
     u128 mant = 0;
     int exp10 = 0;
     bool any = false;
@@ -148,17 +173,19 @@ static bool num_i64(kparse *p, const char *s, size_t n, int64_t *out)
 /* ---- dtype sizes (c10 ScalarType names as Kineto's "Input type" spells them) ----------- */
 static uint8_t dtype_size(const unsigned char *s, size_t n)
 {
-    static const struct { const char *name; uint8_t size; } tab[] = {
-        {"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2}, {"long int", 8},
-        {"long", 8}, {"int64_t", 8}, {"int", 4}, {"short int", 2}, {"short", 2},
-        {"signed char", 1}, {"unsigned char", 1}, {"bool", 1}, {"c10::complex<float>", 8},
-        {"c10::complex<double>", 16}, {"c10::complex<c10::Half>", 4},
-        {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1}, {"c10::Float8_e4m3fnuz", 1},
-        {"c10::Float8_e5m2fnuz", 1}, {"unsigned int", 4}, {"unsigned short", 2},
-        {"unsigned long", 8}, {"c10::qint8", 1}, {"c10::quint8", 1}, {"c10::qint32", 4},
+#define DT(lit, sz) {lit, sizeof(lit) - 1, sz}
+    static const struct { const char *name; size_t len; uint8_t size; } tab[] = {
+        DT("float", 4), DT("double", 8), DT("c10::Half", 2), DT("c10::BFloat16", 2), DT("long int", 8),
+        DT("long", 8), DT("int64_t", 8), DT("int", 4), DT("short int", 2), DT("short", 2),
+        DT("signed char", 1), DT("unsigned char", 1), DT("bool", 1), DT("c10::complex<float>", 8),
+        DT("c10::complex<double>", 16), DT("c10::complex<c10::Half>", 4),
+        DT("c10::Float8_e4m3fn", 1), DT("c10::Float8_e5m2", 1), DT("c10::Float8_e4m3fnuz", 1),
+        DT("c10::Float8_e5m2fnuz", 1), DT("unsigned int", 4), DT("unsigned short", 2),
+        DT("unsigned long", 8), DT("c10::qint8", 1), DT("c10::quint8", 1), DT("c10::qint32", 4),
     };
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (strlen(tab[i].name) == n && memcmp(s, tab[i].name, n) == 0) return tab[i].size;
+        if (tab[i].len == n && memcmp(s, tab[i].name, n) == 0) return tab[i].size;
+#undef DT
     return 0;
 }
 
@@ -212,15 +239,37 @@ static int64_t id_from_string(const unsigned char *s, size_t n)
     return (int64_t)(fa_hash64(s, n) & 0x3fffffffffffffffull);
 }
 
+/* Intern a name, through a small direct-mapped cache of recent valid names: the same kernel
+ * and op names repeat thousands of times, and memcmp is cheaper than hashing every byte. */
 static const char *intern_checked(kparse *p, const char *s, size_t n)
 {
-    if (!fa__utf8_repair(s, n, &p->tmp)) {
-        if (!p->st->n_bad_utf8++) p->st->first_bad_utf8_offset = cur_offset(p);
-        s = p->tmp.data;
-        n = p->tmp.len;
-        if (p->tmp.oom) return NULL;
+    uint64_t h = n * 0x9E3779B97F4A7C15ull;
+    if (n >= 8) {
+        uint64_t a, b, c;
+        memcpy(&a, s, 8);
+        memcpy(&b, s + n - 8, 8);
+        memcpy(&c, s + (n - 8) / 2, 8);
+        h ^= a * 0xC2B2AE3D27D4EB4Full ^ b * 0x165667B19E3779F9ull ^ c * 0x27D4EB2F165667C5ull;
+    } else {
+        for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001B3ull;
     }
-    return fa_trace_intern_n(p->t, s, n);
+    size_t slot = (size_t)((h ^ (h >> 31)) & (NAME_CACHE - 1));
+    if (p->ncache[slot] && p->ncache_len[slot] == n && memcmp(p->ncache[slot], s, n) == 0)
+        return p->ncache[slot];
+    bool valid = fa__utf8_repair(s, n, &p->tmp);
+    const char *r;
+    if (!valid) {
+        if (!p->st->n_bad_utf8++) p->st->first_bad_utf8_offset = cur_offset(p);
+        if (p->tmp.oom) return NULL;
+        r = fa_trace_intern_n(p->t, p->tmp.data, p->tmp.len);
+    } else {
+        r = fa_trace_intern_n(p->t, s, n);
+        if (r) {
+            p->ncache[slot] = r;
+            p->ncache_len[slot] = n;
+        }
+    }
+    return r;
 }
 
 static void ev_emit(kparse *p)
