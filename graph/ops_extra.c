@@ -887,7 +887,7 @@ static fa_status infer_attention(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (m) {
         int64_t full[4] = {ad.B, ad.Hq, ad.Sq, ad.St};
         int64_t md[4];
-        bool ok = m->rank >= 2 && m->rank <= 4 && m->dims[m->rank - 1] <= ad.St;
+        bool ok = m->rank >= 1 && m->rank <= 4 && m->dims[m->rank - 1] <= ad.St;
         if (ok) {
             memcpy(md, m->dims, sizeof(int64_t) * (size_t)m->rank);
             md[m->rank - 1] = 1;
@@ -976,7 +976,7 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
         goto done;
     if (mv) {
         int64_t full[4] = {ad.B, ad.Hq, ad.Sq, ad.St}, md[4];
-        if (mv->rank < 2 || mv->rank > 4 || mv->dims[mv->rank - 1] > ad.St) {
+        if (mv->rank < 1 || mv->rank > 4 || mv->dims[mv->rank - 1] > ad.St) {
             st = fa_node_error(ctx, n, "attn_mask of rank %d does not fit the scores", mv->rank);
             goto done;
         }
