@@ -1295,6 +1295,17 @@ static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     const fa_value *xv = &in[0];
     int64_t S = layout ? xv->dims[1] : xv->dims[0], Bt = layout ? xv->dims[0] : xv->dims[1];
     int64_t I = xv->dims[2], H = in[2].dims[2], G4 = 4 * H;
+    if (xv->rank != 3 || in[1].rank != 3 || in[2].rank != 3 || in[1].dims[0] != dirs ||
+        in[1].dims[1] != G4 || in[1].dims[2] != I || in[2].dims[0] != dirs || in[2].dims[1] != G4)
+        return fa_node_error(ctx, n, "X, W, R shapes do not fit (W must be [%d, 4H, I], R [%d, 4H, H])", dirs, dirs);
+    {
+        const int64_t want[8] = {0, 0, 0, (int64_t)dirs * 8 * H, Bt, (int64_t)dirs * Bt * H,
+                                 (int64_t)dirs * Bt * H, (int64_t)dirs * 3 * H};
+        for (int i = 3; i < n_in && i < 8; i++)
+            if (in[i].data && fa_value_numel(&in[i]) != want[i])
+                return fa_node_error(ctx, n, "input %d has %lld elements, %lld expected", i,
+                                     (long long)fa_value_numel(&in[i]), (long long)want[i]);
+    }
     lstm_fn fns[6];
     fa_status st = lstm_parse_acts(ctx, n, dirs, fns);
     if (st) return st;
