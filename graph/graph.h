@@ -171,6 +171,10 @@ fa_attr *fa_node_add_attr_float(fa_graph *g, fa_node *n, const char *name, float
 fa_attr *fa_node_add_attr_ints(fa_graph *g, fa_node *n, const char *name, const int64_t *v, int cnt);
 fa_attr *fa_node_add_attr_floats(fa_graph *g, fa_node *n, const char *name, const float *v, int cnt);
 fa_attr *fa_node_add_attr_string(fa_graph *g, fa_node *n, const char *name, const char *s);
+fa_attr *fa_node_add_attr_strings(fa_graph *g, fa_node *n, const char *name, const char *const *v, int cnt);
+/* Copy attribute `a` (any type, from any graph) onto n; arrays and strings are copied into g's
+ * arena, a TENSOR attribute's data is duplicated. */
+fa_attr *fa_node_copy_attr(fa_graph *g, fa_node *n, const fa_attr *a);
 
 /* ---- queries ---- */
 static inline fa_tensor *fa_graph_in(const fa_graph *g, const fa_node *n, int i)

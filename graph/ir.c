@@ -535,3 +535,57 @@ fa_node *fa_graph_producer(const fa_graph *g, int tid)
     if (p < 0 || g->nodes[p]->folded) return NULL;
     return g->nodes[p];
 }
+
+fa_attr *fa_node_add_attr_strings(fa_graph *g, fa_node *n, const char *name, const char *const *v, int cnt)
+{
+    fa_attr *a = add_attr(g, n, name, FA_ATTR_STRINGS);
+    if (!a) return NULL;
+    a->n = cnt;
+    a->strings = fa_arena_alloc(g->arena, sizeof(char *) * (size_t)(cnt ? cnt : 1));
+    if (!a->strings) return NULL;
+    for (int i = 0; i < cnt; i++)
+        if (!(a->strings[i] = fa_arena_strdup(g->arena, v[i]))) return NULL;
+    return a;
+}
+
+fa_attr *fa_node_copy_attr(fa_graph *g, fa_node *n, const fa_attr *src)
+{
+    fa_attr *a = add_attr(g, n, src->name, src->type);
+    if (!a) return NULL;
+    a->f = src->f;
+    a->i = src->i;
+    a->n = src->n;
+    if (src->s) {
+        a->s = fa_arena_strndup(g->arena, src->s, src->s_len);
+        a->s_len = src->s_len;
+    }
+    if (src->floats) {
+        a->floats = fa_arena_alloc(g->arena, sizeof(float) * (size_t)(src->n ? src->n : 1));
+        if (!a->floats) return NULL;
+        memcpy(a->floats, src->floats, sizeof(float) * (size_t)src->n);
+    }
+    if (src->ints) {
+        a->ints = fa_arena_alloc(g->arena, sizeof(int64_t) * (size_t)(src->n ? src->n : 1));
+        if (!a->ints) return NULL;
+        memcpy(a->ints, src->ints, sizeof(int64_t) * (size_t)src->n);
+    }
+    if (src->strings) {
+        a->strings = fa_arena_alloc(g->arena, sizeof(char *) * (size_t)(src->n ? src->n : 1));
+        if (!a->strings) return NULL;
+        for (int i = 0; i < src->n; i++) a->strings[i] = fa_arena_strdup(g->arena, src->strings[i]);
+    }
+    if (src->t) {
+        fa_tensor *t = fa_arena_alloc(g->arena, sizeof *t);
+        if (!t) return NULL;
+        *t = *src->t;
+        t->name = fa_arena_strdup(g->arena, src->t->name ? src->t->name : "");
+        t->data = NULL;
+        if (src->t->data) {
+            t->data = malloc(src->t->nbytes ? src->t->nbytes : 1);
+            if (!t->data) return NULL;
+            memcpy(t->data, src->t->data, src->t->nbytes);
+        }
+        a->t = t;
+    }
+    return a;
+}

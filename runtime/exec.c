@@ -49,6 +49,25 @@ static fa_status ref_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_v
     return n->op->kernel(ctx, n, in, n_in, out, n_out, threads);
 }
 
+typedef struct custom_state {
+    fa_custom_kernel k;
+} custom_state;
+
+static fa_status custom_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
+                            fa_value *out, int n_out, int threads)
+{
+    custom_state *cs = k->state;
+    return cs->k.run(cs->k.state, ctx, n, in, n_in, out, n_out, threads);
+}
+
+static void custom_destroy(fa_kernel *k)
+{
+    custom_state *cs = k->state;
+    if (cs && cs->k.destroy) cs->k.destroy(cs->k.state);
+    free(cs);
+    k->state = NULL;
+}
+
 static void value_of_tensor(const fa_tensor *t, fa_value *v)
 {
     v->dtype = t->dtype;
@@ -93,6 +112,28 @@ fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *
         const fa_node *n = g->nodes[g->topo[k]];
         fa_kernel *kern = &e->kernels[n->id];
         bool handled = false;
+        if (o.provider) {
+            fa_custom_kernel ck = {0};
+            fa_status pst = o.provider(o.provider_user, ctx, g, n, &ck, &handled);
+            if (pst) {
+                fa_exec_free(e);
+                return pst;
+            }
+            if (handled) {
+                custom_state *cs = calloc(1, sizeof *cs);
+                if (!cs) {
+                    if (ck.destroy) ck.destroy(ck.state);
+                    fa_exec_free(e);
+                    return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+                }
+                cs->k = ck;
+                kern->state = cs;
+                kern->run = custom_run;
+                kern->destroy = custom_destroy;
+                kern->name = ck.name;
+                continue;
+            }
+        }
         fa_status st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
         if (st) {
             fa_exec_free(e);

@@ -23,10 +23,26 @@ typedef struct fa_exec_observer {
     void (*kernel_end)(void *user, const fa_node *n, const char *kernel_name);
 } fa_exec_observer;
 
+/* A kernel supplied from outside the registry (the applier's fused kernels). */
+typedef struct fa_custom_kernel {
+    const char *name;      /* kernel name recorded by the collector; must outlive the executor */
+    fa_status (*run)(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                     fa_value *out, int n_out, int threads);
+    void (*destroy)(void *state); /* may be NULL */
+    void *state;
+} fa_custom_kernel;
+
+/* Asked once per live node at executor creation, before the built-in kernels: set *provided and
+ * fill *out to take the node. Errors abort executor creation. */
+typedef fa_status (*fa_kernel_provider)(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n,
+                                        fa_custom_kernel *out, bool *provided);
+
 typedef struct fa_exec_options {
     fa_target target;
     int threads;           /* 0 = all cores */
     uint64_t max_memory;   /* activation bytes cap (--max-memory), 0 = none */
+    fa_kernel_provider provider; /* optional */
+    void *provider_user;
 } fa_exec_options;
 
 typedef struct fa_exec fa_exec;

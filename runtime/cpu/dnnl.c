@@ -47,6 +47,10 @@ typedef struct dnnl_state {
     int c_input;     /* input index of C to add in the loop, -1 if none (or fused as bias) */
     int64_t M, N;
     int kind;        /* 0 conv, 1 deconv, 2 matmul, 3 gemm */
+    int n_bin;       /* binary post-op operands */
+    int bin_input[8];            /* node input index of each operand */
+    dnnl_memory_t bin_mem[8];
+    int bin_post_index[8];       /* index of the post-op in the chain */
 } dnnl_state;
 
 static void state_destroy(fa_kernel *k)
@@ -59,6 +63,8 @@ static void state_destroy(fa_kernel *k)
     if (s->bias) dnnl_memory_destroy(s->bias);
     if (s->dst) dnnl_memory_destroy(s->dst);
     if (s->scratch) dnnl_memory_destroy(s->scratch);
+    for (int i = 0; i < s->n_bin; i++)
+        if (s->bin_mem[i]) dnnl_memory_destroy(s->bin_mem[i]);
     free(s->wei_buf);
     free(s->scratch_buf);
     free(s);
@@ -85,8 +91,12 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
     if (s->bias && s->kind <= 1) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
     if (s->bias && s->kind == 3) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
     DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst, out[0].data));
-    dnnl_exec_arg_t args[5];
+    dnnl_exec_arg_t args[5 + 8];
     int na = 0;
+    for (int b = 0; b < s->n_bin; b++) {
+        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], in[s->bin_input[b]].data));
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
+    }
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->src};
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, s->wei};
     if (s->bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
@@ -135,6 +145,12 @@ static fa_status finish_prim(fa_ctx *ctx, dnnl_state *s, const void *op_desc, co
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     const dnnl_memory_desc_t *bia_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 1);
     const dnnl_memory_desc_t *scr_md = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    for (int b = 0; b < s->n_bin; b++) {
+        const dnnl_memory_desc_t *bmd =
+            dnnl_primitive_desc_query_md(pd, dnnl_query_exec_arg_md, DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1);
+        if (!bmd) { fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN: no binary post-op descriptor"); goto fail; }
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->bin_mem[b], bmd, g_engine, DNNL_MEMORY_NONE));
+    }
     DNNL_CHECK(ctx, dnnl_memory_create(&s->src, src_md, g_engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(ctx, dnnl_memory_create(&s->dst, dst_md, g_engine, DNNL_MEMORY_NONE));
     if (bia_md && bia_md->ndims > 0)
@@ -169,6 +185,98 @@ fail:
     if (user_wei) dnnl_memory_destroy(user_wei);
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
+}
+
+/* Fused nodes (domain "ai.fuse-advise": FusedConv, FusedConvTranspose, FusedMatMul, FusedGemm)
+ * carry their epilogue as a STRINGS attribute `post_ops`, applied in order by oneDNN post-ops:
+ *   eltwise:relu | eltwise:leaky_relu:A | eltwise:clip:LO:HI | eltwise:sigmoid | eltwise:tanh |
+ *   eltwise:elu:A | eltwise:gelu_erf | eltwise:gelu_tanh | eltwise:swish:A | eltwise:hardswish |
+ *   eltwise:mish | eltwise:softplus | eltwise:linear:A:B (A*x+B) | eltwise:abs | eltwise:exp |
+ *   eltwise:sqrt | binary:{add,sub,mul,div,max,min}:K (operand = node input K, numpy-broadcast
+ *   to the output). Returns NULL attr (and no error) when the node has no post_ops. */
+static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
+                                dnnl_primitive_attr_t *out_attr)
+{
+    *out_attr = NULL;
+    const fa_attr *a = fa_node_attr(n, "post_ops");
+    if (!a || a->type != FA_ATTR_STRINGS || a->n == 0) return FA_OK;
+    dnnl_post_ops_t po = NULL;
+    dnnl_primitive_attr_t attr = NULL;
+    DNNL_CHECK(ctx, dnnl_post_ops_create(&po));
+    for (int i = 0; i < a->n; i++) {
+        const char *spec = a->strings[i];
+        char name[32] = "";
+        float p1 = 0, p2 = 0;
+        if (!strncmp(spec, "eltwise:", 8)) {
+            int np = sscanf(spec + 8, "%31[a-z_]:%f:%f", name, &p1, &p2);
+            dnnl_alg_kind_t alg;
+            float alpha = 0, beta = 0;
+            if (!strcmp(name, "relu")) alg = dnnl_eltwise_relu;
+            else if (!strcmp(name, "leaky_relu") && np >= 2) { alg = dnnl_eltwise_relu; alpha = p1; }
+            else if (!strcmp(name, "clip") && np == 3) { alg = dnnl_eltwise_clip; alpha = p1; beta = p2; }
+            else if (!strcmp(name, "sigmoid")) alg = dnnl_eltwise_logistic;
+            else if (!strcmp(name, "tanh")) alg = dnnl_eltwise_tanh;
+            else if (!strcmp(name, "elu") && np >= 2) { alg = dnnl_eltwise_elu; alpha = p1; }
+            else if (!strcmp(name, "gelu_erf")) alg = dnnl_eltwise_gelu_erf;
+            else if (!strcmp(name, "gelu_tanh")) alg = dnnl_eltwise_gelu_tanh;
+            else if (!strcmp(name, "swish")) { alg = dnnl_eltwise_swish; alpha = np >= 2 ? p1 : 1.0f; }
+            else if (!strcmp(name, "hardswish")) alg = dnnl_eltwise_hardswish;
+            else if (!strcmp(name, "mish")) alg = dnnl_eltwise_mish;
+            else if (!strcmp(name, "softplus")) alg = dnnl_eltwise_soft_relu;
+            else if (!strcmp(name, "linear") && np == 3) { alg = dnnl_eltwise_linear; alpha = p1; beta = p2; }
+            else if (!strcmp(name, "abs")) alg = dnnl_eltwise_abs;
+            else if (!strcmp(name, "exp")) alg = dnnl_eltwise_exp;
+            else if (!strcmp(name, "sqrt")) alg = dnnl_eltwise_sqrt;
+            else { fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': unknown post-op '%s'", n->name, spec); goto fail; }
+            DNNL_CHECK(ctx, dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta));
+        } else if (!strncmp(spec, "binary:", 7)) {
+            int k = -1;
+            if (sscanf(spec + 7, "%31[a-z]:%d", name, &k) != 2 || k < 0 || k >= n->n_inputs || s->n_bin >= 8) {
+                fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': bad post-op '%s'", n->name, spec);
+                goto fail;
+            }
+            dnnl_alg_kind_t alg;
+            if (!strcmp(name, "add")) alg = dnnl_binary_add;
+            else if (!strcmp(name, "sub")) alg = dnnl_binary_sub;
+            else if (!strcmp(name, "mul")) alg = dnnl_binary_mul;
+            else if (!strcmp(name, "div")) alg = dnnl_binary_div;
+            else if (!strcmp(name, "max")) alg = dnnl_binary_max;
+            else if (!strcmp(name, "min")) alg = dnnl_binary_min;
+            else { fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': unknown post-op '%s'", n->name, spec); goto fail; }
+            const fa_tensor *B = fa_graph_in(g, n, k);
+            if (!B || B->dtype != FA_DTYPE_FLOAT || B->rank > Y->rank) {
+                fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-op operand %d must be float32 of rank <= %d", n->name, k, Y->rank);
+                goto fail;
+            }
+            dnnl_dims_t bd;
+            for (int d = 0; d < Y->rank; d++) {
+                int kb = d - (Y->rank - B->rank);
+                bd[d] = kb >= 0 ? B->dims[kb] : 1;
+                if (bd[d] != 1 && bd[d] != Y->dims[d]) {
+                    fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-op operand %d does not broadcast to the output", n->name, k);
+                    goto fail;
+                }
+            }
+            dnnl_memory_desc_t bmd;
+            DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, Y->rank, bd, dnnl_f32, NULL));
+            DNNL_CHECK(ctx, dnnl_post_ops_append_binary(po, alg, &bmd));
+            s->bin_input[s->n_bin] = k;
+            s->bin_post_index[s->n_bin] = i;
+            s->n_bin++;
+        } else {
+            fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': unknown post-op '%s'", n->name, spec);
+            goto fail;
+        }
+    }
+    DNNL_CHECK(ctx, dnnl_primitive_attr_create(&attr));
+    DNNL_CHECK(ctx, dnnl_primitive_attr_set_post_ops(attr, po));
+    dnnl_post_ops_destroy(po);
+    *out_attr = attr;
+    return FA_OK;
+fail:
+    if (po) dnnl_post_ops_destroy(po);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
 }
 
 static bool all_float(const fa_graph *g, const fa_node *n)
@@ -290,19 +398,28 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         dnnl_convolution_desc_t cd;
         DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
                                                                    &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
-        if (finish_prim(ctx, s, &cd, &wmd, W->data, NULL)) goto fail;
+        dnnl_primitive_attr_t attr = NULL;
+        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        fa_status fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
+        if (attr) dnnl_primitive_attr_destroy(attr);
+        if (fs) goto fail;
         s->kind = 0;
     } else {
         dnnl_deconvolution_desc_t cd;
         DNNL_CHECK(ctx, dnnl_dilated_deconvolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_deconvolution_direct,
                                                                      &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
-        if (finish_prim(ctx, s, &cd, &wmd, W->data, NULL)) goto fail;
+        dnnl_primitive_attr_t attr = NULL;
+        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        fa_status fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
+        if (attr) dnnl_primitive_attr_destroy(attr);
+        if (fs) goto fail;
         s->kind = 1;
     }
     *handled = true;
     return FA_OK;
 fail:
-    /* oneDNN refused this configuration: the reference kernel takes it. */
+    if (!strcmp(n->domain, "ai.fuse-advise")) /* a fused node has no reference kernel to fall back to */
+        return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
     fa_ctx_clear(ctx);
     return FA_OK;
@@ -330,11 +447,19 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     if (bconst) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bany, r, bd, dnnl_f32, dnnl_format_tag_any));
     dnnl_matmul_desc_t md;
     DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, NULL, &ymd));
-    if (finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, NULL)) goto fail;
+    {
+        dnnl_primitive_attr_t attr = NULL;
+        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
+        if (attr) dnnl_primitive_attr_destroy(attr);
+        if (fs) goto fail;
+    }
     s->kind = 2;
     *handled = true;
     return FA_OK;
 fail:
+    if (!strcmp(n->domain, "ai.fuse-advise")) /* a fused node has no reference kernel to fall back to */
+        return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
     fa_ctx_clear(ctx);
     return FA_OK;
@@ -373,11 +498,24 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     }
     dnnl_matmul_desc_t md;
     DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, bptr, &ymd));
-    if (finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, NULL)) goto fail;
+    {
+        dnnl_primitive_attr_t attr = NULL;
+        if (fa_node_attr(n, "post_ops") && (s->alpha != 1.0f || s->c_input >= 0)) {
+            /* alpha/beta*C are applied after the primitive: post-ops would run before them */
+            fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-ops need alpha=1 and a row bias", n->name);
+            return FA_ERR_UNSUPPORTED;
+        }
+        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
+        if (attr) dnnl_primitive_attr_destroy(attr);
+        if (fs) goto fail;
+    }
     s->kind = 3;
     *handled = true;
     return FA_OK;
 fail:
+    if (!strcmp(n->domain, "ai.fuse-advise")) /* a fused node has no reference kernel to fall back to */
+        return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
     fa_ctx_clear(ctx);
     return FA_OK;
@@ -388,9 +526,13 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
 {
     (void)threads;
     *handled = false;
-    bool conv = !strcmp(n->op_type, "Conv"), deconv = !strcmp(n->op_type, "ConvTranspose"),
-         mm = !strcmp(n->op_type, "MatMul"), gemm = !strcmp(n->op_type, "Gemm");
-    if (*n->domain || !(conv || deconv || mm || gemm) || !all_float(g, n)) return FA_OK;
+    bool fused = !strcmp(n->domain, "ai.fuse-advise");
+    if (*n->domain && !fused) return FA_OK;
+    const char *op = n->op_type;
+    if (fused && !strncmp(op, "Fused", 5)) op += 5;
+    bool conv = !strcmp(op, "Conv"), deconv = !strcmp(op, "ConvTranspose"), mm = !strcmp(op, "MatMul"),
+         gemm = !strcmp(op, "Gemm");
+    if (!(conv || deconv || mm || gemm) || !all_float(g, n)) return FA_OK;
     if (getenv("FA_NO_DNNL")) return FA_OK;
     if (!engine_init()) return FA_OK;
     dnnl_state *s = calloc(1, sizeof *s);
@@ -408,7 +550,10 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
     }
     k.run = run_prim;
     k.destroy = state_destroy;
-    k.name = conv ? "dnnl:convolution" : deconv ? "dnnl:deconvolution" : mm ? "dnnl:matmul" : "dnnl:gemm";
+    if (fused)
+        k.name = conv ? "dnnl:convolution+post-ops" : deconv ? "dnnl:deconvolution+post-ops" : mm ? "dnnl:matmul+post-ops" : "dnnl:gemm+post-ops";
+    else
+        k.name = conv ? "dnnl:convolution" : deconv ? "dnnl:deconvolution" : mm ? "dnnl:matmul" : "dnnl:gemm";
     *out = k;
     return FA_OK;
 }

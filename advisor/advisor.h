@@ -1,0 +1,127 @@
+/* advisor — from a prepared graph and its analysis to a fusion plan: legal clusters (vertical
+ * elementwise chains, conv/gemm epilogues, BN folding, reductions with prologue/epilogue in one
+ * reduction domain, horizontal fusion), the cost model, the register/occupancy gate for the
+ * cuda target, and a readable reason for every producer→consumer edge that did not fuse. */
+#ifndef FA_ADVISOR_H
+#define FA_ADVISOR_H
+
+#include "analyzer/analyzer.h"
+#include "graph/graph.h"
+#include "runtime/runtime.h"
+#include "store/store.h"
+
+/* Cluster kinds. Stored in the database by name (fa_cluster_kind_name); only grows at its end. */
+typedef enum fa_cluster_kind {
+    FA_CLUSTER_ELEMWISE_CHAIN = 0, /* vertical elementwise/broadcast chain -> one kernel */
+    FA_CLUSTER_EPILOGUE = 1,       /* Conv/ConvTranspose/MatMul/Gemm + elementwise epilogue
+                                      (bias add, activation, residual add) */
+    FA_CLUSTER_BN_FOLD = 2,        /* inference BatchNormalization folded into the preceding
+                                      Conv/ConvTranspose/Gemm weights and bias */
+    FA_CLUSTER_REDUCTION = 3,      /* a reduction with its elementwise prologue/epilogue inside
+                                      one reduction domain (softmax, layer norm, RMS norm, ...) */
+    FA_CLUSTER_HORIZONTAL = 4,     /* consumers sharing one input, read once */
+    FA_CLUSTER_KIND_COUNT
+} fa_cluster_kind;
+const char *fa_cluster_kind_name(fa_cluster_kind k); /* "elementwise-chain", "epilogue", ... */
+
+/* What a REDUCTION cluster computes (recognised from the op or its decomposed form). */
+typedef enum fa_reduction_kind {
+    FA_RED_NONE = 0,
+    FA_RED_SOFTMAX = 1,
+    FA_RED_LOG_SOFTMAX = 2,
+    FA_RED_LAYER_NORM = 3,
+    FA_RED_RMS_NORM = 4,
+    FA_RED_GENERIC = 5,            /* one Reduce* with elementwise prologue/epilogue */
+    FA_RED_KIND_COUNT
+} fa_reduction_kind;
+const char *fa_reduction_kind_name(fa_reduction_kind k);
+
+/* Cluster status. Stored by name; only grows at its end. */
+typedef enum fa_cluster_status {
+    FA_CLUSTER_PROPOSED = 0,       /* legal, passed the gate, waiting for the applier */
+    FA_CLUSTER_REFUSED = 1,        /* refused by the advisor (gate, cost, cap): reason says why */
+    FA_CLUSTER_ACCEPTED = 2,       /* applier: verified and measurably faster */
+    FA_CLUSTER_REJECTED_VERIFY = 3,/* applier: numerics differ beyond tolerance */
+    FA_CLUSTER_REJECTED_NO_GAIN = 4,/* applier: gain within the measured noise */
+    FA_CLUSTER_REJECTED_REGRESSION = 5, /* applier: measurably slower */
+    FA_CLUSTER_REJECTED_ERROR = 6, /* applier: codegen/compile/run failed */
+    FA_CLUSTER_STATUS_COUNT
+} fa_cluster_status;
+const char *fa_cluster_status_name(fa_cluster_status s);
+
+typedef struct fa_cluster {
+    int id;
+    fa_cluster_kind kind;
+    int n_members;
+    int *members;              /* node ids, topological order */
+    int anchor;                /* EPILOGUE/BN_FOLD: the Conv/Gemm node; REDUCTION: the (first)
+                                  reduction node; -1 otherwise */
+    int n_inputs;
+    int *inputs;               /* tensor ids read from outside the cluster (incl. constants) */
+    int n_outputs;
+    int *outputs;              /* tensor ids that leave the cluster (consumed outside or graph outputs) */
+    fa_reduction_kind reduction;
+    int reduce_axis;           /* REDUCTION: the domain is axes [reduce_axis, rank) of the anchor's input */
+    float epsilon;             /* LAYER_NORM / RMS_NORM */
+    /* cost model (units inline) */
+    uint64_t saved_bytes;      /* intermediate round trips removed + repeated reads removed */
+    int saved_launches;        /* kernels removed */
+    double recompute_ns;       /* extra work from recomputing a multi-consumer producer */
+    double est_saving_ns;      /* saved_bytes / bandwidth + saved_launches x dispatch - recompute */
+    double est_saving_pct;     /* of the measured iteration */
+    /* register/occupancy gate (cuda target; -1 when not compiled) */
+    int registers;             /* per thread, from ptxas */
+    int spill_bytes;           /* spill stores + loads, bytes */
+    double occupancy;          /* 0..1 from the occupancy calculator */
+    int block_size;            /* threads per block used for the gate */
+    fa_cluster_status status;
+    const char *reason;        /* why refused / rejected / accepted (arena) */
+    /* applier results (-1 until measured) */
+    double measured_saving_ns;
+    double max_rel_error;
+} fa_cluster;
+
+/* An edge that could have fused and did not. */
+typedef struct fa_why_not {
+    int producer, consumer;    /* node ids (-1 if not applicable) */
+    int tensor;                /* tensor id of the edge */
+    const char *code;          /* stable short code: "complex-consumer", "two-reductions",
+                                  "multi-consumer-recompute", "layout-change", "gather-index",
+                                  "shape-changing-epilogue", "different-domain", "register-gate",
+                                  "occupancy-gate", "cap", "opaque", "graph-output", ... */
+    const char *reason;        /* a sentence a person can read, with numbers */
+} fa_why_not;
+
+typedef struct fa_advise_options {
+    fa_target target;          /* cpu or cuda (gate runs for cuda) */
+    const char *arch;          /* cuda arch for the gate, default "sm_90" */
+    int max_ops;               /* cap on ops per cluster, default 16 */
+    int max_inputs;            /* cap on distinct external inputs per cluster, default 8 */
+    double occupancy_floor;    /* gate: refuse memory-bound kernels under this, default 0.5 */
+    bool no_gate;              /* skip NVRTC compilation (tests that must not need the toolkit) */
+} fa_advise_options;
+
+typedef struct fa_plan {
+    fa_arena *arena;
+    int64_t run_id;            /* -1 when not from a stored run */
+    int plan_id;
+    char hash[65];             /* SHA-256 of the plan's canonical text (clusters, members, options) */
+    fa_advise_options opt;
+    int n_clusters;
+    fa_cluster *clusters;      /* ranked by est_saving_ns, largest first */
+    int n_why_not;
+    fa_why_not *why_not;
+} fa_plan;
+
+/* Build a plan for prepared graph g. `a` (may be NULL) supplies measured times and ceilings;
+ * without it, costs use the registry's bytes with default ceilings. The graph must outlive the
+ * plan (ids refer to it). *out owned by caller (fa_plan_free). */
+fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt,
+                    fa_plan **out);
+void fa_plan_free(fa_plan *p);
+/* Store the plan (plans, clusters, why_not tables); sets p->plan_id. */
+fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p);
+/* Update the stored status/reason/measured fields of every cluster of a saved plan. */
+fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p);
+
+#endif

@@ -1,0 +1,131 @@
+/* tests/unit/test_dnnl_post_ops — fused Conv/Gemm nodes (domain ai.fuse-advise) with oneDNN
+ * post-ops compute exactly what the unfused Conv -> Add -> Relu (and Gemm -> Sigmoid) graphs do. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "graph/graph.h"
+#include "runtime/runtime.h"
+#include "testutil.h"
+
+static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, uint64_t seed)
+{
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    int64_t n = fa_tensor_numel(g->tensors[t]);
+    float *d = malloc(sizeof(float) * (size_t)n);
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) d[i] = fa_rng_uniform(&r, -0.5f, 0.5f);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], d, sizeof(float) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    free(d);
+}
+
+/* Build conv (group G) with residual input r and relu; fused or not. */
+static fa_graph *conv_graph(fa_ctx *ctx, bool fused, int group, bool full_addend)
+{
+    fa_graph *g = fa_graph_create(fused ? "fused" : "unfused");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {2, 8, 9, 7}, wd[4] = {8, 8 / group, 3, 3}, bd[1] = {8};
+    int64_t rd_full[4] = {2, 8, 9, 7}, rd_ch[4] = {1, 8, 1, 1};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    add_const(ctx, g, "w", 4, wd, 1);
+    add_const(ctx, g, "b", 1, bd, 2);
+    add_const(ctx, g, "r", 4, full_addend ? rd_full : rd_ch, 3);
+    int64_t pads[4] = {1, 1, 1, 1};
+    if (fused) {
+        const char *ins[] = {"x", "w", "b", "r"}, *outs[] = {"y"};
+        fa_node *n = fa_graph_add_node(ctx, g, "fc", "FusedConv", "ai.fuse-advise", 4, ins, 1, outs);
+        fa_node_add_attr_ints(g, n, "pads", pads, 4);
+        fa_node_add_attr_int(g, n, "group", group);
+        const char *po[] = {"binary:add:3", "eltwise:relu"};
+        fa_node_add_attr_strings(g, n, "post_ops", po, 2);
+        int y = fa_graph_find_tensor(g, "y");
+        fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, 4, xd);
+        fa_graph_add_output(ctx, g, y);
+        assert_int_equal(fa_graph_index(ctx, g), FA_OK);
+    } else {
+        const char *i1[] = {"x", "w", "b"}, *o1[] = {"c"}, *i2[] = {"c", "r"}, *o2[] = {"s"}, *i3[] = {"s"}, *o3[] = {"y"};
+        fa_node *n = fa_graph_add_node(ctx, g, "conv", "Conv", "", 3, i1, 1, o1);
+        fa_node_add_attr_ints(g, n, "pads", pads, 4);
+        fa_node_add_attr_int(g, n, "group", group);
+        fa_graph_add_node(ctx, g, "add", "Add", "", 2, i2, 1, o2);
+        fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, i3, 1, o3);
+        fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+        assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    }
+    return g;
+}
+
+static float *run_graph(fa_ctx *ctx, fa_graph *g, int64_t *n)
+{
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
+    fa_status s = fa_exec_create(ctx, g, &eo, &e);
+    if (s) fail_msg("%s", fa_ctx_errmsg(ctx));
+    assert_int_equal(fa_exec_fill_inputs(ctx, e, 42), FA_OK);
+    assert_int_equal(fa_exec_run(ctx, e, NULL), FA_OK);
+    const fa_value *v = fa_exec_output(e, 0);
+    *n = fa_value_numel(v);
+    float *out = malloc(sizeof(float) * (size_t)*n);
+    memcpy(out, v->data, sizeof(float) * (size_t)*n);
+    fa_exec_free(e);
+    return out;
+}
+
+static void compare_conv(int group, bool full)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *gu = conv_graph(ctx, false, group, full), *gf = conv_graph(ctx, true, group, full);
+    int64_t nu, nf;
+    float *u = run_graph(ctx, gu, &nu), *f = run_graph(ctx, gf, &nf);
+    assert_int_equal(nu, nf);
+    double maxabs = 0, maxdiff = 0;
+    for (int64_t i = 0; i < nu; i++) {
+        maxabs = fmax(maxabs, fabs(u[i]));
+        maxdiff = fmax(maxdiff, fabs(u[i] - f[i]));
+    }
+    assert_true(maxabs > 0.1); /* the relu did not zero everything */
+    if (maxdiff / maxabs > 1e-5) fail_msg("group %d full %d: max rel error %g", group, full, maxdiff / maxabs);
+    free(u);
+    free(f);
+    fa_graph_free(gu);
+    fa_graph_free(gf);
+    fa_ctx_free(ctx);
+}
+
+static void test_fused_conv_residual_add_relu_matches_unfused(void **s) { (void)s; compare_conv(1, true); }
+static void test_fused_grouped_conv_per_channel_add_matches_unfused(void **s) { (void)s; compare_conv(2, false); }
+static void test_fused_grouped_conv_full_addend_matches_unfused(void **s) { (void)s; compare_conv(4, true); }
+static void test_fused_depthwise_conv_add_relu_matches_unfused(void **s) { (void)s; compare_conv(8, true); }
+
+static void test_fused_conv_unknown_post_op_is_an_error(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = conv_graph(ctx, true, 1, true);
+    fa_node *n = g->nodes[0];
+    for (int i = 0; i < n->n_attrs; i++)
+        if (!strcmp(n->attrs[i].name, "post_ops")) n->attrs[i].strings[1] = "eltwise:frobnicate";
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+    assert_int_not_equal(fa_exec_create(ctx, g, &eo, &e), FA_OK);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "frobnicate"));
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fused_conv_residual_add_relu_matches_unfused),
+        cmocka_unit_test(test_fused_grouped_conv_per_channel_add_matches_unfused),
+        cmocka_unit_test(test_fused_grouped_conv_full_addend_matches_unfused),
+        cmocka_unit_test(test_fused_depthwise_conv_add_relu_matches_unfused),
+        cmocka_unit_test(test_fused_conv_unknown_post_op_is_an_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
