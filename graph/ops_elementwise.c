@@ -833,7 +833,7 @@ static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in
     const bop_desc *d = binary_desc(n->op_type);
     if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a broadcast op", n->name, n->op_type);
     for (int k = 0; k < n_in; k++)
-        if (!in[k].data || !dt_is_numeric(in[k].dtype))
+        if ((!in[k].data && fa_value_numel(&in[k]) > 0) || !dt_is_numeric(in[k].dtype))
             return fa_node_unsupported(ctx, n, "input %d is missing or has unsupported dtype %s", k,
                                        fa_dtype_name(in[k].dtype));
     bctx c = {d->op, fa_node_attr_int(n, "fmod", 0) != 0};
@@ -978,7 +978,7 @@ static fa_status kernel_cast(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
         return fa_node_unsupported(ctx, n, "cast %s → %s is not supported", fa_dtype_name(from), fa_dtype_name(to));
     int64_t ne = fa_value_numel(&out[0]);
     if (from == to) {
-        memcpy(out[0].data, in[0].data, (size_t)ne * fa_dtype_size(to));
+        if (ne > 0) memcpy(out[0].data, in[0].data, (size_t)ne * fa_dtype_size(to));
         return FA_OK;
     }
     if (threads < 1) threads = 1;
@@ -1053,7 +1053,7 @@ static fa_status kernel_dropout(fa_ctx *ctx, const fa_node *n, const fa_value *i
                                    ratio);
     int64_t ne = fa_value_numel(&out[0]);
     size_t es = fa_dtype_size(out[0].dtype);
-    if (out[0].data != in[0].data) memcpy(out[0].data, in[0].data, (size_t)ne * es);
+    if (ne > 0 && out[0].data != in[0].data) memcpy(out[0].data, in[0].data, (size_t)ne * es);
     if (n_out > 1 && out[1].data) {
         if (out[1].dtype == FA_DTYPE_BOOL) memset(out[1].data, 1, (size_t)ne);
         else

@@ -229,7 +229,7 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
     if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a reduction", n->name, n->op_type);
     const fa_value *x = &in[0];
     fa_value *y = &out[0];
-    if (!x->data || !dt_reducible(x->dtype) || y->dtype != x->dtype)
+    if ((!x->data && fa_value_numel(x) > 0) || !dt_reducible(x->dtype) || y->dtype != x->dtype)
         return fa_node_unsupported(ctx, n, "dtype %s is not supported", fa_dtype_name(x->dtype));
     int64_t axes[FA_MAX_RANK];
     int n_axes = 0;
@@ -257,7 +257,7 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
     if (st) return st;
     int64_t ne_in = fa_value_numel(x), ne_out = fa_value_numel(y);
     if (identity) {
-        memcpy(y->data, x->data, (size_t)ne_in * fa_dtype_size(x->dtype));
+        if (ne_in > 0) memcpy(y->data, x->data, (size_t)ne_in * fa_dtype_size(x->dtype));
         return FA_OK;
     }
     int64_t count = 1;
@@ -388,7 +388,7 @@ static fa_status kernel_arg(fa_ctx *ctx, const fa_node *n, const fa_value *in, i
                             fa_value *out, int n_out, int threads)
 {
     const fa_value *x = &in[0];
-    if (!x->data || !dt_reducible(x->dtype) || out[0].dtype != FA_DTYPE_INT64)
+    if ((!x->data && fa_value_numel(x) > 0) || !dt_reducible(x->dtype) || out[0].dtype != FA_DTYPE_INT64)
         return fa_node_unsupported(ctx, n, "dtype %s is not supported", fa_dtype_name(x->dtype));
     int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), x->rank);
     if (axis < 0) return fa_ctx_status(ctx);

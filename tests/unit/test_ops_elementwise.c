@@ -880,6 +880,38 @@ static void test_large_broadcast_add_parallel_matches_serial_formula(void **stat
     free(a);
 }
 
+/* A zero-size dim broadcasts to an empty output; NULL data for an empty input is accepted. */
+static void test_empty_tensors_give_empty_outputs(void **state)
+{
+    (void)state;
+    const float b[] = {1, 2, 3};
+    tin in[2] = {F32("a", 2, NULL, 0, 3), F32("b", 1, b, 3)};
+    th t;
+    th_node(&t, "Add", 14, 2, in, 1);
+    expect_ok(&t, th_exec(&t, 2));
+    expect_dims(&t.out[0], 2, (int64_t[]){0, 3});
+    th_free(&t);
+    tin u = F32("a", 2, NULL, 0, 3);
+    th_node(&t, "Sigmoid", 13, 1, &u, 1);
+    expect_ok(&t, th_exec(&t, 2));
+    assert_int_equal(t.out[0].dims[0], 0);
+    th_free(&t);
+    th_node(&t, "Dropout", 13, 1, &u, 2);
+    expect_ok(&t, th_exec(&t, 1));
+    th_free(&t);
+    /* [1,3] vs [0,1] → [0,3]; [2,3] vs [0,3] does not broadcast */
+    tin in2[2] = {F32("a", 2, NULL, 0, 1), F32("b", 2, b, 1, 3)};
+    th_node(&t, "Mul", 14, 2, in2, 1);
+    expect_ok(&t, th_exec(&t, 1));
+    expect_dims(&t.out[0], 2, (int64_t[]){0, 3});
+    th_free(&t);
+    float six[6] = {0};
+    tin in3[2] = {F32("a", 2, six, 2, 3), F32("b", 2, NULL, 0, 3)};
+    th_node(&t, "Mul", 14, 2, in3, 1);
+    expect_err_naming_node(&t, th_exec(&t, 1), FA_ERR_INPUT);
+    th_free(&t);
+}
+
 static void test_cost_formulas_count_flops_and_bytes(void **state)
 {
     (void)state;
@@ -966,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_cast_truncates_saturates_and_converts_half),
         cmocka_unit_test(test_dropout_inference_is_identity_with_true_mask),
         cmocka_unit_test(test_large_broadcast_add_parallel_matches_serial_formula),
+        cmocka_unit_test(test_empty_tensors_give_empty_outputs),
         cmocka_unit_test(test_cost_formulas_count_flops_and_bytes),
         cmocka_unit_test(test_registry_pattern_classes),
     };
