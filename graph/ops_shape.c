@@ -94,11 +94,20 @@ static void copy_elem(char *d, const char *s, size_t es)
     }
 }
 
+/* Below this many output bytes a copy runs on one thread (thread start-up costs more). */
+#define PAR_MIN_BYTES ((int64_t)1 << 20)
+
+static int copy_threads(int threads, int64_t bytes)
+{
+    return (threads > 1 && bytes >= PAR_MIN_BYTES) ? threads : 1;
+}
+
 /* dst[o] = src[sum_k o_k * st[k]] over an output of rank r, dims od; strides in elements,
  * possibly 0 (broadcast) or negative (reverse slice). The innermost axis is a memcpy when
- * its stride is 1. */
+ * its stride is 1. Rows are split into one contiguous chunk per thread; each chunk finds its
+ * first row's offset by division, then walks an odometer. */
 static void strided_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od,
-                         const int64_t *st)
+                         const int64_t *st, int threads)
 {
     int64_t total = prod(od, 0, r);
     if (total <= 0) return;
@@ -106,47 +115,67 @@ static void strided_copy(void *dst, const void *srcp, size_t es, int r, const in
         memcpy(dst, srcp, es);
         return;
     }
-    int64_t inner = od[r - 1], ist = st[r - 1], idx[FA_MAX_RANK] = {0}, off = 0;
-    char *d = dst;
-    const char *s = srcp;
-    for (int64_t o = 0, outer = total / inner; o < outer; o++) {
-        const char *p = s + off * (int64_t)es;
-        if (ist == 1) {
-            memcpy(d, p, (size_t)inner * es);
-            d += inner * (int64_t)es;
-        } else {
-            for (int64_t i = 0; i < inner; i++, d += es) copy_elem(d, p + i * ist * (int64_t)es, es);
-        }
+    int64_t inner = od[r - 1], ist = st[r - 1], outer = total / inner;
+    int nt = copy_threads(threads, total * (int64_t)es);
+    if (nt > outer) nt = (int)outer;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static, 1)
+    for (int c = 0; c < nt; c++) {
+        int64_t o0 = outer * c / nt, o1 = outer * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, off = 0, rem = o0;
         for (int k = r - 2; k >= 0; k--) {
-            off += st[k];
-            if (++idx[k] < od[k]) break;
-            off -= st[k] * od[k];
-            idx[k] = 0;
+            idx[k] = rem % od[k];
+            rem /= od[k];
+            off += idx[k] * st[k];
+        }
+        char *d = (char *)dst + o0 * inner * (int64_t)es;
+        const char *s = srcp;
+        for (int64_t o = o0; o < o1; o++) {
+            const char *p = s + off * (int64_t)es;
+            if (ist == 1) {
+                memcpy(d, p, (size_t)inner * es);
+                d += inner * (int64_t)es;
+            } else {
+                for (int64_t i = 0; i < inner; i++, d += es) copy_elem(d, p + i * ist * (int64_t)es, es);
+            }
+            for (int k = r - 2; k >= 0; k--) {
+                off += st[k];
+                if (++idx[k] < od[k]) break;
+                off -= st[k] * od[k];
+                idx[k] = 0;
+            }
         }
     }
 }
 
 /* dst[o] = src[sum_k map[k][o_k] * ist[k]], or *fill when any map[k][o_k] < 0 (padding). */
 static void mapped_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od,
-                        int64_t *const *map, const int64_t *ist, const void *fill)
+                        int64_t *const *map, const int64_t *ist, const void *fill, int threads)
 {
     int64_t total = prod(od, 0, r);
     if (total <= 0) return;
-    int64_t idx[FA_MAX_RANK] = {0};
-    char *d = dst;
-    const char *s = srcp;
-    for (int64_t o = 0; o < total; o++, d += es) {
-        int64_t off = 0;
-        bool pad = false;
-        for (int k = 0; k < r; k++) {
-            int64_t m = map[k][idx[k]];
-            if (m < 0) { pad = true; break; }
-            off += m * ist[k];
-        }
-        copy_elem(d, pad ? (const char *)fill : s + off * (int64_t)es, es);
+    int nt = copy_threads(threads, total * (int64_t)es);
+    if (nt > total) nt = (int)total;
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static, 1)
+    for (int c = 0; c < nt; c++) {
+        int64_t e0 = total * c / nt, e1 = total * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, rem = e0;
         for (int k = r - 1; k >= 0; k--) {
-            if (++idx[k] < od[k]) break;
-            idx[k] = 0;
+            idx[k] = rem % od[k];
+            rem /= od[k];
+        }
+        char *d = (char *)dst + e0 * (int64_t)es;
+        const char *s = srcp;
+        for (int64_t e = e0; e < e1; e++, d += es) {
+            int64_t off = 0;
+            bool pad = false;
+            for (int k = 0; k < r; k++) {
+                int64_t m = map[k][idx[k]];
+                if (m < 0) { pad = true; break; }
+                off += m * ist[k];
+            }
+            copy_elem(d, pad ? (const char *)fill : s + off * (int64_t)es, es);
+            for (int k = r - 1; k >= 0; k--) {
+                if (++idx[k] < od[k]) break;
+                idx[k] = 0;
+            }
         }
     }
 }
@@ -415,7 +444,7 @@ static fa_status k_transpose(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     if ((st = transpose_perm(ctx, n, r, perm))) return st;
     row_strides(r, in[0].dims, ist);
     for (int i = 0; i < r; i++) ost[i] = ist[perm[i]];
-    strided_copy(out[0].data, in[0].data, es, r, out[0].dims, ost);
+    strided_copy(out[0].data, in[0].data, es, r, out[0].dims, ost, threads);
     return FA_OK;
 }
 
@@ -652,7 +681,7 @@ static fa_status k_slice(fa_ctx *ctx, const fa_node *n, const fa_value *in, int 
         off += start[i] * ist[i];
         ist[i] *= step[i];
     }
-    strided_copy(out[0].data, (const char *)in[0].data + off * (int64_t)es, es, r, od, ist);
+    strided_copy(out[0].data, (const char *)in[0].data + off * (int64_t)es, es, r, od, ist, threads);
     return FA_OK;
 }
 
@@ -779,7 +808,7 @@ static fa_status k_expand(fa_ctx *ctx, const fa_node *n, const fa_value *in, int
     if (st) return st;
     int64_t ist[FA_MAX_RANK];
     fa_bcast_strides(in[0].rank, in[0].dims, out[0].rank, out[0].dims, ist);
-    strided_copy(out[0].data, in[0].data, es, out[0].rank, out[0].dims, ist);
+    strided_copy(out[0].data, in[0].data, es, out[0].rank, out[0].dims, ist, threads);
     return FA_OK;
 }
 
@@ -835,7 +864,7 @@ static fa_status k_tile(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n
     for (int k = 0; k < r; k++)
         for (int64_t o = 0; o < out[0].dims[k]; o++) m[k][o] = o % in[0].dims[k];
     row_strides(r, in[0].dims, ist);
-    mapped_copy(out[0].data, in[0].data, es, r, out[0].dims, m, ist, NULL);
+    mapped_copy(out[0].data, in[0].data, es, r, out[0].dims, m, ist, NULL, threads);
     free_maps(m, r);
     return FA_OK;
 }
@@ -950,7 +979,7 @@ static fa_status k_pad(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
         }
     }
     row_strides(r, in[0].dims, ist);
-    mapped_copy(out[0].data, in[0].data, es, r, od, m, ist, fill);
+    mapped_copy(out[0].data, in[0].data, es, r, od, m, ist, fill, threads);
     free_maps(m, r);
     return FA_OK;
 }
@@ -1345,7 +1374,7 @@ static fa_status k_d2s(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
     bool crd = strcmp(fa_node_attr_string(n, "mode", "DCR"), "CRD") == 0;
     int64_t od[6] = {N, Co, H, b, W, b};
     int64_t ist[6] = {C * HW, crd ? b * b * HW : HW, W, crd ? b * HW : b * Co * HW, 1, crd ? HW : Co * HW};
-    strided_copy(out[0].data, in[0].data, es, 6, od, ist);
+    strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
     return FA_OK;
 }
 
@@ -1373,7 +1402,7 @@ static fa_status k_s2d(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
             H = in[0].dims[2], W = in[0].dims[3];
     int64_t od[6] = {N, b, b, C, H / b, W / b};
     int64_t ist[6] = {C * H * W, W, 1, H * W, b * W, b};
-    strided_copy(out[0].data, in[0].data, es, 6, od, ist);
+    strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
     return FA_OK;
 }
 

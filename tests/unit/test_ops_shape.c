@@ -84,8 +84,8 @@ static fa_status t_infer(T *t, fa_node *n)
     return n->op->infer(t->ctx, t->g, n);
 }
 
-/* infer + kernel; outputs land in t->out[]. */
-static fa_status t_run(T *t, fa_node *n)
+/* infer + kernel with a thread budget; outputs land in t->out[]. */
+static fa_status t_run_threads(T *t, fa_node *n, int threads)
 {
     fa_status st = t_infer(t, n);
     if (st) return st;
@@ -107,7 +107,12 @@ static fa_status t_run(T *t, fa_node *n)
         memcpy(t->out[k].dims, o->dims, sizeof o->dims);
         t->out[k].data = calloc(1, fa_tensor_bytes(o) + 1);
     }
-    return n->op->kernel(t->ctx, n, in, n->n_inputs, t->out, n->n_outputs, 1);
+    return n->op->kernel(t->ctx, n, in, n->n_inputs, t->out, n->n_outputs, threads);
+}
+
+static fa_status t_run(T *t, fa_node *n)
+{
+    return t_run_threads(t, n, 1);
 }
 
 static void assert_dims(const fa_value *v, int rank, const int64_t *dims)
@@ -290,6 +295,38 @@ static void test_transpose_perm_on_uint8_and_float16(void **s)
         (void)es;
         t_free(t);
     }
+}
+
+/* Over 1 MiB the copies split rows across threads; 3 threads over 601 rows do not divide
+ * evenly, so chunk boundaries fall mid-odometer. */
+static void test_transpose_and_pad_multithreaded_match_formula(void **s)
+{
+    T *t = t_new(13);
+    int64_t d[3] = {601, 3, 173};
+    t_iota(t, "x", 3, d);
+    fa_node *n = t_node(t, "Transpose", 1, X, 1, Y);
+    fa_node_add_attr_ints(t->g, n, "perm", (int64_t[]){2, 0, 1}, 3);
+    assert_int_equal(t_run_threads(t, n, 3), FA_OK);
+    const float *y = t->out[0].data;
+    for (int64_t c = 0; c < 173; c++)
+        for (int64_t a = 0; a < 601; a++)
+            for (int64_t b = 0; b < 3; b++)
+                if (y[(c * 601 + a) * 3 + b] != (float)((a * 3 + b) * 173 + c)) fail();
+    free(t->out[0].data);
+    t->n_out = 0;
+    t_i64(t, "p", 6, (int64_t[]){1, 0, 2, 0, 1, 1});
+    fa_node *m = t_node(t, "Pad", 2, (const char *[]){"x", "p"}, 1, (const char *[]){"z"});
+    fa_node_add_attr_string(t->g, m, "mode", "edge");
+    assert_int_equal(t_run_threads(t, m, 3), FA_OK);
+    assert_dims(&t->out[0], 3, (int64_t[]){602, 4, 176});
+    const float *z = t->out[0].data;
+    for (int64_t a = 0; a < 602; a++)
+        for (int64_t b = 0; b < 4; b++)
+            for (int64_t c = 0; c < 176; c++) {
+                int64_t ia = a < 1 ? 0 : a - 1, ib = b > 2 ? 2 : b, ic = c < 2 ? 0 : c - 2 > 172 ? 172 : c - 2;
+                if (z[(a * 4 + b) * 176 + c] != (float)((ia * 3 + ib) * 173 + ic)) fail();
+            }
+    t_free(t);
 }
 
 static void test_transpose_bad_perm_is_input_error(void **s)
@@ -898,6 +935,7 @@ int main(void)
         cmocka_unit_test(test_flatten_axes_zero_negative_and_rank),
         cmocka_unit_test(test_transpose_default_reverses_axes),
         cmocka_unit_test(test_transpose_perm_on_uint8_and_float16),
+        cmocka_unit_test(test_transpose_and_pad_multithreaded_match_formula),
         cmocka_unit_test(test_transpose_bad_perm_is_input_error),
         cmocka_unit_test(test_concat_negative_axis_int64),
         cmocka_unit_test(test_concat_rank_or_dim_mismatch_is_input_error),
