@@ -268,8 +268,9 @@ static void conv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     out->flops = 2 * ny * per + (fa_graph_in(g, n, 2) ? ny : 0);
 }
 
-/* Reference Conv: direct convolution, double accumulator per output plane.
- * Parallel over (n, m) output planes. */
+/* Reference Conv: direct convolution. Per output plane (n, m): the kernel taps of one input
+ * channel accumulate in a float plane (an inner loop the compiler vectorizes), the channel sums
+ * in a double plane, so rounding error grows with prod(kernel), not C. Parallel over planes. */
 static fa_status conv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                              fa_value *out, int n_out, int threads)
 {
@@ -294,12 +295,15 @@ static fa_status conv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     for (int64_t nm = 0; nm < N * M; nm++) {
         int64_t b = nm / M, m = nm % M, grp = m / Mg;
         double *acc = malloc(sizeof(double) * (size_t)(outsp ? outsp : 1));
-        if (!acc) { failed = 1; continue; }
+        /* taps of one input channel sum in a float plane (vectorizable), channels in double */
+        float *part = ksp > 1 ? malloc(sizeof(float) * (size_t)(outsp ? outsp : 1)) : NULL;
+        if (!acc || (ksp > 1 && !part)) { free(acc); free(part); failed = 1; continue; }
         double bias = B ? B[m] : 0.0;
         for (int64_t i = 0; i < outsp; i++) acc[i] = bias;
         for (int64_t c = 0; c < Cg; c++) {
             const float *xp = X + (b * C + grp * Cg + c) * insp;
             const float *wp = W + (m * Cg + c) * ksp;
+            if (part) memset(part, 0, sizeof(float) * (size_t)outsp);
             for (int64_t kd = 0; kd < g.k[0]; kd++) {
                 int64_t d0, d1;
                 valid_range(g.out[0], g.s[0], g.pb[0], kd * g.d[0], g.in[0], &d0, &d1);
@@ -315,18 +319,30 @@ static fa_status conv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
                             for (int64_t oh = h0; oh < h1; oh++) {
                                 int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
                                 const float *xr = xp + (id * g.in[1] + ih) * g.in[2] - g.pb[2] + kw * g.d[2];
-                                double *ar = acc + (od * g.out[1] + oh) * g.out[2];
-                                int64_t sw = g.s[2];
-                                for (int64_t ow = w0; ow < w1; ow++) ar[ow] += wv * xr[ow * sw];
+                                int64_t o = (od * g.out[1] + oh) * g.out[2], sw = g.s[2];
+                                if (!part) { /* 1-tap kernel: straight into the double plane */
+                                    double *ar = acc + o;
+                                    for (int64_t ow = w0; ow < w1; ow++) ar[ow] += wv * xr[ow * sw];
+                                } else if (sw == 1) {
+                                    float *ar = part + o, wf = (float)wv;
+#pragma omp simd
+                                    for (int64_t ow = w0; ow < w1; ow++) ar[ow] += wf * xr[ow];
+                                } else {
+                                    float *ar = part + o, wf = (float)wv;
+                                    for (int64_t ow = w0; ow < w1; ow++) ar[ow] += wf * xr[ow * sw];
+                                }
                             }
                         }
                     }
                 }
             }
+            if (part)
+                for (int64_t i = 0; i < outsp; i++) acc[i] += part[i];
         }
         float *yp = Y + nm * outsp;
         for (int64_t i = 0; i < outsp; i++) yp[i] = (float)acc[i];
         free(acc);
+        free(part);
     }
     free(tx); free(tw); free(tb);
     if (failed) { free(ty); return oom(ctx, n); }
