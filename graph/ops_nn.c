@@ -570,7 +570,7 @@ static void matmul_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     out->flops = 2 * (uint64_t)fa_tensor_numel(y) * (uint64_t)a->dims[a->rank - 1];
 }
 
-enum { GEMM_IB = 16, GEMM_JB = 256 }; /* task tile: rows x columns */
+enum { GEMM_IB = 16, GEMM_JB = 256, GEMM_KB = 32 }; /* task tile rows x columns; float partial sums over KB products */
 
 /* C[i, j] = sum_k A[i*sai + k*sak] * B[k*sbk + j*sbj] for rows [i0, i1) and columns [jlo, jhi)
  * (jhi - jlo <= GEMM_JB) of one matrix with N columns, double accumulators. alpha scales the
@@ -583,12 +583,19 @@ static void gemm_tile(int64_t i0, int64_t i1, int64_t jlo, int64_t jhi, int64_t 
     int64_t jn = jhi - jlo;
     for (int64_t i = i0; i < i1; i++) {
         const float *ar = A + i * sai;
-        if (sbj == 1) {
+        if (sbj == 1) { /* blocks of GEMM_KB products sum in float (vectorized), blocks in double */
+            float part[GEMM_JB];
             for (int64_t j = 0; j < jn; j++) acc[j] = 0;
-            for (int64_t k = 0; k < K; k++) {
-                double av = ar[k * sak];
-                const float *br = B + k * sbk + jlo;
-                for (int64_t j = 0; j < jn; j++) acc[j] += av * br[j];
+            for (int64_t k0 = 0; k0 < K; k0 += GEMM_KB) {
+                int64_t k1 = k0 + GEMM_KB < K ? k0 + GEMM_KB : K;
+                for (int64_t j = 0; j < jn; j++) part[j] = 0;
+                for (int64_t k = k0; k < k1; k++) {
+                    float av = ar[k * sak];
+                    const float *br = B + k * sbk + jlo;
+#pragma omp simd
+                    for (int64_t j = 0; j < jn; j++) part[j] += av * br[j];
+                }
+                for (int64_t j = 0; j < jn; j++) acc[j] += part[j];
             }
         } else {
             for (int64_t j = 0; j < jn; j++) {
