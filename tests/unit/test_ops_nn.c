@@ -495,6 +495,7 @@ static void test_matmul_numpy_broadcasting_and_1d_operands(void **state)
         {1, {4}, 1, {4}, 0, {0}},
         {2, {3, 4}, 2, {4, 70}, 2, {3, 70}},
         {3, {1, 2, 3}, 4, {2, 2, 3, 2}, 4, {2, 2, 2, 2}},
+        {2, {20, 70}, 2, {70, 300}, 2, {20, 300}}, /* several row, column and K blocks */
     };
     for (size_t ci = 0; ci < sizeof cs / sizeof cs[0]; ci++) {
         float *A = rnd(numel(cs[ci].ra, cs[ci].ad), 21), *B = rnd(numel(cs[ci].rb, cs[ci].bd), 22);
