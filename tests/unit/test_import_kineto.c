@@ -463,10 +463,12 @@ static void test_import_detect_by_magic_bytes_not_name(void **state)
 {
     (void)state;
     const char *p1 = fa_test_path(fa_test_tmpdir(), "looks_like.json.gz");
-    write_bytes(p1, "  \n{\"traceEvents\": []}", 22);
+    static const char j1[] = "  \n{\"traceEvents\": []}";
+    write_bytes(p1, j1, sizeof j1 - 1);
     assert_int_equal(fa_import_detect(p1), FA_IMPORT_KINETO_JSON);
     const char *p2 = fa_test_path(fa_test_tmpdir(), "garbage.json");
-    write_bytes(p2, "PK\x03\x04 not json", 15);
+    static const char j2[] = "PK\x03\x04 not json";
+    write_bytes(p2, j2, sizeof j2 - 1);
     assert_int_equal(fa_import_detect(p2), FA_IMPORT_UNKNOWN);
     fa_ctx *ctx = fa_ctx_create();
     fa_trace *t = NULL;
@@ -476,7 +478,8 @@ static void test_import_detect_by_magic_bytes_not_name(void **state)
     assert_int_equal(fa_import_file(ctx, "/nonexistent/x.json", NULL, &t, NULL), FA_ERR_IO);
     /* structurally invalid JSON: refused with an offset even after the lenient pass */
     const char *p3 = fa_test_path(fa_test_tmpdir(), "broken.json");
-    write_bytes(p3, "{\"traceEvents\": [}", 18);
+    static const char j3[] = "{\"traceEvents\": [}";
+    write_bytes(p3, j3, sizeof j3 - 1);
     assert_int_equal(fa_import_file(ctx, p3, NULL, &t, NULL), FA_ERR_INPUT);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "byte"));
     assert_null(t);
