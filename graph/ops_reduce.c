@@ -383,7 +383,8 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
 }
 
 /* ArgMax/ArgMin along `axis`; ties give the first index, or the last with
- * select_last_index=1 (opset 12). NaN compares false, so it is never selected. */
+ * select_last_index=1 (opset 12). A NaN is selected over any number, as numpy's
+ * argmax/argmin (the ONNX reference implementation) do. */
 static fa_status kernel_arg(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                             fa_value *out, int n_out, int threads)
 {
@@ -406,6 +407,11 @@ static fa_status kernel_arg(fa_ctx *ctx, const fa_node *n, const fa_value *in, i
         double best = fa_load_as_double(x->data, x->dtype, o * R * inner + j);
         for (int64_t r = 1; r < R; r++) {
             double v = fa_load_as_double(x->data, x->dtype, (o * R + r) * inner + j);
+            if (best != best) { /* a NaN wins (numpy argmax/argmin): first, or last */
+                if (last && v != v) best_i = r;
+                continue;
+            }
+            if (v != v) { best = v; best_i = r; continue; }
             bool better = is_max ? (last ? v >= best : v > best) : (last ? v <= best : v < best);
             if (better) { best = v; best_i = r; }
         }

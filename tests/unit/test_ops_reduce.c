@@ -301,6 +301,19 @@ static void test_argmax_argmin_axis_keepdims_and_tie_rules(void **state)
     assert_int_equal(((int64_t *)t.out.data)[1], 3);
     th_free(&t);
 
+    /* NaN wins, as in numpy (the ONNX reference): first NaN, or the last one */
+    const float xn[] = {1, NAN, 9, NAN};
+    tin inn = {"x", FA_DTYPE_FLOAT, 1, {4}, xn, false};
+    th_node(&t, "ArgMax", 13, 1, &inn);
+    expect_ok(&t, th_exec(&t, 1));
+    assert_int_equal(((int64_t *)t.out.data)[0], 1);
+    th_free(&t);
+    th_node(&t, "ArgMin", 13, 1, &inn);
+    fa_node_add_attr_int(t.g, t.n, "select_last_index", 1);
+    expect_ok(&t, th_exec(&t, 1));
+    assert_int_equal(((int64_t *)t.out.data)[0], 3);
+    th_free(&t);
+
     /* axis 0 (default) on int32 */
     const int32_t xi[] = {3, -1, 7, 2, 8, 7};
     tin ini = {"x", FA_DTYPE_INT32, 2, {2, 3}, xi, false};
