@@ -859,21 +859,31 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_are
 
 fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_info **out, size_t *n_out)
 {
-    int64_t count = 0;
-    fa_status s = query_i64(ctx, st, "SELECT count(*) FROM runs", &count);
-    if (s) return s;
-    fa_run_info *runs = fa_arena_alloc(arena, (size_t)(count ? count : 1) * sizeof *runs);
-    if (!runs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
     sqlite3_stmt *q;
-    s = prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
+    fa_status s = prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
     if (s) return s;
-    size_t n = 0;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n < (size_t)count && !s)
+    fa_run_info *runs = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (n == cap) { /* grow inside the arena; the old block is simply abandoned */
+            size_t nc = cap ? cap * 2 : 32;
+            fa_run_info *p = fa_arena_alloc(arena, nc * sizeof *p);
+            if (!p) {
+                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
+                break;
+            }
+            if (n) memcpy(p, runs, n * sizeof *p);
+            runs = p;
+            cap = nc;
+        }
         s = read_run_row(ctx, st, q, arena, &runs[n++]);
+    }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
     sqlite3_finalize(q);
     if (s) return s;
+    if (!runs && !(runs = fa_arena_alloc(arena, sizeof *runs)))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
     *out = runs;
     *n_out = n;
     return FA_OK;
