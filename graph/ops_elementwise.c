@@ -374,12 +374,32 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
 {
     const float a = (float)p->alpha, b = (float)p->beta, g = (float)p->gamma;
     switch (p->op) {
-    case U_RELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? 0.f : x[i]; break; /* NaN stays NaN */
-    case U_LEAKYRELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * x[i] : x[i]; break;
+    case U_RELU:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? 0.f : x[i]; /* NaN stays NaN */
+        break;
+    case U_LEAKYRELU:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * x[i] : x[i];
+        break;
     case U_SIGMOID: for (int64_t i = 0; i < len; i++) y[i] = 1.f / (1.f + expf(-x[i])); break;
     case U_TANH: for (int64_t i = 0; i < len; i++) y[i] = tanhf(x[i]); break;
-    case U_HARDSIGMOID: for (int64_t i = 0; i < len; i++) y[i] = fmaxf(0.f, fminf(1.f, a * x[i] + b)); break;
-    case U_HARDSWISH: for (int64_t i = 0; i < len; i++) y[i] = x[i] * fmaxf(0.f, fminf(1.f, x[i] / 6.f + 0.5f)); break;
+    case U_HARDSIGMOID: /* clamps written as compares: vectorizable, and NaN stays NaN */
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) {
+            float v = a * x[i] + b;
+            v = v < 0.f ? 0.f : v;
+            y[i] = v > 1.f ? 1.f : v;
+        }
+        break;
+    case U_HARDSWISH:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) {
+            float v = x[i] / 6.f + 0.5f;
+            v = v < 0.f ? 0.f : v;
+            y[i] = x[i] * (v > 1.f ? 1.f : v);
+        }
+        break;
     case U_ELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * expm1f(x[i]) : x[i]; break;
     case U_SELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? g * x[i] : g * (a * expf(x[i]) - a); break;
     case U_SWISH: for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + expf(-a * x[i])); break;
@@ -389,13 +409,25 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
         for (int64_t i = 0; i < len; i++)
             y[i] = 0.5f * x[i] * (1.f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
         break;
-    case U_SOFTSIGN: for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + fabsf(x[i])); break;
+    case U_SOFTSIGN:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + fabsf(x[i]));
+        break;
     case U_SQRT: for (int64_t i = 0; i < len; i++) y[i] = sqrtf(x[i]); break;
     case U_EXP: for (int64_t i = 0; i < len; i++) y[i] = expf(x[i]); break;
     case U_LOG: for (int64_t i = 0; i < len; i++) y[i] = logf(x[i]); break;
-    case U_NEG: for (int64_t i = 0; i < len; i++) y[i] = -x[i]; break;
-    case U_ABS: for (int64_t i = 0; i < len; i++) y[i] = fabsf(x[i]); break;
-    case U_RECIPROCAL: for (int64_t i = 0; i < len; i++) y[i] = 1.f / x[i]; break;
+    case U_NEG:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) y[i] = -x[i];
+        break;
+    case U_ABS:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) y[i] = fabsf(x[i]);
+        break;
+    case U_RECIPROCAL:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) y[i] = 1.f / x[i];
+        break;
     case U_FLOOR: for (int64_t i = 0; i < len; i++) y[i] = floorf(x[i]); break;
     case U_CEIL: for (int64_t i = 0; i < len; i++) y[i] = ceilf(x[i]); break;
     case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(x[i]); break;
@@ -403,7 +435,11 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
     case U_COS: for (int64_t i = 0; i < len; i++) y[i] = cosf(x[i]); break;
     case U_CLIP: {
         const float lo = (float)p->lo, hi = (float)p->hi;
-        for (int64_t i = 0; i < len; i++) y[i] = fminf(fmaxf(x[i], lo), hi);
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) {
+            float v = x[i] < lo ? lo : x[i]; /* NaN stays NaN, as numpy.clip */
+            y[i] = v > hi ? hi : v;
+        }
         break;
     }
     default: /* Softplus, Mish, Sign: double formula (overflow-safe softplus), float storage */
@@ -631,31 +667,68 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
     const float *a = (const float *)in[0].data + off[0], *b = (const float *)in[1].data + off[1];
     float *o = (float *)out->data + o_off;
     int64_t sa = s[0], sb = s[1];
-    /* Contiguous and scalar-operand forms of the hot ops are written out so they vectorize. */
+    /* Contiguous and scalar-operand forms of the hot ops are written out, with `omp simd`
+     * because GCC's -O2 "very-cheap" cost model does not vectorize loops of unknown length. */
     if (sa == 1 && sb == 1) {
         switch (c->op) {
-        case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = a[j] + b[j]; return;
-        case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j] - b[j]; return;
-        case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j] * b[j]; return;
-        case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j] / b[j]; return;
+        case B_ADD:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] + b[j];
+            return;
+        case B_SUB:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] - b[j];
+            return;
+        case B_MUL:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] * b[j];
+            return;
+        case B_DIV:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] / b[j];
+            return;
         default: break;
         }
     } else if (sa == 1 && sb == 0) {
         const float y = b[0];
         switch (c->op) {
-        case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = a[j] + y; return;
-        case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j] - y; return;
-        case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j] * y; return;
-        case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j] / y; return;
+        case B_ADD:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] + y;
+            return;
+        case B_SUB:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] - y;
+            return;
+        case B_MUL:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] * y;
+            return;
+        case B_DIV:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = a[j] / y;
+            return;
         default: break;
         }
     } else if (sa == 0 && sb == 1) {
         const float x = a[0];
         switch (c->op) {
-        case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = x + b[j]; return;
-        case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = x - b[j]; return;
-        case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = x * b[j]; return;
-        case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = x / b[j]; return;
+        case B_ADD:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = x + b[j];
+            return;
+        case B_SUB:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = x - b[j];
+            return;
+        case B_MUL:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = x * b[j];
+            return;
+        case B_DIV:
+#pragma omp simd
+            for (int64_t j = 0; j < len; j++) o[j] = x / b[j];
+            return;
         default: break;
         }
     }

@@ -290,17 +290,11 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
                 if (f32) {
                     const float *p = (const float *)x->data + o * R;
                     if (op == R_SUM || op == R_MEAN) {
-                        /* four independent double accumulators: no add-latency chain */
-                        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-                        int64_t r = 0;
-                        for (; r + 4 <= R; r += 4) {
-                            s0 += p[r];
-                            s1 += p[r + 1];
-                            s2 += p[r + 2];
-                            s3 += p[r + 3];
-                        }
-                        for (; r < R; r++) s0 += p[r];
-                        acc = (s0 + s1) + (s2 + s3);
+                        /* simd reduction: independent double partial sums, no latency chain */
+                        double s0 = 0;
+#pragma omp simd reduction(+ : s0)
+                        for (int64_t r = 0; r < R; r++) s0 += p[r];
+                        acc = s0;
                     } else
                         for (int64_t r = 0; r < R; r++) acc = rd_step(op, acc, p[r]);
                 } else {
@@ -328,6 +322,7 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
                         int64_t base = (o * R + r) * inner;
                         if (f32 && (op == R_SUM || op == R_MEAN)) {
                             const float *p = (const float *)x->data + base;
+#pragma omp simd
                             for (int64_t j = 0; j < inner; j++) acc[j] += p[j];
                         } else if (f32) {
                             const float *p = (const float *)x->data + base;
