@@ -303,6 +303,29 @@ static void test_unary_on_bool_is_input_error(void **state)
     th_free(&t);
 }
 
+/* NaN propagates through the clamping activations as through numpy (the ONNX reference). */
+static void test_nan_propagates_through_relu_clip_hardsigmoid(void **state)
+{
+    (void)state;
+    float x[37]; /* long enough for the vectorized loop body, not only its remainder */
+    for (int i = 0; i < 37; i++) x[i] = (float)(i % 5) - 2.0f;
+    x[0] = x[20] = x[36] = NAN;
+    const char *ops[] = {"Relu", "Clip", "HardSigmoid", "HardSwish", "LeakyRelu"};
+    for (int k = 0; k < 5; k++) {
+        tin in = F32("x", 1, x, 37);
+        th t;
+        th_node(&t, ops[k], 6, 1, &in, 1);
+        if (k == 1) {
+            fa_node_add_attr_float(t.g, t.n, "min", 0.0f);
+            fa_node_add_attr_float(t.g, t.n, "max", 1.0f);
+        }
+        expect_ok(&t, th_exec(&t, 1));
+        for (int i = 0; i < 37; i++)
+            if (isnan(((float *)t.out[0].data)[i]) != isnan(x[i])) fail_msg("%s: NaN mismatch at %d", ops[k], i);
+        th_free(&t);
+    }
+}
+
 /* ---- Clip ---- */
 
 static void test_clip_opset6_uses_min_max_attributes(void **state)
@@ -980,6 +1003,7 @@ int main(void)
         cmocka_unit_test(test_gelu_tanh_approximation_and_bad_mode),
         cmocka_unit_test(test_integer_relu_neg_abs_sign_are_exact),
         cmocka_unit_test(test_unary_on_bool_is_input_error),
+        cmocka_unit_test(test_nan_propagates_through_relu_clip_hardsigmoid),
         cmocka_unit_test(test_clip_opset6_uses_min_max_attributes),
         cmocka_unit_test(test_clip_opset13_inputs_may_be_omitted),
         cmocka_unit_test(test_clip_min_above_max_gives_max_and_int8_bounds),
