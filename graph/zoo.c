@@ -11,6 +11,9 @@
 /* ---- builder state ----
  * Every helper is a no-op once b->st holds an error, so model builders read straight
  * through; the first failure is reported at the end. */
+/* Particles per channel describing a non-normal activation distribution (see act). */
+enum { ZP = 128 };
+
 typedef struct zb {
     fa_ctx *ctx;
     fa_graph *g;
@@ -18,16 +21,24 @@ typedef struct zb {
     int64_t batch;
     fa_status st;
     fa_arena *scratch; /* per-build temporaries (activation statistics) */
+    float q[ZP];       /* standard-normal quantiles Phi^-1((i + 0.5) / ZP) */
+    int perm[ZP];      /* a fixed shuffle of 0..ZP-1 pairing the particles of two terms */
+    int perm2[ZP];     /* another, pairing particles with normal noise in relu_stats_particles */
 } zb;
 
 /* An activation in a CNN: its tensor name, channels, spatial size, and per channel the
  * expected mean and variance (over positions and over the random weights) used to
- * calibrate the BatchNormalization running statistics (see conv_bn). Arrays live in the
- * builder's scratch arena. */
+ * calibrate the BatchNormalization running statistics (see conv_bn). A conv output is a sum
+ * of many terms, so normal; the ResNet residual stream, relu(branch + stream), is skewed,
+ * and a normal stand-in underestimates the variance after the next Relu by ~5% per block, so
+ * there the distribution of channel c is also kept as the mixture over i < ZP of
+ * N(pt[c*ZP + i], gvar[c]) (pt NULL: normal). Arrays live in the builder's scratch arena. */
 typedef struct act {
     const char *name;
     int64_t c, h, w;
     double *mu, *var;
+    float *pt;
+    double *gvar;
 } act;
 
 static void zfail(zb *b, fa_status s)
@@ -249,7 +260,7 @@ static double Phi(double a) { return 0.5 * erfc(-a / sqrt(2.0)); }
 
 static act act_new(zb *b, const char *name, int64_t c, int64_t h, int64_t w)
 {
-    act y = {name, c, h, w, NULL, NULL};
+    act y = {name, c, h, w, NULL, NULL, NULL, NULL};
     if (b->st) return y;
     y.mu = fa_arena_alloc(b->scratch, sizeof(double) * (size_t)c);
     y.var = fa_arena_alloc(b->scratch, sizeof(double) * (size_t)c);
@@ -263,16 +274,62 @@ static act act_new(zb *b, const char *name, int64_t c, int64_t h, int64_t w)
 /* Per channel: x ~ N(mu, var) -> max(x, 0), the moments of a rectified normal:
  * E = mu Phi(a) + s phi(a), E[y^2] = (mu^2 + s^2) Phi(a) + mu s phi(a), a = mu/s.
  * Also used for Clip(0, 6): with O(1) inputs the upper bound is rarely reached. */
+static void rectified(double mu, double var, double *m1, double *m2)
+{
+    double s = sqrt(var > 1e-12 ? var : 1e-12), a = mu / s;
+    *m1 = mu * Phi(a) + s * phi(a);
+    *m2 = (mu * mu + s * s) * Phi(a) + mu * s * phi(a);
+}
+
+/* Moments after Relu, per channel; with particles the mixture's moments (exact for the
+ * mixture), without them those of a rectified normal. Drops the particles. */
 static void relu_stats(act *x)
 {
     if (!x->mu) return;
     for (int64_t c = 0; c < x->c; c++) {
-        double mu = x->mu[c], s = sqrt(x->var[c] > 1e-12 ? x->var[c] : 1e-12), a = mu / s;
-        double m1 = mu * Phi(a) + s * phi(a);
-        double m2 = (mu * mu + s * s) * Phi(a) + mu * s * phi(a);
+        double m1 = 0, m2 = 0;
+        if (x->pt) {
+            for (int i = 0; i < ZP; i++) {
+                double a1, a2;
+                rectified(x->pt[c * ZP + i], x->gvar[c], &a1, &a2);
+                m1 += a1 / ZP;
+                m2 += a2 / ZP;
+            }
+        } else {
+            rectified(x->mu[c], x->var[c], &m1, &m2);
+        }
         x->mu[c] = m1;
         x->var[c] = m2 - m1 * m1 > 1e-12 ? m2 - m1 * m1 : 1e-12;
     }
+    x->pt = NULL;
+    x->gvar = NULL;
+}
+
+/* Relu that also keeps the output's distribution as particles, for an activation that is
+ * later added to a normal term and rectified again (the residual stream): particle i of
+ * channel c is max(p + sqrt(gvar) q[perm2[i]], 0) (p = pt[c*ZP+i], or mu with q[i] when normal).
+ * perm2 is independent of perm, which add() used to build p: reusing it would pair large
+ * particles with large noise and overstate the variance. */
+static void relu_stats_particles(zb *b, act *x)
+{
+    if (!x->mu) return;
+    float *np = fa_arena_alloc(b->scratch, sizeof(float) * (size_t)(x->c * ZP));
+    double *gv = fa_arena_alloc(b->scratch, sizeof(double) * (size_t)x->c);
+    if (!np || !gv) {
+        zfail(b, fa_ctx_error(b->ctx, FA_ERR_NOMEM, "zoo: out of memory"));
+        return;
+    }
+    for (int64_t c = 0; c < x->c; c++) {
+        for (int i = 0; i < ZP; i++) {
+            double v = x->pt ? x->pt[c * ZP + i] + sqrt(x->gvar[c]) * b->q[b->perm2[i]]
+                             : x->mu[c] + sqrt(x->var[c]) * b->q[i];
+            np[c * ZP + i] = (float)(v > 0 ? v : 0);
+        }
+        gv[c] = 0.0;
+    }
+    relu_stats(x);
+    x->pt = np;
+    x->gvar = gv;
 }
 
 /* Output positions along one spatial axis grouped by the range of kernel taps that land
@@ -432,6 +489,14 @@ static act relu(zb *b, const char *name, act x)
     return x;
 }
 
+/* Relu whose output is the residual stream (keeps particles, see act). */
+static act relu_stream(zb *b, const char *name, act x)
+{
+    x.name = zop1(b, name, "Relu", x.name);
+    relu_stats_particles(b, &x);
+    return x;
+}
+
 /* ReLU then MaxPool 3x3 / 2, pad 1 (the ResNet stem). Statistics: max commutes with ReLU, so
  * take the max of 9 draws of N(mu, var) first — approximated as iid, whose max has mean
  * mu + 1.4850 s and variance 0.3574 s^2 (order statistics of 9 standard normals, computed by
@@ -467,16 +532,35 @@ static act relu6(zb *b, const char *name, act x)
     return x;
 }
 
-/* Residual Add of two activations taken as independent: means and variances add. */
+/* Residual Add of two activations taken as independent: means and variances add; when
+ * either term has particles, the sum's particle i is x's particle i plus y's particle
+ * perm[i] (a normal term contributes its mean) and the normal parts' variances add. */
 static act add(zb *b, const char *name, act x, act y)
 {
     act o = act_new(b, "", x.c, x.h, x.w);
     o.name = zop2(b, name, "Add", x.name, y.name);
-    if (o.mu && x.mu && y.mu)
-        for (int64_t c = 0; c < x.c; c++) {
-            o.mu[c] = x.mu[c] + y.mu[c];
-            o.var[c] = x.var[c] + y.var[c];
+    if (!o.mu || !x.mu || !y.mu) return o;
+    for (int64_t c = 0; c < x.c; c++) {
+        o.mu[c] = x.mu[c] + y.mu[c];
+        o.var[c] = x.var[c] + y.var[c];
+    }
+    if (!x.pt && !y.pt) return o;
+    o.pt = fa_arena_alloc(b->scratch, sizeof(float) * (size_t)(x.c * ZP));
+    o.gvar = fa_arena_alloc(b->scratch, sizeof(double) * (size_t)x.c);
+    if (!o.pt || !o.gvar) {
+        zfail(b, fa_ctx_error(b->ctx, FA_ERR_NOMEM, "zoo: out of memory"));
+        o.pt = NULL;
+        o.gvar = NULL;
+        return o;
+    }
+    for (int64_t c = 0; c < x.c; c++) {
+        for (int i = 0; i < ZP; i++) {
+            double px = x.pt ? x.pt[c * ZP + i] : x.mu[c];
+            double py = y.pt ? y.pt[c * ZP + b->perm[i]] : y.mu[c];
+            o.pt[c * ZP + i] = (float)(px + py);
         }
+        o.gvar[c] = (x.pt ? x.gvar[c] : x.var[c]) + (y.pt ? y.gvar[c] : y.var[c]);
+    }
     return o;
 }
 
@@ -534,7 +618,7 @@ static void build_resnet50(zb *b)
                 idn = conv_bn(b, zs(b, "%s.downsample.0", p), zs(b, "%s.downsample.1", p), x,
                               planes * 4, 1, stride, 1);
             o = add(b, zs(b, "%s.add", p), o, idn);
-            x = relu(b, zs(b, "%s.relu_2", p), o);
+            x = relu_stream(b, zs(b, "%s.relu_2", p), o);
         }
     }
     classifier(b, "avgpool", "fc", x, 1000);
@@ -777,6 +861,33 @@ static void build_mlp_tiny(zb *b)
     zoutput(b, "output", 2, (const int64_t[]){32});
 }
 
+/* Normal quantiles by bisection on Phi (ZP values, once per build) and a fixed shuffle
+ * pair (Fisher-Yates on fa_rng seeded with 0x5EED: part of the calibration, not of the weights). */
+static void zparticles_init(zb *b)
+{
+    for (int i = 0; i < ZP; i++) {
+        double p = (i + 0.5) / ZP, lo = -10, hi = 10;
+        for (int it = 0; it < 64; it++) {
+            double mid = 0.5 * (lo + hi);
+            if (Phi(mid) < p) lo = mid;
+            else hi = mid;
+        }
+        b->q[i] = (float)(0.5 * (lo + hi));
+        b->perm[i] = b->perm2[i] = i;
+    }
+    fa_rng r;
+    fa_rng_seed(&r, 0x5EED);
+    for (int k = 0; k < 2; k++) {
+        int *p = k ? b->perm2 : b->perm;
+        for (int i = ZP - 1; i > 0; i--) {
+            int j = (int)(fa_rng_u64(&r) % (uint64_t)(i + 1));
+            int t = p[i];
+            p[i] = p[j];
+            p[j] = t;
+        }
+    }
+}
+
 /* ---- registry of models ---- */
 
 typedef struct zoo_entry {
@@ -844,6 +955,7 @@ fa_status fa_zoo_build_seeded(fa_ctx *ctx, const char *name, int batch, uint64_t
         b.g->path = zs(&b, "zoo:%s", name);
         b.g->producer_name = "fuse-advise";
         b.g->producer_version = FA_VERSION_STRING;
+        zparticles_init(&b);
         e->build(&b);
         st = b.st;
     }
