@@ -393,12 +393,14 @@ static void test_large_reductions_parallel_match_serial(void **state)
     enum { R = 97, C = 1031 };
     float *x = malloc(sizeof(float) * R * C);
     for (int i = 0; i < R * C; i++) x[i] = (float)((i * 13) % 101) * 0.01f - 0.5f;
-    for (int axis = 0; axis < 2; axis++) {
+    for (int combo = 0; combo < 4; combo++) {
+        int axis = combo & 1;
+        bool mean = combo >= 2; /* ReduceMean takes the vectorized sum paths */
         float *ref = NULL;
         for (int threads = 1; threads <= 2; threads++) {
             tin in = {"x", FA_DTYPE_FLOAT, 2, {R, C}, x, false};
             th t;
-            th_node(&t, "ReduceSumSquare", 13, 1, &in);
+            th_node(&t, mean ? "ReduceMean" : "ReduceSumSquare", 13, 1, &in);
             fa_node_add_attr_ints(t.g, t.n, "axes", (int64_t[]){axis}, 1);
             expect_ok(&t, th_exec(&t, threads));
             int no = axis == 0 ? C : R;
@@ -406,9 +408,10 @@ static void test_large_reductions_parallel_match_serial(void **state)
                 double s = 0;
                 for (int r = 0; r < (axis == 0 ? R : C); r++) {
                     double v = axis == 0 ? x[r * C + o] : x[o * C + r];
-                    s += v * v;
+                    s += mean ? v : v * v;
                 }
-                expect_close(((float *)t.out.data)[o], s, "sumsq", o);
+                if (mean) s /= (axis == 0 ? R : C);
+                expect_close(((float *)t.out.data)[o], s, mean ? "mean" : "sumsq", o);
             }
             if (!ref) {
                 ref = malloc(sizeof(float) * (size_t)no);
