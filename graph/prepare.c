@@ -169,6 +169,11 @@ static bool can_fold(const fa_graph *g, const fa_node *n, uint64_t max_bytes)
         const fa_tensor *x = fa_graph_in(g, n, 0);
         return x && fa_tensor_numel(x) >= 0;
     }
+    /* CastLike reads only input 1's element type, never its values (ONNX CastLike-15). */
+    if (strcmp(n->op_type, "CastLike") == 0) {
+        const fa_tensor *x = fa_graph_in(g, n, 0);
+        return x && (x->flags & FA_TENSOR_CONST) && x->data;
+    }
     for (int i = 0; i < n->n_inputs; i++) {
         const fa_tensor *t = fa_graph_in(g, n, i);
         if (t && !((t->flags & FA_TENSOR_CONST) && t->data)) return false;
