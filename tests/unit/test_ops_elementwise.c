@@ -466,6 +466,70 @@ static void test_incompatible_shapes_are_input_error_naming_node(void **state)
     th_free(&t);
 }
 
+/* Naive broadcast index: output multi-index → input flat index (dims of 1 pinned to 0). */
+static int64_t naive_index(int rout, const int64_t *dout, int64_t flat, int rin, const int64_t *din)
+{
+    int64_t idx = 0, stride = 1;
+    for (int d = rout - 1; d >= 0; d--) {
+        int64_t i = flat % dout[d];
+        flat /= dout[d];
+        int k = d - (rout - rin);
+        if (k >= 0) {
+            idx += (din[k] == 1 ? 0 : i) * stride;
+            stride *= din[k];
+        }
+    }
+    return idx;
+}
+
+/* 300 random shape pairs (rank 0..4, dims 1..4, random dims set to 1 or dropped), each op and
+ * dtype, against naive per-element indexing: checks the coalescing broadcast iterator. */
+static void test_random_broadcast_shapes_match_naive_indexing(void **state)
+{
+    (void)state;
+    fa_rng rng;
+    fa_rng_seed(&rng, 42);
+    const char *ops[] = {"Add", "Sub", "Mul", "Max", "Min", "Greater"};
+    for (int trial = 0; trial < 300; trial++) {
+        int r = (int)(fa_rng_u64(&rng) % 5);
+        int64_t full[4];
+        for (int d = 0; d < r; d++) full[d] = 1 + (int64_t)(fa_rng_u64(&rng) % 4);
+        int ra = r, rb = r - (r ? (int)(fa_rng_u64(&rng) % (r + 1)) : 0);
+        int64_t da[4], db[4];
+        for (int d = 0; d < ra; d++) da[d] = fa_rng_u64(&rng) % 3 == 0 ? 1 : full[d];
+        for (int d = 0; d < rb; d++) db[d] = fa_rng_u64(&rng) % 3 == 0 ? 1 : full[d + (r - rb)];
+        int64_t na = numel(ra, da), nb = numel(rb, db);
+        float fa_[256], fb[256];
+        int32_t ia[256], ib[256];
+        for (int64_t i = 0; i < na; i++) { ia[i] = (int32_t)(fa_rng_u64(&rng) % 19) - 9; fa_[i] = (float)ia[i] * 0.5f; }
+        for (int64_t i = 0; i < nb; i++) { ib[i] = (int32_t)(fa_rng_u64(&rng) % 19) - 9; fb[i] = (float)ib[i] * 0.5f; }
+        const char *op = ops[trial % 6];
+        for (int v = 0; v < 2; v++) {
+            fa_dtype dt = v ? FA_DTYPE_INT32 : FA_DTYPE_FLOAT;
+            tin in[2] = {{"a", dt, ra, {0}, v ? (const void *)ia : (const void *)fa_, false},
+                         {"b", dt, rb, {0}, v ? (const void *)ib : (const void *)fb, false}};
+            memcpy(in[0].dims, da, sizeof da);
+            memcpy(in[1].dims, db, sizeof db);
+            th t;
+            th_node(&t, op, 14, 2, in, 1);
+            expect_ok(&t, th_exec(&t, 1));
+            int64_t no = fa_value_numel(&t.out[0]);
+            for (int64_t i = 0; i < no; i++) {
+                int64_t ka = naive_index(t.out[0].rank, t.out[0].dims, i, ra, da);
+                int64_t kb = naive_index(t.out[0].rank, t.out[0].dims, i, rb, db);
+                double x = v ? ia[ka] : fa_[ka], y = v ? ib[kb] : fb[kb];
+                double want = trial % 6 == 0 ? x + y : trial % 6 == 1 ? x - y : trial % 6 == 2 ? x * y
+                            : trial % 6 == 3 ? fmax(x, y) : trial % 6 == 4 ? fmin(x, y) : (double)(x > y);
+                double got = fa_load_as_double(t.out[0].data, t.out[0].dtype, i);
+                if (got != want)
+                    fail_msg("trial %d %s %s: out[%lld] = %g, expected %g", trial, op, fa_dtype_name(dt),
+                             (long long)i, got, want);
+            }
+            th_free(&t);
+        }
+    }
+}
+
 /* Opset 6: broadcast=1 with axis lines B up with A at axis; without axis, at the end; size-1
  * dims of B broadcast (pytorch-operator add_size1 tests); broadcast=0 needs equal shapes. */
 static void test_opset6_legacy_broadcast_axis(void **state)
@@ -1010,6 +1074,7 @@ int main(void)
         cmocka_unit_test(test_add_sub_mul_div_broadcast_numpy_rules),
         cmocka_unit_test(test_broadcast_both_sides_expand),
         cmocka_unit_test(test_incompatible_shapes_are_input_error_naming_node),
+        cmocka_unit_test(test_random_broadcast_shapes_match_naive_indexing),
         cmocka_unit_test(test_opset6_legacy_broadcast_axis),
         cmocka_unit_test(test_integer_div_truncates_and_mod_follows_fmod_attr),
         cmocka_unit_test(test_pow_float_base_with_int_exponent),
