@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- builder state ----
- * Every helper is a no-op once b->st holds an error, so model builders read straight
- * through; the first failure is reported at the end. */
 /* Particles per channel describing a non-normal activation distribution (see act). */
 enum { ZP = 128 };
 
+/* ---- builder state ----
+ * Every helper is a no-op once b->st holds an error, so model builders read straight
+ * through; the first failure is reported at the end. */
 typedef struct zb {
     fa_ctx *ctx;
     fa_graph *g;
@@ -27,7 +27,7 @@ typedef struct zb {
 } zb;
 
 /* An activation in a CNN: its tensor name, channels, spatial size, and per channel the
- * expected mean and variance (over positions and over the random weights) used to
+ * expected mean and variance (over positions, for a random N(0,1) model input) used to
  * calibrate the BatchNormalization running statistics (see conv_bn). A conv output is a sum
  * of many terms, so normal; the ResNet residual stream, relu(branch + stream), is skewed,
  * and a normal stand-in underestimates the variance after the next Relu by ~5% per block, so

@@ -452,6 +452,32 @@ static void test_zoo_output_shapes_after_prepare(void **state)
     }
 }
 
+/* "zoo:NAME" works wherever a model path goes: fa_graph_load builds it at the requested
+ * batch and prepares it. */
+static void test_graph_load_accepts_zoo_models_with_batch(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_load_options opt = {0};
+    opt.batch = 3;
+    fa_graph *g = NULL;
+    fa_status st = fa_graph_load(ctx, "zoo:convnet-tiny", &opt, &g);
+    if (st) fprintf(stderr, "load: %s\n", fa_ctx_errmsg(ctx));
+    assert_int_equal(st, FA_OK);
+    assert_int_equal(g->tensors[g->inputs[0]]->dims[0], 3);
+    const fa_tensor *out = g->tensors[g->outputs[0]];
+    assert_int_equal(out->rank, 2);
+    assert_int_equal(out->dims[0], 3);
+    assert_int_equal(out->dims[1], 10);
+    assert_string_equal(g->path, "zoo:convnet-tiny");
+    fa_graph_free(g);
+    g = NULL;
+    assert_int_equal(fa_graph_load(ctx, "zoo:nosuch", NULL, &g), FA_ERR_INPUT);
+    assert_null(g);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "nosuch"));
+    fa_ctx_free(ctx);
+}
+
 /* Run each model on a N(0,1) input with the unfused cpu executor: every output is finite and
  * of order one — the BN statistics match what the convolutions produce, so activations
  * neither explode nor vanish through ResNet-50's 53 conv+BN pairs. Every BatchNormalization
@@ -632,6 +658,7 @@ int main(void)
         cmocka_unit_test(test_zoo_weights_deterministic_per_seed),
         cmocka_unit_test(test_zoo_bn_statistics_positive_and_non_trivial),
         cmocka_unit_test(test_zoo_output_shapes_after_prepare),
+        cmocka_unit_test(test_graph_load_accepts_zoo_models_with_batch),
         cmocka_unit_test(test_zoo_activations_stay_order_one_when_run),
         cmocka_unit_test(test_zoo_onnx_round_trip_keeps_graph),
         cmocka_unit_test(test_cli_zoo_lists_models_text_and_json),
