@@ -40,10 +40,26 @@ echo "== synthetic Kineto trace, ${SIZE_MB} MB"
 ls -l "$TMP/synthetic.json" | awk '{printf "   generated %.1f MB\n", $5/1e6}'
 "$B" yajl "$TMP/synthetic.json"
 "$B" import "$TMP/synthetic.json"
-if [ "${HTA:-0}" = 1 ] && python3 -c 'import hta' 2>/dev/null; then
-    echo "== Holistic Trace Analysis on the same synthetic file"
-    /usr/bin/time -f "   HTA: %e s, peak RSS %M KiB" python3 -c "
-from hta.common.trace_parser import parse_trace_file
-import sys; parse_trace_file(sys.argv[1])" "$TMP/synthetic.json" || true
+# Optional: Holistic Trace Analysis (pip holistictraceanalysis) parsing the same files, same
+# machine, same run. HTA_PY=python with hta installed (e.g. a venv); HTA_MB synthetic size for
+# it (default 200: HTA holds the whole document and a DataFrame in memory).
+HTA_PY=${HTA_PY:-python3}
+if [ "${HTA:-0}" = 1 ] && "$HTA_PY" -c 'import hta' 2>/dev/null; then
+    HTA_MB=${HTA_MB:-200}
+    "$B" gen "$TMP/synthetic_hta.json" "$HTA_MB"
+    for f in "$LARGEST" "$TMP/synthetic_hta.json"; do
+        [ -f "$f" ] || continue
+        "$B" import "$f"
+        /usr/bin/time -f "HTA       %e s wall, %U+%S s cpu, peak RSS %M KiB" "$HTA_PY" -c '
+import sys, time, logging
+logging.disable(logging.WARNING)
+from hta.common.trace_parser import parse_trace_dataframe
+from hta.configs.parser_config import ParserConfig
+t = time.perf_counter()
+meta, df, sym = parse_trace_dataframe(sys.argv[1], ParserConfig())
+print("HTA       %-52s %d events in %.3f s" % (sys.argv[1].rsplit("/", 1)[-1], len(df), time.perf_counter() - t))
+' "$f" 2>&1 | grep -E '^HTA' || true
+    done
+    rm -f "$TMP/synthetic_hta.json"
 fi
 rm -f "$TMP/synthetic.json"
