@@ -1098,16 +1098,35 @@ static fa_status bn_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
             bv[c] = cnt ? v / (double)cnt : 0;
         }
     }
+    /* per parameter: y = (x - mean) * k + B with k = scale / sqrt(var + eps) */
+    double *kk = malloc(sizeof(double) * (size_t)(pn ? pn : 1)), *mu = malloc(sizeof(double) * (size_t)(pn ? pn : 1));
+    if (!kk || !mu) {
+        free(kk); free(mu); free(bm); free(bv); free(tx); free(ty);
+        for (int i = 0; i < 4; i++) free(tp[i]);
+        return oom(ctx, n);
+    }
+    for (int64_t q = 0; q < pn; q++) {
+        int64_t c = per_act ? q / (sp ? sp : 1) : q;
+        mu[q] = train ? bm[c] : P[2][q];
+        kk[q] = P[0][q] / sqrt((train ? bv[c] : P[3][q]) + eps);
+    }
 #pragma omp parallel for num_threads(nthreads(threads))
     for (int64_t nc = 0; nc < N * C; nc++) {
         int64_t c = nc % C;
-        for (int64_t i = 0; i < sp; i++) {
-            int64_t pi = per_act ? c * sp + i : c;
-            double mean = train ? bm[c] : P[2][pi], var = train ? bv[c] : P[3][pi];
-            double y = ((double)X[nc * sp + i] - mean) / sqrt(var + eps) * P[0][pi] + P[1][pi];
-            Y[nc * sp + i] = (float)y;
+        const float *xp = X + nc * sp;
+        float *yp = Y + nc * sp;
+        if (per_act)
+            for (int64_t i = 0; i < sp; i++) {
+                int64_t q = c * sp + i;
+                yp[i] = (float)(((double)xp[i] - mu[q]) * kk[q] + P[1][q]);
+            }
+        else {
+            double m = mu[c], k = kk[c], b = P[1][c];
+            for (int64_t i = 0; i < sp; i++) yp[i] = (float)(((double)xp[i] - m) * k + b);
         }
     }
+    free(kk);
+    free(mu);
     for (int o = 1; o < n_out && o < 5; o++) {
         if (!out[o].data) continue;
         int64_t ne = fa_value_numel(&out[o]);

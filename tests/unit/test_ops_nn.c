@@ -785,6 +785,26 @@ static void test_batchnorm_inference_per_channel_affine(void **state)
     }
 }
 
+/* opset 7 spatial=0: parameters hold one value per activation (C x spatial), not per channel. */
+static void test_batchnorm_spatial0_per_activation_parameters(void **state)
+{
+    (void)state;
+    float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, s[4] = {1, 2, 3, 4}, b[4] = {0, 1, 0, -1}, m[4] = {1, 1, 2, 2}, v[4] = {1, 4, 1, 4};
+    tn *t = tn_new("BatchNormalization", 7, 5, BN_IN, 1, Y1);
+    tn_inf(t, 0, 4, (int64_t[]){2, 2, 1, 2}, x);
+    for (int i = 1; i < 5; i++) tn_inf(t, i, 3, (int64_t[]){2, 1, 2}, i == 1 ? s : i == 2 ? b : i == 3 ? m : v);
+    fa_node_add_attr_int(t->g, t->n, "spatial", 0);
+    fa_node_add_attr_float(t->g, t->n, "epsilon", 0.0f);
+    tn_run(t);
+    float want[8];
+    for (int i = 0; i < 8; i++) {
+        int q = i % 4; /* (c, w) within a sample */
+        want[i] = (x[i] - m[q]) / sqrtf(v[q]) * s[q] + b[q];
+    }
+    expect_close(t->out[0].data, want, 8, "bn spatial=0");
+    tn_free(t);
+}
+
 /* training_mode=1 (opset 15): batch statistics over N and spatial, population variance;
  * running_mean = mean*momentum + batch_mean*(1-momentum) (onnx reference). */
 static void test_batchnorm_training_mode_batch_statistics(void **state)
@@ -1123,6 +1143,7 @@ int main(void)
         cmocka_unit_test(test_lrn_matches_spec_formula),
         cmocka_unit_test(test_instancenorm_per_plane_statistics),
         cmocka_unit_test(test_batchnorm_inference_per_channel_affine),
+        cmocka_unit_test(test_batchnorm_spatial0_per_activation_parameters),
         cmocka_unit_test(test_batchnorm_training_mode_batch_statistics),
         cmocka_unit_test(test_resize_nearest_and_linear_onnx_examples),
         cmocka_unit_test(test_resize_cubic_matches_keys_kernel),
