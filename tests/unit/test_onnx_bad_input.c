@@ -638,6 +638,72 @@ static void test_bad_file_on_disk_message_names_path(void **state)
     fa_ctx_free(ctx);
 }
 
+/* Random byte mutations of a valid model (fixed seeds): every result is FA_OK, INPUT or
+ * UNSUPPORTED with a message naming the file; under FA_SANITIZE this is a small fuzz run. */
+static void mutate_and_import(const uint8_t *orig, size_t len, int rounds, uint64_t seed)
+{
+    uint8_t *buf = malloc(len);
+    assert_non_null(buf);
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    fa_ctx *ctx = fa_ctx_create();
+    int ok = 0, refused = 0;
+    for (int i = 0; i < rounds; i++) {
+        memcpy(buf, orig, len);
+        int nmut = 1 + (int)(fa_rng_u64(&r) % 4);
+        for (int k = 0; k < nmut; k++) {
+            size_t at = (size_t)(fa_rng_u64(&r) % len);
+            switch (fa_rng_u64(&r) % 3) {
+            case 0: buf[at] = (uint8_t)fa_rng_u64(&r); break;
+            case 1: buf[at] ^= (uint8_t)(1u << (fa_rng_u64(&r) % 8)); break;
+            default: buf[at] = (uint8_t)(0x80 | fa_rng_u64(&r)); break; /* varint continuation */
+            }
+        }
+        size_t cut = fa_rng_u64(&r) % 4 == 0 ? (size_t)(fa_rng_u64(&r) % len) : len;
+        fa_graph *g = NULL;
+        fa_status s = fa_onnx_import_buffer(ctx, "mut.onnx", NULL, buf, cut, &g);
+        if (s == FA_OK) {
+            ok++;
+            uint8_t *out = NULL;
+            size_t olen = 0;
+            if (fa_onnx_export_buffer(ctx, g, &out, &olen) == FA_OK) free(out);
+            fa_graph_free(g);
+            continue;
+        }
+        refused++;
+        if (s != FA_ERR_INPUT && s != FA_ERR_UNSUPPORTED)
+            fail_msg("mutation %d: status %s: %s", i, fa_status_name(s), fa_ctx_errmsg(ctx));
+        if (strncmp(fa_ctx_errmsg(ctx), "mut.onnx: ", 10) != 0)
+            fail_msg("mutation %d: message lacks the file: %s", i, fa_ctx_errmsg(ctx));
+    }
+    printf("  %d mutations: %d loaded, %d refused\n", rounds, ok, refused);
+    assert_true(refused > 0);
+    fa_ctx_free(ctx);
+    free(buf);
+}
+
+static void test_bad_random_mutations_never_crash(void **state)
+{
+    (void)state;
+    ot_model b;
+    ot_model_small(&b);
+    static int64_t is[3] = {1, 2, 3};
+    Onnx__AttributeProto *a = ot_attr(&b, &b.nodes[0], "axes", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+    a->n_ints = 3;
+    a->ints = is;
+    size_t len;
+    uint8_t *buf = ot_pack(&b, &len);
+    /* FA_MUTATION_ROUNDS scales the run (e.g. 200000 under FA_SANITIZE) */
+    int rounds = getenv("FA_MUTATION_ROUNDS") ? atoi(getenv("FA_MUTATION_ROUNDS")) : 5000;
+    if (rounds < 100) rounds = 100;
+    mutate_and_import(buf, len, rounds, 1);
+    free(buf);
+    if (!fa_test_corpus()) return;
+    buf = ot_slurp(fa_test_path(fa_test_corpus(), "onnx/light/light_squeezenet.onnx"), &len);
+    mutate_and_import(buf, len, rounds / 5, 2);
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -677,6 +743,7 @@ int main(void)
         cmocka_unit_test(test_bad_external_data_size_checks),
         cmocka_unit_test(test_bad_external_data_without_location),
         cmocka_unit_test(test_bad_file_on_disk_message_names_path),
+        cmocka_unit_test(test_bad_random_mutations_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -254,6 +254,50 @@ static void test_tensorproto_bad_files_are_refused(void **state)
     fa_ctx_free(ctx);
 }
 
+/* Random byte mutations of a valid .pb (fixed seed): always a status, never a crash; a tensor
+ * that still reads has a byte count matching its dims. */
+static void test_tensorproto_random_mutations_never_crash(void **state)
+{
+    (void)state;
+    Onnx__TensorProto tp;
+    onnx__tensor_proto__init(&tp);
+    int64_t dims[3] = {2, 3, 2};
+    float data[12];
+    for (int i = 0; i < 12; i++) data[i] = (float)i;
+    tp.n_dims = 3;
+    tp.dims = dims;
+    tp.has_data_type = 1;
+    tp.data_type = 1;
+    tp.has_raw_data = 1;
+    tp.raw_data.data = (uint8_t *)data;
+    tp.raw_data.len = sizeof data;
+    tp.name = "input_0";
+    uint8_t orig[256], buf[256];
+    size_t len = onnx__tensor_proto__pack(&tp, orig);
+    fa_rng r;
+    fa_rng_seed(&r, 7);
+    fa_ctx *ctx = fa_ctx_create();
+    int ok = 0;
+    for (int i = 0; i < 5000; i++) {
+        memcpy(buf, orig, len);
+        for (int k = 0; k < 1 + (int)(fa_rng_u64(&r) % 3); k++)
+            buf[fa_rng_u64(&r) % len] = (uint8_t)fa_rng_u64(&r);
+        size_t cut = fa_rng_u64(&r) % 4 == 0 ? (size_t)(fa_rng_u64(&r) % len) : len;
+        fa_value v;
+        fa_status s = fa_tensorproto_read_buffer(ctx, "mut.pb", buf, cut, &v, NULL);
+        if (s == FA_OK) {
+            ok++;
+            assert_non_null(v.data);
+            free(v.data);
+        } else {
+            assert_true(s == FA_ERR_INPUT || s == FA_ERR_UNSUPPORTED);
+            assert_int_equal(strncmp(fa_ctx_errmsg(ctx), "mut.pb: ", 8), 0);
+        }
+    }
+    printf("  5000 .pb mutations: %d still read\n", ok);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -263,6 +307,7 @@ int main(void)
         cmocka_unit_test(test_tensorproto_write_read_every_dtype),
         cmocka_unit_test(test_tensorproto_reads_typed_fields),
         cmocka_unit_test(test_tensorproto_bad_files_are_refused),
+        cmocka_unit_test(test_tensorproto_random_mutations_never_crash),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
