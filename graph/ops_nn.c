@@ -1258,8 +1258,10 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
         if (nscales != nax) return fa_node_error(ctx, n, "scales has %d values, expected %d", nscales, nax);
         for (int i = 0; i < nax; i++) {
             if (!(fscales[i] > 0)) return fa_node_error(ctx, n, "scales[%d] = %g must be > 0", i, fscales[i]);
+            /* spec: floor(in * (roi_end - roi_start) * scale); roi only counts for tf_crop_and_resize */
+            double span = p->ctm == CT_TF_CROP ? p->roi_e[ax[i]] - p->roi_s[ax[i]] : 1.0;
             p->scale[ax[i]] = fscales[i];
-            p->out[ax[i]] = in[ax[i]] < 0 ? -1 : (int64_t)floor((double)fscales[i] * (double)in[ax[i]]);
+            p->out[ax[i]] = in[ax[i]] < 0 ? -1 : (int64_t)floor((double)fscales[i] * (double)in[ax[i]] * span);
         }
     } else return fa_node_error(ctx, n, "neither scales nor sizes is given");
     return FA_OK;

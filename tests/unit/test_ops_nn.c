@@ -913,6 +913,42 @@ static void test_resize_nearest_and_linear_onnx_examples(void **state)
     }
 }
 
+/* tf_crop_and_resize examples (resize.py): X 4x4 = 1..16, sizes 3x3, linear. The values are
+ * exact for a bilinear ramp: 1 + 4*row + col at row = 1.2 + 0.3*o, col = 1.8 + 0.3*o, etc. */
+static void test_resize_tf_crop_and_resize_roi_and_extrapolation(void **state)
+{
+    (void)state;
+    float x[16];
+    for (int i = 0; i < 16; i++) x[i] = (float)(i + 1);
+    const float roi_in[8] = {0, 0, 0.4f, 0.6f, 1, 1, 0.6f, 0.8f}, roi_out[8] = {0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f};
+    for (int ex = 0; ex < 2; ex++) {
+        tn *t = tn_new("Resize", 13, 4, (const char *const[]){"X", "roi", "", "sizes"}, 1, Y1);
+        tn_inf(t, 0, 4, (int64_t[]){1, 1, 4, 4}, x);
+        tn_in(t, 1, FA_DTYPE_FLOAT, 1, (int64_t[]){8}, ex ? roi_out : roi_in, true);
+        tn_in(t, 3, FA_DTYPE_INT64, 1, (int64_t[]){4}, (int64_t[]){1, 1, 3, 3}, true);
+        fa_node_add_attr_string(t->g, t->n, "mode", "linear");
+        fa_node_add_attr_string(t->g, t->n, "coordinate_transformation_mode", "tf_crop_and_resize");
+        if (ex) fa_node_add_attr_float(t->g, t->n, "extrapolation_value", 10.0f);
+        tn_run(t);
+        expect_dims(&t->out[0], 4, (int64_t[]){1, 1, 3, 3});
+        const float in_roi[9] = {7.6f, 7.9f, 8.2f, 8.8f, 9.1f, 9.4f, 10.0f, 10.3f, 10.6f};
+        const float extrap[9] = {7.6f, 10, 10, 12.4f, 10, 10, 10, 10, 10};
+        expect_close(t->out[0].data, ex ? extrap : in_roi, 9, ex ? "tf_crop extrapolation" : "tf_crop");
+        tn_free(t);
+    }
+    /* scales with tf_crop_and_resize: out = floor(in * (roi_end - roi_start) * scale) = floor(4*0.5*3) = 6 */
+    tn *t = tn_new("Resize", 13, 3, (const char *const[]){"X", "roi", "scales"}, 1, Y1);
+    tn_inf(t, 0, 4, (int64_t[]){1, 1, 4, 4}, x);
+    tn_in(t, 1, FA_DTYPE_FLOAT, 1, (int64_t[]){8}, (float[]){0, 0, 0.25f, 0, 1, 1, 0.75f, 1}, true);
+    tn_in(t, 2, FA_DTYPE_FLOAT, 1, (int64_t[]){4}, (float[]){1, 1, 3, 1}, true);
+    fa_node_add_attr_string(t->g, t->n, "coordinate_transformation_mode", "tf_crop_and_resize");
+    assert_int_equal(tn_infer(t), FA_OK);
+    fa_tensor *y = fa_graph_out(t->g, t->n, 0);
+    assert_int_equal(y->dims[2], 6);
+    assert_int_equal(y->dims[3], 4);
+    tn_free(t);
+}
+
 /* Keys cubic kernel written from its textbook form (|t| <= 1: (a+2)|t|^3 - (a+3)|t|^2 + 1;
  * 1 < |t| < 2: a|t|^3 - 5a|t|^2 + 8a|t| - 4a), edge-clamped neighbours, half_pixel. */
 static double keys(double t, double a)
@@ -1146,6 +1182,7 @@ int main(void)
         cmocka_unit_test(test_batchnorm_spatial0_per_activation_parameters),
         cmocka_unit_test(test_batchnorm_training_mode_batch_statistics),
         cmocka_unit_test(test_resize_nearest_and_linear_onnx_examples),
+        cmocka_unit_test(test_resize_tf_crop_and_resize_roi_and_extrapolation),
         cmocka_unit_test(test_resize_cubic_matches_keys_kernel),
         cmocka_unit_test(test_upsample_nearest_opset7_and_9),
         cmocka_unit_test(test_quantize_dequantize_per_tensor_onnx_examples),
