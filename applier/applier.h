@@ -1,0 +1,91 @@
+/* applier — closes the loop: turns proposed clusters into fused kernels (oneDNN post-ops for
+ * conv/gemm epilogues, rewritten weights for BN folding, generated C compiled by the system
+ * compiler for elementwise chains, reductions and horizontal fusion), verifies each against the
+ * unfused ops on the same inputs, benchmarks it, accepts only measured wins, and measures the
+ * whole fused model against the unfused baseline. */
+#ifndef FA_APPLIER_H
+#define FA_APPLIER_H
+
+#include "advisor/advisor.h"
+#include "advisor/codegen.h"
+#include "runtime/runtime.h"
+
+typedef struct fa_apply_options {
+    double tolerance;       /* max |fused-unfused| / max(max|unfused|, 1e-12); default 1e-5 (fp32) */
+    int iters;              /* timed iterations per benchmark, default 20 */
+    int warmup;             /* default 3 */
+    int threads;            /* executor threads, 0 = all cores */
+    uint64_t seed;          /* inputs (uniform [-1,1)), default 1 */
+    const char *out_dir;    /* where kernels/ are written (NULL: not written) */
+    const char *cache_dir;  /* compiled shared objects by source hash; NULL: $XDG_CACHE_HOME or
+                               ~/.cache/fuse-advise, falling back to the private temp folder */
+    int inject_wrong_cluster; /* test hook: >= 0 makes that cluster's fused kernel add 1.0 to
+                                 its first output (must be rejected by verification); -1 off */
+    fa_progress_fn progress;
+    void *progress_user;
+} fa_apply_options;
+void fa_apply_options_default(fa_apply_options *o);
+
+/* Robust summary of per-iteration samples (ns). */
+typedef struct fa_sample_stats {
+    int n;
+    double median_ns;
+    double p25_ns, p75_ns;  /* spread = p75 - p25 */
+    double min_ns;
+} fa_sample_stats;
+void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out);
+
+typedef struct fa_apply_result {
+    fa_sample_stats baseline, fused;   /* end-to-end per iteration */
+    double *baseline_samples, *fused_samples; /* iters each (owned) */
+    int n_samples;
+    double speedup;                    /* baseline median / fused median */
+    uint64_t peak_bytes_baseline, peak_bytes_fused;
+    int kernels_baseline, kernels_fused; /* per iteration */
+    double e2e_max_rel_error;          /* model outputs, fused vs unfused */
+    int accepted, rejected;
+    double predicted_saving_ns;        /* sum of accepted clusters' est_saving_ns */
+    double measured_saving_ns;         /* baseline median - fused median */
+} fa_apply_result;
+void fa_apply_result_free(fa_apply_result *r);
+
+/* Apply plan p (clusters with status PROPOSED) to prepared graph g on the cpu target. Updates
+ * every cluster's status, reason, measured_saving_ns and max_rel_error; a cluster that fails
+ * codegen, compile, verification or shows no gain is rejected and the run goes on without it.
+ * *out owned by caller. */
+fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt, fa_apply_result **out);
+
+/* A copy of g with the given clusters applied (ids; NULL/0 = every ACCEPTED cluster, or every
+ * PROPOSED one when `proposed`): BN folds rewrite weights, epilogues become Fused* nodes,
+ * generated-kernel clusters become ai.fuse-advise.FusedKernel nodes. The result is prepared
+ * and indexed; it owns copies of all constants. */
+fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *cluster_ids, int n_ids,
+                         fa_graph **out);
+/* g with only its BN_FOLD clusters applied, as standard ONNX ops (exportable, what
+ * model.folded.onnx holds). */
+fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_graph **out);
+
+#endif
+
+/* ---- outputs (applier/outputs.c) ---- */
+
+/* What a run measured, for summary.json and the reports. */
+typedef struct fa_run_summary {
+    const char *model;
+    const char *device;
+    int threads;
+    double mem_bw_gbs, peak_gflops, dispatch_ns; /* ceilings used */
+    const fa_apply_result *result;
+    const fa_plan *plan;
+    const fa_graph *graph;
+    int64_t run_id;
+} fa_run_summary;
+
+/* plan.json: every cluster (members by node name, kind, label, cost model, gate, status, reason,
+ * measured saving, error) and the why-not list. Written atomically (temp name + rename). */
+fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const char *path);
+/* summary.json: stable keys, documented in docs/outputs.md. Written atomically. */
+fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char *path);
+/* Per-iteration baseline/fused samples and the plan's cluster results into the run database
+ * (benchmarks table; clusters via fa_plan_update). */
+fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r);

@@ -1,0 +1,475 @@
+/* applier/apply — per-cluster codegen/compile, verification against the unfused ops on the same
+ * inputs, interleaved benchmarks, accept/reject, and the end-to-end fused-vs-unfused measurement. */
+#include "applier-impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
+                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
+                                fa_graph **out);
+
+void fa_apply_options_default(fa_apply_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->tolerance = 1e-5;
+    o->iters = 20;
+    o->warmup = 3;
+    o->seed = 1;
+    o->inject_wrong_cluster = -1;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double quantile(const double *sorted, int n, double q)
+{
+    if (n <= 0) return 0;
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    double f = pos - lo;
+    return lo + 1 < n ? sorted[lo] * (1 - f) + sorted[lo + 1] * f : sorted[lo];
+}
+
+void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    if (n <= 0) return;
+    double *s = malloc(sizeof(double) * (size_t)n);
+    if (!s) return;
+    memcpy(s, samples, sizeof(double) * (size_t)n);
+    qsort(s, (size_t)n, sizeof(double), cmp_d);
+    out->median_ns = quantile(s, n, 0.5);
+    out->p25_ns = quantile(s, n, 0.25);
+    out->p75_ns = quantile(s, n, 0.75);
+    out->min_ns = s[0];
+    free(s);
+}
+
+void fa_apply_result_free(fa_apply_result *r)
+{
+    if (!r) return;
+    free(r->baseline_samples);
+    free(r->fused_samples);
+    free(r);
+}
+
+/* ---- values captured from the unfused run, by tensor name ---- */
+
+typedef struct value_map {
+    const fa_graph *g;  /* names/ids of the original graph */
+    fa_value *vals;     /* by tensor id of g; data malloc'd or NULL */
+} value_map;
+
+static void value_map_free(value_map *m)
+{
+    if (!m->vals) return;
+    for (int i = 0; i < m->g->n_tensors; i++) free(m->vals[i].data);
+    free(m->vals);
+    m->vals = NULL;
+}
+
+static fa_status value_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src)
+{
+    size_t bytes = (size_t)fa_value_numel(src) * fa_dtype_size(src->dtype);
+    *dst = *src;
+    dst->data = malloc(bytes ? bytes : 1);
+    if (!dst->data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory capturing a tensor of %zu bytes", bytes);
+    memcpy(dst->data, src->data, bytes);
+    return FA_OK;
+}
+
+/* ---- provider for FusedKernel nodes ---- */
+
+typedef struct kernel_table {
+    const fa_plan *p;
+    fa_compiled **compiled; /* by cluster index, NULL when not compiled */
+} kernel_table;
+
+typedef struct fused_state {
+    fa_fused_fn fn;
+    bool inject;
+} fused_state;
+
+static fa_status fused_run(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                           int n_out, int threads)
+{
+    fused_state *fs = state;
+    const void *ip[64];
+    void *op[16];
+    for (int i = 0; i < n_in && i < 64; i++) ip[i] = in[i].data;
+    for (int i = 0; i < n_out && i < 16; i++) op[i] = out[i].data;
+    fs->fn(ip, op, threads);
+    if (fs->inject && out[0].dtype == FA_DTYPE_FLOAT) { /* test hook: a deliberately wrong kernel */
+        float *y = out[0].data;
+        int64_t ne = fa_value_numel(&out[0]);
+        for (int64_t i = 0; i < ne; i++) y[i] += 1.0f;
+    }
+    (void)ctx;
+    (void)n;
+    return FA_OK;
+}
+
+static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out, bool *provided)
+{
+    kernel_table *kt = user;
+    *provided = false;
+    if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
+    int64_t cid = fa_node_attr_int(n, "cluster", -1);
+    for (int i = 0; i < kt->p->n_clusters; i++)
+        if (kt->p->clusters[i].id == cid) {
+            if (!kt->compiled[i])
+                return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': cluster %lld has no compiled kernel", n->name, (long long)cid);
+            fused_state *fs = calloc(1, sizeof *fs);
+            if (!fs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            fs->fn = kt->compiled[i]->fn;
+            fs->inject = fa_node_attr_int(n, "inject", 0) != 0;
+            out->name = "generated:fused";
+            out->run = fused_run;
+            out->destroy = free;
+            out->state = fs;
+            *provided = true;
+            return FA_OK;
+        }
+    (void)g;
+    return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': unknown cluster %lld", n->name, (long long)cid);
+}
+
+/* ---- helpers ---- */
+
+static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, fa_exec **e)
+{
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = threads, .provider = provide, .provider_user = kt};
+    return fa_exec_create(ctx, g, &eo, e);
+}
+
+/* Set every input of executor e (graph sub) from the map by name. */
+static fa_status set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const value_map *m)
+{
+    for (int i = 0; i < sub->n_inputs; i++) {
+        const fa_tensor *t = sub->tensors[sub->inputs[i]];
+        int id = fa_graph_find_tensor(m->g, t->name);
+        if (id < 0 || !m->vals[id].data)
+            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "no captured value for input '%s'", t->name);
+        fa_status s = fa_exec_set_input(ctx, e, i, &m->vals[id]);
+        if (s) return s;
+    }
+    return FA_OK;
+}
+
+/* max|a-b| / max(max|b|, 1e-12) over output `name` of two executors. */
+static double rel_error(const fa_value *a, const fa_value *b)
+{
+    int64_t ne = fa_value_numel(b);
+    double md = 0, mb = 0;
+    for (int64_t i = 0; i < ne; i++) {
+        double x = fa_load_as_double(a->data, a->dtype, i), y = fa_load_as_double(b->data, b->dtype, i);
+        double d = fabs(x - y);
+        if (isnan(d)) return INFINITY;
+        if (d > md) md = d;
+        if (fabs(y) > mb) mb = fabs(y);
+    }
+    return md / (mb > 1e-12 ? mb : 1e-12);
+}
+
+static int out_index(const fa_graph *sub, const char *name)
+{
+    for (int i = 0; i < sub->n_outputs; i++)
+        if (!strcmp(sub->tensors[sub->outputs[i]]->name, name)) return i;
+    return -1;
+}
+
+/* Interleaved benchmark: A and B alternate so drift hits both; ns per run into sa / sb. */
+static fa_status bench_pair(fa_ctx *ctx, fa_exec *a, fa_exec *b, int warmup, int iters, double *sa, double *sb)
+{
+    for (int i = 0; i < warmup; i++) {
+        fa_status s = fa_exec_run(ctx, a, NULL);
+        if (!s) s = fa_exec_run(ctx, b, NULL);
+        if (s) return s;
+    }
+    for (int i = 0; i < iters; i++) {
+        fa_exec *first = (i & 1) ? b : a, *second = (i & 1) ? a : b;
+        uint64_t t0 = fa_now_ns();
+        fa_status s = fa_exec_run(ctx, first, NULL);
+        uint64_t t1 = fa_now_ns();
+        if (!s) s = fa_exec_run(ctx, second, NULL);
+        uint64_t t2 = fa_now_ns();
+        if (s) return s;
+        double d1 = (double)(t1 - t0), d2 = (double)(t2 - t1);
+        sa[i] = (i & 1) ? d2 : d1;
+        sb[i] = (i & 1) ? d1 : d2;
+    }
+    return FA_OK;
+}
+
+/* Decision on paired samples: gain = median(a - b); noise = 2 x standard error of that median
+ * (1.2533 x 1.4826 x MAD / sqrt(n): the normal-consistent MAD and the asymptotic efficiency of
+ * the median, e.g. Wilcox, "Introduction to Robust Estimation", ch. 3). */
+static void decide(const double *sa, const double *sb, int n, double *gain, double *noise)
+{
+    double *d = malloc(sizeof(double) * (size_t)n), *dev = malloc(sizeof(double) * (size_t)n);
+    for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
+    qsort(d, (size_t)n, sizeof(double), cmp_d);
+    double med = quantile(d, n, 0.5);
+    for (int i = 0; i < n; i++) dev[i] = fabs(d[i] - med);
+    qsort(dev, (size_t)n, sizeof(double), cmp_d);
+    double mad = quantile(dev, n, 0.5);
+    *gain = med;
+    *noise = 2.0 * 1.2533 * 1.4826 * mad / sqrt((double)n);
+    free(d);
+    free(dev);
+}
+
+static void set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->reason = fa_arena_strdup(p->arena, buf);
+}
+
+static bool needs_codegen(const fa_cluster *c)
+{
+    return c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_REDUCTION || c->kind == FA_CLUSTER_HORIZONTAL;
+}
+
+static fa_status write_kernel_source(fa_ctx *ctx, const char *out_dir, const char *name, const fa_buf *src)
+{
+    if (!out_dir) return FA_OK;
+    char dir[4096], path[4300];
+    snprintf(dir, sizeof dir, "%s/kernels", out_dir);
+    mkdir(out_dir, 0755);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/%s.c", dir, name);
+    return fa_write_file_atomic(ctx, path, src->data, src->len);
+}
+
+fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt_in, fa_apply_result **out)
+{
+    fa_apply_options opt;
+    if (opt_in) opt = *opt_in;
+    else fa_apply_options_default(&opt);
+    if (opt.iters < 3) opt.iters = 3;
+    fa_status s = FA_OK;
+    value_map vm = {g, NULL};
+    kernel_table kt = {p, NULL};
+    fa_exec *cap = NULL;
+    fa_graph *capg = NULL;
+    fa_apply_result *res = calloc(1, sizeof *res);
+    kt.compiled = calloc((size_t)p->n_clusters + 1, sizeof *kt.compiled);
+    vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
+    double *sa = malloc(sizeof(double) * (size_t)opt.iters), *sb = malloc(sizeof(double) * (size_t)opt.iters);
+    int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    if (!res || !kt.compiled || !vm.vals || !sa || !sb || !extra) {
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+
+    /* 1. Capture: the unfused graph with every cluster boundary tensor as an output. */
+    int n_extra = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        if (c->status != FA_CLUSTER_PROPOSED) continue;
+        for (int k = 0; k < c->n_inputs; k++) extra[n_extra++] = c->inputs[k];
+        for (int k = 0; k < c->n_outputs; k++) extra[n_extra++] = c->outputs[k];
+        for (int k = 0; k < c->n_post_ops; k++)
+            if (c->post_op_inputs && c->post_op_inputs[k] >= 0) extra[n_extra++] = c->post_op_inputs[k];
+        if (n_extra > g->n_tensors - 64) break;
+    }
+    /* keep only non-constant, produced tensors (inputs are captured from our own fill) */
+    int ne2 = 0;
+    for (int i = 0; i < n_extra; i++) {
+        const fa_tensor *t = g->tensors[extra[i]];
+        if ((t->flags & FA_TENSOR_CONST) || t->producer < 0) continue;
+        extra[ne2++] = extra[i];
+    }
+    s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, extra, ne2, &capg);
+    if (!s) s = make_exec(ctx, capg, &kt, opt.threads, &cap);
+    if (s) goto done;
+    {
+        fa_rng r;
+        fa_rng_seed(&r, opt.seed);
+        for (int i = 0; i < g->n_inputs && !s; i++) {
+            const fa_tensor *t = g->tensors[g->inputs[i]];
+            fa_value v = {0};
+            v.dtype = t->dtype;
+            v.rank = t->rank;
+            memcpy(v.dims, t->dims, sizeof v.dims);
+            int64_t n = fa_value_numel(&v);
+            v.data = malloc((size_t)n * fa_dtype_size(t->dtype) + 1);
+            if (!v.data) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); break; }
+            for (int64_t k = 0; k < n; k++) {
+                double x = (t->dtype == FA_DTYPE_FLOAT || t->dtype == FA_DTYPE_DOUBLE) ? fa_rng_uniform(&r, -1, 1)
+                                                                                     : (double)(fa_rng_u64(&r) % 4);
+                fa_store_from_double(v.data, v.dtype, k, x);
+            }
+            vm.vals[g->inputs[i]] = v;
+            s = fa_exec_set_input(ctx, cap, i, &v);
+        }
+        if (!s) s = fa_exec_run(ctx, cap, NULL);
+        for (int i = 0; i < capg->n_outputs && !s; i++) {
+            int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
+            const fa_value *v = fa_exec_output(cap, i);
+            if (id >= 0 && v && !vm.vals[id].data) s = value_copy(ctx, &vm.vals[id], v);
+        }
+        if (s) goto done;
+    }
+    fa_exec_free(cap);
+    cap = NULL;
+
+    /* 2. Per cluster: codegen + compile, verify, benchmark, decide. */
+    int n_prop = 0;
+    for (int i = 0; i < p->n_clusters; i++) n_prop += p->clusters[i].status == FA_CLUSTER_PROPOSED;
+    int done_n = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        fa_cluster *c = &p->clusters[i];
+        if (c->status != FA_CLUSTER_PROPOSED) continue;
+        if (opt.progress) opt.progress(opt.progress_user, "apply", ++done_n, n_prop);
+        fa_ctx *cctx = fa_ctx_create(); /* a cluster's failure must not poison the run's context */
+        fa_status cs = FA_OK;
+        fa_graph *gu = NULL, *gf = NULL;
+        fa_exec *eu = NULL, *ef = NULL;
+        if (needs_codegen(c)) {
+            fa_buf src;
+            fa_buf_init(&src);
+            fa_codegen_info info;
+            memset(&info, 0, sizeof info);
+            cs = fa_codegen_c(cctx, g, c, p->hash, &src, &info);
+            if (!cs) cs = write_kernel_source(cctx, opt.out_dir, info.name, &src);
+            if (!cs) cs = fa_compile_c(cctx, src.data, src.len, info.name, opt.cache_dir, &kt.compiled[i]);
+            fa_buf_free(&src);
+        }
+        int ids[1] = {c->id};
+        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, NULL, 0, &gu);
+        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt.inject_wrong_cluster, NULL, 0, &gf);
+        if (!cs) cs = make_exec(cctx, gu, &kt, opt.threads, &eu);
+        if (!cs) cs = make_exec(cctx, gf, &kt, opt.threads, &ef);
+        if (!cs) cs = set_inputs(cctx, eu, gu, &vm);
+        if (!cs) cs = set_inputs(cctx, ef, gf, &vm);
+        if (!cs) cs = fa_exec_run(cctx, eu, NULL);
+        if (!cs) cs = fa_exec_run(cctx, ef, NULL);
+        if (cs) {
+            c->status = FA_CLUSTER_REJECTED_ERROR;
+            set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
+        } else {
+            /* verify every cluster output against the unfused sub-graph */
+            double err = 0;
+            for (int k = 0; k < c->n_outputs; k++) {
+                const char *nm = g->tensors[c->outputs[k]]->name;
+                int iu = out_index(gu, nm), iff = out_index(gf, nm);
+                if (iu < 0 || iff < 0) { err = INFINITY; break; }
+                double e = rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
+                if (e > err) err = e;
+            }
+            c->max_rel_error = err;
+            if (!(err <= opt.tolerance)) {
+                c->status = FA_CLUSTER_REJECTED_VERIFY;
+                set_reason(p, c, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
+                           opt.tolerance);
+            } else {
+                cs = bench_pair(cctx, eu, ef, opt.warmup, opt.iters, sa, sb);
+                if (cs) {
+                    c->status = FA_CLUSTER_REJECTED_ERROR;
+                    set_reason(p, c, "benchmark failed: %s", fa_ctx_errmsg(cctx));
+                } else {
+                    double gain, noise;
+                    decide(sa, sb, opt.iters, &gain, &noise);
+                    fa_sample_stats su, sf;
+                    fa_sample_stats_of(sa, opt.iters, &su);
+                    fa_sample_stats_of(sb, opt.iters, &sf);
+                    c->measured_saving_ns = gain;
+                    if (gain > noise) {
+                        c->status = FA_CLUSTER_ACCEPTED;
+                        set_reason(p, c, "verified (error %.2g) and faster: %.1f -> %.1f us median, gain %.1f us > noise %.1f us",
+                                   err, su.median_ns / 1e3, sf.median_ns / 1e3, gain / 1e3, noise / 1e3);
+                    } else if (gain < -noise) {
+                        c->status = FA_CLUSTER_REJECTED_REGRESSION;
+                        set_reason(p, c, "regression: %.1f -> %.1f us median (%.1f us slower, noise %.1f us)",
+                                   su.median_ns / 1e3, sf.median_ns / 1e3, -gain / 1e3, noise / 1e3);
+                    } else {
+                        c->status = FA_CLUSTER_REJECTED_NO_GAIN;
+                        set_reason(p, c, "no measured gain: %.1f -> %.1f us median, gain %.1f us within noise %.1f us",
+                                   su.median_ns / 1e3, sf.median_ns / 1e3, gain / 1e3, noise / 1e3);
+                    }
+                }
+            }
+        }
+        fa_exec_free(eu);
+        fa_exec_free(ef);
+        fa_graph_free(gu);
+        fa_graph_free(gf);
+        fa_ctx_free(cctx);
+        if (c->status == FA_CLUSTER_ACCEPTED) res->accepted++;
+        else res->rejected++;
+        if (c->status == FA_CLUSTER_ACCEPTED) res->predicted_saving_ns += c->est_saving_ns;
+    }
+
+    /* 3. End to end: every accepted cluster at once vs the unfused graph, same inputs. */
+    {
+        fa_graph *gfull = NULL;
+        fa_exec *eb = NULL, *efz = NULL;
+        s = fa_fused_graph(ctx, g, p, NULL, 0, &gfull);
+        if (!s) s = make_exec(ctx, g, &kt, opt.threads, &eb);
+        if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, &efz);
+        for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
+        if (!s) s = set_inputs(ctx, efz, gfull, &vm);
+        if (!s) s = fa_exec_run(ctx, eb, NULL);
+        if (!s) s = fa_exec_run(ctx, efz, NULL);
+        if (!s) {
+            for (int o = 0; o < g->n_outputs; o++) {
+                int k = out_index(gfull, g->tensors[g->outputs[o]]->name);
+                if (k < 0) continue;
+                double e = rel_error(fa_exec_output(efz, k), fa_exec_output(eb, o));
+                if (e > res->e2e_max_rel_error) res->e2e_max_rel_error = e;
+            }
+            res->baseline_samples = malloc(sizeof(double) * (size_t)opt.iters);
+            res->fused_samples = malloc(sizeof(double) * (size_t)opt.iters);
+            if (!res->baseline_samples || !res->fused_samples) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        }
+        if (!s) {
+            if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
+            s = bench_pair(ctx, eb, efz, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
+            if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
+        }
+        if (!s) {
+            res->n_samples = opt.iters;
+            fa_sample_stats_of(res->baseline_samples, opt.iters, &res->baseline);
+            fa_sample_stats_of(res->fused_samples, opt.iters, &res->fused);
+            res->speedup = res->fused.median_ns > 0 ? res->baseline.median_ns / res->fused.median_ns : 0;
+            res->measured_saving_ns = res->baseline.median_ns - res->fused.median_ns;
+            res->peak_bytes_baseline = fa_exec_peak_bytes(eb);
+            res->peak_bytes_fused = fa_exec_peak_bytes(efz);
+            res->kernels_baseline = g->n_topo;
+            res->kernels_fused = gfull->n_topo;
+        }
+        fa_exec_free(eb);
+        fa_exec_free(efz);
+        fa_graph_free(gfull);
+    }
+done:
+    fa_exec_free(cap);
+    fa_graph_free(capg);
+    value_map_free(&vm);
+    if (kt.compiled)
+        for (int i = 0; i < p->n_clusters; i++) fa_compiled_free(kt.compiled[i]);
+    free(kt.compiled);
+    free(sa);
+    free(sb);
+    free(extra);
+    if (s) {
+        fa_apply_result_free(res);
+        return s;
+    }
+    *out = res;
+    return FA_OK;
+}

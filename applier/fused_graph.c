@@ -1,0 +1,414 @@
+/* applier/fused_graph — graph rewriting: copies of a prepared graph with clusters applied
+ * (BN folded into weights, epilogues as oneDNN post-op nodes, generated kernels as FusedKernel
+ * nodes), scoped sub-graphs for per-cluster verification and benchmarks. */
+#include "applier-impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FA_FUSED_DOMAIN "ai.fuse-advise"
+
+/* The BN_FOLD cluster an epilogue depends on: the one anchored at the same producer (found by
+ * anchor, so the plan's ranking order does not matter). */
+static const fa_cluster *bn_fold_of(const fa_plan *p, const fa_cluster *epi)
+{
+    if (epi->depends_on < 0) return NULL;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].kind == FA_CLUSTER_BN_FOLD && p->clusters[i].anchor == epi->anchor) return &p->clusters[i];
+    return NULL;
+}
+
+/* Copy tensor metadata (and constant data) of src into dst graph under the same name. */
+static int copy_tensor(fa_ctx *ctx, fa_graph *dst, const fa_tensor *t)
+{
+    int id = fa_graph_find_tensor(dst, t->name);
+    if (id >= 0) return id;
+    id = fa_graph_tensor(dst, t->name);
+    if (id < 0) return -1;
+    fa_tensor *d = dst->tensors[id];
+    fa_tensor_set_shape(d, t->dtype, t->rank, t->dims);
+    if ((t->flags & FA_TENSOR_CONST) && t->data) {
+        if (fa_tensor_set_data(ctx, d, t->data, t->nbytes)) return -1;
+        d->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+    }
+    return id;
+}
+
+static fa_node *copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_node *n)
+{
+    const char *ins[64], *outs[16];
+    if (n->n_inputs > 64 || n->n_outputs > 16) {
+        fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs to copy", n->name);
+        return NULL;
+    }
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        ins[i] = t ? t->name : "";
+        if (t && copy_tensor(ctx, dst, t) < 0) return NULL;
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        const fa_tensor *t = fa_graph_out(g, n, i);
+        outs[i] = t ? t->name : "";
+        if (t && copy_tensor(ctx, dst, t) < 0) return NULL;
+    }
+    fa_node *c = fa_graph_add_node(ctx, dst, n->name, n->op_type, n->domain, n->n_inputs, ins, n->n_outputs, outs);
+    if (!c) return NULL;
+    c->opset = n->opset;
+    for (int a = 0; a < n->n_attrs; a++)
+        if (!fa_node_copy_attr(dst, c, &n->attrs[a])) {
+            fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying attributes");
+            return NULL;
+        }
+    return c;
+}
+
+static int add_const_tensor(fa_ctx *ctx, fa_graph *dst, const char *name, fa_dtype dt, int rank, const int64_t *dims,
+                            const void *data, size_t bytes)
+{
+    int id = fa_graph_tensor(dst, name);
+    if (id < 0) return -1;
+    fa_tensor *t = dst->tensors[id];
+    fa_tensor_set_shape(t, dt, rank, dims);
+    if (fa_tensor_set_data(ctx, t, data, bytes)) return -1;
+    t->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+    return id;
+}
+
+/* Weights/bias of a BN-folded producer as new constant tensors in dst; names returned. */
+static fa_status folded_params(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_cluster *bn_c,
+                               const char **w_name, const char **b_name, int64_t *b_rank_out, int inject)
+{
+    const fa_node *prod = g->nodes[bn_c->anchor], *bn = NULL;
+    for (int m = 0; m < bn_c->n_members; m++)
+        if (bn_c->members[m] != bn_c->anchor) bn = g->nodes[bn_c->members[m]];
+    if (!bn) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "BN fold cluster %d has no BN member", bn_c->id);
+    float *nw = NULL, *nb = NULL;
+    size_t nwc = 0, nbc = 0;
+    fa_status s = fa_bn_fold(ctx, g, prod, bn, &nw, &nwc, &nb, &nbc);
+    if (s) return s;
+    if (inject)
+        for (size_t i = 0; i < nbc; i++) nb[i] += 1.0f; /* test hook: a wrong fold */
+    const fa_tensor *W = fa_graph_in(g, prod, 1);
+    char wn[512], bnm[512];
+    snprintf(wn, sizeof wn, "%s__bnfold_w", prod->name);
+    snprintf(bnm, sizeof bnm, "%s__bnfold_b", prod->name);
+    int64_t bd[2];
+    int br = 1;
+    bd[0] = (int64_t)nbc;
+    const fa_tensor *Y = fa_graph_out(g, bn, 0);
+    if (!strcmp(prod->op_type, "Gemm") && Y && Y->rank == 2 && (int64_t)nbc == Y->dims[0] * Y->dims[1] && Y->dims[0] > 1) {
+        br = 2;
+        bd[0] = Y->dims[0];
+        bd[1] = Y->dims[1];
+    }
+    if (add_const_tensor(ctx, dst, wn, FA_DTYPE_FLOAT, W->rank, W->dims, nw, nwc * sizeof(float)) < 0 ||
+        add_const_tensor(ctx, dst, bnm, FA_DTYPE_FLOAT, br, bd, nb, nbc * sizeof(float)) < 0) {
+        free(nw);
+        free(nb);
+        return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+    }
+    free(nw);
+    free(nb);
+    *w_name = fa_graph_find_tensor(dst, wn) >= 0 ? dst->tensors[fa_graph_find_tensor(dst, wn)]->name : NULL;
+    *b_name = dst->tensors[fa_graph_find_tensor(dst, bnm)]->name;
+    if (b_rank_out) *b_rank_out = br;
+    return FA_OK;
+}
+
+/* Add the anchor op (plain or Fused*) with optionally folded weights. */
+static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_node *anchor, const char *w_name,
+                           const char *b_name, const char *out_name, const fa_cluster *epi, int inject)
+{
+    const char *ins[72];
+    int ni = 0;
+    for (int i = 0; i < anchor->n_inputs && i < 64; i++) {
+        const fa_tensor *t = fa_graph_in(g, anchor, i);
+        ins[ni++] = t ? t->name : "";
+        if (t && copy_tensor(ctx, dst, t) < 0) return NULL;
+    }
+    if (w_name) ins[1] = w_name;
+    if (b_name) {
+        if (ni < 3) ni = 3;
+        ins[2] = b_name;
+    }
+    const char *post[40];
+    int np = 0;
+    char post_buf[40][64];
+    if (epi) {
+        for (int k = 0; k < epi->n_post_ops && np < 38; k++) {
+            int tid = epi->post_op_inputs ? epi->post_op_inputs[k] : -1;
+            if (tid >= 0) {
+                const fa_tensor *t = g->tensors[tid];
+                if (copy_tensor(ctx, dst, t) < 0) return NULL;
+                snprintf(post_buf[np], sizeof post_buf[np], "%s:%d", epi->post_ops[k], ni);
+                ins[ni++] = t->name;
+            } else {
+                snprintf(post_buf[np], sizeof post_buf[np], "%s", epi->post_ops[k]);
+            }
+            post[np] = post_buf[np];
+            np++;
+        }
+        if (inject) {
+            snprintf(post_buf[np], sizeof post_buf[np], "eltwise:linear:1:1");
+            post[np] = post_buf[np];
+            np++;
+        }
+    }
+    const char *outs[1] = {out_name};
+    char op[64], name[600];
+    snprintf(op, sizeof op, "%s%s", epi ? "Fused" : "", anchor->op_type);
+    snprintf(name, sizeof name, "%s%s", anchor->name, epi ? "__fused" : "__bnfold");
+    fa_node *n = fa_graph_add_node(ctx, dst, name, op, epi ? FA_FUSED_DOMAIN : anchor->domain, ni, ins, 1, outs);
+    if (!n) return NULL;
+    n->opset = anchor->opset;
+    bool gemm_folded = b_name && !strcmp(anchor->op_type, "Gemm");
+    for (int a = 0; a < anchor->n_attrs; a++) {
+        if (gemm_folded && !strcmp(anchor->attrs[a].name, "beta")) continue; /* folded C carries beta */
+        if (!fa_node_copy_attr(dst, n, &anchor->attrs[a])) return NULL;
+    }
+    if (np && !fa_node_add_attr_strings(dst, n, "post_ops", post, np)) return NULL;
+    return n;
+}
+
+typedef struct builder {
+    const fa_graph *g;
+    const fa_plan *p;
+    bool *applied;      /* by cluster index */
+    int *node_cluster;  /* by node id: index of the applied cluster owning it, -1 none */
+    bool *in_scope;     /* by node id; NULL = all live nodes */
+    int inject;         /* cluster id to corrupt, -1 */
+} builder;
+
+/* Build dst from the builder's scope. Graph inputs: the original inputs read in scope plus
+ * every non-constant tensor read in scope but produced outside it. Graph outputs: original
+ * outputs produced in scope plus `extra` tensor ids. */
+static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_extra, fa_graph **out)
+{
+    const fa_graph *g = b->g;
+    fa_graph *dst = fa_graph_create(g->name);
+    if (!dst) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    dst->path = g->path ? fa_arena_strdup(dst->arena, g->path) : NULL;
+    dst->ir_version = g->ir_version;
+    fa_status s = FA_OK;
+    for (int i = 0; i < g->n_opsets && !s; i++) s = fa_graph_set_opset(ctx, dst, g->opsets[i].domain, g->opsets[i].version);
+    if (!s) s = fa_graph_set_opset(ctx, dst, FA_FUSED_DOMAIN, 1);
+    if (s) goto fail;
+    /* inputs first, in the original order, so input indices stay comparable */
+    bool *is_in = calloc((size_t)g->n_tensors + 1, 1);
+    bool *produced = calloc((size_t)g->n_tensors + 1, 1);
+    if (!is_in || !produced) { free(is_in); free(produced); s = fa_ctx_error(ctx, FA_ERR_NOMEM, "oom"); goto fail; }
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        if (b->in_scope && !b->in_scope[n->id]) continue;
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) produced[n->outputs[o]] = true;
+    }
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        if (b->in_scope && !b->in_scope[n->id]) continue;
+        for (int i = 0; i < n->n_inputs; i++) {
+            int t = n->inputs[i];
+            if (t < 0 || produced[t]) continue;
+            const fa_tensor *ten = g->tensors[t];
+            if ((ten->flags & FA_TENSOR_CONST) && ten->data) continue;
+            is_in[t] = true;
+        }
+    }
+    /* epilogue binary operands may come from outside the scope too */
+    for (int c = 0; c < b->p->n_clusters; c++) {
+        if (!b->applied[c]) continue;
+        const fa_cluster *cl = &b->p->clusters[c];
+        for (int k = 0; k < cl->n_post_ops; k++) {
+            int t = cl->post_op_inputs ? cl->post_op_inputs[k] : -1;
+            if (t >= 0 && !produced[t] && !((g->tensors[t]->flags & FA_TENSOR_CONST) && g->tensors[t]->data)) is_in[t] = true;
+        }
+    }
+    for (int i = 0; i < g->n_inputs && !s; i++)
+        if (is_in[g->inputs[i]]) {
+            int id = copy_tensor(ctx, dst, g->tensors[g->inputs[i]]);
+            if (id < 0 || fa_graph_add_input(ctx, dst, id)) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+            is_in[g->inputs[i]] = false;
+        }
+    for (int t = 0; t < g->n_tensors && !s; t++)
+        if (is_in[t]) {
+            int id = copy_tensor(ctx, dst, g->tensors[t]);
+            if (id < 0 || fa_graph_add_input(ctx, dst, id)) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+        }
+    free(is_in);
+    free(produced);
+    if (s) goto fail;
+
+    bool *emitted = calloc((size_t)b->p->n_clusters + 1, 1);
+    for (int k = 0; k < g->n_topo && !s; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        if (b->in_scope && !b->in_scope[n->id]) continue;
+        int ci = b->node_cluster[n->id];
+        if (ci < 0) {
+            if (!copy_node(ctx, dst, g, n)) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+            continue;
+        }
+        if (emitted[ci]) continue;
+        emitted[ci] = true;
+        const fa_cluster *c = &b->p->clusters[ci];
+        int inject = b->inject == c->id;
+        if (c->kind == FA_CLUSTER_BN_FOLD) {
+            const char *wn, *bn_name;
+            const fa_node *bn = NULL;
+            for (int m = 0; m < c->n_members; m++)
+                if (c->members[m] != c->anchor) bn = g->nodes[c->members[m]];
+            s = folded_params(ctx, dst, g, c, &wn, &bn_name, NULL, inject);
+            if (!s && !add_anchor(ctx, dst, g, g->nodes[c->anchor], wn, bn_name, fa_graph_out(g, bn, 0)->name, NULL, 0))
+                s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+        } else if (c->kind == FA_CLUSTER_EPILOGUE) {
+            const char *wn = NULL, *bn_name = NULL;
+            if (c->depends_on >= 0) {
+                const fa_cluster *dep = bn_fold_of(b->p, c);
+                if (!dep) { s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "cluster %d depends on a BN fold the plan lacks", c->id); break; }
+                s = folded_params(ctx, dst, g, dep, &wn, &bn_name, NULL, 0);
+                if (s) break;
+            }
+            if (!add_anchor(ctx, dst, g, g->nodes[c->anchor], wn, bn_name, g->tensors[c->outputs[0]]->name, c, inject))
+                s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+        } else {
+            const char *ins[64], *outs[16];
+            if (c->n_inputs > 64 || c->n_outputs > 16) { s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "cluster %d too wide", c->id); break; }
+            for (int i = 0; i < c->n_inputs; i++) {
+                ins[i] = g->tensors[c->inputs[i]]->name;
+                if (copy_tensor(ctx, dst, g->tensors[c->inputs[i]]) < 0) s = FA_ERR_NOMEM;
+            }
+            for (int i = 0; i < c->n_outputs; i++) {
+                outs[i] = g->tensors[c->outputs[i]]->name;
+                if (copy_tensor(ctx, dst, g->tensors[c->outputs[i]]) < 0) s = FA_ERR_NOMEM;
+            }
+            if (s) break;
+            char name[64];
+            snprintf(name, sizeof name, "fused_c%d", c->id);
+            fa_node *fn = fa_graph_add_node(ctx, dst, name, "FusedKernel", FA_FUSED_DOMAIN, c->n_inputs, ins, c->n_outputs, outs);
+            if (!fn || !fa_node_add_attr_int(dst, fn, "cluster", c->id) || !fa_node_add_attr_int(dst, fn, "inject", inject))
+                s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+        }
+    }
+    free(emitted);
+    if (s) goto fail;
+    for (int i = 0; i < g->n_outputs && !s; i++) {
+        int id = fa_graph_find_tensor(dst, g->tensors[g->outputs[i]]->name);
+        if (id >= 0 && dst->tensors[id]->producer >= 0) s = fa_graph_add_output(ctx, dst, id);
+    }
+    for (int i = 0; i < n_extra && !s; i++) {
+        int id = fa_graph_find_tensor(dst, g->tensors[extra[i]]->name);
+        if (id < 0) continue;
+        bool dup = false;
+        for (int k = 0; k < dst->n_outputs; k++) dup |= dst->outputs[k] == id;
+        if (!dup) s = fa_graph_add_output(ctx, dst, id);
+    }
+    if (!s) s = fa_graph_index(ctx, dst);
+    if (s) goto fail;
+    *out = dst;
+    return FA_OK;
+fail:
+    fa_graph_free(dst);
+    return s;
+}
+
+static fa_status make_builder(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, builder *b)
+{
+    memset(b, 0, sizeof *b);
+    b->g = g;
+    b->p = p;
+    b->inject = -1;
+    b->applied = calloc((size_t)p->n_clusters + 1, sizeof(bool));
+    b->node_cluster = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    if (!b->applied || !b->node_cluster) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < g->n_nodes; i++) b->node_cluster[i] = -1;
+    return FA_OK;
+}
+
+static void free_builder(builder *b)
+{
+    free(b->applied);
+    free(b->node_cluster);
+    free(b->in_scope);
+}
+
+/* Mark cluster ci applied: its members map to it. An epilogue absorbs its BN fold's members. */
+static void apply_cluster(builder *b, int ci)
+{
+    const fa_cluster *c = &b->p->clusters[ci];
+    b->applied[ci] = true;
+    for (int m = 0; m < c->n_members; m++) b->node_cluster[c->members[m]] = ci;
+    if (c->kind == FA_CLUSTER_EPILOGUE && c->depends_on >= 0) {
+        const fa_cluster *dep = bn_fold_of(b->p, c);
+        if (dep)
+            for (int m = 0; m < dep->n_members; m++) b->node_cluster[dep->members[m]] = ci;
+    }
+}
+
+fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
+                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
+                                fa_graph **out);
+fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
+                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
+                                fa_graph **out)
+{
+    builder b;
+    fa_status s = make_builder(ctx, g, p, &b);
+    if (s) { free_builder(&b); return s; }
+    b.inject = inject;
+    if (scope_to_clusters) {
+        b.in_scope = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+        if (!b.in_scope) { free_builder(&b); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
+    }
+    /* BN folds first so a dependent epilogue can take their members over */
+    for (int pass = 0; pass < 2; pass++)
+        for (int k = 0; k < n_ids; k++) {
+            int ci = -1;
+            for (int i = 0; i < p->n_clusters; i++)
+                if (p->clusters[i].id == ids[k]) ci = i;
+            if (ci < 0) continue;
+            const fa_cluster *c = &p->clusters[ci];
+            if ((pass == 0) != (c->kind == FA_CLUSTER_BN_FOLD)) continue;
+            if (b.in_scope) {
+                for (int m = 0; m < c->n_members; m++) b.in_scope[c->members[m]] = true;
+                if (c->kind == FA_CLUSTER_EPILOGUE && c->depends_on >= 0) {
+                    const fa_cluster *dep = bn_fold_of(p, c);
+                    if (dep)
+                        for (int m = 0; m < dep->n_members; m++) b.in_scope[dep->members[m]] = true;
+                }
+            }
+            if (apply) apply_cluster(&b, ci);
+        }
+    s = build(ctx, &b, extra, n_extra, out);
+    free_builder(&b);
+    return s;
+}
+
+fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *cluster_ids, int n_ids, fa_graph **out)
+{
+    int *ids = NULL;
+    if (!cluster_ids) {
+        ids = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
+        if (!ids) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        n_ids = 0;
+        for (int i = 0; i < p->n_clusters; i++)
+            if (p->clusters[i].status == FA_CLUSTER_ACCEPTED) ids[n_ids++] = p->clusters[i].id;
+        cluster_ids = ids;
+    }
+    fa_status s = fa_fused_graph_scoped(ctx, g, p, cluster_ids, n_ids, false, true, -1, NULL, 0, out);
+    free(ids);
+    return s;
+}
+
+fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_graph **out)
+{
+    int *ids = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
+    if (!ids) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    int n = 0;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].kind == FA_CLUSTER_BN_FOLD && p->clusters[i].status != FA_CLUSTER_REFUSED &&
+            p->clusters[i].status != FA_CLUSTER_REJECTED_VERIFY && p->clusters[i].status != FA_CLUSTER_REJECTED_ERROR)
+            ids[n++] = p->clusters[i].id;
+    fa_status s = fa_fused_graph_scoped(ctx, g, p, ids, n, false, true, -1, NULL, 0, out);
+    free(ids);
+    return s;
+}
