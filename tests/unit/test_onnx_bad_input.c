@@ -287,6 +287,13 @@ static void test_bad_raw_data_size_mismatch(void **state)
     b.inits[0].raw_data.len = 12; /* dims [4] float need 16 */
     expect_model_refused(&b, "raw.onnx", FA_ERR_INPUT, "initializer 'W'",
                          "raw_data holds 12 bytes, dims [4] of float32 need 16");
+    /* a 0-sized tensor carrying bytes is as wrong as a short one */
+    static int64_t z[2] = {0, 4};
+    b.inits[0].n_dims = 2;
+    b.inits[0].dims = z;
+    b.inits[0].raw_data.len = 4;
+    expect_model_refused(&b, "zero.onnx", FA_ERR_INPUT, "initializer 'W'",
+                         "raw_data holds 4 bytes, dims [0, 4] of float32 need 0");
 }
 
 static void test_bad_huge_declared_size_with_small_data(void **state)
