@@ -52,7 +52,8 @@ typedef struct fa_import_stats {
     uint64_t n_estimated_bytes; /* records with bytes from Input Dims (FA_ACTF_ESTIMATED_BYTES) */
     uint64_t n_negative_durations; /* dur < 0 or end < start in the input: clamped to 0 */
     uint64_t n_bad_utf8;        /* strings with invalid UTF-8 (bytes replaced by U+FFFD) */
-    uint64_t first_bad_utf8_offset; /* byte offset just after the first such string */
+    uint64_t first_bad_utf8_offset; /* Kineto: byte offset just after the first such string
+                                     * token; nsys: 0 (rows have no byte offsets) */
     uint64_t n_control_chars;   /* raw control bytes inside JSON strings (lenient pass) */
     uint64_t n_nonfinite;       /* NaN / Infinity / -Infinity literals (read as null) */
     uint64_t n_bad_numbers;     /* numbers beyond int64 / not integral where one was needed */
@@ -79,7 +80,8 @@ typedef struct fa_import_opts {
 fa_import_kind fa_import_detect(const char *path);
 
 /* Import a Kineto Chrome-trace JSON file (plain or gzip; gzip found by magic bytes). Streams
- * the document through yajl in 256 KiB chunks: memory is the trace, never the document.
+ * the document through yajl in 256 KiB chunks (a read-ahead thread, alive only during the call,
+ * reads/inflates the next chunk while this one parses): memory is the trace, never the document.
  * Times: Chrome-trace "ts"/"dur" are µs (displayTimeUnit only changes display); they are
  * converted from their decimal text to integer ns exactly (round half away from zero at the
  * ns digit), plus baseTimeNanoseconds when present. Activities stay in file order.

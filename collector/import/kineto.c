@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -678,6 +679,125 @@ static void lf_run(lfilter *f, const unsigned char *s, size_t n, fa_buf *o, kpar
     }
 }
 
+/* ---- read-ahead -------------------------------------------------------------------------- */
+
+/* A second thread reads (and for gzip inflates) the next chunk while this one parses: two
+ * buffers, handed over under a mutex. Falls back to reading inline if the thread cannot
+ * start. The thread lives only inside one import call. */
+typedef struct rchunk {
+    unsigned char *data;
+    int n;            /* gzread result */
+    int zerr;         /* gzerror code after the read */
+    char zmsg[96];
+    bool full;
+} rchunk;
+
+typedef struct reader {
+    gzFile gz;
+    pthread_t th;
+    bool threaded, stop;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    rchunk c[2];
+    int slot;         /* consumer's next slot */
+} reader;
+
+static void chunk_read(gzFile gz, rchunk *c)
+{
+    c->n = gzread(gz, c->data, CHUNK);
+    c->zerr = Z_OK;
+    const char *m = gzerror(gz, &c->zerr);
+    snprintf(c->zmsg, sizeof c->zmsg, "%s", m ? m : "");
+}
+
+static bool chunk_final(const rchunk *c)
+{
+    return c->n <= 0 || (c->zerr != Z_OK && c->zerr != Z_STREAM_END);
+}
+
+static void *reader_main(void *arg)
+{
+    reader *r = arg;
+    for (int slot = 0;; slot ^= 1) {
+        rchunk *c = &r->c[slot];
+        pthread_mutex_lock(&r->mu);
+        while (c->full && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
+        bool stop = r->stop;
+        pthread_mutex_unlock(&r->mu);
+        if (stop) break;
+        chunk_read(r->gz, c);
+        pthread_mutex_lock(&r->mu);
+        c->full = true;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        if (chunk_final(c)) break;
+    }
+    return NULL;
+}
+
+static bool reader_open(reader *r, gzFile gz)
+{
+    memset(r, 0, sizeof *r);
+    r->gz = gz;
+    r->c[0].data = malloc(CHUNK);
+    r->c[1].data = malloc(CHUNK);
+    if (!r->c[0].data || !r->c[1].data) {
+        free(r->c[0].data);
+        free(r->c[1].data);
+        return false;
+    }
+    if (pthread_mutex_init(&r->mu, NULL) == 0) {
+        if (pthread_cond_init(&r->cv, NULL) == 0) {
+            if (pthread_create(&r->th, NULL, reader_main, r) == 0) {
+                r->threaded = true;
+                return true;
+            }
+            pthread_cond_destroy(&r->cv);
+        }
+        pthread_mutex_destroy(&r->mu);
+    }
+    return true; /* inline reads */
+}
+
+static rchunk *reader_get(reader *r)
+{
+    rchunk *c = &r->c[r->slot];
+    if (!r->threaded) {
+        chunk_read(r->gz, c);
+        return c;
+    }
+    pthread_mutex_lock(&r->mu);
+    while (!c->full) pthread_cond_wait(&r->cv, &r->mu);
+    pthread_mutex_unlock(&r->mu);
+    return c;
+}
+
+static void reader_release(reader *r)
+{
+    if (r->threaded) {
+        pthread_mutex_lock(&r->mu);
+        r->c[r->slot].full = false;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+    }
+    r->slot ^= 1;
+}
+
+static void reader_close(reader *r)
+{
+    if (r->threaded) {
+        pthread_mutex_lock(&r->mu);
+        r->stop = true;
+        pthread_cond_broadcast(&r->cv);
+        pthread_mutex_unlock(&r->mu);
+        pthread_join(r->th, NULL);
+        pthread_cond_destroy(&r->cv);
+        pthread_mutex_destroy(&r->mu);
+    }
+    free(r->c[0].data);
+    free(r->c[1].data);
+}
+
 /* ---- driver ----------------------------------------------------------------------------- */
 
 typedef enum { RUN_OK, RUN_FAIL, RUN_RETRY } run_result;
@@ -692,14 +812,16 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
         return RUN_FAIL;
     }
     gzbuffer(gz, CHUNK);
-    unsigned char *buf = malloc(CHUNK);
+    reader rd;
+    bool rd_ok = reader_open(&rd, gz);
     fa_buf fout;
     fa_buf_init(&fout);
     lfilter lf = {0};
     p->h = yajl_alloc(&k_callbacks, NULL, p);
-    if (!buf || !p->h) {
-        free(buf);
+    if (!rd_ok || !p->h) {
+        if (rd_ok) reader_close(&rd);
         if (p->h) yajl_free(p->h);
+        p->h = NULL;
         gzclose(gz);
         *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
         return RUN_FAIL;
@@ -709,9 +831,9 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
     bool at_eof = false;
     uint64_t raw_off = 0;
     for (;;) {
-        int n = gzread(gz, buf, CHUNK);
-        int zerr = Z_OK;
-        const char *zmsg = gzerror(gz, &zerr);
+        rchunk *c = reader_get(&rd);
+        int n = c->n;
+        int zerr = c->zerr;
         if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
             bool trunc = zerr == Z_BUF_ERROR;
             if (trunc && opts && opts->keep_partial) {
@@ -722,16 +844,16 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
             *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
                                        "%s: %s gzip stream at uncompressed byte %llu: %s", path,
                                        trunc ? "truncated" : "corrupt", (unsigned long long)raw_off,
-                                       zmsg ? zmsg : "read error");
+                                       c->zmsg[0] ? c->zmsg : "read error");
             rr = RUN_FAIL;
             break;
         }
         if (n == 0) { at_eof = true; break; }
-        const unsigned char *src = buf;
+        const unsigned char *src = c->data;
         size_t len = (size_t)n;
         if (lenient) {
             fa_buf_reset(&fout);
-            lf_run(&lf, buf, len, &fout, p, raw_off);
+            lf_run(&lf, c->data, len, &fout, p, raw_off);
             if (fout.oom) { *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path); rr = RUN_FAIL; break; }
             src = (const unsigned char *)fout.data;
             len = fout.len;
@@ -758,6 +880,7 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
             rr = RUN_FAIL;
             break;
         }
+        reader_release(&rd);
     }
     if (rr == RUN_OK && at_eof) {
         if (lenient) {
@@ -788,7 +911,7 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
     yajl_free(p->h);
     p->h = NULL;
     fa_buf_free(&fout);
-    free(buf);
+    reader_close(&rd); /* joins the read-ahead thread before the gzFile goes */
     gzclose(gz);
     return rr;
 }
