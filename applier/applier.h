@@ -46,6 +46,16 @@ typedef struct fa_apply_result {
     int accepted, rejected;
     double predicted_saving_ns;        /* sum of accepted clusters' est_saving_ns */
     double measured_saving_ns;         /* baseline median - fused median */
+    /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */
+    int n_cluster_samples;             /* samples per cluster (= iters) */
+    int n_cluster_bench;
+    int *cluster_ids;                  /* [n_cluster_bench] */
+    double *cluster_unfused;           /* [n_cluster_bench * n_cluster_samples] */
+    double *cluster_fused;
+    /* the fused model and its kernel trace (one record per kernel per timed iteration), owned;
+     * stored as a run of kind 'fused' tagged "fused-of:<baseline run id>" */
+    fa_graph *fused_graph;
+    fa_trace *fused_trace;
 } fa_apply_result;
 void fa_apply_result_free(fa_apply_result *r);
 

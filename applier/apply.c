@@ -2,6 +2,8 @@
  * inputs, interleaved benchmarks, accept/reject, and the end-to-end fused-vs-unfused measurement. */
 #include "applier-impl.h"
 
+#include "collector/collector.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +60,11 @@ void fa_apply_result_free(fa_apply_result *r)
     if (!r) return;
     free(r->baseline_samples);
     free(r->fused_samples);
+    free(r->cluster_ids);
+    free(r->cluster_unfused);
+    free(r->cluster_fused);
+    fa_trace_free(r->fused_trace);
+    fa_graph_free(r->fused_graph);
     free(r);
 }
 
@@ -330,6 +337,14 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     /* 2. Per cluster: codegen + compile, verify, benchmark, decide. */
     int n_prop = 0;
     for (int i = 0; i < p->n_clusters; i++) n_prop += p->clusters[i].status == FA_CLUSTER_PROPOSED;
+    res->n_cluster_samples = opt.iters;
+    res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
+    res->cluster_unfused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
+    res->cluster_fused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
+    if (!res->cluster_ids || !res->cluster_unfused || !res->cluster_fused) {
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     int done_n = 0;
     for (int i = 0; i < p->n_clusters; i++) {
         fa_cluster *c = &p->clusters[i];
@@ -384,6 +399,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
                 } else {
                     double gain, noise;
                     decide(sa, sb, opt.iters, &gain, &noise);
+                    int k = res->n_cluster_bench++;
+                    res->cluster_ids[k] = c->id;
+                    memcpy(res->cluster_unfused + (size_t)k * (size_t)opt.iters, sa, sizeof(double) * (size_t)opt.iters);
+                    memcpy(res->cluster_fused + (size_t)k * (size_t)opt.iters, sb, sizeof(double) * (size_t)opt.iters);
                     fa_sample_stats su, sf;
                     fa_sample_stats_of(sa, opt.iters, &su);
                     fa_sample_stats_of(sb, opt.iters, &sf);
@@ -451,10 +470,13 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
             res->peak_bytes_fused = fa_exec_peak_bytes(efz);
             res->kernels_baseline = g->n_topo;
             res->kernels_fused = gfull->n_topo;
+            /* the fused model's own kernel trace, for the timeline and the roofline */
+            s = fa_collect_cpu(ctx, efz, gfull, 1, opt.iters, NULL, NULL, &res->fused_trace);
         }
         fa_exec_free(eb);
         fa_exec_free(efz);
-        fa_graph_free(gfull);
+        if (!s) res->fused_graph = gfull;
+        else fa_graph_free(gfull);
     }
 done:
     fa_exec_free(cap);

@@ -168,6 +168,47 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
         }
     }
     sqlite3_finalize(q);
+    q = NULL;
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT OR REPLACE INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) VALUES (?1,?2,?3,?4,?5,?6)",
+        -1, &q, NULL));
+    for (int c = 0; c < r->n_cluster_bench && !s; c++)
+        for (int k = 0; k < 2 && !s; k++) {
+            const double *smp = (k ? r->cluster_fused : r->cluster_unfused) + (size_t)c * (size_t)r->n_cluster_samples;
+            for (int i = 0; i < r->n_cluster_samples && !s; i++) {
+                sqlite3_reset(q);
+                sqlite3_bind_int64(q, 1, p->run_id);
+                sqlite3_bind_int(q, 2, p->plan_id);
+                sqlite3_bind_text(q, 3, k ? "cluster-fused" : "cluster-unfused", -1, SQLITE_STATIC);
+                sqlite3_bind_int(q, 4, r->cluster_ids[c]);
+                sqlite3_bind_int(q, 5, i);
+                sqlite3_bind_int64(q, 6, (int64_t)smp[i]);
+                s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+            }
+        }
+    sqlite3_finalize(q);
+    /* the fused model's trace as its own run, tagged with its baseline run */
+    if (!s && r->fused_graph && r->fused_trace) {
+        fa_run_info base;
+        fa_arena *ar = fa_arena_create(4096);
+        s = fa_store_get_run(ctx, st, p->run_id, ar, &base);
+        if (!s) {
+            char tag[64];
+            snprintf(tag, sizeof tag, "fused-of:%lld", (long long)p->run_id);
+            fa_run_info fi = base;
+            fi.kind = "fused";
+            fi.tag = tag;
+            fi.started_at_ns = 0;
+            fi.ended_at_ns = 0;
+            fi.peak_activation_bytes = r->peak_bytes_fused;
+            int64_t fid;
+            s = fa_store_run_begin(ctx, st, &fi, &fid);
+            if (!s) s = fa_store_put_graph(ctx, st, fid, r->fused_graph);
+            if (!s) s = fa_store_put_trace(ctx, st, fid, r->fused_trace);
+            if (!s) s = fa_store_run_finish(ctx, st, fid, true, NULL);
+        }
+        fa_arena_free(ar);
+    }
     if (s) {
         fa_store_rollback(st);
         return s;
