@@ -336,6 +336,9 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
     fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_open_v2(path, &st->db, oflags, NULL));
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_extended_result_codes(st->db, 1));
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS));
+    /* Until the file is known to be ours and not newer, closing must not checkpoint a WAL
+     * left by another program into it. */
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL));
 
     /* Version check first: reading the header changes nothing in the file. */
     int64_t version = 0, app_id = 0, n_objects = 0;
@@ -357,6 +360,7 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
                          "%s: database schema version %lld needs migrating to version %d but the "
                          "file is read-only; open it once with write permission",
                          path, (long long)version, FA_STORE_SCHEMA_VERSION);
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, NULL));
     if (!s) s = exec_sql(ctx, st, "PRAGMA foreign_keys = ON");
     if (!s && !readonly) {
         /* WAL: readers never block the writer (SQLite docs, "Write-Ahead Logging"). */

@@ -332,7 +332,18 @@ static void test_newer_schema_version_refused_and_file_unchanged(void **state)
     fa_store *st = open_ok(ctx, path);
     store_run(ctx, st, "m.onnx", NULL);
     fa_store_close(st);
-    raw_exec(path, "PRAGMA user_version = 99");
+    /* A newer fuse-advise wrote version 99 and left it in the WAL, not yet checkpointed:
+     * refusing must not checkpoint it into the main file either. */
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version = 99; CREATE TABLE future_stuff(x);", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    char wal[4200];
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    struct stat ws;
+    assert_int_equal(stat(wal, &ws), 0);
+    assert_true(ws.st_size > 0);
     size_t n0, n1;
     uint8_t *before = read_all(path, &n0);
     st = NULL;
@@ -350,6 +361,7 @@ static void test_newer_schema_version_refused_and_file_unchanged(void **state)
     assert_memory_equal(before, after, n0);
     free(before);
     free(after);
+    assert_int_equal(raw_i64(path, "PRAGMA user_version"), 99); /* still there, in the WAL */
     fa_ctx_free(ctx);
 }
 
