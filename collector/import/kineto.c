@@ -15,6 +15,10 @@
 #include <zlib.h>
 
 enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, NAME_CACHE = 1024 };
+/* yajl re-scans a token that spans chunks from its start on every chunk, so one huge string or
+ * number costs time quadratic in its length. No trace field comes near this; a stretch this long
+ * without a single '"' is refused instead of hanging the import. */
+#define MAX_QUOTELESS_RUN (16u << 20)
 
 /* keys we look at, per depth */
 enum { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_BASETIME, TK_SCHEMA };
@@ -829,7 +833,7 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
     yajl_config(p->h, yajl_dont_validate_strings, 1); /* we check UTF-8 ourselves and repair */
     run_result rr = RUN_OK;
     bool at_eof = false;
-    uint64_t raw_off = 0;
+    uint64_t raw_off = 0, quoteless = 0;
     for (;;) {
         rchunk *c = reader_get(&rd);
         int n = c->n;
@@ -849,6 +853,16 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
             break;
         }
         if (n == 0) { at_eof = true; break; }
+        const unsigned char *q = memrchr(c->data, '"', (size_t)n);
+        quoteless = q ? (uint64_t)(c->data + n - q - 1) : quoteless + (uint64_t)n;
+        if (quoteless > MAX_QUOTELESS_RUN) {
+            *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                       "%s: over %u MiB without a string delimiter before byte %llu "
+                                       "(a token this long is not a trace field)",
+                                       path, MAX_QUOTELESS_RUN >> 20, (unsigned long long)(raw_off + (uint64_t)n));
+            rr = RUN_FAIL;
+            break;
+        }
         const unsigned char *src = c->data;
         size_t len = (size_t)n;
         if (lenient) {

@@ -486,6 +486,44 @@ static void test_import_detect_by_magic_bytes_not_name(void **state)
     fa_ctx_free(ctx);
 }
 
+static void test_kineto_giant_token_refused_instead_of_quadratic_time(void **state)
+{
+    (void)state;
+    const char *path = fa_test_path(fa_test_tmpdir(), "giant_name.json");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"", f);
+    static char block[1 << 16];
+    memset(block, 'a', sizeof block);
+    for (int i = 0; i < 20 * 16; i++) fwrite(block, 1, sizeof block, f); /* 20 MiB name */
+    fputs("\", \"ts\": 1, \"dur\": 1}]}", f);
+    fclose(f);
+    uint64_t t0 = fa_now_ns();
+    const char *msg = import_fail(path, NULL, FA_ERR_INPUT, NULL);
+    assert_non_null(strstr(msg, "16 MiB"));
+    assert_non_null(strstr(msg, "giant_name.json"));
+    assert_true(fa_now_ns() - t0 < 30ull * 1000000000ull);
+}
+
+static void test_kineto_hundred_thousand_level_nesting_no_recursion(void **state)
+{
+    (void)state;
+    const char *path = fa_test_path(fa_test_tmpdir(), "nested.json");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, "
+          "\"dur\": 1, \"args\": {\"deep\": ", f);
+    for (int i = 0; i < 100000; i++) fputc('[', f);
+    for (int i = 0; i < 100000; i++) fputc(']', f);
+    fputs(", \"stream\": 9}}]}", f);
+    fclose(f);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_int_equal(st.n_kernels, 1);
+    assert_int_equal(find(t, "k")->stream, 9);
+    fa_trace_free(t);
+}
+
 /* ---- corpus ---------------------------------------------------------------------------- */
 
 typedef struct expect {
@@ -618,6 +656,8 @@ int main(void)
         cmocka_unit_test(test_kineto_bare_event_array_format),
         cmocka_unit_test(test_kineto_mtia_trace_refused_as_unsupported),
         cmocka_unit_test(test_import_detect_by_magic_bytes_not_name),
+        cmocka_unit_test(test_kineto_giant_token_refused_instead_of_quadratic_time),
+        cmocka_unit_test(test_kineto_hundred_thousand_level_nesting_no_recursion),
         cmocka_unit_test(test_kineto_corpus_every_trace_imports_or_is_refused_by_name),
         cmocka_unit_test(test_kineto_corpus_ns_resolution_times_exact),
     };
