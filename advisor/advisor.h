@@ -79,6 +79,20 @@ typedef struct fa_cluster {
     /* applier results (-1 until measured) */
     double measured_saving_ns;
     double max_rel_error;
+    /* added by the advisor (issue 5) */
+    const char *label;         /* what the cluster computes: "conv+bn", "conv+relu",
+                                  "matmul+add+gelu_erf", "layer_norm(decomposed)", "softmax",
+                                  "gelu_tanh", "elementwise", "horizontal(3)" ... (arena) */
+    int depends_on;            /* index in plan->clusters of a cluster that must be applied
+                                  first (EPILOGUE after the BN_FOLD of its anchor), -1 none */
+    /* EPILOGUE: the post-ops to append to the anchor, in order, in runtime/cpu/dnnl.c
+     * build_post_ops syntax WITHOUT the operand index for binary steps: "eltwise:relu",
+     * "eltwise:leaky_relu:0.1", "eltwise:clip:0:6", "eltwise:gelu_erf", "binary:add", ...
+     * The applier appends the binary operand post_op_inputs[i] to the fused node's inputs and
+     * writes "binary:add:K" with K = its input index there. */
+    int n_post_ops;
+    const char **post_ops;     /* arena strings */
+    int *post_op_inputs;       /* tensor id of the binary operand, -1 for eltwise steps */
 } fa_cluster;
 
 /* An edge that could have fused and did not. */
@@ -119,6 +133,25 @@ typedef struct fa_plan {
 fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt,
                     fa_plan **out);
 void fa_plan_free(fa_plan *p);
+/* Defaults: cpu target, arch "sm_90", max_ops 16, max_inputs 8, occupancy_floor 0.5, gate on. */
+fa_advise_options fa_advise_options_default(void);
+
+/* BatchNormalization folding (inference): with s = gamma / sqrt(var + eps) (eps = the BN
+ * node's own `epsilon`, default 1e-5; ONNX BatchNormalization spec):
+ * - Conv, weight [C_out, C_in/group, k...]: W'[o,...] = W[o,...]·s[o] (grouped and depthwise
+ *   alike); b'[o] = (b[o] − mean[o])·s[o] + beta[o] (b = 0 when the Conv has no bias).
+ * - ConvTranspose, weight [C_in, C_out/group, k...]: output channel o = grp·(C_out/group) + j
+ *   lives at W[grp·(C_in/group) .. (grp+1)·(C_in/group) − 1, j, ...]: scaled by s[o] along
+ *   axis 1 within each group; bias as for Conv.
+ * - Gemm Y = alpha·A'·B' + beta·C (BN over Y's axis 1, N = C_out): column n of B' is scaled by
+ *   s[n] (rows of B when transB=1); alpha is unchanged; the new C is
+ *   C'[r,n] = beta·C[r,n]·s[n] + (beta_bn[n] − mean[n]·s[n]) and the folded Gemm must use
+ *   beta = 1. *b_count is N (C' of shape [N]) unless C varies along rows ([M,N] or [M,1]),
+ *   then M·N (C' of shape [M,N]).
+ * Outputs are malloc'd (caller frees); *w_count = numel of W. FA_ERR_INPUT naming the node
+ * when a parameter is not a float32 constant or the shapes disagree; outputs untouched then. */
+fa_status fa_bn_fold(fa_ctx *ctx, const fa_graph *g, const fa_node *producer, const fa_node *bn, float **new_w,
+                     size_t *w_count, float **new_b, size_t *b_count);
 /* Store the plan (plans, clusters, why_not tables); sets p->plan_id. */
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p);
 /* Update the stored status/reason/measured fields of every cluster of a saved plan. */

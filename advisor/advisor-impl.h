@@ -1,0 +1,44 @@
+/* advisor-impl — private helpers shared by advisor.c (planning, cost, why-not, store) and
+ * patterns.c (BN folding math, post-op mapping, decomposed GELU recognition). */
+#ifndef FA_ADVISOR_IMPL_H
+#define FA_ADVISOR_IMPL_H
+
+#include "advisor.h"
+
+/* Value of a scalar (numel 1) float constant tensor, or of a scalar computed from constants by
+ * CastLike/Cast/Sqrt/Mul/Div/Add/Sub/Reciprocal/Neg nodes (the corpus *_expanded GELU builds its
+ * constants that way). False when not such a value. */
+bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out);
+
+/* A decomposed GELU on tensor x: the node set (node ids, topological order), its output tensor
+ * and which form. Recognised by evaluating the candidate subgraph (elementwise ops whose other
+ * operands are scalar constants) at sample points against 0.5·x·(1+erf(x/√2)) and
+ * 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))): |f−ref| ≤ 1e-4·(|ref|+1e-2) at every point, so every
+ * association and multiplication order, Pow(x,3) or x·x·x, and constants off by more than 1e-4
+ * relative are told apart. All consumers of x and of every inner tensor must be in the set and
+ * no inner tensor may be a graph output. `taken` (may be NULL): node ids already claimed. */
+typedef struct fa_adv_gelu {
+    int n;
+    int nodes[24];
+    int output;          /* tensor id */
+    bool tanh_form;
+} fa_adv_gelu;
+bool fa_adv_match_gelu(const fa_graph *g, int x, const int *taken, fa_adv_gelu *out);
+
+/* Post-op for consumer node c of tensor t (the epilogue's current tensor): writes the spec
+ * ("eltwise:relu", "binary:add", ...) into buf and the binary operand's tensor id into *operand
+ * (-1 for eltwise). False with *why (static code) and a sentence in why_buf when not expressible. */
+bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_t cap, int *operand,
+                    const char **why, char *why_buf, size_t why_cap);
+
+/* BN folding legality: true when bn can fold into its input's producer; otherwise *code and a
+ * sentence. *producer set to the producer node id (or -1). */
+bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, const char **code, char *why,
+                        size_t why_cap);
+
+/* Ops in a pattern class we fuse as elementwise members (float outputs). */
+bool fa_adv_is_elementwise(const fa_graph *g, const fa_node *n);
+/* Conv, ConvTranspose, MatMul, Gemm. */
+bool fa_adv_is_complex(const fa_node *n);
+
+#endif

@@ -1,0 +1,1367 @@
+/* advisor — from a prepared graph and its analysis to a ranked fusion plan: BN folding,
+ * epilogues, reductions (named and decomposed), elementwise chains, horizontal fusion, the
+ * cost model, the cuda register/occupancy gate, and a why-not for every edge that did not fuse
+ * (rules: ../shared/DESIGN.md "Fusion rules"; docs/fusion-rules.md). */
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "advisor-impl.h"
+#if defined(__has_include)
+#if __has_include("gate.h")
+#include "gate.h"
+#define FA_HAVE_GATE 1
+#endif
+#endif
+
+/* Default ceilings when no analysis is given (documented in advisor.h / docs/fusion-rules.md). */
+#define DEFAULT_BW_GBS 10.0
+#define DEFAULT_PEAK_GFLOPS 100.0
+#define DEFAULT_DISPATCH_NS 1000.0
+#define MAX_POST 32
+
+static const char *const k_kind_names[FA_CLUSTER_KIND_COUNT] = {"elementwise-chain", "epilogue", "bn-fold", "reduction",
+                                                                "horizontal"};
+static const char *const k_red_names[FA_RED_KIND_COUNT] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
+                                                           "generic"};
+static const char *const k_status_names[FA_CLUSTER_STATUS_COUNT] = {
+    "proposed", "refused", "accepted", "rejected-verify", "rejected-no-gain", "rejected-regression", "rejected-error"};
+
+const char *fa_cluster_kind_name(fa_cluster_kind k) { return (unsigned)k < FA_CLUSTER_KIND_COUNT ? k_kind_names[k] : "?"; }
+const char *fa_reduction_kind_name(fa_reduction_kind k) { return (unsigned)k < FA_RED_KIND_COUNT ? k_red_names[k] : "?"; }
+const char *fa_cluster_status_name(fa_cluster_status s)
+{
+    return (unsigned)s < FA_CLUSTER_STATUS_COUNT ? k_status_names[s] : "?";
+}
+
+fa_advise_options fa_advise_options_default(void)
+{
+    fa_advise_options o = {.target = FA_TARGET_CPU, .arch = "sm_90", .max_ops = 16, .max_inputs = 8,
+                           .occupancy_floor = 0.5, .no_gate = false};
+    return o;
+}
+
+/* ---- working state ---- */
+
+typedef struct wcl {
+    fa_cluster_kind kind;
+    int *m;                   /* members (node ids), unordered until finish */
+    int n;
+    int anchor, depends_on, extra; /* extra: BN node of the BN_FOLD this epilogue depends on */
+    fa_reduction_kind red;
+    int reduce_axis;
+    float eps;
+    char label[128];
+    int n_post;
+    char post[MAX_POST][48];
+    int post_in[MAX_POST];
+    double recompute_ns;
+    uint64_t horiz_bytes;     /* HORIZONTAL: bytes of the shared input */
+} wcl;
+
+typedef struct adv {
+    fa_ctx *ctx;
+    const fa_graph *g;
+    const fa_analysis *a;
+    fa_advise_options opt;
+    fa_arena *ar;
+    double bw, peak, disp;    /* GB/s (= bytes/ns), GFLOP/s (= FLOP/ns), ns per kernel */
+    int *pos;                 /* node id -> topo position, -1 when not live */
+    int *owner;               /* node id -> index in cl, -1 when unclaimed */
+    char *inreg;              /* node id -> 1 while in the region being grown */
+    char *seen;               /* scratch for the cycle check */
+    int *stack;
+    wcl *cl;
+    int ncl, capcl;
+    fa_why_not *wn;
+    int nwn, capwn;
+    bool oom;
+} adv;
+
+static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...)
+{
+    for (int i = 0; i < A->nwn; i++)
+        if (A->wn[i].producer == p && A->wn[i].consumer == c && A->wn[i].tensor == t) return; /* first reason wins */
+    if (A->nwn == A->capwn) {
+        int nc = A->capwn ? 2 * A->capwn : 64;
+        fa_why_not *w = realloc(A->wn, sizeof *w * (size_t)nc);
+        if (!w) { A->oom = true; return; }
+        A->wn = w;
+        A->capwn = nc;
+    }
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    fa_why_not *w = &A->wn[A->nwn++];
+    w->producer = p;
+    w->consumer = c;
+    w->tensor = t;
+    w->code = code;
+    w->reason = fa_arena_strdup(A->ar, buf);
+}
+
+static double flops_of(const adv *A, int nid)
+{
+    fa_op_cost c;
+    fa_node_cost(A->g, A->g->nodes[nid], &c);
+    return (double)c.flops;
+}
+
+static double mb(uint64_t b) { return b / 1e6; }
+
+static wcl *new_cluster(adv *A, fa_cluster_kind kind)
+{
+    if (A->ncl == A->capcl) {
+        int nc = A->capcl ? 2 * A->capcl : 32;
+        wcl *w = realloc(A->cl, sizeof *w * (size_t)nc);
+        if (!w) { A->oom = true; return NULL; }
+        A->cl = w;
+        A->capcl = nc;
+    }
+    wcl *c = &A->cl[A->ncl];
+    memset(c, 0, sizeof *c);
+    c->m = malloc(sizeof(int) * (size_t)(A->g->n_nodes + 1));
+    if (!c->m) { A->oom = true; return NULL; }
+    c->kind = kind;
+    c->anchor = c->depends_on = c->extra = -1;
+    A->ncl++;
+    return c;
+}
+
+static void drop_last_cluster(adv *A)
+{
+    A->ncl--;
+    free(A->cl[A->ncl].m);
+}
+
+static void claim(adv *A, int ci)
+{
+    wcl *c = &A->cl[ci];
+    for (int i = 0; i < c->n; i++)
+        if (A->owner[c->m[i]] < 0) A->owner[c->m[i]] = ci;
+}
+
+/* ---- region helpers (A->inreg marks the region) ---- */
+
+static bool produced_in(const adv *A, int tid)
+{
+    int p = tid >= 0 ? A->g->tensors[tid]->producer : -1;
+    return p >= 0 && A->pos[p] >= 0 && A->inreg[p];
+}
+
+/* True when some path leaves the region and comes back into it (fusing would create a cycle). */
+static bool region_has_cycle(adv *A, const int *m, int n)
+{
+    const fa_graph *g = A->g;
+    memset(A->seen, 0, (size_t)g->n_nodes);
+    int sp = 0;
+    for (int i = 0; i < n; i++) {
+        const fa_node *nd = g->nodes[m[i]];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            if (nd->outputs[o] < 0) continue;
+            const int *cons;
+            int nc = fa_graph_consumers(g, nd->outputs[o], &cons);
+            for (int k = 0; k < nc; k++)
+                if (!A->inreg[cons[k]] && !A->seen[cons[k]]) { A->seen[cons[k]] = 1; A->stack[sp++] = cons[k]; }
+        }
+    }
+    while (sp > 0) {
+        const fa_node *nd = g->nodes[A->stack[--sp]];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            if (nd->outputs[o] < 0) continue;
+            const int *cons;
+            int nc = fa_graph_consumers(g, nd->outputs[o], &cons);
+            for (int k = 0; k < nc; k++) {
+                if (A->inreg[cons[k]]) return true;
+                if (!A->seen[cons[k]]) { A->seen[cons[k]] = 1; A->stack[sp++] = cons[k]; }
+            }
+        }
+    }
+    return false;
+}
+
+/* Distinct tensors read by the region and not produced inside it. */
+static int count_ext_inputs(const adv *A, const int *m, int n)
+{
+    int cnt = 0;
+    for (int i = 0; i < n; i++) {
+        const fa_node *nd = A->g->nodes[m[i]];
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int t = nd->inputs[k];
+            if (t < 0 || produced_in(A, t)) continue;
+            bool dup = false;
+            for (int j = 0; j <= i && !dup; j++) {
+                const fa_node *o = A->g->nodes[m[j]];
+                for (int q = 0; q < (j == i ? k : o->n_inputs); q++)
+                    if (o->inputs[q] == t) { dup = true; break; }
+            }
+            if (!dup) cnt++;
+        }
+    }
+    return cnt;
+}
+
+/* Try adding node nid to region (m, *n): caps then cycle. Returns true when kept. The edge
+ * (p -> nid through t) gets the why-not on refusal. */
+static bool try_add(adv *A, int *m, int *n, int nid, int p, int t)
+{
+    const fa_graph *g = A->g;
+    if (*n + 1 > A->opt.max_ops) {
+        why(A, p, nid, t, "cap", "cluster already holds %d ops (cap --max-ops %d): '%s' starts a new kernel", *n,
+            A->opt.max_ops, g->nodes[nid]->name);
+        return false;
+    }
+    m[(*n)++] = nid;
+    A->inreg[nid] = 1;
+    int ni = count_ext_inputs(A, m, *n);
+    if (ni > A->opt.max_inputs) {
+        A->inreg[nid] = 0;
+        (*n)--;
+        why(A, p, nid, t, "cap", "adding '%s' would make %d distinct inputs (cap --max-inputs %d)", g->nodes[nid]->name,
+            ni, A->opt.max_inputs);
+        return false;
+    }
+    if (region_has_cycle(A, m, *n)) {
+        A->inreg[nid] = 0;
+        (*n)--;
+        why(A, p, nid, t, "cycle", "fusing '%s' would create a cycle: one of its inputs depends on the cluster's "
+            "output through nodes outside it", g->nodes[nid]->name);
+        return false;
+    }
+    return true;
+}
+
+static void clear_region(adv *A, const int *m, int n)
+{
+    for (int i = 0; i < n; i++) A->inreg[m[i]] = 0;
+}
+
+static bool same_shape(const fa_tensor *a, const fa_tensor *b)
+{
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+static bool all_consumers_in(const adv *A, int tid)
+{
+    if (A->g->tensors[tid]->flags & FA_TENSOR_GRAPH_OUTPUT) return false;
+    const int *cons;
+    int nc = fa_graph_consumers(A->g, tid, &cons);
+    for (int k = 0; k < nc; k++)
+        if (!A->inreg[cons[k]]) return false;
+    return nc > 0;
+}
+
+/* ---- 1. BN folding ---- */
+
+static void phase_bn_fold(adv *A)
+{
+    const fa_graph *g = A->g;
+    for (int p = 0; p < g->n_topo; p++) {
+        const fa_node *bn = g->nodes[g->topo[p]];
+        if (strcmp(bn->op_type, "BatchNormalization")) continue;
+        int prod;
+        const char *code = NULL;
+        char reason[400];
+        if (!fa_adv_bn_foldable(g, bn, &prod, &code, reason, sizeof reason)) {
+            if (prod >= 0 && code) why(A, prod, bn->id, bn->inputs[0], code, "%s", reason);
+            continue;
+        }
+        if (A->owner[prod] >= 0 || A->owner[bn->id] >= 0) continue;
+        wcl *c = new_cluster(A, FA_CLUSTER_BN_FOLD);
+        if (!c) return;
+        c->m[c->n++] = prod;
+        c->m[c->n++] = bn->id;
+        c->anchor = prod;
+        char lo[32];
+        snprintf(lo, sizeof lo, "%s", g->nodes[prod]->op_type);
+        for (char *q = lo; *q; q++) *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+        snprintf(c->label, sizeof c->label, "%s+bn", lo);
+        claim(A, A->ncl - 1);
+    }
+}
+
+/* ---- 2. reductions ---- */
+
+static bool is_reduce_op(const char *op)
+{
+    return !strncmp(op, "Reduce", 6);
+}
+
+static bool is_named_reduction(const char *op)
+{
+    return !strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "LayerNormalization") ||
+           !strcmp(op, "RMSNormalization");
+}
+
+/* Reduction domain of node n: its input shape and the first reduced axis r, reduced axes being
+ * exactly [r, rank). False with a why code when the node reduces another set or drops dims. */
+static bool reduction_domain(const fa_graph *g, const fa_node *n, int *r, const char **code)
+{
+    const fa_tensor *X = fa_graph_in(g, n, 0), *Y = fa_graph_out(g, n, 0);
+    if (!X || !Y || X->rank < 1 || X->dtype != FA_DTYPE_FLOAT || Y->dtype != FA_DTYPE_FLOAT) { *code = "dtype"; return false; }
+    int rank = X->rank;
+    for (int i = 0; i < rank; i++)
+        if (X->dims[i] < 0) { *code = "dynamic-shape"; return false; }
+    const char *op = n->op_type;
+    if (is_named_reduction(op)) {
+        int64_t ax;
+        if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
+            ax = fa_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+            if (ax < 0) ax += rank;
+            if (n->opset >= 13 && ax != rank - 1) { *code = "non-trailing-axes"; return false; }
+        } else {
+            ax = fa_node_attr_int(n, "axis", -1);
+            if (ax < 0) ax += rank;
+        }
+        if (ax < 0 || ax >= rank) { *code = "non-trailing-axes"; return false; }
+        *r = (int)ax;
+        return true;
+    }
+    if (!is_reduce_op(op)) { *code = "opaque"; return false; }
+    if (fa_node_attr_int(n, "keepdims", 1) != 1) { *code = "reduce-keepdims"; return false; }
+    const int64_t *axes = NULL;
+    int na = fa_node_attr_ints(n, "axes", &axes);
+    int64_t tmp[FA_MAX_RANK];
+    if (na == 0 && n->n_inputs > 1 && n->inputs[1] >= 0) {
+        const fa_tensor *T = g->tensors[n->inputs[1]];
+        if (!(T->flags & FA_TENSOR_CONST) || !T->data) { *code = "non-constant"; return false; }
+        na = (int)fa_tensor_numel(T);
+        if (na > FA_MAX_RANK) { *code = "non-trailing-axes"; return false; }
+        for (int i = 0; i < na; i++) tmp[i] = (int64_t)fa_load_as_double(T->data, T->dtype, i);
+        axes = tmp;
+    }
+    if (na == 0) {
+        if (fa_node_attr_int(n, "noop_with_empty_axes", 0)) { *code = "opaque"; return false; }
+        *r = 0;
+        return true;
+    }
+    bool hit[FA_MAX_RANK] = {false};
+    for (int i = 0; i < na; i++) {
+        int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+        if (a < 0 || a >= rank) { *code = "non-trailing-axes"; return false; }
+        hit[a] = true;
+    }
+    int first = rank;
+    for (int i = 0; i < rank; i++)
+        if (hit[i]) { first = i; break; }
+    for (int i = first; i < rank; i++)
+        if (!hit[i]) { *code = "non-trailing-axes"; return false; }
+    int cnt = 0;
+    for (int i = 0; i < rank; i++) cnt += hit[i];
+    if (cnt != rank - first) { *code = "non-trailing-axes"; return false; }
+    *r = first;
+    return true;
+}
+
+typedef struct rdom {
+    int rank, r;
+    int64_t D[FA_MAX_RANK];
+} rdom;
+
+static bool is_D(const rdom *d, const fa_tensor *t)
+{
+    if (t->rank != d->rank) return false;
+    for (int i = 0; i < d->rank; i++)
+        if (t->dims[i] != d->D[i]) return false;
+    return true;
+}
+
+static bool is_R(const rdom *d, const fa_tensor *t)
+{
+    if (t->rank != d->rank) return false;
+    for (int i = 0; i < d->rank; i++)
+        if (t->dims[i] != (i < d->r ? d->D[i] : 1)) return false;
+    return true;
+}
+
+/* An outside operand of a post-reduction op: the full domain tensor, a scalar, or a parameter
+ * that varies only along the reduced axes (right-aligned broadcast). */
+static bool param_ok(const rdom *d, const fa_tensor *t)
+{
+    if (is_D(d, t) || fa_tensor_numel(t) == 1) return true;
+    if (t->rank > d->rank) return false;
+    for (int i = 0; i < t->rank; i++) {
+        int a = i + d->rank - t->rank;
+        if (t->dims[i] != 1 && t->dims[i] != d->D[a]) return false;
+        if (a < d->r && t->dims[i] != 1) return false;
+    }
+    return true;
+}
+
+static void phase_reductions(adv *A)
+{
+    const fa_graph *g = A->g;
+    int *m = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    char *after = calloc((size_t)g->n_tensors + 1, 1); /* tensor computed from a reduction in the region */
+    if (!m || !after) { free(m); free(after); A->oom = true; return; }
+    for (int p = 0; p < g->n_topo; p++) {
+        const fa_node *seed = g->nodes[g->topo[p]];
+        if (A->owner[seed->id] >= 0) continue;
+        if (!is_reduce_op(seed->op_type) && !is_named_reduction(seed->op_type)) continue;
+        int r;
+        const char *code = NULL;
+        if (!reduction_domain(g, seed, &r, &code)) {
+            const fa_tensor *X = fa_graph_in(g, seed, 0);
+            if (X && X->producer >= 0)
+                why(A, X->producer, seed->id, X->id, code,
+                    "%s '%s' is not a reduction over trailing axes with kept dims (%s): no reduction domain to fuse in",
+                    seed->op_type, seed->name, code);
+            continue;
+        }
+        rdom d;
+        const fa_tensor *X = fa_graph_in(g, seed, 0);
+        d.rank = X->rank;
+        d.r = r;
+        memcpy(d.D, X->dims, sizeof d.D);
+        int n = 0;
+        m[n++] = seed->id;
+        A->inreg[seed->id] = 1;
+        memset(after, 0, (size_t)g->n_tensors);
+        for (int o = 0; o < seed->n_outputs; o++)
+            if (seed->outputs[o] >= 0) after[seed->outputs[o]] = 1;
+        bool grew = true;
+        while (grew) {
+            grew = false;
+            for (int q = 0; q < g->n_topo; q++) {
+                int nid = g->topo[q];
+                const fa_node *nd = g->nodes[nid];
+                if (A->inreg[nid] || A->owner[nid] >= 0) continue;
+                bool fwd = false, back = false;
+                int via_t = -1, via_p = -1;
+                for (int k = 0; k < nd->n_inputs; k++)
+                    if (nd->inputs[k] >= 0 && produced_in(A, nd->inputs[k])) {
+                        fwd = true;
+                        via_t = nd->inputs[k];
+                        via_p = g->tensors[via_t]->producer;
+                    }
+                if (!fwd) {
+                    back = nd->n_outputs >= 1 && nd->outputs[0] >= 0;
+                    for (int o = 0; o < nd->n_outputs && back; o++)
+                        if (nd->outputs[o] >= 0 && !all_consumers_in(A, nd->outputs[o])) back = false;
+                }
+                if (!fwd && !back) continue;
+                bool red = is_reduce_op(nd->op_type) || is_named_reduction(nd->op_type);
+                if (red) {
+                    int r2;
+                    const char *c2 = NULL;
+                    const fa_tensor *X2 = fa_graph_in(g, nd, 0);
+                    if (!fwd) continue;
+                    if (!reduction_domain(g, nd, &r2, &c2) || r2 != d.r || !is_D(&d, X2)) {
+                        why(A, via_p, nid, via_t, "different-domain",
+                            "%s '%s' reduces over a different domain than %s '%s' (%s): two reductions over different "
+                            "domains never fuse", nd->op_type, nd->name, seed->op_type, seed->name,
+                            c2 ? c2 : "other axes or shape");
+                        continue;
+                    }
+                } else if (!fa_adv_is_elementwise(g, nd)) {
+                    continue;
+                }
+                const fa_tensor *Y = fa_graph_out(g, nd, 0);
+                if (back) {
+                    if (red || !is_D(&d, Y)) continue;
+                    /* leave a bias/residual add straight after a Conv/MatMul to that op's epilogue,
+                     * except a scale by a scalar (the attention scale before a softmax) */
+                    bool leave = false;
+                    for (int k = 0; k < nd->n_inputs; k++) {
+                        const fa_node *pp = nd->inputs[k] >= 0 ? fa_graph_producer(g, nd->inputs[k]) : NULL;
+                        if (pp && fa_adv_is_complex(pp) && A->owner[pp->id] < 0) {
+                            const int *cc;
+                            if (fa_graph_consumers(g, nd->inputs[k], &cc) != 1) continue;
+                            char b[48], wb[256];
+                            int opnd;
+                            const char *wc;
+                            if (fa_adv_post_op(g, nd, nd->inputs[k], b, sizeof b, &opnd, &wc, wb, sizeof wb) &&
+                                (opnd < 0 || fa_tensor_numel(g->tensors[opnd]) != 1))
+                                leave = true;
+                        }
+                    }
+                    if (leave) continue;
+                    int ct = nd->outputs[0];
+                    const int *cons;
+                    fa_graph_consumers(g, ct, &cons);
+                    if (!try_add(A, m, &n, nid, nid, ct)) continue;
+                    grew = true;
+                    continue;
+                }
+                /* forward join */
+                bool post = false;
+                for (int k = 0; k < nd->n_inputs; k++)
+                    if (nd->inputs[k] >= 0 && produced_in(A, nd->inputs[k]) && after[nd->inputs[k]]) post = true;
+                if (!red) {
+                    if (!(is_D(&d, Y) || is_R(&d, Y))) {
+                        char a[64], b[64];
+                        fa_tensor_shape_str(Y, a, sizeof a);
+                        fa_tensor_shape_str(g->tensors[via_t], b, sizeof b);
+                        why(A, via_p, nid, via_t, "shape-changing-epilogue",
+                            "%s '%s' turns %s into %s: outside the reduction domain of '%s'", nd->op_type, nd->name, b, a,
+                            seed->name);
+                        continue;
+                    }
+                    if (post) {
+                        bool ok = true;
+                        for (int k = 0; k < nd->n_inputs && ok; k++) {
+                            int t = nd->inputs[k];
+                            if (t < 0 || produced_in(A, t)) continue;
+                            const fa_tensor *T = g->tensors[t];
+                            if (!param_ok(&d, T)) {
+                                char a[64];
+                                why(A, via_p, nid, via_t, "non-normalized-param",
+                                    "%s '%s' reads '%s' [%s], which varies along an axis the reduction '%s' does not "
+                                    "normalize (axes %d..%d): not absorbed as a scale/bias", nd->op_type, nd->name,
+                                    T->name, fa_tensor_shape_str(T, a, sizeof a), seed->name, d.r, d.rank - 1);
+                                ok = false;
+                            }
+                        }
+                        if (!ok) continue;
+                    }
+                }
+                if (!try_add(A, m, &n, nid, via_p, via_t)) continue;
+                if (post || red)
+                    for (int o = 0; o < nd->n_outputs; o++)
+                        if (nd->outputs[o] >= 0) after[nd->outputs[o]] = 1;
+                grew = true;
+            }
+        }
+        clear_region(A, m, n);
+        if (n < 2) continue;
+        /* classify */
+        int nmean = 0, nmax = 0, nsum = 0, nexp = 0, nlog = 0, nsub = 0, nroot = 0, nother_red = 0;
+        const char *named = NULL;
+        for (int i = 0; i < n; i++) {
+            const char *op = g->nodes[m[i]]->op_type;
+            if (is_named_reduction(op)) named = op;
+            else if (!strcmp(op, "ReduceMean")) nmean++;
+            else if (!strcmp(op, "ReduceMax")) nmax++;
+            else if (!strcmp(op, "ReduceSum")) nsum++;
+            else if (is_reduce_op(op)) nother_red++;
+            else if (!strcmp(op, "Exp")) nexp++;
+            else if (!strcmp(op, "Log")) nlog++;
+            else if (!strcmp(op, "Sub")) nsub++;
+            else if (!strcmp(op, "Sqrt") || !strcmp(op, "Reciprocal") || !strcmp(op, "Pow")) nroot++;
+        }
+        wcl *c = new_cluster(A, FA_CLUSTER_REDUCTION);
+        if (!c) break;
+        memcpy(c->m, m, sizeof(int) * (size_t)n);
+        c->n = n;
+        c->anchor = seed->id;
+        c->reduce_axis = d.r;
+        int nred = nmean + nmax + nsum + nother_red + (named != NULL);
+        if (named) {
+            if (nred > 1) { c->red = FA_RED_GENERIC; snprintf(c->label, sizeof c->label, "reduction(mixed)"); }
+            else if (!strcmp(named, "Softmax")) { c->red = FA_RED_SOFTMAX; snprintf(c->label, sizeof c->label, "softmax"); }
+            else if (!strcmp(named, "LogSoftmax")) { c->red = FA_RED_LOG_SOFTMAX; snprintf(c->label, sizeof c->label, "log_softmax"); }
+            else if (!strcmp(named, "LayerNormalization")) {
+                c->red = FA_RED_LAYER_NORM;
+                snprintf(c->label, sizeof c->label, "layer_norm");
+            } else {
+                c->red = FA_RED_RMS_NORM;
+                snprintf(c->label, sizeof c->label, "rms_norm");
+            }
+            for (int i = 0; i < n; i++)
+                if (is_named_reduction(g->nodes[m[i]]->op_type) && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM))
+                    c->eps = fa_node_attr_float(g->nodes[m[i]], "epsilon", 1e-5f);
+        } else if (nmax == 1 && nsum == 1 && nexp >= 1 && nmean == 0 && nother_red == 0) {
+            c->red = nlog ? FA_RED_LOG_SOFTMAX : FA_RED_SOFTMAX;
+            snprintf(c->label, sizeof c->label, nlog ? "log_softmax(decomposed)" : "softmax(decomposed)");
+        } else if (nmean == 2 && nmax == 0 && nsum == 0 && nother_red == 0 && nsub >= 1 && nroot >= 1) {
+            c->red = FA_RED_LAYER_NORM;
+            snprintf(c->label, sizeof c->label, "layer_norm(decomposed)");
+        } else if (nmean == 1 && nmax == 0 && nsum == 0 && nother_red == 0 && nsub == 0 && nroot >= 1) {
+            c->red = FA_RED_RMS_NORM;
+            snprintf(c->label, sizeof c->label, "rms_norm(decomposed)");
+        } else {
+            c->red = FA_RED_GENERIC;
+            snprintf(c->label, sizeof c->label, "%s+elementwise", seed->op_type);
+        }
+        if (!named && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM)) {
+            /* epsilon: the scalar added to the row statistic */
+            for (int i = 0; i < n; i++) {
+                const fa_node *nd = g->nodes[m[i]];
+                if (strcmp(nd->op_type, "Add") || nd->n_inputs != 2) continue;
+                for (int k = 0; k < 2; k++) {
+                    double v;
+                    const fa_tensor *o = g->tensors[nd->inputs[1 - k]];
+                    if (fa_adv_scalar_value(g, nd->inputs[k], &v) && is_R(&d, o) && !is_D(&d, o)) c->eps = (float)v;
+                }
+            }
+        }
+        claim(A, A->ncl - 1);
+    }
+    free(m);
+    free(after);
+}
+
+/* ---- 3. epilogues ---- */
+
+static void phase_epilogues(adv *A)
+{
+    const fa_graph *g = A->g;
+    for (int p = 0; p < g->n_topo; p++) {
+        int aid = g->topo[p];
+        const fa_node *an = g->nodes[aid];
+        if (!fa_adv_is_complex(an)) continue;
+        const fa_tensor *Y = fa_graph_out(g, an, 0);
+        if (!Y || Y->dtype != FA_DTYPE_FLOAT) continue;
+        int dep = -1, bn = -1;
+        if (A->owner[aid] >= 0) {
+            if (A->cl[A->owner[aid]].kind != FA_CLUSTER_BN_FOLD) continue;
+            dep = A->owner[aid];
+            bn = A->cl[dep].m[1];
+        }
+        wcl *c = new_cluster(A, FA_CLUSTER_EPILOGUE);
+        if (!c) return;
+        int ci = A->ncl - 1;
+        c->anchor = aid;
+        c->depends_on = dep;
+        c->extra = bn;
+        c->m[c->n++] = aid;
+        A->inreg[aid] = 1;
+        if (bn >= 0) A->inreg[bn] = 1;
+        int cur = bn >= 0 ? g->nodes[bn]->outputs[0] : Y->id;
+        char lo[32];
+        snprintf(lo, sizeof lo, "%s", an->op_type);
+        for (char *q = lo; *q; q++) *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+        fa_buf lab;
+        fa_buf_init(&lab);
+        fa_buf_puts(&lab, lo);
+        if (bn >= 0) fa_buf_puts(&lab, "+bn");
+        while (c->n_post < MAX_POST) {
+            const fa_tensor *T = g->tensors[cur];
+            int tp = T->producer;
+            if (T->flags & FA_TENSOR_GRAPH_OUTPUT) break; /* edge reasons come from the default pass */
+            const int *cons;
+            int nc = fa_graph_consumers(g, cur, &cons);
+            if (nc == 0) break;
+            if (nc == 1 && A->owner[cons[0]] < 0) {
+                const fa_node *cn = g->nodes[cons[0]];
+                char spec[48], wb[300];
+                int opnd;
+                const char *wc = NULL;
+                if (!fa_adv_post_op(g, cn, cur, spec, sizeof spec, &opnd, &wc, wb, sizeof wb)) {
+                    if (wc && strcmp(wc, "not-a-post-op")) why(A, tp, cn->id, cur, wc, "%s", wb);
+                    break;
+                }
+                if (opnd >= 0) {
+                    int op_p = g->tensors[opnd]->producer;
+                    if (op_p >= 0 && A->pos[op_p] >= 0 && A->pos[op_p] > A->pos[aid]) {
+                        why(A, tp, cn->id, cur, "operand-later",
+                            "%s '%s' adds '%s', computed after '%s' in topological order: fusing it into that "
+                            "kernel's epilogue could create a cycle", cn->op_type, cn->name, g->tensors[opnd]->name,
+                            an->name);
+                        break;
+                    }
+                }
+                if (!try_add(A, c->m, &c->n, cn->id, tp, cur)) break;
+                snprintf(c->post[c->n_post], sizeof c->post[0], "%s", spec);
+                c->post_in[c->n_post++] = opnd;
+                char shortop[32];
+                snprintf(shortop, sizeof shortop, "%s", cn->op_type);
+                for (char *q = shortop; *q; q++) *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+                fa_buf_printf(&lab, "+%s", !strncmp(spec, "eltwise:gelu", 12) ? spec + 8 : shortop);
+                cur = cn->outputs[0];
+                continue;
+            }
+            if (nc > 1) {
+                fa_adv_gelu ge;
+                if (fa_adv_match_gelu(g, cur, A->owner, &ge)) {
+                    if (c->n + ge.n > A->opt.max_ops) {
+                        why(A, tp, cons[0], cur, "cap", "the decomposed GELU (%d ops) would exceed --max-ops %d", ge.n,
+                            A->opt.max_ops);
+                        break;
+                    }
+                    int n0 = c->n;
+                    for (int i = 0; i < ge.n; i++) { c->m[c->n++] = ge.nodes[i]; A->inreg[ge.nodes[i]] = 1; }
+                    if (count_ext_inputs(A, c->m, c->n) > A->opt.max_inputs + ge.n || region_has_cycle(A, c->m, c->n)) {
+                        for (int i = n0; i < c->n; i++) A->inreg[c->m[i]] = 0;
+                        c->n = n0;
+                        break;
+                    }
+                    snprintf(c->post[c->n_post], sizeof c->post[0], "eltwise:%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf");
+                    c->post_in[c->n_post++] = -1;
+                    fa_buf_printf(&lab, "+%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf");
+                    cur = ge.output;
+                    continue;
+                }
+            }
+            break;
+        }
+        A->inreg[aid] = 0;
+        if (bn >= 0) A->inreg[bn] = 0;
+        clear_region(A, c->m, c->n);
+        if (c->n < 2) {
+            fa_buf_free(&lab);
+            drop_last_cluster(A);
+            continue;
+        }
+        snprintf(c->label, sizeof c->label, "%s", lab.data ? lab.data : "epilogue");
+        fa_buf_free(&lab);
+        for (int i = 1; i < c->n; i++) A->owner[c->m[i]] = ci;
+        if (A->owner[aid] < 0) A->owner[aid] = ci;
+    }
+}
+
+/* ---- 4. elementwise chains (with standalone decomposed GELU) ---- */
+
+static void grow_chain(adv *A, wcl *c)
+{
+    const fa_graph *g = A->g;
+    for (int i = 0; i < c->n; i++) A->inreg[c->m[i]] = 1;
+    double chain_flops = 0;
+    int64_t dom = 0;
+    for (int i = 0; i < c->n; i++) {
+        chain_flops += flops_of(A, c->m[i]);
+        int64_t ne = fa_tensor_numel(fa_graph_out(g, g->nodes[c->m[i]], 0));
+        if (ne > dom) dom = ne;
+    }
+    bool grew = true;
+    while (grew) {
+        grew = false;
+        for (int q = 0; q < g->n_topo; q++) {
+            int nid = g->topo[q];
+            const fa_node *nd = g->nodes[nid];
+            if (A->inreg[nid] || A->owner[nid] >= 0 || !fa_adv_is_elementwise(g, nd)) continue;
+            int via_t = -1;
+            for (int k = 0; k < nd->n_inputs; k++)
+                if (nd->inputs[k] >= 0 && produced_in(A, nd->inputs[k])) via_t = nd->inputs[k];
+            if (via_t >= 0) {
+                int via_p = g->tensors[via_t]->producer;
+                int64_t ne = fa_tensor_numel(fa_graph_out(g, nd, 0));
+                double rec = 0;
+                if (dom > 0 && ne > dom) {
+                    double f = (double)ne / (double)dom;
+                    rec = (f - 1.0) * chain_flops / A->peak;
+                    uint64_t tb = fa_tensor_bytes(g->tensors[via_t]);
+                    const int *cons;
+                    int ncons = fa_graph_consumers(g, via_t, &cons);
+                    double saved = (ncons == 1 ? 2.0 : 1.0) * (double)tb / A->bw + A->disp;
+                    if (rec >= saved) {
+                        why(A, via_p, nid, via_t, "broadcast-recompute",
+                            "%s '%s' broadcasts the chain's %lld elements to %lld (x%.0f): recomputing %.0f FLOP "
+                            "(%.1f ns) costs more than the %.0f ns saved (%" PRIu64 " B, one launch)",
+                            nd->op_type, nd->name, (long long)dom, (long long)ne, f, (f - 1.0) * chain_flops, rec, saved, tb);
+                        continue;
+                    }
+                }
+                if (!try_add(A, c->m, &c->n, nid, via_p, via_t)) continue;
+                chain_flops += flops_of(A, nid);
+                if (ne > dom) dom = ne;
+                c->recompute_ns += rec;
+                grew = true;
+                continue;
+            }
+            /* backward: a producer whose outputs are read only by the chain */
+            bool back = nd->n_outputs >= 1 && nd->outputs[0] >= 0;
+            for (int o = 0; o < nd->n_outputs && back; o++)
+                if (nd->outputs[o] >= 0 && !all_consumers_in(A, nd->outputs[o])) back = false;
+            if (!back) continue;
+            const int *cons;
+            fa_graph_consumers(g, nd->outputs[0], &cons);
+            if (!try_add(A, c->m, &c->n, nid, nid, nd->outputs[0])) continue;
+            chain_flops += flops_of(A, nid);
+            grew = true;
+        }
+    }
+    clear_region(A, c->m, c->n);
+}
+
+static void phase_chains(adv *A)
+{
+    const fa_graph *g = A->g;
+    /* standalone decomposed GELU first */
+    for (int t = 0; t < g->n_tensors; t++) {
+        fa_adv_gelu ge;
+        const int *cons;
+        if (fa_graph_consumers(g, t, &cons) < 2) continue;
+        if (!fa_adv_match_gelu(g, t, A->owner, &ge)) continue;
+        if (ge.n > A->opt.max_ops) continue;
+        wcl *c = new_cluster(A, FA_CLUSTER_ELEMWISE_CHAIN);
+        if (!c) return;
+        memcpy(c->m, ge.nodes, sizeof(int) * (size_t)ge.n);
+        c->n = ge.n;
+        grow_chain(A, c);
+        snprintf(c->label, sizeof c->label, "%s%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf", c->n > ge.n ? "+elementwise" : "");
+        claim(A, A->ncl - 1);
+    }
+    for (int p = 0; p < g->n_topo; p++) {
+        int nid = g->topo[p];
+        if (A->owner[nid] >= 0 || !fa_adv_is_elementwise(g, g->nodes[nid])) continue;
+        wcl *c = new_cluster(A, FA_CLUSTER_ELEMWISE_CHAIN);
+        if (!c) return;
+        c->m[c->n++] = nid;
+        grow_chain(A, c);
+        if (c->n < 2) { drop_last_cluster(A); continue; }
+        snprintf(c->label, sizeof c->label, "elementwise(%d)", c->n);
+        claim(A, A->ncl - 1);
+    }
+}
+
+/* ---- 5. horizontal ---- */
+
+static void phase_horizontal(adv *A)
+{
+    const fa_graph *g = A->g;
+    int *m = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    if (!m) { A->oom = true; return; }
+    for (int t = 0; t < g->n_tensors; t++) {
+        const fa_tensor *X = g->tensors[t];
+        if (X->dtype != FA_DTYPE_FLOAT) continue;
+        const int *cons;
+        int nc = fa_graph_consumers(g, t, &cons);
+        if (nc < 2) continue;
+        int red = -1, n_ew = 0;
+        for (int k = 0; k < nc; k++) {
+            const fa_node *cn = g->nodes[cons[k]];
+            if (cn->op && cn->op->pattern == FA_PATTERN_REDUCTION) red = cn->id;
+            if (fa_adv_is_elementwise(g, cn) && A->owner[cn->id] < 0) n_ew++;
+        }
+        if (red >= 0 && n_ew > 0 && A->owner[red] < 0)
+            why(A, X->producer, red, t, "access-order",
+                "'%s' is read by reduction %s '%s' (row by row over its domain) and by %d elementwise op(s) (element "
+                "order): one kernel could read it once, but the access orders conflict; legal, not proposed",
+                X->name, g->nodes[red]->op_type, g->nodes[red]->name, n_ew);
+        /* group unclaimed elementwise consumers with identical output shapes */
+        for (int k = 0; k < nc; k++) {
+            int c0 = cons[k];
+            if (A->owner[c0] >= 0 || !fa_adv_is_elementwise(g, g->nodes[c0])) continue;
+            const fa_tensor *Y0 = fa_graph_out(g, g->nodes[c0], 0);
+            int n = 0;
+            m[n++] = c0;
+            A->inreg[c0] = 1;
+            for (int j = k + 1; j < nc; j++) {
+                int cj = cons[j];
+                if (A->inreg[cj] || A->owner[cj] >= 0 || !fa_adv_is_elementwise(g, g->nodes[cj])) continue;
+                if (!same_shape(Y0, fa_graph_out(g, g->nodes[cj], 0))) continue;
+                try_add(A, m, &n, cj, X->producer, t);
+            }
+            clear_region(A, m, n);
+            if (n < 2) continue;
+            wcl *c = new_cluster(A, FA_CLUSTER_HORIZONTAL);
+            if (!c) break;
+            memcpy(c->m, m, sizeof(int) * (size_t)n);
+            c->n = n;
+            c->horiz_bytes = fa_tensor_bytes(X) * (uint64_t)(n - 1);
+            snprintf(c->label, sizeof c->label, "horizontal(%d) on '%s'", n, X->name);
+            claim(A, A->ncl - 1);
+        }
+    }
+    free(m);
+}
+
+/* ---- cost, why-not, finish ---- */
+
+static int group_of(const adv *A, int ci)
+{
+    while (ci >= 0 && A->cl[ci].depends_on >= 0) ci = A->cl[ci].depends_on;
+    return ci;
+}
+
+/* Saved bytes: outputs of producers P consumed inside the cluster (members Cs). */
+static uint64_t saved_bytes_of(adv *A, const wcl *c)
+{
+    const fa_graph *g = A->g;
+    if (c->kind == FA_CLUSTER_HORIZONTAL) return c->horiz_bytes;
+    for (int i = 0; i < c->n; i++) A->inreg[c->m[i]] = 1;
+    uint64_t sb = 0;
+    for (int i = 0; i <= c->n; i++) {
+        int nid = i < c->n ? c->m[i] : c->extra;
+        if (nid < 0 || (i < c->n && c->extra >= 0 && nid == c->anchor)) continue;
+        const fa_node *nd = g->nodes[nid];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int t = nd->outputs[o];
+            if (t < 0) continue;
+            const int *cons;
+            int nc = fa_graph_consumers(g, t, &cons), in = 0;
+            for (int k = 0; k < nc; k++) in += A->inreg[cons[k]] != 0;
+            if (!in) continue;
+            bool all = in == nc && !(g->tensors[t]->flags & FA_TENSOR_GRAPH_OUTPUT);
+            sb += (all ? 2 : 1) * fa_tensor_bytes(g->tensors[t]);
+        }
+    }
+    for (int i = 0; i < c->n; i++) A->inreg[c->m[i]] = 0;
+    return sb;
+}
+
+
+static const int *g_sort_pos;
+static int cmp_by_pos(const void *a, const void *b)
+{
+    int x = g_sort_pos[*(const int *)a], y = g_sort_pos[*(const int *)b];
+    return x < y ? -1 : x > y;
+}
+
+static void default_why(adv *A, int p, int c, int t)
+{
+    const fa_graph *g = A->g;
+    const fa_node *pn = g->nodes[p], *cn = g->nodes[c];
+    const fa_tensor *T = g->tensors[t];
+    uint64_t tb = fa_tensor_bytes(T);
+    const int *cons;
+    int nc = fa_graph_consumers(g, t, &cons);
+    int pc = A->owner[p] >= 0 ? group_of(A, A->owner[p]) : -1, cc = A->owner[c] >= 0 ? group_of(A, A->owner[c]) : -1;
+    int pp = pn->op ? (int)pn->op->pattern : FA_PATTERN_OPAQUE, cp = cn->op ? (int)cn->op->pattern : FA_PATTERN_OPAQUE;
+    if (T->dtype != FA_DTYPE_FLOAT)
+        why(A, p, c, t, "dtype", "'%s' is %s: only float32 clusters are proposed", T->name, fa_dtype_name(T->dtype));
+    else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7))
+        why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at data-dependent indices: the gather is a boundary (the "
+            "index is not carried into a fused kernel)", cn->op_type, cn->name, T->name);
+    else if (pp == FA_PATTERN_OPAQUE || cp == FA_PATTERN_OPAQUE)
+        why(A, p, c, t, "opaque", "%s '%s' is opaque (never fused): '%s' (%.2f MB) round-trips memory",
+            pp == FA_PATTERN_OPAQUE ? pn->op_type : cn->op_type, pp == FA_PATTERN_OPAQUE ? pn->name : cn->name, T->name,
+            mb(tb));
+    else if (pp == FA_PATTERN_INJECTIVE || cp == FA_PATTERN_INJECTIVE)
+        why(A, p, c, t, "layout-change", "%s '%s' changes the layout (%s): point-to-point indexing breaks, so it is a "
+            "boundary; '%s' (%.2f MB) round-trips memory", pp == FA_PATTERN_INJECTIVE ? pn->op_type : cn->op_type,
+            pp == FA_PATTERN_INJECTIVE ? pn->name : cn->name, pp == FA_PATTERN_INJECTIVE ? "producer" : "consumer", T->name,
+            mb(tb));
+    else if (fa_adv_is_complex(pn) && fa_adv_is_complex(cn))
+        why(A, p, c, t, "two-complex", "%s '%s' and %s '%s' are both complex ops: never fused into one kernel",
+            pn->op_type, pn->name, cn->op_type, cn->name);
+    else if (fa_adv_is_complex(cn))
+        why(A, p, c, t, "complex-consumer", "%s '%s' consumes '%s': a prologue into a complex op is not fused",
+            cn->op_type, cn->name, T->name);
+    else if (pp == FA_PATTERN_REDUCTION && cp == FA_PATTERN_REDUCTION)
+        why(A, p, c, t, "two-reductions", "%s '%s' and %s '%s' are both reductions in different clusters",
+            pn->op_type, pn->name, cn->op_type, cn->name);
+    else if (T->flags & FA_TENSOR_GRAPH_OUTPUT)
+        why(A, p, c, t, "graph-output", "'%s' is a graph output: it must be written anyway", T->name);
+    else if (nc > 1) {
+        double f = flops_of(A, p), rec = f / A->peak, sav = tb / A->bw;
+        why(A, p, c, t, "multi-consumer-recompute",
+            "%s '%s' has %d consumers: fusing it into '%s' would recompute %.3g MFLOP (%.1f ns) to save one read of "
+            "%.2f MB (%.1f ns); %s", pn->op_type, pn->name, nc, cn->name, f / 1e6, rec, mb(tb), sav,
+            rec >= sav ? "recompute costs more than the traffic saved"
+                       : "recompute would pay, but this plan never duplicates a producer into several kernels");
+    } else if (cc >= 0 && pc != cc)
+        why(A, p, c, t, "cluster-boundary", "%s '%s' is fused into cluster '%s' instead of with %s '%s'%s%s%s",
+            cn->op_type, cn->name, A->cl[cc].label, pn->op_type, pn->name, pc >= 0 ? " (cluster '" : "",
+            pc >= 0 ? A->cl[pc].label : "", pc >= 0 ? "')" : "");
+    else if (pc >= 0 && cc >= 0)
+        why(A, p, c, t, "cluster-boundary", "'%s' and '%s' landed in different clusters (%s, %s)", pn->name, cn->name,
+            A->cl[pc].label, A->cl[cc].label);
+    else
+        why(A, p, c, t, "no-pattern", "%s '%s' -> %s '%s' matches no fusion pattern (%s -> %s)", pn->op_type, pn->name,
+            cn->op_type, cn->name, fa_pattern_name((fa_pattern)pp), fa_pattern_name((fa_pattern)cp));
+}
+
+static int *arena_ints(fa_arena *ar, const int *src, int n)
+{
+    int *d = fa_arena_alloc(ar, sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (d && n > 0) memcpy(d, src, sizeof(int) * (size_t)n);
+    return d;
+}
+
+/* Inputs/outputs of members (plus the BN of a dependent epilogue). */
+static void io_of(adv *A, const wcl *c, fa_cluster *out, int *tmp)
+{
+    const fa_graph *g = A->g;
+    for (int i = 0; i < c->n; i++) A->inreg[c->m[i]] = 1;
+    if (c->extra >= 0) A->inreg[c->extra] = 1;
+    int ni = 0;
+    int mem[1024], nm = 0;
+    for (int i = 0; i < c->n && nm < 1023; i++) mem[nm++] = c->m[i];
+    if (c->extra >= 0) mem[nm++] = c->extra;
+    for (int i = 0; i < nm; i++) {
+        const fa_node *nd = g->nodes[mem[i]];
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int t = nd->inputs[k];
+            if (t < 0 || produced_in(A, t)) continue;
+            bool dup = false;
+            for (int j = 0; j < ni; j++) dup |= tmp[j] == t;
+            if (!dup) tmp[ni++] = t;
+        }
+    }
+    out->n_inputs = ni;
+    out->inputs = arena_ints(A->ar, tmp, ni);
+    int no = 0;
+    for (int i = 0; i < nm; i++) {
+        const fa_node *nd = g->nodes[mem[i]];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int t = nd->outputs[o];
+            if (t < 0) continue;
+            const int *cons;
+            int nc = fa_graph_consumers(g, t, &cons);
+            bool leaves = (g->tensors[t]->flags & FA_TENSOR_GRAPH_OUTPUT) != 0;
+            for (int k = 0; k < nc; k++) leaves |= !A->inreg[cons[k]];
+            if (c->kind == FA_CLUSTER_HORIZONTAL) leaves = true;
+            if (leaves) tmp[no++] = t;
+        }
+    }
+    out->n_outputs = no;
+    out->outputs = arena_ints(A->ar, tmp, no);
+    for (int i = 0; i < nm; i++) A->inreg[mem[i]] = 0;
+}
+
+static int cmp_cluster_rank(const void *a, const void *b)
+{
+    const fa_cluster *x = a, *y = b;
+    if (x->est_saving_ns != y->est_saving_ns) return x->est_saving_ns > y->est_saving_ns ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void plan_hash(fa_plan *p, const fa_graph *g)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_printf(&b, "fuse-advise plan v1\ngraph %s\ntarget %s arch %s max_ops %d max_inputs %d floor %.4f gate %d\n",
+                  g->name ? g->name : "", fa_target_name(p->opt.target), p->opt.arch ? p->opt.arch : "", p->opt.max_ops,
+                  p->opt.max_inputs, p->opt.occupancy_floor, !p->opt.no_gate);
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        fa_buf_printf(&b, "%d %s %s anchor %d dep %d red %s axis %d eps %.9g members", c->id, fa_cluster_kind_name(c->kind),
+                      c->label, c->anchor, c->depends_on, fa_reduction_kind_name(c->reduction), c->reduce_axis, c->epsilon);
+        for (int k = 0; k < c->n_members; k++) fa_buf_printf(&b, " %d", c->members[k]);
+        fa_buf_puts(&b, " post");
+        for (int k = 0; k < c->n_post_ops; k++) fa_buf_printf(&b, " %s@%d", c->post_ops[k], c->post_op_inputs[k]);
+        fa_buf_printf(&b, " status %s\n", fa_cluster_status_name(c->status));
+    }
+    fa_sha256_hex(b.data ? b.data : "", b.len, p->hash);
+    fa_buf_free(&b);
+}
+
+void fa_plan_free(fa_plan *p)
+{
+    if (!p) return;
+    fa_arena_free(p->arena);
+    free(p);
+}
+
+fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt, fa_plan **out)
+{
+    if (!g || !g->topo) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_advise: graph is not indexed (fa_graph_prepare)");
+    fa_plan *plan = calloc(1, sizeof *plan);
+    adv A;
+    memset(&A, 0, sizeof A);
+    A.ctx = ctx;
+    A.g = g;
+    A.a = a;
+    A.opt = opt ? *opt : fa_advise_options_default();
+    if (A.opt.max_ops <= 0) A.opt.max_ops = 16;
+    if (A.opt.max_inputs <= 0) A.opt.max_inputs = 8;
+    if (!A.opt.arch) A.opt.arch = "sm_90";
+    if (A.opt.occupancy_floor <= 0) A.opt.occupancy_floor = 0.5;
+    if (plan) plan->arena = fa_arena_create(1 << 16);
+    A.ar = plan ? plan->arena : NULL;
+    int nn = g->n_nodes + 1;
+    A.pos = malloc(sizeof(int) * (size_t)nn);
+    A.owner = malloc(sizeof(int) * (size_t)nn);
+    A.inreg = calloc((size_t)nn, 1);
+    A.seen = calloc((size_t)nn, 1);
+    A.stack = malloc(sizeof(int) * (size_t)nn * 2);
+    int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    if (!plan || !A.ar || !A.pos || !A.owner || !A.inreg || !A.seen || !A.stack || !tmp) {
+        free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(tmp);
+        fa_plan_free(plan);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning '%s'", g->name ? g->name : "graph");
+    }
+    for (int i = 0; i < g->n_nodes; i++) { A.pos[i] = -1; A.owner[i] = -1; }
+    for (int p = 0; p < g->n_topo; p++) A.pos[g->topo[p]] = p;
+    A.bw = DEFAULT_BW_GBS;
+    A.peak = DEFAULT_PEAK_GFLOPS;
+    A.disp = DEFAULT_DISPATCH_NS;
+    if (a) {
+        if (a->ceilings.mem_bw_gbs > 0) A.bw = a->ceilings.mem_bw_gbs;
+        if (a->ceilings.peak_gflops > 0) A.peak = a->ceilings.peak_gflops;
+        if (a->ceilings.launch_ns > 0) A.disp = a->ceilings.launch_ns;
+        else if (a->gap_ns > 0 && a->kernels_per_iter > 1) A.disp = (double)a->gap_ns / (double)(a->kernels_per_iter - 1);
+    }
+
+    phase_bn_fold(&A);
+    phase_reductions(&A);
+    phase_epilogues(&A);
+    phase_chains(&A);
+    phase_horizontal(&A);
+
+    /* finish clusters */
+    plan->run_id = a ? a->run_id : -1;
+    plan->opt = A.opt;
+    plan->n_clusters = A.ncl;
+    plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
+    g_sort_pos = A.pos;
+    for (int i = 0; i < A.ncl && plan->clusters; i++) {
+        wcl *w = &A.cl[i];
+        fa_cluster *c = &plan->clusters[i];
+        if (w->kind != FA_CLUSTER_HORIZONTAL) qsort(w->m, (size_t)w->n, sizeof(int), cmp_by_pos);
+        c->id = i;
+        c->kind = w->kind;
+        c->n_members = w->n;
+        c->members = arena_ints(A.ar, w->m, w->n);
+        c->anchor = w->anchor;
+        c->reduction = w->red;
+        c->reduce_axis = w->kind == FA_CLUSTER_REDUCTION ? w->reduce_axis : -1;
+        c->epsilon = w->eps;
+        c->label = fa_arena_strdup(A.ar, w->label);
+        c->depends_on = w->depends_on;
+        c->n_post_ops = w->n_post;
+        c->post_ops = fa_arena_alloc(A.ar, sizeof(char *) * (size_t)(w->n_post + 1));
+        c->post_op_inputs = arena_ints(A.ar, w->post_in, w->n_post);
+        for (int k = 0; k < w->n_post && c->post_ops; k++) c->post_ops[k] = fa_arena_strdup(A.ar, w->post[k]);
+        io_of(&A, w, c, tmp);
+        c->saved_bytes = saved_bytes_of(&A, w);
+        c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
+        c->recompute_ns = w->recompute_ns;
+        c->est_saving_ns = (double)c->saved_bytes / A.bw + c->saved_launches * A.disp - c->recompute_ns;
+        c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
+        c->registers = c->spill_bytes = c->block_size = -1;
+        c->occupancy = -1;
+        c->measured_saving_ns = -1;
+        c->max_rel_error = -1;
+        c->status = FA_CLUSTER_PROPOSED;
+        if (c->est_saving_ns <= 0) {
+            c->status = FA_CLUSTER_REFUSED;
+            char r[256];
+            snprintf(r, sizeof r, "not-beneficial: estimated saving %.1f ns (%" PRIu64 " B at %.1f GB/s + %d launch(es) x "
+                     "%.0f ns - recompute %.1f ns) is not positive", c->est_saving_ns, c->saved_bytes, A.bw,
+                     c->saved_launches, A.disp, c->recompute_ns);
+            c->reason = fa_arena_strdup(A.ar, r);
+        }
+#ifdef FA_HAVE_GATE
+        if (c->status == FA_CLUSTER_PROPOSED && A.opt.target == FA_TARGET_CUDA && !A.opt.no_gate) {
+            bool refused = false;
+            fa_status gs = fa_gate_cluster(ctx, g, c, &A.opt, &refused);
+            if (gs) { /* a gate that cannot run is recorded on the cluster, not fatal for the plan */
+                c->reason = fa_arena_strdup(A.ar, fa_ctx_errmsg(ctx));
+                fa_ctx_clear(ctx);
+            }
+        }
+#endif
+    }
+
+    /* why-not: edges inside a refused cluster get its reason; others outside one group get a default */
+    for (int p = 0; p < g->n_topo && plan->clusters; p++) {
+        int cid = g->topo[p];
+        const fa_node *cn = g->nodes[cid];
+        for (int k = 0; k < cn->n_inputs; k++) {
+            int t = cn->inputs[k];
+            if (t < 0) continue;
+            int pid = g->tensors[t]->producer;
+            if (pid < 0 || A.pos[pid] < 0) continue;
+            int gp = A.owner[pid] >= 0 ? group_of(&A, A.owner[pid]) : -1;
+            int gc = A.owner[cid] >= 0 ? group_of(&A, A.owner[cid]) : -1;
+            if (gp >= 0 && gp == gc) {
+                const fa_cluster *c = &plan->clusters[A.owner[cid]];
+                if (c->status == FA_CLUSTER_REFUSED)
+                    why(&A, pid, cid, t, strstr(c->reason ? c->reason : "", "occupancy") ? "occupancy-gate"
+                        : strstr(c->reason ? c->reason : "", "not-beneficial") ? "not-beneficial" : "register-gate",
+                        "%s", c->reason ? c->reason : "refused");
+                continue;
+            }
+            default_why(&A, pid, cid, t);
+        }
+    }
+    /* drop recorded reasons for edges that ended up fused after all */
+    int keep = 0;
+    for (int i = 0; i < A.nwn; i++) {
+        fa_why_not *w = &A.wn[i];
+        bool fused = false;
+        if (w->producer >= 0 && w->consumer >= 0 && A.owner[w->producer] >= 0 && A.owner[w->consumer] >= 0) {
+            int gp = group_of(&A, A.owner[w->producer]), gc = group_of(&A, A.owner[w->consumer]);
+            fused = gp == gc && plan->clusters[A.owner[w->consumer]].status != FA_CLUSTER_REFUSED;
+        }
+        if (!fused) A.wn[keep++] = *w;
+    }
+    plan->n_why_not = keep;
+    plan->why_not = fa_arena_alloc(A.ar, sizeof(fa_why_not) * (size_t)(keep > 0 ? keep : 1));
+    if (plan->why_not && keep) memcpy(plan->why_not, A.wn, sizeof(fa_why_not) * (size_t)keep);
+
+    /* rank, remap depends_on */
+    if (plan->clusters && A.ncl > 1) {
+        qsort(plan->clusters, (size_t)A.ncl, sizeof(fa_cluster), cmp_cluster_rank);
+        int *newidx = tmp; /* old id -> new index */
+        for (int i = 0; i < A.ncl; i++) newidx[plan->clusters[i].id] = i;
+        for (int i = 0; i < A.ncl; i++) {
+            fa_cluster *c = &plan->clusters[i];
+            if (c->depends_on >= 0) c->depends_on = newidx[c->depends_on];
+        }
+        for (int i = 0; i < A.ncl; i++) plan->clusters[i].id = i;
+    }
+    plan_hash(plan, g);
+    bool oom = A.oom || !plan->clusters || !plan->why_not;
+    for (int i = 0; i < A.ncl; i++) free(A.cl[i].m);
+    free(A.cl); free(A.wn); free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(tmp);
+    if (oom) {
+        fa_plan_free(plan);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning '%s'", g->name ? g->name : "graph");
+    }
+    *out = plan;
+    return FA_OK;
+}
+
+/* ---- store ---- */
+
+static void json_s(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
+    fa_buf_puts(b, "\"");
+}
+
+static void json_ints(fa_buf *b, const int *v, int n)
+{
+    fa_buf_puts(b, "[");
+    for (int i = 0; i < n; i++) fa_buf_printf(b, "%s%d", i ? "," : "", v[i]);
+    fa_buf_puts(b, "]");
+}
+
+fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
+{
+    if (p->run_id < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "plan has no run (run_id -1): nothing to attach it to");
+    sqlite3 *db = fa_store_db(st);
+    sqlite3_stmt *q = NULL;
+    fa_buf b;
+    fa_buf_init(&b);
+    bool own = false;
+    fa_status s = fa_store_begin(ctx, st);
+    if (s == FA_ERR_INTERNAL) { fa_ctx_clear(ctx); s = FA_OK; } /* caller's transaction */
+    else if (s) return s;
+    else own = true;
+    int plan_id = 1;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT coalesce(max(plan_id),0)+1 FROM plans WHERE run_id=?1", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, p->run_id);
+    if (sqlite3_step(q) == SQLITE_ROW) plan_id = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    q = NULL;
+    /* options + per-cluster details that have no column yet */
+    fa_buf_printf(&b, "{\"target\":\"%s\",\"arch\":", fa_target_name(p->opt.target));
+    json_s(&b, p->opt.arch);
+    fa_buf_printf(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.4f,\"no_gate\":%s,\"clusters\":[",
+                  p->opt.max_ops, p->opt.max_inputs, p->opt.occupancy_floor, p->opt.no_gate ? "true" : "false");
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        fa_buf_printf(&b, "%s{\"id\":%d,\"label\":", i ? "," : "", c->id);
+        json_s(&b, c->label);
+        fa_buf_printf(&b, ",\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
+                          "\"block_size\":%d,\"inputs\":", c->anchor, c->depends_on, fa_reduction_kind_name(c->reduction),
+                      c->reduce_axis, c->epsilon, c->block_size);
+        json_ints(&b, c->inputs, c->n_inputs);
+        fa_buf_puts(&b, ",\"outputs\":");
+        json_ints(&b, c->outputs, c->n_outputs);
+        fa_buf_puts(&b, ",\"post_ops\":[");
+        for (int k = 0; k < c->n_post_ops; k++) { if (k) fa_buf_puts(&b, ","); json_s(&b, c->post_ops[k]); }
+        fa_buf_puts(&b, "],\"post_op_inputs\":");
+        json_ints(&b, c->post_op_inputs, c->n_post_ops);
+        fa_buf_puts(&b, "}");
+    }
+    fa_buf_puts(&b, "]}");
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, status) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,'proposed')", -1, &q, NULL));
+    if (s) goto fail;
+    sqlite3_bind_int64(q, 1, p->run_id);
+    sqlite3_bind_int(q, 2, plan_id);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    sqlite3_bind_int64(q, 3, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
+    sqlite3_bind_text(q, 4, p->hash, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 5, fa_target_name(p->opt.target), -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 6, p->opt.arch, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(q, 7, b.data ? b.data : "{}", -1, SQLITE_TRANSIENT);
+    s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+    sqlite3_finalize(q);
+    q = NULL;
+    if (s) goto fail;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, saved_launches, recompute_us, "
+        "est_saving_us, est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, max_rel_error) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)", -1, &q, NULL));
+    if (s) goto fail;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        fa_buf_reset(&b);
+        json_ints(&b, c->members, c->n_members);
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, p->run_id);
+        sqlite3_bind_int(q, 2, plan_id);
+        sqlite3_bind_int(q, 3, c->id);
+        sqlite3_bind_text(q, 4, fa_cluster_kind_name(c->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 5, b.data ? b.data : "[]", -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 6, (int64_t)c->saved_bytes);
+        sqlite3_bind_int(q, 7, c->saved_launches);
+        sqlite3_bind_double(q, 8, c->recompute_ns / 1e3);
+        sqlite3_bind_double(q, 9, c->est_saving_ns / 1e3);
+        sqlite3_bind_double(q, 10, c->est_saving_pct);
+        if (c->registers >= 0) sqlite3_bind_int(q, 11, c->registers); else sqlite3_bind_null(q, 11);
+        if (c->spill_bytes >= 0) sqlite3_bind_int(q, 12, c->spill_bytes); else sqlite3_bind_null(q, 12);
+        if (c->occupancy >= 0) sqlite3_bind_double(q, 13, c->occupancy); else sqlite3_bind_null(q, 13);
+        sqlite3_bind_text(q, 14, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
+        if (c->reason) sqlite3_bind_text(q, 15, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 15);
+        if (c->measured_saving_ns >= 0) sqlite3_bind_double(q, 16, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 16);
+        if (c->max_rel_error >= 0) sqlite3_bind_double(q, 17, c->max_rel_error); else sqlite3_bind_null(q, 17);
+        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+        if (s) goto fail;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, reason) "
+        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
+    if (s) goto fail;
+    for (int i = 0; i < p->n_why_not; i++) {
+        const fa_why_not *w = &p->why_not[i];
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, p->run_id);
+        sqlite3_bind_int(q, 2, plan_id);
+        sqlite3_bind_int(q, 3, i);
+        sqlite3_bind_int(q, 4, w->producer);
+        sqlite3_bind_int(q, 5, w->consumer);
+        sqlite3_bind_int(q, 6, w->tensor);
+        sqlite3_bind_text(q, 7, w->code, -1, SQLITE_STATIC);
+        sqlite3_bind_text(q, 8, w->reason, -1, SQLITE_TRANSIENT);
+        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+        if (s) goto fail;
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (own) {
+        s = fa_store_commit(ctx, st);
+        if (s) goto fail;
+    }
+    fa_buf_free(&b);
+    p->plan_id = plan_id;
+    return FA_OK;
+fail:
+    if (q) sqlite3_finalize(q);
+    if (own) fa_store_rollback(st);
+    fa_buf_free(&b);
+    return s ? s : FA_ERR_IO;
+}
+
+fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
+{
+    if (p->run_id < 0 || p->plan_id <= 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
+    sqlite3 *db = fa_store_db(st);
+    sqlite3_stmt *q = NULL;
+    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
+        "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, registers=?8, "
+        "spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3", -1, &q, NULL));
+    if (s) return s;
+    for (int i = 0; i < p->n_clusters && !s; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, p->run_id);
+        sqlite3_bind_int(q, 2, p->plan_id);
+        sqlite3_bind_int(q, 3, c->id);
+        sqlite3_bind_text(q, 4, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
+        if (c->reason) sqlite3_bind_text(q, 5, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 5);
+        if (c->measured_saving_ns >= 0) sqlite3_bind_double(q, 6, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 6);
+        if (c->max_rel_error >= 0) sqlite3_bind_double(q, 7, c->max_rel_error); else sqlite3_bind_null(q, 7);
+        if (c->registers >= 0) sqlite3_bind_int(q, 8, c->registers); else sqlite3_bind_null(q, 8);
+        if (c->spill_bytes >= 0) sqlite3_bind_int(q, 9, c->spill_bytes); else sqlite3_bind_null(q, 9);
+        if (c->occupancy >= 0) sqlite3_bind_double(q, 10, c->occupancy); else sqlite3_bind_null(q, 10);
+        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return s;
+}

@@ -1,0 +1,533 @@
+/* advisor/patterns — BatchNormalization folding math and legality, oneDNN post-op mapping for
+ * epilogues, and recognition of the decomposed GELU forms (see advisor-impl.h). */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisor-impl.h"
+
+bool fa_adv_is_complex(const fa_node *n)
+{
+    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "MatMul") ||
+           !strcmp(n->op_type, "Gemm");
+}
+
+bool fa_adv_is_elementwise(const fa_graph *g, const fa_node *n)
+{
+    if (!n->op || n->folded) return false;
+    if (n->op->pattern != FA_PATTERN_ELEMWISE && n->op->pattern != FA_PATTERN_BROADCAST) return false;
+    if (!strncmp(n->op_type, "Random", 6) || !strcmp(n->op_type, "Dropout") || !strcmp(n->op_type, "Shape") ||
+        !strcmp(n->op_type, "Size"))
+        return false;
+    for (int i = 0; i < n->n_outputs; i++) {
+        const fa_tensor *t = fa_graph_out(g, n, i);
+        if (t && (t->dtype != FA_DTYPE_FLOAT || t->rank < 0)) return false;
+    }
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (t && t->dtype != FA_DTYPE_FLOAT && t->dtype != FA_DTYPE_BOOL) return false;
+    }
+    return n->n_outputs >= 1 && fa_graph_out(g, n, 0) != NULL;
+}
+
+/* ---- scalar constants ---- */
+
+static bool scalar_rec(const fa_graph *g, int tid, double *out, int depth)
+{
+    if (tid < 0 || depth > 6) return false;
+    const fa_tensor *t = g->tensors[tid];
+    if (fa_tensor_numel(t) != 1) return false;
+    if ((t->flags & FA_TENSOR_CONST) && t->data) {
+        if (t->dtype != FA_DTYPE_FLOAT && t->dtype != FA_DTYPE_DOUBLE && t->dtype != FA_DTYPE_INT64 &&
+            t->dtype != FA_DTYPE_INT32)
+            return false;
+        *out = fa_load_as_double(t->data, t->dtype, 0);
+        return true;
+    }
+    const fa_node *p = fa_graph_producer(g, tid);
+    if (!p) return false;
+    double a = 0, b = 0;
+    const char *op = p->op_type;
+    if (!strcmp(op, "CastLike") || !strcmp(op, "Cast") || !strcmp(op, "Identity"))
+        return scalar_rec(g, p->inputs[0], out, depth + 1);
+    if (!scalar_rec(g, p->inputs[0], &a, depth + 1)) return false;
+    if (!strcmp(op, "Sqrt")) { *out = sqrt(a); return true; }
+    if (!strcmp(op, "Reciprocal")) { *out = 1.0 / a; return true; }
+    if (!strcmp(op, "Neg")) { *out = -a; return true; }
+    if (p->n_inputs < 2 || !scalar_rec(g, p->inputs[1], &b, depth + 1)) return false;
+    if (!strcmp(op, "Mul")) *out = a * b;
+    else if (!strcmp(op, "Div")) *out = a / b;
+    else if (!strcmp(op, "Add")) *out = a + b;
+    else if (!strcmp(op, "Sub")) *out = a - b;
+    else if (!strcmp(op, "Pow")) *out = pow(a, b);
+    else return false;
+    return true;
+}
+
+bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out)
+{
+    return scalar_rec(g, tid, out, 0);
+}
+
+/* ---- decomposed GELU ---- */
+
+static bool gelu_op(const char *op)
+{
+    static const char *const ok[] = {"Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh", "Sqrt", "Sum",
+                                     "Neg", "Reciprocal", "Cast", "Identity"};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
+        if (!strcmp(op, ok[i])) return true;
+    return false;
+}
+
+static bool same_shape(const fa_tensor *a, const fa_tensor *b)
+{
+    if (a->rank != b->rank) return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i]) return false;
+    return true;
+}
+
+/* Evaluate the subgraph (nodes S[0..n) in topological order) at x = xv; tensor values in val[]
+ * indexed by position (tid -> slot through map). Returns the value of tensor `y`. */
+static bool gelu_eval(const fa_graph *g, const int *S, int n, int x, int y, double xv, double *out)
+{
+    double val[24];
+    int tid[24];
+    for (int k = 0; k < n; k++) {
+        const fa_node *nd = g->nodes[S[k]];
+        double in[8];
+        int ni = nd->n_inputs < 8 ? nd->n_inputs : 8;
+        for (int i = 0; i < ni; i++) {
+            int t = nd->inputs[i];
+            if (t == x) { in[i] = xv; continue; }
+            int j;
+            for (j = 0; j < k; j++)
+                if (tid[j] == t) break;
+            if (j < k) { in[i] = val[j]; continue; }
+            if (!fa_adv_scalar_value(g, t, &in[i])) return false;
+        }
+        const char *op = nd->op_type;
+        double r;
+        if (!strcmp(op, "Add")) r = in[0] + in[1];
+        else if (!strcmp(op, "Sub")) r = in[0] - in[1];
+        else if (!strcmp(op, "Mul")) r = in[0] * in[1];
+        else if (!strcmp(op, "Div")) r = in[0] / in[1];
+        else if (!strcmp(op, "Pow")) r = pow(in[0], in[1]);
+        else if (!strcmp(op, "Erf")) r = erf(in[0]);
+        else if (!strcmp(op, "Tanh")) r = tanh(in[0]);
+        else if (!strcmp(op, "Sqrt")) r = sqrt(in[0]);
+        else if (!strcmp(op, "Neg")) r = -in[0];
+        else if (!strcmp(op, "Reciprocal")) r = 1.0 / in[0];
+        else if (!strcmp(op, "Cast") || !strcmp(op, "Identity")) r = in[0];
+        else if (!strcmp(op, "Sum")) { r = 0; for (int i = 0; i < ni; i++) r += in[i]; }
+        else return false;
+        val[k] = r;
+        tid[k] = nd->outputs[0];
+        if (tid[k] == y) { *out = r; return true; }
+    }
+    return false;
+}
+
+static double gelu_ref(double x, bool tanh_form)
+{
+    if (!tanh_form) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+}
+
+bool fa_adv_match_gelu(const fa_graph *g, int x, const int *taken, fa_adv_gelu *out)
+{
+    const fa_tensor *X = g->tensors[x];
+    if (X->dtype != FA_DTYPE_FLOAT || X->rank < 0 || (X->flags & FA_TENSOR_GRAPH_OUTPUT)) return false;
+    /* closure: nodes reachable from x through allowed ops whose inputs are x, closure outputs or
+     * scalar constants; output shape = x's shape */
+    int S[24], n = 0;
+    bool grew = true;
+    while (grew && n < 24) {
+        grew = false;
+        for (int p = 0; p < g->n_topo && n < 24; p++) {
+            const fa_node *nd = g->nodes[g->topo[p]];
+            if (taken && taken[nd->id] >= 0) continue;
+            if (!gelu_op(nd->op_type) || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
+            bool in_s = false;
+            for (int k = 0; k < n; k++)
+                if (S[k] == nd->id) in_s = true;
+            if (in_s) continue;
+            const fa_tensor *Y = g->tensors[nd->outputs[0]];
+            if (Y->dtype != FA_DTYPE_FLOAT || !same_shape(Y, X)) continue;
+            bool linked = false, ok = true;
+            for (int i = 0; i < nd->n_inputs && ok; i++) {
+                int t = nd->inputs[i];
+                if (t < 0) { ok = false; break; }
+                if (t == x) { linked = true; continue; }
+                bool from_s = false;
+                for (int k = 0; k < n; k++)
+                    if (g->nodes[S[k]]->outputs[0] == t) from_s = true;
+                if (from_s) { linked = true; continue; }
+                double v;
+                if (!fa_adv_scalar_value(g, t, &v)) ok = false;
+            }
+            if (!ok || !linked) continue;
+            S[n++] = nd->id;
+            grew = true;
+        }
+    }
+    if (n < 3) return false;
+    /* keep S in topological order */
+    int pos_of[24];
+    for (int k = 0; k < n; k++) {
+        pos_of[k] = 0;
+        for (int p = 0; p < g->n_topo; p++)
+            if (g->topo[p] == S[k]) pos_of[k] = p;
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && pos_of[j] < pos_of[j - 1]; j--) {
+            int t = pos_of[j]; pos_of[j] = pos_of[j - 1]; pos_of[j - 1] = t;
+            t = S[j]; S[j] = S[j - 1]; S[j - 1] = t;
+        }
+    static const double xs[] = {-3.1, -1.7, -0.6, -0.05, 0.3, 0.9, 1.6, 2.8};
+    /* latest output first: the largest GELU */
+    for (int cand = n - 1; cand >= 2; cand--) {
+        int y = g->nodes[S[cand]]->outputs[0];
+        /* ancestors of y inside S */
+        bool in_sub[24] = {false};
+        in_sub[cand] = true;
+        for (int k = cand; k >= 0; k--) {
+            if (!in_sub[k]) continue;
+            const fa_node *nd = g->nodes[S[k]];
+            for (int i = 0; i < nd->n_inputs; i++)
+                for (int j = 0; j < k; j++)
+                    if (g->nodes[S[j]]->outputs[0] == nd->inputs[i]) in_sub[j] = true;
+        }
+        int sub[24], m = 0;
+        for (int k = 0; k <= cand; k++)
+            if (in_sub[k]) sub[m++] = S[k];
+        if (m < 3) continue;
+        /* every consumer of x and of every inner tensor inside the subgraph */
+        bool closed = true;
+        const int *cons;
+        int nc = fa_graph_consumers(g, x, &cons);
+        for (int c = 0; c < nc && closed; c++) {
+            bool f = false;
+            for (int k = 0; k < m; k++)
+                if (sub[k] == cons[c]) f = true;
+            closed = f;
+        }
+        for (int k = 0; k < m && closed; k++) {
+            int t = g->nodes[sub[k]]->outputs[0];
+            if (t == y) continue;
+            if (g->tensors[t]->flags & FA_TENSOR_GRAPH_OUTPUT) { closed = false; break; }
+            nc = fa_graph_consumers(g, t, &cons);
+            for (int c = 0; c < nc && closed; c++) {
+                bool f = false;
+                for (int j = 0; j < m; j++)
+                    if (sub[j] == cons[c]) f = true;
+                closed = f;
+            }
+        }
+        if (!closed) continue;
+        bool has_erf = false, has_tanh = false;
+        for (int k = 0; k < m; k++) {
+            if (!strcmp(g->nodes[sub[k]]->op_type, "Erf")) has_erf = true;
+            if (!strcmp(g->nodes[sub[k]]->op_type, "Tanh")) has_tanh = true;
+        }
+        if (has_erf == has_tanh) continue;
+        bool match = true;
+        for (size_t i = 0; i < sizeof xs / sizeof xs[0] && match; i++) {
+            double v, ref = gelu_ref(xs[i], has_tanh);
+            if (!gelu_eval(g, sub, m, x, y, xs[i], &v) || !(fabs(v - ref) <= 1e-4 * (fabs(ref) + 1e-2))) match = false;
+        }
+        if (!match) continue;
+        out->n = m;
+        memcpy(out->nodes, sub, sizeof(int) * (size_t)m);
+        out->output = y;
+        out->tanh_form = has_tanh;
+        return true;
+    }
+    return false;
+}
+
+/* ---- post-ops ---- */
+
+static bool const_scalar_f(const fa_graph *g, const fa_node *n, int i, double *v)
+{
+    if (i >= n->n_inputs || n->inputs[i] < 0) return false;
+    const fa_tensor *t = g->tensors[n->inputs[i]];
+    if (!(t->flags & FA_TENSOR_CONST) || !t->data || fa_tensor_numel(t) != 1) return false;
+    *v = fa_load_as_double(t->data, t->dtype, 0);
+    return true;
+}
+
+bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_t cap, int *operand,
+                    const char **why, char *why_buf, size_t why_cap)
+{
+    *operand = -1;
+    const char *op = c->op_type;
+    const fa_tensor *T = g->tensors[t], *Y = fa_graph_out(g, c, 0);
+    if (!Y || Y->dtype != FA_DTYPE_FLOAT || T->dtype != FA_DTYPE_FLOAT) {
+        *why = "dtype";
+        snprintf(why_buf, why_cap, "%s '%s' is not float32: the epilogue only fuses float32", op, c->name);
+        return false;
+    }
+    static const char *const cand[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSwish", "Mish", "Softplus",
+                                       "Gelu", "Clip", "Add", "Sub", "Mul", "Div", "Max", "Min"};
+    bool known = false;
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) known |= !strcmp(op, cand[i]);
+    if (!known) {
+        *why = "not-a-post-op";
+        snprintf(why_buf, why_cap, "%s '%s' has no oneDNN post-op equivalent", op, c->name);
+        return false;
+    }
+    if (!same_shape(Y, T)) {
+        *why = "shape-changing-epilogue";
+        char a[64], b[64];
+        snprintf(why_buf, why_cap, "%s '%s' changes the shape %s -> %s: a post-op must keep the output shape", op,
+                 c->name, fa_tensor_shape_str(T, a, sizeof a), fa_tensor_shape_str(Y, b, sizeof b));
+        return false;
+    }
+    if (c->n_outputs > 1) {
+        for (int i = 1; i < c->n_outputs; i++)
+            if (c->outputs[i] >= 0) {
+                *why = "extra-outputs";
+                snprintf(why_buf, why_cap, "%s '%s' has more than one output", op, c->name);
+                return false;
+            }
+    }
+    if (!strcmp(op, "Relu")) snprintf(buf, cap, "eltwise:relu");
+    else if (!strcmp(op, "LeakyRelu")) snprintf(buf, cap, "eltwise:leaky_relu:%.9g", fa_node_attr_float(c, "alpha", 0.01f));
+    else if (!strcmp(op, "Sigmoid")) snprintf(buf, cap, "eltwise:sigmoid");
+    else if (!strcmp(op, "Tanh")) snprintf(buf, cap, "eltwise:tanh");
+    else if (!strcmp(op, "Elu")) snprintf(buf, cap, "eltwise:elu:%.9g", fa_node_attr_float(c, "alpha", 1.0f));
+    else if (!strcmp(op, "HardSwish")) snprintf(buf, cap, "eltwise:hardswish");
+    else if (!strcmp(op, "Mish")) snprintf(buf, cap, "eltwise:mish");
+    else if (!strcmp(op, "Softplus")) snprintf(buf, cap, "eltwise:softplus");
+    else if (!strcmp(op, "Gelu")) {
+        const char *ap = fa_node_attr_string(c, "approximate", "none");
+        snprintf(buf, cap, "%s", !strcmp(ap, "tanh") ? "eltwise:gelu_tanh" : "eltwise:gelu_erf");
+    } else if (!strcmp(op, "Clip")) {
+        double lo = -FLT_MAX, hi = FLT_MAX;
+        if (c->opset < 11) {
+            lo = fa_node_attr_float(c, "min", -FLT_MAX);
+            hi = fa_node_attr_float(c, "max", FLT_MAX);
+        } else {
+            bool ok = true;
+            if (c->n_inputs > 1 && c->inputs[1] >= 0 && !const_scalar_f(g, c, 1, &lo)) ok = false;
+            if (c->n_inputs > 2 && c->inputs[2] >= 0 && !const_scalar_f(g, c, 2, &hi)) ok = false;
+            if (!ok) {
+                *why = "non-constant";
+                snprintf(why_buf, why_cap, "Clip '%s' has bounds that are not constants: a post-op needs fixed bounds",
+                         c->name);
+                return false;
+            }
+        }
+        snprintf(buf, cap, "eltwise:clip:%.9g:%.9g", lo, hi);
+    } else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") ||
+               ((!strcmp(op, "Max") || !strcmp(op, "Min")) && c->n_inputs == 2)) {
+        if (c->n_inputs != 2 || c->inputs[0] < 0 || c->inputs[1] < 0) return false;
+        int k = c->inputs[0] == t ? 1 : 0;
+        if (c->inputs[k] == t) {
+            *why = "same-operand";
+            snprintf(why_buf, why_cap, "%s '%s' uses the anchor's output on both sides", op, c->name);
+            return false;
+        }
+        if (k == 0 && (!strcmp(op, "Sub") || !strcmp(op, "Div"))) {
+            *why = "operand-order";
+            snprintf(why_buf, why_cap, "%s '%s' takes the anchor's output as its second operand: a binary post-op "
+                     "computes out %s operand only", op, c->name, !strcmp(op, "Sub") ? "-" : "/");
+            return false;
+        }
+        const fa_tensor *B = g->tensors[c->inputs[k]];
+        bool bc = B->dtype == FA_DTYPE_FLOAT && B->rank >= 0 && B->rank <= Y->rank;
+        for (int d = 0; bc && d < B->rank; d++) {
+            int yd = d + Y->rank - B->rank;
+            if (B->dims[d] != 1 && B->dims[d] != Y->dims[yd]) bc = false;
+        }
+        if (!bc) {
+            char a[64], b2[64];
+            *why = "shape-changing-epilogue";
+            snprintf(why_buf, why_cap, "%s '%s': operand %s does not broadcast to the output %s without changing it",
+                     op, c->name, fa_tensor_shape_str(B, a, sizeof a), fa_tensor_shape_str(Y, b2, sizeof b2));
+            return false;
+        }
+        char lower[8];
+        size_t L = strlen(op);
+        for (size_t i = 0; i <= L && i < sizeof lower; i++) lower[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] + 32 : op[i]);
+        lower[sizeof lower - 1] = 0;
+        snprintf(buf, cap, "binary:%s", lower);
+        *operand = c->inputs[k];
+    } else {
+        *why = "not-a-post-op";
+        snprintf(why_buf, why_cap, "%s '%s' has no oneDNN post-op equivalent", op, c->name);
+        return false;
+    }
+    return true;
+}
+
+/* ---- BatchNormalization folding ---- */
+
+static bool is_f32_const(const fa_tensor *t)
+{
+    return t && (t->flags & FA_TENSOR_CONST) && t->data && t->dtype == FA_DTYPE_FLOAT && fa_tensor_numel(t) >= 0 &&
+           t->nbytes >= (size_t)fa_tensor_numel(t) * 4;
+}
+
+bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, const char **code, char *why,
+                        size_t why_cap)
+{
+    *producer = -1;
+    const fa_tensor *X = fa_graph_in(g, bn, 0);
+    const fa_node *p = X ? fa_graph_producer(g, X->id) : NULL;
+    if (!p || p->folded || (strcmp(p->op_type, "Conv") && strcmp(p->op_type, "ConvTranspose") && strcmp(p->op_type, "Gemm")))
+        return false; /* not a candidate at all */
+    *producer = p->id;
+    if (bn->opset >= 14 && fa_node_attr_int(bn, "training_mode", 0) == 1) {
+        *code = "training-mode";
+        snprintf(why, why_cap, "BatchNormalization '%s' is in training mode (training_mode=1): batch statistics "
+                 "change per batch and cannot fold into '%s'", bn->name, p->name);
+        return false;
+    }
+    for (int i = 1; i < bn->n_outputs; i++)
+        if (bn->outputs[i] >= 0) {
+            *code = "extra-outputs";
+            snprintf(why, why_cap, "BatchNormalization '%s' has %d outputs (running statistics are used): folding "
+                     "would drop them", bn->name, bn->n_outputs);
+            return false;
+        }
+    static const char *const pn[] = {"", "scale", "B", "input_mean", "input_var"};
+    for (int i = 1; i <= 4; i++)
+        if (!is_f32_const(fa_graph_in(g, bn, i))) {
+            *code = "non-constant";
+            snprintf(why, why_cap, "BatchNormalization '%s': %s is not a float32 constant, so the folded weights "
+                     "cannot be computed ahead of time", bn->name, pn[i]);
+            return false;
+        }
+    if (!is_f32_const(fa_graph_in(g, p, 1)) || (p->n_inputs > 2 && p->inputs[2] >= 0 && !is_f32_const(fa_graph_in(g, p, 2)))) {
+        *code = "non-constant";
+        snprintf(why, why_cap, "%s '%s' has weights or bias that are not float32 constants: BN '%s' cannot fold",
+                 p->op_type, p->name, bn->name);
+        return false;
+    }
+    const fa_tensor *Y = fa_graph_out(g, p, 0);
+    const int *cons;
+    int nc = fa_graph_consumers(g, Y->id, &cons);
+    if (nc != 1 || (Y->flags & FA_TENSOR_GRAPH_OUTPUT)) {
+        *code = "multi-consumer";
+        snprintf(why, why_cap, "%s '%s' output '%s' has %d consumer(s)%s: folding BN '%s' would change what the "
+                 "others read", p->op_type, p->name, Y->name, nc, (Y->flags & FA_TENSOR_GRAPH_OUTPUT) ? " and is a graph output" : "",
+                 bn->name);
+        return false;
+    }
+    if (X->dtype != FA_DTYPE_FLOAT) {
+        *code = "dtype";
+        snprintf(why, why_cap, "BatchNormalization '%s' is not float32", bn->name);
+        return false;
+    }
+    return true;
+}
+
+fa_status fa_bn_fold(fa_ctx *ctx, const fa_graph *g, const fa_node *producer, const fa_node *bn, float **new_w,
+                     size_t *w_count, float **new_b, size_t *b_count)
+{
+    const fa_tensor *gamma = fa_graph_in(g, bn, 1), *beta = fa_graph_in(g, bn, 2), *mean = fa_graph_in(g, bn, 3),
+                    *var = fa_graph_in(g, bn, 4);
+    if (!is_f32_const(gamma) || !is_f32_const(beta) || !is_f32_const(mean) || !is_f32_const(var))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "BatchNormalization '%s': scale/B/mean/var must be float32 constants",
+                            bn->name);
+    int64_t C = fa_tensor_numel(gamma);
+    if (fa_tensor_numel(beta) != C || fa_tensor_numel(mean) != C || fa_tensor_numel(var) != C)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "BatchNormalization '%s': scale/B/mean/var sizes differ", bn->name);
+    const fa_tensor *W = fa_graph_in(g, producer, 1), *B = fa_graph_in(g, producer, 2);
+    if (!is_f32_const(W) || (B && !is_f32_const(B)))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s '%s': weight/bias must be float32 constants", producer->op_type,
+                            producer->name);
+    double eps = fa_node_attr_float(bn, "epsilon", 1e-5f);
+    const float *gm = gamma->data, *bt = beta->data, *mu = mean->data, *vr = var->data, *w = W->data;
+    const float *b = B ? B->data : NULL;
+    int64_t wn = fa_tensor_numel(W);
+    double *s = malloc(sizeof(double) * (size_t)(C > 0 ? C : 1));
+    if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory folding '%s'", bn->name);
+    for (int64_t c = 0; c < C; c++) s[c] = (double)gm[c] / sqrt((double)vr[c] + eps);
+    float *ow = NULL, *ob = NULL;
+    size_t obn = 0;
+    const char *op = producer->op_type;
+    if (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose")) {
+        bool tr = op[4] == 'T';
+        int64_t grp = fa_node_attr_int(producer, "group", 1);
+        if (W->rank < 2 || grp < 1) goto bad_shape;
+        int64_t cout = tr ? W->dims[1] * grp : W->dims[0];
+        if (cout != C || (B && fa_tensor_numel(B) != C) || (tr && W->dims[0] % grp)) goto bad_shape;
+        int64_t ksz = 1;
+        for (int d = 2; d < W->rank; d++) ksz *= W->dims[d];
+        ow = malloc(sizeof(float) * (size_t)wn);
+        ob = malloc(sizeof(float) * (size_t)C);
+        if (!ow || !ob) goto oom;
+        if (!tr) {
+            int64_t per = wn / C;
+            for (int64_t o = 0; o < C; o++)
+                for (int64_t i = 0; i < per; i++) ow[o * per + i] = (float)(w[o * per + i] * s[o]);
+        } else {
+            int64_t cin = W->dims[0], cpg_in = cin / grp, cpg_out = W->dims[1];
+            for (int64_t ci = 0; ci < cin; ci++) {
+                int64_t gi = ci / cpg_in;
+                for (int64_t j = 0; j < cpg_out; j++) {
+                    int64_t o = gi * cpg_out + j;
+                    const float *src = w + (ci * cpg_out + j) * ksz;
+                    float *dst = ow + (ci * cpg_out + j) * ksz;
+                    for (int64_t k = 0; k < ksz; k++) dst[k] = (float)(src[k] * s[o]);
+                }
+            }
+        }
+        for (int64_t o = 0; o < C; o++) ob[o] = (float)(((b ? b[o] : 0.0) - mu[o]) * s[o] + bt[o]);
+        obn = (size_t)C;
+    } else if (!strcmp(op, "Gemm")) {
+        bool tb = fa_node_attr_int(producer, "transB", 0) != 0;
+        double gbeta = fa_node_attr_float(producer, "beta", 1.0f);
+        if (W->rank != 2) goto bad_shape;
+        int64_t N = tb ? W->dims[0] : W->dims[1], K = tb ? W->dims[1] : W->dims[0];
+        if (N != C) goto bad_shape;
+        const fa_tensor *Y = fa_graph_out(g, producer, 0);
+        int64_t M = Y && Y->rank == 2 ? Y->dims[0] : 1;
+        ow = malloc(sizeof(float) * (size_t)wn);
+        if (!ow) goto oom;
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t n = 0; n < N; n++) {
+                int64_t i = tb ? n * K + k : k * N + n;
+                ow[i] = (float)(w[i] * s[n]);
+            }
+        /* C broadcast to [M,N] (unidirectional): rows when C is [M,N] or [M,1] with M > 1 */
+        int64_t crow = 1, ccol = 1;
+        if (B) {
+            if (B->rank == 2) { crow = B->dims[0]; ccol = B->dims[1]; }
+            else if (B->rank == 1) ccol = B->dims[0];
+            if ((ccol != 1 && ccol != N) || (crow != 1 && crow != M)) goto bad_shape;
+        }
+        int64_t rows = crow > 1 ? M : 1;
+        obn = (size_t)(rows * N);
+        ob = malloc(sizeof(float) * obn);
+        if (!ob) goto oom;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t n = 0; n < N; n++) {
+                double cv = B ? b[(crow > 1 ? r : 0) * ccol + (ccol > 1 ? n : 0)] : 0.0;
+                ob[r * N + n] = (float)(gbeta * cv * s[n] + (bt[n] - mu[n] * s[n]));
+            }
+    } else {
+        free(s);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "BatchNormalization '%s' cannot fold into %s '%s'", bn->name, op,
+                            producer->name);
+    }
+    free(s);
+    *new_w = ow;
+    *w_count = (size_t)wn;
+    *new_b = ob;
+    *b_count = obn;
+    return FA_OK;
+bad_shape:
+    free(s); free(ow); free(ob);
+    return fa_ctx_error(ctx, FA_ERR_INPUT, "BatchNormalization '%s': %lld channels do not match the weight of %s '%s'",
+                        bn->name, (long long)C, op, producer->name);
+oom:
+    free(s); free(ow); free(ob);
+    return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory folding '%s'", bn->name);
+}

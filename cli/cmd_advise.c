@@ -1,0 +1,256 @@
+/* cli/cmd_advise — `fuse-advise advise [RUN|latest] [--json] ...`: reload the run's model,
+ * analyze the run, build the fusion plan, store it, print clusters and the why-not list. */
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisor/advisor.h"
+#include "cli.h"
+
+static const char *k_help =
+    "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH] [--target cpu|cuda] [--arch sm_XY]\n"
+    "                          [--max-ops N] [--max-inputs N] [--occupancy-floor F] [--no-gate]\n"
+    "  RUN is a run id from `fuse-advise runs` (default: the latest run). The run's model is loaded\n"
+    "  again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"
+    "  file whose SHA-256 changed since the run is refused.\n"
+    "  --target cuda runs the register/occupancy gate (NVRTC) unless --no-gate.\n";
+
+int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id);
+
+static void jstr(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
+    fa_buf_puts(b, "\"");
+}
+
+/* Reload options from the run's recorded command line (--batch, --shape, --no-fold). */
+static void load_opts_from_cmdline(fa_ctx *ctx, char *cmd, fa_cli_model_opts *mo)
+{
+    char *argv[256];
+    int argc = 0;
+    for (char *tok = strtok(cmd, " "); tok && argc < 255; tok = strtok(NULL, " ")) argv[argc++] = tok;
+    argv[argc] = NULL;
+    for (int i = 0; i < argc; i++) {
+        int save = i;
+        if (!strncmp(argv[i], "--batch", 7) || !strncmp(argv[i], "--shape", 7) || !strcmp(argv[i], "--no-fold")) {
+            if (fa_cli_model_opt(ctx, "advise", argc, argv, &i, mo) < 0) i = save;
+        }
+    }
+}
+
+static int count_stored_nodes(fa_store *st, int64_t run_id)
+{
+    sqlite3_stmt *q = NULL;
+    int n = -1;
+    if (sqlite3_prepare_v2(fa_store_db(st), "SELECT count(*) FROM nodes WHERE run_id=?1", -1, &q, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(q, 1, run_id);
+        if (sqlite3_step(q) == SQLITE_ROW) n = sqlite3_column_int(q, 0);
+    }
+    sqlite3_finalize(q);
+    return n;
+}
+
+static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool json)
+{
+    for (int k = 0; k < c->n_members; k++) {
+        const fa_node *n = g->nodes[c->members[k]];
+        if (json) {
+            fa_buf_puts(b, k ? ",{\"node\":" : "{\"node\":");
+            jstr(b, n->name);
+            fa_buf_puts(b, ",\"op\":");
+            jstr(b, n->op_type);
+            fa_buf_printf(b, ",\"id\":%d}", n->id);
+        } else {
+            fa_buf_printf(b, "%s%s(%s)", k ? " " : "", n->name, n->op_type);
+        }
+    }
+}
+
+int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
+{
+    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *v;
+    bool json = false;
+    fa_advise_options opt = fa_advise_options_default();
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--json")) json = true;
+        else if (!strcmp(argv[i], "--no-gate")) opt.no_gate = true;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--target"))) {
+            if (fa_target_parse(ctx, v, &opt.target)) return fa_cli_usage("advise", "%s", fa_ctx_errmsg(ctx));
+            if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--arch"))) {
+            if (strncmp(v, "sm_", 3) || !v[3]) return fa_cli_usage("advise", "--arch wants sm_XY, got '%s'", v);
+            opt.arch = v;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
+            long x = fa_cli_parse_long("advise", "--max-ops", v, 1, 4096);
+            if (x < 0) return 2;
+            opt.max_ops = (int)x;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
+            long x = fa_cli_parse_long("advise", "--max-inputs", v, 1, 4096);
+            if (x < 0) return 2;
+            opt.max_inputs = (int)x;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--occupancy-floor"))) {
+            char *end;
+            double f = strtod(v, &end);
+            if (!*v || *end || !(f > 0 && f <= 1)) return fa_cli_usage("advise", "--occupancy-floor wants a number in (0,1], got '%s'", v);
+            opt.occupancy_floor = f;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
+        else if (argv[i][0] == '-') return fa_cli_usage("advise", "unknown option '%s'", argv[i]);
+        else if (!spec) spec = argv[i];
+        else return fa_cli_usage("advise", "unexpected argument '%s'", argv[i]);
+    }
+    fa_store *st = NULL;
+    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
+    if (s) return fa_cli_fail(ctx, s);
+    int64_t run_id;
+    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    if (rc) { fa_store_close(st); return rc; }
+    fa_arena *ar = fa_arena_create(4096);
+    fa_run_info ri;
+    fa_ceilings c;
+    fa_analysis *a = NULL;
+    fa_graph *g = NULL;
+    fa_plan *plan = NULL;
+    char *cmd = NULL;
+    s = fa_store_get_run(ctx, st, run_id, ar, &ri);
+    if (s) goto fail;
+    if (!ri.model_path || (ri.kind && strcmp(ri.kind, "run"))) {
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "run %" PRId64 " is a%s '%s', not a model run: there is no graph to advise on",
+                         run_id, ri.kind && ri.kind[0] == 'i' ? "n" : "", ri.kind ? ri.kind : "?");
+        goto fail;
+    }
+    if (ri.model_sha256 && ri.model_sha256[0] && strncmp(ri.model_path, "zoo:", 4)) {
+        char sha[65];
+        s = fa_sha256_file(ctx, ri.model_path, sha);
+        if (s) {
+            fa_ctx_wrap(ctx, s, "run %" PRId64 ": cannot read its model again", run_id);
+            goto fail;
+        }
+        if (strcmp(sha, ri.model_sha256)) {
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s changed since run %" PRId64 " (sha256 %.12s... now, %.12s... then): "
+                             "run it again", ri.model_path, run_id, sha, ri.model_sha256);
+            goto fail;
+        }
+    }
+    fa_cli_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    if (ri.command_line) {
+        cmd = strdup(ri.command_line);
+        if (cmd) load_opts_from_cmdline(ctx, cmd, &mo);
+    }
+    fa_load_options lo = fa_cli_load_options(&mo);
+    s = fa_graph_load(ctx, ri.model_path, &lo, &g);
+    if (s) goto fail;
+    int stored = count_stored_nodes(st, run_id);
+    if (stored >= 0 && stored != g->n_nodes) {
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s loads as %d nodes but run %" PRId64 " stored %d: the model or its load "
+                         "options differ from the run", ri.model_path, g->n_nodes, run_id, stored);
+        goto fail;
+    }
+    s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);
+    if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
+    if (!s) s = fa_advise(ctx, g, a, &opt, &plan);
+    if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);
+    if (s) goto fail;
+
+    fa_buf b;
+    fa_buf_init(&b);
+    bool cuda = opt.target == FA_TARGET_CUDA;
+    if (json) {
+        fa_buf_printf(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
+        jstr(&b, ri.model_path);
+        fa_buf_printf(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
+        jstr(&b, opt.arch);
+        fa_buf_printf(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
+                          "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
+                          ",\"clusters\":[",
+                      opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
+                      c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a->iter_ns);
+        for (int i = 0; i < plan->n_clusters; i++) {
+            const fa_cluster *cl = &plan->clusters[i];
+            fa_buf_printf(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
+            jstr(&b, cl->label);
+            fa_buf_puts(&b, ",\"members\":[");
+            members_text(g, cl, &b, true);
+            fa_buf_printf(&b, "],\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
+                              "\"post_ops\":[", cl->anchor, cl->depends_on, fa_reduction_kind_name(cl->reduction),
+                          cl->reduce_axis, cl->epsilon);
+            for (int k = 0; k < cl->n_post_ops; k++) {
+                fa_buf_puts(&b, k ? ",{\"op\":" : "{\"op\":");
+                jstr(&b, cl->post_ops[k]);
+                fa_buf_printf(&b, ",\"operand\":%d}", cl->post_op_inputs[k]);
+            }
+            fa_buf_printf(&b, "],\"saved_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
+                              "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
+                              "\"occupancy\":%.3f,\"block_size\":%d,\"status\":\"%s\",\"reason\":",
+                          cl->saved_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
+                          cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
+                          fa_cluster_status_name(cl->status));
+            if (cl->reason) jstr(&b, cl->reason); else fa_buf_puts(&b, "null");
+            fa_buf_puts(&b, "}");
+        }
+        fa_buf_puts(&b, "],\"why_not\":[");
+        for (int i = 0; i < plan->n_why_not; i++) {
+            const fa_why_not *w = &plan->why_not[i];
+            fa_buf_printf(&b, "%s{\"producer\":", i ? "," : "");
+            jstr(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
+            fa_buf_puts(&b, ",\"consumer\":");
+            jstr(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
+            fa_buf_puts(&b, ",\"tensor\":");
+            jstr(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
+            fa_buf_puts(&b, ",\"code\":");
+            jstr(&b, w->code);
+            fa_buf_puts(&b, ",\"reason\":");
+            jstr(&b, w->reason);
+            fa_buf_puts(&b, "}");
+        }
+        fa_buf_puts(&b, "]}\n");
+    } else {
+        fa_buf_printf(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id, ri.model_path,
+                      plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
+        fa_buf_printf(&b, "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
+                      fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs, c.peak_gflops,
+                      c.launch_ns, a->iter_ns / 1e3);
+        for (int i = 0; i < plan->n_clusters; i++) {
+            const fa_cluster *cl = &plan->clusters[i];
+            fa_buf_printf(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
+                          fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
+                          cl->est_saving_ns / 1e3, cl->est_saving_pct, cl->saved_bytes / 1e6, cl->saved_launches);
+            if (cuda) fa_buf_printf(&b, "  regs %d spill %d B occ %.0f%%", cl->registers, cl->spill_bytes,
+                                    cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
+            fa_buf_puts(&b, "\n     members: ");
+            members_text(g, cl, &b, false);
+            if (cl->n_post_ops) {
+                fa_buf_puts(&b, "\n     post-ops:");
+                for (int k = 0; k < cl->n_post_ops; k++)
+                    fa_buf_printf(&b, " %s%s%s", cl->post_ops[k], cl->post_op_inputs[k] >= 0 ? " " : "",
+                                  cl->post_op_inputs[k] >= 0 ? g->tensors[cl->post_op_inputs[k]]->name : "");
+            }
+            if (cl->depends_on >= 0) fa_buf_printf(&b, "\n     after cluster #%d", cl->depends_on);
+            if (cl->reason) fa_buf_printf(&b, "\n     reason: %s", cl->reason);
+            fa_buf_puts(&b, "\n");
+        }
+        fa_buf_printf(&b, "\nwhy not fused (%d edges):\n", plan->n_why_not);
+        for (int i = 0; i < plan->n_why_not; i++) {
+            const fa_why_not *w = &plan->why_not[i];
+            fa_buf_printf(&b, "  %-26s %s -> %s: %s\n", w->code, w->producer >= 0 ? g->nodes[w->producer]->name : "(input)",
+                          w->consumer >= 0 ? g->nodes[w->consumer]->name : "-", w->reason);
+        }
+    }
+    fwrite(b.data, 1, b.len, stdout);
+    fa_buf_free(&b);
+    goto out;
+fail:
+    rc = fa_cli_fail(ctx, s);
+out:
+    free(cmd);
+    fa_plan_free(plan);
+    fa_analysis_free(a);
+    fa_graph_free(g);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    return rc;
+}
