@@ -287,9 +287,10 @@ typedef struct fa_load_options {
     uint64_t max_const_bytes;  /* cap for one folded tensor (default 1 GiB when 0) */
 } fa_load_options;
 
-/* Import an ONNX model file (protobuf). Refuses unknown ops ("unsupported op X at node Y"),
- * missing initializers, dangling inputs, cycles, bad dims, external data outside the
- * model's folder. *out owned by caller (fa_graph_free). */
+/* Import an ONNX model file (protobuf). Unknown ops import with node->op NULL and are refused
+ * by fa_graph_prepare ("unsupported op X at node Y"); import itself refuses corrupt protobuf
+ * (with the byte offset), missing initializers, dangling inputs, cycles, bad dims, and external
+ * data outside the model's folder (docs/onnx.md). *out owned by caller (fa_graph_free). */
 fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out);
 fa_status fa_onnx_import_buffer(fa_ctx *ctx, const char *display_name, const char *base_dir,
                                 const uint8_t *data, size_t len, fa_graph **out);
