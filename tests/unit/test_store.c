@@ -224,6 +224,7 @@ static void test_schema_created_at_current_version_and_reopen_keeps_runs(void **
 
     assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
     assert_int_equal(raw_i64(path, "PRAGMA application_id"), FA_STORE_APPLICATION_ID);
+    assert_int_equal(raw_i64(path, "PRAGMA page_size"), 16384);
     char *jm = raw_text(path, "PRAGMA journal_mode");
     assert_string_equal(jm, "wal");
     free(jm);
