@@ -268,58 +268,50 @@ static void conv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     out->flops = 2 * ny * per + (fa_graph_in(g, n, 2) ? ny : 0);
 }
 
-/* Reference Conv: direct convolution. Per output plane (n, m): the kernel taps of one input
- * channel accumulate in a float plane (an inner loop the compiler vectorizes), the channel sums
- * in a double plane, so rounding error grows with prod(kernel), not C. Parallel over planes. */
-static fa_status conv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
-                             fa_value *out, int n_out, int threads)
+/* Direct convolution over a 3-D-padded geometry g: Y[N, M, out] = sum over the group's input
+ * channels and the kernel taps of X * W (+ B[m]). Per output plane (n, m) the taps of one input
+ * channel accumulate in a float plane (an inner loop the compiler vectorizes) when the kernel
+ * has 2..max_part_taps taps, the channel sums in a double plane, so rounding grows with
+ * prod(kernel), not C (and 8-bit integer products stay exact when max_part_taps <= 512).
+ * Writes float Yf or double Yd (one non-NULL). Parallel over planes. Returns false on OOM. */
+static bool conv_run(const win_geom *g, int64_t N, int64_t C, int64_t M, int64_t group,
+                     const float *X, const float *W, const float *B, float *Yf, double *Yd,
+                     int64_t max_part_taps, int threads)
 {
-    win_geom g0, g;
-    fa_status st = conv_geom(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &g0);
-    if (st) return st;
-    geom_pad3(&g0, &g);
-    float *tx, *tw, *tb, *ty;
-    const float *X = in_f32(&in[0], &tx), *W = in_f32(&in[1], &tw);
-    const float *B = (n_in > 2 && in[2].data) ? in_f32(&in[2], &tb) : (tb = NULL, NULL);
-    float *Y = out_f32(&out[0], &ty);
-    if (!X || !W || !Y || (n_in > 2 && in[2].data && !B)) {
-        free(tx); free(tw); free(tb); free(ty);
-        return oom(ctx, n);
-    }
-    int64_t N = in[0].dims[0], C = in[0].dims[1], M = in[1].dims[0];
-    int64_t group = fa_node_attr_int(n, "group", 1), Cg = C / group, Mg = M / group;
-    int64_t insp = g.in[0] * g.in[1] * g.in[2], outsp = g.out[0] * g.out[1] * g.out[2];
-    int64_t ksp = g.k[0] * g.k[1] * g.k[2];
+    int64_t Cg = C / group, Mg = M / group;
+    int64_t insp = g->in[0] * g->in[1] * g->in[2], outsp = g->out[0] * g->out[1] * g->out[2];
+    int64_t ksp = g->k[0] * g->k[1] * g->k[2];
     int failed = 0;
+    bool use_part = ksp > 1 && ksp <= max_part_taps;
 #pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
     for (int64_t nm = 0; nm < N * M; nm++) {
         int64_t b = nm / M, m = nm % M, grp = m / Mg;
         double *acc = malloc(sizeof(double) * (size_t)(outsp ? outsp : 1));
         /* taps of one input channel sum in a float plane (vectorizable), channels in double */
-        float *part = ksp > 1 ? malloc(sizeof(float) * (size_t)(outsp ? outsp : 1)) : NULL;
-        if (!acc || (ksp > 1 && !part)) { free(acc); free(part); failed = 1; continue; }
+        float *part = use_part ? malloc(sizeof(float) * (size_t)(outsp ? outsp : 1)) : NULL;
+        if (!acc || (use_part && !part)) { free(acc); free(part); failed = 1; continue; }
         double bias = B ? B[m] : 0.0;
         for (int64_t i = 0; i < outsp; i++) acc[i] = bias;
         for (int64_t c = 0; c < Cg; c++) {
             const float *xp = X + (b * C + grp * Cg + c) * insp;
             const float *wp = W + (m * Cg + c) * ksp;
             if (part) memset(part, 0, sizeof(float) * (size_t)outsp);
-            for (int64_t kd = 0; kd < g.k[0]; kd++) {
+            for (int64_t kd = 0; kd < g->k[0]; kd++) {
                 int64_t d0, d1;
-                valid_range(g.out[0], g.s[0], g.pb[0], kd * g.d[0], g.in[0], &d0, &d1);
-                for (int64_t kh = 0; kh < g.k[1]; kh++) {
+                valid_range(g->out[0], g->s[0], g->pb[0], kd * g->d[0], g->in[0], &d0, &d1);
+                for (int64_t kh = 0; kh < g->k[1]; kh++) {
                     int64_t h0, h1;
-                    valid_range(g.out[1], g.s[1], g.pb[1], kh * g.d[1], g.in[1], &h0, &h1);
-                    for (int64_t kw = 0; kw < g.k[2]; kw++) {
+                    valid_range(g->out[1], g->s[1], g->pb[1], kh * g->d[1], g->in[1], &h0, &h1);
+                    for (int64_t kw = 0; kw < g->k[2]; kw++) {
                         int64_t w0, w1;
-                        valid_range(g.out[2], g.s[2], g.pb[2], kw * g.d[2], g.in[2], &w0, &w1);
-                        double wv = wp[(kd * g.k[1] + kh) * g.k[2] + kw];
+                        valid_range(g->out[2], g->s[2], g->pb[2], kw * g->d[2], g->in[2], &w0, &w1);
+                        double wv = wp[(kd * g->k[1] + kh) * g->k[2] + kw];
                         for (int64_t od = d0; od < d1; od++) {
-                            int64_t id = od * g.s[0] - g.pb[0] + kd * g.d[0];
+                            int64_t id = od * g->s[0] - g->pb[0] + kd * g->d[0];
                             for (int64_t oh = h0; oh < h1; oh++) {
-                                int64_t ih = oh * g.s[1] - g.pb[1] + kh * g.d[1];
-                                const float *xr = xp + (id * g.in[1] + ih) * g.in[2] - g.pb[2] + kw * g.d[2];
-                                int64_t o = (od * g.out[1] + oh) * g.out[2], sw = g.s[2];
+                                int64_t ih = oh * g->s[1] - g->pb[1] + kh * g->d[1];
+                                const float *xr = xp + (id * g->in[1] + ih) * g->in[2] - g->pb[2] + kw * g->d[2];
+                                int64_t o = (od * g->out[1] + oh) * g->out[2], sw = g->s[2];
                                 if (!part) { /* 1-tap kernel: straight into the double plane */
                                     double *ar = acc + o;
                                     for (int64_t ow = w0; ow < w1; ow++) ar[ow] += wv * xr[ow * sw];
@@ -339,13 +331,35 @@ static fa_status conv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
             if (part)
                 for (int64_t i = 0; i < outsp; i++) acc[i] += part[i];
         }
-        float *yp = Y + nm * outsp;
-        for (int64_t i = 0; i < outsp; i++) yp[i] = (float)acc[i];
+        if (Yd) memcpy(Yd + nm * outsp, acc, sizeof(double) * (size_t)outsp);
+        else
+            for (int64_t i = 0; i < outsp; i++) Yf[nm * outsp + i] = (float)acc[i];
         free(acc);
         free(part);
     }
+    return !failed;
+}
+
+/* Reference Conv (conv_run). */
+static fa_status conv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    win_geom g0, g;
+    fa_status st = conv_geom(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &g0);
+    if (st) return st;
+    geom_pad3(&g0, &g);
+    float *tx, *tw, *tb, *ty;
+    const float *X = in_f32(&in[0], &tx), *W = in_f32(&in[1], &tw);
+    const float *B = (n_in > 2 && in[2].data) ? in_f32(&in[2], &tb) : (tb = NULL, NULL);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !W || !Y || (n_in > 2 && in[2].data && !B)) {
+        free(tx); free(tw); free(tb); free(ty);
+        return oom(ctx, n);
+    }
+    int64_t N = in[0].dims[0], C = in[0].dims[1], M = in[1].dims[0];
+    bool ok = conv_run(&g, N, C, M, fa_node_attr_int(n, "group", 1), X, W, B, Y, NULL, INT64_MAX, threads);
     free(tx); free(tw); free(tb);
-    if (failed) { free(ty); return oom(ctx, n); }
+    if (!ok) { free(ty); return oom(ctx, n); }
     out_f32_done(&out[0], ty);
     return FA_OK;
 }
@@ -570,14 +584,15 @@ static void matmul_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     out->flops = 2 * (uint64_t)fa_tensor_numel(y) * (uint64_t)a->dims[a->rank - 1];
 }
 
-enum { GEMM_IB = 16, GEMM_JB = 256, GEMM_KB = 32 }; /* task tile rows x columns; float partial sums over KB products */
+enum { GEMM_IB = 16, GEMM_JB = 256, GEMM_KB = 32 }; /* task tile rows x columns; float partial sums over KB products
+                                                        (8-bit integer products stay exact: 32 * 2^15 < 2^24) */
 
 /* C[i, j] = sum_k A[i*sai + k*sak] * B[k*sbk + j*sbj] for rows [i0, i1) and columns [jlo, jhi)
  * (jhi - jlo <= GEMM_JB) of one matrix with N columns, double accumulators. alpha scales the
  * product; C is overwritten. */
 static void gemm_tile(int64_t i0, int64_t i1, int64_t jlo, int64_t jhi, int64_t N, int64_t K,
                       const float *A, int64_t sai, int64_t sak, const float *B, int64_t sbk,
-                      int64_t sbj, float *C, double alpha)
+                      int64_t sbj, float *C, double *Cd, double alpha)
 {
     double acc[GEMM_JB];
     int64_t jn = jhi - jlo;
@@ -605,8 +620,32 @@ static void gemm_tile(int64_t i0, int64_t i1, int64_t jlo, int64_t jhi, int64_t 
                 acc[j] = sum;
             }
         }
-        float *cr = C + i * N + jlo;
-        for (int64_t j = 0; j < jn; j++) cr[j] = (float)(alpha * acc[j]);
+        if (Cd)
+            for (int64_t j = 0; j < jn; j++) Cd[i * N + jlo + j] = alpha * acc[j];
+        else
+            for (int64_t j = 0; j < jn; j++) C[i * N + jlo + j] = (float)(alpha * acc[j]);
+    }
+}
+
+/* Batched numpy matmul over mm_shape s into float Y or double Yd (one non-NULL). */
+static void mm_run(const mm_shape *s, const float *A, const float *B, float *Y, double *Yd, int threads)
+{
+    int64_t nb = prod64(s->bd, s->br), M = s->M, K = s->K, N = s->N;
+    /* one task per (batch, row block, column block) */
+    int64_t nrb = (M + GEMM_IB - 1) / GEMM_IB, ncb = (N + GEMM_JB - 1) / GEMM_JB, per = nrb * ncb;
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
+    for (int64_t t = 0; t < nb * per; t++) {
+        int64_t bi = t / per, r0 = (t % per) / ncb * GEMM_IB, r1 = r0 + GEMM_IB < M ? r0 + GEMM_IB : M;
+        int64_t c0 = (t % ncb) * GEMM_JB, c1 = c0 + GEMM_JB < N ? c0 + GEMM_JB : N;
+        int64_t oa = 0, ob = 0, rem = bi;
+        for (int d = s->br - 1; d >= 0; d--) {
+            int64_t ix = rem % s->bd[d];
+            rem /= s->bd[d];
+            oa += ix * s->sa[d];
+            ob += ix * s->sb[d];
+        }
+        gemm_tile(r0, r1, c0, c1, N, K, A + oa * M * K, K, 1, B + ob * K * N, N, 1, Y ? Y + bi * M * N : NULL,
+                  Yd ? Yd + bi * M * N : NULL, 1.0);
     }
 }
 
@@ -620,22 +659,7 @@ static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in
     const float *A = in_f32(&in[0], &ta), *B = in_f32(&in[1], &tb);
     float *Y = out_f32(&out[0], &ty);
     if (!A || !B || !Y) { free(ta); free(tb); free(ty); return oom(ctx, n); }
-    int64_t nb = prod64(s.bd, s.br), M = s.M, K = s.K, N = s.N;
-    /* one task per (batch, row block, column block) */
-    int64_t nrb = (M + GEMM_IB - 1) / GEMM_IB, ncb = (N + GEMM_JB - 1) / GEMM_JB, per = nrb * ncb;
-#pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic)
-    for (int64_t t = 0; t < nb * per; t++) {
-        int64_t bi = t / per, r0 = (t % per) / ncb * GEMM_IB, r1 = r0 + GEMM_IB < M ? r0 + GEMM_IB : M;
-        int64_t c0 = (t % ncb) * GEMM_JB, c1 = c0 + GEMM_JB < N ? c0 + GEMM_JB : N;
-        int64_t oa = 0, ob = 0, rem = bi;
-        for (int d = s.br - 1; d >= 0; d--) {
-            int64_t ix = rem % s.bd[d];
-            rem /= s.bd[d];
-            oa += ix * s.sa[d];
-            ob += ix * s.sb[d];
-        }
-        gemm_tile(r0, r1, c0, c1, N, K, A + oa * M * K, K, 1, B + ob * K * N, N, 1, Y + bi * M * N, 1.0);
-    }
+    mm_run(&s, A, B, Y, NULL, threads);
     free(ta); free(tb);
     out_f32_done(&out[0], ty);
     return FA_OK;
@@ -716,7 +740,7 @@ static fa_status gemm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     for (int64_t t = 0; t < nrb * ncb; t++) {
         int64_t r0 = t / ncb * GEMM_IB, r1 = r0 + GEMM_IB < M ? r0 + GEMM_IB : M;
         int64_t c0 = (t % ncb) * GEMM_JB, c1 = c0 + GEMM_JB < N ? c0 + GEMM_JB : N;
-        gemm_tile(r0, r1, c0, c1, N, K, A, sai, sak, B, sbk, sbj, Y, alpha);
+        gemm_tile(r0, r1, c0, c1, N, K, A, sai, sak, B, sbk, sbj, Y, NULL, alpha);
         if (C)
             for (int64_t i = r0; i < r1; i++)
                 for (int64_t j = c0; j < c1; j++)
@@ -1655,6 +1679,240 @@ static fa_status dql_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, i
     return FA_OK;
 }
 
+/* ==================== integer / quantized-linear Conv and MatMul, dynamic quantize ==================== */
+
+/* v - zero_point as floats (exact for integers below 2^24). zp absent: 0; one value: per tensor;
+ * else per slice: element i uses zp[(i / inner) % numel(zp)]. malloc'd, NULL on OOM. */
+static float *zp_sub(const fa_value *v, const fa_value *zp, int64_t inner)
+{
+    int64_t ne = fa_value_numel(v), nz = zp && zp->data ? fa_value_numel(zp) : 0;
+    float *o = malloc(sizeof(float) * (size_t)(ne > 0 ? ne : 1));
+    if (!o) return NULL;
+    for (int64_t i = 0; i < ne; i++) {
+        double z = nz == 0 ? 0.0 : fa_load_as_double(zp->data, zp->dtype, nz == 1 ? 0 : (i / inner) % nz);
+        o[i] = (float)(fa_load_as_double(v->data, v->dtype, i) - z);
+    }
+    return o;
+}
+
+static bool q8_type(fa_dtype t) { return t == FA_DTYPE_UINT8 || t == FA_DTYPE_INT8; }
+
+/* A zero point / scale input: absent, one value, or `want` values (per channel / row / column). */
+static fa_status q_param_check(fa_ctx *ctx, fa_graph *g, fa_node *n, int idx, int64_t want, const char *what)
+{
+    fa_tensor *t = fa_graph_in(g, n, idx);
+    if (!t || t->rank < 0) return FA_OK;
+    int64_t ne = fa_tensor_numel(t);
+    if (ne != 1 && ne >= 0 && want >= 0 && ne != want)
+        return fa_node_error(ctx, n, "%s '%s' has %lld values, expected 1 or %lld", what, t->name,
+                             (long long)ne, (long long)want);
+    return FA_OK;
+}
+
+/* ConvInteger (opset 10): Y int32 = conv(x - x_zero_point, w - w_zero_point); QLinearConv
+ * (opset 10): x/w/y are 8-bit, Y = saturate(rint(conv(...) + B) * x_scale*w_scale/y_scale + y_zp).
+ * w's zero point and scale may be per output channel. */
+static fa_status iconv_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    bool ql = strcmp(n->op_type, "QLinearConv") == 0;
+    int iw = ql ? 3 : 1;
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *w = x ? fa_req_input(ctx, g, n, iw) : NULL;
+    if (!x || !w) return fa_ctx_status(ctx);
+    if (!q8_type(x->dtype) || !q8_type(w->dtype))
+        return fa_node_unsupported(ctx, n, "x and w must be uint8 or int8 (are %s, %s)", fa_dtype_name(x->dtype),
+                                   fa_dtype_name(w->dtype));
+    win_geom gm;
+    fa_status st = conv_geom(ctx, n, x->rank, x->dims, w->rank, w->dims, &gm);
+    if (st) return st;
+    int64_t M = w->dims[0];
+    if ((st = q_param_check(ctx, g, n, 2, 1, "x zero point")) ||
+        (st = q_param_check(ctx, g, n, ql ? 5 : 3, M, "w zero point")))
+        return st;
+    if (ql && ((st = q_param_check(ctx, g, n, 1, 1, "x scale")) || (st = q_param_check(ctx, g, n, 4, M, "w scale")) ||
+               (st = q_param_check(ctx, g, n, 6, 1, "y scale")) || (st = q_param_check(ctx, g, n, 7, 1, "y zero point")) ||
+               (st = q_param_check(ctx, g, n, 8, M, "bias"))))
+        return st;
+    int64_t od[FA_MAX_RANK] = {x->dims[0], M};
+    for (int i = 0; i < gm.sr; i++) od[i + 2] = gm.out[i];
+    fa_tensor *yz = ql ? fa_graph_in(g, n, 7) : NULL;
+    fa_set_out(g, n, 0, ql ? (yz && yz->dtype ? yz->dtype : x->dtype) : FA_DTYPE_INT32, x->rank, od);
+    return FA_OK;
+}
+
+/* ConvInteger / QLinearConv FLOPs = 2 * N * M * prod(out) * (C/group) * prod(k) (integer MACs),
+ * + 3 * numel(Y) for QLinearConv's requantization. */
+static void iconv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    bool ql = strcmp(n->op_type, "QLinearConv") == 0;
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *w = fa_graph_in(g, n, ql ? 3 : 1), *y = fa_graph_out(g, n, 0);
+    if (!w || !y || fa_tensor_numel(y) < 0 || fa_tensor_numel(w) < 0 || w->rank < 1) return;
+    uint64_t ny = (uint64_t)fa_tensor_numel(y);
+    out->flops = 2 * ny * (uint64_t)(fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1)) + (ql ? 3 * ny : 0);
+}
+
+/* Requantize one int32 accumulator (onnx reference QLinearConv/QLinearMatMul: acc * (sa*sb/sy)
+ * with the multiplier in float, + y_zero_point, rint, saturate to the output type). */
+static double requant(double acc, float sa, float sb, float sy, double yz, fa_dtype t)
+{
+    float mult = sa * sb / sy;
+    double r = rint(acc * (double)mult + yz);
+    double lo = t == FA_DTYPE_INT8 ? -128 : 0, hi = t == FA_DTYPE_INT8 ? 127 : 255;
+    return r < lo ? lo : r > hi ? hi : r;
+}
+
+static double q_at(const fa_value *v, int64_t i)
+{
+    if (!v || !v->data) return 0.0;
+    return fa_load_as_double(v->data, v->dtype, fa_value_numel(v) == 1 ? 0 : i);
+}
+
+static fa_status iconv_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                              fa_value *out, int n_out, int threads)
+{
+    bool ql = strcmp(n->op_type, "QLinearConv") == 0;
+    int iw = ql ? 3 : 1;
+    const fa_value *xz = ql ? &in[2] : (n_in > 2 ? &in[2] : NULL), *wz = ql ? &in[5] : (n_in > 3 ? &in[3] : NULL);
+    win_geom g0, g;
+    fa_status st = conv_geom(ctx, n, in[0].rank, in[0].dims, in[iw].rank, in[iw].dims, &g0);
+    if (st) return st;
+    geom_pad3(&g0, &g);
+    int64_t N = in[0].dims[0], C = in[0].dims[1], M = in[iw].dims[0], ny = fa_value_numel(&out[0]);
+    int64_t plane = g.out[0] * g.out[1] * g.out[2]; /* Y elements per (n, m) */
+    float *X = zp_sub(&in[0], xz, 1), *W = zp_sub(&in[iw], wz, M ? fa_value_numel(&in[iw]) / M : 1);
+    double *acc = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
+    bool ok = X && W && acc &&
+              conv_run(&g, N, C, M, fa_node_attr_int(n, "group", 1), X, W, NULL, NULL, acc, 256, threads);
+    free(X);
+    free(W);
+    if (!ok) { free(acc); return oom(ctx, n); }
+    const fa_value *B = ql && n_in > 8 && in[8].data ? &in[8] : NULL;
+    for (int64_t i = 0; i < ny; i++) {
+        int64_t m = plane ? (i / plane) % M : 0;
+        double v = acc[i];
+        if (ql) {
+            if (B) v += q_at(B, m);
+            v = requant(v, (float)q_at(&in[1], 0), (float)q_at(&in[4], m), (float)q_at(&in[6], 0), q_at(&in[7], 0),
+                        out[0].dtype);
+        }
+        fa_store_from_double(out[0].data, out[0].dtype, i, v);
+    }
+    free(acc);
+    return FA_OK;
+}
+
+/* MatMulInteger (opset 10): Y int32 = matmul(A - a_zero_point, B - b_zero_point), a_zero_point
+ * scalar or per row of A (M values), b_zero_point scalar or per column of B (N values);
+ * QLinearMatMul (opset 10/21): 8-bit in and out, scales likewise per tensor / row / column. */
+static fa_status imm_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    bool ql = strcmp(n->op_type, "QLinearMatMul") == 0;
+    int ib = ql ? 3 : 1;
+    fa_tensor *a = fa_req_input(ctx, g, n, 0), *b = a ? fa_req_input(ctx, g, n, ib) : NULL;
+    if (!a || !b) return fa_ctx_status(ctx);
+    if (!q8_type(a->dtype) || !q8_type(b->dtype))
+        return fa_node_unsupported(ctx, n, "A and B must be uint8 or int8 (are %s, %s)", fa_dtype_name(a->dtype),
+                                   fa_dtype_name(b->dtype));
+    mm_shape s;
+    fa_status st = mm_shape_make(ctx, n, a->rank, a->dims, b->rank, b->dims, &s);
+    if (st) return st;
+    if ((st = q_param_check(ctx, g, n, 2, s.M, "a zero point")) ||
+        (st = q_param_check(ctx, g, n, ql ? 5 : 3, s.N, "b zero point")))
+        return st;
+    if (ql && ((st = q_param_check(ctx, g, n, 1, s.M, "a scale")) || (st = q_param_check(ctx, g, n, 4, s.N, "b scale")) ||
+               (st = q_param_check(ctx, g, n, 6, 1, "y scale")) || (st = q_param_check(ctx, g, n, 7, 1, "y zero point"))))
+        return st;
+    fa_tensor *yz = ql ? fa_graph_in(g, n, 7) : NULL;
+    fa_set_out(g, n, 0, ql ? (yz && yz->dtype ? yz->dtype : a->dtype) : FA_DTYPE_INT32, s.yr, s.yd);
+    return FA_OK;
+}
+
+/* MatMulInteger / QLinearMatMul FLOPs = 2 * prod(batch) * M * N * K (+ 3 * numel(Y) requantize). */
+static void imm_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    bool ql = strcmp(n->op_type, "QLinearMatMul") == 0;
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *a = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
+    if (!a || !y || a->rank < 1 || fa_tensor_numel(y) < 0 || a->dims[a->rank - 1] < 0) return;
+    uint64_t ny = (uint64_t)fa_tensor_numel(y);
+    out->flops = 2 * ny * (uint64_t)a->dims[a->rank - 1] + (ql ? 3 * ny : 0);
+}
+
+static fa_status imm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                            fa_value *out, int n_out, int threads)
+{
+    bool ql = strcmp(n->op_type, "QLinearMatMul") == 0;
+    int ib = ql ? 3 : 1;
+    const fa_value *az = ql ? &in[2] : (n_in > 2 ? &in[2] : NULL), *bz = ql ? &in[5] : (n_in > 3 ? &in[3] : NULL);
+    mm_shape s;
+    fa_status st = mm_shape_make(ctx, n, in[0].rank, in[0].dims, in[ib].rank, in[ib].dims, &s);
+    if (st) return st;
+    int64_t ny = fa_value_numel(&out[0]);
+    /* per-row zero point: element i of A is in row (i / K) % M; per-column of B: column i % N */
+    float *A = zp_sub(&in[0], az, s.K ? s.K : 1), *B = zp_sub(&in[ib], bz, 1);
+    double *acc = malloc(sizeof(double) * (size_t)(ny ? ny : 1));
+    if (!A || !B || !acc) { free(A); free(B); free(acc); return oom(ctx, n); }
+    mm_run(&s, A, B, NULL, acc, threads);
+    free(A);
+    free(B);
+    for (int64_t i = 0; i < ny; i++) {
+        double v = acc[i];
+        if (ql) {
+            int64_t row = (i / (s.N ? s.N : 1)) % (s.M ? s.M : 1), col = i % (s.N ? s.N : 1);
+            v = requant(v, (float)q_at(&in[1], row), (float)q_at(&in[4], col), (float)q_at(&in[6], 0), q_at(&in[7], 0),
+                        out[0].dtype);
+        }
+        fa_store_from_double(out[0].data, out[0].dtype, i, v);
+    }
+    free(acc);
+    return FA_OK;
+}
+
+/* DynamicQuantizeLinear (opset 11): y_scale = (max(0, max x) - min(0, min x)) / 255 (1/255 when
+ * the range is empty), y_zero_point = saturate(round_half_even(-min(0, min x) / y_scale)),
+ * y = saturate(rint(x / y_scale) + y_zero_point), uint8; float32 arithmetic as the reference. */
+static fa_status dynq_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    fa_set_out(g, n, 0, FA_DTYPE_UINT8, x->rank, x->dims);
+    fa_set_out(g, n, 1, FA_DTYPE_FLOAT, 0, NULL);
+    fa_set_out(g, n, 2, FA_DTYPE_UINT8, 0, NULL);
+    return FA_OK;
+}
+
+/* DynamicQuantizeLinear FLOPs = 5 * numel(X) (min, max, divide, round, add). */
+static void dynq_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    if (x && fa_tensor_numel(x) >= 0) out->flops = 5 * (uint64_t)fa_tensor_numel(x);
+}
+
+static fa_status dynq_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    int64_t ne = fa_value_numel(&in[0]);
+    float lo = 0, hi = 0;
+    for (int64_t i = 0; i < ne; i++) {
+        float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+    }
+    float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
+    float z0 = 0.0f - lo / scale;
+    double zp = rint(z0 < 0 ? 0 : z0 > 255 ? 255 : z0);
+#pragma omp parallel for num_threads(nthreads(threads))
+    for (int64_t i = 0; i < ne; i++) {
+        float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
+        double q = rint((double)(v / scale)) + zp;
+        ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+    }
+    if (n_out > 1 && out[1].data) fa_store_from_double(out[1].data, out[1].dtype, 0, scale);
+    if (n_out > 2 && out[2].data) fa_store_from_double(out[2].data, out[2].dtype, 0, zp);
+    return FA_OK;
+}
+
 /* ======================================== table ======================================== */
 
 const fa_op fa_ops_nn[] = {
@@ -1688,5 +1946,15 @@ const fa_op fa_ops_nn[] = {
      "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written"},
     {"DequantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, dql_infer, dql_cost, dql_kernel,
      "FLOPs = 2*numel(X); bytes = X+scale+zp read, Y written"},
+    {"ConvInteger", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 4, 1, 1, 0, iconv_infer, iconv_cost, iconv_kernel,
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) integer MACs; bytes = inputs read, Y written"},
+    {"QLinearConv", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 8, 9, 1, 1, 0, iconv_infer, iconv_cost, iconv_kernel,
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) + 3*numel(Y); bytes = inputs read, Y written"},
+    {"MatMulInteger", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 4, 1, 1, 0, imm_infer, imm_cost, imm_kernel,
+     "FLOPs = 2*batch*M*N*K integer MACs; bytes = inputs read, Y written"},
+    {"QLinearMatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 8, 8, 1, 1, 0, imm_infer, imm_cost, imm_kernel,
+     "FLOPs = 2*batch*M*N*K + 3*numel(Y); bytes = inputs read, Y written"},
+    {"DynamicQuantizeLinear", "", FA_PATTERN_REDUCTION, 1, 1, 3, 3, 0, dynq_infer, dynq_cost, dynq_kernel,
+     "FLOPs = 5*numel(X); bytes = X read, Y + scale + zero point written"},
     {0},
 };

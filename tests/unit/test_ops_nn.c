@@ -13,7 +13,7 @@
 
 /* ---- a one-node graph harness ---- */
 
-#define MAXIO 6
+#define MAXIO 10
 typedef struct tn {
     fa_ctx *ctx;
     fa_graph *g;
@@ -1083,6 +1083,148 @@ static void test_quantize_dequantize_per_axis(void **state)
     tn_free(t);
 }
 
+/* ================================ integer / QLinear ops ================================ */
+
+/* ONNX ConvInteger examples: x = 2..10 (3x3 uint8), x_zero_point 1, w = 2x2 ones. */
+static void test_convinteger_onnx_examples(void **state)
+{
+    (void)state;
+    const uint8_t x[9] = {2, 3, 4, 5, 6, 7, 8, 9, 10}, w[4] = {1, 1, 1, 1}, xz = 1;
+    for (int pad = 0; pad < 2; pad++) {
+        tn *t = tn_new("ConvInteger", 10, 3, (const char *const[]){"x", "w", "xz"}, 1, Y1);
+        tn_in(t, 0, FA_DTYPE_UINT8, 4, (int64_t[]){1, 1, 3, 3}, x, false);
+        tn_in(t, 1, FA_DTYPE_UINT8, 4, (int64_t[]){1, 1, 2, 2}, w, false);
+        tn_in(t, 2, FA_DTYPE_UINT8, 0, NULL, &xz, false);
+        if (pad) fa_node_add_attr_ints(t->g, t->n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+        tn_run(t);
+        assert_int_equal(t->out[0].dtype, FA_DTYPE_INT32);
+        if (pad) {
+            const int32_t want[16] = {1, 3, 5, 3, 5, 12, 16, 9, 11, 24, 28, 15, 7, 15, 17, 9};
+            expect_dims(&t->out[0], 4, (int64_t[]){1, 1, 4, 4});
+            assert_memory_equal(t->out[0].data, want, sizeof want);
+        } else {
+            const int32_t want[4] = {12, 16, 24, 28};
+            expect_dims(&t->out[0], 4, (int64_t[]){1, 1, 2, 2});
+            assert_memory_equal(t->out[0].data, want, sizeof want);
+        }
+        tn_free(t);
+    }
+}
+
+/* QLinearConv with per-channel w scale / zero point, int32 bias and saturation, against the
+ * float reference convolution of the zero-point-shifted integers and the spec's requantize. */
+static void test_qlinearconv_per_channel_matches_requantized_reference(void **state)
+{
+    (void)state;
+    enum { C = 2, M = 3, H = 5 };
+    uint8_t x[C * H * H];
+    int8_t w[M * C * 9];
+    for (int i = 0; i < C * H * H; i++) x[i] = (uint8_t)((i * 37) % 256);
+    for (int i = 0; i < M * C * 9; i++) w[i] = (int8_t)((i * 53) % 256 - 128);
+    const float xs = 0.2f, ws[M] = {0.01f, 0.002f, 0.05f}, ys = 0.5f;
+    const uint8_t xz = 120, yz = 100;
+    const int8_t wz[M] = {0, 3, -2};
+    const int32_t bias[M] = {100, -2000, 50};
+    tn *t = tn_new("QLinearConv", 10, 9, (const char *const[]){"x", "xs", "xz", "w", "ws", "wz", "ys", "yz", "B"}, 1, Y1);
+    tn_in(t, 0, FA_DTYPE_UINT8, 4, (int64_t[]){1, C, H, H}, x, false);
+    tn_in(t, 1, FA_DTYPE_FLOAT, 0, NULL, &xs, false);
+    tn_in(t, 2, FA_DTYPE_UINT8, 0, NULL, &xz, false);
+    tn_in(t, 3, FA_DTYPE_INT8, 4, (int64_t[]){M, C, 3, 3}, w, false);
+    tn_in(t, 4, FA_DTYPE_FLOAT, 1, (int64_t[]){M}, ws, false);
+    tn_in(t, 5, FA_DTYPE_INT8, 1, (int64_t[]){M}, wz, false);
+    tn_in(t, 6, FA_DTYPE_FLOAT, 0, NULL, &ys, false);
+    tn_in(t, 7, FA_DTYPE_UINT8, 0, NULL, &yz, false);
+    tn_in(t, 8, FA_DTYPE_INT32, 1, (int64_t[]){M}, bias, false);
+    fa_node_add_attr_ints(t->g, t->n, "pads", (int64_t[]){1, 1, 1, 1}, 4);
+    tn_run(t);
+    assert_int_equal(t->out[0].dtype, FA_DTYPE_UINT8);
+    expect_dims(&t->out[0], 4, (int64_t[]){1, M, H, H});
+    float xf[C * H * H], wf[M * C * 9], acc[M * H * H];
+    for (int i = 0; i < C * H * H; i++) xf[i] = (float)(x[i] - xz);
+    for (int i = 0; i < M * C * 9; i++) wf[i] = (float)(w[i] - wz[i / (C * 9)]);
+    const conv_cfg c = {"q", 2, 1, C, M, 1, {H, H}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {1, 1}, NULL, false, {H, H}};
+    ref_conv(&c, xf, wf, NULL, acc, c.want_out);
+    const uint8_t *y = t->out[0].data;
+    int saturated = 0;
+    for (int i = 0; i < M * H * H; i++) {
+        int m = i / (H * H);
+        double r = nearbyint((acc[i] + bias[m]) * (double)(xs * ws[m] / ys) + yz);
+        r = r < 0 ? 0 : r > 255 ? 255 : r;
+        saturated += r == 0 || r == 255;
+        assert_int_equal(y[i], (int)r);
+    }
+    if (!(saturated > 0 && saturated < M * H * H)) fprintf(stderr, "saturated %d of %d\n", saturated, M * H * H);
+    assert_true(saturated > 0 && saturated < M * H * H); /* both regimes exercised */
+    tn_free(t);
+}
+
+/* ONNX MatMulInteger example (a_zero_point 12) and QLinearMatMul example (values from the spec). */
+static void test_matmulinteger_and_qlinearmatmul_onnx_examples(void **state)
+{
+    (void)state;
+    {
+        const uint8_t a[12] = {11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0}, b[6] = {1, 4, 2, 5, 3, 6}, az = 12, bz = 0;
+        tn *t = tn_new("MatMulInteger", 10, 4, (const char *const[]){"a", "b", "az", "bz"}, 1, Y1);
+        tn_in(t, 0, FA_DTYPE_UINT8, 2, (int64_t[]){4, 3}, a, false);
+        tn_in(t, 1, FA_DTYPE_UINT8, 2, (int64_t[]){3, 2}, b, false);
+        tn_in(t, 2, FA_DTYPE_UINT8, 0, NULL, &az, false);
+        tn_in(t, 3, FA_DTYPE_UINT8, 0, NULL, &bz, false);
+        tn_run(t);
+        assert_int_equal(t->out[0].dtype, FA_DTYPE_INT32);
+        const int32_t want[8] = {-38, -83, -44, -98, -50, -113, -56, -128};
+        assert_memory_equal(t->out[0].data, want, sizeof want);
+        tn_free(t);
+    }
+    { /* per-row a_zero_point [1, 2] and per-column b_zero_point [0, 1] */
+        const int8_t a[4] = {1, 2, 3, 4}, b[4] = {5, 6, 7, 8}, az[2] = {1, 2}, bz[2] = {0, 1};
+        tn *t = tn_new("MatMulInteger", 10, 4, (const char *const[]){"a", "b", "az", "bz"}, 1, Y1);
+        tn_in(t, 0, FA_DTYPE_INT8, 2, (int64_t[]){2, 2}, a, false);
+        tn_in(t, 1, FA_DTYPE_INT8, 2, (int64_t[]){2, 2}, b, false);
+        tn_in(t, 2, FA_DTYPE_INT8, 1, (int64_t[]){2}, az, false);
+        tn_in(t, 3, FA_DTYPE_INT8, 1, (int64_t[]){2}, bz, false);
+        tn_run(t);
+        /* A' = [[0,1],[1,2]], B' = [[5,5],[7,7]] */
+        const int32_t want[4] = {7, 7, 19, 19};
+        assert_memory_equal(t->out[0].data, want, sizeof want);
+        tn_free(t);
+    }
+    {
+        const uint8_t a[8] = {208, 236, 0, 238, 3, 214, 255, 29};
+        const uint8_t b[12] = {152, 51, 244, 60, 26, 255, 0, 127, 246, 127, 254, 247};
+        const float as = 0.0066f, bs = 0.00705f, ys = 0.0107f;
+        const uint8_t az = 113, bz = 114, yz = 118;
+        tn *t = tn_new("QLinearMatMul", 10, 8, (const char *const[]){"a", "as", "az", "b", "bs", "bz", "ys", "yz"}, 1, Y1);
+        tn_in(t, 0, FA_DTYPE_UINT8, 2, (int64_t[]){2, 4}, a, false);
+        tn_in(t, 1, FA_DTYPE_FLOAT, 0, NULL, &as, false);
+        tn_in(t, 2, FA_DTYPE_UINT8, 0, NULL, &az, false);
+        tn_in(t, 3, FA_DTYPE_UINT8, 2, (int64_t[]){4, 3}, b, false);
+        tn_in(t, 4, FA_DTYPE_FLOAT, 0, NULL, &bs, false);
+        tn_in(t, 5, FA_DTYPE_UINT8, 0, NULL, &bz, false);
+        tn_in(t, 6, FA_DTYPE_FLOAT, 0, NULL, &ys, false);
+        tn_in(t, 7, FA_DTYPE_UINT8, 0, NULL, &yz, false);
+        tn_run(t);
+        const uint8_t want[6] = {168, 115, 255, 1, 66, 151};
+        assert_memory_equal(t->out[0].data, want, sizeof want);
+        tn_free(t);
+    }
+}
+
+/* ONNX DynamicQuantizeLinear example: x = [0, 2, -3, -2.5, 1.34, 0.5] -> scale 5/255, zp 153,
+ * y = [153, 255, 0, 26, 221, 179]. */
+static void test_dynamicquantizelinear_onnx_example(void **state)
+{
+    (void)state;
+    const float x[6] = {0, 2, -3, -2.5f, 1.34f, 0.5f};
+    tn *t = tn_new("DynamicQuantizeLinear", 11, 1, X1, 3, (const char *const[]){"y", "s", "z"});
+    tn_inf(t, 0, 1, (int64_t[]){6}, x);
+    tn_run(t);
+    const uint8_t want[6] = {153, 255, 0, 26, 221, 179};
+    assert_memory_equal(t->out[0].data, want, 6);
+    expect_close(t->out[1].data, (float[]){5.0f / 255.0f}, 1, "dynamic scale");
+    assert_int_equal(((uint8_t *)t->out[2].data)[0], 153);
+    tn_free(t);
+}
+
 /* ================================ registry entries and costs ================================ */
 
 static void test_pattern_classes_and_cost_formulas(void **state)
@@ -1096,6 +1238,9 @@ static void test_pattern_classes_and_cost_formulas(void **state)
         {"LRN", FA_PATTERN_REDUCTION}, {"InstanceNormalization", FA_PATTERN_REDUCTION},
         {"BatchNormalization", FA_PATTERN_BROADCAST}, {"Resize", FA_PATTERN_INJECTIVE},
         {"QuantizeLinear", FA_PATTERN_BROADCAST}, {"DequantizeLinear", FA_PATTERN_BROADCAST},
+        {"Upsample", FA_PATTERN_INJECTIVE}, {"ConvInteger", FA_PATTERN_OUT_ELEMWISE_FUSABLE},
+        {"QLinearConv", FA_PATTERN_OUT_ELEMWISE_FUSABLE}, {"MatMulInteger", FA_PATTERN_OUT_ELEMWISE_FUSABLE},
+        {"QLinearMatMul", FA_PATTERN_OUT_ELEMWISE_FUSABLE}, {"DynamicQuantizeLinear", FA_PATTERN_REDUCTION},
     };
     for (size_t i = 0; i < sizeof pc / sizeof pc[0]; i++) {
         const fa_op *op = fa_op_find("", pc[i].op);
@@ -1187,6 +1332,10 @@ int main(void)
         cmocka_unit_test(test_upsample_nearest_opset7_and_9),
         cmocka_unit_test(test_quantize_dequantize_per_tensor_onnx_examples),
         cmocka_unit_test(test_quantize_dequantize_per_axis),
+        cmocka_unit_test(test_convinteger_onnx_examples),
+        cmocka_unit_test(test_qlinearconv_per_channel_matches_requantized_reference),
+        cmocka_unit_test(test_matmulinteger_and_qlinearmatmul_onnx_examples),
+        cmocka_unit_test(test_dynamicquantizelinear_onnx_example),
         cmocka_unit_test(test_pattern_classes_and_cost_formulas),
         cmocka_unit_test(test_unknown_batch_dim_propagates),
     };
