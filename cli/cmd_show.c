@@ -114,14 +114,14 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
         if (n == 0) {
             fa_buf_puts(&b, "no kernel records stored for this run\n");
         } else {
-            fa_buf_printf(&b, "%6s  %-16s  %12s  %6s  %7s  %s\n", "NODE", "OP", "MEDIAN ms", "SHARE", "KERNELS",
+            fa_buf_printf(&b, "%6s  %-18s  %12s  %6s  %7s  %s\n", "NODE", "OP", "MEDIAN ms", "SHARE", "KERNELS",
                           "NAME");
             for (size_t i = 0; i < n; i++) {
                 const fa_op_row *o = &rows[i];
                 char node[16];
                 if (o->node >= 0) snprintf(node, sizeof node, "%d", (int)o->node);
                 else snprintf(node, sizeof node, "-");
-                fa_buf_printf(&b, "%6s  %-16s  %12.4f  %5.1f%%  %7" PRId64 "  %s\n", node,
+                fa_buf_printf(&b, "%6s  %-18s  %12.4f  %5.1f%%  %7" PRId64 "  %s\n", node,
                               o->op_type ? o->op_type : "-", (double)o->median_ns / 1e6, o->share * 100.0,
                               o->kernels, o->node_name ? o->node_name : "-");
             }
