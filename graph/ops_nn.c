@@ -783,7 +783,8 @@ static fa_status pool_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
 }
 
 /* MaxPool FLOPs = numel(Y) * prod(kernel) (one compare per tap);
- * AveragePool FLOPs = numel(Y) * (prod(kernel) + 1) (adds, one divide). */
+ * AveragePool FLOPs = numel(Y) * (prod(kernel) + 1) (adds, one divide);
+ * LpPool FLOPs = numel(Y) * (2 * prod(kernel) + 1) (|x|^p and add per tap, one p-th root). */
 static void pool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
     fa_cost_io(g, n, 0, out);
@@ -792,10 +793,12 @@ static void pool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     int kc = fa_node_attr_ints(n, "kernel_shape", &ks);
     if (!y || fa_tensor_numel(y) < 0) return;
     uint64_t taps = (uint64_t)prod64(ks, kc) + (strcmp(n->op_type, "AveragePool") == 0 ? 1 : 0);
+    if (strcmp(n->op_type, "LpPool") == 0) taps = 2 * taps + 1; /* |x|^p and add per tap, one root */
     out->flops = (uint64_t)fa_tensor_numel(y) * taps;
 }
 
-/* Reference MaxPool / AveragePool over one (n, c) plane per task.
+/* Reference MaxPool / AveragePool / LpPool over one (n, c) plane per task.
+ * LpPool: (sum over taps inside the input of |x|^p)^(1/p), p attribute default 2 (pads are zeros).
  * MaxPool: max over taps inside the input (pads never win); optional Indices output holds
  * the flat index into X (row-major; storage_order=1: column-major spatial, 2-D only).
  * AveragePool: sum over taps inside the input divided by the count of taps inside the input
@@ -807,7 +810,8 @@ static fa_status pool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     fa_status st = pool_geom(ctx, n, in[0].rank, in[0].dims, &g0);
     if (st) return st;
     geom_pad3(&g0, &g);
-    bool is_max = strcmp(n->op_type, "MaxPool") == 0;
+    bool is_max = strcmp(n->op_type, "MaxPool") == 0, is_lp = strcmp(n->op_type, "LpPool") == 0;
+    double lp = (double)fa_node_attr_int(n, "p", 2);
     bool incl = fa_node_attr_int(n, "count_include_pad", 0) != 0;
     int64_t order = fa_node_attr_int(n, "storage_order", 0);
     int64_t *I = (is_max && n_out > 1 && out[1].data) ? out[1].data : NULL;
@@ -846,7 +850,7 @@ static fa_status pool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
                                 cnt++;
                                 if (is_max) {
                                     if (v > acc || arg < 0) { acc = v; arg = off; }
-                                } else acc += v;
+                                } else acc += is_lp ? pow(fabs(v), lp) : v;
                             }
                         }
                     }
@@ -861,7 +865,8 @@ static fa_status pool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
                         }
                     } else {
                         int64_t div = incl ? cnt_pad : cnt;
-                        yp[o] = div ? (float)(acc / (double)div) : 0.0f;
+                        if (is_lp) yp[o] = (float)pow(acc, 1.0 / lp); /* pads are zeros: add nothing */
+                        else yp[o] = div ? (float)(acc / (double)div) : 0.0f;
                     }
                 }
     }
@@ -883,20 +888,22 @@ static fa_status gpool_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
 }
 
 /* GlobalAveragePool FLOPs = numel(X) + N*C (sum, then one divide per plane);
- * GlobalMaxPool FLOPs = numel(X). */
+ * GlobalMaxPool FLOPs = numel(X); GlobalLpPool FLOPs = 2*numel(X) + N*C (|x|^p, add; one root). */
 static void gpool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
     fa_cost_io(g, n, 0, out);
     const fa_tensor *x = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
     if (!x || !y || fa_tensor_numel(x) < 0 || fa_tensor_numel(y) < 0) return;
-    out->flops = (uint64_t)fa_tensor_numel(x) +
-                 (strcmp(n->op_type, "GlobalAveragePool") == 0 ? (uint64_t)fa_tensor_numel(y) : 0);
+    bool lp = strcmp(n->op_type, "GlobalLpPool") == 0;
+    out->flops = (uint64_t)fa_tensor_numel(x) * (lp ? 2 : 1) +
+                 (strcmp(n->op_type, "GlobalMaxPool") != 0 ? (uint64_t)fa_tensor_numel(y) : 0);
 }
 
 static fa_status gpool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                               fa_value *out, int n_out, int threads)
 {
-    bool is_max = strcmp(n->op_type, "GlobalMaxPool") == 0;
+    bool is_max = strcmp(n->op_type, "GlobalMaxPool") == 0, is_lp = strcmp(n->op_type, "GlobalLpPool") == 0;
+    double lp = (double)fa_node_attr_int(n, "p", 2);
     float *tx, *ty;
     const float *X = in_f32(&in[0], &tx);
     float *Y = out_f32(&out[0], &ty);
@@ -908,9 +915,9 @@ static fa_status gpool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in,
         double acc = is_max ? -INFINITY : 0.0;
         for (int64_t i = 0; i < sp; i++) {
             if (is_max) { if (xp[i] > acc || isnan(xp[i])) acc = xp[i]; }
-            else acc += xp[i];
+            else acc += is_lp ? pow(fabs(xp[i]), lp) : xp[i];
         }
-        Y[p] = (float)(is_max ? acc : (sp ? acc / (double)sp : 0.0));
+        Y[p] = (float)(is_max ? acc : is_lp ? pow(acc, 1.0 / lp) : (sp ? acc / (double)sp : 0.0));
     }
     free(tx);
     out_f32_done(&out[0], ty);
@@ -1932,6 +1939,10 @@ const fa_op fa_ops_nn[] = {
      "FLOPs = numel(X) + N*C; bytes = X read, Y written"},
     {"GlobalMaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
      "FLOPs = numel(X); bytes = X read, Y written"},
+    {"LpPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, pool_infer, pool_cost, pool_kernel,
+     "FLOPs = numel(Y)*(2*prod(k)+1); bytes = X read, Y written"},
+    {"GlobalLpPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
+     "FLOPs = 2*numel(X) + N*C; bytes = X read, Y written"},
     {"LRN", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, lrn_infer, lrn_cost, lrn_kernel,
      "FLOPs = numel(X)*(2*size+4); bytes = X read, Y written"},
     {"InstanceNormalization", "", FA_PATTERN_REDUCTION, 3, 3, 1, 1, 0, inorm_infer, inorm_cost, inorm_kernel,

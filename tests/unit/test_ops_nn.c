@@ -711,6 +711,30 @@ static void test_global_pools_reduce_spatial_dims(void **state)
     free(x);
 }
 
+/* LpPool: x = [3, 4, -12], kernel 2: p=2 -> [5, sqrt(160)], p=1 -> [7, 16]; GlobalLpPool p=2 of
+ * [3, 4] -> 5. */
+static void test_lppool_and_global_lppool_norms(void **state)
+{
+    (void)state;
+    const float x[3] = {3, 4, -12};
+    for (int p = 1; p <= 2; p++) {
+        tn *t = tn_new("LpPool", 11, 1, X1, 1, Y1);
+        tn_inf(t, 0, 3, (int64_t[]){1, 1, 3}, x);
+        fa_node_add_attr_ints(t->g, t->n, "kernel_shape", (int64_t[]){2}, 1);
+        fa_node_add_attr_int(t->g, t->n, "p", p);
+        tn_run(t);
+        expect_dims(&t->out[0], 3, (int64_t[]){1, 1, 2});
+        expect_close(t->out[0].data, p == 2 ? (float[]){5, sqrtf(160)} : (float[]){7, 16}, 2, "lppool");
+        tn_free(t);
+    }
+    tn *t = tn_new("GlobalLpPool", 2, 1, X1, 1, Y1);
+    tn_inf(t, 0, 3, (int64_t[]){1, 1, 2}, x);
+    tn_run(t);
+    expect_dims(&t->out[0], 3, (int64_t[]){1, 1, 1});
+    expect_close(t->out[0].data, (float[]){5}, 1, "globallppool");
+    tn_free(t);
+}
+
 /* ================================ normalization ================================ */
 
 static void test_lrn_matches_spec_formula(void **state)
@@ -1238,6 +1262,7 @@ static void test_pattern_classes_and_cost_formulas(void **state)
         {"LRN", FA_PATTERN_REDUCTION}, {"InstanceNormalization", FA_PATTERN_REDUCTION},
         {"BatchNormalization", FA_PATTERN_BROADCAST}, {"Resize", FA_PATTERN_INJECTIVE},
         {"QuantizeLinear", FA_PATTERN_BROADCAST}, {"DequantizeLinear", FA_PATTERN_BROADCAST},
+        {"LpPool", FA_PATTERN_REDUCTION}, {"GlobalLpPool", FA_PATTERN_REDUCTION},
         {"Upsample", FA_PATTERN_INJECTIVE}, {"ConvInteger", FA_PATTERN_OUT_ELEMWISE_FUSABLE},
         {"QLinearConv", FA_PATTERN_OUT_ELEMWISE_FUSABLE}, {"MatMulInteger", FA_PATTERN_OUT_ELEMWISE_FUSABLE},
         {"QLinearMatMul", FA_PATTERN_OUT_ELEMWISE_FUSABLE}, {"DynamicQuantizeLinear", FA_PATTERN_REDUCTION},
@@ -1321,6 +1346,7 @@ int main(void)
         cmocka_unit_test(test_maxpool_pads_dilation_and_indices),
         cmocka_unit_test(test_averagepool_count_include_pad),
         cmocka_unit_test(test_global_pools_reduce_spatial_dims),
+        cmocka_unit_test(test_lppool_and_global_lppool_norms),
         cmocka_unit_test(test_lrn_matches_spec_formula),
         cmocka_unit_test(test_instancenorm_per_plane_statistics),
         cmocka_unit_test(test_batchnorm_inference_per_channel_affine),
