@@ -413,7 +413,7 @@ static void phase_reductions(adv *A)
         const char *code = NULL;
         if (!reduction_domain(g, seed, &r, &code)) {
             const fa_tensor *X = fa_graph_in(g, seed, 0);
-            if (X && X->producer >= 0)
+            if (X)
                 why(A, X->producer, seed->id, X->id, code,
                     "%s '%s' is not a reduction over trailing axes with kept dims (%s): no reduction domain to fuse in",
                     seed->op_type, seed->name, code);

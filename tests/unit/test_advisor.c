@@ -1,0 +1,337 @@
+/* tests/unit/test_advisor — plans for the zoo and corpus models: ResNet-50 gets BN folding,
+ * Conv+BN+ReLU epilogues and residual Add+ReLU; bert-layer and gpt2-block get softmax, layer norm
+ * (op and decomposed), GELU (erf and tanh forms) and bias-add epilogues; every corpus light model
+ * and zoo model gets a plan; the plan round-trips through the store and the advise verb. */
+#include <dirent.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisor/advisor.h"
+#include "testutil.h"
+
+static fa_plan *plan_for(fa_ctx *ctx, fa_graph **gout, const char *model)
+{
+    fa_graph *g = NULL;
+    fa_status s = fa_graph_load(ctx, model, NULL, &g);
+    if (s) fail_msg("%s: %s", model, fa_ctx_errmsg(ctx));
+    fa_advise_options o = fa_advise_options_default();
+    fa_plan *p = NULL;
+    s = fa_advise(ctx, g, NULL, &o, &p);
+    if (s) fail_msg("%s: %s", model, fa_ctx_errmsg(ctx));
+    *gout = g;
+    return p;
+}
+
+static int count_label(const fa_plan *p, fa_cluster_kind kind, const char *label_part)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].kind == kind && strstr(p->clusters[i].label, label_part)) n++;
+    return n;
+}
+
+static bool has_post(const fa_cluster *c, const char *spec)
+{
+    for (int k = 0; k < c->n_post_ops; k++)
+        if (!strcmp(c->post_ops[k], spec)) return true;
+    return false;
+}
+
+static bool member_op(const fa_graph *g, const fa_cluster *c, const char *op)
+{
+    for (int k = 0; k < c->n_members; k++)
+        if (!strcmp(g->nodes[c->members[k]]->op_type, op)) return true;
+    return false;
+}
+
+/* ResNet-50: 53 Conv+BN folds; conv+bn+relu epilogues; residual Add+ReLU as binary:add + relu
+ * post-ops after a BN fold (depends_on set). */
+static void test_resnet50_plan_has_bn_fold_conv_relu_and_residual_add_relu(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g;
+    fa_plan *p = plan_for(ctx, &g, "zoo:resnet50");
+    int bn = 0, conv_relu = 0, resid = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        if (c->kind == FA_CLUSTER_BN_FOLD) {
+            bn++;
+            assert_int_equal(c->n_members, 2);
+            assert_string_equal(g->nodes[c->anchor]->op_type, "Conv");
+            assert_string_equal(g->nodes[c->members[1]]->op_type, "BatchNormalization");
+            assert_true(c->saved_bytes > 0);
+        }
+        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 1 && has_post(c, "eltwise:relu")) {
+            conv_relu++;
+            assert_true(c->depends_on >= 0);
+            assert_int_equal(p->clusters[c->depends_on].kind, FA_CLUSTER_BN_FOLD);
+            assert_int_equal(p->clusters[c->depends_on].anchor, c->anchor);
+        }
+        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 2 && !strcmp(c->post_ops[0], "binary:add") &&
+            !strcmp(c->post_ops[1], "eltwise:relu")) {
+            resid++;
+            assert_true(c->post_op_inputs[0] >= 0);
+            assert_int_equal(c->post_op_inputs[1], -1);
+            assert_true(member_op(g, c, "Add") && member_op(g, c, "Relu"));
+        }
+    }
+    assert_int_equal(bn, 53);
+    assert_true(conv_relu >= 32); /* 16 blocks x 2 inner convs + the stem */
+    assert_int_equal(resid, 16);  /* every bottleneck's residual Add+ReLU */
+    /* ranked by estimated saving */
+    for (int i = 1; i < p->n_clusters; i++) assert_true(p->clusters[i - 1].est_saving_ns >= p->clusters[i].est_saving_ns);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static void check_transformer(const char *model, const char *gelu, bool named_ln)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g;
+    fa_plan *p = plan_for(ctx, &g, model);
+    assert_true(count_label(p, FA_CLUSTER_REDUCTION, "softmax") >= 1);
+    assert_int_equal(count_label(p, FA_CLUSTER_REDUCTION, "layer_norm(decomposed)"), 1);
+    if (named_ln) assert_true(count_label(p, FA_CLUSTER_REDUCTION, "layer_norm") >= 2);
+    int gelu_ep = 0, bias = 0, ln = 0, sm = 0;
+    char want[48];
+    snprintf(want, sizeof want, "eltwise:%s", gelu);
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        if (c->kind == FA_CLUSTER_EPILOGUE && has_post(c, want)) gelu_ep++;
+        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops >= 1 && !strcmp(c->post_ops[0], "binary:add")) {
+            const fa_tensor *b = g->tensors[c->post_op_inputs[0]];
+            if ((b->flags & FA_TENSOR_CONST) && b->rank == 1) bias++;
+        }
+        if (c->kind == FA_CLUSTER_REDUCTION && c->reduction == FA_RED_LAYER_NORM) {
+            ln++;
+            assert_int_equal(c->reduce_axis, 2);
+            assert_true(c->epsilon > 0 && c->epsilon < 1e-3f);
+        }
+        if (c->kind == FA_CLUSTER_REDUCTION && c->reduction == FA_RED_SOFTMAX) {
+            sm++;
+            assert_int_equal(c->reduce_axis, 3);
+            assert_true(c->n_members >= 2); /* the attention scale is the softmax prologue */
+        }
+        assert_int_equal(c->status, FA_CLUSTER_PROPOSED);
+    }
+    assert_int_equal(gelu_ep, 1);
+    assert_true(bias >= 4);
+    assert_true(ln >= 1 && sm == 1);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static void test_bert_plan_has_softmax_layer_norms_gelu_erf_and_bias_epilogues(void **st)
+{
+    (void)st;
+    check_transformer("zoo:bert-layer", "gelu_erf", true);
+}
+
+static void test_gpt2_plan_has_softmax_decomposed_layer_norm_gelu_tanh_and_bias_epilogues(void **st)
+{
+    (void)st;
+    check_transformer("zoo:gpt2-block", "gelu_tanh", false);
+}
+
+/* Every zoo model and every corpus light model gets a plan; every why-not names a live edge
+ * (or a graph input) with a code and a sentence; members are live nodes in topological order. */
+static void check_plan_sane(const fa_graph *g, const fa_plan *p)
+{
+    int *pos = malloc(sizeof(int) * (size_t)g->n_nodes);
+    for (int i = 0; i < g->n_nodes; i++) pos[i] = -1;
+    for (int i = 0; i < g->n_topo; i++) pos[g->topo[i]] = i;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        assert_true(c->n_members >= 2);
+        assert_non_null(c->label);
+        for (int k = 0; k < c->n_members; k++) {
+            assert_true(pos[c->members[k]] >= 0);
+            if (k && c->kind != FA_CLUSTER_HORIZONTAL) assert_true(pos[c->members[k]] > pos[c->members[k - 1]]);
+        }
+        assert_true(c->n_members <= p->opt.max_ops + 1);
+    }
+    for (int i = 0; i < p->n_why_not; i++) {
+        assert_non_null(p->why_not[i].code);
+        assert_true(strlen(p->why_not[i].reason) > 10);
+    }
+    free(pos);
+}
+
+static void test_every_zoo_model_gets_a_plan(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int i = 0; i < fa_zoo_count(); i++) {
+        char m[64];
+        snprintf(m, sizeof m, "zoo:%s", fa_zoo_at(i)->name);
+        fa_graph *g;
+        fa_plan *p = plan_for(ctx, &g, m);
+        check_plan_sane(g, p);
+        assert_true(p->n_clusters > 0);
+        assert_int_equal(strlen(p->hash), 64);
+        fa_plan_free(p);
+        fa_graph_free(g);
+    }
+    fa_ctx_free(ctx);
+}
+
+static void test_every_corpus_light_model_gets_a_plan(void **st)
+{
+    (void)st;
+    fa_test_require_corpus();
+    fa_ctx *ctx = fa_ctx_create();
+    const char *dir = fa_test_path(fa_test_corpus(), "onnx/light");
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        size_t L = strlen(e->d_name);
+        if (L < 5 || strcmp(e->d_name + L - 5, ".onnx")) continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        fa_graph *g;
+        fa_plan *p = plan_for(ctx, &g, path);
+        check_plan_sane(g, p);
+        assert_true(p->n_clusters > 0);
+        n++;
+        fa_plan_free(p);
+        fa_graph_free(g);
+    }
+    closedir(d);
+    assert_true(n >= 5);
+    fa_ctx_free(ctx);
+}
+
+/* mobilenetv2: ReLU6 as Clip(0,6) becomes an eltwise:clip post-op after the BN fold. */
+static void test_mobilenetv2_relu6_becomes_clip_post_op(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g;
+    fa_plan *p = plan_for(ctx, &g, "zoo:mobilenetv2");
+    int clip = 0;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].kind == FA_CLUSTER_EPILOGUE && has_post(&p->clusters[i], "eltwise:clip:0:6")) clip++;
+    assert_true(clip >= 30);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* The same graph and options give the same hash; other options give another. */
+static void test_plan_hash_is_stable_and_depends_on_options(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    assert_int_equal(fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &g), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    fa_plan *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(fa_advise(ctx, g, NULL, &o, &a), FA_OK);
+    assert_int_equal(fa_advise(ctx, g, NULL, &o, &b), FA_OK);
+    o.max_ops = 2;
+    assert_int_equal(fa_advise(ctx, g, NULL, &o, &c), FA_OK);
+    assert_string_equal(a->hash, b->hash);
+    assert_string_not_equal(a->hash, c->hash);
+    fa_plan_free(a);
+    fa_plan_free(b);
+    fa_plan_free(c);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* Stored run -> analysis -> plan saved to plans/clusters/why_not; update changes status. */
+static void test_plan_saved_and_updated_in_store(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "plan.db");
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    int64_t run;
+    assert_int_equal(fa_test_store_run(ctx, s, "zoo:convnet-tiny", 2, &run), FA_OK);
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.device_key = "test";
+    c.mem_bw_gbs = 10;
+    c.peak_gflops = 100;
+    c.launch_ns = 1000;
+    fa_analysis *a = NULL;
+    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+    fa_graph *g = NULL;
+    assert_int_equal(fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &g), FA_OK);
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(ctx, g, a, NULL, &p), FA_OK);
+    assert_int_equal(p->run_id, run);
+    assert_int_equal(fa_plan_save(ctx, s, p), FA_OK);
+    assert_int_equal(p->plan_id, 1);
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(fa_store_db(s), "SELECT count(*), sum(saved_bytes) FROM clusters WHERE run_id=?1 AND plan_id=1", -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_int64(q, 1, run);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), p->n_clusters);
+    uint64_t sum = 0;
+    for (int i = 0; i < p->n_clusters; i++) sum += p->clusters[i].saved_bytes;
+    assert_int_equal((uint64_t)sqlite3_column_int64(q, 1), sum);
+    sqlite3_finalize(q);
+    assert_int_equal(sqlite3_prepare_v2(fa_store_db(s), "SELECT count(*) FROM why_not WHERE run_id=?1 AND plan_id=1", -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_int64(q, 1, run);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal(sqlite3_column_int(q, 0), p->n_why_not);
+    sqlite3_finalize(q);
+    p->clusters[0].status = FA_CLUSTER_ACCEPTED;
+    p->clusters[0].measured_saving_ns = 1500;
+    assert_int_equal(fa_plan_update(ctx, s, p), FA_OK);
+    assert_int_equal(sqlite3_prepare_v2(fa_store_db(s), "SELECT status, measured_saving_us FROM clusters WHERE run_id=?1 AND plan_id=1 AND cluster_id=0", -1, &q, NULL), SQLITE_OK);
+    sqlite3_bind_int64(q, 1, run);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_string_equal((const char *)sqlite3_column_text(q, 0), "accepted");
+    assert_true(sqlite3_column_double(q, 1) > 1.49 && sqlite3_column_double(q, 1) < 1.51);
+    sqlite3_finalize(q);
+    /* a second save is plan 2 */
+    assert_int_equal(fa_plan_save(ctx, s, p), FA_OK);
+    assert_int_equal(p->plan_id, 2);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_analysis_free(a);
+    fa_store_close(s);
+
+    /* the verb: reloads zoo:convnet-tiny, prints clusters and why-not as JSON */
+    char *out = NULL, *err = NULL;
+    const char *argv[] = {"advise", "latest", "--json", "--db", db, NULL};
+    int rc = fa_test_run_cli(argv, &out, &err);
+    if (rc) fail_msg("advise failed: %s", err);
+    assert_non_null(strstr(out, "\"kind\":\"bn-fold\""));
+    assert_non_null(strstr(out, "\"why_not\":["));
+    assert_non_null(strstr(out, "\"plan\":3"));
+    free(out);
+    free(err);
+    const char *argv2[] = {"advise", "99", "--db", db, NULL};
+    rc = fa_test_run_cli(argv2, &out, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "99"));
+    free(out);
+    free(err);
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_resnet50_plan_has_bn_fold_conv_relu_and_residual_add_relu),
+        cmocka_unit_test(test_bert_plan_has_softmax_layer_norms_gelu_erf_and_bias_epilogues),
+        cmocka_unit_test(test_gpt2_plan_has_softmax_decomposed_layer_norm_gelu_tanh_and_bias_epilogues),
+        cmocka_unit_test(test_mobilenetv2_relu6_becomes_clip_post_op),
+        cmocka_unit_test(test_every_zoo_model_gets_a_plan),
+        cmocka_unit_test(test_every_corpus_light_model_gets_a_plan),
+        cmocka_unit_test(test_plan_hash_is_stable_and_depends_on_options),
+        cmocka_unit_test(test_plan_saved_and_updated_in_store),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
