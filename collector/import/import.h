@@ -57,7 +57,7 @@ typedef struct fa_import_stats {
     uint64_t n_control_chars;   /* raw control bytes inside JSON strings (lenient pass) */
     uint64_t n_nonfinite;       /* NaN / Infinity / -Infinity literals (read as null) */
     uint64_t n_bad_numbers;     /* numbers beyond int64 / not integral where one was needed */
-    uint64_t first_bad_number_offset;
+    uint64_t first_bad_number_offset; /* just after that number (ts/dur: after its event) */
     bool lenient_pass;          /* strict JSON failed; the file was re-read in lenient mode */
     bool no_gpu_activity;       /* no kernel / memcpy / memset at all: nothing to advise on */
     bool truncated;             /* the input ended early (kept only with keep_partial) */

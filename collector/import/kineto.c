@@ -37,6 +37,10 @@ typedef struct kev {
     char ph;
     bool has_ts, has_dur, bad_time;
     int64_t ts_ns, dur_ns;
+    /* ts/dur number text, converted only for events that are kept (flows and instants are
+     * not); a text too long for these buffers is converted at once */
+    char ts_txt[40], dur_txt[40];
+    uint8_t ts_len, dur_len;
     int64_t pid, tid;
     int64_t corr, ext, device, stream;
     int32_t grid[3], block[3], regs, smem;
@@ -203,6 +207,7 @@ static void ev_reset(kev *e)
     e->ph = 0;
     e->has_ts = e->has_dur = e->bad_time = false;
     e->ts_ns = e->dur_ns = 0;
+    e->ts_len = e->dur_len = 0;
     e->pid = e->tid = 0;
     e->corr = e->ext = e->device = e->stream = -1;
     memset(e->grid, 0, sizeof e->grid);
@@ -284,6 +289,16 @@ static void ev_emit(kparse *p)
     if (e->ph != 'X') { p->st->n_skipped++; if (e->cat.len) cat_kind(p, &e->cat); return; }
     int k = cat_kind(p, &e->cat);
     if (k < 0 || !e->has_ts) { p->st->n_skipped++; return; }
+    /* deferred ts/dur text -> ns (µs with scale 3) */
+    if (e->ts_len && dec_scaled(e->ts_txt, e->ts_len, 3, &e->ts_ns)) {
+        bad_number(p);
+        p->st->n_skipped++;
+        return;
+    }
+    if (e->dur_len && dec_scaled(e->dur_txt, e->dur_len, 3, &e->dur_ns)) {
+        bad_number(p);
+        e->dur_ns = 0;
+    }
     fa_activity a = fa_activity_init((fa_activity_kind)k);
     a.name = intern_checked(p, e->name.data ? e->name.data : "", e->name.len);
     if (!a.name) { p->fail = FA_ERR_NOMEM; return; }
@@ -355,10 +370,17 @@ static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null)
             switch (p->ev_key) {
             case EK_TS:
             case EK_DUR: {
+                if (n < sizeof e->ts_txt) { /* deferred to ev_emit */
+                    bool ts = p->ev_key == EK_TS;
+                    memcpy(ts ? e->ts_txt : e->dur_txt, s, n);
+                    if (ts) e->ts_len = (uint8_t)n, e->has_ts = true;
+                    else e->dur_len = (uint8_t)n, e->has_dur = true;
+                    break;
+                }
                 int r = dec_scaled(s, n, 3, &v); /* µs -> ns */
                 if (r) { bad_number(p); e->bad_time = true; break; }
-                if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true;
-                else e->dur_ns = v, e->has_dur = true;
+                if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true, e->ts_len = 0;
+                else e->dur_ns = v, e->has_dur = true, e->dur_len = 0;
                 break;
             }
             case EK_PID: if (num_i64(p, s, n, &v)) e->pid = v; break;
@@ -456,8 +478,8 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
             case EK_DUR: { /* some writers quote numbers */
                 int64_t v;
                 if (dec_scaled((const char *)s, n, 3, &v)) { bad_number(p); break; }
-                if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true;
-                else e->dur_ns = v, e->has_dur = true;
+                if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true, e->ts_len = 0;
+                else e->dur_ns = v, e->has_dur = true, e->dur_len = 0;
                 break;
             }
             default: break;
