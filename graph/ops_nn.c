@@ -289,7 +289,13 @@ static bool conv_run(const win_geom *g, int64_t N, int64_t C, int64_t M, int64_t
         double *acc = malloc(sizeof(double) * (size_t)(outsp ? outsp : 1));
         /* taps of one input channel sum in a float plane (vectorizable), channels in double */
         float *part = use_part ? malloc(sizeof(float) * (size_t)(outsp ? outsp : 1)) : NULL;
-        if (!acc || (use_part && !part)) { free(acc); free(part); failed = 1; continue; }
+        if (!acc || (use_part && !part)) {
+            free(acc);
+            free(part);
+#pragma omp atomic write
+            failed = 1;
+            continue;
+        }
         double bias = B ? B[m] : 0.0;
         for (int64_t i = 0; i < outsp; i++) acc[i] = bias;
         for (int64_t c = 0; c < Cg; c++) {
@@ -483,7 +489,11 @@ static fa_status convt_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in,
     for (int64_t nm = 0; nm < N * M; nm++) {
         int64_t b = nm / M, m = nm % M, grp = m / Mg, mm = m % Mg;
         double *acc = malloc(sizeof(double) * (size_t)(outsp ? outsp : 1));
-        if (!acc) { failed = 1; continue; }
+        if (!acc) {
+#pragma omp atomic write
+            failed = 1;
+            continue;
+        }
         double bias = B ? B[m] : 0.0;
         for (int64_t i = 0; i < outsp; i++) acc[i] = bias;
         for (int64_t c = 0; c < Cg; c++) {
