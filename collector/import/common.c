@@ -130,13 +130,14 @@ static int encl_cmp(const void *pa, const void *pb)
     return ia < ib ? -1 : ia > ib;
 }
 
-/* launches by (pid if pid-local, correlation, start, index) */
+/* launches by (pid if pid-local, correlation, pid, start, index) */
 static int launch_cmp(const void *pa, const void *pb)
 {
     int32_t ia = *(const int32_t *)pa, ib = *(const int32_t *)pb;
     const fa_activity *a = &g_sort_acts[ia], *b = &g_sort_acts[ib];
     if (g_pid_local && a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
     if (a->correlation != b->correlation) return a->correlation < b->correlation ? -1 : 1;
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1; /* duplicates are per process */
     if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
     return ia < ib ? -1 : ia > ib;
 }
@@ -209,7 +210,7 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
     qsort(lord, nl, sizeof *lord, launch_cmp);
     for (size_t k = 1; k < nl; k++) {
         const fa_activity *a = &acts[lord[k - 1]], *b = &acts[lord[k]];
-        if (a->correlation == b->correlation && (!pid_local || a->pid == b->pid)) st->n_duplicate_correlations++;
+        if (a->correlation == b->correlation && a->pid == b->pid) st->n_duplicate_correlations++;
     }
 
     /* enclosing records: sorted per thread, parent links by a nesting sweep */
@@ -256,8 +257,11 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
             for (size_t k = lo; k < nl; k++) {
                 const fa_activity *a = &acts[lord[k]];
                 if (a->correlation != g->correlation || (pid_local && a->pid != g->pid)) break;
-                if (a->start_ns <= g->start_ns) best_before = lord[k]; /* sorted by start */
-                else if (best_after < 0) best_after = lord[k];
+                if (a->start_ns <= g->start_ns) {
+                    if (best_before < 0 || a->start_ns > acts[best_before].start_ns) best_before = lord[k];
+                } else if (best_after < 0 || a->start_ns < acts[best_after].start_ns) {
+                    best_after = lord[k];
+                }
             }
             li = best_before >= 0 ? best_before : best_after;
         }

@@ -434,6 +434,7 @@ static void test_kineto_duplicate_correlation_ids_counted_and_nearest_launch_use
     (void)state;
     fa_import_stats st;
     fa_trace *t = import_ok(data("duplicate_correlation.json"), &st);
+    /* pid 5 reuses id 7: one duplicate; pid 6's id 7 is another process's, not a duplicate */
     assert_int_equal(st.n_duplicate_correlations, 1);
     assert_int_equal(find(t, "k1")->tid, 5);
     assert_int_equal(find(t, "k2")->tid, 9);
