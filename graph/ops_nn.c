@@ -1190,7 +1190,7 @@ static fa_status bn_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
 
 enum { RZ_NEAREST, RZ_LINEAR, RZ_CUBIC };
 enum { CT_HALF_PIXEL, CT_HALF_PIXEL_SYM, CT_PYTORCH_HALF_PIXEL, CT_ALIGN_CORNERS, CT_ASYMMETRIC, CT_TF_CROP };
-enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL };
+enum { NM_ROUND_PREFER_FLOOR, NM_ROUND_PREFER_CEIL, NM_FLOOR, NM_CEIL, NM_SIMPLE };
 
 typedef struct rz_params {
     int mode, ctm, nearest;
@@ -1219,9 +1219,12 @@ static fa_status rz_attrs(fa_ctx *ctx, const fa_node *n, rz_params *p)
     p->mode = str_pick(m, modes, 3);
     if (p->mode < 0 && (strcmp(m, "bilinear") == 0 || strcmp(m, "trilinear") == 0)) p->mode = RZ_LINEAR;
     if (p->mode < 0 || (up && p->mode == RZ_CUBIC)) return fa_node_error(ctx, n, "unknown mode '%s'", m);
-    if (up || os < 11) { /* Upsample and Resize-10: x_original = x_resized / scale, floor */
+    if (up || os < 11) {
+        /* Upsample and Resize-10: x_original = x_resized / scale; nearest floors when upsampling
+         * and ceils when downsampling (ONNX Runtime's "simple" mode, which reproduces the opset-10
+         * backend tests: upsample x3 repeats, downsample 4 -> 2 at scale 0.6 picks [0, 2]) */
         p->ctm = CT_ASYMMETRIC;
-        p->nearest = NM_FLOOR;
+        p->nearest = NM_SIMPLE;
     } else {
         static const char *const ctms[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel",
                                            "align_corners", "asymmetric", "tf_crop_and_resize"};
@@ -1435,7 +1438,8 @@ static bool rz_axis_build(const rz_params *p, int a, rz_axis *ax)
         double x = rz_coord(p, a, o, &outside);
         ax->outside[o] = outside;
         if (p->mode == RZ_NEAREST) {
-            int64_t i = rz_nearest(p->nearest, x);
+            int mode = p->nearest == NM_SIMPLE ? (p->scale[a] < 1.0 ? NM_CEIL : NM_FLOOR) : p->nearest;
+            int64_t i = rz_nearest(mode, x);
             ix[0] = i < 0 ? 0 : i >= ni ? ni - 1 : i;
             w[0] = 1;
             continue;
@@ -1962,7 +1966,7 @@ const fa_op fa_ops_nn[] = {
     {"Resize", "", FA_PATTERN_INJECTIVE, 1, 4, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
      "FLOPs = numel(Y)*2*taps (linear 2^axes, cubic 4^axes, nearest 0); bytes = X read, Y written"},
     {"Upsample", "", FA_PATTERN_INJECTIVE, 1, 2, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
-     "as Resize (asymmetric coordinates, nearest = floor)"},
+     "as Resize-10 (asymmetric coordinates, nearest floor up / ceil down)"},
     {"QuantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, ql_infer, ql_cost, ql_kernel,
      "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written"},
     {"DequantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, dql_infer, dql_cost, dql_kernel,

@@ -973,6 +973,46 @@ static void test_resize_tf_crop_and_resize_roi_and_extrapolation(void **state)
     tn_free(t);
 }
 
+/* Resize-10 (inputs X, scales): asymmetric coordinates; nearest floors when upsampling and
+ * ceils when downsampling (the opset-10 backend tests: x3 repeats; 0.6 on [1,2,3,4] -> [1,3]). */
+static void test_resize_opset10_nearest_up_and_down(void **state)
+{
+    (void)state;
+    const float x8[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    for (int down = 0; down < 2; down++) {
+        tn *t = tn_new("Resize", 10, 2, (const char *const[]){"X", "scales"}, 1, Y1);
+        tn_inf(t, 0, 4, (int64_t[]){1, 1, 2, down ? 4 : 2}, x8);
+        const float sc[2][4] = {{1, 1, 2, 3}, {1, 1, 0.6f, 0.6f}};
+        tn_in(t, 1, FA_DTYPE_FLOAT, 1, (int64_t[]){4}, sc[down], true);
+        tn_run(t);
+        if (down) {
+            expect_dims(&t->out[0], 4, (int64_t[]){1, 1, 1, 2});
+            expect_close(t->out[0].data, (float[]){1, 3}, 2, "resize-10 nearest down");
+        } else {
+            expect_dims(&t->out[0], 4, (int64_t[]){1, 1, 4, 6});
+            const float want[24] = {1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4};
+            expect_close(t->out[0].data, want, 24, "resize-10 nearest up");
+        }
+        tn_free(t);
+    }
+    /* Resize-10 linear (asymmetric, edge-clamped): up x2 [[1,1.5,2,2],[2,2.5,3,3],[3,3.5,4,4],[3,3.5,4,4]];
+     * down 0.6 on the 2x4 ramp: [[1, 2.6666665]] (onnx/backend/test/case/node/resize.py, opset 10) */
+    for (int down = 0; down < 2; down++) {
+        tn *t = tn_new("Resize", 10, 2, (const char *const[]){"X", "scales"}, 1, Y1);
+        tn_inf(t, 0, 4, (int64_t[]){1, 1, 2, down ? 4 : 2}, x8);
+        const float sc[2][4] = {{1, 1, 2, 2}, {1, 1, 0.6f, 0.6f}};
+        tn_in(t, 1, FA_DTYPE_FLOAT, 1, (int64_t[]){4}, sc[down], true);
+        fa_node_add_attr_string(t->g, t->n, "mode", "linear");
+        tn_run(t);
+        if (down) expect_close(t->out[0].data, (float[]){1, 2.6666665f}, 2, "resize-10 linear down");
+        else {
+            const float want[16] = {1, 1.5f, 2, 2, 2, 2.5f, 3, 3, 3, 3.5f, 4, 4, 3, 3.5f, 4, 4};
+            expect_close(t->out[0].data, want, 16, "resize-10 linear up");
+        }
+        tn_free(t);
+    }
+}
+
 /* Keys cubic kernel written from its textbook form (|t| <= 1: (a+2)|t|^3 - (a+3)|t|^2 + 1;
  * 1 < |t| < 2: a|t|^3 - 5a|t|^2 + 8a|t| - 4a), edge-clamped neighbours, half_pixel. */
 static double keys(double t, double a)
@@ -1354,6 +1394,7 @@ int main(void)
         cmocka_unit_test(test_batchnorm_training_mode_batch_statistics),
         cmocka_unit_test(test_resize_nearest_and_linear_onnx_examples),
         cmocka_unit_test(test_resize_tf_crop_and_resize_roi_and_extrapolation),
+        cmocka_unit_test(test_resize_opset10_nearest_up_and_down),
         cmocka_unit_test(test_resize_cubic_matches_keys_kernel),
         cmocka_unit_test(test_upsample_nearest_opset7_and_9),
         cmocka_unit_test(test_quantize_dequantize_per_tensor_onnx_examples),
