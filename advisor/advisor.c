@@ -389,7 +389,7 @@ static bool is_R(const rdom *d, const fa_tensor *t)
  * that varies only along the reduced axes (right-aligned broadcast). */
 static bool param_ok(const rdom *d, const fa_tensor *t)
 {
-    if (is_D(d, t) || fa_tensor_numel(t) == 1) return true;
+    if (is_D(d, t) || is_R(d, t) || fa_tensor_numel(t) == 1) return true; /* full, one value per row, scalar */
     if (t->rank > d->rank) return false;
     for (int i = 0; i < t->rank; i++) {
         int a = i + d->rank - t->rank;
@@ -456,7 +456,17 @@ static void phase_reductions(adv *A)
                     int r2;
                     const char *c2 = NULL;
                     const fa_tensor *X2 = fa_graph_in(g, nd, 0);
-                    if (!fwd) continue;
+                    if (!fwd) { /* a same-domain reduction whose result only the region reads */
+                        const fa_tensor *Y2 = fa_graph_out(g, nd, 0);
+                        if (!reduction_domain(g, nd, &r2, &c2) || r2 != d.r || !is_D(&d, X2) || !Y2 ||
+                            !(is_R(&d, Y2) || is_D(&d, Y2)))
+                            continue;
+                        if (!try_add(A, m, &n, nid, nid, Y2->id)) continue;
+                        for (int o = 0; o < nd->n_outputs; o++)
+                            if (nd->outputs[o] >= 0) after[nd->outputs[o]] = 1;
+                        grew = true;
+                        continue;
+                    }
                     if (!reduction_domain(g, nd, &r2, &c2) || r2 != d.r || !is_D(&d, X2)) {
                         why(A, via_p, nid, via_t, "different-domain",
                             "%s '%s' reduces over a different domain than %s '%s' (%s): two reductions over different "

@@ -3,6 +3,7 @@
  * (op and decomposed), GELU (erf and tanh forms) and bias-add epilogues; every corpus light model
  * and zoo model gets a plan; the plan round-trips through the store and the advise verb. */
 #include <dirent.h>
+#include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -208,6 +209,75 @@ static void test_every_corpus_light_model_gets_a_plan(void **st)
     fa_ctx_free(ctx);
 }
 
+/* The corpus *_expanded conformance models: layer norm (Flatten + E[x²]−E[x]² form), RMS norm,
+ * softmax, log-softmax over the last axis, and both GELU forms are recognised; the epsilon equals
+ * the attribute of the same test's non-expanded op. Softmax over a non-last axis (opset 13+) is
+ * not a trailing-axes domain and gets no softmax cluster. */
+static void test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon(void **st)
+{
+    (void)st;
+    fa_test_require_corpus();
+    fa_ctx *ctx = fa_ctx_create();
+    const char *dir = fa_test_path(fa_test_corpus(), "onnx/node");
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int n_ln = 0, n_rms = 0, n_sm = 0, n_lsm = 0, n_gelu = 0, n_not = 0;
+    while ((e = readdir(d))) {
+        const char *nm = e->d_name;
+        if (!strstr(nm, "_expanded")) continue;
+        const char *label = NULL, *op = NULL;
+        fa_reduction_kind rk = FA_RED_NONE;
+        if (!strncmp(nm, "test_layer_normalization_", 25)) { label = "layer_norm(decomposed)"; op = "LayerNormalization"; rk = FA_RED_LAYER_NORM; }
+        else if (!strncmp(nm, "test_rms_normalization_", 23)) { label = "rms_norm(decomposed)"; op = "RMSNormalization"; rk = FA_RED_RMS_NORM; }
+        else if (!strncmp(nm, "test_softmax_", 13)) { label = "softmax(decomposed)"; rk = FA_RED_SOFTMAX; }
+        else if (!strncmp(nm, "test_logsoftmax_", 16)) { label = "log_softmax(decomposed)"; rk = FA_RED_LOG_SOFTMAX; }
+        else if (!strncmp(nm, "test_gelu_tanh", 14)) label = "gelu_tanh";
+        else if (!strncmp(nm, "test_gelu_default", 17)) label = "gelu_erf";
+        else continue;
+        bool non_last = strstr(nm, "softmax_axis_0") || strstr(nm, "softmax_axis_1");
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s/model.onnx", dir, nm);
+        fa_graph *g;
+        fa_plan *p = plan_for(ctx, &g, path);
+        const fa_cluster *hit = NULL;
+        for (int i = 0; i < p->n_clusters; i++)
+            if (!strcmp(p->clusters[i].label, label)) hit = &p->clusters[i];
+        if (non_last) {
+            assert_null(hit);
+            n_not++;
+        } else {
+            if (!hit) fail_msg("%s: no '%s' cluster", nm, label);
+            if (rk != FA_RED_NONE) {
+                assert_int_equal(hit->kind, FA_CLUSTER_REDUCTION);
+                assert_int_equal(hit->reduction, rk);
+            }
+            if (op) {
+                /* the same test without _expanded holds the op with its epsilon */
+                char base[512];
+                size_t L = (size_t)(strstr(nm, "_expanded") - nm);
+                snprintf(base, sizeof base, "%s/%.*s/model.onnx", dir, (int)L, nm);
+                fa_graph *o = NULL;
+                assert_int_equal(fa_onnx_import(ctx, base, &o), FA_OK);
+                float eps = -1;
+                for (int k = 0; k < o->n_nodes; k++)
+                    if (!strcmp(o->nodes[k]->op_type, op)) eps = fa_node_attr_float(o->nodes[k], "epsilon", 1e-5f);
+                fa_graph_free(o);
+                if (!(fabsf(hit->epsilon - eps) <= 1e-6f * fmaxf(1.0f, eps) + 1e-9f))
+                    fail_msg("%s: epsilon %g, op says %g", nm, hit->epsilon, eps);
+                if (rk == FA_RED_LAYER_NORM) n_ln++; else n_rms++;
+            } else if (rk == FA_RED_SOFTMAX) n_sm++;
+            else if (rk == FA_RED_LOG_SOFTMAX) n_lsm++;
+            else n_gelu++;
+        }
+        fa_plan_free(p);
+        fa_graph_free(g);
+    }
+    closedir(d);
+    assert_true(n_ln >= 30 && n_rms >= 4 && n_sm >= 8 && n_lsm >= 4 && n_gelu >= 4 && n_not >= 4);
+    fa_ctx_free(ctx);
+}
+
 /* mobilenetv2: ReLU6 as Clip(0,6) becomes an eltwise:clip post-op after the BN fold. */
 static void test_mobilenetv2_relu6_becomes_clip_post_op(void **st)
 {
@@ -327,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_resnet50_plan_has_bn_fold_conv_relu_and_residual_add_relu),
         cmocka_unit_test(test_bert_plan_has_softmax_layer_norms_gelu_erf_and_bias_epilogues),
         cmocka_unit_test(test_gpt2_plan_has_softmax_decomposed_layer_norm_gelu_tanh_and_bias_epilogues),
+        cmocka_unit_test(test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon),
         cmocka_unit_test(test_mobilenetv2_relu6_becomes_clip_post_op),
         cmocka_unit_test(test_every_zoo_model_gets_a_plan),
         cmocka_unit_test(test_every_corpus_light_model_gets_a_plan),
