@@ -1,0 +1,62 @@
+/* cli/cmd_report — `fuse-advise report [RUN|latest] [-o DIR] [--db PATH]`: regenerate every report
+ * of a stored run (report.html, graph.dot/.svg, trace.json, summary.json, kernels.csv) from the
+ * run database alone (reports/reports.h, docs/reports.md). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "reports/reports.h"
+#include "store/store.h"
+
+/* cli/cmd_analyze.c */
+extern int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id);
+
+static const char *k_help =
+    "usage: fuse-advise report [RUN|latest] [-o DIR] [--db PATH]\n"
+    "  RUN       a run id from `fuse-advise runs` (default: the latest run)\n"
+    "  -o DIR    output folder (default: ./report-RUN), created when missing\n"
+    "  --db PATH run database (default ./fuse-advise.db)\n"
+    "Writes report.html, graph.dot, graph.svg, trace.json, summary.json and kernels.csv.\n";
+
+int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)
+{
+    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *out = NULL, *v;
+    for (int i = 1; i < argc; i++) {
+        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
+            if (!*v) return fa_cli_usage("report", "--db needs a path");
+            db = v;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "-o")) || (v = fa_cli_opt_value(argc, argv, &i, "--out"))) {
+            if (!*v) return fa_cli_usage("report", "-o needs a folder");
+            out = v;
+        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(k_help, stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") || !strcmp(argv[i], "--db"))
+            return fa_cli_usage("report", "%s needs a value", argv[i]);
+        else if (argv[i][0] == '-' && argv[i][1]) return fa_cli_usage("report", "unknown option '%s'", argv[i]);
+        else if (!spec) spec = argv[i];
+        else return fa_cli_usage("report", "unexpected argument '%s'", argv[i]);
+    }
+    fa_store *st = NULL;
+    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE | FA_STORE_READONLY, &st);
+    if (s) return fa_cli_fail(ctx, s);
+    int64_t run_id;
+    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    if (rc) {
+        fa_store_close(st);
+        return rc;
+    }
+    char dflt[64];
+    if (!out) {
+        snprintf(dflt, sizeof dflt, "report-%" PRId64, run_id);
+        out = dflt;
+    }
+    s = fa_reports_write(ctx, st, run_id, out);
+    fa_store_close(st);
+    if (s) return fa_cli_fail(ctx, s);
+    printf("%s/report.html\n", out);
+    fprintf(stderr, "wrote report.html, graph.dot, graph.svg, trace.json, summary.json, kernels.csv for run %" PRId64 " into %s\n",
+            run_id, out);
+    return 0;
+}

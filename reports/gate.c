@@ -1,0 +1,1466 @@
+/* reports/gate — the CI gate: per-iteration samples of two runs, a bootstrap confidence
+ * interval of the ratio of medians per latency check, exact checks on kernel counts, accepted
+ * clusters, verification and cuda registers/spills, and the four renderings (docs/ci.md). */
+#include "reports/gate.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const k_verdict_names[FA_GATE_VERDICT_COUNT] = {"pass", "skipped", "inconclusive", "warn", "fail"};
+
+const char *fa_gate_verdict_name(fa_gate_verdict v)
+{
+    return (unsigned)v < FA_GATE_VERDICT_COUNT ? k_verdict_names[v] : "?";
+}
+
+void fa_gate_options_default(fa_gate_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->max_regression = 0.03;
+    o->confidence = 0.95;
+    o->resamples = 2000;
+    o->seed = 1;
+    o->min_share = 0.01;
+    o->register_warn = 0.10;
+    o->min_samples = 5;
+    o->strict = false;
+}
+
+/* ---- statistics ---- */
+
+/* Hoare selection: v[k] holds the k-th smallest, v[0..k) <= v[k] <= v(k..n). */
+static void select_kth(double *v, int n, int k)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        int i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return;
+    }
+}
+
+double fa_gate_median(double *v, int n)
+{
+    if (n <= 0) return NAN;
+    int k = n / 2;
+    select_kth(v, n, k);
+    double m = v[k];
+    if (n % 2 == 0) {
+        double lo = v[0];
+        for (int i = 1; i < k; i++)
+            if (v[i] > lo) lo = v[i];
+        m = 0.5 * (m + lo);
+    }
+    return m;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Quantile of sorted s[0..n) with linear interpolation (Hyndman & Fan type 7). */
+static double quantile_sorted(const double *s, int n, double q)
+{
+    if (n == 1) return s[0];
+    double h = (n - 1) * q;
+    int i = (int)floor(h);
+    if (i >= n - 1) return s[n - 1];
+    if (i < 0) return s[0];
+    return s[i] + (h - i) * (s[i + 1] - s[i]);
+}
+
+/* Unbiased enough index in [0, n): Lemire's multiply-shift on the top 32 bits. */
+static int rand_index(fa_rng *r, int n)
+{
+    return (int)(((fa_rng_u64(r) >> 32) * (uint64_t)n) >> 32);
+}
+
+static void suggest(fa_gate_stats *st, double thr, int n)
+{
+    double half, gap;
+    if (st->ratio < thr) {
+        half = st->hi - st->ratio;
+        gap = thr - st->ratio;
+    } else {
+        half = st->ratio - st->lo;
+        gap = st->ratio - thr;
+    }
+    if (gap < 0.002 || half <= 0) { /* within 0.2% of the threshold: nothing reasonable decides */
+        st->suggested_iters = -1;
+        return;
+    }
+    double need = ceil((double)n * (half / gap) * (half / gap) * 1.1); /* 10% margin */
+    st->suggested_iters = need > 1e6 ? -1 : (int)need;
+    if (st->suggested_iters >= 0 && st->suggested_iters <= n) st->suggested_iters = n + 1;
+}
+
+fa_status fa_gate_compare_samples(fa_ctx *ctx, const double *base, int nb, const double *cand, int nc,
+                                  const fa_gate_options *o, double confidence, uint64_t seed,
+                                  fa_gate_stats *out)
+{
+    for (int i = 0; i < nb; i++)
+        if (!(base[i] > 0) || !isfinite(base[i]))
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "baseline sample %d is %g: latencies must be positive and finite", i,
+                                base[i]);
+    for (int i = 0; i < nc; i++)
+        if (!(cand[i] > 0) || !isfinite(cand[i]))
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "candidate sample %d is %g: latencies must be positive and finite", i,
+                                cand[i]);
+    fa_gate_stats st;
+    memset(&st, 0, sizeof st);
+    st.n_base = nb;
+    st.n_cand = nc;
+    st.confidence = confidence > 0 && confidence < 1 ? confidence : o->confidence;
+    double thr = 1.0 + o->max_regression;
+    int min_n = o->min_samples > 1 ? o->min_samples : 2;
+    double *tmp = malloc(sizeof(double) * (size_t)(nb > nc ? nb : nc) + sizeof(double));
+    if (!tmp) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory comparing samples");
+    if (nb > 0) {
+        memcpy(tmp, base, sizeof(double) * (size_t)nb);
+        st.base_median_ns = fa_gate_median(tmp, nb);
+    } else st.base_median_ns = NAN;
+    if (nc > 0) {
+        memcpy(tmp, cand, sizeof(double) * (size_t)nc);
+        st.cand_median_ns = fa_gate_median(tmp, nc);
+    } else st.cand_median_ns = NAN;
+    st.ratio = nb > 0 && nc > 0 ? st.cand_median_ns / st.base_median_ns : NAN;
+    if (nb < min_n || nc < min_n) {
+        free(tmp);
+        st.lo = st.hi = NAN;
+        st.verdict = FA_GATE_INCONCLUSIVE;
+        st.suggested_iters = min_n > 20 ? min_n : 20;
+        *out = st;
+        return FA_OK;
+    }
+    double alpha = 1.0 - st.confidence;
+    long B = o->resamples > 0 ? o->resamples : 2000;
+    long need = (long)ceil(20.0 / alpha); /* >= 10 resamples beyond each percentile */
+    if (B < need) B = need;
+    if (B > 200000) B = 200000;
+    double *ratios = malloc(sizeof(double) * (size_t)B);
+    if (!ratios) {
+        free(tmp);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for %ld bootstrap resamples", B);
+    }
+    fa_rng rng;
+    fa_rng_seed(&rng, seed ^ 0x6761746500000000ull);
+    for (long b = 0; b < B; b++) {
+        for (int i = 0; i < nb; i++) tmp[i] = base[rand_index(&rng, nb)];
+        double mb = fa_gate_median(tmp, nb);
+        for (int i = 0; i < nc; i++) tmp[i] = cand[rand_index(&rng, nc)];
+        double mc = fa_gate_median(tmp, nc);
+        ratios[b] = mc / mb;
+    }
+    qsort(ratios, (size_t)B, sizeof(double), cmp_double);
+    st.lo = quantile_sorted(ratios, (int)B, alpha / 2);
+    st.hi = quantile_sorted(ratios, (int)B, 1 - alpha / 2);
+    free(ratios);
+    free(tmp);
+    if (st.lo > thr) st.verdict = FA_GATE_FAIL;
+    else if (st.hi < thr) st.verdict = FA_GATE_PASS;
+    else {
+        st.verdict = FA_GATE_INCONCLUSIVE;
+        suggest(&st, thr, nb < nc ? nb : nc);
+    }
+    *out = st;
+    return FA_OK;
+}
+
+/* ---- the run as the gate sees it ---- */
+
+typedef struct gate_cluster {
+    int id;
+    const char *kind, *label, *status, *reason;
+    int n_members;
+    const char **members;     /* node names, cluster order */
+    const char *key;          /* label|sorted member names */
+    const char *display;      /* 'label' (a, b, c) */
+    int registers, spill_bytes; /* -1 unknown */
+    double max_rel_error;     /* NAN unknown */
+    bool accepted;
+    double *fused;            /* cluster-fused samples */
+    int n_fused;
+} gate_cluster;
+
+typedef struct gate_op {
+    const char *name;
+    double *v;                /* per timed iteration (n_iters), 0 when it ran nothing */
+} gate_op;
+
+typedef struct gate_run {
+    fa_store *st;
+    const char *path;
+    fa_run_info info;
+    double *iter_ns;          /* "iteration" range durations */
+    int n_iter_ns;
+    int n_iters;              /* distinct timed iterations of kernel/range records */
+    int *iters;               /* their iter values, ascending */
+    int n_ops;
+    gate_op *ops;
+    int kpi_min, kpi_max, kpi_mode; /* kernel records per timed iteration; kpi_mode -1 none */
+    int plan_id;              /* 0: no plan */
+    const char *plan_target;
+    int n_clusters;
+    gate_cluster *cl;
+    double *bench_fused;      /* benchmarks 'fused', cluster -1 */
+    int n_bench_fused;
+    int64_t fused_run;        /* -1 none */
+    int fkpi_min, fkpi_max, fkpi_mode;
+    double *fused_iter_ns;
+    int n_fused_iter_ns;
+} gate_run;
+
+#define CK(call)                                                                                                       \
+    do {                                                                                                               \
+        fa_status s_ = (call);                                                                                         \
+        if (s_) return s_;                                                                                             \
+    } while (0)
+
+static fa_status prep(fa_ctx *ctx, gate_run *g, const char *sql, sqlite3_stmt **q)
+{
+    return FA_SQL_CHECK(ctx, g->st, sqlite3_prepare_v2(fa_store_db(g->st), sql, -1, q, NULL));
+}
+
+/* Collect one double column of a query bound to ?1 = run id into an arena array. */
+static fa_status load_doubles(fa_ctx *ctx, gate_run *g, fa_arena *ar, const char *sql, int64_t run, double **out, int *n)
+{
+    sqlite3_stmt *q = NULL;
+    CK(prep(ctx, g, sql, &q));
+    sqlite3_bind_int64(q, 1, run);
+    int cap = 64, cnt = 0;
+    double *v = malloc(sizeof(double) * (size_t)cap);
+    int rc;
+    while (v && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (cnt == cap) {
+            double *nv = realloc(v, sizeof(double) * (size_t)(cap *= 2));
+            if (!nv) { free(v); v = NULL; break; }
+            v = nv;
+        }
+        v[cnt++] = sqlite3_column_double(q, 0);
+    }
+    if (v && rc != SQLITE_DONE) {
+        fa_status s = FA_SQL_CHECK(ctx, g->st, rc);
+        sqlite3_finalize(q);
+        free(v);
+        return s;
+    }
+    sqlite3_finalize(q);
+    if (!v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory reading %s", g->path);
+    *out = fa_arena_alloc(ar, sizeof(double) * (size_t)(cnt ? cnt : 1));
+    if (!*out) { free(v); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
+    memcpy(*out, v, sizeof(double) * (size_t)cnt);
+    *n = cnt;
+    free(v);
+    return FA_OK;
+}
+
+/* Kernel records per timed iteration of run `run`: min, max and the most frequent count. */
+static fa_status load_kpi(fa_ctx *ctx, gate_run *g, int64_t run, int *mn, int *mx, int *mode)
+{
+    sqlite3_stmt *q = NULL;
+    CK(prep(ctx, g, "SELECT c, count(*) FROM (SELECT iter, count(*) AS c FROM kernels WHERE run_id=?1 AND kind=0 "
+                    "AND iter>=0 GROUP BY iter) GROUP BY c ORDER BY count(*) DESC, c", &q));
+    sqlite3_bind_int64(q, 1, run);
+    *mn = INT32_MAX;
+    *mx = -1;
+    *mode = -1;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int c = sqlite3_column_int(q, 0);
+        if (*mode < 0) *mode = c;
+        if (c < *mn) *mn = c;
+        if (c > *mx) *mx = c;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
+    return FA_OK;
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+static int find_iter(const gate_run *g, int it)
+{
+    int lo = 0, hi = g->n_iters - 1;
+    while (lo <= hi) {
+        int m = (lo + hi) / 2;
+        if (g->iters[m] == it) return m;
+        if (g->iters[m] < it) lo = m + 1;
+        else hi = m - 1;
+    }
+    return -1;
+}
+
+static int find_op(const gate_run *g, const char *name)
+{
+    for (int i = 0; i < g->n_ops; i++)
+        if (!strcmp(g->ops[i].name, name)) return i;
+    return -1;
+}
+
+static fa_status load_ops(fa_ctx *ctx, gate_run *g, fa_arena *ar)
+{
+    sqlite3_stmt *q = NULL;
+    CK(prep(ctx, g, "SELECT DISTINCT iter FROM kernels WHERE run_id=?1 AND iter>=0 AND kind IN (0,6) ORDER BY iter", &q));
+    sqlite3_bind_int64(q, 1, g->info.id);
+    int cap = 0;
+    g->n_iters = 0;
+    g->iters = NULL;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (g->n_iters == cap) {
+            int ncap = cap ? cap * 2 : 64;
+            int *ni = fa_arena_alloc(ar, sizeof(int) * (size_t)ncap);
+            if (!ni) { sqlite3_finalize(q); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
+            if (g->n_iters) memcpy(ni, g->iters, sizeof(int) * (size_t)g->n_iters);
+            g->iters = ni;
+            cap = ncap;
+        }
+        g->iters[g->n_iters++] = sqlite3_column_int(q, 0);
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
+    q = NULL;
+    CK(prep(ctx, g, "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels WHERE run_id=?1 "
+                    "AND kind=0 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2", &q));
+    sqlite3_bind_int64(q, 1, g->info.id);
+    int ocap = 0;
+    g->n_ops = 0;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q, 0);
+        int it = find_iter(g, sqlite3_column_int(q, 1));
+        if (!name || it < 0) continue;
+        if (!g->n_ops || strcmp(g->ops[g->n_ops - 1].name, name)) {
+            if (g->n_ops == ocap) {
+                int ncap = ocap ? ocap * 2 : 64;
+                gate_op *no = fa_arena_alloc(ar, sizeof(gate_op) * (size_t)ncap);
+                if (!no) { sqlite3_finalize(q); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
+                if (g->n_ops) memcpy(no, g->ops, sizeof(gate_op) * (size_t)g->n_ops);
+                g->ops = no;
+                ocap = ncap;
+            }
+            gate_op *op = &g->ops[g->n_ops++];
+            op->name = fa_arena_strdup(ar, name);
+            op->v = fa_arena_alloc(ar, sizeof(double) * (size_t)(g->n_iters ? g->n_iters : 1));
+            if (!op->name || !op->v) { sqlite3_finalize(q); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
+        }
+        g->ops[g->n_ops - 1].v[it] = sqlite3_column_double(q, 2);
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
+    return FA_OK;
+}
+
+/* The newest plan's clusters with labels (plans.options_json), member names (nodes) and
+ * cluster-fused samples. */
+static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
+{
+    sqlite3_stmt *q = NULL;
+    int rc;
+    g->plan_id = 0;
+    CK(prep(ctx, g, "SELECT plan_id, target FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1", &q));
+    sqlite3_bind_int64(q, 1, g->info.id);
+    if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        g->plan_id = sqlite3_column_int(q, 0);
+        const char *t = (const char *)sqlite3_column_text(q, 1);
+        g->plan_target = t ? fa_arena_strdup(ar, t) : NULL;
+    }
+    sqlite3_finalize(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
+    if (!g->plan_id) return FA_OK;
+    /* node names */
+    int n_nodes = 0;
+    CK(prep(ctx, g, "SELECT coalesce(max(node_id)+1, 0) FROM nodes WHERE run_id=?1", &q));
+    sqlite3_bind_int64(q, 1, g->info.id);
+    if (sqlite3_step(q) == SQLITE_ROW) n_nodes = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    const char **names = fa_arena_alloc(ar, sizeof(char *) * (size_t)(n_nodes + 1));
+    if (!names) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    CK(prep(ctx, g, "SELECT node_id, name FROM nodes WHERE run_id=?1", &q));
+    sqlite3_bind_int64(q, 1, g->info.id);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int id = sqlite3_column_int(q, 0);
+        const char *nm = (const char *)sqlite3_column_text(q, 1);
+        if (id >= 0 && id < n_nodes && nm) names[id] = fa_arena_strdup(ar, nm);
+    }
+    sqlite3_finalize(q);
+    /* clusters */
+    int cnt = 0;
+    CK(prep(ctx, g, "SELECT count(*) FROM clusters WHERE run_id=?1 AND plan_id=?2", &q));
+    sqlite3_bind_int64(q, 1, g->info.id);
+    sqlite3_bind_int(q, 2, g->plan_id);
+    if (sqlite3_step(q) == SQLITE_ROW) cnt = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    g->cl = fa_arena_alloc(ar, sizeof(gate_cluster) * (size_t)(cnt + 1));
+    if (!g->cl) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    /* labels live in plans.options_json ("clusters":[{"id":..,"label":..}]); json_each/json_extract
+     * are SQLite's JSON1 functions (built in since 3.38). A missing or malformed document leaves
+     * the label NULL. */
+    CK(prep(ctx, g,
+            "SELECT c.cluster_id, c.kind, c.members_json, c.status, c.reason, coalesce(f.registers, c.registers), "
+            "coalesce(f.spill_bytes, c.spill_bytes), c.max_rel_error, "
+            "(SELECT json_extract(j.value, '$.label') FROM plans p, json_each(CASE WHEN json_valid(p.options_json) "
+            "THEN p.options_json ELSE '{}' END, '$.clusters') j WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND "
+            "json_extract(j.value, '$.id')=c.cluster_id LIMIT 1) "
+            "FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND "
+            "f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.cluster_id",
+            &q));
+    sqlite3_bind_int64(q, 1, g->info.id);
+    sqlite3_bind_int(q, 2, g->plan_id);
+    fa_buf b;
+    fa_buf_init(&b);
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW && g->n_clusters < cnt) {
+        gate_cluster *c = &g->cl[g->n_clusters++];
+        c->id = sqlite3_column_int(q, 0);
+        const char *s;
+        c->kind = (s = (const char *)sqlite3_column_text(q, 1)) ? fa_arena_strdup(ar, s) : "?";
+        const char *mj = (const char *)sqlite3_column_text(q, 2);
+        c->status = (s = (const char *)sqlite3_column_text(q, 3)) ? fa_arena_strdup(ar, s) : "?";
+        c->reason = (s = (const char *)sqlite3_column_text(q, 4)) ? fa_arena_strdup(ar, s) : NULL;
+        c->registers = sqlite3_column_type(q, 5) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 5);
+        c->spill_bytes = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 6);
+        c->max_rel_error = sqlite3_column_type(q, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 7);
+        s = (const char *)sqlite3_column_text(q, 8);
+        c->label = fa_arena_strdup(ar, s ? s : c->kind);
+        c->accepted = !strcmp(c->status, "accepted");
+        /* members_json: a JSON array of node ids */
+        int nm = 0, mcap = 0;
+        const char **mem = NULL;
+        for (const char *p = mj ? mj : ""; *p;) {
+            char *end;
+            long id = strtol(p, &end, 10);
+            if (end == p) { p++; continue; }
+            p = end;
+            if (nm == mcap) {
+                int ncap = mcap ? mcap * 2 : 8;
+                const char **nmem = fa_arena_alloc(ar, sizeof(char *) * (size_t)ncap);
+                if (!nmem) break;
+                if (nm) memcpy(nmem, mem, sizeof(char *) * (size_t)nm);
+                mem = nmem;
+                mcap = ncap;
+            }
+            char tmp[32];
+            snprintf(tmp, sizeof tmp, "#%ld", id);
+            mem[nm++] = id >= 0 && id < n_nodes && names[id] ? names[id] : fa_arena_strdup(ar, tmp);
+        }
+        c->members = mem;
+        c->n_members = nm;
+        const char **sorted = fa_arena_alloc(ar, sizeof(char *) * (size_t)(nm + 1));
+        if (sorted && nm) {
+            memcpy(sorted, mem, sizeof(char *) * (size_t)nm);
+            qsort(sorted, (size_t)nm, sizeof(char *), cmp_str);
+        }
+        fa_buf_reset(&b);
+        fa_buf_printf(&b, "%s|", c->label);
+        for (int i = 0; i < nm && sorted; i++) fa_buf_printf(&b, "%s%s", i ? "," : "", sorted[i]);
+        c->key = fa_arena_strdup(ar, b.data ? b.data : "");
+        fa_buf_reset(&b);
+        fa_buf_printf(&b, "'%s' (", c->label);
+        for (int i = 0; i < nm; i++) {
+            if (i == 6 && nm > 8) {
+                fa_buf_printf(&b, ", ... %d more", nm - 6);
+                break;
+            }
+            fa_buf_printf(&b, "%s%s", i ? ", " : "", mem[i]);
+        }
+        fa_buf_puts(&b, ")");
+        c->display = fa_arena_strdup(ar, b.data ? b.data : "");
+        if (b.oom || !c->key || !c->display || !c->label) {
+            fa_buf_free(&b);
+            sqlite3_finalize(q);
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        }
+    }
+    fa_buf_free(&b);
+    sqlite3_finalize(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
+    /* benchmark samples of this plan */
+    for (int i = 0; i < g->n_clusters; i++) {
+        q = NULL;
+        CK(prep(ctx, g, "SELECT latency_ns FROM benchmarks WHERE run_id=?1 AND plan_id=?2 AND subject='cluster-fused' "
+                        "AND cluster_id=?3 ORDER BY iter", &q));
+        sqlite3_finalize(q);
+        char sql[200];
+        snprintf(sql, sizeof sql, "SELECT latency_ns FROM benchmarks WHERE run_id=?1 AND plan_id=%d AND "
+                                  "subject='cluster-fused' AND cluster_id=%d ORDER BY iter", g->plan_id, g->cl[i].id);
+        CK(load_doubles(ctx, g, ar, sql, g->info.id, &g->cl[i].fused, &g->cl[i].n_fused));
+    }
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT latency_ns FROM benchmarks WHERE run_id=?1 AND plan_id=%d AND subject='fused' "
+                              "AND cluster_id=-1 ORDER BY iter", g->plan_id);
+    CK(load_doubles(ctx, g, ar, sql, g->info.id, &g->bench_fused, &g->n_bench_fused));
+    return FA_OK;
+}
+
+static fa_status load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, gate_run *g)
+{
+    memset(g, 0, sizeof *g);
+    g->st = st;
+    g->path = fa_store_path(st);
+    g->fused_run = -1;
+    CK(fa_store_get_run(ctx, st, id, ar, &g->info));
+    if (g->info.kind && !strcmp(g->info.kind, "fused"))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: run %" PRId64 " is the fused model's trace (%s); gate its baseline run instead", g->path,
+                            id, g->info.tag ? g->info.tag : "kind 'fused'");
+    CK(load_doubles(ctx, g, ar, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=6 AND name='iteration' "
+                                "AND iter>=0 ORDER BY iter", id, &g->iter_ns, &g->n_iter_ns));
+    CK(load_ops(ctx, g, ar));
+    CK(load_kpi(ctx, g, id, &g->kpi_min, &g->kpi_max, &g->kpi_mode));
+    CK(load_plan(ctx, g, ar));
+    /* the fused model's own trace */
+    sqlite3_stmt *q = NULL;
+    CK(prep(ctx, g, "SELECT id FROM runs WHERE kind='fused' AND tag=?1 ORDER BY id DESC LIMIT 1", &q));
+    char tag[64];
+    snprintf(tag, sizeof tag, "fused-of:%" PRId64, id);
+    sqlite3_bind_text(q, 1, tag, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(q) == SQLITE_ROW) g->fused_run = sqlite3_column_int64(q, 0);
+    sqlite3_finalize(q);
+    g->fkpi_mode = -1;
+    if (g->fused_run >= 0) {
+        CK(load_kpi(ctx, g, g->fused_run, &g->fkpi_min, &g->fkpi_max, &g->fkpi_mode));
+        CK(load_doubles(ctx, g, ar, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=6 AND "
+                                    "name='iteration' AND iter>=0 ORDER BY iter", g->fused_run, &g->fused_iter_ns,
+                        &g->n_fused_iter_ns));
+    }
+    return FA_OK;
+}
+
+/* ---- checks ---- */
+
+static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
+                                fa_gate_verdict v, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
+                                fa_gate_verdict v, const char *fmt, ...)
+{
+    if (r->n_checks == r->cap_checks) {
+        int ncap = r->cap_checks ? r->cap_checks * 2 : 32;
+        fa_gate_check *nc = realloc(r->checks, sizeof(fa_gate_check) * (size_t)ncap);
+        if (!nc) return NULL;
+        r->checks = nc;
+        r->cap_checks = ncap;
+    }
+    fa_buf b;
+    fa_buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    fa_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    fa_gate_check *c = &r->checks[r->n_checks];
+    memset(c, 0, sizeof *c);
+    c->id = fa_arena_strdup(r->arena, id);
+    c->category = category;
+    c->name = fa_arena_strdup(r->arena, name);
+    c->verdict = v;
+    c->message = fa_arena_strdup(r->arena, b.data ? b.data : "");
+    fa_buf_free(&b);
+    if (!c->id || !c->name || !c->message) return NULL;
+    r->n_checks++;
+    return c;
+}
+
+static void note(fa_gate_report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(fa_gate_report *r, const char *fmt, ...)
+{
+    if (r->n_notes >= (int)(sizeof r->notes / sizeof r->notes[0])) return;
+    fa_buf b;
+    fa_buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    fa_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    const char *s = b.data ? fa_arena_strdup(r->arena, b.data) : NULL;
+    fa_buf_free(&b);
+    if (s) r->notes[r->n_notes++] = s;
+}
+
+static uint64_t check_seed(const fa_gate_options *o, const char *id) { return o->seed ^ fa_hash64(id, strlen(id)); }
+
+static void pct(char *out, size_t n, double ratio)
+{
+    if (!isfinite(ratio)) snprintf(out, n, "n/a");
+    else snprintf(out, n, "%+.1f%%", (ratio - 1) * 100);
+}
+
+/* Sentence describing a latency comparison: change, CI and what decides it. */
+static void describe(fa_buf *b, const fa_gate_stats *s, const fa_gate_options *o)
+{
+    char r[32], lo[32], hi[32];
+    pct(r, sizeof r, s->ratio);
+    pct(lo, sizeof lo, s->lo);
+    pct(hi, sizeof hi, s->hi);
+    fa_buf_printf(b, "median %.1f us -> %.1f us (%s", s->base_median_ns / 1e3, s->cand_median_ns / 1e3, r);
+    if (isfinite(s->lo))
+        fa_buf_printf(b, ", %.4g%% CI %s..%s", s->confidence * 100, lo, hi);
+    fa_buf_printf(b, "; %d vs %d iterations)", s->n_base, s->n_cand);
+    double thr = o->max_regression * 100;
+    switch (s->verdict) {
+    case FA_GATE_FAIL:
+        fa_buf_printf(b, ": confidently more than %.3g%% slower", thr);
+        break;
+    case FA_GATE_PASS:
+        fa_buf_printf(b, ": confidently under the %.3g%% threshold", thr);
+        break;
+    default:
+        if (!isfinite(s->lo))
+            fa_buf_printf(b, ": too few samples; rerun with --iters %d or more", s->suggested_iters);
+        else if (s->suggested_iters > 0)
+            fa_buf_printf(b, ": the interval straddles +%.3g%%; about %d iterations per run would decide (--iters %d)",
+                          thr, s->suggested_iters, s->suggested_iters);
+        else
+            fa_buf_printf(b, ": the change sits on the +%.3g%% threshold; no practical iteration count decides", thr);
+    }
+}
+
+/* Compare two sample sets and add the check. `share` < min_share demotes it (component). */
+static fa_status latency_check(fa_ctx *ctx, fa_gate_report *r, const char *id, const char *name, const double *base,
+                               int nb, const double *cand, int nc, double confidence, double share,
+                               const char *extra)
+{
+    fa_gate_stats s;
+    CK(fa_gate_compare_samples(ctx, base, nb, cand, nc, &r->opt, confidence, check_seed(&r->opt, id), &s));
+    fa_buf b;
+    fa_buf_init(&b);
+    describe(&b, &s, &r->opt);
+    fa_gate_verdict v = s.verdict;
+    if (share >= 0 && share < r->opt.min_share) {
+        if (v == FA_GATE_FAIL) v = FA_GATE_WARN;
+        else if (v == FA_GATE_INCONCLUSIVE) v = FA_GATE_PASS;
+        if (v != s.verdict)
+            fa_buf_printf(&b, " (%.2g%% of the iteration, under --min-share %.3g%%: not gating)", share * 100,
+                          r->opt.min_share * 100);
+    }
+    if (extra) fa_buf_printf(&b, "%s", extra);
+    fa_gate_check *c = add_check(r, id, "latency", name, v, "%s", b.data ? b.data : "");
+    fa_buf_free(&b);
+    if (!c) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    c->has_stats = true;
+    c->stats = s;
+    return FA_OK;
+}
+
+static const char *which_missing(const gate_run *b, const gate_run *c, bool in_b, bool in_c, char *buf, size_t n)
+{
+    if (!in_b && !in_c) snprintf(buf, n, "either run (baseline %" PRId64 ", candidate %" PRId64 ")", b->info.id, c->info.id);
+    else if (!in_b) snprintf(buf, n, "the baseline run %" PRId64, b->info.id);
+    else snprintf(buf, n, "the candidate run %" PRId64, c->info.id);
+    return buf;
+}
+
+#define ADD(...)                                                                                                       \
+    do {                                                                                                               \
+        if (!add_check(__VA_ARGS__)) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");                          \
+    } while (0)
+
+static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+{
+    char w[160];
+    if (b->n_iter_ns && c->n_iter_ns)
+        CK(latency_check(ctx, r, "latency.e2e.unfused", "end-to-end latency (unfused)", b->iter_ns, b->n_iter_ns,
+                         c->iter_ns, c->n_iter_ns, 0, -1, NULL));
+    else
+        ADD(r, "latency.e2e.unfused", "latency", "end-to-end latency (unfused)", FA_GATE_SKIPPED,
+            "not measured in one of the runs: %s has no per-iteration \"iteration\" records",
+            which_missing(b, c, b->n_iter_ns > 0, c->n_iter_ns > 0, w, sizeof w));
+    const double *bf = b->n_bench_fused ? b->bench_fused : b->fused_iter_ns;
+    int nbf = b->n_bench_fused ? b->n_bench_fused : b->n_fused_iter_ns;
+    const double *cf = c->n_bench_fused ? c->bench_fused : c->fused_iter_ns;
+    int ncf = c->n_bench_fused ? c->n_bench_fused : c->n_fused_iter_ns;
+    if (nbf && ncf)
+        CK(latency_check(ctx, r, "latency.e2e.fused", "end-to-end latency (fused)", bf, nbf, cf, ncf, 0, -1,
+                         b->n_bench_fused && c->n_bench_fused ? NULL : " (from the fused runs' iteration records)"));
+    else
+        ADD(r, "latency.e2e.fused", "latency", "end-to-end latency (fused)", FA_GATE_SKIPPED,
+            "not measured in one of the runs: %s has no fused benchmark (run without --no-apply)",
+            which_missing(b, c, nbf > 0, ncf > 0, w, sizeof w));
+    return FA_OK;
+}
+
+static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+{
+    char w[160];
+    for (int k = 0; k < 2; k++) {
+        const char *id = k ? "kernels.fused" : "kernels.unfused";
+        const char *name = k ? "kernels per iteration (fused)" : "kernels per iteration (unfused)";
+        int bm = k ? b->fkpi_mode : b->kpi_mode, cm = k ? c->fkpi_mode : c->kpi_mode;
+        if (bm < 0 || cm < 0) {
+            ADD(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s has no %s",
+                which_missing(b, c, bm >= 0, cm >= 0, w, sizeof w),
+                k ? "fused-model trace (a run of kind 'fused' tagged fused-of:<run>)" : "timed kernel records");
+            continue;
+        }
+        int cmin = k ? c->fkpi_min : c->kpi_min, cmax = k ? c->fkpi_max : c->kpi_max;
+        char vary[96] = "";
+        if (cmin != cmax) snprintf(vary, sizeof vary, " (the candidate's iterations ran %d..%d kernels)", cmin, cmax);
+        if (cm > bm)
+            ADD(r, id, "kernels", name, FA_GATE_FAIL, "%d -> %d kernels per iteration (+%d launches)%s", bm, cm, cm - bm,
+                vary);
+        else if (cm < bm)
+            ADD(r, id, "kernels", name, FA_GATE_PASS, "%d -> %d kernels per iteration (%d fewer)%s", bm, cm, bm - cm, vary);
+        else
+            ADD(r, id, "kernels", name, FA_GATE_PASS, "%d kernels per iteration in both runs%s", bm, vary);
+    }
+    return FA_OK;
+}
+
+static const gate_cluster *find_cluster(const gate_run *g, const char *key)
+{
+    for (int i = 0; i < g->n_clusters; i++)
+        if (!strcmp(g->cl[i].key, key)) return &g->cl[i];
+    return NULL;
+}
+
+/* An accepted cluster of g holding every member of c, or NULL. */
+static const gate_cluster *absorbing_cluster(const gate_run *g, const gate_cluster *c)
+{
+    for (int i = 0; i < g->n_clusters; i++) {
+        const gate_cluster *o = &g->cl[i];
+        if (!o->accepted || o->n_members < c->n_members) continue;
+        bool all = true;
+        for (int m = 0; m < c->n_members && all; m++) {
+            bool found = false;
+            for (int k = 0; k < o->n_members && !found; k++) found = !strcmp(c->members[m], o->members[k]);
+            all = found;
+        }
+        if (all) return o;
+    }
+    return NULL;
+}
+
+static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+{
+    char w[160];
+    if (!b->plan_id || !c->plan_id) {
+        ADD(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_SKIPPED,
+            "not measured in one of the runs: %s has no fusion plan (run without --no-apply)",
+            which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
+    } else {
+        int n_acc = 0;
+        for (int i = 0; i < b->n_clusters; i++) {
+            const gate_cluster *bc = &b->cl[i];
+            if (!bc->accepted) continue;
+            n_acc++;
+            char id[600], name[600];
+            snprintf(id, sizeof id, "fusion.accepted:%s", bc->key);
+            snprintf(name, sizeof name, "fusion of cluster %s", bc->display);
+            const gate_cluster *cc = find_cluster(c, bc->key);
+            if (cc && cc->accepted) {
+                ADD(r, id, "fusion", name, FA_GATE_PASS, "accepted in both runs");
+            } else if (cc) {
+                ADD(r, id, "fusion", name, FA_GATE_FAIL, "fusion lost: accepted in the baseline, %s in the candidate: %s",
+                    cc->status, cc->reason ? cc->reason : "(no reason recorded)");
+            } else {
+                const gate_cluster *ab = absorbing_cluster(c, bc);
+                if (ab)
+                    ADD(r, id, "fusion", name, FA_GATE_PASS, "its members are now fused in the larger cluster %s",
+                        ab->display);
+                else
+                    ADD(r, id, "fusion", name, FA_GATE_FAIL,
+                        "fusion lost: accepted in the baseline, not proposed by the candidate's plan (no cluster with "
+                        "this label and these members)");
+            }
+        }
+        int n_new = 0;
+        for (int i = 0; i < c->n_clusters; i++) {
+            const gate_cluster *cc = &c->cl[i];
+            const gate_cluster *bc = find_cluster(b, cc->key);
+            if (cc->accepted && !(bc && bc->accepted)) n_new++;
+        }
+        if (!n_acc)
+            ADD(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_PASS,
+                "the baseline accepted no cluster; nothing to lose%s", n_new ? " (the candidate accepts new ones)" : "");
+        if (n_new) note(r, "the candidate accepts %d cluster(s) the baseline did not", n_new);
+    }
+    /* verification */
+    if (!c->plan_id) {
+        ADD(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_SKIPPED,
+            "not measured in one of the runs: the candidate run %" PRId64 " has no fusion plan", c->info.id);
+    } else {
+        fa_buf m;
+        fa_buf_init(&m);
+        int bad = 0;
+        for (int i = 0; i < c->n_clusters; i++) {
+            const gate_cluster *cc = &c->cl[i];
+            if (strcmp(cc->status, "rejected-verify")) continue;
+            fa_buf_printf(&m, "%scluster %s failed verification", bad ? "; " : "", cc->display);
+            if (isfinite(cc->max_rel_error)) fa_buf_printf(&m, " (max relative error %.3g)", cc->max_rel_error);
+            if (cc->reason) fa_buf_printf(&m, ": %s", cc->reason);
+            bad++;
+        }
+        if (bad)
+            ADD(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_FAIL, "%s",
+                m.data ? m.data : "");
+        else
+            ADD(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_PASS,
+                "no cluster of the candidate failed verification");
+        fa_buf_free(&m);
+    }
+    /* registers and spills (cuda) */
+    const char *tgt = c->info.target ? c->info.target : "?";
+    if (strcmp(tgt, "cuda")) {
+        ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+            "not measured in one of the runs: target %s (registers and spills exist on cuda only)", tgt);
+    } else if (!b->plan_id || !c->plan_id) {
+        ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+            "not measured in one of the runs: %s has no fusion plan",
+            which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
+    } else {
+        int compared = 0;
+        for (int i = 0; i < b->n_clusters; i++) {
+            const gate_cluster *bc = &b->cl[i];
+            const gate_cluster *cc = find_cluster(c, bc->key);
+            if (!bc->accepted || !cc || !cc->accepted) continue;
+            char id[600], name[600];
+            if (bc->spill_bytes >= 0 && cc->spill_bytes >= 0) {
+                snprintf(id, sizeof id, "cuda.spills:%s", bc->key);
+                snprintf(name, sizeof name, "spills of cluster %s", bc->display);
+                if (cc->spill_bytes > bc->spill_bytes)
+                    ADD(r, id, "registers", name, FA_GATE_FAIL, "spill stores grew from %d to %d bytes", bc->spill_bytes,
+                        cc->spill_bytes);
+                else
+                    ADD(r, id, "registers", name, FA_GATE_PASS, "%d -> %d bytes of spill stores", bc->spill_bytes,
+                        cc->spill_bytes);
+                compared++;
+            }
+            if (bc->registers > 0 && cc->registers >= 0) {
+                snprintf(id, sizeof id, "cuda.registers:%s", bc->key);
+                snprintf(name, sizeof name, "registers of cluster %s", bc->display);
+                double grow = (double)cc->registers / bc->registers - 1;
+                ADD(r, id, "registers", name, grow > r->opt.register_warn ? FA_GATE_WARN : FA_GATE_PASS,
+                    "%d -> %d registers per thread (%+.0f%%; warns above +%.0f%%)", bc->registers, cc->registers,
+                    grow * 100, r->opt.register_warn * 100);
+                compared++;
+            }
+        }
+        if (!compared)
+            ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+                "not measured in one of the runs: no cluster accepted in both runs has registers/spills recorded");
+    }
+    return FA_OK;
+}
+
+/* Per-component latency from the unfused kernel records: every cluster of the baseline plan
+ * is one component (the sum of its members' kernel time per iteration), every op outside
+ * them another. A slowed kernel is named by its cluster. */
+typedef struct component {
+    const char *key, *name;
+    const char **ops;
+    int n_ops;
+} component;
+
+static void component_samples(const gate_run *g, const component *k, double *out, int *n_present)
+{
+    *n_present = 0;
+    for (int i = 0; i < g->n_iters; i++) out[i] = 0;
+    for (int m = 0; m < k->n_ops; m++) {
+        int o = find_op(g, k->ops[m]);
+        if (o < 0) continue;
+        (*n_present)++;
+        for (int i = 0; i < g->n_iters; i++) out[i] += g->ops[o].v[i];
+    }
+}
+
+static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+{
+    char w[160];
+    if (!b->n_ops || !c->n_ops) {
+        ADD(r, "latency.component", "latency", "per-cluster / per-op latency (unfused kernels)", FA_GATE_SKIPPED,
+            "not measured in one of the runs: %s has no timed kernel records",
+            which_missing(b, c, b->n_ops > 0, c->n_ops > 0, w, sizeof w));
+        return FA_OK;
+    }
+    fa_arena *ar = r->arena;
+    component *comp = fa_arena_alloc(ar, sizeof(component) * (size_t)(b->n_ops + b->n_clusters + 1));
+    bool *used = fa_arena_alloc(ar, sizeof(bool) * (size_t)(b->n_ops + 1));
+    double *bs = fa_arena_alloc(ar, sizeof(double) * (size_t)(b->n_iters + 1));
+    double *cs = fa_arena_alloc(ar, sizeof(double) * (size_t)(c->n_iters + 1));
+    if (!comp || !used || !bs || !cs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    int nc = 0;
+    /* accepted clusters first, then the others; a node belongs to the first cluster naming it */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < b->n_clusters; i++) {
+            const gate_cluster *cl = &b->cl[i];
+            if (cl->accepted != (pass == 0)) continue;
+            component *k = &comp[nc];
+            k->ops = fa_arena_alloc(ar, sizeof(char *) * (size_t)(cl->n_members + 1));
+            if (!k->ops) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            k->n_ops = 0;
+            for (int m = 0; m < cl->n_members; m++) {
+                int o = find_op(b, cl->members[m]);
+                if (o < 0 || used[o]) continue;
+                used[o] = true;
+                k->ops[k->n_ops++] = cl->members[m];
+            }
+            if (!k->n_ops) continue;
+            char key[600], name[700];
+            snprintf(key, sizeof key, "latency.component:%s", cl->key);
+            snprintf(name, sizeof name, "cluster %s, unfused kernels", cl->display);
+            k->key = fa_arena_strdup(ar, key);
+            k->name = fa_arena_strdup(ar, name);
+            nc++;
+        }
+    for (int o = 0; o < b->n_ops; o++) {
+        if (used[o]) continue;
+        component *k = &comp[nc++];
+        k->ops = fa_arena_alloc(ar, sizeof(char *));
+        if (!k->ops) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        k->ops[0] = b->ops[o].name;
+        k->n_ops = 1;
+        char key[600], name[600];
+        snprintf(key, sizeof key, "latency.op:%s", b->ops[o].name);
+        snprintf(name, sizeof name, "op '%s'%s", b->ops[o].name, b->plan_id ? " (in no cluster)" : "");
+        k->key = fa_arena_strdup(ar, key);
+        k->name = fa_arena_strdup(ar, name);
+    }
+    /* reference for --min-share: the baseline iteration median, else the sum of component medians */
+    double ref = 0;
+    double *tmp = fa_arena_alloc(ar, sizeof(double) * (size_t)(b->n_iter_ns + b->n_iters + 1));
+    if (!tmp) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    double *shares = fa_arena_alloc(ar, sizeof(double) * (size_t)(nc + 1));
+    if (!shares) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    double sum_med = 0;
+    for (int i = 0; i < nc; i++) {
+        int np;
+        component_samples(b, &comp[i], bs, &np);
+        memcpy(tmp, bs, sizeof(double) * (size_t)b->n_iters);
+        shares[i] = fa_gate_median(tmp, b->n_iters);
+        sum_med += shares[i];
+    }
+    if (b->n_iter_ns) {
+        memcpy(tmp, b->iter_ns, sizeof(double) * (size_t)b->n_iter_ns);
+        ref = fa_gate_median(tmp, b->n_iter_ns);
+    }
+    if (!(ref > 0)) ref = sum_med;
+    int k_gating = 0;
+    for (int i = 0; i < nc; i++) {
+        shares[i] = ref > 0 ? shares[i] / ref : 0;
+        k_gating += shares[i] >= r->opt.min_share;
+    }
+    /* Bonferroni over the gating components keeps the family's false-alarm rate at alpha */
+    double conf = 1.0 - (1.0 - r->opt.confidence) / (k_gating > 1 ? k_gating : 1);
+    for (int i = 0; i < nc; i++) {
+        int npb, npc;
+        component_samples(b, &comp[i], bs, &npb);
+        component_samples(c, &comp[i], cs, &npc);
+        if (!npc) {
+            ADD(r, comp[i].key, "latency", comp[i].name, FA_GATE_SKIPPED,
+                "not measured in one of the runs: the candidate run %" PRId64 " ran no kernel of it", c->info.id);
+            continue;
+        }
+        /* drop iterations where the component ran nothing (a zero is no latency sample) */
+        int nb = 0, ncand = 0;
+        for (int t = 0; t < b->n_iters; t++)
+            if (bs[t] > 0) bs[nb++] = bs[t];
+        for (int t = 0; t < c->n_iters; t++)
+            if (cs[t] > 0) cs[ncand++] = cs[t];
+        char extra[200] = "";
+        if (npc < comp[i].n_ops)
+            snprintf(extra, sizeof extra, " (the candidate ran kernels of %d of its %d ops)", npc, comp[i].n_ops);
+        CK(latency_check(ctx, r, comp[i].key, comp[i].name, bs, nb, cs, ncand, conf, shares[i], extra[0] ? extra : NULL));
+    }
+    /* fused clusters' own benchmarks, matched by label and members */
+    int n_pairs = 0;
+    for (int i = 0; i < b->n_clusters; i++) {
+        const gate_cluster *cc = find_cluster(c, b->cl[i].key);
+        n_pairs += b->cl[i].n_fused > 0 && cc && cc->n_fused > 0;
+    }
+    double ref_f = 0;
+    if (b->n_bench_fused) {
+        memcpy(tmp, b->bench_fused, sizeof(double) * (size_t)(b->n_bench_fused < b->n_iter_ns + b->n_iters
+                                                                   ? b->n_bench_fused : 0));
+        ref_f = b->n_bench_fused < b->n_iter_ns + b->n_iters ? fa_gate_median(tmp, b->n_bench_fused) : 0;
+    }
+    if (!(ref_f > 0)) ref_f = ref;
+    double conf_f = 1.0 - (1.0 - r->opt.confidence) / (n_pairs > 1 ? n_pairs : 1);
+    for (int i = 0; i < b->n_clusters; i++) {
+        const gate_cluster *bc = &b->cl[i];
+        const gate_cluster *cc = find_cluster(c, bc->key);
+        if (!bc->n_fused || !cc || !cc->n_fused) continue;
+        char id[600], name[700];
+        snprintf(id, sizeof id, "latency.cluster-fused:%s", bc->key);
+        snprintf(name, sizeof name, "cluster %s, fused kernel benchmark", bc->display);
+        double *t2 = fa_arena_alloc(ar, sizeof(double) * (size_t)bc->n_fused);
+        if (!t2) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        memcpy(t2, bc->fused, sizeof(double) * (size_t)bc->n_fused);
+        double share = ref_f > 0 ? fa_gate_median(t2, bc->n_fused) / ref_f : -1;
+        CK(latency_check(ctx, r, id, name, bc->fused, bc->n_fused, cc->fused, cc->n_fused, conf_f, share, NULL));
+    }
+    if (b->plan_id && c->plan_id && !n_pairs)
+        ADD(r, "latency.cluster-fused", "latency", "per-cluster fused benchmarks", FA_GATE_SKIPPED,
+            "not measured in one of the runs: no cluster has cluster-fused benchmark samples in both runs");
+    return FA_OK;
+}
+
+bool fa_gate_same_model(const fa_run_info *a, const fa_run_info *b)
+{
+    if (a->model_sha256 && b->model_sha256 && *a->model_sha256 && *b->model_sha256)
+        return !strcmp(a->model_sha256, b->model_sha256);
+    return a->model_path && b->model_path && !strcmp(a->model_path, b->model_path);
+}
+
+fa_status fa_gate_pick_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *tag, const char *exclude_tag,
+                           int64_t exclude_id, const fa_run_info *same_model, int64_t *out)
+{
+    fa_arena *ar = fa_arena_create(4096);
+    if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    if (run_id > 0) {
+        fa_run_info ri;
+        fa_status s = fa_store_get_run(ctx, st, run_id, ar, &ri);
+        fa_arena_free(ar);
+        if (!s) *out = run_id;
+        return s;
+    }
+    sqlite3_stmt *q = NULL;
+    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(fa_store_db(st),
+        "SELECT id FROM runs WHERE status='ok' AND kind<>'fused' ORDER BY id DESC", -1, &q, NULL));
+    int64_t found = -1;
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int64_t id = sqlite3_column_int64(q, 0);
+        if (id == exclude_id) continue;
+        fa_run_info ri;
+        s = fa_store_get_run(ctx, st, id, ar, &ri);
+        if (s) break;
+        if (tag && !(ri.tag && !strcmp(ri.tag, tag))) continue;
+        if (exclude_tag && ri.tag && !strcmp(ri.tag, exclude_tag)) continue;
+        if (same_model && !fa_gate_same_model(&ri, same_model)) continue;
+        found = id;
+        break;
+    }
+    if (!s && rc != SQLITE_ROW && rc != SQLITE_DONE) s = FA_SQL_CHECK(ctx, st, rc);
+    sqlite3_finalize(q);
+    fa_arena_free(ar);
+    if (s) return s;
+    if (found < 0) {
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_buf_printf(&b, "%s: no finished run", fa_store_path(st));
+        if (tag) fa_buf_printf(&b, " with tag '%s'", tag);
+        if (exclude_tag) fa_buf_printf(&b, " without tag '%s'", exclude_tag);
+        if (exclude_id > 0) fa_buf_printf(&b, " other than run %" PRId64, exclude_id);
+        if (same_model) fa_buf_printf(&b, " of model %s", same_model->model_path ? same_model->model_path : "?");
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s", b.data ? b.data : "no matching run");
+        fa_buf_free(&b);
+        return s;
+    }
+    *out = found;
+    return FA_OK;
+}
+
+void fa_gate_report_free(fa_gate_report *r)
+{
+    if (!r) return;
+    free(r->checks);
+    fa_arena_free(r->arena);
+    free(r);
+}
+
+fa_status fa_gate_run(fa_ctx *ctx, fa_store *bst, int64_t base_id, fa_store *cst, int64_t cand_id,
+                      const fa_gate_options *o, fa_gate_report **out)
+{
+    fa_gate_report *r = calloc(1, sizeof *r);
+    if (!r || !(r->arena = fa_arena_create(1 << 16))) {
+        free(r);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    if (o) r->opt = *o;
+    else fa_gate_options_default(&r->opt);
+    gate_run b, c;
+    fa_status s = load_run(ctx, bst, base_id, r->arena, &b);
+    if (!s) s = load_run(ctx, cst, cand_id, r->arena, &c);
+    if (!s && !fa_gate_same_model(&b.info, &c.info))
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "runs of different models: baseline run %" PRId64 " (%s) is %s%s%s, candidate run %" PRId64
+                         " (%s) is %s%s%s; the gate compares runs of one model",
+                         base_id, b.path, b.info.model_path ? b.info.model_path : "?", b.info.model_sha256 ? " sha256 " : "",
+                         b.info.model_sha256 ? b.info.model_sha256 : "", cand_id, c.path,
+                         c.info.model_path ? c.info.model_path : "?", c.info.model_sha256 ? " sha256 " : "",
+                         c.info.model_sha256 ? c.info.model_sha256 : "");
+    if (!s && b.info.target && c.info.target && strcmp(b.info.target, c.info.target))
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "runs on different targets: baseline run %" PRId64 " ran on %s, candidate run %" PRId64
+                         " on %s; latencies are not comparable",
+                         base_id, b.info.target, cand_id, c.info.target);
+    if (s) {
+        fa_gate_report_free(r);
+        return s;
+    }
+    r->baseline = b.info;
+    r->candidate = c.info;
+    r->baseline_db = fa_arena_strdup(r->arena, b.path);
+    r->candidate_db = fa_arena_strdup(r->arena, c.path);
+    if (b.info.device_name && c.info.device_name && strcmp(b.info.device_name, c.info.device_name))
+        note(r, "different devices: baseline on %s, candidate on %s; latency changes may be the machine's", b.info.device_name,
+             c.info.device_name);
+    if (b.info.threads && c.info.threads && b.info.threads != c.info.threads)
+        note(r, "different thread counts: baseline %d, candidate %d", b.info.threads, c.info.threads);
+    if (b.kpi_min != b.kpi_max && b.kpi_mode >= 0)
+        note(r, "the baseline's iterations ran %d..%d kernels", b.kpi_min, b.kpi_max);
+    if (base_id == cand_id && !strcmp(b.path, c.path)) note(r, "baseline and candidate are the same run");
+    s = check_e2e(ctx, r, &b, &c);
+    if (!s) s = check_kernels(ctx, r, &b, &c);
+    if (!s) s = check_fusion(ctx, r, &b, &c);
+    if (!s) s = check_components(ctx, r, &b, &c);
+    if (s) {
+        fa_gate_report_free(r);
+        return s;
+    }
+    for (int i = 0; i < r->n_checks; i++) r->counts[r->checks[i].verdict]++;
+    r->verdict = r->counts[FA_GATE_FAIL] ? FA_GATE_FAIL : r->counts[FA_GATE_INCONCLUSIVE] ? FA_GATE_INCONCLUSIVE
+                                                                                           : FA_GATE_PASS;
+    *out = r;
+    return FA_OK;
+}
+
+/* ---- renderers ---- */
+
+void fa_gate_escape_xml(fa_buf *b, const char *s, size_t n)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        unsigned char ch = p[i];
+        switch (ch) {
+        case '&': fa_buf_puts(b, "&amp;"); i++; continue;
+        case '<': fa_buf_puts(b, "&lt;"); i++; continue;
+        case '>': fa_buf_puts(b, "&gt;"); i++; continue;
+        case '"': fa_buf_puts(b, "&quot;"); i++; continue;
+        case '\'': fa_buf_puts(b, "&apos;"); i++; continue;
+        default: break;
+        }
+        if (ch < 0x20) {
+            if (ch == '\t' || ch == '\n' || ch == '\r') fa_buf_append(b, &p[i], 1);
+            else fa_buf_puts(b, "\xEF\xBF\xBD");
+            i++;
+            continue;
+        }
+        if (ch < 0x80) {
+            fa_buf_append(b, &p[i], 1);
+            i++;
+            continue;
+        }
+        /* validate one UTF-8 sequence */
+        int len = ch >= 0xF0 && ch <= 0xF4 ? 4 : ch >= 0xE0 ? 3 : ch >= 0xC2 && ch <= 0xDF ? 2 : 0;
+        bool ok = len > 0 && i + (size_t)len <= n;
+        for (int k = 1; ok && k < len; k++) ok = (p[i + k] & 0xC0) == 0x80;
+        if (ok && len == 3 && ch == 0xE0 && p[i + 1] < 0xA0) ok = false; /* overlong */
+        if (ok && len == 3 && ch == 0xED && p[i + 1] >= 0xA0) ok = false; /* surrogates */
+        if (ok && len == 3 && ch == 0xEF && p[i + 1] == 0xBF && p[i + 2] >= 0xBE) ok = false; /* U+FFFE/FFFF */
+        if (ok && len == 4 && ch == 0xF0 && p[i + 1] < 0x90) ok = false;
+        if (ok && len == 4 && ch == 0xF4 && p[i + 1] >= 0x90) ok = false;
+        if (ok) {
+            fa_buf_append(b, &p[i], (size_t)len);
+            i += (size_t)len;
+        } else {
+            fa_buf_puts(b, "\xEF\xBF\xBD");
+            i++;
+        }
+    }
+}
+
+static void xml(fa_buf *b, const char *s) { if (s) fa_gate_escape_xml(b, s, strlen(s)); }
+
+static fa_gate_verdict effective(const fa_gate_report *r, fa_gate_verdict v)
+{
+    return v == FA_GATE_INCONCLUSIVE && r->opt.strict ? FA_GATE_FAIL : v;
+}
+
+static void change_cols(const fa_gate_check *c, char *chg, size_t n1, char *ci, size_t n2)
+{
+    snprintf(chg, n1, "-");
+    snprintf(ci, n2, "-");
+    if (!c->has_stats) return;
+    pct(chg, n1, c->stats.ratio);
+    if (isfinite(c->stats.lo)) {
+        char lo[32], hi[32];
+        pct(lo, sizeof lo, c->stats.lo);
+        pct(hi, sizeof hi, c->stats.hi);
+        snprintf(ci, n2, "%s..%s", lo, hi);
+    }
+}
+
+static void run_line(fa_buf *b, const char *role, const fa_run_info *ri, const char *db)
+{
+    fa_buf_printf(b, "%s: run %" PRId64 " of %s", role, ri->id, ri->model_path ? ri->model_path : "?");
+    if (ri->tag) fa_buf_printf(b, " (tag %s)", ri->tag);
+    fa_buf_printf(b, " on %s/%s in %s\n", ri->target ? ri->target : "?", ri->device_name ? ri->device_name : "?", db);
+}
+
+static const char *overall_word(const fa_gate_report *r)
+{
+    fa_gate_verdict v = effective(r, r->verdict);
+    return v == FA_GATE_FAIL ? (r->verdict == FA_GATE_FAIL ? "REGRESSION" : "INCONCLUSIVE (--strict: fails)")
+                             : v == FA_GATE_INCONCLUSIVE ? "INCONCLUSIVE" : "PASS";
+}
+
+void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
+{
+    fa_buf_puts(b, "fuse-advise gate\n");
+    run_line(b, "  baseline ", &r->baseline, r->baseline_db);
+    run_line(b, "  candidate", &r->candidate, r->candidate_db);
+    fa_buf_printf(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
+                  r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
+    int wname = 5;
+    for (int i = 0; i < r->n_checks; i++) {
+        int l = (int)strlen(r->checks[i].name);
+        if (l > wname) wname = l;
+    }
+    if (wname > 60) wname = 60;
+    fa_buf_printf(b, "%-12s  %-*s  %8s  %-17s  %s\n", "VERDICT", wname, "CHECK", "CHANGE", "CI", "DETAIL");
+    for (int i = 0; i < r->n_checks; i++) {
+        const fa_gate_check *c = &r->checks[i];
+        char chg[32], ci[64];
+        change_cols(c, chg, sizeof chg, ci, sizeof ci);
+        fa_buf_printf(b, "%-12s  %-*.*s  %8s  %-17s  %s\n", fa_gate_verdict_name(c->verdict), wname, wname, c->name, chg,
+                      ci, c->message);
+    }
+    for (int i = 0; i < r->n_notes; i++) fa_buf_printf(b, "note: %s\n", r->notes[i]);
+    fa_buf_printf(b, "\n%s: %d failed, %d inconclusive, %d warnings, %d passed, %d skipped (not measured)\n",
+                  overall_word(r), r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
+                  r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
+}
+
+void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b)
+{
+    int failures = 0, skipped = 0;
+    for (int i = 0; i < r->n_checks; i++) {
+        fa_gate_verdict v = effective(r, r->checks[i].verdict);
+        failures += v == FA_GATE_FAIL;
+        skipped += v == FA_GATE_SKIPPED || v == FA_GATE_INCONCLUSIVE;
+    }
+    fa_buf_puts(b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    fa_buf_printf(b, "<testsuites name=\"fuse-advise gate\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\">\n",
+                  r->n_checks, failures, skipped);
+    fa_buf_printf(b, "  <testsuite name=\"fuse-advise gate\" tests=\"%d\" failures=\"%d\" errors=\"0\" skipped=\"%d\" "
+                     "time=\"0\">\n    <properties>\n",
+                  r->n_checks, failures, skipped);
+    const struct { const char *k; const fa_run_info *ri; const char *db; } runs[2] = {
+        {"baseline", &r->baseline, r->baseline_db}, {"candidate", &r->candidate, r->candidate_db}};
+    for (int k = 0; k < 2; k++) {
+        fa_buf_printf(b, "      <property name=\"%s_run\" value=\"%" PRId64 "\"/>\n", runs[k].k, runs[k].ri->id);
+        fa_buf_printf(b, "      <property name=\"%s_db\" value=\"", runs[k].k);
+        xml(b, runs[k].db);
+        fa_buf_puts(b, "\"/>\n");
+        fa_buf_printf(b, "      <property name=\"%s_model\" value=\"", runs[k].k);
+        xml(b, runs[k].ri->model_path);
+        fa_buf_puts(b, "\"/>\n");
+    }
+    fa_buf_printf(b, "      <property name=\"max_regression\" value=\"%.6g\"/>\n", r->opt.max_regression);
+    fa_buf_puts(b, "    </properties>\n");
+    for (int i = 0; i < r->n_checks; i++) {
+        const fa_gate_check *c = &r->checks[i];
+        fa_gate_verdict v = effective(r, c->verdict);
+        fa_buf_puts(b, "    <testcase classname=\"fuse-advise.gate.");
+        xml(b, c->category);
+        fa_buf_puts(b, "\" name=\"");
+        xml(b, c->name);
+        fa_buf_puts(b, "\" time=\"0\">\n");
+        if (v == FA_GATE_FAIL) {
+            fa_buf_printf(b, "      <failure type=\"%s\" message=\"", c->verdict == FA_GATE_INCONCLUSIVE ? "inconclusive"
+                                                                                                           : "regression");
+            xml(b, c->message);
+            fa_buf_puts(b, "\">");
+            xml(b, c->id);
+            fa_buf_puts(b, ": ");
+            xml(b, c->message);
+            fa_buf_puts(b, "</failure>\n");
+        } else if (v == FA_GATE_SKIPPED || v == FA_GATE_INCONCLUSIVE) {
+            fa_buf_printf(b, "      <skipped message=\"%s: ", fa_gate_verdict_name(v));
+            xml(b, c->message);
+            fa_buf_puts(b, "\"/>\n");
+        }
+        fa_buf_printf(b, "      <system-out>%s: ", fa_gate_verdict_name(c->verdict));
+        xml(b, c->message);
+        fa_buf_puts(b, "</system-out>\n    </testcase>\n");
+    }
+    fa_buf_puts(b, "    <system-out>");
+    for (int i = 0; i < r->n_notes; i++) {
+        fa_buf_puts(b, "note: ");
+        xml(b, r->notes[i]);
+        fa_buf_puts(b, "\n");
+    }
+    fa_buf_printf(b, "%s</system-out>\n  </testsuite>\n</testsuites>\n", overall_word(r));
+}
+
+/* A Markdown table cell: pipes escaped, newlines folded, < > & as entities (GitHub renders
+ * inline HTML). */
+static void md(fa_buf *b, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '|': fa_buf_puts(b, "\\|"); break;
+        case '\n': case '\r': fa_buf_puts(b, " "); break;
+        case '<': fa_buf_puts(b, "&lt;"); break;
+        case '>': fa_buf_puts(b, "&gt;"); break;
+        case '&': fa_buf_puts(b, "&amp;"); break;
+        case '`': fa_buf_puts(b, "'"); break;
+        default: fa_buf_append(b, s, 1);
+        }
+    }
+}
+
+static const char *md_mark(fa_gate_verdict v)
+{
+    switch (v) {
+    case FA_GATE_FAIL: return ":x:";
+    case FA_GATE_WARN: return ":warning:";
+    case FA_GATE_INCONCLUSIVE: return ":grey_question:";
+    case FA_GATE_SKIPPED: return ":heavy_minus_sign:";
+    default: return ":white_check_mark:";
+    }
+}
+
+void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b)
+{
+    fa_gate_verdict ov = effective(r, r->verdict);
+    fa_buf_printf(b, "### %s fuse-advise gate: %s\n\n", md_mark(ov == FA_GATE_FAIL ? FA_GATE_FAIL : r->verdict),
+                  overall_word(r));
+    for (int k = 0; k < 2; k++) {
+        const fa_run_info *ri = k ? &r->candidate : &r->baseline;
+        fa_buf_printf(b, "- **%s**: run %" PRId64 " of ", k ? "Candidate" : "Baseline", ri->id);
+        md(b, ri->model_path);
+        if (ri->tag) {
+            fa_buf_puts(b, " (tag ");
+            md(b, ri->tag);
+            fa_buf_puts(b, ")");
+        }
+        fa_buf_puts(b, " on ");
+        md(b, ri->device_name ? ri->device_name : ri->target);
+        fa_buf_puts(b, "\n");
+    }
+    fa_buf_printf(b, "- **Rule**: fail when the %.4g%% bootstrap confidence interval of the ratio of medians "
+                     "(candidate / baseline, per-iteration samples) lies above +%.3g%%\n",
+                  r->opt.confidence * 100, r->opt.max_regression * 100);
+    fa_buf_printf(b, "- **Result**: %d failed, %d inconclusive, %d warnings, %d passed, %d not measured\n\n",
+                  r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
+                  r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
+    fa_buf_puts(b, "| | Check | Change | CI | Detail |\n|---|---|---:|---|---|\n");
+    /* failing first, then the rest in order */
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < r->n_checks; i++) {
+            const fa_gate_check *c = &r->checks[i];
+            bool bad = c->verdict == FA_GATE_FAIL || c->verdict == FA_GATE_WARN || c->verdict == FA_GATE_INCONCLUSIVE;
+            if (bad != (pass == 0)) continue;
+            char chg[32], ci[64];
+            change_cols(c, chg, sizeof chg, ci, sizeof ci);
+            fa_buf_printf(b, "| %s %s | ", md_mark(c->verdict), fa_gate_verdict_name(c->verdict));
+            md(b, c->name);
+            fa_buf_printf(b, " | %s | %s | ", chg, ci);
+            md(b, c->message);
+            fa_buf_puts(b, " |\n");
+        }
+    if (r->n_notes) {
+        fa_buf_puts(b, "\n");
+        for (int i = 0; i < r->n_notes; i++) {
+            fa_buf_puts(b, "> ");
+            md(b, r->notes[i]);
+            fa_buf_puts(b, "\n");
+        }
+    }
+}
+
+static void jstr(fa_buf *b, const char *s)
+{
+    if (!s) {
+        fa_buf_puts(b, "null");
+        return;
+    }
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s, strlen(s));
+    fa_buf_puts(b, "\"");
+}
+
+static void jnum(fa_buf *b, double v)
+{
+    if (!isfinite(v)) fa_buf_puts(b, "null");
+    else fa_buf_printf(b, "%.9g", v);
+}
+
+void fa_gate_render_json(const fa_gate_report *r, fa_buf *b)
+{
+    fa_buf_printf(b, "{\"schema\":\"fuse-advise.gate/1\",\"verdict\":\"%s\",\"strict\":%s,\"fails_build\":%s,",
+                  fa_gate_verdict_name(r->verdict), r->opt.strict ? "true" : "false",
+                  effective(r, r->verdict) == FA_GATE_FAIL ? "true" : "false");
+    fa_buf_puts(b, "\"options\":{\"max_regression\":");
+    jnum(b, r->opt.max_regression);
+    fa_buf_puts(b, ",\"confidence\":");
+    jnum(b, r->opt.confidence);
+    fa_buf_printf(b, ",\"resamples\":%d,\"seed\":%" PRIu64 ",\"min_share\":", r->opt.resamples, r->opt.seed);
+    jnum(b, r->opt.min_share);
+    fa_buf_puts(b, ",\"register_warn\":");
+    jnum(b, r->opt.register_warn);
+    fa_buf_puts(b, "}");
+    for (int k = 0; k < 2; k++) {
+        const fa_run_info *ri = k ? &r->candidate : &r->baseline;
+        fa_buf_printf(b, ",\"%s\":{\"db\":", k ? "candidate" : "baseline");
+        jstr(b, k ? r->candidate_db : r->baseline_db);
+        fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"model_path\":", ri->id);
+        jstr(b, ri->model_path);
+        fa_buf_puts(b, ",\"model_sha256\":");
+        jstr(b, ri->model_sha256);
+        fa_buf_puts(b, ",\"tag\":");
+        jstr(b, ri->tag);
+        fa_buf_puts(b, ",\"target\":");
+        jstr(b, ri->target);
+        fa_buf_puts(b, ",\"device_name\":");
+        jstr(b, ri->device_name);
+        fa_buf_printf(b, ",\"iters\":%d}", ri->iters);
+    }
+    fa_buf_puts(b, ",\"counts\":{");
+    for (int v = 0; v < FA_GATE_VERDICT_COUNT; v++)
+        fa_buf_printf(b, "%s\"%s\":%d", v ? "," : "", fa_gate_verdict_name((fa_gate_verdict)v), r->counts[v]);
+    fa_buf_puts(b, "},\"notes\":[");
+    for (int i = 0; i < r->n_notes; i++) {
+        if (i) fa_buf_puts(b, ",");
+        jstr(b, r->notes[i]);
+    }
+    fa_buf_puts(b, "],\"checks\":[");
+    for (int i = 0; i < r->n_checks; i++) {
+        const fa_gate_check *c = &r->checks[i];
+        fa_buf_puts(b, i ? ",\n{\"id\":" : "\n{\"id\":");
+        jstr(b, c->id);
+        fa_buf_puts(b, ",\"category\":");
+        jstr(b, c->category);
+        fa_buf_puts(b, ",\"name\":");
+        jstr(b, c->name);
+        fa_buf_printf(b, ",\"verdict\":\"%s\",\"message\":", fa_gate_verdict_name(c->verdict));
+        jstr(b, c->message);
+        fa_buf_puts(b, ",\"stats\":");
+        if (!c->has_stats) fa_buf_puts(b, "null");
+        else {
+            const fa_gate_stats *s = &c->stats;
+            fa_buf_printf(b, "{\"n_base\":%d,\"n_cand\":%d,\"base_median_ns\":", s->n_base, s->n_cand);
+            jnum(b, s->base_median_ns);
+            fa_buf_puts(b, ",\"cand_median_ns\":");
+            jnum(b, s->cand_median_ns);
+            fa_buf_puts(b, ",\"ratio\":");
+            jnum(b, s->ratio);
+            fa_buf_puts(b, ",\"ci_lo\":");
+            jnum(b, s->lo);
+            fa_buf_puts(b, ",\"ci_hi\":");
+            jnum(b, s->hi);
+            fa_buf_puts(b, ",\"confidence\":");
+            jnum(b, s->confidence);
+            fa_buf_printf(b, ",\"suggested_iters\":%d}", s->suggested_iters);
+        }
+        fa_buf_puts(b, "}");
+    }
+    fa_buf_puts(b, "]}\n");
+}

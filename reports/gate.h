@@ -1,0 +1,143 @@
+/* reports/gate — the CI gate: compares a candidate run with a baseline run from the run
+ * database (docs/schema.md) and decides, on per-iteration samples, whether latency or fusion
+ * regressed. docs/ci.md explains every decision rule and exit code. */
+#ifndef FA_GATE_H
+#define FA_GATE_H
+
+#include "core/core.h"
+#include "store/store.h"
+
+/* Verdict of one check, and of the whole gate. */
+typedef enum fa_gate_verdict {
+    FA_GATE_PASS = 0,         /* no regression shown (for a latency check: the CI's upper bound
+                                 is below the threshold) */
+    FA_GATE_SKIPPED,          /* not measured in one of the runs; the message says which */
+    FA_GATE_INCONCLUSIVE,     /* the samples cannot decide; suggested_iters says what would */
+    FA_GATE_WARN,             /* worth a look, never fails the build (registers +10%, a
+                                 regression of a component under --min-share) */
+    FA_GATE_FAIL,             /* a regression: the build fails (exit 3) */
+    FA_GATE_VERDICT_COUNT
+} fa_gate_verdict;
+/* "pass", "skipped", "inconclusive", "warn", "fail". */
+const char *fa_gate_verdict_name(fa_gate_verdict v);
+
+typedef struct fa_gate_options {
+    double max_regression;  /* fraction: 0.03 = fail when the candidate is confidently more than
+                               3% slower (CI lower bound of the median ratio > 1.03) */
+    double confidence;      /* two-sided confidence of the bootstrap interval, default 0.95 */
+    int resamples;          /* bootstrap resamples per check, default 2000 */
+    uint64_t seed;          /* bootstrap seed (fixed: the gate is reproducible), default 1 */
+    double min_share;       /* component checks (per cluster / per op) whose baseline median is
+                               under this fraction of the baseline iteration median only warn;
+                               default 0.01 */
+    double register_warn;   /* fraction of register growth per fused kernel that warns (cuda),
+                               default 0.10 */
+    int min_samples;        /* fewer samples than this in either run: inconclusive, default 5 */
+} fa_gate_options;
+void fa_gate_options_default(fa_gate_options *o);
+
+/* Result of comparing two sets of per-iteration latency samples. */
+typedef struct fa_gate_stats {
+    int n_base, n_cand;       /* samples used */
+    double base_median_ns;    /* median of the baseline samples */
+    double cand_median_ns;
+    double ratio;             /* cand_median / base_median */
+    double lo, hi;            /* percentile-bootstrap CI of the ratio at `confidence` */
+    double confidence;        /* the level actually used (Bonferroni-corrected for families) */
+    fa_gate_verdict verdict;  /* PASS, FAIL or INCONCLUSIVE */
+    int suggested_iters;      /* INCONCLUSIVE: iterations per run that would bring the CI's
+                                 relevant half-width under the gap to the threshold, assuming the
+                                 observed spread; -1 when the ratio sits on the threshold (no
+                                 count would decide); 0 otherwise */
+} fa_gate_stats;
+
+/* Compare candidate samples cand[0..nc) with baseline samples base[0..nb) (ns, > 0).
+ * Method (docs/ci.md): ratio of medians; its CI from `resamples` (at least 20/alpha, so the
+ * tails are resolved) paired resamples drawn with replacement from each sample set
+ * independently (percentile bootstrap, Efron & Tibshirani 1993, ch. 13), with the xoshiro-
+ * like fa_rng seeded from `seed`. Decision: lo > 1 + max_regression → FAIL; hi < 1 +
+ * max_regression → PASS; otherwise INCONCLUSIVE with the suggested iteration count
+ * n' = n · (half-width / gap)², half-width measured on the side facing the threshold
+ * (the CI width shrinks as 1/√n). `confidence` overrides o->confidence when > 0.
+ * Fewer than o->min_samples samples on either side: INCONCLUSIVE with suggested_iters =
+ * max(20, min_samples). Errors: FA_ERR_NOMEM; FA_ERR_INPUT for a non-positive or non-finite
+ * sample (names its index). *out untouched on failure. */
+fa_status fa_gate_compare_samples(fa_ctx *ctx, const double *base, int nb, const double *cand, int nc,
+                                  const fa_gate_options *o, double confidence, uint64_t seed,
+                                  fa_gate_stats *out);
+
+/* Median of v[0..n) (the mean of the two middle values for even n); v is reordered.
+ * n = 0 gives NAN. */
+double fa_gate_median(double *v, int n);
+
+/* One check of the gate. Strings live in the report's arena. */
+typedef struct fa_gate_check {
+    const char *id;          /* stable machine id: "latency.e2e.unfused", "latency.e2e.fused",
+                                "latency.component:<key>", "latency.cluster-fused:<key>",
+                                "kernels.unfused", "kernels.fused", "fusion.accepted:<key>",
+                                "fusion.verify", "cuda.spills:<key>", "cuda.registers:<key>" */
+    const char *category;    /* "latency" | "kernels" | "fusion" | "verification" | "registers" */
+    const char *name;        /* what a person reads: "end-to-end latency (unfused)",
+                                "cluster 'MatMul+Add+Relu' (fc1, add1, relu1), unfused kernels" */
+    fa_gate_verdict verdict;
+    const char *message;     /* one or two sentences: the evidence, the reason, what to do */
+    bool has_stats;
+    fa_gate_stats stats;     /* valid when has_stats */
+} fa_gate_check;
+
+typedef struct fa_gate_report {
+    fa_arena *arena;
+    fa_gate_options opt;
+    const char *baseline_db, *candidate_db;
+    fa_run_info baseline, candidate;
+    int n_checks;
+    fa_gate_check *checks;   /* in report order (heap, owned) */
+    int cap_checks;
+    int counts[FA_GATE_VERDICT_COUNT];
+    fa_gate_verdict verdict; /* FAIL if any check fails, else INCONCLUSIVE if any is, else PASS */
+    int n_notes;
+    const char *notes[16];   /* run-level remarks (different device, no plan, ...) */
+} fa_gate_report;
+void fa_gate_report_free(fa_gate_report *r);
+
+/* Pick a run in st for the gate: the run `run_id` when > 0 (FA_ERR_INPUT "PATH: no run N");
+ * otherwise the newest run (highest id) with status 'ok' and kind other than 'fused' that
+ * matches: tag == `tag` when tag is non-NULL; tag different from `exclude_tag` (NULL tags
+ * count as different) when exclude_tag is non-NULL; id != exclude_id; and the same model as
+ * `same_model` when non-NULL (fa_gate_same_model). FA_ERR_INPUT naming the file and the
+ * criteria when none matches. */
+fa_status fa_gate_pick_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *tag, const char *exclude_tag,
+                           int64_t exclude_id, const fa_run_info *same_model, int64_t *out);
+
+/* Same model: both SHA-256 known → equal hashes; otherwise equal model paths. */
+bool fa_gate_same_model(const fa_run_info *a, const fa_run_info *b);
+
+/* Run every check of candidate run `cand_id` (in cst) against baseline run `base_id` (in bst;
+ * bst may equal cst). Reads: runs, nodes, kernels (FA_ACT_KERNEL records and FA_ACT_RANGE
+ * "iteration" records with iter >= 0), the newest plan of each run (plans.options_json labels,
+ * clusters, fused_kernels), benchmarks of that plan, and the run of kind 'fused' tagged
+ * "fused-of:<id>". Whatever one run lacks becomes a SKIPPED check that says so.
+ * Errors: FA_ERR_INPUT when a run is absent, is a 'fused' run, or the runs are of different
+ * models or targets (the message names both); FA_ERR_IO/FA_ERR_NOMEM. *out owned by the
+ * caller (fa_gate_report_free). */
+fa_status fa_gate_run(fa_ctx *ctx, fa_store *bst, int64_t base_id, fa_store *cst, int64_t cand_id,
+                      const fa_gate_options *o, fa_gate_report **out);
+
+/* Renderers; each appends to b.
+ * text: a terminal table (verdict, check, ratio and CI, message) and the overall verdict.
+ * junit: JUnit XML (one <testsuite name="fuse-advise gate">, one <testcase> per check with
+ *   classname = category; <failure> for FAIL, <skipped> for SKIPPED and INCONCLUSIVE,
+ *   <system-out> for the message), XML-escaped, as Jenkins/GitLab/GitHub reporters read it.
+ * markdown: a pull-request comment: headline verdict, a table (pipes and newlines in names
+ *   escaped), and the messages of failing checks.
+ * json: {"schema":"fuse-advise.gate/1", ...} (keys in docs/ci.md). */
+void fa_gate_render_text(const fa_gate_report *r, fa_buf *b);
+void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b);
+void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b);
+void fa_gate_render_json(const fa_gate_report *r, fa_buf *b);
+
+/* Append s[0..n) XML-escaped (& < > " ' as entities; control characters other than tab, CR
+ * and LF, which XML 1.0 forbids, become U+FFFD; invalid UTF-8 bytes become U+FFFD). */
+void fa_gate_escape_xml(fa_buf *b, const char *s, size_t n);
+
+#endif

@@ -1,0 +1,374 @@
+/* reports/graph — the op graph as graph.dot (libcgraph, agwrite) and graph.svg (libgvc, dot
+ * layout): nodes labelled op + time, edges labelled with intermediate bytes, accepted clusters
+ * as filled subgraphs, refused/rejected candidates outlined with their reason as tooltip.
+ * Large graphs (docs/reports.md "Large graphs"): from FA_REP_COLLAPSE_NODES live nodes each
+ * accepted cluster becomes one node; above FA_REP_TOPLEVEL_NODES remaining nodes, linear
+ * chains (one successor whose only predecessor is this node) become one node each. */
+#include "reports-impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_include)
+#if __has_include(<graphviz/cgraph.h>) && __has_include(<graphviz/gvc.h>)
+#define FA_REP_HAVE_GVC 1
+#include <graphviz/cgraph.h>
+#include <graphviz/gvc.h>
+#endif
+#endif
+
+#define FA_REP_COLLAPSE_NODES 1000
+#define FA_REP_TOPLEVEL_NODES 1500
+#define FA_REP_EDGE_LABELS_MAX 1000
+
+/* One drawn node: a graph node, a collapsed accepted cluster, or a collapsed chain. */
+typedef struct grp {
+    int first, last;      /* node ids (first/last in id order) */
+    int count;            /* graph nodes inside */
+    int64_t time_ns;      /* sum of medians */
+    int cluster;          /* index in r->clusters when a collapsed cluster, else -1 */
+    int parent;           /* union-find */
+} grp;
+
+typedef struct gedge {
+    int u, v;             /* group ids */
+    uint64_t bytes;
+    int tensor;
+    int count;
+} gedge;
+
+static int find(grp *g, int i)
+{
+    while (g[i].parent != i) { g[i].parent = g[g[i].parent].parent; i = g[i].parent; }
+    return i;
+}
+
+static int cmp_edge(const void *a, const void *b)
+{
+    const gedge *x = a, *y = b;
+    if (x->u != y->u) return x->u < y->u ? -1 : 1;
+    if (x->v != y->v) return x->v < y->v ? -1 : 1;
+    return 0;
+}
+
+/* Graph-level value of a label / tooltip: what the DOT parser would store. Backslashes are
+ * doubled (graphviz expands \N, \G, \l ... in labels), a newline becomes the \n escape, & is
+ * written as &amp; (graphviz decodes entities in labels). agwrite adds the quotes and escapes
+ * the double quote itself (so it is left alone here). Control characters become spaces. */
+static void gv_text(fa_buf *b, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '\\') fa_buf_puts(b, "\\\\");
+        else if (*p == '\n') fa_buf_puts(b, "\\n");
+        else if (*p == '&') fa_buf_puts(b, "&amp;");
+        else if (*p < 0x20) fa_buf_puts(b, " ");
+        else fa_buf_append(b, p, 1);
+    }
+}
+
+#ifdef FA_REP_HAVE_GVC
+static char g_gv_err[512];
+static int gv_err_sink(char *msg)
+{
+    /* the one hidden state of this module: graphviz reports errors through a global hook */
+    snprintf(g_gv_err, sizeof g_gv_err, "%s", msg ? msg : "");
+    size_t n = strlen(g_gv_err);
+    while (n && (g_gv_err[n - 1] == '\n' || g_gv_err[n - 1] == ' ')) g_gv_err[--n] = 0;
+    return 0;
+}
+
+static void set(void *obj, const char *name, const char *value)
+{
+    agsafeset(obj, (char *)name, (char *)(value ? value : ""), (char *)"");
+}
+
+static void set_text(void *obj, const char *name, const char *raw)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    gv_text(&b, raw);
+    set(obj, name, b.data ? b.data : "");
+    fa_buf_free(&b);
+}
+
+static const char *heat(double share)
+{
+    /* fill by share of iteration time */
+    if (share >= 0.20) return "#f4a259";
+    if (share >= 0.05) return "#f8c98f";
+    if (share >= 0.01) return "#fbe3c4";
+    return "#ffffff";
+}
+#endif
+
+fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
+{
+#ifndef FA_REP_HAVE_GVC
+    fa_buf_printf(dot, "/* graphviz (libcgraph/libgvc) was not found when fuse-advise was built: no graph for run %" PRId64 " */\n"
+                       "digraph G { }\n", r->run_id);
+    fa_buf_puts(svg, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"400\" height=\"40\"><text x=\"4\" y=\"24\">"
+                     "graphviz was not available at build time</text></svg>\n");
+    (void)ctx;
+    return FA_OK;
+#else
+    fa_status s = FA_OK;
+    int n = r->n_nodes;
+    grp *gs = calloc((size_t)n + (size_t)r->n_clusters + 1, sizeof *gs);
+    int *gid = malloc(sizeof(int) * ((size_t)n + 1));
+    gedge *es = malloc(sizeof *es * ((size_t)r->n_edges + 1));
+    int *indeg = NULL, *outdeg = NULL, *dense = NULL;
+    Agraph_t *g = NULL;
+    GVC_t *gvc = NULL;
+    fa_buf tmp;
+    fa_buf_init(&tmp);
+    if (!gs || !gid || !es) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory building graph.dot"); goto out; }
+    bool collapse = r->n_live >= FA_REP_COLLAPSE_NODES;
+    /* groups: one per live node; accepted clusters collapsed when the graph is large */
+    int ng = 0;
+    int *cl_group = calloc((size_t)r->n_clusters + 1, sizeof(int));
+    if (!cl_group) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
+    for (int i = 0; i < r->n_clusters; i++) cl_group[i] = -1;
+    for (int i = 0; i < n; i++) {
+        gid[i] = -1;
+        const fa_rep_node *nd = &r->nodes[i];
+        if (!nd->name || nd->folded) continue;
+        int c = nd->cluster;
+        if (collapse && c >= 0) {
+            if (cl_group[c] < 0) {
+                cl_group[c] = ng;
+                gs[ng] = (grp){.first = i, .last = i, .count = 0, .cluster = c, .parent = ng};
+                ng++;
+            }
+            grp *G = &gs[cl_group[c]];
+            G->count++;
+            G->last = i;
+            if (nd->median_ns > 0) G->time_ns += nd->median_ns;
+            gid[i] = cl_group[c];
+            continue;
+        }
+        gs[ng] = (grp){.first = i, .last = i, .count = 1, .time_ns = nd->median_ns > 0 ? nd->median_ns : 0, .cluster = -1, .parent = ng};
+        gid[i] = ng++;
+    }
+    free(cl_group);
+    /* group edges */
+    int ne = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        ne = 0;
+        for (int e = 0; e < r->n_edges; e++) {
+            const fa_rep_edge *ed = &r->edges[e];
+            if (ed->producer < 0 || ed->producer >= n || ed->consumer < 0 || ed->consumer >= n) continue;
+            int u = gid[ed->producer], v = gid[ed->consumer];
+            if (u < 0 || v < 0) continue;
+            u = find(gs, u);
+            v = find(gs, v);
+            if (u == v) continue;
+            es[ne++] = (gedge){.u = u, .v = v, .bytes = ed->bytes, .tensor = ed->tensor, .count = 1};
+        }
+        qsort(es, (size_t)ne, sizeof *es, cmp_edge);
+        int m = 0;
+        for (int e = 0; e < ne; e++) {
+            if (m > 0 && es[m - 1].u == es[e].u && es[m - 1].v == es[e].v) {
+                /* same tensor read twice by one consumer counts once */
+                if (es[m - 1].tensor != es[e].tensor) { es[m - 1].bytes += es[e].bytes; es[m - 1].count++; }
+            } else es[m++] = es[e];
+        }
+        ne = m;
+        int roots = 0;
+        for (int i = 0; i < ng; i++) roots += find(gs, i) == i;
+        if (pass == 1 || roots <= FA_REP_TOPLEVEL_NODES) break;
+        /* top-level structure: merge linear chains u -> v (u's only successor, v's only predecessor) */
+        indeg = calloc((size_t)ng + 1, sizeof(int));
+        outdeg = calloc((size_t)ng + 1, sizeof(int));
+        if (!indeg || !outdeg) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
+        for (int e = 0; e < ne; e++) { outdeg[es[e].u]++; indeg[es[e].v]++; }
+        for (int e = 0; e < ne; e++)
+            if (outdeg[es[e].u] == 1 && indeg[es[e].v] == 1 && gs[es[e].u].cluster < 0 && gs[es[e].v].cluster < 0) {
+                int a = find(gs, es[e].u), b2 = find(gs, es[e].v);
+                if (a == b2) continue;
+                gs[b2].parent = a;
+                gs[a].count += gs[b2].count;
+                gs[a].time_ns += gs[b2].time_ns;
+                if (gs[b2].first < gs[a].first) gs[a].first = gs[b2].first;
+                if (gs[b2].last > gs[a].last) gs[a].last = gs[b2].last;
+            }
+    }
+    int n_roots = 0;
+    for (int i = 0; i < ng; i++) n_roots += find(gs, i) == i;
+    bool edge_labels = n_roots <= FA_REP_EDGE_LABELS_MAX;
+
+    agseterr(AGERR);
+    agseterrf(gv_err_sink);
+    g_gv_err[0] = 0;
+    char gname[64];
+    snprintf(gname, sizeof gname, "run_%" PRId64, r->run_id);
+    g = agopen(gname, Agdirected, NULL);
+    if (!g) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "graphviz: agopen failed"); goto out; }
+    set(g, "rankdir", "TB");
+    set(g, "fontname", "Helvetica");
+    set(g, "fontsize", "11");
+    set_text(g, "label", r->run.model_path);
+    set(g, "labelloc", "t");
+    agattr(g, AGNODE, (char *)"shape", (char *)"box");
+    agattr(g, AGNODE, (char *)"style", (char *)"rounded,filled");
+    agattr(g, AGNODE, (char *)"fontname", (char *)"Helvetica");
+    agattr(g, AGNODE, (char *)"fontsize", (char *)"10");
+    agattr(g, AGNODE, (char *)"fillcolor", (char *)"#ffffff");
+    agattr(g, AGEDGE, (char *)"fontname", (char *)"Helvetica");
+    agattr(g, AGEDGE, (char *)"fontsize", (char *)"9");
+    agattr(g, AGEDGE, (char *)"color", (char *)"#555555");
+
+    dense = malloc(sizeof(int) * ((size_t)ng + 1));
+    Agnode_t **an = calloc((size_t)ng + 1, sizeof *an);
+    if (!dense || !an) { free(an); s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
+    /* subgraphs for accepted clusters (expanded mode) and outlined refused/rejected candidates */
+    Agraph_t **sub = calloc((size_t)r->n_clusters + 1, sizeof *sub);
+    char *taken = calloc((size_t)n + 1, 1);
+    if (!sub || !taken) { free(an); free(sub); free(taken); s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
+    char buf[160], b2[64];
+    for (int pass = 0; pass < 2 && !collapse; pass++)
+        for (int ci = 0; ci < r->n_clusters; ci++) {
+            const fa_rep_cluster *c = &r->clusters[ci];
+            if ((pass == 0) != c->accepted || c->n_members == 0) continue;
+            bool free_ok = true;
+            for (int m = 0; m < c->n_members; m++) {
+                int id = c->members[m];
+                if (id < 0 || id >= n || gid[id] < 0 || taken[id]) free_ok = false;
+            }
+            if (!free_ok) continue; /* overlaps a drawn cluster: members get an outline instead */
+            for (int m = 0; m < c->n_members; m++) taken[c->members[m]] = 1;
+            snprintf(buf, sizeof buf, "cluster_%d", c->id);
+            sub[ci] = agsubg(g, buf, 1);
+            fa_buf_reset(&tmp);
+            fa_buf_printf(&tmp, "#%d %s (%s): %s", c->id, c->label ? c->label : "", c->kind ? c->kind : "", c->status);
+            set_text(sub[ci], "label", tmp.data);
+            fa_buf_reset(&tmp);
+            fa_buf_printf(&tmp, "cluster %d %s: %s", c->id, c->status, c->reason ? c->reason : "");
+            set_text(sub[ci], "tooltip", tmp.data);
+            set(sub[ci], "fontsize", "10");
+            if (c->accepted) {
+                set(sub[ci], "style", "filled,rounded");
+                set(sub[ci], "fillcolor", "#d8f0d2");
+                set(sub[ci], "color", "#3a8a2e");
+            } else {
+                set(sub[ci], "style", "dashed,rounded");
+                set(sub[ci], "color", "#c0392b");
+            }
+        }
+    for (int i = 0; i < ng; i++) {
+        if (find(gs, i) != i) { dense[i] = -1; continue; }
+        const grp *G = &gs[i];
+        const fa_rep_node *nd = &r->nodes[G->first];
+        char tbuf[48];
+        fa_rep_fmt_ns(tbuf, sizeof tbuf, G->time_ns > 0 ? (double)G->time_ns : -1);
+        snprintf(buf, sizeof buf, "n%d", G->first);
+        Agraph_t *parent = g;
+        if (G->cluster < 0 && G->count == 1)
+            for (int ci = 0; ci < r->n_clusters; ci++)
+                if (sub[ci])
+                    for (int m = 0; m < r->clusters[ci].n_members; m++)
+                        if (r->clusters[ci].members[m] == G->first) parent = sub[ci];
+        Agnode_t *a = agnode(parent, buf, 1);
+        an[i] = a;
+        fa_buf_reset(&tmp);
+        if (G->cluster >= 0) {
+            const fa_rep_cluster *c = &r->clusters[G->cluster];
+            snprintf(b2, sizeof b2, "#%d ", c->id);
+            gv_text(&tmp, b2);
+            gv_text(&tmp, c->label ? c->label : c->kind);
+            fa_buf_printf(&tmp, "\\n%d ops (accepted) \xc2\xb7 %s", G->count, tbuf);
+            set(a, "fillcolor", "#d8f0d2");
+            set(a, "color", "#3a8a2e");
+        } else if (G->count > 1) {
+            gv_text(&tmp, nd->name);
+            fa_buf_puts(&tmp, " \xe2\x80\xa6 ");
+            gv_text(&tmp, r->nodes[G->last].name);
+            fa_buf_printf(&tmp, "\\n%d ops (chain) \xc2\xb7 %s", G->count, tbuf);
+        } else {
+            gv_text(&tmp, nd->name);
+            fa_buf_puts(&tmp, "\\n");
+            gv_text(&tmp, nd->op_type);
+            fa_buf_printf(&tmp, " \xc2\xb7 %s", tbuf);
+            set(a, "fillcolor", heat(nd->share));
+        }
+        set(a, "label", tmp.data ? tmp.data : "");
+        fa_buf_reset(&tmp);
+        fa_buf_printf(&tmp, "%s (%s)\n%s, %" PRIu64 " FLOP, %" PRIu64 " bytes", nd->name, nd->op_type ? nd->op_type : "", tbuf,
+                      nd->flops, nd->bytes);
+        if (nd->bound) fa_buf_printf(&tmp, ", %s-bound", nd->bound);
+        /* outline nodes of refused/rejected candidates that have no subgraph of their own */
+        for (int ci = 0; ci < r->n_clusters && G->count == 1; ci++) {
+            const fa_rep_cluster *c = &r->clusters[ci];
+            if (c->accepted || sub[ci]) continue;
+            for (int m = 0; m < c->n_members; m++)
+                if (c->members[m] == G->first) {
+                    fa_buf_printf(&tmp, "\ncluster %d %s: %s", c->id, c->status, c->reason ? c->reason : "");
+                    set(a, "color", "#c0392b");
+                    set(a, "penwidth", "2");
+                    break;
+                }
+        }
+        set_text(a, "tooltip", tmp.data);
+    }
+    for (int e = 0; e < ne; e++) {
+        Agnode_t *u = an[es[e].u], *v = an[es[e].v];
+        if (!u || !v) continue;
+        Agedge_t *ae = agedge(g, u, v, NULL, 1);
+        if (!ae) continue;
+        char bb[48];
+        fa_rep_fmt_bytes(bb, sizeof bb, (double)es[e].bytes);
+        if (edge_labels) set(ae, "label", bb);
+        fa_buf_reset(&tmp);
+        const char *tn = es[e].tensor >= 0 && es[e].tensor < r->n_tensors ? r->tensors[es[e].tensor].name : "";
+        fa_buf_printf(&tmp, "%s: %s", tn, bb);
+        if (es[e].count > 1) fa_buf_printf(&tmp, " (%d tensors)", es[e].count);
+        set_text(ae, "tooltip", tmp.data);
+    }
+    free(an);
+    free(sub);
+    free(taken);
+
+    /* graph.dot: written before layout (no positions in it) */
+    {
+        char *mem = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&mem, &len);
+        if (!f) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "open_memstream failed writing graph.dot"); goto out; }
+        int wrc = agwrite(g, f);
+        fclose(f);
+        if (wrc != 0 || !mem) {
+            free(mem);
+            s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "graphviz: agwrite failed: %s", g_gv_err);
+            goto out;
+        }
+        fa_buf_append(dot, mem, len);
+        free(mem);
+    }
+    gvc = gvContext();
+    if (!gvc) { s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "graphviz: gvContext failed"); goto out; }
+    if (gvLayout(gvc, g, "dot") != 0) {
+        s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "graphviz: dot layout of run %" PRId64 " failed: %s", r->run_id, g_gv_err);
+        goto out;
+    }
+    char *data = NULL;
+    unsigned int dlen = 0;
+    int rrc = gvRenderData(gvc, g, "svg", &data, &dlen);
+    if (rrc != 0 || !data) {
+        s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "graphviz: svg render failed (is the graphviz core plugin installed?): %s", g_gv_err);
+    } else fa_buf_append(svg, data, dlen);
+    if (data) gvFreeRenderData(data);
+    gvFreeLayout(gvc, g);
+out:
+    if (g) agclose(g);
+    if (gvc) gvFreeContext(gvc);
+    fa_buf_free(&tmp);
+    free(gs);
+    free(gid);
+    free(es);
+    free(indeg);
+    free(outdeg);
+    free(dense);
+    return s;
+#endif
+}

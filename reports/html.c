@@ -1,0 +1,567 @@
+/* reports/html — report.html: one self-contained file (inline CSS, SVG and a small sorting
+ * script; nothing fetched from the network). Summary, roofline (Williams, Waterman, Patterson,
+ * "Roofline", CACM 2009), timeline of the median iteration (baseline over fused), clusters,
+ * why-not and per-op tables. Everything but sorting and hover works with JavaScript off. */
+#include "reports-impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static void h(fa_buf *b, const char *s)
+{
+    if (s) fa_escape_html(b, s, strlen(s));
+}
+
+static bool isnum(double v) { return v == v && v > -1e300 && v < 1e300; }
+
+/* <td data-v=...>text</td> for sortable numeric cells; NAN shows "not measured". */
+static void td_num(fa_buf *b, double v, const char *fmt, double scale)
+{
+    if (!isnum(v)) { fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">not measured</td>"); return; }
+    fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">", v);
+    fa_buf_printf(b, fmt, v * scale);
+    fa_buf_puts(b, "</td>");
+}
+
+static void td_text(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "<td>");
+    h(b, s);
+    fa_buf_puts(b, "</td>");
+}
+
+static const char *k_css =
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}"
+    "header{background:#1d2b3a;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}"
+    "header .sub{color:#b9c6d3;font-size:13px;margin-top:4px}"
+    "main{padding:16px 24px;max-width:1280px}section{background:#fff;border:1px solid #dde2e8;border-radius:6px;"
+    "padding:12px 16px;margin:0 0 16px}h2{font-size:16px;margin:0 0 10px}"
+    ".cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #dde2e8;border-radius:6px;padding:8px 12px;"
+    "min-width:170px;background:#fbfcfd}.card .k{font-size:12px;color:#5b6675}.card .v{font-size:20px;font-weight:600}"
+    ".card .d{font-size:12px;color:#5b6675}.good{color:#23803a}.bad{color:#b3261e}.na{color:#8a94a3;font-style:italic}"
+    "table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 6px;"
+    "text-align:left;vertical-align:top}th{background:#eef1f5;position:sticky;top:0;cursor:pointer;user-select:none}"
+    "th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}"
+    "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
+    ".st-accepted{color:#23803a;font-weight:600}.st-refused,.st-rejected{color:#b3261e}"
+    ".scroll{max-height:520px;overflow:auto}svg text{font-family:Helvetica,Arial,sans-serif}"
+    "pre.note{white-space:pre-wrap;background:#f3f5f8;padding:8px;border-radius:4px;margin:8px 0 0}"
+    "code{background:#eef1f5;padding:0 3px;border-radius:3px}";
+
+static const char *k_js =
+    "(function(){var ts=document.querySelectorAll('table.sortable');"
+    "for(var t=0;t<ts.length;t++)(function(tb){var hs=tb.tHead?tb.tHead.rows[0].cells:[];"
+    "for(var i=0;i<hs.length;i++)(function(th,col){th.addEventListener('click',function(){"
+    "var body=tb.tBodies[0];if(!body)return;var rows=Array.prototype.slice.call(body.rows);"
+    "var asc=th.getAttribute('data-dir')!=='asc';for(var j=0;j<hs.length;j++)hs[j].removeAttribute('data-dir');"
+    "th.setAttribute('data-dir',asc?'asc':'desc');rows.sort(function(a,b){var x=a.cells[col],y=b.cells[col];"
+    "if(!x||!y)return 0;var vx=x.getAttribute('data-v'),vy=y.getAttribute('data-v'),c;"
+    "if(vx!==null&&vy!==null)c=parseFloat(vx)-parseFloat(vy);else c=x.textContent.localeCompare(y.textContent);"
+    "return asc?c:-c;});for(var k=0;k<rows.length;k++)body.appendChild(rows[k]);});})(hs[i],i);})(ts[t]);})();";
+
+/* stable color per op type */
+static const char *op_color(const char *op)
+{
+    static const char *pal[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+                                "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#2f6f8f", "#8cd17d"};
+    uint64_t hsh = fa_hash64(op ? op : "", op ? strlen(op) : 0);
+    return pal[hsh % (sizeof pal / sizeof pal[0])];
+}
+
+static void card(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail)
+{
+    fa_buf_puts(b, "<div class=\"card\"><div class=\"k\">");
+    h(b, k);
+    fa_buf_printf(b, "</div><div class=\"v %s\">", cls ? cls : "");
+    h(b, v);
+    fa_buf_puts(b, "</div>");
+    if (detail) { fa_buf_puts(b, "<div class=\"d\">"); h(b, detail); fa_buf_puts(b, "</div>"); }
+    fa_buf_puts(b, "</div>");
+}
+
+static fa_sample_stats run_stats(const fa_sample_stats *bench, const fa_rep_trace *t, bool have, const char **src,
+                                 const char *trace_src)
+{
+    fa_sample_stats s = *bench;
+    *src = "end-to-end benchmark";
+    if (s.n == 0 && have && t->n_iters > 0) {
+        fa_sample_stats_of(t->spans, t->n_iters, &s);
+        *src = trace_src;
+    }
+    return s;
+}
+
+static void summary(const fa_rep *r, fa_buf *b)
+{
+    char v[96], d[256], x[64];
+    const char *bsrc, *fsrc;
+    fa_sample_stats bs = run_stats(&r->bench_base, &r->base, true, &bsrc, "kernel trace (first start to last end)");
+    fa_sample_stats fs = run_stats(&r->bench_fused, &r->fused, r->have_fused_run, &fsrc, "fused run's kernel trace");
+    fa_buf_puts(b, "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">");
+    fa_rep_fmt_ns(v, sizeof v, bs.n ? bs.median_ns : -1);
+    if (bs.n) {
+        fa_rep_fmt_ns(x, sizeof x, bs.p75_ns - bs.p25_ns);
+        snprintf(d, sizeof d, "median of %d; spread (p75-p25) %s; from %s", bs.n, x, bsrc);
+    } else snprintf(d, sizeof d, "no timed iteration stored");
+    card(b, "Baseline latency / iteration", v, bs.n ? NULL : "na", d);
+    fa_rep_fmt_ns(v, sizeof v, fs.n ? fs.median_ns : -1);
+    if (fs.n) {
+        fa_rep_fmt_ns(x, sizeof x, fs.p75_ns - fs.p25_ns);
+        snprintf(d, sizeof d, "median of %d; spread (p75-p25) %s; from %s", fs.n, x, fsrc);
+    } else snprintf(d, sizeof d, "no fused benchmark or fused run stored");
+    card(b, "Fused latency / iteration", v, fs.n ? NULL : "na", d);
+    if (bs.n && fs.n && fs.median_ns > 0) {
+        double sp = bs.median_ns / fs.median_ns;
+        snprintf(v, sizeof v, "%.3fx", sp);
+        fa_rep_fmt_ns(x, sizeof x, bs.median_ns - fs.median_ns);
+        snprintf(d, sizeof d, "saves %s per iteration", x);
+        card(b, "Speedup", v, sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
+    } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
+    fa_rep_fmt_bytes(v, sizeof v, r->run.peak_activation_bytes ? (double)r->run.peak_activation_bytes : -1);
+    fa_rep_fmt_bytes(x, sizeof x,
+                     r->have_fused_run && r->fused_run.peak_activation_bytes ? (double)r->fused_run.peak_activation_bytes : -1);
+    snprintf(d, sizeof d, "fused: %s", x);
+    card(b, "Peak activations (baseline)", v, r->run.peak_activation_bytes ? NULL : "na", d);
+    if (r->base.n_iters) snprintf(v, sizeof v, "%d", r->base.kernels_in_median);
+    else snprintf(v, sizeof v, "not measured");
+    if (r->have_fused_run && r->fused.n_iters) snprintf(d, sizeof d, "fused: %d", r->fused.kernels_in_median);
+    else snprintf(d, sizeof d, "fused: not measured");
+    card(b, "Kernels / iteration", v, NULL, d);
+    if (r->plan_id > 0) {
+        snprintf(v, sizeof v, "%d accepted", r->n_accepted);
+        snprintf(d, sizeof d, "%d rejected by measurement, %d refused by the advisor, %d proposed (not applied); plan %d",
+                 r->n_rejected, r->n_refused, r->n_proposed, r->plan_id);
+        card(b, "Clusters", v, r->n_accepted ? "good" : NULL, d);
+    } else card(b, "Clusters", "no plan", "na", "run `fuse-advise advise` to get fusion clusters");
+    fa_buf_puts(b, "</div>");
+    /* ceilings */
+    fa_buf_puts(b, "<h2 style=\"margin-top:14px\">Device and ceilings</h2><table><tbody>");
+    fa_buf_puts(b, "<tr><th>device</th><td>");
+    h(b, r->run.device_name ? r->run.device_name : "unknown");
+    fa_buf_printf(b, " (target %s, %d threads)</td></tr>", r->run.target ? r->run.target : "?", r->run.threads);
+    if (r->have_ceil) {
+        fa_buf_printf(b, "<tr><th>memory bandwidth</th><td>%.1f GB/s (", r->ceil.mem_bw_gbs);
+        h(b, r->ceil.mem_bw_source);
+        fa_buf_puts(b, ")</td></tr>");
+        fa_buf_printf(b, "<tr><th>FP32 peak</th><td>%.1f GFLOP/s (", r->ceil.peak_gflops);
+        h(b, r->ceil.peak_source);
+        fa_buf_printf(b, "); ridge point %.2f FLOP/byte</td></tr>", r->ceil.peak_gflops / r->ceil.mem_bw_gbs);
+        if (r->ceil.launch_ns > 0) {
+            fa_buf_printf(b, "<tr><th>dispatch per kernel</th><td>%.0f ns (", r->ceil.launch_ns);
+            h(b, r->ceil.launch_source);
+            fa_buf_puts(b, ")</td></tr>");
+        }
+        fa_buf_puts(b, "<tr><th>ceilings key</th><td><code>");
+        h(b, r->ceil_key);
+        fa_buf_puts(b, "</code></td></tr>");
+    } else {
+        fa_buf_puts(b, "<tr><th>ceilings</th><td class=\"na\">not measured for this device (run <code>fuse-advise analyze</code>)"
+                       "</td></tr>");
+    }
+    fa_buf_puts(b, "<tr><th>model</th><td>");
+    h(b, r->run.model_path);
+    fa_buf_printf(b, "</td></tr><tr><th>run</th><td>%" PRId64 " (%s, %s", r->run_id, r->run.kind ? r->run.kind : "",
+                  r->run.status ? r->run.status : "");
+    if (r->have_fused_run) fa_buf_printf(b, "; fused run %" PRId64, r->fused_run_id);
+    fa_buf_puts(b, ")</td></tr>");
+    if (r->run.command_line) {
+        fa_buf_puts(b, "<tr><th>command</th><td><code>");
+        h(b, r->run.command_line);
+        fa_buf_puts(b, "</code></td></tr>");
+    }
+    fa_buf_puts(b, "</tbody></table>");
+    if (r->analysis_text) {
+        fa_buf_puts(b, "<pre class=\"note\">");
+        h(b, r->analysis_text);
+        fa_buf_puts(b, "</pre>");
+    } else if (!r->have_analysis) {
+        fa_buf_puts(b, "<p class=\"na\">No analysis stored for this run (chains, intermediate traffic): not measured.</p>");
+    }
+    fa_buf_puts(b, "</section>\n");
+}
+
+/* ---- roofline ---- */
+
+typedef struct rl_axis { double lo, hi; double x0, x1; } rl_axis; /* log10 range -> pixels */
+static double rl_map(const rl_axis *a, double v)
+{
+    double l = log10(v);
+    return a->x0 + (l - a->lo) / (a->hi - a->lo) * (a->x1 - a->x0);
+}
+
+static void tick_label(char *buf, size_t cap, int e)
+{
+    if (e >= -2 && e <= 4) snprintf(buf, cap, "%g", pow(10, e));
+    else snprintf(buf, cap, "1e%d", e);
+}
+
+static void roofline(const fa_rep *r, fa_buf *b)
+{
+    const double W = 820, H = 460, L = 74, R = 24, T = 16, B = 52;
+    double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0, tmax = 0;
+    int n_pts = 0, n_zero = 0;
+    for (int i = 0; i < r->n_nodes; i++) {
+        const fa_rep_node *n = &r->nodes[i];
+        if (!n->name || n->folded || n->median_ns <= 0) continue;
+        if (!n->flops || !n->bytes) { n_zero++; continue; }
+        double x = (double)n->flops / (double)n->bytes, y = n->flops / (double)n->median_ns;
+        if (x < xmin) xmin = x;
+        if (x > xmax) xmax = x;
+        if (y < ymin) ymin = y;
+        if (y > ymax) ymax = y;
+        if (n->median_ns > tmax) tmax = (double)n->median_ns;
+        n_pts++;
+    }
+    for (int ci = 0; ci < r->n_clusters; ci++) {
+        const fa_rep_cluster *c = &r->clusters[ci];
+        if (!c->accepted || !c->flops || !c->ext_bytes || !isnum(c->fused_ns) || c->fused_ns <= 0) continue;
+        double x = (double)c->flops / (double)c->ext_bytes, y = c->flops / c->fused_ns;
+        if (x < xmin) xmin = x;
+        if (x > xmax) xmax = x;
+        if (y < ymin) ymin = y;
+        if (y > ymax) ymax = y;
+    }
+    fa_buf_puts(b, "<section id=\"roofline\"><h2>Roofline</h2>");
+    if (n_pts == 0) {
+        fa_buf_puts(b, "<p class=\"na\">No kernel with both FLOPs and bytes was measured: nothing to place.</p></section>\n");
+        return;
+    }
+    if (r->have_ceil) {
+        double ridge = r->ceil.peak_gflops / r->ceil.mem_bw_gbs;
+        if (ridge * 4 > xmax) xmax = ridge * 4;
+        if (ridge / 4 < xmin) xmin = ridge / 4;
+        if (r->ceil.peak_gflops * 2 > ymax) ymax = r->ceil.peak_gflops * 2;
+    }
+    rl_axis ax = {floor(log10(xmin)), ceil(log10(xmax)), L, W - R};
+    rl_axis ay = {floor(log10(ymin)), ceil(log10(ymax)), H - B, T};
+    if (ax.hi <= ax.lo) ax.hi = ax.lo + 1;
+    if (ay.hi <= ay.lo) ay.hi = ay.lo + 1;
+    fa_buf_printf(b, "<svg id=\"roofline-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+                     "viewBox=\"0 0 %.0f %.0f\" role=\"img\" aria-label=\"roofline chart\">",
+                  W, H, W, H);
+    fa_buf_puts(b, "<defs><marker id=\"arr\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" "
+                   "orient=\"auto-start-reverse\"><path d=\"M0,0L10,5L0,10z\" fill=\"#23803a\"/></marker></defs>");
+    fa_buf_printf(b, "<rect x=\"%.0f\" y=\"%.0f\" width=\"%.0f\" height=\"%.0f\" fill=\"#fff\" stroke=\"#c8ced6\"/>", L, T,
+                  W - R - L, H - B - T);
+    char tl[32];
+    for (int e = (int)ax.lo; e <= (int)ax.hi; e++) {
+        double px = rl_map(&ax, pow(10, e));
+        tick_label(tl, sizeof tl, e);
+        fa_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.0f\" x2=\"%.1f\" y2=\"%.0f\" stroke=\"#eceff3\"/>"
+                         "<text x=\"%.1f\" y=\"%.0f\" font-size=\"11\" text-anchor=\"middle\" fill=\"#5b6675\">%s</text>",
+                      px, T, px, H - B, px, H - B + 16, tl);
+    }
+    for (int e = (int)ay.lo; e <= (int)ay.hi; e++) {
+        double py = rl_map(&ay, pow(10, e));
+        tick_label(tl, sizeof tl, e);
+        fa_buf_printf(b, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eceff3\"/>"
+                         "<text x=\"%.0f\" y=\"%.1f\" font-size=\"11\" text-anchor=\"end\" fill=\"#5b6675\">%s</text>",
+                      L, py, W - R, py, L - 6, py + 4, tl);
+    }
+    fa_buf_printf(b, "<text x=\"%.0f\" y=\"%.0f\" font-size=\"12\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte, "
+                     "log)</text>", (L + W - R) / 2, H - 12);
+    fa_buf_printf(b, "<text transform=\"translate(16,%.0f) rotate(-90)\" font-size=\"12\" text-anchor=\"middle\">achieved "
+                     "GFLOP/s (log)</text>", (T + H - B) / 2);
+    if (r->have_ceil) {
+        double bw = r->ceil.mem_bw_gbs, pk = r->ceil.peak_gflops, ridge = pk / bw;
+        double xa = pow(10, ax.lo), xb = pow(10, ax.hi), ylo = pow(10, ay.lo);
+        double xs = xa * bw < ylo ? ylo / bw : xa; /* memory roof enters the plot */
+        fa_buf_printf(b, "<polyline fill=\"none\" stroke=\"#1d2b3a\" stroke-width=\"2\" points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\">"
+                         "<title>memory roof %.1f GB/s, compute roof %.1f GFLOP/s, ridge %.2f FLOP/byte</title></polyline>",
+                      rl_map(&ax, xs), rl_map(&ay, xs * bw), rl_map(&ax, ridge), rl_map(&ay, pk), rl_map(&ax, xb),
+                      rl_map(&ay, pk), bw, pk, ridge);
+        fa_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#1d2b3a\">compute roof %.0f GFLOP/s (",
+                      rl_map(&ax, ridge) + 6, rl_map(&ay, pk) - 6, pk);
+        h(b, r->ceil.peak_source);
+        fa_buf_puts(b, ")</text>");
+        double xm = sqrt(xs * ridge);
+        fa_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" fill=\"#1d2b3a\" text-anchor=\"end\">memory roof %.1f GB/s (",
+                      rl_map(&ax, xm) - 4, rl_map(&ay, xm * bw) - 8, bw);
+        h(b, r->ceil.mem_bw_source);
+        fa_buf_puts(b, ")</text>");
+    }
+    /* baseline kernels */
+    char tb[48];
+    for (int i = 0; i < r->n_nodes; i++) {
+        const fa_rep_node *n = &r->nodes[i];
+        if (!n->name || n->folded || n->median_ns <= 0 || !n->flops || !n->bytes) continue;
+        double x = (double)n->flops / (double)n->bytes, y = n->flops / (double)n->median_ns;
+        double rad = 3 + 11 * sqrt(n->median_ns / tmax);
+        fa_rep_fmt_ns(tb, sizeof tb, (double)n->median_ns);
+        fa_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\" fill-opacity=\"0.55\" stroke=\"%s\">"
+                         "<title>", rl_map(&ax, x), rl_map(&ay, y), rad, op_color(n->op_type), op_color(n->op_type));
+        h(b, n->name);
+        fa_buf_puts(b, " (");
+        h(b, n->op_type);
+        fa_buf_printf(b, "): %s, %.3g FLOP/byte, %.3g GFLOP/s, %.3g GB/s", tb, x, y, n->bytes / (double)n->median_ns);
+        if (n->bound) fa_buf_printf(b, ", %s-bound", n->bound);
+        fa_buf_puts(b, "</title></circle>");
+    }
+    /* accepted clusters: arrow from the unfused combined point to the fused kernel */
+    int n_arrows = 0;
+    for (int ci = 0; ci < r->n_clusters; ci++) {
+        const fa_rep_cluster *c = &r->clusters[ci];
+        if (!c->accepted || !c->flops || !c->ext_bytes || !isnum(c->fused_ns) || c->fused_ns <= 0) continue;
+        uint64_t all_bytes = 0;
+        for (int m = 0; m < c->n_members; m++)
+            if (c->members[m] >= 0 && c->members[m] < r->n_nodes) all_bytes += r->nodes[c->members[m]].bytes;
+        double fx = (double)c->flops / (double)c->ext_bytes, fy = c->flops / c->fused_ns;
+        double px = rl_map(&ax, fx), py = rl_map(&ay, fy);
+        if (c->unfused_ns > 0 && all_bytes) {
+            double ux = (double)c->flops / (double)all_bytes, uy = c->flops / (double)c->unfused_ns;
+            if (ux >= pow(10, ax.lo) && uy >= pow(10, ay.lo)) {
+                fa_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#23803a\" stroke-width=\"1.5\" "
+                                 "marker-end=\"url(#arr)\"><title>cluster %d: unfused members (%.3g FLOP/byte, %.3g GFLOP/s) "
+                                 "to fused kernel</title></line>",
+                              rl_map(&ax, ux), rl_map(&ay, uy), px, py, c->id, ux, uy);
+                fa_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"#23803a\"/>", rl_map(&ax, ux),
+                              rl_map(&ay, uy));
+            }
+        }
+        fa_rep_fmt_ns(tb, sizeof tb, c->fused_ns);
+        fa_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" transform=\"rotate(45 %.1f %.1f)\" fill=\"#23803a\">"
+                         "<title>fused cluster %d ", px - 4.5, py - 4.5, px, py, c->id);
+        h(b, c->label ? c->label : c->kind);
+        if (c->fused_name) { fa_buf_puts(b, " = "); h(b, c->fused_name); }
+        fa_buf_printf(b, ": %s (%s), %.3g FLOP/byte, %.3g GFLOP/s</title></rect>", tb, c->fused_source ? c->fused_source : "",
+                      fx, fy);
+        n_arrows++;
+    }
+    fa_buf_puts(b, "</svg>");
+    fa_buf_printf(b, "<p>Each circle is one baseline kernel (area by median time, color by op type); %d kernels placed", n_pts);
+    if (n_zero) fa_buf_printf(b, ", %d without FLOPs or bytes (data movement only) not drawn on the log axes", n_zero);
+    fa_buf_printf(b, ". Green diamonds are accepted fused kernels (%d); an arrow starts at the cluster's unfused members "
+                     "combined (sum of FLOPs over sum of the members' bytes, at the sum of their times) and ends at the fused "
+                     "kernel (sum of FLOPs over the cluster's external traffic, at the fused time).", n_arrows);
+    if (!r->have_ceil) fa_buf_puts(b, " <span class=\"na\">Roofs: device ceilings not measured.</span>");
+    if (r->n_accepted && n_arrows == 0) fa_buf_puts(b, " <span class=\"na\">Fused kernel times: not measured.</span>");
+    fa_buf_puts(b, "</p></section>\n");
+}
+
+/* ---- timeline ---- */
+
+static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, double x0, double px_per_ns)
+{
+    int64_t lo = INT64_MAX;
+    for (int i = 0; i < t->n; i++)
+        if (t->k[i].iter == t->median_iter && t->k[i].start_ns < lo) lo = t->k[i].start_ns;
+    char tb[48];
+    for (int i = 0; i < t->n; i++) {
+        const fa_rep_kernel *k = &t->k[i];
+        if (k->iter != t->median_iter) continue;
+        double x = x0 + (k->start_ns - lo) * px_per_ns, w = (k->end_ns - k->start_ns) * px_per_ns;
+        if (w < 0.6) w = 0.6;
+        const char *nm = k->node_name ? k->node_name : k->name;
+        fa_rep_fmt_ns(tb, sizeof tb, (double)(k->end_ns - k->start_ns));
+        fa_buf_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.3\">"
+                         "<title>", x, y, w, lane_h, op_color(k->op_type));
+        h(b, nm);
+        fa_buf_puts(b, " (");
+        h(b, k->op_type);
+        fa_buf_printf(b, "): %s, %" PRIu64 " bytes, %" PRIu64 " FLOP</title></rect>", tb, k->bytes, k->flops);
+        if (w > 46) {
+            fa_buf_printf(b, "<svg x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\"><text x=\"3\" y=\"%.0f\" font-size=\"10\" "
+                             "fill=\"#fff\">", x, y, w, lane_h, lane_h / 2 + 4);
+            h(b, k->op_type ? k->op_type : nm);
+            fa_buf_puts(b, "</text></svg>");
+        }
+    }
+}
+
+static void timeline(const fa_rep *r, fa_buf *b)
+{
+    const double W = 1000, x0 = 90, x1 = 985, lane_h = 30;
+    fa_buf_puts(b, "<section id=\"timeline\"><h2>Timeline of one iteration</h2>");
+    if (r->base.median_iter < 0) {
+        fa_buf_puts(b, "<p class=\"na\">No timed iteration in the kernel trace: not measured.</p></section>\n");
+        return;
+    }
+    bool fz = r->have_fused_run && r->fused.median_iter >= 0;
+    double span = (double)r->base.median_span_ns;
+    if (fz && r->fused.median_span_ns > span) span = (double)r->fused.median_span_ns;
+    if (span <= 0) span = 1;
+    double ppn = (x1 - x0) / span, H = 130;
+    fa_buf_printf(b, "<svg id=\"timeline-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f "
+                     "%.0f\" role=\"img\" aria-label=\"timeline\">", W, H, W, H);
+    char tb[48];
+    fa_rep_fmt_ns(tb, sizeof tb, (double)r->base.median_span_ns);
+    fa_buf_printf(b, "<text x=\"4\" y=\"32\" font-size=\"12\">baseline</text><text x=\"4\" y=\"46\" font-size=\"10\" "
+                     "fill=\"#5b6675\">%s</text>", tb);
+    lane(&r->base, b, 18, lane_h, x0, ppn);
+    if (fz) {
+        fa_rep_fmt_ns(tb, sizeof tb, (double)r->fused.median_span_ns);
+        fa_buf_printf(b, "<text x=\"4\" y=\"76\" font-size=\"12\">fused</text><text x=\"4\" y=\"90\" font-size=\"10\" "
+                         "fill=\"#5b6675\">%s</text>", tb);
+        lane(&r->fused, b, 62, lane_h, x0, ppn);
+    } else {
+        fa_buf_printf(b, "<text x=\"4\" y=\"80\" font-size=\"12\">fused</text><text x=\"%.0f\" y=\"80\" font-size=\"12\" "
+                         "fill=\"#8a94a3\" font-style=\"italic\">not measured (no fused run stored for this run)</text>", x0);
+    }
+    /* time axis */
+    fa_buf_printf(b, "<line x1=\"%.0f\" y1=\"100\" x2=\"%.0f\" y2=\"100\" stroke=\"#8a94a3\"/>", x0, x1);
+    for (int i = 0; i <= 5; i++) {
+        double t = span * i / 5, px = x0 + t * ppn;
+        fa_rep_fmt_ns(tb, sizeof tb, t);
+        fa_buf_printf(b, "<line x1=\"%.1f\" y1=\"100\" x2=\"%.1f\" y2=\"104\" stroke=\"#8a94a3\"/><text x=\"%.1f\" y=\"118\" "
+                         "font-size=\"10\" text-anchor=\"%s\" fill=\"#5b6675\">%s</text>",
+                      px, px, px, i == 0 ? "start" : i == 5 ? "end" : "middle", tb);
+    }
+    fa_buf_puts(b, "</svg>");
+    fa_buf_printf(b, "<p>The median iteration (by span) of each run: baseline iteration %d of %d", r->base.median_iter,
+                  r->base.n_iters);
+    if (fz) fa_buf_printf(b, ", fused iteration %d of %d", r->fused.median_iter, r->fused.n_iters);
+    fa_buf_puts(b, "; both lanes share one time scale. Hover a kernel for its node, op, time, bytes and FLOPs; "
+                   "<code>trace.json</code> holds every iteration for ui.perfetto.dev.</p></section>\n");
+}
+
+/* ---- tables ---- */
+
+static void clusters_table(const fa_rep *r, fa_buf *b)
+{
+    fa_buf_puts(b, "<section id=\"clusters\"><h2>Clusters</h2>");
+    if (r->plan_id <= 0) {
+        fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run: not measured.</p></section>\n");
+        return;
+    }
+    if (r->n_clusters == 0) {
+        fa_buf_puts(b, "<p>The plan has no clusters: nothing in this model could be fused (see why-not below).</p></section>\n");
+        return;
+    }
+    fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th><th>members</th><th>kind</th><th>label</th>"
+                   "<th>predicted saving (\xc2\xb5s)</th><th>predicted %</th><th>measured saving (\xc2\xb5s)</th>"
+                   "<th>cluster unfused / fused</th><th>max rel. error</th><th>registers</th><th>spills (B)</th>"
+                   "<th>occupancy</th><th>decision</th><th>reason</th></tr></thead><tbody>");
+    for (int ci = 0; ci < r->n_clusters; ci++) {
+        const fa_rep_cluster *c = &r->clusters[ci];
+        fa_buf_printf(b, "<tr><td class=\"num\" data-v=\"%d\">%d</td><td>", c->id, c->id);
+        for (int m = 0; m < c->n_members; m++) {
+            if (m) fa_buf_puts(b, "<br>");
+            h(b, fa_rep_node_name(r, c->members[m]));
+            int id = c->members[m];
+            if (id >= 0 && id < r->n_nodes && r->nodes[id].op_type) {
+                fa_buf_puts(b, " <small>(");
+                h(b, r->nodes[id].op_type);
+                fa_buf_puts(b, ")</small>");
+            }
+        }
+        fa_buf_puts(b, "</td>");
+        td_text(b, c->kind);
+        td_text(b, c->label ? c->label : "");
+        td_num(b, c->est_us, "%.2f", 1);
+        td_num(b, c->est_pct, "%.2f", 1);
+        td_num(b, c->measured_us, "%.2f", 1);
+        if (c->unfused.n && c->fused.n) {
+            char a[48], f[48];
+            fa_rep_fmt_ns(a, sizeof a, c->unfused.median_ns);
+            fa_rep_fmt_ns(f, sizeof f, c->fused.median_ns);
+            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">%s / %s</td>", c->unfused.median_ns - c->fused.median_ns, a, f);
+        } else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">not measured</td>");
+        td_num(b, c->max_rel_error, "%.2e", 1);
+        td_num(b, c->registers >= 0 ? c->registers : NAN, "%.0f", 1);
+        td_num(b, c->spill_bytes >= 0 ? c->spill_bytes : NAN, "%.0f", 1);
+        td_num(b, c->occupancy, "%.0f%%", 100);
+        fa_buf_printf(b, "<td class=\"st-%s\">", !strncmp(c->status, "rejected", 8) ? "rejected" : c->status);
+        h(b, c->status);
+        fa_buf_puts(b, "</td>");
+        td_text(b, c->reason ? c->reason : "");
+        fa_buf_puts(b, "</tr>\n");
+    }
+    fa_buf_puts(b, "</tbody></table></div></section>\n");
+}
+
+static void why_table(const fa_rep *r, fa_buf *b)
+{
+    fa_buf_puts(b, "<section id=\"why-not\"><h2>Why not</h2>");
+    if (r->plan_id <= 0) {
+        fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run: not measured.</p></section>\n");
+        return;
+    }
+    if (r->n_why == 0) {
+        fa_buf_puts(b, "<p>Every producer\xe2\x86\x92" "consumer edge that could fuse is in a cluster.</p></section>\n");
+        return;
+    }
+    fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>producer</th><th>consumer</th><th>tensor</th>"
+                   "<th>code</th><th>reason</th></tr></thead><tbody>");
+    for (int i = 0; i < r->n_why; i++) {
+        const fa_rep_why *w = &r->why[i];
+        fa_buf_puts(b, "<tr>");
+        td_text(b, fa_rep_node_name(r, w->producer));
+        td_text(b, fa_rep_node_name(r, w->consumer));
+        td_text(b, w->tensor >= 0 && w->tensor < r->n_tensors ? r->tensors[w->tensor].name : "");
+        fa_buf_puts(b, "<td><code>");
+        h(b, w->code);
+        fa_buf_puts(b, "</code></td>");
+        td_text(b, w->reason);
+        fa_buf_puts(b, "</tr>\n");
+    }
+    fa_buf_puts(b, "</tbody></table></div></section>\n");
+}
+
+static void ops_table(const fa_rep *r, fa_buf *b)
+{
+    fa_buf_printf(b, "<section id=\"ops\"><h2>Per-op time</h2><p>Median over %d timed iterations of each op's kernel time; "
+                     "share of the sum of medians.</p>", r->n_iters);
+    if (r->n_ops == 0) {
+        fa_buf_puts(b, "<p class=\"na\">No kernel records: not measured.</p></section>\n");
+        return;
+    }
+    fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>node</th><th>op</th><th>median (\xc2\xb5s)</th>"
+                   "<th>share</th><th>kernels</th><th>FLOPs</th><th>bytes</th><th>FLOP/byte</th><th>GB/s</th><th>GFLOP/s</th>"
+                   "<th>bound</th><th>fused in</th></tr></thead><tbody>");
+    for (size_t i = 0; i < r->n_ops; i++) {
+        const fa_op_row *o = &r->ops[i];
+        const fa_rep_node *n = o->node >= 0 && o->node < r->n_nodes && r->nodes[o->node].name ? &r->nodes[o->node] : NULL;
+        fa_buf_puts(b, "<tr>");
+        td_text(b, o->node_name);
+        td_text(b, o->op_type ? o->op_type : "");
+        td_num(b, (double)o->median_ns, "%.2f", 1e-3);
+        td_num(b, o->share, "%.1f%%", 100);
+        td_num(b, (double)o->kernels, "%.0f", 1);
+        double dur = o->median_ns > 0 ? (double)o->median_ns : NAN;
+        td_num(b, n ? (double)n->flops : NAN, "%.0f", 1);
+        td_num(b, n ? (double)n->bytes : NAN, "%.0f", 1);
+        td_num(b, n && n->bytes ? (double)n->flops / (double)n->bytes : NAN, "%.3f", 1);
+        td_num(b, n ? n->bytes / dur : NAN, "%.2f", 1);
+        td_num(b, n ? n->flops / dur : NAN, "%.2f", 1);
+        if (n && n->bound) td_text(b, n->bound);
+        else fa_buf_puts(b, "<td class=\"na\">not measured</td>");
+        if (n && n->cluster >= 0) fa_buf_printf(b, "<td data-v=\"%d\">cluster %d</td>", r->clusters[n->cluster].id, r->clusters[n->cluster].id);
+        else fa_buf_puts(b, "<td data-v=\"-1\"></td>");
+        fa_buf_puts(b, "</tr>\n");
+    }
+    fa_buf_puts(b, "</tbody></table></div></section>\n");
+}
+
+void fa_rep_html(const fa_rep *r, fa_buf *b)
+{
+    fa_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
+                   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+                   "script-src 'unsafe-inline'; img-src data:\"><title>fuse-advise report: ");
+    h(b, r->run.model_path);
+    fa_buf_printf(b, " (run %" PRId64 ")</title><style>%s</style></head><body><header><h1>fuse-advise report: ", r->run_id, k_css);
+    h(b, r->run.model_path);
+    fa_buf_puts(b, "</h1><div class=\"sub\">");
+    char when[64] = "";
+    time_t sec = (time_t)(r->run.started_at_ns / 1000000000);
+    struct tm tmv;
+    if (r->run.started_at_ns > 0 && gmtime_r(&sec, &tmv)) strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tmv);
+    fa_buf_printf(b, "run %" PRId64 " \xc2\xb7 %s \xc2\xb7 ", r->run_id, when);
+    h(b, r->run.device_name ? r->run.device_name : "unknown device");
+    fa_buf_printf(b, " \xc2\xb7 %d threads \xc2\xb7 %d live nodes \xc2\xb7 fuse-advise " FA_VERSION_STRING "</div></header><main>\n",
+                  r->run.threads, r->n_live);
+    summary(r, b);
+    roofline(r, b);
+    timeline(r, b);
+    clusters_table(r, b);
+    why_table(r, b);
+    ops_table(r, b);
+    fa_buf_puts(b, "<section id=\"files\"><h2>Files</h2><p><code>graph.svg</code> / <code>graph.dot</code> (op graph, clusters), "
+                   "<code>trace.json</code> (open in ui.perfetto.dev or chrome://tracing), <code>summary.json</code>, "
+                   "<code>kernels.csv</code>. All regenerated from the run database by <code>fuse-advise report</code>.</p>"
+                   "</section></main>\n<script>");
+    fa_buf_puts(b, k_js);
+    fa_buf_puts(b, "</script></body></html>\n");
+}

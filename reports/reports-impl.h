@@ -1,0 +1,145 @@
+/* reports-impl — the run as the reports see it, loaded once from the database (load.c), and the
+ * renderers of each file (html.c, graph.c, trace.c, tables.c). Private to reports/. */
+#ifndef FA_REPORTS_IMPL_H
+#define FA_REPORTS_IMPL_H
+
+#include <math.h>
+
+#include "applier/applier.h"
+#include "reports/reports.h"
+#include "roofline/roofline.h"
+
+typedef struct fa_rep_node {
+    const char *name;        /* NULL when the id has no row */
+    const char *op_type;
+    int pattern;             /* fa_pattern, -1 unknown */
+    bool folded;
+    uint64_t flops;          /* per execution (registry formula) */
+    uint64_t bytes;          /* bytes_read + bytes_written per execution */
+    int64_t median_ns;       /* per-op median over timed iterations; -1 when it ran no kernel */
+    double share;            /* of the sum of per-op medians */
+    int64_t kernels;
+    fa_placement place;      /* valid when placed */
+    bool placed;
+    const char *bound;       /* "memory" | "compute" | "latency" | NULL (no ceilings) */
+    int cluster;             /* index in rep->clusters of the ACCEPTED cluster holding it, -1 */
+} fa_rep_node;
+
+typedef struct fa_rep_tensor {
+    const char *name;
+    uint64_t bytes;
+    int producer;            /* node id, -1 */
+    unsigned flags;          /* FA_TENSOR_* (1 input, 2 output, 4 initializer, 8 constant) */
+} fa_rep_tensor;
+
+typedef struct fa_rep_edge {
+    int producer, consumer, tensor;
+    uint64_t bytes;          /* tensor bytes */
+} fa_rep_edge;
+
+typedef struct fa_rep_kernel {
+    int node;                /* node id in its run, -1 */
+    const char *name, *op_type, *node_name;
+    int64_t start_ns, end_ns;/* trace clock */
+    uint64_t flops, bytes;
+    int iter;
+    int64_t stream;
+} fa_rep_kernel;
+
+/* Kernel records of one run (kind 0, timed iterations), plus the median iteration. */
+typedef struct fa_rep_trace {
+    int n;
+    fa_rep_kernel *k;        /* seq order */
+    int median_iter;         /* iteration whose span is the median; -1 none */
+    int64_t median_span_ns;
+    int n_iters;
+    int kernels_in_median;   /* kernel records in the median iteration */
+    double *spans;           /* per iteration span ns (n_iters) */
+} fa_rep_trace;
+
+typedef struct fa_rep_cluster {
+    int id;
+    const char *kind, *label, *status, *reason;
+    int n_members;
+    int *members;            /* node ids */
+    int64_t saved_bytes;
+    int saved_launches;
+    double est_us, est_pct;  /* NAN when NULL */
+    double measured_us;      /* NAN: not measured */
+    double max_rel_error;    /* NAN: not measured */
+    int registers, spill_bytes; /* -1: not compiled */
+    double occupancy;        /* NAN: not computed */
+    fa_sample_stats unfused, fused; /* benchmarks cluster-unfused / cluster-fused; n = 0 none */
+    bool accepted;
+    /* roofline: combined unfused point and the fused point */
+    uint64_t flops, ext_bytes;   /* sum of member FLOPs; bytes of external traffic */
+    int64_t unfused_ns;          /* sum of member medians */
+    double fused_ns;             /* NAN when unknown */
+    const char *fused_source;    /* "fused run" | "cluster benchmark" | "unfused - measured saving" */
+    const char *fused_name;      /* node name in the fused run, or NULL */
+} fa_rep_cluster;
+
+typedef struct fa_rep_why {
+    int producer, consumer, tensor;
+    const char *code, *reason;
+} fa_rep_why;
+
+typedef struct fa_rep {
+    fa_arena *ar;
+    int64_t run_id;
+    fa_run_info run;
+    int n_nodes;             /* max node id + 1 */
+    fa_rep_node *nodes;
+    int n_live;              /* nodes with a row and not folded */
+    int n_tensors;
+    fa_rep_tensor *tensors;
+    int n_edges;
+    fa_rep_edge *edges;
+    fa_op_row *ops;          /* per-op table, median desc */
+    size_t n_ops;
+    int n_iters;
+    /* ceilings */
+    bool have_ceil;
+    fa_ceilings ceil;
+    const char *ceil_key;
+    /* analysis */
+    bool have_analysis;
+    const char *analysis_text;
+    /* traces */
+    fa_rep_trace base;
+    bool have_fused_run;
+    int64_t fused_run_id;
+    fa_run_info fused_run;
+    fa_rep_trace fused;
+    /* fused run's per-op rows (for the fused roofline points) */
+    fa_op_row *fused_ops;
+    size_t n_fused_ops;
+    /* plan */
+    int plan_id;             /* 0 none */
+    const char *plan_hash;
+    int n_clusters;
+    fa_rep_cluster *clusters;
+    int n_accepted, n_rejected, n_refused, n_proposed;
+    int n_why;
+    fa_rep_why *why;
+    /* end-to-end benchmarks (n = 0 when not measured) */
+    fa_sample_stats bench_base, bench_fused;
+} fa_rep;
+
+fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out);
+void fa_rep_free(fa_rep *r);
+const char *fa_rep_node_name(const fa_rep *r, int id); /* "" when unknown */
+
+/* Renderers: append the whole file to b. */
+void fa_rep_html(const fa_rep *r, fa_buf *b);
+void fa_rep_trace_json(const fa_rep *r, fa_buf *b);
+void fa_rep_summary_json(const fa_rep *r, fa_buf *b);
+void fa_rep_kernels_csv(const fa_rep *r, fa_buf *b);
+/* graph.dot into dot, graph.svg into svg (libcgraph/libgvc; a DOT-only fallback without them). */
+fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg);
+
+/* Shared formatting */
+void fa_rep_fmt_ns(char *buf, size_t cap, double ns);   /* "12.3 µs", "4.56 ms", "not measured" for NAN/<0 */
+void fa_rep_fmt_bytes(char *buf, size_t cap, double bytes);
+
+#endif

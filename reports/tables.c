@@ -1,0 +1,168 @@
+/* reports/tables — summary.json (the applier's keys, docs/reports.md) and kernels.csv (RFC 4180
+ * per-op table) regenerated from the database. */
+#include "reports-impl.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+static void jstr(fa_buf *b, const char *s)
+{
+    if (!s) { fa_buf_puts(b, "null"); return; }
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s, strlen(s));
+    fa_buf_puts(b, "\"");
+}
+
+static void jnum(fa_buf *b, double v)
+{
+    if (v != v || v > 1e300 || v < -1e300) fa_buf_puts(b, "null");
+    else fa_buf_printf(b, "%.6g", v);
+}
+
+static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
+{
+    if (s->n <= 0) { fa_buf_printf(b, "\"%s\":null", key); return; }
+    fa_buf_printf(b, "\"%s\":{\"median_ns\":", key);
+    jnum(b, s->median_ns);
+    fa_buf_puts(b, ",\"p25_ns\":");
+    jnum(b, s->p25_ns);
+    fa_buf_puts(b, ",\"p75_ns\":");
+    jnum(b, s->p75_ns);
+    fa_buf_printf(b, ",\"samples\":%d}", s->n);
+}
+
+/* Baseline statistics: the applier's end-to-end samples when stored, else the per-iteration
+ * spans of the run's own trace. *src names which. */
+static fa_sample_stats baseline_stats(const fa_rep *r, const char **src)
+{
+    fa_sample_stats s = r->bench_base;
+    *src = "benchmarks";
+    if (s.n == 0 && r->base.n_iters > 0) {
+        fa_sample_stats_of(r->base.spans, r->base.n_iters, &s);
+        *src = "trace";
+    }
+    if (s.n == 0) *src = NULL;
+    return s;
+}
+
+static fa_sample_stats fused_stats(const fa_rep *r, const char **src)
+{
+    fa_sample_stats s = r->bench_fused;
+    *src = "benchmarks";
+    if (s.n == 0 && r->have_fused_run && r->fused.n_iters > 0) {
+        fa_sample_stats_of(r->fused.spans, r->fused.n_iters, &s);
+        *src = "fused run trace";
+    }
+    if (s.n == 0) *src = NULL;
+    return s;
+}
+
+void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
+{
+    const char *bsrc, *fsrc;
+    fa_sample_stats bs = baseline_stats(r, &bsrc), fs = fused_stats(r, &fsrc);
+    fa_buf_puts(b, "{\"schema\":\"fuse-advise.summary/1\",\"version\":\"" FA_VERSION_STRING "\",\"model\":");
+    jstr(b, r->run.model_path);
+    fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"device\":", r->run_id);
+    jstr(b, r->run.device_name);
+    fa_buf_printf(b, ",\"threads\":%d,\"ceilings\":", r->run.threads);
+    if (r->have_ceil) {
+        fa_buf_puts(b, "{\"mem_bw_gbs\":");
+        jnum(b, r->ceil.mem_bw_gbs);
+        fa_buf_puts(b, ",\"peak_gflops\":");
+        jnum(b, r->ceil.peak_gflops);
+        fa_buf_puts(b, ",\"dispatch_ns\":");
+        jnum(b, r->ceil.launch_ns > 0 ? r->ceil.launch_ns : NAN);
+        fa_buf_puts(b, ",\"device_key\":");
+        jstr(b, r->ceil_key);
+        fa_buf_puts(b, ",\"source\":{\"mem_bw_gbs\":");
+        jstr(b, r->ceil.mem_bw_source);
+        fa_buf_puts(b, ",\"peak_gflops\":");
+        jstr(b, r->ceil.peak_source);
+        fa_buf_puts(b, ",\"dispatch_ns\":");
+        jstr(b, r->ceil.launch_source);
+        fa_buf_puts(b, "}}");
+    } else {
+        fa_buf_puts(b, "{\"mem_bw_gbs\":null,\"peak_gflops\":null,\"dispatch_ns\":null,\"device_key\":null,\"source\":null}");
+    }
+    fa_buf_puts(b, ",");
+    stats_json(b, "baseline", &bs);
+    fa_buf_puts(b, ",");
+    stats_json(b, "fused", &fs);
+    fa_buf_puts(b, ",\"baseline_source\":");
+    jstr(b, bsrc);
+    fa_buf_puts(b, ",\"fused_source\":");
+    jstr(b, fsrc);
+    fa_buf_puts(b, ",\"speedup\":");
+    jnum(b, bs.n && fs.n && fs.median_ns > 0 ? bs.median_ns / fs.median_ns : NAN);
+    fa_buf_puts(b, ",\"peak_activation_bytes\":{\"baseline\":");
+    if (r->run.peak_activation_bytes) fa_buf_printf(b, "%" PRIu64, r->run.peak_activation_bytes);
+    else fa_buf_puts(b, "null");
+    fa_buf_puts(b, ",\"fused\":");
+    if (r->have_fused_run && r->fused_run.peak_activation_bytes) fa_buf_printf(b, "%" PRIu64, r->fused_run.peak_activation_bytes);
+    else fa_buf_puts(b, "null");
+    fa_buf_puts(b, "},\"kernels_per_iteration\":{\"baseline\":");
+    if (r->base.n_iters) fa_buf_printf(b, "%d", r->base.kernels_in_median);
+    else fa_buf_puts(b, "null");
+    fa_buf_puts(b, ",\"fused\":");
+    if (r->have_fused_run && r->fused.n_iters) fa_buf_printf(b, "%d", r->fused.kernels_in_median);
+    else fa_buf_puts(b, "null");
+    fa_buf_puts(b, "},\"clusters\":");
+    if (r->plan_id > 0)
+        fa_buf_printf(b, "{\"accepted\":%d,\"rejected\":%d,\"refused_by_advisor\":%d,\"proposed\":%d}", r->n_accepted,
+                      r->n_rejected, r->n_refused, r->n_proposed);
+    else fa_buf_puts(b, "null");
+    double pred = 0, meas_sum = 0;
+    bool any_meas = false;
+    for (int i = 0; i < r->n_clusters; i++)
+        if (r->clusters[i].accepted) {
+            if (r->clusters[i].est_us == r->clusters[i].est_us) pred += r->clusters[i].est_us * 1e3;
+            if (r->clusters[i].measured_us == r->clusters[i].measured_us) { meas_sum += r->clusters[i].measured_us * 1e3; any_meas = true; }
+        }
+    (void)meas_sum;
+    (void)any_meas;
+    fa_buf_puts(b, ",\"predicted_saving_ns\":");
+    jnum(b, r->plan_id > 0 ? pred : NAN);
+    fa_buf_puts(b, ",\"measured_saving_ns\":");
+    jnum(b, bs.n && fs.n ? bs.median_ns - fs.median_ns : NAN);
+    /* not stored in the database: only the live `run` knows it */
+    fa_buf_puts(b, ",\"e2e_max_rel_error\":null");
+    fa_buf_puts(b, ",\"plan_hash\":");
+    jstr(b, r->plan_hash);
+    fa_buf_printf(b, ",\"fused_run_id\":");
+    if (r->have_fused_run) fa_buf_printf(b, "%" PRId64, r->fused_run_id);
+    else fa_buf_puts(b, "null");
+    fa_buf_puts(b, ",\"analysis\":");
+    fa_buf_puts(b, r->have_analysis ? "true" : "false");
+    fa_buf_puts(b, "}\n");
+}
+
+static void csv(fa_buf *b, const char *s)
+{
+    fa_escape_csv(b, s ? s : "", s ? strlen(s) : 0);
+}
+
+void fa_rep_kernels_csv(const fa_rep *r, fa_buf *b)
+{
+    fa_buf_puts(b, "node,op,median_us,share,flops,bytes,intensity_flop_per_byte,achieved_gbs,achieved_gflops,bound\r\n");
+    for (size_t i = 0; i < r->n_ops; i++) {
+        const fa_op_row *o = &r->ops[i];
+        const fa_rep_node *n = o->node >= 0 && o->node < r->n_nodes ? &r->nodes[o->node] : NULL;
+        csv(b, o->node_name);
+        fa_buf_puts(b, ",");
+        csv(b, o->op_type);
+        fa_buf_printf(b, ",%.3f,%.6f,", o->median_ns / 1e3, o->share);
+        if (n && n->name) {
+            double dur = o->median_ns > 0 ? (double)o->median_ns : NAN;
+            fa_buf_printf(b, "%" PRIu64 ",%" PRIu64 ",", n->flops, n->bytes);
+            if (n->bytes) fa_buf_printf(b, "%.4f", (double)n->flops / (double)n->bytes);
+            fa_buf_puts(b, ",");
+            if (dur == dur) fa_buf_printf(b, "%.3f,%.3f", n->bytes / dur, n->flops / dur);
+            else fa_buf_puts(b, ",");
+            fa_buf_puts(b, ",");
+            csv(b, n->bound ? n->bound : "not measured");
+        } else fa_buf_puts(b, ",,,,,not measured");
+        fa_buf_puts(b, "\r\n");
+    }
+}
