@@ -216,6 +216,8 @@ static void ev_reset(kev *e)
     e->bytes = 0;
     e->occ = -1.0f;
     e->n_dims = e->n_types = 0;
+    memset(e->numel_ok, 0, sizeof e->numel_ok);
+    memset(e->dsize, 0, sizeof e->dsize);
 }
 
 #define cat_is(c, lit) ((c)->len == sizeof(lit) - 1 && strcasecmp((c)->data, (lit)) == 0)
@@ -305,6 +307,7 @@ static void ev_emit(kparse *p)
     int64_t dur = e->dur_ns;
     if (dur < 0) { p->st->n_negative_durations++; dur = 0; }
     /* ts may be negative relative to baseTimeNanoseconds; kept signed until the end */
+    if (dur > INT64_MAX - e->ts_ns) dur = INT64_MAX - e->ts_ns; /* no signed overflow */
     a.start_ns = (uint64_t)e->ts_ns;
     a.end_ns = (uint64_t)(e->ts_ns + dur);
     a.correlation = e->corr;
@@ -312,7 +315,8 @@ static void ev_emit(kparse *p)
     bool gpu = k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
     if (gpu || k == FA_ACT_SYNC) {
         /* GPU lanes: pid is the device, tid the stream; the host pid/tid come from the launch */
-        a.device = (int32_t)(e->device >= 0 ? e->device : e->pid);
+        int64_t dev = e->device >= 0 ? e->device : e->pid; /* Kineto: GPU pid = device */
+        a.device = dev >= 0 && dev <= INT32_MAX ? (int32_t)dev : -1;
         a.stream = e->stream >= 0 ? e->stream : e->tid;
         a.pid = a.tid = 0;
     } else {
@@ -320,7 +324,7 @@ static void ev_emit(kparse *p)
         a.tid = e->tid;
         a.stream = e->stream;
         if (k == FA_ACT_RANGE && cat_is(&e->cat, "gpu_user_annotation")) {
-            a.device = (int32_t)e->pid;
+            a.device = e->pid >= 0 && e->pid <= INT32_MAX ? (int32_t)e->pid : -1;
             a.stream = e->tid;
         }
     }
@@ -419,6 +423,9 @@ static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null)
             } else if (p->args_key == AK_DIMS && i < MAX_INPUTS) {
                 e->numel_ok[i] = false; /* a bare number where a dims list belongs */
                 if (e->n_dims < i + 1) e->n_dims = i + 1;
+            } else if (p->args_key == AK_TYPES && i < MAX_INPUTS) {
+                e->dsize[i] = 0; /* a number where a type name belongs */
+                if (e->n_types < i + 1) e->n_types = i + 1;
             }
         } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
             int i = p->idx5 - 1;

@@ -130,6 +130,27 @@ static void test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op(void *
     fa_trace_free(t);
 }
 
+static void test_kineto_input_dims_bytes_only_from_known_tensor_inputs(void **state)
+{
+    (void)state;
+    fa_import_stats st;
+    fa_trace *t = import_ok(data("input_dims.json"), &st);
+    assert_int_equal(find(t, "first")->bytes_read, 2 * 4 + 2 * 4);
+    assert_int_equal(find(t, "null_type_not_stale")->bytes_read, 4 * 8); /* null type: not counted */
+    /* TensorList (nested lists), Scalar and an unknown type are left out; BFloat16 = 2 bytes */
+    assert_int_equal(find(t, "tensorlist_scalar_unknown")->bytes_read, 7 * 2);
+    assert_int_equal(find(t, "overflowing_dims")->bytes_read, 3 * 8); /* 2^96 elements: skipped */
+    const fa_activity *nt = find(t, "no_types");
+    assert_int_equal(nt->bytes_read, 0);
+    assert_int_equal(nt->flags & FA_ACTF_ESTIMATED_BYTES, 0);
+    /* a 0-d tensor is one element; a tensor with a 0 dim has none: 4 + 0 bytes */
+    const fa_activity *z = find(t, "zero_dim_tensor");
+    assert_int_equal(z->bytes_read, 4);
+    assert_true(z->flags & FA_ACTF_ESTIMATED_BYTES);
+    assert_int_equal(st.n_estimated_bytes, 5);
+    fa_trace_free(t);
+}
+
 static void test_kineto_legacy_schema_categories_and_string_tids(void **state)
 {
     (void)state;
@@ -637,6 +658,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op),
+        cmocka_unit_test(test_kineto_input_dims_bytes_only_from_known_tensor_inputs),
         cmocka_unit_test(test_kineto_legacy_schema_categories_and_string_tids),
         cmocka_unit_test(test_kineto_fractional_us_converted_to_exact_ns),
         cmocka_unit_test(test_kineto_base_time_nanoseconds_added),
