@@ -50,8 +50,10 @@ static bool find_table_prefix(nsx *n, const char *prefix, char *out, size_t outs
                            -1, &q, NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, prefix, -1, SQLITE_STATIC);
         if (sqlite3_step(q) == SQLITE_ROW) {
-            snprintf(out, outsz, "%s", (const char *)sqlite3_column_text(q, 0));
-            ok = true;
+            const char *nm = (const char *)sqlite3_column_text(q, 0);
+            /* the name goes into SQL text: accept plain identifiers only */
+            ok = nm && strlen(nm) < outsz && strspn(nm, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(nm);
+            if (ok) snprintf(out, outsz, "%s", nm);
         }
     }
     sqlite3_finalize(q);
@@ -61,7 +63,7 @@ static bool find_table_prefix(nsx *n, const char *prefix, char *out, size_t outs
 static bool has_column(nsx *n, const char *table, const char *col)
 {
     char sql[256];
-    snprintf(sql, sizeof sql, "SELECT 1 FROM pragma_table_info('%s') WHERE name = ?1", table);
+    sqlite3_snprintf(sizeof sql, sql, "SELECT 1 FROM pragma_table_info(%Q) WHERE name = ?1", table);
     sqlite3_stmt *q = NULL;
     bool ok = false;
     if (sqlite3_prepare_v2(n->db, sql, -1, &q, NULL) == SQLITE_OK) {
