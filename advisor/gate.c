@@ -1,0 +1,101 @@
+/* advisor/gate — register/occupancy gate: NVRTC + ptxas numbers + the occupancy calculator
+ * decide whether a generated cuda kernel may be proposed (DESIGN.md "Cost model and checks"). */
+#include <stdio.h>
+#include <string.h>
+
+#include "gate.h"
+#include "roofline/roofline.h"
+
+static bool gated_kind(fa_cluster_kind k)
+{
+    return k == FA_CLUSTER_ELEMWISE_CHAIN || k == FA_CLUSTER_HORIZONTAL || k == FA_CLUSTER_REDUCTION;
+}
+
+fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, const fa_advise_options *opt,
+                             fa_arena *arena, bool *refused, fa_gate_numbers *nums)
+{
+    if (refused) *refused = false;
+    if (!gated_kind(c->kind)) {
+        c->registers = -1;
+        return FA_OK;
+    }
+    if (!fa_codegen_supported(g, c, true, NULL)) {
+        c->registers = -1;
+        return FA_OK;
+    }
+    const char *arch = opt && opt->arch && opt->arch[0] ? opt->arch : "sm_90";
+    double floor = opt && opt->occupancy_floor > 0 ? opt->occupancy_floor : 0.5;
+    const fa_cuda_limits *lim = fa_cuda_limits_for_arch(arch);
+    if (!lim) return fa_ctx_error(ctx, FA_ERR_INPUT, "gate: no occupancy limits tabled for arch '%s'", arch);
+    fa_buf src;
+    fa_buf_init(&src);
+    fa_codegen_info info;
+    fa_status st = fa_codegen_cuda(ctx, g, c, "gate", &src, &info);
+    if (st) {
+        fa_buf_free(&src);
+        return st;
+    }
+    fa_nvrtc_result nr;
+    st = fa_nvrtc_compile(ctx, src.data, info.name, arch, &nr, NULL, NULL);
+    fa_buf_free(&src);
+    if (st) return fa_ctx_wrap(ctx, st, "gate cluster %d: ", c->id);
+    fa_occ_input oi;
+    memset(&oi, 0, sizeof oi);
+    oi.block_size = info.block_size;
+    oi.regs_per_thread = nr.registers;
+    oi.static_smem = (size_t)nr.static_smem;
+    oi.carveout_percent = -1;
+    oi.block_barriers = 1;
+    fa_occ_result occ;
+    st = fa_occupancy(ctx, lim, &oi, &occ);
+    if (st) return fa_ctx_wrap(ctx, st, "gate cluster %d: ", c->id);
+    int spill = nr.spill_stores + nr.spill_loads;
+    c->registers = nr.registers;
+    c->spill_bytes = spill;
+    c->block_size = info.block_size;
+    c->occupancy = occ.occupancy;
+    char lims[96];
+    fa_occ_limiters_str(occ.limiters, lims, sizeof lims);
+    if (nums) {
+        memset(nums, 0, sizeof *nums);
+        nums->registers = nr.registers;
+        nums->spill_stores = nr.spill_stores;
+        nums->spill_loads = nr.spill_loads;
+        nums->static_smem = nr.static_smem;
+        nums->local_mem = nr.local_mem;
+        nums->block_size = info.block_size;
+        nums->active_blocks = occ.active_blocks;
+        nums->active_warps = occ.active_warps;
+        nums->occupancy = occ.occupancy;
+        nums->floor = floor;
+        snprintf(nums->limiters, sizeof nums->limiters, "%s", lims);
+        snprintf(nums->arch, sizeof nums->arch, "%s", arch);
+    }
+    bool spills = spill > 0, low = occ.occupancy < floor;
+    if (!spills && !low) return FA_OK;
+    char why[512];
+    int n = 0;
+    if (spills)
+        n += snprintf(why + n, sizeof why - n,
+                      "register gate: the %s kernel uses %d registers per thread and spills %d bytes (%d stored, %d "
+                      "loaded; stack frame %d bytes); a memory-bound kernel must not spill",
+                      arch, nr.registers, spill, nr.spill_stores, nr.spill_loads, nr.local_mem);
+    if (low)
+        n += snprintf(why + n, sizeof why - n,
+                      "%soccupancy gate: %d registers per thread x %d threads per block, %d bytes static shared memory "
+                      "-> %d blocks (%d warps) per SM on %s = %.1f%% occupancy, under the %.0f%% floor (limited by %s)",
+                      spills ? "; " : "", nr.registers, info.block_size, nr.static_smem, occ.active_blocks,
+                      occ.active_warps, arch, 100.0 * occ.occupancy, 100.0 * floor, lims);
+    fa_arena *ar = arena ? arena : g->arena;
+    const char *r = ar ? fa_arena_strdup(ar, why) : NULL;
+    if (!r) return fa_ctx_error(ctx, FA_ERR_NOMEM, "gate cluster %d: out of memory for the reason", c->id);
+    c->reason = r;
+    c->status = FA_CLUSTER_REFUSED;
+    if (refused) *refused = true;
+    return FA_OK;
+}
+
+fa_status fa_gate_cluster(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, const fa_advise_options *opt, bool *refused)
+{
+    return fa_gate_cluster_ex(ctx, g, c, opt, NULL, refused, NULL);
+}

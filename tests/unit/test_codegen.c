@@ -1,0 +1,465 @@
+/* tests/unit/test_codegen — the kernel code generator: golden C and CUDA sources per cluster
+ * kind, determinism, and numerics: the generated C compiled with cc -O3 -fopenmp -shared,
+ * dlopen'd and run on random inputs against the unfused graph (fa_exec), max rel error < 1e-5. */
+#include <dlfcn.h>
+#include <math.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen_cases.h"
+#include "runtime/runtime.h"
+
+extern char **environ;
+
+#define PLAN_HASH "3f9a1c07d2e4b5a6978877665544332211000ffeeddccbbaa99887766554433"
+
+/* ---- golden files ---- */
+
+static char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (fread(b, 1, (size_t)n, f) != (size_t)n) n = 0;
+    b[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static void golden(const char *name, const fa_buf *src)
+{
+    const char *root = getenv("FA_SOURCE_DIR");
+    if (!root) root = "..";
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/golden/%s", root, name);
+    const char *upd = getenv("FA_UPDATE_GOLDEN");
+    if (upd && !strcmp(upd, "1")) {
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(src->data, 1, src->len, f), src->len);
+        fclose(f);
+        return;
+    }
+    size_t len = 0;
+    char *want = read_all(path, &len);
+    if (!want) fail_msg("golden file %s missing: run with FA_UPDATE_GOLDEN=1 to create it", path);
+    if (len != src->len || memcmp(want, src->data, len) != 0) {
+        size_t i = 0;
+        while (i < len && i < src->len && want[i] == src->data[i]) i++;
+        int line = 1;
+        for (size_t k = 0; k < i; k++) line += want[k] == '\n';
+        char got[1024];
+        snprintf(got, sizeof got, "%s/%s.new", fa_test_tmpdir(), name);
+        FILE *f = fopen(got, "wb");
+        if (f) {
+            fwrite(src->data, 1, src->len, f);
+            fclose(f);
+        }
+        free(want);
+        fail_msg("%s differs from the emitted source at byte %zu (line %d); see: diff %s %s ; rerun with "
+                 "FA_UPDATE_GOLDEN=1 if the change is intended",
+                 path, i, line, path, got);
+    }
+    free(want);
+}
+
+static void emit_both(tc *t, const char *stem)
+{
+    fa_buf c, cu;
+    fa_buf_init(&c);
+    fa_buf_init(&cu);
+    fa_codegen_info ic, icu;
+    fa_status st = fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &c, &ic);
+    if (st) fail_msg("codegen C %s: %s", stem, fa_ctx_errmsg(t->ctx));
+    st = fa_codegen_cuda(t->ctx, t->g, &t->c, PLAN_HASH, &cu, &icu);
+    if (st) fail_msg("codegen CUDA %s: %s", stem, fa_ctx_errmsg(t->ctx));
+    assert_string_equal(ic.name, "fa_fused_c7_3f9a1c07");
+    assert_string_equal(icu.name, ic.name);
+    assert_true(icu.block_size >= 32 && icu.block_size <= 1024);
+    assert_int_equal(icu.block_size & (icu.block_size - 1), 0);
+    assert_true(icu.grid >= 1);
+    char n1[128], n2[128];
+    snprintf(n1, sizeof n1, "%s.c", stem);
+    snprintf(n2, sizeof n2, "%s.cu", stem);
+    golden(n1, &c);
+    golden(n2, &cu);
+    fa_buf_free(&c);
+    fa_buf_free(&cu);
+}
+
+static void test_golden_elementwise_chain_broadcast(void **s)
+{
+    (void)s;
+    tc *t = case_ew_broadcast();
+    emit_both(t, "elementwise_chain_broadcast");
+    tc_free(t);
+}
+
+static void test_golden_horizontal_pair(void **s)
+{
+    (void)s;
+    tc *t = case_horizontal();
+    emit_both(t, "horizontal_pair");
+    tc_free(t);
+}
+
+static void test_golden_softmax_scale_prologue(void **s)
+{
+    (void)s;
+    tc *t = case_softmax_scale(3, 1037);
+    emit_both(t, "softmax_scale_prologue");
+    tc_free(t);
+}
+
+static void test_golden_layernorm_decomposed(void **s)
+{
+    (void)s;
+    tc *t = case_layernorm_decomposed(2, 768);
+    emit_both(t, "layernorm_decomposed");
+    tc_free(t);
+}
+
+static void test_golden_rmsnorm_decomposed(void **s)
+{
+    (void)s;
+    tc *t = case_rmsnorm(4, 512);
+    emit_both(t, "rmsnorm_decomposed");
+    tc_free(t);
+}
+
+/* ---- determinism and header ---- */
+
+static void test_same_cluster_same_bytes_and_header_line(void **s)
+{
+    (void)s;
+    tc *cases[] = {case_ew_broadcast(), case_horizontal(), case_softmax_scale(3, 3000), case_layernorm_decomposed(2, 33),
+                   case_rmsnorm(2, 100), case_all_ops()};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        tc *t = cases[k];
+        for (int cuda = 0; cuda < 2; cuda++) {
+            fa_buf a, b;
+            fa_buf_init(&a);
+            fa_buf_init(&b);
+            fa_codegen_info ia, ib;
+            fa_status (*fn)(fa_ctx *, const fa_graph *, const fa_cluster *, const char *, fa_buf *, fa_codegen_info *) =
+                cuda ? fa_codegen_cuda : fa_codegen_c;
+            assert_int_equal(fn(t->ctx, t->g, &t->c, PLAN_HASH, &a, &ia), FA_OK);
+            assert_int_equal(fn(t->ctx, t->g, &t->c, PLAN_HASH, &b, &ib), FA_OK);
+            assert_int_equal(a.len, b.len);
+            assert_memory_equal(a.data, b.data, a.len);
+            char first[512];
+            snprintf(first, sizeof first,
+                     "/* generated by fuse-advise " FA_VERSION_STRING " from plan " PLAN_HASH " cluster 7 (%s) — do not edit */\n",
+                     t->c.label);
+            assert_true(a.len > strlen(first));
+            assert_memory_equal(a.data, first, strlen(first));
+            /* another plan: another function name, nothing else depends on the hash */
+            fa_buf c2;
+            fa_buf_init(&c2);
+            fa_codegen_info ic;
+            assert_int_equal(fn(t->ctx, t->g, &t->c, "abcdef0123", &c2, &ic), FA_OK);
+            assert_string_equal(ic.name, "fa_fused_c7_abcdef01");
+            assert_non_null(strstr(c2.data, "fa_fused_c7_abcdef01("));
+            fa_buf_free(&a);
+            fa_buf_free(&b);
+            fa_buf_free(&c2);
+        }
+        tc_free(t);
+    }
+}
+
+/* ---- unsupported clusters ---- */
+
+static void test_unsupported_clusters_say_why(void **s)
+{
+    (void)s;
+    const char *why = NULL;
+    tc *t = case_softmax_scale(2, 64);
+    t->c.reduction = FA_RED_GENERIC;
+    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_non_null(why);
+    assert_non_null(strstr(why, "generic"));
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_codegen_info info;
+    assert_int_equal(fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_ERR_UNSUPPORTED);
+    t->c.reduction = FA_RED_SOFTMAX;
+    t->c.kind = FA_CLUSTER_EPILOGUE;
+    why = NULL;
+    assert_false(fa_codegen_supported(t->g, &t->c, true, &why));
+    assert_non_null(why);
+    t->c.kind = FA_CLUSTER_REDUCTION;
+    assert_true(fa_codegen_supported(t->g, &t->c, true, &why));
+    tc_free(t);
+
+    /* an op without an emitter (Mod) is named in the error */
+    t = tc_new(18);
+    int64_t d[1] = {16};
+    tc_input(t, "x", 1, d);
+    tc_input(t, "y", 1, d);
+    fa_node *m = tc_node(t, "Mod", "x", "y", NULL, "o");
+    fa_node_add_attr_int(t->g, m, "fmod", 1);
+    tc_output(t, "o");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise");
+    why = NULL;
+    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_non_null(why);
+    fa_buf_reset(&b);
+    assert_int_equal(fa_codegen_cuda(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fa_ctx_errmsg(t->ctx), "Mod"));
+    tc_free(t);
+
+    /* int32 tensors are refused with the dtype named */
+    t = tc_new(18);
+    int id = fa_graph_tensor(t->g, "xi");
+    fa_tensor_set_shape(t->g->tensors[id], FA_DTYPE_INT32, 1, d);
+    assert_int_equal(fa_graph_add_input(t->ctx, t->g, id), FA_OK);
+    tc_node(t, "Relu", "xi", NULL, NULL, "o");
+    tc_output(t, "o");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise");
+    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_non_null(strstr(why, "float32"));
+    fa_buf_reset(&b);
+    assert_int_equal(fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fa_ctx_errmsg(t->ctx), "int32"));
+    tc_free(t);
+
+    /* a ReduceMean with keepdims=0 whose result is broadcast back is not a row reduction */
+    t = tc_new(18);
+    int64_t dx[2] = {4, 4}, ax[1] = {1};
+    tc_input(t, "x", 2, dx);
+    tc_axes(t, "ax", 1, ax);
+    fa_node *rm = tc_node(t, "ReduceMean", "x", "ax", NULL, "mu");
+    fa_node_add_attr_int(t->g, rm, "keepdims", 0);
+    tc_node(t, "Sub", "x", "mu", NULL, "o");
+    tc_output(t, "o");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 1, "not a layer norm");
+    why = NULL;
+    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_non_null(strstr(why, "line up"));
+    tc_free(t);
+    fa_buf_free(&b);
+}
+
+/* ---- numerics: generated C vs the unfused graph ---- */
+
+typedef void (*kern_fn)(const void *const *in, void *const *out, int threads);
+
+static int spawn_wait(char *const argv[])
+{
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (rc != 0) return -1;
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0) return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void *compile_and_load(const fa_buf *src, const char *name, void **handle)
+{
+    static int seq;
+    char cpath[1024], sopath[1024];
+    snprintf(cpath, sizeof cpath, "%s/k%d_%s.c", fa_test_tmpdir(), seq, name);
+    snprintf(sopath, sizeof sopath, "%s/k%d_%s.so", fa_test_tmpdir(), seq, name);
+    seq++;
+    FILE *f = fopen(cpath, "wb");
+    assert_non_null(f);
+    fwrite(src->data, 1, src->len, f);
+    fclose(f);
+    char *argv[] = {"cc", "-O3", "-fopenmp", "-shared", "-fPIC", "-Wall", "-Werror", "-o", sopath, cpath, "-lm", NULL};
+    int rc = spawn_wait(argv);
+    if (rc != 0) fail_msg("cc failed (%d) on %s:\n%s", rc, cpath, src->data);
+    void *h = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
+    if (!h) fail_msg("dlopen %s: %s", sopath, dlerror());
+    void *fn = dlsym(h, name);
+    assert_non_null(fn);
+    *handle = h;
+    return fn;
+}
+
+/* Runs the cluster's generated C on random inputs and the unfused graph on the same inputs;
+ * returns the max over outputs of max|fused - unfused| / max(max|unfused|, 1e-12). */
+static double fused_vs_unfused(tc *t, uint64_t seed, int threads)
+{
+    fa_graph *g = t->g;
+    fa_exec_options eo = {0};
+    eo.target = FA_TARGET_CPU;
+    eo.threads = 2;
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, g, &eo, &e)) fail_msg("exec: %s", fa_ctx_errmsg(t->ctx));
+    float **gin = calloc((size_t)g->n_inputs, sizeof *gin);
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const fa_tensor *x = g->tensors[g->inputs[i]];
+        int64_t n = fa_tensor_numel(x);
+        gin[i] = malloc((size_t)(n ? n : 1) * sizeof(float));
+        int64_t last = x->rank > 0 ? x->dims[x->rank - 1] : 1;
+        for (int64_t k = 0; k < n; k++) /* rows differ: a per-row offset on top of uniform noise */
+            gin[i][k] = fa_rng_uniform(&r, -2.0f, 2.0f) + 0.37f * (float)((k / (last ? last : 1)) % 5);
+        fa_value v = {0};
+        v.data = gin[i];
+        v.dtype = FA_DTYPE_FLOAT;
+        v.rank = x->rank;
+        memcpy(v.dims, x->dims, sizeof v.dims);
+        if (fa_exec_set_input(t->ctx, e, i, &v)) fail_msg("set input: %s", fa_ctx_errmsg(t->ctx));
+    }
+    if (fa_exec_run(t->ctx, e, NULL)) fail_msg("run: %s", fa_ctx_errmsg(t->ctx));
+
+    fa_buf src;
+    fa_buf_init(&src);
+    fa_codegen_info info;
+    if (fa_codegen_c(t->ctx, g, &t->c, PLAN_HASH, &src, &info)) fail_msg("codegen: %s", fa_ctx_errmsg(t->ctx));
+    void *h;
+    kern_fn fn = (kern_fn)compile_and_load(&src, info.name, &h);
+    const void **in = calloc((size_t)t->c.n_inputs + 1, sizeof *in);
+    for (int k = 0; k < t->c.n_inputs; k++) {
+        int tid = t->c.inputs[k];
+        const fa_tensor *x = g->tensors[tid];
+        in[k] = x->data;
+        for (int i = 0; i < g->n_inputs; i++)
+            if (g->inputs[i] == tid) in[k] = gin[i];
+        assert_non_null(in[k]);
+    }
+    void **out = calloc((size_t)t->c.n_outputs, sizeof *out);
+    for (int k = 0; k < t->c.n_outputs; k++) {
+        int64_t n = fa_tensor_numel(g->tensors[t->c.outputs[k]]);
+        out[k] = malloc((size_t)(n ? n : 1) * sizeof(float));
+        for (int64_t i = 0; i < n; i++) ((float *)out[k])[i] = NAN;
+    }
+    fn((const void *const *)in, (void *const *)out, threads);
+    double worst = 0;
+    for (int k = 0; k < t->c.n_outputs; k++) {
+        int gi = -1;
+        for (int i = 0; i < g->n_outputs; i++)
+            if (g->outputs[i] == t->c.outputs[k]) gi = i;
+        assert_true(gi >= 0);
+        const fa_value *u = fa_exec_output(e, gi);
+        int64_t n = fa_value_numel(u);
+        assert_int_equal(n, fa_tensor_numel(g->tensors[t->c.outputs[k]]));
+        double md = 0, mu = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double a = ((float *)out[k])[i], b = ((const float *)u->data)[i];
+            if (isnan(a) != isnan(b)) fail_msg("output %s[%lld]: fused %g unfused %g", g->tensors[t->c.outputs[k]]->name,
+                                               (long long)i, a, b);
+            if (isnan(a)) continue;
+            if (fabs(a - b) > md) md = fabs(a - b);
+            if (fabs(b) > mu) mu = fabs(b);
+        }
+        double err = md / (mu > 1e-12 ? mu : 1e-12);
+        if (err > worst) worst = err;
+        if (err >= 1e-5)
+            fprintf(stderr, "output %s: max rel error %.3g\n", g->tensors[t->c.outputs[k]]->name, err);
+        free(out[k]);
+    }
+    free(out);
+    free(in);
+    dlclose(h);
+    fa_buf_free(&src);
+    for (int i = 0; i < g->n_inputs; i++) free(gin[i]);
+    free(gin);
+    fa_exec_free(e);
+    return worst;
+}
+
+static void check_numerics(tc *t, const char *what)
+{
+    for (int threads = 1; threads <= 2; threads++) {
+        double err = fused_vs_unfused(t, 0xC0DE + (uint64_t)threads, threads);
+        print_message("%s (%d thread%s): max rel error %.3g\n", what, threads, threads > 1 ? "s" : "", err);
+        assert_true(err < 1e-5);
+    }
+    tc_free(t);
+}
+
+static void test_numerics_elementwise_chain_broadcast(void **s)
+{
+    (void)s;
+    check_numerics(case_ew_broadcast(), "elementwise chain, broadcast bias/scale, 2 outputs");
+}
+
+static void test_numerics_horizontal_pair(void **s)
+{
+    (void)s;
+    check_numerics(case_horizontal(), "horizontal pair");
+}
+
+static void test_numerics_every_op_emitter(void **s)
+{
+    (void)s;
+    check_numerics(case_all_ops(), "every op of the emitter table");
+}
+
+static void test_numerics_softmax_rows_1037_and_3000_batch_3(void **s)
+{
+    (void)s;
+    check_numerics(case_softmax_scale(3, 1037), "softmax+scale 3x1037");
+    check_numerics(case_softmax_scale(3, 3000), "softmax+scale 3x3000");
+    check_numerics(case_softmax_decomposed(3, 1037), "softmax decomposed 3x2x1037");
+}
+
+static void test_numerics_layernorm_decomposed_and_op(void **s)
+{
+    (void)s;
+    check_numerics(case_layernorm_decomposed(3, 1037), "layer norm decomposed 3x3x1037");
+    check_numerics(case_layernorm_decomposed(2, 33), "layer norm decomposed 2x3x33");
+    check_numerics(case_layernorm_op(5, 3000), "LayerNormalization+Relu 5x3000");
+}
+
+static void test_numerics_rmsnorm_decomposed_and_op(void **s)
+{
+    (void)s;
+    check_numerics(case_rmsnorm(3, 3000), "rms norm decomposed 3x3000");
+    check_numerics(case_rmsnorm_op(4, 1037), "RMSNormalization 4x1037");
+}
+
+/* Softmax across a Flatten: x [2,3,7,11] flattened to [2, 231], softmax over the rows of 231:
+ * the kernel reads x through the real strides of each shape. */
+static void test_numerics_softmax_across_flatten(void **s)
+{
+    (void)s;
+    tc *t = tc_new(18);
+    int64_t dx[4] = {2, 3, 7, 11}, dsc[1] = {11};
+    float sc[11];
+    for (int i = 0; i < 11; i++) sc[i] = 0.1f * (float)(i + 1);
+    tc_input(t, "x", 4, dx);
+    tc_const(t, "sc", 1, dsc, sc);
+    tc_node(t, "Mul", "x", "sc", NULL, "xs"); /* scale varies along the last axis */
+    tc_node(t, "Flatten", "xs", NULL, NULL, "f");
+    tc_node(t, "Softmax", "f", NULL, NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_SOFTMAX, 1, "softmax(flatten)");
+    /* the anchor is the Softmax: its input is [2, 231] */
+    for (int i = 0; i < t->c.n_members; i++)
+        if (!strcmp(t->g->nodes[t->c.members[i]]->op_type, "Softmax")) t->c.anchor = t->c.members[i];
+    check_numerics(t, "softmax across Flatten 2x231");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_elementwise_chain_broadcast),
+        cmocka_unit_test(test_golden_horizontal_pair),
+        cmocka_unit_test(test_golden_softmax_scale_prologue),
+        cmocka_unit_test(test_golden_layernorm_decomposed),
+        cmocka_unit_test(test_golden_rmsnorm_decomposed),
+        cmocka_unit_test(test_same_cluster_same_bytes_and_header_line),
+        cmocka_unit_test(test_unsupported_clusters_say_why),
+        cmocka_unit_test(test_numerics_elementwise_chain_broadcast),
+        cmocka_unit_test(test_numerics_horizontal_pair),
+        cmocka_unit_test(test_numerics_every_op_emitter),
+        cmocka_unit_test(test_numerics_softmax_rows_1037_and_3000_batch_3),
+        cmocka_unit_test(test_numerics_layernorm_decomposed_and_op),
+        cmocka_unit_test(test_numerics_rmsnorm_decomposed_and_op),
+        cmocka_unit_test(test_numerics_softmax_across_flatten),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,226 @@
+/* tests/unit/test_gate — NVRTC compile of every generated CUDA kernel for sm_80 and sm_90 (ptxas
+ * numbers parsed), and the register/occupancy gate: ordinary kernels pass, a register-heavy one
+ * is refused with its numbers. Needs the CUDA toolkit (not a GPU); skipped without it. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisor/gate.h"
+#include "codegen_cases.h"
+#include "roofline/roofline.h"
+
+#ifdef FA_HAVE_CUDA
+#define NEED_CUDA() ((void)0)
+#else
+#define NEED_CUDA()                                                                               \
+    do {                                                                                          \
+        print_message("skipped: this build has no CUDA toolkit (FA_HAVE_CUDA unset)\n");          \
+        skip();                                                                                   \
+    } while (0)
+#endif
+
+typedef tc *(*case_fn)(void);
+static tc *c_ew(void) { return case_ew_broadcast(); }
+static tc *c_hz(void) { return case_horizontal(); }
+static tc *c_sm(void) { return case_softmax_scale(3, 1037); }
+static tc *c_sm3000(void) { return case_softmax_scale(3, 3000); }
+static tc *c_smd(void) { return case_softmax_decomposed(2, 4096); }
+static tc *c_ln(void) { return case_layernorm_decomposed(2, 768); }
+static tc *c_lnop(void) { return case_layernorm_op(4, 1037); }
+static tc *c_rms(void) { return case_rmsnorm(4, 512); }
+static tc *c_rmsop(void) { return case_rmsnorm_op(4, 33); }
+static tc *c_all(void) { return case_all_ops(); }
+static const case_fn CASES[] = {c_ew, c_hz, c_sm, c_sm3000, c_smd, c_ln, c_lnop, c_rms, c_rmsop, c_all};
+#define N_CASES (int)(sizeof CASES / sizeof CASES[0])
+
+static void test_nvrtc_compiles_every_generated_kernel_sm80_sm90(void **s)
+{
+    (void)s;
+    NEED_CUDA();
+    const char *arches[] = {"sm_80", "sm_90"};
+    for (int k = 0; k < N_CASES; k++) {
+        tc *t = CASES[k]();
+        fa_buf src;
+        fa_buf_init(&src);
+        fa_codegen_info info;
+        if (fa_codegen_cuda(t->ctx, t->g, &t->c, "feedc0de", &src, &info)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+        for (int a = 0; a < 2; a++) {
+            fa_nvrtc_result r;
+            uint8_t *cubin = NULL;
+            size_t len = 0;
+            fa_status st = fa_nvrtc_compile(t->ctx, src.data, info.name, arches[a], &r, &cubin, &len);
+            if (st) fail_msg("%s %s: %s\n%s", t->c.label, arches[a], fa_ctx_errmsg(t->ctx), src.data);
+            print_message("%-24s %s: %3d registers, spill %d/%d B, smem %d B, stack %d B, block %d, cubin %zu B\n",
+                          t->c.label, arches[a], r.registers, r.spill_stores, r.spill_loads, r.static_smem, r.local_mem,
+                          info.block_size, len);
+            assert_true(r.registers > 0 && r.registers <= 255);
+            assert_int_equal(r.spill_stores, 0);
+            assert_int_equal(r.spill_loads, 0);
+            assert_non_null(strstr(r.log, info.name));
+            assert_non_null(strstr(r.log, arches[a]));
+            if (t->c.kind == FA_CLUSTER_REDUCTION) assert_true(r.static_smem >= 128); /* fa_red[32] */
+            else assert_int_equal(r.static_smem, 0);
+            assert_non_null(cubin);
+            assert_true(len > 256);
+            assert_memory_equal(cubin, "\x7f" "ELF", 4);
+            free(cubin);
+        }
+        fa_buf_free(&src);
+        tc_free(t);
+    }
+}
+
+static void test_nvrtc_compile_error_carries_log(void **s)
+{
+    (void)s;
+    NEED_CUDA();
+    fa_ctx *ctx = fa_ctx_create();
+    fa_nvrtc_result r;
+    fa_status st = fa_nvrtc_compile(ctx, "extern \"C\" __global__ void k(float *p) { p[0] = undefined_name; }", "k",
+                                    "sm_90", &r, NULL, NULL);
+    assert_int_equal(st, FA_ERR_RUNTIME);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "undefined_name"));
+    fa_ctx_free(ctx);
+}
+
+static void test_gate_passes_ordinary_kernels_and_fills_numbers(void **s)
+{
+    (void)s;
+    NEED_CUDA();
+    fa_advise_options opt = {0};
+    opt.arch = "sm_90";
+    opt.occupancy_floor = 0.5;
+    for (int k = 0; k < N_CASES; k++) {
+        tc *t = CASES[k]();
+        t->c.status = FA_CLUSTER_PROPOSED;
+        bool refused = true;
+        fa_gate_numbers nums;
+        fa_status st = fa_gate_cluster_ex(t->ctx, t->g, &t->c, &opt, NULL, &refused, &nums);
+        if (st) fail_msg("%s: %s", t->c.label, fa_ctx_errmsg(t->ctx));
+        print_message("%-24s gate: %d regs, block %d, %d blocks/SM, occupancy %.2f (%s)\n", t->c.label,
+                      t->c.registers, t->c.block_size, nums.active_blocks, t->c.occupancy, nums.limiters);
+        assert_false(refused);
+        assert_int_equal(t->c.status, FA_CLUSTER_PROPOSED);
+        assert_true(t->c.registers > 0);
+        assert_int_equal(t->c.spill_bytes, 0);
+        assert_true(t->c.block_size >= 32);
+        assert_true(t->c.occupancy >= 0.5 && t->c.occupancy <= 1.0);
+        /* the calculator with the same numbers gives the same occupancy */
+        fa_occ_input oi = {0};
+        oi.block_size = t->c.block_size;
+        oi.regs_per_thread = t->c.registers;
+        oi.static_smem = (size_t)nums.static_smem;
+        oi.carveout_percent = -1;
+        oi.block_barriers = 1;
+        fa_occ_result occ;
+        assert_int_equal(fa_occupancy(t->ctx, fa_cuda_limits_for_arch("sm_90"), &oi, &occ), FA_OK);
+        assert_true(occ.occupancy == t->c.occupancy);
+        tc_free(t);
+    }
+}
+
+static void test_gate_refuses_register_heavy_kernel_with_numbers(void **s)
+{
+    (void)s;
+    NEED_CUDA();
+    tc *t = case_heavy(300);
+    fa_advise_options opt = {0};
+    opt.arch = "sm_80";
+    opt.occupancy_floor = 0.5;
+    t->c.status = FA_CLUSTER_PROPOSED;
+    bool refused = false;
+    fa_gate_numbers nums;
+    fa_status st = fa_gate_cluster_ex(t->ctx, t->g, &t->c, &opt, NULL, &refused, &nums);
+    if (st) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    print_message("heavy: %d regs, spill %d+%d B, occupancy %.3f\nreason: %s\n", nums.registers, nums.spill_stores,
+                  nums.spill_loads, nums.occupancy, t->c.reason ? t->c.reason : "(none)");
+    assert_true(refused);
+    assert_int_equal(t->c.status, FA_CLUSTER_REFUSED);
+    assert_non_null(t->c.reason);
+    assert_true(t->c.registers > 128);
+    assert_true(t->c.spill_bytes > 0);
+    assert_true(t->c.occupancy < 0.5);
+    char want[64];
+    snprintf(want, sizeof want, "uses %d registers per thread and spills %d bytes", t->c.registers, t->c.spill_bytes);
+    assert_non_null(strstr(t->c.reason, want));
+    assert_non_null(strstr(t->c.reason, "occupancy gate"));
+    assert_non_null(strstr(t->c.reason, "under the 50% floor"));
+    tc_free(t);
+}
+
+static void test_gate_floor_is_configurable(void **s)
+{
+    (void)s;
+    NEED_CUDA();
+    tc *t = case_softmax_scale(3, 1037);
+    fa_advise_options opt = {0};
+    opt.arch = "sm_90";
+    opt.occupancy_floor = 0.5;
+    bool refused = true;
+    assert_int_equal(fa_gate_cluster(t->ctx, t->g, &t->c, &opt, &refused), FA_OK);
+    assert_false(refused);
+    double occ = t->c.occupancy;
+    opt.occupancy_floor = occ + 0.01; /* just above what this kernel reaches */
+    assert_int_equal(fa_gate_cluster(t->ctx, t->g, &t->c, &opt, &refused), FA_OK);
+    assert_true(refused);
+    assert_int_equal(t->c.status, FA_CLUSTER_REFUSED);
+    assert_non_null(strstr(t->c.reason, "occupancy gate"));
+    assert_null(strstr(t->c.reason, "spills"));
+    tc_free(t);
+}
+
+static void test_gate_leaves_library_clusters_ungated(void **s)
+{
+    (void)s;
+    tc *t = case_ew_broadcast();
+    t->c.kind = FA_CLUSTER_EPILOGUE;
+    t->c.registers = 17;
+    t->c.status = FA_CLUSTER_PROPOSED;
+    fa_advise_options opt = {0};
+    bool refused = true;
+    assert_int_equal(fa_gate_cluster(t->ctx, t->g, &t->c, &opt, &refused), FA_OK);
+    assert_false(refused);
+    assert_int_equal(t->c.registers, -1);
+    assert_int_equal(t->c.status, FA_CLUSTER_PROPOSED);
+    t->c.kind = FA_CLUSTER_BN_FOLD;
+    assert_int_equal(fa_gate_cluster(t->ctx, t->g, &t->c, &opt, &refused), FA_OK);
+    assert_false(refused);
+    assert_int_equal(t->c.registers, -1);
+    tc_free(t);
+}
+
+static void test_gate_without_toolkit_is_unsupported_or_works(void **s)
+{
+    (void)s;
+    tc *t = case_horizontal();
+    fa_advise_options opt = {0};
+    bool refused = true;
+    fa_status st = fa_gate_cluster(t->ctx, t->g, &t->c, &opt, &refused);
+#ifdef FA_HAVE_CUDA
+    assert_int_equal(st, FA_OK);
+    assert_true(t->c.registers > 0);
+#else
+    assert_int_equal(st, FA_ERR_UNSUPPORTED);
+    assert_int_equal(t->c.registers, -1);
+#endif
+    assert_false(refused);
+    /* unknown arch: no tabled limits */
+    opt.arch = "sm_12";
+    st = fa_gate_cluster(t->ctx, t->g, &t->c, &opt, &refused);
+    assert_int_equal(st, FA_ERR_INPUT);
+    tc_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nvrtc_compiles_every_generated_kernel_sm80_sm90),
+        cmocka_unit_test(test_nvrtc_compile_error_carries_log),
+        cmocka_unit_test(test_gate_passes_ordinary_kernels_and_fills_numbers),
+        cmocka_unit_test(test_gate_refuses_register_heavy_kernel_with_numbers),
+        cmocka_unit_test(test_gate_floor_is_configurable),
+        cmocka_unit_test(test_gate_leaves_library_clusters_ungated),
+        cmocka_unit_test(test_gate_without_toolkit_is_unsupported_or_works),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
