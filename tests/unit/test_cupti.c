@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
 #ifndef FA_HAVE_CUDA
+
 int main(void)
 {
     fprintf(stderr, "test_cupti: built without the CUDA toolkit, skipped\n");
@@ -519,6 +521,37 @@ static void test_start_without_driver_fails_cleanly_or_runs_on_gpu(void **s)
     fa_ctx_free(ctx);
 }
 
+/* `fuse-advise trace -- CMD`: a command that never touches CUDA still gives a stored (empty)
+ * 'trace' run and its non-zero exit status is reported; without the tracer library the verb
+ * refuses with a message naming it. */
+static void test_trace_verb_stores_run_and_reports_command_exit_status(void **s)
+{
+    (void)s;
+    const char *build = getenv("FA_BUILD_DIR");
+    if (!build || !getenv("FA_CLI")) skip();
+    const char *lib = fa_test_path(build, "libfuse-advise-cupti.so");
+    const char *db = fa_test_path(fa_test_tmpdir(), "trace.db");
+    char *out = NULL, *err = NULL;
+    const char *argv[] = {"trace", "--db", db, "--", "sh", "-c", "exit 3", NULL};
+    int rc = fa_test_run_cli(argv, &out, &err);
+    if (access(lib, R_OK) == 0) {
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(err, "exited with status 3"));
+        assert_non_null(strstr(out, "trace run 1 stored"));
+        free(out);
+        free(err);
+        const char *argv2[] = {"runs", "--db", db, NULL};
+        assert_int_equal(fa_test_run_cli(argv2, &out, &err), 0);
+        assert_non_null(strstr(out, "trace"));
+        assert_non_null(strstr(out, "sh -c exit 3"));
+    } else {
+        assert_int_equal(rc, 1);
+        assert_non_null(strstr(err, "fa_cupti_inject"));
+    }
+    free(out);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -532,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_misaligned_buffer_refused_empty_buffer_ok),
         cmocka_unit_test(test_trace_file_round_trips_records_stats_and_notes),
         cmocka_unit_test(test_start_without_driver_fails_cleanly_or_runs_on_gpu),
+        cmocka_unit_test(test_trace_verb_stores_run_and_reports_command_exit_status),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
