@@ -1,0 +1,414 @@
+/* tests/unit/test_reports — every report file of a run whose node, tensor, model and device names
+ * hold <script>, quotes, ampersands, backslashes, newlines and non-ASCII text: HTML shows them as
+ * text, trace.json / summary.json parse (yajl) and hold them unchanged, graph.dot is accepted by
+ * `dot -Tsvg`, kernels.csv round-trips (RFC 4180). Runs without clusters, without analysis, and an
+ * unwritable output folder are handled. */
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <yajl/yajl_tree.h>
+
+#include "reports/reports.h"
+#include "testutil.h"
+
+extern char **environ;
+
+#define N_SCRIPT "<script>alert(1)</script>"
+#define N_QUOTE "q\"uote's & amp"
+#define N_BACK "back\\slash\nnew line"
+#define N_UNI "\xc3\xa9 \xe6\xbc\xa2\xe5\xad\x97" /* é 漢字 */
+#define T_SCRIPT "t<script>alert(2)</script>"
+#define T_QUOTE "t\"q'&\\"
+#define MODEL_NAME "m<odel> \"&\\ \xc3\xa9"
+#define DEV_NAME "dev <b>&\"x\" \xe6\xbc\xa2"
+
+static char *slurp(const char *dir, const char *file)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, file);
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    size_t got = fread(b, 1, (size_t)n, f);
+    b[got] = 0;
+    fclose(f);
+    return b;
+}
+
+/* x -> Relu N_SCRIPT -> Sigmoid N_QUOTE -> Add(., x) N_BACK -> Neg N_UNI -> y */
+static fa_graph *nasty_graph(fa_ctx *ctx, bool fused)
+{
+    fa_graph *g = fa_graph_create("nasty");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    g->path = fa_arena_strdup(g->arena, MODEL_NAME);
+    int64_t d[2] = {1, 4096};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
+    fa_graph_add_input(ctx, g, x);
+    if (!fused) {
+        const char *i1[] = {"x"}, *o1[] = {T_SCRIPT}, *i2[] = {T_SCRIPT}, *o2[] = {T_QUOTE};
+        assert_non_null(fa_graph_add_node(ctx, g, N_SCRIPT, "Relu", "", 1, i1, 1, o1));
+        assert_non_null(fa_graph_add_node(ctx, g, N_QUOTE, "Sigmoid", "", 1, i2, 1, o2));
+    } else {
+        /* the fused model of cluster 0: one kernel named as applier/fused_graph.c names it */
+        const char *i1[] = {"x"}, *o1[] = {T_QUOTE};
+        assert_non_null(fa_graph_add_node(ctx, g, "fused_c0", "Sigmoid", "", 1, i1, 1, o1));
+    }
+    const char *i3[] = {T_QUOTE, "x"}, *o3[] = {"sum\n\xc3\xa9"}, *i4[] = {"sum\n\xc3\xa9"}, *o4[] = {"y"};
+    assert_non_null(fa_graph_add_node(ctx, g, N_BACK, "Add", "", 2, i3, 1, o3));
+    assert_non_null(fa_graph_add_node(ctx, g, N_UNI, "Neg", "", 1, i4, 1, o4));
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    return g;
+}
+
+static void exec_sql(fa_store *st, const char *sql)
+{
+    char *err = NULL;
+    int rc = sqlite3_exec(fa_store_db(st), sql, NULL, NULL, &err);
+    if (rc != SQLITE_OK) fail_msg("sql failed: %s: %s", err ? err : "?", sql);
+}
+
+/* Stores the nasty run (device name, ceilings), optionally a plan with two clusters (one
+ * accepted, one refused), why-not, benchmarks and a fused run. Returns the run id. */
+static int64_t store_nasty(fa_ctx *ctx, fa_store *st, bool with_plan, bool zero_clusters)
+{
+    fa_graph *g = nasty_graph(ctx, false);
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, st, g, 5, &run), FA_OK);
+    fa_run_info upd = {0};
+    upd.device_name = DEV_NAME;
+    upd.threads = 2;
+    upd.peak_activation_bytes = 65536;
+    assert_int_equal(fa_store_run_update(ctx, st, run, &upd), FA_OK);
+    fa_ceiling cs[3] = {
+        {"cpu:" DEV_NAME ":2t", "bandwidth", "mem_bw", 10.0, "GB/s", "measured", 1, "test"},
+        {"cpu:" DEV_NAME ":2t", "compute", "fp32_peak", 100.0, "GFLOP/s", "table", 1, "test"},
+        {"cpu:" DEV_NAME ":2t", "latency", "dispatch", 500.0, "ns", "measured", 1, "test"},
+    };
+    for (int i = 0; i < 3; i++) assert_int_equal(fa_store_put_ceiling(ctx, st, &cs[i]), FA_OK);
+    fa_graph_free(g);
+    if (!with_plan) return run;
+    char sql[4096];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO plans(run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, status) VALUES "
+             "(%lld, 1, 1, 'abc123', 'cpu', 'sm_90', '{\"clusters\":[{\"id\":0,\"label\":\"relu+sigmoid <i>\\\"&\\\\\"}]}', 'applied');",
+             (long long)run);
+    exec_sql(st, sql);
+    if (zero_clusters) return run;
+    /* node ids: 0 Relu, 1 Sigmoid, 2 Add, 3 Neg */
+    snprintf(sql, sizeof sql,
+             "INSERT INTO clusters(run_id, plan_id, cluster_id, kind, members_json, saved_bytes, saved_launches, recompute_us, "
+             "est_saving_us, est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, max_rel_error) "
+             "VALUES (%lld,1,0,'elementwise-chain','[0,1]',32768,1,0,2.5,10,NULL,NULL,NULL,'accepted','faster by 2 us',1.5,1e-7),"
+             "(%lld,1,1,'elementwise-chain','[2,3]',32768,1,0,1.0,4,NULL,NULL,NULL,'refused','refused: <script>alert(3)</script> \"q\" & co',NULL,NULL);"
+             "INSERT INTO why_not(run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, reason) VALUES "
+             "(%lld,1,0,1,2,2,'multi-consumer-recompute','x is read by <b>two</b> nodes & \"more\"');",
+             (long long)run, (long long)run, (long long)run);
+    exec_sql(st, sql);
+    for (int i = 0; i < 5; i++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) VALUES "
+                 "(%lld,1,'baseline',-1,%d,%d),(%lld,1,'fused',-1,%d,%d),(%lld,1,'cluster-unfused',0,%d,%d),"
+                 "(%lld,1,'cluster-fused',0,%d,%d);",
+                 (long long)run, i, 20000 + i * 10, (long long)run, i, 10000 + i * 10, (long long)run, i, 5000 + i,
+                 (long long)run, i, 3000 + i);
+        exec_sql(st, sql);
+    }
+    /* the fused model's own trace */
+    fa_graph *fg = nasty_graph(ctx, true);
+    int64_t frun;
+    assert_int_equal(fa_test_store_graph_run(ctx, st, fg, 3, &frun), FA_OK);
+    fa_graph_free(fg);
+    snprintf(sql, sizeof sql, "UPDATE runs SET kind='fused', tag='fused-of:%lld', peak_activation_bytes=32768 WHERE id=%lld;",
+             (long long)run, (long long)frun);
+    exec_sql(st, sql);
+    return run;
+}
+
+static const char *out_dir(const char *name)
+{
+    return fa_test_path(fa_test_tmpdir(), name);
+}
+
+/* ---- tiny RFC 4180 reader: returns the fields of every record ---- */
+typedef struct csv_rec { int n; char *f[16]; } csv_rec;
+static int csv_parse(const char *s, csv_rec *recs, int max)
+{
+    int nr = 0;
+    const char *p = s;
+    while (*p && nr < max) {
+        csv_rec *r = &recs[nr++];
+        r->n = 0;
+        for (;;) {
+            fa_buf b;
+            fa_buf_init(&b);
+            if (*p == '"') {
+                p++;
+                for (;;) {
+                    if (!*p) break;
+                    if (*p == '"' && p[1] == '"') { fa_buf_append(&b, "\"", 1); p += 2; }
+                    else if (*p == '"') { p++; break; }
+                    else fa_buf_append(&b, p++, 1);
+                }
+            } else
+                while (*p && *p != ',' && *p != '\r' && *p != '\n') fa_buf_append(&b, p++, 1);
+            if (r->n < 16) r->f[r->n++] = b.data ? b.data : strdup("");
+            else fa_buf_free(&b);
+            if (*p == ',') { p++; continue; }
+            if (*p == '\r') p++;
+            if (*p == '\n') p++;
+            break;
+        }
+    }
+    return nr;
+}
+
+static int run_dot(const char *dot_path, const char *svg_path)
+{
+    char *argv[] = {"dot", "-Tsvg", (char *)dot_path, "-o", (char *)svg_path, NULL};
+    pid_t pid;
+    if (posix_spawnp(&pid, "dot", NULL, NULL, argv, environ) != 0) return -1;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static const char *js(yajl_val v)
+{
+    const char *s = YAJL_IS_STRING(v) ? v->u.string : NULL;
+    return s ? s : "";
+}
+
+static bool trace_has_node(yajl_val root, const char *node, int pid)
+{
+    const char *pe[] = {"traceEvents", NULL};
+    yajl_val ev = yajl_tree_get(root, pe, yajl_t_array);
+    if (!ev) return false;
+    for (size_t i = 0; i < ev->u.array.len; i++) {
+        yajl_val e = ev->u.array.values[i];
+        const char *pa[] = {"args", "node", NULL}, *pp[] = {"pid", NULL}, *ph[] = {"ph", NULL};
+        yajl_val n = yajl_tree_get(e, pa, yajl_t_string), p = yajl_tree_get(e, pp, yajl_t_number),
+                 h = yajl_tree_get(e, ph, yajl_t_string);
+        if (n && p && h && !strcmp(js(h), "X") && YAJL_GET_INTEGER(p) == pid && !strcmp(js(n), node))
+            return true;
+    }
+    return false;
+}
+
+static void test_names_are_escaped_for_every_format(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("nasty.db"), &st), FA_OK);
+    int64_t run = store_nasty(ctx, st, true, false);
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", out_dir("rep-nasty/sub"));
+    fa_status s = fa_reports_write(ctx, st, run, dir);
+    if (s) fail_msg("%s", fa_ctx_errmsg(ctx));
+
+    /* HTML: no raw markup from names, the escaped text is there, our own script only once */
+    char *html = slurp(dir, "report.html");
+    assert_non_null(html);
+    assert_null(strstr(html, "<script>alert"));
+    assert_null(strstr(html, "<b>two"));
+    assert_null(strstr(html, "<b>&"));
+    assert_non_null(strstr(html, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_non_null(strstr(html, "&lt;script&gt;alert(3)&lt;/script&gt;"));
+    assert_non_null(strstr(html, "q&quot;uote&#39;s &amp; amp"));
+    assert_non_null(strstr(html, "back\\slash\nnew line"));
+    assert_non_null(strstr(html, N_UNI));
+    assert_non_null(strstr(html, "relu+sigmoid &lt;i&gt;&quot;&amp;\\"));
+    const char *p = strstr(html, "<script>");
+    assert_non_null(p);
+    assert_null(strstr(p + 1, "<script>"));
+    assert_non_null(strstr(html, "id=\"roofline-svg\""));
+    assert_non_null(strstr(html, "id=\"timeline-svg\""));
+    /* fused kernel placed from the fused run; end-to-end speedup from the benchmark medians 20020 / 10020 */
+    assert_non_null(strstr(html, "= fused_c0"));
+    assert_non_null(strstr(html, "1.998x"));
+    free(html);
+
+    /* summary.json parses and holds names unchanged */
+    char *sj = slurp(dir, "summary.json");
+    char err[256];
+    yajl_val root = yajl_tree_parse(sj, err, sizeof err);
+    if (!root) fail_msg("summary.json: %s", err);
+    const char *pm[] = {"model", NULL}, *pd[] = {"device", NULL}, *ps[] = {"speedup", NULL},
+               *pa[] = {"clusters", "accepted", NULL}, *pr[] = {"clusters", "refused_by_advisor", NULL},
+               *pb[] = {"baseline", "median_ns", NULL};
+    assert_string_equal(js(yajl_tree_get(root, pm, yajl_t_string)), MODEL_NAME);
+    assert_string_equal(js(yajl_tree_get(root, pd, yajl_t_string)), DEV_NAME);
+    assert_true(YAJL_GET_DOUBLE(yajl_tree_get(root, ps, yajl_t_number)) > 1.99);
+    assert_int_equal(YAJL_GET_INTEGER(yajl_tree_get(root, pa, yajl_t_number)), 1);
+    assert_int_equal(YAJL_GET_INTEGER(yajl_tree_get(root, pr, yajl_t_number)), 1);
+    assert_int_equal((int)YAJL_GET_DOUBLE(yajl_tree_get(root, pb, yajl_t_number)), 20020);
+    yajl_tree_free(root);
+    free(sj);
+
+    /* trace.json parses; baseline (pid 1) and fused (pid 2) tracks carry the raw names */
+    char *tj = slurp(dir, "trace.json");
+    root = yajl_tree_parse(tj, err, sizeof err);
+    if (!root) fail_msg("trace.json: %s", err);
+    assert_true(trace_has_node(root, N_SCRIPT, 1));
+    assert_true(trace_has_node(root, N_QUOTE, 1));
+    assert_true(trace_has_node(root, N_BACK, 1));
+    assert_true(trace_has_node(root, N_UNI, 1));
+    assert_true(trace_has_node(root, "fused_c0", 2));
+    assert_false(trace_has_node(root, N_SCRIPT, 2));
+    yajl_tree_free(root);
+    free(tj);
+
+    /* graph.dot: dot accepts it; quotes and backslashes escaped; SVG shows markup as text */
+    char dotp[1100], svgp[1100];
+    snprintf(dotp, sizeof dotp, "%s/graph.dot", dir);
+    snprintf(svgp, sizeof svgp, "%s/dot-check.svg", dir);
+    assert_int_equal(run_dot(dotp, svgp), 0);
+    char *dot = slurp(dir, "graph.dot");
+    assert_non_null(strstr(dot, "q\\\"uote's &amp; amp"));
+    assert_non_null(strstr(dot, "back\\\\slash\\nnew line"));
+    assert_non_null(strstr(dot, "subgraph cluster_0"));
+    assert_non_null(strstr(dot, "subgraph cluster_1"));
+    free(dot);
+    char *svg = slurp(dir, "graph.svg");
+    assert_null(strstr(svg, "<script>alert"));
+    assert_non_null(strstr(svg, "&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert_non_null(strstr(svg, N_UNI));
+    free(svg);
+    svg = slurp(dir, "dot-check.svg");
+    assert_null(strstr(svg, "<script>alert"));
+    free(svg);
+
+    /* kernels.csv round-trips */
+    char *csv = slurp(dir, "kernels.csv");
+    csv_rec recs[16];
+    int nr = csv_parse(csv, recs, 16);
+    assert_int_equal(nr, 5); /* header + 4 ops */
+    assert_string_equal(recs[0].f[0], "node");
+    const char *want[] = {N_SCRIPT, N_QUOTE, N_BACK, N_UNI};
+    for (int w = 0; w < 4; w++) {
+        bool found = false;
+        for (int i = 1; i < nr; i++) found |= recs[i].n == 10 && !strcmp(recs[i].f[0], want[w]);
+        if (!found) fail_msg("kernels.csv lost name %d", w);
+    }
+    for (int i = 0; i < nr; i++)
+        for (int k = 0; k < recs[i].n; k++) free(recs[i].f[k]);
+    free(csv);
+
+    /* nothing half-written left behind */
+    DIR *dd = opendir(dir);
+    struct dirent *de;
+    while ((de = readdir(dd))) assert_null(strstr(de->d_name, ".tmp"));
+    closedir(dd);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+static void test_plan_with_zero_clusters_reports_nothing_to_fuse(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("zero.db"), &st), FA_OK);
+    int64_t run = store_nasty(ctx, st, true, true);
+    const char *dir = out_dir("rep-zero");
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    char *html = slurp(dir, "report.html");
+    assert_non_null(strstr(html, "The plan has no clusters"));
+    assert_non_null(strstr(html, "not measured"));
+    free(html);
+    char *sj = slurp(dir, "summary.json");
+    char err[256];
+    yajl_val root = yajl_tree_parse(sj, err, sizeof err);
+    assert_non_null(root);
+    const char *pa[] = {"clusters", "accepted", NULL}, *pf[] = {"fused", NULL};
+    assert_int_equal(YAJL_GET_INTEGER(yajl_tree_get(root, pa, yajl_t_number)), 0);
+    assert_true(YAJL_IS_NULL(yajl_tree_get(root, pf, yajl_t_any)));
+    yajl_tree_free(root);
+    free(sj);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+static void test_run_without_analysis_or_plan_says_not_measured(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("bare.db"), &st), FA_OK);
+    fa_graph *g = nasty_graph(ctx, false);
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, st, g, 3, &run), FA_OK); /* no device, no ceilings */
+    fa_graph_free(g);
+    const char *dir = out_dir("rep-bare");
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    char *html = slurp(dir, "report.html");
+    assert_non_null(strstr(html, "No fusion plan stored for this run: not measured"));
+    assert_non_null(strstr(html, "No analysis stored for this run"));
+    assert_non_null(strstr(html, "device ceilings not measured"));
+    assert_non_null(strstr(html, "not measured (no fused run stored"));
+    free(html);
+    char *sj = slurp(dir, "summary.json");
+    char err[256];
+    yajl_val root = yajl_tree_parse(sj, err, sizeof err);
+    assert_non_null(root);
+    const char *pc[] = {"clusters", NULL}, *ps[] = {"speedup", NULL}, *pb[] = {"baseline", "samples", NULL};
+    assert_true(YAJL_IS_NULL(yajl_tree_get(root, pc, yajl_t_any)));
+    assert_true(YAJL_IS_NULL(yajl_tree_get(root, ps, yajl_t_any)));
+    assert_int_equal(YAJL_GET_INTEGER(yajl_tree_get(root, pb, yajl_t_number)), 3);
+    yajl_tree_free(root);
+    free(sj);
+    for (int i = 0; fa_report_files[i]; i++) {
+        char *f = slurp(dir, fa_report_files[i]);
+        if (!f) fail_msg("%s missing", fa_report_files[i]);
+        assert_true(strlen(f) > 0);
+        free(f);
+    }
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+static void test_unwritable_out_dir_is_an_error_naming_it(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("unwritable.db"), &st), FA_OK);
+    int64_t run = store_nasty(ctx, st, false, false);
+    /* a regular file in the way: mkdir fails with ENOTDIR even for root */
+    const char *blocker = out_dir("blocker");
+    FILE *f = fopen(blocker, "w");
+    fputs("x", f);
+    fclose(f);
+    char dir[1100];
+    snprintf(dir, sizeof dir, "%s/reports", blocker);
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_ERR_IO);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), blocker));
+    /* a missing run names the run */
+    assert_int_equal(fa_reports_write(ctx, st, 9999, out_dir("rep-none")), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "9999"));
+    struct stat sb;
+    assert_int_not_equal(stat(out_dir("rep-none"), &sb), 0); /* nothing created for a failed run */
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_names_are_escaped_for_every_format),
+        cmocka_unit_test(test_plan_with_zero_clusters_reports_nothing_to_fuse),
+        cmocka_unit_test(test_run_without_analysis_or_plan_says_not_measured),
+        cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
