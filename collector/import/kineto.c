@@ -96,25 +96,23 @@ static int dec_scaled(const char *s, size_t n, int scale, int64_t *out)
     bool neg = false;
     if (i < n && (s[i] == '-' || s[i] == '+')) neg = s[i++] == '-';
     /* fast path: plain digits with an optional fraction, at most 19 digits in all */
-    if (n - i <= 20) {
-        uint64_t v = 0;
-        int nd = 0, frac = -1;
+    {
         size_t j = i;
-        for (; j < n; j++) {
-            char c = s[j];
-            if (c >= '0' && c <= '9') v = v * 10 + (uint64_t)(c - '0'), nd++, frac += frac >= 0;
-            else if (c == '.' && frac < 0) frac = 0;
-            else break;
+        uint64_t v = 0;
+        while (j < n && j - i < 19 && (unsigned)(s[j] - '0') < 10u) v = v * 10 + (uint64_t)(s[j++] - '0');
+        int nd = (int)(j - i), fd = 0;
+        if (j < n && s[j] == '.') {
+            j++;
+            while (j < n && nd < 19 && (unsigned)(s[j] - '0') < 10u) v = v * 10 + (uint64_t)(s[j++] - '0'), nd++, fd++;
+            if (fd == 0) nd = 0; /* "5." is not JSON: slow path decides */
         }
-        if (j == n && nd > 0 && nd <= 19 && frac != 0) {
-            int e = scale - (frac > 0 ? frac : 0);
-            if (e >= 0 && e <= 3) {
-                static const uint64_t p10[] = {1, 10, 100, 1000};
-                if (v <= (uint64_t)INT64_MAX / p10[e]) {
-                    v *= p10[e];
-                    *out = neg ? -(int64_t)v : (int64_t)v;
-                    return 0;
-                }
+        if (j == n && nd > 0 && fd <= scale && scale - fd <= 3) {
+            static const uint64_t p10[] = {1, 10, 100, 1000};
+            int e = scale - fd;
+            if (v <= (uint64_t)INT64_MAX / p10[e]) {
+                v *= p10[e];
+                *out = neg ? -(int64_t)v : (int64_t)v;
+                return 0;
             }
         }
     }
@@ -170,7 +168,7 @@ static void bad_number(kparse *p)
     if (!p->st->n_bad_numbers++) p->st->first_bad_number_offset = cur_offset(p);
 }
 
-/* Integer field: exact integers only (a fraction is truncated toward zero). */
+/* Integer field: decimal text to int64; a fraction rounds half away from zero. */
 static bool num_i64(kparse *p, const char *s, size_t n, int64_t *out)
 {
     int r = dec_scaled(s, n, 0, out);
