@@ -116,12 +116,18 @@ static bool is_gpu(fa_activity_kind k)
     return k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
 }
 
-static const fa_activity *g_sort_acts; /* qsort has no user pointer in C11 */
-static bool g_pid_local;
+/* Sort context for qsort_r (glibc, _GNU_SOURCE): no global state, imports may run in
+ * parallel threads. */
+typedef struct sortctx {
+    const fa_activity *acts;
+    const int32_t *ord;
+    bool pid_local;
+} sortctx;
 
-static int encl_cmp(const void *pa, const void *pb)
+static int encl_cmp(const void *pa, const void *pb, void *arg)
 {
-    const fa_activity *a = &g_sort_acts[*(const int32_t *)pa], *b = &g_sort_acts[*(const int32_t *)pb];
+    const sortctx *c = arg;
+    const fa_activity *a = &c->acts[*(const int32_t *)pa], *b = &c->acts[*(const int32_t *)pb];
     if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
     if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
     if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
@@ -131,11 +137,12 @@ static int encl_cmp(const void *pa, const void *pb)
 }
 
 /* launches by (pid if pid-local, correlation, pid, start, index) */
-static int launch_cmp(const void *pa, const void *pb)
+static int launch_cmp(const void *pa, const void *pb, void *arg)
 {
+    const sortctx *c = arg;
     int32_t ia = *(const int32_t *)pa, ib = *(const int32_t *)pb;
-    const fa_activity *a = &g_sort_acts[ia], *b = &g_sort_acts[ib];
-    if (g_pid_local && a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    const fa_activity *a = &c->acts[ia], *b = &c->acts[ib];
+    if (c->pid_local && a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
     if (a->correlation != b->correlation) return a->correlation < b->correlation ? -1 : 1;
     if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1; /* duplicates are per process */
     if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
@@ -143,12 +150,12 @@ static int launch_cmp(const void *pa, const void *pb)
 }
 
 /* enclosing records by (pid if pid-local, External id, position); holds positions in ord */
-static const int32_t *g_ord;
-static int ext_cmp(const void *pa, const void *pb)
+static int ext_cmp(const void *pa, const void *pb, void *arg)
 {
+    const sortctx *c = arg;
     int32_t pa_ = *(const int32_t *)pa, pb_ = *(const int32_t *)pb;
-    const fa_activity *a = &g_sort_acts[g_ord[pa_]], *b = &g_sort_acts[g_ord[pb_]];
-    if (g_pid_local && a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    const fa_activity *a = &c->acts[c->ord[pa_]], *b = &c->acts[c->ord[pb_]];
+    if (c->pid_local && a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
     if (a->external_id != b->external_id) return a->external_id < b->external_id ? -1 : 1;
     return pa_ < pb_ ? -1 : pa_ > pb_;
 }
@@ -197,8 +204,7 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory attributing %zu trace records", n);
         goto done;
     }
-    g_sort_acts = acts;
-    g_pid_local = pid_local;
+    sortctx sc = {acts, ord, pid_local};
 
     /* launch calls sorted by (pid, correlation, start) */
     size_t nl = 0;
@@ -207,7 +213,7 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
         if ((acts[i].kind == FA_ACT_RUNTIME || acts[i].kind == FA_ACT_DRIVER) && acts[i].correlation >= 0)
             lord[nl++] = (int32_t)i;
     }
-    qsort(lord, nl, sizeof *lord, launch_cmp);
+    qsort_r(lord, nl, sizeof *lord, launch_cmp, &sc);
     for (size_t k = 1; k < nl; k++) {
         const fa_activity *a = &acts[lord[k - 1]], *b = &acts[lord[k]];
         if (a->correlation == b->correlation && a->pid == b->pid) st->n_duplicate_correlations++;
@@ -217,7 +223,7 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         if (acts[i].kind == encl_kind) ord[m++] = (int32_t)i;
-    qsort(ord, m, sizeof *ord, encl_cmp);
+    qsort_r(ord, m, sizeof *ord, encl_cmp, &sc);
     int32_t *stack = eord;
     size_t sp = 0;
     for (size_t p = 0; p < m; p++) {
@@ -234,8 +240,7 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
     if (use_external_id) {
         for (size_t p = 0; p < m; p++)
             if (acts[ord[p]].external_id > 0) eord[ne++] = (int32_t)p;
-        g_ord = ord;
-        qsort(eord, ne, sizeof *eord, ext_cmp);
+        qsort_r(eord, ne, sizeof *eord, ext_cmp, &sc);
     }
 
     for (size_t i = 0; i < n; i++) {
