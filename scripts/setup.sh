@@ -12,6 +12,7 @@ DEB_PKGS=(build-essential cmake pkg-config
   libssl-dev                              # SHA-256 of models and traces
   libyajl-dev zlib1g-dev                  # streaming JSON + gzip for trace import
   libgraphviz-dev graphviz                # graph.dot / graph.svg
+  chromium                                # tests/cli/report_chromium.sh (headless report check; ~40 s install)
   python3 python3-pip)                    # test oracles (onnx, onnxruntime, numpy)
 
 missing=()
