@@ -1138,9 +1138,11 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 #ifdef FA_HAVE_GATE
         if (c->status == FA_CLUSTER_PROPOSED && A.opt.target == FA_TARGET_CUDA && !A.opt.no_gate) {
             bool refused = false;
-            fa_status gs = fa_gate_cluster(ctx, g, c, &A.opt, &refused);
+            fa_status gs = fa_gate_cluster_ex(ctx, g, c, &A.opt, A.ar, &refused, NULL);
             if (gs) { /* a gate that cannot run is recorded on the cluster, not fatal for the plan */
-                c->reason = fa_arena_strdup(A.ar, fa_ctx_errmsg(ctx));
+                char r[600];
+                snprintf(r, sizeof r, "gate not run (%s): %s", fa_status_name(gs), fa_ctx_errmsg(ctx));
+                c->reason = fa_arena_strdup(A.ar, r);
                 fa_ctx_clear(ctx);
             }
         }
@@ -1161,8 +1163,9 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
             if (gp >= 0 && gp == gc) {
                 const fa_cluster *c = &plan->clusters[A.owner[cid]];
                 if (c->status == FA_CLUSTER_REFUSED)
-                    why(&A, pid, cid, t, strstr(c->reason ? c->reason : "", "occupancy") ? "occupancy-gate"
-                        : strstr(c->reason ? c->reason : "", "not-beneficial") ? "not-beneficial" : "register-gate",
+                    why(&A, pid, cid, t, !strncmp(c->reason ? c->reason : "", "register gate", 13) ? "register-gate"
+                        : strstr(c->reason ? c->reason : "", "occupancy gate") ? "occupancy-gate"
+                        : strstr(c->reason ? c->reason : "", "not-beneficial") ? "not-beneficial" : "refused",
                         "%s", c->reason ? c->reason : "refused");
                 continue;
             }

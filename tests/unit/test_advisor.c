@@ -278,6 +278,68 @@ static void test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon(
     fa_ctx_free(ctx);
 }
 
+/* cuda target: the gate compiles the reduction clusters with NVRTC (no GPU needed) and reads
+ * registers/occupancy; a floor above the softmax kernel's occupancy refuses it with the numbers,
+ * and the edges inside it get the occupancy-gate why-not. --no-gate leaves registers at -1. */
+static void test_cuda_gate_refuses_under_occupancy_floor_with_numbers(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    assert_int_equal(fa_graph_load(ctx, "zoo:gpt2-block", NULL, &g), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.target = FA_TARGET_CUDA;
+    o.no_gate = true;
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(ctx, g, NULL, &o, &p), FA_OK);
+    for (int i = 0; i < p->n_clusters; i++) assert_int_equal(p->clusters[i].registers, -1);
+    fa_plan_free(p);
+    o.no_gate = false;
+    o.occupancy_floor = 0.01;
+    assert_int_equal(fa_advise(ctx, g, NULL, &o, &p), FA_OK);
+    double lowest = 2;
+    int gated = 0;
+    char label[128] = "";
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        if (c->reason && strstr(c->reason, "gate not run")) {
+            fa_plan_free(p);
+            fa_graph_free(g);
+            fa_ctx_free(ctx);
+            skip(); /* no CUDA toolkit in this build */
+        }
+        if (c->registers > 0) {
+            gated++;
+            assert_true(c->occupancy > 0 && c->occupancy <= 1.0);
+            assert_true(c->block_size > 0);
+            if (c->occupancy < lowest) { lowest = c->occupancy; snprintf(label, sizeof label, "%s", c->label); }
+        }
+        assert_int_equal(c->status, FA_CLUSTER_PROPOSED);
+    }
+    assert_true(gated >= 2); /* the softmax and layer-norm reductions */
+    fa_plan_free(p);
+    if (lowest >= 1.0) { /* every generated kernel reaches full occupancy: nothing to refuse */
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+        skip();
+    }
+    o.occupancy_floor = lowest + 0.001;
+    assert_int_equal(fa_advise(ctx, g, NULL, &o, &p), FA_OK);
+    const fa_cluster *sm = NULL;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (!strcmp(p->clusters[i].label, label)) sm = &p->clusters[i];
+    assert_non_null(sm);
+    assert_int_equal(sm->status, FA_CLUSTER_REFUSED);
+    assert_non_null(strstr(sm->reason, "occupancy gate"));
+    bool found = false;
+    for (int i = 0; i < p->n_why_not; i++)
+        if (!strcmp(p->why_not[i].code, "occupancy-gate") && p->why_not[i].consumer == sm->anchor) found = true;
+    assert_true(found);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 /* mobilenetv2: ReLU6 as Clip(0,6) becomes an eltwise:clip post-op after the BN fold. */
 static void test_mobilenetv2_relu6_becomes_clip_post_op(void **st)
 {
@@ -398,6 +460,7 @@ int main(void)
         cmocka_unit_test(test_bert_plan_has_softmax_layer_norms_gelu_erf_and_bias_epilogues),
         cmocka_unit_test(test_gpt2_plan_has_softmax_decomposed_layer_norm_gelu_tanh_and_bias_epilogues),
         cmocka_unit_test(test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon),
+        cmocka_unit_test(test_cuda_gate_refuses_under_occupancy_floor_with_numbers),
         cmocka_unit_test(test_mobilenetv2_relu6_becomes_clip_post_op),
         cmocka_unit_test(test_every_zoo_model_gets_a_plan),
         cmocka_unit_test(test_every_corpus_light_model_gets_a_plan),
