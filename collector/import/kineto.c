@@ -892,9 +892,11 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
         }
         const unsigned char *src = c->data;
         size_t len = (size_t)n;
+        if (raw_off == 0 && len >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF)
+            src += 3, len -= 3; /* UTF-8 byte order mark */
         if (lenient) {
             fa_buf_reset(&fout);
-            lf_run(&lf, c->data, len, &fout, p, raw_off);
+            lf_run(&lf, src, len, &fout, p, raw_off);
             if (fout.oom) { *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path); rr = RUN_FAIL; break; }
             src = (const unsigned char *)fout.data;
             len = fout.len;

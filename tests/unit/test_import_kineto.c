@@ -498,6 +498,17 @@ static void test_import_detect_by_magic_bytes_not_name(void **state)
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "garbage.json"));
     assert_null(t);
     assert_int_equal(fa_import_file(ctx, "/nonexistent/x.json", NULL, &t, NULL), FA_ERR_IO);
+    /* a UTF-8 byte order mark is skipped */
+    const char *p4 = fa_test_path(fa_test_tmpdir(), "bom.json");
+    static const char j4[] = "\xEF\xBB\xBF{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"ts\": 1}]}";
+    write_bytes(p4, j4, sizeof j4 - 1);
+    assert_int_equal(fa_import_detect(p4), FA_IMPORT_KINETO_JSON);
+    fa_import_stats st;
+    assert_int_equal(fa_import_file(ctx, p4, NULL, &t, &st), FA_OK);
+    assert_int_equal(st.n_cpu_ops, 1);
+    assert_false(st.lenient_pass);
+    fa_trace_free(t);
+    t = NULL;
     /* structurally invalid JSON: refused with an offset even after the lenient pass */
     const char *p3 = fa_test_path(fa_test_tmpdir(), "broken.json");
     static const char j3[] = "{\"traceEvents\": [}";
