@@ -402,6 +402,114 @@ static void test_unwritable_out_dir_is_an_error_naming_it(void **state)
     fa_ctx_free(ctx);
 }
 
+
+/* n_blocks x (chain of `chain` Relu nodes, then a diamond Neg/Sigmoid -> Add): 1 + chain + 3 nodes per block */
+static fa_graph *big_graph(fa_ctx *ctx, int n_blocks, int chain)
+{
+    fa_graph *g = fa_graph_create("big");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    g->path = fa_arena_strdup(g->arena, "big");
+    int64_t d[2] = {1, 8};
+    int x = fa_graph_tensor(g, "t0");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
+    fa_graph_add_input(ctx, g, x);
+    int t = 0;
+    char in[32], out[32], nm[32], a[32], b[32];
+    for (int k = 0; k < n_blocks; k++) {
+        for (int c = 0; c < chain; c++) {
+            snprintf(in, sizeof in, "t%d", t);
+            snprintf(out, sizeof out, "t%d", ++t);
+            snprintf(nm, sizeof nm, "relu%d", t);
+            const char *i1[] = {in}, *o1[] = {out};
+            assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, i1, 1, o1));
+        }
+        snprintf(in, sizeof in, "t%d", t);
+        snprintf(a, sizeof a, "a%d", k);
+        snprintf(b, sizeof b, "b%d", k);
+        snprintf(out, sizeof out, "t%d", ++t);
+        const char *i1[] = {in}, *oa[] = {a}, *ob[] = {b}, *i3[] = {a, b}, *o3[] = {out};
+        snprintf(nm, sizeof nm, "neg%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Neg", "", 1, i1, 1, oa));
+        snprintf(nm, sizeof nm, "sig%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Sigmoid", "", 1, i1, 1, ob));
+        snprintf(nm, sizeof nm, "add%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Add", "", 2, i3, 1, o3));
+    }
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, out));
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    return g;
+}
+
+static int count_str(const char *s, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(s, needle); p; p = strstr(p + 1, needle)) n++;
+    return n;
+}
+
+/* 1200 live nodes: each accepted cluster (pairs of Relus) is drawn as one node, no subgraphs. */
+static void test_large_graph_collapses_accepted_clusters(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("big1.db"), &st), FA_OK);
+    fa_graph *g = big_graph(ctx, 12, 96); /* 12 x (96 + 3) = 1188 nodes */
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, st, g, 1, &run), FA_OK);
+    fa_graph_free(g);
+    fa_buf sql;
+    fa_buf_init(&sql);
+    fa_buf_printf(&sql, "INSERT INTO plans(run_id, plan_id, created_at_ns, status) VALUES (%lld, 1, 1, 'applied');", (long long)run);
+    /* node ids: block k starts at 99k; Relus 99k .. 99k+95; pair them */
+    for (int k = 0; k < 12; k++)
+        for (int c = 0; c < 96; c += 2)
+            fa_buf_printf(&sql, "INSERT INTO clusters(run_id, plan_id, cluster_id, kind, members_json, status) VALUES "
+                                "(%lld,1,%d,'elementwise-chain','[%d,%d]','accepted');",
+                          (long long)run, k * 48 + c / 2, 99 * k + c, 99 * k + c + 1);
+    exec_sql(st, sql.data);
+    fa_buf_free(&sql);
+    const char *dir = out_dir("rep-big1");
+    uint64_t t0 = fa_now_ns();
+    if (fa_reports_write(ctx, st, run, dir)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    printf("1188-node graph with 576 accepted clusters: reports in %.2f s\n", (fa_now_ns() - t0) / 1e9);
+    char *dot = slurp(dir, "graph.dot");
+    assert_null(strstr(dot, "subgraph cluster_"));
+    assert_int_equal(count_str(dot, "ops (accepted)"), 576);
+    free(dot);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+/* 1636 live nodes and no plan: above 1500 drawn nodes linear chains collapse; the diamonds stay. */
+static void test_huge_graph_renders_top_level_structure(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("big2.db"), &st), FA_OK);
+    fa_graph *g = big_graph(ctx, 4, 406); /* 4 x (406 + 3) = 1636 nodes */
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, st, g, 1, &run), FA_OK);
+    fa_graph_free(g);
+    const char *dir = out_dir("rep-big2");
+    uint64_t t0 = fa_now_ns();
+    if (fa_reports_write(ctx, st, run, dir)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    printf("1636-node graph: reports in %.2f s\n", (fa_now_ns() - t0) / 1e9);
+    char *dot = slurp(dir, "graph.dot");
+    /* chains: relu1..406 (block 0 head), then per later block add(k-1)+relus; neg/sig stay alone */
+    int chains = count_str(dot, "ops (chain)");
+    assert_true(chains >= 4 && chains <= 8);
+    assert_int_equal(count_str(dot, "\\nNeg"), 4);
+    assert_int_equal(count_str(dot, "\\nSigmoid"), 4);
+    free(dot);
+    char *svg = slurp(dir, "graph.svg");
+    assert_non_null(strstr(svg, "<svg"));
+    free(svg);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -409,6 +517,8 @@ int main(void)
         cmocka_unit_test(test_plan_with_zero_clusters_reports_nothing_to_fuse),
         cmocka_unit_test(test_run_without_analysis_or_plan_says_not_measured),
         cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
+        cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
+        cmocka_unit_test(test_huge_graph_renders_top_level_structure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
