@@ -1,6 +1,7 @@
 /* tests/unit/test_codegen — the kernel code generator: golden C and CUDA sources per cluster
  * kind, determinism, and numerics: the generated C compiled with cc -O3 -fopenmp -shared,
  * dlopen'd and run on random inputs against the unfused graph (fa_exec), max rel error < 1e-5. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <spawn.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "codegen_cases.h"
+#include "advisor/advisor.h"
 #include "runtime/runtime.h"
 
 extern char **environ;
@@ -443,6 +445,204 @@ static void test_numerics_softmax_across_flatten(void **s)
     check_numerics(t, "softmax across Flatten 2x231");
 }
 
+
+/* ---- the advisor's own clusters on real graphs ---- */
+
+/* Every codegen cluster the advisor proposes for graph g: the generated C, run on the values the
+ * unfused executor computed for the cluster's inputs, matches the executor's values of the
+ * cluster's outputs (cluster inputs/outputs are made graph outputs to read them back). Returns
+ * the number of clusters checked. */
+static int check_advisor_clusters(fa_ctx *ctx, fa_graph *g, const char *what)
+{
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(ctx, g, NULL, &o, &p)) fail_msg("%s: advise: %s", what, fa_ctx_errmsg(ctx));
+    for (int i = 0; i < g->n_inputs; i++)
+        if (g->tensors[g->inputs[i]]->dtype != FA_DTYPE_FLOAT) {
+            fa_plan_free(p);
+            return 0;
+        }
+    bool *sel = calloc((size_t)p->n_clusters + 1, 1);
+    for (int i = 0; i < p->n_clusters; i++) {
+        fa_cluster *c = &p->clusters[i];
+        if (c->kind == FA_CLUSTER_EPILOGUE || c->kind == FA_CLUSTER_BN_FOLD) continue;
+        const char *why = NULL;
+        if (!fa_codegen_supported(g, c, false, &why))
+            fail_msg("%s: cluster %d (%s) not generated: %s", what, c->id, c->label ? c->label : "", why);
+        sel[i] = true;
+        int *lists[2] = {c->inputs, c->outputs};
+        int counts[2] = {c->n_inputs, c->n_outputs};
+        for (int l = 0; l < 2; l++)
+            for (int k = 0; k < counts[l]; k++) {
+                int tid = lists[l][k];
+                const fa_tensor *t = g->tensors[tid];
+                if ((t->flags & FA_TENSOR_CONST) || (t->flags & FA_TENSOR_GRAPH_INPUT)) continue;
+                bool is_out = false;
+                for (int q = 0; q < g->n_outputs; q++) is_out |= g->outputs[q] == tid;
+                if (!is_out) assert_int_equal(fa_graph_add_output(ctx, g, tid), FA_OK);
+            }
+    }
+    assert_int_equal(fa_graph_index(ctx, g), FA_OK);
+    fa_exec_options eo = {0};
+    eo.target = FA_TARGET_CPU;
+    eo.threads = 2;
+    fa_exec *e = NULL;
+    if (fa_exec_create(ctx, g, &eo, &e)) fail_msg("%s: exec: %s", what, fa_ctx_errmsg(ctx));
+    float **gin = calloc((size_t)g->n_inputs + 1, sizeof *gin);
+    fa_rng r;
+    fa_rng_seed(&r, 42);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const fa_tensor *x = g->tensors[g->inputs[i]];
+        int64_t n = fa_tensor_numel(x);
+        gin[i] = malloc((size_t)(n ? n : 1) * sizeof(float));
+        for (int64_t k = 0; k < n; k++) gin[i][k] = fa_rng_uniform(&r, -2.0f, 2.0f) + 0.25f * (float)(k % 7);
+        fa_value v = {0};
+        v.data = gin[i];
+        v.dtype = FA_DTYPE_FLOAT;
+        v.rank = x->rank;
+        memcpy(v.dims, x->dims, sizeof v.dims);
+        if (fa_exec_set_input(ctx, e, i, &v)) fail_msg("%s: set input: %s", what, fa_ctx_errmsg(ctx));
+    }
+    if (fa_exec_run(ctx, e, NULL)) fail_msg("%s: run: %s", what, fa_ctx_errmsg(ctx));
+    int checked = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        if (!sel[i]) continue;
+        fa_cluster *c = &p->clusters[i];
+        fa_buf src;
+        fa_buf_init(&src);
+        fa_codegen_info info;
+        if (fa_codegen_c(ctx, g, c, p->hash, &src, &info)) fail_msg("%s: %s", what, fa_ctx_errmsg(ctx));
+        void *h;
+        kern_fn fn = (kern_fn)compile_and_load(&src, info.name, &h);
+        const void **in = calloc((size_t)c->n_inputs + 1, sizeof *in);
+        for (int k = 0; k < c->n_inputs; k++) {
+            int tid = c->inputs[k];
+            in[k] = g->tensors[tid]->data;
+            for (int q = 0; q < g->n_inputs; q++)
+                if (g->inputs[q] == tid) in[k] = gin[q];
+            for (int q = 0; q < g->n_outputs; q++)
+                if (g->outputs[q] == tid && !in[k]) in[k] = fa_exec_output(e, q)->data;
+            if (!in[k] && fa_tensor_numel(g->tensors[tid]) > 0)
+                fail_msg("%s: no value for cluster input '%s'", what, g->tensors[tid]->name);
+        }
+        double worst = 0;
+        for (int k = 0; k < c->n_outputs; k++) {
+            const fa_value *u = NULL;
+            for (int q = 0; q < g->n_outputs; q++)
+                if (g->outputs[q] == c->outputs[k]) u = fa_exec_output(e, q);
+            assert_non_null(u);
+        }
+        void **out = calloc((size_t)c->n_outputs, sizeof *out);
+        for (int k = 0; k < c->n_outputs; k++) {
+            int64_t n = fa_tensor_numel(g->tensors[c->outputs[k]]);
+            out[k] = malloc((size_t)(n ? n : 1) * sizeof(float));
+            for (int64_t q = 0; q < n; q++) ((float *)out[k])[q] = NAN;
+        }
+        fn((const void *const *)in, (void *const *)out, 2);
+        for (int k = 0; k < c->n_outputs; k++) {
+            const fa_value *u = NULL;
+            for (int q = 0; q < g->n_outputs; q++)
+                if (g->outputs[q] == c->outputs[k]) u = fa_exec_output(e, q);
+            int64_t n = fa_value_numel(u);
+            double md = 0, mu = 0;
+            for (int64_t q = 0; q < n; q++) {
+                double a = ((float *)out[k])[q], b = ((const float *)u->data)[q];
+                if (isnan(a) != isnan(b))
+                    fail_msg("%s: cluster %d (%s) output %s[%lld]: fused %g unfused %g\n%s", what, c->id, c->label,
+                             g->tensors[c->outputs[k]]->name, (long long)q, a, b, src.data);
+                if (isnan(a)) continue;
+                if (fabs(a - b) > md) md = fabs(a - b);
+                if (fabs(b) > mu) mu = fabs(b);
+            }
+            double err = md / (mu > 1e-12 ? mu : 1e-12);
+            if (err > worst) worst = err;
+            free(out[k]);
+        }
+        if (worst >= 1e-5) fail_msg("%s: cluster %d (%s): max rel error %.3g\n%s", what, c->id, c->label, worst, src.data);
+        checked++;
+        free(out);
+        free(in);
+        dlclose(h);
+        fa_buf_free(&src);
+    }
+    for (int i = 0; i < g->n_inputs; i++) free(gin[i]);
+    free(gin);
+    free(sel);
+    fa_exec_free(e);
+    fa_plan_free(p);
+    return checked;
+}
+
+static void test_advisor_clusters_of_zoo_transformers_match_unfused(void **s)
+{
+    (void)s;
+    const char *models[] = {"bert-layer", "gpt2-block"};
+    int total = 0;
+    for (int m = 0; m < 2; m++) {
+        fa_ctx *ctx = fa_ctx_create();
+        fa_graph *g = NULL;
+        if (fa_zoo_build(ctx, models[m], 2, &g)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        if (fa_graph_prepare(ctx, g, NULL) || fa_graph_index(ctx, g)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        int n = check_advisor_clusters(ctx, g, models[m]);
+        print_message("zoo:%s batch 2: %d generated clusters match the unfused graph\n", models[m], n);
+        assert_true(n >= 2); /* softmax and a layer norm at least */
+        total += n;
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+    }
+    assert_true(total >= 4);
+}
+
+/* The ONNX *_expanded conformance graphs (corpus): decomposed layer norm / softmax / log-softmax /
+ * RMS norm / GELU / Swish / Mish / HardSwish as the ONNX function bodies write them. */
+static void test_advisor_clusters_of_corpus_expanded_graphs_match_unfused(void **s)
+{
+    (void)s;
+    const char *corpus = fa_test_corpus();
+    if (!corpus) {
+        print_message("skipped: corpus not found (FA_CORPUS)\n");
+        skip();
+    }
+    static const char *pat[] = {"layer_normalization", "softmax", "rms_normalization", "gelu", "swish", "mish",
+                                "hardswish", "elu", "hardsigmoid"};
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/onnx/node", corpus);
+    int models = 0, clusters = 0;
+    DIR *d = opendir(dir);
+    if (!d) {
+        print_message("skipped: %s missing\n", dir);
+        skip();
+    }
+    struct dirent *de;
+    char names[512][128];
+    int nn = 0;
+    while ((de = readdir(d)) != NULL && nn < 512) {
+        if (!strstr(de->d_name, "_expanded")) continue;
+        bool want = false;
+        for (size_t k = 0; k < sizeof pat / sizeof pat[0]; k++) want |= strstr(de->d_name, pat[k]) != NULL;
+        if (!want || strstr(de->d_name, "group_normalization")) continue;
+        snprintf(names[nn++], sizeof names[0], "%s", de->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)nn, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+    for (int i = 0; i < nn; i++) {
+        char path[1400];
+        snprintf(path, sizeof path, "%s/%s/model.onnx", dir, names[i]);
+        fa_ctx *ctx = fa_ctx_create();
+        fa_graph *g = NULL;
+        if (fa_onnx_import(ctx, path, &g)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        if (fa_graph_prepare(ctx, g, NULL) || fa_graph_index(ctx, g)) fail_msg("%s: %s", names[i], fa_ctx_errmsg(ctx));
+        clusters += check_advisor_clusters(ctx, g, names[i]);
+        models++;
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+    }
+    print_message("%d expanded conformance graphs, %d generated clusters match the unfused graph\n", models, clusters);
+    assert_true(models >= 40);
+    assert_true(clusters >= 60);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +660,8 @@ int main(void)
         cmocka_unit_test(test_numerics_layernorm_decomposed_and_op),
         cmocka_unit_test(test_numerics_rmsnorm_decomposed_and_op),
         cmocka_unit_test(test_numerics_softmax_across_flatten),
+        cmocka_unit_test(test_advisor_clusters_of_zoo_transformers_match_unfused),
+        cmocka_unit_test(test_advisor_clusters_of_corpus_expanded_graphs_match_unfused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
