@@ -358,3 +358,50 @@ void fa__import_count(const fa_trace *t, fa_import_stats *st)
     }
     st->no_gpu_activity = st->n_kernels + st->n_memcpy + st->n_memset == 0;
 }
+
+/* ---- stats as JSON ---------------------------------------------------------------------- */
+
+static void json_str(fa_buf *b, const char *s)
+{
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s, strlen(s));
+    fa_buf_puts(b, "\"");
+}
+
+void fa_import_stats_json(const fa_import_stats *st, fa_buf *b)
+{
+    fa_buf_puts(b, "{\"kind\":");
+    json_str(b, fa_import_kind_name(st->kind));
+    fa_buf_puts(b, ",\"schema\":");
+    json_str(b, st->schema);
+    const struct { const char *k; uint64_t v; } nums[] = {
+        {"file_bytes", st->file_bytes}, {"input_bytes", st->input_bytes}, {"events", st->n_events},
+        {"kernels", st->n_kernels}, {"memcpy", st->n_memcpy}, {"memset", st->n_memset},
+        {"runtime", st->n_runtime}, {"driver", st->n_driver}, {"cpu_ops", st->n_cpu_ops},
+        {"ranges", st->n_ranges}, {"sync", st->n_sync}, {"skipped", st->n_skipped},
+        {"orphans", st->n_orphans}, {"clock_inversions", st->n_clock_inversions},
+        {"duplicate_correlations", st->n_duplicate_correlations}, {"attributed", st->n_attributed},
+        {"estimated_bytes", st->n_estimated_bytes}, {"negative_durations", st->n_negative_durations},
+        {"bad_utf8", st->n_bad_utf8}, {"first_bad_utf8_offset", st->first_bad_utf8_offset},
+        {"control_chars", st->n_control_chars}, {"nonfinite", st->n_nonfinite},
+        {"bad_numbers", st->n_bad_numbers}, {"first_bad_number_offset", st->first_bad_number_offset},
+        {"truncated_offset", st->truncated_offset}, {"elapsed_ns", st->elapsed_ns},
+    };
+    for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
+        fa_buf_printf(b, ",\"%s\":%llu", nums[i].k, (unsigned long long)nums[i].v);
+    fa_buf_printf(b, ",\"base_time_ns\":%lld", (long long)st->base_time_ns);
+    fa_buf_printf(b, ",\"lenient_pass\":%s,\"no_gpu_activity\":%s,\"truncated\":%s,\"devices\":[",
+                  st->lenient_pass ? "true" : "false", st->no_gpu_activity ? "true" : "false",
+                  st->truncated ? "true" : "false");
+    for (int i = 0; i < st->n_devices && i < FA_IMPORT_MAX_DEVICES; i++) {
+        const fa_import_device *d = &st->devices[i];
+        fa_buf_printf(b, "%s{\"id\":%d,\"name\":", i ? "," : "", d->id);
+        json_str(b, d->name);
+        fa_buf_printf(b, ",\"sm_count\":%d,\"cc_major\":%d,\"cc_minor\":%d,\"total_mem_bytes\":%llu,"
+                         "\"max_threads_per_sm\":%d,\"regs_per_sm\":%d,\"smem_per_sm\":%d,"
+                         "\"smem_per_block\":%d,\"warp_size\":%d}",
+                      d->sm_count, d->cc_major, d->cc_minor, (unsigned long long)d->total_mem_bytes,
+                      d->max_threads_per_sm, d->regs_per_sm, d->smem_per_sm, d->smem_per_block, d->warp_size);
+    }
+    fa_buf_puts(b, "]}");
+}

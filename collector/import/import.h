@@ -110,6 +110,11 @@ fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opt
  * names it), FA_ERR_NOMEM. No kernel table but a metadata table: FA_OK, no_gpu_activity. */
 fa_status fa_import_nsys(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats);
 
+/* Append the stats as one JSON object (RFC 8259; names escaped with fa_escape_json) to out,
+ * for `import --json`: {"kind":..., "schema":..., "file_bytes":..., "events":..., "kernels":...,
+ * ..., "no_gpu_activity":..., "devices":[{"id":..,"name":..,"sm_count":..,...}]}. Times in ns. */
+void fa_import_stats_json(const fa_import_stats *st, fa_buf *out);
+
 /* Detect, then call the matching importer. FA_ERR_INPUT for an unknown kind. */
 fa_status fa_import_file(fa_ctx *ctx, const char *path, const fa_import_opts *opts,
                          fa_trace **out, fa_import_stats *stats);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <sys/wait.h>
 #include <zlib.h>
 
 #include "collector/import/import.h"
@@ -127,6 +128,22 @@ static void test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op(void *
     assert_int_equal(st.devices[0].max_threads_per_sm, 2048);
     assert_int_equal(st.devices[0].total_mem_bytes, 34079637504ull);
     assert_string_equal(t->source, "kineto");
+
+    /* the stats as JSON: valid for Python's parser, device name escaped, counts as above */
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_import_stats_json(&st, &b);
+    assert_non_null(strstr(b.data, "\"kernels\":1,"));
+    assert_non_null(strstr(b.data, "\"name\":\"Test GPU \xC3\x89\""));
+    assert_non_null(strstr(b.data, "\"no_gpu_activity\":false"));
+    const char *jp = fa_test_path(fa_test_tmpdir(), "stats.json");
+    write_bytes(jp, b.data, b.len);
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); "
+                              "sys.exit(0 if d[\"devices\"][0][\"sm_count\"]==108 else 1)' %s", jp);
+    int rc = system(cmd);
+    if (rc != -1 && WEXITSTATUS(rc) != 127) assert_int_equal(WEXITSTATUS(rc), 0); /* 127: no python3 */
+    fa_buf_free(&b);
     fa_trace_free(t);
 }
 
