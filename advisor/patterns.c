@@ -272,7 +272,7 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_
         return false;
     }
     static const char *const cand[] = {"Relu", "LeakyRelu", "Sigmoid", "Tanh", "Elu", "HardSwish", "Mish", "Softplus",
-                                       "Gelu", "Clip", "Add", "Sub", "Mul", "Div", "Max", "Min"};
+                                       "Gelu", "Clip", "Add", "Sub", "Mul", "Div", "Max", "Min", "Sum"};
     bool known = false;
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) known |= !strcmp(op, cand[i]);
     if (!known) {
@@ -324,7 +324,8 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_
         }
         snprintf(buf, cap, "eltwise:clip:%.9g:%.9g", lo, hi);
     } else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") ||
-               ((!strcmp(op, "Max") || !strcmp(op, "Min")) && c->n_inputs == 2)) {
+               ((!strcmp(op, "Max") || !strcmp(op, "Min") || !strcmp(op, "Sum")) && c->n_inputs == 2)) {
+        if (!strcmp(op, "Sum")) op = "Add"; /* two-input Sum (old exporters' residual add) */
         if (c->n_inputs != 2 || c->inputs[0] < 0 || c->inputs[1] < 0) return false;
         int k = c->inputs[0] == t ? 1 : 0;
         if (c->inputs[k] == t) {
