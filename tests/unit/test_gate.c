@@ -1,6 +1,7 @@
 /* tests/unit/test_gate — NVRTC compile of every generated CUDA kernel for sm_80 and sm_90 (ptxas
  * numbers parsed), and the register/occupancy gate: ordinary kernels pass, a register-heavy one
  * is refused with its numbers. Needs the CUDA toolkit (not a GPU); skipped without it. */
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,82 @@ static void test_gate_without_toolkit_is_unsupported_or_works(void **s)
     tc_free(t);
 }
 
+
+/* Gate every codegen cluster the advisor proposes on the zoo transformers and the corpus
+ * *_expanded graphs (cuda target, sm_90): each compiles, has registers, and every refusal
+ * carries its numbers. */
+static int gate_plan(fa_ctx *ctx, fa_graph *g, const char *what, int *refusals)
+{
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(ctx, g, NULL, &o, &p)) fail_msg("%s: advise: %s", what, fa_ctx_errmsg(ctx));
+    o.arch = "sm_90";
+    int n = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        fa_cluster *c = &p->clusters[i];
+        if (c->kind == FA_CLUSTER_EPILOGUE || c->kind == FA_CLUSTER_BN_FOLD) continue;
+        c->status = FA_CLUSTER_PROPOSED;
+        bool refused = false;
+        fa_gate_numbers nums;
+        if (fa_gate_cluster_ex(ctx, g, c, &o, NULL, &refused, &nums))
+            fail_msg("%s: cluster %d (%s): %s", what, c->id, c->label, fa_ctx_errmsg(ctx));
+        assert_true(c->registers > 0);
+        assert_true(c->block_size >= 32);
+        if (refused) {
+            (*refusals)++;
+            print_message("%s cluster %d (%s) refused: %s\n", what, c->id, c->label, c->reason);
+            char want[32];
+            snprintf(want, sizeof want, "%d registers", c->registers);
+            assert_non_null(strstr(c->reason, want));
+        }
+        n++;
+    }
+    fa_plan_free(p);
+    return n;
+}
+
+static void test_gate_every_advisor_cluster_of_zoo_and_corpus(void **s)
+{
+    (void)s;
+    NEED_CUDA();
+    int n = 0, refusals = 0;
+    const char *models[] = {"bert-layer", "gpt2-block"};
+    for (int m = 0; m < 2; m++) {
+        fa_ctx *ctx = fa_ctx_create();
+        fa_graph *g = NULL;
+        if (fa_zoo_build(ctx, models[m], 1, &g) || fa_graph_prepare(ctx, g, NULL) || fa_graph_index(ctx, g))
+            fail_msg("%s", fa_ctx_errmsg(ctx));
+        n += gate_plan(ctx, g, models[m], &refusals);
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+    }
+    const char *corpus = fa_test_corpus();
+    if (corpus) {
+        char dir[1024];
+        snprintf(dir, sizeof dir, "%s/onnx/node", corpus);
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        while (d && (de = readdir(d)) != NULL) {
+            if (!strstr(de->d_name, "_expanded") || strstr(de->d_name, "group_norm") || strstr(de->d_name, "attention"))
+                continue;
+            char path[1400];
+            snprintf(path, sizeof path, "%s/%s/model.onnx", dir, de->d_name);
+            fa_ctx *ctx = fa_ctx_create();
+            fa_graph *g = NULL;
+            if (!fa_onnx_import(ctx, path, &g) && !fa_graph_prepare(ctx, g, NULL) && !fa_graph_index(ctx, g))
+                n += gate_plan(ctx, g, de->d_name, &refusals);
+            fa_graph_free(g);
+            fa_ctx_free(ctx);
+        }
+        if (d) closedir(d);
+    } else {
+        print_message("corpus not found: zoo models only\n");
+    }
+    print_message("%d advisor clusters compiled and gated for sm_90, %d refused\n", n, refusals);
+    assert_true(n >= 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -221,6 +298,7 @@ int main(void)
         cmocka_unit_test(test_gate_floor_is_configurable),
         cmocka_unit_test(test_gate_leaves_library_clusters_ungated),
         cmocka_unit_test(test_gate_without_toolkit_is_unsupported_or_works),
+        cmocka_unit_test(test_gate_every_advisor_cluster_of_zoo_and_corpus),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
