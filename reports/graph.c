@@ -252,8 +252,9 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
                 set(sub[ci], "fillcolor", "#d8f0d2");
                 set(sub[ci], "color", "#3a8a2e");
             } else {
+                /* proposed (never applied): blue; refused / rejected: red */
                 set(sub[ci], "style", "dashed,rounded");
-                set(sub[ci], "color", "#c0392b");
+                set(sub[ci], "color", !strcmp(c->status, "proposed") ? "#4e79a7" : "#c0392b");
             }
         }
     for (int i = 0; i < ng; i++) {
@@ -304,7 +305,7 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
             for (int m = 0; m < c->n_members; m++)
                 if (c->members[m] == G->first) {
                     fa_buf_printf(&tmp, "\ncluster %d %s: %s", c->id, c->status, c->reason ? c->reason : "");
-                    set(a, "color", "#c0392b");
+                    set(a, "color", !strcmp(c->status, "proposed") ? "#4e79a7" : "#c0392b");
                     set(a, "penwidth", "2");
                     break;
                 }
