@@ -494,10 +494,6 @@ static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
     if (rc != SQLITE_ROW && rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
     /* benchmark samples of this plan */
     for (int i = 0; i < g->n_clusters; i++) {
-        q = NULL;
-        CK(prep(ctx, g, "SELECT latency_ns FROM benchmarks WHERE run_id=?1 AND plan_id=?2 AND subject='cluster-fused' "
-                        "AND cluster_id=?3 ORDER BY iter", &q));
-        sqlite3_finalize(q);
         char sql[200];
         snprintf(sql, sizeof sql, "SELECT latency_ns FROM benchmarks WHERE run_id=?1 AND plan_id=%d AND "
                                   "subject='cluster-fused' AND cluster_id=%d ORDER BY iter", g->plan_id, g->cl[i].id);
@@ -984,9 +980,10 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run
     }
     double ref_f = 0;
     if (b->n_bench_fused) {
-        memcpy(tmp, b->bench_fused, sizeof(double) * (size_t)(b->n_bench_fused < b->n_iter_ns + b->n_iters
-                                                                   ? b->n_bench_fused : 0));
-        ref_f = b->n_bench_fused < b->n_iter_ns + b->n_iters ? fa_gate_median(tmp, b->n_bench_fused) : 0;
+        double *t3 = fa_arena_alloc(ar, sizeof(double) * (size_t)b->n_bench_fused);
+        if (!t3) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        memcpy(t3, b->bench_fused, sizeof(double) * (size_t)b->n_bench_fused);
+        ref_f = fa_gate_median(t3, b->n_bench_fused);
     }
     if (!(ref_f > 0)) ref_f = ref;
     double conf_f = 1.0 - (1.0 - r->opt.confidence) / (n_pairs > 1 ? n_pairs : 1);

@@ -33,6 +33,8 @@ typedef struct fa_gate_options {
     double register_warn;   /* fraction of register growth per fused kernel that warns (cuda),
                                default 0.10 */
     int min_samples;        /* fewer samples than this in either run: inconclusive, default 5 */
+    bool strict;            /* an INCONCLUSIVE gate fails the build (exit 3); renderers show
+                               inconclusive checks as failures. Default false */
 } fa_gate_options;
 void fa_gate_options_default(fa_gate_options *o);
 

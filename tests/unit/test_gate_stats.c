@@ -1,0 +1,292 @@
+/* test_gate_stats — the gate's statistics on synthetic per-iteration samples: false-alarm rate
+ * under A/A noise, detection of a true 10% regression, the 1% pass, the inconclusive
+ * suggestion, reproducibility. Noise model: log-normal jitter (sigma 3-5%) plus occasional
+ * outliers (2% of iterations 1.2-2x slower), what CPU and GPU timing loops show. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/gate.h"
+#include "testutil.h"
+
+/* n samples around `center` ns: center * exp(sigma * N(0,1)), and with probability p_out an
+ * outlier multiplied by U(1.2, 2.0). */
+static void gen(fa_rng *r, double *out, int n, double center, double sigma, double p_out)
+{
+    for (int i = 0; i < n; i++) {
+        double x = center * exp(sigma * fa_rng_normal(r));
+        if (fa_rng_uniform(r, 0, 1) < p_out) x *= fa_rng_uniform(r, 1.2f, 2.0f);
+        out[i] = x;
+    }
+}
+
+static fa_gate_options opts(void)
+{
+    fa_gate_options o;
+    fa_gate_options_default(&o);
+    return o;
+}
+
+static void test_median_odd_and_even_counts(void **state)
+{
+    (void)state;
+    double a[] = {5, 1, 4, 2, 3};
+    assert_true(fa_gate_median(a, 5) == 3);
+    double b[] = {10, 1, 7, 3};
+    assert_true(fa_gate_median(b, 4) == 5);
+    double c[] = {2, 2, 2, 9, 1, 2};
+    assert_true(fa_gate_median(c, 6) == 2);
+    assert_true(isnan(fa_gate_median(c, 0)));
+}
+
+/* A/A: both runs drawn from one distribution, 1000 seeds, n in 20..50, sigma 3..5%: the gate
+ * must fail under 1% of the time. */
+static void test_aa_false_alarm_rate_under_1pct_over_1000_seeds(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    int fails = 0, inconclusive = 0, passes = 0;
+    const int seeds = 1000;
+    double base[64], cand[64];
+    for (int s = 0; s < seeds; s++) {
+        fa_rng r;
+        fa_rng_seed(&r, 1000 + (uint64_t)s);
+        int n = 20 + (int)(fa_rng_u64(&r) % 31);
+        double sigma = 0.03 + 0.02 * fa_rng_uniform(&r, 0, 1);
+        gen(&r, base, n, 1e6, sigma, 0.02);
+        gen(&r, cand, n, 1e6, sigma, 0.02);
+        fa_gate_stats st;
+        assert_int_equal(fa_gate_compare_samples(ctx, base, n, cand, n, &o, 0, (uint64_t)s, &st), FA_OK);
+        fails += st.verdict == FA_GATE_FAIL;
+        inconclusive += st.verdict == FA_GATE_INCONCLUSIVE;
+        passes += st.verdict == FA_GATE_PASS;
+    }
+    double rate = (double)fails / seeds;
+    printf("A/A false-alarm rate: %.2f%% (%d/%d seeds, n 20..50, sigma 3-5%%, 2%% outliers); pass %.1f%%, "
+           "inconclusive %.1f%%\n",
+           rate * 100, fails, seeds, 100.0 * passes / seeds, 100.0 * inconclusive / seeds);
+    assert_true(rate < 0.01);
+    /* and the gate is not vacuous: most A/A comparisons decide "pass" */
+    assert_true(passes > seeds / 2);
+    fa_ctx_free(ctx);
+}
+
+/* A true 10% slowdown at n = 20 (sigma 4%, outliers): detected in most seeds. */
+static void test_detects_true_10pct_regression_at_n20(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    int fails = 0, passes = 0;
+    const int seeds = 1000;
+    double base[20], cand[20];
+    for (int s = 0; s < seeds; s++) {
+        fa_rng r;
+        fa_rng_seed(&r, 50000 + (uint64_t)s);
+        gen(&r, base, 20, 1e6, 0.04, 0.02);
+        gen(&r, cand, 20, 1.1e6, 0.04, 0.02);
+        fa_gate_stats st;
+        assert_int_equal(fa_gate_compare_samples(ctx, base, 20, cand, 20, &o, 0, (uint64_t)s, &st), FA_OK);
+        fails += st.verdict == FA_GATE_FAIL;
+        passes += st.verdict == FA_GATE_PASS;
+    }
+    printf("detection rate of a true 10%% regression at n=20 (sigma 4%%, 2%% outliers): %.1f%% (%d/%d); "
+           "wrongly passed: %d\n", 100.0 * fails / seeds, fails, seeds, passes);
+    assert_true(fails >= seeds * 8 / 10);
+    assert_int_equal(passes, 0); /* a 10% regression never passes */
+    fa_ctx_free(ctx);
+}
+
+/* A 1% slowdown, under the 3% threshold, with n = 50 and sigma 2%: never fails, and passes in at
+ * least 90% of seeds (the rest are inconclusive). */
+static void test_1pct_change_under_3pct_threshold_passes(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    int fails = 0, passes = 0;
+    const int seeds = 300;
+    double base[50], cand[50];
+    for (int s = 0; s < seeds; s++) {
+        fa_rng r;
+        fa_rng_seed(&r, 90000 + (uint64_t)s);
+        gen(&r, base, 50, 1e6, 0.02, 0.02);
+        gen(&r, cand, 50, 1.01e6, 0.02, 0.02);
+        fa_gate_stats st;
+        assert_int_equal(fa_gate_compare_samples(ctx, base, 50, cand, 50, &o, 0, (uint64_t)s, &st), FA_OK);
+        fails += st.verdict == FA_GATE_FAIL;
+        passes += st.verdict == FA_GATE_PASS;
+    }
+    printf("1%% change, n=50, sigma 2%%: pass %d/%d, fail %d\n", passes, seeds, fails);
+    assert_int_equal(fails, 0);
+    assert_true(passes >= seeds * 9 / 10);
+    fa_ctx_free(ctx);
+}
+
+/* Decision boundaries on near-deterministic samples. */
+static void test_fail_needs_ci_lower_bound_above_threshold(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    double base[30], c5[30], c2[30];
+    fa_rng r;
+    fa_rng_seed(&r, 7);
+    gen(&r, base, 30, 1000, 0.002, 0);
+    for (int i = 0; i < 30; i++) {
+        c5[i] = base[(i * 7) % 30] * 1.05;
+        c2[i] = base[(i * 7) % 30] * 1.02;
+    }
+    fa_gate_stats st;
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 30, c5, 30, &o, 0, 1, &st), FA_OK);
+    assert_int_equal(st.verdict, FA_GATE_FAIL);
+    assert_true(st.lo > 1.03 && st.lo <= st.ratio && st.ratio <= st.hi);
+    assert_true(fabs(st.ratio - 1.05) < 1e-9);
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 30, c2, 30, &o, 0, 1, &st), FA_OK);
+    assert_int_equal(st.verdict, FA_GATE_PASS);
+    assert_true(st.hi < 1.03);
+    /* the same 5% with --max-regression 10% passes */
+    o.max_regression = 0.10;
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 30, c5, 30, &o, 0, 1, &st), FA_OK);
+    assert_int_equal(st.verdict, FA_GATE_PASS);
+    fa_ctx_free(ctx);
+}
+
+/* Inconclusive: the suggested iteration count is larger than n, and drawing that many samples
+ * from the same distributions decides far more often than n did. */
+static void test_inconclusive_suggestion_decides_when_followed(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    const int n = 15;
+    int inconc = 0, decided_small = 0, decided_big = 0, total_big = 0;
+    for (int s = 0; s < 200; s++) {
+        fa_rng r;
+        fa_rng_seed(&r, 777000 + (uint64_t)s);
+        double base[15], cand[15];
+        gen(&r, base, n, 1e6, 0.06, 0);
+        gen(&r, cand, n, 1.08e6, 0.06, 0); /* 8%: 5 points above the threshold */
+        fa_gate_stats st;
+        assert_int_equal(fa_gate_compare_samples(ctx, base, n, cand, n, &o, 0, 1, &st), FA_OK);
+        if (st.verdict != FA_GATE_INCONCLUSIVE) {
+            decided_small++;
+            continue;
+        }
+        inconc++;
+        if (st.suggested_iters <= 0) continue;
+        assert_true(st.suggested_iters > n);
+        int m = st.suggested_iters > 400 ? 400 : st.suggested_iters;
+        double *b2 = malloc(sizeof(double) * (size_t)m), *c2 = malloc(sizeof(double) * (size_t)m);
+        gen(&r, b2, m, 1e6, 0.06, 0);
+        gen(&r, c2, m, 1.08e6, 0.06, 0);
+        fa_gate_stats s2;
+        assert_int_equal(fa_gate_compare_samples(ctx, b2, m, c2, m, &o, 0, 1, &s2), FA_OK);
+        total_big++;
+        decided_big += s2.verdict != FA_GATE_INCONCLUSIVE;
+        free(b2);
+        free(c2);
+    }
+    printf("8%% change, sigma 6%%, n=15: decided %d/200; of %d inconclusive, rerun at the suggested count "
+           "decided %d/%d\n", decided_small, inconc, decided_big, total_big);
+    assert_true(inconc > 0 && total_big > 0);
+    assert_true(decided_big * 2 > total_big); /* most reruns decide */
+    fa_ctx_free(ctx);
+}
+
+static void test_same_seed_same_interval(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    double base[25], cand[25];
+    fa_rng r;
+    fa_rng_seed(&r, 3);
+    gen(&r, base, 25, 1e5, 0.05, 0.02);
+    gen(&r, cand, 25, 1e5, 0.05, 0.02);
+    fa_gate_stats a, b, c;
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 25, cand, 25, &o, 0, 42, &a), FA_OK);
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 25, cand, 25, &o, 0, 42, &b), FA_OK);
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 25, cand, 25, &o, 0, 43, &c), FA_OK);
+    assert_true(a.lo == b.lo && a.hi == b.hi && a.verdict == b.verdict);
+    assert_true(a.lo != c.lo || a.hi != c.hi); /* the seed is used */
+    fa_ctx_free(ctx);
+}
+
+static void test_too_few_samples_is_inconclusive_not_pass(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    double base[3] = {100, 100, 100}, cand[3] = {200, 200, 200};
+    fa_gate_stats st;
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 3, cand, 3, &o, 0, 1, &st), FA_OK);
+    assert_int_equal(st.verdict, FA_GATE_INCONCLUSIVE);
+    assert_true(st.suggested_iters >= 20);
+    assert_true(fabs(st.ratio - 2.0) < 1e-12);
+    fa_ctx_free(ctx);
+}
+
+static void test_nonpositive_sample_is_an_input_error_naming_its_index(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    double base[6] = {1, 2, 3, 4, 5, 6}, cand[6] = {1, 2, 3, 0, 5, 6};
+    fa_gate_stats st;
+    memset(&st, 0x5a, sizeof st);
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 6, cand, 6, &o, 0, 1, &st), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "candidate sample 3"));
+    assert_int_equal(st.n_base, 0x5a5a5a5a); /* untouched on failure */
+    fa_ctx_free(ctx);
+}
+
+/* A family of 20 component checks at the Bonferroni level: A/A family-wise false alarms < 1%. */
+static void test_bonferroni_family_of_20_checks_false_alarm_under_1pct(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    o.resamples = 500; /* raised internally to resolve the corrected tails */
+    int family_fail = 0;
+    const int seeds = 150, k = 20;
+    double conf = 1 - (1 - o.confidence) / k;
+    for (int s = 0; s < seeds; s++) {
+        fa_rng r;
+        fa_rng_seed(&r, 424242 + (uint64_t)s);
+        bool any = false;
+        for (int j = 0; j < k; j++) {
+            double base[20], cand[20];
+            double sigma = 0.05 + 0.05 * fa_rng_uniform(&r, 0, 1); /* small kernels: noisier */
+            gen(&r, base, 20, 1e4, sigma, 0.03);
+            gen(&r, cand, 20, 1e4, sigma, 0.03);
+            fa_gate_stats st;
+            assert_int_equal(fa_gate_compare_samples(ctx, base, 20, cand, 20, &o, conf, (uint64_t)(s * k + j), &st),
+                             FA_OK);
+            any |= st.verdict == FA_GATE_FAIL;
+        }
+        family_fail += any;
+    }
+    printf("family of %d A/A component checks (sigma 5-10%%): family-wise false alarms %d/%d\n", k, family_fail, seeds);
+    assert_true(family_fail * 100 < seeds); /* < 1% */
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_median_odd_and_even_counts),
+        cmocka_unit_test(test_aa_false_alarm_rate_under_1pct_over_1000_seeds),
+        cmocka_unit_test(test_detects_true_10pct_regression_at_n20),
+        cmocka_unit_test(test_1pct_change_under_3pct_threshold_passes),
+        cmocka_unit_test(test_fail_needs_ci_lower_bound_above_threshold),
+        cmocka_unit_test(test_inconclusive_suggestion_decides_when_followed),
+        cmocka_unit_test(test_same_seed_same_interval),
+        cmocka_unit_test(test_too_few_samples_is_inconclusive_not_pass),
+        cmocka_unit_test(test_nonpositive_sample_is_an_input_error_naming_its_index),
+        cmocka_unit_test(test_bonferroni_family_of_20_checks_false_alarm_under_1pct),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
