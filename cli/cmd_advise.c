@@ -12,7 +12,7 @@
 static const char *k_help =
     "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH] [--target cpu|cuda] [--arch sm_XY]\n"
     "                          [--max-ops N] [--max-inputs N] [--occupancy-floor F] [--no-gate]\n"
-    "  RUN is a run id from `fuse-advise runs` (default: the latest run). The run's model is loaded\n"
+    "  RUN is a run id from `fuse-advise runs` (default: the latest model run). The run's model is loaded\n"
     "  again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"
     "  file whose SHA-256 changed since the run is refused.\n"
     "  --target cuda runs the register/occupancy gate (NVRTC) unless --no-gate.\n";
@@ -105,9 +105,20 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
     if (s) return fa_cli_fail(ctx, s);
-    int64_t run_id;
-    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
-    if (rc) { fa_store_close(st); return rc; }
+    int64_t run_id = -1;
+    int rc = 0;
+    if (!spec || !strcmp(spec, "latest")) {
+        /* the newest baseline run (kind 'run'): fused/import runs have no graph to plan */
+        sqlite3_stmt *q = NULL;
+        s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(fa_store_db(st), "SELECT max(id) FROM runs WHERE kind='run'", -1, &q, NULL));
+        if (!s && sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) run_id = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+        if (!s && run_id < 0) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no model run to advise on (see `fuse-advise run`)", db);
+        if (s) { fa_store_close(st); return fa_cli_fail(ctx, s); }
+    } else {
+        rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+        if (rc) { fa_store_close(st); return rc; }
+    }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;
     fa_ceilings c;

@@ -462,6 +462,37 @@ static void test_plan_saved_and_updated_in_store(void **st)
     assert_non_null(strstr(err, "99"));
     free(out);
     free(err);
+
+    /* a model file: advise checks its SHA-256 against the run's */
+    fa_graph *m = NULL;
+    assert_int_equal(fa_zoo_build(ctx, "mlp-tiny", 1, &m), FA_OK);
+    const char *mp = fa_test_path(fa_test_tmpdir(), "mlp.onnx");
+    assert_int_equal(fa_onnx_export(ctx, m, mp), FA_OK);
+    fa_graph_free(m);
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    assert_int_equal(fa_test_store_run(ctx, s, mp, 1, &run), FA_OK);
+    char sha[65], sql[256];
+    assert_int_equal(fa_sha256_file(ctx, mp, sha), FA_OK);
+    snprintf(sql, sizeof sql, "UPDATE runs SET model_sha256='%s' WHERE id=%lld", sha, (long long)run);
+    assert_int_equal(sqlite3_exec(fa_store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
+    fa_store_close(s);
+    char rs[32];
+    snprintf(rs, sizeof rs, "%lld", (long long)run);
+    const char *argv3[] = {"advise", rs, "--db", db, NULL};
+    rc = fa_test_run_cli(argv3, &out, &err);
+    if (rc) fail_msg("advise of a model file failed: %s", err);
+    assert_non_null(strstr(out, "matmul+add+relu"));
+    free(out);
+    free(err);
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    snprintf(sql, sizeof sql, "UPDATE runs SET model_sha256='%064d' WHERE id=%lld", 0, (long long)run);
+    assert_int_equal(sqlite3_exec(fa_store_db(s), sql, NULL, NULL, NULL), SQLITE_OK);
+    fa_store_close(s);
+    rc = fa_test_run_cli(argv3, &out, &err);
+    assert_int_equal(rc, 1);
+    assert_non_null(strstr(err, "changed since run"));
+    free(out);
+    free(err);
     fa_ctx_free(ctx);
 }
 
