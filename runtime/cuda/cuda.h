@@ -1,0 +1,127 @@
+/* runtime/cuda — the cuda target: a run-time loader for the driver API (libcuda.so.1 is never
+ * linked, so every binary starts without a driver), a private NVRTC helper, our CUDA kernels
+ * (CUDA C strings compiled by NVRTC at executor creation, cached by source hash) and the unfused
+ * CUDA executor (Conv by cuDNN, MatMul/Gemm by cuBLAS, every other op by our kernels).
+ * Built only with the CUDA toolkit (FA_HAVE_CUDA). docs/cuda.md. */
+#ifndef FA_RUNTIME_CUDA_H
+#define FA_RUNTIME_CUDA_H
+
+#include "core/core.h"
+#include "graph/graph.h"
+#include "runtime/runtime.h"
+
+/* ---- driver API loader ---- */
+
+/* Load libcuda.so.1 with dlopen, resolve the driver entry points this project uses (a small
+ * table) and cuInit(0). Idempotent and thread-safe; the result is remembered.
+ * FA_ERR_UNSUPPORTED "no CUDA driver (...)" when libcuda.so.1 is absent, a symbol is missing,
+ * or cuInit fails (the message carries dlerror / cuGetErrorString). */
+fa_status fa_cuda_driver_load(fa_ctx *ctx);
+
+typedef struct fa_cuda_device_info {
+    int ordinal;
+    char name[256];          /* cuDeviceGetName, e.g. "NVIDIA H200" */
+    int cc_major, cc_minor;  /* compute capability */
+    int sm_count;            /* multiprocessors */
+    int sm_clock_khz;        /* CU_DEVICE_ATTRIBUTE_CLOCK_RATE (kHz) */
+    int mem_clock_khz;       /* CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE (kHz) */
+    int mem_bus_bits;        /* CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH (bits) */
+    int l2_bytes;            /* CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE (bytes) */
+    int driver_version;      /* cuDriverGetVersion, e.g. 13000 */
+} fa_cuda_device_info;
+
+/* Device `ordinal`'s properties (loads the driver). FA_ERR_UNSUPPORTED without a driver or when
+ * no such device exists ("no CUDA device"). */
+fa_status fa_cuda_device_query(fa_ctx *ctx, int ordinal, fa_cuda_device_info *out);
+/* Number of devices (0 without a driver; never fails). */
+int fa_cuda_device_count(void);
+
+/* A compiled CUDA module loaded into the current (primary) context. */
+typedef struct fa_cuda_module fa_cuda_module;
+/* cuModuleLoadData of a cubin; FA_ERR_RUNTIME with cuGetErrorString on failure. */
+fa_status fa_cuda_module_load(fa_ctx *ctx, const void *cubin, fa_cuda_module **out);
+void fa_cuda_module_unload(fa_cuda_module *m);
+/* cuModuleGetFunction: *fn is a CUfunction. */
+fa_status fa_cuda_module_function(fa_ctx *ctx, fa_cuda_module *m, const char *name, void **fn);
+/* cuLaunchKernel on `stream` (a cudaStream_t / CUstream; NULL = legacy default stream). */
+fa_status fa_cuda_launch(fa_ctx *ctx, void *fn, const unsigned grid[3], const unsigned block[3],
+                         unsigned dyn_smem, void *stream, void **args);
+/* cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS) etc.; -1 when unavailable. */
+int fa_cuda_function_regs(void *fn);
+
+/* Record a CUDA runtime error (cudaError_t `err`) from `call` at file:line: FA_OK for
+ * cudaSuccess, else `fail` with "CALL failed at FILE:LINE: cudaGetErrorName: cudaGetErrorString". */
+fa_status fa_cuda_rt_check(fa_ctx *ctx, int err, fa_status fail, const char *call, const char *file, int line);
+#define FA_CUDA_CHECK(ctx, call) fa_cuda_rt_check((ctx), (int)(call), FA_ERR_RUNTIME, #call, __FILE__, __LINE__)
+
+/* ---- NVRTC (private to the runtime: runtime/ must not include advisor/ headers) ---- */
+
+typedef struct fa_cuda_kernel_info {
+    char name[128];      /* entry function */
+    int registers;       /* registers per thread (ptxas "Used N registers") */
+    int spill_stores;    /* bytes (ptxas "N bytes spill stores") */
+    int spill_loads;     /* bytes */
+    int stack_frame;     /* bytes */
+} fa_cuda_kernel_info;
+
+typedef struct fa_cuda_compiled {
+    uint8_t *cubin;      /* malloc'd */
+    size_t cubin_size;
+    char *log;           /* malloc'd NVRTC + ptxas log */
+    int n_kernels;
+    fa_cuda_kernel_info *kernels; /* malloc'd, per entry function found in the ptxas log */
+} fa_cuda_compiled;
+
+/* Compile CUDA C `src` (named `name` in messages) with NVRTC for `arch` ("sm_80", "sm_90") to a
+ * cubin, with --ptxas-options=--verbose so registers/spills per kernel come from the log, plus
+ * -default-device and --std=c++17. FA_ERR_RUNTIME with the NVRTC log on a compile error.
+ * Release with fa_cuda_compiled_free. */
+fa_status fa_cuda_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const char *arch,
+                                fa_cuda_compiled *out);
+void fa_cuda_compiled_free(fa_cuda_compiled *c);
+/* Parse a ptxas --verbose log into per-kernel infos (malloc'd array, *n set). Exposed for tests. */
+fa_status fa_cuda_parse_ptxas_log(fa_ctx *ctx, const char *log, fa_cuda_kernel_info **out, int *n);
+/* NVRTC version "13.0". */
+const char *fa_cuda_nvrtc_version(char *buf, size_t cap);
+
+/* ---- our kernels ---- */
+
+/* The CUDA C source of every kernel of the executor (one module), and the entry names. */
+const char *fa_cuda_kernels_source(void);
+int fa_cuda_kernel_count(void);
+const char *fa_cuda_kernel_entry(int i);
+
+/* ---- executor ---- */
+
+typedef struct fa_cuda_exec fa_cuda_exec;
+
+/* Check that every live node of g has a cuda kernel, without touching a device:
+ * FA_ERR_UNSUPPORTED "unsupported op X at node 'Y' on cuda" (or naming the dtype/attribute)
+ * otherwise. */
+fa_status fa_cuda_exec_check_graph(fa_ctx *ctx, const fa_graph *g);
+/* Create the cuda executor for prepared graph g on device 0: driver loaded, kernels compiled by
+ * NVRTC for the device's arch (cached by source hash per process), cuBLAS handle, cuDNN loaded
+ * (libcudnn.so.9 by dlopen) when the graph has Conv, constants uploaded. Options: threads is
+ * ignored; max_memory caps live device activation bytes; a kernel provider is refused
+ * (FA_ERR_UNSUPPORTED: fused kernels on cuda are not implemented yet). Errors: FA_ERR_UNSUPPORTED
+ * "no CUDA driver" / "no CUDA device" / unsupported op; FA_ERR_RUNTIME for CUDA failures. */
+fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_cuda_exec **out);
+void fa_cuda_exec_free(fa_cuda_exec *e);
+/* As fa_exec_set_input / fa_exec_fill_inputs (the same values for the same seed as on cpu). */
+fa_status fa_cuda_exec_set_input(fa_ctx *ctx, fa_cuda_exec *e, int i, const fa_value *v);
+fa_status fa_cuda_exec_fill_inputs(fa_ctx *ctx, fa_cuda_exec *e, uint64_t seed);
+/* Run once on the executor's stream: one NVTX range per node ("fa:<id>:<op>:<name>"),
+ * intermediates allocated (cudaMallocAsync) per tensor and freed after their last consumer.
+ * With an observer the stream is synchronized before kernel_begin and before kernel_end so
+ * host-clock timings are the node's GPU time. Outputs are copied to host at the end. */
+fa_status fa_cuda_exec_run(fa_ctx *ctx, fa_cuda_exec *e, const fa_exec_observer *obs);
+/* NVTX range name of node n: "fa:<node id>:<op type>:<node name>" (the format
+ * fa_cupti_trace_finish parses back into node / op_type / node_name). */
+const char *fa_cuda_range_name(const fa_node *n, char *buf, size_t cap);
+/* Host copy of graph output i after a run; valid until the next run / free. */
+const fa_value *fa_cuda_exec_output(const fa_cuda_exec *e, int i);
+uint64_t fa_cuda_exec_peak_bytes(const fa_cuda_exec *e);
+const char *fa_cuda_exec_kernel_name(const fa_cuda_exec *e, const fa_node *n);
+const char *fa_cuda_exec_device_name(const fa_cuda_exec *e);
+
+#endif

@@ -1,0 +1,129 @@
+/* runtime/cuda/nvrtc — compile CUDA C to a cubin with NVRTC and read registers and spills per
+ * kernel from the ptxas --verbose log (private to the runtime). */
+#include "runtime/cuda/cuda.h"
+
+#include <nvrtc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NVRTC_CHECK(ctx, call)                                                                               \
+    do {                                                                                                     \
+        nvrtcResult r_ = (call);                                                                             \
+        if (r_ != NVRTC_SUCCESS) {                                                                           \
+            st = fa_ctx_error((ctx), FA_ERR_RUNTIME, "%s failed at %s:%d: %s", #call, __FILE__, __LINE__,    \
+                              nvrtcGetErrorString(r_));                                                      \
+            goto fail;                                                                                       \
+        }                                                                                                    \
+    } while (0)
+
+const char *fa_cuda_nvrtc_version(char *buf, size_t cap)
+{
+    int ma = 0, mi = 0;
+    if (nvrtcVersion(&ma, &mi) != NVRTC_SUCCESS) snprintf(buf, cap, "unknown");
+    else snprintf(buf, cap, "%d.%d", ma, mi);
+    return buf;
+}
+
+/* ptxas --verbose (CUDA 13) prints per entry:
+ *   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+ *   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ *   ptxas info    : Used 14 registers, used 0 barriers */
+fa_status fa_cuda_parse_ptxas_log(fa_ctx *ctx, const char *log, fa_cuda_kernel_info **out, int *n)
+{
+    int cap = 16, cnt = 0;
+    fa_cuda_kernel_info *k = calloc((size_t)cap, sizeof *k);
+    if (!k) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    const char *p = log;
+    fa_cuda_kernel_info *cur = NULL;
+    while (p && *p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        char line[512];
+        snprintf(line, sizeof line, "%.*s", (int)(len < sizeof line - 1 ? len : sizeof line - 1), p);
+        const char *q;
+        if ((q = strstr(line, "Compiling entry function '"))) {
+            q += strlen("Compiling entry function '");
+            const char *e = strchr(q, '\'');
+            if (cnt == cap) {
+                fa_cuda_kernel_info *nk = realloc(k, (size_t)cap * 2 * sizeof *k);
+                if (!nk) {
+                    free(k);
+                    return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+                }
+                k = nk;
+                memset(k + cap, 0, (size_t)cap * sizeof *k);
+                cap *= 2;
+            }
+            cur = &k[cnt++];
+            snprintf(cur->name, sizeof cur->name, "%.*s", (int)(e ? e - q : (long)strlen(q)), q);
+        } else if (cur && (q = strstr(line, "bytes stack frame"))) {
+            int sf = 0, ss = 0, sl = 0;
+            const char *b = strstr(line, ".");
+            if (b && sscanf(b + 1, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &sf, &ss, &sl) == 3) {
+                cur->stack_frame = sf;
+                cur->spill_stores = ss;
+                cur->spill_loads = sl;
+            }
+        } else if (cur && (q = strstr(line, "Used "))) {
+            int r = 0;
+            if (sscanf(q, "Used %d registers", &r) == 1) cur->registers = r;
+        }
+        p = eol ? eol + 1 : NULL;
+    }
+    *out = k;
+    *n = cnt;
+    return FA_OK;
+}
+
+fa_status fa_cuda_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const char *arch,
+                                fa_cuda_compiled *out)
+{
+    fa_status st = FA_OK;
+    nvrtcProgram prog = NULL;
+    char archopt[64];
+    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+    const char *opts[] = {archopt, "--ptxas-options=--verbose", "-default-device", "--std=c++17"};
+    fa_cuda_compiled c = {0};
+    NVRTC_CHECK(ctx, nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL));
+    nvrtcResult cr = nvrtcCompileProgram(prog, 4, opts);
+    size_t log_size = 0;
+    NVRTC_CHECK(ctx, nvrtcGetProgramLogSize(prog, &log_size));
+    c.log = malloc(log_size + 1);
+    if (!c.log) {
+        st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    NVRTC_CHECK(ctx, nvrtcGetProgramLog(prog, c.log));
+    c.log[log_size] = 0;
+    if (cr != NVRTC_SUCCESS) {
+        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "NVRTC compile of %s for %s failed: %s\n%.4000s", name, arch,
+                          nvrtcGetErrorString(cr), c.log);
+        goto fail;
+    }
+    NVRTC_CHECK(ctx, nvrtcGetCUBINSize(prog, &c.cubin_size));
+    c.cubin = malloc(c.cubin_size ? c.cubin_size : 1);
+    if (!c.cubin) {
+        st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    NVRTC_CHECK(ctx, nvrtcGetCUBIN(prog, (char *)c.cubin));
+    st = fa_cuda_parse_ptxas_log(ctx, c.log, &c.kernels, &c.n_kernels);
+    if (st) goto fail;
+    nvrtcDestroyProgram(&prog);
+    *out = c;
+    return FA_OK;
+fail:
+    if (prog) nvrtcDestroyProgram(&prog);
+    fa_cuda_compiled_free(&c);
+    return st;
+}
+
+void fa_cuda_compiled_free(fa_cuda_compiled *c)
+{
+    if (!c) return;
+    free(c->cubin);
+    free(c->log);
+    free(c->kernels);
+    memset(c, 0, sizeof *c);
+}
