@@ -908,7 +908,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run
             if (!k->n_ops) continue;
             char key[600], name[700];
             snprintf(key, sizeof key, "latency.component:%s", cl->key);
-            snprintf(name, sizeof name, "cluster %s, unfused kernels", cl->display);
+            snprintf(name, sizeof name, "cluster %s [unfused]", cl->display);
             k->key = fa_arena_strdup(ar, key);
             k->name = fa_arena_strdup(ar, name);
             nc++;
@@ -993,7 +993,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run
         if (!bc->n_fused || !cc || !cc->n_fused) continue;
         char id[600], name[700];
         snprintf(id, sizeof id, "latency.cluster-fused:%s", bc->key);
-        snprintf(name, sizeof name, "cluster %s, fused kernel benchmark", bc->display);
+        snprintf(name, sizeof name, "cluster %s [fused]", bc->display);
         double *t2 = fa_arena_alloc(ar, sizeof(double) * (size_t)bc->n_fused);
         if (!t2) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         memcpy(t2, bc->fused, sizeof(double) * (size_t)bc->n_fused);
@@ -1219,7 +1219,7 @@ void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
         int l = (int)strlen(r->checks[i].name);
         if (l > wname) wname = l;
     }
-    if (wname > 60) wname = 60;
+    if (wname > 72) wname = 72;
     fa_buf_printf(b, "%-12s  %-*s  %8s  %-17s  %s\n", "VERDICT", wname, "CHECK", "CHANGE", "CI", "DETAIL");
     for (int i = 0; i < r->n_checks; i++) {
         const fa_gate_check *c = &r->checks[i];

@@ -80,7 +80,7 @@ typedef struct fa_gate_check {
                                 "fusion.verify", "cuda.spills:<key>", "cuda.registers:<key>" */
     const char *category;    /* "latency" | "kernels" | "fusion" | "verification" | "registers" */
     const char *name;        /* what a person reads: "end-to-end latency (unfused)",
-                                "cluster 'MatMul+Add+Relu' (fc1, add1, relu1), unfused kernels" */
+                                "cluster 'MatMul+Add+Relu' (fc1, add1, relu1) [unfused]" */
     fa_gate_verdict verdict;
     const char *message;     /* one or two sentences: the evidence, the reason, what to do */
     bool has_stats;
