@@ -3,6 +3,7 @@
  * run database alone (reports/reports.h, docs/reports.md). */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -46,6 +47,19 @@ int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)
     if (rc) {
         fa_store_close(st);
         return rc;
+    }
+    /* "latest" after a full `run` is its fused run (kind 'fused', tag "fused-of:N"): report N,
+     * whose report includes the fused run */
+    if (!spec || !strcmp(spec, "latest")) {
+        fa_arena *ar = fa_arena_create(4096);
+        fa_run_info ri;
+        if (ar && !fa_store_get_run(ctx, st, run_id, ar, &ri) && ri.kind && !strcmp(ri.kind, "fused") && ri.tag &&
+            !strncmp(ri.tag, "fused-of:", 9)) {
+            long long base = strtoll(ri.tag + 9, NULL, 10);
+            if (base > 0) run_id = base;
+        }
+        fa_arena_free(ar);
+        fa_ctx_clear(ctx);
     }
     char dflt[64];
     if (!out) {

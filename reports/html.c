@@ -46,7 +46,7 @@ static const char *k_css =
     "th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".st-accepted{color:#23803a;font-weight:600}.st-refused,.st-rejected{color:#b3261e}"
-    ".scroll{max-height:520px;overflow:auto}svg text{font-family:Helvetica,Arial,sans-serif}"
+    ".scroll{max-height:520px;overflow:auto}td.reason{min-width:280px}svg text{font-family:Helvetica,Arial,sans-serif}"
     "pre.note{white-space:pre-wrap;background:#f3f5f8;padding:8px;border-radius:4px;margin:8px 0 0}"
     "code{background:#eef1f5;padding:0 3px;border-radius:3px}";
 
@@ -115,8 +115,9 @@ static void summary(const fa_rep *r, fa_buf *b)
     if (bs.n && fs.n && fs.median_ns > 0) {
         double sp = bs.median_ns / fs.median_ns;
         snprintf(v, sizeof v, "%.3fx", sp);
-        fa_rep_fmt_ns(x, sizeof x, bs.median_ns - fs.median_ns);
-        snprintf(d, sizeof d, "saves %s per iteration", x);
+        double sv = bs.median_ns - fs.median_ns;
+        fa_rep_fmt_ns(x, sizeof x, sv >= 0 ? sv : -sv);
+        snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
         card(b, "Speedup", v, sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
     } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
     fa_rep_fmt_bytes(v, sizeof v, r->run.peak_activation_bytes ? (double)r->run.peak_activation_bytes : -1);
@@ -464,9 +465,9 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         td_num(b, c->occupancy, "%.0f%%", 100);
         fa_buf_printf(b, "<td class=\"st-%s\">", !strncmp(c->status, "rejected", 8) ? "rejected" : c->status);
         h(b, c->status);
-        fa_buf_puts(b, "</td>");
-        td_text(b, c->reason ? c->reason : "");
-        fa_buf_puts(b, "</tr>\n");
+        fa_buf_puts(b, "</td><td class=\"reason\">");
+        h(b, c->reason ? c->reason : "");
+        fa_buf_puts(b, "</td></tr>\n");
     }
     fa_buf_puts(b, "</tbody></table></div></section>\n");
 }
