@@ -655,9 +655,10 @@ static fa_status latency_check(fa_ctx *ctx, fa_gate_report *r, const char *id, c
 
 static const char *which_missing(const gate_run *b, const gate_run *c, bool in_b, bool in_c, char *buf, size_t n)
 {
-    if (!in_b && !in_c) snprintf(buf, n, "either run (baseline %" PRId64 ", candidate %" PRId64 ")", b->info.id, c->info.id);
-    else if (!in_b) snprintf(buf, n, "the baseline run %" PRId64, b->info.id);
-    else snprintf(buf, n, "the candidate run %" PRId64, c->info.id);
+    if (!in_b && !in_c)
+        snprintf(buf, n, "the baseline run %" PRId64 " and the candidate run %" PRId64 " have", b->info.id, c->info.id);
+    else if (!in_b) snprintf(buf, n, "the baseline run %" PRId64 " has", b->info.id);
+    else snprintf(buf, n, "the candidate run %" PRId64 " has", c->info.id);
     return buf;
 }
 
@@ -674,7 +675,7 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, co
                          c->iter_ns, c->n_iter_ns, 0, -1, NULL));
     else
         ADD(r, "latency.e2e.unfused", "latency", "end-to-end latency (unfused)", FA_GATE_SKIPPED,
-            "not measured in one of the runs: %s has no per-iteration \"iteration\" records",
+            "not measured in one of the runs: %s no per-iteration \"iteration\" records",
             which_missing(b, c, b->n_iter_ns > 0, c->n_iter_ns > 0, w, sizeof w));
     const double *bf = b->n_bench_fused ? b->bench_fused : b->fused_iter_ns;
     int nbf = b->n_bench_fused ? b->n_bench_fused : b->n_fused_iter_ns;
@@ -685,7 +686,7 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, co
                          b->n_bench_fused && c->n_bench_fused ? NULL : " (from the fused runs' iteration records)"));
     else
         ADD(r, "latency.e2e.fused", "latency", "end-to-end latency (fused)", FA_GATE_SKIPPED,
-            "not measured in one of the runs: %s has no fused benchmark (run without --no-apply)",
+            "not measured in one of the runs: %s no fused benchmark (run without --no-apply)",
             which_missing(b, c, nbf > 0, ncf > 0, w, sizeof w));
     return FA_OK;
 }
@@ -698,7 +699,7 @@ static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const gate_run *b
         const char *name = k ? "kernels per iteration (fused)" : "kernels per iteration (unfused)";
         int bm = k ? b->fkpi_mode : b->kpi_mode, cm = k ? c->fkpi_mode : c->kpi_mode;
         if (bm < 0 || cm < 0) {
-            ADD(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s has no %s",
+            ADD(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s no %s",
                 which_missing(b, c, bm >= 0, cm >= 0, w, sizeof w),
                 k ? "fused-model trace (a run of kind 'fused' tagged fused-of:<run>)" : "timed kernel records");
             continue;
@@ -746,7 +747,7 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const gate_run *b,
     char w[160];
     if (!b->plan_id || !c->plan_id) {
         ADD(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_SKIPPED,
-            "not measured in one of the runs: %s has no fusion plan (run without --no-apply)",
+            "not measured in one of the runs: %s no fusion plan (run without --no-apply)",
             which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
     } else {
         int n_acc = 0;
@@ -816,7 +817,7 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const gate_run *b,
             "not measured in one of the runs: target %s (registers and spills exist on cuda only)", tgt);
     } else if (!b->plan_id || !c->plan_id) {
         ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
-            "not measured in one of the runs: %s has no fusion plan",
+            "not measured in one of the runs: %s no fusion plan",
             which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
     } else {
         int compared = 0;
@@ -879,7 +880,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run
     char w[160];
     if (!b->n_ops || !c->n_ops) {
         ADD(r, "latency.component", "latency", "per-cluster / per-op latency (unfused kernels)", FA_GATE_SKIPPED,
-            "not measured in one of the runs: %s has no timed kernel records",
+            "not measured in one of the runs: %s no timed kernel records",
             which_missing(b, c, b->n_ops > 0, c->n_ops > 0, w, sizeof w));
         return FA_OK;
     }
