@@ -1,0 +1,252 @@
+/* tests/unit/test_cuda_exec — the cuda target without a GPU: the driver loader refuses cleanly,
+ * every executor kernel compiles with NVRTC for sm_80 and sm_90 (registers from the ptxas log,
+ * no spills), the op-support check accepts the zoo models and names unsupported ops, and the
+ * executor's NVTX range names are what the CUPTI post-pass parses. GPU runs: test_cuda_gpu. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#ifndef FA_HAVE_CUDA
+int main(void)
+{
+    fprintf(stderr, "test_cuda_exec: built without the CUDA toolkit, skipped\n");
+    return 77;
+}
+#else
+
+#include <cupti.h>
+
+#include "collector/cupti/cupti.h"
+#include "runtime/cuda/cuda.h"
+
+/* Set in main before any loader call: the loader must then fail on every machine. */
+#define MISSING_DRIVER "/nonexistent/fa-test/libcuda.so.1"
+
+static void test_driver_loader_missing_libcuda_is_unsupported_not_fatal(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    assert_int_equal(fa_cuda_driver_load(ctx), FA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "no CUDA driver"));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), MISSING_DRIVER));
+    /* remembered, still clean on the second call */
+    assert_int_equal(fa_cuda_driver_load(ctx), FA_ERR_UNSUPPORTED);
+    assert_int_equal(fa_cuda_device_count(), 0);
+    fa_cuda_device_info di;
+    assert_int_equal(fa_cuda_device_query(ctx, 0, &di), FA_ERR_UNSUPPORTED);
+    fa_ctx_free(ctx);
+}
+
+static void test_exec_create_without_driver_refuses_with_unsupported(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    assert_int_equal(fa_graph_load(ctx, "zoo:mlp-tiny", NULL, &g), FA_OK);
+    fa_cuda_exec *e = NULL;
+    fa_exec_options o = {.target = FA_TARGET_CUDA};
+    assert_int_equal(fa_cuda_exec_create(ctx, g, &o, &e), FA_ERR_UNSUPPORTED);
+    assert_null(e);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "no CUDA driver"));
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static const fa_cuda_kernel_info *find_info(const fa_cuda_compiled *c, const char *name)
+{
+    for (int i = 0; i < c->n_kernels; i++)
+        if (!strcmp(c->kernels[i].name, name)) return &c->kernels[i];
+    return NULL;
+}
+
+static void compile_all_for(const char *arch)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_cuda_compiled c;
+    fa_status st = fa_cuda_nvrtc_compile(ctx, fa_cuda_kernels_source(), "fa_kernels.cu", arch, &c);
+    if (st) fprintf(stderr, "%s\n", fa_ctx_errmsg(ctx));
+    assert_int_equal(st, FA_OK);
+    assert_true(c.cubin_size > 1000);
+    /* the entry table and the source agree: every entry compiled, nothing else */
+    assert_int_equal(c.n_kernels, fa_cuda_kernel_count());
+    for (int i = 0; i < fa_cuda_kernel_count(); i++) {
+        const char *name = fa_cuda_kernel_entry(i);
+        const fa_cuda_kernel_info *k = find_info(&c, name);
+        if (!k) fail_msg("%s: entry %s missing from the ptxas log", arch, name);
+        if (k->spill_stores || k->spill_loads)
+            fail_msg("%s: %s spills (%d bytes stores, %d loads)", arch, name, k->spill_stores, k->spill_loads);
+        assert_true(k->registers <= 255);
+        if (strcmp(name, "fa_empty") != 0 && k->registers <= 0)
+            fail_msg("%s: %s reports %d registers", arch, name, k->registers);
+        fprintf(stderr, "  %s %-16s %3d registers, %d B stack\n", arch, name, k->registers, k->stack_frame);
+    }
+    fa_cuda_compiled_free(&c);
+    fa_ctx_free(ctx);
+}
+
+static void test_every_kernel_compiles_for_sm80_without_spills(void **s)
+{
+    (void)s;
+    compile_all_for("sm_80");
+}
+
+static void test_every_kernel_compiles_for_sm90_without_spills(void **s)
+{
+    (void)s;
+    compile_all_for("sm_90");
+}
+
+static void test_nvrtc_compile_error_returns_log_not_abort(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_cuda_compiled c;
+    assert_int_equal(fa_cuda_nvrtc_compile(ctx, "extern \"C\" __global__ void k(){ undefined_thing(); }", "bad.cu", "sm_90", &c),
+                     FA_ERR_RUNTIME);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "bad.cu"));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "undefined_thing"));
+    fa_ctx_free(ctx);
+}
+
+static void test_ptxas_log_parser_reads_registers_spills_stack(void **s)
+{
+    (void)s;
+    const char *log =
+        "ptxas info    : 0 bytes gmem\n"
+        "ptxas info    : Compiling entry function 'heavy' for 'sm_80'\n"
+        "ptxas info    : Function properties for heavy\n"
+        "ptxas         .     24 bytes stack frame, 16 bytes spill stores, 12 bytes spill loads\n"
+        "ptxas info    : Used 255 registers, used 1 barriers, 24 bytes cumulative stack size\n"
+        "ptxas info    : Compiling entry function 'light' for 'sm_80'\n"
+        "ptxas info    : Function properties for light\n"
+        "ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+        "ptxas info    : Used 10 registers, used 0 barriers\n";
+    fa_ctx *ctx = fa_ctx_create();
+    fa_cuda_kernel_info *k = NULL;
+    int n = 0;
+    assert_int_equal(fa_cuda_parse_ptxas_log(ctx, log, &k, &n), FA_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(k[0].name, "heavy");
+    assert_int_equal(k[0].registers, 255);
+    assert_int_equal(k[0].spill_stores, 16);
+    assert_int_equal(k[0].spill_loads, 12);
+    assert_int_equal(k[0].stack_frame, 24);
+    assert_string_equal(k[1].name, "light");
+    assert_int_equal(k[1].registers, 10);
+    assert_int_equal(k[1].spill_stores, 0);
+    free(k);
+    fa_ctx_free(ctx);
+}
+
+static void check_zoo(const char *model)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    assert_int_equal(fa_graph_load(ctx, model, NULL, &g), FA_OK);
+    fa_status st = fa_cuda_exec_check_graph(ctx, g);
+    if (st) fail_msg("%s: %s", model, fa_ctx_errmsg(ctx));
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static void test_every_zoo_model_has_a_cuda_kernel_for_each_node(void **s)
+{
+    (void)s;
+    for (int i = 0; i < fa_zoo_count(); i++) {
+        char name[128];
+        snprintf(name, sizeof name, "zoo:%s", fa_zoo_at(i)->name);
+        check_zoo(name);
+    }
+}
+
+static void test_unsupported_op_named_with_node_and_target(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("t");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    int x = fa_graph_tensor(g, "x");
+    int64_t dims[2] = {2, 3};
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, dims);
+    assert_int_equal(fa_graph_add_input(ctx, g, x), FA_OK);
+    const char *in[] = {"x"}, *mid[] = {"r"}, *out[] = {"y"};
+    assert_non_null(fa_graph_add_node(ctx, g, "relu_0", "Relu", "", 1, in, 1, mid));
+    assert_non_null(fa_graph_add_node(ctx, g, "sign_1", "Sign", "", 1, mid, 1, out));
+    assert_int_equal(fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y")), FA_OK);
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    assert_int_equal(fa_cuda_exec_check_graph(ctx, g), FA_ERR_UNSUPPORTED);
+    assert_string_equal(fa_ctx_errmsg(ctx), "unsupported op Sign at node 'sign_1' on cuda");
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* The executor's NVTX range name round-trips through the CUPTI post-pass into node attribution. */
+static void test_executor_range_name_attributes_kernel_to_node(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_node n = {.id = 17, .name = "blk.0/attn:qkv", .op_type = "MatMul"};
+    char rn[256];
+    fa_cuda_range_name(&n, rn, sizeof rn);
+    char rn2[256];
+    assert_string_equal(rn, fa_cupti_range_name(17, "MatMul", "blk.0/attn:qkv", rn2, sizeof rn2));
+    uint8_t *buf = NULL;
+    assert_int_equal(posix_memalign((void **)&buf, 8, 4096), 0);
+    memset(buf, 0, 4096);
+    size_t off = 0;
+    CUpti_ActivityMarker2 m = {.kind = CUPTI_ACTIVITY_KIND_MARKER, .flags = CUPTI_ACTIVITY_FLAG_MARKER_START,
+                               .timestamp = 10, .id = 1, .name = rn, .objectKind = CUPTI_ACTIVITY_OBJECT_THREAD};
+    m.objectId.pt.threadId = 3;
+    memcpy(buf + off, &m, sizeof m);
+    off += sizeof m;
+    CUpti_ActivityAPI a = {.kind = CUPTI_ACTIVITY_KIND_RUNTIME, .start = 11, .end = 12, .threadId = 3, .correlationId = 5};
+    memcpy(buf + off, &a, sizeof a);
+    off += sizeof a;
+    CUpti_ActivityKernel10 k;
+    memset(&k, 0, sizeof k);
+    k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+    k.name = "ampere_sgemm_128x64_nn";
+    k.start = 13;
+    k.end = 20;
+    k.correlationId = 5;
+    memcpy(buf + off, &k, sizeof k);
+    off += sizeof k;
+    m.flags = CUPTI_ACTIVITY_FLAG_MARKER_END;
+    m.timestamp = 21;
+    m.name = NULL;
+    memcpy(buf + off, &m, sizeof m);
+    off += sizeof m;
+    fa_trace *t = fa_trace_create("cupti");
+    assert_int_equal(fa_cupti_process_buffer(ctx, t, buf, off, NULL), FA_OK);
+    assert_int_equal(fa_cupti_trace_finish(ctx, t, NULL), FA_OK);
+    const fa_activity *ka = NULL;
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (t->acts[i].kind == FA_ACT_KERNEL) ka = &t->acts[i];
+    assert_non_null(ka);
+    assert_int_equal(ka->node, 17);
+    assert_string_equal(ka->op_type, "MatMul");
+    assert_string_equal(ka->node_name, "blk.0/attn:qkv");
+    fa_trace_free(t);
+    free(buf);
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    setenv("FA_CUDA_DRIVER", MISSING_DRIVER, 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_driver_loader_missing_libcuda_is_unsupported_not_fatal),
+        cmocka_unit_test(test_exec_create_without_driver_refuses_with_unsupported),
+        cmocka_unit_test(test_every_kernel_compiles_for_sm80_without_spills),
+        cmocka_unit_test(test_every_kernel_compiles_for_sm90_without_spills),
+        cmocka_unit_test(test_nvrtc_compile_error_returns_log_not_abort),
+        cmocka_unit_test(test_ptxas_log_parser_reads_registers_spills_stack),
+        cmocka_unit_test(test_every_zoo_model_has_a_cuda_kernel_for_each_node),
+        cmocka_unit_test(test_unsupported_op_named_with_node_and_target),
+        cmocka_unit_test(test_executor_range_name_attributes_kernel_to_node),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
+#endif
