@@ -614,6 +614,46 @@ static void phase_reductions(adv *A)
 
 /* ---- 3. epilogues ---- */
 
+/* Whether the cpu executor's oneDNN path takes this anchor as a fused node (runtime/cpu/dnnl.c:
+ * create_conv / create_matmul / create_gemm decline these shapes, and a fused node has no
+ * reference kernel to fall back to). */
+static bool anchor_supported(const fa_graph *g, const fa_node *n, char *why, size_t cap)
+{
+    const fa_tensor *A = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
+                    *Y = fa_graph_out(g, n, 0);
+    if (!A || !W || !Y || A->dtype != FA_DTYPE_FLOAT || W->dtype != FA_DTYPE_FLOAT) {
+        snprintf(why, cap, "%s '%s' is not float32", n->op_type, n->name);
+        return false;
+    }
+    if (!strcmp(n->op_type, "MatMul")) {
+        if (A->rank < 2 || W->rank < 2) {
+            snprintf(why, cap, "MatMul '%s' has a 1-D operand: the library kernel that takes post-ops needs rank >= 2",
+                     n->name);
+            return false;
+        }
+    } else if (!strcmp(n->op_type, "Gemm")) {
+        if (A->rank != 2 || W->rank != 2 || Y->rank != 2) {
+            snprintf(why, cap, "Gemm '%s' is not 2-D", n->name);
+            return false;
+        }
+    } else {
+        if (!(W->flags & FA_TENSOR_CONST) || !W->data || (B && (!(B->flags & FA_TENSOR_CONST) || !B->data))) {
+            snprintf(why, cap, "%s '%s' has non-constant weights or bias: the library convolution that takes "
+                     "post-ops needs them constant", n->op_type, n->name);
+            return false;
+        }
+        if (A->rank < 3 || A->rank > 5) {
+            snprintf(why, cap, "%s '%s' has %d spatial dims (1..3 supported)", n->op_type, n->name, A->rank - 2);
+            return false;
+        }
+        if (!strcmp(n->op_type, "ConvTranspose") && (fa_node_attr(n, "output_padding") || fa_node_attr(n, "output_shape"))) {
+            snprintf(why, cap, "ConvTranspose '%s' uses output_padding/output_shape", n->name);
+            return false;
+        }
+    }
+    return true;
+}
+
 static void phase_epilogues(adv *A)
 {
     const fa_graph *g = A->g;
@@ -623,6 +663,13 @@ static void phase_epilogues(adv *A)
         if (!fa_adv_is_complex(an)) continue;
         const fa_tensor *Y = fa_graph_out(g, an, 0);
         if (!Y || Y->dtype != FA_DTYPE_FLOAT) continue;
+        char nwhy[300];
+        if (!anchor_supported(g, an, nwhy, sizeof nwhy)) {
+            const int *cons;
+            int nc = fa_graph_consumers(g, Y->id, &cons);
+            for (int k = 0; k < nc; k++) why(A, aid, cons[k], Y->id, "anchor-unsupported", "%s", nwhy);
+            continue;
+        }
         int dep = -1, bn = -1;
         if (A->owner[aid] >= 0) {
             if (A->cl[A->owner[aid]].kind != FA_CLUSTER_BN_FOLD) continue;
@@ -1095,6 +1142,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     /* finish clusters */
     plan->run_id = a ? a->run_id : -1;
     plan->opt = A.opt;
+    plan->opt.arch = fa_arena_strdup(A.ar, A.opt.arch); /* the caller's string need not outlive the plan */
     plan->n_clusters = A.ncl;
     plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
     g_sort_pos = A.pos;

@@ -1030,6 +1030,26 @@ static void test_complex_consumer_gets_prologue_reason(void **s)
     fa_graph_free(g);
 }
 
+/* A MatMul with a 1-D operand is not an epilogue anchor: the executor's post-op kernel declines it
+ * and a fused node has no fallback. */
+static void test_matmul_with_1d_operand_is_not_an_epilogue_anchor(void **s)
+{
+    (void)s;
+    fa_graph *g = mk("mv", 17);
+    int64_t ad[2] = {4, 8}, vd[1] = {8};
+    input(g, "a", 2, ad);
+    cnst(g, "v", 1, vd, 1, -1, 1);
+    nd(g, "mv", "MatMul", "a,v", "m");
+    nd(g, "relu", "Relu", "m", "y");
+    output(g, "y");
+    prepare(g);
+    fa_plan *p = advise(g);
+    assert_int_equal(count_kind(p, FA_CLUSTER_EPILOGUE), 0);
+    assert_non_null(why_for(p, g, "relu", "anchor-unsupported"));
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
 static int setup(void **s)
 {
     (void)s;
@@ -1073,6 +1093,7 @@ int main(void)
         cmocka_unit_test(test_matmul_bias_gelu_is_one_epilogue_with_gelu_post_op),
         cmocka_unit_test(test_cost_model_saved_bytes_launches_and_estimate),
         cmocka_unit_test(test_complex_consumer_gets_prologue_reason),
+        cmocka_unit_test(test_matmul_with_1d_operand_is_not_an_epilogue_anchor),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
