@@ -282,24 +282,34 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         goto done;
     }
 
-    /* 1. Capture: the unfused graph with every cluster boundary tensor as an output. */
-    int n_extra = 0;
+    /* 1. Capture: the unfused graph with every cluster boundary tensor (inputs, outputs, epilogue
+     *    operands) as an output, so every cluster's sub-graph can be fed the values it sees in
+     *    the whole model. Graph inputs are our own fill; constants live in the graph. */
+    bool *want = calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    if (!want) {
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         if (c->status != FA_CLUSTER_PROPOSED) continue;
-        for (int k = 0; k < c->n_inputs; k++) extra[n_extra++] = c->inputs[k];
-        for (int k = 0; k < c->n_outputs; k++) extra[n_extra++] = c->outputs[k];
+        for (int k = 0; k < c->n_inputs; k++) want[c->inputs[k]] = true;
+        for (int k = 0; k < c->n_outputs; k++) want[c->outputs[k]] = true;
         for (int k = 0; k < c->n_post_ops; k++)
-            if (c->post_op_inputs && c->post_op_inputs[k] >= 0) extra[n_extra++] = c->post_op_inputs[k];
-        if (n_extra > g->n_tensors - 64) break;
+            if (c->post_op_inputs && c->post_op_inputs[k] >= 0) want[c->post_op_inputs[k]] = true;
+        for (int m = 0; m < c->n_members; m++) { /* every tensor a member reads from outside */
+            const fa_node *n = g->nodes[c->members[m]];
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0) want[n->inputs[k]] = true;
+        }
     }
-    /* keep only non-constant, produced tensors (inputs are captured from our own fill) */
     int ne2 = 0;
-    for (int i = 0; i < n_extra; i++) {
-        const fa_tensor *t = g->tensors[extra[i]];
-        if ((t->flags & FA_TENSOR_CONST) || t->producer < 0) continue;
-        extra[ne2++] = extra[i];
+    for (int t = 0; t < g->n_tensors; t++) {
+        const fa_tensor *ten = g->tensors[t];
+        if (!want[t] || (ten->flags & FA_TENSOR_CONST) || ten->producer < 0 || g->nodes[ten->producer]->folded) continue;
+        extra[ne2++] = t;
     }
+    free(want);
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, extra, ne2, &capg);
     if (!s) s = make_exec(ctx, capg, &kt, opt.threads, &cap);
     if (s) goto done;
@@ -365,8 +375,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
             fa_buf_free(&src);
         }
         int ids[1] = {c->id};
-        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, NULL, 0, &gu);
-        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt.inject_wrong_cluster, NULL, 0, &gf);
+        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, c->outputs, c->n_outputs, &gu);
+        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt.inject_wrong_cluster, c->outputs, c->n_outputs, &gf);
         if (!cs) cs = make_exec(cctx, gu, &kt, opt.threads, &eu);
         if (!cs) cs = make_exec(cctx, gf, &kt, opt.threads, &ef);
         if (!cs) cs = set_inputs(cctx, eu, gu, &vm);
@@ -407,11 +417,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
                     fa_sample_stats_of(sa, opt.iters, &su);
                     fa_sample_stats_of(sb, opt.iters, &sf);
                     c->measured_saving_ns = gain;
-                    if (gain > noise) {
+                    /* both the paired gain and the medians must agree before calling it a win */
+                    if (gain > noise && sf.median_ns < su.median_ns) {
                         c->status = FA_CLUSTER_ACCEPTED;
                         set_reason(p, c, "verified (error %.2g) and faster: %.1f -> %.1f us median, gain %.1f us > noise %.1f us",
                                    err, su.median_ns / 1e3, sf.median_ns / 1e3, gain / 1e3, noise / 1e3);
-                    } else if (gain < -noise) {
+                    } else if (gain < -noise && sf.median_ns > su.median_ns) {
                         c->status = FA_CLUSTER_REJECTED_REGRESSION;
                         set_reason(p, c, "regression: %.1f -> %.1f us median (%.1f us slower, noise %.1f us)",
                                    su.median_ns / 1e3, sf.median_ns / 1e3, -gain / 1e3, noise / 1e3);

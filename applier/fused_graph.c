@@ -156,6 +156,11 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
         }
     }
     const char *outs[1] = {out_name};
+    int ot = fa_graph_find_tensor(g, out_name);
+    if (ot < 0 || copy_tensor(ctx, dst, g->tensors[ot]) < 0) {
+        if (!fa_ctx_status(ctx)) fa_ctx_error(ctx, FA_ERR_INTERNAL, "fused output '%s' not in the graph", out_name);
+        return NULL;
+    }
     char op[64], name[600];
     snprintf(op, sizeof op, "%s%s", epi ? "Fused" : "", anchor->op_type);
     snprintf(name, sizeof name, "%s%s", anchor->name, epi ? "__fused" : "__bnfold");

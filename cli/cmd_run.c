@@ -7,10 +7,17 @@
 #include <string.h>
 #include <sys/utsname.h>
 
+#include "advisor/advisor.h"
+#include "analyzer/analyzer.h"
+#include "applier/applier.h"
 #include "cli.h"
 #include "collector/collector.h"
+#include "roofline/roofline.h"
 #include "runtime/runtime.h"
 #include "store/store.h"
+
+#include <errno.h>
+#include <sys/stat.h>
 
 static const char *k_help =
     "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
@@ -21,7 +28,11 @@ static const char *k_help =
     "  --iters N   timed iterations (default 20); --warmup W untimed first (default 3)\n"
     "  --threads N executor threads (default: all cores)\n"
     "  --db PATH   run database (default ./fuse-advise.db)\n"
-    "  --tag TAG   name the run for `gate` and `runs`\n";
+    "  --tag TAG   name the run for `gate` and `runs`\n"
+    "  --out DIR   outputs (default ./fuse-advise-out/<model>): model.folded.onnx, kernels/,\n"
+    "              plan.json, summary.json\n"
+    "  --tolerance T  max relative error of a fused kernel (default 1e-5)\n"
+    "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n";
 
 typedef struct progress {
     bool tty;
@@ -72,12 +83,160 @@ static const char *cpu_model_name(char *buf, size_t cap)
     return buf;
 }
 
+static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *model, const fa_run_info *info,
+                                const char *devname, long warmup, const fa_graph *g, const char *db)
+{
+    fa_arena *ar = fa_arena_create(1 << 16);
+    fa_op_row *rows = NULL;
+    size_t nrows = 0;
+    int nit = 0;
+    fa_run_info ri;
+    fa_status s = fa_store_get_run(ctx, st, run_id, ar, &ri);
+    if (!s) s = fa_store_op_table(ctx, st, run_id, ar, &rows, &nrows, &nit);
+    if (!s) {
+        printf("run %" PRId64 ": %s on %s (%s, %d threads), %d timed iterations after %ld warm-up\n", run_id, model,
+               info->target, devname, info->threads, nit, warmup);
+        printf("baseline latency (median per iteration): %.3f ms; %d kernels per iteration; peak activations %.1f MiB\n",
+               ri.iter_median_ns / 1e6, g->n_topo, info->peak_activation_bytes / 1048576.0);
+        printf("\n%-40s %-20s %12s %7s %8s\n", "node", "op", "median us", "share", "kernels");
+        size_t show = nrows < 25 ? nrows : 25;
+        for (size_t i = 0; i < show; i++)
+            printf("%-40.40s %-20.20s %12.1f %6.1f%% %8" PRId64 "\n", rows[i].node_name,
+                   rows[i].op_type ? rows[i].op_type : "", rows[i].median_ns / 1e3, 100.0 * rows[i].share,
+                   rows[i].kernels);
+        if (nrows > show) printf("... %zu more (fuse-advise show %" PRId64 ")\n", nrows - show, run_id);
+        printf("\nstored in %s as run %" PRId64 "\n", db, run_id);
+    }
+    fa_arena_free(ar);
+    return s;
+}
+
+static bool mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++)
+        if (*p == '/') {
+            *p = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
+            *p = '/';
+        }
+    return mkdir(buf, 0755) == 0 || errno == EEXIST;
+}
+
+static void default_out_dir(const char *model, char *buf, size_t cap)
+{
+    const char *base = strncmp(model, "zoo:", 4) == 0 ? model + 4 : model;
+    const char *slash = strrchr(base, '/');
+    if (slash) base = slash + 1;
+    char name[256];
+    snprintf(name, sizeof name, "%s", base);
+    char *dot = strstr(name, ".onnx");
+    if (dot && dot[5] == 0) *dot = 0;
+    snprintf(buf, cap, "fuse-advise-out/%s", name[0] ? name : "model");
+}
+
+static fa_status full_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
+                               const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
+                               int max_ops, int max_inputs, int iters, int warmup, progress *prog)
+{
+    char outbuf[4096], path[4400];
+    if (!out_dir) {
+        default_out_dir(model, outbuf, sizeof outbuf);
+        out_dir = outbuf;
+    }
+    if (!mkdirs(out_dir)) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create output folder: %s", out_dir, strerror(errno));
+    fa_ceilings c;
+    fa_analysis *a = NULL;
+    fa_plan *p = NULL;
+    fa_apply_result *r = NULL;
+    if (prog->tty) fprintf(stderr, "measuring device ceilings (cached after the first run)...\n");
+    fa_status s = fa_roofline_cpu_ceilings(ctx, st, info->threads, false, &c);
+    if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
+    if (!s) s = fa_analysis_save(ctx, st, a);
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.max_ops = max_ops;
+    ao.max_inputs = max_inputs;
+    ao.occupancy_floor = 0.5;
+    ao.no_gate = true; /* the register/occupancy gate is for the cuda target */
+    if (!s) s = fa_advise(ctx, g, a, &ao, &p);
+    if (!s) {
+        p->run_id = run_id;
+        s = fa_plan_save(ctx, st, p);
+    }
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.tolerance = tolerance;
+    opt.iters = iters;
+    opt.warmup = warmup;
+    opt.threads = info->threads;
+    opt.out_dir = out_dir;
+    opt.progress = on_progress;
+    opt.progress_user = prog;
+    const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
+    if (inj && *inj) opt.inject_wrong_cluster = atoi(inj);
+    if (!s) s = fa_apply(ctx, g, p, &opt, &r);
+    if (!s) s = fa_store_apply_result(ctx, st, p, r);
+    /* model.folded.onnx: the model with BN folded into its producers, standard ONNX ops only */
+    bool any_fold = false;
+    if (!s)
+        for (int i = 0; i < p->n_clusters; i++) any_fold |= p->clusters[i].kind == FA_CLUSTER_BN_FOLD;
+    if (!s && any_fold) {
+        fa_graph *fg = NULL;
+        s = fa_bn_folded_graph(ctx, g, p, &fg);
+        snprintf(path, sizeof path, "%s/model.folded.onnx", out_dir);
+        if (!s) s = fa_onnx_export(ctx, fg, path);
+        fa_graph_free(fg);
+    }
+    if (!s) {
+        snprintf(path, sizeof path, "%s/plan.json", out_dir);
+        s = fa_write_plan_json(ctx, g, p, path);
+    }
+    fa_run_summary sum = {model, devname, info->threads, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, r, p, g, run_id};
+    if (!s) {
+        snprintf(path, sizeof path, "%s/summary.json", out_dir);
+        s = fa_write_summary_json(ctx, &sum, path);
+    }
+    if (!s) {
+        printf("run %" PRId64 ": %s on cpu (%s, %d threads)\n\n", run_id, model, devname, info->threads);
+        printf("%s\n\n", a->summary);
+        printf("%-4s %-18s %-28s %10s %10s %9s  %s\n", "id", "kind", "label", "pred us", "meas us", "error", "decision");
+        for (int i = 0; i < p->n_clusters; i++) {
+            const fa_cluster *cl = &p->clusters[i];
+            printf("%-4d %-18s %-28.28s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), cl->label ? cl->label : "",
+                   cl->est_saving_ns / 1e3);
+            if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED)
+                printf("%10.1f %9.2g", cl->measured_saving_ns / 1e3, cl->max_rel_error);
+            else
+                printf("%10s %9s", "-", "-");
+            printf("  %s: %s\n", fa_cluster_status_name(cl->status), cl->reason ? cl->reason : "");
+        }
+        printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
+               (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
+               (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
+        printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
+               r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
+               r->e2e_max_rel_error);
+        printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
+               r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
+        printf("outputs in %s/ (plan.json, summary.json, kernels/%s)\n", out_dir, any_fold ? ", model.folded.onnx" : "");
+    }
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_analysis_free(a);
+    return s;
+}
+
 int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
 {
     fa_cli_model_opts mo = {0};
     const char *model = NULL, *db = FA_STORE_DEFAULT_PATH, *tag = NULL, *v;
     long iters = 20, warmup = 3, threads = 0, seed = 1;
     long long max_mem = 0;
+    const char *out_dir = NULL;
+    double tolerance = 1e-5;
+    long max_ops = 16, max_inputs = 8;
     bool no_apply = false;
     fa_target target = FA_TARGET_AUTO;
     for (int i = 1; i < argc; i++) {
@@ -101,6 +260,18 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
             if (!*v) return fa_cli_usage("run", "--db needs a path");
             db = v;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tag"))) tag = v;
+        else if ((v = fa_cli_opt_value(argc, argv, &i, "--out"))) {
+            if (!*v) return fa_cli_usage("run", "--out needs a folder");
+            out_dir = v;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tolerance"))) {
+            char *end;
+            tolerance = strtod(v, &end);
+            if (!*v || *end || !(tolerance > 0)) return fa_cli_usage("run", "--tolerance expects a positive number, got '%s'", v);
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
+            if ((max_ops = fa_cli_parse_long("run", "--max-ops", v, 2, 1000)) < 0) return 2;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
+            if ((max_inputs = fa_cli_parse_long("run", "--max-inputs", v, 1, 64)) < 0) return 2;
+        }
         else if ((v = fa_cli_opt_value(argc, argv, &i, "--target"))) {
             fa_status s = fa_target_parse(ctx, v, &target);
             if (s) return fa_cli_usage("run", "%s", fa_ctx_errmsg(ctx));
@@ -161,31 +332,12 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     }
     if (s) goto out;
 
-    /* summary */
-    fa_arena *ar = fa_arena_create(1 << 16);
-    fa_op_row *rows = NULL;
-    size_t nrows = 0;
-    int nit = 0;
-    fa_run_info ri;
-    s = fa_store_get_run(ctx, st, run_id, ar, &ri);
-    if (!s) s = fa_store_op_table(ctx, st, run_id, ar, &rows, &nrows, &nit);
-    if (!s) {
-        printf("run %" PRId64 ": %s on %s (%s, %d threads), %d timed iterations after %ld warm-up\n", run_id, model,
-               info.target, devname, info.threads, nit, warmup);
-        printf("baseline latency (median per iteration): %.3f ms; %d kernels per iteration; peak activations %.1f MiB\n",
-               ri.iter_median_ns / 1e6, g->n_topo, info.peak_activation_bytes / 1048576.0);
-        printf("\n%-40s %-20s %12s %7s %8s\n", "node", "op", "median us", "share", "kernels");
-        size_t show = nrows < 25 ? nrows : 25;
-        for (size_t i = 0; i < show; i++)
-            printf("%-40.40s %-20.20s %12.1f %6.1f%% %8" PRId64 "\n", rows[i].node_name,
-                   rows[i].op_type ? rows[i].op_type : "", rows[i].median_ns / 1e3, 100.0 * rows[i].share,
-                   rows[i].kernels);
-        if (nrows > show) printf("... %zu more (fuse-advise show %" PRId64 ")\n", nrows - show, run_id);
-        printf("\nstored in %s as run %" PRId64 "\n", db, run_id);
-        if (!no_apply)
-            printf("note: analyze/advise/apply stages are not part of this build yet; this run stopped after the baseline\n");
+    if (no_apply) {
+        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
+        goto out;
     }
-    fa_arena_free(ar);
+    s = full_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops, (int)max_inputs,
+                      (int)iters, (int)warmup, &prog);
 out:;
     int rc = 0;
     if (s) {

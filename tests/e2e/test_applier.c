@@ -1,0 +1,145 @@
+/* tests/e2e/test_applier — the closed loop on the zoo models: every proposed cluster of every
+ * kind builds, compiles and verifies against the unfused ops (fused-vs-unfused equivalence over
+ * every fusion pattern the advisor proposes, as ggml's test-backend-ops covers every op); a
+ * deliberately wrong fused kernel is rejected while the run goes on; the fused model's outputs
+ * equal the unfused model's. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "advisor/advisor.h"
+#include "applier/applier.h"
+#include "testutil.h"
+
+/* x[8,4096] -> a = x*2 -> b = Sigmoid(a) -> c = a*b (swish-like chain) ; d = Relu(x) ;
+ * e = Tanh(x) ; y = c + d ; outputs y, e. Elementwise chains and horizontal siblings. */
+static fa_graph *elementwise_graph(fa_ctx *ctx)
+{
+    fa_graph *g = fa_graph_create("ew");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t d[2] = {8, 4096};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
+    fa_graph_add_input(ctx, g, x);
+    int two = fa_graph_tensor(g, "two");
+    float v = 2.0f;
+    fa_tensor_set_shape(g->tensors[two], FA_DTYPE_FLOAT, 0, NULL);
+    fa_tensor_set_data(ctx, g->tensors[two], &v, sizeof v);
+    g->tensors[two]->flags |= FA_TENSOR_INITIALIZER;
+    const char *i1[] = {"x", "two"}, *o1[] = {"a"}, *i2[] = {"a"}, *o2[] = {"b"}, *i3[] = {"a", "b"}, *o3[] = {"c"};
+    const char *i4[] = {"x"}, *o4[] = {"d"}, *o5[] = {"e"}, *i6[] = {"c", "d"}, *o6[] = {"y"};
+    fa_graph_add_node(ctx, g, "scale", "Mul", "", 2, i1, 1, o1);
+    fa_graph_add_node(ctx, g, "sig", "Sigmoid", "", 1, i2, 1, o2);
+    fa_graph_add_node(ctx, g, "gate", "Mul", "", 2, i3, 1, o3);
+    fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, i4, 1, o4);
+    fa_graph_add_node(ctx, g, "tanh", "Tanh", "", 1, i4, 1, o5);
+    fa_graph_add_node(ctx, g, "sum", "Add", "", 2, i6, 1, o6);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "e"));
+    return g;
+}
+
+static void apply_model(const char *model, int inject_first, int *kinds_seen)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    fa_status s;
+    if (!strcmp(model, "elementwise")) {
+        g = elementwise_graph(ctx);
+        s = fa_graph_prepare(ctx, g, NULL);
+    } else {
+        s = fa_graph_load(ctx, model, NULL, &g);
+    }
+    if (s) fail_msg("%s: %s", model, fa_ctx_errmsg(ctx));
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    s = fa_advise(ctx, g, NULL, &ao, &p);
+    if (s) fail_msg("%s: advise: %s", model, fa_ctx_errmsg(ctx));
+    int injected = -1;
+    for (int i = 0; i < p->n_clusters && inject_first; i++)
+        if (p->clusters[i].status == FA_CLUSTER_PROPOSED) {
+            injected = p->clusters[i].id;
+            break;
+        }
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.inject_wrong_cluster = injected;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    s = fa_apply(ctx, g, p, &opt, &r);
+    if (s) fail_msg("%s: apply: %s", model, fa_ctx_errmsg(ctx));
+    int proposed = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        if (c->status == FA_CLUSTER_REFUSED) continue;
+        proposed++;
+        if (kinds_seen) kinds_seen[c->kind]++;
+        printf("%s cluster %d %-18s %-30s %s (error %.2g): %s\n", model, c->id, fa_cluster_kind_name(c->kind),
+               c->label ? c->label : "", fa_cluster_status_name(c->status), c->max_rel_error, c->reason ? c->reason : "");
+        if (c->id == injected) {
+            assert_int_equal(c->status, FA_CLUSTER_REJECTED_VERIFY);
+            assert_true(c->max_rel_error > opt.tolerance);
+        } else {
+            if (c->status == FA_CLUSTER_REJECTED_VERIFY || c->status == FA_CLUSTER_REJECTED_ERROR)
+                fail_msg("%s: cluster %d (%s) failed: %s", model, c->id, c->label ? c->label : "", c->reason);
+            assert_true(c->max_rel_error <= opt.tolerance);
+        }
+    }
+    assert_true(proposed > 0);
+    /* the fused model computes the same function; accepted clusters only */
+    assert_true(r->e2e_max_rel_error <= 1e-4);
+    assert_true(r->baseline.median_ns > 0 && r->fused.median_ns > 0);
+    assert_true(r->kernels_fused <= r->kernels_baseline);
+    printf("%s: %d accepted, %d rejected; baseline %.3f ms, fused %.3f ms, speedup %.3f, e2e error %.2g\n", model,
+           r->accepted, r->rejected, r->baseline.median_ns / 1e6, r->fused.median_ns / 1e6, r->speedup, r->e2e_max_rel_error);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static int g_kinds[FA_CLUSTER_KIND_COUNT];
+
+static void test_convnet_tiny_clusters_verify(void **s) { (void)s; apply_model("zoo:convnet-tiny", 0, g_kinds); }
+static void test_elementwise_chain_and_horizontal_clusters_verify(void **s) { (void)s; apply_model("elementwise", 0, g_kinds); }
+static void test_mlp_tiny_clusters_verify(void **s) { (void)s; apply_model("zoo:mlp-tiny", 0, g_kinds); }
+static void test_bert_layer_clusters_verify(void **s) { (void)s; apply_model("zoo:bert-layer", 0, g_kinds); }
+static void test_gpt2_block_clusters_verify(void **s) { (void)s; apply_model("zoo:gpt2-block", 0, g_kinds); }
+static void test_mobilenetv2_clusters_verify(void **s) { (void)s; apply_model("zoo:mobilenetv2", 0, g_kinds); }
+
+static void test_every_cluster_kind_was_verified(void **s)
+{
+    (void)s;
+    assert_true(g_kinds[FA_CLUSTER_BN_FOLD] > 0);
+    assert_true(g_kinds[FA_CLUSTER_EPILOGUE] > 0);
+    assert_true(g_kinds[FA_CLUSTER_REDUCTION] > 0);
+    assert_true(g_kinds[FA_CLUSTER_ELEMWISE_CHAIN] + g_kinds[FA_CLUSTER_HORIZONTAL] > 0);
+}
+
+static void test_wrong_fused_kernel_is_rejected_and_run_goes_on(void **s)
+{
+    (void)s;
+    apply_model("zoo:convnet-tiny", 1, NULL);
+    apply_model("zoo:bert-layer", 1, NULL);
+    apply_model("elementwise", 1, NULL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_convnet_tiny_clusters_verify),
+        cmocka_unit_test(test_elementwise_chain_and_horizontal_clusters_verify),
+        cmocka_unit_test(test_mlp_tiny_clusters_verify),
+        cmocka_unit_test(test_bert_layer_clusters_verify),
+        cmocka_unit_test(test_gpt2_block_clusters_verify),
+        cmocka_unit_test(test_mobilenetv2_clusters_verify),
+        cmocka_unit_test(test_every_cluster_kind_was_verified),
+        cmocka_unit_test(test_wrong_fused_kernel_is_rejected_and_run_goes_on),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
