@@ -10,6 +10,7 @@
 #include "advisor/advisor.h"
 #include "analyzer/analyzer.h"
 #include "applier/applier.h"
+#include "reports/reports.h"
 #include "cli.h"
 #include "collector/collector.h"
 #include "roofline/roofline.h"
@@ -198,6 +199,7 @@ static fa_status full_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int
         snprintf(path, sizeof path, "%s/summary.json", out_dir);
         s = fa_write_summary_json(ctx, &sum, path);
     }
+    if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
     if (!s) {
         printf("run %" PRId64 ": %s on cpu (%s, %d threads)\n\n", run_id, model, devname, info->threads);
         printf("%s\n\n", a->summary);
@@ -220,7 +222,8 @@ static fa_status full_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int
                r->e2e_max_rel_error);
         printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
                r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
-        printf("outputs in %s/ (plan.json, summary.json, kernels/%s)\n", out_dir, any_fold ? ", model.folded.onnx" : "");
+        printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv, kernels/%s\n",
+               out_dir, any_fold ? ", model.folded.onnx" : "");
     }
     fa_apply_result_free(r);
     fa_plan_free(p);
