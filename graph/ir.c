@@ -218,7 +218,7 @@ fa_node *fa_graph_add_node(fa_ctx *ctx, fa_graph *g, const char *name, const cha
         if (t->producer >= 0) {
             fa_ctx_error(ctx, FA_ERR_INPUT,
                          "node '%s' (%s): output '%s' is already produced by node '%s'", n->name,
-                         op_type, t->name, g->nodes[t->producer]->name);
+                         op_type, t->name, t->producer == n->id ? n->name : g->nodes[t->producer]->name);
             return NULL;
         }
         if (t->flags & (FA_TENSOR_INITIALIZER | FA_TENSOR_GRAPH_INPUT)) {
