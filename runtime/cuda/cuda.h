@@ -90,6 +90,10 @@ const char *fa_cuda_nvrtc_version(char *buf, size_t cap);
 const char *fa_cuda_kernels_source(void);
 int fa_cuda_kernel_count(void);
 const char *fa_cuda_kernel_entry(int i);
+/* Compile (NVRTC, cached per process by source hash and arch) and load the kernels module into
+ * the current context; the caller must have made a context current (cudaSetDevice + cudaFree(0)).
+ * Release with fa_cuda_module_unload. */
+fa_status fa_cuda_kernels_module(fa_ctx *ctx, const char *arch, fa_cuda_module **out);
 
 /* ---- executor ---- */
 

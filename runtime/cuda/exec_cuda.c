@@ -528,6 +528,14 @@ static fa_status get_cubin(fa_ctx *ctx, const char *arch, const uint8_t **out)
     return st;
 }
 
+fa_status fa_cuda_kernels_module(fa_ctx *ctx, const char *arch, fa_cuda_module **out)
+{
+    const uint8_t *cubin = NULL;
+    fa_status st = get_cubin(ctx, arch, &cubin);
+    if (st) return st;
+    return fa_cuda_module_load(ctx, cubin, out);
+}
+
 /* ---- executor ---- */
 
 const char *fa_cuda_range_name(const fa_node *n, char *buf, size_t cap)
@@ -592,9 +600,7 @@ fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_opti
     if ((st = FA_CUDA_CHECK(ctx, cudaSetDevice(0)))) goto fail;
     if ((st = FA_CUDA_CHECK(ctx, cudaFree(0)))) goto fail; /* primary context current for the driver API */
     if ((st = FA_CUDA_CHECK(ctx, cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking)))) goto fail;
-    const uint8_t *cubin = NULL;
-    if ((st = get_cubin(ctx, e->arch, &cubin))) goto fail;
-    if ((st = fa_cuda_module_load(ctx, cubin, &e->mod))) goto fail;
+    if ((st = fa_cuda_kernels_module(ctx, e->arch, &e->mod))) goto fail;
     for (int f = 0; f < F_COUNT; f++)
         if ((st = fa_cuda_module_function(ctx, e->mod, k_fnames[f], &e->fn[f]))) goto fail;
     if ((st = FA_CUBLAS_CHECK(ctx, cublasCreate(&e->cublas)))) goto fail;

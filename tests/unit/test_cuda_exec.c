@@ -19,6 +19,7 @@ int main(void)
 #include <cupti.h>
 
 #include "collector/cupti/cupti.h"
+#include "roofline/cuda_ceilings.h"
 #include "runtime/cuda/cuda.h"
 
 /* Set in main before any loader call: the loader must then fail on every machine. */
@@ -233,6 +234,38 @@ static void test_executor_range_name_attributes_kernel_to_node(void **s)
     fa_ctx_free(ctx);
 }
 
+static void test_ceilings_without_gpu_unsupported_and_theoretical_limits_stored(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_ceilings c;
+    assert_int_equal(fa_roofline_measure_cuda(ctx, 0, &c), FA_ERR_UNSUPPORTED);
+    assert_int_equal(fa_roofline_cuda_ceilings(ctx, NULL, 0, false, &c), FA_ERR_UNSUPPORTED);
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, fa_test_path(fa_test_tmpdir(), "ceil.db"), &st), FA_OK);
+    int n = 0;
+    assert_int_equal(fa_roofline_cuda_theoretical(ctx, st, "sm_90", &n), FA_OK);
+    assert_int_equal(n, 7);
+    fa_arena *ar = fa_arena_create(4096);
+    fa_ceiling *cs = NULL;
+    size_t nc = 0;
+    assert_int_equal(fa_store_get_ceilings(ctx, st, "cuda:theoretical:sm_90", ar, &cs, &nc), FA_OK);
+    assert_int_equal(nc, 7);
+    bool saw_smem = false;
+    for (size_t i = 0; i < nc; i++) {
+        assert_string_equal(cs[i].source, "theoretical");
+        if (!strcmp(cs[i].name, "smem_per_sm")) {
+            saw_smem = true;
+            assert_true(cs[i].value == 228.0 * 1024);
+        }
+    }
+    assert_true(saw_smem);
+    assert_int_equal(fa_roofline_cuda_theoretical(ctx, st, "sm_12", NULL), FA_ERR_INPUT);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     setenv("FA_CUDA_DRIVER", MISSING_DRIVER, 1);
@@ -246,6 +279,7 @@ int main(void)
         cmocka_unit_test(test_every_zoo_model_has_a_cuda_kernel_for_each_node),
         cmocka_unit_test(test_unsupported_op_named_with_node_and_target),
         cmocka_unit_test(test_executor_range_name_attributes_kernel_to_node),
+        cmocka_unit_test(test_ceilings_without_gpu_unsupported_and_theoretical_limits_stored),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -20,6 +20,7 @@ int main(void)
 #include <dlfcn.h>
 
 #include "collector/cupti/cupti.h"
+#include "roofline/cuda_ceilings.h"
 #include "runtime/cuda/cuda.h"
 
 /* max |gpu - cpu| <= atol + rtol * |cpu| over every output element */
@@ -121,6 +122,36 @@ static void test_cupti_attributes_executor_kernels_to_nodes(void **s)
     fa_ctx_free(ctx);
 }
 
+/* Plausibility bounds only (any GPU since Volta): HBM/GDDR 100 GB/s..20 TB/s, FP32 1..500 TFLOP/s,
+ * launch 0.1..100 us. */
+static void test_ceilings_measured_and_stored_with_clocks(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, fa_test_path(fa_test_tmpdir(), "gpu-ceil.db"), &st), FA_OK);
+    fa_ceilings c;
+    fa_status r = fa_roofline_cuda_ceilings(ctx, st, 0, true, &c);
+    if (r) fail_msg("%s", fa_ctx_errmsg(ctx));
+    fprintf(stderr, "  %s: %.0f GB/s, %.0f GFLOP/s, launch %.0f ns\n  %s\n", c.device_key, c.mem_bw_gbs, c.peak_gflops,
+            c.launch_ns, c.detail);
+    assert_true(c.mem_bw_gbs > 100 && c.mem_bw_gbs < 20000);
+    assert_true(c.peak_gflops > 1000 && c.peak_gflops < 500000);
+    assert_true(c.launch_ns > 100 && c.launch_ns < 100000);
+    fa_ceilings cached;
+    assert_int_equal(fa_roofline_cuda_ceilings(ctx, st, 0, false, &cached), FA_OK);
+    assert_true(cached.mem_bw_gbs == c.mem_bw_gbs);
+    assert_string_equal(cached.mem_bw_source, "measured (cached)");
+    fa_arena *ar = fa_arena_create(4096);
+    fa_ceiling *cs = NULL;
+    size_t n = 0;
+    assert_int_equal(fa_store_get_ceilings(ctx, st, c.device_key, ar, &cs, &n), FA_OK);
+    assert_int_equal(n, 7);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (fa_cuda_device_count() < 1) {
@@ -139,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_mobilenetv2_matches_cpu),
         cmocka_unit_test(test_resnet50_matches_cpu),
         cmocka_unit_test(test_cupti_attributes_executor_kernels_to_nodes),
+        cmocka_unit_test(test_ceilings_measured_and_stored_with_clocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
