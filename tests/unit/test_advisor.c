@@ -160,6 +160,37 @@ static void check_plan_sane(const fa_graph *g, const fa_plan *p)
         assert_non_null(p->why_not[i].code);
         assert_true(strlen(p->why_not[i].reason) > 10);
     }
+    /* every live producer->consumer edge not inside one proposed cluster group has a why-not */
+    int *root = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
+    for (int i = 0; i < p->n_clusters; i++) {
+        int r = i;
+        while (p->clusters[r].depends_on >= 0) r = p->clusters[r].depends_on;
+        root[i] = p->clusters[i].status == FA_CLUSTER_REFUSED ? -2 - i : r;
+    }
+    for (int q = 0; q < g->n_topo; q++) {
+        const fa_node *cn = g->nodes[g->topo[q]];
+        for (int k = 0; k < cn->n_inputs; k++) {
+            int t = cn->inputs[k];
+            if (t < 0 || g->tensors[t]->producer < 0 || pos[g->tensors[t]->producer] < 0) continue;
+            int pid = g->tensors[t]->producer;
+            bool together = false;
+            for (int i = 0; i < p->n_clusters && !together; i++)
+                for (int j = 0; j < p->n_clusters && !together; j++) {
+                    if (root[i] != root[j]) continue;
+                    bool hp = false, hc = false;
+                    for (int m = 0; m < p->clusters[i].n_members; m++) hp |= p->clusters[i].members[m] == pid;
+                    for (int m = 0; m < p->clusters[j].n_members; m++) hc |= p->clusters[j].members[m] == cn->id;
+                    together = hp && hc;
+                }
+            if (together) continue;
+            bool has = false;
+            for (int i = 0; i < p->n_why_not && !has; i++)
+                has = p->why_not[i].producer == pid && p->why_not[i].consumer == cn->id && p->why_not[i].tensor == t;
+            if (!has) fail_msg("%s: edge %s -> %s (%s) has no why-not", g->name, g->nodes[pid]->name, cn->name,
+                               g->tensors[t]->name);
+        }
+    }
+    free(root);
     free(pos);
 }
 
