@@ -307,9 +307,11 @@ static double fused_vs_unfused(tc *t, uint64_t seed, int threads)
         int64_t last = x->rank > 0 ? x->dims[x->rank - 1] : 1;
         for (int64_t k = 0; k < n; k++) /* rows differ: a per-row offset on top of uniform noise */
             gin[i][k] = fa_rng_uniform(&r, -2.0f, 2.0f) + 0.37f * (float)((k / (last ? last : 1)) % 5);
+        if (x->dtype == FA_DTYPE_BOOL) /* one byte per element, 0 or 1 */
+            for (int64_t k = 0; k < n; k++) ((unsigned char *)gin[i])[k] = (unsigned char)(fa_rng_u64(&r) & 1);
         fa_value v = {0};
         v.data = gin[i];
-        v.dtype = FA_DTYPE_FLOAT;
+        v.dtype = x->dtype;
         v.rank = x->rank;
         memcpy(v.dims, x->dims, sizeof v.dims);
         if (fa_exec_set_input(t->ctx, e, i, &v)) fail_msg("set input: %s", fa_ctx_errmsg(t->ctx));
@@ -445,6 +447,57 @@ static void test_numerics_softmax_across_flatten(void **s)
     check_numerics(t, "softmax across Flatten 2x231");
 }
 
+
+/* Outputs of different sizes in one elementwise loop: a = Relu(x) [6,1] leaves the cluster as
+ * well as b = a * y [6,7] and c = Exp(y) [7]: the small outputs are stored once per element. */
+static void test_numerics_small_outputs_stored_once(void **s)
+{
+    (void)s;
+    tc *t = tc_new(18);
+    int64_t dx[2] = {6, 1}, dy[1] = {7};
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "y", 1, dy);
+    tc_node(t, "Relu", "x", NULL, NULL, "a");
+    tc_node(t, "Mul", "a", "y", NULL, "b");
+    tc_node(t, "Exp", "y", NULL, NULL, "c");
+    tc_output(t, "a");
+    tc_output(t, "b");
+    tc_output(t, "c");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise(mixed sizes)");
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_codegen_info info;
+    assert_int_equal(fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_OK);
+    assert_int_equal(info.work_items, 42);
+    assert_non_null(strstr(b.data, "if (((i) % 7) == 0) out0[(i / 7)] = "));
+    assert_non_null(strstr(b.data, "if ((i / 7) == 0) out2[((i) % 7)] = "));
+    fa_buf_free(&b);
+    check_numerics(t, "outputs [6,1], [6,7], [7] from one loop");
+}
+
+/* Where with a boolean graph input as condition (one byte per element, broadcast [5,1]). */
+static void test_numerics_where_bool_input(void **s)
+{
+    (void)s;
+    tc *t = tc_new(18);
+    int64_t dx[2] = {5, 9}, dc[2] = {5, 1};
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "y", 2, dx);
+    int id = fa_graph_tensor(t->g, "cond");
+    fa_tensor_set_shape(t->g->tensors[id], FA_DTYPE_BOOL, 2, dc);
+    assert_int_equal(fa_graph_add_input(t->ctx, t->g, id), FA_OK);
+    tc_node(t, "Where", "cond", "x", "y", "w");
+    tc_node(t, "Tanh", "w", NULL, NULL, "o");
+    tc_output(t, "o");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "where(bool)");
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_codegen_info info;
+    assert_int_equal(fa_codegen_cuda(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_OK);
+    assert_non_null(strstr(b.data, "const unsigned char *__restrict__ in0"));
+    fa_buf_free(&b);
+    check_numerics(t, "Where(bool [5,1], x, y)");
+}
 
 /* ---- the advisor's own clusters on real graphs ---- */
 
@@ -660,6 +713,8 @@ int main(void)
         cmocka_unit_test(test_numerics_layernorm_decomposed_and_op),
         cmocka_unit_test(test_numerics_rmsnorm_decomposed_and_op),
         cmocka_unit_test(test_numerics_softmax_across_flatten),
+        cmocka_unit_test(test_numerics_small_outputs_stored_once),
+        cmocka_unit_test(test_numerics_where_bool_input),
         cmocka_unit_test(test_advisor_clusters_of_zoo_transformers_match_unfused),
         cmocka_unit_test(test_advisor_clusters_of_corpus_expanded_graphs_match_unfused),
     };
