@@ -69,6 +69,15 @@ static void gv_text(fa_buf *b, const char *s)
 }
 
 #ifdef FA_REP_HAVE_GVC
+#include <pthread.h>
+
+/* Process-wide graphviz state. Graphviz 2.43 keeps a static font/text-size cache that points into
+ * strings owned by the GVC context: after gvFreeContext a second context reads freed memory
+ * (valgrind: textspan_size in libgvplugin_pango). So one context is created on first use and kept
+ * for the life of the process, and every use of graphviz is serialized (graphviz is not
+ * thread-safe). These are the documented exceptions to "no hidden global state". */
+static pthread_mutex_t g_gv_lock = PTHREAD_MUTEX_INITIALIZER;
+static GVC_t *g_gvc;
 static char g_gv_err[512];
 static int gv_err_sink(char *msg)
 {
@@ -121,6 +130,7 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
     int *indeg = NULL, *outdeg = NULL, *dense = NULL;
     Agraph_t *g = NULL;
     GVC_t *gvc = NULL;
+    bool locked = false;
     fa_buf tmp;
     fa_buf_init(&tmp);
     if (!gs || !gid || !es) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory building graph.dot"); goto out; }
@@ -198,6 +208,8 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
     for (int i = 0; i < ng; i++) n_roots += find(gs, i) == i;
     bool edge_labels = n_roots <= FA_REP_EDGE_LABELS_MAX;
 
+    pthread_mutex_lock(&g_gv_lock);
+    locked = true;
     agseterr(AGERR);
     agseterrf(gv_err_sink);
     g_gv_err[0] = 0;
@@ -346,7 +358,8 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
         fa_buf_append(dot, mem, len);
         free(mem);
     }
-    gvc = gvContext();
+    if (!g_gvc) g_gvc = gvContext();
+    gvc = g_gvc;
     if (!gvc) { s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "graphviz: gvContext failed"); goto out; }
     if (gvLayout(gvc, g, "dot") != 0) {
         s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "graphviz: dot layout of run %" PRId64 " failed: %s", r->run_id, g_gv_err);
@@ -362,7 +375,7 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
     gvFreeLayout(gvc, g);
 out:
     if (g) agclose(g);
-    if (gvc) gvFreeContext(gvc);
+    if (locked) pthread_mutex_unlock(&g_gv_lock);
     fa_buf_free(&tmp);
     free(gs);
     free(gid);
