@@ -46,7 +46,9 @@ static const char *k_css =
     "th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".st-accepted{color:#23803a;font-weight:600}.st-refused,.st-rejected{color:#b3261e}"
-    ".scroll{max-height:520px;overflow:auto}td.reason{min-width:280px}svg text{font-family:Helvetica,Arial,sans-serif}"
+    ".scroll{max-height:520px;overflow:auto}td.reason{min-width:280px}"
+    ".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0}.legend i{display:inline-block;width:10px;"
+    "height:10px;margin-right:4px;border-radius:2px;vertical-align:-1px}svg text{font-family:Helvetica,Arial,sans-serif}"
     "pre.note{white-space:pre-wrap;background:#f3f5f8;padding:8px;border-radius:4px;margin:8px 0 0}"
     "code{background:#eef1f5;padding:0 3px;border-radius:3px}";
 
@@ -61,13 +63,57 @@ static const char *k_js =
     "if(vx!==null&&vy!==null)c=parseFloat(vx)-parseFloat(vy);else c=x.textContent.localeCompare(y.textContent);"
     "return asc?c:-c;});for(var k=0;k<rows.length;k++)body.appendChild(rows[k]);});})(hs[i],i);})(ts[t]);})();";
 
-/* stable color per op type */
-static const char *op_color(const char *op)
+/* Op-type colours: the 12 op types with the most baseline time get distinct colours (Tableau 10
+ * + 2), in order of time; the rest (and fused-only op types beyond 12) are grey. */
+#define PAL_N 12
+typedef struct palette {
+    int n;
+    const char *op[64];
+    double t[64];
+} palette;
+
+static const char *const k_pal[PAL_N] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
+                                         "#b07aa1", "#ff9da7", "#9c755f", "#2f6f8f", "#8cd17d", "#d37295"};
+
+static void pal_add(palette *p, const char *op, double t)
 {
-    static const char *pal[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948",
-                                "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac", "#2f6f8f", "#8cd17d"};
-    uint64_t hsh = fa_hash64(op ? op : "", op ? strlen(op) : 0);
-    return pal[hsh % (sizeof pal / sizeof pal[0])];
+    if (!op) op = "";
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->op[i], op)) { p->t[i] += t; return; }
+    if (p->n < 64) { p->op[p->n] = op; p->t[p->n] = t; p->n++; }
+}
+
+static void pal_build(const fa_rep *r, palette *p)
+{
+    memset(p, 0, sizeof *p);
+    for (size_t i = 0; i < r->n_ops; i++) pal_add(p, r->ops[i].op_type, (double)r->ops[i].median_ns);
+    for (size_t i = 0; i < r->n_fused_ops; i++) pal_add(p, r->fused_ops[i].op_type, 1e-9 * (double)r->fused_ops[i].median_ns);
+    /* stable sort by time, descending */
+    for (int i = 1; i < p->n; i++)
+        for (int j = i; j > 0 && p->t[j] > p->t[j - 1]; j--) {
+            const char *o = p->op[j]; p->op[j] = p->op[j - 1]; p->op[j - 1] = o;
+            double t = p->t[j]; p->t[j] = p->t[j - 1]; p->t[j - 1] = t;
+        }
+}
+
+static const char *op_color(const palette *p, const char *op)
+{
+    if (!op) op = "";
+    for (int i = 0; i < p->n && i < PAL_N; i++)
+        if (!strcmp(p->op[i], op)) return k_pal[i];
+    return "#a0a7b0";
+}
+
+static void legend(const palette *p, fa_buf *b)
+{
+    fa_buf_puts(b, "<div class=\"legend\">");
+    for (int i = 0; i < p->n && i < PAL_N; i++) {
+        fa_buf_printf(b, "<span><i style=\"background:%s\"></i>", k_pal[i]);
+        fa_escape_html(b, p->op[i], strlen(p->op[i]));
+        fa_buf_puts(b, "</span>");
+    }
+    if (p->n > PAL_N) fa_buf_puts(b, "<span><i style=\"background:#a0a7b0\"></i>other ops</span>");
+    fa_buf_puts(b, "</div>");
 }
 
 static void card(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail)
@@ -198,7 +244,7 @@ static void tick_label(char *buf, size_t cap, int e)
     else snprintf(buf, cap, "1e%d", e);
 }
 
-static void roofline(const fa_rep *r, fa_buf *b)
+static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
 {
     const double W = 820, H = 460, L = 74, R = 24, T = 16, B = 52;
     double xmin = 1e300, xmax = 0, ymin = 1e300, ymax = 0, tmax = 0;
@@ -292,7 +338,7 @@ static void roofline(const fa_rep *r, fa_buf *b)
         double rad = 3 + 11 * sqrt(n->median_ns / tmax);
         fa_rep_fmt_ns(tb, sizeof tb, (double)n->median_ns);
         fa_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\" fill-opacity=\"0.55\" stroke=\"%s\">"
-                         "<title>", rl_map(&ax, x), rl_map(&ay, y), rad, op_color(n->op_type), op_color(n->op_type));
+                         "<title>", rl_map(&ax, x), rl_map(&ay, y), rad, op_color(pal, n->op_type), op_color(pal, n->op_type));
         h(b, n->name);
         fa_buf_puts(b, " (");
         h(b, n->op_type);
@@ -331,6 +377,7 @@ static void roofline(const fa_rep *r, fa_buf *b)
         n_arrows++;
     }
     fa_buf_puts(b, "</svg>");
+    legend(pal, b);
     fa_buf_printf(b, "<p>Each circle is one baseline kernel (area by median time, color by op type); %d kernels placed", n_pts);
     if (n_zero) fa_buf_printf(b, ", %d without FLOPs or bytes (data movement only) not drawn on the log axes", n_zero);
     fa_buf_printf(b, ". Green diamonds are accepted fused kernels (%d); an arrow starts at the cluster's unfused members "
@@ -343,7 +390,7 @@ static void roofline(const fa_rep *r, fa_buf *b)
 
 /* ---- timeline ---- */
 
-static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, double x0, double px_per_ns)
+static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, double x0, double px_per_ns, const palette *pal)
 {
     int64_t lo = INT64_MAX;
     for (int i = 0; i < t->n; i++)
@@ -357,7 +404,7 @@ static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, doub
         const char *nm = k->node_name ? k->node_name : k->name;
         fa_rep_fmt_ns(tb, sizeof tb, (double)(k->end_ns - k->start_ns));
         fa_buf_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.3\">"
-                         "<title>", x, y, w, lane_h, op_color(k->op_type));
+                         "<title>", x, y, w, lane_h, op_color(pal, k->op_type));
         h(b, nm);
         fa_buf_puts(b, " (");
         h(b, k->op_type);
@@ -371,7 +418,7 @@ static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, doub
     }
 }
 
-static void timeline(const fa_rep *r, fa_buf *b)
+static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
 {
     const double W = 1000, x0 = 90, x1 = 985, lane_h = 30;
     fa_buf_puts(b, "<section id=\"timeline\"><h2>Timeline of one iteration</h2>");
@@ -390,12 +437,12 @@ static void timeline(const fa_rep *r, fa_buf *b)
     fa_rep_fmt_ns(tb, sizeof tb, (double)r->base.median_span_ns);
     fa_buf_printf(b, "<text x=\"4\" y=\"32\" font-size=\"12\">baseline</text><text x=\"4\" y=\"46\" font-size=\"10\" "
                      "fill=\"#5b6675\">%s</text>", tb);
-    lane(&r->base, b, 18, lane_h, x0, ppn);
+    lane(&r->base, b, 18, lane_h, x0, ppn, pal);
     if (fz) {
         fa_rep_fmt_ns(tb, sizeof tb, (double)r->fused.median_span_ns);
         fa_buf_printf(b, "<text x=\"4\" y=\"76\" font-size=\"12\">fused</text><text x=\"4\" y=\"90\" font-size=\"10\" "
                          "fill=\"#5b6675\">%s</text>", tb);
-        lane(&r->fused, b, 62, lane_h, x0, ppn);
+        lane(&r->fused, b, 62, lane_h, x0, ppn, pal);
     } else {
         fa_buf_printf(b, "<text x=\"4\" y=\"80\" font-size=\"12\">fused</text><text x=\"%.0f\" y=\"80\" font-size=\"12\" "
                          "fill=\"#8a94a3\" font-style=\"italic\">not measured (no fused run stored for this run)</text>", x0);
@@ -410,6 +457,7 @@ static void timeline(const fa_rep *r, fa_buf *b)
                       px, px, px, i == 0 ? "start" : i == 5 ? "end" : "middle", tb);
     }
     fa_buf_puts(b, "</svg>");
+    legend(pal, b);
     fa_buf_printf(b, "<p>The median iteration (by span) of each run: baseline iteration %d of %d", r->base.median_iter,
                   r->base.n_iters);
     if (fz) fa_buf_printf(b, ", fused iteration %d of %d", r->fused.median_iter, r->fused.n_iters);
@@ -553,9 +601,11 @@ void fa_rep_html(const fa_rep *r, fa_buf *b)
     h(b, r->run.device_name ? r->run.device_name : "unknown device");
     fa_buf_printf(b, " \xc2\xb7 %d threads \xc2\xb7 %d live nodes \xc2\xb7 fuse-advise " FA_VERSION_STRING "</div></header><main>\n",
                   r->run.threads, r->n_live);
+    palette pal;
+    pal_build(r, &pal);
     summary(r, b);
-    roofline(r, b);
-    timeline(r, b);
+    roofline(r, b, &pal);
+    timeline(r, b, &pal);
     clusters_table(r, b);
     why_table(r, b);
     ops_table(r, b);
