@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# bench/gpu-check.sh — the one device check of the cuda target (docs/cuda.md, "Device check"):
+# build, GPU tests, measured ceilings, the baseline on zoo:resnet50 / zoo:bert-layer /
+# zoo:gpt2-block with --target cuda, and the CUPTI collector's overhead (the same run traced vs
+# untraced, wall time). Sized to finish well under 8 minutes on one H200; every step has its own
+# timeout and the script stops starting new steps past a total budget (GPU_CHECK_BUDGET_S, 420 s).
+# Writes a summary to $OUT/gpu-check-summary.txt when $OUT is set, else ./gpu-check-summary.txt.
+# Exit status: 0 when every step passed, 1 otherwise (the summary says which).
+# GPU_CHECK_BUILD=DIR picks the build folder (default build-gpu-check); GPU_CHECK_SKIP_BUILD=1
+# skips configure/build for a rerun in the same lease.
+set -u
+
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${GPU_CHECK_BUILD:-$SRC/build-gpu-check}
+BUDGET=${GPU_CHECK_BUDGET_S:-420}
+if [ -n "${OUT:-}" ]; then mkdir -p "$OUT"; SUMMARY=$OUT/gpu-check-summary.txt; else SUMMARY=$PWD/gpu-check-summary.txt; fi
+LOGS=$BUILD/gpu-check-logs
+T0=$(date +%s)
+FAILED=0
+: >"$SUMMARY"
+
+say() { echo "$*" | tee -a "$SUMMARY"; }
+now_ms() { date +%s%3N; }
+left() { echo $((BUDGET - ($(date +%s) - T0))); }
+
+# step NAME TIMEOUT_S CMD...: runs CMD with a timeout, logs to $LOGS/NAME.log, records rc and
+# seconds in the summary with the log's last lines.
+step() {
+    local name=$1 limit=$2
+    shift 2
+    local l
+    l=$(left)
+    if [ "$l" -le 10 ]; then say "[$name] SKIPPED: total budget ${BUDGET}s spent"; FAILED=1; return 1; fi
+    [ "$limit" -gt "$l" ] && limit=$l
+    local s e rc
+    s=$(now_ms)
+    timeout --kill-after=5 "$limit" "$@" >"$LOGS/$name.log" 2>&1
+    rc=$?
+    e=$(now_ms)
+    if [ $rc -eq 0 ]; then say "[$name] ok in $(((e - s) / 1000)).$(((e - s) % 1000 / 100))s"
+    else say "[$name] FAILED rc=$rc in $(((e - s) / 1000))s (timeout ${limit}s; 124 = timed out)"; FAILED=1; fi
+    tail -n "${TAIL:-15}" "$LOGS/$name.log" | sed 's/^/    /' >>"$SUMMARY"
+    return $rc
+}
+
+mkdir -p "$BUILD" "$LOGS"
+say "fuse-advise gpu-check $(date -u +%FT%TZ) on $(hostname)"
+say "source $SRC ($(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo no-git)), build $BUILD"
+if command -v nvidia-smi >/dev/null; then
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$SUMMARY"
+else
+    say "gpu: nvidia-smi not found"
+fi
+
+# 1. build (Release, all targets, 16 jobs); GPU_CHECK_SKIP_BUILD=1 reuses $BUILD as it is (reruns)
+if [ -z "${GPU_CHECK_SKIP_BUILD:-}" ]; then
+    step configure 120 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release || { say "configure failed: stopping"; exit 1; }
+    step build 240 cmake --build "$BUILD" -j16 || { say "build failed: stopping"; exit 1; }
+fi
+FA=$BUILD/fuse-advise
+DB=$BUILD/gpu-check.db
+rm -f "$DB" "$DB-wal" "$DB-shm"
+
+# The injection tracer: built by collector/cupti/CMakeLists.txt when the top level adds it;
+# otherwise compiled here from the same sources (fallback, logged).
+if [ ! -f "$BUILD/libfuse-advise-cupti.so" ]; then
+    CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+    step tracer-fallback 60 cc -shared -fPIC -O2 -std=c11 -D_GNU_SOURCE -DFA_HAVE_CUDA=1 -fvisibility=hidden \
+        -I"$SRC" -I"$BUILD" -I"$CUDA_HOME/include" \
+        "$SRC/collector/cupti/injection.c" "$SRC/collector/cupti/cupti.c" "$SRC/collector/trace.c" \
+        "$BUILD/libfa_core.a" -L"$CUDA_HOME/lib64" -Wl,-rpath,"$CUDA_HOME/lib64" -Wl,--as-needed \
+        -Wl,--exclude-libs,ALL -Wl,-Bsymbolic -lcupti -lcrypto -lm -lpthread -o "$BUILD/libfuse-advise-cupti.so"
+fi
+
+# 2. GPU unit tests (exit 77 = skipped would mean no device: reported as such by ctest)
+TAIL=25 step gpu-tests 150 ctest --test-dir "$BUILD" -R 'test_cuda_gpu|test_cuda_exec|test_cupti' --output-on-failure
+
+# 3. ceilings: measured HBM bandwidth, FP32 peak, launch latency (stored in the run database)
+TAIL=30 step devices 60 "$FA" devices --measure --db "$DB"
+
+# 4. the baseline on the cuda target, then analyze/advise on the stored run (apply generates
+#    cpu kernels only, so --no-apply)
+for m in resnet50 bert-layer gpt2-block; do
+    TAIL=25 step "run-$m" 90 "$FA" run "zoo:$m" --target cuda --no-apply --iters 20 --warmup 3 --db "$DB" --tag "gpu-$m" &&
+        { TAIL=20 step "analyze-$m" 30 "$FA" analyze --db "$DB";
+          TAIL=20 step "advise-$m" 30 "$FA" advise --db "$DB"; }
+done
+
+# 5. collector overhead: the same cuda run untraced vs under `fuse-advise trace` (best of 3 each)
+ODB=$BUILD/overhead.db
+best_untraced=999999999 best_traced=999999999
+for _ in 1 2 3; do
+    [ "$(left)" -le 30 ] && break
+    rm -f "$ODB"*
+    s=$(now_ms); timeout 60 "$FA" run zoo:bert-layer --target cuda --no-apply --iters 50 --warmup 3 --db "$ODB" >"$LOGS/overhead-untraced.log" 2>&1; rc1=$?; e=$(now_ms)
+    [ $rc1 -eq 0 ] && [ $((e - s)) -lt $best_untraced ] && best_untraced=$((e - s))
+    rm -f "$ODB"*
+    s=$(now_ms); timeout 90 "$FA" trace --db "$DB" --tag overhead -- "$FA" run zoo:bert-layer --target cuda --no-apply --iters 50 --warmup 3 --db "$ODB" >"$LOGS/overhead-traced.log" 2>&1; rc2=$?; e=$(now_ms)
+    [ $rc2 -eq 0 ] && [ $((e - s)) -lt $best_traced ] && best_traced=$((e - s))
+done
+if [ $best_untraced -lt 999999999 ] && [ $best_traced -lt 999999999 ]; then
+    say "[collector-overhead] bert-layer 50 iters: untraced ${best_untraced} ms, traced ${best_traced} ms (best of 3), overhead $(awk -v a=$best_untraced -v b=$best_traced 'BEGIN{printf "%.1f", 100*(b-a)/a}')%"
+    sed 's/^/    /' "$LOGS/overhead-traced.log" | tail -n 20 >>"$SUMMARY"
+else
+    say "[collector-overhead] FAILED (untraced rc=${rc1:-?}, traced rc=${rc2:-?}; logs in $LOGS)"
+    tail -n 15 "$LOGS/overhead-traced.log" 2>/dev/null | sed 's/^/    /' >>"$SUMMARY"
+    FAILED=1
+fi
+
+TAIL=20 step runs 20 "$FA" runs --db "$DB"
+say "total $(($(date +%s) - T0)) s; $([ $FAILED -eq 0 ] && echo 'all steps passed' || echo 'some steps FAILED')"
+exit $FAILED
