@@ -605,8 +605,8 @@ fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_opti
         if ((st = fa_cuda_module_function(ctx, e->mod, k_fnames[f], &e->fn[f]))) goto fail;
     if ((st = FA_CUBLAS_CHECK(ctx, cublasCreate(&e->cublas)))) goto fail;
     if ((st = FA_CUBLAS_CHECK(ctx, cublasSetStream(e->cublas, e->stream)))) goto fail;
-    /* FP32 without TF32 so results compare with the cpu target */
-    if ((st = FA_CUBLAS_CHECK(ctx, cublasSetMathMode(e->cublas, CUBLAS_PEDANTIC_MATH)))) goto fail;
+    /* CUBLAS_DEFAULT_MATH: FP32 SGEMM without TF32 (TF32 needs CUBLAS_TF32_TENSOR_OP_MATH), so results compare with the cpu target */
+    if ((st = FA_CUBLAS_CHECK(ctx, cublasSetMathMode(e->cublas, CUBLAS_DEFAULT_MATH)))) goto fail;
     if (need_dnn) {
         if ((st = fa_cudnn_handle_create(ctx, e->stream, &e->cudnn))) goto fail;
         for (int k = 0; k < g->n_topo; k++) {
