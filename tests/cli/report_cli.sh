@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# tests/cli/report_cli — `fuse-advise report` as a user runs it: default folder report-RUN with all
+# six files, `latest` after a run, exit codes (0 ok, 1 missing database / run / unwritable folder
+# with a message naming it, 2 usage), and the database is only read (its bytes do not change).
+set -uo pipefail
+
+CLI=${FA_CLI:?FA_CLI not set (run through ctest)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail() { echo "report_cli: FAIL: $*" >&2; exit 1; }
+expect_rc() { # expect_rc RC WHAT CMD...
+  local want=$1 what=$2; shift 2
+  "$@" >"$tmp/out" 2>"$tmp/err"
+  local rc=$?
+  [ "$rc" -eq "$want" ] || { cat "$tmp/out" "$tmp/err"; fail "$what: exit $rc, expected $want"; }
+}
+
+expect_rc 1 "missing database" "$CLI" report --db "$tmp/none.db"
+grep -q "none.db" "$tmp/err" || fail "missing database message does not name the file"
+
+"$CLI" run zoo:mlp-tiny --no-apply --iters 2 --db fa.db >/dev/null 2>&1 || fail "run failed"
+sum_before=$(sha256sum fa.db | cut -d' ' -f1)
+
+expect_rc 0 "report latest (default folder)" "$CLI" report --db fa.db
+for f in report.html graph.dot graph.svg trace.json summary.json kernels.csv; do
+  [ -s "report-1/$f" ] || fail "report-1/$f missing"
+done
+grep -q "report-1/report.html" "$tmp/out" || fail "stdout does not print the report path"
+
+expect_rc 0 "report 1 -o DIR" "$CLI" report 1 --db fa.db -o "$tmp/a/b/c"
+[ -s "$tmp/a/b/c/report.html" ] || fail "-o with missing parents"
+ls "$tmp/a/b/c" | grep -q '\.tmp' && fail "temporary files left behind"
+
+expect_rc 1 "unknown run" "$CLI" report 42 --db fa.db
+grep -q "42" "$tmp/err" || fail "unknown run message does not name the run"
+
+touch "$tmp/blocker"
+expect_rc 1 "unwritable folder" "$CLI" report 1 --db fa.db -o "$tmp/blocker/out"
+grep -q "blocker" "$tmp/err" || fail "unwritable folder message does not name it"
+
+expect_rc 2 "bad run id" "$CLI" report abc --db fa.db
+expect_rc 2 "unknown option" "$CLI" report --frobnicate --db fa.db
+expect_rc 2 "-o without value" "$CLI" report 1 --db fa.db -o
+expect_rc 0 "--help" "$CLI" report --help
+
+sum_after=$(sha256sum fa.db | cut -d' ' -f1)
+[ "$sum_before" = "$sum_after" ] || fail "report modified the database"
+echo "report_cli: ok"
