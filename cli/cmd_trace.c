@@ -256,6 +256,7 @@ int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
             char *nt = NULL;
             s = fa_cupti_trace_read(ctx, p, &one, &st, &nt);
             if (!s) s = merge(ctx, t, one);
+            if (!s && one->device_name && !t->device_name) t->device_name = fa_trace_intern(t, one->device_name);
             if (nt) {
                 if (notes.len) fa_buf_puts(&notes, "\n");
                 fa_buf_printf(&notes, "[pid %s] %s", e->d_name + 6, nt);
@@ -288,6 +289,7 @@ int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
         info.kind = "trace";
         info.model_path = cmdline;
         info.target = "cuda";
+        info.device_name = t->device_name;
         info.command_line = cmdline;
         info.tag = tag;
         s = fa_store_begin(ctx, store);

@@ -261,6 +261,13 @@ static fa_status convert(fa_ctx *ctx, fa_trace *t, uint32_t kind, const uint8_t 
         a.tid = tid;
         return add(ctx, t, &a, s);
     }
+    case CUPTI_ACTIVITY_KIND_DEVICE: { /* not an activity: names the trace's device */
+        CUpti_ActivityDevice5 r;
+        memcpy(&r, p, sizeof r);
+        if (r.name && !t->device_name) t->device_name = fa_trace_intern(t, r.name);
+        if (s) s->skipped++;
+        return FA_OK;
+    }
     default:
         if (s) s->skipped++;
         return FA_OK;
@@ -489,6 +496,7 @@ fa_status fa_cupti_trace_write(fa_ctx *ctx, const char *path, const fa_trace *t,
     put_u32(&b, FA_CUPTI_FILE_VERSION);
     put_u32(&b, (uint32_t)n_notes);
     for (int i = 0; i < n_notes; i++) put_str(&b, notes[i]);
+    put_str(&b, t->device_name);
     fa_cupti_stats zero = {0};
     uint64_t w[FA_CUPTI_STATS_WORDS];
     stats_words(stats ? stats : &zero, w);
@@ -600,6 +608,7 @@ fa_status fa_cupti_trace_read(fa_ctx *ctx, const char *path, fa_trace **out, fa_
             fa_buf_puts(&notes, s);
         }
     }
+    t->device_name = get_str(&r, t);
     uint64_t w[FA_CUPTI_STATS_WORDS];
     for (int i = 0; i < FA_CUPTI_STATS_WORDS; i++) w[i] = get_u64(&r);
     uint64_t n = get_u64(&r);
@@ -829,7 +838,7 @@ fa_status fa_cupti_start(fa_ctx *ctx, unsigned flags)
     CUpti_ActivityKind rest[] = {CUPTI_ACTIVITY_KIND_RUNTIME, CUPTI_ACTIVITY_KIND_DRIVER,
                                  CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
                                  CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, CUPTI_ACTIVITY_KIND_OVERHEAD,
-                                 CUPTI_ACTIVITY_KIND_MARKER};
+                                 CUPTI_ACTIVITY_KIND_MARKER, CUPTI_ACTIVITY_KIND_DEVICE};
     fa_ctx *tmp = fa_ctx_create();
     for (size_t i = 0; i < sizeof rest / sizeof rest[0]; i++) {
         CUpti_ActivityKind k = rest[i];

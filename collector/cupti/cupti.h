@@ -41,6 +41,7 @@ size_t fa_cupti_record_size(uint32_t kind);
  *   SYNCHRONIZATION             (CUpti_ActivitySynchronization2) -> FA_ACT_SYNC
  *   OVERHEAD                    (CUpti_ActivityOverhead3)        -> FA_ACT_OVERHEAD
  *   MARKER (NVTX)               (CUpti_ActivityMarker2)          -> FA_ACT_RANGE
+ *   DEVICE                      (CUpti_ActivityDevice5)          -> t->device_name (first seen)
  * Kernel fields: grid, block, registers per thread, static and dynamic shared memory (bytes per
  * block), local memory per thread (bytes), stream id, correlation id, device id, start/end ns
  * (CUPTI timestamps, ns). API records are named by cuptiGetCallbackName (a table lookup that
@@ -69,7 +70,7 @@ const char *fa_cupti_range_name(int node_id, const char *op_type, const char *no
 
 /* ---- compact trace file (written by the injection library, read by `fuse-advise trace`) ----
  * Little-endian: "FACUPTI1", u32 format version (1), u32 n_notes, notes (u32 len + bytes each),
- * fa_cupti_stats as 16 u64, u64 n_records, then each record: the numeric fields of fa_activity
+ * the device name (string), fa_cupti_stats as 16 u64, u64 n_records, then each record: the numeric fields of fa_activity
  * in declaration order and its three strings (u32 len + bytes, 0xffffffff = NULL). */
 fa_status fa_cupti_trace_write(fa_ctx *ctx, const char *path, const fa_trace *t,
                                const fa_cupti_stats *stats, const char *const *notes, int n_notes);
@@ -86,7 +87,7 @@ enum {
     FA_CUPTI_NO_NVTX = 1u << 1,    /* skip MARKER (NVTX) records */
 };
 /* Enable CONCURRENT_KERNEL (never KERNEL, which serializes kernels), RUNTIME, DRIVER, MEMCPY,
- * MEMSET, SYNCHRONIZATION, OVERHEAD and MARKER; register 8 MiB buffer callbacks; start the
+ * MEMSET, SYNCHRONIZATION, OVERHEAD, MARKER and DEVICE; register 8 MiB buffer callbacks; start the
  * worker thread that converts completed buffers. A kind that cannot be enabled (e.g. MARKER
  * without NVTX) is noted and skipped: tracing degrades. FA_ERR_UNSUPPORTED when CUPTI cannot
  * start at all (no driver / no device: the message names the CUPTI call and its result string);

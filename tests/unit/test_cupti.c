@@ -390,6 +390,10 @@ static void test_unknown_and_unconverted_kinds_skipped_with_counts(void **s)
     CUpti_ActivityName nm;
     memset(&nm, 0, sizeof nm);
     nm.kind = CUPTI_ACTIVITY_KIND_NAME;
+    CUpti_ActivityDevice5 dev;
+    memset(&dev, 0, sizeof dev);
+    dev.kind = CUPTI_ACTIVITY_KIND_DEVICE;
+    dev.name = "NVIDIA H200";
     CUpti_ActivityKernel10 k2 = kernel_rec("k2", 2, 30, 40);
     uint64_t bogus[4] = {0};
     uint32_t bogus_kind = 0x7777;
@@ -398,6 +402,7 @@ static void test_unknown_and_unconverted_kinds_skipped_with_counts(void **s)
     sb_put(&b, &k1, sizeof k1);
     sb_put(&b, &ec, sizeof ec);
     sb_put(&b, &nm, sizeof nm);
+    sb_put(&b, &dev, sizeof dev);
     sb_put(&b, &k2, sizeof k2);
     size_t at = b.len;
     sb_put(&b, bogus, sizeof bogus);
@@ -406,7 +411,8 @@ static void test_unknown_and_unconverted_kinds_skipped_with_counts(void **s)
     assert_int_equal(fa_cupti_process_buffer(ctx, t, b.p, b.len, &st), FA_OK);
     assert_int_equal(t->n_acts, 2);
     assert_string_equal(t->acts[1].name, "k2");
-    assert_int_equal(st.skipped, 2);
+    assert_int_equal(st.skipped, 3);
+    assert_string_equal(t->device_name, "NVIDIA H200");
     assert_int_equal(st.unknown_kind, 1);
     assert_int_equal(st.unknown_bytes, b.len - at);
     assert_int_equal(st.records, 2);
@@ -450,6 +456,7 @@ static void test_trace_file_round_trips_records_stats_and_notes(void **s)
     assert_int_equal(fa_cupti_process_buffer(ctx, t, b.p, b.len, &st), FA_OK);
     assert_int_equal(fa_cupti_trace_finish(ctx, t, &st), FA_OK);
     st.dropped = 3;
+    t->device_name = fa_trace_intern(t, "NVIDIA H200");
     const char *notes[] = {"NVTX not traced", "second note"};
     const char *path = fa_test_path(fa_test_tmpdir(), "t.facupti");
     assert_int_equal(fa_cupti_trace_write(ctx, path, t, &st, notes, 2), FA_OK);
@@ -479,6 +486,7 @@ static void test_trace_file_round_trips_records_stats_and_notes(void **s)
     assert_int_equal(rs.records, st.records);
     assert_string_equal(rn, "NVTX not traced\nsecond note");
     assert_string_equal(r->source, "cupti");
+    assert_string_equal(r->device_name, "NVIDIA H200");
     free(rn);
     fa_trace_free(r);
     /* truncated file: error names the byte offset */
