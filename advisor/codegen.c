@@ -1066,6 +1066,98 @@ static bool fast_path(const cg *b)
     return true;
 }
 
+/* Inner-axis split for the broadcast elementwise loop: the smallest s such that every needed
+ * load reads axes [s, rank) of the loop shape either contiguously or not at all (stride 0).
+ * Returns s, or -1 when no split leaves an inner run longer than 1. */
+static int tile_split(const cg *b, int64_t (*st)[FA_MAX_RANK])
+{
+    for (int i = 0; i < b->nv; i++) {
+        const cg_val *v = &b->v[i];
+        if (!v->needed || v->kind != VK_LOAD) continue;
+        const fa_tensor *t = b->g->tensors[b->c->inputs[v->input]];
+        bstrides(t->rank, t->dims, b->rrank, b->rdims, st[i]);
+    }
+    for (int s = 0; s < b->rrank; s++) {
+        if (prod(b->rdims, s, b->rrank) <= 1) break;
+        bool ok = true;
+        for (int i = 0; i < b->nv && ok; i++) {
+            const cg_val *v = &b->v[i];
+            if (!v->needed || v->kind != VK_LOAD) continue;
+            bool zero = true, contig = true;
+            for (int d = s; d < b->rrank; d++) {
+                if (b->rdims[d] == 1) continue;
+                if (st[i][d] != 0) zero = false;
+                if (st[i][d] != prod(b->rdims, d + 1, b->rrank)) contig = false;
+            }
+            ok = zero || contig;
+        }
+        if (ok) return s;
+    }
+    return -1;
+}
+
+/* Broadcast elementwise loop as outer rows x contiguous inner run: per-row offsets hoisted, the
+ * inner loop `omp simd` (loads are in[ro + j] or in[ro]). Only when every output is full-size.
+ * Rows in parallel when there are at least 16, else the inner run in parallel. */
+static bool emit_tiled(fa_buf *o, const cg *b)
+{
+    for (int k = 0; k < b->c->n_outputs; k++)
+        if (fa_tensor_numel(b->g->tensors[b->c->outputs[k]]) != b->n) return false;
+    int64_t(*st)[FA_MAX_RANK] = calloc((size_t)b->nv + 1, sizeof *st);
+    if (!st) return false;
+    int s = tile_split(b, st);
+    if (s <= 0) {
+        free(st);
+        return false;
+    }
+    int64_t outer = prod(b->rdims, 0, s), len = prod(b->rdims, s, b->rrank);
+    fa_buf_printf(o, "    /* broadcast: %lld rows x %lld contiguous elements */\n", (long long)outer, (long long)len);
+    fa_buf_printf(o, "    const int64_t rows = %lld, len = %lld;\n", (long long)outer, (long long)len);
+    bool par_rows = outer >= 16;
+    if (par_rows) fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)\n");
+    fa_buf_puts(o, "    for (int64_t row = 0; row < rows; row++) {\n");
+    fa_buf_puts(o, "        const int64_t base = row * len;\n");
+    for (int i = 0; i < b->nv; i++) {
+        const cg_val *v = &b->v[i];
+        if (!v->needed || v->kind != VK_LOAD) continue;
+        char ro[CG_EXPR], co[CG_EXPR];
+        offset_expr(ro, sizeof ro, "row", b->rdims, 0, s, st[i]);
+        offset_expr(co, sizeof co, "j", b->rdims, s, b->rrank, st[i]);
+        bool inner = strcmp(co, "0") != 0;
+        if (!inner) /* constant along the run */
+            fa_buf_printf(o, "        const %s v%d = in%d[%s]%s;\n", v->is_bool ? "int" : "float", i, v->input, ro,
+                          v->is_bool ? " != 0" : "");
+        else if (strcmp(ro, "0"))
+            fa_buf_printf(o, "        const int64_t ro%d = %s;\n", i, ro);
+    }
+    if (par_rows) fa_buf_puts(o, "#pragma omp simd\n");
+    else fa_buf_puts(o, "#pragma omp parallel for simd num_threads(threads) if(parallel: len > 16384) schedule(static)\n");
+    fa_buf_puts(o, "        for (int64_t j = 0; j < len; j++) {\n");
+    for (int i = 0; i < b->nv; i++) {
+        const cg_val *v = &b->v[i];
+        if (!v->needed) continue;
+        if (v->kind == VK_LOAD) {
+            char ro[CG_EXPR], co[CG_EXPR];
+            offset_expr(ro, sizeof ro, "row", b->rdims, 0, s, st[i]);
+            offset_expr(co, sizeof co, "j", b->rdims, s, b->rrank, st[i]);
+            if (!strcmp(co, "0")) continue;
+            if (strcmp(ro, "0"))
+                fa_buf_printf(o, "            const %s v%d = in%d[ro%d + j]%s;\n", v->is_bool ? "int" : "float", i,
+                              v->input, i, v->is_bool ? " != 0" : "");
+            else
+                fa_buf_printf(o, "            const %s v%d = in%d[j]%s;\n", v->is_bool ? "int" : "float", i, v->input,
+                              v->is_bool ? " != 0" : "");
+        } else {
+            stmt(o, b, i, "            ", false);
+        }
+    }
+    for (int k = 0; k < b->c->n_outputs; k++)
+        fa_buf_printf(o, "            out%d[base + j] = v%d;\n", k, b->tval[b->c->outputs[k]]);
+    fa_buf_puts(o, "        }\n    }\n");
+    free(st);
+    return true;
+}
+
 /* Mark in `set` the FULL-level values that value `root` needs inside a j loop. */
 static void closure(const cg *b, int root, bool *set)
 {
@@ -1299,6 +1391,11 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const 
             inf.work_items = b.rows;
         } else {
             bool fast = fast_path(&b);
+            if (!fast && emit_tiled(&o, &b)) {
+                inf.work_items = b.n;
+                fa_buf_puts(&o, "}\n");
+                goto done_c;
+            }
             fa_buf_printf(&o, "    const int64_t n = %lld;\n", (long long)b.n);
             if (fast) fa_buf_puts(&o, "    /* contiguous: every input full-size or scalar */\n"
                                       "#pragma omp parallel for simd num_threads(threads) if(parallel: n > 16384) schedule(static)\n");
@@ -1311,6 +1408,7 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const 
             inf.work_items = b.n;
         }
         fa_buf_puts(&o, "}\n");
+    done_c:;
     } else {
         int64_t bs;
         if (b.rowk) {

@@ -20,20 +20,26 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     float *restrict out0 = (float *)out[0]; /* y */
     float *restrict out1 = (float *)out[1]; /* t3 */
     (void)threads;
-    const int64_t n = 120;
-#pragma omp parallel for num_threads(threads) if(n > 16384) schedule(static)
-    for (int64_t i = 0; i < n; i++) {
-        const float v0 = in0[i];
-        const float v1 = in1[((i / 20) % 3)];
-        const float v2 = (v0 + v1);
-        const float v3 = (v2 < 0.0f ? 0.0f : v2);
-        const float v4 = in2[((i) % 5)];
-        const float v5 = (v3 * v4);
-        const float v6 = ((v5 < (-0.5f) ? (-0.5f) : v5) > 1.5f ? 1.5f : (v5 < (-0.5f) ? (-0.5f) : v5));
-        const float v7 = (v6 * v6);
-        const float v8 = (v7 < 0.0f ? 0.200000003f * v7 : v7);
-        const float v9 = (1.0f / (1.0f + expf(-v8)));
-        out0[i] = v9;
-        out1[i] = v5;
+    /* broadcast: 24 rows x 5 contiguous elements */
+    const int64_t rows = 24, len = 5;
+#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)
+    for (int64_t row = 0; row < rows; row++) {
+        const int64_t base = row * len;
+        const int64_t ro0 = row * 5;
+        const float v1 = in1[((row / 4) % 3)];
+#pragma omp simd
+        for (int64_t j = 0; j < len; j++) {
+            const float v0 = in0[ro0 + j];
+            const float v2 = (v0 + v1);
+            const float v3 = (v2 < 0.0f ? 0.0f : v2);
+            const float v4 = in2[j];
+            const float v5 = (v3 * v4);
+            const float v6 = ((v5 < (-0.5f) ? (-0.5f) : v5) > 1.5f ? 1.5f : (v5 < (-0.5f) ? (-0.5f) : v5));
+            const float v7 = (v6 * v6);
+            const float v8 = (v7 < 0.0f ? 0.200000003f * v7 : v7);
+            const float v9 = (1.0f / (1.0f + expf(-v8)));
+            out0[base + j] = v9;
+            out1[base + j] = v5;
+        }
     }
 }
