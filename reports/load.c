@@ -493,7 +493,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
 
     /* analysis */
     CHECK(sqlite3_prepare_v2(db,
-        "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + (SELECT count(*) FROM analysis_summary WHERE run_id=?1)",
+        "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + (SELECT count(*) FROM analysis_summary WHERE run_id=?1 AND key <> 'e2e_max_rel_error')",
         -1, &q, NULL));
     sqlite3_bind_int64(q, 1, run_id);
     if (sqlite3_step(q) == SQLITE_ROW) r->have_analysis = sqlite3_column_int64(q, 0) > 0;
@@ -502,7 +502,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     if (r->have_analysis) {
         fa_buf b;
         fa_buf_init(&b);
-        CHECK(sqlite3_prepare_v2(db, "SELECT text FROM analysis_summary WHERE run_id=?1 AND text IS NOT NULL ORDER BY key", -1, &q, NULL));
+        CHECK(sqlite3_prepare_v2(db, "SELECT text FROM analysis_summary WHERE run_id=?1 AND text IS NOT NULL AND key <> 'e2e_max_rel_error' ORDER BY key", -1, &q, NULL));
         sqlite3_bind_int64(q, 1, run_id);
         while (sqlite3_step(q) == SQLITE_ROW) {
             if (b.len) fa_buf_puts(&b, "\n");
@@ -620,6 +620,15 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
         sqlite3_finalize(q);
         q = NULL;
     }
+    r->e2e_max_rel_error = NAN;
+    CHECK(sqlite3_prepare_v2(db,
+        "SELECT value FROM analysis_summary WHERE key='e2e_max_rel_error' AND value IS NOT NULL AND run_id IN (?1, ?2) "
+        "ORDER BY run_id = ?1 DESC LIMIT 1", -1, &q, NULL));
+    sqlite3_bind_int64(q, 1, run_id);
+    sqlite3_bind_int64(q, 2, r->have_fused_run ? r->fused_run_id : run_id);
+    if (sqlite3_step(q) == SQLITE_ROW) r->e2e_max_rel_error = sqlite3_column_double(q, 0);
+    sqlite3_finalize(q);
+    q = NULL;
     s = load_benchmarks(ctx, st, r);
     if (s) goto out;
     cluster_points(r, ep, ec, et, n_all);

@@ -124,6 +124,10 @@ typedef struct fa_rep {
     fa_rep_why *why;
     /* end-to-end benchmarks (n = 0 when not measured) */
     fa_sample_stats bench_base, bench_fused;
+    /* model outputs fused vs unfused (only the live `run` measures it): analysis_summary key
+     * 'e2e_max_rel_error' of the run or its fused run, else the value in an earlier summary.json
+     * of the same run in the output folder; NAN unknown */
+    double e2e_max_rel_error;
 } fa_rep;
 
 fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out);

@@ -126,8 +126,8 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     jnum(b, r->plan_id > 0 ? pred : NAN);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
     jnum(b, bs.n && fs.n ? bs.median_ns - fs.median_ns : NAN);
-    /* not stored in the database: only the live `run` knows it */
-    fa_buf_puts(b, ",\"e2e_max_rel_error\":null");
+    fa_buf_puts(b, ",\"e2e_max_rel_error\":");
+    jnum(b, r->e2e_max_rel_error);
     fa_buf_puts(b, ",\"plan_hash\":");
     jstr(b, r->plan_hash);
     fa_buf_printf(b, ",\"fused_run_id\":");

@@ -510,6 +510,51 @@ static void test_huge_graph_renders_top_level_structure(void **state)
     fa_ctx_free(ctx);
 }
 
+static double summary_e2e(const char *dir)
+{
+    char *sj = slurp(dir, "summary.json");
+    char err[256];
+    yajl_val root = yajl_tree_parse(sj, err, sizeof err);
+    free(sj);
+    if (!root) fail_msg("summary.json: %s", err);
+    const char *pe[] = {"e2e_max_rel_error", NULL};
+    yajl_val v = yajl_tree_get(root, pe, yajl_t_any);
+    double d = YAJL_IS_NUMBER(v) ? YAJL_GET_DOUBLE(v) : -1;
+    yajl_tree_free(root);
+    return d;
+}
+
+/* The end-to-end error (measured only by the live run) comes from analysis_summary, else from the
+ * applier's summary.json of the same run in the folder; another run's file is ignored. */
+static void test_e2e_error_kept_from_database_or_same_run_summary(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("e2e.db"), &st), FA_OK);
+    int64_t run = store_nasty(ctx, st, false, false);
+    const char *dir = out_dir("rep-e2e");
+    mkdir(dir, 0755);
+    char path[1100], text[256];
+    snprintf(path, sizeof path, "%s/summary.json", dir);
+    snprintf(text, sizeof text, "{\"schema\":\"fuse-advise.summary/1\",\"run_id\":%lld,\"e2e_max_rel_error\":1.5e-07}", (long long)run + 1);
+    assert_int_equal(fa_write_file_atomic(ctx, path, text, strlen(text)), FA_OK);
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    assert_true(summary_e2e(dir) < 0); /* another run's value is not taken */
+    snprintf(text, sizeof text, "{\"schema\":\"fuse-advise.summary/1\",\"run_id\":%lld,\"e2e_max_rel_error\":1.5e-07}", (long long)run);
+    assert_int_equal(fa_write_file_atomic(ctx, path, text, strlen(text)), FA_OK);
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    assert_true(summary_e2e(dir) > 1.49e-7 && summary_e2e(dir) < 1.51e-7);
+    char sql[256];
+    snprintf(sql, sizeof sql, "INSERT INTO analysis_summary(run_id, key, value, unit) VALUES (%lld, 'e2e_max_rel_error', 2.5e-6, '');",
+             (long long)run);
+    exec_sql(st, sql);
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    assert_true(summary_e2e(dir) > 2.49e-6 && summary_e2e(dir) < 2.51e-6);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -517,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_plan_with_zero_clusters_reports_nothing_to_fuse),
         cmocka_unit_test(test_run_without_analysis_or_plan_says_not_measured),
         cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
+        cmocka_unit_test(test_e2e_error_kept_from_database_or_same_run_summary),
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),
     };
