@@ -35,6 +35,22 @@ const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name);
 /* Parse a non-negative integer option value; -1 and a printed usage error on failure. */
 long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long min, long max);
 
+/* Reload run_id's model as the run loaded it (path checked by SHA-256, the run's --batch /
+ * --shape / --no-fold). ri's strings live in `ar`. *out owned by the caller. Declared with
+ * forward types so cli.h stays light. */
+struct fa_store;
+struct fa_run_info;
+fa_status fa_cli_reload_model(fa_ctx *ctx, struct fa_store *st, int64_t run_id, fa_arena *ar, struct fa_run_info *ri,
+                              fa_graph **out);
+/* `latest` or a run id -> run_id (cli/cmd_analyze.c); returns an exit code (0 ok). */
+int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
+/* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs and
+ * reports into out_dir (NULL: ./fuse-advise-out/<model>) for a stored run of graph g. */
+struct fa_run_info;
+fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
+                                const struct fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
+                                int max_ops, int max_inputs, int iters, int warmup);
+
 /* True when stderr is a terminal (progress bars allowed). */
 bool fa_cli_is_tty(void);
 /* A log sink that prints warnings/info to stderr. */

@@ -19,13 +19,25 @@ static void json_str(fa_buf *b, const char *s)
     fa_buf_puts(b, "\"");
 }
 
-/* Resolve "latest" / an id. */
-int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id);
+/* Resolve "latest" (the newest run that is not the fused twin of another) / an id. */
 int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
 {
     if (!spec || !strcmp(spec, "latest")) {
-        fa_status s = fa_store_latest_run(ctx, st, NULL, run_id);
-        return s ? fa_cli_fail(ctx, s) : 0;
+        fa_arena *ar = fa_arena_create(4096);
+        fa_run_info *runs = NULL;
+        size_t n = 0;
+        fa_status s = fa_store_list_runs(ctx, st, ar, &runs, &n);
+        int rc = s ? fa_cli_fail(ctx, s) : 0;
+        size_t i = 0;
+        while (!s && i < n && runs[i].kind && !strcmp(runs[i].kind, "fused")) i++;
+        if (!s && i == n) {
+            fprintf(stderr, "fuse-advise: error: %s: no runs yet (fuse-advise run MODEL)\n", fa_store_path(st));
+            rc = 1;
+        } else if (!s) {
+            *run_id = runs[i].id;
+        }
+        fa_arena_free(ar);
+        return rc;
     }
     char *end;
     long long v = strtoll(spec, &end, 10);

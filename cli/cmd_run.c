@@ -137,10 +137,11 @@ static void default_out_dir(const char *model, char *buf, size_t cap)
     snprintf(buf, cap, "fuse-advise-out/%s", name[0] ? name : "model");
 }
 
-static fa_status full_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
-                               const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                               int max_ops, int max_inputs, int iters, int warmup, progress *prog)
+fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
+                                const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
+                                int max_ops, int max_inputs, int iters, int warmup)
 {
+    progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096], path[4400];
     if (!out_dir) {
         default_out_dir(model, outbuf, sizeof outbuf);
@@ -339,8 +340,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
         goto out;
     }
-    s = full_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops, (int)max_inputs,
-                      (int)iters, (int)warmup, &prog);
+    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops,
+                              (int)max_inputs, (int)iters, (int)warmup);
 out:;
     int rc = 0;
     if (s) {

@@ -1,0 +1,206 @@
+/* cli/cmd_import — `fuse-advise import TRACE`: import a Kineto JSON or Nsight Systems SQLite
+ * trace into the run database (a run of kind 'import'), then print op-level fusion advice from
+ * the kernels alone (analyzer/trace_advice.h, docs/trace-advice.md). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyzer/trace_advice.h"
+#include "cli.h"
+#include "collector/import/import.h"
+#include "reports/reports.h"
+#include "store/store.h"
+
+static const char *k_help =
+    "usage: fuse-advise import TRACE [--db PATH] [--json] [--keep-partial]\n"
+    "  TRACE           PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, or an Nsight\n"
+    "                  Systems SQLite export (nsys export --type sqlite); judged by its bytes\n"
+    "  --db PATH       run database (default ./fuse-advise.db)\n"
+    "  --json          print one JSON document: {\"run_id\", \"import\": stats, \"advice\": ...}\n"
+    "  --keep-partial  a truncated trace is imported up to where it ends (default: refused)\n"
+    "Stores the trace as a run of kind 'import' and prints, from its GPU kernels: per-kernel\n"
+    "statistics, repeated memory-bound kernel sequences with an estimated saving, launch-bound\n"
+    "stretches and idle gaps (docs/trace-advice.md). Then `fuse-advise report RUN` works on it.\n";
+
+static char *join_argv(int argc, char **argv)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_puts(&b, "fuse-advise");
+    for (int i = 0; i < argc; i++) {
+        fa_buf_puts(&b, " ");
+        fa_buf_puts(&b, argv[i]);
+    }
+    return b.data;
+}
+
+/* The device the trace's kernels ran on: the deviceProperties entry of the first GPU kernel's
+ * device, else the first entry. */
+static const fa_import_device *pick_device(const fa_import_stats *stt, const fa_trace *t)
+{
+    if (!stt->n_devices) return NULL;
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (t->acts[i].kind == FA_ACT_KERNEL && t->acts[i].device >= 0) {
+            for (int d = 0; d < stt->n_devices; d++)
+                if (stt->devices[d].id == t->acts[i].device) return &stt->devices[d];
+            break;
+        }
+    return &stt->devices[0];
+}
+
+static void print_stats(const char *path, const fa_import_stats *s)
+{
+    printf("imported %s (%s, %s, %.1f MB read in %.1f ms)\n", path, fa_import_kind_name(s->kind),
+           s->schema[0] ? s->schema : "schema unknown", s->input_bytes / 1e6, s->elapsed_ns / 1e6);
+    printf("  events %" PRIu64 ": kernels %" PRIu64 ", memcpy %" PRIu64 ", memset %" PRIu64 ", runtime %" PRIu64
+           ", driver %" PRIu64 ", cpu ops %" PRIu64 ", ranges %" PRIu64 ", sync %" PRIu64 ", skipped %" PRIu64 "\n",
+           s->n_events, s->n_kernels, s->n_memcpy, s->n_memset, s->n_runtime, s->n_driver, s->n_cpu_ops, s->n_ranges,
+           s->n_sync, s->n_skipped);
+    printf("  attributed to a cpu op/range %" PRIu64 ", sizes from Input Dims %" PRIu64 " (estimated)\n", s->n_attributed,
+           s->n_estimated_bytes);
+    printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64
+           ", duplicate correlations %" PRIu64 "\n",
+           s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
+    if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers || s->lenient_pass)
+        printf("  input faults: negative durations %" PRIu64 ", invalid UTF-8 strings %" PRIu64 " (first near byte %" PRIu64
+               "), control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
+               s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset, s->n_control_chars, s->n_nonfinite,
+               s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
+    if (s->truncated) printf("  truncated at byte %" PRIu64 ": kept what was parsed (--keep-partial)\n", s->truncated_offset);
+    for (int d = 0; d < s->n_devices; d++)
+        printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", s->devices[d].id, s->devices[d].name, s->devices[d].cc_major,
+               s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
+}
+
+static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool json, bool keep_partial,
+                             const char *out_dir, const char *cmdline)
+{
+    fa_import_stats stt;
+    memset(&stt, 0, sizeof stt);
+    fa_import_opts opts = {.keep_partial = keep_partial};
+    fa_trace *t = NULL;
+    fa_status s = fa_import_file(ctx, path, &opts, &t, &stt);
+    if (s) return fa_cli_fail(ctx, s);
+
+    char sha[65] = {0};
+    s = fa_sha256_file(ctx, path, sha);
+    if (s) {
+        fa_trace_free(t);
+        return fa_cli_fail(ctx, s);
+    }
+    const fa_import_device *dv = pick_device(&stt, t);
+    fa_store *st = NULL;
+    int64_t run_id = 0;
+    s = fa_store_open(ctx, db, &st);
+    if (!s) {
+        fa_run_info info;
+        memset(&info, 0, sizeof info);
+        info.kind = "import";
+        info.model_path = path;
+        info.source_sha256 = sha;
+        info.device_name = dv && dv->name[0] ? dv->name : t->device_name;
+        info.command_line = cmdline;
+        s = fa_store_begin(ctx, st);
+        if (!s) s = fa_store_run_begin(ctx, st, &info, &run_id);
+        if (!s) s = fa_store_put_trace(ctx, st, run_id, t);
+        if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+        if (!s) s = fa_store_commit(ctx, st);
+        if (s) fa_store_rollback(st);
+    }
+    fa_ta_device dev = {0};
+    if (dv) {
+        dev.name = dv->name[0] ? dv->name : NULL;
+        dev.cc_major = dv->cc_major;
+        dev.cc_minor = dv->cc_minor;
+        dev.total_mem_bytes = dv->total_mem_bytes;
+    }
+    if (!dev.name) dev.name = t->device_name;
+    fa_trace_advice *a = NULL;
+    if (!s) s = fa_trace_advise_run(ctx, st, run_id, &dev, &a);
+    if (!s) s = fa_trace_advice_save(ctx, st, run_id, a);
+    if (!s && out_dir) s = fa_reports_write(ctx, st, run_id, out_dir);
+    int rc = 0;
+    if (s) {
+        rc = fa_cli_fail(ctx, s);
+    } else if (json) {
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_buf_printf(&b, "{\"run_id\":%" PRId64 ",\"db\":", run_id);
+        fa_buf_puts(&b, "\"");
+        fa_escape_json(&b, db, strlen(db));
+        fa_buf_puts(&b, "\",\"trace\":\"");
+        fa_escape_json(&b, path, strlen(path));
+        fa_buf_printf(&b, "\",\"source_sha256\":\"%s\",\"import\":", sha);
+        fa_import_stats_json(&stt, &b);
+        fa_buf_puts(&b, ",\"advice\":");
+        fa_trace_advice_json(a, &b);
+        if (out_dir) {
+            fa_buf_puts(&b, ",\"report_dir\":\"");
+            fa_escape_json(&b, out_dir, strlen(out_dir));
+            fa_buf_puts(&b, "\"");
+        }
+        fa_buf_puts(&b, "}\n");
+        fwrite(b.data, 1, b.len, stdout);
+        fa_buf_free(&b);
+    } else {
+        print_stats(path, &stt);
+        if (a->no_gpu_activity) {
+            printf("\nno GPU activity in %s: nothing to fuse\n", path);
+        } else {
+            fa_buf b;
+            fa_buf_init(&b);
+            fa_trace_advice_text(a, &b);
+            printf("\n");
+            fwrite(b.data, 1, b.len, stdout);
+            fa_buf_free(&b);
+        }
+        printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n", db,
+               run_id, run_id, db);
+        if (out_dir) printf("report written to %s\n", out_dir);
+    }
+    fa_trace_advice_free(a);
+    fa_store_close(st);
+    fa_trace_free(t);
+    return rc;
+}
+
+/* For `fuse-advise run TRACE` (cli/cmd_run.c): import -> analyze -> advise -> report. out_dir
+ * may be NULL (no report files). Returns a process exit code. */
+int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db, bool json, const char *out_dir)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "fuse-advise run %s", trace_path);
+    return import_and_advise(ctx, trace_path, db ? db : FA_STORE_DEFAULT_PATH, json, false, out_dir, cmd);
+}
+
+int fa_cmd_import(fa_ctx *ctx, int argc, char **argv)
+{
+    const char *db = FA_STORE_DEFAULT_PATH, *path = NULL, *v;
+    bool json = false, keep_partial = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(k_help, stdout);
+            return 0;
+        }
+        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
+            if (!*v) return fa_cli_usage("import", "--db needs a PATH");
+            db = v;
+        } else if (!strcmp(argv[i], "--json")) {
+            json = true;
+        } else if (!strcmp(argv[i], "--keep-partial")) {
+            keep_partial = true;
+        } else if (argv[i][0] == '-' && argv[i][1]) {
+            return fa_cli_usage("import", "unknown option '%s'", argv[i]);
+        } else if (path) {
+            return fa_cli_usage("import", "one TRACE at a time (got '%s' and '%s')", path, argv[i]);
+        } else {
+            path = argv[i];
+        }
+    }
+    if (!path) return fa_cli_usage("import", "missing TRACE");
+    char *cmd = join_argv(argc, argv);
+    int rc = import_and_advise(ctx, path, db, json, keep_partial, NULL, cmd ? cmd : "fuse-advise import");
+    free(cmd);
+    return rc;
+}

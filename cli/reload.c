@@ -1,0 +1,43 @@
+/* cli/reload — reload a stored run's model exactly as the run loaded it (same file, checked by
+ * SHA-256, same --batch/--shape/--no-fold from its recorded command line). */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "store/store.h"
+
+fa_status fa_cli_reload_model(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *ar, fa_run_info *ri, fa_graph **out)
+{
+    fa_status s = fa_store_get_run(ctx, st, run_id, ar, ri);
+    if (s) return s;
+    if (!ri->model_path || (ri->kind && strcmp(ri->kind, "run")))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "run %" PRId64 " is of kind '%s', not a model run: there is no graph to work on",
+                            run_id, ri->kind ? ri->kind : "?");
+    if (ri->model_sha256 && ri->model_sha256[0] && strncmp(ri->model_path, "zoo:", 4)) {
+        char sha[65];
+        s = fa_sha256_file(ctx, ri->model_path, sha);
+        if (s) return fa_ctx_wrap(ctx, s, "run %" PRId64 ": cannot read its model again: ", run_id);
+        if (strcmp(sha, ri->model_sha256))
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s changed since run %" PRId64 " (sha256 %.12s... now, %.12s... then): run it again",
+                                ri->model_path, run_id, sha, ri->model_sha256);
+    }
+    fa_cli_model_opts mo;
+    memset(&mo, 0, sizeof mo);
+    char *cmd = ri->command_line ? strdup(ri->command_line) : NULL;
+    if (cmd) {
+        char *argv[256];
+        int argc = 0;
+        for (char *tok = strtok(cmd, " "); tok && argc < 255; tok = strtok(NULL, " ")) argv[argc++] = tok;
+        argv[argc] = NULL;
+        for (int i = 0; i < argc; i++)
+            if (!strncmp(argv[i], "--batch", 7) || !strncmp(argv[i], "--shape", 7) || !strcmp(argv[i], "--no-fold")) {
+                int save = i;
+                if (fa_cli_model_opt(ctx, "apply", argc, argv, &i, &mo) < 0) i = save;
+            }
+    }
+    fa_load_options lo = fa_cli_load_options(&mo);
+    s = fa_graph_load(ctx, ri->model_path, &lo, out);
+    free(cmd);
+    return s;
+}
