@@ -86,8 +86,12 @@ static void pal_add(palette *p, const char *op, double t)
 static void pal_build(const fa_rep *r, palette *p)
 {
     memset(p, 0, sizeof *p);
-    for (size_t i = 0; i < r->n_ops; i++) pal_add(p, r->ops[i].op_type, (double)r->ops[i].median_ns);
-    for (size_t i = 0; i < r->n_fused_ops; i++) pal_add(p, r->fused_ops[i].op_type, 1e-9 * (double)r->fused_ops[i].median_ns);
+    /* imported traces have no op type: their kernels are coloured by name */
+    for (size_t i = 0; i < r->n_ops; i++)
+        pal_add(p, r->ops[i].op_type ? r->ops[i].op_type : r->ops[i].node_name, (double)r->ops[i].median_ns);
+    for (size_t i = 0; i < r->n_fused_ops; i++)
+        pal_add(p, r->fused_ops[i].op_type ? r->fused_ops[i].op_type : r->fused_ops[i].node_name,
+                1e-9 * (double)r->fused_ops[i].median_ns);
     /* stable sort by time, descending */
     for (int i = 1; i < p->n; i++)
         for (int j = i; j > 0 && p->t[j] > p->t[j - 1]; j--) {
@@ -109,7 +113,8 @@ static void legend(const palette *p, fa_buf *b)
     fa_buf_puts(b, "<div class=\"legend\">");
     for (int i = 0; i < p->n && i < PAL_N; i++) {
         fa_buf_printf(b, "<span><i style=\"background:%s\"></i>", k_pal[i]);
-        fa_escape_html(b, p->op[i], strlen(p->op[i]));
+        if (*p->op[i]) fa_escape_html(b, p->op[i], strlen(p->op[i]));
+        else fa_buf_puts(b, "(no op type)");
         fa_buf_puts(b, "</span>");
     }
     if (p->n > PAL_N) fa_buf_puts(b, "<span><i style=\"background:#a0a7b0\"></i>other ops</span>");
@@ -187,7 +192,8 @@ static void summary(const fa_rep *r, fa_buf *b)
     fa_buf_puts(b, "<h2 style=\"margin-top:14px\">Device and ceilings</h2><table><tbody>");
     fa_buf_puts(b, "<tr><th>device</th><td>");
     h(b, r->run.device_name ? r->run.device_name : "unknown");
-    fa_buf_printf(b, " (target %s, %d threads)</td></tr>", r->run.target ? r->run.target : "?", r->run.threads);
+    if (r->run.target) fa_buf_printf(b, " (target %s, %d threads)</td></tr>", r->run.target, r->run.threads);
+    else fa_buf_puts(b, " (imported trace)</td></tr>");
     if (r->have_ceil) {
         fa_buf_printf(b, "<tr><th>memory bandwidth</th><td>%.1f GB/s (", r->ceil.mem_bw_gbs);
         h(b, r->ceil.mem_bw_source);
@@ -404,7 +410,7 @@ static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, doub
         const char *nm = k->node_name ? k->node_name : k->name;
         fa_rep_fmt_ns(tb, sizeof tb, (double)(k->end_ns - k->start_ns));
         fa_buf_printf(b, "<rect x=\"%.2f\" y=\"%.0f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\" stroke=\"#fff\" stroke-width=\"0.3\">"
-                         "<title>", x, y, w, lane_h, op_color(pal, k->op_type));
+                         "<title>", x, y, w, lane_h, op_color(pal, k->op_type ? k->op_type : nm));
         h(b, nm);
         fa_buf_puts(b, " (");
         h(b, k->op_type);
