@@ -726,7 +726,7 @@ fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *de
         for (int pass = 0; pass < 2 && !best; pass++)
             for (size_t i = 0; i < t->n_acts; i++) {
                 const fa_activity *c = &t->acts[i];
-                if (c->kind != FA_ACT_CPU_OP || c->pid != nx->pid || (pass == 0 && c->tid != nx->tid)) continue;
+                if ((c->kind != FA_ACT_CPU_OP && !(c->kind == FA_ACT_RANGE && c->device < 0)) || c->pid != nx->pid || (pass == 0 && c->tid != nx->tid)) continue;
                 if (c->start_ns > mid || c->end_ns < mid) continue;
                 if (!best || dur(c) < dur(best)) best = c;
             }

@@ -87,8 +87,10 @@ typedef struct fa_ta_gap {
     int64_t stream;
     uint64_t start_ns;          /* end of the kernel before */
     int64_t gap_ns;             /* > 0 */
-    const char *cpu_op;         /* innermost cpu op on the next kernel's launch thread containing
-                                   the gap's midpoint; NULL if none (or clocks inverted) */
+    const char *cpu_op;         /* innermost cpu op (or host NVTX range) containing the gap's
+                                   midpoint, on the next kernel's launch thread, else on any thread
+                                   of its process; NULL if none, or the kernel is an orphan or
+                                   clock-inverted */
     const char *next_kernel;    /* normalised name */
 } fa_ta_gap;
 

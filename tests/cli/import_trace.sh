@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# import_trace — `fuse-advise import` as a user runs it: a hand-written Kineto trace (gemm then
+# add -> mul -> gelu, four layers, plus five launch-bound tiny kernels) is stored as a run of
+# kind 'import' with the file's SHA-256, device and counters, prints the repeated sequence and
+# its figures, --json parses; no GPU activity -> exit 0 with the message and a stored run;
+# MTIA -> exit 1 naming the reason; truncated -> exit 1 with the byte offset (0 with
+# --keep-partial); orphans reported and stored; `report` renders the import run.
+set -u
+CLI=${FA_CLI:?FA_CLI must point at the fuse-advise binary}
+SRC=${FA_SOURCE_DIR:?FA_SOURCE_DIR must point at the source tree}
+command -v python3 >/dev/null || { echo "skip: python3 not found"; exit 77; }
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+cd "$T"
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() { # expect_rc WANT DESCRIPTION CMD...
+    local want=$1 what=$2; shift 2
+    "$@" >out.txt 2>err.txt
+    local rc=$?
+    [ "$rc" = "$want" ] || { cat out.txt err.txt; fail "$what: exit $rc, expected $want"; }
+}
+DATA=$SRC/tests/data/import
+
+# A Kineto trace: ts/dur in us. Stream 7: gemm(50) add(10) mul(10) gelu(10), 5 us apart, four
+# layers 200 us apart; launch calls 4 us. Stream 8: five 2 us kernels 10 us apart, launch calls 8 us.
+python3 - <<'EOF'
+import json
+ev = [{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10000}]
+corr = [100]
+def k(name, stream, ts, dur, ldur):
+    c = corr[0]; corr[0] += 1
+    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+               "ts": ts - 20, "dur": ldur, "args": {"correlation": c}})
+    ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
+               "args": {"device": 0, "stream": stream, "correlation": c, "grid": [108, 1, 1], "block": [256, 1, 1],
+                        "registers per thread": 64, "shared memory": 0}})
+for i in range(4):
+    b = 1000 + 200 * i
+    k("gemm_kernel", 7, b, 50, 4)
+    k("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3> >(int, at::native::CUDAFunctor_add<float>, at::detail::Array<char*, 3>)", 7, b + 55, 10, 4)
+    k("mul_kernel", 7, b + 70, 10, 4)
+    k("gelu_kernel", 7, b + 85, 10, 4)
+for i in range(5):
+    k("tiny_kernel", 8, 5000 + 10 * i, 2, 8)
+doc = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "totalGlobalMem": 42505273344,
+       "computeMajor": 8, "computeMinor": 0, "numSms": 108, "maxThreadsPerMultiprocessor": 2048,
+       "regsPerMultiprocessor": 65536, "sharedMemPerMultiprocessor": 167936, "warpSize": 32}],
+       "traceEvents": ev}
+json.dump(doc, open("hand.json", "w"))
+EOF
+
+expect_rc 0 "import hand.json" "$CLI" import hand.json --db t.db
+grep -q "add> -> mul_kernel -> gelu_kernel" out.txt || { cat out.txt; fail "repeated add -> mul -> gelu not named"; }
+grep -q "x4, 120.0 us total; bytes unknown" out.txt || { cat out.txt; fail "sequence count/time/bytes label"; }
+grep -q "launch overhead: 9.00 us = median launch call 4.00 us (21 calls) + median idle gap 5.00 us" out.txt ||
+    { cat out.txt; fail "launch overhead figures"; }
+grep -q "launch-bound stretches (>= 3 kernels each shorter than its launch call): 1, 5 kernels, 10.0 us" out.txt ||
+    { cat out.txt; fail "launch-bound stretch"; }
+grep -q "stored in t.db as run 1 (kind import)" out.txt || { cat out.txt; fail "stored run line"; }
+SHA=$(sha256sum hand.json | cut -d' ' -f1)
+python3 - "$SHA" <<'EOF' || fail "runs row of the import"
+import sqlite3, sys
+c = sqlite3.connect("t.db")
+r = c.execute("SELECT kind, model_path, source_sha256, device_name, trace_source, n_orphans, n_kernels, status FROM runs WHERE id=1").fetchone()
+assert r[0] == "import" and r[1] == "hand.json" and r[2] == sys.argv[1], r
+assert r[3] == "NVIDIA A100-SXM4-40GB" and r[4] == "kineto" and r[5] == 0 and r[7] == "ok", r
+m = c.execute("SELECT members_json, launches FROM analysis_chains WHERE run_id=1").fetchall()
+assert len(m) == 1 and m[0][1] == 12 and m[0][0].endswith('"mul_kernel","gelu_kernel"]'), m
+keys = {k for (k,) in c.execute("SELECT key FROM analysis_summary WHERE run_id=1")}
+for k in ("trace.kernels", "trace.sequences", "trace.launch_overhead_ns", "trace.idle_ns", "trace.orphans", "trace.device.cc"):
+    assert k in keys, (k, keys)
+EOF
+
+expect_rc 0 "import --json" "$CLI" import hand.json --db t.db --json
+python3 - <<'EOF' || fail "--json document"
+import json
+d = json.load(open("out.txt"))
+assert d["run_id"] == 2 and d["import"]["kernels"] == 21, d["import"]
+a = d["advice"]
+assert a["arch"] == "sm_80" and a["hbm_gbs"] == 1555.0 and a["launch_overhead_ns"] == 9000, a
+s = a["sequences"]
+assert len(s) == 1 and s[0]["count"] == 4 and s[0]["bytes"] == "unknown" and s[0]["saving_ns"] == 4 * 2 * 9000, s
+assert s[0]["kernels"][1:] == ["mul_kernel", "gelu_kernel"], s
+assert a["launch_bound_kernels"] == 5 and a["idle_ns"] == (12 * 5 + 3 * 105 + 4 * 8) * 1000, a
+EOF
+
+expect_rc 0 "report of the import run" "$CLI" report 1 --db t.db --out rep
+grep -q "repeated memory-bound kernel sequences" rep/report.html || fail "report.html lacks the trace advice"
+
+expect_rc 0 "no GPU activity" "$CLI" import "$DATA/cpu_only.json" --db t.db
+grep -q "no GPU activity in $DATA/cpu_only.json: nothing to fuse" out.txt || { cat out.txt; fail "no-GPU message"; }
+grep -q "as run 3 (kind import)" out.txt || { cat out.txt; fail "no-GPU run not stored"; }
+
+expect_rc 1 "MTIA trace" "$CLI" import "$DATA/mtia.json" --db t.db
+grep -q "non-CUDA accelerator trace" err.txt || { cat err.txt; fail "MTIA reason"; }
+
+expect_rc 1 "truncated trace" "$CLI" import "$DATA/truncated.json" --db t.db
+grep -q "truncated.json: .*at byte [0-9]" err.txt || { cat err.txt; fail "truncated: file + byte offset"; }
+expect_rc 0 "truncated --keep-partial" "$CLI" import "$DATA/truncated.json" --db t.db --keep-partial
+grep -q "truncated at byte" out.txt || { cat out.txt; fail "--keep-partial note"; }
+
+expect_rc 0 "orphans" "$CLI" import "$DATA/orphans_skew.json" --db t.db
+N=$(sed -n 's/^orphans \([0-9]*\), clock inversions \([0-9]*\).*/\1 \2/p' out.txt)
+[ -n "$N" ] && [ "${N% *}" -gt 0 ] && [ "${N#* }" -gt 0 ] || { cat out.txt; fail "orphans/inversions not reported"; }
+python3 - ${N% *} ${N#* } <<'EOF' || fail "orphan counters not stored"
+import sqlite3, sys
+r = sqlite3.connect("t.db").execute("SELECT n_orphans, n_clock_inversions FROM runs ORDER BY id DESC LIMIT 1").fetchone()
+assert r == (int(sys.argv[1]), int(sys.argv[2])), r
+EOF
+
+expect_rc 2 "no TRACE" "$CLI" import --db t.db
+expect_rc 1 "missing file" "$CLI" import does-not-exist.json --db t.db
+grep -q "does-not-exist.json" err.txt || { cat err.txt; fail "missing file not named"; }
+echo "import_trace: all checks passed"
