@@ -110,6 +110,12 @@ fa_status fa_cuda_exec_check_graph(fa_ctx *ctx, const fa_graph *g);
  * (FA_ERR_UNSUPPORTED: fused kernels on cuda are not implemented yet). Errors: FA_ERR_UNSUPPORTED
  * "no CUDA driver" / "no CUDA device" / unsupported op; FA_ERR_RUNTIME for CUDA failures. */
 fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_cuda_exec **out);
+/* The same execution plan run on the host without a GPU (tests): every kernel launch goes to a C
+ * version with the same arguments and index arithmetic (runtime/cuda/emulate.c), MatMul/Gemm to
+ * a naive column-major SGEMM called with the exact cuBLAS arguments, Conv to a naive
+ * cross-correlation with the cuDNN descriptor parameters (2-D only). No driver needed. */
+fa_status fa_cuda_exec_create_emulated(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt,
+                                       fa_cuda_exec **out);
 void fa_cuda_exec_free(fa_cuda_exec *e);
 /* As fa_exec_set_input / fa_exec_fill_inputs (the same values for the same seed as on cpu). */
 fa_status fa_cuda_exec_set_input(fa_ctx *ctx, fa_cuda_exec *e, int i, const fa_value *v);

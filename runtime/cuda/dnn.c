@@ -177,6 +177,10 @@ fa_status fa_cublas_gemm(fa_ctx *ctx, cublasHandle_t h, bool ta, bool tb, int m,
 {
     int lda = ta ? m : k, ldb = tb ? k : n;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    if (!h) {
+        fa_cuda_emu_sgemm_batched(tb, ta, n, m, k, alpha, b, ldb, sb, a, lda, sa, beta, c, n, sc, batch);
+        return FA_OK;
+    }
     if (batch == 1)
         return FA_CUBLAS_CHECK(ctx, cublasSgemm(h, opb, opa, n, m, k, &alpha, b, ldb, a, lda, &beta, c, n));
     return FA_CUBLAS_CHECK(ctx, cublasSgemmStridedBatched(h, opb, opa, n, m, k, &alpha, b, ldb, sb, a, lda, sa,

@@ -72,20 +72,6 @@ static const char *const k_fnames[F_COUNT] = {
     "fa_gather_8", "fa_scatter_1", "fa_scatter_2", "fa_scatter_4", "fa_scatter_8", "fa_take_4", "fa_take_8",
     "fa_reduce", "fa_softmax", "fa_layernorm", "fa_batchnorm", "fa_pool2d", "fa_fill"};
 
-/* Layouts of the kernel argument structs (FaBc / FaCp in the CUDA source). */
-typedef struct fa_bc {
-    int32_t rank;
-    int32_t pad_;
-    int64_t n;
-    int64_t dims[8], sa[8], sb[8], sc[8];
-} fa_bc;
-typedef struct fa_cp {
-    int32_t rank;
-    int32_t pad_;
-    int64_t n, base;
-    int64_t dims[8], s[8];
-} fa_cp;
-
 /* ---- per-node plan ---- */
 
 typedef struct cnode {
@@ -128,7 +114,43 @@ struct fa_cuda_exec {
     fa_value *host_out;
     uint64_t live_bytes, peak_bytes;
     int max_blocks;
+    bool emu; /* host emulation (fa_cuda_exec_create_emulated): "device" memory is host memory */
 };
+
+/* ---- device operations, or their host emulation ---- */
+
+static fa_status dev_alloc(fa_ctx *ctx, fa_cuda_exec *e, void **p, size_t bytes, bool async)
+{
+    if (e->emu) {
+        *p = malloc(bytes ? bytes : 16);
+        return *p ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "cuda emulation: out of memory (%zu bytes)", bytes);
+    }
+    if (async) return FA_CUDA_CHECK(ctx, cudaMallocAsync(p, bytes ? bytes : 16, e->stream));
+    return FA_CUDA_CHECK(ctx, cudaMalloc(p, bytes ? bytes : 16));
+}
+
+static void dev_free(fa_cuda_exec *e, void *p, bool async)
+{
+    if (!p) return;
+    if (e->emu) free(p);
+    else if (async) cudaFreeAsync(p, e->stream);
+    else cudaFree(p);
+}
+
+static fa_status dev_copy(fa_ctx *ctx, fa_cuda_exec *e, void *dst, const void *src, size_t bytes, enum cudaMemcpyKind k)
+{
+    if (!bytes) return FA_OK;
+    if (e->emu) {
+        memcpy(dst, src, bytes);
+        return FA_OK;
+    }
+    return FA_CUDA_CHECK(ctx, cudaMemcpyAsync(dst, src, bytes, k, e->stream));
+}
+
+static fa_status dev_sync(fa_ctx *ctx, fa_cuda_exec *e)
+{
+    return e->emu ? FA_OK : FA_CUDA_CHECK(ctx, cudaStreamSynchronize(e->stream));
+}
 
 static const op_entry *find_op(const char *op_type)
 {
@@ -554,14 +576,13 @@ void fa_cuda_exec_free(fa_cuda_exec *e)
     if (!e) return;
     if (e->stream) cudaStreamSynchronize(e->stream);
     if (e->slots)
-        for (int t = 0; t < e->g->n_tensors; t++)
-            if (e->slots[t].d) cudaFree(e->slots[t].d);
+        for (int t = 0; t < e->g->n_tensors; t++) dev_free(e, e->slots[t].d, false);
     if (e->nodes)
         for (int i = 0; i < e->g->n_nodes; i++)
             if (e->nodes[i].conv_ready) fa_cudnn_conv_free(&e->nodes[i].conv);
     if (e->host_out)
         for (int i = 0; i < e->g->n_outputs; i++) free(e->host_out[i].data);
-    if (e->workspace) cudaFree(e->workspace);
+    dev_free(e, e->workspace, false);
     if (e->cudnn) fa_cudnn_handle_free(e->cudnn);
     if (e->cublas) cublasDestroy(e->cublas);
     fa_cuda_module_unload(e->mod);
@@ -572,7 +593,7 @@ void fa_cuda_exec_free(fa_cuda_exec *e)
     free(e);
 }
 
-fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_cuda_exec **out)
+static fa_status exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, bool emu, fa_cuda_exec **out)
 {
     fa_exec_options o = opt ? *opt : (fa_exec_options){0};
     if (o.provider)
@@ -592,6 +613,13 @@ fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_opti
         const fa_node *n = g->nodes[g->topo[k]];
         st = plan_node(ctx, g, n, &e->nodes[n->id]);
         if (!st && e->nodes[n->id].op->kind == K_CONV) need_dnn = true;
+    }
+    e->emu = emu;
+    if (emu) {
+        if (st) goto fail;
+        snprintf(e->dev.name, sizeof e->dev.name, "host emulation of the cuda executor");
+        e->max_blocks = 1024;
+        goto plan_memory;
     }
     if (!st) st = fa_cuda_device_query(ctx, 0, &e->dev);
     if (st) goto fail;
@@ -621,6 +649,7 @@ fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_opti
         }
         if (e->workspace_bytes && (st = FA_CUDA_CHECK(ctx, cudaMalloc(&e->workspace, e->workspace_bytes)))) goto fail;
     }
+plan_memory:
     /* last uses and constants */
     for (int t = 0; t < g->n_tensors; t++) e->slots[t].last_use = -1;
     for (int k = 0; k < g->n_topo; k++) {
@@ -634,8 +663,9 @@ fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_opti
         if (!(ten->flags & FA_TENSOR_CONST) || !ten->data || e->slots[t].last_use < 0) continue;
         slot *s = &e->slots[t];
         s->bytes = tensor_bytes(ten);
-        if ((st = FA_CUDA_CHECK(ctx, cudaMalloc(&s->d, s->bytes ? s->bytes : 16)))) goto fail;
-        if ((st = FA_CUDA_CHECK(ctx, cudaMemcpy(s->d, ten->data, s->bytes, cudaMemcpyHostToDevice)))) goto fail;
+        if ((st = dev_alloc(ctx, e, &s->d, s->bytes, false))) goto fail;
+        if ((st = dev_copy(ctx, e, s->d, ten->data, s->bytes, cudaMemcpyHostToDevice))) goto fail;
+        if ((st = dev_sync(ctx, e))) goto fail;
         s->is_const = true;
     }
     *out = e;
@@ -649,7 +679,7 @@ static void release(fa_cuda_exec *e, int tid)
 {
     slot *s = &e->slots[tid];
     if (!s->owned) return;
-    cudaFreeAsync(s->d, e->stream);
+    dev_free(e, s->d, true);
     e->live_bytes -= s->bytes;
     s->d = NULL;
     s->owned = false;
@@ -665,7 +695,7 @@ static fa_status alloc_slot(fa_ctx *ctx, fa_cuda_exec *e, int tid)
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': %llu bytes would exceed --max-memory %llu (live %llu)",
                             t->name, (unsigned long long)bytes, (unsigned long long)e->opt.max_memory,
                             (unsigned long long)e->live_bytes);
-    fa_status st = FA_CUDA_CHECK(ctx, cudaMallocAsync(&s->d, bytes ? bytes : 16, e->stream));
+    fa_status st = dev_alloc(ctx, e, &s->d, bytes, true);
     if (st) return fa_ctx_wrap(ctx, st, "tensor '%s' (%llu bytes): ", t->name, (unsigned long long)bytes);
     s->owned = true;
     s->bytes = bytes;
@@ -684,8 +714,8 @@ fa_status fa_cuda_exec_set_input(fa_ctx *ctx, fa_cuda_exec *e, int i, const fa_v
     for (int d = 0; same && d < t->rank; d++) same = v->dims[d] == t->dims[d];
     if (!same) return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': dtype/shape differ from the model's", t->name);
     fa_status st = alloc_slot(ctx, e, tid);
-    if (!st) st = FA_CUDA_CHECK(ctx, cudaMemcpyAsync(e->slots[tid].d, v->data, e->slots[tid].bytes, cudaMemcpyHostToDevice, e->stream));
-    if (!st) st = FA_CUDA_CHECK(ctx, cudaStreamSynchronize(e->stream));
+    if (!st) st = dev_copy(ctx, e, e->slots[tid].d, v->data, e->slots[tid].bytes, cudaMemcpyHostToDevice);
+    if (!st) st = dev_sync(ctx, e);
     return st;
 }
 
@@ -728,6 +758,7 @@ static unsigned blocks_for(const fa_cuda_exec *e, int64_t n, unsigned bs)
 
 static fa_status launch(fa_ctx *ctx, fa_cuda_exec *e, int f, unsigned grid, unsigned block, void **args)
 {
+    if (e->emu) return fa_cuda_emu_launch(ctx, k_fnames[f], args);
     unsigned gr[3] = {grid, 1, 1}, bl[3] = {block, 1, 1};
     return fa_cuda_launch(ctx, e->fn[f], gr, bl, 0, e->stream, args);
 }
@@ -809,7 +840,7 @@ static fa_status run_node(fa_ctx *ctx, fa_cuda_exec *e, const fa_node *n, cnode 
         return launch(ctx, e, F_WHERE, blocks_for(e, ny, 256), 256, args);
     }
     case K_ALIAS:
-        return tensor_bytes(y) ? FA_CUDA_CHECK(ctx, cudaMemcpyAsync(out, in[0], tensor_bytes(y), cudaMemcpyDeviceToDevice, e->stream)) : FA_OK;
+        return dev_copy(ctx, e, out, in[0], tensor_bytes(y), cudaMemcpyDeviceToDevice);
     case K_TRANSPOSE: {
         fa_cp cp = {.rank = y->rank, .n = ny};
         int64_t xs[8];
@@ -931,6 +962,7 @@ static fa_status run_node(fa_ctx *ctx, fa_cuda_exec *e, const fa_node *n, cnode 
                                    beta, out, 0, 1) : FA_OK;
     }
     case K_CONV:
+        if (e->emu) return fa_cuda_emu_conv(ctx, &c->conv, in[0], in[1], c->conv.has_bias ? in[2] : NULL, out);
         return fa_cudnn_conv_run(ctx, e->cudnn, &c->conv, in[0], in[1], in[2], out, e->workspace);
     }
     return refuse(ctx, n, NULL);
@@ -960,14 +992,14 @@ fa_status fa_cuda_exec_run(fa_ctx *ctx, fa_cuda_exec *e, const fa_exec_observer 
             if (st) return st;
         }
         if (obs && obs->kernel_begin) {
-            fa_status st = FA_CUDA_CHECK(ctx, cudaStreamSynchronize(e->stream));
+            fa_status st = dev_sync(ctx, e);
             if (st) return st;
             obs->kernel_begin(obs->user, n, c->op->kname);
         }
         nvtxRangePushA(fa_cuda_range_name(n, rname, sizeof rname));
         fa_status st = run_node(ctx, e, n, c);
         nvtxRangePop();
-        if (!st && obs) st = FA_CUDA_CHECK(ctx, cudaStreamSynchronize(e->stream));
+        if (!st && obs) st = dev_sync(ctx, e);
         if (obs && obs->kernel_end) obs->kernel_end(obs->user, n, c->op->kname);
         if (st) return fa_ctx_wrap(ctx, st, "executing node '%s' (%s) on cuda: ", n->name, n->op_type);
         for (int i = 0; i < n->n_inputs; i++) {
@@ -993,11 +1025,21 @@ fa_status fa_cuda_exec_run(fa_ctx *ctx, fa_cuda_exec *e, const fa_exec_observer 
         const void *src = e->slots[g->outputs[i]].d;
         if (!src && bytes) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "output '%s' has no device buffer", t->name);
         if (bytes) {
-            fa_status st = FA_CUDA_CHECK(ctx, cudaMemcpyAsync(v->data, src, bytes, cudaMemcpyDeviceToHost, e->stream));
+            fa_status st = dev_copy(ctx, e, v->data, src, bytes, cudaMemcpyDeviceToHost);
             if (st) return st;
         }
     }
-    return FA_CUDA_CHECK(ctx, cudaStreamSynchronize(e->stream));
+    return dev_sync(ctx, e);
+}
+
+fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_cuda_exec **out)
+{
+    return exec_create(ctx, g, opt, false, out);
+}
+
+fa_status fa_cuda_exec_create_emulated(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_cuda_exec **out)
+{
+    return exec_create(ctx, g, opt, true, out);
 }
 
 const fa_value *fa_cuda_exec_output(const fa_cuda_exec *e, int i)

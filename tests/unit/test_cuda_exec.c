@@ -2,6 +2,7 @@
  * every executor kernel compiles with NVRTC for sm_80 and sm_90 (registers from the ptxas log,
  * no spills), the op-support check accepts the zoo models and names unsupported ops, and the
  * executor's NVTX range names are what the CUPTI post-pass parses. GPU runs: test_cuda_gpu. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,6 +267,57 @@ static void test_ceilings_without_gpu_unsupported_and_theoretical_limits_stored(
     fa_ctx_free(ctx);
 }
 
+/* The whole cuda execution plan (op planning, strides, broadcast, memory plan, the cuBLAS
+ * argument mapping, the cuDNN descriptor parameters, each kernel's index arithmetic) run on the
+ * host by the emulation, against the cpu target: max |emu - cpu| <= atol + rtol |cpu|. */
+static void emulate_vs_cpu(const char *model, int batch, double atol, double rtol)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    fa_load_options lo = {.batch = batch};
+    assert_int_equal(fa_graph_load(ctx, model, &lo, &g), FA_OK);
+    fa_exec *cpu = NULL;
+    fa_exec_options co = {.target = FA_TARGET_CPU};
+    assert_int_equal(fa_exec_create(ctx, g, &co, &cpu), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(ctx, cpu, 11), FA_OK);
+    assert_int_equal(fa_exec_run(ctx, cpu, NULL), FA_OK);
+    fa_cuda_exec *emu = NULL;
+    fa_status st = fa_cuda_exec_create_emulated(ctx, g, NULL, &emu);
+    if (st) fail_msg("%s: %s", model, fa_ctx_errmsg(ctx));
+    assert_int_equal(fa_cuda_exec_fill_inputs(ctx, emu, 11), FA_OK);
+    st = fa_cuda_exec_run(ctx, emu, NULL);
+    if (st) fail_msg("%s: %s", model, fa_ctx_errmsg(ctx));
+    double worst_rel = 0;
+    for (int i = 0; i < g->n_outputs; i++) {
+        const fa_value *a = fa_exec_output(cpu, i), *b = fa_cuda_exec_output(emu, i);
+        assert_non_null(a);
+        assert_non_null(b);
+        assert_int_equal(fa_value_numel(a), fa_value_numel(b));
+        for (int64_t k = 0; k < fa_value_numel(a); k++) {
+            double x = fa_load_as_double(a->data, a->dtype, k), y = fa_load_as_double(b->data, b->dtype, k);
+            if (isnan(x) != isnan(y) || fabs(x - y) > atol + rtol * fabs(x))
+                fail_msg("%s output %d element %lld: cpu %.7g emulated cuda %.7g", model, i, (long long)k, x, y);
+            if (fabs(x) > 1e-3 && fabs(x - y) / fabs(x) > worst_rel) worst_rel = fabs(x - y) / fabs(x);
+        }
+    }
+    uint64_t all = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (!(g->tensors[t]->flags & FA_TENSOR_CONST)) all += fa_tensor_bytes(g->tensors[t]);
+    if (g->n_topo > 4) assert_true(fa_cuda_exec_peak_bytes(emu) < all);
+    fprintf(stderr, "  %s: emulated cuda plan matches cpu (worst rel %.2g), peak %llu of %llu bytes\n", model,
+            worst_rel, (unsigned long long)fa_cuda_exec_peak_bytes(emu), (unsigned long long)all);
+    fa_cuda_exec_free(emu);
+    fa_exec_free(cpu);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static void test_emulated_plan_mlp_tiny_matches_cpu(void **s) { (void)s; emulate_vs_cpu("zoo:mlp-tiny", 3, 1e-5, 1e-4); }
+static void test_emulated_plan_convnet_tiny_matches_cpu(void **s) { (void)s; emulate_vs_cpu("zoo:convnet-tiny", 2, 1e-4, 1e-3); }
+static void test_emulated_plan_bert_layer_matches_cpu(void **s) { (void)s; emulate_vs_cpu("zoo:bert-layer", 1, 1e-4, 1e-3); }
+static void test_emulated_plan_gpt2_block_matches_cpu(void **s) { (void)s; emulate_vs_cpu("zoo:gpt2-block", 1, 1e-4, 1e-3); }
+static void test_emulated_plan_mobilenetv2_matches_cpu(void **s) { (void)s; emulate_vs_cpu("zoo:mobilenetv2", 1, 1e-3, 1e-3); }
+
 int main(void)
 {
     setenv("FA_CUDA_DRIVER", MISSING_DRIVER, 1);
@@ -280,6 +332,11 @@ int main(void)
         cmocka_unit_test(test_unsupported_op_named_with_node_and_target),
         cmocka_unit_test(test_executor_range_name_attributes_kernel_to_node),
         cmocka_unit_test(test_ceilings_without_gpu_unsupported_and_theoretical_limits_stored),
+        cmocka_unit_test(test_emulated_plan_mlp_tiny_matches_cpu),
+        cmocka_unit_test(test_emulated_plan_convnet_tiny_matches_cpu),
+        cmocka_unit_test(test_emulated_plan_bert_layer_matches_cpu),
+        cmocka_unit_test(test_emulated_plan_gpt2_block_matches_cpu),
+        cmocka_unit_test(test_emulated_plan_mobilenetv2_matches_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
