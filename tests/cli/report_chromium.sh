@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/cli/report_chromium — the report of a real run loads in headless Chromium with no console
-# errors, its inline SVGs (roofline, timeline) are in the DOM after scripts ran, and a screenshot
+# errors, its inline SVGs (roofline, timeline) are in the DOM after scripts ran, clicking a table
+# header sorts the rows (ascending, then descending), and a screenshot
 # is written as a test artifact ($FA_BUILD_DIR/tests/artifacts/report.png). A canary page with a
 # deliberate script error proves the console check can fail. Skips (77) without chromium.
 set -uo pipefail
@@ -46,6 +47,18 @@ if console_errors "$tmp/chrome.log"; then fail "console errors while loading rep
 grep -q '<svg id="roofline-svg"' "$tmp/dom.html" || fail "roofline SVG not in the DOM"
 grep -q '<svg id="timeline-svg"' "$tmp/dom.html" || fail "timeline SVG not in the DOM"
 grep -q 'class="sortable"' "$tmp/dom.html" || fail "no sortable table in the DOM"
+
+# sorting: a copy of the report with a test script that clicks the per-op table's "median" header
+# twice and records whether the rows came out ascending, then descending (the product is untouched)
+check='<script>(function(){var t=document.querySelector("#ops table");var th=t.tHead.rows[0].cells[2];
+function col(){var v=[],r=t.tBodies[0].rows;for(var i=0;i<r.length;i++)v.push(parseFloat(r[i].cells[2].getAttribute("data-v")));return v;}
+function mono(v,up){for(var i=1;i<v.length;i++)if(up?v[i]<v[i-1]:v[i]>v[i-1])return false;return v.length>1;}
+th.click();var a=mono(col(),true);th.click();var d=mono(col(),false);
+document.body.setAttribute("data-sort-check",(a&&d)?"ok":"bad");})();</script>'
+sed "s#</body>#$(printf '%s' "$check" | tr '\n' ' ' | sed 's/[&#]/\\&/g')</body>#" "$tmp/out/report.html" >"$tmp/sortcheck.html"
+chrome "$tmp/sort.log" --dump-dom "file://$tmp/sortcheck.html" >"$tmp/sortdom.html"
+if console_errors "$tmp/sort.log"; then fail "console errors in the sort check"; fi
+grep -q 'data-sort-check="ok"' "$tmp/sortdom.html" || fail "clicking a header does not sort the table ($(grep -o 'data-sort-check="[a-z]*"' "$tmp/sortdom.html"))"
 
 mkdir -p "$BUILD/tests/artifacts"
 shot="$BUILD/tests/artifacts/report.png"
