@@ -1192,6 +1192,7 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
     if (cu) {
         ind = "    ";
         fa_buf_puts(o, "    __shared__ float fa_red[32];\n");
+        fa_buf_printf(o, "    if (blockIdx.x >= %lldu) return; /* grid is at least 1 */\n", (long long)b->rows);
         fa_buf_printf(o, "    const %s row = blockIdx.x;\n    const %s len = %lld;\n", IT, IT, (long long)b->rowlen);
         fa_buf_printf(o, "    const %s base = row * len;\n    (void)base;\n", IT);
     } else {
@@ -1414,7 +1415,7 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const 
         if (b.rowk) {
             bs = pow2_block(b.rowlen);
             fa_buf_puts(&o, CUDA_HELPERS);
-            inf.grid = b.rows;
+            inf.grid = b.rows > 0 ? b.rows : 1;
             inf.work_items = b.rows;
         } else {
             bs = 256;
