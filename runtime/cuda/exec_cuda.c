@@ -433,7 +433,9 @@ static fa_status plan_node(fa_ctx *ctx, const fa_graph *g, const fa_node *n, cno
         const fa_tensor *b = fa_graph_in(g, n, 1);
         if (!all_float(g, n, 0, 1) || x->rank < 1 || b->rank < 1) return refuse(ctx, n, "float32 only");
         int64_t ab = x->rank > 2 ? prod(x->dims, 0, x->rank - 2) : 1, bb = b->rank > 2 ? prod(b->dims, 0, b->rank - 2) : 1;
-        int64_t yb = y->rank > 2 ? prod(y->dims, 0, y->rank - 2) : 1;
+        /* batch count from the output: a 1-D operand drops its matrix dim from y (ONNX MatMul) */
+        int64_t m = x->rank >= 2 ? x->dims[x->rank - 2] : 1, nn = b->rank >= 2 ? b->dims[b->rank - 1] : 1;
+        int64_t yb = m * nn > 0 ? fa_tensor_numel(y) / (m * nn) : 0;
         if ((ab != yb && ab != 1) || (bb != yb && bb != 1)) return refuse(ctx, n, "partially broadcast batch dims");
         return FA_OK;
     }

@@ -318,6 +318,215 @@ static void test_emulated_plan_bert_layer_matches_cpu(void **s) { (void)s; emula
 static void test_emulated_plan_gpt2_block_matches_cpu(void **s) { (void)s; emulate_vs_cpu("zoo:gpt2-block", 1, 1e-4, 1e-3); }
 static void test_emulated_plan_mobilenetv2_matches_cpu(void **s) { (void)s; emulate_vs_cpu("zoo:mobilenetv2", 1, 1e-3, 1e-3); }
 
+/* ---- single-op graphs: emulated cuda plan vs cpu on ops and attributes the zoo lacks ---- */
+
+typedef struct gin {
+    const char *name;
+    fa_dtype dt;
+    int rank;
+    int64_t dims[4];
+    const void *data; /* NULL: graph input (filled from the seed); else a constant */
+} gin;
+
+typedef struct opg {
+    fa_ctx *ctx;
+    fa_graph *g;
+    fa_node *n;
+} opg;
+
+static opg op_graph(const char *op, int opset, const gin *in, int n_in)
+{
+    opg t = {fa_ctx_create(), fa_graph_create("op"), NULL};
+    assert_int_equal(fa_graph_set_opset(t.ctx, t.g, "", opset), FA_OK);
+    const char *names[8];
+    for (int i = 0; i < n_in; i++) {
+        names[i] = in[i].name;
+        int tid = fa_graph_tensor(t.g, in[i].name);
+        fa_tensor *x = t.g->tensors[tid];
+        fa_tensor_set_shape(x, in[i].dt, in[i].rank, in[i].dims);
+        if (in[i].data) {
+            int64_t ne = 1;
+            for (int d = 0; d < in[i].rank; d++) ne *= in[i].dims[d];
+            assert_int_equal(fa_tensor_set_data(t.ctx, x, in[i].data, (size_t)ne * fa_dtype_size(in[i].dt)), FA_OK);
+        } else {
+            assert_int_equal(fa_graph_add_input(t.ctx, t.g, tid), FA_OK);
+        }
+    }
+    const char *outs[] = {"y"};
+    t.n = fa_graph_add_node(t.ctx, t.g, "node_under_test", op, "", n_in, names, 1, outs);
+    assert_non_null(t.n);
+    assert_int_equal(fa_graph_add_output(t.ctx, t.g, fa_graph_find_tensor(t.g, "y")), FA_OK);
+    return t;
+}
+
+static void op_check(opg *t)
+{
+    fa_load_options lo = {.no_fold = true};
+    fa_status st = fa_graph_prepare(t->ctx, t->g, &lo);
+    if (st) fail_msg("prepare: %s", fa_ctx_errmsg(t->ctx));
+    fa_exec *cpu = NULL;
+    assert_int_equal(fa_exec_create(t->ctx, t->g, NULL, &cpu), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, cpu, 5), FA_OK);
+    assert_int_equal(fa_exec_run(t->ctx, cpu, NULL), FA_OK);
+    fa_cuda_exec *emu = NULL;
+    st = fa_cuda_exec_create_emulated(t->ctx, t->g, NULL, &emu);
+    if (st) fail_msg("%s: %s", t->n->op_type, fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_cuda_exec_fill_inputs(t->ctx, emu, 5), FA_OK);
+    st = fa_cuda_exec_run(t->ctx, emu, NULL);
+    if (st) fail_msg("%s: %s", t->n->op_type, fa_ctx_errmsg(t->ctx));
+    const fa_value *a = fa_exec_output(cpu, 0), *b = fa_cuda_exec_output(emu, 0);
+    assert_int_equal(fa_value_numel(a), fa_value_numel(b));
+    assert_true(fa_value_numel(a) > 0);
+    for (int64_t k = 0; k < fa_value_numel(a); k++) {
+        double x = fa_load_as_double(a->data, a->dtype, k), y = fa_load_as_double(b->data, b->dtype, k);
+        if (fabs(x - y) > 1e-5 + 1e-4 * fabs(x))
+            fail_msg("%s element %lld: cpu %.7g emulated cuda %.7g", t->n->op_type, (long long)k, x, y);
+    }
+    fa_cuda_exec_free(emu);
+    fa_exec_free(cpu);
+    fa_graph_free(t->g);
+    fa_ctx_free(t->ctx);
+}
+
+static void test_emulated_slice_negative_step_and_axes(void **s)
+{
+    (void)s;
+    int64_t st[] = {1, 4}, en[] = {3, -6}, ax[] = {0, 2}, sp[] = {1, -2};
+    gin in[] = {{"x", FA_DTYPE_FLOAT, 3, {4, 6, 5}, NULL}, {"st", FA_DTYPE_INT64, 1, {2}, st},
+                {"en", FA_DTYPE_INT64, 1, {2}, en}, {"ax", FA_DTYPE_INT64, 1, {2}, ax}, {"sp", FA_DTYPE_INT64, 1, {2}, sp}};
+    opg t = op_graph("Slice", 13, in, 5);
+    op_check(&t);
+}
+
+static void test_emulated_concat_transpose_expand(void **s)
+{
+    (void)s;
+    float c[2 * 2 * 4];
+    for (int i = 0; i < 16; i++) c[i] = (float)i * 0.25f;
+    gin ci[] = {{"x", FA_DTYPE_FLOAT, 3, {2, 3, 4}, NULL}, {"c", FA_DTYPE_FLOAT, 3, {2, 2, 4}, c}};
+    opg t = op_graph("Concat", 13, ci, 2);
+    fa_node_add_attr_int(t.g, t.n, "axis", 1);
+    op_check(&t);
+    gin ti[] = {{"x", FA_DTYPE_FLOAT, 3, {2, 3, 4}, NULL}};
+    t = op_graph("Transpose", 13, ti, 1);
+    int64_t perm[] = {2, 0, 1};
+    fa_node_add_attr_ints(t.g, t.n, "perm", perm, 3);
+    op_check(&t);
+    int64_t shape[] = {2, 3, 4};
+    gin ei[] = {{"x", FA_DTYPE_FLOAT, 2, {3, 1}, NULL}, {"shape", FA_DTYPE_INT64, 1, {3}, shape}};
+    t = op_graph("Expand", 13, ei, 2);
+    op_check(&t);
+}
+
+static void test_emulated_gather_negative_indices(void **s)
+{
+    (void)s;
+    int64_t idx[] = {0, 4, -1, 2};
+    gin in[] = {{"x", FA_DTYPE_FLOAT, 3, {3, 5, 2}, NULL}, {"i", FA_DTYPE_INT64, 2, {2, 2}, idx}};
+    opg t = op_graph("Gather", 13, in, 2);
+    fa_node_add_attr_int(t.g, t.n, "axis", 1);
+    op_check(&t);
+}
+
+static void test_emulated_gemm_transposes_alpha_beta_broadcast_c(void **s)
+{
+    (void)s;
+    float b[5 * 4], c[5];
+    for (int i = 0; i < 20; i++) b[i] = (float)(i % 7) * 0.1f - 0.3f;
+    for (int i = 0; i < 5; i++) c[i] = (float)i;
+    gin in[] = {{"a", FA_DTYPE_FLOAT, 2, {4, 3}, NULL}, {"b", FA_DTYPE_FLOAT, 2, {5, 4}, b}, {"c", FA_DTYPE_FLOAT, 1, {5}, c}};
+    opg t = op_graph("Gemm", 13, in, 3);
+    fa_node_add_attr_int(t.g, t.n, "transA", 1);
+    fa_node_add_attr_int(t.g, t.n, "transB", 1);
+    fa_node_add_attr_float(t.g, t.n, "alpha", 0.5f);
+    fa_node_add_attr_float(t.g, t.n, "beta", 2.0f);
+    op_check(&t);
+}
+
+static void test_emulated_matmul_batch_broadcast_both_sides_and_vector(void **s)
+{
+    (void)s;
+    static float b[2 * 3 * 4 * 5];
+    for (int i = 0; i < 120; i++) b[i] = (float)((i * 37) % 11) * 0.1f - 0.5f;
+    gin in1[] = {{"a", FA_DTYPE_FLOAT, 4, {2, 3, 3, 4}, NULL}, {"b", FA_DTYPE_FLOAT, 2, {4, 5}, b}};
+    opg t = op_graph("MatMul", 13, in1, 2);
+    op_check(&t);
+    gin in2[] = {{"a", FA_DTYPE_FLOAT, 2, {3, 4}, NULL}, {"b", FA_DTYPE_FLOAT, 4, {2, 3, 4, 5}, b}};
+    t = op_graph("MatMul", 13, in2, 2);
+    op_check(&t);
+    gin in3[] = {{"a", FA_DTYPE_FLOAT, 3, {2, 3, 4}, NULL}, {"b", FA_DTYPE_FLOAT, 1, {4}, b}};
+    t = op_graph("MatMul", 13, in3, 2);
+    op_check(&t);
+}
+
+static void test_emulated_softmax_opset11_reduce_max_and_sum(void **s)
+{
+    (void)s;
+    gin in[] = {{"x", FA_DTYPE_FLOAT, 3, {2, 3, 4}, NULL}};
+    opg t = op_graph("Softmax", 11, in, 1);
+    fa_node_add_attr_int(t.g, t.n, "axis", 1);
+    op_check(&t);
+    t = op_graph("LogSoftmax", 13, in, 1);
+    fa_node_add_attr_int(t.g, t.n, "axis", 1);
+    op_check(&t);
+    t = op_graph("ReduceMax", 13, in, 1);
+    int64_t axes[] = {1};
+    fa_node_add_attr_ints(t.g, t.n, "axes", axes, 1);
+    fa_node_add_attr_int(t.g, t.n, "keepdims", 0);
+    op_check(&t);
+    int64_t ax2[] = {0, 1};
+    gin rs[] = {{"x", FA_DTYPE_FLOAT, 3, {2, 3, 4}, NULL}, {"axes", FA_DTYPE_INT64, 1, {2}, ax2}};
+    t = op_graph("ReduceSum", 13, rs, 2);
+    op_check(&t);
+}
+
+static void test_emulated_pools_with_pads_dilations_and_clip(void **s)
+{
+    (void)s;
+    gin in[] = {{"x", FA_DTYPE_FLOAT, 4, {1, 2, 7, 7}, NULL}};
+    int64_t k[] = {3, 3}, st[] = {2, 2}, p[] = {1, 1, 1, 1}, d[] = {2, 2};
+    opg t = op_graph("AveragePool", 13, in, 1);
+    fa_node_add_attr_ints(t.g, t.n, "kernel_shape", k, 2);
+    fa_node_add_attr_ints(t.g, t.n, "strides", st, 2);
+    fa_node_add_attr_ints(t.g, t.n, "pads", p, 4);
+    op_check(&t);
+    t = op_graph("MaxPool", 13, in, 1);
+    fa_node_add_attr_ints(t.g, t.n, "kernel_shape", k, 2);
+    fa_node_add_attr_ints(t.g, t.n, "pads", p, 4);
+    fa_node_add_attr_ints(t.g, t.n, "dilations", d, 2);
+    op_check(&t);
+    float lo = -0.25f, hi = 0.5f;
+    gin ci[] = {{"x", FA_DTYPE_FLOAT, 2, {3, 4}, NULL}, {"lo", FA_DTYPE_FLOAT, 0, {0}, &lo}, {"hi", FA_DTYPE_FLOAT, 0, {0}, &hi}};
+    t = op_graph("Clip", 13, ci, 3);
+    op_check(&t);
+}
+
+static void test_emulated_where_broadcast_condition(void **s)
+{
+    (void)s;
+    uint8_t cond[4] = {1, 0, 0, 1};
+    float other[1] = {-7.f};
+    gin in[] = {{"c", FA_DTYPE_BOOL, 2, {1, 4}, cond}, {"x", FA_DTYPE_FLOAT, 2, {3, 4}, NULL}, {"o", FA_DTYPE_FLOAT, 0, {0}, other}};
+    opg t = op_graph("Where", 13, in, 3);
+    op_check(&t);
+}
+
+static void test_emulated_conv_groups_stride_pads_bias(void **s)
+{
+    (void)s;
+    static float w[4 * 2 * 3 * 3], b[4];
+    for (int i = 0; i < 72; i++) w[i] = (float)((i * 13) % 9) * 0.1f - 0.4f;
+    for (int i = 0; i < 4; i++) b[i] = (float)i - 1.5f;
+    gin in[] = {{"x", FA_DTYPE_FLOAT, 4, {2, 4, 9, 8}, NULL}, {"w", FA_DTYPE_FLOAT, 4, {4, 2, 3, 3}, w}, {"b", FA_DTYPE_FLOAT, 1, {4}, b}};
+    opg t = op_graph("Conv", 13, in, 3);
+    int64_t st[] = {2, 1}, p[] = {1, 2, 1, 2}, d[] = {1, 2};
+    fa_node_add_attr_int(t.g, t.n, "group", 2);
+    fa_node_add_attr_ints(t.g, t.n, "strides", st, 2);
+    fa_node_add_attr_ints(t.g, t.n, "pads", p, 4);
+    fa_node_add_attr_ints(t.g, t.n, "dilations", d, 2);
+    op_check(&t);
+}
+
 int main(void)
 {
     setenv("FA_CUDA_DRIVER", MISSING_DRIVER, 1);
@@ -337,6 +546,15 @@ int main(void)
         cmocka_unit_test(test_emulated_plan_bert_layer_matches_cpu),
         cmocka_unit_test(test_emulated_plan_gpt2_block_matches_cpu),
         cmocka_unit_test(test_emulated_plan_mobilenetv2_matches_cpu),
+        cmocka_unit_test(test_emulated_slice_negative_step_and_axes),
+        cmocka_unit_test(test_emulated_concat_transpose_expand),
+        cmocka_unit_test(test_emulated_gather_negative_indices),
+        cmocka_unit_test(test_emulated_gemm_transposes_alpha_beta_broadcast_c),
+        cmocka_unit_test(test_emulated_matmul_batch_broadcast_both_sides_and_vector),
+        cmocka_unit_test(test_emulated_softmax_opset11_reduce_max_and_sum),
+        cmocka_unit_test(test_emulated_pools_with_pads_dilations_and_clip),
+        cmocka_unit_test(test_emulated_where_broadcast_condition),
+        cmocka_unit_test(test_emulated_conv_groups_stride_pads_bias),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
