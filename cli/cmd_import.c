@@ -174,6 +174,35 @@ int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db
     return import_and_advise(ctx, trace_path, db ? db : FA_STORE_DEFAULT_PATH, json, false, out_dir, cmd);
 }
 
+/* For `analyze RUN` / `advise RUN` on a run of kind 'import' (cli/cmd_analyze.c,
+ * cli/cmd_advise.c): recompute the trace advice from the stored kernels (device facts from the
+ * trace.* rows written at import), store it again, print it (text or one JSON object).
+ * st is the caller's open database. Returns a process exit code. */
+int fa_cli_trace_advise_stored(fa_ctx *ctx, fa_store *st, int64_t run_id, bool json)
+{
+    fa_trace_advice *a = NULL;
+    fa_status s = fa_trace_advise_run(ctx, st, run_id, NULL, &a);
+    if (!s && !fa_store_readonly(st)) s = fa_trace_advice_save(ctx, st, run_id, a);
+    if (s) {
+        fa_trace_advice_free(a);
+        return fa_cli_fail(ctx, s);
+    }
+    fa_buf b;
+    fa_buf_init(&b);
+    if (json) {
+        fa_buf_printf(&b, "{\"run_id\":%" PRId64 ",\"advice\":", run_id);
+        fa_trace_advice_json(a, &b);
+        fa_buf_puts(&b, "}\n");
+    } else {
+        fa_buf_printf(&b, "run %" PRId64 " (import): trace-only advice, no model graph (docs/trace-advice.md)\n", run_id);
+        fa_trace_advice_text(a, &b);
+    }
+    fwrite(b.data, 1, b.len, stdout);
+    fa_buf_free(&b);
+    fa_trace_advice_free(a);
+    return 0;
+}
+
 int fa_cmd_import(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = FA_STORE_DEFAULT_PATH, *path = NULL, *v;
