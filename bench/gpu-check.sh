@@ -72,8 +72,10 @@ if [ ! -f "$BUILD/libfuse-advise-cupti.so" ]; then
         -Wl,--exclude-libs,ALL -Wl,-Bsymbolic -lcupti -lcrypto -lm -lpthread -o "$BUILD/libfuse-advise-cupti.so"
 fi
 
-# 2. GPU unit tests (exit 77 = skipped would mean no device: reported as such by ctest)
-TAIL=25 step gpu-tests 150 ctest --test-dir "$BUILD" -R 'test_cuda_gpu|test_cuda_exec|test_cupti' --output-on-failure
+# 2. GPU tests, run directly so their figures (per-model match against cpu, measured ceilings,
+#    CUPTI attribution counts) land in the summary; rc 77 here means no usable device.
+TAIL=40 step gpu-tests 200 env FA_BUILD_DIR="$BUILD" FA_CLI="$BUILD/fuse-advise" "$BUILD/tests/test_cuda_gpu"
+TAIL=8 step cuda-unit-tests 120 ctest --test-dir "$BUILD" -R 'test_cuda_exec|test_cupti' --output-on-failure
 
 # 3. ceilings: measured HBM bandwidth, FP32 peak, launch latency (stored in the run database)
 TAIL=30 step devices 60 "$FA" devices --measure --db "$DB"
