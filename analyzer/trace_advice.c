@@ -315,7 +315,7 @@ static int strtab_get(strtab *t, const char *k, int next_id, bool *added)
 typedef struct ngram {
     int n;
     int ids[FA_TA_MAX_NGRAM];
-    int64_t count, total_ns;
+    int64_t count, total_ns, idle_ns;
     uint64_t bytes;
     int64_t unknown_occ;     /* occurrences without sizes */
     int64_t last_run;        /* run index of the last counted occurrence */
@@ -804,6 +804,8 @@ fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *de
                         const fa_activity *x = &t->acts[ks[i + p + q].act];
                         g->total_ns += dur(x);
                         if (q == 0) continue;
+                        const fa_activity *pv = &t->acts[ks[i + p + q - 1].act];
+                        if (x->start_ns > pv->end_ns) g->idle_ns += (int64_t)(x->start_ns - pv->end_ns);
                         if (x->bytes_read > 0) b += 2 * x->bytes_read;
                         else known = false;
                     }
@@ -862,6 +864,7 @@ fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *de
             for (int m = 0; m < g->n; m++) q->names[m] = a->kernels[g->ids[m]].name;
             q->count = g->count;
             q->total_ns = g->total_ns;
+            q->idle_inside_ns = g->idle_ns;
             q->bytes_known = g->unknown_occ == 0;
             q->intermediate_bytes = q->bytes_known ? g->bytes : 0;
             q->saving_launch_ns = (double)q->count * (q->n - 1) * (double)a->launch_overhead_ns;
@@ -1152,7 +1155,8 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
         const fa_ta_seq *q = &a->seqs[i];
         fa_buf_printf(b, "  %2d. ", i + 1);
         seq_names(b, q, " -> ");
-        fa_buf_printf(b, "\n      x%" PRId64 ", %.1f us total; ", q->count, q->total_ns / 1e3);
+        fa_buf_printf(b, "\n      x%" PRId64 ", %.1f us total, %.1f us idle between its kernels; ", q->count,
+                      q->total_ns / 1e3, q->idle_inside_ns / 1e3);
         if (q->bytes_known) fa_buf_printf(b, "intermediate %.2f MiB (estimated from Input Dims, upper bound); ",
                                           q->intermediate_bytes / 1048576.0);
         else fa_buf_puts(b, "bytes unknown; ");
@@ -1235,7 +1239,8 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
             if (m) fa_buf_puts(b, ",");
             jstr(b, q->names[m]);
         }
-        fa_buf_printf(b, "],\"count\":%" PRId64 ",\"total_ns\":%" PRId64 ",", q->count, q->total_ns);
+        fa_buf_printf(b, "],\"count\":%" PRId64 ",\"total_ns\":%" PRId64 ",\"idle_inside_ns\":%" PRId64 ",", q->count,
+                      q->total_ns, q->idle_inside_ns);
         if (q->bytes_known) fa_buf_printf(b, "\"intermediate_bytes\":%" PRIu64 ",\"bytes\":\"estimated\",", q->intermediate_bytes);
         else fa_buf_puts(b, "\"intermediate_bytes\":null,\"bytes\":\"unknown\",");
         fa_buf_printf(b, "\"saving_launch_ns\":%.0f,\"saving_bytes_ns\":%.0f,\"saving_ns\":%.0f,\"saving\":\"estimated\"}",

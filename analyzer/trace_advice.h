@@ -65,6 +65,8 @@ typedef struct fa_ta_seq {
     uint64_t intermediate_bytes;/* all occurrences: 2 x bytes_read of kernels 2..n (estimated
                                    from Input Dims, an upper bound); 0 when unknown */
     bool bytes_known;           /* every occurrence had sizes for kernels 2..n */
+    int64_t idle_inside_ns;     /* measured: summed idle gaps between the kernels of every
+                                   occurrence (GPU waiting inside the sequence) */
     double saving_launch_ns;    /* count x (n-1) x launch_overhead_ns */
     double saving_bytes_ns;     /* intermediate_bytes / hbm bandwidth; 0 when unknown */
     double saving_ns;           /* sum of the two (an estimate) */

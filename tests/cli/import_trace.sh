@@ -51,7 +51,7 @@ EOF
 
 expect_rc 0 "import hand.json" "$CLI" import hand.json --db t.db
 grep -q "add> -> mul_kernel -> gelu_kernel" out.txt || { cat out.txt; fail "repeated add -> mul -> gelu not named"; }
-grep -q "x4, 120.0 us total; bytes unknown" out.txt || { cat out.txt; fail "sequence count/time/bytes label"; }
+grep -q "x4, 120.0 us total, 40.0 us idle between its kernels; bytes unknown" out.txt || { cat out.txt; fail "sequence count/time/bytes label"; }
 grep -q "launch overhead: 9.00 us = median launch call 4.00 us (21 calls) + median idle gap 5.00 us" out.txt ||
     { cat out.txt; fail "launch overhead figures"; }
 grep -q "launch-bound stretches (>= 3 kernels each shorter than its launch call): 1, 5 kernels, 10.0 us" out.txt ||

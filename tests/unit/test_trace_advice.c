@@ -147,6 +147,7 @@ static void test_hand_trace_figures_exact(void **state)
     assert_string_equal(q->names[2], "gelu_kernel");
     assert_int_equal(q->count, 4);
     assert_int_equal(q->total_ns, 120);
+    assert_int_equal(q->idle_inside_ns, 4 * (5 + 5));
     assert_true(q->bytes_known);
     assert_int_equal(q->intermediate_bytes, 4 * (2 * 400 + 2 * 400));
     assert_true(fabs(q->saving_launch_ns - 4 * 2 * 9) < 1e-9);
@@ -185,7 +186,8 @@ static void test_hand_trace_figures_exact(void **state)
     assert_non_null(strstr(b.data, "add_kernel -> mul_kernel -> gelu_kernel"));
     fa_buf_reset(&b);
     fa_trace_advice_json(a, &b);
-    assert_non_null(strstr(b.data, "\"kernels\":[\"add_kernel\",\"mul_kernel\",\"gelu_kernel\"],\"count\":4"));
+    assert_non_null(strstr(b.data, "\"kernels\":[\"add_kernel\",\"mul_kernel\",\"gelu_kernel\"],\"count\":4,"
+                                   "\"total_ns\":120,\"idle_inside_ns\":40,"));
     fa_buf_free(&b);
     fa_trace_advice_free(a);
     fa_trace_free(t);
