@@ -14,16 +14,19 @@
 static const char *k_help =
     "usage: fuse-advise gate [--baseline RUN] [--candidate RUN] [--db PATH]\n"
     "                        [--baseline-db A.db] [--candidate-db B.db]\n"
-    "                        [--tag TAG [--candidate-tag TAG2]]\n"
+    "                        [--tag TAG [--candidate-tag TAG2]] [--runs N]\n"
     "                        [--max-regression 3%] [--confidence 95%] [--resamples N] [--seed S]\n"
     "                        [--min-share 1%] [--strict] [--junit FILE] [--markdown FILE] [--json]\n"
     "Selecting the runs:\n"
-    "  --baseline RUN / --candidate RUN   run ids (in --db, or in --baseline-db / --candidate-db)\n"
+    "  --baseline RUN / --candidate RUN   run ids (in --db, or in --baseline-db / --candidate-db);\n"
+    "                     RUN,RUN,... pools several runs of one side (first = primary)\n"
     "  --baseline-db A.db --candidate-db B.db  two databases; without ids, the newest finished run\n"
     "                     of each (the candidate must be of the baseline's model)\n"
     "  --tag TAG          baseline = the newest run tagged TAG; candidate = the newest run of the\n"
     "                     same model with another tag (or no tag), or tagged --candidate-tag TAG2\n"
     "  default            candidate = the newest run; baseline = the newest earlier run of its model\n"
+    "  --runs N           pool the newest N matching runs of each side (default 1): latency\n"
+    "                     intervals then include run-to-run variation (two-stage bootstrap)\n"
     "Deciding:\n"
     "  --max-regression X  threshold, percent (\"3%\", \"3\" and \"0.5%\" mean percent), default 3%\n"
     "  --confidence X      two-sided level of the bootstrap interval, default 95%\n"
@@ -48,10 +51,26 @@ static double parse_pct(const char *v)
     return x / 100.0;
 }
 
-static int64_t parse_run(const char *opt, const char *v)
+#define MAX_RUNS 64
+
+/* "12" or "12,11,9" → ids; count, or -1 after a usage message. */
+static int parse_runs(const char *opt, const char *v, int64_t *ids)
 {
-    long x = fa_cli_parse_long("gate", opt, v, 1, INT32_MAX);
-    return x;
+    int n = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", v);
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == MAX_RUNS) {
+            fa_cli_usage("gate", "%s takes at most %d runs", opt, MAX_RUNS);
+            return -1;
+        }
+        long x = fa_cli_parse_long("gate", opt, t, 1, INT32_MAX);
+        if (x < 0) return -1;
+        ids[n++] = x;
+    }
+    if (!n) fa_cli_usage("gate", "%s needs a run id", opt);
+    return n ? n : -1;
 }
 
 static int write_out(fa_ctx *ctx, const char *path, const fa_buf *b)
@@ -68,7 +87,8 @@ static int write_out(fa_ctx *ctx, const char *path, const fa_buf *b)
 int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = NULL, *bdb = NULL, *cdb = NULL, *tag = NULL, *ctag = NULL, *junit = NULL, *mdpath = NULL;
-    int64_t bid = 0, cid = 0;
+    int64_t bids[MAX_RUNS], cids[MAX_RUNS];
+    int nbid = 0, ncid = 0, runs = 1;
     bool json = false;
     fa_gate_options opt;
     fa_gate_options_default(&opt);
@@ -84,10 +104,15 @@ int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
         else if (OPT("--junit")) junit = v;
         else if (OPT("--markdown")) mdpath = v;
         else if (OPT("--baseline")) {
-            if ((bid = parse_run("--baseline", v)) < 0) return 2;
+            if ((nbid = parse_runs("--baseline", v, bids)) < 0) return 2;
             continue;
         } else if (OPT("--candidate")) {
-            if ((cid = parse_run("--candidate", v)) < 0) return 2;
+            if ((ncid = parse_runs("--candidate", v, cids)) < 0) return 2;
+            continue;
+        } else if (OPT("--runs")) {
+            long x = fa_cli_parse_long("gate", "--runs", v, 1, MAX_RUNS);
+            if (x < 0) return 2;
+            runs = (int)x;
             continue;
         } else if (OPT("--max-regression")) {
             double x = parse_pct(v);
@@ -130,8 +155,8 @@ int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
     }
     if (db && (bdb || cdb)) return fa_cli_usage("gate", "--db cannot be combined with --baseline-db/--candidate-db");
     if (ctag && !tag) return fa_cli_usage("gate", "--candidate-tag needs --tag (the baseline's tag)");
-    if (tag && bid) return fa_cli_usage("gate", "--tag and --baseline RUN both select the baseline: give one");
-    if (ctag && cid) return fa_cli_usage("gate", "--candidate-tag and --candidate RUN both select the candidate: give one");
+    if (tag && nbid) return fa_cli_usage("gate", "--tag and --baseline RUN both select the baseline: give one");
+    if (ctag && ncid) return fa_cli_usage("gate", "--candidate-tag and --candidate RUN both select the candidate: give one");
     if (!db) db = FA_STORE_DEFAULT_PATH;
     if (!bdb) bdb = db;
     if (!cdb) cdb = db;
@@ -147,28 +172,40 @@ int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
     }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info binfo, cinfo;
-    int64_t b = 0, c = 0;
     if (!ar) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    /* Resolve in the order that lets each side constrain the other. */
-    else if (bid || tag || !same_db) {
-        s = fa_gate_pick_run(ctx, bst, bid, tag, NULL, 0, NULL, &b);
-        if (!s) s = fa_store_get_run(ctx, bst, b, ar, &binfo);
-        if (!s)
-            s = fa_gate_pick_run(ctx, cst, cid, ctag, ctag ? NULL : tag, same_db ? b : 0, cid ? NULL : &binfo, &c);
+    /* Resolve in the order that lets each side constrain the other: the baseline first when it is
+     * named (ids, tag) or lives in its own file; otherwise the candidate (the newest run) first. */
+    else if (nbid || tag || !same_db) {
+        if (!nbid) s = fa_gate_pick_runs(ctx, bst, tag, NULL, NULL, 0, NULL, runs, bids, &nbid);
+        if (!s) s = fa_store_get_run(ctx, bst, bids[0], ar, &binfo);
+        if (!s && !ncid)
+            s = fa_gate_pick_runs(ctx, cst, ctag, ctag ? NULL : tag, same_db ? bids : NULL, same_db ? nbid : 0, &binfo,
+                                  runs, cids, &ncid);
     } else {
-        s = fa_gate_pick_run(ctx, cst, cid, NULL, NULL, 0, NULL, &c);
-        if (!s) s = fa_store_get_run(ctx, cst, c, ar, &cinfo);
+        if (!ncid) s = fa_gate_pick_runs(ctx, cst, NULL, NULL, NULL, 0, NULL, 1, cids, &ncid);
+        if (!s) s = fa_store_get_run(ctx, cst, cids[0], ar, &cinfo);
+        if (!s && runs > 1 && ncid == 1) {
+            /* more candidate runs: the newest runs of its model with its tag */
+            if (!cinfo.tag)
+                s = fa_ctx_error(ctx, FA_ERR_USAGE, "--runs %d without --tag: the candidate run %" PRId64
+                                 " has no tag to tell its runs from the baseline's", runs, cids[0]);
+            int64_t more[MAX_RUNS];
+            int nm = 0;
+            if (!s && !fa_gate_pick_runs(ctx, cst, cinfo.tag, NULL, cids, 1, &cinfo, runs - 1, more, &nm))
+                for (int i = 0; i < nm; i++) cids[ncid++] = more[i];
+            if (!s) fa_ctx_clear(ctx);
+        }
         if (!s) {
-            /* the newest run of the same model before the candidate */
-            s = fa_gate_pick_run(ctx, bst, 0, NULL, NULL, c, &cinfo, &b);
-            if (!s && b > c)
+            /* the newest other runs of the same model, older than the candidate */
+            s = fa_gate_pick_runs(ctx, bst, NULL, ncid > 1 ? cinfo.tag : NULL, cids, ncid, &cinfo, runs, bids, &nbid);
+            if (!s && bids[0] > cids[0])
                 s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: the newest other run of %s (%" PRId64 ") is newer than the "
                                  "candidate %" PRId64 "; name the baseline with --baseline or --tag",
-                                 bdb, cinfo.model_path ? cinfo.model_path : "the model", b, c);
+                                 bdb, cinfo.model_path ? cinfo.model_path : "the model", bids[0], cids[0]);
         }
     }
     fa_gate_report *rep = NULL;
-    if (!s) s = fa_gate_run(ctx, bst, b, cst, c, &opt, &rep);
+    if (!s) s = fa_gate_run_multi(ctx, bst, bids, nbid, cst, cids, ncid, &opt, &rep);
     fa_arena_free(ar);
     if (s) {
         if (cst != bst) fa_store_close(cst);

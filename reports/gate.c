@@ -113,9 +113,54 @@ static void suggest(fa_gate_stats *st, double thr, int n)
     if (st->suggested_iters >= 0 && st->suggested_iters <= n) st->suggested_iters = n + 1;
 }
 
+/* Non-empty groups of one side: sizes and offsets (heap, caller frees). */
+static int groups_of(const int *sz, int ng, int n, int **gsz, int **goff)
+{
+    int one = n;
+    if (!sz || ng <= 0) {
+        sz = &one;
+        ng = 1;
+    }
+    *gsz = malloc(sizeof(int) * (size_t)ng);
+    *goff = malloc(sizeof(int) * (size_t)ng);
+    if (!*gsz || !*goff) return -1;
+    int k = 0, off = 0;
+    for (int g = 0; g < ng; g++) {
+        if (sz[g] > 0) {
+            (*gsz)[k] = sz[g];
+            (*goff)[k] = off;
+            k++;
+        }
+        off += sz[g] > 0 ? sz[g] : 0;
+    }
+    return k;
+}
+
+/* One resample of a side into tmp (returns its size): with one group, n draws with replacement;
+ * with several, a two-stage draw — ng groups with replacement, then each drawn group's own
+ * size of draws within it (Davison & Hinkley, Bootstrap Methods and their Application, 1997,
+ * section 3.8: resampling the top stage keeps the between-run variance in the interval). */
+static int resample(fa_rng *r, const double *v, const int *gsz, const int *goff, int ng, double *tmp)
+{
+    int k = 0;
+    for (int g = 0; g < ng; g++) {
+        int pick = ng == 1 ? 0 : rand_index(r, ng);
+        int n = gsz[pick], off = goff[pick];
+        for (int i = 0; i < n; i++) tmp[k++] = v[off + rand_index(r, n)];
+    }
+    return k;
+}
+
 fa_status fa_gate_compare_samples(fa_ctx *ctx, const double *base, int nb, const double *cand, int nc,
                                   const fa_gate_options *o, double confidence, uint64_t seed,
                                   fa_gate_stats *out)
+{
+    return fa_gate_compare_grouped(ctx, base, nb, NULL, 0, cand, nc, NULL, 0, o, confidence, seed, out);
+}
+
+fa_status fa_gate_compare_grouped(fa_ctx *ctx, const double *base, int nb, const int *gb, int ngb, const double *cand,
+                                  int nc, const int *gc, int ngc, const fa_gate_options *o, double confidence,
+                                  uint64_t seed, fa_gate_stats *out)
 {
     for (int i = 0; i < nb; i++)
         if (!(base[i] > 0) || !isfinite(base[i]))
@@ -125,15 +170,34 @@ fa_status fa_gate_compare_samples(fa_ctx *ctx, const double *base, int nb, const
         if (!(cand[i] > 0) || !isfinite(cand[i]))
             return fa_ctx_error(ctx, FA_ERR_INPUT, "candidate sample %d is %g: latencies must be positive and finite", i,
                                 cand[i]);
+    long sum_b = 0, sum_c = 0;
+    for (int g = 0; gb && g < ngb; g++) sum_b += gb[g] > 0 ? gb[g] : 0;
+    for (int g = 0; gc && g < ngc; g++) sum_c += gc[g] > 0 ? gc[g] : 0;
+    if ((gb && ngb > 0 && sum_b != nb) || (gc && ngc > 0 && sum_c != nc))
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "group sizes (%ld, %ld) do not add up to the sample counts (%d, %d)",
+                            sum_b, sum_c, nb, nc);
+    int *bsz = NULL, *boff = NULL, *csz = NULL, *coff = NULL;
+    int nbg = groups_of(gb, ngb, nb, &bsz, &boff), ncg = groups_of(gc, ngc, nc, &csz, &coff);
+    int maxg = 1;
+    for (int g = 0; g < nbg; g++) maxg = bsz[g] > maxg ? bsz[g] : maxg;
+    for (int g = 0; g < ncg; g++) maxg = csz[g] > maxg ? csz[g] : maxg;
+    size_t cap = (size_t)maxg * (size_t)(nbg > ncg ? (nbg > 1 ? nbg : 1) : (ncg > 1 ? ncg : 1));
+    if ((size_t)nb > cap) cap = (size_t)nb;
+    if ((size_t)nc > cap) cap = (size_t)nc;
+    double *tmp = nbg >= 0 && ncg >= 0 ? malloc(sizeof(double) * (cap + 1)) : NULL;
+    if (!tmp) {
+        free(bsz), free(boff), free(csz), free(coff);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory comparing samples");
+    }
     fa_gate_stats st;
     memset(&st, 0, sizeof st);
     st.n_base = nb;
     st.n_cand = nc;
+    st.runs_base = nbg;
+    st.runs_cand = ncg;
     st.confidence = confidence > 0 && confidence < 1 ? confidence : o->confidence;
     double thr = 1.0 + o->max_regression;
     int min_n = o->min_samples > 1 ? o->min_samples : 2;
-    double *tmp = malloc(sizeof(double) * (size_t)(nb > nc ? nb : nc) + sizeof(double));
-    if (!tmp) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory comparing samples");
     if (nb > 0) {
         memcpy(tmp, base, sizeof(double) * (size_t)nb);
         st.base_median_ns = fa_gate_median(tmp, nb);
@@ -143,44 +207,45 @@ fa_status fa_gate_compare_samples(fa_ctx *ctx, const double *base, int nb, const
         st.cand_median_ns = fa_gate_median(tmp, nc);
     } else st.cand_median_ns = NAN;
     st.ratio = nb > 0 && nc > 0 ? st.cand_median_ns / st.base_median_ns : NAN;
+    double *ratios = NULL;
+    long B = 0;
     if (nb < min_n || nc < min_n) {
-        free(tmp);
         st.lo = st.hi = NAN;
         st.verdict = FA_GATE_INCONCLUSIVE;
         st.suggested_iters = min_n > 20 ? min_n : 20;
-        *out = st;
-        return FA_OK;
+        goto done;
     }
     double alpha = 1.0 - st.confidence;
-    long B = o->resamples > 0 ? o->resamples : 2000;
+    B = o->resamples > 0 ? o->resamples : 2000;
     long need = (long)ceil(20.0 / alpha); /* >= 10 resamples beyond each percentile */
     if (B < need) B = need;
     if (B > 200000) B = 200000;
-    double *ratios = malloc(sizeof(double) * (size_t)B);
+    ratios = malloc(sizeof(double) * (size_t)B);
     if (!ratios) {
-        free(tmp);
+        free(tmp), free(bsz), free(boff), free(csz), free(coff);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for %ld bootstrap resamples", B);
     }
     fa_rng rng;
     fa_rng_seed(&rng, seed ^ 0x6761746500000000ull);
     for (long b = 0; b < B; b++) {
-        for (int i = 0; i < nb; i++) tmp[i] = base[rand_index(&rng, nb)];
-        double mb = fa_gate_median(tmp, nb);
-        for (int i = 0; i < nc; i++) tmp[i] = cand[rand_index(&rng, nc)];
-        double mc = fa_gate_median(tmp, nc);
+        int k = resample(&rng, base, bsz, boff, nbg, tmp);
+        double mb = fa_gate_median(tmp, k);
+        k = resample(&rng, cand, csz, coff, ncg, tmp);
+        double mc = fa_gate_median(tmp, k);
         ratios[b] = mc / mb;
     }
     qsort(ratios, (size_t)B, sizeof(double), cmp_double);
     st.lo = quantile_sorted(ratios, (int)B, alpha / 2);
     st.hi = quantile_sorted(ratios, (int)B, 1 - alpha / 2);
-    free(ratios);
-    free(tmp);
     if (st.lo > thr) st.verdict = FA_GATE_FAIL;
     else if (st.hi < thr) st.verdict = FA_GATE_PASS;
     else {
         st.verdict = FA_GATE_INCONCLUSIVE;
         suggest(&st, thr, nb < nc ? nb : nc);
     }
+done:
+    free(ratios);
+    free(tmp), free(bsz), free(boff), free(csz), free(coff);
     *out = st;
     return FA_OK;
 }
@@ -606,7 +671,9 @@ static void describe(fa_buf *b, const fa_gate_stats *s, const fa_gate_options *o
     fa_buf_printf(b, "median %.1f us -> %.1f us (%s", s->base_median_ns / 1e3, s->cand_median_ns / 1e3, r);
     if (isfinite(s->lo))
         fa_buf_printf(b, ", %.4g%% CI %s..%s", s->confidence * 100, lo, hi);
-    fa_buf_printf(b, "; %d vs %d iterations)", s->n_base, s->n_cand);
+    if (s->runs_base > 1 || s->runs_cand > 1)
+        fa_buf_printf(b, "; %d vs %d iterations in %d vs %d runs)", s->n_base, s->n_cand, s->runs_base, s->runs_cand);
+    else fa_buf_printf(b, "; %d vs %d iterations)", s->n_base, s->n_cand);
     double thr = o->max_regression * 100;
     switch (s->verdict) {
     case FA_GATE_FAIL:
@@ -626,17 +693,69 @@ static void describe(fa_buf *b, const fa_gate_stats *s, const fa_gate_options *o
     }
 }
 
+/* Samples of one side of a check, grouped by run (heap). */
+typedef struct pool {
+    double *v;
+    int n, cap;
+    int *g;                   /* samples per run */
+    int ng, gcap;
+    bool oom;
+} pool;
+
+/* Append one run's samples as a group; zero and negative values (a component that ran nothing
+ * in that iteration) are no latency samples and are dropped. */
+static void pool_add(pool *p, const double *v, int n)
+{
+    int kept = 0;
+    for (int i = 0; i < n && !p->oom; i++) {
+        if (!(v[i] > 0)) continue;
+        if (p->n == p->cap) {
+            int ncap = p->cap ? p->cap * 2 : 256;
+            double *nv = realloc(p->v, sizeof(double) * (size_t)ncap);
+            if (!nv) { p->oom = true; break; }
+            p->v = nv;
+            p->cap = ncap;
+        }
+        p->v[p->n++] = v[i];
+        kept++;
+    }
+    if (!kept || p->oom) return;
+    if (p->ng == p->gcap) {
+        int ncap = p->gcap ? p->gcap * 2 : 8;
+        int *ng = realloc(p->g, sizeof(int) * (size_t)ncap);
+        if (!ng) { p->oom = true; return; }
+        p->g = ng;
+        p->gcap = ncap;
+    }
+    p->g[p->ng++] = kept;
+}
+
+static void pool_free(pool *p)
+{
+    free(p->v);
+    free(p->g);
+    memset(p, 0, sizeof *p);
+}
+
+/* The runs of one side: r[0] is the primary (newest) run; plans, kernel counts and fusion checks
+ * read it, latency checks pool every run. */
+typedef struct side {
+    gate_run *r;
+    int n;
+} side;
+
 /* Compare two sample sets and add the check. For a component check (a cluster or op, a part of
  * an iteration whose baseline median is ref_ns > 0) a confident slowdown fails the build only
  * when it costs at least --min-share of the iteration at the interval's lower bound
  * ((lo - 1) * component median / iteration median); a smaller one warns. An inconclusive
  * component that could not cost --min-share even at the upper bound passes. */
-static fa_status latency_check(fa_ctx *ctx, fa_gate_report *r, const char *id, const char *name, const double *base,
-                               int nb, const double *cand, int nc, double confidence, double ref_ns,
-                               const char *extra)
+static fa_status latency_check(fa_ctx *ctx, fa_gate_report *r, const char *id, const char *name, const pool *pb,
+                               const pool *pc, double confidence, double ref_ns, const char *extra)
 {
     fa_gate_stats s;
-    CK(fa_gate_compare_samples(ctx, base, nb, cand, nc, &r->opt, confidence, check_seed(&r->opt, id), &s));
+    if (pb->oom || pc->oom) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory collecting samples");
+    CK(fa_gate_compare_grouped(ctx, pb->v, pb->n, pb->g, pb->ng, pc->v, pc->n, pc->g, pc->ng, &r->opt, confidence,
+                               check_seed(&r->opt, id), &s));
     fa_buf b;
     fa_buf_init(&b);
     describe(&b, &s, &r->opt);
@@ -678,28 +797,46 @@ static const char *which_missing(const gate_run *b, const gate_run *c, bool in_b
         if (!add_check(__VA_ARGS__)) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");                          \
     } while (0)
 
-static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc)
 {
     char w[160];
-    if (b->n_iter_ns && c->n_iter_ns)
-        CK(latency_check(ctx, r, "latency.e2e.unfused", "end-to-end latency (unfused)", b->iter_ns, b->n_iter_ns,
-                         c->iter_ns, c->n_iter_ns, 0, 0, NULL));
-    else
-        ADD(r, "latency.e2e.unfused", "latency", "end-to-end latency (unfused)", FA_GATE_SKIPPED,
-            "not measured in one of the runs: %s no per-iteration \"iteration\" records",
-            which_missing(b, c, b->n_iter_ns > 0, c->n_iter_ns > 0, w, sizeof w));
-    const double *bf = b->n_bench_fused ? b->bench_fused : b->fused_iter_ns;
-    int nbf = b->n_bench_fused ? b->n_bench_fused : b->n_fused_iter_ns;
-    const double *cf = c->n_bench_fused ? c->bench_fused : c->fused_iter_ns;
-    int ncf = c->n_bench_fused ? c->n_bench_fused : c->n_fused_iter_ns;
-    if (nbf && ncf)
-        CK(latency_check(ctx, r, "latency.e2e.fused", "end-to-end latency (fused)", bf, nbf, cf, ncf, 0, 0,
-                         b->n_bench_fused && c->n_bench_fused ? NULL : " (from the fused runs' iteration records)"));
-    else
-        ADD(r, "latency.e2e.fused", "latency", "end-to-end latency (fused)", FA_GATE_SKIPPED,
-            "not measured in one of the runs: %s no fused benchmark (run without --no-apply)",
-            which_missing(b, c, nbf > 0, ncf > 0, w, sizeof w));
-    return FA_OK;
+    const gate_run *b = &sb->r[0], *c = &sc->r[0];
+    pool pb = {0}, pc = {0};
+    for (int i = 0; i < sb->n; i++) pool_add(&pb, sb->r[i].iter_ns, sb->r[i].n_iter_ns);
+    for (int i = 0; i < sc->n; i++) pool_add(&pc, sc->r[i].iter_ns, sc->r[i].n_iter_ns);
+    fa_status s = FA_OK;
+    if (pb.n && pc.n)
+        s = latency_check(ctx, r, "latency.e2e.unfused", "end-to-end latency (unfused)", &pb, &pc, 0, 0, NULL);
+    else if (!add_check(r, "latency.e2e.unfused", "latency", "end-to-end latency (unfused)", FA_GATE_SKIPPED,
+                        "not measured in one of the runs: %s no per-iteration \"iteration\" records",
+                        which_missing(b, c, pb.n > 0, pc.n > 0, w, sizeof w)))
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    pool_free(&pb);
+    pool_free(&pc);
+    if (s) return s;
+    bool all_bench = true;
+    for (int k = 0; k < 2; k++) {
+        const side *sd = k ? sc : sb;
+        pool *p = k ? &pc : &pb;
+        for (int i = 0; i < sd->n; i++) {
+            const gate_run *g = &sd->r[i];
+            if (g->n_bench_fused) pool_add(p, g->bench_fused, g->n_bench_fused);
+            else if (g->n_fused_iter_ns) {
+                pool_add(p, g->fused_iter_ns, g->n_fused_iter_ns);
+                all_bench = false;
+            }
+        }
+    }
+    if (pb.n && pc.n)
+        s = latency_check(ctx, r, "latency.e2e.fused", "end-to-end latency (fused)", &pb, &pc, 0, 0,
+                          all_bench ? NULL : " (partly from the fused runs' iteration records)");
+    else if (!add_check(r, "latency.e2e.fused", "latency", "end-to-end latency (fused)", FA_GATE_SKIPPED,
+                        "not measured in one of the runs: %s no fused benchmark (run without --no-apply)",
+                        which_missing(b, c, pb.n > 0, pc.n > 0, w, sizeof w)))
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    pool_free(&pb);
+    pool_free(&pc);
+    return s;
 }
 
 static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
@@ -886,9 +1023,16 @@ static void component_samples(const gate_run *g, const component *k, double *out
     }
 }
 
-static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc)
 {
     char w[160];
+    const gate_run *b = &sb->r[0], *c = &sc->r[0];
+    int max_iters = 1;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < (k ? sc->n : sb->n); i++) {
+            const gate_run *g = k ? &sc->r[i] : &sb->r[i];
+            if (g->n_iters > max_iters) max_iters = g->n_iters;
+        }
     if (!b->n_ops || !c->n_ops) {
         ADD(r, "latency.component", "latency", "per-cluster / per-op latency (unfused kernels)", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no timed kernel records",
@@ -898,8 +1042,8 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run
     fa_arena *ar = r->arena;
     component *comp = fa_arena_alloc(ar, sizeof(component) * (size_t)(b->n_ops + b->n_clusters + 1));
     bool *used = fa_arena_alloc(ar, sizeof(bool) * (size_t)(b->n_ops + 1));
-    double *bs = fa_arena_alloc(ar, sizeof(double) * (size_t)(b->n_iters + 1));
-    double *cs = fa_arena_alloc(ar, sizeof(double) * (size_t)(c->n_iters + 1));
+    double *bs = fa_arena_alloc(ar, sizeof(double) * (size_t)(max_iters + 1));
+    double *cs = fa_arena_alloc(ar, sizeof(double) * (size_t)(max_iters + 1));
     if (!comp || !used || !bs || !cs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     int nc = 0;
     /* accepted clusters first, then the others; a node belongs to the first cluster naming it */
@@ -965,24 +1109,29 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run
     /* Bonferroni over the gating components keeps the family's false-alarm rate at alpha */
     double conf = 1.0 - (1.0 - r->opt.confidence) / (k_gating > 1 ? k_gating : 1);
     for (int i = 0; i < nc; i++) {
-        int npb, npc;
-        component_samples(b, &comp[i], bs, &npb);
+        int npc, np;
         component_samples(c, &comp[i], cs, &npc);
         if (!npc) {
             ADD(r, comp[i].key, "latency", comp[i].name, FA_GATE_SKIPPED,
                 "not measured in one of the runs: the candidate run %" PRId64 " ran no kernel of it", c->info.id);
             continue;
         }
-        /* drop iterations where the component ran nothing (a zero is no latency sample) */
-        int nb = 0, ncand = 0;
-        for (int t = 0; t < b->n_iters; t++)
-            if (bs[t] > 0) bs[nb++] = bs[t];
-        for (int t = 0; t < c->n_iters; t++)
-            if (cs[t] > 0) cs[ncand++] = cs[t];
+        pool pb = {0}, pc = {0};
+        for (int k = 0; k < sb->n; k++) {
+            component_samples(&sb->r[k], &comp[i], bs, &np);
+            pool_add(&pb, bs, sb->r[k].n_iters);
+        }
+        for (int k = 0; k < sc->n; k++) {
+            component_samples(&sc->r[k], &comp[i], cs, &np);
+            pool_add(&pc, cs, sc->r[k].n_iters);
+        }
         char extra[200] = "";
         if (npc < comp[i].n_ops)
             snprintf(extra, sizeof extra, " (the candidate ran kernels of %d of its %d ops)", npc, comp[i].n_ops);
-        CK(latency_check(ctx, r, comp[i].key, comp[i].name, bs, nb, cs, ncand, conf, ref, extra[0] ? extra : NULL));
+        fa_status s = latency_check(ctx, r, comp[i].key, comp[i].name, &pb, &pc, conf, ref, extra[0] ? extra : NULL);
+        pool_free(&pb);
+        pool_free(&pc);
+        if (s) return s;
     }
     /* fused clusters' own benchmarks, matched by label and members */
     int n_pairs = 0;
@@ -1006,7 +1155,18 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const gate_run
         char id[600], name[700];
         snprintf(id, sizeof id, "latency.cluster-fused:%s", bc->key);
         snprintf(name, sizeof name, "cluster %s [fused]", bc->display);
-        CK(latency_check(ctx, r, id, name, bc->fused, bc->n_fused, cc->fused, cc->n_fused, conf_f, ref_f, NULL));
+        pool pb = {0}, pc = {0};
+        for (int k = 0; k < 2; k++) {
+            const side *sd = k ? sc : sb;
+            for (int j = 0; j < sd->n; j++) {
+                const gate_cluster *m = find_cluster(&sd->r[j], bc->key);
+                if (m && m->n_fused) pool_add(k ? &pc : &pb, m->fused, m->n_fused);
+            }
+        }
+        fa_status s = latency_check(ctx, r, id, name, &pb, &pc, conf_f, ref_f, NULL);
+        pool_free(&pb);
+        pool_free(&pc);
+        if (s) return s;
     }
     if (b->plan_id && c->plan_id && !n_pairs)
         ADD(r, "latency.cluster-fused", "latency", "per-cluster fused benchmarks", FA_GATE_SKIPPED,
@@ -1021,53 +1181,66 @@ bool fa_gate_same_model(const fa_run_info *a, const fa_run_info *b)
     return a->model_path && b->model_path && !strcmp(a->model_path, b->model_path);
 }
 
-fa_status fa_gate_pick_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *tag, const char *exclude_tag,
-                           int64_t exclude_id, const fa_run_info *same_model, int64_t *out)
+fa_status fa_gate_pick_runs(fa_ctx *ctx, fa_store *st, const char *tag, const char *exclude_tag,
+                            const int64_t *exclude_ids, int n_exclude, const fa_run_info *same_model, int max,
+                            int64_t *out, int *n_out)
 {
     fa_arena *ar = fa_arena_create(4096);
     if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    if (run_id > 0) {
-        fa_run_info ri;
-        fa_status s = fa_store_get_run(ctx, st, run_id, ar, &ri);
-        fa_arena_free(ar);
-        if (!s) *out = run_id;
-        return s;
-    }
     sqlite3_stmt *q = NULL;
     fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(fa_store_db(st),
         "SELECT id FROM runs WHERE status='ok' AND kind<>'fused' ORDER BY id DESC", -1, &q, NULL));
-    int64_t found = -1;
+    int found = 0;
     int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while (!s && found < max && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         int64_t id = sqlite3_column_int64(q, 0);
-        if (id == exclude_id) continue;
+        bool skip = false;
+        for (int i = 0; i < n_exclude && !skip; i++) skip = exclude_ids[i] == id;
+        if (skip) continue;
         fa_run_info ri;
         s = fa_store_get_run(ctx, st, id, ar, &ri);
         if (s) break;
         if (tag && !(ri.tag && !strcmp(ri.tag, tag))) continue;
         if (exclude_tag && ri.tag && !strcmp(ri.tag, exclude_tag)) continue;
         if (same_model && !fa_gate_same_model(&ri, same_model)) continue;
-        found = id;
-        break;
+        out[found++] = id;
     }
     if (!s && rc != SQLITE_ROW && rc != SQLITE_DONE) s = FA_SQL_CHECK(ctx, st, rc);
     sqlite3_finalize(q);
     fa_arena_free(ar);
     if (s) return s;
-    if (found < 0) {
+    if (!found) {
         fa_buf b;
         fa_buf_init(&b);
         fa_buf_printf(&b, "%s: no finished run", fa_store_path(st));
         if (tag) fa_buf_printf(&b, " with tag '%s'", tag);
         if (exclude_tag) fa_buf_printf(&b, " without tag '%s'", exclude_tag);
-        if (exclude_id > 0) fa_buf_printf(&b, " other than run %" PRId64, exclude_id);
+        for (int i = 0; i < n_exclude; i++)
+            fa_buf_printf(&b, "%s%" PRId64, i ? ", " : " other than run ", exclude_ids[i]);
         if (same_model) fa_buf_printf(&b, " of model %s", same_model->model_path ? same_model->model_path : "?");
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s", b.data ? b.data : "no matching run");
         fa_buf_free(&b);
         return s;
     }
-    *out = found;
+    *n_out = found;
     return FA_OK;
+}
+
+fa_status fa_gate_pick_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *tag, const char *exclude_tag,
+                           int64_t exclude_id, const fa_run_info *same_model, int64_t *out)
+{
+    if (run_id > 0) {
+        fa_arena *ar = fa_arena_create(4096);
+        if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        fa_run_info ri;
+        fa_status s = fa_store_get_run(ctx, st, run_id, ar, &ri);
+        fa_arena_free(ar);
+        if (!s) *out = run_id;
+        return s;
+    }
+    int n = 0;
+    return fa_gate_pick_runs(ctx, st, tag, exclude_tag, exclude_id > 0 ? &exclude_id : NULL, exclude_id > 0, same_model,
+                             1, out, &n);
 }
 
 void fa_gate_report_free(fa_gate_report *r)
@@ -1081,6 +1254,13 @@ void fa_gate_report_free(fa_gate_report *r)
 fa_status fa_gate_run(fa_ctx *ctx, fa_store *bst, int64_t base_id, fa_store *cst, int64_t cand_id,
                       const fa_gate_options *o, fa_gate_report **out)
 {
+    return fa_gate_run_multi(ctx, bst, &base_id, 1, cst, &cand_id, 1, o, out);
+}
+
+fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids, int n_base, fa_store *cst,
+                            const int64_t *cand_ids, int n_cand, const fa_gate_options *o, fa_gate_report **out)
+{
+    if (n_base < 1 || n_cand < 1) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "gate: no baseline or candidate run");
     fa_gate_report *r = calloc(1, sizeof *r);
     if (!r || !(r->arena = fa_arena_create(1 << 16))) {
         free(r);
@@ -1088,42 +1268,62 @@ fa_status fa_gate_run(fa_ctx *ctx, fa_store *bst, int64_t base_id, fa_store *cst
     }
     if (o) r->opt = *o;
     else fa_gate_options_default(&r->opt);
-    gate_run b, c;
-    fa_status s = load_run(ctx, bst, base_id, r->arena, &b);
-    if (!s) s = load_run(ctx, cst, cand_id, r->arena, &c);
-    if (!s && !fa_gate_same_model(&b.info, &c.info))
-        s = fa_ctx_error(ctx, FA_ERR_INPUT,
-                         "runs of different models: baseline run %" PRId64 " (%s) is %s%s%s, candidate run %" PRId64
-                         " (%s) is %s%s%s; the gate compares runs of one model",
-                         base_id, b.path, b.info.model_path ? b.info.model_path : "?", b.info.model_sha256 ? " sha256 " : "",
-                         b.info.model_sha256 ? b.info.model_sha256 : "", cand_id, c.path,
-                         c.info.model_path ? c.info.model_path : "?", c.info.model_sha256 ? " sha256 " : "",
-                         c.info.model_sha256 ? c.info.model_sha256 : "");
-    if (!s && b.info.target && c.info.target && strcmp(b.info.target, c.info.target))
-        s = fa_ctx_error(ctx, FA_ERR_INPUT,
-                         "runs on different targets: baseline run %" PRId64 " ran on %s, candidate run %" PRId64
-                         " on %s; latencies are not comparable",
-                         base_id, b.info.target, cand_id, c.info.target);
+    side sb = {fa_arena_alloc(r->arena, sizeof(gate_run) * (size_t)n_base), n_base};
+    side sc = {fa_arena_alloc(r->arena, sizeof(gate_run) * (size_t)n_cand), n_cand};
+    r->baseline_runs = fa_arena_alloc(r->arena, sizeof(int64_t) * (size_t)n_base);
+    r->candidate_runs = fa_arena_alloc(r->arena, sizeof(int64_t) * (size_t)n_cand);
+    fa_status s = sb.r && sc.r && r->baseline_runs && r->candidate_runs ? FA_OK
+                                                                         : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n_base && !s; i++) s = load_run(ctx, bst, base_ids[i], r->arena, &sb.r[i]);
+    for (int i = 0; i < n_cand && !s; i++) s = load_run(ctx, cst, cand_ids[i], r->arena, &sc.r[i]);
+    const gate_run *b = &sb.r[0], *c = &sc.r[0];
+    for (int k = 0; k < n_base + n_cand && !s; k++) {
+        const gate_run *g = k < n_base ? &sb.r[k] : &sc.r[k - n_base];
+        const char *role = k < n_base ? "baseline" : "candidate";
+        if (g->info.status && strcmp(g->info.status, "ok"))
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s run %" PRId64 " is '%s'%s%s: gate finished runs", g->path, role,
+                             g->info.id, g->info.status, g->info.error ? ": " : "", g->info.error ? g->info.error : "");
+        else if (!fa_gate_same_model(&b->info, &g->info))
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "runs of different models: baseline run %" PRId64 " (%s) is %s%s%s, %s run %" PRId64
+                             " (%s) is %s%s%s; the gate compares runs of one model",
+                             b->info.id, b->path, b->info.model_path ? b->info.model_path : "?",
+                             b->info.model_sha256 ? " sha256 " : "", b->info.model_sha256 ? b->info.model_sha256 : "",
+                             role, g->info.id, g->path, g->info.model_path ? g->info.model_path : "?",
+                             g->info.model_sha256 ? " sha256 " : "", g->info.model_sha256 ? g->info.model_sha256 : "");
+        else if (b->info.target && g->info.target && strcmp(b->info.target, g->info.target))
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "runs on different targets: baseline run %" PRId64 " ran on %s, %s run %" PRId64
+                             " on %s; latencies are not comparable",
+                             b->info.id, b->info.target, role, g->info.id, g->info.target);
+    }
     if (s) {
         fa_gate_report_free(r);
         return s;
     }
-    r->baseline = b.info;
-    r->candidate = c.info;
-    r->baseline_db = fa_arena_strdup(r->arena, b.path);
-    r->candidate_db = fa_arena_strdup(r->arena, c.path);
-    if (b.info.device_name && c.info.device_name && strcmp(b.info.device_name, c.info.device_name))
-        note(r, "different devices: baseline on %s, candidate on %s; latency changes may be the machine's", b.info.device_name,
-             c.info.device_name);
-    if (b.info.threads && c.info.threads && b.info.threads != c.info.threads)
-        note(r, "different thread counts: baseline %d, candidate %d", b.info.threads, c.info.threads);
-    if (b.kpi_min != b.kpi_max && b.kpi_mode >= 0)
-        note(r, "the baseline's iterations ran %d..%d kernels", b.kpi_min, b.kpi_max);
-    if (base_id == cand_id && !strcmp(b.path, c.path)) note(r, "baseline and candidate are the same run");
-    s = check_e2e(ctx, r, &b, &c);
-    if (!s) s = check_kernels(ctx, r, &b, &c);
-    if (!s) s = check_fusion(ctx, r, &b, &c);
-    if (!s) s = check_components(ctx, r, &b, &c);
+    r->baseline = b->info;
+    r->candidate = c->info;
+    r->n_baseline_runs = n_base;
+    r->n_candidate_runs = n_cand;
+    memcpy(r->baseline_runs, base_ids, sizeof(int64_t) * (size_t)n_base);
+    memcpy(r->candidate_runs, cand_ids, sizeof(int64_t) * (size_t)n_cand);
+    r->baseline_db = fa_arena_strdup(r->arena, b->path);
+    r->candidate_db = fa_arena_strdup(r->arena, c->path);
+    if (b->info.device_name && c->info.device_name && strcmp(b->info.device_name, c->info.device_name))
+        note(r, "different devices: baseline on %s, candidate on %s; latency changes may be the machine's",
+             b->info.device_name, c->info.device_name);
+    if (b->info.threads && c->info.threads && b->info.threads != c->info.threads)
+        note(r, "different thread counts: baseline %d, candidate %d", b->info.threads, c->info.threads);
+    if (b->kpi_min != b->kpi_max && b->kpi_mode >= 0)
+        note(r, "the baseline's iterations ran %d..%d kernels", b->kpi_min, b->kpi_max);
+    if (base_ids[0] == cand_ids[0] && !strcmp(b->path, c->path)) note(r, "baseline and candidate are the same run");
+    if (n_base > 1 || n_cand > 1)
+        note(r, "latency pools %d baseline and %d candidate runs (two-stage bootstrap: runs, then iterations); "
+                "plans, kernel counts and fusion come from the newest run of each side", n_base, n_cand);
+    s = check_e2e(ctx, r, &sb, &sc);
+    if (!s) s = check_kernels(ctx, r, b, c);
+    if (!s) s = check_fusion(ctx, r, b, c);
+    if (!s) s = check_components(ctx, r, &sb, &sc);
     if (s) {
         fa_gate_report_free(r);
         return s;
@@ -1201,9 +1401,18 @@ static void change_cols(const fa_gate_check *c, char *chg, size_t n1, char *ci, 
     }
 }
 
-static void run_line(fa_buf *b, const char *role, const fa_run_info *ri, const char *db)
+/* ", with runs 4, 3" when a side pools several runs. */
+static void more_runs(fa_buf *b, const int64_t *ids, int n)
 {
-    fa_buf_printf(b, "%s: run %" PRId64 " of %s", role, ri->id, ri->model_path ? ri->model_path : "?");
+    for (int i = 1; i < n; i++) fa_buf_printf(b, "%s%" PRId64, i == 1 ? " (pooled with run " : ", ", ids[i]);
+    if (n > 1) fa_buf_puts(b, ")");
+}
+
+static void run_line(fa_buf *b, const char *role, const fa_run_info *ri, const char *db, const int64_t *ids, int n)
+{
+    fa_buf_printf(b, "%s: run %" PRId64, role, ri->id);
+    more_runs(b, ids, n);
+    fa_buf_printf(b, " of %s", ri->model_path ? ri->model_path : "?");
     if (ri->tag) fa_buf_printf(b, " (tag %s)", ri->tag);
     fa_buf_printf(b, " on %s/%s in %s\n", ri->target ? ri->target : "?", ri->device_name ? ri->device_name : "?", db);
 }
@@ -1218,8 +1427,8 @@ static const char *overall_word(const fa_gate_report *r)
 void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
 {
     fa_buf_puts(b, "fuse-advise gate\n");
-    run_line(b, "  baseline ", &r->baseline, r->baseline_db);
-    run_line(b, "  candidate", &r->candidate, r->candidate_db);
+    run_line(b, "  baseline ", &r->baseline, r->baseline_db, r->baseline_runs, r->n_baseline_runs);
+    run_line(b, "  candidate", &r->candidate, r->candidate_db, r->candidate_runs, r->n_candidate_runs);
     fa_buf_printf(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
                   r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
     int wname = 5;
@@ -1339,7 +1548,9 @@ void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b)
                   overall_word(r));
     for (int k = 0; k < 2; k++) {
         const fa_run_info *ri = k ? &r->candidate : &r->baseline;
-        fa_buf_printf(b, "- **%s**: run %" PRId64 " of ", k ? "Candidate" : "Baseline", ri->id);
+        fa_buf_printf(b, "- **%s**: run %" PRId64, k ? "Candidate" : "Baseline", ri->id);
+        more_runs(b, k ? r->candidate_runs : r->baseline_runs, k ? r->n_candidate_runs : r->n_baseline_runs);
+        fa_buf_puts(b, " of ");
         md(b, ri->model_path);
         if (ri->tag) {
             fa_buf_puts(b, " (tag ");
@@ -1426,7 +1637,11 @@ void fa_gate_render_json(const fa_gate_report *r, fa_buf *b)
         jstr(b, ri->target);
         fa_buf_puts(b, ",\"device_name\":");
         jstr(b, ri->device_name);
-        fa_buf_printf(b, ",\"iters\":%d}", ri->iters);
+        fa_buf_printf(b, ",\"iters\":%d,\"runs\":[", ri->iters);
+        int nr = k ? r->n_candidate_runs : r->n_baseline_runs;
+        const int64_t *ids = k ? r->candidate_runs : r->baseline_runs;
+        for (int i = 0; i < nr; i++) fa_buf_printf(b, "%s%" PRId64, i ? "," : "", ids[i]);
+        fa_buf_puts(b, "]}");
     }
     fa_buf_puts(b, ",\"counts\":{");
     for (int v = 0; v < FA_GATE_VERDICT_COUNT; v++)
@@ -1463,7 +1678,8 @@ void fa_gate_render_json(const fa_gate_report *r, fa_buf *b)
             jnum(b, s->hi);
             fa_buf_puts(b, ",\"confidence\":");
             jnum(b, s->confidence);
-            fa_buf_printf(b, ",\"suggested_iters\":%d}", s->suggested_iters);
+            fa_buf_printf(b, ",\"runs_base\":%d,\"runs_cand\":%d,\"suggested_iters\":%d}", s->runs_base, s->runs_cand,
+                          s->suggested_iters);
         }
         fa_buf_puts(b, "}");
     }

@@ -47,6 +47,7 @@ typedef struct fa_gate_stats {
     double lo, hi;            /* percentile-bootstrap CI of the ratio at `confidence` */
     double confidence;        /* the level actually used (Bonferroni-corrected for families) */
     fa_gate_verdict verdict;  /* PASS, FAIL or INCONCLUSIVE */
+    int runs_base, runs_cand; /* runs (sample groups) on each side, 1 for plain samples */
     int suggested_iters;      /* INCONCLUSIVE: iterations per run that would bring the CI's
                                  relevant half-width under the gap to the threshold, assuming the
                                  observed spread; -1 when the ratio sits on the threshold (no
@@ -67,6 +68,17 @@ typedef struct fa_gate_stats {
 fa_status fa_gate_compare_samples(fa_ctx *ctx, const double *base, int nb, const double *cand, int nc,
                                   const fa_gate_options *o, double confidence, uint64_t seed,
                                   fa_gate_stats *out);
+
+/* The same decision for samples from several runs per side: gb[0..ngb) (gc[0..ngc)) are the
+ * sample counts of each run, in order, adding up to nb (nc); NULL/0 = one run. The bootstrap
+ * is two-stage (runs with replacement, then iterations within each drawn run; Davison &
+ * Hinkley 1997, section 3.8), so run-to-run variation (another process, another moment on the
+ * machine) widens the interval instead of passing for a regression. With one run per side it
+ * is exactly fa_gate_compare_samples. Errors as above; FA_ERR_INTERNAL when the group sizes do
+ * not add up. */
+fa_status fa_gate_compare_grouped(fa_ctx *ctx, const double *base, int nb, const int *gb, int ngb, const double *cand,
+                                  int nc, const int *gc, int ngc, const fa_gate_options *o, double confidence,
+                                  uint64_t seed, fa_gate_stats *out);
 
 /* Median of v[0..n) (the mean of the two middle values for even n); v is reordered.
  * n = 0 gives NAN. */
@@ -91,7 +103,9 @@ typedef struct fa_gate_report {
     fa_arena *arena;
     fa_gate_options opt;
     const char *baseline_db, *candidate_db;
-    fa_run_info baseline, candidate;
+    fa_run_info baseline, candidate;   /* the primary (first given, newest picked) run of each side */
+    int n_baseline_runs, n_candidate_runs;
+    int64_t *baseline_runs, *candidate_runs; /* every run of each side, primary first (arena) */
     int n_checks;
     fa_gate_check *checks;   /* in report order (heap, owned) */
     int cap_checks;
@@ -111,6 +125,13 @@ void fa_gate_report_free(fa_gate_report *r);
 fa_status fa_gate_pick_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *tag, const char *exclude_tag,
                            int64_t exclude_id, const fa_run_info *same_model, int64_t *out);
 
+/* Up to `max` runs for one side, newest first, with the criteria of fa_gate_pick_run (no
+ * explicit id; exclude_ids[0..n_exclude) skipped). *n_out >= 1 on success; FA_ERR_INPUT naming
+ * the file and the criteria when none matches. out[] holds max ids. */
+fa_status fa_gate_pick_runs(fa_ctx *ctx, fa_store *st, const char *tag, const char *exclude_tag,
+                            const int64_t *exclude_ids, int n_exclude, const fa_run_info *same_model, int max,
+                            int64_t *out, int *n_out);
+
 /* Same model: both SHA-256 known → equal hashes; otherwise equal model paths. */
 bool fa_gate_same_model(const fa_run_info *a, const fa_run_info *b);
 
@@ -119,11 +140,19 @@ bool fa_gate_same_model(const fa_run_info *a, const fa_run_info *b);
  * "iteration" records with iter >= 0), the newest plan of each run (plans.options_json labels,
  * clusters, fused_kernels), benchmarks of that plan, and the run of kind 'fused' tagged
  * "fused-of:<id>". Whatever one run lacks becomes a SKIPPED check that says so.
- * Errors: FA_ERR_INPUT when a run is absent, is a 'fused' run, or the runs are of different
- * models or targets (the message names both); FA_ERR_IO/FA_ERR_NOMEM. *out owned by the
+ * Errors: FA_ERR_INPUT when a run is absent, not finished ('ok'), a 'fused' run, or the runs are
+ * of different models or targets (the message names both); FA_ERR_IO/FA_ERR_NOMEM. *out owned by the
  * caller (fa_gate_report_free). */
 fa_status fa_gate_run(fa_ctx *ctx, fa_store *bst, int64_t base_id, fa_store *cst, int64_t cand_id,
                       const fa_gate_options *o, fa_gate_report **out);
+
+/* fa_gate_run over several runs per side (base_ids[0] and cand_ids[0] are the primary runs:
+ * plans, kernel counts, fusion and registers come from them). Latency checks pool the
+ * per-iteration samples of every run of a side, grouped by run, and decide with the two-stage
+ * bootstrap of fa_gate_compare_grouped. Every run must be finished ('ok') and of the primary
+ * baseline's model and target (FA_ERR_INPUT otherwise). */
+fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids, int n_base, fa_store *cst,
+                            const int64_t *cand_ids, int n_cand, const fa_gate_options *o, fa_gate_report **out);
 
 /* Renderers; each appends to b.
  * text: a terminal table (verdict, check, ratio and CI, message) and the overall verdict.
