@@ -97,6 +97,8 @@ fa_status fa_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const
     nvrtcProgram prog = NULL;
     NVRTC_CHECK(ctx, st, nvrtcCreateProgram(&prog, src, "fa_fused.cu", 0, NULL, NULL));
     if (st) return st;
+    /* checked below, after the log is read: a compile error is reported with its log */
+    const int cr_line = __LINE__ + 1;
     nvrtcResult cr = nvrtcCompileProgram(prog, (int)(sizeof opts / sizeof opts[0]), opts);
     size_t log_len = 0;
     char *log = NULL;
@@ -111,8 +113,8 @@ fa_status fa_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const
         }
     }
     if (!st && cr != NVRTC_SUCCESS)
-        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "NVRTC compile of %s for %s failed (%s): %.1500s", name, a,
-                          nvrtcGetErrorString(cr), log ? log : "");
+        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "%s:%d: nvrtcCompileProgram(%s, %s) failed: %s: %.1500s", __FILE__,
+                          cr_line, name, archopt, nvrtcGetErrorString(cr), log ? log : "");
     uint8_t *bin = NULL;
     size_t bin_len = 0;
     if (!st) {
