@@ -51,6 +51,10 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph
                                 const struct fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
                                 int max_ops, int max_inputs, int iters, int warmup);
 
+/* Trace import + op-level advice (cli/cmd_import.c): returns an exit code. */
+int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db, bool json, const char *out_dir);
+int fa_cli_trace_advise_stored(fa_ctx *ctx, struct fa_store *st, int64_t run_id, bool json);
+
 /* True when stderr is a terminal (progress bars allowed). */
 bool fa_cli_is_tty(void);
 /* A log sink that prints warnings/info to stderr. */

@@ -75,6 +75,13 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
     fa_ceilings c;
     fa_analysis *a = NULL;
     s = fa_store_get_run(ctx, st, run_id, ar, &ri);
+    if (!s && ri.kind && (!strcmp(ri.kind, "import") || !strcmp(ri.kind, "trace"))) {
+        /* a trace has no model graph: the op-level trace advice is its analysis */
+        rc = fa_cli_trace_advise_stored(ctx, st, run_id, json);
+        fa_arena_free(ar);
+        fa_store_close(st);
+        return rc;
+    }
     if (!s) s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);
     if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
     if (!s && !fa_store_readonly(st)) s = fa_analysis_save(ctx, st, a);

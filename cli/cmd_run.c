@@ -11,6 +11,7 @@
 #include "analyzer/analyzer.h"
 #include "applier/applier.h"
 #include "reports/reports.h"
+#include "collector/import/import.h"
 #include "cli.h"
 #include "collector/collector.h"
 #include "roofline/roofline.h"
@@ -285,6 +286,22 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         else return fa_cli_usage("run", "unexpected argument '%s'", argv[i]);
     }
     if (!model) return fa_cli_usage("run", "missing MODEL");
+    /* A trace instead of a model: import -> trace analysis -> advice -> reports. */
+    if (strncmp(model, "zoo:", 4) != 0) {
+        fa_import_kind k = fa_import_detect(model);
+        if (k == FA_IMPORT_KINETO_JSON || k == FA_IMPORT_KINETO_JSON_GZ || k == FA_IMPORT_NSYS_SQLITE) {
+            char ob[4096];
+            if (!out_dir) {
+                default_out_dir(model, ob, sizeof ob);
+                out_dir = ob;
+            }
+            if (!mkdirs(out_dir)) {
+                fprintf(stderr, "fuse-advise: error: %s: cannot create output folder\n", out_dir);
+                return 1;
+            }
+            return fa_cli_import_and_advise(ctx, model, db, false, out_dir);
+        }
+    }
 
     progress prog = {.tty = fa_cli_is_tty()};
     fa_load_options lo = fa_cli_load_options(&mo);
