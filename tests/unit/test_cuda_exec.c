@@ -21,7 +21,7 @@ int main(void)
 
 #include "collector/cupti/cupti.h"
 #include "roofline/cuda_ceilings.h"
-#include "runtime/cuda/cuda.h"
+#include "runtime/cuda/cuda-impl.h"
 
 /* Set in main before any loader call: the loader must then fail on every machine. */
 #define MISSING_DRIVER "/nonexistent/fa-test/libcuda.so.1"
@@ -527,6 +527,19 @@ static void test_emulated_conv_groups_stride_pads_bias(void **s)
     op_check(&t);
 }
 
+/* cuDNN is loaded at run time; its library is part of the toolkit, so loading works without a
+ * GPU (creating a handle would not). */
+static void test_cudnn_loads_by_dlopen_without_gpu(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_status st = fa_cudnn_load(ctx);
+    if (st) fail_msg("%s", fa_ctx_errmsg(ctx));
+    assert_true(fa_cudnn_version() >= 90000);
+    fprintf(stderr, "  cuDNN %zu loaded\n", fa_cudnn_version());
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     setenv("FA_CUDA_DRIVER", MISSING_DRIVER, 1);
@@ -541,6 +554,7 @@ int main(void)
         cmocka_unit_test(test_unsupported_op_named_with_node_and_target),
         cmocka_unit_test(test_executor_range_name_attributes_kernel_to_node),
         cmocka_unit_test(test_ceilings_without_gpu_unsupported_and_theoretical_limits_stored),
+        cmocka_unit_test(test_cudnn_loads_by_dlopen_without_gpu),
         cmocka_unit_test(test_emulated_plan_mlp_tiny_matches_cpu),
         cmocka_unit_test(test_emulated_plan_convnet_tiny_matches_cpu),
         cmocka_unit_test(test_emulated_plan_bert_layer_matches_cpu),
