@@ -100,6 +100,30 @@ fa_status fa_cupti_stop(fa_ctx *ctx, fa_trace **out, fa_cupti_stats *stats, char
 /* True between a successful fa_cupti_start and fa_cupti_stop. */
 bool fa_cupti_active(void);
 
+/* ---- collection over our own executor (collector/cupti/collect.c; not in the injection
+ *      library) ---- */
+
+/* Route NVTX to CUPTI in this process: set NVTX_INJECTION64_PATH to the loaded libcupti's path
+ * unless already set. Must run before the process's first NVTX call (the executor's first run);
+ * returns false when the path cannot be found or the variable was already set elsewhere. */
+bool fa_cupti_route_nvtx(void);
+
+/* Give every record whose start lies in window i ([win_start[i], win_end[i]], CUPTI clock, ns)
+ * iter = i (others -1), add one FA_ACT_RANGE "iteration" record per window, and put each
+ * attributed node's registry cost (costs[node], may be NULL) on its first kernel of each
+ * iteration only, so a node that launches several kernels counts its bytes/FLOPs once.
+ * n_costs bounds the node ids. */
+fa_status fa_cupti_label_iterations(fa_ctx *ctx, fa_trace *t, const uint64_t *win_start, const uint64_t *win_end,
+                                    int n_windows, const fa_op_cost *costs, int n_costs);
+
+/* Like fa_collect_cpu, with GPU timings from CUPTI: route NVTX, run `warmup` untraced
+ * iterations, start the collector, run `iters` timed iterations (each bracketed by
+ * cuptiGetTimestamp; fa_exec_run synchronizes), stop, label iterations and costs. Kernels are
+ * attributed to nodes through the executor's NVTX ranges. FA_ERR_UNSUPPORTED when CUPTI
+ * cannot start (no driver). *out owned by the caller. */
+fa_status fa_collect_cupti(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
+                           fa_progress_fn progress, void *progress_user, fa_trace **out);
+
 /* Environment variable naming the trace file the injection library writes at exit. */
 #define FA_CUPTI_OUT_ENV "FA_CUPTI_OUT"
 

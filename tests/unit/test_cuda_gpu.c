@@ -152,6 +152,52 @@ static void test_ceilings_measured_and_stored_with_clocks(void **s)
     fa_ctx_free(ctx);
 }
 
+/* fa_collect_cupti through the generic executor API (needs runtime/exec.c to dispatch
+ * FA_TARGET_CUDA; skipped until it does): iterations labelled, kernels attributed, costs once. */
+static void test_collect_cupti_over_cuda_target_labels_iterations_and_nodes(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    fa_load_options lo = {.batch = 1};
+    assert_int_equal(fa_graph_load(ctx, "zoo:bert-layer", &lo, &g), FA_OK);
+    fa_exec *e = NULL;
+    fa_exec_options o = {.target = FA_TARGET_CUDA};
+    fa_status st = fa_exec_create(ctx, g, &o, &e);
+    if (st && strstr(fa_ctx_errmsg(ctx), "no executor")) {
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+        skip();
+    }
+    if (st) fail_msg("%s", fa_ctx_errmsg(ctx));
+    assert_int_equal(fa_exec_fill_inputs(ctx, e, 3), FA_OK);
+    fa_trace *t = NULL;
+    st = fa_collect_cupti(ctx, e, g, 2, 3, NULL, NULL, &t);
+    if (st) fail_msg("%s", fa_ctx_errmsg(ctx));
+    int per_iter[3] = {0}, attributed = 0, ranges = 0, nvtx = 0;
+    uint64_t flops = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind == FA_ACT_RANGE && a->name && !strcmp(a->name, "iteration")) ranges++;
+        else if (a->kind == FA_ACT_RANGE) nvtx++;
+        if (a->kind != FA_ACT_KERNEL || a->iter < 0) continue;
+        assert_true(a->iter < 3);
+        per_iter[a->iter]++;
+        if (a->node >= 0) attributed++;
+        if (a->iter == 0) flops += a->flops;
+    }
+    fprintf(stderr, "  bert-layer on cuda: %d/%d/%d kernels per iteration, %d attributed, %.3g FLOP in iteration 0\n",
+            per_iter[0], per_iter[1], per_iter[2], attributed, (double)flops);
+    assert_int_equal(ranges, 3);
+    assert_true(per_iter[0] > 0 && per_iter[0] == per_iter[1] && per_iter[1] == per_iter[2]);
+    if (nvtx) assert_true(attributed * 2 >= per_iter[0] * 3);
+    else fprintf(stderr, "  no NVTX ranges reached CUPTI: kernels not attributed to nodes\n");
+    fa_trace_free(t);
+    fa_exec_free(e);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     if (fa_cuda_device_count() < 1) {
@@ -171,6 +217,7 @@ int main(void)
         cmocka_unit_test(test_resnet50_matches_cpu),
         cmocka_unit_test(test_cupti_attributes_executor_kernels_to_nodes),
         cmocka_unit_test(test_ceilings_measured_and_stored_with_clocks),
+        cmocka_unit_test(test_collect_cupti_over_cuda_target_labels_iterations_and_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -560,6 +560,71 @@ static void test_trace_verb_stores_run_and_reports_command_exit_status(void **s)
     free(err);
 }
 
+static void test_iterations_labelled_and_node_cost_on_first_kernel_only(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = fa_trace_create("cupti");
+    struct { uint64_t start; int node; } ks[] = {{50, 0}, {110, 0}, {120, 0}, {130, 1}, {210, 0}, {220, 1}, {400, 1}};
+    for (size_t i = 0; i < sizeof ks / sizeof ks[0]; i++) {
+        fa_activity a = fa_activity_init(FA_ACT_KERNEL);
+        a.name = fa_trace_intern(t, "k");
+        a.node = ks[i].node;
+        a.start_ns = ks[i].start;
+        a.end_ns = ks[i].start + 5;
+        assert_non_null(fa_trace_add(t, &a));
+    }
+    uint64_t ws[] = {100, 200}, we[] = {190, 290};
+    fa_op_cost costs[2] = {{.flops = 1000, .bytes_read = 64, .bytes_written = 32}, {.flops = 7, .bytes_read = 8, .bytes_written = 4}};
+    assert_int_equal(fa_cupti_label_iterations(ctx, t, ws, we, 2, costs, 2), FA_OK);
+    assert_int_equal(t->n_acts, 9);
+    int want_iter[] = {-1, 0, 0, 0, 1, 1, -1};
+    uint64_t want_flops[] = {0, 1000, 0, 7, 1000, 7, 0};
+    for (int i = 0; i < 7; i++) {
+        assert_int_equal(t->acts[i].iter, want_iter[i]);
+        assert_int_equal(t->acts[i].flops, want_flops[i]);
+    }
+    assert_int_equal(t->acts[1].bytes_read, 64);
+    assert_int_equal(t->acts[2].bytes_read, 0);
+    for (int w = 0; w < 2; w++) {
+        const fa_activity *r = &t->acts[7 + w];
+        assert_int_equal(r->kind, FA_ACT_RANGE);
+        assert_string_equal(r->name, "iteration");
+        assert_int_equal(r->iter, w);
+        assert_int_equal(r->start_ns, ws[w]);
+        assert_int_equal(r->end_ns, we[w]);
+    }
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
+/* The CUPTI collection over an executor refuses cleanly without a driver, after routing NVTX. */
+static void test_collect_cupti_without_driver_is_unsupported(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    assert_int_equal(fa_graph_load(ctx, "zoo:mlp-tiny", NULL, &g), FA_OK);
+    fa_exec *e = NULL;
+    assert_int_equal(fa_exec_create(ctx, g, NULL, &e), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(ctx, e, 1), FA_OK);
+    fa_trace *t = NULL;
+    fa_status st = fa_collect_cupti(ctx, e, g, 1, 2, NULL, NULL, &t);
+    if (st == FA_OK) { /* a GPU machine: CUPTI started; a cpu executor launches no kernels */
+        assert_non_null(t);
+        assert_int_equal(t->n_iters, 2);
+        fa_trace_free(t);
+    } else {
+        assert_int_equal(st, FA_ERR_UNSUPPORTED);
+        assert_null(t);
+        assert_false(fa_cupti_active());
+    }
+    assert_non_null(getenv("NVTX_INJECTION64_PATH")); /* ours, or a profiler's set before us */
+    fa_exec_free(e);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -574,6 +639,8 @@ int main(void)
         cmocka_unit_test(test_trace_file_round_trips_records_stats_and_notes),
         cmocka_unit_test(test_start_without_driver_fails_cleanly_or_runs_on_gpu),
         cmocka_unit_test(test_trace_verb_stores_run_and_reports_command_exit_status),
+        cmocka_unit_test(test_iterations_labelled_and_node_cost_on_first_kernel_only),
+        cmocka_unit_test(test_collect_cupti_without_driver_is_unsupported),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
