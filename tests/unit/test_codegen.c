@@ -499,6 +499,187 @@ static void test_numerics_where_bool_input(void **s)
     check_numerics(t, "Where(bool [5,1], x, y)");
 }
 
+/* ---- the generated CUDA, run on the host ----
+ * No GPU here: the .cu source is compiled as C++ with a shim that maps the CUDA built-ins used by
+ * the generated kernels onto the host — one POSIX thread per CUDA thread for row kernels (a
+ * block-wide barrier for __syncthreads, and for each __shfl_xor_sync, which every thread of a
+ * block calls uniformly in the generated block reductions), a plain loop over (block, thread)
+ * for the grid-stride elementwise kernels, __shared__ as function statics (blocks run one after
+ * the other). This checks the kernels' index arithmetic, row/block decomposition and reduction
+ * tree against the unfused graph; not the device compiler, timing or warp scheduling. */
+static const char CUDA_SHIM[] =
+    "#include <math.h>\n#include <pthread.h>\n#include <stdint.h>\n#include <string.h>\n"
+    "struct fa_dim3 { unsigned x, y, z; };\n"
+    "static thread_local fa_dim3 threadIdx, blockIdx;\n"
+    "static fa_dim3 blockDim, gridDim;\n"
+    "static pthread_barrier_t fa_bar;\n"
+    "static float fa_shfl_buf[1024];\n"
+    "#define __global__\n#define __device__\n#define __forceinline__ inline\n#define __restrict__ __restrict\n"
+    "#define __launch_bounds__(x)\n#define __shared__ static\n"
+    "static inline void __syncthreads(void) { pthread_barrier_wait(&fa_bar); }\n"
+    "static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }\n"
+    "static inline float __shfl_xor_sync(unsigned, float v, int o)\n"
+    "{\n"
+    "    unsigned t = threadIdx.x;\n"
+    "    fa_shfl_buf[t] = v;\n"
+    "    pthread_barrier_wait(&fa_bar);\n"
+    "    float r = fa_shfl_buf[t ^ (unsigned)o];\n"
+    "    pthread_barrier_wait(&fa_bar);\n"
+    "    return r;\n"
+    "}\n";
+
+static double cuda_emulated_vs_unfused(tc *t, uint64_t seed)
+{
+    fa_graph *g = t->g;
+    fa_exec_options eo = {0};
+    eo.target = FA_TARGET_CPU;
+    eo.threads = 2;
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, g, &eo, &e)) fail_msg("exec: %s", fa_ctx_errmsg(t->ctx));
+    float **gin = calloc((size_t)g->n_inputs, sizeof *gin);
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const fa_tensor *x = g->tensors[g->inputs[i]];
+        int64_t n = fa_tensor_numel(x);
+        gin[i] = malloc((size_t)(n ? n : 1) * sizeof(float));
+        for (int64_t k = 0; k < n; k++) gin[i][k] = fa_rng_uniform(&r, -2.0f, 2.0f) + 0.3f * (float)(k % 11);
+        if (x->dtype == FA_DTYPE_BOOL)
+            for (int64_t k = 0; k < n; k++) ((unsigned char *)gin[i])[k] = (unsigned char)(fa_rng_u64(&r) & 1);
+        fa_value v = {0};
+        v.data = gin[i];
+        v.dtype = x->dtype;
+        v.rank = x->rank;
+        memcpy(v.dims, x->dims, sizeof v.dims);
+        if (fa_exec_set_input(t->ctx, e, i, &v)) fail_msg("set input: %s", fa_ctx_errmsg(t->ctx));
+    }
+    if (fa_exec_run(t->ctx, e, NULL)) fail_msg("run: %s", fa_ctx_errmsg(t->ctx));
+
+    fa_buf src;
+    fa_buf_init(&src);
+    fa_codegen_info info;
+    if (fa_codegen_cuda(t->ctx, g, &t->c, PLAN_HASH, &src, &info)) fail_msg("codegen: %s", fa_ctx_errmsg(t->ctx));
+    /* one C++ file: shim, the generated kernel as is, a launcher with the kernel's parameter list */
+    fa_buf cpp;
+    fa_buf_init(&cpp);
+    fa_buf_puts(&cpp, CUDA_SHIM);
+    fa_buf_append(&cpp, src.data, src.len);
+    fa_buf_puts(&cpp, "\nstatic const void *const *fa_in;\nstatic void *const *fa_out;\nstatic unsigned fa_blk;\n");
+    fa_buf_puts(&cpp, "static void fa_call(void)\n{\n");
+    fa_buf_printf(&cpp, "    %s(", info.name);
+    for (int k = 0; k < t->c.n_inputs; k++)
+        fa_buf_printf(&cpp, "%s(const %s *)fa_in[%d]", k ? ", " : "",
+                      g->tensors[t->c.inputs[k]]->dtype == FA_DTYPE_BOOL ? "unsigned char" : "float", k);
+    for (int k = 0; k < t->c.n_outputs; k++) fa_buf_printf(&cpp, ", (float *)fa_out[%d]", k);
+    fa_buf_puts(&cpp, ");\n}\n"
+                      "static void *fa_thread(void *arg)\n{\n"
+                      "    threadIdx.x = (unsigned)(uintptr_t)arg;\n    blockIdx.x = fa_blk;\n    fa_call();\n    return 0;\n}\n"
+                      "extern \"C\" int fa_emul_launch(const void *const *in, void *const *out, unsigned grid, unsigned block, int sync)\n"
+                      "{\n"
+                      "    fa_in = in;\n    fa_out = out;\n    blockDim.x = block;\n    gridDim.x = grid;\n"
+                      "    pthread_t th[1024];\n    pthread_attr_t at;\n    pthread_attr_init(&at);\n"
+                      "    pthread_attr_setstacksize(&at, 1 << 16);\n"
+                      "    for (unsigned b = 0; b < grid; b++) {\n"
+                      "        fa_blk = b;\n"
+                      "        if (!sync) {\n"
+                      "            for (unsigned t = 0; t < block; t++) { threadIdx.x = t; blockIdx.x = b; fa_call(); }\n"
+                      "            continue;\n"
+                      "        }\n"
+                      "        pthread_barrier_init(&fa_bar, 0, block);\n"
+                      "        for (unsigned t = 0; t < block; t++)\n"
+                      "            if (pthread_create(&th[t], &at, fa_thread, (void *)(uintptr_t)t)) return -1;\n"
+                      "        for (unsigned t = 0; t < block; t++) pthread_join(th[t], 0);\n"
+                      "        pthread_barrier_destroy(&fa_bar);\n"
+                      "    }\n"
+                      "    return 0;\n"
+                      "}\n");
+    static int seq;
+    char cpath[1024], sopath[1024];
+    snprintf(cpath, sizeof cpath, "%s/emu%d_%s.cpp", fa_test_tmpdir(), seq, info.name);
+    snprintf(sopath, sizeof sopath, "%s/emu%d_%s.so", fa_test_tmpdir(), seq, info.name);
+    seq++;
+    FILE *f = fopen(cpath, "wb");
+    assert_non_null(f);
+    fwrite(cpp.data, 1, cpp.len, f);
+    fclose(f);
+    char *argv[] = {"c++", "-O1", "-std=c++17", "-pthread", "-shared", "-fPIC", "-o", sopath, cpath, NULL};
+    if (spawn_wait(argv) != 0) fail_msg("c++ failed on %s", cpath);
+    void *h = dlopen(sopath, RTLD_NOW | RTLD_LOCAL);
+    if (!h) fail_msg("dlopen %s: %s", sopath, dlerror());
+    int (*launch)(const void *const *, void *const *, unsigned, unsigned, int) =
+        (int (*)(const void *const *, void *const *, unsigned, unsigned, int))dlsym(h, "fa_emul_launch");
+    assert_non_null(launch);
+    const void **in = calloc((size_t)t->c.n_inputs + 1, sizeof *in);
+    for (int k = 0; k < t->c.n_inputs; k++) {
+        int tid = t->c.inputs[k];
+        in[k] = g->tensors[tid]->data;
+        for (int i = 0; i < g->n_inputs; i++)
+            if (g->inputs[i] == tid) in[k] = gin[i];
+    }
+    void **out = calloc((size_t)t->c.n_outputs, sizeof *out);
+    for (int k = 0; k < t->c.n_outputs; k++) {
+        int64_t n = fa_tensor_numel(g->tensors[t->c.outputs[k]]);
+        out[k] = malloc((size_t)(n ? n : 1) * sizeof(float));
+        for (int64_t i = 0; i < n; i++) ((float *)out[k])[i] = NAN;
+    }
+    assert_int_equal(launch((const void *const *)in, (void *const *)out, (unsigned)info.grid, (unsigned)info.block_size,
+                            t->c.kind == FA_CLUSTER_REDUCTION),
+                     0);
+    double worst = 0;
+    for (int k = 0; k < t->c.n_outputs; k++) {
+        const fa_value *u = NULL;
+        for (int i = 0; i < g->n_outputs; i++)
+            if (g->outputs[i] == t->c.outputs[k]) u = fa_exec_output(e, i);
+        assert_non_null(u);
+        int64_t n = fa_value_numel(u);
+        double md = 0, mu = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double a = ((float *)out[k])[i], b = ((const float *)u->data)[i];
+            if (isnan(a) != isnan(b))
+                fail_msg("cuda (emulated) output %s[%lld]: %g vs unfused %g", g->tensors[t->c.outputs[k]]->name,
+                         (long long)i, a, b);
+            if (isnan(a)) continue;
+            if (fabs(a - b) > md) md = fabs(a - b);
+            if (fabs(b) > mu) mu = fabs(b);
+        }
+        double err = md / (mu > 1e-12 ? mu : 1e-12);
+        if (err > worst) worst = err;
+        free(out[k]);
+    }
+    free(out);
+    free(in);
+    dlclose(h);
+    fa_buf_free(&src);
+    fa_buf_free(&cpp);
+    for (int i = 0; i < g->n_inputs; i++) free(gin[i]);
+    free(gin);
+    fa_exec_free(e);
+    return worst;
+}
+
+static void check_cuda_emulated(tc *t, const char *what)
+{
+    double err = cuda_emulated_vs_unfused(t, 0xC0DA);
+    print_message("%s (CUDA source on the host): max rel error %.3g\n", what, err);
+    assert_true(err < 1e-5);
+    tc_free(t);
+}
+
+static void test_cuda_kernels_emulated_on_host_match_unfused(void **s)
+{
+    (void)s;
+    check_cuda_emulated(case_ew_broadcast(), "elementwise chain, broadcast");
+    check_cuda_emulated(case_horizontal(), "horizontal pair");
+    check_cuda_emulated(case_all_ops(), "every op of the emitter table");
+    check_cuda_emulated(case_softmax_scale(3, 1037), "softmax+scale 3x1037 (block 512)");
+    check_cuda_emulated(case_softmax_scale(3, 3000), "softmax+scale 3x3000 (block 1024)");
+    check_cuda_emulated(case_softmax_decomposed(2, 100), "softmax decomposed 2x2x100 (block 64)");
+    check_cuda_emulated(case_layernorm_decomposed(2, 1037), "layer norm decomposed 2x3x1037");
+    check_cuda_emulated(case_layernorm_op(3, 768), "LayerNormalization+Relu 3x768");
+    check_cuda_emulated(case_rmsnorm(3, 300), "rms norm decomposed 3x300");
+    check_cuda_emulated(case_rmsnorm_op(2, 33), "RMSNormalization 2x33");
+}
+
 /* ---- the advisor's own clusters on real graphs ---- */
 
 /* Every codegen cluster the advisor proposes for graph g: the generated C, run on the values the
@@ -715,6 +896,7 @@ int main(void)
         cmocka_unit_test(test_numerics_softmax_across_flatten),
         cmocka_unit_test(test_numerics_small_outputs_stored_once),
         cmocka_unit_test(test_numerics_where_bool_input),
+        cmocka_unit_test(test_cuda_kernels_emulated_on_host_match_unfused),
         cmocka_unit_test(test_advisor_clusters_of_zoo_transformers_match_unfused),
         cmocka_unit_test(test_advisor_clusters_of_corpus_expanded_graphs_match_unfused),
     };
