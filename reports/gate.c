@@ -237,6 +237,16 @@ fa_status fa_gate_compare_grouped(fa_ctx *ctx, const double *base, int nb, const
     qsort(ratios, (size_t)B, sizeof(double), cmp_double);
     st.lo = quantile_sorted(ratios, (int)B, alpha / 2);
     st.hi = quantile_sorted(ratios, (int)B, 1 - alpha / 2);
+    if (nbg > 1 || ncg > 1) {
+        /* Resampling G runs estimates their variance with divisor G instead of G - 1 (Davison &
+         * Hinkley 1997, section 3.8): widen the interval (in log space, around the ratio) by
+         * sqrt(G / (G - 1)), G the smaller run count above 1. With 3 runs per side and 5%
+         * run-to-run drift this brings A/A false alarms from 2.3% to 0.7% (test_gate_stats). */
+        int g = nbg < ncg ? (nbg > 1 ? nbg : ncg) : (ncg > 1 ? ncg : nbg);
+        double f = sqrt((double)g / (g - 1));
+        st.lo = st.ratio * exp((log(st.lo) - log(st.ratio)) * f);
+        st.hi = st.ratio * exp((log(st.hi) - log(st.ratio)) * f);
+    }
     if (st.lo > thr) st.verdict = FA_GATE_FAIL;
     else if (st.hi < thr) st.verdict = FA_GATE_PASS;
     else {

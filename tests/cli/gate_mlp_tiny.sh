@@ -141,6 +141,21 @@ grep -q "^INCONCLUSIVE" out.txt || { cat out.txt; fail "inconclusive verdict"; }
 grep -q -- "--iters" out.txt || fail "suggests an iteration count"
 expect_rc 3 "inconclusive with --strict" $CLI gate --db c.db --tag few --strict
 
+# --- several runs per side (--runs): pooled, and the selection is reported
+for k in 1 2; do
+    $CLI run zoo:mlp-tiny --no-apply --iters 20 --tag r-main --db e.db >/dev/null 2>&1 || fail "run"
+    $CLI run zoo:mlp-tiny --no-apply --iters 20 --tag r-pr --db e.db >/dev/null 2>&1 || fail "run"
+done
+$CLI gate --db e.db --tag r-main --candidate-tag r-pr --runs 2 --json >multi.json; rc=$?
+[ "$rc" = 0 ] || [ "$rc" = 3 ] || fail "--runs 2: exit $rc"
+python3 -c "
+import json; d=json.load(open('multi.json'))
+assert d['baseline']['runs'] == [3, 1] and d['candidate']['runs'] == [4, 2], (d['baseline']['runs'], d['candidate']['runs'])
+e=[c for c in d['checks'] if c['id']=='latency.e2e.unfused'][0]['stats']
+assert e['runs_base'] == 2 and e['runs_cand'] == 2 and e['n_base'] == 40, e" || fail "--runs pooling"
+expect_rc 0 "explicit run lists" $CLI gate --db e.db --baseline 1,3 --candidate 1,3
+expect_rc 2 "--runs without tags" $CLI gate --db c.db --runs 2
+
 # --- a lost fusion (only when this build's pipeline accepts a cluster on mlp-tiny)
 if $CLI run zoo:mlp-tiny --iters 20 --tag full --db d.db >full.txt 2>&1; then
     ACC=$(python3 -c "

@@ -633,6 +633,55 @@ static void test_strict_renders_inconclusive_as_failure(void **state)
     fa_store_close(st);
 }
 
+
+/* Three runs per side: latency pools them (two-stage bootstrap), plans come from the primary;
+ * a 10% slower mm2 in every candidate run still fails naming its cluster. */
+static void test_multi_run_sides_pool_latency_and_still_catch_a_slow_kernel(void **state)
+{
+    (void)state;
+    fa_store *st = open_db("multi.db");
+    int64_t b[3], c[3], s[3];
+    for (int i = 0; i < 3; i++) {
+        synth x = defaults(200 + (uint64_t)i), y = defaults(300 + (uint64_t)i), z = defaults(400 + (uint64_t)i);
+        z.scale[3] = 1.10;
+        b[2 - i] = put_run(st, &x); /* newest first */
+        c[2 - i] = put_run(st, &y);
+        s[2 - i] = put_run(st, &z);
+    }
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o;
+    fa_gate_options_default(&o);
+    fa_gate_report *r = NULL;
+    assert_int_equal(fa_gate_run_multi(ctx, st, b, 3, st, c, 3, &o, &r), FA_OK);
+    dump(r);
+    assert_int_equal(r->n_baseline_runs, 3);
+    assert_int_equal(r->baseline.id, b[0]);
+    const fa_gate_check *e = find(r, "latency.e2e.unfused");
+    assert_int_equal(e->stats.runs_base, 3);
+    assert_int_equal(e->stats.runs_cand, 3);
+    assert_int_equal(e->stats.n_base, 3 * 40);
+    assert_int_equal(r->counts[FA_GATE_FAIL], 0);
+    fa_gate_report_free(r);
+    assert_int_equal(fa_gate_run_multi(ctx, st, b, 3, st, s, 3, &o, &r), FA_OK);
+    int fails = 0;
+    for (int i = 0; i < r->n_checks; i++)
+        if (r->checks[i].verdict == FA_GATE_FAIL && !strncmp(r->checks[i].id, "latency.component:", 18)) {
+            fails++;
+            assert_non_null(strstr(r->checks[i].name, "mm2"));
+        }
+    assert_int_equal(fails, 1);
+    fa_gate_report_free(r);
+    /* an unfinished run is refused */
+    sqlite3 *db = fa_store_db(st);
+    char sql[128];
+    snprintf(sql, sizeof sql, "UPDATE runs SET status='failed', error='boom' WHERE id=%lld", (long long)c[1]);
+    exec_sql(db, sql);
+    assert_int_equal(fa_gate_run_multi(ctx, st, b, 3, st, c, 3, &o, &r), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "'failed': boom"));
+    fa_ctx_free(ctx);
+    fa_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,6 +698,7 @@ int main(void)
         cmocka_unit_test(test_pick_run_by_tag_and_model),
         cmocka_unit_test(test_renderings_escape_names_and_keep_structure),
         cmocka_unit_test(test_strict_renders_inconclusive_as_failure),
+        cmocka_unit_test(test_multi_run_sides_pool_latency_and_still_catch_a_slow_kernel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

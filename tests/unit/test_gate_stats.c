@@ -274,6 +274,69 @@ static void test_bonferroni_family_of_20_checks_false_alarm_under_1pct(void **st
     fa_ctx_free(ctx);
 }
 
+
+/* One group per side is exactly the plain comparison (same seed, same interval). */
+static void test_grouped_with_one_run_equals_plain(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    double base[30], cand[30];
+    fa_rng r;
+    fa_rng_seed(&r, 5);
+    gen(&r, base, 30, 1e5, 0.05, 0.02);
+    gen(&r, cand, 30, 1.03e5, 0.05, 0.02);
+    fa_gate_stats a, b;
+    int g1 = 30;
+    assert_int_equal(fa_gate_compare_samples(ctx, base, 30, cand, 30, &o, 0, 9, &a), FA_OK);
+    assert_int_equal(fa_gate_compare_grouped(ctx, base, 30, &g1, 1, cand, 30, &g1, 1, &o, 0, 9, &b), FA_OK);
+    assert_true(a.lo == b.lo && a.hi == b.hi && a.verdict == b.verdict && a.ratio == b.ratio);
+    assert_int_equal(b.runs_base, 1);
+    int bad[2] = {10, 10};
+    assert_int_equal(fa_gate_compare_grouped(ctx, base, 30, bad, 2, cand, 30, NULL, 0, &o, 0, 9, &b), FA_ERR_INTERNAL);
+    fa_ctx_free(ctx);
+}
+
+/* Run-to-run variation: every run (process) has its own offset, log-normal sigma_between 5%,
+ * on top of 3% jitter within it; 3 runs of 20 iterations per side, A/A. Pooling the 60 samples
+ * as if they were one run ignores the offsets and cries wolf; the two-stage bootstrap keeps the
+ * false-alarm rate under 1%. */
+static void test_two_stage_bootstrap_absorbs_run_to_run_drift(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o = opts();
+    o.resamples = 1000;
+    const int seeds = 300, runs = 3, n = 20;
+    int flat_fail = 0, grouped_fail = 0, grouped_detect = 0;
+    int g[3] = {n, n, n};
+    double base[60], cand[60];
+    for (int s = 0; s < seeds; s++) {
+        fa_rng r;
+        fa_rng_seed(&r, 31337 + (uint64_t)s);
+        for (int k = 0; k < runs; k++) {
+            gen(&r, base + k * n, n, 1e6 * exp(0.05 * fa_rng_normal(&r)), 0.03, 0.02);
+            gen(&r, cand + k * n, n, 1e6 * exp(0.05 * fa_rng_normal(&r)), 0.03, 0.02);
+        }
+        fa_gate_stats a, b;
+        assert_int_equal(fa_gate_compare_samples(ctx, base, 60, cand, 60, &o, 0, (uint64_t)s, &a), FA_OK);
+        assert_int_equal(fa_gate_compare_grouped(ctx, base, 60, g, 3, cand, 60, g, 3, &o, 0, (uint64_t)s, &b), FA_OK);
+        flat_fail += a.verdict == FA_GATE_FAIL;
+        grouped_fail += b.verdict == FA_GATE_FAIL;
+        assert_int_equal(b.runs_base, 3);
+        /* and a real 25% regression on every candidate run is still caught */
+        for (int i = 0; i < 60; i++) cand[i] *= 1.25;
+        assert_int_equal(fa_gate_compare_grouped(ctx, base, 60, g, 3, cand, 60, g, 3, &o, 0, (uint64_t)s, &b), FA_OK);
+        grouped_detect += b.verdict == FA_GATE_FAIL;
+    }
+    printf("run-to-run drift 5%% (3 runs x 20 iterations per side, A/A): false alarms flat %d/%d, two-stage %d/%d; "
+           "+25%% detected by two-stage %d/%d\n", flat_fail, seeds, grouped_fail, seeds, grouped_detect, seeds);
+    assert_true(grouped_fail * 100 < seeds);
+    assert_true(flat_fail >= 5 * (grouped_fail + 1)); /* the grouping is what keeps it quiet */
+    assert_true(grouped_detect * 10 >= seeds * 7);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -287,6 +350,8 @@ int main(void)
         cmocka_unit_test(test_too_few_samples_is_inconclusive_not_pass),
         cmocka_unit_test(test_nonpositive_sample_is_an_input_error_naming_its_index),
         cmocka_unit_test(test_bonferroni_family_of_20_checks_false_alarm_under_1pct),
+        cmocka_unit_test(test_grouped_with_one_run_equals_plain),
+        cmocka_unit_test(test_two_stage_bootstrap_absorbs_run_to_run_drift),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
