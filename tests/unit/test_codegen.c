@@ -578,7 +578,7 @@ static double cuda_emulated_vs_unfused(tc *t, uint64_t seed)
                       "{\n"
                       "    fa_in = in;\n    fa_out = out;\n    blockDim.x = block;\n    gridDim.x = grid;\n"
                       "    pthread_t th[1024];\n    pthread_attr_t at;\n    pthread_attr_init(&at);\n"
-                      "    pthread_attr_setstacksize(&at, 1 << 16);\n"
+                      "    pthread_attr_setstacksize(&at, 1 << 18);\n"
                       "    for (unsigned b = 0; b < grid; b++) {\n"
                       "        fa_blk = b;\n"
                       "        if (!sync) {\n"
