@@ -727,7 +727,7 @@ static fa_status build_model(exporter *e, Onnx__ModelProto *mp, int *order, int 
 
     /* initializers (tensor-id order) and graph inputs */
     gp->initializer = ealloc(e, sizeof *gp->initializer * (size_t)(g->n_tensors + 1));
-    gp->input = ealloc(e, sizeof *gp->input * (size_t)(g->n_inputs + 1));
+    gp->input = ealloc(e, sizeof *gp->input * (size_t)(g->n_inputs + g->n_tensors + 1));
     gp->output = ealloc(e, sizeof *gp->output * (size_t)(g->n_outputs + 1));
     gp->value_info = ealloc(e, sizeof *gp->value_info * (size_t)(g->n_tensors + 1));
     if (!gp->initializer || !gp->input || !gp->output || !gp->value_info) goto oom;
@@ -748,6 +748,15 @@ static fa_status build_model(exporter *e, Onnx__ModelProto *mp, int *order, int 
         if (!vi) goto oom;
         gp->input[gp->n_input++] = vi;
     }
+    /* IR version < 4 (onnx/IR.md, "Graphs"): every initializer must also be a graph input. */
+    if (g->ir_version > 0 && g->ir_version < 4)
+        for (size_t k = 0; k < gp->n_initializer; k++) {
+            int tid = fa_graph_find_tensor(g, gp->initializer[k]->name);
+            if (tid < 0) continue;
+            Onnx__ValueInfoProto *vi = mk_value_info(e, g->tensors[tid]);
+            if (!vi) goto oom;
+            gp->input[gp->n_input++] = vi;
+        }
     for (int i = 0; i < g->n_outputs; i++) {
         Onnx__ValueInfoProto *vi = mk_value_info(e, g->tensors[g->outputs[i]]);
         if (!vi) goto oom;
