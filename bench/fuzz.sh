@@ -3,7 +3,7 @@
 # seeds read in place from ../shared/corpus; prints executions, exec/s and coverage per target.
 #   bash bench/fuzz.sh [SECONDS] [TARGET...]      targets: onnx tensorproto kineto nsys args
 # Env: FA_FUZZ_BUILD (default build-fuzz), FA_CORPUS (default ../shared/corpus),
-#      FA_FUZZ_JOBS (parallel targets, default 1), FA_FUZZ_KEEP (folder for grown corpora and
+#      FA_FUZZ_KEEP (folder for grown corpora and
 #      crash files; default a temp folder, removed unless a crash was found).
 # Exit 1 if any target crashed, leaked or timed out; the reproducer is named in the output.
 # Every crash becomes a regression: commit the input under tests/bad-input/regressions/<target>/
@@ -27,7 +27,9 @@ if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   CC=clang cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFA_SANITIZE=ON -DFA_FUZZ=ON \
     -DFA_WITH_CUDA=OFF >/dev/null
 fi
-cmake --build "$BUILD" --target fuzz -j"$(nproc)" >/dev/null
+if ! cmake --build "$BUILD" --target fuzz -j"$(nproc)" >"${TMPDIR:-/tmp}/fa-fuzz-build.log" 2>&1; then
+  tail -20 "${TMPDIR:-/tmp}/fa-fuzz-build.log" >&2; exit 1
+fi
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/fa-fuzz.XXXXXX")
 KEEP=${FA_FUZZ_KEEP:-}
@@ -50,8 +52,8 @@ mapfile -t onnx_files < <(find "$CORPUS/onnx" -name '*.onnx' -size -256k 2>/dev/
 link_seeds "$(seed_dir onnx)" 262144 "${onnx_files[@]}"
 mapfile -t pb_files < <(find "$CORPUS/onnx" -name '*.pb' -size -64k 2>/dev/null | sort | head -400)
 link_seeds "$(seed_dir tensorproto)" 65536 "${pb_files[@]}"
-mapfile -t kin_files < <(find "$CORPUS/traces/kineto" -type f \( -name '*.json' -o -name '*.gz' \) -size -512k 2>/dev/null | sort)
-link_seeds "$(seed_dir kineto)" 524288 "${kin_files[@]}"
+mapfile -t kin_files < <(find "$CORPUS/traces/kineto" -type f \( -name '*.json' -o -name '*.gz' \) -size -128k 2>/dev/null | sort)
+link_seeds "$(seed_dir kineto)" 131072 "${kin_files[@]}"
 # nsys: a tiny export with the real export's schema (tables the importer reads) and a few rows.
 NS=$(ls "$CORPUS"/traces/nsys/*.sqlite 2>/dev/null | head -1 || true)
 nd=$(seed_dir nsys)
@@ -84,7 +86,7 @@ printf -- '--shape\0batch=4\0--target\0cpu\0--iters=3' > "$ad/c"
 printf -- '--shape=input=1x2x3x4x5x6x7x8x9\0--batch=0' > "$ad/d"
 
 # ---- run ----
-declare -A MAXLEN=([onnx]=262144 [tensorproto]=65536 [kineto]=524288 [nsys]=65536 [args]=4096)
+declare -A MAXLEN=([onnx]=262144 [tensorproto]=65536 [kineto]=131072 [nsys]=65536 [args]=4096)
 printf '%-12s %10s %10s %8s %8s %s\n' target seconds execs exec/s cov result
 for t in "${TARGETS[@]}"; do
   bin="$BUILD/fuzz/fuzz_$t"

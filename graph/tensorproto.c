@@ -432,7 +432,7 @@ fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const On
             return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: dims[%zu] = %" PRId64 " is negative (dims %s)",
                                 file, what, i, tp->dims[i], dbuf);
         }
-        if (!fa_mul_size(numel, (size_t)tp->dims[i], &numel)) {
+        if (!fa_mul_size(numel, (size_t)tp->dims[i], &numel) || numel > (size_t)INT64_MAX) {
             dims_str(tp, dbuf, sizeof dbuf);
             return fa_ctx_error(ctx, FA_ERR_INPUT,
                                 "%s: %s: element count of dims %s overflows size_t", file, what,

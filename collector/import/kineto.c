@@ -305,7 +305,7 @@ static void ev_emit(kparse *p)
     int64_t dur = e->dur_ns;
     if (dur < 0) { p->st->n_negative_durations++; dur = 0; }
     /* ts may be negative relative to baseTimeNanoseconds; kept signed until the end */
-    if (dur > INT64_MAX - e->ts_ns) dur = INT64_MAX - e->ts_ns; /* no signed overflow */
+    if (e->ts_ns > 0 && dur > INT64_MAX - e->ts_ns) dur = INT64_MAX - e->ts_ns; /* no signed overflow */
     a.start_ns = (uint64_t)e->ts_ns;
     a.end_ns = (uint64_t)(e->ts_ns + dur);
     a.correlation = e->corr;
