@@ -668,6 +668,8 @@ static uint64_t check_seed(const fa_gate_options *o, const char *id) { return o-
 static void pct(char *out, size_t n, double ratio)
 {
     if (!isfinite(ratio)) snprintf(out, n, "n/a");
+    else if (ratio >= 2 || ratio <= 0.5) /* 2x and beyond read better as factors */
+        snprintf(out, n, ratio < 10 ? "x%.2f" : "x%.0f", ratio);
     else snprintf(out, n, "%+.1f%%", (ratio - 1) * 100);
 }
 
