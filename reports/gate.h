@@ -27,9 +27,10 @@ typedef struct fa_gate_options {
     double confidence;      /* two-sided confidence of the bootstrap interval, default 0.95 */
     int resamples;          /* bootstrap resamples per check, default 2000 */
     uint64_t seed;          /* bootstrap seed (fixed: the gate is reproducible), default 1 */
-    double min_share;       /* component checks (per cluster / per op) whose baseline median is
-                               under this fraction of the baseline iteration median only warn;
-                               default 0.01 */
+    double min_share;       /* a component check (per cluster / per op) fails only when its
+                               slowdown at the CI's lower bound, (lo - 1) * component median,
+                               is at least this fraction of the baseline iteration median;
+                               otherwise it warns. Default 0.01 */
     double register_warn;   /* fraction of register growth per fused kernel that warns (cuda),
                                default 0.10 */
     int min_samples;        /* fewer samples than this in either run: inconclusive, default 5 */
