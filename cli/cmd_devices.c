@@ -7,6 +7,10 @@
 #include "cli.h"
 #include "roofline/roofline.h"
 #include "store/store.h"
+#ifdef FA_HAVE_CUDA
+#include "roofline/cuda_ceilings.h"
+#include "runtime/cuda/cuda.h"
+#endif
 
 static const char *k_help =
     "usage: fuse-advise devices [--measure] [--threads N] [--json] [--db PATH] [--arch sm_XY]\n"
@@ -44,8 +48,20 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     fa_ceilings c;
     if (fa_cli_is_tty() && !json) fprintf(stderr, "measuring cpu ceilings (first use takes a few seconds)...\n");
     s = fa_roofline_cpu_ceilings(ctx, st, (int)threads, measure, &c);
+    fa_ceilings gc;
+    bool have_gpu = false;
+#ifdef FA_HAVE_CUDA
+    if (!s && fa_cuda_device_count() > 0) {
+        s = fa_roofline_cuda_ceilings(ctx, st, 0, measure, &gc);
+        have_gpu = s == FA_OK;
+    }
+#endif
     fa_store_close(st);
     if (s) return fa_cli_fail(ctx, s);
+    if (have_gpu && !json)
+        printf("cuda %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
+               gc.device_key, gc.mem_bw_gbs, gc.mem_bw_source, gc.peak_gflops, gc.peak_source, gc.launch_ns,
+               gc.launch_source, gc.detail);
     fa_buf b;
     fa_buf_init(&b);
     if (json) {
@@ -63,7 +79,16 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
                           c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
         fa_buf_puts(&b, "],\"detail\":");
         json_str(&b, c.detail);
-        fa_buf_puts(&b, "},\"cuda\":[");
+        fa_buf_puts(&b, "},");
+        if (have_gpu) {
+            fa_buf_puts(&b, "\"cuda_device\":{\"device_key\":");
+            json_str(&b, gc.device_key);
+            fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc.mem_bw_gbs,
+                          gc.peak_gflops, gc.launch_ns);
+            json_str(&b, gc.mem_bw_source);
+            fa_buf_puts(&b, "},");
+        }
+        fa_buf_puts(&b, "\"cuda\":[");
     } else {
         printf("cpu  %s\n", c.device_key);
         printf("  main-memory bandwidth  %10.2f GB/s      (%s)\n", c.mem_bw_gbs, c.mem_bw_source);
@@ -74,7 +99,8 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         printf("  dispatch per kernel    %10.1f ns        (%s)\n", c.launch_ns, c.launch_source);
         printf("  ridge point            %10.2f FLOP/byte\n", c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
         if (c.detail[0]) printf("  how: %s\n", c.detail);
-        printf("\ncuda (no GPU measured in this build: limits are theoretical, from the table)\n");
+        printf(have_gpu ? "\ncuda limits per compute capability (table)\n"
+                        : "\ncuda (no GPU here: limits are theoretical, from the table)\n");
         printf("  %-6s %6s %6s %7s %8s %10s %10s %8s\n", "arch", "warps", "blocks", "regs", "smem/SM", "smem/blk", "opt-in", "reserve");
     }
     int first = 1;

@@ -12,6 +12,9 @@
 #include "applier/applier.h"
 #include "reports/reports.h"
 #include "collector/import/import.h"
+#ifdef FA_HAVE_CUDA
+#include "collector/cupti/cupti.h"
+#endif
 #include "cli.h"
 #include "collector/collector.h"
 #include "roofline/roofline.h"
@@ -337,6 +340,11 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
     s = fa_exec_create(ctx, g, &eo, &e);
     if (!s) s = fa_exec_fill_inputs(ctx, e, (uint64_t)seed);
+#ifdef FA_HAVE_CUDA
+    if (!s && fa_exec_target(e) == FA_TARGET_CUDA)
+        s = fa_collect_cupti(ctx, e, g, (int)warmup, (int)iters, on_progress, &prog, &trace);
+    else
+#endif
     if (!s) s = fa_collect_cpu(ctx, e, g, (int)warmup, (int)iters, on_progress, &prog, &trace);
     if (!s) {
         info.threads = fa_exec_threads(e);
@@ -355,6 +363,15 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
 
     if (no_apply) {
         s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
+        goto out;
+    }
+    if (fa_exec_target(e) == FA_TARGET_CUDA) {
+        /* Fused kernels execute on the cpu target only in this build (docs/cuda.md): on cuda the
+         * run stops after the baseline; `fuse-advise advise --target cuda` gives the gated plan. */
+        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
+        if (!s)
+            printf("note: fused-kernel application runs on the cpu target only in this build; for the cuda plan with "
+                   "the register/occupancy gate run `fuse-advise advise %" PRId64 " --target cuda`\n", run_id);
         goto out;
     }
     s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops,

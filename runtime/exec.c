@@ -8,6 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#ifdef FA_HAVE_CUDA
+#include "runtime/cuda/cuda.h"
+#endif
+
 const char *fa_target_name(fa_target t)
 {
     switch (t) {
@@ -40,6 +44,9 @@ struct fa_exec {
     fa_kernel *kernels; /* by node id; name NULL for folded nodes */
     slot *slots;        /* by tensor id */
     uint64_t live_bytes, peak_bytes;
+#ifdef FA_HAVE_CUDA
+    fa_cuda_exec *cuda; /* FA_TARGET_CUDA: every call below forwards to it */
+#endif
 };
 
 static fa_status ref_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
@@ -78,7 +85,24 @@ static void value_of_tensor(const fa_tensor *t, fa_value *v)
 fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_exec **out)
 {
     fa_exec_options o = opt ? *opt : (fa_exec_options){0};
-    if (o.target == FA_TARGET_AUTO) o.target = FA_TARGET_CPU; /* cuda executor: runtime/cuda */
+#ifdef FA_HAVE_CUDA
+    if (o.target == FA_TARGET_AUTO) o.target = fa_cuda_device_count() > 0 ? FA_TARGET_CUDA : FA_TARGET_CPU;
+    if (o.target == FA_TARGET_CUDA) {
+        fa_exec *ce = calloc(1, sizeof *ce);
+        if (!ce) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
+        ce->g = g;
+        ce->opt = o;
+        ce->threads = 1;
+        fa_status cst = fa_cuda_exec_create(ctx, g, &o, &ce->cuda);
+        if (cst) {
+            free(ce);
+            return cst;
+        }
+        *out = ce;
+        return FA_OK;
+    }
+#endif
+    if (o.target == FA_TARGET_AUTO) o.target = FA_TARGET_CPU;
     if (o.target != FA_TARGET_CPU)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
                             "target %s: this build has no executor for it (use --target cpu)",
@@ -165,6 +189,13 @@ static void release(fa_exec *e, int tid)
 void fa_exec_free(fa_exec *e)
 {
     if (!e) return;
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) {
+        fa_cuda_exec_free(e->cuda);
+        free(e);
+        return;
+    }
+#endif
     if (e->slots)
         for (int t = 0; t < e->g->n_tensors; t++) release(e, t);
     if (e->kernels)
@@ -202,6 +233,9 @@ static fa_status alloc_slot(fa_ctx *ctx, fa_exec *e, int tid)
 
 fa_status fa_exec_set_input(fa_ctx *ctx, fa_exec *e, int i, const fa_value *v)
 {
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) return fa_cuda_exec_set_input(ctx, e->cuda, i, v);
+#endif
     if (i < 0 || i >= e->g->n_inputs)
         return fa_ctx_error(ctx, FA_ERR_USAGE, "input index %d out of range (%d inputs)", i, e->g->n_inputs);
     int tid = e->g->inputs[i];
@@ -222,6 +256,9 @@ fa_status fa_exec_set_input(fa_ctx *ctx, fa_exec *e, int i, const fa_value *v)
 
 fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed)
 {
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) return fa_cuda_exec_fill_inputs(ctx, e->cuda, seed);
+#endif
     fa_rng r;
     fa_rng_seed(&r, seed);
     for (int i = 0; i < e->g->n_inputs; i++) {
@@ -247,6 +284,9 @@ fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed)
 
 fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs)
 {
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) return fa_cuda_exec_run(ctx, e->cuda, obs);
+#endif
     const fa_graph *g = e->g;
     for (int i = 0; i < g->n_inputs; i++)
         if (!e->slots[g->inputs[i]].v.data)
@@ -298,12 +338,27 @@ fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs)
 
 const fa_value *fa_exec_output(const fa_exec *e, int i)
 {
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) return fa_cuda_exec_output(e->cuda, i);
+#endif
     if (i < 0 || i >= e->g->n_outputs) return NULL;
     const fa_value *v = &e->slots[e->g->outputs[i]].v;
     return v->data ? v : NULL;
 }
 
-uint64_t fa_exec_peak_bytes(const fa_exec *e) { return e->peak_bytes; }
-const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n) { return e->kernels[n->id].name; }
+uint64_t fa_exec_peak_bytes(const fa_exec *e)
+{
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) return fa_cuda_exec_peak_bytes(e->cuda);
+#endif
+    return e->peak_bytes;
+}
+const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n)
+{
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) return fa_cuda_exec_kernel_name(e->cuda, n);
+#endif
+    return e->kernels[n->id].name;
+}
 fa_target fa_exec_target(const fa_exec *e) { return e->opt.target; }
 int fa_exec_threads(const fa_exec *e) { return e->threads; }
