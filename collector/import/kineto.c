@@ -1016,7 +1016,7 @@ fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opt
     for (size_t i = 0; i < t->n_acts; i++) {
         fa_activity *a = &t->acts[i];
         int64_t s0 = (int64_t)a->start_ns, e0 = (int64_t)a->end_ns;
-        if (base && s0 <= INT64_MAX - base && e0 <= INT64_MAX - base) s0 += base, e0 += base;
+        if (base > 0 && s0 <= INT64_MAX - base && e0 <= INT64_MAX - base) s0 += base, e0 += base;
         if (s0 < 0) s0 = 0;
         if (e0 < s0) e0 = s0;
         a->start_ns = (uint64_t)s0;

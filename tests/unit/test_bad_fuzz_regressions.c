@@ -96,11 +96,60 @@ static void test_bad_node_listing_one_output_twice_refused_by_name(void **state)
     free(data);
 }
 
+/* fuzz_tensorproto: dims [60, 2^53-ish, 20, 0] have 0 elements, but their running product passes
+ * INT64_MAX before the 0, and fa_value_numel (int64) overflowed. Now refused like any dims
+ * product that does not fit. */
+static void test_bad_tensorproto_dims_product_beyond_int64_refused(void **state)
+{
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tensorproto/dims-product-beyond-int64-times-zero.pb", regressions_dir());
+    size_t len;
+    uint8_t *data = slurp(path, &len);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_value v;
+    memset(&v, 0, sizeof v);
+    assert_int_equal(fa_tensorproto_read_buffer(ctx, "dims.pb", data, len, &v, NULL), FA_ERR_INPUT);
+    if (!strstr(fa_ctx_errmsg(ctx), "dims.pb") || !strstr(fa_ctx_errmsg(ctx), "overflows"))
+        fail_msg("unexpected message: %s", fa_ctx_errmsg(ctx));
+    fa_ctx_free(ctx);
+    free(data);
+}
+
+/* fuzz_kineto: a kernel with a negative ts (-1.6e18 ns) made the end-time overflow guard itself
+ * overflow (INT64_MAX - ts); a negative baseTimeNanoseconds did the same in the rebase loop.
+ * Now both import; times still negative after the rebase are clamped to 0 (kineto.c). */
+static void test_bad_kineto_negative_timestamp_imports_without_overflow(void **state)
+{
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/kineto/negative-ts-small.json", regressions_dir());
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    fa_import_stats st;
+    fa_status s = fa_import_kineto(ctx, path, &t, &st);
+    if (s) fail_msg("%s", fa_ctx_errmsg(ctx));
+    assert_int_equal(t->n_acts, 1);
+    assert_int_equal(t->acts[0].start_ns, 0);
+    assert_int_equal(t->acts[0].end_ns, 0);
+    fa_trace_free(t);
+    snprintf(path, sizeof path, "%s/kineto/negative-base-time.json", regressions_dir());
+    t = NULL;
+    s = fa_import_kineto(ctx, path, &t, &st);
+    if (s) fail_msg("%s", fa_ctx_errmsg(ctx));
+    assert_int_equal(t->n_acts, 1);
+    assert_int_equal(t->acts[0].end_ns - t->acts[0].start_ns, 5000);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_every_committed_fuzz_crash_input_is_handled),
         cmocka_unit_test(test_bad_node_listing_one_output_twice_refused_by_name),
+        cmocka_unit_test(test_bad_tensorproto_dims_product_beyond_int64_refused),
+        cmocka_unit_test(test_bad_kineto_negative_timestamp_imports_without_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
