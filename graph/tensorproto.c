@@ -488,6 +488,7 @@ fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const On
                             file, what, want_name, want_n, dbuf, numel);
     }
 
+    if (external && !base_dir) return read_external(ctx, file, what, tp, NULL, nbytes, NULL); /* refused before allocating */
     uint8_t *data = malloc(nbytes ? nbytes : 1);
     if (!data)
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", file, what,

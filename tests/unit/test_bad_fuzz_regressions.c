@@ -116,6 +116,27 @@ static void test_bad_tensorproto_dims_product_beyond_int64_refused(void **state)
     free(data);
 }
 
+/* fuzz_tensorproto: EXTERNAL data with dims of 3.4 GB read from memory (no folder): the reader
+ * allocated the 3.4 GB before finding it could not read external data (libFuzzer: malloc over
+ * the 2 GiB limit). Now refused first. */
+static void test_bad_tensorproto_external_huge_dims_refused_before_allocating(void **state)
+{
+    (void)state;
+    char path[4200];
+    snprintf(path, sizeof path, "%s/tensorproto/external-huge-dims-no-folder.pb", regressions_dir());
+    size_t len;
+    uint8_t *data = slurp(path, &len);
+    assert_true(len < 16);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_value v;
+    memset(&v, 0, sizeof v);
+    assert_int_equal(fa_tensorproto_read_buffer(ctx, "ext.pb", data, len, &v, NULL), FA_ERR_INPUT);
+    if (!strstr(fa_ctx_errmsg(ctx), "ext.pb") || !strstr(fa_ctx_errmsg(ctx), "EXTERNAL"))
+        fail_msg("unexpected message: %s", fa_ctx_errmsg(ctx));
+    fa_ctx_free(ctx);
+    free(data);
+}
+
 /* fuzz_kineto: a kernel with a negative ts (-1.6e18 ns) made the end-time overflow guard itself
  * overflow (INT64_MAX - ts); a negative baseTimeNanoseconds did the same in the rebase loop.
  * Now both import; times still negative after the rebase are clamped to 0 (kineto.c). */
@@ -149,6 +170,7 @@ int main(void)
         cmocka_unit_test(test_bad_every_committed_fuzz_crash_input_is_handled),
         cmocka_unit_test(test_bad_node_listing_one_output_twice_refused_by_name),
         cmocka_unit_test(test_bad_tensorproto_dims_product_beyond_int64_refused),
+        cmocka_unit_test(test_bad_tensorproto_external_huge_dims_refused_before_allocating),
         cmocka_unit_test(test_bad_kineto_negative_timestamp_imports_without_overflow),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
