@@ -128,6 +128,13 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     char *cmd = NULL;
     s = fa_store_get_run(ctx, st, run_id, ar, &ri);
     if (s) goto fail;
+    if (ri.kind && (!strcmp(ri.kind, "import") || !strcmp(ri.kind, "trace"))) {
+        /* no model graph: the advice on a trace is op-level (docs/trace-advice.md) */
+        rc = fa_cli_trace_advise_stored(ctx, st, run_id, json);
+        fa_arena_free(ar);
+        fa_store_close(st);
+        return rc;
+    }
     if (!ri.model_path || (ri.kind && strcmp(ri.kind, "run"))) {
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "run %" PRId64 " is a%s '%s', not a model run: there is no graph to advise on",
                          run_id, ri.kind && ri.kind[0] == 'i' ? "n" : "", ri.kind ? ri.kind : "?");
