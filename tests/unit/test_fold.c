@@ -274,7 +274,7 @@ static bool corpus_live_ops_sorted(const char *test, char *buf, size_t cap, int 
     return ok;
 }
 
-/* The decomposed LayerNormalization and Softmax keep, after folding, exactly the compute nodes
+/* The decomposed LayerNormalization, Softmax and GELU keep, after folding, exactly the compute nodes
  * of their ONNX function bodies, with the shape plumbing (Shape, Size, Slice, Sub on ranks,
  * ConstantOfShape, Concat, Constant) gone:
  *  LayerNormalization-17 (stash_type float, Scale/B are graph inputs here): Flatten(X),
@@ -295,6 +295,13 @@ static void test_fold_expanded_patterns_keep_compute_sequence(void **s)
          "Reshape Reshape Reshape Sqrt Sub Sub"},
         {"test_softmax_axis_1_expanded", "Div Exp ReduceMax ReduceSum Sub"},
         {"test_softmax_negative_axis_expanded_ver18", "Div Exp ReduceMax ReduceSum Sub"},
+        /* Gelu-20 (approximate none): Y = X * 0.5 * (1 + Erf(X / sqrt(2))) once CastLike of the
+         * constants folds: Div, Erf, Sum (the +1), Mul, Mul. */
+        {"test_gelu_default_1_expanded", "Div Erf Mul Mul Sum"},
+        {"test_gelu_default_2_expanded", "Div Erf Mul Mul Sum"},
+        /* Gelu-20 (approximate tanh): 0.5 * X * (1 + Tanh(sqrt(2/pi) * (X + 0.044715 * Pow(X, 3)))) */
+        {"test_gelu_tanh_1_expanded", "Mul Mul Mul Mul Pow Sum Sum Tanh"},
+        {"test_gelu_tanh_2_expanded", "Mul Mul Mul Mul Pow Sum Sum Tanh"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char buf[1024];
