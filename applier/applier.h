@@ -99,3 +99,63 @@ fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char
 /* Per-iteration baseline/fused samples and the plan's cluster results into the run database
  * (benchmarks table; clusters via fa_plan_update). */
 fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r);
+
+/* ---- the cuda target (applier/apply_cuda.c, docs/cuda.md "Fused kernels on cuda") ---- */
+
+/* How an EPILOGUE cluster runs on cuda. Stored nowhere; grows at its end. */
+typedef enum fa_cuda_epilogue {
+    FA_CUDA_EPI_NONE = 0,              /* refused: no cuda library epilogue fits */
+    FA_CUDA_EPI_CUBLASLT_BIAS = 1,     /* MatMul/Gemm + bias: CUBLASLT_EPILOGUE_BIAS */
+    FA_CUDA_EPI_CUBLASLT_RELU_BIAS = 2,/* + Relu: CUBLASLT_EPILOGUE_RELU_BIAS */
+    FA_CUDA_EPI_CUBLASLT_GELU_BIAS = 3,/* + tanh-GELU: CUBLASLT_EPILOGUE_GELU_BIAS */
+    FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU = 4, /* Conv + bias + Relu: cudnnConvolutionBiasActivationForward */
+    FA_CUDA_EPI_COUNT
+} fa_cuda_epilogue;
+const char *fa_cuda_epilogue_name(fa_cuda_epilogue e); /* "cublaslt:bias", ..., "none" */
+
+/* Where an epilogue cluster's bias comes from (anchor's own Gemm C / Conv B). */
+typedef enum fa_cuda_bias_kind {
+    FA_CUDA_BIAS_ABSENT = 0,
+    FA_CUDA_BIAS_VECTOR = 1,  /* one value per output column (MatMul/Gemm) or channel (Conv) */
+    FA_CUDA_BIAS_OTHER = 2    /* present but not such a vector (a full Gemm C matrix) */
+} fa_cuda_bias_kind;
+
+/* The facts the mapping needs, taken from a cluster (fa_cuda_epilogue_query_of) or written by
+ * hand in tests. post_ops use the advisor's syntax ("eltwise:relu", "binary:add", ...). */
+typedef struct fa_cuda_epilogue_query {
+    const char *anchor_op;               /* "MatMul", "Gemm", "Conv", ... */
+    fa_cuda_bias_kind anchor_bias;
+    int n_post_ops;
+    const char *const *post_ops;
+    const bool *operand_is_bias_vector;  /* per post-op: the binary operand is a per-column /
+                                            per-channel vector (NULL: none is) */
+} fa_cuda_epilogue_query;
+
+/* Pure mapping of an epilogue onto a cuda library epilogue. cuBLASLt (cublasLt.h,
+ * cublasLtEpilogue_t): BIAS, RELU_BIAS, GELU_BIAS — its GELU is the tanh approximation, so
+ * "eltwise:gelu_erf" is refused (differs by up to ~1e-3, beyond the 1e-5 tolerance). cuDNN
+ * (cudnnConvolutionBiasActivationForward, cuDNN API reference): y = act(conv(x) + bias) with
+ * act = RELU (IDENTITY is restricted to one algorithm, so Conv + bias alone is refused). The bias
+ * is the anchor's own vector, or else a first "binary:add" whose operand is such a vector. Any
+ * other post-op (a residual add, clip, sigmoid, ...) or a second activation: FA_CUDA_EPI_NONE
+ * with `why` = "no cuda epilogue for <post-op>[ (detail)]". why may be NULL. */
+fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why, size_t why_cap);
+/* The query for EPILOGUE cluster c of graph g: anchor op, bias kind of the anchor's own bias, and
+ * for each binary post-op whether its operand (c->post_op_inputs) has one element per output
+ * column / channel broadcast along every other dim. Arrays point into `scratch` (n_post_ops
+ * entries). */
+void fa_cuda_epilogue_query_of(const fa_graph *g, const fa_cluster *c, bool *scratch, fa_cuda_epilogue_query *q);
+
+/* fa_apply on the cuda target (device 0): the same decisions as the cpu applier — each cluster
+ * verified against its unfused sub-graph on the same inputs, both on the GPU; interleaved
+ * benchmark; accepted only beyond the paired noise; then the whole fused model against the
+ * unfused one. Generated clusters: fa_codegen_cuda, NVRTC for `arch` (NULL: the device's sm_XY),
+ * run by runtime/cuda/fused.c. BN folds: rewritten weights, run by the cuda executor. Epilogues:
+ * fa_cuda_epilogue_map; a refused one is rejected with its reason, a mapped one is rejected with
+ * "cuda epilogue X is not executed yet" (the cuda executor has no Fused* nodes). Errors:
+ * FA_ERR_UNSUPPORTED "no CUDA driver (...)" before anything is done when libcuda.so.1 cannot be
+ * loaded (or the build has no CUDA toolkit) or "no CUDA device"; the end-to-end step needs a cuda
+ * executor that accepts providers (docs/cuda.md) and fails with its message otherwise.
+ * result->fused_trace is NULL on cuda (no cuda collector yet). *out owned by caller. */
+fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt, const char *arch,
+                        fa_apply_result **out);

@@ -134,4 +134,69 @@ uint64_t fa_cuda_exec_peak_bytes(const fa_cuda_exec *e);
 const char *fa_cuda_exec_kernel_name(const fa_cuda_exec *e, const fa_node *n);
 const char *fa_cuda_exec_device_name(const fa_cuda_exec *e);
 
+/* ---- fused kernels (runtime/cuda/fused.c): the applier's generated CUDA kernels ----
+ * A fused kernel is a cubin compiled by NVRTC for the device's arch with one entry function
+ * whose parameters are one device pointer per cluster input, then per output (advisor/codegen.h
+ * "Generated CUDA ABI"), launched as a 1-D grid: block = (block_size,1,1), grid = (grid,1,1). */
+
+typedef struct fa_cuda_fused fa_cuda_fused;
+
+/* What a fused kernel used, for reports: NVRTC/ptxas figures given at creation and the driver's
+ * own figures read after loading (-1 until loaded / unavailable). */
+typedef struct fa_cuda_fused_stats {
+    char name[128];          /* entry function */
+    unsigned block[3], grid[3];
+    int n_in, n_out;         /* pointer parameters */
+    int ptxas_registers;     /* per thread, from the ptxas --verbose log (caller-supplied) */
+    int ptxas_spill_bytes;   /* spill stores + loads, bytes */
+    int registers;           /* cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_NUM_REGS) */
+    int local_bytes;         /* cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES), per thread */
+    int max_threads;         /* cuFuncGetAttribute(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK) */
+} fa_cuda_fused_stats;
+
+/* 1-D launch configuration for `block_size` threads per block and `grid` blocks (the codegen's
+ * info.block_size / info.grid): block = {block_size,1,1}, grid = {grid,1,1}. FA_ERR_UNSUPPORTED
+ * (message naming the kernel) when block_size is outside 1..1024 (CUDA C Programming Guide,
+ * "Thread Hierarchy": at most 1024 threads per block) or grid outside 1..2^31-1 (the x-dimension
+ * limit of compute capability >= 3.0). Pure; no driver needed. */
+fa_status fa_cuda_fused_launch_dims(fa_ctx *ctx, const char *name, int block_size, int64_t grid, unsigned block_out[3],
+                                    unsigned grid_out[3]);
+
+/* A fused kernel from a cubin (copied) with entry `name`, launch configuration as
+ * fa_cuda_fused_launch_dims, n_in + n_out pointer parameters, ptxas figures (-1 unknown).
+ * Needs no driver; nothing is loaded until fa_cuda_fused_load. Free with fa_cuda_fused_free. */
+fa_status fa_cuda_fused_create(fa_ctx *ctx, const void *cubin, size_t cubin_size, const char *name, int block_size,
+                               int64_t grid, int n_in, int n_out, int ptxas_registers, int ptxas_spill_bytes,
+                               fa_cuda_fused **out);
+/* cuModuleLoadData + cuModuleGetFunction into the current context (the caller made one current:
+ * cudaSetDevice + cudaFree(0)), then registers / local bytes / max threads read with
+ * cuFuncGetAttribute into the stats. FA_ERR_UNSUPPORTED without a driver; FA_ERR_RUNTIME with the
+ * driver's error string; FA_ERR_UNSUPPORTED when the block exceeds the function's max threads.
+ * Idempotent. */
+fa_status fa_cuda_fused_load(fa_ctx *ctx, fa_cuda_fused *k);
+/* cuLaunchKernel of a loaded kernel on `stream` (CUstream / cudaStream_t, NULL = legacy default)
+ * with dev_in[0..n_in) then dev_out[0..n_out) as its parameters (device pointers). With n != NULL
+ * the launch is wrapped in the node's NVTX range (fa_cuda_range_name); the executor, which
+ * already opens that range per node, passes NULL. Asynchronous: errors of the kernel itself show
+ * at the next synchronization. FA_ERR_INTERNAL when the counts differ from the kernel's. */
+fa_status fa_cuda_fused_launch(fa_ctx *ctx, fa_cuda_fused *k, const fa_node *n, void *const *dev_in, int n_in,
+                               void *const *dev_out, int n_out, void *stream);
+/* Borrowed until fa_cuda_fused_free. */
+const fa_cuda_fused_stats *fa_cuda_fused_stats_of(const fa_cuda_fused *k);
+/* Unloads the module if loaded. NULL is a no-op. Takes void * so it can be a
+ * fa_custom_kernel.destroy. */
+void fa_cuda_fused_free(void *k);
+
+/* Kernel providers on the cuda target. The cuda executor asks fa_exec_options.provider exactly as
+ * the cpu executor does; a provider that hands it a device kernel sets
+ *     out->run = fa_cuda_fused_custom_run, out->state = a fa_cuda_fused *, out->destroy = fa_cuda_fused_free
+ * and the executor then loads the state (fa_cuda_fused_load) once its context is current and
+ * launches it (fa_cuda_fused_launch, n = NULL) on its stream with the device buffers of the node's
+ * inputs then outputs. fa_cuda_fused_custom_run itself is only a marker: called as a host kernel
+ * (e.g. by the cpu executor) it refuses with FA_ERR_UNSUPPORTED "cuda kernel on a host executor". */
+fa_status fa_cuda_fused_custom_run(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                   fa_value *out, int n_out, int threads);
+/* True when a provided kernel is a device kernel (ck->run == fa_cuda_fused_custom_run). */
+bool fa_cuda_fused_is_device_kernel(const fa_custom_kernel *ck);
+
 #endif
