@@ -851,13 +851,32 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
     return s;
 }
 
-static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+/* Lower median of the per-run kernel counts (fused or not) of a side; -1 when a run has none. */
+static int side_kpi(const side *sd, bool fused)
+{
+    int v[64], n = 0;
+    for (int i = 0; i < sd->n && n < 64; i++) {
+        int m = fused ? sd->r[i].fkpi_mode : sd->r[i].kpi_mode;
+        if (m < 0 && i == 0) return -1; /* the primary has none: not measured */
+        if (m >= 0) v[n++] = m;         /* other runs without the data are left out */
+    }
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            int t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[(n - 1) / 2];
+}
+
+static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc)
 {
     char w[160];
+    const gate_run *b = &sb->r[0], *c = &sc->r[0];
     for (int k = 0; k < 2; k++) {
         const char *id = k ? "kernels.fused" : "kernels.unfused";
         const char *name = k ? "kernels per iteration (fused)" : "kernels per iteration (unfused)";
-        int bm = k ? b->fkpi_mode : b->kpi_mode, cm = k ? c->fkpi_mode : c->kpi_mode;
+        int bm = side_kpi(sb, k), cm = side_kpi(sc, k); /* the primary's count with one run per side */
         if (bm < 0 || cm < 0) {
             ADD(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s no %s",
                 which_missing(b, c, bm >= 0, cm >= 0, w, sizeof w),
@@ -902,9 +921,17 @@ static const gate_cluster *absorbing_cluster(const gate_run *g, const gate_clust
     return NULL;
 }
 
-static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const gate_run *b, const gate_run *c)
+/* 1 when run g accepts cluster `key` (or an accepted cluster of g holds all of bc's members). */
+static bool kept_in(const gate_run *g, const gate_cluster *bc)
+{
+    const gate_cluster *m = find_cluster(g, bc->key);
+    return (m && m->accepted) || (!m && absorbing_cluster(g, bc));
+}
+
+static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc)
 {
     char w[160];
+    const gate_run *b = &sb->r[0], *c = &sc->r[0];
     if (!b->plan_id || !c->plan_id) {
         ADD(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no fusion plan (run without --no-apply)",
@@ -919,7 +946,36 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const gate_run *b,
             snprintf(id, sizeof id, "fusion.accepted:%s", bc->key);
             snprintf(name, sizeof name, "fusion of cluster %s", bc->display);
             const gate_cluster *cc = find_cluster(c, bc->key);
-            if (cc && cc->accepted) {
+            if (sb->n > 1 || sc->n > 1) {
+                /* several runs per side: acceptance by majority, so one noisy accept/reject
+                 * decision of the applier does not decide the build */
+                int kb = 0, kc = 0, lost_at = -1;
+                for (int k = 0; k < sb->n; k++) kb += kept_in(&sb->r[k], bc);
+                for (int k = 0; k < sc->n; k++) {
+                    bool kept = kept_in(&sc->r[k], bc);
+                    kc += kept;
+                    if (!kept && lost_at < 0) lost_at = k;
+                }
+                const gate_cluster *lc = lost_at >= 0 ? find_cluster(&sc->r[lost_at], bc->key) : NULL;
+                char why[512] = "";
+                if (lost_at >= 0)
+                    snprintf(why, sizeof why, "; in run %" PRId64 " it is %s: %s", sc->r[lost_at].info.id,
+                             lc ? lc->status : "not proposed", lc && lc->reason ? lc->reason : "(no reason recorded)");
+                if (kb * 2 <= sb->n)
+                    ADD(r, id, "fusion", name, FA_GATE_WARN,
+                        "accepted in only %d of %d baseline runs: a marginal fusion, not gating (candidate: %d of %d)%s",
+                        kb, sb->n, kc, sc->n, why);
+                else if (kc == sc->n)
+                    ADD(r, id, "fusion", name, FA_GATE_PASS, "accepted in %d of %d baseline and all %d candidate runs", kb,
+                        sb->n, sc->n);
+                else if (kc * 2 > sc->n)
+                    ADD(r, id, "fusion", name, FA_GATE_WARN,
+                        "accepted in %d of %d candidate runs (flaky acceptance, not gating)%s", kc, sc->n, why);
+                else
+                    ADD(r, id, "fusion", name, FA_GATE_FAIL,
+                        "fusion lost: accepted in %d of %d baseline runs, %d of %d candidate runs%s", kb, sb->n, kc, sc->n,
+                        why);
+            } else if (cc && cc->accepted) {
                 ADD(r, id, "fusion", name, FA_GATE_PASS, "accepted in both runs");
             } else if (cc) {
                 ADD(r, id, "fusion", name, FA_GATE_FAIL, "fusion lost: accepted in the baseline, %s in the candidate: %s",
@@ -1331,10 +1387,11 @@ fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids,
     if (base_ids[0] == cand_ids[0] && !strcmp(b->path, c->path)) note(r, "baseline and candidate are the same run");
     if (n_base > 1 || n_cand > 1)
         note(r, "latency pools %d baseline and %d candidate runs (two-stage bootstrap: runs, then iterations); "
-                "plans, kernel counts and fusion come from the newest run of each side", n_base, n_cand);
+                "accepted clusters and kernel counts are decided by majority / median over the runs; verification and "
+                "registers come from the newest run of each side", n_base, n_cand);
     s = check_e2e(ctx, r, &sb, &sc);
-    if (!s) s = check_kernels(ctx, r, b, c);
-    if (!s) s = check_fusion(ctx, r, b, c);
+    if (!s) s = check_kernels(ctx, r, &sb, &sc);
+    if (!s) s = check_fusion(ctx, r, &sb, &sc);
     if (!s) s = check_components(ctx, r, &sb, &sc);
     if (s) {
         fa_gate_report_free(r);

@@ -682,6 +682,57 @@ static void test_multi_run_sides_pool_latency_and_still_catch_a_slow_kernel(void
     fa_store_close(st);
 }
 
+/* Several runs per side: one run's noisy accept/reject of a cluster warns, a majority fails;
+ * kernel counts are the median over the runs. */
+static void test_multi_run_fusion_loss_by_majority_only(void **state)
+{
+    (void)state;
+    fa_store *st = open_db("majority.db");
+    int64_t b[3], one[3], two[3];
+    for (int i = 0; i < 3; i++) {
+        synth x = defaults(500 + (uint64_t)i), y = defaults(600 + (uint64_t)i), z = defaults(700 + (uint64_t)i);
+        if (i == 0) {
+            y.status[0] = "rejected-no-gain";
+            y.reason[0] = "noisy benchmark";
+            y.fused_kernels = 3;
+        }
+        if (i < 2) {
+            z.status[0] = "rejected-no-gain";
+            z.reason[0] = "gain within noise";
+        }
+        b[i] = put_run(st, &x);
+        one[i] = put_run(st, &y);
+        two[i] = put_run(st, &z);
+    }
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_options o;
+    fa_gate_options_default(&o);
+    fa_gate_report *r = NULL;
+    assert_int_equal(fa_gate_run_multi(ctx, st, b, 3, st, one, 3, &o, &r), FA_OK);
+    dump(r);
+    const fa_gate_check *f = NULL;
+    for (int i = 0; i < r->n_checks; i++)
+        if (!strncmp(r->checks[i].id, "fusion.accepted:", 16) && strstr(r->checks[i].name, "mm1")) f = &r->checks[i];
+    assert_non_null(f);
+    assert_int_equal(f->verdict, FA_GATE_WARN);
+    assert_non_null(strstr(f->message, "2 of 3 candidate runs"));
+    assert_non_null(strstr(f->message, "noisy benchmark"));
+    assert_int_equal(find(r, "kernels.fused")->verdict, FA_GATE_PASS); /* median of 3, 2, 2 */
+    fa_gate_report_free(r);
+    assert_int_equal(fa_gate_run_multi(ctx, st, b, 3, st, two, 3, &o, &r), FA_OK);
+    f = NULL;
+    for (int i = 0; i < r->n_checks; i++)
+        if (!strncmp(r->checks[i].id, "fusion.accepted:", 16) && strstr(r->checks[i].name, "mm1")) f = &r->checks[i];
+    assert_non_null(f);
+    assert_int_equal(f->verdict, FA_GATE_FAIL);
+    assert_non_null(strstr(f->message, "1 of 3 candidate runs"));
+    assert_non_null(strstr(f->message, "gain within noise"));
+    assert_int_equal(r->verdict, FA_GATE_FAIL);
+    fa_gate_report_free(r);
+    fa_ctx_free(ctx);
+    fa_store_close(st);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -699,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_renderings_escape_names_and_keep_structure),
         cmocka_unit_test(test_strict_renders_inconclusive_as_failure),
         cmocka_unit_test(test_multi_run_sides_pool_latency_and_still_catch_a_slow_kernel),
+        cmocka_unit_test(test_multi_run_fusion_loss_by_majority_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
