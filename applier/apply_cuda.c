@@ -543,6 +543,11 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
         if (!cs) cs = write_kernel_source(cctx, opt->out_dir, ce->info.name, &src);
         if (!cs) cs = fa_nvrtc_compile(cctx, src.data, ce->info.name, arch, &ce->nv, &ce->cubin, &ce->size);
         fa_buf_free(&src);
+        if (!cs) { /* the figures for the arch it will run on (the gate's may be for another) */
+            c->registers = ce->nv.registers;
+            c->spill_bytes = ce->nv.spill_stores + ce->nv.spill_loads;
+            c->block_size = ce->info.block_size;
+        }
         if (!cs) cs = standalone_create(cctx, g, c, ce, vm, &sk);
         if (!cs) {
             have_sk = true;
