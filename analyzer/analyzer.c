@@ -40,6 +40,7 @@ void fa_analysis_free(fa_analysis *a)
 
 int fa_analysis_node_index(const fa_analysis *a, int node_id)
 {
+    if (a->node_index) return (node_id >= 0 && node_id <= a->max_node_id) ? a->node_index[node_id] : -1;
     for (int i = 0; i < a->n_nodes; i++)
         if (a->nodes[i].id == node_id) return i;
     return -1;
@@ -150,6 +151,8 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
     int *idx = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(max_node + 1));
     for (int i = 0; i <= max_node; i++) idx[i] = -1;
     for (int i = 0; i < a->n_nodes; i++) idx[a->nodes[i].id] = i;
+    a->node_index = idx;
+    a->max_node_id = max_node;
 
     /* measured medians */
     fa_op_row *rows = NULL;
@@ -227,6 +230,16 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
      * store keeps node ids), start a chain at every node not yet taken that is memory/latency
      * bound or an out-elementwise-fusable head, and extend through the first untaken
      * memory/latency-bound consumer. */
+    /* edges grouped by producer (counting sort), so walking a chain is linear overall */
+    int *adj_start = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(max_node + 2));
+    int *adj = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(a->n_edges + 1));
+    int *adj_fill = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(max_node + 1));
+    for (int e = 0; e < a->n_edges; e++) adj_start[a->edges[e].producer + 1]++;
+    for (int i = 0; i <= max_node; i++) adj_start[i + 1] += adj_start[i];
+    for (int e = 0; e < a->n_edges; e++) {
+        int p = a->edges[e].producer;
+        adj[adj_start[p] + adj_fill[p]++] = e;
+    }
     bool *taken = fa_arena_alloc(a->arena, sizeof(bool) * (size_t)(max_node + 1));
     a->chains = fa_arena_alloc(a->arena, sizeof *a->chains * (size_t)(a->n_nodes + 1));
     int *path = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(a->n_nodes + 1));
@@ -241,9 +254,9 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
         taken[cur] = true;
         for (;;) {
             int next = -1;
-            for (int e = 0; e < a->n_edges; e++) {
-                const fa_an_edge *ed = &a->edges[e];
-                if (ed->producer != cur || taken[ed->consumer]) continue;
+            for (int q = adj_start[cur]; q < adj_start[cur + 1]; q++) {
+                const fa_an_edge *ed = &a->edges[adj[q]];
+                if (taken[ed->consumer]) continue;
                 const fa_an_node *c = &a->nodes[idx[ed->consumer]];
                 if (!membound(c) || c->pattern == FA_PATTERN_OUT_ELEMWISE_FUSABLE || c->pattern == FA_PATTERN_OPAQUE) continue;
                 if (next < 0 || idx[ed->consumer] < idx[next]) next = ed->consumer;
@@ -264,9 +277,9 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
         ch->launches = len;
         for (int k = 0; k < len; k++) ch->time_ns += a->nodes[idx[path[k]]].median_ns;
         for (int k = 0; k + 1 < len; k++)
-            for (int e = 0; e < a->n_edges; e++) {
-                const fa_an_edge *ed = &a->edges[e];
-                if (ed->producer != path[k] || ed->consumer != path[k + 1]) continue;
+            for (int q = adj_start[path[k]]; q < adj_start[path[k] + 1]; q++) {
+                const fa_an_edge *ed = &a->edges[adj[q]];
+                if (ed->consumer != path[k + 1]) continue;
                 /* a tensor with other consumers or that is a graph output is still written;
                  * fusing removes only this consumer's read */
                 ch->intermediate_bytes += (ed->n_consumers == 1 && !ed->graph_output) ? ed->traffic_bytes : ed->tensor_bytes;

@@ -66,6 +66,8 @@ typedef struct fa_analysis {
                                     output: what round-trips memory per iteration */
     double fusion_bound_ns;   /* sum of the chains' max_saving_ns */
     char summary[1024];       /* the findings in sentences a person can act on */
+    int *node_index;          /* private: node id -> index in nodes (-1), for O(1) lookups */
+    int max_node_id;
 } fa_analysis;
 
 /* Analyze run `run_id` of the database with the given ceilings. Needs the run's graph (nodes,

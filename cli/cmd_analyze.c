@@ -49,6 +49,14 @@ int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run
     return 0;
 }
 
+static const fa_an_node *g_sort_nodes; /* qsort has no user pointer in C11: set just before the sort */
+
+static int cmp_by_median(const void *x, const void *y)
+{
+    int64_t a = g_sort_nodes[*(const int *)x].median_ns, b = g_sort_nodes[*(const int *)y].median_ns;
+    return a > b ? -1 : a < b;
+}
+
 int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *v;
@@ -89,13 +97,11 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
         rc = fa_cli_fail(ctx, s);
         goto out;
     }
-    /* nodes sorted by time */
+    /* nodes sorted by time, longest first */
     int *order = malloc(sizeof(int) * (size_t)(a->n_nodes + 1));
     for (int i = 0; i < a->n_nodes; i++) order[i] = i;
-    for (int i = 1; i < a->n_nodes; i++) /* insertion sort by median desc (small n) */
-        for (int j = i; j > 0 && a->nodes[order[j]].median_ns > a->nodes[order[j - 1]].median_ns; j--) {
-            int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
-        }
+    g_sort_nodes = a->nodes;
+    qsort(order, (size_t)a->n_nodes, sizeof(int), cmp_by_median);
     if (json) {
         fa_buf b;
         fa_buf_init(&b);
