@@ -416,20 +416,34 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
                     fa_sample_stats su, sf;
                     fa_sample_stats_of(sa, opt.iters, &su);
                     fa_sample_stats_of(sb, opt.iters, &sf);
-                    c->measured_saving_ns = gain;
-                    /* both the paired gain and the medians must agree before calling it a win */
-                    if (gain > noise && sf.median_ns < su.median_ns) {
+                    /* Reported saving: difference of the medians (what a reader can check against
+                     * the two medians printed next to it). Decision: a win needs all three of
+                     * (1) the paired median gain beyond twice its standard error, (2) the fused
+                     * median below the unfused one, (3) separated distributions: the fused p75
+                     * below the unfused p25. A regression mirrors it. Anything else, including
+                     * measurements whose spread swamps the difference (a loaded machine), is
+                     * "no measured gain". */
+                    double diff = su.median_ns - sf.median_ns;
+                    c->measured_saving_ns = diff;
+                    bool win = gain > noise && diff > 0 && sf.p75_ns < su.p25_ns;
+                    bool loss = gain < -noise && diff < 0 && sf.p25_ns > su.p75_ns;
+                    if (win) {
                         c->status = FA_CLUSTER_ACCEPTED;
-                        set_reason(p, c, "verified (error %.2g) and faster: %.1f -> %.1f us median, gain %.1f us > noise %.1f us",
-                                   err, su.median_ns / 1e3, sf.median_ns / 1e3, gain / 1e3, noise / 1e3);
-                    } else if (gain < -noise && sf.median_ns > su.median_ns) {
+                        set_reason(p, c, "verified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
+                                   "paired gain %.1f us > noise %.1f us",
+                                   err, su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3,
+                                   sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
+                    } else if (loss) {
                         c->status = FA_CLUSTER_REJECTED_REGRESSION;
-                        set_reason(p, c, "regression: %.1f -> %.1f us median (%.1f us slower, noise %.1f us)",
-                                   su.median_ns / 1e3, sf.median_ns / 1e3, -gain / 1e3, noise / 1e3);
+                        set_reason(p, c, "regression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us",
+                                   su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
+                                   sf.p75_ns / 1e3, -gain / 1e3, noise / 1e3);
                     } else {
                         c->status = FA_CLUSTER_REJECTED_NO_GAIN;
-                        set_reason(p, c, "no measured gain: %.1f -> %.1f us median, gain %.1f us within noise %.1f us",
-                                   su.median_ns / 1e3, sf.median_ns / 1e3, gain / 1e3, noise / 1e3);
+                        set_reason(p, c, "no measured gain: median %.1f -> %.1f us, IQR %.1f-%.1f -> %.1f-%.1f us overlap or the paired gain "
+                                   "%.1f us is within noise %.1f us",
+                                   su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
+                                   sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
                     }
                 }
             }

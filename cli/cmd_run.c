@@ -219,7 +219,20 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
                 printf("%10s %9s", "-", "-");
             printf("  %s: %s\n", fa_cluster_status_name(cl->status), cl->reason ? cl->reason : "");
         }
-        printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
+        fa_arena *ar2 = fa_arena_create(4096);
+        fa_run_info ri2;
+        double traced = 0;
+        if (fa_store_get_run(ctx, st, run_id, ar2, &ri2) == FA_OK && ri2.iter_median_ns > 0) traced = ri2.iter_median_ns / 1e6;
+        fa_arena_free(ar2);
+        double bm = r->baseline.median_ns / 1e6, spread_b = (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6,
+               spread_f = (r->fused.p75_ns - r->fused.p25_ns) / 1e6;
+        bool noisy = (bm > 0 && (spread_b > 0.25 * bm || spread_f > 0.25 * (r->fused.median_ns / 1e6))) ||
+                     (traced > 0 && (bm > 1.25 * traced || bm < 0.8 * traced));
+        printf("\nbaseline measured twice: traced run %.3f ms per iteration (median), interleaved benchmark %.3f ms\n", traced, bm);
+        if (noisy)
+            printf("warning: the timings are noisy (spreads or the two baselines disagree by more than 25%%): speedups and "
+                   "accept/reject decisions on this machine are not reliable; run on a quiet machine for figures you keep\n");
+        printf("baseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
                (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
                (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
         printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
