@@ -1172,7 +1172,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
-        c->measured_saving_ns = -1;
+        c->measured_saving_ns = NAN; /* not measured (a measured saving may be negative) */
         c->max_rel_error = -1;
         c->status = FA_CLUSTER_PROPOSED;
         if (c->est_saving_ns <= 0) {
@@ -1357,7 +1357,7 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
         if (c->occupancy >= 0) sqlite3_bind_double(q, 13, c->occupancy); else sqlite3_bind_null(q, 13);
         sqlite3_bind_text(q, 14, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
         if (c->reason) sqlite3_bind_text(q, 15, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 15);
-        if (c->measured_saving_ns >= 0) sqlite3_bind_double(q, 16, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 16);
+        if (!isnan(c->measured_saving_ns)) sqlite3_bind_double(q, 16, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 16);
         if (c->max_rel_error >= 0) sqlite3_bind_double(q, 17, c->max_rel_error); else sqlite3_bind_null(q, 17);
         s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
         if (s) goto fail;
@@ -1416,7 +1416,7 @@ fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
         sqlite3_bind_int(q, 3, c->id);
         sqlite3_bind_text(q, 4, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
         if (c->reason) sqlite3_bind_text(q, 5, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 5);
-        if (c->measured_saving_ns >= 0) sqlite3_bind_double(q, 6, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 6);
+        if (!isnan(c->measured_saving_ns)) sqlite3_bind_double(q, 6, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 6);
         if (c->max_rel_error >= 0) sqlite3_bind_double(q, 7, c->max_rel_error); else sqlite3_bind_null(q, 7);
         if (c->registers >= 0) sqlite3_bind_int(q, 8, c->registers); else sqlite3_bind_null(q, 8);
         if (c->spill_bytes >= 0) sqlite3_bind_int(q, 9, c->spill_bytes); else sqlite3_bind_null(q, 9);
