@@ -127,19 +127,19 @@ static void test_epilogue_residual_add_and_second_activation_refused_by_name(voi
 }
 
 /* The query read off real clusters: the bias Add of a transformer MatMul is a per-column vector. */
-static void test_epilogue_query_of_zoo_bert_clusters(void **s)
+static int query_zoo_epilogues(const char *model, int *mapped)
 {
-    (void)s;
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = NULL;
-    if (fa_zoo_build(ctx, "bert-layer", 2, &g)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    if (fa_zoo_build(ctx, model, 2, &g)) fail_msg("%s", fa_ctx_errmsg(ctx));
     if (fa_graph_prepare(ctx, g, NULL) || fa_graph_index(ctx, g)) fail_msg("%s", fa_ctx_errmsg(ctx));
     fa_advise_options o = fa_advise_options_default();
     o.no_gate = true;
     o.target = FA_TARGET_CUDA;
     fa_plan *p = NULL;
     if (fa_advise(ctx, g, NULL, &o, &p)) fail_msg("%s", fa_ctx_errmsg(ctx));
-    int epis = 0, mapped = 0;
+    int epis = 0;
+    *mapped = 0;
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         if (c->kind != FA_CLUSTER_EPILOGUE) continue;
@@ -149,10 +149,10 @@ static void test_epilogue_query_of_zoo_bert_clusters(void **s)
         fa_cuda_epilogue_query_of(g, c, scratch, &q);
         char why[256];
         fa_cuda_epilogue e = fa_cuda_epilogue_map(&q, why, sizeof why);
-        print_message("bert-layer cluster %d %s (%s): %s %s\n", c->id, c->label ? c->label : "", q.anchor_op,
+        print_message("%s cluster %d %s (%s): %s %s\n", model, c->id, c->label ? c->label : "", q.anchor_op,
                       fa_cuda_epilogue_name(e), why);
         epis++;
-        if (e != FA_CUDA_EPI_NONE) mapped++;
+        if (e != FA_CUDA_EPI_NONE) (*mapped)++;
         else assert_non_null(strstr(why, "no cuda epilogue for "));
         /* a MatMul followed by an Add of a [hidden] constant: the operand is recognised as a bias vector */
         if (!strcmp(q.anchor_op, "MatMul") && c->n_post_ops >= 1 && !strcmp(c->post_ops[0], "binary:add") &&
@@ -161,13 +161,26 @@ static void test_epilogue_query_of_zoo_bert_clusters(void **s)
             const fa_tensor *y = fa_graph_out(g, g->nodes[c->anchor], 0);
             if (t->rank == 1 && t->dims[0] == y->dims[y->rank - 1]) assert_true(scratch[0]);
         }
+        /* the label names the activation: gelu_tanh after a bias maps to GELU_BIAS, gelu_erf never does */
+        if (c->label && strstr(c->label, "gelu_erf")) assert_int_equal(e, FA_CUDA_EPI_NONE);
+        if (c->label && !strcmp(c->label, "matmul+add+gelu_tanh") && scratch[0])
+            assert_int_equal(e, FA_CUDA_EPI_CUBLASLT_GELU_BIAS);
     }
-    print_message("bert-layer: %d epilogue clusters, %d map onto cuBLASLt/cuDNN\n", epis, mapped);
-    assert_true(epis >= 1);
-    assert_true(mapped >= 1);
+    print_message("%s: %d epilogue clusters, %d map onto cuBLASLt/cuDNN\n", model, epis, *mapped);
     fa_plan_free(p);
     fa_graph_free(g);
     fa_ctx_free(ctx);
+    return epis;
+}
+
+static void test_epilogue_query_of_zoo_transformer_clusters(void **s)
+{
+    (void)s;
+    int mapped = 0;
+    assert_true(query_zoo_epilogues("bert-layer", &mapped) >= 1);
+    assert_true(mapped >= 1);
+    assert_true(query_zoo_epilogues("gpt2-block", &mapped) >= 1);
+    assert_true(mapped >= 1); /* matmul+add+gelu_tanh -> GELU_BIAS */
 }
 
 /* ---- fa_apply_cuda without a driver ---- */
@@ -516,7 +529,7 @@ int main(void)
         cmocka_unit_test(test_epilogue_matmul_bias_gelu_tanh_maps_gelu_erf_refused),
         cmocka_unit_test(test_epilogue_conv_bias_relu_maps_to_cudnn_others_refused),
         cmocka_unit_test(test_epilogue_residual_add_and_second_activation_refused_by_name),
-        cmocka_unit_test(test_epilogue_query_of_zoo_bert_clusters),
+        cmocka_unit_test(test_epilogue_query_of_zoo_transformer_clusters),
         cmocka_unit_test(test_apply_cuda_without_driver_refuses_before_touching_the_plan),
 #ifdef FA_HAVE_CUDA
         cmocka_unit_test(test_launch_dims_one_d_and_limits),
