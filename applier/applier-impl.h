@@ -19,4 +19,18 @@ fa_status fa_compile_c(fa_ctx *ctx, const char *src, size_t len, const char *fn_
                        fa_compiled **out);
 void fa_compiled_free(fa_compiled *c);
 
+/* Shared by the cpu and cuda appliers (applier/judge.c, applier/fused_graph.c). */
+int fa_apply_cmp_double(const void *a, const void *b);
+double fa_apply_quantile(const double *sorted, int n, double q);
+/* max|a-b| / max(max|b|, 1e-12); INFINITY on NaN or a missing value. */
+double fa_apply_rel_error(const fa_value *a, const fa_value *b);
+void fa_apply_set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The accept/reject rule on n interleaved samples (sa unfused, sb fused, ns): sets c->status,
+ * c->reason (prefixed by tag, may be NULL) and c->measured_saving_ns (difference of medians). */
+void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *sb, int n, double err, const char *tag);
+/* A copy of g restricted to / with the given clusters (fused_graph.c). */
+fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
+                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
+                                fa_graph **out);
+
 #endif

@@ -10,10 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
-                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
-                                fa_graph **out);
-
 void fa_apply_options_default(fa_apply_options *o)
 {
     memset(o, 0, sizeof *o);
@@ -24,21 +20,6 @@ void fa_apply_options_default(fa_apply_options *o)
     o->inject_wrong_cluster = -1;
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *sorted, int n, double q)
-{
-    if (n <= 0) return 0;
-    double pos = q * (n - 1);
-    int lo = (int)pos;
-    double f = pos - lo;
-    return lo + 1 < n ? sorted[lo] * (1 - f) + sorted[lo + 1] * f : sorted[lo];
-}
-
 void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out)
 {
     memset(out, 0, sizeof *out);
@@ -47,10 +28,10 @@ void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out)
     double *s = malloc(sizeof(double) * (size_t)n);
     if (!s) return;
     memcpy(s, samples, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), cmp_d);
-    out->median_ns = quantile(s, n, 0.5);
-    out->p25_ns = quantile(s, n, 0.25);
-    out->p75_ns = quantile(s, n, 0.75);
+    qsort(s, (size_t)n, sizeof(double), fa_apply_cmp_double);
+    out->median_ns = fa_apply_quantile(s, n, 0.5);
+    out->p25_ns = fa_apply_quantile(s, n, 0.25);
+    out->p75_ns = fa_apply_quantile(s, n, 0.75);
     out->min_ns = s[0];
     free(s);
 }
@@ -171,21 +152,6 @@ static fa_status set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const 
     return FA_OK;
 }
 
-/* max|a-b| / max(max|b|, 1e-12) over output `name` of two executors. */
-static double rel_error(const fa_value *a, const fa_value *b)
-{
-    int64_t ne = fa_value_numel(b);
-    double md = 0, mb = 0;
-    for (int64_t i = 0; i < ne; i++) {
-        double x = fa_load_as_double(a->data, a->dtype, i), y = fa_load_as_double(b->data, b->dtype, i);
-        double d = fabs(x - y);
-        if (isnan(d)) return INFINITY;
-        if (d > md) md = d;
-        if (fabs(y) > mb) mb = fabs(y);
-    }
-    return md / (mb > 1e-12 ? mb : 1e-12);
-}
-
 static int out_index(const fa_graph *sub, const char *name)
 {
     for (int i = 0; i < sub->n_outputs; i++)
@@ -214,35 +180,6 @@ static fa_status bench_pair(fa_ctx *ctx, fa_exec *a, fa_exec *b, int warmup, int
         sb[i] = (i & 1) ? d1 : d2;
     }
     return FA_OK;
-}
-
-/* Decision on paired samples: gain = median(a - b); noise = 2 x standard error of that median
- * (1.2533 x 1.4826 x MAD / sqrt(n): the normal-consistent MAD and the asymptotic efficiency of
- * the median, e.g. Wilcox, "Introduction to Robust Estimation", ch. 3). */
-static void decide(const double *sa, const double *sb, int n, double *gain, double *noise)
-{
-    double *d = malloc(sizeof(double) * (size_t)n), *dev = malloc(sizeof(double) * (size_t)n);
-    for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
-    qsort(d, (size_t)n, sizeof(double), cmp_d);
-    double med = quantile(d, n, 0.5);
-    for (int i = 0; i < n; i++) dev[i] = fabs(d[i] - med);
-    qsort(dev, (size_t)n, sizeof(double), cmp_d);
-    double mad = quantile(dev, n, 0.5);
-    *gain = med;
-    *noise = 2.0 * 1.2533 * 1.4826 * mad / sqrt((double)n);
-    free(d);
-    free(dev);
-}
-
-static void set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    c->reason = fa_arena_strdup(p->arena, buf);
 }
 
 static bool needs_codegen(const fa_cluster *c)
@@ -385,7 +322,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         if (!cs) cs = fa_exec_run(cctx, ef, NULL);
         if (cs) {
             c->status = FA_CLUSTER_REJECTED_ERROR;
-            set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
+            fa_apply_set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
         } else {
             /* verify every cluster output against the unfused sub-graph */
             double err = 0;
@@ -393,58 +330,25 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
                 const char *nm = g->tensors[c->outputs[k]]->name;
                 int iu = out_index(gu, nm), iff = out_index(gf, nm);
                 if (iu < 0 || iff < 0) { err = INFINITY; break; }
-                double e = rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
+                double e = fa_apply_rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
                 if (e > err) err = e;
             }
             c->max_rel_error = err;
             if (!(err <= opt.tolerance)) {
                 c->status = FA_CLUSTER_REJECTED_VERIFY;
-                set_reason(p, c, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
+                fa_apply_set_reason(p, c, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
                            opt.tolerance);
             } else {
                 cs = bench_pair(cctx, eu, ef, opt.warmup, opt.iters, sa, sb);
                 if (cs) {
                     c->status = FA_CLUSTER_REJECTED_ERROR;
-                    set_reason(p, c, "benchmark failed: %s", fa_ctx_errmsg(cctx));
+                    fa_apply_set_reason(p, c, "benchmark failed: %s", fa_ctx_errmsg(cctx));
                 } else {
-                    double gain, noise;
-                    decide(sa, sb, opt.iters, &gain, &noise);
                     int k = res->n_cluster_bench++;
                     res->cluster_ids[k] = c->id;
                     memcpy(res->cluster_unfused + (size_t)k * (size_t)opt.iters, sa, sizeof(double) * (size_t)opt.iters);
                     memcpy(res->cluster_fused + (size_t)k * (size_t)opt.iters, sb, sizeof(double) * (size_t)opt.iters);
-                    fa_sample_stats su, sf;
-                    fa_sample_stats_of(sa, opt.iters, &su);
-                    fa_sample_stats_of(sb, opt.iters, &sf);
-                    /* Reported saving: difference of the medians (what a reader can check against
-                     * the two medians printed next to it). Decision: a win needs all three of
-                     * (1) the paired median gain beyond twice its standard error, (2) the fused
-                     * median below the unfused one, (3) separated distributions: the fused p75
-                     * below the unfused p25. A regression mirrors it. Anything else, including
-                     * measurements whose spread swamps the difference (a loaded machine), is
-                     * "no measured gain". */
-                    double diff = su.median_ns - sf.median_ns;
-                    c->measured_saving_ns = diff;
-                    bool win = gain > noise && diff > 0 && sf.p75_ns < su.p25_ns;
-                    bool loss = gain < -noise && diff < 0 && sf.p25_ns > su.p75_ns;
-                    if (win) {
-                        c->status = FA_CLUSTER_ACCEPTED;
-                        set_reason(p, c, "verified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
-                                   "paired gain %.1f us > noise %.1f us",
-                                   err, su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3,
-                                   sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
-                    } else if (loss) {
-                        c->status = FA_CLUSTER_REJECTED_REGRESSION;
-                        set_reason(p, c, "regression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us",
-                                   su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
-                                   sf.p75_ns / 1e3, -gain / 1e3, noise / 1e3);
-                    } else {
-                        c->status = FA_CLUSTER_REJECTED_NO_GAIN;
-                        set_reason(p, c, "no measured gain: median %.1f -> %.1f us, IQR %.1f-%.1f -> %.1f-%.1f us overlap or the paired gain "
-                                   "%.1f us is within noise %.1f us",
-                                   su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
-                                   sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
-                    }
+                    fa_apply_judge(p, c, sa, sb, opt.iters, err, NULL);
                 }
             }
         }
@@ -473,7 +377,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
             for (int o = 0; o < g->n_outputs; o++) {
                 int k = out_index(gfull, g->tensors[g->outputs[o]]->name);
                 if (k < 0) continue;
-                double e = rel_error(fa_exec_output(efz, k), fa_exec_output(eb, o));
+                double e = fa_apply_rel_error(fa_exec_output(efz, k), fa_exec_output(eb, o));
                 if (e > res->e2e_max_rel_error) res->e2e_max_rel_error = e;
             }
             res->baseline_samples = malloc(sizeof(double) * (size_t)opt.iters);

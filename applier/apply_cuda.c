@@ -137,78 +137,6 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
 
 #else
 
-/* Declared in apply.c the same way (defined in fused_graph.c). */
-fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
-                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
-                                fa_graph **out);
-
-/* ---- TEMPORARY copies of apply.c statics (cmp_d, quantile, decide, rel_error, set_reason):
- *      the lead is asked to make apply.c's versions non-static (applier-impl.h) so these go. ---- */
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double quantile(const double *sorted, int n, double q)
-{
-    if (n <= 0) return 0;
-    double pos = q * (n - 1);
-    int lo = (int)pos;
-    double f = pos - lo;
-    return lo + 1 < n ? sorted[lo] * (1 - f) + sorted[lo + 1] * f : sorted[lo];
-}
-
-/* gain = median(a - b); noise = 2 x 1.2533 x 1.4826 x MAD / sqrt(n) (apply.c decide(); Wilcox,
- * "Introduction to Robust Estimation", ch. 3). */
-static void decide(const double *sa, const double *sb, int n, double *gain, double *noise)
-{
-    double *d = malloc(sizeof(double) * (size_t)n), *dev = malloc(sizeof(double) * (size_t)n);
-    if (!d || !dev) {
-        free(d);
-        free(dev);
-        *gain = 0;
-        *noise = INFINITY;
-        return;
-    }
-    for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
-    qsort(d, (size_t)n, sizeof(double), cmp_d);
-    double med = quantile(d, n, 0.5);
-    for (int i = 0; i < n; i++) dev[i] = fabs(d[i] - med);
-    qsort(dev, (size_t)n, sizeof(double), cmp_d);
-    *gain = med;
-    *noise = 2.0 * 1.2533 * 1.4826 * quantile(dev, n, 0.5) / sqrt((double)n);
-    free(d);
-    free(dev);
-}
-
-static double rel_error(const fa_value *a, const fa_value *b)
-{
-    if (!a || !b) return INFINITY;
-    int64_t ne = fa_value_numel(b);
-    double md = 0, mb = 0;
-    for (int64_t i = 0; i < ne; i++) {
-        double x = fa_load_as_double(a->data, a->dtype, i), y = fa_load_as_double(b->data, b->dtype, i);
-        double d = fabs(x - y);
-        if (isnan(d)) return INFINITY;
-        if (d > md) md = d;
-        if (fabs(y) > mb) mb = fabs(y);
-    }
-    return md / (mb > 1e-12 ? mb : 1e-12);
-}
-
-static void set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...)
-{
-    char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
-    c->reason = fa_arena_strdup(p->arena, buf);
-}
-
 /* ---- generated kernels: cubins by cluster index, handed to the cuda executor by provide() ---- */
 
 typedef struct cubin_entry {
@@ -459,39 +387,21 @@ static fa_status judge(fa_ctx *cctx, fa_plan *p, fa_cluster *c, const fa_apply_o
     fa_status cs = bench_pair(cctx, u, f, opt->warmup, opt->iters, sa, sb);
     if (cs) {
         c->status = FA_CLUSTER_REJECTED_ERROR;
-        set_reason(p, c, "benchmark on cuda failed: %s", fa_ctx_errmsg(cctx));
+        fa_apply_set_reason(p, c, "benchmark on cuda failed: %s", fa_ctx_errmsg(cctx));
         return FA_OK;
     }
-    double gain, noise;
-    decide(sa, sb, opt->iters, &gain, &noise);
     int k = res->n_cluster_bench++;
     res->cluster_ids[k] = c->id;
     memcpy(res->cluster_unfused + (size_t)k * (size_t)opt->iters, sa, sizeof(double) * (size_t)opt->iters);
     memcpy(res->cluster_fused + (size_t)k * (size_t)opt->iters, sb, sizeof(double) * (size_t)opt->iters);
-    fa_sample_stats su, sf;
-    fa_sample_stats_of(sa, opt->iters, &su);
-    fa_sample_stats_of(sb, opt->iters, &sf);
-    c->measured_saving_ns = gain;
-    if (gain > noise && sf.median_ns < su.median_ns) {
-        c->status = FA_CLUSTER_ACCEPTED;
-        set_reason(p, c, "cuda: verified (error %.2g) and faster: %.1f -> %.1f us median, gain %.1f us > noise %.1f us", err,
-                   su.median_ns / 1e3, sf.median_ns / 1e3, gain / 1e3, noise / 1e3);
-    } else if (gain < -noise && sf.median_ns > su.median_ns) {
-        c->status = FA_CLUSTER_REJECTED_REGRESSION;
-        set_reason(p, c, "cuda: regression: %.1f -> %.1f us median (%.1f us slower, noise %.1f us)", su.median_ns / 1e3,
-                   sf.median_ns / 1e3, -gain / 1e3, noise / 1e3);
-    } else {
-        c->status = FA_CLUSTER_REJECTED_NO_GAIN;
-        set_reason(p, c, "cuda: no measured gain: %.1f -> %.1f us median, gain %.1f us within noise %.1f us",
-                   su.median_ns / 1e3, sf.median_ns / 1e3, gain / 1e3, noise / 1e3);
-    }
+    fa_apply_judge(p, c, sa, sb, opt->iters, err, "cuda: ");
     return FA_OK;
 }
 
 static void reject_verify(fa_plan *p, fa_cluster *c, double err, double tol)
 {
     c->status = FA_CLUSTER_REJECTED_VERIFY;
-    set_reason(p, c, "cuda: fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err, tol);
+    fa_apply_set_reason(p, c, "cuda: fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err, tol);
 }
 
 /* One cluster; its failures become its status and reason, never the run's. */
@@ -513,9 +423,9 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
         }
         free(scratch);
         c->status = FA_CLUSTER_REJECTED_ERROR;
-        if (e == FA_CUDA_EPI_NONE) set_reason(p, c, "%s", why);
+        if (e == FA_CUDA_EPI_NONE) fa_apply_set_reason(p, c, "%s", why);
         else
-            set_reason(p, c, "cuda epilogue %s fits but is not executed yet (the cuda executor has no Fused* nodes)",
+            fa_apply_set_reason(p, c, "cuda epilogue %s fits but is not executed yet (the cuda executor has no Fused* nodes)",
                        fa_cuda_epilogue_name(e));
         return;
     }
@@ -530,7 +440,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
         const char *why = NULL;
         if (!fa_codegen_supported(g, c, true, &why)) {
             c->status = FA_CLUSTER_REJECTED_ERROR;
-            set_reason(p, c, "no CUDA emitter: %s", why ? why : "unsupported");
+            fa_apply_set_reason(p, c, "no CUDA emitter: %s", why ? why : "unsupported");
             return;
         }
         fa_buf src;
@@ -571,7 +481,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
     }
     if (cs) {
         c->status = FA_CLUSTER_REJECTED_ERROR;
-        set_reason(p, c, "could not build or run the fused kernel on cuda: %s", fa_ctx_errmsg(cctx));
+        fa_apply_set_reason(p, c, "could not build or run the fused kernel on cuda: %s", fa_ctx_errmsg(cctx));
         goto done;
     }
     double err = 0;
@@ -579,7 +489,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
         const char *nm = g->tensors[c->outputs[k]]->name;
         int iu = out_index(gu, nm);
         const fa_value *fv = have_sk ? &sk.hout[k] : (gf && out_index(gf, nm) >= 0 ? fa_exec_output(ef, out_index(gf, nm)) : NULL);
-        double e = iu < 0 ? INFINITY : rel_error(fv, fa_exec_output(eu, iu));
+        double e = iu < 0 ? INFINITY : fa_apply_rel_error(fv, fa_exec_output(eu, iu));
         if (e > err) err = e;
     }
     c->max_rel_error = err;
@@ -731,7 +641,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
             for (int o = 0; o < g->n_outputs; o++) {
                 int k = out_index(gfull, g->tensors[g->outputs[o]]->name);
                 if (k < 0) continue;
-                double e = rel_error(fa_exec_output(efz, k), fa_exec_output(eb, o));
+                double e = fa_apply_rel_error(fa_exec_output(efz, k), fa_exec_output(eb, o));
                 if (e > res->e2e_max_rel_error) res->e2e_max_rel_error = e;
             }
             res->baseline_samples = malloc(sizeof(double) * (size_t)opt.iters);

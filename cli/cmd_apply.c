@@ -51,7 +51,8 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     s = fa_cli_reload_model(ctx, st, run_id, ar, &ri, &g);
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
-                                  tolerance, (int)max_ops, (int)max_inputs, (int)iters, (int)warmup);
+                                  tolerance, (int)max_ops, (int)max_inputs, (int)iters, (int)warmup,
+                                  ri.target && !strcmp(ri.target, "cuda"));
     if (s) rc = fa_cli_fail(ctx, s);
     fa_graph_free(g);
     fa_arena_free(ar);

@@ -14,6 +14,7 @@
 #include "collector/import/import.h"
 #ifdef FA_HAVE_CUDA
 #include "collector/cupti/cupti.h"
+#include "roofline/cuda_ceilings.h"
 #endif
 #include "cli.h"
 #include "collector/collector.h"
@@ -143,7 +144,7 @@ static void default_out_dir(const char *model, char *buf, size_t cap)
 
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                                int max_ops, int max_inputs, int iters, int warmup)
+                                int max_ops, int max_inputs, int iters, int warmup, bool cuda)
 {
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096], path[4400];
@@ -157,15 +158,20 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     fa_plan *p = NULL;
     fa_apply_result *r = NULL;
     if (prog->tty) fprintf(stderr, "measuring device ceilings (cached after the first run)...\n");
-    fa_status s = fa_roofline_cpu_ceilings(ctx, st, info->threads, false, &c);
+    fa_status s;
+#ifdef FA_HAVE_CUDA
+    if (cuda) s = fa_roofline_cuda_ceilings(ctx, st, 0, false, &c);
+    else
+#endif
+        s = fa_roofline_cpu_ceilings(ctx, st, info->threads, false, &c);
     if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
     if (!s) s = fa_analysis_save(ctx, st, a);
     fa_advise_options ao = {0};
-    ao.target = FA_TARGET_CPU;
+    ao.target = cuda ? FA_TARGET_CUDA : FA_TARGET_CPU;
     ao.max_ops = max_ops;
     ao.max_inputs = max_inputs;
     ao.occupancy_floor = 0.5;
-    ao.no_gate = true; /* the register/occupancy gate is for the cuda target */
+    ao.no_gate = !cuda; /* the register/occupancy gate is for the cuda target */
     if (!s) s = fa_advise(ctx, g, a, &ao, &p);
     if (!s) {
         p->run_id = run_id;
@@ -182,7 +188,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     opt.progress_user = prog;
     const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
     if (inj && *inj) opt.inject_wrong_cluster = atoi(inj);
-    if (!s) s = fa_apply(ctx, g, p, &opt, &r);
+    if (!s) s = cuda ? fa_apply_cuda(ctx, g, p, &opt, NULL, &r) : fa_apply(ctx, g, p, &opt, &r);
     if (!s) s = fa_store_apply_result(ctx, st, p, r);
     /* model.folded.onnx: the model with BN folded into its producers, standard ONNX ops only */
     bool any_fold = false;
@@ -206,7 +212,8 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     }
     if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
     if (!s) {
-        printf("run %" PRId64 ": %s on cpu (%s, %d threads)\n\n", run_id, model, devname, info->threads);
+        printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, cuda ? "cuda" : "cpu", devname,
+               info->threads);
         printf("%s\n\n", a->summary);
         printf("%-4s %-18s %-28s %10s %10s %9s  %s\n", "id", "kind", "label", "pred us", "meas us", "error", "decision");
         for (int i = 0; i < p->n_clusters; i++) {
@@ -378,17 +385,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
         goto out;
     }
-    if (fa_exec_target(e) == FA_TARGET_CUDA) {
-        /* Fused kernels execute on the cpu target only in this build (docs/cuda.md): on cuda the
-         * run stops after the baseline; `fuse-advise advise --target cuda` gives the gated plan. */
-        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
-        if (!s)
-            printf("note: fused-kernel application runs on the cpu target only in this build; for the cuda plan with "
-                   "the register/occupancy gate run `fuse-advise advise %" PRId64 " --target cuda`\n", run_id);
-        goto out;
-    }
     s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops,
-                              (int)max_inputs, (int)iters, (int)warmup);
+                              (int)max_inputs, (int)iters, (int)warmup, fa_exec_target(e) == FA_TARGET_CUDA);
 out:;
     int rc = 0;
     if (s) {

@@ -16,6 +16,7 @@
 typedef enum kkind {
     K_UNARY, K_BINARY, K_WHERE, K_ALIAS, K_TRANSPOSE, K_SLICE, K_SPLIT, K_CONCAT, K_EXPAND, K_GATHER,
     K_REDUCE, K_SOFTMAX, K_LAYERNORM, K_BATCHNORM, K_POOL, K_GLOBALPOOL, K_MATMUL, K_GEMM, K_CONV,
+    K_FUSED, /* a provider's device kernel (runtime/cuda/fused.c) */
 } kkind;
 
 /* sub-op codes: must match the enums of the CUDA source (kernels.c) */
@@ -87,7 +88,10 @@ typedef struct cnode {
     int pool[10];            /* kh kw sh sw ph pw dh dw mode */
     fa_cuda_conv conv;
     bool conv_ready;
+    fa_cuda_fused *fused;    /* K_FUSED: owned */
 } cnode;
+
+static const op_entry k_fused_op = {"FusedKernel", K_FUSED, 0, "nvrtc:fused"};
 
 typedef struct slot {
     void *d;            /* device buffer */
@@ -228,6 +232,8 @@ static fa_status plan_node(fa_ctx *ctx, const fa_graph *g, const fa_node *n, cno
     }
     bool ok = true;
     switch (op->kind) {
+    case K_FUSED: /* only from a provider, never from the op table */
+        return refuse(ctx, n, NULL);
     case K_UNARY:
         if (!all_float(g, n, 0, 0)) return refuse(ctx, n, "only float32");
         if (!strcmp(n->op_type, "LeakyRelu")) c->a = fa_node_attr_float(n, "alpha", 0.01f);
@@ -582,6 +588,8 @@ void fa_cuda_exec_free(fa_cuda_exec *e)
     if (e->nodes)
         for (int i = 0; i < e->g->n_nodes; i++)
             if (e->nodes[i].conv_ready) fa_cudnn_conv_free(&e->nodes[i].conv);
+    if (e->nodes)
+        for (int i = 0; i < e->g->n_nodes; i++) fa_cuda_fused_free(e->nodes[i].fused);
     if (e->host_out)
         for (int i = 0; i < e->g->n_outputs; i++) free(e->host_out[i].data);
     dev_free(e, e->workspace, false);
@@ -598,9 +606,6 @@ void fa_cuda_exec_free(fa_cuda_exec *e)
 static fa_status exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, bool emu, fa_cuda_exec **out)
 {
     fa_exec_options o = opt ? *opt : (fa_exec_options){0};
-    if (o.provider)
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
-                            "cuda: custom (fused) kernels are not supported by the cuda executor yet");
     fa_cuda_exec *e = calloc(1, sizeof *e);
     if (!e) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating the cuda executor");
     e->g = g;
@@ -613,6 +618,20 @@ static fa_status exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     bool need_dnn = false;
     for (int k = 0; !st && k < g->n_topo; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
+        if (o.provider) { /* fused kernels: only device kernels (fa_cuda_fused_custom_run marker) */
+            fa_custom_kernel ck = {0};
+            bool prov = false;
+            st = o.provider(o.provider_user, ctx, g, n, &ck, &prov);
+            if (!st && prov && (!fa_cuda_fused_is_device_kernel(&ck) || emu)) {
+                if (ck.destroy) ck.destroy(ck.state);
+                st = refuse(ctx, n, emu ? "a device kernel in host emulation" : "a host kernel from the provider");
+            } else if (!st && prov) {
+                e->nodes[n->id].fused = ck.state;
+                e->nodes[n->id].op = &k_fused_op;
+                continue;
+            }
+            if (st) break;
+        }
         st = plan_node(ctx, g, n, &e->nodes[n->id]);
         if (!st && e->nodes[n->id].op->kind == K_CONV) need_dnn = true;
     }
@@ -633,6 +652,13 @@ static fa_status exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     if ((st = fa_cuda_kernels_module(ctx, e->arch, &e->mod))) goto fail;
     for (int f = 0; f < F_COUNT; f++)
         if ((st = fa_cuda_module_function(ctx, e->mod, k_fnames[f], &e->fn[f]))) goto fail;
+    for (int k = 0; k < g->n_topo; k++) {
+        cnode *c = &e->nodes[g->topo[k]];
+        if (c->fused && (st = fa_cuda_fused_load(ctx, c->fused))) {
+            fa_ctx_wrap(ctx, st, "node '%s': ", g->nodes[g->topo[k]]->name);
+            goto fail;
+        }
+    }
     if ((st = FA_CUBLAS_CHECK(ctx, cublasCreate(&e->cublas)))) goto fail;
     if ((st = FA_CUBLAS_CHECK(ctx, cublasSetStream(e->cublas, e->stream)))) goto fail;
     /* CUBLAS_DEFAULT_MATH: FP32 SGEMM without TF32 (TF32 needs CUBLAS_TF32_TENSOR_OP_MATH), so results compare with the cpu target */
@@ -811,6 +837,13 @@ static fa_status run_node(fa_ctx *ctx, fa_cuda_exec *e, const fa_node *n, cnode 
     void *out = y ? e->slots[n->outputs[0]].d : NULL;
     int64_t ny = fa_tensor_numel(y);
     switch (c->op->kind) {
+    case K_FUSED: { /* device pointers of every input then every output */
+        void *fin[64], *fout[16];
+        if (n->n_inputs > 64 || n->n_outputs > 16) return refuse(ctx, n, "a fused kernel wider than 64 inputs / 16 outputs");
+        for (int i = 0; i < n->n_inputs; i++) fin[i] = n->inputs[i] >= 0 ? e->slots[n->inputs[i]].d : NULL;
+        for (int i = 0; i < n->n_outputs; i++) fout[i] = n->outputs[i] >= 0 ? e->slots[n->outputs[i]].d : NULL;
+        return fa_cuda_fused_launch(ctx, c->fused, NULL, fin, n->n_inputs, fout, n->n_outputs, e->stream);
+    }
     case K_UNARY: {
         int op = c->op->sub;
         void *args[] = {&in[0], &out, &ny, &op, &c->a, &c->b};

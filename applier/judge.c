@@ -1,0 +1,106 @@
+/* applier/judge — helpers shared by the cpu and cuda appliers: relative error, the robust
+ * benchmark statistics, and the one accept/reject rule for a cluster's interleaved samples. */
+#include "applier-impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int fa_apply_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double fa_apply_quantile(const double *sorted, int n, double q)
+{
+    if (n <= 0) return 0;
+    double pos = q * (n - 1);
+    int lo = (int)pos;
+    double f = pos - lo;
+    return lo + 1 < n ? sorted[lo] * (1 - f) + sorted[lo + 1] * f : sorted[lo];
+}
+
+double fa_apply_rel_error(const fa_value *a, const fa_value *b)
+{
+    if (!a || !b) return INFINITY;
+    int64_t ne = fa_value_numel(b);
+    double md = 0, mb = 0;
+    for (int64_t i = 0; i < ne; i++) {
+        double x = fa_load_as_double(a->data, a->dtype, i), y = fa_load_as_double(b->data, b->dtype, i);
+        double d = fabs(x - y);
+        if (isnan(d)) return INFINITY;
+        if (d > md) md = d;
+        if (fabs(y) > mb) mb = fabs(y);
+    }
+    return md / (mb > 1e-12 ? mb : 1e-12);
+}
+
+void fa_apply_set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    c->reason = fa_arena_strdup(p->arena, buf);
+}
+
+/* gain = median(a - b) of the paired samples; noise = 2 x its standard error,
+ * 1.2533 x 1.4826 x MAD / sqrt(n): the normal-consistent MAD and the asymptotic efficiency of
+ * the median (Wilcox, "Introduction to Robust Estimation", ch. 3). */
+static void paired_gain(const double *sa, const double *sb, int n, double *gain, double *noise)
+{
+    double *d = malloc(sizeof(double) * (size_t)n), *dev = malloc(sizeof(double) * (size_t)n);
+    if (!d || !dev) {
+        free(d);
+        free(dev);
+        *gain = 0;
+        *noise = INFINITY;
+        return;
+    }
+    for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
+    qsort(d, (size_t)n, sizeof(double), fa_apply_cmp_double);
+    double med = fa_apply_quantile(d, n, 0.5);
+    for (int i = 0; i < n; i++) dev[i] = fabs(d[i] - med);
+    qsort(dev, (size_t)n, sizeof(double), fa_apply_cmp_double);
+    *gain = med;
+    *noise = 2.0 * 1.2533 * 1.4826 * fa_apply_quantile(dev, n, 0.5) / sqrt((double)n);
+    free(d);
+    free(dev);
+}
+
+void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *sb, int n, double err, const char *tag)
+{
+    double gain, noise;
+    paired_gain(sa, sb, n, &gain, &noise);
+    fa_sample_stats su, sf;
+    fa_sample_stats_of(sa, n, &su);
+    fa_sample_stats_of(sb, n, &sf);
+    /* Reported saving: the difference of the medians (checkable against the two medians
+     * printed next to it). A win needs all three of: the paired median gain beyond twice its
+     * standard error, the fused median below the unfused one, and separated distributions (the
+     * fused p75 below the unfused p25). A regression mirrors it. Anything else, including a
+     * spread that swamps the difference on a loaded machine, is "no measured gain". */
+    double diff = su.median_ns - sf.median_ns;
+    c->measured_saving_ns = diff;
+    const char *t = tag ? tag : "";
+    if (gain > noise && diff > 0 && sf.p75_ns < su.p25_ns) {
+        c->status = FA_CLUSTER_ACCEPTED;
+        fa_apply_set_reason(p, c, "%sverified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
+                            "paired gain %.1f us > noise %.1f us", t, err, su.median_ns / 1e3, sf.median_ns / 1e3,
+                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
+    } else if (gain < -noise && diff < 0 && sf.p25_ns > su.p75_ns) {
+        c->status = FA_CLUSTER_REJECTED_REGRESSION;
+        fa_apply_set_reason(p, c, "%sregression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us",
+                            t, su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
+                            sf.p75_ns / 1e3, -gain / 1e3, noise / 1e3);
+    } else {
+        c->status = FA_CLUSTER_REJECTED_NO_GAIN;
+        fa_apply_set_reason(p, c, "%sno measured gain: median %.1f -> %.1f us, IQR %.1f-%.1f -> %.1f-%.1f us overlap or the paired "
+                            "gain %.1f us is within noise %.1f us", t, su.median_ns / 1e3, sf.median_ns / 1e3,
+                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
+    }
+}
