@@ -106,8 +106,9 @@ fa_status fa_cuda_exec_check_graph(fa_ctx *ctx, const fa_graph *g);
 /* Create the cuda executor for prepared graph g on device 0: driver loaded, kernels compiled by
  * NVRTC for the device's arch (cached by source hash per process), cuBLAS handle, cuDNN loaded
  * (libcudnn.so.9 by dlopen) when the graph has Conv, constants uploaded. Options: threads is
- * ignored; max_memory caps live device activation bytes; a kernel provider is refused
- * (FA_ERR_UNSUPPORTED: fused kernels on cuda are not implemented yet). Errors: FA_ERR_UNSUPPORTED
+ * ignored; max_memory caps live device activation bytes; a kernel provider may hand it generated
+ * fused kernels as device kernels (see "Kernel providers on the cuda target" below; host kernels
+ * are refused). Never run on a GPU in this project's CI. Errors: FA_ERR_UNSUPPORTED
  * "no CUDA driver" / "no CUDA device" / unsupported op; FA_ERR_RUNTIME for CUDA failures. */
 fa_status fa_cuda_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_cuda_exec **out);
 /* The same execution plan run on the host without a GPU (tests): every kernel launch goes to a C
