@@ -16,6 +16,8 @@
 
 #define TRIAD_FLOATS ((size_t)16 << 20) /* 16 Mi floats = 64 MiB per array, 192 MiB in all */
 
+static const char *cache_name_for(uint64_t ws);
+
 const char *fa_roofline_cpu_key(int threads, char *buf, size_t cap)
 {
     char model[200] = "cpu";
@@ -231,14 +233,15 @@ fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out)
         bws[ns] = read_gbs(b, ws, threads);
         ns++;
     }
-    /* a level = the last point of a plateau before a >30% drop */
-    static const char *const names[] = {"L1", "L2", "L3/LLC", "L4"};
+    /* a level = the last point of a plateau before a >30% drop; it is named after the smallest
+     * data/unified cache (sysfs, per thread: the per-core size times the threads sharing the
+     * sweep for private levels is not modelled) whose size holds the working set */
     for (int i = 0; i + 1 < ns && nl < 4; i++) {
         if (bws[i + 1] < 0.7 * bws[i] && bws[i] > 1.3 * c.mem_bw_gbs) {
             if (prev_plateau == 0 || bws[i] < 0.9 * prev_plateau) {
                 c.cache[nl].working_set = sizes[i];
                 c.cache[nl].bandwidth_gbs = bws[i];
-                c.cache[nl].name = names[nl];
+                c.cache[nl].name = cache_name_for(sizes[i]);
                 prev_plateau = bws[i];
                 nl++;
             }
@@ -262,6 +265,41 @@ fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out)
              isa, threads);
     *out = c;
     return FA_OK;
+}
+
+/* "L1".."L3" for the smallest data/unified cache of cpu0 (sysfs) whose size, times the threads
+ * of the sweep for levels private to a core, holds `ws` bytes; "LLC" when sysfs says nothing. */
+static const char *cache_name_for(uint64_t ws)
+{
+    static const char *const names[] = {"L1", "L2", "L3", "L4"};
+    int best = -1;
+    uint64_t best_size = 0;
+    for (int i = 0; i < 8; i++) {
+        char p[128], buf[64];
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        FILE *f = fopen(p, "r");
+        if (!f) break;
+        bool data = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
+        fclose(f);
+        if (!data) continue;
+        int level = 0;
+        uint64_t size = 0;
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if ((f = fopen(p, "r"))) { if (fscanf(f, "%d", &level) != 1) level = 0; fclose(f); }
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(p, "r"))) {
+            unsigned long long v = 0;
+            char unit = 0;
+            if (fscanf(f, "%llu%c", &v, &unit) >= 1) size = v * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
+            fclose(f);
+        }
+        if (level < 1 || level > 4 || !size) continue;
+        if (size >= ws && (best < 0 || size < best_size)) {
+            best = level;
+            best_size = size;
+        }
+    }
+    return best > 0 ? names[best - 1] : "LLC";
 }
 
 static double ceiling_value(const fa_ceiling *cs, size_t n, const char *name, const char **source, bool *found)
@@ -303,8 +341,8 @@ fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool 
                 if (!strncmp(cs[i].name, "cache_", 6)) {
                     fa_cache_level *cl = &c.cache[c.n_cache_levels++];
                     cl->bandwidth_gbs = cs[i].value;
-                    cl->name = c.n_cache_levels == 1 ? "L1" : c.n_cache_levels == 2 ? "L2" : "L3/LLC";
                     cl->working_set = cs[i].detail ? strtoull(cs[i].detail, NULL, 10) : 0;
+                    cl->name = cache_name_for(cl->working_set);
                 }
             for (size_t i = 0; i < n; i++)
                 if (!strcmp(cs[i].name, "mem_bw") && cs[i].detail) snprintf(c.detail, sizeof c.detail, "%s", cs[i].detail);

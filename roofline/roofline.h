@@ -84,7 +84,8 @@ const char *fa_occ_limiters_str(unsigned limiters, char *buf, size_t cap);
 typedef struct fa_cache_level {
     uint64_t working_set;       /* bytes of the sweep point that shows the level */
     double bandwidth_gbs;       /* measured read bandwidth at that working set, GB/s (1e9 B/s) */
-    const char *name;           /* "L1", "L2", "L3/LLC" (by sweep plateau order) */
+    const char *name;           /* "L1".."L3": the smallest cpu0 data cache (sysfs) holding the
+                                   working set, "LLC" when sysfs says nothing */
 } fa_cache_level;
 
 typedef struct fa_ceilings {
@@ -106,8 +107,9 @@ typedef struct fa_ceilings {
  * - main-memory bandwidth: STREAM triad a[i] = b[i] + s*c[i] (McCalpin, STREAM benchmark) on
  *   float arrays of 64 MiB each (3 arrays, 192 MiB: well over 4x any current LLC, STREAM's
  *   rule), best of 5; bytes counted 12 per element (2 reads + 1 write, no write-allocate).
- * - cache levels: read-sum sweep over working sets 16 KiB .. 64 MiB; a level is reported where
- *   bandwidth drops by more than 30% from one plateau to the next.
+ * - cache levels: read-sum sweep over working sets 16 KiB .. 64 MiB (x4 steps); a level is
+ *   reported where bandwidth drops by more than 30% from one plateau to the next, named after
+ *   the smallest cache (sysfs) that holds that working set.
  * - FP32 peak: independent FMA chains (8 vector accumulators per thread, AVX2/FMA or AVX-512
  *   when the cpu has it, else scalar) on all threads, 2 FLOP per FMA lane.
  * - dispatch overhead: the executor's time per node on a chain of tiny Relu nodes.
