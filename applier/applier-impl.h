@@ -28,6 +28,15 @@ void fa_apply_set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...) __attr
 /* The accept/reject rule on n interleaved samples (sa unfused, sb fused, ns): sets c->status,
  * c->reason (prefixed by tag, may be NULL) and c->measured_saving_ns (difference of medians). */
 void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *sb, int n, double err, const char *tag);
+/* Interleaved benchmark (A B, B A, ...) so drift hits both: run(ctx, subject) once per sample;
+ * ns per run into sa / sb (iters each), after `warmup` untimed pairs. */
+typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject);
+fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
+                              double *sa, double *sb);
+/* Clusters whose kernel is generated (elementwise chains, reductions, horizontal). */
+bool fa_apply_needs_codegen(const fa_cluster *c);
+/* OUT_DIR/kernels/NAME.EXT, atomically; nothing when out_dir is NULL. */
+fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const char *name, const char *ext, const fa_buf *src);
 /* A copy of g restricted to / with the given clusters (fused_graph.c). */
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,

@@ -159,44 +159,7 @@ static int out_index(const fa_graph *sub, const char *name)
     return -1;
 }
 
-/* Interleaved benchmark: A and B alternate so drift hits both; ns per run into sa / sb. */
-static fa_status bench_pair(fa_ctx *ctx, fa_exec *a, fa_exec *b, int warmup, int iters, double *sa, double *sb)
-{
-    for (int i = 0; i < warmup; i++) {
-        fa_status s = fa_exec_run(ctx, a, NULL);
-        if (!s) s = fa_exec_run(ctx, b, NULL);
-        if (s) return s;
-    }
-    for (int i = 0; i < iters; i++) {
-        fa_exec *first = (i & 1) ? b : a, *second = (i & 1) ? a : b;
-        uint64_t t0 = fa_now_ns();
-        fa_status s = fa_exec_run(ctx, first, NULL);
-        uint64_t t1 = fa_now_ns();
-        if (!s) s = fa_exec_run(ctx, second, NULL);
-        uint64_t t2 = fa_now_ns();
-        if (s) return s;
-        double d1 = (double)(t1 - t0), d2 = (double)(t2 - t1);
-        sa[i] = (i & 1) ? d2 : d1;
-        sb[i] = (i & 1) ? d1 : d2;
-    }
-    return FA_OK;
-}
-
-static bool needs_codegen(const fa_cluster *c)
-{
-    return c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_REDUCTION || c->kind == FA_CLUSTER_HORIZONTAL;
-}
-
-static fa_status write_kernel_source(fa_ctx *ctx, const char *out_dir, const char *name, const fa_buf *src)
-{
-    if (!out_dir) return FA_OK;
-    char dir[4096], path[4300];
-    snprintf(dir, sizeof dir, "%s/kernels", out_dir);
-    mkdir(out_dir, 0755);
-    mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/%s.c", dir, name);
-    return fa_write_file_atomic(ctx, path, src->data, src->len);
-}
+static fa_status exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
 
 fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt_in, fa_apply_result **out)
 {
@@ -301,13 +264,13 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         fa_status cs = FA_OK;
         fa_graph *gu = NULL, *gf = NULL;
         fa_exec *eu = NULL, *ef = NULL;
-        if (needs_codegen(c)) {
+        if (fa_apply_needs_codegen(c)) {
             fa_buf src;
             fa_buf_init(&src);
             fa_codegen_info info;
             memset(&info, 0, sizeof info);
             cs = fa_codegen_c(cctx, g, c, p->hash, &src, &info);
-            if (!cs) cs = write_kernel_source(cctx, opt.out_dir, info.name, &src);
+            if (!cs) cs = fa_apply_write_kernel_source(cctx, opt.out_dir, info.name, "c", &src);
             if (!cs) cs = fa_compile_c(cctx, src.data, src.len, info.name, opt.cache_dir, &kt.compiled[i]);
             fa_buf_free(&src);
         }
@@ -339,7 +302,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
                 fa_apply_set_reason(p, c, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
                            opt.tolerance);
             } else {
-                cs = bench_pair(cctx, eu, ef, opt.warmup, opt.iters, sa, sb);
+                cs = fa_apply_bench_pair(cctx, exec_once, eu, ef, opt.warmup, opt.iters, sa, sb);
                 if (cs) {
                     c->status = FA_CLUSTER_REJECTED_ERROR;
                     fa_apply_set_reason(p, c, "benchmark failed: %s", fa_ctx_errmsg(cctx));
@@ -386,7 +349,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         }
         if (!s) {
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
-            s = bench_pair(ctx, eb, efz, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
+            s = fa_apply_bench_pair(ctx, exec_once, eb, efz, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
         }
         if (!s) {

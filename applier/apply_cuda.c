@@ -330,61 +330,25 @@ static fa_status standalone_run(fa_ctx *ctx, standalone *s)
     return st;
 }
 
-/* ---- interleaved benchmark of two runners (as apply.c bench_pair) ---- */
+/* ---- a runner: the subject of fa_apply_bench_pair (applier/judge.c) ---- */
 
 typedef struct runner {
     fa_exec *e;       /* an executor, or */
     standalone *s;    /* a generated kernel on its own */
 } runner;
 
-static fa_status run_once(fa_ctx *ctx, const runner *r)
+static fa_status run_once(fa_ctx *ctx, const void *subject)
 {
+    const runner *r = subject;
     return r->e ? fa_exec_run(ctx, r->e, NULL) : standalone_run(ctx, r->s);
 }
 
-static fa_status bench_pair(fa_ctx *ctx, const runner *a, const runner *b, int warmup, int iters, double *sa, double *sb)
-{
-    for (int i = 0; i < warmup; i++) {
-        fa_status s = run_once(ctx, a);
-        if (!s) s = run_once(ctx, b);
-        if (s) return s;
-    }
-    for (int i = 0; i < iters; i++) {
-        const runner *first = (i & 1) ? b : a, *second = (i & 1) ? a : b;
-        uint64_t t0 = fa_now_ns();
-        fa_status s = run_once(ctx, first);
-        uint64_t t1 = fa_now_ns();
-        if (!s) s = run_once(ctx, second);
-        uint64_t t2 = fa_now_ns();
-        if (s) return s;
-        double d1 = (double)(t1 - t0), d2 = (double)(t2 - t1);
-        sa[i] = (i & 1) ? d2 : d1;
-        sb[i] = (i & 1) ? d1 : d2;
-    }
-    return FA_OK;
-}
-
-static bool needs_codegen(const fa_cluster *c)
-{
-    return c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_REDUCTION || c->kind == FA_CLUSTER_HORIZONTAL;
-}
-
-static fa_status write_kernel_source(fa_ctx *ctx, const char *out_dir, const char *name, const fa_buf *src)
-{
-    if (!out_dir) return FA_OK;
-    char dir[4096], path[4300];
-    snprintf(dir, sizeof dir, "%s/kernels", out_dir);
-    mkdir(out_dir, 0755);
-    mkdir(dir, 0755);
-    snprintf(path, sizeof path, "%s/%s.cu", dir, name);
-    return fa_write_file_atomic(ctx, path, src->data, src->len);
-}
 
 /* Verified clusters: benchmark, decide, record (the cpu applier's rules). */
 static fa_status judge(fa_ctx *cctx, fa_plan *p, fa_cluster *c, const fa_apply_options *opt, const runner *u,
                        const runner *f, double err, fa_apply_result *res, double *sa, double *sb)
 {
-    fa_status cs = bench_pair(cctx, u, f, opt->warmup, opt->iters, sa, sb);
+    fa_status cs = fa_apply_bench_pair(cctx, run_once, u, f, opt->warmup, opt->iters, sa, sb);
     if (cs) {
         c->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(p, c, "benchmark on cuda failed: %s", fa_ctx_errmsg(cctx));
@@ -436,7 +400,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
     standalone sk;
     memset(&sk, 0, sizeof sk);
     bool have_sk = false;
-    if (needs_codegen(c)) {
+    if (fa_apply_needs_codegen(c)) {
         const char *why = NULL;
         if (!fa_codegen_supported(g, c, true, &why)) {
             c->status = FA_CLUSTER_REJECTED_ERROR;
@@ -450,7 +414,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
         ce->n_in = c->n_inputs;
         ce->n_out = c->n_outputs;
         cs = fa_codegen_cuda(cctx, g, c, p->hash, &src, &ce->info);
-        if (!cs) cs = write_kernel_source(cctx, opt->out_dir, ce->info.name, &src);
+        if (!cs) cs = fa_apply_write_kernel_source(cctx, opt->out_dir, ce->info.name, "cu", &src);
         if (!cs) cs = fa_nvrtc_compile(cctx, src.data, ce->info.name, arch, &ce->nv, &ce->cubin, &ce->size);
         fa_buf_free(&src);
         if (!cs) { /* the figures for the arch it will run on (the gate's may be for another) */
@@ -651,7 +615,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
         if (!s) {
             runner rb = {.e = eb}, rf = {.e = efz};
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
-            s = bench_pair(ctx, &rb, &rf, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
+            s = fa_apply_bench_pair(ctx, run_once, &rb, &rf, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
         }
         if (!s) {

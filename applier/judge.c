@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 int fa_apply_cmp_double(const void *a, const void *b)
 {
@@ -103,4 +104,43 @@ void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *s
                             "gain %.1f us is within noise %.1f us", t, su.median_ns / 1e3, sf.median_ns / 1e3,
                             su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
     }
+}
+
+fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
+                              double *sa, double *sb)
+{
+    for (int i = 0; i < warmup; i++) {
+        fa_status s = run(ctx, a);
+        if (!s) s = run(ctx, b);
+        if (s) return s;
+    }
+    for (int i = 0; i < iters; i++) {
+        const void *first = (i & 1) ? b : a, *second = (i & 1) ? a : b;
+        uint64_t t0 = fa_now_ns();
+        fa_status s = run(ctx, first);
+        uint64_t t1 = fa_now_ns();
+        if (!s) s = run(ctx, second);
+        uint64_t t2 = fa_now_ns();
+        if (s) return s;
+        double d1 = (double)(t1 - t0), d2 = (double)(t2 - t1);
+        sa[i] = (i & 1) ? d2 : d1;
+        sb[i] = (i & 1) ? d1 : d2;
+    }
+    return FA_OK;
+}
+
+bool fa_apply_needs_codegen(const fa_cluster *c)
+{
+    return c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_REDUCTION || c->kind == FA_CLUSTER_HORIZONTAL;
+}
+
+fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const char *name, const char *ext, const fa_buf *src)
+{
+    if (!out_dir) return FA_OK;
+    char dir[4096], path[4400];
+    snprintf(dir, sizeof dir, "%s/kernels", out_dir);
+    mkdir(out_dir, 0755);
+    mkdir(dir, 0755);
+    snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
+    return fa_write_file_atomic(ctx, path, src->data, src->len);
 }
