@@ -214,6 +214,12 @@ static fa_status alloc_slot(fa_ctx *ctx, fa_exec *e, int tid)
     int64_t ne = fa_value_numel(&s->v);
     if (ne < 0 || !fa_mul_size((size_t)ne, fa_dtype_size(s->v.dtype), &bytes))
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': size overflows", e->g->tensors[tid]->name);
+    /* Refuse before allocating what the machine cannot hold at all (a model or trace that
+     * declares sizes beyond physical memory), instead of relying on malloc failing. */
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    if (pages > 0 && page > 0 && (uint64_t)bytes > (uint64_t)pages * (uint64_t)page)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': %zu bytes is more than this machine's %llu bytes of memory",
+                            e->g->tensors[tid]->name, bytes, (unsigned long long)pages * (unsigned long long)page);
     if (e->opt.max_memory && e->live_bytes + bytes > e->opt.max_memory)
         return fa_ctx_error(ctx, FA_ERR_NOMEM,
                             "tensor '%s': %zu bytes would exceed --max-memory %llu (live %llu)",

@@ -534,13 +534,19 @@ static void test_process_killed_at_random_point_never_corrupts(void **state)
     fa_store_close(st);
     /* A writer storing runs in a loop, killed from outside at three different moments. */
     for (int round = 0; round < 3; round++) {
+        /* The child reports its first finished run through a pipe, so the kill always lands
+         * after at least one complete run however slow the machine (ASan, load) is. */
+        int pfd[2];
+        assert_int_equal(pipe(pfd), 0);
         pid_t child = fork();
         assert_true(child >= 0);
         if (child == 0) {
+            close(pfd[0]);
             fa_ctx *c = fa_ctx_create();
             fa_store *cs = NULL;
             if (fa_store_open(c, path, &cs)) _exit(1);
             fa_trace *t = synth_trace(20000, 100, 5, 10 + (uint64_t)round);
+            bool told = false;
             for (;;) {
                 fa_run_info info = {0};
                 info.kind = "run";
@@ -549,9 +555,18 @@ static void test_process_killed_at_random_point_never_corrupts(void **state)
                 if (fa_store_run_begin(c, cs, &info, &id)) _exit(2);
                 if (fa_store_put_trace(c, cs, id, t)) _exit(3);
                 if (fa_store_run_finish(c, cs, id, true, NULL)) _exit(4);
+                if (!told) {
+                    told = true;
+                    if (write(pfd[1], "r", 1) != 1) _exit(5);
+                    close(pfd[1]);
+                }
             }
         }
-        usleep(300000 + 150000 * (useconds_t)round);
+        close(pfd[1]);
+        char b;
+        assert_int_equal(read(pfd[0], &b, 1), 1); /* blocks until the first run is stored */
+        close(pfd[0]);
+        usleep(50000 + 150000 * (useconds_t)round); /* then kill at different points of later runs */
         kill(child, SIGKILL);
         int wst;
         assert_int_equal(waitpid(child, &wst, 0), child);
