@@ -96,7 +96,7 @@ for t in "${TARGETS[@]}"; do
   rc=0
   ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=1} \
   UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-    "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len="${MAXLEN[$t]}" \
+    "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -max_len="${MAXLEN[$t]}" ${FA_FUZZ_SEED:+-seed=$FA_FUZZ_SEED} \
       -print_final_stats=1 -artifact_prefix="$WORK/crash/$t/" \
       "$WORK/grown/$t" "$WORK/seeds/$t" >"$log" 2>&1 || rc=$?
   execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo 0)
