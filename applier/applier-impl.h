@@ -37,6 +37,16 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
 bool fa_apply_needs_codegen(const fa_cluster *c);
 /* OUT_DIR/kernels/NAME.EXT, atomically; nothing when out_dir is NULL. */
 fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const char *name, const char *ext, const fa_buf *src);
+/* Tensors captured from the unfused run, by tensor id of the original graph g (judge.c). */
+typedef struct fa_value_map {
+    const fa_graph *g;  /* names/ids of the original graph */
+    fa_value *vals;     /* by tensor id of g; data malloc'd or NULL */
+} fa_value_map;
+void fa_value_map_free(fa_value_map *m);
+/* *dst = a malloc'd copy of src. */
+fa_status fa_value_map_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src);
+/* Set every input of executor e (over graph sub) from the map, by tensor name. */
+fa_status fa_value_map_set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const fa_value_map *m);
 /* A copy of g restricted to / with the given clusters (fused_graph.c). */
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,

@@ -51,29 +51,6 @@ void fa_apply_result_free(fa_apply_result *r)
 
 /* ---- values captured from the unfused run, by tensor name ---- */
 
-typedef struct value_map {
-    const fa_graph *g;  /* names/ids of the original graph */
-    fa_value *vals;     /* by tensor id of g; data malloc'd or NULL */
-} value_map;
-
-static void value_map_free(value_map *m)
-{
-    if (!m->vals) return;
-    for (int i = 0; i < m->g->n_tensors; i++) free(m->vals[i].data);
-    free(m->vals);
-    m->vals = NULL;
-}
-
-static fa_status value_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src)
-{
-    size_t bytes = (size_t)fa_value_numel(src) * fa_dtype_size(src->dtype);
-    *dst = *src;
-    dst->data = malloc(bytes ? bytes : 1);
-    if (!dst->data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory capturing a tensor of %zu bytes", bytes);
-    memcpy(dst->data, src->data, bytes);
-    return FA_OK;
-}
-
 /* ---- provider for FusedKernel nodes ---- */
 
 typedef struct kernel_table {
@@ -139,19 +116,6 @@ static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int
 }
 
 /* Set every input of executor e (graph sub) from the map by name. */
-static fa_status set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const value_map *m)
-{
-    for (int i = 0; i < sub->n_inputs; i++) {
-        const fa_tensor *t = sub->tensors[sub->inputs[i]];
-        int id = fa_graph_find_tensor(m->g, t->name);
-        if (id < 0 || !m->vals[id].data)
-            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "no captured value for input '%s'", t->name);
-        fa_status s = fa_exec_set_input(ctx, e, i, &m->vals[id]);
-        if (s) return s;
-    }
-    return FA_OK;
-}
-
 static int out_index(const fa_graph *sub, const char *name)
 {
     for (int i = 0; i < sub->n_outputs; i++)
@@ -168,7 +132,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
     fa_status s = FA_OK;
-    value_map vm = {g, NULL};
+    fa_value_map vm = {g, NULL};
     kernel_table kt = {p, NULL};
     fa_exec *cap = NULL;
     fa_graph *capg = NULL;
@@ -237,7 +201,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         for (int i = 0; i < capg->n_outputs && !s; i++) {
             int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
             const fa_value *v = fa_exec_output(cap, i);
-            if (id >= 0 && v && !vm.vals[id].data) s = value_copy(ctx, &vm.vals[id], v);
+            if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_copy(ctx, &vm.vals[id], v);
         }
         if (s) goto done;
     }
@@ -279,8 +243,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt.inject_wrong_cluster, c->outputs, c->n_outputs, &gf);
         if (!cs) cs = make_exec(cctx, gu, &kt, opt.threads, &eu);
         if (!cs) cs = make_exec(cctx, gf, &kt, opt.threads, &ef);
-        if (!cs) cs = set_inputs(cctx, eu, gu, &vm);
-        if (!cs) cs = set_inputs(cctx, ef, gf, &vm);
+        if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, &vm);
+        if (!cs) cs = fa_value_map_set_inputs(cctx, ef, gf, &vm);
         if (!cs) cs = fa_exec_run(cctx, eu, NULL);
         if (!cs) cs = fa_exec_run(cctx, ef, NULL);
         if (cs) {
@@ -333,7 +297,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         if (!s) s = make_exec(ctx, g, &kt, opt.threads, &eb);
         if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, &efz);
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
-        if (!s) s = set_inputs(ctx, efz, gfull, &vm);
+        if (!s) s = fa_value_map_set_inputs(ctx, efz, gfull, &vm);
         if (!s) s = fa_exec_run(ctx, eb, NULL);
         if (!s) s = fa_exec_run(ctx, efz, NULL);
         if (!s) {
@@ -373,7 +337,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
 done:
     fa_exec_free(cap);
     fa_graph_free(capg);
-    value_map_free(&vm);
+    fa_value_map_free(&vm);
     if (kt.compiled)
         for (int i = 0; i < p->n_clusters; i++) fa_compiled_free(kt.compiled[i]);
     free(kt.compiled);

@@ -205,41 +205,6 @@ static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, cubin_table *kt, fa_e
 
 /* ---- values captured from the unfused run on the GPU, by tensor id of g ---- */
 
-typedef struct value_map {
-    const fa_graph *g;
-    fa_value *vals;
-} value_map;
-
-static void value_map_free(value_map *m)
-{
-    if (!m->vals) return;
-    for (int i = 0; i < m->g->n_tensors; i++) free(m->vals[i].data);
-    free(m->vals);
-    m->vals = NULL;
-}
-
-static fa_status value_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src)
-{
-    size_t bytes = (size_t)fa_value_numel(src) * fa_dtype_size(src->dtype);
-    *dst = *src;
-    dst->data = malloc(bytes ? bytes : 1);
-    if (!dst->data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory capturing a tensor of %zu bytes", bytes);
-    memcpy(dst->data, src->data, bytes);
-    return FA_OK;
-}
-
-static fa_status set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const value_map *m)
-{
-    for (int i = 0; i < sub->n_inputs; i++) {
-        const fa_tensor *t = sub->tensors[sub->inputs[i]];
-        int id = fa_graph_find_tensor(m->g, t->name);
-        if (id < 0 || !m->vals[id].data) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "no captured value for input '%s'", t->name);
-        fa_status s = fa_exec_set_input(ctx, e, i, &m->vals[id]);
-        if (s) return s;
-    }
-    return FA_OK;
-}
-
 static int out_index(const fa_graph *sub, const char *name)
 {
     for (int i = 0; i < sub->n_outputs; i++)
@@ -274,7 +239,7 @@ static void standalone_free(standalone *s)
 }
 
 static fa_status standalone_create(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const cubin_entry *ce,
-                                   const value_map *vm, standalone *s)
+                                   const fa_value_map *vm, standalone *s)
 {
     memset(s, 0, sizeof *s);
     if (c->n_inputs > 64 || c->n_outputs > 16) return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "cluster %d too wide", c->id);
@@ -370,7 +335,7 @@ static void reject_verify(fa_plan *p, fa_cluster *c, double err, double tol)
 
 /* One cluster; its failures become its status and reason, never the run's. */
 static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, const fa_apply_options *opt,
-                          const char *arch, cubin_table *kt, const value_map *vm, fa_apply_result *res, double *sa,
+                          const char *arch, cubin_table *kt, const fa_value_map *vm, fa_apply_result *res, double *sa,
                           double *sb)
 {
     fa_cluster *c = &p->clusters[ci];
@@ -429,7 +394,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
         }
         if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, c->outputs, c->n_outputs, &gu);
         if (!cs) cs = make_exec(cctx, gu, kt, &eu);
-        if (!cs) cs = set_inputs(cctx, eu, gu, vm);
+        if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, vm);
         if (!cs) cs = fa_exec_run(cctx, eu, NULL);
         if (!cs) cs = standalone_run(cctx, &sk);
     } else { /* BN fold: rewritten weights, standard ops on the cuda executor */
@@ -438,8 +403,8 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, int ci, c
                                             c->n_outputs, &gf);
         if (!cs) cs = make_exec(cctx, gu, kt, &eu);
         if (!cs) cs = make_exec(cctx, gf, kt, &ef);
-        if (!cs) cs = set_inputs(cctx, eu, gu, vm);
-        if (!cs) cs = set_inputs(cctx, ef, gf, vm);
+        if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, vm);
+        if (!cs) cs = fa_value_map_set_inputs(cctx, ef, gf, vm);
         if (!cs) cs = fa_exec_run(cctx, eu, NULL);
         if (!cs) cs = fa_exec_run(cctx, ef, NULL);
     }
@@ -487,7 +452,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
-    value_map vm = {g, NULL};
+    fa_value_map vm = {g, NULL};
     cubin_table kt = {p, NULL};
     fa_exec *cap = NULL;
     fa_graph *capg = NULL;
@@ -553,7 +518,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
         for (int i = 0; i < capg->n_outputs && !s; i++) {
             int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
             const fa_value *v = fa_exec_output(cap, i);
-            if (id >= 0 && v && !vm.vals[id].data) s = value_copy(ctx, &vm.vals[id], v);
+            if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_copy(ctx, &vm.vals[id], v);
         }
         if (s) goto done;
     }
@@ -598,7 +563,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
         if (!s) s = make_exec(ctx, g, &kt, &eb);
         if (!s) s = make_exec(ctx, gfull, &kt, &efz);
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
-        if (!s) s = set_inputs(ctx, efz, gfull, &vm);
+        if (!s) s = fa_value_map_set_inputs(ctx, efz, gfull, &vm);
         if (!s) s = fa_exec_run(ctx, eb, NULL);
         if (!s) s = fa_exec_run(ctx, efz, NULL);
         if (!s) {
@@ -639,7 +604,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
 done:
     fa_exec_free(cap);
     fa_graph_free(capg);
-    value_map_free(&vm);
+    fa_value_map_free(&vm);
     if (kt.e)
         for (int i = 0; i < p->n_clusters; i++) free(kt.e[i].cubin);
     free(kt.e);

@@ -144,3 +144,34 @@ fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const c
     snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
     return fa_write_file_atomic(ctx, path, src->data, src->len);
 }
+
+void fa_value_map_free(fa_value_map *m)
+{
+    if (!m->vals) return;
+    for (int i = 0; i < m->g->n_tensors; i++) free(m->vals[i].data);
+    free(m->vals);
+    m->vals = NULL;
+}
+
+fa_status fa_value_map_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src)
+{
+    size_t bytes = (size_t)fa_value_numel(src) * fa_dtype_size(src->dtype);
+    *dst = *src;
+    dst->data = malloc(bytes ? bytes : 1);
+    if (!dst->data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory capturing a tensor of %zu bytes", bytes);
+    memcpy(dst->data, src->data, bytes);
+    return FA_OK;
+}
+
+fa_status fa_value_map_set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const fa_value_map *m)
+{
+    for (int i = 0; i < sub->n_inputs; i++) {
+        const fa_tensor *t = sub->tensors[sub->inputs[i]];
+        int id = fa_graph_find_tensor(m->g, t->name);
+        if (id < 0 || !m->vals[id].data)
+            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "no captured value for input '%s'", t->name);
+        fa_status s = fa_exec_set_input(ctx, e, i, &m->vals[id]);
+        if (s) return s;
+    }
+    return FA_OK;
+}
