@@ -47,6 +47,12 @@ void fa_value_map_free(fa_value_map *m);
 fa_status fa_value_map_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src);
 /* Set every input of executor e (over graph sub) from the map, by tensor name. */
 fa_status fa_value_map_set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const fa_value_map *m);
+/* Fill every graph input of m->g in the map with deterministic values from `seed` (uniform
+ * [-1,1) for floats, 0..3 for integers). */
+fa_status fa_value_map_fill_inputs(fa_ctx *ctx, fa_value_map *m, uint64_t seed);
+/* Tensor ids (into out[], room for g->n_tensors) every PROPOSED cluster's sub-graph reads or
+ * writes and that an unfused run produces: what the capture run must keep. -1 on OOM. */
+int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out);
 /* A copy of g restricted to / with the given clusters (fused_graph.c). */
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,

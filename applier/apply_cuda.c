@@ -461,59 +461,24 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
     vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
     double *sa = malloc(sizeof(double) * (size_t)opt.iters), *sb = malloc(sizeof(double) * (size_t)opt.iters);
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
-    bool *want = calloc((size_t)g->n_tensors + 1, sizeof(bool));
-    if (!res || !kt.e || !vm.vals || !sa || !sb || !extra || !want) {
+    if (!res || !kt.e || !vm.vals || !sa || !sb || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
 
     /* 1. Capture on the GPU: the unfused graph with every cluster boundary tensor as an output
      *    (as apply.c), inputs filled as the cpu applier fills them (same seed, same values). */
-    for (int i = 0; i < p->n_clusters; i++) {
-        const fa_cluster *c = &p->clusters[i];
-        if (c->status != FA_CLUSTER_PROPOSED) continue;
-        for (int k = 0; k < c->n_inputs; k++) want[c->inputs[k]] = true;
-        for (int k = 0; k < c->n_outputs; k++) want[c->outputs[k]] = true;
-        for (int k = 0; k < c->n_post_ops; k++)
-            if (c->post_op_inputs && c->post_op_inputs[k] >= 0) want[c->post_op_inputs[k]] = true;
-        for (int m = 0; m < c->n_members; m++) {
-            const fa_node *n = g->nodes[c->members[m]];
-            for (int k = 0; k < n->n_inputs; k++)
-                if (n->inputs[k] >= 0) want[n->inputs[k]] = true;
-        }
-    }
-    int ne2 = 0;
-    for (int t = 0; t < g->n_tensors; t++) {
-        const fa_tensor *ten = g->tensors[t];
-        if (!want[t] || (ten->flags & FA_TENSOR_CONST) || ten->producer < 0 || g->nodes[ten->producer]->folded) continue;
-        extra[ne2++] = t;
+    int ne2 = fa_apply_boundary_tensors(g, p, extra);
+    if (ne2 < 0) {
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto done;
     }
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, extra, ne2, &capg);
     if (!s) s = make_exec(ctx, capg, &kt, &cap);
     if (s) goto done;
     {
-        fa_rng r;
-        fa_rng_seed(&r, opt.seed);
-        for (int i = 0; i < g->n_inputs && !s; i++) {
-            const fa_tensor *t = g->tensors[g->inputs[i]];
-            fa_value v = {0};
-            v.dtype = t->dtype;
-            v.rank = t->rank;
-            memcpy(v.dims, t->dims, sizeof v.dims);
-            int64_t n = fa_value_numel(&v);
-            v.data = malloc((size_t)n * fa_dtype_size(t->dtype) + 1);
-            if (!v.data) {
-                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-                break;
-            }
-            for (int64_t k = 0; k < n; k++) {
-                double x = (t->dtype == FA_DTYPE_FLOAT || t->dtype == FA_DTYPE_DOUBLE) ? fa_rng_uniform(&r, -1, 1)
-                                                                                     : (double)(fa_rng_u64(&r) % 4);
-                fa_store_from_double(v.data, v.dtype, k, x);
-            }
-            vm.vals[g->inputs[i]] = v;
-            s = fa_exec_set_input(ctx, cap, i, &v);
-        }
+        s = fa_value_map_fill_inputs(ctx, &vm, opt.seed);
+        for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, cap, i, &vm.vals[g->inputs[i]]);
         if (!s) s = fa_exec_run(ctx, cap, NULL);
         for (int i = 0; i < capg->n_outputs && !s; i++) {
             int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
@@ -611,7 +576,6 @@ done:
     free(sa);
     free(sb);
     free(extra);
-    free(want);
     if (s) {
         fa_apply_result_free(res);
         return s;

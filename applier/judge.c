@@ -175,3 +175,55 @@ fa_status fa_value_map_set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, 
     }
     return FA_OK;
 }
+
+int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out)
+{
+    bool *want = calloc((size_t)g->n_tensors + 1, sizeof(bool));
+    if (!want) return -1;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        if (c->status != FA_CLUSTER_PROPOSED) continue;
+        for (int k = 0; k < c->n_inputs; k++) want[c->inputs[k]] = true;
+        for (int k = 0; k < c->n_outputs; k++) want[c->outputs[k]] = true;
+        for (int k = 0; k < c->n_post_ops; k++)
+            if (c->post_op_inputs && c->post_op_inputs[k] >= 0) want[c->post_op_inputs[k]] = true;
+        for (int m = 0; m < c->n_members; m++) { /* every tensor a member reads from outside */
+            const fa_node *n = g->nodes[c->members[m]];
+            for (int k = 0; k < n->n_inputs; k++)
+                if (n->inputs[k] >= 0) want[n->inputs[k]] = true;
+        }
+    }
+    int n = 0;
+    for (int t = 0; t < g->n_tensors; t++) {
+        const fa_tensor *ten = g->tensors[t];
+        if (!want[t] || (ten->flags & FA_TENSOR_CONST) || ten->producer < 0 || g->nodes[ten->producer]->folded) continue;
+        out[n++] = t;
+    }
+    free(want);
+    return n;
+}
+
+fa_status fa_value_map_fill_inputs(fa_ctx *ctx, fa_value_map *m, uint64_t seed)
+{
+    const fa_graph *g = m->g;
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const fa_tensor *t = g->tensors[g->inputs[i]];
+        fa_value v = {0};
+        v.dtype = t->dtype;
+        v.rank = t->rank;
+        memcpy(v.dims, t->dims, sizeof v.dims);
+        int64_t n = fa_value_numel(&v);
+        v.data = malloc((size_t)n * fa_dtype_size(t->dtype) + 1);
+        if (!v.data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory filling input '%s'", t->name);
+        for (int64_t k = 0; k < n; k++) {
+            double x = (t->dtype == FA_DTYPE_FLOAT || t->dtype == FA_DTYPE_DOUBLE) ? fa_rng_uniform(&r, -1, 1)
+                                                                                 : (double)(fa_rng_u64(&r) % 4);
+            fa_store_from_double(v.data, v.dtype, k, x);
+        }
+        free(m->vals[g->inputs[i]].data);
+        m->vals[g->inputs[i]] = v;
+    }
+    return FA_OK;
+}
