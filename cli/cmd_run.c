@@ -28,7 +28,9 @@
 static const char *k_help =
     "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
     "                        [--target auto|cpu|cuda] [--db PATH] [--tag TAG] [--seed S]\n"
-    "                        [--shape NAME=DIMS]... [--batch N] [--max-memory BYTES]\n"
+    "                        [--shape NAME=DIMS]... [--batch N] [--max-memory BYTES] [--out DIR]\n"
+    "                        [--tolerance T] [--max-ops N] [--max-inputs N]\n"
+    "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
     "  --iters N   timed iterations (default 20); --warmup W untimed first (default 3)\n"
