@@ -33,6 +33,8 @@ void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *s
 typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject);
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
                               double *sa, double *sb);
+/* The option bounds both appliers enforce (tolerance finite, in (0, FA_APPLY_TOLERANCE_MAX]). */
+fa_status fa_apply_options_check(fa_ctx *ctx, const fa_apply_options *o);
 /* Clusters whose kernel is generated (elementwise chains, reductions, horizontal). */
 bool fa_apply_needs_codegen(const fa_cluster *c);
 /* OUT_DIR/kernels/NAME.EXT, atomically; nothing when out_dir is NULL. */

@@ -10,8 +10,14 @@
 #include "advisor/codegen.h"
 #include "runtime/runtime.h"
 
+/* Largest accepted verification tolerance: a relative error of 10% already lets a fused kernel
+ * that drops a term of the expression pass; beyond it verification would no longer verify.
+ * fa_apply / fa_apply_cuda refuse a tolerance that is not finite or outside (0, this]. */
+#define FA_APPLY_TOLERANCE_MAX 0.1
+
 typedef struct fa_apply_options {
-    double tolerance;       /* max |fused-unfused| / max(max|unfused|, 1e-12); default 1e-5 (fp32) */
+    double tolerance;       /* max |fused-unfused| / max(max|unfused|, 1e-12); default 1e-5 (fp32);
+                               finite, in (0, FA_APPLY_TOLERANCE_MAX] */
     int iters;              /* timed iterations per benchmark, default 20 */
     int warmup;             /* default 3 */
     int threads;            /* executor threads, 0 = all cores */

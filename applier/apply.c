@@ -131,7 +131,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
-    fa_status s = FA_OK;
+    fa_status s = fa_apply_options_check(ctx, &opt);
+    if (s) return s;
     fa_value_map vm = {g, NULL};
     kernel_table kt = {p, NULL};
     fa_exec *cap = NULL;

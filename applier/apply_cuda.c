@@ -452,6 +452,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
+    if ((s = fa_apply_options_check(ctx, &opt))) return s;
     fa_value_map vm = {g, NULL};
     cubin_table kt = {p, NULL};
     fa_exec *cap = NULL;

@@ -129,6 +129,14 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
     return FA_OK;
 }
 
+fa_status fa_apply_options_check(fa_ctx *ctx, const fa_apply_options *o)
+{
+    if (!(isfinite(o->tolerance) && o->tolerance > 0 && o->tolerance <= FA_APPLY_TOLERANCE_MAX))
+        return fa_ctx_error(ctx, FA_ERR_USAGE, "verification tolerance %g: expected a finite number in (0, %g]", o->tolerance,
+                            FA_APPLY_TOLERANCE_MAX);
+    return FA_OK;
+}
+
 bool fa_apply_needs_codegen(const fa_cluster *c)
 {
     return c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_REDUCTION || c->kind == FA_CLUSTER_HORIZONTAL;

@@ -4,6 +4,7 @@
 #define FA_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/core.h"
@@ -34,6 +35,13 @@ fa_load_options fa_cli_load_options(const fa_cli_model_opts *o);
 const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name);
 /* Parse a non-negative integer option value; -1 and a printed usage error on failure. */
 long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long min, long max);
+/* Every numeric option goes through one of these (docs/hardening.md "Options"): a value that
+ * overflows (strtoll/strtod ERANGE), is not finite (inf, nan), has trailing bytes or lies
+ * outside [min, max] is refused with a printed usage error (return -1, *out untouched);
+ * never clamped. min_open: min itself is excluded. 0 on success. */
+int fa_cli_parse_i64(const char *verb, const char *opt, const char *v, int64_t min, int64_t max, int64_t *out);
+int fa_cli_parse_double(const char *verb, const char *opt, const char *v, double min, double max, bool min_open,
+                        double *out);
 
 /* Reload run_id's model as the run loaded it (path checked by SHA-256, the run's --batch /
  * --shape / --no-fold). ri's strings live in `ar`. *out owned by the caller. Declared with

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "applier/applier.h"
 #include "store/store.h"
 
 static const char *k_help =
@@ -31,9 +32,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
             if ((max_inputs = fa_cli_parse_long("apply", "--max-inputs", v, 1, 64)) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tolerance"))) {
-            char *end;
-            tolerance = strtod(v, &end);
-            if (!*v || *end || !(tolerance > 0)) return fa_cli_usage("apply", "--tolerance expects a positive number");
+            if (fa_cli_parse_double("apply", "--tolerance", v, 0, FA_APPLY_TOLERANCE_MAX, true, &tolerance) < 0) return 2;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
         else if (argv[i][0] == '-') return fa_cli_usage("apply", "unknown option '%s'", argv[i]);
         else if (!spec) spec = argv[i];

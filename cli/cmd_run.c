@@ -39,7 +39,7 @@ static const char *k_help =
     "  --tag TAG   name the run for `gate` and `runs`\n"
     "  --out DIR   outputs (default ./fuse-advise-out/<model>): model.folded.onnx, kernels/,\n"
     "              plan.json, summary.json\n"
-    "  --tolerance T  max relative error of a fused kernel (default 1e-5)\n"
+    "  --tolerance T  max relative error of a fused kernel (default 1e-5, at most 0.1)\n"
     "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n";
 
 typedef struct progress {
@@ -283,9 +283,9 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--seed"))) {
             if ((seed = fa_cli_parse_long("run", "--seed", v, 0, 0x7fffffff)) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-memory"))) {
-            char *end;
-            max_mem = strtoll(v, &end, 10);
-            if (!*v || *end || max_mem <= 0) return fa_cli_usage("run", "--max-memory expects a byte count, got '%s'", v);
+            int64_t mm;
+            if (fa_cli_parse_i64("run", "--max-memory", v, 1, INT64_MAX, &mm) < 0) return 2;
+            max_mem = mm;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
             if (!*v) return fa_cli_usage("run", "--db needs a path");
             db = v;
@@ -294,9 +294,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
             if (!*v) return fa_cli_usage("run", "--out needs a folder");
             out_dir = v;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tolerance"))) {
-            char *end;
-            tolerance = strtod(v, &end);
-            if (!*v || *end || !(tolerance > 0)) return fa_cli_usage("run", "--tolerance expects a positive number, got '%s'", v);
+            if (fa_cli_parse_double("run", "--tolerance", v, 0, FA_APPLY_TOLERANCE_MAX, true, &tolerance) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
             if ((max_ops = fa_cli_parse_long("run", "--max-ops", v, 2, 1000)) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {

@@ -1,5 +1,7 @@
 /* cli/common — option parsing and error printing shared by the verbs. */
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +49,35 @@ long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long mi
         return -1;
     }
     return x;
+}
+
+int fa_cli_parse_i64(const char *verb, const char *opt, const char *v, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    /* ERANGE: strtoll saturates at LLONG_MIN/MAX; that is a refusal, never a value */
+    if (!*v || *end || errno || x < min || x > max) {
+        fa_cli_usage(verb, "%s expects an integer in [%" PRId64 ", %" PRId64 "], got '%s'", opt, min, max, v);
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 0;
+}
+
+int fa_cli_parse_double(const char *verb, const char *opt, const char *v, double min, double max, bool min_open,
+                        double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    /* isfinite: "inf", "nan", and 1e400 (ERANGE, HUGE_VAL) are refused, never clamped */
+    if (!*v || *end || errno || !isfinite(x) || x < min || (min_open && x == min) || x > max) {
+        fa_cli_usage(verb, "%s expects a finite number in %s%g, %g], got '%s'", opt, min_open ? "(" : "[", min, max, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
 }
 
 int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o)
