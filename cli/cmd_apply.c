@@ -48,11 +48,28 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     fa_run_info ri;
     fa_graph *g = NULL;
     s = fa_cli_reload_model(ctx, st, run_id, ar, &ri, &g);
+    /* a run another process is still working on is left alone (a dead one was marked failed
+     * when the database opened; a failed run whose baseline is stored may be applied again) */
+    if (!s && ri.status && !strcmp(ri.status, "running"))
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld is unfinished ('running', process %lld): apply works on "
+                         "finished runs", db, (long long)run_id, (long long)ri.pid);
+    /* the run's plan and measurements are rewritten: it is unfinished until they all are */
+    bool reopened = false;
+    if (!s) s = fa_store_run_reopen(ctx, st, run_id);
+    if (!s) reopened = true;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
                                   tolerance, (int)max_ops, (int)max_inputs, (int)iters, (int)warmup,
                                   ri.target && !strcmp(ri.target, "cuda"));
-    if (s) rc = fa_cli_fail(ctx, s);
+    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+    if (s) {
+        rc = fa_cli_fail(ctx, s);
+        if (reopened) {
+            fa_ctx *c2 = fa_ctx_create();
+            fa_store_run_finish(c2, st, run_id, false, fa_ctx_errmsg(ctx));
+            fa_ctx_free(c2);
+        }
+    }
     fa_graph_free(g);
     fa_arena_free(ar);
     fa_store_close(st);

@@ -104,9 +104,11 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         s = fa_store_begin(ctx, st);
         if (!s) s = fa_store_run_begin(ctx, st, &info, &run_id);
         if (!s) s = fa_store_put_trace(ctx, st, run_id, t);
-        if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
         if (!s) s = fa_store_commit(ctx, st);
-        if (s) fa_store_rollback(st);
+        if (s) {
+            fa_store_rollback(st);
+            run_id = 0; /* rolled back with the transaction */
+        }
     }
     fa_ta_device dev = {0};
     if (dv) {
@@ -120,9 +122,16 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     if (!s) s = fa_trace_advise_run(ctx, st, run_id, &dev, &a);
     if (!s) s = fa_trace_advice_save(ctx, st, run_id, a);
     if (!s && out_dir) s = fa_reports_write(ctx, st, run_id, out_dir);
+    /* 'ok' only after the advice (and the report) are stored too */
+    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
     int rc = 0;
     if (s) {
         rc = fa_cli_fail(ctx, s);
+        if (st && run_id > 0) {
+            fa_ctx *c2 = fa_ctx_create();
+            fa_store_run_finish(c2, st, run_id, false, fa_ctx_errmsg(ctx));
+            fa_ctx_free(c2);
+        }
     } else if (json) {
         fa_buf b;
         fa_buf_init(&b);

@@ -375,7 +375,9 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         if (!s) s = fa_store_run_update(ctx, st, run_id, &info);
         if (!s) s = fa_store_put_graph(ctx, st, run_id, g);
         if (!s) s = fa_store_put_trace(ctx, st, run_id, trace);
-        if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+        /* 'ok' only once every stage this run starts has stored its results: here when the
+         * baseline is all it does, else after the apply stage and the outputs (below) */
+        if (!s && no_apply) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
         if (!s) s = fa_store_commit(ctx, st);
         if (s) fa_store_rollback(st);
     }
@@ -387,6 +389,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     }
     s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops,
                               (int)max_inputs, (int)iters, (int)warmup, fa_exec_target(e) == FA_TARGET_CUDA);
+    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
 out:;
     int rc = 0;
     if (s) {

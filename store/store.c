@@ -251,6 +251,56 @@ static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
     return FA_OK;
 }
 
+/* Set run_id's status (and error, ended_at) together with its fused twins (kind 'fused',
+ * tag "fused-of:<run_id>", written by the applier): 'ok' finishes the twins still running with
+ * it; 'failed' fails every twin, so a failed run never keeps an 'ok' fused twin. only_running:
+ * change run_id itself only while it is 'running' (recovery). Inside the caller's transaction. */
+static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *status, const char *error,
+                                   bool only_running)
+{
+    sqlite3_stmt *q = NULL;
+    fa_status s = prepare(ctx, st,
+                          only_running ? "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = coalesce(ended_at_ns, ?4) "
+                                         "WHERE id = ?1 AND status = 'running'"
+                                       : "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = ?4 WHERE id = ?1",
+                          &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_txt(&b, status);
+        b_txt(&b, error);
+        b_i64(&b, unix_now_ns());
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    bool ok = !strcmp(status, "ok");
+    if (!s)
+        s = prepare(ctx, st,
+                    ok ? "UPDATE runs SET status = 'ok', error = NULL, ended_at_ns = coalesce(ended_at_ns, ?2) "
+                         "WHERE kind = 'fused' AND tag = 'fused-of:' || ?1 AND status = 'running'"
+                       : "UPDATE runs SET status = 'failed', error = ?3, ended_at_ns = coalesce(ended_at_ns, ?2) "
+                         "WHERE kind = 'fused' AND tag = 'fused-of:' || ?1 AND status <> 'failed'",
+                    &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_i64(&b, unix_now_ns());
+        if (!ok) {
+            char why[160];
+            snprintf(why, sizeof why, "its baseline run %lld failed", (long long)run_id);
+            b_txt(&b, why);
+        }
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return s;
+}
+
 /* Mark runs left 'running' by a dead process on this host as failed. */
 static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
 {
@@ -281,20 +331,9 @@ static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
     bool own;
     s = tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *u = NULL;
-    s = prepare(ctx, st,
-                "UPDATE runs SET status = 'failed', error = 'process died', "
-                "ended_at_ns = coalesce(ended_at_ns, ?2) WHERE id = ?1 AND status = 'running'",
-                &u);
-    for (int i = 0; !s && i < n_dead; i++) {
-        binder b;
-        b_start(&b, u);
-        b_i64(&b, dead[i]);
-        b_i64(&b, unix_now_ns());
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, u, sqlite3_step(u));
-    }
-    sqlite3_finalize(u);
+    /* whatever stage the process was in (baseline, analysis, plan, apply, outputs, import
+     * advice): the run never finished, and its fused twins fail with it */
+    for (int i = 0; !s && i < n_dead; i++) s = finish_with_twins(ctx, st, dead[i], "failed", "process died", true);
     return tx_close(ctx, st, own, s);
 }
 
@@ -603,15 +642,34 @@ fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok
     s = tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
+    if (!s) s = finish_with_twins(ctx, st, run_id, ok ? "ok" : "failed", ok ? NULL : (error ? error : "failed"), false);
+    return tx_close(ctx, st, own, s);
+}
+
+fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
+{
+    fa_status s = require_writable(ctx, st, "reopen a run");
+    if (s) return s;
+    char host[256];
+    host_name(host, sizeof host);
+    int64_t pid = (int64_t)getpid();
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    s = check_run(ctx, st, run_id);
     sqlite3_stmt *q = NULL;
-    if (!s) s = prepare(ctx, st, "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = ?4 WHERE id = ?1", &q);
+    if (!s)
+        s = prepare(ctx, st,
+                    "UPDATE runs SET status = 'running', error = NULL, ended_at_ns = NULL, pid = ?2, host = ?3, "
+                    "pid_start_ticks = ?4 WHERE id = ?1",
+                    &q);
     if (!s) {
         binder b;
         b_start(&b, q);
         b_i64(&b, run_id);
-        b_txt(&b, ok ? "ok" : "failed");
-        b_txt(&b, ok ? NULL : (error ? error : "failed"));
-        b_i64(&b, unix_now_ns());
+        b_i64(&b, pid);
+        b_txt(&b, host);
+        b_i64(&b, proc_start_ticks(pid));
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
