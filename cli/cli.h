@@ -63,6 +63,17 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph
 int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db, bool json, const char *out_dir);
 int fa_cli_trace_advise_stored(fa_ctx *ctx, struct fa_store *st, int64_t run_id, bool json);
 
+/* Every entry a fuse-advise output folder (run/apply/report --out) may hold, NULL-terminated:
+ * an existing folder holding anything else is refused (fa_outdir_check), never replaced. */
+extern const char *const fa_cli_output_names[];
+/* Refuse (FA_ERR_USAGE naming both, exit 2) an output path that is the run database db or its
+ * -wal/-shm/-journal, or - is_dir - a folder that holds the database (it is replaced whole). */
+fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const char *db);
+/* ./fuse-advise-out/<model file name, sanitised> (cli/cmd_run.c). */
+void fa_cli_default_out_dir(const char *model, char *buf, size_t cap);
+/* The checks on an output folder before any work starts: fa_outdir_check + fa_cli_check_not_db. */
+fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db);
+
 /* True when stderr is a terminal (progress bars allowed). */
 bool fa_cli_is_tty(void);
 /* A log sink that prints warnings/info to stderr. */

@@ -53,6 +53,12 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     if (!s && ri.status && !strcmp(ri.status, "running"))
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld is unfinished ('running', process %lld): apply works on "
                          "finished runs", db, (long long)run_id, (long long)ri.pid);
+    /* a bad output folder is refused before the run is touched */
+    if (!s) {
+        char ob[4096];
+        if (!out_dir) fa_cli_default_out_dir(ri.model_path ? ri.model_path : "model", ob, sizeof ob);
+        s = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
+    }
     /* the run's plan and measurements are rewritten: it is unfinished until they all are */
     bool reopened = false;
     if (!s) s = fa_store_run_reopen(ctx, st, run_id);

@@ -121,7 +121,13 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     fa_trace_advice *a = NULL;
     if (!s) s = fa_trace_advise_run(ctx, st, run_id, &dev, &a);
     if (!s) s = fa_trace_advice_save(ctx, st, run_id, a);
-    if (!s && out_dir) s = fa_reports_write(ctx, st, run_id, out_dir);
+    if (!s && out_dir) { /* written whole: a staging folder swapped in (fa_outdir) */
+        fa_outdir *od = NULL;
+        s = fa_outdir_begin(ctx, out_dir, fa_cli_output_names, false, &od);
+        if (!s) s = fa_reports_write(ctx, st, run_id, fa_outdir_path(od));
+        if (!s) s = fa_outdir_commit(ctx, od);
+        else fa_outdir_abort(od);
+    }
     /* 'ok' only after the advice (and the report) are stored too */
     if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
     int rc = 0;

@@ -119,29 +119,19 @@ static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const
     return s;
 }
 
-static bool mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
-            *p = '/';
-        }
-    return mkdir(buf, 0755) == 0 || errno == EEXIST;
-}
-
-static void default_out_dir(const char *model, char *buf, size_t cap)
+/* fuse-advise-out/<model file name without .onnx>, the name sanitised (fa_sanitize_file_name):
+ * "...onnx" or "a\nb.onnx" can name nothing but a folder inside fuse-advise-out/. */
+void fa_cli_default_out_dir(const char *model, char *buf, size_t cap)
 {
     const char *base = strncmp(model, "zoo:", 4) == 0 ? model + 4 : model;
     const char *slash = strrchr(base, '/');
     if (slash) base = slash + 1;
-    char name[256];
+    char name[256], safe[128];
     snprintf(name, sizeof name, "%s", base);
-    char *dot = strstr(name, ".onnx");
-    if (dot && dot[5] == 0) *dot = 0;
-    snprintf(buf, cap, "fuse-advise-out/%s", name[0] ? name : "model");
+    size_t n = strlen(name);
+    if (n >= 5 && !strcmp(name + n - 5, ".onnx")) name[n - 5] = 0;
+    fa_sanitize_file_name(name, safe, sizeof safe);
+    snprintf(buf, cap, "fuse-advise-out/%s", safe[0] ? safe : "model");
 }
 
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
@@ -151,10 +141,16 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096], path[4400];
     if (!out_dir) {
-        default_out_dir(model, outbuf, sizeof outbuf);
+        fa_cli_default_out_dir(model, outbuf, sizeof outbuf);
         out_dir = outbuf;
     }
-    if (!mkdirs(out_dir)) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create output folder: %s", out_dir, strerror(errno));
+    /* every output goes into a staging folder swapped in whole at the end (fa_outdir) */
+    const char *final_dir = out_dir;
+    fa_outdir *od = NULL;
+    fa_status s0 = fa_cli_check_not_db(ctx, final_dir, true, fa_store_path(st));
+    if (!s0) s0 = fa_outdir_begin(ctx, final_dir, fa_cli_output_names, false, &od);
+    if (s0) return s0;
+    out_dir = fa_outdir_path(od);
     fa_ceilings c;
     fa_analysis *a = NULL;
     fa_plan *p = NULL;
@@ -213,6 +209,9 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         s = fa_write_summary_json(ctx, &sum, path);
     }
     if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
+    if (!s) s = fa_outdir_commit(ctx, od);
+    else fa_outdir_abort(od);
+    out_dir = final_dir;
     if (!s) {
         printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, cuda ? "cuda" : "cpu", devname,
                info->threads);
@@ -315,17 +314,23 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         if (k == FA_IMPORT_KINETO_JSON || k == FA_IMPORT_KINETO_JSON_GZ || k == FA_IMPORT_NSYS_SQLITE) {
             char ob[4096];
             if (!out_dir) {
-                default_out_dir(model, ob, sizeof ob);
+                fa_cli_default_out_dir(model, ob, sizeof ob);
                 out_dir = ob;
             }
-            if (!mkdirs(out_dir)) {
-                fprintf(stderr, "fuse-advise: error: %s: cannot create output folder\n", out_dir);
-                return 1;
-            }
+            fa_status so = fa_cli_check_out_dir(ctx, out_dir, db);
+            if (so) return fa_cli_fail(ctx, so);
             return fa_cli_import_and_advise(ctx, model, db, false, out_dir);
         }
     }
 
+    /* the output folder is checked before anything runs: a file there, a foreign folder, or
+     * the database inside it is refused now, not after the baseline and the apply stage */
+    if (!no_apply) {
+        char ob[4096];
+        if (!out_dir) fa_cli_default_out_dir(model, ob, sizeof ob);
+        fa_status so = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
+        if (so) return fa_cli_fail(ctx, so);
+    }
     progress prog = {.tty = fa_cli_is_tty()};
     fa_load_options lo = fa_cli_load_options(&mo);
     fa_graph *g = NULL;

@@ -117,6 +117,34 @@ fa_load_options fa_cli_load_options(const fa_cli_model_opts *o)
     return lo;
 }
 
+const char *const fa_cli_output_names[] = {"report.html", "graph.dot", "graph.svg", "trace.json", "summary.json",
+                                           "kernels.csv", "plan.json", "model.folded.onnx", "kernels", NULL};
+
+fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const char *db)
+{
+    static const char *const side[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s%s", db, side[i]);
+        if (fa_path_same_file(out, p))
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "%s is the run database%s%s: refusing to write over it", out,
+                                i ? "'s " : "", i ? side[i] + 1 : "");
+    }
+    if (is_dir && fa_path_inside(out, db))
+        return fa_ctx_error(ctx, FA_ERR_USAGE,
+                            "%s: the output folder holds the run database %s and is replaced as a whole: name "
+                            "another folder",
+                            out, db);
+    return FA_OK;
+}
+
+fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db)
+{
+    fa_status s = fa_cli_check_not_db(ctx, out_dir, true, db);
+    if (!s) s = fa_outdir_check(ctx, out_dir, fa_cli_output_names);
+    return s;
+}
+
 bool fa_cli_is_tty(void) { return isatty(2) && !getenv("CI"); }
 
 void fa_cli_log_sink(void *user, int level, const char *msg)

@@ -22,7 +22,7 @@
 
 /* TEMP/name in one of 64 rotating static buffers (testutil's fa_test_path has only 8, too few
  * for an argv built from several paths plus the calls below). */
-static const char *hu_tmp(const char *name)
+static __attribute__((unused)) const char *hu_tmp(const char *name)
 {
     static char bufs[64][4200];
     static int slot;
@@ -31,7 +31,7 @@ static const char *hu_tmp(const char *name)
     return p;
 }
 
-static bool hu_exists(const char *path)
+static __attribute__((unused)) bool hu_exists(const char *path)
 {
     struct stat sb;
     return lstat(path, &sb) == 0;
@@ -41,7 +41,7 @@ static bool hu_exists(const char *path)
  * advisor fuses into generated kernels (max_ops per cluster). Tensor i (0 < i < n) is named
  * names[i % n_names] + its index when names is given (so hostile names can be tried), else
  * "t<i>". Exported to `path`. */
-static void hu_export_chain(const char *path, int64_t rows, int64_t cols, int n, const char *const *names,
+static __attribute__((unused)) void hu_export_chain(const char *path, int64_t rows, int64_t cols, int n, const char *const *names,
                             int n_names)
 {
     fa_ctx *ctx = fa_ctx_create();
@@ -71,11 +71,14 @@ static void hu_export_chain(const char *path, int64_t rows, int64_t cols, int n,
     fa_ctx_free(ctx);
 }
 
+/* Folder the CLI runs in (hu_cli_env), NULL: the test's own. */
+static const char *hu_cwd;
+
 /* Run the CLI with extra "NAME=VALUE" environment entries (NULL-terminated, may be NULL) in its
  * own process group, stdout/stderr to files under the temp folder. When kill_when is non-NULL,
  * the run is SIGKILLed (whole group) as soon as that path exists (polled every 10 ms); returns
  * 128+9 then. *err: stderr (malloc'd) when non-NULL. */
-static int hu_cli_env(const char *const *argv, const char *const *env, const char *kill_when, char **out, char **err)
+static __attribute__((unused)) int hu_cli_env(const char *const *argv, const char *const *env, const char *kill_when, char **out, char **err)
 {
     const char *clip = getenv("FA_CLI");
     assert_non_null(clip);
@@ -92,6 +95,7 @@ static int hu_cli_env(const char *const *argv, const char *const *env, const cha
     if (p == 0) {
         setpgid(0, 0);
         for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
+        if (hu_cwd && chdir(hu_cwd) != 0) _exit(126);
         int o = open(ofile, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(efile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(o, 1);
         dup2(e, 2);
@@ -131,7 +135,7 @@ static int hu_cli_env(const char *const *argv, const char *const *env, const cha
 /* An executable script at `path` standing in for the C compiler: it touches `marker` (so a test
  * knows compiling has begun), appends one line to `log` per invocation (NULL: none), sleeps
  * `sleep_s` seconds, then runs the real cc with the same arguments. */
-static void hu_write_cc_wrapper(const char *path, const char *marker, const char *log, int sleep_s)
+static __attribute__((unused)) void hu_write_cc_wrapper(const char *path, const char *marker, const char *log, int sleep_s)
 {
     FILE *f = fopen(path, "w");
     assert_non_null(f);
@@ -144,7 +148,7 @@ static void hu_write_cc_wrapper(const char *path, const char *marker, const char
 }
 
 /* One integer from a SQL query on db (read-only, busy timeout 10 s); -1 when absent/unreadable. */
-static long long hu_query_int(const char *db, const char *sql)
+static __attribute__((unused)) long long hu_query_int(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
     long long n = -1;
@@ -161,7 +165,7 @@ static long long hu_query_int(const char *db, const char *sql)
 }
 
 /* Text of the first column of a query (malloc'd), NULL when none. */
-static char *hu_query_text(const char *db, const char *sql)
+static __attribute__((unused)) char *hu_query_text(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
     char *r = NULL;
@@ -177,7 +181,7 @@ static char *hu_query_text(const char *db, const char *sql)
     return r;
 }
 
-static void hu_exec_sql(const char *db, const char *sql)
+static __attribute__((unused)) void hu_exec_sql(const char *db, const char *sql)
 {
     sqlite3 *h = NULL;
     assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
@@ -186,8 +190,83 @@ static void hu_exec_sql(const char *db, const char *sql)
     sqlite3_close(h);
 }
 
+/* A listing of the tree under dir: "relative/path size fnv64\n" per regular file, "path/\n" per
+ * folder, sorted (malloc'd). Two snapshots are equal when the trees hold the same files. */
+static __attribute__((unused)) int hu_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+static __attribute__((unused)) void hu_walk(const char *root, const char *rel, char ***items, int *n, int *cap)
+{
+    char path[8192];
+    snprintf(path, sizeof path, "%s%s%s", root, *rel ? "/" : "", rel);
+    DIR *d = opendir(path);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char r[4200], p[8192], line[8400];
+        snprintf(r, sizeof r, "%s%s%s", rel, *rel ? "/" : "", e->d_name);
+        snprintf(p, sizeof p, "%s/%s", root, r);
+        struct stat sb;
+        if (lstat(p, &sb) != 0) continue;
+        if (S_ISDIR(sb.st_mode)) {
+            snprintf(line, sizeof line, "%s/", r);
+            hu_walk(root, r, items, n, cap);
+        } else if (!S_ISREG(sb.st_mode)) {
+            snprintf(line, sizeof line, "%s (mode %o)", r, (unsigned)sb.st_mode);
+        } else {
+            fa_ctx *ctx = fa_ctx_create();
+            uint8_t *data = NULL;
+            size_t len = 0;
+            uint64_t h = fa_read_file(ctx, p, &data, &len) ? 0 : fa_hash64(data, len);
+            free(data);
+            fa_ctx_free(ctx);
+            snprintf(line, sizeof line, "%s %zu %016llx", r, len, (unsigned long long)h);
+        }
+        if (*n == *cap) {
+            *cap = *cap ? 2 * *cap : 64;
+            *items = realloc(*items, sizeof(char *) * (size_t)*cap);
+        }
+        (*items)[(*n)++] = strdup(line);
+    }
+    closedir(d);
+}
+static __attribute__((unused)) char *hu_snapshot(const char *dir)
+{
+    char **items = NULL;
+    int n = 0, cap = 0;
+    hu_walk(dir, "", &items, &n, &cap);
+    qsort(items, (size_t)n, sizeof *items, hu_cmp_str);
+    fa_buf b;
+    fa_buf_init(&b);
+    for (int i = 0; i < n; i++) {
+        fa_buf_printf(&b, "%s\n", items[i]);
+        free(items[i]);
+    }
+    free(items);
+    if (!b.data) fa_buf_puts(&b, "");
+    return b.data;
+}
+
+/* Entries of dir whose name contains `part` (e.g. ".tmp." or ".fa-staging."), recursively: the
+ * first one found (malloc'd) or NULL. */
+static __attribute__((unused)) char *hu_find_name(const char *dir, const char *part)
+{
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    struct dirent *e;
+    char *found = NULL;
+    while (!found && (e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char p[8192];
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        if (strstr(e->d_name, part)) found = strdup(p);
+        else if (e->d_type == DT_DIR) found = hu_find_name(p, part);
+    }
+    closedir(d);
+    return found;
+}
+
 /* Build tests/bad-input/enospc_shim.c into the temp folder; NULL when no C compiler. */
-static const char *hu_enospc_shim(void)
+static __attribute__((unused)) const char *hu_enospc_shim(void)
 {
     static char shim[4200];
     if (shim[0]) return shim;
