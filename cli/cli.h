@@ -57,7 +57,11 @@ int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64
 struct fa_run_info;
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const struct fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                                int max_ops, int max_inputs, int iters, int warmup, bool cuda);
+                                int max_ops, int max_inputs, int iters, int warmup, bool cuda, int max_clusters,
+                                double budget_s);
+/* --max-clusters N / --apply-budget SECONDS (run, apply): the apply stage's bounds
+ * (fa_apply_options.max_clusters, budget_s). 1 consumed, 0 not this option, -1 usage error. */
+int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s);
 
 /* Trace import + op-level advice (cli/cmd_import.c): returns an exit code. */
 int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db, bool json, const char *out_dir);

@@ -11,7 +11,7 @@
 
 static const char *k_help =
     "usage: fuse-advise apply [RUN|latest] [--db PATH] [--out DIR] [--iters N] [--warmup W] [--tolerance T]\n"
-    "                         [--max-ops N] [--max-inputs N]\n"
+    "                         [--max-ops N] [--max-inputs N] [--max-clusters N] [--apply-budget S]\n"
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
     "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports.\n";
 
@@ -20,7 +20,12 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *out_dir = NULL, *v;
     long iters = 20, warmup = 3, max_ops = 16, max_inputs = 8;
     double tolerance = 1e-5;
+    int max_clusters = 0;
+    double budget_s = 0;
     for (int i = 1; i < argc; i++) {
+        int r = fa_cli_apply_bound_opt("apply", argc, argv, &i, &max_clusters, &budget_s);
+        if (r < 0) return 2;
+        if (r > 0) continue;
         if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
         else if ((v = fa_cli_opt_value(argc, argv, &i, "--out"))) out_dir = v;
         else if ((v = fa_cli_opt_value(argc, argv, &i, "--iters"))) {
@@ -66,7 +71,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
                                   tolerance, (int)max_ops, (int)max_inputs, (int)iters, (int)warmup,
-                                  ri.target && !strcmp(ri.target, "cuda"));
+                                  ri.target && !strcmp(ri.target, "cuda"), max_clusters, budget_s);
     if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
     if (s) {
         rc = fa_cli_fail(ctx, s);

@@ -30,6 +30,7 @@ static const char *k_help =
     "                        [--target auto|cpu|cuda] [--db PATH] [--tag TAG] [--seed S]\n"
     "                        [--shape NAME=DIMS]... [--batch N] [--max-memory BYTES] [--out DIR]\n"
     "                        [--tolerance T] [--max-ops N] [--max-inputs N]\n"
+    "                        [--max-clusters N] [--apply-budget SECONDS]\n"
     "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
@@ -40,7 +41,10 @@ static const char *k_help =
     "  --out DIR   outputs (default ./fuse-advise-out/<model>): model.folded.onnx, kernels/,\n"
     "              plan.json, summary.json\n"
     "  --tolerance T  max relative error of a fused kernel (default 1e-5, at most 0.1)\n"
-    "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n";
+    "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n"
+    "  --max-clusters N   clusters the apply stage tries, highest predicted saving first (default 256)\n"
+    "  --apply-budget S   no cluster is started after the apply stage ran S seconds (default 600);\n"
+    "                     the others are reported as not tried\n";
 
 typedef struct progress {
     bool tty;
@@ -136,7 +140,8 @@ void fa_cli_default_out_dir(const char *model, char *buf, size_t cap)
 
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                                int max_ops, int max_inputs, int iters, int warmup, bool cuda)
+                                int max_ops, int max_inputs, int iters, int warmup, bool cuda, int max_clusters,
+                                double budget_s)
 {
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096], path[4400];
@@ -182,6 +187,8 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     opt.warmup = warmup;
     opt.threads = info->threads;
     opt.out_dir = out_dir;
+    opt.max_clusters = max_clusters;
+    opt.budget_s = budget_s;
     opt.progress = on_progress;
     opt.progress_user = prog;
     const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
@@ -221,7 +228,8 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
             const fa_cluster *cl = &p->clusters[i];
             printf("%-4d %-18s %-28.28s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), cl->label ? cl->label : "",
                    cl->est_saving_ns / 1e3);
-            if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED)
+            if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED &&
+                cl->status != FA_CLUSTER_NOT_TRIED)
                 printf("%10.1f %9.2g", cl->measured_saving_ns / 1e3, cl->max_rel_error);
             else
                 printf("%10s %9s", "-", "-");
@@ -268,8 +276,11 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     long max_ops = 16, max_inputs = 8;
     bool no_apply = false;
     fa_target target = FA_TARGET_AUTO;
+    int max_clusters = 0;
+    double budget_s = 0;
     for (int i = 1; i < argc; i++) {
         int r = fa_cli_model_opt(ctx, "run", argc, argv, &i, &mo);
+        if (r == 0) r = fa_cli_apply_bound_opt("run", argc, argv, &i, &max_clusters, &budget_s);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(argv[i], "--no-apply")) no_apply = true;
@@ -393,7 +404,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         goto out;
     }
     s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops,
-                              (int)max_inputs, (int)iters, (int)warmup, fa_exec_target(e) == FA_TARGET_CUDA);
+                              (int)max_inputs, (int)iters, (int)warmup, fa_exec_target(e) == FA_TARGET_CUDA, max_clusters,
+                              budget_s);
     if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
 out:;
     int rc = 0;

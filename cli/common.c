@@ -80,6 +80,26 @@ int fa_cli_parse_double(const char *verb, const char *opt, const char *v, double
     return 0;
 }
 
+int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s)
+{
+    const char *v;
+    int save = *i;
+    if ((v = fa_cli_opt_value(argc, argv, i, "--max-clusters"))) {
+        long x = fa_cli_parse_long(verb, "--max-clusters", v, 1, 1000000);
+        if (x < 0) return -1;
+        *max_clusters = (int)x;
+        return 1;
+    }
+    *i = save;
+    if ((v = fa_cli_opt_value(argc, argv, i, "--apply-budget"))) {
+        /* seconds; at most a week */
+        if (fa_cli_parse_double(verb, "--apply-budget", v, 0, 604800, true, budget_s) < 0) return -1;
+        return 1;
+    }
+    *i = save;
+    return 0;
+}
+
 int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o)
 {
     const char *v;

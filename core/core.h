@@ -142,6 +142,14 @@ fa_status fa_outdir_commit(fa_ctx *ctx, fa_outdir *o);
 /* Remove the staging folder; frees o. NULL is a no-op. */
 void fa_outdir_abort(fa_outdir *o);
 
+/* What of a compiler's log may reach the user (an error message, a report, the database):
+ * only diagnostic lines located in `unit` - the name the generated source carries
+ * ("FILE:LINE:COL: error: ..." from gcc/clang, "FILE(LINE): error: ..." from NVRTC), its folder
+ * dropped - at most 8 of them and about `cap` bytes, control bytes as '?', joined by "; " and
+ * appended to out. Never a source excerpt, an include trace, or a line about another file (what
+ * an included file holds is never quoted). Returns the number of lines kept. */
+int fa_compiler_diagnostics(fa_buf *out, const char *log, size_t len, const char *unit, size_t cap);
+
 /* FNV-1a 64 and SHA-256 (hex, 65 bytes incl. NUL) of a buffer / file. */
 uint64_t fa_hash64(const void *data, size_t n);
 void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);

@@ -421,3 +421,38 @@ void fa_outdir_abort(fa_outdir *o)
     free(o->final);
     free(o);
 }
+
+/* ---- compiler output ---- */
+
+int fa_compiler_diagnostics(fa_buf *out, const char *log, size_t len, const char *unit, size_t cap)
+{
+    size_t ul = strlen(unit), used = 0;
+    int kept = 0, more = 0;
+    const char *p = log, *end = log + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        if (!eol) eol = end;
+        /* FILE:LINE[:COL]: ... (gcc, clang) or FILE(LINE): ... (NVRTC); FILE's last component
+         * must be the unit, and it must be the whole component */
+        const char *q = p;
+        while (q < eol && *q != ':' && *q != '(') q++;
+        bool ours = q < eol && q - p >= (ptrdiff_t)ul && !memcmp(q - ul, unit, ul) &&
+                    (q - p == (ptrdiff_t)ul || q[-(ptrdiff_t)ul - 1] == '/') && q + 1 < eol && q[1] >= '0' && q[1] <= '9';
+        if (ours) {
+            if (kept < 8 && used < cap) {
+                if (kept) fa_buf_puts(out, "; ");
+                for (const char *c = q - ul; c < eol && used < cap; c++, used++) {
+                    unsigned char ch = (unsigned char)*c;
+                    fa_buf_append(out, ch < 0x20 || ch == 0x7f ? "?" : c, 1);
+                }
+                if (used >= cap) fa_buf_puts(out, "...");
+                kept++;
+            } else {
+                more++;
+            }
+        }
+        p = eol + 1;
+    }
+    if (more) fa_buf_printf(out, " (%d more diagnostic line%s)", more, more == 1 ? "" : "s");
+    return kept;
+}
