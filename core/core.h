@@ -150,6 +150,12 @@ void fa_outdir_abort(fa_outdir *o);
  * an included file holds is never quoted). Returns the number of lines kept. */
 int fa_compiler_diagnostics(fa_buf *out, const char *log, size_t len, const char *unit, size_t cap);
 
+/* Bytes this process may still allocate (core/sysmem.c): MemAvailable from /proc/meminfo,
+ * lowered to the room under the memory limit of its cgroup and every ancestor (v2 memory.max -
+ * memory.current, v1 memory.limit_in_bytes - memory.usage_in_bytes). UINT64_MAX when nothing
+ * is known. source (may be NULL): which of them decided, for messages. */
+uint64_t fa_mem_available(char *source, size_t cap);
+
 /* FNV-1a 64 and SHA-256 (hex, 65 bytes incl. NUL) of a buffer / file. */
 uint64_t fa_hash64(const void *data, size_t n);
 void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);
