@@ -103,12 +103,13 @@ static bool tensor_bytes(const fa_graph *g, int t, uint64_t *out)
 static fa_status check_planned_peak(fa_ctx *ctx, fa_exec *e)
 {
     const fa_graph *g = e->g;
-    uint64_t live = 0, peak = 0, b;
-    int peak_node = -1;
+    uint64_t live = 0, peak = 0, b, big = 0;
+    int peak_node = -1, big_t = -1;
     for (int i = 0; i < g->n_inputs; i++) {
         if (!tensor_bytes(g, g->inputs[i], &b) || live + b < live)
             return fa_ctx_error(ctx, FA_ERR_NOMEM, "input '%s': size overflows", g->tensors[g->inputs[i]]->name);
         live += b;
+        if (b > big) big = b, big_t = g->inputs[i];
     }
     peak = live;
     for (int k = 0; k < g->n_topo; k++) {
@@ -119,6 +120,7 @@ static fa_status check_planned_peak(fa_ctx *ctx, fa_exec *e)
             if (!tensor_bytes(g, t, &b) || live + b < live)
                 return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': size overflows", g->tensors[t]->name);
             live += b;
+            if (b > big) big = b, big_t = t;
         }
         if (live > peak) {
             peak = live;
@@ -136,8 +138,12 @@ static fa_status check_planned_peak(fa_ctx *ctx, fa_exec *e)
                 live -= b < live ? b : live;
         }
     }
-    char where[600] = "";
-    if (peak_node >= 0) snprintf(where, sizeof where, " (reached at node '%.500s')", g->nodes[peak_node]->name);
+    char where[1200] = "";
+    int w = 0;
+    if (peak_node >= 0) w = snprintf(where, sizeof where, " (reached at node '%.400s')", g->nodes[peak_node]->name);
+    if (big_t >= 0)
+        snprintf(where + w, sizeof where - (size_t)w, "; its largest tensor is '%.400s', %llu bytes", g->tensors[big_t]->name,
+                 (unsigned long long)big);
     if (e->opt.max_memory && peak > e->opt.max_memory)
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "the run needs %llu bytes of live tensors at its peak%s, more than --max-memory %llu",
                             (unsigned long long)peak, where, (unsigned long long)e->opt.max_memory);
