@@ -31,6 +31,17 @@ static __attribute__((unused)) const char *hu_tmp(const char *name)
     return p;
 }
 
+/* A whole file as a string (malloc'd; "" when unreadable). */
+static __attribute__((unused)) char *hu_slurp(const char *path)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    uint8_t *d = NULL;
+    size_t n = 0;
+    if (fa_read_file(ctx, path, &d, &n)) d = (uint8_t *)strdup("");
+    fa_ctx_free(ctx);
+    return (char *)d;
+}
+
 static __attribute__((unused)) bool hu_exists(const char *path)
 {
     struct stat sb;

@@ -13,16 +13,6 @@
 
 static const char *tmp(const char *name) { return hu_tmp(name); }
 
-static char *slurp_text(const char *path)
-{
-    fa_ctx *ctx = fa_ctx_create();
-    uint8_t *d = NULL;
-    size_t n = 0;
-    if (fa_read_file(ctx, path, &d, &n)) d = (uint8_t *)strdup("");
-    fa_ctx_free(ctx);
-    return (char *)d;
-}
-
 /* `run MODEL` of the chain with full apply into OUT with its own DB; extra env; returns exit code,
  * *err its stderr, *out its stdout. */
 static int run_model(const char *model, const char *tag, const char *const *env, const char *const *extra, char **out,
@@ -93,7 +83,7 @@ static void test_hostile_tensor_names_never_reach_generated_source(void **state)
         if (e->d_name[0] == '.') continue;
         char p[8192];
         snprintf(p, sizeof p, "%s/%s", kd, e->d_name);
-        char *src = slurp_text(p);
+        char *src = hu_slurp(p);
         n_src++;
         for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
             char probe[16];
@@ -134,7 +124,7 @@ static void test_compiler_output_never_quotes_included_content(void **state)
     (void)rc;
     char p[4300];
     snprintf(p, sizeof p, "%s-out/plan.json", tmp("include"));
-    char *t = slurp_text(p);
+    char *t = hu_slurp(p);
     assert_null(strstr(t, "SECRET-LINE"));
     free(t);
     snprintf(p, sizeof p, "%s.db", tmp("include"));
@@ -427,7 +417,7 @@ static void test_apply_one_compiler_process_for_many_clusters(void **state)
     long long n = generated_clusters("many");
     assert_true(n >= 4);
     assert_int_equal(build_failures("many"), 0);
-    char *l = slurp_text(log);
+    char *l = hu_slurp(log);
     int lines = 0;
     for (char *c = l; *c; c++) lines += *c == '\n';
     free(l);

@@ -12,16 +12,6 @@
 
 static const char *tmp(const char *name) { return hu_tmp(name); }
 
-static char *slurp_text(const char *path)
-{
-    fa_ctx *ctx = fa_ctx_create();
-    uint8_t *d = NULL;
-    size_t n = 0;
-    if (fa_read_file(ctx, path, &d, &n)) d = (uint8_t *)strdup("");
-    fa_ctx_free(ctx);
-    return (char *)d;
-}
-
 static void put(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -112,7 +102,7 @@ static void test_writer_writes_through_fifo_device_and_links_never_replaces_them
     assert_int_equal(fa_write_file_atomic(ctx, flink, "new", 3), FA_OK);
     assert_int_equal(lstat(flink, &sb), 0);
     assert_true(S_ISLNK(sb.st_mode));
-    char *t = slurp_text(file);
+    char *t = hu_slurp(file);
     assert_string_equal(t, "new");
     free(t);
 
@@ -229,10 +219,10 @@ static void test_out_naming_a_file_or_foreign_folder_refused_before_the_baseline
         /* before the baseline: no database was created */
         assert_false(hu_exists(cases[k].db));
     }
-    char *t = slurp_text(file);
+    char *t = hu_slurp(file);
     assert_string_equal(t, "mine");
     free(t);
-    t = slurp_text(fa_test_path(foreign, "notes.txt"));
+    t = hu_slurp(fa_test_path(foreign, "notes.txt"));
     assert_string_equal(t, "mine too");
     free(t);
     /* exec --outputs naming a file: refused before the model runs */
@@ -263,7 +253,7 @@ static void test_default_folder_from_hostile_model_file_name_stays_inside(void *
         hu_cwd = NULL;
         if (rc != 0) fail_msg("run %s: exit %d: %s", names[k], rc, err);
         free(err);
-        char *t = slurp_text(own);
+        char *t = hu_slurp(own);
         if (strcmp(t, "the user's own report")) fail_msg("run %s overwrote %s", names[k], own);
         free(t);
         /* its outputs landed below fuse-advise-out/ */
