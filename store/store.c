@@ -277,6 +277,8 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
     sqlite3_finalize(q);
     q = NULL;
     bool ok = !strcmp(status, "ok");
+    char why[160]; /* bound SQLITE_STATIC: must outlive the step below */
+    snprintf(why, sizeof why, "its baseline run %lld failed", (long long)run_id);
     if (!s)
         s = prepare(ctx, st,
                     ok ? "UPDATE runs SET status = 'ok', error = NULL, ended_at_ns = coalesce(ended_at_ns, ?2) "
@@ -289,11 +291,7 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         b_start(&b, q);
         b_i64(&b, run_id);
         b_i64(&b, unix_now_ns());
-        if (!ok) {
-            char why[160];
-            snprintf(why, sizeof why, "its baseline run %lld failed", (long long)run_id);
-            b_txt(&b, why);
-        }
+        if (!ok) b_txt(&b, why);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
