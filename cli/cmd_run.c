@@ -28,12 +28,15 @@
 static const char *k_help =
     "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
     "                        [--target auto|cpu|cuda] [--db PATH] [--tag TAG] [--seed S]\n"
-    "                        [--shape NAME=DIMS]... [--batch N] [--max-memory BYTES] [--out DIR]\n"
-    "                        [--tolerance T] [--max-ops N] [--max-inputs N]\n"
+    "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
+    "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
     "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
     "  --iters N   timed iterations (default 20); --warmup W untimed first (default 3)\n"
+    "  --shape NAME=N | INPUT=DIMS  bind a symbolic dim or a whole input; --batch N sets dim 0 of\n"
+    "              every input. Symbolic dims nothing binds default to 1 (one notice lists them);\n"
+    "              --no-dim-defaults refuses them instead, listing every one\n"
     "  --threads N executor threads (default: all cores)\n"
     "  --db PATH   run database (default ./fuse-advise.db)\n"
     "  --tag TAG   name the run for `gate` and `runs`\n"
@@ -335,9 +338,10 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     fa_trace *trace = NULL;
     fa_store *st = NULL;
     int64_t run_id = -1;
-    char *cmdline = join_argv(argc, argv);
+    char *cmdline = join_argv(argc, argv), *dim_defaults = NULL;
     char sha[65] = "", devname[256];
     fa_status s = fa_graph_load(ctx, model, &lo, &g);
+    if (!s) fa_cli_note_dim_defaults(g);
     if (!s && strncmp(model, "zoo:", 4) != 0) s = fa_sha256_file(ctx, model, sha);
     if (s) {
         free(cmdline);
@@ -358,6 +362,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     info.warmup = (int)warmup;
     info.command_line = cmdline;
     info.tag = tag;
+    dim_defaults = fa_cli_dim_defaults_text(g);
+    info.dim_defaults = dim_defaults;
     s = fa_store_run_begin(ctx, st, &info, &run_id);
     if (s) goto out;
     s = fa_exec_create(ctx, g, &eo, &e);
@@ -404,5 +410,6 @@ out:;
     fa_store_close(st);
     fa_graph_free(g);
     free(cmdline);
+    free(dim_defaults);
     return rc;
 }

@@ -138,6 +138,11 @@ typedef struct fa_graph {
     int n_outputs, cap_outputs;
     int *outputs;             /* graph outputs (tensor ids) */
     int n_folded;             /* nodes removed by constant folding */
+    /* Symbolic input dims fa_graph_prepare bound to the default 1 because no --shape/--batch
+     * named them (docs/cli.md "Symbolic dimensions"): one arena string per distinct dim, a
+     * dim_param name ("batch_size") or "INPUT[D]" for an unnamed dim. */
+    int n_dim_defaults;
+    const char **dim_defaults;
     /* consumer index, rebuilt by fa_graph_index() */
     int *cons_start;          /* n_tensors+1 offsets into cons */
     int *cons;                /* node ids */
@@ -285,7 +290,13 @@ typedef struct fa_load_options {
     int batch;                 /* >0: override dim 0 of every graph input (zoo --batch) */
     bool no_fold;              /* skip constant folding */
     uint64_t max_const_bytes;  /* cap for one folded tensor (default 1 GiB when 0) */
+    bool no_dim_defaults;      /* refuse unbound symbolic dims instead of binding them to 1 */
 } fa_load_options;
+
+/* The value an unbound symbolic input dim takes when no binding names it: 1, what
+ * onnxruntime_perf_test does for free dimensions and trtexec for dynamic shapes without
+ * --shapes (both bind the smallest valid shape). */
+#define FA_DIM_DEFAULT 1
 
 /* Import an ONNX model file (protobuf). Unknown ops import with node->op NULL and are refused
  * by fa_graph_prepare ("unsupported op X at node Y"); import itself refuses corrupt protobuf
@@ -300,8 +311,10 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
 
 /* Shape inference + constant folding in one topological pass (folding evaluates nodes whose
  * inputs are all constant, and SHAPE_ONLY nodes whose input shapes are static, with the
- * reference kernels). Applies bindings first. Unbound symbolic dims are an error naming
- * the input and the dim. */
+ * reference kernels). Applies bindings first (opt->bindings, then opt->batch); every input dim
+ * still symbolic after that is bound to FA_DIM_DEFAULT and listed in g->dim_defaults, or, with
+ * opt->no_dim_defaults, refused with one FA_ERR_INPUT message that lists every unbound dim.
+ * An input without any shape is always refused (its rank is unknown). */
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
 
 /* Turn graph input `name` into a constant with the given value (copied): it leaves g->inputs
