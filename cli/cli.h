@@ -51,8 +51,12 @@ struct fa_store;
 struct fa_run_info;
 fa_status fa_cli_reload_model(fa_ctx *ctx, struct fa_store *st, int64_t run_id, fa_arena *ar, struct fa_run_info *ri,
                               fa_graph **out);
-/* `latest` or a run id -> run_id (cli/cmd_analyze.c); returns an exit code (0 ok). */
+/* `latest` (or NULL) or a run id -> run_id (cli/cmd_analyze.c); returns an exit code (0 ok).
+ * latest is the newest run a verb that reads traces works on: a model run, an imported or a
+ * traced trace, never a model run's fused twin. fa_cli_resolve_model_run's latest is the newest
+ * model run (for verbs that need the model: apply). */
 int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
+int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
 /* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs and
  * reports into out_dir (NULL: ./fuse-advise-out/<model>) for a stored run of graph g. */
 struct fa_run_info;

@@ -19,8 +19,9 @@ static void json_str(fa_buf *b, const char *s)
     fa_buf_puts(b, "\"");
 }
 
-/* Resolve "latest" (the newest run that is not the fused twin of another) / an id. */
-int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
+/* Resolve "latest" / an id. latest: the newest run that is not the fused twin of another
+ * (a model run, or an imported or traced trace), or with model_only the newest model run. */
+static int resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, bool model_only, int64_t *run_id)
 {
     if (!spec || !strcmp(spec, "latest")) {
         fa_arena *ar = fa_arena_create(4096);
@@ -29,9 +30,12 @@ int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run
         fa_status s = fa_store_list_runs(ctx, st, ar, &runs, &n);
         int rc = s ? fa_cli_fail(ctx, s) : 0;
         size_t i = 0;
-        while (!s && i < n && runs[i].kind && !strcmp(runs[i].kind, "fused")) i++;
+        while (!s && i < n && runs[i].kind &&
+               (model_only ? strcmp(runs[i].kind, "run") != 0 : strcmp(runs[i].kind, "fused") == 0))
+            i++;
         if (!s && i == n) {
-            fprintf(stderr, "fuse-advise: error: %s: no runs yet (fuse-advise run MODEL)\n", fa_store_path(st));
+            fprintf(stderr, "fuse-advise: error: %s: no %sruns yet (fuse-advise run MODEL)\n", fa_store_path(st),
+                    model_only ? "model " : "");
             rc = 1;
         } else if (!s) {
             *run_id = runs[i].id;
@@ -47,6 +51,16 @@ int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run
     }
     *run_id = v;
     return 0;
+}
+
+int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
+{
+    return resolve_run(ctx, st, spec, false, run_id);
+}
+
+int fa_cli_resolve_model_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
+{
+    return resolve_run(ctx, st, spec, true, run_id);
 }
 
 static const fa_an_node *g_sort_nodes; /* qsort has no user pointer in C11: set just before the sort */

@@ -22,8 +22,10 @@
 #include "runtime/runtime.h"
 #include "store/store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static const char *k_help =
     "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
@@ -147,12 +149,34 @@ static void default_out_dir(const char *model, char *buf, size_t cap)
     snprintf(buf, cap, "fuse-advise-out/%s", name[0] ? name : "model");
 }
 
+/* True when this pipeline (started at `since`, seconds) wrote a generated kernel source into
+ * out_dir/kernels/ (a folder left by an earlier run does not count). */
+static bool wrote_kernel_sources(const char *out_dir, time_t since)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/kernels", out_dir);
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool any = false;
+    struct dirent *de;
+    while (!any && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char path[4600];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        any = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_mtime >= since;
+    }
+    closedir(d);
+    return any;
+}
+
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
                                 int max_ops, int max_inputs, int iters, int warmup, bool cuda)
 {
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096], path[4400];
+    time_t started = time(NULL);
     if (!out_dir) {
         default_out_dir(model, outbuf, sizeof outbuf);
         out_dir = outbuf;
@@ -203,6 +227,14 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         fa_graph *fg = NULL;
         s = fa_bn_folded_graph(ctx, g, p, &fg);
         snprintf(path, sizeof path, "%s/model.folded.onnx", out_dir);
+        /* keep the original's symbolic dims (a dynamic-batch export stays dynamic) */
+        if (!s && fa_graph_restore_symbolic(ctx, fg, g, NULL) != FA_OK) {
+            fprintf(stderr, "fuse-advise: warning: model.folded.onnx keeps the bound shapes: %s\n", fa_ctx_errmsg(ctx));
+            fa_ctx_clear(ctx);
+            fa_graph_free(fg);
+            fg = NULL;
+            s = fa_bn_folded_graph(ctx, g, p, &fg);
+        }
         if (!s) s = fa_onnx_export(ctx, fg, path);
         fa_graph_free(fg);
     }
@@ -250,10 +282,14 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
                r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
                r->e2e_max_rel_error);
-        printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
-               r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
-        printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv, kernels/%s\n",
-               out_dir, any_fold ? ", model.folded.onnx" : "");
+        if (r->accepted == 0)
+            printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline, so the %.3f ms "
+                   "between the two measurements is noise, not a saving\n", r->rejected, r->measured_saving_ns / 1e6);
+        else
+            printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
+                   r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
+        printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
+               wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
     }
     fa_apply_result_free(r);
     fa_plan_free(p);

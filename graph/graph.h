@@ -93,6 +93,8 @@ struct fa_tensor {
                              Owned by the graph (malloc'd, freed by fa_graph_free). */
     size_t nbytes;        /* bytes in data */
     int producer;         /* node id or -1 */
+    unsigned sym_dims;    /* bit d: dim d follows the model's symbolic input dims (fa_graph_restore_symbolic);
+                             an export writes it as its dim_param or unknown, never the bound value */
     /* External data location as read (informational, for export). */
     const char *doc;      /* doc_string, may be NULL */
 };
@@ -316,6 +318,18 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
  * opt->no_dim_defaults, refused with one FA_ERR_INPUT message that lists every unbound dim.
  * An input without any shape is always refused (its rank is unknown). */
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
+
+/* Give dst (a graph derived from src, e.g. the BN-folded model) the symbolic dims of src's
+ * model back, so fa_onnx_export writes a model that runs at any value of them. src was
+ * prepared from src->path; the model is imported and prepared again (opt: no_fold,
+ * max_const_bytes) with each dim the file leaves symbolic bound to src's value + 1. A tensor
+ * dim that differs between the two follows the symbolic dims: dst's tensor of that name gets
+ * its bit in sym_dims and src's dim_params. A folded node whose outputs differ (shape or
+ * value: Shape -> Gather -> Concat -> Reshape) is copied into dst again wherever dst reads its
+ * output as a constant (transitively). A model without symbolic dims, or a zoo model, leaves
+ * dst as it is. Re-indexes dst. Errors: the probe failing to import or prepare (a model valid
+ * only at the bound values), out of memory. */
+fa_status fa_graph_restore_symbolic(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_load_options *opt);
 
 /* Turn graph input `name` into a constant with the given value (copied): it leaves g->inputs
  * and becomes an initializer. For shape-parameter inputs (Reshape shape, Slice starts, Resize
