@@ -53,29 +53,38 @@ static void *try_open(toolkit_lib *l, const char *dir, const char *soname)
     return h;
 }
 
-/* Search order: $FA_CUDA_LIBDIR (a folder), then the soname through the loader's own search
- * (LD_LIBRARY_PATH, the executable's RUNPATH, ld.so.cache), then the toolkit this binary was
- * built against, then /usr/local/cuda's lib64 and lib. */
-#define LOAD_FN(IDX)                                                                                                   \
-    static void load_##IDX(void)                                                                                       \
-    {                                                                                                                  \
-        toolkit_lib *l = &g_libs[IDX];                                                                                 \
-        char soname[128];                                                                                              \
-        snprintf(soname, sizeof soname, "%s%s", l->stem, FA_CUDA_SOVERSION);                                           \
-        const char *dirs[] = {getenv("FA_CUDA_LIBDIR"), "", FA_CUDA_TOOLKIT_LIBDIR, "/usr/local/cuda/lib64",            \
-                              "/usr/local/cuda/lib"};                                                                  \
-        for (size_t i = 0; i < sizeof dirs / sizeof dirs[0] && !l->handle; i++)                                        \
-            if (dirs[i] && (i == 1 || *dirs[i])) l->handle = try_open(l, dirs[i], soname);                             \
-        struct link_map *lm = NULL;                                                                                    \
-        if (l->handle && dlinfo(l->handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)                             \
-            snprintf(l->path, sizeof l->path, "%s", lm->l_name);                                                       \
-        if (!l->handle) {                                                                                              \
-            char e[1024];                                                                                              \
-            snprintf(e, sizeof e, "%s", l->error);                                                                     \
-            snprintf(l->error, sizeof l->error, "cannot load %s (set FA_CUDA_LIBDIR or LD_LIBRARY_PATH): %s", soname, \
-                     e);                                                                                               \
-        }                                                                                                              \
+/* Search order: each folder of $FA_CUDA_LIBDIR (':'-separated), then the soname through the
+ * loader's own search (LD_LIBRARY_PATH, the executable's RUNPATH, ld.so.cache), then the
+ * toolkit this binary was built against, then /usr/local/cuda's lib64, lib and, for CUPTI,
+ * extras/CUPTI/lib64 (where the CUDA installer puts it). */
+static void load_lib(toolkit_lib *l)
+{
+    char soname[128];
+    snprintf(soname, sizeof soname, "%s%s", l->stem, FA_CUDA_SOVERSION);
+    const char *env = getenv("FA_CUDA_LIBDIR");
+    if (env && *env) {
+        char dirs[4096];
+        snprintf(dirs, sizeof dirs, "%s", env);
+        char *save = NULL;
+        for (char *d = strtok_r(dirs, ":", &save); d && !l->handle; d = strtok_r(NULL, ":", &save))
+            if (*d) l->handle = try_open(l, d, soname);
     }
+    const char *fixed[] = {"", FA_CUDA_TOOLKIT_LIBDIR, "/usr/local/cuda/lib64", "/usr/local/cuda/lib",
+                           "/usr/local/cuda/extras/CUPTI/lib64"};
+    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0] && !l->handle; i++)
+        if (i == 0 || *fixed[i]) l->handle = try_open(l, fixed[i], soname);
+    struct link_map *lm = NULL;
+    if (l->handle && dlinfo(l->handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
+        snprintf(l->path, sizeof l->path, "%s", lm->l_name);
+    if (!l->handle) {
+        char e[1024];
+        snprintf(e, sizeof e, "%s", l->error);
+        snprintf(l->error, sizeof l->error, "cannot load %s (set FA_CUDA_LIBDIR or LD_LIBRARY_PATH): %s", soname, e);
+    }
+}
+
+#define LOAD_FN(IDX) \
+    static void load_##IDX(void) { load_lib(&g_libs[IDX]); }
 LOAD_FN(FA_CUDA_LIB_CUDART)
 LOAD_FN(FA_CUDA_LIB_NVRTC)
 LOAD_FN(FA_CUDA_LIB_CUPTI)
