@@ -163,10 +163,18 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
         printf("run %" PRId64 ": %s (%d timed iterations)\n", run_id, ri.model_path, a->n_iters);
         printf("ceilings %s: memory %.2f GB/s, FP32 peak %.2f GFLOP/s, dispatch %.0f ns, ridge %.2f FLOP/B\n\n",
                c.device_key, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
-        printf("%-32s %-18s %11s %9s %9s %10s %7s %-8s\n", "kernel (node)", "op", "median us", "FLOP/B", "GB/s", "GFLOP/s", "%roof", "bound");
+        int wn = 13, wo = 2; /* widths from the content: node names are never cut */
         for (int k = 0; k < a->n_nodes && k < top; k++) {
             const fa_an_node *n = &a->nodes[order[k]];
-            printf("%-32.32s %-18.18s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", n->name, n->op_type, n->median_ns / 1e3,
+            if (n->name && (int)strlen(n->name) > wn) wn = (int)strlen(n->name);
+            if (n->op_type && (int)strlen(n->op_type) > wo) wo = (int)strlen(n->op_type);
+        }
+        printf("%-*s %-*s %11s %9s %9s %10s %7s %-8s\n", wn, "kernel (node)", wo, "op", "median us", "FLOP/B", "GB/s",
+               "GFLOP/s", "%roof", "bound");
+        for (int k = 0; k < a->n_nodes && k < top; k++) {
+            const fa_an_node *n = &a->nodes[order[k]];
+            printf("%-*s %-*s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", wn, n->name ? n->name : "", wo,
+                   n->op_type ? n->op_type : "", n->median_ns / 1e3,
                    n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops, n->place.pct_of_roof,
                    fa_bound_name(n->place.bound));
         }

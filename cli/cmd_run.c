@@ -111,10 +111,16 @@ static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const
                info->target, devname, info->threads, nit, warmup);
         printf("baseline latency (median per iteration): %.3f ms; %d kernels per iteration; peak activations %.1f MiB\n",
                ri.iter_median_ns / 1e6, g->n_topo, info->peak_activation_bytes / 1048576.0);
-        printf("\n%-40s %-20s %12s %7s %8s\n", "node", "op", "median us", "share", "kernels");
         size_t show = nrows < 25 ? nrows : 25;
+        int wn = 4, wo = 2; /* widths from the content: node names are never cut */
+        for (size_t i = 0; i < show; i++) {
+            int ln = rows[i].node_name ? (int)strlen(rows[i].node_name) : 0, lo = rows[i].op_type ? (int)strlen(rows[i].op_type) : 0;
+            if (ln > wn) wn = ln;
+            if (lo > wo) wo = lo;
+        }
+        printf("\n%-*s %-*s %12s %7s %8s\n", wn, "node", wo, "op", "median us", "share", "kernels");
         for (size_t i = 0; i < show; i++)
-            printf("%-40.40s %-20.20s %12.1f %6.1f%% %8" PRId64 "\n", rows[i].node_name,
+            printf("%-*s %-*s %12.1f %6.1f%% %8" PRId64 "\n", wn, rows[i].node_name ? rows[i].node_name : "", wo,
                    rows[i].op_type ? rows[i].op_type : "", rows[i].median_ns / 1e3, 100.0 * rows[i].share,
                    rows[i].kernels);
         if (nrows > show) printf("... %zu more (fuse-advise show %" PRId64 ")\n", nrows - show, run_id);
@@ -252,10 +258,13 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, cuda ? "cuda" : "cpu", devname,
                info->threads);
         printf("%s\n\n", a->summary);
-        printf("%-4s %-18s %-28s %10s %10s %9s  %s\n", "id", "kind", "label", "pred us", "meas us", "error", "decision");
+        int wl = 28;
+        for (int i = 0; i < p->n_clusters; i++)
+            if (p->clusters[i].label && (int)strlen(p->clusters[i].label) > wl) wl = (int)strlen(p->clusters[i].label);
+        printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
         for (int i = 0; i < p->n_clusters; i++) {
             const fa_cluster *cl = &p->clusters[i];
-            printf("%-4d %-18s %-28.28s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), cl->label ? cl->label : "",
+            printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
                    cl->est_saving_ns / 1e3);
             if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED)
                 printf("%10.1f %9.2g", cl->measured_saving_ns / 1e3, cl->max_rel_error);
