@@ -341,6 +341,18 @@ fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, cons
  * integer-typed input, or the scales/sizes/roi inputs of Resize/Upsample. */
 bool fa_graph_input_is_shape_param(const fa_graph *g, int tid);
 
+/* Random values for graph input tid when the user gives none (run, the applier's captures, the
+ * cuda executor), into v (dtype/rank/dims set, data allocated by the caller): floats uniform in
+ * [-1, 1) (one draw per element, so a seed gives the same floats on every target), bools 0/1,
+ * integers in [0, min(4, bound)) where bound = fa_graph_input_index_bound, or 0/1 when they
+ * index nothing (attention masks, flags). Needs an indexed graph. */
+void fa_graph_fill_input(const fa_graph *g, int tid, fa_rng *r, fa_value *v);
+/* The smallest table size that integer input tid's values index: the indexed axis of every
+ * Gather/GatherElements (and the indexed dims of GatherND) they reach as indices, directly or
+ * through ops that only move values (Cast, Reshape, Unsqueeze, Expand, Slice, Concat, ...,
+ * Gather's data); 0 when they index nothing. (An embedding with 2 token types needs ids 0..1.) */
+int64_t fa_graph_input_index_bound(const fa_graph *g, int tid);
+
 /* Everything: "zoo:NAME" or a path; import + prepare. */
 fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *opt, fa_graph **out);
 
