@@ -337,8 +337,12 @@ fa_status fa_graph_restore_symbolic(fa_ctx *ctx, fa_graph *dst, const fa_graph *
  * Call between import and fa_graph_prepare. FA_ERR_INPUT if not a graph input or the value's
  * dtype/shape disagree with a declared one. */
 fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, const fa_value *v);
-/* True when graph input tensor `tid` feeds a slot that must be constant for static shapes: any
- * integer-typed input, or the scales/sizes/roi inputs of Resize/Upsample. */
+/* True when graph input tensor `tid` feeds a slot that must be constant for static shapes: an
+ * integer input whose values reach, through value-carrying ops, a slot that sets a shape
+ * (Reshape's shape, Slice's starts, a reduction's axes, Range, ConstantOfShape, ... — any slot
+ * but the data of a non-elementwise op), or the scales/sizes/roi inputs of Resize/Upsample.
+ * Token ids that only index an embedding and attention masks are not. Needs the consumer
+ * index fa_onnx_import builds (without it every integer input counts). */
 bool fa_graph_input_is_shape_param(const fa_graph *g, int tid);
 
 /* Random values for graph input tid when the user gives none (run, the applier's captures, the

@@ -336,10 +336,53 @@ fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, cons
     return FA_OK;
 }
 
+/* Does the value of tensor tid reach a slot whose value sets a shape (Reshape's shape,
+ * Slice's starts, Unsqueeze's axes, Range's bounds, ConstantOfShape's shape, a reduction's
+ * axes, TopK's k, ...)? Values flow through every slot of elementwise and broadcast ops, the
+ * index slot of the Gather family, every input of Concat and slot 0 (the data) of any other
+ * op; any other slot of a known op is taken as a shape slot, and a slot of an unknown op too
+ * (freezing an input that did not need it costs nothing but folding). Shape and Size read only
+ * their input's shape. (Expand is a broadcast op whose input 1 is a shape.) visited: one byte
+ * per tensor. */
+static bool reaches_shape_slot(const fa_graph *g, int tid, unsigned char *visited)
+{
+    if (visited[tid]) return false;
+    visited[tid] = 1;
+    const int *cons;
+    int nc = fa_graph_consumers(g, tid, &cons);
+    for (int c = 0; c < nc; c++) {
+        const fa_node *n = g->nodes[cons[c]];
+        if (n->op && (n->op->flags & FA_OPF_SHAPE_ONLY)) continue;
+        for (int slot = 0; slot < n->n_inputs; slot++) {
+            if (n->inputs[slot] != tid) continue;
+            bool value_slot;
+            if (!n->op) value_slot = false;
+            else if (!strcmp(n->op_type, "ConstantOfShape") || !strcmp(n->op_type, "Range")) value_slot = false;
+            else if (!strcmp(n->op_type, "Expand")) value_slot = slot == 0; /* broadcast, but input 1 is a shape */
+            else if (n->op->pattern == FA_PATTERN_ELEMWISE || n->op->pattern == FA_PATTERN_BROADCAST) value_slot = true;
+            else if (!strcmp(n->op_type, "Concat")) value_slot = true;
+            else if (!strncmp(n->op_type, "Gather", 6) || !strncmp(n->op_type, "Scatter", 7)) value_slot = slot <= 1;
+            else value_slot = slot == 0;
+            if (!value_slot) return true;
+            for (int o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0 && reaches_shape_slot(g, n->outputs[o], visited)) return true;
+        }
+    }
+    return false;
+}
+
 bool fa_graph_input_is_shape_param(const fa_graph *g, int tid)
 {
     const fa_tensor *t = g->tensors[tid];
-    if (t->dtype == FA_DTYPE_INT64 || t->dtype == FA_DTYPE_INT32) return true;
+    bool integer = t->dtype == FA_DTYPE_INT64 || t->dtype == FA_DTYPE_INT32;
+    if (integer) {
+        if (!g->cons_start) return true; /* not indexed: assume it sets a shape */
+        unsigned char *visited = calloc((size_t)g->n_tensors + 1, 1);
+        if (!visited) return true;
+        bool r = reaches_shape_slot(g, tid, visited);
+        free(visited);
+        if (r) return true;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const fa_node *n = g->nodes[i];
         if (strcmp(n->op_type, "Resize") && strcmp(n->op_type, "Upsample")) continue;

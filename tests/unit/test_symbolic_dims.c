@@ -305,6 +305,62 @@ static void test_run_notices_defaults_once_and_stores_them(void **s)
     fa_ctx_free(ctx);
 }
 
+/* exec freezes an integer input only when its values set a shape: token ids that index an
+ * embedding and a mask that scales scores run through the executor; a shape input, even
+ * through a Concat, is frozen. And random inputs stay inside the tables they index. */
+static void test_integer_inputs_frozen_only_when_they_set_a_shape(void **s)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("ints");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    int ids = fa_graph_tensor(g, "ids"), mask = fa_graph_tensor(g, "mask"), shp = fa_graph_tensor(g, "shp");
+    fa_tensor_set_shape(g->tensors[ids], FA_DTYPE_INT64, 2, (int64_t[]){1, 4});
+    fa_tensor_set_shape(g->tensors[mask], FA_DTYPE_INT64, 2, (int64_t[]){1, 4});
+    fa_tensor_set_shape(g->tensors[shp], FA_DTYPE_INT64, 1, (int64_t[]){1});
+    assert_int_equal(fa_graph_add_input(ctx, g, ids), FA_OK);
+    assert_int_equal(fa_graph_add_input(ctx, g, mask), FA_OK);
+    assert_int_equal(fa_graph_add_input(ctx, g, shp), FA_OK);
+    int emb = fa_graph_tensor(g, "emb");
+    float table[3 * 2] = {0};
+    fa_tensor_set_shape(g->tensors[emb], FA_DTYPE_FLOAT, 2, (int64_t[]){3, 2});
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[emb], table, sizeof table), FA_OK);
+    g->tensors[emb]->flags |= FA_TENSOR_INITIALIZER;
+    set_i64(ctx, g, "minus1", 1, (int64_t[]){-1});
+    assert_non_null(fa_graph_add_node(ctx, g, "embed", "Gather", "", 2, (const char *[]){"emb", "ids"}, 1, (const char *[]){"h"}));
+    fa_node *cast = fa_graph_add_node(ctx, g, "cast", "Cast", "", 1, (const char *[]){"mask"}, 1, (const char *[]){"mf"});
+    assert_non_null(cast);
+    assert_non_null(fa_node_add_attr_int(g, cast, "to", FA_DTYPE_FLOAT));
+    assert_non_null(fa_graph_add_node(ctx, g, "scale", "Mul", "", 2, (const char *[]){"mf", "mf"}, 1, (const char *[]){"m2"}));
+    fa_node *cc = fa_graph_add_node(ctx, g, "cat", "Concat", "", 2, (const char *[]){"shp", "minus1"}, 1, (const char *[]){"s2"});
+    assert_non_null(cc);
+    assert_non_null(fa_node_add_attr_int(g, cc, "axis", 0));
+    assert_non_null(fa_graph_add_node(ctx, g, "flat", "Reshape", "", 2, (const char *[]){"h", "s2"}, 1, (const char *[]){"y"}));
+    assert_int_equal(fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y")), FA_OK);
+    assert_int_equal(fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "m2")), FA_OK);
+    assert_int_equal(fa_graph_index(ctx, g), FA_OK);
+    assert_false(fa_graph_input_is_shape_param(g, ids));
+    assert_false(fa_graph_input_is_shape_param(g, mask));
+    assert_true(fa_graph_input_is_shape_param(g, shp));
+    /* ids index a 3-row table: random ids stay in 0..2; the mask indexes nothing: 0/1 */
+    assert_int_equal(fa_graph_input_index_bound(g, ids), 3);
+    assert_int_equal(fa_graph_input_index_bound(g, mask), 0);
+    fa_rng r;
+    fa_rng_seed(&r, 7);
+    int64_t vals[64];
+    fa_value v = {.dtype = FA_DTYPE_INT64, .rank = 1, .dims = {64}, .data = vals};
+    fa_graph_fill_input(g, ids, &r, &v);
+    bool seen2 = false;
+    for (int i = 0; i < 64; i++) {
+        assert_true(vals[i] >= 0 && vals[i] < 3);
+        seen2 |= vals[i] == 2;
+    }
+    assert_true(seen2);
+    fa_graph_fill_input(g, mask, &r, &v);
+    for (int i = 0; i < 64; i++) assert_true(vals[i] == 0 || vals[i] == 1);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -314,6 +370,7 @@ int main(void)
         cmocka_unit_test(test_export_keeps_symbolic_dims_and_shape_subgraph),
         cmocka_unit_test(test_exec_takes_shapes_from_input_files),
         cmocka_unit_test(test_run_notices_defaults_once_and_stores_them),
+        cmocka_unit_test(test_integer_inputs_frozen_only_when_they_set_a_shape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
