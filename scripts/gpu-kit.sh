@@ -22,15 +22,19 @@ rm -rf "$KIT"
 mkdir -p "$KIT/bin" "$KIT/tests" "$KIT/lib"
 progs=("$BUILD/fuse-advise")
 cp "$BUILD/fuse-advise" "$KIT/bin/"
+# the tracer and the GPU tests exist only in a build with the cuda target (the tracer is built
+# only then; without it the test programs are built but skip themselves, so they stay out)
 if [ -f "$BUILD/libfuse-advise-cupti.so" ]; then
     cp "$BUILD/libfuse-advise-cupti.so" "$KIT/bin/"
     progs+=("$BUILD/libfuse-advise-cupti.so")
+    for t in test_cuda_gpu test_cuda_fused_gpu test_cuda_exec test_cupti test_cuda_fused; do
+        [ -x "$BUILD/tests/$t" ] || continue
+        cp "$BUILD/tests/$t" "$KIT/tests/"
+        progs+=("$BUILD/tests/$t")
+    done
+else
+    echo "gpu-kit: $BUILD has no cuda target (built without the CUDA toolkit): packing fuse-advise alone" >&2
 fi
-for t in test_cuda_gpu test_cuda_fused_gpu test_cuda_exec test_cupti test_cuda_fused; do
-    [ -x "$BUILD/tests/$t" ] || continue
-    cp "$BUILD/tests/$t" "$KIT/tests/"
-    progs+=("$BUILD/tests/$t")
-done
 
 # libc's own family stays the machine's (it must match its kernel and loader); the CUDA driver
 # and toolkit libraries are the GPU machine's too (never linked: dlopen at run time).
