@@ -296,6 +296,11 @@ static void test_run_notices_defaults_once_and_stores_them(void **s)
     assert_string_equal(ri.dim_defaults, "batch=1,seq=1,m[1]=1");
     fa_arena_free(ar);
     fa_store_close(st);
+    const char *argv3[] = {"show", "1", "--db", dbb, NULL};
+    assert_int_equal(fa_test_run_cli(argv3, &so, &se), 0);
+    assert_non_null(strstr(so, "symbolic dims bound to their default: batch=1,seq=1,m[1]=1"));
+    free(so);
+    free(se);
     /* with --no-dim-defaults nothing runs and nothing is stored */
     const char *argv2[] = {"run", path, "--no-apply", "--no-dim-defaults", "--db", dbb, NULL};
     assert_int_equal(fa_test_run_cli(argv2, &so, &se), 1);
