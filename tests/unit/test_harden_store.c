@@ -13,6 +13,8 @@
 
 #include "testutil.h"
 
+#include "store/store.h"
+
 static int cli(const char *const *argv, char **out, char **err)
 {
     char *o = NULL, *e = NULL;
@@ -72,7 +74,7 @@ static void set_user_version(const char *db, long long v)
 static void test_schema_version_outside_known_range_refused_file_untouched(void **state)
 {
     (void)state;
-    const long long versions[] = {-1, -2, -2147483648LL, 3, 2147483647LL};
+    const long long versions[] = {-1, -2, -2147483648LL, FA_STORE_SCHEMA_VERSION + 1, 2147483647LL};
     for (size_t k = 0; k < sizeof versions / sizeof versions[0]; k++) {
         char name[64];
         snprintf(name, sizeof name, "ver%zu.db", k);
