@@ -62,29 +62,47 @@ static void print_stats(const char *path, const fa_import_stats *s)
     printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64
            ", duplicate correlations %" PRIu64 "\n",
            s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
-    if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers || s->lenient_pass)
-        printf("  input faults: negative durations %" PRIu64 ", invalid UTF-8 strings %" PRIu64 " (first near byte %" PRIu64
-               "), control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
-               s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset, s->n_control_chars, s->n_nonfinite,
-               s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
+    if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers ||
+        s->n_bad_records || s->n_nul_names || s->lenient_pass)
+        printf("  input faults: records skipped %" PRIu64 " (a time or id of the wrong type or beyond int64; first near byte %" PRIu64
+               "), negative durations %" PRIu64 ", invalid UTF-8 names %" PRIu64 " (first near byte %" PRIu64
+               "), names with NUL %" PRIu64 ", control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
+               s->n_bad_records, s->first_bad_record_offset, s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset,
+               s->n_nul_names, s->n_control_chars, s->n_nonfinite, s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
+    if (s->time_shift_ns)
+        printf("  %" PRIu64 " records start before time 0: every record moved %.3f us later (durations and gaps kept)\n",
+               s->n_negative_times, s->time_shift_ns / 1e3);
     if (s->truncated) printf("  truncated at byte %" PRIu64 ": kept what was parsed (--keep-partial)\n", s->truncated_offset);
     for (int d = 0; d < s->n_devices; d++)
         printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", s->devices[d].id, s->devices[d].name, s->devices[d].cc_major,
                s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
 }
 
+/* Out of memory after the import proper (storing, advising, writing the report): say which
+ * trace and which step, so the user knows what was too large. */
+static fa_status name_nomem(fa_ctx *ctx, fa_status s, const char *path, const char *step)
+{
+    if (s == FA_ERR_NOMEM && !strstr(fa_ctx_errmsg(ctx), path)) return fa_ctx_wrap(ctx, s, "%s: %s: ", path, step);
+    return s;
+}
+
 static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool json, bool keep_partial,
                              const char *out_dir, const char *cmdline)
 {
+    /* a pipe (/dev/stdin, <(zcat trace.json.gz)) is read once into a private copy that the
+     * import and the SHA-256 both read */
+    fa_import_source src;
+    fa_status s = fa_import_source_open(ctx, path, &src);
+    if (s) return fa_cli_fail(ctx, s);
     fa_import_stats stt;
     memset(&stt, 0, sizeof stt);
-    fa_import_opts opts = {.keep_partial = keep_partial};
+    fa_import_opts opts = {.keep_partial = keep_partial, .name = path};
     fa_trace *t = NULL;
-    fa_status s = fa_import_file(ctx, path, &opts, &t, &stt);
-    if (s) return fa_cli_fail(ctx, s);
-
+    s = fa_import_file(ctx, src.path, &opts, &t, &stt);
     char sha[65] = {0};
-    s = fa_sha256_file(ctx, path, sha);
+    if (!s) s = fa_sha256_file(ctx, src.path, sha);
+    if (s && src.spool) s = fa_ctx_wrap(ctx, s, "%s (read from a pipe): ", path);
+    fa_import_source_close(&src);
     if (s) {
         fa_trace_free(t);
         return fa_cli_fail(ctx, s);
@@ -107,6 +125,7 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
         if (!s) s = fa_store_commit(ctx, st);
         if (s) fa_store_rollback(st);
+        s = name_nomem(ctx, s, path, "storing the trace");
     }
     fa_ta_device dev = {0};
     if (dv) {
@@ -117,9 +136,9 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     }
     if (!dev.name) dev.name = t->device_name;
     fa_trace_advice *a = NULL;
-    if (!s) s = fa_trace_advise_run(ctx, st, run_id, &dev, &a);
-    if (!s) s = fa_trace_advice_save(ctx, st, run_id, a);
-    if (!s && out_dir) s = fa_reports_write(ctx, st, run_id, out_dir);
+    if (!s) s = name_nomem(ctx, fa_trace_advise_run(ctx, st, run_id, &dev, &a), path, "advising");
+    if (!s) s = name_nomem(ctx, fa_trace_advice_save(ctx, st, run_id, a), path, "storing the advice");
+    if (!s && out_dir) s = name_nomem(ctx, fa_reports_write(ctx, st, run_id, out_dir), path, "writing the report");
     int rc = 0;
     if (s) {
         rc = fa_cli_fail(ctx, s);

@@ -21,10 +21,17 @@ typedef struct nsx {
 #define SQ_CHECK(x, rc_ok, what)                                                              \
     do {                                                                                      \
         int rc_ = (x);                                                                        \
-        if (rc_ != (rc_ok))                                                                   \
-            return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: sqlite %s failed: %s (%s:%d)",     \
-                                n->path, what, sqlite3_errmsg(n->db), __FILE__, __LINE__);    \
+        if (rc_ != (rc_ok)) return sq_fail(n, rc_, what);                                     \
     } while (0)
+
+/* An SQLite failure on the export: out of memory is FA_ERR_NOMEM, anything else a bad file;
+ * the message names the file and what was being read, never our source lines. */
+static fa_status sq_fail(nsx *n, int rc, const char *what)
+{
+    if ((rc & 0xff) == SQLITE_NOMEM)
+        return fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory (%s)", n->path, what);
+    return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: %s: %s", n->path, what, sqlite3_errmsg(n->db));
+}
 
 static bool has_table(nsx *n, const char *name)
 {
@@ -170,7 +177,7 @@ static fa_status read_metadata(nsx *n)
     /* only version rows: the table also holds host and user names, which we never read */
     snprintf(sql, sizeof sql, "SELECT value FROM %s WHERE name = 'EXPORT_SCHEMA_VERSION'", mt);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, sql, -1, &q, NULL), SQLITE_OK, "prepare metadata");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, sql, -1, &q, NULL), SQLITE_OK, "reading the export metadata");
     if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
         snprintf(n->st->schema, sizeof n->st->schema, "nsys %.24s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
@@ -197,7 +204,7 @@ static fa_status read_gpus(nsx *n)
     opt_col(n, b, tb, "g", "threadsPerWarp");
     fa_buf_puts(b, " FROM TARGET_INFO_GPU g ORDER BY g.id");
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare TARGET_INFO_GPU");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading TARGET_INFO_GPU");
     while (sqlite3_step(q) == SQLITE_ROW && n->st->n_devices < FA_IMPORT_MAX_DEVICES) {
         fa_import_device *d = &n->st->devices[n->st->n_devices++];
         memset(d, 0, sizeof *d);
@@ -252,7 +259,7 @@ static fa_status read_kernels(nsx *n)
     opt_col(n, b, tb, "k", "localMemoryPerThread");
     fa_buf_printf(b, " FROM %s k LEFT JOIN StringIds s ON s.id = k.%s ORDER BY k.start", tb, name_col);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare kernel query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading CUPTI_ACTIVITY_KIND_KERNEL");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -279,7 +286,7 @@ static fa_status read_kernels(nsx *n)
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }
@@ -296,7 +303,7 @@ static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
     fa_buf_printf(b, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value FROM %s r "
                      "LEFT JOIN StringIds s ON s.id = r.nameId", tb);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare runtime query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading the launch calls");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -315,7 +322,7 @@ static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }
@@ -343,7 +350,7 @@ static fa_status read_mem(nsx *n, const char *tb, fa_activity_kind kind)
     opt_col(n, b, tb, "m", "copyKind");
     fa_buf_printf(b, " FROM %s m", tb);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare memcpy/memset query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading memcpy/memset records");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -374,7 +381,7 @@ static fa_status read_mem(nsx *n, const char *tb, fa_activity_kind kind)
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }
@@ -397,7 +404,7 @@ static fa_status read_nvtx(nsx *n, const char *tb)
                   tb, has_tid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "",
                   has_type ? " AND e.eventType IN (59, 60)" : "");
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare NVTX query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading NVTX ranges");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
@@ -414,7 +421,7 @@ static fa_status read_nvtx(nsx *n, const char *tb)
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }

@@ -108,6 +108,28 @@ r = sqlite3.connect("t.db").execute("SELECT n_orphans, n_clock_inversions FROM r
 assert r == (int(sys.argv[1]), int(sys.argv[2])), r
 EOF
 
+# Issue 15: a trace read from a pipe — /dev/stdin, bash process substitution, `cat | run` — is
+# imported whole (the kind detection used to eat its first bytes), stored with the SHA-256 of
+# what was read, and named by the path given.
+gzip -c hand.json > hand.json.gz
+expect_rc 0 "import /dev/stdin" bash -c "'$CLI' import /dev/stdin --db pipe.db < hand.json.gz"
+grep -q "add> -> mul_kernel -> gelu_kernel" out.txt || { cat out.txt; fail "stdin import: sequence missing"; }
+expect_rc 0 "import <(zcat ...)" bash -c "'$CLI' import <(zcat hand.json.gz) --db pipe.db"
+grep -q "imported /dev/fd/[0-9]*" out.txt || { cat out.txt; fail "process substitution not named"; }
+expect_rc 0 "cat | run /dev/stdin" bash -c "cat hand.json | '$CLI' run /dev/stdin --db pipe.db --out piperep"
+[ -s piperep/report.html ] || fail "run from a pipe wrote no report"
+python3 - "$SHA" "$(sha256sum hand.json.gz | cut -d' ' -f1)" <<'EOF2' || fail "pipe runs not stored whole"
+import sqlite3, sys
+rows = sqlite3.connect("pipe.db").execute("SELECT model_path, source_sha256, n_kernels FROM runs ORDER BY id").fetchall()
+n = sqlite3.connect("t.db").execute("SELECT n_kernels FROM runs WHERE id=1").fetchone()[0]
+assert len(rows) == 3, rows
+assert rows[0][0] == "/dev/stdin" and rows[0][1] == sys.argv[2] and rows[0][2] == n, rows
+assert rows[1][1] == sys.argv[1] and rows[1][2] == n, rows
+assert rows[2][1] == sys.argv[1] and rows[2][2] == n, rows
+EOF2
+expect_rc 1 "a pipe that is not a trace" bash -c "echo hello | '$CLI' import /dev/stdin --db pipe.db"
+grep -q "/dev/stdin: not a recognised trace" err.txt || { cat err.txt; fail "non-trace pipe message"; }
+
 expect_rc 2 "no TRACE" "$CLI" import --db t.db
 expect_rc 1 "missing file" "$CLI" import does-not-exist.json --db t.db
 grep -q "does-not-exist.json" err.txt || { cat err.txt; fail "missing file not named"; }
