@@ -108,9 +108,11 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     int64_t run_id = -1;
     int rc = 0;
     if (!spec || !strcmp(spec, "latest")) {
-        /* the newest baseline run (kind 'run'): fused/import runs have no graph to plan */
+        /* the newest baseline run or imported trace (a fused twin has nothing new to plan) */
         sqlite3_stmt *q = NULL;
-        s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(fa_store_db(st), "SELECT max(id) FROM runs WHERE kind='run'", -1, &q, NULL));
+        s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(fa_store_db(st),
+                                                     "SELECT max(id) FROM runs WHERE kind IN ('run','import','trace')", -1,
+                                                     &q, NULL));
         if (!s && sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) run_id = sqlite3_column_int64(q, 0);
         sqlite3_finalize(q);
         if (!s && run_id < 0) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no model run to advise on (see `fuse-advise run`)", db);

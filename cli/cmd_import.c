@@ -133,10 +133,14 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         dev.cc_major = dv->cc_major;
         dev.cc_minor = dv->cc_minor;
         dev.total_mem_bytes = dv->total_mem_bytes;
+        dev.sm_count = dv->sm_count;
     }
     if (!dev.name) dev.name = t->device_name;
     fa_trace_advice *a = NULL;
-    if (!s) s = name_nomem(ctx, fa_trace_advise_run(ctx, st, run_id, &dev, &a), path, "advising");
+    /* the advice reads the whole trace in memory (the store keeps the records, not the op
+     * shapes and stacks the patterns need) */
+    if (!s) s = name_nomem(ctx, fa_trace_advise(ctx, t, &dev, &a), path, "advising");
+    if (!s) a->run_id = run_id;
     if (!s) s = name_nomem(ctx, fa_trace_advice_save(ctx, st, run_id, a), path, "storing the advice");
     if (!s && out_dir) s = name_nomem(ctx, fa_reports_write(ctx, st, run_id, out_dir), path, "writing the report");
     int rc = 0;
@@ -201,7 +205,6 @@ int fa_cli_trace_advise_stored(fa_ctx *ctx, fa_store *st, int64_t run_id, bool j
 {
     fa_trace_advice *a = NULL;
     fa_status s = fa_trace_advise_run(ctx, st, run_id, NULL, &a);
-    if (!s && !fa_store_readonly(st)) s = fa_trace_advice_save(ctx, st, run_id, a);
     if (s) {
         fa_trace_advice_free(a);
         return fa_cli_fail(ctx, s);

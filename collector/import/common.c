@@ -402,6 +402,231 @@ typedef struct encl_query {
     int32_t gpu; /* record index */
 } encl_query;
 
+/* ---- frame stacks ---- */
+
+static bool is_frame(const fa_activity *a)
+{
+    if (a->kind == FA_ACT_CPU_OP || a->kind == FA_ACT_MODULE) return true;
+    /* host ranges (user annotations, NVTX), but not ProfilerStep#N (a different name per step) */
+    return a->kind == FA_ACT_RANGE && a->device < 0 && !(a->name && !strncmp(a->name, "ProfilerStep#", 13));
+}
+
+static int frame_cmp(const void *pa, const void *pb, void *arg)
+{
+    const fa_activity *acts = arg;
+    int32_t ia = *(const int32_t *)pa, ib = *(const int32_t *)pb;
+    const fa_activity *a = &acts[ia], *b = &acts[ib];
+    if (a->pid != b->pid) return a->pid < b->pid ? -1 : 1;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    if (a->start_ns != b->start_ns) return a->start_ns < b->start_ns ? -1 : 1;
+    if (a->end_ns != b->end_ns) return a->end_ns > b->end_ns ? -1 : 1;
+    return ia < ib ? -1 : ia > ib;
+}
+
+enum { STACK_DEPTH = 24, MAX_CAPTURES = 256 };
+
+static bool is_graph_launch(const fa_activity *a)
+{
+    return a->name && (strstr(a->name, "GraphLaunch") || strstr(a->name, "graphLaunch"));
+}
+
+/* innermost cpu op (not a module or range frame) on (pid, tid) containing ts: record index, -1 */
+static int32_t frame_op_at(const fa_activity *acts, const int32_t *fr, const int32_t *parent, size_t nf, int64_t pid,
+                           int64_t tid, uint64_t ts)
+{
+    size_t lo = 0, hi = nf;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const fa_activity *a = &acts[fr[mid]];
+        bool le = a->pid < pid || (a->pid == pid && (a->tid < tid || (a->tid == tid && a->start_ns <= ts)));
+        if (le) lo = mid + 1;
+        else hi = mid;
+    }
+    int32_t p = (int32_t)lo - 1;
+    if (p < 0 || acts[fr[p]].pid != pid || acts[fr[p]].tid != tid) return -1;
+    for (int steps = 0; p >= 0 && steps < 256; steps++, p = parent[p]) {
+        const fa_activity *a = &acts[fr[p]];
+        if (a->end_ns >= ts && a->kind == FA_ACT_CPU_OP) return fr[p];
+    }
+    return -1;
+}
+
+typedef struct gk_ref {
+    int32_t launch, kernel;
+    uint64_t start;
+} gk_ref;
+
+static int gk_cmp(const void *pa, const void *pb)
+{
+    const gk_ref *a = pa, *b = pb;
+    if (a->launch != b->launch) return a->launch < b->launch ? -1 : 1;
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    return (a->kernel > b->kernel) - (a->kernel < b->kernel);
+}
+
+/* Frames and graph replays, after attribution. launch_of[i] / op_of[i]: record index of GPU
+ * record i's launch call / op, -1 none.
+ *
+ * Stacks: each GPU record whose op is known gets the frames around that op, outermost first,
+ * " > " between (cpu ops, nn.Module scopes, user / NVTX ranges on its thread, not ProfilerStep#N):
+ * the pattern recognisers read module names there. Innermost STACK_DEPTH frames at most; memo per
+ * frame; O(n log n).
+ *
+ * Graphs: kernels launched by cudaGraphLaunch / hipGraphLaunch are replays of a captured graph:
+ * flagged FA_ACTF_GRAPH, node_name the op around the launch call (CUDAGraph::replay or the
+ * user's). When the capture is in the trace — kernel launch calls between cudaStreamBeginCapture
+ * and cudaStreamEndCapture on one thread that no GPU record links to — a replay whose kernel
+ * count equals a capture's launch count (the latest such capture before it) maps its k-th kernel
+ * (by start) to the k-th captured launch: op_type becomes the cpu op that launch ran under. */
+static fa_status import_frames(fa_ctx *ctx, fa_trace *t, const int32_t *launch_of, int32_t *op_of)
+{
+    size_t n = t->n_acts, nf = 0;
+    fa_activity *acts = t->acts;
+    bool any_op = false, any_graph = false;
+    for (size_t i = 0; i < n; i++) {
+        if (is_frame(&acts[i])) nf++;
+        any_op |= op_of[i] >= 0;
+        any_graph |= launch_of[i] >= 0 && is_graph_launch(&acts[launch_of[i]]);
+    }
+    if (!any_op && !any_graph) return FA_OK;
+    int32_t *fr = malloc((nf + 1) * sizeof *fr), *parent = malloc((nf + 1) * sizeof *parent);
+    int32_t *pos = malloc((n + 1) * sizeof *pos), *stk = malloc((nf + 1) * sizeof *stk);
+    const char **memo = calloc(nf + 1, sizeof *memo);
+    int32_t *rt = NULL, *cl = NULL;
+    int64_t *linked = NULL;
+    gk_ref *gk = NULL;
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_status s = FA_OK;
+    if (!fr || !parent || !pos || !stk || !memo) goto nomem;
+    nf = 0;
+    for (size_t i = 0; i < n; i++) {
+        pos[i] = -1;
+        if (is_frame(&acts[i])) fr[nf++] = (int32_t)i;
+    }
+    qsort_r(fr, nf, sizeof *fr, frame_cmp, acts);
+    size_t sp = 0;
+    for (size_t p = 0; p < nf; p++) {
+        const fa_activity *a = &acts[fr[p]];
+        pos[fr[p]] = (int32_t)p;
+        while (sp > 0) {
+            const fa_activity *top = &acts[fr[stk[sp - 1]]];
+            if (top->pid == a->pid && top->tid == a->tid && top->end_ns >= a->start_ns) break;
+            sp--;
+        }
+        parent[p] = sp ? stk[sp - 1] : -1;
+        stk[sp++] = (int32_t)p;
+    }
+
+    /* graph replays: flag, then map to the capture's ops where the capture is in the trace */
+    if (any_graph) {
+        size_t ng = 0, nl = 0;
+        for (size_t i = 0; i < n; i++)
+            if (launch_of[i] >= 0 && is_graph_launch(&acts[launch_of[i]])) ng++;
+        gk = malloc((ng + 1) * sizeof *gk);
+        linked = malloc((n + 1) * sizeof *linked);
+        rt = malloc((n + 1) * sizeof *rt);
+        cl = malloc((n + 1) * sizeof *cl);
+        if (!gk || !linked || !rt || !cl) goto nomem;
+        ng = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (is_gpu(acts[i].kind) && acts[i].correlation >= 0 && launch_of[i] >= 0) linked[nl++] = acts[launch_of[i]].correlation;
+            if (launch_of[i] >= 0 && is_graph_launch(&acts[launch_of[i]])) {
+                acts[i].flags |= FA_ACTF_GRAPH;
+                if (acts[i].kind == FA_ACT_KERNEL) gk[ng++] = (gk_ref){launch_of[i], (int32_t)i, acts[i].start_ns};
+            }
+        }
+        qsort(linked, nl, sizeof *linked, cmp_i64_asc);
+        /* captures: per thread in time order */
+        size_t nrt = 0;
+        for (size_t i = 0; i < n; i++)
+            if (acts[i].kind == FA_ACT_RUNTIME || acts[i].kind == FA_ACT_DRIVER) rt[nrt++] = (int32_t)i;
+        qsort_r(rt, nrt, sizeof *rt, frame_cmp, acts);
+        struct { size_t first, n; uint64_t end; } caps[MAX_CAPTURES];
+        int ncap = 0;
+        size_t ncl = 0;
+        bool in_cap = false;
+        int64_t cpid = 0, ctid = 0;
+        for (size_t k = 0; k < nrt; k++) {
+            const fa_activity *a = &acts[rt[k]];
+            if (in_cap && (a->pid != cpid || a->tid != ctid)) in_cap = false;
+            if (a->name && strstr(a->name, "BeginCapture")) {
+                if (ncap < MAX_CAPTURES) {
+                    in_cap = true;
+                    cpid = a->pid;
+                    ctid = a->tid;
+                    caps[ncap].first = ncl;
+                    caps[ncap].n = 0;
+                    caps[ncap].end = a->end_ns;
+                    ncap++;
+                }
+            } else if (a->name && strstr(a->name, "EndCapture")) {
+                if (in_cap) caps[ncap - 1].end = a->end_ns;
+                in_cap = false;
+            } else if (in_cap && a->correlation >= 0 && a->name && strstr(a->name, "aunch") && !is_graph_launch(a) &&
+                       !bsearch(&a->correlation, linked, nl, sizeof *linked, cmp_i64_asc)) {
+                cl[ncl++] = frame_op_at(acts, fr, parent, nf, a->pid, a->tid, a->start_ns);
+                caps[ncap - 1].n++;
+            }
+        }
+        qsort(gk, ng, sizeof *gk, gk_cmp);
+        for (size_t g0 = 0; g0 < ng;) {
+            size_t g1 = g0 + 1;
+            while (g1 < ng && gk[g1].launch == gk[g0].launch) g1++;
+            const fa_activity *L = &acts[gk[g0].launch];
+            int c = -1; /* the latest capture before this replay with as many launches */
+            for (int k = 0; k < ncap; k++)
+                if (caps[k].n == g1 - g0 && caps[k].end <= L->start_ns) c = k;
+            for (size_t k = g0; k < g1; k++) {
+                fa_activity *g = &acts[gk[k].kernel];
+                if (!g->node_name) g->node_name = g->op_type;
+                if (c >= 0) {
+                    int32_t op = cl[caps[c].first + (k - g0)];
+                    if (op >= 0) {
+                        g->op_type = acts[op].name;
+                        op_of[gk[k].kernel] = op; /* the capture's op frames the stack */
+                        g->shapes = acts[op].shapes;
+                    }
+                }
+            }
+            g0 = g1;
+        }
+    }
+
+    for (size_t i = 0; i < n && !s; i++) {
+        if (op_of[i] < 0 || pos[op_of[i]] < 0) continue;
+        int32_t p = pos[op_of[i]];
+        if (!memo[p]) {
+            int32_t chain[STACK_DEPTH];
+            int depth = 0;
+            for (int32_t q = p; q >= 0 && depth < STACK_DEPTH; q = parent[q]) chain[depth++] = q;
+            fa_buf_reset(&b);
+            for (int k = depth - 1; k >= 0; k--) {
+                if (k != depth - 1) fa_buf_puts(&b, " > ");
+                const char *nm = acts[fr[chain[k]]].name;
+                fa_buf_puts(&b, nm ? nm : "?");
+            }
+            if (b.oom || !(memo[p] = fa_trace_intern_n(t, b.data ? b.data : "", b.len))) goto nomem;
+        }
+        acts[i].stack = memo[p];
+    }
+    goto done;
+nomem:
+    s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory building cpu-op stacks for %zu records", n);
+done:
+    free(fr);
+    free(parent);
+    free(pos);
+    free(stk);
+    free(memo);
+    free(rt);
+    free(cl);
+    free(linked);
+    free(gk);
+    fa_buf_free(&b);
+    return s;
+}
+
 static int query_cmp(const void *pa, const void *pb)
 {
     const encl_query *a = pa, *b = pb;
@@ -623,18 +848,22 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
         st->n_attributed++;
         if (g->kind == FA_ACT_KERNEL) gpu_count[ep]++;
     }
-    /* estimated bytes: only where the op launched exactly one kernel */
+    /* estimated bytes and the op's shapes: only where the op launched exactly one kernel (else
+     * each kernel would be charged the whole op's traffic) */
     for (size_t i = 0; i < n; i++) {
         fa_activity *g = &acts[i];
         if (g->kind != FA_ACT_KERNEL || gop[i] < 0) continue;
         const fa_activity *e = &acts[ord[gop[i]]];
-        if (gpu_count[gop[i]] == 1 && (e->flags & FA_ACTF_ESTIMATED_BYTES) && g->bytes_read == 0 &&
-            g->bytes_written == 0) {
+        if (gpu_count[gop[i]] != 1) continue;
+        if ((e->flags & FA_ACTF_ESTIMATED_BYTES) && g->bytes_read == 0 && g->bytes_written == 0) {
             g->bytes_read = e->bytes_read;
             g->bytes_written = e->bytes_written;
             g->flags |= FA_ACTF_ESTIMATED_BYTES;
         }
+        if (!g->shapes) g->shapes = e->shapes;
     }
+    for (size_t i = 0; i < n; i++) gop[i] = gop[i] >= 0 ? ord[gop[i]] : -1; /* the op's record index */
+    s = import_frames(ctx, t, glaunch, gop);
     t->n_orphans = st->n_orphans;
     t->n_clock_inversions = st->n_clock_inversions;
 done:

@@ -17,7 +17,7 @@
 #include <emmintrin.h>
 #endif
 
-enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, NAME_CACHE = 1024 };
+enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, MAX_DIMS = 8, TNAME = 24, NAME_CACHE = 1024 };
 /* The longest single JSON token (string with its escapes, or number) accepted. The feeder below
  * hands yajl whole tokens, so a long one costs linear time, but it is held in memory (about four
  * copies: our buffer, yajl's decoded string, the event's name, the interned name); no trace field
@@ -53,9 +53,14 @@ typedef struct kev {
     uint64_t bytes;
     float occ;
     int n_dims, n_types;              /* inputs seen in Input Dims / Input type */
-    uint64_t numel[MAX_INPUTS];       /* elements per input; */
-    bool numel_ok[MAX_INPUTS];        /* false: not a plain dims list or overflow */
+    uint64_t numel[MAX_INPUTS];       /* elements per input (a TensorList: all its tensors) */
+    bool numel_ok[MAX_INPUTS];        /* false: not a dims list (or list of them) or overflow */
     uint8_t dsize[MAX_INPUTS];        /* bytes per element, 0 = not a tensor / unknown */
+    uint8_t ndim[MAX_INPUTS];         /* dims kept (at most MAX_DIMS) */
+    bool is_list[MAX_INPUTS];         /* a TensorList: a list of dims lists */
+    int64_t dims[MAX_INPUTS][MAX_DIMS];
+    uint64_t list_cur;                /* elements of the TensorList member being read */
+    char tname[MAX_INPUTS][TNAME];    /* "Input type" names, cut at TNAME - 1 bytes */
 } kev;
 
 typedef struct kparse {
@@ -77,6 +82,7 @@ typedef struct kparse {
     kev ev;
     fa_import_device *dev;
     fa_buf tmp;               /* repaired strings */
+    fa_buf tmp2;              /* shapes text */
     uint64_t n_mtia;          /* non-CUDA accelerator events (MTIA) */
     fa_status fail;           /* set by a callback to abort (NOMEM) */
     const char *ncache[NAME_CACHE]; /* interned valid names, by a cheap hash */
@@ -225,6 +231,9 @@ static void ev_reset(kev *e)
     e->n_dims = e->n_types = 0;
     memset(e->numel_ok, 0, sizeof e->numel_ok);
     memset(e->dsize, 0, sizeof e->dsize);
+    memset(e->ndim, 0, sizeof e->ndim);
+    memset(e->is_list, 0, sizeof e->is_list);
+    for (int i = 0; i < MAX_INPUTS; i++) e->tname[i][0] = 0;
 }
 
 #define cat_is(c, lit) ((c)->len == sizeof(lit) - 1 && strcasecmp((c)->data, (lit)) == 0)
@@ -305,6 +314,9 @@ static void ev_emit(kparse *p)
     p->st->n_events++;
     if (e->ph != 'X') { p->st->n_skipped++; if (e->cat.len) cat_kind(p, &e->cat); return; }
     int k = cat_kind(p, &e->cat);
+    /* nn.Module scopes (profiler with_modules=True): frames of the cpu-op stack */
+    if (k < 0 && cat_is(&e->cat, "python_function") && e->name.len > 11 && !memcmp(e->name.data, "nn.Module: ", 11))
+        k = FA_ACT_MODULE;
     if (k < 0) { p->st->n_skipped++; return; }
     if (e->bad || !e->has_ts) { bad_record(p); return; }
     /* deferred ts/dur text -> ns (µs with scale 3) */
@@ -370,6 +382,22 @@ static void ev_emit(kparse *p)
             a.bytes_read = sum;
             a.flags |= FA_ACTF_ESTIMATED_BYTES;
         }
+        /* the inputs as text for the advice's cost model: "TYPE:8x512x768;TYPE:L1024;Scalar:" */
+        fa_buf *sb = &p->tmp2;
+        fa_buf_reset(sb);
+        for (int i = 0; i < ni && i < MAX_INPUTS; i++) {
+            if (i) fa_buf_puts(sb, ";");
+            fa_buf_puts(sb, e->tname[i][0] ? e->tname[i] : "?");
+            fa_buf_puts(sb, ":");
+            if (!e->numel_ok[i]) fa_buf_puts(sb, "?");
+            else if (e->is_list[i]) fa_buf_printf(sb, "L%llu", (unsigned long long)e->numel[i]);
+            else if (e->ndim[i] > MAX_DIMS) fa_buf_puts(sb, "?");
+            else
+                for (int k = 0; k < e->ndim[i]; k++) fa_buf_printf(sb, k ? "x%lld" : "%lld", (long long)e->dims[i][k]);
+        }
+        if (sb->oom) { p->fail = FA_ERR_NOMEM; return; }
+        a.shapes = fa_trace_intern_n(p->t, sb->data ? sb->data : "", sb->len);
+        if (!a.shapes) { p->fail = FA_ERR_NOMEM; return; }
     }
     if (!fa_trace_add(p->t, &a)) p->fail = FA_ERR_NOMEM;
 }
@@ -481,9 +509,19 @@ static int on_scalar(kparse *p, int vt, const char *s, size_t n)
             p->idx6++;
             if (i < 0 || i >= MAX_INPUTS || !e->numel_ok[i]) return 1;
             int64_t v;
-            if (is_null || dec_scaled(s, n, 0, &v) || v < 0) { e->numel_ok[i] = false; return 1; }
+            if (is_null || e->is_list[i] || dec_scaled(s, n, 0, &v) || v < 0) { e->numel_ok[i] = false; return 1; }
             if (v != 0 && e->numel[i] > UINT64_MAX / (uint64_t)v) e->numel_ok[i] = false;
             else e->numel[i] *= (uint64_t)v;
+            if (e->ndim[i] < MAX_DIMS) e->dims[i][e->ndim[i]] = v;
+            if (e->ndim[i] < 255) e->ndim[i]++;
+        } else if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
+            /* a dim of one tensor of a TensorList */
+            int i = p->idx5 - 1;
+            if (i < 0 || i >= MAX_INPUTS || !e->numel_ok[i]) return 1;
+            int64_t v;
+            if (is_null || dec_scaled(s, n, 0, &v) || v < 0) { e->numel_ok[i] = false; return 1; }
+            if (v != 0 && e->list_cur > UINT64_MAX / (uint64_t)v) e->numel_ok[i] = false;
+            else e->list_cur *= (uint64_t)v;
         }
         return 1;
     }
@@ -539,6 +577,14 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
             int i = p->idx5++;
             if (p->args_key == AK_TYPES && i < MAX_INPUTS) {
                 e->dsize[i] = dtype_size(s, n);
+                size_t tl = n < TNAME - 1 ? n : TNAME - 1;
+                /* a type name goes into the shapes text: no ';' (the separator), no control or
+                 * non-ASCII bytes ("c10::BFloat16" keeps its colons: the dims follow the last) */
+                for (size_t k = 0; k < tl; k++) {
+                    unsigned char c = s[k];
+                    e->tname[i][k] = c == ';' || c < 0x20 || c >= 0x7f ? '_' : (char)c;
+                }
+                e->tname[i][tl] = 0;
                 if (e->n_types < i + 1) e->n_types = i + 1;
             } else if (p->args_key == AK_DIMS && i < MAX_INPUTS) {
                 e->numel_ok[i] = false;
@@ -672,13 +718,25 @@ static int cb_start_array(void *ctx)
         if (i < MAX_INPUTS) {
             p->ev.numel[i] = 1;
             p->ev.numel_ok[i] = true;
+            p->ev.ndim[i] = 0;
+            p->ev.is_list[i] = false;
             if (p->ev.n_dims < i + 1) p->ev.n_dims = i + 1;
         }
     } else if (p->in_args && d == p->ev_depth + 3) {
         p->idx5++;
     } else if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
-        int i = p->idx5 - 1; /* a list of lists (TensorList): not a plain tensor */
-        if (i >= 0 && i < MAX_INPUTS) p->ev.numel_ok[i] = false;
+        int i = p->idx5 - 1; /* a list of lists: a TensorList, its element count summed */
+        if (i >= 0 && i < MAX_INPUTS && p->ev.numel_ok[i]) {
+            if (!p->ev.is_list[i]) {
+                if (p->ev.ndim[i]) p->ev.numel_ok[i] = false; /* dims and lists mixed */
+                p->ev.is_list[i] = true;
+                p->ev.numel[i] = 0;
+            }
+            p->ev.list_cur = 1;
+        }
+    } else if (p->in_args && d == p->ev_depth + 5 && p->args_key == AK_DIMS) {
+        int i = p->idx5 - 1;
+        if (i >= 0 && i < MAX_INPUTS) p->ev.numel_ok[i] = false; /* deeper: not a TensorList */
     }
     return 1;
 }
@@ -687,6 +745,13 @@ static int cb_end_array(void *ctx)
 {
     kparse *p = ctx;
     int d = p->depth--;
+    if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
+        int i = p->idx5 - 1;
+        if (i >= 0 && i < MAX_INPUTS && p->ev.numel_ok[i] && p->ev.is_list[i]) {
+            if (p->ev.numel[i] > UINT64_MAX - p->ev.list_cur) p->ev.numel_ok[i] = false;
+            else p->ev.numel[i] += p->ev.list_cur;
+        }
+    }
     if (!p->in_event && p->ev_depth && d == p->ev_depth - 1) p->ev_depth = 0; /* events done */
     return 1;
 }
@@ -1231,6 +1296,7 @@ fa_status fa__import_kineto_src(fa_ctx *ctx, const char *path, const char *name,
         fa_buf_init(&p.ev.name);
         fa_buf_init(&p.ev.cat);
         fa_buf_init(&p.tmp);
+        fa_buf_init(&p.tmp2);
         uint64_t fb = st->file_bytes;
         fa_import_kind kind = st->kind;
         memset(st, 0, sizeof *st);
@@ -1247,6 +1313,7 @@ fa_status fa__import_kineto_src(fa_ctx *ctx, const char *path, const char *name,
         fa_buf_free(&p.ev.name);
         fa_buf_free(&p.ev.cat);
         fa_buf_free(&p.tmp);
+        fa_buf_free(&p.tmp2);
         if (rr == RUN_OK) { s = FA_OK; break; }
         fa_trace_free(t);
         t = NULL;
