@@ -666,6 +666,7 @@ enum {
                           than this many kernels are put back in order */
     OPEN_REPLAYS = 64, /* graph replays followed at once */
     SEG_MAX = 256,     /* a run of memory-bound kernels is held up to this long before it is cut */
+    NAME_SLOTS = 4096, /* kernel-name cache */
     MAX_STRETCHES = 64 /* launch-bound stretches kept (the longest) */
 };
 
@@ -682,6 +683,7 @@ typedef struct rec {
     int32_t frame;       /* pattern-naming frame id, -1 none */
     int32_t op;          /* cpu op name id, -1 none */
     int32_t graph_launch_op, graph_capture_op; /* name ids, -1 */
+    int32_t wid;         /* index in the timeline window, -1 */
     int16_t key;
     int8_t frame_pat;
     uint8_t cls, flags;
@@ -794,6 +796,16 @@ struct fa_ta_builder {
     const char *best_gbs_kernel;
     size_t heap_peak;      /* records held in reorder windows at once, at most */
     size_t heap_now;
+    bool win_set, win_by_launch;
+    uint64_t win_lo, win_hi;
+    const char *win_what;
+    const char *name_ptr[4096]; /* raw kernel name address -> token id (cache) */
+    int32_t name_tok[4096];
+    const char *last_launch_name;
+    bool last_launch_graph;
+    fa_ta_wrec *window;    /* kernel = token id, opp = internal opportunity id until finish */
+    size_t n_window;
+    int32_t n_occ;
     fa_status fail;
 };
 
@@ -838,6 +850,33 @@ void fa_ta_builder_add_step(fa_ta_builder *b, uint64_t start_ns, uint64_t end_ns
     b->n_steps++;
 }
 
+void fa_ta_builder_set_window(fa_ta_builder *b, uint64_t lo, uint64_t hi, bool by_launch, const char *what)
+{
+    b->win_set = true;
+    b->win_lo = lo;
+    b->win_hi = hi;
+    b->win_by_launch = by_launch;
+    b->win_what = what ? fa_arena_strdup(b->ar, what) : NULL;
+}
+
+/* a GPU record into the timeline window when it falls in it; returns its index or -1 */
+static int32_t window_add(fa_ta_builder *b, const fa_activity *g, const fa_activity *L, int32_t tok)
+{
+    if (!b->win_set || b->n_window >= FA_TA_WINDOW_MAX) return -1;
+    uint64_t t = b->win_by_launch && L ? L->start_ns : g->start_ns;
+    if (t < b->win_lo || t > b->win_hi) return -1;
+    if (!b->window && !(b->window = malloc(FA_TA_WINDOW_MAX * sizeof *b->window))) return -1;
+    fa_ta_wrec *w = &b->window[b->n_window];
+    w->start_ns = g->start_ns;
+    w->end_ns = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
+    w->kernel = tok;
+    w->device = g->device;
+    w->stream = g->stream;
+    w->opp = w->occ = -1;
+    w->kind = (uint8_t)g->kind;
+    return (int32_t)b->n_window++;
+}
+
 void fa_ta_builder_set_counters(fa_ta_builder *b, uint64_t orphans, uint64_t inversions, uint64_t parse_errors)
 {
     b->n_orphans = orphans;
@@ -862,6 +901,7 @@ void fa_ta_builder_free(fa_ta_builder *b)
     free(b->opps);
     free(b->streams);
     free(b->graphs);
+    free(b->window);
     qh_free(&b->launch_q);
     qh_free(&b->gap_q);
     fa_ta_matcher_free(b->matcher);
@@ -1052,6 +1092,12 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
     }
     oppstat *p = &b->opps[id];
     p->count++;
+    int32_t occ = b->n_occ++;
+    for (int j = 0; j < n; j++)
+        if (m[j]->wid >= 0) {
+            b->window[m[j]->wid].opp = id;
+            b->window[m[j]->wid].occ = occ;
+        }
     int64_t longest = 0;
     for (int j = 0; j < n; j++) {
         int64_t d = dur_of(m[j]);
@@ -1369,19 +1415,30 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     int64_t d = g->end_ns > g->start_ns ? (int64_t)(g->end_ns - g->start_ns) : 0;
     if (g->kind == FA_ACT_MEMCPY || g->kind == FA_ACT_MEMSET) {
         if (g->device >= 0) b->any_gpu = true;
+        window_add(b, g, L, -1);
         if (g->kind == FA_ACT_MEMCPY) b->n_memcpy++, b->memcpy_ns += d;
         else b->n_memset++, b->memset_ns += d;
         return FA_OK;
     }
     if (g->kind != FA_ACT_KERNEL || g->device < 0) return FA_OK;
     b->any_gpu = true;
-    /* kernel name */
-    char norm[512];
-    fa_kernel_name_normalize(g->name ? g->name : "?", norm, sizeof norm);
-    bool added;
+    /* kernel name -> id: a direct-mapped cache by the name's address (names are interned and
+     * live until finish) spares normalising every record */
+    const char *gname = g->name ? g->name : "?";
+    size_t slot = (size_t)(((uintptr_t)gname >> 4) * 0x9E3779B97F4A7C15ull >> 52) & (NAME_SLOTS - 1);
+    bool added = false;
     const char *stored;
-    int32_t tok = smap_get(&b->tok_map, b->ar, norm, (int32_t)b->n_toks, &added, &stored);
-    if (tok < 0) return nomem(ctx, b);
+    int32_t tok;
+    if (b->name_ptr[slot] == gname) {
+        tok = b->name_tok[slot];
+    } else {
+        char norm[512];
+        fa_kernel_name_normalize(gname, norm, sizeof norm);
+        tok = smap_get(&b->tok_map, b->ar, norm, (int32_t)b->n_toks, &added, &stored);
+        if (tok < 0) return nomem(ctx, b);
+        b->name_ptr[slot] = gname;
+        b->name_tok[slot] = tok;
+    }
     if (added) {
         tokstat *na = grow(b->toks, &b->cap_toks, b->n_toks + 1, sizeof *na);
         if (!na) return nomem(ctx, b);
@@ -1435,13 +1492,21 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     if (r.op < -1 || r.shape < -1 || r.frame < -1) return nomem(ctx, b);
     r.graph = -1;
     r.graph_launch_op = r.graph_capture_op = -1;
+    r.wid = window_add(b, g, L, tok);
     r.pid = g->pid;
     r.tid = g->tid;
     r.launch_ns = -1;
     if (g->flags & FA_ACTF_ORPHAN) r.flags |= RF_ORPHAN;
     if (g->flags & FA_ACTF_CLOCK_INVERSION) r.flags |= RF_INVERTED;
     int64_t ld = L && L->end_ns > L->start_ns ? (int64_t)(L->end_ns - L->start_ns) : (L ? 0 : -1);
-    bool graph = L && L->name && strcasestr(L->name, "GraphLaunch");
+    bool graph = false;
+    if (L && L->name) { /* GraphLaunch in the launch call's name, memoised by its address */
+        if (L->name != b->last_launch_name) {
+            b->last_launch_name = L->name;
+            b->last_launch_graph = strstr(L->name, "GraphLaunch") || strstr(L->name, "graphLaunch");
+        }
+        graph = b->last_launch_graph;
+    }
     if (graph || (g->flags & FA_ACTF_GRAPH)) {
         r.flags |= RF_GRAPH;
         r.graph = L ? (L->pid * 1000003) ^ L->correlation : g->correlation;
@@ -1550,6 +1615,14 @@ static int cmp_stream(const void *a, const void *b)
     return (x->stream > y->stream) - (x->stream < y->stream);
 }
 
+static int cmp_wrec(const void *a, const void *b)
+{
+    const fa_ta_wrec *x = a, *y = b;
+    if (x->start_ns != y->start_ns) return x->start_ns < y->start_ns ? -1 : 1;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    return (x->stream > y->stream) - (x->stream < y->stream);
+}
+
 static const char *adup(fa_arena *ar, const char *s)
 {
     return s ? fa_arena_strdup(ar, s) : NULL;
@@ -1632,6 +1705,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     for (size_t i = 0; i < b->n_toks; i++) {
         tokstat *t = &b->toks[i];
         fa_ta_kernel *k = &a->kernels[i];
+        k->id = (int32_t)i;
         k->name = adup(ar, t->name);
         k->full_name = adup(ar, t->full_name);
         k->cls = t->cls;
@@ -1678,6 +1752,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         const oppstat *p = &b->opps[i];
         if (!(p->pattern >= 0 || p->count >= 2)) continue;
         fa_ta_opportunity *o = &ops[w++];
+        o->id = (int32_t)i;
         o->pattern = p->pattern >= 0 ? b->patterns[p->pattern].name : NULL;
         o->fix = p->pattern >= 0 ? b->patterns[p->pattern].fix
                                  : "one fused elementwise/reduction kernel: torch.compile, or fuse-advise's generated kernel "
@@ -1737,6 +1812,21 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         goto nomem;
     }
     memcpy(a->opps, ops, (size_t)a->n_opps * sizeof *a->opps);
+    /* the window's tags: internal opportunity id -> rank (-1 past the kept ones) */
+    int32_t *rank = malloc((b->n_opps + 1) * sizeof *rank);
+    if (!rank) {
+        free(tok_median);
+        free(ops);
+        goto nomem;
+    }
+    for (size_t i = 0; i < b->n_opps; i++) rank[i] = -1;
+    for (int i = 0; i < a->n_opps; i++) rank[a->opps[i].id] = i;
+    for (size_t i = 0; i < b->n_window; i++)
+        if (b->window[i].opp >= 0) {
+            b->window[i].opp = rank[b->window[i].opp];
+            if (b->window[i].opp < 0) b->window[i].occ = -1;
+        }
+    free(rank);
     free(ops);
     free(tok_median);
 
@@ -1821,6 +1911,24 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     for (size_t i = 0; i < b->n_toks; i++) st_bytes += qh_bytes(&b->toks[i].dur);
     a->peak_state_bytes = st_bytes;
     qsort(a->kernels, b->n_toks, sizeof *a->kernels, cmp_kernel_total);
+    /* the window, its kernels as positions in the sorted kernels[] */
+    a->window_what = adup(ar, b->win_what);
+    if (b->n_window) {
+        int32_t *pos = malloc((b->n_toks + 1) * sizeof *pos);
+        a->window = fa_arena_alloc(ar, b->n_window * sizeof *a->window);
+        if (!pos || !a->window) {
+            free(pos);
+            goto nomem;
+        }
+        for (size_t i = 0; i < b->n_toks; i++) pos[a->kernels[i].id] = (int32_t)i;
+        for (size_t i = 0; i < b->n_window; i++) {
+            a->window[i] = b->window[i];
+            if (a->window[i].kernel >= 0) a->window[i].kernel = pos[a->window[i].kernel];
+        }
+        a->n_window = (int)b->n_window;
+        free(pos);
+        qsort(a->window, b->n_window, sizeof *a->window, cmp_wrec);
+    }
     fa_ta_builder_free(b);
     *out = a;
     return FA_OK;
@@ -1841,13 +1949,6 @@ void fa_trace_advice_free(fa_trace_advice *a)
 
 /* ---------------------------------------------------------------- in-memory traces ---- */
 
-typedef struct cpu_ix {
-    const fa_activity *acts;
-    int32_t *ord;      /* cpu ops, ranges, module scopes by (pid, tid, start, outer first) */
-    int32_t *parent;   /* position of the enclosing one, -1 */
-    size_t n;
-} cpu_ix;
-
 static int cpu_cmp(const void *pa, const void *pb, void *arg)
 {
     const fa_activity *acts = arg;
@@ -1863,6 +1964,49 @@ static bool is_host_frame(const fa_activity *a)
 {
     return a->kind == FA_ACT_CPU_OP || a->kind == FA_ACT_MODULE || (a->kind == FA_ACT_RANGE && a->device < 0);
 }
+
+typedef struct cpu_ix {
+    const fa_activity *acts;
+    size_t n_acts;
+    int32_t *ord;      /* cpu ops, ranges, module scopes by (pid, tid, start, outer first) */
+    int32_t *parent;   /* position of the enclosing one, -1 */
+    size_t n;
+    bool built, failed;/* built on the first lookup: only the few largest gaps need it */
+} cpu_ix;
+
+static bool cpu_build(cpu_ix *x)
+{
+    if (x->built) return !x->failed;
+    x->built = true;
+    size_t nc = 0;
+    for (size_t i = 0; i < x->n_acts; i++) nc += is_host_frame(&x->acts[i]);
+    x->ord = malloc((nc + 1) * sizeof *x->ord);
+    x->parent = malloc((nc + 1) * sizeof *x->parent);
+    int32_t *stack = malloc((nc + 1) * sizeof *stack);
+    if (!x->ord || !x->parent || !stack) {
+        free(stack);
+        x->failed = true;
+        return false;
+    }
+    for (size_t i = 0; i < x->n_acts; i++)
+        if (is_host_frame(&x->acts[i])) x->ord[x->n++] = (int32_t)i;
+    qsort_r(x->ord, x->n, sizeof *x->ord, cpu_cmp, (void *)x->acts);
+    size_t sp = 0;
+    for (size_t p = 0; p < x->n; p++) {
+        const fa_activity *a = &x->acts[x->ord[p]];
+        while (sp > 0) {
+            const fa_activity *top = &x->acts[x->ord[stack[sp - 1]]];
+            if (top->pid == a->pid && top->tid == a->tid && top->end_ns >= a->start_ns) break;
+            sp--;
+        }
+        x->parent[p] = sp ? stack[sp - 1] : -1;
+        stack[sp++] = (int32_t)p;
+    }
+    free(stack);
+    return true;
+}
+
+
 
 /* innermost frame on (pid, tid) containing ts: position in ord, -1 (parent walk capped at 256) */
 static int32_t cpu_find(const cpu_ix *x, int64_t pid, int64_t tid, uint64_t ts)
@@ -1885,7 +2029,8 @@ static int32_t cpu_find(const cpu_ix *x, int64_t pid, int64_t tid, uint64_t ts)
 
 static const char *cpu_lookup(void *user, int64_t pid, int64_t tid, uint64_t ts)
 {
-    const cpu_ix *x = user;
+    cpu_ix *x = user;
+    if (!cpu_build(x)) return NULL;
     int32_t p = cpu_find(x, pid, tid, ts);
     if (p >= 0) return x->acts[x->ord[p]].name;
     /* any thread of the process: the first thread (in order) with a frame there */
@@ -1954,38 +2099,48 @@ fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *de
     }
     lref *ls = malloc((nl + 1) * sizeof *ls);
     gref *gs = malloc((ng + 1) * sizeof *gs);
-    cpu_ix cx = {t->acts, malloc((nc + 1) * sizeof(int32_t)), malloc((nc + 1) * sizeof(int32_t)), 0};
-    int32_t *stack = malloc((nc + 1) * sizeof *stack);
-    if (!ls || !gs || !cx.ord || !cx.parent || !stack) {
+    cpu_ix cx = {t->acts, t->n_acts, NULL, NULL, 0, false, false};
+    (void)nc;
+    if (!ls || !gs) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory in the trace advice");
         goto done;
     }
     nl = ng = 0;
+    const fa_activity *step0 = NULL, *step1 = NULL;
+    int64_t n_steps = 0;
     for (size_t i = 0; i < t->n_acts; i++) {
         const fa_activity *a = &t->acts[i];
         if ((a->kind == FA_ACT_RUNTIME || a->kind == FA_ACT_DRIVER) && a->correlation >= 0)
             ls[nl++] = (lref){a->pid, a->correlation, a->start_ns, i};
-        if (is_host_frame(a)) cx.ord[cx.n++] = (int32_t)i;
         if (a->kind == FA_ACT_KERNEL || a->kind == FA_ACT_MEMCPY || a->kind == FA_ACT_MEMSET)
             gs[ng++] = (gref){a->device, a->stream, a->start_ns, a->end_ns, i};
         if ((is_host_frame(a) || a->kind == FA_ACT_RANGE) && a->name && !strncmp(a->name, "ProfilerStep#", 13) &&
-            a->device < 0)
+            a->device < 0) {
             fa_ta_builder_add_step(b, a->start_ns, a->end_ns);
+            n_steps++;
+            /* the timeline window: the second step (the first is often warm-up), else the first */
+            if (!step0 || a->start_ns < step0->start_ns) step1 = step0, step0 = a;
+            else if (!step1 || a->start_ns < step1->start_ns) step1 = a;
+        }
+    }
+    if (step0) {
+        const fa_activity *w = step1 ? step1 : step0;
+        fa_ta_builder_set_window(b, w->start_ns, w->end_ns, true, w->name);
+    } else if (ng) {
+        /* no steps: the first stretch of GPU time holding about FA_TA_WINDOW_MAX records */
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (size_t k = 0; k < ng; k++) {
+            if (gs[k].start < lo) lo = gs[k].start;
+            if (gs[k].end > hi) hi = gs[k].end;
+        }
+        double frac = ng > FA_TA_WINDOW_MAX ? (double)FA_TA_WINDOW_MAX / (double)ng : 1.0;
+        uint64_t len = (uint64_t)((double)(hi - lo) * frac);
+        char what[64];
+        snprintf(what, sizeof what, "the first %.3f ms of GPU activity", (double)len / 1e6);
+        fa_ta_builder_set_window(b, lo, lo + len, false, what);
     }
     qsort(ls, nl, sizeof *ls, cmp_lref);
     qsort(gs, ng, sizeof *gs, cmp_gref);
-    qsort_r(cx.ord, cx.n, sizeof *cx.ord, cpu_cmp, (void *)t->acts);
-    size_t sp = 0;
-    for (size_t p = 0; p < cx.n; p++) {
-        const fa_activity *a = &t->acts[cx.ord[p]];
-        while (sp > 0) {
-            const fa_activity *top = &t->acts[cx.ord[stack[sp - 1]]];
-            if (top->pid == a->pid && top->tid == a->tid && top->end_ns >= a->start_ns) break;
-            sp--;
-        }
-        cx.parent[p] = sp ? stack[sp - 1] : -1;
-        stack[sp++] = (int32_t)p;
-    }
     fa_ta_builder_set_lookup(b, cpu_lookup, &cx);
     for (size_t k = 0; k < ng && !s; k++) {
         const fa_activity *g = &t->acts[gs[k].act];
@@ -2016,7 +2171,6 @@ done:
     free(gs);
     free(cx.ord);
     free(cx.parent);
-    free(stack);
     return s;
 }
 
@@ -2380,6 +2534,16 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         fa_buf_puts(b, "}");
     }
     fa_buf_puts(b, "]");
+    jsk(b, "window_what", a->window_what, &f);
+    jkey(b, "window", &f);
+    /* [start, end, kernel index (-1 memcpy/memset), device, stream, opportunity, occurrence, kind] */
+    fa_buf_puts(b, "[");
+    for (int i = 0; i < a->n_window; i++) {
+        const fa_ta_wrec *w = &a->window[i];
+        fa_buf_printf(b, "%s[%" PRIu64 ",%" PRIu64 ",%d,%d,%" PRId64 ",%d,%d,%d]", i ? "," : "", w->start_ns, w->end_ns, w->kernel,
+                      w->device, w->stream, w->opp, w->occ, w->kind);
+    }
+    fa_buf_puts(b, "]");
     jkey(b, "graphs", &f);
     fa_buf_puts(b, "[");
     for (int i = 0; i < a->n_graphs; i++) {
@@ -2641,6 +2805,26 @@ fa_status fa_trace_advice_from_json(fa_ctx *ctx, const char *json, size_t n, fa_
         g->launch_op = js(ar, v, "launch_op");
         g->capture_op = js(ar, v, "capture_op");
     }
+    a->window_what = js(ar, root, "window_what");
+    size_t nw = jlen(root, "window");
+    if (nw) {
+        a->window = fa_arena_alloc(ar, nw * sizeof *a->window);
+        if (!a->window) goto nomem;
+        for (size_t i = 0; i < nw; i++) {
+            yajl_val v = jat(root, "window", i);
+            if (!YAJL_IS_ARRAY(v) || v->u.array.len != 8) continue;
+            int64_t x[8];
+            bool ok = true;
+            for (int k = 0; k < 8; k++) {
+                yajl_val e = v->u.array.values[k];
+                ok &= YAJL_IS_INTEGER(e);
+                x[k] = ok ? YAJL_GET_INTEGER(e) : 0;
+            }
+            if (!ok || x[2] < -1 || x[2] >= a->n_kernel_names || x[5] < -1 || x[5] >= a->n_opps) continue;
+            a->window[a->n_window++] = (fa_ta_wrec){(uint64_t)x[0], (uint64_t)x[1], (int32_t)x[2], (int32_t)x[3], x[4],
+                                                    (int32_t)x[5], (int32_t)x[6], (uint8_t)x[7]};
+        }
+    }
     yajl_tree_free(root);
     *out = a;
     return FA_OK;
@@ -2670,7 +2854,9 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
     sqlite3_stmt *q = NULL;
     fa_buf b;
     fa_buf_init(&b);
-    fa_status s = fa_store_begin(ctx, st);
+    /* inside the caller's transaction when one is open, else in our own */
+    bool own = sqlite3_get_autocommit(db) != 0;
+    fa_status s = own ? fa_store_begin(ctx, st) : FA_OK;
     if (s) return s;
     static const char *const del[] = {"DELETE FROM analysis_summary WHERE run_id=?1 AND key LIKE 'trace.%'",
                                       "DELETE FROM analysis_chains WHERE run_id=?1"};
@@ -2773,6 +2959,7 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
     }
     sqlite3_finalize(q);
     fa_buf_free(&b);
+    if (!own) return s;
     if (s) {
         fa_store_rollback(st);
         return s;

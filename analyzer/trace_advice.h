@@ -98,6 +98,7 @@ int fa_ta_matcher_stack(const fa_ta_matcher *m, const char *frame);
 
 /* Per distinct (normalised) kernel name, GPU kernels only. */
 typedef struct fa_ta_kernel {
+    int32_t id;                 /* the builder's id (internal; kernels[] is sorted by time) */
     const char *name;           /* normalised name (the sequence token) */
     const char *full_name;      /* first raw name seen */
     fa_kclass cls;
@@ -129,6 +130,7 @@ typedef struct fa_ta_point {
  * with the same member kernels in the same order. Every kernel occurrence belongs to at most one
  * opportunity, so savings never count a kernel twice. */
 typedef struct fa_ta_opportunity {
+    int32_t id;                 /* the builder's id (internal; opps[] is sorted by saving) */
     const char *pattern;        /* the named pattern, NULL for a repeated sequence */
     const char *fix;            /* what would fuse it */
     int n;                      /* member kernels per occurrence */
@@ -198,7 +200,21 @@ typedef struct fa_ta_graph {
                                    capture is not in the trace */
 } fa_ta_graph;
 
-enum { FA_TA_MIN_STRETCH = 3, FA_TA_MAX_SEQ = 32, FA_TA_TOP_GAPS = 10, FA_TA_MAX_OPPS = 50, FA_TA_MAX_POINTS = 400 };
+/* One GPU record of the timeline window the report draws (one profiler step). */
+typedef struct fa_ta_wrec {
+    uint64_t start_ns, end_ns;  /* trace clock */
+    int32_t kernel;             /* index in kernels[]; -1 for a memcpy / memset */
+    int32_t device;
+    int64_t stream;
+    int32_t opp;                /* index in opps[] of the opportunity it is a member of, -1 */
+    int32_t occ;                /* occurrence id (members of one occurrence share it), -1 */
+    uint8_t kind;               /* fa_activity_kind */
+} fa_ta_wrec;
+
+enum {
+    FA_TA_MIN_STRETCH = 3, FA_TA_MAX_SEQ = 32, FA_TA_TOP_GAPS = 10, FA_TA_MAX_OPPS = 50, FA_TA_MAX_POINTS = 400,
+    FA_TA_WINDOW_MAX = 20000 /* GPU records kept for the report's timeline */
+};
 
 typedef struct fa_trace_advice {
     fa_arena *arena;
@@ -254,6 +270,9 @@ typedef struct fa_trace_advice {
     int64_t graph_kernels;      /* kernels launched by graph replays */
     uint64_t peak_state_bytes;  /* the advice's own memory at its peak (bounded by distinct
                                    kernels, shapes and sequences, not by records) */
+    int n_window;
+    fa_ta_wrec *window;         /* the timeline window (fa_ta_builder_set_window), start order */
+    const char *window_what;    /* what it is ("ProfilerStep#3", "the first 12.0 ms") */
 } fa_trace_advice;
 
 /* Device facts the advice uses; from fa_import_stats.devices or the run's stored summary. */
@@ -276,11 +295,15 @@ fa_status fa_ta_builder_create(fa_ctx *ctx, const fa_ta_device *dev, fa_ta_build
 void fa_ta_builder_set_lookup(fa_ta_builder *b, fa_ta_cpu_lookup fn, void *user);
 /* One attributed GPU record (kernel, memcpy, memset; other kinds are ignored), in any order
  * (a reorder window per stream restores time order). launch: its launch call or NULL. op_shapes
- * and op_stack: the launching cpu op's input shapes and frame chain (may be NULL). Strings are
- * copied as needed; the record is not kept. FA_ERR_NOMEM. */
+ * and op_stack: the launching cpu op's input shapes and frame chain (may be NULL). The record is
+ * not kept; its strings are copied as needed, but g->name must stay valid (same address, same
+ * text) until finish: it is cached by address. FA_ERR_NOMEM. */
 fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *gpu, const fa_activity *launch);
 /* A ProfilerStep#N range (step time for the savings' share). */
 void fa_ta_builder_add_step(fa_ta_builder *b, uint64_t start_ns, uint64_t end_ns);
+/* Keep the GPU records (at most FA_TA_WINDOW_MAX) whose launch call starts in [lo, hi] (by_launch)
+ * or that start in it as the timeline window; what (copied) names it. Call before the first add. */
+void fa_ta_builder_set_window(fa_ta_builder *b, uint64_t lo, uint64_t hi, bool by_launch, const char *what);
 /* Importer counters (orphans, inversions, parse errors). */
 void fa_ta_builder_set_counters(fa_ta_builder *b, uint64_t orphans, uint64_t inversions, uint64_t parse_errors);
 /* Flush the windows, rank, and hand over the advice (builder freed; *out owned by the caller). */

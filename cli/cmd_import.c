@@ -86,6 +86,37 @@ static fa_status name_nomem(fa_ctx *ctx, fa_status s, const char *path, const ch
     return s;
 }
 
+/* The records the run database keeps of an imported trace: the advice's timeline window (one
+ * profiler step of GPU records, at most FA_TA_WINDOW_MAX), with the importer's counters. The
+ * statistics of the whole trace are in the stored advice; storing every record would cost more
+ * than the import itself on a large trace and hold nothing the advice does not summarise. */
+static fa_status window_trace(fa_ctx *ctx, const fa_trace *t, const fa_trace_advice *a, fa_trace **out)
+{
+    fa_trace *w = fa_trace_create(t->source);
+    if (!w) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    w->source_path = fa_trace_intern(w, t->source_path);
+    w->device_name = fa_trace_intern(w, t->device_name);
+    w->n_orphans = t->n_orphans;
+    w->n_clock_inversions = t->n_clock_inversions;
+    w->n_parse_errors = t->n_parse_errors;
+    for (int i = 0; i < a->n_window; i++) {
+        const fa_ta_wrec *r = &a->window[i];
+        fa_activity x = fa_activity_init((fa_activity_kind)r->kind);
+        x.name = fa_trace_intern(w, r->kernel >= 0 ? a->kernels[r->kernel].full_name
+                                                   : r->kind == FA_ACT_MEMCPY ? "Memcpy" : "Memset");
+        x.device = r->device;
+        x.stream = r->stream;
+        x.start_ns = r->start_ns;
+        x.end_ns = r->end_ns;
+        if (!x.name || !fa_trace_add(w, &x)) {
+            fa_trace_free(w);
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        }
+    }
+    *out = w;
+    return FA_OK;
+}
+
 static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool json, bool keep_partial,
                              const char *out_dir, const char *cmdline)
 {
@@ -108,9 +139,25 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         return fa_cli_fail(ctx, s);
     }
     const fa_import_device *dv = pick_device(&stt, t);
+    fa_ta_device dev = {0};
+    if (dv) {
+        dev.name = dv->name[0] ? dv->name : NULL;
+        dev.cc_major = dv->cc_major;
+        dev.cc_minor = dv->cc_minor;
+        dev.total_mem_bytes = dv->total_mem_bytes;
+        dev.sm_count = dv->sm_count;
+    }
+    if (!dev.name) dev.name = t->device_name;
+    /* the advice first (it needs the op shapes and stacks the store does not keep), then one
+     * transaction stores the run, its timeline window and the advice: never a run marked ok
+     * without its advice */
+    fa_trace_advice *a = NULL;
+    fa_trace *win = NULL;
     fa_store *st = NULL;
     int64_t run_id = 0;
-    s = fa_store_open(ctx, db, &st);
+    s = name_nomem(ctx, fa_trace_advise(ctx, t, &dev, &a), path, "advising");
+    if (!s) s = name_nomem(ctx, window_trace(ctx, t, a, &win), path, "advising");
+    if (!s) s = fa_store_open(ctx, db, &st);
     if (!s) {
         fa_run_info info;
         memset(&info, 0, sizeof info);
@@ -121,27 +168,17 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         info.command_line = cmdline;
         s = fa_store_begin(ctx, st);
         if (!s) s = fa_store_run_begin(ctx, st, &info, &run_id);
-        if (!s) s = fa_store_put_trace(ctx, st, run_id, t);
+        if (!s) s = fa_store_put_trace(ctx, st, run_id, win);
+        if (!s) {
+            a->run_id = run_id;
+            s = fa_trace_advice_save(ctx, st, run_id, a);
+        }
         if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
         if (!s) s = fa_store_commit(ctx, st);
         if (s) fa_store_rollback(st);
-        s = name_nomem(ctx, s, path, "storing the trace");
+        s = name_nomem(ctx, s, path, "storing the trace and its advice");
     }
-    fa_ta_device dev = {0};
-    if (dv) {
-        dev.name = dv->name[0] ? dv->name : NULL;
-        dev.cc_major = dv->cc_major;
-        dev.cc_minor = dv->cc_minor;
-        dev.total_mem_bytes = dv->total_mem_bytes;
-        dev.sm_count = dv->sm_count;
-    }
-    if (!dev.name) dev.name = t->device_name;
-    fa_trace_advice *a = NULL;
-    /* the advice reads the whole trace in memory (the store keeps the records, not the op
-     * shapes and stacks the patterns need) */
-    if (!s) s = name_nomem(ctx, fa_trace_advise(ctx, t, &dev, &a), path, "advising");
-    if (!s) a->run_id = run_id;
-    if (!s) s = name_nomem(ctx, fa_trace_advice_save(ctx, st, run_id, a), path, "storing the advice");
+    fa_trace_free(win);
     if (!s && out_dir) s = name_nomem(ctx, fa_reports_write(ctx, st, run_id, out_dir), path, "writing the report");
     int rc = 0;
     if (s) {
