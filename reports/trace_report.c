@@ -474,7 +474,7 @@ static void roofline(const fa_trace_advice *a, fa_buf *b)
         fa_buf_printf(b, "<p>%d kernel / input-shape pairs placed. Every point is <b>estimated</b>: bytes and FLOPs come from "
                          "the cpu op's Input Dims and dtypes (GEMM 2&middot;M&middot;N&middot;K, attention "
                          "4&middot;B&middot;H&middot;L&middot;S&middot;D, elementwise one FLOP per output element), the time is "
-                         "measured. The roofs are <b>theoretical</b> (vendor data sheet), not measured on this device.</p>", n);
+                         "measured. The roofs are <b>theoretical</b> (the vendor data sheet), not a measurement of this device.</p>", n);
     }
     /* what could not be placed */
     int unk = 0;
