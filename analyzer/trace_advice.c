@@ -1511,7 +1511,9 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         r.flags |= RF_GRAPH;
         r.graph = L ? (L->pid * 1000003) ^ L->correlation : g->correlation;
         r.graph_launch_op = name_id(b, &b->op_map, &b->ops, &b->n_ops, &b->cap_ops, g->node_name);
-        r.graph_capture_op = r.op;
+        /* the importer sets op_type to the captured launch's op when the capture is in the trace,
+         * else it stays the op around cudaGraphLaunch */
+        r.graph_capture_op = g->op_type && g->node_name && strcmp(g->op_type, g->node_name) ? r.op : -1;
         b->graph_kernels++;
         replay_add(b, r.graph, &r, ld);
     } else if (L) {

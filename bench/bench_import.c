@@ -6,6 +6,7 @@
  *                                   process so ru_maxrss is that file's peak)
  *   bench_import yajl PATH          parse with empty yajl callbacks: the parser's own ceiling
  *   bench_import adv KIND PATH MB   write an adversarial Kineto trace (see gen_adversarial)
+ *   bench_import graph PATH MB      write a CUDA-graph replay trace (see gen_graph)
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -183,6 +184,45 @@ static int gen_adversarial(const char *kind, const char *path, double mb)
     return 0;
 }
 
+/* A CUDA-graph replay trace of about MB megabytes, the shape of a decode loop under
+ * torch.cuda.graphs: one CUDAGraph::replay op and one cudaGraphLaunch per replay, then the
+ * replay's 64 kernels (an RMSNorm, rotary, SwiGLU-like mix) in compact one-line events. */
+static int gen_graph(const char *path, double mb)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) { perror(path); return 1; }
+    static char iobuf[1 << 20];
+    setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
+    static const char *const k[] = {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3> >(int)",
+                                    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float>)",
+                                    "void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}, at::detail::Array<char*, 2> >(int)",
+                                    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+                                    "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}, at::detail::Array<char*, 2> >(int)",
+                                    "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t> >(pytorch_flash::Flash_fwd_params)"};
+    fprintf(f, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", "
+               "\"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}], \"traceEvents\": [\n");
+    uint64_t target = (uint64_t)(mb * 1e6), written = 0, ts = 1000;
+    for (long long r = 0; written < target; r++) {
+        written += (uint64_t)fprintf(f, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"CUDAGraph::replay\",\"pid\":7,\"tid\":7,"
+                                        "\"ts\":%llu,\"dur\":20},\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\","
+                                        "\"pid\":7,\"tid\":7,\"ts\":%llu,\"dur\":12,\"args\":{\"correlation\":%lld}},\n",
+                                     (unsigned long long)ts, (unsigned long long)ts + 2, r + 1);
+        uint64_t g = ts + 15;
+        for (int i = 0; i < 64; i++) {
+            int kk = i % 16 < 8 ? i % 3 : 3 + i % 3;
+            int d = kk == 3 ? 20 : kk == 5 ? 30 : 3;
+            written += (uint64_t)fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":7,\"ts\":%llu,"
+                                            "\"dur\":%d,\"args\":{\"device\":0,\"stream\":7,\"correlation\":%lld}},\n",
+                                         k[kk], (unsigned long long)g, d, r + 1);
+            g += (uint64_t)d + 1;
+        }
+        ts = g + 5;
+    }
+    fprintf(f, "{\"ph\":\"i\",\"name\":\"end\",\"ts\":%llu}]}\n", (unsigned long long)ts);
+    if (fclose(f) != 0) { perror(path); return 1; }
+    return 0;
+}
+
 static int cb0(void *c) { (void)c; return 1; }
 static int cbb(void *c, int b) { (void)c; (void)b; return 1; }
 static int cbn(void *c, const char *s, size_t n) { (void)c; (void)s; (void)n; return 1; }
@@ -249,8 +289,9 @@ int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "gen") == 0) return gen(argv[2], atof(argv[3]));
     if (argc == 5 && strcmp(argv[1], "adv") == 0) return gen_adversarial(argv[2], argv[3], atof(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "graph") == 0) return gen_graph(argv[2], atof(argv[3]));
     if (argc == 3 && strcmp(argv[1], "import") == 0) return import(argv[2]);
     if (argc == 3 && strcmp(argv[1], "yajl") == 0) return yajl_only(argv[2]);
-    fprintf(stderr, "usage: bench_import gen PATH MB | adv KIND PATH MB | import PATH | yajl PATH\n");
+    fprintf(stderr, "usage: bench_import gen PATH MB | adv KIND PATH MB | graph PATH MB | import PATH | yajl PATH\n");
     return 2;
 }
