@@ -321,6 +321,77 @@ static int32_t smap_get(smap *m, fa_arena *ar, const char *s, int32_t next_id, b
     return next_id;
 }
 
+/* id table keyed by a 64-bit hash the caller computes, equality by a callback on the stored
+ * entity (tuples of internal ids: no string formatting per record) */
+typedef struct itab {
+    int32_t *slots; /* id + 1, 0 empty */
+    uint64_t *hash;
+    size_t cap, n;
+} itab;
+
+static void itab_free(itab *t)
+{
+    free(t->slots);
+    free(t->hash);
+}
+
+/* the id whose entity eq() accepts, else -1 (*slot_out: where to insert) */
+static int32_t itab_find(itab *t, uint64_t h, bool (*eq)(const void *ctx, int32_t id), const void *ctx, size_t *slot_out)
+{
+    if (!t->cap) {
+        *slot_out = SIZE_MAX;
+        return -1;
+    }
+    size_t i = h & (t->cap - 1);
+    while (t->slots[i]) {
+        if (t->hash[i] == h && eq(ctx, t->slots[i] - 1)) return t->slots[i] - 1;
+        i = (i + 1) & (t->cap - 1);
+    }
+    *slot_out = i;
+    return -1;
+}
+
+static bool itab_insert(itab *t, uint64_t h, int32_t id)
+{
+    if ((t->n + 1) * 2 > t->cap) {
+        size_t nc = t->cap ? t->cap * 2 : 1024;
+        int32_t *ns = calloc(nc, sizeof *ns);
+        uint64_t *nh = calloc(nc, sizeof *nh);
+        if (!ns || !nh) {
+            free(ns);
+            free(nh);
+            return false;
+        }
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->slots[i]) {
+                size_t j = t->hash[i] & (nc - 1);
+                while (ns[j]) j = (j + 1) & (nc - 1);
+                ns[j] = t->slots[i];
+                nh[j] = t->hash[i];
+            }
+        free(t->slots);
+        free(t->hash);
+        t->slots = ns;
+        t->hash = nh;
+        t->cap = nc;
+    }
+    size_t i = h & (t->cap - 1);
+    while (t->slots[i]) i = (i + 1) & (t->cap - 1);
+    t->slots[i] = id + 1;
+    t->hash[i] = h;
+    t->n++;
+    return true;
+}
+
+/* splitmix64 finaliser (Steele, Lea, Flood 2014): a well-mixed hash of internal ids */
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
 /* growable array of fixed-size elements */
 static void *grow(void *p, size_t *cap, size_t need, size_t elem)
 {
@@ -799,6 +870,16 @@ struct fa_ta_builder {
     bool win_set, win_by_launch;
     uint64_t win_lo, win_hi;
     const char *win_what;
+    itab opp_tab, point_tab;
+    const char *opk_ptr[1024];  /* cpu op name address -> (name id, key, in place) (cache) */
+    int32_t opk_id[1024];
+    int16_t opk_key[1024];
+    bool opk_inplace[1024];
+    const char *shp_ptr[1024];  /* shapes address -> shape id (cache) */
+    int32_t shp_id[1024];
+    const char *stk_ptr[1024];  /* stack address -> (frame id, pattern) (cache) */
+    int32_t stk_frame[1024];
+    int8_t stk_pat[1024];
     const char *name_ptr[4096]; /* raw kernel name address -> token id (cache) */
     int32_t name_tok[4096];
     const char *last_launch_name;
@@ -893,6 +974,8 @@ void fa_ta_builder_free(fa_ta_builder *b)
     smap *maps[] = {&b->tok_map, &b->shape_map, &b->frame_map, &b->op_map, &b->point_map, &b->opp_map, &b->stream_map,
                     &b->graph_map};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) smap_free(maps[i]);
+    itab_free(&b->opp_tab);
+    itab_free(&b->point_tab);
     free(b->toks);
     free(b->shapes);
     free(b->frames);
@@ -1065,16 +1148,44 @@ static int64_t dur_of(const rec *r)
     return r->end > r->start ? (int64_t)(r->end - r->start) : 0;
 }
 
+typedef struct opp_key {
+    const fa_ta_builder *b;
+    int pattern, n;
+    int32_t tok[FA_TA_MAX_SEQ];
+} opp_key;
+
+static bool opp_eq(const void *ctx, int32_t id)
+{
+    const opp_key *k = ctx;
+    const oppstat *p = &k->b->opps[id];
+    return p->pattern == k->pattern && p->n == k->n && !memcmp(p->tok, k->tok, (size_t)k->n * sizeof k->tok[0]);
+}
+
+typedef struct point_key {
+    const fa_ta_builder *b;
+    int32_t tok, shape;
+} point_key;
+
+static bool point_eq(const void *ctx, int32_t id)
+{
+    const point_key *k = ctx;
+    return k->b->points[id].tok == k->tok && k->b->points[id].shape == k->shape;
+}
+
 static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, rec *const *m, int n, int64_t skipped)
 {
     if (n > FA_TA_MAX_SEQ) n = FA_TA_MAX_SEQ;
-    char key[FA_TA_MAX_SEQ * 12 + 16];
-    int o = snprintf(key, sizeof key, "%d:", pattern);
-    for (int j = 0; j < n; j++) o += snprintf(key + o, sizeof key - (size_t)o, "%d,", m[j]->tok);
-    bool added;
-    int32_t id = smap_get(&b->opp_map, b->ar, key, (int32_t)b->n_opps, &added, NULL);
-    if (id < 0) return nomem(ctx, b);
-    if (added) {
+    opp_key k = {b, pattern, n, {0}};
+    uint64_t h = mix64((uint64_t)(pattern + 2) * 1000003u + (uint64_t)n);
+    for (int j = 0; j < n; j++) {
+        k.tok[j] = m[j]->tok;
+        h = mix64(h ^ (uint64_t)m[j]->tok);
+    }
+    size_t slot;
+    int32_t id = itab_find(&b->opp_tab, h, opp_eq, &k, &slot);
+    if (id < 0) {
+        id = (int32_t)b->n_opps;
+        if (!itab_insert(&b->opp_tab, h, id)) return nomem(ctx, b);
         oppstat *na = grow(b->opps, &b->cap_opps, b->n_opps + 1, sizeof *na);
         if (!na) return nomem(ctx, b);
         b->opps = na;
@@ -1478,17 +1589,52 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     r.end = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
     r.tok = tok;
     r.cls = (uint8_t)t->cls;
-    int op_key = fa_ta_key_of_op(g->op_type);
+    /* the op (name id, key, in place) and the stack's pattern frame, cached by address */
+    int op_key;
+    size_t os = (size_t)(((uintptr_t)g->op_type >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
+    if (g->op_type && b->opk_ptr[os] == g->op_type) {
+        r.op = b->opk_id[os];
+        op_key = b->opk_key[os];
+        r.inplace = b->opk_inplace[os];
+    } else {
+        op_key = fa_ta_key_of_op(g->op_type);
+        size_t ol = g->op_type ? strlen(g->op_type) : 0;
+        r.inplace = ol > 1 && g->op_type[ol - 1] == '_' && g->op_type[ol - 2] != '_';
+        r.op = name_id(b, &b->op_map, &b->ops, &b->n_ops, &b->cap_ops, g->op_type);
+        if (g->op_type && r.op >= 0) {
+            b->opk_ptr[os] = g->op_type;
+            b->opk_id[os] = r.op;
+            b->opk_key[os] = (int16_t)op_key;
+            b->opk_inplace[os] = r.inplace;
+        }
+    }
     /* a memory-bound kernel an addmm or a convolution launched (a bias broadcast, a cast) is not
      * the GEMM: only its own name says what it is */
     if (fa_kclass_light(t->cls) && (op_key == FA_TA_KEY_GEMM || op_key == FA_TA_KEY_CONV || op_key == FA_TA_KEY_ATTENTION))
         op_key = -1;
     r.key = (int16_t)(t->key >= 0 ? t->key : op_key >= 0 ? op_key : FA_TA_KEY_OTHER);
-    size_t ol = g->op_type ? strlen(g->op_type) : 0;
-    r.inplace = ol > 1 && g->op_type[ol - 1] == '_' && g->op_type[ol - 2] != '_';
-    r.op = name_id(b, &b->op_map, &b->ops, &b->n_ops, &b->cap_ops, g->op_type);
-    r.shape = shape_id(b, g->shapes);
-    r.frame = frame_of(b, g->stack, &r.frame_pat);
+    size_t hs = (size_t)(((uintptr_t)g->shapes >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
+    if (g->shapes && b->shp_ptr[hs] == g->shapes) {
+        r.shape = b->shp_id[hs];
+    } else {
+        r.shape = shape_id(b, g->shapes);
+        if (g->shapes && r.shape >= 0) {
+            b->shp_ptr[hs] = g->shapes;
+            b->shp_id[hs] = r.shape;
+        }
+    }
+    size_t ss = (size_t)(((uintptr_t)g->stack >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
+    if (g->stack && b->stk_ptr[ss] == g->stack) {
+        r.frame = b->stk_frame[ss];
+        r.frame_pat = b->stk_pat[ss];
+    } else {
+        r.frame = frame_of(b, g->stack, &r.frame_pat);
+        if (g->stack && r.frame >= -1) {
+            b->stk_ptr[ss] = g->stack;
+            b->stk_frame[ss] = r.frame;
+            b->stk_pat[ss] = r.frame_pat;
+        }
+    }
     if (r.op < -1 || r.shape < -1 || r.frame < -1) return nomem(ctx, b);
     r.graph = -1;
     r.graph_launch_op = r.graph_capture_op = -1;
@@ -1524,15 +1670,17 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     }
     /* roofline point (kernel name x input shapes) */
     {
-        char k[48];
-        snprintf(k, sizeof k, "%d|%d", tok, r.shape);
-        int32_t pid = smap_get(&b->point_map, b->ar, k, (int32_t)b->n_points, &added, NULL);
-        if (pid < 0) return nomem(ctx, b);
-        if (added) {
+        point_key pk = {b, tok, r.shape};
+        uint64_t h = mix64(((uint64_t)(uint32_t)tok << 32) ^ (uint64_t)(uint32_t)(r.shape + 1));
+        size_t slot;
+        int32_t pid = itab_find(&b->point_tab, h, point_eq, &pk, &slot);
+        if (pid < 0) {
             pointstat *na = grow(b->points, &b->cap_points, b->n_points + 1, sizeof *na);
             if (!na) return nomem(ctx, b);
             b->points = na;
+            pid = (int32_t)b->n_points;
             b->points[b->n_points++] = (pointstat){tok, r.shape, r.op, 0, 0};
+            if (!itab_insert(&b->point_tab, h, pid)) return nomem(ctx, b);
         }
         b->points[pid].count++;
         b->points[pid].total_ns += d;
@@ -1559,6 +1707,12 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         rec *nh = grow(s->heap, &s->capheap, s->nheap + 1, sizeof *nh);
         if (!nh) return nomem(ctx, b);
         s->heap = nh;
+    }
+    /* in time order (the usual case): straight to the analysis, no heap */
+    if (!s->nheap && (!s->emitted || r.start >= s->last_emitted)) {
+        s->emitted = true;
+        s->last_emitted = r.start;
+        return analyze(ctx, b, s, &r);
     }
     heap_push(s, &r);
     b->heap_now++;

@@ -88,7 +88,7 @@ assert a["launch_bound_kernels"] == 5 and a["idle_ns"] == (12 * 5 + 3 * 105 + 4 
 EOF
 
 expect_rc 0 "report of the import run" "$CLI" report 1 --db t.db --out rep
-grep -q "fusion opportunities" rep/report.html || fail "report.html lacks the trace advice"
+grep -q "<section id=\"opportunities\">" rep/report.html && grep -q "repeated sequence" rep/report.html || fail "report.html lacks the trace advice"
 
 expect_rc 0 "no GPU activity" "$CLI" import "$DATA/cpu_only.json" --db t.db
 grep -q "no GPU activity in $DATA/cpu_only.json: nothing to fuse" out.txt || { cat out.txt; fail "no-GPU message"; }
