@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 #include <yajl/yajl_tree.h>
+#include <errno.h>
 
 /* ---------------------------------------------------------------- names and classes ---- */
 
@@ -761,10 +763,21 @@ typedef struct rec {
     bool inplace;
 } rec;
 
+/* a record of a builder fed in any order: sorted by (device, stream, start, end, arrival) */
+typedef struct srec {
+    rec r;
+    uint64_t seq;
+    int32_t sidx; /* stream index */
+} srec;
+
+enum { RUN_RECS = 65536, MERGE_BUDGET = 8 << 20 };
+
 typedef struct tokstat {
+    /* name: the normalised name; full_name, cls: the earliest record's own (names normalise
+     * together across template arguments, and the records come in any order) */
     const char *name, *full_name;
     fa_kclass cls;
-    int key;
+    uint64_t rep_start, rep_end, cfg_start, occ_start;
     int64_t count, total_ns;
     qhist dur;
     int32_t grid[3], block[3], registers, smem;
@@ -824,6 +837,10 @@ typedef struct strm {
     int32_t str_first;
 } strm;
 
+typedef struct cpu_ix cpu_ix;
+static void count_steps(fa_ta_builder *b, const fa_trace *t);
+static void cpu_ix_free(cpu_ix *x);
+
 struct fa_ta_builder {
     fa_arena *ar;
     fa_ta_device dev;
@@ -851,6 +868,7 @@ struct fa_ta_builder {
     replay replays[OPEN_REPLAYS];
     int replay_next;
     fa_ta_gap gaps[FA_TA_TOP_GAPS];
+    struct { int64_t pid, tid; bool ok; } gap_who[FA_TA_TOP_GAPS]; /* the next kernel's launch thread */
     int n_gaps;
     fa_ta_stretch stretches[MAX_STRETCHES];
     int n_stretches;
@@ -880,11 +898,24 @@ struct fa_ta_builder {
     const char *stk_ptr[1024];  /* stack address -> (frame id, pattern) (cache) */
     int32_t stk_frame[1024];
     int8_t stk_pat[1024];
-    const char *name_ptr[4096]; /* raw kernel name address -> token id (cache) */
+    const char *name_ptr[4096]; /* raw kernel name address -> token id, class, key (cache) */
     int32_t name_tok[4096];
+    uint8_t name_cls[4096];
+    int16_t name_key[4096];
     const char *last_launch_name;
     bool last_launch_graph;
     fa_ta_wrec *window;    /* kernel = token id, opp = internal opportunity id until finish */
+    /* fa_ta_builder_any_order: records sorted through runs in a temporary file */
+    bool spool;
+    struct srec *run;      /* the current run, RUN_RECS at most */
+    size_t nrun;
+    FILE *sf;              /* the sorted runs (unlinked at creation) */
+    uint64_t *run_len;     /* records per run written */
+    size_t n_runs, cap_runs;
+    uint64_t spool_seq;
+    size_t merge_bytes;    /* the merge's buffers */
+    struct cpu_ix *own_cx; /* fa_ta_builder_use_trace: the cpu index over own_trace */
+    const fa_trace *own_trace;
     size_t n_window;
     int32_t n_occ;
     fa_status fail;
@@ -916,6 +947,13 @@ fa_status fa_ta_builder_create(fa_ctx *ctx, const fa_ta_device *dev, fa_ta_build
     for (int i = 0; i < OPEN_REPLAYS; i++) b->replays[i].key = -1;
     *out = b;
     return FA_OK;
+}
+
+void fa_ta_builder_set_device(fa_ta_builder *b, const fa_ta_device *dev)
+{
+    b->dev = *dev;
+    b->dev_name = dev->name ? fa_arena_strdup(b->ar, dev->name) : NULL;
+    b->dev.name = b->dev_name;
 }
 
 void fa_ta_builder_set_lookup(fa_ta_builder *b, fa_ta_cpu_lookup fn, void *user)
@@ -985,6 +1023,10 @@ void fa_ta_builder_free(fa_ta_builder *b)
     free(b->streams);
     free(b->graphs);
     free(b->window);
+    cpu_ix_free(b->own_cx);
+    free(b->run);
+    free(b->run_len);
+    if (b->sf) fclose(b->sf);
     qh_free(&b->launch_q);
     qh_free(&b->gap_q);
     fa_ta_matcher_free(b->matcher);
@@ -1348,13 +1390,11 @@ static void gap_offer(fa_ta_builder *b, strm *s, const rec *next, uint64_t gstar
     x->gap_ns = g;
     x->next_kernel = b->toks[next->tok].name;
     x->cpu_op = NULL;
-    if (b->lookup && !(next->flags & (RF_ORPHAN | RF_INVERTED))) {
-        const char *op = b->lookup(b->lookup_user, next->pid, next->tid, gstart + (uint64_t)g / 2);
-        if (op) {
-            int32_t id = name_id(b, &b->op_map, &b->ops, &b->n_ops, &b->cap_ops, op);
-            x->cpu_op = id >= 0 ? b->ops[id] : NULL;
-        }
-    }
+    /* the cpu op is looked up at finish, for the gaps that stay among the largest (the importer's
+     * cpu side is complete then, even when kernels stream in before all of it is read) */
+    b->gap_who[slot].pid = next->pid;
+    b->gap_who[slot].tid = next->tid;
+    b->gap_who[slot].ok = !(next->flags & (RF_ORPHAN | RF_INVERTED));
 }
 
 static fa_status analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
@@ -1441,10 +1481,22 @@ static rec heap_pop(strm *s)
     return top;
 }
 
+static void replay_add(fa_ta_builder *b, int64_t key, const rec *r, int64_t launch_ns);
+
+/* a graph-replayed kernel joins its replay in time order (the replay's kernel sequence names the
+ * graph); its launch call is counted once per replay there */
+static void graph_take(fa_ta_builder *b, rec *r)
+{
+    if (!(r->flags & RF_GRAPH)) return;
+    replay_add(b, r->graph, r, r->launch_ns);
+    r->launch_ns = -1;
+}
+
 static fa_status emit_one(fa_ctx *ctx, fa_ta_builder *b, strm *s)
 {
     rec r = heap_pop(s);
     b->heap_now--;
+    graph_take(b, &r);
     if (s->emitted && r.start < s->last_emitted) {
         /* later kernels of this stream were analysed already: count it, no sequence across it */
         b->n_late++;
@@ -1520,6 +1572,171 @@ static void replay_add(fa_ta_builder *b, int64_t key, const rec *r, int64_t laun
 
 /* ---- feeding ---- */
 
+/* ---- records in any order: sorted runs in a temporary file, merged at finish ---- */
+
+static int srec_cmp(const void *pa, const void *pb, void *user)
+{
+    const fa_ta_builder *b = user;
+    const srec *x = pa, *y = pb;
+    if (x->sidx != y->sidx) {
+        const strm *sx = &b->streams[x->sidx], *sy = &b->streams[y->sidx];
+        if (sx->st.device != sy->st.device) return sx->st.device < sy->st.device ? -1 : 1;
+        if (sx->st.stream != sy->st.stream) return sx->st.stream < sy->st.stream ? -1 : 1;
+    }
+    if (x->r.start != y->r.start) return x->r.start < y->r.start ? -1 : 1;
+    if (x->r.end != y->r.end) return x->r.end < y->r.end ? -1 : 1;
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+static fa_status spool_io(fa_ctx *ctx, fa_ta_builder *b, const char *what)
+{
+    fa_status s = fa_ctx_error(ctx, FA_ERR_IO, "trace advice: cannot %s the temporary file sorting the kernels: %s",
+                               what, strerror(errno));
+    b->fail = s;
+    return s;
+}
+
+static fa_status spool_write_run(fa_ctx *ctx, fa_ta_builder *b)
+{
+    if (!b->sf) {
+        const char *dir = getenv("TMPDIR");
+        if (!dir || !*dir) dir = "/tmp";
+        char path[4096];
+        snprintf(path, sizeof path, "%s/fuse-advise-kernels-XXXXXX", dir);
+        int fd = mkstemp(path);
+        if (fd < 0) return spool_io(ctx, b, "create");
+        unlink(path); /* gone with the process */
+        if (!(b->sf = fdopen(fd, "w+b"))) {
+            close(fd);
+            return spool_io(ctx, b, "open");
+        }
+    }
+    if (b->n_runs == b->cap_runs) {
+        uint64_t *nl = grow(b->run_len, &b->cap_runs, b->n_runs + 1, sizeof *nl);
+        if (!nl) return nomem(ctx, b);
+        b->run_len = nl;
+    }
+    qsort_r(b->run, b->nrun, sizeof *b->run, srec_cmp, b);
+    if (fwrite(b->run, sizeof *b->run, b->nrun, b->sf) != b->nrun) return spool_io(ctx, b, "write");
+    b->run_len[b->n_runs++] = b->nrun;
+    b->nrun = 0;
+    return FA_OK;
+}
+
+static fa_status spool_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
+{
+    if (!b->run && !(b->run = malloc(RUN_RECS * sizeof *b->run))) return nomem(ctx, b);
+    srec *x = &b->run[b->nrun++];
+    x->r = *r;
+    x->seq = b->spool_seq++;
+    x->sidx = (int32_t)(s - b->streams);
+    if (b->nrun == RUN_RECS) return spool_write_run(ctx, b);
+    return FA_OK;
+}
+
+static fa_status ordered(fa_ctx *ctx, fa_ta_builder *b, const srec *x)
+{
+    strm *s = &b->streams[x->sidx];
+    rec r = x->r;
+    graph_take(b, &r);
+    return analyze(ctx, b, s, &r);
+}
+
+/* every record, in order: the last run from memory when it is the only one, else a k-way
+ * merge of the runs in the file, each read through a buffer of its share of MERGE_BUDGET */
+static fa_status spool_drain(fa_ctx *ctx, fa_ta_builder *b)
+{
+    fa_status s = FA_OK;
+    if (!b->n_runs) {
+        qsort_r(b->run, b->nrun, sizeof *b->run, srec_cmp, b);
+        for (size_t i = 0; i < b->nrun && !s; i++) s = ordered(ctx, b, &b->run[i]);
+        b->nrun = 0;
+        return s;
+    }
+    if (b->nrun && (s = spool_write_run(ctx, b))) return s;
+    free(b->run); /* the merge's buffers take its place */
+    b->run = NULL;
+    size_t k = b->n_runs;
+    size_t per = MERGE_BUDGET / sizeof(srec) / k;
+    if (per < 16) per = 16;
+    srec *buf = malloc(k * per * sizeof *buf);
+    uint64_t *off = malloc(k * sizeof *off), *left = malloc(k * sizeof *left);
+    size_t *pos = malloc(k * sizeof *pos), *have = malloc(k * sizeof *have), *hp = malloc(k * sizeof *hp);
+    if (!buf || !off || !left || !pos || !have || !hp) {
+        s = nomem(ctx, b);
+        goto done;
+    }
+    b->merge_bytes = k * per * sizeof *buf + k * 5 * sizeof(uint64_t);
+    uint64_t o = 0;
+    for (size_t i = 0; i < k; i++) {
+        off[i] = o;
+        left[i] = b->run_len[i];
+        o += b->run_len[i] * sizeof(srec);
+        pos[i] = have[i] = 0;
+    }
+    /* a min-heap of runs by their current record */
+#define HEAD(i) (&buf[(i) * per + pos[i]])
+    size_t nh = 0;
+    for (size_t i = 0; i < k; i++) {
+        size_t want = left[i] < per ? (size_t)left[i] : per;
+        if (fseeko(b->sf, (off_t)off[i], SEEK_SET) || fread(&buf[i * per], sizeof *buf, want, b->sf) != want) {
+            s = spool_io(ctx, b, "read");
+            goto done;
+        }
+        off[i] += want * sizeof *buf;
+        left[i] -= want;
+        have[i] = want;
+        if (!want) continue;
+        size_t j = nh++;
+        hp[j] = i;
+        while (j > 0 && srec_cmp(HEAD(hp[j]), HEAD(hp[(j - 1) / 2]), b) < 0) {
+            size_t t = hp[j];
+            hp[j] = hp[(j - 1) / 2];
+            hp[(j - 1) / 2] = t;
+            j = (j - 1) / 2;
+        }
+    }
+    while (nh && !s) {
+        size_t i = hp[0];
+        s = ordered(ctx, b, HEAD(i));
+        if (s) break;
+        if (++pos[i] == have[i]) {
+            size_t want = left[i] < per ? (size_t)left[i] : per;
+            if (want && (fseeko(b->sf, (off_t)off[i], SEEK_SET) ||
+                         fread(&buf[i * per], sizeof *buf, want, b->sf) != want)) {
+                s = spool_io(ctx, b, "read");
+                break;
+            }
+            off[i] += want * sizeof *buf;
+            left[i] -= want;
+            have[i] = want;
+            pos[i] = 0;
+            if (!want) hp[0] = hp[--nh];
+        }
+        for (size_t j = 0;;) { /* sift down */
+            size_t l = 2 * j + 1, r = l + 1, m = j;
+            if (l < nh && srec_cmp(HEAD(hp[l]), HEAD(hp[m]), b) < 0) m = l;
+            if (r < nh && srec_cmp(HEAD(hp[r]), HEAD(hp[m]), b) < 0) m = r;
+            if (m == j) break;
+            size_t t = hp[j];
+            hp[j] = hp[m];
+            hp[m] = t;
+            j = m;
+        }
+    }
+#undef HEAD
+done:
+    free(buf), free(off), free(left), free(pos), free(have), free(hp);
+    fclose(b->sf);
+    b->sf = NULL;
+    return s;
+}
+
+void fa_ta_builder_any_order(fa_ta_builder *b)
+{
+    b->spool = true;
+}
+
 fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g, const fa_activity *L)
 {
     if (b->fail) return b->fail;
@@ -1538,17 +1755,27 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     const char *gname = g->name ? g->name : "?";
     size_t slot = (size_t)(((uintptr_t)gname >> 4) * 0x9E3779B97F4A7C15ull >> 52) & (NAME_SLOTS - 1);
     bool added = false;
-    const char *stored;
+    const char *stored = NULL;
     int32_t tok;
+    fa_kclass kcls;
+    int kkey;
     if (b->name_ptr[slot] == gname) {
         tok = b->name_tok[slot];
+        kcls = (fa_kclass)b->name_cls[slot];
+        kkey = b->name_key[slot];
     } else {
         char norm[512];
         fa_kernel_name_normalize(gname, norm, sizeof norm);
         tok = smap_get(&b->tok_map, b->ar, norm, (int32_t)b->n_toks, &added, &stored);
         if (tok < 0) return nomem(ctx, b);
+        /* the class and key by the record's own name: never by whichever name of its token came
+         * first, which depends on the order records come in */
+        kcls = fa_kernel_classify(gname);
+        kkey = fa_ta_key_of_kernel(stored, kcls);
         b->name_ptr[slot] = gname;
         b->name_tok[slot] = tok;
+        b->name_cls[slot] = (uint8_t)kcls;
+        b->name_key[slot] = (int16_t)kkey;
     }
     if (added) {
         tokstat *na = grow(b->toks, &b->cap_toks, b->n_toks + 1, sizeof *na);
@@ -1557,29 +1784,44 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         tokstat *t = &b->toks[b->n_toks++];
         memset(t, 0, sizeof *t);
         t->name = stored;
-        t->full_name = fa_arena_strdup(b->ar, g->name ? g->name : "?");
-        t->cls = fa_kernel_classify(g->name ? g->name : stored);
-        t->key = fa_ta_key_of_kernel(stored, t->cls);
+        t->full_name = gname;
+        t->cls = kcls;
+        t->rep_start = g->start_ns;
+        t->rep_end = g->end_ns;
+        t->cfg_start = t->occ_start = UINT64_MAX;
         t->occupancy = -1;
-        if (!t->full_name) return nomem(ctx, b);
     }
     tokstat *t = &b->toks[tok];
     t->count++;
     t->total_ns += d;
     if (!qh_add(&t->dur, d)) return nomem(ctx, b);
-    if (!t->block[0] && g->block[0] > 0) {
-        memcpy(t->grid, g->grid, sizeof t->grid);
-        memcpy(t->block, g->block, sizeof t->block);
-        t->registers = g->registers;
-        t->smem = g->static_smem + g->dynamic_smem;
+    /* the row's full name, class, launch configuration and occupancy: the earliest record's that
+     * has them (ties by name), whatever the order of arrival */
+    if (g->start_ns < t->rep_start || (g->start_ns == t->rep_start && (g->end_ns < t->rep_end ||
+                                        (g->end_ns == t->rep_end && strcmp(gname, t->full_name) < 0)))) {
+        t->full_name = gname;
+        t->cls = kcls;
+        t->rep_start = g->start_ns;
+        t->rep_end = g->end_ns;
     }
-    if (t->occupancy < 0 && g->occupancy >= 0) {
+    if (g->block[0] > 0 && g->start_ns <= t->cfg_start) {
+        if (g->start_ns < t->cfg_start || memcmp(g->grid, t->grid, sizeof t->grid) < 0 ||
+            (!memcmp(g->grid, t->grid, sizeof t->grid) && memcmp(g->block, t->block, sizeof t->block) < 0)) {
+            memcpy(t->grid, g->grid, sizeof t->grid);
+            memcpy(t->block, g->block, sizeof t->block);
+            t->registers = g->registers;
+            t->smem = g->static_smem + g->dynamic_smem;
+        }
+        t->cfg_start = g->start_ns;
+    }
+    if (g->occupancy >= 0 && (g->start_ns < t->occ_start || (g->start_ns == t->occ_start && g->occupancy < t->occupancy))) {
         t->occupancy = g->occupancy;
         t->occ_src = "trace";
+        t->occ_start = g->start_ns;
     }
     b->n_kernels++;
     b->kernel_ns += d;
-    b->class_ns[t->cls] += d;
+    b->class_ns[kcls] += d;
     if (b->n_kernels == 1 || g->start_ns < b->first_ns) b->first_ns = g->start_ns;
     if (g->end_ns > b->last_ns) b->last_ns = g->end_ns;
 
@@ -1588,7 +1830,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     r.start = g->start_ns;
     r.end = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
     r.tok = tok;
-    r.cls = (uint8_t)t->cls;
+    r.cls = (uint8_t)kcls;
     /* the op (name id, key, in place) and the stack's pattern frame, cached by address */
     int op_key;
     size_t os = (size_t)(((uintptr_t)g->op_type >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
@@ -1610,9 +1852,9 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     }
     /* a memory-bound kernel an addmm or a convolution launched (a bias broadcast, a cast) is not
      * the GEMM: only its own name says what it is */
-    if (fa_kclass_light(t->cls) && (op_key == FA_TA_KEY_GEMM || op_key == FA_TA_KEY_CONV || op_key == FA_TA_KEY_ATTENTION))
+    if (fa_kclass_light(kcls) && (op_key == FA_TA_KEY_GEMM || op_key == FA_TA_KEY_CONV || op_key == FA_TA_KEY_ATTENTION))
         op_key = -1;
-    r.key = (int16_t)(t->key >= 0 ? t->key : op_key >= 0 ? op_key : FA_TA_KEY_OTHER);
+    r.key = (int16_t)(kkey >= 0 ? kkey : op_key >= 0 ? op_key : FA_TA_KEY_OTHER);
     size_t hs = (size_t)(((uintptr_t)g->shapes >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
     if (g->shapes && b->shp_ptr[hs] == g->shapes) {
         r.shape = b->shp_id[hs];
@@ -1661,7 +1903,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
          * else it stays the op around cudaGraphLaunch */
         r.graph_capture_op = g->op_type && g->node_name && strcmp(g->op_type, g->node_name) ? r.op : -1;
         b->graph_kernels++;
-        replay_add(b, r.graph, &r, ld);
+        r.launch_ns = ld; /* taken by its replay in time order (graph_take) */
     } else if (L) {
         r.launch_ns = ld;
         if (!qh_add(&b->launch_q, ld)) return nomem(ctx, b);
@@ -1689,7 +1931,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         b->n_estimated_bytes++;
         /* the best bandwidth a memory-bound kernel reached (kernels over 5 us: shorter ones are
          * latency-bound and say nothing about the roof) */
-        if (fa_kclass_light(t->cls) && d >= 5000) {
+        if (fa_kclass_light(kcls) && d >= 5000) {
             kbytes kb;
             kernel_bytes(b->shapes[r.shape], r.key, r.inplace, &kb);
             if (kb.read >= 0 && kb.write >= 0) {
@@ -1703,6 +1945,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     }
     strm *s = stream_of(b, g->device, g->stream);
     if (!s) return nomem(ctx, b);
+    if (b->spool) return spool_add(ctx, b, s, &r);
     if (s->nheap == s->capheap) {
         rec *nh = grow(s->heap, &s->capheap, s->nheap + 1, sizeof *nh);
         if (!nh) return nomem(ctx, b);
@@ -1712,6 +1955,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     if (!s->nheap && (!s->emitted || r.start >= s->last_emitted)) {
         s->emitted = true;
         s->last_emitted = r.start;
+        graph_take(b, &r);
         return analyze(ctx, b, s, &r);
     }
     heap_push(s, &r);
@@ -1788,6 +2032,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
 {
     fa_status s = b->fail;
     fa_trace_advice *a = NULL;
+    if (!s && b->spool) s = spool_drain(ctx, b);
     /* drain the windows */
     for (size_t i = 0; i < b->n_streams && !s; i++) {
         strm *st = &b->streams[i];
@@ -1798,6 +2043,11 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     }
     for (int i = 0; i < OPEN_REPLAYS; i++) replay_close(b, &b->replays[i]);
     if (s) goto fail;
+    if (b->own_trace) {
+        /* a streaming import: the steps from the whole cpu side, read by now */
+        b->n_steps = 0;
+        count_steps(b, b->own_trace);
+    }
     a = calloc(1, sizeof *a);
     if (!a || !(a->arena = fa_arena_create(1 << 16))) goto nomem;
     fa_arena *ar = a->arena;
@@ -1865,7 +2115,8 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         k->name = adup(ar, t->name);
         k->full_name = adup(ar, t->full_name);
         k->cls = t->cls;
-        k->op = fa_ta_key_name(t->key >= 0 ? t->key : FA_TA_KEY_OTHER);
+        int tkey = fa_ta_key_of_kernel(t->name, t->cls);
+        k->op = fa_ta_key_name(tkey >= 0 ? tkey : FA_TA_KEY_OTHER);
         k->count = t->count;
         k->total_ns = t->total_ns;
         k->median_ns = tok_median[i] = qh_median(&t->dur);
@@ -1998,7 +2249,8 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         q->total_ns = p->total_ns;
         q->shapes = p->shape >= 0 ? b->shapes[p->shape]->text : NULL;
         q->op = p->op >= 0 ? b->ops[p->op] : NULL;
-        int key = b->toks[p->tok].key >= 0 ? b->toks[p->tok].key : fa_ta_key_of_op(q->op);
+        int key = fa_ta_key_of_kernel(b->toks[p->tok].name, b->toks[p->tok].cls);
+        if (key < 0) key = fa_ta_key_of_op(q->op);
         size_t ol = q->op ? strlen(q->op) : 0;
         kbytes kb;
         kernel_bytes(p->shape >= 0 ? b->shapes[p->shape] : NULL, key >= 0 ? key : FA_TA_KEY_OTHER,
@@ -2036,7 +2288,11 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     if (!a->gaps) goto nomem;
     for (int i = 0; i < b->n_gaps; i++) {
         a->gaps[i] = b->gaps[i];
-        a->gaps[i].cpu_op = adup(ar, b->gaps[i].cpu_op);
+        const char *op = NULL;
+        if (b->lookup && b->gap_who[i].ok)
+            op = b->lookup(b->lookup_user, b->gap_who[i].pid, b->gap_who[i].tid,
+                           b->gaps[i].start_ns + (uint64_t)b->gaps[i].gap_ns / 2);
+        a->gaps[i].cpu_op = adup(ar, op);
         a->gaps[i].next_kernel = adup(ar, b->gaps[i].next_kernel);
     }
     qsort(a->gaps, (size_t)a->n_gaps, sizeof *a->gaps, cmp_gap);
@@ -2063,7 +2319,9 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     /* the advice's own state at its peak: tables, histograms, windows */
     size_t st_bytes = b->cap_toks * sizeof(tokstat) + b->cap_points * sizeof(pointstat) +
                       b->cap_opps * sizeof(oppstat) + b->cap_streams * sizeof(strm) + b->cap_shapes * sizeof(shape_info) +
-                      b->heap_peak * sizeof(rec) + fa_arena_used(b->ar);
+                      b->heap_peak * sizeof(rec) + fa_arena_used(b->ar) +
+                      (b->spool_seq ? (b->n_runs ? RUN_RECS : (size_t)b->spool_seq) * sizeof(srec) : 0) +
+                      b->merge_bytes;
     for (size_t i = 0; i < b->n_toks; i++) st_bytes += qh_bytes(&b->toks[i].dur);
     a->peak_state_bytes = st_bytes;
     qsort(a->kernels, b->n_toks, sizeof *a->kernels, cmp_kernel_total);
@@ -2121,14 +2379,22 @@ static bool is_host_frame(const fa_activity *a)
     return a->kind == FA_ACT_CPU_OP || a->kind == FA_ACT_MODULE || (a->kind == FA_ACT_RANGE && a->device < 0);
 }
 
-typedef struct cpu_ix {
+struct cpu_ix {
     const fa_activity *acts;
     size_t n_acts;
     int32_t *ord;      /* cpu ops, ranges, module scopes by (pid, tid, start, outer first) */
     int32_t *parent;   /* position of the enclosing one, -1 */
     size_t n;
     bool built, failed;/* built on the first lookup: only the few largest gaps need it */
-} cpu_ix;
+};
+
+static void cpu_ix_free(cpu_ix *x)
+{
+    if (!x) return;
+    free(x->ord);
+    free(x->parent);
+    free(x);
+}
 
 static bool cpu_build(cpu_ix *x)
 {
@@ -2205,6 +2471,18 @@ static const char *cpu_lookup(void *user, int64_t pid, int64_t tid, uint64_t ts)
     return NULL;
 }
 
+/* the lookup of a streaming builder: an index over its trace's cpu side, built on the first call
+ * (at finish: the cpu side is complete then) */
+static const char *cpu_lookup_trace(void *user, int64_t pid, int64_t tid, uint64_t ts)
+{
+    fa_ta_builder *b = user;
+    if (!b->own_cx->acts) {
+        b->own_cx->acts = b->own_trace->acts;
+        b->own_cx->n_acts = b->own_trace->n_acts;
+    }
+    return cpu_lookup(b->own_cx, pid, tid, ts);
+}
+
 typedef struct lref {
     int64_t pid, corr;
     uint64_t start;
@@ -2237,6 +2515,53 @@ static int cmp_gref(const void *a, const void *b)
     return (x->act > y->act) - (x->act < y->act);
 }
 
+/* the steps of t, and the timeline window: the second step (the first is often warm-up), else
+ * the first; false when t has no step */
+static bool is_step(const fa_activity *a)
+{
+    return (is_host_frame(a) || a->kind == FA_ACT_RANGE) && a->name && !strncmp(a->name, "ProfilerStep#", 13) &&
+           a->device < 0;
+}
+
+static void count_steps(fa_ta_builder *b, const fa_trace *t)
+{
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (is_step(&t->acts[i])) fa_ta_builder_add_step(b, t->acts[i].start_ns, t->acts[i].end_ns);
+}
+
+static bool steps_and_window(fa_ta_builder *b, const fa_trace *t)
+{
+    const fa_activity *step0 = NULL, *step1 = NULL;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (is_step(a)) {
+            fa_ta_builder_add_step(b, a->start_ns, a->end_ns);
+            if (!step0 || a->start_ns < step0->start_ns) step1 = step0, step0 = a;
+            else if (!step1 || a->start_ns < step1->start_ns) step1 = a;
+        }
+    }
+    if (!step0) return false;
+    const fa_activity *w = step1 ? step1 : step0;
+    fa_ta_builder_set_window(b, w->start_ns, w->end_ns, true, w->name);
+    return true;
+}
+
+void fa_ta_builder_use_trace(fa_ta_builder *b, const fa_trace *t)
+{
+    if (!b->own_cx) {
+        b->own_cx = calloc(1, sizeof *b->own_cx);
+        if (!b->own_cx) return; /* no cpu ops for the gaps: they say unknown */
+    }
+    b->own_cx->acts = NULL; /* built on the first lookup, from t as it is then */
+    b->own_trace = t;
+    fa_ta_builder_set_lookup(b, cpu_lookup_trace, b);
+    if (!steps_and_window(b, t)) {
+        char what[64];
+        snprintf(what, sizeof what, "the first %d GPU records", FA_TA_WINDOW_MAX);
+        fa_ta_builder_set_window(b, 0, UINT64_MAX, false, what);
+    }
+}
+
 fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *dev, fa_trace_advice **out)
 {
     fa_ta_device d = {0};
@@ -2262,27 +2587,14 @@ fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *de
         goto done;
     }
     nl = ng = 0;
-    const fa_activity *step0 = NULL, *step1 = NULL;
-    int64_t n_steps = 0;
     for (size_t i = 0; i < t->n_acts; i++) {
         const fa_activity *a = &t->acts[i];
         if ((a->kind == FA_ACT_RUNTIME || a->kind == FA_ACT_DRIVER) && a->correlation >= 0)
             ls[nl++] = (lref){a->pid, a->correlation, a->start_ns, i};
         if (a->kind == FA_ACT_KERNEL || a->kind == FA_ACT_MEMCPY || a->kind == FA_ACT_MEMSET)
             gs[ng++] = (gref){a->device, a->stream, a->start_ns, a->end_ns, i};
-        if ((is_host_frame(a) || a->kind == FA_ACT_RANGE) && a->name && !strncmp(a->name, "ProfilerStep#", 13) &&
-            a->device < 0) {
-            fa_ta_builder_add_step(b, a->start_ns, a->end_ns);
-            n_steps++;
-            /* the timeline window: the second step (the first is often warm-up), else the first */
-            if (!step0 || a->start_ns < step0->start_ns) step1 = step0, step0 = a;
-            else if (!step1 || a->start_ns < step1->start_ns) step1 = a;
-        }
     }
-    if (step0) {
-        const fa_activity *w = step1 ? step1 : step0;
-        fa_ta_builder_set_window(b, w->start_ns, w->end_ns, true, w->name);
-    } else if (ng) {
+    if (!steps_and_window(b, t) && ng) {
         /* no steps: the first stretch of GPU time holding about FA_TA_WINDOW_MAX records */
         uint64_t lo = UINT64_MAX, hi = 0;
         for (size_t k = 0; k < ng; k++) {

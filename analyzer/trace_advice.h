@@ -293,6 +293,19 @@ typedef const char *(*fa_ta_cpu_lookup)(void *user, int64_t pid, int64_t tid, ui
 
 fa_status fa_ta_builder_create(fa_ctx *ctx, const fa_ta_device *dev, fa_ta_builder **out);
 void fa_ta_builder_set_lookup(fa_ta_builder *b, fa_ta_cpu_lookup fn, void *user);
+/* The device, when it is known only after the records (a streaming import); before finish. */
+void fa_ta_builder_set_device(fa_ta_builder *b, const fa_ta_device *dev);
+/* Records come in any order (a streaming import: Kineto files are often far out of time order,
+ * one CUPTI buffer after another): they are sorted through runs of 65,536 in a temporary file
+ * ($TMPDIR, unlinked at once, about 100 bytes a kernel) and analysed in (device, stream, time)
+ * order at finish, as fa_trace_advise does; memory stays bounded. FA_ERR_IO when the file cannot
+ * be written. Call before the first add. */
+void fa_ta_builder_any_order(fa_ta_builder *b);
+/* For a builder fed by a streaming import (fa_import_opts.sink): take the steps and the timeline
+ * window from t's ProfilerStep# ranges (the second step, else the first 20,000 GPU records), and
+ * look the largest gaps' cpu ops up in t and count its steps at finish. Call on the first GPU
+ * record (the window is taken from the steps read by then); t must live until finish. */
+void fa_ta_builder_use_trace(fa_ta_builder *b, const fa_trace *t);
 /* One attributed GPU record (kernel, memcpy, memset; other kinds are ignored), in any order
  * (a reorder window per stream restores time order). launch: its launch call or NULL. op_shapes
  * and op_stack: the launching cpu op's input shapes and frame chain (may be NULL). The record is

@@ -117,6 +117,33 @@ static fa_status window_trace(fa_ctx *ctx, const fa_trace *t, const fa_trace_adv
     return FA_OK;
 }
 
+/* The streaming import's sink: GPU records go straight into the advice builder, so the trace in
+ * memory is the cpu side only (a trace of graph replays has millions of kernels and few launches) */
+typedef struct advise_sink {
+    fa_ta_builder *b;
+} advise_sink;
+
+static fa_status sink_gpu(void *user, fa_ctx *ctx, const fa_trace *t, const fa_activity *g, const fa_activity *L)
+{
+    advise_sink *k = user;
+    if (!k->b) {
+        fa_status s = fa_ta_builder_create(ctx, NULL, &k->b);
+        if (s) return s;
+        fa_ta_builder_any_order(k->b);
+        fa_ta_builder_use_trace(k->b, t);
+    }
+    return fa_ta_builder_add(ctx, k->b, g, L);
+}
+
+static fa_status sink_reset(void *user, fa_ctx *ctx)
+{
+    (void)ctx;
+    advise_sink *k = user;
+    fa_ta_builder_free(k->b);
+    k->b = NULL;
+    return FA_OK;
+}
+
 static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool json, bool keep_partial,
                              const char *out_dir, const char *cmdline)
 {
@@ -127,7 +154,9 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     if (s) return fa_cli_fail(ctx, s);
     fa_import_stats stt;
     memset(&stt, 0, sizeof stt);
-    fa_import_opts opts = {.keep_partial = keep_partial, .name = path};
+    advise_sink sink = {NULL};
+    fa_import_sink snk = {sink_gpu, sink_reset, &sink};
+    fa_import_opts opts = {.keep_partial = keep_partial, .name = path, .sink = &snk};
     fa_trace *t = NULL;
     s = fa_import_file(ctx, src.path, &opts, &t, &stt);
     char sha[65] = {0};
@@ -135,6 +164,7 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     if (s && src.spool) s = fa_ctx_wrap(ctx, s, "%s (read from a pipe): ", path);
     fa_import_source_close(&src);
     if (s) {
+        fa_ta_builder_free(sink.b);
         fa_trace_free(t);
         return fa_cli_fail(ctx, s);
     }
@@ -155,7 +185,18 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     fa_trace *win = NULL;
     fa_store *st = NULL;
     int64_t run_id = 0;
-    s = name_nomem(ctx, fa_trace_advise(ctx, t, &dev, &a), path, "advising");
+    if (sink.b) {
+        /* streamed: the builder has every GPU record; the device and counters are known now */
+        if (!dev.name) dev.name = t->device_name;
+        fa_ta_builder_set_device(sink.b, &dev);
+        fa_ta_builder_set_counters(sink.b, t->n_orphans, t->n_clock_inversions, t->n_parse_errors);
+        s = fa_ta_builder_finish(ctx, sink.b, &a); /* frees the builder */
+        sink.b = NULL;
+        s = name_nomem(ctx, s, path, "advising");
+    } else {
+        /* no GPU record streamed: an nsys export (read whole), or no GPU activity */
+        s = name_nomem(ctx, fa_trace_advise(ctx, t, &dev, &a), path, "advising");
+    }
     if (!s) s = name_nomem(ctx, window_trace(ctx, t, a, &win), path, "advising");
     if (!s) s = fa_store_open(ctx, db, &st);
     if (!s) {

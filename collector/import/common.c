@@ -639,6 +639,13 @@ static int query_cmp(const void *pa, const void *pb)
 fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bool pid_local,
                                fa_activity_kind encl_kind, bool use_external_id)
 {
+    return fa__import_attribute_ex(ctx, t, st, pid_local, encl_kind, use_external_id, 0, true, NULL);
+}
+
+fa_status fa__import_attribute_ex(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bool pid_local,
+                                  fa_activity_kind encl_kind, bool use_external_id, size_t gpu_from, bool count_dups,
+                                  int32_t **launch_out)
+{
     fa_activity *acts = t->acts;
     size_t n = t->n_acts;
     if (n > INT32_MAX) return fa_ctx_error(ctx, FA_ERR_NOMEM, "trace has over 2^31 records");
@@ -679,7 +686,7 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
     qsort_r(lord, nl, sizeof *lord, launch_cmp, &sc);
     /* duplicates: launches sharing a correlation id within one process (groups are contiguous;
      * pid-local groups are one process already, other groups are counted per pid) */
-    for (size_t g0 = 0; g0 < nl;) {
+    for (size_t g0 = 0; g0 < nl && count_dups;) {
         size_t g1 = g0 + 1;
         while (g1 < nl && acts[lord[g1]].correlation == acts[lord[g0]].correlation &&
                (!pid_local || acts[lord[g1]].pid == acts[lord[g0]].pid))
@@ -716,7 +723,7 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
     }
 
     size_t nq = 0;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = gpu_from; i < n; i++) {
         fa_activity *g = &acts[i];
         if (!is_gpu(g->kind)) continue;
         int32_t li = -1;
@@ -866,6 +873,10 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
     s = import_frames(ctx, t, glaunch, gop);
     t->n_orphans = st->n_orphans;
     t->n_clock_inversions = st->n_clock_inversions;
+    if (!s && launch_out) {
+        *launch_out = glaunch;
+        glaunch = NULL;
+    }
 done:
     free(lord);
     free(ord);

@@ -41,6 +41,14 @@ fa_status fa__import_attribute(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bo
  * is clamped and durations, gaps and order are kept. */
 void fa__import_place_times(fa_trace *t, fa_import_stats *st, int64_t base);
 
+/* The same on GPU records at index >= gpu_from only (the records before are the cpu side; a
+ * streaming importer appends one block of GPU records at a time), counting duplicate
+ * correlations only when count_dups; *launch_out (may be NULL) gets a malloc'd array, per record
+ * index, of its launch call's index (-1 none) — the caller frees it. */
+fa_status fa__import_attribute_ex(fa_ctx *ctx, fa_trace *t, fa_import_stats *st, bool pid_local,
+                                  fa_activity_kind encl_kind, bool use_external_id, size_t gpu_from, bool count_dups,
+                                  int32_t **launch_out);
+
 /* Count kinds into st and set no_gpu_activity. */
 void fa__import_count(const fa_trace *t, fa_import_stats *st);
 

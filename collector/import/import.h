@@ -81,6 +81,17 @@ typedef struct fa_import_stats {
     fa_import_device devices[FA_IMPORT_MAX_DEVICES];
 } fa_import_stats;
 
+/* Where a streaming import hands GPU records (fa_import_opts.sink). */
+typedef struct fa_import_sink {
+    /* Each GPU record (kernel, memcpy, memset) once it is attributed, with its launch call (NULL
+     * when none) and the trace holding the cpu side read so far (its strings stay valid until
+     * the trace is freed). Called in blocks, in file order; the record is not kept. */
+    fa_status (*gpu)(void *user, fa_ctx *ctx, const fa_trace *t, const fa_activity *gpu, const fa_activity *launch);
+    /* Forget what was sent: the Kineto importer reads a file again when strict JSON failed. */
+    fa_status (*reset)(void *user, fa_ctx *ctx);
+    void *user;
+} fa_import_sink;
+
 typedef struct fa_import_opts {
     /* Truncated JSON / gzip: false (default) -> FA_ERR_INPUT naming the byte offset and no
      * trace; true -> FA_OK with what was parsed up to there and stats->truncated set. */
@@ -88,7 +99,17 @@ typedef struct fa_import_opts {
     /* The name messages and trace->source_path give the input (NULL: the path imported). For a
      * caller that imports the spool of a pipe (fa_import_source_open) under the user's name. */
     const char *name;
+    /* Streaming (Kineto): GPU records go to the sink in blocks as they are read and attributed,
+     * and the returned trace holds the cpu side only, so memory does not grow with the number of
+     * kernels (a trace of many graph replays: few launches, millions of kernels). Times are then
+     * the file's own (no baseTimeNanoseconds, no shift of negative times; all biased by
+     * FA_IMPORT_TIME_BIAS so that negative ones keep their order). A sink that is never called
+     * got a trace with no GPU record in it, or one read whole: nsys SQLite exports ignore the
+     * sink (their GPU records are in the returned trace). NULL: the whole trace in memory. */
+    const fa_import_sink *sink;
 } fa_import_opts;
+
+#define FA_IMPORT_TIME_BIAS ((uint64_t)1 << 62) /* ns added to every time of a streaming import */
 
 /* Judge a regular file by its magic bytes. Returns FA_IMPORT_UNKNOWN when it cannot be opened,
  * is not a regular file (its first bytes would be consumed: see fa_import_source_open) or

@@ -84,6 +84,10 @@ typedef struct kparse {
     fa_buf tmp;               /* repaired strings */
     fa_buf tmp2;              /* shapes text */
     uint64_t n_mtia;          /* non-CUDA accelerator events (MTIA) */
+    const fa_import_sink *sink; /* streaming: GPU records go there in blocks */
+    fa_activity *blk;         /* GPU records read, not yet attributed */
+    size_t nblk, capblk;
+    uint64_t s_kernels, s_memcpy, s_memset, s_est; /* GPU records handed to the sink */
     fa_status fail;           /* set by a callback to abort (NOMEM) */
     const char *ncache[NAME_CACHE]; /* interned valid names, by a cheap hash */
     size_t ncache_len[NAME_CACHE];
@@ -308,6 +312,55 @@ static void bad_record(kparse *p)
     if (!p->st->n_bad_records++) p->st->first_bad_record_offset = cur_offset(p);
 }
 
+/* ---- streaming: GPU records in blocks -------------------------------------------------
+ * A block of GPU records is attributed against the cpu side read so far (Kineto writes the cpu
+ * ops first and each launch call right after its kernel), handed to the sink and dropped. A block
+ * is at least STREAM_BLOCK records and a quarter of the cpu side (so re-sorting the cpu side per
+ * block costs O(n) in all); the last STREAM_HOLD records wait for the next block (their launch
+ * calls may follow them), and a block never ends between two records of one op (External id) or
+ * one launch (a graph replay's correlation) unless it has grown 16 times past its size. */
+enum { STREAM_BLOCK = 65536, STREAM_HOLD = 512 };
+
+static fa_status stream_flush(kparse *p, bool final)
+{
+    size_t n = p->nblk, cut = n;
+    if (!final) {
+        if (n <= STREAM_HOLD) return FA_OK;
+        cut = n - STREAM_HOLD;
+        bool forced = n > 16 * (STREAM_BLOCK + STREAM_HOLD) && n > 16 * (p->t->n_acts / 4);
+        while (!forced && cut < n &&
+               ((p->blk[cut].external_id > 0 && p->blk[cut].external_id == p->blk[cut - 1].external_id) ||
+                (p->blk[cut].correlation >= 0 && p->blk[cut].correlation == p->blk[cut - 1].correlation)))
+            cut++;
+        if (cut == n) return FA_OK; /* wait for more */
+    }
+    if (!cut) return FA_OK;
+    fa_trace *t = p->t;
+    size_t m = t->n_acts;
+    for (size_t i = 0; i < cut; i++)
+        if (!fa_trace_add(t, &p->blk[i])) {
+            t->n_acts = m;
+            return fa_ctx_error(p->ctx, FA_ERR_NOMEM, "%s: out of memory near byte %llu", p->name,
+                                (unsigned long long)cur_offset(p));
+        }
+    int32_t *launch = NULL;
+    fa_status s = fa__import_attribute_ex(p->ctx, t, p->st, false, FA_ACT_CPU_OP, true, m, false, &launch);
+    if (s) s = fa_ctx_wrap(p->ctx, s, "%s: ", p->name);
+    for (size_t i = m; i < t->n_acts && !s; i++) {
+        const fa_activity *g = &t->acts[i];
+        if (g->kind == FA_ACT_KERNEL) p->s_kernels++;
+        else if (g->kind == FA_ACT_MEMCPY) p->s_memcpy++;
+        else p->s_memset++;
+        if (g->flags & FA_ACTF_ESTIMATED_BYTES) p->s_est++;
+        s = p->sink->gpu(p->sink->user, p->ctx, t, g, launch && launch[i] >= 0 ? &t->acts[launch[i]] : NULL);
+    }
+    free(launch);
+    t->n_acts = m;
+    memmove(p->blk, p->blk + cut, (n - cut) * sizeof *p->blk);
+    p->nblk = n - cut;
+    return s;
+}
+
 /* decimal digits of v (printf is a tenth of the import's time on shapes-heavy traces) */
 static void put_u64(fa_buf *b, uint64_t v)
 {
@@ -350,8 +403,16 @@ static void ev_emit(kparse *p)
     fa_activity a = fa_activity_init((fa_activity_kind)k);
     a.name = intern_checked(p, e->name.data ? e->name.data : "", e->name.len);
     if (!a.name) { p->fail = FA_ERR_NOMEM; return; }
-    a.start_ns = (uint64_t)e->ts_ns;
-    a.end_ns = (uint64_t)(e->ts_ns + dur);
+    if (p->sink) {
+        /* streaming: the file's own times, biased so that negative ones keep their order */
+        if (e->ts_ns < -(int64_t)FA_IMPORT_TIME_BIAS) { bad_record(p); return; }
+        if (e->ts_ns < 0) p->st->n_negative_times++;
+        a.start_ns = (uint64_t)(e->ts_ns + (int64_t)FA_IMPORT_TIME_BIAS);
+        a.end_ns = a.start_ns + (uint64_t)dur;
+    } else {
+        a.start_ns = (uint64_t)e->ts_ns;
+        a.end_ns = (uint64_t)(e->ts_ns + dur);
+    }
     a.correlation = e->corr;
     a.external_id = e->ext > 0 ? e->ext : -1;
     bool gpu = k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
@@ -412,6 +473,19 @@ static void ev_emit(kparse *p)
         if (sb->oom) { p->fail = FA_ERR_NOMEM; return; }
         a.shapes = fa_trace_intern_n(p->t, sb->data ? sb->data : "", sb->len);
         if (!a.shapes) { p->fail = FA_ERR_NOMEM; return; }
+    }
+    if (p->sink && gpu) {
+        if (p->nblk == p->capblk) {
+            size_t nc = p->capblk ? p->capblk * 2 : 4096;
+            fa_activity *nb = realloc(p->blk, nc * sizeof *nb);
+            if (!nb) { p->fail = FA_ERR_NOMEM; return; }
+            p->blk = nb;
+            p->capblk = nc;
+        }
+        p->blk[p->nblk++] = a;
+        size_t want = p->t->n_acts / 4 > STREAM_BLOCK ? p->t->n_acts / 4 : STREAM_BLOCK;
+        if (p->nblk >= want + STREAM_HOLD && stream_flush(p, false) != FA_OK) p->fail = fa_ctx_status(p->ctx);
+        return;
     }
     if (!fa_trace_add(p->t, &a)) p->fail = FA_ERR_NOMEM;
 }
@@ -1133,8 +1207,8 @@ static bool feed(kparse *p, feeder *f, size_t cut, uint64_t *fed_off, bool lenie
     p->chunk_base = *fed_off;
     yajl_status ys = yajl_parse_guarded(p, (const unsigned char *)f->pend.data, cut, false);
     if (ys != yajl_status_ok) {
-        if (p->fail) {
-            *out_status = nomem_at(p, cur_offset(p));
+        if (p->fail) { /* out of memory, or the streaming sink failed (its message is set) */
+            *out_status = p->fail == FA_ERR_NOMEM ? nomem_at(p, cur_offset(p)) : p->fail;
             *rr = RUN_FAIL;
             return false;
         }
@@ -1277,6 +1351,13 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
             }
         }
     }
+    if (rr == RUN_OK && p->sink) {
+        fa_status fs = stream_flush(p, true);
+        if (fs) {
+            *out_status = fs;
+            rr = RUN_FAIL;
+        }
+    }
     yajl_free(p->h);
     p->h = NULL;
     fa_buf_free(&fout);
@@ -1307,6 +1388,8 @@ fa_status fa__import_kineto_src(fa_ctx *ctx, const char *path, const char *name,
         p.path = path;
         p.name = name;
         p.st = st;
+        p.sink = opts ? opts->sink : NULL;
+        if (pass == 1 && p.sink && p.sink->reset && (s = p.sink->reset(p.sink->user, ctx)) != FA_OK) break;
         fa_buf_init(&p.ev.name);
         fa_buf_init(&p.ev.cat);
         fa_buf_init(&p.tmp);
@@ -1328,6 +1411,8 @@ fa_status fa__import_kineto_src(fa_ctx *ctx, const char *path, const char *name,
         fa_buf_free(&p.ev.cat);
         fa_buf_free(&p.tmp);
         fa_buf_free(&p.tmp2);
+        free(p.blk);
+        p.blk = NULL;
         if (rr == RUN_OK) { s = FA_OK; break; }
         fa_trace_free(t);
         t = NULL;
@@ -1338,7 +1423,7 @@ fa_status fa__import_kineto_src(fa_ctx *ctx, const char *path, const char *name,
         return s;
     }
 
-    fa__import_place_times(t, st, st->base_time_ns > 0 ? st->base_time_ns : 0);
+    if (!p.sink) fa__import_place_times(t, st, st->base_time_ns > 0 ? st->base_time_ns : 0);
     t->source_path = fa_trace_intern(t, name);
     for (int i = 0; i < st->n_devices; i++)
         if (st->devices[i].name[0]) { t->device_name = fa_trace_intern(t, st->devices[i].name); break; }
@@ -1346,12 +1431,21 @@ fa_status fa__import_kineto_src(fa_ctx *ctx, const char *path, const char *name,
     t->n_parse_errors =
         st->n_bad_utf8 + st->n_bad_numbers + st->n_control_chars + st->n_nonfinite + st->n_bad_records;
 
-    s = fa__import_attribute(ctx, t, st, false, FA_ACT_CPU_OP, true);
+    /* streaming: the GPU records are attributed and gone; this counts the duplicate launches */
+    s = p.sink ? fa__import_attribute_ex(ctx, t, st, false, FA_ACT_CPU_OP, true, t->n_acts, true, NULL)
+               : fa__import_attribute(ctx, t, st, false, FA_ACT_CPU_OP, true);
     if (s != FA_OK) {
         fa_trace_free(t);
         return fa_ctx_wrap(ctx, s, "%s: ", name);
     }
     fa__import_count(t, st);
+    if (p.sink) {
+        st->n_kernels += p.s_kernels;
+        st->n_memcpy += p.s_memcpy;
+        st->n_memset += p.s_memset;
+        st->n_estimated_bytes += p.s_est;
+        st->no_gpu_activity = st->n_kernels + st->n_memcpy + st->n_memset == 0;
+    }
     st->elapsed_ns = fa_now_ns() - t0;
     if (st->no_gpu_activity && p.n_mtia > 0) {
         fa_trace_free(t);

@@ -566,6 +566,107 @@ static fa_trace_advice *advise_file(const char *path, fa_import_stats *stt)
     return a;
 }
 
+/* the CLI's way: a streaming import whose GPU records go straight into a builder */
+typedef struct tsink {
+    fa_ta_builder *b;
+    int64_t resets;
+} tsink;
+
+static fa_status tsink_gpu(void *user, fa_ctx *ctx, const fa_trace *t, const fa_activity *g, const fa_activity *L)
+{
+    tsink *k = user;
+    if (!k->b) {
+        fa_status s = fa_ta_builder_create(ctx, NULL, &k->b);
+        if (s) return s;
+        fa_ta_builder_any_order(k->b);
+        fa_ta_builder_use_trace(k->b, t);
+    }
+    return fa_ta_builder_add(ctx, k->b, g, L);
+}
+
+static fa_status tsink_reset(void *user, fa_ctx *ctx)
+{
+    (void)ctx;
+    tsink *k = user;
+    fa_ta_builder_free(k->b);
+    k->b = NULL;
+    k->resets++;
+    return FA_OK;
+}
+
+static fa_trace_advice *advise_file_streamed(const char *path, fa_import_stats *stt, size_t *cpu_records)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    tsink k = {NULL, 0};
+    fa_import_sink sink = {tsink_gpu, tsink_reset, &k};
+    fa_import_opts opts = {.sink = &sink};
+    fa_status s = fa_import_file(ctx, path, &opts, &t, stt);
+    if (s) fprintf(stderr, "%s: %s\n", path, fa_ctx_errmsg(ctx));
+    assert_int_equal(s, FA_OK);
+    fa_ta_device dev = {0};
+    if (stt->n_devices) {
+        dev.name = stt->devices[0].name;
+        dev.cc_major = stt->devices[0].cc_major;
+        dev.cc_minor = stt->devices[0].cc_minor;
+        dev.total_mem_bytes = stt->devices[0].total_mem_bytes;
+        dev.sm_count = stt->devices[0].sm_count;
+    }
+    fa_trace_advice *a = NULL;
+    if (k.b) {
+        fa_ta_builder_set_device(k.b, &dev);
+        fa_ta_builder_set_counters(k.b, t->n_orphans, t->n_clock_inversions, t->n_parse_errors);
+        assert_int_equal(fa_ta_builder_finish(ctx, k.b, &a), FA_OK);
+    } else {
+        assert_int_equal(fa_trace_advise(ctx, t, stt->n_devices ? &dev : NULL, &a), FA_OK);
+    }
+    if (cpu_records) *cpu_records = t->n_acts;
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+    return a;
+}
+
+/* a streamed import advises as the whole trace in memory does (times aside: a streamed trace
+ * keeps the file's own clock) */
+static void assert_same_advice(const fa_trace_advice *x, const fa_trace_advice *y, const char *what)
+{
+    if (x->n_kernels != y->n_kernels || x->n_opps_total != y->n_opps_total || x->saving_ns != y->saving_ns ||
+        x->kernel_ns != y->kernel_ns || x->idle_ns != y->idle_ns || x->n_orphans != y->n_orphans ||
+        x->n_steps != y->n_steps || x->n_window != y->n_window || x->n_gaps != y->n_gaps ||
+        x->n_launch_calls != y->n_launch_calls)
+        fprintf(stderr, "%s: streamed %lld kernels %lld opps saving %lld kernel %lld idle %lld orphans %llu steps %lld "
+                        "window %d gaps %d launches %lld; whole %lld %lld %lld %lld %lld %llu %lld %d %d %lld\n",
+                what, (long long)y->n_kernels, (long long)y->n_opps_total, (long long)y->saving_ns,
+                (long long)y->kernel_ns, (long long)y->idle_ns, (unsigned long long)y->n_orphans, (long long)y->n_steps,
+                y->n_window, y->n_gaps, (long long)y->n_launch_calls, (long long)x->n_kernels,
+                (long long)x->n_opps_total, (long long)x->saving_ns, (long long)x->kernel_ns, (long long)x->idle_ns,
+                (unsigned long long)x->n_orphans, (long long)x->n_steps, x->n_window, x->n_gaps,
+                (long long)x->n_launch_calls);
+    assert_int_equal(x->n_kernels, y->n_kernels);
+    assert_int_equal(x->n_opps_total, y->n_opps_total);
+    assert_int_equal(x->saving_ns, y->saving_ns);
+    assert_int_equal(x->kernel_ns, y->kernel_ns);
+    assert_int_equal(x->idle_ns, y->idle_ns);
+    assert_int_equal(x->n_orphans, y->n_orphans);
+    assert_int_equal(x->n_steps, y->n_steps);
+    assert_int_equal(x->n_launch_calls, y->n_launch_calls);
+    assert_int_equal(x->n_window, y->n_window);
+    assert_int_equal(x->n_opps, y->n_opps);
+    for (int i = 0; i < x->n_opps; i++) {
+        assert_int_equal(x->opps[i].count, y->opps[i].count);
+        assert_int_equal(x->opps[i].n, y->opps[i].n);
+        assert_int_equal(x->opps[i].est.saving_ns, y->opps[i].est.saving_ns);
+        assert_true((!x->opps[i].pattern && !y->opps[i].pattern) ||
+                    (x->opps[i].pattern && y->opps[i].pattern && !strcmp(x->opps[i].pattern, y->opps[i].pattern)));
+    }
+    assert_int_equal(x->n_gaps, y->n_gaps);
+    for (int i = 0; i < x->n_gaps; i++) {
+        assert_int_equal(x->gaps[i].gap_ns, y->gaps[i].gap_ns);
+        assert_true((!x->gaps[i].cpu_op && !y->gaps[i].cpu_op) ||
+                    (x->gaps[i].cpu_op && y->gaps[i].cpu_op && !strcmp(x->gaps[i].cpu_op, y->gaps[i].cpu_op)));
+    }
+}
+
 /* Issue 20: on an eager Llama decoder the decompositions are named (residual add + RMSNorm,
  * RMSNorm, rotary embedding, SiLU * mul across the up-projection GEMM), no kernel is in two of
  * them, bytes come from Input Dims, and CUDA (H100) and ROCm (MI300X) traces give the same
@@ -724,6 +825,18 @@ static void test_graph_replays_attributed_to_graph_and_capture_ops(void **state)
     const fa_ta_opportunity *o = opp_named(a, "bias + GELU");
     assert_non_null(o);
     assert_int_equal(o->count, 5);
+    /* streamed (the CLI's import): the same advice, and the trace kept is the cpu side only */
+    fa_import_stats st2;
+    memset(&st2, 0, sizeof st2);
+    size_t cpu_records = 0;
+    fa_trace_advice *a2 = advise_file_streamed(path, &st2, &cpu_records);
+    assert_same_advice(a, a2, "graph.json");
+    assert_int_equal(a2->n_graphs, 1);
+    assert_int_equal(a2->graphs[0].replays, 5);
+    assert_string_equal(a2->graphs[0].capture_op, "aten::add");
+    assert_int_equal(st2.n_kernels, 15);
+    assert_int_equal(cpu_records, t->n_acts - 15);
+    fa_trace_advice_free(a2);
     fa_trace_advice_free(a);
     fa_trace_free(t);
     fa_ctx_free(ctx);
@@ -765,6 +878,58 @@ static void test_memory_bounded_by_distinct_kernels_not_records(void **state)
         printf("%lld kernels: advice state %.2f MiB at its peak\n", (long long)counts[run], peak[run] / 1048576.0);
         fa_trace_advice_free(a);
         fa_ctx_free(ctx);
+    }
+    assert_true(peak[1] < peak[0] + peak[0] / 10);
+}
+
+/* A builder fed in any order (a streaming import of a Kineto file, whose CUPTI buffers come one
+ * after another out of time order) sorts through a temporary file: the advice is the in-order
+ * one and its memory stays bounded, 100k or 2M kernels. */
+static void test_any_order_sorted_through_a_file_bounded(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"gemm_kernel", "add_kernel", "mul_kernel", "gelu_kernel", "copy_kernel", "softmax_kernel"};
+    int64_t counts[2] = {100000, 2000000};
+    uint64_t peak[2];
+    for (int run = 0; run < 2; run++) {
+        fa_trace_advice *a[2] = {NULL, NULL};
+        for (int shuffled = 0; shuffled < 2; shuffled++) {
+            fa_ctx *ctx = fa_ctx_create();
+            fa_ta_builder *b = NULL;
+            fa_ta_device dev = {.name = "NVIDIA H100 80GB HBM3"};
+            assert_int_equal(fa_ta_builder_create(ctx, &dev, &b), FA_OK);
+            if (shuffled) fa_ta_builder_any_order(b);
+            fa_activity k = fa_activity_init(FA_ACT_KERNEL), L = fa_activity_init(FA_ACT_RUNTIME);
+            L.name = "cudaLaunchKernel";
+            k.device = 0;
+            /* shuffled: blocks of 10,000 kernels (one "buffer") in reverse order within each 50,000 */
+            const int64_t blk = 10000, grp = 50000;
+            for (int64_t j = 0; j < counts[run]; j++) {
+                int64_t i = j;
+                if (shuffled) {
+                    int64_t g0 = j / grp * grp, in = j - g0, nb = grp / blk;
+                    i = g0 + (nb - 1 - in / blk) * blk + in % blk;
+                }
+                uint64_t ts = 1000000 + (uint64_t)i * 1500;
+                k.name = names[i % 6];
+                k.stream = 7 + (i / 6) % 2;
+                k.start_ns = ts;
+                k.end_ns = ts + 1000 + (uint64_t)(i % 6) * 100;
+                L.start_ns = ts - 500;
+                L.end_ns = ts - 100;
+                assert_int_equal(fa_ta_builder_add(ctx, b, &k, &L), FA_OK);
+            }
+            assert_int_equal(fa_ta_builder_finish(ctx, b, &a[shuffled]), FA_OK);
+            fa_ctx_free(ctx);
+        }
+        assert_same_advice(a[0], a[1], "shuffled");
+        assert_int_equal(a[1]->n_late, 0);
+        assert_int_equal(a[1]->n_kernels, counts[run]);
+        check_no_double_counting(a[1]);
+        peak[run] = a[1]->peak_state_bytes;
+        printf("%lld kernels in any order: advice state %.2f MiB at its peak\n", (long long)counts[run], peak[run] / 1048576.0);
+        fa_trace_advice_free(a[0]);
+        fa_trace_advice_free(a[1]);
     }
     assert_true(peak[1] < peak[0] + peak[0] / 10);
 }
@@ -883,6 +1048,14 @@ static void test_corpus_traces_advice_invariants(void **state)
         memset(&stt, 0, sizeof stt);
         fa_trace_advice *a = advise_file(fa_test_path(fa_test_corpus(), files[f]), &stt);
         check_no_double_counting(a);
+        /* the CLI imports streaming: the same advice */
+        fa_import_stats st2;
+        memset(&st2, 0, sizeof st2);
+        fa_trace_advice *a2 = advise_file_streamed(fa_test_path(fa_test_corpus(), files[f]), &st2, NULL);
+        assert_same_advice(a, a2, files[f]);
+        assert_int_equal(stt.n_kernels, st2.n_kernels);
+        assert_int_equal(stt.n_orphans, st2.n_orphans);
+        fa_trace_advice_free(a2);
         printf("%s (%s): %lld kernels, %lld opportunities, saving %.2f ms of %.2f ms kernel time (%.1f%% of the span)\n",
                files[f], a->device_name ? a->device_name : "?", (long long)a->n_kernels, (long long)a->n_opps_total,
                a->saving_ns / 1e6, a->kernel_ns / 1e6, a->span_ns ? 100.0 * a->saving_ns / (double)a->span_ns : 0.0);
@@ -908,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_module_frames_name_the_pattern),
         cmocka_unit_test(test_graph_replays_attributed_to_graph_and_capture_ops),
         cmocka_unit_test(test_memory_bounded_by_distinct_kernels_not_records),
+        cmocka_unit_test(test_any_order_sorted_through_a_file_bounded),
         cmocka_unit_test(test_advice_stored_and_read_back_from_the_run),
         cmocka_unit_test(test_fault_files_no_gpu_activity_and_orphans),
         cmocka_unit_test(test_corpus_traces_advice_invariants),
