@@ -914,6 +914,7 @@ struct fa_ta_builder {
     size_t n_runs, cap_runs;
     uint64_t spool_seq;
     size_t merge_bytes;    /* the merge's buffers */
+    size_t last_sid;       /* stream_of's last answer */
     struct cpu_ix *own_cx; /* fa_ta_builder_use_trace: the cpu index over own_trace */
     const fa_trace *own_trace;
     size_t n_window;
@@ -1075,6 +1076,10 @@ static int32_t shape_id(fa_ta_builder *b, const char *text)
 
 static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
 {
+    /* the last stream asked for: records come in runs of one stream */
+    if (b->n_streams && b->last_sid < b->n_streams && b->streams[b->last_sid].st.device == device &&
+        b->streams[b->last_sid].st.stream == stream)
+        return &b->streams[b->last_sid];
     char k[64];
     snprintf(k, sizeof k, "%d:%" PRId64, device, stream);
     bool added;
@@ -1090,6 +1095,7 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
         s->st.stream = stream;
         s->last_tok = -1;
     }
+    b->last_sid = (size_t)id;
     return &b->streams[id];
 }
 
