@@ -168,8 +168,11 @@ static void summary(const fa_rep *r, fa_buf *b)
         snprintf(v, sizeof v, "%.3fx", sp);
         double sv = bs.median_ns - fs.median_ns;
         fa_rep_fmt_ns(x, sizeof x, sv >= 0 ? sv : -sv);
-        snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
-        card(b, "Speedup", v, sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
+        if (r->plan_id && r->n_accepted == 0) /* the "fused" model is the baseline: the difference is noise */
+            snprintf(d, sizeof d, "no cluster accepted: the fused model is the unfused one, so this %s %s is measurement noise",
+                     sv >= 0 ? "saving of" : "loss of", x);
+        else snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
+        card(b, "Speedup", v, r->plan_id && r->n_accepted == 0 ? "na" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
     } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
     fa_rep_fmt_bytes(v, sizeof v, r->run.peak_activation_bytes ? (double)r->run.peak_activation_bytes : -1);
     fa_rep_fmt_bytes(x, sizeof x,
