@@ -370,7 +370,11 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     /* A trace instead of a model: import -> trace analysis -> advice -> reports. */
     if (strncmp(model, "zoo:", 4) != 0) {
         fa_import_kind k = fa_import_detect(model);
-        if (k == FA_IMPORT_KINETO_JSON || k == FA_IMPORT_KINETO_JSON_GZ || k == FA_IMPORT_NSYS_SQLITE) {
+        struct stat msb;
+        /* a pipe (/dev/stdin, <(zcat trace.json.gz)) can only be read once: it is taken as a trace
+         * (the import judges it by its first bytes and refuses anything else) */
+        bool piped = stat(model, &msb) == 0 && !S_ISREG(msb.st_mode) && !S_ISDIR(msb.st_mode);
+        if (piped || k == FA_IMPORT_KINETO_JSON || k == FA_IMPORT_KINETO_JSON_GZ || k == FA_IMPORT_NSYS_SQLITE) {
             char ob[4096];
             if (!out_dir) {
                 fa_cli_default_out_dir(model, ob, sizeof ob);
