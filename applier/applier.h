@@ -142,7 +142,6 @@ fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const
  * model.folded.onnx holds). */
 fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_graph **out);
 
-#endif
 
 /* ---- outputs (applier/outputs.c) ---- */
 
@@ -226,3 +225,5 @@ void fa_cuda_epilogue_query_of(const fa_graph *g, const fa_cluster *c, bool *scr
  * result->fused_trace is NULL on cuda (no cuda collector yet). *out owned by caller. */
 fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt, const char *arch,
                         fa_apply_result **out);
+
+#endif
