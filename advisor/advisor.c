@@ -74,20 +74,61 @@ typedef struct adv {
     int *pos;                 /* node id -> topo position, -1 when not live */
     int *owner;               /* node id -> index in cl, -1 when unclaimed */
     char *inreg;              /* node id -> 1 while in the region being grown */
-    char *seen;               /* scratch for the cycle check */
+    unsigned *seen;           /* cycle check: node id -> walk number that visited it */
+    unsigned walk;            /* current cycle-check walk (0 = never) */
     int *stack;
+    unsigned *queued;         /* region scan: node id -> pass number that queued it */
+    unsigned pass;            /* current region-scan pass */
+    int *heap, nheap;         /* region scan: topological positions waiting in this pass (n_nodes) */
+    int cursor;               /* region scan: position of the node last handed out */
+    int m_cap;                /* members a working cluster can hold (max_ops plus slack) */
     wcl *cl;
     int ncl, capcl;
     fa_why_not *wn;
     int nwn, capwn;
+    int *wn_slot;             /* open-addressing index of wn by (producer, consumer, tensor), -1 empty */
+    int wn_slots;             /* a power of two, kept at least twice nwn */
     bool oom;
 } adv;
+
+/* Slot of why-not (p, c, t) in A->wn_slot: the edge's index there, or the empty slot where it
+ * would go. The table is never full (kept at most half full). */
+static int wn_find(const adv *A, int p, int c, int t)
+{
+    uint64_t h = ((uint64_t)(uint32_t)p * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)c * 0xC2B2AE3D27D4EB4Full) ^
+                 ((uint64_t)(uint32_t)t * 0x165667B19E3779F9ull);
+    h ^= h >> 29;
+    unsigned mask = (unsigned)A->wn_slots - 1;
+    for (unsigned i = (unsigned)h & mask;; i = (i + 1) & mask) {
+        int k = A->wn_slot[i];
+        if (k < 0) return (int)i;
+        const fa_why_not *w = &A->wn[k];
+        if (w->producer == p && w->consumer == c && w->tensor == t) return (int)i;
+    }
+}
+
+/* Grow the why-not index to hold twice `need` entries (rehashing what is there). */
+static bool wn_reserve(adv *A, int need)
+{
+    if (A->wn_slots >= 2 * need && A->wn_slots > 0) return true;
+    int ns = A->wn_slots ? A->wn_slots : 128;
+    while (ns < 2 * need) ns *= 2;
+    int *slot = malloc(sizeof(int) * (size_t)ns);
+    if (!slot) return false;
+    for (int i = 0; i < ns; i++) slot[i] = -1;
+    free(A->wn_slot);
+    A->wn_slot = slot;
+    A->wn_slots = ns;
+    for (int k = 0; k < A->nwn; k++) A->wn_slot[wn_find(A, A->wn[k].producer, A->wn[k].consumer, A->wn[k].tensor)] = k;
+    return true;
+}
 
 static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...)
 {
-    for (int i = 0; i < A->nwn; i++)
-        if (A->wn[i].producer == p && A->wn[i].consumer == c && A->wn[i].tensor == t) return; /* first reason wins */
+    if (!wn_reserve(A, A->nwn + 1)) { A->oom = true; return; }
+    int slot = wn_find(A, p, c, t);
+    if (A->wn_slot[slot] >= 0) return; /* first reason wins */
     if (A->nwn == A->capwn) {
         int nc = A->capwn ? 2 * A->capwn : 64;
         fa_why_not *w = realloc(A->wn, sizeof *w * (size_t)nc);
@@ -100,6 +141,7 @@ static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    A->wn_slot[slot] = A->nwn;
     fa_why_not *w = &A->wn[A->nwn++];
     w->producer = p;
     w->consumer = c;
@@ -128,7 +170,7 @@ static wcl *new_cluster(adv *A, fa_cluster_kind kind)
     }
     wcl *c = &A->cl[A->ncl];
     memset(c, 0, sizeof *c);
-    c->m = malloc(sizeof(int) * (size_t)(A->g->n_nodes + 1));
+    c->m = malloc(sizeof(int) * (size_t)A->m_cap);
     if (!c->m) { A->oom = true; return NULL; }
     c->kind = kind;
     c->anchor = c->depends_on = c->extra = -1;
@@ -157,11 +199,24 @@ static bool produced_in(const adv *A, int tid)
     return p >= 0 && A->pos[p] >= 0 && A->inreg[p];
 }
 
-/* True when some path leaves the region and comes back into it (fusing would create a cycle). */
+/* True when some path leaves the region and comes back into it (fusing would create a cycle).
+ * Walks downstream from the region's outside consumers, but only through nodes placed before the
+ * region's last member in topological order: a path that re-enters the region ends at a member,
+ * and every node on it comes before that member (a topological order puts each producer before
+ * its consumers). So the walk costs the region's topological span, not everything downstream,
+ * and marks visits with a walk number instead of clearing a per-node array: advising a
+ * 100,000-node chain stays near-linear (bench/bench_advise_chain). */
 static bool region_has_cycle(adv *A, const int *m, int n)
 {
     const fa_graph *g = A->g;
-    memset(A->seen, 0, (size_t)g->n_nodes);
+    int last = -1;
+    for (int i = 0; i < n; i++)
+        if (A->pos[m[i]] > last) last = A->pos[m[i]];
+    if (++A->walk == 0) { /* wrapped: forget every earlier walk */
+        memset(A->seen, 0, sizeof *A->seen * (size_t)g->n_nodes);
+        A->walk = 1;
+    }
+    const unsigned w = A->walk;
     int sp = 0;
     for (int i = 0; i < n; i++) {
         const fa_node *nd = g->nodes[m[i]];
@@ -169,8 +224,12 @@ static bool region_has_cycle(adv *A, const int *m, int n)
             if (nd->outputs[o] < 0) continue;
             const int *cons;
             int nc = fa_graph_consumers(g, nd->outputs[o], &cons);
-            for (int k = 0; k < nc; k++)
-                if (!A->inreg[cons[k]] && !A->seen[cons[k]]) { A->seen[cons[k]] = 1; A->stack[sp++] = cons[k]; }
+            for (int k = 0; k < nc; k++) {
+                int x = cons[k];
+                if (A->inreg[x] || A->seen[x] == w || A->pos[x] < 0 || A->pos[x] > last) continue;
+                A->seen[x] = w;
+                A->stack[sp++] = x;
+            }
         }
     }
     while (sp > 0) {
@@ -180,13 +239,92 @@ static bool region_has_cycle(adv *A, const int *m, int n)
             const int *cons;
             int nc = fa_graph_consumers(g, nd->outputs[o], &cons);
             for (int k = 0; k < nc; k++) {
-                if (A->inreg[cons[k]]) return true;
-                if (!A->seen[cons[k]]) { A->seen[cons[k]] = 1; A->stack[sp++] = cons[k]; }
+                int x = cons[k];
+                if (A->inreg[x]) return true;
+                if (A->seen[x] == w || A->pos[x] < 0 || A->pos[x] > last) continue;
+                A->seen[x] = w;
+                A->stack[sp++] = x;
             }
         }
     }
     return false;
 }
+
+/* ---- region scan: the nodes next to a growing region, in topological order ----
+ * Growing a region (an elementwise chain, a reduction domain) re-examines, pass after pass until
+ * nothing joins, every node that touches it: consumers of its members' outputs (forward) and
+ * producers of their inputs (backward). Each pass visits them in topological order, and a node
+ * that starts touching the region during a pass is visited in that pass when it comes after the
+ * one just added, else in the next pass, which is what a scan over the whole topological order
+ * would do, at the cost of the region's neighbourhood instead of the graph. */
+
+static void heap_push(adv *A, int v)
+{
+    int i = A->nheap++;
+    while (i > 0 && A->heap[(i - 1) / 2] > v) { A->heap[i] = A->heap[(i - 1) / 2]; i = (i - 1) / 2; }
+    A->heap[i] = v;
+}
+
+static int heap_pop(adv *A)
+{
+    int top = A->heap[0], v = A->heap[--A->nheap], i = 0;
+    for (;;) {
+        int k = 2 * i + 1;
+        if (k >= A->nheap) break;
+        if (k + 1 < A->nheap && A->heap[k + 1] < A->heap[k]) k++;
+        if (A->heap[k] >= v) break;
+        A->heap[i] = A->heap[k];
+        i = k;
+    }
+    if (A->nheap > 0) A->heap[i] = v;
+    return top;
+}
+
+/* Queue live node x for this pass when it is outside the region and after the cursor. */
+static void scan_offer(adv *A, int x)
+{
+    if (x < 0 || A->pos[x] <= A->cursor || A->inreg[x] || A->queued[x] == A->pass) return;
+    A->queued[x] = A->pass;
+    heap_push(A, A->pos[x]);
+}
+
+/* Queue node nid's neighbours: consumers of its outputs, producers of its inputs. */
+static void scan_offer_neighbours(adv *A, int nid)
+{
+    const fa_graph *g = A->g;
+    const fa_node *nd = g->nodes[nid];
+    for (int o = 0; o < nd->n_outputs; o++) {
+        const int *cons;
+        int nc = nd->outputs[o] >= 0 ? fa_graph_consumers(g, nd->outputs[o], &cons) : 0;
+        for (int k = 0; k < nc; k++) scan_offer(A, cons[k]);
+    }
+    for (int k = 0; k < nd->n_inputs; k++)
+        if (nd->inputs[k] >= 0) scan_offer(A, g->tensors[nd->inputs[k]]->producer);
+}
+
+/* Start a pass over region (m, n). */
+static void scan_begin(adv *A, const int *m, int n)
+{
+    if (++A->pass == 0) { /* wrapped: forget every earlier pass */
+        memset(A->queued, 0, sizeof *A->queued * (size_t)A->g->n_nodes);
+        A->pass = 1;
+    }
+    A->nheap = 0;
+    A->cursor = -1;
+    for (int i = 0; i < n; i++) scan_offer_neighbours(A, m[i]);
+}
+
+/* The pass's next node in topological order, -1 when the pass is over. */
+static int scan_next(adv *A)
+{
+    if (A->nheap == 0) return -1;
+    A->cursor = heap_pop(A);
+    return A->g->topo[A->cursor];
+}
+
+/* Node nid (the one scan_next just handed out) joined the region: its neighbours after it are
+ * visited in this pass. */
+static void scan_joined(adv *A, int nid) { scan_offer_neighbours(A, nid); }
 
 /* Distinct tensors read by the region and not produced inside it. */
 static int count_ext_inputs(const adv *A, const int *m, int n)
@@ -427,14 +565,13 @@ static void phase_reductions(adv *A)
         int n = 0;
         m[n++] = seed->id;
         A->inreg[seed->id] = 1;
-        memset(after, 0, (size_t)g->n_tensors);
         for (int o = 0; o < seed->n_outputs; o++)
             if (seed->outputs[o] >= 0) after[seed->outputs[o]] = 1;
         bool grew = true;
         while (grew) {
             grew = false;
-            for (int q = 0; q < g->n_topo; q++) {
-                int nid = g->topo[q];
+            scan_begin(A, m, n);
+            for (int nid; (nid = scan_next(A)) >= 0;) {
                 const fa_node *nd = g->nodes[nid];
                 if (A->inreg[nid] || A->owner[nid] >= 0) continue;
                 bool fwd = false, back = false;
@@ -465,6 +602,7 @@ static void phase_reductions(adv *A)
                         for (int o = 0; o < nd->n_outputs; o++)
                             if (nd->outputs[o] >= 0) after[nd->outputs[o]] = 1;
                         grew = true;
+                        scan_joined(A, nid);
                         continue;
                     }
                     if (!reduction_domain(g, nd, &r2, &c2) || r2 != d.r || !is_D(&d, X2)) {
@@ -502,6 +640,7 @@ static void phase_reductions(adv *A)
                     fa_graph_consumers(g, ct, &cons);
                     if (!try_add(A, m, &n, nid, nid, ct)) continue;
                     grew = true;
+                    scan_joined(A, nid);
                     continue;
                 }
                 /* forward join */
@@ -541,8 +680,12 @@ static void phase_reductions(adv *A)
                     for (int o = 0; o < nd->n_outputs; o++)
                         if (nd->outputs[o] >= 0) after[nd->outputs[o]] = 1;
                 grew = true;
+                scan_joined(A, nid);
             }
         }
+        for (int i = 0; i < n; i++) /* only members' outputs were marked: clear them for the next seed */
+            for (int o = 0; o < g->nodes[m[i]]->n_outputs; o++)
+                if (g->nodes[m[i]]->outputs[o] >= 0) after[g->nodes[m[i]]->outputs[o]] = 0;
         clear_region(A, m, n);
         if (n < 2) continue;
         /* classify */
@@ -731,7 +874,7 @@ static void phase_epilogues(adv *A)
             }
             if (nc > 1) {
                 fa_adv_gelu ge;
-                if (fa_adv_match_gelu(g, cur, A->owner, &ge)) {
+                if (fa_adv_match_gelu(g, A->pos, cur, A->owner, &ge)) {
                     if (c->n + ge.n > A->opt.max_ops) {
                         why(A, tp, cons[0], cur, "cap", "the decomposed GELU (%d ops) would exceed --max-ops %d", ge.n,
                             A->opt.max_ops);
@@ -784,8 +927,8 @@ static void grow_chain(adv *A, wcl *c)
     bool grew = true;
     while (grew) {
         grew = false;
-        for (int q = 0; q < g->n_topo; q++) {
-            int nid = g->topo[q];
+        scan_begin(A, c->m, c->n);
+        for (int nid; (nid = scan_next(A)) >= 0;) {
             const fa_node *nd = g->nodes[nid];
             if (A->inreg[nid] || A->owner[nid] >= 0 || !fa_adv_is_elementwise(g, nd)) continue;
             int via_t = -1;
@@ -815,6 +958,7 @@ static void grow_chain(adv *A, wcl *c)
                 if (ne > dom) dom = ne;
                 c->recompute_ns += rec;
                 grew = true;
+                scan_joined(A, nid);
                 continue;
             }
             /* backward: a producer whose outputs are read only by the chain */
@@ -827,6 +971,7 @@ static void grow_chain(adv *A, wcl *c)
             if (!try_add(A, c->m, &c->n, nid, nid, nd->outputs[0])) continue;
             chain_flops += flops_of(A, nid);
             grew = true;
+            scan_joined(A, nid);
         }
     }
     clear_region(A, c->m, c->n);
@@ -840,7 +985,7 @@ static void phase_chains(adv *A)
         fa_adv_gelu ge;
         const int *cons;
         if (fa_graph_consumers(g, t, &cons) < 2) continue;
-        if (!fa_adv_match_gelu(g, t, A->owner, &ge)) continue;
+        if (!fa_adv_match_gelu(g, A->pos, t, A->owner, &ge)) continue;
         if (ge.n > A->opt.max_ops) continue;
         wcl *c = new_cluster(A, FA_CLUSTER_ELEMWISE_CHAIN);
         if (!c) return;
@@ -1113,11 +1258,15 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.pos = malloc(sizeof(int) * (size_t)nn);
     A.owner = malloc(sizeof(int) * (size_t)nn);
     A.inreg = calloc((size_t)nn, 1);
-    A.seen = calloc((size_t)nn, 1);
+    A.seen = calloc((size_t)nn, sizeof *A.seen);
     A.stack = malloc(sizeof(int) * (size_t)nn * 2);
+    A.queued = calloc((size_t)nn, sizeof *A.queued);
+    A.heap = malloc(sizeof(int) * (size_t)nn);
+    /* every region holds at most max_ops members (try_add), a BN fold two */
+    A.m_cap = A.opt.max_ops < nn - 2 ? A.opt.max_ops + 2 : nn;
     int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
-    if (!plan || !A.ar || !A.pos || !A.owner || !A.inreg || !A.seen || !A.stack || !tmp) {
-        free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(tmp);
+    if (!plan || !A.ar || !A.pos || !A.owner || !A.inreg || !A.seen || !A.stack || !A.queued || !A.heap || !tmp) {
+        free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(A.heap); free(tmp);
         fa_plan_free(plan);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning '%s'", g->name ? g->name : "graph");
     }
@@ -1249,7 +1398,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     plan_hash(plan, g);
     bool oom = A.oom || !plan->clusters || !plan->why_not;
     for (int i = 0; i < A.ncl; i++) free(A.cl[i].m);
-    free(A.cl); free(A.wn); free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(tmp);
+    free(A.cl); free(A.wn); free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(A.heap);
+    free(A.wn_slot); free(tmp);
     if (oom) {
         fa_plan_free(plan);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning '%s'", g->name ? g->name : "graph");
