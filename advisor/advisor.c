@@ -4,7 +4,6 @@
  * (rules: ../shared/DESIGN.md "Fusion rules"; docs/fusion-rules.md). */
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1424,25 +1423,35 @@ static void json_ints(fa_buf *b, const int *v, int n)
     fa_buf_puts(b, "]");
 }
 
+/* The store's row of cluster c (strings and members borrowed from c). */
+static fa_cluster_row cluster_row(const fa_cluster *c)
+{
+    fa_cluster_row r = {
+        .id = c->id,
+        .kind = fa_cluster_kind_name(c->kind),
+        .members = c->members,
+        .n_members = c->n_members,
+        .saved_bytes = c->saved_bytes,
+        .saved_launches = c->saved_launches,
+        .recompute_ns = c->recompute_ns,
+        .est_saving_ns = c->est_saving_ns,
+        .est_saving_pct = c->est_saving_pct,
+        .registers = c->registers,
+        .spill_bytes = c->spill_bytes,
+        .occupancy = c->occupancy,
+        .status = fa_cluster_status_name(c->status),
+        .reason = c->reason,
+        .measured_saving_ns = c->measured_saving_ns,
+        .max_rel_error = c->max_rel_error,
+    };
+    return r;
+}
+
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
 {
     if (p->run_id < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "plan has no run (run_id -1): nothing to attach it to");
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
     fa_buf b;
     fa_buf_init(&b);
-    bool own = false;
-    fa_status s = fa_store_begin(ctx, st);
-    if (s == FA_ERR_INTERNAL) { fa_ctx_clear(ctx); s = FA_OK; } /* caller's transaction */
-    else if (s) return s;
-    else own = true;
-    int plan_id = 1;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT coalesce(max(plan_id),0)+1 FROM plans WHERE run_id=?1", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, p->run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) plan_id = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
     /* options + per-cluster details that have no column yet */
     fa_buf_printf(&b, "{\"target\":\"%s\",\"arch\":", fa_target_name(p->opt.target));
     json_s(&b, p->opt.arch);
@@ -1465,114 +1474,33 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
         fa_buf_puts(&b, "}");
     }
     fa_buf_puts(&b, "]}");
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, status) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,'proposed')", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, p->run_id);
-    sqlite3_bind_int(q, 2, plan_id);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    sqlite3_bind_int64(q, 3, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
-    sqlite3_bind_text(q, 4, p->hash, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 5, fa_target_name(p->opt.target), -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 6, p->opt.arch, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 7, b.data ? b.data : "{}", -1, SQLITE_TRANSIENT);
-    s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-    sqlite3_finalize(q);
-    q = NULL;
-    if (s) goto fail;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, saved_launches, recompute_us, "
-        "est_saving_us, est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, max_rel_error) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)", -1, &q, NULL));
-    if (s) goto fail;
-    for (int i = 0; i < p->n_clusters; i++) {
-        const fa_cluster *c = &p->clusters[i];
-        fa_buf_reset(&b);
-        json_ints(&b, c->members, c->n_members);
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, p->run_id);
-        sqlite3_bind_int(q, 2, plan_id);
-        sqlite3_bind_int(q, 3, c->id);
-        sqlite3_bind_text(q, 4, fa_cluster_kind_name(c->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 5, b.data ? b.data : "[]", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(q, 6, (int64_t)c->saved_bytes);
-        sqlite3_bind_int(q, 7, c->saved_launches);
-        sqlite3_bind_double(q, 8, c->recompute_ns / 1e3);
-        sqlite3_bind_double(q, 9, c->est_saving_ns / 1e3);
-        sqlite3_bind_double(q, 10, c->est_saving_pct);
-        if (c->registers >= 0) sqlite3_bind_int(q, 11, c->registers); else sqlite3_bind_null(q, 11);
-        if (c->spill_bytes >= 0) sqlite3_bind_int(q, 12, c->spill_bytes); else sqlite3_bind_null(q, 12);
-        if (c->occupancy >= 0) sqlite3_bind_double(q, 13, c->occupancy); else sqlite3_bind_null(q, 13);
-        sqlite3_bind_text(q, 14, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
-        if (c->reason) sqlite3_bind_text(q, 15, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 15);
-        if (!isnan(c->measured_saving_ns)) sqlite3_bind_double(q, 16, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 16);
-        if (c->max_rel_error >= 0) sqlite3_bind_double(q, 17, c->max_rel_error); else sqlite3_bind_null(q, 17);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        if (s) goto fail;
-    }
-    sqlite3_finalize(q);
-    q = NULL;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, reason) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
-    if (s) goto fail;
-    for (int i = 0; i < p->n_why_not; i++) {
+    fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
+    fa_why_not_row *wr = malloc(sizeof *wr * (size_t)(p->n_why_not + 1));
+    fa_status s = FA_OK;
+    if (!cr || !wr || b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan");
+    for (int i = 0; i < p->n_clusters && !s; i++) cr[i] = cluster_row(&p->clusters[i]);
+    for (int i = 0; i < p->n_why_not && !s; i++) {
         const fa_why_not *w = &p->why_not[i];
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, p->run_id);
-        sqlite3_bind_int(q, 2, plan_id);
-        sqlite3_bind_int(q, 3, i);
-        sqlite3_bind_int(q, 4, w->producer);
-        sqlite3_bind_int(q, 5, w->consumer);
-        sqlite3_bind_int(q, 6, w->tensor);
-        sqlite3_bind_text(q, 7, w->code, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 8, w->reason, -1, SQLITE_TRANSIENT);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        if (s) goto fail;
+        wr[i] = (fa_why_not_row){w->producer, w->consumer, w->tensor, w->code, w->reason};
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (own) {
-        s = fa_store_commit(ctx, st);
-        if (s) goto fail;
-    }
+    fa_plan_row pr = {p->hash, fa_target_name(p->opt.target), p->opt.arch, b.data};
+    int plan_id = 0;
+    if (!s) s = fa_store_put_plan(ctx, st, p->run_id, &pr, cr, p->n_clusters, wr, p->n_why_not, &plan_id);
+    free(cr);
+    free(wr);
     fa_buf_free(&b);
-    p->plan_id = plan_id;
-    return FA_OK;
-fail:
-    if (q) sqlite3_finalize(q);
-    if (own) fa_store_rollback(st);
-    fa_buf_free(&b);
-    return s ? s : FA_ERR_IO;
+    if (!s) p->plan_id = plan_id;
+    return s;
 }
 
 fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
 {
     if (p->run_id < 0 || p->plan_id <= 0)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, registers=?8, "
-        "spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3", -1, &q, NULL));
-    if (s) return s;
-    for (int i = 0; i < p->n_clusters && !s; i++) {
-        const fa_cluster *c = &p->clusters[i];
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, p->run_id);
-        sqlite3_bind_int(q, 2, p->plan_id);
-        sqlite3_bind_int(q, 3, c->id);
-        sqlite3_bind_text(q, 4, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
-        if (c->reason) sqlite3_bind_text(q, 5, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 5);
-        if (!isnan(c->measured_saving_ns)) sqlite3_bind_double(q, 6, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 6);
-        if (c->max_rel_error >= 0) sqlite3_bind_double(q, 7, c->max_rel_error); else sqlite3_bind_null(q, 7);
-        if (c->registers >= 0) sqlite3_bind_int(q, 8, c->registers); else sqlite3_bind_null(q, 8);
-        if (c->spill_bytes >= 0) sqlite3_bind_int(q, 9, c->spill_bytes); else sqlite3_bind_null(q, 9);
-        if (c->occupancy >= 0) sqlite3_bind_double(q, 10, c->occupancy); else sqlite3_bind_null(q, 10);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-    }
-    sqlite3_finalize(q);
+    fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
+    if (!cr) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan's verdicts");
+    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i]);
+    fa_status s = fa_store_put_cluster_verdicts(ctx, st, p->run_id, p->plan_id, cr, p->n_clusters);
+    free(cr);
     return s;
 }

@@ -1,7 +1,6 @@
 /* applier/outputs — plan.json, summary.json, and the apply results in the run database. */
 #include "applier-impl.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -152,43 +151,19 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
     fa_status s = fa_store_begin(ctx, st);
     if (s) return s;
     s = fa_plan_update(ctx, st, p);
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT OR REPLACE INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) VALUES (?1,?2,?3,-1,?4,?5)",
-        -1, &q, NULL));
-    for (int k = 0; k < 2 && !s; k++) {
-        const double *smp = k ? r->fused_samples : r->baseline_samples;
-        for (int i = 0; i < r->n_samples && !s; i++) {
-            sqlite3_reset(q);
-            sqlite3_bind_int64(q, 1, p->run_id);
-            sqlite3_bind_int(q, 2, p->plan_id);
-            sqlite3_bind_text(q, 3, k ? "fused" : "baseline", -1, SQLITE_STATIC);
-            sqlite3_bind_int(q, 4, i);
-            sqlite3_bind_int64(q, 5, (int64_t)smp[i]);
-            s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        }
+    /* end-to-end samples, then each benchmarked cluster's unfused and fused samples */
+    if (!s) s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_BASELINE, -1, r->baseline_samples, r->n_samples);
+    if (!s) s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_FUSED, -1, r->fused_samples, r->n_samples);
+    for (int c = 0; c < r->n_cluster_bench && !s; c++) {
+        size_t off = (size_t)c * (size_t)r->n_cluster_samples;
+        s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_CLUSTER_UNFUSED, r->cluster_ids[c],
+                                       r->cluster_unfused + off, r->n_cluster_samples);
+        if (!s)
+            s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_CLUSTER_FUSED, r->cluster_ids[c],
+                                           r->cluster_fused + off, r->n_cluster_samples);
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT OR REPLACE INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) VALUES (?1,?2,?3,?4,?5,?6)",
-        -1, &q, NULL));
-    for (int c = 0; c < r->n_cluster_bench && !s; c++)
-        for (int k = 0; k < 2 && !s; k++) {
-            const double *smp = (k ? r->cluster_fused : r->cluster_unfused) + (size_t)c * (size_t)r->n_cluster_samples;
-            for (int i = 0; i < r->n_cluster_samples && !s; i++) {
-                sqlite3_reset(q);
-                sqlite3_bind_int64(q, 1, p->run_id);
-                sqlite3_bind_int(q, 2, p->plan_id);
-                sqlite3_bind_text(q, 3, k ? "cluster-fused" : "cluster-unfused", -1, SQLITE_STATIC);
-                sqlite3_bind_int(q, 4, r->cluster_ids[c]);
-                sqlite3_bind_int(q, 5, i);
-                sqlite3_bind_int64(q, 6, (int64_t)smp[i]);
-                s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-            }
-        }
-    sqlite3_finalize(q);
+    /* model outputs fused vs unfused, so `report` rebuilds summary.json from the database alone */
+    if (!s) s = fa_store_set_plan_e2e_error(ctx, st, p->run_id, p->plan_id, r->e2e_max_rel_error);
     /* the fused model's trace as its own run, tagged with its baseline run */
     if (!s && r->fused_graph && r->fused_trace) {
         fa_run_info base;

@@ -1,7 +1,6 @@
 /* cli/cmd_advise — `fuse-advise advise [RUN|latest] [--json] ...`: reload the run's model,
  * analyze the run, build the fusion plan, store it, print clusters and the why-not list. */
 #include <inttypes.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,18 +37,6 @@ static void load_opts_from_cmdline(fa_ctx *ctx, char *cmd, fa_cli_model_opts *mo
             if (fa_cli_model_opt(ctx, "advise", argc, argv, &i, mo) < 0) i = save;
         }
     }
-}
-
-static int count_stored_nodes(fa_store *st, int64_t run_id)
-{
-    sqlite3_stmt *q = NULL;
-    int n = -1;
-    if (sqlite3_prepare_v2(fa_store_db(st), "SELECT count(*) FROM nodes WHERE run_id=?1", -1, &q, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(q, 1, run_id);
-        if (sqlite3_step(q) == SQLITE_ROW) n = sqlite3_column_int(q, 0);
-    }
-    sqlite3_finalize(q);
-    return n;
 }
 
 static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool json)
@@ -152,10 +139,12 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_load_options lo = fa_cli_load_options(&mo);
     s = fa_graph_load(ctx, ri.model_path, &lo, &g);
     if (s) goto fail;
-    int stored = count_stored_nodes(st, run_id);
-    if (stored >= 0 && stored != g->n_nodes) {
-        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s loads as %d nodes but run %" PRId64 " stored %d: the model or its load "
-                         "options differ from the run", ri.model_path, g->n_nodes, run_id, stored);
+    int64_t stored = 0;
+    s = fa_store_count_nodes(ctx, st, run_id, &stored);
+    if (s) goto fail;
+    if (stored != g->n_nodes) {
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s loads as %d nodes but run %" PRId64 " stored %" PRId64 ": the model or "
+                         "its load options differ from the run", ri.model_path, g->n_nodes, run_id, stored);
         goto fail;
     }
     s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);

@@ -620,15 +620,9 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
         sqlite3_finalize(q);
         q = NULL;
     }
-    r->e2e_max_rel_error = NAN;
-    CHECK(sqlite3_prepare_v2(db,
-        "SELECT value FROM analysis_summary WHERE key='e2e_max_rel_error' AND value IS NOT NULL AND run_id IN (?1, ?2) "
-        "ORDER BY run_id = ?1 DESC LIMIT 1", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    sqlite3_bind_int64(q, 2, r->have_fused_run ? r->fused_run_id : run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) r->e2e_max_rel_error = sqlite3_column_double(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
+    /* measured by the applier, stored on the plan (schema v4); NAN when not applied */
+    s = fa_store_get_e2e_error(ctx, st, run_id, &r->e2e_max_rel_error);
+    if (s) goto out;
     s = load_benchmarks(ctx, st, r);
     if (s) goto out;
     cluster_points(r, ep, ec, et, n_all);

@@ -19,4 +19,55 @@ struct fa_store {
     bool explicit_tx;/* inside fa_store_begin .. commit/rollback */
 };
 
+
+/* ---- helpers shared by the store's sources (store.c defines them) ---- */
+
+/* Check a sqlite3_step result; the message names the statement's SQL. */
+fa_status fa_sq_step_check(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int rc, const char *file, int line);
+#define STEP_CHECK(ctx, st, q, rc) fa_sq_step_check((ctx), (st), (q), (rc), __FILE__, __LINE__)
+/* FA_ERR_IO "PATH: database is read-only ..., cannot WHAT" when opened read-only. */
+fa_status fa_sq_require_writable(fa_ctx *ctx, fa_store *st, const char *what);
+int64_t fa_sq_unix_now_ns(void);
+/* Run SQL without results / prepare one statement (*out NULL on failure). */
+fa_status fa_sq_exec_sql(fa_ctx *ctx, fa_store *st, const char *sql);
+fa_status fa_sq_prepare(fa_ctx *ctx, fa_store *st, const char *sql, sqlite3_stmt **out);
+/* Column text copied into arena; NULL for SQL NULL. */
+const char *fa_sq_col_str(sqlite3_stmt *s, int col, fa_arena *arena);
+/* Read one integer of a single-row query (0 when no row). */
+fa_status fa_sq_query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out);
+/* A write unit: BEGIN IMMEDIATE when no transaction is open, a SAVEPOINT inside the caller's;
+ * tx_close commits/releases on s == FA_OK, else undoes it, and returns s or the commit's failure. */
+fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own);
+fa_status fa_sq_tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s);
+
+/* Binder: binds in order and keeps the first failing rc, checked once per row. */
+typedef struct binder {
+    sqlite3_stmt *s;
+    int i;  /* next parameter index (1-based) */
+    int rc; /* first failure */
+} binder;
+
+static inline void b_start(binder *b, sqlite3_stmt *s)
+{
+    b->s = s;
+    b->i = 1;
+    b->rc = sqlite3_reset(s);
+}
+static inline void b_i64(binder *b, int64_t v)
+{
+    int rc = sqlite3_bind_int64(b->s, b->i++, v);
+    if (b->rc == SQLITE_OK) b->rc = rc;
+}
+static inline void b_dbl(binder *b, double v)
+{
+    int rc = sqlite3_bind_double(b->s, b->i++, v);
+    if (b->rc == SQLITE_OK) b->rc = rc;
+}
+static inline void b_txt(binder *b, const char *v)
+{
+    int rc = v ? sqlite3_bind_text(b->s, b->i++, v, -1, SQLITE_STATIC) : sqlite3_bind_null(b->s, b->i++);
+    if (b->rc == SQLITE_OK) b->rc = rc;
+}
+
+
 #endif

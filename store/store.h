@@ -9,7 +9,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 3
+#define FA_STORE_SCHEMA_VERSION 4
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -173,5 +173,163 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c);
 /* All ceilings of device_key (NULL = every device), sorted by device_key, name. */
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out);
+
+/* ---- graph rows (as fa_store_put_graph stored them) ---- */
+
+typedef struct fa_node_row {
+    int32_t id;             /* graph node id */
+    const char *name;
+    const char *op_type;
+    int pattern;            /* fa_pattern class, -1 unknown */
+    bool folded;            /* folded at load (constant subgraph), not executed */
+    uint64_t flops;         /* one execution, registry formula (fa_node_cost) */
+    uint64_t bytes;         /* bytes read + bytes written, one execution */
+} fa_node_row;
+
+typedef struct fa_tensor_row {
+    int32_t id;             /* graph tensor id */
+    const char *name;
+    uint64_t bytes;         /* numel x element size; 0 unknown */
+    int32_t producer;       /* node id, -1 for inputs and initializers */
+    uint32_t flags;         /* fa_tensor.flags as stored */
+    bool graph_output;
+} fa_tensor_row;
+
+typedef struct fa_consumer_row {
+    int32_t tensor;         /* tensor id */
+    int32_t node;           /* consuming node id */
+} fa_consumer_row;
+
+/* Nodes of the run ordered by id (live_only: folded nodes left out); *n_out may be 0 (an import
+ * without op structure). Tensors ordered by id. Consumers: distinct (tensor, node) pairs ordered
+ * by tensor then node. Arrays and strings in `arena`. */
+fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
+                             fa_node_row **out, size_t *n_out);
+fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_tensor_row **out,
+                               size_t *n_out);
+fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
+                                 fa_consumer_row **out, size_t *n_out);
+/* Number of nodes (live and folded) stored for the run. */
+fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n);
+
+/* ---- analysis (analyzer/ fills these; docs/schema.md "analysis_*") ---- */
+
+typedef struct fa_analysis_kernel_row { /* one per live node */
+    int32_t node;                 /* node id (stored as analysis_kernels.seq) */
+    double arithmetic_intensity;  /* FLOP/byte */
+    double achieved_gbs;          /* GB/s */
+    double achieved_gflops;       /* GFLOP/s */
+    double roof_pct;              /* % of the roofline at this intensity */
+    const char *bound;            /* "memory" | "compute" | "latency" | ... (fa_bound_name) */
+} fa_analysis_kernel_row;
+
+typedef struct fa_analysis_chain_row {
+    int n_members;
+    const int *members;           /* node ids, producer first */
+    const char *const *member_names; /* instead of ids (imported traces: kernel or op names); NULL for ids */
+    int64_t time_ns;              /* summed member medians */
+    double share;                 /* of the iteration (0..1) */
+    uint64_t intermediate_bytes;  /* traffic fusing would remove */
+    int launches;
+    int64_t max_saving_ns;
+} fa_analysis_chain_row;
+
+typedef struct fa_analysis_edge_row {
+    int32_t tensor, producer, consumer; /* ids */
+    uint64_t bytes_written, bytes_read;
+    int other_consumers;          /* consumers of the tensor besides this one */
+    bool graph_output;
+} fa_analysis_edge_row;
+
+typedef struct fa_analysis_summary_row {
+    const char *key;              /* e.g. "iter_ns" */
+    double value;                 /* in `unit` */
+    const char *unit;             /* "ns", "fraction", "bytes", "GB/s", ... */
+    const char *text;             /* readable summary, NULL for most keys */
+} fa_analysis_summary_row;
+
+typedef struct fa_analysis_rows {
+    const fa_analysis_kernel_row *kernels; size_t n_kernels;
+    const fa_analysis_chain_row *chains; size_t n_chains; /* chain_id = index */
+    const fa_analysis_edge_row *edges; size_t n_edges;
+    const fa_analysis_summary_row *summary; size_t n_summary;
+} fa_analysis_rows;
+
+/* Replace the run's analysis with `rows` in one transaction (or the caller's). */
+fa_status fa_store_put_analysis(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_analysis_rows *rows);
+/* An imported trace's advice: replaces the run's summary keys starting "trace." and its chains
+ * with rows.summary (keys must start "trace.") and rows.chains; kernels and edges unused. One
+ * transaction (or the caller's). */
+fa_status fa_store_put_trace_advice(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_analysis_rows *rows);
+/* Text of the run's analysis summary row `key` in arena; *text = NULL when there is none. */
+fa_status fa_store_get_summary_text(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *key, fa_arena *arena,
+                                    const char **text);
+
+/* ---- benchmarks and the applied plan's end-to-end result ---- */
+
+/* Benchmark subjects (stored as text in benchmarks.subject). */
+typedef enum fa_bench_subject {
+    FA_BENCH_BASELINE,        /* the unfused model, end to end */
+    FA_BENCH_FUSED,           /* the fused model, end to end */
+    FA_BENCH_CLUSTER_UNFUSED, /* one cluster's member kernels */
+    FA_BENCH_CLUSTER_FUSED,   /* one cluster's fused kernel */
+    FA_BENCH_SUBJECT_COUNT
+} fa_bench_subject;
+const char *fa_bench_subject_name(fa_bench_subject s); /* "baseline", "fused", "cluster-unfused", "cluster-fused" */
+
+/* Insert or replace n latency samples (ns; iter = index) of one subject of plan (run_id,
+ * plan_id); cluster_id -1 for end-to-end subjects. One transaction (or the caller's). */
+fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_bench_subject subject,
+                                     int cluster_id, const double *samples_ns, int n);
+/* The end-to-end error of the applied plan (model outputs fused vs unfused, max |a-b| /
+ * max(|b|, 1e-12)); NAN stores NULL (not measured). The plan row must exist. */
+fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, double max_rel_error);
+/* The newest plan's end-to-end error of the run; *out = NAN when none was stored. */
+fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, double *out);
+
+/* ---- advisor plans (advisor/ fills these; docs/schema.md "plans", "clusters", "why_not") ---- */
+
+typedef struct fa_plan_row {
+    const char *plan_hash;    /* hex, identifies the plan's content */
+    const char *target;       /* "cpu" | "cuda" */
+    const char *arch;         /* e.g. "sm_90", NULL for cpu */
+    const char *options_json; /* the advisor's options and per-cluster details without a column */
+} fa_plan_row;
+
+typedef struct fa_cluster_row {
+    int id;                   /* cluster id inside the plan */
+    const char *kind;         /* fa_cluster_kind_name */
+    const int *members;       /* node ids */
+    int n_members;
+    uint64_t saved_bytes;     /* intermediate traffic removed, bytes per iteration */
+    int saved_launches;
+    double recompute_ns;      /* ns per iteration */
+    double est_saving_ns;     /* predicted, ns per iteration */
+    double est_saving_pct;    /* of the iteration, % */
+    /* verdict fields, also written by fa_store_put_cluster_verdicts */
+    int registers;            /* per thread, -1 not compiled (NULL) */
+    int spill_bytes;          /* -1 not compiled (NULL) */
+    double occupancy;         /* 0..1, < 0 not computed (NULL) */
+    const char *status;       /* fa_cluster_status_name */
+    const char *reason;       /* NULL none */
+    double measured_saving_ns;/* NAN not measured (NULL) */
+    double max_rel_error;     /* fused vs unfused, < 0 not verified (NULL) */
+} fa_cluster_row;
+
+typedef struct fa_why_not_row {
+    int32_t producer, consumer, tensor; /* node, node, tensor ids; -1 none */
+    const char *code;         /* stable reason code, e.g. "cap", "multi-consumer-recompute" */
+    const char *reason;       /* the sentence */
+} fa_why_not_row;
+
+/* Store a new plan of the run (plan_id = the run's largest + 1) with its clusters and why-nots,
+ * status 'proposed', in one transaction (or the caller's). *plan_id set on success. */
+fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_plan_row *plan,
+                            const fa_cluster_row *clusters, int n_clusters, const fa_why_not_row *why_not,
+                            int n_why_not, int *plan_id);
+/* Rewrite the verdict fields (status, reason, measured saving, max error, registers, spills,
+ * occupancy) of the plan's clusters, matched by id. One transaction (or the caller's). */
+fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
+                                        const fa_cluster_row *clusters, int n_clusters);
 
 #endif

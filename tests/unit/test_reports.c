@@ -524,8 +524,9 @@ static double summary_e2e(const char *dir)
     return d;
 }
 
-/* The end-to-end error (measured only by the live run) comes from analysis_summary, else from the
- * applier's summary.json of the same run in the folder; another run's file is ignored. */
+/* The end-to-end error (measured only by the live run) comes from the applied plan in the database
+ * (any --out folder), else, for runs stored before schema v4, from the applier's summary.json of
+ * the same run in the folder; another run's file is ignored. */
 static void test_e2e_error_kept_from_database_or_same_run_summary(void **state)
 {
     (void)state;
@@ -545,10 +546,18 @@ static void test_e2e_error_kept_from_database_or_same_run_summary(void **state)
     assert_int_equal(fa_write_file_atomic(ctx, path, text, strlen(text)), FA_OK);
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     assert_true(summary_e2e(dir) > 1.49e-7 && summary_e2e(dir) < 1.51e-7);
+    /* stored on the applied plan (as `run` does): the database wins over any summary.json */
+    assert_int_not_equal(fa_store_set_plan_e2e_error(ctx, st, run, 1, 2.5e-6), FA_OK); /* no plan yet */
+    fa_ctx_clear(ctx);
     char sql[256];
-    snprintf(sql, sizeof sql, "INSERT INTO analysis_summary(run_id, key, value, unit) VALUES (%lld, 'e2e_max_rel_error', 2.5e-6, '');",
+    snprintf(sql, sizeof sql, "INSERT INTO plans(run_id, plan_id, created_at_ns, status) VALUES (%lld, 1, 1, 'applied');",
              (long long)run);
     exec_sql(st, sql);
+    assert_int_equal(fa_store_set_plan_e2e_error(ctx, st, run, 1, 2.5e-6), FA_OK);
+    char other[1100];
+    snprintf(other, sizeof other, "%s-other", dir);
+    assert_int_equal(fa_reports_write(ctx, st, run, other), FA_OK); /* a folder without summary.json */
+    assert_true(summary_e2e(other) > 2.49e-6 && summary_e2e(other) < 2.51e-6);
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     assert_true(summary_e2e(dir) > 2.49e-6 && summary_e2e(dir) < 2.51e-6);
     fa_store_close(st);
