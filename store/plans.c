@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void b_int_or_null(binder *b, int v) { if (v >= 0) b_i64(b, v); else b_txt(b, NULL); }
@@ -148,4 +149,283 @@ fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_i
     }
     sqlite3_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
+}
+
+/* ---- reads ---- */
+
+fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *fused_id)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "fused-of:%lld", (long long)run_id);
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT id FROM runs WHERE kind=?1 AND tag=?2 AND status<>?3 ORDER BY id DESC LIMIT 1", &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_txt(&b, "fused");
+    b_txt(&b, tag);
+    b_txt(&b, "failed");
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = SQLITE_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+    if (!s) *fused_id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+    sqlite3_finalize(q);
+    return s;
+}
+
+fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
+                                     const char **text)
+{
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + "
+                                "(SELECT count(*) FROM analysis_summary WHERE run_id=?1)",
+                                &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = SQLITE_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+    bool any = !s && rc == SQLITE_ROW && sqlite3_column_int64(q, 0) > 0;
+    sqlite3_finalize(q);
+    if (s) return s;
+    const char *t = NULL;
+    if (any) {
+        s = fa_sq_prepare(ctx, st, "SELECT text FROM analysis_summary WHERE run_id=?1 AND text IS NOT NULL ORDER BY key", &q);
+        if (s) return s;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        fa_buf all;
+        fa_buf_init(&all);
+        while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+            if (all.len) fa_buf_puts(&all, "\n");
+            const unsigned char *x = sqlite3_column_text(q, 0);
+            if (x) fa_buf_puts(&all, (const char *)x);
+        }
+        if (!s) s = STEP_CHECK(ctx, st, q, rc);
+        sqlite3_finalize(q);
+        if (!s && all.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!s && all.len) {
+            t = fa_arena_strdup(arena, all.data);
+            if (!t) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        }
+        fa_buf_free(&all);
+        if (s) return s;
+    }
+    *have = any;
+    *text = t;
+    return FA_OK;
+}
+
+/* "[1,2,3]" (members_json) -> ints in arena; NULL text is no members. *out NULL when out of
+ * memory. */
+static int parse_ints(fa_arena *ar, const char *json, int **out)
+{
+    int n = 0, cap = 1;
+    for (const char *p = json; p && *p; p++) cap += *p == ',';
+    int *v = fa_arena_alloc(ar, sizeof(int) * (size_t)cap);
+    *out = v;
+    if (!v || !json) return 0;
+    const char *p = json;
+    while (*p) {
+        if ((*p >= '0' && *p <= '9') || *p == '-') {
+            char *end;
+            long x = strtol(p, &end, 10);
+            if (n < cap) v[n++] = (int)x;
+            p = end > p ? end : p + 1;
+        } else p++;
+    }
+    return n;
+}
+
+static double col_num(sqlite3_stmt *q, int i) { return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i); }
+static int col_int_or(sqlite3_stmt *q, int i, int none) { return sqlite3_column_type(q, i) == SQLITE_NULL ? none : sqlite3_column_int(q, i); }
+
+fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
+                                   fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
+                                   fa_why_not_row **why_not, int *n_why_not)
+{
+    sqlite3_stmt *q;
+    binder b;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT plan_id, plan_hash, target, arch, options_json FROM plans WHERE run_id=?1 "
+                                "ORDER BY plan_id DESC LIMIT 1",
+                                &q);
+    if (s) return s;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = SQLITE_DONE, id = 0;
+    fa_plan_row pr = {0};
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+    if (!s && rc == SQLITE_ROW) {
+        id = sqlite3_column_int(q, 0);
+        pr.plan_hash = fa_sq_col_str(q, 1, arena);
+        pr.target = fa_sq_col_str(q, 2, arena);
+        pr.arch = fa_sq_col_str(q, 3, arena);
+        pr.options_json = fa_sq_col_str(q, 4, arena);
+    }
+    sqlite3_finalize(q);
+    if (s) return s;
+    if (id == 0) {
+        *plan_id = 0;
+        return FA_OK;
+    }
+    fa_cluster_row *cv = NULL;
+    size_t nc = 0, capc = 0;
+    s = fa_sq_prepare(ctx, st,
+                      "SELECT cluster_id, kind, members_json, saved_bytes, saved_launches, recompute_us, est_saving_us, "
+                      "est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, "
+                      "max_rel_error FROM clusters WHERE run_id=?1 AND plan_id=?2 ORDER BY est_saving_us DESC, cluster_id",
+                      &q);
+    if (s) return s;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (nc == capc) {
+            size_t ncap = capc ? capc * 2 : 32;
+            fa_cluster_row *p = fa_arena_alloc(arena, ncap * sizeof *p);
+            if (!p) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+            if (nc) memcpy(p, cv, nc * sizeof *p);
+            cv = p;
+            capc = ncap;
+        }
+        fa_cluster_row *c = &cv[nc++];
+        int *members = NULL;
+        c->id = sqlite3_column_int(q, 0);
+        c->kind = fa_sq_col_str(q, 1, arena);
+        c->n_members = parse_ints(arena, (const char *)sqlite3_column_text(q, 2), &members);
+        c->members = members;
+        c->saved_bytes = (uint64_t)sqlite3_column_int64(q, 3);
+        c->saved_launches = sqlite3_column_int(q, 4);
+        c->recompute_ns = col_num(q, 5) * 1e3;
+        c->est_saving_ns = col_num(q, 6) * 1e3;
+        c->est_saving_pct = col_num(q, 7);
+        c->registers = col_int_or(q, 8, -1);
+        c->spill_bytes = col_int_or(q, 9, -1);
+        c->occupancy = col_num(q, 10);
+        c->status = fa_sq_col_str(q, 11, arena);
+        c->reason = fa_sq_col_str(q, 12, arena);
+        c->measured_saving_ns = col_num(q, 13) * 1e3;
+        c->max_rel_error = col_num(q, 14);
+        if (!members) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    fa_why_not_row *wv = NULL;
+    size_t nw = 0, capw = 0;
+    s = fa_sq_prepare(ctx, st,
+                      "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND "
+                      "plan_id=?2 ORDER BY seq",
+                      &q);
+    if (s) return s;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (nw == capw) {
+            size_t ncap = capw ? capw * 2 : 64;
+            fa_why_not_row *p = fa_arena_alloc(arena, ncap * sizeof *p);
+            if (!p) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+            if (nw) memcpy(p, wv, nw * sizeof *p);
+            wv = p;
+            capw = ncap;
+        }
+        fa_why_not_row *w = &wv[nw++];
+        w->producer = sqlite3_column_int(q, 0);
+        w->consumer = sqlite3_column_int(q, 1);
+        w->tensor = sqlite3_column_int(q, 2);
+        w->code = fa_sq_col_str(q, 3, arena);
+        w->reason = fa_sq_col_str(q, 4, arena);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *plan_id = id;
+    *plan = pr;
+    *clusters = cv;
+    *n_clusters = (int)nc;
+    *why_not = wv;
+    *n_why_not = (int)nw;
+    return FA_OK;
+}
+
+fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
+                                    fa_bench_series **out, size_t *n_out)
+{
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND "
+                                "(plan_id=?2 OR ?2=0) ORDER BY subject, cluster_id, plan_id DESC, iter",
+                                &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, plan_id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    fa_bench_series *v = NULL;
+    size_t n = 0, cap = 0;
+    double *buf = NULL;
+    int nbuf = 0, capbuf = 0;
+    char cur[32] = "";
+    int cur_cluster = -2, rc = SQLITE_DONE;
+    for (;;) {
+        const char *subj = NULL;
+        int cid = -3;
+        if (!s) {
+            rc = sqlite3_step(q);
+            if (rc == SQLITE_ROW) {
+                subj = (const char *)sqlite3_column_text(q, 0);
+                cid = sqlite3_column_int(q, 1);
+                if (!subj) subj = "";
+            } else {
+                s = STEP_CHECK(ctx, st, q, rc);
+            }
+        }
+        if (!subj || strcmp(subj, cur) || cid != cur_cluster) { /* flush the previous series */
+            int k = 0;
+            while (k < FA_BENCH_SUBJECT_COUNT && strcmp(cur, fa_bench_subject_name((fa_bench_subject)k))) k++;
+            if (!s && nbuf > 0 && k < FA_BENCH_SUBJECT_COUNT) {
+                if (n == cap) {
+                    size_t nc = cap ? cap * 2 : 16;
+                    fa_bench_series *p = fa_arena_alloc(arena, nc * sizeof *p);
+                    if (!p) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+                    if (n) memcpy(p, v, n * sizeof *p);
+                    v = p;
+                    cap = nc;
+                }
+                double *smp = fa_arena_alloc(arena, sizeof(double) * (size_t)nbuf);
+                if (!smp) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+                memcpy(smp, buf, sizeof(double) * (size_t)nbuf);
+                v[n++] = (fa_bench_series){(fa_bench_subject)k, cur_cluster, nbuf, smp};
+            }
+            nbuf = 0;
+            if (!subj) break;
+            snprintf(cur, sizeof cur, "%s", subj);
+            cur_cluster = cid;
+        }
+        if (nbuf == capbuf) {
+            int nc = capbuf ? capbuf * 2 : 1024;
+            double *nb = realloc(buf, sizeof(double) * (size_t)nc);
+            if (!nb) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); continue; }
+            buf = nb;
+            capbuf = nc;
+        }
+        buf[nbuf++] = (double)sqlite3_column_int64(q, 2);
+    }
+    free(buf);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *out = v;
+    *n_out = n;
+    return FA_OK;
 }

@@ -332,4 +332,32 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
 fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
                                         const fa_cluster_row *clusters, int n_clusters);
 
+/* ---- reads for the reports ---- */
+
+/* The newest fused twin of run_id (kind 'fused', tag "fused-of:<run_id>", not failed); *fused_id
+ * = -1 when there is none. */
+fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *fused_id);
+/* Whether the run has a stored analysis (roofline rows or summary rows), and its summary
+ * sentences joined by newlines in key order (NULL when none). Strings in arena. */
+fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
+                                     const char **text);
+/* The run's newest plan: *plan_id = 0 when it has none (other outputs untouched). Clusters
+ * ordered by predicted saving, largest first, then id; why-nots in the advisor's order. Rows,
+ * members and strings in arena; absent numbers as in fa_cluster_row (NULL columns -> -1 / NAN). */
+fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
+                                   fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
+                                   fa_why_not_row **why_not, int *n_why_not);
+
+/* Benchmark samples of one subject (and cluster) of a plan. */
+typedef struct fa_bench_series {
+    fa_bench_subject subject;
+    int cluster_id;           /* -1 for end-to-end subjects */
+    int n;
+    double *samples_ns;       /* iter order */
+} fa_bench_series;
+/* Every series of plan plan_id of the run (plan_id 0: samples of any plan, newest plan first
+ * within a series). Unknown subjects are skipped. Arrays in arena. */
+fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
+                                    fa_bench_series **out, size_t *n_out);
+
 #endif
