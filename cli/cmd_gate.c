@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "reports/gate.h"
+#include "gate/gate.h"
 #include "store/store.h"
 
 static const char *k_help =

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/gate.h"
+#include "gate/gate.h"
 #include "testutil.h"
 
 #define N_NODES 6

@@ -1,7 +1,7 @@
-/* reports/gate — the CI gate: per-iteration samples of two runs, a bootstrap confidence
+/* gate — the CI gate: per-iteration samples of two runs, a bootstrap confidence
  * interval of the ratio of medians per latency check, exact checks on kernel counts, accepted
  * clusters, verification and cuda registers/spills, and the four renderings (docs/ci.md). */
-#include "reports/gate.h"
+#include "gate/gate.h"
 
 #include <inttypes.h>
 #include <math.h>
