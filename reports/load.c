@@ -114,31 +114,6 @@ static fa_status load_trace(fa_ctx *ctx, fa_store *st, fa_arena *ar, int64_t run
     return FA_OK;
 }
 
-/* Label of cluster `id` from plans.options_json ({"clusters":[{"id":N,"label":"...",...}]}). */
-static const char *find_label(fa_arena *ar, const char *opts, int id)
-{
-    if (!opts) return NULL;
-    char key[48];
-    snprintf(key, sizeof key, "{\"id\":%d,\"label\":\"", id);
-    const char *p = strstr(opts, key);
-    if (!p) return NULL;
-    p += strlen(key);
-    fa_buf b;
-    fa_buf_init(&b);
-    while (*p && *p != '"') {
-        if (*p == '\\' && p[1]) {
-            p++;
-            char c = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p == 'r' ? '\r' : *p;
-            if (*p == 'u') { c = '?'; p += strlen(p) >= 5 ? 4 : 0; }
-            fa_buf_append(&b, &c, 1);
-            p++;
-        } else fa_buf_append(&b, p++, 1);
-    }
-    const char *r = b.data ? fa_arena_strdup(ar, b.data) : fa_arena_strdup(ar, "");
-    fa_buf_free(&b);
-    return r;
-}
-
 static fa_status load_benchmarks(fa_ctx *ctx, fa_store *st, fa_rep *r)
 {
     fa_bench_series *v = NULL;
@@ -386,7 +361,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     /* traces */
     s = load_trace(ctx, st, r->ar, run_id, &r->base);
     if (s) goto out;
-    s = fa_store_get_fused_run(ctx, st, run_id, &r->fused_run_id);
+    s = fa_store_get_fused_run(ctx, st, run_id, false, &r->fused_run_id);
     if (s) goto out;
     r->have_fused_run = r->fused_run_id >= 0;
     if (!r->have_fused_run) r->fused_run_id = 0;
@@ -428,7 +403,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
             c->reason = cr->reason;
             c->measured_us = cr->measured_saving_ns / 1e3;
             c->max_rel_error = cr->max_rel_error;
-            c->label = find_label(r->ar, plan.options_json, c->id);
+            c->label = cr->label;
             c->accepted = !strcmp(c->status, "accepted");
             if (c->accepted) r->n_accepted++;
             else if (!strcmp(c->status, "refused")) r->n_refused++;

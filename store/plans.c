@@ -153,18 +153,22 @@ fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_i
 
 /* ---- reads ---- */
 
-fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *fused_id)
+fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok_only, int64_t *fused_id)
 {
     char tag[64];
     snprintf(tag, sizeof tag, "fused-of:%lld", (long long)run_id);
     sqlite3_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT id FROM runs WHERE kind=?1 AND tag=?2 AND status<>?3 ORDER BY id DESC LIMIT 1", &q);
+                                "SELECT id FROM runs WHERE kind=?1 AND tag=?2 AND (status=?3 OR (?4 = 0 AND status<>?5)) "
+                                "ORDER BY id DESC LIMIT 1",
+                                &q);
     if (s) return s;
     binder b;
     b_start(&b, q);
     b_txt(&b, "fused");
     b_txt(&b, tag);
+    b_txt(&b, "ok");
+    b_i64(&b, ok_only);
     b_txt(&b, "failed");
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = SQLITE_DONE;
@@ -278,9 +282,17 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     fa_cluster_row *cv = NULL;
     size_t nc = 0, capc = 0;
     s = fa_sq_prepare(ctx, st,
-                      "SELECT cluster_id, kind, members_json, saved_bytes, saved_launches, recompute_us, est_saving_us, "
-                      "est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, "
-                      "max_rel_error FROM clusters WHERE run_id=?1 AND plan_id=?2 ORDER BY est_saving_us DESC, cluster_id",
+                      /* labels live in plans.options_json ("clusters":[{"id":..,"label":..}]), read with
+                       * SQLite's JSON1 functions; a missing or malformed document leaves them NULL */
+                      "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
+                      "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
+                      "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
+                      "c.max_rel_error, (SELECT json_extract(j.value, '$.label') FROM plans p, "
+                      "json_each(CASE WHEN json_valid(p.options_json) THEN p.options_json ELSE '{}' END, '$.clusters') j "
+                      "WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND json_extract(j.value, '$.id')=c.cluster_id "
+                      "LIMIT 1) FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND f.plan_id=c.plan_id "
+                      "AND f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 "
+                      "ORDER BY c.est_saving_us DESC, c.cluster_id",
                       &q);
     if (s) return s;
     b_start(&b, q);
@@ -314,6 +326,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         c->reason = fa_sq_col_str(q, 12, arena);
         c->measured_saving_ns = col_num(q, 13) * 1e3;
         c->max_rel_error = col_num(q, 14);
+        c->label = fa_sq_col_str(q, 15, arena);
         if (!members) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);

@@ -393,3 +393,128 @@ fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, doub
     sqlite3_finalize(q);
     return s;
 }
+
+/* ---- per-iteration reads ---- */
+
+fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *name, fa_arena *arena,
+                                       double **out, int *n_out)
+{
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=?2 AND name=?3 AND "
+                                "iter>=0 ORDER BY iter",
+                                &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, FA_ACT_RANGE);
+    b_txt(&b, name);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    double *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        v[n++] = sqlite3_column_double(q, 0);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (!s && !v && !(v = fa_arena_alloc(arena, sizeof *v))) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (s) return s;
+    *out = v;
+    *n_out = (int)n;
+    return FA_OK;
+}
+
+fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *min, int *max, int *mode)
+{
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT c, count(*) FROM (SELECT iter, count(*) AS c FROM kernels WHERE run_id=?1 AND "
+                                "kind=?2 AND iter>=0 GROUP BY iter) GROUP BY c ORDER BY count(*) DESC, c",
+                                &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, FA_ACT_KERNEL);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int mn = INT32_MAX, mx = -1, md = -1, rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        int c = sqlite3_column_int(q, 0);
+        if (md < 0) md = c;
+        if (c < mn) mn = c;
+        if (c > mx) mx = c;
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *min = mn;
+    *max = mx;
+    *mode = md;
+    return FA_OK;
+}
+
+fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int **out, int *n_out)
+{
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT DISTINCT iter FROM kernels WHERE run_id=?1 AND iter>=0 AND kind IN (?2, ?3) "
+                                "ORDER BY iter",
+                                &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, FA_ACT_KERNEL);
+    b_i64(&b, FA_ACT_RANGE);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SQLITE_DONE;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        v[n++] = sqlite3_column_int(q, 0);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *out = v;
+    *n_out = (int)n;
+    return FA_OK;
+}
+
+fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
+                                     fa_op_iter_row **out, size_t *n_out)
+{
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels "
+                                "WHERE run_id=?1 AND kind=?2 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2",
+                                &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, FA_ACT_KERNEL);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    fa_op_iter_row *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = SQLITE_DONE;
+    const char *last = NULL; /* rows come grouped by op: one copy of each name */
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q, 0);
+        if (!name) continue;
+        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        if (!last || strcmp(last, name)) last = fa_arena_strdup(arena, name);
+        if (!last) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        v[n++] = (fa_op_iter_row){last, sqlite3_column_int(q, 1), sqlite3_column_double(q, 2)};
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *out = v;
+    *n_out = n;
+    return FA_OK;
+}

@@ -20,6 +20,18 @@ struct fa_store {
 };
 
 
+/* The raw connection, for the store's own sources and white-box tests only: no module above
+ * store/ includes this header (store.h is the whole API, with no SQLite type in it). Borrowed
+ * until fa_store_close. */
+sqlite3 *fa_store_db(fa_store *st);
+/* Checking helper behind every sqlite3 call (STYLE.md): rc SQLITE_OK/ROW/DONE -> FA_OK;
+ * otherwise records "PATH: CALL failed at FILE:LINE: sqlite3_errmsg (errstr)" on ctx and
+ * returns FA_ERR_INPUT (not a database / corrupt), FA_ERR_NOMEM, or FA_ERR_IO (busy,
+ * read-only, I/O, constraint, ...). Use through FA_SQL_CHECK. */
+fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file,
+                             int line);
+#define FA_SQL_CHECK(ctx, st, call) fa_store_sql_check((ctx), (st), (call), #call, __FILE__, __LINE__)
+
 /* ---- helpers shared by the store's sources (store.c defines them) ---- */
 
 /* Check a sqlite3_step result; the message names the statement's SQL. */

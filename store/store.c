@@ -772,10 +772,11 @@ static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     sqlite3_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT max(end_ns) - min(start_ns) FROM kernels WHERE run_id = ? AND "
-                          "kind = 0 AND iter >= 0 GROUP BY iter",
+                          "kind = ? AND iter >= 0 GROUP BY iter",
                           &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 2, FA_ACT_KERNEL));
     int64_t *v = NULL;
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
@@ -1238,10 +1239,11 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     sqlite3_stmt *q;
     s = fa_sq_prepare(ctx, st,
                 "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns FROM kernels "
-                "WHERE run_id = ? AND kind = 0",
+                "WHERE run_id = ? AND kind = ?",
                 &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 2, FA_ACT_KERNEL));
     op_tab tb = {0};
     op_rec *recs = NULL;
     size_t n_recs = 0, cap_recs = 0;

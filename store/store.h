@@ -44,16 +44,6 @@ void fa_store_close(fa_store *st);
 /* Path as given to open (valid until close); true when opened read-only. */
 const char *fa_store_path(const fa_store *st);
 bool fa_store_readonly(const fa_store *st);
-/* The raw connection, for later modules' own tables (analysis, plans, ...) and tests.
- * Borrowed until fa_store_close. Use fa_store_sql_check on every call made through it. */
-struct sqlite3 *fa_store_db(fa_store *st);
-/* Checking helper behind every sqlite3 call (STYLE.md): rc SQLITE_OK/ROW/DONE -> FA_OK;
- * otherwise records "PATH: CALL failed at FILE:LINE: sqlite3_errmsg (errstr)" on ctx and
- * returns FA_ERR_INPUT (not a database / corrupt), FA_ERR_NOMEM, or FA_ERR_IO (busy,
- * read-only, I/O, constraint, ...). Use through FA_SQL_CHECK. */
-fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file,
-                             int line);
-#define FA_SQL_CHECK(ctx, st, call) fa_store_sql_check((ctx), (st), (call), #call, __FILE__, __LINE__)
 
 /* Explicit transaction (BEGIN IMMEDIATE, waits up to the busy timeout for other writers).
  * Every write below runs in its own transaction when none is open, and inside the caller's
@@ -314,6 +304,7 @@ typedef struct fa_cluster_row {
     const char *reason;       /* NULL none */
     double measured_saving_ns;/* NAN not measured (NULL) */
     double max_rel_error;     /* fused vs unfused, < 0 not verified (NULL) */
+    const char *label;        /* read only: the cluster's label from the plan's options_json, NULL none */
 } fa_cluster_row;
 
 typedef struct fa_why_not_row {
@@ -335,15 +326,16 @@ fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_i
 /* ---- reads for the reports ---- */
 
 /* The newest fused twin of run_id (kind 'fused', tag "fused-of:<run_id>", not failed); *fused_id
- * = -1 when there is none. */
-fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *fused_id);
+ * = -1 when there is none. ok_only: finished 'ok' only (else any not 'failed'). */
+fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok_only, int64_t *fused_id);
 /* Whether the run has a stored analysis (roofline rows or summary rows), and its summary
  * sentences joined by newlines in key order (NULL when none). Strings in arena. */
 fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
                                      const char **text);
 /* The run's newest plan: *plan_id = 0 when it has none (other outputs untouched). Clusters
  * ordered by predicted saving, largest first, then id; why-nots in the advisor's order. Rows,
- * members and strings in arena; absent numbers as in fa_cluster_row (NULL columns -> -1 / NAN). */
+ * members and strings in arena; absent numbers as in fa_cluster_row (NULL columns -> -1 / NAN).
+ * registers/spill_bytes are the generated kernel's (fused_kernels) when recorded there. */
 fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
                                    fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
                                    fa_why_not_row **why_not, int *n_why_not);
@@ -359,5 +351,27 @@ typedef struct fa_bench_series {
  * within a series). Unknown subjects are skipped. Arrays in arena. */
 fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                                     fa_bench_series **out, size_t *n_out);
+
+/* ---- per-iteration reads for the CI gate ---- */
+
+/* Durations (end - start, ns) of the run's timed range records named `name` (FA_ACT_RANGE, iter
+ * >= 0), in iteration order. Array in arena. */
+fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *name, fa_arena *arena,
+                                       double **out, int *n_out);
+/* Kernel records (FA_ACT_KERNEL) per timed iteration: smallest, largest and most frequent count
+ * (ties: the smaller); *mode = -1 when the run has no timed kernel record. */
+fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *min, int *max, int *mode);
+/* Distinct timed iterations (iter >= 0) of kernel and range records, ascending. Array in arena. */
+fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int **out, int *n_out);
+
+/* Kernel time of one op in one timed iteration. */
+typedef struct fa_op_iter_row {
+    const char *op;           /* node name, else the kernel name, else "?" */
+    int iter;
+    double kernel_ns;         /* summed end - start of the op's kernel records in that iteration */
+} fa_op_iter_row;
+/* Rows ordered by op then iter. Array and strings in arena. */
+fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
+                                     fa_op_iter_row **out, size_t *n_out);
 
 #endif

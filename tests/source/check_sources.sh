@@ -6,6 +6,9 @@
 #  2. include guards: every module header opens with `#ifndef G` / `#define G` and ends with the
 #     `#endif` that closes it, with nothing but comments after it (a declaration after the guard
 #     is seen twice when the header is included twice: a struct or enum there fails to compile).
+#  3. a closed store (issue 17): only store/ talks to the run database: no other module includes
+#     <sqlite3.h> or store/store-impl.h (collector/import/nsys.c reads an Nsight Systems *trace*
+#     file with SQLite, not the run database, and is the one exception);
 # usage: check_sources.sh [SOURCE_DIR]   (default FA_SOURCE_DIR, else the repository root)
 set -uo pipefail
 SRC=${1:-${FA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
@@ -28,6 +31,11 @@ for mod in $LAYERS; do
         dr=$(rank_of "$dep")
         [ "$dr" -gt "$rank" ] && report "$rel includes $dep/ (module '$dep' comes after '$mod': $LAYERS)"
       done < <(sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(\.\./\)*\([A-Za-z0-9_]*\)/.*|\2|p' "$file" | sort -u)
+    fi
+    # 3. closed store
+    if [ "$mod" != store ] && [ "$rel" != collector/import/nsys.c ] &&
+       grep -Eq '^[[:space:]]*#[[:space:]]*include[[:space:]]*(<sqlite3\.h>|"(\.\./)*store/store-impl\.h")' "$file"; then
+      report "$rel uses SQLite or store-impl.h: every statement on the run database lives in store/ (store/store.h)"
     fi
     # 2. include guard
     case "$file" in *.h) ;; *) continue ;; esac
@@ -74,4 +82,4 @@ if [ "$problems" -gt 0 ]; then
   echo "source_layout: $problems problem(s)" >&2
   exit 1
 fi
-echo "source_layout: layering and include guards OK"
+echo "source_layout: layering, include guards and the closed store OK"

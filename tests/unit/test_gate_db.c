@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "gate/gate.h"
+#include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
 #include "testutil.h"
 
 #define N_NODES 6

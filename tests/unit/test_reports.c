@@ -14,6 +14,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "reports/reports.h"
+#include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
 #include "testutil.h"
 
 extern char **environ;
