@@ -1409,13 +1409,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 
 /* ---- store ---- */
 
-static void json_s(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
-    fa_buf_puts(b, "\"");
-}
-
 static void json_ints(fa_buf *b, const int *v, int n)
 {
     fa_buf_puts(b, "[");
@@ -1454,13 +1447,13 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
     fa_buf_init(&b);
     /* options + per-cluster details that have no column yet */
     fa_buf_printf(&b, "{\"target\":\"%s\",\"arch\":", fa_target_name(p->opt.target));
-    json_s(&b, p->opt.arch);
+    fa_json_str_or_empty(&b, p->opt.arch);
     fa_buf_printf(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.4f,\"no_gate\":%s,\"clusters\":[",
                   p->opt.max_ops, p->opt.max_inputs, p->opt.occupancy_floor, p->opt.no_gate ? "true" : "false");
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         fa_buf_printf(&b, "%s{\"id\":%d,\"label\":", i ? "," : "", c->id);
-        json_s(&b, c->label);
+        fa_json_str_or_empty(&b, c->label);
         fa_buf_printf(&b, ",\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
                           "\"block_size\":%d,\"inputs\":", c->anchor, c->depends_on, fa_reduction_kind_name(c->reduction),
                       c->reduce_axis, c->epsilon, c->block_size);
@@ -1468,7 +1461,7 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
         fa_buf_puts(&b, ",\"outputs\":");
         json_ints(&b, c->outputs, c->n_outputs);
         fa_buf_puts(&b, ",\"post_ops\":[");
-        for (int k = 0; k < c->n_post_ops; k++) { if (k) fa_buf_puts(&b, ","); json_s(&b, c->post_ops[k]); }
+        for (int k = 0; k < c->n_post_ops; k++) { if (k) fa_buf_puts(&b, ","); fa_json_str_or_empty(&b, c->post_ops[k]); }
         fa_buf_puts(&b, "],\"post_op_inputs\":");
         json_ints(&b, c->post_op_inputs, c->n_post_ops);
         fa_buf_puts(&b, "}");

@@ -2798,17 +2798,6 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
 
 /* ---- JSON (also what the run database keeps: fa_trace_advise_run reads it back) ---- */
 
-static void jstr(fa_buf *b, const char *s)
-{
-    if (!s) {
-        fa_buf_puts(b, "null");
-        return;
-    }
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
 static void jkey(fa_buf *b, const char *k, bool *first)
 {
     fa_buf_puts(b, *first ? "\"" : ",\"");
@@ -2828,7 +2817,7 @@ static void jnum(fa_buf *b, const char *k, double v, bool *first)
 static void jsk(fa_buf *b, const char *k, const char *v, bool *first)
 {
     jkey(b, k, first);
-    jstr(b, v);
+    fa_json_str(b, v);
 }
 
 void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
@@ -2885,14 +2874,14 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         fa_buf_puts(b, "[");
         for (int m = 0; m < o->n; m++) {
             if (m) fa_buf_puts(b, ",");
-            jstr(b, o->members[m]);
+            fa_json_str(b, o->members[m]);
         }
         fa_buf_puts(b, "]");
         jkey(b, "ops", &g);
         fa_buf_puts(b, "[");
         for (int m = 0; m < o->n; m++) {
             if (m) fa_buf_puts(b, ",");
-            jstr(b, o->member_ops[m]);
+            fa_json_str(b, o->member_ops[m]);
         }
         fa_buf_puts(b, "]");
         jkey(b, "member_ns", &g);
@@ -2978,7 +2967,7 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         fa_buf_printf(b, "%s{\"device\":%d,\"stream\":%" PRId64 ",\"kernels\":%d,\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
                          ",\"kernel_ns\":%" PRId64 ",\"launch_ns\":%" PRId64 ",\"first\":",
                       i ? "," : "", r->device, r->stream, r->n_kernels, r->start_ns, r->end_ns, r->kernel_ns, r->launch_ns);
-        jstr(b, r->first_name);
+        fa_json_str(b, r->first_name);
         fa_buf_puts(b, "}");
     }
     fa_buf_puts(b, "]");
@@ -3001,9 +2990,9 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         const fa_ta_gap *g = &a->gaps[i];
         fa_buf_printf(b, "%s{\"device\":%d,\"stream\":%" PRId64 ",\"start_ns\":%" PRIu64 ",\"gap_ns\":%" PRId64 ",\"next_kernel\":",
                       i ? "," : "", g->device, g->stream, g->start_ns, g->gap_ns);
-        jstr(b, g->next_kernel);
+        fa_json_str(b, g->next_kernel);
         fa_buf_puts(b, ",\"cpu_op\":");
-        jstr(b, g->cpu_op);
+        fa_json_str(b, g->cpu_op);
         fa_buf_puts(b, "}");
     }
     fa_buf_puts(b, "]");
@@ -3023,9 +3012,9 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         const fa_ta_graph *g = &a->graphs[i];
         fa_buf_printf(b, "%s{\"id\":%d,\"replays\":%" PRId64 ",\"kernels\":%" PRId64 ",\"kernel_ns\":%" PRId64 ",\"launch_op\":",
                       i ? "," : "", g->id, g->replays, g->kernels, g->kernel_ns);
-        jstr(b, g->launch_op);
+        fa_json_str(b, g->launch_op);
         fa_buf_puts(b, ",\"capture_op\":");
-        jstr(b, g->capture_op);
+        fa_json_str(b, g->capture_op);
         fa_buf_puts(b, "}");
     }
     fa_buf_puts(b, "]}");

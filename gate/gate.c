@@ -1536,51 +1536,34 @@ void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b)
     }
 }
 
-static void jstr(fa_buf *b, const char *s)
-{
-    if (!s) {
-        fa_buf_puts(b, "null");
-        return;
-    }
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
-static void jnum(fa_buf *b, double v)
-{
-    if (!isfinite(v)) fa_buf_puts(b, "null");
-    else fa_buf_printf(b, "%.9g", v);
-}
-
 void fa_gate_render_json(const fa_gate_report *r, fa_buf *b)
 {
     fa_buf_printf(b, "{\"schema\":\"fuse-advise.gate/1\",\"verdict\":\"%s\",\"strict\":%s,\"fails_build\":%s,",
                   fa_gate_verdict_name(r->verdict), r->opt.strict ? "true" : "false",
                   effective(r, r->verdict) == FA_GATE_FAIL ? "true" : "false");
     fa_buf_puts(b, "\"options\":{\"max_regression\":");
-    jnum(b, r->opt.max_regression);
+    fa_json_num(b, r->opt.max_regression, 9);
     fa_buf_puts(b, ",\"confidence\":");
-    jnum(b, r->opt.confidence);
+    fa_json_num(b, r->opt.confidence, 9);
     fa_buf_printf(b, ",\"resamples\":%d,\"seed\":%" PRIu64 ",\"min_share\":", r->opt.resamples, r->opt.seed);
-    jnum(b, r->opt.min_share);
+    fa_json_num(b, r->opt.min_share, 9);
     fa_buf_puts(b, ",\"register_warn\":");
-    jnum(b, r->opt.register_warn);
+    fa_json_num(b, r->opt.register_warn, 9);
     fa_buf_puts(b, "}");
     for (int k = 0; k < 2; k++) {
         const fa_run_info *ri = k ? &r->candidate : &r->baseline;
         fa_buf_printf(b, ",\"%s\":{\"db\":", k ? "candidate" : "baseline");
-        jstr(b, k ? r->candidate_db : r->baseline_db);
+        fa_json_str(b, k ? r->candidate_db : r->baseline_db);
         fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"model_path\":", ri->id);
-        jstr(b, ri->model_path);
+        fa_json_str(b, ri->model_path);
         fa_buf_puts(b, ",\"model_sha256\":");
-        jstr(b, ri->model_sha256);
+        fa_json_str(b, ri->model_sha256);
         fa_buf_puts(b, ",\"tag\":");
-        jstr(b, ri->tag);
+        fa_json_str(b, ri->tag);
         fa_buf_puts(b, ",\"target\":");
-        jstr(b, ri->target);
+        fa_json_str(b, ri->target);
         fa_buf_puts(b, ",\"device_name\":");
-        jstr(b, ri->device_name);
+        fa_json_str(b, ri->device_name);
         fa_buf_printf(b, ",\"iters\":%d,\"runs\":[", ri->iters);
         int nr = k ? r->n_candidate_runs : r->n_baseline_runs;
         const int64_t *ids = k ? r->candidate_runs : r->baseline_runs;
@@ -1593,35 +1576,35 @@ void fa_gate_render_json(const fa_gate_report *r, fa_buf *b)
     fa_buf_puts(b, "},\"notes\":[");
     for (int i = 0; i < r->n_notes; i++) {
         if (i) fa_buf_puts(b, ",");
-        jstr(b, r->notes[i]);
+        fa_json_str(b, r->notes[i]);
     }
     fa_buf_puts(b, "],\"checks\":[");
     for (int i = 0; i < r->n_checks; i++) {
         const fa_gate_check *c = &r->checks[i];
         fa_buf_puts(b, i ? ",\n{\"id\":" : "\n{\"id\":");
-        jstr(b, c->id);
+        fa_json_str(b, c->id);
         fa_buf_puts(b, ",\"category\":");
-        jstr(b, c->category);
+        fa_json_str(b, c->category);
         fa_buf_puts(b, ",\"name\":");
-        jstr(b, c->name);
+        fa_json_str(b, c->name);
         fa_buf_printf(b, ",\"verdict\":\"%s\",\"message\":", fa_gate_verdict_name(c->verdict));
-        jstr(b, c->message);
+        fa_json_str(b, c->message);
         fa_buf_puts(b, ",\"stats\":");
         if (!c->has_stats) fa_buf_puts(b, "null");
         else {
             const fa_gate_stats *s = &c->stats;
             fa_buf_printf(b, "{\"n_base\":%d,\"n_cand\":%d,\"base_median_ns\":", s->n_base, s->n_cand);
-            jnum(b, s->base_median_ns);
+            fa_json_num(b, s->base_median_ns, 9);
             fa_buf_puts(b, ",\"cand_median_ns\":");
-            jnum(b, s->cand_median_ns);
+            fa_json_num(b, s->cand_median_ns, 9);
             fa_buf_puts(b, ",\"ratio\":");
-            jnum(b, s->ratio);
+            fa_json_num(b, s->ratio, 9);
             fa_buf_puts(b, ",\"ci_lo\":");
-            jnum(b, s->lo);
+            fa_json_num(b, s->lo, 9);
             fa_buf_puts(b, ",\"ci_hi\":");
-            jnum(b, s->hi);
+            fa_json_num(b, s->hi, 9);
             fa_buf_puts(b, ",\"confidence\":");
-            jnum(b, s->confidence);
+            fa_json_num(b, s->confidence, 9);
             fa_buf_printf(b, ",\"runs_base\":%d,\"runs_cand\":%d,\"suggested_iters\":%d}", s->runs_base, s->runs_cand,
                           s->suggested_iters);
         }

@@ -1,4 +1,4 @@
-/* store — the SQLite run database: schema and forward migrations, typed writes of runs,
+/* store — the run database behind a typed API (the SQLite back end: schema and forward migrations,
  * graphs and traces, typed reads for the verbs and later pipeline stages (docs/schema.md). */
 #ifndef FA_STORE_H
 #define FA_STORE_H

@@ -3,6 +3,7 @@
  * text, trace.json / summary.json parse (yajl) and hold them unchanged, graph.dot is accepted by
  * `dot -Tsvg`, kernels.csv round-trips (RFC 4180). Runs without clusters, without analysis, and an
  * unwritable output folder are handled. */
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -565,6 +566,29 @@ static void test_e2e_error_kept_from_database_or_same_run_summary(void **state)
     fa_ctx_free(ctx);
 }
 
+/* The one JSON value writer (core): escaping, NULL as null or "", non-finite numbers as null. */
+static void test_json_writer_escapes_and_writes_null_for_missing_and_non_finite(void **state)
+{
+    (void)state;
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_json_str(&b, "a\"b\\c\n\x01");
+    fa_buf_puts(&b, ",");
+    fa_json_str(&b, NULL);
+    fa_buf_puts(&b, ",");
+    fa_json_str_or_empty(&b, NULL);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, 1.0 / 3.0, 6);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, NAN, 6);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, INFINITY, 9);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, 2.5e-6, 9);
+    assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\",null,\"\",0.333333,null,null,2.5e-06");
+    fa_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -573,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_run_without_analysis_or_plan_says_not_measured),
         cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
         cmocka_unit_test(test_e2e_error_kept_from_database_or_same_run_summary),
+        cmocka_unit_test(test_json_writer_escapes_and_writes_null_for_missing_and_non_finite),
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),
     };
