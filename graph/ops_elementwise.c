@@ -1139,72 +1139,98 @@ static fa_status kernel_dropout(fa_ctx *ctx, const fa_node *n, const fa_value *i
  * the table
  * ---------------------------------------------------------------------------------------- */
 
-#define UNARY(NAME, DOC) \
-    {NAME, "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_unary, cost_unary, kernel_unary, DOC}
-#define BINARY(NAME, DOC) \
-    {NAME, "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC}
-#define VARIADIC(NAME, DOC) \
-    {NAME, "", FA_PATTERN_BROADCAST, 1, -1, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC}
+#define UNARY(NAME, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_unary, cost_unary, kernel_unary, DOC, ATTRS}
+#define BINARY(NAME, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC, ATTRS}
+#define VARIADIC(NAME, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_BROADCAST, 1, -1, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC, ATTRS}
+
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). consumed_inputs
+ * (opset 1-5) was an in-place hint without effect on the values. */
+static const fa_attr_spec a_legacy[] = {{"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_alpha[] = {{"alpha", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_hardsigmoid[] = {
+    {"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_selu[] = {
+    {"alpha", FA_ATTR_FLOAT}, {"gamma", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_swish[] = {{"alpha", FA_ATTR_FLOAT}, {0}};
+static const fa_attr_spec a_gelu[] = {{"approximate", FA_ATTR_STRING, "none|tanh"}, {0}};
+/* Clip-1/6 bounds are attributes; from opset 11 they are inputs and the kernel ignores attributes. */
+static const fa_attr_spec a_clip[] = {{"min", FA_ATTR_FLOAT, NULL, 0, 10}, {"max", FA_ATTR_FLOAT, NULL, 0, 10},
+                                      {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+/* Cast-19+ saturate and Cast-24+ round_mode only concern float8/float4 targets, which are refused. */
+static const fa_attr_spec a_cast[] = {{"to", FA_ATTR_INT}, {"saturate", FA_ATTR_INT, "0|1"},
+                                      {"round_mode", FA_ATTR_STRING, "up|down"}, {0}};
+static const fa_attr_spec a_castlike[] = {{"saturate", FA_ATTR_INT, "0|1"}, {"round_mode", FA_ATTR_STRING, "up|down"}, {0}};
+/* Dropout: ratio is an attribute until opset 10 (an input from 12); is_test (opset 1-6) is
+ * read as inference whatever its value, as ONNX Runtime does; seed only matters in training. */
+static const fa_attr_spec a_dropout[] = {{"ratio", FA_ATTR_FLOAT, NULL, 0, 11}, {"is_test", FA_ATTR_INT, "0|1", 0, 6},
+                                         {"seed", FA_ATTR_INT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+/* Legacy broadcasting (opset < 7): broadcast=1 with an alignment axis. */
+static const fa_attr_spec a_bcast_legacy[] = {{"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {"axis", FA_ATTR_INT, NULL, 0, 6},
+                                              {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_mod[] = {{"fmod", FA_ATTR_INT, "0|1"}, {0}};
 
 const fa_op fa_ops_elementwise[] = {
-    UNARY("Relu", "max(x,0); FLOPs = N; bytes = 2N·es"),
-    UNARY("LeakyRelu", "x<0 ? alpha·x : x; FLOPs = 2N; bytes = 2N·es"),
-    UNARY("Sigmoid", "1/(1+exp(-x)); FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Tanh", "tanh(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("HardSigmoid", "max(0,min(1,alpha·x+beta)); FLOPs = 4N; bytes = 2N·es"),
-    UNARY("HardSwish", "x·max(0,min(1,x/6+1/2)); FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Elu", "x<0 ? alpha·(exp(x)-1) : x; FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Selu", "gamma·(x>0 ? x : alpha·exp(x)-alpha); FLOPs = 4N; bytes = 2N·es"),
-    UNARY("Softplus", "log(1+exp(x)); FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Softsign", "x/(1+|x|); FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Mish", "x·tanh(softplus(x)); FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Erf", "erf(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Gelu", "0.5x(1+erf(x/√2)) or tanh form; FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Swish", "x·sigmoid(alpha·x); FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Sqrt", "sqrt(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Exp", "exp(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Log", "log(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Neg", "-x; FLOPs = N; bytes = 2N·es"),
-    UNARY("Abs", "|x|; FLOPs = N; bytes = 2N·es"),
-    UNARY("Reciprocal", "1/x; FLOPs = N; bytes = 2N·es"),
-    UNARY("Floor", "floor(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Ceil", "ceil(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Round", "round half to even; FLOPs = N; bytes = 2N·es"),
-    UNARY("Sign", "sign(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Sin", "sin(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Cos", "cos(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Relu", a_legacy, "max(x,0); FLOPs = N; bytes = 2N·es"),
+    UNARY("LeakyRelu", a_alpha, "x<0 ? alpha·x : x; FLOPs = 2N; bytes = 2N·es"),
+    UNARY("Sigmoid", a_legacy, "1/(1+exp(-x)); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Tanh", a_legacy, "tanh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("HardSigmoid", a_hardsigmoid, "max(0,min(1,alpha·x+beta)); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("HardSwish", NULL, "x·max(0,min(1,x/6+1/2)); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Elu", a_alpha, "x<0 ? alpha·(exp(x)-1) : x; FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Selu", a_selu, "gamma·(x>0 ? x : alpha·exp(x)-alpha); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("Softplus", NULL, "log(1+exp(x)); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Softsign", NULL, "x/(1+|x|); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Mish", NULL, "x·tanh(softplus(x)); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Erf", NULL, "erf(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Gelu", a_gelu, "0.5x(1+erf(x/√2)) or tanh form; FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Swish", a_swish, "x·sigmoid(alpha·x); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Sqrt", a_legacy, "sqrt(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Exp", a_legacy, "exp(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Log", a_legacy, "log(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Neg", a_legacy, "-x; FLOPs = N; bytes = 2N·es"),
+    UNARY("Abs", a_legacy, "|x|; FLOPs = N; bytes = 2N·es"),
+    UNARY("Reciprocal", a_legacy, "1/x; FLOPs = N; bytes = 2N·es"),
+    UNARY("Floor", a_legacy, "floor(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Ceil", a_legacy, "ceil(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Round", NULL, "round half to even; FLOPs = N; bytes = 2N·es"),
+    UNARY("Sign", NULL, "sign(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Sin", NULL, "sin(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Cos", NULL, "cos(x); FLOPs = N; bytes = 2N·es"),
     {"Clip", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 1, 0, infer_clip, cost_unary, kernel_unary,
-     "min(max(x,lo),hi); FLOPs = 2N; bytes = 2N·es (+ bounds)"},
+     "min(max(x,lo),hi); FLOPs = 2N; bytes = 2N·es (+ bounds)", a_clip},
     {"Not", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
      "!x; FLOPs = N; bytes = 2N"},
     {"IsNaN", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
      "x != x; FLOPs = N; bytes = N·es + N"},
     {"Cast", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_cast, NULL, kernel_cast,
-     "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out"},
+     "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out", a_cast},
     {"CastLike", "", FA_PATTERN_ELEMWISE, 2, 2, 1, 1, 0, infer_cast, NULL, kernel_cast,
-     "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out"},
+     "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out", a_castlike},
     {"Dropout", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
-     "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)"},
-    BINARY("Add", "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Sub", "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Mul", "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Div", "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Pow", "a^b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Mod", "a mod b (fmod attr) broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+     "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)", a_dropout},
+    BINARY("Add", a_bcast_legacy, "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Sub", a_bcast_legacy, "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Mul", a_bcast_legacy, "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Div", a_bcast_legacy, "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Pow", a_bcast_legacy, "a^b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Mod", a_mod, "a mod b (fmod attr) broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     {"PRelu", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary,
-     "x<0 ? slope·x : x, slope → X; FLOPs = N; bytes = 2N·es + slope"},
-    BINARY("Equal", "a==b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Less", "a<b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Greater", "a>b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("LessOrEqual", "a<=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("GreaterOrEqual", "a>=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("And", "a&&b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Or", "a||b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Xor", "a^b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    VARIADIC("Sum", "Σ inputs broadcast; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
-    VARIADIC("Mean", "Σ inputs / k; FLOPs = k·N_out; bytes = Σ inputs + N_out·es"),
-    VARIADIC("Max", "elementwise max of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
-    VARIADIC("Min", "elementwise min of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+     "x<0 ? slope·x : x, slope → X; FLOPs = N; bytes = 2N·es + slope", a_legacy},
+    BINARY("Equal", a_bcast_legacy, "a==b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Less", a_bcast_legacy, "a<b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Greater", a_bcast_legacy, "a>b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("LessOrEqual", NULL, "a<=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("GreaterOrEqual", NULL, "a>=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("And", a_bcast_legacy, "a&&b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Or", a_bcast_legacy, "a||b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Xor", a_bcast_legacy, "a^b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    VARIADIC("Sum", a_legacy, "Σ inputs broadcast; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Mean", a_legacy, "Σ inputs / k; FLOPs = k·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Max", a_legacy, "elementwise max of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Min", a_legacy, "elementwise min of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
     {"Where", "", FA_PATTERN_BROADCAST, 3, 3, 1, 1, 0, infer_where, NULL, kernel_where,
      "c ? x : y broadcast; FLOPs = 0; bytes = Σ inputs + N_out·es"},
     {0},

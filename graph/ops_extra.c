@@ -1451,22 +1451,43 @@ static void cost_lstm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). The normalizations
+ * compute their statistics in float32: stash_type is accepted only at its default (1, FLOAT). */
+static const fa_attr_spec a_softmax[] = {{"axis", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_norm[] = {{"axis", FA_ATTR_INT}, {"epsilon", FA_ATTR_FLOAT},
+                                      {"stash_type", FA_ATTR_INT, "1"}, {0}};
+static const fa_attr_spec a_groupnorm[] = {{"num_groups", FA_ATTR_INT}, {"epsilon", FA_ATTR_FLOAT},
+                                           {"stash_type", FA_ATTR_INT, "1"}, {0}};
+static const fa_attr_spec a_swiglu[] = {{"alpha", FA_ATTR_FLOAT}, {0}};
+/* Attention: the softmax runs in float32, at least the precision of FLOAT, FLOAT16 and
+ * BFLOAT16 (softmax_precision 1, 10, 16); DOUBLE (11) is refused. */
+static const fa_attr_spec a_attention[] = {
+    {"is_causal", FA_ATTR_INT, "0|1"}, {"kv_num_heads", FA_ATTR_INT}, {"q_num_heads", FA_ATTR_INT},
+    {"qk_matmul_output_mode", FA_ATTR_INT, "0..3"}, {"scale", FA_ATTR_FLOAT}, {"softcap", FA_ATTR_FLOAT},
+    {"softmax_precision", FA_ATTR_INT, "1|10|16"}, {"left_window_size", FA_ATTR_INT, "-1.."},
+    {"right_window_size", FA_ATTR_INT, "-1.."}, {0}};
+static const fa_attr_spec a_lstm[] = {
+    {"activation_alpha", FA_ATTR_FLOATS}, {"activation_beta", FA_ATTR_FLOATS}, {"activations", FA_ATTR_STRINGS},
+    {"clip", FA_ATTR_FLOAT}, {"direction", FA_ATTR_STRING, "forward|reverse|bidirectional"},
+    {"hidden_size", FA_ATTR_INT}, {"input_forget", FA_ATTR_INT, "0|1"}, {"layout", FA_ATTR_INT, "0|1"},
+    {"output_sequence", FA_ATTR_INT, "0|1", 0, 6}, {0}};
+
 const fa_op fa_ops_extra[] = {
     {"Softmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_softmax, kernel_softmax,
-     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)"},
+     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)", a_softmax},
     {"LogSoftmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_softmax, kernel_logsoftmax,
-     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)"},
+     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)", a_softmax},
     {"LayerNormalization", "", FA_PATTERN_REDUCTION, 2, 3, 1, 3, 0, infer_layernorm, cost_layernorm,
-     kernel_layernorm, "FLOPs (6+[B])*N + 3*rows; bytes X+Scale+B in, Y(+Mean+InvStdDev) out"},
+     kernel_layernorm, "FLOPs (6+[B])*N + 3*rows; bytes X+Scale+B in, Y(+Mean+InvStdDev) out", a_norm},
     {"RMSNormalization", "", FA_PATTERN_REDUCTION, 2, 2, 1, 1, 0, infer_rmsnorm, cost_rmsnorm,
-     kernel_rmsnorm, "FLOPs 4*N + 3*rows; bytes X+scale in, Y out"},
+     kernel_rmsnorm, "FLOPs 4*N + 3*rows; bytes X+scale in, Y out", a_norm},
     {"GroupNormalization", "", FA_PATTERN_REDUCTION, 3, 3, 1, 1, 0, infer_groupnorm, cost_groupnorm,
-     kernel_groupnorm, "FLOPs 7*N + 3*batch*groups; bytes X+scale+bias in, Y out; scale [G] opset 18, [C] opset 21"},
+     kernel_groupnorm, "FLOPs 7*N + 3*batch*groups; bytes X+scale+bias in, Y out; scale [G] opset 18, [C] opset 21", a_groupnorm},
     {"SwiGLU", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_swiglu, cost_swiglu, kernel_swiglu,
-     "FLOPs 6*numel(Y); bytes A+B in, Y out; Y = A*sigmoid(alpha*A)*B"},
+     "FLOPs 6*numel(Y); bytes A+B in, Y out; Y = A*sigmoid(alpha*A)*B", a_swiglu},
     {"Attention", "", FA_PATTERN_OPAQUE, 3, 7, 1, 4, 0, infer_attention, cost_attention, kernel_attention,
-     "FLOPs B*Hq*Sq*St*(2D+2Dv+5+mask+3*softcap) + numel(Q); bytes inputs+outputs once"},
+     "FLOPs B*Hq*Sq*St*(2D+2Dv+5+mask+3*softcap) + numel(Q); bytes inputs+outputs once", a_attention},
     {"LSTM", "", FA_PATTERN_OPAQUE, 3, 8, 0, 3, 0, infer_lstm, cost_lstm, kernel_lstm,
-     "FLOPs dirs*S*batch*(8H(I+H)+20H+6H*[P]); bytes inputs+outputs once"},
+     "FLOPs dirs*S*batch*(8H(I+H)+20H+6H*[P]); bytes inputs+outputs once", a_lstm},
     {0},
 };

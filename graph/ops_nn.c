@@ -1936,45 +1936,106 @@ static fa_status dynq_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
 
 /* ======================================== table ======================================== */
 
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). */
+#define AP_PADS "NOTSET|SAME_UPPER|SAME_LOWER|VALID|"
+static const fa_attr_spec a_conv[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"group", FA_ATTR_INT},                     {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL}, {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {0}};
+static const fa_attr_spec a_convt[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"group", FA_ATTR_INT},                     {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL}, {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"output_padding", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"output_shape", FA_ATTR_INTS}, {0}};
+static const fa_attr_spec a_gemm[] = {{"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"transA", FA_ATTR_INT},
+                                      {"transB", FA_ATTR_INT}, {"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {0}};
+static const fa_attr_spec a_maxpool[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL},
+    {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"ceil_mode", FA_ATTR_INT, "0|1"},
+    {"storage_order", FA_ATTR_INT, "0|1"}, {0}};
+static const fa_attr_spec a_avgpool[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL},
+    {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"ceil_mode", FA_ATTR_INT, "0|1"},
+    {"count_include_pad", FA_ATTR_INT, "0|1"}, {0}};
+/* LpPool/GlobalLpPool p: FLOAT in opset 1, INT from opset 2; the kernels read the INT form. */
+static const fa_attr_spec a_lppool[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL},
+    {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"ceil_mode", FA_ATTR_INT, "0|1"},
+    {"p", FA_ATTR_INT, "1.."}, {0}};
+static const fa_attr_spec a_glppool[] = {{"p", FA_ATTR_INT, "1.."}, {0}};
+static const fa_attr_spec a_lrn[] = {{"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"bias", FA_ATTR_FLOAT},
+                                     {"size", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_inorm[] = {{"epsilon", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+/* BatchNormalization: spatial (opset <= 8) is implied by the parameters' size; is_test (<= 6)
+ * and the presence of the optional outputs select training mode as the spec says. */
+static const fa_attr_spec a_bn[] = {
+    {"epsilon", FA_ATTR_FLOAT}, {"momentum", FA_ATTR_FLOAT}, {"training_mode", FA_ATTR_INT, "0|1"},
+    {"spatial", FA_ATTR_INT, "0|1", 0, 8}, {"is_test", FA_ATTR_INT, "0|1", 0, 6},
+    {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_resize[] = {
+    {"mode", FA_ATTR_STRING, "nearest|linear|cubic"},
+    {"coordinate_transformation_mode", FA_ATTR_STRING,
+     "half_pixel|half_pixel_symmetric|pytorch_half_pixel|align_corners|asymmetric|tf_crop_and_resize"},
+    {"nearest_mode", FA_ATTR_STRING, "round_prefer_floor|round_prefer_ceil|floor|ceil"},
+    {"cubic_coeff_a", FA_ATTR_FLOAT}, {"exclude_outside", FA_ATTR_INT, "0|1"},
+    {"extrapolation_value", FA_ATTR_FLOAT}, {"keep_aspect_ratio_policy", FA_ATTR_STRING, "stretch|not_larger|not_smaller"},
+    {"axes", FA_ATTR_INTS}, {"antialias", FA_ATTR_INT, "0|1"}, {0}};
+/* Upsample-1's height_scale/width_scale are not read: refused as unknown attributes. */
+static const fa_attr_spec a_upsample[] = {{"mode", FA_ATTR_STRING, "nearest|linear|bilinear"},
+                                          {"scales", FA_ATTR_FLOATS, NULL, FA_ACOUNT_RANK, 8}, {0}};
+/* saturate only concerns float8 outputs (refused); blocked quantization is not implemented. */
+static const fa_attr_spec a_quant[] = {{"axis", FA_ATTR_INT}, {"saturate", FA_ATTR_INT, "0|1"},
+                                       {"output_dtype", FA_ATTR_INT}, {"block_size", FA_ATTR_INT, "0"},
+                                       {"precision", FA_ATTR_INT, "0"}, {0}};
+static const fa_attr_spec a_dequant[] = {{"axis", FA_ATTR_INT}, {"block_size", FA_ATTR_INT, "0"},
+                                         {"output_dtype", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_iconv[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"group", FA_ATTR_INT},                     {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL}, {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {0}};
+
 const fa_op fa_ops_nn[] = {
     {"Conv", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, conv_infer, conv_cost, conv_kernel,
-     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written"},
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written", a_conv},
     {"ConvTranspose", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, convt_infer, convt_cost, convt_kernel,
-     "FLOPs = 2*N*C*prod(in)*(M/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written"},
+     "FLOPs = 2*N*C*prod(in)*(M/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written", a_convt},
     {"MatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 2, 1, 1, 0, matmul_infer, matmul_cost, matmul_kernel,
      "FLOPs = 2*batch*M*N*K; bytes = A+B read, Y written"},
     {"Gemm", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, gemm_infer, gemm_cost, gemm_kernel,
-     "FLOPs = 2*M*N*K (+M*N if alpha!=1, +2*M*N with C); bytes = A+B+C read, Y written"},
+     "FLOPs = 2*M*N*K (+M*N if alpha!=1, +2*M*N with C); bytes = A+B+C read, Y written", a_gemm},
     {"MaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 2, 0, pool_infer, pool_cost, pool_kernel,
-     "FLOPs = numel(Y)*prod(k) compares; bytes = X read, Y (+Indices) written"},
+     "FLOPs = numel(Y)*prod(k) compares; bytes = X read, Y (+Indices) written", a_maxpool},
     {"AveragePool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, pool_infer, pool_cost, pool_kernel,
-     "FLOPs = numel(Y)*(prod(k)+1); bytes = X read, Y written"},
+     "FLOPs = numel(Y)*(prod(k)+1); bytes = X read, Y written", a_avgpool},
     {"GlobalAveragePool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
      "FLOPs = numel(X) + N*C; bytes = X read, Y written"},
     {"GlobalMaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
      "FLOPs = numel(X); bytes = X read, Y written"},
     {"LpPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, pool_infer, pool_cost, pool_kernel,
-     "FLOPs = numel(Y)*(2*prod(k)+1); bytes = X read, Y written"},
+     "FLOPs = numel(Y)*(2*prod(k)+1); bytes = X read, Y written", a_lppool},
     {"GlobalLpPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
-     "FLOPs = 2*numel(X) + N*C; bytes = X read, Y written"},
+     "FLOPs = 2*numel(X) + N*C; bytes = X read, Y written", a_glppool},
     {"LRN", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, lrn_infer, lrn_cost, lrn_kernel,
-     "FLOPs = numel(X)*(2*size+4); bytes = X read, Y written"},
+     "FLOPs = numel(X)*(2*size+4); bytes = X read, Y written", a_lrn},
     {"InstanceNormalization", "", FA_PATTERN_REDUCTION, 3, 3, 1, 1, 0, inorm_infer, inorm_cost, inorm_kernel,
-     "FLOPs = 7*numel(X); bytes = X+scale+B read, Y written"},
+     "FLOPs = 7*numel(X); bytes = X+scale+B read, Y written", a_inorm},
     {"BatchNormalization", "", FA_PATTERN_BROADCAST, 5, 5, 1, 5, 0, bn_infer, bn_cost, bn_kernel,
-     "FLOPs = 4*numel(X) inference, 7*numel(X) training; bytes = X+4 params read, outputs written"},
+     "FLOPs = 4*numel(X) inference, 7*numel(X) training; bytes = X+4 params read, outputs written", a_bn},
     {"Resize", "", FA_PATTERN_INJECTIVE, 1, 4, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
-     "FLOPs = numel(Y)*2*taps (linear 2^axes, cubic 4^axes, nearest 0); bytes = X read, Y written"},
+     "FLOPs = numel(Y)*2*taps (linear 2^axes, cubic 4^axes, nearest 0); bytes = X read, Y written", a_resize},
     {"Upsample", "", FA_PATTERN_INJECTIVE, 1, 2, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
-     "as Resize-10 (asymmetric coordinates, nearest floor up / ceil down)"},
+     "as Resize-10 (asymmetric coordinates, nearest floor up / ceil down)", a_upsample},
     {"QuantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, ql_infer, ql_cost, ql_kernel,
-     "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written"},
+     "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written", a_quant},
     {"DequantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, dql_infer, dql_cost, dql_kernel,
-     "FLOPs = 2*numel(X); bytes = X+scale+zp read, Y written"},
+     "FLOPs = 2*numel(X); bytes = X+scale+zp read, Y written", a_dequant},
     {"ConvInteger", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 4, 1, 1, 0, iconv_infer, iconv_cost, iconv_kernel,
-     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) integer MACs; bytes = inputs read, Y written"},
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) integer MACs; bytes = inputs read, Y written", a_iconv},
     {"QLinearConv", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 8, 9, 1, 1, 0, iconv_infer, iconv_cost, iconv_kernel,
-     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) + 3*numel(Y); bytes = inputs read, Y written"},
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) + 3*numel(Y); bytes = inputs read, Y written", a_iconv},
     {"MatMulInteger", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 4, 1, 1, 0, imm_infer, imm_cost, imm_kernel,
      "FLOPs = 2*batch*M*N*K integer MACs; bytes = inputs read, Y written"},
     {"QLinearMatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 8, 8, 1, 1, 0, imm_infer, imm_cost, imm_kernel,

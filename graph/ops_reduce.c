@@ -430,7 +430,14 @@ static void cost_reduce(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 }
 
 #define REDUCE(NAME, DOC) \
-    {NAME, "", FA_PATTERN_REDUCTION, 1, 2, 1, 1, 0, infer_reduce, cost_reduce, kernel_reduce, DOC}
+    {NAME, "", FA_PATTERN_REDUCTION, 1, 2, 1, 1, 0, infer_reduce, cost_reduce, kernel_reduce, DOC, a_reduce}
+
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset): `axes` is an
+ * attribute until ReduceSum-13 / the others' opset 18, then input 1; both are read. */
+static const fa_attr_spec a_reduce[] = {{"axes", FA_ATTR_INTS}, {"keepdims", FA_ATTR_INT},
+                                        {"noop_with_empty_axes", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_arg[] = {{"axis", FA_ATTR_INT}, {"keepdims", FA_ATTR_INT},
+                                     {"select_last_index", FA_ATTR_INT}, {0}};
 
 const fa_op fa_ops_reduce[] = {
     REDUCE("ReduceSum", "Σ over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
@@ -443,8 +450,8 @@ const fa_op fa_ops_reduce[] = {
     REDUCE("ReduceSumSquare", "Σx²; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
     REDUCE("ReduceLogSumExp", "log(Σexp(x)); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
     {"ArgMax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_arg, cost_reduce, kernel_arg,
-     "index of max along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out"},
+     "index of max along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out", a_arg},
     {"ArgMin", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_arg, cost_reduce, kernel_arg,
-     "index of min along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out"},
+     "index of min along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out", a_arg},
     {0},
 };

@@ -1408,54 +1408,78 @@ static fa_status k_s2d(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
 
 /* ---------------------------------------------------------------- table */
 
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). Parameters that
+ * moved from attributes to inputs are attributes only until the opset before the move. */
+static const fa_attr_spec a_reshape[] = {{"shape", FA_ATTR_INTS, NULL, 0, 4}, {"allowzero", FA_ATTR_INT, "0|1"},
+                                         {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 4}, {0}};
+static const fa_attr_spec a_axis[] = {{"axis", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_axes12[] = {{"axes", FA_ATTR_INTS, NULL, 0, 12}, {0}};
+static const fa_attr_spec a_transpose[] = {{"perm", FA_ATTR_INTS, NULL, FA_ACOUNT_RANK}, {0}};
+static const fa_attr_spec a_split[] = {{"axis", FA_ATTR_INT}, {"split", FA_ATTR_INTS, NULL, 0, 12},
+                                       {"num_outputs", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_slice[] = {{"starts", FA_ATTR_INTS, NULL, 0, 9}, {"ends", FA_ATTR_INTS, NULL, 0, 9},
+                                       {"axes", FA_ATTR_INTS, NULL, 0, 9}, {0}};
+static const fa_attr_spec a_pad[] = {{"mode", FA_ATTR_STRING, "constant|reflect|edge|wrap"},
+                                     {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2RANK, 10},
+                                     {"paddings", FA_ATTR_INTS, NULL, FA_ACOUNT_2RANK, 1},
+                                     {"value", FA_ATTR_FLOAT, NULL, 0, 10}, {0}};
+static const fa_attr_spec a_shape[] = {{"start", FA_ATTR_INT}, {"end", FA_ATTR_INT}, {0}};
+/* Constant's value_string(s) and sparse_value are not listed: refused. */
+static const fa_attr_spec a_constant[] = {{"value", FA_ATTR_TENSOR}, {"value_float", FA_ATTR_FLOAT},
+                                          {"value_floats", FA_ATTR_FLOATS}, {"value_int", FA_ATTR_INT},
+                                          {"value_ints", FA_ATTR_INTS}, {0}};
+static const fa_attr_spec a_cos[] = {{"value", FA_ATTR_TENSOR}, {0}};
+static const fa_attr_spec a_range[] = {{"stash_type", FA_ATTR_INT, "1"}, {0}};
+static const fa_attr_spec a_d2s[] = {{"blocksize", FA_ATTR_INT}, {"mode", FA_ATTR_STRING, "DCR|CRD"}, {0}};
+
 #define INJ FA_PATTERN_INJECTIVE
 
 const fa_op fa_ops_shape[] = {
     {"Identity", "", INJ, 1, 1, 1, 1, FA_OPF_ALIAS, infer_identity, NULL, k_copy,
      "flops 0; bytes = input + output"},
     {"Reshape", "", INJ, 1, 2, 1, 1, FA_OPF_ALIAS, infer_reshape, NULL, k_copy,
-     "flops 0; bytes = data + shape read + output written"},
+     "flops 0; bytes = data + shape read + output written", a_reshape},
     {"Flatten", "", INJ, 1, 1, 1, 1, FA_OPF_ALIAS, infer_flatten, NULL, k_copy,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_axis},
     {"Squeeze", "", INJ, 1, 2, 1, 1, FA_OPF_ALIAS, infer_squeeze, NULL, k_copy,
-     "flops 0; bytes = data + axes read + output written"},
+     "flops 0; bytes = data + axes read + output written", a_axes12},
     {"Unsqueeze", "", INJ, 1, 2, 1, 1, FA_OPF_ALIAS, infer_unsqueeze, NULL, k_copy,
-     "flops 0; bytes = data + axes read + output written"},
+     "flops 0; bytes = data + axes read + output written", a_axes12},
     {"Transpose", "", INJ, 1, 1, 1, 1, 0, infer_transpose, NULL, k_transpose,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_transpose},
     {"Concat", "", INJ, 1, -1, 1, 1, 0, infer_concat, NULL, k_concat,
-     "flops 0; bytes = sum of inputs + output"},
+     "flops 0; bytes = sum of inputs + output", a_axis},
     {"Split", "", INJ, 1, 2, 1, -1, 0, infer_split, NULL, k_split,
-     "flops 0; bytes = input (+ split) + sum of outputs"},
+     "flops 0; bytes = input (+ split) + sum of outputs", a_split},
     {"Slice", "", INJ, 1, 5, 1, 1, 0, infer_slice, cost_read_copied, k_slice,
-     "flops 0; bytes read = output (only sliced elements) + parameter inputs; written = output"},
+     "flops 0; bytes read = output (only sliced elements) + parameter inputs; written = output", a_slice},
     {"Gather", "", INJ, 2, 2, 1, 1, 0, infer_gather, cost_read_copied, k_gather,
-     "flops 0; bytes read = output (gathered rows) + indices; written = output"},
+     "flops 0; bytes read = output (gathered rows) + indices; written = output", a_axis},
     {"GatherElements", "", INJ, 2, 2, 1, 1, 0, infer_gather_elements, cost_read_copied, k_gather_elements,
-     "flops 0; bytes read = output (gathered elements) + indices; written = output"},
+     "flops 0; bytes read = output (gathered elements) + indices; written = output", a_axis},
     {"Expand", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_expand, NULL, k_expand,
      "flops 0; bytes = input + shape + output"},
     {"Tile", "", INJ, 2, 2, 1, 1, 0, infer_tile, NULL, k_tile,
      "flops 0; bytes = input + repeats + output"},
     {"Pad", "", INJ, 1, 4, 1, 1, 0, infer_pad, NULL, k_pad,
-     "flops 0; bytes = input + pads/value/axes + output"},
+     "flops 0; bytes = input + pads/value/axes + output", a_pad},
     {"Shape", "", INJ, 1, 1, 1, 1, FA_OPF_SHAPE_ONLY, infer_shape, cost_write_only, k_shape,
-     "flops 0; bytes read 0 (metadata only); written = rank*8"},
+     "flops 0; bytes read 0 (metadata only); written = rank*8", a_shape},
     {"Size", "", INJ, 1, 1, 1, 1, FA_OPF_SHAPE_ONLY, infer_size, cost_write_only, k_size,
      "flops 0; bytes read 0 (metadata only); written = 8"},
     {"Constant", "", INJ, 0, 0, 1, 1, 0, infer_constant, cost_write_only, k_constant,
-     "flops 0; bytes read 0; written = output"},
+     "flops 0; bytes read 0; written = output", a_constant},
     {"ConstantOfShape", "", INJ, 1, 1, 1, 1, 0, infer_constant_of_shape, NULL, k_constant_of_shape,
-     "flops 0; bytes = shape input + output"},
+     "flops 0; bytes = shape input + output", a_cos},
     {"Range", "", INJ, 3, 3, 1, 1, 0, infer_range, NULL, k_range,
-     "flops 0 (index arithmetic); bytes = 3 scalars + output"},
+     "flops 0 (index arithmetic); bytes = 3 scalars + output", a_range},
     {"OneHot", "", INJ, 3, 3, 1, 1, 0, infer_onehot, NULL, k_onehot,
-     "flops 0; bytes = indices + depth + values + output"},
+     "flops 0; bytes = indices + depth + values + output", a_axis},
     {"NonZero", "", FA_PATTERN_OPAQUE, 1, 1, 1, 1, 0, infer_nonzero, NULL, k_nonzero,
      "flops 0; bytes = input + output (constant input only: data-dependent shape)"},
     {"DepthToSpace", "", INJ, 1, 1, 1, 1, 0, infer_d2s, NULL, k_d2s,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_d2s},
     {"SpaceToDepth", "", INJ, 1, 1, 1, 1, 0, infer_s2d, NULL, k_s2d,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_d2s},
     {0},
 };

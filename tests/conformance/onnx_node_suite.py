@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""tests/conformance/onnx_node_suite — ONNX's whole node conformance suite through `fuse-advise exec`.
+
+Generates every node test case from the installed onnx package's own case generators
+(onnx.backend.test.case.node.collect_testcases; expected outputs from ONNX's reference
+implementation) into a work folder, runs each through `fuse-advise exec MODEL --inputs DIR
+--outputs DIR`, compares the outputs the way ONNX's backend test runner does
+(onnx.backend.test.runner.Runner.assert_similar_outputs: same shape and dtype,
+numpy.testing.assert_allclose with the case's rtol/atol, rtol at least 2**-6 for bfloat16), and
+checks every outcome against the expected table tests/conformance/onnx-node-expected.tsv.
+
+Outcomes:
+  pass        exit 0 and every output matches
+  refused     exit 1 with an error message (unsupported op, dtype, attribute value, ...)
+  non-tensor  the case feeds or expects a sequence, optional or map value (exec reads and
+              writes tensors only); still run, and it must be refused, never answered
+  wrong       exit 0 but an output is missing or differs      -- never allowed in the table
+  crash       killed by a signal, a sanitizer report, an exit code other than 0/1, or the
+              per-case time limit                              -- never allowed in the table
+
+The test fails when any case's outcome (or refusal reason) differs from the table, including a
+case that now passes where the table says refused: the table, and the counts in
+docs/conformance.md, stay true. `--update` rewrites the table from this run (wrong and crash
+outcomes are never written; the run still fails on them).
+
+`--subset FILE` runs only the cases named in FILE (one name per line, '#' comments): the
+sanitizer stage of .ci/run uses tests/conformance/asan-subset.txt.
+
+Exit: 0 all as expected, 1 a difference, 77 onnx/numpy not importable (ctest: skipped).
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import warnings
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, numpy_helper
+    from onnx.backend.test.case.node import collect_testcases
+except ImportError as e:  # the oracle is a test dependency (scripts/requirements-test.txt)
+    print(f"SKIP: python oracle not importable ({e})")
+    sys.exit(77)
+
+SANITIZER_MARKS = ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:",
+                   "ERROR: UndefinedBehaviorSanitizer")
+
+
+def value_kind(vi: onnx.ValueInfoProto) -> str:
+    t = vi.type
+    for k in ("tensor_type", "sequence_type", "optional_type", "map_type", "sparse_tensor_type"):
+        if t.HasField(k):
+            return k.replace("_type", "")
+    return "tensor"  # no type given: the data decide
+
+
+def write_value(path: str, vi: onnx.ValueInfoProto, value) -> None:
+    kind = value_kind(vi)
+    if kind == "sequence":
+        proto = numpy_helper.from_list(value, vi.name)
+    elif kind == "optional":
+        proto = numpy_helper.from_optional(value, vi.name)
+    elif kind == "map":
+        proto = numpy_helper.from_dict(value, vi.name)
+    elif isinstance(value, TensorProto):
+        proto = value
+    else:
+        proto = numpy_helper.from_array(np.asarray(value), vi.name)
+    with open(path, "wb") as f:
+        f.write(proto.SerializeToString())
+
+
+def non_tensor_reason(case) -> str | None:
+    g = case.model.graph
+    for role, vis in (("input", g.input), ("output", g.output)):
+        for vi in vis:
+            k = value_kind(vi)
+            if k != "tensor":
+                return f"{k} {role} '{vi.name}'"
+    for inputs, outputs in case.data_sets:
+        for role, vals in (("input", inputs), ("output", outputs)):
+            for v in vals:
+                if isinstance(v, (list, tuple, dict)) or v is None:
+                    return f"non-tensor {role} value"
+    return None
+
+
+def generate(work: str, names: set[str] | None) -> list[dict]:
+    """Write every case (or those in `names`) under work/NAME; return their descriptions."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases()
+    out = []
+    for case in cases:
+        if names is not None and case.name not in names:
+            continue
+        d = os.path.join(work, case.name)
+        if os.path.exists(d):
+            shutil.rmtree(d)
+        os.makedirs(d)
+        with open(os.path.join(d, "model.onnx"), "wb") as f:
+            f.write(case.model.SerializeToString())
+        g = case.model.graph
+        for i, (inputs, outputs) in enumerate(case.data_sets):
+            ds = os.path.join(d, f"test_data_set_{i}")
+            os.makedirs(ds)
+            for j, v in enumerate(inputs):
+                write_value(os.path.join(ds, f"input_{j}.pb"), g.input[j], v)
+            for j, v in enumerate(outputs):
+                write_value(os.path.join(ds, f"output_{j}.pb"), g.output[j], v)
+        ops = sorted({n.op_type for n in g.node})
+        out.append({"name": case.name, "dir": d, "n_sets": len(case.data_sets),
+                    "rtol": case.rtol, "atol": case.atol, "op": ",".join(ops) or "-",
+                    "non_tensor": non_tensor_reason(case)})
+    return out
+
+
+def compare(got_path: str, want_path: str, rtol: float, atol: float) -> str | None:
+    """None when similar (ONNX runner's rule), else a one-line description."""
+    want = numpy_helper.to_array(onnx.load_tensor(want_path))
+    if not os.path.exists(got_path):
+        return "output not written"
+    got = numpy_helper.to_array(onnx.load_tensor(got_path))
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    if want.dtype == object:
+        return None if np.array_equal(got, want) else "strings differ"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype}, expected {want.dtype}"
+    r = rtol
+    if want.dtype.name == "bfloat16" or want.dtype.name.startswith("float8") or want.dtype.name.startswith("float4"):
+        r = max(rtol, 2 ** -6)
+        got, want = got.astype(np.float32), want.astype(np.float32)
+    try:
+        np.testing.assert_allclose(got, want, rtol=r, atol=atol)
+    except AssertionError as e:
+        lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+        return "; ".join(lines[1:4])[:300]
+    return None
+
+
+def run_case(cli: str, c: dict, timeout: float) -> tuple[str, str]:
+    """Returns (outcome, detail)."""
+    d = c["dir"]
+    for i in range(c["n_sets"]):
+        ds = os.path.join(d, f"test_data_set_{i}")
+        outdir = os.path.join(d, f"out_{i}")
+        if os.path.exists(outdir):
+            shutil.rmtree(outdir)
+        cmd = [cli, "exec", os.path.join(d, "model.onnx"), "--inputs", ds, "--outputs", outdir,
+               "--threads", "1"]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return "crash", f"ran past the {timeout:.0f} s case limit"
+        err = p.stderr
+        if any(m in err for m in SANITIZER_MARKS):
+            first = next(ln for ln in err.splitlines() if any(m in ln for m in SANITIZER_MARKS))
+            return "crash", f"sanitizer: {first.strip()[:200]}"
+        if p.returncode < 0:
+            return "crash", f"killed by {signal.Signals(-p.returncode).name}"
+        if p.returncode == 1:
+            msg = ""
+            for ln in err.splitlines():
+                if ln.startswith("fuse-advise: error: "):
+                    msg = ln[len("fuse-advise: error: "):]
+            if not msg:
+                return "crash", f"exit 1 without an error message: {err.strip()[:200]}"
+            msg = msg.replace(d + "/", "").replace(d, "CASE")
+            return ("non-tensor" if c["non_tensor"] else "refused"), msg
+        if p.returncode != 0:
+            return "crash", f"exit {p.returncode}: {err.strip()[-200:]}"
+        if c["non_tensor"]:
+            return "wrong", f"answered a case with a {c['non_tensor']}"
+        k = 0
+        while os.path.exists(os.path.join(ds, f"output_{k}.pb")):
+            why = compare(os.path.join(outdir, f"output_{k}.pb"), os.path.join(ds, f"output_{k}.pb"),
+                          c["rtol"], c["atol"])
+            if why:
+                return "wrong", f"data set {i} output {k}: {why}"
+            k += 1
+    return "pass", ""
+
+
+HEADER = """# ONNX node conformance suite: expected outcome per case (tests/conformance/onnx_node_suite.py).
+# Columns (tab-separated): case, op(s), outcome (pass | refused | non-tensor), refusal message.
+# Generated with --update from onnx {onnx}; wrong and crash are never allowed here.
+"""
+
+
+def read_table(path: str) -> dict[str, tuple[str, str]]:
+    t = {}
+    with open(path, encoding="utf-8") as f:
+        for ln in f:
+            if ln.startswith("#") or not ln.strip():
+                continue
+            parts = ln.rstrip("\n").split("\t")
+            parts += [""] * (4 - len(parts))
+            t[parts[0]] = (parts[2], parts[3])
+    return t
+
+
+def table_onnx_version(path: str) -> str | None:
+    with open(path, encoding="utf-8") as f:
+        for ln in f:
+            m = re.search(r"from onnx (\S+);", ln)
+            if m:
+                return m.group(1)
+    return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cli", required=True, help="the fuse-advise executable")
+    ap.add_argument("--table", required=True, help="expected outcomes (tsv)")
+    ap.add_argument("--work", required=True, help="folder for the generated cases (emptied)")
+    ap.add_argument("--jobs", type=int, default=int(os.environ.get("FA_SUITE_JOBS", "2")))
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds per case")
+    ap.add_argument("--subset", help="file naming the cases to run (one per line)")
+    ap.add_argument("--filter", help="run only cases whose name contains this (development)")
+    ap.add_argument("--update", action="store_true", help="rewrite the table from this run")
+    ap.add_argument("--counts", action="store_true", help="print counts by outcome and reason")
+    a = ap.parse_args()
+
+    names = None
+    if a.subset:
+        with open(a.subset, encoding="utf-8") as f:
+            names = {ln.split("#")[0].strip() for ln in f} - {""}
+    t0 = time.monotonic()
+    os.makedirs(a.work, exist_ok=True)
+    cases = generate(a.work, names)
+    if a.filter:
+        cases = [c for c in cases if a.filter in c["name"]]
+    if names is not None:
+        missing = names - {c["name"] for c in cases}
+        if missing and not a.filter:
+            print(f"FAIL subset names cases onnx {onnx.__version__} does not generate: {sorted(missing)[:10]}")
+            return 1
+    t_gen = time.monotonic() - t0
+
+    results: dict[str, tuple[str, str]] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        futs = {pool.submit(run_case, a.cli, c, a.timeout): c for c in cases}
+        for f in concurrent.futures.as_completed(futs):
+            results[futs[f]["name"]] = f.result()
+    t_run = time.monotonic() - t0 - t_gen
+    by_name = {c["name"]: c for c in cases}
+
+    expected = read_table(a.table) if os.path.exists(a.table) else {}
+    tv = table_onnx_version(a.table) if os.path.exists(a.table) else None
+    problems = []
+    for name in sorted(results):
+        out, why = results[name]
+        if out in ("wrong", "crash"):
+            problems.append(f"{out.upper()} {name}: {why}")
+            continue
+        if a.update:
+            continue
+        if name not in expected:
+            problems.append(f"NEW {name}: {out} {why} (not in the table)")
+            continue
+        eo, ew = expected[name]
+        if (eo, ew) != (out, why):
+            if out == "pass":
+                problems.append(f"NOW PASSES {name} (table: {eo} {ew}): run with --update")
+            elif eo == "pass":
+                problems.append(f"NEW REFUSAL {name}: {why}")
+            else:
+                problems.append(f"CHANGED {name}: {out} '{why}' (table: {eo} '{ew}')")
+    if not a.update and names is None and not a.filter:
+        for name in sorted(set(expected) - set(results)):
+            problems.append(f"GONE {name}: in the table, not generated by onnx {onnx.__version__}")
+
+    if a.update:
+        rows = []
+        for name in sorted(results):
+            out, why = results[name]
+            if out in ("wrong", "crash"):
+                continue
+            rows.append(f"{name}\t{by_name[name]['op']}\t{out}\t{why}\n")
+        if names is not None or a.filter:  # partial run: keep the other rows
+            for name, (eo, ew) in sorted(read_table(a.table).items() if os.path.exists(a.table) else []):
+                if name not in results:
+                    rows.append(f"{name}\t-\t{eo}\t{ew}\n")
+            rows.sort()
+        with open(a.table, "w", encoding="utf-8") as f:
+            f.write(HEADER.format(onnx=onnx.__version__))
+            f.writelines(rows)
+
+    counts: dict[str, int] = {}
+    for out, _ in results.values():
+        counts[out] = counts.get(out, 0) + 1
+    print(f"onnx {onnx.__version__} node suite: {len(results)} cases; "
+          + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+          + f"; generate {t_gen:.1f} s, run {t_run:.1f} s with {a.jobs} jobs")
+    if a.counts:
+        reasons: dict[tuple[str, str], int] = {}
+        for name, (out, why) in results.items():
+            if out in ("refused", "non-tensor"):
+                key = (out, by_name[name]["op"])
+                reasons[key] = reasons.get(key, 0) + 1
+        for (out, op), n in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])):
+            print(f"  {out:10s} {op:40s} {n}")
+    if tv and tv != onnx.__version__ and problems:
+        print(f"note: the table was made with onnx {tv}, installed is {onnx.__version__}")
+    for p in problems:
+        print(p)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
