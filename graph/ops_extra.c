@@ -790,22 +790,25 @@ static void cost_swiglu(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Attention (opset 23, 24). Inputs: Q, K, V, attn_mask?, past_key?, past_value?,
+/* Attention (opset 23-25). Inputs: Q, K, V, attn_mask?, past_key?, past_value?,
  * nonpad_kv_seqlen? (24). Outputs: Y, present_key?, present_value?, qk_matmul_output?.
  * 4-D: Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv], Y [B, Hq, Sq, Dv].
  * 3-D: Q [B, Sq, Hq*D], K [B, Skv, Hkv*D], V [B, Skv, Hkv*Dv] (q_num_heads/kv_num_heads
  * required), Y [B, Sq, Hq*Dv]. past/present are always 4-D [B, Hkv, Spast(+Skv), D|Dv].
- * Pipeline (onnx/reference/ops/op_attention.py): scores = (Q*sqrt(s)) (K*sqrt(s))^T with
- * s = scale or 1/sqrt(D) (applied here to Q once); softcap (c*tanh(x/c) when softcap > 0);
- * + bias (attn_mask: bool True = attend, float added; a mask shorter than the total kv length
- * is padded with -inf; is_causal masks j > i + past_len, or with nonpad_kv_seqlen and no past
- * j > i + nonpad[b] - Sq; nonpad_kv_seqlen masks j >= nonpad[b]); softmax over keys;
- * Y = P V. GQA: query head h uses kv
- * head h / (Hq/Hkv). qk_matmul_output (spec: 0 = QK, 1 = QK + mask, 2 = after softcap,
- * 3 = after softmax; the spec lists the mask before the softcap, the current reference applies
- * the softcap first so masked scores stay -inf, and so do we): mode 0 the scaled QK product,
- * 1 QK + bias, 2 softcap(QK) + bias (the softmax input), 3 the softmax. With softcap 0, modes
- * 1 and 2 agree with the spec's order exactly. */
+ * Semantics of the spec and its reference (onnx/reference/ops/op_attention.py, onnx 1.23):
+ * scores = (Q*sqrt(s)) (K*sqrt(s))^T with s = scale or 1/sqrt(D) (applied here to Q once);
+ * softcap (c*tanh(x/c) when softcap > 0) before any bias, so masked scores stay -inf;
+ * + bias: attn_mask (bool True = attend, float added; a mask shorter than the total kv length
+ * is padded with -inf), is_causal (j > i + offset masked), the sliding window of opset 25
+ * (j < i + offset - left_window_size or j > i + offset + right_window_size masked, -1 =
+ * unbounded), nonpad_kv_seqlen (j >= nonpad[b] masked), with offset = past length (internal
+ * cache), nonpad[b] - Sq (external cache: nonpad_kv_seqlen without past) or 0; a negative
+ * offset masks the leading query rows entirely; softmax over keys, and a row whose bias is
+ * -inf everywhere (fully masked) gets zero probabilities and Y = 0 instead of NaN; Y = P V.
+ * GQA: query head h uses kv head h / (Hq/Hkv). qk_matmul_output as the reference writes it:
+ * modes 0 and 1 the (softcapped) scaled QK product, 2 that plus the bias (the softmax input),
+ * 3 the guarded softmax. The softmax runs in float32 whatever softmax_precision says among
+ * FLOAT, FLOAT16, BFLOAT16 (float32 is at least as precise); DOUBLE is refused (a_attention). */
 
 typedef struct attn_dims {
     bool three_d;
@@ -903,6 +906,8 @@ static fa_status infer_attention(fa_ctx *ctx, fa_graph *g, fa_node *n)
     }
     if (nl && (fa_tensor_numel(nl) != ad.B || (nl->dtype != FA_DTYPE_INT64 && nl->dtype != FA_DTYPE_INT32)))
         return fa_node_error(ctx, n, "nonpad_kv_seqlen must be int64 [%lld]", (long long)ad.B);
+    if (nl && pk)
+        return fa_node_error(ctx, n, "nonpad_kv_seqlen (an external cache) cannot be combined with past_key/past_value");
     int64_t mode = fa_node_attr_int(n, "qk_matmul_output_mode", 0);
     if (mode < 0 || mode > 3)
         return fa_node_error(ctx, n, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
@@ -955,6 +960,7 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
     bool causal = fa_node_attr_int(n, "is_causal", 0) != 0;
     int64_t mode = fa_node_attr_int(n, "qk_matmul_output_mode", 0);
     float softcap = fa_node_attr_float(n, "softcap", 0.0f);
+    int64_t win_l = fa_node_attr_int(n, "left_window_size", -1), win_r = fa_node_attr_int(n, "right_window_size", -1);
     const fa_attr *sa = fa_node_attr(n, "scale");
     double scale = (sa && sa->type == FA_ATTR_FLOAT) ? sa->f : 1.0 / sqrt((double)ad.D);
     /* The reference scales Q and K by sqrt(scale) each; scaling Q by `scale` once is the same
@@ -1028,20 +1034,21 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
         for (int64_t d = 0; d < ad.D; d++) qs[d] = qr[d] * sc2;
         const float *kb = kall + (b * ad.Hkv + hk) * ad.St * ad.D;
         const float *vb = vall + (b * ad.Hkv + hk) * ad.St * ad.Dv;
-        /* causal frontier: j <= i + off */
-        int64_t off = ad.Sp;
-        if (nlv && !pkv) off = (int64_t)fa_load_as_double(nlv->data, nlv->dtype, b) - ad.Sq;
+        /* Offset of this query block (spec "offset"): the past length with an internal cache,
+         * nonpad_kv_seqlen[b] - Sq with an external one, else 0; a negative offset masks
+         * the leading rows entirely. Causal: j <= i + off; window: i + off - L <= j <= i + off + R. */
         int64_t nonpad = nlv ? (int64_t)fa_load_as_double(nlv->data, nlv->dtype, b) : ad.St;
+        int64_t off = pkv ? ad.Sp : nlv ? nonpad - ad.Sq : 0;
         float *qk = qkbuf ? qkbuf + r * ad.St : NULL;
         float mx = -INFINITY;
+        bool open = false; /* some key's bias is above -inf: the row is not fully masked */
         for (int64_t j = 0; j < ad.St; j++) {
             const float *kr = kb + j * ad.D;
             float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
             for (int64_t d = 0; d < ad.D; d++) acc += qs[d] * kr[d];
-            float raw = acc;
-            if (qk && mode == 0) qk[j] = raw;
             if (softcap > 0.0f) acc = softcap * tanhf(acc / softcap);
+            if (qk && mode <= 1) qk[j] = acc; /* the reference's modes 0 and 1: softcapped QK */
             float bias = 0.0f;
             if (mb || mf) {
                 if (j >= mlast) bias = -INFINITY;
@@ -1050,25 +1057,31 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
                     bias = mb ? (mb[mi] ? 0.0f : -INFINITY) : mf[mi];
                 }
             }
-            if (causal && j > i + off) bias += -INFINITY;
+            int64_t diff = i + off - j;
+            if (causal && diff < 0) bias += -INFINITY;
+            if ((win_l >= 0 && diff > win_l) || (win_r >= 0 && -diff > win_r)) bias += -INFINITY;
             if (j >= nonpad) bias += -INFINITY;
+            if (!(isinf(bias) && bias < 0)) open = true;
             acc += bias;
-            if (qk && mode == 1) qk[j] = raw + bias;
             if (qk && mode == 2) qk[j] = acc;
             sc[j] = acc;
             if (acc > mx) mx = acc;
         }
-        double sum = 0.0;
+        if (!open || mx == -INFINITY) {
+            /* fully masked row: zero probabilities, so Y's row is 0 (spec; reference's guard) */
+            for (int64_t j = 0; j < ad.St; j++) sc[j] = 0.0f;
+        } else {
+            double sum = 0.0;
 #pragma omp simd
-        for (int64_t j = 0; j < ad.St; j++) sc[j] -= mx;
-        vexp_inplace(sc, ad.St);
+            for (int64_t j = 0; j < ad.St; j++) sc[j] -= mx;
+            vexp_inplace(sc, ad.St);
 #pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < ad.St; j++) sum += sc[j];
-        float inv = (float)(1.0 / sum);
-        for (int64_t j = 0; j < ad.St; j++) {
-            sc[j] *= inv;
-            if (qk && mode == 3) qk[j] = sc[j];
+            for (int64_t j = 0; j < ad.St; j++) sum += sc[j];
+            float inv = (float)(1.0 / sum);
+            for (int64_t j = 0; j < ad.St; j++) sc[j] *= inv;
         }
+        if (qk && mode == 3)
+            for (int64_t j = 0; j < ad.St; j++) qk[j] = sc[j];
         float *yr = ad.three_d ? y + ((b * ad.Sq + i) * ad.Hq + h) * ad.Dv : y + r * ad.Dv;
 #pragma omp simd
         for (int64_t d = 0; d < ad.Dv; d++) yr[d] = 0.0f;

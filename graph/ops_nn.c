@@ -1199,6 +1199,7 @@ typedef struct rz_params {
     int rank;
     int64_t in[FA_MAX_RANK], out[FA_MAX_RANK];
     double scale[FA_MAX_RANK];   /* per axis, used by the coordinate transform */
+    double outf[FA_MAX_RANK];    /* scale * in: the unrounded output length (reference's output_width) */
     double roi_s[FA_MAX_RANK], roi_e[FA_MAX_RANK];
 } rz_params;
 
@@ -1271,6 +1272,7 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
     for (int i = 0; i < rank; i++) {
         p->in[i] = p->out[i] = in[i];
         p->scale[i] = 1.0;
+        p->outf[i] = (double)in[i];
         p->roi_s[i] = 0.0;
         p->roi_e[i] = 1.0;
     }
@@ -1292,10 +1294,12 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
             common = nl ? fmin(common, r) : fmax(common, r);
             p->out[ax[i]] = sizes[i];
             p->scale[ax[i]] = r;
+            p->outf[ax[i]] = (double)sizes[i];
         }
         if (nl || ns)
             for (int i = 0; i < nax; i++) {
                 p->scale[ax[i]] = common;
+                p->outf[ax[i]] = common * (double)in[ax[i]];
                 p->out[ax[i]] = (int64_t)floor(common * (double)in[ax[i]] + 0.5);
             }
     } else if (nscales > 0) {
@@ -1305,6 +1309,7 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
             /* spec: floor(in * (roi_end - roi_start) * scale); roi only counts for tf_crop_and_resize */
             double span = p->ctm == CT_TF_CROP ? p->roi_e[ax[i]] - p->roi_s[ax[i]] : 1.0;
             p->scale[ax[i]] = fscales[i];
+            p->outf[ax[i]] = (double)fscales[i] * (double)in[ax[i]];
             p->out[ax[i]] = in[ax[i]] < 0 ? -1 : (int64_t)floor((double)fscales[i] * (double)in[ax[i]] * span);
         }
     } else return fa_node_error(ctx, n, "neither scales nor sizes is given");
@@ -1377,10 +1382,13 @@ static void rz_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     out->flops = (uint64_t)fa_tensor_numel(y) * 2 * taps;
 }
 
-/* x_original for output coordinate xo along one axis (ONNX Resize coordinate_transformation_mode). */
+/* x_original for output coordinate xo along one axis (ONNX Resize coordinate_transformation_mode).
+ * align_corners divides by the unrounded output length scale * in, as the reference does (onnx/reference/ops/op_resize.py `output_width`): with scales that do not
+ * divide the input evenly (downsampling 4 -> floor(2.4) = 2) it differs from the rounded one. */
 static double rz_coord(const rz_params *p, int a, int64_t xo, bool *outside)
 {
     double s = p->scale[a], in = (double)p->in[a], out = (double)p->out[a], x = (double)xo;
+    double outf = p->outf[a];
     *outside = false;
     switch (p->ctm) {
     case CT_HALF_PIXEL: return (x + 0.5) / s - 0.5;
@@ -1389,7 +1397,7 @@ static double rz_coord(const rz_params *p, int a, int64_t xo, bool *outside)
         return off + (x + 0.5) / s - 0.5;
     }
     case CT_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case CT_ALIGN_CORNERS: return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
+    case CT_ALIGN_CORNERS: return outf == 1 ? 0.0 : x * (in - 1) / (outf - 1);
     case CT_ASYMMETRIC: return x / s;
     default: { /* tf_crop_and_resize */
         double rs = p->roi_s[a], re = p->roi_e[a], v;

@@ -1391,7 +1391,9 @@ static fa_status infer_s2d(fa_ctx *ctx, fa_graph *g, fa_node *n)
     return FA_OK;
 }
 
-/* Output viewed as [N, b(i), b(j), C, H/b, W/b] reading input [n, c, h'*b + i, w'*b + j]. */
+/* Output viewed as [N, b(i), b(j), C, H/b, W/b] (DCR) or [N, C, b(i), b(j), H/b, W/b] (CRD,
+ * opset 28: mode attribute) reading input [n, c, h'*b + i, w'*b + j]
+ * (onnx/reference/ops/op_space_to_depth.py). */
 static fa_status k_s2d(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
                        int n_out, int threads)
 {
@@ -1400,8 +1402,14 @@ static fa_status k_s2d(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
     if (st) return st;
     int64_t b = fa_node_attr_int(n, "blocksize", 1), N = in[0].dims[0], C = in[0].dims[1],
             H = in[0].dims[2], W = in[0].dims[3];
+    bool crd = strcmp(fa_node_attr_string(n, "mode", "DCR"), "CRD") == 0;
     int64_t od[6] = {N, b, b, C, H / b, W / b};
     int64_t ist[6] = {C * H * W, W, 1, H * W, b * W, b};
+    if (crd) {
+        int64_t od_c[6] = {N, C, b, b, H / b, W / b}, ist_c[6] = {C * H * W, H * W, W, 1, b * W, b};
+        memcpy(od, od_c, sizeof od);
+        memcpy(ist, ist_c, sizeof ist);
+    }
     strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
     return FA_OK;
 }

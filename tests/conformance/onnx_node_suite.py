@@ -93,14 +93,17 @@ def non_tensor_reason(case) -> str | None:
     return None
 
 
-def generate(work: str, names: set[str] | None) -> list[dict]:
-    """Write every case (or those in `names`) under work/NAME; return their descriptions."""
+def generate(work: str, names: set[str] | None, substr: str | None) -> list[dict]:
+    """Write every case (or those in `names`, or whose name holds `substr`) under work/NAME;
+    return their descriptions."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cases = collect_testcases()
     out = []
     for case in cases:
         if names is not None and case.name not in names:
+            continue
+        if substr and substr not in case.name:
             continue
         d = os.path.join(work, case.name)
         if os.path.exists(d):
@@ -236,9 +239,7 @@ def main() -> int:
             names = {ln.split("#")[0].strip() for ln in f} - {""}
     t0 = time.monotonic()
     os.makedirs(a.work, exist_ok=True)
-    cases = generate(a.work, names)
-    if a.filter:
-        cases = [c for c in cases if a.filter in c["name"]]
+    cases = generate(a.work, names, a.filter)
     if names is not None:
         missing = names - {c["name"] for c in cases}
         if missing and not a.filter:
