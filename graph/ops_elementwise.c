@@ -51,39 +51,6 @@ static bool dt_is_numeric(fa_dtype t)
     return dt_is_float(t) || dt_is_int(t);
 }
 
-static int64_t load_i64(const void *d, fa_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case FA_DTYPE_INT64: return ((const int64_t *)d)[i];
-    case FA_DTYPE_INT32: return ((const int32_t *)d)[i];
-    case FA_DTYPE_INT16: return ((const int16_t *)d)[i];
-    case FA_DTYPE_INT8: return ((const int8_t *)d)[i];
-    case FA_DTYPE_UINT8: return ((const uint8_t *)d)[i];
-    case FA_DTYPE_UINT16: return ((const uint16_t *)d)[i];
-    case FA_DTYPE_UINT32: return ((const uint32_t *)d)[i];
-    case FA_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
-    case FA_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
-    default: return (int64_t)fa_load_as_double(d, dt, i);
-    }
-}
-
-/* Store an integer, wrapping to the destination width (two's complement), bool = nonzero. */
-static void store_i64(void *d, fa_dtype dt, int64_t i, int64_t v)
-{
-    switch (dt) {
-    case FA_DTYPE_INT64: ((int64_t *)d)[i] = v; break;
-    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
-    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
-    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
-    case FA_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-    default: fa_store_from_double(d, dt, i, (double)v); break;
-    }
-}
-
 /* Store a double into any numeric dtype without undefined behaviour: float→integer
  * truncates toward zero (C and numpy astype), NaN becomes 0 and out-of-range values
  * saturate (ONNX leaves both undefined); bool = (v != 0), so NaN → true as in numpy. */
@@ -105,7 +72,7 @@ static void store_d(void *d, fa_dtype dt, int64_t i, double v)
     if (v != v) v = 0;
     v = v < lo ? lo : v > hi ? hi : v;
     if (dt == FA_DTYPE_UINT64) ((uint64_t *)d)[i] = (uint64_t)v;
-    else store_i64(d, dt, i, (int64_t)v);
+    else fa_store_from_i64(d, dt, i, (int64_t)v);
 }
 
 static int64_t numel_of(int rank, const int64_t *dims)
@@ -480,7 +447,7 @@ static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in,
         int64_t hi = p.hi >= 9.2e18 ? INT64_MAX : (int64_t)p.hi;
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
         for (int64_t i = 0; i < ne; i++)
-            store_i64(y->data, y->dtype, i, unary_i(&p, load_i64(x->data, x->dtype, i), lo, hi));
+            fa_store_from_i64(y->data, y->dtype, i, unary_i(&p, fa_load_as_i64(x->data, x->dtype, i), lo, hi));
     } else {
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
         for (int64_t i = 0; i < ne; i++)
@@ -770,9 +737,9 @@ static void row_bin_i(const void *opctx, const fa_value *in, const int64_t *off,
 {
     const bctx *c = opctx;
     for (int64_t j = 0; j < len; j++) {
-        int64_t x = load_i64(in[0].data, in[0].dtype, off[0] + j * s[0]);
-        int64_t y = load_i64(in[1].data, in[1].dtype, off[1] + j * s[1]);
-        store_i64(out->data, out->dtype, o_off + j, bin_i(c, x, y));
+        int64_t x = fa_load_as_i64(in[0].data, in[0].dtype, off[0] + j * s[0]);
+        int64_t y = fa_load_as_i64(in[1].data, in[1].dtype, off[1] + j * s[1]);
+        fa_store_from_i64(out->data, out->dtype, o_off + j, bin_i(c, x, y));
     }
 }
 
@@ -1067,7 +1034,7 @@ static fa_status kernel_cast(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
         for (int64_t i = 0; i < ne; i++) y[i] = fa_half_to_float(x[i]);
     } else if (dt_is_int(from) && dt_is_int(to)) {
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++) store_i64(out[0].data, to, i, load_i64(in[0].data, from, i));
+        for (int64_t i = 0; i < ne; i++) fa_store_from_i64(out[0].data, to, i, fa_load_as_i64(in[0].data, from, i));
     } else if (from == FA_DTYPE_DOUBLE && (to == FA_DTYPE_FLOAT16 || to == FA_DTYPE_BFLOAT16)) {
         /* via float: double rounding can differ from a direct rounding by one ulp of half */
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)

@@ -1,5 +1,6 @@
 /* graph/ops_extra — normalization, softmax, attention, gated and recurrent ops: Softmax,
- * LogSoftmax, LayerNormalization, RMSNormalization, GroupNormalization, Attention, LSTM, SwiGLU.
+ * LogSoftmax, Hardmax, LayerNormalization, RMSNormalization, GroupNormalization, RotaryEmbedding,
+ * Attention, LSTM, SwiGLU.
  * Semantics per opset follow the ONNX operator spec (onnx/docs/Operators.md) and the ONNX
  * reference evaluator (onnx/reference/ops/op_*.py), whose outputs are the corpus oracle.
  * Formulas for FLOPs and bytes are given per op next to its cost function and in
@@ -413,6 +414,34 @@ static void cost_softmax(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     fa_cost_io(g, n, 5, out);
 }
 
+/* Hardmax (opset 1-13): 1 at the first maximum of each lane, 0 elsewhere; lanes as Softmax's
+ * (opset < 13 the 2-D coercion at axis). A NaN is the maximum, as numpy's argmax (the ONNX
+ * reference) makes it. Computed on the element values as double, any float dtype. */
+static fa_status kernel_hardmax(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                fa_value *out, int n_out, int threads)
+{
+    int64_t outer, len, inner;
+    fa_status st = softmax_layout(ctx, n, in[0].rank, in[0].dims, &outer, &len, &inner);
+    if (st) return st;
+    const fa_value *x = &in[0];
+    fa_value *y = &out[0];
+#pragma omp parallel for num_threads(clamp_threads(threads)) schedule(static) if (outer * len * inner >= 32768)
+    for (int64_t t = 0; t < outer * inner; t++) {
+        int64_t o = t / inner, j = t % inner, best = 0;
+        double bv = len ? fa_load_as_double(x->data, x->dtype, o * len * inner + j) : 0.0;
+        for (int64_t r = 1; r < len && bv == bv; r++) {
+            double v = fa_load_as_double(x->data, x->dtype, (o * len + r) * inner + j);
+            if (v > bv || v != v) { bv = v; best = r; }
+        }
+        for (int64_t r = 0; r < len; r++)
+            fa_store_from_double(y->data, y->dtype, (o * len + r) * inner + j, r == best ? 1.0 : 0.0);
+    }
+    return FA_OK;
+}
+
+/* Hardmax FLOPs = numel (one compare per element). */
+static void cost_hardmax(const fa_graph *g, const fa_node *n, fa_op_cost *out) { fa_cost_io(g, n, 1, out); }
+
 /* ------------------------------------------------------------------------------------------ */
 /* LayerNormalization (opset 17), RMSNormalization (opset 23)                                 */
 
@@ -787,6 +816,122 @@ static fa_status kernel_swiglu(fa_ctx *ctx, const fa_node *n, const fa_value *in
 static void cost_swiglu(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
     fa_cost_io(g, n, 6, out);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* RotaryEmbedding (opset 23, onnx/reference/ops/op_rotary_embedding.py). X is [B, H, S, D]
+ * or [B, S, H*D] (num_heads required); the first rot = rotary_embedding_dim (default D)
+ * elements of each head vector rotate in rot/2 pairs, (x[2i], x[2i+1]) when interleaved, else
+ * (x[i], x[i + rot/2]): (x1, x2) -> (cos*x1 - sin*x2, sin*x1 + cos*x2), the rest is copied.
+ * cos/sin: [B, S, rot/2], or [max_position, rot/2] indexed by position_ids [B, S]. */
+
+typedef struct rope_dims {
+    bool four_d;
+    int64_t B, S, H, D, rot;
+} rope_dims;
+
+static fa_status rope_shape(fa_ctx *ctx, const fa_node *n, int rx, const int64_t *x, int rc,
+                            const int64_t *c, int rs, const int64_t *s, bool has_pos, int rp,
+                            const int64_t *p, rope_dims *rd)
+{
+    if (rx == 4) {
+        rd->four_d = true;
+        rd->B = x[0], rd->H = x[1], rd->S = x[2], rd->D = x[3];
+    } else if (rx == 3) {
+        int64_t nh = fa_node_attr_int(n, "num_heads", 0);
+        if (nh <= 0 || x[2] % nh)
+            return fa_node_error(ctx, n, "3-D input needs num_heads dividing the hidden size %lld (num_heads = %lld)",
+                                 (long long)x[2], (long long)nh);
+        rd->four_d = false;
+        rd->B = x[0], rd->S = x[1], rd->H = nh, rd->D = x[2] / nh;
+    } else return fa_node_error(ctx, n, "input X must be 3-D or 4-D, has rank %d", rx);
+    int64_t rot = fa_node_attr_int(n, "rotary_embedding_dim", 0);
+    rd->rot = rot ? rot : rd->D;
+    if (rd->rot < 0 || rd->rot > rd->D || rd->rot % 2)
+        return fa_node_error(ctx, n, "rotary_embedding_dim %lld must be even and at most the head size %lld",
+                             (long long)rd->rot, (long long)rd->D);
+    int64_t half = rd->rot / 2;
+    bool ok = rc == rs && (has_pos ? rc == 2 : rc == 3) && c[rc - 1] == half && s[rs - 1] == half;
+    for (int i = 0; ok && i < rc; i++) ok = c[i] == s[i];
+    if (ok && !has_pos) ok = c[0] == rd->B && c[1] == rd->S;
+    if (ok && has_pos) ok = rp == 2 && p[0] == rd->B && p[1] == rd->S;
+    if (!ok)
+        return fa_node_error(ctx, n, "cos/sin caches must be %s with last dim rotary_embedding_dim/2 = %lld%s",
+                             has_pos ? "[max_position, rot/2]" : "[B, S, rot/2]", (long long)half,
+                             has_pos ? " and position_ids [B, S]" : "");
+    return FA_OK;
+}
+
+static fa_status infer_rope(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = req_float_input(ctx, g, n, 0), *c = x ? req_float_input(ctx, g, n, 1) : NULL,
+              *s = c ? req_float_input(ctx, g, n, 2) : NULL;
+    if (!s) return fa_ctx_status(ctx);
+    bool err;
+    fa_tensor *p = opt_input(ctx, g, n, 3, &err);
+    if (err) return fa_ctx_status(ctx);
+    if (p && p->dtype != FA_DTYPE_INT64)
+        return fa_node_error(ctx, n, "position_ids '%s' must be int64, is %s", p->name, fa_dtype_name(p->dtype));
+    rope_dims rd;
+    fa_status st = rope_shape(ctx, n, x->rank, x->dims, c->rank, c->dims, s->rank, s->dims, p != NULL,
+                              p ? p->rank : 0, p ? p->dims : NULL, &rd);
+    if (st) return st;
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+static fa_status kernel_rope(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    const fa_value *x = &in[0], *c = &in[1], *s = &in[2];
+    const fa_value *p = n_in > 3 && in[3].data ? &in[3] : NULL;
+    rope_dims rd;
+    fa_status st = rope_shape(ctx, n, x->rank, x->dims, c->rank, c->dims, s->rank, s->dims, p != NULL,
+                              p ? p->rank : 0, p ? p->dims : NULL, &rd);
+    if (st) return st;
+    bool inter = fa_node_attr_int(n, "interleaved", 0) != 0;
+    int64_t half = rd.rot / 2, maxpos = p ? c->dims[0] : 0;
+    if (p)
+        for (int64_t i = 0; i < rd.B * rd.S; i++) {
+            int64_t v = ((const int64_t *)p->data)[i];
+            if (v < 0 || v >= maxpos)
+                return fa_node_error(ctx, n, "position_ids[%lld] = %lld is outside the caches' %lld positions",
+                                     (long long)i, (long long)v, (long long)maxpos);
+        }
+    int64_t vecs = rd.B * rd.S * rd.H;
+#pragma omp parallel for num_threads(clamp_threads(threads)) schedule(static) if (vecs * rd.D >= 32768)
+    for (int64_t t = 0; t < vecs; t++) {
+        int64_t h = t % rd.H, si = (t / rd.H) % rd.S, b = t / (rd.H * rd.S);
+        int64_t base = rd.four_d ? ((b * rd.H + h) * rd.S + si) * rd.D : ((b * rd.S + si) * rd.H + h) * rd.D;
+        int64_t crow = (p ? ((const int64_t *)p->data)[b * rd.S + si] : b * rd.S + si) * half;
+        for (int64_t i = 0; i < half; i++) {
+            int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
+            double x1 = fa_load_as_double(x->data, x->dtype, base + i1), x2 = fa_load_as_double(x->data, x->dtype, base + i2);
+            double cv = fa_load_as_double(c->data, c->dtype, crow + i), sv = fa_load_as_double(s->data, s->dtype, crow + i);
+            fa_store_from_double(out[0].data, out[0].dtype, base + i1, cv * x1 - sv * x2);
+            fa_store_from_double(out[0].data, out[0].dtype, base + i2, sv * x1 + cv * x2);
+        }
+        size_t es = fa_dtype_size(x->dtype);
+        if (rd.D > rd.rot)
+            memcpy((char *)out[0].data + (base + rd.rot) * (int64_t)es, (const char *)x->data + (base + rd.rot) * (int64_t)es,
+                   (size_t)(rd.D - rd.rot) * es);
+    }
+    return FA_OK;
+}
+
+/* RotaryEmbedding FLOPs = 3 * B*S*H*rot (two multiplies and an add per rotated element).
+ * Bytes: X and the cache rows read once, Y written once. */
+static void cost_rope(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    if (!x || fa_tensor_numel(x) < 0 || x->rank < 3) return;
+    int64_t D = x->rank == 4 ? x->dims[3] : 0, nh = fa_node_attr_int(n, "num_heads", 0);
+    if (x->rank == 3 && nh > 0) D = x->dims[2] / nh;
+    int64_t rot = fa_node_attr_int(n, "rotary_embedding_dim", 0);
+    if (D <= 0) return;
+    if (!rot || rot > D) rot = D;
+    out->flops = 3 * (uint64_t)(fa_tensor_numel(x) / D) * (uint64_t)rot;
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1479,6 +1624,8 @@ static const fa_attr_spec a_attention[] = {
     {"qk_matmul_output_mode", FA_ATTR_INT, "0..3"}, {"scale", FA_ATTR_FLOAT}, {"softcap", FA_ATTR_FLOAT},
     {"softmax_precision", FA_ATTR_INT, "1|10|16"}, {"left_window_size", FA_ATTR_INT, "-1.."},
     {"right_window_size", FA_ATTR_INT, "-1.."}, {0}};
+static const fa_attr_spec a_rope[] = {{"interleaved", FA_ATTR_INT, "0|1"}, {"num_heads", FA_ATTR_INT},
+                                      {"rotary_embedding_dim", FA_ATTR_INT}, {0}};
 static const fa_attr_spec a_lstm[] = {
     {"activation_alpha", FA_ATTR_FLOATS}, {"activation_beta", FA_ATTR_FLOATS}, {"activations", FA_ATTR_STRINGS},
     {"clip", FA_ATTR_FLOAT}, {"direction", FA_ATTR_STRING, "forward|reverse|bidirectional"},
@@ -1490,6 +1637,9 @@ const fa_op fa_ops_extra[] = {
      "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)", a_softmax},
     {"LogSoftmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_softmax, kernel_logsoftmax,
      "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)", a_softmax},
+    {"Hardmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_hardmax, kernel_hardmax,
+     "FLOPs N compares; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)",
+     a_softmax},
     {"LayerNormalization", "", FA_PATTERN_REDUCTION, 2, 3, 1, 3, 0, infer_layernorm, cost_layernorm,
      kernel_layernorm, "FLOPs (6+[B])*N + 3*rows; bytes X+Scale+B in, Y(+Mean+InvStdDev) out", a_norm},
     {"RMSNormalization", "", FA_PATTERN_REDUCTION, 2, 2, 1, 1, 0, infer_rmsnorm, cost_rmsnorm,
@@ -1498,6 +1648,8 @@ const fa_op fa_ops_extra[] = {
      kernel_groupnorm, "FLOPs 7*N + 3*batch*groups; bytes X+scale+bias in, Y out; scale [G] opset 18, [C] opset 21", a_groupnorm},
     {"SwiGLU", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_swiglu, cost_swiglu, kernel_swiglu,
      "FLOPs 6*numel(Y); bytes A+B in, Y out; Y = A*sigmoid(alpha*A)*B", a_swiglu},
+    {"RotaryEmbedding", "", FA_PATTERN_INJECTIVE, 3, 4, 1, 1, 0, infer_rope, cost_rope, kernel_rope,
+     "FLOPs 3*B*S*H*rot; bytes X+cos+sin(+position_ids) in, Y out", a_rope},
     {"Attention", "", FA_PATTERN_OPAQUE, 3, 7, 1, 4, 0, infer_attention, cost_attention, kernel_attention,
      "FLOPs B*Hq*Sq*St*(2D+2Dv+5+mask+3*softcap) + numel(Q); bytes inputs+outputs once", a_attention},
     {"LSTM", "", FA_PATTERN_OPAQUE, 3, 8, 0, 3, 0, infer_lstm, cost_lstm, kernel_lstm,

@@ -675,6 +675,288 @@ static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in
     return FA_OK;
 }
 
+/* ======================================= Einsum ======================================= */
+
+/* Einsum-12 (numpy.einsum semantics, the ONNX reference): "term,term->out" over letters
+ * [a-zA-Z] and one "..." per term for the leading or inner broadcast dims. Implicit output
+ * (no "->"): the ellipsis dims, then the letters that occur once, in ASCII order. A letter
+ * repeated within a term takes the diagonal; labels absent from the output are summed.
+ * Letter dims must agree; ellipsis dims broadcast (1 or equal), aligned on the right. */
+#define ES_LETTERS 52
+#define ES_MAXLAB (ES_LETTERS + FA_MAX_RANK)
+#define ES_MAXIN 8
+
+typedef struct es_plan {
+    int n_in;
+    int rank[ES_MAXIN];
+    int lab[ES_MAXIN][FA_MAX_RANK];  /* label id per axis of each input */
+    int n_out;
+    int out_lab[FA_MAX_RANK];
+    int64_t size[ES_MAXLAB];         /* extent per label, -1 unused */
+    int n_sum;
+    int sum_lab[ES_MAXLAB];          /* labels summed over */
+} es_plan;
+
+static int es_letter(char c)
+{
+    if (c >= 'a' && c <= 'z') return c - 'a';
+    if (c >= 'A' && c <= 'Z') return 26 + c - 'A';
+    return -1;
+}
+
+/* Parse one term s[0..len) for an input of rank `rank` (rank < 0: the output); ellipsis dims
+ * get ids ES_LETTERS + (E - e) ... where E is the widest ellipsis. Fills lab/count. */
+static fa_status es_term(fa_ctx *ctx, const fa_node *n, const char *s, size_t len, int rank, int E,
+                         int *lab, int *count, int *ell_dims)
+{
+    int letters = 0, ell = -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            if (ell >= 0 || i + 2 >= len + 0 || strncmp(s + i, "...", 3) != 0)
+                return fa_node_error(ctx, n, "equation: malformed or repeated '...' in term '%.*s'", (int)len, s);
+            ell = letters;
+            i += 2;
+        } else if (es_letter(s[i]) >= 0) letters++;
+        else return fa_node_error(ctx, n, "equation: unexpected character '%c'", s[i]);
+    }
+    int e = ell >= 0 ? (rank >= 0 ? rank - letters : E) : 0;
+    if (rank >= 0 && (e < 0 || (ell < 0 && letters != rank)))
+        return fa_node_error(ctx, n, "equation term '%.*s' has %d labels for an input of rank %d", (int)len, s,
+                             letters, rank);
+    if (letters + e > FA_MAX_RANK) return fa_node_error(ctx, n, "equation term '%.*s' has too many labels", (int)len, s);
+    int k = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            for (int j = 0; j < e; j++) lab[k++] = ES_LETTERS + (E - e) + j;
+            i += 2;
+        } else lab[k++] = es_letter(s[i]);
+    }
+    *count = k;
+    *ell_dims = e;
+    return FA_OK;
+}
+
+/* Build the plan from the equation and the inputs' shapes. */
+static fa_status es_plan_make(fa_ctx *ctx, const fa_node *n, int n_in, const int *ranks,
+                              const int64_t *const *dims, es_plan *p)
+{
+    const char *eq = fa_node_attr_string(n, "equation", NULL);
+    if (!eq) return fa_node_error(ctx, n, "required attribute 'equation' is missing");
+    if (n_in < 1 || n_in > ES_MAXIN) return fa_node_unsupported(ctx, n, "%d inputs (1..%d supported)", n_in, ES_MAXIN);
+    char buf[512];
+    size_t L = 0;
+    for (const char *c = eq; *c; c++)
+        if (*c != ' ') {
+            if (L + 1 >= sizeof buf) return fa_node_error(ctx, n, "equation is too long");
+            buf[L++] = *c;
+        }
+    buf[L] = 0;
+    memset(p, 0, sizeof *p);
+    p->n_in = n_in;
+    for (int l = 0; l < ES_MAXLAB; l++) p->size[l] = -1;
+    char *arrow = strstr(buf, "->");
+    size_t lhs_len = arrow ? (size_t)(arrow - buf) : L;
+    /* widest ellipsis among the inputs */
+    int E = 0, t = 0;
+    const char *start = buf;
+    for (size_t i = 0; i <= lhs_len; i++) {
+        if (i < lhs_len && buf[i] != ',') continue;
+        if (t >= n_in) return fa_node_error(ctx, n, "equation has more terms than the %d inputs", n_in);
+        int cnt, e;
+        fa_status st = es_term(ctx, n, start, (size_t)(buf + i - start), ranks[t], FA_MAX_RANK, p->lab[t], &cnt, &e);
+        if (st) return st;
+        if (e > E) E = e;
+        t++;
+        start = buf + i + 1;
+    }
+    if (t != n_in) return fa_node_error(ctx, n, "equation has %d terms for %d inputs", t, n_in);
+    /* again with the common ellipsis width, recording sizes */
+    bool any_ell = false;
+    int occ[ES_MAXLAB] = {0};
+    t = 0;
+    start = buf;
+    for (size_t i = 0; i <= lhs_len; i++) {
+        if (i < lhs_len && buf[i] != ',') continue;
+        int cnt, e;
+        fa_status st = es_term(ctx, n, start, (size_t)(buf + i - start), ranks[t], E, p->lab[t], &cnt, &e);
+        if (st) return st;
+        any_ell |= e > 0 || memchr(start, '.', (size_t)(buf + i - start)) != NULL;
+        p->rank[t] = cnt;
+        for (int a = 0; a < cnt; a++) {
+            int l = p->lab[t][a];
+            int64_t d = dims[t][a];
+            occ[l]++;
+            if (p->size[l] < 0 || p->size[l] == 1) p->size[l] = d;
+            else if (d != p->size[l] && !(l >= ES_LETTERS && d == 1))
+                return fa_node_error(ctx, n, "label '%c' has extents %lld and %lld",
+                                     l < 26 ? 'a' + l : l < ES_LETTERS ? 'A' + l - 26 : '.', (long long)p->size[l],
+                                     (long long)d);
+        }
+        t++;
+        start = buf + i + 1;
+    }
+    if (arrow) {
+        int cnt, e;
+        fa_status st = es_term(ctx, n, arrow + 2, strlen(arrow + 2), -1, E, p->out_lab, &cnt, &e);
+        if (st) return st;
+        p->n_out = cnt;
+        for (int a = 0; a < cnt; a++) {
+            int l = p->out_lab[a];
+            for (int b = 0; b < a; b++)
+                if (p->out_lab[b] == l) return fa_node_error(ctx, n, "output label repeated in '%s'", eq);
+            if (p->size[l] < 0) return fa_node_error(ctx, n, "output label of '%s' is not in any input", eq);
+        }
+    } else {
+        int k = 0;
+        if (any_ell)
+            for (int j = 0; j < E; j++) p->out_lab[k++] = ES_LETTERS + j;
+        for (int c = 0; c < 128; c++) { /* ASCII order: 'A'..'Z' before 'a'..'z' */
+            int l = es_letter((char)c);
+            if (l >= 0 && occ[l] == 1) {
+                if (k >= FA_MAX_RANK) return fa_node_error(ctx, n, "implicit output of '%s' has too many labels", eq);
+                p->out_lab[k++] = l;
+            }
+        }
+        p->n_out = k;
+    }
+    bool in_out[ES_MAXLAB] = {false};
+    for (int a = 0; a < p->n_out; a++) in_out[p->out_lab[a]] = true;
+    for (int l = 0; l < ES_MAXLAB; l++)
+        if (p->size[l] >= 0 && !in_out[l]) p->sum_lab[p->n_sum++] = l;
+    return FA_OK;
+}
+
+static fa_status einsum_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    int ranks[ES_MAXIN] = {0};
+    const int64_t *dims[ES_MAXIN] = {0};
+    fa_dtype dt = FA_DTYPE_UNDEFINED;
+    if (n->n_inputs > ES_MAXIN) return fa_node_unsupported(ctx, n, "%d inputs (1..%d supported)", n->n_inputs, ES_MAXIN);
+    for (int i = 0; i < n->n_inputs; i++) {
+        fa_tensor *t = fa_req_input(ctx, g, n, i);
+        if (!t) return fa_ctx_status(ctx);
+        if (i == 0) dt = t->dtype;
+        else if (t->dtype != dt)
+            return fa_node_error(ctx, n, "input %d is %s, input 0 is %s", i, fa_dtype_name(t->dtype), fa_dtype_name(dt));
+        ranks[i] = t->rank;
+        dims[i] = t->dims;
+    }
+    if (dt == FA_DTYPE_BOOL || dt == FA_DTYPE_STRING || !fa_dtype_size(dt))
+        return fa_node_error(ctx, n, "inputs must be numeric, are %s", fa_dtype_name(dt));
+    es_plan p;
+    fa_status st = es_plan_make(ctx, n, n->n_inputs, ranks, dims, &p);
+    if (st) return st;
+    int64_t od[FA_MAX_RANK];
+    for (int a = 0; a < p.n_out; a++) od[a] = p.size[p.out_lab[a]];
+    fa_set_out(g, n, 0, dt, p.n_out, od);
+    return FA_OK;
+}
+
+/* Einsum FLOPs = n_in * prod(extent of every label): a multiply per extra input and an add per
+ * term, for each point of the full index space (the reference loop nest; no reordering). */
+static void einsum_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    int ranks[ES_MAXIN] = {0};
+    const int64_t *dims[ES_MAXIN] = {0};
+    if (n->n_inputs > ES_MAXIN) return;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (!t || fa_tensor_numel(t) < 0) return;
+        ranks[i] = t->rank;
+        dims[i] = t->dims;
+    }
+    es_plan p;
+    fa_ctx *tmp = fa_ctx_create();
+    if (!tmp) return;
+    if (es_plan_make(tmp, n, n->n_inputs, ranks, dims, &p) == FA_OK) {
+        uint64_t pts = 1;
+        for (int l = 0; l < ES_MAXLAB; l++)
+            if (p.size[l] > 0) pts *= (uint64_t)p.size[l];
+        out->flops = pts * (uint64_t)n->n_inputs;
+    }
+    fa_ctx_free(tmp);
+}
+
+static fa_status einsum_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                               fa_value *out, int n_out, int threads)
+{
+    int ranks[ES_MAXIN] = {0};
+    const int64_t *dims[ES_MAXIN] = {0};
+    if (n_in < 1 || n_in > ES_MAXIN) return fa_node_unsupported(ctx, n, "%d inputs (1..%d supported)", n_in, ES_MAXIN);
+    for (int i = 0; i < n_in; i++) {
+        ranks[i] = in[i].rank;
+        dims[i] = in[i].dims;
+    }
+    es_plan p;
+    fa_status st = es_plan_make(ctx, n, n_in, ranks, dims, &p);
+    if (st) return st;
+    bool integral = fa_dtype_is_integer(out[0].dtype);
+    /* per input and label: element stride (sum over repeated axes; 0 for a broadcast dim of 1) */
+    int64_t lstride[ES_MAXIN][ES_MAXLAB];
+    memset(lstride, 0, sizeof lstride);
+    double *vd[ES_MAXIN] = {0};
+    int64_t *vi[ES_MAXIN] = {0};
+    bool oom_ = false;
+    for (int i = 0; i < n_in; i++) {
+        int64_t s = 1;
+        for (int a = p.rank[i] - 1; a >= 0; a--) {
+            if (!(in[i].dims[a] == 1 && p.size[p.lab[i][a]] != 1)) lstride[i][p.lab[i][a]] += s;
+            s *= in[i].dims[a];
+        }
+        int64_t ne = fa_value_numel(&in[i]);
+        if (integral) {
+            vi[i] = malloc(sizeof(int64_t) * (size_t)(ne ? ne : 1));
+            if (!vi[i]) { oom_ = true; continue; }
+            for (int64_t e = 0; e < ne; e++) vi[i][e] = fa_load_as_i64(in[i].data, in[i].dtype, e);
+        } else {
+            vd[i] = malloc(sizeof(double) * (size_t)(ne ? ne : 1));
+            if (!vd[i]) { oom_ = true; continue; }
+            for (int64_t e = 0; e < ne; e++) vd[i][e] = fa_load_as_double(in[i].data, in[i].dtype, e);
+        }
+    }
+    if (!oom_) {
+        int64_t total = fa_value_numel(&out[0]), inner = 1;
+        for (int k = 0; k < p.n_sum; k++) inner *= p.size[p.sum_lab[k]];
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(static) if (total * inner >= 65536)
+        for (int64_t o = 0; o < total; o++) {
+            int64_t base[ES_MAXIN] = {0}, rem = o;
+            for (int a = p.n_out - 1; a >= 0; a--) {
+                int l = p.out_lab[a];
+                int64_t v = rem % p.size[l];
+                rem /= p.size[l];
+                for (int i = 0; i < n_in; i++) base[i] += v * lstride[i][l];
+            }
+            double accd = 0;
+            int64_t acci = 0;
+            int64_t cnt[ES_MAXLAB] = {0}, off[ES_MAXIN];
+            memcpy(off, base, sizeof(int64_t) * (size_t)n_in);
+            for (int64_t s = 0; s < inner; s++) {
+                if (integral) {
+                    int64_t prod = 1;
+                    for (int i = 0; i < n_in; i++) prod = (int64_t)((uint64_t)prod * (uint64_t)vi[i][off[i]]);
+                    acci = (int64_t)((uint64_t)acci + (uint64_t)prod);
+                } else {
+                    double prod = 1;
+                    for (int i = 0; i < n_in; i++) prod *= vd[i][off[i]];
+                    accd += prod;
+                }
+                for (int k = p.n_sum - 1; k >= 0; k--) { /* odometer over the summed labels */
+                    int l = p.sum_lab[k];
+                    for (int i = 0; i < n_in; i++) off[i] += lstride[i][l];
+                    if (++cnt[k] < p.size[l]) break;
+                    for (int i = 0; i < n_in; i++) off[i] -= p.size[l] * lstride[i][l];
+                    cnt[k] = 0;
+                }
+            }
+            if (integral) fa_store_from_i64(out[0].data, out[0].dtype, o, acci);
+            else fa_store_from_double(out[0].data, out[0].dtype, o, accd);
+        }
+    }
+    for (int i = 0; i < n_in; i++) { free(vd[i]); free(vi[i]); }
+    return oom_ ? oom(ctx, n) : FA_OK;
+}
+
 /* ======================================== Gemm ======================================== */
 
 /* Y[M, N] = alpha * A' * B' + beta * C, A' = transA ? A^T : A, B' likewise; C broadcasts
@@ -2000,6 +2282,7 @@ static const fa_attr_spec a_quant[] = {{"axis", FA_ATTR_INT}, {"saturate", FA_AT
                                        {"precision", FA_ATTR_INT, "0"}, {0}};
 static const fa_attr_spec a_dequant[] = {{"axis", FA_ATTR_INT}, {"block_size", FA_ATTR_INT, "0"},
                                          {"output_dtype", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_einsum[] = {{"equation", FA_ATTR_STRING}, {0}};
 static const fa_attr_spec a_iconv[] = {
     {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
     {"group", FA_ATTR_INT},                     {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
@@ -2012,6 +2295,8 @@ const fa_op fa_ops_nn[] = {
      "FLOPs = 2*N*C*prod(in)*(M/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written", a_convt},
     {"MatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 2, 1, 1, 0, matmul_infer, matmul_cost, matmul_kernel,
      "FLOPs = 2*batch*M*N*K; bytes = A+B read, Y written"},
+    {"Einsum", "", FA_PATTERN_OPAQUE, 1, -1, 1, 1, 0, einsum_infer, einsum_cost, einsum_kernel,
+     "FLOPs = n_in*prod(every label's extent); bytes = inputs read, output written", a_einsum},
     {"Gemm", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, gemm_infer, gemm_cost, gemm_kernel,
      "FLOPs = 2*M*N*K (+M*N if alpha!=1, +2*M*N with C); bytes = A+B+C read, Y written", a_gemm},
     {"MaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 2, 0, pool_infer, pool_cost, pool_kernel,

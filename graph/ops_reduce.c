@@ -1,5 +1,5 @@
 /* graph/ops_reduce — reductions (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSumExp,
- * ArgMax/ArgMin): shape inference, FLOPs/bytes formulas and reference CPU kernels.
+ * ArgMax/ArgMin), selections and scans along an axis (TopK, CumSum, CumProd): shape inference, FLOPs/bytes formulas and reference CPU kernels.
  *
  * Semantics after the ONNX operator spec for opsets 1..23: `axes` is an attribute before
  * opset 18 (ReduceSum: 13) and an optional int64 input from then on; this code accepts
@@ -415,6 +415,202 @@ static fa_status kernel_arg(fa_ctx *ctx, const fa_node *n, const fa_value *in, i
     return FA_OK;
 }
 
+/* ---- TopK ---- */
+
+/* k of a TopK node: input 1 (opset 10+, a one-element int64 tensor; constant for static
+ * shapes) or attribute k (opset 1). */
+static fa_status topk_k(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int64_t *k)
+{
+    if (n->n_inputs >= 2) {
+        int64_t v[1];
+        int cnt;
+        fa_status st = fa_const_ints(ctx, g, n, 1, v, 1, &cnt);
+        if (st) return st;
+        if (cnt != 1) return fa_node_error(ctx, n, "K must hold one value, has %d", cnt);
+        *k = v[0];
+    } else {
+        const fa_attr *a = fa_node_attr(n, "k");
+        if (!a) return fa_node_error(ctx, n, "needs input K or attribute k");
+        *k = a->i;
+    }
+    return FA_OK;
+}
+
+/* Values and Indices: X's shape with dims[axis] = k; Indices int64. */
+static fa_status infer_topk(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->dtype && (!dt_reducible(x->dtype) || x->dtype == FA_DTYPE_BOOL))
+        return fa_node_error(ctx, n, "input '%s' has dtype %s, expected a numeric type", x->name,
+                             fa_dtype_name(x->dtype));
+    if (x->rank < 1) return fa_node_error(ctx, n, "input '%s' must have rank >= 1", x->name);
+    int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", -1), x->rank);
+    if (axis < 0) return fa_ctx_status(ctx);
+    int64_t k = 0;
+    fa_status st = topk_k(ctx, g, n, &k);
+    if (st) return st;
+    if (k < 0 || k > x->dims[axis])
+        return fa_node_error(ctx, n, "k = %lld is outside [0, %lld] (axis %d of '%s')", (long long)k,
+                             (long long)x->dims[axis], axis, x->name);
+    int64_t d[FA_MAX_RANK];
+    memcpy(d, x->dims, sizeof d);
+    d[axis] = k;
+    fa_set_out(g, n, 0, x->dtype, x->rank, d);
+    fa_set_out(g, n, 1, FA_DTYPE_INT64, x->rank, d);
+    return FA_OK;
+}
+
+typedef struct topk_item {
+    double v;      /* value (float dtypes) */
+    int64_t iv;    /* value (integer dtypes, exact) */
+    int64_t idx;   /* position along the axis */
+} topk_item;
+
+/* Orders of the ONNX reference (numpy lexsort by (value, index), flipped for largest):
+ * largest first / smallest first, ties by the smaller index, NaN greater than every number. */
+static int topk_cmp_f(const topk_item *a, const topk_item *b, int dir)
+{
+    bool an = a->v != a->v, bn = b->v != b->v;
+    int c = an || bn ? (an && bn ? 0 : an ? 1 : -1) : (a->v > b->v) - (a->v < b->v);
+    if (c) return dir * c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+static int topk_cmp_i(const topk_item *a, const topk_item *b, int dir)
+{
+    int c = (a->iv > b->iv) - (a->iv < b->iv);
+    if (c) return dir * c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+static int topk_largest_f(const void *a, const void *b) { return topk_cmp_f(a, b, -1); }
+static int topk_smallest_f(const void *a, const void *b) { return topk_cmp_f(a, b, 1); }
+static int topk_largest_i(const void *a, const void *b) { return topk_cmp_i(a, b, -1); }
+static int topk_smallest_i(const void *a, const void *b) { return topk_cmp_i(a, b, 1); }
+
+/* TopK (ONNX TopK-1/10/11/24): the k largest (largest=1) or smallest elements along axis,
+ * sorted (sorted=0 leaves the order open: sorted output is conformant), with their indices. */
+static fa_status kernel_topk(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    const fa_value *x = &in[0];
+    int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", -1), x->rank);
+    if (axis < 0) return fa_ctx_status(ctx);
+    int64_t k = out[0].dims[axis];
+    bool largest = fa_node_attr_int(n, "largest", 1) != 0;
+    bool integral = fa_dtype_is_integer(x->dtype);
+    int (*cmp)(const void *, const void *) = integral ? (largest ? topk_largest_i : topk_smallest_i)
+                                                      : (largest ? topk_largest_f : topk_smallest_f);
+    int64_t outer = 1, R = x->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    size_t es = fa_dtype_size(x->dtype);
+    int64_t *yi = n_out > 1 && out[1].data ? out[1].data : NULL;
+    int failed = 0;
+    if (threads < 1) threads = 1;
+#pragma omp parallel num_threads(threads) if (outer * R * inner >= RD_PAR_MIN)
+    {
+        topk_item *buf = malloc(sizeof(topk_item) * (size_t)(R ? R : 1));
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < outer * inner; t++) {
+            if (!buf) continue;
+            int64_t o = t / inner, j = t % inner;
+            for (int64_t r = 0; r < R; r++) {
+                int64_t src = (o * R + r) * inner + j;
+                buf[r].idx = r;
+                if (integral) buf[r].iv = fa_load_as_i64(x->data, x->dtype, src);
+                else buf[r].v = fa_load_as_double(x->data, x->dtype, src);
+            }
+            qsort(buf, (size_t)R, sizeof *buf, cmp);
+            for (int64_t r = 0; r < k; r++) {
+                int64_t src = (o * R + buf[r].idx) * inner + j, dst = (o * k + r) * inner + j;
+                memcpy((char *)out[0].data + dst * (int64_t)es, (const char *)x->data + src * (int64_t)es, es);
+                if (yi) yi[dst] = buf[r].idx;
+            }
+        }
+        free(buf);
+    }
+    if (failed) return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s' (TopK): out of memory", n->name);
+    return FA_OK;
+}
+
+/* TopK FLOPs = numel(X) * ceil(log2(R)) comparisons (a sort per slice of length R along axis). */
+static void cost_topk(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    if (!x || fa_tensor_numel(x) <= 0 || x->rank < 1) return;
+    int64_t ax = fa_node_attr_int(n, "axis", -1);
+    if (ax < 0) ax += x->rank;
+    if (ax < 0 || ax >= x->rank) return;
+    uint64_t lg = 1;
+    while (((int64_t)1 << lg) < x->dims[ax]) lg++;
+    out->flops = (uint64_t)fa_tensor_numel(x) * lg;
+}
+
+/* ---- CumSum, CumProd ---- */
+
+/* FLOPs = numel(X) (one add or multiply per element); bytes = X + axis read, Y written. */
+static void cost_cum(const fa_graph *g, const fa_node *n, fa_op_cost *out) { fa_cost_io(g, n, 1, out); }
+
+static fa_status infer_cum(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *ax = x ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!ax) return fa_ctx_status(ctx);
+    if (x->dtype && (!dt_reducible(x->dtype) || x->dtype == FA_DTYPE_BOOL))
+        return fa_node_error(ctx, n, "input '%s' has dtype %s, expected a numeric type", x->name,
+                             fa_dtype_name(x->dtype));
+    if (fa_tensor_numel(ax) != 1 || (ax->dtype != FA_DTYPE_INT64 && ax->dtype != FA_DTYPE_INT32))
+        return fa_node_error(ctx, n, "axis input '%s' must be an int32/int64 scalar", ax->name);
+    if (x->rank < 1) return fa_node_error(ctx, n, "input '%s' must have rank >= 1", x->name);
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* CumSum-11/14, CumProd-26: running sum/product along axis (input 1, read at run time);
+ * exclusive=1 starts from the identity (the element itself excluded), reverse=1 runs from the
+ * end. Integers accumulate exactly in int64 and wrap to the element type, as numpy's cumsum
+ * with dtype=x.dtype; floats accumulate in double. */
+static fa_status kernel_cum(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                            fa_value *out, int n_out, int threads)
+{
+    const fa_value *x = &in[0];
+    if (!in[1].data || fa_value_numel(&in[1]) != 1) return fa_node_error(ctx, n, "axis input must be a scalar");
+    int axis = fa_norm_axis(ctx, n, fa_load_as_i64(in[1].data, in[1].dtype, 0), x->rank);
+    if (axis < 0) return fa_ctx_status(ctx);
+    bool prod = strcmp(n->op_type, "CumProd") == 0;
+    bool excl = fa_node_attr_int(n, "exclusive", 0) != 0, rev = fa_node_attr_int(n, "reverse", 0) != 0;
+    bool integral = fa_dtype_is_integer(x->dtype);
+    int64_t outer = 1, R = x->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    if (threads < 1) threads = 1;
+#pragma omp parallel for num_threads(threads) if (outer * R * inner >= RD_PAR_MIN) schedule(static)
+    for (int64_t t = 0; t < outer * inner; t++) {
+        int64_t o = t / inner, j = t % inner;
+        int64_t ia = prod ? 1 : 0;
+        double da = prod ? 1.0 : 0.0;
+        for (int64_t s = 0; s < R; s++) {
+            int64_t r = rev ? R - 1 - s : s, e = (o * R + r) * inner + j;
+            if (integral) {
+                int64_t v = fa_load_as_i64(x->data, x->dtype, e);
+                if (excl) fa_store_from_i64(out[0].data, out[0].dtype, e, ia);
+                ia = prod ? (int64_t)((uint64_t)ia * (uint64_t)v) : (int64_t)((uint64_t)ia + (uint64_t)v);
+                if (!excl) fa_store_from_i64(out[0].data, out[0].dtype, e, ia);
+            } else {
+                double v = fa_load_as_double(x->data, x->dtype, e);
+                if (excl) fa_store_from_double(out[0].data, out[0].dtype, e, da);
+                da = prod ? da * v : da + v;
+                if (!excl) fa_store_from_double(out[0].data, out[0].dtype, e, da);
+            }
+        }
+    }
+    return FA_OK;
+}
+
 /* FLOPs = per-op count × input elements (Sum/Mean/Max/Min/Prod/ArgMax/ArgMin 1, L1/L2/
  * SumSquare/LogSumExp 2: a transform and an add), plus one per output element for the
  * finalisation of Mean/L2/LogSumExp. Bytes = input (and axes) read once + output written. */
@@ -438,6 +634,9 @@ static const fa_attr_spec a_reduce[] = {{"axes", FA_ATTR_INTS}, {"keepdims", FA_
                                         {"noop_with_empty_axes", FA_ATTR_INT}, {0}};
 static const fa_attr_spec a_arg[] = {{"axis", FA_ATTR_INT}, {"keepdims", FA_ATTR_INT},
                                      {"select_last_index", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_topk[] = {{"axis", FA_ATTR_INT}, {"largest", FA_ATTR_INT}, {"sorted", FA_ATTR_INT},
+                                      {"k", FA_ATTR_INT, NULL, 0, 9}, {0}};
+static const fa_attr_spec a_cum[] = {{"exclusive", FA_ATTR_INT}, {"reverse", FA_ATTR_INT}, {0}};
 
 const fa_op fa_ops_reduce[] = {
     REDUCE("ReduceSum", "Σ over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
@@ -453,5 +652,11 @@ const fa_op fa_ops_reduce[] = {
      "index of max along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out", a_arg},
     {"ArgMin", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_arg, cost_reduce, kernel_arg,
      "index of min along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out", a_arg},
+    {"TopK", "", FA_PATTERN_OPAQUE, 1, 2, 1, 2, 0, infer_topk, cost_topk, kernel_topk,
+     "k largest/smallest along axis; FLOPs = N_in·ceil(log2 R); bytes = N_in·es + k-slices", a_topk},
+    {"CumSum", "", FA_PATTERN_OPAQUE, 2, 2, 1, 1, 0, infer_cum, cost_cum, kernel_cum,
+     "running sum along axis; FLOPs = N; bytes = 2·N·es", a_cum},
+    {"CumProd", "", FA_PATTERN_OPAQUE, 2, 2, 1, 1, 0, infer_cum, cost_cum, kernel_cum,
+     "running product along axis; FLOPs = N; bytes = 2·N·es", a_cum},
     {0},
 };

@@ -255,6 +255,40 @@ uint16_t fa_float_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
+int64_t fa_load_as_i64(const void *d, fa_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case FA_DTYPE_INT64: return ((const int64_t *)d)[i];
+    case FA_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case FA_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case FA_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case FA_DTYPE_UINT8: return ((const uint8_t *)d)[i];
+    case FA_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case FA_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case FA_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
+    case FA_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
+    default: return (int64_t)fa_load_as_double(d, dt, i);
+    }
+}
+
+/* Store an integer, wrapping to the destination width (two's complement), bool = nonzero. */
+void fa_store_from_i64(void *d, fa_dtype dt, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case FA_DTYPE_INT64: ((int64_t *)d)[i] = v; break;
+    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
+    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
+    case FA_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    default: fa_store_from_double(d, dt, i, (double)v); break;
+    }
+}
+
+
 double fa_load_as_double(const void *d, fa_dtype dt, int64_t i)
 {
     switch (dt) {
@@ -454,4 +488,16 @@ fa_status fa_node_check_attrs(fa_ctx *ctx, const fa_graph *g, const fa_node *n)
         }
     }
     return FA_OK;
+}
+
+bool fa_dtype_is_integer(fa_dtype t)
+{
+    switch (t) {
+    case FA_DTYPE_UINT8: case FA_DTYPE_INT8: case FA_DTYPE_UINT16: case FA_DTYPE_INT16:
+    case FA_DTYPE_INT32: case FA_DTYPE_INT64: case FA_DTYPE_UINT32: case FA_DTYPE_UINT64:
+    case FA_DTYPE_BOOL:
+        return true;
+    default:
+        return false;
+    }
 }
