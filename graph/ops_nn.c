@@ -1853,6 +1853,167 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
     return FA_OK;
 }
 
+/* ===================================== GridSample ===================================== */
+
+/* GridSample-16/20/22 (onnx/reference/ops/op_grid_sample.py). X [N, C, D1..Dr], grid
+ * [N, O1..Or, r] holding normalized coordinates in [-1, 1], last component first (x = W,
+ * then H, then D); Y [N, C, O1..Or]. A coordinate n maps to x = (n+1)/2*(len-1)
+ * (align_corners=1) or ((n+1)*len-1)/2 (0), in float32 as the reference computes it. Modes:
+ * nearest (round half to even), linear (2 taps per dim) and cubic (4 taps, Keys a = -0.75);
+ * opset 16's names bilinear/bicubic are the same. padding_mode for coordinates outside
+ * [-0.5, len-0.5] ([0, len-1] with align_corners): zeros (out-of-range taps read 0), border
+ * (the coordinate and the taps clamp to the edge), reflection (the coordinate and the taps
+ * reflect at the borders). */
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECT };
+
+static double gs_reflect(double x, double lo, double hi)
+{
+    double rng = hi - lo;
+    if (rng <= 0) return lo;
+    if (x < lo) {
+        double dx = lo - x;
+        int64_t k = (int64_t)(dx / rng);
+        double r = dx - (double)k * rng;
+        return k % 2 == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        double dx = x - hi;
+        int64_t k = (int64_t)(dx / rng);
+        double r = dx - (double)k * rng;
+        return k % 2 == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+/* Tap index i along a dim of length len after padding: -1 means "reads zero". */
+static int64_t gs_tap(int64_t i, int64_t len, int pad, double lo, double hi)
+{
+    if (i >= 0 && i < len) return i;
+    if (pad == GS_ZEROS) return -1;
+    if (pad == GS_BORDER) return i < 0 ? 0 : len - 1;
+    int64_t r = (int64_t)gs_reflect((double)i, lo, hi);
+    return r < 0 ? 0 : r >= len ? len - 1 : r;
+}
+
+static fa_status gs_params(fa_ctx *ctx, const fa_node *n, int *mode, int *pad, bool *align)
+{
+    const char *m = fa_node_attr_string(n, "mode", "linear");
+    const char *p = fa_node_attr_string(n, "padding_mode", "zeros");
+    *mode = !strcmp(m, "nearest") ? GS_NEAREST : (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) ? GS_CUBIC : GS_LINEAR;
+    *pad = !strcmp(p, "border") ? GS_BORDER : !strcmp(p, "reflection") ? GS_REFLECT : GS_ZEROS;
+    *align = fa_node_attr_int(n, "align_corners", 0) != 0;
+    return FA_OK;
+}
+
+static fa_status gs_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *gr = x ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!gr) return fa_ctx_status(ctx);
+    fa_status st;
+    if ((st = need_float(ctx, n, x, 0)) || (st = need_float(ctx, n, gr, 1))) return st;
+    int r = x->rank - 2;
+    if (r < 1 || r > MAX_SP) return fa_node_unsupported(ctx, n, "%d spatial dims (1..%d supported)", r, MAX_SP);
+    if (gr->rank != x->rank || gr->dims[0] != x->dims[0] || gr->dims[gr->rank - 1] != r)
+        return fa_node_error(ctx, n, "grid must be [N=%lld, out spatial..., %d], has rank %d", (long long)x->dims[0], r,
+                             gr->rank);
+    int64_t od[FA_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < r; i++) od[i + 2] = gr->dims[i + 1];
+    fa_set_out(g, n, 0, x->dtype, x->rank, od);
+    return FA_OK;
+}
+
+static fa_status gs_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                           fa_value *out, int n_out, int threads)
+{
+    int mode, pad;
+    bool align;
+    fa_status st = gs_params(ctx, n, &mode, &pad, &align);
+    if (st) return st;
+    const fa_value *xv = &in[0], *gv = &in[1];
+    int r = xv->rank - 2;
+    int64_t N = xv->dims[0], C = xv->dims[1], insp = prod64(xv->dims + 2, r), outsp = prod64(out[0].dims + 2, r);
+    const int64_t *len = xv->dims + 2;
+    float *tx, *tg, *ty;
+    const float *X = in_f32(xv, &tx), *G = in_f32(gv, &tg);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !G || !Y) { free(tx); free(tg); free(ty); return oom(ctx, n); }
+    int ntap = mode == GS_NEAREST ? 1 : mode == GS_LINEAR ? 2 : 4;
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(static)
+    for (int64_t t = 0; t < N * outsp; t++) {
+        int64_t b = t / outsp, o = t % outsp;
+        int64_t idx[MAX_SP][4];
+        double w[MAX_SP][4];
+        for (int d = 0; d < r; d++) {
+            double lo = align ? 0.0 : -0.5, hi = align ? (double)len[d] - 1 : (double)len[d] - 0.5;
+            double nv = G[(b * outsp + o) * r + (r - 1 - d)];
+            float xf = align ? (float)((nv + 1) / 2.0 * (double)(len[d] - 1)) : (float)(((nv + 1) * (double)len[d] - 1) / 2.0);
+            double x = xf;
+            if (mode == GS_NEAREST) x = nearbyint(x);
+            if (x < lo || x > hi) {
+                if (pad == GS_BORDER) x = x < 0 ? 0 : x > (double)len[d] - 1 ? (double)len[d] - 1 : x;
+                else if (pad == GS_REFLECT) x = gs_reflect(x, lo, hi);
+            }
+            if (mode == GS_NEAREST) {
+                idx[d][0] = gs_tap((int64_t)x, len[d], pad, lo, hi); /* int32 cast truncates, as the reference */
+                w[d][0] = 1;
+                continue;
+            }
+            double f0 = floor(x), fr = x - f0;
+            int64_t x0 = (int64_t)f0;
+            if (mode == GS_LINEAR) {
+                idx[d][0] = gs_tap(x0, len[d], pad, lo, hi), w[d][0] = 1 - fr;
+                idx[d][1] = gs_tap(x0 + 1, len[d], pad, lo, hi), w[d][1] = fr;
+            } else {
+                double A = -0.75, q = 1 - fr;
+                w[d][0] = ((A * (fr + 1) - 5 * A) * (fr + 1) + 8 * A) * (fr + 1) - 4 * A;
+                w[d][1] = ((A + 2) * fr - (A + 3)) * fr * fr + 1;
+                w[d][2] = ((A + 2) * q - (A + 3)) * q * q + 1;
+                w[d][3] = ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A;
+                for (int k = 0; k < 4; k++) idx[d][k] = gs_tap(x0 - 1 + k, len[d], pad, lo, hi);
+            }
+        }
+        for (int64_t c = 0; c < C; c++) {
+            const float *xp = X + (b * C + c) * insp;
+            double acc = 0;
+            int tp[MAX_SP] = {0};
+            for (;;) { /* odometer over the taps of every dim */
+                double wt = 1;
+                int64_t off = 0;
+                bool zero = false;
+                for (int d = 0; d < r; d++) {
+                    int64_t i = idx[d][tp[d]];
+                    if (i < 0) zero = true;
+                    wt *= w[d][tp[d]];
+                    off = off * len[d] + (i < 0 ? 0 : i);
+                }
+                if (!zero && wt != 0) acc += wt * xp[off];
+                int d = r - 1;
+                while (d >= 0 && ++tp[d] == ntap) tp[d--] = 0;
+                if (d < 0) break;
+            }
+            Y[(b * C + c) * outsp + o] = (float)acc;
+        }
+    }
+    free(tx); free(tg);
+    out_f32_done(&out[0], ty);
+    return FA_OK;
+}
+
+/* GridSample FLOPs = numel(Y) * 2 * taps (taps = 1, 2^r or 4^r), plus 10 * N * prod(out) for
+ * the coordinate arithmetic. Bytes: X and grid read once, Y written once. */
+static void gs_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0), *gr = fa_graph_in(g, n, 1);
+    if (!x || !y || !gr || fa_tensor_numel(y) < 0 || fa_tensor_numel(gr) < 0) return;
+    const char *m = fa_node_attr_string(n, "mode", "linear");
+    int per = !strcmp(m, "nearest") ? 1 : (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) ? 4 : 2;
+    uint64_t taps = 1;
+    for (int i = 2; i < x->rank; i++) taps *= (uint64_t)per;
+    out->flops = (uint64_t)fa_tensor_numel(y) * 2 * taps + 10 * (uint64_t)fa_tensor_numel(gr);
+}
+
 /* ============================ QuantizeLinear / DequantizeLinear ============================ */
 
 /* Per-tensor (scale has one element) or per-axis (scale 1-D of length X.dims[axis]). */
@@ -2282,6 +2443,9 @@ static const fa_attr_spec a_quant[] = {{"axis", FA_ATTR_INT}, {"saturate", FA_AT
                                        {"precision", FA_ATTR_INT, "0"}, {0}};
 static const fa_attr_spec a_dequant[] = {{"axis", FA_ATTR_INT}, {"block_size", FA_ATTR_INT, "0"},
                                          {"output_dtype", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_gridsample[] = {{"mode", FA_ATTR_STRING, "linear|nearest|cubic|bilinear|bicubic"},
+                                            {"padding_mode", FA_ATTR_STRING, "zeros|border|reflection"},
+                                            {"align_corners", FA_ATTR_INT, "0|1"}, {0}};
 static const fa_attr_spec a_einsum[] = {{"equation", FA_ATTR_STRING}, {0}};
 static const fa_attr_spec a_iconv[] = {
     {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
@@ -2321,6 +2485,8 @@ const fa_op fa_ops_nn[] = {
      "FLOPs = numel(Y)*2*taps (linear 2^axes, cubic 4^axes, nearest 0); bytes = X read, Y written", a_resize},
     {"Upsample", "", FA_PATTERN_INJECTIVE, 1, 2, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
      "as Resize-10 (asymmetric coordinates, nearest floor up / ceil down)", a_upsample},
+    {"GridSample", "", FA_PATTERN_OPAQUE, 2, 2, 1, 1, 0, gs_infer, gs_cost, gs_kernel,
+     "FLOPs = numel(Y)*2*taps + 10*numel(grid); bytes = X + grid read, Y written", a_gridsample},
     {"QuantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, ql_infer, ql_cost, ql_kernel,
      "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written", a_quant},
     {"DequantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, dql_infer, dql_cost, dql_kernel,
