@@ -1135,7 +1135,8 @@ static const fa_attr_spec a_castlike[] = {{"saturate", FA_ATTR_INT, "0|1"}, {"ro
 static const fa_attr_spec a_dropout[] = {{"ratio", FA_ATTR_FLOAT, NULL, 0, 11}, {"is_test", FA_ATTR_INT, "0|1", 0, 6},
                                          {"seed", FA_ATTR_INT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
 /* Legacy broadcasting (opset < 7): broadcast=1 with an alignment axis. */
-static const fa_attr_spec a_bcast_legacy[] = {{"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {"axis", FA_ATTR_INT, NULL, 0, 6},
+static const fa_attr_spec a_bcast_legacy[] = {{"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {"axis", FA_ATTR_INT, NULL, 0, 6}, {0}};
+static const fa_attr_spec a_arith_legacy[] = {{"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {"axis", FA_ATTR_INT, NULL, 0, 6},
                                               {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
 static const fa_attr_spec a_mod[] = {{"fmod", FA_ATTR_INT, "0|1"}, {0}};
 
@@ -1178,10 +1179,10 @@ const fa_op fa_ops_elementwise[] = {
      "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out", a_castlike},
     {"Dropout", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
      "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)", a_dropout},
-    BINARY("Add", a_bcast_legacy, "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Sub", a_bcast_legacy, "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Mul", a_bcast_legacy, "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Div", a_bcast_legacy, "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Add", a_arith_legacy, "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Sub", a_arith_legacy, "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Mul", a_arith_legacy, "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Div", a_arith_legacy, "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Pow", a_bcast_legacy, "a^b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Mod", a_mod, "a mod b (fmod attr) broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     {"PRelu", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary,
