@@ -7,7 +7,7 @@ implementation) into a work folder, runs each through `fuse-advise exec MODEL --
 --outputs DIR`, compares the outputs the way ONNX's backend test runner does
 (onnx.backend.test.runner.Runner.assert_similar_outputs: same shape and dtype,
 numpy.testing.assert_allclose with the case's rtol/atol, rtol at least 2**-6 for bfloat16, and
-likewise two ulps, 2**-9, for float16), and
+likewise two ulps, 2**-9, for float16; integers and bools exactly), and
 checks every outcome against the expected table tests/conformance/onnx-node-expected.tsv.
 
 Outcomes:
@@ -139,6 +139,12 @@ def compare(got_path: str, want_path: str, rtol: float, atol: float) -> str | No
         return None if np.array_equal(got, want) else "strings differ"
     if got.dtype != want.dtype:
         return f"dtype {got.dtype}, expected {want.dtype}"
+    if want.dtype.kind in "iub":  # integers and bool exactly (stricter than ONNX's runner)
+        if np.array_equal(got, want):
+            return None
+        bad = np.flatnonzero(got.reshape(-1) != want.reshape(-1))
+        i = int(bad[0])
+        return f"{bad.size} of {want.size} elements differ; first at flat index {i}: {got.reshape(-1)[i]} != {want.reshape(-1)[i]}"
     r = rtol
     if want.dtype.name == "bfloat16" or want.dtype.name.startswith("float8") or want.dtype.name.startswith("float4"):
         r = max(rtol, 2 ** -6)  # two bfloat16 ulps, as ONNX's runner

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""tests/conformance/onnx_dtype_sweep — every element type an op's ONNX schema allows, through `exec`.
+
+ONNX's node suite mostly tests float32. This sweep takes every single-node case of the suite
+(onnx.backend.test.case.node.collect_testcases), and for the type constraint of the node's first
+input (its "T") makes one variant per other element type the schema allows there: the inputs
+bound to T converted (integers scaled up so that products exceed float32's 24-bit mantissa,
+which a float32 computation would round), the expected outputs recomputed with ONNX's reference
+evaluator (onnx.reference.ReferenceEvaluator; variants it cannot run are skipped). Each variant
+runs through `fuse-advise exec` and must be either refused with a message or answered right
+(outputs compared as onnx_node_suite.py does; integers exactly). A wrong answer or a crash fails:
+an element type an op does not implement must be refused, never computed wrongly.
+
+Exit 0 none wrong, 1 a wrong answer or crash (each printed), 77 onnx/numpy missing.
+"""
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import copy
+import os
+import shutil
+import sys
+import warnings
+
+try:
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    from onnx.backend.test.case.node import collect_testcases
+    from onnx.reference import ReferenceEvaluator
+except ImportError as e:
+    print(f"SKIP: python oracle not importable ({e})")
+    sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from onnx_node_suite import compare, run_case  # noqa: E402  (same runner and comparison)
+
+# element types fuse-advise can hold (graph/graph.h fa_dtype); others are refused at import
+TYPES = {
+    "tensor(float)": TensorProto.FLOAT, "tensor(double)": TensorProto.DOUBLE,
+    "tensor(float16)": TensorProto.FLOAT16, "tensor(bfloat16)": TensorProto.BFLOAT16,
+    "tensor(int8)": TensorProto.INT8, "tensor(uint8)": TensorProto.UINT8,
+    "tensor(int16)": TensorProto.INT16, "tensor(uint16)": TensorProto.UINT16,
+    "tensor(int32)": TensorProto.INT32, "tensor(uint32)": TensorProto.UINT32,
+    "tensor(int64)": TensorProto.INT64, "tensor(uint64)": TensorProto.UINT64,
+    "tensor(bool)": TensorProto.BOOL,
+}
+# integer scale: values well inside the type, products beyond float32's exact range
+SCALE = {TensorProto.INT8: 20, TensorProto.UINT8: 40, TensorProto.INT16: 3000, TensorProto.UINT16: 6000,
+         TensorProto.INT32: 30000, TensorProto.UINT32: 60000, TensorProto.INT64: 30000, TensorProto.UINT64: 60000}
+
+
+def convert(arr: np.ndarray, to: int) -> np.ndarray:
+    npt = helper.tensor_dtype_to_np_dtype(to)
+    a = np.asarray(arr)
+    if to == TensorProto.BOOL:
+        return (a.astype(np.float64) > 0) if a.dtype != np.bool_ else a
+    if to in SCALE:
+        f = a.astype(np.float64)
+        if a.dtype.kind == "f":
+            f = np.round(f * SCALE[to])
+        info = np.iinfo(npt)
+        if info.min == 0:
+            f = np.abs(f)
+        return np.clip(f, info.min, info.max).astype(npt)
+    return a.astype(np.float64).astype(npt)
+
+
+def variants(case):
+    """(name, model, inputs) for each other allowed type of the first input's constraint."""
+    g = case.model.graph
+    if len(g.node) != 1 or len(case.data_sets) != 1:
+        return []
+    node = g.node[0]
+    opset = max((o.version for o in case.model.opset_import if o.domain == node.domain), default=0)
+    try:
+        schema = onnx.defs.get_schema(node.op_type, opset, node.domain)
+    except Exception:
+        return []
+    inputs, _ = case.data_sets[0]
+    if not inputs or any(not isinstance(v, np.ndarray) for v in inputs):
+        return []
+    if not schema.inputs or len(g.input) != len(inputs):
+        return []
+    tparam = schema.inputs[0].type_str
+    cons = {c.type_param_str: c for c in schema.type_constraints}
+    if tparam not in cons:
+        return []
+    # which graph inputs / outputs are bound to T (formal position, variadic last)
+    def bound(formals, n):
+        out = []
+        for i in range(n):
+            f = formals[min(i, len(formals) - 1)] if formals else None
+            out.append(f is not None and f.type_str == tparam)
+        return out
+    present = [x for x in node.input]
+    in_bound = bound(schema.inputs, len(present))
+    gi = {name: i for i, name in enumerate(present) if name}
+    out_bound = bound(schema.outputs, len(node.output))
+    cur = g.input[0].type.tensor_type.elem_type
+    res = []
+    for ts in cons[tparam].allowed_type_strs:
+        to = TYPES.get(ts)
+        if to is None or to == cur:
+            continue
+        m = copy.deepcopy(case.model)
+        feeds = []
+        ok = True
+        for k, vi in enumerate(m.graph.input):
+            pos = gi.get(vi.name)
+            if pos is not None and in_bound[pos]:
+                vi.type.tensor_type.elem_type = to
+                feeds.append(convert(inputs[k], to))
+            else:
+                feeds.append(inputs[k])
+        for k, name in enumerate(node.output):
+            if name and k < len(out_bound) and out_bound[k]:
+                for vo in m.graph.output:
+                    if vo.name == name:
+                        vo.type.tensor_type.elem_type = to
+        if ok:
+            res.append((f"{case.name}__{ts[7:-1]}", m, feeds))
+    return res
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cli", required=True)
+    ap.add_argument("--work", required=True)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--filter")
+    a = ap.parse_args()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases()
+    os.makedirs(a.work, exist_ok=True)
+    todo = []
+    skipped = 0
+    for case in cases:
+        if a.filter and a.filter not in case.name:
+            continue
+        for name, m, feeds in variants(case):
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    outs = ReferenceEvaluator(m).run(None, {vi.name: v for vi, v in zip(m.graph.input, feeds)})
+            except Exception:
+                skipped += 1
+                continue
+            outs = [np.asarray(o) for o in outs]
+            # the declared output types must be what the reference produced
+            for vo, o in zip(m.graph.output, outs):
+                try:
+                    vo.type.tensor_type.elem_type = helper.np_dtype_to_tensor_dtype(o.dtype)
+                except Exception:
+                    pass
+            d = os.path.join(a.work, name)
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(os.path.join(d, "test_data_set_0"))
+            onnx.save(m, os.path.join(d, "model.onnx"))
+            for k, (vi, v) in enumerate(zip(m.graph.input, feeds)):
+                with open(os.path.join(d, "test_data_set_0", f"input_{k}.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(v, vi.name).SerializeToString())
+            for k, (vo, v) in enumerate(zip(m.graph.output, outs)):
+                with open(os.path.join(d, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
+                    f.write(numpy_helper.from_array(v, vo.name).SerializeToString())
+            todo.append({"name": name, "dir": d, "n_sets": 1, "rtol": 1e-3, "atol": 1e-7, "op": "",
+                         "non_tensor": None})
+    results = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
+        futs = {pool.submit(run_case, a.cli, c, 120.0): c for c in todo}
+        for f in concurrent.futures.as_completed(futs):
+            results[futs[f]["name"]] = f.result()
+    counts: dict[str, int] = {}
+    bad = []
+    for name in sorted(results):
+        out, why = results[name]
+        counts[out] = counts.get(out, 0) + 1
+        if out in ("wrong", "crash"):
+            bad.append(f"{out.upper()} {name}: {why}")
+    print(f"dtype sweep: {len(results)} variants ("
+          + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+          + f"), {skipped} the reference cannot run")
+    for b in bad:
+        print(b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
