@@ -560,6 +560,7 @@ static const bop_desc *binary_desc(const char *op_type)
 typedef struct bctx {
     bop op;
     bool fmod;  /* Mod: fmod=1 → C fmod (sign of dividend); 0 → sign of divisor */
+    bool u64;   /* integer operands are uint64: unsigned division, remainder and order */
 } bctx;
 
 static double bin_d(const bctx *c, double x, double y)
@@ -594,9 +595,39 @@ static double bin_d(const bctx *c, double x, double y)
 /* Integer semantics: wrap-around add/sub/mul, Div truncates toward zero (C, and numpy's
  * float-divide-then-astype used by the ONNX reference), Mod per `fmod`. Division by zero is
  * undefined in ONNX; it gives 0 here. */
-static int64_t bin_i(const bctx *c, int64_t x, int64_t y)
+/* x^y in integers, wrapping as numpy's power on int types; a negative exponent gives the
+ * truncated 1/x^|y| (0 unless |x| = 1; numpy refuses it). */
+static int64_t ipow_wrap(int64_t x, int64_t y)
+{
+    if (y < 0) return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x;
+    for (uint64_t e = (uint64_t)y; e; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+    return (int64_t)r;
+}
+
+static int64_t bin_u64(const bctx *c, uint64_t x, uint64_t y)
 {
     switch (c->op) {
+    case B_DIV: return y ? (int64_t)(x / y) : 0;
+    case B_MOD: return y ? (int64_t)(x % y) : 0;
+    case B_MAX: return (int64_t)(x > y ? x : y);
+    case B_MIN: return (int64_t)(x < y ? x : y);
+    case B_LT: return x < y;
+    case B_GT: return x > y;
+    case B_LE: return x <= y;
+    case B_GE: return x >= y;
+    default: return 0;
+    }
+}
+
+static int64_t bin_i(const bctx *c, int64_t x, int64_t y)
+{
+    if (c->u64 && (c->op == B_DIV || c->op == B_MOD || c->op == B_MAX || c->op == B_MIN ||
+                   (c->op >= B_LT && c->op <= B_GE)))
+        return bin_u64(c, (uint64_t)x, (uint64_t)y);
+    switch (c->op) {
+    case B_POW: return ipow_wrap(x, y);
     case B_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
     case B_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
     case B_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
@@ -859,7 +890,7 @@ static fa_status run_binary(fa_ctx *ctx, const fa_node *n, const bop_desc *d, co
     bc_row_fn fn;
     if (a->dtype == FA_DTYPE_FLOAT && b->dtype == FA_DTYPE_FLOAT && out->dtype == FA_DTYPE_FLOAT)
         fn = row_bin_f32;
-    else if (dt_is_int(a->dtype) && dt_is_int(b->dtype) && c->op != B_POW)
+    else if (dt_is_int(a->dtype) && dt_is_int(b->dtype) && (c->op != B_POW || dt_is_int(out->dtype)))
         fn = row_bin_i;
     else
         fn = row_bin_d;
@@ -876,7 +907,7 @@ static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in
         if ((!in[k].data && fa_value_numel(&in[k]) > 0) || !dt_is_numeric(in[k].dtype))
             return fa_node_unsupported(ctx, n, "input %d is missing or has unsupported dtype %s", k,
                                        fa_dtype_name(in[k].dtype));
-    bctx c = {d->op, fa_node_attr_int(n, "fmod", 0) != 0};
+    bctx c = {d->op, fa_node_attr_int(n, "fmod", 0) != 0, in[0].dtype == FA_DTYPE_UINT64};
     if (!d->variadic) return run_binary(ctx, n, d, &c, &in[0], &in[1], &out[0], threads);
     /* Variadic: out = in0 (broadcast copy), then out = op(out, in_k) for each further input. */
     int ranks[2] = {in[0].rank, in[0].rank};
@@ -886,7 +917,7 @@ static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in
     fa_value ins[2] = {in[0], in[0]};
     bc_row_fn fn = (in[0].dtype == FA_DTYPE_FLOAT && out[0].dtype == FA_DTYPE_FLOAT) ? row_bin_f32
                    : dt_is_int(in[0].dtype) ? row_bin_i : row_bin_d;
-    bctx copy = {B_COPY, false};
+    bctx copy = {B_COPY, false, false};
     bc_run(&p, fn, &copy, ins, &out[0], threads);
     fa_status st;
     for (int k = 1; k < n_in; k++) {

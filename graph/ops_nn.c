@@ -659,12 +659,47 @@ static void mm_run(const mm_shape *s, const float *A, const float *B, float *Y, 
     }
 }
 
+/* Integer matrix products (MatMul/Gemm on int32/int64/uint32/uint64, as numpy computes them):
+ * exact in int64 with two's-complement wrap-around, never through float32 (whose 24-bit
+ * mantissa rounds products beyond 2^24). C[i, j] = sum_k A[i*sai + k*sak] B[k*sbk + j*sbj]. */
+static void mm_int(const fa_value *a, int64_t oa, int64_t sai, int64_t sak, const fa_value *b, int64_t ob,
+                   int64_t sbk, int64_t sbj, int64_t M, int64_t K, int64_t N, int64_t *C, int threads)
+{
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(static) if (M * N * K >= 65536)
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            uint64_t acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (uint64_t)fa_load_as_i64(a->data, a->dtype, oa + i * sai + k * sak) *
+                       (uint64_t)fa_load_as_i64(b->data, b->dtype, ob + k * sbk + j * sbj);
+            C[i * N + j] = (int64_t)acc;
+        }
+}
+
 static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                                fa_value *out, int n_out, int threads)
 {
     mm_shape s;
     fa_status st = mm_shape_make(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &s);
     if (st) return st;
+    if (fa_dtype_is_integer(out[0].dtype)) {
+        int64_t nb = prod64(s.bd, s.br), MN = s.M * s.N;
+        int64_t *C = malloc(sizeof(int64_t) * (size_t)(MN ? MN : 1));
+        if (!C) return oom(ctx, n);
+        for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t oa = 0, ob = 0, rem = bi;
+            for (int d = s.br - 1; d >= 0; d--) {
+                int64_t ix = rem % s.bd[d];
+                rem /= s.bd[d];
+                oa += ix * s.sa[d];
+                ob += ix * s.sb[d];
+            }
+            mm_int(&in[0], oa * s.M * s.K, s.K, 1, &in[1], ob * s.K * s.N, s.N, 1, s.M, s.K, s.N, C, threads);
+            for (int64_t e = 0; e < MN; e++) fa_store_from_i64(out[0].data, out[0].dtype, bi * MN + e, C[e]);
+        }
+        free(C);
+        return FA_OK;
+    }
     float *ta, *tb, *ty;
     const float *A = in_f32(&in[0], &ta), *B = in_f32(&in[1], &tb);
     float *Y = out_f32(&out[0], &ty);
@@ -1018,6 +1053,27 @@ static fa_status gemm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     if (st) return st;
     bool ta = fa_node_attr_int(n, "transA", 0) != 0, tb = fa_node_attr_int(n, "transB", 0) != 0;
     double alpha = fa_node_attr_float(n, "alpha", 1.0f), beta = fa_node_attr_float(n, "beta", 1.0f);
+    if (fa_dtype_is_integer(out[0].dtype)) {
+        /* numpy's int Gemm (the reference): dot exact, then alpha*dot + beta*C in double,
+         * truncated; with alpha = beta = 1 the sum stays exact in int64. */
+        int64_t MN = M * N, *D = malloc(sizeof(int64_t) * (size_t)(MN > 0 ? MN : 1));
+        if (!D) return oom(ctx, n);
+        mm_int(&in[0], 0, ta ? 1 : K, ta ? M : 1, &in[1], 0, tb ? 1 : N, tb ? K : 1, M, K, N, D, threads);
+        bool has_c = n_in > 2 && in[2].data;
+        int64_t cs[2] = {0, 0}, yd[2] = {M, N};
+        if (has_c) fa_bcast_strides(in[2].rank, in[2].dims, 2, yd, cs);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                int64_t e = i * N + j, c = has_c ? fa_load_as_i64(in[2].data, in[2].dtype, i * cs[0] + j * cs[1]) : 0;
+                if (alpha == 1.0 && (!has_c || beta == 1.0))
+                    fa_store_from_i64(out[0].data, out[0].dtype, e, (int64_t)((uint64_t)D[e] + (uint64_t)c));
+                else
+                    fa_store_from_double(out[0].data, out[0].dtype, e,
+                                         trunc(alpha * (double)D[e] + (has_c ? beta * (double)c : 0.0)));
+            }
+        free(D);
+        return FA_OK;
+    }
     float *tA, *tB, *tC = NULL, *ty;
     const float *A = in_f32(&in[0], &tA), *B = in_f32(&in[1], &tB);
     bool has_c = n_in > 2 && in[2].data;
