@@ -232,6 +232,69 @@ def table_onnx_version(path: str) -> str | None:
     return None
 
 
+ELEMENT_TYPES = {17: "float8e4m3fn", 18: "float8e4m3fnuz", 19: "float8e5m2", 20: "float8e5m2fnuz",
+                 21: "uint4", 22: "int4", 23: "float4e2m1", 24: "float8e8m0", 25: "uint2", 26: "int2"}
+
+
+def reason_of(outcome: str, msg: str, ops: str) -> tuple[str, str]:
+    """(reason class, detail) of a refusal message, for the counts in docs/conformance.md."""
+    if outcome == "non-tensor":
+        return "sequence, optional or map inputs/outputs (exec reads and writes tensors)", ops
+    m = re.search(r"unsupported op ([\w.]+)", msg)
+    if m:
+        return "op not implemented", m.group(1)
+    m = re.search(r"\((\w+)\): attribute '[^']*' holds a subgraph", msg)
+    if m:
+        return "control flow with subgraphs", m.group(1)
+    m = re.search(r"element type (\w+) \((\d+)\) is not supported|data_type \d+ \((\w+)\) is not supported", msg)
+    if m:
+        return "element type not supported", m.group(1) or m.group(3)
+    m = re.search(r"element type (\d+) is not supported", msg)
+    if m:
+        t = int(m.group(1))
+        return "element type not supported", ELEMENT_TYPES.get(t, f"type {t}")
+    if "dtype string" in msg or "string" in msg and "not supported" in msg:
+        return "element type not supported", "string"
+    m = re.search(r"\((\w+)\): attribute '(\w+)' = ([^ ]+) is not supported", msg)
+    if m:
+        return "attribute value not implemented", f"{m.group(1)} {m.group(2)}={m.group(3)}"
+    if "must be a constant" in msg or "depends on the values" in msg:
+        m = re.search(r"\((\w+)\)", msg)
+        return "output shape from run-time values", m.group(1) if m else ops
+    if "training_mode" in msg:
+        return "training mode", ops
+    m = re.search(r"\((\w+)\): (.*)", msg)
+    return "other", f"{m.group(1)}: {m.group(2)}" if m else msg
+
+
+def summary(table: str) -> str:
+    """Markdown counts of a table: outcomes, then refusals by reason and detail."""
+    t = read_table(table)
+    counts: dict[str, int] = {}
+    by: dict[str, dict[str, int]] = {}
+    ops_of = {}
+    with open(table, encoding="utf-8") as f:
+        for ln in f:
+            if not ln.startswith("#") and ln.strip():
+                parts = ln.rstrip("\n").split("\t")
+                ops_of[parts[0]] = parts[1]
+    for name, (out, msg) in t.items():
+        counts[out] = counts.get(out, 0) + 1
+        if out != "pass":
+            r, d = reason_of(out, msg, ops_of.get(name, ""))
+            by.setdefault(r, {})
+            by[r][d] = by[r].get(d, 0) + 1
+    lines = [f"| outcome | cases |", "|---|---|"]
+    for k in ("pass", "refused", "non-tensor"):
+        lines.append(f"| {k} | {counts.get(k, 0)} |")
+    lines += ["| wrong | 0 |", "| crash | 0 |", f"| total | {len(t)} |", "",
+              "| refused because | cases | detail (cases) |", "|---|---|---|"]
+    for r, ds in sorted(by.items(), key=lambda kv: -sum(kv[1].values())):
+        detail = ", ".join(f"{d} ({n})" for d, n in sorted(ds.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"| {r} | {sum(ds.values())} | {detail} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cli", required=True, help="the fuse-advise executable")
@@ -243,7 +306,11 @@ def main() -> int:
     ap.add_argument("--filter", help="run only cases whose name contains this (development)")
     ap.add_argument("--update", action="store_true", help="rewrite the table from this run")
     ap.add_argument("--counts", action="store_true", help="print counts by outcome and reason")
+    ap.add_argument("--summary", action="store_true", help="print the table's counts as markdown and exit (no run)")
     a = ap.parse_args()
+    if a.summary:
+        sys.stdout.write(summary(a.table))
+        return 0
 
     names = None
     if a.subset:
