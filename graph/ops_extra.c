@@ -498,7 +498,9 @@ static fa_status infer_rmsnorm(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (a < 0) return FA_ERR_INPUT;
     fa_status st = check_norm_param(ctx, g, n, x, 1, "scale", true);
     if (st) return st;
-    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    /* Y has scale's type (RMSNormalization-23: X is T, scale and Y are V) */
+    fa_tensor *sc = fa_graph_in(g, n, 1);
+    fa_set_out(g, n, 0, sc && sc->dtype ? sc->dtype : x->dtype, x->rank, x->dims);
     return FA_OK;
 }
 

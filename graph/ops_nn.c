@@ -1817,8 +1817,31 @@ static bool rz_axis_build(const rz_params *p, int a, rz_axis *ax)
     return true;
 }
 
+/* Store v into integer output element o as the ONNX reference's saturate_cast does: round
+ * half to even, clamp to the type's range (NaN gives 0). */
+static void store_saturated(fa_value *y, int64_t o, double v)
+{
+    double lo, hi;
+    switch (y->dtype) {
+    case FA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case FA_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
+    case FA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case FA_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
+    case FA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case FA_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
+    case FA_DTYPE_UINT64: lo = 0; hi = 18446744073709549568.0; break;
+    case FA_DTYPE_BOOL: lo = 0; hi = 1; break;
+    default: lo = -9223372036854775808.0; hi = 9223372036854774784.0; break;
+    }
+    v = v != v ? 0 : nearbyint(v);
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (y->dtype == FA_DTYPE_UINT64) ((uint64_t *)y->data)[o] = (uint64_t)v;
+    else fa_store_from_i64(y->data, y->dtype, o, (int64_t)v);
+}
+
 /* Reference Resize: separable per-axis taps (nearest 1, linear 2, cubic 4), product over axes
- * with double accumulation; parallel over the outer output rows. */
+ * with double accumulation; parallel over the outer output rows. Integer outputs are rounded
+ * half to even and saturated (the reference's saturate_cast); nearest copies them exactly. */
 static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                            fa_value *out, int n_out, int threads)
 {
@@ -1857,14 +1880,28 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
     rz_axis ax[FA_MAX_RANK] = {0};
     bool ok = true;
     for (int a = 0; a < p.rank; a++) ok = ok && rz_axis_build(&p, a, &ax[a]);
-    float *tx, *ty;
-    const float *X = ok ? in_f32(&in[0], &tx) : (tx = NULL, NULL);
-    float *Y = ok ? out_f32(&out[0], &ty) : (ty = NULL, NULL);
-    if (!ok || !X || !Y) {
+    /* float32 in place; any other type read as double (exact for every integer below 2^53 and
+     * for float64), and nearest on an integer type copies the element itself (exact) */
+    const fa_value *xv = &in[0];
+    fa_value *yv = &out[0];
+    bool f32 = xv->dtype == FA_DTYPE_FLOAT && yv->dtype == FA_DTYPE_FLOAT;
+    bool integral = !is_float_type(yv->dtype);
+    bool copy_nearest = integral && p.mode == RZ_NEAREST;
+    int64_t ne_in = fa_value_numel(xv);
+    size_t es = fa_dtype_size(yv->dtype);
+    double *Xd = NULL;
+    if (ok && !f32 && !copy_nearest) {
+        Xd = malloc(sizeof(double) * (size_t)(ne_in > 0 ? ne_in : 1));
+        if (Xd)
+            for (int64_t e = 0; e < ne_in; e++) Xd[e] = fa_load_as_double(xv->data, xv->dtype, e);
+    }
+    if (!ok || (!f32 && !copy_nearest && !Xd)) {
         for (int a = 0; a < p.rank; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
-        free(tx); free(ty);
+        free(Xd);
         return oom(ctx, n);
     }
+    const float *X = f32 ? xv->data : NULL;
+    float *Y = f32 ? yv->data : NULL;
     int R = p.rank;
     int64_t istr[FA_MAX_RANK], si = 1;
     for (int a = R - 1; a >= 0; a--) {
@@ -1872,18 +1909,23 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
         si *= p.in[a];
     }
     int64_t total = prod64(p.out, R), inner = R ? p.out[R - 1] : 1, rows = inner ? total / inner : 0;
-    bool integral = !is_float_type(out[0].dtype);
 #pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic, 16)
     for (int64_t row = 0; row < rows; row++) {
         int64_t oc[FA_MAX_RANK], rem = row;
         for (int a = R - 2; a >= 0; a--) { oc[a] = rem % p.out[a]; rem /= p.out[a]; }
         for (int64_t last = 0; last < inner; last++) {
             if (R) oc[R - 1] = last;
+            int64_t o = row * inner + last;
             bool outside = false;
             for (int a = 0; a < R; a++) outside |= ax[a].outside[oc[a]];
             double acc = 0;
             if (outside) acc = p.extrap;
-            else {
+            else if (copy_nearest) {
+                int64_t off = 0;
+                for (int a = 0; a < R; a++) off += ax[a].idx[oc[a]] * istr[a];
+                memcpy((char *)yv->data + o * (int64_t)es, (const char *)xv->data + off * (int64_t)es, es);
+                continue;
+            } else {
                 int t[FA_MAX_RANK] = {0};
                 for (;;) { /* odometer over the taps of every axis */
                     double w = 1;
@@ -1893,19 +1935,19 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
                         w *= ax[a].w[k];
                         off += ax[a].idx[k] * istr[a];
                     }
-                    if (w != 0) acc += w * X[off];
+                    if (w != 0) acc += w * (X ? (double)X[off] : Xd[off]);
                     int a = R - 1;
                     while (a >= 0 && ++t[a] == ax[a].taps) t[a--] = 0;
                     if (a < 0) break;
                 }
             }
-            if (integral) acc = nearbyint(acc);
-            Y[row * inner + last] = (float)acc;
+            if (Y) Y[o] = (float)acc;
+            else if (integral) store_saturated(yv, o, acc);
+            else fa_store_from_double(yv->data, yv->dtype, o, acc);
         }
     }
     for (int a = 0; a < R; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
-    free(tx);
-    out_f32_done(&out[0], ty);
+    free(Xd);
     return FA_OK;
 }
 

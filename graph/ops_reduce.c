@@ -1,12 +1,14 @@
 /* graph/ops_reduce — reductions (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSumExp,
- * ArgMax/ArgMin), selections and scans along an axis (TopK, CumSum, CumProd): shape inference, FLOPs/bytes formulas and reference CPU kernels.
+ * ArgMax/ArgMin), selections and scans along an axis (TopK, CumSum, CumProd): shape inference,
+ * FLOPs/bytes formulas and reference CPU kernels.
  *
  * Semantics after the ONNX operator spec for opsets 1..23: `axes` is an attribute before
  * opset 18 (ReduceSum: 13) and an optional int64 input from then on; this code accepts
  * whichever form the node carries. Empty or absent axes reduce every axis unless
- * noop_with_empty_axes=1 (then the op is the identity). Accumulation is in double (exact
- * for integers below 2^53). Reducing an empty domain gives the ONNX reference values:
- * Sum 0, Prod 1, Max -inf / lowest, Min +inf / highest, LogSumExp -inf, Mean NaN. */
+ * noop_with_empty_axes=1 (then the op is the identity). Accumulation is in double; integer
+ * Sum/Prod/Max/Min/SumSquare/L1 are exact in int64 with wrap-around, as numpy's. Reducing an
+ * empty domain gives the ONNX reference values: Sum 0, Prod 1, Max -inf / lowest, Min +inf /
+ * highest, LogSumExp -inf, Mean NaN. */
 #include "ops-impl.h"
 
 #include <math.h>
@@ -222,6 +224,64 @@ static void rd_view_make(rd_view *v, int rank, const int64_t *dims, const bool *
     }
 }
 
+/* Integer Sum/Prod/Max/Min/SumSquare/L1 exactly, as numpy reduces integers (the reference):
+ * int64 accumulators with two's-complement wrap-around, unsigned order for uint64, the type's
+ * lowest/highest for Max/Min of an empty domain; stored wrapping to the element type. One pass
+ * over the input in row-major order; out[o] gets input element e with o from the kept axes. */
+static bool rd_int_exact(rop op) { return op == R_SUM || op == R_PROD || op == R_MAX || op == R_MIN || op == R_SUMSQ || op == R_L1; }
+
+static fa_status reduce_int(fa_ctx *ctx, const fa_node *n, rop op, const fa_value *x, const bool *mask,
+                            fa_value *y)
+{
+    int64_t ne_out = fa_value_numel(y), ne_in = fa_value_numel(x);
+    bool u64 = x->dtype == FA_DTYPE_UINT64, is_signed = x->dtype == FA_DTYPE_INT8 || x->dtype == FA_DTYPE_INT16 ||
+                                                       x->dtype == FA_DTYPE_INT32 || x->dtype == FA_DTYPE_INT64;
+    int64_t lo, hi; /* the type's range, for the empty Max/Min */
+    switch (x->dtype) {
+    case FA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case FA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case FA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case FA_DTYPE_INT64: lo = INT64_MIN; hi = INT64_MAX; break;
+    case FA_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
+    case FA_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
+    case FA_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
+    case FA_DTYPE_UINT64: lo = 0; hi = -1; break; /* UINT64_MAX's bits */
+    default: lo = 0; hi = 1; break;               /* bool */
+    }
+    (void)is_signed;
+    int64_t *acc = malloc(sizeof(int64_t) * (size_t)(ne_out > 0 ? ne_out : 1));
+    if (!acc) return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s' (%s): out of memory", n->name, n->op_type);
+    int64_t init = op == R_PROD ? 1 : op == R_MAX ? lo : op == R_MIN ? hi : 0;
+    for (int64_t o = 0; o < ne_out; o++) acc[o] = init;
+    int r = x->rank;
+    int64_t ostr[FA_MAX_RANK], s = 1, idx[FA_MAX_RANK] = {0};
+    for (int a = r - 1; a >= 0; a--) { /* output stride of each input axis; 0 on reduced axes */
+        ostr[a] = mask[a] ? 0 : s;
+        if (!mask[a]) s *= x->dims[a];
+    }
+    int64_t o = 0;
+    for (int64_t e = 0; e < ne_in; e++) {
+        int64_t v = fa_load_as_i64(x->data, x->dtype, e), *a = &acc[o];
+        switch (op) {
+        case R_SUM: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
+        case R_SUMSQ: *a = (int64_t)((uint64_t)*a + (uint64_t)v * (uint64_t)v); break;
+        case R_L1: *a = (int64_t)((uint64_t)*a + (uint64_t)(v < 0 && !u64 ? 0 - (uint64_t)v : (uint64_t)v)); break;
+        case R_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
+        case R_MAX: if (u64 ? (uint64_t)v > (uint64_t)*a : v > *a) *a = v; break;
+        default: if (u64 ? (uint64_t)v < (uint64_t)*a : v < *a) *a = v; break;
+        }
+        for (int d = r - 1; d >= 0; d--) { /* odometer: next input element, its output index */
+            o += ostr[d];
+            if (++idx[d] < x->dims[d]) break;
+            o -= ostr[d] * x->dims[d];
+            idx[d] = 0;
+        }
+    }
+    for (int64_t k = 0; k < ne_out; k++) fa_store_from_i64(y->data, y->dtype, k, acc[k]);
+    free(acc);
+    return FA_OK;
+}
+
 static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                                fa_value *out, int n_out, int threads)
 {
@@ -260,6 +320,8 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
         if (ne_in > 0) memcpy(y->data, x->data, (size_t)ne_in * fa_dtype_size(x->dtype));
         return FA_OK;
     }
+    if (fa_dtype_is_integer(x->dtype) && x->dtype != FA_DTYPE_BOOL && rd_int_exact(d->op))
+        return reduce_int(ctx, n, d->op, x, mask, y);
     int64_t count = 1;
     for (int i = 0; i < x->rank; i++)
         if (mask[i]) count *= x->dims[i];

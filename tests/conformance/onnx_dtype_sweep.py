@@ -10,7 +10,10 @@ evaluator (onnx.reference.ReferenceEvaluator; variants it cannot run are skipped
 float16/bfloat16 in float64 (or float32) and rounded once to the type, outputs not bound to T
 in the case's own type. Each variant
 runs through `fuse-advise exec` and must be either refused with a message or answered right
-(outputs compared as onnx_node_suite.py does; integers exactly). A wrong answer or a crash fails:
+(outputs compared as onnx_node_suite.py does; integers exactly, or within 0.5 of the exact real
+result where that is a half-way value two exact float64 evaluation orders round apart; integer
+variants whose exact result overflows the type are skipped: ONNX leaves that undefined, numpy
+wraps). A wrong answer or a crash fails:
 an element type an op does not implement must be refused, never computed wrongly.
 
 Exit 0 none wrong, 1 a wrong answer or crash (each printed), 77 onnx/numpy missing.
@@ -128,33 +131,92 @@ def variants(case):
             # once, what computing in float32 and rounding gives; the reference evaluator rounds
             # after every numpy step, which is not the op's definition
             hi = None
-            if to in LOW:
-                allowed = {TYPES.get(t) for t in cons[tparam].allowed_type_strs}
+            allowed = {TYPES.get(t) for t in cons[tparam].allowed_type_strs}
+            if to in LOW or to in SCALE:
                 hi = TensorProto.DOUBLE if TensorProto.DOUBLE in allowed else TensorProto.FLOAT
+                if to in SCALE and TensorProto.DOUBLE not in allowed:
+                    hi = None  # no exact float form to check integer overflow against
             orig_out = {vo.name: vo.type.tensor_type.elem_type for vo in case.model.graph.output}
             t_out = {name for k, name in enumerate(node.output) if name and k < len(out_bound) and out_bound[k]}
             res.append((f"{case.name}__{ts[7:-1]}", m, feeds, to, hi, orig_out, t_out))
     return res
 
 
-def reference(m, feeds, to, hi, orig_out, t_out):
-    """Expected outputs of variant m (see variants); raises when the reference cannot run it."""
+class Overflow(Exception):
+    """The integer result does not fit its type: ONNX leaves it undefined (numpy wraps)."""
+
+
+def run_as(m, feeds, frm, hi):
+    """The reference's outputs for model m with its `frm`-typed values computed as `hi` (None:
+    as they are)."""
     run_m, run_feeds = m, feeds
     if hi is not None:
         run_m = copy.deepcopy(m)
         for vi in list(run_m.graph.input) + list(run_m.graph.output):
-            if vi.type.tensor_type.elem_type == to:
+            if vi.type.tensor_type.elem_type == frm:
                 vi.type.tensor_type.elem_type = hi
-        hnp = helper.tensor_dtype_to_np_dtype(hi)
-        run_feeds = [f.astype(hnp) if f.dtype == helper.tensor_dtype_to_np_dtype(to) else f for f in feeds]
+        fnp, hnp = helper.tensor_dtype_to_np_dtype(frm), helper.tensor_dtype_to_np_dtype(hi)
+        run_feeds = [f.astype(hnp) if f.dtype == fnp else f for f in feeds]
     outs = ReferenceEvaluator(run_m).run(None, {vi.name: v for vi, v in zip(run_m.graph.input, run_feeds)})
+    if any(not isinstance(o, np.ndarray) for o in outs):
+        raise TypeError("non-tensor output")
+    return outs
+
+
+def reference(m, feeds, to, hi, orig_out, t_out):
+    """Expected outputs of variant m (see variants); raises when the reference cannot run it,
+    Overflow when an integer variant's exact (float64) result leaves its type's range."""
+    exact = {}
+    if to in SCALE:
+        outs = run_as(m, feeds, to, None)
+        if hi is not None:
+            info = np.iinfo(helper.tensor_dtype_to_np_dtype(to))
+            for k, (vo, e) in enumerate(zip(m.graph.output, run_as(m, feeds, to, hi))):
+                ev = np.asarray(e, dtype=np.float64)
+                if vo.name in t_out and ev.size and (not np.all(np.isfinite(ev)) or ev.min() < info.min or ev.max() > info.max):
+                    raise Overflow(vo.name)
+                if vo.name in t_out:
+                    exact[k] = ev
+    else:
+        outs = run_as(m, feeds, to, hi)
     res = []
     for vo, o in zip(m.graph.output, outs):
-        if not isinstance(o, np.ndarray):
-            raise TypeError("non-tensor output")
         want = to if vo.name in t_out else orig_out[vo.name]
         res.append(np.asarray(o).astype(helper.tensor_dtype_to_np_dtype(want)))
-    return res
+    return res, exact
+
+
+# Ops whose reference computes with float32 numbers even for float64/integer data, so its
+# integer results carry float32 relative error: Resize's cubic weights use the attribute
+# cubic_coeff_a, a numpy float32 scalar, and numpy >= 2 keeps float32 * python float in float32
+# (NEP 50). Their integer outputs are compared at a relative 1e-5 (the cubic sum cancels) instead of exactly.
+REFERENCE_FLOAT32 = {"Resize"}
+
+
+def float32_reference_close(d: str, model) -> bool:
+    if not any(nd.op_type in REFERENCE_FLOAT32 for nd in model.graph.node):
+        return False
+    k = 0
+    while os.path.exists(os.path.join(d, "test_data_set_0", f"output_{k}.pb")):
+        want = numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "test_data_set_0", f"output_{k}.pb")))
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "out_0", f"output_{k}.pb")))
+        if got.shape != want.shape or not np.allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1):
+            return False
+        k += 1
+    return True
+
+
+def rounding_only(d: str, exact: dict) -> bool:
+    """True when every integer output differing from the reference is within 0.5 (plus float64
+    rounding) of the exact real result: a half-way value rounded the other way after a
+    different but equally exact float64 evaluation order (Resize's separable passes)."""
+    if not exact:
+        return False
+    for k, ev in exact.items():
+        got = numpy_helper.to_array(onnx.load_tensor(os.path.join(d, "out_0", f"output_{k}.pb"))).astype(np.float64)
+        if got.shape != ev.shape or not np.all(np.abs(got - ev) <= 0.5 + 1e-9 * np.abs(ev)):
+            return False
+    return True
 
 
 def main() -> int:
@@ -168,13 +230,16 @@ def main() -> int:
     cases = collect_testcases()
     os.makedirs(a.work, exist_ok=True)
     todo = []
-    skipped = 0
+    skipped = overflow = 0
     for case in cases:
         if a.filter and a.filter not in case.name:
             continue
         for name, m, feeds, to, hi, orig_out, t_out in variants(case):
             try:
-                outs = reference(m, feeds, to, hi, orig_out, t_out)
+                outs, exact = reference(m, feeds, to, hi, orig_out, t_out)
+            except Overflow:
+                overflow += 1
+                continue
             except Exception:
                 skipped += 1
                 continue
@@ -191,12 +256,18 @@ def main() -> int:
                 with open(os.path.join(d, "test_data_set_0", f"output_{k}.pb"), "wb") as f:
                     f.write(numpy_helper.from_array(v, vo.name).SerializeToString())
             todo.append({"name": name, "dir": d, "n_sets": 1, "rtol": 1e-3, "atol": 1e-7, "op": "",
-                         "non_tensor": None})
+                         "non_tensor": None, "exact": exact, "to": to, "model": m})
     results = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
         futs = {pool.submit(run_case, a.cli, c, 120.0): c for c in todo}
         for f in concurrent.futures.as_completed(futs):
-            results[futs[f]["name"]] = f.result()
+            c = futs[f]
+            out, why = f.result()
+            if out == "wrong" and rounding_only(c["dir"], c["exact"]):
+                out, why = "pass", "integer rounding of a half-way value"
+            elif out == "wrong" and c["to"] in SCALE and float32_reference_close(c["dir"], c["model"]):
+                out, why = "pass", "within the reference's float32 error"
+            results[c["name"]] = (out, why)
     counts: dict[str, int] = {}
     bad = []
     for name in sorted(results):
@@ -206,7 +277,7 @@ def main() -> int:
             bad.append(f"{out.upper()} {name}: {why}")
     print(f"dtype sweep: {len(results)} variants ("
           + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
-          + f"), {skipped} the reference cannot run")
+          + f"), {skipped} the reference cannot run, {overflow} overflow their integer type (undefined)")
     for b in bad:
         print(b)
     return 1 if bad else 0
