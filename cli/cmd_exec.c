@@ -45,7 +45,7 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         st = fa_onnx_import(ctx, model, &g);
         if (!st) {
             n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
-            memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
+            if (n_orig > 0) memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
         }
         for (int i = 0; !st && i < n_orig; i++) {
             if (!fa_graph_input_is_shape_param(g, orig[i])) continue;
@@ -63,7 +63,7 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         st = fa_graph_load(ctx, model, &lo, &g);
         if (!st) {
             n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
-            memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
+            if (n_orig > 0) memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
         }
     }
     if (st) {
