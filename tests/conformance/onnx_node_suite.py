@@ -258,6 +258,9 @@ def reason_of(outcome: str, msg: str, ops: str) -> tuple[str, str]:
     m = re.search(r"\((\w+)\): attribute '(\w+)' = ([^ ]+) is not supported", msg)
     if m:
         return "attribute value not implemented", f"{m.group(1)} {m.group(2)}={m.group(3)}"
+    m = re.search(r"\((\w+)\): (\w+)=(\S+) is not implemented", msg)
+    if m:
+        return "attribute value not implemented", f"{m.group(1)} {m.group(2)}={m.group(3)}"
     if "must be a constant" in msg or "depends on the values" in msg:
         m = re.search(r"\((\w+)\)", msg)
         return "output shape from run-time values", m.group(1) if m else ops
