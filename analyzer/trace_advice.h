@@ -1,6 +1,9 @@
-/* analyzer/trace_advice — op-level fusion advice from a GPU kernel trace alone (an imported
- * Kineto / Nsight Systems run: no model graph). Per-kernel statistics, repeated sequences of
- * memory-bound kernels on a stream, launch-bound stretches and idle gaps (docs/trace-advice.md). */
+/* analyzer/trace_advice — fusion advice from a GPU kernel trace alone (an imported Kineto /
+ * Nsight Systems run: no model graph). Kernels are read once, in per-stream time order, into
+ * statistics bounded by the number of distinct kernels and sequences (never by the number of
+ * records): per-kernel statistics, named fusion patterns and repeated sequences of memory-bound
+ * kernels (each kernel occurrence in at most one), their predicted savings from bytes and
+ * measured times, launch-bound stretches, idle gaps, CUDA-graph replays (docs/trace-advice.md). */
 #ifndef FA_TRACE_ADVICE_H
 #define FA_TRACE_ADVICE_H
 
@@ -10,6 +13,7 @@
 #include "collector/collector.h"
 #include "collector/import/import.h"
 #include "core/core.h"
+#include "roofline/roofline.h"
 #include "store/store.h"
 
 /* Kernel class by name pattern (docs/trace-advice.md lists the patterns and their order). */
@@ -20,6 +24,7 @@ typedef enum fa_kclass {
     FA_KCLASS_CONV = 3,
     FA_KCLASS_COPY = 4,
     FA_KCLASS_OTHER = 5,
+    FA_KCLASS_ATTENTION = 6,
     FA_KCLASS_COUNT
 } fa_kclass;
 const char *fa_kclass_name(fa_kclass c);
@@ -33,22 +38,74 @@ bool fa_kclass_light(fa_kclass c);
  * "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, ...>(...)"
  * -> "at::native::vectorized_elementwise_kernel<add>". Returns buf. */
 const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap);
+/* A short name for people (profilers' convention): the normalised name without namespaces
+ * ("at::native::vectorized_elementwise_kernel<add>" -> "vectorized_elementwise_kernel<add>"),
+ * at most cap - 1 bytes with "..." when cut. Returns buf. */
+const char *fa_kernel_name_short(const char *name, char *buf, size_t cap);
 
-/* Theoretical HBM bandwidth of a GPU by name (and memory size for A100 40/80 GB), GB/s
- * (1e9 B/s); 0 when not tabled. *label gets the table row ("A100 80GB", ...). Vendor data
- * sheets; see docs/trace-advice.md. */
+/* Theoretical HBM bandwidth of a GPU by name (and memory size for A100 40/80 GB), GB/s; 0 when
+ * not tabled (fa_gpu_roofs_for in roofline/ holds the table). */
 double fa_gpu_hbm_gbs(const char *device_name, uint64_t total_mem_bytes, const char **label);
 /* Compute capability guessed from a device name (A100 8.0, V100 7.0, RTX 20xx/T4 7.5,
- * RTX 30xx 8.6, RTX 40xx/L4 8.9, H100/H200 9.0); false when unknown. */
+ * RTX 30xx 8.6, RTX 40xx/L4 8.9, H100/H200 9.0); false when unknown (or not NVIDIA). */
 bool fa_gpu_cc_from_name(const char *device_name, int *major, int *minor);
+
+/* ---- the op alphabet and the named patterns (analyzer/trace_patterns.c) ---- */
+
+/* What a kernel computes, from its name or its cpu op. Not stored as numbers. */
+enum {
+    FA_TA_KEY_OTHER, FA_TA_KEY_ADD, FA_TA_KEY_SUB, FA_TA_KEY_MUL, FA_TA_KEY_DIV, FA_TA_KEY_NEG, FA_TA_KEY_POW,
+    FA_TA_KEY_SQRT, FA_TA_KEY_RSQRT, FA_TA_KEY_EXP, FA_TA_KEY_LOG, FA_TA_KEY_TANH, FA_TA_KEY_ERF, FA_TA_KEY_SIGMOID,
+    FA_TA_KEY_SILU, FA_TA_KEY_GELU, FA_TA_KEY_RELU, FA_TA_KEY_WHERE, FA_TA_KEY_FILL, FA_TA_KEY_COPY, FA_TA_KEY_CAT,
+    FA_TA_KEY_MEAN, FA_TA_KEY_SUM, FA_TA_KEY_AMAX, FA_TA_KEY_VAR, FA_TA_KEY_SOFTMAX, FA_TA_KEY_LAYER_NORM,
+    FA_TA_KEY_RMS_NORM, FA_TA_KEY_DROPOUT, FA_TA_KEY_CLAMP, FA_TA_KEY_GEMM, FA_TA_KEY_CONV, FA_TA_KEY_ATTENTION,
+    FA_TA_KEY_INDEX, FA_TA_KEY_EMBEDDING, FA_TA_KEY_BATCH_NORM, FA_TA_KEY_COUNT
+};
+const char *fa_ta_key_name(int key);
+int fa_ta_key_parse(const char *s, size_t n); /* -1 unknown */
+/* Key of a cpu op name ("aten::add_" -> add), -1 when the op says nothing. */
+int fa_ta_key_of_op(const char *op);
+/* Key of a kernel from its normalised name and class, -1 when the name says nothing. */
+int fa_ta_key_of_kernel(const char *token, fa_kclass cls);
+
+enum { FA_TA_MAX_PATTERN = 16 };
+
+/* A named fusion pattern: data, not code (analyzer/trace_patterns.c holds the table). */
+typedef struct fa_ta_pattern_def {
+    const char *name;   /* "RMSNorm" */
+    const char *steps;  /* op keys: "copy? pow mean add rsqrt mul copy? mul" (a|b, ?, +) */
+    const char *skip;   /* keys that may sit between two members without joining, or NULL */
+    const char *stack;  /* "|"-separated substrings of a cpu-op / nn.Module frame naming it, or NULL */
+    const char *fix;    /* what would fuse it */
+    bool same_x;        /* a later member's input shaped like the group's first input is that
+                           tensor again (x * rsqrt(mean(x^2)): read once); false: a distinct
+                           tensor (SiLU(gate) * up) */
+} fa_ta_pattern_def;
+const fa_ta_pattern_def *fa_ta_patterns(int *n);
+
+typedef struct fa_ta_matcher fa_ta_matcher;
+fa_status fa_ta_matcher_create(fa_ctx *ctx, const fa_ta_pattern_def *defs, int n, fa_ta_matcher **out);
+void fa_ta_matcher_free(fa_ta_matcher *m);
+/* Match every pattern in table order at keys[0..n) (a window of kernels in stream order): the
+ * first pattern matching with its first member at 0 wins; *pattern gets its index, members[]
+ * the window positions of its members (at most FA_TA_MAX_PATTERN). Returns the member count
+ * (>= 2), 0 for none. */
+int fa_ta_matcher_match(const fa_ta_matcher *m, const int *keys, int n, int *pattern, int *members);
+/* The pattern a cpu-op / module frame names, -1 none. */
+int fa_ta_matcher_stack(const fa_ta_matcher *m, const char *frame);
+
+/* ---- results ---- */
 
 /* Per distinct (normalised) kernel name, GPU kernels only. */
 typedef struct fa_ta_kernel {
+    int32_t id;                 /* the builder's id (internal; kernels[] is sorted by time) */
     const char *name;           /* normalised name (the sequence token) */
     const char *full_name;      /* first raw name seen */
     fa_kclass cls;
+    const char *op;             /* op key (fa_ta_key_name) */
     int64_t count;
-    int64_t total_ns, median_ns;
+    int64_t total_ns;
+    int64_t median_ns;          /* streaming: exact up to 64 launches, else within 1.5% */
     int32_t grid[3], block[3];  /* launch configuration of the first launch that has one */
     int32_t registers;          /* per thread, 0 unknown */
     int32_t smem;               /* static + dynamic bytes per block */
@@ -56,21 +113,44 @@ typedef struct fa_ta_kernel {
     const char *occupancy_source; /* "trace" (est. achieved), "calculator" or NULL */
 } fa_ta_kernel;
 
-/* A repeated sequence of light kernels on a stream. */
-typedef struct fa_ta_seq {
-    int n;                      /* kernels in the sequence, 2..6 */
-    const char **names;         /* n normalised names in stream order */
-    int64_t count;              /* non-overlapping occurrences over all streams */
-    int64_t total_ns;           /* summed kernel time of all occurrences */
-    uint64_t intermediate_bytes;/* all occurrences: 2 x bytes_read of kernels 2..n (estimated
-                                   from Input Dims, an upper bound); 0 when unknown */
-    bool bytes_known;           /* every occurrence had sizes for kernels 2..n */
-    int64_t idle_inside_ns;     /* measured: summed idle gaps between the kernels of every
-                                   occurrence (GPU waiting inside the sequence) */
-    double saving_launch_ns;    /* count x (n-1) x launch_overhead_ns */
-    double saving_bytes_ns;     /* intermediate_bytes / hbm bandwidth; 0 when unknown */
-    double saving_ns;           /* sum of the two (an estimate) */
-} fa_ta_seq;
+/* A roofline point: one kernel name with one input-shape signature of its cpu op. Bytes and
+ * FLOPs are estimated from the shapes (Input Dims + dtypes), never measured. */
+typedef struct fa_ta_point {
+    const char *kernel;         /* normalised name */
+    const char *shapes;         /* the op's input shapes ("float[8,512,768],float[768]"), NULL unknown */
+    const char *op;             /* cpu op name */
+    fa_kclass cls;
+    int64_t count, total_ns;
+    double bytes;               /* per launch, estimated; < 0 unknown */
+    double flops;               /* per launch, estimated; < 0 unknown */
+    const char *why_unknown;    /* when bytes < 0: what is missing */
+} fa_ta_point;
+
+/* A fusion opportunity: one named pattern or one repeated sequence of memory-bound kernels,
+ * with the same member kernels in the same order. Every kernel occurrence belongs to at most one
+ * opportunity, so savings never count a kernel twice. */
+typedef struct fa_ta_opportunity {
+    int32_t id;                 /* the builder's id (internal; opps[] is sorted by saving) */
+    const char *pattern;        /* the named pattern, NULL for a repeated sequence */
+    const char *fix;            /* what would fuse it */
+    int n;                      /* member kernels per occurrence */
+    const char **members;       /* n normalised kernel names, stream order */
+    const char **member_ops;    /* n op keys */
+    int64_t *member_ns;         /* n: measured time of each member over all occurrences */
+    int64_t count;              /* occurrences */
+    int64_t kernel_ns;          /* measured: member kernel time, all occurrences */
+    int64_t gaps_ns;            /* measured: idle between members (removed by fusing) */
+    int64_t skipped;            /* kernels between members that stay (SwiGLU's GEMM), all occurrences */
+    int64_t bytes_occurrences;  /* occurrences whose sizes were all known */
+    double read_bytes;          /* fused kernel, per occurrence: external inputs read once (estimated) */
+    double write_bytes;         /* fused kernel, per occurrence: outputs written once (estimated) */
+    double saved_bytes;         /* per occurrence: intermediates no longer written and read back */
+    fa_fusion_estimate est;     /* predicted fused time and saving over all occurrences */
+    double share;               /* saving / step wall time (0..1) */
+    int32_t device;             /* of the first occurrence */
+    int64_t stream;
+    uint64_t first_start_ns;    /* first occurrence: start of its first member */
+} fa_ta_opportunity;
 
 /* Consecutive kernels on a stream each shorter than its own launch call. */
 typedef struct fa_ta_stretch {
@@ -89,10 +169,9 @@ typedef struct fa_ta_gap {
     int64_t stream;
     uint64_t start_ns;          /* end of the kernel before */
     int64_t gap_ns;             /* > 0 */
-    const char *cpu_op;         /* innermost cpu op (or host NVTX range) containing the gap's
-                                   midpoint, on the next kernel's launch thread, else on any thread
-                                   of its process; NULL if none, or the kernel is an orphan or
-                                   clock-inverted */
+    const char *cpu_op;         /* innermost cpu op (or host range) containing the gap's midpoint on
+                                   the next kernel's launch thread, else any thread of its process;
+                                   NULL if none, or the kernel is an orphan or clock-inverted */
     const char *next_kernel;    /* normalised name */
 } fa_ta_gap;
 
@@ -101,12 +180,41 @@ typedef struct fa_ta_stream {
     int64_t stream;
     int64_t n_kernels;
     int64_t kernel_ns;          /* summed durations */
+    int64_t busy_ns;            /* union of kernel intervals (overlaps counted once) */
     int64_t idle_ns;            /* summed positive gaps between consecutive kernels */
     int64_t n_gaps;             /* positive gaps */
     int64_t n_overlaps;         /* next kernel started before the previous ended (excluded) */
+    uint64_t first_ns, last_ns; /* first kernel start, last kernel end */
+    int64_t class_ns[FA_KCLASS_COUNT];
 } fa_ta_stream;
 
-enum { FA_TA_MIN_STRETCH = 3, FA_TA_MAX_NGRAM = 6, FA_TA_TOP_GAPS = 10, FA_TA_MAX_SEQS = 50 };
+/* A CUDA / HIP graph: kernels launched by one cudaGraphLaunch call are one replay. Replays with
+ * the same kernel sequence are one graph. */
+typedef struct fa_ta_graph {
+    int id;                     /* 1.. in order of first replay */
+    int64_t replays;
+    int64_t kernels;            /* per replay */
+    int64_t kernel_ns;          /* all replays */
+    const char *launch_op;      /* the cpu op around cudaGraphLaunch (e.g. CUDAGraph::replay) */
+    const char *capture_op;     /* the cpu op the captured launches ran under, NULL when the
+                                   capture is not in the trace */
+} fa_ta_graph;
+
+/* One GPU record of the timeline window the report draws (one profiler step). */
+typedef struct fa_ta_wrec {
+    uint64_t start_ns, end_ns;  /* trace clock */
+    int32_t kernel;             /* index in kernels[]; -1 for a memcpy / memset */
+    int32_t device;
+    int64_t stream;
+    int32_t opp;                /* index in opps[] of the opportunity it is a member of, -1 */
+    int32_t occ;                /* occurrence id (members of one occurrence share it), -1 */
+    uint8_t kind;               /* fa_activity_kind */
+} fa_ta_wrec;
+
+enum {
+    FA_TA_MIN_STRETCH = 3, FA_TA_MAX_SEQ = 32, FA_TA_TOP_GAPS = 10, FA_TA_MAX_OPPS = 50, FA_TA_MAX_POINTS = 400,
+    FA_TA_WINDOW_MAX = 20000 /* GPU records kept for the report's timeline */
+};
 
 typedef struct fa_trace_advice {
     fa_arena *arena;
@@ -115,23 +223,41 @@ typedef struct fa_trace_advice {
     int cc_major, cc_minor;     /* 0 when unknown */
     const char *cc_source;      /* "deviceProperties", "assumed from the device name", NULL */
     uint64_t total_mem_bytes;   /* device memory, 0 unknown */
-    double hbm_gbs;             /* 0 when unknown */
-    const char *hbm_label;      /* table row, NULL when unknown */
+    int32_t sm_count;           /* 0 unknown */
+    fa_gpu_roofs roofs;         /* theoretical, data sheet (0 = unknown) */
+    double hbm_gbs;             /* = roofs.hbm_gbs (0 unknown) */
+    const char *hbm_label;
+    double mem_roof_gbs;        /* the memory roof savings use: the best bandwidth a memory-bound
+                                   kernel reached in this trace when known, else hbm_gbs */
+    const char *mem_roof_source;
     bool no_gpu_activity;
     int64_t n_kernels;          /* GPU kernel records (device >= 0) */
     int64_t kernel_ns;          /* their summed durations */
+    int64_t span_ns;            /* first kernel start .. last kernel end, over all streams */
+    int64_t n_steps;            /* ProfilerStep# ranges, 0 when the trace has none */
+    int64_t step_ns;            /* wall time savings are shared of: the steps' span, else span_ns */
+    int64_t class_ns[FA_KCLASS_COUNT];
+    int64_t n_memcpy, memcpy_ns, n_memset, memset_ns;
     int64_t n_launch_calls;     /* runtime/driver calls linked to a kernel */
-    int64_t launch_call_median_ns; /* median duration of those calls, -1 none */
+    int64_t launch_call_ns;     /* their summed durations */
+    int64_t launch_call_median_ns; /* -1 none */
     int64_t gap_median_ns;      /* median positive gap between consecutive kernels on a stream, -1 none */
     int64_t launch_overhead_ns; /* launch_call_median_ns + gap_median_ns (missing parts count 0) */
     int64_t idle_ns;            /* summed over streams */
     int64_t n_overlaps;
+    int64_t n_late;             /* kernels that arrived after later kernels of their stream had been
+                                   analysed (outside the reorder window): no sequence across them */
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
     int64_t n_estimated_bytes;  /* kernels with bytes from Input Dims */
     int n_kernel_names;
     fa_ta_kernel *kernels;      /* by total_ns, largest first */
-    int n_seqs;
-    fa_ta_seq *seqs;            /* by saving_ns, largest first (at most FA_TA_MAX_SEQS) */
+    int n_opps;
+    fa_ta_opportunity *opps;    /* by predicted saving, largest first (at most FA_TA_MAX_OPPS) */
+    int64_t n_opps_total;       /* before the cut */
+    double saving_ns;           /* sum over all opportunities (each kernel counted at most once) */
+    int64_t saving_kernel_ns;   /* the member kernel time those savings come from */
+    int n_points;
+    fa_ta_point *points;        /* roofline points by total time (at most FA_TA_MAX_POINTS) */
     int n_stretches;
     fa_ta_stretch *stretches;   /* by kernel count, largest first */
     int64_t launch_bound_kernels, launch_bound_ns; /* over all stretches */
@@ -139,7 +265,14 @@ typedef struct fa_trace_advice {
     fa_ta_gap *gaps;            /* the FA_TA_TOP_GAPS largest, largest first */
     int n_streams;
     fa_ta_stream *streams;
-    double saving_ns;           /* sum over seqs */
+    int n_graphs;
+    fa_ta_graph *graphs;
+    int64_t graph_kernels;      /* kernels launched by graph replays */
+    uint64_t peak_state_bytes;  /* the advice's own memory at its peak (bounded by distinct
+                                   kernels, shapes and sequences, not by records) */
+    int n_window;
+    fa_ta_wrec *window;         /* the timeline window (fa_ta_builder_set_window), start order */
+    const char *window_what;    /* what it is ("ProfilerStep#3", "the first 12.0 ms") */
 } fa_trace_advice;
 
 /* Device facts the advice uses; from fa_import_stats.devices or the run's stored summary. */
@@ -147,23 +280,66 @@ typedef struct fa_ta_device {
     const char *name;           /* may be NULL */
     int cc_major, cc_minor;     /* 0 unknown */
     uint64_t total_mem_bytes;   /* 0 unknown */
+    int32_t sm_count;           /* 0 unknown */
 } fa_ta_device;
 
-/* Advice from an in-memory trace. dev may be NULL (name from t->device_name, cc guessed).
- * Times in the trace's ns. *out owned by the caller (fa_trace_advice_free). FA_ERR_NOMEM. */
+/* ---- streaming: the builder the importers feed ---- */
+
+typedef struct fa_ta_builder fa_ta_builder;
+
+/* Innermost cpu op (or host range) containing ts on thread (pid, tid), else on any thread of
+ * pid; NULL when none. Used only for the few largest idle gaps. */
+typedef const char *(*fa_ta_cpu_lookup)(void *user, int64_t pid, int64_t tid, uint64_t ts);
+
+fa_status fa_ta_builder_create(fa_ctx *ctx, const fa_ta_device *dev, fa_ta_builder **out);
+void fa_ta_builder_set_lookup(fa_ta_builder *b, fa_ta_cpu_lookup fn, void *user);
+/* The device, when it is known only after the records (a streaming import); before finish. */
+void fa_ta_builder_set_device(fa_ta_builder *b, const fa_ta_device *dev);
+/* Records come in any order (a streaming import: Kineto files are often far out of time order,
+ * one CUPTI buffer after another): they are sorted through runs of 65,536 in a temporary file
+ * ($TMPDIR, unlinked at once, about 100 bytes a kernel) and analysed in (device, stream, time)
+ * order at finish, as fa_trace_advise does; memory stays bounded. FA_ERR_IO when the file cannot
+ * be written. Call before the first add. */
+void fa_ta_builder_any_order(fa_ta_builder *b);
+/* For a builder fed by a streaming import (fa_import_opts.sink): take the steps and the timeline
+ * window from t's ProfilerStep# ranges (the second step, else the first 20,000 GPU records), and
+ * look the largest gaps' cpu ops up in t and count its steps at finish. Call on the first GPU
+ * record (the window is taken from the steps read by then); t must live until finish. */
+void fa_ta_builder_use_trace(fa_ta_builder *b, const fa_trace *t);
+/* One attributed GPU record (kernel, memcpy, memset; other kinds are ignored), in any order
+ * (a reorder window per stream restores time order). launch: its launch call or NULL. op_shapes
+ * and op_stack: the launching cpu op's input shapes and frame chain (may be NULL). The record is
+ * not kept; its strings are copied as needed, but g->name must stay valid (same address, same
+ * text) until finish: it is cached by address. FA_ERR_NOMEM. */
+fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *gpu, const fa_activity *launch);
+/* A ProfilerStep#N range (step time for the savings' share). */
+void fa_ta_builder_add_step(fa_ta_builder *b, uint64_t start_ns, uint64_t end_ns);
+/* Keep the GPU records (at most FA_TA_WINDOW_MAX) whose launch call starts in [lo, hi] (by_launch)
+ * or that start in it as the timeline window; what (copied) names it. Call before the first add. */
+void fa_ta_builder_set_window(fa_ta_builder *b, uint64_t lo, uint64_t hi, bool by_launch, const char *what);
+/* Importer counters (orphans, inversions, parse errors). */
+void fa_ta_builder_set_counters(fa_ta_builder *b, uint64_t orphans, uint64_t inversions, uint64_t parse_errors);
+/* Flush the windows, rank, and hand over the advice (builder freed; *out owned by the caller). */
+fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **out);
+void fa_ta_builder_free(fa_ta_builder *b);
+
+/* Advice from an in-memory trace (feeds a builder with every GPU record). dev may be NULL (name
+ * from t->device_name, cc guessed). *out owned by the caller (fa_trace_advice_free). */
 fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *dev, fa_trace_advice **out);
-/* Advice from stored run `run_id` (fa_store_load_trace): dev NULL reads the trace.device.*
- * rows an earlier fa_trace_advice_save wrote, else the run's device_name. */
+/* Advice of stored run `run_id`: the advice stored at import (fa_trace_advice_save) read back —
+ * the records themselves are not all stored (docs/trace-advice.md). FA_ERR_INPUT when the run
+ * holds no stored trace advice. */
 fa_status fa_trace_advise_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_ta_device *dev,
                               fa_trace_advice **out);
-/* Replace the run's analysis_summary rows with key trace.* and its analysis_chains rows
- * with the sequences (members_json = JSON array of kernel names; time_ns = total over the
- * trace; share = of GPU kernel time; launches = count x n; max_saving_ns = saving_ns).
- * One transaction (or the caller's). */
+/* Store the advice with run run_id: analysis_summary rows with key trace.*, analysis_chains rows
+ * (one per opportunity), and the whole advice as one JSON document (key trace.advice_json) that
+ * fa_trace_advise_run reads back. One transaction (or the caller's). */
 fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace_advice *a);
 /* Human-readable text (what `import` prints) / one JSON object. Append to out. */
 void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *out);
 void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *out);
+/* Read back what fa_trace_advice_json wrote. FA_ERR_INPUT on a malformed document. */
+fa_status fa_trace_advice_from_json(fa_ctx *ctx, const char *json, size_t n, fa_trace_advice **out);
 void fa_trace_advice_free(fa_trace_advice *a);
 
 #endif

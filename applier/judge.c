@@ -217,11 +217,7 @@ fa_status fa_value_map_fill_inputs(fa_ctx *ctx, fa_value_map *m, uint64_t seed)
         int64_t n = fa_value_numel(&v);
         v.data = malloc((size_t)n * fa_dtype_size(t->dtype) + 1);
         if (!v.data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory filling input '%s'", t->name);
-        for (int64_t k = 0; k < n; k++) {
-            double x = (t->dtype == FA_DTYPE_FLOAT || t->dtype == FA_DTYPE_DOUBLE) ? fa_rng_uniform(&r, -1, 1)
-                                                                                 : (double)(fa_rng_u64(&r) % 4);
-            fa_store_from_double(v.data, v.dtype, k, x);
-        }
+        fa_graph_fill_input(g, g->inputs[i], &r, &v);
         free(m->vals[g->inputs[i]].data);
         m->vals[g->inputs[i]] = v;
     }

@@ -132,6 +132,8 @@ fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char
         jnum(&b, r->predicted_saving_ns);
         fa_buf_puts(&b, ",\"measured_saving_ns\":");
         jnum(&b, r->measured_saving_ns);
+        /* nothing accepted: both sides ran the same model, the difference is measurement noise */
+        fa_buf_printf(&b, ",\"measured_saving_is_noise\":%s", r->accepted == 0 ? "true" : "false");
         fa_buf_puts(&b, ",\"e2e_max_rel_error\":");
         jnum(&b, r->e2e_max_rel_error);
     } else {

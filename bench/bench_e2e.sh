@@ -15,10 +15,13 @@ BATCHES=${BATCHES:-1}
 CORPUS=${FA_CORPUS:-$here/../shared/corpus}
 MODELS=${MODELS:-"zoo:resnet50 $CORPUS/onnx/light/light_resnet50.onnx zoo:mobilenetv2 zoo:bert-layer zoo:gpt2-block"}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-python3 -c "import onnxruntime" 2>/dev/null || python3 -m pip install -q onnxruntime numpy
+# ONNX Runtime from the oracles' python (scripts/setup.sh makes it: a venv in the build folder)
+PY=${FA_PYTHON:-$BUILD/pyenv/bin/python3}
+[ -x "$PY" ] || PY=python3
+"$PY" -c "import onnxruntime, numpy" 2>/dev/null || { echo "bench_e2e: $PY has no onnxruntime (bash scripts/setup.sh)" >&2; exit 1; }
 
 ort_ms() { # model level threads iters -> median ms
-  python3 - "$@" <<'PY'
+  "$PY" - "$@" <<'PY'
 import sys, time, statistics
 import numpy as np, onnxruntime as ort
 path, level, threads, iters = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -58,7 +61,7 @@ for m in $MODELS; do
     fi
     on=$(ort_ms "$onnx" none "$THREADS" "$ITERS")
     oa=$(ort_ms "$onnx" all "$THREADS" "$ITERS")
-    ratio=$(python3 -c "f='$fused'; print('-' if f in ('','-') else f'{float(f)/float($oa):.2f}')")
+    ratio=$("$PY" -c "f='$fused'; print('-' if f in ('','-') else f'{float(f)/float($oa):.2f}')")
     printf "%-28s %5s %12s %12s %12s %12s %10s\n" "$name" "$b" "$unf" "${fused:--}" "$on" "$oa" "$ratio"
   done
 done

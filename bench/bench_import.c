@@ -5,7 +5,10 @@
  *   bench_import import PATH        import once, print one figures line (run one file per
  *                                   process so ru_maxrss is that file's peak)
  *   bench_import yajl PATH          parse with empty yajl callbacks: the parser's own ceiling
+ *   bench_import adv KIND PATH MB   write an adversarial Kineto trace (see gen_adversarial)
+ *   bench_import graph PATH MB      write a CUDA-graph replay trace (see gen_graph)
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +97,132 @@ static int gen(const char *path, double mb)
     return 0;
 }
 
+/* Adversarial Kineto traces of about MB megabytes, one shape each (issue 15: every parser
+ * linear in its input):
+ *   quotes      kernels whose names are 1 MiB runs of escaped quotes (\")
+ *   one-name    one kernel whose name is a single run of escaped quotes (at most 60 MiB)
+ *   digits      cpu ops whose Input Dims hold 1 MiB numbers (bad numbers, records kept)
+ *   correlation every launch and kernel sharing one correlation id
+ *   nesting     cpu ops nested as deep as the size allows, all ending before the launches
+ *   deep-json   args holding arrays nested 100,000 deep */
+static int gen_adversarial(const char *kind, const char *path, double mb)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) { perror(path); return 1; }
+    static char iobuf[1 << 20];
+    setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
+    uint64_t target = (uint64_t)(mb * 1e6);
+    fputs("{\"traceEvents\": [\n", f);
+    uint64_t written = 0;
+    const char *sep = "";
+    if (!strcmp(kind, "quotes") || !strcmp(kind, "one-name") || !strcmp(kind, "digits")) {
+        bool digits = !strcmp(kind, "digits");
+        uint64_t each = !strcmp(kind, "one-name") ? (target < (60ull << 20) ? target : (60ull << 20)) : (1ull << 20);
+        static char unit[1 << 16];
+        for (size_t i = 0; i < sizeof unit; i += 2) {
+            unit[i] = digits ? '1' : '\\';
+            unit[i + 1] = digits ? '2' : '"';
+        }
+        for (uint64_t it = 0; written < target; it++) {
+            if (digits)
+                written += (uint64_t)fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, "
+                                                "\"tid\": 1, \"ts\": %llu, \"dur\": 1, \"args\": {\"Input Dims\": [[",
+                                             sep, (unsigned long long)it);
+            else
+                written += (uint64_t)fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"", sep);
+            for (uint64_t k = 0; k < each; k += sizeof unit) {
+                size_t n = each - k < sizeof unit ? (size_t)(each - k) : sizeof unit;
+                fwrite(unit, 1, n, f);
+                written += n;
+            }
+            if (digits) written += (uint64_t)fprintf(f, "]]}}");
+            else written += (uint64_t)fprintf(f, "\", \"pid\": 0, \"tid\": 7, \"ts\": %llu, \"dur\": 1}", (unsigned long long)it);
+            sep = ",\n";
+            if (!strcmp(kind, "one-name")) break;
+        }
+    } else if (!strcmp(kind, "correlation")) {
+        for (uint64_t it = 0; written < target; it++) {
+            written += (uint64_t)fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                                            "\"pid\": 1, \"tid\": 1, \"ts\": %llu, \"dur\": 1, \"args\": {\"correlation\": 7}},\n"
+                                            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+                                            "\"ts\": %llu, \"dur\": 1, \"args\": {\"correlation\": 7, \"stream\": 7}}",
+                                         sep, (unsigned long long)(2 * it), (unsigned long long)(2 * it + 1));
+            sep = ",\n";
+        }
+    } else if (!strcmp(kind, "nesting")) {
+        /* each op line ~110 bytes, each launch + kernel ~260: a third of the bytes in ops */
+        uint64_t n = target / 3 / 110 + 1, m = target * 2 / 3 / 260 + 1;
+        for (uint64_t i = 0; i < n; i++) {
+            written += (uint64_t)fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op\", \"pid\": 1, "
+                                            "\"tid\": 1, \"ts\": %llu, \"dur\": %llu}",
+                                         sep, (unsigned long long)i, (unsigned long long)(4 * n - 2 * i));
+            sep = ",\n";
+        }
+        for (uint64_t i = 0; i < m; i++)
+            written += (uint64_t)fprintf(f, ",\n{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", "
+                                            "\"pid\": 1, \"tid\": 1, \"ts\": %llu, \"dur\": 1, \"args\": {\"correlation\": %llu}},\n"
+                                            "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, \"tid\": 7, "
+                                            "\"ts\": %llu, \"dur\": 1, \"args\": {\"correlation\": %llu, \"stream\": 7}}",
+                                         (unsigned long long)(5 * n + 2 * i), (unsigned long long)i,
+                                         (unsigned long long)(5 * n + 2 * i + 1), (unsigned long long)i);
+    } else if (!strcmp(kind, "deep-json")) {
+        for (uint64_t it = 0; written < target; it++) {
+            written += (uint64_t)fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"pid\": 0, "
+                                            "\"tid\": 7, \"ts\": %llu, \"dur\": 1, \"args\": {\"x\": ", sep, (unsigned long long)it);
+            for (int d = 0; d < 100000; d++) fputc('[', f);
+            for (int d = 0; d < 100000; d++) fputc(']', f);
+            written += 200000 + (uint64_t)fprintf(f, "}}");
+            sep = ",\n";
+        }
+    } else {
+        fprintf(stderr, "unknown adversarial kind %s\n", kind);
+        fclose(f);
+        return 2;
+    }
+    fputs("\n]}\n", f);
+    if (fclose(f) != 0) { perror(path); return 1; }
+    return 0;
+}
+
+/* A CUDA-graph replay trace of about MB megabytes, the shape of a decode loop under
+ * torch.cuda.graphs: one CUDAGraph::replay op and one cudaGraphLaunch per replay, then the
+ * replay's 64 kernels (an RMSNorm, rotary, SwiGLU-like mix) in compact one-line events. */
+static int gen_graph(const char *path, double mb)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) { perror(path); return 1; }
+    static char iobuf[1 << 20];
+    setvbuf(f, iobuf, _IOFBF, sizeof iobuf);
+    static const char *const k[] = {"void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>, at::detail::Array<char*, 3> >(int)",
+                                    "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float>)",
+                                    "void at::native::vectorized_elementwise_kernel<4, at::native::rsqrt_kernel_cuda(at::TensorIteratorBase&)::{lambda()#2}, at::detail::Array<char*, 2> >(int)",
+                                    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+                                    "void at::native::vectorized_elementwise_kernel<4, at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}, at::detail::Array<char*, 2> >(int)",
+                                    "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t> >(pytorch_flash::Flash_fwd_params)"};
+    fprintf(f, "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"NVIDIA H100 80GB HBM3\", "
+               "\"computeMajor\": 9, \"computeMinor\": 0, \"numSms\": 132}], \"traceEvents\": [\n");
+    uint64_t target = (uint64_t)(mb * 1e6), written = 0, ts = 1000;
+    for (long long r = 0; written < target; r++) {
+        written += (uint64_t)fprintf(f, "{\"ph\":\"X\",\"cat\":\"cpu_op\",\"name\":\"CUDAGraph::replay\",\"pid\":7,\"tid\":7,"
+                                        "\"ts\":%llu,\"dur\":20},\n{\"ph\":\"X\",\"cat\":\"cuda_runtime\",\"name\":\"cudaGraphLaunch\","
+                                        "\"pid\":7,\"tid\":7,\"ts\":%llu,\"dur\":12,\"args\":{\"correlation\":%lld}},\n",
+                                     (unsigned long long)ts, (unsigned long long)ts + 2, r + 1);
+        uint64_t g = ts + 15;
+        for (int i = 0; i < 64; i++) {
+            int kk = i % 16 < 8 ? i % 3 : 3 + i % 3;
+            int d = kk == 3 ? 20 : kk == 5 ? 30 : 3;
+            written += (uint64_t)fprintf(f, "{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"%s\",\"pid\":0,\"tid\":7,\"ts\":%llu,"
+                                            "\"dur\":%d,\"args\":{\"device\":0,\"stream\":7,\"correlation\":%lld}},\n",
+                                         k[kk], (unsigned long long)g, d, r + 1);
+            g += (uint64_t)d + 1;
+        }
+        ts = g + 5;
+    }
+    fprintf(f, "{\"ph\":\"i\",\"name\":\"end\",\"ts\":%llu}]}\n", (unsigned long long)ts);
+    if (fclose(f) != 0) { perror(path); return 1; }
+    return 0;
+}
+
 static int cb0(void *c) { (void)c; return 1; }
 static int cbb(void *c, int b) { (void)c; (void)b; return 1; }
 static int cbn(void *c, const char *s, size_t n) { (void)c; (void)s; (void)n; return 1; }
@@ -159,8 +288,10 @@ static int import(const char *path)
 int main(int argc, char **argv)
 {
     if (argc == 4 && strcmp(argv[1], "gen") == 0) return gen(argv[2], atof(argv[3]));
+    if (argc == 5 && strcmp(argv[1], "adv") == 0) return gen_adversarial(argv[2], argv[3], atof(argv[4]));
+    if (argc == 4 && strcmp(argv[1], "graph") == 0) return gen_graph(argv[2], atof(argv[3]));
     if (argc == 3 && strcmp(argv[1], "import") == 0) return import(argv[2]);
     if (argc == 3 && strcmp(argv[1], "yajl") == 0) return yajl_only(argv[2]);
-    fprintf(stderr, "usage: bench_import gen PATH MB | import PATH | yajl PATH\n");
+    fprintf(stderr, "usage: bench_import gen PATH MB | adv KIND PATH MB | graph PATH MB | import PATH | yajl PATH\n");
     return 2;
 }

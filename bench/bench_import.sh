@@ -40,6 +40,19 @@ echo "== synthetic Kineto trace, ${SIZE_MB} MB"
 ls -l "$TMP/synthetic.json" | awk '{printf "   generated %.1f MB\n", $5/1e6}'
 "$B" yajl "$TMP/synthetic.json"
 "$B" import "$TMP/synthetic.json"
+# Adversarial inputs (issue 15: every parser linear in its input): MB/s on each shape at two
+# sizes; a quadratic parser shows as MB/s falling with size.
+ADV_MB=${ADV_MB:-50}
+echo "== adversarial Kineto traces, ${ADV_MB} and $((ADV_MB * 2)) MB (MB/s should not fall with size)"
+for kind in quotes one-name digits correlation nesting deep-json; do
+    for mb in "$ADV_MB" $((ADV_MB * 2)); do
+        "$B" adv "$kind" "$TMP/adv-$kind.json" "$mb"
+        printf '%-12s ' "$kind"
+        "$B" import "$TMP/adv-$kind.json" || true
+        rm -f "$TMP/adv-$kind.json"
+    done
+done
+
 # Optional: Holistic Trace Analysis (pip holistictraceanalysis) parsing the same files, same
 # machine, same run. HTA_PY=python with hta installed (e.g. a venv); HTA_MB synthetic size for
 # it (default 200: HTA holds the whole document and a DataFrame in memory).

@@ -7,7 +7,9 @@
 # Writes a summary to $OUT/gpu-check-summary.txt when $OUT is set, else ./gpu-check-summary.txt.
 # Exit status: 0 when every step passed, 1 otherwise (the summary says which).
 # GPU_CHECK_BUILD=DIR picks the build folder (default build-gpu-check); GPU_CHECK_SKIP_BUILD=1
-# skips configure/build for a rerun in the same lease.
+# skips configure/build for a rerun in the same lease. GPU_CHECK_KIT=DIR runs the programs of a
+# kit packed here by scripts/gpu-kit.sh instead of building: for a bare GPU machine without
+# the Debian -dev packages or a package registry (docs/cuda.md, "The GPU kit").
 set -u
 
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -43,9 +45,35 @@ step() {
     return $rc
 }
 
+KIT=""
+if [ -n "${GPU_CHECK_KIT:-}" ]; then
+    KIT=$(cd "$GPU_CHECK_KIT" && pwd) || { echo "gpu-check: no kit folder $GPU_CHECK_KIT" >&2; exit 1; }
+    BUILD=${GPU_CHECK_BUILD:-$SRC/build-gpu-check}
+    LOGS=$BUILD/gpu-check-logs
+    # The machine's own CUDA: the toolkit install and the pip wheels of the python that holds
+    # PyTorch (cuDNN is there); fuse-advise opens them with dlopen (FA_CUDA_LIBDIR), the tracer
+    # links libcupti through LD_LIBRARY_PATH.
+    cuda_dirs=""
+    for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/extras/CUPTI/lib64 \
+        /usr/local/cuda/targets/x86_64-linux/lib $(python3 -c 'import glob, os, sys
+for s in sys.path:
+    for p in sorted(glob.glob(os.path.join(s, "nvidia", "*", "lib"))) + sorted(glob.glob(os.path.join(s, "nvidia", "cu*", "lib"))):
+        print(p)' 2>/dev/null); do
+        [ -d "$d" ] && case ":$cuda_dirs:" in *":$d:"*) ;; *) cuda_dirs=${cuda_dirs:+$cuda_dirs:}$d ;; esac
+    done
+    export FA_CUDA_LIBDIR=$cuda_dirs
+    export LD_LIBRARY_PATH=$KIT/lib${cuda_dirs:+:$cuda_dirs}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export GVBINDIR=$KIT/lib/graphviz
+    if [ -z "${FA_CUDNN_LIB:-}" ]; then
+        IFS=: read -r -a _dirs <<<"$cuda_dirs"
+        for d in "${_dirs[@]}"; do [ -e "$d/libcudnn.so.9" ] && { export FA_CUDNN_LIB=$d/libcudnn.so.9; break; }; done
+    fi
+fi
+
 mkdir -p "$BUILD" "$LOGS"
 say "fuse-advise gpu-check $(date -u +%FT%TZ) on $(hostname)"
-say "source $SRC ($(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo no-git)), build $BUILD"
+say "source $SRC ($(git -C "$SRC" rev-parse --short HEAD 2>/dev/null || echo no-git)), build ${KIT:-$BUILD}"
+[ -n "$KIT" ] && say "kit $KIT: FA_CUDA_LIBDIR=$FA_CUDA_LIBDIR FA_CUDNN_LIB=${FA_CUDNN_LIB:-none}"
 if command -v nvidia-smi >/dev/null; then
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | sed 's/^/gpu: /' | tee -a "$SUMMARY"
 else
@@ -53,17 +81,20 @@ else
 fi
 
 # 1. build (Release, all targets, 16 jobs); GPU_CHECK_SKIP_BUILD=1 reuses $BUILD as it is (reruns)
-if [ -z "${GPU_CHECK_SKIP_BUILD:-}" ]; then
+if [ -z "${GPU_CHECK_SKIP_BUILD:-}" ] && [ -z "$KIT" ]; then
     step configure 120 cmake -S "$SRC" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release || { say "configure failed: stopping"; exit 1; }
     step build 240 cmake --build "$BUILD" -j16 || { say "build failed: stopping"; exit 1; }
 fi
 FA=$BUILD/fuse-advise
+TESTS=$BUILD/tests
+BIN=$BUILD
+if [ -n "$KIT" ]; then FA=$KIT/bin/fuse-advise TESTS=$KIT/tests BIN=$KIT/bin; fi
 DB=$BUILD/gpu-check.db
 rm -f "$DB" "$DB-wal" "$DB-shm"
 
 # The injection tracer: built by collector/cupti/CMakeLists.txt when the top level adds it;
 # otherwise compiled here from the same sources (fallback, logged).
-if [ ! -f "$BUILD/libfuse-advise-cupti.so" ]; then
+if [ ! -f "$BIN/libfuse-advise-cupti.so" ]; then
     CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
     step tracer-fallback 60 cc -shared -fPIC -O2 -std=c11 -D_GNU_SOURCE -DFA_HAVE_CUDA=1 -fvisibility=hidden \
         -I"$SRC" -I"$BUILD" -I"$CUDA_HOME/include" \
@@ -74,8 +105,14 @@ fi
 
 # 2. GPU tests, run directly so their figures (per-model match against cpu, measured ceilings,
 #    CUPTI attribution counts) land in the summary; rc 77 here means no usable device.
-TAIL=40 step gpu-tests 200 env FA_BUILD_DIR="$BUILD" FA_CLI="$BUILD/fuse-advise" "$BUILD/tests/test_cuda_gpu"
-TAIL=8 step cuda-unit-tests 120 ctest --test-dir "$BUILD" -R 'test_cuda_exec|test_cupti' --output-on-failure
+TAIL=40 step gpu-tests 200 env FA_BUILD_DIR="$BIN" FA_CLI="$FA" "$TESTS/test_cuda_gpu"
+if [ -n "$KIT" ]; then
+    TAIL=20 step fused-gpu-tests 120 env FA_BUILD_DIR="$BIN" FA_CLI="$FA" "$TESTS/test_cuda_fused_gpu"
+    TAIL=8 step cuda-unit-tests 120 bash -c 'for t in test_cuda_exec test_cupti; do env FA_BUILD_DIR="$1" FA_CLI="$2" "$3/$t" || exit; done' \
+        _ "$BIN" "$FA" "$TESTS"
+else
+    TAIL=8 step cuda-unit-tests 120 ctest --test-dir "$BUILD" -R 'test_cuda_exec|test_cupti|test_cuda_fused_gpu' --output-on-failure
+fi
 
 # 3. ceilings: measured HBM bandwidth, FP32 peak, launch latency (stored in the run database)
 TAIL=30 step devices 60 "$FA" devices --measure --db "$DB"

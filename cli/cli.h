@@ -18,7 +18,8 @@ int fa_cli_fail(fa_ctx *ctx, fa_status s);
 /* Print a usage error and return 2. */
 int fa_cli_usage(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Common model-loading options parsed from argv: --shape (repeatable), --batch, --no-fold.
+/* Common model-loading options parsed from argv: --shape (repeatable), --batch, --no-fold,
+ * --no-dim-defaults.
  * fa_cli_model_opt consumes argv[*i] (and its value) if it is one of these; returns
  * 1 if consumed, 0 if not, -1 on a usage error (already printed). */
 typedef struct fa_cli_model_opts {
@@ -26,9 +27,17 @@ typedef struct fa_cli_model_opts {
     int n_bindings;
     int batch;
     bool no_fold;
+    bool no_dim_defaults;
 } fa_cli_model_opts;
 int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o);
 fa_load_options fa_cli_load_options(const fa_cli_model_opts *o);
+/* The one notice after a load that bound symbolic dims to their default (g->dim_defaults):
+ * "fuse-advise: notice: 2 symbolic dims bound to the default 1: batch, seq (...)" on stderr.
+ * Nothing when none was defaulted. */
+void fa_cli_note_dim_defaults(const fa_graph *g);
+/* "batch=1,seq=1": the defaulted dims as stored with a run (runs.dim_defaults); NULL when none.
+ * malloc'd, caller frees. */
+char *fa_cli_dim_defaults_text(const fa_graph *g);
 
 /* Value of "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i; NULL if not this option. */
 const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name);
@@ -42,8 +51,12 @@ struct fa_store;
 struct fa_run_info;
 fa_status fa_cli_reload_model(fa_ctx *ctx, struct fa_store *st, int64_t run_id, fa_arena *ar, struct fa_run_info *ri,
                               fa_graph **out);
-/* `latest` or a run id -> run_id (cli/cmd_analyze.c); returns an exit code (0 ok). */
+/* `latest` (or NULL) or a run id -> run_id (cli/cmd_analyze.c); returns an exit code (0 ok).
+ * latest is the newest run a verb that reads traces works on: a model run, an imported or a
+ * traced trace, never a model run's fused twin. fa_cli_resolve_model_run's latest is the newest
+ * model run (for verbs that need the model: apply). */
 int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
+int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
 /* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs and
  * reports into out_dir (NULL: ./fuse-advise-out/<model>) for a stored run of graph g. */
 struct fa_run_info;

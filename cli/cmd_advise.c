@@ -12,12 +12,11 @@
 static const char *k_help =
     "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH] [--target cpu|cuda] [--arch sm_XY]\n"
     "                          [--max-ops N] [--max-inputs N] [--occupancy-floor F] [--no-gate]\n"
-    "  RUN is a run id from `fuse-advise runs` (default: the latest model run). The run's model is loaded\n"
-    "  again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"
+    "  RUN is a run id from `fuse-advise runs` (default: the latest run, a model run or an imported or\n"
+    "  traced trace, which gets op-level advice). A model run's model is loaded again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"
     "  file whose SHA-256 changed since the run is refused.\n"
     "  --target cuda runs the register/occupancy gate (NVRTC) unless --no-gate.\n";
 
-int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id);
 
 static void jstr(fa_buf *b, const char *s)
 {
@@ -107,18 +106,10 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     if (s) return fa_cli_fail(ctx, s);
     int64_t run_id = -1;
     int rc = 0;
-    if (!spec || !strcmp(spec, "latest")) {
-        /* the newest baseline run (kind 'run'): fused/import runs have no graph to plan */
-        sqlite3_stmt *q = NULL;
-        s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(fa_store_db(st), "SELECT max(id) FROM runs WHERE kind='run'", -1, &q, NULL));
-        if (!s && sqlite3_step(q) == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL) run_id = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-        if (!s && run_id < 0) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no model run to advise on (see `fuse-advise run`)", db);
-        if (s) { fa_store_close(st); return fa_cli_fail(ctx, s); }
-    } else {
-        rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
-        if (rc) { fa_store_close(st); return rc; }
-    }
+    /* `latest` is the newest run advice can work on: a model run, or an imported or traced
+     * trace (op-level advice); never the fused twin of a model run */
+    rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;
     fa_ceilings c;

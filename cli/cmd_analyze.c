@@ -19,8 +19,9 @@ static void json_str(fa_buf *b, const char *s)
     fa_buf_puts(b, "\"");
 }
 
-/* Resolve "latest" (the newest run that is not the fused twin of another) / an id. */
-int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
+/* Resolve "latest" / an id. latest: the newest run that is not the fused twin of another
+ * (a model run, or an imported or traced trace), or with model_only the newest model run. */
+static int resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, bool model_only, int64_t *run_id)
 {
     if (!spec || !strcmp(spec, "latest")) {
         fa_arena *ar = fa_arena_create(4096);
@@ -29,9 +30,12 @@ int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run
         fa_status s = fa_store_list_runs(ctx, st, ar, &runs, &n);
         int rc = s ? fa_cli_fail(ctx, s) : 0;
         size_t i = 0;
-        while (!s && i < n && runs[i].kind && !strcmp(runs[i].kind, "fused")) i++;
+        while (!s && i < n && runs[i].kind &&
+               (model_only ? strcmp(runs[i].kind, "run") != 0 : strcmp(runs[i].kind, "fused") == 0))
+            i++;
         if (!s && i == n) {
-            fprintf(stderr, "fuse-advise: error: %s: no runs yet (fuse-advise run MODEL)\n", fa_store_path(st));
+            fprintf(stderr, "fuse-advise: error: %s: no %sruns yet (fuse-advise run MODEL)\n", fa_store_path(st),
+                    model_only ? "model " : "");
             rc = 1;
         } else if (!s) {
             *run_id = runs[i].id;
@@ -47,6 +51,16 @@ int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run
     }
     *run_id = v;
     return 0;
+}
+
+int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
+{
+    return resolve_run(ctx, st, spec, false, run_id);
+}
+
+int fa_cli_resolve_model_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id)
+{
+    return resolve_run(ctx, st, spec, true, run_id);
 }
 
 static const fa_an_node *g_sort_nodes; /* qsort has no user pointer in C11: set just before the sort */
@@ -149,10 +163,18 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
         printf("run %" PRId64 ": %s (%d timed iterations)\n", run_id, ri.model_path, a->n_iters);
         printf("ceilings %s: memory %.2f GB/s, FP32 peak %.2f GFLOP/s, dispatch %.0f ns, ridge %.2f FLOP/B\n\n",
                c.device_key, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
-        printf("%-32s %-18s %11s %9s %9s %10s %7s %-8s\n", "kernel (node)", "op", "median us", "FLOP/B", "GB/s", "GFLOP/s", "%roof", "bound");
+        int wn = 13, wo = 2; /* widths from the content: node names are never cut */
         for (int k = 0; k < a->n_nodes && k < top; k++) {
             const fa_an_node *n = &a->nodes[order[k]];
-            printf("%-32.32s %-18.18s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", n->name, n->op_type, n->median_ns / 1e3,
+            if (n->name && (int)strlen(n->name) > wn) wn = (int)strlen(n->name);
+            if (n->op_type && (int)strlen(n->op_type) > wo) wo = (int)strlen(n->op_type);
+        }
+        printf("%-*s %-*s %11s %9s %9s %10s %7s %-8s\n", wn, "kernel (node)", wo, "op", "median us", "FLOP/B", "GB/s",
+               "GFLOP/s", "%roof", "bound");
+        for (int k = 0; k < a->n_nodes && k < top; k++) {
+            const fa_an_node *n = &a->nodes[order[k]];
+            printf("%-*s %-*s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", wn, n->name ? n->name : "", wo,
+                   n->op_type ? n->op_type : "", n->median_ns / 1e3,
                    n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops, n->place.pct_of_roof,
                    fa_bound_name(n->place.bound));
         }

@@ -43,7 +43,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
     if (s) return fa_cli_fail(ctx, s);
     int64_t run_id;
-    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    int rc = fa_cli_resolve_model_run(ctx, st, spec, &run_id);
     if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;

@@ -9,10 +9,54 @@
 #include "runtime/runtime.h"
 
 static const char *k_help =
-    "usage: fuse-advise exec MODEL --inputs DIR --outputs DIR [--threads N] [--shape ...] [--batch N]\n"
+    "usage: fuse-advise exec MODEL --inputs DIR --outputs DIR [--threads N] [--shape NAME=DIMS]...\n"
+    "                         [--batch N] [--no-dim-defaults]\n"
     "  reads DIR/input_0.pb ... (ONNX TensorProto, one per graph input in order), runs the\n"
-    "  unfused cpu executor and writes output_0.pb ... into the --outputs folder.\n"
-    "  Without --inputs, inputs are random (seed 1).\n";
+    "  unfused cpu executor and writes output_0.pb ... into the --outputs folder. The files'\n"
+    "  shapes bind the model's symbolic dims; --shape/--batch apply as in `run`.\n"
+    "  Without --inputs, inputs are random (seed 1) and symbolic dims nothing binds default to 1.\n";
+
+/* Errors name the model file, whichever step failed (load, inputs, execution, outputs). */
+static int exec_fail(fa_ctx *ctx, fa_status st, const char *model)
+{
+    if (strncmp(fa_ctx_errmsg(ctx), model, strlen(model)) != 0) fa_ctx_wrap(ctx, st, "%s: ", model);
+    return fa_cli_fail(ctx, st);
+}
+
+/* Bind graph input t's symbolic dims to the shape of the value read from `path`; a dim the
+ * model fixes must agree, and a dim_param bound by an earlier input's file (vals[0..i)) must
+ * take the same value. */
+static fa_status bind_from_file(fa_ctx *ctx, fa_graph *g, fa_tensor *t, const fa_value *v, const char *path,
+                                const fa_value *vals, const int *orig, int i, const char *indir)
+{
+    if (t->rank >= 0 && t->rank != v->rank)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: input '%s' has rank %d in the model, the file holds rank %d", path,
+                            t->name, t->rank, v->rank);
+    for (int d = 0; d < v->rank && t->rank >= 0; d++) {
+        if (t->dims[d] >= 0) {
+            if (t->dims[d] != v->dims[d])
+                return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: input '%s' dim %d is %lld in the model, the file holds %lld",
+                                    path, t->name, d, (long long)t->dims[d], (long long)v->dims[d]);
+            continue;
+        }
+        const char *param = t->dim_params[d];
+        for (int j = 0; param && j < i; j++) {
+            const fa_tensor *u = g->tensors[orig[j]];
+            for (int k = 0; k < u->rank && k < vals[j].rank; k++)
+                if (u->dim_params[k] && !strcmp(u->dim_params[k], param) && vals[j].dims[k] != v->dims[d])
+                    return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                        "%s: dim '%s' of input '%s' is %lld, but %s/input_%d.pb gives it %lld", path,
+                                        param, t->name, (long long)v->dims[d], indir, j, (long long)vals[j].dims[k]);
+        }
+    }
+    if (t->rank < 0) {
+        fa_tensor_set_shape(t, t->dtype ? t->dtype : v->dtype, v->rank, v->dims);
+        return FA_OK;
+    }
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] < 0) t->dims[d] = v->dims[d];
+    return FA_OK;
+}
 
 int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
 {
@@ -37,28 +81,40 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     fa_load_options lo = fa_cli_load_options(&mo);
     fa_graph *g = NULL;
     fa_exec *e = NULL;
-    /* With --inputs, shape-parameter inputs (integer inputs, Resize scales) are frozen to the
-     * given values before preparation so shapes stay static (docs/cli.md). */
+    /* With --inputs, every input_N.pb is read first: shape-parameter inputs (integer inputs,
+     * Resize scales) are frozen to the given values, and the files' shapes bind the other
+     * inputs' symbolic dims, so a dynamic-axes export runs at the files' shapes (docs/cli.md).
+     * --shape bindings still apply on top. */
     int orig[64], n_orig = 0;
+    fa_value vals[64];
+    memset(vals, 0, sizeof vals);
     fa_status st;
-    if (indir && strncmp(model, "zoo:", 4) != 0) {
-        st = fa_onnx_import(ctx, model, &g);
-        if (!st) {
+    if (indir) {
+        st = strncmp(model, "zoo:", 4) != 0 ? fa_onnx_import(ctx, model, &g) : FA_OK;
+        if (!st && g) {
+            if (g->n_inputs > 64) st = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%d graph inputs (exec reads at most 64)", g->n_inputs);
             n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
             if (n_orig > 0) memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
         }
         for (int i = 0; !st && i < n_orig; i++) {
-            if (!fa_graph_input_is_shape_param(g, orig[i])) continue;
             char path[4096];
             snprintf(path, sizeof path, "%s/input_%d.pb", indir, i);
-            fa_value val;
-            st = fa_tensorproto_read(ctx, path, &val, NULL);
-            if (!st) {
-                st = fa_graph_freeze_input(ctx, g, g->tensors[orig[i]]->name, &val);
-                free(val.data);
+            st = fa_tensorproto_read(ctx, path, &vals[i], NULL);
+            if (st) break;
+            fa_tensor *t = g->tensors[orig[i]];
+            if (fa_graph_input_is_shape_param(g, orig[i])) {
+                st = fa_graph_freeze_input(ctx, g, t->name, &vals[i]);
+                if (st) fa_ctx_wrap(ctx, st, "%s: ", path);
+                continue;
             }
+            st = bind_from_file(ctx, g, t, &vals[i], path, vals, orig, i, indir);
         }
-        if (!st) st = fa_graph_prepare(ctx, g, &lo);
+        if (!st && g) st = fa_graph_prepare(ctx, g, &lo);
+        else if (!st) st = fa_graph_load(ctx, model, &lo, &g);
+        if (!st && strncmp(model, "zoo:", 4) == 0) {
+            n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
+            memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
+        }
     } else {
         st = fa_graph_load(ctx, model, &lo, &g);
         if (!st) {
@@ -66,9 +122,11 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
             if (n_orig > 0) memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
         }
     }
+    if (!st) fa_cli_note_dim_defaults(g);
     if (st) {
+        for (int i = 0; i < 64; i++) free(vals[i].data);
         fa_graph_free(g);
-        return fa_cli_fail(ctx, st);
+        return exec_fail(ctx, st, model);
     }
     fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads};
     st = fa_exec_create(ctx, g, &eo, &e);
@@ -80,13 +138,14 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         if (live < 0) continue; /* frozen shape parameter */
         char path[4096];
         snprintf(path, sizeof path, "%s/input_%d.pb", indir, i);
-        fa_value val;
-        st = fa_tensorproto_read(ctx, path, &val, NULL);
-        if (st) break;
-        st = fa_exec_set_input(ctx, e, live, &val);
+        if (!vals[i].data) { /* zoo models: the files are read here */
+            st = fa_tensorproto_read(ctx, path, &vals[i], NULL);
+            if (st) break;
+        }
+        st = fa_exec_set_input(ctx, e, live, &vals[i]);
         if (st) fa_ctx_wrap(ctx, st, "%s: ", path);
-        free(val.data);
     }
+    for (int i = 0; i < 64; i++) free(vals[i].data);
     if (!st) st = fa_exec_run(ctx, e, NULL);
     if (!st && mkdir(outdir, 0755) != 0) {
         struct stat sb;
@@ -100,7 +159,7 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         if (!ov) { st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "output %d was not produced", i); break; }
         st = fa_tensorproto_write(ctx, path, ov, g->tensors[g->outputs[i]]->name);
     }
-    int rc = st ? fa_cli_fail(ctx, st) : 0;
+    int rc = st ? exec_fail(ctx, st, model) : 0;
     if (!st) fprintf(stderr, "fuse-advise exec: wrote %d output(s) to %s\n", g->n_outputs, outdir);
     fa_exec_free(e);
     fa_graph_free(g);

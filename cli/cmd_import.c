@@ -62,37 +62,143 @@ static void print_stats(const char *path, const fa_import_stats *s)
     printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64
            ", duplicate correlations %" PRIu64 "\n",
            s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
-    if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers || s->lenient_pass)
-        printf("  input faults: negative durations %" PRIu64 ", invalid UTF-8 strings %" PRIu64 " (first near byte %" PRIu64
-               "), control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
-               s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset, s->n_control_chars, s->n_nonfinite,
-               s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
+    if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers ||
+        s->n_bad_records || s->n_nul_names || s->lenient_pass)
+        printf("  input faults: records skipped %" PRIu64 " (a time or id of the wrong type or beyond int64; first near byte %" PRIu64
+               "), negative durations %" PRIu64 ", invalid UTF-8 names %" PRIu64 " (first near byte %" PRIu64
+               "), names with NUL %" PRIu64 ", control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
+               s->n_bad_records, s->first_bad_record_offset, s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset,
+               s->n_nul_names, s->n_control_chars, s->n_nonfinite, s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
+    if (s->time_shift_ns)
+        printf("  %" PRIu64 " records start before time 0: every record moved %.3f us later (durations and gaps kept)\n",
+               s->n_negative_times, s->time_shift_ns / 1e3);
     if (s->truncated) printf("  truncated at byte %" PRIu64 ": kept what was parsed (--keep-partial)\n", s->truncated_offset);
     for (int d = 0; d < s->n_devices; d++)
         printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", s->devices[d].id, s->devices[d].name, s->devices[d].cc_major,
                s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
 }
 
+/* Out of memory after the import proper (storing, advising, writing the report): say which
+ * trace and which step, so the user knows what was too large. */
+static fa_status name_nomem(fa_ctx *ctx, fa_status s, const char *path, const char *step)
+{
+    if (s == FA_ERR_NOMEM && !strstr(fa_ctx_errmsg(ctx), path)) return fa_ctx_wrap(ctx, s, "%s: %s: ", path, step);
+    return s;
+}
+
+/* The records the run database keeps of an imported trace: the advice's timeline window (one
+ * profiler step of GPU records, at most FA_TA_WINDOW_MAX), with the importer's counters. The
+ * statistics of the whole trace are in the stored advice; storing every record would cost more
+ * than the import itself on a large trace and hold nothing the advice does not summarise. */
+static fa_status window_trace(fa_ctx *ctx, const fa_trace *t, const fa_trace_advice *a, fa_trace **out)
+{
+    fa_trace *w = fa_trace_create(t->source);
+    if (!w) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    w->source_path = fa_trace_intern(w, t->source_path);
+    w->device_name = fa_trace_intern(w, t->device_name);
+    w->n_orphans = t->n_orphans;
+    w->n_clock_inversions = t->n_clock_inversions;
+    w->n_parse_errors = t->n_parse_errors;
+    for (int i = 0; i < a->n_window; i++) {
+        const fa_ta_wrec *r = &a->window[i];
+        fa_activity x = fa_activity_init((fa_activity_kind)r->kind);
+        x.name = fa_trace_intern(w, r->kernel >= 0 ? a->kernels[r->kernel].full_name
+                                                   : r->kind == FA_ACT_MEMCPY ? "Memcpy" : "Memset");
+        x.device = r->device;
+        x.stream = r->stream;
+        x.start_ns = r->start_ns;
+        x.end_ns = r->end_ns;
+        if (!x.name || !fa_trace_add(w, &x)) {
+            fa_trace_free(w);
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        }
+    }
+    *out = w;
+    return FA_OK;
+}
+
+/* The streaming import's sink: GPU records go straight into the advice builder, so the trace in
+ * memory is the cpu side only (a trace of graph replays has millions of kernels and few launches) */
+typedef struct advise_sink {
+    fa_ta_builder *b;
+} advise_sink;
+
+static fa_status sink_gpu(void *user, fa_ctx *ctx, const fa_trace *t, const fa_activity *g, const fa_activity *L)
+{
+    advise_sink *k = user;
+    if (!k->b) {
+        fa_status s = fa_ta_builder_create(ctx, NULL, &k->b);
+        if (s) return s;
+        fa_ta_builder_any_order(k->b);
+        fa_ta_builder_use_trace(k->b, t);
+    }
+    return fa_ta_builder_add(ctx, k->b, g, L);
+}
+
+static fa_status sink_reset(void *user, fa_ctx *ctx)
+{
+    (void)ctx;
+    advise_sink *k = user;
+    fa_ta_builder_free(k->b);
+    k->b = NULL;
+    return FA_OK;
+}
+
 static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool json, bool keep_partial,
                              const char *out_dir, const char *cmdline)
 {
+    /* a pipe (/dev/stdin, <(zcat trace.json.gz)) is read once into a private copy that the
+     * import and the SHA-256 both read */
+    fa_import_source src;
+    fa_status s = fa_import_source_open(ctx, path, &src);
+    if (s) return fa_cli_fail(ctx, s);
     fa_import_stats stt;
     memset(&stt, 0, sizeof stt);
-    fa_import_opts opts = {.keep_partial = keep_partial};
+    advise_sink sink = {NULL};
+    fa_import_sink snk = {sink_gpu, sink_reset, &sink};
+    fa_import_opts opts = {.keep_partial = keep_partial, .name = path, .sink = &snk};
     fa_trace *t = NULL;
-    fa_status s = fa_import_file(ctx, path, &opts, &t, &stt);
-    if (s) return fa_cli_fail(ctx, s);
-
+    s = fa_import_file(ctx, src.path, &opts, &t, &stt);
     char sha[65] = {0};
-    s = fa_sha256_file(ctx, path, sha);
+    if (!s) s = fa_sha256_file(ctx, src.path, sha);
+    if (s && src.spool) s = fa_ctx_wrap(ctx, s, "%s (read from a pipe): ", path);
+    fa_import_source_close(&src);
     if (s) {
+        fa_ta_builder_free(sink.b);
         fa_trace_free(t);
         return fa_cli_fail(ctx, s);
     }
     const fa_import_device *dv = pick_device(&stt, t);
+    fa_ta_device dev = {0};
+    if (dv) {
+        dev.name = dv->name[0] ? dv->name : NULL;
+        dev.cc_major = dv->cc_major;
+        dev.cc_minor = dv->cc_minor;
+        dev.total_mem_bytes = dv->total_mem_bytes;
+        dev.sm_count = dv->sm_count;
+    }
+    if (!dev.name) dev.name = t->device_name;
+    /* the advice first (it needs the op shapes and stacks the store does not keep), then one
+     * transaction stores the run, its timeline window and the advice: never a run marked ok
+     * without its advice */
+    fa_trace_advice *a = NULL;
+    fa_trace *win = NULL;
     fa_store *st = NULL;
     int64_t run_id = 0;
-    s = fa_store_open(ctx, db, &st);
+    if (sink.b) {
+        /* streamed: the builder has every GPU record; the device and counters are known now */
+        if (!dev.name) dev.name = t->device_name;
+        fa_ta_builder_set_device(sink.b, &dev);
+        fa_ta_builder_set_counters(sink.b, t->n_orphans, t->n_clock_inversions, t->n_parse_errors);
+        s = fa_ta_builder_finish(ctx, sink.b, &a); /* frees the builder */
+        sink.b = NULL;
+        s = name_nomem(ctx, s, path, "advising");
+    } else {
+        /* no GPU record streamed: an nsys export (read whole), or no GPU activity */
+        s = name_nomem(ctx, fa_trace_advise(ctx, t, &dev, &a), path, "advising");
+    }
+    if (!s) s = name_nomem(ctx, window_trace(ctx, t, a, &win), path, "advising");
+    if (!s) s = fa_store_open(ctx, db, &st);
     if (!s) {
         fa_run_info info;
         memset(&info, 0, sizeof info);
@@ -103,23 +209,18 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         info.command_line = cmdline;
         s = fa_store_begin(ctx, st);
         if (!s) s = fa_store_run_begin(ctx, st, &info, &run_id);
-        if (!s) s = fa_store_put_trace(ctx, st, run_id, t);
+        if (!s) s = fa_store_put_trace(ctx, st, run_id, win);
+        if (!s) {
+            a->run_id = run_id;
+            s = fa_trace_advice_save(ctx, st, run_id, a);
+        }
         if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
         if (!s) s = fa_store_commit(ctx, st);
         if (s) fa_store_rollback(st);
+        s = name_nomem(ctx, s, path, "storing the trace and its advice");
     }
-    fa_ta_device dev = {0};
-    if (dv) {
-        dev.name = dv->name[0] ? dv->name : NULL;
-        dev.cc_major = dv->cc_major;
-        dev.cc_minor = dv->cc_minor;
-        dev.total_mem_bytes = dv->total_mem_bytes;
-    }
-    if (!dev.name) dev.name = t->device_name;
-    fa_trace_advice *a = NULL;
-    if (!s) s = fa_trace_advise_run(ctx, st, run_id, &dev, &a);
-    if (!s) s = fa_trace_advice_save(ctx, st, run_id, a);
-    if (!s && out_dir) s = fa_reports_write(ctx, st, run_id, out_dir);
+    fa_trace_free(win);
+    if (!s && out_dir) s = name_nomem(ctx, fa_reports_write(ctx, st, run_id, out_dir), path, "writing the report");
     int rc = 0;
     if (s) {
         rc = fa_cli_fail(ctx, s);
@@ -182,7 +283,6 @@ int fa_cli_trace_advise_stored(fa_ctx *ctx, fa_store *st, int64_t run_id, bool j
 {
     fa_trace_advice *a = NULL;
     fa_status s = fa_trace_advise_run(ctx, st, run_id, NULL, &a);
-    if (!s && !fa_store_readonly(st)) s = fa_trace_advice_save(ctx, st, run_id, a);
     if (s) {
         fa_trace_advice_free(a);
         return fa_cli_fail(ctx, s);

@@ -8,10 +8,12 @@
 
 static const char *k_help =
     "usage: fuse-advise inspect MODEL [--json] [--shape NAME=DIMS]... [--batch N] [--no-fold]\n"
+    "                               [--no-dim-defaults]\n"
     "  MODEL    an .onnx file or zoo:NAME\n"
     "  --json   one JSON document instead of the table\n"
     "  --shape  bind a symbolic input (input=1x3x224x224) or dim parameter (batch=8)\n"
     "  --batch  set dim 0 of every graph input\n"
+    "  --no-dim-defaults  refuse symbolic dims nothing binds (default: bind them to 1, with a notice)\n"
     "  --no-fold  keep constant subgraphs as nodes\n";
 
 static void shapes_of(const fa_graph *g, const fa_node *n, char *buf, size_t cap)
@@ -69,6 +71,20 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
     fa_graph *g = NULL;
     fa_status st = fa_graph_load(ctx, model, &lo, &g);
     if (st) return fa_cli_fail(ctx, st);
+    fa_cli_note_dim_defaults(g);
+
+    /* column widths from the content: exporters name nodes by module path
+     * (/features/features.0/features.0.0/Conv), so names are never cut */
+    int w_name = 4, w_op = 2, w_shape = 12;
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        char shp[512];
+        shapes_of(g, n, shp, sizeof shp);
+        int ln = (int)strlen(n->name), lo2 = (int)strlen(n->op_type), ls = (int)strlen(shp);
+        if (ln > w_name) w_name = ln;
+        if (lo2 > w_op) w_op = lo2;
+        if (ls > w_shape) w_shape = ls;
+    }
 
     uint64_t tf = 0, tr = 0, tw = 0;
     fa_buf b;
@@ -78,7 +94,13 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         json_str(&b, model);
         fa_buf_puts(&b, ",\"graph\":");
         json_str(&b, g->name);
-        fa_buf_printf(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"inputs\":", fa_graph_opset(g, ""), g->n_folded);
+        fa_buf_printf(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"dim_defaults\":[", fa_graph_opset(g, ""),
+                      g->n_folded);
+        for (int i = 0; i < g->n_dim_defaults; i++) {
+            if (i) fa_buf_puts(&b, ",");
+            json_str(&b, g->dim_defaults[i]);
+        }
+        fa_buf_puts(&b, "],\"inputs\":");
         json_tensor_list(&b, g, g->inputs, g->n_inputs);
         fa_buf_puts(&b, ",\"outputs\":");
         json_tensor_list(&b, g, g->outputs, g->n_outputs);
@@ -86,8 +108,8 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
     } else {
         printf("model: %s  (graph '%s', opset %" PRId64 ", %d live nodes, %d folded at load)\n", model, g->name,
                fa_graph_opset(g, ""), g->n_topo, g->n_folded);
-        printf("%-36s %-22s %-22s %-24s %14s %14s %14s\n", "node", "op", "pattern", "output shape", "FLOPs",
-               "bytes read", "bytes written");
+        printf("%-*s %-*s %-23s %-*s %14s %14s %14s\n", w_name, "node", w_op, "op", "pattern", w_shape,
+               "output shape", "FLOPs", "bytes read", "bytes written");
     }
     for (int k = 0; k < g->n_topo; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
@@ -109,8 +131,8 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
             fa_buf_printf(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
                           c.flops, c.bytes_read, c.bytes_written);
         } else {
-            printf("%-36.36s %-22.22s %-22s %-24.24s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", n->name,
-                   n->op_type, pat, shp, c.flops, c.bytes_read, c.bytes_written);
+            printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, n->name, w_op,
+                   n->op_type, pat, w_shape, shp, c.flops, c.bytes_read, c.bytes_written);
         }
     }
     if (json) {
@@ -119,7 +141,8 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
                       g->n_topo, tf, tr, tw);
         fwrite(b.data, 1, b.len, stdout);
     } else {
-        printf("%-36s %-22s %-22s %-24s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", "total", "", "", "", tf, tr, tw);
+        printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, "total", w_op, "", "",
+               w_shape, "", tf, tr, tw);
         printf("\ninputs:\n");
         for (int i = 0; i < g->n_inputs; i++) {
             char s[128];

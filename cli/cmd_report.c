@@ -11,7 +11,6 @@
 #include "store/store.h"
 
 /* cli/cmd_analyze.c */
-extern int fa_cli_resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_t *run_id);
 
 static const char *k_help =
     "usage: fuse-advise report [RUN|latest] [-o DIR] [--db PATH]\n"

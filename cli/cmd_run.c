@@ -22,18 +22,23 @@
 #include "runtime/runtime.h"
 #include "store/store.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <time.h>
 
 static const char *k_help =
     "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
     "                        [--target auto|cpu|cuda] [--db PATH] [--tag TAG] [--seed S]\n"
-    "                        [--shape NAME=DIMS]... [--batch N] [--max-memory BYTES] [--out DIR]\n"
-    "                        [--tolerance T] [--max-ops N] [--max-inputs N]\n"
+    "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
+    "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
     "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
     "  --iters N   timed iterations (default 20); --warmup W untimed first (default 3)\n"
+    "  --shape NAME=N | INPUT=DIMS  bind a symbolic dim or a whole input; --batch N sets dim 0 of\n"
+    "              every input. Symbolic dims nothing binds default to 1 (one notice lists them);\n"
+    "              --no-dim-defaults refuses them instead, listing every one\n"
     "  --threads N executor threads (default: all cores)\n"
     "  --db PATH   run database (default ./fuse-advise.db)\n"
     "  --tag TAG   name the run for `gate` and `runs`\n"
@@ -106,10 +111,16 @@ static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const
                info->target, devname, info->threads, nit, warmup);
         printf("baseline latency (median per iteration): %.3f ms; %d kernels per iteration; peak activations %.1f MiB\n",
                ri.iter_median_ns / 1e6, g->n_topo, info->peak_activation_bytes / 1048576.0);
-        printf("\n%-40s %-20s %12s %7s %8s\n", "node", "op", "median us", "share", "kernels");
         size_t show = nrows < 25 ? nrows : 25;
+        int wn = 4, wo = 2; /* widths from the content: node names are never cut */
+        for (size_t i = 0; i < show; i++) {
+            int ln = rows[i].node_name ? (int)strlen(rows[i].node_name) : 0, lo = rows[i].op_type ? (int)strlen(rows[i].op_type) : 0;
+            if (ln > wn) wn = ln;
+            if (lo > wo) wo = lo;
+        }
+        printf("\n%-*s %-*s %12s %7s %8s\n", wn, "node", wo, "op", "median us", "share", "kernels");
         for (size_t i = 0; i < show; i++)
-            printf("%-40.40s %-20.20s %12.1f %6.1f%% %8" PRId64 "\n", rows[i].node_name,
+            printf("%-*s %-*s %12.1f %6.1f%% %8" PRId64 "\n", wn, rows[i].node_name ? rows[i].node_name : "", wo,
                    rows[i].op_type ? rows[i].op_type : "", rows[i].median_ns / 1e3, 100.0 * rows[i].share,
                    rows[i].kernels);
         if (nrows > show) printf("... %zu more (fuse-advise show %" PRId64 ")\n", nrows - show, run_id);
@@ -144,12 +155,34 @@ static void default_out_dir(const char *model, char *buf, size_t cap)
     snprintf(buf, cap, "fuse-advise-out/%s", name[0] ? name : "model");
 }
 
+/* True when this pipeline (started at `since`, seconds) wrote a generated kernel source into
+ * out_dir/kernels/ (a folder left by an earlier run does not count). */
+static bool wrote_kernel_sources(const char *out_dir, time_t since)
+{
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/kernels", out_dir);
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool any = false;
+    struct dirent *de;
+    while (!any && (de = readdir(d))) {
+        if (de->d_name[0] == '.') continue;
+        char path[4600];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        any = stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_mtime >= since;
+    }
+    closedir(d);
+    return any;
+}
+
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
                                 int max_ops, int max_inputs, int iters, int warmup, bool cuda)
 {
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096], path[4400];
+    time_t started = time(NULL);
     if (!out_dir) {
         default_out_dir(model, outbuf, sizeof outbuf);
         out_dir = outbuf;
@@ -200,6 +233,14 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         fa_graph *fg = NULL;
         s = fa_bn_folded_graph(ctx, g, p, &fg);
         snprintf(path, sizeof path, "%s/model.folded.onnx", out_dir);
+        /* keep the original's symbolic dims (a dynamic-batch export stays dynamic) */
+        if (!s && fa_graph_restore_symbolic(ctx, fg, g, NULL) != FA_OK) {
+            fprintf(stderr, "fuse-advise: warning: model.folded.onnx keeps the bound shapes: %s\n", fa_ctx_errmsg(ctx));
+            fa_ctx_clear(ctx);
+            fa_graph_free(fg);
+            fg = NULL;
+            s = fa_bn_folded_graph(ctx, g, p, &fg);
+        }
         if (!s) s = fa_onnx_export(ctx, fg, path);
         fa_graph_free(fg);
     }
@@ -217,10 +258,13 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, cuda ? "cuda" : "cpu", devname,
                info->threads);
         printf("%s\n\n", a->summary);
-        printf("%-4s %-18s %-28s %10s %10s %9s  %s\n", "id", "kind", "label", "pred us", "meas us", "error", "decision");
+        int wl = 28;
+        for (int i = 0; i < p->n_clusters; i++)
+            if (p->clusters[i].label && (int)strlen(p->clusters[i].label) > wl) wl = (int)strlen(p->clusters[i].label);
+        printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
         for (int i = 0; i < p->n_clusters; i++) {
             const fa_cluster *cl = &p->clusters[i];
-            printf("%-4d %-18s %-28.28s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), cl->label ? cl->label : "",
+            printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
                    cl->est_saving_ns / 1e3);
             if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED)
                 printf("%10.1f %9.2g", cl->measured_saving_ns / 1e3, cl->max_rel_error);
@@ -247,10 +291,14 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
                r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
                r->e2e_max_rel_error);
-        printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
-               r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
-        printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv, kernels/%s\n",
-               out_dir, any_fold ? ", model.folded.onnx" : "");
+        if (r->accepted == 0)
+            printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline, so the %.3f ms "
+                   "between the two measurements is noise, not a saving\n", r->rejected, r->measured_saving_ns / 1e6);
+        else
+            printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
+                   r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
+        printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
+               wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
     }
     fa_apply_result_free(r);
     fa_plan_free(p);
@@ -314,7 +362,11 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     /* A trace instead of a model: import -> trace analysis -> advice -> reports. */
     if (strncmp(model, "zoo:", 4) != 0) {
         fa_import_kind k = fa_import_detect(model);
-        if (k == FA_IMPORT_KINETO_JSON || k == FA_IMPORT_KINETO_JSON_GZ || k == FA_IMPORT_NSYS_SQLITE) {
+        struct stat msb;
+        /* a pipe (/dev/stdin, <(zcat trace.json.gz)) can only be read once: it is taken as a trace
+         * (the import judges it by its first bytes and refuses anything else) */
+        bool piped = stat(model, &msb) == 0 && !S_ISREG(msb.st_mode) && !S_ISDIR(msb.st_mode);
+        if (piped || k == FA_IMPORT_KINETO_JSON || k == FA_IMPORT_KINETO_JSON_GZ || k == FA_IMPORT_NSYS_SQLITE) {
             char ob[4096];
             if (!out_dir) {
                 default_out_dir(model, ob, sizeof ob);
@@ -335,9 +387,10 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     fa_trace *trace = NULL;
     fa_store *st = NULL;
     int64_t run_id = -1;
-    char *cmdline = join_argv(argc, argv);
+    char *cmdline = join_argv(argc, argv), *dim_defaults = NULL;
     char sha[65] = "", devname[256];
     fa_status s = fa_graph_load(ctx, model, &lo, &g);
+    if (!s) fa_cli_note_dim_defaults(g);
     if (!s && strncmp(model, "zoo:", 4) != 0) s = fa_sha256_file(ctx, model, sha);
     if (s) {
         free(cmdline);
@@ -358,6 +411,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     info.warmup = (int)warmup;
     info.command_line = cmdline;
     info.tag = tag;
+    dim_defaults = fa_cli_dim_defaults_text(g);
+    info.dim_defaults = dim_defaults;
     s = fa_store_run_begin(ctx, st, &info, &run_id);
     if (s) goto out;
     s = fa_exec_create(ctx, g, &eo, &e);
@@ -404,5 +459,6 @@ out:;
     fa_store_close(st);
     fa_graph_free(g);
     free(cmdline);
+    free(dim_defaults);
     return rc;
 }

@@ -46,6 +46,8 @@ void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
     json_str(b, r->device_name);
     fa_buf_puts(b, ",\"tag\":");
     json_str(b, r->tag);
+    fa_buf_puts(b, ",\"dim_defaults\":"); /* symbolic input dims bound to their default */
+    json_str(b, r->dim_defaults);
     fa_buf_puts(b, ",\"command_line\":");
     json_str(b, r->command_line);
     fa_buf_puts(b, ",\"trace_source\":");

@@ -110,6 +110,7 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
                       iters == 1 ? "" : "s", n, (double)total / 1e6);
         if (r.iter_median_ns >= 0)
             fa_buf_printf(&b, ", median iteration %.3f ms", (double)r.iter_median_ns / 1e6);
+        if (r.dim_defaults) fa_buf_printf(&b, "\nsymbolic dims bound to their default: %s", r.dim_defaults);
         fa_buf_puts(&b, "\n\n");
         if (n == 0) {
             fa_buf_puts(&b, "no kernel records stored for this run\n");

@@ -26,6 +26,7 @@ int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
 #include <unistd.h>
 
 #include "collector/cupti/cupti.h"
+#include "runtime/cuda/cuda.h"
 #include "store/store.h"
 
 extern char **environ;
@@ -75,9 +76,9 @@ static fa_status find_injection(fa_ctx *ctx, char *out, size_t cap)
 /* libcupti's own path: NVTX_INJECTION64_PATH points at it so NVTX calls become MARKER records. */
 static bool find_libcupti(char *out, size_t cap)
 {
-    Dl_info di;
-    if (!dladdr((void *)cuptiGetVersion, &di) || !di.dli_fname) return false;
-    snprintf(out, cap, "%s", di.dli_fname);
+    const char *lib = fa_cuda_lib_path(FA_CUDA_LIB_CUPTI);
+    if (!lib) return false;
+    snprintf(out, cap, "%s", lib);
     return true;
 }
 

@@ -73,6 +73,10 @@ int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *
         o->no_fold = true;
         return 1;
     }
+    if (!strcmp(argv[*i], "--no-dim-defaults")) {
+        o->no_dim_defaults = true;
+        return 1;
+    }
     return 0;
 }
 
@@ -83,7 +87,26 @@ fa_load_options fa_cli_load_options(const fa_cli_model_opts *o)
     lo.n_bindings = o->n_bindings;
     lo.batch = o->batch;
     lo.no_fold = o->no_fold;
+    lo.no_dim_defaults = o->no_dim_defaults;
     return lo;
+}
+
+void fa_cli_note_dim_defaults(const fa_graph *g)
+{
+    if (!g || g->n_dim_defaults == 0) return;
+    fprintf(stderr, "fuse-advise: notice: %d symbolic dim%s bound to the default %d:", g->n_dim_defaults,
+            g->n_dim_defaults == 1 ? "" : "s", FA_DIM_DEFAULT);
+    for (int i = 0; i < g->n_dim_defaults; i++) fprintf(stderr, "%s %s", i ? "," : "", g->dim_defaults[i]);
+    fprintf(stderr, " (choose with --shape NAME=N, --shape INPUT=DIMS or --batch N; refuse with --no-dim-defaults)\n");
+}
+
+char *fa_cli_dim_defaults_text(const fa_graph *g)
+{
+    if (!g || g->n_dim_defaults == 0) return NULL;
+    fa_buf b;
+    fa_buf_init(&b);
+    for (int i = 0; i < g->n_dim_defaults; i++) fa_buf_printf(&b, "%s%s=%d", i ? "," : "", g->dim_defaults[i], FA_DIM_DEFAULT);
+    return b.data;
 }
 
 bool fa_cli_is_tty(void) { return isatty(2) && !getenv("CI"); }

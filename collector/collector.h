@@ -17,6 +17,7 @@ typedef enum fa_activity_kind {
     FA_ACT_RANGE = 6,       /* NVTX / user annotation range */
     FA_ACT_SYNC = 7,        /* synchronization */
     FA_ACT_OVERHEAD = 8,    /* profiler's own overhead (CUPTI OVERHEAD records) */
+    FA_ACT_MODULE = 9,      /* nn.Module scope on the CPU (Kineto python_function "nn.Module: X") */
     FA_ACT_KIND_COUNT
 } fa_activity_kind;
 const char *fa_activity_kind_name(fa_activity_kind k);
@@ -46,12 +47,21 @@ typedef struct fa_activity {
     uint64_t flops;           /* floating-point operations, 0 if unknown */
     float occupancy;          /* achieved/theoretical occupancy if the source gives it, <0 unknown */
     unsigned flags;           /* FA_ACTF_* */
+    /* imports only (NULL otherwise; not stored in the run database): */
+    const char *shapes;       /* cpu op: its inputs "TYPE:DIMS;..." (DIMS "8x512x768", "L<numel>"
+                                 for a TensorList, "?" unreadable) from Input Dims / Input type;
+                                 GPU record: its op's, when that op launched only it */
+    const char *stack;        /* GPU record: the frames around its cpu op, outermost first,
+                                 " > " between them (cpu ops, user ranges, nn.Module scopes) */
 } fa_activity;
 
 enum {
     FA_ACTF_ESTIMATED_BYTES = 1u << 0, /* bytes derived from recorded input dims, not measured */
     FA_ACTF_ORPHAN = 1u << 1,          /* no matching launch/correlation in the trace window */
     FA_ACTF_CLOCK_INVERSION = 1u << 2, /* kernel appeared to start before its launch */
+    FA_ACTF_GRAPH = 1u << 3,           /* launched by a CUDA/HIP graph replay (cudaGraphLaunch):
+                                          op_type is the op it was captured under when the capture
+                                          is in the trace, node_name the op around the launch */
 };
 
 /* The trace: activities plus metadata. Owns an arena for strings. */

@@ -7,13 +7,14 @@
 const char *fa_activity_kind_name(fa_activity_kind k)
 {
     static const char *const names[FA_ACT_KIND_COUNT] = {
-        "kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "range", "sync", "overhead"};
+        "kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "range", "sync", "overhead", "module"};
     return (unsigned)k < FA_ACT_KIND_COUNT ? names[k] : "unknown";
 }
 
 typedef struct intern_tab {
     const char **slots;
     size_t cap, n;
+    uint64_t key[2]; /* random per trace: names come from input files (no hash flooding) */
 } intern_tab;
 
 /* The intern table hangs off the trace through a hidden header in the arena. */
@@ -31,6 +32,7 @@ fa_trace *fa_trace_create(const char *source)
         free(t);
         return NULL;
     }
+    fa_hash_key_random(t->tab.key);
     t->pub.source = fa_trace_intern(&t->pub, source ? source : "unknown");
     return &t->pub;
 }
@@ -83,7 +85,7 @@ const char *fa_trace_intern_n(fa_trace *tr, const char *s, size_t n)
         if (!slots) return NULL;
         for (size_t i = 0; i < tab->cap; i++) {
             if (!tab->slots[i]) continue;
-            size_t h = fa_hash64(tab->slots[i], strlen(tab->slots[i])) & (nc - 1);
+            size_t h = fa_hash64_keyed(tab->key, tab->slots[i], strlen(tab->slots[i])) & (nc - 1);
             while (slots[h]) h = (h + 1) & (nc - 1);
             slots[h] = tab->slots[i];
         }
@@ -91,7 +93,7 @@ const char *fa_trace_intern_n(fa_trace *tr, const char *s, size_t n)
         tab->slots = slots;
         tab->cap = nc;
     }
-    size_t h = fa_hash64(s, n) & (tab->cap - 1);
+    size_t h = fa_hash64_keyed(tab->key, s, n) & (tab->cap - 1);
     while (tab->slots[h]) {
         if (strncmp(tab->slots[h], s, n) == 0 && tab->slots[h][n] == 0) return tab->slots[h];
         h = (h + 1) & (tab->cap - 1);

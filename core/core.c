@@ -450,6 +450,56 @@ uint64_t fa_hash64(const void *data, size_t n)
     return h;
 }
 
+/* SipHash-1-3 (Aumasson & Bernstein, "SipHash: a fast short-input PRF", 2012; one compression
+ * and three finalization rounds, the variant Python and Rust use for hash tables). */
+#define SIP_ROTL(x, b) (((x) << (b)) | ((x) >> (64 - (b))))
+#define SIP_ROUND(v0, v1, v2, v3)                                                                  \
+    do {                                                                                           \
+        v0 += v1; v1 = SIP_ROTL(v1, 13); v1 ^= v0; v0 = SIP_ROTL(v0, 32);                         \
+        v2 += v3; v3 = SIP_ROTL(v3, 16); v3 ^= v2;                                                 \
+        v0 += v3; v3 = SIP_ROTL(v3, 21); v3 ^= v0;                                                 \
+        v2 += v1; v1 = SIP_ROTL(v1, 17); v1 ^= v2; v2 = SIP_ROTL(v2, 32);                         \
+    } while (0)
+
+uint64_t fa_hash64_keyed(const uint64_t key[2], const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t v0 = key[0] ^ 0x736f6d6570736575ull, v1 = key[1] ^ 0x646f72616e646f6dull;
+    uint64_t v2 = key[0] ^ 0x6c7967656e657261ull, v3 = key[1] ^ 0x7465646279746573ull;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t m;
+        memcpy(&m, p + i, 8); /* little-endian hosts (x86-64, aarch64) */
+        v3 ^= m;
+        SIP_ROUND(v0, v1, v2, v3);
+        v0 ^= m;
+    }
+    uint64_t b = (uint64_t)n << 56;
+    for (size_t k = 0; i + k < n; k++) b |= (uint64_t)p[i + k] << (8 * k);
+    v3 ^= b;
+    SIP_ROUND(v0, v1, v2, v3);
+    v0 ^= b;
+    v2 ^= 0xff;
+    SIP_ROUND(v0, v1, v2, v3);
+    SIP_ROUND(v0, v1, v2, v3);
+    SIP_ROUND(v0, v1, v2, v3);
+    return v0 ^ v1 ^ v2 ^ v3;
+}
+
+void fa_hash_key_random(uint64_t key[2])
+{
+    uint64_t k[2] = {0, 0};
+    FILE *f = fopen("/dev/urandom", "rb");
+    if (!f || fread(k, sizeof k, 1, f) != 1) {
+        /* no /dev/urandom: still differs per process and call */
+        k[0] = fa_now_ns() ^ ((uint64_t)(uintptr_t)key << 17);
+        k[1] = fa_hash64(k, sizeof k[0]) ^ (uint64_t)getpid();
+    }
+    if (f) fclose(f);
+    key[0] = k[0];
+    key[1] = k[1];
+}
+
 static void hex_digest(const unsigned char *md, unsigned len, char *out)
 {
     static const char hx[] = "0123456789abcdef";

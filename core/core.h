@@ -99,8 +99,16 @@ uint64_t fa_now_ns(void);
 fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len);
 fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len);
 
-/* FNV-1a 64 and SHA-256 (hex, 65 bytes incl. NUL) of a buffer / file. */
+/* FNV-1a 64 and SHA-256 (hex, 65 bytes incl. NUL) of a buffer / file. FNV-1a is stable
+ * (seeds, cache keys) but not for hash tables keyed by input strings: colliding names are
+ * cheap to make. */
 uint64_t fa_hash64(const void *data, size_t n);
+/* SipHash-1-3 of data under a 128-bit key (Aumasson & Bernstein 2012): for hash tables keyed by
+ * strings from input files, with a random key per table (fa_hash_key_random), so no input can
+ * be made to collide (hash flooding would make the table quadratic). */
+uint64_t fa_hash64_keyed(const uint64_t key[2], const void *data, size_t n);
+/* A fresh random key from /dev/urandom (else the clock and pid). */
+void fa_hash_key_random(uint64_t key[2]);
 void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);
 fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65]);
 

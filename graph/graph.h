@@ -93,6 +93,8 @@ struct fa_tensor {
                              Owned by the graph (malloc'd, freed by fa_graph_free). */
     size_t nbytes;        /* bytes in data */
     int producer;         /* node id or -1 */
+    unsigned sym_dims;    /* bit d: dim d follows the model's symbolic input dims (fa_graph_restore_symbolic);
+                             an export writes it as its dim_param or unknown, never the bound value */
     /* External data location as read (informational, for export). */
     const char *doc;      /* doc_string, may be NULL */
 };
@@ -138,6 +140,11 @@ typedef struct fa_graph {
     int n_outputs, cap_outputs;
     int *outputs;             /* graph outputs (tensor ids) */
     int n_folded;             /* nodes removed by constant folding */
+    /* Symbolic input dims fa_graph_prepare bound to the default 1 because no --shape/--batch
+     * named them (docs/cli.md "Symbolic dimensions"): one arena string per distinct dim, a
+     * dim_param name ("batch_size") or "INPUT[D]" for an unnamed dim. */
+    int n_dim_defaults;
+    const char **dim_defaults;
     /* consumer index, rebuilt by fa_graph_index() */
     int *cons_start;          /* n_tensors+1 offsets into cons */
     int *cons;                /* node ids */
@@ -332,7 +339,13 @@ typedef struct fa_load_options {
     int batch;                 /* >0: override dim 0 of every graph input (zoo --batch) */
     bool no_fold;              /* skip constant folding */
     uint64_t max_const_bytes;  /* cap for one folded tensor (default 1 GiB when 0) */
+    bool no_dim_defaults;      /* refuse unbound symbolic dims instead of binding them to 1 */
 } fa_load_options;
+
+/* The value an unbound symbolic input dim takes when no binding names it: 1, what
+ * onnxruntime_perf_test does for free dimensions and trtexec for dynamic shapes without
+ * --shapes (both bind the smallest valid shape). */
+#define FA_DIM_DEFAULT 1
 
 /* Import an ONNX model file (protobuf). Unknown ops import with node->op NULL and are refused
  * by fa_graph_prepare ("unsupported op X at node Y"); import itself refuses corrupt protobuf
@@ -347,9 +360,23 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
 
 /* Shape inference + constant folding in one topological pass (folding evaluates nodes whose
  * inputs are all constant, and SHAPE_ONLY nodes whose input shapes are static, with the
- * reference kernels). Applies bindings first. Unbound symbolic dims are an error naming
- * the input and the dim. */
+ * reference kernels). Applies bindings first (opt->bindings, then opt->batch); every input dim
+ * still symbolic after that is bound to FA_DIM_DEFAULT and listed in g->dim_defaults, or, with
+ * opt->no_dim_defaults, refused with one FA_ERR_INPUT message that lists every unbound dim.
+ * An input without any shape is always refused (its rank is unknown). */
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
+
+/* Give dst (a graph derived from src, e.g. the BN-folded model) the symbolic dims of src's
+ * model back, so fa_onnx_export writes a model that runs at any value of them. src was
+ * prepared from src->path; the model is imported and prepared again (opt: no_fold,
+ * max_const_bytes) with each dim the file leaves symbolic bound to src's value + 1. A tensor
+ * dim that differs between the two follows the symbolic dims: dst's tensor of that name gets
+ * its bit in sym_dims and src's dim_params. A folded node whose outputs differ (shape or
+ * value: Shape -> Gather -> Concat -> Reshape) is copied into dst again wherever dst reads its
+ * output as a constant (transitively). A model without symbolic dims, or a zoo model, leaves
+ * dst as it is. Re-indexes dst. Errors: the probe failing to import or prepare (a model valid
+ * only at the bound values), out of memory. */
+fa_status fa_graph_restore_symbolic(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_load_options *opt);
 
 /* Turn graph input `name` into a constant with the given value (copied): it leaves g->inputs
  * and becomes an initializer. For shape-parameter inputs (Reshape shape, Slice starts, Resize
@@ -357,9 +384,25 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
  * Call between import and fa_graph_prepare. FA_ERR_INPUT if not a graph input or the value's
  * dtype/shape disagree with a declared one. */
 fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, const fa_value *v);
-/* True when graph input tensor `tid` feeds a slot that must be constant for static shapes: any
- * integer-typed input, or the scales/sizes/roi inputs of Resize/Upsample. */
+/* True when graph input tensor `tid` feeds a slot that must be constant for static shapes: an
+ * integer input whose values reach, through value-carrying ops, a slot that sets a shape
+ * (Reshape's shape, Slice's starts, a reduction's axes, Range, ConstantOfShape, ... — any slot
+ * but the data of a non-elementwise op), or the scales/sizes/roi inputs of Resize/Upsample.
+ * Token ids that only index an embedding and attention masks are not. Needs the consumer
+ * index fa_onnx_import builds (without it every integer input counts). */
 bool fa_graph_input_is_shape_param(const fa_graph *g, int tid);
+
+/* Random values for graph input tid when the user gives none (run, the applier's captures, the
+ * cuda executor), into v (dtype/rank/dims set, data allocated by the caller): floats uniform in
+ * [-1, 1) (one draw per element, so a seed gives the same floats on every target), bools 0/1,
+ * integers in [0, min(4, bound)) where bound = fa_graph_input_index_bound, or 0/1 when they
+ * index nothing (attention masks, flags). Needs an indexed graph. */
+void fa_graph_fill_input(const fa_graph *g, int tid, fa_rng *r, fa_value *v);
+/* The smallest table size that integer input tid's values index: the indexed axis of every
+ * Gather/GatherElements (and the indexed dims of GatherND) they reach as indices, directly or
+ * through ops that only move values (Cast, Reshape, Unsqueeze, Expand, Slice, Concat, ...,
+ * Gather's data); 0 when they index nothing. (An embedding with 2 token types needs ids 0..1.) */
+int64_t fa_graph_input_index_bound(const fa_graph *g, int tid);
 
 /* Everything: "zoo:NAME" or a path; import + prepare. */
 fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *opt, fa_graph **out);

@@ -497,10 +497,11 @@ static Onnx__ValueInfoProto *mk_value_info(exporter *e, const fa_tensor *t)
             Onnx__TensorShapeProto__Dimension *d = ealloc(e, sizeof *d);
             if (!d) return NULL;
             onnx__tensor_shape_proto__dimension__init(d);
-            if (t->dims[i] >= 0) {
+            bool sym = i < 32 && (t->sym_dims >> i & 1u);
+            if (t->dims[i] >= 0 && !sym) {
                 d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
                 d->dim_value = t->dims[i];
-            } else if (t->dim_params[i]) {
+            } else if (t->dim_params[i]) { /* symbolic; unknown (neither field) without a name */
                 d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
                 d->dim_param = (char *)t->dim_params[i];
             }

@@ -788,6 +788,81 @@ static fa_status k_gather_elements(fa_ctx *ctx, const fa_node *n, const fa_value
     return FA_OK;
 }
 
+/* ---------------------------------------------------------------- GatherND */
+
+/* GatherND-11/12/13 (onnx/docs/Operators.md#GatherND): data rank r, indices rank q >= 1 whose
+ * last dim m (1..r-b) indexes data's dims b..b+m-1; the first b = batch_dims dims of data and
+ * indices are batch dims and must agree. Output: indices.dims[0..q-1) + data.dims[b+m..r),
+ * rank q + r - m - 1 - b. Negative indices count from the end of their dim. */
+static fa_status gathernd_dims(fa_ctx *ctx, const fa_node *n, int r, const int64_t *xd, int q, const int64_t *id,
+                               int *b_out, int *m_out)
+{
+    int64_t b = fa_node_attr_int(n, "batch_dims", 0);
+    if (q < 1 || r < 1) return fa_node_error(ctx, n, "data (rank %d) and indices (rank %d) need rank >= 1", r, q);
+    if (b < 0 || b >= q || b >= r)
+        return fa_node_error(ctx, n, "batch_dims %lld must be in [0, min(data rank %d, indices rank %d))", (long long)b, r, q);
+    int64_t m = id[q - 1];
+    if (m < 1 || m > r - b)
+        return fa_node_error(ctx, n, "indices' last dim %lld must be in [1, data rank %d - batch_dims %lld]", (long long)m,
+                             r, (long long)b);
+    for (int i = 0; i < b; i++)
+        if (xd[i] != id[i])
+            return fa_node_error(ctx, n, "batch dim %d: data has %lld, indices %lld", i, (long long)xd[i], (long long)id[i]);
+    *b_out = (int)b;
+    *m_out = (int)m;
+    return FA_OK;
+}
+
+static fa_status infer_gathernd(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *ix = x ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!ix) return fa_ctx_status(ctx);
+    if (!is_int_dtype(ix->dtype)) return fa_node_error(ctx, n, "indices must be int64 (or int32), are %s", fa_dtype_name(ix->dtype));
+    int b, m;
+    fa_status st = gathernd_dims(ctx, n, x->rank, x->dims, ix->rank, ix->dims, &b, &m);
+    if (st) return st;
+    int ro = ix->rank - 1 + x->rank - b - m;
+    if (ro > FA_MAX_RANK) return fa_node_error(ctx, n, "output rank %d exceeds %d", ro, FA_MAX_RANK);
+    int64_t od[FA_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < ix->rank - 1; i++) od[k++] = ix->dims[i];
+    for (int i = b + m; i < x->rank; i++) od[k++] = x->dims[i];
+    fa_set_out(g, n, 0, x->dtype, ro, od);
+    return FA_OK;
+}
+
+static fa_status k_gathernd(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out, int n_out,
+                            int threads)
+{
+    fa_status st;
+    size_t es = elem_size(ctx, n, in[0].dtype, &st);
+    if (st) return st;
+    const fa_value *x = &in[0], *ix = &in[1];
+    int b, m;
+    if ((st = gathernd_dims(ctx, n, x->rank, x->dims, ix->rank, ix->dims, &b, &m))) return st;
+    int64_t xst[FA_MAX_RANK];
+    row_strides(x->rank, x->dims, xst);
+    /* per batch: `tuples` index tuples of m entries, each selecting a slice of `slice` elements */
+    int64_t batches = prod(x->dims, 0, b), tuples = prod(ix->dims, b, ix->rank - 1);
+    int64_t slice = prod(x->dims, b + m, x->rank), batch_stride = b ? xst[b - 1] : 0;
+    size_t row = (size_t)slice * es;
+    char *d = out[0].data;
+    for (int64_t bi = 0; bi < batches; bi++)
+        for (int64_t t = 0; t < tuples; t++, d += row) {
+            int64_t base = (bi * tuples + t) * m, off = bi * batch_stride;
+            for (int k = 0; k < m; k++) {
+                int64_t v = load_index(ix, base + k), dim = x->dims[b + k];
+                if (v < 0) v += dim;
+                if (v < 0 || v >= dim)
+                    return fa_node_error(ctx, n, "index %lld out of range for data dim %d of size %lld",
+                                         (long long)load_index(ix, base + k), b + k, (long long)dim);
+                off += v * xst[b + k];
+            }
+            memcpy(d, (const char *)x->data + (size_t)off * es, row);
+        }
+    return FA_OK;
+}
+
 /* ---------------------------------------------------------------- ScatterElements / ScatterND */
 
 typedef enum scat_red { SR_NONE, SR_ADD, SR_MUL, SR_MAX, SR_MIN } scat_red;
@@ -1644,6 +1719,7 @@ static const fa_attr_spec a_constant[] = {{"value", FA_ATTR_TENSOR}, {"value_flo
                                           {"value_ints", FA_ATTR_INTS}, {0}};
 static const fa_attr_spec a_cos[] = {{"value", FA_ATTR_TENSOR}, {0}};
 static const fa_attr_spec a_range[] = {{"stash_type", FA_ATTR_INT, "1"}, {0}};
+static const fa_attr_spec a_gathernd[] = {{"batch_dims", FA_ATTR_INT}, {0}};
 static const fa_attr_spec a_scatter[] = {{"axis", FA_ATTR_INT}, {"reduction", FA_ATTR_STRING, "none|add|mul|max|min"}, {0}};
 static const fa_attr_spec a_scatter_nd[] = {{"reduction", FA_ATTR_STRING, "none|add|mul|max|min"}, {0}};
 static const fa_attr_spec a_trilu[] = {{"upper", FA_ATTR_INT}, {0}};
@@ -1674,6 +1750,8 @@ const fa_op fa_ops_shape[] = {
      "flops 0; bytes read = output (gathered rows) + indices; written = output", a_axis},
     {"GatherElements", "", INJ, 2, 2, 1, 1, 0, infer_gather_elements, cost_read_copied, k_gather_elements,
      "flops 0; bytes read = output (gathered elements) + indices; written = output", a_axis},
+    {"GatherND", "", INJ, 2, 2, 1, 1, 0, infer_gathernd, cost_read_copied, k_gathernd,
+     "flops 0; bytes read = output (gathered slices) + indices; written = output", a_gathernd},
     {"ScatterElements", "", INJ, 3, 3, 1, 1, 0, infer_scatter_elements, NULL, k_scatter_elements,
      "flops 0 (reductions: one per update); bytes = data + indices + updates + output", a_scatter},
     {"Scatter", "", INJ, 3, 3, 1, 1, 0, infer_scatter_elements, NULL, k_scatter_elements,

@@ -106,6 +106,64 @@ static fa_status apply_bindings(fa_ctx *ctx, fa_graph *g, const fa_load_options 
     return FA_OK;
 }
 
+/* Bind every input dim still symbolic after the user's bindings to FA_DIM_DEFAULT, recording
+ * each distinct dim once in g->dim_defaults (a dim_param shared by several inputs is one dim and
+ * takes one value). With `refuse`, nothing is bound and one message lists every unbound dim. */
+static fa_status bind_dim_defaults(fa_ctx *ctx, fa_graph *g, bool refuse)
+{
+    fa_buf unbound;
+    fa_buf_init(&unbound);
+    int n_unbound = 0;
+    const char **names = NULL;
+    int n_names = 0;
+    for (int i = 0; i < g->n_inputs; i++) {
+        fa_tensor *t = g->tensors[g->inputs[i]];
+        if (t->rank < 0) {
+            fa_buf_free(&unbound);
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "graph input '%s' has no shape; bind it with --shape %s=DIMS",
+                                t->name, t->name);
+        }
+        for (int d = 0; d < t->rank; d++) {
+            if (t->dims[d] >= 0) continue;
+            char item[512];
+            const char *param = t->dim_params[d];
+            if (param) snprintf(item, sizeof item, "%s", param);
+            else snprintf(item, sizeof item, "%s[%d]", t->name, d);
+            bool seen = false;
+            for (int k = 0; k < n_names && !seen; k++) seen = !strcmp(names[k], item);
+            if (!seen) {
+                const char **nn = fa_arena_alloc(g->arena, sizeof *nn * (size_t)(n_names + 1));
+                char *copy = fa_arena_strdup(g->arena, item);
+                if (!nn || !copy) {
+                    fa_buf_free(&unbound);
+                    return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory binding symbolic dims");
+                }
+                if (n_names) memcpy(nn, names, sizeof *nn * (size_t)n_names);
+                nn[n_names++] = copy;
+                names = nn;
+                if (param)
+                    fa_buf_printf(&unbound, "%s'%s' (input '%s' dim %d; --shape %s=N)", n_unbound ? ", " : "", param,
+                                  t->name, d, param);
+                else
+                    fa_buf_printf(&unbound, "%sinput '%s' dim %d (unnamed; --shape %s=DIMS)", n_unbound ? ", " : "",
+                                  t->name, d, t->name);
+                n_unbound++;
+            }
+            if (!refuse) t->dims[d] = FA_DIM_DEFAULT;
+        }
+    }
+    fa_status st = FA_OK;
+    if (refuse && n_unbound)
+        st = fa_ctx_error(ctx, FA_ERR_INPUT, "%d symbolic input dim%s unbound (--no-dim-defaults): %s", n_unbound,
+                          n_unbound == 1 ? " is" : "s are", unbound.data);
+    else {
+        g->n_dim_defaults = n_names;
+        g->dim_defaults = names;
+    }
+    fa_buf_free(&unbound);
+    return st;
+}
+
 static fa_status fold_node(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
     fa_value in[64], out[16];
@@ -192,18 +250,8 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
             fa_tensor *t = g->tensors[g->inputs[i]];
             if (t->rank > 0) t->dims[0] = opt->batch;
         }
-    for (int i = 0; i < g->n_inputs; i++) {
-        fa_tensor *t = g->tensors[g->inputs[i]];
-        if (t->rank < 0)
-            return fa_ctx_error(ctx, FA_ERR_INPUT, "graph input '%s' has no shape; bind it with --shape %s=DIMS",
-                                t->name, t->name);
-        for (int d = 0; d < t->rank; d++)
-            if (t->dims[d] < 0)
-                return fa_ctx_error(ctx, FA_ERR_INPUT,
-                                    "graph input '%s' dim %d ('%s') is symbolic and unbound; use --shape %s=DIMS or --shape %s=N",
-                                    t->name, d, t->dim_params[d] ? t->dim_params[d] : "?", t->name,
-                                    t->dim_params[d] ? t->dim_params[d] : "DIM");
-    }
+    st = bind_dim_defaults(ctx, g, opt->no_dim_defaults);
+    if (st) return st;
     st = fa_graph_index(ctx, g);
     if (st) return st;
     uint64_t max_bytes = opt->max_const_bytes ? opt->max_const_bytes : ((uint64_t)1 << 30);
@@ -289,10 +337,53 @@ fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, cons
     return FA_OK;
 }
 
+/* Does the value of tensor tid reach a slot whose value sets a shape (Reshape's shape,
+ * Slice's starts, Unsqueeze's axes, Range's bounds, ConstantOfShape's shape, a reduction's
+ * axes, TopK's k, ...)? Values flow through every slot of elementwise and broadcast ops, the
+ * index slot of the Gather family, every input of Concat and slot 0 (the data) of any other
+ * op; any other slot of a known op is taken as a shape slot, and a slot of an unknown op too
+ * (freezing an input that did not need it costs nothing but folding). Shape and Size read only
+ * their input's shape. (Expand is a broadcast op whose input 1 is a shape.) visited: one byte
+ * per tensor. */
+static bool reaches_shape_slot(const fa_graph *g, int tid, unsigned char *visited)
+{
+    if (visited[tid]) return false;
+    visited[tid] = 1;
+    const int *cons;
+    int nc = fa_graph_consumers(g, tid, &cons);
+    for (int c = 0; c < nc; c++) {
+        const fa_node *n = g->nodes[cons[c]];
+        if (n->op && (n->op->flags & FA_OPF_SHAPE_ONLY)) continue;
+        for (int slot = 0; slot < n->n_inputs; slot++) {
+            if (n->inputs[slot] != tid) continue;
+            bool value_slot;
+            if (!n->op) value_slot = false;
+            else if (!strcmp(n->op_type, "ConstantOfShape") || !strcmp(n->op_type, "Range")) value_slot = false;
+            else if (!strcmp(n->op_type, "Expand")) value_slot = slot == 0; /* broadcast, but input 1 is a shape */
+            else if (n->op->pattern == FA_PATTERN_ELEMWISE || n->op->pattern == FA_PATTERN_BROADCAST) value_slot = true;
+            else if (!strcmp(n->op_type, "Concat")) value_slot = true;
+            else if (!strncmp(n->op_type, "Gather", 6) || !strncmp(n->op_type, "Scatter", 7)) value_slot = slot <= 1;
+            else value_slot = slot == 0;
+            if (!value_slot) return true;
+            for (int o = 0; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0 && reaches_shape_slot(g, n->outputs[o], visited)) return true;
+        }
+    }
+    return false;
+}
+
 bool fa_graph_input_is_shape_param(const fa_graph *g, int tid)
 {
     const fa_tensor *t = g->tensors[tid];
-    if (t->dtype == FA_DTYPE_INT64 || t->dtype == FA_DTYPE_INT32) return true;
+    bool integer = t->dtype == FA_DTYPE_INT64 || t->dtype == FA_DTYPE_INT32;
+    if (integer) {
+        if (!g->cons_start) return true; /* not indexed: assume it sets a shape */
+        unsigned char *visited = calloc((size_t)g->n_tensors + 1, 1);
+        if (!visited) return true;
+        bool r = reaches_shape_slot(g, tid, visited);
+        free(visited);
+        if (r) return true;
+    }
     for (int i = 0; i < g->n_nodes; i++) {
         const fa_node *n = g->nodes[i];
         if (strcmp(n->op_type, "Resize") && strcmp(n->op_type, "Upsample")) continue;

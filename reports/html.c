@@ -32,7 +32,7 @@ static void td_text(fa_buf *b, const char *s)
     fa_buf_puts(b, "</td>");
 }
 
-static const char *k_css =
+const char *const fa_rep_css =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;margin:0;color:#1d2430;background:#f6f7f9}"
     "header{background:#1d2b3a;color:#fff;padding:14px 24px}header h1{margin:0;font-size:20px}"
     "header .sub{color:#b9c6d3;font-size:13px;margin-top:4px}"
@@ -50,9 +50,9 @@ static const char *k_css =
     ".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0}.legend i{display:inline-block;width:10px;"
     "height:10px;margin-right:4px;border-radius:2px;vertical-align:-1px}svg text{font-family:Helvetica,Arial,sans-serif}"
     "pre.note{white-space:pre-wrap;background:#f3f5f8;padding:8px;border-radius:4px;margin:8px 0 0}"
-    "code{background:#eef1f5;padding:0 3px;border-radius:3px}";
+    "code{background:#eef1f5;padding:0 3px;border-radius:3px}td .d{font-size:11px;color:#5b6675;margin-top:2px}";
 
-static const char *k_js =
+const char *const fa_rep_js =
     "(function(){var ts=document.querySelectorAll('table.sortable');"
     "for(var t=0;t<ts.length;t++)(function(tb){var hs=tb.tHead?tb.tHead.rows[0].cells:[];"
     "for(var i=0;i<hs.length;i++)(function(th,col){th.addEventListener('click',function(){"
@@ -168,8 +168,11 @@ static void summary(const fa_rep *r, fa_buf *b)
         snprintf(v, sizeof v, "%.3fx", sp);
         double sv = bs.median_ns - fs.median_ns;
         fa_rep_fmt_ns(x, sizeof x, sv >= 0 ? sv : -sv);
-        snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
-        card(b, "Speedup", v, sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
+        if (r->plan_id && r->n_accepted == 0) /* the "fused" model is the baseline: the difference is noise */
+            snprintf(d, sizeof d, "no cluster accepted: the fused model is the unfused one, so this %s %s is measurement noise",
+                     sv >= 0 ? "saving of" : "loss of", x);
+        else snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
+        card(b, "Speedup", v, r->plan_id && r->n_accepted == 0 ? "na" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
     } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
     fa_rep_fmt_bytes(v, sizeof v, r->run.peak_activation_bytes ? (double)r->run.peak_activation_bytes : -1);
     fa_rep_fmt_bytes(x, sizeof x,
@@ -596,7 +599,7 @@ void fa_rep_html(const fa_rep *r, fa_buf *b)
                    "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
                    "script-src 'unsafe-inline'; img-src data:\"><title>fuse-advise report: ");
     h(b, r->run.model_path);
-    fa_buf_printf(b, " (run %" PRId64 ")</title><style>%s</style></head><body><header><h1>fuse-advise report: ", r->run_id, k_css);
+    fa_buf_printf(b, " (run %" PRId64 ")</title><style>%s</style></head><body><header><h1>fuse-advise report: ", r->run_id, fa_rep_css);
     h(b, r->run.model_path);
     fa_buf_puts(b, "</h1><div class=\"sub\">");
     char when[64] = "";
@@ -619,6 +622,6 @@ void fa_rep_html(const fa_rep *r, fa_buf *b)
                    "<code>trace.json</code> (open in ui.perfetto.dev or chrome://tracing), <code>summary.json</code>, "
                    "<code>kernels.csv</code>. All regenerated from the run database by <code>fuse-advise report</code>.</p>"
                    "</section></main>\n<script>");
-    fa_buf_puts(b, k_js);
+    fa_buf_puts(b, fa_rep_js);
     fa_buf_puts(b, "</script></body></html>\n");
 }

@@ -146,4 +146,17 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg);
 void fa_rep_fmt_ns(char *buf, size_t cap, double ns);   /* "12.3 µs", "4.56 ms", "not measured" for NAN/<0 */
 void fa_rep_fmt_bytes(char *buf, size_t cap, double bytes);
 
+/* the report's stylesheet and its one script (sortable tables), shared by the model and trace
+ * reports (html.c) */
+extern const char *const fa_rep_css;
+extern const char *const fa_rep_js;
+
+/* The report of an imported trace (trace_report.c): what the trace can tell, from the advice
+ * stored with the run (analyzer/trace_advice.h) — nothing that only a model run can fill. */
+#include "analyzer/trace_advice.h"
+void fa_rep_trace_html(const fa_rep *r, const fa_trace_advice *a, fa_buf *b);
+void fa_rep_trace_kernels_csv(const fa_trace_advice *a, fa_buf *b);
+void fa_rep_trace_summary_json(const fa_rep *r, const fa_trace_advice *a, fa_buf *b);
+void fa_rep_trace_perfetto(const fa_rep *r, const fa_trace_advice *a, fa_buf *b);
+
 #endif

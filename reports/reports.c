@@ -78,11 +78,26 @@ fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char
     enum { F_SUMMARY, F_CSV, F_TRACE, F_DOT, F_SVG, F_HTML, F_N };
     fa_buf bufs[F_N];
     for (int i = 0; i < F_N; i++) fa_buf_init(&bufs[i]);
-    fa_rep_summary_json(r, &bufs[F_SUMMARY]);
-    fa_rep_kernels_csv(r, &bufs[F_CSV]);
-    fa_rep_trace_json(r, &bufs[F_TRACE]);
+    /* an imported trace gets the report made for it, from the advice stored with the run */
+    fa_trace_advice *ta = NULL;
+    bool trace_run = r->run.kind && (!strcmp(r->run.kind, "import") || !strcmp(r->run.kind, "trace"));
+    if (trace_run && fa_trace_advise_run(ctx, st, run_id, NULL, &ta) != FA_OK) {
+        fa_ctx_clear(ctx); /* stored before this version: the model-run report, as before */
+        ta = NULL;
+    }
+    if (ta) {
+        fa_rep_trace_summary_json(r, ta, &bufs[F_SUMMARY]);
+        fa_rep_trace_kernels_csv(ta, &bufs[F_CSV]);
+        fa_rep_trace_perfetto(r, ta, &bufs[F_TRACE]);
+    } else {
+        fa_rep_summary_json(r, &bufs[F_SUMMARY]);
+        fa_rep_kernels_csv(r, &bufs[F_CSV]);
+        fa_rep_trace_json(r, &bufs[F_TRACE]);
+    }
     s = fa_rep_graph(ctx, r, &bufs[F_DOT], &bufs[F_SVG]);
-    if (!s) fa_rep_html(r, &bufs[F_HTML]);
+    if (!s && ta) fa_rep_trace_html(r, ta, &bufs[F_HTML]);
+    else if (!s) fa_rep_html(r, &bufs[F_HTML]);
+    fa_trace_advice_free(ta);
     for (int i = 0; i < F_N && !s; i++)
         if (bufs[i].oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory rendering %s of run %" PRId64, fa_report_files[i], run_id);
     /* every file is rendered before the first one is written */

@@ -140,6 +140,54 @@ typedef struct fa_placement {
     fa_bound bound;
 } fa_placement;
 
+/* ---- theoretical GPU roofs (data sheets) ---- */
+
+typedef struct fa_gpu_roofs {
+    double hbm_gbs;             /* DRAM (HBM/GDDR) bandwidth, GB/s; 0 unknown */
+    double fp32_gflops;         /* FP32 peak without tensor cores / matrix cores, GFLOP/s; 0 unknown */
+    double tensor_gflops;       /* dense BF16/FP16 tensor-core (matrix-core) peak, GFLOP/s; 0 unknown */
+    const char *label;          /* the data-sheet row ("A100 80GB SXM"), NULL when not tabled */
+} fa_gpu_roofs;
+
+/* Theoretical roofs of a GPU by its name (memory size tells A100 40/80 GB apart), from the
+ * vendors' data sheets (NVIDIA A100/H100/H200/V100/T4/L4/A10/L40S/RTX 2080 Ti, AMD Instinct
+ * MI300X/MI250X/MI210: see roofline/gpu_roofs.c for each figure). False and zeros when the
+ * device is not tabled. Never measured: label them theoretical. */
+bool fa_gpu_roofs_for(const char *device_name, uint64_t total_mem_bytes, fa_gpu_roofs *out);
+
+/* ---- the fusion cost model (shared by trace advice and, from issue 19, the ONNX advisor) ---- */
+
+/* A group of kernels that one fused kernel would replace, over all its occurrences. */
+typedef struct fa_fusion_input {
+    int64_t occurrences;        /* >= 1 */
+    int n_members;              /* kernels per occurrence */
+    double member_ns;           /* measured: the members' kernel time, all occurrences */
+    double gaps_ns;             /* measured: idle between the members, all occurrences (the GPU
+                                   waited: launch overhead the fusion removes) */
+    double read_bytes;          /* fused kernel, all occurrences: external inputs read once;
+                                   < 0 unknown */
+    double write_bytes;         /* outputs written once; < 0 unknown */
+    double flops;               /* < 0 unknown (elementwise chains: negligible) */
+    double floor_ns;            /* per occurrence, the shortest a real kernel here takes (the
+                                   fastest member's median): the fused kernel is not faster */
+    double longest_member_ns;   /* per occurrence, the slowest member (when bytes are unknown) */
+} fa_fusion_input;
+
+typedef struct fa_fusion_estimate {
+    double fused_ns;            /* predicted time of the fused kernel, all occurrences */
+    double saving_ns;           /* member_ns + gaps_ns - fused_ns, clamped to [0, member_ns + gaps_ns] */
+    const char *basis;          /* what the prediction rests on (static string) */
+} fa_fusion_estimate;
+
+/* Predict a fusion: saving = measured member time - predicted fused time + measured gaps removed.
+ * The fused kernel's time is its traffic on the memory roof (external inputs read once, outputs
+ * written once: bytes / mem_gbs, GB/s = bytes per ns), or its FLOPs on the compute roof when
+ * that is longer (Williams et al., "Roofline", CACM 2009), never under floor_ns per occurrence.
+ * Without bytes (or mem_gbs <= 0) the fused kernel is taken to last as long as the slowest member
+ * (a conservative guess: it does at least that member's work), labelled so. Every figure is an
+ * estimate; basis says from what. */
+void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gflops, fa_fusion_estimate *out);
+
 /* Place one kernel: Williams, Waterman, Patterson, "Roofline", CACM 2009. bound = latency when
  * duration < 2 x launch_ns (the fixed per-launch cost is at least half of it); otherwise memory
  * when intensity < ridge point (peak / bandwidth), else compute. */

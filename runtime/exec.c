@@ -271,19 +271,7 @@ fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed)
         int tid = e->g->inputs[i];
         fa_status st = alloc_slot(ctx, e, tid);
         if (st) return st;
-        fa_value *v = &e->slots[tid].v;
-        int64_t ne = fa_value_numel(v);
-        for (int64_t k = 0; k < ne; k++) {
-            double x;
-            switch (v->dtype) {
-            case FA_DTYPE_FLOAT: case FA_DTYPE_DOUBLE: case FA_DTYPE_FLOAT16: case FA_DTYPE_BFLOAT16:
-                x = fa_rng_uniform(&r, -1.0f, 1.0f);
-                break;
-            case FA_DTYPE_BOOL: x = (double)(fa_rng_u64(&r) & 1); break;
-            default: x = (double)(fa_rng_u64(&r) % 4); break;
-            }
-            fa_store_from_double(v->data, v->dtype, k, x);
-        }
+        fa_graph_fill_input(e->g, tid, &r, &e->slots[tid].v);
     }
     return FA_OK;
 }

@@ -13,7 +13,7 @@ DEB_PKGS=(build-essential cmake pkg-config
   libyajl-dev zlib1g-dev                  # streaming JSON + gzip for trace import
   libgraphviz-dev graphviz                # graph.dot / graph.svg
   chromium                                # tests/cli/report_chromium.sh (headless report check; ~40 s install)
-  python3 python3-pip)                    # test oracles (onnx, onnxruntime, numpy)
+  python3 python3-venv)                   # test oracles (numpy, onnx, onnxruntime) in a venv, below
 
 missing=()
 for p in "${DEB_PKGS[@]}"; do
@@ -25,12 +25,21 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-# Python oracles for the test suite only (the product is C).
-if [ -f scripts/requirements-test.txt ]; then
-  python3 -m pip install -q --disable-pip-version-check -r scripts/requirements-test.txt \
-    || echo "setup.sh: warning: could not install python test oracles; oracle tests will be skipped" >&2
-fi
-
+# Python oracles for the test suite only (the product is C): numpy, onnx and onnxruntime in a
+# virtual environment inside the build folder. Debian 12's python refuses pip installs into the
+# system interpreter (PEP 668), and onnxruntime has no Debian package. CMake hands this python to
+# every test (FA_PYTHON); without it the oracle tests report themselves skipped.
 BUILD_DIR=${FA_BUILD_DIR:-build}
-cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo ${FA_CMAKE_ARGS:-} >/dev/null
+PYENV=$BUILD_DIR/pyenv
+have_oracles() { "$PYENV/bin/python3" -c "import numpy, onnx, onnxruntime" >/dev/null 2>&1; }
+if [ -f scripts/requirements-test.txt ] && ! have_oracles; then
+  mkdir -p "$BUILD_DIR"
+  { [ -x "$PYENV/bin/python3" ] || python3 -m venv "$PYENV"; } &&
+    "$PYENV/bin/python3" -m pip install -q --disable-pip-version-check -r scripts/requirements-test.txt \
+    || echo "setup.sh: warning: could not install the python test oracles into $PYENV; oracle tests will be skipped" >&2
+fi
+PY_ARG=()
+have_oracles && PY_ARG=(-DFA_PYTHON="$(cd "$PYENV/bin" && pwd)/python3")
+
+cmake -S . -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo "${PY_ARG[@]}" ${FA_CMAKE_ARGS:-} >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

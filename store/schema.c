@@ -247,7 +247,12 @@ static const char *const migration_1_to_2 =
     "  PRIMARY KEY (run_id, plan_id, subject, cluster_id, iter)\n"
     ") WITHOUT ROWID;\n";
 
+/* Version 3: the symbolic input dims a model run bound to their default value because no
+ * --shape/--batch named them ("batch=1,seq=1"; NULL when none). */
+static const char *const migration_2_to_3 = "ALTER TABLE runs ADD COLUMN dim_defaults TEXT;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
+    migration_2_to_3,
 };

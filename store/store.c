@@ -433,8 +433,8 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
     s = prepare(ctx, st,
                 "INSERT INTO runs (kind, model_path, model_sha256, target, device_name, threads, "
                 "iters, warmup, command_line, tag, started_at_ns, status, peak_activation_bytes, "
-                "source_sha256, pid, host, pid_start_ticks) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?,?)",
+                "source_sha256, pid, host, pid_start_ticks, dim_defaults) "
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?,?,?)",
                 &q);
     if (!s) {
         binder b;
@@ -455,6 +455,7 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
         b_i64(&b, pid);
         b_txt(&b, host);
         b_i64(&b, proc_start_ticks(pid));
+        b_txt(&b, info->dim_defaults);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
@@ -834,7 +835,7 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     "id, kind, model_path, model_sha256, target, device_name, threads, iters, warmup, "          \
     "command_line, tag, started_at_ns, coalesce(ended_at_ns, 0), status, error, "                \
     "peak_activation_bytes, source_sha256, pid, host, trace_source, n_kernels, "                 \
-    "coalesce(iter_median_ns, -1)"
+    "coalesce(iter_median_ns, -1), dim_defaults"
 
 static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_arena *arena, fa_run_info *r)
 {
@@ -861,6 +862,7 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_are
     r->trace_source = col_str(q, 19, arena);
     r->n_kernels = sqlite3_column_int64(q, 20);
     r->iter_median_ns = sqlite3_column_int64(q, 21);
+    r->dim_defaults = col_str(q, 22, arena);
     if (!r->kind || !r->status) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
     return FA_OK;
 }

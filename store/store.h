@@ -9,7 +9,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 2
+#define FA_STORE_SCHEMA_VERSION 3
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -85,6 +85,8 @@ typedef struct fa_run_info {
     const char *error;            /* failure message, NULL when ok */
     uint64_t peak_activation_bytes; /* executor's peak live intermediate bytes, 0 unknown */
     const char *source_sha256;    /* imports: hex SHA-256 of the imported trace file */
+    const char *dim_defaults;     /* model runs: symbolic input dims bound to their default,
+                                     "batch=1,seq=1" (fa_graph.dim_defaults); NULL when none */
     /* recorded by the store */
     int64_t pid;                  /* process that wrote the run */
     const char *host;             /* its host name */

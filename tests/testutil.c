@@ -40,6 +40,39 @@ static void rm_tmp(void)
     if (p > 0) waitpid(p, NULL, 0);
 }
 
+int fa_test_pipe_file(const char *path)
+{
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        int in = open(path, O_RDONLY);
+        char buf[65536];
+        ssize_t r;
+        while (in >= 0 && (r = read(in, buf, sizeof buf)) > 0)
+            for (ssize_t o = 0; o < r;) {
+                ssize_t w = write(fds[1], buf + o, (size_t)(r - o));
+                if (w <= 0) _exit(1);
+                o += w;
+            }
+        _exit(0);
+    }
+    close(fds[1]);
+    return fds[0];
+}
+
+void fa_test_pipe_reap(void)
+{
+    while (waitpid(-1, NULL, 0) > 0) {
+    }
+}
+
 const char *fa_test_tmpdir(void)
 {
     if (g_tmp[0]) return g_tmp;

@@ -19,6 +19,12 @@ const char *fa_test_tmpdir(void);
 /* Run the fuse-advise CLI with argv (NULL-terminated, without argv[0]); returns exit code;
  * stdout/stderr captured into malloc'd strings if non-NULL (caller frees). */
 int fa_test_run_cli(const char *const *argv, char **out, char **err);
+/* A pipe whose write end a child process fills with the bytes of the file at path, then
+ * closes: returns the read end (caller closes it; the child is reaped by fa_test_pipe_reap),
+ * -1 on failure. For tests of input read from pipes, /dev/stdin, /dev/fd/N. */
+int fa_test_pipe_file(const char *path);
+/* Reap every child fa_test_pipe_file started. */
+void fa_test_pipe_reap(void);
 /* path join into static rotating buffers */
 const char *fa_test_path(const char *a, const char *b);
 

@@ -2,18 +2,18 @@
  * fa_collect_cpu): per-iteration windows on CUPTI's clock, node attribution through NVTX, node
  * costs on the first kernel of each node and iteration. */
 #include "collector/cupti/cupti.h"
+#include "runtime/cuda/cuda.h"
 
 #include <cupti.h>
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
 bool fa_cupti_route_nvtx(void)
 {
     if (getenv("NVTX_INJECTION64_PATH")) return false;
-    Dl_info di;
-    if (!dladdr((void *)cuptiGetVersion, &di) || !di.dli_fname) return false;
-    return setenv("NVTX_INJECTION64_PATH", di.dli_fname, 1) == 0;
+    const char *lib = fa_cuda_lib_path(FA_CUDA_LIB_CUPTI); /* loads CUPTI: NVTX needs its path */
+    if (!lib) return false;
+    return setenv("NVTX_INJECTION64_PATH", lib, 1) == 0;
 }
 
 fa_status fa_cupti_label_iterations(fa_ctx *ctx, fa_trace *t, const uint64_t *win_start, const uint64_t *win_end,

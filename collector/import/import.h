@@ -51,7 +51,19 @@ typedef struct fa_import_stats {
     uint64_t n_attributed;      /* GPU records attributed to a cpu op (Kineto) / NVTX range (nsys) */
     uint64_t n_estimated_bytes; /* records with bytes from Input Dims (FA_ACTF_ESTIMATED_BYTES) */
     uint64_t n_negative_durations; /* dur < 0 or end < start in the input: clamped to 0 */
-    uint64_t n_bad_utf8;        /* strings with invalid UTF-8 (bytes replaced by U+FFFD) */
+    uint64_t n_bad_records;     /* records of an imported kind skipped because a field they need is
+                                 * unusable: a time or id of the wrong JSON type ("ts":"123"),
+                                 * a number that overflows int64 (also ts + dur + base time), no
+                                 * ts; nsys: NULL / text / real start, end or id columns */
+    uint64_t first_bad_record_offset; /* Kineto: byte offset just after the first such event;
+                                       * nsys: 0 */
+    uint64_t n_negative_times;  /* records starting before time 0 (after baseTimeNanoseconds) */
+    uint64_t time_shift_ns;     /* when any record starts before 0: every record's start and
+                                 * end were moved later by this much (the earliest start becomes
+                                 * 0), so nothing is clamped and durations and gaps are kept */
+    uint64_t n_bad_utf8;        /* names with invalid UTF-8 (each bad byte -> U+FFFD + its hex) */
+    uint64_t n_nul_names;       /* names holding a NUL ("\u0000" or a raw NUL) -> U+FFFD "00":
+                                 * never truncated, never merged with another name */
     uint64_t first_bad_utf8_offset; /* Kineto: byte offset just after the first such string
                                      * token; nsys: 0 (rows have no byte offsets) */
     uint64_t n_control_chars;   /* raw control bytes inside JSON strings (lenient pass) */
@@ -69,15 +81,57 @@ typedef struct fa_import_stats {
     fa_import_device devices[FA_IMPORT_MAX_DEVICES];
 } fa_import_stats;
 
+/* Where a streaming import hands GPU records (fa_import_opts.sink). */
+typedef struct fa_import_sink {
+    /* Each GPU record (kernel, memcpy, memset) once it is attributed, with its launch call (NULL
+     * when none) and the trace holding the cpu side read so far (its strings stay valid until
+     * the trace is freed). Called in blocks, in file order; the record is not kept. */
+    fa_status (*gpu)(void *user, fa_ctx *ctx, const fa_trace *t, const fa_activity *gpu, const fa_activity *launch);
+    /* Forget what was sent: the Kineto importer reads a file again when strict JSON failed. */
+    fa_status (*reset)(void *user, fa_ctx *ctx);
+    void *user;
+} fa_import_sink;
+
 typedef struct fa_import_opts {
     /* Truncated JSON / gzip: false (default) -> FA_ERR_INPUT naming the byte offset and no
      * trace; true -> FA_OK with what was parsed up to there and stats->truncated set. */
     bool keep_partial;
+    /* The name messages and trace->source_path give the input (NULL: the path imported). For a
+     * caller that imports the spool of a pipe (fa_import_source_open) under the user's name. */
+    const char *name;
+    /* Streaming (Kineto): GPU records go to the sink in blocks as they are read and attributed,
+     * and the returned trace holds the cpu side only, so memory does not grow with the number of
+     * kernels (a trace of many graph replays: few launches, millions of kernels). Times are then
+     * the file's own (no baseTimeNanoseconds, no shift of negative times; all biased by
+     * FA_IMPORT_TIME_BIAS so that negative ones keep their order). A sink that is never called
+     * got a trace with no GPU record in it, or one read whole: nsys SQLite exports ignore the
+     * sink (their GPU records are in the returned trace). NULL: the whole trace in memory. */
+    const fa_import_sink *sink;
 } fa_import_opts;
 
-/* Judge a file by its magic bytes. Returns FA_IMPORT_UNKNOWN when it cannot be opened
- * or matches nothing. */
+#define FA_IMPORT_TIME_BIAS ((uint64_t)1 << 62) /* ns added to every time of a streaming import */
+
+/* Judge a regular file by its magic bytes. Returns FA_IMPORT_UNKNOWN when it cannot be opened,
+ * is not a regular file (its first bytes would be consumed: see fa_import_source_open) or
+ * matches nothing. */
 fa_import_kind fa_import_detect(const char *path);
+
+/* An input the importers can read by path, as often as they need. A regular file is used in
+ * place. Anything else that can be read once — a pipe, /dev/stdin, bash process substitution
+ * (/dev/fd/N), a character device — is checked by its first bytes (not a trace: FA_ERR_INPUT
+ * and nothing written) and then copied into a private temporary file (mode 0600, in $TMPDIR, else
+ * /tmp) that fa_import_source_close removes. Errors: FA_ERR_IO (cannot open/read, a folder is
+ * FA_ERR_INPUT; cannot write the copy, e.g. disk full: the message names both), FA_ERR_NOMEM.
+ * On failure nothing is left behind and *src holds no spool. */
+typedef struct fa_import_source {
+    const char *path;   /* the path to read: the input itself, or the temporary copy */
+    const char *name;   /* the path as given (for messages); borrowed from the caller */
+    char *spool;        /* the temporary copy, NULL for a regular file (owned) */
+    uint64_t bytes;     /* size of what path holds */
+} fa_import_source;
+fa_status fa_import_source_open(fa_ctx *ctx, const char *path, fa_import_source *src);
+/* Remove the temporary copy (if any). NULL or a closed source: no-op. */
+void fa_import_source_close(fa_import_source *src);
 
 /* Import a Kineto Chrome-trace JSON file (plain or gzip; gzip found by magic bytes). Streams
  * the document through yajl in 256 KiB chunks (a read-ahead thread, alive only during the call,
@@ -115,7 +169,8 @@ fa_status fa_import_nsys(fa_ctx *ctx, const char *path, fa_trace **out, fa_impor
  * ..., "no_gpu_activity":..., "devices":[{"id":..,"name":..,"sm_count":..,...}]}. Times in ns. */
 void fa_import_stats_json(const fa_import_stats *st, fa_buf *out);
 
-/* Detect, then call the matching importer. FA_ERR_INPUT for an unknown kind. */
+/* Detect, then call the matching importer; path may be a pipe (fa_import_source_open).
+ * FA_ERR_INPUT for an unknown kind. */
 fa_status fa_import_file(fa_ctx *ctx, const char *path, const fa_import_opts *opts,
                          fa_trace **out, fa_import_stats *stats);
 

@@ -4,21 +4,25 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <setjmp.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 #include <yajl/yajl_parse.h>
 #include <zlib.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
-enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, NAME_CACHE = 1024 };
-/* yajl re-scans a token that spans chunks from its start on every chunk, so one huge string or
- * number costs time quadratic in its length. No trace field comes near this; a stretch this long
- * without a single '"' is refused instead of hanging the import. */
-#define MAX_QUOTELESS_RUN (16u << 20)
+enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, MAX_DIMS = 8, TNAME = 24, NAME_CACHE = 1024 };
+/* The longest single JSON token (string with its escapes, or number) accepted. The feeder below
+ * hands yajl whole tokens, so a long one costs linear time, but it is held in memory (about four
+ * copies: our buffer, yajl's decoded string, the event's name, the interned name); no trace field
+ * comes near this. */
+#define MAX_TOKEN_BYTES ((size_t)64 << 20)
 
 /* keys we look at, per depth */
 enum { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_BASETIME, TK_SCHEMA };
@@ -35,7 +39,9 @@ enum {
 typedef struct kev {
     fa_buf name, cat;
     char ph;
-    bool has_ts, has_dur, bad_time;
+    bool has_ts, has_dur;
+    bool bad;                         /* a field the record needs had the wrong JSON type or
+                                       * overflowed: the record is skipped and counted */
     int64_t ts_ns, dur_ns;
     /* ts/dur number text, converted only for events that are kept (flows and instants are
      * not); a text too long for these buffers is converted at once */
@@ -47,14 +53,22 @@ typedef struct kev {
     uint64_t bytes;
     float occ;
     int n_dims, n_types;              /* inputs seen in Input Dims / Input type */
-    uint64_t numel[MAX_INPUTS];       /* elements per input; */
-    bool numel_ok[MAX_INPUTS];        /* false: not a plain dims list or overflow */
+    uint64_t numel[MAX_INPUTS];       /* elements per input (a TensorList: all its tensors) */
+    bool numel_ok[MAX_INPUTS];        /* false: not a dims list (or list of them) or overflow */
     uint8_t dsize[MAX_INPUTS];        /* bytes per element, 0 = not a tensor / unknown */
+    uint8_t ndim[MAX_INPUTS];         /* dims kept (at most MAX_DIMS) */
+    bool is_list[MAX_INPUTS];         /* a TensorList: a list of dims lists */
+    int64_t dims[MAX_INPUTS][MAX_DIMS];
+    uint64_t list_cur;                /* elements of the TensorList member being read */
+    char tname[MAX_INPUTS][TNAME];    /* "Input type" names, cut at TNAME - 1 bytes */
 } kev;
 
 typedef struct kparse {
     fa_ctx *ctx;
-    const char *path;
+    const char *path;         /* what is read (the file, or the spool of a pipe) */
+    const char *name;         /* what messages name (the path the user gave) */
+    jmp_buf jmp;              /* yajl allocation failure lands here (see yajl_parse_guarded) */
+    bool jmp_armed;
     fa_trace *t;
     fa_import_stats *st;
     yajl_handle h;
@@ -68,7 +82,12 @@ typedef struct kparse {
     kev ev;
     fa_import_device *dev;
     fa_buf tmp;               /* repaired strings */
+    fa_buf tmp2;              /* shapes text */
     uint64_t n_mtia;          /* non-CUDA accelerator events (MTIA) */
+    const fa_import_sink *sink; /* streaming: GPU records go there in blocks */
+    fa_activity *blk;         /* GPU records read, not yet attributed */
+    size_t nblk, capblk;
+    uint64_t s_kernels, s_memcpy, s_memset, s_est; /* GPU records handed to the sink */
     fa_status fail;           /* set by a callback to abort (NOMEM) */
     const char *ncache[NAME_CACHE]; /* interned valid names, by a cheap hash */
     size_t ncache_len[NAME_CACHE];
@@ -203,7 +222,7 @@ static void ev_reset(kev *e)
     fa_buf_reset(&e->name);
     fa_buf_reset(&e->cat);
     e->ph = 0;
-    e->has_ts = e->has_dur = e->bad_time = false;
+    e->has_ts = e->has_dur = e->bad = false;
     e->ts_ns = e->dur_ns = 0;
     e->ts_len = e->dur_len = 0;
     e->pid = e->tid = 0;
@@ -216,6 +235,9 @@ static void ev_reset(kev *e)
     e->n_dims = e->n_types = 0;
     memset(e->numel_ok, 0, sizeof e->numel_ok);
     memset(e->dsize, 0, sizeof e->dsize);
+    memset(e->ndim, 0, sizeof e->ndim);
+    memset(e->is_list, 0, sizeof e->is_list);
+    for (int i = 0; i < MAX_INPUTS; i++) e->tname[i][0] = 0;
 }
 
 #define cat_is(c, lit) ((c)->len == sizeof(lit) - 1 && strcasecmp((c)->data, (lit)) == 0)
@@ -266,10 +288,11 @@ static const char *intern_checked(kparse *p, const char *s, size_t n)
     size_t slot = (size_t)((h ^ (h >> 31)) & (NAME_CACHE - 1));
     if (p->ncache[slot] && p->ncache_len[slot] == n && memcmp(p->ncache[slot], s, n) == 0)
         return p->ncache[slot];
-    bool valid = fa__utf8_repair(s, n, &p->tmp);
+    int f = fa__name_clean(s, n, &p->tmp);
     const char *r;
-    if (!valid) {
-        if (!p->st->n_bad_utf8++) p->st->first_bad_utf8_offset = cur_offset(p);
+    if (f) {
+        if (f & FA_NAME_BAD_UTF8 && !p->st->n_bad_utf8++) p->st->first_bad_utf8_offset = cur_offset(p);
+        if (f & FA_NAME_NUL) p->st->n_nul_names++;
         if (p->tmp.oom) return NULL;
         r = fa_trace_intern_n(p->t, p->tmp.data, p->tmp.len);
     } else {
@@ -282,32 +305,114 @@ static const char *intern_checked(kparse *p, const char *s, size_t n)
     return r;
 }
 
+/* A complete event of a kind we import whose fields cannot be trusted (wrong JSON type, a
+ * number that overflows, no usable time): skipped, counted, first byte offset kept. */
+static void bad_record(kparse *p)
+{
+    if (!p->st->n_bad_records++) p->st->first_bad_record_offset = cur_offset(p);
+}
+
+/* ---- streaming: GPU records in blocks -------------------------------------------------
+ * A block of GPU records is attributed against the cpu side read so far (Kineto writes the cpu
+ * ops first and each launch call right after its kernel), handed to the sink and dropped. A block
+ * is at least STREAM_BLOCK records and a quarter of the cpu side (so re-sorting the cpu side per
+ * block costs O(n) in all); the last STREAM_HOLD records wait for the next block (their launch
+ * calls may follow them), and a block never ends between two records of one op (External id) or
+ * one launch (a graph replay's correlation) unless it has grown 16 times past its size. */
+enum { STREAM_BLOCK = 65536, STREAM_HOLD = 512 };
+
+static fa_status stream_flush(kparse *p, bool final)
+{
+    size_t n = p->nblk, cut = n;
+    if (!final) {
+        if (n <= STREAM_HOLD) return FA_OK;
+        cut = n - STREAM_HOLD;
+        bool forced = n > 16 * (STREAM_BLOCK + STREAM_HOLD) && n > 16 * (p->t->n_acts / 4);
+        while (!forced && cut < n &&
+               ((p->blk[cut].external_id > 0 && p->blk[cut].external_id == p->blk[cut - 1].external_id) ||
+                (p->blk[cut].correlation >= 0 && p->blk[cut].correlation == p->blk[cut - 1].correlation)))
+            cut++;
+        if (cut == n) return FA_OK; /* wait for more */
+    }
+    if (!cut) return FA_OK;
+    fa_trace *t = p->t;
+    size_t m = t->n_acts;
+    for (size_t i = 0; i < cut; i++)
+        if (!fa_trace_add(t, &p->blk[i])) {
+            t->n_acts = m;
+            return fa_ctx_error(p->ctx, FA_ERR_NOMEM, "%s: out of memory near byte %llu", p->name,
+                                (unsigned long long)cur_offset(p));
+        }
+    int32_t *launch = NULL;
+    fa_status s = fa__import_attribute_ex(p->ctx, t, p->st, false, FA_ACT_CPU_OP, true, m, false, &launch);
+    if (s) s = fa_ctx_wrap(p->ctx, s, "%s: ", p->name);
+    for (size_t i = m; i < t->n_acts && !s; i++) {
+        const fa_activity *g = &t->acts[i];
+        if (g->kind == FA_ACT_KERNEL) p->s_kernels++;
+        else if (g->kind == FA_ACT_MEMCPY) p->s_memcpy++;
+        else p->s_memset++;
+        if (g->flags & FA_ACTF_ESTIMATED_BYTES) p->s_est++;
+        s = p->sink->gpu(p->sink->user, p->ctx, t, g, launch && launch[i] >= 0 ? &t->acts[launch[i]] : NULL);
+    }
+    free(launch);
+    t->n_acts = m;
+    memmove(p->blk, p->blk + cut, (n - cut) * sizeof *p->blk);
+    p->nblk = n - cut;
+    return s;
+}
+
+/* decimal digits of v (printf is a tenth of the import's time on shapes-heavy traces) */
+static void put_u64(fa_buf *b, uint64_t v)
+{
+    char d[24];
+    int n = 0;
+    do d[n++] = (char)('0' + v % 10); while ((v /= 10) > 0);
+    char o[24];
+    for (int i = 0; i < n; i++) o[i] = d[n - 1 - i];
+    fa_buf_append(b, o, (size_t)n);
+}
+
 static void ev_emit(kparse *p)
 {
     kev *e = &p->ev;
     p->st->n_events++;
     if (e->ph != 'X') { p->st->n_skipped++; if (e->cat.len) cat_kind(p, &e->cat); return; }
     int k = cat_kind(p, &e->cat);
-    if (k < 0 || !e->has_ts) { p->st->n_skipped++; return; }
+    /* nn.Module scopes (profiler with_modules=True): frames of the cpu-op stack */
+    if (k < 0 && cat_is(&e->cat, "python_function") && e->name.len > 11 && !memcmp(e->name.data, "nn.Module: ", 11))
+        k = FA_ACT_MODULE;
+    if (k < 0) { p->st->n_skipped++; return; }
+    if (e->bad || !e->has_ts) { bad_record(p); return; }
     /* deferred ts/dur text -> ns (µs with scale 3) */
     if (e->ts_len && dec_scaled(e->ts_txt, e->ts_len, 3, &e->ts_ns)) {
         bad_number(p);
-        p->st->n_skipped++;
+        bad_record(p);
         return;
     }
     if (e->dur_len && dec_scaled(e->dur_txt, e->dur_len, 3, &e->dur_ns)) {
         bad_number(p);
-        e->dur_ns = 0;
+        bad_record(p);
+        return;
     }
+    int64_t dur = e->dur_ns;
+    if (dur < 0) { p->st->n_negative_durations++; dur = 0; }
+    /* ts may be negative (relative to baseTimeNanoseconds, or a writer's own origin): kept signed
+     * until the whole trace is read, then every record is shifted by the same amount */
+    if (e->ts_ns > 0 && dur > INT64_MAX - e->ts_ns) { bad_record(p); return; }
+    if (e->name.oom || e->cat.oom) { p->fail = FA_ERR_NOMEM; return; }
     fa_activity a = fa_activity_init((fa_activity_kind)k);
     a.name = intern_checked(p, e->name.data ? e->name.data : "", e->name.len);
     if (!a.name) { p->fail = FA_ERR_NOMEM; return; }
-    int64_t dur = e->dur_ns;
-    if (dur < 0) { p->st->n_negative_durations++; dur = 0; }
-    /* ts may be negative relative to baseTimeNanoseconds; kept signed until the end */
-    if (e->ts_ns > 0 && dur > INT64_MAX - e->ts_ns) dur = INT64_MAX - e->ts_ns; /* no signed overflow */
-    a.start_ns = (uint64_t)e->ts_ns;
-    a.end_ns = (uint64_t)(e->ts_ns + dur);
+    if (p->sink) {
+        /* streaming: the file's own times, biased so that negative ones keep their order */
+        if (e->ts_ns < -(int64_t)FA_IMPORT_TIME_BIAS) { bad_record(p); return; }
+        if (e->ts_ns < 0) p->st->n_negative_times++;
+        a.start_ns = (uint64_t)(e->ts_ns + (int64_t)FA_IMPORT_TIME_BIAS);
+        a.end_ns = a.start_ns + (uint64_t)dur;
+    } else {
+        a.start_ns = (uint64_t)e->ts_ns;
+        a.end_ns = (uint64_t)(e->ts_ns + dur);
+    }
     a.correlation = e->corr;
     a.external_id = e->ext > 0 ? e->ext : -1;
     bool gpu = k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
@@ -349,24 +454,85 @@ static void ev_emit(kparse *p)
             a.bytes_read = sum;
             a.flags |= FA_ACTF_ESTIMATED_BYTES;
         }
+        /* the inputs as text for the advice's cost model: "TYPE:8x512x768;TYPE:L1024;Scalar:" */
+        fa_buf *sb = &p->tmp2;
+        fa_buf_reset(sb);
+        for (int i = 0; i < ni && i < MAX_INPUTS; i++) {
+            if (i) fa_buf_puts(sb, ";");
+            fa_buf_puts(sb, e->tname[i][0] ? e->tname[i] : "?");
+            fa_buf_puts(sb, ":");
+            if (!e->numel_ok[i]) fa_buf_puts(sb, "?");
+            else if (e->is_list[i]) fa_buf_puts(sb, "L"), put_u64(sb, e->numel[i]);
+            else if (e->ndim[i] > MAX_DIMS) fa_buf_puts(sb, "?");
+            else
+                for (int k = 0; k < e->ndim[i]; k++) {
+                    if (k) fa_buf_append(sb, "x", 1);
+                    put_u64(sb, (uint64_t)e->dims[i][k]); /* dims are >= 0 (checked when read) */
+                }
+        }
+        if (sb->oom) { p->fail = FA_ERR_NOMEM; return; }
+        a.shapes = fa_trace_intern_n(p->t, sb->data ? sb->data : "", sb->len);
+        if (!a.shapes) { p->fail = FA_ERR_NOMEM; return; }
+    }
+    if (p->sink && gpu) {
+        if (p->nblk == p->capblk) {
+            size_t nc = p->capblk ? p->capblk * 2 : 4096;
+            fa_activity *nb = realloc(p->blk, nc * sizeof *nb);
+            if (!nb) { p->fail = FA_ERR_NOMEM; return; }
+            p->blk = nb;
+            p->capblk = nc;
+        }
+        p->blk[p->nblk++] = a;
+        size_t want = p->t->n_acts / 4 > STREAM_BLOCK ? p->t->n_acts / 4 : STREAM_BLOCK;
+        if (p->nblk >= want + STREAM_HOLD && stream_flush(p, false) != FA_OK) p->fail = fa_ctx_status(p->ctx);
+        return;
     }
     if (!fa_trace_add(p->t, &a)) p->fail = FA_ERR_NOMEM;
 }
 
 /* ---- yajl callbacks --------------------------------------------------------------------- */
 
-static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null);
+/* JSON types of a value, for the type checks below */
+enum { V_NULL, V_BOOL, V_NUM, V_STR, V_CONTAINER };
 
-static int cb_null(void *ctx) { return on_scalar_num(ctx, NULL, 0, true); }
-static int cb_bool(void *ctx, int b) { (void)b; return on_scalar_num(ctx, NULL, 0, true); }
-static int cb_number(void *ctx, const char *s, size_t n) { return on_scalar_num(ctx, s, n, false); }
+/* A value of type vt under an event key that makes the record unusable: ph/cat/name must be
+ * strings; pid/tid numbers or strings (Kineto names some lanes); ts/dur numbers (a quoted
+ * "ts":"123" is not a time). */
+static bool ev_type_bad(int key, int vt)
+{
+    switch (key) {
+    case EK_PH: case EK_CAT: case EK_NAME: return vt != V_STR && vt != V_NULL;
+    case EK_PID: case EK_TID: return vt == V_BOOL || vt == V_CONTAINER;
+    case EK_TS: case EK_DUR: return vt != V_NUM;
+    default: return false;
+    }
+}
 
-static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null)
+/* The same for args keys that link records (correlation, External id) or place them (device,
+ * stream): numbers or null. Descriptive args (grid, registers, occupancy, Input Dims, ...) of
+ * another type are left unknown: Triton cpu ops carry "grid": "grid(100,)", for one. */
+static bool args_type_bad(int key, int vt)
+{
+    switch (key) {
+    case AK_CORR: case AK_EXTID: case AK_DEVICE: case AK_STREAM: return vt != V_NUM && vt != V_NULL;
+    default: return false;
+    }
+}
+
+static int on_scalar(kparse *p, int vt, const char *s, size_t n);
+
+static int cb_null(void *ctx) { return on_scalar(ctx, V_NULL, NULL, 0); }
+static int cb_bool(void *ctx, int b) { (void)b; return on_scalar(ctx, V_BOOL, NULL, 0); }
+static int cb_number(void *ctx, const char *s, size_t n) { return on_scalar(ctx, V_NUM, s, n); }
+
+static int on_scalar(kparse *p, int vt, const char *s, size_t n)
 {
     int d = p->depth;
+    bool is_null = vt != V_NUM;
     if (p->in_event) {
         kev *e = &p->ev;
         if (d == p->ev_depth) {
+            if (ev_type_bad(p->ev_key, vt)) { e->bad = true; return 1; }
             if (is_null) return 1;
             int64_t v;
             switch (p->ev_key) {
@@ -380,23 +546,24 @@ static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null)
                     break;
                 }
                 int r = dec_scaled(s, n, 3, &v); /* µs -> ns */
-                if (r) { bad_number(p); e->bad_time = true; break; }
+                if (r) { bad_number(p); e->bad = true; break; }
                 if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true, e->ts_len = 0;
                 else e->dur_ns = v, e->has_dur = true, e->dur_len = 0;
                 break;
             }
-            case EK_PID: if (num_i64(p, s, n, &v)) e->pid = v; break;
-            case EK_TID: if (num_i64(p, s, n, &v)) e->tid = v; break;
+            case EK_PID: if (num_i64(p, s, n, &v)) e->pid = v; else e->bad = true; break;
+            case EK_TID: if (num_i64(p, s, n, &v)) e->tid = v; else e->bad = true; break;
             default: break;
             }
         } else if (p->in_args && d == p->ev_depth + 1) {
+            if (args_type_bad(p->args_key, vt)) { e->bad = true; return 1; }
             if (is_null) return 1;
             int64_t v;
             switch (p->args_key) {
-            case AK_CORR: if (num_i64(p, s, n, &v)) e->corr = v; break;
-            case AK_EXTID: if (num_i64(p, s, n, &v)) e->ext = v; break;
-            case AK_DEVICE: if (num_i64(p, s, n, &v)) e->device = v; break;
-            case AK_STREAM: if (num_i64(p, s, n, &v)) e->stream = v; break;
+            case AK_CORR: if (num_i64(p, s, n, &v)) e->corr = v; else e->bad = true; break;
+            case AK_EXTID: if (num_i64(p, s, n, &v)) e->ext = v; else e->bad = true; break;
+            case AK_DEVICE: if (num_i64(p, s, n, &v)) e->device = v; else e->bad = true; break;
+            case AK_STREAM: if (num_i64(p, s, n, &v)) e->stream = v; else e->bad = true; break;
             case AK_REGS: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->regs = (int32_t)v; break;
             case AK_SMEM: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->smem = (int32_t)v; break;
             case AK_BYTES: if (num_i64(p, s, n, &v) && v >= 0) e->bytes = (uint64_t)v; break;
@@ -430,9 +597,19 @@ static int on_scalar_num(kparse *p, const char *s, size_t n, bool is_null)
             p->idx6++;
             if (i < 0 || i >= MAX_INPUTS || !e->numel_ok[i]) return 1;
             int64_t v;
-            if (is_null || dec_scaled(s, n, 0, &v) || v < 0) { e->numel_ok[i] = false; return 1; }
+            if (is_null || e->is_list[i] || dec_scaled(s, n, 0, &v) || v < 0) { e->numel_ok[i] = false; return 1; }
             if (v != 0 && e->numel[i] > UINT64_MAX / (uint64_t)v) e->numel_ok[i] = false;
             else e->numel[i] *= (uint64_t)v;
+            if (e->ndim[i] < MAX_DIMS) e->dims[i][e->ndim[i]] = v;
+            if (e->ndim[i] < 255) e->ndim[i]++;
+        } else if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
+            /* a dim of one tensor of a TensorList */
+            int i = p->idx5 - 1;
+            if (i < 0 || i >= MAX_INPUTS || !e->numel_ok[i]) return 1;
+            int64_t v;
+            if (is_null || dec_scaled(s, n, 0, &v) || v < 0) { e->numel_ok[i] = false; return 1; }
+            if (v != 0 && e->list_cur > UINT64_MAX / (uint64_t)v) e->numel_ok[i] = false;
+            else e->list_cur *= (uint64_t)v;
         }
         return 1;
     }
@@ -473,26 +650,29 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
     if (p->in_event) {
         kev *e = &p->ev;
         if (d == p->ev_depth) {
+            if (ev_type_bad(p->ev_key, V_STR)) { e->bad = true; return 1; }
             switch (p->ev_key) {
             case EK_PH: e->ph = n == 1 ? (char)s[0] : '?'; break;
             case EK_CAT: fa_buf_reset(&e->cat); fa_buf_append(&e->cat, s, n); break;
             case EK_NAME: fa_buf_reset(&e->name); fa_buf_append(&e->name, s, n); break;
             case EK_PID: e->pid = id_from_string(s, n); break;
             case EK_TID: e->tid = id_from_string(s, n); break;
-            case EK_TS:
-            case EK_DUR: { /* some writers quote numbers */
-                int64_t v;
-                if (dec_scaled((const char *)s, n, 3, &v)) { bad_number(p); break; }
-                if (p->ev_key == EK_TS) e->ts_ns = v, e->has_ts = true, e->ts_len = 0;
-                else e->dur_ns = v, e->has_dur = true, e->dur_len = 0;
-                break;
-            }
             default: break;
             }
+        } else if (p->in_args && d == p->ev_depth + 1) {
+            if (args_type_bad(p->args_key, V_STR)) e->bad = true;
         } else if (p->in_args && d == p->ev_depth + 2) {
             int i = p->idx5++;
             if (p->args_key == AK_TYPES && i < MAX_INPUTS) {
                 e->dsize[i] = dtype_size(s, n);
+                size_t tl = n < TNAME - 1 ? n : TNAME - 1;
+                /* a type name goes into the shapes text: no ';' (the separator), no control or
+                 * non-ASCII bytes ("c10::BFloat16" keeps its colons: the dims follow the last) */
+                for (size_t k = 0; k < tl; k++) {
+                    unsigned char c = s[k];
+                    e->tname[i][k] = c == ';' || c < 0x20 || c >= 0x7f ? '_' : (char)c;
+                }
+                e->tname[i][tl] = 0;
                 if (e->n_types < i + 1) e->n_types = i + 1;
             } else if (p->args_key == AK_DIMS && i < MAX_INPUTS) {
                 e->numel_ok[i] = false;
@@ -505,11 +685,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
         return 1;
     }
     if (p->in_dev && d == 3 && p->dev_key == DK_NAME && p->dev) {
-        const char *nm = (const char *)s;
-        if (!fa__utf8_repair(nm, n, &p->tmp)) nm = p->tmp.data, n = p->tmp.len;
-        size_t l = n < sizeof p->dev->name - 1 ? n : sizeof p->dev->name - 1;
-        memcpy(p->dev->name, nm, l);
-        p->dev->name[l] = 0;
+        fa__name_to_cbuf((const char *)s, n, p->dev->name, sizeof p->dev->name);
     }
     return 1;
 }
@@ -582,6 +758,10 @@ static int cb_start_map(void *ctx)
     } else if (p->in_event && d == p->ev_depth + 1 && p->ev_key == EK_ARGS) {
         p->in_args = true;
         p->args_key = EK_OTHER;
+    } else if (p->in_event && d == p->ev_depth + 1) {
+        if (ev_type_bad(p->ev_key, V_CONTAINER)) p->ev.bad = true;
+    } else if (p->in_args && d == p->ev_depth + 2 && args_type_bad(p->args_key, V_CONTAINER)) {
+        p->ev.bad = true;
     } else if (p->in_args && d == p->ev_depth + 3) {
         p->idx5++; /* a map as an element of an args array */
     } else if (d == 3 && p->top_key == TK_DEVPROPS && !p->ev_depth) {
@@ -615,7 +795,10 @@ static int cb_start_array(void *ctx)
     int d = ++p->depth;
     if (d == 1) p->ev_depth = 2; /* bare array of events (Chrome "JSON Array Format") */
     else if (d == 2 && p->top_key == TK_EVENTS && !p->in_event) p->ev_depth = 3;
-    else if (p->in_args && d == p->ev_depth + 2) {
+    else if (p->in_event && d == p->ev_depth + 1) {
+        if (ev_type_bad(p->ev_key, V_CONTAINER)) p->ev.bad = true;
+    } else if (p->in_args && d == p->ev_depth + 2) {
+        if (args_type_bad(p->args_key, V_CONTAINER)) p->ev.bad = true;
         p->idx5 = 0;
     } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
         int i = p->idx5++;
@@ -623,13 +806,25 @@ static int cb_start_array(void *ctx)
         if (i < MAX_INPUTS) {
             p->ev.numel[i] = 1;
             p->ev.numel_ok[i] = true;
+            p->ev.ndim[i] = 0;
+            p->ev.is_list[i] = false;
             if (p->ev.n_dims < i + 1) p->ev.n_dims = i + 1;
         }
     } else if (p->in_args && d == p->ev_depth + 3) {
         p->idx5++;
     } else if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
-        int i = p->idx5 - 1; /* a list of lists (TensorList): not a plain tensor */
-        if (i >= 0 && i < MAX_INPUTS) p->ev.numel_ok[i] = false;
+        int i = p->idx5 - 1; /* a list of lists: a TensorList, its element count summed */
+        if (i >= 0 && i < MAX_INPUTS && p->ev.numel_ok[i]) {
+            if (!p->ev.is_list[i]) {
+                if (p->ev.ndim[i]) p->ev.numel_ok[i] = false; /* dims and lists mixed */
+                p->ev.is_list[i] = true;
+                p->ev.numel[i] = 0;
+            }
+            p->ev.list_cur = 1;
+        }
+    } else if (p->in_args && d == p->ev_depth + 5 && p->args_key == AK_DIMS) {
+        int i = p->idx5 - 1;
+        if (i >= 0 && i < MAX_INPUTS) p->ev.numel_ok[i] = false; /* deeper: not a TensorList */
     }
     return 1;
 }
@@ -638,6 +833,13 @@ static int cb_end_array(void *ctx)
 {
     kparse *p = ctx;
     int d = p->depth--;
+    if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
+        int i = p->idx5 - 1;
+        if (i >= 0 && i < MAX_INPUTS && p->ev.numel_ok[i] && p->ev.is_list[i]) {
+            if (p->ev.numel[i] > UINT64_MAX - p->ev.list_cur) p->ev.numel_ok[i] = false;
+            else p->ev.numel[i] += p->ev.list_cur;
+        }
+    }
     if (!p->in_event && p->ev_depth && d == p->ev_depth - 1) p->ev_depth = 0; /* events done */
     return 1;
 }
@@ -829,17 +1031,210 @@ static void reader_close(reader *r)
     free(r->c[1].data);
 }
 
+/* ---- token-aligned feeding ------------------------------------------------------------
+ *
+ * yajl's lexer keeps a token that a chunk boundary cuts in its own buffer and lexes it again
+ * from its first byte on the next yajl_parse call (yajl_lex.c, "readChar"), so a token spread
+ * over k calls costs k times its length: a 40 MB name of escaped quotes took 28 s. The feeder
+ * never lets a token span calls. It follows string state over the bytes (a quote not escaped by
+ * an odd run of backslashes opens or closes a string; 16 bytes at a time where a block holds no
+ * backslash), hands yajl everything before the unfinished token at the end (a string: from its
+ * opening quote; a number or literal: its trailing run of [0-9a-zA-Z.+-]) and keeps that token
+ * for the next chunk. Every byte is scanned once and lexed once; a token is moved at most once.
+ * The cut only decides where yajl_parse calls end: yajl still sees every byte in order, so a
+ * wrong guess on invalid JSON costs time, never a different result. */
+typedef struct feeder {
+    fa_buf pend;      /* bytes not yet handed to yajl */
+    size_t scanned;   /* pend[0..scanned) has been scanned */
+    size_t open;      /* in a string: position of its opening quote in pend */
+    size_t numrun;    /* not in a string: start of the trailing number/literal run in
+                       * pend[0..scanned), SIZE_MAX when the scanned bytes end otherwise */
+    bool in_str, esc; /* state after pend[scanned - 1] */
+} feeder;
+
+static bool numlit_char(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '.' || c == '+' ||
+           c == '-';
+}
+
+static void feeder_scan(feeder *f)
+{
+    const unsigned char *b = (const unsigned char *)f->pend.data;
+    size_t i = f->scanned, n = f->pend.len;
+    bool in_str = f->in_str, esc = f->esc;
+    size_t open = f->open;
+#ifdef __SSE2__
+    const __m128i vq = _mm_set1_epi8('"'), vb = _mm_set1_epi8('\\');
+    while (i + 16 <= n) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+        unsigned qm = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vq));
+        unsigned bm = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, vb));
+        if (!bm && !esc) {
+            if (qm) {
+                if (__builtin_popcount(qm) & 1) in_str = !in_str;
+                if (in_str) open = i + (size_t)(31 - __builtin_clz(qm)); /* the last quote opened it */
+            }
+            i += 16;
+            continue;
+        }
+        for (size_t e = i + 16; i < e; i++) {
+            unsigned char c = b[i];
+            if (in_str) {
+                if (esc) esc = false;
+                else if (c == '\\') esc = true;
+                else if (c == '"') in_str = false;
+            } else if (c == '"') {
+                in_str = true;
+                open = i;
+            }
+        }
+    }
+#endif
+    for (; i < n; i++) {
+        unsigned char c = b[i];
+        if (in_str) {
+            if (esc) esc = false;
+            else if (c == '\\') esc = true;
+            else if (c == '"') in_str = false;
+        } else if (c == '"') {
+            in_str = true;
+            open = i;
+        }
+    }
+    f->in_str = in_str;
+    f->esc = esc;
+    f->open = open;
+}
+
+/* Where the bytes handed to yajl now end (see above); updates numrun. */
+static size_t feeder_cut(feeder *f, size_t scanned_before)
+{
+    const unsigned char *b = (const unsigned char *)f->pend.data;
+    size_t n = f->pend.len;
+    if (f->in_str) {
+        f->numrun = SIZE_MAX;
+        return f->open;
+    }
+    size_t cut = n;
+    while (cut > scanned_before && numlit_char(b[cut - 1])) cut--;
+    if (cut == scanned_before && f->numrun != SIZE_MAX) cut = f->numrun;
+    f->numrun = cut < n ? cut : SIZE_MAX;
+    return cut;
+}
+
+/* Drop pend[0..cut) (handed to yajl) and keep the rest at the front. */
+static void feeder_consume(feeder *f, size_t cut)
+{
+    if (!cut) return;
+    size_t rest = f->pend.len - cut;
+    memmove(f->pend.data, f->pend.data + cut, rest);
+    f->pend.len = rest;
+    f->pend.data[rest] = 0;
+    f->scanned = rest;
+    if (f->in_str) f->open -= cut;
+    if (f->numrun != SIZE_MAX) f->numrun -= cut;
+}
+
+/* ---- yajl under an allocation guard -------------------------------------------------------
+ * yajl never checks what its allocator returns (yajl_buf.c asserts, the handle is used at
+ * once). Its allocator here jumps back to the guarded call on failure instead, which returns
+ * an error with p->fail = FA_ERR_NOMEM; the handle is then only freed (yajl's buffers stay
+ * consistent: the failed realloc never replaced a pointer). */
+static void ya_oom(kparse *p)
+{
+    p->fail = FA_ERR_NOMEM;
+    if (p->jmp_armed) {
+        p->jmp_armed = false;
+        longjmp(p->jmp, 1);
+    }
+}
+static void *ya_malloc(void *ctx, size_t n)
+{
+    void *q = malloc(n);
+    if (!q) ya_oom(ctx);
+    return q;
+}
+static void *ya_realloc(void *ctx, void *ptr, size_t n)
+{
+    void *q = realloc(ptr, n);
+    if (!q) ya_oom(ctx);
+    return q;
+}
+static void ya_free(void *ctx, void *ptr)
+{
+    (void)ctx;
+    free(ptr);
+}
+
+static yajl_handle yajl_alloc_guarded(kparse *p)
+{
+    yajl_alloc_funcs af = {ya_malloc, ya_realloc, ya_free, p};
+    p->h = NULL;
+    if (setjmp(p->jmp)) return NULL;
+    p->jmp_armed = true;
+    yajl_handle h = yajl_alloc(&k_callbacks, &af, p);
+    p->jmp_armed = false;
+    if (h) yajl_config(h, yajl_dont_validate_strings, 1); /* we check UTF-8 ourselves and repair */
+    return h;
+}
+
+/* yajl_parse (n bytes) or, with complete, yajl_complete_parse, under the guard. */
+static yajl_status yajl_parse_guarded(kparse *p, const unsigned char *s, size_t n, bool complete)
+{
+    if (setjmp(p->jmp)) return yajl_status_error;
+    p->jmp_armed = true;
+    yajl_status ys = complete ? yajl_complete_parse(p->h) : yajl_parse(p->h, s, n);
+    p->jmp_armed = false;
+    return ys;
+}
+
 /* ---- driver ----------------------------------------------------------------------------- */
 
 typedef enum { RUN_OK, RUN_FAIL, RUN_RETRY } run_result;
 
+static fa_status nomem_at(kparse *p, uint64_t off)
+{
+    return fa_ctx_error(p->ctx, FA_ERR_NOMEM, "%s: out of memory reading the trace near byte %llu", p->name,
+                        (unsigned long long)off);
+}
+
+/* Hand f->pend[0..cut) to yajl. Returns false on a parse failure (*rr, *out_status set). */
+static bool feed(kparse *p, feeder *f, size_t cut, uint64_t *fed_off, bool lenient, run_result *rr,
+                 fa_status *out_status)
+{
+    if (!cut) return true;
+    p->chunk_base = *fed_off;
+    yajl_status ys = yajl_parse_guarded(p, (const unsigned char *)f->pend.data, cut, false);
+    if (ys != yajl_status_ok) {
+        if (p->fail) { /* out of memory, or the streaming sink failed (its message is set) */
+            *out_status = p->fail == FA_ERR_NOMEM ? nomem_at(p, cur_offset(p)) : p->fail;
+            *rr = RUN_FAIL;
+            return false;
+        }
+        if (!lenient) {
+            *rr = RUN_RETRY;
+            return false;
+        }
+        unsigned char *msg = yajl_get_error(p->h, 0, (const unsigned char *)f->pend.data, cut);
+        *out_status = fa_ctx_error(p->ctx, FA_ERR_INPUT, "%s: invalid JSON near byte %llu (lenient pass: offset approximate): %s",
+                                   p->name, (unsigned long long)cur_offset(p), msg ? (const char *)msg : "parse error");
+        if (msg) yajl_free_error(p->h, msg);
+        *rr = RUN_FAIL;
+        return false;
+    }
+    *fed_off += cut;
+    feeder_consume(f, cut);
+    return true;
+}
+
 static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient, fa_status *out_status)
 {
     fa_ctx *ctx = p->ctx;
-    const char *path = p->path;
-    gzFile gz = gzopen(path, "rb");
+    gzFile gz = gzopen(p->path, "rb");
     if (!gz) {
-        *out_status = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        *out_status = errno == ENOMEM ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the trace", p->name)
+                                      : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", p->name, strerror(errno));
         return RUN_FAIL;
     }
     gzbuffer(gz, CHUNK);
@@ -847,25 +1242,34 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
     bool rd_ok = reader_open(&rd, gz);
     fa_buf fout;
     fa_buf_init(&fout);
+    feeder fd;
+    memset(&fd, 0, sizeof fd);
+    fa_buf_init(&fd.pend);
+    fd.numrun = SIZE_MAX;
     lfilter lf = {0};
-    p->h = yajl_alloc(&k_callbacks, NULL, p);
+    if (rd_ok) p->h = yajl_alloc_guarded(p);
     if (!rd_ok || !p->h) {
         if (rd_ok) reader_close(&rd);
         if (p->h) yajl_free(p->h);
         p->h = NULL;
         gzclose(gz);
-        *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+        *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory starting the JSON parser", p->name);
         return RUN_FAIL;
     }
-    yajl_config(p->h, yajl_dont_validate_strings, 1); /* we check UTF-8 ourselves and repair */
     run_result rr = RUN_OK;
     bool at_eof = false;
-    uint64_t raw_off = 0, quoteless = 0;
+    uint64_t raw_off = 0, fed_off = 0;
     for (;;) {
         rchunk *c = reader_get(&rd);
         int n = c->n;
         int zerr = c->zerr;
         if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+            if (zerr == Z_MEM_ERROR) {
+                *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory inflating the gzip stream at uncompressed byte %llu",
+                                           p->name, (unsigned long long)raw_off);
+                rr = RUN_FAIL;
+                break;
+            }
             bool trunc = zerr == Z_BUF_ERROR;
             if (trunc && opts && opts->keep_partial) {
                 p->st->truncated = true;
@@ -873,106 +1277,107 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
                 break; /* keep what was parsed (any partial n bytes are dropped) */
             }
             *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
-                                       "%s: %s gzip stream at uncompressed byte %llu: %s", path,
+                                       "%s: %s gzip stream at uncompressed byte %llu: %s", p->name,
                                        trunc ? "truncated" : "corrupt", (unsigned long long)raw_off,
                                        c->zmsg[0] ? c->zmsg : "read error");
             rr = RUN_FAIL;
             break;
         }
         if (n == 0) { at_eof = true; break; }
-        const unsigned char *q = memrchr(c->data, '"', (size_t)n);
-        quoteless = q ? (uint64_t)(c->data + n - q - 1) : quoteless + (uint64_t)n;
-        if (quoteless > MAX_QUOTELESS_RUN) {
-            *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
-                                       "%s: over %u MiB without a string delimiter before byte %llu "
-                                       "(a token this long is not a trace field)",
-                                       path, MAX_QUOTELESS_RUN >> 20, (unsigned long long)(raw_off + (uint64_t)n));
-            rr = RUN_FAIL;
-            break;
-        }
         const unsigned char *src = c->data;
         size_t len = (size_t)n;
-        if (raw_off == 0 && len >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF)
+        if (raw_off == 0 && len >= 3 && src[0] == 0xEF && src[1] == 0xBB && src[2] == 0xBF) {
             src += 3, len -= 3; /* UTF-8 byte order mark */
+            fed_off = 3;
+        }
         if (lenient) {
             fa_buf_reset(&fout);
             lf_run(&lf, src, len, &fout, p, raw_off);
-            if (fout.oom) { *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path); rr = RUN_FAIL; break; }
             src = (const unsigned char *)fout.data;
             len = fout.len;
         }
-        p->chunk_base = raw_off;
-        yajl_status ys = yajl_parse(p->h, src, len);
         raw_off += (uint64_t)n;
         p->st->input_bytes = raw_off;
-        if (ys != yajl_status_ok) {
-            if (p->fail) {
-                *out_status = fa_ctx_error(ctx, p->fail, "%s: out of memory at byte %llu", path,
-                                           (unsigned long long)cur_offset(p));
-                rr = RUN_FAIL;
-                break;
-            }
-            if (!lenient) { rr = RUN_RETRY; break; }
-            unsigned char *msg = yajl_get_error(p->h, 0, src, len);
-            uint64_t off = p->chunk_base + yajl_get_bytes_consumed(p->h);
-            *out_status = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: invalid JSON near byte %llu%s: %s",
-                                       path, (unsigned long long)off,
-                                       lenient ? " (lenient pass: offset approximate)" : "",
-                                       msg ? (const char *)msg : "parse error");
-            if (msg) yajl_free_error(p->h, msg);
+        size_t before = fd.pend.len;
+        fa_buf_append(&fd.pend, src, len);
+        reader_release(&rd);
+        if (fout.oom || fd.pend.oom) {
+            *out_status = nomem_at(p, raw_off);
             rr = RUN_FAIL;
             break;
         }
-        reader_release(&rd);
+        fd.scanned = before;
+        feeder_scan(&fd);
+        fd.scanned = fd.pend.len;
+        size_t cut = feeder_cut(&fd, before);
+        if (fd.pend.len - cut > MAX_TOKEN_BYTES) {
+            *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                       "%s: a JSON string or number over %zu MiB starting near byte %llu (no trace field is "
+                                       "that long)",
+                                       p->name, MAX_TOKEN_BYTES >> 20, (unsigned long long)(fed_off + cut));
+            rr = RUN_FAIL;
+            break;
+        }
+        if (!feed(p, &fd, cut, &fed_off, lenient, &rr, out_status)) break;
     }
     if (rr == RUN_OK && at_eof) {
         if (lenient) {
             fa_buf_reset(&fout);
             lf_flush_lit(&lf, &fout);
-            if (fout.len) yajl_parse(p->h, (const unsigned char *)fout.data, fout.len);
+            fa_buf_append(&fd.pend, fout.data ? fout.data : "", fout.len);
         }
-        p->chunk_base = raw_off;
-        yajl_status ys = yajl_complete_parse(p->h);
-        if (ys != yajl_status_ok) {
-            unsigned char *msg = yajl_get_error(p->h, 0, NULL, 0);
-            bool premature = p->depth > 0 || (msg && strstr((const char *)msg, "premature EOF"));
-            if (premature && opts && opts->keep_partial) {
-                p->st->truncated = true;
-                p->st->truncated_offset = raw_off;
-            } else if (!premature && !lenient) {
-                rr = RUN_RETRY;
-            } else {
-                *out_status = fa_ctx_error(
-                    ctx, FA_ERR_INPUT, "%s: %s at byte %llu (%d containers still open): %s", path,
-                    premature ? "JSON ends early (truncated file?)" : "invalid JSON",
-                    (unsigned long long)raw_off, p->depth, msg ? (const char *)msg : "parse error");
+        if (feed(p, &fd, fd.pend.len, &fed_off, lenient, &rr, out_status)) {
+            p->chunk_base = fed_off;
+            yajl_status ys = yajl_parse_guarded(p, NULL, 0, true);
+            if (ys != yajl_status_ok && p->fail) {
+                *out_status = nomem_at(p, raw_off);
                 rr = RUN_FAIL;
+            } else if (ys != yajl_status_ok) {
+                unsigned char *msg = yajl_get_error(p->h, 0, NULL, 0);
+                bool premature = p->depth > 0 || (msg && strstr((const char *)msg, "premature EOF"));
+                if (premature && opts && opts->keep_partial) {
+                    p->st->truncated = true;
+                    p->st->truncated_offset = raw_off;
+                } else if (!premature && !lenient) {
+                    rr = RUN_RETRY;
+                } else {
+                    *out_status = fa_ctx_error(
+                        ctx, FA_ERR_INPUT, "%s: %s at byte %llu (%d containers still open): %s", p->name,
+                        premature ? "JSON ends early (truncated file?)" : "invalid JSON",
+                        (unsigned long long)raw_off, p->depth, msg ? (const char *)msg : "parse error");
+                    rr = RUN_FAIL;
+                }
+                if (msg) yajl_free_error(p->h, msg);
             }
-            if (msg) yajl_free_error(p->h, msg);
+        }
+    }
+    if (rr == RUN_OK && p->sink) {
+        fa_status fs = stream_flush(p, true);
+        if (fs) {
+            *out_status = fs;
+            rr = RUN_FAIL;
         }
     }
     yajl_free(p->h);
     p->h = NULL;
     fa_buf_free(&fout);
+    fa_buf_free(&fd.pend);
     reader_close(&rd); /* joins the read-ahead thread before the gzFile goes */
     gzclose(gz);
     return rr;
 }
 
-fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opts *opts,
-                              fa_trace **out, fa_import_stats *stats)
+fa_status fa__import_kineto_src(fa_ctx *ctx, const char *path, const char *name, uint64_t bytes,
+                                const fa_import_opts *opts, fa_trace **out, fa_import_stats *stats)
 {
     uint64_t t0 = fa_now_ns();
     fa_import_stats local;
     fa_import_stats *st = stats ? stats : &local;
     memset(st, 0, sizeof *st);
     st->kind = fa_import_detect(path);
-    struct stat sb;
-    if (stat(path, &sb) != 0)
-        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-    st->file_bytes = (uint64_t)sb.st_size;
+    st->file_bytes = bytes;
     if (st->kind != FA_IMPORT_KINETO_JSON && st->kind != FA_IMPORT_KINETO_JSON_GZ)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not JSON or gzip (first bytes)", path);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not JSON or gzip (first bytes)", name);
 
     fa_status s = FA_OK;
     kparse p;
@@ -981,10 +1386,14 @@ fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opt
         memset(&p, 0, sizeof p);
         p.ctx = ctx;
         p.path = path;
+        p.name = name;
         p.st = st;
+        p.sink = opts ? opts->sink : NULL;
+        if (pass == 1 && p.sink && p.sink->reset && (s = p.sink->reset(p.sink->user, ctx)) != FA_OK) break;
         fa_buf_init(&p.ev.name);
         fa_buf_init(&p.ev.cat);
         fa_buf_init(&p.tmp);
+        fa_buf_init(&p.tmp2);
         uint64_t fb = st->file_bytes;
         fa_import_kind kind = st->kind;
         memset(st, 0, sizeof *st);
@@ -993,7 +1402,7 @@ fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opt
         st->lenient_pass = pass == 1;
         t = fa_trace_create("kineto");
         if (!t) {
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", name);
             break;
         }
         p.t = t;
@@ -1001,6 +1410,9 @@ fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opt
         fa_buf_free(&p.ev.name);
         fa_buf_free(&p.ev.cat);
         fa_buf_free(&p.tmp);
+        fa_buf_free(&p.tmp2);
+        free(p.blk);
+        p.blk = NULL;
         if (rr == RUN_OK) { s = FA_OK; break; }
         fa_trace_free(t);
         t = NULL;
@@ -1011,39 +1423,53 @@ fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opt
         return s;
     }
 
-    /* absolute times: ts + baseTimeNanoseconds; anything still negative is clamped to 0 */
-    int64_t base = st->base_time_ns;
-    for (size_t i = 0; i < t->n_acts; i++) {
-        fa_activity *a = &t->acts[i];
-        int64_t s0 = (int64_t)a->start_ns, e0 = (int64_t)a->end_ns;
-        if (base > 0 && s0 <= INT64_MAX - base && e0 <= INT64_MAX - base) s0 += base, e0 += base;
-        if (s0 < 0) s0 = 0;
-        if (e0 < s0) e0 = s0;
-        a->start_ns = (uint64_t)s0;
-        a->end_ns = (uint64_t)e0;
-    }
-    t->source_path = fa_trace_intern(t, path);
+    if (!p.sink) fa__import_place_times(t, st, st->base_time_ns > 0 ? st->base_time_ns : 0);
+    t->source_path = fa_trace_intern(t, name);
     for (int i = 0; i < st->n_devices; i++)
         if (st->devices[i].name[0]) { t->device_name = fa_trace_intern(t, st->devices[i].name); break; }
     if (!st->schema[0]) snprintf(st->schema, sizeof st->schema, "kineto (no schemaVersion)");
-    t->n_parse_errors = st->n_bad_utf8 + st->n_bad_numbers + st->n_control_chars + st->n_nonfinite;
+    t->n_parse_errors =
+        st->n_bad_utf8 + st->n_bad_numbers + st->n_control_chars + st->n_nonfinite + st->n_bad_records;
 
-    s = fa__import_attribute(ctx, t, st, false, FA_ACT_CPU_OP, true);
+    /* streaming: the GPU records are attributed and gone; this counts the duplicate launches */
+    s = p.sink ? fa__import_attribute_ex(ctx, t, st, false, FA_ACT_CPU_OP, true, t->n_acts, true, NULL)
+               : fa__import_attribute(ctx, t, st, false, FA_ACT_CPU_OP, true);
     if (s != FA_OK) {
         fa_trace_free(t);
-        return fa_ctx_wrap(ctx, s, "%s: ", path);
+        return fa_ctx_wrap(ctx, s, "%s: ", name);
     }
     fa__import_count(t, st);
+    if (p.sink) {
+        st->n_kernels += p.s_kernels;
+        st->n_memcpy += p.s_memcpy;
+        st->n_memset += p.s_memset;
+        st->n_estimated_bytes += p.s_est;
+        st->no_gpu_activity = st->n_kernels + st->n_memcpy + st->n_memset == 0;
+    }
     st->elapsed_ns = fa_now_ns() - t0;
     if (st->no_gpu_activity && p.n_mtia > 0) {
         fa_trace_free(t);
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
                             "%s: non-CUDA accelerator trace (%llu MTIA events, categories mtia_*, "
                             "and no CUDA kernels): not supported",
-                            path, (unsigned long long)p.n_mtia);
+                            name, (unsigned long long)p.n_mtia);
     }
     *out = t;
     return FA_OK;
+}
+
+fa_status fa_import_kineto_ex(fa_ctx *ctx, const char *path, const fa_import_opts *opts, fa_trace **out,
+                              fa_import_stats *stats)
+{
+    fa_import_source src;
+    fa_status s = fa_import_source_open(ctx, path, &src);
+    if (s) {
+        if (stats) memset(stats, 0, sizeof *stats);
+        return s;
+    }
+    s = fa__import_kineto_src(ctx, src.path, opts && opts->name ? opts->name : path, src.bytes, opts, out, stats);
+    fa_import_source_close(&src);
+    return s;
 }
 
 fa_status fa_import_kineto(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats)

@@ -6,11 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 typedef struct nsx {
     fa_ctx *ctx;
-    const char *path;
+    const char *path;   /* the name messages give the file */
     sqlite3 *db;
     fa_trace *t;
     fa_import_stats *st;
@@ -22,10 +21,17 @@ typedef struct nsx {
 #define SQ_CHECK(x, rc_ok, what)                                                              \
     do {                                                                                      \
         int rc_ = (x);                                                                        \
-        if (rc_ != (rc_ok))                                                                   \
-            return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: sqlite %s failed: %s (%s:%d)",     \
-                                n->path, what, sqlite3_errmsg(n->db), __FILE__, __LINE__);    \
+        if (rc_ != (rc_ok)) return sq_fail(n, rc_, what);                                     \
     } while (0)
+
+/* An SQLite failure on the export: out of memory is FA_ERR_NOMEM, anything else a bad file;
+ * the message names the file and what was being read, never our source lines. */
+static fa_status sq_fail(nsx *n, int rc, const char *what)
+{
+    if ((rc & 0xff) == SQLITE_NOMEM)
+        return fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory (%s)", n->path, what);
+    return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: %s: %s", n->path, what, sqlite3_errmsg(n->db));
+}
 
 static bool has_table(nsx *n, const char *name)
 {
@@ -91,20 +97,63 @@ static void opt_col(nsx *n, fa_buf *b, const char *table, const char *alias, con
 static const char *intern_text(nsx *n, const unsigned char *s, int len)
 {
     if (!s) return fa_trace_intern(n->t, "");
-    if (!fa__utf8_repair((const char *)s, (size_t)len, &n->tmp)) {
-        if (!n->st->n_bad_utf8++) n->st->first_bad_utf8_offset = 0;
+    int f = fa__name_clean((const char *)s, (size_t)len, &n->tmp);
+    if (f) {
+        if (f & FA_NAME_BAD_UTF8 && !n->st->n_bad_utf8++) n->st->first_bad_utf8_offset = 0;
+        if (f & FA_NAME_NUL) n->st->n_nul_names++;
+        if (n->tmp.oom) return NULL;
         return fa_trace_intern_n(n->t, n->tmp.data, n->tmp.len);
     }
     return fa_trace_intern_n(n->t, (const char *)s, (size_t)len);
 }
 
+/* Typed column reads: SQLite stores any type in any column, and sqlite3_column_int64 turns
+ * NULL and text into 0 and clamps reals, which made 183-second kernels and wrapped ids. */
+typedef enum { COL_OK, COL_NULL, COL_BAD } colr;
+
+static colr col_i64(sqlite3_stmt *q, int i, int64_t *v)
+{
+    switch (sqlite3_column_type(q, i)) {
+    case SQLITE_INTEGER: *v = sqlite3_column_int64(q, i); return COL_OK;
+    case SQLITE_NULL: return COL_NULL;
+    default: return COL_BAD; /* TEXT, REAL, BLOB */
+    }
+}
+
+/* A column the record needs (a time, a process, device or stream id): anything but an INTEGER
+ * makes the row a bad record. */
+static bool need_i64(sqlite3_stmt *q, int i, int64_t *v)
+{
+    return col_i64(q, i, v) == COL_OK;
+}
+
+/* A descriptive column (launch configuration, sizes): an INTEGER in [0, INT32_MAX], else 0
+ * (unknown); a value of the wrong type or out of range counts as a bad number. */
+static int32_t desc_i32(nsx *n, sqlite3_stmt *q, int i)
+{
+    int64_t v = 0;
+    colr r = col_i64(q, i, &v);
+    if (r == COL_NULL) return 0;
+    if (r == COL_BAD || v < 0 || v > INT32_MAX) {
+        n->st->n_bad_numbers++;
+        return 0;
+    }
+    return (int32_t)v;
+}
+
+/* A row skipped because a column it needs is unusable. */
+static void bad_row(nsx *n)
+{
+    n->st->n_bad_records++;
+}
+
 static fa_status add_act(nsx *n, fa_activity *a, int64_t start, int64_t end)
 {
-    if (start < 0) start = 0;
     if (end < start) {
         n->st->n_negative_durations++;
         end = start;
     }
+    /* signed until fa__import_place_times: a start before 0 shifts the whole trace, never clamps */
     a->start_ns = (uint64_t)start;
     a->end_ns = (uint64_t)end;
     if (!a->name) return fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory", n->path);
@@ -128,7 +177,7 @@ static fa_status read_metadata(nsx *n)
     /* only version rows: the table also holds host and user names, which we never read */
     snprintf(sql, sizeof sql, "SELECT value FROM %s WHERE name = 'EXPORT_SCHEMA_VERSION'", mt);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, sql, -1, &q, NULL), SQLITE_OK, "prepare metadata");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, sql, -1, &q, NULL), SQLITE_OK, "reading the export metadata");
     if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
         snprintf(n->st->schema, sizeof n->st->schema, "nsys %.24s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
@@ -155,22 +204,25 @@ static fa_status read_gpus(nsx *n)
     opt_col(n, b, tb, "g", "threadsPerWarp");
     fa_buf_puts(b, " FROM TARGET_INFO_GPU g ORDER BY g.id");
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare TARGET_INFO_GPU");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading TARGET_INFO_GPU");
     while (sqlite3_step(q) == SQLITE_ROW && n->st->n_devices < FA_IMPORT_MAX_DEVICES) {
         fa_import_device *d = &n->st->devices[n->st->n_devices++];
         memset(d, 0, sizeof *d);
-        d->id = sqlite3_column_int(q, 0);
-        const unsigned char *nm = sqlite3_column_text(q, 1);
-        if (nm && sqlite3_column_type(q, 1) == SQLITE_TEXT) snprintf(d->name, sizeof d->name, "%s", (const char *)nm);
-        d->sm_count = sqlite3_column_int(q, 2);
-        d->cc_major = sqlite3_column_int(q, 3);
-        d->cc_minor = sqlite3_column_int(q, 4);
-        d->total_mem_bytes = (uint64_t)sqlite3_column_int64(q, 5);
-        d->warp_size = sqlite3_column_int(q, 10);
-        d->max_threads_per_sm = sqlite3_column_int(q, 6) * (d->warp_size ? d->warp_size : 32);
-        d->regs_per_sm = sqlite3_column_int(q, 7);
-        d->smem_per_sm = sqlite3_column_int(q, 8);
-        d->smem_per_block = sqlite3_column_int(q, 9);
+        d->id = desc_i32(n, q, 0);
+        if (sqlite3_column_type(q, 1) == SQLITE_TEXT)
+            fa__name_to_cbuf((const char *)sqlite3_column_text(q, 1), (size_t)sqlite3_column_bytes(q, 1), d->name,
+                             sizeof d->name);
+        d->sm_count = desc_i32(n, q, 2);
+        d->cc_major = desc_i32(n, q, 3);
+        d->cc_minor = desc_i32(n, q, 4);
+        int64_t mem = 0;
+        if (col_i64(q, 5, &mem) == COL_OK && mem > 0) d->total_mem_bytes = (uint64_t)mem;
+        d->warp_size = desc_i32(n, q, 10);
+        int64_t thr = (int64_t)desc_i32(n, q, 6) * (d->warp_size ? d->warp_size : 32);
+        d->max_threads_per_sm = thr <= INT32_MAX ? (int32_t)thr : 0;
+        d->regs_per_sm = desc_i32(n, q, 7);
+        d->smem_per_sm = desc_i32(n, q, 8);
+        d->smem_per_block = desc_i32(n, q, 9);
     }
     sqlite3_finalize(q);
     if (n->st->n_devices && n->st->devices[0].name[0])
@@ -207,29 +259,34 @@ static fa_status read_kernels(nsx *n)
     opt_col(n, b, tb, "k", "localMemoryPerThread");
     fa_buf_printf(b, " FROM %s k LEFT JOIN StringIds s ON s.id = k.%s ORDER BY k.start", tb, name_col);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare kernel query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading CUPTI_ACTIVITY_KIND_KERNEL");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(FA_ACT_KERNEL);
-        a.correlation = sqlite3_column_int64(q, 2);
-        a.pid = sqlite3_column_int64(q, 3);
-        a.device = sqlite3_column_int(q, 4);
-        a.stream = sqlite3_column_int64(q, 5);
+        int64_t start, end, dev;
+        colr cr = col_i64(q, 2, &a.correlation);
+        if (!need_i64(q, 0, &start) || !need_i64(q, 1, &end) || cr == COL_BAD || !need_i64(q, 3, &a.pid) ||
+            !need_i64(q, 4, &dev) || dev < -1 || dev > INT32_MAX || !need_i64(q, 5, &a.stream)) {
+            bad_row(n);
+            continue;
+        }
+        if (cr == COL_NULL) a.correlation = -1;
+        a.device = (int32_t)dev;
         a.name = intern_text(n, sqlite3_column_text(q, 6), sqlite3_column_bytes(q, 6));
         for (int i = 0; i < 3; i++) {
-            a.grid[i] = sqlite3_column_int(q, 7 + i);
-            a.block[i] = sqlite3_column_int(q, 10 + i);
+            a.grid[i] = desc_i32(n, q, 7 + i);
+            a.block[i] = desc_i32(n, q, 10 + i);
         }
-        a.registers = sqlite3_column_int(q, 13);
-        a.static_smem = sqlite3_column_int(q, 14);
-        a.dynamic_smem = sqlite3_column_int(q, 15);
-        a.local_mem = sqlite3_column_int(q, 16);
-        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        a.registers = desc_i32(n, q, 13);
+        a.static_smem = desc_i32(n, q, 14);
+        a.dynamic_smem = desc_i32(n, q, 15);
+        a.local_mem = desc_i32(n, q, 16);
+        s = add_act(n, &a, start, end);
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }
@@ -246,21 +303,26 @@ static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
     fa_buf_printf(b, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value FROM %s r "
                      "LEFT JOIN StringIds s ON s.id = r.nameId", tb);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare runtime query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading the launch calls");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(kind);
-        int64_t gt = sqlite3_column_int64(q, 2);
+        int64_t start, end, gt;
+        colr cr = col_i64(q, 3, &a.correlation);
+        if (!need_i64(q, 0, &start) || !need_i64(q, 1, &end) || !need_i64(q, 2, &gt) || cr == COL_BAD) {
+            bad_row(n);
+            continue;
+        }
+        if (cr == COL_NULL) a.correlation = -1;
         a.pid = pid_of_tid(gt);
         a.tid = gt;
-        a.correlation = sqlite3_column_int64(q, 3);
         a.name = intern_text(n, sqlite3_column_text(q, 4), sqlite3_column_bytes(q, 4));
-        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        s = add_act(n, &a, start, end);
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }
@@ -288,29 +350,38 @@ static fa_status read_mem(nsx *n, const char *tb, fa_activity_kind kind)
     opt_col(n, b, tb, "m", "copyKind");
     fa_buf_printf(b, " FROM %s m", tb);
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare memcpy/memset query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading memcpy/memset records");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(kind);
-        a.correlation = sqlite3_column_int64(q, 2);
-        a.pid = sqlite3_column_int64(q, 3);
-        a.device = sqlite3_column_int(q, 4);
-        a.stream = sqlite3_column_int64(q, 5);
-        int64_t bytes = sqlite3_column_int64(q, 6);
-        if (bytes < 0) bytes = 0;
+        int64_t start, end, dev, bytes = 0, ck = 0;
+        colr cr = col_i64(q, 2, &a.correlation);
+        if (!need_i64(q, 0, &start) || !need_i64(q, 1, &end) || cr == COL_BAD || !need_i64(q, 3, &a.pid) ||
+            !need_i64(q, 4, &dev) || dev < -1 || dev > INT32_MAX || !need_i64(q, 5, &a.stream)) {
+            bad_row(n);
+            continue;
+        }
+        if (cr == COL_NULL) a.correlation = -1;
+        a.device = (int32_t)dev;
+        colr br = col_i64(q, 6, &bytes);
+        if (br == COL_BAD || bytes < 0) {
+            n->st->n_bad_numbers++;
+            bytes = 0;
+        }
+        if (col_i64(q, 7, &ck) != COL_OK || ck < 0 || ck > INT32_MAX) ck = 0;
         if (kind == FA_ACT_MEMCPY) {
             a.bytes_read = a.bytes_written = (uint64_t)bytes;
-            a.name = fa_trace_intern(n->t, memcpy_name(sqlite3_column_int(q, 7)));
+            a.name = fa_trace_intern(n->t, memcpy_name((int)ck));
         } else {
             a.bytes_written = (uint64_t)bytes;
             a.name = fa_trace_intern(n->t, "Memset");
         }
-        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        s = add_act(n, &a, start, end);
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }
@@ -333,20 +404,24 @@ static fa_status read_nvtx(nsx *n, const char *tb)
                   tb, has_tid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "",
                   has_type ? " AND e.eventType IN (59, 60)" : "");
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "prepare NVTX query");
+    SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading NVTX ranges");
     int rc;
     fa_status s = FA_OK;
     while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(FA_ACT_RANGE);
-        int64_t gt = sqlite3_column_int64(q, 2);
+        int64_t start, end, gt;
+        if (!need_i64(q, 0, &start) || !need_i64(q, 1, &end) || !need_i64(q, 2, &gt)) {
+            bad_row(n);
+            continue;
+        }
         a.pid = pid_of_tid(gt);
         a.tid = gt;
         a.name = intern_text(n, sqlite3_column_text(q, 3), sqlite3_column_bytes(q, 3));
-        s = add_act(n, &a, sqlite3_column_int64(q, 0), sqlite3_column_int64(q, 1));
+        s = add_act(n, &a, start, end);
         if (s) break;
     }
     if (!s && rc != SQLITE_DONE)
-        s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: reading %s: %s", n->path, tb, sqlite3_errmsg(n->db));
+        s = sq_fail(n, rc, tb);
     sqlite3_finalize(q);
     return s;
 }
@@ -391,42 +466,49 @@ static fa_status nsys_read(nsx *n)
         return s;
     char nvtx[128];
     if (find_table_prefix(n, "NVTX_EVENTS", nvtx, sizeof nvtx) && (s = read_nvtx(n, nvtx))) return s;
-    return fa__import_attribute(n->ctx, n->t, n->st, true, FA_ACT_RANGE, false);
+    return FA_OK;
 }
 
-fa_status fa_import_nsys(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats)
+fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, uint64_t bytes, fa_trace **out,
+                              fa_import_stats *stats)
 {
     uint64_t t0 = fa_now_ns();
     fa_import_stats local;
     fa_import_stats *st = stats ? stats : &local;
     memset(st, 0, sizeof *st);
     st->kind = fa_import_detect(path);
-    struct stat sb;
-    if (stat(path, &sb) != 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open", path);
-    st->file_bytes = st->input_bytes = (uint64_t)sb.st_size;
+    st->file_bytes = st->input_bytes = bytes;
     if (st->kind != FA_IMPORT_NSYS_SQLITE)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not an SQLite file (no \"SQLite format 3\" header)", path);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not an SQLite file (no \"SQLite format 3\" header)", name);
     nsx n = {0};
     n.ctx = ctx;
-    n.path = path;
+    n.path = name;
     n.st = st;
     fa_buf_init(&n.sql);
     fa_buf_init(&n.tmp);
     fa_status s = FA_OK;
-    if (sqlite3_open_v2(path, &n.db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
-        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open database: %s", path,
-                         n.db ? sqlite3_errmsg(n.db) : "out of memory");
+    int rc = sqlite3_open_v2(path, &n.db, SQLITE_OPEN_READONLY, NULL);
+    if (rc != SQLITE_OK) {
+        s = rc == SQLITE_NOMEM || !n.db
+                ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the database", name)
+                : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open database: %s", name, sqlite3_errmsg(n.db));
         goto done;
     }
     n.t = fa_trace_create("nsys");
     if (!n.t) {
-        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", name);
         goto done;
     }
     s = nsys_read(&n);
     if (s) goto done;
-    n.t->source_path = fa_trace_intern(n.t, path);
-    n.t->n_parse_errors = st->n_bad_utf8;
+    fa__import_place_times(n.t, st, 0);
+    s = fa__import_attribute(n.ctx, n.t, n.st, true, FA_ACT_RANGE, false);
+    if (s) {
+        s = fa_ctx_wrap(ctx, s, "%s: ", name);
+        goto done;
+    }
+    n.t->source_path = fa_trace_intern(n.t, name);
+    n.t->n_parse_errors = st->n_bad_utf8 + st->n_bad_numbers + st->n_bad_records;
     fa__import_count(n.t, st);
     *out = n.t;
     n.t = NULL;
@@ -436,5 +518,18 @@ done:
     fa_buf_free(&n.sql);
     fa_buf_free(&n.tmp);
     st->elapsed_ns = fa_now_ns() - t0;
+    return s;
+}
+
+fa_status fa_import_nsys(fa_ctx *ctx, const char *path, fa_trace **out, fa_import_stats *stats)
+{
+    fa_import_source src;
+    fa_status s = fa_import_source_open(ctx, path, &src);
+    if (s) {
+        if (stats) memset(stats, 0, sizeof *stats);
+        return s;
+    }
+    s = fa__import_nsys_src(ctx, src.path, path, src.bytes, out, stats);
+    fa_import_source_close(&src);
     return s;
 }

@@ -10,6 +10,24 @@
 #include "graph/graph.h"
 #include "runtime/runtime.h"
 
+/* ---- toolkit libraries (runtime/cuda/toolkit.c) ---- */
+
+/* cudart, NVRTC, CUPTI and cuBLAS are not linked: each is opened with dlopen the first time one
+ * of its functions is called (searching $FA_CUDA_LIBDIR, the loader's own path, the toolkit the
+ * build used, /usr/local/cuda/lib64 and lib), so only the cuda target and CUPTI map them. */
+typedef enum fa_cuda_lib {
+    FA_CUDA_LIB_CUDART,
+    FA_CUDA_LIB_NVRTC,
+    FA_CUDA_LIB_CUPTI,
+    FA_CUDA_LIB_CUBLAS,
+    FA_CUDA_LIB_COUNT
+} fa_cuda_lib;
+/* Open `lib` (once) and return the path of the file opened, valid for the process; NULL when it
+ * cannot be loaded (fa_cuda_lib_error says why). */
+const char *fa_cuda_lib_path(fa_cuda_lib lib);
+/* Why `lib` could not be loaded ("" when it is loaded); opens it first. Valid for the process. */
+const char *fa_cuda_lib_error(fa_cuda_lib lib);
+
 /* ---- driver API loader ---- */
 
 /* Load libcuda.so.1 with dlopen, resolve the driver entry points this project uses (a small

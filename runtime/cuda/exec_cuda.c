@@ -759,17 +759,7 @@ fa_status fa_cuda_exec_fill_inputs(fa_ctx *ctx, fa_cuda_exec *e, uint64_t seed)
         int64_t ne = fa_value_numel(&v);
         v.data = malloc((size_t)(ne > 0 ? ne : 1) * fa_dtype_size(t->dtype));
         if (!v.data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-        for (int64_t k = 0; k < ne; k++) {
-            double x;
-            switch (v.dtype) {
-            case FA_DTYPE_FLOAT: case FA_DTYPE_DOUBLE: case FA_DTYPE_FLOAT16: case FA_DTYPE_BFLOAT16:
-                x = fa_rng_uniform(&r, -1.0f, 1.0f);
-                break;
-            case FA_DTYPE_BOOL: x = (double)(fa_rng_u64(&r) & 1); break;
-            default: x = (double)(fa_rng_u64(&r) % 4); break;
-            }
-            fa_store_from_double(v.data, v.dtype, k, x);
-        }
+        fa_graph_fill_input(e->g, e->g->inputs[i], &r, &v);
         fa_status st = fa_cuda_exec_set_input(ctx, e, i, &v);
         free(v.data);
         if (st) return st;

@@ -50,8 +50,10 @@ json.dump(doc, open("hand.json", "w"))
 EOF
 
 expect_rc 0 "import hand.json" "$CLI" import hand.json --db t.db
-grep -q "add> -> mul_kernel -> gelu_kernel" out.txt || { cat out.txt; fail "repeated add -> mul -> gelu not named"; }
-grep -q "x4, 120.0 us total, 40.0 us idle between its kernels; bytes unknown" out.txt || { cat out.txt; fail "sequence count/time/bytes label"; }
+grep -q "kernels: vectorized_elementwise_kernel<add> -> mul_kernel -> gelu_kernel" out.txt || { cat out.txt; fail "repeated add -> mul -> gelu not named"; }
+grep -q "repeated sequence x4: saves 112.0 us" out.txt || { cat out.txt; fail "sequence count/saving"; }
+grep -q "measured 120.0 us kernels + 32.0 us launch gaps; fused 40.0 us" out.txt || { cat out.txt; fail "sequence figures"; }
+grep -q "from: bytes unknown" out.txt || { cat out.txt; fail "estimate basis label"; }
 grep -q "launch overhead: 9.00 us = median launch call 4.00 us (21 calls) + median idle gap 5.00 us" out.txt ||
     { cat out.txt; fail "launch overhead figures"; }
 grep -q "launch-bound stretches (>= 3 kernels each shorter than its launch call): 1, 5 kernels, 10.0 us" out.txt ||
@@ -67,7 +69,7 @@ assert r[3] == "NVIDIA A100-SXM4-40GB" and r[4] == "kineto" and r[5] == 0 and r[
 m = c.execute("SELECT members_json, launches FROM analysis_chains WHERE run_id=1").fetchall()
 assert len(m) == 1 and m[0][1] == 12 and m[0][0].endswith('"mul_kernel","gelu_kernel"]'), m
 keys = {k for (k,) in c.execute("SELECT key FROM analysis_summary WHERE run_id=1")}
-for k in ("trace.kernels", "trace.sequences", "trace.launch_overhead_ns", "trace.idle_ns", "trace.orphans", "trace.device.cc"):
+for k in ("trace.kernels", "trace.opportunities", "trace.launch_overhead_ns", "trace.idle_ns", "trace.orphans", "trace.device.cc", "trace.advice_json"):
     assert k in keys, (k, keys)
 EOF
 
@@ -78,14 +80,15 @@ d = json.load(open("out.txt"))
 assert d["run_id"] == 2 and d["import"]["kernels"] == 21, d["import"]
 a = d["advice"]
 assert a["arch"] == "sm_80" and a["hbm_gbs"] == 1555.0 and a["launch_overhead_ns"] == 9000, a
-s = a["sequences"]
-assert len(s) == 1 and s[0]["count"] == 4 and s[0]["bytes"] == "unknown" and s[0]["saving_ns"] == 4 * 2 * 9000, s
+s = a["opportunities"]
+assert len(s) == 1 and s[0]["count"] == 4 and s[0]["bytes"] == "unknown" and s[0]["saving_ns"] == 112000, s
+assert s[0]["saving"] == "estimated" and s[0]["pattern"] is None and "slowest member" in s[0]["basis"], s
 assert s[0]["kernels"][1:] == ["mul_kernel", "gelu_kernel"], s
 assert a["launch_bound_kernels"] == 5 and a["idle_ns"] == (12 * 5 + 3 * 105 + 4 * 8) * 1000, a
 EOF
 
 expect_rc 0 "report of the import run" "$CLI" report 1 --db t.db --out rep
-grep -q "repeated memory-bound kernel sequences" rep/report.html || fail "report.html lacks the trace advice"
+grep -q "<section id=\"opportunities\">" rep/report.html && grep -q "repeated sequence" rep/report.html || fail "report.html lacks the trace advice"
 
 expect_rc 0 "no GPU activity" "$CLI" import "$DATA/cpu_only.json" --db t.db
 grep -q "no GPU activity in $DATA/cpu_only.json: nothing to fuse" out.txt || { cat out.txt; fail "no-GPU message"; }
@@ -107,6 +110,31 @@ import sqlite3, sys
 r = sqlite3.connect("t.db").execute("SELECT n_orphans, n_clock_inversions FROM runs ORDER BY id DESC LIMIT 1").fetchone()
 assert r == (int(sys.argv[1]), int(sys.argv[2])), r
 EOF
+
+# Issue 15: a trace read from a pipe — /dev/stdin, bash process substitution, `cat | run` — is
+# imported whole (the kind detection used to eat its first bytes), stored with the SHA-256 of
+# what was read, and named by the path given.
+gzip -c hand.json > hand.json.gz
+expect_rc 0 "import /dev/stdin" bash -c "'$CLI' import /dev/stdin --db pipe.db < hand.json.gz"
+grep -q "add> -> mul_kernel -> gelu_kernel" out.txt || { cat out.txt; fail "stdin import: sequence missing"; }
+# `advise latest` on a database holding only imported runs: the stored advice, whole
+expect_rc 0 "advise latest" "$CLI" advise latest --db pipe.db
+grep -q "repeated sequence x4: saves 112.0 us" out.txt || { cat out.txt; fail "advise latest on an imported run"; }
+expect_rc 0 "import <(zcat ...)" bash -c "'$CLI' import <(zcat hand.json.gz) --db pipe.db"
+grep -q "imported /dev/fd/[0-9]*" out.txt || { cat out.txt; fail "process substitution not named"; }
+expect_rc 0 "cat | run /dev/stdin" bash -c "cat hand.json | '$CLI' run /dev/stdin --db pipe.db --out piperep"
+[ -s piperep/report.html ] || fail "run from a pipe wrote no report"
+python3 - "$SHA" "$(sha256sum hand.json.gz | cut -d' ' -f1)" <<'EOF2' || fail "pipe runs not stored whole"
+import sqlite3, sys
+rows = sqlite3.connect("pipe.db").execute("SELECT model_path, source_sha256, n_kernels FROM runs ORDER BY id").fetchall()
+n = sqlite3.connect("t.db").execute("SELECT n_kernels FROM runs WHERE id=1").fetchone()[0]
+assert len(rows) == 3, rows
+assert rows[0][0] == "/dev/stdin" and rows[0][1] == sys.argv[2] and rows[0][2] == n, rows
+assert rows[1][1] == sys.argv[1] and rows[1][2] == n, rows
+assert rows[2][1] == sys.argv[1] and rows[2][2] == n, rows
+EOF2
+expect_rc 1 "a pipe that is not a trace" bash -c "echo hello | '$CLI' import /dev/stdin --db pipe.db"
+grep -q "/dev/stdin: not a recognised trace" err.txt || { cat err.txt; fail "non-trace pipe message"; }
 
 expect_rc 2 "no TRACE" "$CLI" import --db t.db
 expect_rc 1 "missing file" "$CLI" import does-not-exist.json --db t.db

@@ -205,9 +205,8 @@ int main(void)
         return 77;
     }
     /* route NVTX to CUPTI before the first NVTX call (the executor's ranges) */
-    Dl_info di;
-    if (!getenv("NVTX_INJECTION64_PATH") && dladdr((void *)cuptiGetVersion, &di) && di.dli_fname)
-        setenv("NVTX_INJECTION64_PATH", di.dli_fname, 1);
+    if (!getenv("NVTX_INJECTION64_PATH") && fa_cuda_lib_path(FA_CUDA_LIB_CUPTI))
+        setenv("NVTX_INJECTION64_PATH", fa_cuda_lib_path(FA_CUDA_LIB_CUPTI), 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_tiny_matches_cpu),
         cmocka_unit_test(test_convnet_tiny_matches_cpu),

@@ -5,6 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "collector/import/import.h"
 #include "testutil.h"
@@ -293,6 +296,161 @@ static void test_nsys_no_runtime_table_kernels_kept_as_orphans(void **state)
     fa_trace_free(t);
 }
 
+/* The same kernel table without NOT NULL: SQLite stores any type in any column. */
+static const char *KERNEL_LOOSE =
+    "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start, end, deviceId, contextId, greenContextId, streamId,"
+    " correlationId, globalPid, demangledName, shortName, registersPerThread, gridX, gridY, gridZ, blockX,"
+    " blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread);";
+
+/* Issue 15: NULL or text start/end read as 0 and reals were clamped, which made 183-second
+ * kernels and wrapped ids. A row whose time or id column is not an INTEGER is skipped and
+ * counted; a descriptive column of the wrong type is left unknown and counted. */
+static void test_nsys_null_text_real_times_or_ids_skip_the_row(void **state)
+{
+    (void)state;
+    const char *sql = cat(COMMON_NEW, KERNEL_LOOSE,
+                          "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start, end, eventClass, globalTid, correlationId,"
+                          " nameId, returnValue, callchainId);",
+                          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+                          " (1000,2000,0,1,NULL,7,1,100<<24,6,2,64,4,2,1,128,1,1,0,0,0),"   /* good */
+                          " (NULL,2000,0,1,NULL,7,1,100<<24,7,3,64,4,2,1,128,1,1,0,0,0),"   /* NULL start */
+                          " (1000,'2000',0,1,NULL,7,1,100<<24,7,3,64,4,2,1,128,1,1,0,0,0)," /* text end */
+                          " (1.5e20,2000,0,1,NULL,7,1,100<<24,7,3,64,4,2,1,128,1,1,0,0,0)," /* real start */
+                          " (1000,2000,'0',1,NULL,7,1,100<<24,7,3,64,4,2,1,128,1,1,0,0,0)," /* text device */
+                          " (1000,2000,0,1,NULL,NULL,1,100<<24,7,3,64,4,2,1,128,1,1,0,0,0),"/* NULL stream */
+                          " (1000,2000,0,1,NULL,7,'x',100<<24,7,3,64,4,2,1,128,1,1,0,0,0)," /* text correlation */
+                          " (1000,2000,0,1,NULL,7,1,X'00',7,3,64,4,2,1,128,1,1,0,0,0),"     /* blob pid */
+                          " (3000,3500,0,1,NULL,7,NULL,100<<24,10,9,'many',1,1,1,32,1,1,0,0,0);" /* kept */
+                          "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(900,950,0,(100<<24)+101,1,1,0,0),"
+                          " (NULL,950,0,(100<<24)+101,2,1,0,0),(900,950,0,'tid',3,1,0,0);");
+    fa_import_stats st;
+    fa_trace *t = import_ok(make_db("badcols.sqlite", sql), &st);
+    assert_int_equal(st.n_kernels, 2);
+    assert_int_equal(st.n_runtime, 1);
+    assert_int_equal(st.n_bad_records, 9);
+    const fa_activity *g = find(t, "void gemm<float>(float*)");
+    assert_non_null(g);
+    assert_int_equal(g->end_ns - g->start_ns, 1000);
+    assert_int_equal(g->flags & FA_ACTF_ORPHAN, 0);
+    const fa_activity *k = find(t, "void skewed()");
+    assert_non_null(k);
+    assert_int_equal(k->correlation, -1); /* NULL correlation: unknown, an orphan */
+    assert_true(k->flags & FA_ACTF_ORPHAN);
+    assert_int_equal(k->registers, 0);    /* 'many': unknown, counted */
+    assert_int_equal(st.n_bad_numbers, 1);
+    for (size_t i = 0; i < t->n_acts; i++) assert_true(t->acts[i].end_ns - t->acts[i].start_ns < 10000);
+    fa_trace_free(t);
+}
+
+/* Issue 15: names with a NUL were cut at it, merging kernels. */
+static void test_nsys_nul_in_string_ids_never_truncates_or_merges(void **state)
+{
+    (void)state;
+    const char *sql = cat(COMMON_NEW, KERNEL_NEW,
+                          "INSERT INTO StringIds VALUES(20, CAST(X'6B0041' AS TEXT)), (21, CAST(X'6B0042' AS TEXT)),"
+                          " (22, 'k'), (23, CAST(X'6BFF41' AS TEXT));"
+                          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+                          " (1000,2000,0,1,NULL,7,1,100<<24,20,20,0,1,1,1,1,1,1,0,0,0),"
+                          " (3000,4000,0,1,NULL,7,2,100<<24,21,21,0,1,1,1,1,1,1,0,0,0),"
+                          " (5000,6000,0,1,NULL,7,3,100<<24,22,22,0,1,1,1,1,1,1,0,0,0),"
+                          " (7000,8000,0,1,NULL,7,4,100<<24,23,23,0,1,1,1,1,1,1,0,0,0);", NULL);
+    fa_import_stats st;
+    fa_trace *t = import_ok(make_db("nulnames.sqlite", sql), &st);
+    assert_int_equal(t->n_acts, 4);
+    assert_non_null(find(t, "k\xEF\xBF\xBD" "00A"));
+    assert_non_null(find(t, "k\xEF\xBF\xBD" "00B"));
+    assert_non_null(find(t, "k"));
+    assert_non_null(find(t, "k\xEF\xBF\xBD" "FFA"));
+    assert_int_equal(st.n_nul_names, 2);
+    assert_int_equal(st.n_bad_utf8, 1);
+    fa_trace_free(t);
+}
+
+/* Issue 15: a start before the session's 0 was clamped and its duration lost. */
+static void test_nsys_negative_start_shifts_the_trace(void **state)
+{
+    (void)state;
+    const char *sql = cat(COMMON_NEW, KERNEL_NEW, RUNTIME,
+                          "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(-900,-850,0,(100<<24)+101,1,1,0,0);"
+                          "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES"
+                          " (-500,500,0,1,NULL,7,1,100<<24,6,2,64,4,2,1,128,1,1,0,0,0);");
+    fa_import_stats st;
+    fa_trace *t = import_ok(make_db("negstart.sqlite", sql), &st);
+    assert_int_equal(st.time_shift_ns, 900);
+    assert_int_equal(st.n_negative_times, 2);
+    const fa_activity *g = find(t, "void gemm<float>(float*)");
+    assert_int_equal(g->start_ns, 400);
+    assert_int_equal(g->end_ns, 1400);
+    assert_int_equal(g->flags & (FA_ACTF_ORPHAN | FA_ACTF_CLOCK_INVERSION), 0);
+    fa_trace_free(t);
+}
+
+/* Issue 15: an export read from a pipe (SQLite needs random access: a private copy) */
+static void test_nsys_export_from_pipe(void **state)
+{
+    (void)state;
+    const char *path = make_db("pipe.sqlite", cat(COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW));
+    int fd = fa_test_pipe_file(path);
+    assert_true(fd >= 0);
+    char dev[64];
+    snprintf(dev, sizeof dev, "/dev/fd/%d", fd);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    fa_import_stats st;
+    fa_status s = fa_import_file(ctx, dev, NULL, &t, &st);
+    if (s) fail_msg("%s", fa_ctx_errmsg(ctx));
+    assert_int_equal(st.n_kernels, 3);
+    assert_string_equal(t->source_path, dev);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+    close(fd);
+    fa_test_pipe_reap();
+}
+
+/* Issue 15: out of memory names the file (an address-space limit the records cannot fit in). */
+static void test_nsys_out_of_memory_names_the_file(void **state)
+{
+    (void)state;
+#if defined(__SANITIZE_ADDRESS__)
+    skip();
+#else
+    const char *path = make_db("oom.sqlite",
+                               cat(COMMON_NEW, KERNEL_NEW,
+                                   "WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 600000)"
+                                   " INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL SELECT i*10, i*10+5, 0, 1, NULL, 7, i,"
+                                   " 100<<24, 6, 2, 64, 4, 2, 1, 128, 1, 1, 0, 0, 0 FROM r;", NULL));
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(pfd[0]);
+        fa_ctx *ctx = fa_ctx_create();
+        FILE *f = fopen("/proc/self/statm", "r");
+        unsigned long pages = 0;
+        if (!f || fscanf(f, "%lu", &pages) != 1) _exit(3);
+        fclose(f);
+        struct rlimit rl;
+        rl.rlim_cur = rl.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + (48u << 20);
+        if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(3);
+        fa_trace *t = NULL;
+        fa_status s = fa_import_nsys(ctx, path, &t, NULL);
+        const char *m = fa_ctx_errmsg(ctx);
+        if (write(pfd[1], m, strlen(m)) < 0) _exit(3);
+        _exit(s == FA_ERR_NOMEM ? 0 : 2);
+    }
+    close(pfd[1]);
+    char msg[1024] = {0};
+    ssize_t r = read(pfd[0], msg, sizeof msg - 1);
+    (void)r;
+    close(pfd[0]);
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) fail_msg("child status %d, message: %s", ws, msg);
+    assert_non_null(strstr(msg, "oom.sqlite"));
+    assert_non_null(strstr(msg, "out of memory"));
+#endif
+}
+
 static void test_nsys_not_sqlite_or_not_an_export_refused(void **state)
 {
     (void)state;
@@ -356,6 +514,11 @@ int main(void)
         cmocka_unit_test(test_nsys_missing_runtime_column_and_string_table_named),
         cmocka_unit_test(test_nsys_metadata_only_is_no_gpu_activity),
         cmocka_unit_test(test_nsys_no_runtime_table_kernels_kept_as_orphans),
+        cmocka_unit_test(test_nsys_null_text_real_times_or_ids_skip_the_row),
+        cmocka_unit_test(test_nsys_nul_in_string_ids_never_truncates_or_merges),
+        cmocka_unit_test(test_nsys_negative_start_shifts_the_trace),
+        cmocka_unit_test(test_nsys_export_from_pipe),
+        cmocka_unit_test(test_nsys_out_of_memory_names_the_file),
         cmocka_unit_test(test_nsys_not_sqlite_or_not_an_export_refused),
         cmocka_unit_test(test_nsys_corpus_perlmutter_export),
     };

@@ -594,6 +594,65 @@ static void test_gather_elements_axis0(void **s)
     t_free(t);
 }
 
+/* ------------------------------------------------------------ GatherND (Operators.md examples) */
+
+static void test_gathernd_tuples_select_elements_and_rows(void **s)
+{
+    T *t = t_new(13);
+    int64_t d2[2] = {2, 2}, d3[3] = {2, 2, 2}, i22[2] = {2, 2}, i21[2] = {2, 1};
+    t_iota(t, "x", 2, d2);
+    t_iota(t, "x3", 3, d3);
+    t_tensor(t, "full", FA_DTYPE_INT64, 2, i22, (int64_t[]){0, 0, 1, 1});
+    t_tensor(t, "rows", FA_DTYPE_INT64, 2, i21, (int64_t[]){1, 0});
+    t_tensor(t, "neg", FA_DTYPE_INT64, 2, i22, (int64_t[]){0, -1, -1, 0});
+    /* example 1: full tuples pick elements */
+    fa_node *n = t_node(t, "GatherND", 2, (const char *[]){"x", "full"}, 1, Y);
+    assert_int_equal(t_run(t, n), FA_OK);
+    assert_dims(&t->out[0], 1, (int64_t[]){2});
+    assert_f32(&t->out[0], (float[]){0, 3}, 2);
+    free(t->out[0].data);
+    t->n_out = 0;
+    /* example 2: one index per tuple picks rows */
+    n = t_node(t, "GatherND", 2, (const char *[]){"x", "rows"}, 1, (const char *[]){"y2"});
+    assert_int_equal(t_run(t, n), FA_OK);
+    assert_dims(&t->out[0], 2, (int64_t[]){2, 2});
+    assert_f32(&t->out[0], (float[]){2, 3, 0, 1}, 4);
+    free(t->out[0].data);
+    t->n_out = 0;
+    /* example 3 with negative indices: data rank 3, tuples of 2 pick rows of the last dim */
+    n = t_node(t, "GatherND", 2, (const char *[]){"x3", "neg"}, 1, (const char *[]){"y3"});
+    assert_int_equal(t_run(t, n), FA_OK);
+    assert_dims(&t->out[0], 2, (int64_t[]){2, 2});
+    assert_f32(&t->out[0], (float[]){2, 3, 4, 5}, 4);
+    t_free(t);
+}
+
+static void test_gathernd_batch_dims_and_errors(void **s)
+{
+    T *t = t_new(13);
+    int64_t d3[3] = {2, 2, 2}, i21[2] = {2, 1}, i3[2] = {2, 3}, i1[1] = {1};
+    t_iota(t, "x3", 3, d3);
+    t_tensor(t, "rows", FA_DTYPE_INT64, 2, i21, (int64_t[]){1, 0});
+    t_tensor(t, "long", FA_DTYPE_INT64, 2, i3, (int64_t[]){0, 0, 0, 1, 1, 1});
+    t_tensor(t, "far", FA_DTYPE_INT64, 1, i1, (int64_t[]){2});
+    /* example 5: batch_dims 1, each batch picks its own row */
+    fa_node *n = t_node(t, "GatherND", 2, (const char *[]){"x3", "rows"}, 1, Y);
+    fa_node_add_attr_int(t->g, n, "batch_dims", 1);
+    assert_int_equal(t_run(t, n), FA_OK);
+    assert_dims(&t->out[0], 2, (int64_t[]){2, 2});
+    assert_f32(&t->out[0], (float[]){2, 3, 4, 5}, 4);
+    free(t->out[0].data);
+    t->n_out = 0;
+    /* tuples longer than data rank - batch_dims */
+    fa_node *m = t_node(t, "GatherND", 2, (const char *[]){"x3", "long"}, 1, (const char *[]){"z"});
+    fa_node_add_attr_int(t->g, m, "batch_dims", 1);
+    assert_node_error(t, t_run(t, m), FA_ERR_INPUT, m, "last dim");
+    /* an index past its dim */
+    fa_node *o = t_node(t, "GatherND", 2, (const char *[]){"x3", "far"}, 1, (const char *[]){"w"});
+    assert_node_error(t, t_run(t, o), FA_ERR_INPUT, o, "out of range");
+    t_free(t);
+}
+
 /* ------------------------------------------------------------ Expand / Tile */
 
 static void test_expand_bidirectional_broadcast(void **s)
@@ -883,7 +942,7 @@ static void test_depth_to_space_dcr_crd_and_space_to_depth_roundtrip(void **s)
 static void test_registry_has_every_shape_op_with_pattern_and_kernel(void **s)
 {
     const char *ops[] = {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Concat",
-                         "Split", "Slice", "Gather", "GatherElements", "Expand", "Tile", "Pad", "Shape",
+                         "Split", "Slice", "Gather", "GatherElements", "GatherND", "Expand", "Tile", "Pad", "Shape",
                          "Size", "Constant", "ConstantOfShape", "Range", "OneHot", "NonZero",
                          "DepthToSpace", "SpaceToDepth"};
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
@@ -952,6 +1011,8 @@ int main(void)
         cmocka_unit_test(test_gather_axis1_negative_indices),
         cmocka_unit_test(test_gather_scalar_index_drops_axis_and_range_checked),
         cmocka_unit_test(test_gather_elements_axis0),
+        cmocka_unit_test(test_gathernd_tuples_select_elements_and_rows),
+        cmocka_unit_test(test_gathernd_batch_dims_and_errors),
         cmocka_unit_test(test_expand_bidirectional_broadcast),
         cmocka_unit_test(test_expand_incompatible_shape_is_input_error),
         cmocka_unit_test(test_tile_repeats),

@@ -1,0 +1,351 @@
+/* analyzer/trace_patterns — the op alphabet of trace advice (what each GPU kernel computes, read
+ * from its kernel name, its cpu op or both) and the named fusion patterns, as data: each pattern
+ * is a line of text (steps over the alphabet, kernels that may sit between members, cpu-op /
+ * module frames that name it, what would fuse it), compiled once and matched on each stream. */
+#include "analyzer/trace_advice.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---------------------------------------------------------------- the op alphabet ---- */
+
+/* Keys. Index = key id (FA_TA_KEY_*); stable within a build only (never stored as numbers). */
+static const char *const k_keys[FA_TA_KEY_COUNT] = {
+    "other", "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "tanh", "erf", "sigmoid",
+    "silu", "gelu", "relu", "where", "fill", "copy", "cat", "mean", "sum", "amax", "var", "softmax",
+    "layer_norm", "rms_norm", "dropout", "clamp", "gemm", "conv", "attention", "index", "embedding", "batch_norm"};
+
+const char *fa_ta_key_name(int key)
+{
+    return key >= 0 && key < FA_TA_KEY_COUNT ? k_keys[key] : "other";
+}
+
+int fa_ta_key_parse(const char *s, size_t n)
+{
+    for (int k = 0; k < FA_TA_KEY_COUNT; k++)
+        if (strlen(k_keys[k]) == n && !strncmp(k_keys[k], s, n)) return k;
+    return -1;
+}
+
+/* cpu op names (aten::, after the namespace, trailing '_' of in-place ops removed) -> key.
+ * PyTorch's native_functions.yaml names; both the public op and the one that launches. */
+static const struct { const char *op; int key; } k_ops[] = {
+    {"add", FA_TA_KEY_ADD}, {"sub", FA_TA_KEY_SUB}, {"rsub", FA_TA_KEY_SUB}, {"mul", FA_TA_KEY_MUL},
+    {"div", FA_TA_KEY_DIV}, {"neg", FA_TA_KEY_NEG}, {"pow", FA_TA_KEY_POW}, {"square", FA_TA_KEY_POW},
+    {"sqrt", FA_TA_KEY_SQRT}, {"rsqrt", FA_TA_KEY_RSQRT}, {"exp", FA_TA_KEY_EXP}, {"log", FA_TA_KEY_LOG},
+    {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"sigmoid", FA_TA_KEY_SIGMOID}, {"silu", FA_TA_KEY_SILU},
+    {"gelu", FA_TA_KEY_GELU}, {"relu", FA_TA_KEY_RELU}, {"where", FA_TA_KEY_WHERE}, {"masked_fill", FA_TA_KEY_WHERE},
+    {"fill", FA_TA_KEY_FILL}, {"zero", FA_TA_KEY_FILL}, {"copy", FA_TA_KEY_COPY}, {"to", FA_TA_KEY_COPY},
+    {"_to_copy", FA_TA_KEY_COPY}, {"contiguous", FA_TA_KEY_COPY}, {"clone", FA_TA_KEY_COPY}, {"type_as", FA_TA_KEY_COPY},
+    {"cat", FA_TA_KEY_CAT}, {"mean", FA_TA_KEY_MEAN}, {"sum", FA_TA_KEY_SUM}, {"amax", FA_TA_KEY_AMAX},
+    {"max", FA_TA_KEY_AMAX}, {"var", FA_TA_KEY_VAR}, {"var_mean", FA_TA_KEY_VAR}, {"softmax", FA_TA_KEY_SOFTMAX},
+    {"_softmax", FA_TA_KEY_SOFTMAX}, {"log_softmax", FA_TA_KEY_SOFTMAX}, {"_log_softmax", FA_TA_KEY_SOFTMAX},
+    {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"native_layer_norm", FA_TA_KEY_LAYER_NORM},
+    {"rms_norm", FA_TA_KEY_RMS_NORM}, {"_fused_rms_norm", FA_TA_KEY_RMS_NORM}, {"dropout", FA_TA_KEY_DROPOUT},
+    {"native_dropout", FA_TA_KEY_DROPOUT}, {"clamp", FA_TA_KEY_CLAMP}, {"clamp_min", FA_TA_KEY_CLAMP},
+    {"addmm", FA_TA_KEY_GEMM}, {"mm", FA_TA_KEY_GEMM}, {"bmm", FA_TA_KEY_GEMM}, {"baddbmm", FA_TA_KEY_GEMM},
+    {"matmul", FA_TA_KEY_GEMM}, {"linear", FA_TA_KEY_GEMM}, {"_scaled_mm", FA_TA_KEY_GEMM},
+    {"convolution", FA_TA_KEY_CONV}, {"_convolution", FA_TA_KEY_CONV}, {"cudnn_convolution", FA_TA_KEY_CONV},
+    {"conv2d", FA_TA_KEY_CONV}, {"scaled_dot_product_attention", FA_TA_KEY_ATTENTION},
+    {"_scaled_dot_product_flash_attention", FA_TA_KEY_ATTENTION},
+    {"_scaled_dot_product_efficient_attention", FA_TA_KEY_ATTENTION},
+    {"_scaled_dot_product_cudnn_attention", FA_TA_KEY_ATTENTION}, {"_flash_attention_forward", FA_TA_KEY_ATTENTION},
+    {"_efficient_attention_forward", FA_TA_KEY_ATTENTION}, {"index", FA_TA_KEY_INDEX},
+    {"index_select", FA_TA_KEY_INDEX}, {"gather", FA_TA_KEY_INDEX}, {"embedding", FA_TA_KEY_EMBEDDING},
+};
+
+int fa_ta_key_of_op(const char *op)
+{
+    if (!op || !*op) return -1;
+    const char *s = op;
+    const char *c = strstr(s, "::");
+    if (c) s = c + 2;
+    size_t n = strlen(s);
+    while (n > 1 && s[n - 1] == '_' && s[0] != '_') n--; /* add_ -> add; keep _to_copy */
+    for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
+        if (strlen(k_ops[i].op) == n && !strncmp(k_ops[i].op, s, n)) return k_ops[i].key;
+    return -1;
+}
+
+/* Kernel names -> key: case-insensitive substrings of the normalised name, the PyTorch functor
+ * in "<...>" first (CUDA and ROCm eager builds name the same templates: HIP keeps them), then the
+ * kernel's own name. Tried in order; the first match wins ("rsqrt" before "sqrt", "catarray"
+ * before "copy", "softmax" before "max"). */
+static const struct { const char *sub; int key; } k_kernel_keys[] = {
+    {"softmax", FA_TA_KEY_SOFTMAX}, {"bn_fw", FA_TA_KEY_BATCH_NORM}, {"bn_bw", FA_TA_KEY_BATCH_NORM},
+    {"batch_norm", FA_TA_KEY_BATCH_NORM}, {"batchnorm", FA_TA_KEY_BATCH_NORM}, {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"layernorm", FA_TA_KEY_LAYER_NORM},
+    {"rowwisemoments", FA_TA_KEY_LAYER_NORM}, {"rms_norm", FA_TA_KEY_RMS_NORM}, {"rmsnorm", FA_TA_KEY_RMS_NORM},
+    {"catarraybatchedcopy", FA_TA_KEY_CAT}, {"cat_", FA_TA_KEY_CAT}, {"rsqrt", FA_TA_KEY_RSQRT},
+    {"sqrt", FA_TA_KEY_SQRT}, {"pow", FA_TA_KEY_POW}, {"silu", FA_TA_KEY_SILU}, {"gelu", FA_TA_KEY_GELU},
+    {"sigmoid", FA_TA_KEY_SIGMOID}, {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"exp", FA_TA_KEY_EXP},
+    {"neg", FA_TA_KEY_NEG}, {"relu", FA_TA_KEY_RELU}, {"threshold", FA_TA_KEY_RELU}, {"where", FA_TA_KEY_WHERE},
+    {"masked_fill", FA_TA_KEY_WHERE}, {"fill", FA_TA_KEY_FILL}, {"dropout", FA_TA_KEY_DROPOUT},
+    {"clamp", FA_TA_KEY_CLAMP}, {"mean", FA_TA_KEY_MEAN}, {"welford", FA_TA_KEY_VAR}, {"sum", FA_TA_KEY_SUM},
+    {"maxops", FA_TA_KEY_AMAX}, {"<max", FA_TA_KEY_AMAX}, {"amax", FA_TA_KEY_AMAX}, {"copy", FA_TA_KEY_COPY},
+    {"<add", FA_TA_KEY_ADD}, {"add_kernel", FA_TA_KEY_ADD}, {"<sub", FA_TA_KEY_SUB}, {"<mul", FA_TA_KEY_MUL},
+    {"mul_kernel", FA_TA_KEY_MUL}, {"<div", FA_TA_KEY_DIV}, {"div_", FA_TA_KEY_DIV}, {"<log", FA_TA_KEY_LOG},
+    {"flash", FA_TA_KEY_ATTENTION}, {"fmha", FA_TA_KEY_ATTENTION}, {"attention", FA_TA_KEY_ATTENTION},
+    {"indexselect", FA_TA_KEY_INDEX}, {"index_elementwise", FA_TA_KEY_INDEX}, {"gather", FA_TA_KEY_INDEX},
+    {"embedding", FA_TA_KEY_EMBEDDING},
+};
+
+int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
+{
+    if (!token) return -1;
+    /* GEMM / convolution kernels are named by library (cutlass, cuBLAS, Tensile Cijk_, MIOpen):
+     * the class says it */
+    if (cls == FA_KCLASS_GEMM) return strcasestr(token, "flash") || strcasestr(token, "fmha") ? FA_TA_KEY_ATTENTION : FA_TA_KEY_GEMM;
+    if (cls == FA_KCLASS_CONV) return FA_TA_KEY_CONV;
+    const char *lt = strchr(token, '<');
+    for (int pass = 0; pass < 2; pass++) {
+        /* pass 0: the functor in <...> (with its '<'), pass 1: the whole name */
+        const char *hay = pass == 0 ? lt : token;
+        if (!hay) continue;
+        for (size_t i = 0; i < sizeof k_kernel_keys / sizeof k_kernel_keys[0]; i++)
+            if (strcasestr(hay, k_kernel_keys[i].sub)) return k_kernel_keys[i].key;
+        if (pass == 0) {
+            /* a bare functor "<add>", "<Mul>" */
+            char f[32];
+            size_t n = strcspn(lt + 1, ">");
+            if (n > 0 && n < sizeof f) {
+                for (size_t k = 0; k < n; k++) f[k] = (char)tolower((unsigned char)lt[1 + k]);
+                int key = fa_ta_key_parse(f, n);
+                if (key >= 0) return key;
+            }
+        }
+    }
+    return -1;
+}
+
+/* ---------------------------------------------------------------- the patterns ---- */
+
+/* Named patterns, most specific first (the first that matches at a position wins). steps:
+ * op keys separated by spaces; "a|b" alternatives; "?" optional; "+" one or more (at most
+ * FA_TA_MAX_PATTERN members in all). skip: keys of kernels that may sit between two members
+ * without joining the group (SwiGLU's up-projection GEMM between SiLU and the multiply).
+ * stack: "|"-separated case-insensitive substrings of a cpu-op or nn.Module frame; kernels that
+ * all run under one such frame form the pattern whatever their names. fix: what would fuse it.
+ * Sources for the decompositions: Hugging Face transformers LlamaRMSNorm (pow, mean, add, rsqrt,
+ * mul, to, mul), apply_rotary_pos_emb / rotate_half (mul, neg, cat, mul, add), LlamaMLP
+ * (silu(gate) * up), GPT-2 NewGELUActivation (tanh approximation), torch.nn.functional.gelu
+ * (erf), the softmax definition (max, sub, exp, sum, div). */
+static const fa_ta_pattern_def k_patterns[] = {
+    {"residual add + RMSNorm", "add copy? pow mean add rsqrt mul copy? mul", NULL, NULL,
+     "a fused add+RMSNorm kernel (Liger / Transformer Engine / vLLM fused_add_rms_norm), torch.compile, or fuse-advise's "
+     "generated reduction kernel from the same cluster description (one read of x and the residual, one write)", true},
+    {"RMSNorm", "copy? pow mean add rsqrt mul copy? mul", NULL, "rmsnorm|rms_norm",
+     "torch.nn.functional.rms_norm (fused in PyTorch >= 2.4), Apex FusedRMSNorm, torch.compile, or fuse-advise's generated "
+     "reduction kernel (reads x once, writes y once)", true},
+    {"LayerNorm (decomposed)", "copy? mean sub pow mean add sqrt|rsqrt div|mul mul? add?", NULL, NULL,
+     "torch.nn.functional.layer_norm (one fused kernel), Apex FusedLayerNorm, torch.compile, or fuse-advise's generated "
+     "reduction kernel", true},
+    {"residual add + LayerNorm", "add layer_norm", NULL, NULL,
+     "a fused add+LayerNorm kernel (Apex / Transformer Engine / Liger), torch.compile, or fuse-advise's generated kernel",
+     true},
+    {"softmax (decomposed)", "amax sub exp sum div", NULL, NULL,
+     "torch.softmax (one fused kernel), torch.compile, or fuse-advise's generated reduction kernel", true},
+    {"scaled masked softmax", "mul|div add|where softmax", NULL, NULL,
+     "torch.nn.functional.scaled_dot_product_attention (FlashAttention / memory-efficient kernels fuse scale, mask and "
+     "softmax with both GEMMs), or a fused scale+mask+softmax kernel", false},
+    {"rotary embedding", "mul neg cat mul add", NULL, "rotary|rope",
+     "a fused rotary-embedding kernel (FlashAttention apply_rotary_emb, Liger, vLLM), torch.compile, or fuse-advise's "
+     "generated elementwise kernel", true},
+    {"GELU (tanh approximation, decomposed)", "mul? pow mul add mul tanh add mul mul?", NULL, "gelu",
+     "torch.nn.functional.gelu(approximate='tanh') (one kernel), a GEMM epilogue (cuBLASLt GELU), or torch.compile", true},
+    {"GELU (erf, decomposed)", "mul? div erf add mul mul?", NULL, NULL,
+     "torch.nn.functional.gelu (one kernel), a GEMM epilogue (cuBLASLt GELU), or torch.compile", true},
+    {"bias + GELU", "add gelu", NULL, NULL,
+     "the GEMM's epilogue (cuBLASLt CUBLASLT_EPILOGUE_GELU_BIAS, nn.Linear with the bias folded), or one elementwise "
+     "kernel (torch.compile, fuse-advise's generated kernel)", false},
+    {"SiLU * mul (SwiGLU)", "silu mul", "gemm", "swiglu|silu_and_mul",
+     "a fused SiLU-and-multiply kernel (vLLM silu_and_mul, Liger SwiGLU, Transformer Engine), torch.compile, or "
+     "fuse-advise's generated elementwise kernel", false},
+    {"dtype-copy chain", "copy add|sub|mul|div|neg|exp|tanh|sigmoid|silu|gelu|relu|pow|sqrt|rsqrt|where|clamp+ copy", NULL,
+     NULL,
+     "do the arithmetic in registers at the higher precision inside one kernel (torch.compile, fuse-advise's generated "
+     "kernel) instead of materialising the up- and down-cast tensors", true},
+};
+
+const fa_ta_pattern_def *fa_ta_patterns(int *n)
+{
+    if (n) *n = (int)(sizeof k_patterns / sizeof k_patterns[0]);
+    return k_patterns;
+}
+
+/* ---- compiled form ---- */
+
+typedef struct cstep {
+    uint64_t keys;  /* bit set of keys */
+    bool optional, repeat;
+} cstep;
+
+typedef struct cpat {
+    int n;
+    cstep st[FA_TA_MAX_PATTERN];
+    uint64_t skip;
+    const char *stack; /* from the def */
+} cpat;
+
+struct fa_ta_matcher {
+    int n;
+    cpat *p;
+};
+
+static fa_status parse_keys(fa_ctx *ctx, const char *name, const char *s, size_t n, uint64_t *out)
+{
+    uint64_t set = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && s[j] != '|') j++;
+        int k = fa_ta_key_parse(s + i, j - i);
+        if (k < 0)
+            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "pattern '%s': unknown op key '%.*s'", name, (int)(j - i), s + i);
+        set |= 1ull << k;
+        i = j + 1;
+    }
+    *out = set;
+    return FA_OK;
+}
+
+fa_status fa_ta_matcher_create(fa_ctx *ctx, const fa_ta_pattern_def *defs, int n, fa_ta_matcher **out)
+{
+    fa_ta_matcher *m = calloc(1, sizeof *m);
+    if (!m || !(m->p = calloc((size_t)(n ? n : 1), sizeof *m->p))) {
+        free(m);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory compiling trace patterns");
+    }
+    m->n = n;
+    for (int i = 0; i < n; i++) {
+        cpat *c = &m->p[i];
+        c->stack = defs[i].stack;
+        const char *s = defs[i].steps;
+        while (*s) {
+            while (*s == ' ') s++;
+            if (!*s) break;
+            size_t len = strcspn(s, " ");
+            bool opt = false, rep = false;
+            size_t kl = len;
+            while (kl > 0 && (s[kl - 1] == '?' || s[kl - 1] == '+')) {
+                if (s[kl - 1] == '?') opt = true;
+                else rep = true;
+                kl--;
+            }
+            if (c->n == FA_TA_MAX_PATTERN) {
+                fa_ta_matcher_free(m);
+                return fa_ctx_error(ctx, FA_ERR_INTERNAL, "pattern '%s': more than %d steps", defs[i].name, FA_TA_MAX_PATTERN);
+            }
+            fa_status st = parse_keys(ctx, defs[i].name, s, kl, &c->st[c->n].keys);
+            if (st) {
+                fa_ta_matcher_free(m);
+                return st;
+            }
+            c->st[c->n].optional = opt;
+            c->st[c->n].repeat = rep;
+            c->n++;
+            s += len;
+        }
+        if (defs[i].skip) {
+            fa_status st = parse_keys(ctx, defs[i].name, defs[i].skip, strlen(defs[i].skip), &c->skip);
+            if (st) {
+                fa_ta_matcher_free(m);
+                return st;
+            }
+        }
+    }
+    *out = m;
+    return FA_OK;
+}
+
+void fa_ta_matcher_free(fa_ta_matcher *m)
+{
+    if (!m) return;
+    free(m->p);
+    free(m);
+}
+
+/* Backtracking match of pattern c at keys[pos..n): members[] gets the positions of the member
+ * kernels. Returns the number of members, 0 for no match. Steps are few (<= 16) and the window
+ * is bounded, so the search is bounded by a constant per position. */
+static int match_from(const cpat *c, int step, const int *keys, int n, int pos, int *members, int nm, int budget_skip,
+                      int *work)
+{
+    if (++*work > 4096) return 0; /* a hard cap on backtracking per start position */
+    if (step == c->n) return nm;
+    const cstep *s = &c->st[step];
+    if (s->optional) {
+        /* take it when the next kernel matches (the longer match), else leave it out */
+        if (pos < n && (s->keys >> keys[pos] & 1) && nm < FA_TA_MAX_PATTERN) {
+            members[nm] = pos;
+            int r = match_from(c, step + 1, keys, n, pos + 1, members, nm + 1, budget_skip, work);
+            if (r) return r;
+        }
+        return match_from(c, step + 1, keys, n, pos, members, nm, budget_skip, work);
+    }
+    /* skipped kernels between members (not before the first) */
+    int p = pos;
+    int skips = 0;
+    for (;;) {
+        if (p >= n) return 0;
+        if (s->keys >> keys[p] & 1) break;
+        if (nm == 0 || !(c->skip >> keys[p] & 1) || skips >= budget_skip) return 0;
+        p++;
+        skips++;
+    }
+    if (nm >= FA_TA_MAX_PATTERN) return 0;
+    members[nm] = p;
+    if (s->repeat) {
+        /* greedy: as many as match, then give back */
+        int q = p + 1, cnt = 1;
+        while (q < n && (s->keys >> keys[q] & 1) && nm + cnt < FA_TA_MAX_PATTERN) {
+            members[nm + cnt] = q;
+            q++;
+            cnt++;
+        }
+        for (; cnt >= 1; cnt--) {
+            int r = match_from(c, step + 1, keys, n, p + cnt, members, nm + cnt, budget_skip, work);
+            if (r) return r;
+        }
+        return 0;
+    }
+    return match_from(c, step + 1, keys, n, p + 1, members, nm + 1, budget_skip, work);
+}
+
+int fa_ta_matcher_match(const fa_ta_matcher *m, const int *keys, int n, int *pattern, int *members)
+{
+    if (n <= 0) return 0;
+    for (int i = 0; i < m->n; i++) {
+        const cpat *c = &m->p[i];
+        int work = 0;
+        int r = match_from(c, 0, keys, n, 0, members, 0, 2, &work);
+        if (r >= 2 && members[0] == 0) {
+            *pattern = i;
+            return r;
+        }
+    }
+    return 0;
+}
+
+/* The pattern a frame name denotes ("nn.Module: LlamaRMSNorm_3" -> RMSNorm), -1 none. */
+int fa_ta_matcher_stack(const fa_ta_matcher *m, const char *frame)
+{
+    if (!frame) return -1;
+    for (int i = 0; i < m->n; i++) {
+        const char *st = m->p[i].stack;
+        if (!st) continue;
+        while (*st) {
+            size_t l = strcspn(st, "|");
+            char sub[64];
+            if (l > 0 && l < sizeof sub) {
+                memcpy(sub, st, l);
+                sub[l] = 0;
+                if (strcasestr(frame, sub)) return i;
+            }
+            st += l;
+            if (*st == '|') st++;
+        }
+    }
+    return -1;
+}

@@ -1,0 +1,102 @@
+/* roofline/gpu_roofs — theoretical GPU roofs from the vendors' data sheets, and the fusion cost
+ * model both the trace advice and the ONNX advisor predict savings with. */
+#include "roofline/roofline.h"
+
+#include <ctype.h>
+#include <string.h>
+#include <strings.h>
+
+static bool has(const char *hay, const char *needle)
+{
+    return strcasestr(hay, needle) != NULL;
+}
+
+/* a whole word (not inside a longer alphanumeric run), case-insensitive */
+static bool has_word(const char *hay, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = hay; (p = strcasestr(p, w)) != NULL; p++)
+        if ((p == hay || !isalnum((unsigned char)p[-1])) && !isalnum((unsigned char)p[n])) return true;
+    return false;
+}
+
+bool fa_gpu_roofs_for(const char *n, uint64_t mem, fa_gpu_roofs *out)
+{
+    /* GB/s, FP32 GFLOP/s, dense BF16/FP16 tensor GFLOP/s. Sources: NVIDIA A100 Tensor Core GPU
+     * data sheet (40GB 1555 GB/s, 80GB SXM 2039 GB/s, 80GB PCIe 1935; FP32 19.5 TF, BF16 312 TF);
+     * H100 data sheet (SXM 3.35 TB/s, 67 TF FP32, 989 TF BF16; PCIe 2 TB/s, 51 TF, 756 TF; NVL
+     * 3.9 TB/s, 60 TF, 835 TF); H200 data sheet (4.8 TB/s, 67 TF, 989 TF); V100 data sheet (SXM2
+     * 900 GB/s, 15.7 TF, 125 TF; PCIe 900 GB/s, 14 TF, 112 TF); T4 (320 GB/s, 8.1 TF, 65 TF);
+     * L4 (300 GB/s, 30.3 TF, 121 TF); A10 (600 GB/s, 31.2 TF, 125 TF); L40S (864 GB/s, 91.6 TF,
+     * 362 TF); GeForce RTX 2080 Ti (616 GB/s, 13.4 TF); AMD Instinct MI300X data sheet (5.3 TB/s,
+     * 163.4 TF FP32, 1307.4 TF BF16), MI250X (3.2768 TB/s, 47.9 TF, 383 TF), MI210 (1.6384 TB/s,
+     * 22.6 TF, 181 TF). Dense (no sparsity) figures throughout. */
+    fa_gpu_roofs r = {0, 0, 0, NULL};
+    if (!n) n = "";
+    if (has(n, "A100")) {
+        bool big = has(n, "80GB") || mem > (uint64_t)48 << 30;
+        bool pcie = has(n, "PCIe");
+        r = (fa_gpu_roofs){big ? (pcie ? 1935 : 2039) : 1555, 19500, 312000,
+                           big ? (pcie ? "A100 80GB PCIe" : "A100 80GB SXM") : "A100 40GB"};
+    } else if (has(n, "H200")) {
+        r = (fa_gpu_roofs){4800, 67000, 989000, "H200"};
+    } else if (has(n, "H100")) {
+        if (has(n, "PCIe")) r = (fa_gpu_roofs){2000, 51000, 756000, "H100 PCIe"};
+        else if (has(n, "NVL")) r = (fa_gpu_roofs){3900, 60000, 835000, "H100 NVL"};
+        else r = (fa_gpu_roofs){3350, 67000, 989000, "H100 SXM"};
+    } else if (has(n, "V100")) {
+        r = has(n, "PCIe") ? (fa_gpu_roofs){900, 14000, 112000, "V100 PCIe"} : (fa_gpu_roofs){900, 15700, 125000, "V100 SXM2"};
+    } else if (has(n, "2080 Ti")) {
+        r = (fa_gpu_roofs){616, 13400, 0, "RTX 2080 Ti"};
+    } else if (has_word(n, "T4")) {
+        r = (fa_gpu_roofs){320, 8100, 65000, "T4"};
+    } else if (has_word(n, "L4")) {
+        r = (fa_gpu_roofs){300, 30300, 121000, "L4"};
+    } else if (has_word(n, "A10")) {
+        r = (fa_gpu_roofs){600, 31200, 125000, "A10"};
+    } else if (has(n, "L40S")) {
+        r = (fa_gpu_roofs){864, 91600, 362000, "L40S"};
+    } else if (has(n, "MI300X")) {
+        r = (fa_gpu_roofs){5300, 163400, 1307400, "MI300X"};
+    } else if (has(n, "MI250X")) {
+        r = (fa_gpu_roofs){3276.8, 47900, 383000, "MI250X"};
+    } else if (has(n, "MI210")) {
+        r = (fa_gpu_roofs){1638.4, 22600, 181000, "MI210"};
+    }
+    if (out) *out = r;
+    return r.label != NULL;
+}
+
+void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gflops, fa_fusion_estimate *out)
+{
+    double occ = in->occurrences > 0 ? (double)in->occurrences : 1.0;
+    double floor_total = in->floor_ns > 0 ? in->floor_ns * occ : 0;
+    double fused;
+    const char *basis;
+    if (in->read_bytes >= 0 && in->write_bytes >= 0 && mem_gbs > 0) {
+        double t_mem = (in->read_bytes + in->write_bytes) / mem_gbs; /* GB/s = bytes per ns */
+        double t_cmp = in->flops > 0 && peak_gflops > 0 ? in->flops / peak_gflops : 0; /* GFLOP/s = FLOP per ns */
+        fused = t_mem;
+        basis = "memory roof: external inputs read once and outputs written once, bytes estimated from the cpu ops' "
+                "Input Dims and dtypes";
+        if (t_cmp > fused) {
+            fused = t_cmp;
+            basis = "compute roof: FLOPs estimated from the cpu ops' Input Dims";
+        }
+        if (fused < floor_total) {
+            fused = floor_total;
+            basis = "the fastest member's median time (a fused kernel is not faster than the shortest kernel here); "
+                    "bytes estimated from Input Dims";
+        }
+    } else {
+        fused = in->longest_member_ns * occ;
+        basis = "bytes unknown (no Input Dims): the fused kernel is taken to last as long as the slowest member";
+    }
+    double total = in->member_ns + in->gaps_ns;
+    double saving = total - fused;
+    if (saving < 0) saving = 0;
+    if (saving > total) saving = total;
+    out->fused_ns = fused;
+    out->saving_ns = saving;
+    out->basis = basis;
+}
