@@ -2175,7 +2175,16 @@ static fa_status dql_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
     fa_status st = q_check(ctx, g, n, x, &axis);
     if (st) return st;
     fa_tensor *s = fa_graph_in(g, n, 1);
-    fa_set_out(g, n, 0, s->dtype ? s->dtype : FA_DTYPE_FLOAT, x->rank, x->dims);
+    /* y's type: output_dtype (opset 23+) when given, else x_scale's */
+    int64_t od = fa_node_attr_int(n, "output_dtype", 0);
+    fa_dtype yt = s->dtype ? s->dtype : FA_DTYPE_FLOAT;
+    if (od) {
+        if (!is_float_type((fa_dtype)od))
+            return fa_node_unsupported(ctx, n, "output_dtype %lld (%s) is not a float type this op produces", (long long)od,
+                                       fa_dtype_name((fa_dtype)od));
+        yt = (fa_dtype)od;
+    }
+    fa_set_out(g, n, 0, yt, x->rank, x->dims);
     return FA_OK;
 }
 
