@@ -34,17 +34,7 @@ static bool dt_is_float(fa_dtype t)
            t == FA_DTYPE_BFLOAT16;
 }
 
-static bool dt_is_int(fa_dtype t) /* integer or bool */
-{
-    switch (t) {
-    case FA_DTYPE_UINT8: case FA_DTYPE_INT8: case FA_DTYPE_UINT16: case FA_DTYPE_INT16:
-    case FA_DTYPE_INT32: case FA_DTYPE_INT64: case FA_DTYPE_UINT32: case FA_DTYPE_UINT64:
-    case FA_DTYPE_BOOL:
-        return true;
-    default:
-        return false;
-    }
-}
+static bool dt_is_int(fa_dtype t) { return fa_dtype_is_integer(t); } /* integer or bool */
 
 static bool dt_is_numeric(fa_dtype t)
 {
@@ -58,21 +48,7 @@ static void store_d(void *d, fa_dtype dt, int64_t i, double v)
 {
     if (dt == FA_DTYPE_BOOL) { ((uint8_t *)d)[i] = v != 0.0; return; }
     if (!dt_is_int(dt)) { fa_store_from_double(d, dt, i, v); return; }
-    double lo, hi;
-    switch (dt) {
-    case FA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case FA_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
-    case FA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case FA_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
-    case FA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
-    case FA_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
-    case FA_DTYPE_UINT64: lo = 0; hi = 18446744073709549568.0; break;
-    default: lo = -9223372036854775808.0; hi = 9223372036854774784.0; break;
-    }
-    if (v != v) v = 0;
-    v = v < lo ? lo : v > hi ? hi : v;
-    if (dt == FA_DTYPE_UINT64) ((uint64_t *)d)[i] = (uint64_t)v;
-    else fa_store_from_i64(d, dt, i, (int64_t)v);
+    fa_store_clamped_int(d, dt, i, v);
 }
 
 static int64_t numel_of(int rank, const int64_t *dims)

@@ -1821,22 +1821,8 @@ static bool rz_axis_build(const rz_params *p, int a, rz_axis *ax)
  * half to even, clamp to the type's range (NaN gives 0). */
 static void store_saturated(fa_value *y, int64_t o, double v)
 {
-    double lo, hi;
-    switch (y->dtype) {
-    case FA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case FA_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
-    case FA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case FA_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
-    case FA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
-    case FA_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
-    case FA_DTYPE_UINT64: lo = 0; hi = 18446744073709549568.0; break;
-    case FA_DTYPE_BOOL: lo = 0; hi = 1; break;
-    default: lo = -9223372036854775808.0; hi = 9223372036854774784.0; break;
-    }
-    v = v != v ? 0 : nearbyint(v);
-    v = v < lo ? lo : v > hi ? hi : v;
-    if (y->dtype == FA_DTYPE_UINT64) ((uint64_t *)y->data)[o] = (uint64_t)v;
-    else fa_store_from_i64(y->data, y->dtype, o, (int64_t)v);
+    if (y->dtype == FA_DTYPE_BOOL) ((uint8_t *)y->data)[o] = v != 0.0;
+    else fa_store_clamped_int(y->data, y->dtype, o, nearbyint(v));
 }
 
 /* Reference Resize: separable per-axis taps (nearest 1, linear 2, cubic 4), product over axes

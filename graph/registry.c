@@ -501,3 +501,28 @@ bool fa_dtype_is_integer(fa_dtype t)
         return false;
     }
 }
+
+void fa_dtype_int_range(fa_dtype t, double *lo, double *hi)
+{
+    switch (t) {
+    case FA_DTYPE_INT8: *lo = INT8_MIN; *hi = INT8_MAX; break;
+    case FA_DTYPE_UINT8: *lo = 0; *hi = UINT8_MAX; break;
+    case FA_DTYPE_INT16: *lo = INT16_MIN; *hi = INT16_MAX; break;
+    case FA_DTYPE_UINT16: *lo = 0; *hi = UINT16_MAX; break;
+    case FA_DTYPE_INT32: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    case FA_DTYPE_UINT32: *lo = 0; *hi = UINT32_MAX; break;
+    case FA_DTYPE_UINT64: *lo = 0; *hi = 18446744073709549568.0; break;
+    case FA_DTYPE_BOOL: *lo = 0; *hi = 1; break;
+    default: *lo = -9223372036854775808.0; *hi = 9223372036854774784.0; break;
+    }
+}
+
+void fa_store_clamped_int(void *d, fa_dtype dt, int64_t i, double v)
+{
+    double lo, hi;
+    fa_dtype_int_range(dt, &lo, &hi);
+    if (v != v) v = 0;
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (dt == FA_DTYPE_UINT64) ((uint64_t *)d)[i] = (uint64_t)v;
+    else fa_store_from_i64(d, dt, i, (int64_t)v);
+}
