@@ -30,7 +30,7 @@ static const char *const k_kind_names[FA_CLUSTER_KIND_COUNT] = {"elementwise-cha
 static const char *const k_red_names[FA_RED_KIND_COUNT] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
                                                            "generic"};
 static const char *const k_status_names[FA_CLUSTER_STATUS_COUNT] = {
-    "proposed", "refused", "accepted", "rejected-verify", "rejected-no-gain", "rejected-regression", "rejected-error"};
+    "proposed", "refused", "accepted", "rejected-verify", "rejected-no-gain", "rejected-regression", "rejected-error", "not-tried"};
 
 const char *fa_cluster_kind_name(fa_cluster_kind k) { return (unsigned)k < FA_CLUSTER_KIND_COUNT ? k_kind_names[k] : "?"; }
 const char *fa_reduction_kind_name(fa_reduction_kind k) { return (unsigned)k < FA_RED_KIND_COUNT ? k_red_names[k] : "?"; }

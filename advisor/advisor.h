@@ -45,6 +45,7 @@ typedef enum fa_cluster_status {
     FA_CLUSTER_REJECTED_NO_GAIN = 4,/* applier: gain within the measured noise */
     FA_CLUSTER_REJECTED_REGRESSION = 5, /* applier: measurably slower */
     FA_CLUSTER_REJECTED_ERROR = 6, /* applier: codegen/compile/run failed */
+    FA_CLUSTER_NOT_TRIED = 7,      /* applier: beyond the apply stage's cap or time budget */
     FA_CLUSTER_STATUS_COUNT
 } fa_cluster_status;
 const char *fa_cluster_status_name(fa_cluster_status s);

@@ -112,9 +112,17 @@ fa_status fa_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const
             log[log_len] = 0;
         }
     }
-    if (!st && cr != NVRTC_SUCCESS)
-        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "%s:%d: nvrtcCompileProgram(%s, %s) failed: %s: %.1500s", __FILE__,
-                          cr_line, name, archopt, nvrtcGetErrorString(cr), log ? log : "");
+    if (!st && cr != NVRTC_SUCCESS) {
+        /* only NVRTC's diagnostics about the generated source, capped (fa_compiler_diagnostics) */
+        fa_buf d;
+        fa_buf_init(&d);
+        if (fa_compiler_diagnostics(&d, log ? log : "", log ? strlen(log) : 0, "fa_fused.cu", 1500) == 0)
+            fa_buf_puts(&d, "no diagnostic about the generated source");
+        fa_log(ctx, FA_LOG_DEBUG, "nvrtcCompileProgram at %s:%d", __FILE__, cr_line);
+        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "NVRTC compile of the generated kernel %s (%s) failed: %s: %s", name, archopt,
+                          nvrtcGetErrorString(cr), d.data ? d.data : "");
+        fa_buf_free(&d);
+    }
     uint8_t *bin = NULL;
     size_t bin_len = 0;
     if (!st) {

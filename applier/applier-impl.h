@@ -4,20 +4,6 @@
 
 #include "applier.h"
 
-typedef void (*fa_fused_fn)(const void *const *in, void *const *out, int threads);
-
-typedef struct fa_compiled {
-    void *handle;
-    fa_fused_fn fn;
-    char hash[65];
-    char path[4400];
-    bool cached;
-} fa_compiled;
-
-/* Compile generated C (see compile.c). *out owned by caller (fa_compiled_free). */
-fa_status fa_compile_c(fa_ctx *ctx, const char *src, size_t len, const char *fn_name, const char *cache_dir,
-                       fa_compiled **out);
-void fa_compiled_free(fa_compiled *c);
 
 /* Shared by the cpu and cuda appliers (applier/judge.c, applier/fused_graph.c). */
 int fa_apply_cmp_double(const void *a, const void *b);
@@ -33,6 +19,16 @@ void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *s
 typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject);
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
                               double *sa, double *sb);
+/* The clusters the apply stage tries (applier/judge.c, docs/codegen.md "Bounded apply"): every
+ * PROPOSED cluster ranked by est_saving_ns (highest first, ties by id), the first max_clusters
+ * kept, the others set FA_CLUSTER_NOT_TRIED with the reason. order[] (room for n_clusters) gets
+ * the kept ones' indices in rank order; returns their count. */
+int fa_apply_select(fa_plan *p, const fa_apply_options *o, int *order);
+/* Before starting cluster c: once the stage has run past its budget (since t0_ns, fa_now_ns),
+ * c is set FA_CLUSTER_NOT_TRIED with the reason and true returned. */
+bool fa_apply_budget_spent(fa_plan *p, fa_cluster *c, const fa_apply_options *o, uint64_t t0_ns);
+/* The option bounds both appliers enforce (tolerance finite, in (0, FA_APPLY_TOLERANCE_MAX]). */
+fa_status fa_apply_options_check(fa_ctx *ctx, const fa_apply_options *o);
 /* Clusters whose kernel is generated (elementwise chains, reductions, horizontal). */
 bool fa_apply_needs_codegen(const fa_cluster *c);
 /* OUT_DIR/kernels/NAME.EXT, atomically; nothing when out_dir is NULL. */

@@ -10,21 +10,88 @@
 #include "advisor/codegen.h"
 #include "runtime/runtime.h"
 
+/* Largest accepted verification tolerance: a relative error of 10% already lets a fused kernel
+ * that drops a term of the expression pass; beyond it verification would no longer verify.
+ * fa_apply / fa_apply_cuda refuse a tolerance that is not finite or outside (0, this]. */
+#define FA_APPLY_TOLERANCE_MAX 0.1
+
+/* The apply stage's bounds (docs/codegen.md "Bounded apply"): at most this many clusters are
+ * tried, highest predicted saving (est_saving_ns) first, and no new cluster is started once the
+ * stage has run this long; the others keep status FA_CLUSTER_NOT_TRIED with the reason. 256
+ * clusters: ResNet-50's whole plan fits, a 100,000-node elementwise chain's 6,250 do not;
+ * 600 s: about what 256 generated clusters take to compile, verify and benchmark here. */
+#define FA_APPLY_MAX_CLUSTERS_DEFAULT 256
+#define FA_APPLY_BUDGET_S_DEFAULT 600.0
+
 typedef struct fa_apply_options {
-    double tolerance;       /* max |fused-unfused| / max(max|unfused|, 1e-12); default 1e-5 (fp32) */
+    double tolerance;       /* max |fused-unfused| / max(max|unfused|, 1e-12); default 1e-5 (fp32);
+                               finite, in (0, FA_APPLY_TOLERANCE_MAX] */
     int iters;              /* timed iterations per benchmark, default 20 */
     int warmup;             /* default 3 */
     int threads;            /* executor threads, 0 = all cores */
     uint64_t seed;          /* inputs (uniform [-1,1)), default 1 */
     const char *out_dir;    /* where kernels/ are written (NULL: not written) */
     const char *cache_dir;  /* compiled shared objects by source hash; NULL: $XDG_CACHE_HOME or
-                               ~/.cache/fuse-advise, falling back to the private temp folder */
+                               ~/.cache/fuse-advise, falling back to the private temp folder
+                               (fa_kernel_cache_open) */
+    uint64_t cache_max_bytes; /* 0: FA_KERNEL_CACHE_MAX_BYTES_DEFAULT */
+    int max_clusters;       /* clusters tried, highest predicted saving first; 0: FA_APPLY_MAX_CLUSTERS_DEFAULT */
+    double budget_s;        /* apply-stage time budget (s); 0: FA_APPLY_BUDGET_S_DEFAULT */
     int inject_wrong_cluster; /* test hook: >= 0 makes that cluster's fused kernel add 1.0 to
                                  its first output (must be rejected by verification); -1 off */
     fa_progress_fn progress;
     void *progress_user;
 } fa_apply_options;
 void fa_apply_options_default(fa_apply_options *o);
+
+/* ---- compiled kernels and their cache (applier/compile.c, docs/codegen.md "Kernel cache") ---- */
+
+/* Shared objects the cache keeps before evicting the least recently used (256 MiB: about 4,000
+ * batches of typical generated kernels, 20-200 KiB each as built here). */
+#define FA_KERNEL_CACHE_MAX_BYTES_DEFAULT (256ull << 20)
+
+/* The folder compiled kernels are cached in. dir NULL: $XDG_CACHE_HOME/fuse-advise/kernels, else
+ * ~/.cache/fuse-advise/kernels, else a folder made for this process under $TMPDIR (removed by
+ * fa_kernel_cache_free). Missing folders are created 0700. Refused (FA_ERR_IO naming the folder
+ * and what to do) when the folder is not owned by the effective user or is writable by its
+ * group or others: whoever can write there could make us load their code. Work folders of dead
+ * processes are removed. max_bytes 0: FA_KERNEL_CACHE_MAX_BYTES_DEFAULT. */
+typedef struct fa_kernel_cache fa_kernel_cache;
+fa_status fa_kernel_cache_open(fa_ctx *ctx, const char *dir, uint64_t max_bytes, fa_kernel_cache **out);
+const char *fa_kernel_cache_dir(const fa_kernel_cache *kc);
+void fa_kernel_cache_free(fa_kernel_cache *kc);
+
+typedef void (*fa_fused_fn)(const void *const *in, void *const *out, int threads);
+/* One generated C kernel: a whole translation unit defining fn_name (fa_codegen_c's output). */
+typedef struct fa_kernel_source {
+    const char *src;
+    size_t len;
+    const char *fn_name;
+} fa_kernel_source;
+/* A loaded kernel: holds one reference to its shared object (fa_compiled_free drops it). */
+typedef struct fa_compiled {
+    void *handle;
+    fa_fused_fn fn;
+    char hash[65];  /* the cache entry (SHA-256 of flags + every source of its batch) */
+    bool cached;    /* loaded from the cache, not compiled now */
+} fa_compiled;
+void fa_compiled_free(fa_compiled *c);
+
+/* Compile n kernels into one shared object with one compiler process ($CC or cc, started with an
+ * argument vector, -O3 -march=native -fopenmp -shared), each source marked "#line 1
+ * \"kernel-K.c\"" so diagnostics name their kernel; kernels that fail are dropped and the rest go
+ * again together (one kernel per process only where the diagnostics name none). The compile
+ * folder lives inside the cache folder (same filesystem as the entries: $TMPDIR is never used)
+ * and is removed. Entries are KEY.so plus KEY.so.sha256, the SHA-256 of the binary written when
+ * it was built; before dlopen an entry must be a regular file owned by us, writable by nobody
+ * else, non-empty and match that hash, else it is removed and rebuilt (zero-byte, corrupt,
+ * tampered or planted entries never load). A use refreshes its mtime; after adding one, least
+ * recently used entries are removed until the shared objects fit the cache's max_bytes.
+ * Per kernel: out[i] (owned by the caller) or errs[i] (malloc'd, the compiler's diagnostics
+ * about that kernel only, fa_compiler_diagnostics, never the content of an included file).
+ * Returns FA_OK unless the cache itself failed (folder, compiler not startable). */
+fa_status fa_compile_kernels(fa_ctx *ctx, fa_kernel_cache *kc, int n, const fa_kernel_source *srcs, fa_compiled **out,
+                             char **errs);
 
 /* Robust summary of per-iteration samples (ns). */
 typedef struct fa_sample_stats {

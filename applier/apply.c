@@ -125,13 +125,72 @@ static int out_index(const fa_graph *sub, const char *name)
 
 static fa_status exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
 
+/* The generated kernels of the tried clusters order[0..n): C source each (kept in
+ * OUT_DIR/kernels/), all compiled by one compiler process into the private kernel cache. A
+ * cluster whose kernel cannot be generated or built is rejected with the reason; the run fails
+ * only when the cache itself is refused (a folder another user can write) or unusable. */
+static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt,
+                                   const int *order, int n, kernel_table *kt)
+{
+    fa_kernel_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
+    fa_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
+    fa_codegen_info *infos = calloc((size_t)n + 1, sizeof *infos);
+    int *which = calloc((size_t)n + 1, sizeof *which);
+    fa_compiled **got = calloc((size_t)n + 1, sizeof *got);
+    char **errs = calloc((size_t)n + 1, sizeof *errs);
+    fa_status s = srcs && bufs && infos && which && got && errs ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    int m = 0;
+    for (int k = 0; k < n && !s; k++) {
+        fa_cluster *c = &p->clusters[order[k]];
+        if (!fa_apply_needs_codegen(c)) continue;
+        fa_ctx *cctx = fa_ctx_create();
+        fa_buf_init(&bufs[m]);
+        fa_status cs = fa_codegen_c(cctx, g, c, p->hash, &bufs[m], &infos[m]);
+        if (!cs) cs = fa_apply_write_kernel_source(cctx, opt->out_dir, infos[m].name, "c", &bufs[m]);
+        if (cs) {
+            c->status = FA_CLUSTER_REJECTED_ERROR;
+            fa_apply_set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
+            fa_buf_free(&bufs[m]);
+        } else {
+            srcs[m] = (fa_kernel_source){bufs[m].data, bufs[m].len, infos[m].name};
+            which[m++] = order[k];
+        }
+        fa_ctx_free(cctx);
+    }
+    fa_kernel_cache *kc = NULL;
+    if (!s && m > 0) s = fa_kernel_cache_open(ctx, opt->cache_dir, opt->cache_max_bytes, &kc);
+    if (!s && m > 0) s = fa_compile_kernels(ctx, kc, m, srcs, got, errs);
+    for (int j = 0; j < m; j++) {
+        fa_cluster *c = &p->clusters[which[j]];
+        if (!s && got[j]) kt->compiled[which[j]] = got[j];
+        else if (!s) {
+            c->status = FA_CLUSTER_REJECTED_ERROR;
+            fa_apply_set_reason(p, c, "could not build the fused kernel: %s", errs[j] ? errs[j] : "?");
+        } else fa_compiled_free(got[j]);
+        free(errs[j]);
+        fa_buf_free(&bufs[j]);
+    }
+    fa_kernel_cache_free(kc);
+    free(srcs);
+    free(bufs);
+    free(infos);
+    free(which);
+    free(got);
+    free(errs);
+    return s;
+}
+
 fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt_in, fa_apply_result **out)
 {
+    uint64_t t0 = fa_now_ns();
     fa_apply_options opt;
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
-    fa_status s = FA_OK;
+    fa_status s = fa_apply_options_check(ctx, &opt);
+    if (s) return s;
+    int *order = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
+    if (!order) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_value_map vm = {g, NULL};
     kernel_table kt = {p, NULL};
     fa_exec *cap = NULL;
@@ -149,6 +208,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     /* 1. Capture: the unfused graph with every cluster boundary tensor (inputs, outputs, epilogue
      *    operands) as an output, so every cluster's sub-graph can be fed the values it sees in
      *    the whole model. Graph inputs are our own fill; constants live in the graph. */
+    /*    (the clusters beyond the stage's cap are set NOT_TRIED first: nothing is kept for them) */
+    int n_prop = fa_apply_select(p, &opt, order);
     int ne2 = fa_apply_boundary_tensors(g, p, extra);
     if (ne2 < 0) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -171,9 +232,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     fa_exec_free(cap);
     cap = NULL;
 
-    /* 2. Per cluster: codegen + compile, verify, benchmark, decide. */
-    int n_prop = 0;
-    for (int i = 0; i < p->n_clusters; i++) n_prop += p->clusters[i].status == FA_CLUSTER_PROPOSED;
+    /* 2. The clusters tried (ranked by predicted saving, capped), their generated kernels in one
+     *    compiler process, then per cluster within the time budget: verify, benchmark, decide. */
+    s = compile_generated(ctx, g, p, &opt, order, n_prop, &kt);
+    if (s) goto done;
     res->n_cluster_samples = opt.iters;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
     res->cluster_unfused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
@@ -183,24 +245,19 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         goto done;
     }
     int done_n = 0;
-    for (int i = 0; i < p->n_clusters; i++) {
+    for (int k = 0; k < n_prop; k++) {
+        int i = order[k];
         fa_cluster *c = &p->clusters[i];
-        if (c->status != FA_CLUSTER_PROPOSED) continue;
         if (opt.progress) opt.progress(opt.progress_user, "apply", ++done_n, n_prop);
+        if (c->status != FA_CLUSTER_PROPOSED) { /* its kernel failed to build */
+            res->rejected++;
+            continue;
+        }
+        if (fa_apply_budget_spent(p, c, &opt, t0)) continue;
         fa_ctx *cctx = fa_ctx_create(); /* a cluster's failure must not poison the run's context */
         fa_status cs = FA_OK;
         fa_graph *gu = NULL, *gf = NULL;
         fa_exec *eu = NULL, *ef = NULL;
-        if (fa_apply_needs_codegen(c)) {
-            fa_buf src;
-            fa_buf_init(&src);
-            fa_codegen_info info;
-            memset(&info, 0, sizeof info);
-            cs = fa_codegen_c(cctx, g, c, p->hash, &src, &info);
-            if (!cs) cs = fa_apply_write_kernel_source(cctx, opt.out_dir, info.name, "c", &src);
-            if (!cs) cs = fa_compile_c(cctx, src.data, src.len, info.name, opt.cache_dir, &kt.compiled[i]);
-            fa_buf_free(&src);
-        }
         int ids[1] = {c->id};
         if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, c->outputs, c->n_outputs, &gu);
         if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt.inject_wrong_cluster, c->outputs, c->n_outputs, &gf);
@@ -307,6 +364,7 @@ done:
     free(sa);
     free(sb);
     free(extra);
+    free(order);
     if (s) {
         fa_apply_result_free(res);
         return s;

@@ -448,10 +448,14 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
         snprintf(archbuf, sizeof archbuf, "sm_%d%d", dev.cc_major, dev.cc_minor);
         arch = archbuf;
     }
+    uint64_t t0 = fa_now_ns();
     fa_apply_options opt;
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
+    if ((s = fa_apply_options_check(ctx, &opt))) return s;
+    int *order = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
+    if (!order) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_value_map vm = {g, NULL};
     cubin_table kt = {p, NULL};
     fa_exec *cap = NULL;
@@ -468,6 +472,7 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
 
     /* 1. Capture on the GPU: the unfused graph with every cluster boundary tensor as an output
      *    (as apply.c), inputs filled as the cpu applier fills them (same seed, same values). */
+    int n_prop = fa_apply_select(p, &opt, order), done_n = 0; /* ranked, capped (judge.c) */
     int ne2 = fa_apply_boundary_tensors(g, p, extra);
     if (ne2 < 0) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -491,8 +496,6 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
     cap = NULL;
 
     /* 2. Per cluster. */
-    int n_prop = 0, done_n = 0;
-    for (int i = 0; i < p->n_clusters; i++) n_prop += p->clusters[i].status == FA_CLUSTER_PROPOSED;
     res->n_cluster_samples = opt.iters;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
     res->cluster_unfused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
@@ -501,10 +504,11 @@ fa_status fa_apply_cuda(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_app
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (int i = 0; i < p->n_clusters; i++) {
+    for (int k = 0; k < n_prop; k++) {
+        int i = order[k];
         fa_cluster *c = &p->clusters[i];
-        if (c->status != FA_CLUSTER_PROPOSED) continue;
         if (opt.progress) opt.progress(opt.progress_user, "apply", ++done_n, n_prop);
+        if (fa_apply_budget_spent(p, c, &opt, t0)) continue;
         fa_ctx *cctx = fa_ctx_create();
         if (!cctx) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -576,6 +580,7 @@ done:
     free(sa);
     free(sb);
     free(extra);
+    free(order);
     if (s) {
         fa_apply_result_free(res);
         return s;

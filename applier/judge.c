@@ -129,6 +129,54 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
     return FA_OK;
 }
 
+static const fa_plan *g_sel_plan; /* qsort has no user pointer in C11: set just before the sort */
+
+static int cmp_saving(const void *a, const void *b)
+{
+    const fa_cluster *x = &g_sel_plan->clusters[*(const int *)a], *y = &g_sel_plan->clusters[*(const int *)b];
+    if (x->est_saving_ns != y->est_saving_ns) return x->est_saving_ns > y->est_saving_ns ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+int fa_apply_select(fa_plan *p, const fa_apply_options *o, int *order)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].status == FA_CLUSTER_PROPOSED) order[n++] = i;
+    g_sel_plan = p;
+    qsort(order, (size_t)n, sizeof *order, cmp_saving);
+    g_sel_plan = NULL;
+    int cap = o->max_clusters > 0 ? o->max_clusters : FA_APPLY_MAX_CLUSTERS_DEFAULT;
+    for (int k = cap; k < n; k++) {
+        fa_cluster *c = &p->clusters[order[k]];
+        c->status = FA_CLUSTER_NOT_TRIED;
+        fa_apply_set_reason(p, c, "not tried: the apply stage tries at most %d clusters, highest predicted saving first "
+                            "(this one ranks %d of %d; --max-clusters)", cap, k + 1, n);
+    }
+    return n < cap ? n : cap;
+}
+
+bool fa_apply_budget_spent(fa_plan *p, fa_cluster *c, const fa_apply_options *o, uint64_t t0_ns)
+{
+    double budget = o->budget_s > 0 ? o->budget_s : FA_APPLY_BUDGET_S_DEFAULT;
+    double spent = (double)(fa_now_ns() - t0_ns) / 1e9;
+    if (spent <= budget) return false;
+    c->status = FA_CLUSTER_NOT_TRIED;
+    fa_apply_set_reason(p, c, "not tried: the apply stage's time budget of %.0f s was spent (%.0f s; --apply-budget)", budget,
+                        spent);
+    return true;
+}
+
+fa_status fa_apply_options_check(fa_ctx *ctx, const fa_apply_options *o)
+{
+    if (!(isfinite(o->tolerance) && o->tolerance > 0 && o->tolerance <= FA_APPLY_TOLERANCE_MAX))
+        return fa_ctx_error(ctx, FA_ERR_USAGE, "verification tolerance %g: expected a finite number in (0, %g]", o->tolerance,
+                            FA_APPLY_TOLERANCE_MAX);
+    if (o->max_clusters < 0 || !(isfinite(o->budget_s) && o->budget_s >= 0))
+        return fa_ctx_error(ctx, FA_ERR_USAGE, "apply bounds: max_clusters %d, budget %g s", o->max_clusters, o->budget_s);
+    return FA_OK;
+}
+
 bool fa_apply_needs_codegen(const fa_cluster *c)
 {
     return c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_REDUCTION || c->kind == FA_CLUSTER_HORIZONTAL;

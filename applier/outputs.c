@@ -207,7 +207,8 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
             s = fa_store_run_begin(ctx, st, &fi, &fid);
             if (!s) s = fa_store_put_graph(ctx, st, fid, r->fused_graph);
             if (!s) s = fa_store_put_trace(ctx, st, fid, r->fused_trace);
-            if (!s) s = fa_store_run_finish(ctx, st, fid, true, NULL);
+            /* left 'running': it finishes with its baseline run (fa_store_run_finish), after the
+             * outputs are written, and fails with it */
         }
         fa_arena_free(ar);
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/fuzz.sh — build the libFuzzer targets (fuzz/) and run each for SECONDS (default 60) on
 # seeds read in place from ../shared/corpus; prints executions, exec/s and coverage per target.
-#   bash bench/fuzz.sh [SECONDS] [TARGET...]      targets: onnx tensorproto kineto nsys args
+#   bash bench/fuzz.sh [SECONDS] [TARGET...]      targets: onnx tensorproto kineto nsys args codegen
 # Env: FA_FUZZ_BUILD (default build-fuzz), FA_CORPUS (default ../shared/corpus),
 #      FA_FUZZ_KEEP (folder for grown corpora and
 #      crash files; default a temp folder, removed unless a crash was found).
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(onnx tensorproto kineto nsys args)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(onnx tensorproto kineto nsys args codegen)
 BUILD=${FA_FUZZ_BUILD:-build-fuzz}
 CORPUS=${FA_CORPUS:-$PWD/../shared/corpus}
 [ -d "$CORPUS" ] || { echo "fuzz.sh: no corpus at $CORPUS (set FA_CORPUS)" >&2; exit 77; }
@@ -85,8 +85,14 @@ printf -- '--shape=input=8x64\0--batch\0002\0--no-fold' > "$ad/b"
 printf -- '--shape\0batch=4\0--target\0cpu\0--iters=3' > "$ad/c"
 printf -- '--shape=input=1x2x3x4x5x6x7x8x9\0--batch=0' > "$ad/d"
 
+# codegen: [op count, op bytes, NUL-separated tensor and node names]; the committed regression
+# inputs (hostile names) seed it too.
+cd_=$(seed_dir codegen)
+printf '\003\000\001\002X\0a\0b\0c' > "$cd_/plain"
+cp tests/bad-input/regressions/codegen/* "$cd_/" 2>/dev/null || true
+
 # ---- run ----
-declare -A MAXLEN=([onnx]=262144 [tensorproto]=65536 [kineto]=131072 [nsys]=65536 [args]=4096)
+declare -A MAXLEN=([onnx]=262144 [tensorproto]=65536 [kineto]=131072 [nsys]=65536 [args]=4096 [codegen]=2048)
 printf '%-12s %10s %10s %8s %8s %s\n' target seconds execs exec/s cov result
 for t in "${TARGETS[@]}"; do
   bin="$BUILD/fuzz/fuzz_$t"

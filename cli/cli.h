@@ -4,6 +4,7 @@
 #define FA_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "core/core.h"
@@ -43,6 +44,13 @@ char *fa_cli_dim_defaults_text(const fa_graph *g);
 const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name);
 /* Parse a non-negative integer option value; -1 and a printed usage error on failure. */
 long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long min, long max);
+/* Every numeric option goes through one of these (docs/hardening.md "Options"): a value that
+ * overflows (strtoll/strtod ERANGE), is not finite (inf, nan), has trailing bytes or lies
+ * outside [min, max] is refused with a printed usage error (return -1, *out untouched);
+ * never clamped. min_open: min itself is excluded. 0 on success. */
+int fa_cli_parse_i64(const char *verb, const char *opt, const char *v, int64_t min, int64_t max, int64_t *out);
+int fa_cli_parse_double(const char *verb, const char *opt, const char *v, double min, double max, bool min_open,
+                        double *out);
 
 /* Reload run_id's model as the run loaded it (path checked by SHA-256, the run's --batch /
  * --shape / --no-fold). ri's strings live in `ar`. *out owned by the caller. Declared with
@@ -62,11 +70,26 @@ int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec,
 struct fa_run_info;
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const struct fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                                int max_ops, int max_inputs, int iters, int warmup, bool cuda);
+                                int max_ops, int max_inputs, int iters, int warmup, bool cuda, int max_clusters,
+                                double budget_s);
+/* --max-clusters N / --apply-budget SECONDS (run, apply): the apply stage's bounds
+ * (fa_apply_options.max_clusters, budget_s). 1 consumed, 0 not this option, -1 usage error. */
+int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s);
 
 /* Trace import + op-level advice (cli/cmd_import.c): returns an exit code. */
 int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db, bool json, const char *out_dir);
 int fa_cli_trace_advise_stored(fa_ctx *ctx, struct fa_store *st, int64_t run_id, bool json);
+
+/* Every entry a fuse-advise output folder (run/apply/report --out) may hold, NULL-terminated:
+ * an existing folder holding anything else is refused (fa_outdir_check), never replaced. */
+extern const char *const fa_cli_output_names[];
+/* Refuse (FA_ERR_USAGE naming both, exit 2) an output path that is the run database db or its
+ * -wal/-shm/-journal, or - is_dir - a folder that holds the database (it is replaced whole). */
+fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const char *db);
+/* ./fuse-advise-out/<model file name, sanitised> (cli/cmd_run.c). */
+void fa_cli_default_out_dir(const char *model, char *buf, size_t cap);
+/* The checks on an output folder before any work starts: fa_outdir_check + fa_cli_check_not_db. */
+fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db);
 
 /* True when stderr is a terminal (progress bars allowed). */
 bool fa_cli_is_tty(void);

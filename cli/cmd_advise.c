@@ -92,9 +92,8 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
             if (x < 0) return 2;
             opt.max_inputs = (int)x;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--occupancy-floor"))) {
-            char *end;
-            double f = strtod(v, &end);
-            if (!*v || *end || !(f > 0 && f <= 1)) return fa_cli_usage("advise", "--occupancy-floor wants a number in (0,1], got '%s'", v);
+            double f;
+            if (fa_cli_parse_double("advise", "--occupancy-floor", v, 0, 1, true, &f) < 0) return 2;
             opt.occupancy_floor = f;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
         else if (argv[i][0] == '-') return fa_cli_usage("advise", "unknown option '%s'", argv[i]);

@@ -1,6 +1,7 @@
 /* cli/cmd_analyze — `fuse-advise analyze RUN [--json] [--db PATH] [--top N]`: ceilings, per-kernel
  * roofline placement, memory-bound chains, intermediate traffic and dispatch overhead. */
 #include <inttypes.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,8 +45,9 @@ static int resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, bool model_o
         return rc;
     }
     char *end;
+    errno = 0;
     long long v = strtoll(spec, &end, 10);
-    if (!*spec || *end || v <= 0) {
+    if (!*spec || *end || errno || v <= 0) {
         fprintf(stderr, "fuse-advise: error: '%s' is not a run id (see `fuse-advise runs`)\n", spec);
         return 2;
     }

@@ -6,11 +6,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "applier/applier.h"
 #include "store/store.h"
 
 static const char *k_help =
     "usage: fuse-advise apply [RUN|latest] [--db PATH] [--out DIR] [--iters N] [--warmup W] [--tolerance T]\n"
-    "                         [--max-ops N] [--max-inputs N]\n"
+    "                         [--max-ops N] [--max-inputs N] [--max-clusters N] [--apply-budget S]\n"
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
     "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports.\n";
 
@@ -19,7 +20,12 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *out_dir = NULL, *v;
     long iters = 20, warmup = 3, max_ops = 16, max_inputs = 8;
     double tolerance = 1e-5;
+    int max_clusters = 0;
+    double budget_s = 0;
     for (int i = 1; i < argc; i++) {
+        int r = fa_cli_apply_bound_opt("apply", argc, argv, &i, &max_clusters, &budget_s);
+        if (r < 0) return 2;
+        if (r > 0) continue;
         if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
         else if ((v = fa_cli_opt_value(argc, argv, &i, "--out"))) out_dir = v;
         else if ((v = fa_cli_opt_value(argc, argv, &i, "--iters"))) {
@@ -31,9 +37,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
             if ((max_inputs = fa_cli_parse_long("apply", "--max-inputs", v, 1, 64)) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tolerance"))) {
-            char *end;
-            tolerance = strtod(v, &end);
-            if (!*v || *end || !(tolerance > 0)) return fa_cli_usage("apply", "--tolerance expects a positive number");
+            if (fa_cli_parse_double("apply", "--tolerance", v, 0, FA_APPLY_TOLERANCE_MAX, true, &tolerance) < 0) return 2;
         } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
         else if (argv[i][0] == '-') return fa_cli_usage("apply", "unknown option '%s'", argv[i]);
         else if (!spec) spec = argv[i];
@@ -49,11 +53,34 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     fa_run_info ri;
     fa_graph *g = NULL;
     s = fa_cli_reload_model(ctx, st, run_id, ar, &ri, &g);
+    /* a run another process is still working on is left alone (a dead one was marked failed
+     * when the database opened; a failed run whose baseline is stored may be applied again) */
+    if (!s && ri.status && !strcmp(ri.status, "running"))
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld is unfinished ('running', process %lld): apply works on "
+                         "finished runs", db, (long long)run_id, (long long)ri.pid);
+    /* a bad output folder is refused before the run is touched */
+    if (!s) {
+        char ob[4096];
+        if (!out_dir) fa_cli_default_out_dir(ri.model_path ? ri.model_path : "model", ob, sizeof ob);
+        s = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
+    }
+    /* the run's plan and measurements are rewritten: it is unfinished until they all are */
+    bool reopened = false;
+    if (!s) s = fa_store_run_reopen(ctx, st, run_id);
+    if (!s) reopened = true;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
                                   tolerance, (int)max_ops, (int)max_inputs, (int)iters, (int)warmup,
-                                  ri.target && !strcmp(ri.target, "cuda"));
-    if (s) rc = fa_cli_fail(ctx, s);
+                                  ri.target && !strcmp(ri.target, "cuda"), max_clusters, budget_s);
+    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+    if (s) {
+        rc = fa_cli_fail(ctx, s);
+        if (reopened) {
+            fa_ctx *c2 = fa_ctx_create();
+            fa_store_run_finish(c2, st, run_id, false, fa_ctx_errmsg(ctx));
+            fa_ctx_free(c2);
+        }
+    }
     fa_graph_free(g);
     fa_arena_free(ar);
     fa_store_close(st);

@@ -78,6 +78,11 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     }
     if (!model) return fa_cli_usage("exec", "missing MODEL");
     if (!outdir) return fa_cli_usage("exec", "missing --outputs DIR");
+    struct stat osb; /* refused before the model runs, not after */
+    if (stat(outdir, &osb) == 0 && !S_ISDIR(osb.st_mode)) {
+        fprintf(stderr, "fuse-advise: error: %s: exists and is not a folder (--outputs names a folder)\n", outdir);
+        return 1;
+    }
     fa_load_options lo = fa_cli_load_options(&mo);
     fa_graph *g = NULL;
     fa_exec *e = NULL;

@@ -161,6 +161,14 @@ int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
     if (!bdb) bdb = db;
     if (!cdb) cdb = db;
 
+    /* --junit/--markdown never name a database the gate reads (or its -wal/-shm) */
+    const char *outs[2] = {junit, mdpath};
+    for (int k = 0; k < 2; k++) {
+        if (!outs[k]) continue;
+        fa_status so = fa_cli_check_not_db(ctx, outs[k], false, bdb);
+        if (!so) so = fa_cli_check_not_db(ctx, outs[k], false, cdb);
+        if (so) return fa_cli_fail(ctx, so);
+    }
     fa_store *bst = NULL, *cst = NULL;
     fa_status s = fa_store_open_ex(ctx, bdb, FA_STORE_NO_CREATE | FA_STORE_READONLY, &bst);
     if (s) return fa_cli_fail(ctx, s);

@@ -214,16 +214,33 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
             a->run_id = run_id;
             s = fa_trace_advice_save(ctx, st, run_id, a);
         }
-        if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+        /* 'ok' with the advice in this transaction, or - with a report to write - once the
+         * report's folder is in place too */
+        if (!s && !out_dir) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
         if (!s) s = fa_store_commit(ctx, st);
-        if (s) fa_store_rollback(st);
+        if (s) {
+            fa_store_rollback(st);
+            run_id = 0; /* rolled back with the transaction */
+        }
         s = name_nomem(ctx, s, path, "storing the trace and its advice");
     }
     fa_trace_free(win);
-    if (!s && out_dir) s = name_nomem(ctx, fa_reports_write(ctx, st, run_id, out_dir), path, "writing the report");
+    if (!s && out_dir) { /* written whole: a staging folder swapped in (fa_outdir) */
+        fa_outdir *od = NULL;
+        s = fa_outdir_begin(ctx, out_dir, fa_cli_output_names, false, &od);
+        if (!s) s = name_nomem(ctx, fa_reports_write(ctx, st, run_id, fa_outdir_path(od)), path, "writing the report");
+        if (!s) s = fa_outdir_commit(ctx, od);
+        else fa_outdir_abort(od);
+        if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+    }
     int rc = 0;
     if (s) {
         rc = fa_cli_fail(ctx, s);
+        if (st && run_id > 0) {
+            fa_ctx *c2 = fa_ctx_create();
+            fa_store_run_finish(c2, st, run_id, false, fa_ctx_errmsg(ctx));
+            fa_ctx_free(c2);
+        }
     } else if (json) {
         fa_buf b;
         fa_buf_init(&b);

@@ -65,7 +65,14 @@ int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)
         snprintf(dflt, sizeof dflt, "report-%" PRId64, run_id);
         out = dflt;
     }
-    s = fa_reports_write(ctx, st, run_id, out);
+    /* the folder is swapped in whole; files this verb does not write (plan.json, kernels/)
+     * carry over from the existing folder */
+    fa_outdir *od = NULL;
+    s = fa_cli_check_not_db(ctx, out, true, db);
+    if (!s) s = fa_outdir_begin(ctx, out, fa_cli_output_names, true, &od);
+    if (!s) s = fa_reports_write(ctx, st, run_id, fa_outdir_path(od));
+    if (!s) s = fa_outdir_commit(ctx, od);
+    else fa_outdir_abort(od);
     fa_store_close(st);
     if (s) return fa_cli_fail(ctx, s);
     printf("%s/report.html\n", out);

@@ -32,6 +32,7 @@ static const char *k_help =
     "                        [--target auto|cpu|cuda] [--db PATH] [--tag TAG] [--seed S]\n"
     "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
     "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
+    "                        [--max-clusters N] [--apply-budget SECONDS]\n"
     "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
@@ -44,8 +45,11 @@ static const char *k_help =
     "  --tag TAG   name the run for `gate` and `runs`\n"
     "  --out DIR   outputs (default ./fuse-advise-out/<model>): model.folded.onnx, kernels/,\n"
     "              plan.json, summary.json\n"
-    "  --tolerance T  max relative error of a fused kernel (default 1e-5)\n"
-    "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n";
+    "  --tolerance T  max relative error of a fused kernel (default 1e-5, at most 0.1)\n"
+    "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n"
+    "  --max-clusters N   clusters the apply stage tries, highest predicted saving first (default 256)\n"
+    "  --apply-budget S   no cluster is started after the apply stage ran S seconds (default 600);\n"
+    "                     the others are reported as not tried\n";
 
 typedef struct progress {
     bool tty;
@@ -130,29 +134,19 @@ static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const
     return s;
 }
 
-static bool mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) return false;
-            *p = '/';
-        }
-    return mkdir(buf, 0755) == 0 || errno == EEXIST;
-}
-
-static void default_out_dir(const char *model, char *buf, size_t cap)
+/* fuse-advise-out/<model file name without .onnx>, the name sanitised (fa_sanitize_file_name):
+ * "...onnx" or "a\nb.onnx" can name nothing but a folder inside fuse-advise-out/. */
+void fa_cli_default_out_dir(const char *model, char *buf, size_t cap)
 {
     const char *base = strncmp(model, "zoo:", 4) == 0 ? model + 4 : model;
     const char *slash = strrchr(base, '/');
     if (slash) base = slash + 1;
-    char name[256];
+    char name[256], safe[128];
     snprintf(name, sizeof name, "%s", base);
-    char *dot = strstr(name, ".onnx");
-    if (dot && dot[5] == 0) *dot = 0;
-    snprintf(buf, cap, "fuse-advise-out/%s", name[0] ? name : "model");
+    size_t n = strlen(name);
+    if (n >= 5 && !strcmp(name + n - 5, ".onnx")) name[n - 5] = 0;
+    fa_sanitize_file_name(name, safe, sizeof safe);
+    snprintf(buf, cap, "fuse-advise-out/%s", safe[0] ? safe : "model");
 }
 
 /* True when this pipeline (started at `since`, seconds) wrote a generated kernel source into
@@ -178,16 +172,23 @@ static bool wrote_kernel_sources(const char *out_dir, time_t since)
 
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                                int max_ops, int max_inputs, int iters, int warmup, bool cuda)
+                                int max_ops, int max_inputs, int iters, int warmup, bool cuda, int max_clusters,
+                                double budget_s)
 {
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096], path[4400];
     time_t started = time(NULL);
     if (!out_dir) {
-        default_out_dir(model, outbuf, sizeof outbuf);
+        fa_cli_default_out_dir(model, outbuf, sizeof outbuf);
         out_dir = outbuf;
     }
-    if (!mkdirs(out_dir)) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create output folder: %s", out_dir, strerror(errno));
+    /* every output goes into a staging folder swapped in whole at the end (fa_outdir) */
+    const char *final_dir = out_dir;
+    fa_outdir *od = NULL;
+    fa_status s0 = fa_cli_check_not_db(ctx, final_dir, true, fa_store_path(st));
+    if (!s0) s0 = fa_outdir_begin(ctx, final_dir, fa_cli_output_names, false, &od);
+    if (s0) return s0;
+    out_dir = fa_outdir_path(od);
     fa_ceilings c;
     fa_analysis *a = NULL;
     fa_plan *p = NULL;
@@ -219,6 +220,8 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     opt.warmup = warmup;
     opt.threads = info->threads;
     opt.out_dir = out_dir;
+    opt.max_clusters = max_clusters;
+    opt.budget_s = budget_s;
     opt.progress = on_progress;
     opt.progress_user = prog;
     const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
@@ -254,6 +257,9 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         s = fa_write_summary_json(ctx, &sum, path);
     }
     if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
+    if (!s) s = fa_outdir_commit(ctx, od);
+    else fa_outdir_abort(od);
+    out_dir = final_dir;
     if (!s) {
         printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, cuda ? "cuda" : "cpu", devname,
                info->threads);
@@ -266,7 +272,8 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
             const fa_cluster *cl = &p->clusters[i];
             printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
                    cl->est_saving_ns / 1e3);
-            if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED)
+            if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED &&
+                cl->status != FA_CLUSTER_NOT_TRIED)
                 printf("%10.1f %9.2g", cl->measured_saving_ns / 1e3, cl->max_rel_error);
             else
                 printf("%10s %9s", "-", "-");
@@ -317,8 +324,11 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     long max_ops = 16, max_inputs = 8;
     bool no_apply = false;
     fa_target target = FA_TARGET_AUTO;
+    int max_clusters = 0;
+    double budget_s = 0;
     for (int i = 1; i < argc; i++) {
         int r = fa_cli_model_opt(ctx, "run", argc, argv, &i, &mo);
+        if (r == 0) r = fa_cli_apply_bound_opt("run", argc, argv, &i, &max_clusters, &budget_s);
         if (r < 0) return 2;
         if (r > 0) continue;
         if (!strcmp(argv[i], "--no-apply")) no_apply = true;
@@ -331,9 +341,9 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--seed"))) {
             if ((seed = fa_cli_parse_long("run", "--seed", v, 0, 0x7fffffff)) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-memory"))) {
-            char *end;
-            max_mem = strtoll(v, &end, 10);
-            if (!*v || *end || max_mem <= 0) return fa_cli_usage("run", "--max-memory expects a byte count, got '%s'", v);
+            int64_t mm;
+            if (fa_cli_parse_i64("run", "--max-memory", v, 1, INT64_MAX, &mm) < 0) return 2;
+            max_mem = mm;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
             if (!*v) return fa_cli_usage("run", "--db needs a path");
             db = v;
@@ -342,9 +352,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
             if (!*v) return fa_cli_usage("run", "--out needs a folder");
             out_dir = v;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tolerance"))) {
-            char *end;
-            tolerance = strtod(v, &end);
-            if (!*v || *end || !(tolerance > 0)) return fa_cli_usage("run", "--tolerance expects a positive number, got '%s'", v);
+            if (fa_cli_parse_double("run", "--tolerance", v, 0, FA_APPLY_TOLERANCE_MAX, true, &tolerance) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
             if ((max_ops = fa_cli_parse_long("run", "--max-ops", v, 2, 1000)) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
@@ -369,17 +377,23 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         if (piped || k == FA_IMPORT_KINETO_JSON || k == FA_IMPORT_KINETO_JSON_GZ || k == FA_IMPORT_NSYS_SQLITE) {
             char ob[4096];
             if (!out_dir) {
-                default_out_dir(model, ob, sizeof ob);
+                fa_cli_default_out_dir(model, ob, sizeof ob);
                 out_dir = ob;
             }
-            if (!mkdirs(out_dir)) {
-                fprintf(stderr, "fuse-advise: error: %s: cannot create output folder\n", out_dir);
-                return 1;
-            }
+            fa_status so = fa_cli_check_out_dir(ctx, out_dir, db);
+            if (so) return fa_cli_fail(ctx, so);
             return fa_cli_import_and_advise(ctx, model, db, false, out_dir);
         }
     }
 
+    /* the output folder is checked before anything runs: a file there, a foreign folder, or
+     * the database inside it is refused now, not after the baseline and the apply stage */
+    if (!no_apply) {
+        char ob[4096];
+        if (!out_dir) fa_cli_default_out_dir(model, ob, sizeof ob);
+        fa_status so = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
+        if (so) return fa_cli_fail(ctx, so);
+    }
     progress prog = {.tty = fa_cli_is_tty()};
     fa_load_options lo = fa_cli_load_options(&mo);
     fa_graph *g = NULL;
@@ -432,7 +446,9 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         if (!s) s = fa_store_run_update(ctx, st, run_id, &info);
         if (!s) s = fa_store_put_graph(ctx, st, run_id, g);
         if (!s) s = fa_store_put_trace(ctx, st, run_id, trace);
-        if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+        /* 'ok' only once every stage this run starts has stored its results: here when the
+         * baseline is all it does, else after the apply stage and the outputs (below) */
+        if (!s && no_apply) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
         if (!s) s = fa_store_commit(ctx, st);
         if (s) fa_store_rollback(st);
     }
@@ -443,7 +459,9 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         goto out;
     }
     s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops,
-                              (int)max_inputs, (int)iters, (int)warmup, fa_exec_target(e) == FA_TARGET_CUDA);
+                              (int)max_inputs, (int)iters, (int)warmup, fa_exec_target(e) == FA_TARGET_CUDA, max_clusters,
+                              budget_s);
+    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
 out:;
     int rc = 0;
     if (s) {

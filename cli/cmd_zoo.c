@@ -1,5 +1,6 @@
 /* cli/cmd_zoo — `fuse-advise zoo`: list the built-in models, or write one as an ONNX file. */
 #include <inttypes.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,8 +84,11 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
             if (batch < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--seed"))) {
             char *end;
+            errno = 0;
             seed = strtoull(v, &end, 0);
-            if (!*v || *end) return fa_cli_usage("zoo", "--seed expects an integer (decimal or 0x hex), got '%s'", v);
+            /* strtoull accepts "-1" (wrapping to 2^64-1) and saturates on overflow: refuse both */
+            if (!*v || *end || errno || strchr(v, '-'))
+                return fa_cli_usage("zoo", "--seed expects an integer in [0, 2^64) (decimal or 0x hex), got '%s'", v);
             have_seed = true;
         } else if (argv[i][0] == '-') {
             return fa_cli_usage("zoo", "unknown option '%s'", argv[i]);

@@ -1,5 +1,7 @@
 /* cli/common — option parsing and error printing shared by the verbs. */
 #include <errno.h>
+#include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +51,55 @@ long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long mi
     return x;
 }
 
+int fa_cli_parse_i64(const char *verb, const char *opt, const char *v, int64_t min, int64_t max, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    /* ERANGE: strtoll saturates at LLONG_MIN/MAX; that is a refusal, never a value */
+    if (!*v || *end || errno || x < min || x > max) {
+        fa_cli_usage(verb, "%s expects an integer in [%" PRId64 ", %" PRId64 "], got '%s'", opt, min, max, v);
+        return -1;
+    }
+    *out = (int64_t)x;
+    return 0;
+}
+
+int fa_cli_parse_double(const char *verb, const char *opt, const char *v, double min, double max, bool min_open,
+                        double *out)
+{
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    /* isfinite: "inf", "nan", and 1e400 (ERANGE, HUGE_VAL) are refused, never clamped */
+    if (!*v || *end || errno || !isfinite(x) || x < min || (min_open && x == min) || x > max) {
+        fa_cli_usage(verb, "%s expects a finite number in %s%g, %g], got '%s'", opt, min_open ? "(" : "[", min, max, v);
+        return -1;
+    }
+    *out = x;
+    return 0;
+}
+
+int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s)
+{
+    const char *v;
+    int save = *i;
+    if ((v = fa_cli_opt_value(argc, argv, i, "--max-clusters"))) {
+        long x = fa_cli_parse_long(verb, "--max-clusters", v, 1, 1000000);
+        if (x < 0) return -1;
+        *max_clusters = (int)x;
+        return 1;
+    }
+    *i = save;
+    if ((v = fa_cli_opt_value(argc, argv, i, "--apply-budget"))) {
+        /* seconds; at most a week */
+        if (fa_cli_parse_double(verb, "--apply-budget", v, 0, 604800, true, budget_s) < 0) return -1;
+        return 1;
+    }
+    *i = save;
+    return 0;
+}
+
 int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o)
 {
     const char *v;
@@ -89,6 +140,34 @@ fa_load_options fa_cli_load_options(const fa_cli_model_opts *o)
     lo.no_fold = o->no_fold;
     lo.no_dim_defaults = o->no_dim_defaults;
     return lo;
+}
+
+const char *const fa_cli_output_names[] = {"report.html", "graph.dot", "graph.svg", "trace.json", "summary.json",
+                                           "kernels.csv", "plan.json", "model.folded.onnx", "kernels", NULL};
+
+fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const char *db)
+{
+    static const char *const side[] = {"", "-wal", "-shm", "-journal"};
+    for (int i = 0; i < 4; i++) {
+        char p[4200];
+        snprintf(p, sizeof p, "%s%s", db, side[i]);
+        if (fa_path_same_file(out, p))
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "%s is the run database%s%s: refusing to write over it", out,
+                                i ? "'s " : "", i ? side[i] + 1 : "");
+    }
+    if (is_dir && fa_path_inside(out, db))
+        return fa_ctx_error(ctx, FA_ERR_USAGE,
+                            "%s: the output folder holds the run database %s and is replaced as a whole: name "
+                            "another folder",
+                            out, db);
+    return FA_OK;
+}
+
+fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db)
+{
+    fa_status s = fa_cli_check_not_db(ctx, out_dir, true, db);
+    if (!s) s = fa_outdir_check(ctx, out_dir, fa_cli_output_names);
+    return s;
 }
 
 void fa_cli_note_dim_defaults(const fa_graph *g)

@@ -396,46 +396,6 @@ fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t
     return FA_OK;
 }
 
-fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len)
-{
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-        return fa_ctx_error(ctx, FA_ERR_IO, "%s: path too long", path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
-    const char *p = data;
-    size_t off = 0;
-    while (off < len) {
-        ssize_t w = write(fd, p + off, len - off);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) {
-            int e = w < 0 ? errno : ENOSPC;
-            close(fd);
-            unlink(tmp);
-            return fa_ctx_error(ctx, FA_ERR_IO, "%s: write failed at byte %zu: %s", path, off,
-                                strerror(e));
-        }
-        off += (size_t)w;
-    }
-    if (fsync(fd) != 0 && errno != EINVAL) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return fa_ctx_error(ctx, FA_ERR_IO, "%s: fsync failed: %s", path, strerror(e));
-    }
-    if (close(fd) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return fa_ctx_error(ctx, FA_ERR_IO, "%s: close failed: %s", path, strerror(e));
-    }
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return fa_ctx_error(ctx, FA_ERR_IO, "%s: rename failed: %s", path, strerror(e));
-    }
-    return FA_OK;
-}
-
 /* ---- hashing ---- */
 
 uint64_t fa_hash64(const void *data, size_t n)

@@ -93,11 +93,68 @@ bool fa_add_size(size_t a, size_t b, size_t *out);
 /* Monotonic clock in ns (CLOCK_MONOTONIC). */
 uint64_t fa_now_ns(void);
 
-/* Whole-file helpers. fa_read_file: malloc'd buffer (caller frees), +1 NUL byte.
- * fa_write_file_atomic: writes to PATH.tmp.<pid> then rename(2); never leaves a
- * half-written PATH behind. */
+/* Whole-file helpers. fa_read_file: malloc'd buffer (caller frees), +1 NUL byte. */
 fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len);
+
+/* ---- output files and folders (core/fs.c, docs/hardening.md "Output files") ---- */
+
+/* Write a whole file. What sits at PATH decides how, and nothing that is not a regular file is
+ * ever replaced by one:
+ * - missing or a regular file: PATH.tmp.<pid> (O_EXCL|O_NOFOLLOW), fsync, rename(2) over PATH;
+ *   on failure the temp file is removed and PATH keeps its previous content (or stays absent);
+ *   an existing file keeps its mode;
+ * - a symbolic link to a regular file: the same, on the link's target (the link stays);
+ * - a character device or FIFO (a terminal, /dev/null, a pipe, /dev/stdout): written through;
+ * - a folder, block device, socket or dangling link: FA_ERR_IO naming PATH, nothing written. */
 fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len);
+/* a and b name the same file: same device and inode when both exist, else the same path once
+ * the folders are resolved (realpath of the folder + the last component). */
+bool fa_path_same_file(const char *a, const char *b);
+/* path is dir or lies below it (both resolved as fa_path_same_file does). */
+bool fa_path_inside(const char *dir, const char *path);
+/* A file or folder name derived from an input name (a model's file name): bytes other than
+ * [A-Za-z0-9_+-.] and a leading '.' become '_' (so "..", "a/b", ".hidden" cannot name another
+ * place), at most 100 bytes. Writes out (cap bytes) and returns it; "" when in is empty. */
+const char *fa_sanitize_file_name(const char *in, char *out, size_t cap);
+/* Remove a file or a folder tree (no links followed); errors ignored. */
+void fa_rm_tree(const char *path);
+
+/* An output folder written as a whole: everything goes into a staging folder next to it
+ * (PARENT/.<name>.fa-staging.<pid>), then fa_outdir_commit swaps it in with one
+ * renameat2(RENAME_EXCHANGE) and removes the previous folder, so at any moment - a kill, a
+ * failure, a full disk - the folder is either the previous run's or the new one's, and holds
+ * no *.tmp files. Staging folders of dead processes are removed by the next begin. The folder
+ * gets a marker file ".fuse-advise-out"; an existing folder without it is accepted only when
+ * empty or holding nothing but own_names (NULL-terminated), since it is replaced as a whole. */
+typedef struct fa_outdir fa_outdir;
+/* The checks of fa_outdir_begin, creating nothing: PATH is missing, or a folder that is not the
+ * current folder or above it and holds only fuse-advise's outputs; else FA_ERR_INPUT/IO
+ * naming PATH (and the first foreign entry). For refusing before any work is done. */
+fa_status fa_outdir_check(fa_ctx *ctx, const char *path, const char *const *own_names);
+/* keep_existing: the staging folder starts as hard links of the existing folder's files (a
+ * verb that rewrites some of them). *out owned by the caller: commit or abort it. */
+fa_status fa_outdir_begin(fa_ctx *ctx, const char *path, const char *const *own_names, bool keep_existing,
+                          fa_outdir **out);
+/* Where to write (the staging folder); valid until commit/abort. */
+const char *fa_outdir_path(const fa_outdir *o);
+/* Swap the staging folder in, remove the previous one; frees o (also on failure). */
+fa_status fa_outdir_commit(fa_ctx *ctx, fa_outdir *o);
+/* Remove the staging folder; frees o. NULL is a no-op. */
+void fa_outdir_abort(fa_outdir *o);
+
+/* What of a compiler's log may reach the user (an error message, a report, the database):
+ * only diagnostic lines located in `unit` - the name the generated source carries
+ * ("FILE:LINE:COL: error: ..." from gcc/clang, "FILE(LINE): error: ..." from NVRTC), its folder
+ * dropped - at most 8 of them and about `cap` bytes, control bytes as '?', joined by "; " and
+ * appended to out. Never a source excerpt, an include trace, or a line about another file (what
+ * an included file holds is never quoted). Returns the number of lines kept. */
+int fa_compiler_diagnostics(fa_buf *out, const char *log, size_t len, const char *unit, size_t cap);
+
+/* Bytes this process may still allocate (core/sysmem.c): MemAvailable from /proc/meminfo,
+ * lowered to the room under the memory limit of its cgroup and every ancestor (v2 memory.max -
+ * memory.current, v1 memory.limit_in_bytes - memory.usage_in_bytes). UINT64_MAX when nothing
+ * is known. source (may be NULL): which of them decided, for messages. */
+uint64_t fa_mem_available(char *source, size_t cap);
 
 /* FNV-1a 64 and SHA-256 (hex, 65 bytes incl. NUL) of a buffer / file. FNV-1a is stable
  * (seeds, cache keys) but not for hash tables keyed by input strings: colliding names are

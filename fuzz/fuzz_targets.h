@@ -6,10 +6,13 @@
 #ifndef FA_FUZZ_TARGETS_H
 #define FA_FUZZ_TARGETS_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "advisor/codegen.h"
+#include "applier/applier.h"
 #include "cli/cli.h"
 #include "collector/import/import.h"
 #include "fuzz/fuzz_file.h"
@@ -124,6 +127,156 @@ static fa_status fa_fuzz_args(fa_ctx *ctx, const uint8_t *data, size_t size)
         }
         fa_graph_free(g);
     }
+    free(text);
+    return s;
+}
+
+/* ---- model strings -> codegen -> compile ---- */
+
+/* X[2,8] -> n elementwise ops -> Y, tensor i named names[i] (NULL: "t<i>"), node i named
+ * nnames[i]; prepared and indexed, with one ELEMWISE_CHAIN cluster of every node in *c
+ * (arrays in mem). NULL when the graph refuses a name (duplicates, empty). */
+static fa_graph *fa_fuzz_chain(fa_ctx *ctx, int n, const uint8_t *ops, char **names, char **nnames, fa_cluster *c,
+                               int *mem, int *io)
+{
+    static const char *const k_ops[] = {"Sigmoid", "Tanh", "Relu", "Neg", "Exp", "Abs", "Softplus", "Elu"};
+    fa_graph *g = fa_graph_create("fuzz_codegen");
+    if (!g) return NULL;
+    char tn[32], nn[32];
+    const char *tname[9];
+    for (int i = 0; i <= n; i++) {
+        snprintf(tn, sizeof tn, "t%d", i);
+        const char *want = names ? names[i] : tn;
+        if (fa_graph_find_tensor(g, want) >= 0) want = tn; /* a repeated name: the graph would merge them */
+        if (fa_graph_find_tensor(g, want) >= 0) goto fail;
+        int id = fa_graph_tensor(g, want);
+        if (id < 0) goto fail;
+        tname[i] = g->tensors[id]->name;
+    }
+    int64_t dims[2] = {2, 8};
+    if (fa_graph_set_opset(ctx, g, "", 13)) goto fail;
+    fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, tname[0])], FA_DTYPE_FLOAT, 2, dims);
+    if (fa_graph_add_input(ctx, g, fa_graph_find_tensor(g, tname[0]))) goto fail;
+    for (int i = 0; i < n; i++) {
+        snprintf(nn, sizeof nn, "n%d", i);
+        const char *in[1] = {tname[i]}, *out[1] = {tname[i + 1]};
+        if (!fa_graph_add_node(ctx, g, nnames ? nnames[i] : nn, k_ops[ops[i] % 8], "", 1, in, 1, out)) goto fail;
+    }
+    if (fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, tname[n]))) goto fail;
+    fa_load_options lo = {0};
+    if (fa_graph_index(ctx, g) || fa_graph_prepare(ctx, g, &lo) || fa_graph_index(ctx, g)) goto fail;
+    memset(c, 0, sizeof *c);
+    c->id = 3;
+    c->kind = FA_CLUSTER_ELEMWISE_CHAIN;
+    c->anchor = -1;
+    c->registers = -1;
+    c->depends_on = -1;
+    c->members = mem;
+    for (int i = 0; i < g->n_topo; i++) mem[c->n_members++] = g->topo[i];
+    c->inputs = io;
+    c->outputs = io + 1;
+    io[0] = g->inputs[0];
+    io[1] = g->outputs[0];
+    c->n_inputs = c->n_outputs = 1;
+    /* the label the advisor would give it may hold names: codegen must not print it */
+    c->label = tname[0];
+    return g;
+fail:
+    fa_graph_free(g);
+    return NULL;
+}
+
+/* Model strings into generated code: the input is [n, op bytes..., then NUL-separated names]
+ * for a chain of 1..8 elementwise ops whose tensors and nodes carry those names. The C source
+ * generated for it must be byte-identical to the one generated with plain names ("t0", "n0",
+ * ...): no name reaches generated code, whatever its bytes (comment closers, newlines, '#',
+ * quotes, control bytes). Then it is compiled through a private kernel cache (the same source
+ * every time: one compile per op sequence) and run on 16 values, which must match the unfused
+ * executor. A violation aborts (a fuzzer finding). */
+static fa_status fa_fuzz_codegen(fa_ctx *ctx, const uint8_t *data, size_t size)
+{
+    if (size < 2) return FA_OK;
+    int n = 1 + data[0] % 8;
+    if (size < (size_t)n + 1) return FA_OK;
+    const uint8_t *ops = data + 1;
+    size_t off = (size_t)n + 1;
+    char *text = malloc(size - off + 1);
+    if (!text) return FA_ERR_NOMEM;
+    memcpy(text, data + off, size - off);
+    text[size - off] = 0;
+    char *names[9], *nnames[8], *p = text, *end = text + (size - off);
+    char fallback[] = "x";
+    for (int i = 0; i < 9 + n; i++) {
+        char *nm = p <= end ? p : fallback;
+        if (p <= end) p += strlen(p) + 1;
+        if (i < 9) names[i] = nm;
+        else nnames[i - 9] = nm;
+    }
+    for (int i = 0; i < 9; i++)
+        if (!names[i][0]) names[i] = fallback; /* an empty name is the graph's "omitted" */
+    fa_cluster c1, c2;
+    int mem1[16], mem2[16], io1[2], io2[2];
+    fa_graph *g1 = fa_fuzz_chain(ctx, n, ops, names, nnames, &c1, mem1, io1);
+    fa_graph *g2 = fa_fuzz_chain(ctx, n, ops, NULL, NULL, &c2, mem2, io2);
+    fa_status s = FA_OK;
+    fa_buf a, b;
+    fa_buf_init(&a);
+    fa_buf_init(&b);
+    fa_codegen_info ia, ib;
+    if (!g1 || !g2) goto out; /* a name the graph refuses */
+    s = fa_codegen_c(ctx, g1, &c1, "fuzz", &a, &ia);
+    fa_status s2 = fa_codegen_c(ctx, g2, &c2, "fuzz", &b, &ib);
+    if (s != s2 || (!s && (a.len != b.len || memcmp(a.data, b.data, a.len) != 0))) abort(); /* a name reached the source */
+    if (s) goto out;
+    static fa_kernel_cache *kc; /* one per process, reachable until exit */
+    if (!kc) {
+        char dir[4096];
+        const char *t = getenv("TMPDIR");
+        snprintf(dir, sizeof dir, "%s/fa-fuzz-codegen-cache-%d", t && *t ? t : "/tmp", (int)getuid());
+        if ((s = fa_kernel_cache_open(ctx, dir, 0, &kc))) goto out;
+    }
+    fa_kernel_source ks = {a.data, a.len, ia.name};
+    fa_compiled *k = NULL;
+    char *err = NULL;
+    if ((s = fa_compile_kernels(ctx, kc, 1, &ks, &k, &err))) goto out;
+    if (!k) {
+        s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "%s", err ? err : "?");
+        free(err);
+        goto out;
+    }
+    /* run it against the unfused executor */
+    float x[16], y[16];
+    for (int i = 0; i < 16; i++) x[i] = (float)(i - 8) * 0.37f;
+    const void *in[1] = {x};
+    void *outp[1] = {y};
+    k->fn(in, outp, 1);
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+    fa_value v = {0};
+    v.dtype = FA_DTYPE_FLOAT;
+    v.rank = 2;
+    v.dims[0] = 2;
+    v.dims[1] = 8;
+    v.data = x;
+    s = fa_exec_create(ctx, g1, &eo, &e);
+    if (!s) s = fa_exec_set_input(ctx, e, 0, &v);
+    if (!s) s = fa_exec_run(ctx, e, NULL);
+    const fa_value *r = s ? NULL : fa_exec_output(e, 0);
+    for (int i = 0; r && i < 16; i++) {
+        /* where both are finite and not near overflow (chained Exp overflows; a vectorised expf
+         * and the scalar one differ by an ulp, which chains of up to 8 ops amplify), the fused
+         * kernel computes what the unfused ops compute */
+        double w = ((const float *)r->data)[i], f = y[i];
+        if (!isfinite(w) || !isfinite(f) || fabs(w) > 1e30 || fabs(f) > 1e30) continue;
+        if (fabs(w - f) > 1e-3 * (1 + fabs(w))) abort(); /* fused differs from unfused */
+    }
+    fa_exec_free(e);
+    fa_compiled_free(k);
+out:
+    fa_buf_free(&a);
+    fa_buf_free(&b);
+    fa_graph_free(g1);
+    fa_graph_free(g2);
     free(text);
     return s;
 }

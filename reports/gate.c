@@ -599,7 +599,7 @@ static fa_status load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, g
     CK(load_plan(ctx, g, ar));
     /* the fused model's own trace */
     sqlite3_stmt *q = NULL;
-    CK(prep(ctx, g, "SELECT id FROM runs WHERE kind='fused' AND tag=?1 ORDER BY id DESC LIMIT 1", &q));
+    CK(prep(ctx, g, "SELECT id FROM runs WHERE kind='fused' AND tag=?1 AND status='ok' ORDER BY id DESC LIMIT 1", &q));
     char tag[64];
     snprintf(tag, sizeof tag, "fused-of:%" PRId64, id);
     sqlite3_bind_text(q, 1, tag, -1, SQLITE_TRANSIENT);
@@ -1349,8 +1349,9 @@ fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids,
         const gate_run *g = k < n_base ? &sb.r[k] : &sc.r[k - n_base];
         const char *role = k < n_base ? "baseline" : "candidate";
         if (g->info.status && strcmp(g->info.status, "ok"))
-            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s run %" PRId64 " is '%s'%s%s: gate finished runs", g->path, role,
-                             g->info.id, g->info.status, g->info.error ? ": " : "", g->info.error ? g->info.error : "");
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s run %" PRId64 " is %s'%s'%s%s: gate finished runs", g->path, role,
+                             g->info.id, strcmp(g->info.status, "running") ? "" : "unfinished ", g->info.status,
+                             g->info.error ? ": " : "", g->info.error ? g->info.error : "");
         else if (!fa_gate_same_model(&b->info, &g->info))
             s = fa_ctx_error(ctx, FA_ERR_INPUT,
                              "runs of different models: baseline run %" PRId64 " (%s) is %s%s%s, %s run %" PRId64

@@ -520,7 +520,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     {
         char tag[64];
         snprintf(tag, sizeof tag, "fused-of:%" PRId64, run_id);
-        CHECK(sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE kind='fused' AND tag=?1 ORDER BY id DESC LIMIT 1", -1, &q, NULL));
+        CHECK(sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE kind='fused' AND tag=?1 AND status<>'failed' ORDER BY id DESC LIMIT 1", -1, &q, NULL));
         sqlite3_bind_text(q, 1, tag, -1, SQLITE_TRANSIENT);
         if (sqlite3_step(q) == SQLITE_ROW) { r->fused_run_id = sqlite3_column_int64(q, 0); r->have_fused_run = true; }
         sqlite3_finalize(q);

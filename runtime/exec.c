@@ -82,6 +82,81 @@ static void value_of_tensor(const fa_tensor *t, fa_value *v)
     memcpy(v->dims, t->dims, sizeof v->dims);
 }
 
+/* Bytes of tensor t's buffer; false on overflow or an unknown shape. */
+static bool tensor_bytes(const fa_graph *g, int t, uint64_t *out)
+{
+    fa_value v;
+    value_of_tensor(g->tensors[t], &v);
+    int64_t ne = fa_value_numel(&v);
+    size_t b;
+    if (ne < 0 || !fa_mul_size((size_t)ne, fa_dtype_size(v.dtype), &b)) return false;
+    *out = b;
+    return true;
+}
+
+/* The peak of live tensor bytes of one run of the plan, replayed exactly as fa_exec_run
+ * allocates and frees them (graph inputs held throughout; each output allocated before its node
+ * runs; an input freed after its last consumer, an unread output at once), checked against
+ * --max-memory and against what the machine can give (fa_mem_available: MemAvailable and the
+ * cgroup's limit). Two 14 GB tensors that each fit but not together are refused here, before
+ * either is allocated. */
+static fa_status check_planned_peak(fa_ctx *ctx, fa_exec *e)
+{
+    const fa_graph *g = e->g;
+    uint64_t live = 0, peak = 0, b, big = 0;
+    int peak_node = -1, big_t = -1;
+    for (int i = 0; i < g->n_inputs; i++) {
+        if (!tensor_bytes(g, g->inputs[i], &b) || live + b < live)
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "input '%s': size overflows", g->tensors[g->inputs[i]]->name);
+        live += b;
+        if (b > big) big = b, big_t = g->inputs[i];
+    }
+    peak = live;
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        for (int o = 0; o < n->n_outputs; o++) {
+            int t = n->outputs[o];
+            if (t < 0 || (g->tensors[t]->flags & FA_TENSOR_CONST)) continue;
+            if (!tensor_bytes(g, t, &b) || live + b < live)
+                return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': size overflows", g->tensors[t]->name);
+            live += b;
+            if (b > big) big = b, big_t = t;
+        }
+        if (live > peak) {
+            peak = live;
+            peak_node = n->id;
+        }
+        for (int i = 0; i < n->n_inputs; i++) {
+            int t = n->inputs[i];
+            if (t >= 0 && e->slots[t].last_use == k && !(g->tensors[t]->flags & (FA_TENSOR_GRAPH_INPUT | FA_TENSOR_CONST)) &&
+                tensor_bytes(g, t, &b))
+                live -= b < live ? b : live;
+        }
+        for (int o = 0; o < n->n_outputs; o++) {
+            int t = n->outputs[o];
+            if (t >= 0 && e->slots[t].last_use < 0 && !(g->tensors[t]->flags & FA_TENSOR_CONST) && tensor_bytes(g, t, &b))
+                live -= b < live ? b : live;
+        }
+    }
+    char where[1200] = "";
+    int w = 0;
+    if (peak_node >= 0) w = snprintf(where, sizeof where, " (reached at node '%.400s')", g->nodes[peak_node]->name);
+    if (big_t >= 0)
+        snprintf(where + w, sizeof where - (size_t)w, "; its largest tensor is '%.400s', %llu bytes", g->tensors[big_t]->name,
+                 (unsigned long long)big);
+    if (e->opt.max_memory && peak > e->opt.max_memory)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "the run needs %llu bytes of live tensors at its peak%s, more than --max-memory %llu",
+                            (unsigned long long)peak, where, (unsigned long long)e->opt.max_memory);
+    char src[1200];
+    uint64_t avail = fa_mem_available(src, sizeof src);
+    if (peak > avail)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM,
+                            "the run needs %llu bytes of live tensors at its peak%s, more than the %llu bytes of memory "
+                            "available (%s)",
+                            (unsigned long long)peak, where, (unsigned long long)avail, src);
+    return FA_OK;
+}
+
 fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_exec **out)
 {
     fa_exec_options o = opt ? *opt : (fa_exec_options){0};
@@ -132,6 +207,12 @@ fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *
             if (n->inputs[i] >= 0) e->slots[n->inputs[i]].last_use = k;
     }
     for (int i = 0; i < g->n_outputs; i++) e->slots[g->outputs[i]].last_use = INT32_MAX;
+    /* the whole plan's peak, before anything of that size is allocated */
+    fa_status pst = check_planned_peak(ctx, e);
+    if (pst) {
+        fa_exec_free(e);
+        return pst;
+    }
     for (int k = 0; k < g->n_topo; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
         fa_kernel *kern = &e->kernels[n->id];

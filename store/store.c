@@ -32,8 +32,12 @@ fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call
         hint = " (another process held the database longer than the 10 s busy timeout)";
     else if (prim == SQLITE_READONLY)
         hint = " (the database file or its folder is read-only)";
-    return fa_ctx_error(ctx, s, "%s: %s failed at %s:%d: %s [%s]%s", path, call, file, line, msg,
-                        sqlite3_errstr(rc), hint);
+    /* The message names what the user can act on (the file, SQLite's reason, a hint); which
+     * call in which of our source files failed goes to the debug log only. */
+    fa_log(ctx, FA_LOG_DEBUG, "%s: %s failed at %s:%d: %s", path, call, file, line, sqlite3_errstr(rc));
+    const char *es = sqlite3_errstr(rc);
+    if (!strcmp(msg, es)) return fa_ctx_error(ctx, s, "%s: run database error: %s%s", path, msg, hint);
+    return fa_ctx_error(ctx, s, "%s: run database error: %s [%s]%s", path, msg, es, hint);
 }
 
 /* Check a sqlite3_step result; the message names the statement's SQL. */
@@ -211,6 +215,8 @@ void fa_store_rollback(fa_store *st)
 
 static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
 {
+    if (from < 0 || from > FA_STORE_SCHEMA_VERSION)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no migration from schema version %lld", st->path, (long long)from);
     for (int64_t v = from; v < FA_STORE_SCHEMA_VERSION; v++) {
         fa_status s = exec_sql(ctx, st, "BEGIN IMMEDIATE");
         if (s) return fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
@@ -219,8 +225,16 @@ static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
         s = query_i64(ctx, st, "PRAGMA user_version", &now);
         if (!s && now > v) {
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            if (now > FA_STORE_SCHEMA_VERSION)
+                return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: another process set schema version %lld, newer than %d",
+                                    st->path, (long long)now, FA_STORE_SCHEMA_VERSION);
             v = now - 1;
             continue;
+        }
+        if (!s && now < v) {
+            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: schema version went back to %lld while migrating", st->path,
+                                (long long)now);
         }
         if (!s) s = exec_sql(ctx, st, fa_store_migrations[v]);
         if (!s) {
@@ -235,6 +249,54 @@ static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
         }
     }
     return FA_OK;
+}
+
+/* Set run_id's status (and error, ended_at) together with its fused twins (kind 'fused',
+ * tag "fused-of:<run_id>", written by the applier): 'ok' finishes the twins still running with
+ * it; 'failed' fails every twin, so a failed run never keeps an 'ok' fused twin. only_running:
+ * change run_id itself only while it is 'running' (recovery). Inside the caller's transaction. */
+static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *status, const char *error,
+                                   bool only_running)
+{
+    sqlite3_stmt *q = NULL;
+    fa_status s = prepare(ctx, st,
+                          only_running ? "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = coalesce(ended_at_ns, ?4) "
+                                         "WHERE id = ?1 AND status = 'running'"
+                                       : "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = ?4 WHERE id = ?1",
+                          &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_txt(&b, status);
+        b_txt(&b, error);
+        b_i64(&b, unix_now_ns());
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    bool ok = !strcmp(status, "ok");
+    char why[160]; /* bound SQLITE_STATIC: must outlive the step below */
+    snprintf(why, sizeof why, "its baseline run %lld failed", (long long)run_id);
+    if (!s)
+        s = prepare(ctx, st,
+                    ok ? "UPDATE runs SET status = 'ok', error = NULL, ended_at_ns = coalesce(ended_at_ns, ?2) "
+                         "WHERE kind = 'fused' AND tag = 'fused-of:' || ?1 AND status = 'running'"
+                       : "UPDATE runs SET status = 'failed', error = ?3, ended_at_ns = coalesce(ended_at_ns, ?2) "
+                         "WHERE kind = 'fused' AND tag = 'fused-of:' || ?1 AND status <> 'failed'",
+                    &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_i64(&b, unix_now_ns());
+        if (!ok) b_txt(&b, why);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return s;
 }
 
 /* Mark runs left 'running' by a dead process on this host as failed. */
@@ -267,21 +329,47 @@ static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
     bool own;
     s = tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *u = NULL;
-    s = prepare(ctx, st,
-                "UPDATE runs SET status = 'failed', error = 'process died', "
-                "ended_at_ns = coalesce(ended_at_ns, ?2) WHERE id = ?1 AND status = 'running'",
-                &u);
-    for (int i = 0; !s && i < n_dead; i++) {
-        binder b;
-        b_start(&b, u);
-        b_i64(&b, dead[i]);
-        b_i64(&b, unix_now_ns());
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, u, sqlite3_step(u));
-    }
-    sqlite3_finalize(u);
+    /* whatever stage the process was in (baseline, analysis, plan, apply, outputs, import
+     * advice): the run never finished, and its fused twins fail with it */
+    for (int i = 0; !s && i < n_dead; i++) s = finish_with_twins(ctx, st, dead[i], "failed", "process died", true);
     return tx_close(ctx, st, own, s);
+}
+
+/* user_version is a signed 32-bit header field any program can set: a negative one would index
+ * the migration table out of bounds, a newer one needs a newer build. Refuse every version this
+ * build does not know (the file is not modified). */
+static fa_status version_known(fa_ctx *ctx, const char *path, int64_t version)
+{
+    if (version < 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: database schema version %lld is not a version any fuse-advise writes "
+                            "(this one knows 0..%d); the file was not modified",
+                            path, (long long)version, FA_STORE_SCHEMA_VERSION);
+    if (version > FA_STORE_SCHEMA_VERSION)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                            "%s: database schema version %lld is newer than this fuse-advise "
+                            "(%s) supports (version %d); use a newer fuse-advise, the file was not modified",
+                            path, (long long)version, FA_VERSION_STRING, FA_STORE_SCHEMA_VERSION);
+    return FA_OK;
+}
+
+/* "file:PATH?immutable=1" with the URI's reserved bytes of PATH percent-encoded (SQLite docs,
+ * "Uniform Resource Identifiers"). malloc'd; NULL on OOM. */
+static char *immutable_uri(const char *path)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_puts(&b, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f) fa_buf_printf(&b, "%%%02X", *p);
+        else fa_buf_append(&b, p, 1);
+    }
+    fa_buf_puts(&b, "?immutable=1");
+    if (b.oom) {
+        fa_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
 }
 
 static bool file_not_writable(const char *path, const struct stat *sb)
@@ -308,16 +396,30 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
         /* Refuse a non-SQLite file before SQLite touches it (SQLite file format, section 1.3:
          * the header starts with "SQLite format 3\0"). An empty file is a new database. */
         if (sb.st_size > 0) {
-            char hdr[16] = {0};
+            unsigned char hdr[100] = {0};
             int fd = open(path, O_RDONLY | O_CLOEXEC);
             if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
             ssize_t got = read(fd, hdr, sizeof hdr);
             close(fd);
-            if (got != (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16) != 0)
+            if (got < 16 || memcmp(hdr, "SQLite format 3", 16) != 0)
                 return fa_ctx_error(ctx, FA_ERR_INPUT,
                                     "%s: not an SQLite database (no \"SQLite format 3\" header), "
                                     "refusing to use it as the run database",
                                     path);
+            /* user_version: a big-endian signed 32-bit integer at header offset 60 (SQLite file
+             * format, section 1.3). Checked here, before SQLite opens the file and creates its
+             * -wal/-shm, so a version this build does not know leaves the file and its folder
+             * exactly as they were. With a -wal present page 1 may be newer there: SQLite's
+             * own PRAGMA user_version below decides. */
+            char wal[4200];
+            struct stat wb;
+            snprintf(wal, sizeof wal, "%s-wal", path);
+            if (got == (ssize_t)sizeof hdr && stat(wal, &wb) != 0) {
+                int32_t v = (int32_t)(((uint32_t)hdr[60] << 24) | ((uint32_t)hdr[61] << 16) | ((uint32_t)hdr[62] << 8) |
+                                      (uint32_t)hdr[63]);
+                fa_status vs = version_known(ctx, path, v);
+                if (vs) return vs;
+            }
         }
         if (file_not_writable(path, &sb)) readonly = true;
     }
@@ -333,7 +435,22 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
     /* NOMUTEX: a store is used by one thread at a time (one fa_ctx per thread of work). */
     int oflags = (readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) |
                  SQLITE_OPEN_NOMUTEX;
-    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_open_v2(path, &st->db, oflags, NULL));
+    /* A read-only open of a WAL database makes SQLite create PATH-wal and PATH-shm (with the
+     * file's own mode: 0444 files then break the owner's later writes), and fails where they
+     * cannot be created (a read-only filesystem). With no -wal file there is nothing but the
+     * main file to read: open it immutable (SQLite URI parameter "immutable=1": no locks, no
+     * -wal/-shm), which leaves nothing behind. With a -wal present (a writer is active or
+     * crashed) its content is needed: the ordinary read-only open. */
+    char *uri = NULL;
+    if (readonly && exists) {
+        char wal[4200];
+        struct stat wb;
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        if (stat(wal, &wb) != 0 && errno == ENOENT) uri = immutable_uri(path);
+    }
+    fa_status s = uri ? FA_SQL_CHECK(ctx, st, sqlite3_open_v2(uri, &st->db, oflags | SQLITE_OPEN_URI, NULL))
+                      : FA_SQL_CHECK(ctx, st, sqlite3_open_v2(path, &st->db, oflags, NULL));
+    free(uri);
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_extended_result_codes(st->db, 1));
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS));
     /* Until the file is known to be ours and not newer, closing must not checkpoint a WAL
@@ -345,11 +462,7 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
     if (!s) s = query_i64(ctx, st, "PRAGMA user_version", &version);
     if (!s) s = query_i64(ctx, st, "PRAGMA application_id", &app_id);
     if (!s) s = query_i64(ctx, st, "SELECT count(*) FROM sqlite_schema", &n_objects);
-    if (!s && version > FA_STORE_SCHEMA_VERSION)
-        s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
-                         "%s: database schema version %lld is newer than this fuse-advise "
-                         "(%s) supports (version %d); use a newer fuse-advise, the file was not modified",
-                         path, (long long)version, FA_VERSION_STRING, FA_STORE_SCHEMA_VERSION);
+    if (!s) s = version_known(ctx, path, version);
     if (!s && (app_id != 0 || version > 0 || n_objects > 0) && app_id != FA_STORE_APPLICATION_ID)
         s = fa_ctx_error(ctx, FA_ERR_INPUT,
                          "%s: an SQLite database that is not a fuse-advise run database "
@@ -528,15 +641,34 @@ fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok
     s = tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
+    if (!s) s = finish_with_twins(ctx, st, run_id, ok ? "ok" : "failed", ok ? NULL : (error ? error : "failed"), false);
+    return tx_close(ctx, st, own, s);
+}
+
+fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
+{
+    fa_status s = require_writable(ctx, st, "reopen a run");
+    if (s) return s;
+    char host[256];
+    host_name(host, sizeof host);
+    int64_t pid = (int64_t)getpid();
+    bool own;
+    s = tx_open(ctx, st, &own);
+    if (s) return s;
+    s = check_run(ctx, st, run_id);
     sqlite3_stmt *q = NULL;
-    if (!s) s = prepare(ctx, st, "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = ?4 WHERE id = ?1", &q);
+    if (!s)
+        s = prepare(ctx, st,
+                    "UPDATE runs SET status = 'running', error = NULL, ended_at_ns = NULL, pid = ?2, host = ?3, "
+                    "pid_start_ticks = ?4 WHERE id = ?1",
+                    &q);
     if (!s) {
         binder b;
         b_start(&b, q);
         b_i64(&b, run_id);
-        b_txt(&b, ok ? "ok" : "failed");
-        b_txt(&b, ok ? NULL : (error ? error : "failed"));
-        b_i64(&b, unix_now_ns());
+        b_i64(&b, pid);
+        b_txt(&b, host);
+        b_i64(&b, proc_start_ticks(pid));
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }

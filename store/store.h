@@ -111,8 +111,15 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
 /* Store every activity of t (seq = index in t->acts) with one prepared statement in one
  * transaction (or the caller's), plus the trace metadata and the run's iter_median_ns. */
 fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace *t);
-/* Mark the run 'ok' or 'failed' (with `error`, may be NULL) and set ended_at to now. */
+/* Mark the run 'ok' or 'failed' (with `error`, may be NULL) and set ended_at to now. A run is
+ * 'ok' only when every stage it started has stored its results: callers finish it once, after
+ * the last stage (docs/schema.md "Run status"). Its fused twins (kind 'fused', tag
+ * "fused-of:<run_id>") finish with it: 'ok' finishes those still 'running', 'failed' fails all. */
 fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok, const char *error);
+/* A stored run is being worked on again (`apply RUN` rewrites its plan and measurements): status
+ * 'running' with this process's pid/host, error and ended_at cleared, until fa_store_run_finish.
+ * A process that dies meanwhile leaves it to the dead-process recovery ('failed'). */
+fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id);
 
 /* All runs, newest first. Array and strings allocated in `arena` (caller owns it). */
 fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_info **out,

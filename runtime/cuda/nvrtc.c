@@ -97,8 +97,13 @@ fa_status fa_cuda_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, 
     NVRTC_CHECK(ctx, nvrtcGetProgramLog(prog, c.log));
     c.log[log_size] = 0;
     if (cr != NVRTC_SUCCESS) {
-        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "NVRTC compile of %s for %s failed: %s\n%.4000s", name, arch,
-                          nvrtcGetErrorString(cr), c.log);
+        /* only NVRTC's diagnostics about our own source, capped (fa_compiler_diagnostics) */
+        fa_buf d;
+        fa_buf_init(&d);
+        if (fa_compiler_diagnostics(&d, c.log, log_size, name, 1500) == 0) fa_buf_puts(&d, "no diagnostic about the source");
+        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "NVRTC compile of %s for %s failed: %s: %s", name, arch,
+                          nvrtcGetErrorString(cr), d.data ? d.data : "");
+        fa_buf_free(&d);
         goto fail;
     }
     NVRTC_CHECK(ctx, nvrtcGetCUBINSize(prog, &c.cubin_size));

@@ -24,6 +24,7 @@ static const struct {
     {"kineto", fa_fuzz_kineto, "input.json"},
     {"nsys", fa_fuzz_nsys, "input.sqlite"},
     {"args", fa_fuzz_args, NULL},
+    {"codegen", fa_fuzz_codegen, NULL},
 };
 
 static uint8_t *slurp(const char *path, size_t *len)
@@ -168,6 +169,41 @@ static void test_bad_kineto_negative_timestamp_imports_without_overflow(void **s
     fa_ctx_free(ctx);
 }
 
+/* fuzz_codegen seeds (issue 15): chains whose tensors and nodes carry a comment closer with code
+ * after it, an #include of /etc/passwd, control bytes, quotes, invalid UTF-8 and repeated names.
+ * The target aborts when a name changes the generated source or the kernel's result; here each
+ * must also generate, compile and run (FA_OK), and the injected code must never have run. */
+static void test_codegen_hostile_names_generate_compile_and_run_unchanged(void **state)
+{
+    (void)state;
+    char dir[4200];
+    snprintf(dir, sizeof dir, "%s/codegen", regressions_dir());
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    struct dirent *e;
+    int n = 0;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.') continue;
+        char path[4500];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t len;
+        uint8_t *data = slurp(path, &len);
+        fa_ctx *ctx = fa_ctx_create();
+        fa_status s = fa_fuzz_codegen(ctx, data, len);
+        if (s) fail_msg("%s: %s", path, fa_ctx_errmsg(ctx));
+        fa_ctx_free(ctx);
+        free(data);
+        n++;
+    }
+    closedir(d);
+    assert_true(n >= 2);
+    FILE *f = fopen("/tmp/fa-codegen-injected", "r");
+    if (f) {
+        fclose(f);
+        fail_msg("code from a tensor name ran");
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -176,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_bad_tensorproto_dims_product_beyond_int64_refused),
         cmocka_unit_test(test_bad_tensorproto_external_huge_dims_refused_before_allocating),
         cmocka_unit_test(test_bad_kineto_negative_timestamp_imports_without_overflow),
+        cmocka_unit_test(test_codegen_hostile_names_generate_compile_and_run_unchanged),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
