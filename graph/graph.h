@@ -272,8 +272,9 @@ enum {
  *   - `count` fixes the element count of an INTS/FLOATS/STRINGS attribute where the spec does
  *     (FA_ACOUNT_*), refused (FA_ERR_INPUT) with the expected and found count;
  *   - `until`, when > 0, is the last opset whose version of the op has the attribute (Clip's
- *     min/max until 6, then inputs): on a later opset the attribute is refused like an unknown
- *     one, since the op's code no longer reads it there.
+ *     min/max until 10: Clip-6 holds through opset 10, Clip-11 takes them as inputs): on a
+ *     later opset the attribute is refused like an unknown one, since the op's code no longer
+ *     reads it there.
  * An op may list one name twice with different types where the spec changed the type across
  * opsets (LpPool p: FLOAT in opset 1, INT later); the list ends with an entry whose name is
  * NULL. */

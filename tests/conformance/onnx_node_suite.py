@@ -24,8 +24,9 @@ case that now passes where the table says refused: the table, and the counts in
 docs/conformance.md, stay true. `--update` rewrites the table from this run (wrong and crash
 outcomes are never written; the run still fails on them).
 
-`--subset FILE` runs only the cases named in FILE (one name per line, '#' comments): the
-sanitizer stage of .ci/run uses tests/conformance/asan-subset.txt.
+`--subset FILE` runs only the cases named in FILE (one name per line, '#' comments), for a
+quick look while developing; CI runs every case, under the sanitizers too (.ci/run's second
+stage runs the whole ctest suite in an ASan+UBSan build, where a sanitizer report is a crash).
 
 Exit: 0 all as expected, 1 a difference, 77 onnx/numpy not importable (ctest: skipped).
 """
@@ -211,7 +212,8 @@ HEADER = """# ONNX node conformance suite: expected outcome per case (tests/conf
 """
 
 
-def read_table(path: str) -> dict[str, tuple[str, str]]:
+def read_rows(path: str) -> dict[str, tuple[str, str, str]]:
+    """case -> (ops, outcome, refusal message) of a table."""
     t = {}
     with open(path, encoding="utf-8") as f:
         for ln in f:
@@ -219,8 +221,13 @@ def read_table(path: str) -> dict[str, tuple[str, str]]:
                 continue
             parts = ln.rstrip("\n").split("\t")
             parts += [""] * (4 - len(parts))
-            t[parts[0]] = (parts[2], parts[3])
+            t[parts[0]] = (parts[1], parts[2], parts[3])
     return t
+
+
+def read_table(path: str) -> dict[str, tuple[str, str]]:
+    """case -> (outcome, refusal message) of a table."""
+    return {k: (out, msg) for k, (_, out, msg) in read_rows(path).items()}
 
 
 def table_onnx_version(path: str) -> str | None:
@@ -272,15 +279,11 @@ def reason_of(outcome: str, msg: str, ops: str) -> tuple[str, str]:
 
 def summary(table: str) -> str:
     """Markdown counts of a table: outcomes, then refusals by reason and detail."""
-    t = read_table(table)
+    rows = read_rows(table)
+    t = {k: (out, msg) for k, (_, out, msg) in rows.items()}
+    ops_of = {k: ops for k, (ops, _, _) in rows.items()}
     counts: dict[str, int] = {}
     by: dict[str, dict[str, int]] = {}
-    ops_of = {}
-    with open(table, encoding="utf-8") as f:
-        for ln in f:
-            if not ln.startswith("#") and ln.strip():
-                parts = ln.rstrip("\n").split("\t")
-                ops_of[parts[0]] = parts[1]
     for name, (out, msg) in t.items():
         counts[out] = counts.get(out, 0) + 1
         if out != "pass":
@@ -328,6 +331,9 @@ def main() -> int:
             print(f"FAIL subset names cases onnx {onnx.__version__} does not generate: {sorted(missing)[:10]}")
             return 1
     t_gen = time.monotonic() - t0
+    if not cases:  # a mistyped --filter/--subset, or an onnx that generates nothing: no check ran
+        print(f"FAIL no case of onnx {onnx.__version__} matches the --filter/--subset given")
+        return 1
 
     results: dict[str, tuple[str, str]] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, a.jobs)) as pool:
@@ -370,9 +376,9 @@ def main() -> int:
                 continue
             rows.append(f"{name}\t{by_name[name]['op']}\t{out}\t{why}\n")
         if names is not None or a.filter:  # partial run: keep the other rows
-            for name, (eo, ew) in sorted(read_table(a.table).items() if os.path.exists(a.table) else []):
+            for name, (eops, eo, ew) in sorted(read_rows(a.table).items() if os.path.exists(a.table) else []):
                 if name not in results:
-                    rows.append(f"{name}\t-\t{eo}\t{ew}\n")
+                    rows.append(f"{name}\t{eops}\t{eo}\t{ew}\n")
             rows.sort()
         with open(a.table, "w", encoding="utf-8") as f:
             f.write(HEADER.format(onnx=onnx.__version__))
