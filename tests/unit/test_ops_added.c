@@ -2,8 +2,10 @@
  * load + execute path (fa_graph_prepare, fa_exec): TopK ties and NaN, CumSum exclusive/reverse
  * with integer wrap-around, Hardmax, Trilu, ScatterElements/ScatterND with duplicates and
  * reductions, Einsum (diagonal, implicit output order, ellipsis broadcast), GridSample
- * reflection, RotaryEmbedding, Attention's fully masked rows, sliding window and softcap, and
- * exact integer MatMul. Expected values are worked out by hand (or by a loop written here) from
+ * reflection, RotaryEmbedding, Attention's fully masked rows, sliding window and softcap,
+ * exact integer MatMul, and the element-type fixes the dtype sweep found (unsigned uint64,
+ * integer Pow wrap, exact int64 ReduceSum, saturating uint8 Resize, RMSNormalization's and
+ * DequantizeLinear's output types). Expected values are worked out by hand (or by a loop written here) from
  * the ONNX operator spec, independently of the kernels. */
 #include "testutil.h"
 
@@ -417,6 +419,143 @@ static void test_attention_softcap_qk_output(void **state)
     run_free(&r);
 }
 
+/* ---- element types (the fixes tests/conformance/onnx_dtype_sweep.py found) ---- */
+
+static void expect_u64(const fa_value *v, const uint64_t *want, int64_t n)
+{
+    assert_int_equal(v->dtype, FA_DTYPE_UINT64);
+    assert_int_equal(fa_value_numel(v), n);
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t got = ((const uint64_t *)v->data)[i];
+        if (got != want[i]) fail_msg("element %lld: got %llu, expected %llu", (long long)i, (unsigned long long)got,
+                                     (unsigned long long)want[i]);
+    }
+}
+
+/* uint64 beyond 2^63 is unsigned: (2^64 - 2) / 2 = 2^63 - 1 (signed: -2 / 2 = -1), and
+ * 2^63 + 1 < 1 is false (signed: true). */
+static void test_uint64_div_and_less_unsigned(void **state)
+{
+    (void)state;
+    static const uint64_t a[] = {UINT64_MAX - 1, (1ULL << 63) + 1};
+    static const uint64_t b[] = {2, 1};
+    in_spec in[] = {{"a", FA_DTYPE_UINT64, 1, {2}, a}, {"b", FA_DTYPE_UINT64, 1, {2}, b}};
+    run1 r;
+    run_ok(&r, "Div", 14, 2, in, 1, NULL);
+    expect_u64(fa_exec_output(r.e, 0), (const uint64_t[]){(1ULL << 63) - 1, (1ULL << 63) + 1}, 2);
+    run_free(&r);
+    run_ok(&r, "Less", 13, 2, in, 1, NULL);
+    const fa_value *y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dtype, FA_DTYPE_BOOL);
+    assert_int_equal(((const uint8_t *)y->data)[0], 0);
+    assert_int_equal(((const uint8_t *)y->data)[1], 0);
+    run_free(&r);
+}
+
+/* Integer Pow wraps as numpy's power does (ONNX leaves overflow undefined; the reference is
+ * numpy): 3^21 = 10460353203 = 2 * 2^32 + 1870418611 -> int32 1870418611 (saturating would
+ * give 2147483647). 7^2 = 49 stays exact. */
+static void test_pow_int32_wraps(void **state)
+{
+    (void)state;
+    static const int32_t x[] = {3, 7};
+    static const int32_t e[] = {21, 2};
+    in_spec in[] = {{"x", FA_DTYPE_INT32, 1, {2}, x}, {"e", FA_DTYPE_INT32, 1, {2}, e}};
+    run1 r;
+    run_ok(&r, "Pow", 15, 2, in, 1, NULL);
+    const fa_value *y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dtype, FA_DTYPE_INT32);
+    assert_int_equal(((const int32_t *)y->data)[0], 1870418611);
+    assert_int_equal(((const int32_t *)y->data)[1], 49);
+    run_free(&r);
+}
+
+/* int64 ReduceSum exact beyond 2^53: 2^53 + 1 + 1 = 2^53 + 2 (a double accumulator rounds
+ * each + 1 away, ties to even, and gives 2^53). */
+static void test_reducesum_int64_exact_beyond_double(void **state)
+{
+    (void)state;
+    static const int64_t x[] = {1LL << 53, 1, 1};
+    in_spec in[] = {{"x", FA_DTYPE_INT64, 1, {3}, x}};
+    run1 r;
+    run_ok(&r, "ReduceSum", 13, 1, in, 1, NULL);
+    expect_i64(fa_exec_output(r.e, 0), (const int64_t[]){(1LL << 53) + 2}, 1);
+    run_free(&r);
+}
+
+static const float resize_scales_x2[] = {1, 1, 1, 2};
+
+/* uint8 cubic Resize saturates (the reference's saturate_cast) instead of wrapping. Input
+ * 0 0 255 255 upsampled 2x, half_pixel, a = -0.75: output 1 sits at x = 0.25, taps at -1..2
+ * (edge-clamped: 0 0 0 255) with weights W(1.25) W(0.25) W(0.75) W(1.75); W(1.75) =
+ * a(s^3 - 5s^2 + 8s - 4) = -0.03515625 gives -8.96 -> 0; by symmetry output 5 is
+ * 255 + 26.89 -> 255. The full row, from the ONNX reference implementation in float64:
+ * 0 -8.96 -26.89 57.77 197.23 281.89 263.96 255, rounded half to even and saturated. */
+static void attrs_cubic(fa_graph *g, fa_node *n) { fa_node_add_attr_string(g, n, "mode", "cubic"); }
+static void test_resize_uint8_cubic_saturates(void **state)
+{
+    (void)state;
+    static const uint8_t x[] = {0, 0, 255, 255};
+    in_spec in[] = {{"x", FA_DTYPE_UINT8, 4, {1, 1, 1, 4}, x},
+                    {NULL},
+                    {"scales", FA_DTYPE_FLOAT, 1, {4}, resize_scales_x2, true}};
+    run1 r;
+    run_ok(&r, "Resize", 19, 3, in, 1, attrs_cubic);
+    const fa_value *y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dtype, FA_DTYPE_UINT8);
+    static const uint8_t want[] = {0, 0, 0, 58, 197, 255, 255, 255};
+    assert_int_equal(fa_value_numel(y), 8);
+    for (int i = 0; i < 8; i++)
+        if (((const uint8_t *)y->data)[i] != want[i])
+            fail_msg("element %d: got %u, expected %u", i, ((const uint8_t *)y->data)[i], want[i]);
+    run_free(&r);
+}
+
+/* RMSNormalization-23: X is T, scale and Y are V. X float32 [3, 4], scale float16 [1, 2]:
+ * Y is float16, x / sqrt(mean(x^2) + 1e-5) * scale = 3/3.5355, 4/3.5355*2 = 0.8485, 2.2627. */
+static void test_rmsnorm_output_has_scale_type(void **state)
+{
+    (void)state;
+    static const float x[] = {3, 4};
+    static const uint16_t scale[] = {0x3C00, 0x4000}; /* float16 1.0, 2.0 */
+    in_spec in[] = {{"x", FA_DTYPE_FLOAT, 2, {1, 2}, x}, {"scale", FA_DTYPE_FLOAT16, 1, {2}, scale, true}};
+    run1 r;
+    run_ok(&r, "RMSNormalization", 23, 2, in, 1, NULL);
+    const fa_value *y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dtype, FA_DTYPE_FLOAT16);
+    double rms = sqrt((9.0 + 16.0) / 2 + 1e-5), want[] = {3 / rms, 4 / rms * 2};
+    for (int i = 0; i < 2; i++) {
+        double got = fa_load_as_double(y->data, y->dtype, i);
+        if (!(fabs(got - want[i]) <= 2e-3 * want[i])) fail_msg("element %d: got %.6g, expected %.6g", i, got, want[i]);
+    }
+    run_free(&r);
+}
+
+/* DequantizeLinear-23's output_dtype sets y's type (float16 here, scale float32):
+ * (-4, 6) * 0.5 = (-2, 3); a non-float output_dtype (INT32) is refused naming it. */
+static int64_t dq_output_dtype;
+static void attrs_dq(fa_graph *g, fa_node *n) { fa_node_add_attr_int(g, n, "output_dtype", dq_output_dtype); }
+static void test_dequantize_output_dtype(void **state)
+{
+    (void)state;
+    static const int8_t x[] = {-4, 6};
+    static const float scale[] = {0.5f};
+    in_spec in[] = {{"x", FA_DTYPE_INT8, 1, {2}, x}, {"scale", FA_DTYPE_FLOAT, 0, {0}, scale, true}};
+    run1 r;
+    dq_output_dtype = FA_DTYPE_FLOAT16;
+    run_ok(&r, "DequantizeLinear", 23, 2, in, 1, attrs_dq);
+    const fa_value *y = fa_exec_output(r.e, 0);
+    assert_int_equal(y->dtype, FA_DTYPE_FLOAT16);
+    assert_true(fa_load_as_double(y->data, y->dtype, 0) == -2.0);
+    assert_true(fa_load_as_double(y->data, y->dtype, 1) == 3.0);
+    run_free(&r);
+    dq_output_dtype = FA_DTYPE_INT32;
+    assert_int_equal(run_node(&r, "DequantizeLinear", 23, 2, in, 1, attrs_dq), FA_ERR_UNSUPPORTED);
+    assert_non_null(strstr(fa_ctx_errmsg(r.ctx), "output_dtype"));
+    assert_non_null(strstr(fa_ctx_errmsg(r.ctx), "node_under_test"));
+    run_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -436,6 +575,12 @@ int main(void)
         cmocka_unit_test(test_attention_window_sees_only_own_key),
         cmocka_unit_test(test_attention_fully_masked_row_is_zero),
         cmocka_unit_test(test_attention_softcap_qk_output),
+        cmocka_unit_test(test_uint64_div_and_less_unsigned),
+        cmocka_unit_test(test_pow_int32_wraps),
+        cmocka_unit_test(test_reducesum_int64_exact_beyond_double),
+        cmocka_unit_test(test_resize_uint8_cubic_saturates),
+        cmocka_unit_test(test_rmsnorm_output_has_scale_type),
+        cmocka_unit_test(test_dequantize_output_dtype),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
