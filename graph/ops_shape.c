@@ -741,6 +741,56 @@ static fa_status k_gather(fa_ctx *ctx, const fa_node *n, const fa_value *in, int
     return FA_OK;
 }
 
+/* GatherElements / ScatterElements: indices of data's rank, each dim within data's off the axis
+ * (the kernels read data at the indices' own position there); axis normalized into *axis. */
+static fa_status check_elements_indices(fa_ctx *ctx, const fa_node *n, const fa_tensor *x, const fa_tensor *ix,
+                                        int *axis)
+{
+    *axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), x->rank);
+    if (*axis < 0) return fa_ctx_status(ctx);
+    for (int a = 0; a < x->rank; a++)
+        if (a != *axis && ix->dims[a] > x->dims[a])
+            return fa_node_error(ctx, n, "indices dim %d is %lld, larger than data's %lld", a,
+                                 (long long)ix->dims[a], (long long)x->dims[a]);
+    return FA_OK;
+}
+
+/* Walk of the indices of GatherElements / ScatterElements in row-major order: element e sits
+ * at position idx of indices; its data element is idx with idx[axis] replaced by the index
+ * (negative counts from the end). elements_offset gives that element's flat offset in data
+ * (row strides xst) or refuses an index out of range, then steps idx to element e + 1. */
+typedef struct elements_walk {
+    const fa_value *ix;
+    int rank, axis;
+    int64_t dim, xst[FA_MAX_RANK], idx[FA_MAX_RANK];
+} elements_walk;
+
+static void elements_walk_init(elements_walk *w, const fa_value *x, const fa_value *ix, int axis)
+{
+    memset(w, 0, sizeof *w);
+    w->ix = ix;
+    w->rank = x->rank;
+    w->axis = axis;
+    w->dim = x->dims[axis];
+    row_strides(x->rank, x->dims, w->xst);
+}
+
+static fa_status elements_offset(fa_ctx *ctx, const fa_node *n, elements_walk *w, int64_t e, int64_t *off)
+{
+    int64_t k = load_index(w->ix, e);
+    if (k < 0) k += w->dim;
+    if (k < 0 || k >= w->dim)
+        return fa_node_error(ctx, n, "index %lld out of range for axis %d of size %lld",
+                             (long long)load_index(w->ix, e), w->axis, (long long)w->dim);
+    *off = 0;
+    for (int a = 0; a < w->rank; a++) *off += (a == w->axis ? k : w->idx[a]) * w->xst[a];
+    for (int a = w->rank - 1; a >= 0; a--) {
+        if (++w->idx[a] < w->ix->dims[a]) break;
+        w->idx[a] = 0;
+    }
+    return FA_OK;
+}
+
 static fa_status infer_gather_elements(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
     fa_tensor *x = fa_req_input(ctx, g, n, 0), *ix = x ? fa_req_input(ctx, g, n, 1) : NULL;
@@ -748,12 +798,9 @@ static fa_status infer_gather_elements(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (!is_int_dtype(ix->dtype)) return fa_node_error(ctx, n, "indices must be int32 or int64, are %s", fa_dtype_name(ix->dtype));
     if (x->rank < 1 || ix->rank != x->rank)
         return fa_node_error(ctx, n, "data (rank %d) and indices (rank %d) must have the same rank >= 1", x->rank, ix->rank);
-    int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), x->rank);
-    if (axis < 0) return fa_ctx_status(ctx);
-    for (int a = 0; a < x->rank; a++) /* the kernel reads data at the indices' position off the axis */
-        if (a != axis && ix->dims[a] > x->dims[a])
-            return fa_node_error(ctx, n, "indices dim %d is %lld, larger than data's %lld", a,
-                                 (long long)ix->dims[a], (long long)x->dims[a]);
+    int axis;
+    fa_status st = check_elements_indices(ctx, n, x, ix, &axis);
+    if (st) return st;
     fa_set_out(g, n, 0, x->dtype, ix->rank, ix->dims);
     return FA_OK;
 }
@@ -768,22 +815,13 @@ static fa_status k_gather_elements(fa_ctx *ctx, const fa_node *n, const fa_value
     int r = x->rank;
     int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), r);
     if (axis < 0) return fa_ctx_status(ctx);
-    int64_t xst[FA_MAX_RANK], idx[FA_MAX_RANK] = {0}, total = fa_value_numel(ix), dim = x->dims[axis];
-    row_strides(r, x->dims, xst);
+    elements_walk w;
+    elements_walk_init(&w, x, ix, axis);
+    int64_t total = fa_value_numel(ix), off;
     char *d = out[0].data;
     for (int64_t e = 0; e < total; e++, d += es) {
-        int64_t k = load_index(ix, e);
-        if (k < 0) k += dim;
-        if (k < 0 || k >= dim)
-            return fa_node_error(ctx, n, "index %lld out of range for axis %d of size %lld",
-                                 (long long)load_index(ix, e), axis, (long long)dim);
-        int64_t off = 0;
-        for (int a = 0; a < r; a++) off += (a == axis ? k : idx[a]) * xst[a];
+        if ((st = elements_offset(ctx, n, &w, e, &off))) return st;
         copy_elem(d, (const char *)x->data + off * (int64_t)es, es);
-        for (int a = r - 1; a >= 0; a--) {
-            if (++idx[a] < ix->dims[a]) break;
-            idx[a] = 0;
-        }
     }
     return FA_OK;
 }
@@ -916,16 +954,13 @@ static fa_status infer_scatter_elements(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (x->rank < 1 || ix->rank != x->rank || u->rank != x->rank)
         return fa_node_error(ctx, n, "data, indices and updates must have the same rank >= 1 (ranks %d, %d, %d)",
                              x->rank, ix->rank, u->rank);
-    int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), x->rank);
-    if (axis < 0) return fa_ctx_status(ctx);
-    for (int a = 0; a < x->rank; a++) {
+    for (int a = 0; a < x->rank; a++)
         if (u->dims[a] != ix->dims[a])
             return fa_node_error(ctx, n, "updates dim %d is %lld, indices dim is %lld", a, (long long)u->dims[a],
                                  (long long)ix->dims[a]);
-        if (a != axis && ix->dims[a] > x->dims[a])
-            return fa_node_error(ctx, n, "indices dim %d is %lld, larger than data's %lld", a,
-                                 (long long)ix->dims[a], (long long)x->dims[a]);
-    }
+    int axis;
+    fa_status st = check_elements_indices(ctx, n, x, ix, &axis);
+    if (st) return st;
     fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
     return FA_OK;
 }
@@ -946,21 +981,12 @@ static fa_status k_scatter_elements(fa_ctx *ctx, const fa_node *n, const fa_valu
     scat_red red = scatter_reduction(n);
     int64_t ne = fa_value_numel(x);
     if (ne > 0) memcpy(out[0].data, x->data, (size_t)ne * es);
-    int64_t xst[FA_MAX_RANK], idx[FA_MAX_RANK] = {0}, total = fa_value_numel(ix), dim = x->dims[axis];
-    row_strides(r, x->dims, xst);
+    elements_walk w;
+    elements_walk_init(&w, x, ix, axis);
+    int64_t total = fa_value_numel(ix), off;
     for (int64_t e = 0; e < total; e++) {
-        int64_t k = load_index(ix, e);
-        if (k < 0) k += dim;
-        if (k < 0 || k >= dim)
-            return fa_node_error(ctx, n, "index %lld out of range for axis %d of size %lld",
-                                 (long long)load_index(ix, e), axis, (long long)dim);
-        int64_t off = 0;
-        for (int a = 0; a < r; a++) off += (a == axis ? k : idx[a]) * xst[a];
+        if ((st = elements_offset(ctx, n, &w, e, &off))) return st;
         scatter_apply(out[0].data, off, u->data, e, x->dtype, es, red);
-        for (int a = r - 1; a >= 0; a--) {
-            if (++idx[a] < ix->dims[a]) break;
-            idx[a] = 0;
-        }
     }
     return FA_OK;
 }
