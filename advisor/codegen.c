@@ -1458,3 +1458,9 @@ fa_status fa_codegen_cuda(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, c
 {
     return gen(ctx, g, c, plan_hash, out, info, LANG_CUDA);
 }
+
+fa_status fa_codegen(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, fa_kernel_lang lang, const char *plan_hash,
+                     fa_buf *out, fa_codegen_info *info)
+{
+    return gen(ctx, g, c, plan_hash, out, info, lang == FA_KERNEL_LANG_CUDA ? LANG_CUDA : LANG_C);
+}

@@ -38,18 +38,9 @@ fa_status fa_codegen_c(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, cons
 fa_status fa_codegen_cuda(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const char *plan_hash, fa_buf *out,
                           fa_codegen_info *info);
 
-/* NVRTC compile of CUDA source for `arch` ("sm_90"): registers per thread and spill bytes from
- * the ptxas info log (-Xptxas -v). Works without a GPU. FA_ERR_UNSUPPORTED when this build has
- * no CUDA toolkit; FA_ERR_RUNTIME with the NVRTC log on a compile error. cubin optional. */
-typedef struct fa_nvrtc_result {
-    int registers;         /* per thread */
-    int spill_stores;      /* bytes */
-    int spill_loads;       /* bytes */
-    int static_smem;       /* bytes */
-    int local_mem;         /* bytes of stack frame */
-    char log[2048];        /* ptxas info, truncated */
-} fa_nvrtc_result;
-fa_status fa_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const char *arch, fa_nvrtc_result *out,
-                           uint8_t **cubin, size_t *cubin_len);
+/* The source of cluster c in language lang (the target's kernel_lang): fa_codegen_c or
+ * fa_codegen_cuda. */
+fa_status fa_codegen(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, fa_kernel_lang lang, const char *plan_hash,
+                     fa_buf *out, fa_codegen_info *info);
 
 #endif

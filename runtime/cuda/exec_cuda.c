@@ -516,6 +516,38 @@ fa_status fa_cuda_exec_check_graph(fa_ctx *ctx, const fa_graph *g)
     return FA_OK;
 }
 
+bool fa_cuda_exec_supports_node(const fa_graph *g, const fa_node *n, char *why, size_t why_cap)
+{
+    if (n->domain && !strcmp(n->domain, "ai.fuse-advise")) {
+        if (!strcmp(n->op_type, "FusedKernel")) return true; /* a provider's device kernel */
+        /* Fused{Conv,ConvTranspose,MatMul,Gemm}: a library epilogue or a refusal naming why */
+        bool *scratch = calloc((size_t)n->n_inputs + 16, sizeof(bool));
+        fa_cuda_epilogue_query q;
+        char w[256] = "";
+        fa_cuda_epilogue e = FA_CUDA_EPI_NONE;
+        if (scratch) {
+            fa_cuda_epilogue_query_of_node(g, n, scratch, &q);
+            e = fa_cuda_epilogue_map(&q, w, sizeof w);
+        } else {
+            snprintf(w, sizeof w, "out of memory");
+        }
+        free(scratch);
+        if (why && why_cap) {
+            if (e == FA_CUDA_EPI_NONE) snprintf(why, why_cap, "%s", w);
+            else
+                snprintf(why, why_cap, "cuda epilogue %s fits but is not executed yet (the cuda executor has no Fused* nodes)",
+                         fa_cuda_epilogue_name(e));
+        }
+        return false;
+    }
+    fa_ctx *c2 = fa_ctx_create();
+    cnode c;
+    fa_status st = c2 ? plan_node(c2, g, n, &c) : FA_ERR_NOMEM;
+    if (st && why && why_cap) snprintf(why, why_cap, "%s", c2 ? fa_ctx_errmsg(c2) : "out of memory");
+    fa_ctx_free(c2);
+    return st == FA_OK;
+}
+
 /* ---- module cache: one cubin per (source hash, arch) per process ---- */
 
 typedef struct mod_cache {
