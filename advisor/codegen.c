@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "codegen.h"
+#include "graph/op_math.h"
 
 enum { LANG_C = 0, LANG_CUDA = 1 };
 enum { LV_ROW = 1, LV_FULL = 2 };               /* value depends on the row only / on (row, j) */
@@ -413,37 +414,13 @@ typedef struct cg_opdef {
     const char *attr[3];        /* attribute names of $a $b $g */
 } cg_opdef;
 
-#define SOFTPLUS "($0 > 0.0f ? $0 + log1pf(expf(-$0)) : log1pf(expf($0)))"
+/* The unary ops of graph/op_math.h: their template is the table's expression (fa_unary_math_template
+ * at lowering), their attributes the table's; the rest are written here. */
+#define CG_UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {NAME, NULL, 1, {DA, DB, DG}, {AA, AB, AG}},
 static const cg_opdef OPS[] = {
-    {"Relu", "($0 < 0.0f ? 0.0f : $0)", 1, {0}, {0}},
-    {"LeakyRelu", "($0 < 0.0f ? $a * $0 : $0)", 1, {0.01f}, {"alpha"}},
+    FA_UNARY_MATH(CG_UNARY_ROW_)
     {"PRelu", "($0 < 0.0f ? $1 * $0 : $0)", 2, {0}, {0}},
-    {"Sigmoid", "(1.0f / (1.0f + expf(-$0)))", 1, {0}, {0}},
-    {"Tanh", "tanhf($0)", 1, {0}, {0}},
-    {"HardSigmoid", "($a * $0 + $b < 0.0f ? 0.0f : ($a * $0 + $b > 1.0f ? 1.0f : $a * $0 + $b))", 1, {0.2f, 0.5f},
-     {"alpha", "beta"}},
-    {"HardSwish", "($0 * ($0 / 6.0f + 0.5f < 0.0f ? 0.0f : ($0 / 6.0f + 0.5f > 1.0f ? 1.0f : $0 / 6.0f + 0.5f)))", 1,
-     {0}, {0}},
-    {"Elu", "($0 < 0.0f ? $a * (expf($0) - 1.0f) : $0)", 1, {1.0}, {"alpha"}},
-    {"Selu", "($0 > 0.0f ? $g * $0 : $g * ($a * expf($0) - $a))", 1, {1.67326319217681884765625, 0,
-                                                                        1.05070102214813232421875},
-     {"alpha", 0, "gamma"}},
-    {"Softplus", SOFTPLUS, 1, {0}, {0}},
-    {"Softsign", "($0 / (1.0f + fabsf($0)))", 1, {0}, {0}},
-    {"Mish", "($0 * tanhf(" SOFTPLUS "))", 1, {0}, {0}},
-    {"Erf", "erff($0)", 1, {0}, {0}},
     {"Gelu", NULL, 1, {0}, {0}},
-    {"Swish", "($0 / (1.0f + expf(-$a * $0)))", 1, {1.0}, {"alpha"}},
-    {"Sqrt", "sqrtf($0)", 1, {0}, {0}},
-    {"Exp", "expf($0)", 1, {0}, {0}},
-    {"Log", "logf($0)", 1, {0}, {0}},
-    {"Neg", "(-$0)", 1, {0}, {0}},
-    {"Abs", "fabsf($0)", 1, {0}, {0}},
-    {"Reciprocal", "(1.0f / $0)", 1, {0}, {0}},
-    {"Floor", "floorf($0)", 1, {0}, {0}},
-    {"Ceil", "ceilf($0)", 1, {0}, {0}},
-    {"Sin", "sinf($0)", 1, {0}, {0}},
-    {"Cos", "cosf($0)", 1, {0}, {0}},
     {"Add", "($0 + $1)", 2, {0}, {0}},
     {"Sub", "($0 - $1)", 2, {0}, {0}},
     {"Mul", "($0 * $1)", 2, {0}, {0}},
@@ -803,15 +780,20 @@ static int lower(cg *b, const fa_node *n, int lang)
             a[i] = arg(b, n, n->inputs[i], r, d);
             if (a[i] < 0) return -1;
         }
-        double p[3];
-        for (int k = 0; k < 3; k++) p[k] = od->attr[k] ? fa_node_attr_float(n, od->attr[k], (float)od->p[k]) : od->p[k];
-        if (!strcmp(op, "Selu")) { /* spec defaults are given in double */
-            if (!fa_node_attr(n, "alpha")) p[0] = od->p[0];
-            if (!fa_node_attr(n, "gamma")) p[2] = od->p[2];
-        }
+        double p[3]; /* an absent attribute takes the default as written (Selu's are double) */
+        for (int k = 0; k < 3; k++)
+            p[k] = od->attr[k] && fa_node_attr(n, od->attr[k]) ? fa_node_attr_float(n, od->attr[k], 0) : od->p[k];
         if (!strcmp(op, "Where") && !b->v[a[0]].is_bool)
             return cg_fail(b, "Where's condition is not boolean", "node '%s': condition is not bool", n->name);
-        out = op_val(b, od->tpl, a, na, p, r, d, cmp, lang);
+        char mt[512];
+        const char *tpl = od->tpl;
+        const fa_unary_math *m = fa_unary_math_find(op);
+        if (m) {
+            if (fa_unary_math_template(m, mt, sizeof mt) >= sizeof mt)
+                return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
+            tpl = mt;
+        }
+        out = op_val(b, tpl, a, na, p, r, d, cmp, lang);
     }
     if (out < 0) return -1;
     b->tval[y->id] = out;

@@ -107,6 +107,44 @@ fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const
  * model.folded.onnx holds). */
 fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_graph **out);
 
+/* ---- the pipeline `run` and `apply` share (applier/pipeline.c) ---- */
+
+typedef struct fa_pipeline_options {
+    fa_target target;         /* the run's target (its ceilings, gate, fused kernels) */
+    int threads;              /* the run's threads (its baseline was measured with them) */
+    double tolerance;         /* fa_apply_options.tolerance */
+    int iters, warmup;        /* timed / warm-up iterations per benchmark */
+    int max_ops, max_inputs;  /* fa_advise_options: cluster bounds */
+    int max_clusters;         /* fa_apply_options: 0 = FA_APPLY_MAX_CLUSTERS_DEFAULT */
+    double budget_s;          /* fa_apply_options: 0 = FA_APPLY_BUDGET_S_DEFAULT */
+    int inject_wrong_cluster; /* test hook (fa_apply_options); -1 none */
+    const char *out_dir;      /* existing folder the outputs are written into (the caller stages
+                                 it: a failed pipeline leaves partial files there) */
+    fa_progress_fn progress;  /* per-cluster progress of the apply stage (may be NULL) */
+    void *progress_user;
+} fa_pipeline_options;
+/* target cpu, tolerance 1e-5, 20 iterations, 3 warm-up, max_ops 16, max_inputs 8, no injection. */
+void fa_pipeline_options_default(fa_pipeline_options *o);
+
+typedef struct fa_pipeline_result {
+    fa_ceilings ceilings;     /* the target's, from the run database or measured and stored */
+    fa_analysis *analysis;
+    fa_plan *plan;
+    fa_apply_result *apply;
+    bool folded_model;        /* out_dir/model.folded.onnx was written (a BN fold in the plan) */
+} fa_pipeline_result;
+void fa_pipeline_result_free(fa_pipeline_result *r);
+
+/* Everything after the baseline of run run_id (stored, with its trace) on prepared graph g: the
+ * target's ceilings (fa_roofline_ceilings), the analysis (stored), the plan (fa_advise with the
+ * target's gate; stored), fa_apply (results stored), then in o->out_dir model.folded.onnx (when
+ * the plan folds a BatchNormalization; the original's symbolic dims kept where they can be, else
+ * a warning on the ctx's log), plan.json and summary.json (model and device_name name the run).
+ * The reports are the caller's (reports/ comes after the applier). *out owned by the caller;
+ * untouched on error. */
+fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
+                          const char *device_name, const fa_pipeline_options *o, fa_pipeline_result **out);
+
 #endif
 
 /* ---- outputs (applier/outputs.c) ---- */

@@ -15,6 +15,7 @@
 void fa_apply_options_default(fa_apply_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->target = FA_TARGET_CPU;
     o->tolerance = 1e-5;
     o->iters = 20;
     o->warmup = 3;

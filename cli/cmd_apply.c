@@ -73,10 +73,20 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
         fa_ctx_clear(ctx);
         target = FA_TARGET_CPU;
     }
+    fa_pipeline_options po;
+    fa_pipeline_options_default(&po);
+    po.target = target;
+    po.threads = ri.threads;
+    po.tolerance = tolerance;
+    po.iters = (int)iters;
+    po.warmup = (int)warmup;
+    po.max_ops = (int)max_ops;
+    po.max_inputs = (int)max_inputs;
+    po.max_clusters = max_clusters;
+    po.budget_s = budget_s;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
-                                  tolerance, (int)max_ops, (int)max_inputs, (int)iters, (int)warmup, target, max_clusters,
-                                  budget_s);
+                                  &po);
     if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
     if (s) {
         rc = fa_cli_fail(ctx, s);

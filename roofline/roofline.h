@@ -134,6 +134,13 @@ typedef struct fa_gpu_roofs {
  * MI300X/MI250X/MI210: see roofline/gpu_roofs.c for each figure). False and zeros when the
  * device is not tabled. Never measured: label them theoretical. */
 bool fa_gpu_roofs_for(const char *device_name, uint64_t total_mem_bytes, fa_gpu_roofs *out);
+/* Theoretical HBM bandwidth of a GPU by name (and memory size for A100 40/80 GB), GB/s; 0 when
+ * not tabled (fa_gpu_roofs_for's table). */
+double fa_gpu_hbm_gbs(const char *device_name, uint64_t total_mem_bytes, const char **label);
+/* Compute capability guessed from a device name (A100 8.0, V100 7.0, RTX 20xx/T4 7.5,
+ * RTX 30xx 8.6, RTX 40xx/L4 8.9, H100/H200 9.0); false when unknown (or not NVIDIA). */
+bool fa_gpu_cc_from_name(const char *device_name, int *major, int *minor);
+
 
 /* ---- the fusion cost model (shared by trace advice and, from issue 19, the ONNX advisor) ---- */
 
