@@ -110,20 +110,13 @@ fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, f
 /* ---- the pipeline `run` and `apply` share (applier/pipeline.c) ---- */
 
 typedef struct fa_pipeline_options {
-    fa_target target;         /* the run's target (its ceilings, gate, fused kernels) */
-    int threads;              /* the run's threads (its baseline was measured with them) */
-    double tolerance;         /* fa_apply_options.tolerance */
-    int iters, warmup;        /* timed / warm-up iterations per benchmark */
+    fa_apply_options apply;   /* the apply stage: target, threads (the run's: its baseline was
+                                 measured with them), tolerance, iterations, bounds, progress;
+                                 apply.out_dir is the existing folder every output is written into
+                                 (the caller stages it: a failed pipeline leaves partial files) */
     int max_ops, max_inputs;  /* fa_advise_options: cluster bounds */
-    int max_clusters;         /* fa_apply_options: 0 = FA_APPLY_MAX_CLUSTERS_DEFAULT */
-    double budget_s;          /* fa_apply_options: 0 = FA_APPLY_BUDGET_S_DEFAULT */
-    int inject_wrong_cluster; /* test hook (fa_apply_options); -1 none */
-    const char *out_dir;      /* existing folder the outputs are written into (the caller stages
-                                 it: a failed pipeline leaves partial files there) */
-    fa_progress_fn progress;  /* per-cluster progress of the apply stage (may be NULL) */
-    void *progress_user;
 } fa_pipeline_options;
-/* target cpu, tolerance 1e-5, 20 iterations, 3 warm-up, max_ops 16, max_inputs 8, no injection. */
+/* fa_apply_options_default, max_ops 16, max_inputs 8. */
 void fa_pipeline_options_default(fa_pipeline_options *o);
 
 typedef struct fa_pipeline_result {
@@ -137,7 +130,7 @@ void fa_pipeline_result_free(fa_pipeline_result *r);
 
 /* Everything after the baseline of run run_id (stored, with its trace) on prepared graph g: the
  * target's ceilings (fa_roofline_ceilings), the analysis (stored), the plan (fa_advise with the
- * target's gate; stored), fa_apply (results stored), then in o->out_dir model.folded.onnx (when
+ * target's gate; stored), fa_apply (results stored), then in o->apply.out_dir model.folded.onnx (when
  * the plan folds a BatchNormalization; the original's symbolic dims kept where they can be, else
  * a warning on the ctx's log), plan.json and summary.json (model and device_name name the run).
  * The reports are the caller's (reports/ comes after the applier). *out owned by the caller;

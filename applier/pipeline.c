@@ -12,13 +12,9 @@
 void fa_pipeline_options_default(fa_pipeline_options *o)
 {
     memset(o, 0, sizeof *o);
-    o->target = FA_TARGET_CPU;
-    o->tolerance = 1e-5;
-    o->iters = 20;
-    o->warmup = 3;
+    fa_apply_options_default(&o->apply);
     o->max_ops = 16;
     o->max_inputs = 8;
-    o->inject_wrong_cluster = -1;
 }
 
 void fa_pipeline_result_free(fa_pipeline_result *r)
@@ -52,15 +48,16 @@ static fa_status write_folded(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, 
 fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                           const char *device_name, const fa_pipeline_options *o, fa_pipeline_result **out)
 {
-    if (!o || !o->out_dir) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_pipeline_run: no options or output folder");
+    if (!o || !o->apply.out_dir) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_pipeline_run: no options or output folder");
+    const fa_apply_options *ap = &o->apply;
     fa_pipeline_result *r = calloc(1, sizeof *r);
     if (!r) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     char path[4400];
-    fa_status s = fa_roofline_ceilings(ctx, st, o->target, o->threads, false, &r->ceilings);
+    fa_status s = fa_roofline_ceilings(ctx, st, ap->target, ap->threads, false, &r->ceilings);
     if (!s) s = fa_analyze_run(ctx, st, run_id, &r->ceilings, &r->analysis);
     if (!s) s = fa_analysis_save(ctx, st, r->analysis);
     fa_advise_options ao = {0};
-    ao.target = o->target; /* the register/occupancy gate is the target's (none on cpu) */
+    ao.target = ap->target; /* the register/occupancy gate is the target's (none on cpu) */
     ao.max_ops = o->max_ops;
     ao.max_inputs = o->max_inputs;
     ao.occupancy_floor = 0.5;
@@ -69,34 +66,21 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
         r->plan->run_id = run_id;
         s = fa_plan_save(ctx, st, r->plan);
     }
-    fa_apply_options ap;
-    fa_apply_options_default(&ap);
-    ap.target = o->target;
-    ap.tolerance = o->tolerance;
-    ap.iters = o->iters;
-    ap.warmup = o->warmup;
-    ap.threads = o->threads;
-    ap.out_dir = o->out_dir;
-    ap.max_clusters = o->max_clusters;
-    ap.budget_s = o->budget_s;
-    ap.progress = o->progress;
-    ap.progress_user = o->progress_user;
-    ap.inject_wrong_cluster = o->inject_wrong_cluster;
-    if (!s) s = fa_apply(ctx, g, r->plan, &ap, &r->apply);
+    if (!s) s = fa_apply(ctx, g, r->plan, ap, &r->apply);
     if (!s) s = fa_store_apply_result(ctx, st, r->plan, r->apply);
     for (int i = 0; !s && i < r->plan->n_clusters; i++) r->folded_model |= r->plan->clusters[i].kind == FA_CLUSTER_BN_FOLD;
     if (!s && r->folded_model) {
-        snprintf(path, sizeof path, "%s/model.folded.onnx", o->out_dir);
+        snprintf(path, sizeof path, "%s/model.folded.onnx", ap->out_dir);
         s = write_folded(ctx, g, r->plan, path);
     }
     if (!s) {
-        snprintf(path, sizeof path, "%s/plan.json", o->out_dir);
+        snprintf(path, sizeof path, "%s/plan.json", ap->out_dir);
         s = fa_write_plan_json(ctx, g, r->plan, path);
     }
     if (!s) {
-        fa_run_summary sum = {model,         device_name, o->threads, r->ceilings.mem_bw_gbs, r->ceilings.peak_gflops,
+        fa_run_summary sum = {model,         device_name, ap->threads, r->ceilings.mem_bw_gbs, r->ceilings.peak_gflops,
                               r->ceilings.launch_ns, r->apply, r->plan, g, run_id};
-        snprintf(path, sizeof path, "%s/summary.json", o->out_dir);
+        snprintf(path, sizeof path, "%s/summary.json", ap->out_dir);
         s = fa_write_summary_json(ctx, &sum, path);
     }
     if (s) {

@@ -75,15 +75,15 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     }
     fa_pipeline_options po;
     fa_pipeline_options_default(&po);
-    po.target = target;
-    po.threads = ri.threads;
-    po.tolerance = tolerance;
-    po.iters = (int)iters;
-    po.warmup = (int)warmup;
+    po.apply.target = target;
+    po.apply.threads = ri.threads;
+    po.apply.tolerance = tolerance;
+    po.apply.iters = (int)iters;
+    po.apply.warmup = (int)warmup;
     po.max_ops = (int)max_ops;
     po.max_inputs = (int)max_inputs;
-    po.max_clusters = max_clusters;
-    po.budget_s = budget_s;
+    po.apply.max_clusters = max_clusters;
+    po.apply.budget_s = budget_s;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
                                   &po);

@@ -12,7 +12,7 @@
  * Every consumer expands this one table: the cpu elementwise kernels (graph/ops_elementwise.c),
  * the cuda executor's kernel source and its op table (runtime/cuda/kernels.c, exec_cuda.c), the
  * host emulation of those kernels (runtime/cuda/emulate.c) and the code generator's templates
- * (advisor/codegen.c, through fa_unary_math_template: x -> $0, a -> $a, b -> $b, g -> $g).
+ * (codegen/codegen.c, through fa_unary_math_template: x -> $0, a -> $a, b -> $b, g -> $g).
  * Formulas: the ONNX operator specifications (onnx/docs/Operators.md) of each op; Selu's
  * defaults are ONNX's float32 constants. Ops whose math needs more than one scalar expression
  * (Gelu with its `approximate` attribute, Clip with optional inputs, integer Relu/Abs/Neg) are

@@ -332,6 +332,34 @@ typedef struct fa_target_iface {
     const char *(*cache_level_name)(uint64_t working_set);
 } fa_target_iface;
 
+/* ---- layouts between a target's kernels (runtime/layout.c) ---- */
+
+/* One reorder the executor runs as a kernel of its own (the target's reorder_kernel): tensor
+ * `tensor` from layout `from` to `to`, before node `consumer` reads it as input `input`
+ * (consumer -1: graph output `input`). */
+typedef struct fa_reorder {
+    int tensor;
+    int consumer;
+    int input;
+    fa_layout from, to;
+} fa_reorder;
+
+typedef struct fa_layout_plan {
+    fa_layout *layout;       /* by tensor id: the layout its producer writes (PLAIN for graph
+                                inputs and constants) */
+    fa_reorder *reorders;    /* one per (tensor, target layout), in topological order */
+    int n_reorders;
+} fa_layout_plan;
+
+/* The layouts of prepared graph g on target t: each node's kernel reads its activation input 0
+ * and writes its output 0 in t->preferred_layout(g, n) (every other input and output PLAIN);
+ * graph inputs, constants and graph outputs are PLAIN. Where a tensor's layout differs from what
+ * a consumer (or the graph boundary) reads, a reorder; consumers wanting the same layout share
+ * one. A target without preferred_layout: every tensor PLAIN, no reorder. Free with
+ * fa_layout_plan_free. FA_ERR_NOMEM; FA_ERR_INTERNAL for a layout out of range. */
+fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);
+void fa_layout_plan_free(fa_layout_plan *p);
+
 /* The table of target t in this build; NULL for AUTO and for a target this build lacks. */
 const fa_target_iface *fa_target_get(fa_target t);
 /* The registered targets in preference order (cpu first): i-th or NULL past the end. */
