@@ -1,5 +1,5 @@
 /* cli/cmd_gate — `fuse-advise gate`: compare a candidate run with a baseline run and fail the
- * build (exit 3) on a fusion or latency regression. Decision rules: reports/gate.h, docs/ci.md. */
+ * build (exit 3) on a fusion or latency regression. Decision rules: gate/gate.h, docs/ci.md. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>

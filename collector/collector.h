@@ -89,7 +89,6 @@ const char *fa_trace_intern_n(fa_trace *t, const char *s, size_t n);
 /* A zeroed activity with ids set to -1 and occupancy -1. */
 fa_activity fa_activity_init(fa_activity_kind kind);
 
-
 /* ---- cpu collector (collector/cpu/) ---- */
 
 /* Progress callback for long collections: done/total iterations (warm-up included). */
@@ -102,5 +101,10 @@ typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total
  * included). Inputs must be set on e. *out owned by caller (fa_trace_free). */
 fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                          fa_progress_fn progress, void *progress_user, fa_trace **out);
+/* The trace of executor e with its target's trace source (collector/collect.c): CUPTI on cuda,
+ * the executor's clock (fa_collect_cpu) on cpu and on any target without a source of its own.
+ * Same contract as fa_collect_cpu. */
+fa_status fa_collect(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
+                     fa_progress_fn progress, void *progress_user, fa_trace **out);
 
 #endif
