@@ -18,6 +18,15 @@ bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out);
  * relative are told apart. All consumers of x and of every inner tensor must be in the set and
  * no inner tensor may be a graph output. `pos`: node id -> topological position, -1 for a
  * folded node (n_nodes entries). `taken` (may be NULL): node id -> claimed when >= 0. */
+/* Min-heap of ints (topological positions; duplicates allowed), growing on push; oom set when a
+ * push could not grow it. Free v when done. */
+typedef struct fa_adv_heap {
+    int *v, n, cap;
+    bool oom;
+} fa_adv_heap;
+void fa_adv_heap_push(fa_adv_heap *h, int v);
+int fa_adv_heap_pop(fa_adv_heap *h); /* smallest; h->n > 0 */
+
 typedef struct fa_adv_gelu {
     int n;
     int nodes[24];

@@ -78,7 +78,7 @@ typedef struct adv {
     int *stack;
     unsigned *queued;         /* region scan: node id -> pass number that queued it */
     unsigned pass;            /* current region-scan pass */
-    int *heap, nheap;         /* region scan: topological positions waiting in this pass (n_nodes) */
+    fa_adv_heap heap;         /* region scan: topological positions waiting in this pass */
     int cursor;               /* region scan: position of the node last handed out */
     int m_cap;                /* members a working cluster can hold (max_ops plus slack) */
     wcl *cl;
@@ -257,34 +257,12 @@ static bool region_has_cycle(adv *A, const int *m, int n)
  * one just added, else in the next pass, which is what a scan over the whole topological order
  * would do, at the cost of the region's neighbourhood instead of the graph. */
 
-static void heap_push(adv *A, int v)
-{
-    int i = A->nheap++;
-    while (i > 0 && A->heap[(i - 1) / 2] > v) { A->heap[i] = A->heap[(i - 1) / 2]; i = (i - 1) / 2; }
-    A->heap[i] = v;
-}
-
-static int heap_pop(adv *A)
-{
-    int top = A->heap[0], v = A->heap[--A->nheap], i = 0;
-    for (;;) {
-        int k = 2 * i + 1;
-        if (k >= A->nheap) break;
-        if (k + 1 < A->nheap && A->heap[k + 1] < A->heap[k]) k++;
-        if (A->heap[k] >= v) break;
-        A->heap[i] = A->heap[k];
-        i = k;
-    }
-    if (A->nheap > 0) A->heap[i] = v;
-    return top;
-}
-
 /* Queue live node x for this pass when it is outside the region and after the cursor. */
 static void scan_offer(adv *A, int x)
 {
     if (x < 0 || A->pos[x] <= A->cursor || A->inreg[x] || A->queued[x] == A->pass) return;
     A->queued[x] = A->pass;
-    heap_push(A, A->pos[x]);
+    fa_adv_heap_push(&A->heap, A->pos[x]);
 }
 
 /* Queue node nid's neighbours: consumers of its outputs, producers of its inputs. */
@@ -308,7 +286,7 @@ static void scan_begin(adv *A, const int *m, int n)
         memset(A->queued, 0, sizeof *A->queued * (size_t)A->g->n_nodes);
         A->pass = 1;
     }
-    A->nheap = 0;
+    A->heap.n = 0;
     A->cursor = -1;
     for (int i = 0; i < n; i++) scan_offer_neighbours(A, m[i]);
 }
@@ -316,8 +294,8 @@ static void scan_begin(adv *A, const int *m, int n)
 /* The pass's next node in topological order, -1 when the pass is over. */
 static int scan_next(adv *A)
 {
-    if (A->nheap == 0) return -1;
-    A->cursor = heap_pop(A);
+    if (A->heap.n == 0) return -1;
+    A->cursor = fa_adv_heap_pop(&A->heap);
     return A->g->topo[A->cursor];
 }
 
@@ -1260,12 +1238,11 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.seen = calloc((size_t)nn, sizeof *A.seen);
     A.stack = malloc(sizeof(int) * (size_t)nn * 2);
     A.queued = calloc((size_t)nn, sizeof *A.queued);
-    A.heap = malloc(sizeof(int) * (size_t)nn);
     /* every region holds at most max_ops members (try_add), a BN fold two */
     A.m_cap = A.opt.max_ops < nn - 2 ? A.opt.max_ops + 2 : nn;
     int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
-    if (!plan || !A.ar || !A.pos || !A.owner || !A.inreg || !A.seen || !A.stack || !A.queued || !A.heap || !tmp) {
-        free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(A.heap); free(tmp);
+    if (!plan || !A.ar || !A.pos || !A.owner || !A.inreg || !A.seen || !A.stack || !A.queued || !tmp) {
+        free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(tmp);
         fa_plan_free(plan);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning '%s'", g->name ? g->name : "graph");
     }
@@ -1396,9 +1373,9 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         for (int i = 0; i < A.ncl; i++) plan->clusters[i].id = i;
     }
     plan_hash(plan, g);
-    bool oom = A.oom || !plan->clusters || !plan->why_not;
+    bool oom = A.oom || A.heap.oom || !plan->clusters || !plan->why_not;
     for (int i = 0; i < A.ncl; i++) free(A.cl[i].m);
-    free(A.cl); free(A.wn); free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(A.heap);
+    free(A.cl); free(A.wn); free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(A.heap.v);
     free(A.wn_slot); free(tmp);
     if (oom) {
         fa_plan_free(plan);

@@ -137,13 +137,7 @@ static double gelu_ref(double x, bool tanh_form)
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-/* Min-heap of topological positions (the closure's candidates, duplicates allowed). */
-typedef struct pos_heap {
-    int *v, n, cap;
-    bool oom;
-} pos_heap;
-
-static void pos_heap_push(pos_heap *h, int p)
+void fa_adv_heap_push(fa_adv_heap *h, int v)
 {
     if (h->n == h->cap) {
         int nc = h->cap ? 2 * h->cap : 64;
@@ -153,32 +147,32 @@ static void pos_heap_push(pos_heap *h, int p)
         h->cap = nc;
     }
     int i = h->n++;
-    while (i > 0 && h->v[(i - 1) / 2] > p) { h->v[i] = h->v[(i - 1) / 2]; i = (i - 1) / 2; }
-    h->v[i] = p;
+    while (i > 0 && h->v[(i - 1) / 2] > v) { h->v[i] = h->v[(i - 1) / 2]; i = (i - 1) / 2; }
+    h->v[i] = v;
 }
 
-static int pos_heap_pop(pos_heap *h)
+int fa_adv_heap_pop(fa_adv_heap *h)
 {
-    int top = h->v[0], p = h->v[--h->n], i = 0;
+    int top = h->v[0], v = h->v[--h->n], i = 0;
     for (;;) {
         int k = 2 * i + 1;
         if (k >= h->n) break;
         if (k + 1 < h->n && h->v[k + 1] < h->v[k]) k++;
-        if (h->v[k] >= p) break;
+        if (h->v[k] >= v) break;
         h->v[i] = h->v[k];
         i = k;
     }
-    if (h->n > 0) h->v[i] = p;
+    if (h->n > 0) h->v[i] = v;
     return top;
 }
 
 /* Queue the live consumers of tensor t that come after topological position `after`. */
-static void offer_consumers(const fa_graph *g, const int *pos, int t, int after, pos_heap *h)
+static void offer_consumers(const fa_graph *g, const int *pos, int t, int after, fa_adv_heap *h)
 {
     const int *cons;
     int nc = fa_graph_consumers(g, t, &cons);
     for (int k = 0; k < nc; k++)
-        if (pos[cons[k]] > after) pos_heap_push(h, pos[cons[k]]);
+        if (pos[cons[k]] > after) fa_adv_heap_push(h, pos[cons[k]]);
 }
 
 bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *taken, fa_adv_gelu *out)
@@ -191,7 +185,7 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
      * those (a heap of their positions; one that becomes a candidate after the pass's cursor is
      * visited in the same pass) instead of the whole graph. */
     int S[24], n = 0;
-    pos_heap h = {0};
+    fa_adv_heap h = {0};
     bool grew = true;
     while (grew && n < 24) {
         grew = false;
@@ -200,7 +194,7 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
         for (int k = 0; k < n; k++) offer_consumers(g, pos, g->nodes[S[k]]->outputs[0], -1, &h);
         int cursor = -1;
         while (h.n > 0 && n < 24) {
-            int p = pos_heap_pop(&h);
+            int p = fa_adv_heap_pop(&h);
             if (p == cursor) continue; /* queued twice */
             cursor = p;
             const fa_node *nd = g->nodes[g->topo[p]];

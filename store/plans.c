@@ -182,14 +182,10 @@ fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, 
                                      const char **text)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + "
-                                "(SELECT count(*) FROM analysis_summary WHERE run_id=?1)",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + "
+                                "(SELECT count(*) FROM analysis_summary WHERE run_id=?1)", run_id, &q, &b);
+    if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = SQLITE_DONE;
     if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
@@ -300,14 +296,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     b_i64(&b, id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (nc == capc) {
-            size_t ncap = capc ? capc * 2 : 32;
-            fa_cluster_row *p = fa_arena_alloc(arena, ncap * sizeof *p);
-            if (!p) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-            if (nc) memcpy(p, cv, nc * sizeof *p);
-            cv = p;
-            capc = ncap;
-        }
+        if (!fa_sq_grow(arena, (void **)&cv, nc, &capc, sizeof *cv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_cluster_row *c = &cv[nc++];
         int *members = NULL;
         c->id = sqlite3_column_int(q, 0);
@@ -344,14 +333,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     b_i64(&b, id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (nw == capw) {
-            size_t ncap = capw ? capw * 2 : 64;
-            fa_why_not_row *p = fa_arena_alloc(arena, ncap * sizeof *p);
-            if (!p) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-            if (nw) memcpy(p, wv, nw * sizeof *p);
-            wv = p;
-            capw = ncap;
-        }
+        if (!fa_sq_grow(arena, (void **)&wv, nw, &capw, sizeof *wv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_why_not_row *w = &wv[nw++];
         w->producer = sqlite3_column_int(q, 0);
         w->consumer = sqlite3_column_int(q, 1);
@@ -375,14 +357,10 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
                                     fa_bench_series **out, size_t *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND "
-                                "(plan_id=?2 OR ?2=0) ORDER BY subject, cluster_id, plan_id DESC, iter",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND "
+                                "(plan_id=?2 OR ?2=0) ORDER BY subject, cluster_id, plan_id DESC, iter", run_id, &q, &b);
+    if (s) return s;
     b_i64(&b, plan_id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_bench_series *v = NULL;
@@ -408,14 +386,7 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
             int k = 0;
             while (k < FA_BENCH_SUBJECT_COUNT && strcmp(cur, fa_bench_subject_name((fa_bench_subject)k))) k++;
             if (!s && nbuf > 0 && k < FA_BENCH_SUBJECT_COUNT) {
-                if (n == cap) {
-                    size_t nc = cap ? cap * 2 : 16;
-                    fa_bench_series *p = fa_arena_alloc(arena, nc * sizeof *p);
-                    if (!p) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-                    if (n) memcpy(p, v, n * sizeof *p);
-                    v = p;
-                    cap = nc;
-                }
+                if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
                 double *smp = fa_arena_alloc(arena, sizeof(double) * (size_t)nbuf);
                 if (!smp) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
                 memcpy(smp, buf, sizeof(double) * (size_t)nbuf);

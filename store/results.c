@@ -7,40 +7,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Grow an arena array of `size`-byte rows to hold n + 1 (doubling); false when out of memory. */
-static bool grow(fa_arena *arena, void **v, size_t n, size_t *cap, size_t size)
-{
-    if (n < *cap) return true;
-    size_t nc = *cap ? *cap * 2 : 64;
-    void *p = fa_arena_alloc(arena, nc * size);
-    if (!p) return false;
-    if (n) memcpy(p, *v, n * size);
-    *v = p;
-    *cap = nc;
-    return true;
-}
-
 /* ---- graph rows ---- */
 
 fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
                              fa_node_row **out, size_t *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT node_id, name, op_type, pattern, folded, flops, bytes_read + bytes_written "
-                                "FROM nodes WHERE run_id=?1 AND (?2 = 0 OR folded = 0) ORDER BY node_id",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT node_id, name, op_type, pattern, folded, flops, bytes_read + bytes_written "
+                                "FROM nodes WHERE run_id=?1 AND (?2 = 0 OR folded = 0) ORDER BY node_id", run_id, &q, &b);
+    if (s) return s;
     b_i64(&b, live_only);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_node_row *v = NULL;
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_node_row *r = &v[n++];
         r->id = sqlite3_column_int(q, 0);
         r->name = fa_sq_col_str(q, 1, arena);
@@ -63,20 +46,16 @@ fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_are
                                size_t *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT tensor_id, name, bytes, producer, flags, is_graph_output FROM tensors "
-                                "WHERE run_id=?1 ORDER BY tensor_id",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT tensor_id, name, bytes, producer, flags, is_graph_output FROM tensors "
+                                "WHERE run_id=?1 ORDER BY tensor_id", run_id, &q, &b);
+    if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_tensor_row *v = NULL;
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_tensor_row *r = &v[n++];
         r->id = sqlite3_column_int(q, 0);
         r->name = fa_sq_col_str(q, 1, arena);
@@ -98,20 +77,16 @@ fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_a
                                  fa_consumer_row **out, size_t *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 "
-                                "ORDER BY tensor_id, node_id",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 "
+                                "ORDER BY tensor_id, node_id", run_id, &q, &b);
+    if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_consumer_row *v = NULL;
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         v[n].tensor = sqlite3_column_int(q, 0);
         v[n].node = sqlite3_column_int(q, 1);
         n++;
@@ -127,11 +102,9 @@ fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_a
 fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, &q, &b);
+    if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = SQLITE_DONE;
     if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
@@ -293,11 +266,9 @@ fa_status fa_store_get_summary_text(fa_ctx *ctx, fa_store *st, int64_t run_id, c
                                     const char **text)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st, "SELECT text FROM analysis_summary WHERE run_id=?1 AND key=?2", &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT text FROM analysis_summary WHERE run_id=?1 AND key=?2", run_id, &q, &b);
+    if (s) return s;
     b_txt(&b, key);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = SQLITE_DONE;
@@ -380,12 +351,9 @@ fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id,
 fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, double *out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT e2e_max_rel_error FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1", &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT e2e_max_rel_error FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1", run_id, &q, &b);
+    if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = SQLITE_DONE;
     if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
@@ -400,14 +368,10 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
                                        double **out, int *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=?2 AND name=?3 AND "
-                                "iter>=0 ORDER BY iter",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=?2 AND name=?3 AND "
+                                "iter>=0 ORDER BY iter", run_id, &q, &b);
+    if (s) return s;
     b_i64(&b, FA_ACT_RANGE);
     b_txt(&b, name);
     s = FA_SQL_CHECK(ctx, st, b.rc);
@@ -415,7 +379,7 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         v[n++] = sqlite3_column_double(q, 0);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
@@ -430,14 +394,10 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
 fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *min, int *max, int *mode)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT c, count(*) FROM (SELECT iter, count(*) AS c FROM kernels WHERE run_id=?1 AND "
-                                "kind=?2 AND iter>=0 GROUP BY iter) GROUP BY c ORDER BY count(*) DESC, c",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT c, count(*) FROM (SELECT iter, count(*) AS c FROM kernels WHERE run_id=?1 AND "
+                                "kind=?2 AND iter>=0 GROUP BY iter) GROUP BY c ORDER BY count(*) DESC, c", run_id, &q, &b);
+    if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int mn = INT32_MAX, mx = -1, md = -1, rc = SQLITE_DONE;
@@ -459,14 +419,10 @@ fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_i
 fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int **out, int *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT DISTINCT iter FROM kernels WHERE run_id=?1 AND iter>=0 AND kind IN (?2, ?3) "
-                                "ORDER BY iter",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT iter FROM kernels WHERE run_id=?1 AND iter>=0 AND kind IN (?2, ?3) "
+                                "ORDER BY iter", run_id, &q, &b);
+    if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
     b_i64(&b, FA_ACT_RANGE);
     s = FA_SQL_CHECK(ctx, st, b.rc);
@@ -474,7 +430,7 @@ fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         v[n++] = sqlite3_column_int(q, 0);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
@@ -489,14 +445,10 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
                                      fa_op_iter_row **out, size_t *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels "
-                                "WHERE run_id=?1 AND kind=?2 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2",
-                                &q);
-    if (s) return s;
     binder b;
-    b_start(&b, q);
-    b_i64(&b, run_id);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels "
+                                "WHERE run_id=?1 AND kind=?2 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2", run_id, &q, &b);
+    if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_op_iter_row *v = NULL;
@@ -506,7 +458,7 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         const char *name = (const char *)sqlite3_column_text(q, 0);
         if (!name) continue;
-        if (!grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         if (!last || strcmp(last, name)) last = fa_arena_strdup(arena, name);
         if (!last) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         v[n++] = (fa_op_iter_row){last, sqlite3_column_int(q, 1), sqlite3_column_double(q, 2)};

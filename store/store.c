@@ -108,6 +108,27 @@ fa_status fa_sq_prepare(fa_ctx *ctx, fa_store *st, const char *sql, sqlite3_stmt
     return FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(st->db, sql, -1, out, NULL));
 }
 
+fa_status fa_sq_prepare_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, sqlite3_stmt **q, binder *b)
+{
+    fa_status s = fa_sq_prepare(ctx, st, sql, q);
+    if (s) return s;
+    b_start(b, *q);
+    b_i64(b, run_id);
+    return FA_OK;
+}
+
+bool fa_sq_grow(fa_arena *arena, void **v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap) return true;
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *p = fa_arena_alloc(arena, nc * size);
+    if (!p) return false;
+    if (n) memcpy(p, *v, n * size);
+    *v = p;
+    *cap = nc;
+    return true;
+}
+
 const char *fa_sq_col_str(sqlite3_stmt *s, int col, fa_arena *arena)
 {
     const unsigned char *t = sqlite3_column_text(s, col);
