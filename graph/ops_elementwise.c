@@ -7,6 +7,7 @@
  * sqrt, pow, sin, cos) counts 1 FLOP; bytes are every input read once at its own size plus
  * every output written once (fa_cost_io). */
 #include "ops-impl.h"
+#include "op_math.h"
 
 #include <float.h>
 #include <math.h>
@@ -152,34 +153,35 @@ static void bc_run(const bc_plan *p, bc_row_fn fn, const void *opctx, const fa_v
  * unary elementwise ops
  * ---------------------------------------------------------------------------------------- */
 
+/* The ops with one scalar expression are graph/op_math.h's table (FA_UNARY_*); these follow it:
+ * Gelu (erf or tanh by attribute), Round and Sign (no float expression of their own), Clip
+ * (bounds from inputs). */
 typedef enum uop {
-    U_RELU, U_LEAKYRELU, U_SIGMOID, U_TANH, U_HARDSIGMOID, U_HARDSWISH, U_ELU, U_SELU,
-    U_SOFTPLUS, U_SOFTSIGN, U_MISH, U_ERF, U_GELU, U_GELU_TANH, U_SWISH, U_SQRT, U_EXP, U_LOG,
-    U_NEG, U_ABS, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_SIGN, U_SIN, U_COS, U_CLIP,
+    U_GELU = FA_UNARY_COUNT, U_GELU_TANH, U_ROUND, U_SIGN, U_CLIP,
     U_COUNT
 } uop;
 
 typedef struct uop_desc {
     const char *name;
-    uop op;
+    int op;          /* fa_unary_op, or uop past the table */
     unsigned flops;  /* FLOPs per output element */
     bool ints;       /* defined on integer dtypes too (ONNX type constraints) */
 } uop_desc;
 
 static const uop_desc k_unary[] = {
-    {"Relu", U_RELU, 1, true},           {"LeakyRelu", U_LEAKYRELU, 2, false},
-    {"Sigmoid", U_SIGMOID, 3, false},    {"Tanh", U_TANH, 1, false},
-    {"HardSigmoid", U_HARDSIGMOID, 4, false}, {"HardSwish", U_HARDSWISH, 5, false},
-    {"Elu", U_ELU, 3, false},            {"Selu", U_SELU, 4, false},
-    {"Softplus", U_SOFTPLUS, 3, false},  {"Softsign", U_SOFTSIGN, 3, false},
-    {"Mish", U_MISH, 5, false},          {"Erf", U_ERF, 1, false},
-    {"Gelu", U_GELU, 5, false},          {"Swish", U_SWISH, 5, false},
-    {"Sqrt", U_SQRT, 1, false},          {"Exp", U_EXP, 1, false},
-    {"Log", U_LOG, 1, false},            {"Neg", U_NEG, 1, true},
-    {"Abs", U_ABS, 1, true},             {"Reciprocal", U_RECIPROCAL, 1, false},
-    {"Floor", U_FLOOR, 1, false},        {"Ceil", U_CEIL, 1, false},
-    {"Round", U_ROUND, 1, false},        {"Sign", U_SIGN, 1, true},
-    {"Sin", U_SIN, 1, false},            {"Cos", U_COS, 1, false},
+    {"Relu", FA_UNARY_RELU, 1, true},           {"LeakyRelu", FA_UNARY_LEAKY_RELU, 2, false},
+    {"Sigmoid", FA_UNARY_SIGMOID, 3, false},    {"Tanh", FA_UNARY_TANH, 1, false},
+    {"HardSigmoid", FA_UNARY_HARD_SIGMOID, 4, false}, {"HardSwish", FA_UNARY_HARD_SWISH, 5, false},
+    {"Elu", FA_UNARY_ELU, 3, false},            {"Selu", FA_UNARY_SELU, 4, false},
+    {"Softplus", FA_UNARY_SOFTPLUS, 3, false},  {"Softsign", FA_UNARY_SOFTSIGN, 3, false},
+    {"Mish", FA_UNARY_MISH, 5, false},          {"Erf", FA_UNARY_ERF, 1, false},
+    {"Gelu", U_GELU, 5, false},                 {"Swish", FA_UNARY_SWISH, 5, false},
+    {"Sqrt", FA_UNARY_SQRT, 1, false},          {"Exp", FA_UNARY_EXP, 1, false},
+    {"Log", FA_UNARY_LOG, 1, false},            {"Neg", FA_UNARY_NEG, 1, true},
+    {"Abs", FA_UNARY_ABS, 1, true},             {"Reciprocal", FA_UNARY_RECIPROCAL, 1, false},
+    {"Floor", FA_UNARY_FLOOR, 1, false},        {"Ceil", FA_UNARY_CEIL, 1, false},
+    {"Round", U_ROUND, 1, false},               {"Sign", U_SIGN, 1, true},
+    {"Sin", FA_UNARY_SIN, 1, false},            {"Cos", FA_UNARY_COS, 1, false},
     {"Clip", U_CLIP, 2, true},
 };
 
@@ -191,33 +193,26 @@ static const uop_desc *unary_desc(const char *op_type)
 }
 
 typedef struct uparams {
-    uop op;
+    int op;         /* fa_unary_op, or uop past the table */
     double alpha, beta, gamma;  /* op attributes (defaults from the ONNX spec) */
     double lo, hi;              /* Clip bounds */
 } uparams;
 
-static double selu_alpha(void) { return 1.67326319217681884765625; } /* ONNX Selu default */
-static double selu_gamma(void) { return 1.05070102214813232421875; }
-
 /* Attributes → parameters. Clip bounds come from attributes (opset < 11) or from the
  * optional scalar inputs 1 and 2 (opset >= 11); an omitted bound is unbounded. */
 static fa_status uparams_make(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
-                              uop op, uparams *p)
+                              int op, uparams *p)
 {
     memset(p, 0, sizeof *p);
     p->op = op;
+    const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op);
+    if (m) { /* the table's attributes; an absent one takes the spec default as written */
+        double *v[3] = {&p->alpha, &p->beta, &p->gamma};
+        for (int k = 0; k < 3; k++)
+            *v[k] = m->attr[k] && fa_node_attr(n, m->attr[k]) ? fa_node_attr_float(n, m->attr[k], 0) : m->def[k];
+        return FA_OK;
+    }
     switch (op) {
-    case U_LEAKYRELU: p->alpha = fa_node_attr_float(n, "alpha", 0.01f); break;
-    case U_HARDSIGMOID:
-        p->alpha = fa_node_attr_float(n, "alpha", 0.2f);
-        p->beta = fa_node_attr_float(n, "beta", 0.5f);
-        break;
-    case U_ELU: p->alpha = fa_node_attr_float(n, "alpha", 1.0f); break;
-    case U_SELU:
-        p->alpha = fa_node_attr(n, "alpha") ? fa_node_attr_float(n, "alpha", 0) : selu_alpha();
-        p->gamma = fa_node_attr(n, "gamma") ? fa_node_attr_float(n, "gamma", 0) : selu_gamma();
-        break;
-    case U_SWISH: p->alpha = fa_node_attr_float(n, "alpha", 1.0f); break;
     case U_GELU: {
         const char *a = fa_node_attr_string(n, "approximate", "none");
         if (strcmp(a, "tanh") == 0) p->op = U_GELU_TANH;
@@ -267,33 +262,33 @@ static double softplus_d(double x)
 static double unary_d(const uparams *p, double x)
 {
     switch (p->op) {
-    case U_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case U_LEAKYRELU: return x < 0 ? p->alpha * x : x;
-    case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case U_TANH: return tanh(x);
-    case U_HARDSIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
-    case U_HARDSWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
-    case U_ELU: return x < 0 ? p->alpha * (exp(x) - 1.0) : x;
-    case U_SELU: return x > 0 ? p->gamma * x : p->gamma * (p->alpha * exp(x) - p->alpha);
-    case U_SOFTPLUS: return softplus_d(x);
-    case U_SOFTSIGN: return x / (1.0 + fabs(x));
-    case U_MISH: return x * tanh(softplus_d(x));
-    case U_ERF: return erf(x);
+    case FA_UNARY_RELU: return x > 0 ? x : (x != x ? x : 0.0);
+    case FA_UNARY_LEAKY_RELU: return x < 0 ? p->alpha * x : x;
+    case FA_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case FA_UNARY_TANH: return tanh(x);
+    case FA_UNARY_HARD_SIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
+    case FA_UNARY_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case FA_UNARY_ELU: return x < 0 ? p->alpha * (exp(x) - 1.0) : x;
+    case FA_UNARY_SELU: return x > 0 ? p->gamma * x : p->gamma * (p->alpha * exp(x) - p->alpha);
+    case FA_UNARY_SOFTPLUS: return softplus_d(x);
+    case FA_UNARY_SOFTSIGN: return x / (1.0 + fabs(x));
+    case FA_UNARY_MISH: return x * tanh(softplus_d(x));
+    case FA_UNARY_ERF: return erf(x);
     case U_GELU: return gelu_d(x);
     case U_GELU_TANH: return gelu_tanh_d(x);
-    case U_SWISH: return x / (1.0 + exp(-p->alpha * x));
-    case U_SQRT: return sqrt(x);
-    case U_EXP: return exp(x);
-    case U_LOG: return log(x);
-    case U_NEG: return -x;
-    case U_ABS: return fabs(x);
-    case U_RECIPROCAL: return 1.0 / x;
-    case U_FLOOR: return floor(x);
-    case U_CEIL: return ceil(x);
+    case FA_UNARY_SWISH: return x / (1.0 + exp(-p->alpha * x));
+    case FA_UNARY_SQRT: return sqrt(x);
+    case FA_UNARY_EXP: return exp(x);
+    case FA_UNARY_LOG: return log(x);
+    case FA_UNARY_NEG: return -x;
+    case FA_UNARY_ABS: return fabs(x);
+    case FA_UNARY_RECIPROCAL: return 1.0 / x;
+    case FA_UNARY_FLOOR: return floor(x);
+    case FA_UNARY_CEIL: return ceil(x);
     case U_ROUND: return nearbyint(x); /* ties to even, as ONNX Round */
     case U_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
-    case U_SIN: return sin(x);
-    case U_COS: return cos(x);
+    case FA_UNARY_SIN: return sin(x);
+    case FA_UNARY_COS: return cos(x);
     case U_CLIP: return fmin(fmax(x, p->lo), p->hi);
     default: return x;
     }
@@ -303,90 +298,51 @@ static double unary_d(const uparams *p, double x)
 static int64_t unary_i(const uparams *p, int64_t x, int64_t lo, int64_t hi)
 {
     switch (p->op) {
-    case U_RELU: return x > 0 ? x : 0;
-    case U_NEG: return (int64_t)(0 - (uint64_t)x);
-    case U_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case FA_UNARY_RELU: return x > 0 ? x : 0;
+    case FA_UNARY_NEG: return (int64_t)(0 - (uint64_t)x);
+    case FA_UNARY_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
     case U_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
     case U_CLIP: x = x < lo ? lo : x; return x > hi ? hi : x;
     default: return x;
     }
 }
 
-/* float32 fast path over x[0..len). The op switch sits outside the loops. */
-static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
+/* float32 fast path over xs[0..len): the op switch sits outside the loops, one loop per op of the
+ * graph/op_math.h table (its expression, x the element), then the ops lowered here. */
+static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
 {
     const float a = (float)p->alpha, b = (float)p->beta, g = (float)p->gamma;
-    switch (p->op) {
-    case U_RELU:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? 0.f : x[i]; /* NaN stays NaN */
+    (void)a;
+    (void)b;
+    (void)g;
+    switch ((int)p->op) {
+#define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR)                                                  \
+    case FA_UNARY_##ID:                                                                                   \
+        _Pragma("omp simd") for (int64_t i = 0; i < len; i++)                                            \
+        {                                                                                                 \
+            const float x = xs[i];                                                                        \
+            y[i] = EXPR;                                                                                  \
+        }                                                                                                 \
         break;
-    case U_LEAKYRELU:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * x[i] : x[i];
-        break;
-    case U_SIGMOID: for (int64_t i = 0; i < len; i++) y[i] = 1.f / (1.f + expf(-x[i])); break;
-    case U_TANH: for (int64_t i = 0; i < len; i++) y[i] = tanhf(x[i]); break;
-    case U_HARDSIGMOID: /* clamps written as compares: vectorizable, and NaN stays NaN */
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) {
-            float v = a * x[i] + b;
-            v = v < 0.f ? 0.f : v;
-            y[i] = v > 1.f ? 1.f : v;
-        }
-        break;
-    case U_HARDSWISH:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) {
-            float v = x[i] / 6.f + 0.5f;
-            v = v < 0.f ? 0.f : v;
-            y[i] = x[i] * (v > 1.f ? 1.f : v);
-        }
-        break;
-    case U_ELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * expm1f(x[i]) : x[i]; break;
-    case U_SELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? g * x[i] : g * (a * expf(x[i]) - a); break;
-    case U_SWISH: for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + expf(-a * x[i])); break;
-    case U_ERF: for (int64_t i = 0; i < len; i++) y[i] = erff(x[i]); break;
-    case U_GELU: for (int64_t i = 0; i < len; i++) y[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678f)); break;
+        FA_UNARY_MATH(F32_CASE_)
+#undef F32_CASE_
+    case U_GELU: for (int64_t i = 0; i < len; i++) y[i] = 0.5f * xs[i] * (1.f + erff(xs[i] * 0.70710678f)); break;
     case U_GELU_TANH:
         for (int64_t i = 0; i < len; i++)
-            y[i] = 0.5f * x[i] * (1.f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+            y[i] = 0.5f * xs[i] * (1.f + tanhf(0.7978845608f * (xs[i] + 0.044715f * xs[i] * xs[i] * xs[i])));
         break;
-    case U_SOFTSIGN:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + fabsf(x[i]));
-        break;
-    case U_SQRT: for (int64_t i = 0; i < len; i++) y[i] = sqrtf(x[i]); break;
-    case U_EXP: for (int64_t i = 0; i < len; i++) y[i] = expf(x[i]); break;
-    case U_LOG: for (int64_t i = 0; i < len; i++) y[i] = logf(x[i]); break;
-    case U_NEG:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = -x[i];
-        break;
-    case U_ABS:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = fabsf(x[i]);
-        break;
-    case U_RECIPROCAL:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = 1.f / x[i];
-        break;
-    case U_FLOOR: for (int64_t i = 0; i < len; i++) y[i] = floorf(x[i]); break;
-    case U_CEIL: for (int64_t i = 0; i < len; i++) y[i] = ceilf(x[i]); break;
-    case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(x[i]); break;
-    case U_SIN: for (int64_t i = 0; i < len; i++) y[i] = sinf(x[i]); break;
-    case U_COS: for (int64_t i = 0; i < len; i++) y[i] = cosf(x[i]); break;
+    case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(xs[i]); break;
     case U_CLIP: {
         const float lo = (float)p->lo, hi = (float)p->hi;
 #pragma omp simd
         for (int64_t i = 0; i < len; i++) {
-            float v = x[i] < lo ? lo : x[i]; /* NaN stays NaN, as numpy.clip */
+            float v = xs[i] < lo ? lo : xs[i]; /* NaN stays NaN, as numpy.clip */
             y[i] = v > hi ? hi : v;
         }
         break;
     }
-    default: /* Softplus, Mish, Sign: double formula (overflow-safe softplus), float storage */
-        for (int64_t i = 0; i < len; i++) y[i] = (float)unary_d(p, x[i]);
+    default: /* Sign: the double formula, float storage */
+        for (int64_t i = 0; i < len; i++) y[i] = (float)unary_d(p, xs[i]);
         break;
     }
 }
