@@ -56,12 +56,15 @@ fa_status fa_exec_set_input(fa_ctx *ctx, fa_exec *e, int i, const fa_value *v);
 /* Fill every graph input with deterministic values from `seed` (uniform [-1,1) floats,
  * small non-negative ints). */
 fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed);
-/* Execute once. obs may be NULL. Intermediates are allocated per tensor and freed after
- * their last consumer (the unfused memory plan). */
+/* Execute once. obs may be NULL. On cpu every activation lives at its offset in one arena
+ * planned, allocated and touched by fa_exec_create (the static memory plan): a run allocates
+ * nothing and page-faults nothing. */
 fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs);
 /* Graph output i after a run; borrowed until the next run / fa_exec_free. */
 const fa_value *fa_exec_output(const fa_exec *e, int i);
-/* Peak bytes of live activations (graph inputs + intermediates + outputs) in the last run. */
+/* Bytes of activations (graph inputs + intermediates + outputs) the executor holds at its peak:
+ * on cpu the static plan's arena, known from fa_exec_create on (read from the plan, not measured);
+ * on cuda the peak of live device buffers in the last run. */
 uint64_t fa_exec_peak_bytes(const fa_exec *e);
 /* Kernel name used for node n on this executor ("dnnl:conv", "ref:Relu", ...). */
 const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n);
