@@ -287,8 +287,9 @@ static bool parse_size(const char *s, size_t *out)
  * (device, FIFO, directory) is refused. */
 static fa_status read_external(fa_ctx *ctx, const char *file, const char *what,
                                const Onnx__TensorProto *tp, const char *base_dir, size_t nbytes,
-                               void *dst)
+                               uint8_t **out)
 {
+    *out = NULL;
     const char *loc = NULL, *off_s = NULL, *len_s = NULL;
     for (size_t i = 0; i < tp->n_external_data; i++) {
         const Onnx__StringStringEntryProto *kv = tp->external_data[i];
@@ -389,6 +390,13 @@ static fa_status read_external(fa_ctx *ctx, const char *file, const char *what,
                             "%s: %s: external data holds %zu bytes, dims and data_type need %zu",
                             file, what, length, nbytes);
     }
+    /* Allocated only now: the declared size has been checked against the file's bytes, so a
+     * tensor declaring more than the file holds is refused before any memory is taken. */
+    uint8_t *dst = malloc(nbytes ? nbytes : 1);
+    if (!dst) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", file, what, nbytes);
+    }
     size_t got = 0;
     while (got < nbytes) {
         ssize_t r = pread(fd, (char *)dst + got, nbytes - got, (off_t)(offset + got));
@@ -398,11 +406,13 @@ static fa_status read_external(fa_ctx *ctx, const char *file, const char *what,
                                        file, what, loc, offset + got,
                                        r < 0 ? strerror(errno) : "unexpected end of file");
             close(fd);
+            free(dst);
             return s;
         }
         got += (size_t)r;
     }
     close(fd);
+    *out = dst;
     return FA_OK;
 }
 
@@ -488,17 +498,14 @@ fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const On
                             file, what, want_name, want_n, dbuf, numel);
     }
 
-    if (external && !base_dir) return read_external(ctx, file, what, tp, NULL, nbytes, NULL); /* refused before allocating */
-    uint8_t *data = malloc(nbytes ? nbytes : 1);
-    if (!data)
+    uint8_t *data = NULL;
+    if (external) {
+        /* read_external checks the location and the file's size before it allocates */
+        fa_status s = read_external(ctx, file, what, tp, base_dir, nbytes, &data);
+        if (s != FA_OK) return s;
+    } else if (!(data = malloc(nbytes ? nbytes : 1))) {
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", file, what,
                             nbytes);
-    if (external) {
-        fa_status s = read_external(ctx, file, what, tp, base_dir, nbytes, data);
-        if (s != FA_OK) {
-            free(data);
-            return s;
-        }
     } else if (tp->has_raw_data) {
         if (nbytes) memcpy(data, tp->raw_data.data, nbytes);
     } else {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gate_mlp_tiny — `fuse-advise gate` on real stored runs of zoo:mlp-tiny: A/A (an exact SQL
-# copy of a run) passes; one kernel's records scaled by 1.1 fails naming it; a lost fusion
+# copy of a run) is never a regression; one kernel's records scaled by 1.1 fails naming it; a lost fusion
 # fails naming its reason (when this build's pipeline accepts a cluster); exit codes 0/1/2/3;
 # --strict; two databases; JUnit XML well-formed with the testsuite/testcase/failure
 # structure; Markdown table well-formed; JSON parses.
@@ -91,13 +91,20 @@ EOF
 }
 
 # --- one real run; its exact copy is the A/A candidate (no machine drift between them)
-$CLI run zoo:mlp-tiny --no-apply --iters 60 --tag main --db a.db >run.txt 2>&1 || { cat run.txt; fail "run"; }
+$CLI run zoo:mlp-tiny --no-apply --iters 1000 --tag main --db a.db >run.txt 2>&1 || { cat run.txt; fail "run"; }
 AA=$(copy_run a.db 1 pr) || fail "copy run"
 expect_rc 0 "A/A exact copy" $CLI gate --db a.db --tag main --junit aa.xml --markdown aa.md
 grep -q "candidate: run $AA " out.txt || { cat out.txt; fail "--tag main picked run $AA as candidate"; }
-grep -q "^PASS" out.txt || { cat out.txt; fail "A/A verdict"; }
+# An exact copy must never be called a regression (a false alarm). On a quiet machine it passes;
+# under heavy load (CI runs tests two at a time beside other jobs) the per-iteration spread can be
+# so wide that even 1000 iterations leave the interval straddling +3%: INCONCLUSIVE is then the
+# honest verdict and still exits 0. The decisiveness of the rule is tested on synthetic samples
+# in test_gate_stats; here only "no check fails" and "the verdict is not a regression" are asserted.
+grep -Eq "^(PASS|INCONCLUSIVE)" out.txt || { cat out.txt; fail "A/A verdict"; }
+! grep -q "^fail " out.txt || { cat out.txt; fail "A/A: a check failed on an exact copy"; }
+AAV=$(grep -Eo "^(PASS|INCONCLUSIVE)" out.txt | head -1 | tr 'A-Z' 'a-z')
 $CLI gate --db a.db --tag main --json >aa.json || fail "--json"
-check_outputs aa.xml aa.md aa.json pass
+check_outputs aa.xml aa.md aa.json "$AAV"
 
 # --- the op with the largest median, 10% slower in a copy. On mlp-tiny that op is only ~10% of
 #     a ~10 us iteration, so its slowdown costs < 1% of the iteration, under the default

@@ -619,6 +619,41 @@ static void test_bad_external_data_size_checks(void **state)
     free(buf);
 }
 
+/* A tensor declaring far more bytes than its external file holds is refused by the size check
+ * before anything is allocated: 2^40 floats (4 TiB) backed by a 16-byte file must name the
+ * sizes, not fail to allocate (or, with overcommit, take the memory) first. */
+static void test_bad_external_data_huge_declared_size_refused_before_allocating(void **state)
+{
+    (void)state;
+    const char *dir = ext_dir("ext_huge");
+    float v[4] = {1, 2, 3, 4};
+    fa_ctx *ctx = fa_ctx_create();
+    assert_int_equal(fa_write_file_atomic(ctx, fa_test_path(dir, "w.bin"), v, sizeof v), FA_OK);
+    fa_ctx_free(ctx);
+    size_t len;
+    static ot_model b;
+    static Onnx__StringStringEntryProto kv;
+    static Onnx__StringStringEntryProto *kvp[1];
+    ot_model_small(&b);
+    Onnx__TensorProto *w = &b.inits[0];
+    w->has_raw_data = 0;
+    w->has_data_location = 1;
+    w->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    onnx__string_string_entry_proto__init(&kv);
+    kv.key = (char *)"location";
+    kv.value = (char *)"w.bin";
+    kvp[0] = &kv;
+    w->n_external_data = 1;
+    w->external_data = kvp;
+    static int64_t huge[1] = {(int64_t)1 << 40};
+    w->n_dims = 1;
+    w->dims = huge;
+    uint8_t *buf = ot_pack(&b, &len);
+    expect_refused(buf, len, "ext.onnx", dir, FA_ERR_INPUT, "initializer 'W'",
+                   "external data holds 16 bytes, dims and data_type need 4398046511104");
+    free(buf);
+}
+
 static void test_bad_external_data_without_location(void **state)
 {
     (void)state;
@@ -749,6 +784,7 @@ int main(void)
         cmocka_unit_test(test_bad_external_data_not_a_regular_file),
         cmocka_unit_test(test_bad_external_data_size_checks),
         cmocka_unit_test(test_bad_external_data_without_location),
+        cmocka_unit_test(test_bad_external_data_huge_declared_size_refused_before_allocating),
         cmocka_unit_test(test_bad_file_on_disk_message_names_path),
         cmocka_unit_test(test_bad_random_mutations_never_crash),
     };
