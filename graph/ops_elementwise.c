@@ -7,6 +7,7 @@
  * sqrt, pow, sin, cos) counts 1 FLOP; bytes are every input read once at its own size plus
  * every output written once (fa_cost_io). */
 #include "ops-impl.h"
+#include "vmath.h"
 
 #include <float.h>
 #include <math.h>
@@ -373,6 +374,7 @@ static int64_t unary_i(const uparams *p, int64_t x, int64_t lo, int64_t hi)
 static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
 {
     const float a = (float)p->alpha, b = (float)p->beta, g = (float)p->gamma;
+    const bool vm = fa_vmath_available(); /* SLEEF AVX2 paths (graph/vmath.h) */
     switch (p->op) {
     case U_RELU:
 #pragma omp simd
@@ -382,8 +384,14 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
 #pragma omp simd
         for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * x[i] : x[i];
         break;
-    case U_SIGMOID: for (int64_t i = 0; i < len; i++) y[i] = 1.f / (1.f + expf(-x[i])); break;
-    case U_TANH: for (int64_t i = 0; i < len; i++) y[i] = tanhf(x[i]); break;
+    case U_SIGMOID:
+        if (vm) fa_vsigmoidf(x, y, len);
+        else for (int64_t i = 0; i < len; i++) y[i] = 1.f / (1.f + expf(-x[i]));
+        break;
+    case U_TANH:
+        if (vm) fa_vtanhf(x, y, len);
+        else for (int64_t i = 0; i < len; i++) y[i] = tanhf(x[i]);
+        break;
     case U_HARDSIGMOID: /* clamps written as compares: vectorizable, and NaN stays NaN */
 #pragma omp simd
         for (int64_t i = 0; i < len; i++) {
@@ -402,11 +410,21 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
         break;
     case U_ELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * expm1f(x[i]) : x[i]; break;
     case U_SELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? g * x[i] : g * (a * expf(x[i]) - a); break;
-    case U_SWISH: for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + expf(-a * x[i])); break;
-    case U_ERF: for (int64_t i = 0; i < len; i++) y[i] = erff(x[i]); break;
-    case U_GELU: for (int64_t i = 0; i < len; i++) y[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678f)); break;
+    case U_SWISH:
+        if (vm) fa_vswishf(x, y, len, a);
+        else for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + expf(-a * x[i]));
+        break;
+    case U_ERF:
+        if (vm) fa_verff(x, y, len);
+        else for (int64_t i = 0; i < len; i++) y[i] = erff(x[i]);
+        break;
+    case U_GELU:
+        if (vm) fa_vgeluf(x, y, len);
+        else for (int64_t i = 0; i < len; i++) y[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678f));
+        break;
     case U_GELU_TANH:
-        for (int64_t i = 0; i < len; i++)
+        if (vm) fa_vgelu_tanhf(x, y, len);
+        else for (int64_t i = 0; i < len; i++)
             y[i] = 0.5f * x[i] * (1.f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
         break;
     case U_SOFTSIGN:
@@ -414,7 +432,10 @@ static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
         for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + fabsf(x[i]));
         break;
     case U_SQRT: for (int64_t i = 0; i < len; i++) y[i] = sqrtf(x[i]); break;
-    case U_EXP: for (int64_t i = 0; i < len; i++) y[i] = expf(x[i]); break;
+    case U_EXP:
+        if (vm) fa_vexpf(x, y, len);
+        else for (int64_t i = 0; i < len; i++) y[i] = expf(x[i]);
+        break;
     case U_LOG: for (int64_t i = 0; i < len; i++) y[i] = logf(x[i]); break;
     case U_NEG:
 #pragma omp simd
@@ -737,7 +758,10 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
     case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] - b[j * sb]; break;
     case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] * b[j * sb]; break;
     case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] / b[j * sb]; break;
-    case B_POW: for (int64_t j = 0; j < len; j++) o[j] = powf(a[j * sa], b[j * sb]); break;
+    case B_POW:
+        if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1) && fa_vmath_available()) fa_vpowf(a, sa, b, sb, o, len);
+        else for (int64_t j = 0; j < len; j++) o[j] = powf(a[j * sa], b[j * sb]);
+        break;
     case B_COPY: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa]; break;
     case B_PRELU:
         for (int64_t j = 0; j < len; j++) { float x = a[j * sa]; o[j] = x < 0 ? x * b[j * sb] : x; }
