@@ -39,7 +39,7 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
             const float v0 = in0[ro0 + j];
             const float v2 = (v0 * v1);
             const float v4 = (v2 - v3);
-            const float v5 = (v4 < -87.0f ? 0.0f : expf(v4 < -87.0f ? -87.0f : v4));
+            const float v5 = expf(v4);
             a6 += (double)v5;
         }
         const float v6 = (float)a6;
@@ -48,7 +48,7 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
             const float v0 = in0[ro0 + j];
             const float v2 = (v0 * v1);
             const float v4 = (v2 - v3);
-            const float v5 = (v4 < -87.0f ? 0.0f : expf(v4 < -87.0f ? -87.0f : v4));
+            const float v5 = expf(v4);
             const float v7 = (v5 / v6);
             out0[base + j] = v7;
         }

@@ -58,7 +58,7 @@ extern "C" __global__ void __launch_bounds__(512) fa_fused_c7_3f9a1c07(
         const float v0 = in0[ro0 + j];
         const float v2 = (v0 * v1);
         const float v4 = (v2 - v3);
-        const float v5 = (v4 < -87.0f ? 0.0f : expf(v4 < -87.0f ? -87.0f : v4));
+        const float v5 = expf(v4);
         a6 += v5;
     }
     a6 = fa_block_sum(a6, fa_red);
@@ -67,7 +67,7 @@ extern "C" __global__ void __launch_bounds__(512) fa_fused_c7_3f9a1c07(
         const float v0 = in0[ro0 + j];
         const float v2 = (v0 * v1);
         const float v4 = (v2 - v3);
-        const float v5 = (v4 < -87.0f ? 0.0f : expf(v4 < -87.0f ? -87.0f : v4));
+        const float v5 = expf(v4);
         const float v7 = (v5 / v6);
         out0[base + j] = v7;
     }
