@@ -54,4 +54,11 @@ fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
                                 bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
                                 fa_graph **out);
 
+/* Whether a library epilogue in the fused sub-graph gf runs on an implementation whose
+ * post-ops are slow: oneDNN's reference kernels ("ref:*", any op) and its gemm-based convolution
+ * ("x64:gemm:jit" and other "gemm:*" for FusedConv/FusedConvTranspose: post-ops applied as a separate pass over the
+ * output, measured 0.026 -> 0.51 ms for a 1x1 conv + ReLU in issue 18), asked of the executor ef
+ * (fa_exec_kernel_impl). true with a why-not naming the node and the implementation in why. */
+bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char *why, size_t cap);
+
 #endif

@@ -263,6 +263,19 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt.inject_wrong_cluster, c->outputs, c->n_outputs, &gf);
         if (!cs) cs = make_exec(cctx, gu, &kt, opt.threads, &eu);
         if (!cs) cs = make_exec(cctx, gf, &kt, opt.threads, &ef);
+        char slow[600];
+        if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
+            /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
+            c->status = FA_CLUSTER_REFUSED;
+            fa_apply_set_reason(p, c, "%s", slow);
+            fa_exec_free(eu);
+            fa_exec_free(ef);
+            fa_graph_free(gu);
+            fa_graph_free(gf);
+            fa_ctx_free(cctx);
+            res->rejected++;
+            continue;
+        }
         if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, &vm);
         if (!cs) cs = fa_value_map_set_inputs(cctx, ef, gf, &vm);
         if (!cs) cs = fa_exec_run(cctx, eu, NULL);

@@ -271,3 +271,25 @@ fa_status fa_value_map_fill_inputs(fa_ctx *ctx, fa_value_map *m, uint64_t seed)
     }
     return FA_OK;
 }
+
+bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char *why, size_t cap)
+{
+    for (int k = 0; k < gf->n_topo; k++) {
+        const fa_node *n = gf->nodes[gf->topo[k]];
+        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !fa_node_attr(n, "post_ops")) continue;
+        const char *impl = fa_exec_kernel_impl(ef, n);
+        if (!impl) continue;
+        bool conv = !strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose");
+        const char *name = impl; /* oneDNN 2.6 names carry the ISA family first: "x64:gemm:jit" */
+        if (!strncmp(name, "x64:", 4)) name += 4;
+        if (!strncmp(name, "ref", 3) || (conv && !strncmp(name, "gemm", 4))) {
+            snprintf(why, cap,
+                     "oneDNN chose its '%s' implementation for %s '%s' (%s): its post-ops are not in the fast path, so the "
+                     "epilogue is slower than the unfused ops; not proposed",
+                     impl, n->op_type, n->name,
+                     !strncmp(name, "ref", 3) ? "reference kernel" : "gemm convolution on plain NCHW activations");
+            return true;
+        }
+    }
+    return false;
+}

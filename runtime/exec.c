@@ -513,5 +513,12 @@ const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n)
 #endif
     return e->kernels[n->id].name;
 }
+const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n)
+{
+#ifdef FA_HAVE_CUDA
+    if (e->cuda) return NULL;
+#endif
+    return e->kernels[n->id].impl;
+}
 fa_target fa_exec_target(const fa_exec *e) { return e->opt.target; }
 int fa_exec_threads(const fa_exec *e) { return e->threads; }

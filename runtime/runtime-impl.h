@@ -12,6 +12,8 @@ struct fa_kernel {
                      fa_value *out, int n_out, int threads);
     void (*destroy)(fa_kernel *k);
     void *state;
+    const char *impl; /* a library kernel's chosen implementation (oneDNN's impl_info_str, e.g.
+                       * "jit:avx512_core", "gemm:jit", "ref:any"), owned by state; NULL otherwise */
 };
 
 /* oneDNN kernels (runtime/cpu/dnnl.c): Conv, ConvTranspose, MatMul, Gemm on plain layouts.

@@ -68,6 +68,10 @@ const fa_value *fa_exec_output(const fa_exec *e, int i);
 uint64_t fa_exec_peak_bytes(const fa_exec *e);
 /* Kernel name used for node n on this executor ("dnnl:conv", "ref:Relu", ...). */
 const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n);
+/* The implementation a library chose for node n's kernel on this executor (oneDNN's
+ * dnnl_query_impl_info_str: "jit:avx512_core", "gemm:jit", "ref:any", ...); NULL for our own and
+ * generated kernels and on cuda. Borrowed until fa_exec_free. */
+const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n);
 fa_target fa_exec_target(const fa_exec *e);
 int fa_exec_threads(const fa_exec *e);
 
