@@ -293,3 +293,35 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
     }
     return false;
 }
+
+bool fa_apply_e2e_wins(const double *sa, const double *sb, int n)
+{
+    double gain, noise;
+    paired_gain(sa, sb, n, &gain, &noise);
+    fa_sample_stats su, sf;
+    fa_sample_stats_of(sa, n, &su);
+    fa_sample_stats_of(sb, n, &sf);
+    return gain > noise && su.median_ns > sf.median_ns && sf.p75_ns < su.p25_ns;
+}
+
+void fa_apply_back_off(fa_plan *p, fa_apply_result *r, int round)
+{
+    int drop = round < 20 ? 1 << round : 1 << 20;
+    for (int k = 0; k < drop; k++) {
+        fa_cluster *worst = NULL;
+        for (int i = 0; i < p->n_clusters; i++) {
+            fa_cluster *c = &p->clusters[i];
+            if (c->status == FA_CLUSTER_ACCEPTED && (!worst || c->measured_saving_ns < worst->measured_saving_ns)) worst = c;
+        }
+        if (!worst) return;
+        worst->status = FA_CLUSTER_REJECTED_NO_GAIN;
+        fa_apply_set_reason(p, worst,
+                            "dropped by the end-to-end back-off: the whole fused model with %d clusters was not measurably "
+                            "faster (median %.3f -> %.3f ms); this cluster's measured saving %.1f us was among the smallest",
+                            r->accepted, r->baseline.median_ns / 1e6, r->fused.median_ns / 1e6, worst->measured_saving_ns / 1e3);
+        r->accepted--;
+        r->rejected++;
+        r->predicted_saving_ns -= worst->est_saving_ns;
+        r->backed_off++;
+    }
+}
