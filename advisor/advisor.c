@@ -1184,7 +1184,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
             c->reason = fa_arena_strdup(A.ar, r);
         }
 #ifdef FA_HAVE_GATE
-        if (c->status == FA_CLUSTER_PROPOSED && A.opt.target == FA_TARGET_CUDA && !A.opt.no_gate) {
+        /* the register/occupancy gate of the target's table (a target without one: no-op) */
+        if (c->status == FA_CLUSTER_PROPOSED && !A.opt.no_gate && A.opt.target != FA_TARGET_AUTO) {
             bool refused = false;
             fa_status gs = fa_gate_cluster_ex(ctx, g, c, &A.opt, A.ar, &refused, NULL);
             if (gs) { /* a gate that cannot run is recorded on the cluster, not fatal for the plan */

@@ -1,35 +1,16 @@
-/* advisor/codegen — kernel source for one cluster: C for the cpu target (compiled by the system
- * compiler into a shared object by applier/), CUDA C for the cuda target (compiled by NVRTC here
- * for the register/occupancy gate, and by the applier to run). One cluster description, two
- * emitters sharing one expression emitter per op. Same cluster + plan hash -> same bytes. */
-#ifndef FA_CODEGEN_H
-#define FA_CODEGEN_H
+/* advisor/codegen — a cluster of the advisor's plan as a kernel description for codegen/, and the
+ * cluster-level calls of the code generator (the gate, the applier and the tests use these). */
+#ifndef FA_ADVISOR_CODEGEN_H
+#define FA_ADVISOR_CODEGEN_H
 
 #include "advisor.h"
+#include "codegen/codegen.h"
 
-/* Generated C ABI (cpu), shapes baked in at generation time:
- *
- *     void NAME(const void *const *in, void *const *out, int threads);
- *
- * in[i] is the data of c->inputs[i] (row-major, dtype of that tensor), out[j] the preallocated
- * buffer of c->outputs[j]. The kernel may use OpenMP with `threads` threads. The first line of
- * the source is a comment saying it is generated, by which fuse-advise version, from which
- * plan hash and cluster id.
- *
- * Generated CUDA ABI: `extern "C" __global__ void NAME(const void *const *in, void *const *out)`
- * is NOT used (pointer arrays need a device copy); instead the kernel takes one parameter per
- * input then per output, in cluster order: `extern "C" __global__ void NAME(const float *__restrict__ in0,
- * ..., float *__restrict__ out0, ...)`, launched with *block_size threads and *grid blocks. */
+/* The description of cluster c (borrows its arrays): ELEMWISE_CHAIN -> ELEMENTWISE, HORIZONTAL
+ * -> HORIZONTAL, REDUCTION -> ROWS with its reduction kind, EPILOGUE / BN_FOLD -> library kinds. */
+void fa_cluster_kernel_desc(const fa_cluster *c, fa_kernel_desc *out);
 
-typedef struct fa_codegen_info {
-    char name[96];         /* kernel / function name, "fa_fused_c<id>_<hash8>" */
-    int block_size;        /* CUDA: threads per block */
-    int64_t grid;          /* CUDA: blocks */
-    int64_t work_items;    /* elements (elementwise) or rows (reduction) processed */
-} fa_codegen_info;
-
-/* True when the cluster kind and every member op have an emitter for this language; otherwise
- * false with *why set to a static sentence. */
+/* fa_codegen_kernel_supported for cluster c (cuda: CUDA C, else C). */
 bool fa_codegen_supported(const fa_graph *g, const fa_cluster *c, bool cuda, const char **why);
 /* Append the C source for cluster c to out. FA_ERR_UNSUPPORTED naming the op without an emitter. */
 fa_status fa_codegen_c(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const char *plan_hash, fa_buf *out,
@@ -37,19 +18,8 @@ fa_status fa_codegen_c(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, cons
 /* Append the CUDA C source for cluster c to out. */
 fa_status fa_codegen_cuda(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const char *plan_hash, fa_buf *out,
                           fa_codegen_info *info);
-
-/* NVRTC compile of CUDA source for `arch` ("sm_90"): registers per thread and spill bytes from
- * the ptxas info log (-Xptxas -v). Works without a GPU. FA_ERR_UNSUPPORTED when this build has
- * no CUDA toolkit; FA_ERR_RUNTIME with the NVRTC log on a compile error. cubin optional. */
-typedef struct fa_nvrtc_result {
-    int registers;         /* per thread */
-    int spill_stores;      /* bytes */
-    int spill_loads;       /* bytes */
-    int static_smem;       /* bytes */
-    int local_mem;         /* bytes of stack frame */
-    char log[2048];        /* ptxas info, truncated */
-} fa_nvrtc_result;
-fa_status fa_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const char *arch, fa_nvrtc_result *out,
-                           uint8_t **cubin, size_t *cubin_len);
+/* The source of cluster c in language lang (the target's kernel_lang). */
+fa_status fa_codegen(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, fa_kernel_lang lang, const char *plan_hash,
+                     fa_buf *out, fa_codegen_info *info);
 
 #endif

@@ -6,6 +6,8 @@
 #include "gate.h"
 #include "roofline/roofline.h"
 
+#include <stdlib.h>
+
 static bool gated_kind(fa_cluster_kind k)
 {
     return k == FA_CLUSTER_ELEMWISE_CHAIN || k == FA_CLUSTER_HORIZONTAL || k == FA_CLUSTER_REDUCTION;
@@ -15,11 +17,17 @@ fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, cons
                              fa_arena *arena, bool *refused, fa_gate_numbers *nums)
 {
     if (refused) *refused = false;
-    if (!gated_kind(c->kind)) {
+    fa_target target = opt ? opt->target : FA_TARGET_AUTO;
+    const fa_target_iface *t = fa_target_get(target);
+    for (int i = 0; target == FA_TARGET_AUTO && !t && fa_target_at(i); i++) /* AUTO: the first target with a gate */
+        if (fa_target_at(i)->fused_resources) t = fa_target_at(i);
+    if (target == FA_TARGET_AUTO && !t) t = fa_target_get(FA_TARGET_CPU);
+    if (!t) return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "gate: this build has no %s target", fa_target_name(target));
+    if (!gated_kind(c->kind) || !t->fused_resources) { /* library kernels, or a target without a gate */
         c->registers = -1;
         return FA_OK;
     }
-    if (!fa_codegen_supported(g, c, true, NULL)) {
+    if (!fa_codegen_supported(g, c, t->kernel_lang == FA_KERNEL_LANG_CUDA, NULL)) {
         c->registers = -1;
         return FA_OK;
     }
@@ -30,15 +38,25 @@ fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, cons
     fa_buf src;
     fa_buf_init(&src);
     fa_codegen_info info;
-    fa_status st = fa_codegen_cuda(ctx, g, c, "gate", &src, &info);
+    fa_status st = fa_codegen(ctx, g, c, t->kernel_lang, "gate", &src, &info);
     if (st) {
         fa_buf_free(&src);
         return st;
     }
-    fa_nvrtc_result nr;
-    st = fa_nvrtc_compile(ctx, src.data, info.name, arch, &nr, NULL, NULL);
+    /* the target compiles it for `arch` (no device needed) and reports what ptxas used */
+    fa_fused_source fs = {src.data, src.len, info.name, c->n_inputs, c->n_outputs, info.block_size, info.grid};
+    fa_fused_compile_options co = {NULL, 0, arch};
+    fa_fused_binary *bin = NULL;
+    char *err = NULL;
+    st = t->fused_compile(ctx, &co, 1, &fs, &bin, &err);
     fa_buf_free(&src);
+    if (!st && !bin) st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "%s", err ? err : "compile failed");
+    free(err);
     if (st) return fa_ctx_wrap(ctx, st, "gate cluster %d: ", c->id);
+    fa_kernel_resources nr;
+    bool have = t->fused_resources(bin, &nr);
+    t->fused_free(bin);
+    if (!have) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "gate cluster %d: the %s compiler reported no figures", c->id, t->name);
     fa_occ_input oi;
     memset(&oi, 0, sizeof oi);
     oi.block_size = info.block_size;

@@ -1,25 +1,30 @@
-/* advisor/gate — the register/occupancy gate for the cuda target: compile a cluster's generated
- * CUDA kernel with NVRTC for the target architecture, read registers/spills from ptxas, compute
- * occupancy, refuse memory-bound kernels that spill or fall under the occupancy floor. */
+/* advisor/gate — the register/occupancy gate: the target compiles a cluster's generated kernel for
+ * the target architecture (cuda: NVRTC) and reports registers/spills (ptxas); the occupancy
+ * calculator decides; memory-bound kernels that spill or fall under the occupancy floor are
+ * refused. */
 #ifndef FA_ADVISOR_GATE_H
 #define FA_ADVISOR_GATE_H
 
 #include "advisor.h"
 #include "codegen.h"
 
-/* Gate one cluster. For ELEMWISE_CHAIN, HORIZONTAL and REDUCTION clusters: emit CUDA
- * (fa_codegen_cuda), compile it for opt->arch (default "sm_90") with fa_nvrtc_compile, and set
- * c->registers (per thread), c->spill_bytes (spill stores + loads, bytes), c->block_size
- * (threads per block of the generated launch) and c->occupancy (fa_occupancy with
- * fa_cuda_limits_for_arch(arch), default carve-out, the kernel's static shared memory from
- * ptxas). Refuse — c->status = FA_CLUSTER_REFUSED, c->reason with the numbers (allocated in
- * g->arena: the graph outlives the plan), *refused = true — when the kernel spills
- * (spill_bytes > 0: a memory-bound kernel must not spill) or occupancy < opt->occupancy_floor
- * (0.5 when opt is NULL or the floor is <= 0). Otherwise *refused = false and c->status is left
- * as it was. EPILOGUE / BN_FOLD clusters run library kernels: registers stay -1, never refused.
- * A cluster whose ops have no CUDA emitter is left ungated (registers -1, not refused, FA_OK).
- * Errors (cluster untouched): FA_ERR_UNSUPPORTED when this build has no CUDA toolkit,
- * FA_ERR_INPUT for an arch without tabled limits, FA_ERR_RUNTIME when NVRTC fails. */
+/* Gate one cluster on the target opt->target (AUTO or opt NULL: the first registered target that
+ * has a gate, cuda where built). The gate
+ * is the target table's: a target whose table reports no compiler figures (fused_resources
+ * NULL, the cpu) gates nothing (registers -1, FA_OK). For ELEMWISE_CHAIN, HORIZONTAL and
+ * REDUCTION clusters: emit the target's language (fa_codegen), have the target compile it for
+ * opt->arch (default "sm_90"; no device needed) and set c->registers (per thread),
+ * c->spill_bytes (spill stores + loads, bytes), c->block_size (threads per block of the
+ * generated launch) and c->occupancy (fa_occupancy with fa_cuda_limits_for_arch(arch), default
+ * carve-out, the kernel's static shared memory from ptxas). Refuse — c->status =
+ * FA_CLUSTER_REFUSED, c->reason with the numbers (allocated in g->arena: the graph outlives the
+ * plan), *refused = true — when the kernel spills (spill_bytes > 0: a memory-bound kernel must
+ * not spill) or occupancy < opt->occupancy_floor (0.5 when opt is NULL or the floor is <= 0).
+ * Otherwise *refused = false and c->status is left as it was. EPILOGUE / BN_FOLD clusters run
+ * library kernels: registers stay -1, never refused. A cluster whose ops have no emitter is left
+ * ungated (registers -1, not refused, FA_OK). Errors (cluster untouched): FA_ERR_UNSUPPORTED when
+ * this build lacks the target, FA_ERR_INPUT for an arch without tabled limits, FA_ERR_RUNTIME
+ * when the compiler fails. */
 fa_status fa_gate_cluster(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, const fa_advise_options *opt, bool *refused);
 
 /* Last gate measurement (for reports/tests): the numbers behind the decision. */

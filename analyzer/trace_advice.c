@@ -234,32 +234,6 @@ const char *fa_kernel_name_short(const char *name, char *buf, size_t cap)
     return buf;
 }
 
-/* ---------------------------------------------------------------- device tables ---- */
-
-double fa_gpu_hbm_gbs(const char *n, uint64_t mem, const char **label)
-{
-    fa_gpu_roofs r;
-    fa_gpu_roofs_for(n, mem, &r);
-    if (label) *label = r.label;
-    return r.hbm_gbs;
-}
-
-bool fa_gpu_cc_from_name(const char *n, int *major, int *minor)
-{
-    int ma = 0, mi = 0;
-    if (!n) return false;
-    if (has(n, "A100")) ma = 8, mi = 0;
-    else if (has(n, "V100")) ma = 7, mi = 0;
-    else if (has(n, "H100") || has(n, "H200")) ma = 9, mi = 0;
-    else if (has(n, "RTX 20") || has_word(n, "T4")) ma = 7, mi = 5;
-    else if (has(n, "RTX 30")) ma = 8, mi = 6;
-    else if (has(n, "RTX 40") || has_word(n, "L4")) ma = 8, mi = 9;
-    else return false;
-    *major = ma;
-    *minor = mi;
-    return true;
-}
-
 /* ---------------------------------------------------------------- small tables ---- */
 
 /* string -> dense id (open addressing, SipHash under a random key: the strings come from input

@@ -43,12 +43,7 @@ const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap);
  * at most cap - 1 bytes with "..." when cut. Returns buf. */
 const char *fa_kernel_name_short(const char *name, char *buf, size_t cap);
 
-/* Theoretical HBM bandwidth of a GPU by name (and memory size for A100 40/80 GB), GB/s; 0 when
- * not tabled (fa_gpu_roofs_for in roofline/ holds the table). */
-double fa_gpu_hbm_gbs(const char *device_name, uint64_t total_mem_bytes, const char **label);
-/* Compute capability guessed from a device name (A100 8.0, V100 7.0, RTX 20xx/T4 7.5,
- * RTX 30xx 8.6, RTX 40xx/L4 8.9, H100/H200 9.0); false when unknown (or not NVIDIA). */
-bool fa_gpu_cc_from_name(const char *device_name, int *major, int *minor);
+/* GPU device tables by name (fa_gpu_hbm_gbs, fa_gpu_cc_from_name): roofline/roofline.h. */
 
 /* ---- the op alphabet and the named patterns (analyzer/trace_patterns.c) ---- */
 

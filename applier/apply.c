@@ -1,5 +1,7 @@
-/* applier/apply — per-cluster codegen/compile, verification against the unfused ops on the same
- * inputs, interleaved benchmarks, accept/reject, and the end-to-end fused-vs-unfused measurement. */
+/* applier/apply — the apply stage over the execution target's table (runtime.h fa_target_iface):
+ * per-cluster codegen in the target's language and compile by the target, verification against
+ * the unfused ops on the same inputs, interleaved benchmarks, accept/reject, and the end-to-end
+ * fused-vs-unfused measurement. One function for every target. */
 #include "applier-impl.h"
 
 #include "collector/collector.h"
@@ -13,6 +15,7 @@
 void fa_apply_options_default(fa_apply_options *o)
 {
     memset(o, 0, sizeof *o);
+    o->target = FA_TARGET_CPU;
     o->tolerance = 1e-5;
     o->iters = 20;
     o->warmup = 3;
@@ -49,73 +52,55 @@ void fa_apply_result_free(fa_apply_result *r)
     free(r);
 }
 
-/* ---- values captured from the unfused run, by tensor name ---- */
-
-/* ---- provider for FusedKernel nodes ---- */
+/* ---- kernel provider for FusedKernel nodes: the target's compiled fused kernels ---- */
 
 typedef struct kernel_table {
+    const fa_target_iface *t;
     const fa_plan *p;
-    fa_compiled **compiled; /* by cluster index, NULL when not compiled */
+    fa_fused_binary **bin; /* by cluster index, NULL when not compiled */
 } kernel_table;
-
-typedef struct fused_state {
-    fa_fused_fn fn;
-    bool inject;
-} fused_state;
-
-static fa_status fused_run(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
-                           int n_out, int threads)
-{
-    fused_state *fs = state;
-    const void *ip[64];
-    void *op[16];
-    for (int i = 0; i < n_in && i < 64; i++) ip[i] = in[i].data;
-    for (int i = 0; i < n_out && i < 16; i++) op[i] = out[i].data;
-    fs->fn(ip, op, threads);
-    if (fs->inject && out[0].dtype == FA_DTYPE_FLOAT) { /* test hook: a deliberately wrong kernel */
-        float *y = out[0].data;
-        int64_t ne = fa_value_numel(&out[0]);
-        for (int64_t i = 0; i < ne; i++) y[i] += 1.0f;
-    }
-    (void)ctx;
-    (void)n;
-    return FA_OK;
-}
 
 static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out, bool *provided)
 {
     kernel_table *kt = user;
+    (void)g;
     *provided = false;
     if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
     int64_t cid = fa_node_attr_int(n, "cluster", -1);
     for (int i = 0; i < kt->p->n_clusters; i++)
         if (kt->p->clusters[i].id == cid) {
-            if (!kt->compiled[i])
+            if (!kt->bin[i])
                 return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': cluster %lld has no compiled kernel", n->name, (long long)cid);
-            fused_state *fs = calloc(1, sizeof *fs);
-            if (!fs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-            fs->fn = kt->compiled[i]->fn;
-            fs->inject = fa_node_attr_int(n, "inject", 0) != 0;
-            out->name = "generated:fused";
-            out->run = fused_run;
-            out->destroy = free;
-            out->state = fs;
-            *provided = true;
-            return FA_OK;
+            fa_status s = kt->t->fused_kernel(ctx, kt->bin[i], out);
+            if (!s) *provided = true;
+            return s;
         }
-    (void)g;
     return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': unknown cluster %lld", n->name, (long long)cid);
 }
 
 /* ---- helpers ---- */
 
+/* An executor on the apply target; the provider only when the graph has FusedKernel nodes. */
 static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, fa_exec **e)
 {
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = threads, .provider = provide, .provider_user = kt};
+    fa_exec_options eo = {.target = kt->t->id, .threads = threads};
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "FusedKernel")) {
+            eo.provider = provide;
+            eo.provider_user = kt;
+            break;
+        }
     return fa_exec_create(ctx, g, &eo, e);
 }
 
-/* Set every input of executor e (graph sub) from the map by name. */
+/* False with the target's sentence in why when it cannot run some live node of g. */
+static bool target_runs(const fa_target_iface *t, const fa_graph *g, char *why, size_t cap)
+{
+    for (int k = 0; k < g->n_topo; k++)
+        if (!t->supports_node(g, g->nodes[g->topo[k]], why, cap)) return false;
+    return true;
+}
+
 static int out_index(const fa_graph *sub, const char *name)
 {
     for (int i = 0; i < sub->n_outputs; i++)
@@ -125,18 +110,20 @@ static int out_index(const fa_graph *sub, const char *name)
 
 static fa_status exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
 
-/* The generated kernels of the tried clusters order[0..n): C source each (kept in
- * OUT_DIR/kernels/), all compiled by one compiler process into the private kernel cache. A
- * cluster whose kernel cannot be generated or built is rejected with the reason; the run fails
- * only when the cache itself is refused (a folder another user can write) or unusable. */
+/* The generated kernels of the tried clusters order[0..n): source in the target's language each
+ * (kept in OUT_DIR/kernels/), all compiled by the target in one batch. A cluster whose kernel
+ * cannot be generated or built is rejected with the reason; the run fails only when the
+ * compiler itself cannot be used (a cache folder another user can write, no toolkit). */
 static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt,
-                                   const int *order, int n, kernel_table *kt)
+                                   const fa_target_device *dev, const int *order, int n, kernel_table *kt)
 {
-    fa_kernel_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
+    const fa_target_iface *t = kt->t;
+    const char *ext = t->kernel_lang == FA_KERNEL_LANG_CUDA ? "cu" : "c";
+    fa_fused_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
     fa_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
     fa_codegen_info *infos = calloc((size_t)n + 1, sizeof *infos);
     int *which = calloc((size_t)n + 1, sizeof *which);
-    fa_compiled **got = calloc((size_t)n + 1, sizeof *got);
+    fa_fused_binary **got = calloc((size_t)n + 1, sizeof *got);
     char **errs = calloc((size_t)n + 1, sizeof *errs);
     fa_status s = srcs && bufs && infos && which && got && errs ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     int m = 0;
@@ -145,32 +132,42 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, c
         if (!fa_apply_needs_codegen(c)) continue;
         fa_ctx *cctx = fa_ctx_create();
         fa_buf_init(&bufs[m]);
-        fa_status cs = fa_codegen_c(cctx, g, c, p->hash, &bufs[m], &infos[m]);
-        if (!cs) cs = fa_apply_write_kernel_source(cctx, opt->out_dir, infos[m].name, "c", &bufs[m]);
+        fa_status cs = fa_codegen(cctx, g, c, t->kernel_lang, p->hash, &bufs[m], &infos[m]);
+        if (!cs) cs = fa_apply_write_kernel_source(cctx, opt->out_dir, infos[m].name, ext, &bufs[m]);
         if (cs) {
             c->status = FA_CLUSTER_REJECTED_ERROR;
             fa_apply_set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
             fa_buf_free(&bufs[m]);
         } else {
-            srcs[m] = (fa_kernel_source){bufs[m].data, bufs[m].len, infos[m].name};
+            srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, infos[m].name, c->n_inputs, c->n_outputs,
+                                        infos[m].block_size, infos[m].grid};
             which[m++] = order[k];
         }
         fa_ctx_free(cctx);
     }
-    fa_kernel_cache *kc = NULL;
-    if (!s && m > 0) s = fa_kernel_cache_open(ctx, opt->cache_dir, opt->cache_max_bytes, &kc);
-    if (!s && m > 0) s = fa_compile_kernels(ctx, kc, m, srcs, got, errs);
+    fa_fused_compile_options co = {opt->cache_dir, opt->cache_max_bytes,
+                                   opt->arch && opt->arch[0] ? opt->arch : dev->arch[0] ? dev->arch : NULL};
+    if (!s && m > 0) s = t->fused_compile(ctx, &co, m, srcs, got, errs);
     for (int j = 0; j < m; j++) {
         fa_cluster *c = &p->clusters[which[j]];
-        if (!s && got[j]) kt->compiled[which[j]] = got[j];
-        else if (!s) {
+        if (!s && got[j]) {
+            kt->bin[which[j]] = got[j];
+            fa_kernel_resources r;
+            if (t->fused_resources && t->fused_resources(got[j], &r)) {
+                /* the figures for the arch it runs on (the advisor's gate may have used another) */
+                c->registers = r.registers;
+                c->spill_bytes = r.spill_stores + r.spill_loads;
+                c->block_size = infos[j].block_size;
+            }
+        } else if (!s) {
             c->status = FA_CLUSTER_REJECTED_ERROR;
             fa_apply_set_reason(p, c, "could not build the fused kernel: %s", errs[j] ? errs[j] : "?");
-        } else fa_compiled_free(got[j]);
+        } else {
+            t->fused_free(got[j]);
+        }
         free(errs[j]);
         fa_buf_free(&bufs[j]);
     }
-    fa_kernel_cache_free(kc);
     free(srcs);
     free(bufs);
     free(infos);
@@ -180,6 +177,79 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, c
     return s;
 }
 
+/* One tried cluster: its unfused and fused sub-graphs on the target, fed the captured values;
+ * verify every output, then benchmark interleaved and decide. Its failures become its status and
+ * reason, never the run's. */
+static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluster *c, const fa_apply_options *opt,
+                          kernel_table *kt, const fa_value_map *vm, fa_apply_result *res, double *sa, double *sb)
+{
+    fa_status cs = FA_OK;
+    fa_graph *gu = NULL, *gf = NULL;
+    fa_exec *eu = NULL, *ef = NULL;
+    int ids[1] = {c->id};
+    char why[512];
+    cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, c->outputs, c->n_outputs, &gu);
+    if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt->inject_wrong_cluster, c->outputs, c->n_outputs, &gf);
+    if (!cs && !target_runs(kt->t, gf, why, sizeof why)) { /* e.g. an epilogue no library of the target has */
+        c->status = FA_CLUSTER_REJECTED_ERROR;
+        fa_apply_set_reason(p, c, "%s", why);
+        goto done;
+    }
+    if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, &eu);
+    if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, &ef);
+    char slow[600];
+    if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
+        /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
+        c->status = FA_CLUSTER_REFUSED;
+        fa_apply_set_reason(p, c, "%s", slow);
+        goto done;
+    }
+    if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, vm);
+    if (!cs) cs = fa_value_map_set_inputs(cctx, ef, gf, vm);
+    if (!cs) cs = fa_exec_run(cctx, eu, NULL);
+    if (!cs) cs = fa_exec_run(cctx, ef, NULL);
+    if (cs) {
+        c->status = FA_CLUSTER_REJECTED_ERROR;
+        fa_apply_set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
+        goto done;
+    }
+    /* verify every cluster output against the unfused sub-graph */
+    double err = 0;
+    for (int k = 0; k < c->n_outputs; k++) {
+        const char *nm = g->tensors[c->outputs[k]]->name;
+        int iu = out_index(gu, nm), iff = out_index(gf, nm);
+        if (iu < 0 || iff < 0) {
+            err = INFINITY;
+            break;
+        }
+        double e = fa_apply_rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
+        if (e > err) err = e;
+    }
+    c->max_rel_error = err;
+    if (!(err <= opt->tolerance)) {
+        c->status = FA_CLUSTER_REJECTED_VERIFY;
+        fa_apply_set_reason(p, c, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
+                            opt->tolerance);
+        goto done;
+    }
+    cs = fa_apply_bench_pair(cctx, exec_once, eu, ef, opt->warmup, opt->iters, sa, sb);
+    if (cs) {
+        c->status = FA_CLUSTER_REJECTED_ERROR;
+        fa_apply_set_reason(p, c, "benchmark failed: %s", fa_ctx_errmsg(cctx));
+        goto done;
+    }
+    int k = res->n_cluster_bench++;
+    res->cluster_ids[k] = c->id;
+    memcpy(res->cluster_unfused + (size_t)k * (size_t)opt->iters, sa, sizeof(double) * (size_t)opt->iters);
+    memcpy(res->cluster_fused + (size_t)k * (size_t)opt->iters, sb, sizeof(double) * (size_t)opt->iters);
+    fa_apply_judge(p, c, sa, sb, opt->iters, err, NULL);
+done:
+    fa_exec_free(eu);
+    fa_exec_free(ef);
+    fa_graph_free(gu);
+    fa_graph_free(gf);
+}
+
 fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt_in, fa_apply_result **out)
 {
     uint64_t t0 = fa_now_ns();
@@ -187,28 +257,33 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
-    fa_status s = fa_apply_options_check(ctx, &opt);
+    kernel_table kt = {NULL, p, NULL};
+    fa_target_device dev;
+    fa_status s = fa_target_resolve(ctx, opt.target, &kt.t);
+    if (!s) s = kt.t->device_open(ctx, &dev);
+    if (s) return fa_ctx_wrap(ctx, s, "cannot apply on %s: ", kt.t ? kt.t->name : fa_target_name(opt.target));
+    s = fa_apply_options_check(ctx, &opt);
     if (s) return s;
     int *order = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
     if (!order) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_value_map vm = {g, NULL};
-    kernel_table kt = {p, NULL};
     fa_exec *cap = NULL;
     fa_graph *capg = NULL;
     fa_apply_result *res = calloc(1, sizeof *res);
-    kt.compiled = calloc((size_t)p->n_clusters + 1, sizeof *kt.compiled);
+    kt.bin = calloc((size_t)p->n_clusters + 1, sizeof *kt.bin);
     vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
     double *sa = malloc(sizeof(double) * (size_t)opt.iters), *sb = malloc(sizeof(double) * (size_t)opt.iters);
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
-    if (!res || !kt.compiled || !vm.vals || !sa || !sb || !extra) {
+    if (!res || !kt.bin || !vm.vals || !sa || !sb || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
 
     /* 1. Capture: the unfused graph with every cluster boundary tensor (inputs, outputs, epilogue
      *    operands) as an output, so every cluster's sub-graph can be fed the values it sees in
-     *    the whole model. Graph inputs are our own fill; constants live in the graph. */
-    /*    (the clusters beyond the stage's cap are set NOT_TRIED first: nothing is kept for them) */
+     *    the whole model. Graph inputs are our own fill (the same values on every target);
+     *    constants live in the graph. The clusters beyond the stage's cap are set NOT_TRIED
+     *    first: nothing is kept for them. */
     int n_prop = fa_apply_select(p, &opt, order);
     int ne2 = fa_apply_boundary_tensors(g, p, extra);
     if (ne2 < 0) {
@@ -218,23 +293,21 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, extra, ne2, &capg);
     if (!s) s = make_exec(ctx, capg, &kt, opt.threads, &cap);
     if (s) goto done;
-    {
-        s = fa_value_map_fill_inputs(ctx, &vm, opt.seed);
-        for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, cap, i, &vm.vals[g->inputs[i]]);
-        if (!s) s = fa_exec_run(ctx, cap, NULL);
-        for (int i = 0; i < capg->n_outputs && !s; i++) {
-            int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
-            const fa_value *v = fa_exec_output(cap, i);
-            if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_copy(ctx, &vm.vals[id], v);
-        }
-        if (s) goto done;
+    s = fa_value_map_fill_inputs(ctx, &vm, opt.seed);
+    for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, cap, i, &vm.vals[g->inputs[i]]);
+    if (!s) s = fa_exec_run(ctx, cap, NULL);
+    for (int i = 0; i < capg->n_outputs && !s; i++) {
+        int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
+        const fa_value *v = fa_exec_output(cap, i);
+        if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_copy(ctx, &vm.vals[id], v);
     }
+    if (s) goto done;
     fa_exec_free(cap);
     cap = NULL;
 
     /* 2. The clusters tried (ranked by predicted saving, capped), their generated kernels in one
-     *    compiler process, then per cluster within the time budget: verify, benchmark, decide. */
-    s = compile_generated(ctx, g, p, &opt, order, n_prop, &kt);
+     *    batch, then per cluster within the time budget: verify, benchmark, decide. */
+    s = compile_generated(ctx, g, p, &opt, &dev, order, n_prop, &kt);
     if (s) goto done;
     res->n_cluster_samples = opt.iters;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
@@ -246,8 +319,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     }
     int done_n = 0;
     for (int k = 0; k < n_prop; k++) {
-        int i = order[k];
-        fa_cluster *c = &p->clusters[i];
+        fa_cluster *c = &p->clusters[order[k]];
         if (opt.progress) opt.progress(opt.progress_user, "apply", ++done_n, n_prop);
         if (c->status != FA_CLUSTER_PROPOSED) { /* its kernel failed to build */
             res->rejected++;
@@ -255,71 +327,18 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         }
         if (fa_apply_budget_spent(p, c, &opt, t0)) continue;
         fa_ctx *cctx = fa_ctx_create(); /* a cluster's failure must not poison the run's context */
-        fa_status cs = FA_OK;
-        fa_graph *gu = NULL, *gf = NULL;
-        fa_exec *eu = NULL, *ef = NULL;
-        int ids[1] = {c->id};
-        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, c->outputs, c->n_outputs, &gu);
-        if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt.inject_wrong_cluster, c->outputs, c->n_outputs, &gf);
-        if (!cs) cs = make_exec(cctx, gu, &kt, opt.threads, &eu);
-        if (!cs) cs = make_exec(cctx, gf, &kt, opt.threads, &ef);
-        char slow[600];
-        if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
-            /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
-            c->status = FA_CLUSTER_REFUSED;
-            fa_apply_set_reason(p, c, "%s", slow);
-            fa_exec_free(eu);
-            fa_exec_free(ef);
-            fa_graph_free(gu);
-            fa_graph_free(gf);
-            fa_ctx_free(cctx);
-            res->rejected++;
-            continue;
+        if (!cctx) {
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            goto done;
         }
-        if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, &vm);
-        if (!cs) cs = fa_value_map_set_inputs(cctx, ef, gf, &vm);
-        if (!cs) cs = fa_exec_run(cctx, eu, NULL);
-        if (!cs) cs = fa_exec_run(cctx, ef, NULL);
-        if (cs) {
-            c->status = FA_CLUSTER_REJECTED_ERROR;
-            fa_apply_set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
-        } else {
-            /* verify every cluster output against the unfused sub-graph */
-            double err = 0;
-            for (int k = 0; k < c->n_outputs; k++) {
-                const char *nm = g->tensors[c->outputs[k]]->name;
-                int iu = out_index(gu, nm), iff = out_index(gf, nm);
-                if (iu < 0 || iff < 0) { err = INFINITY; break; }
-                double e = fa_apply_rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
-                if (e > err) err = e;
-            }
-            c->max_rel_error = err;
-            if (!(err <= opt.tolerance)) {
-                c->status = FA_CLUSTER_REJECTED_VERIFY;
-                fa_apply_set_reason(p, c, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
-                           opt.tolerance);
-            } else {
-                cs = fa_apply_bench_pair(cctx, exec_once, eu, ef, opt.warmup, opt.iters, sa, sb);
-                if (cs) {
-                    c->status = FA_CLUSTER_REJECTED_ERROR;
-                    fa_apply_set_reason(p, c, "benchmark failed: %s", fa_ctx_errmsg(cctx));
-                } else {
-                    int k = res->n_cluster_bench++;
-                    res->cluster_ids[k] = c->id;
-                    memcpy(res->cluster_unfused + (size_t)k * (size_t)opt.iters, sa, sizeof(double) * (size_t)opt.iters);
-                    memcpy(res->cluster_fused + (size_t)k * (size_t)opt.iters, sb, sizeof(double) * (size_t)opt.iters);
-                    fa_apply_judge(p, c, sa, sb, opt.iters, err, NULL);
-                }
-            }
-        }
-        fa_exec_free(eu);
-        fa_exec_free(ef);
-        fa_graph_free(gu);
-        fa_graph_free(gf);
+        apply_cluster(cctx, g, p, c, &opt, &kt, &vm, res, sa, sb);
         fa_ctx_free(cctx);
-        if (c->status == FA_CLUSTER_ACCEPTED) res->accepted++;
-        else res->rejected++;
-        if (c->status == FA_CLUSTER_ACCEPTED) res->predicted_saving_ns += c->est_saving_ns;
+        if (c->status == FA_CLUSTER_ACCEPTED) {
+            res->accepted++;
+            res->predicted_saving_ns += c->est_saving_ns;
+        } else {
+            res->rejected++;
+        }
     }
 
     /* 3. End to end: every accepted cluster at once vs the unfused graph, same inputs. What the
@@ -377,8 +396,9 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
                 again = true;
             }
             /* the fused model's own kernel trace, for the timeline and the roofline */
-            if (!again) s = fa_collect_cpu(ctx, efz, gfull, 1, opt.iters, NULL, NULL, &res->fused_trace);
+            if (!again) s = fa_collect(ctx, efz, gfull, 1, opt.iters, NULL, NULL, &res->fused_trace);
         }
+        if (s) fa_ctx_wrap(ctx, s, "end-to-end fused model on %s: ", kt.t->name);
         fa_exec_free(eb);
         fa_exec_free(efz);
         if (!s && !again) res->fused_graph = gfull;
@@ -389,9 +409,9 @@ done:
     fa_exec_free(cap);
     fa_graph_free(capg);
     fa_value_map_free(&vm);
-    if (kt.compiled)
-        for (int i = 0; i < p->n_clusters; i++) fa_compiled_free(kt.compiled[i]);
-    free(kt.compiled);
+    if (kt.bin)
+        for (int i = 0; i < p->n_clusters; i++) kt.t->fused_free(kt.bin[i]);
+    free(kt.bin);
     free(sa);
     free(sb);
     free(extra);

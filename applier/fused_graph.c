@@ -176,6 +176,27 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
     return n;
 }
 
+/* dst gets out = in + 1.0 (a float scalar constant broadcast), `in` shaped as `like`. */
+static fa_status add_plus_one(fa_ctx *ctx, fa_graph *dst, const fa_tensor *like, const char *in, const char *out)
+{
+    char one_name[640];
+    snprintf(one_name, sizeof one_name, "%.600s__one", out);
+    int ti = fa_graph_tensor(dst, in), to = fa_graph_tensor(dst, one_name);
+    if (ti < 0 || to < 0) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    fa_tensor_set_shape(dst->tensors[ti], like->dtype, like->rank, like->dims);
+    const float one = 1.0f;
+    fa_tensor_set_shape(dst->tensors[to], FA_DTYPE_FLOAT, 0, NULL);
+    fa_status s = fa_tensor_set_data(ctx, dst->tensors[to], &one, sizeof one);
+    if (s) return s;
+    dst->tensors[to]->flags |= FA_TENSOR_INITIALIZER;
+    const char *ins[2] = {in, one_name}, *outs[1] = {out};
+    char name[700];
+    snprintf(name, sizeof name, "%.600s__inject_add", out);
+    fa_node *n = fa_graph_add_node(ctx, dst, name, "Add", "", 2, ins, 1, outs);
+    if (!n) return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+    return FA_OK;
+}
+
 typedef struct builder {
     const fa_graph *g;
     const fa_plan *p;
@@ -287,11 +308,20 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
                 if (copy_tensor(ctx, dst, g->tensors[c->outputs[i]]) < 0) s = FA_ERR_NOMEM;
             }
             if (s) break;
-            char name[64];
+            char name[64], wrong[600];
             snprintf(name, sizeof name, "fused_c%d", c->id);
+            /* test hook: a deliberately wrong fused graph, on any target: the kernel writes its
+             * first (float) output under another name and an Add of 1.0 makes the output */
+            const char *real_out = outs[0];
+            bool corrupt = inject && g->tensors[c->outputs[0]]->dtype == FA_DTYPE_FLOAT;
+            if (corrupt) {
+                snprintf(wrong, sizeof wrong, "%.580s__inject", real_out);
+                outs[0] = wrong;
+            }
             fa_node *fn = fa_graph_add_node(ctx, dst, name, "FusedKernel", FA_FUSED_DOMAIN, c->n_inputs, ins, c->n_outputs, outs);
-            if (!fn || !fa_node_add_attr_int(dst, fn, "cluster", c->id) || !fa_node_add_attr_int(dst, fn, "inject", inject))
+            if (!fn || !fa_node_add_attr_int(dst, fn, "cluster", c->id))
                 s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+            if (!s && corrupt) s = add_plus_one(ctx, dst, g->tensors[c->outputs[0]], wrong, real_out);
         }
     }
     free(emitted);

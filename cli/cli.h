@@ -9,6 +9,7 @@
 
 #include "core/core.h"
 #include "graph/graph.h"
+#include "runtime/runtime.h"
 
 /* Each verb: int fa_cmd_<verb>(fa_ctx *ctx, int argc, char **argv) — argv[0] is the verb.
  * Returns a process exit code (0 ok, 1 bad input/run failure, 2 usage, 3 gate). */
@@ -68,10 +69,10 @@ int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec,
 /* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs and
  * reports into out_dir (NULL: ./fuse-advise-out/<model>) for a stored run of graph g. */
 struct fa_run_info;
+struct fa_pipeline_options;
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
-                                const struct fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                                int max_ops, int max_inputs, int iters, int warmup, bool cuda, int max_clusters,
-                                double budget_s);
+                                const struct fa_run_info *info, const char *devname, const char *out_dir,
+                                const struct fa_pipeline_options *opt);
 /* --max-clusters N / --apply-budget SECONDS (run, apply): the apply stage's bounds
  * (fa_apply_options.max_clusters, budget_s). 1 consumed, 0 not this option, -1 usage error. */
 int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s);

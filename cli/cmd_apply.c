@@ -68,10 +68,25 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     bool reopened = false;
     if (!s) s = fa_store_run_reopen(ctx, st, run_id);
     if (!s) reopened = true;
+    fa_target target = FA_TARGET_CPU; /* the run's own target (a name this build may lack: refused by apply) */
+    if (!s && ri.target && fa_target_parse(ctx, ri.target, &target)) {
+        fa_ctx_clear(ctx);
+        target = FA_TARGET_CPU;
+    }
+    fa_pipeline_options po;
+    fa_pipeline_options_default(&po);
+    po.apply.target = target;
+    po.apply.threads = ri.threads;
+    po.apply.tolerance = tolerance;
+    po.apply.iters = (int)iters;
+    po.apply.warmup = (int)warmup;
+    po.max_ops = (int)max_ops;
+    po.max_inputs = (int)max_inputs;
+    po.apply.max_clusters = max_clusters;
+    po.apply.budget_s = budget_s;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
-                                  tolerance, (int)max_ops, (int)max_inputs, (int)iters, (int)warmup,
-                                  ri.target && !strcmp(ri.target, "cuda"), max_clusters, budget_s);
+                                  &po);
     if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
     if (s) {
         rc = fa_cli_fail(ctx, s);

@@ -7,10 +7,6 @@
 #include "cli.h"
 #include "roofline/roofline.h"
 #include "store/store.h"
-#ifdef FA_HAVE_CUDA
-#include "roofline/cuda_ceilings.h"
-#include "runtime/cuda/cuda.h"
-#endif
 
 static const char *k_help =
     "usage: fuse-advise devices [--measure] [--threads N] [--json] [--db PATH] [--arch sm_XY]\n"
@@ -48,20 +44,23 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     fa_ceilings c;
     if (fa_cli_is_tty() && !json) fprintf(stderr, "measuring cpu ceilings (first use takes a few seconds)...\n");
     s = fa_roofline_cpu_ceilings(ctx, st, (int)threads, measure, &c);
-    fa_ceilings gc;
-    bool have_gpu = false;
-#ifdef FA_HAVE_CUDA
-    if (!s && fa_cuda_device_count() > 0) {
-        s = fa_roofline_cuda_ceilings(ctx, st, 0, measure, &gc);
-        have_gpu = s == FA_OK;
+    /* every other target of this build with a device present (a GPU): its measured ceilings */
+    fa_ceilings gc[FA_TARGET_COUNT];
+    const fa_target_iface *gt[FA_TARGET_COUNT];
+    int n_gpu = 0;
+    for (int i = 0; !s && fa_target_at(i) && n_gpu < FA_TARGET_COUNT; i++) {
+        const fa_target_iface *t = fa_target_at(i);
+        if (t->id == FA_TARGET_CPU || !t->available()) continue;
+        s = fa_roofline_ceilings(ctx, st, t->id, 0, measure, &gc[n_gpu]);
+        if (!s) gt[n_gpu++] = t;
     }
-#endif
+    bool have_gpu = n_gpu > 0;
     fa_store_close(st);
     if (s) return fa_cli_fail(ctx, s);
-    if (have_gpu && !json)
-        printf("cuda %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
-               gc.device_key, gc.mem_bw_gbs, gc.mem_bw_source, gc.peak_gflops, gc.peak_source, gc.launch_ns,
-               gc.launch_source, gc.detail);
+    for (int i = 0; i < n_gpu && !json; i++)
+        printf("%s %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
+               gt[i]->name, gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
+               gc[i].launch_ns, gc[i].launch_source, gc[i].detail);
     fa_buf b;
     fa_buf_init(&b);
     if (json) {
@@ -80,12 +79,12 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, "],\"detail\":");
         json_str(&b, c.detail);
         fa_buf_puts(&b, "},");
-        if (have_gpu) {
-            fa_buf_puts(&b, "\"cuda_device\":{\"device_key\":");
-            json_str(&b, gc.device_key);
-            fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc.mem_bw_gbs,
-                          gc.peak_gflops, gc.launch_ns);
-            json_str(&b, gc.mem_bw_source);
+        for (int i = 0; i < n_gpu; i++) {
+            fa_buf_printf(&b, "\"%s_device\":{\"device_key\":", gt[i]->name);
+            json_str(&b, gc[i].device_key);
+            fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc[i].mem_bw_gbs,
+                          gc[i].peak_gflops, gc[i].launch_ns);
+            json_str(&b, gc[i].mem_bw_source);
             fa_buf_puts(&b, "},");
         }
         fa_buf_puts(&b, "\"cuda\":[");

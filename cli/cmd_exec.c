@@ -99,7 +99,7 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         if (!st && g) {
             if (g->n_inputs > 64) st = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%d graph inputs (exec reads at most 64)", g->n_inputs);
             n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
-            memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
+            if (n_orig > 0) memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
         }
         for (int i = 0; !st && i < n_orig; i++) {
             char path[4096];
@@ -124,7 +124,7 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         st = fa_graph_load(ctx, model, &lo, &g);
         if (!st) {
             n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
-            memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
+            if (n_orig > 0) memcpy(orig, g->inputs, sizeof(int) * (size_t)n_orig);
         }
     }
     if (!st) fa_cli_note_dim_defaults(g);

@@ -12,10 +12,6 @@
 #include "applier/applier.h"
 #include "reports/reports.h"
 #include "collector/import/import.h"
-#ifdef FA_HAVE_CUDA
-#include "collector/cupti/cupti.h"
-#include "roofline/cuda_ceilings.h"
-#endif
 #include "cli.h"
 #include "collector/collector.h"
 #include "roofline/roofline.h"
@@ -77,27 +73,6 @@ static char *join_argv(int argc, char **argv)
         fa_buf_puts(&b, argv[i]);
     }
     return b.data;
-}
-
-static const char *cpu_model_name(char *buf, size_t cap)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    snprintf(buf, cap, "cpu");
-    if (!f) return buf;
-    char line[512];
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, "model name", 10)) {
-            char *c = strchr(line, ':');
-            if (c) {
-                c++;
-                while (*c == ' ') c++;
-                c[strcspn(c, "\n")] = 0;
-                snprintf(buf, cap, "%s", c);
-            }
-            break;
-        }
-    fclose(f);
-    return buf;
 }
 
 static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *model, const fa_run_info *info,
@@ -171,12 +146,11 @@ static bool wrote_kernel_sources(const char *out_dir, time_t since)
 }
 
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
-                                const fa_run_info *info, const char *devname, const char *out_dir, double tolerance,
-                                int max_ops, int max_inputs, int iters, int warmup, bool cuda, int max_clusters,
-                                double budget_s)
+                                const fa_run_info *info, const char *devname, const char *out_dir,
+                                const fa_pipeline_options *opt)
 {
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
-    char outbuf[4096], path[4400];
+    char outbuf[4096];
     time_t started = time(NULL);
     if (!out_dir) {
         fa_cli_default_out_dir(model, outbuf, sizeof outbuf);
@@ -189,79 +163,26 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     if (!s0) s0 = fa_outdir_begin(ctx, final_dir, fa_cli_output_names, false, &od);
     if (s0) return s0;
     out_dir = fa_outdir_path(od);
-    fa_ceilings c;
-    fa_analysis *a = NULL;
-    fa_plan *p = NULL;
-    fa_apply_result *r = NULL;
-    if (prog->tty) fprintf(stderr, "measuring device ceilings (cached after the first run)...\n");
-    fa_status s;
-#ifdef FA_HAVE_CUDA
-    if (cuda) s = fa_roofline_cuda_ceilings(ctx, st, 0, false, &c);
-    else
-#endif
-        s = fa_roofline_cpu_ceilings(ctx, st, info->threads, false, &c);
-    if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
-    if (!s) s = fa_analysis_save(ctx, st, a);
-    fa_advise_options ao = {0};
-    ao.target = cuda ? FA_TARGET_CUDA : FA_TARGET_CPU;
-    ao.max_ops = max_ops;
-    ao.max_inputs = max_inputs;
-    ao.occupancy_floor = 0.5;
-    ao.no_gate = !cuda; /* the register/occupancy gate is for the cuda target */
-    if (!s) s = fa_advise(ctx, g, a, &ao, &p);
-    if (!s) {
-        p->run_id = run_id;
-        s = fa_plan_save(ctx, st, p);
-    }
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.tolerance = tolerance;
-    opt.iters = iters;
-    opt.warmup = warmup;
-    opt.threads = info->threads;
-    opt.out_dir = out_dir;
-    opt.max_clusters = max_clusters;
-    opt.budget_s = budget_s;
-    opt.progress = on_progress;
-    opt.progress_user = prog;
+    fa_pipeline_options po = *opt;
+    po.apply.out_dir = out_dir;
+    po.apply.progress = on_progress;
+    po.apply.progress_user = prog;
     const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
-    if (inj && *inj) opt.inject_wrong_cluster = atoi(inj);
-    if (!s) s = cuda ? fa_apply_cuda(ctx, g, p, &opt, NULL, &r) : fa_apply(ctx, g, p, &opt, &r);
-    if (!s) s = fa_store_apply_result(ctx, st, p, r);
-    /* model.folded.onnx: the model with BN folded into its producers, standard ONNX ops only */
-    bool any_fold = false;
-    if (!s)
-        for (int i = 0; i < p->n_clusters; i++) any_fold |= p->clusters[i].kind == FA_CLUSTER_BN_FOLD;
-    if (!s && any_fold) {
-        fa_graph *fg = NULL;
-        s = fa_bn_folded_graph(ctx, g, p, &fg);
-        snprintf(path, sizeof path, "%s/model.folded.onnx", out_dir);
-        /* keep the original's symbolic dims (a dynamic-batch export stays dynamic) */
-        if (!s && fa_graph_restore_symbolic(ctx, fg, g, NULL) != FA_OK) {
-            fprintf(stderr, "fuse-advise: warning: model.folded.onnx keeps the bound shapes: %s\n", fa_ctx_errmsg(ctx));
-            fa_ctx_clear(ctx);
-            fa_graph_free(fg);
-            fg = NULL;
-            s = fa_bn_folded_graph(ctx, g, p, &fg);
-        }
-        if (!s) s = fa_onnx_export(ctx, fg, path);
-        fa_graph_free(fg);
-    }
-    if (!s) {
-        snprintf(path, sizeof path, "%s/plan.json", out_dir);
-        s = fa_write_plan_json(ctx, g, p, path);
-    }
-    fa_run_summary sum = {model, devname, info->threads, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, r, p, g, run_id};
-    if (!s) {
-        snprintf(path, sizeof path, "%s/summary.json", out_dir);
-        s = fa_write_summary_json(ctx, &sum, path);
-    }
+    if (inj && *inj) po.apply.inject_wrong_cluster = atoi(inj);
+    if (prog->tty) fprintf(stderr, "measuring device ceilings (cached after the first run)...\n");
+    fa_pipeline_result *pr = NULL;
+    fa_status s = fa_pipeline_run(ctx, st, g, run_id, model, devname, &po, &pr);
+    fa_target target = po.apply.target;
+    const fa_analysis *a = pr ? pr->analysis : NULL;
+    const fa_plan *p = pr ? pr->plan : NULL;
+    const fa_apply_result *r = pr ? pr->apply : NULL;
+    bool any_fold = pr && pr->folded_model;
     if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
     if (!s) s = fa_outdir_commit(ctx, od);
     else fa_outdir_abort(od);
     out_dir = final_dir;
     if (!s) {
-        printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, cuda ? "cuda" : "cpu", devname,
+        printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, fa_target_name(target), devname,
                info->threads);
         printf("%s\n\n", a->summary);
         int wl = 28;
@@ -313,9 +234,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
                wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
     }
-    fa_apply_result_free(r);
-    fa_plan_free(p);
-    fa_analysis_free(a);
+    fa_pipeline_result_free(pr);
     return s;
 }
 
@@ -420,13 +339,21 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     /* Open the database only after the model loaded: bad input never creates or touches it. */
     s = fa_store_open(ctx, db, &st);
     if (s) goto out;
-    fa_exec_options eo = {.target = target, .threads = (int)threads, .max_memory = (uint64_t)max_mem};
+    const fa_target_iface *ti = NULL;
+    s = fa_target_resolve(ctx, target, &ti);
+    if (s) goto out;
+    fa_target_device dev;
+    fa_ctx *dctx = fa_ctx_create(); /* a device that cannot open fails the executor below, named */
+    if (ti->device_open(dctx, &dev)) snprintf(dev.name, sizeof dev.name, "%s", ti->name);
+    fa_ctx_free(dctx);
+    snprintf(devname, sizeof devname, "%s", dev.name);
+    fa_exec_options eo = {.target = ti->id, .threads = (int)threads, .max_memory = (uint64_t)max_mem};
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = model;
     info.model_sha256 = sha[0] ? sha : NULL;
-    info.target = fa_target_name(target == FA_TARGET_AUTO ? FA_TARGET_CPU : target);
-    info.device_name = cpu_model_name(devname, sizeof devname);
+    info.target = ti->name;
+    info.device_name = devname;
     info.iters = (int)iters;
     info.warmup = (int)warmup;
     info.command_line = cmdline;
@@ -437,12 +364,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
     s = fa_exec_create(ctx, g, &eo, &e);
     if (!s) s = fa_exec_fill_inputs(ctx, e, (uint64_t)seed);
-#ifdef FA_HAVE_CUDA
-    if (!s && fa_exec_target(e) == FA_TARGET_CUDA)
-        s = fa_collect_cupti(ctx, e, g, (int)warmup, (int)iters, on_progress, &prog, &trace);
-    else
-#endif
-    if (!s) s = fa_collect_cpu(ctx, e, g, (int)warmup, (int)iters, on_progress, &prog, &trace);
+    if (!s) s = fa_collect(ctx, e, g, (int)warmup, (int)iters, on_progress, &prog, &trace);
     if (!s) {
         info.threads = fa_exec_threads(e);
         info.peak_activation_bytes = fa_exec_peak_bytes(e);
@@ -464,9 +386,18 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
         goto out;
     }
-    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, tolerance, (int)max_ops,
-                              (int)max_inputs, (int)iters, (int)warmup, fa_exec_target(e) == FA_TARGET_CUDA, max_clusters,
-                              budget_s);
+    fa_pipeline_options po;
+    fa_pipeline_options_default(&po);
+    po.apply.target = fa_exec_target(e);
+    po.apply.threads = info.threads;
+    po.apply.tolerance = tolerance;
+    po.apply.iters = (int)iters;
+    po.apply.warmup = (int)warmup;
+    po.max_ops = (int)max_ops;
+    po.max_inputs = (int)max_inputs;
+    po.apply.max_clusters = max_clusters;
+    po.apply.budget_s = budget_s;
+    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po);
     if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
 out:;
     int rc = 0;

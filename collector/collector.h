@@ -103,3 +103,8 @@ typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total
  * included). Inputs must be set on e. *out owned by caller (fa_trace_free). */
 fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                          fa_progress_fn progress, void *progress_user, fa_trace **out);
+/* The trace of executor e with its target's trace source (collector/collect.c): CUPTI on cuda,
+ * the executor's clock (fa_collect_cpu) on cpu and on any target without a source of its own.
+ * Same contract as fa_collect_cpu. */
+fa_status fa_collect(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
+                     fa_progress_fn progress, void *progress_user, fa_trace **out);

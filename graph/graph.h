@@ -254,6 +254,49 @@ enum {
     FA_OPF_ALIAS = 1u << 2,      /* output is a view/copy of input 0 (Reshape, Identity, Flatten...) */
 };
 
+/* One attribute an op reads, as the ONNX operator spec (onnx/docs/Operators.md) defines it,
+ * and the values this op implements. Every op lists every attribute it reads in fa_op.attrs;
+ * fa_graph_prepare checks each node against that list before shape inference
+ * (fa_node_check_attrs), so a kernel or a later stage that reads an attribute through the
+ * typed accessors (fa_node_attr_int, ...) can trust its type and value:
+ *   - an attribute the op does not list is refused (FA_ERR_UNSUPPORTED) naming the node, the
+ *     attribute and its value: nothing a model sets is silently ignored;
+ *   - an attribute of another type than listed is refused (FA_ERR_INPUT) naming the node, the
+ *     attribute, the expected and the found type (a Conv kernel_shape given as FLOATS);
+ *   - `accept`, when set, lists the values the op implements; any other value is refused
+ *     (FA_ERR_UNSUPPORTED) naming the node, the attribute and the value. Syntax: alternatives
+ *     separated by '|'; an INT/FLOAT alternative is a number or an inclusive range "lo..hi"
+ *     (either end may be omitted); a STRING alternative is the exact string. For INTS, FLOATS
+ *     and STRINGS every element must be accepted. An attribute of the spec that the op does
+ *     not implement at all is listed with its default as the only accepted value;
+ *   - `count` fixes the element count of an INTS/FLOATS/STRINGS attribute where the spec does
+ *     (FA_ACOUNT_*), refused (FA_ERR_INPUT) with the expected and found count;
+ *   - `until`, when > 0, is the last opset whose version of the op has the attribute (Clip's
+ *     min/max until 10: Clip-6 holds through opset 10, Clip-11 takes them as inputs): on a
+ *     later opset the attribute is refused like an unknown one, since the op's code no longer
+ *     reads it there.
+ * An op may list one name twice with different types where the spec changed the type across
+ * opsets (LpPool p: FLOAT in opset 1, INT later); the list ends with an entry whose name is
+ * NULL. */
+typedef enum fa_attr_count {
+    FA_ACOUNT_ANY = 0,     /* no fixed count */
+    FA_ACOUNT_SPATIAL,     /* rank(input 0) - 2 (kernel_shape, strides, dilations) */
+    FA_ACOUNT_2SPATIAL,    /* 2 * (rank(input 0) - 2) (pads of Conv and the pools) */
+    FA_ACOUNT_RANK,        /* rank(input 0) (Transpose perm) */
+    FA_ACOUNT_2RANK,       /* 2 * rank(input 0) (Pad-2 pads) */
+} fa_attr_count;
+
+typedef struct fa_attr_spec {
+    const char *name;
+    fa_attr_type type;
+    const char *accept;    /* NULL: every value of the type; else the implemented values (above) */
+    fa_attr_count count;
+    int until;             /* last opset with the attribute; 0: every opset since it appeared */
+} fa_attr_spec;
+
+/* "INT", "FLOATS", ... (ONNX AttributeProto.AttributeType names). */
+const char *fa_attr_type_name(fa_attr_type t);
+
 struct fa_op {
     const char *name;      /* ONNX op_type */
     const char *domain;    /* "" for ai.onnx, "com.microsoft" ... */
@@ -265,6 +308,7 @@ struct fa_op {
     fa_cost_fn cost;       /* NULL: default (bytes of inputs/outputs, flops = 0) */
     fa_kernel_fn kernel;   /* reference CPU kernel; NULL if the runtime supplies it (Conv...) */
     const char *doc;       /* one line: formula for FLOPs and bytes */
+    const fa_attr_spec *attrs; /* every attribute the op reads (fa_attr_spec); NULL: none */
 };
 
 /* Registry lookup by (domain, op_type); domain "" and "ai.onnx" are the same. NULL if unknown. */
@@ -273,6 +317,10 @@ const fa_op *fa_op_find(const char *domain, const char *op_type);
 const fa_op *fa_op_at(int i);
 /* Cost of a node (after shape inference). */
 void fa_node_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out);
+/* Check node n's attributes against its op's list (fa_attr_spec above); input 0's rank must be
+ * known where a count depends on it. FA_OK, or FA_ERR_UNSUPPORTED / FA_ERR_INPUT with a message
+ * naming the node, the attribute and the value or the expected and found type. */
+fa_status fa_node_check_attrs(fa_ctx *ctx, const fa_graph *g, const fa_node *n);
 
 /* ---- load pipeline ---- */
 

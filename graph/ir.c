@@ -18,7 +18,7 @@ size_t fa_dtype_size(fa_dtype t)
 
 const char *fa_dtype_name(fa_dtype t)
 {
-    switch (t) {
+    switch ((int)t) { /* int: also names the ONNX types outside the enum */
     case FA_DTYPE_FLOAT: return "float32";
     case FA_DTYPE_UINT8: return "uint8";
     case FA_DTYPE_INT8: return "int8";
@@ -33,6 +33,19 @@ const char *fa_dtype_name(fa_dtype t)
     case FA_DTYPE_UINT32: return "uint32";
     case FA_DTYPE_UINT64: return "uint64";
     case FA_DTYPE_BFLOAT16: return "bfloat16";
+    /* ONNX element types without an fa_dtype (onnx.proto TensorProto.DataType), for messages */
+    case 14: return "complex64";
+    case 15: return "complex128";
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
+    case 24: return "float8e8m0";
+    case 25: return "uint2";
+    case 26: return "int2";
     default: return "undefined";
     }
 }

@@ -60,7 +60,12 @@ static fa_status apply_value_info(imp *im, fa_tensor *t, const Onnx__ValueInfoPr
         if (tt->elem_type < 0)
             return fa_ctx_error(im->ctx, FA_ERR_INPUT, "%s: %s '%s': elem_type %d is negative",
                                 im->file, role, t->name, (int)tt->elem_type);
-        if (tt->elem_type < FA_DTYPE_COUNT) dt = (fa_dtype)tt->elem_type;
+        /* an element type no fa_dtype holds (string, complex, float8, 4- and 2-bit types) is
+         * refused here, naming it, instead of leaving the tensor's type undefined */
+        if (tt->elem_type != 0 && (tt->elem_type >= FA_DTYPE_COUNT || !fa_dtype_size((fa_dtype)tt->elem_type)))
+            return fa_ctx_error(im->ctx, FA_ERR_UNSUPPORTED, "%s: %s '%s': element type %s (%d) is not supported",
+                                im->file, role, t->name, fa_dtype_name((fa_dtype)tt->elem_type), (int)tt->elem_type);
+        dt = (fa_dtype)tt->elem_type;
     }
     if (!tt->shape) {
         t->dtype = dt;

@@ -55,6 +55,20 @@ void fa_bcast_strides(int rin, const int64_t *din, int rout, const int64_t *dout
 double fa_load_as_double(const void *data, fa_dtype dt, int64_t i);
 void fa_store_from_double(void *data, fa_dtype dt, int64_t i, double v);
 
+/* Integer element i of a buffer of dtype dt (bool as 0/1; float types truncated) / stored
+ * wrapping to the destination width (two's complement), bool = nonzero. Exact for every
+ * integer dtype, where fa_load_as_double is not beyond 2^53. */
+int64_t fa_load_as_i64(const void *data, fa_dtype dt, int64_t i);
+void fa_store_from_i64(void *data, fa_dtype dt, int64_t i, int64_t v);
+/* uint8..uint64, int8..int64 and bool. */
+bool fa_dtype_is_integer(fa_dtype t);
+/* The value range of an integer dtype as doubles a conversion may clamp to: exact for the
+ * narrow types, the largest doubles below 2^63 / 2^64 for int64 / uint64 (bool: 0..1). */
+void fa_dtype_int_range(fa_dtype t, double *lo, double *hi);
+/* Store v into element i of an integer (not bool) dtype without undefined behaviour: truncated
+ * toward zero (C and numpy astype), NaN as 0, out-of-range values clamped to the type. */
+void fa_store_clamped_int(void *data, fa_dtype dt, int64_t i, double v);
+
 /* IEEE half <-> float. */
 float fa_half_to_float(uint16_t h);
 uint16_t fa_float_to_half(float f);

@@ -7,6 +7,7 @@
  * sqrt, pow, sin, cos) counts 1 FLOP; bytes are every input read once at its own size plus
  * every output written once (fa_cost_io). */
 #include "ops-impl.h"
+#include "op_math.h"
 #include "vmath.h"
 
 #include <float.h>
@@ -35,54 +36,11 @@ static bool dt_is_float(fa_dtype t)
            t == FA_DTYPE_BFLOAT16;
 }
 
-static bool dt_is_int(fa_dtype t) /* integer or bool */
-{
-    switch (t) {
-    case FA_DTYPE_UINT8: case FA_DTYPE_INT8: case FA_DTYPE_UINT16: case FA_DTYPE_INT16:
-    case FA_DTYPE_INT32: case FA_DTYPE_INT64: case FA_DTYPE_UINT32: case FA_DTYPE_UINT64:
-    case FA_DTYPE_BOOL:
-        return true;
-    default:
-        return false;
-    }
-}
+static bool dt_is_int(fa_dtype t) { return fa_dtype_is_integer(t); } /* integer or bool */
 
 static bool dt_is_numeric(fa_dtype t)
 {
     return dt_is_float(t) || dt_is_int(t);
-}
-
-static int64_t load_i64(const void *d, fa_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case FA_DTYPE_INT64: return ((const int64_t *)d)[i];
-    case FA_DTYPE_INT32: return ((const int32_t *)d)[i];
-    case FA_DTYPE_INT16: return ((const int16_t *)d)[i];
-    case FA_DTYPE_INT8: return ((const int8_t *)d)[i];
-    case FA_DTYPE_UINT8: return ((const uint8_t *)d)[i];
-    case FA_DTYPE_UINT16: return ((const uint16_t *)d)[i];
-    case FA_DTYPE_UINT32: return ((const uint32_t *)d)[i];
-    case FA_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
-    case FA_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
-    default: return (int64_t)fa_load_as_double(d, dt, i);
-    }
-}
-
-/* Store an integer, wrapping to the destination width (two's complement), bool = nonzero. */
-static void store_i64(void *d, fa_dtype dt, int64_t i, int64_t v)
-{
-    switch (dt) {
-    case FA_DTYPE_INT64: ((int64_t *)d)[i] = v; break;
-    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
-    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
-    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(uint64_t)v; break;
-    case FA_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
-    case FA_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
-    default: fa_store_from_double(d, dt, i, (double)v); break;
-    }
 }
 
 /* Store a double into any numeric dtype without undefined behaviour: float→integer
@@ -92,21 +50,7 @@ static void store_d(void *d, fa_dtype dt, int64_t i, double v)
 {
     if (dt == FA_DTYPE_BOOL) { ((uint8_t *)d)[i] = v != 0.0; return; }
     if (!dt_is_int(dt)) { fa_store_from_double(d, dt, i, v); return; }
-    double lo, hi;
-    switch (dt) {
-    case FA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
-    case FA_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
-    case FA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
-    case FA_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
-    case FA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
-    case FA_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
-    case FA_DTYPE_UINT64: lo = 0; hi = 18446744073709549568.0; break;
-    default: lo = -9223372036854775808.0; hi = 9223372036854774784.0; break;
-    }
-    if (v != v) v = 0;
-    v = v < lo ? lo : v > hi ? hi : v;
-    if (dt == FA_DTYPE_UINT64) ((uint64_t *)d)[i] = (uint64_t)v;
-    else store_i64(d, dt, i, (int64_t)v);
+    fa_store_clamped_int(d, dt, i, v);
 }
 
 static int64_t numel_of(int rank, const int64_t *dims)
@@ -210,34 +154,35 @@ static void bc_run(const bc_plan *p, bc_row_fn fn, const void *opctx, const fa_v
  * unary elementwise ops
  * ---------------------------------------------------------------------------------------- */
 
+/* The ops with one scalar expression are graph/op_math.h's table (FA_UNARY_*); these follow it:
+ * Gelu (erf or tanh by attribute), Round and Sign (no float expression of their own), Clip
+ * (bounds from inputs). */
 typedef enum uop {
-    U_RELU, U_LEAKYRELU, U_SIGMOID, U_TANH, U_HARDSIGMOID, U_HARDSWISH, U_ELU, U_SELU,
-    U_SOFTPLUS, U_SOFTSIGN, U_MISH, U_ERF, U_GELU, U_GELU_TANH, U_SWISH, U_SQRT, U_EXP, U_LOG,
-    U_NEG, U_ABS, U_RECIPROCAL, U_FLOOR, U_CEIL, U_ROUND, U_SIGN, U_SIN, U_COS, U_CLIP,
+    U_GELU = FA_UNARY_COUNT, U_GELU_TANH, U_ROUND, U_SIGN, U_CLIP,
     U_COUNT
 } uop;
 
 typedef struct uop_desc {
     const char *name;
-    uop op;
+    int op;          /* fa_unary_op, or uop past the table */
     unsigned flops;  /* FLOPs per output element */
     bool ints;       /* defined on integer dtypes too (ONNX type constraints) */
 } uop_desc;
 
 static const uop_desc k_unary[] = {
-    {"Relu", U_RELU, 1, true},           {"LeakyRelu", U_LEAKYRELU, 2, false},
-    {"Sigmoid", U_SIGMOID, 3, false},    {"Tanh", U_TANH, 1, false},
-    {"HardSigmoid", U_HARDSIGMOID, 4, false}, {"HardSwish", U_HARDSWISH, 5, false},
-    {"Elu", U_ELU, 3, false},            {"Selu", U_SELU, 4, false},
-    {"Softplus", U_SOFTPLUS, 3, false},  {"Softsign", U_SOFTSIGN, 3, false},
-    {"Mish", U_MISH, 5, false},          {"Erf", U_ERF, 1, false},
-    {"Gelu", U_GELU, 5, false},          {"Swish", U_SWISH, 5, false},
-    {"Sqrt", U_SQRT, 1, false},          {"Exp", U_EXP, 1, false},
-    {"Log", U_LOG, 1, false},            {"Neg", U_NEG, 1, true},
-    {"Abs", U_ABS, 1, true},             {"Reciprocal", U_RECIPROCAL, 1, false},
-    {"Floor", U_FLOOR, 1, false},        {"Ceil", U_CEIL, 1, false},
-    {"Round", U_ROUND, 1, false},        {"Sign", U_SIGN, 1, true},
-    {"Sin", U_SIN, 1, false},            {"Cos", U_COS, 1, false},
+    {"Relu", FA_UNARY_RELU, 1, true},           {"LeakyRelu", FA_UNARY_LEAKY_RELU, 2, false},
+    {"Sigmoid", FA_UNARY_SIGMOID, 3, false},    {"Tanh", FA_UNARY_TANH, 1, false},
+    {"HardSigmoid", FA_UNARY_HARD_SIGMOID, 4, false}, {"HardSwish", FA_UNARY_HARD_SWISH, 5, false},
+    {"Elu", FA_UNARY_ELU, 3, false},            {"Selu", FA_UNARY_SELU, 4, false},
+    {"Softplus", FA_UNARY_SOFTPLUS, 3, false},  {"Softsign", FA_UNARY_SOFTSIGN, 3, false},
+    {"Mish", FA_UNARY_MISH, 5, false},          {"Erf", FA_UNARY_ERF, 1, false},
+    {"Gelu", U_GELU, 5, false},                 {"Swish", FA_UNARY_SWISH, 5, false},
+    {"Sqrt", FA_UNARY_SQRT, 1, false},          {"Exp", FA_UNARY_EXP, 1, false},
+    {"Log", FA_UNARY_LOG, 1, false},            {"Neg", FA_UNARY_NEG, 1, true},
+    {"Abs", FA_UNARY_ABS, 1, true},             {"Reciprocal", FA_UNARY_RECIPROCAL, 1, false},
+    {"Floor", FA_UNARY_FLOOR, 1, false},        {"Ceil", FA_UNARY_CEIL, 1, false},
+    {"Round", U_ROUND, 1, false},               {"Sign", U_SIGN, 1, true},
+    {"Sin", FA_UNARY_SIN, 1, false},            {"Cos", FA_UNARY_COS, 1, false},
     {"Clip", U_CLIP, 2, true},
 };
 
@@ -249,33 +194,26 @@ static const uop_desc *unary_desc(const char *op_type)
 }
 
 typedef struct uparams {
-    uop op;
+    int op;         /* fa_unary_op, or uop past the table */
     double alpha, beta, gamma;  /* op attributes (defaults from the ONNX spec) */
     double lo, hi;              /* Clip bounds */
 } uparams;
 
-static double selu_alpha(void) { return 1.67326319217681884765625; } /* ONNX Selu default */
-static double selu_gamma(void) { return 1.05070102214813232421875; }
-
 /* Attributes → parameters. Clip bounds come from attributes (opset < 11) or from the
  * optional scalar inputs 1 and 2 (opset >= 11); an omitted bound is unbounded. */
 static fa_status uparams_make(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
-                              uop op, uparams *p)
+                              int op, uparams *p)
 {
     memset(p, 0, sizeof *p);
     p->op = op;
+    const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op);
+    if (m) { /* the table's attributes; an absent one takes the spec default as written */
+        double *v[3] = {&p->alpha, &p->beta, &p->gamma};
+        for (int k = 0; k < 3; k++)
+            *v[k] = m->attr[k] && fa_node_attr(n, m->attr[k]) ? fa_node_attr_float(n, m->attr[k], 0) : m->def[k];
+        return FA_OK;
+    }
     switch (op) {
-    case U_LEAKYRELU: p->alpha = fa_node_attr_float(n, "alpha", 0.01f); break;
-    case U_HARDSIGMOID:
-        p->alpha = fa_node_attr_float(n, "alpha", 0.2f);
-        p->beta = fa_node_attr_float(n, "beta", 0.5f);
-        break;
-    case U_ELU: p->alpha = fa_node_attr_float(n, "alpha", 1.0f); break;
-    case U_SELU:
-        p->alpha = fa_node_attr(n, "alpha") ? fa_node_attr_float(n, "alpha", 0) : selu_alpha();
-        p->gamma = fa_node_attr(n, "gamma") ? fa_node_attr_float(n, "gamma", 0) : selu_gamma();
-        break;
-    case U_SWISH: p->alpha = fa_node_attr_float(n, "alpha", 1.0f); break;
     case U_GELU: {
         const char *a = fa_node_attr_string(n, "approximate", "none");
         if (strcmp(a, "tanh") == 0) p->op = U_GELU_TANH;
@@ -325,33 +263,33 @@ static double softplus_d(double x)
 static double unary_d(const uparams *p, double x)
 {
     switch (p->op) {
-    case U_RELU: return x > 0 ? x : (x != x ? x : 0.0);
-    case U_LEAKYRELU: return x < 0 ? p->alpha * x : x;
-    case U_SIGMOID: return 1.0 / (1.0 + exp(-x));
-    case U_TANH: return tanh(x);
-    case U_HARDSIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
-    case U_HARDSWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
-    case U_ELU: return x < 0 ? p->alpha * (exp(x) - 1.0) : x;
-    case U_SELU: return x > 0 ? p->gamma * x : p->gamma * (p->alpha * exp(x) - p->alpha);
-    case U_SOFTPLUS: return softplus_d(x);
-    case U_SOFTSIGN: return x / (1.0 + fabs(x));
-    case U_MISH: return x * tanh(softplus_d(x));
-    case U_ERF: return erf(x);
+    case FA_UNARY_RELU: return x > 0 ? x : (x != x ? x : 0.0);
+    case FA_UNARY_LEAKY_RELU: return x < 0 ? p->alpha * x : x;
+    case FA_UNARY_SIGMOID: return 1.0 / (1.0 + exp(-x));
+    case FA_UNARY_TANH: return tanh(x);
+    case FA_UNARY_HARD_SIGMOID: return fmax(0.0, fmin(1.0, p->alpha * x + p->beta));
+    case FA_UNARY_HARD_SWISH: return x * fmax(0.0, fmin(1.0, x / 6.0 + 0.5));
+    case FA_UNARY_ELU: return x < 0 ? p->alpha * (exp(x) - 1.0) : x;
+    case FA_UNARY_SELU: return x > 0 ? p->gamma * x : p->gamma * (p->alpha * exp(x) - p->alpha);
+    case FA_UNARY_SOFTPLUS: return softplus_d(x);
+    case FA_UNARY_SOFTSIGN: return x / (1.0 + fabs(x));
+    case FA_UNARY_MISH: return x * tanh(softplus_d(x));
+    case FA_UNARY_ERF: return erf(x);
     case U_GELU: return gelu_d(x);
     case U_GELU_TANH: return gelu_tanh_d(x);
-    case U_SWISH: return x / (1.0 + exp(-p->alpha * x));
-    case U_SQRT: return sqrt(x);
-    case U_EXP: return exp(x);
-    case U_LOG: return log(x);
-    case U_NEG: return -x;
-    case U_ABS: return fabs(x);
-    case U_RECIPROCAL: return 1.0 / x;
-    case U_FLOOR: return floor(x);
-    case U_CEIL: return ceil(x);
+    case FA_UNARY_SWISH: return x / (1.0 + exp(-p->alpha * x));
+    case FA_UNARY_SQRT: return sqrt(x);
+    case FA_UNARY_EXP: return exp(x);
+    case FA_UNARY_LOG: return log(x);
+    case FA_UNARY_NEG: return -x;
+    case FA_UNARY_ABS: return fabs(x);
+    case FA_UNARY_RECIPROCAL: return 1.0 / x;
+    case FA_UNARY_FLOOR: return floor(x);
+    case FA_UNARY_CEIL: return ceil(x);
     case U_ROUND: return nearbyint(x); /* ties to even, as ONNX Round */
     case U_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
-    case U_SIN: return sin(x);
-    case U_COS: return cos(x);
+    case FA_UNARY_SIN: return sin(x);
+    case FA_UNARY_COS: return cos(x);
     case U_CLIP: return fmin(fmax(x, p->lo), p->hi);
     default: return x;
     }
@@ -361,110 +299,62 @@ static double unary_d(const uparams *p, double x)
 static int64_t unary_i(const uparams *p, int64_t x, int64_t lo, int64_t hi)
 {
     switch (p->op) {
-    case U_RELU: return x > 0 ? x : 0;
-    case U_NEG: return (int64_t)(0 - (uint64_t)x);
-    case U_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
+    case FA_UNARY_RELU: return x > 0 ? x : 0;
+    case FA_UNARY_NEG: return (int64_t)(0 - (uint64_t)x);
+    case FA_UNARY_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
     case U_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
     case U_CLIP: x = x < lo ? lo : x; return x > hi ? hi : x;
     default: return x;
     }
 }
 
-/* float32 fast path over x[0..len). The op switch sits outside the loops. */
-static void unary_f32(const uparams *p, const float *x, float *y, int64_t len)
+/* float32 fast path over xs[0..len): the op switch sits outside the loops, one loop per op of the
+ * graph/op_math.h table (its expression, x the element), then the ops lowered here. */
+static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
 {
     const float a = (float)p->alpha, b = (float)p->beta, g = (float)p->gamma;
-    const bool vm = fa_vmath_available(); /* SLEEF AVX2 paths (graph/vmath.h) */
-    switch (p->op) {
-    case U_RELU:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? 0.f : x[i]; /* NaN stays NaN */
-        break;
-    case U_LEAKYRELU:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * x[i] : x[i];
-        break;
-    case U_SIGMOID:
-        if (vm) fa_vsigmoidf(x, y, len);
-        else for (int64_t i = 0; i < len; i++) y[i] = 1.f / (1.f + expf(-x[i]));
-        break;
-    case U_TANH:
-        if (vm) fa_vtanhf(x, y, len);
-        else for (int64_t i = 0; i < len; i++) y[i] = tanhf(x[i]);
-        break;
-    case U_HARDSIGMOID: /* clamps written as compares: vectorizable, and NaN stays NaN */
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) {
-            float v = a * x[i] + b;
-            v = v < 0.f ? 0.f : v;
-            y[i] = v > 1.f ? 1.f : v;
+    (void)a;
+    (void)b;
+    (void)g;
+    if (fa_vmath_available()) /* SLEEF, 8 AVX2 lanes, <= 1 ULP (graph/vmath.h) */
+        switch ((int)p->op) {
+        case FA_UNARY_SIGMOID: fa_vsigmoidf(xs, y, len); return;
+        case FA_UNARY_TANH: fa_vtanhf(xs, y, len); return;
+        case FA_UNARY_EXP: fa_vexpf(xs, y, len); return;
+        case FA_UNARY_ERF: fa_verff(xs, y, len); return;
+        case FA_UNARY_SWISH: fa_vswishf(xs, y, len, a); return;
+        case U_GELU: fa_vgeluf(xs, y, len); return;
+        case U_GELU_TANH: fa_vgelu_tanhf(xs, y, len); return;
+        default: break;
         }
+    switch ((int)p->op) {
+#define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR)                                                  \
+    case FA_UNARY_##ID:                                                                                   \
+        _Pragma("omp simd") for (int64_t i = 0; i < len; i++)                                            \
+        {                                                                                                 \
+            const float x = xs[i];                                                                        \
+            y[i] = EXPR;                                                                                  \
+        }                                                                                                 \
         break;
-    case U_HARDSWISH:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) {
-            float v = x[i] / 6.f + 0.5f;
-            v = v < 0.f ? 0.f : v;
-            y[i] = x[i] * (v > 1.f ? 1.f : v);
-        }
-        break;
-    case U_ELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] < 0 ? a * expm1f(x[i]) : x[i]; break;
-    case U_SELU: for (int64_t i = 0; i < len; i++) y[i] = x[i] > 0 ? g * x[i] : g * (a * expf(x[i]) - a); break;
-    case U_SWISH:
-        if (vm) fa_vswishf(x, y, len, a);
-        else for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + expf(-a * x[i]));
-        break;
-    case U_ERF:
-        if (vm) fa_verff(x, y, len);
-        else for (int64_t i = 0; i < len; i++) y[i] = erff(x[i]);
-        break;
-    case U_GELU:
-        if (vm) fa_vgeluf(x, y, len);
-        else for (int64_t i = 0; i < len; i++) y[i] = 0.5f * x[i] * (1.f + erff(x[i] * 0.70710678f));
-        break;
+        FA_UNARY_MATH(F32_CASE_)
+#undef F32_CASE_
+    case U_GELU: for (int64_t i = 0; i < len; i++) y[i] = 0.5f * xs[i] * (1.f + erff(xs[i] * 0.70710678f)); break;
     case U_GELU_TANH:
-        if (vm) fa_vgelu_tanhf(x, y, len);
-        else for (int64_t i = 0; i < len; i++)
-            y[i] = 0.5f * x[i] * (1.f + tanhf(0.7978845608f * (x[i] + 0.044715f * x[i] * x[i] * x[i])));
+        for (int64_t i = 0; i < len; i++)
+            y[i] = 0.5f * xs[i] * (1.f + tanhf(0.7978845608f * (xs[i] + 0.044715f * xs[i] * xs[i] * xs[i])));
         break;
-    case U_SOFTSIGN:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = x[i] / (1.f + fabsf(x[i]));
-        break;
-    case U_SQRT: for (int64_t i = 0; i < len; i++) y[i] = sqrtf(x[i]); break;
-    case U_EXP:
-        if (vm) fa_vexpf(x, y, len);
-        else for (int64_t i = 0; i < len; i++) y[i] = expf(x[i]);
-        break;
-    case U_LOG: for (int64_t i = 0; i < len; i++) y[i] = logf(x[i]); break;
-    case U_NEG:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = -x[i];
-        break;
-    case U_ABS:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = fabsf(x[i]);
-        break;
-    case U_RECIPROCAL:
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) y[i] = 1.f / x[i];
-        break;
-    case U_FLOOR: for (int64_t i = 0; i < len; i++) y[i] = floorf(x[i]); break;
-    case U_CEIL: for (int64_t i = 0; i < len; i++) y[i] = ceilf(x[i]); break;
-    case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(x[i]); break;
-    case U_SIN: for (int64_t i = 0; i < len; i++) y[i] = sinf(x[i]); break;
-    case U_COS: for (int64_t i = 0; i < len; i++) y[i] = cosf(x[i]); break;
+    case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(xs[i]); break;
     case U_CLIP: {
         const float lo = (float)p->lo, hi = (float)p->hi;
 #pragma omp simd
         for (int64_t i = 0; i < len; i++) {
-            float v = x[i] < lo ? lo : x[i]; /* NaN stays NaN, as numpy.clip */
+            float v = xs[i] < lo ? lo : xs[i]; /* NaN stays NaN, as numpy.clip */
             y[i] = v > hi ? hi : v;
         }
         break;
     }
-    default: /* Softplus, Mish, Sign: double formula (overflow-safe softplus), float storage */
-        for (int64_t i = 0; i < len; i++) y[i] = (float)unary_d(p, x[i]);
+    default: /* Sign: the double formula, float storage */
+        for (int64_t i = 0; i < len; i++) y[i] = (float)unary_d(p, xs[i]);
         break;
     }
 }
@@ -501,7 +391,7 @@ static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in,
         int64_t hi = p.hi >= 9.2e18 ? INT64_MAX : (int64_t)p.hi;
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
         for (int64_t i = 0; i < ne; i++)
-            store_i64(y->data, y->dtype, i, unary_i(&p, load_i64(x->data, x->dtype, i), lo, hi));
+            fa_store_from_i64(y->data, y->dtype, i, unary_i(&p, fa_load_as_i64(x->data, x->dtype, i), lo, hi));
     } else {
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
         for (int64_t i = 0; i < ne; i++)
@@ -614,6 +504,7 @@ static const bop_desc *binary_desc(const char *op_type)
 typedef struct bctx {
     bop op;
     bool fmod;  /* Mod: fmod=1 → C fmod (sign of dividend); 0 → sign of divisor */
+    bool u64;   /* integer operands are uint64: unsigned division, remainder and order */
 } bctx;
 
 static double bin_d(const bctx *c, double x, double y)
@@ -648,9 +539,39 @@ static double bin_d(const bctx *c, double x, double y)
 /* Integer semantics: wrap-around add/sub/mul, Div truncates toward zero (C, and numpy's
  * float-divide-then-astype used by the ONNX reference), Mod per `fmod`. Division by zero is
  * undefined in ONNX; it gives 0 here. */
-static int64_t bin_i(const bctx *c, int64_t x, int64_t y)
+/* x^y in integers, wrapping as numpy's power on int types; a negative exponent gives the
+ * truncated 1/x^|y| (0 unless |x| = 1; numpy refuses it). */
+static int64_t ipow_wrap(int64_t x, int64_t y)
+{
+    if (y < 0) return x == 1 ? 1 : x == -1 ? ((y & 1) ? -1 : 1) : 0;
+    uint64_t r = 1, b = (uint64_t)x;
+    for (uint64_t e = (uint64_t)y; e; e >>= 1, b *= b)
+        if (e & 1) r *= b;
+    return (int64_t)r;
+}
+
+static int64_t bin_u64(const bctx *c, uint64_t x, uint64_t y)
 {
     switch (c->op) {
+    case B_DIV: return y ? (int64_t)(x / y) : 0;
+    case B_MOD: return y ? (int64_t)(x % y) : 0;
+    case B_MAX: return (int64_t)(x > y ? x : y);
+    case B_MIN: return (int64_t)(x < y ? x : y);
+    case B_LT: return x < y;
+    case B_GT: return x > y;
+    case B_LE: return x <= y;
+    case B_GE: return x >= y;
+    default: return 0;
+    }
+}
+
+static int64_t bin_i(const bctx *c, int64_t x, int64_t y)
+{
+    if (c->u64 && (c->op == B_DIV || c->op == B_MOD || c->op == B_MAX || c->op == B_MIN ||
+                   (c->op >= B_LT && c->op <= B_GE)))
+        return bin_u64(c, (uint64_t)x, (uint64_t)y);
+    switch (c->op) {
+    case B_POW: return ipow_wrap(x, y);
     case B_ADD: return (int64_t)((uint64_t)x + (uint64_t)y);
     case B_SUB: return (int64_t)((uint64_t)x - (uint64_t)y);
     case B_MUL: return (int64_t)((uint64_t)x * (uint64_t)y);
@@ -794,9 +715,9 @@ static void row_bin_i(const void *opctx, const fa_value *in, const int64_t *off,
 {
     const bctx *c = opctx;
     for (int64_t j = 0; j < len; j++) {
-        int64_t x = load_i64(in[0].data, in[0].dtype, off[0] + j * s[0]);
-        int64_t y = load_i64(in[1].data, in[1].dtype, off[1] + j * s[1]);
-        store_i64(out->data, out->dtype, o_off + j, bin_i(c, x, y));
+        int64_t x = fa_load_as_i64(in[0].data, in[0].dtype, off[0] + j * s[0]);
+        int64_t y = fa_load_as_i64(in[1].data, in[1].dtype, off[1] + j * s[1]);
+        fa_store_from_i64(out->data, out->dtype, o_off + j, bin_i(c, x, y));
     }
 }
 
@@ -916,7 +837,7 @@ static fa_status run_binary(fa_ctx *ctx, const fa_node *n, const bop_desc *d, co
     bc_row_fn fn;
     if (a->dtype == FA_DTYPE_FLOAT && b->dtype == FA_DTYPE_FLOAT && out->dtype == FA_DTYPE_FLOAT)
         fn = row_bin_f32;
-    else if (dt_is_int(a->dtype) && dt_is_int(b->dtype) && c->op != B_POW)
+    else if (dt_is_int(a->dtype) && dt_is_int(b->dtype) && (c->op != B_POW || dt_is_int(out->dtype)))
         fn = row_bin_i;
     else
         fn = row_bin_d;
@@ -933,7 +854,7 @@ static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in
         if ((!in[k].data && fa_value_numel(&in[k]) > 0) || !dt_is_numeric(in[k].dtype))
             return fa_node_unsupported(ctx, n, "input %d is missing or has unsupported dtype %s", k,
                                        fa_dtype_name(in[k].dtype));
-    bctx c = {d->op, fa_node_attr_int(n, "fmod", 0) != 0};
+    bctx c = {d->op, fa_node_attr_int(n, "fmod", 0) != 0, in[0].dtype == FA_DTYPE_UINT64};
     if (!d->variadic) return run_binary(ctx, n, d, &c, &in[0], &in[1], &out[0], threads);
     /* Variadic: out = in0 (broadcast copy), then out = op(out, in_k) for each further input. */
     int ranks[2] = {in[0].rank, in[0].rank};
@@ -943,7 +864,7 @@ static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in
     fa_value ins[2] = {in[0], in[0]};
     bc_row_fn fn = (in[0].dtype == FA_DTYPE_FLOAT && out[0].dtype == FA_DTYPE_FLOAT) ? row_bin_f32
                    : dt_is_int(in[0].dtype) ? row_bin_i : row_bin_d;
-    bctx copy = {B_COPY, false};
+    bctx copy = {B_COPY, false, false};
     bc_run(&p, fn, &copy, ins, &out[0], threads);
     fa_status st;
     for (int k = 1; k < n_in; k++) {
@@ -1091,7 +1012,7 @@ static fa_status kernel_cast(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
         for (int64_t i = 0; i < ne; i++) y[i] = fa_half_to_float(x[i]);
     } else if (dt_is_int(from) && dt_is_int(to)) {
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++) store_i64(out[0].data, to, i, load_i64(in[0].data, from, i));
+        for (int64_t i = 0; i < ne; i++) fa_store_from_i64(out[0].data, to, i, fa_load_as_i64(in[0].data, from, i));
     } else if (from == FA_DTYPE_DOUBLE && (to == FA_DTYPE_FLOAT16 || to == FA_DTYPE_BFLOAT16)) {
         /* via float: double rounding can differ from a direct rounding by one ulp of half */
 #pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
@@ -1163,72 +1084,99 @@ static fa_status kernel_dropout(fa_ctx *ctx, const fa_node *n, const fa_value *i
  * the table
  * ---------------------------------------------------------------------------------------- */
 
-#define UNARY(NAME, DOC) \
-    {NAME, "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_unary, cost_unary, kernel_unary, DOC}
-#define BINARY(NAME, DOC) \
-    {NAME, "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC}
-#define VARIADIC(NAME, DOC) \
-    {NAME, "", FA_PATTERN_BROADCAST, 1, -1, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC}
+#define UNARY(NAME, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_unary, cost_unary, kernel_unary, DOC, ATTRS}
+#define BINARY(NAME, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC, ATTRS}
+#define VARIADIC(NAME, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_BROADCAST, 1, -1, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC, ATTRS}
+
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). consumed_inputs
+ * (opset 1-5) was an in-place hint without effect on the values. */
+static const fa_attr_spec a_legacy[] = {{"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_alpha[] = {{"alpha", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_hardsigmoid[] = {
+    {"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_selu[] = {
+    {"alpha", FA_ATTR_FLOAT}, {"gamma", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_swish[] = {{"alpha", FA_ATTR_FLOAT}, {0}};
+static const fa_attr_spec a_gelu[] = {{"approximate", FA_ATTR_STRING, "none|tanh"}, {0}};
+/* Clip-1/6 bounds are attributes; from opset 11 they are inputs and the kernel ignores attributes. */
+static const fa_attr_spec a_clip[] = {{"min", FA_ATTR_FLOAT, NULL, 0, 10}, {"max", FA_ATTR_FLOAT, NULL, 0, 10},
+                                      {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+/* Cast-19+ saturate and Cast-24+ round_mode only concern float8/float4 targets, which are refused. */
+static const fa_attr_spec a_cast[] = {{"to", FA_ATTR_INT}, {"saturate", FA_ATTR_INT, "0|1"},
+                                      {"round_mode", FA_ATTR_STRING, "up|down"}, {0}};
+static const fa_attr_spec a_castlike[] = {{"saturate", FA_ATTR_INT, "0|1"}, {"round_mode", FA_ATTR_STRING, "up|down"}, {0}};
+/* Dropout: ratio is an attribute until opset 10 (an input from 12); is_test (opset 1-6) is
+ * read as inference whatever its value, as ONNX Runtime does; seed only matters in training. */
+static const fa_attr_spec a_dropout[] = {{"ratio", FA_ATTR_FLOAT, NULL, 0, 11}, {"is_test", FA_ATTR_INT, "0|1", 0, 6},
+                                         {"seed", FA_ATTR_INT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+/* Legacy broadcasting (opset < 7): broadcast=1 with an alignment axis. */
+static const fa_attr_spec a_bcast_legacy[] = {{"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {"axis", FA_ATTR_INT, NULL, 0, 6}, {0}};
+static const fa_attr_spec a_arith_legacy[] = {{"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {"axis", FA_ATTR_INT, NULL, 0, 6},
+                                              {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_mod[] = {{"fmod", FA_ATTR_INT, "0|1"}, {0}};
 
 const fa_op fa_ops_elementwise[] = {
-    UNARY("Relu", "max(x,0); FLOPs = N; bytes = 2N·es"),
-    UNARY("LeakyRelu", "x<0 ? alpha·x : x; FLOPs = 2N; bytes = 2N·es"),
-    UNARY("Sigmoid", "1/(1+exp(-x)); FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Tanh", "tanh(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("HardSigmoid", "max(0,min(1,alpha·x+beta)); FLOPs = 4N; bytes = 2N·es"),
-    UNARY("HardSwish", "x·max(0,min(1,x/6+1/2)); FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Elu", "x<0 ? alpha·(exp(x)-1) : x; FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Selu", "gamma·(x>0 ? x : alpha·exp(x)-alpha); FLOPs = 4N; bytes = 2N·es"),
-    UNARY("Softplus", "log(1+exp(x)); FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Softsign", "x/(1+|x|); FLOPs = 3N; bytes = 2N·es"),
-    UNARY("Mish", "x·tanh(softplus(x)); FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Erf", "erf(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Gelu", "0.5x(1+erf(x/√2)) or tanh form; FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Swish", "x·sigmoid(alpha·x); FLOPs = 5N; bytes = 2N·es"),
-    UNARY("Sqrt", "sqrt(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Exp", "exp(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Log", "log(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Neg", "-x; FLOPs = N; bytes = 2N·es"),
-    UNARY("Abs", "|x|; FLOPs = N; bytes = 2N·es"),
-    UNARY("Reciprocal", "1/x; FLOPs = N; bytes = 2N·es"),
-    UNARY("Floor", "floor(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Ceil", "ceil(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Round", "round half to even; FLOPs = N; bytes = 2N·es"),
-    UNARY("Sign", "sign(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Sin", "sin(x); FLOPs = N; bytes = 2N·es"),
-    UNARY("Cos", "cos(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Relu", a_legacy, "max(x,0); FLOPs = N; bytes = 2N·es"),
+    UNARY("LeakyRelu", a_alpha, "x<0 ? alpha·x : x; FLOPs = 2N; bytes = 2N·es"),
+    UNARY("Sigmoid", a_legacy, "1/(1+exp(-x)); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Tanh", a_legacy, "tanh(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("HardSigmoid", a_hardsigmoid, "max(0,min(1,alpha·x+beta)); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("HardSwish", NULL, "x·max(0,min(1,x/6+1/2)); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Elu", a_alpha, "x<0 ? alpha·(exp(x)-1) : x; FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Selu", a_selu, "gamma·(x>0 ? x : alpha·exp(x)-alpha); FLOPs = 4N; bytes = 2N·es"),
+    UNARY("Softplus", NULL, "log(1+exp(x)); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Softsign", NULL, "x/(1+|x|); FLOPs = 3N; bytes = 2N·es"),
+    UNARY("Mish", NULL, "x·tanh(softplus(x)); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Erf", NULL, "erf(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Gelu", a_gelu, "0.5x(1+erf(x/√2)) or tanh form; FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Swish", a_swish, "x·sigmoid(alpha·x); FLOPs = 5N; bytes = 2N·es"),
+    UNARY("Sqrt", a_legacy, "sqrt(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Exp", a_legacy, "exp(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Log", a_legacy, "log(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Neg", a_legacy, "-x; FLOPs = N; bytes = 2N·es"),
+    UNARY("Abs", a_legacy, "|x|; FLOPs = N; bytes = 2N·es"),
+    UNARY("Reciprocal", a_legacy, "1/x; FLOPs = N; bytes = 2N·es"),
+    UNARY("Floor", a_legacy, "floor(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Ceil", a_legacy, "ceil(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Round", NULL, "round half to even; FLOPs = N; bytes = 2N·es"),
+    UNARY("Sign", NULL, "sign(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Sin", NULL, "sin(x); FLOPs = N; bytes = 2N·es"),
+    UNARY("Cos", NULL, "cos(x); FLOPs = N; bytes = 2N·es"),
     {"Clip", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 1, 0, infer_clip, cost_unary, kernel_unary,
-     "min(max(x,lo),hi); FLOPs = 2N; bytes = 2N·es (+ bounds)"},
+     "min(max(x,lo),hi); FLOPs = 2N; bytes = 2N·es (+ bounds)", a_clip},
     {"Not", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
      "!x; FLOPs = N; bytes = 2N"},
     {"IsNaN", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
      "x != x; FLOPs = N; bytes = N·es + N"},
     {"Cast", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_cast, NULL, kernel_cast,
-     "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out"},
+     "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out", a_cast},
     {"CastLike", "", FA_PATTERN_ELEMWISE, 2, 2, 1, 1, 0, infer_cast, NULL, kernel_cast,
-     "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out"},
+     "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out", a_castlike},
     {"Dropout", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
-     "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)"},
-    BINARY("Add", "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Sub", "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Mul", "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Div", "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Pow", "a^b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    BINARY("Mod", "a mod b (fmod attr) broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+     "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)", a_dropout},
+    BINARY("Add", a_arith_legacy, "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Sub", a_arith_legacy, "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Mul", a_arith_legacy, "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Div", a_arith_legacy, "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Pow", a_bcast_legacy, "a^b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
+    BINARY("Mod", a_mod, "a mod b (fmod attr) broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     {"PRelu", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary,
-     "x<0 ? slope·x : x, slope → X; FLOPs = N; bytes = 2N·es + slope"},
-    BINARY("Equal", "a==b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Less", "a<b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Greater", "a>b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("LessOrEqual", "a<=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("GreaterOrEqual", "a>=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("And", "a&&b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Or", "a||b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    BINARY("Xor", "a^b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
-    VARIADIC("Sum", "Σ inputs broadcast; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
-    VARIADIC("Mean", "Σ inputs / k; FLOPs = k·N_out; bytes = Σ inputs + N_out·es"),
-    VARIADIC("Max", "elementwise max of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
-    VARIADIC("Min", "elementwise min of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+     "x<0 ? slope·x : x, slope → X; FLOPs = N; bytes = 2N·es + slope", a_legacy},
+    BINARY("Equal", a_bcast_legacy, "a==b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Less", a_bcast_legacy, "a<b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Greater", a_bcast_legacy, "a>b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("LessOrEqual", NULL, "a<=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("GreaterOrEqual", NULL, "a>=b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("And", a_bcast_legacy, "a&&b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Or", a_bcast_legacy, "a||b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    BINARY("Xor", a_bcast_legacy, "a^b bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
+    VARIADIC("Sum", a_legacy, "Σ inputs broadcast; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Mean", a_legacy, "Σ inputs / k; FLOPs = k·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Max", a_legacy, "elementwise max of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
+    VARIADIC("Min", a_legacy, "elementwise min of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
     {"Where", "", FA_PATTERN_BROADCAST, 3, 3, 1, 1, 0, infer_where, NULL, kernel_where,
      "c ? x : y broadcast; FLOPs = 0; bytes = Σ inputs + N_out·es"},
     {0},

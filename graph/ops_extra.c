@@ -1,5 +1,6 @@
 /* graph/ops_extra — normalization, softmax, attention, gated and recurrent ops: Softmax,
- * LogSoftmax, LayerNormalization, RMSNormalization, GroupNormalization, Attention, LSTM, SwiGLU.
+ * LogSoftmax, Hardmax, LayerNormalization, RMSNormalization, GroupNormalization, RotaryEmbedding,
+ * Attention, LSTM, SwiGLU.
  * Semantics per opset follow the ONNX operator spec (onnx/docs/Operators.md) and the ONNX
  * reference evaluator (onnx/reference/ops/op_*.py), whose outputs are the corpus oracle.
  * Formulas for FLOPs and bytes are given per op next to its cost function and in
@@ -418,6 +419,34 @@ static void cost_softmax(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     fa_cost_io(g, n, 5, out);
 }
 
+/* Hardmax (opset 1-13): 1 at the first maximum of each lane, 0 elsewhere; lanes as Softmax's
+ * (opset < 13 the 2-D coercion at axis). A NaN is the maximum, as numpy's argmax (the ONNX
+ * reference) makes it. Computed on the element values as double, any float dtype. */
+static fa_status kernel_hardmax(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                fa_value *out, int n_out, int threads)
+{
+    int64_t outer, len, inner;
+    fa_status st = softmax_layout(ctx, n, in[0].rank, in[0].dims, &outer, &len, &inner);
+    if (st) return st;
+    const fa_value *x = &in[0];
+    fa_value *y = &out[0];
+#pragma omp parallel for num_threads(clamp_threads(threads)) schedule(static) if (outer * len * inner >= 32768)
+    for (int64_t t = 0; t < outer * inner; t++) {
+        int64_t o = t / inner, j = t % inner, best = 0;
+        double bv = len ? fa_load_as_double(x->data, x->dtype, o * len * inner + j) : 0.0;
+        for (int64_t r = 1; r < len && bv == bv; r++) {
+            double v = fa_load_as_double(x->data, x->dtype, (o * len + r) * inner + j);
+            if (v > bv || v != v) { bv = v; best = r; }
+        }
+        for (int64_t r = 0; r < len; r++)
+            fa_store_from_double(y->data, y->dtype, (o * len + r) * inner + j, r == best ? 1.0 : 0.0);
+    }
+    return FA_OK;
+}
+
+/* Hardmax FLOPs = numel (one compare per element). */
+static void cost_hardmax(const fa_graph *g, const fa_node *n, fa_op_cost *out) { fa_cost_io(g, n, 1, out); }
+
 /* ------------------------------------------------------------------------------------------ */
 /* LayerNormalization (opset 17), RMSNormalization (opset 23)                                 */
 
@@ -474,7 +503,9 @@ static fa_status infer_rmsnorm(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (a < 0) return FA_ERR_INPUT;
     fa_status st = check_norm_param(ctx, g, n, x, 1, "scale", true);
     if (st) return st;
-    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    /* Y has scale's type (RMSNormalization-23: X is T, scale and Y are V) */
+    fa_tensor *sc = fa_graph_in(g, n, 1);
+    fa_set_out(g, n, 0, sc && sc->dtype ? sc->dtype : x->dtype, x->rank, x->dims);
     return FA_OK;
 }
 
@@ -795,22 +826,141 @@ static void cost_swiglu(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* Attention (opset 23, 24). Inputs: Q, K, V, attn_mask?, past_key?, past_value?,
+/* RotaryEmbedding (opset 23, onnx/reference/ops/op_rotary_embedding.py). X is [B, H, S, D]
+ * or [B, S, H*D] (num_heads required); the first rot = rotary_embedding_dim (default D)
+ * elements of each head vector rotate in rot/2 pairs, (x[2i], x[2i+1]) when interleaved, else
+ * (x[i], x[i + rot/2]): (x1, x2) -> (cos*x1 - sin*x2, sin*x1 + cos*x2), the rest is copied.
+ * cos/sin: [B, S, rot/2], or [max_position, rot/2] indexed by position_ids [B, S]. */
+
+typedef struct rope_dims {
+    bool four_d;
+    int64_t B, S, H, D, rot;
+} rope_dims;
+
+static fa_status rope_shape(fa_ctx *ctx, const fa_node *n, int rx, const int64_t *x, int rc,
+                            const int64_t *c, int rs, const int64_t *s, bool has_pos, int rp,
+                            const int64_t *p, rope_dims *rd)
+{
+    if (rx == 4) {
+        rd->four_d = true;
+        rd->B = x[0], rd->H = x[1], rd->S = x[2], rd->D = x[3];
+    } else if (rx == 3) {
+        int64_t nh = fa_node_attr_int(n, "num_heads", 0);
+        if (nh <= 0 || x[2] % nh)
+            return fa_node_error(ctx, n, "3-D input needs num_heads dividing the hidden size %lld (num_heads = %lld)",
+                                 (long long)x[2], (long long)nh);
+        rd->four_d = false;
+        rd->B = x[0], rd->S = x[1], rd->H = nh, rd->D = x[2] / nh;
+    } else return fa_node_error(ctx, n, "input X must be 3-D or 4-D, has rank %d", rx);
+    int64_t rot = fa_node_attr_int(n, "rotary_embedding_dim", 0);
+    rd->rot = rot ? rot : rd->D;
+    if (rd->rot < 0 || rd->rot > rd->D || rd->rot % 2)
+        return fa_node_error(ctx, n, "rotary_embedding_dim %lld must be even and at most the head size %lld",
+                             (long long)rd->rot, (long long)rd->D);
+    int64_t half = rd->rot / 2;
+    bool ok = rc == rs && (has_pos ? rc == 2 : rc == 3) && c[rc - 1] == half && s[rs - 1] == half;
+    for (int i = 0; ok && i < rc; i++) ok = c[i] == s[i];
+    if (ok && !has_pos) ok = c[0] == rd->B && c[1] == rd->S;
+    if (ok && has_pos) ok = rp == 2 && p[0] == rd->B && p[1] == rd->S;
+    if (!ok)
+        return fa_node_error(ctx, n, "cos/sin caches must be %s with last dim rotary_embedding_dim/2 = %lld%s",
+                             has_pos ? "[max_position, rot/2]" : "[B, S, rot/2]", (long long)half,
+                             has_pos ? " and position_ids [B, S]" : "");
+    return FA_OK;
+}
+
+static fa_status infer_rope(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = req_float_input(ctx, g, n, 0), *c = x ? req_float_input(ctx, g, n, 1) : NULL,
+              *s = c ? req_float_input(ctx, g, n, 2) : NULL;
+    if (!s) return fa_ctx_status(ctx);
+    bool err;
+    fa_tensor *p = opt_input(ctx, g, n, 3, &err);
+    if (err) return fa_ctx_status(ctx);
+    if (p && p->dtype != FA_DTYPE_INT64)
+        return fa_node_error(ctx, n, "position_ids '%s' must be int64, is %s", p->name, fa_dtype_name(p->dtype));
+    rope_dims rd;
+    fa_status st = rope_shape(ctx, n, x->rank, x->dims, c->rank, c->dims, s->rank, s->dims, p != NULL,
+                              p ? p->rank : 0, p ? p->dims : NULL, &rd);
+    if (st) return st;
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+static fa_status kernel_rope(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    const fa_value *x = &in[0], *c = &in[1], *s = &in[2];
+    const fa_value *p = n_in > 3 && in[3].data ? &in[3] : NULL;
+    rope_dims rd;
+    fa_status st = rope_shape(ctx, n, x->rank, x->dims, c->rank, c->dims, s->rank, s->dims, p != NULL,
+                              p ? p->rank : 0, p ? p->dims : NULL, &rd);
+    if (st) return st;
+    bool inter = fa_node_attr_int(n, "interleaved", 0) != 0;
+    int64_t half = rd.rot / 2, maxpos = p ? c->dims[0] : 0;
+    if (p)
+        for (int64_t i = 0; i < rd.B * rd.S; i++) {
+            int64_t v = ((const int64_t *)p->data)[i];
+            if (v < 0 || v >= maxpos)
+                return fa_node_error(ctx, n, "position_ids[%lld] = %lld is outside the caches' %lld positions",
+                                     (long long)i, (long long)v, (long long)maxpos);
+        }
+    int64_t vecs = rd.B * rd.S * rd.H;
+#pragma omp parallel for num_threads(clamp_threads(threads)) schedule(static) if (vecs * rd.D >= 32768)
+    for (int64_t t = 0; t < vecs; t++) {
+        int64_t h = t % rd.H, si = (t / rd.H) % rd.S, b = t / (rd.H * rd.S);
+        int64_t base = rd.four_d ? ((b * rd.H + h) * rd.S + si) * rd.D : ((b * rd.S + si) * rd.H + h) * rd.D;
+        int64_t crow = (p ? ((const int64_t *)p->data)[b * rd.S + si] : b * rd.S + si) * half;
+        for (int64_t i = 0; i < half; i++) {
+            int64_t i1 = inter ? 2 * i : i, i2 = inter ? 2 * i + 1 : i + half;
+            double x1 = fa_load_as_double(x->data, x->dtype, base + i1), x2 = fa_load_as_double(x->data, x->dtype, base + i2);
+            double cv = fa_load_as_double(c->data, c->dtype, crow + i), sv = fa_load_as_double(s->data, s->dtype, crow + i);
+            fa_store_from_double(out[0].data, out[0].dtype, base + i1, cv * x1 - sv * x2);
+            fa_store_from_double(out[0].data, out[0].dtype, base + i2, sv * x1 + cv * x2);
+        }
+        size_t es = fa_dtype_size(x->dtype);
+        if (rd.D > rd.rot)
+            memcpy((char *)out[0].data + (base + rd.rot) * (int64_t)es, (const char *)x->data + (base + rd.rot) * (int64_t)es,
+                   (size_t)(rd.D - rd.rot) * es);
+    }
+    return FA_OK;
+}
+
+/* RotaryEmbedding FLOPs = 3 * B*S*H*rot (two multiplies and an add per rotated element).
+ * Bytes: X and the cache rows read once, Y written once. */
+static void cost_rope(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    if (!x || fa_tensor_numel(x) < 0 || x->rank < 3) return;
+    int64_t D = x->rank == 4 ? x->dims[3] : 0, nh = fa_node_attr_int(n, "num_heads", 0);
+    if (x->rank == 3 && nh > 0) D = x->dims[2] / nh;
+    int64_t rot = fa_node_attr_int(n, "rotary_embedding_dim", 0);
+    if (D <= 0) return;
+    if (!rot || rot > D) rot = D;
+    out->flops = 3 * (uint64_t)(fa_tensor_numel(x) / D) * (uint64_t)rot;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Attention (opset 23-25). Inputs: Q, K, V, attn_mask?, past_key?, past_value?,
  * nonpad_kv_seqlen? (24). Outputs: Y, present_key?, present_value?, qk_matmul_output?.
  * 4-D: Q [B, Hq, Sq, D], K [B, Hkv, Skv, D], V [B, Hkv, Skv, Dv], Y [B, Hq, Sq, Dv].
  * 3-D: Q [B, Sq, Hq*D], K [B, Skv, Hkv*D], V [B, Skv, Hkv*Dv] (q_num_heads/kv_num_heads
  * required), Y [B, Sq, Hq*Dv]. past/present are always 4-D [B, Hkv, Spast(+Skv), D|Dv].
- * Pipeline (onnx/reference/ops/op_attention.py): scores = (Q*sqrt(s)) (K*sqrt(s))^T with
- * s = scale or 1/sqrt(D) (applied here to Q once); softcap (c*tanh(x/c) when softcap > 0);
- * + bias (attn_mask: bool True = attend, float added; a mask shorter than the total kv length
- * is padded with -inf; is_causal masks j > i + past_len, or with nonpad_kv_seqlen and no past
- * j > i + nonpad[b] - Sq; nonpad_kv_seqlen masks j >= nonpad[b]); softmax over keys;
- * Y = P V. GQA: query head h uses kv
- * head h / (Hq/Hkv). qk_matmul_output (spec: 0 = QK, 1 = QK + mask, 2 = after softcap,
- * 3 = after softmax; the spec lists the mask before the softcap, the current reference applies
- * the softcap first so masked scores stay -inf, and so do we): mode 0 the scaled QK product,
- * 1 QK + bias, 2 softcap(QK) + bias (the softmax input), 3 the softmax. With softcap 0, modes
- * 1 and 2 agree with the spec's order exactly. */
+ * Semantics of the spec and its reference (onnx/reference/ops/op_attention.py, onnx 1.23):
+ * scores = (Q*sqrt(s)) (K*sqrt(s))^T with s = scale or 1/sqrt(D) (applied here to Q once);
+ * softcap (c*tanh(x/c) when softcap > 0) before any bias, so masked scores stay -inf;
+ * + bias: attn_mask (bool True = attend, float added; a mask shorter than the total kv length
+ * is padded with -inf), is_causal (j > i + offset masked), the sliding window of opset 25
+ * (j < i + offset - left_window_size or j > i + offset + right_window_size masked, -1 =
+ * unbounded), nonpad_kv_seqlen (j >= nonpad[b] masked), with offset = past length (internal
+ * cache), nonpad[b] - Sq (external cache: nonpad_kv_seqlen without past) or 0; a negative
+ * offset masks the leading query rows entirely; softmax over keys, and a row whose bias is
+ * -inf everywhere (fully masked) gets zero probabilities and Y = 0 instead of NaN; Y = P V.
+ * GQA: query head h uses kv head h / (Hq/Hkv). qk_matmul_output as the reference writes it:
+ * modes 0 and 1 the (softcapped) scaled QK product, 2 that plus the bias (the softmax input),
+ * 3 the guarded softmax. The softmax runs in float32 whatever softmax_precision says among
+ * FLOAT, FLOAT16, BFLOAT16 (float32 is at least as precise); DOUBLE is refused (a_attention). */
 
 typedef struct attn_dims {
     bool three_d;
@@ -908,6 +1058,8 @@ static fa_status infer_attention(fa_ctx *ctx, fa_graph *g, fa_node *n)
     }
     if (nl && (fa_tensor_numel(nl) != ad.B || (nl->dtype != FA_DTYPE_INT64 && nl->dtype != FA_DTYPE_INT32)))
         return fa_node_error(ctx, n, "nonpad_kv_seqlen must be int64 [%lld]", (long long)ad.B);
+    if (nl && pk)
+        return fa_node_error(ctx, n, "nonpad_kv_seqlen (an external cache) cannot be combined with past_key/past_value");
     int64_t mode = fa_node_attr_int(n, "qk_matmul_output_mode", 0);
     if (mode < 0 || mode > 3)
         return fa_node_error(ctx, n, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
@@ -960,6 +1112,7 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
     bool causal = fa_node_attr_int(n, "is_causal", 0) != 0;
     int64_t mode = fa_node_attr_int(n, "qk_matmul_output_mode", 0);
     float softcap = fa_node_attr_float(n, "softcap", 0.0f);
+    int64_t win_l = fa_node_attr_int(n, "left_window_size", -1), win_r = fa_node_attr_int(n, "right_window_size", -1);
     const fa_attr *sa = fa_node_attr(n, "scale");
     double scale = (sa && sa->type == FA_ATTR_FLOAT) ? sa->f : 1.0 / sqrt((double)ad.D);
     /* The reference scales Q and K by sqrt(scale) each; scaling Q by `scale` once is the same
@@ -1033,20 +1186,21 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
         for (int64_t d = 0; d < ad.D; d++) qs[d] = qr[d] * sc2;
         const float *kb = kall + (b * ad.Hkv + hk) * ad.St * ad.D;
         const float *vb = vall + (b * ad.Hkv + hk) * ad.St * ad.Dv;
-        /* causal frontier: j <= i + off */
-        int64_t off = ad.Sp;
-        if (nlv && !pkv) off = (int64_t)fa_load_as_double(nlv->data, nlv->dtype, b) - ad.Sq;
+        /* Offset of this query block (spec "offset"): the past length with an internal cache,
+         * nonpad_kv_seqlen[b] - Sq with an external one, else 0; a negative offset masks
+         * the leading rows entirely. Causal: j <= i + off; window: i + off - L <= j <= i + off + R. */
         int64_t nonpad = nlv ? (int64_t)fa_load_as_double(nlv->data, nlv->dtype, b) : ad.St;
+        int64_t off = pkv ? ad.Sp : nlv ? nonpad - ad.Sq : 0;
         float *qk = qkbuf ? qkbuf + r * ad.St : NULL;
         float mx = -INFINITY;
+        bool open = false; /* some key's bias is above -inf: the row is not fully masked */
         for (int64_t j = 0; j < ad.St; j++) {
             const float *kr = kb + j * ad.D;
             float acc = 0.0f;
 #pragma omp simd reduction(+ : acc)
             for (int64_t d = 0; d < ad.D; d++) acc += qs[d] * kr[d];
-            float raw = acc;
-            if (qk && mode == 0) qk[j] = raw;
             if (softcap > 0.0f) acc = softcap * tanhf(acc / softcap);
+            if (qk && mode <= 1) qk[j] = acc; /* the reference's modes 0 and 1: softcapped QK */
             float bias = 0.0f;
             if (mb || mf) {
                 if (j >= mlast) bias = -INFINITY;
@@ -1055,25 +1209,31 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
                     bias = mb ? (mb[mi] ? 0.0f : -INFINITY) : mf[mi];
                 }
             }
-            if (causal && j > i + off) bias += -INFINITY;
+            int64_t diff = i + off - j;
+            if (causal && diff < 0) bias += -INFINITY;
+            if ((win_l >= 0 && diff > win_l) || (win_r >= 0 && -diff > win_r)) bias += -INFINITY;
             if (j >= nonpad) bias += -INFINITY;
+            if (!(isinf(bias) && bias < 0)) open = true;
             acc += bias;
-            if (qk && mode == 1) qk[j] = raw + bias;
             if (qk && mode == 2) qk[j] = acc;
             sc[j] = acc;
             if (acc > mx) mx = acc;
         }
-        double sum = 0.0;
+        if (!open || mx == -INFINITY) {
+            /* fully masked row: zero probabilities, so Y's row is 0 (spec; reference's guard) */
+            for (int64_t j = 0; j < ad.St; j++) sc[j] = 0.0f;
+        } else {
+            double sum = 0.0;
 #pragma omp simd
-        for (int64_t j = 0; j < ad.St; j++) sc[j] -= mx;
-        vexp_inplace(sc, ad.St);
+            for (int64_t j = 0; j < ad.St; j++) sc[j] -= mx;
+            vexp_inplace(sc, ad.St);
 #pragma omp simd reduction(+ : sum)
-        for (int64_t j = 0; j < ad.St; j++) sum += sc[j];
-        float inv = (float)(1.0 / sum);
-        for (int64_t j = 0; j < ad.St; j++) {
-            sc[j] *= inv;
-            if (qk && mode == 3) qk[j] = sc[j];
+            for (int64_t j = 0; j < ad.St; j++) sum += sc[j];
+            float inv = (float)(1.0 / sum);
+            for (int64_t j = 0; j < ad.St; j++) sc[j] *= inv;
         }
+        if (qk && mode == 3)
+            for (int64_t j = 0; j < ad.St; j++) qk[j] = sc[j];
         float *yr = ad.three_d ? y + ((b * ad.Sq + i) * ad.Hq + h) * ad.Dv : y + r * ad.Dv;
 #pragma omp simd
         for (int64_t d = 0; d < ad.Dv; d++) yr[d] = 0.0f;
@@ -1456,22 +1616,50 @@ static void cost_lstm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 
 /* ------------------------------------------------------------------------------------------ */
 
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). The normalizations
+ * compute their statistics in float32: stash_type is accepted only at its default (1, FLOAT). */
+static const fa_attr_spec a_softmax[] = {{"axis", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_norm[] = {{"axis", FA_ATTR_INT}, {"epsilon", FA_ATTR_FLOAT},
+                                      {"stash_type", FA_ATTR_INT, "1"}, {0}};
+static const fa_attr_spec a_groupnorm[] = {{"num_groups", FA_ATTR_INT}, {"epsilon", FA_ATTR_FLOAT},
+                                           {"stash_type", FA_ATTR_INT, "1"}, {0}};
+static const fa_attr_spec a_swiglu[] = {{"alpha", FA_ATTR_FLOAT}, {0}};
+/* Attention: the softmax runs in float32, at least the precision of FLOAT, FLOAT16 and
+ * BFLOAT16 (softmax_precision 1, 10, 16); DOUBLE (11) is refused. */
+static const fa_attr_spec a_attention[] = {
+    {"is_causal", FA_ATTR_INT, "0|1"}, {"kv_num_heads", FA_ATTR_INT}, {"q_num_heads", FA_ATTR_INT},
+    {"qk_matmul_output_mode", FA_ATTR_INT, "0..3"}, {"scale", FA_ATTR_FLOAT}, {"softcap", FA_ATTR_FLOAT},
+    {"softmax_precision", FA_ATTR_INT, "1|10|16"}, {"left_window_size", FA_ATTR_INT, "-1.."},
+    {"right_window_size", FA_ATTR_INT, "-1.."}, {0}};
+static const fa_attr_spec a_rope[] = {{"interleaved", FA_ATTR_INT, "0|1"}, {"num_heads", FA_ATTR_INT},
+                                      {"rotary_embedding_dim", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_lstm[] = {
+    {"activation_alpha", FA_ATTR_FLOATS}, {"activation_beta", FA_ATTR_FLOATS}, {"activations", FA_ATTR_STRINGS},
+    {"clip", FA_ATTR_FLOAT}, {"direction", FA_ATTR_STRING, "forward|reverse|bidirectional"},
+    {"hidden_size", FA_ATTR_INT}, {"input_forget", FA_ATTR_INT, "0|1"}, {"layout", FA_ATTR_INT, "0|1"},
+    {"output_sequence", FA_ATTR_INT, "0|1", 0, 6}, {0}};
+
 const fa_op fa_ops_extra[] = {
     {"Softmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_softmax, kernel_softmax,
-     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)"},
+     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)", a_softmax},
     {"LogSoftmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_softmax, kernel_logsoftmax,
-     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)"},
+     "FLOPs 5*N; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)", a_softmax},
+    {"Hardmax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_softmax, cost_hardmax, kernel_hardmax,
+     "FLOPs N compares; bytes in+out. opset<13: 2-D coercion at axis (default 1); >=13: one axis (default -1)",
+     a_softmax},
     {"LayerNormalization", "", FA_PATTERN_REDUCTION, 2, 3, 1, 3, 0, infer_layernorm, cost_layernorm,
-     kernel_layernorm, "FLOPs (6+[B])*N + 3*rows; bytes X+Scale+B in, Y(+Mean+InvStdDev) out"},
+     kernel_layernorm, "FLOPs (6+[B])*N + 3*rows; bytes X+Scale+B in, Y(+Mean+InvStdDev) out", a_norm},
     {"RMSNormalization", "", FA_PATTERN_REDUCTION, 2, 2, 1, 1, 0, infer_rmsnorm, cost_rmsnorm,
-     kernel_rmsnorm, "FLOPs 4*N + 3*rows; bytes X+scale in, Y out"},
+     kernel_rmsnorm, "FLOPs 4*N + 3*rows; bytes X+scale in, Y out", a_norm},
     {"GroupNormalization", "", FA_PATTERN_REDUCTION, 3, 3, 1, 1, 0, infer_groupnorm, cost_groupnorm,
-     kernel_groupnorm, "FLOPs 7*N + 3*batch*groups; bytes X+scale+bias in, Y out; scale [G] opset 18, [C] opset 21"},
+     kernel_groupnorm, "FLOPs 7*N + 3*batch*groups; bytes X+scale+bias in, Y out; scale [G] opset 18, [C] opset 21", a_groupnorm},
     {"SwiGLU", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_swiglu, cost_swiglu, kernel_swiglu,
-     "FLOPs 6*numel(Y); bytes A+B in, Y out; Y = A*sigmoid(alpha*A)*B"},
+     "FLOPs 6*numel(Y); bytes A+B in, Y out; Y = A*sigmoid(alpha*A)*B", a_swiglu},
+    {"RotaryEmbedding", "", FA_PATTERN_INJECTIVE, 3, 4, 1, 1, 0, infer_rope, cost_rope, kernel_rope,
+     "FLOPs 3*B*S*H*rot; bytes X+cos+sin(+position_ids) in, Y out", a_rope},
     {"Attention", "", FA_PATTERN_OPAQUE, 3, 7, 1, 4, 0, infer_attention, cost_attention, kernel_attention,
-     "FLOPs B*Hq*Sq*St*(2D+2Dv+5+mask+3*softcap) + numel(Q); bytes inputs+outputs once"},
+     "FLOPs B*Hq*Sq*St*(2D+2Dv+5+mask+3*softcap) + numel(Q); bytes inputs+outputs once", a_attention},
     {"LSTM", "", FA_PATTERN_OPAQUE, 3, 8, 0, 3, 0, infer_lstm, cost_lstm, kernel_lstm,
-     "FLOPs dirs*S*batch*(8H(I+H)+20H+6H*[P]); bytes inputs+outputs once"},
+     "FLOPs dirs*S*batch*(8H(I+H)+20H+6H*[P]); bytes inputs+outputs once", a_lstm},
     {0},
 };

@@ -659,12 +659,47 @@ static void mm_run(const mm_shape *s, const float *A, const float *B, float *Y, 
     }
 }
 
+/* Integer matrix products (MatMul/Gemm on int32/int64/uint32/uint64, as numpy computes them):
+ * exact in int64 with two's-complement wrap-around, never through float32 (whose 24-bit
+ * mantissa rounds products beyond 2^24). C[i, j] = sum_k A[i*sai + k*sak] B[k*sbk + j*sbj]. */
+static void mm_int(const fa_value *a, int64_t oa, int64_t sai, int64_t sak, const fa_value *b, int64_t ob,
+                   int64_t sbk, int64_t sbj, int64_t M, int64_t K, int64_t N, int64_t *C, int threads)
+{
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(static) if (M * N * K >= 65536)
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            uint64_t acc = 0;
+            for (int64_t k = 0; k < K; k++)
+                acc += (uint64_t)fa_load_as_i64(a->data, a->dtype, oa + i * sai + k * sak) *
+                       (uint64_t)fa_load_as_i64(b->data, b->dtype, ob + k * sbk + j * sbj);
+            C[i * N + j] = (int64_t)acc;
+        }
+}
+
 static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                                fa_value *out, int n_out, int threads)
 {
     mm_shape s;
     fa_status st = mm_shape_make(ctx, n, in[0].rank, in[0].dims, in[1].rank, in[1].dims, &s);
     if (st) return st;
+    if (fa_dtype_is_integer(out[0].dtype)) {
+        int64_t nb = prod64(s.bd, s.br), MN = s.M * s.N;
+        int64_t *C = malloc(sizeof(int64_t) * (size_t)(MN ? MN : 1));
+        if (!C) return oom(ctx, n);
+        for (int64_t bi = 0; bi < nb; bi++) {
+            int64_t oa = 0, ob = 0, rem = bi;
+            for (int d = s.br - 1; d >= 0; d--) {
+                int64_t ix = rem % s.bd[d];
+                rem /= s.bd[d];
+                oa += ix * s.sa[d];
+                ob += ix * s.sb[d];
+            }
+            mm_int(&in[0], oa * s.M * s.K, s.K, 1, &in[1], ob * s.K * s.N, s.N, 1, s.M, s.K, s.N, C, threads);
+            for (int64_t e = 0; e < MN; e++) fa_store_from_i64(out[0].data, out[0].dtype, bi * MN + e, C[e]);
+        }
+        free(C);
+        return FA_OK;
+    }
     float *ta, *tb, *ty;
     const float *A = in_f32(&in[0], &ta), *B = in_f32(&in[1], &tb);
     float *Y = out_f32(&out[0], &ty);
@@ -673,6 +708,288 @@ static fa_status matmul_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in
     free(ta); free(tb);
     out_f32_done(&out[0], ty);
     return FA_OK;
+}
+
+/* ======================================= Einsum ======================================= */
+
+/* Einsum-12 (numpy.einsum semantics, the ONNX reference): "term,term->out" over letters
+ * [a-zA-Z] and one "..." per term for the leading or inner broadcast dims. Implicit output
+ * (no "->"): the ellipsis dims, then the letters that occur once, in ASCII order. A letter
+ * repeated within a term takes the diagonal; labels absent from the output are summed.
+ * Letter dims must agree; ellipsis dims broadcast (1 or equal), aligned on the right. */
+#define ES_LETTERS 52
+#define ES_MAXLAB (ES_LETTERS + FA_MAX_RANK)
+#define ES_MAXIN 8
+
+typedef struct es_plan {
+    int n_in;
+    int rank[ES_MAXIN];
+    int lab[ES_MAXIN][FA_MAX_RANK];  /* label id per axis of each input */
+    int n_out;
+    int out_lab[FA_MAX_RANK];
+    int64_t size[ES_MAXLAB];         /* extent per label, -1 unused */
+    int n_sum;
+    int sum_lab[ES_MAXLAB];          /* labels summed over */
+} es_plan;
+
+static int es_letter(char c)
+{
+    if (c >= 'a' && c <= 'z') return c - 'a';
+    if (c >= 'A' && c <= 'Z') return 26 + c - 'A';
+    return -1;
+}
+
+/* Parse one term s[0..len) for an input of rank `rank` (rank < 0: the output); ellipsis dims
+ * get ids ES_LETTERS + (E - e) ... where E is the widest ellipsis. Fills lab/count. */
+static fa_status es_term(fa_ctx *ctx, const fa_node *n, const char *s, size_t len, int rank, int E,
+                         int *lab, int *count, int *ell_dims)
+{
+    int letters = 0, ell = -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            if (ell >= 0 || i + 2 >= len + 0 || strncmp(s + i, "...", 3) != 0)
+                return fa_node_error(ctx, n, "equation: malformed or repeated '...' in term '%.*s'", (int)len, s);
+            ell = letters;
+            i += 2;
+        } else if (es_letter(s[i]) >= 0) letters++;
+        else return fa_node_error(ctx, n, "equation: unexpected character '%c'", s[i]);
+    }
+    int e = ell >= 0 ? (rank >= 0 ? rank - letters : E) : 0;
+    if (rank >= 0 && (e < 0 || (ell < 0 && letters != rank)))
+        return fa_node_error(ctx, n, "equation term '%.*s' has %d labels for an input of rank %d", (int)len, s,
+                             letters, rank);
+    if (letters + e > FA_MAX_RANK) return fa_node_error(ctx, n, "equation term '%.*s' has too many labels", (int)len, s);
+    int k = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '.') {
+            for (int j = 0; j < e; j++) lab[k++] = ES_LETTERS + (E - e) + j;
+            i += 2;
+        } else lab[k++] = es_letter(s[i]);
+    }
+    *count = k;
+    *ell_dims = e;
+    return FA_OK;
+}
+
+/* Build the plan from the equation and the inputs' shapes. */
+static fa_status es_plan_make(fa_ctx *ctx, const fa_node *n, int n_in, const int *ranks,
+                              const int64_t *const *dims, es_plan *p)
+{
+    const char *eq = fa_node_attr_string(n, "equation", NULL);
+    if (!eq) return fa_node_error(ctx, n, "required attribute 'equation' is missing");
+    if (n_in < 1 || n_in > ES_MAXIN) return fa_node_unsupported(ctx, n, "%d inputs (1..%d supported)", n_in, ES_MAXIN);
+    char buf[512];
+    size_t L = 0;
+    for (const char *c = eq; *c; c++)
+        if (*c != ' ') {
+            if (L + 1 >= sizeof buf) return fa_node_error(ctx, n, "equation is too long");
+            buf[L++] = *c;
+        }
+    buf[L] = 0;
+    memset(p, 0, sizeof *p);
+    p->n_in = n_in;
+    for (int l = 0; l < ES_MAXLAB; l++) p->size[l] = -1;
+    char *arrow = strstr(buf, "->");
+    size_t lhs_len = arrow ? (size_t)(arrow - buf) : L;
+    /* widest ellipsis among the inputs */
+    int E = 0, t = 0;
+    const char *start = buf;
+    for (size_t i = 0; i <= lhs_len; i++) {
+        if (i < lhs_len && buf[i] != ',') continue;
+        if (t >= n_in) return fa_node_error(ctx, n, "equation has more terms than the %d inputs", n_in);
+        int cnt, e;
+        fa_status st = es_term(ctx, n, start, (size_t)(buf + i - start), ranks[t], FA_MAX_RANK, p->lab[t], &cnt, &e);
+        if (st) return st;
+        if (e > E) E = e;
+        t++;
+        start = buf + i + 1;
+    }
+    if (t != n_in) return fa_node_error(ctx, n, "equation has %d terms for %d inputs", t, n_in);
+    /* again with the common ellipsis width, recording sizes */
+    bool any_ell = false;
+    int occ[ES_MAXLAB] = {0};
+    t = 0;
+    start = buf;
+    for (size_t i = 0; i <= lhs_len; i++) {
+        if (i < lhs_len && buf[i] != ',') continue;
+        int cnt, e;
+        fa_status st = es_term(ctx, n, start, (size_t)(buf + i - start), ranks[t], E, p->lab[t], &cnt, &e);
+        if (st) return st;
+        any_ell |= e > 0 || memchr(start, '.', (size_t)(buf + i - start)) != NULL;
+        p->rank[t] = cnt;
+        for (int a = 0; a < cnt; a++) {
+            int l = p->lab[t][a];
+            int64_t d = dims[t][a];
+            occ[l]++;
+            if (p->size[l] < 0 || p->size[l] == 1) p->size[l] = d;
+            else if (d != p->size[l] && !(l >= ES_LETTERS && d == 1))
+                return fa_node_error(ctx, n, "label '%c' has extents %lld and %lld",
+                                     l < 26 ? 'a' + l : l < ES_LETTERS ? 'A' + l - 26 : '.', (long long)p->size[l],
+                                     (long long)d);
+        }
+        t++;
+        start = buf + i + 1;
+    }
+    if (arrow) {
+        int cnt, e;
+        fa_status st = es_term(ctx, n, arrow + 2, strlen(arrow + 2), -1, E, p->out_lab, &cnt, &e);
+        if (st) return st;
+        p->n_out = cnt;
+        for (int a = 0; a < cnt; a++) {
+            int l = p->out_lab[a];
+            for (int b = 0; b < a; b++)
+                if (p->out_lab[b] == l) return fa_node_error(ctx, n, "output label repeated in '%s'", eq);
+            if (p->size[l] < 0) return fa_node_error(ctx, n, "output label of '%s' is not in any input", eq);
+        }
+    } else {
+        int k = 0;
+        if (any_ell)
+            for (int j = 0; j < E; j++) p->out_lab[k++] = ES_LETTERS + j;
+        for (int c = 0; c < 128; c++) { /* ASCII order: 'A'..'Z' before 'a'..'z' */
+            int l = es_letter((char)c);
+            if (l >= 0 && occ[l] == 1) {
+                if (k >= FA_MAX_RANK) return fa_node_error(ctx, n, "implicit output of '%s' has too many labels", eq);
+                p->out_lab[k++] = l;
+            }
+        }
+        p->n_out = k;
+    }
+    bool in_out[ES_MAXLAB] = {false};
+    for (int a = 0; a < p->n_out; a++) in_out[p->out_lab[a]] = true;
+    for (int l = 0; l < ES_MAXLAB; l++)
+        if (p->size[l] >= 0 && !in_out[l]) p->sum_lab[p->n_sum++] = l;
+    return FA_OK;
+}
+
+static fa_status einsum_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    int ranks[ES_MAXIN] = {0};
+    const int64_t *dims[ES_MAXIN] = {0};
+    fa_dtype dt = FA_DTYPE_UNDEFINED;
+    if (n->n_inputs > ES_MAXIN) return fa_node_unsupported(ctx, n, "%d inputs (1..%d supported)", n->n_inputs, ES_MAXIN);
+    for (int i = 0; i < n->n_inputs; i++) {
+        fa_tensor *t = fa_req_input(ctx, g, n, i);
+        if (!t) return fa_ctx_status(ctx);
+        if (i == 0) dt = t->dtype;
+        else if (t->dtype != dt)
+            return fa_node_error(ctx, n, "input %d is %s, input 0 is %s", i, fa_dtype_name(t->dtype), fa_dtype_name(dt));
+        ranks[i] = t->rank;
+        dims[i] = t->dims;
+    }
+    if (dt == FA_DTYPE_BOOL || dt == FA_DTYPE_STRING || !fa_dtype_size(dt))
+        return fa_node_error(ctx, n, "inputs must be numeric, are %s", fa_dtype_name(dt));
+    es_plan p;
+    fa_status st = es_plan_make(ctx, n, n->n_inputs, ranks, dims, &p);
+    if (st) return st;
+    int64_t od[FA_MAX_RANK];
+    for (int a = 0; a < p.n_out; a++) od[a] = p.size[p.out_lab[a]];
+    fa_set_out(g, n, 0, dt, p.n_out, od);
+    return FA_OK;
+}
+
+/* Einsum FLOPs = n_in * prod(extent of every label): a multiply per extra input and an add per
+ * term, for each point of the full index space (the reference loop nest; no reordering). */
+static void einsum_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    int ranks[ES_MAXIN] = {0};
+    const int64_t *dims[ES_MAXIN] = {0};
+    if (n->n_inputs > ES_MAXIN) return;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (!t || fa_tensor_numel(t) < 0) return;
+        ranks[i] = t->rank;
+        dims[i] = t->dims;
+    }
+    es_plan p;
+    fa_ctx *tmp = fa_ctx_create();
+    if (!tmp) return;
+    if (es_plan_make(tmp, n, n->n_inputs, ranks, dims, &p) == FA_OK) {
+        uint64_t pts = 1;
+        for (int l = 0; l < ES_MAXLAB; l++)
+            if (p.size[l] > 0) pts *= (uint64_t)p.size[l];
+        out->flops = pts * (uint64_t)n->n_inputs;
+    }
+    fa_ctx_free(tmp);
+}
+
+static fa_status einsum_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                               fa_value *out, int n_out, int threads)
+{
+    int ranks[ES_MAXIN] = {0};
+    const int64_t *dims[ES_MAXIN] = {0};
+    if (n_in < 1 || n_in > ES_MAXIN) return fa_node_unsupported(ctx, n, "%d inputs (1..%d supported)", n_in, ES_MAXIN);
+    for (int i = 0; i < n_in; i++) {
+        ranks[i] = in[i].rank;
+        dims[i] = in[i].dims;
+    }
+    es_plan p;
+    fa_status st = es_plan_make(ctx, n, n_in, ranks, dims, &p);
+    if (st) return st;
+    bool integral = fa_dtype_is_integer(out[0].dtype);
+    /* per input and label: element stride (sum over repeated axes; 0 for a broadcast dim of 1) */
+    int64_t lstride[ES_MAXIN][ES_MAXLAB];
+    memset(lstride, 0, sizeof lstride);
+    double *vd[ES_MAXIN] = {0};
+    int64_t *vi[ES_MAXIN] = {0};
+    bool oom_ = false;
+    for (int i = 0; i < n_in; i++) {
+        int64_t s = 1;
+        for (int a = p.rank[i] - 1; a >= 0; a--) {
+            if (!(in[i].dims[a] == 1 && p.size[p.lab[i][a]] != 1)) lstride[i][p.lab[i][a]] += s;
+            s *= in[i].dims[a];
+        }
+        int64_t ne = fa_value_numel(&in[i]);
+        if (integral) {
+            vi[i] = malloc(sizeof(int64_t) * (size_t)(ne ? ne : 1));
+            if (!vi[i]) { oom_ = true; continue; }
+            for (int64_t e = 0; e < ne; e++) vi[i][e] = fa_load_as_i64(in[i].data, in[i].dtype, e);
+        } else {
+            vd[i] = malloc(sizeof(double) * (size_t)(ne ? ne : 1));
+            if (!vd[i]) { oom_ = true; continue; }
+            for (int64_t e = 0; e < ne; e++) vd[i][e] = fa_load_as_double(in[i].data, in[i].dtype, e);
+        }
+    }
+    if (!oom_) {
+        int64_t total = fa_value_numel(&out[0]), inner = 1;
+        for (int k = 0; k < p.n_sum; k++) inner *= p.size[p.sum_lab[k]];
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(static) if (total * inner >= 65536)
+        for (int64_t o = 0; o < total; o++) {
+            int64_t base[ES_MAXIN] = {0}, rem = o;
+            for (int a = p.n_out - 1; a >= 0; a--) {
+                int l = p.out_lab[a];
+                int64_t v = rem % p.size[l];
+                rem /= p.size[l];
+                for (int i = 0; i < n_in; i++) base[i] += v * lstride[i][l];
+            }
+            double accd = 0;
+            int64_t acci = 0;
+            int64_t cnt[ES_MAXLAB] = {0}, off[ES_MAXIN];
+            memcpy(off, base, sizeof(int64_t) * (size_t)n_in);
+            for (int64_t s = 0; s < inner; s++) {
+                if (integral) {
+                    int64_t prod = 1;
+                    for (int i = 0; i < n_in; i++) prod = (int64_t)((uint64_t)prod * (uint64_t)vi[i][off[i]]);
+                    acci = (int64_t)((uint64_t)acci + (uint64_t)prod);
+                } else {
+                    double prod = 1;
+                    for (int i = 0; i < n_in; i++) prod *= vd[i][off[i]];
+                    accd += prod;
+                }
+                for (int k = p.n_sum - 1; k >= 0; k--) { /* odometer over the summed labels */
+                    int l = p.sum_lab[k];
+                    for (int i = 0; i < n_in; i++) off[i] += lstride[i][l];
+                    if (++cnt[k] < p.size[l]) break;
+                    for (int i = 0; i < n_in; i++) off[i] -= p.size[l] * lstride[i][l];
+                    cnt[k] = 0;
+                }
+            }
+            if (integral) fa_store_from_i64(out[0].data, out[0].dtype, o, acci);
+            else fa_store_from_double(out[0].data, out[0].dtype, o, accd);
+        }
+    }
+    for (int i = 0; i < n_in; i++) { free(vd[i]); free(vi[i]); }
+    return oom_ ? oom(ctx, n) : FA_OK;
 }
 
 /* ======================================== Gemm ======================================== */
@@ -736,6 +1053,27 @@ static fa_status gemm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     if (st) return st;
     bool ta = fa_node_attr_int(n, "transA", 0) != 0, tb = fa_node_attr_int(n, "transB", 0) != 0;
     double alpha = fa_node_attr_float(n, "alpha", 1.0f), beta = fa_node_attr_float(n, "beta", 1.0f);
+    if (fa_dtype_is_integer(out[0].dtype)) {
+        /* numpy's int Gemm (the reference): dot exact, then alpha*dot + beta*C in double,
+         * truncated; with alpha = beta = 1 the sum stays exact in int64. */
+        int64_t MN = M * N, *D = malloc(sizeof(int64_t) * (size_t)(MN > 0 ? MN : 1));
+        if (!D) return oom(ctx, n);
+        mm_int(&in[0], 0, ta ? 1 : K, ta ? M : 1, &in[1], 0, tb ? 1 : N, tb ? K : 1, M, K, N, D, threads);
+        bool has_c = n_in > 2 && in[2].data;
+        int64_t cs[2] = {0, 0}, yd[2] = {M, N};
+        if (has_c) fa_bcast_strides(in[2].rank, in[2].dims, 2, yd, cs);
+        for (int64_t i = 0; i < M; i++)
+            for (int64_t j = 0; j < N; j++) {
+                int64_t e = i * N + j, c = has_c ? fa_load_as_i64(in[2].data, in[2].dtype, i * cs[0] + j * cs[1]) : 0;
+                if (alpha == 1.0 && (!has_c || beta == 1.0))
+                    fa_store_from_i64(out[0].data, out[0].dtype, e, (int64_t)((uint64_t)D[e] + (uint64_t)c));
+                else
+                    fa_store_from_double(out[0].data, out[0].dtype, e,
+                                         trunc(alpha * (double)D[e] + (has_c ? beta * (double)c : 0.0)));
+            }
+        free(D);
+        return FA_OK;
+    }
     float *tA, *tB, *tC = NULL, *ty;
     const float *A = in_f32(&in[0], &tA), *B = in_f32(&in[1], &tB);
     bool has_c = n_in > 2 && in[2].data;
@@ -1199,6 +1537,7 @@ typedef struct rz_params {
     int rank;
     int64_t in[FA_MAX_RANK], out[FA_MAX_RANK];
     double scale[FA_MAX_RANK];   /* per axis, used by the coordinate transform */
+    double outf[FA_MAX_RANK];    /* scale * in: the unrounded output length (reference's output_width) */
     double roi_s[FA_MAX_RANK], roi_e[FA_MAX_RANK];
 } rz_params;
 
@@ -1271,6 +1610,7 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
     for (int i = 0; i < rank; i++) {
         p->in[i] = p->out[i] = in[i];
         p->scale[i] = 1.0;
+        p->outf[i] = (double)in[i];
         p->roi_s[i] = 0.0;
         p->roi_e[i] = 1.0;
     }
@@ -1292,10 +1632,12 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
             common = nl ? fmin(common, r) : fmax(common, r);
             p->out[ax[i]] = sizes[i];
             p->scale[ax[i]] = r;
+            p->outf[ax[i]] = (double)sizes[i];
         }
         if (nl || ns)
             for (int i = 0; i < nax; i++) {
                 p->scale[ax[i]] = common;
+                p->outf[ax[i]] = common * (double)in[ax[i]];
                 p->out[ax[i]] = (int64_t)floor(common * (double)in[ax[i]] + 0.5);
             }
     } else if (nscales > 0) {
@@ -1305,6 +1647,7 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
             /* spec: floor(in * (roi_end - roi_start) * scale); roi only counts for tf_crop_and_resize */
             double span = p->ctm == CT_TF_CROP ? p->roi_e[ax[i]] - p->roi_s[ax[i]] : 1.0;
             p->scale[ax[i]] = fscales[i];
+            p->outf[ax[i]] = (double)fscales[i] * (double)in[ax[i]];
             p->out[ax[i]] = in[ax[i]] < 0 ? -1 : (int64_t)floor((double)fscales[i] * (double)in[ax[i]] * span);
         }
     } else return fa_node_error(ctx, n, "neither scales nor sizes is given");
@@ -1377,10 +1720,13 @@ static void rz_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     out->flops = (uint64_t)fa_tensor_numel(y) * 2 * taps;
 }
 
-/* x_original for output coordinate xo along one axis (ONNX Resize coordinate_transformation_mode). */
+/* x_original for output coordinate xo along one axis (ONNX Resize coordinate_transformation_mode).
+ * align_corners divides by the unrounded output length scale * in, as the reference does (onnx/reference/ops/op_resize.py `output_width`): with scales that do not
+ * divide the input evenly (downsampling 4 -> floor(2.4) = 2) it differs from the rounded one. */
 static double rz_coord(const rz_params *p, int a, int64_t xo, bool *outside)
 {
     double s = p->scale[a], in = (double)p->in[a], out = (double)p->out[a], x = (double)xo;
+    double outf = p->outf[a];
     *outside = false;
     switch (p->ctm) {
     case CT_HALF_PIXEL: return (x + 0.5) / s - 0.5;
@@ -1389,7 +1735,7 @@ static double rz_coord(const rz_params *p, int a, int64_t xo, bool *outside)
         return off + (x + 0.5) / s - 0.5;
     }
     case CT_PYTORCH_HALF_PIXEL: return out > 1 ? (x + 0.5) / s - 0.5 : 0.0;
-    case CT_ALIGN_CORNERS: return out == 1 ? 0.0 : x * (in - 1) / (out - 1);
+    case CT_ALIGN_CORNERS: return outf == 1 ? 0.0 : x * (in - 1) / (outf - 1);
     case CT_ASYMMETRIC: return x / s;
     default: { /* tf_crop_and_resize */
         double rs = p->roi_s[a], re = p->roi_e[a], v;
@@ -1471,8 +1817,17 @@ static bool rz_axis_build(const rz_params *p, int a, rz_axis *ax)
     return true;
 }
 
+/* Store v into integer output element o as the ONNX reference's saturate_cast does: round
+ * half to even, clamp to the type's range (NaN gives 0). */
+static void store_saturated(fa_value *y, int64_t o, double v)
+{
+    if (y->dtype == FA_DTYPE_BOOL) ((uint8_t *)y->data)[o] = v != 0.0;
+    else fa_store_clamped_int(y->data, y->dtype, o, nearbyint(v));
+}
+
 /* Reference Resize: separable per-axis taps (nearest 1, linear 2, cubic 4), product over axes
- * with double accumulation; parallel over the outer output rows. */
+ * with double accumulation; parallel over the outer output rows. Integer outputs are rounded
+ * half to even and saturated (the reference's saturate_cast); nearest copies them exactly. */
 static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                            fa_value *out, int n_out, int threads)
 {
@@ -1511,14 +1866,28 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
     rz_axis ax[FA_MAX_RANK] = {0};
     bool ok = true;
     for (int a = 0; a < p.rank; a++) ok = ok && rz_axis_build(&p, a, &ax[a]);
-    float *tx, *ty;
-    const float *X = ok ? in_f32(&in[0], &tx) : (tx = NULL, NULL);
-    float *Y = ok ? out_f32(&out[0], &ty) : (ty = NULL, NULL);
-    if (!ok || !X || !Y) {
+    /* float32 in place; any other type read as double (exact for every integer below 2^53 and
+     * for float64), and nearest on an integer type copies the element itself (exact) */
+    const fa_value *xv = &in[0];
+    fa_value *yv = &out[0];
+    bool f32 = xv->dtype == FA_DTYPE_FLOAT && yv->dtype == FA_DTYPE_FLOAT;
+    bool integral = !is_float_type(yv->dtype);
+    bool copy_nearest = integral && p.mode == RZ_NEAREST;
+    int64_t ne_in = fa_value_numel(xv);
+    size_t es = fa_dtype_size(yv->dtype);
+    double *Xd = NULL;
+    if (ok && !f32 && !copy_nearest) {
+        Xd = malloc(sizeof(double) * (size_t)(ne_in > 0 ? ne_in : 1));
+        if (Xd)
+            for (int64_t e = 0; e < ne_in; e++) Xd[e] = fa_load_as_double(xv->data, xv->dtype, e);
+    }
+    if (!ok || (!f32 && !copy_nearest && !Xd)) {
         for (int a = 0; a < p.rank; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
-        free(tx); free(ty);
+        free(Xd);
         return oom(ctx, n);
     }
+    const float *X = f32 ? xv->data : NULL;
+    float *Y = f32 ? yv->data : NULL;
     int R = p.rank;
     int64_t istr[FA_MAX_RANK], si = 1;
     for (int a = R - 1; a >= 0; a--) {
@@ -1526,18 +1895,23 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
         si *= p.in[a];
     }
     int64_t total = prod64(p.out, R), inner = R ? p.out[R - 1] : 1, rows = inner ? total / inner : 0;
-    bool integral = !is_float_type(out[0].dtype);
 #pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic, 16)
     for (int64_t row = 0; row < rows; row++) {
         int64_t oc[FA_MAX_RANK], rem = row;
         for (int a = R - 2; a >= 0; a--) { oc[a] = rem % p.out[a]; rem /= p.out[a]; }
         for (int64_t last = 0; last < inner; last++) {
             if (R) oc[R - 1] = last;
+            int64_t o = row * inner + last;
             bool outside = false;
             for (int a = 0; a < R; a++) outside |= ax[a].outside[oc[a]];
             double acc = 0;
             if (outside) acc = p.extrap;
-            else {
+            else if (copy_nearest) {
+                int64_t off = 0;
+                for (int a = 0; a < R; a++) off += ax[a].idx[oc[a]] * istr[a];
+                memcpy((char *)yv->data + o * (int64_t)es, (const char *)xv->data + off * (int64_t)es, es);
+                continue;
+            } else {
                 int t[FA_MAX_RANK] = {0};
                 for (;;) { /* odometer over the taps of every axis */
                     double w = 1;
@@ -1547,20 +1921,181 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
                         w *= ax[a].w[k];
                         off += ax[a].idx[k] * istr[a];
                     }
-                    if (w != 0) acc += w * X[off];
+                    if (w != 0) acc += w * (X ? (double)X[off] : Xd[off]);
                     int a = R - 1;
                     while (a >= 0 && ++t[a] == ax[a].taps) t[a--] = 0;
                     if (a < 0) break;
                 }
             }
-            if (integral) acc = nearbyint(acc);
-            Y[row * inner + last] = (float)acc;
+            if (Y) Y[o] = (float)acc;
+            else if (integral) store_saturated(yv, o, acc);
+            else fa_store_from_double(yv->data, yv->dtype, o, acc);
         }
     }
     for (int a = 0; a < R; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
-    free(tx);
+    free(Xd);
+    return FA_OK;
+}
+
+/* ===================================== GridSample ===================================== */
+
+/* GridSample-16/20/22 (onnx/reference/ops/op_grid_sample.py). X [N, C, D1..Dr], grid
+ * [N, O1..Or, r] holding normalized coordinates in [-1, 1], last component first (x = W,
+ * then H, then D); Y [N, C, O1..Or]. A coordinate n maps to x = (n+1)/2*(len-1)
+ * (align_corners=1) or ((n+1)*len-1)/2 (0), in float32 as the reference computes it. Modes:
+ * nearest (round half to even), linear (2 taps per dim) and cubic (4 taps, Keys a = -0.75);
+ * opset 16's names bilinear/bicubic are the same. padding_mode for coordinates outside
+ * [-0.5, len-0.5] ([0, len-1] with align_corners): zeros (out-of-range taps read 0), border
+ * (the coordinate and the taps clamp to the edge), reflection (the coordinate and the taps
+ * reflect at the borders). */
+enum { GS_NEAREST, GS_LINEAR, GS_CUBIC };
+enum { GS_ZEROS, GS_BORDER, GS_REFLECT };
+
+static double gs_reflect(double x, double lo, double hi)
+{
+    double rng = hi - lo;
+    if (rng <= 0) return lo;
+    if (x < lo) {
+        double dx = lo - x;
+        int64_t k = (int64_t)(dx / rng);
+        double r = dx - (double)k * rng;
+        return k % 2 == 0 ? lo + r : hi - r;
+    }
+    if (x > hi) {
+        double dx = x - hi;
+        int64_t k = (int64_t)(dx / rng);
+        double r = dx - (double)k * rng;
+        return k % 2 == 0 ? hi - r : lo + r;
+    }
+    return x;
+}
+
+/* Tap index i along a dim of length len after padding: -1 means "reads zero". */
+static int64_t gs_tap(int64_t i, int64_t len, int pad, double lo, double hi)
+{
+    if (i >= 0 && i < len) return i;
+    if (pad == GS_ZEROS) return -1;
+    if (pad == GS_BORDER) return i < 0 ? 0 : len - 1;
+    int64_t r = (int64_t)gs_reflect((double)i, lo, hi);
+    return r < 0 ? 0 : r >= len ? len - 1 : r;
+}
+
+static fa_status gs_params(fa_ctx *ctx, const fa_node *n, int *mode, int *pad, bool *align)
+{
+    const char *m = fa_node_attr_string(n, "mode", "linear");
+    const char *p = fa_node_attr_string(n, "padding_mode", "zeros");
+    *mode = !strcmp(m, "nearest") ? GS_NEAREST : (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) ? GS_CUBIC : GS_LINEAR;
+    *pad = !strcmp(p, "border") ? GS_BORDER : !strcmp(p, "reflection") ? GS_REFLECT : GS_ZEROS;
+    *align = fa_node_attr_int(n, "align_corners", 0) != 0;
+    return FA_OK;
+}
+
+static fa_status gs_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *gr = x ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!gr) return fa_ctx_status(ctx);
+    fa_status st;
+    if ((st = need_float(ctx, n, x, 0)) || (st = need_float(ctx, n, gr, 1))) return st;
+    int r = x->rank - 2;
+    if (r < 1 || r > MAX_SP) return fa_node_unsupported(ctx, n, "%d spatial dims (1..%d supported)", r, MAX_SP);
+    if (gr->rank != x->rank || gr->dims[0] != x->dims[0] || gr->dims[gr->rank - 1] != r)
+        return fa_node_error(ctx, n, "grid must be [N=%lld, out spatial..., %d], has rank %d", (long long)x->dims[0], r,
+                             gr->rank);
+    int64_t od[FA_MAX_RANK] = {x->dims[0], x->dims[1]};
+    for (int i = 0; i < r; i++) od[i + 2] = gr->dims[i + 1];
+    fa_set_out(g, n, 0, x->dtype, x->rank, od);
+    return FA_OK;
+}
+
+static fa_status gs_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                           fa_value *out, int n_out, int threads)
+{
+    int mode, pad;
+    bool align;
+    fa_status st = gs_params(ctx, n, &mode, &pad, &align);
+    if (st) return st;
+    const fa_value *xv = &in[0], *gv = &in[1];
+    int r = xv->rank - 2;
+    int64_t N = xv->dims[0], C = xv->dims[1], insp = prod64(xv->dims + 2, r), outsp = prod64(out[0].dims + 2, r);
+    const int64_t *len = xv->dims + 2;
+    float *tx, *tg, *ty;
+    const float *X = in_f32(xv, &tx), *G = in_f32(gv, &tg);
+    float *Y = out_f32(&out[0], &ty);
+    if (!X || !G || !Y) { free(tx); free(tg); free(ty); return oom(ctx, n); }
+    int ntap = mode == GS_NEAREST ? 1 : mode == GS_LINEAR ? 2 : 4;
+#pragma omp parallel for num_threads(nthreads(threads)) schedule(static)
+    for (int64_t t = 0; t < N * outsp; t++) {
+        int64_t b = t / outsp, o = t % outsp;
+        int64_t idx[MAX_SP][4];
+        double w[MAX_SP][4];
+        for (int d = 0; d < r; d++) {
+            double lo = align ? 0.0 : -0.5, hi = align ? (double)len[d] - 1 : (double)len[d] - 0.5;
+            double nv = G[(b * outsp + o) * r + (r - 1 - d)];
+            float xf = align ? (float)((nv + 1) / 2.0 * (double)(len[d] - 1)) : (float)(((nv + 1) * (double)len[d] - 1) / 2.0);
+            double x = xf;
+            if (mode == GS_NEAREST) x = nearbyint(x);
+            if (x < lo || x > hi) {
+                if (pad == GS_BORDER) x = x < 0 ? 0 : x > (double)len[d] - 1 ? (double)len[d] - 1 : x;
+                else if (pad == GS_REFLECT) x = gs_reflect(x, lo, hi);
+            }
+            if (mode == GS_NEAREST) {
+                idx[d][0] = gs_tap((int64_t)x, len[d], pad, lo, hi); /* int32 cast truncates, as the reference */
+                w[d][0] = 1;
+                continue;
+            }
+            double f0 = floor(x), fr = x - f0;
+            int64_t x0 = (int64_t)f0;
+            if (mode == GS_LINEAR) {
+                idx[d][0] = gs_tap(x0, len[d], pad, lo, hi), w[d][0] = 1 - fr;
+                idx[d][1] = gs_tap(x0 + 1, len[d], pad, lo, hi), w[d][1] = fr;
+            } else {
+                double A = -0.75, q = 1 - fr;
+                w[d][0] = ((A * (fr + 1) - 5 * A) * (fr + 1) + 8 * A) * (fr + 1) - 4 * A;
+                w[d][1] = ((A + 2) * fr - (A + 3)) * fr * fr + 1;
+                w[d][2] = ((A + 2) * q - (A + 3)) * q * q + 1;
+                w[d][3] = ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A;
+                for (int k = 0; k < 4; k++) idx[d][k] = gs_tap(x0 - 1 + k, len[d], pad, lo, hi);
+            }
+        }
+        for (int64_t c = 0; c < C; c++) {
+            const float *xp = X + (b * C + c) * insp;
+            double acc = 0;
+            int tp[MAX_SP] = {0};
+            for (;;) { /* odometer over the taps of every dim */
+                double wt = 1;
+                int64_t off = 0;
+                bool zero = false;
+                for (int d = 0; d < r; d++) {
+                    int64_t i = idx[d][tp[d]];
+                    if (i < 0) zero = true;
+                    wt *= w[d][tp[d]];
+                    off = off * len[d] + (i < 0 ? 0 : i);
+                }
+                if (!zero && wt != 0) acc += wt * xp[off];
+                int d = r - 1;
+                while (d >= 0 && ++tp[d] == ntap) tp[d--] = 0;
+                if (d < 0) break;
+            }
+            Y[(b * C + c) * outsp + o] = (float)acc;
+        }
+    }
+    free(tx); free(tg);
     out_f32_done(&out[0], ty);
     return FA_OK;
+}
+
+/* GridSample FLOPs = numel(Y) * 2 * taps (taps = 1, 2^r or 4^r), plus 10 * N * prod(out) for
+ * the coordinate arithmetic. Bytes: X and grid read once, Y written once. */
+static void gs_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0), *gr = fa_graph_in(g, n, 1);
+    if (!x || !y || !gr || fa_tensor_numel(y) < 0 || fa_tensor_numel(gr) < 0) return;
+    const char *m = fa_node_attr_string(n, "mode", "linear");
+    int per = !strcmp(m, "nearest") ? 1 : (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) ? 4 : 2;
+    uint64_t taps = 1;
+    for (int i = 2; i < x->rank; i++) taps *= (uint64_t)per;
+    out->flops = (uint64_t)fa_tensor_numel(y) * 2 * taps + 10 * (uint64_t)fa_tensor_numel(gr);
 }
 
 /* ============================ QuantizeLinear / DequantizeLinear ============================ */
@@ -1626,7 +2161,16 @@ static fa_status dql_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
     fa_status st = q_check(ctx, g, n, x, &axis);
     if (st) return st;
     fa_tensor *s = fa_graph_in(g, n, 1);
-    fa_set_out(g, n, 0, s->dtype ? s->dtype : FA_DTYPE_FLOAT, x->rank, x->dims);
+    /* y's type: output_dtype (opset 23+) when given, else x_scale's */
+    int64_t od = fa_node_attr_int(n, "output_dtype", 0);
+    fa_dtype yt = s->dtype ? s->dtype : FA_DTYPE_FLOAT;
+    if (od) {
+        if (!is_float_type((fa_dtype)od))
+            return fa_node_unsupported(ctx, n, "output_dtype %lld (%s) is not a float type this op produces", (long long)od,
+                                       fa_dtype_name((fa_dtype)od));
+        yt = (fa_dtype)od;
+    }
+    fa_set_out(g, n, 0, yt, x->rank, x->dims);
     return FA_OK;
 }
 
@@ -1936,45 +2480,114 @@ static fa_status dynq_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
 
 /* ======================================== table ======================================== */
 
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). */
+#define AP_PADS "NOTSET|SAME_UPPER|SAME_LOWER|VALID|"
+static const fa_attr_spec a_conv[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"group", FA_ATTR_INT},                     {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL}, {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {0}};
+static const fa_attr_spec a_convt[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"group", FA_ATTR_INT},                     {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL}, {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"output_padding", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"output_shape", FA_ATTR_INTS}, {0}};
+static const fa_attr_spec a_gemm[] = {{"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"transA", FA_ATTR_INT},
+                                      {"transB", FA_ATTR_INT}, {"broadcast", FA_ATTR_INT, "0|1", 0, 6}, {0}};
+static const fa_attr_spec a_maxpool[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL},
+    {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"ceil_mode", FA_ATTR_INT, "0|1"},
+    {"storage_order", FA_ATTR_INT, "0|1"}, {0}};
+static const fa_attr_spec a_avgpool[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL},
+    {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"ceil_mode", FA_ATTR_INT, "0|1"},
+    {"count_include_pad", FA_ATTR_INT, "0|1"}, {0}};
+/* LpPool/GlobalLpPool p: FLOAT in opset 1, INT from opset 2; the kernels read the INT form. */
+static const fa_attr_spec a_lppool[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL},
+    {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {"ceil_mode", FA_ATTR_INT, "0|1"},
+    {"p", FA_ATTR_INT, "1.."}, {0}};
+static const fa_attr_spec a_glppool[] = {{"p", FA_ATTR_INT, "1.."}, {0}};
+static const fa_attr_spec a_lrn[] = {{"alpha", FA_ATTR_FLOAT}, {"beta", FA_ATTR_FLOAT}, {"bias", FA_ATTR_FLOAT},
+                                     {"size", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_inorm[] = {{"epsilon", FA_ATTR_FLOAT}, {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+/* BatchNormalization: spatial (opset <= 8) is implied by the parameters' size; is_test (<= 6)
+ * and the presence of the optional outputs select training mode as the spec says. */
+static const fa_attr_spec a_bn[] = {
+    {"epsilon", FA_ATTR_FLOAT}, {"momentum", FA_ATTR_FLOAT}, {"training_mode", FA_ATTR_INT, "0|1"},
+    {"spatial", FA_ATTR_INT, "0|1", 0, 8}, {"is_test", FA_ATTR_INT, "0|1", 0, 6},
+    {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 5}, {0}};
+static const fa_attr_spec a_resize[] = {
+    {"mode", FA_ATTR_STRING, "nearest|linear|cubic"},
+    {"coordinate_transformation_mode", FA_ATTR_STRING,
+     "half_pixel|half_pixel_symmetric|pytorch_half_pixel|align_corners|asymmetric|tf_crop_and_resize"},
+    {"nearest_mode", FA_ATTR_STRING, "round_prefer_floor|round_prefer_ceil|floor|ceil"},
+    {"cubic_coeff_a", FA_ATTR_FLOAT}, {"exclude_outside", FA_ATTR_INT, "0|1"},
+    {"extrapolation_value", FA_ATTR_FLOAT}, {"keep_aspect_ratio_policy", FA_ATTR_STRING, "stretch|not_larger|not_smaller"},
+    {"axes", FA_ATTR_INTS}, {"antialias", FA_ATTR_INT, "0|1"}, {0}};
+/* Upsample-1's height_scale/width_scale are not read: refused as unknown attributes. */
+static const fa_attr_spec a_upsample[] = {{"mode", FA_ATTR_STRING, "nearest|linear|bilinear"},
+                                          {"scales", FA_ATTR_FLOATS, NULL, FA_ACOUNT_RANK, 8}, {0}};
+/* saturate only concerns float8 outputs (refused); blocked quantization is not implemented. */
+static const fa_attr_spec a_quant[] = {{"axis", FA_ATTR_INT}, {"saturate", FA_ATTR_INT, "0|1"},
+                                       {"output_dtype", FA_ATTR_INT}, {"block_size", FA_ATTR_INT, "0"},
+                                       {"precision", FA_ATTR_INT, "0"}, {0}};
+static const fa_attr_spec a_dequant[] = {{"axis", FA_ATTR_INT}, {"block_size", FA_ATTR_INT, "0"},
+                                         {"output_dtype", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_gridsample[] = {{"mode", FA_ATTR_STRING, "linear|nearest|cubic|bilinear|bicubic"},
+                                            {"padding_mode", FA_ATTR_STRING, "zeros|border|reflection"},
+                                            {"align_corners", FA_ATTR_INT, "0|1"}, {0}};
+static const fa_attr_spec a_einsum[] = {{"equation", FA_ATTR_STRING}, {0}};
+static const fa_attr_spec a_iconv[] = {
+    {"auto_pad", FA_ATTR_STRING, AP_PADS},      {"dilations", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"group", FA_ATTR_INT},                     {"kernel_shape", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL},
+    {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2SPATIAL}, {"strides", FA_ATTR_INTS, NULL, FA_ACOUNT_SPATIAL}, {0}};
+
 const fa_op fa_ops_nn[] = {
     {"Conv", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, conv_infer, conv_cost, conv_kernel,
-     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written"},
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written", a_conv},
     {"ConvTranspose", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, convt_infer, convt_cost, convt_kernel,
-     "FLOPs = 2*N*C*prod(in)*(M/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written"},
+     "FLOPs = 2*N*C*prod(in)*(M/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written", a_convt},
     {"MatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 2, 1, 1, 0, matmul_infer, matmul_cost, matmul_kernel,
      "FLOPs = 2*batch*M*N*K; bytes = A+B read, Y written"},
+    {"Einsum", "", FA_PATTERN_OPAQUE, 1, -1, 1, 1, 0, einsum_infer, einsum_cost, einsum_kernel,
+     "FLOPs = n_in*prod(every label's extent); bytes = inputs read, output written", a_einsum},
     {"Gemm", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, gemm_infer, gemm_cost, gemm_kernel,
-     "FLOPs = 2*M*N*K (+M*N if alpha!=1, +2*M*N with C); bytes = A+B+C read, Y written"},
+     "FLOPs = 2*M*N*K (+M*N if alpha!=1, +2*M*N with C); bytes = A+B+C read, Y written", a_gemm},
     {"MaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 2, 0, pool_infer, pool_cost, pool_kernel,
-     "FLOPs = numel(Y)*prod(k) compares; bytes = X read, Y (+Indices) written"},
+     "FLOPs = numel(Y)*prod(k) compares; bytes = X read, Y (+Indices) written", a_maxpool},
     {"AveragePool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, pool_infer, pool_cost, pool_kernel,
-     "FLOPs = numel(Y)*(prod(k)+1); bytes = X read, Y written"},
+     "FLOPs = numel(Y)*(prod(k)+1); bytes = X read, Y written", a_avgpool},
     {"GlobalAveragePool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
      "FLOPs = numel(X) + N*C; bytes = X read, Y written"},
     {"GlobalMaxPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
      "FLOPs = numel(X); bytes = X read, Y written"},
     {"LpPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, pool_infer, pool_cost, pool_kernel,
-     "FLOPs = numel(Y)*(2*prod(k)+1); bytes = X read, Y written"},
+     "FLOPs = numel(Y)*(2*prod(k)+1); bytes = X read, Y written", a_lppool},
     {"GlobalLpPool", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, gpool_infer, gpool_cost, gpool_kernel,
-     "FLOPs = 2*numel(X) + N*C; bytes = X read, Y written"},
+     "FLOPs = 2*numel(X) + N*C; bytes = X read, Y written", a_glppool},
     {"LRN", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, lrn_infer, lrn_cost, lrn_kernel,
-     "FLOPs = numel(X)*(2*size+4); bytes = X read, Y written"},
+     "FLOPs = numel(X)*(2*size+4); bytes = X read, Y written", a_lrn},
     {"InstanceNormalization", "", FA_PATTERN_REDUCTION, 3, 3, 1, 1, 0, inorm_infer, inorm_cost, inorm_kernel,
-     "FLOPs = 7*numel(X); bytes = X+scale+B read, Y written"},
+     "FLOPs = 7*numel(X); bytes = X+scale+B read, Y written", a_inorm},
     {"BatchNormalization", "", FA_PATTERN_BROADCAST, 5, 5, 1, 5, 0, bn_infer, bn_cost, bn_kernel,
-     "FLOPs = 4*numel(X) inference, 7*numel(X) training; bytes = X+4 params read, outputs written"},
+     "FLOPs = 4*numel(X) inference, 7*numel(X) training; bytes = X+4 params read, outputs written", a_bn},
     {"Resize", "", FA_PATTERN_INJECTIVE, 1, 4, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
-     "FLOPs = numel(Y)*2*taps (linear 2^axes, cubic 4^axes, nearest 0); bytes = X read, Y written"},
+     "FLOPs = numel(Y)*2*taps (linear 2^axes, cubic 4^axes, nearest 0); bytes = X read, Y written", a_resize},
     {"Upsample", "", FA_PATTERN_INJECTIVE, 1, 2, 1, 1, 0, rz_infer, rz_cost, rz_kernel,
-     "as Resize-10 (asymmetric coordinates, nearest floor up / ceil down)"},
+     "as Resize-10 (asymmetric coordinates, nearest floor up / ceil down)", a_upsample},
+    {"GridSample", "", FA_PATTERN_OPAQUE, 2, 2, 1, 1, 0, gs_infer, gs_cost, gs_kernel,
+     "FLOPs = numel(Y)*2*taps + 10*numel(grid); bytes = X + grid read, Y written", a_gridsample},
     {"QuantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, ql_infer, ql_cost, ql_kernel,
-     "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written"},
+     "FLOPs = 3*numel(X); bytes = X+scale+zp read, Y written", a_quant},
     {"DequantizeLinear", "", FA_PATTERN_BROADCAST, 2, 3, 1, 1, 0, dql_infer, dql_cost, dql_kernel,
-     "FLOPs = 2*numel(X); bytes = X+scale+zp read, Y written"},
+     "FLOPs = 2*numel(X); bytes = X+scale+zp read, Y written", a_dequant},
     {"ConvInteger", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 4, 1, 1, 0, iconv_infer, iconv_cost, iconv_kernel,
-     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) integer MACs; bytes = inputs read, Y written"},
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) integer MACs; bytes = inputs read, Y written", a_iconv},
     {"QLinearConv", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 8, 9, 1, 1, 0, iconv_infer, iconv_cost, iconv_kernel,
-     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) + 3*numel(Y); bytes = inputs read, Y written"},
+     "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) + 3*numel(Y); bytes = inputs read, Y written", a_iconv},
     {"MatMulInteger", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 4, 1, 1, 0, imm_infer, imm_cost, imm_kernel,
      "FLOPs = 2*batch*M*N*K integer MACs; bytes = inputs read, Y written"},
     {"QLinearMatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 8, 8, 1, 1, 0, imm_infer, imm_cost, imm_kernel,

@@ -1,12 +1,14 @@
 /* graph/ops_reduce — reductions (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSumExp,
- * ArgMax/ArgMin): shape inference, FLOPs/bytes formulas and reference CPU kernels.
+ * ArgMax/ArgMin), selections and scans along an axis (TopK, CumSum, CumProd): shape inference,
+ * FLOPs/bytes formulas and reference CPU kernels.
  *
  * Semantics after the ONNX operator spec for opsets 1..23: `axes` is an attribute before
  * opset 18 (ReduceSum: 13) and an optional int64 input from then on; this code accepts
  * whichever form the node carries. Empty or absent axes reduce every axis unless
- * noop_with_empty_axes=1 (then the op is the identity). Accumulation is in double (exact
- * for integers below 2^53). Reducing an empty domain gives the ONNX reference values:
- * Sum 0, Prod 1, Max -inf / lowest, Min +inf / highest, LogSumExp -inf, Mean NaN. */
+ * noop_with_empty_axes=1 (then the op is the identity). Accumulation is in double; integer
+ * Sum/Prod/Max/Min/SumSquare/L1 are exact in int64 with wrap-around, as numpy's. Reducing an
+ * empty domain gives the ONNX reference values: Sum 0, Prod 1, Max -inf / lowest, Min +inf /
+ * highest, LogSumExp -inf, Mean NaN. */
 #include "ops-impl.h"
 
 #include <math.h>
@@ -222,6 +224,64 @@ static void rd_view_make(rd_view *v, int rank, const int64_t *dims, const bool *
     }
 }
 
+/* Integer Sum/Prod/Max/Min/SumSquare/L1 exactly, as numpy reduces integers (the reference):
+ * int64 accumulators with two's-complement wrap-around, unsigned order for uint64, the type's
+ * lowest/highest for Max/Min of an empty domain; stored wrapping to the element type. One pass
+ * over the input in row-major order; out[o] gets input element e with o from the kept axes. */
+static bool rd_int_exact(rop op) { return op == R_SUM || op == R_PROD || op == R_MAX || op == R_MIN || op == R_SUMSQ || op == R_L1; }
+
+static fa_status reduce_int(fa_ctx *ctx, const fa_node *n, rop op, const fa_value *x, const bool *mask,
+                            fa_value *y)
+{
+    int64_t ne_out = fa_value_numel(y), ne_in = fa_value_numel(x);
+    bool u64 = x->dtype == FA_DTYPE_UINT64, is_signed = x->dtype == FA_DTYPE_INT8 || x->dtype == FA_DTYPE_INT16 ||
+                                                       x->dtype == FA_DTYPE_INT32 || x->dtype == FA_DTYPE_INT64;
+    int64_t lo, hi; /* the type's range, for the empty Max/Min */
+    switch (x->dtype) {
+    case FA_DTYPE_INT8: lo = INT8_MIN; hi = INT8_MAX; break;
+    case FA_DTYPE_INT16: lo = INT16_MIN; hi = INT16_MAX; break;
+    case FA_DTYPE_INT32: lo = INT32_MIN; hi = INT32_MAX; break;
+    case FA_DTYPE_INT64: lo = INT64_MIN; hi = INT64_MAX; break;
+    case FA_DTYPE_UINT8: lo = 0; hi = UINT8_MAX; break;
+    case FA_DTYPE_UINT16: lo = 0; hi = UINT16_MAX; break;
+    case FA_DTYPE_UINT32: lo = 0; hi = UINT32_MAX; break;
+    case FA_DTYPE_UINT64: lo = 0; hi = -1; break; /* UINT64_MAX's bits */
+    default: lo = 0; hi = 1; break;               /* bool */
+    }
+    (void)is_signed;
+    int64_t *acc = malloc(sizeof(int64_t) * (size_t)(ne_out > 0 ? ne_out : 1));
+    if (!acc) return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s' (%s): out of memory", n->name, n->op_type);
+    int64_t init = op == R_PROD ? 1 : op == R_MAX ? lo : op == R_MIN ? hi : 0;
+    for (int64_t o = 0; o < ne_out; o++) acc[o] = init;
+    int r = x->rank;
+    int64_t ostr[FA_MAX_RANK], s = 1, idx[FA_MAX_RANK] = {0};
+    for (int a = r - 1; a >= 0; a--) { /* output stride of each input axis; 0 on reduced axes */
+        ostr[a] = mask[a] ? 0 : s;
+        if (!mask[a]) s *= x->dims[a];
+    }
+    int64_t o = 0;
+    for (int64_t e = 0; e < ne_in; e++) {
+        int64_t v = fa_load_as_i64(x->data, x->dtype, e), *a = &acc[o];
+        switch (op) {
+        case R_SUM: *a = (int64_t)((uint64_t)*a + (uint64_t)v); break;
+        case R_SUMSQ: *a = (int64_t)((uint64_t)*a + (uint64_t)v * (uint64_t)v); break;
+        case R_L1: *a = (int64_t)((uint64_t)*a + (uint64_t)(v < 0 && !u64 ? 0 - (uint64_t)v : (uint64_t)v)); break;
+        case R_PROD: *a = (int64_t)((uint64_t)*a * (uint64_t)v); break;
+        case R_MAX: if (u64 ? (uint64_t)v > (uint64_t)*a : v > *a) *a = v; break;
+        default: if (u64 ? (uint64_t)v < (uint64_t)*a : v < *a) *a = v; break;
+        }
+        for (int d = r - 1; d >= 0; d--) { /* odometer: next input element, its output index */
+            o += ostr[d];
+            if (++idx[d] < x->dims[d]) break;
+            o -= ostr[d] * x->dims[d];
+            idx[d] = 0;
+        }
+    }
+    for (int64_t k = 0; k < ne_out; k++) fa_store_from_i64(y->data, y->dtype, k, acc[k]);
+    free(acc);
+    return FA_OK;
+}
+
 static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                                fa_value *out, int n_out, int threads)
 {
@@ -260,6 +320,8 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
         if (ne_in > 0) memcpy(y->data, x->data, (size_t)ne_in * fa_dtype_size(x->dtype));
         return FA_OK;
     }
+    if (fa_dtype_is_integer(x->dtype) && x->dtype != FA_DTYPE_BOOL && rd_int_exact(d->op))
+        return reduce_int(ctx, n, d->op, x, mask, y);
     int64_t count = 1;
     for (int i = 0; i < x->rank; i++)
         if (mask[i]) count *= x->dims[i];
@@ -415,6 +477,202 @@ static fa_status kernel_arg(fa_ctx *ctx, const fa_node *n, const fa_value *in, i
     return FA_OK;
 }
 
+/* ---- TopK ---- */
+
+/* k of a TopK node: input 1 (opset 10+, a one-element int64 tensor; constant for static
+ * shapes) or attribute k (opset 1). */
+static fa_status topk_k(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int64_t *k)
+{
+    if (n->n_inputs >= 2) {
+        int64_t v[1];
+        int cnt;
+        fa_status st = fa_const_ints(ctx, g, n, 1, v, 1, &cnt);
+        if (st) return st;
+        if (cnt != 1) return fa_node_error(ctx, n, "K must hold one value, has %d", cnt);
+        *k = v[0];
+    } else {
+        const fa_attr *a = fa_node_attr(n, "k");
+        if (!a) return fa_node_error(ctx, n, "needs input K or attribute k");
+        *k = a->i;
+    }
+    return FA_OK;
+}
+
+/* Values and Indices: X's shape with dims[axis] = k; Indices int64. */
+static fa_status infer_topk(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->dtype && (!dt_reducible(x->dtype) || x->dtype == FA_DTYPE_BOOL))
+        return fa_node_error(ctx, n, "input '%s' has dtype %s, expected a numeric type", x->name,
+                             fa_dtype_name(x->dtype));
+    if (x->rank < 1) return fa_node_error(ctx, n, "input '%s' must have rank >= 1", x->name);
+    int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", -1), x->rank);
+    if (axis < 0) return fa_ctx_status(ctx);
+    int64_t k = 0;
+    fa_status st = topk_k(ctx, g, n, &k);
+    if (st) return st;
+    if (k < 0 || k > x->dims[axis])
+        return fa_node_error(ctx, n, "k = %lld is outside [0, %lld] (axis %d of '%s')", (long long)k,
+                             (long long)x->dims[axis], axis, x->name);
+    int64_t d[FA_MAX_RANK];
+    memcpy(d, x->dims, sizeof d);
+    d[axis] = k;
+    fa_set_out(g, n, 0, x->dtype, x->rank, d);
+    fa_set_out(g, n, 1, FA_DTYPE_INT64, x->rank, d);
+    return FA_OK;
+}
+
+typedef struct topk_item {
+    double v;      /* value (float dtypes) */
+    int64_t iv;    /* value (integer dtypes, exact) */
+    int64_t idx;   /* position along the axis */
+} topk_item;
+
+/* Orders of the ONNX reference (numpy lexsort by (value, index), flipped for largest):
+ * largest first / smallest first, ties by the smaller index, NaN greater than every number. */
+static int topk_cmp_f(const topk_item *a, const topk_item *b, int dir)
+{
+    bool an = a->v != a->v, bn = b->v != b->v;
+    int c = an || bn ? (an && bn ? 0 : an ? 1 : -1) : (a->v > b->v) - (a->v < b->v);
+    if (c) return dir * c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+static int topk_cmp_i(const topk_item *a, const topk_item *b, int dir)
+{
+    int c = (a->iv > b->iv) - (a->iv < b->iv);
+    if (c) return dir * c;
+    return (a->idx > b->idx) - (a->idx < b->idx);
+}
+static int topk_largest_f(const void *a, const void *b) { return topk_cmp_f(a, b, -1); }
+static int topk_smallest_f(const void *a, const void *b) { return topk_cmp_f(a, b, 1); }
+static int topk_largest_i(const void *a, const void *b) { return topk_cmp_i(a, b, -1); }
+static int topk_smallest_i(const void *a, const void *b) { return topk_cmp_i(a, b, 1); }
+
+/* TopK (ONNX TopK-1/10/11/24): the k largest (largest=1) or smallest elements along axis,
+ * sorted (sorted=0 leaves the order open: sorted output is conformant), with their indices. */
+static fa_status kernel_topk(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                             fa_value *out, int n_out, int threads)
+{
+    const fa_value *x = &in[0];
+    int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", -1), x->rank);
+    if (axis < 0) return fa_ctx_status(ctx);
+    int64_t k = out[0].dims[axis];
+    bool largest = fa_node_attr_int(n, "largest", 1) != 0;
+    bool integral = fa_dtype_is_integer(x->dtype);
+    int (*cmp)(const void *, const void *) = integral ? (largest ? topk_largest_i : topk_smallest_i)
+                                                      : (largest ? topk_largest_f : topk_smallest_f);
+    int64_t outer = 1, R = x->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    size_t es = fa_dtype_size(x->dtype);
+    int64_t *yi = n_out > 1 && out[1].data ? out[1].data : NULL;
+    int failed = 0;
+    if (threads < 1) threads = 1;
+#pragma omp parallel num_threads(threads) if (outer * R * inner >= RD_PAR_MIN)
+    {
+        topk_item *buf = malloc(sizeof(topk_item) * (size_t)(R ? R : 1));
+        if (!buf) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < outer * inner; t++) {
+            if (!buf) continue;
+            int64_t o = t / inner, j = t % inner;
+            for (int64_t r = 0; r < R; r++) {
+                int64_t src = (o * R + r) * inner + j;
+                buf[r].idx = r;
+                if (integral) buf[r].iv = fa_load_as_i64(x->data, x->dtype, src);
+                else buf[r].v = fa_load_as_double(x->data, x->dtype, src);
+            }
+            qsort(buf, (size_t)R, sizeof *buf, cmp);
+            for (int64_t r = 0; r < k; r++) {
+                int64_t src = (o * R + buf[r].idx) * inner + j, dst = (o * k + r) * inner + j;
+                memcpy((char *)out[0].data + dst * (int64_t)es, (const char *)x->data + src * (int64_t)es, es);
+                if (yi) yi[dst] = buf[r].idx;
+            }
+        }
+        free(buf);
+    }
+    if (failed) return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s' (TopK): out of memory", n->name);
+    return FA_OK;
+}
+
+/* TopK FLOPs = numel(X) * ceil(log2(R)) comparisons (a sort per slice of length R along axis). */
+static void cost_topk(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    if (!x || fa_tensor_numel(x) <= 0 || x->rank < 1) return;
+    int64_t ax = fa_node_attr_int(n, "axis", -1);
+    if (ax < 0) ax += x->rank;
+    if (ax < 0 || ax >= x->rank) return;
+    uint64_t lg = 1;
+    while (((int64_t)1 << lg) < x->dims[ax]) lg++;
+    out->flops = (uint64_t)fa_tensor_numel(x) * lg;
+}
+
+/* ---- CumSum, CumProd ---- */
+
+/* FLOPs = numel(X) (one add or multiply per element); bytes = X + axis read, Y written. */
+static void cost_cum(const fa_graph *g, const fa_node *n, fa_op_cost *out) { fa_cost_io(g, n, 1, out); }
+
+static fa_status infer_cum(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *ax = x ? fa_req_input(ctx, g, n, 1) : NULL;
+    if (!ax) return fa_ctx_status(ctx);
+    if (x->dtype && (!dt_reducible(x->dtype) || x->dtype == FA_DTYPE_BOOL))
+        return fa_node_error(ctx, n, "input '%s' has dtype %s, expected a numeric type", x->name,
+                             fa_dtype_name(x->dtype));
+    if (fa_tensor_numel(ax) != 1 || (ax->dtype != FA_DTYPE_INT64 && ax->dtype != FA_DTYPE_INT32))
+        return fa_node_error(ctx, n, "axis input '%s' must be an int32/int64 scalar", ax->name);
+    if (x->rank < 1) return fa_node_error(ctx, n, "input '%s' must have rank >= 1", x->name);
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* CumSum-11/14, CumProd-26: running sum/product along axis (input 1, read at run time);
+ * exclusive=1 starts from the identity (the element itself excluded), reverse=1 runs from the
+ * end. Integers accumulate exactly in int64 and wrap to the element type, as numpy's cumsum
+ * with dtype=x.dtype; floats accumulate in double. */
+static fa_status kernel_cum(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                            fa_value *out, int n_out, int threads)
+{
+    const fa_value *x = &in[0];
+    if (!in[1].data || fa_value_numel(&in[1]) != 1) return fa_node_error(ctx, n, "axis input must be a scalar");
+    int axis = fa_norm_axis(ctx, n, fa_load_as_i64(in[1].data, in[1].dtype, 0), x->rank);
+    if (axis < 0) return fa_ctx_status(ctx);
+    bool prod = strcmp(n->op_type, "CumProd") == 0;
+    bool excl = fa_node_attr_int(n, "exclusive", 0) != 0, rev = fa_node_attr_int(n, "reverse", 0) != 0;
+    bool integral = fa_dtype_is_integer(x->dtype);
+    int64_t outer = 1, R = x->dims[axis], inner = 1;
+    for (int i = 0; i < axis; i++) outer *= x->dims[i];
+    for (int i = axis + 1; i < x->rank; i++) inner *= x->dims[i];
+    if (threads < 1) threads = 1;
+#pragma omp parallel for num_threads(threads) if (outer * R * inner >= RD_PAR_MIN) schedule(static)
+    for (int64_t t = 0; t < outer * inner; t++) {
+        int64_t o = t / inner, j = t % inner;
+        int64_t ia = prod ? 1 : 0;
+        double da = prod ? 1.0 : 0.0;
+        for (int64_t s = 0; s < R; s++) {
+            int64_t r = rev ? R - 1 - s : s, e = (o * R + r) * inner + j;
+            if (integral) {
+                int64_t v = fa_load_as_i64(x->data, x->dtype, e);
+                if (excl) fa_store_from_i64(out[0].data, out[0].dtype, e, ia);
+                ia = prod ? (int64_t)((uint64_t)ia * (uint64_t)v) : (int64_t)((uint64_t)ia + (uint64_t)v);
+                if (!excl) fa_store_from_i64(out[0].data, out[0].dtype, e, ia);
+            } else {
+                double v = fa_load_as_double(x->data, x->dtype, e);
+                if (excl) fa_store_from_double(out[0].data, out[0].dtype, e, da);
+                da = prod ? da * v : da + v;
+                if (!excl) fa_store_from_double(out[0].data, out[0].dtype, e, da);
+            }
+        }
+    }
+    return FA_OK;
+}
+
 /* FLOPs = per-op count × input elements (Sum/Mean/Max/Min/Prod/ArgMax/ArgMin 1, L1/L2/
  * SumSquare/LogSumExp 2: a transform and an add), plus one per output element for the
  * finalisation of Mean/L2/LogSumExp. Bytes = input (and axes) read once + output written. */
@@ -429,22 +687,40 @@ static void cost_reduce(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     if (d->op == R_MEAN || d->op == R_L2 || d->op == R_LOGSUMEXP) out->flops += (uint64_t)no;
 }
 
-#define REDUCE(NAME, DOC) \
-    {NAME, "", FA_PATTERN_REDUCTION, 1, 2, 1, 1, 0, infer_reduce, cost_reduce, kernel_reduce, DOC}
+#define REDUCE(NAME, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_REDUCTION, 1, 2, 1, 1, 0, infer_reduce, cost_reduce, kernel_reduce, DOC, ATTRS}
+
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset): `axes` is an
+ * attribute until ReduceSum-13 / the others' opset 18, then input 1. */
+static const fa_attr_spec a_reduce[] = {{"axes", FA_ATTR_INTS, NULL, 0, 17}, {"keepdims", FA_ATTR_INT},
+                                        {"noop_with_empty_axes", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_reduce_sum[] = {{"axes", FA_ATTR_INTS, NULL, 0, 12}, {"keepdims", FA_ATTR_INT},
+                                            {"noop_with_empty_axes", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_arg[] = {{"axis", FA_ATTR_INT}, {"keepdims", FA_ATTR_INT},
+                                     {"select_last_index", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_topk[] = {{"axis", FA_ATTR_INT}, {"largest", FA_ATTR_INT}, {"sorted", FA_ATTR_INT},
+                                      {"k", FA_ATTR_INT, NULL, 0, 9}, {0}};
+static const fa_attr_spec a_cum[] = {{"exclusive", FA_ATTR_INT}, {"reverse", FA_ATTR_INT}, {0}};
 
 const fa_op fa_ops_reduce[] = {
-    REDUCE("ReduceSum", "Σ over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceMean", "Σ/count; FLOPs = N_in + N_out; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceMax", "max over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceMin", "min over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceProd", "Π over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceL1", "Σ|x|; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceL2", "sqrt(Σx²); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceSumSquare", "Σx²; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceLogSumExp", "log(Σexp(x)); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceSum", a_reduce_sum, "Σ over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceMean", a_reduce, "Σ/count; FLOPs = N_in + N_out; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceMax", a_reduce, "max over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceMin", a_reduce, "min over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceProd", a_reduce, "Π over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceL1", a_reduce, "Σ|x|; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceL2", a_reduce, "sqrt(Σx²); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceSumSquare", a_reduce, "Σx²; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceLogSumExp", a_reduce, "log(Σexp(x)); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
     {"ArgMax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_arg, cost_reduce, kernel_arg,
-     "index of max along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out"},
+     "index of max along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out", a_arg},
     {"ArgMin", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_arg, cost_reduce, kernel_arg,
-     "index of min along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out"},
+     "index of min along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out", a_arg},
+    {"TopK", "", FA_PATTERN_OPAQUE, 1, 2, 1, 2, 0, infer_topk, cost_topk, kernel_topk,
+     "k largest/smallest along axis; FLOPs = N_in·ceil(log2 R); bytes = N_in·es + k-slices", a_topk},
+    {"CumSum", "", FA_PATTERN_OPAQUE, 2, 2, 1, 1, 0, infer_cum, cost_cum, kernel_cum,
+     "running sum along axis; FLOPs = N; bytes = 2·N·es", a_cum},
+    {"CumProd", "", FA_PATTERN_OPAQUE, 2, 2, 1, 1, 0, infer_cum, cost_cum, kernel_cum,
+     "running product along axis; FLOPs = N; bytes = 2·N·es", a_cum},
     {0},
 };

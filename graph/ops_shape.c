@@ -741,6 +741,56 @@ static fa_status k_gather(fa_ctx *ctx, const fa_node *n, const fa_value *in, int
     return FA_OK;
 }
 
+/* GatherElements / ScatterElements: indices of data's rank, each dim within data's off the axis
+ * (the kernels read data at the indices' own position there); axis normalized into *axis. */
+static fa_status check_elements_indices(fa_ctx *ctx, const fa_node *n, const fa_tensor *x, const fa_tensor *ix,
+                                        int *axis)
+{
+    *axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), x->rank);
+    if (*axis < 0) return fa_ctx_status(ctx);
+    for (int a = 0; a < x->rank; a++)
+        if (a != *axis && ix->dims[a] > x->dims[a])
+            return fa_node_error(ctx, n, "indices dim %d is %lld, larger than data's %lld", a,
+                                 (long long)ix->dims[a], (long long)x->dims[a]);
+    return FA_OK;
+}
+
+/* Walk of the indices of GatherElements / ScatterElements in row-major order: element e sits
+ * at position idx of indices; its data element is idx with idx[axis] replaced by the index
+ * (negative counts from the end). elements_offset gives that element's flat offset in data
+ * (row strides xst) or refuses an index out of range, then steps idx to element e + 1. */
+typedef struct elements_walk {
+    const fa_value *ix;
+    int rank, axis;
+    int64_t dim, xst[FA_MAX_RANK], idx[FA_MAX_RANK];
+} elements_walk;
+
+static void elements_walk_init(elements_walk *w, const fa_value *x, const fa_value *ix, int axis)
+{
+    memset(w, 0, sizeof *w);
+    w->ix = ix;
+    w->rank = x->rank;
+    w->axis = axis;
+    w->dim = x->dims[axis];
+    row_strides(x->rank, x->dims, w->xst);
+}
+
+static fa_status elements_offset(fa_ctx *ctx, const fa_node *n, elements_walk *w, int64_t e, int64_t *off)
+{
+    int64_t k = load_index(w->ix, e);
+    if (k < 0) k += w->dim;
+    if (k < 0 || k >= w->dim)
+        return fa_node_error(ctx, n, "index %lld out of range for axis %d of size %lld",
+                             (long long)load_index(w->ix, e), w->axis, (long long)w->dim);
+    *off = 0;
+    for (int a = 0; a < w->rank; a++) *off += (a == w->axis ? k : w->idx[a]) * w->xst[a];
+    for (int a = w->rank - 1; a >= 0; a--) {
+        if (++w->idx[a] < w->ix->dims[a]) break;
+        w->idx[a] = 0;
+    }
+    return FA_OK;
+}
+
 static fa_status infer_gather_elements(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
     fa_tensor *x = fa_req_input(ctx, g, n, 0), *ix = x ? fa_req_input(ctx, g, n, 1) : NULL;
@@ -748,7 +798,9 @@ static fa_status infer_gather_elements(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (!is_int_dtype(ix->dtype)) return fa_node_error(ctx, n, "indices must be int32 or int64, are %s", fa_dtype_name(ix->dtype));
     if (x->rank < 1 || ix->rank != x->rank)
         return fa_node_error(ctx, n, "data (rank %d) and indices (rank %d) must have the same rank >= 1", x->rank, ix->rank);
-    if (fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), x->rank) < 0) return fa_ctx_status(ctx);
+    int axis;
+    fa_status st = check_elements_indices(ctx, n, x, ix, &axis);
+    if (st) return st;
     fa_set_out(g, n, 0, x->dtype, ix->rank, ix->dims);
     return FA_OK;
 }
@@ -763,22 +815,13 @@ static fa_status k_gather_elements(fa_ctx *ctx, const fa_node *n, const fa_value
     int r = x->rank;
     int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), r);
     if (axis < 0) return fa_ctx_status(ctx);
-    int64_t xst[FA_MAX_RANK], idx[FA_MAX_RANK] = {0}, total = fa_value_numel(ix), dim = x->dims[axis];
-    row_strides(r, x->dims, xst);
+    elements_walk w;
+    elements_walk_init(&w, x, ix, axis);
+    int64_t total = fa_value_numel(ix), off;
     char *d = out[0].data;
     for (int64_t e = 0; e < total; e++, d += es) {
-        int64_t k = load_index(ix, e);
-        if (k < 0) k += dim;
-        if (k < 0 || k >= dim)
-            return fa_node_error(ctx, n, "index %lld out of range for axis %d of size %lld",
-                                 (long long)load_index(ix, e), axis, (long long)dim);
-        int64_t off = 0;
-        for (int a = 0; a < r; a++) off += (a == axis ? k : idx[a]) * xst[a];
+        if ((st = elements_offset(ctx, n, &w, e, &off))) return st;
         copy_elem(d, (const char *)x->data + off * (int64_t)es, es);
-        for (int a = r - 1; a >= 0; a--) {
-            if (++idx[a] < ix->dims[a]) break;
-            idx[a] = 0;
-        }
     }
     return FA_OK;
 }
@@ -855,6 +898,195 @@ static fa_status k_gathernd(fa_ctx *ctx, const fa_node *n, const fa_value *in, i
             }
             memcpy(d, (const char *)x->data + (size_t)off * es, row);
         }
+    return FA_OK;
+}
+
+/* ---------------------------------------------------------------- ScatterElements / ScatterND */
+
+typedef enum scat_red { SR_NONE, SR_ADD, SR_MUL, SR_MAX, SR_MIN } scat_red;
+
+static scat_red scatter_reduction(const fa_node *n)
+{
+    const char *r = fa_node_attr_string(n, "reduction", "none");
+    return !strcmp(r, "add") ? SR_ADD : !strcmp(r, "mul") ? SR_MUL : !strcmp(r, "max") ? SR_MAX
+         : !strcmp(r, "min") ? SR_MIN : SR_NONE;
+}
+
+/* out[o] = reduce(out[o], upd[u]) for one element of dtype dt; integers exact in int64
+ * (wrapping to the type), floats in double; bool add/mul/max/min are or/and/or/and as numpy's. */
+static void scatter_apply(void *out, int64_t o, const void *upd, int64_t u, fa_dtype dt, size_t es, scat_red red)
+{
+    if (red == SR_NONE) {
+        copy_elem((char *)out + o * (int64_t)es, (const char *)upd + u * (int64_t)es, es);
+        return;
+    }
+    if (fa_dtype_is_integer(dt)) {
+        int64_t a = fa_load_as_i64(out, dt, o), b = fa_load_as_i64(upd, dt, u), r;
+        if (dt == FA_DTYPE_UINT64) { /* unsigned order for max/min */
+            uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+            r = red == SR_MAX ? (int64_t)(ua > ub ? ua : ub) : red == SR_MIN ? (int64_t)(ua < ub ? ua : ub) : 0;
+        } else r = red == SR_MAX ? (a > b ? a : b) : red == SR_MIN ? (a < b ? a : b) : 0;
+        if (red == SR_ADD) r = (int64_t)((uint64_t)a + (uint64_t)b);
+        if (red == SR_MUL) r = (int64_t)((uint64_t)a * (uint64_t)b);
+        fa_store_from_i64(out, dt, o, r);
+        return;
+    }
+    double a = fa_load_as_double(out, dt, o), b = fa_load_as_double(upd, dt, u), r;
+    switch (red) {
+    case SR_ADD: r = a + b; break;
+    case SR_MUL: r = a * b; break;
+    case SR_MAX: r = (a != a || b != b) ? NAN : (a > b ? a : b); break; /* numpy maximum propagates NaN */
+    default: r = (a != a || b != b) ? NAN : (a < b ? a : b); break;
+    }
+    fa_store_from_double(out, dt, o, r);
+}
+
+/* ScatterElements-11..18 (and the deprecated Scatter-9/11): data, indices, updates of one rank;
+ * updates' shape = indices' shape, each dim within data's except along axis. */
+static fa_status infer_scatter_elements(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *ix = x ? fa_req_input(ctx, g, n, 1) : NULL,
+              *u = ix ? fa_req_input(ctx, g, n, 2) : NULL;
+    if (!u) return fa_ctx_status(ctx);
+    if (!is_int_dtype(ix->dtype)) return fa_node_error(ctx, n, "indices must be int32 or int64, are %s", fa_dtype_name(ix->dtype));
+    if (u->dtype != x->dtype)
+        return fa_node_error(ctx, n, "updates are %s, data is %s", fa_dtype_name(u->dtype), fa_dtype_name(x->dtype));
+    if (x->rank < 1 || ix->rank != x->rank || u->rank != x->rank)
+        return fa_node_error(ctx, n, "data, indices and updates must have the same rank >= 1 (ranks %d, %d, %d)",
+                             x->rank, ix->rank, u->rank);
+    for (int a = 0; a < x->rank; a++)
+        if (u->dims[a] != ix->dims[a])
+            return fa_node_error(ctx, n, "updates dim %d is %lld, indices dim is %lld", a, (long long)u->dims[a],
+                                 (long long)ix->dims[a]);
+    int axis;
+    fa_status st = check_elements_indices(ctx, n, x, ix, &axis);
+    if (st) return st;
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* output = data; then in row-major order of indices, output[i with i[axis] = indices[i]] =
+ * reduce(that, updates[i]) (onnx/reference/ops/op_scatter_elements.py); negative indices count
+ * from the end; duplicates apply in order (the last wins without a reduction). */
+static fa_status k_scatter_elements(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                                    fa_value *out, int n_out, int threads)
+{
+    fa_status st;
+    size_t es = elem_size(ctx, n, in[0].dtype, &st);
+    if (st) return st;
+    const fa_value *x = &in[0], *ix = &in[1], *u = &in[2];
+    int r = x->rank;
+    int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), r);
+    if (axis < 0) return fa_ctx_status(ctx);
+    scat_red red = scatter_reduction(n);
+    int64_t ne = fa_value_numel(x);
+    if (ne > 0) memcpy(out[0].data, x->data, (size_t)ne * es);
+    elements_walk w;
+    elements_walk_init(&w, x, ix, axis);
+    int64_t total = fa_value_numel(ix), off;
+    for (int64_t e = 0; e < total; e++) {
+        if ((st = elements_offset(ctx, n, &w, e, &off))) return st;
+        scatter_apply(out[0].data, off, u->data, e, x->dtype, es, red);
+    }
+    return FA_OK;
+}
+
+/* ScatterND-11..18: indices [..., q] address slices data[i_0, ..., i_{q-1}, :, ...]; updates
+ * have shape indices.shape[:-1] + data.shape[q:]. */
+static fa_status infer_scatter_nd(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0), *ix = x ? fa_req_input(ctx, g, n, 1) : NULL,
+              *u = ix ? fa_req_input(ctx, g, n, 2) : NULL;
+    if (!u) return fa_ctx_status(ctx);
+    if (ix->dtype != FA_DTYPE_INT64) return fa_node_error(ctx, n, "indices must be int64, are %s", fa_dtype_name(ix->dtype));
+    if (u->dtype != x->dtype)
+        return fa_node_error(ctx, n, "updates are %s, data is %s", fa_dtype_name(u->dtype), fa_dtype_name(x->dtype));
+    if (ix->rank < 1) return fa_node_error(ctx, n, "indices must have rank >= 1");
+    int64_t q = ix->dims[ix->rank - 1];
+    if (q < 1 || q > x->rank)
+        return fa_node_error(ctx, n, "indices' last dim %lld must be in [1, %d] (data rank)", (long long)q, x->rank);
+    int ur = ix->rank - 1 + x->rank - (int)q;
+    bool ok = u->rank == ur;
+    for (int a = 0; ok && a < ix->rank - 1; a++) ok = u->dims[a] == ix->dims[a];
+    for (int a = 0; ok && a < x->rank - (int)q; a++) ok = u->dims[ix->rank - 1 + a] == x->dims[q + a];
+    if (!ok) {
+        char su[128], sw[128];
+        int64_t want[FA_MAX_RANK];
+        int wr = 0;
+        for (int a = 0; a < ix->rank - 1 && wr < FA_MAX_RANK; a++) want[wr++] = ix->dims[a];
+        for (int a = (int)q; a < x->rank && wr < FA_MAX_RANK; a++) want[wr++] = x->dims[a];
+        shape_str(u->rank, u->dims, su, sizeof su);
+        shape_str(wr, want, sw, sizeof sw);
+        return fa_node_error(ctx, n, "updates have shape [%s], expected [%s]", su, sw);
+    }
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+static fa_status k_scatter_nd(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                              int n_out, int threads)
+{
+    fa_status st;
+    size_t es = elem_size(ctx, n, in[0].dtype, &st);
+    if (st) return st;
+    const fa_value *x = &in[0], *ix = &in[1], *u = &in[2];
+    scat_red red = scatter_reduction(n);
+    int64_t ne = fa_value_numel(x);
+    if (ne > 0) memcpy(out[0].data, x->data, (size_t)ne * es);
+    int q = (int)ix->dims[ix->rank - 1];
+    int64_t xst[FA_MAX_RANK], slice = 1, nslices = fa_value_numel(ix) / q;
+    row_strides(x->rank, x->dims, xst);
+    for (int a = q; a < x->rank; a++) slice *= x->dims[a];
+    const int64_t *iv = ix->data;
+    for (int64_t s = 0; s < nslices; s++) {
+        int64_t off = 0;
+        for (int a = 0; a < q; a++) {
+            int64_t k = iv[s * q + a];
+            if (k < 0) k += x->dims[a];
+            if (k < 0 || k >= x->dims[a])
+                return fa_node_error(ctx, n, "index %lld out of range for dim %d of size %lld",
+                                     (long long)iv[s * q + a], a, (long long)x->dims[a]);
+            off += k * xst[a];
+        }
+        for (int64_t e = 0; e < slice; e++) scatter_apply(out[0].data, off + e, u->data, s * slice + e, x->dtype, es, red);
+    }
+    return FA_OK;
+}
+
+/* ---------------------------------------------------------------- Trilu */
+
+static fa_status infer_trilu(fa_ctx *ctx, fa_graph *g, fa_node *n)
+{
+    fa_tensor *x = fa_req_input(ctx, g, n, 0);
+    if (!x) return fa_ctx_status(ctx);
+    if (x->rank < 2) return fa_node_error(ctx, n, "input '%s' must have rank >= 2, has %d", x->name, x->rank);
+    fa_tensor *k = fa_graph_in(g, n, 1);
+    if (k && (fa_tensor_numel(k) != 1 || k->dtype != FA_DTYPE_INT64))
+        return fa_node_error(ctx, n, "k '%s' must be an int64 scalar", k->name);
+    fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
+    return FA_OK;
+}
+
+/* Trilu-14: keep the elements of the last two dims (i, j) with j - i >= k (upper=1, numpy
+ * triu) or j - i <= k (upper=0, tril), zero the others; k from input 1 (default 0). */
+static fa_status k_trilu(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                         int n_out, int threads)
+{
+    fa_status st;
+    size_t es = elem_size(ctx, n, in[0].dtype, &st);
+    if (st) return st;
+    const fa_value *x = &in[0];
+    int64_t k = n_in > 1 && in[1].data ? ((const int64_t *)in[1].data)[0] : 0;
+    bool upper = fa_node_attr_int(n, "upper", 1) != 0;
+    int64_t R = x->dims[x->rank - 2], C = x->dims[x->rank - 1], ne = fa_value_numel(x);
+    const char *s = x->data;
+    char *d = out[0].data;
+    for (int64_t e = 0; e < ne; e++) {
+        int64_t j = e % C, i = (e / C) % R;
+        bool keep = upper ? j - i >= k : j - i <= k;
+        if (keep) copy_elem(d + e * (int64_t)es, s + e * (int64_t)es, es);
+        else memset(d + e * (int64_t)es, 0, es);
+    }
     return FA_OK;
 }
 
@@ -1466,7 +1698,9 @@ static fa_status infer_s2d(fa_ctx *ctx, fa_graph *g, fa_node *n)
     return FA_OK;
 }
 
-/* Output viewed as [N, b(i), b(j), C, H/b, W/b] reading input [n, c, h'*b + i, w'*b + j]. */
+/* Output viewed as [N, b(i), b(j), C, H/b, W/b] (DCR) or [N, C, b(i), b(j), H/b, W/b] (CRD,
+ * opset 28: mode attribute) reading input [n, c, h'*b + i, w'*b + j]
+ * (onnx/reference/ops/op_space_to_depth.py). */
 static fa_status k_s2d(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
                        int n_out, int threads)
 {
@@ -1475,13 +1709,47 @@ static fa_status k_s2d(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
     if (st) return st;
     int64_t b = fa_node_attr_int(n, "blocksize", 1), N = in[0].dims[0], C = in[0].dims[1],
             H = in[0].dims[2], W = in[0].dims[3];
+    bool crd = strcmp(fa_node_attr_string(n, "mode", "DCR"), "CRD") == 0;
     int64_t od[6] = {N, b, b, C, H / b, W / b};
     int64_t ist[6] = {C * H * W, W, 1, H * W, b * W, b};
+    if (crd) {
+        int64_t od_c[6] = {N, C, b, b, H / b, W / b}, ist_c[6] = {C * H * W, H * W, W, 1, b * W, b};
+        memcpy(od, od_c, sizeof od);
+        memcpy(ist, ist_c, sizeof ist);
+    }
     strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
     return FA_OK;
 }
 
 /* ---------------------------------------------------------------- table */
+
+/* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). Parameters that
+ * moved from attributes to inputs are attributes only until the opset before the move. */
+static const fa_attr_spec a_reshape[] = {{"shape", FA_ATTR_INTS, NULL, 0, 4}, {"allowzero", FA_ATTR_INT, "0|1"},
+                                         {"consumed_inputs", FA_ATTR_INTS, NULL, 0, 4}, {0}};
+static const fa_attr_spec a_axis[] = {{"axis", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_axes12[] = {{"axes", FA_ATTR_INTS, NULL, 0, 12}, {0}};
+static const fa_attr_spec a_transpose[] = {{"perm", FA_ATTR_INTS, NULL, FA_ACOUNT_RANK}, {0}};
+static const fa_attr_spec a_split[] = {{"axis", FA_ATTR_INT}, {"split", FA_ATTR_INTS, NULL, 0, 12},
+                                       {"num_outputs", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_slice[] = {{"starts", FA_ATTR_INTS, NULL, 0, 9}, {"ends", FA_ATTR_INTS, NULL, 0, 9},
+                                       {"axes", FA_ATTR_INTS, NULL, 0, 9}, {0}};
+static const fa_attr_spec a_pad[] = {{"mode", FA_ATTR_STRING, "constant|reflect|edge|wrap"},
+                                     {"pads", FA_ATTR_INTS, NULL, FA_ACOUNT_2RANK, 10},
+                                     {"paddings", FA_ATTR_INTS, NULL, FA_ACOUNT_2RANK, 1},
+                                     {"value", FA_ATTR_FLOAT, NULL, 0, 10}, {0}};
+static const fa_attr_spec a_shape[] = {{"start", FA_ATTR_INT}, {"end", FA_ATTR_INT}, {0}};
+/* Constant's value_string(s) and sparse_value are not listed: refused. */
+static const fa_attr_spec a_constant[] = {{"value", FA_ATTR_TENSOR}, {"value_float", FA_ATTR_FLOAT},
+                                          {"value_floats", FA_ATTR_FLOATS}, {"value_int", FA_ATTR_INT},
+                                          {"value_ints", FA_ATTR_INTS}, {0}};
+static const fa_attr_spec a_cos[] = {{"value", FA_ATTR_TENSOR}, {0}};
+static const fa_attr_spec a_range[] = {{"stash_type", FA_ATTR_INT, "1"}, {0}};
+static const fa_attr_spec a_gathernd[] = {{"batch_dims", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_scatter[] = {{"axis", FA_ATTR_INT}, {"reduction", FA_ATTR_STRING, "none|add|mul|max|min"}, {0}};
+static const fa_attr_spec a_scatter_nd[] = {{"reduction", FA_ATTR_STRING, "none|add|mul|max|min"}, {0}};
+static const fa_attr_spec a_trilu[] = {{"upper", FA_ATTR_INT}, {0}};
+static const fa_attr_spec a_d2s[] = {{"blocksize", FA_ATTR_INT}, {"mode", FA_ATTR_STRING, "DCR|CRD"}, {0}};
 
 #define INJ FA_PATTERN_INJECTIVE
 
@@ -1489,50 +1757,58 @@ const fa_op fa_ops_shape[] = {
     {"Identity", "", INJ, 1, 1, 1, 1, FA_OPF_ALIAS, infer_identity, NULL, k_copy,
      "flops 0; bytes = input + output"},
     {"Reshape", "", INJ, 1, 2, 1, 1, FA_OPF_ALIAS, infer_reshape, NULL, k_copy,
-     "flops 0; bytes = data + shape read + output written"},
+     "flops 0; bytes = data + shape read + output written", a_reshape},
     {"Flatten", "", INJ, 1, 1, 1, 1, FA_OPF_ALIAS, infer_flatten, NULL, k_copy,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_axis},
     {"Squeeze", "", INJ, 1, 2, 1, 1, FA_OPF_ALIAS, infer_squeeze, NULL, k_copy,
-     "flops 0; bytes = data + axes read + output written"},
+     "flops 0; bytes = data + axes read + output written", a_axes12},
     {"Unsqueeze", "", INJ, 1, 2, 1, 1, FA_OPF_ALIAS, infer_unsqueeze, NULL, k_copy,
-     "flops 0; bytes = data + axes read + output written"},
+     "flops 0; bytes = data + axes read + output written", a_axes12},
     {"Transpose", "", INJ, 1, 1, 1, 1, 0, infer_transpose, NULL, k_transpose,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_transpose},
     {"Concat", "", INJ, 1, -1, 1, 1, 0, infer_concat, NULL, k_concat,
-     "flops 0; bytes = sum of inputs + output"},
+     "flops 0; bytes = sum of inputs + output", a_axis},
     {"Split", "", INJ, 1, 2, 1, -1, 0, infer_split, NULL, k_split,
-     "flops 0; bytes = input (+ split) + sum of outputs"},
+     "flops 0; bytes = input (+ split) + sum of outputs", a_split},
     {"Slice", "", INJ, 1, 5, 1, 1, 0, infer_slice, cost_read_copied, k_slice,
-     "flops 0; bytes read = output (only sliced elements) + parameter inputs; written = output"},
+     "flops 0; bytes read = output (only sliced elements) + parameter inputs; written = output", a_slice},
     {"Gather", "", INJ, 2, 2, 1, 1, 0, infer_gather, cost_read_copied, k_gather,
-     "flops 0; bytes read = output (gathered rows) + indices; written = output"},
+     "flops 0; bytes read = output (gathered rows) + indices; written = output", a_axis},
     {"GatherElements", "", INJ, 2, 2, 1, 1, 0, infer_gather_elements, cost_read_copied, k_gather_elements,
-     "flops 0; bytes read = output (gathered elements) + indices; written = output"},
+     "flops 0; bytes read = output (gathered elements) + indices; written = output", a_axis},
     {"GatherND", "", INJ, 2, 2, 1, 1, 0, infer_gathernd, cost_read_copied, k_gathernd,
-     "flops 0; bytes read = output (gathered slices) + indices; written = output"},
+     "flops 0; bytes read = output (gathered slices) + indices; written = output", a_gathernd},
+    {"ScatterElements", "", INJ, 3, 3, 1, 1, 0, infer_scatter_elements, NULL, k_scatter_elements,
+     "flops 0 (reductions: one per update); bytes = data + indices + updates + output", a_scatter},
+    {"Scatter", "", INJ, 3, 3, 1, 1, 0, infer_scatter_elements, NULL, k_scatter_elements,
+     "ScatterElements without reduction (deprecated in opset 11); bytes = data + indices + updates + output", a_axis},
+    {"ScatterND", "", INJ, 3, 3, 1, 1, 0, infer_scatter_nd, NULL, k_scatter_nd,
+     "flops 0 (reductions: one per update); bytes = data + indices + updates + output", a_scatter_nd},
+    {"Trilu", "", INJ, 1, 2, 1, 1, 0, infer_trilu, NULL, k_trilu,
+     "flops 0; bytes = input + output", a_trilu},
     {"Expand", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_expand, NULL, k_expand,
      "flops 0; bytes = input + shape + output"},
     {"Tile", "", INJ, 2, 2, 1, 1, 0, infer_tile, NULL, k_tile,
      "flops 0; bytes = input + repeats + output"},
     {"Pad", "", INJ, 1, 4, 1, 1, 0, infer_pad, NULL, k_pad,
-     "flops 0; bytes = input + pads/value/axes + output"},
+     "flops 0; bytes = input + pads/value/axes + output", a_pad},
     {"Shape", "", INJ, 1, 1, 1, 1, FA_OPF_SHAPE_ONLY, infer_shape, cost_write_only, k_shape,
-     "flops 0; bytes read 0 (metadata only); written = rank*8"},
+     "flops 0; bytes read 0 (metadata only); written = rank*8", a_shape},
     {"Size", "", INJ, 1, 1, 1, 1, FA_OPF_SHAPE_ONLY, infer_size, cost_write_only, k_size,
      "flops 0; bytes read 0 (metadata only); written = 8"},
     {"Constant", "", INJ, 0, 0, 1, 1, 0, infer_constant, cost_write_only, k_constant,
-     "flops 0; bytes read 0; written = output"},
+     "flops 0; bytes read 0; written = output", a_constant},
     {"ConstantOfShape", "", INJ, 1, 1, 1, 1, 0, infer_constant_of_shape, NULL, k_constant_of_shape,
-     "flops 0; bytes = shape input + output"},
+     "flops 0; bytes = shape input + output", a_cos},
     {"Range", "", INJ, 3, 3, 1, 1, 0, infer_range, NULL, k_range,
-     "flops 0 (index arithmetic); bytes = 3 scalars + output"},
+     "flops 0 (index arithmetic); bytes = 3 scalars + output", a_range},
     {"OneHot", "", INJ, 3, 3, 1, 1, 0, infer_onehot, NULL, k_onehot,
-     "flops 0; bytes = indices + depth + values + output"},
+     "flops 0; bytes = indices + depth + values + output", a_axis},
     {"NonZero", "", FA_PATTERN_OPAQUE, 1, 1, 1, 1, 0, infer_nonzero, NULL, k_nonzero,
      "flops 0; bytes = input + output (constant input only: data-dependent shape)"},
     {"DepthToSpace", "", INJ, 1, 1, 1, 1, 0, infer_d2s, NULL, k_d2s,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_d2s},
     {"SpaceToDepth", "", INJ, 1, 1, 1, 1, 0, infer_s2d, NULL, k_s2d,
-     "flops 0; bytes = input + output"},
+     "flops 0; bytes = input + output", a_d2s},
     {0},
 };

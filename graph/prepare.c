@@ -269,6 +269,7 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
             (n->op->max_outputs >= 0 && n->n_outputs > n->op->max_outputs))
             return fa_node_error(ctx, n, "has %d outputs, expected %d..%d", n->n_outputs,
                                  n->op->min_outputs, n->op->max_outputs);
+        if ((st = fa_node_check_attrs(ctx, g, n))) return st;
         st = n->op->infer(ctx, g, n);
         if (st) return st;
         for (int o = 0; o < n->n_outputs; o++) {

@@ -255,6 +255,40 @@ uint16_t fa_float_to_bf16(float f)
     return (uint16_t)(x >> 16);
 }
 
+int64_t fa_load_as_i64(const void *d, fa_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case FA_DTYPE_INT64: return ((const int64_t *)d)[i];
+    case FA_DTYPE_INT32: return ((const int32_t *)d)[i];
+    case FA_DTYPE_INT16: return ((const int16_t *)d)[i];
+    case FA_DTYPE_INT8: return ((const int8_t *)d)[i];
+    case FA_DTYPE_UINT8: return ((const uint8_t *)d)[i];
+    case FA_DTYPE_UINT16: return ((const uint16_t *)d)[i];
+    case FA_DTYPE_UINT32: return ((const uint32_t *)d)[i];
+    case FA_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
+    case FA_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
+    default: return (int64_t)fa_load_as_double(d, dt, i);
+    }
+}
+
+/* Store an integer, wrapping to the destination width (two's complement), bool = nonzero. */
+void fa_store_from_i64(void *d, fa_dtype dt, int64_t i, int64_t v)
+{
+    switch (dt) {
+    case FA_DTYPE_INT64: ((int64_t *)d)[i] = v; break;
+    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
+    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)(uint16_t)(uint64_t)v; break;
+    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)(uint8_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)(uint64_t)v; break;
+    case FA_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
+    case FA_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0; break;
+    default: fa_store_from_double(d, dt, i, (double)v); break;
+    }
+}
+
+
 double fa_load_as_double(const void *d, fa_dtype dt, int64_t i)
 {
     switch (dt) {
@@ -293,4 +327,202 @@ void fa_store_from_double(void *d, fa_dtype dt, int64_t i, double v)
     case FA_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = fa_float_to_bf16((float)v); break;
     default: break;
     }
+}
+
+/* ---- attribute checks against the op's fa_attr_spec list ---- */
+
+const char *fa_attr_type_name(fa_attr_type t)
+{
+    static const char *const names[] = {"UNDEFINED", "FLOAT",  "INT",     "STRING",
+                                        "TENSOR",    "GRAPH",  "FLOATS",  "INTS",
+                                        "STRINGS",   "TENSORS", "GRAPHS", "SPARSE_TENSOR",
+                                        "SPARSE_TENSORS", "TYPE_PROTO", "TYPE_PROTOS"};
+    return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
+}
+
+/* A model string shown in a message: at most 48 bytes, control bytes as '?'. */
+static void show_str(char *buf, size_t cap, const char *s, size_t len)
+{
+    size_t o = 0;
+    if (cap < 8) { buf[0] = 0; return; }
+    buf[o++] = '\'';
+    for (size_t i = 0; i < len && o + 5 < cap && i < 48; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[o++] = (c < 0x20 || c == 0x7f) ? '?' : (char)c;
+    }
+    if (len > 48 && o + 5 < cap) { buf[o++] = '.'; buf[o++] = '.'; buf[o++] = '.'; }
+    buf[o++] = '\'';
+    buf[o] = 0;
+}
+
+/* The value of attribute a as text for a message ("3", "[1, 2]", "'linear'"). */
+static void attr_value_text(const fa_attr *a, char *buf, size_t cap)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    switch (a->type) {
+    case FA_ATTR_INT: snprintf(buf, cap, "%lld", (long long)a->i); return;
+    case FA_ATTR_FLOAT: snprintf(buf, cap, "%g", (double)a->f); return;
+    case FA_ATTR_STRING: show_str(buf, cap, a->s ? a->s : "", a->s ? a->s_len : 0); return;
+    case FA_ATTR_INTS: case FA_ATTR_FLOATS: case FA_ATTR_STRINGS:
+        o += (size_t)snprintf(buf + o, cap - o, "[");
+        for (int i = 0; i < a->n && o + 24 < cap; i++) {
+            if (i == 8) { o += (size_t)snprintf(buf + o, cap - o, ", ..."); break; }
+            if (a->type == FA_ATTR_INTS)
+                o += (size_t)snprintf(buf + o, cap - o, "%s%lld", i ? ", " : "", (long long)a->ints[i]);
+            else if (a->type == FA_ATTR_FLOATS)
+                o += (size_t)snprintf(buf + o, cap - o, "%s%g", i ? ", " : "", (double)a->floats[i]);
+            else {
+                char s[64];
+                const char *v = a->strings[i] ? a->strings[i] : "";
+                show_str(s, sizeof s, v, strlen(v));
+                o += (size_t)snprintf(buf + o, cap - o, "%s%s", i ? ", " : "", s);
+            }
+        }
+        if (o + 2 < cap) snprintf(buf + o, cap - o, "]");
+        return;
+    case FA_ATTR_TENSOR: snprintf(buf, cap, "a tensor"); return;
+    case FA_ATTR_GRAPH: snprintf(buf, cap, "a subgraph"); return;
+    default: snprintf(buf, cap, "a %s", fa_attr_type_name(a->type)); return;
+    }
+}
+
+/* Does one alternative of an accept list (alt[0..len)) match number v? "3", "-1", "0.5",
+ * "1..", "..0", "0..3". */
+static bool alt_match_number(const char *alt, size_t len, double v)
+{
+    char buf[64];
+    if (len == 0 || len >= sizeof buf) return false;
+    memcpy(buf, alt, len);
+    buf[len] = 0;
+    char *dots = strstr(buf, "..");
+    char *end;
+    if (!dots) {
+        double x = strtod(buf, &end);
+        return *end == 0 && x == v;
+    }
+    *dots = 0;
+    double lo = -INFINITY, hi = INFINITY;
+    if (buf[0]) { lo = strtod(buf, &end); if (*end) return false; }
+    if (dots[2]) { hi = strtod(dots + 2, &end); if (*end) return false; }
+    return v >= lo && v <= hi;
+}
+
+/* Is one element (number v, or string s of length slen when s != NULL) in the accept list? */
+static bool accepted(const char *accept, double v, const char *s, size_t slen)
+{
+    for (const char *p = accept;;) {
+        const char *bar = strchr(p, '|');
+        size_t len = bar ? (size_t)(bar - p) : strlen(p);
+        if (s ? (len == slen && memcmp(p, s, len) == 0) : alt_match_number(p, len, v)) return true;
+        if (!bar) return false;
+        p = bar + 1;
+    }
+}
+
+static bool attr_accepted(const fa_attr *a, const char *accept)
+{
+    switch (a->type) {
+    case FA_ATTR_INT: return accepted(accept, (double)a->i, NULL, 0);
+    case FA_ATTR_FLOAT: return accepted(accept, (double)a->f, NULL, 0);
+    case FA_ATTR_STRING: return accepted(accept, 0, a->s ? a->s : "", a->s ? a->s_len : 0);
+    case FA_ATTR_INTS:
+        for (int i = 0; i < a->n; i++)
+            if (!accepted(accept, (double)a->ints[i], NULL, 0)) return false;
+        return true;
+    case FA_ATTR_FLOATS:
+        for (int i = 0; i < a->n; i++)
+            if (!accepted(accept, (double)a->floats[i], NULL, 0)) return false;
+        return true;
+    case FA_ATTR_STRINGS:
+        for (int i = 0; i < a->n; i++) {
+            const char *v = a->strings[i] ? a->strings[i] : "";
+            if (!accepted(accept, 0, v, strlen(v))) return false;
+        }
+        return true;
+    default: return false; /* a TENSOR/GRAPH value cannot be listed */
+    }
+}
+
+fa_status fa_node_check_attrs(fa_ctx *ctx, const fa_graph *g, const fa_node *n)
+{
+    if (!n->op) return FA_OK; /* unknown ops are refused by name elsewhere */
+    const fa_attr_spec *specs = n->op->attrs;
+    for (int k = 0; k < n->n_attrs; k++) {
+        const fa_attr *a = &n->attrs[k];
+        const fa_attr_spec *name_match = NULL, *sp = NULL;
+        for (const fa_attr_spec *s = specs; s && s->name; s++) {
+            if (strcmp(s->name, a->name) != 0) continue;
+            if (s->until > 0 && n->opset > s->until) continue;
+            if (!name_match) name_match = s;
+            if (s->type == a->type) { sp = s; break; }
+        }
+        char val[256];
+        attr_value_text(a, val, sizeof val);
+        if (!name_match)
+            return fa_node_unsupported(ctx, n, "attribute '%s' = %s is not supported (%s%s%s-%d reads no such attribute)",
+                                       a->name, val, *n->domain ? n->domain : "", *n->domain ? "." : "",
+                                       n->op_type, n->opset);
+        if (!sp) {
+            const char *second = NULL;
+            for (const fa_attr_spec *s = name_match + 1; s->name; s++)
+                if (strcmp(s->name, a->name) == 0 && !(s->until > 0 && n->opset > s->until))
+                    second = fa_attr_type_name(s->type);
+            return fa_node_error(ctx, n, "attribute '%s' has type %s, expected %s%s%s", a->name,
+                                 fa_attr_type_name(a->type), fa_attr_type_name(name_match->type),
+                                 second ? " or " : "", second ? second : "");
+        }
+        if (sp->accept && !attr_accepted(a, sp->accept))
+            return fa_node_unsupported(ctx, n, "attribute '%s' = %s is not supported (implemented: %s)", a->name,
+                                       val, sp->accept);
+        if (sp->count != FA_ACOUNT_ANY) {
+            const fa_tensor *x = fa_graph_in(g, n, 0);
+            if (!x || x->rank < 0) continue;
+            int want = sp->count == FA_ACOUNT_SPATIAL    ? x->rank - 2
+                       : sp->count == FA_ACOUNT_2SPATIAL ? 2 * (x->rank - 2)
+                       : sp->count == FA_ACOUNT_RANK     ? x->rank
+                                                         : 2 * x->rank;
+            if (a->n != want)
+                return fa_node_error(ctx, n, "attribute '%s' has %d values, expected %d for input '%s' of rank %d",
+                                     a->name, a->n, want, x->name, x->rank);
+        }
+    }
+    return FA_OK;
+}
+
+bool fa_dtype_is_integer(fa_dtype t)
+{
+    switch (t) {
+    case FA_DTYPE_UINT8: case FA_DTYPE_INT8: case FA_DTYPE_UINT16: case FA_DTYPE_INT16:
+    case FA_DTYPE_INT32: case FA_DTYPE_INT64: case FA_DTYPE_UINT32: case FA_DTYPE_UINT64:
+    case FA_DTYPE_BOOL:
+        return true;
+    default:
+        return false;
+    }
+}
+
+void fa_dtype_int_range(fa_dtype t, double *lo, double *hi)
+{
+    switch (t) {
+    case FA_DTYPE_INT8: *lo = INT8_MIN; *hi = INT8_MAX; break;
+    case FA_DTYPE_UINT8: *lo = 0; *hi = UINT8_MAX; break;
+    case FA_DTYPE_INT16: *lo = INT16_MIN; *hi = INT16_MAX; break;
+    case FA_DTYPE_UINT16: *lo = 0; *hi = UINT16_MAX; break;
+    case FA_DTYPE_INT32: *lo = INT32_MIN; *hi = INT32_MAX; break;
+    case FA_DTYPE_UINT32: *lo = 0; *hi = UINT32_MAX; break;
+    case FA_DTYPE_UINT64: *lo = 0; *hi = 18446744073709549568.0; break;
+    case FA_DTYPE_BOOL: *lo = 0; *hi = 1; break;
+    default: *lo = -9223372036854775808.0; *hi = 9223372036854774784.0; break;
+    }
+}
+
+void fa_store_clamped_int(void *d, fa_dtype dt, int64_t i, double v)
+{
+    double lo, hi;
+    fa_dtype_int_range(dt, &lo, &hi);
+    if (v != v) v = 0;
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (dt == FA_DTYPE_UINT64) ((uint64_t *)d)[i] = (uint64_t)v;
+    else fa_store_from_i64(d, dt, i, (int64_t)v);
 }

@@ -425,9 +425,7 @@ fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const On
                             what);
     if (!dtype_supported(dt))
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: %s: data_type %d (%s) is not supported",
-                            file, what, (int)dt,
-                            dt == FA_DTYPE_STRING ? "string"
-                            : dt == 14 ? "complex64" : dt == 15 ? "complex128" : "unknown");
+                            file, what, (int)dt, fa_dtype_name((fa_dtype)dt));
     if (tp->segment)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: %s: segmented tensors are not supported",
                             file, what);

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SRC "CUDA C++ Programming Guide, Technical Specifications per Compute Capability; cuda_occupancy.h"
 
@@ -63,4 +64,35 @@ const fa_cuda_limits *fa_cuda_limits_for_arch(const char *arch)
         minor = (int)(v % 10);
     }
     return fa_cuda_limits_for(major, minor);
+}
+
+/* The table's per-SM limits of one arch stored as ceilings (no GPU needed). */
+fa_status fa_roofline_cuda_theoretical(fa_ctx *ctx, fa_store *st, const char *arch, int *n_stored)
+{
+    const fa_cuda_limits *l = fa_cuda_limits_for_arch(arch);
+    if (!l) return fa_ctx_error(ctx, FA_ERR_INPUT, "arch '%s' is not in the CUDA limits table", arch);
+    char key[64];
+    snprintf(key, sizeof key, "cuda:theoretical:%s", l->arch);
+    int64_t now = (int64_t)time(NULL) * 1000000000LL;
+    struct {
+        const char *name;
+        double v;
+        const char *unit;
+    } rows[] = {
+        {"max_threads_per_sm", l->max_threads_per_sm, "count"}, {"max_warps_per_sm", l->max_warps_per_sm, "count"},
+        {"max_blocks_per_sm", l->max_blocks_per_sm, "count"},   {"regs_per_sm", l->regs_per_sm, "count"},
+        {"max_regs_per_thread", l->max_regs_per_thread, "count"}, {"smem_per_sm", l->smem_per_sm, "bytes"},
+        {"smem_per_block_optin", l->smem_per_block_optin, "bytes"},
+    };
+    int k = 0;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        fa_ceiling c = {key, "limit", rows[i].name, rows[i].v, rows[i].unit, "theoretical", now, l->source};
+        if (st) {
+            fa_status s = fa_store_put_ceiling(ctx, st, &c);
+            if (s) return s;
+        }
+        k++;
+    }
+    if (n_stored) *n_stored = k;
+    return FA_OK;
 }

@@ -100,3 +100,29 @@ void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gf
     out->saving_ns = saving;
     out->basis = basis;
 }
+
+/* ---- lookups by device name (trace import, where only the name is known) ---- */
+
+double fa_gpu_hbm_gbs(const char *n, uint64_t mem, const char **label)
+{
+    fa_gpu_roofs r;
+    fa_gpu_roofs_for(n, mem, &r);
+    if (label) *label = r.label;
+    return r.hbm_gbs;
+}
+
+bool fa_gpu_cc_from_name(const char *n, int *major, int *minor)
+{
+    int ma = 0, mi = 0;
+    if (!n) return false;
+    if (has(n, "A100")) ma = 8, mi = 0;
+    else if (has(n, "V100")) ma = 7, mi = 0;
+    else if (has(n, "H100") || has(n, "H200")) ma = 9, mi = 0;
+    else if (has(n, "RTX 20") || has_word(n, "T4")) ma = 7, mi = 5;
+    else if (has(n, "RTX 30")) ma = 8, mi = 6;
+    else if (has(n, "RTX 40") || has_word(n, "L4")) ma = 8, mi = 9;
+    else return false;
+    *major = ma;
+    *minor = mi;
+    return true;
+}

@@ -81,45 +81,25 @@ const char *fa_occ_limiters_str(unsigned limiters, char *buf, size_t cap);
 
 /* ---- device ceilings ---- */
 
-typedef struct fa_cache_level {
-    uint64_t working_set;       /* bytes of the sweep point that shows the level */
-    double bandwidth_gbs;       /* measured read bandwidth at that working set, GB/s (1e9 B/s) */
-    const char *name;           /* "L1".."L3": the smallest cpu0 data cache (sysfs) holding the
-                                   working set, "LLC" when sysfs says nothing */
-} fa_cache_level;
+/* fa_ceilings and fa_cache_level: runtime/runtime.h (each target measures its own). */
 
-typedef struct fa_ceilings {
-    const char *device_key;     /* "cpu:<model>:<threads>t" or "cuda:<name>:sm_XY" */
-    const char *device_name;
-    int threads;                /* cpu threads measured with */
-    double mem_bw_gbs;          /* main-memory (DRAM/HBM) bandwidth, GB/s */
-    const char *mem_bw_source;  /* "measured" | "table" | "theoretical" */
-    double peak_gflops;         /* FP32 peak, GFLOP/s */
-    const char *peak_source;
-    double launch_ns;           /* per-kernel dispatch (cpu executor) / launch latency (cuda), ns */
-    const char *launch_source;
-    int n_cache_levels;
-    fa_cache_level cache[4];
-    char detail[512];           /* how each was obtained (sizes, kernels) */
-} fa_ceilings;
-
-/* Measure the cpu ceilings with `threads` OpenMP threads (0 = all cores):
- * - main-memory bandwidth: STREAM triad a[i] = b[i] + s*c[i] (McCalpin, STREAM benchmark) on
- *   float arrays of 64 MiB each (3 arrays, 192 MiB: well over 4x any current LLC, STREAM's
- *   rule), best of 5; bytes counted 12 per element (2 reads + 1 write, no write-allocate).
- * - cache levels: read-sum sweep over working sets 16 KiB .. 64 MiB (x4 steps); a level is
- *   reported where bandwidth drops by more than 30% from one plateau to the next, named after
- *   the smallest cache (sysfs) that holds that working set.
- * - FP32 peak: independent FMA chains (8 vector accumulators per thread, AVX2/FMA or AVX-512
- *   when the cpu has it, else scalar) on all threads, 2 FLOP per FMA lane.
- * - dispatch overhead: the executor's time per node on a chain of tiny Relu nodes.
- * Takes about 1-3 s. */
-fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out);
-/* Cpu ceilings for `threads`, from the run database (cached per device key) or measured and
- * stored there when absent or `remeasure`. st may be NULL (measure, don't cache). */
+/* The ceilings of `target` (AUTO: fa_target_resolve) with `threads` host threads (0 = all
+ * cores), from the run database (cached per device key: fa_target_iface.device_key) or measured
+ * by the target (fa_target_iface.measure_ceilings, documented per target: cpu STREAM triad on
+ * 3 x 64 MiB, cache sweep, FMA peak, executor dispatch; cuda triad beyond 8 x L2, FMA chains,
+ * empty-kernel launches) and stored there with the cache levels and device facts when absent or
+ * `remeasure`. st may be NULL (measure, don't cache). device_key and device_name point at
+ * storage that lives as long as the process. Errors: the target's (FA_ERR_UNSUPPORTED "no CUDA
+ * driver" ...), the store's. */
+fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int threads, bool remeasure,
+                               fa_ceilings *out);
+/* fa_roofline_ceilings on the cpu target. */
 fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool remeasure, fa_ceilings *out);
-/* Device key of this cpu with `threads`. */
-const char *fa_roofline_cpu_key(int threads, char *buf, size_t cap);
+
+/* Without a GPU: store the per-SM limits of `arch` ("sm_90") from the limits table as ceilings
+ * of kind "limit", source "theoretical", under "cuda:theoretical:<arch>". FA_ERR_INPUT for an
+ * arch not tabled. Returns the number stored in *n_stored (may be NULL). st may be NULL. */
+fa_status fa_roofline_cuda_theoretical(fa_ctx *ctx, fa_store *st, const char *arch, int *n_stored);
 
 /* ---- kernel placement ---- */
 
@@ -154,6 +134,13 @@ typedef struct fa_gpu_roofs {
  * MI300X/MI250X/MI210: see roofline/gpu_roofs.c for each figure). False and zeros when the
  * device is not tabled. Never measured: label them theoretical. */
 bool fa_gpu_roofs_for(const char *device_name, uint64_t total_mem_bytes, fa_gpu_roofs *out);
+/* Theoretical HBM bandwidth of a GPU by name (and memory size for A100 40/80 GB), GB/s; 0 when
+ * not tabled (fa_gpu_roofs_for's table). */
+double fa_gpu_hbm_gbs(const char *device_name, uint64_t total_mem_bytes, const char **label);
+/* Compute capability guessed from a device name (A100 8.0, V100 7.0, RTX 20xx/T4 7.5,
+ * RTX 30xx 8.6, RTX 40xx/L4 8.9, H100/H200 9.0); false when unknown (or not NVIDIA). */
+bool fa_gpu_cc_from_name(const char *device_name, int *major, int *minor);
+
 
 /* ---- the fusion cost model (shared by trace advice and, from issue 19, the ONNX advisor) ---- */
 

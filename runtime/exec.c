@@ -1,390 +1,101 @@
-/* runtime/exec — the unfused executor: one kernel per live node in topological order. Memory is
- * a static plan: every activation (graph inputs, intermediates, outputs) gets an offset in one
- * arena, computed once when the executor is created from the tensors' lifetimes, allocated and
- * touched (page-faulted in) there, so a timed iteration never calls malloc/free or faults pages.
- * Two tensors share bytes only when their lifetimes (producer .. last consumer, in topological
- * order) are disjoint. */
+/* runtime/exec — the executor over the target tables: fa_exec_* forward to the table of the
+ * target the executor was created on, and the list of the targets this build registers. */
 #include "runtime-impl.h"
 
-#include <omp.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+/* ---- the registered targets, in preference order (cpu first: always built) ----
+ * Adding a target: its folder defines one fa_target_iface (see runtime/cpu/target.c), declared in
+ * runtime-impl.h and listed here (docs/architecture.md "Adding an execution target"). */
+static const fa_target_iface *const k_targets[] = {
+    &fa_target_cpu_iface,
 #ifdef FA_HAVE_CUDA
-#include "runtime/cuda/cuda.h"
+    &fa_target_cuda_iface,
 #endif
+};
+
+/* Every fa_target value's name, registered in this build or not (stored runs name targets). */
+static const char *const k_target_names[FA_TARGET_COUNT] = {"auto", "cpu", "cuda"};
 
 const char *fa_target_name(fa_target t)
 {
-    switch (t) {
-    case FA_TARGET_AUTO: return "auto";
-    case FA_TARGET_CPU: return "cpu";
-    case FA_TARGET_CUDA: return "cuda";
-    default: return "unknown";
-    }
+    return (unsigned)t < FA_TARGET_COUNT ? k_target_names[t] : "unknown";
 }
 
 fa_status fa_target_parse(fa_ctx *ctx, const char *s, fa_target *out)
 {
-    if (!strcmp(s, "auto")) *out = FA_TARGET_AUTO;
-    else if (!strcmp(s, "cpu")) *out = FA_TARGET_CPU;
-    else if (!strcmp(s, "cuda")) *out = FA_TARGET_CUDA;
-    else return fa_ctx_error(ctx, FA_ERR_USAGE, "--target '%s': expected auto, cpu or cuda", s);
+    for (int t = 0; t < FA_TARGET_COUNT; t++)
+        if (!strcmp(s, k_target_names[t])) {
+            *out = (fa_target)t;
+            return FA_OK;
+        }
+    return fa_ctx_error(ctx, FA_ERR_USAGE, "--target '%s': expected auto, cpu or cuda", s);
+}
+
+const fa_target_iface *fa_target_at(int i)
+{
+    return i >= 0 && (size_t)i < sizeof k_targets / sizeof k_targets[0] ? k_targets[i] : NULL;
+}
+
+const fa_target_iface *fa_target_get(fa_target t)
+{
+    for (int i = 0; fa_target_at(i); i++)
+        if (fa_target_at(i)->id == t) return fa_target_at(i);
+    return NULL;
+}
+
+fa_status fa_target_resolve(fa_ctx *ctx, fa_target t, const fa_target_iface **out)
+{
+    if (t == FA_TARGET_AUTO) {
+        const fa_target_iface *pick = fa_target_get(FA_TARGET_CPU);
+        for (int i = 0; fa_target_at(i); i++)
+            if (fa_target_at(i)->id != FA_TARGET_CPU && fa_target_at(i)->available()) {
+                pick = fa_target_at(i);
+                break;
+            }
+        *out = pick;
+        return FA_OK;
+    }
+    const fa_target_iface *ti = fa_target_get(t);
+    if (!ti)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: this build has no executor for it (use --target cpu)",
+                            fa_target_name(t));
+    *out = ti;
     return FA_OK;
 }
 
-typedef struct slot {
-    fa_value v;
-    bool set;        /* a graph input that fa_exec_set_input / fill_inputs wrote */
-    int first_def;   /* topo index of the producer; -1 for graph inputs; INT32_MIN when not planned */
-    int last_use;    /* topo index of the last consumer; INT32_MAX for graph outputs */
-    uint64_t off, bytes; /* place in the arena (planned tensors only) */
-} slot;
+const char *fa_layout_name(fa_layout l)
+{
+    switch (l) {
+    case FA_LAYOUT_PLAIN: return "plain";
+    case FA_LAYOUT_NCHW8C: return "nChw8c";
+    case FA_LAYOUT_NCHW16C: return "nChw16c";
+    default: return "unknown";
+    }
+}
+
+/* ---- the executor ---- */
 
 struct fa_exec {
-    const fa_graph *g;
-    fa_exec_options opt;
-    int threads;
-    fa_kernel *kernels; /* by node id; name NULL for folded nodes */
-    slot *slots;        /* by tensor id */
-    unsigned char *arena; /* the static memory plan's one buffer, 64-byte aligned */
-    uint64_t arena_bytes, live_peak_bytes;
-    bool ran;           /* outputs are valid after the first fa_exec_run */
-#ifdef FA_HAVE_CUDA
-    fa_cuda_exec *cuda; /* FA_TARGET_CUDA: every call below forwards to it */
-#endif
+    const fa_target_iface *t;
+    void *state; /* the target's executor */
 };
-
-static fa_status ref_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
-                         fa_value *out, int n_out, int threads)
-{
-    (void)k;
-    return n->op->kernel(ctx, n, in, n_in, out, n_out, threads);
-}
-
-typedef struct custom_state {
-    fa_custom_kernel k;
-} custom_state;
-
-static fa_status custom_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
-                            fa_value *out, int n_out, int threads)
-{
-    custom_state *cs = k->state;
-    return cs->k.run(cs->k.state, ctx, n, in, n_in, out, n_out, threads);
-}
-
-static void custom_destroy(fa_kernel *k)
-{
-    custom_state *cs = k->state;
-    if (cs && cs->k.destroy) cs->k.destroy(cs->k.state);
-    free(cs);
-    k->state = NULL;
-}
-
-static void value_of_tensor(const fa_tensor *t, fa_value *v)
-{
-    v->dtype = t->dtype;
-    v->rank = t->rank;
-    memcpy(v->dims, t->dims, sizeof v->dims);
-}
-
-/* Bytes of tensor t's buffer; false on overflow or an unknown shape. */
-static bool tensor_bytes(const fa_graph *g, int t, uint64_t *out)
-{
-    fa_value v;
-    value_of_tensor(g->tensors[t], &v);
-    int64_t ne = fa_value_numel(&v);
-    size_t b;
-    if (ne < 0 || !fa_mul_size((size_t)ne, fa_dtype_size(v.dtype), &b)) return false;
-    *out = b;
-    return true;
-}
-
-/* The peak of live tensor bytes of one run of the plan, replayed exactly as fa_exec_run
- * allocates and frees them (graph inputs held throughout; each output allocated before its node
- * runs; an input freed after its last consumer, an unread output at once), checked against
- * --max-memory and against what the machine can give (fa_mem_available: MemAvailable and the
- * cgroup's limit). Two 14 GB tensors that each fit but not together are refused here, before
- * either is allocated. */
-static fa_status check_planned_peak(fa_ctx *ctx, fa_exec *e)
-{
-    const fa_graph *g = e->g;
-    uint64_t live = 0, peak = 0, b, big = 0;
-    int peak_node = -1, big_t = -1;
-    for (int i = 0; i < g->n_inputs; i++) {
-        if (!tensor_bytes(g, g->inputs[i], &b) || live + b < live)
-            return fa_ctx_error(ctx, FA_ERR_NOMEM, "input '%s': size overflows", g->tensors[g->inputs[i]]->name);
-        live += b;
-        if (b > big) big = b, big_t = g->inputs[i];
-    }
-    peak = live;
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        for (int o = 0; o < n->n_outputs; o++) {
-            int t = n->outputs[o];
-            if (t < 0 || (g->tensors[t]->flags & FA_TENSOR_CONST)) continue;
-            if (!tensor_bytes(g, t, &b) || live + b < live)
-                return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': size overflows", g->tensors[t]->name);
-            live += b;
-            if (b > big) big = b, big_t = t;
-        }
-        if (live > peak) {
-            peak = live;
-            peak_node = n->id;
-        }
-        for (int i = 0; i < n->n_inputs; i++) {
-            int t = n->inputs[i];
-            if (t >= 0 && e->slots[t].last_use == k && !(g->tensors[t]->flags & (FA_TENSOR_GRAPH_INPUT | FA_TENSOR_CONST)) &&
-                tensor_bytes(g, t, &b))
-                live -= b < live ? b : live;
-        }
-        for (int o = 0; o < n->n_outputs; o++) {
-            int t = n->outputs[o];
-            if (t >= 0 && e->slots[t].last_use < 0 && !(g->tensors[t]->flags & FA_TENSOR_CONST) && tensor_bytes(g, t, &b))
-                live -= b < live ? b : live;
-        }
-    }
-    e->live_peak_bytes = peak;
-    char where[1200] = "";
-    int w = 0;
-    if (peak_node >= 0) w = snprintf(where, sizeof where, " (reached at node '%.400s')", g->nodes[peak_node]->name);
-    if (big_t >= 0)
-        snprintf(where + w, sizeof where - (size_t)w, "; its largest tensor is '%.400s', %llu bytes", g->tensors[big_t]->name,
-                 (unsigned long long)big);
-    if (e->opt.max_memory && peak > e->opt.max_memory)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "the run needs %llu bytes of live tensors at its peak%s, more than --max-memory %llu",
-                            (unsigned long long)peak, where, (unsigned long long)e->opt.max_memory);
-    char src[1200];
-    uint64_t avail = fa_mem_available(src, sizeof src);
-    if (peak > avail)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM,
-                            "the run needs %llu bytes of live tensors at its peak%s, more than the %llu bytes of memory "
-                            "available (%s)",
-                            (unsigned long long)peak, where, (unsigned long long)avail, src);
-    return FA_OK;
-}
-
-/* One activation to place: tensor t of `bytes` (64-byte multiple), live over topo indices [a, b]. */
-typedef struct plan_item {
-    int t;
-    int a, b;
-    uint64_t bytes;
-} plan_item;
-
-static int item_by_size_desc(const void *x, const void *y)
-{
-    const plan_item *p = x, *q = y;
-    if (p->bytes != q->bytes) return p->bytes > q->bytes ? -1 : 1;
-    if (p->a != q->a) return p->a < q->a ? -1 : 1;
-    return p->t < q->t ? -1 : p->t > q->t;
-}
-
-static int placed_by_offset(const void *x, const void *y, void *slots)
-{
-    const slot *s = slots;
-    uint64_t a = s[*(const int *)x].off, b = s[*(const int *)y].off;
-    return a < b ? -1 : a > b;
-}
-
-#define FA_ARENA_ALIGN 64 /* a cache line; AVX-512 loads and oneDNN's preferred alignment */
-
-/* The static memory plan: an offset in one arena for every planned activation — graph inputs
- * (live throughout), and each non-constant output of a live node from its producer to its last
- * consumer (graph outputs to the end, unread outputs only during their node). A node's outputs
- * never share bytes with its inputs (both are live at its index), so no kernel runs in place.
- * Placement is "greedy by size" (largest tensor first, at the lowest offset that does not overlap
- * a placed tensor whose lifetime intersects; Pisarchyk & Lee, "Efficient Memory Management for
- * Deep Neural Net Inference", 2020, the TensorFlow Lite arena planner): the arena is at least the
- * live peak computed by check_planned_peak and usually equal to it. O(n^2 log n) in tensors. */
-static fa_status plan_memory(fa_ctx *ctx, fa_exec *e)
-{
-    const fa_graph *g = e->g;
-    plan_item *it = calloc((size_t)g->n_tensors + 1, sizeof *it);
-    int *near = calloc((size_t)g->n_tensors + 1, sizeof *near);
-    if (!it || !near) {
-        free(it);
-        free(near);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning activations");
-    }
-    for (int t = 0; t < g->n_tensors; t++) e->slots[t].first_def = INT32_MIN;
-    int n = 0;
-    uint64_t b;
-    for (int i = 0; i < g->n_inputs; i++) {
-        int t = g->inputs[i];
-        if ((g->tensors[t]->flags & FA_TENSOR_CONST) || e->slots[t].first_def != INT32_MIN) continue;
-        if (!tensor_bytes(g, t, &b)) b = 0; /* refused earlier by check_planned_peak */
-        e->slots[t].first_def = -1;
-        it[n++] = (plan_item){t, -1, INT32_MAX, b};
-    }
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *nd = g->nodes[g->topo[k]];
-        for (int o = 0; o < nd->n_outputs; o++) {
-            int t = nd->outputs[o];
-            if (t < 0 || (g->tensors[t]->flags & FA_TENSOR_CONST) || e->slots[t].first_def != INT32_MIN) continue;
-            if (!tensor_bytes(g, t, &b)) b = 0;
-            e->slots[t].first_def = k;
-            int last = e->slots[t].last_use;
-            it[n++] = (plan_item){t, k, last < k ? k : last, b};
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        uint64_t r = it[i].bytes ? it[i].bytes : 1;
-        it[i].bytes = (r + FA_ARENA_ALIGN - 1) / FA_ARENA_ALIGN * FA_ARENA_ALIGN;
-        if (it[i].bytes < r) it[i].bytes = UINT64_MAX - FA_ARENA_ALIGN + 1; /* overflow: refused below */
-    }
-    qsort(it, (size_t)n, sizeof *it, item_by_size_desc);
-    uint64_t top = 0;
-    fa_status st = FA_OK;
-    for (int i = 0; i < n && !st; i++) {
-        int m = 0;
-        for (int j = 0; j < i; j++)
-            if (it[j].a <= it[i].b && it[i].a <= it[j].b) near[m++] = it[j].t;
-        qsort_r(near, (size_t)m, sizeof *near, placed_by_offset, e->slots);
-        uint64_t off = 0;
-        for (int j = 0; j < m; j++) {
-            const slot *q = &e->slots[near[j]];
-            if (q->off >= off && q->off - off >= it[i].bytes) break; /* the gap before q fits */
-            if (q->off + q->bytes > off) off = q->off + q->bytes;
-        }
-        slot *s = &e->slots[it[i].t];
-        s->off = off;
-        s->bytes = it[i].bytes;
-        if (off + it[i].bytes < off)
-            st = fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': the activation arena's size overflows", g->tensors[it[i].t]->name);
-        else if (off + it[i].bytes > top) top = off + it[i].bytes;
-    }
-    free(it);
-    free(near);
-    e->arena_bytes = top;
-    return st;
-}
-
-/* Check the planned arena against --max-memory and the memory available, allocate it and write
- * every page once, so that no timed iteration page-faults. */
-static fa_status alloc_arena(fa_ctx *ctx, fa_exec *e)
-{
-    uint64_t bytes = e->arena_bytes;
-    if (e->opt.max_memory && bytes > e->opt.max_memory)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM,
-                            "the run's static memory plan needs an arena of %llu bytes (live tensors peak at %llu), more than "
-                            "--max-memory %llu",
-                            (unsigned long long)bytes, (unsigned long long)e->live_peak_bytes, (unsigned long long)e->opt.max_memory);
-    char src[1200];
-    uint64_t avail = fa_mem_available(src, sizeof src);
-    if (bytes > avail || bytes > SIZE_MAX - FA_ARENA_ALIGN)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM,
-                            "the run's static memory plan needs an arena of %llu bytes (live tensors peak at %llu), more than "
-                            "the %llu bytes of memory available (%s)",
-                            (unsigned long long)bytes, (unsigned long long)e->live_peak_bytes, (unsigned long long)avail, src);
-    void *p = NULL;
-    if (posix_memalign(&p, FA_ARENA_ALIGN, bytes ? (size_t)bytes : FA_ARENA_ALIGN) != 0)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "cannot allocate the %llu-byte activation arena", (unsigned long long)bytes);
-    memset(p, 0, bytes ? (size_t)bytes : FA_ARENA_ALIGN); /* touch every page now, not in a timed iteration */
-    e->arena = p;
-    for (int t = 0; t < e->g->n_tensors; t++)
-        if (e->slots[t].first_def != INT32_MIN) e->slots[t].v.data = e->arena + e->slots[t].off;
-    return FA_OK;
-}
 
 fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_exec **out)
 {
     fa_exec_options o = opt ? *opt : (fa_exec_options){0};
-#ifdef FA_HAVE_CUDA
-    if (o.target == FA_TARGET_AUTO) o.target = fa_cuda_device_count() > 0 ? FA_TARGET_CUDA : FA_TARGET_CPU;
-    if (o.target == FA_TARGET_CUDA) {
-        fa_exec *ce = calloc(1, sizeof *ce);
-        if (!ce) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
-        ce->g = g;
-        ce->opt = o;
-        ce->threads = 1;
-        fa_status cst = fa_cuda_exec_create(ctx, g, &o, &ce->cuda);
-        if (cst) {
-            free(ce);
-            return cst;
-        }
-        *out = ce;
-        return FA_OK;
-    }
-#endif
-    if (o.target == FA_TARGET_AUTO) o.target = FA_TARGET_CPU;
-    if (o.target != FA_TARGET_CPU)
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
-                            "target %s: this build has no executor for it (use --target cpu)",
-                            fa_target_name(o.target));
+    const fa_target_iface *t;
+    fa_status st = fa_target_resolve(ctx, o.target, &t);
+    if (st) return st;
+    o.target = t->id;
     fa_exec *e = calloc(1, sizeof *e);
     if (!e) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
-    e->g = g;
-    e->opt = o;
-    e->threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (e->threads < 1) e->threads = 1;
-    omp_set_num_threads(e->threads);
-    e->kernels = calloc((size_t)g->n_nodes + 1, sizeof *e->kernels);
-    e->slots = calloc((size_t)g->n_tensors + 1, sizeof *e->slots);
-    if (!e->kernels || !e->slots) {
-        fa_exec_free(e);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
-    }
-    for (int t = 0; t < g->n_tensors; t++) {
-        const fa_tensor *ten = g->tensors[t];
-        value_of_tensor(ten, &e->slots[t].v);
-        if ((ten->flags & FA_TENSOR_CONST) && ten->data) e->slots[t].v.data = ten->data;
-        e->slots[t].last_use = -1;
-    }
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        for (int i = 0; i < n->n_inputs; i++)
-            if (n->inputs[i] >= 0) e->slots[n->inputs[i]].last_use = k;
-    }
-    for (int i = 0; i < g->n_outputs; i++) e->slots[g->outputs[i]].last_use = INT32_MAX;
-    /* the whole plan's peak, before anything of that size is allocated */
-    fa_status pst = check_planned_peak(ctx, e);
-    if (!pst) pst = plan_memory(ctx, e);
-    if (!pst) pst = alloc_arena(ctx, e);
-    if (pst) {
-        fa_exec_free(e);
-        return pst;
-    }
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        fa_kernel *kern = &e->kernels[n->id];
-        bool handled = false;
-        if (o.provider) {
-            fa_custom_kernel ck = {0};
-            fa_status pst = o.provider(o.provider_user, ctx, g, n, &ck, &handled);
-            if (pst) {
-                fa_exec_free(e);
-                return pst;
-            }
-            if (handled) {
-                custom_state *cs = calloc(1, sizeof *cs);
-                if (!cs) {
-                    if (ck.destroy) ck.destroy(ck.state);
-                    fa_exec_free(e);
-                    return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-                }
-                cs->k = ck;
-                kern->state = cs;
-                kern->run = custom_run;
-                kern->destroy = custom_destroy;
-                kern->name = ck.name;
-                continue;
-            }
-        }
-        fa_status st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
-        if (st) {
-            fa_exec_free(e);
-            return st;
-        }
-        if (handled) continue;
-        if (!n->op || !n->op->kernel) {
-            fa_exec_free(e);
-            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s at node '%s' on cpu",
-                                n->op_type, n->name);
-        }
-        kern->run = ref_run;
-        kern->name = n->op->name;
+    e->t = t;
+    st = t->exec_create(ctx, g, &o, &e->state);
+    if (st) {
+        free(e);
+        return st;
     }
     *out = e;
     return FA_OK;
@@ -393,132 +104,56 @@ fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *
 void fa_exec_free(fa_exec *e)
 {
     if (!e) return;
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) {
-        fa_cuda_exec_free(e->cuda);
-        free(e);
-        return;
-    }
-#endif
-    if (e->kernels)
-        for (int n = 0; n < e->g->n_nodes; n++)
-            if (e->kernels[n].destroy) e->kernels[n].destroy(&e->kernels[n]);
-    free(e->kernels);
-    free(e->slots);
-    free(e->arena);
+    e->t->exec_free(e->state);
     free(e);
 }
 
 fa_status fa_exec_set_input(fa_ctx *ctx, fa_exec *e, int i, const fa_value *v)
 {
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) return fa_cuda_exec_set_input(ctx, e->cuda, i, v);
-#endif
-    if (i < 0 || i >= e->g->n_inputs)
-        return fa_ctx_error(ctx, FA_ERR_USAGE, "input index %d out of range (%d inputs)", i, e->g->n_inputs);
-    int tid = e->g->inputs[i];
-    const fa_tensor *t = e->g->tensors[tid];
-    bool same = v->dtype == t->dtype && v->rank == t->rank;
-    for (int d = 0; same && d < t->rank; d++) same = v->dims[d] == t->dims[d];
-    if (!same) {
-        char want[128];
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': expected %s [%s], got %s of rank %d",
-                            t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, want, sizeof want),
-                            fa_dtype_name(v->dtype), v->rank);
-    }
-    slot *s = &e->slots[tid];
-    if (!s->v.data) /* a constant graph input: its data is the initializer */
-        return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' is a constant of the graph", t->name);
-    memcpy(s->v.data, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
-    s->set = true;
-    return FA_OK;
+    return e->t->exec_set_input(ctx, e->state, i, v);
 }
 
 fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed)
 {
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) return fa_cuda_exec_fill_inputs(ctx, e->cuda, seed);
-#endif
-    fa_rng r;
-    fa_rng_seed(&r, seed);
-    for (int i = 0; i < e->g->n_inputs; i++) {
-        int tid = e->g->inputs[i];
-        if (e->slots[tid].first_def == INT32_MIN) continue; /* a constant input */
-        fa_graph_fill_input(e->g, tid, &r, &e->slots[tid].v);
-        e->slots[tid].set = true;
-    }
-    return FA_OK;
+    return e->t->exec_fill_inputs(ctx, e->state, seed);
 }
 
 fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs)
 {
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) return fa_cuda_exec_run(ctx, e->cuda, obs);
-#endif
-    const fa_graph *g = e->g;
-    for (int i = 0; i < g->n_inputs; i++) {
-        const slot *s = &e->slots[g->inputs[i]];
-        if (s->first_def != INT32_MIN && !s->set)
-            return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' was not set", g->tensors[g->inputs[i]]->name);
-    }
-    e->ran = false;
-    fa_value in[64], out[16];
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        if (n->n_inputs > 64 || n->n_outputs > 16)
-            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs", n->name);
-        for (int i = 0; i < n->n_inputs; i++) {
-            if (n->inputs[i] < 0) { memset(&in[i], 0, sizeof in[i]); continue; }
-            in[i] = e->slots[n->inputs[i]].v;
-        }
-        for (int o = 0; o < n->n_outputs; o++) {
-            if (n->outputs[o] < 0) {
-                /* omitted optional output: give the kernel a scratch-free NULL buffer */
-                memset(&out[o], 0, sizeof out[o]);
-                continue;
-            }
-            out[o] = e->slots[n->outputs[o]].v; /* its place in the arena (static plan) */
-        }
-        fa_kernel *kern = &e->kernels[n->id];
-        if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, n, kern->name);
-        fa_status st = kern->run(ctx, kern, n, in, n->n_inputs, out, n->n_outputs, e->threads);
-        if (obs && obs->kernel_end) obs->kernel_end(obs->user, n, kern->name);
-        if (st) return fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", n->name, n->op_type);
-    }
-    e->ran = true;
-    return FA_OK;
+    return e->t->exec_run(ctx, e->state, obs);
 }
 
 const fa_value *fa_exec_output(const fa_exec *e, int i)
 {
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) return fa_cuda_exec_output(e->cuda, i);
-#endif
-    if (i < 0 || i >= e->g->n_outputs) return NULL;
-    const fa_value *v = &e->slots[e->g->outputs[i]].v;
-    return e->ran && v->data ? v : NULL;
+    return e->t->exec_output(e->state, i);
 }
 
 uint64_t fa_exec_peak_bytes(const fa_exec *e)
 {
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) return fa_cuda_exec_peak_bytes(e->cuda);
-#endif
-    return e->arena_bytes;
+    return e->t->exec_peak_bytes(e->state);
 }
+
 const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n)
 {
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) return fa_cuda_exec_kernel_name(e->cuda, n);
-#endif
-    return e->kernels[n->id].name;
+    return e->t->exec_kernel_name(e->state, n);
 }
+
 const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n)
 {
-#ifdef FA_HAVE_CUDA
-    if (e->cuda) return NULL;
-#endif
-    return e->kernels[n->id].impl;
+    return e->t->exec_kernel_impl ? e->t->exec_kernel_impl(e->state, n) : NULL;
 }
-fa_target fa_exec_target(const fa_exec *e) { return e->opt.target; }
-int fa_exec_threads(const fa_exec *e) { return e->threads; }
+
+fa_target fa_exec_target(const fa_exec *e)
+{
+    return e->t->id;
+}
+
+const fa_target_iface *fa_exec_target_iface(const fa_exec *e)
+{
+    return e->t;
+}
+
+int fa_exec_threads(const fa_exec *e)
+{
+    return e->t->exec_threads(e->state);
+}

@@ -16,6 +16,35 @@ struct fa_kernel {
                        * "jit:avx512_core", "gemm:jit", "ref:any"), owned by state; NULL otherwise */
 };
 
+/* ---- the registered targets (runtime/exec.c lists them) ---- */
+extern const fa_target_iface fa_target_cpu_iface;  /* runtime/cpu/target.c */
+#ifdef FA_HAVE_CUDA
+extern const fa_target_iface fa_target_cuda_iface; /* runtime/cuda/target.c */
+#endif
+
+/* The cpu target's executor (runtime/cpu/exec_cpu.c): the executor slots of its table. */
+fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, void **out);
+void fa_cpu_exec_free(void *state);
+fa_status fa_cpu_exec_set_input(fa_ctx *ctx, void *state, int i, const fa_value *v);
+fa_status fa_cpu_exec_fill_inputs(fa_ctx *ctx, void *state, uint64_t seed);
+fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs);
+const fa_value *fa_cpu_exec_output(const void *state, int i);
+uint64_t fa_cpu_exec_peak_bytes(const void *state);
+const char *fa_cpu_exec_kernel_name(const void *state, const fa_node *n);
+const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n);
+int fa_cpu_exec_threads(const void *state);
+
+/* The cpu target's ceilings (runtime/cpu/ceilings.c): its measure_ceilings slot, and the cache
+ * level (sysfs) a working set of ws bytes shows: "L1".."L3", "LLC" when sysfs says nothing. */
+fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
+const char *fa_cpu_cache_level_name(uint64_t working_set);
+
+#ifdef FA_HAVE_CUDA
+/* The cuda target's ceilings on device 0 (runtime/cuda/ceilings.c): its measure_ceilings slot.
+ * FA_ERR_UNSUPPORTED without a driver or device; FA_ERR_RUNTIME for CUDA failures. */
+fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
+#endif
+
 /* oneDNN kernels (runtime/cpu/dnnl.c): Conv, ConvTranspose, MatMul, Gemm on plain layouts.
  * *handled = false (FA_OK) when oneDNN cannot take the node (dtype, shape), so the caller
  * falls back to the op's reference kernel. */

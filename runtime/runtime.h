@@ -6,14 +6,18 @@
 #include "core/core.h"
 #include "graph/graph.h"
 
+/* Execution targets. A run stores the target by name (fa_target_name); the numeric values are
+ * never stored, but the enum only grows at its end. Each value other than AUTO names one
+ * function table (fa_target_iface below) registered by the target's folder. */
 typedef enum fa_target {
     FA_TARGET_AUTO = 0,
     FA_TARGET_CPU = 1,
     FA_TARGET_CUDA = 2,
     FA_TARGET_COUNT
 } fa_target;
+/* "auto", "cpu", "cuda" (the name of every value, registered in this build or not). */
 const char *fa_target_name(fa_target t);
-/* "auto" | "cpu" | "cuda"; FA_ERR_USAGE otherwise. */
+/* A target name (fa_target_name) -> its value; FA_ERR_USAGE listing the names otherwise. */
 fa_status fa_target_parse(fa_ctx *ctx, const char *s, fa_target *out);
 
 /* Called around every kernel launch (the cpu collector's hook). node = graph node id. */
@@ -74,5 +78,305 @@ const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n);
 const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n);
 fa_target fa_exec_target(const fa_exec *e);
 int fa_exec_threads(const fa_exec *e);
+
+/* ---- the cpu target's compiled kernels and their cache (runtime/cpu/compile.c, docs/codegen.md
+ *      "Kernel cache") ---- */
+
+/* Shared objects the cache keeps before evicting the least recently used (256 MiB: about 4,000
+ * batches of typical generated kernels, 20-200 KiB each as built here). */
+#define FA_KERNEL_CACHE_MAX_BYTES_DEFAULT (256ull << 20)
+
+/* The folder compiled kernels are cached in. dir NULL: $XDG_CACHE_HOME/fuse-advise/kernels, else
+ * ~/.cache/fuse-advise/kernels, else a folder made for this process under $TMPDIR (removed by
+ * fa_kernel_cache_free). Missing folders are created 0700. Refused (FA_ERR_IO naming the folder
+ * and what to do) when the folder is not owned by the effective user or is writable by its
+ * group or others: whoever can write there could make us load their code. Work folders of dead
+ * processes are removed. max_bytes 0: FA_KERNEL_CACHE_MAX_BYTES_DEFAULT. */
+typedef struct fa_kernel_cache fa_kernel_cache;
+fa_status fa_kernel_cache_open(fa_ctx *ctx, const char *dir, uint64_t max_bytes, fa_kernel_cache **out);
+const char *fa_kernel_cache_dir(const fa_kernel_cache *kc);
+void fa_kernel_cache_free(fa_kernel_cache *kc);
+
+typedef void (*fa_fused_fn)(const void *const *in, void *const *out, int threads);
+/* One generated C kernel: a whole translation unit defining fn_name (fa_codegen_c's output). */
+typedef struct fa_kernel_source {
+    const char *src;
+    size_t len;
+    const char *fn_name;
+} fa_kernel_source;
+/* A loaded kernel: holds one reference to its shared object (fa_compiled_free drops it). */
+typedef struct fa_compiled {
+    void *handle;
+    fa_fused_fn fn;
+    char hash[65];  /* the cache entry (SHA-256 of flags + every source of its batch) */
+    bool cached;    /* loaded from the cache, not compiled now */
+} fa_compiled;
+void fa_compiled_free(fa_compiled *c);
+
+/* Compile n kernels into one shared object with one compiler process ($CC or cc, started with an
+ * argument vector, -O3 -march=native -fopenmp -shared), each source marked "#line 1
+ * \"kernel-K.c\"" so diagnostics name their kernel; kernels that fail are dropped and the rest go
+ * again together (one kernel per process only where the diagnostics name none). The compile
+ * folder lives inside the cache folder (same filesystem as the entries: $TMPDIR is never used)
+ * and is removed. Entries are KEY.so plus KEY.so.sha256, the SHA-256 of the binary written when
+ * it was built; before dlopen an entry must be a regular file owned by us, writable by nobody
+ * else, non-empty and match that hash, else it is removed and rebuilt (zero-byte, corrupt,
+ * tampered or planted entries never load). A use refreshes its mtime; after adding one, least
+ * recently used entries are removed until the shared objects fit the cache's max_bytes.
+ * Per kernel: out[i] (owned by the caller) or errs[i] (malloc'd, the compiler's diagnostics
+ * about that kernel only, fa_compiler_diagnostics, never the content of an included file).
+ * Returns FA_OK unless the cache itself failed (folder, compiler not startable). */
+fa_status fa_compile_kernels(fa_ctx *ctx, fa_kernel_cache *kc, int n, const fa_kernel_source *srcs, fa_compiled **out,
+                             char **errs);
+
+/* ---- cuda library epilogues (runtime/cuda_epilogue.c; pure, built with or without the toolkit) ---- */
+
+/* How an EPILOGUE cluster runs on cuda. Stored nowhere; grows at its end. */
+typedef enum fa_cuda_epilogue {
+    FA_CUDA_EPI_NONE = 0,              /* refused: no cuda library epilogue fits */
+    FA_CUDA_EPI_CUBLASLT_BIAS = 1,     /* MatMul/Gemm + bias: CUBLASLT_EPILOGUE_BIAS */
+    FA_CUDA_EPI_CUBLASLT_RELU_BIAS = 2,/* + Relu: CUBLASLT_EPILOGUE_RELU_BIAS */
+    FA_CUDA_EPI_CUBLASLT_GELU_BIAS = 3,/* + tanh-GELU: CUBLASLT_EPILOGUE_GELU_BIAS */
+    FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU = 4, /* Conv + bias + Relu: cudnnConvolutionBiasActivationForward */
+    FA_CUDA_EPI_COUNT
+} fa_cuda_epilogue;
+const char *fa_cuda_epilogue_name(fa_cuda_epilogue e); /* "cublaslt:bias", ..., "none" */
+
+/* Where an epilogue cluster's bias comes from (anchor's own Gemm C / Conv B). */
+typedef enum fa_cuda_bias_kind {
+    FA_CUDA_BIAS_ABSENT = 0,
+    FA_CUDA_BIAS_VECTOR = 1,  /* one value per output column (MatMul/Gemm) or channel (Conv) */
+    FA_CUDA_BIAS_OTHER = 2    /* present but not such a vector (a full Gemm C matrix) */
+} fa_cuda_bias_kind;
+
+/* The facts the mapping needs, taken from a cluster (fa_cuda_epilogue_query_of) or written by
+ * hand in tests. post_ops use the advisor's syntax ("eltwise:relu", "binary:add", ...). */
+typedef struct fa_cuda_epilogue_query {
+    const char *anchor_op;               /* "MatMul", "Gemm", "Conv", ... */
+    fa_cuda_bias_kind anchor_bias;
+    int n_post_ops;
+    const char *const *post_ops;
+    const bool *operand_is_bias_vector;  /* per post-op: the binary operand is a per-column /
+                                            per-channel vector (NULL: none is) */
+    char post_op_names[8][48];           /* storage for fa_cuda_epilogue_query_of_node */
+    const char *post_op_ptrs[8];
+} fa_cuda_epilogue_query;
+#define FA_CUDA_EPILOGUE_MAX_POST_OPS 8
+
+/* Pure mapping of an epilogue onto a cuda library epilogue. cuBLASLt (cublasLt.h,
+ * cublasLtEpilogue_t): BIAS, RELU_BIAS, GELU_BIAS — its GELU is the tanh approximation, so
+ * "eltwise:gelu_erf" is refused (differs by up to ~1e-3, beyond the 1e-5 tolerance). cuDNN
+ * (cudnnConvolutionBiasActivationForward, cuDNN API reference): y = act(conv(x) + bias) with
+ * act = RELU (IDENTITY is restricted to one algorithm, so Conv + bias alone is refused). The bias
+ * is the anchor's own vector, or else a first "binary:add" whose operand is such a vector. Any
+ * other post-op (a residual add, clip, sigmoid, ...) or a second activation: FA_CUDA_EPI_NONE
+ * with `why` = "no cuda epilogue for <post-op>[ (detail)]". why may be NULL. */
+fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why, size_t why_cap);
+/* The query for a fused epilogue node n of g (ai.fuse-advise Fused{Conv,ConvTranspose,MatMul,
+ * Gemm} with its post_ops STRINGS attribute, "binary:add:K" naming input K as the operand): at
+ * most FA_CUDA_EPILOGUE_MAX_POST_OPS post-ops; arrays point into q and `scratch` (one bool per
+ * post-op). */
+void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *scratch, fa_cuda_epilogue_query *q);
+
+/* ==== execution targets: one function table per target (ggml's ggml_backend_i) ====
+ *
+ * Everything that differs between a cpu and a GPU lives behind this table: the executor, which
+ * nodes it runs, the activation layout its kernels prefer and the reorders between layouts, how
+ * a generated fused kernel is compiled and loaded, the register/occupancy figures the advisor's
+ * gate reads, and the device's ceilings. The layers above (roofline, advisor, applier, cli) hold
+ * no target-specific code: they ask the table. A target registers its table from its own folder
+ * (runtime/cpu/target.c, runtime/cuda/target.c) in runtime/exec.c's list; docs/architecture.md
+ * "Adding an execution target" says step by step how to add one. Slots marked (optional) may be
+ * NULL. */
+
+/* Activation layouts (oneDNN format tags). A target's kernels may prefer a blocked layout
+ * between its own kernels (ONNX Runtime's NCHWc); tensors crossing a graph boundary are always
+ * PLAIN. Stored nowhere. */
+typedef enum fa_layout {
+    FA_LAYOUT_PLAIN = 0,     /* row-major as ONNX defines the tensor (NCHW for images) */
+    FA_LAYOUT_NCHW8C = 1,    /* channels blocked by 8: [N][ceil(C/8)][H][W][8] (oneDNN nChw8c) */
+    FA_LAYOUT_NCHW16C = 2,   /* channels blocked by 16 (oneDNN nChw16c, AVX-512) */
+    FA_LAYOUT_COUNT
+} fa_layout;
+const char *fa_layout_name(fa_layout l); /* "plain", "nChw8c", "nChw16c" */
+
+/* Source language of a target's generated fused kernels (what codegen/ emits for it). */
+typedef enum fa_kernel_lang {
+    FA_KERNEL_LANG_C = 0,    /* C11 + OpenMP, compiled by the system compiler (codegen.h ABI) */
+    FA_KERNEL_LANG_CUDA = 1, /* CUDA C, compiled by NVRTC */
+    FA_KERNEL_LANG_COUNT
+} fa_kernel_lang;
+
+/* One generated fused kernel: a whole translation unit defining the entry `name`, with its
+ * parameter counts and (CUDA) 1-D launch shape as codegen/ reported them. */
+typedef struct fa_fused_source {
+    const char *src;
+    size_t len;
+    const char *name;
+    int n_in, n_out;         /* pointer parameters: one per cluster input, then per output */
+    int block_size;          /* threads per block (CUDA; 0 on cpu) */
+    int64_t grid;            /* blocks (CUDA; 0 on cpu) */
+} fa_fused_source;
+
+/* Registers and memory of one compiled kernel, from the compiler's own report (ptxas -v). */
+typedef struct fa_kernel_resources {
+    char arch[16];           /* what it was compiled for ("sm_90") */
+    int registers;           /* per thread */
+    int spill_stores;        /* bytes */
+    int spill_loads;         /* bytes */
+    int static_smem;         /* bytes of static shared memory per block */
+    int local_mem;           /* bytes of stack frame per thread */
+} fa_kernel_resources;
+
+/* A compiled fused kernel, owned by the target that built it (opaque; t->fused_free). */
+typedef struct fa_fused_binary fa_fused_binary;
+
+typedef struct fa_fused_compile_options {
+    const char *cache_dir;    /* cpu: compiled shared objects by source hash (fa_kernel_cache_open) */
+    uint64_t cache_max_bytes; /* cpu: 0 = FA_KERNEL_CACHE_MAX_BYTES_DEFAULT */
+    const char *arch;         /* cuda: "sm_90"; NULL = the device's own (needs a device) */
+} fa_fused_compile_options;
+
+/* The device a target runs on. */
+typedef struct fa_target_device {
+    char name[256];          /* "Intel(R) Xeon(R) ...", "NVIDIA H200" */
+    char arch[16];           /* cuda: "sm_90"; "" on cpu */
+} fa_target_device;
+
+/* ---- device ceilings (measured by the target, cached by roofline/) ---- */
+
+typedef struct fa_cache_level {
+    uint64_t working_set;       /* bytes of the sweep point that shows the level */
+    double bandwidth_gbs;       /* measured read bandwidth at that working set, GB/s (1e9 B/s) */
+    const char *name;           /* "L1".."L3": the smallest cpu0 data cache (sysfs) holding the
+                                   working set, "LLC" when sysfs says nothing */
+} fa_cache_level;
+
+typedef struct fa_ceilings {
+    const char *device_key;     /* "cpu:<model>:<threads>t" or "cuda:<name>:sm_XY" */
+    const char *device_name;
+    int threads;                /* cpu threads measured with */
+    double mem_bw_gbs;          /* main-memory (DRAM/HBM) bandwidth, GB/s */
+    const char *mem_bw_source;  /* "measured" | "table" | "theoretical" */
+    double peak_gflops;         /* FP32 peak, GFLOP/s */
+    const char *peak_source;
+    double launch_ns;           /* per-kernel dispatch (cpu executor) / launch latency (cuda), ns */
+    const char *launch_source;
+    int n_cache_levels;
+    fa_cache_level cache[4];
+    char detail[512];           /* how each was obtained (sizes, kernels) */
+    const char *latency_detail; /* how launch_ns was obtained (static string) */
+    /* device facts stored beside the ceilings (cuda: clocks, SM count, L2 size) */
+    int n_facts;
+    struct fa_ceiling_fact {
+        const char *kind;       /* "clock", "limit" */
+        const char *name;       /* "sm_clock", ... */
+        double value;
+        const char *unit;       /* "kHz", "count", "bytes" */
+        const char *detail;     /* where it comes from (a driver attribute) */
+    } facts[6];
+} fa_ceilings;
+
+typedef struct fa_target_iface {
+    fa_target id;
+    const char *name;                                  /* fa_target_name(id) */
+
+    /* ---- device ---- */
+    /* A device is present: FA_TARGET_AUTO picks the first registered target other than cpu for
+     * which this is true. Never fails, never prints. */
+    bool (*available)(void);
+    /* Open the device (load its driver) and describe it. Errors name what is missing
+     * (FA_ERR_UNSUPPORTED "no CUDA driver (...)" / "no CUDA device"). */
+    fa_status (*device_open)(fa_ctx *ctx, fa_target_device *out);
+    /* Device key of the ceilings cache ("cpu:<model>:<threads>t", "cuda:<name>:sm_XY"). */
+    fa_status (*device_key)(fa_ctx *ctx, int threads, char *buf, size_t cap);
+
+    /* ---- the unfused executor (fa_exec_* forward here; state is the target's) ---- */
+    fa_status (*exec_create)(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, void **state);
+    void (*exec_free)(void *state);
+    fa_status (*exec_set_input)(fa_ctx *ctx, void *state, int i, const fa_value *v);
+    fa_status (*exec_fill_inputs)(fa_ctx *ctx, void *state, uint64_t seed);
+    fa_status (*exec_run)(fa_ctx *ctx, void *state, const fa_exec_observer *obs);
+    const fa_value *(*exec_output)(const void *state, int i);
+    uint64_t (*exec_peak_bytes)(const void *state);
+    const char *(*exec_kernel_name)(const void *state, const fa_node *n);
+    /* the library implementation behind node n's kernel (fa_exec_kernel_impl); NULL = none known */
+    const char *(*exec_kernel_impl)(const void *state, const fa_node *n);
+    int (*exec_threads)(const void *state);
+    /* True when the executor runs node n of g (a kernel provider aside); false with a sentence
+     * in why (naming the op, dtype or attribute) otherwise. Needs no device. */
+    bool (*supports_node)(const fa_graph *g, const fa_node *n, char *why, size_t why_cap);
+
+    /* ---- layouts (optional: NULL means every kernel reads and writes PLAIN) ---- */
+    /* The layout node n's kernel wants for its activation input 0 and writes its output 0 in. */
+    fa_layout (*preferred_layout)(const fa_graph *g, const fa_node *n);
+    /* A kernel that converts a tensor of v's shape from layout `from` to `to`, run by the
+     * executor as a kernel of its own (named in traces) between a producer and a consumer whose
+     * layouts differ. */
+    fa_status (*reorder_kernel)(fa_ctx *ctx, const fa_value *v, fa_layout from, fa_layout to,
+                                fa_custom_kernel *out);
+
+    /* ---- generated fused kernels ---- */
+    fa_kernel_lang kernel_lang;
+    /* Compile n sources; out[i] or errs[i] (malloc'd diagnostics about that source only) per
+     * source. FA_OK unless the compiler itself could not be used (cache folder, toolkit). */
+    fa_status (*fused_compile)(fa_ctx *ctx, const fa_fused_compile_options *o, int n, const fa_fused_source *src,
+                               fa_fused_binary **out, char **errs);
+    /* The executor kernel of a compiled fused kernel for an ai.fuse-advise FusedKernel node
+     * (handed to fa_exec_create through a kernel provider). The binary outlives the executor. */
+    fa_status (*fused_kernel)(fa_ctx *ctx, const fa_fused_binary *b, fa_custom_kernel *out);
+    /* What the compiler reported for b (optional: NULL when the target has no such report).
+     * A target with this slot gets the advisor's register/occupancy gate. */
+    bool (*fused_resources)(const fa_fused_binary *b, fa_kernel_resources *out);
+    void (*fused_free)(fa_fused_binary *b);
+
+    /* ---- ceilings (roofline/ caches them per device key in the run database) ---- */
+    /* Measure the device's ceilings with `threads` host threads (0 = all cores): main-memory
+     * bandwidth, FP32 peak, per-kernel latency (launch_ns, launch_source, latency_detail), cache
+     * levels and device facts where the target has them. device_key / device_name are left
+     * NULL (the caller names them). Seconds, not minutes. */
+    fa_status (*measure_ceilings)(fa_ctx *ctx, int threads, fa_ceilings *out);
+    const char *latency_ceiling;  /* the stored name of launch_ns: "dispatch" (cpu), "launch" (cuda) */
+    /* (optional) the name of the cache level a working set of ws bytes shows ("L2"). */
+    const char *(*cache_level_name)(uint64_t working_set);
+} fa_target_iface;
+
+/* ---- layouts between a target's kernels (runtime/layout.c) ---- */
+
+/* One reorder the executor runs as a kernel of its own (the target's reorder_kernel): tensor
+ * `tensor` from layout `from` to `to`, before node `consumer` reads it as input `input`
+ * (consumer -1: graph output `input`). */
+typedef struct fa_reorder {
+    int tensor;
+    int consumer;
+    int input;
+    fa_layout from, to;
+} fa_reorder;
+
+typedef struct fa_layout_plan {
+    fa_layout *layout;       /* by tensor id: the layout its producer writes (PLAIN for graph
+                                inputs and constants) */
+    fa_reorder *reorders;    /* one per (tensor, target layout), in topological order */
+    int n_reorders;
+} fa_layout_plan;
+
+/* The layouts of prepared graph g on target t: each node's kernel reads its activation input 0
+ * and writes its output 0 in t->preferred_layout(g, n) (every other input and output PLAIN);
+ * graph inputs, constants and graph outputs are PLAIN. Where a tensor's layout differs from what
+ * a consumer (or the graph boundary) reads, a reorder; consumers wanting the same layout share
+ * one. A target without preferred_layout: every tensor PLAIN, no reorder. Free with
+ * fa_layout_plan_free. FA_ERR_NOMEM; FA_ERR_INTERNAL for a layout out of range. */
+fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);
+void fa_layout_plan_free(fa_layout_plan *p);
+
+/* The table of target t in this build; NULL for AUTO and for a target this build lacks. */
+const fa_target_iface *fa_target_get(fa_target t);
+/* The registered targets in preference order (cpu first): i-th or NULL past the end. */
+const fa_target_iface *fa_target_at(int i);
+/* t itself, or for AUTO the first available non-cpu target, else cpu. FA_ERR_UNSUPPORTED
+ * "target X: this build has no executor for it (use --target cpu)" when t is not built. */
+fa_status fa_target_resolve(fa_ctx *ctx, fa_target t, const fa_target_iface **out);
+/* The table of the target an executor runs on. */
+const fa_target_iface *fa_exec_target_iface(const fa_exec *e);
 
 #endif

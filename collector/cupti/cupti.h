@@ -127,6 +127,18 @@ fa_status fa_collect_cupti(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmu
 /* Environment variable naming the trace file the injection library writes at exit. */
 #define FA_CUPTI_OUT_ENV "FA_CUPTI_OUT"
 
+/* Run cmd[0..cmd_argc) (argv, NULL-terminated; started with posix_spawnp, never a shell) with the
+ * CUPTI injection tracer ($FA_CUPTI_INJECTION, else libfuse-advise-cupti.so beside this
+ * executable) and, unless no_nvtx, NVTX routed to CUPTI; wait for it; read and merge the trace
+ * file each of its processes wrote (fa_cupti_trace_read, fa_cupti_trace_finish). *out: the merged
+ * trace (owned by the caller, empty when the command never initialized CUDA); *n_files: trace
+ * files read; *cmd_status: its exit status (128 + signal); *notes (malloc'd, may be NULL): the
+ * tracers' notes per pid; stats may be NULL. The caller flushes its own output first. Errors:
+ * FA_ERR_UNSUPPORTED when the build has no CUDA toolkit or the tracer library is missing,
+ * FA_ERR_INPUT when the command cannot start, FA_ERR_IO for the temporary folder. */
+fa_status fa_cupti_trace_program(fa_ctx *ctx, int cmd_argc, char **cmd, bool no_nvtx, fa_trace **out,
+                                 fa_cupti_stats *stats, char **notes, int *n_files, int *cmd_status);
+
 /* Record the CUPTI call `call` with result `res` (CUptiResult) at file:line on ctx; FA_OK for
  * CUPTI_SUCCESS, else `fail` with "CALL failed at FILE:LINE: CUPTI_ERROR_...". */
 fa_status fa_cupti_check(fa_ctx *ctx, int res, fa_status fail, const char *call, const char *file,

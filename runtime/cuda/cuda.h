@@ -72,7 +72,7 @@ int fa_cuda_function_regs(void *fn);
 fa_status fa_cuda_rt_check(fa_ctx *ctx, int err, fa_status fail, const char *call, const char *file, int line);
 #define FA_CUDA_CHECK(ctx, call) fa_cuda_rt_check((ctx), (int)(call), FA_ERR_RUNTIME, #call, __FILE__, __LINE__)
 
-/* ---- NVRTC (private to the runtime: runtime/ must not include advisor/ headers) ---- */
+/* ---- NVRTC: the one wrapper (the executor's kernels, generated fused kernels, the gate) ---- */
 
 typedef struct fa_cuda_kernel_info {
     char name[128];      /* entry function */
@@ -80,6 +80,7 @@ typedef struct fa_cuda_kernel_info {
     int spill_stores;    /* bytes (ptxas "N bytes spill stores") */
     int spill_loads;     /* bytes */
     int stack_frame;     /* bytes */
+    int static_smem;     /* bytes of static shared memory per block (ptxas "N bytes smem") */
 } fa_cuda_kernel_info;
 
 typedef struct fa_cuda_compiled {
@@ -90,12 +91,15 @@ typedef struct fa_cuda_compiled {
     fa_cuda_kernel_info *kernels; /* malloc'd, per entry function found in the ptxas log */
 } fa_cuda_compiled;
 
-/* Compile CUDA C `src` (named `name` in messages) with NVRTC for `arch` ("sm_80", "sm_90") to a
- * cubin, with --ptxas-options=--verbose so registers/spills per kernel come from the log, plus
- * -default-device and --std=c++17. FA_ERR_RUNTIME with the NVRTC log on a compile error.
- * Release with fa_cuda_compiled_free. */
+/* Compile CUDA C `src` (named `name` in messages and diagnostics) with NVRTC for `arch` ("sm_80",
+ * "80" or "8.0"; NULL: sm_90) to a cubin, with --ptxas-options=--verbose so registers, spills,
+ * static shared memory and stack frame per kernel come from the log, plus -default-device and
+ * --std=c++17. Works without a GPU. FA_ERR_RUNTIME with NVRTC's diagnostics about the source on a
+ * compile error, or when the log has no ptxas figures. Release with fa_cuda_compiled_free. */
 fa_status fa_cuda_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, const char *arch,
                                 fa_cuda_compiled *out);
+/* The figures of entry function `name` in c; NULL when ptxas reported none. */
+const fa_cuda_kernel_info *fa_cuda_compiled_kernel(const fa_cuda_compiled *c, const char *name);
 void fa_cuda_compiled_free(fa_cuda_compiled *c);
 /* Parse a ptxas --verbose log into per-kernel infos (malloc'd array, *n set). Exposed for tests. */
 fa_status fa_cuda_parse_ptxas_log(fa_ctx *ctx, const char *log, fa_cuda_kernel_info **out, int *n);
@@ -121,6 +125,11 @@ typedef struct fa_cuda_exec fa_cuda_exec;
  * FA_ERR_UNSUPPORTED "unsupported op X at node 'Y' on cuda" (or naming the dtype/attribute)
  * otherwise. */
 fa_status fa_cuda_exec_check_graph(fa_ctx *ctx, const fa_graph *g);
+/* True when the cuda executor runs node n of g (no device touched); false with the sentence of
+ * fa_cuda_exec_check_graph in why. A FusedKernel node is a provider's; a Fused{Conv,MatMul,...}
+ * epilogue node is refused with its library-epilogue mapping (fa_cuda_epilogue_map): "no cuda
+ * epilogue for ..." or "cuda epilogue X fits but is not executed yet". */
+bool fa_cuda_exec_supports_node(const fa_graph *g, const fa_node *n, char *why, size_t why_cap);
 /* Create the cuda executor for prepared graph g on device 0: driver loaded, kernels compiled by
  * NVRTC for the device's arch (cached by source hash per process), cuBLAS handle, cuDNN loaded
  * (libcudnn.so.9 by dlopen) when the graph has Conv, constants uploaded. Options: threads is

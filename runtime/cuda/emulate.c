@@ -4,6 +4,7 @@
  * whole cuda execution plan can be checked against the cpu target without a GPU
  * (fa_cuda_exec_create_emulated). Not a performance path. */
 #include "runtime/cuda/cuda-impl.h"
+#include "graph/op_math.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,39 +12,18 @@
 
 typedef long long i64;
 
-enum { U_RELU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_NEG, U_ABS, U_ERF, U_RECIP, U_LEAKY, U_CLIP,
-       U_HSIGMOID, U_SOFTPLUS, U_IDENT, U_FLOOR, U_CEIL, U_SIN, U_COS, U_ELU, U_HSWISH, U_GELU_ERF, U_SILU };
+/* kernels.c's codes: the op table of graph/op_math.h, then the two ops lowered by hand */
+enum { U_CLIP = FA_UNARY_COUNT, U_GELU_ERF };
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU };
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_SUMSQ, R_L2, R_L1 };
 
-static float un(int op, float x, float a, float b)
+static float un(int op, float x, float a, float b, float g)
 {
     switch (op) {
-    case U_RELU: return x > 0.f ? x : 0.f;
-    case U_SIGMOID: return 1.f / (1.f + expf(-x));
-    case U_TANH: return tanhf(x);
-    case U_EXP: return expf(x);
-    case U_LOG: return logf(x);
-    case U_SQRT: return sqrtf(x);
-    case U_NEG: return -x;
-    case U_ABS: return fabsf(x);
-    case U_ERF: return erff(x);
-    case U_RECIP: return 1.f / x;
-    case U_LEAKY: return x >= 0.f ? x : a * x;
-    case U_CLIP: return fminf(fmaxf(x, a), b);
-    case U_HSIGMOID: return fmaxf(0.f, fminf(1.f, a * x + b));
-    case U_SOFTPLUS: return logf(1.f + expf(x));
-    case U_IDENT: return x;
-    case U_FLOOR: return floorf(x);
-    case U_CEIL: return ceilf(x);
-    case U_SIN: return sinf(x);
-    case U_COS: return cosf(x);
-    case U_ELU: return x >= 0.f ? x : a * (expf(x) - 1.f);
-    case U_HSWISH: return x * fmaxf(0.f, fminf(1.f, x / 6.f + 0.5f));
-    case U_GELU_ERF: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
-    case U_SILU: return x / (1.f + expf(-x));
+    case U_CLIP: return x < a ? a : (x > b ? b : x);
+    case U_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
     }
-    return x;
+    return fa_unary_math_eval((fa_unary_op)op, x, a, b, g);
 }
 
 static float bin(int op, float x, float y)
@@ -125,8 +105,8 @@ fa_status fa_cuda_emu_launch(fa_ctx *ctx, const char *k, void **args)
         float *y = ARG(1, float *);
         i64 n = ARG(2, i64);
         int op = ARG(3, int);
-        float a = ARG(4, float), b = ARG(5, float);
-        for (i64 i = 0; i < n; i++) y[i] = un(op, x[i], a, b);
+        float a = ARG(4, float), b = ARG(5, float), g = ARG(6, float);
+        for (i64 i = 0; i < n; i++) y[i] = un(op, x[i], a, b, g);
     } else if (!strcmp(k, "fa_binary")) {
         const float *a = ARG(0, const float *), *b = ARG(1, const float *);
         float *y = ARG(2, float *);

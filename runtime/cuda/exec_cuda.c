@@ -4,6 +4,7 @@
  * runtime/exec.c, mirrored). Conv: cuDNN; MatMul/Gemm: cuBLAS; everything else: our kernels
  * (runtime/cuda/kernels.c) compiled by NVRTC. */
 #include "runtime/cuda/cuda-impl.h"
+#include "graph/op_math.h"
 
 #include <nvtx3/nvToolsExt.h>
 #include <pthread.h>
@@ -19,9 +20,9 @@ typedef enum kkind {
     K_FUSED, /* a provider's device kernel (runtime/cuda/fused.c) */
 } kkind;
 
-/* sub-op codes: must match the enums of the CUDA source (kernels.c) */
-enum { U_RELU, U_SIGMOID, U_TANH, U_EXP, U_LOG, U_SQRT, U_NEG, U_ABS, U_ERF, U_RECIP, U_LEAKY, U_CLIP,
-       U_HSIGMOID, U_SOFTPLUS, U_IDENT, U_FLOOR, U_CEIL, U_SIN, U_COS, U_ELU, U_HSWISH, U_GELU_ERF, U_SILU };
+/* sub-op codes: must match the enums of the CUDA source (kernels.c): the unary ops with an
+ * expression are graph/op_math.h's table, Clip and erf-Gelu follow it */
+enum { U_CLIP = FA_UNARY_COUNT, U_GELU_ERF };
 enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU };
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_SUMSQ, R_L2, R_L1 };
 
@@ -33,15 +34,10 @@ typedef struct op_entry {
 } op_entry;
 
 static const op_entry k_ops[] = {
-    {"Relu", K_UNARY, U_RELU, "cuda:Relu"}, {"Sigmoid", K_UNARY, U_SIGMOID, "cuda:Sigmoid"},
-    {"Tanh", K_UNARY, U_TANH, "cuda:Tanh"}, {"Exp", K_UNARY, U_EXP, "cuda:Exp"}, {"Log", K_UNARY, U_LOG, "cuda:Log"},
-    {"Sqrt", K_UNARY, U_SQRT, "cuda:Sqrt"}, {"Neg", K_UNARY, U_NEG, "cuda:Neg"}, {"Abs", K_UNARY, U_ABS, "cuda:Abs"},
-    {"Erf", K_UNARY, U_ERF, "cuda:Erf"}, {"Reciprocal", K_UNARY, U_RECIP, "cuda:Reciprocal"},
-    {"LeakyRelu", K_UNARY, U_LEAKY, "cuda:LeakyRelu"}, {"Clip", K_UNARY, U_CLIP, "cuda:Clip"},
-    {"HardSigmoid", K_UNARY, U_HSIGMOID, "cuda:HardSigmoid"}, {"Softplus", K_UNARY, U_SOFTPLUS, "cuda:Softplus"},
-    {"Floor", K_UNARY, U_FLOOR, "cuda:Floor"}, {"Ceil", K_UNARY, U_CEIL, "cuda:Ceil"}, {"Sin", K_UNARY, U_SIN, "cuda:Sin"},
-    {"Cos", K_UNARY, U_COS, "cuda:Cos"}, {"Elu", K_UNARY, U_ELU, "cuda:Elu"}, {"HardSwish", K_UNARY, U_HSWISH, "cuda:HardSwish"},
-    {"Gelu", K_UNARY, U_GELU_ERF, "cuda:Gelu"},
+#define UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {NAME, K_UNARY, FA_UNARY_##ID, "cuda:" NAME},
+    FA_UNARY_MATH(UNARY_ROW_)
+#undef UNARY_ROW_
+    {"Clip", K_UNARY, U_CLIP, "cuda:Clip"}, {"Gelu", K_UNARY, U_GELU_ERF, "cuda:Gelu"},
     {"Add", K_BINARY, B_ADD, "cuda:Add"}, {"Sub", K_BINARY, B_SUB, "cuda:Sub"}, {"Mul", K_BINARY, B_MUL, "cuda:Mul"},
     {"Div", K_BINARY, B_DIV, "cuda:Div"}, {"Pow", K_BINARY, B_POW, "cuda:Pow"}, {"Max", K_BINARY, B_MAX, "cuda:Max"},
     {"Min", K_BINARY, B_MIN, "cuda:Min"}, {"PRelu", K_BINARY, B_PRELU, "cuda:PRelu"},
@@ -77,7 +73,7 @@ static const char *const k_fnames[F_COUNT] = {
 
 typedef struct cnode {
     const op_entry *op;
-    float a, b;              /* unary parameters (alpha/min, beta/max) */
+    float a, b, g;           /* unary parameters (alpha/min, beta/max, gamma) */
     int axis;                /* normalized axis for Softmax/Concat/Split/Gather/LayerNorm */
     int64_t outer, mid, inner;
     int red_op;
@@ -236,11 +232,10 @@ static fa_status plan_node(fa_ctx *ctx, const fa_graph *g, const fa_node *n, cno
         return refuse(ctx, n, NULL);
     case K_UNARY:
         if (!all_float(g, n, 0, 0)) return refuse(ctx, n, "only float32");
-        if (!strcmp(n->op_type, "LeakyRelu")) c->a = fa_node_attr_float(n, "alpha", 0.01f);
-        else if (!strcmp(n->op_type, "Elu")) c->a = fa_node_attr_float(n, "alpha", 1.f);
-        else if (!strcmp(n->op_type, "HardSigmoid")) {
-            c->a = fa_node_attr_float(n, "alpha", 0.2f);
-            c->b = fa_node_attr_float(n, "beta", 0.5f);
+        if (op->sub < FA_UNARY_COUNT) { /* the table's attributes, bound to a, b, g */
+            const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op->sub);
+            float *p[3] = {&c->a, &c->b, &c->g};
+            for (int k = 0; k < 3; k++) *p[k] = m->attr[k] ? fa_node_attr_float(n, m->attr[k], (float)m->def[k]) : 0.f;
         } else if (!strcmp(n->op_type, "Clip")) {
             c->a = fa_node_attr_float(n, "min", -3.402823466e38f);
             c->b = fa_node_attr_float(n, "max", 3.402823466e38f);
@@ -514,6 +509,38 @@ fa_status fa_cuda_exec_check_graph(fa_ctx *ctx, const fa_graph *g)
         if (st) return st;
     }
     return FA_OK;
+}
+
+bool fa_cuda_exec_supports_node(const fa_graph *g, const fa_node *n, char *why, size_t why_cap)
+{
+    if (n->domain && !strcmp(n->domain, "ai.fuse-advise")) {
+        if (!strcmp(n->op_type, "FusedKernel")) return true; /* a provider's device kernel */
+        /* Fused{Conv,ConvTranspose,MatMul,Gemm}: a library epilogue or a refusal naming why */
+        bool *scratch = calloc((size_t)n->n_inputs + 16, sizeof(bool));
+        fa_cuda_epilogue_query q;
+        char w[256] = "";
+        fa_cuda_epilogue e = FA_CUDA_EPI_NONE;
+        if (scratch) {
+            fa_cuda_epilogue_query_of_node(g, n, scratch, &q);
+            e = fa_cuda_epilogue_map(&q, w, sizeof w);
+        } else {
+            snprintf(w, sizeof w, "out of memory");
+        }
+        free(scratch);
+        if (why && why_cap) {
+            if (e == FA_CUDA_EPI_NONE) snprintf(why, why_cap, "%s", w);
+            else
+                snprintf(why, why_cap, "cuda epilogue %s fits but is not executed yet (the cuda executor has no Fused* nodes)",
+                         fa_cuda_epilogue_name(e));
+        }
+        return false;
+    }
+    fa_ctx *c2 = fa_ctx_create();
+    cnode c;
+    fa_status st = c2 ? plan_node(c2, g, n, &c) : FA_ERR_NOMEM;
+    if (st && why && why_cap) snprintf(why, why_cap, "%s", c2 ? fa_ctx_errmsg(c2) : "out of memory");
+    fa_ctx_free(c2);
+    return st == FA_OK;
 }
 
 /* ---- module cache: one cubin per (source hash, arch) per process ---- */
@@ -836,7 +863,7 @@ static fa_status run_node(fa_ctx *ctx, fa_cuda_exec *e, const fa_node *n, cnode 
     }
     case K_UNARY: {
         int op = c->op->sub;
-        void *args[] = {&in[0], &out, &ny, &op, &c->a, &c->b};
+        void *args[] = {&in[0], &out, &ny, &op, &c->a, &c->b, &c->g};
         return ny ? launch(ctx, e, F_UNARY, blocks_for(e, ny, 256), 256, args) : FA_OK;
     }
     case K_BINARY: {

@@ -1,5 +1,7 @@
-/* runtime/cuda/nvrtc — compile CUDA C to a cubin with NVRTC and read registers and spills per
- * kernel from the ptxas --verbose log (private to the runtime). */
+/* runtime/cuda/nvrtc — the one NVRTC wrapper: CUDA C to a cubin (no GPU needed) with registers,
+ * spills, static shared memory and stack frame per kernel from the ptxas --verbose log. Used by
+ * the executor for its own kernels and by the cuda target for generated fused kernels (the
+ * advisor's register/occupancy gate reads the same figures through the target table). */
 #include "runtime/cuda/cuda.h"
 
 #include <nvrtc.h>
@@ -25,10 +27,21 @@ const char *fa_cuda_nvrtc_version(char *buf, size_t cap)
     return buf;
 }
 
-/* ptxas --verbose (CUDA 13) prints per entry:
+/* ptxas --verbose (CUDA 11-13) prints per entry:
  *   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
  *   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
- *   ptxas info    : Used 14 registers, used 0 barriers */
+ *   ptxas info    : Used 14 registers, used 1 barriers, 128 bytes smem, 400 bytes cmem[0] */
+/* The integer just before `key` in `line` (spaces skipped); -1 when absent. */
+static int num_before(const char *line, const char *key)
+{
+    const char *p = strstr(line, key);
+    if (!p) return -1;
+    const char *e = p;
+    const char *b = e;
+    while (b > line && b[-1] >= '0' && b[-1] <= '9') b--;
+    return b < e ? atoi(b) : -1;
+}
+
 fa_status fa_cuda_parse_ptxas_log(fa_ctx *ctx, const char *log, fa_cuda_kernel_info **out, int *n)
 {
     int cap = 16, cnt = 0;
@@ -58,16 +71,17 @@ fa_status fa_cuda_parse_ptxas_log(fa_ctx *ctx, const char *log, fa_cuda_kernel_i
             cur = &k[cnt++];
             snprintf(cur->name, sizeof cur->name, "%.*s", (int)(e ? e - q : (long)strlen(q)), q);
         } else if (cur && (q = strstr(line, "bytes stack frame"))) {
-            int sf = 0, ss = 0, sl = 0;
-            const char *b = strstr(line, ".");
-            if (b && sscanf(b + 1, " %d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &sf, &ss, &sl) == 3) {
-                cur->stack_frame = sf;
-                cur->spill_stores = ss;
-                cur->spill_loads = sl;
-            }
+            /* "ptxas . 0 bytes stack frame, ..." (CUDA 13) or "    8 bytes stack frame, ..." (11-12) */
+            int v;
+            if ((v = num_before(line, " bytes stack frame")) >= 0) cur->stack_frame = v;
+            if ((v = num_before(line, " bytes spill stores")) >= 0) cur->spill_stores = v;
+            if ((v = num_before(line, " bytes spill loads")) >= 0) cur->spill_loads = v;
         } else if (cur && (q = strstr(line, "Used "))) {
             int r = 0;
             if (sscanf(q, "Used %d registers", &r) == 1) cur->registers = r;
+            /* "N bytes smem" on the same line, absent when the kernel has none */
+            int v = num_before(q, " bytes smem");
+            if (v >= 0) cur->static_smem = v;
         }
         p = eol ? eol + 1 : NULL;
     }
@@ -81,8 +95,15 @@ fa_status fa_cuda_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, 
 {
     fa_status st = FA_OK;
     nvrtcProgram prog = NULL;
+    if (!src || !name) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_cuda_nvrtc_compile: NULL source or name");
+    /* "sm_90", "90" or "9.0" */
+    const char *a = arch && arch[0] ? arch : "sm_90";
     char archopt[64];
-    snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", arch);
+    if (!strncmp(a, "sm_", 3)) snprintf(archopt, sizeof archopt, "--gpu-architecture=%s", a);
+    else if (a[0] >= '0' && a[0] <= '9' && strchr(a, '.'))
+        snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%c%c", a[0], strchr(a, '.')[1]);
+    else snprintf(archopt, sizeof archopt, "--gpu-architecture=sm_%s", a);
+    arch = archopt + strlen("--gpu-architecture=");
     const char *opts[] = {archopt, "--ptxas-options=--verbose", "-default-device", "--std=c++17"};
     fa_cuda_compiled c = {0};
     NVRTC_CHECK(ctx, nvrtcCreateProgram(&prog, src, name, 0, NULL, NULL));
@@ -115,6 +136,10 @@ fa_status fa_cuda_nvrtc_compile(fa_ctx *ctx, const char *src, const char *name, 
     NVRTC_CHECK(ctx, nvrtcGetCUBIN(prog, (char *)c.cubin));
     st = fa_cuda_parse_ptxas_log(ctx, c.log, &c.kernels, &c.n_kernels);
     if (st) goto fail;
+    if (!strstr(c.log, "Used ")) {
+        st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "NVRTC: no ptxas info for %s in the log (--ptxas-options ignored?)", name);
+        goto fail;
+    }
     nvrtcDestroyProgram(&prog);
     *out = c;
     return FA_OK;
@@ -122,6 +147,13 @@ fail:
     if (prog) nvrtcDestroyProgram(&prog);
     fa_cuda_compiled_free(&c);
     return st;
+}
+
+const fa_cuda_kernel_info *fa_cuda_compiled_kernel(const fa_cuda_compiled *c, const char *name)
+{
+    for (int i = 0; i < c->n_kernels; i++)
+        if (!strcmp(c->kernels[i].name, name)) return &c->kernels[i];
+    return NULL;
 }
 
 void fa_cuda_compiled_free(fa_cuda_compiled *c)

@@ -3,6 +3,7 @@
 #ifndef FA_CODEGEN_CASES_H
 #define FA_CODEGEN_CASES_H
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 

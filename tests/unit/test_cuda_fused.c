@@ -2,7 +2,7 @@
  * generated cluster of zoo:bert-layer / zoo:gpt2-block compiles for sm_90 with registers recorded, gets
  * the launch configuration the codegen asked for, and its CUDA source run on the host (C++ shim, as in
  * test_codegen) matches the unfused cpu graph; the cuBLASLt / cuDNN epilogue mapping case by case;
- * fa_apply_cuda refuses without a driver. The GPU half is test_cuda_fused_gpu. */
+ * fa_apply on cuda refuses without a driver. The GPU half is test_cuda_fused_gpu. */
 #include "testutil.h"
 
 #include "applier/applier.h"
@@ -143,10 +143,17 @@ static int query_zoo_epilogues(const char *model, int *mapped)
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         if (c->kind != FA_CLUSTER_EPILOGUE) continue;
+        /* the query the cuda target reads off the cluster's fused node (supports_node) */
+        fa_graph *fg = NULL;
+        if (fa_fused_graph(ctx, g, p, &c->id, 1, &fg)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        const fa_node *fnode = NULL;
+        for (int k = 0; k < fg->n_topo; k++)
+            if (!strncmp(fg->nodes[fg->topo[k]]->op_type, "Fused", 5)) fnode = fg->nodes[fg->topo[k]];
+        assert_non_null(fnode);
         bool scratch[64] = {0};
-        assert_true(c->n_post_ops < 64);
+        assert_true(c->n_post_ops < FA_CUDA_EPILOGUE_MAX_POST_OPS);
         fa_cuda_epilogue_query q;
-        fa_cuda_epilogue_query_of(g, c, scratch, &q);
+        fa_cuda_epilogue_query_of_node(fg, fnode, scratch, &q);
         char why[256];
         fa_cuda_epilogue e = fa_cuda_epilogue_map(&q, why, sizeof why);
         print_message("%s cluster %d %s (%s): %s %s\n", model, c->id, c->label ? c->label : "", q.anchor_op,
@@ -165,6 +172,7 @@ static int query_zoo_epilogues(const char *model, int *mapped)
         if (c->label && strstr(c->label, "gelu_erf")) assert_int_equal(e, FA_CUDA_EPI_NONE);
         if (c->label && !strcmp(c->label, "matmul+add+gelu_tanh") && scratch[0])
             assert_int_equal(e, FA_CUDA_EPI_CUBLASLT_GELU_BIAS);
+        fa_graph_free(fg);
     }
     print_message("%s: %d epilogue clusters, %d map onto cuBLASLt/cuDNN\n", model, epis, *mapped);
     fa_plan_free(p);
@@ -183,7 +191,7 @@ static void test_epilogue_query_of_zoo_transformer_clusters(void **s)
     assert_true(mapped >= 1); /* matmul+add+gelu_tanh -> GELU_BIAS */
 }
 
-/* ---- fa_apply_cuda without a driver ---- */
+/* ---- fa_apply on cuda without a driver ---- */
 
 static void test_apply_cuda_without_driver_refuses_before_touching_the_plan(void **s)
 {
@@ -203,9 +211,12 @@ static void test_apply_cuda_without_driver_refuses_before_touching_the_plan(void
     fa_apply_result *res = (fa_apply_result *)(uintptr_t)0x1;
     fa_apply_options ao;
     fa_apply_options_default(&ao);
-    assert_int_equal(fa_apply_cuda(ctx, g, p, &ao, NULL, &res), FA_ERR_UNSUPPORTED);
-    print_message("fa_apply_cuda: %s\n", fa_ctx_errmsg(ctx));
-    assert_non_null(strstr(fa_ctx_errmsg(ctx), "no CUDA driver"));
+    ao.target = FA_TARGET_CUDA;
+    assert_int_equal(fa_apply(ctx, g, p, &ao, &res), FA_ERR_UNSUPPORTED);
+    print_message("fa_apply on cuda: %s\n", fa_ctx_errmsg(ctx));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "cannot apply on cuda: "));
+    /* no driver here (a toolkit build), or no cuda target at all (a build without the toolkit) */
+    assert_true(strstr(fa_ctx_errmsg(ctx), "no CUDA driver") || strstr(fa_ctx_errmsg(ctx), "no executor for it"));
     assert_true(res == (fa_apply_result *)(uintptr_t)0x1); /* out untouched */
     int still = 0;
     for (int i = 0; i < p->n_clusters; i++) still += p->clusters[i].status == FA_CLUSTER_PROPOSED;
@@ -421,11 +432,16 @@ static int check_zoo_model(const char *name)
         fa_codegen_info info;
         if (fa_codegen_cuda(ctx, g, c, p->hash, &src, &info)) fail_msg("%s: %s", name, fa_ctx_errmsg(ctx));
         /* NVRTC for sm_90: a cubin and the register count ptxas reported */
-        fa_nvrtc_result nv;
-        uint8_t *cubin = NULL;
-        size_t cubin_len = 0;
-        if (fa_nvrtc_compile(ctx, src.data, info.name, "sm_90", &nv, &cubin, &cubin_len))
+        fa_cuda_compiled cc;
+        if (fa_cuda_nvrtc_compile(ctx, src.data, info.name, "sm_90", &cc))
             fail_msg("%s: cluster %d: %s", name, c->id, fa_ctx_errmsg(ctx));
+        const fa_cuda_kernel_info *ki = fa_cuda_compiled_kernel(&cc, info.name);
+        assert_non_null(ki);
+        fa_cuda_kernel_info nv = *ki;
+        uint8_t *cubin = cc.cubin;
+        size_t cubin_len = cc.cubin_size;
+        cc.cubin = NULL; /* freed below with the test's own free(cubin) */
+        fa_cuda_compiled_free(&cc);
         assert_non_null(cubin);
         assert_true(cubin_len > 64);
         assert_memory_equal(cubin, "\x7f" "ELF", 4);

@@ -1,6 +1,6 @@
 /* tests/unit/test_cuda_fused_gpu — the applier's fused kernels on a real GPU: a generated cluster
  * compiled by NVRTC for the device's arch, loaded and launched through the driver API, matching the
- * unfused cpu graph; fa_apply_cuda on zoo:bert-layer. Exits 77 (skipped) without a CUDA device.
+ * unfused cpu graph; fa_apply on cuda on zoo:bert-layer. Exits 77 (skipped) without a CUDA device.
  * NEVER RUN YET: written on a machine without a GPU (docs/cuda.md "Fused kernels on cuda"). */
 #include "testutil.h"
 
@@ -59,11 +59,16 @@ static void test_generated_layer_norm_launched_on_device_matches_unfused(void **
         fa_buf src;
         fa_buf_init(&src);
         fa_codegen_info info;
-        fa_nvrtc_result nv;
-        uint8_t *cubin = NULL;
-        size_t len = 0;
-        if (fa_codegen_cuda(ctx, g, c, p->hash, &src, &info) || fa_nvrtc_compile(ctx, src.data, info.name, arch, &nv, &cubin, &len))
+        fa_cuda_compiled cc = {0};
+        if (fa_codegen_cuda(ctx, g, c, p->hash, &src, &info) || fa_cuda_nvrtc_compile(ctx, src.data, info.name, arch, &cc))
             fail_msg("%s", fa_ctx_errmsg(ctx));
+        const fa_cuda_kernel_info *ki = fa_cuda_compiled_kernel(&cc, info.name);
+        if (!ki) fail_msg("no ptxas figures for %s", info.name);
+        fa_cuda_kernel_info nv = *ki;
+        uint8_t *cubin = cc.cubin;
+        size_t len = cc.cubin_size;
+        cc.cubin = NULL;
+        fa_cuda_compiled_free(&cc);
         fa_cuda_fused *k = NULL;
         assert_int_equal(cudaSetDevice(0), cudaSuccess);
         assert_int_equal(cudaFree(0), cudaSuccess);
@@ -135,9 +140,10 @@ static void test_apply_cuda_decides_every_cluster_of_bert_layer(void **s)
     fa_apply_options ao;
     fa_apply_options_default(&ao);
     ao.iters = 5;
+    ao.target = FA_TARGET_CUDA;
     fa_apply_result *r = NULL;
-    fa_status st = fa_apply_cuda(ctx, g, p, &ao, NULL, &r);
-    print_message("fa_apply_cuda: %s %s\n", st ? "failed:" : "ok", st ? fa_ctx_errmsg(ctx) : "");
+    fa_status st = fa_apply(ctx, g, p, &ao, &r);
+    print_message("fa_apply on cuda: %s %s\n", st ? "failed:" : "ok", st ? fa_ctx_errmsg(ctx) : "");
     /* until the cuda executor accepts providers (docs/cuda.md), the end-to-end step may refuse */
     if (st) assert_non_null(strstr(fa_ctx_errmsg(ctx), "end-to-end"));
     for (int i = 0; i < p->n_clusters; i++) {

@@ -20,7 +20,7 @@ int main(void)
 #include <dlfcn.h>
 
 #include "collector/cupti/cupti.h"
-#include "roofline/cuda_ceilings.h"
+#include "roofline/roofline.h"
 #include "runtime/cuda/cuda.h"
 
 /* max |gpu - cpu| <= atol + rtol * |cpu| over every output element */
@@ -131,7 +131,7 @@ static void test_ceilings_measured_and_stored_with_clocks(void **s)
     fa_store *st = NULL;
     assert_int_equal(fa_store_open(ctx, fa_test_path(fa_test_tmpdir(), "gpu-ceil.db"), &st), FA_OK);
     fa_ceilings c;
-    fa_status r = fa_roofline_cuda_ceilings(ctx, st, 0, true, &c);
+    fa_status r = fa_roofline_ceilings(ctx, st, FA_TARGET_CUDA, 0, true, &c);
     if (r) fail_msg("%s", fa_ctx_errmsg(ctx));
     fprintf(stderr, "  %s: %.0f GB/s, %.0f GFLOP/s, launch %.0f ns\n  %s\n", c.device_key, c.mem_bw_gbs, c.peak_gflops,
             c.launch_ns, c.detail);
@@ -139,7 +139,7 @@ static void test_ceilings_measured_and_stored_with_clocks(void **s)
     assert_true(c.peak_gflops > 1000 && c.peak_gflops < 500000);
     assert_true(c.launch_ns > 100 && c.launch_ns < 100000);
     fa_ceilings cached;
-    assert_int_equal(fa_roofline_cuda_ceilings(ctx, st, 0, false, &cached), FA_OK);
+    assert_int_equal(fa_roofline_ceilings(ctx, st, FA_TARGET_CUDA, 0, false, &cached), FA_OK);
     assert_true(cached.mem_bw_gbs == c.mem_bw_gbs);
     assert_string_equal(cached.mem_bw_source, "measured (cached)");
     fa_arena *ar = fa_arena_create(4096);

@@ -11,6 +11,7 @@
 #include "roofline/roofline.h"
 
 #ifdef FA_HAVE_CUDA
+#include "runtime/cuda/cuda.h"
 #define NEED_CUDA() ((void)0)
 #else
 #define NEED_CUDA()                                                                               \
@@ -45,27 +46,29 @@ static void test_nvrtc_compiles_every_generated_kernel_sm80_sm90(void **s)
         fa_buf_init(&src);
         fa_codegen_info info;
         if (fa_codegen_cuda(t->ctx, t->g, &t->c, "feedc0de", &src, &info)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+#ifdef FA_HAVE_CUDA
         for (int a = 0; a < 2; a++) {
-            fa_nvrtc_result r;
-            uint8_t *cubin = NULL;
-            size_t len = 0;
-            fa_status st = fa_nvrtc_compile(t->ctx, src.data, info.name, arches[a], &r, &cubin, &len);
+            fa_cuda_compiled cc;
+            fa_status st = fa_cuda_nvrtc_compile(t->ctx, src.data, info.name, arches[a], &cc);
             if (st) fail_msg("%s %s: %s\n%s", t->c.label, arches[a], fa_ctx_errmsg(t->ctx), src.data);
+            const fa_cuda_kernel_info *r = fa_cuda_compiled_kernel(&cc, info.name);
+            assert_non_null(r);
             print_message("%-24s %s: %3d registers, spill %d/%d B, smem %d B, stack %d B, block %d, cubin %zu B\n",
-                          t->c.label, arches[a], r.registers, r.spill_stores, r.spill_loads, r.static_smem, r.local_mem,
-                          info.block_size, len);
-            assert_true(r.registers > 0 && r.registers <= 255);
-            assert_int_equal(r.spill_stores, 0);
-            assert_int_equal(r.spill_loads, 0);
-            assert_non_null(strstr(r.log, info.name));
-            assert_non_null(strstr(r.log, arches[a]));
-            if (t->c.kind == FA_CLUSTER_REDUCTION) assert_true(r.static_smem >= 128); /* fa_red[32] */
-            else assert_int_equal(r.static_smem, 0);
-            assert_non_null(cubin);
-            assert_true(len > 256);
-            assert_memory_equal(cubin, "\x7f" "ELF", 4);
-            free(cubin);
+                          t->c.label, arches[a], r->registers, r->spill_stores, r->spill_loads, r->static_smem,
+                          r->stack_frame, info.block_size, cc.cubin_size);
+            assert_true(r->registers > 0 && r->registers <= 255);
+            assert_int_equal(r->spill_stores, 0);
+            assert_int_equal(r->spill_loads, 0);
+            assert_non_null(strstr(cc.log, info.name));
+            assert_non_null(strstr(cc.log, arches[a]));
+            if (t->c.kind == FA_CLUSTER_REDUCTION) assert_true(r->static_smem >= 128); /* fa_red[32] */
+            else assert_int_equal(r->static_smem, 0);
+            assert_non_null(cc.cubin);
+            assert_true(cc.cubin_size > 256);
+            assert_memory_equal(cc.cubin, "\x7f" "ELF", 4);
+            fa_cuda_compiled_free(&cc);
         }
+#endif
         fa_buf_free(&src);
         tc_free(t);
     }
@@ -76,11 +79,13 @@ static void test_nvrtc_compile_error_carries_log(void **s)
     (void)s;
     NEED_CUDA();
     fa_ctx *ctx = fa_ctx_create();
-    fa_nvrtc_result r;
-    fa_status st = fa_nvrtc_compile(ctx, "extern \"C\" __global__ void k(float *p) { p[0] = undefined_name; }", "k",
-                                    "sm_90", &r, NULL, NULL);
+#ifdef FA_HAVE_CUDA
+    fa_cuda_compiled cc;
+    fa_status st = fa_cuda_nvrtc_compile(ctx, "extern \"C\" __global__ void k(float *p) { p[0] = undefined_name; }", "k",
+                                         "sm_90", &cc);
     assert_int_equal(st, FA_ERR_RUNTIME);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "undefined_name"));
+#endif
     fa_ctx_free(ctx);
 }
 
@@ -220,6 +225,7 @@ static int gate_plan(fa_ctx *ctx, fa_graph *g, const char *what, int *refusals)
 {
     fa_advise_options o = fa_advise_options_default();
     o.no_gate = true;
+    o.target = FA_TARGET_CUDA; /* the gate is the cuda target's (the cpu has none) */
     fa_plan *p = NULL;
     if (fa_advise(ctx, g, NULL, &o, &p)) fail_msg("%s: advise: %s", what, fa_ctx_errmsg(ctx));
     o.arch = "sm_90";

@@ -1,8 +1,7 @@
-/* roofline/cuda_ceilings — GPU ceilings measured with our own kernels (triad, FMA chains, empty
- * kernel) and stored per device with its clocks; theoretical per-SM limits without a GPU.
- * Compiled to nothing without the CUDA toolkit (this file sits outside a cuda/ folder). */
-#ifdef FA_HAVE_CUDA
-#include "roofline/cuda_ceilings.h"
+/* runtime/cuda/ceilings — the cuda target's ceilings, measured with our own kernels (triad, FMA
+ * chains, empty kernel) on device 0, with the device's clocks as facts stored beside them
+ * (roofline/ caches them per device key). */
+#include "runtime/runtime-impl.h"
 
 #include <cuda_runtime_api.h>
 #include <stdio.h>
@@ -11,15 +10,6 @@
 #include <time.h>
 
 #include "runtime/cuda/cuda.h"
-
-fa_status fa_roofline_cuda_key(fa_ctx *ctx, int ordinal, char *buf, size_t cap)
-{
-    fa_cuda_device_info di;
-    fa_status st = fa_cuda_device_query(ctx, ordinal, &di);
-    if (st) return st;
-    snprintf(buf, cap, "cuda:%s:sm_%d%d", di.name, di.cc_major, di.cc_minor);
-    return FA_OK;
-}
 
 typedef struct meas {
     cudaStream_t s;
@@ -53,8 +43,10 @@ static fa_status timed(fa_ctx *ctx, meas *m, void *fn, unsigned grid, unsigned b
     return st;
 }
 
-fa_status fa_roofline_measure_cuda(fa_ctx *ctx, int ordinal, fa_ceilings *out)
+fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out)
 {
+    (void)threads;
+    const int ordinal = 0;
     fa_cuda_device_info di;
     fa_status st = fa_cuda_device_query(ctx, ordinal, &di);
     if (st) return st;
@@ -128,6 +120,15 @@ fa_status fa_roofline_measure_cuda(fa_ctx *ctx, int ordinal, fa_ceilings *out)
     c.peak_source = "measured";
     c.launch_ns = launch_ns;
     c.launch_source = "measured";
+    c.latency_detail = "2000 back-to-back empty-kernel launches";
+    const struct fa_ceiling_fact facts[] = {
+        {"clock", "sm_clock", di.sm_clock_khz, "kHz", "CU_DEVICE_ATTRIBUTE_CLOCK_RATE"},
+        {"clock", "mem_clock", di.mem_clock_khz, "kHz", "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"},
+        {"limit", "sm_count", di.sm_count, "count", "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"},
+        {"limit", "l2_bytes", di.l2_bytes, "bytes", "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE"},
+    };
+    c.n_facts = (int)(sizeof facts / sizeof facts[0]);
+    memcpy(c.facts, facts, sizeof facts);
     snprintf(c.detail, sizeof c.detail,
              "%s (%s, %d SMs, sm clock %d kHz, mem clock %d kHz, %d-bit bus, L2 %d B): triad on 3 x %zu MiB, "
              "best of 10; FMA peak %u blocks x 256 threads x 8 chains; launch %.0f ns back-to-back, %.0f ns "
@@ -139,101 +140,3 @@ done:
     meas_free(&m);
     return st;
 }
-
-static double find(const fa_ceiling *cs, size_t n, const char *name, bool *ok)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(cs[i].name, name)) return cs[i].value;
-    *ok = false;
-    return 0;
-}
-
-fa_status fa_roofline_cuda_ceilings(fa_ctx *ctx, fa_store *st, int ordinal, bool remeasure, fa_ceilings *out)
-{
-    static char keybuf[300], namebuf[256];
-    fa_cuda_device_info di;
-    fa_status s = fa_cuda_device_query(ctx, ordinal, &di);
-    if (s) return s;
-    snprintf(keybuf, sizeof keybuf, "cuda:%s:sm_%d%d", di.name, di.cc_major, di.cc_minor);
-    snprintf(namebuf, sizeof namebuf, "%s", di.name);
-    if (st && !remeasure) {
-        fa_arena *ar = fa_arena_create(4096);
-        fa_ceiling *cs = NULL;
-        size_t n = 0;
-        if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-        s = fa_store_get_ceilings(ctx, st, keybuf, ar, &cs, &n);
-        if (s) {
-            fa_arena_free(ar);
-            return s;
-        }
-        bool ok = true;
-        fa_ceilings c;
-        memset(&c, 0, sizeof c);
-        c.mem_bw_gbs = find(cs, n, "mem_bw", &ok);
-        c.peak_gflops = find(cs, n, "fp32_peak", &ok);
-        c.launch_ns = find(cs, n, "launch", &ok);
-        if (ok) {
-            c.device_key = keybuf;
-            c.device_name = namebuf;
-            c.mem_bw_source = c.peak_source = c.launch_source = "measured (cached)";
-            for (size_t i = 0; i < n; i++)
-                if (!strcmp(cs[i].name, "mem_bw") && cs[i].detail) snprintf(c.detail, sizeof c.detail, "%s", cs[i].detail);
-            fa_arena_free(ar);
-            *out = c;
-            return FA_OK;
-        }
-        fa_arena_free(ar);
-    }
-    fa_ceilings c;
-    s = fa_roofline_measure_cuda(ctx, ordinal, &c);
-    if (s) return s;
-    c.device_key = keybuf;
-    c.device_name = namebuf;
-    if (st && !fa_store_readonly(st)) {
-        int64_t now = (int64_t)time(NULL) * 1000000000LL;
-        fa_ceiling rows[] = {
-            {keybuf, "bandwidth", "mem_bw", c.mem_bw_gbs, "GB/s", "measured", now, c.detail},
-            {keybuf, "compute", "fp32_peak", c.peak_gflops, "GFLOP/s", "measured", now, c.detail},
-            {keybuf, "latency", "launch", c.launch_ns, "ns", "measured", now, "2000 back-to-back empty-kernel launches"},
-            {keybuf, "clock", "sm_clock", di.sm_clock_khz, "kHz", "device", now, "CU_DEVICE_ATTRIBUTE_CLOCK_RATE"},
-            {keybuf, "clock", "mem_clock", di.mem_clock_khz, "kHz", "device", now, "CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE"},
-            {keybuf, "limit", "sm_count", di.sm_count, "count", "device", now, "CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT"},
-            {keybuf, "limit", "l2_bytes", di.l2_bytes, "bytes", "device", now, "CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE"},
-        };
-        for (size_t i = 0; i < sizeof rows / sizeof rows[0] && !s; i++) s = fa_store_put_ceiling(ctx, st, &rows[i]);
-        if (s) return s;
-    }
-    *out = c;
-    return FA_OK;
-}
-
-fa_status fa_roofline_cuda_theoretical(fa_ctx *ctx, fa_store *st, const char *arch, int *n_stored)
-{
-    const fa_cuda_limits *l = fa_cuda_limits_for_arch(arch);
-    if (!l) return fa_ctx_error(ctx, FA_ERR_INPUT, "arch '%s' is not in the CUDA limits table", arch);
-    char key[64];
-    snprintf(key, sizeof key, "cuda:theoretical:%s", l->arch);
-    int64_t now = (int64_t)time(NULL) * 1000000000LL;
-    struct {
-        const char *name;
-        double v;
-        const char *unit;
-    } rows[] = {
-        {"max_threads_per_sm", l->max_threads_per_sm, "count"}, {"max_warps_per_sm", l->max_warps_per_sm, "count"},
-        {"max_blocks_per_sm", l->max_blocks_per_sm, "count"},   {"regs_per_sm", l->regs_per_sm, "count"},
-        {"max_regs_per_thread", l->max_regs_per_thread, "count"}, {"smem_per_sm", l->smem_per_sm, "bytes"},
-        {"smem_per_block_optin", l->smem_per_block_optin, "bytes"},
-    };
-    int k = 0;
-    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
-        fa_ceiling c = {key, "limit", rows[i].name, rows[i].v, rows[i].unit, "theoretical", now, l->source};
-        if (st) {
-            fa_status s = fa_store_put_ceiling(ctx, st, &c);
-            if (s) return s;
-        }
-        k++;
-    }
-    if (n_stored) *n_stored = k;
-    return FA_OK;
-}
-#endif

@@ -1,8 +1,9 @@
-/* applier/compile — generated C to loaded functions: many kernels in one translation unit and
- * one compiler process (started with an argument vector, never a shell), cached in a private
- * folder by the SHA-256 of sources + flags, each entry checked against the SHA-256 of its binary
- * recorded when it was built before it is loaded. docs/codegen.md "Kernel cache". */
-#include "applier-impl.h"
+/* runtime/cpu/compile — the cpu target's fused kernels: generated C to loaded functions, many
+ * kernels in one translation unit and one compiler process (started with an argument vector,
+ * never a shell), cached in a private folder by the SHA-256 of sources + flags, each entry
+ * checked against the SHA-256 of its binary recorded when it was built before it is loaded.
+ * docs/codegen.md "Kernel cache". */
+#include "runtime/runtime-impl.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -1,7 +1,7 @@
-/* roofline/cpu_ceilings — measured cpu ceilings: STREAM-triad main-memory bandwidth, a
+/* runtime/cpu/ceilings — the cpu target's ceilings: STREAM-triad main-memory bandwidth, a
  * working-set sweep for cache levels, FP32 FMA peak, and the executor's per-node dispatch
- * overhead; cached per device key in the run database. */
-#include "roofline.h"
+ * overhead (roofline/ caches them per device key in the run database). */
+#include "runtime/runtime-impl.h"
 
 #include <math.h>
 #include <omp.h>
@@ -11,35 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "graph/graph.h"
-#include "runtime/runtime.h"
 
 #define TRIAD_FLOATS ((size_t)16 << 20) /* 16 Mi floats = 64 MiB per array, 192 MiB in all */
 
-static const char *cache_name_for(uint64_t ws);
-
-const char *fa_roofline_cpu_key(int threads, char *buf, size_t cap)
-{
-    char model[200] = "cpu";
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (f) {
-        char line[512];
-        while (fgets(line, sizeof line, f))
-            if (!strncmp(line, "model name", 10)) {
-                char *c = strchr(line, ':');
-                if (c) {
-                    c++;
-                    while (*c == ' ') c++;
-                    c[strcspn(c, "\n")] = 0;
-                    snprintf(model, sizeof model, "%s", c);
-                }
-                break;
-            }
-        fclose(f);
-    }
-    snprintf(buf, cap, "cpu:%s:%dt", model, threads);
-    return buf;
-}
 
 /* STREAM triad, best of `reps`; returns GB/s. */
 static double triad_gbs(float *a, const float *b, const float *c, size_t n, int threads, int reps)
@@ -203,7 +177,7 @@ done:
     return result;
 }
 
-fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out)
+fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out)
 {
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads <= 0) threads = 1;
@@ -241,7 +215,7 @@ fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out)
             if (prev_plateau == 0 || bws[i] < 0.9 * prev_plateau) {
                 c.cache[nl].working_set = sizes[i];
                 c.cache[nl].bandwidth_gbs = bws[i];
-                c.cache[nl].name = cache_name_for(sizes[i]);
+                c.cache[nl].name = fa_cpu_cache_level_name(sizes[i]);
                 prev_plateau = bws[i];
                 nl++;
             }
@@ -256,8 +230,7 @@ fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out)
     c.launch_ns = dispatch_ns(threads);
     c.launch_source = c.launch_ns >= 0 ? "measured" : "unavailable";
     if (c.launch_ns < 0) c.launch_ns = 0;
-    char key[300];
-    fa_roofline_cpu_key(threads, key, sizeof key);
+    c.latency_detail = "executor time per node, 256-node Relu chain";
     c.device_key = NULL; /* filled by the caller from its own storage */
     snprintf(c.detail, sizeof c.detail,
              "STREAM triad on 3 x 64 MiB float arrays, best of 5; read sweep 16 KiB..64 MiB; "
@@ -269,7 +242,7 @@ fa_status fa_roofline_measure_cpu(fa_ctx *ctx, int threads, fa_ceilings *out)
 
 /* "L1".."L3" for the smallest data/unified cache of cpu0 (sysfs) whose size, times the threads
  * of the sweep for levels private to a core, holds `ws` bytes; "LLC" when sysfs says nothing. */
-static const char *cache_name_for(uint64_t ws)
+const char *fa_cpu_cache_level_name(uint64_t ws)
 {
     static const char *const names[] = {"L1", "L2", "L3", "L4"};
     int best = -1;
@@ -300,79 +273,4 @@ static const char *cache_name_for(uint64_t ws)
         }
     }
     return best > 0 ? names[best - 1] : "LLC";
-}
-
-static double ceiling_value(const fa_ceiling *cs, size_t n, const char *name, const char **source, bool *found)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(cs[i].name, name)) {
-            *found = true;
-            if (source) *source = cs[i].source;
-            return cs[i].value;
-        }
-    *found = false;
-    return 0;
-}
-
-fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool remeasure, fa_ceilings *out)
-{
-    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    static char keybuf[300];
-    fa_roofline_cpu_key(threads, keybuf, sizeof keybuf);
-    if (st && !remeasure) {
-        fa_arena *ar = fa_arena_create(4096);
-        fa_ceiling *cs = NULL;
-        size_t n = 0;
-        fa_status s = fa_store_get_ceilings(ctx, st, keybuf, ar, &cs, &n);
-        if (s) { fa_arena_free(ar); return s; }
-        bool f1, f2, f3;
-        fa_ceilings c;
-        memset(&c, 0, sizeof c);
-        c.mem_bw_gbs = ceiling_value(cs, n, "mem_bw", NULL, &f1);
-        c.peak_gflops = ceiling_value(cs, n, "fp32_peak", NULL, &f2);
-        c.launch_ns = ceiling_value(cs, n, "dispatch", NULL, &f3);
-        if (f1 && f2 && f3) {
-            c.mem_bw_source = "measured (cached)";
-            c.peak_source = "measured (cached)";
-            c.launch_source = "measured (cached)";
-            c.threads = threads;
-            c.device_key = keybuf;
-            for (size_t i = 0; i < n && c.n_cache_levels < 4; i++)
-                if (!strncmp(cs[i].name, "cache_", 6)) {
-                    fa_cache_level *cl = &c.cache[c.n_cache_levels++];
-                    cl->bandwidth_gbs = cs[i].value;
-                    cl->working_set = cs[i].detail ? strtoull(cs[i].detail, NULL, 10) : 0;
-                    cl->name = cache_name_for(cl->working_set);
-                }
-            for (size_t i = 0; i < n; i++)
-                if (!strcmp(cs[i].name, "mem_bw") && cs[i].detail) snprintf(c.detail, sizeof c.detail, "%s", cs[i].detail);
-            fa_arena_free(ar);
-            *out = c;
-            return FA_OK;
-        }
-        fa_arena_free(ar);
-    }
-    fa_ceilings c;
-    fa_status s = fa_roofline_measure_cpu(ctx, threads, &c);
-    if (s) return s;
-    c.device_key = keybuf;
-    if (st && !fa_store_readonly(st)) {
-        int64_t now = (int64_t)time(NULL) * 1000000000LL;
-        fa_ceiling rows[3] = {
-            {keybuf, "bandwidth", "mem_bw", c.mem_bw_gbs, "GB/s", "measured", now, c.detail},
-            {keybuf, "compute", "fp32_peak", c.peak_gflops, "GFLOP/s", "measured", now, c.detail},
-            {keybuf, "latency", "dispatch", c.launch_ns, "ns", c.launch_source, now, "executor time per node, 256-node Relu chain"},
-        };
-        for (int i = 0; i < 3 && !s; i++) s = fa_store_put_ceiling(ctx, st, &rows[i]);
-        for (int i = 0; i < c.n_cache_levels && !s; i++) {
-            char nm[32], det[64];
-            snprintf(nm, sizeof nm, "cache_%d", i + 1);
-            snprintf(det, sizeof det, "%llu", (unsigned long long)c.cache[i].working_set);
-            fa_ceiling r = {keybuf, "bandwidth", nm, c.cache[i].bandwidth_gbs, "GB/s", "measured", now, det};
-            s = fa_store_put_ceiling(ctx, st, &r);
-        }
-        if (s) return s;
-    }
-    *out = c;
-    return FA_OK;
 }

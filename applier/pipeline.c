@@ -1,0 +1,92 @@
+/* applier/pipeline — the stages `run` and `apply` share after the baseline is stored: ceilings,
+ * analysis, plan, apply, and the applier's outputs (model.folded.onnx, plan.json, summary.json). */
+#include "applier-impl.h"
+
+#include "analyzer/analyzer.h"
+#include "roofline/roofline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void fa_pipeline_options_default(fa_pipeline_options *o)
+{
+    memset(o, 0, sizeof *o);
+    fa_apply_options_default(&o->apply);
+    o->max_ops = 16;
+    o->max_inputs = 8;
+}
+
+void fa_pipeline_result_free(fa_pipeline_result *r)
+{
+    if (!r) return;
+    fa_apply_result_free(r->apply);
+    fa_plan_free(r->plan);
+    fa_analysis_free(r->analysis);
+    free(r);
+}
+
+/* model.folded.onnx: the model with BN folded into its producers, standard ONNX ops only, with
+ * the original's symbolic dims where they can be restored (a dynamic-batch export stays dynamic;
+ * otherwise a warning on the ctx's log and the bound shapes). */
+static fa_status write_folded(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const char *path)
+{
+    fa_graph *fg = NULL;
+    fa_status s = fa_bn_folded_graph(ctx, g, p, &fg);
+    if (!s && fa_graph_restore_symbolic(ctx, fg, g, NULL) != FA_OK) {
+        fa_log(ctx, FA_LOG_WARN, "model.folded.onnx keeps the bound shapes: %s", fa_ctx_errmsg(ctx));
+        fa_ctx_clear(ctx);
+        fa_graph_free(fg);
+        fg = NULL;
+        s = fa_bn_folded_graph(ctx, g, p, &fg);
+    }
+    if (!s) s = fa_onnx_export(ctx, fg, path);
+    fa_graph_free(fg);
+    return s;
+}
+
+fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
+                          const char *device_name, const fa_pipeline_options *o, fa_pipeline_result **out)
+{
+    if (!o || !o->apply.out_dir) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_pipeline_run: no options or output folder");
+    const fa_apply_options *ap = &o->apply;
+    fa_pipeline_result *r = calloc(1, sizeof *r);
+    if (!r) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    char path[4400];
+    fa_status s = fa_roofline_ceilings(ctx, st, ap->target, ap->threads, false, &r->ceilings);
+    if (!s) s = fa_analyze_run(ctx, st, run_id, &r->ceilings, &r->analysis);
+    if (!s) s = fa_analysis_save(ctx, st, r->analysis);
+    fa_advise_options ao = {0};
+    ao.target = ap->target; /* the register/occupancy gate is the target's (none on cpu) */
+    ao.max_ops = o->max_ops;
+    ao.max_inputs = o->max_inputs;
+    ao.occupancy_floor = 0.5;
+    if (!s) s = fa_advise(ctx, g, r->analysis, &ao, &r->plan);
+    if (!s) {
+        r->plan->run_id = run_id;
+        s = fa_plan_save(ctx, st, r->plan);
+    }
+    if (!s) s = fa_apply(ctx, g, r->plan, ap, &r->apply);
+    if (!s) s = fa_store_apply_result(ctx, st, r->plan, r->apply);
+    for (int i = 0; !s && i < r->plan->n_clusters; i++) r->folded_model |= r->plan->clusters[i].kind == FA_CLUSTER_BN_FOLD;
+    if (!s && r->folded_model) {
+        snprintf(path, sizeof path, "%s/model.folded.onnx", ap->out_dir);
+        s = write_folded(ctx, g, r->plan, path);
+    }
+    if (!s) {
+        snprintf(path, sizeof path, "%s/plan.json", ap->out_dir);
+        s = fa_write_plan_json(ctx, g, r->plan, path);
+    }
+    if (!s) {
+        fa_run_summary sum = {model,         device_name, ap->threads, r->ceilings.mem_bw_gbs, r->ceilings.peak_gflops,
+                              r->ceilings.launch_ns, r->apply, r->plan, g, run_id};
+        snprintf(path, sizeof path, "%s/summary.json", ap->out_dir);
+        s = fa_write_summary_json(ctx, &sum, path);
+    }
+    if (s) {
+        fa_pipeline_result_free(r);
+        return s;
+    }
+    *out = r;
+    return FA_OK;
+}

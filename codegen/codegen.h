@@ -1,0 +1,82 @@
+/* codegen/codegen — kernel source for one kernel description: C for the cpu target (compiled by
+ * the system compiler through the cpu target's table), CUDA C for the cuda target (NVRTC through
+ * the cuda target's table). One description, two emitters sharing one expression emitter per op
+ * (the unary ops' expressions come from graph/op_math.h). Same description + plan hash -> same
+ * bytes. The module sits between analyzer and advisor (DESIGN.md): it knows graphs, not plans;
+ * the advisor describes a cluster (advisor/codegen.h, fa_cluster_kernel_desc). docs/codegen.md. */
+#ifndef FA_CODEGEN_H
+#define FA_CODEGEN_H
+
+#include "core/core.h"
+#include "graph/graph.h"
+#include "runtime/runtime.h"
+
+/* Generated C ABI (cpu), shapes baked in at generation time:
+ *
+ *     void NAME(const void *const *in, void *const *out, int threads);
+ *
+ * in[i] is the data of desc->inputs[i] (row-major, dtype of that tensor), out[j] the preallocated
+ * buffer of desc->outputs[j]. The kernel may use OpenMP with `threads` threads. The first line of
+ * the source is a comment saying it is generated, by which fuse-advise version, from which
+ * plan hash and cluster id.
+ *
+ * Generated CUDA ABI: `extern "C" __global__ void NAME(const void *const *in, void *const *out)`
+ * is NOT used (pointer arrays need a device copy); instead the kernel takes one parameter per
+ * input then per output, in description order: `extern "C" __global__ void NAME(const float
+ * *__restrict__ in0, ..., float *__restrict__ out0, ...)`, launched with *block_size threads and
+ * *grid blocks. */
+
+/* What kind of kernel a description asks for. Stored nowhere. */
+typedef enum fa_kernel_kind {
+    FA_KERNEL_ELEMENTWISE = 0, /* one loop over the output index space (an elementwise chain) */
+    FA_KERNEL_HORIZONTAL = 1,  /* the same loop, one store per output (consumers of one input) */
+    FA_KERNEL_ROWS = 2,        /* a row kernel: a reduction over the innermost axes with its
+                                  elementwise prologue/epilogue */
+    FA_KERNEL_EPILOGUE = 3,    /* a library's fused epilogue: nothing generated */
+    FA_KERNEL_BN_FOLD = 4,     /* folded weights: nothing generated */
+    FA_KERNEL_KIND_COUNT
+} fa_kernel_kind;
+
+/* The reduction a row kernel computes. */
+typedef enum fa_kernel_rows {
+    FA_ROWS_NONE = 0,
+    FA_ROWS_SOFTMAX = 1,
+    FA_ROWS_LOG_SOFTMAX = 2,
+    FA_ROWS_LAYER_NORM = 3,
+    FA_ROWS_RMS_NORM = 4,
+    FA_ROWS_GENERIC = 5,       /* another reduction: not generated ("no code emitter yet") */
+    FA_ROWS_COUNT
+} fa_kernel_rows;
+
+/* One kernel to generate: member nodes of a graph, the tensors it reads from outside (inputs, in
+ * parameter order) and writes (outputs). Arrays are borrowed. */
+typedef struct fa_kernel_desc {
+    int id;                  /* names the kernel ("fa_fused_c<id>_<hash8>") */
+    fa_kernel_kind kind;
+    fa_kernel_rows rows;     /* FA_KERNEL_ROWS only */
+    int reduce_axis;         /* row kernels: the first reduced axis (negative from the end) */
+    int anchor;              /* row kernels: the reduction node (-1: the first member that reduces) */
+    const int *members;      /* node ids */
+    int n_members;
+    const int *inputs;       /* tensor ids */
+    int n_inputs;
+    const int *outputs;      /* tensor ids */
+    int n_outputs;
+} fa_kernel_desc;
+
+typedef struct fa_codegen_info {
+    char name[96];         /* kernel / function name, "fa_fused_c<id>_<hash8>" */
+    int block_size;        /* CUDA: threads per block */
+    int64_t grid;          /* CUDA: blocks */
+    int64_t work_items;    /* elements (elementwise) or rows (reduction) processed */
+} fa_codegen_info;
+
+/* True when the kind and every member op have an emitter for language lang; otherwise false with
+ * *why set to a static sentence. */
+bool fa_codegen_kernel_supported(const fa_graph *g, const fa_kernel_desc *d, fa_kernel_lang lang, const char **why);
+/* Append the source of d in language lang to out. FA_ERR_UNSUPPORTED naming the node and op
+ * without an emitter (or the tensor whose dtype/shape is not generated). */
+fa_status fa_codegen_kernel(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *d, fa_kernel_lang lang,
+                            const char *plan_hash, fa_buf *out, fa_codegen_info *info);
+
+#endif

@@ -1,0 +1,52 @@
+/* graph/op_math — the unary op table of graph/op_math.h as data, and its code-generator form. */
+#include "op_math.h"
+
+#include <stdbool.h>
+#include <string.h>
+
+static const fa_unary_math k_math[FA_UNARY_COUNT] = {
+#define ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {FA_UNARY_##ID, NAME, {AA, AB, AG}, {DA, DB, DG}, FA_STR(EXPR)},
+    FA_UNARY_MATH(ROW_)
+#undef ROW_
+};
+
+const fa_unary_math *fa_unary_math_get(fa_unary_op op)
+{
+    return (unsigned)op < FA_UNARY_COUNT ? &k_math[op] : NULL;
+}
+
+const fa_unary_math *fa_unary_math_find(const char *name)
+{
+    for (int i = 0; name && i < FA_UNARY_COUNT; i++)
+        if (!strcmp(k_math[i].name, name)) return &k_math[i];
+    return NULL;
+}
+
+static bool ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap)
+{
+    size_t n = 0;
+    const char *s = m->expr;
+    while (*s) {
+        const char *tok = s;
+        const char *rep = NULL;
+        if ((*s >= '0' && *s <= '9') || (*s == '.' && s[1] >= '0' && s[1] <= '9')) {
+            /* a pp-number ("1.0f", "1e-5f"): copied whole, so its letters are never names */
+            while (ident_char(*s) || *s == '.' || ((*s == '-' || *s == '+') && (s[-1] == 'e' || s[-1] == 'E'))) s++;
+        } else if (ident_char(*s)) {
+            while (ident_char(*s)) s++;
+            if (s - tok == 1) rep = *tok == 'x' ? "$0" : *tok == 'a' ? "$a" : *tok == 'b' ? "$b" : *tok == 'g' ? "$g" : NULL;
+        } else {
+            s++;
+        }
+        size_t len = rep ? strlen(rep) : (size_t)(s - tok);
+        for (size_t i = 0; i < len; i++, n++)
+            if (n + 1 < cap) buf[n] = rep ? rep[i] : tok[i];
+    }
+    if (cap) buf[n < cap ? n : cap - 1] = 0;
+    return n;
+}

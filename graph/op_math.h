@@ -1,0 +1,119 @@
+/* graph/op_math — the scalar math of the unary elementwise ops, written once.
+ *
+ * FA_UNARY_MATH(X) expands X(ID, NAME, ATTR_A, DEF_A, ATTR_B, DEF_B, ATTR_G, DEF_G, EXPR) once per
+ * op, in this order (IDs are never stored):
+ *   ID      suffix of the op's code (FA_UNARY_##ID in fa_unary_op)
+ *   NAME    the ONNX op type ("HardSigmoid")
+ *   ATTR_*  the float attributes bound to `a`, `b`, `g` in EXPR (NULL: unused) and their ONNX
+ *           defaults (DEF_*; 0 when unused)
+ *   EXPR    y as a float expression of x (the input element) and a, b, g, valid as both C11
+ *           (<math.h>) and CUDA C, with float literals written "1.0f". NaN propagates (clamps
+ *           are written as compares on the value, never as fminf/fmaxf of it).
+ * Every consumer expands this one table: the cpu elementwise kernels (graph/ops_elementwise.c),
+ * the cuda executor's kernel source and its op table (runtime/cuda/kernels.c, exec_cuda.c), the
+ * host emulation of those kernels (runtime/cuda/emulate.c) and the code generator's templates
+ * (codegen/codegen.c, through fa_unary_math_template: x -> $0, a -> $a, b -> $b, g -> $g).
+ * Formulas: the ONNX operator specifications (onnx/docs/Operators.md) of each op; Selu's
+ * defaults are ONNX's float32 constants. Ops whose math needs more than one scalar expression
+ * (Gelu with its `approximate` attribute, Clip with optional inputs, integer Relu/Abs/Neg) are
+ * lowered by each consumer from the same attributes and stay outside the table.
+ *
+ * Adding a unary op with an expression: one row here plus its registry entry (shape inference,
+ * FLOPs/bytes; graph/ops_elementwise.c k_unary for its FLOPs per element) — every target and the
+ * code generator pick it up, and tests/unit/test_op_math.c runs it on each. */
+#ifndef FA_GRAPH_OP_MATH_H
+#define FA_GRAPH_OP_MATH_H
+
+#include <math.h>
+#include <stddef.h>
+
+#define FA_UNARY_MATH(X)                                                                                         \
+    X(RELU, "Relu", NULL, 0, NULL, 0, NULL, 0, (x < 0.0f ? 0.0f : x))                                              \
+    X(LEAKY_RELU, "LeakyRelu", "alpha", 0.01f, NULL, 0, NULL, 0, (x < 0.0f ? a * x : x))                           \
+    X(SIGMOID, "Sigmoid", NULL, 0, NULL, 0, NULL, 0, (1.0f / (1.0f + expf(-x))))                                   \
+    X(TANH, "Tanh", NULL, 0, NULL, 0, NULL, 0, tanhf(x))                                                           \
+    X(HARD_SIGMOID, "HardSigmoid", "alpha", 0.2f, "beta", 0.5f, NULL, 0,                                           \
+      (a * x + b < 0.0f ? 0.0f : (a * x + b > 1.0f ? 1.0f : a * x + b)))                                          \
+    X(HARD_SWISH, "HardSwish", NULL, 0, NULL, 0, NULL, 0,                                                          \
+      (x * (x / 6.0f + 0.5f < 0.0f ? 0.0f : (x / 6.0f + 0.5f > 1.0f ? 1.0f : x / 6.0f + 0.5f))))                  \
+    X(ELU, "Elu", "alpha", 1.0f, NULL, 0, NULL, 0, (x < 0.0f ? a * (expf(x) - 1.0f) : x))                         \
+    X(SELU, "Selu", "alpha", 1.67326319217681884765625, NULL, 0, "gamma", 1.05070102214813232421875,               \
+      (x > 0.0f ? g * x : g * (a * expf(x) - a)))                                                                  \
+    X(SOFTPLUS, "Softplus", NULL, 0, NULL, 0, NULL, 0, (x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x))))       \
+    X(SOFTSIGN, "Softsign", NULL, 0, NULL, 0, NULL, 0, (x / (1.0f + fabsf(x))))                                    \
+    X(MISH, "Mish", NULL, 0, NULL, 0, NULL, 0, (x * tanhf((x > 0.0f ? x + log1pf(expf(-x)) : log1pf(expf(x))))))  \
+    X(ERF, "Erf", NULL, 0, NULL, 0, NULL, 0, erff(x))                                                              \
+    X(SWISH, "Swish", "alpha", 1.0f, NULL, 0, NULL, 0, (x / (1.0f + expf(-a * x))))                                \
+    X(SQRT, "Sqrt", NULL, 0, NULL, 0, NULL, 0, sqrtf(x))                                                           \
+    X(EXP, "Exp", NULL, 0, NULL, 0, NULL, 0, expf(x))                                                              \
+    X(LOG, "Log", NULL, 0, NULL, 0, NULL, 0, logf(x))                                                              \
+    X(NEG, "Neg", NULL, 0, NULL, 0, NULL, 0, (-x))                                                                 \
+    X(ABS, "Abs", NULL, 0, NULL, 0, NULL, 0, fabsf(x))                                                             \
+    X(RECIPROCAL, "Reciprocal", NULL, 0, NULL, 0, NULL, 0, (1.0f / x))                                             \
+    X(FLOOR, "Floor", NULL, 0, NULL, 0, NULL, 0, floorf(x))                                                        \
+    X(CEIL, "Ceil", NULL, 0, NULL, 0, NULL, 0, ceilf(x))                                                           \
+    X(SIN, "Sin", NULL, 0, NULL, 0, NULL, 0, sinf(x))                                                              \
+    X(COS, "Cos", NULL, 0, NULL, 0, NULL, 0, cosf(x))
+
+/* The op codes, in table order. */
+typedef enum fa_unary_op {
+#define FA_UNARY_MATH_ENUM_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) FA_UNARY_##ID,
+    FA_UNARY_MATH(FA_UNARY_MATH_ENUM_)
+#undef FA_UNARY_MATH_ENUM_
+    FA_UNARY_COUNT
+} fa_unary_op;
+
+/* One row of the table as data. expr is EXPR's text (C and CUDA). */
+typedef struct fa_unary_math {
+    fa_unary_op op;
+    const char *name;
+    const char *attr[3];   /* bound to a, b, g; NULL when unused */
+    double def[3];         /* ONNX defaults */
+    const char *expr;
+} fa_unary_math;
+
+/* The row of ONNX op type `name` (default domain); NULL when the op has no expression here. */
+const fa_unary_math *fa_unary_math_find(const char *name);
+/* The row of op (FA_UNARY_COUNT or beyond: NULL). */
+const fa_unary_math *fa_unary_math_get(fa_unary_op op);
+/* EXPR rewritten for the code generator: the identifiers x, a, b, g become $0, $a, $b, $g (every
+ * other token is copied). Returns the length written, or the length needed when it is >= cap
+ * (snprintf's convention). */
+size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap);
+
+/* FA_STR(EXPR) is EXPR's text (two levels so a macro argument is expanded first). */
+#define FA_STR_(...) #__VA_ARGS__
+#define FA_STR(...) FA_STR_(__VA_ARGS__)
+
+/* The table as CUDA C, a string literal to paste into a kernel module (runtime/cuda/kernels.c):
+ * `enum { FA_UNARY_RELU, ..., FA_UNARY_COUNT };` and
+ * `__device__ __forceinline__ float fa_unary_math(int op, float x, float a, float b, float g)`. */
+#define FA_UNARY_MATH_CUDA_ENUM_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) "FA_UNARY_" #ID ", "
+#define FA_UNARY_MATH_CUDA_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) \
+    "    case FA_UNARY_" #ID ": return " FA_STR(EXPR) ";\n"
+#define FA_UNARY_MATH_CUDA                                                                              \
+    "enum { " FA_UNARY_MATH(FA_UNARY_MATH_CUDA_ENUM_) "FA_UNARY_COUNT };\n"                              \
+    "__device__ __forceinline__ float fa_unary_math(int op, float x, float a, float b, float g)\n"       \
+    "{\n"                                                                                              \
+    "    switch (op) {\n" FA_UNARY_MATH(FA_UNARY_MATH_CUDA_CASE_) "    }\n"                            \
+    "    return x;\n"                                                                                  \
+    "}\n"
+
+/* The table on the host (C): y of op for x with parameters a, b, g (the cpu kernels and the
+ * cuda host emulation). op outside the table: x. Needs <math.h>. */
+static inline float fa_unary_math_eval(fa_unary_op op, float x, float a, float b, float g)
+{
+    (void)a;
+    (void)b;
+    (void)g;
+    switch (op) {
+#define FA_UNARY_MATH_EVAL_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) \
+    case FA_UNARY_##ID:                                               \
+        return EXPR;
+        FA_UNARY_MATH(FA_UNARY_MATH_EVAL_)
+#undef FA_UNARY_MATH_EVAL_
+    default: return x;
+    }
+}
+
+#endif

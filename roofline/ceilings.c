@@ -1,0 +1,121 @@
+/* roofline/ceilings — the device ceilings of any execution target, cached per device key in the
+ * run database: read when all three are stored, else measured by the target's table
+ * (fa_target_iface.measure_ceilings) and stored with its cache levels and device facts. */
+#include "roofline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double ceiling_value(const fa_ceiling *cs, size_t n, const char *name, bool *found)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(cs[i].name, name)) {
+            *found = true;
+            return cs[i].value;
+        }
+    *found = false;
+    return 0;
+}
+
+/* The cached ceilings of `key` when mem_bw, fp32_peak and the target's latency row are stored. */
+static fa_status read_cached(fa_ctx *ctx, fa_store *st, const fa_target_iface *t, const char *key, int threads,
+                             fa_ceilings *out, bool *found)
+{
+    *found = false;
+    fa_arena *ar = fa_arena_create(4096);
+    if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    fa_ceiling *cs = NULL;
+    size_t n = 0;
+    fa_status s = fa_store_get_ceilings(ctx, st, key, ar, &cs, &n);
+    if (s) {
+        fa_arena_free(ar);
+        return s;
+    }
+    bool f1, f2, f3;
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.mem_bw_gbs = ceiling_value(cs, n, "mem_bw", &f1);
+    c.peak_gflops = ceiling_value(cs, n, "fp32_peak", &f2);
+    c.launch_ns = ceiling_value(cs, n, t->latency_ceiling, &f3);
+    if (f1 && f2 && f3) {
+        c.mem_bw_source = c.peak_source = c.launch_source = "measured (cached)";
+        c.threads = threads;
+        for (size_t i = 0; i < n && c.n_cache_levels < 4; i++)
+            if (!strncmp(cs[i].name, "cache_", 6)) {
+                fa_cache_level *cl = &c.cache[c.n_cache_levels++];
+                cl->bandwidth_gbs = cs[i].value;
+                cl->working_set = cs[i].detail ? strtoull(cs[i].detail, NULL, 10) : 0;
+                cl->name = t->cache_level_name ? t->cache_level_name(cl->working_set) : "cache";
+            }
+        for (size_t i = 0; i < n; i++)
+            if (!strcmp(cs[i].name, "mem_bw") && cs[i].detail) snprintf(c.detail, sizeof c.detail, "%s", cs[i].detail);
+        *out = c;
+        *found = true;
+    }
+    fa_arena_free(ar);
+    return FA_OK;
+}
+
+static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface *t, const char *key, const fa_ceilings *c)
+{
+    int64_t now = (int64_t)time(NULL) * 1000000000LL;
+    fa_ceiling rows[3] = {
+        {key, "bandwidth", "mem_bw", c->mem_bw_gbs, "GB/s", "measured", now, c->detail},
+        {key, "compute", "fp32_peak", c->peak_gflops, "GFLOP/s", "measured", now, c->detail},
+        {key, "latency", t->latency_ceiling, c->launch_ns, "ns", c->launch_source, now, c->latency_detail},
+    };
+    fa_status s = FA_OK;
+    for (int i = 0; i < 3 && !s; i++) s = fa_store_put_ceiling(ctx, st, &rows[i]);
+    for (int i = 0; i < c->n_cache_levels && !s; i++) {
+        char nm[32], det[64];
+        snprintf(nm, sizeof nm, "cache_%d", i + 1);
+        snprintf(det, sizeof det, "%llu", (unsigned long long)c->cache[i].working_set);
+        fa_ceiling r = {key, "bandwidth", nm, c->cache[i].bandwidth_gbs, "GB/s", "measured", now, det};
+        s = fa_store_put_ceiling(ctx, st, &r);
+    }
+    for (int i = 0; i < c->n_facts && !s; i++) {
+        const struct fa_ceiling_fact *f = &c->facts[i];
+        fa_ceiling r = {key, f->kind, f->name, f->value, f->unit, "device", now, f->detail};
+        s = fa_store_put_ceiling(ctx, st, &r);
+    }
+    return s;
+}
+
+fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int threads, bool remeasure,
+                               fa_ceilings *out)
+{
+    const fa_target_iface *t;
+    fa_status s = fa_target_resolve(ctx, target, &t);
+    if (s) return s;
+    if (!t->measure_ceilings)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s measures no ceilings", t->name);
+    if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (threads <= 0) threads = 1;
+    /* process-lifetime storage the returned key and name point at, one per target */
+    static char keybuf[FA_TARGET_COUNT][300], namebuf[FA_TARGET_COUNT][256];
+    char *key = keybuf[t->id], *name = namebuf[t->id];
+    if ((s = t->device_key(ctx, threads, key, sizeof keybuf[0]))) return s;
+    fa_target_device dev;
+    if ((s = t->device_open(ctx, &dev))) return s;
+    snprintf(name, sizeof namebuf[0], "%s", dev.name);
+    fa_ceilings c;
+    bool found = false;
+    if (st && !remeasure && (s = read_cached(ctx, st, t, key, threads, &c, &found))) return s;
+    if (!found) {
+        if ((s = t->measure_ceilings(ctx, threads, &c))) return s;
+        c.threads = threads;
+        if (st && !fa_store_readonly(st) && (s = store_measured(ctx, st, t, key, &c))) return s;
+    }
+    c.device_key = key;
+    c.device_name = name;
+    *out = c;
+    return FA_OK;
+}
+
+fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool remeasure, fa_ceilings *out)
+{
+    return fa_roofline_ceilings(ctx, st, FA_TARGET_CPU, threads, remeasure, out);
+}

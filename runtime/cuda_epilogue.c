@@ -1,0 +1,131 @@
+/* runtime/cuda_epilogue — which cuda library epilogue (cuBLASLt, cuDNN) can run a fused
+ * Conv/MatMul/Gemm epilogue, or why none can. Pure: built with or without the toolkit, so the
+ * mapping is tested everywhere; the cuda target's supports_node reads it (runtime/cuda/). */
+#include "runtime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *fa_cuda_epilogue_name(fa_cuda_epilogue e)
+{
+    switch (e) {
+    case FA_CUDA_EPI_CUBLASLT_BIAS: return "cublaslt:bias";
+    case FA_CUDA_EPI_CUBLASLT_RELU_BIAS: return "cublaslt:relu_bias";
+    case FA_CUDA_EPI_CUBLASLT_GELU_BIAS: return "cublaslt:gelu_bias";
+    case FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU: return "cudnn:conv_bias_relu";
+    default: return "none";
+    }
+}
+
+static fa_cuda_epilogue refuse_epi(char *why, size_t cap, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static fa_cuda_epilogue refuse_epi(char *why, size_t cap, const char *fmt, ...)
+{
+    if (why && cap) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, cap, fmt, ap);
+        va_end(ap);
+    }
+    return FA_CUDA_EPI_NONE;
+}
+
+fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why, size_t why_cap)
+{
+    if (why && why_cap) why[0] = 0;
+    const char *op = q->anchor_op ? q->anchor_op : "?";
+    bool gemm = !strcmp(op, "MatMul") || !strcmp(op, "Gemm"), conv = !strcmp(op, "Conv");
+    const char *first = q->n_post_ops > 0 ? q->post_ops[0] : "(no post-op)";
+    if (!gemm && !conv) return refuse_epi(why, why_cap, "no cuda epilogue for %s (anchor %s)", first, op);
+    if (q->anchor_bias == FA_CUDA_BIAS_OTHER)
+        return refuse_epi(why, why_cap, "no cuda epilogue for %s (the %s bias is not one value per output column)",
+                          first, op);
+    bool bias = q->anchor_bias == FA_CUDA_BIAS_VECTOR;
+    int i = 0;
+    if (!bias && i < q->n_post_ops && !strcmp(q->post_ops[i], "binary:add") && q->operand_is_bias_vector &&
+        q->operand_is_bias_vector[i]) {
+        bias = true;
+        i++;
+    }
+    enum { ACT_NONE, ACT_RELU, ACT_GELU } act = ACT_NONE;
+    if (i < q->n_post_ops) {
+        const char *po = q->post_ops[i];
+        if (!strcmp(po, "eltwise:relu")) act = ACT_RELU;
+        else if (gemm && !strcmp(po, "eltwise:gelu_tanh")) act = ACT_GELU;
+        else if (gemm && !strcmp(po, "eltwise:gelu_erf"))
+            return refuse_epi(why, why_cap, "no cuda epilogue for %s (cuBLASLt's GELU epilogue is the tanh approximation)", po);
+        else if (!strcmp(po, "binary:add"))
+            return refuse_epi(why, why_cap, "no cuda epilogue for %s (%s)", po,
+                              bias ? "a second add after the bias" : "the operand is not a bias vector");
+        else return refuse_epi(why, why_cap, "no cuda epilogue for %s", po);
+        i++;
+    }
+    if (i < q->n_post_ops) return refuse_epi(why, why_cap, "no cuda epilogue for %s (after an activation)", q->post_ops[i]);
+    if (!bias)
+        return refuse_epi(why, why_cap, "no cuda epilogue for %s (%s without a bias vector)", first, op);
+    if (conv) {
+        if (act != ACT_RELU)
+            return refuse_epi(why, why_cap, "no cuda epilogue for %s (cuDNN fuses conv+bias with a Relu only)", first);
+        return FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU;
+    }
+    return act == ACT_RELU ? FA_CUDA_EPI_CUBLASLT_RELU_BIAS
+         : act == ACT_GELU ? FA_CUDA_EPI_CUBLASLT_GELU_BIAS
+                           : FA_CUDA_EPI_CUBLASLT_BIAS;
+}
+
+/* t, right-aligned against y (rank ry), has y->dims[axis] elements at `axis` and 1 elsewhere. */
+static bool is_axis_vector(const fa_tensor *t, const fa_tensor *y, int axis)
+{
+    if (!t || !y || t->rank > y->rank || axis < 0 || axis >= y->rank) return false;
+    int off = y->rank - t->rank;
+    bool seen = false;
+    for (int d = 0; d < t->rank; d++) {
+        int yd = d + off;
+        if (yd == axis) {
+            if (t->dims[d] != y->dims[axis]) return false;
+            seen = true;
+        } else if (t->dims[d] != 1) {
+            return false;
+        }
+    }
+    return seen;
+}
+
+void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *scratch, fa_cuda_epilogue_query *q)
+{
+    memset(q, 0, sizeof *q);
+    q->anchor_op = !strncmp(n->op_type, "Fused", 5) ? n->op_type + 5 : n->op_type;
+    const fa_attr *po = fa_node_attr(n, "post_ops");
+    int np = po && po->type == FA_ATTR_STRINGS ? po->n : 0;
+    if (np > FA_CUDA_EPILOGUE_MAX_POST_OPS) np = FA_CUDA_EPILOGUE_MAX_POST_OPS;
+    q->n_post_ops = np;
+    for (int k = 0; k < np; k++) q->post_op_ptrs[k] = q->post_op_names[k];
+    q->post_ops = q->post_op_ptrs;
+    q->operand_is_bias_vector = scratch;
+    const fa_tensor *y = fa_graph_out(g, n, 0);
+    int axis = !strcmp(q->anchor_op, "Conv") || !strcmp(q->anchor_op, "ConvTranspose") ? 1 : (y ? y->rank - 1 : 0);
+    /* input 2 is the anchor's own bias (Gemm C, Conv B) unless a post-op names it as its operand
+     * (a MatMul, or a Conv without bias, has its first post-op operand there) */
+    bool input2_is_operand = false;
+    for (int k = 0; k < np; k++) {
+        const char *colon = !strncmp(po->strings[k], "binary:", 7) ? strchr(po->strings[k] + 7, ':') : NULL;
+        if (colon && atoi(colon + 1) == 2) input2_is_operand = true;
+    }
+    const fa_tensor *b = n->n_inputs > 2 && !input2_is_operand ? fa_graph_in(g, n, 2) : NULL;
+    if (b) q->anchor_bias = is_axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
+    for (int k = 0; k < np; k++) {
+        /* the fused node's binary steps carry their operand's input index: "binary:add:K" */
+        const char *s = po->strings[k];
+        snprintf(q->post_op_names[k], sizeof q->post_op_names[k], "%s", s);
+        scratch[k] = false;
+        if (!strncmp(s, "binary:", 7)) {
+            char *colon = strchr(q->post_op_names[k] + 7, ':');
+            if (colon) {
+                int idx = atoi(colon + 1);
+                *colon = 0;
+                scratch[k] = is_axis_vector(fa_graph_in(g, n, idx), y, axis);
+            }
+        }
+    }
+}

@@ -1,0 +1,236 @@
+/* tests/unit/test_op_math — every op of graph/op_math.h's table, with default and with non-default
+ * attributes, on every target that runs it, against its reference (after ggml's test-backend-ops):
+ *   reference  the cpu executor on float64 (graph/ops_elementwise.c's double formulas, written from
+ *              the ONNX specifications, independently of the table)
+ *   cpu        the cpu executor's float32 kernels
+ *   cuda-emu   the cuda executor's plan and kernels run on the host (fa_cuda_exec_create_emulated)
+ *   C          the code generator's C for a one-op cluster, compiled and loaded by the cpu target's
+ *              table (fused_compile / fused_kernel)
+ *   CUDA       the code generator's CUDA for that cluster, compiled by the cuda target's table
+ *              (NVRTC for sm_90, no GPU needed) with its ptxas figures
+ * max |y - ref| / max(max |ref|, 1e-12) must stay under 1e-5 (the applier's fp32 tolerance). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen_cases.h"
+#include "graph/op_math.h"
+#include "runtime/runtime.h"
+#ifdef FA_HAVE_CUDA
+#include "runtime/cuda/cuda.h"
+#endif
+
+#define ROWS 3
+#define COLS 257
+#define TOL 1e-5
+
+/* Inputs inside the op's domain: Log and Sqrt are defined on positive values only. */
+static bool positive_domain(const char *op) { return !strcmp(op, "Log") || !strcmp(op, "Sqrt"); }
+
+static void fill(float *x, int64_t n, bool positive, uint64_t seed)
+{
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) {
+        float v = fa_rng_uniform(&r, -4.0f, 4.0f);
+        x[i] = positive ? fabsf(v) + 0.01f : v;
+    }
+    x[0] = positive ? 1.0f : 0.0f; /* the kinks of the piecewise ops */
+    x[1] = positive ? 0.5f : -0.0f;
+    x[2] = positive ? 3.0f : -2.5f;
+}
+
+/* A graph x[ROWS,COLS] (dtype) -> op -> y, with the attributes of m set to `attr` (NULL: absent). */
+static tc *op_case(const fa_unary_math *m, fa_dtype dtype, const double *attr)
+{
+    tc *t = tc_new(18);
+    int64_t d[2] = {ROWS, COLS};
+    tc_input(t, "x", 2, d);
+    t->g->tensors[fa_graph_find_tensor(t->g, "x")]->dtype = dtype;
+    fa_node *n = tc_node(t, m->name, "x", NULL, NULL, "y");
+    for (int k = 0; attr && k < 3; k++)
+        if (m->attr[k]) assert_non_null(fa_node_add_attr_float(t->g, n, m->attr[k], (float)attr[k]));
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, -1, m->name);
+    return t;
+}
+
+static double rel_err(const float *y, const double *ref, int64_t n, const char *what, const char *op)
+{
+    double md = 0, mr = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (isnan(ref[i]) != isnan(y[i])) fail_msg("%s %s[%lld]: %g, reference %g", op, what, (long long)i, y[i], ref[i]);
+        if (isnan(ref[i])) continue;
+        double e = fabs((double)y[i] - ref[i]);
+        if (e > md) md = e;
+        if (fabs(ref[i]) > mr) mr = fabs(ref[i]);
+    }
+    return md / (mr > 1e-12 ? mr : 1e-12);
+}
+
+static void run_exec(tc *t, fa_target target, bool emulated, const void *x, fa_dtype dt, void *y)
+{
+    fa_exec_options eo = {.target = target, .threads = 2};
+    fa_value v = {0};
+    v.data = (void *)x;
+    v.dtype = dt;
+    v.rank = 2;
+    v.dims[0] = ROWS;
+    v.dims[1] = COLS;
+    if (!emulated) {
+        fa_exec *e = NULL;
+        if (fa_exec_create(t->ctx, t->g, &eo, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+        if (fa_exec_set_input(t->ctx, e, 0, &v) || fa_exec_run(t->ctx, e, NULL)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+        const fa_value *o = fa_exec_output(e, 0);
+        memcpy(y, o->data, (size_t)ROWS * COLS * fa_dtype_size(dt));
+        fa_exec_free(e);
+        return;
+    }
+#ifdef FA_HAVE_CUDA
+    fa_cuda_exec *e = NULL;
+    if (fa_cuda_exec_create_emulated(t->ctx, t->g, &eo, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    if (fa_cuda_exec_set_input(t->ctx, e, 0, &v) || fa_cuda_exec_run(t->ctx, e, NULL)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    const fa_value *o = fa_cuda_exec_output(e, 0);
+    memcpy(y, o->data, (size_t)ROWS * COLS * sizeof(float));
+    fa_cuda_exec_free(e);
+#else
+    (void)y;
+#endif
+}
+
+/* The generated kernel of t's one-op cluster in the target's language, compiled by the target. */
+static fa_fused_binary *compile_generated(tc *t, const fa_target_iface *ti, const char *cache)
+{
+    fa_buf src;
+    fa_buf_init(&src);
+    fa_codegen_info info;
+    fa_status s = ti->kernel_lang == FA_KERNEL_LANG_CUDA ? fa_codegen_cuda(t->ctx, t->g, &t->c, "0p", &src, &info)
+                                                          : fa_codegen_c(t->ctx, t->g, &t->c, "0p", &src, &info);
+    if (s) fail_msg("codegen %s: %s", ti->name, fa_ctx_errmsg(t->ctx));
+    fa_fused_source fs = {src.data, src.len, info.name, 1, 1, info.block_size, info.grid};
+    fa_fused_compile_options co = {cache, 0, "sm_90"};
+    fa_fused_binary *b = NULL;
+    char *err = NULL;
+    if (ti->fused_compile(t->ctx, &co, 1, &fs, &b, &err) || !b)
+        fail_msg("%s compile of %s: %s\n%s", ti->name, t->c.label, err ? err : fa_ctx_errmsg(t->ctx), src.data);
+    free(err);
+    fa_buf_free(&src);
+    return b;
+}
+
+static void check_op(const fa_unary_math *m, const double *attr, const char *cache, int *n_checked)
+{
+    const int64_t n = (int64_t)ROWS * COLS;
+    float x[ROWS * COLS], y[ROWS * COLS];
+    double xd[ROWS * COLS], ref[ROWS * COLS];
+    fill(x, n, positive_domain(m->name), 0x0A11 + (uint64_t)m->op);
+    for (int64_t i = 0; i < n; i++) xd[i] = x[i];
+
+    tc *td = op_case(m, FA_DTYPE_DOUBLE, attr);
+    run_exec(td, FA_TARGET_CPU, false, xd, FA_DTYPE_DOUBLE, ref);
+    tc_free(td);
+
+    tc *t = op_case(m, FA_DTYPE_FLOAT, attr);
+    char what[64];
+    snprintf(what, sizeof what, "%s%s", m->name, attr ? " (attributes set)" : "");
+
+    run_exec(t, FA_TARGET_CPU, false, x, FA_DTYPE_FLOAT, y);
+    double e_cpu = rel_err(y, ref, n, "cpu", what);
+
+    double e_emu = -1;
+#ifdef FA_HAVE_CUDA
+    run_exec(t, FA_TARGET_CUDA, true, x, FA_DTYPE_FLOAT, y);
+    e_emu = rel_err(y, ref, n, "cuda-emu", what);
+#endif
+
+    /* generated C through the cpu target's table */
+    const fa_target_iface *cpu = fa_target_get(FA_TARGET_CPU);
+    fa_fused_binary *b = compile_generated(t, cpu, cache);
+    fa_custom_kernel k;
+    if (cpu->fused_kernel(t->ctx, b, &k)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_value vin = {0}, vout = {0};
+    vin.data = x;
+    vin.dtype = vout.dtype = FA_DTYPE_FLOAT;
+    vin.rank = vout.rank = 2;
+    vin.dims[0] = vout.dims[0] = ROWS;
+    vin.dims[1] = vout.dims[1] = COLS;
+    for (int64_t i = 0; i < n; i++) y[i] = NAN;
+    vout.data = y;
+    const fa_node *node = t->g->nodes[t->g->topo[0]];
+    if (k.run(k.state, t->ctx, node, &vin, 1, &vout, 1, 2)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    if (k.destroy) k.destroy(k.state);
+    cpu->fused_free(b);
+    double e_c = rel_err(y, ref, n, "generated C", what);
+
+    /* generated CUDA through the cuda target's table: it compiles, with registers */
+    int regs = -1;
+    const fa_target_iface *cuda = fa_target_get(FA_TARGET_CUDA);
+    if (cuda) {
+        fa_fused_binary *cb = compile_generated(t, cuda, NULL);
+        fa_kernel_resources r;
+        assert_true(cuda->fused_resources(cb, &r));
+        regs = r.registers;
+        assert_true(regs > 0);
+        cuda->fused_free(cb);
+    }
+    print_message("%-34s cpu %.2g  cuda-emu %.2g  generated C %.2g  generated CUDA %d regs\n", what, e_cpu, e_emu, e_c,
+                  regs);
+    assert_true(e_cpu < TOL);
+    assert_true(e_emu < TOL);
+    assert_true(e_c < TOL);
+    tc_free(t);
+    (*n_checked)++;
+}
+
+static void test_every_table_op_on_every_target(void **s)
+{
+    (void)s;
+    char cache[1024];
+    snprintf(cache, sizeof cache, "%s/kernels", fa_test_tmpdir());
+    int checked = 0;
+    for (int op = 0; op < FA_UNARY_COUNT; op++) {
+        const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op);
+        assert_non_null(m);
+        assert_ptr_equal(fa_unary_math_find(m->name), m);
+        check_op(m, NULL, cache, &checked);
+        if (m->attr[0] || m->attr[1] || m->attr[2]) { /* the attributes reach every target */
+            double attr[3];
+            for (int k = 0; k < 3; k++) attr[k] = m->def[k] * 0.75 + 0.125;
+            check_op(m, attr, cache, &checked);
+        }
+    }
+    print_message("%d op/attribute cases, %d ops in the table\n", checked, (int)FA_UNARY_COUNT);
+    assert_true(checked > FA_UNARY_COUNT);
+}
+
+/* The code generator's template is the table's expression with x, a, b, g renamed, no more. */
+static void test_template_renames_only_the_variables(void **s)
+{
+    (void)s;
+    char buf[512];
+    const fa_unary_math *m = fa_unary_math_find("HardSigmoid");
+    assert_non_null(m);
+    fa_unary_math_template(m, buf, sizeof buf);
+    assert_string_equal(buf, "($a * $0 + $b < 0.0f ? 0.0f : ($a * $0 + $b > 1.0f ? 1.0f : $a * $0 + $b))");
+    m = fa_unary_math_find("Selu");
+    fa_unary_math_template(m, buf, sizeof buf);
+    assert_string_equal(buf, "($0 > 0.0f ? $g * $0 : $g * ($a * expf($0) - $a))");
+    m = fa_unary_math_find("Mish"); /* expf, log1pf, tanhf and the literals stay */
+    fa_unary_math_template(m, buf, sizeof buf);
+    assert_string_equal(buf, "($0 * tanhf(($0 > 0.0f ? $0 + log1pf(expf(-$0)) : log1pf(expf($0)))))");
+    size_t need = fa_unary_math_template(m, buf, 8); /* truncated: snprintf's convention */
+    assert_true(need > 8);
+    assert_int_equal(strlen(buf), 7);
+    assert_null(fa_unary_math_find("Gelu")); /* lowered by each target from its attribute */
+    assert_null(fa_unary_math_get(FA_UNARY_COUNT));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_template_renames_only_the_variables),
+        cmocka_unit_test(test_every_table_op_on_every_target),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
