@@ -41,6 +41,8 @@ static void cluster_json(fa_buf *b, const fa_graph *g, const fa_cluster *c)
     jnum(b, c->est_saving_ns);
     fa_buf_puts(b, ",\"est_saving_pct\":");
     jnum(b, c->est_saving_pct);
+    fa_buf_puts(b, ",\"basis\":");
+    jstr(b, c->basis);
     fa_buf_printf(b, ",\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":", c->registers, c->spill_bytes);
     jnum(b, c->occupancy);
     fa_buf_puts(b, ",\"status\":");
