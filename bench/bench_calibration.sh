@@ -5,7 +5,8 @@
 # over the clusters that were measured:
 #   n measured, median ratio predicted/measured, share within +-25% of the measured saving,
 #   count with the wrong sign (a saving predicted, a loss measured, or the reverse),
-# and the same over the accepted clusters. Targets (issue 19): >= 80% of accepted clusters within
+# and the same over the accepted clusters; then the same figures for the analytic formula the
+# advisor used before issue 19 on the same clusters (bench/calibration.py). Targets (issue 19): >= 80% of accepted clusters within
 # +-25%, < 5% of measured clusters with the wrong sign. Timings are as noisy as the machine:
 # the script prints `uptime` with the figures.
 # env: BUILD (default build), THREADS (2), ITERS (5), MODELS (override list), KEEP (a folder to
@@ -36,50 +37,14 @@ for m in $MODELS; do
   if "$FA" run "$model" --iters "$ITERS" --threads "$THREADS" --db "$tmp/cal.db" --out "$tmp/out-$name" \
        > "$tmp/$name.log" 2>&1; then
     plans+=("$name=$tmp/out-$name/plan.json")
+    # the run's own verdict on the machine's noise, and its baseline figures
+    grep -hE "^baseline|timings are noisy" "$tmp/$name.log" | sed "s/^/$name: /" || true
   else
     echo "bench_calibration: run $name failed (rc $?): $(tail -1 "$tmp/$name.log")" >&2
   fi
 done
-python3 - "${plans[@]}" <<'PY'
-import json, sys, statistics
-rows = []  # (model, kind, status, predicted_ns, measured_ns)
-for arg in sys.argv[1:]:
-    name, path = arg.split("=", 1)
-    try:
-        plan = json.load(open(path))
-    except (OSError, ValueError) as e:
-        print(f"{name}: no plan.json ({e})")
-        continue
-    for c in plan.get("clusters", []):
-        m = c.get("measured_saving_ns")
-        if m is None or c.get("status") in ("proposed", "refused", "not-tried", "rejected-error", "rejected-verify"):
-            continue
-        rows.append((name, c["kind"], c["status"], float(c["est_saving_ns"]), float(m)))
-
-def stats(rs):
-    n = len(rs)
-    if not n:
-        return None
-    ratios = [p / m for _, _, _, p, m in rs if m != 0]
-    within = sum(1 for _, _, _, p, m in rs if m != 0 and abs(p - m) <= 0.25 * abs(m))
-    wrong = sum(1 for _, _, _, p, m in rs if (p > 0) != (m > 0))
-    med = statistics.median(ratios) if ratios else float("nan")
-    return n, med, 100.0 * within / n, wrong, 100.0 * wrong / n
-
-def table(title, rs):
-    print(title)
-    print(f"  {'kind':<18} {'n':>4} {'median pred/meas':>17} {'within 25%':>11} {'wrong sign':>11}")
-    for kind in sorted({r[1] for r in rs}) + ["all"]:
-        sel = rs if kind == "all" else [r for r in rs if r[1] == kind]
-        s = stats(sel)
-        if s:
-            print(f"  {kind:<18} {s[0]:>4} {s[1]:>17.2f} {s[2]:>10.0f}% {s[3]:>5} ({s[4]:.0f}%)")
-
-for model in sorted({r[0] for r in rows}) + ["ALL MODELS"]:
-    rs = rows if model == "ALL MODELS" else [r for r in rows if r[0] == model]
-    table(f"{model}: measured clusters", rs)
-    acc = [r for r in rs if r[2] == "accepted"]
-    if acc:
-        table(f"{model}: accepted clusters", acc)
-PY
+# the ceilings the runs used (cached per device in the database): for the analytic comparison
+read -r BW DISP < <("$FA" devices --json --db "$tmp/cal.db" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin)["cpu"]; print(d["mem_bw_gbs"], d["dispatch_ns"])')
+python3 "$here/bench/calibration.py" --bw "$BW" --dispatch "$DISP" "${plans[@]}"
 echo "load: $(uptime)"
