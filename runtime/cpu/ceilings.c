@@ -16,11 +16,12 @@
 #define TRIAD_MAX_FLOATS ((size_t)128 << 20) /* 512 MiB per array at most (1.5 GiB in all) */
 #define TRIAD_REPS 10
 
-/* Bytes of the largest data/unified cache of cpu0 (sysfs), 0 when sysfs says nothing. */
-static uint64_t llc_bytes(void)
+/* The data/unified caches of cpu0 from sysfs: level[i] (1..4) and size[i] bytes; returns how many
+ * (0 when sysfs says nothing). */
+static int cpu0_data_caches(int *level, uint64_t *size, int cap)
 {
-    uint64_t best = 0;
-    for (int i = 0; i < 8; i++) {
+    int n = 0;
+    for (int i = 0; i < 8 && n < cap; i++) {
         char p[128], buf[64];
         snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
         FILE *f = fopen(p, "r");
@@ -28,17 +29,33 @@ static uint64_t llc_bytes(void)
         bool data = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
         fclose(f);
         if (!data) continue;
+        int lv = 0;
+        uint64_t sz = 0;
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if ((f = fopen(p, "r"))) { if (fscanf(f, "%d", &lv) != 1) lv = 0; fclose(f); }
         snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
         if ((f = fopen(p, "r"))) {
             unsigned long long v = 0;
             char unit = 0;
-            if (fscanf(f, "%llu%c", &v, &unit) >= 1) {
-                uint64_t size = v * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
-                if (size > best) best = size;
-            }
+            if (fscanf(f, "%llu%c", &v, &unit) >= 1) sz = v * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
             fclose(f);
         }
+        if (lv < 1 || lv > 4 || !sz) continue;
+        level[n] = lv;
+        size[n] = sz;
+        n++;
     }
+    return n;
+}
+
+/* Bytes of the largest data/unified cache of cpu0 (sysfs), 0 when sysfs says nothing. */
+static uint64_t llc_bytes(void)
+{
+    int lv[8];
+    uint64_t sz[8], best = 0;
+    int n = cpu0_data_caches(lv, sz, 8);
+    for (int i = 0; i < n; i++)
+        if (sz[i] > best) best = sz[i];
     return best;
 }
 
@@ -284,32 +301,13 @@ fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out)
 const char *fa_cpu_cache_level_name(uint64_t ws)
 {
     static const char *const names[] = {"L1", "L2", "L3", "L4"};
-    int best = -1;
-    uint64_t best_size = 0;
-    for (int i = 0; i < 8; i++) {
-        char p[128], buf[64];
-        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        FILE *f = fopen(p, "r");
-        if (!f) break;
-        bool data = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
-        fclose(f);
-        if (!data) continue;
-        int level = 0;
-        uint64_t size = 0;
-        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        if ((f = fopen(p, "r"))) { if (fscanf(f, "%d", &level) != 1) level = 0; fclose(f); }
-        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if ((f = fopen(p, "r"))) {
-            unsigned long long v = 0;
-            char unit = 0;
-            if (fscanf(f, "%llu%c", &v, &unit) >= 1) size = v * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
-            fclose(f);
+    int lv[8], best = -1;
+    uint64_t sz[8], best_size = 0;
+    int n = cpu0_data_caches(lv, sz, 8);
+    for (int i = 0; i < n; i++)
+        if (sz[i] >= ws && (best < 0 || sz[i] < best_size)) {
+            best = lv[i];
+            best_size = sz[i];
         }
-        if (level < 1 || level > 4 || !size) continue;
-        if (size >= ws && (best < 0 || size < best_size)) {
-            best = level;
-            best_size = size;
-        }
-    }
     return best > 0 ? names[best - 1] : "LLC";
 }
