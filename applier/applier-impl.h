@@ -54,4 +54,21 @@ fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
                                 bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
                                 fa_graph **out);
 
+/* Whether a library epilogue in the fused sub-graph gf runs on an implementation whose
+ * post-ops are slow: oneDNN's reference kernels ("ref:*", any op) and its gemm-based convolution
+ * ("x64:gemm:jit" and other "gemm:*" for FusedConv/FusedConvTranspose: post-ops applied as a separate pass over the
+ * output, measured 0.026 -> 0.51 ms for a 1x1 conv + ReLU in issue 18), asked of the executor ef
+ * (fa_exec_kernel_impl). true with a why-not naming the node and the implementation in why. */
+bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char *why, size_t cap);
+
+/* The end-to-end rule: the same test a cluster passes (fa_apply_judge: paired median gain
+ * beyond twice its standard error, lower median, separated IQRs) on n paired whole-model samples
+ * (sa baseline, sb fused, ns). */
+bool fa_apply_e2e_wins(const double *sa, const double *sb, int n);
+/* One back-off step after a losing end-to-end measurement (round 0, 1, ...): the 2^round
+ * ACCEPTED clusters with the smallest measured saving are set REJECTED_NO_GAIN with a reason
+ * quoting the end-to-end medians; r->accepted, r->rejected, r->predicted_saving_ns and
+ * r->backed_off follow. */
+void fa_apply_back_off(fa_plan *p, fa_apply_result *r, int round);
+
 #endif

@@ -68,6 +68,11 @@ typedef struct fa_apply_result {
     int accepted, rejected;
     double predicted_saving_ns;        /* sum of accepted clusters' est_saving_ns */
     double measured_saving_ns;         /* baseline median - fused median */
+    /* end to end (applier/judge.c fa_apply_e2e_wins): true when the fused model with the kept
+     * clusters is measurably faster; e2e_loss when clusters were kept but the model is not
+     * (after backed_off clusters were dropped by the back-off): the plan is a loss */
+    bool e2e_wins, e2e_loss;
+    int backed_off;
     /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */
     int n_cluster_samples;             /* samples per cluster (= iters) */
     int n_cluster_bench;

@@ -197,6 +197,13 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluste
     }
     if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, &eu);
     if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, &ef);
+    char slow[600];
+    if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
+        /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
+        c->status = FA_CLUSTER_REFUSED;
+        fa_apply_set_reason(p, c, "%s", slow);
+        goto done;
+    }
     if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, vm);
     if (!cs) cs = fa_value_map_set_inputs(cctx, ef, gf, vm);
     if (!cs) cs = fa_exec_run(cctx, eu, NULL);
@@ -334,10 +341,20 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         }
     }
 
-    /* 3. End to end: every accepted cluster at once vs the unfused graph, same inputs. */
-    {
+    /* 3. End to end: every accepted cluster at once vs the unfused graph, same inputs. What the
+     *    user deploys is the whole model: when it is not measurably faster (the clusters' judge
+     *    rule on the paired end-to-end samples), back off — drop the accepted clusters with the
+     *    smallest measured saving (1, then 2, 4, ... at a time) and measure again, until the
+     *    fused model wins or no cluster is left; then the plan is reported as a loss. */
+    for (int round = 0;; round++) {
         fa_graph *gfull = NULL;
         fa_exec *eb = NULL, *efz = NULL;
+        res->e2e_max_rel_error = 0;
+        free(res->baseline_samples);
+        free(res->fused_samples);
+        res->baseline_samples = res->fused_samples = NULL;
+        fa_trace_free(res->fused_trace);
+        res->fused_trace = NULL;
         s = fa_fused_graph(ctx, g, p, NULL, 0, &gfull);
         if (!s) s = make_exec(ctx, g, &kt, opt.threads, &eb);
         if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, &efz);
@@ -361,6 +378,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
             s = fa_apply_bench_pair(ctx, exec_once, eb, efz, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
         }
+        bool again = false;
         if (!s) {
             res->n_samples = opt.iters;
             fa_sample_stats_of(res->baseline_samples, opt.iters, &res->baseline);
@@ -371,14 +389,21 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
             res->peak_bytes_fused = fa_exec_peak_bytes(efz);
             res->kernels_baseline = g->n_topo;
             res->kernels_fused = gfull->n_topo;
+            res->e2e_wins = res->accepted > 0 && fa_apply_e2e_wins(res->baseline_samples, res->fused_samples, opt.iters);
+            res->e2e_loss = res->accepted > 0 && !res->e2e_wins;
+            if (res->e2e_loss && round < 8) {
+                fa_apply_back_off(p, res, round);
+                again = true;
+            }
             /* the fused model's own kernel trace, for the timeline and the roofline */
-            s = fa_collect(ctx, efz, gfull, 1, opt.iters, NULL, NULL, &res->fused_trace);
+            if (!again) s = fa_collect(ctx, efz, gfull, 1, opt.iters, NULL, NULL, &res->fused_trace);
         }
         if (s) fa_ctx_wrap(ctx, s, "end-to-end fused model on %s: ", kt.t->name);
         fa_exec_free(eb);
         fa_exec_free(efz);
-        if (!s) res->fused_graph = gfull;
+        if (!s && !again) res->fused_graph = gfull;
         else fa_graph_free(gfull);
+        if (s || !again) break;
     }
 done:
     fa_exec_free(cap);

@@ -271,3 +271,57 @@ fa_status fa_value_map_fill_inputs(fa_ctx *ctx, fa_value_map *m, uint64_t seed)
     }
     return FA_OK;
 }
+
+bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char *why, size_t cap)
+{
+    for (int k = 0; k < gf->n_topo; k++) {
+        const fa_node *n = gf->nodes[gf->topo[k]];
+        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !fa_node_attr(n, "post_ops")) continue;
+        const char *impl = fa_exec_kernel_impl(ef, n);
+        if (!impl) continue;
+        bool conv = !strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose");
+        const char *name = impl; /* oneDNN 2.6 names carry the ISA family first: "x64:gemm:jit" */
+        if (!strncmp(name, "x64:", 4)) name += 4;
+        if (!strncmp(name, "ref", 3) || (conv && !strncmp(name, "gemm", 4))) {
+            snprintf(why, cap,
+                     "oneDNN chose its '%s' implementation for %s '%s' (%s): its post-ops are not in the fast path, so the "
+                     "epilogue is slower than the unfused ops; not proposed",
+                     impl, n->op_type, n->name,
+                     !strncmp(name, "ref", 3) ? "reference kernel" : "gemm convolution on plain NCHW activations");
+            return true;
+        }
+    }
+    return false;
+}
+
+bool fa_apply_e2e_wins(const double *sa, const double *sb, int n)
+{
+    double gain, noise;
+    paired_gain(sa, sb, n, &gain, &noise);
+    fa_sample_stats su, sf;
+    fa_sample_stats_of(sa, n, &su);
+    fa_sample_stats_of(sb, n, &sf);
+    return gain > noise && su.median_ns > sf.median_ns && sf.p75_ns < su.p25_ns;
+}
+
+void fa_apply_back_off(fa_plan *p, fa_apply_result *r, int round)
+{
+    int drop = round < 20 ? 1 << round : 1 << 20;
+    for (int k = 0; k < drop; k++) {
+        fa_cluster *worst = NULL;
+        for (int i = 0; i < p->n_clusters; i++) {
+            fa_cluster *c = &p->clusters[i];
+            if (c->status == FA_CLUSTER_ACCEPTED && (!worst || c->measured_saving_ns < worst->measured_saving_ns)) worst = c;
+        }
+        if (!worst) return;
+        worst->status = FA_CLUSTER_REJECTED_NO_GAIN;
+        fa_apply_set_reason(p, worst,
+                            "dropped by the end-to-end back-off: the whole fused model with %d clusters was not measurably "
+                            "faster (median %.3f -> %.3f ms); this cluster's measured saving %.1f us was among the smallest",
+                            r->accepted, r->baseline.median_ns / 1e6, r->fused.median_ns / 1e6, worst->measured_saving_ns / 1e3);
+        r->accepted--;
+        r->rejected++;
+        r->predicted_saving_ns -= worst->est_saving_ns;
+        r->backed_off++;
+    }
+}

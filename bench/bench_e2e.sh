@@ -1,67 +1,120 @@
 #!/usr/bin/env bash
-# bench/bench_e2e.sh — end-to-end latency, one script, one run, same machine:
-#   fuse-advise unfused baseline, fuse-advise fused plan (when the full `run` is available),
-#   ONNX Runtime with graph optimizations disabled and with all enabled,
-# on zoo:resnet50, corpus light_resnet50, zoo:mobilenetv2, zoo:bert-layer, zoo:gpt2-block.
-# env: BUILD (default build), THREADS (2), ITERS (20), BATCHES ("1"), MODELS (override list),
-#      NO_APPLY=1 to skip the fused run. onnxruntime comes from PyPI (bench only).
+# bench/bench_e2e.sh — end-to-end CPU latency against ONNX Runtime; one script, one run, one machine.
+#
+# For every model x batch, ROUNDS rounds, the variants interleaved inside each round:
+#   ours   `fuse-advise run` (the unfused baseline and the fused plan, measured by the applier's own
+#          paired, interleaved benchmark: unfused iteration, fused iteration, ...); the per-iteration
+#          samples are read back from the run database (benchmarks table, cluster_id -1);
+#   ORT    one ONNX Runtime session with graph optimisations disabled (ORT_DISABLE_ALL) and one with
+#          all (ORT_ENABLE_ALL), alternating iteration by iteration, both created once per model.
+# Samples of all rounds are pooled: median and IQR (p25-p75) per variant, in ms, plus the ratios
+# the issue's targets use (unfused / ORT-disabled, fused / ORT-all), and `uptime`'s 1-minute load
+# before and after each model (the machine is shared: quote the load with the figures).
+#
+# env: BUILD (default build), THREADS (2), ITERS (20 per round and variant), ROUNDS (3),
+#      BATCHES ("1 8"), MODELS (override list; zoo:NAME or .onnx paths), LIGHT=1 to add the corpus
+#      light models (batch 1 only: their batch is fixed), NO_APPLY=1 to skip the fused plan,
+#      APPLY_BUDGET (seconds, passed to --apply-budget; default 600).
+# onnxruntime comes from the test oracles' python (scripts/setup.sh: BUILD/pyenv, or FA_PYTHON).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 FA=$BUILD/fuse-advise
 THREADS=${THREADS:-2}
 ITERS=${ITERS:-20}
-BATCHES=${BATCHES:-1}
+ROUNDS=${ROUNDS:-3}
+BATCHES=${BATCHES:-"1 8"}
+APPLY_BUDGET=${APPLY_BUDGET:-600}
 CORPUS=${FA_CORPUS:-$here/../shared/corpus}
-MODELS=${MODELS:-"zoo:resnet50 $CORPUS/onnx/light/light_resnet50.onnx zoo:mobilenetv2 zoo:bert-layer zoo:gpt2-block"}
-tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-# ONNX Runtime from the oracles' python (scripts/setup.sh makes it: a venv in the build folder)
+MODELS=${MODELS:-"zoo:resnet50 zoo:mobilenetv2 zoo:bert-layer zoo:gpt2-block"}
+if [ -n "${LIGHT:-}" ] && [ -d "$CORPUS/onnx/light" ]; then
+  for f in "$CORPUS"/onnx/light/*.onnx; do MODELS="$MODELS $f"; done
+fi
 PY=${FA_PYTHON:-$BUILD/pyenv/bin/python3}
 [ -x "$PY" ] || PY=python3
 "$PY" -c "import onnxruntime, numpy" 2>/dev/null || { echo "bench_e2e: $PY has no onnxruntime (bash scripts/setup.sh)" >&2; exit 1; }
+[ -x "$FA" ] || { echo "bench_e2e: $FA not built" >&2; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-ort_ms() { # model level threads iters -> median ms
-  "$PY" - "$@" <<'PY'
-import sys, time, statistics
-import numpy as np, onnxruntime as ort
-path, level, threads, iters = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-so = ort.SessionOptions()
-so.intra_op_num_threads = threads
-so.inter_op_num_threads = 1
-so.graph_optimization_level = {"none": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-                               "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL}[level]
-s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
-rng = np.random.default_rng(1)
-feeds = {i.name: rng.uniform(-1, 1, [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-         for i in s.get_inputs()}
-for _ in range(3): s.run(None, feeds)
-t = []
-for _ in range(iters):
-    t0 = time.perf_counter(); s.run(None, feeds); t.append((time.perf_counter() - t0) * 1e3)
-print(f"{statistics.median(t):.3f}")
-PY
-}
-
-printf "%-28s %5s %12s %12s %12s %12s %10s\n" model batch "unfused ms" "fused ms" "ORT none ms" "ORT all ms" "fused/ORT"
+echo "# bench_e2e: $(date -u '+%F %T') UTC, $(nproc) cores, threads $THREADS, iters $ITERS x rounds $ROUNDS, onnxruntime $("$PY" -c 'import onnxruntime; print(onnxruntime.__version__)'), $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+printf "%-22s %3s | %-17s %-17s %-17s %-17s | %8s %8s %8s | %s\n" model b "unfused ms (IQR)" "fused ms (IQR)" "ORT none ms (IQR)" "ORT all ms (IQR)" \
+  unf/ORTn fus/ORTa fus/unf "load before/after"
 for m in $MODELS; do
   for b in $BATCHES; do
     name=$(basename "${m#zoo:}" .onnx)
     if [[ $m == zoo:* ]]; then
       "$FA" zoo "${m#zoo:}" --batch "$b" -o "$tmp/$name-b$b.onnx" >/dev/null
-      onnx="$tmp/$name-b$b.onnx"; model="$onnx"
+      onnx="$tmp/$name-b$b.onnx"
     else
-      [ "$b" = 1 ] || continue   # corpus light models have a fixed batch of 1
-      onnx="$m"; model="$m"
+      [ "$b" = 1 ] || continue   # the corpus light models have a fixed batch of 1
+      onnx="$m"
     fi
-    "$FA" run "$model" --no-apply --iters "$ITERS" --warmup 3 --threads "$THREADS" --db "$tmp/b.db" > "$tmp/u.log"
-    unf=$(sed -n 's/^baseline latency (median per iteration): \([0-9.]*\) ms.*/\1/p' "$tmp/u.log")
-    fused="-"
-    if [ -z "${NO_APPLY:-}" ] && "$FA" run "$model" --iters "$ITERS" --warmup 3 --threads "$THREADS" --db "$tmp/b.db" --out "$tmp/out-$name" > "$tmp/f.log" 2>&1; then
-      fused=$(sed -n 's/^baseline .* fused \([0-9.]*\) ms.*/\1/p' "$tmp/f.log")
-    fi
-    on=$(ort_ms "$onnx" none "$THREADS" "$ITERS")
-    oa=$(ort_ms "$onnx" all "$THREADS" "$ITERS")
-    ratio=$("$PY" -c "f='$fused'; print('-' if f in ('','-') else f'{float(f)/float($oa):.2f}')")
-    printf "%-28s %5s %12s %12s %12s %12s %10s\n" "$name" "$b" "$unf" "${fused:--}" "$on" "$oa" "$ratio"
+    load0=$(cut -d' ' -f1 /proc/loadavg)
+    "$PY" - "$FA" "$onnx" "$THREADS" "$ITERS" "$ROUNDS" "$tmp/db-$name-$b.db" "$tmp/out-$name-$b" "${NO_APPLY:-}" "$APPLY_BUDGET" \
+      > "$tmp/row" 2> "$tmp/err" <<'PY' || { echo "$name b$b: failed: $(tail -3 "$tmp/err")"; continue; }
+import sqlite3, subprocess, sys, time
+import numpy as np, onnxruntime as ort
+fa, path, threads, iters, rounds, db, out, no_apply, budget = sys.argv[1:10]
+threads, iters, rounds = int(threads), int(iters), int(rounds)
+
+def session(level):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = level
+    return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+sn, sa = session(ort.GraphOptimizationLevel.ORT_DISABLE_ALL), session(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
+rng = np.random.default_rng(1)
+def fill(i):
+    shape = [d if isinstance(d, int) else 1 for d in i.shape]
+    if "int" in i.type:
+        return rng.integers(0, 2, shape).astype(np.int64 if "int64" in i.type else np.int32)
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+feeds = {i.name: fill(i) for i in sn.get_inputs()}
+for _ in range(3):
+    sn.run(None, feeds); sa.run(None, feeds)
+
+S = {"unfused": [], "fused": [], "ort_none": [], "ort_all": []}
+for r in range(rounds):
+    # ours: the applier's paired benchmark (unfused and fused interleaved), samples from the db
+    cmd = [fa, "run", path, "--iters", str(iters), "--warmup", "3", "--threads", str(threads), "--db", db,
+           "--out", out, "--apply-budget", budget]
+    if no_apply: cmd.append("--no-apply")
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"fuse-advise run failed ({p.returncode}): {p.stderr.strip()[-400:]}")
+    c = sqlite3.connect(db)
+    rid = c.execute("select max(run_id) from benchmarks where subject='baseline' and cluster_id=-1").fetchone()[0]
+    if rid is not None and not no_apply:
+        for subj, key in (("baseline", "unfused"), ("fused", "fused")):
+            S[key] += [x / 1e6 for (x,) in c.execute(
+                "select latency_ns from benchmarks where run_id=? and subject=? and cluster_id=-1", (rid, subj))]
+    else:  # --no-apply: the baseline median the run prints
+        for line in p.stdout.splitlines():
+            if line.startswith("baseline latency (median per iteration):"):
+                S["unfused"].append(float(line.split(":")[1].split()[0]))
+    c.close()
+    # ORT: disabled and all, alternating iteration by iteration (order swapped each round)
+    pair = [(sn, "ort_none"), (sa, "ort_all")]
+    if r % 2: pair.reverse()
+    for _ in range(iters):
+        for s, key in pair:
+            t0 = time.perf_counter(); s.run(None, feeds); S[key].append((time.perf_counter() - t0) * 1e3)
+
+def stat(v):
+    if not v: return None
+    q = np.percentile(v, [25, 50, 75])
+    return q[1], q[0], q[2]
+st = {k: stat(v) for k, v in S.items()}
+def cell(k):
+    x = st[k]
+    return "-" if x is None else f"{x[0]:.3f} ({x[1]:.2f}-{x[2]:.2f})"
+def ratio(a, b):
+    return "-" if st[a] is None or st[b] is None else f"{st[a][0] / st[b][0]:.2f}"
+print(f"{cell('unfused'):<17} {cell('fused'):<17} {cell('ort_none'):<17} {cell('ort_all'):<17} | "
+      f"{ratio('unfused', 'ort_none'):>8} {ratio('fused', 'ort_all'):>8} {ratio('fused', 'unfused'):>8}")
+PY
+    load1=$(cut -d' ' -f1 /proc/loadavg)
+    printf "%-22s %3s | %s | %s/%s\n" "$name" "$b" "$(cat "$tmp/row")" "$load0" "$load1"
   done
 done

@@ -216,6 +216,12 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("baseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
                (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
                (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
+        if (r->backed_off)
+            printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
+                   "fused model was not measurably faster\n", r->backed_off, r->backed_off == 1 ? "" : "s");
+        if (r->e2e_loss)
+            printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
+                   "baseline; deploy the baseline\n", r->accepted);
         printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
                r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
                r->e2e_max_rel_error);

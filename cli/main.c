@@ -30,6 +30,23 @@ static int usage(FILE *f, const verb *verbs, int n)
     return f == stderr ? 2 : 0;
 }
 
+/* The verbs that execute models run OpenMP kernels (ours, the generated ones, oneDNN's) whose
+ * idle threads, under libgomp's default wait policy, spin for ~300k iterations at every barrier
+ * before sleeping. On a loaded machine a spinning thread takes the core from the thread doing
+ * the work: measured on the shared 2-core VM at load ~10, 2 threads, zoo:resnet50 unfused
+ * 905-1404 ms per iteration by default, 270-319 ms with OMP_WAIT_POLICY=passive, 326-411 ms with
+ * GOMP_SPINCOUNT=10000; zoo:bert-layer 152-232 / 51 / 75-85 ms (bench/README.md). libgomp reads
+ * the policy once, when it is loaded, before main: so when the user has not chosen one, these
+ * verbs re-execute themselves with OMP_WAIT_POLICY=passive (an explicit setting is kept). */
+static void prefer_passive_omp_wait(const char *verb, char **argv)
+{
+    if (strcmp(verb, "run") && strcmp(verb, "exec") && strcmp(verb, "apply")) return;
+    if (getenv("OMP_WAIT_POLICY")) return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OMP_WAIT_POLICY"); /* exec failed: carry on under the default policy */
+}
+
 int main(int argc, char **argv)
 {
     const verb verbs[] = {
@@ -52,6 +69,7 @@ int main(int argc, char **argv)
     if (argc < 2) return usage(stderr, verbs, nv);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
         return usage(stdout, verbs, nv);
+    prefer_passive_omp_wait(argv[1], argv);
     if (!strcmp(argv[1], "--version")) {
         printf("fuse-advise %s\n", FA_VERSION_STRING);
         return 0;

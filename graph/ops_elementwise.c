@@ -8,6 +8,7 @@
  * every output written once (fa_cost_io). */
 #include "ops-impl.h"
 #include "op_math.h"
+#include "vmath.h"
 
 #include <float.h>
 #include <math.h>
@@ -315,6 +316,17 @@ static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
     (void)a;
     (void)b;
     (void)g;
+    if (fa_vmath_available()) /* SLEEF, 8 AVX2 lanes, <= 1 ULP (graph/vmath.h) */
+        switch ((int)p->op) {
+        case FA_UNARY_SIGMOID: fa_vsigmoidf(xs, y, len); return;
+        case FA_UNARY_TANH: fa_vtanhf(xs, y, len); return;
+        case FA_UNARY_EXP: fa_vexpf(xs, y, len); return;
+        case FA_UNARY_ERF: fa_verff(xs, y, len); return;
+        case FA_UNARY_SWISH: fa_vswishf(xs, y, len, a); return;
+        case U_GELU: fa_vgeluf(xs, y, len); return;
+        case U_GELU_TANH: fa_vgelu_tanhf(xs, y, len); return;
+        default: break;
+        }
     switch ((int)p->op) {
 #define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR)                                                  \
     case FA_UNARY_##ID:                                                                                   \
@@ -667,7 +679,10 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
     case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] - b[j * sb]; break;
     case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] * b[j * sb]; break;
     case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] / b[j * sb]; break;
-    case B_POW: for (int64_t j = 0; j < len; j++) o[j] = powf(a[j * sa], b[j * sb]); break;
+    case B_POW:
+        if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1) && fa_vmath_available()) fa_vpowf(a, sa, b, sb, o, len);
+        else for (int64_t j = 0; j < len; j++) o[j] = powf(a[j * sa], b[j * sb]);
+        break;
     case B_COPY: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa]; break;
     case B_PRELU:
         for (int64_t j = 0; j < len; j++) { float x = a[j * sa]; o[j] = x < 0 ? x * b[j * sb] : x; }

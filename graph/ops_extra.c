@@ -7,6 +7,7 @@
  * docs/ops-extra.md. Kernels compute in float (fp16/bf16/double are converted on the way in
  * and out) with double accumulators for sums, means and variances. */
 #include "ops-impl.h"
+#include "vmath.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -74,6 +75,10 @@ static inline v4f v4_exp(v4f x)
 /* y[j] = exp(y[j]) for j < n, in place. */
 static void vexp_inplace(float *y, int64_t n)
 {
+    if (fa_vmath_available()) { /* SLEEF, 8 lanes (graph/vmath.h); same limits, <= 1 ULP */
+        fa_vexpf(y, y, n);
+        return;
+    }
     int64_t j = 0;
     for (; j + 4 <= n; j += 4) {
         v4f v;

@@ -138,6 +138,11 @@ const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n)
     return e->t->exec_kernel_name(e->state, n);
 }
 
+const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n)
+{
+    return e->t->exec_kernel_impl ? e->t->exec_kernel_impl(e->state, n) : NULL;
+}
+
 fa_target fa_exec_target(const fa_exec *e)
 {
     return e->t->id;

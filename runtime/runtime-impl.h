@@ -12,6 +12,8 @@ struct fa_kernel {
                      fa_value *out, int n_out, int threads);
     void (*destroy)(fa_kernel *k);
     void *state;
+    const char *impl; /* a library kernel's chosen implementation (oneDNN's impl_info_str, e.g.
+                       * "jit:avx512_core", "gemm:jit", "ref:any"), owned by state; NULL otherwise */
 };
 
 /* ---- the registered targets (runtime/exec.c lists them) ---- */
@@ -29,6 +31,7 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
 const fa_value *fa_cpu_exec_output(const void *state, int i);
 uint64_t fa_cpu_exec_peak_bytes(const void *state);
 const char *fa_cpu_exec_kernel_name(const void *state, const fa_node *n);
+const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n);
 int fa_cpu_exec_threads(const void *state);
 
 /* The cpu target's ceilings (runtime/cpu/ceilings.c): its measure_ceilings slot, and the cache

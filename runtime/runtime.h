@@ -60,15 +60,22 @@ fa_status fa_exec_set_input(fa_ctx *ctx, fa_exec *e, int i, const fa_value *v);
 /* Fill every graph input with deterministic values from `seed` (uniform [-1,1) floats,
  * small non-negative ints). */
 fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed);
-/* Execute once. obs may be NULL. Intermediates are allocated per tensor and freed after
- * their last consumer (the unfused memory plan). */
+/* Execute once. obs may be NULL. On cpu every activation lives at its offset in one arena
+ * planned, allocated and touched by fa_exec_create (the static memory plan): a run allocates
+ * nothing and page-faults nothing. */
 fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs);
 /* Graph output i after a run; borrowed until the next run / fa_exec_free. */
 const fa_value *fa_exec_output(const fa_exec *e, int i);
-/* Peak bytes of live activations (graph inputs + intermediates + outputs) in the last run. */
+/* Bytes of activations (graph inputs + intermediates + outputs) the executor holds at its peak:
+ * on cpu the static plan's arena, known from fa_exec_create on (read from the plan, not measured);
+ * on cuda the peak of live device buffers in the last run. */
 uint64_t fa_exec_peak_bytes(const fa_exec *e);
 /* Kernel name used for node n on this executor ("dnnl:conv", "ref:Relu", ...). */
 const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n);
+/* The implementation a library chose for node n's kernel on this executor (oneDNN's
+ * dnnl_query_impl_info_str: "jit:avx512_core", "gemm:jit", "ref:any", ...); NULL for our own and
+ * generated kernels and on cuda. Borrowed until fa_exec_free. */
+const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n);
 fa_target fa_exec_target(const fa_exec *e);
 int fa_exec_threads(const fa_exec *e);
 
@@ -293,6 +300,8 @@ typedef struct fa_target_iface {
     const fa_value *(*exec_output)(const void *state, int i);
     uint64_t (*exec_peak_bytes)(const void *state);
     const char *(*exec_kernel_name)(const void *state, const fa_node *n);
+    /* the library implementation behind node n's kernel (fa_exec_kernel_impl); NULL = none known */
+    const char *(*exec_kernel_impl)(const void *state, const fa_node *n);
     int (*exec_threads)(const void *state);
     /* True when the executor runs node n of g (a kernel provider aside); false with a sentence
      * in why (naming the op, dtype or attribute) otherwise. Needs no device. */

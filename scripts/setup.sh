@@ -8,6 +8,7 @@ DEB_PKGS=(build-essential cmake pkg-config
   libprotobuf-c-dev protobuf-c-compiler   # ONNX import/export
   libsqlite3-dev                          # run database
   libcmocka-dev                           # unit tests
+  libsleef-dev                            # vectorised exp/tanh/erf/pow in the elementwise kernels
   libdnnl-dev ocl-icd-opencl-dev opencl-headers  # oneDNN (conv / matmul / gemm bodies on cpu); its CMake config requires OpenCL, only Recommended by the -dev package
   libssl-dev                              # SHA-256 of models and traces
   libyajl-dev zlib1g-dev                  # streaming JSON + gzip for trace import

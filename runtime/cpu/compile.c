@@ -24,6 +24,12 @@
 extern char **environ;
 
 static const char *const k_cflags[] = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11", NULL};
+/* Libraries the kernels link, in order. SLEEF's GNU-ABI library (libsleef-dev) exports the same
+ * vector-function names as glibc's libmvec (_ZGVdN8v_expf, ...) and comes first, so the loops the
+ * compiler vectorises call SLEEF: libmvec sends lanes outside its fast range (a softmax row with
+ * Hugging Face's -1e4 .. -3.4e38 mask values) to scalar expf, 10x slower per row (bench/README.md);
+ * SLEEF has no such path. The unfused kernels use the same SLEEF functions (graph/vmath.c). */
+static const char *const k_libs[] = {"-lsleefgnuabi", "-lm", NULL};
 
 struct fa_kernel_cache {
     char *dir;          /* the private folder */
@@ -335,6 +341,7 @@ static void batch_key(int n, const fa_kernel_source *srcs, const int *idx, char 
     fa_buf b;
     fa_buf_init(&b);
     for (int i = 0; k_cflags[i]; i++) fa_buf_printf(&b, "%s\n", k_cflags[i]);
+    for (int i = 0; k_libs[i]; i++) fa_buf_printf(&b, "%s\n", k_libs[i]);
     fa_buf_printf(&b, "%d kernels\n", n);
     for (int k = 0; k < n; k++) {
         fa_buf_printf(&b, "%s\n%zu\n", srcs[idx[k]].fn_name, srcs[idx[k]].len);
@@ -360,7 +367,7 @@ static int run_cc(fa_ctx *ctx, const char *work)
     argv[a++] = "-o";
     argv[a++] = so;
     argv[a++] = src;
-    argv[a++] = "-lm";
+    for (int i = 0; k_libs[i]; i++) argv[a++] = k_libs[i];
     argv[a] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);

@@ -51,6 +51,7 @@ typedef struct dnnl_state {
     int bin_input[8];            /* node input index of each operand */
     dnnl_memory_t bin_mem[8];
     int bin_post_index[8];       /* index of the post-op in the chain */
+    char impl[96];               /* the implementation oneDNN chose (dnnl_query_impl_info_str) */
 } dnnl_state;
 
 static void state_destroy(fa_kernel *k)
@@ -140,6 +141,11 @@ static fa_status finish_prim(fa_ctx *ctx, dnnl_state *s, const void *op_desc, co
     dnnl_primitive_t reorder = NULL;
     dnnl_memory_t user_wei = NULL;
     DNNL_CHECK(ctx, dnnl_primitive_desc_create(&pd, op_desc, attr, g_engine, NULL));
+    {   /* which implementation oneDNN picked: "jit:avx512_core", "gemm:jit", "ref:any", ... */
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+            snprintf(s->impl, sizeof s->impl, "%s", impl);
+    }
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
@@ -550,6 +556,7 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
     }
     k.run = run_prim;
     k.destroy = state_destroy;
+    k.impl = s->impl[0] ? s->impl : NULL;
     if (fused)
         k.name = conv ? "dnnl:convolution+post-ops" : deconv ? "dnnl:deconvolution+post-ops" : mm ? "dnnl:matmul+post-ops" : "dnnl:gemm+post-ops";
     else

@@ -1,6 +1,9 @@
 /* runtime/cpu/exec_cpu — the cpu target's unfused executor: one kernel per live node in
- * topological order, each intermediate in its own buffer, freed after its last consumer (the
- * baseline memory plan). oneDNN for Conv/ConvTranspose/MatMul/Gemm, the registry's reference
+ * topological order. Memory is a static plan: every activation (graph inputs, intermediates,
+ * outputs) gets an offset in one arena, computed once when the executor is created from the
+ * tensors' lifetimes, allocated and touched (page-faulted in) there, so a timed iteration never
+ * calls malloc/free or faults pages. Two tensors share bytes only when their lifetimes (producer
+ * .. last consumer, in topological order) are disjoint. oneDNN for Conv/ConvTranspose/MatMul/Gemm, the registry's reference
  * kernels otherwise. Reached through the cpu target's table (runtime/cpu/target.c). */
 #include "runtime/runtime-impl.h"
 
@@ -12,8 +15,10 @@
 
 typedef struct slot {
     fa_value v;
-    bool owned;      /* data malloc'd by the executor */
+    bool set;        /* a graph input that fa_exec_set_input / fill_inputs wrote */
+    int first_def;   /* topo index of the producer; -1 for graph inputs; INT32_MIN when not planned */
     int last_use;    /* topo index of the last consumer; INT32_MAX for graph outputs */
+    uint64_t off, bytes; /* place in the arena (planned tensors only) */
 } slot;
 
 typedef struct cpu_exec {
@@ -22,7 +27,9 @@ typedef struct cpu_exec {
     int threads;
     fa_kernel *kernels; /* by node id; name NULL for folded nodes */
     slot *slots;        /* by tensor id */
-    uint64_t live_bytes, peak_bytes;
+    unsigned char *arena; /* the static memory plan's one buffer, 64-byte aligned */
+    uint64_t arena_bytes, live_peak_bytes;
+    bool ran;           /* outputs are valid after the first run */
 } cpu_exec;
 
 static fa_status ref_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
@@ -114,6 +121,7 @@ static fa_status check_planned_peak(fa_ctx *ctx, cpu_exec *e)
                 live -= b < live ? b : live;
         }
     }
+    e->live_peak_bytes = peak;
     char where[1200] = "";
     int w = 0;
     if (peak_node >= 0) w = snprintf(where, sizeof where, " (reached at node '%.400s')", g->nodes[peak_node]->name);
@@ -130,6 +138,128 @@ static fa_status check_planned_peak(fa_ctx *ctx, cpu_exec *e)
                             "the run needs %llu bytes of live tensors at its peak%s, more than the %llu bytes of memory "
                             "available (%s)",
                             (unsigned long long)peak, where, (unsigned long long)avail, src);
+    return FA_OK;
+}
+
+/* One activation to place: tensor t of `bytes` (64-byte multiple), live over topo indices [a, b]. */
+typedef struct plan_item {
+    int t;
+    int a, b;
+    uint64_t bytes;
+} plan_item;
+
+static int item_by_size_desc(const void *x, const void *y)
+{
+    const plan_item *p = x, *q = y;
+    if (p->bytes != q->bytes) return p->bytes > q->bytes ? -1 : 1;
+    if (p->a != q->a) return p->a < q->a ? -1 : 1;
+    return p->t < q->t ? -1 : p->t > q->t;
+}
+
+static int placed_by_offset(const void *x, const void *y, void *slots)
+{
+    const slot *s = slots;
+    uint64_t a = s[*(const int *)x].off, b = s[*(const int *)y].off;
+    return a < b ? -1 : a > b;
+}
+
+#define FA_ARENA_ALIGN 64 /* a cache line; AVX-512 loads and oneDNN's preferred alignment */
+
+/* The static memory plan: an offset in one arena for every planned activation — graph inputs
+ * (live throughout), and each non-constant output of a live node from its producer to its last
+ * consumer (graph outputs to the end, unread outputs only during their node). A node's outputs
+ * never share bytes with its inputs (both are live at its index), so no kernel runs in place.
+ * Placement is "greedy by size" (largest tensor first, at the lowest offset that does not overlap
+ * a placed tensor whose lifetime intersects; Pisarchyk & Lee, "Efficient Memory Management for
+ * Deep Neural Net Inference", 2020, the TensorFlow Lite arena planner): the arena is at least the
+ * live peak computed by check_planned_peak and usually equal to it. O(n^2 log n) in tensors. */
+static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
+{
+    const fa_graph *g = e->g;
+    plan_item *it = calloc((size_t)g->n_tensors + 1, sizeof *it);
+    int *near = calloc((size_t)g->n_tensors + 1, sizeof *near);
+    if (!it || !near) {
+        free(it);
+        free(near);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning activations");
+    }
+    for (int t = 0; t < g->n_tensors; t++) e->slots[t].first_def = INT32_MIN;
+    int n = 0;
+    uint64_t b;
+    for (int i = 0; i < g->n_inputs; i++) {
+        int t = g->inputs[i];
+        if ((g->tensors[t]->flags & FA_TENSOR_CONST) || e->slots[t].first_def != INT32_MIN) continue;
+        if (!tensor_bytes(g, t, &b)) b = 0; /* refused earlier by check_planned_peak */
+        e->slots[t].first_def = -1;
+        it[n++] = (plan_item){t, -1, INT32_MAX, b};
+    }
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *nd = g->nodes[g->topo[k]];
+        for (int o = 0; o < nd->n_outputs; o++) {
+            int t = nd->outputs[o];
+            if (t < 0 || (g->tensors[t]->flags & FA_TENSOR_CONST) || e->slots[t].first_def != INT32_MIN) continue;
+            if (!tensor_bytes(g, t, &b)) b = 0;
+            e->slots[t].first_def = k;
+            int last = e->slots[t].last_use;
+            it[n++] = (plan_item){t, k, last < k ? k : last, b};
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        uint64_t r = it[i].bytes ? it[i].bytes : 1;
+        it[i].bytes = (r + FA_ARENA_ALIGN - 1) / FA_ARENA_ALIGN * FA_ARENA_ALIGN;
+        if (it[i].bytes < r) it[i].bytes = UINT64_MAX - FA_ARENA_ALIGN + 1; /* overflow: refused below */
+    }
+    qsort(it, (size_t)n, sizeof *it, item_by_size_desc);
+    uint64_t top = 0;
+    fa_status st = FA_OK;
+    for (int i = 0; i < n && !st; i++) {
+        int m = 0;
+        for (int j = 0; j < i; j++)
+            if (it[j].a <= it[i].b && it[i].a <= it[j].b) near[m++] = it[j].t;
+        qsort_r(near, (size_t)m, sizeof *near, placed_by_offset, e->slots);
+        uint64_t off = 0;
+        for (int j = 0; j < m; j++) {
+            const slot *q = &e->slots[near[j]];
+            if (q->off >= off && q->off - off >= it[i].bytes) break; /* the gap before q fits */
+            if (q->off + q->bytes > off) off = q->off + q->bytes;
+        }
+        slot *s = &e->slots[it[i].t];
+        s->off = off;
+        s->bytes = it[i].bytes;
+        if (off + it[i].bytes < off)
+            st = fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': the activation arena's size overflows", g->tensors[it[i].t]->name);
+        else if (off + it[i].bytes > top) top = off + it[i].bytes;
+    }
+    free(it);
+    free(near);
+    e->arena_bytes = top;
+    return st;
+}
+
+/* Check the planned arena against --max-memory and the memory available, allocate it and write
+ * every page once, so that no timed iteration page-faults. */
+static fa_status alloc_arena(fa_ctx *ctx, cpu_exec *e)
+{
+    uint64_t bytes = e->arena_bytes;
+    if (e->opt.max_memory && bytes > e->opt.max_memory)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM,
+                            "the run's static memory plan needs an arena of %llu bytes (live tensors peak at %llu), more than "
+                            "--max-memory %llu",
+                            (unsigned long long)bytes, (unsigned long long)e->live_peak_bytes, (unsigned long long)e->opt.max_memory);
+    char src[1200];
+    uint64_t avail = fa_mem_available(src, sizeof src);
+    if (bytes > avail || bytes > SIZE_MAX - FA_ARENA_ALIGN)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM,
+                            "the run's static memory plan needs an arena of %llu bytes (live tensors peak at %llu), more than "
+                            "the %llu bytes of memory available (%s)",
+                            (unsigned long long)bytes, (unsigned long long)e->live_peak_bytes, (unsigned long long)avail, src);
+    void *p = NULL;
+    if (posix_memalign(&p, FA_ARENA_ALIGN, bytes ? (size_t)bytes : FA_ARENA_ALIGN) != 0)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "cannot allocate the %llu-byte activation arena", (unsigned long long)bytes);
+    memset(p, 0, bytes ? (size_t)bytes : FA_ARENA_ALIGN); /* touch every page now, not in a timed iteration */
+    e->arena = p;
+    for (int t = 0; t < e->g->n_tensors; t++)
+        if (e->slots[t].first_def != INT32_MIN) e->slots[t].v.data = e->arena + e->slots[t].off;
     return FA_OK;
 }
 
@@ -164,6 +294,8 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     for (int i = 0; i < g->n_outputs; i++) e->slots[g->outputs[i]].last_use = INT32_MAX;
     /* the whole plan's peak, before anything of that size is allocated */
     fa_status pst = check_planned_peak(ctx, e);
+    if (!pst) pst = plan_memory(ctx, e);
+    if (!pst) pst = alloc_arena(ctx, e);
     if (pst) {
         fa_cpu_exec_free(e);
         return pst;
@@ -212,59 +344,17 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     return FA_OK;
 }
 
-static void release(cpu_exec *e, int tid)
-{
-    slot *s = &e->slots[tid];
-    if (!s->owned) return;
-    e->live_bytes -= (uint64_t)fa_value_numel(&s->v) * fa_dtype_size(s->v.dtype);
-    free(s->v.data);
-    s->v.data = NULL;
-    s->owned = false;
-}
-
 void fa_cpu_exec_free(void *state)
 {
     cpu_exec *e = state;
     if (!e) return;
-    if (e->slots)
-        for (int t = 0; t < e->g->n_tensors; t++) release(e, t);
     if (e->kernels)
         for (int n = 0; n < e->g->n_nodes; n++)
             if (e->kernels[n].destroy) e->kernels[n].destroy(&e->kernels[n]);
     free(e->kernels);
     free(e->slots);
+    free(e->arena);
     free(e);
-}
-
-static fa_status alloc_slot(fa_ctx *ctx, cpu_exec *e, int tid)
-{
-    slot *s = &e->slots[tid];
-    release(e, tid);
-    size_t bytes;
-    int64_t ne = fa_value_numel(&s->v);
-    if (ne < 0 || !fa_mul_size((size_t)ne, fa_dtype_size(s->v.dtype), &bytes))
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': size overflows", e->g->tensors[tid]->name);
-    /* Refuse before allocating what the machine cannot hold at all (a model or trace that
-     * declares sizes beyond physical memory), instead of relying on malloc failing. */
-    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    if (pages > 0 && page > 0 && (uint64_t)bytes > (uint64_t)pages * (uint64_t)page)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': %zu bytes is more than this machine's %llu bytes of memory",
-                            e->g->tensors[tid]->name, bytes, (unsigned long long)pages * (unsigned long long)page);
-    if (e->opt.max_memory && e->live_bytes + bytes > e->opt.max_memory)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM,
-                            "tensor '%s': %zu bytes would exceed --max-memory %llu (live %llu)",
-                            e->g->tensors[tid]->name, bytes, (unsigned long long)e->opt.max_memory,
-                            (unsigned long long)e->live_bytes);
-    /* 64-byte alignment suits AVX-512 loads and oneDNN */
-    void *p = NULL;
-    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': cannot allocate %zu bytes",
-                            e->g->tensors[tid]->name, bytes);
-    s->v.data = p;
-    s->owned = true;
-    e->live_bytes += bytes;
-    if (e->live_bytes > e->peak_bytes) e->peak_bytes = e->live_bytes;
-    return FA_OK;
 }
 
 fa_status fa_cpu_exec_set_input(fa_ctx *ctx, void *state, int i, const fa_value *v)
@@ -282,9 +372,11 @@ fa_status fa_cpu_exec_set_input(fa_ctx *ctx, void *state, int i, const fa_value 
                             t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, want, sizeof want),
                             fa_dtype_name(v->dtype), v->rank);
     }
-    fa_status st = alloc_slot(ctx, e, tid);
-    if (st) return st;
-    memcpy(e->slots[tid].v.data, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
+    slot *s = &e->slots[tid];
+    if (!s->v.data) /* a constant graph input: its data is the initializer */
+        return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' is a constant of the graph", t->name);
+    memcpy(s->v.data, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
+    s->set = true;
     return FA_OK;
 }
 
@@ -295,9 +387,9 @@ fa_status fa_cpu_exec_fill_inputs(fa_ctx *ctx, void *state, uint64_t seed)
     fa_rng_seed(&r, seed);
     for (int i = 0; i < e->g->n_inputs; i++) {
         int tid = e->g->inputs[i];
-        fa_status st = alloc_slot(ctx, e, tid);
-        if (st) return st;
+        if (e->slots[tid].first_def == INT32_MIN) continue; /* a constant input */
         fa_graph_fill_input(e->g, tid, &r, &e->slots[tid].v);
+        e->slots[tid].set = true;
     }
     return FA_OK;
 }
@@ -306,16 +398,12 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
 {
     cpu_exec *e = state;
     const fa_graph *g = e->g;
-    for (int i = 0; i < g->n_inputs; i++)
-        if (!e->slots[g->inputs[i]].v.data)
-            return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' was not set",
-                                g->tensors[g->inputs[i]]->name);
-    /* outputs of the previous run */
-    for (int i = 0; i < g->n_outputs; i++) {
-        int tid = g->outputs[i];
-        if (!(g->tensors[tid]->flags & (FA_TENSOR_CONST | FA_TENSOR_GRAPH_INPUT))) release(e, tid);
+    for (int i = 0; i < g->n_inputs; i++) {
+        const slot *s = &e->slots[g->inputs[i]];
+        if (s->first_def != INT32_MIN && !s->set)
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' was not set", g->tensors[g->inputs[i]]->name);
     }
-    e->peak_bytes = e->live_bytes;
+    e->ran = false;
     fa_value in[64], out[16];
     for (int k = 0; k < g->n_topo; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
@@ -331,26 +419,15 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
                 memset(&out[o], 0, sizeof out[o]);
                 continue;
             }
-            fa_status st = alloc_slot(ctx, e, n->outputs[o]);
-            if (st) return st;
-            out[o] = e->slots[n->outputs[o]].v;
+            out[o] = e->slots[n->outputs[o]].v; /* its place in the arena (static plan) */
         }
         fa_kernel *kern = &e->kernels[n->id];
         if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, n, kern->name);
         fa_status st = kern->run(ctx, kern, n, in, n->n_inputs, out, n->n_outputs, e->threads);
         if (obs && obs->kernel_end) obs->kernel_end(obs->user, n, kern->name);
         if (st) return fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", n->name, n->op_type);
-        /* free inputs whose last consumer this was, and outputs nobody reads */
-        for (int i = 0; i < n->n_inputs; i++) {
-            int tid = n->inputs[i];
-            if (tid >= 0 && e->slots[tid].last_use == k && !(g->tensors[tid]->flags & FA_TENSOR_GRAPH_INPUT))
-                release(e, tid);
-        }
-        for (int o = 0; o < n->n_outputs; o++) {
-            int tid = n->outputs[o];
-            if (tid >= 0 && e->slots[tid].last_use < 0) release(e, tid);
-        }
     }
+    e->ran = true;
     return FA_OK;
 }
 
@@ -359,17 +436,22 @@ const fa_value *fa_cpu_exec_output(const void *state, int i)
     const cpu_exec *e = state;
     if (i < 0 || i >= e->g->n_outputs) return NULL;
     const fa_value *v = &e->slots[e->g->outputs[i]].v;
-    return v->data ? v : NULL;
+    return e->ran && v->data ? v : NULL;
 }
 
 uint64_t fa_cpu_exec_peak_bytes(const void *state)
 {
-    return ((const cpu_exec *)state)->peak_bytes;
+    return ((const cpu_exec *)state)->arena_bytes; /* read from the static plan */
 }
 
 const char *fa_cpu_exec_kernel_name(const void *state, const fa_node *n)
 {
     return ((const cpu_exec *)state)->kernels[n->id].name;
+}
+
+const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n)
+{
+    return ((const cpu_exec *)state)->kernels[n->id].impl;
 }
 
 int fa_cpu_exec_threads(const void *state)

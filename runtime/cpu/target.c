@@ -146,6 +146,7 @@ const fa_target_iface fa_target_cpu_iface = {
     .exec_output = fa_cpu_exec_output,
     .exec_peak_bytes = fa_cpu_exec_peak_bytes,
     .exec_kernel_name = fa_cpu_exec_kernel_name,
+    .exec_kernel_impl = fa_cpu_exec_kernel_impl,
     .exec_threads = fa_cpu_exec_threads,
     .supports_node = cpu_supports_node,
     .preferred_layout = NULL, /* plain NCHW everywhere (issue 18: blocked layouts between convs) */

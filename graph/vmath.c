@@ -1,0 +1,98 @@
+/* graph/vmath — see vmath.h. This file alone is compiled with -mavx2 -mfma (CMakeLists.txt); its
+ * functions are only called after fa_vmath_available(), so no AVX2 instruction runs on a CPU
+ * without it. SLEEF's *_u10avx2 entry points are used directly (no dispatcher). */
+#include "vmath.h"
+
+#include <immintrin.h>
+#include <sleef.h>
+#include <string.h>
+
+bool fa_vmath_available(void)
+{
+    static int have = -1;
+    if (have < 0) {
+        __builtin_cpu_init();
+        have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    return have;
+}
+
+/* Apply F (an __m256 -> __m256 expression of `v`) to x[0..n) in chunks of 8; the tail goes
+ * through a zero-padded 8-float buffer. */
+#define FA_VMAP(x, y, n, F)                                                                                            \
+    do {                                                                                                               \
+        int64_t i_ = 0;                                                                                                \
+        for (; i_ + 8 <= (n); i_ += 8) {                                                                               \
+            __m256 v = _mm256_loadu_ps((x) + i_);                                                                      \
+            _mm256_storeu_ps((y) + i_, F);                                                                             \
+        }                                                                                                              \
+        if (i_ < (n)) {                                                                                                \
+            float t_[8] = {0};                                                                                         \
+            memcpy(t_, (x) + i_, sizeof(float) * (size_t)((n) - i_));                                                  \
+            __m256 v = _mm256_loadu_ps(t_);                                                                            \
+            _mm256_storeu_ps(t_, F);                                                                                   \
+            memcpy((y) + i_, t_, sizeof(float) * (size_t)((n) - i_));                                                  \
+        }                                                                                                              \
+    } while (0)
+
+static inline __m256 sigmoid8(__m256 v)
+{
+    const __m256 one = _mm256_set1_ps(1.0f);
+    /* exp(-x) overflows to +inf for x < -88.7: 1 / inf = 0, the right limit */
+    return _mm256_div_ps(one, _mm256_add_ps(one, Sleef_expf8_u10avx2(_mm256_sub_ps(_mm256_setzero_ps(), v))));
+}
+
+void fa_vexpf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_expf8_u10avx2(v)); }
+void fa_vtanhf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_tanhf8_u10avx2(v)); }
+void fa_verff(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_erff8_u10avx2(v)); }
+void fa_vsigmoidf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, sigmoid8(v)); }
+
+void fa_vswishf(const float *x, float *y, int64_t n, float alpha)
+{
+    const __m256 a = _mm256_set1_ps(alpha);
+    FA_VMAP(x, y, n, _mm256_mul_ps(v, sigmoid8(_mm256_mul_ps(a, v))));
+}
+
+void fa_vgeluf(const float *x, float *y, int64_t n)
+{
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), rs2 = _mm256_set1_ps(0.70710678118654752f);
+    FA_VMAP(x, y, n, _mm256_mul_ps(_mm256_mul_ps(half, v), _mm256_add_ps(one, Sleef_erff8_u10avx2(_mm256_mul_ps(v, rs2)))));
+}
+
+void fa_vgelu_tanhf(const float *x, float *y, int64_t n)
+{
+    const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.0f), k = _mm256_set1_ps(0.79788456080286536f),
+                 c = _mm256_set1_ps(0.044715f);
+    FA_VMAP(x, y, n,
+            _mm256_mul_ps(_mm256_mul_ps(half, v),
+                          _mm256_add_ps(one, Sleef_tanhf8_u10avx2(_mm256_mul_ps(
+                                                 k, _mm256_fmadd_ps(_mm256_mul_ps(c, v), _mm256_mul_ps(v, v), v))))));
+}
+
+void fa_vpowf(const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n)
+{
+    if (sa == 1 && sb == 0) {
+        const __m256 e = _mm256_set1_ps(b[0]);
+        FA_VMAP(a, y, n, Sleef_powf8_u10avx2(v, e));
+    } else if (sa == 0 && sb == 1) {
+        const __m256 base = _mm256_set1_ps(a[0]);
+        FA_VMAP(b, y, n, Sleef_powf8_u10avx2(base, v));
+    } else if (sa == 1 && sb == 1) {
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            _mm256_storeu_ps(y + i, Sleef_powf8_u10avx2(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+        if (i < n) {
+            float ta[8] = {0}, tb[8] = {0};
+            memcpy(ta, a + i, sizeof(float) * (size_t)(n - i));
+            memcpy(tb, b + i, sizeof(float) * (size_t)(n - i));
+            _mm256_storeu_ps(ta, Sleef_powf8_u10avx2(_mm256_loadu_ps(ta), _mm256_loadu_ps(tb)));
+            memcpy(y + i, ta, sizeof(float) * (size_t)(n - i));
+        }
+    } else {
+        const __m256 e = _mm256_set1_ps(b[0]), base = _mm256_set1_ps(a[0]);
+        __m256 r = Sleef_powf8_u10avx2(base, e);
+        float t[8];
+        _mm256_storeu_ps(t, r);
+        for (int64_t i = 0; i < n; i++) y[i] = t[0];
+    }
+}

@@ -1,0 +1,28 @@
+/* graph/vmath — float32 transcendental functions over arrays, vectorised with SLEEF (Debian's
+ * libsleef-dev, 3.5): 8 lanes of AVX2+FMA, the u10 variants (maximum error 1.0 ULP per SLEEF's
+ * documentation; measured against double-precision libm by tests/unit/test_vmath.c). The
+ * elementwise kernels call these when fa_vmath_available() says the CPU has AVX2 and FMA, and
+ * fall back to scalar libm otherwise. Arrays: n floats, y may equal x (not partially overlap). */
+#ifndef FA_VMATH_H
+#define FA_VMATH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* true when this CPU runs the AVX2+FMA paths (checked once, cpuid). */
+bool fa_vmath_available(void);
+void fa_vexpf(const float *x, float *y, int64_t n);
+void fa_vtanhf(const float *x, float *y, int64_t n);
+void fa_verff(const float *x, float *y, int64_t n);
+/* 1 / (1 + exp(-x)) */
+void fa_vsigmoidf(const float *x, float *y, int64_t n);
+/* x / (1 + exp(-alpha x)) (Swish; SiLU is alpha = 1) */
+void fa_vswishf(const float *x, float *y, int64_t n, float alpha);
+/* 0.5 x (1 + erf(x / sqrt 2)) (GELU, ONNX Gelu approximate="none") */
+void fa_vgeluf(const float *x, float *y, int64_t n);
+/* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (ONNX Gelu approximate="tanh") */
+void fa_vgelu_tanhf(const float *x, float *y, int64_t n);
+/* y[j] = pow(a[j*sa], b[j*sb]) with sa, sb each 0 (broadcast scalar) or 1. */
+void fa_vpowf(const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n);
+
+#endif
