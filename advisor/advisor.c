@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "advisor-impl.h"
+#include "codegen.h"
 #if defined(__has_include)
 #if __has_include("gate.h")
 #include "gate.h"
@@ -123,6 +124,7 @@ static bool wn_reserve(adv *A, int need)
 }
 
 static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static bool commit_cluster(adv *A);
 static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...)
 {
     if (!wn_reserve(A, A->nwn + 1)) { A->oom = true; return; }
@@ -726,7 +728,7 @@ static void phase_reductions(adv *A)
                 }
             }
         }
-        claim(A, A->ncl - 1);
+        commit_cluster(A);
     }
     free(m);
     free(after);
@@ -772,6 +774,31 @@ static bool anchor_supported(const fa_graph *g, const fa_node *n, char *why, siz
         }
     }
     return true;
+}
+
+/* SiLU written as x * Sigmoid(x): tensor x has exactly two consumers, a Sigmoid reading x and a Mul
+ * of x and that Sigmoid's output (its only consumer), both free, float32, same shape as x. */
+static bool match_silu(const fa_graph *g, int x, const int *owner, int *sig, int *mul)
+{
+    const int *cons;
+    if (fa_graph_consumers(g, x, &cons) != 2) return false;
+    for (int k = 0; k < 2; k++) {
+        const fa_node *s = g->nodes[cons[k]], *m = g->nodes[cons[1 - k]];
+        if (strcmp(s->op_type, "Sigmoid") || strcmp(m->op_type, "Mul") || m->n_inputs != 2 || s->n_outputs < 1) continue;
+        if (owner[s->id] >= 0 || owner[m->id] >= 0) continue;
+        int so = s->outputs[0];
+        const int *sc;
+        if (so < 0 || fa_graph_consumers(g, so, &sc) != 1 || sc[0] != m->id) continue;
+        if (!((m->inputs[0] == x && m->inputs[1] == so) || (m->inputs[1] == x && m->inputs[0] == so))) continue;
+        const fa_tensor *Y = fa_graph_out(g, m, 0);
+        if (!Y || Y->dtype != FA_DTYPE_FLOAT) continue;
+        if (g->tensors[so]->flags & FA_TENSOR_GRAPH_OUTPUT) continue;
+        if (!same_shape(Y, g->tensors[x])) continue;
+        *sig = s->id;
+        *mul = m->id;
+        return true;
+    }
+    return false;
 }
 
 static void phase_epilogues(adv *A)
@@ -868,6 +895,24 @@ static void phase_epilogues(adv *A)
                     c->post_in[c->n_post++] = -1;
                     fa_buf_printf(&lab, "+%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf");
                     cur = ge.output;
+                    continue;
+                }
+                int sg, mu;
+                if (match_silu(g, cur, A->owner, &sg, &mu)) {
+                    /* SiLU x * sigmoid(x): oneDNN's swish post-op with alpha 1 (dnnl_eltwise_swish) */
+                    int n0 = c->n;
+                    c->m[c->n++] = sg;
+                    c->m[c->n++] = mu;
+                    A->inreg[sg] = A->inreg[mu] = 1;
+                    if (c->n > A->opt.max_ops || region_has_cycle(A, c->m, c->n)) {
+                        for (int i = n0; i < c->n; i++) A->inreg[c->m[i]] = 0;
+                        c->n = n0;
+                        break;
+                    }
+                    snprintf(c->post[c->n_post], sizeof c->post[0], "eltwise:swish:1");
+                    c->post_in[c->n_post++] = -1;
+                    fa_buf_puts(&lab, "+silu");
+                    cur = g->nodes[mu]->outputs[0];
                     continue;
                 }
             }
@@ -970,7 +1015,7 @@ static void phase_chains(adv *A)
         c->n = ge.n;
         grow_chain(A, c);
         snprintf(c->label, sizeof c->label, "%s%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf", c->n > ge.n ? "+elementwise" : "");
-        claim(A, A->ncl - 1);
+        commit_cluster(A);
     }
     for (int p = 0; p < g->n_topo; p++) {
         int nid = g->topo[p];
@@ -981,7 +1026,7 @@ static void phase_chains(adv *A)
         grow_chain(A, c);
         if (c->n < 2) { drop_last_cluster(A); continue; }
         snprintf(c->label, sizeof c->label, "elementwise(%d)", c->n);
-        claim(A, A->ncl - 1);
+        commit_cluster(A);
     }
 }
 
@@ -1031,7 +1076,7 @@ static void phase_horizontal(adv *A)
             c->n = n;
             c->horiz_bytes = fa_tensor_bytes(X) * (uint64_t)(n - 1);
             snprintf(c->label, sizeof c->label, "horizontal(%d) on '%s'", n, X->name);
-            claim(A, A->ncl - 1);
+            commit_cluster(A);
         }
     }
     free(m);
@@ -1091,9 +1136,25 @@ static void default_why(adv *A, int p, int c, int t)
     int pp = pn->op ? (int)pn->op->pattern : FA_PATTERN_OPAQUE, cp = cn->op ? (int)cn->op->pattern : FA_PATTERN_OPAQUE;
     if (T->dtype != FA_DTYPE_FLOAT)
         why(A, p, c, t, "dtype", "'%s' is %s: only float32 clusters are proposed", T->name, fa_dtype_name(T->dtype));
-    else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7))
-        why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at data-dependent indices: the gather is a boundary (the "
-            "index is not carried into a fused kernel)", cn->op_type, cn->name, T->name);
+    else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7)) {
+        int ix = cn->n_inputs > 1 ? cn->inputs[1] : -1;
+        const fa_tensor *I = ix >= 0 ? g->tensors[ix] : NULL;
+        if (I && (I->flags & FA_TENSOR_CONST))
+            why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at constant indices ('%s', %lld value(s), known when "
+                "planning): no fused kernel carries a gather (the code generator indexes point-to-point), so it is a "
+                "boundary", cn->op_type, cn->name, T->name, I->name, (long long)fa_tensor_numel(I));
+        else
+            why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at data-dependent indices%s%s%s: the gather is a boundary "
+                "(the index is not carried into a fused kernel)", cn->op_type, cn->name, T->name, I ? " ('" : "",
+                I ? I->name : "", I ? "', computed at run time)" : "");
+    } else if ((pp == FA_PATTERN_INJECTIVE && pn->op && (pn->op->flags & FA_OPF_ALIAS)) ||
+               (cp == FA_PATTERN_INJECTIVE && cn->op && (cn->op->flags & FA_OPF_ALIAS))) {
+        const fa_node *v = pp == FA_PATTERN_INJECTIVE && pn->op && (pn->op->flags & FA_OPF_ALIAS) ? pn : cn;
+        why(A, p, c, t, "view-boundary", "%s '%s' only relabels the shape (a view: the same elements in the same order, "
+            "aliased by the executor, no copy): there is no traffic to save at it, and no cluster is planned across a "
+            "shape change, so '%s' (%.2f MB) is written by one kernel and read by the next", v->op_type, v->name,
+            T->name, mb(tb));
+    }
     else if (pp == FA_PATTERN_OPAQUE || cp == FA_PATTERN_OPAQUE)
         why(A, p, c, t, "opaque", "%s '%s' is opaque (never fused): '%s' (%.2f MB) round-trips memory",
             pp == FA_PATTERN_OPAQUE ? pn->op_type : cn->op_type, pp == FA_PATTERN_OPAQUE ? pn->name : cn->name, T->name,
@@ -1179,6 +1240,206 @@ static void io_of(adv *A, const wcl *c, fa_cluster *out, int *tmp)
     out->n_outputs = no;
     out->outputs = arena_ints(A->ar, tmp, no);
     for (int i = 0; i < nm; i++) A->inreg[mem[i]] = 0;
+}
+
+/* ---- never propose what the target's code generator cannot build (issue 19) ---- */
+
+/* Commit the last cluster (a chain, reduction or horizontal group: a generated kernel) when the
+ * code generator of the target's kernel language has an emitter for its kind and every member
+ * (fa_codegen_kernel_supported, on the cluster's own description); otherwise drop it, so its
+ * nodes stay free for a buildable cluster (a Conv's epilogue), and say why on its first edge.
+ * Library kinds (epilogue, BN fold) are committed as they are. */
+static bool commit_cluster(adv *A)
+{
+    wcl *w = &A->cl[A->ncl - 1];
+    if (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) {
+        claim(A, A->ncl - 1);
+        return true;
+    }
+    const fa_graph *g = A->g;
+    int *sorted = malloc(sizeof(int) * (size_t)(w->n > 0 ? w->n : 1));
+    int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    if (!sorted || !tmp) {
+        free(sorted); free(tmp);
+        A->oom = true;
+        return false;
+    }
+    memcpy(sorted, w->m, sizeof(int) * (size_t)w->n);
+    if (w->kind != FA_CLUSTER_HORIZONTAL) {
+        g_sort_pos = A->pos;
+        qsort(sorted, (size_t)w->n, sizeof(int), cmp_by_pos);
+    }
+    fa_cluster c;
+    memset(&c, 0, sizeof c);
+    c.id = A->ncl - 1;
+    c.kind = w->kind;
+    c.members = sorted;
+    c.n_members = w->n;
+    c.anchor = w->anchor;
+    c.reduction = w->red;
+    c.reduce_axis = w->kind == FA_CLUSTER_REDUCTION ? w->reduce_axis : -1;
+    io_of(A, w, &c, tmp);
+    const fa_target_iface *t = fa_target_get(A->opt.target);
+    fa_kernel_lang lang = t ? t->kernel_lang : FA_KERNEL_LANG_C;
+    fa_kernel_desc d;
+    fa_cluster_kernel_desc(&c, &d);
+    const char *reason = NULL;
+    bool ok = fa_codegen_kernel_supported(g, &d, lang, &reason);
+    if (!ok) {
+        /* the first member edge inside the cluster carries the reason */
+        for (int i = 1; i < w->n; i++) {
+            const fa_node *cn = g->nodes[sorted[i]];
+            /* (loop body finds the edge from another member into this one) */
+            int p = -1, tid = -1;
+            for (int k = 0; k < cn->n_inputs && p < 0; k++) {
+                int tk = cn->inputs[k];
+                int pr = tk >= 0 ? g->tensors[tk]->producer : -1;
+                for (int j = 0; j < w->n && pr >= 0; j++)
+                    if (sorted[j] == pr) { p = pr; tid = tk; break; }
+            }
+            if (p < 0 && i + 1 < w->n) continue;
+            if (p < 0) { /* no edge inside (a horizontal group): the first member's first input */
+                cn = g->nodes[sorted[0]];
+                tid = cn->n_inputs > 0 ? cn->inputs[0] : -1;
+                p = tid >= 0 ? g->tensors[tid]->producer : -1;
+            }
+            why(A, p, cn->id, tid, "codegen-unsupported",
+                "a %s cluster '%s' of %d ops from %s '%s' is not proposed: the %s code generator cannot build it "
+                "(%s); its ops stay free for other clusters", fa_cluster_kind_name(w->kind),
+                w->label[0] ? w->label : "?", w->n, g->nodes[sorted[0]]->op_type, g->nodes[sorted[0]]->name,
+                lang == FA_KERNEL_LANG_CUDA ? "CUDA C" : "C", reason ? reason : "no emitter");
+            break;
+        }
+        drop_last_cluster(A);
+    } else {
+        claim(A, A->ncl - 1);
+    }
+    free(sorted);
+    free(tmp);
+    return ok;
+}
+
+/* ---- the cost model (issue 19): saving from the measured profile ---- */
+
+/* Measured median of node `nid` in the baseline run, -1 when it has none. */
+static double median_of(const adv *A, int nid)
+{
+    if (!A->a) return -1;
+    int i = fa_analysis_node_index(A->a, nid);
+    return i >= 0 && A->a->nodes[i].median_ns > 0 ? (double)A->a->nodes[i].median_ns : -1;
+}
+
+/* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
+ * the measured medians of the kernels that disappear + their dispatch gaps - the fused kernel's
+ * predicted time - recompute. The fused kernel:
+ *  - BN_FOLD: the anchor's measured kernel unchanged (BN's scale/shift folded into its weights);
+ *  - EPILOGUE: the anchor's measured kernel plus the post-ops' extra operand reads and FLOPs;
+ *  - chains, reductions: a new kernel reading the external inputs once and writing the outputs
+ *    once at the bandwidth the members measurably reached (their bytes / their time, capped by
+ *    the roof of that working set: fa_roofline_mem_roof), or its FLOPs on the peak, never
+ *    shorter than the fastest member;
+ *  - HORIZONTAL: the members' kernels, less one read of the shared input per extra member.
+ * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
+ * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
+static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
+{
+    const fa_graph *g = A->g;
+    const fa_analysis *a = A->a;
+    char b[600];
+    bool measured = a != NULL;
+    double sum = 0, anchor = 0, fastest = -1, bytes_run = 0, t_run = 0, flops = 0;
+    int gone = 0;
+    for (int i = 0; i < w->n && measured; i++) {
+        int nid = w->m[i];
+        double md = median_of(A, nid);
+        if (md < 0) { measured = false; break; }
+        bool stays = (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) && nid == w->anchor;
+        if (stays) { anchor = md; continue; }
+        int k = fa_analysis_node_index(a, nid);
+        sum += md;
+        gone++;
+        bytes_run += (double)a->nodes[k].bytes;
+        t_run += md;
+        flops += flops_of(A, nid);
+        if (fastest < 0 || md < fastest) fastest = md;
+    }
+    if (!measured || gone == 0) {
+        c->est_saving_ns = (double)c->saved_bytes / A->bw + c->saved_launches * A->disp - c->recompute_ns;
+        snprintf(b, sizeof b, "analytic (no measured median for every member): %" PRIu64 " B saved at %.1f GB/s + %d "
+                 "launch(es) x %.0f ns - recompute %.1f ns", c->saved_bytes, A->bw, c->saved_launches, A->disp,
+                 c->recompute_ns);
+        c->basis = fa_arena_strdup(A->ar, b);
+        return;
+    }
+    /* measured idle between consecutive kernels of the baseline, per kernel; else the dispatch ceiling */
+    double gap = a->gap_ns > 0 && a->kernels_per_iter > 1 ? (double)a->gap_ns / (double)(a->kernels_per_iter - 1) : A->disp;
+    /* launches removed: an epilogue or a BN fold keeps the anchor's; a chain or reduction adds
+     * one new kernel; a horizontal group keeps one of its members' */
+    int launches = w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD ? gone : w->n - 1;
+    fa_fusion_input in = {.occurrences = 1, .n_members = w->n, .member_ns = sum + anchor, .gaps_ns = launches * gap,
+                          .read_bytes = 0, .write_bytes = 0, .flops = 0, .floor_ns = 0, .longest_member_ns = 0,
+                          .anchor_ns = 0, .recompute_ns = w->recompute_ns};
+    double ext_in = 0, ext_out = 0;
+    for (int i = 0; i < c->n_inputs; i++) {
+        const fa_tensor *t = g->tensors[c->inputs[i]];
+        if (w->kind == FA_CLUSTER_EPILOGUE) {
+            /* only the post-ops' extra operands are new reads for the anchor's kernel */
+            bool operand = false;
+            for (int k = 0; k < w->n_post; k++) operand |= w->post_in[k] == c->inputs[i];
+            if (!operand) continue;
+        }
+        ext_in += (double)fa_tensor_bytes(t);
+    }
+    for (int i = 0; i < c->n_outputs; i++) ext_out += (double)fa_tensor_bytes(g->tensors[c->outputs[i]]);
+    double bw = 0;
+    const char *fused_how;
+    char fh[200];
+    switch (w->kind) {
+    case FA_CLUSTER_BN_FOLD:
+        in.anchor_ns = anchor;
+        in.read_bytes = in.write_bytes = in.flops = 0;
+        fused_how = "the anchor's measured kernel, unchanged (BN folded into its weights)";
+        break;
+    case FA_CLUSTER_EPILOGUE:
+        in.anchor_ns = anchor;
+        in.read_bytes = ext_in;
+        in.write_bytes = 0;
+        in.flops = flops;
+        bw = fa_roofline_mem_roof(&a->ceilings, ext_in);
+        snprintf(fh, sizeof fh, "the anchor's measured %.0f ns + %.0f B of epilogue operands at %.1f GB/s + %.3g FLOP "
+                 "at %.0f GFLOP/s", anchor, ext_in, bw, flops, A->peak);
+        fused_how = fh;
+        break;
+    case FA_CLUSTER_HORIZONTAL:
+        in.anchor_ns = sum; /* the members' work stays; one kernel reads the shared input once */
+        in.member_ns = sum;
+        fused_how = "the members' measured kernels in one launch";
+        break;
+    default: {
+        double roof = fa_roofline_mem_roof(&a->ceilings, ext_in + ext_out);
+        bw = t_run > 0 && bytes_run > 0 ? bytes_run / t_run : roof; /* achieved: bytes per ns = GB/s */
+        if (roof > 0 && bw > roof) bw = roof;
+        in.read_bytes = ext_in;
+        in.write_bytes = ext_out;
+        in.flops = flops;
+        in.floor_ns = fastest;
+        snprintf(fh, sizeof fh, "a new kernel: %.0f B in + %.0f B out at the members' achieved %.1f GB/s (roof %.1f), "
+                 "%.3g FLOP at %.0f GFLOP/s, not under the fastest member's %.0f ns", ext_in, ext_out, bw, roof, flops,
+                 A->peak, fastest);
+        fused_how = fh;
+    }
+    }
+    fa_fusion_estimate e;
+    fa_fusion_predict(&in, bw, A->peak, &e);
+    double net = e.net_ns;
+    if (w->kind == FA_CLUSTER_HORIZONTAL) {
+        double roof = fa_roofline_mem_roof(&a->ceilings, (double)w->horiz_bytes);
+        if (roof > 0) net += (double)w->horiz_bytes / roof;
+    }
+    c->est_saving_ns = net;
+    snprintf(b, sizeof b, "measured: %d kernel(s) removed, medians %.0f ns + %d gap(s) x %.0f ns; fused kernel %.0f ns "
+             "(%s); recompute %.0f ns", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns);
+    c->basis = fa_arena_strdup(A->ar, b);
 }
 
 static int cmp_cluster_rank(const void *a, const void *b)
@@ -1293,7 +1554,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->saved_bytes = saved_bytes_of(&A, w);
         c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
         c->recompute_ns = w->recompute_ns;
-        c->est_saving_ns = (double)c->saved_bytes / A.bw + c->saved_launches * A.disp - c->recompute_ns;
+        predict_cluster(&A, w, c);
         c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
@@ -1302,10 +1563,9 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->status = FA_CLUSTER_PROPOSED;
         if (c->est_saving_ns <= 0) {
             c->status = FA_CLUSTER_REFUSED;
-            char r[256];
-            snprintf(r, sizeof r, "not-beneficial: estimated saving %.1f ns (%" PRIu64 " B at %.1f GB/s + %d launch(es) x "
-                     "%.0f ns - recompute %.1f ns) is not positive", c->est_saving_ns, c->saved_bytes, A.bw,
-                     c->saved_launches, A.disp, c->recompute_ns);
+            char r[900];
+            snprintf(r, sizeof r, "not-beneficial: predicted saving %.1f ns is not positive (%s)", c->est_saving_ns,
+                     c->basis);
             c->reason = fa_arena_strdup(A.ar, r);
         }
 #ifdef FA_HAVE_GATE

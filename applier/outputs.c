@@ -27,6 +27,8 @@ static void cluster_json(fa_buf *b, const fa_graph *g, const fa_cluster *c)
     fa_json_num(b, c->est_saving_ns, 6);
     fa_buf_puts(b, ",\"est_saving_pct\":");
     fa_json_num(b, c->est_saving_pct, 6);
+    fa_buf_puts(b, ",\"basis\":");
+    fa_json_str_or_empty(b, c->basis);
     fa_buf_printf(b, ",\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":", c->registers, c->spill_bytes);
     fa_json_num(b, c->occupancy, 6);
     fa_buf_puts(b, ",\"status\":");

@@ -180,6 +180,8 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                           cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
                           fa_cluster_status_name(cl->status));
             if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
+            fa_buf_puts(&b, ",\"basis\":");
+            if (cl->basis) fa_json_str_or_empty(&b, cl->basis); else fa_buf_puts(&b, "null");
             fa_buf_puts(&b, "}");
         }
         fa_buf_puts(&b, "],\"why_not\":[");
@@ -213,6 +215,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                                     cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
             fa_buf_puts(&b, "\n     members: ");
             members_text(g, cl, &b, false);
+            if (cl->basis) fa_buf_printf(&b, "\n     basis: %s", cl->basis);
             if (cl->n_post_ops) {
                 fa_buf_puts(&b, "\n     post-ops:");
                 for (int k = 0; k < cl->n_post_ops; k++)
