@@ -32,7 +32,7 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     binder b;
     int id = 1;
     s = fa_sq_prepare(ctx, st, "SELECT coalesce(max(plan_id),0)+1 FROM plans WHERE run_id=?1", &q);
@@ -40,11 +40,11 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_start(&b, q);
         b_i64(&b, run_id);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        int rc = SQLITE_DONE;
-        if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-        if (!s && rc == SQLITE_ROW) id = sqlite3_column_int(q, 0);
+        int rc = FA_DB_DONE;
+        if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+        if (!s && rc == FA_DB_ROW) id = fa_col_int(q, 0);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -61,9 +61,9 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_txt(&b, plan->arch);
         b_txt(&b, plan->options_json ? plan->options_json : "{}");
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -94,10 +94,10 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_dbl(&b, c->est_saving_pct);
         bind_verdict(&b, c);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
     fa_buf_free(&m);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -116,9 +116,9 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_txt(&b, w->code);
         b_txt(&b, w->reason);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *plan_id = id;
     return s;
@@ -132,7 +132,7 @@ fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_i
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     s = fa_sq_prepare(ctx, st,
                       "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
                       "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
@@ -145,9 +145,9 @@ fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_i
         b_i64(&b, clusters[i].id);
         bind_verdict(&b, &clusters[i]);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -157,7 +157,7 @@ fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool
 {
     char tag[64];
     snprintf(tag, sizeof tag, "fused-of:%lld", (long long)run_id);
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                                 "SELECT id FROM runs WHERE kind=?1 AND tag=?2 AND (status=?3 OR (?4 = 0 AND status<>?5)) "
                                 "ORDER BY id DESC LIMIT 1",
@@ -171,26 +171,26 @@ fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool
     b_i64(&b, ok_only);
     b_txt(&b, "failed");
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    if (!s) *fused_id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
-    sqlite3_finalize(q);
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    if (!s) *fused_id = rc == FA_DB_ROW ? fa_col_i64(q, 0) : -1;
+    fa_stmt_finalize(q);
     return s;
 }
 
 fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
                                      const char **text)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + "
                                 "(SELECT count(*) FROM analysis_summary WHERE run_id=?1)", run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    bool any = !s && rc == SQLITE_ROW && sqlite3_column_int64(q, 0) > 0;
-    sqlite3_finalize(q);
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    bool any = !s && rc == FA_DB_ROW && fa_col_i64(q, 0) > 0;
+    fa_stmt_finalize(q);
     if (s) return s;
     const char *t = NULL;
     if (any) {
@@ -201,13 +201,13 @@ fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, 
         s = FA_SQL_CHECK(ctx, st, b.rc);
         fa_buf all;
         fa_buf_init(&all);
-        while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
             if (all.len) fa_buf_puts(&all, "\n");
-            const unsigned char *x = sqlite3_column_text(q, 0);
+            const char *x = fa_col_text(q, 0);
             if (x) fa_buf_puts(&all, (const char *)x);
         }
         if (!s) s = STEP_CHECK(ctx, st, q, rc);
-        sqlite3_finalize(q);
+        fa_stmt_finalize(q);
         if (!s && all.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
         if (!s && all.len) {
             t = fa_arena_strdup(arena, all.data);
@@ -242,14 +242,14 @@ static int parse_ints(fa_arena *ar, const char *json, int **out)
     return n;
 }
 
-static double col_num(sqlite3_stmt *q, int i) { return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i); }
-static int col_int_or(sqlite3_stmt *q, int i, int none) { return sqlite3_column_type(q, i) == SQLITE_NULL ? none : sqlite3_column_int(q, i); }
+static double col_num(fa_stmt *q, int i) { return fa_col_null(q, i) ? NAN : fa_col_dbl(q, i); }
+static int col_int_or(fa_stmt *q, int i, int none) { return fa_col_null(q, i) ? none : fa_col_int(q, i); }
 
 fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
                                    fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
                                    fa_why_not_row **why_not, int *n_why_not)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare(ctx, st,
                                 "SELECT plan_id, plan_hash, target, arch, options_json FROM plans WHERE run_id=?1 "
@@ -259,17 +259,17 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     b_start(&b, q);
     b_i64(&b, run_id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE, id = 0;
+    int rc = FA_DB_DONE, id = 0;
     fa_plan_row pr = {0};
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    if (!s && rc == SQLITE_ROW) {
-        id = sqlite3_column_int(q, 0);
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    if (!s && rc == FA_DB_ROW) {
+        id = fa_col_int(q, 0);
         pr.plan_hash = fa_sq_col_str(q, 1, arena);
         pr.target = fa_sq_col_str(q, 2, arena);
         pr.arch = fa_sq_col_str(q, 3, arena);
         pr.options_json = fa_sq_col_str(q, 4, arena);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     if (id == 0) {
         *plan_id = 0;
@@ -277,34 +277,42 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     }
     fa_cluster_row *cv = NULL;
     size_t nc = 0, capc = 0;
-    s = fa_sq_prepare(ctx, st,
-                      /* labels live in plans.options_json ("clusters":[{"id":..,"label":..}]), read with
-                       * SQLite's JSON1 functions; a missing or malformed document leaves them NULL */
-                      "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
-                      "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
-                      "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
-                      "c.max_rel_error, (SELECT json_extract(j.value, '$.label') FROM plans p, "
-                      "json_each(CASE WHEN json_valid(p.options_json) THEN p.options_json ELSE '{}' END, '$.clusters') j "
-                      "WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND json_extract(j.value, '$.id')=c.cluster_id "
-                      "LIMIT 1) FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND f.plan_id=c.plan_id "
-                      "AND f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 "
-                      "ORDER BY c.est_saving_us DESC, c.cluster_id",
-                      &q);
+    /* labels live in plans.options_json ("clusters":[{"id":..,"label":..}]), read with the
+     * back end's JSON functions (SQLite JSON1; PostgreSQL jsonb through fa_try_jsonb, store/pg.c);
+     * a missing or malformed document leaves them NULL */
+    const char *label_sql =
+        fa_db_is_pg(st)
+            ? "(SELECT j->>'label' FROM plans p, jsonb_array_elements(CASE WHEN jsonb_typeof(fa_try_jsonb(p.options_json)"
+              "->'clusters') = 'array' THEN fa_try_jsonb(p.options_json)->'clusters' ELSE '[]'::jsonb END) j "
+              "WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND j->>'id' = c.cluster_id::text LIMIT 1)"
+            : "(SELECT json_extract(j.value, '$.label') FROM plans p, "
+              "json_each(CASE WHEN json_valid(p.options_json) THEN p.options_json ELSE '{}' END, '$.clusters') j "
+              "WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND json_extract(j.value, '$.id')=c.cluster_id LIMIT 1)";
+    char sql[2048];
+    snprintf(sql, sizeof sql,
+             "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
+             "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
+             "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
+             "c.max_rel_error, %s FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND "
+             "f.plan_id=c.plan_id AND f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 "
+             "ORDER BY c.est_saving_us DESC NULLS LAST, c.cluster_id",
+             label_sql);
+    s = fa_sq_prepare(ctx, st, sql, &q);
     if (s) return s;
     b_start(&b, q);
     b_i64(&b, run_id);
     b_i64(&b, id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&cv, nc, &capc, sizeof *cv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_cluster_row *c = &cv[nc++];
         int *members = NULL;
-        c->id = sqlite3_column_int(q, 0);
+        c->id = fa_col_int(q, 0);
         c->kind = fa_sq_col_str(q, 1, arena);
-        c->n_members = parse_ints(arena, (const char *)sqlite3_column_text(q, 2), &members);
+        c->n_members = parse_ints(arena, fa_col_text(q, 2), &members);
         c->members = members;
-        c->saved_bytes = (uint64_t)sqlite3_column_int64(q, 3);
-        c->saved_launches = sqlite3_column_int(q, 4);
+        c->saved_bytes = (uint64_t)fa_col_i64(q, 3);
+        c->saved_launches = fa_col_int(q, 4);
         c->recompute_ns = col_num(q, 5) * 1e3;
         c->est_saving_ns = col_num(q, 6) * 1e3;
         c->est_saving_pct = col_num(q, 7);
@@ -319,7 +327,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         if (!members) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     fa_why_not_row *wv = NULL;
     size_t nw = 0, capw = 0;
@@ -332,17 +340,17 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     b_i64(&b, run_id);
     b_i64(&b, id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&wv, nw, &capw, sizeof *wv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_why_not_row *w = &wv[nw++];
-        w->producer = sqlite3_column_int(q, 0);
-        w->consumer = sqlite3_column_int(q, 1);
-        w->tensor = sqlite3_column_int(q, 2);
+        w->producer = fa_col_int(q, 0);
+        w->consumer = fa_col_int(q, 1);
+        w->tensor = fa_col_int(q, 2);
         w->code = fa_sq_col_str(q, 3, arena);
         w->reason = fa_sq_col_str(q, 4, arena);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *plan_id = id;
     *plan = pr;
@@ -356,7 +364,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
 fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                                     fa_bench_series **out, size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND "
                                 "(plan_id=?2 OR ?2=0) ORDER BY subject, cluster_id, plan_id DESC, iter", run_id, &q, &b);
@@ -368,15 +376,15 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
     double *buf = NULL;
     int nbuf = 0, capbuf = 0;
     char cur[32] = "";
-    int cur_cluster = -2, rc = SQLITE_DONE;
+    int cur_cluster = -2, rc = FA_DB_DONE;
     for (;;) {
         const char *subj = NULL;
         int cid = -3;
         if (!s) {
-            rc = sqlite3_step(q);
-            if (rc == SQLITE_ROW) {
-                subj = (const char *)sqlite3_column_text(q, 0);
-                cid = sqlite3_column_int(q, 1);
+            rc = fa_stmt_step(q);
+            if (rc == FA_DB_ROW) {
+                subj = fa_col_text(q, 0);
+                cid = fa_col_int(q, 1);
                 if (!subj) subj = "";
             } else {
                 s = STEP_CHECK(ctx, st, q, rc);
@@ -404,10 +412,10 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
             buf = nb;
             capbuf = nc;
         }
-        buf[nbuf++] = (double)sqlite3_column_int64(q, 2);
+        buf[nbuf++] = (double)fa_col_i64(q, 2);
     }
     free(buf);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = n;

@@ -39,6 +39,20 @@ enum {
  * *out owned by the caller (fa_store_close); untouched on failure. */
 fa_status fa_store_open(fa_ctx *ctx, const char *path, fa_store **out);
 fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_store **out);
+/* `path` of fa_store_open for a PostgreSQL server: a libpq connection URI
+ * ("postgresql://[user@]host[:port]/dbname[?param=value...]", PostgreSQL docs 34.1.1). The
+ * password comes from libpq's standard means (PGPASSWORD, ~/.pgpass or PGPASSFILE, a service
+ * file); one written in the URI works but is removed from every message and from
+ * fa_store_path. Without libpq in the build such a path is FA_ERR_UNSUPPORTED. */
+/* True when `path` is such a URI (postgresql:// or postgres://). */
+bool fa_store_path_is_pg(const char *path);
+/* `uri` with a password in its userinfo or a password= parameter replaced by "***"
+ * (*had_password set when there was one; may be NULL); any other string copied as is.
+ * malloc'd (caller frees); NULL when out of memory. */
+char *fa_store_redact_uri(const char *uri, bool *had_password);
+/* Back end of an open store: "sqlite" | "postgresql". */
+const char *fa_store_backend_name(const fa_store *st);
+
 /* Close; NULL is a no-op. Rolls back an open explicit transaction. */
 void fa_store_close(fa_store *st);
 /* Path as given to open (valid until close); true when opened read-only. */

@@ -1,0 +1,709 @@
+/* store/pg — the PostgreSQL back end of the run database (`--db postgresql://...`): libpq
+ * connection, the schema in its own namespace `fuse_advise` with the same migrations as SQLite
+ * (types translated), statements through PQsendQueryParams in single-row mode, and bulk rows
+ * through COPY FROM STDIN (PostgreSQL docs, libpq 34.9 "Functions Associated with COPY"). */
+#include "store-impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef FA_HAVE_LIBPQ
+
+fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsigned flags)
+{
+    (void)conninfo;
+    (void)flags;
+    return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                        "%s: this fuse-advise was built without PostgreSQL support (libpq); install libpq-dev "
+                        "and rebuild (scripts/setup.sh), or pass a file path to --db",
+                        st->path);
+}
+
+#else
+
+#include <libpq-fe.h>
+
+/* Namespace of every table; search_path points at it for the session. */
+#define PG_SCHEMA "fuse_advise"
+/* Key of the advisory lock that serialises migrations (the application_id bytes 'FAdv'). */
+#define PG_MIGRATION_LOCK "1178690678"
+/* Bytes of COPY text buffered before they are sent (PQputCopyData). */
+#define PG_COPY_CHUNK (1u << 20)
+/* libpq type OIDs (PostgreSQL src/include/catalog/pg_type.dat): int8, float8, text. */
+#define PG_INT8OID 20
+#define PG_FLOAT8OID 701
+#define PG_TEXTOID 25
+
+struct fa_pg {
+    PGconn *conn;
+    char *conninfo;    /* as given (may hold a password: never shown) */
+    char *err;         /* message of the last failed call (malloc'd) */
+    char sqlstate[6];  /* its SQLSTATE, "" when none */
+    int64_t changes;   /* rows of the last command */
+    fa_stmt *busy;     /* statement whose query or COPY is in flight */
+};
+
+typedef struct pg_stmt {
+    fa_stmt base;
+    char *sql;         /* translated: $N parameters */
+    int n_params;
+    char **vals;       /* text values, NULL = SQL NULL */
+    Oid *types;
+    PGresult *row;     /* current row (single-row mode) */
+    int state;         /* 0 not started, 1 rows pending, 2 done */
+    /* bulk (COPY) */
+    bool bulk;
+    bool copying;      /* COPY IN started on the server */
+    fa_buf buf;        /* rows not sent yet */
+} pg_stmt;
+
+#define PGQ(q) ((pg_stmt *)(q))
+
+static void pg_set_err(fa_store *st, const char *msg, const PGresult *r)
+{
+    struct fa_pg *pg = st->pg;
+    free(pg->err);
+    pg->err = strdup(msg && *msg ? msg : "unknown error");
+    if (pg->err) {
+        size_t n = strlen(pg->err);
+        while (n && (pg->err[n - 1] == '\n' || pg->err[n - 1] == ' ')) pg->err[--n] = 0;
+    }
+    const char *state = r ? PQresultErrorField(r, PG_DIAG_SQLSTATE) : NULL;
+    snprintf(pg->sqlstate, sizeof pg->sqlstate, "%s", state ? state : "");
+}
+
+/* Read and free what is left of the command in flight; the first error is kept. */
+static void pg_drain(fa_store *st)
+{
+    PGresult *r;
+    while ((r = PQgetResult(st->pg->conn))) {
+        ExecStatusType k = PQresultStatus(r);
+        if (k == PGRES_COPY_IN) PQputCopyEnd(st->pg->conn, "abandoned");
+        else if (k == PGRES_FATAL_ERROR && !st->pg->err) pg_set_err(st, PQresultErrorMessage(r), r);
+        PQclear(r);
+        if (k == PGRES_COPY_IN || PQstatus(st->pg->conn) == CONNECTION_BAD) {
+            if (PQstatus(st->pg->conn) == CONNECTION_BAD) break;
+        }
+    }
+}
+
+/* Session settings, again after a reconnect. */
+static int pg_session(fa_store *st)
+{
+    PGresult *r = PQexec(st->pg->conn, "SET search_path TO " PG_SCHEMA "; SET client_min_messages TO warning");
+    int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? FA_DB_OK : FA_DB_ERROR;
+    if (rc) pg_set_err(st, PQresultErrorMessage(r), r);
+    PQclear(r);
+    return rc;
+}
+
+/* The previous connection was lost: reconnect once, only at the start of a new write unit or
+ * outside any transaction (nothing of an interrupted transaction can be half-replayed). */
+static int pg_ensure_conn(fa_store *st)
+{
+    if (PQstatus(st->pg->conn) == CONNECTION_OK) return FA_DB_OK;
+    PQreset(st->pg->conn);
+    if (PQstatus(st->pg->conn) != CONNECTION_OK) {
+        pg_set_err(st, PQerrorMessage(st->pg->conn), NULL);
+        return FA_DB_ERROR;
+    }
+    return pg_session(st);
+}
+
+static int pg_exec(fa_store *st, const char *sql)
+{
+    struct fa_pg *pg = st->pg;
+    if (pg->busy) {
+        pg_set_err(st, "internal: a statement is still in progress on the connection", NULL);
+        return FA_DB_ERROR;
+    }
+    /* a new unit of work (not a transaction end) may reconnect after a lost connection */
+    if (strncmp(sql, "COMMIT", 6) && strncmp(sql, "ROLLBACK", 8) && strncmp(sql, "RELEASE", 7) &&
+        strncmp(sql, "SAVEPOINT", 9) && pg_ensure_conn(st))
+        return FA_DB_ERROR;
+    PGresult *r = PQexec(pg->conn, sql);
+    ExecStatusType k = PQresultStatus(r);
+    int rc = FA_DB_OK;
+    if (k != PGRES_COMMAND_OK && k != PGRES_TUPLES_OK) {
+        pg_set_err(st, r ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn), r);
+        if (!r || !*PQresultErrorMessage(r)) pg_set_err(st, PQerrorMessage(pg->conn), NULL);
+        rc = FA_DB_ERROR;
+    } else {
+        pg->changes = atoll(PQcmdTuples(r));
+    }
+    PQclear(r);
+    return rc;
+}
+
+/* SQLite parameters (?, ?N) as PostgreSQL's ($N): a bare ? is one more than the largest
+ * number so far (SQLite docs, "Binding Values To Prepared Statements"). Quoted text and
+ * identifiers are copied as they are. malloc'd; *n_params = the largest number. */
+static char *pg_translate_params(const char *sql, int *n_params)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    int max = 0;
+    for (const char *p = sql; *p; p++) {
+        if (*p == '\'' || *p == '"') {
+            char qc = *p;
+            const char *e = p + 1;
+            while (*e && *e != qc) e++;
+            fa_buf_append(&b, p, (size_t)(e - p) + (*e ? 1 : 0));
+            if (!*e) break;
+            p = e;
+            continue;
+        }
+        if (*p != '?') {
+            fa_buf_append(&b, p, 1);
+            continue;
+        }
+        int n = 0;
+        const char *d = p + 1;
+        while (*d >= '0' && *d <= '9') n = n * 10 + (*d++ - '0');
+        if (d == p + 1) n = max + 1;
+        if (n > max) max = n;
+        fa_buf_printf(&b, "$%d", n);
+        p = d - 1;
+    }
+    if (b.oom || !b.data) {
+        fa_buf_free(&b);
+        return NULL;
+    }
+    *n_params = max;
+    return b.data;
+}
+
+static pg_stmt *pg_stmt_new(fa_store *st, int n_params)
+{
+    pg_stmt *h = calloc(1, sizeof *h);
+    if (!h) return NULL;
+    h->base.be = st->be;
+    h->base.st = st;
+    h->n_params = n_params;
+    h->vals = calloc((size_t)n_params + 1, sizeof *h->vals);
+    h->types = calloc((size_t)n_params + 1, sizeof *h->types);
+    fa_buf_init(&h->buf);
+    if (!h->vals || !h->types) {
+        free(h->vals);
+        free(h->types);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+static int pg_prepare(fa_store *st, const char *sql, fa_stmt **out)
+{
+    *out = NULL;
+    int n = 0;
+    char *t = pg_translate_params(sql, &n);
+    pg_stmt *h = t ? pg_stmt_new(st, n) : NULL;
+    if (!h) {
+        free(t);
+        pg_set_err(st, "out of memory", NULL);
+        return FA_DB_ERROR;
+    }
+    h->sql = t;
+    *out = &h->base;
+    return FA_DB_OK;
+}
+
+static int pg_prepare_bulk(fa_store *st, const char *table, const char *cols, int n, fa_stmt **out)
+{
+    *out = NULL;
+    pg_stmt *h = pg_stmt_new(st, n);
+    char *sql = malloc(strlen(table) + strlen(cols) + 32);
+    if (!h || !sql) {
+        if (h) {
+            free(h->vals);
+            free(h->types);
+            free(h);
+        }
+        free(sql);
+        pg_set_err(st, "out of memory", NULL);
+        return FA_DB_ERROR;
+    }
+    sprintf(sql, "COPY %s (%s) FROM STDIN", table, cols);
+    h->sql = sql;
+    h->bulk = true;
+    *out = &h->base;
+    return FA_DB_OK;
+}
+
+static int pg_set_param(fa_stmt *q, int i, char *v, Oid type)
+{
+    pg_stmt *h = PGQ(q);
+    if (i < 1 || i > h->n_params) {
+        free(v);
+        pg_set_err(q->st, "internal: parameter index out of range", NULL);
+        return FA_DB_ERROR;
+    }
+    free(h->vals[i - 1]);
+    h->vals[i - 1] = v;
+    h->types[i - 1] = v ? type : 0; /* NULL: the server infers the type from its use */
+    return FA_DB_OK;
+}
+
+static int pg_bind_i64(fa_stmt *q, int i, int64_t v)
+{
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    char *s = strdup(tmp);
+    if (!s) return FA_DB_ERROR;
+    return pg_set_param(q, i, s, PG_INT8OID);
+}
+
+static int pg_bind_dbl(fa_stmt *q, int i, double v)
+{
+    if (v != v) return pg_set_param(q, i, NULL, 0); /* NaN stores NULL, as SQLite does */
+    char tmp[40];
+    if (v > 1.7976931348623157e308) snprintf(tmp, sizeof tmp, "Infinity");
+    else if (v < -1.7976931348623157e308) snprintf(tmp, sizeof tmp, "-Infinity");
+    else snprintf(tmp, sizeof tmp, "%.17g", v);
+    char *s = strdup(tmp);
+    if (!s) return FA_DB_ERROR;
+    return pg_set_param(q, i, s, PG_FLOAT8OID);
+}
+
+static int pg_bind_txt(fa_stmt *q, int i, const char *v)
+{
+    char *s = NULL;
+    if (v && !(s = strdup(v))) return FA_DB_ERROR;
+    return pg_set_param(q, i, s, PG_TEXTOID);
+}
+
+static void pg_clear_row(pg_stmt *h)
+{
+    PQclear(h->row);
+    h->row = NULL;
+}
+
+/* End the statement's query in flight (rows not read are discarded). */
+static void pg_stop(fa_stmt *q)
+{
+    pg_stmt *h = PGQ(q);
+    struct fa_pg *pg = q->st->pg;
+    pg_clear_row(h);
+    if (h->state == 1 && pg->busy == q) pg_drain(q->st);
+    if (pg->busy == q && !h->copying) pg->busy = NULL;
+    h->state = 0;
+}
+
+/* COPY text format (PostgreSQL docs, COPY "Text Format"): tab-separated, \N for NULL,
+ * backslash escapes for backslash, newline, carriage return and tab. */
+static void pg_copy_field(fa_buf *b, const char *v)
+{
+    if (!v) {
+        fa_buf_puts(b, "\\N");
+        return;
+    }
+    const char *run = v;
+    for (const char *p = v; *p; p++) {
+        const char *esc = *p == '\\' ? "\\\\" : *p == '\n' ? "\\n" : *p == '\r' ? "\\r" : *p == '\t' ? "\\t" : NULL;
+        if (!esc) continue;
+        fa_buf_append(b, run, (size_t)(p - run));
+        fa_buf_puts(b, esc);
+        run = p + 1;
+    }
+    fa_buf_puts(b, run);
+}
+
+static int pg_copy_flush(fa_stmt *q)
+{
+    pg_stmt *h = PGQ(q);
+    fa_store *st = q->st;
+    struct fa_pg *pg = st->pg;
+    if (!h->copying) {
+        if (pg->busy) {
+            pg_set_err(st, "internal: a statement is still in progress on the connection", NULL);
+            return FA_DB_ERROR;
+        }
+        PGresult *r = PQexec(pg->conn, h->sql);
+        if (PQresultStatus(r) != PGRES_COPY_IN) {
+            pg_set_err(st, r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn), r);
+            PQclear(r);
+            return FA_DB_ERROR;
+        }
+        PQclear(r);
+        h->copying = true;
+        pg->busy = q;
+    }
+    if (h->buf.len && PQputCopyData(pg->conn, h->buf.data, (int)h->buf.len) != 1) {
+        pg_set_err(st, PQerrorMessage(pg->conn), NULL);
+        return FA_DB_ERROR;
+    }
+    fa_buf_reset(&h->buf);
+    return FA_DB_OK;
+}
+
+static int pg_bulk_end(fa_stmt *q)
+{
+    pg_stmt *h = PGQ(q);
+    if (!h->bulk) return FA_DB_OK;
+    fa_store *st = q->st;
+    struct fa_pg *pg = st->pg;
+    if (h->buf.len && pg_copy_flush(q)) return FA_DB_ERROR;
+    if (!h->copying) return FA_DB_OK; /* no rows */
+    int rc = FA_DB_OK;
+    h->copying = false;
+    pg->busy = NULL;
+    if (PQputCopyEnd(pg->conn, NULL) != 1) {
+        pg_set_err(st, PQerrorMessage(pg->conn), NULL);
+        rc = FA_DB_ERROR;
+    }
+    PGresult *r;
+    while ((r = PQgetResult(pg->conn))) {
+        if (PQresultStatus(r) != PGRES_COMMAND_OK && rc == FA_DB_OK) {
+            pg_set_err(st, *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn), r);
+            rc = FA_DB_ERROR;
+        } else if (PQresultStatus(r) == PGRES_COMMAND_OK) {
+            pg->changes = atoll(PQcmdTuples(r));
+        }
+        PQclear(r);
+        if (PQstatus(pg->conn) == CONNECTION_BAD) break;
+    }
+    return rc;
+}
+
+static int pg_step_bulk(fa_stmt *q)
+{
+    pg_stmt *h = PGQ(q);
+    for (int i = 0; i < h->n_params; i++) {
+        if (i) fa_buf_puts(&h->buf, "\t");
+        pg_copy_field(&h->buf, h->vals[i]);
+    }
+    fa_buf_puts(&h->buf, "\n");
+    if (h->buf.oom) {
+        pg_set_err(q->st, "out of memory", NULL);
+        return FA_DB_ERROR;
+    }
+    if (h->buf.len >= PG_COPY_CHUNK) return pg_copy_flush(q) ? FA_DB_ERROR : FA_DB_DONE;
+    return FA_DB_DONE;
+}
+
+static int pg_step(fa_stmt *q)
+{
+    pg_stmt *h = PGQ(q);
+    fa_store *st = q->st;
+    struct fa_pg *pg = st->pg;
+    if (h->bulk) return pg_step_bulk(q);
+    if (h->state == 2) return FA_DB_DONE;
+    if (h->state == 0) {
+        if (pg->busy) {
+            pg_set_err(st, "internal: a statement is still in progress on the connection", NULL);
+            return FA_DB_ERROR;
+        }
+        free(pg->err);
+        pg->err = NULL;
+        if (!PQsendQueryParams(pg->conn, h->sql, h->n_params, h->types, (const char *const *)h->vals, NULL, NULL, 0)) {
+            pg_set_err(st, PQerrorMessage(pg->conn), NULL);
+            h->state = 2;
+            return FA_DB_ERROR;
+        }
+        PQsetSingleRowMode(pg->conn);
+        pg->busy = q;
+        h->state = 1;
+    }
+    pg_clear_row(h);
+    PGresult *r = PQgetResult(pg->conn);
+    ExecStatusType k = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (k == PGRES_SINGLE_TUPLE) {
+        h->row = r;
+        return FA_DB_ROW;
+    }
+    int rc = FA_DB_DONE;
+    if (k == PGRES_COMMAND_OK) pg->changes = atoll(PQcmdTuples(r));
+    else if (k != PGRES_TUPLES_OK) {
+        pg_set_err(st, r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(pg->conn), r);
+        rc = FA_DB_ERROR;
+    }
+    PQclear(r);
+    if (r) pg_drain(st);
+    pg->busy = NULL;
+    h->state = 2;
+    return rc;
+}
+
+static int pg_reset(fa_stmt *q)
+{
+    if (!PGQ(q)->bulk) pg_stop(q);
+    return FA_DB_OK;
+}
+
+static const char *pg_cell(fa_stmt *q, int c)
+{
+    pg_stmt *h = PGQ(q);
+    if (!h->row || c < 0 || c >= PQnfields(h->row) || PQgetisnull(h->row, 0, c)) return NULL;
+    return PQgetvalue(h->row, 0, c);
+}
+
+/* Integers as SQLite reads them: a real value truncated, NULL as 0. */
+static int64_t pg_col_i64(fa_stmt *q, int c)
+{
+    const char *v = pg_cell(q, c);
+    if (!v) return 0;
+    char *end;
+    long long x = strtoll(v, &end, 10);
+    if (*end == '.' || *end == 'e' || *end == 'E' || (end == v && *v)) return (int64_t)strtod(v, NULL);
+    return x;
+}
+static double pg_col_dbl(fa_stmt *q, int c)
+{
+    const char *v = pg_cell(q, c);
+    return v ? strtod(v, NULL) : 0.0;
+}
+static const char *pg_col_text(fa_stmt *q, int c) { return pg_cell(q, c); }
+static size_t pg_col_bytes(fa_stmt *q, int c)
+{
+    return pg_cell(q, c) ? (size_t)PQgetlength(PGQ(q)->row, 0, c) : 0;
+}
+static bool pg_col_null(fa_stmt *q, int c) { return pg_cell(q, c) == NULL; }
+
+static void pg_finalize(fa_stmt *q)
+{
+    pg_stmt *h = PGQ(q);
+    struct fa_pg *pg = q->st->pg;
+    if (h->bulk && h->copying) { /* abandoned COPY: the server discards its rows */
+        PQputCopyEnd(pg->conn, "bulk insert abandoned");
+        h->copying = false;
+        pg->busy = NULL;
+        pg_drain(q->st);
+    }
+    pg_stop(q);
+    for (int i = 0; i < h->n_params; i++) free(h->vals[i]);
+    free(h->vals);
+    free(h->types);
+    free(h->sql);
+    fa_buf_free(&h->buf);
+    free(h);
+}
+
+static const char *pg_sql(fa_stmt *q) { return PGQ(q)->sql; }
+static int64_t pg_changes(fa_store *st) { return st->pg->changes; }
+static bool pg_in_tx(fa_store *st)
+{
+    if (!st->pg || !st->pg->conn || PQstatus(st->pg->conn) != CONNECTION_OK) return false;
+    PGTransactionStatusType t = PQtransactionStatus(st->pg->conn);
+    return t == PQTRANS_INTRANS || t == PQTRANS_INERROR || t == PQTRANS_ACTIVE;
+}
+
+static fa_status pg_error(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file, int line)
+{
+    (void)rc;
+    struct fa_pg *pg = st->pg;
+    const char *msg = pg && pg->err ? pg->err : pg && pg->conn ? PQerrorMessage(pg->conn) : "no connection";
+    fa_log(ctx, FA_LOG_DEBUG, "%s: %s failed at %s:%d: %s", st->path, call, file, line, msg);
+    fa_status s = FA_ERR_IO;
+    const char *hint = "";
+    if (pg && pg->conn && PQstatus(pg->conn) == CONNECTION_BAD)
+        hint = " (the connection to the PostgreSQL server was lost; the unfinished write was rolled back by the "
+               "server, runs stored before are intact)";
+    else if (pg && !strncmp(pg->sqlstate, "53", 2))
+        s = !strcmp(pg->sqlstate, "53200") ? FA_ERR_NOMEM : FA_ERR_IO;
+    else if (pg && !strcmp(pg->sqlstate, "25006"))
+        hint = " (opened read-only)";
+    else if (pg && (!strncmp(pg->sqlstate, "42", 2) || !strncmp(msg, "internal:", 9)))
+        s = FA_ERR_INTERNAL;
+    if (pg && *pg->sqlstate) return fa_ctx_error(ctx, s, "%s: run database error: %s [SQLSTATE %s]%s", st->path, msg, pg->sqlstate, hint);
+    return fa_ctx_error(ctx, s, "%s: run database error: %s%s", st->path, msg, hint);
+}
+
+static void pg_close(fa_store *st)
+{
+    struct fa_pg *pg = st->pg;
+    if (!pg) return;
+    if (pg->conn) PQfinish(pg->conn); /* an open transaction is rolled back by the server */
+    free(pg->conninfo);
+    free(pg->err);
+    free(pg);
+    st->pg = NULL;
+}
+
+static const fa_store_backend pg_backend = {
+    .name = "postgresql",
+    .exec = pg_exec,
+    .prepare = pg_prepare,
+    .prepare_bulk = pg_prepare_bulk,
+    .bulk_end = pg_bulk_end,
+    .reset = pg_reset,
+    .bind_i64 = pg_bind_i64,
+    .bind_dbl = pg_bind_dbl,
+    .bind_txt = pg_bind_txt,
+    .step = pg_step,
+    .col_i64 = pg_col_i64,
+    .col_dbl = pg_col_dbl,
+    .col_text = pg_col_text,
+    .col_bytes = pg_col_bytes,
+    .col_null = pg_col_null,
+    .finalize = pg_finalize,
+    .sql = pg_sql,
+    .changes = pg_changes,
+    .in_tx = pg_in_tx,
+    .begin_sql = "BEGIN",
+    .error = pg_error,
+    .close = pg_close,
+};
+
+/* ---- schema ---- */
+
+static bool is_word(const char *p, const char *w, const char *start)
+{
+    size_t n = strlen(w);
+    if (strncmp(p, w, n)) return false;
+    char after = p[n];
+    bool ident_after = (after >= 'A' && after <= 'Z') || (after >= 'a' && after <= 'z') || (after >= '0' && after <= '9') || after == '_';
+    char before = p > start ? p[-1] : ' ';
+    bool ident_before = (before >= 'A' && before <= 'Z') || (before >= 'a' && before <= 'z') || (before >= '0' && before <= '9') || before == '_';
+    return !ident_after && !ident_before;
+}
+
+/* One migration step of store/schema.c in PostgreSQL's dialect: PRAGMA lines dropped (the
+ * schema_version table replaces user_version/application_id), INTEGER -> BIGINT (SQLite
+ * integers are 64-bit), REAL -> DOUBLE PRECISION, the rowid alias "id INTEGER PRIMARY KEY" ->
+ * an identity column, WITHOUT ROWID dropped. malloc'd; NULL on OOM. */
+static char *pg_schema_sql(const char *sql)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    const char *p = sql;
+    while (*p) {
+        if (!strncmp(p, "PRAGMA", 6) && (p == sql || p[-1] == '\n')) {
+            const char *e = strchr(p, '\n');
+            p = e ? e + 1 : p + strlen(p);
+            continue;
+        }
+        if (*p == '\'') {
+            const char *e = strchr(p + 1, '\'');
+            size_t n = e ? (size_t)(e - p) + 1 : strlen(p);
+            fa_buf_append(&b, p, n);
+            p += n;
+            continue;
+        }
+        if (is_word(p, "INTEGER PRIMARY KEY", sql)) {
+            fa_buf_puts(&b, "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY");
+            p += strlen("INTEGER PRIMARY KEY");
+        } else if (is_word(p, "INTEGER", sql)) {
+            fa_buf_puts(&b, "BIGINT");
+            p += 7;
+        } else if (is_word(p, "REAL", sql)) {
+            fa_buf_puts(&b, "DOUBLE PRECISION");
+            p += 4;
+        } else if (is_word(p, "WITHOUT ROWID", sql)) {
+            p += strlen("WITHOUT ROWID");
+        } else {
+            fa_buf_append(&b, p, 1);
+            p++;
+        }
+    }
+    if (b.oom || !b.data) {
+        fa_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
+/* Objects only the PostgreSQL schema has, created with version 1: fa_try_jsonb (text as
+ * jsonb, NULL when it is not JSON; the label query of store/plans.c). */
+static const char *const pg_extra_v1 =
+    "CREATE FUNCTION fa_try_jsonb(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$\n"
+    "BEGIN RETURN t::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END $$;\n";
+
+/* Schema version on the server; -1 when there is no fuse-advise schema yet. */
+static fa_status pg_read_version(fa_ctx *ctx, fa_store *st, int64_t *version)
+{
+    int64_t have = 0;
+    fa_status s = fa_sq_query_i64(ctx, st, "SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname = '" PG_SCHEMA
+                                           "' AND tablename = 'schema_version'", &have);
+    if (s) return s;
+    if (!have) {
+        *version = -1;
+        return FA_OK;
+    }
+    return fa_sq_query_i64(ctx, st, "SELECT coalesce(max(version), 0) FROM " PG_SCHEMA ".schema_version", version);
+}
+
+/* Migrate to FA_STORE_SCHEMA_VERSION in one transaction under an advisory lock (concurrent
+ * openers wait, then find the work done). */
+static fa_status pg_migrate(fa_ctx *ctx, fa_store *st)
+{
+    fa_status s = fa_sq_exec_sql(ctx, st, "BEGIN");
+    if (!s) s = fa_sq_exec_sql(ctx, st, "SELECT pg_advisory_xact_lock(" PG_MIGRATION_LOCK ")");
+    if (!s) s = fa_sq_exec_sql(ctx, st, "CREATE SCHEMA IF NOT EXISTS " PG_SCHEMA "; "
+                                        "CREATE TABLE IF NOT EXISTS " PG_SCHEMA ".schema_version (version BIGINT NOT NULL)");
+    int64_t v = 0;
+    if (!s) s = pg_read_version(ctx, st, &v);
+    if (!s && v > FA_STORE_SCHEMA_VERSION)
+        s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: another process set schema version %lld, newer than %d", st->path,
+                         (long long)v, FA_STORE_SCHEMA_VERSION);
+    for (; !s && v < FA_STORE_SCHEMA_VERSION; v++) {
+        char *sql = pg_schema_sql(fa_store_migrations[v]);
+        if (!sql) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!s) s = fa_sq_exec_sql(ctx, st, sql);
+        free(sql);
+        if (!s && v == 0) s = fa_sq_exec_sql(ctx, st, pg_extra_v1);
+        if (s) fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
+    }
+    if (!s) {
+        char sql[160];
+        snprintf(sql, sizeof sql, "DELETE FROM " PG_SCHEMA ".schema_version; INSERT INTO " PG_SCHEMA
+                                  ".schema_version VALUES (%d)", FA_STORE_SCHEMA_VERSION);
+        s = fa_sq_exec_sql(ctx, st, sql);
+    }
+    if (!s) s = fa_sq_exec_sql(ctx, st, "COMMIT");
+    if (s) pg_exec(st, "ROLLBACK");
+    return s;
+}
+
+/* libpq prints server notices on stderr by default; a library never prints. */
+static void pg_notice(void *arg, const char *message)
+{
+    (void)arg;
+    (void)message;
+}
+
+fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsigned flags)
+{
+    st->be = &pg_backend;
+    st->pg = calloc(1, sizeof *st->pg);
+    if (!st->pg) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    st->pg->conninfo = strdup(conninfo);
+    if (!st->pg->conninfo) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    st->readonly = (flags & FA_STORE_READONLY) != 0;
+    /* Later keywords win: the URI's own connect_timeout / application_name override ours. */
+    const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
+    const char *const vals[] = {"10", "fuse-advise", conninfo, NULL};
+    st->pg->conn = PQconnectdbParams(keys, vals, 1);
+    if (!st->pg->conn) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory connecting", st->path);
+    if (PQstatus(st->pg->conn) != CONNECTION_OK) {
+        pg_set_err(st, PQerrorMessage(st->pg->conn), NULL);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot connect to the PostgreSQL server: %s", st->path, st->pg->err);
+    }
+    PQsetNoticeProcessor(st->pg->conn, pg_notice, NULL);
+    fa_status s = FA_SQL_CHECK(ctx, st, pg_session(st));
+    if (!s && st->readonly) s = fa_sq_exec_sql(ctx, st, "SET default_transaction_read_only = on");
+    int64_t version = -1;
+    if (!s) s = pg_read_version(ctx, st, &version);
+    if (s) return s;
+    if (version < 0 && (flags & (FA_STORE_NO_CREATE | FA_STORE_READONLY)))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: no fuse-advise run database on this server yet (schema " PG_SCHEMA
+                            " absent; run a model with this --db first)",
+                            st->path);
+    if (version > FA_STORE_SCHEMA_VERSION)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                            "%s: database schema version %lld is newer than this fuse-advise (%s) supports (version "
+                            "%d); use a newer fuse-advise, the database was not modified",
+                            st->path, (long long)version, FA_VERSION_STRING, FA_STORE_SCHEMA_VERSION);
+    if (version < FA_STORE_SCHEMA_VERSION) {
+        if (st->readonly)
+            return fa_ctx_error(ctx, FA_ERR_IO,
+                                "%s: database schema version %lld needs migrating to version %d; open it once "
+                                "for writing",
+                                st->path, (long long)version, FA_STORE_SCHEMA_VERSION);
+        s = pg_migrate(ctx, st);
+    }
+    return s;
+}
+
+#endif
