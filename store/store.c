@@ -1279,7 +1279,7 @@ fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_ke
     fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT device_key, name, kind, value, unit, source, measured_at_ns, detail "
-                          "FROM device_ceilings WHERE ?1 IS NULL OR device_key = ?1 ORDER BY device_key, name",
+                          "FROM device_ceilings WHERE CAST(?1 AS TEXT) IS NULL OR device_key = ?1 ORDER BY device_key, name",
                           &q);
     if (s) return s;
     binder b;
