@@ -17,7 +17,7 @@ static const char *k_help =
 
 int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *out_dir = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec = NULL, *out_dir = NULL, *v;
     long iters = 20, warmup = 3, max_ops = 16, max_inputs = 8;
     double tolerance = 1e-5;
     int max_clusters = 0;

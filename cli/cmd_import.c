@@ -289,7 +289,7 @@ int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "fuse-advise run %s", trace_path);
-    return import_and_advise(ctx, trace_path, db ? db : FA_STORE_DEFAULT_PATH, json, false, out_dir, cmd);
+    return import_and_advise(ctx, trace_path, db ? db : fa_cli_default_db(), json, false, out_dir, cmd);
 }
 
 /* For `analyze RUN` / `advise RUN` on a run of kind 'import' (cli/cmd_analyze.c,
@@ -322,7 +322,7 @@ int fa_cli_trace_advise_stored(fa_ctx *ctx, fa_store *st, int64_t run_id, bool j
 
 int fa_cmd_import(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *path = NULL, *v;
+    const char *db = fa_cli_default_db(), *path = NULL, *v;
     bool json = false, keep_partial = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

@@ -82,6 +82,7 @@ int main(int argc, char **argv)
             return 1;
         }
         fa_ctx_set_log(ctx, fa_cli_log_sink, NULL, getenv("FA_VERBOSE") ? FA_LOG_DEBUG : FA_LOG_WARN);
+        fa_cli_warn_uri_passwords(argc, argv);
         int rc = verbs[i].fn(ctx, argc - 1, argv + 1);
         fa_ctx_free(ctx);
         return rc;
