@@ -1,10 +1,13 @@
 /* bench/bench_store — insert throughput of the run database: stores synthetic traces of 100k
  * and 1M activity records (one run each, one transaction per put_trace) and prints records/s
- * for the insert, the read back (fa_store_load_trace) and the per-op table.
- * usage: bench_store [DB_PATH]   (default: a fresh file in $TMPDIR, removed afterwards) */
+ * for the insert, the read back (fa_store_load_trace) and the per-op table, and this process's
+ * peak RSS after each step (getrusage ru_maxrss; a PostgreSQL server's own memory is not in it).
+ * usage: bench_store [DB_PATH | postgresql://URI]   (default: a fresh file in $TMPDIR, removed
+ * afterwards; a URI stores into that server, e.g. one from scripts/pg-test-server.sh start) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -57,6 +60,14 @@ static uint64_t cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Peak resident set of this process so far, MiB (Linux: ru_maxrss in KiB). */
+static double peak_rss_mib(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_maxrss / 1024.0;
+}
+
 static int bench(fa_ctx *ctx, fa_store *st, size_t n)
 {
     fa_trace *t = synth(n, 161); /* 161: ResNet-50's live node count after BN is kept */
@@ -74,11 +85,13 @@ static int bench(fa_ctx *ctx, fa_store *st, size_t n)
     uint64_t t0 = fa_now_ns(), c0 = cpu_ns();
     if (!s) s = fa_store_put_trace(ctx, st, id, t);
     uint64_t t1 = fa_now_ns(), c1 = cpu_ns();
+    double rss_insert = peak_rss_mib();
     if (!s) s = fa_store_run_finish(ctx, st, id, true, NULL);
     fa_trace *back = NULL;
     uint64_t t2 = fa_now_ns();
     if (!s) s = fa_store_load_trace(ctx, st, id, &back);
     uint64_t t3 = fa_now_ns();
+    double rss_load = peak_rss_mib();
     fa_arena *ar = fa_arena_create(0);
     fa_op_row *rows = NULL;
     size_t nr = 0;
@@ -90,8 +103,9 @@ static int bench(fa_ctx *ctx, fa_store *st, size_t n)
     } else {
         double ins = (double)(t1 - t0) / 1e9, rd = (double)(t3 - t2) / 1e9, op = (double)(t4 - t3) / 1e9;
         printf("%8zu records: insert %.3f s wall, %.3f s cpu (%.0f records/s), load %.3f s (%.0f records/s), "
-               "op table %.3f s (%zu ops x %d iters)\n",
-               n, ins, (double)(c1 - c0) / 1e9, (double)n / ins, rd, (double)n / rd, op, nr, iters);
+               "op table %.3f s (%zu ops x %d iters); peak RSS %.0f MiB after insert, %.0f MiB after load\n",
+               n, ins, (double)(c1 - c0) / 1e9, (double)n / ins, rd, (double)n / rd, op, nr, iters, rss_insert,
+               rss_load);
     }
     fa_arena_free(ar);
     fa_trace_free(back);
@@ -103,6 +117,10 @@ int main(int argc, char **argv)
 {
     char path[4096];
     bool temp = argc < 2;
+    if (argc > 2 || (argc == 2 && argv[1][0] == '-')) {
+        fprintf(stderr, "usage: bench_store [DB_PATH | postgresql://URI]\n");
+        return 2;
+    }
     if (temp) {
         const char *base = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         snprintf(path, sizeof path, "%s/bench_store_%d.db", base, (int)getpid());
@@ -115,7 +133,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_store: %s\n", fa_ctx_errmsg(ctx));
         return 1;
     }
-    printf("bench_store: %s (SQLite %s)\n", path, sqlite3_libversion());
+    printf("bench_store: %s (%s back end; SQLite %s)\n", fa_store_path(st), fa_store_backend_name(st),
+           sqlite3_libversion());
     int rc = bench(ctx, st, 100000);
     if (!rc) rc = bench(ctx, st, 1000000);
     fa_store_close(st);
