@@ -460,6 +460,17 @@ static size_t pg_col_bytes(fa_stmt *q, int c)
 }
 static bool pg_col_null(fa_stmt *q, int c) { return pg_cell(q, c) == NULL; }
 
+/* By the column's type OID (pg_type.dat): int2 21, int4 23, int8 20; float4 700, float8 701,
+ * numeric 1700 (sums of bigint); anything else as text. */
+static fa_db_kind pg_col_kind(fa_stmt *q, int c)
+{
+    if (!pg_cell(q, c)) return FA_DB_NULL;
+    Oid t = PQftype(PGQ(q)->row, c);
+    if (t == 20 || t == 21 || t == 23) return FA_DB_INTEGER;
+    if (t == 700 || t == 701 || t == 1700) return FA_DB_FLOAT;
+    return FA_DB_TEXT;
+}
+
 static void pg_finalize(fa_stmt *q)
 {
     pg_stmt *h = PGQ(q);
@@ -536,6 +547,7 @@ static const fa_store_backend pg_backend = {
     .col_text = pg_col_text,
     .col_bytes = pg_col_bytes,
     .col_null = pg_col_null,
+    .col_kind = pg_col_kind,
     .finalize = pg_finalize,
     .sql = pg_sql,
     .changes = pg_changes,

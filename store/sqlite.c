@@ -69,6 +69,15 @@ static double sq_col_dbl(fa_stmt *q, int c) { return sqlite3_column_double(SQ(q)
 static const char *sq_col_text(fa_stmt *q, int c) { return (const char *)sqlite3_column_text(SQ(q), c); }
 static size_t sq_col_bytes(fa_stmt *q, int c) { return (size_t)sqlite3_column_bytes(SQ(q), c); }
 static bool sq_col_null(fa_stmt *q, int c) { return sqlite3_column_type(SQ(q), c) == SQLITE_NULL; }
+static fa_db_kind sq_col_kind(fa_stmt *q, int c)
+{
+    switch (sqlite3_column_type(SQ(q), c)) {
+    case SQLITE_INTEGER: return FA_DB_INTEGER;
+    case SQLITE_FLOAT: return FA_DB_FLOAT;
+    case SQLITE_NULL: return FA_DB_NULL;
+    default: return FA_DB_TEXT;
+    }
+}
 static void sq_finalize(fa_stmt *q)
 {
     sqlite3_finalize(SQ(q));
@@ -322,6 +331,7 @@ const fa_store_backend fa_store_sqlite_backend = {
     .col_text = sq_col_text,
     .col_bytes = sq_col_bytes,
     .col_null = sq_col_null,
+    .col_kind = sq_col_kind,
     .finalize = sq_finalize,
     .sql = sq_sql,
     .changes = sq_changes,

@@ -18,6 +18,8 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * error code (the SQLite back end returns SQLite's codes, which share these three values; the
  * PostgreSQL one returns FA_DB_ERROR with the server's message kept on the store). */
 enum { FA_DB_OK = 0, FA_DB_ERROR = 1, FA_DB_ROW = 100, FA_DB_DONE = 101 };
+/* Kind of a column value (col_kind), for copying rows between back ends with their types. */
+typedef enum fa_db_kind { FA_DB_NULL, FA_DB_INTEGER, FA_DB_FLOAT, FA_DB_TEXT } fa_db_kind;
 
 typedef struct fa_stmt fa_stmt;
 typedef struct fa_store_backend {
@@ -40,6 +42,7 @@ typedef struct fa_store_backend {
     const char *(*col_text)(fa_stmt *q, int col);             /* NULL for SQL NULL; valid until next step */
     size_t (*col_bytes)(fa_stmt *q, int col);
     bool (*col_null)(fa_stmt *q, int col);
+    fa_db_kind (*col_kind)(fa_stmt *q, int col);
     void (*finalize)(fa_stmt *q);                             /* NULL is a no-op */
     const char *(*sql)(fa_stmt *q);                           /* statement text for messages */
     int64_t (*changes)(fa_store *st);                         /* rows changed by the last statement */
@@ -95,6 +98,7 @@ static inline double fa_col_dbl(fa_stmt *q, int c) { return q->be->col_dbl(q, c)
 static inline const char *fa_col_text(fa_stmt *q, int c) { return q->be->col_text(q, c); }
 static inline size_t fa_col_bytes(fa_stmt *q, int c) { return q->be->col_bytes(q, c); }
 static inline bool fa_col_null(fa_stmt *q, int c) { return q->be->col_null(q, c); }
+static inline fa_db_kind fa_col_kind(fa_stmt *q, int c) { return q->be->col_kind(q, c); }
 static inline void fa_stmt_finalize(fa_stmt *q) { if (q) q->be->finalize(q); }
 static inline const char *fa_stmt_sql(fa_stmt *q) { return q->be->sql(q); }
 

@@ -138,6 +138,27 @@ fa_status fa_store_latest_run(fa_ctx *ctx, fa_store *st, const char *tag, int64_
  * *out (fa_trace_free). */
 fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trace **out);
 
+/* ---- moving history between stores ---- */
+
+typedef struct fa_store_copy_result {
+    size_t copied;               /* runs written to the destination */
+    size_t skipped_present;      /* the destination already held them (same kind, host, pid, start time) */
+    size_t skipped_running;      /* still 'running' in the source: never copied half-written */
+    size_t skipped_orphan_twins; /* fused twins whose baseline run was not copied nor present */
+} fa_store_copy_result;
+
+/* Copy runs ids[0..n_ids) of src (n_ids 0: every run) into dst, for `export-runs` /
+ * `import-runs` between an SQLite file and a PostgreSQL server (either way). Each run is one
+ * transaction on dst: its runs row under a new id (a fused twin's "fused-of:<id>" tag renamed to
+ * its baseline's new id; selecting a run brings its twins) and every row keyed by its run id in
+ * every table, columns as the schema has them. Runs dst already holds are not copied again, so
+ * repeating an import copies nothing new. Device ceilings are merged (a row measured later in
+ * dst is kept). A failure leaves the runs copied before it in dst and nothing of the failing run.
+ * Errors: FA_ERR_INPUT (no such run), FA_ERR_USAGE (src and dst are the same store), database
+ * errors as fa_store_sql_check. *res counts what happened (set also on failure). */
+fa_status fa_store_copy_runs(fa_ctx *ctx, fa_store *src, fa_store *dst, const int64_t *ids, size_t n_ids,
+                             fa_store_copy_result *res);
+
 /* ---- per-op time table ---- */
 
 /* One op (graph node; or for imports without node ids, the attributed op / kernel name). */
