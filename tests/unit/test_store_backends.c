@@ -802,6 +802,102 @@ static void test_readonly_open_reads_and_refuses_writes(void **state)
     fa_ctx_free(ctx);
 }
 
+/* ---- moving history ---- */
+
+/* Runs copied from this back end into an SQLite file and back into a fresh store of this back
+ * end read back equal (traces, plans with labels, fused twin renamed), and a second copy adds
+ * nothing. */
+static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *a = open_ok(ctx, fresh_store("copy_a"));
+    fa_trace *t = synth_trace(30000, 60, 4, 21);
+    int64_t first = store_run(ctx, a, "first.onnx", t); /* an id the copies will not reuse */
+    int64_t base = begin_run(ctx, a, "model.onnx", "main");
+    check_ok(ctx, fa_store_put_trace(ctx, a, base, t));
+    int m0[] = {0, 1};
+    fa_cluster_row cl = {.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .est_saving_ns = 500,
+                         .registers = 40, .spill_bytes = 0, .occupancy = 0.5, .status = "accepted",
+                         .measured_saving_ns = 420, .max_rel_error = 1e-6};
+    fa_plan_row plan = {"h", "cpu", NULL, "{\"clusters\":[{\"id\":0,\"label\":\"matmul+add\"}]}"};
+    int pid = 0;
+    check_ok(ctx, fa_store_put_plan(ctx, a, base, &plan, &cl, 1, NULL, 0, &pid));
+    double smp[] = {10, 11, 12};
+    check_ok(ctx, fa_store_put_bench_samples(ctx, a, base, pid, FA_BENCH_FUSED, -1, smp, 3));
+    char tag[64];
+    snprintf(tag, sizeof tag, "fused-of:%lld", (long long)base);
+    fa_run_info fi = {0};
+    fi.kind = "fused";
+    fi.tag = tag;
+    int64_t twin = 0;
+    check_ok(ctx, fa_store_run_begin(ctx, a, &fi, &twin));
+    check_ok(ctx, fa_store_run_finish(ctx, a, base, true, NULL));
+    (void)begin_run(ctx, a, "unfinished.onnx", NULL); /* still running: never copied */
+    fa_ceiling c = {"cpu:x:2", "bandwidth", "dram_bw", 12.5, "GB/s", "measured", 0, "triad"};
+    check_ok(ctx, fa_store_put_ceiling(ctx, a, &c));
+
+    /* to a file, only the run tagged main (its twin comes along) */
+    char file[4200];
+    snprintf(file, sizeof file, "%s", fa_test_path(fa_test_tmpdir(), g_pg ? "copy-pg.db" : "copy-sq.db"));
+    unlink(file);
+    fa_store *f = NULL;
+    check_ok(ctx, fa_store_open(ctx, file, &f));
+    fa_store_copy_result res;
+    int64_t pick[] = {base};
+    check_ok(ctx, fa_store_copy_runs(ctx, a, f, pick, 1, &res));
+    assert_int_equal(res.copied, 2);
+    check_ok(ctx, fa_store_copy_runs(ctx, a, f, NULL, 0, &res)); /* everything: only `first` is new */
+    assert_int_equal(res.copied, 1);
+    assert_int_equal(res.skipped_present, 2);
+    assert_int_equal(res.skipped_running, 1);
+    /* back into a fresh store of this back end */
+    fa_store *b = open_ok(ctx, fresh_store("copy_b"));
+    check_ok(ctx, fa_store_copy_runs(ctx, f, b, NULL, 0, &res));
+    assert_int_equal(res.copied, 3);
+    check_ok(ctx, fa_store_copy_runs(ctx, f, b, NULL, 0, &res));
+    assert_int_equal(res.copied, 0);
+    assert_int_equal(res.skipped_present, 3);
+    assert_int_equal(fa_store_copy_runs(ctx, b, b, NULL, 0, &res), FA_ERR_USAGE);
+
+    fa_arena *ar = fa_arena_create(0);
+    int64_t nb = 0;
+    check_ok(ctx, fa_store_latest_run(ctx, b, "main", &nb));
+    fa_trace *back = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, b, nb, &back));
+    assert_traces_equal(t, back);
+    fa_trace_free(back);
+    int got_plan = 0, ncl = 0, nwn = 0;
+    fa_plan_row pr;
+    fa_cluster_row *rc;
+    fa_why_not_row *rw;
+    check_ok(ctx, fa_store_get_latest_plan(ctx, b, nb, ar, &got_plan, &pr, &rc, &ncl, &rw, &nwn));
+    assert_int_equal(ncl, 1);
+    assert_string_equal(rc[0].label, "matmul+add");
+    assert_int_equal(rc[0].registers, 40);
+    assert_true(fabs(rc[0].max_rel_error - 1e-6) < 1e-18);
+    fa_bench_series *bs;
+    size_t nbs;
+    check_ok(ctx, fa_store_get_bench_series(ctx, b, nb, got_plan, ar, &bs, &nbs));
+    assert_int_equal(nbs, 1);
+    assert_true(bs[0].samples_ns[2] == 12);
+    int64_t ntwin = 0;
+    check_ok(ctx, fa_store_get_fused_run(ctx, b, nb, true, &ntwin));
+    assert_true(ntwin > 0);
+    fa_ceiling *cs;
+    size_t ncs;
+    check_ok(ctx, fa_store_get_ceilings(ctx, b, "cpu:x:2", ar, &cs, &ncs));
+    assert_int_equal(ncs, 1);
+    assert_string_equal(cs[0].detail, "triad");
+    (void)first;
+    fa_arena_free(ar);
+    fa_store_close(b);
+    fa_store_close(f);
+    fa_store_close(a);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
 /* ---- the server only ---- */
 
 /* The server restarts while a run is being stored: the write in flight fails with a message
@@ -927,6 +1023,7 @@ int main(void)
         cmocka_unit_test(test_killed_writer_leaves_earlier_runs_and_is_marked_failed),
         cmocka_unit_test(test_8_writers_and_2_readers_at_once),
         cmocka_unit_test(test_readonly_open_reads_and_refuses_writes),
+        cmocka_unit_test(test_copy_runs_there_and_back_equal_and_idempotent),
         cmocka_unit_test(test_server_restart_mid_run_fails_clearly_and_keeps_earlier_runs),
         cmocka_unit_test(test_newer_schema_and_unreachable_server_refused),
     };
