@@ -246,7 +246,7 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         fa_buf_init(&b);
         fa_buf_printf(&b, "{\"run_id\":%" PRId64 ",\"db\":", run_id);
         fa_buf_puts(&b, "\"");
-        fa_escape_json(&b, db, strlen(db));
+        fa_escape_json(&b, fa_store_path(st), strlen(fa_store_path(st)));
         fa_buf_puts(&b, "\",\"trace\":\"");
         fa_escape_json(&b, path, strlen(path));
         fa_buf_printf(&b, "\",\"source_sha256\":\"%s\",\"import\":", sha);
@@ -273,8 +273,8 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
             fwrite(b.data, 1, b.len, stdout);
             fa_buf_free(&b);
         }
-        printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n", db,
-               run_id, run_id, db);
+        printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n",
+               fa_store_path(st), run_id, run_id, fa_store_path(st));
         if (out_dir) printf("report written to %s\n", out_dir);
     }
     fa_trace_advice_free(a);

@@ -383,7 +383,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
 
     if (no_apply) {
-        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
+        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, fa_store_path(st));
         goto out;
     }
     fa_pipeline_options po;

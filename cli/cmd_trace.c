@@ -136,7 +136,7 @@ int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
     int ret = 0;
     if (s) ret = fa_cli_fail(ctx, s);
     else {
-        print_summary(t, &total, run_id, db);
+        print_summary(t, &total, run_id, fa_store_path(store));
         if (!n_files)
             printf("  no CUDA activity: the command never initialized CUDA, or no NVIDIA driver is present\n");
         if (notes) printf("  tracer notes:\n    %s\n", notes);
