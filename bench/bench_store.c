@@ -15,6 +15,46 @@
 
 #include "store/store.h"
 
+#ifdef FA_HAVE_LIBPQ
+#include <libpq-fe.h>
+#endif
+
+/* A local PostgreSQL server's CPU time for the store's connection (its backend process, found
+ * through pg_stat_activity by application_name 'fuse-advise'; /proc/PID/stat utime + stime):
+ * the server's share of the work, which the client's wall time under load does not separate.
+ * -1 when unknown (not a server URI, the server is remote, built without libpq). */
+static const char *g_uri;
+static double server_cpu_s(void)
+{
+#ifdef FA_HAVE_LIBPQ
+    if (!g_uri) return -1;
+    PGconn *c = PQconnectdb(g_uri);
+    double v = -1;
+    if (PQstatus(c) == CONNECTION_OK) {
+        PGresult *r = PQexec(c, "SELECT pid FROM pg_stat_activity WHERE application_name = 'fuse-advise' "
+                                "AND pid <> pg_backend_pid() ORDER BY backend_start DESC LIMIT 1");
+        if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+            char path[64], buf[1024];
+            snprintf(path, sizeof path, "/proc/%s/stat", PQgetvalue(r, 0, 0));
+            FILE *f = fopen(path, "r");
+            size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+            if (f) fclose(f);
+            buf[n] = 0;
+            char *p = strrchr(buf, ')');
+            unsigned long long ut = 0, stt = 0;
+            /* fields after ")": state(3) ... utime(14) stime(15) */
+            if (p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &stt) == 2)
+                v = (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+        }
+        PQclear(r);
+    }
+    PQfinish(c);
+    return v;
+#else
+    return -1;
+#endif
+}
+
 /* Records shaped like a CPU executor run: `nodes` nodes per iteration, every field set. */
 static fa_trace *synth(size_t n, int nodes)
 {
@@ -82,10 +122,12 @@ static int bench(fa_ctx *ctx, fa_store *st, size_t n)
     info.iters = t->n_iters;
     int64_t id;
     fa_status s = fa_store_run_begin(ctx, st, &info, &id);
+    double srv0 = server_cpu_s();
     uint64_t t0 = fa_now_ns(), c0 = cpu_ns();
     if (!s) s = fa_store_put_trace(ctx, st, id, t);
     uint64_t t1 = fa_now_ns(), c1 = cpu_ns();
     double rss_insert = peak_rss_mib();
+    double srv1 = server_cpu_s();
     if (!s) s = fa_store_run_finish(ctx, st, id, true, NULL);
     fa_trace *back = NULL;
     uint64_t t2 = fa_now_ns();
@@ -106,6 +148,7 @@ static int bench(fa_ctx *ctx, fa_store *st, size_t n)
                "op table %.3f s (%zu ops x %d iters); peak RSS %.0f MiB after insert, %.0f MiB after load\n",
                n, ins, (double)(c1 - c0) / 1e9, (double)n / ins, rd, (double)n / rd, op, nr, iters, rss_insert,
                rss_load);
+        if (srv0 >= 0 && srv1 >= 0) printf("%8s  server process cpu during the insert: %.2f s\n", "", srv1 - srv0);
     }
     fa_arena_free(ar);
     fa_trace_free(back);
@@ -127,6 +170,7 @@ int main(int argc, char **argv)
     } else {
         snprintf(path, sizeof path, "%s", argv[1]);
     }
+    if (fa_store_path_is_pg(path)) g_uri = path;
     fa_ctx *ctx = fa_ctx_create();
     fa_store *st = NULL;
     if (fa_store_open(ctx, path, &st)) {
