@@ -35,7 +35,7 @@ typedef struct fa_store_backend {
     int (*reset)(fa_stmt *q);                                 /* ready to run again, binds kept */
     int (*bind_i64)(fa_stmt *q, int i, int64_t v);            /* i 1-based */
     int (*bind_dbl)(fa_stmt *q, int i, double v);             /* NaN binds NULL */
-    int (*bind_txt)(fa_stmt *q, int i, const char *v);        /* NULL binds NULL; v copied */
+    int (*bind_txt)(fa_stmt *q, int i, const char *v);        /* NULL binds NULL; v valid until the next step */
     int (*step)(fa_stmt *q);
     int64_t (*col_i64)(fa_stmt *q, int col);                  /* 0-based; NULL reads 0 */
     double (*col_dbl)(fa_stmt *q, int col);

@@ -440,7 +440,10 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
 static fa_status check_run(fa_ctx *ctx, fa_store *st, int64_t run_id)
 {
     fa_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st, "SELECT 1 FROM runs WHERE id = ?", &q);
+    /* On PostgreSQL the kernels table has no foreign key (store/pg.c, pg_schema_sql): the run row
+     * is locked against deletion until the writer's transaction ends instead. */
+    fa_status s = fa_sq_prepare(ctx, st, fa_db_is_pg(st) && !st->readonly ? "SELECT 1 FROM runs WHERE id = ? FOR KEY SHARE"
+                                                          : "SELECT 1 FROM runs WHERE id = ?", &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
     int rc = FA_DB_DONE;

@@ -797,6 +797,13 @@ static void test_readonly_open_reads_and_refuses_writes(void **state)
     int64_t id2;
     assert_int_equal(fa_store_run_begin(ctx, st, &info, &id2), FA_ERR_IO);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "read-only"));
+    fa_arena *ar = fa_arena_create(0);
+    fa_op_row *rows;
+    size_t nr;
+    int iters;
+    check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &nr, &iters)); /* reads that check the run */
+    assert_int_equal(nr, 10);
+    fa_arena_free(ar);
     fa_store_close(st);
     fa_trace_free(t);
     fa_ctx_free(ctx);
