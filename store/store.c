@@ -280,28 +280,40 @@ bool fa_store_path_is_pg(const char *path)
 char *fa_store_redact_uri(const char *uri, bool *had_password)
 {
     if (had_password) *had_password = false;
-    char *r = strdup(uri);
-    if (!r || !fa_store_path_is_pg(uri)) return r;
-    char *auth = strstr(r, "://") + 3;
+    if (!fa_store_path_is_pg(uri)) return strdup(uri);
+    fa_buf b;
+    fa_buf_init(&b);
+    const char *auth = strstr(uri, "://") + 3;
     size_t auth_len = strcspn(auth, "/?#");
-    char *at = NULL; /* the last '@' of the authority: a password may contain '@' only encoded, a user name too */
+    const char *at = NULL; /* the last '@' of the authority (one in a user name or password is %40) */
     for (size_t i = 0; i < auth_len; i++)
         if (auth[i] == '@') at = auth + i;
-    char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *p = uri;
     if (colon) {
         if (had_password) *had_password = true;
-        memmove(colon + 1 + 3, at, strlen(at) + 1);
-        memcpy(colon + 1, "***", 3);
+        fa_buf_append(&b, p, (size_t)(colon + 1 - p));
+        fa_buf_puts(&b, "***");
+        p = at;
     }
-    /* a password=... parameter in the query string */
-    for (char *p = strstr(r, "password="); p; p = strstr(p + 1, "password=")) {
-        if (p != r && p[-1] != '?' && p[-1] != '&') continue;
-        char *v = p + 9, *e = v + strcspn(v, "&#");
+    /* a password=... parameter of the query string */
+    while (*p) {
+        const char *q = strstr(p, "password=");
+        if (!q) break;
+        bool param = q > uri && (q[-1] == '?' || q[-1] == '&');
+        fa_buf_append(&b, p, (size_t)(q + 9 - p));
+        p = q + 9;
+        if (!param) continue;
         if (had_password) *had_password = true;
-        memmove(v + 3, e, strlen(e) + 1);
-        memcpy(v, "***", 3);
+        fa_buf_puts(&b, "***");
+        p += strcspn(p, "&#");
     }
-    return r;
+    fa_buf_puts(&b, p);
+    if (b.oom || !b.data) {
+        fa_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
 }
 
 fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_store **out)
