@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Tables keyed by run_id, parents before children (plans before clusters/why_not/fused_kernels). */
+/* Tables keyed by run_id, parents before children (plans before clusters/why_not/fused_kernels,
+ * clusters before cluster_post_ops). A migration adding a table keyed by run_id adds it here
+ * (test_store_backends copies every kind of row there and back). */
 static const char *const k_run_tables[] = {"nodes", "tensors", "consumers", "kernels", "analysis_kernels",
                                            "analysis_chains", "analysis_edges", "analysis_summary", "plans",
-                                           "clusters", "why_not", "fused_kernels", "benchmarks"};
+                                           "clusters", "cluster_post_ops", "why_not", "fused_kernels", "benchmarks"};
 
 typedef struct col_list {
     char **names;

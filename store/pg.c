@@ -751,6 +751,62 @@ static const char *const pg_extra_v1 =
     "BEGIN DELETE FROM " PG_SCHEMA ".kernels WHERE run_id = OLD.id; RETURN OLD; END $$;\n"
     "CREATE TRIGGER runs_delete_kernels BEFORE DELETE ON runs FOR EACH ROW EXECUTE FUNCTION fa_runs_delete_kernels();\n";
 
+/* Step 5 (version 4 -> 5) moves plans.options_json documents into columns with SQLite's JSON1;
+ * on PostgreSQL its DDL (up to the first UPDATE) is translated as usual and the data is moved
+ * with jsonb (fa_try_jsonb: a document that is not JSON moves nothing, as json_valid there). */
+static const char *const pg_v5_ddl_end = "UPDATE plans SET\n";
+static const char *const pg_v5_data =
+    "UPDATE plans SET max_ops = (fa_try_jsonb(options_json)->>'max_ops')::bigint,\n"
+    "  max_inputs = (fa_try_jsonb(options_json)->>'max_inputs')::bigint,\n"
+    "  occupancy_floor = (fa_try_jsonb(options_json)->>'occupancy_floor')::double precision,\n"
+    "  gate = CASE fa_try_jsonb(options_json)->>'no_gate' WHEN 'true' THEN 0 WHEN 'false' THEN 1 END\n"
+    "  WHERE jsonb_typeof(fa_try_jsonb(options_json)) = 'object';\n"
+    "CREATE TEMP TABLE v5_cluster_docs AS\n"
+    "  SELECT p.run_id, p.plan_id, (j->>'id')::bigint AS cluster_id, j AS doc FROM plans p,\n"
+    "  jsonb_array_elements(CASE WHEN jsonb_typeof(fa_try_jsonb(p.options_json)->'clusters') = 'array'\n"
+    "    THEN fa_try_jsonb(p.options_json)->'clusters' ELSE '[]'::jsonb END) j\n"
+    "  WHERE jsonb_typeof(j) = 'object' AND jsonb_typeof(j->'id') = 'number';\n"
+    "UPDATE clusters c SET label = d.doc->>'label', anchor = (d.doc->>'anchor')::bigint,\n"
+    "  depends_on = (d.doc->>'depends_on')::bigint, reduction = d.doc->>'reduction',\n"
+    "  reduce_axis = (d.doc->>'reduce_axis')::bigint, epsilon = (d.doc->>'epsilon')::double precision,\n"
+    "  block_size = (d.doc->>'block_size')::bigint,\n"
+    "  inputs_json = CASE WHEN jsonb_typeof(d.doc->'inputs') = 'array' THEN (d.doc->'inputs')::text END,\n"
+    "  outputs_json = CASE WHEN jsonb_typeof(d.doc->'outputs') = 'array' THEN (d.doc->'outputs')::text END\n"
+    "  FROM v5_cluster_docs d WHERE d.run_id = c.run_id AND d.plan_id = c.plan_id AND d.cluster_id = c.cluster_id;\n"
+    "INSERT INTO cluster_post_ops (run_id, plan_id, cluster_id, seq, spec, operand_tensor)\n"
+    "  SELECT d.run_id, d.plan_id, d.cluster_id, k.ord - 1, k.value #>> '{}',\n"
+    "         coalesce((d.doc->'post_op_inputs'->>(k.ord - 1)::int)::bigint, -1)\n"
+    "  FROM v5_cluster_docs d JOIN clusters c ON c.run_id = d.run_id AND c.plan_id = d.plan_id\n"
+    "       AND c.cluster_id = d.cluster_id,\n"
+    "       jsonb_array_elements(CASE WHEN jsonb_typeof(d.doc->'post_ops') = 'array' THEN d.doc->'post_ops'\n"
+    "         ELSE '[]'::jsonb END) WITH ORDINALITY k(value, ord)\n"
+    "  WHERE jsonb_typeof(k.value) = 'string' ON CONFLICT DO NOTHING;\n"
+    "DROP TABLE v5_cluster_docs;\n"
+    "ALTER TABLE plans DROP COLUMN options_json;\n";
+
+/* The SQL of step v (version v -> v+1) for PostgreSQL; malloc'd, NULL on OOM or when step 5
+ * is not shaped as pg_v5_ddl_end expects (*bad set). */
+static char *pg_step_sql(int64_t v, bool *bad)
+{
+    *bad = false;
+    if (v != 4) return pg_schema_sql(fa_store_migrations[v]);
+    const char *end = strstr(fa_store_migrations[4], pg_v5_ddl_end);
+    if (!end) {
+        *bad = true;
+        return NULL;
+    }
+    char *ddl = strndup(fa_store_migrations[4], (size_t)(end - fa_store_migrations[4]));
+    char *t = ddl ? pg_schema_sql(ddl) : NULL;
+    free(ddl);
+    char *all = t ? malloc(strlen(t) + strlen(pg_v5_data) + 1) : NULL;
+    if (all) {
+        strcpy(all, t);
+        strcat(all, pg_v5_data);
+    }
+    free(t);
+    return all;
+}
+
 /* Schema version on the server; -1 when there is no fuse-advise schema yet. */
 static fa_status pg_read_version(fa_ctx *ctx, fa_store *st, int64_t *version)
 {
@@ -779,8 +835,12 @@ static fa_status pg_migrate(fa_ctx *ctx, fa_store *st)
         s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: another process set schema version %lld, newer than %d", st->path,
                          (long long)v, FA_STORE_SCHEMA_VERSION);
     for (; !s && v < FA_STORE_SCHEMA_VERSION; v++) {
-        char *sql = pg_schema_sql(fa_store_migrations[v]);
-        if (!sql) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        bool bad = false;
+        char *sql = pg_step_sql(v, &bad);
+        if (!sql)
+            s = bad ? fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: schema step %lld is not shaped as store/pg.c expects",
+                                   st->path, (long long)v + 1)
+                    : fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
         char *fk = !s && v == 0 ? strstr(sql, pg_kernels_fk) : NULL;
         if (!s && v == 0 && !fk)
             s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: schema step 1 has no kernels table as pg.c expects", st->path);

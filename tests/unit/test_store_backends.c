@@ -451,19 +451,27 @@ static void test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back(vo
     check_ok(ctx, fa_store_get_analysis_text(ctx, st, id, ar, &have, &text));
     assert_true(have);
 
-    fa_plan_row plan = {"hash1", "cpu", NULL,
-                        "{\"clusters\":[{\"id\":0,\"label\":\"matmul+add\"},{\"id\":1,\"label\":\"conv+relu\"}]}"};
+    fa_plan_row plan = {.plan_hash = "hash1", .target = "cpu", .arch = NULL, .max_ops = 8, .max_inputs = 4,
+                        .occupancy_floor = 0.25, .gate = 1};
     fa_cluster_row cl[2];
     memset(cl, 0, sizeof cl);
-    int m0[] = {0, 1}, m1[] = {2, 3, 4};
-    cl[0] = (fa_cluster_row){.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .saved_bytes = 100,
+    int m0[] = {0, 1}, m1[] = {2, 3, 4}, ins[] = {7, 8};
+    fa_post_op_row post[] = {{"binary:add", 9}, {"eltwise:relu", -1}};
+    cl[0] = (fa_cluster_row){.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .label = "matmul+add",
+                             .anchor = 0, .depends_on = -1, .reduce_axis = -1, .epsilon = NAN, .block_size = -1,
+                             .inputs = ins, .n_inputs = 2, .post_ops = post, .n_post_ops = 2, .saved_bytes = 100,
                              .saved_launches = 1, .recompute_ns = 0, .est_saving_ns = 500, .est_saving_pct = 5,
-                             .registers = -1, .spill_bytes = -1, .occupancy = -1, .status = "proposed",
-                             .measured_saving_ns = NAN, .max_rel_error = -1};
+                             .basis = "measured medians\tof 2 kernels", .registers = -1, .spill_bytes = -1,
+                             .occupancy = -1, .status = "proposed", .measured_saving_ns = NAN, .max_rel_error = -1};
     cl[1] = cl[0];
     cl[1].id = 1;
     cl[1].members = m1;
     cl[1].n_members = 3;
+    cl[1].label = "conv+relu";
+    cl[1].post_ops = NULL;
+    cl[1].n_post_ops = 0;
+    cl[1].reduction = "sum";
+    cl[1].epsilon = 1e-5;
     cl[1].est_saving_ns = 900;
     fa_why_not_row wn = {3, 4, 7, "cap", "too big"};
     int plan_id = 0;
@@ -495,8 +503,20 @@ static void test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back(vo
     assert_int_equal(rc[0].n_members, 3);
     assert_true(isnan(rc[0].measured_saving_ns));
     assert_int_equal(rc[0].registers, -1);
+    assert_string_equal(rc[0].reduction, "sum");
+    assert_true(fabs(rc[0].epsilon - 1e-5) < 1e-15);
+    assert_int_equal(rc[0].n_post_ops, 0);
+    assert_int_equal(pr.max_ops, 8);
+    assert_true(pr.occupancy_floor == 0.25);
     assert_string_equal(rc[1].status, "accepted");
     assert_string_equal(rc[1].label, "matmul+add");
+    assert_string_equal(rc[1].basis, "measured medians\tof 2 kernels");
+    assert_int_equal(rc[1].n_inputs, 2);
+    assert_int_equal(rc[1].inputs[1], 8);
+    assert_int_equal(rc[1].n_post_ops, 2);
+    assert_string_equal(rc[1].post_ops[0].spec, "binary:add");
+    assert_int_equal(rc[1].post_ops[0].operand_tensor, 9);
+    assert_true(isnan(rc[1].epsilon));
     assert_true(fabs(rc[1].measured_saving_ns - 420) < 1e-6);
     assert_int_equal(rc[1].registers, 32);
     assert_int_equal(nwn, 1);
@@ -700,9 +720,12 @@ static void test_8_writers_and_2_readers_at_once(void **state)
         fa_ctx *c = fa_ctx_create();
         fa_store *cs = NULL;
         if (k >= WRITERS) { /* reader: wait for the store, then read whole runs until the writers end */
-            for (int tries = 0; !cs && tries < 400; tries++)
+            for (int tries = 0; !cs && tries < 1200; tries++) /* up to 30 s: the writers create the store */
                 if (fa_store_open_ex(c, path, FA_STORE_NO_CREATE | FA_STORE_READONLY, &cs)) usleep(25000);
-            if (!cs) _exit(10);
+            if (!cs) {
+                fprintf(stderr, "reader %d: %s\n", k, fa_ctx_errmsg(c));
+                _exit(10);
+            }
             int seen_ok = 0;
             for (int round = 0; round < 60 && seen_ok < WRITERS * RUNS; round++) {
                 fa_arena *ar = fa_arena_create(0);
@@ -716,10 +739,17 @@ static void test_8_writers_and_2_readers_at_once(void **state)
                 for (size_t i = 0; i < n; i++) {
                     if (strcmp(runs[i].status, "ok")) continue;
                     seen_ok++;
-                    if (runs[i].n_kernels != (int64_t)RECS) _exit(12);
+                    if (runs[i].n_kernels != (int64_t)RECS) {
+                        fprintf(stderr, "reader %d: run %lld is ok with %lld records\n", k, (long long)runs[i].id,
+                                (long long)runs[i].n_kernels);
+                        _exit(12);
+                    }
                     if (i == 0) {
                         fa_trace *t = NULL;
-                        if (fa_store_load_trace(c, cs, runs[i].id, &t) || t->n_acts != RECS) _exit(13);
+                        if (fa_store_load_trace(c, cs, runs[i].id, &t) || t->n_acts != RECS) {
+                            fprintf(stderr, "reader %d: loading run %lld: %s\n", k, (long long)runs[i].id, fa_ctx_errmsg(c));
+                            _exit(13);
+                        }
                         fa_trace_free(t);
                     }
                 }
@@ -827,10 +857,14 @@ static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
     int64_t base = begin_run(ctx, a, "model.onnx", "main");
     check_ok(ctx, fa_store_put_trace(ctx, a, base, t));
     int m0[] = {0, 1};
-    fa_cluster_row cl = {.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .est_saving_ns = 500,
+    fa_post_op_row post[] = {{"eltwise:relu", -1}};
+    fa_cluster_row cl = {.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .label = "matmul+add",
+                         .anchor = 0, .depends_on = -1, .reduce_axis = -1, .epsilon = NAN, .block_size = 128,
+                         .post_ops = post, .n_post_ops = 1, .est_saving_ns = 500, .basis = "b",
                          .registers = 40, .spill_bytes = 0, .occupancy = 0.5, .status = "accepted",
                          .measured_saving_ns = 420, .max_rel_error = 1e-6};
-    fa_plan_row plan = {"h", "cpu", NULL, "{\"clusters\":[{\"id\":0,\"label\":\"matmul+add\"}]}"};
+    fa_plan_row plan = {.plan_hash = "h", .target = "cpu", .max_ops = 8, .max_inputs = 4, .occupancy_floor = 0.25,
+                        .gate = 0};
     int pid = 0;
     check_ok(ctx, fa_store_put_plan(ctx, a, base, &plan, &cl, 1, NULL, 0, &pid));
     double smp[] = {10, 11, 12};
@@ -885,6 +919,10 @@ static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
     assert_int_equal(ncl, 1);
     assert_string_equal(rc[0].label, "matmul+add");
     assert_int_equal(rc[0].registers, 40);
+    assert_int_equal(rc[0].block_size, 128);
+    assert_int_equal(rc[0].n_post_ops, 1);
+    assert_string_equal(rc[0].post_ops[0].spec, "eltwise:relu");
+    assert_int_equal(pr.gate, 0);
     assert_true(fabs(rc[0].max_rel_error - 1e-6) < 1e-18);
     fa_bench_series *bs;
     size_t nbs;
@@ -974,6 +1012,56 @@ static void test_newer_schema_and_unreachable_server_refused(void **state)
 #endif
 }
 
+/* A server store written by a version-4 build (options_json documents) migrates to version 5 with
+ * the documents moved into columns by jsonb, as SQLite's JSON1 does for files. */
+static void test_server_v4_store_migrates_plan_documents_to_columns(void **state)
+{
+    (void)state;
+    if (!g_pg) skip();
+#ifdef FA_HAVE_LIBPQ
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_store("v4");
+    fa_store *st = open_ok(ctx, path);
+    int64_t id = begin_run(ctx, st, "m.onnx", NULL);
+    fa_store_close(st);
+    const char *db = strrchr(path, '/') + 1;
+    char sql[2048];
+    /* back to the version-4 shape, one plan with one cluster described in options_json */
+    pg_sql(db, "SET search_path TO fuse_advise; DROP TABLE cluster_post_ops; "
+               "ALTER TABLE plans DROP COLUMN max_ops, DROP COLUMN max_inputs, DROP COLUMN occupancy_floor, DROP COLUMN gate; "
+               "ALTER TABLE clusters DROP COLUMN label, DROP COLUMN anchor, DROP COLUMN depends_on, DROP COLUMN reduction, "
+               "DROP COLUMN reduce_axis, DROP COLUMN epsilon, DROP COLUMN block_size, DROP COLUMN inputs_json, "
+               "DROP COLUMN outputs_json, DROP COLUMN basis; ALTER TABLE plans ADD COLUMN options_json TEXT; "
+               "UPDATE schema_version SET version = 4");
+    snprintf(sql, sizeof sql,
+             "SET search_path TO fuse_advise; "
+             "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, options_json) VALUES (%lld, 1, 1, 'h', 'cpu', "
+             "'{\"max_ops\":6,\"no_gate\":true,\"clusters\":[{\"id\":0,\"label\":\"conv+relu\",\"anchor\":3,\"epsilon\":0.001,"
+             "\"inputs\":[4,5],\"post_ops\":[\"eltwise:relu\",\"binary:add\"],\"post_op_inputs\":[-1,11]}]}'); "
+             "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, options_json) VALUES (%lld, 2, 2, 'h2', 'cpu', 'not json'); "
+             "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, status) VALUES (%lld, 1, 0, 'epilogue', '[3,4]', 'proposed'); "
+             "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, status) VALUES (%lld, 2, 0, 'epilogue', '[3]', 'proposed')",
+             (long long)id, (long long)id, (long long)id, (long long)id);
+    pg_sql(db, sql);
+    st = open_ok(ctx, path); /* migrates 4 -> 5 */
+    assert_int_equal(pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), 5);
+    assert_int_equal(pg_sql(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'fuse_advise' "
+                                "AND table_name = 'plans' AND column_name = 'options_json'"), 0);
+    snprintf(sql, sizeof sql, "SELECT max_ops FROM fuse_advise.plans WHERE run_id = %lld AND plan_id = 1", (long long)id);
+    assert_int_equal(pg_sql(db, sql), 6);
+    snprintf(sql, sizeof sql, "SELECT gate FROM fuse_advise.plans WHERE run_id = %lld AND plan_id = 1", (long long)id);
+    assert_int_equal(pg_sql(db, sql), 0);
+    snprintf(sql, sizeof sql, "SELECT anchor FROM fuse_advise.clusters WHERE run_id = %lld AND plan_id = 1", (long long)id);
+    assert_int_equal(pg_sql(db, sql), 3);
+    snprintf(sql, sizeof sql, "SELECT operand_tensor FROM fuse_advise.cluster_post_ops WHERE run_id = %lld AND seq = 1", (long long)id);
+    assert_int_equal(pg_sql(db, sql), 11);
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM fuse_advise.clusters WHERE run_id = %lld AND plan_id = 2 AND label IS NULL", (long long)id);
+    assert_int_equal(pg_sql(db, sql), 1); /* a document that is not JSON moved nothing */
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+#endif
+}
+
 /* ---- main ---- */
 
 static void stop_server(void)
@@ -1036,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_copy_runs_there_and_back_equal_and_idempotent),
         cmocka_unit_test(test_server_restart_mid_run_fails_clearly_and_keeps_earlier_runs),
         cmocka_unit_test(test_newer_schema_and_unreachable_server_refused),
+        cmocka_unit_test(test_server_v4_store_migrates_plan_documents_to_columns),
     };
     return cmocka_run_group_tests_name(g_pg ? "store on postgresql" : "store on sqlite", tests, NULL, NULL);
 }
