@@ -2,7 +2,9 @@
 # A throw-away PostgreSQL server for the run-store tests, from Debian's `postgresql` package, as
 # a user would run one: initdb into a fresh folder, listening on 127.0.0.1 only, on a free port.
 #
-#   pg-test-server.sh start          prints "DIR URI" (URI: postgresql://fa@127.0.0.1:PORT/postgres)
+#   pg-test-server.sh start [PID]    prints "DIR URI" (URI: postgresql://fa@127.0.0.1:PORT/postgres);
+#                                    with PID, the server is also stopped once that process is gone
+#                                    (a test killed by a timeout leaves no server behind)
 #   pg-test-server.sh stop DIR       stops the server and removes DIR
 #   pg-test-server.sh restart DIR    stops and starts it again on the same port (same data)
 #   pg-test-server.sh kill DIR       stops it at once (immediate shutdown), leaving DIR
@@ -45,6 +47,11 @@ start)
     port=$(( 20000 + RANDOM % 40000 ))
     if start_on "$dir" "$port" 2>/dev/null; then
       echo "$port" >"$dir/port"
+      if [ -n "${2:-}" ]; then
+        self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
+        nohup bash -c "while kill -0 $2 2>/dev/null && [ -d '$dir' ]; do sleep 2; done; bash '$self' stop '$dir'" \
+          >/dev/null 2>&1 </dev/null &
+      fi
       echo "$dir postgresql://fa@127.0.0.1:$port/postgres"
       exit 0
     fi

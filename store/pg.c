@@ -37,12 +37,19 @@ fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsi
 
 struct fa_pg {
     PGconn *conn;
+    bool utf8;         /* server_encoding UTF8: text must be valid UTF-8 */
     char *conninfo;    /* as given (may hold a password: never shown) */
     char *err;         /* message of the last failed call (malloc'd) */
     char sqlstate[6];  /* its SQLSTATE, "" when none */
     int64_t changes;   /* rows of the last command */
     fa_stmt *busy;     /* statement whose query or COPY is in flight */
+    int64_t *held;     /* runs whose liveness lock this connection holds */
+    size_t n_held, cap_held;
 };
+
+/* Key of a run's liveness lock: pg_advisory_lock(int4, int4) with class 'FAdv' and the run id
+ * (PostgreSQL docs 9.27.10 "Advisory Lock Functions"; session locks end with the connection). */
+#define PG_RUN_LOCK_CLASS "1178690678"
 
 typedef struct pg_stmt {
     fa_stmt base;
@@ -95,14 +102,68 @@ static void pg_drain(fa_store *st)
     }
 }
 
-/* Session settings, again after a reconnect. */
+/* One run-lock call ("pg_advisory_lock", "pg_advisory_unlock", "pg_try_advisory_lock");
+ * *got = its boolean result (true for pg_advisory_lock). */
+static int pg_lock_call(fa_store *st, const char *fn, int64_t run_id, bool *got)
+{
+    char sql[128], key[32];
+    snprintf(sql, sizeof sql, "SELECT %s(" PG_RUN_LOCK_CLASS ", $1::int4)::text", fn);
+    snprintf(key, sizeof key, "%lld", (long long)(run_id % 2147483647));
+    const char *params[1] = {key};
+    PGresult *r = PQexecParams(st->pg->conn, sql, 1, NULL, params, NULL, NULL, 0);
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1 ? FA_DB_OK : FA_DB_ERROR;
+    if (rc) pg_set_err(st, r && *PQresultErrorMessage(r) ? PQresultErrorMessage(r) : PQerrorMessage(st->pg->conn), r);
+    else if (got) *got = strcmp(PQgetvalue(r, 0, 0), "false") != 0;
+    PQclear(r);
+    return rc;
+}
+
+/* Session settings, again after a reconnect (with the run locks the lost connection held). */
 static int pg_session(fa_store *st)
 {
     PGresult *r = PQexec(st->pg->conn, "SET search_path TO " PG_SCHEMA "; SET client_min_messages TO warning");
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? FA_DB_OK : FA_DB_ERROR;
     if (rc) pg_set_err(st, PQresultErrorMessage(r), r);
     PQclear(r);
+    for (size_t i = 0; !rc && i < st->pg->n_held; i++) rc = pg_lock_call(st, "pg_advisory_lock", st->pg->held[i], NULL);
     return rc;
+}
+
+static int pg_run_lock(fa_store *st, int64_t run_id, int op, bool *writer_gone)
+{
+    struct fa_pg *pg = st->pg;
+    if (pg->busy) {
+        pg_set_err(st, "internal: a statement is still in progress on the connection", NULL);
+        return FA_DB_ERROR;
+    }
+    if (op == FA_RUN_LOCK_PROBE) {
+        bool free_now = false;
+        int rc = pg_lock_call(st, "pg_try_advisory_lock", run_id, &free_now);
+        if (!rc && free_now) rc = pg_lock_call(st, "pg_advisory_unlock", run_id, NULL);
+        if (!rc) *writer_gone = free_now;
+        return rc;
+    }
+    size_t i = 0;
+    while (i < pg->n_held && pg->held[i] != run_id) i++;
+    if (op == FA_RUN_LOCK_HOLD) {
+        if (i < pg->n_held) return FA_DB_OK;
+        if (pg->n_held == pg->cap_held) {
+            size_t nc = pg->cap_held ? pg->cap_held * 2 : 8;
+            int64_t *p = realloc(pg->held, nc * sizeof *p);
+            if (!p) {
+                pg_set_err(st, "out of memory", NULL);
+                return FA_DB_ERROR;
+            }
+            pg->held = p;
+            pg->cap_held = nc;
+        }
+        int rc = pg_lock_call(st, "pg_advisory_lock", run_id, NULL);
+        if (!rc) pg->held[pg->n_held++] = run_id;
+        return rc;
+    }
+    if (i == pg->n_held) return FA_DB_OK;
+    pg->held[i] = pg->held[--pg->n_held];
+    return pg_lock_call(st, "pg_advisory_unlock", run_id, NULL);
 }
 
 /* The previous connection was lost: reconnect once, only at the start of a new write unit or
@@ -125,10 +186,9 @@ static int pg_exec(fa_store *st, const char *sql)
         pg_set_err(st, "internal: a statement is still in progress on the connection", NULL);
         return FA_DB_ERROR;
     }
-    /* a new unit of work (not a transaction end) may reconnect after a lost connection */
-    if (strncmp(sql, "COMMIT", 6) && strncmp(sql, "ROLLBACK", 8) && strncmp(sql, "RELEASE", 7) &&
-        strncmp(sql, "SAVEPOINT", 9) && pg_ensure_conn(st))
-        return FA_DB_ERROR;
+    /* only a new write unit reconnects after a lost connection: a statement inside a
+     * transaction never runs on a new connection outside it */
+    if (!strcmp(sql, "BEGIN") && pg_ensure_conn(st)) return FA_DB_ERROR;
     PGresult *r = PQexec(pg->conn, sql);
     ExecStatusType k = PQresultStatus(r);
     int rc = FA_DB_OK;
@@ -276,6 +336,54 @@ static int pg_prepare_bulk(fa_store *st, const char *table, const char *cols, in
     return FA_DB_OK;
 }
 
+/* Length of s with every byte that does not start a valid UTF-8 sequence (RFC 3629: no overlong
+ * forms, no surrogates, at most U+10FFFF) replaced by U+FFFD, written to out when not NULL. A
+ * UTF8 server refuses such text ("invalid byte sequence"); SQLite stores any bytes, so a trace
+ * whose names carry them (a profiler's raw symbol) is stored with U+FFFD in their place instead
+ * of failing the run. */
+static size_t utf8_fix(const char *s, char *out, bool *changed)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = 0;
+    *changed = false;
+    while (*p) {
+        unsigned c = *p;
+        int len = c < 0x80 ? 1 : (c >= 0xc2 && c <= 0xdf) ? 2 : (c >= 0xe0 && c <= 0xef) ? 3 : (c >= 0xf0 && c <= 0xf4) ? 4 : 0;
+        bool ok = len > 0;
+        for (int k = 1; ok && k < len; k++) ok = (p[k] & 0xc0) == 0x80;
+        if (ok && len == 3) ok = !(c == 0xe0 && p[1] < 0xa0) && !(c == 0xed && p[1] >= 0xa0);
+        if (ok && len == 4) ok = !(c == 0xf0 && p[1] < 0x90) && !(c == 0xf4 && p[1] >= 0x90);
+        if (ok) {
+            if (out) memcpy(out + n, p, (size_t)len);
+            n += (size_t)len;
+            p += len;
+        } else {
+            if (out) memcpy(out + n, "\xef\xbf\xbd", 3);
+            n += 3;
+            p++;
+            *changed = true;
+        }
+    }
+    if (out) out[n] = 0;
+    return n;
+}
+
+/* s as valid UTF-8: s itself when it is (or the server does not check), else a malloc'd copy
+ * with replacements, also in *owned (caller frees). */
+static const char *pg_text(fa_store *st, const char *s, char **owned)
+{
+    *owned = NULL;
+    bool changed = false;
+    if (!s || !st->pg->utf8) return s;
+    size_t n = utf8_fix(s, NULL, &changed);
+    if (!changed) return s;
+    char *t = malloc(n + 1);
+    if (!t) return s; /* the server then refuses it with its own message */
+    utf8_fix(s, t, &changed);
+    *owned = t;
+    return t;
+}
+
 static int pg_bulk_bind(fa_stmt *q, int i, struct pg_val v)
 {
     pg_stmt *h = PGQ(q);
@@ -327,8 +435,10 @@ static int pg_bind_dbl(fa_stmt *q, int i, double v)
 static int pg_bind_txt(fa_stmt *q, int i, const char *v)
 {
     if (PGQ(q)->bulk) return pg_bulk_bind(q, i, (struct pg_val){v ? PV_TXT : PV_NULL, 0, 0, v});
+    char *owned = NULL;
+    const char *t = pg_text(q->st, v, &owned);
     char *s = NULL;
-    if (v && !(s = strdup(v))) return FA_DB_ERROR;
+    if (t && !(s = owned ? owned : strdup(t))) return FA_DB_ERROR;
     return pg_set_param(q, i, s, PG_TEXTOID);
 }
 
@@ -477,16 +587,21 @@ static int pg_step_bulk(fa_stmt *q)
                 put_be(b, 8, 4);
                 put_be(b, bits, 8);
             } else {
-                const char *x = pg_val_text(v, tmp, sizeof tmp);
+                char *owned = NULL;
+                const char *x = pg_text(q->st, pg_val_text(v, tmp, sizeof tmp), &owned);
                 size_t len = strlen(x);
                 put_be(b, (uint64_t)len, 4);
                 fa_buf_append(b, x, len);
+                free(owned);
             }
         }
     } else {
         for (int c = 0; c < h->n_params; c++) {
             if (c) fa_buf_puts(b, "\t");
-            pg_copy_field(b, h->bound[c].kind == PV_NULL ? NULL : pg_val_text(&h->bound[c], tmp, sizeof tmp));
+            char *owned = NULL;
+            pg_copy_field(b, h->bound[c].kind == PV_NULL ? NULL
+                                                         : pg_text(q->st, pg_val_text(&h->bound[c], tmp, sizeof tmp), &owned));
+            free(owned);
         }
         fa_buf_puts(b, "\n");
     }
@@ -646,6 +761,7 @@ static void pg_close(fa_store *st)
     if (pg->conn) PQfinish(pg->conn); /* an open transaction is rolled back by the server */
     free(pg->conninfo);
     free(pg->err);
+    free(pg->held);
     free(pg);
     st->pg = NULL;
 }
@@ -672,6 +788,7 @@ static const fa_store_backend pg_backend = {
     .changes = pg_changes,
     .in_tx = pg_in_tx,
     .begin_sql = "BEGIN",
+    .run_lock = pg_run_lock,
     .error = pg_error,
     .close = pg_close,
 };
@@ -890,6 +1007,8 @@ fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsi
         return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot connect to the PostgreSQL server: %s", st->path, st->pg->err);
     }
     PQsetNoticeProcessor(st->pg->conn, pg_notice, NULL);
+    const char *enc = PQparameterStatus(st->pg->conn, "server_encoding");
+    st->pg->utf8 = enc && (!strcmp(enc, "UTF8") || !strcmp(enc, "UTF-8"));
     fa_status s = FA_SQL_CHECK(ctx, st, pg_session(st));
     if (!s && st->readonly) s = fa_sq_exec_sql(ctx, st, "SET default_transaction_read_only = on");
     int64_t version = -1;

@@ -18,6 +18,7 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * error code (the SQLite back end returns SQLite's codes, which share these three values; the
  * PostgreSQL one returns FA_DB_ERROR with the server's message kept on the store). */
 enum { FA_DB_OK = 0, FA_DB_ERROR = 1, FA_DB_ROW = 100, FA_DB_DONE = 101 };
+enum { FA_RUN_LOCK_HOLD, FA_RUN_LOCK_DROP, FA_RUN_LOCK_PROBE };
 /* Kind of a column value (col_kind), for copying rows between back ends with their types. */
 typedef enum fa_db_kind { FA_DB_NULL, FA_DB_INTEGER, FA_DB_FLOAT, FA_DB_TEXT } fa_db_kind;
 
@@ -48,6 +49,11 @@ typedef struct fa_store_backend {
     int64_t (*changes)(fa_store *st);                         /* rows changed by the last statement */
     bool (*in_tx)(fa_store *st);                              /* a transaction is open */
     const char *begin_sql;                                    /* write transaction: takes the write lock */
+    /* (optional) writer liveness of a server: FA_RUN_LOCK_HOLD marks run_id as kept 'running' by
+     * this connection (held until FA_RUN_LOCK_DROP or the connection ends, also re-taken after
+     * a reconnect); FA_RUN_LOCK_PROBE sets *writer_gone when no live connection holds it
+     * (taking and dropping it). NULL: the store judges liveness by pid and host. */
+    int (*run_lock)(fa_store *st, int64_t run_id, int op, bool *writer_gone);
     /* message and fa_status of a failed call (see fa_store_sql_check) */
     fa_status (*error)(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file, int line);
     void (*close)(fa_store *st);

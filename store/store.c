@@ -233,9 +233,41 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
     return s;
 }
 
-/* Mark runs left 'running' by a dead process on this host as failed. */
+/* A server: runs 'running' whose writer's connection is gone (no session holds the run's
+ * liveness lock, fa_store_backend.run_lock), whichever host wrote them. */
+static fa_status find_orphaned_runs(fa_ctx *ctx, fa_store *st, int64_t *dead, int *n_dead)
+{
+    int64_t ids[256];
+    int n = 0, rc;
+    fa_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st, "SELECT id FROM runs WHERE status = 'running' ORDER BY id LIMIT 256", &q);
+    if (s) return s;
+    while ((rc = fa_stmt_step(q)) == FA_DB_ROW && n < 256) ids[n++] = fa_col_i64(q, 0);
+    s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    for (int i = 0; !s && i < n; i++) {
+        bool gone = false;
+        s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, ids[i], FA_RUN_LOCK_PROBE, &gone));
+        if (!s && gone) dead[(*n_dead)++] = ids[i];
+    }
+    return s;
+}
+
+/* Mark runs left 'running' by a dead process as failed: on a server, those whose writer's
+ * connection is gone; in a file, those of this host whose process is gone. */
 static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
 {
+    if (st->be->run_lock) {
+        int64_t dead[256];
+        int n_dead = 0;
+        fa_status s = find_orphaned_runs(ctx, st, dead, &n_dead);
+        if (s || n_dead == 0) return s;
+        bool own;
+        s = fa_sq_tx_open(ctx, st, &own);
+        if (s) return s;
+        for (int i = 0; !s && i < n_dead; i++) s = finish_with_twins(ctx, st, dead[i], "failed", "process died", true);
+        return fa_sq_tx_close(ctx, st, own, s);
+    }
     char host[256];
     host_name(host, sizeof host);
     fa_stmt *q;
@@ -443,6 +475,8 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
     }
     fa_stmt_finalize(q);
     free(cmd);
+    /* a server: this connection keeps the run alive for other processes' recovery */
+    if (!s && st->be->run_lock) s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, id, FA_RUN_LOCK_HOLD, NULL));
     s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *run_id = id;
     return s;
@@ -514,7 +548,9 @@ fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok
     if (s) return s;
     s = check_run(ctx, st, run_id);
     if (!s) s = finish_with_twins(ctx, st, run_id, ok ? "ok" : "failed", ok ? NULL : (error ? error : "failed"), false);
-    return fa_sq_tx_close(ctx, st, own, s);
+    s = fa_sq_tx_close(ctx, st, own, s);
+    if (!s && own && st->be->run_lock) s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, run_id, FA_RUN_LOCK_DROP, NULL));
+    return s;
 }
 
 fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
@@ -545,7 +581,9 @@ fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
     fa_stmt_finalize(q);
-    return fa_sq_tx_close(ctx, st, own, s);
+    s = fa_sq_tx_close(ctx, st, own, s);
+    if (!s && st->be->run_lock) s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, run_id, FA_RUN_LOCK_HOLD, NULL));
+    return s;
 }
 
 /* ---- graph ---- */

@@ -10,7 +10,7 @@ set -u
 CLI=${FA_CLI:?FA_CLI must point at the fuse-advise binary}
 SRC=${FA_SOURCE_DIR:?FA_SOURCE_DIR must point at the source tree}
 fail() { echo "FAIL: $*"; exit 1; }
-out=$(bash "$SRC/scripts/pg-test-server.sh" start)
+out=$(bash "$SRC/scripts/pg-test-server.sh" start $$)
 rc=$?
 if [ $rc -ne 0 ]; then
   [ "${FA_PG_REQUIRED:-0}" = 1 ] && fail "no PostgreSQL test server (exit $rc) and FA_PG_REQUIRED=1"

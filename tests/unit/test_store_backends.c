@@ -292,6 +292,40 @@ static void test_100k_records_round_trip_equal_and_append_continues(void **state
     fa_ctx_free(ctx);
 }
 
+/* Names that are not valid UTF-8 (a profiler's raw bytes) never fail a run: SQLite keeps the
+ * bytes, a UTF8 server gets U+FFFD in place of each bad byte. */
+static void test_invalid_utf8_names_stored(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = open_ok(ctx, fresh_store("utf8"));
+    fa_trace *t = fa_trace_create("kineto");
+    fa_activity a = fa_activity_init(FA_ACT_KERNEL);
+    a.name = fa_trace_intern(t, "bad\xff\xc3(name\xe2\x82");
+    a.start_ns = 1;
+    a.end_ns = 2;
+    fa_trace_add(t, &a);
+    fa_run_info info = {0};
+    info.kind = "import";
+    info.model_path = "trace\xfe.json";
+    int64_t id = 0;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
+    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_trace *back = NULL;
+    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    assert_string_equal(back->acts[0].name, g_pg ? "bad\xef\xbf\xbd\xef\xbf\xbd(name\xef\xbf\xbd\xef\xbf\xbd" : "bad\xff\xc3(name\xe2\x82");
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info r;
+    check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
+    assert_string_equal(r.model_path, g_pg ? "trace\xef\xbf\xbd.json" : "trace\xfe.json");
+    fa_arena_free(ar);
+    fa_trace_free(back);
+    fa_trace_free(t);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 /* The per-op table and the gate's per-iteration reads agree with a hand count. */
 static void test_op_table_and_gate_reads(void **state)
 {
@@ -673,13 +707,20 @@ static void test_killed_writer_leaves_earlier_runs_and_is_marked_failed(void **s
     int wst;
     assert_int_equal(waitpid(kid, &wst, 0), kid);
     assert_true(WIFSIGNALED(wst));
-    usleep(200 * 1000); /* the server notices the closed connection and rolls back */
 
-    st = open_ok(ctx, path);
+    /* The next open fails the run: a file's at once (the pid is gone), a server's once the
+     * server has noticed the closed connection (its backend ends, the liveness lock with it). */
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs;
     size_t n;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    st = NULL;
+    for (int tries = 0; tries < 100; tries++) {
+        fa_store_close(st);
+        st = open_ok(ctx, path);
+        check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+        if (n && strcmp(runs[0].status, "running")) break;
+        usleep(100 * 1000);
+    }
     assert_int_equal(n, 2);
     assert_string_equal(runs[0].model_path, "killed.onnx");
     assert_string_equal(runs[0].status, "failed");
@@ -1012,6 +1053,88 @@ static void test_newer_schema_and_unreachable_server_refused(void **state)
 #endif
 }
 
+/* On a server any machine's open fails a run whose writer is gone, and never one whose writer is
+ * alive: liveness is the writer's connection (its advisory lock), not a pid on this host. */
+static void test_server_fails_runs_of_gone_writers_of_any_host_only(void **state)
+{
+    (void)state;
+    if (!g_pg) skip();
+#ifdef FA_HAVE_LIBPQ
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_store("liveness");
+    fa_store_close(open_ok(ctx, path));
+    const char *db = strrchr(path, '/') + 1;
+    int go[2], ready[2];
+    assert_int_equal(pipe(go), 0);
+    assert_int_equal(pipe(ready), 0);
+    pid_t kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) { /* a writer "on another machine": begins a run, then waits */
+        fa_ctx *c = fa_ctx_create();
+        fa_store *cs = NULL;
+        if (fa_store_open(c, path, &cs)) _exit(1);
+        fa_run_info info = {0};
+        info.kind = "run";
+        info.model_path = "remote.onnx";
+        int64_t id;
+        if (fa_store_run_begin(c, cs, &info, &id)) _exit(2);
+        if (write(ready[1], "x", 1) != 1) _exit(3);
+        char b;
+        if (read(go[0], &b, 1) != 1) _exit(4); /* until told to finish or killed */
+        _exit(fa_store_run_finish(c, cs, id, true, NULL) ? 5 : 0);
+    }
+    char b;
+    assert_int_equal(read(ready[0], &b, 1), 1);
+    pg_sql(db, "UPDATE fuse_advise.runs SET host = 'another-host', pid = 999999999 WHERE model_path = 'remote.onnx'");
+    /* a live writer elsewhere: its run stays running through another process's open */
+    fa_store *st = open_ok(ctx, path);
+    fa_store_close(st);
+    assert_int_equal(pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'running'"), 1);
+    /* a process of this host with a fake pid of this host is not judged by pid on a server either */
+    assert_int_equal(write(go[1], "x", 1), 1);
+    int wst;
+    assert_int_equal(waitpid(kid, &wst, 0), kid);
+    assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
+    assert_int_equal(pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'ok'"), 1);
+
+    /* the same, killed: the next open from anywhere fails its run */
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        fa_ctx *c = fa_ctx_create();
+        fa_store *cs = NULL;
+        if (fa_store_open(c, path, &cs)) _exit(1);
+        fa_run_info info = {0};
+        info.kind = "run";
+        info.model_path = "remote2.onnx";
+        int64_t id;
+        if (fa_store_run_begin(c, cs, &info, &id)) _exit(2);
+        if (write(ready[1], "x", 1) != 1) _exit(3);
+        pause();
+        _exit(0);
+    }
+    assert_int_equal(read(ready[0], &b, 1), 1);
+    pg_sql(db, "UPDATE fuse_advise.runs SET host = 'another-host' WHERE model_path = 'remote2.onnx'");
+    kill(kid, SIGKILL);
+    assert_int_equal(waitpid(kid, &wst, 0), kid);
+    int left = 1;
+    for (int tries = 0; tries < 50 && left; tries++) { /* the server notices the closed connection */
+        st = open_ok(ctx, path);
+        fa_store_close(st);
+        left = (int)pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'running'");
+        if (left) usleep(100000);
+    }
+    assert_int_equal(left, 0);
+    assert_int_equal(pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE model_path = 'remote2.onnx' AND "
+                                "status = 'failed' AND error = 'process died'"), 1);
+    close(go[0]);
+    close(go[1]);
+    close(ready[0]);
+    close(ready[1]);
+    fa_ctx_free(ctx);
+#endif
+}
+
 /* A server store written by a version-4 build (options_json documents) migrates to version 5 with
  * the documents moved into columns by jsonb, as SQLite's JSON1 does for files. */
 static void test_server_v4_store_migrates_plan_documents_to_columns(void **state)
@@ -1087,7 +1210,7 @@ static void start_server(void)
         exit(1);
     }
     char cmd[4300], line[8400] = "";
-    snprintf(cmd, sizeof cmd, "bash '%s/scripts/pg-test-server.sh' start", src);
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/pg-test-server.sh' start %d", src, (int)getpid());
     FILE *p = popen(cmd, "r");
     if (!p || !fgets(line, sizeof line, p)) line[0] = 0;
     int rc = p ? pclose(p) : -1;
@@ -1114,6 +1237,7 @@ int main(void)
         cmocka_unit_test(test_run_fields_round_trip_and_password_never_stored),
         cmocka_unit_test(test_100k_records_round_trip_equal_and_append_continues),
         cmocka_unit_test(test_op_table_and_gate_reads),
+        cmocka_unit_test(test_invalid_utf8_names_stored),
         cmocka_unit_test(test_graph_rows_round_trip),
         cmocka_unit_test(test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back),
         cmocka_unit_test(test_fused_twin_follows_its_baseline),
@@ -1125,6 +1249,7 @@ int main(void)
         cmocka_unit_test(test_server_restart_mid_run_fails_clearly_and_keeps_earlier_runs),
         cmocka_unit_test(test_newer_schema_and_unreachable_server_refused),
         cmocka_unit_test(test_server_v4_store_migrates_plan_documents_to_columns),
+        cmocka_unit_test(test_server_fails_runs_of_gone_writers_of_any_host_only),
     };
     return cmocka_run_group_tests_name(g_pg ? "store on postgresql" : "store on sqlite", tests, NULL, NULL);
 }
