@@ -16,14 +16,24 @@ bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out);
  * 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))): |f−ref| ≤ 1e-4·(|ref|+1e-2) at every point, so every
  * association and multiplication order, Pow(x,3) or x·x·x, and constants off by more than 1e-4
  * relative are told apart. All consumers of x and of every inner tensor must be in the set and
- * no inner tensor may be a graph output. `taken` (may be NULL): node ids already claimed. */
+ * no inner tensor may be a graph output. `pos`: node id -> topological position, -1 for a
+ * folded node (n_nodes entries). `taken` (may be NULL): node id -> claimed when >= 0. */
+/* Min-heap of ints (topological positions; duplicates allowed), growing on push; oom set when a
+ * push could not grow it. Free v when done. */
+typedef struct fa_adv_heap {
+    int *v, n, cap;
+    bool oom;
+} fa_adv_heap;
+void fa_adv_heap_push(fa_adv_heap *h, int v);
+int fa_adv_heap_pop(fa_adv_heap *h); /* smallest; h->n > 0 */
+
 typedef struct fa_adv_gelu {
     int n;
     int nodes[24];
     int output;          /* tensor id */
     bool tanh_form;
 } fa_adv_gelu;
-bool fa_adv_match_gelu(const fa_graph *g, int x, const int *taken, fa_adv_gelu *out);
+bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *taken, fa_adv_gelu *out);
 
 /* Post-op for consumer node c of tensor t (the epilogue's current tensor): writes the spec
  * ("eltwise:relu", "binary:add", ...) into buf and the binary operand's tensor id into *operand

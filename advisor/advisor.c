@@ -4,7 +4,6 @@
  * (rules: ../shared/DESIGN.md "Fusion rules"; docs/fusion-rules.md). */
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +11,7 @@
 #include <time.h>
 
 #include "advisor-impl.h"
+#include "codegen.h"
 #if defined(__has_include)
 #if __has_include("gate.h")
 #include "gate.h"
@@ -74,20 +74,62 @@ typedef struct adv {
     int *pos;                 /* node id -> topo position, -1 when not live */
     int *owner;               /* node id -> index in cl, -1 when unclaimed */
     char *inreg;              /* node id -> 1 while in the region being grown */
-    char *seen;               /* scratch for the cycle check */
+    unsigned *seen;           /* cycle check: node id -> walk number that visited it */
+    unsigned walk;            /* current cycle-check walk (0 = never) */
     int *stack;
+    unsigned *queued;         /* region scan: node id -> pass number that queued it */
+    unsigned pass;            /* current region-scan pass */
+    fa_adv_heap heap;         /* region scan: topological positions waiting in this pass */
+    int cursor;               /* region scan: position of the node last handed out */
+    int m_cap;                /* members a working cluster can hold (max_ops plus slack) */
     wcl *cl;
     int ncl, capcl;
     fa_why_not *wn;
     int nwn, capwn;
+    int *wn_slot;             /* open-addressing index of wn by (producer, consumer, tensor), -1 empty */
+    int wn_slots;             /* a power of two, kept at least twice nwn */
     bool oom;
 } adv;
 
+/* Slot of why-not (p, c, t) in A->wn_slot: the edge's index there, or the empty slot where it
+ * would go. The table is never full (kept at most half full). */
+static int wn_find(const adv *A, int p, int c, int t)
+{
+    uint64_t h = ((uint64_t)(uint32_t)p * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)(uint32_t)c * 0xC2B2AE3D27D4EB4Full) ^
+                 ((uint64_t)(uint32_t)t * 0x165667B19E3779F9ull);
+    h ^= h >> 29;
+    unsigned mask = (unsigned)A->wn_slots - 1;
+    for (unsigned i = (unsigned)h & mask;; i = (i + 1) & mask) {
+        int k = A->wn_slot[i];
+        if (k < 0) return (int)i;
+        const fa_why_not *w = &A->wn[k];
+        if (w->producer == p && w->consumer == c && w->tensor == t) return (int)i;
+    }
+}
+
+/* Grow the why-not index to hold twice `need` entries (rehashing what is there). */
+static bool wn_reserve(adv *A, int need)
+{
+    if (A->wn_slots >= 2 * need && A->wn_slots > 0) return true;
+    int ns = A->wn_slots ? A->wn_slots : 128;
+    while (ns < 2 * need) ns *= 2;
+    int *slot = malloc(sizeof(int) * (size_t)ns);
+    if (!slot) return false;
+    for (int i = 0; i < ns; i++) slot[i] = -1;
+    free(A->wn_slot);
+    A->wn_slot = slot;
+    A->wn_slots = ns;
+    for (int k = 0; k < A->nwn; k++) A->wn_slot[wn_find(A, A->wn[k].producer, A->wn[k].consumer, A->wn[k].tensor)] = k;
+    return true;
+}
+
 static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static bool commit_cluster(adv *A);
 static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...)
 {
-    for (int i = 0; i < A->nwn; i++)
-        if (A->wn[i].producer == p && A->wn[i].consumer == c && A->wn[i].tensor == t) return; /* first reason wins */
+    if (!wn_reserve(A, A->nwn + 1)) { A->oom = true; return; }
+    int slot = wn_find(A, p, c, t);
+    if (A->wn_slot[slot] >= 0) return; /* first reason wins */
     if (A->nwn == A->capwn) {
         int nc = A->capwn ? 2 * A->capwn : 64;
         fa_why_not *w = realloc(A->wn, sizeof *w * (size_t)nc);
@@ -100,6 +142,7 @@ static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    A->wn_slot[slot] = A->nwn;
     fa_why_not *w = &A->wn[A->nwn++];
     w->producer = p;
     w->consumer = c;
@@ -128,7 +171,7 @@ static wcl *new_cluster(adv *A, fa_cluster_kind kind)
     }
     wcl *c = &A->cl[A->ncl];
     memset(c, 0, sizeof *c);
-    c->m = malloc(sizeof(int) * (size_t)(A->g->n_nodes + 1));
+    c->m = malloc(sizeof(int) * (size_t)A->m_cap);
     if (!c->m) { A->oom = true; return NULL; }
     c->kind = kind;
     c->anchor = c->depends_on = c->extra = -1;
@@ -157,11 +200,24 @@ static bool produced_in(const adv *A, int tid)
     return p >= 0 && A->pos[p] >= 0 && A->inreg[p];
 }
 
-/* True when some path leaves the region and comes back into it (fusing would create a cycle). */
+/* True when some path leaves the region and comes back into it (fusing would create a cycle).
+ * Walks downstream from the region's outside consumers, but only through nodes placed before the
+ * region's last member in topological order: a path that re-enters the region ends at a member,
+ * and every node on it comes before that member (a topological order puts each producer before
+ * its consumers). So the walk costs the region's topological span, not everything downstream,
+ * and marks visits with a walk number instead of clearing a per-node array: advising a
+ * 100,000-node chain stays near-linear (bench/bench_advise_chain). */
 static bool region_has_cycle(adv *A, const int *m, int n)
 {
     const fa_graph *g = A->g;
-    memset(A->seen, 0, (size_t)g->n_nodes);
+    int last = -1;
+    for (int i = 0; i < n; i++)
+        if (A->pos[m[i]] > last) last = A->pos[m[i]];
+    if (++A->walk == 0) { /* wrapped: forget every earlier walk */
+        memset(A->seen, 0, sizeof *A->seen * (size_t)g->n_nodes);
+        A->walk = 1;
+    }
+    const unsigned w = A->walk;
     int sp = 0;
     for (int i = 0; i < n; i++) {
         const fa_node *nd = g->nodes[m[i]];
@@ -169,8 +225,12 @@ static bool region_has_cycle(adv *A, const int *m, int n)
             if (nd->outputs[o] < 0) continue;
             const int *cons;
             int nc = fa_graph_consumers(g, nd->outputs[o], &cons);
-            for (int k = 0; k < nc; k++)
-                if (!A->inreg[cons[k]] && !A->seen[cons[k]]) { A->seen[cons[k]] = 1; A->stack[sp++] = cons[k]; }
+            for (int k = 0; k < nc; k++) {
+                int x = cons[k];
+                if (A->inreg[x] || A->seen[x] == w || A->pos[x] < 0 || A->pos[x] > last) continue;
+                A->seen[x] = w;
+                A->stack[sp++] = x;
+            }
         }
     }
     while (sp > 0) {
@@ -180,13 +240,70 @@ static bool region_has_cycle(adv *A, const int *m, int n)
             const int *cons;
             int nc = fa_graph_consumers(g, nd->outputs[o], &cons);
             for (int k = 0; k < nc; k++) {
-                if (A->inreg[cons[k]]) return true;
-                if (!A->seen[cons[k]]) { A->seen[cons[k]] = 1; A->stack[sp++] = cons[k]; }
+                int x = cons[k];
+                if (A->inreg[x]) return true;
+                if (A->seen[x] == w || A->pos[x] < 0 || A->pos[x] > last) continue;
+                A->seen[x] = w;
+                A->stack[sp++] = x;
             }
         }
     }
     return false;
 }
+
+/* ---- region scan: the nodes next to a growing region, in topological order ----
+ * Growing a region (an elementwise chain, a reduction domain) re-examines, pass after pass until
+ * nothing joins, every node that touches it: consumers of its members' outputs (forward) and
+ * producers of their inputs (backward). Each pass visits them in topological order, and a node
+ * that starts touching the region during a pass is visited in that pass when it comes after the
+ * one just added, else in the next pass, which is what a scan over the whole topological order
+ * would do, at the cost of the region's neighbourhood instead of the graph. */
+
+/* Queue live node x for this pass when it is outside the region and after the cursor. */
+static void scan_offer(adv *A, int x)
+{
+    if (x < 0 || A->pos[x] <= A->cursor || A->inreg[x] || A->queued[x] == A->pass) return;
+    A->queued[x] = A->pass;
+    fa_adv_heap_push(&A->heap, A->pos[x]);
+}
+
+/* Queue node nid's neighbours: consumers of its outputs, producers of its inputs. */
+static void scan_offer_neighbours(adv *A, int nid)
+{
+    const fa_graph *g = A->g;
+    const fa_node *nd = g->nodes[nid];
+    for (int o = 0; o < nd->n_outputs; o++) {
+        const int *cons;
+        int nc = nd->outputs[o] >= 0 ? fa_graph_consumers(g, nd->outputs[o], &cons) : 0;
+        for (int k = 0; k < nc; k++) scan_offer(A, cons[k]);
+    }
+    for (int k = 0; k < nd->n_inputs; k++)
+        if (nd->inputs[k] >= 0) scan_offer(A, g->tensors[nd->inputs[k]]->producer);
+}
+
+/* Start a pass over region (m, n). */
+static void scan_begin(adv *A, const int *m, int n)
+{
+    if (++A->pass == 0) { /* wrapped: forget every earlier pass */
+        memset(A->queued, 0, sizeof *A->queued * (size_t)A->g->n_nodes);
+        A->pass = 1;
+    }
+    A->heap.n = 0;
+    A->cursor = -1;
+    for (int i = 0; i < n; i++) scan_offer_neighbours(A, m[i]);
+}
+
+/* The pass's next node in topological order, -1 when the pass is over. */
+static int scan_next(adv *A)
+{
+    if (A->heap.n == 0) return -1;
+    A->cursor = fa_adv_heap_pop(&A->heap);
+    return A->g->topo[A->cursor];
+}
+
+/* Node nid (the one scan_next just handed out) joined the region: its neighbours after it are
+ * visited in this pass. */
+static void scan_joined(adv *A, int nid) { scan_offer_neighbours(A, nid); }
 
 /* Distinct tensors read by the region and not produced inside it. */
 static int count_ext_inputs(const adv *A, const int *m, int n)
@@ -427,14 +544,13 @@ static void phase_reductions(adv *A)
         int n = 0;
         m[n++] = seed->id;
         A->inreg[seed->id] = 1;
-        memset(after, 0, (size_t)g->n_tensors);
         for (int o = 0; o < seed->n_outputs; o++)
             if (seed->outputs[o] >= 0) after[seed->outputs[o]] = 1;
         bool grew = true;
         while (grew) {
             grew = false;
-            for (int q = 0; q < g->n_topo; q++) {
-                int nid = g->topo[q];
+            scan_begin(A, m, n);
+            for (int nid; (nid = scan_next(A)) >= 0;) {
                 const fa_node *nd = g->nodes[nid];
                 if (A->inreg[nid] || A->owner[nid] >= 0) continue;
                 bool fwd = false, back = false;
@@ -465,6 +581,7 @@ static void phase_reductions(adv *A)
                         for (int o = 0; o < nd->n_outputs; o++)
                             if (nd->outputs[o] >= 0) after[nd->outputs[o]] = 1;
                         grew = true;
+                        scan_joined(A, nid);
                         continue;
                     }
                     if (!reduction_domain(g, nd, &r2, &c2) || r2 != d.r || !is_D(&d, X2)) {
@@ -502,6 +619,7 @@ static void phase_reductions(adv *A)
                     fa_graph_consumers(g, ct, &cons);
                     if (!try_add(A, m, &n, nid, nid, ct)) continue;
                     grew = true;
+                    scan_joined(A, nid);
                     continue;
                 }
                 /* forward join */
@@ -541,8 +659,12 @@ static void phase_reductions(adv *A)
                     for (int o = 0; o < nd->n_outputs; o++)
                         if (nd->outputs[o] >= 0) after[nd->outputs[o]] = 1;
                 grew = true;
+                scan_joined(A, nid);
             }
         }
+        for (int i = 0; i < n; i++) /* only members' outputs were marked: clear them for the next seed */
+            for (int o = 0; o < g->nodes[m[i]]->n_outputs; o++)
+                if (g->nodes[m[i]]->outputs[o] >= 0) after[g->nodes[m[i]]->outputs[o]] = 0;
         clear_region(A, m, n);
         if (n < 2) continue;
         /* classify */
@@ -606,7 +728,7 @@ static void phase_reductions(adv *A)
                 }
             }
         }
-        claim(A, A->ncl - 1);
+        commit_cluster(A);
     }
     free(m);
     free(after);
@@ -652,6 +774,31 @@ static bool anchor_supported(const fa_graph *g, const fa_node *n, char *why, siz
         }
     }
     return true;
+}
+
+/* SiLU written as x * Sigmoid(x): tensor x has exactly two consumers, a Sigmoid reading x and a Mul
+ * of x and that Sigmoid's output (its only consumer), both free, float32, same shape as x. */
+static bool match_silu(const fa_graph *g, int x, const int *owner, int *sig, int *mul)
+{
+    const int *cons;
+    if (fa_graph_consumers(g, x, &cons) != 2) return false;
+    for (int k = 0; k < 2; k++) {
+        const fa_node *s = g->nodes[cons[k]], *m = g->nodes[cons[1 - k]];
+        if (strcmp(s->op_type, "Sigmoid") || strcmp(m->op_type, "Mul") || m->n_inputs != 2 || s->n_outputs < 1) continue;
+        if (owner[s->id] >= 0 || owner[m->id] >= 0) continue;
+        int so = s->outputs[0];
+        const int *sc;
+        if (so < 0 || fa_graph_consumers(g, so, &sc) != 1 || sc[0] != m->id) continue;
+        if (!((m->inputs[0] == x && m->inputs[1] == so) || (m->inputs[1] == x && m->inputs[0] == so))) continue;
+        const fa_tensor *Y = fa_graph_out(g, m, 0);
+        if (!Y || Y->dtype != FA_DTYPE_FLOAT) continue;
+        if (g->tensors[so]->flags & FA_TENSOR_GRAPH_OUTPUT) continue;
+        if (!same_shape(Y, g->tensors[x])) continue;
+        *sig = s->id;
+        *mul = m->id;
+        return true;
+    }
+    return false;
 }
 
 static void phase_epilogues(adv *A)
@@ -731,7 +878,7 @@ static void phase_epilogues(adv *A)
             }
             if (nc > 1) {
                 fa_adv_gelu ge;
-                if (fa_adv_match_gelu(g, cur, A->owner, &ge)) {
+                if (fa_adv_match_gelu(g, A->pos, cur, A->owner, &ge)) {
                     if (c->n + ge.n > A->opt.max_ops) {
                         why(A, tp, cons[0], cur, "cap", "the decomposed GELU (%d ops) would exceed --max-ops %d", ge.n,
                             A->opt.max_ops);
@@ -748,6 +895,24 @@ static void phase_epilogues(adv *A)
                     c->post_in[c->n_post++] = -1;
                     fa_buf_printf(&lab, "+%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf");
                     cur = ge.output;
+                    continue;
+                }
+                int sg, mu;
+                if (match_silu(g, cur, A->owner, &sg, &mu)) {
+                    /* SiLU x * sigmoid(x): oneDNN's swish post-op with alpha 1 (dnnl_eltwise_swish) */
+                    int n0 = c->n;
+                    c->m[c->n++] = sg;
+                    c->m[c->n++] = mu;
+                    A->inreg[sg] = A->inreg[mu] = 1;
+                    if (c->n > A->opt.max_ops || region_has_cycle(A, c->m, c->n)) {
+                        for (int i = n0; i < c->n; i++) A->inreg[c->m[i]] = 0;
+                        c->n = n0;
+                        break;
+                    }
+                    snprintf(c->post[c->n_post], sizeof c->post[0], "eltwise:swish:1");
+                    c->post_in[c->n_post++] = -1;
+                    fa_buf_puts(&lab, "+silu");
+                    cur = g->nodes[mu]->outputs[0];
                     continue;
                 }
             }
@@ -784,8 +949,8 @@ static void grow_chain(adv *A, wcl *c)
     bool grew = true;
     while (grew) {
         grew = false;
-        for (int q = 0; q < g->n_topo; q++) {
-            int nid = g->topo[q];
+        scan_begin(A, c->m, c->n);
+        for (int nid; (nid = scan_next(A)) >= 0;) {
             const fa_node *nd = g->nodes[nid];
             if (A->inreg[nid] || A->owner[nid] >= 0 || !fa_adv_is_elementwise(g, nd)) continue;
             int via_t = -1;
@@ -815,6 +980,7 @@ static void grow_chain(adv *A, wcl *c)
                 if (ne > dom) dom = ne;
                 c->recompute_ns += rec;
                 grew = true;
+                scan_joined(A, nid);
                 continue;
             }
             /* backward: a producer whose outputs are read only by the chain */
@@ -827,6 +993,7 @@ static void grow_chain(adv *A, wcl *c)
             if (!try_add(A, c->m, &c->n, nid, nid, nd->outputs[0])) continue;
             chain_flops += flops_of(A, nid);
             grew = true;
+            scan_joined(A, nid);
         }
     }
     clear_region(A, c->m, c->n);
@@ -840,7 +1007,7 @@ static void phase_chains(adv *A)
         fa_adv_gelu ge;
         const int *cons;
         if (fa_graph_consumers(g, t, &cons) < 2) continue;
-        if (!fa_adv_match_gelu(g, t, A->owner, &ge)) continue;
+        if (!fa_adv_match_gelu(g, A->pos, t, A->owner, &ge)) continue;
         if (ge.n > A->opt.max_ops) continue;
         wcl *c = new_cluster(A, FA_CLUSTER_ELEMWISE_CHAIN);
         if (!c) return;
@@ -848,7 +1015,7 @@ static void phase_chains(adv *A)
         c->n = ge.n;
         grow_chain(A, c);
         snprintf(c->label, sizeof c->label, "%s%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf", c->n > ge.n ? "+elementwise" : "");
-        claim(A, A->ncl - 1);
+        commit_cluster(A);
     }
     for (int p = 0; p < g->n_topo; p++) {
         int nid = g->topo[p];
@@ -859,7 +1026,7 @@ static void phase_chains(adv *A)
         grow_chain(A, c);
         if (c->n < 2) { drop_last_cluster(A); continue; }
         snprintf(c->label, sizeof c->label, "elementwise(%d)", c->n);
-        claim(A, A->ncl - 1);
+        commit_cluster(A);
     }
 }
 
@@ -909,7 +1076,7 @@ static void phase_horizontal(adv *A)
             c->n = n;
             c->horiz_bytes = fa_tensor_bytes(X) * (uint64_t)(n - 1);
             snprintf(c->label, sizeof c->label, "horizontal(%d) on '%s'", n, X->name);
-            claim(A, A->ncl - 1);
+            commit_cluster(A);
         }
     }
     free(m);
@@ -969,9 +1136,25 @@ static void default_why(adv *A, int p, int c, int t)
     int pp = pn->op ? (int)pn->op->pattern : FA_PATTERN_OPAQUE, cp = cn->op ? (int)cn->op->pattern : FA_PATTERN_OPAQUE;
     if (T->dtype != FA_DTYPE_FLOAT)
         why(A, p, c, t, "dtype", "'%s' is %s: only float32 clusters are proposed", T->name, fa_dtype_name(T->dtype));
-    else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7))
-        why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at data-dependent indices: the gather is a boundary (the "
-            "index is not carried into a fused kernel)", cn->op_type, cn->name, T->name);
+    else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7)) {
+        int ix = cn->n_inputs > 1 ? cn->inputs[1] : -1;
+        const fa_tensor *I = ix >= 0 ? g->tensors[ix] : NULL;
+        if (I && (I->flags & FA_TENSOR_CONST))
+            why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at constant indices ('%s', %lld value(s), known when "
+                "planning): no fused kernel carries a gather (the code generator indexes point-to-point), so it is a "
+                "boundary", cn->op_type, cn->name, T->name, I->name, (long long)fa_tensor_numel(I));
+        else
+            why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at data-dependent indices%s%s%s: the gather is a boundary "
+                "(the index is not carried into a fused kernel)", cn->op_type, cn->name, T->name, I ? " ('" : "",
+                I ? I->name : "", I ? "', computed at run time)" : "");
+    } else if ((pp == FA_PATTERN_INJECTIVE && pn->op && (pn->op->flags & FA_OPF_ALIAS)) ||
+               (cp == FA_PATTERN_INJECTIVE && cn->op && (cn->op->flags & FA_OPF_ALIAS))) {
+        const fa_node *v = pp == FA_PATTERN_INJECTIVE && pn->op && (pn->op->flags & FA_OPF_ALIAS) ? pn : cn;
+        why(A, p, c, t, "view-boundary", "%s '%s' only relabels the shape (a view: the same elements in the same order, "
+            "aliased by the executor, no copy): there is no traffic to save at it, and no cluster is planned across a "
+            "shape change, so '%s' (%.2f MB) is written by one kernel and read by the next", v->op_type, v->name,
+            T->name, mb(tb));
+    }
     else if (pp == FA_PATTERN_OPAQUE || cp == FA_PATTERN_OPAQUE)
         why(A, p, c, t, "opaque", "%s '%s' is opaque (never fused): '%s' (%.2f MB) round-trips memory",
             pp == FA_PATTERN_OPAQUE ? pn->op_type : cn->op_type, pp == FA_PATTERN_OPAQUE ? pn->name : cn->name, T->name,
@@ -1059,6 +1242,206 @@ static void io_of(adv *A, const wcl *c, fa_cluster *out, int *tmp)
     for (int i = 0; i < nm; i++) A->inreg[mem[i]] = 0;
 }
 
+/* ---- never propose what the target's code generator cannot build (issue 19) ---- */
+
+/* Commit the last cluster (a chain, reduction or horizontal group: a generated kernel) when the
+ * code generator of the target's kernel language has an emitter for its kind and every member
+ * (fa_codegen_kernel_supported, on the cluster's own description); otherwise drop it, so its
+ * nodes stay free for a buildable cluster (a Conv's epilogue), and say why on its first edge.
+ * Library kinds (epilogue, BN fold) are committed as they are. */
+static bool commit_cluster(adv *A)
+{
+    wcl *w = &A->cl[A->ncl - 1];
+    if (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) {
+        claim(A, A->ncl - 1);
+        return true;
+    }
+    const fa_graph *g = A->g;
+    int *sorted = malloc(sizeof(int) * (size_t)(w->n > 0 ? w->n : 1));
+    int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    if (!sorted || !tmp) {
+        free(sorted); free(tmp);
+        A->oom = true;
+        return false;
+    }
+    memcpy(sorted, w->m, sizeof(int) * (size_t)w->n);
+    if (w->kind != FA_CLUSTER_HORIZONTAL) {
+        g_sort_pos = A->pos;
+        qsort(sorted, (size_t)w->n, sizeof(int), cmp_by_pos);
+    }
+    fa_cluster c;
+    memset(&c, 0, sizeof c);
+    c.id = A->ncl - 1;
+    c.kind = w->kind;
+    c.members = sorted;
+    c.n_members = w->n;
+    c.anchor = w->anchor;
+    c.reduction = w->red;
+    c.reduce_axis = w->kind == FA_CLUSTER_REDUCTION ? w->reduce_axis : -1;
+    io_of(A, w, &c, tmp);
+    const fa_target_iface *t = fa_target_get(A->opt.target);
+    fa_kernel_lang lang = t ? t->kernel_lang : FA_KERNEL_LANG_C;
+    fa_kernel_desc d;
+    fa_cluster_kernel_desc(&c, &d);
+    const char *reason = NULL;
+    bool ok = fa_codegen_kernel_supported(g, &d, lang, &reason);
+    if (!ok) {
+        /* the first member edge inside the cluster carries the reason */
+        for (int i = 1; i < w->n; i++) {
+            const fa_node *cn = g->nodes[sorted[i]];
+            /* (loop body finds the edge from another member into this one) */
+            int p = -1, tid = -1;
+            for (int k = 0; k < cn->n_inputs && p < 0; k++) {
+                int tk = cn->inputs[k];
+                int pr = tk >= 0 ? g->tensors[tk]->producer : -1;
+                for (int j = 0; j < w->n && pr >= 0; j++)
+                    if (sorted[j] == pr) { p = pr; tid = tk; break; }
+            }
+            if (p < 0 && i + 1 < w->n) continue;
+            if (p < 0) { /* no edge inside (a horizontal group): the first member's first input */
+                cn = g->nodes[sorted[0]];
+                tid = cn->n_inputs > 0 ? cn->inputs[0] : -1;
+                p = tid >= 0 ? g->tensors[tid]->producer : -1;
+            }
+            why(A, p, cn->id, tid, "codegen-unsupported",
+                "a %s cluster '%s' of %d ops from %s '%s' is not proposed: the %s code generator cannot build it "
+                "(%s); its ops stay free for other clusters", fa_cluster_kind_name(w->kind),
+                w->label[0] ? w->label : "?", w->n, g->nodes[sorted[0]]->op_type, g->nodes[sorted[0]]->name,
+                lang == FA_KERNEL_LANG_CUDA ? "CUDA C" : "C", reason ? reason : "no emitter");
+            break;
+        }
+        drop_last_cluster(A);
+    } else {
+        claim(A, A->ncl - 1);
+    }
+    free(sorted);
+    free(tmp);
+    return ok;
+}
+
+/* ---- the cost model (issue 19): saving from the measured profile ---- */
+
+/* Measured median of node `nid` in the baseline run, -1 when it has none. */
+static double median_of(const adv *A, int nid)
+{
+    if (!A->a) return -1;
+    int i = fa_analysis_node_index(A->a, nid);
+    return i >= 0 && A->a->nodes[i].median_ns > 0 ? (double)A->a->nodes[i].median_ns : -1;
+}
+
+/* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
+ * the measured medians of the kernels that disappear + their dispatch gaps - the fused kernel's
+ * predicted time - recompute. The fused kernel:
+ *  - BN_FOLD: the anchor's measured kernel unchanged (BN's scale/shift folded into its weights);
+ *  - EPILOGUE: the anchor's measured kernel plus the post-ops' extra operand reads and FLOPs;
+ *  - chains, reductions: a new kernel reading the external inputs once and writing the outputs
+ *    once at the bandwidth the members measurably reached (their bytes / their time, capped by
+ *    the roof of that working set: fa_roofline_mem_roof), or its FLOPs on the peak, never
+ *    shorter than the fastest member;
+ *  - HORIZONTAL: the members' kernels, less one read of the shared input per extra member.
+ * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
+ * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
+static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
+{
+    const fa_graph *g = A->g;
+    const fa_analysis *a = A->a;
+    char b[600];
+    bool measured = a != NULL;
+    double sum = 0, anchor = 0, fastest = -1, bytes_run = 0, t_run = 0, flops = 0;
+    int gone = 0;
+    for (int i = 0; i < w->n && measured; i++) {
+        int nid = w->m[i];
+        double md = median_of(A, nid);
+        if (md < 0) { measured = false; break; }
+        bool stays = (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) && nid == w->anchor;
+        if (stays) { anchor = md; continue; }
+        int k = fa_analysis_node_index(a, nid);
+        sum += md;
+        gone++;
+        bytes_run += (double)a->nodes[k].bytes;
+        t_run += md;
+        flops += flops_of(A, nid);
+        if (fastest < 0 || md < fastest) fastest = md;
+    }
+    if (!measured || gone == 0) {
+        c->est_saving_ns = (double)c->saved_bytes / A->bw + c->saved_launches * A->disp - c->recompute_ns;
+        snprintf(b, sizeof b, "analytic (no measured median for every member): %" PRIu64 " B saved at %.1f GB/s + %d "
+                 "launch(es) x %.0f ns - recompute %.1f ns", c->saved_bytes, A->bw, c->saved_launches, A->disp,
+                 c->recompute_ns);
+        c->basis = fa_arena_strdup(A->ar, b);
+        return;
+    }
+    /* measured idle between consecutive kernels of the baseline, per kernel; else the dispatch ceiling */
+    double gap = a->gap_ns > 0 && a->kernels_per_iter > 1 ? (double)a->gap_ns / (double)(a->kernels_per_iter - 1) : A->disp;
+    /* launches removed: an epilogue or a BN fold keeps the anchor's; a chain or reduction adds
+     * one new kernel; a horizontal group keeps one of its members' */
+    int launches = w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD ? gone : w->n - 1;
+    fa_fusion_input in = {.occurrences = 1, .n_members = w->n, .member_ns = sum + anchor, .gaps_ns = launches * gap,
+                          .read_bytes = 0, .write_bytes = 0, .flops = 0, .floor_ns = 0, .longest_member_ns = 0,
+                          .anchor_ns = 0, .recompute_ns = w->recompute_ns};
+    double ext_in = 0, ext_out = 0;
+    for (int i = 0; i < c->n_inputs; i++) {
+        const fa_tensor *t = g->tensors[c->inputs[i]];
+        if (w->kind == FA_CLUSTER_EPILOGUE) {
+            /* only the post-ops' extra operands are new reads for the anchor's kernel */
+            bool operand = false;
+            for (int k = 0; k < w->n_post; k++) operand |= w->post_in[k] == c->inputs[i];
+            if (!operand) continue;
+        }
+        ext_in += (double)fa_tensor_bytes(t);
+    }
+    for (int i = 0; i < c->n_outputs; i++) ext_out += (double)fa_tensor_bytes(g->tensors[c->outputs[i]]);
+    double bw = 0;
+    const char *fused_how;
+    char fh[200];
+    switch (w->kind) {
+    case FA_CLUSTER_BN_FOLD:
+        in.anchor_ns = anchor;
+        in.read_bytes = in.write_bytes = in.flops = 0;
+        fused_how = "the anchor's measured kernel, unchanged (BN folded into its weights)";
+        break;
+    case FA_CLUSTER_EPILOGUE:
+        in.anchor_ns = anchor;
+        in.read_bytes = ext_in;
+        in.write_bytes = 0;
+        in.flops = flops;
+        bw = fa_roofline_mem_roof(&a->ceilings, ext_in);
+        snprintf(fh, sizeof fh, "the anchor's measured %.0f ns + %.0f B of epilogue operands at %.1f GB/s + %.3g FLOP "
+                 "at %.0f GFLOP/s", anchor, ext_in, bw, flops, A->peak);
+        fused_how = fh;
+        break;
+    case FA_CLUSTER_HORIZONTAL:
+        in.anchor_ns = sum; /* the members' work stays; one kernel reads the shared input once */
+        in.member_ns = sum;
+        fused_how = "the members' measured kernels in one launch";
+        break;
+    default: {
+        double roof = fa_roofline_mem_roof(&a->ceilings, ext_in + ext_out);
+        bw = t_run > 0 && bytes_run > 0 ? bytes_run / t_run : roof; /* achieved: bytes per ns = GB/s */
+        if (roof > 0 && bw > roof) bw = roof;
+        in.read_bytes = ext_in;
+        in.write_bytes = ext_out;
+        in.flops = flops;
+        in.floor_ns = fastest;
+        snprintf(fh, sizeof fh, "a new kernel: %.0f B in + %.0f B out at the members' achieved %.1f GB/s (roof %.1f), "
+                 "%.3g FLOP at %.0f GFLOP/s, not under the fastest member's %.0f ns", ext_in, ext_out, bw, roof, flops,
+                 A->peak, fastest);
+        fused_how = fh;
+    }
+    }
+    fa_fusion_estimate e;
+    fa_fusion_predict(&in, bw, A->peak, &e);
+    double net = e.net_ns;
+    if (w->kind == FA_CLUSTER_HORIZONTAL) {
+        double roof = fa_roofline_mem_roof(&a->ceilings, (double)w->horiz_bytes);
+        if (roof > 0) net += (double)w->horiz_bytes / roof;
+    }
+    c->est_saving_ns = net;
+    snprintf(b, sizeof b, "measured: %d kernel(s) removed, medians %.0f ns + %d gap(s) x %.0f ns; fused kernel %.0f ns "
+             "(%s); recompute %.0f ns", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns);
+    c->basis = fa_arena_strdup(A->ar, b);
+}
+
 static int cmp_cluster_rank(const void *a, const void *b)
 {
     const fa_cluster *x = a, *y = b;
@@ -1113,11 +1496,14 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.pos = malloc(sizeof(int) * (size_t)nn);
     A.owner = malloc(sizeof(int) * (size_t)nn);
     A.inreg = calloc((size_t)nn, 1);
-    A.seen = calloc((size_t)nn, 1);
+    A.seen = calloc((size_t)nn, sizeof *A.seen);
     A.stack = malloc(sizeof(int) * (size_t)nn * 2);
+    A.queued = calloc((size_t)nn, sizeof *A.queued);
+    /* every region holds at most max_ops members (try_add), a BN fold two */
+    A.m_cap = A.opt.max_ops < nn - 2 ? A.opt.max_ops + 2 : nn;
     int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
-    if (!plan || !A.ar || !A.pos || !A.owner || !A.inreg || !A.seen || !A.stack || !tmp) {
-        free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(tmp);
+    if (!plan || !A.ar || !A.pos || !A.owner || !A.inreg || !A.seen || !A.stack || !A.queued || !tmp) {
+        free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(tmp);
         fa_plan_free(plan);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning '%s'", g->name ? g->name : "graph");
     }
@@ -1168,7 +1554,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->saved_bytes = saved_bytes_of(&A, w);
         c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
         c->recompute_ns = w->recompute_ns;
-        c->est_saving_ns = (double)c->saved_bytes / A.bw + c->saved_launches * A.disp - c->recompute_ns;
+        predict_cluster(&A, w, c);
         c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
@@ -1177,10 +1563,9 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->status = FA_CLUSTER_PROPOSED;
         if (c->est_saving_ns <= 0) {
             c->status = FA_CLUSTER_REFUSED;
-            char r[256];
-            snprintf(r, sizeof r, "not-beneficial: estimated saving %.1f ns (%" PRIu64 " B at %.1f GB/s + %d launch(es) x "
-                     "%.0f ns - recompute %.1f ns) is not positive", c->est_saving_ns, c->saved_bytes, A.bw,
-                     c->saved_launches, A.disp, c->recompute_ns);
+            char r[900];
+            snprintf(r, sizeof r, "not-beneficial: predicted saving %.1f ns is not positive (%s)", c->est_saving_ns,
+                     c->basis);
             c->reason = fa_arena_strdup(A.ar, r);
         }
 #ifdef FA_HAVE_GATE
@@ -1248,9 +1633,10 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         for (int i = 0; i < A.ncl; i++) plan->clusters[i].id = i;
     }
     plan_hash(plan, g);
-    bool oom = A.oom || !plan->clusters || !plan->why_not;
+    bool oom = A.oom || A.heap.oom || !plan->clusters || !plan->why_not;
     for (int i = 0; i < A.ncl; i++) free(A.cl[i].m);
-    free(A.cl); free(A.wn); free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(tmp);
+    free(A.cl); free(A.wn); free(A.pos); free(A.owner); free(A.inreg); free(A.seen); free(A.stack); free(A.queued); free(A.heap.v);
+    free(A.wn_slot); free(tmp);
     if (oom) {
         fa_plan_free(plan);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning '%s'", g->name ? g->name : "graph");
@@ -1261,13 +1647,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 
 /* ---- store ---- */
 
-static void json_s(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
-    fa_buf_puts(b, "\"");
-}
-
 static void json_ints(fa_buf *b, const int *v, int n)
 {
     fa_buf_puts(b, "[");
@@ -1275,34 +1654,44 @@ static void json_ints(fa_buf *b, const int *v, int n)
     fa_buf_puts(b, "]");
 }
 
+/* The store's row of cluster c (strings and members borrowed from c). */
+static fa_cluster_row cluster_row(const fa_cluster *c)
+{
+    fa_cluster_row r = {
+        .id = c->id,
+        .kind = fa_cluster_kind_name(c->kind),
+        .members = c->members,
+        .n_members = c->n_members,
+        .saved_bytes = c->saved_bytes,
+        .saved_launches = c->saved_launches,
+        .recompute_ns = c->recompute_ns,
+        .est_saving_ns = c->est_saving_ns,
+        .est_saving_pct = c->est_saving_pct,
+        .registers = c->registers,
+        .spill_bytes = c->spill_bytes,
+        .occupancy = c->occupancy,
+        .status = fa_cluster_status_name(c->status),
+        .reason = c->reason,
+        .measured_saving_ns = c->measured_saving_ns,
+        .max_rel_error = c->max_rel_error,
+    };
+    return r;
+}
+
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
 {
     if (p->run_id < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "plan has no run (run_id -1): nothing to attach it to");
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
     fa_buf b;
     fa_buf_init(&b);
-    bool own = false;
-    fa_status s = fa_store_begin(ctx, st);
-    if (s == FA_ERR_INTERNAL) { fa_ctx_clear(ctx); s = FA_OK; } /* caller's transaction */
-    else if (s) return s;
-    else own = true;
-    int plan_id = 1;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT coalesce(max(plan_id),0)+1 FROM plans WHERE run_id=?1", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, p->run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) plan_id = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
     /* options + per-cluster details that have no column yet */
     fa_buf_printf(&b, "{\"target\":\"%s\",\"arch\":", fa_target_name(p->opt.target));
-    json_s(&b, p->opt.arch);
+    fa_json_str_or_empty(&b, p->opt.arch);
     fa_buf_printf(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.4f,\"no_gate\":%s,\"clusters\":[",
                   p->opt.max_ops, p->opt.max_inputs, p->opt.occupancy_floor, p->opt.no_gate ? "true" : "false");
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         fa_buf_printf(&b, "%s{\"id\":%d,\"label\":", i ? "," : "", c->id);
-        json_s(&b, c->label);
+        fa_json_str_or_empty(&b, c->label);
         fa_buf_printf(&b, ",\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
                           "\"block_size\":%d,\"inputs\":", c->anchor, c->depends_on, fa_reduction_kind_name(c->reduction),
                       c->reduce_axis, c->epsilon, c->block_size);
@@ -1310,120 +1699,39 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
         fa_buf_puts(&b, ",\"outputs\":");
         json_ints(&b, c->outputs, c->n_outputs);
         fa_buf_puts(&b, ",\"post_ops\":[");
-        for (int k = 0; k < c->n_post_ops; k++) { if (k) fa_buf_puts(&b, ","); json_s(&b, c->post_ops[k]); }
+        for (int k = 0; k < c->n_post_ops; k++) { if (k) fa_buf_puts(&b, ","); fa_json_str_or_empty(&b, c->post_ops[k]); }
         fa_buf_puts(&b, "],\"post_op_inputs\":");
         json_ints(&b, c->post_op_inputs, c->n_post_ops);
         fa_buf_puts(&b, "}");
     }
     fa_buf_puts(&b, "]}");
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, status) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,'proposed')", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, p->run_id);
-    sqlite3_bind_int(q, 2, plan_id);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    sqlite3_bind_int64(q, 3, (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec);
-    sqlite3_bind_text(q, 4, p->hash, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 5, fa_target_name(p->opt.target), -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 6, p->opt.arch, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(q, 7, b.data ? b.data : "{}", -1, SQLITE_TRANSIENT);
-    s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-    sqlite3_finalize(q);
-    q = NULL;
-    if (s) goto fail;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, saved_launches, recompute_us, "
-        "est_saving_us, est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, max_rel_error) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)", -1, &q, NULL));
-    if (s) goto fail;
-    for (int i = 0; i < p->n_clusters; i++) {
-        const fa_cluster *c = &p->clusters[i];
-        fa_buf_reset(&b);
-        json_ints(&b, c->members, c->n_members);
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, p->run_id);
-        sqlite3_bind_int(q, 2, plan_id);
-        sqlite3_bind_int(q, 3, c->id);
-        sqlite3_bind_text(q, 4, fa_cluster_kind_name(c->kind), -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 5, b.data ? b.data : "[]", -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(q, 6, (int64_t)c->saved_bytes);
-        sqlite3_bind_int(q, 7, c->saved_launches);
-        sqlite3_bind_double(q, 8, c->recompute_ns / 1e3);
-        sqlite3_bind_double(q, 9, c->est_saving_ns / 1e3);
-        sqlite3_bind_double(q, 10, c->est_saving_pct);
-        if (c->registers >= 0) sqlite3_bind_int(q, 11, c->registers); else sqlite3_bind_null(q, 11);
-        if (c->spill_bytes >= 0) sqlite3_bind_int(q, 12, c->spill_bytes); else sqlite3_bind_null(q, 12);
-        if (c->occupancy >= 0) sqlite3_bind_double(q, 13, c->occupancy); else sqlite3_bind_null(q, 13);
-        sqlite3_bind_text(q, 14, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
-        if (c->reason) sqlite3_bind_text(q, 15, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 15);
-        if (!isnan(c->measured_saving_ns)) sqlite3_bind_double(q, 16, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 16);
-        if (c->max_rel_error >= 0) sqlite3_bind_double(q, 17, c->max_rel_error); else sqlite3_bind_null(q, 17);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        if (s) goto fail;
-    }
-    sqlite3_finalize(q);
-    q = NULL;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, reason) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
-    if (s) goto fail;
-    for (int i = 0; i < p->n_why_not; i++) {
+    fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
+    fa_why_not_row *wr = malloc(sizeof *wr * (size_t)(p->n_why_not + 1));
+    fa_status s = FA_OK;
+    if (!cr || !wr || b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan");
+    for (int i = 0; i < p->n_clusters && !s; i++) cr[i] = cluster_row(&p->clusters[i]);
+    for (int i = 0; i < p->n_why_not && !s; i++) {
         const fa_why_not *w = &p->why_not[i];
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, p->run_id);
-        sqlite3_bind_int(q, 2, plan_id);
-        sqlite3_bind_int(q, 3, i);
-        sqlite3_bind_int(q, 4, w->producer);
-        sqlite3_bind_int(q, 5, w->consumer);
-        sqlite3_bind_int(q, 6, w->tensor);
-        sqlite3_bind_text(q, 7, w->code, -1, SQLITE_STATIC);
-        sqlite3_bind_text(q, 8, w->reason, -1, SQLITE_TRANSIENT);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        if (s) goto fail;
+        wr[i] = (fa_why_not_row){w->producer, w->consumer, w->tensor, w->code, w->reason};
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (own) {
-        s = fa_store_commit(ctx, st);
-        if (s) goto fail;
-    }
+    fa_plan_row pr = {p->hash, fa_target_name(p->opt.target), p->opt.arch, b.data};
+    int plan_id = 0;
+    if (!s) s = fa_store_put_plan(ctx, st, p->run_id, &pr, cr, p->n_clusters, wr, p->n_why_not, &plan_id);
+    free(cr);
+    free(wr);
     fa_buf_free(&b);
-    p->plan_id = plan_id;
-    return FA_OK;
-fail:
-    if (q) sqlite3_finalize(q);
-    if (own) fa_store_rollback(st);
-    fa_buf_free(&b);
-    return s ? s : FA_ERR_IO;
+    if (!s) p->plan_id = plan_id;
+    return s;
 }
 
 fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
 {
     if (p->run_id < 0 || p->plan_id <= 0)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, registers=?8, "
-        "spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3", -1, &q, NULL));
-    if (s) return s;
-    for (int i = 0; i < p->n_clusters && !s; i++) {
-        const fa_cluster *c = &p->clusters[i];
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, p->run_id);
-        sqlite3_bind_int(q, 2, p->plan_id);
-        sqlite3_bind_int(q, 3, c->id);
-        sqlite3_bind_text(q, 4, fa_cluster_status_name(c->status), -1, SQLITE_STATIC);
-        if (c->reason) sqlite3_bind_text(q, 5, c->reason, -1, SQLITE_TRANSIENT); else sqlite3_bind_null(q, 5);
-        if (!isnan(c->measured_saving_ns)) sqlite3_bind_double(q, 6, c->measured_saving_ns / 1e3); else sqlite3_bind_null(q, 6);
-        if (c->max_rel_error >= 0) sqlite3_bind_double(q, 7, c->max_rel_error); else sqlite3_bind_null(q, 7);
-        if (c->registers >= 0) sqlite3_bind_int(q, 8, c->registers); else sqlite3_bind_null(q, 8);
-        if (c->spill_bytes >= 0) sqlite3_bind_int(q, 9, c->spill_bytes); else sqlite3_bind_null(q, 9);
-        if (c->occupancy >= 0) sqlite3_bind_double(q, 10, c->occupancy); else sqlite3_bind_null(q, 10);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-    }
-    sqlite3_finalize(q);
+    fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
+    if (!cr) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan's verdicts");
+    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i]);
+    fa_status s = fa_store_put_cluster_verdicts(ctx, st, p->run_id, p->plan_id, cr, p->n_clusters);
+    free(cr);
     return s;
 }

@@ -68,8 +68,12 @@ typedef struct fa_cluster {
     uint64_t saved_bytes;      /* intermediate round trips removed + repeated reads removed */
     int saved_launches;        /* kernels removed */
     double recompute_ns;       /* extra work from recomputing a multi-consumer producer */
-    double est_saving_ns;      /* saved_bytes / bandwidth + saved_launches x dispatch - recompute */
+    double est_saving_ns;      /* with a measured baseline: the disappearing members' measured
+                                  medians + their dispatch gaps - the fused kernel's predicted time
+                                  - recompute (fa_fusion_predict, issue 19); without one: saved_bytes
+                                  / bandwidth + saved_launches x dispatch - recompute */
     double est_saving_pct;     /* of the measured iteration */
+    const char *basis;         /* what est_saving_ns rests on, with its figures (arena) */
     /* register/occupancy gate (cuda target; -1 when not compiled) */
     int registers;             /* per thread, from ptxas */
     int spill_bytes;           /* spill stores + loads, bytes */

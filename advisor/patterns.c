@@ -137,17 +137,66 @@ static double gelu_ref(double x, bool tanh_form)
     return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
 }
 
-bool fa_adv_match_gelu(const fa_graph *g, int x, const int *taken, fa_adv_gelu *out)
+void fa_adv_heap_push(fa_adv_heap *h, int v)
+{
+    if (h->n == h->cap) {
+        int nc = h->cap ? 2 * h->cap : 64;
+        int *nv = realloc(h->v, sizeof(int) * (size_t)nc);
+        if (!nv) { h->oom = true; return; }
+        h->v = nv;
+        h->cap = nc;
+    }
+    int i = h->n++;
+    while (i > 0 && h->v[(i - 1) / 2] > v) { h->v[i] = h->v[(i - 1) / 2]; i = (i - 1) / 2; }
+    h->v[i] = v;
+}
+
+int fa_adv_heap_pop(fa_adv_heap *h)
+{
+    int top = h->v[0], v = h->v[--h->n], i = 0;
+    for (;;) {
+        int k = 2 * i + 1;
+        if (k >= h->n) break;
+        if (k + 1 < h->n && h->v[k + 1] < h->v[k]) k++;
+        if (h->v[k] >= v) break;
+        h->v[i] = h->v[k];
+        i = k;
+    }
+    if (h->n > 0) h->v[i] = v;
+    return top;
+}
+
+/* Queue the live consumers of tensor t that come after topological position `after`. */
+static void offer_consumers(const fa_graph *g, const int *pos, int t, int after, fa_adv_heap *h)
+{
+    const int *cons;
+    int nc = fa_graph_consumers(g, t, &cons);
+    for (int k = 0; k < nc; k++)
+        if (pos[cons[k]] > after) fa_adv_heap_push(h, pos[cons[k]]);
+}
+
+bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *taken, fa_adv_gelu *out)
 {
     const fa_tensor *X = g->tensors[x];
     if (X->dtype != FA_DTYPE_FLOAT || X->rank < 0 || (X->flags & FA_TENSOR_GRAPH_OUTPUT)) return false;
     /* closure: nodes reachable from x through allowed ops whose inputs are x, closure outputs or
-     * scalar constants; output shape = x's shape */
+     * scalar constants; output shape = x's shape. Passes in topological order until nothing
+     * joins; only consumers of x and of the closure's outputs can join, so each pass visits
+     * those (a heap of their positions; one that becomes a candidate after the pass's cursor is
+     * visited in the same pass) instead of the whole graph. */
     int S[24], n = 0;
+    fa_adv_heap h = {0};
     bool grew = true;
     while (grew && n < 24) {
         grew = false;
-        for (int p = 0; p < g->n_topo && n < 24; p++) {
+        h.n = 0;
+        offer_consumers(g, pos, x, -1, &h);
+        for (int k = 0; k < n; k++) offer_consumers(g, pos, g->nodes[S[k]]->outputs[0], -1, &h);
+        int cursor = -1;
+        while (h.n > 0 && n < 24) {
+            int p = fa_adv_heap_pop(&h);
+            if (p == cursor) continue; /* queued twice */
+            cursor = p;
             const fa_node *nd = g->nodes[g->topo[p]];
             if (taken && taken[nd->id] >= 0) continue;
             if (!gelu_op(nd->op_type) || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
@@ -172,16 +221,14 @@ bool fa_adv_match_gelu(const fa_graph *g, int x, const int *taken, fa_adv_gelu *
             if (!ok || !linked) continue;
             S[n++] = nd->id;
             grew = true;
+            offer_consumers(g, pos, nd->outputs[0], cursor, &h);
         }
     }
-    if (n < 3) return false;
+    free(h.v);
+    if (h.oom || n < 3) return false;
     /* keep S in topological order */
     int pos_of[24];
-    for (int k = 0; k < n; k++) {
-        pos_of[k] = 0;
-        for (int p = 0; p < g->n_topo; p++)
-            if (g->topo[p] == S[k]) pos_of[k] = p;
-    }
+    for (int k = 0; k < n; k++) pos_of[k] = pos[S[k]];
     for (int i = 1; i < n; i++)
         for (int j = i; j > 0 && pos_of[j] < pos_of[j - 1]; j--) {
             int t = pos_of[j]; pos_of[j] = pos_of[j - 1]; pos_of[j - 1] = t;

@@ -1,17 +1,16 @@
 /* analyzer — placement, edges, chains, overhead from a stored run (see analyzer.h). */
 #include "analyzer.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct tensor_row {
+typedef struct tensor_info {
     const char *name;
     uint64_t bytes;
     int producer;
     bool graph_output;
-} tensor_row;
+} tensor_info;
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -108,8 +107,6 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
     a->arena = fa_arena_create(1 << 16);
     a->run_id = run_id;
     a->ceilings = *ceil;
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
     fa_status s = FA_OK;
     fa_run_info ri;
     s = fa_store_get_run(ctx, st, run_id, a->arena, &ri);
@@ -117,37 +114,27 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
     a->iter_ns = ri.iter_median_ns > 0 ? ri.iter_median_ns : 0;
 
     /* nodes */
-    int cap = 0;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT count(*) FROM nodes WHERE run_id=?1 AND folded=0", -1, &q, NULL));
+    fa_node_row *noderows = NULL;
+    size_t n_nrows = 0;
+    s = fa_store_get_nodes(ctx, st, run_id, true, a->arena, &noderows, &n_nrows);
     if (s) goto fail;
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) cap = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
-    if (cap == 0) {
+    if (n_nrows == 0) {
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld has no graph to analyze (an import without op structure?)",
                          fa_store_path(st), (long long)run_id);
         goto fail;
     }
-    a->nodes = fa_arena_alloc(a->arena, sizeof *a->nodes * (size_t)cap);
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "SELECT node_id, name, op_type, pattern, flops, bytes_read + bytes_written FROM nodes "
-        "WHERE run_id=?1 AND folded=0 ORDER BY node_id", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, run_id);
+    a->nodes = fa_arena_alloc(a->arena, sizeof *a->nodes * n_nrows);
     int max_node = 0;
-    while (sqlite3_step(q) == SQLITE_ROW && a->n_nodes < cap) {
+    for (size_t i = 0; i < n_nrows; i++) {
         fa_an_node *n = &a->nodes[a->n_nodes++];
-        n->id = sqlite3_column_int(q, 0);
-        n->name = fa_arena_strdup(a->arena, (const char *)sqlite3_column_text(q, 1));
-        n->op_type = fa_arena_strdup(a->arena, (const char *)sqlite3_column_text(q, 2));
-        n->pattern = sqlite3_column_type(q, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 3);
-        n->flops = (uint64_t)sqlite3_column_int64(q, 4);
-        n->bytes = (uint64_t)sqlite3_column_int64(q, 5);
+        n->id = noderows[i].id;
+        n->name = noderows[i].name;
+        n->op_type = noderows[i].op_type;
+        n->pattern = noderows[i].pattern;
+        n->flops = noderows[i].flops;
+        n->bytes = noderows[i].bytes;
         if (n->id > max_node) max_node = n->id;
     }
-    sqlite3_finalize(q);
-    q = NULL;
     int *idx = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(max_node + 1));
     for (int i = 0; i <= max_node; i++) idx[i] = -1;
     for (int i = 0; i < a->n_nodes; i++) idx[a->nodes[i].id] = i;
@@ -169,46 +156,33 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
         fa_roofline_place(ceil, a->nodes[i].flops, a->nodes[i].bytes, (uint64_t)a->nodes[i].median_ns, &a->nodes[i].place);
 
     /* tensors */
+    fa_tensor_row *trows = NULL;
+    size_t n_trows = 0;
+    s = fa_store_get_tensors(ctx, st, run_id, a->arena, &trows, &n_trows);
+    if (s) goto fail;
     int max_t = 0;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT max(tensor_id) FROM tensors WHERE run_id=?1", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) max_t = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
-    tensor_row *tens = fa_arena_alloc(a->arena, sizeof *tens * (size_t)(max_t + 1));
+    for (size_t i = 0; i < n_trows; i++)
+        if (trows[i].id > max_t) max_t = trows[i].id;
+    tensor_info *tens = fa_arena_alloc(a->arena, sizeof *tens * (size_t)(max_t + 1));
     for (int i = 0; i <= max_t; i++) tens[i].producer = -1;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "SELECT tensor_id, name, bytes, producer, is_graph_output FROM tensors WHERE run_id=?1", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, run_id);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        int t = sqlite3_column_int(q, 0);
+    for (size_t i = 0; i < n_trows; i++) {
+        int t = trows[i].id;
         if (t < 0 || t > max_t) continue;
-        tens[t].name = fa_arena_strdup(a->arena, (const char *)sqlite3_column_text(q, 1));
-        tens[t].bytes = (uint64_t)sqlite3_column_int64(q, 2);
-        tens[t].producer = sqlite3_column_int(q, 3);
-        tens[t].graph_output = sqlite3_column_int(q, 4) != 0;
+        tens[t].name = trows[i].name;
+        tens[t].bytes = trows[i].bytes;
+        tens[t].producer = trows[i].producer;
+        tens[t].graph_output = trows[i].graph_output;
     }
-    sqlite3_finalize(q);
-    q = NULL;
 
     /* edges: (tensor produced by a live node) -> each live consumer */
-    int n_cons_rows = 0;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, "SELECT count(*) FROM consumers WHERE run_id=?1", -1, &q, NULL));
+    fa_consumer_row *crows = NULL;
+    size_t n_crows = 0;
+    s = fa_store_get_consumers(ctx, st, run_id, a->arena, &crows, &n_crows);
     if (s) goto fail;
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) n_cons_rows = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
-    a->edges = fa_arena_alloc(a->arena, sizeof *a->edges * (size_t)(n_cons_rows + 1));
+    a->edges = fa_arena_alloc(a->arena, sizeof *a->edges * (n_crows + 1));
     int *ncons = fa_arena_alloc(a->arena, sizeof(int) * (size_t)(max_t + 1));
-    s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 ORDER BY tensor_id, node_id", -1, &q, NULL));
-    if (s) goto fail;
-    sqlite3_bind_int64(q, 1, run_id);
-    while (sqlite3_step(q) == SQLITE_ROW) {
-        int t = sqlite3_column_int(q, 0), c = sqlite3_column_int(q, 1);
+    for (size_t i = 0; i < n_crows; i++) {
+        int t = crows[i].tensor, c = crows[i].node;
         if (t < 0 || t > max_t || c < 0 || c > max_node || idx[c] < 0) continue;
         int p = tens[t].producer;
         if (p < 0 || p > max_node || idx[p] < 0) continue;
@@ -222,8 +196,6 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
         e->traffic_bytes = 2 * tens[t].bytes;
         e->graph_output = tens[t].graph_output;
     }
-    sqlite3_finalize(q);
-    q = NULL;
     for (int i = 0; i < a->n_edges; i++) a->edges[i].n_consumers = ncons[a->edges[i].tensor];
 
     /* chains: walk nodes in id order (ONNX and the zoo keep nodes topologically sorted; the
@@ -312,115 +284,59 @@ fa_status fa_analyze_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_cei
     *out = a;
     return FA_OK;
 fail:
-    if (q) sqlite3_finalize(q);
     fa_analysis_free(a);
     return s ? s : fa_ctx_error(ctx, FA_ERR_INTERNAL, "analysis failed");
 }
 
 fa_status fa_analysis_save(fa_ctx *ctx, fa_store *st, const fa_analysis *a)
 {
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    fa_status s = fa_store_begin(ctx, st);
-    if (s) return s;
-    static const char *const del[] = {"DELETE FROM analysis_kernels WHERE run_id=?1", "DELETE FROM analysis_chains WHERE run_id=?1",
-                                      "DELETE FROM analysis_edges WHERE run_id=?1", "DELETE FROM analysis_summary WHERE run_id=?1"};
-    for (size_t i = 0; i < 4 && !s; i++) {
-        s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, del[i], -1, &q, NULL));
-        if (!s) {
-            sqlite3_bind_int64(q, 1, a->run_id);
-            s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        }
-        sqlite3_finalize(q);
-        q = NULL;
+    fa_arena *ar = fa_arena_create(1 << 14);
+    if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    fa_analysis_rows rows = {0};
+    fa_analysis_kernel_row *k = fa_arena_alloc(ar, sizeof *k * (size_t)(a->n_nodes + 1));
+    fa_analysis_chain_row *c = fa_arena_alloc(ar, sizeof *c * (size_t)(a->n_chains + 1));
+    fa_analysis_edge_row *e = fa_arena_alloc(ar, sizeof *e * (size_t)(a->n_edges + 1));
+    if (!k || !c || !e) {
+        fa_arena_free(ar);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     }
     /* analysis_kernels keyed by seq: we store one row per node (seq = node id) */
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO analysis_kernels(run_id, seq, arithmetic_intensity, achieved_gbs, achieved_gflops, roof_pct, bound) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7)", -1, &q, NULL));
-    for (int i = 0; i < a->n_nodes && !s; i++) {
+    for (int i = 0; i < a->n_nodes; i++) {
         const fa_an_node *n = &a->nodes[i];
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, a->run_id);
-        sqlite3_bind_int(q, 2, n->id);
-        sqlite3_bind_double(q, 3, n->place.intensity);
-        sqlite3_bind_double(q, 4, n->place.achieved_gbs);
-        sqlite3_bind_double(q, 5, n->place.achieved_gflops);
-        sqlite3_bind_double(q, 6, n->place.pct_of_roof);
-        sqlite3_bind_text(q, 7, fa_bound_name(n->place.bound), -1, SQLITE_STATIC);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+        k[i] = (fa_analysis_kernel_row){n->id, n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops,
+                                        n->place.pct_of_roof, fa_bound_name(n->place.bound)};
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO analysis_chains(run_id, chain_id, members_json, time_ns, share, intermediate_bytes, launches, max_saving_ns) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
-    for (int i = 0; i < a->n_chains && !s; i++) {
-        const fa_an_chain *c = &a->chains[i];
-        fa_buf b;
-        fa_buf_init(&b);
-        fa_buf_puts(&b, "[");
-        for (int k = 0; k < c->n_members; k++) fa_buf_printf(&b, "%s%d", k ? "," : "", c->members[k]);
-        fa_buf_puts(&b, "]");
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, a->run_id);
-        sqlite3_bind_int(q, 2, i);
-        sqlite3_bind_text(q, 3, b.data, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(q, 4, c->time_ns);
-        sqlite3_bind_double(q, 5, c->share);
-        sqlite3_bind_int64(q, 6, (int64_t)c->intermediate_bytes);
-        sqlite3_bind_int(q, 7, c->launches);
-        sqlite3_bind_int64(q, 8, (int64_t)c->max_saving_ns);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        fa_buf_free(&b);
+    for (int i = 0; i < a->n_chains; i++) {
+        const fa_an_chain *ch = &a->chains[i];
+        c[i] = (fa_analysis_chain_row){.n_members = ch->n_members, .members = ch->members, .time_ns = ch->time_ns,
+                                       .share = ch->share, .intermediate_bytes = ch->intermediate_bytes,
+                                       .launches = ch->launches, .max_saving_ns = (int64_t)ch->max_saving_ns};
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT OR REPLACE INTO analysis_edges(run_id, tensor_id, producer, consumer, bytes_written, bytes_read, other_consumers, is_graph_output) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
-    for (int i = 0; i < a->n_edges && !s; i++) {
-        const fa_an_edge *e = &a->edges[i];
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, a->run_id);
-        sqlite3_bind_int(q, 2, e->tensor);
-        sqlite3_bind_int(q, 3, e->producer);
-        sqlite3_bind_int(q, 4, e->consumer);
-        sqlite3_bind_int64(q, 5, (int64_t)e->tensor_bytes);
-        sqlite3_bind_int64(q, 6, (int64_t)e->tensor_bytes);
-        sqlite3_bind_int(q, 7, e->n_consumers - 1);
-        sqlite3_bind_int(q, 8, e->graph_output);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+    for (int i = 0; i < a->n_edges; i++) {
+        const fa_an_edge *ed = &a->edges[i];
+        e[i] = (fa_analysis_edge_row){ed->tensor, ed->producer, ed->consumer, ed->tensor_bytes, ed->tensor_bytes,
+                                      ed->n_consumers - 1, ed->graph_output};
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    struct { const char *key; double v; const char *unit; } sums[] = {
-        {"iter_ns", (double)a->iter_ns, "ns"},
-        {"gap_ns", (double)a->gap_ns, "ns"},
-        {"launch_share", a->launch_share, "fraction"},
-        {"mem_bound_elementwise_share", a->mem_bound_elementwise_share, "fraction"},
-        {"intermediate_bytes", (double)a->intermediate_bytes, "bytes"},
-        {"fusion_bound_ns", a->fusion_bound_ns, "ns"},
-        {"mem_bw_gbs", a->ceilings.mem_bw_gbs, "GB/s"},
-        {"peak_gflops", a->ceilings.peak_gflops, "GFLOP/s"},
-        {"dispatch_ns", a->ceilings.launch_ns, "ns"},
+    const fa_analysis_summary_row sums[] = {
+        {"iter_ns", (double)a->iter_ns, "ns", a->summary},
+        {"gap_ns", (double)a->gap_ns, "ns", NULL},
+        {"launch_share", a->launch_share, "fraction", NULL},
+        {"mem_bound_elementwise_share", a->mem_bound_elementwise_share, "fraction", NULL},
+        {"intermediate_bytes", (double)a->intermediate_bytes, "bytes", NULL},
+        {"fusion_bound_ns", a->fusion_bound_ns, "ns", NULL},
+        {"mem_bw_gbs", a->ceilings.mem_bw_gbs, "GB/s", NULL},
+        {"peak_gflops", a->ceilings.peak_gflops, "GFLOP/s", NULL},
+        {"dispatch_ns", a->ceilings.launch_ns, "ns", NULL},
     };
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5)", -1, &q, NULL));
-    for (size_t i = 0; i < sizeof sums / sizeof sums[0] && !s; i++) {
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, a->run_id);
-        sqlite3_bind_text(q, 2, sums[i].key, -1, SQLITE_STATIC);
-        sqlite3_bind_double(q, 3, sums[i].v);
-        sqlite3_bind_text(q, 4, sums[i].unit, -1, SQLITE_STATIC);
-        if (i == 0) sqlite3_bind_text(q, 5, a->summary, -1, SQLITE_STATIC);
-        else sqlite3_bind_null(q, 5);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-    }
-    sqlite3_finalize(q);
-    if (s) {
-        fa_store_rollback(st);
-        return s;
-    }
-    return fa_store_commit(ctx, st);
+    rows.kernels = k;
+    rows.n_kernels = (size_t)a->n_nodes;
+    rows.chains = c;
+    rows.n_chains = (size_t)a->n_chains;
+    rows.edges = e;
+    rows.n_edges = (size_t)a->n_edges;
+    rows.summary = sums;
+    rows.n_summary = sizeof sums / sizeof sums[0];
+    fa_status s = fa_store_put_analysis(ctx, st, a->run_id, &rows);
+    fa_arena_free(ar);
+    return s;
 }

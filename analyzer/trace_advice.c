@@ -8,7 +8,6 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2773,17 +2772,6 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
 
 /* ---- JSON (also what the run database keeps: fa_trace_advise_run reads it back) ---- */
 
-static void jstr(fa_buf *b, const char *s)
-{
-    if (!s) {
-        fa_buf_puts(b, "null");
-        return;
-    }
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
 static void jkey(fa_buf *b, const char *k, bool *first)
 {
     fa_buf_puts(b, *first ? "\"" : ",\"");
@@ -2803,7 +2791,7 @@ static void jnum(fa_buf *b, const char *k, double v, bool *first)
 static void jsk(fa_buf *b, const char *k, const char *v, bool *first)
 {
     jkey(b, k, first);
-    jstr(b, v);
+    fa_json_str(b, v);
 }
 
 void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
@@ -2860,14 +2848,14 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         fa_buf_puts(b, "[");
         for (int m = 0; m < o->n; m++) {
             if (m) fa_buf_puts(b, ",");
-            jstr(b, o->members[m]);
+            fa_json_str(b, o->members[m]);
         }
         fa_buf_puts(b, "]");
         jkey(b, "ops", &g);
         fa_buf_puts(b, "[");
         for (int m = 0; m < o->n; m++) {
             if (m) fa_buf_puts(b, ",");
-            jstr(b, o->member_ops[m]);
+            fa_json_str(b, o->member_ops[m]);
         }
         fa_buf_puts(b, "]");
         jkey(b, "member_ns", &g);
@@ -2953,7 +2941,7 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         fa_buf_printf(b, "%s{\"device\":%d,\"stream\":%" PRId64 ",\"kernels\":%d,\"start_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
                          ",\"kernel_ns\":%" PRId64 ",\"launch_ns\":%" PRId64 ",\"first\":",
                       i ? "," : "", r->device, r->stream, r->n_kernels, r->start_ns, r->end_ns, r->kernel_ns, r->launch_ns);
-        jstr(b, r->first_name);
+        fa_json_str(b, r->first_name);
         fa_buf_puts(b, "}");
     }
     fa_buf_puts(b, "]");
@@ -2976,9 +2964,9 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         const fa_ta_gap *g = &a->gaps[i];
         fa_buf_printf(b, "%s{\"device\":%d,\"stream\":%" PRId64 ",\"start_ns\":%" PRIu64 ",\"gap_ns\":%" PRId64 ",\"next_kernel\":",
                       i ? "," : "", g->device, g->stream, g->start_ns, g->gap_ns);
-        jstr(b, g->next_kernel);
+        fa_json_str(b, g->next_kernel);
         fa_buf_puts(b, ",\"cpu_op\":");
-        jstr(b, g->cpu_op);
+        fa_json_str(b, g->cpu_op);
         fa_buf_puts(b, "}");
     }
     fa_buf_puts(b, "]");
@@ -2998,9 +2986,9 @@ void fa_trace_advice_json(const fa_trace_advice *a, fa_buf *b)
         const fa_ta_graph *g = &a->graphs[i];
         fa_buf_printf(b, "%s{\"id\":%d,\"replays\":%" PRId64 ",\"kernels\":%" PRId64 ",\"kernel_ns\":%" PRId64 ",\"launch_op\":",
                       i ? "," : "", g->id, g->replays, g->kernels, g->kernel_ns);
-        jstr(b, g->launch_op);
+        fa_json_str(b, g->launch_op);
         fa_buf_puts(b, ",\"capture_op\":");
-        jstr(b, g->capture_op);
+        fa_json_str(b, g->capture_op);
         fa_buf_puts(b, "}");
     }
     fa_buf_puts(b, "]}");
@@ -3284,43 +3272,25 @@ nomem:
 
 /* ---------------------------------------------------------------- storage ---- */
 
-static fa_status put_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int64_t run_id, const char *key, double v,
-                         const char *unit, const char *text)
-{
-    sqlite3_reset(q);
-    sqlite3_bind_int64(q, 1, run_id);
-    sqlite3_bind_text(q, 2, key, -1, SQLITE_STATIC);
-    sqlite3_bind_double(q, 3, v);
-    sqlite3_bind_text(q, 4, unit, -1, SQLITE_STATIC);
-    sqlite3_bind_text(q, 5, text, -1, SQLITE_TRANSIENT);
-    return FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-}
-
 fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace_advice *a)
 {
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
     fa_buf b;
     fa_buf_init(&b);
-    /* inside the caller's transaction when one is open, else in our own */
-    bool own = sqlite3_get_autocommit(db) != 0;
-    fa_status s = own ? fa_store_begin(ctx, st) : FA_OK;
-    if (s) return s;
-    static const char *const del[] = {"DELETE FROM analysis_summary WHERE run_id=?1 AND key LIKE 'trace.%'",
-                                      "DELETE FROM analysis_chains WHERE run_id=?1"};
-    for (size_t i = 0; i < 2 && !s; i++) {
-        s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db, del[i], -1, &q, NULL));
-        if (!s) {
-            sqlite3_bind_int64(q, 1, run_id);
-            s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        }
-        sqlite3_finalize(q);
-        q = NULL;
-    }
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT OR REPLACE INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5)", -1, &q, NULL));
-#define ROW(key, v, unit) \
-    do { if (!s) s = put_row(ctx, st, q, run_id, key, (double)(v), unit, b.data ? b.data : ""); fa_buf_reset(&b); } while (0)
+    fa_arena *ar = fa_arena_create(1 << 14);
+    enum { MAX_ROWS = 24 };
+    fa_analysis_summary_row rows[MAX_ROWS];
+    int n_rows = 0;
+    fa_status s = ar ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
+    /* one summary row: the sentence in b (copied), then b is reset for the next */
+#define ROW(k, v, u)                                                                                     \
+    do {                                                                                                 \
+        if (!s && n_rows < MAX_ROWS) {                                                                   \
+            const char *text_ = fa_arena_strdup(ar, b.data ? b.data : "");                               \
+            if (!text_) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");   \
+            rows[n_rows++] = (fa_analysis_summary_row){(k), (double)(v), (u), text_};                    \
+        }                                                                                                \
+        fa_buf_reset(&b);                                                                                \
+    } while (0)
     char t1[32], t2[32];
     if (a->cc_major) {
         fa_buf_printf(&b, "Compute capability %d.%d (%s).", a->cc_major, a->cc_minor, a->cc_source);
@@ -3380,61 +3350,42 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
     if (b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
     ROW("trace.advice_json", 1, "json");
 #undef ROW
-    sqlite3_finalize(q);
-    q = NULL;
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT INTO analysis_chains(run_id, chain_id, members_json, time_ns, share, intermediate_bytes, launches, max_saving_ns) "
-        "VALUES (?1,?2,?3,?4,?5,?6,?7,?8)", -1, &q, NULL));
+    fa_analysis_chain_row *chains = ar ? fa_arena_alloc(ar, sizeof *chains * (size_t)(a->n_opps + 1)) : NULL;
+    if (!s && !chains) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
     for (int i = 0; i < a->n_opps && !s; i++) {
         const fa_ta_opportunity *c = &a->opps[i];
-        fa_buf_reset(&b);
-        fa_buf_puts(&b, "[");
-        for (int k = 0; k < c->n; k++) {
-            if (k) fa_buf_puts(&b, ",");
-            jstr(&b, c->members[k]);
-        }
-        fa_buf_puts(&b, "]");
-        sqlite3_reset(q);
-        sqlite3_bind_int64(q, 1, run_id);
-        sqlite3_bind_int(q, 2, i);
-        sqlite3_bind_text(q, 3, b.data, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(q, 4, c->kernel_ns);
-        sqlite3_bind_double(q, 5, a->kernel_ns > 0 ? (double)c->kernel_ns / (double)a->kernel_ns : 0.0);
-        sqlite3_bind_int64(q, 6, c->saved_bytes >= 0 ? (int64_t)(c->saved_bytes * (double)c->count) : 0);
-        sqlite3_bind_int64(q, 7, c->count * c->n);
-        sqlite3_bind_int64(q, 8, (int64_t)c->est.saving_ns);
-        s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
+        chains[i] = (fa_analysis_chain_row){
+            .n_members = c->n,
+            .member_names = (const char *const *)c->members,
+            .time_ns = c->kernel_ns,
+            .share = a->kernel_ns > 0 ? (double)c->kernel_ns / (double)a->kernel_ns : 0.0,
+            .intermediate_bytes = c->saved_bytes >= 0 ? (uint64_t)(c->saved_bytes * (double)c->count) : 0,
+            .launches = (int)(c->count * c->n),
+            .max_saving_ns = (int64_t)c->est.saving_ns,
+        };
     }
-    sqlite3_finalize(q);
+    fa_analysis_rows r = {.summary = rows, .n_summary = (size_t)n_rows, .chains = chains, .n_chains = (size_t)a->n_opps};
+    if (!s) s = fa_store_put_trace_advice(ctx, st, run_id, &r);
     fa_buf_free(&b);
-    if (!own) return s;
-    if (s) {
-        fa_store_rollback(st);
-        return s;
-    }
-    return fa_store_commit(ctx, st);
+    fa_arena_free(ar);
+    return s;
 }
 
 fa_status fa_trace_advise_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_ta_device *dev, fa_trace_advice **out)
 {
     (void)dev;
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "SELECT text FROM analysis_summary WHERE run_id=?1 AND key='trace.advice_json'", -1, &q, NULL));
-    if (s) return s;
-    sqlite3_bind_int64(q, 1, run_id);
-    int rc = sqlite3_step(q);
-    if (rc == SQLITE_ROW && sqlite3_column_type(q, 0) == SQLITE_TEXT) {
-        s = fa_trace_advice_from_json(ctx, (const char *)sqlite3_column_text(q, 0), (size_t)sqlite3_column_bytes(q, 0), out);
+    fa_arena *ar = fa_arena_create(1 << 12);
+    if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory reading the stored trace advice");
+    const char *json = NULL;
+    fa_status s = fa_store_get_summary_text(ctx, st, run_id, "trace.advice_json", ar, &json);
+    if (!s && json) {
+        s = fa_trace_advice_from_json(ctx, json, strlen(json), out);
         if (!s) (*out)->run_id = run_id;
-    } else if (rc == SQLITE_ROW || rc == SQLITE_DONE) {
+    } else if (!s) {
         s = fa_ctx_error(ctx, FA_ERR_INPUT,
                          "run %" PRId64 " holds no trace advice (import it again with this version: `fuse-advise import TRACE`)",
                          run_id);
-    } else {
-        s = FA_SQL_CHECK(ctx, st, rc);
     }
-    sqlite3_finalize(q);
+    fa_arena_free(ar);
     return s;
 }

@@ -143,8 +143,6 @@ void fa_pipeline_result_free(fa_pipeline_result *r);
 fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                           const char *device_name, const fa_pipeline_options *o, fa_pipeline_result **out);
 
-#endif
-
 /* ---- outputs (applier/outputs.c) ---- */
 
 /* What a run measured, for summary.json and the reports. */
@@ -167,3 +165,5 @@ fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char
 /* Per-iteration baseline/fused samples and the plan's cluster results into the run database
  * (benchmarks table; clusters via fa_plan_update). */
 fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r);
+
+#endif

@@ -1,56 +1,44 @@
 /* applier/outputs — plan.json, summary.json, and the apply results in the run database. */
 #include "applier-impl.h"
 
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
-
-static void jstr(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    if (s) fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
-static void jnum(fa_buf *b, double v)
-{
-    if (v != v || v > 1e300 || v < -1e300) fa_buf_puts(b, "null");
-    else fa_buf_printf(b, "%.6g", v);
-}
 
 static void cluster_json(fa_buf *b, const fa_graph *g, const fa_cluster *c)
 {
     fa_buf_printf(b, "{\"id\":%d,\"kind\":", c->id);
-    jstr(b, fa_cluster_kind_name(c->kind));
+    fa_json_str_or_empty(b, fa_cluster_kind_name(c->kind));
     fa_buf_puts(b, ",\"label\":");
-    jstr(b, c->label);
+    fa_json_str_or_empty(b, c->label);
     fa_buf_puts(b, ",\"members\":[");
     for (int m = 0; m < c->n_members; m++) {
         if (m) fa_buf_puts(b, ",");
-        jstr(b, g->nodes[c->members[m]]->name);
+        fa_json_str_or_empty(b, g->nodes[c->members[m]]->name);
     }
     fa_buf_puts(b, "],\"ops\":[");
     for (int m = 0; m < c->n_members; m++) {
         if (m) fa_buf_puts(b, ",");
-        jstr(b, g->nodes[c->members[m]]->op_type);
+        fa_json_str_or_empty(b, g->nodes[c->members[m]]->op_type);
     }
     fa_buf_printf(b, "],\"saved_bytes\":%llu,\"saved_launches\":%d,\"recompute_ns\":", (unsigned long long)c->saved_bytes,
                   c->saved_launches);
-    jnum(b, c->recompute_ns);
+    fa_json_num(b, c->recompute_ns, 6);
     fa_buf_puts(b, ",\"est_saving_ns\":");
-    jnum(b, c->est_saving_ns);
+    fa_json_num(b, c->est_saving_ns, 6);
     fa_buf_puts(b, ",\"est_saving_pct\":");
-    jnum(b, c->est_saving_pct);
+    fa_json_num(b, c->est_saving_pct, 6);
+    fa_buf_puts(b, ",\"basis\":");
+    fa_json_str_or_empty(b, c->basis);
     fa_buf_printf(b, ",\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":", c->registers, c->spill_bytes);
-    jnum(b, c->occupancy);
+    fa_json_num(b, c->occupancy, 6);
     fa_buf_puts(b, ",\"status\":");
-    jstr(b, fa_cluster_status_name(c->status));
+    fa_json_str_or_empty(b, fa_cluster_status_name(c->status));
     fa_buf_puts(b, ",\"reason\":");
-    jstr(b, c->reason);
+    fa_json_str_or_empty(b, c->reason);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
-    jnum(b, c->measured_saving_ns);
+    fa_json_num(b, c->measured_saving_ns, 6);
     fa_buf_puts(b, ",\"max_rel_error\":");
-    jnum(b, c->max_rel_error);
+    fa_json_num(b, c->max_rel_error, 6);
     fa_buf_puts(b, "}");
 }
 
@@ -69,15 +57,15 @@ fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
         const fa_why_not *w = &p->why_not[i];
         if (i) fa_buf_puts(&b, ",\n");
         fa_buf_puts(&b, "{\"producer\":");
-        jstr(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
+        fa_json_str_or_empty(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
         fa_buf_puts(&b, ",\"consumer\":");
-        jstr(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
+        fa_json_str_or_empty(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
         fa_buf_puts(&b, ",\"tensor\":");
-        jstr(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
+        fa_json_str_or_empty(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
         fa_buf_puts(&b, ",\"code\":");
-        jstr(&b, w->code);
+        fa_json_str_or_empty(&b, w->code);
         fa_buf_puts(&b, ",\"reason\":");
-        jstr(&b, w->reason);
+        fa_json_str_or_empty(&b, w->reason);
         fa_buf_puts(&b, "}");
     }
     fa_buf_puts(&b, "]}\n");
@@ -90,11 +78,11 @@ fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
 static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
 {
     fa_buf_printf(b, "\"%s\":{\"median_ns\":", key);
-    jnum(b, s->median_ns);
+    fa_json_num(b, s->median_ns, 6);
     fa_buf_puts(b, ",\"p25_ns\":");
-    jnum(b, s->p25_ns);
+    fa_json_num(b, s->p25_ns, 6);
     fa_buf_puts(b, ",\"p75_ns\":");
-    jnum(b, s->p75_ns);
+    fa_json_num(b, s->p75_ns, 6);
     fa_buf_printf(b, ",\"samples\":%d}", s->n);
 }
 
@@ -104,22 +92,22 @@ fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char
     fa_buf b;
     fa_buf_init(&b);
     fa_buf_puts(&b, "{\"schema\":\"fuse-advise.summary/1\",\"version\":\"" FA_VERSION_STRING "\",\"model\":");
-    jstr(&b, s->model);
+    fa_json_str_or_empty(&b, s->model);
     fa_buf_printf(&b, ",\"run_id\":%lld,\"device\":", (long long)s->run_id);
-    jstr(&b, s->device);
+    fa_json_str_or_empty(&b, s->device);
     fa_buf_printf(&b, ",\"threads\":%d,\"ceilings\":{\"mem_bw_gbs\":", s->threads);
-    jnum(&b, s->mem_bw_gbs);
+    fa_json_num(&b, s->mem_bw_gbs, 6);
     fa_buf_puts(&b, ",\"peak_gflops\":");
-    jnum(&b, s->peak_gflops);
+    fa_json_num(&b, s->peak_gflops, 6);
     fa_buf_puts(&b, ",\"dispatch_ns\":");
-    jnum(&b, s->dispatch_ns);
+    fa_json_num(&b, s->dispatch_ns, 6);
     fa_buf_puts(&b, "},");
     if (r) {
         stats_json(&b, "baseline", &r->baseline);
         fa_buf_puts(&b, ",");
         stats_json(&b, "fused", &r->fused);
         fa_buf_puts(&b, ",\"speedup\":");
-        jnum(&b, r->speedup);
+        fa_json_num(&b, r->speedup, 6);
         fa_buf_printf(&b, ",\"peak_activation_bytes\":{\"baseline\":%llu,\"fused\":%llu}",
                       (unsigned long long)r->peak_bytes_baseline, (unsigned long long)r->peak_bytes_fused);
         fa_buf_printf(&b, ",\"kernels_per_iteration\":{\"baseline\":%d,\"fused\":%d}", r->kernels_baseline, r->kernels_fused);
@@ -129,13 +117,13 @@ fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char
             for (int i = 0; i < s->plan->n_clusters; i++) refused += s->plan->clusters[i].status == FA_CLUSTER_REFUSED;
         fa_buf_printf(&b, "%d}", refused);
         fa_buf_puts(&b, ",\"predicted_saving_ns\":");
-        jnum(&b, r->predicted_saving_ns);
+        fa_json_num(&b, r->predicted_saving_ns, 6);
         fa_buf_puts(&b, ",\"measured_saving_ns\":");
-        jnum(&b, r->measured_saving_ns);
+        fa_json_num(&b, r->measured_saving_ns, 6);
         /* nothing accepted: both sides ran the same model, the difference is measurement noise */
         fa_buf_printf(&b, ",\"measured_saving_is_noise\":%s", r->accepted == 0 ? "true" : "false");
         fa_buf_puts(&b, ",\"e2e_max_rel_error\":");
-        jnum(&b, r->e2e_max_rel_error);
+        fa_json_num(&b, r->e2e_max_rel_error, 6);
     } else {
         fa_buf_puts(&b, "\"baseline\":null,\"fused\":null");
     }
@@ -152,43 +140,19 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
     fa_status s = fa_store_begin(ctx, st);
     if (s) return s;
     s = fa_plan_update(ctx, st, p);
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT OR REPLACE INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) VALUES (?1,?2,?3,-1,?4,?5)",
-        -1, &q, NULL));
-    for (int k = 0; k < 2 && !s; k++) {
-        const double *smp = k ? r->fused_samples : r->baseline_samples;
-        for (int i = 0; i < r->n_samples && !s; i++) {
-            sqlite3_reset(q);
-            sqlite3_bind_int64(q, 1, p->run_id);
-            sqlite3_bind_int(q, 2, p->plan_id);
-            sqlite3_bind_text(q, 3, k ? "fused" : "baseline", -1, SQLITE_STATIC);
-            sqlite3_bind_int(q, 4, i);
-            sqlite3_bind_int64(q, 5, (int64_t)smp[i]);
-            s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-        }
+    /* end-to-end samples, then each benchmarked cluster's unfused and fused samples */
+    if (!s) s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_BASELINE, -1, r->baseline_samples, r->n_samples);
+    if (!s) s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_FUSED, -1, r->fused_samples, r->n_samples);
+    for (int c = 0; c < r->n_cluster_bench && !s; c++) {
+        size_t off = (size_t)c * (size_t)r->n_cluster_samples;
+        s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_CLUSTER_UNFUSED, r->cluster_ids[c],
+                                       r->cluster_unfused + off, r->n_cluster_samples);
+        if (!s)
+            s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_CLUSTER_FUSED, r->cluster_ids[c],
+                                           r->cluster_fused + off, r->n_cluster_samples);
     }
-    sqlite3_finalize(q);
-    q = NULL;
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(db,
-        "INSERT OR REPLACE INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) VALUES (?1,?2,?3,?4,?5,?6)",
-        -1, &q, NULL));
-    for (int c = 0; c < r->n_cluster_bench && !s; c++)
-        for (int k = 0; k < 2 && !s; k++) {
-            const double *smp = (k ? r->cluster_fused : r->cluster_unfused) + (size_t)c * (size_t)r->n_cluster_samples;
-            for (int i = 0; i < r->n_cluster_samples && !s; i++) {
-                sqlite3_reset(q);
-                sqlite3_bind_int64(q, 1, p->run_id);
-                sqlite3_bind_int(q, 2, p->plan_id);
-                sqlite3_bind_text(q, 3, k ? "cluster-fused" : "cluster-unfused", -1, SQLITE_STATIC);
-                sqlite3_bind_int(q, 4, r->cluster_ids[c]);
-                sqlite3_bind_int(q, 5, i);
-                sqlite3_bind_int64(q, 6, (int64_t)smp[i]);
-                s = FA_SQL_CHECK(ctx, st, sqlite3_step(q));
-            }
-        }
-    sqlite3_finalize(q);
+    /* model outputs fused vs unfused, so `report` rebuilds summary.json from the database alone */
+    if (!s) s = fa_store_set_plan_e2e_error(ctx, st, p->run_id, p->plan_id, r->e2e_max_rel_error);
     /* the fused model's trace as its own run, tagged with its baseline run */
     if (!s && r->fused_graph && r->fused_trace) {
         fa_run_info base;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "reports/gate.h"
+#include "gate/gate.h"
 
 static void gen(fa_rng *r, double *out, int n, double center, double sigma, double p_out)
 {

@@ -1,7 +1,6 @@
 /* cli/cmd_advise — `fuse-advise advise [RUN|latest] [--json] ...`: reload the run's model,
  * analyze the run, build the fusion plan, store it, print clusters and the why-not list. */
 #include <inttypes.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +17,6 @@ static const char *k_help =
     "  --target cuda runs the register/occupancy gate (NVRTC) unless --no-gate.\n";
 
 
-static void jstr(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
-    fa_buf_puts(b, "\"");
-}
-
 /* Reload options from the run's recorded command line (--batch, --shape, --no-fold). */
 static void load_opts_from_cmdline(fa_ctx *ctx, char *cmd, fa_cli_model_opts *mo)
 {
@@ -40,27 +32,15 @@ static void load_opts_from_cmdline(fa_ctx *ctx, char *cmd, fa_cli_model_opts *mo
     }
 }
 
-static int count_stored_nodes(fa_store *st, int64_t run_id)
-{
-    sqlite3_stmt *q = NULL;
-    int n = -1;
-    if (sqlite3_prepare_v2(fa_store_db(st), "SELECT count(*) FROM nodes WHERE run_id=?1", -1, &q, NULL) == SQLITE_OK) {
-        sqlite3_bind_int64(q, 1, run_id);
-        if (sqlite3_step(q) == SQLITE_ROW) n = sqlite3_column_int(q, 0);
-    }
-    sqlite3_finalize(q);
-    return n;
-}
-
 static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool json)
 {
     for (int k = 0; k < c->n_members; k++) {
         const fa_node *n = g->nodes[c->members[k]];
         if (json) {
             fa_buf_puts(b, k ? ",{\"node\":" : "{\"node\":");
-            jstr(b, n->name);
+            fa_json_str_or_empty(b, n->name);
             fa_buf_puts(b, ",\"op\":");
-            jstr(b, n->op_type);
+            fa_json_str_or_empty(b, n->op_type);
             fa_buf_printf(b, ",\"id\":%d}", n->id);
         } else {
             fa_buf_printf(b, "%s%s(%s)", k ? " " : "", n->name, n->op_type);
@@ -152,10 +132,12 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_load_options lo = fa_cli_load_options(&mo);
     s = fa_graph_load(ctx, ri.model_path, &lo, &g);
     if (s) goto fail;
-    int stored = count_stored_nodes(st, run_id);
-    if (stored >= 0 && stored != g->n_nodes) {
-        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s loads as %d nodes but run %" PRId64 " stored %d: the model or its load "
-                         "options differ from the run", ri.model_path, g->n_nodes, run_id, stored);
+    int64_t stored = 0;
+    s = fa_store_count_nodes(ctx, st, run_id, &stored);
+    if (s) goto fail;
+    if (stored != g->n_nodes) {
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s loads as %d nodes but run %" PRId64 " stored %" PRId64 ": the model or "
+                         "its load options differ from the run", ri.model_path, g->n_nodes, run_id, stored);
         goto fail;
     }
     s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);
@@ -169,9 +151,9 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     bool cuda = opt.target == FA_TARGET_CUDA;
     if (json) {
         fa_buf_printf(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
-        jstr(&b, ri.model_path);
+        fa_json_str_or_empty(&b, ri.model_path);
         fa_buf_printf(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
-        jstr(&b, opt.arch);
+        fa_json_str_or_empty(&b, opt.arch);
         fa_buf_printf(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
                           "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
                           ",\"clusters\":[",
@@ -180,7 +162,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
-            jstr(&b, cl->label);
+            fa_json_str_or_empty(&b, cl->label);
             fa_buf_puts(&b, ",\"members\":[");
             members_text(g, cl, &b, true);
             fa_buf_printf(&b, "],\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
@@ -188,7 +170,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                           cl->reduce_axis, cl->epsilon);
             for (int k = 0; k < cl->n_post_ops; k++) {
                 fa_buf_puts(&b, k ? ",{\"op\":" : "{\"op\":");
-                jstr(&b, cl->post_ops[k]);
+                fa_json_str_or_empty(&b, cl->post_ops[k]);
                 fa_buf_printf(&b, ",\"operand\":%d}", cl->post_op_inputs[k]);
             }
             fa_buf_printf(&b, "],\"saved_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
@@ -197,22 +179,24 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                           cl->saved_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
                           cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
                           fa_cluster_status_name(cl->status));
-            if (cl->reason) jstr(&b, cl->reason); else fa_buf_puts(&b, "null");
+            if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
+            fa_buf_puts(&b, ",\"basis\":");
+            if (cl->basis) fa_json_str_or_empty(&b, cl->basis); else fa_buf_puts(&b, "null");
             fa_buf_puts(&b, "}");
         }
         fa_buf_puts(&b, "],\"why_not\":[");
         for (int i = 0; i < plan->n_why_not; i++) {
             const fa_why_not *w = &plan->why_not[i];
             fa_buf_printf(&b, "%s{\"producer\":", i ? "," : "");
-            jstr(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
+            fa_json_str_or_empty(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
             fa_buf_puts(&b, ",\"consumer\":");
-            jstr(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
+            fa_json_str_or_empty(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
             fa_buf_puts(&b, ",\"tensor\":");
-            jstr(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
+            fa_json_str_or_empty(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
             fa_buf_puts(&b, ",\"code\":");
-            jstr(&b, w->code);
+            fa_json_str_or_empty(&b, w->code);
             fa_buf_puts(&b, ",\"reason\":");
-            jstr(&b, w->reason);
+            fa_json_str_or_empty(&b, w->reason);
             fa_buf_puts(&b, "}");
         }
         fa_buf_puts(&b, "]}\n");
@@ -231,6 +215,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                                     cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
             fa_buf_puts(&b, "\n     members: ");
             members_text(g, cl, &b, false);
+            if (cl->basis) fa_buf_printf(&b, "\n     basis: %s", cl->basis);
             if (cl->n_post_ops) {
                 fa_buf_puts(&b, "\n     post-ops:");
                 for (int k = 0; k < cl->n_post_ops; k++)

@@ -13,13 +13,6 @@ static const char *k_help =
     "usage: fuse-advise analyze [RUN|latest] [--json] [--db PATH] [--top N]\n"
     "  RUN is a run id from `fuse-advise runs` (default: the latest run).\n";
 
-static void json_str(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
-    fa_buf_puts(b, "\"");
-}
-
 /* Resolve "latest" / an id. latest: the newest run that is not the fused twin of another
  * (a model run, or an imported or traced trace), or with model_only the newest model run. */
 static int resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, bool model_only, int64_t *run_id)
@@ -122,21 +115,21 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
         fa_buf b;
         fa_buf_init(&b);
         fa_buf_printf(&b, "{\"run\":%" PRId64 ",\"model\":", run_id);
-        json_str(&b, ri.model_path);
+        fa_json_str_or_empty(&b, ri.model_path);
         fa_buf_puts(&b, ",\"ceilings\":{\"device_key\":");
-        json_str(&b, c.device_key);
+        fa_json_str_or_empty(&b, c.device_key);
         fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},", c.mem_bw_gbs, c.peak_gflops, c.launch_ns);
         fa_buf_printf(&b, "\"iter_ns\":%" PRId64 ",\"gap_ns\":%" PRId64 ",\"launch_share\":%.4f,\"mem_bound_elementwise_share\":%.4f,"
                           "\"intermediate_bytes\":%" PRIu64 ",\"fusion_bound_ns\":%.0f,\"summary\":",
                       a->iter_ns, a->gap_ns, a->launch_share, a->mem_bound_elementwise_share, a->intermediate_bytes, a->fusion_bound_ns);
-        json_str(&b, a->summary);
+        fa_json_str_or_empty(&b, a->summary);
         fa_buf_puts(&b, ",\"kernels\":[");
         for (int k = 0; k < a->n_nodes; k++) {
             const fa_an_node *n = &a->nodes[order[k]];
             fa_buf_puts(&b, k ? ",{\"node\":" : "{\"node\":");
-            json_str(&b, n->name);
+            fa_json_str_or_empty(&b, n->name);
             fa_buf_puts(&b, ",\"op\":");
-            json_str(&b, n->op_type);
+            fa_json_str_or_empty(&b, n->op_type);
             fa_buf_printf(&b, ",\"node_id\":%d,\"median_ns\":%" PRId64 ",\"flops\":%" PRIu64 ",\"bytes\":%" PRIu64
                               ",\"intensity\":%.4f,\"achieved_gbs\":%.3f,\"achieved_gflops\":%.3f,\"pct_of_roof\":%.2f,\"bound\":\"%s\"}",
                           n->id, n->median_ns, n->flops, n->bytes, n->place.intensity, n->place.achieved_gbs,
@@ -148,12 +141,12 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
             fa_buf_printf(&b, "%s{\"members\":[", k ? "," : "");
             for (int m = 0; m < ch->n_members; m++) {
                 if (m) fa_buf_puts(&b, ",");
-                json_str(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].name);
+                fa_json_str_or_empty(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].name);
             }
             fa_buf_printf(&b, "],\"ops\":[");
             for (int m = 0; m < ch->n_members; m++) {
                 if (m) fa_buf_puts(&b, ",");
-                json_str(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
+                fa_json_str_or_empty(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
             }
             fa_buf_printf(&b, "],\"time_ns\":%" PRId64 ",\"share\":%.4f,\"intermediate_bytes\":%" PRIu64 ",\"max_saving_ns\":%.0f}",
                           ch->time_ns, ch->share, ch->intermediate_bytes, ch->max_saving_ns);

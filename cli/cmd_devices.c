@@ -14,13 +14,6 @@ static const char *k_help =
     "  --measure re-measures. CUDA limits come from the per-compute-capability table\n"
     "  (theoretical without a GPU); --arch selects one (default: all tabled).\n";
 
-static void json_str(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
-    fa_buf_puts(b, "\"");
-}
-
 int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = FA_STORE_DEFAULT_PATH, *arch = NULL, *v;
@@ -65,26 +58,26 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     fa_buf_init(&b);
     if (json) {
         fa_buf_puts(&b, "{\"cpu\":{\"device_key\":");
-        json_str(&b, c.device_key);
+        fa_json_str_or_empty(&b, c.device_key);
         fa_buf_printf(&b, ",\"threads\":%d,\"mem_bw_gbs\":%.3f,\"mem_bw_source\":", c.threads, c.mem_bw_gbs);
-        json_str(&b, c.mem_bw_source);
+        fa_json_str_or_empty(&b, c.mem_bw_source);
         fa_buf_printf(&b, ",\"peak_gflops\":%.3f,\"peak_source\":", c.peak_gflops);
-        json_str(&b, c.peak_source);
+        fa_json_str_or_empty(&b, c.peak_source);
         fa_buf_printf(&b, ",\"dispatch_ns\":%.1f,\"dispatch_source\":", c.launch_ns);
-        json_str(&b, c.launch_source);
+        fa_json_str_or_empty(&b, c.launch_source);
         fa_buf_puts(&b, ",\"cache_levels\":[");
         for (int i = 0; i < c.n_cache_levels; i++)
             fa_buf_printf(&b, "%s{\"name\":\"%s\",\"working_set_bytes\":%llu,\"bandwidth_gbs\":%.3f}", i ? "," : "",
                           c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
         fa_buf_puts(&b, "],\"detail\":");
-        json_str(&b, c.detail);
+        fa_json_str_or_empty(&b, c.detail);
         fa_buf_puts(&b, "},");
         for (int i = 0; i < n_gpu; i++) {
             fa_buf_printf(&b, "\"%s_device\":{\"device_key\":", gt[i]->name);
-            json_str(&b, gc[i].device_key);
+            fa_json_str_or_empty(&b, gc[i].device_key);
             fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc[i].mem_bw_gbs,
                           gc[i].peak_gflops, gc[i].launch_ns);
-            json_str(&b, gc[i].mem_bw_source);
+            fa_json_str_or_empty(&b, gc[i].mem_bw_source);
             fa_buf_puts(&b, "},");
         }
         fa_buf_puts(&b, "\"cuda\":[");
@@ -113,7 +106,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
                           first ? "" : ",", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm, l->regs_per_sm,
                           l->max_regs_per_thread, l->reg_alloc_unit, l->smem_per_sm, l->smem_per_block,
                           l->smem_per_block_optin, l->smem_reserved_per_block);
-            json_str(&b, l->source);
+            fa_json_str_or_empty(&b, l->source);
             fa_buf_puts(&b, "}");
         } else {
             printf("  %-6s %6d %6d %7d %8d %10d %10d %8d\n", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm,

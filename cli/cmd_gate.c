@@ -1,5 +1,5 @@
 /* cli/cmd_gate — `fuse-advise gate`: compare a candidate run with a baseline run and fail the
- * build (exit 3) on a fusion or latency regression. Decision rules: reports/gate.h, docs/ci.md. */
+ * build (exit 3) on a fusion or latency regression. Decision rules: gate/gate.h, docs/ci.md. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "reports/gate.h"
+#include "gate/gate.h"
 #include "store/store.h"
 
 static const char *k_help =

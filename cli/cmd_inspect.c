@@ -30,20 +30,13 @@ static void shapes_of(const fa_graph *g, const fa_node *n, char *buf, size_t cap
     }
 }
 
-static void json_str(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s ? s : "", s ? strlen(s) : 0);
-    fa_buf_puts(b, "\"");
-}
-
 static void json_tensor_list(fa_buf *b, const fa_graph *g, const int *ids, int n)
 {
     fa_buf_puts(b, "[");
     for (int i = 0; i < n; i++) {
         const fa_tensor *t = g->tensors[ids[i]];
         fa_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-        json_str(b, t->name);
+        fa_json_str_or_empty(b, t->name);
         fa_buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", fa_dtype_name(t->dtype));
         for (int d = 0; d < t->rank; d++) fa_buf_printf(b, "%s%" PRId64, d ? "," : "", t->dims[d]);
         fa_buf_puts(b, "]}");
@@ -91,14 +84,14 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
     fa_buf_init(&b);
     if (json) {
         fa_buf_puts(&b, "{\"model\":");
-        json_str(&b, model);
+        fa_json_str_or_empty(&b, model);
         fa_buf_puts(&b, ",\"graph\":");
-        json_str(&b, g->name);
+        fa_json_str_or_empty(&b, g->name);
         fa_buf_printf(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"dim_defaults\":[", fa_graph_opset(g, ""),
                       g->n_folded);
         for (int i = 0; i < g->n_dim_defaults; i++) {
             if (i) fa_buf_puts(&b, ",");
-            json_str(&b, g->dim_defaults[i]);
+            fa_json_str_or_empty(&b, g->dim_defaults[i]);
         }
         fa_buf_puts(&b, "],\"inputs\":");
         json_tensor_list(&b, g, g->inputs, g->n_inputs);
@@ -123,11 +116,11 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         const char *pat = n->op ? fa_pattern_name(n->op->pattern) : "unknown";
         if (json) {
             fa_buf_puts(&b, k ? ",{\"name\":" : "{\"name\":");
-            json_str(&b, n->name);
+            fa_json_str_or_empty(&b, n->name);
             fa_buf_puts(&b, ",\"op\":");
-            json_str(&b, n->op_type);
+            fa_json_str_or_empty(&b, n->op_type);
             fa_buf_printf(&b, ",\"pattern\":\"%s\",\"output_shapes\":", pat);
-            json_str(&b, shp);
+            fa_json_str_or_empty(&b, shp);
             fa_buf_printf(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
                           c.flops, c.bytes_read, c.bytes_written);
         } else {

@@ -15,45 +15,34 @@ static const char *k_help =
     "Lists every run: id, kind, status, start time, model, target, device, timed iterations\n"
     "and the median iteration latency (first kernel start to last kernel end) when known.\n";
 
-static void json_str(fa_buf *b, const char *s)
-{
-    if (!s) {
-        fa_buf_puts(b, "null");
-        return;
-    }
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
 /* One run as a JSON object (also used by `show`). Times: unix epoch ns; latency: ns. */
 void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
 void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
 {
     fa_buf_printf(b, "{\"id\":%" PRId64 ",\"kind\":", r->id);
-    json_str(b, r->kind);
+    fa_json_str(b, r->kind);
     fa_buf_puts(b, ",\"status\":");
-    json_str(b, r->status);
+    fa_json_str(b, r->status);
     fa_buf_puts(b, ",\"error\":");
-    json_str(b, r->error);
+    fa_json_str(b, r->error);
     fa_buf_puts(b, ",\"model_path\":");
-    json_str(b, r->model_path);
+    fa_json_str(b, r->model_path);
     fa_buf_puts(b, ",\"model_sha256\":");
-    json_str(b, r->model_sha256);
+    fa_json_str(b, r->model_sha256);
     fa_buf_puts(b, ",\"target\":");
-    json_str(b, r->target);
+    fa_json_str(b, r->target);
     fa_buf_puts(b, ",\"device_name\":");
-    json_str(b, r->device_name);
+    fa_json_str(b, r->device_name);
     fa_buf_puts(b, ",\"tag\":");
-    json_str(b, r->tag);
+    fa_json_str(b, r->tag);
     fa_buf_puts(b, ",\"dim_defaults\":"); /* symbolic input dims bound to their default */
-    json_str(b, r->dim_defaults);
+    fa_json_str(b, r->dim_defaults);
     fa_buf_puts(b, ",\"command_line\":");
-    json_str(b, r->command_line);
+    fa_json_str(b, r->command_line);
     fa_buf_puts(b, ",\"trace_source\":");
-    json_str(b, r->trace_source);
+    fa_json_str(b, r->trace_source);
     fa_buf_puts(b, ",\"source_sha256\":");
-    json_str(b, r->source_sha256);
+    fa_json_str(b, r->source_sha256);
     fa_buf_printf(b, ",\"threads\":%d,\"iters\":%d,\"warmup\":%d", r->threads, r->iters, r->warmup);
     fa_buf_printf(b, ",\"started_at_ns\":%" PRId64 ",\"ended_at_ns\":", r->started_at_ns);
     if (r->ended_at_ns) fa_buf_printf(b, "%" PRId64, r->ended_at_ns);
@@ -118,7 +107,7 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
     fa_buf_init(&b);
     if (json) {
         fa_buf_puts(&b, "{\"db\":");
-        json_str(&b, db);
+        fa_json_str(&b, db);
         fa_buf_puts(&b, ",\"runs\":[");
         for (size_t i = 0; i < n; i++) {
             if (i) fa_buf_puts(&b, ",");

@@ -20,17 +20,6 @@ static const char *k_help =
 /* Defined in cmd_runs.c: one run as a JSON object. */
 void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
 
-static void json_str(fa_buf *b, const char *s)
-{
-    if (!s) {
-        fa_buf_puts(b, "null");
-        return;
-    }
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
 int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = FA_STORE_DEFAULT_PATH, *run = NULL;
@@ -93,9 +82,9 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
         for (size_t i = 0; i < n; i++) {
             const fa_op_row *o = &rows[i];
             fa_buf_printf(&b, "%s{\"node\":%d,\"node_name\":", i ? "," : "", (int)o->node);
-            json_str(&b, o->node_name);
+            fa_json_str(&b, o->node_name);
             fa_buf_puts(&b, ",\"op_type\":");
-            json_str(&b, o->op_type);
+            fa_json_str(&b, o->op_type);
             fa_buf_printf(&b, ",\"median_ns\":%" PRId64 ",\"share\":%.6f,\"kernels\":%" PRId64 "}", o->median_ns,
                           o->share, o->kernels);
         }

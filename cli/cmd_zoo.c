@@ -18,13 +18,6 @@ static int help(void)
     return 0;
 }
 
-static void json_str(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
 static int list(bool json)
 {
     int n = fa_zoo_count();
@@ -38,13 +31,13 @@ static int list(bool json)
     for (int i = 0; i < n; i++) {
         const fa_zoo_info *z = fa_zoo_at(i);
         fa_buf_puts(&b, i ? ",\n  {\"name\": " : "\n  {\"name\": ");
-        json_str(&b, z->name);
+        fa_json_str_or_empty(&b, z->name);
         fa_buf_puts(&b, ", \"model\": ");
         char ref[128];
         snprintf(ref, sizeof ref, "zoo:%s", z->name);
-        json_str(&b, ref);
+        fa_json_str_or_empty(&b, ref);
         fa_buf_puts(&b, ", \"description\": ");
-        json_str(&b, z->description);
+        fa_json_str_or_empty(&b, z->description);
         fa_buf_printf(&b, ", \"default_seed\": \"0x%016" PRIx64 "\"}", fa_zoo_default_seed(z->name));
     }
     fa_buf_puts(&b, "\n]}\n");
@@ -131,9 +124,9 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, "{\"model\": ");
         char ref[128];
         snprintf(ref, sizeof ref, "zoo:%s", name);
-        json_str(&b, ref);
+        fa_json_str_or_empty(&b, ref);
         fa_buf_puts(&b, ", \"path\": ");
-        json_str(&b, out_path);
+        fa_json_str_or_empty(&b, out_path);
         fa_buf_printf(&b, ", \"batch\": %ld, \"seed\": \"0x%016" PRIx64 "\", \"nodes\": %d, "
                           "\"parameters\": %" PRId64 ", \"initializer_bytes\": %" PRIu64 "}\n",
                       batch, have_seed ? seed : fa_zoo_default_seed(name), g->n_nodes, params,

@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "graph/graph.h"
+#include "runtime/runtime.h"
 
 /* Activity kinds. Stored in the database: only grows at its end. */
 typedef enum fa_activity_kind {
@@ -88,10 +89,7 @@ const char *fa_trace_intern_n(fa_trace *t, const char *s, size_t n);
 /* A zeroed activity with ids set to -1 and occupancy -1. */
 fa_activity fa_activity_init(fa_activity_kind kind);
 
-#endif
-
 /* ---- cpu collector (collector/cpu/) ---- */
-#include "runtime/runtime.h"
 
 /* Progress callback for long collections: done/total iterations (warm-up included). */
 typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total);
@@ -108,3 +106,5 @@ fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup,
  * Same contract as fa_collect_cpu. */
 fa_status fa_collect(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                      fa_progress_fn progress, void *progress_user, fa_trace **out);
+
+#endif

@@ -526,3 +526,24 @@ float fa_rng_normal(fa_rng *r)
     double u2 = (double)(fa_rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
     return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
 }
+
+/* ---- JSON values ---- */
+
+void fa_json_str(fa_buf *b, const char *s)
+{
+    if (!s) {
+        fa_buf_puts(b, "null");
+        return;
+    }
+    fa_buf_puts(b, "\"");
+    fa_escape_json(b, s, strlen(s));
+    fa_buf_puts(b, "\"");
+}
+
+void fa_json_str_or_empty(fa_buf *b, const char *s) { fa_json_str(b, s ? s : ""); }
+
+void fa_json_num(fa_buf *b, double v, int sig_digits)
+{
+    if (v != v || v > 1e300 || v < -1e300) fa_buf_puts(b, "null");
+    else fa_buf_printf(b, "%.*g", sig_digits, v);
+}

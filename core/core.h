@@ -86,6 +86,14 @@ void fa_escape_html(fa_buf *b, const char *s, size_t n);
 void fa_escape_dot(fa_buf *b, const char *s, size_t n);
 void fa_escape_csv(fa_buf *b, const char *s, size_t n);
 
+/* The one JSON value writer (RFC 8259): fa_json_str writes s as a quoted, escaped string, NULL as
+ * null; fa_json_str_or_empty writes NULL as "". fa_json_num writes v with `sig_digits`
+ * significant digits (%.*g), and null for NaN, infinities and |v| > 1e300 (JSON has no
+ * non-finite numbers). */
+void fa_json_str(fa_buf *b, const char *s);
+void fa_json_str_or_empty(fa_buf *b, const char *s);
+void fa_json_num(fa_buf *b, double v, int sig_digits);
+
 /* Checked size arithmetic: return false on overflow, *out untouched then. */
 bool fa_mul_size(size_t a, size_t b, size_t *out);
 bool fa_add_size(size_t a, size_t b, size_t *out);

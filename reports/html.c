@@ -5,6 +5,8 @@
 #include "reports-impl.h"
 
 #include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -529,6 +531,87 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
     fa_buf_puts(b, "</tbody></table></div></section>\n");
 }
 
+/* Calibration per cluster kind (issue 19): over the clusters the applier measured (accepted, no
+ * gain, regression), the median of predicted / measured saving, the share predicted within
+ * +-25% of the measured saving, and the count whose predicted sign is wrong; then the same over
+ * the accepted ones. bench/bench_calibration.sh prints the same figures over many models. */
+static bool calib_measured(const fa_rep_cluster *c)
+{
+    return c->measured_us == c->measured_us && c->est_us == c->est_us &&
+           (!strcmp(c->status, "accepted") || !strcmp(c->status, "rejected-no-gain") ||
+            !strcmp(c->status, "rejected-regression"));
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepted_only, double *tmp)
+{
+    int n = 0, nr = 0, within = 0, wrong = 0;
+    for (int i = 0; i < r->n_clusters; i++) {
+        const fa_rep_cluster *c = &r->clusters[i];
+        if (!calib_measured(c) || (kind && strcmp(c->kind, kind)) || (accepted_only && !c->accepted)) continue;
+        n++;
+        if (c->measured_us != 0) {
+            tmp[nr++] = c->est_us / c->measured_us;
+            if (fabs(c->est_us - c->measured_us) <= 0.25 * fabs(c->measured_us)) within++;
+        }
+        if ((c->est_us > 0) != (c->measured_us > 0)) wrong++;
+    }
+    if (!n) return;
+    qsort(tmp, (size_t)nr, sizeof *tmp, cmp_dbl);
+    double med = nr ? (nr % 2 ? tmp[nr / 2] : 0.5 * (tmp[nr / 2 - 1] + tmp[nr / 2])) : NAN;
+    fa_buf_puts(b, "<tr>");
+    td_text(b, kind ? kind : "all");
+    td_text(b, accepted_only ? "accepted" : "measured");
+    fa_buf_printf(b, "<td class=\"num\">%d</td>", n);
+    td_num(b, med, "%.2f", 1);
+    fa_buf_printf(b, "<td class=\"num\">%.0f%%</td><td class=\"num\">%d (%.0f%%)</td></tr>\n", 100.0 * within / n, wrong,
+                  100.0 * wrong / n);
+}
+
+static void calibration_table(const fa_rep *r, fa_buf *b)
+{
+    int n = 0;
+    for (int i = 0; i < r->n_clusters; i++) n += calib_measured(&r->clusters[i]);
+    fa_buf_puts(b, "<section id=\"calibration\"><h2>Calibration: predicted against measured saving</h2>");
+    if (!n) {
+        fa_buf_puts(b, "<p class=\"na\">No cluster of this run was measured: nothing to calibrate against.</p></section>\n");
+        return;
+    }
+    double *tmp = malloc(sizeof(double) * (size_t)r->n_clusters);
+    if (!tmp) {
+        fa_buf_puts(b, "<p class=\"na\">out of memory</p></section>\n");
+        return;
+    }
+    fa_buf_puts(b, "<p>Per cluster kind, over the clusters whose saving was measured: the median of predicted / "
+                   "measured, the share predicted within \xc2\xb1" "25% of the measured saving, and how many had the "
+                   "wrong sign (a saving predicted, a loss measured, or the reverse). Targets: \xe2\x89\xa5" "80% of "
+                   "accepted clusters within \xc2\xb1" "25%, under 5% with the wrong sign.</p>");
+    fa_buf_puts(b, "<table><thead><tr><th>kind</th><th>clusters</th><th>n</th><th>median predicted / measured</th>"
+                   "<th>within \xc2\xb1" "25%</th><th>wrong sign</th></tr></thead><tbody>");
+    const char *kinds[16];
+    int nk = 0;
+    for (int i = 0; i < r->n_clusters; i++) {
+        const fa_rep_cluster *c = &r->clusters[i];
+        if (!calib_measured(c) || !c->kind) continue;
+        bool seen = false;
+        for (int k = 0; k < nk; k++) seen |= !strcmp(kinds[k], c->kind);
+        if (!seen && nk < 16) kinds[nk++] = c->kind;
+    }
+    for (int k = 0; k < nk; k++) {
+        calib_row(r, b, kinds[k], false, tmp);
+        calib_row(r, b, kinds[k], true, tmp);
+    }
+    calib_row(r, b, NULL, false, tmp);
+    calib_row(r, b, NULL, true, tmp);
+    free(tmp);
+    fa_buf_puts(b, "</tbody></table></section>\n");
+}
+
 static void why_table(const fa_rep *r, fa_buf *b)
 {
     fa_buf_puts(b, "<section id=\"why-not\"><h2>Why not</h2>");
@@ -616,6 +699,7 @@ void fa_rep_html(const fa_rep *r, fa_buf *b)
     roofline(r, b, &pal);
     timeline(r, b, &pal);
     clusters_table(r, b);
+    calibration_table(r, b);
     why_table(r, b);
     ops_table(r, b);
     fa_buf_puts(b, "<section id=\"files\"><h2>Files</h2><p><code>graph.svg</code> / <code>graph.dot</code> (op graph, clusters), "

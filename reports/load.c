@@ -4,23 +4,9 @@
 #include "reports-impl.h"
 
 #include <inttypes.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define CHECK(call) do { s = FA_SQL_CHECK(ctx, st, (call)); if (s) goto out; } while (0)
-
-static const char *col_str(fa_arena *ar, sqlite3_stmt *q, int i)
-{
-    const unsigned char *t = sqlite3_column_text(q, i);
-    return t ? fa_arena_strdup(ar, (const char *)t) : NULL;
-}
-
-static double col_num(sqlite3_stmt *q, int i)
-{
-    return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i);
-}
 
 const char *fa_rep_node_name(const fa_rep *r, int id)
 {
@@ -52,46 +38,43 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Kernel records (kind 0) of a run with their median iteration. */
+/* Kernel records (FA_ACT_KERNEL) of a run with their median iteration. */
 static fa_status load_trace(fa_ctx *ctx, fa_store *st, fa_arena *ar, int64_t run_id, fa_rep_trace *t)
 {
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    fa_status s = FA_OK;
     memset(t, 0, sizeof *t);
     t->median_iter = -1;
-    int64_t n = 0;
-    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM kernels WHERE run_id=?1 AND kind=0", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) n = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
-    if (n == 0) return FA_OK;
-    t->k = fa_arena_alloc(ar, sizeof *t->k * (size_t)n);
-    if (!t->k) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory loading %" PRId64 " kernel records", n);
-    CHECK(sqlite3_prepare_v2(db,
-        "SELECT node, name, op_type, node_name, start_ns, end_ns, flops, bytes_read + bytes_written, iter, stream "
-        "FROM kernels WHERE run_id=?1 AND kind=0 ORDER BY seq", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    int rc;
+    fa_trace *tr = NULL;
+    fa_status s = fa_store_load_trace(ctx, st, run_id, &tr);
+    if (s) return s;
+    size_t n = 0;
+    for (size_t i = 0; i < tr->n_acts; i++) n += tr->acts[i].kind == FA_ACT_KERNEL;
+    if (n == 0) {
+        fa_trace_free(tr);
+        return FA_OK;
+    }
+    t->k = fa_arena_alloc(ar, sizeof *t->k * n);
+    if (!t->k) {
+        fa_trace_free(tr);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory loading %zu kernel records", n);
+    }
     bool any_timed = false;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && t->n < n) {
+    for (size_t i = 0; i < tr->n_acts; i++) {
+        const fa_activity *a = &tr->acts[i];
+        if (a->kind != FA_ACT_KERNEL) continue;
         fa_rep_kernel *k = &t->k[t->n++];
-        k->node = sqlite3_column_int(q, 0);
-        k->name = col_str(ar, q, 1);
-        k->op_type = col_str(ar, q, 2);
-        k->node_name = col_str(ar, q, 3);
-        k->start_ns = sqlite3_column_int64(q, 4);
-        k->end_ns = sqlite3_column_int64(q, 5);
-        k->flops = (uint64_t)sqlite3_column_int64(q, 6);
-        k->bytes = (uint64_t)sqlite3_column_int64(q, 7);
-        k->iter = sqlite3_column_int(q, 8);
-        k->stream = sqlite3_column_int64(q, 9);
+        k->node = a->node;
+        k->name = a->name ? fa_arena_strdup(ar, a->name) : NULL;
+        k->op_type = a->op_type ? fa_arena_strdup(ar, a->op_type) : NULL;
+        k->node_name = a->node_name ? fa_arena_strdup(ar, a->node_name) : NULL;
+        k->start_ns = (int64_t)a->start_ns;
+        k->end_ns = (int64_t)a->end_ns;
+        k->flops = a->flops;
+        k->bytes = a->bytes_read + a->bytes_written;
+        k->iter = a->iter;
+        k->stream = a->stream;
         if (k->iter >= 0) any_timed = true;
     }
-    CHECK(rc == SQLITE_ROW ? SQLITE_OK : rc);
-    sqlite3_finalize(q);
-    q = NULL;
+    fa_trace_free(tr);
     /* A trace whose records all have iter -1 (imports) is one iteration (as store's op table). */
     int max_iter = -1;
     for (int i = 0; i < t->n; i++) {
@@ -129,122 +112,27 @@ static fa_status load_trace(fa_ctx *ctx, fa_store *st, fa_arena *ar, int64_t run
     t->median_iter = (int)sorted[2 * mid + 1];
     t->kernels_in_median = cnt[t->median_iter];
     return FA_OK;
-out:
-    if (q) sqlite3_finalize(q);
-    return s;
-}
-
-/* "[1,2,3]" -> ints in the arena. */
-static int parse_ints(fa_arena *ar, const char *json, int **out)
-{
-    int n = 0, cap = 0;
-    *out = NULL;
-    if (!json) return 0;
-    for (const char *p = json; *p; p++) cap += *p == ',';
-    cap += 1;
-    int *v = fa_arena_alloc(ar, sizeof(int) * (size_t)cap);
-    if (!v) return 0;
-    const char *p = json;
-    while (*p) {
-        if ((*p >= '0' && *p <= '9') || *p == '-') {
-            char *end;
-            long x = strtol(p, &end, 10);
-            if (n < cap) v[n++] = (int)x;
-            p = end;
-        } else p++;
-    }
-    *out = v;
-    return n;
-}
-
-/* Label of cluster `id` from plans.options_json ({"clusters":[{"id":N,"label":"...",...}]}). */
-static const char *find_label(fa_arena *ar, const char *opts, int id)
-{
-    if (!opts) return NULL;
-    char key[48];
-    snprintf(key, sizeof key, "{\"id\":%d,\"label\":\"", id);
-    const char *p = strstr(opts, key);
-    if (!p) return NULL;
-    p += strlen(key);
-    fa_buf b;
-    fa_buf_init(&b);
-    while (*p && *p != '"') {
-        if (*p == '\\' && p[1]) {
-            p++;
-            char c = *p == 'n' ? '\n' : *p == 't' ? '\t' : *p == 'r' ? '\r' : *p;
-            if (*p == 'u') { c = '?'; p += strlen(p) >= 5 ? 4 : 0; }
-            fa_buf_append(&b, &c, 1);
-            p++;
-        } else fa_buf_append(&b, p++, 1);
-    }
-    const char *r = b.data ? fa_arena_strdup(ar, b.data) : fa_arena_strdup(ar, "");
-    fa_buf_free(&b);
-    return r;
-}
-
-static void stats_of(fa_arena *ar, const int64_t *v, int n, fa_sample_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    if (n <= 0) return;
-    double *d = fa_arena_alloc(ar, sizeof(double) * (size_t)n);
-    if (!d) return;
-    for (int i = 0; i < n; i++) d[i] = (double)v[i];
-    fa_sample_stats_of(d, n, out);
 }
 
 static fa_status load_benchmarks(fa_ctx *ctx, fa_store *st, fa_rep *r)
 {
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
-    fa_status s = FA_OK;
-    int cap = 1024, n = 0;
-    int64_t *v = malloc(sizeof(int64_t) * (size_t)cap);
-    char cur_subject[32] = "";
-    int cur_cluster = -2;
-    if (!v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    CHECK(sqlite3_prepare_v2(db,
-        "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND (plan_id=?2 OR ?2=0) "
-        "ORDER BY subject, cluster_id, plan_id DESC, iter", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, r->run_id);
-    sqlite3_bind_int(q, 2, r->plan_id);
-    for (;;) {
-        int rc = sqlite3_step(q);
-        const char *subj = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(q, 0) : NULL;
-        int cid = rc == SQLITE_ROW ? sqlite3_column_int(q, 1) : -3;
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) CHECK(rc);
-        if (!subj || strcmp(subj, cur_subject) || cid != cur_cluster) {
-            /* flush the previous group */
-            if (n > 0) {
-                fa_sample_stats *dst = NULL;
-                if (cur_cluster < 0) {
-                    if (!strcmp(cur_subject, "baseline")) dst = &r->bench_base;
-                    else if (!strcmp(cur_subject, "fused")) dst = &r->bench_fused;
-                } else {
-                    for (int i = 0; i < r->n_clusters; i++)
-                        if (r->clusters[i].id == cur_cluster) {
-                            if (!strcmp(cur_subject, "cluster-unfused")) dst = &r->clusters[i].unfused;
-                            else if (!strcmp(cur_subject, "cluster-fused")) dst = &r->clusters[i].fused;
-                        }
+    fa_bench_series *v = NULL;
+    size_t n = 0;
+    fa_status s = fa_store_get_bench_series(ctx, st, r->run_id, r->plan_id, r->ar, &v, &n);
+    if (s) return s;
+    for (size_t i = 0; i < n; i++) {
+        fa_sample_stats *dst = NULL;
+        if (v[i].subject == FA_BENCH_BASELINE && v[i].cluster_id < 0) dst = &r->bench_base;
+        else if (v[i].subject == FA_BENCH_FUSED && v[i].cluster_id < 0) dst = &r->bench_fused;
+        else if (v[i].cluster_id >= 0)
+            for (int c = 0; c < r->n_clusters; c++)
+                if (r->clusters[c].id == v[i].cluster_id) {
+                    if (v[i].subject == FA_BENCH_CLUSTER_UNFUSED) dst = &r->clusters[c].unfused;
+                    else if (v[i].subject == FA_BENCH_CLUSTER_FUSED) dst = &r->clusters[c].fused;
                 }
-                if (dst) stats_of(r->ar, v, n, dst);
-            }
-            n = 0;
-            if (!subj) break;
-            snprintf(cur_subject, sizeof cur_subject, "%s", subj);
-            cur_cluster = cid;
-        }
-        if (n == cap) {
-            int64_t *nv = realloc(v, sizeof(int64_t) * (size_t)cap * 2);
-            if (!nv) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
-            v = nv;
-            cap *= 2;
-        }
-        v[n++] = sqlite3_column_int64(q, 2);
+        if (dst) fa_sample_stats_of(v[i].samples_ns, v[i].n, dst);
     }
-out:
-    if (q) sqlite3_finalize(q);
-    free(v);
-    return s;
+    return FA_OK;
 }
 
 /* Sum FLOPs, external traffic and member time of each cluster (roofline arrow origin). */
@@ -288,26 +176,26 @@ static void cluster_points(fa_rep *r, const int *edge_all_p, const int *edge_all
  * "<anchor>__fused" (epilogues), "<anchor>__bnfold" (BN folds) — applier/fused_graph.c. */
 static fa_status fused_points(fa_ctx *ctx, fa_store *st, fa_rep *r)
 {
-    fa_status s = FA_OK;
-    sqlite3_stmt *q = NULL;
+    fa_node_row *fn = NULL; /* the fused run's nodes, looked up by name */
+    size_t n_fn = 0;
     if (r->have_fused_run) {
-        CHECK(sqlite3_prepare_v2(fa_store_db(st), "SELECT node_id FROM nodes WHERE run_id=?1 AND name=?2", -1, &q, NULL));
+        fa_status s = fa_store_get_nodes(ctx, st, r->fused_run_id, false, r->ar, &fn, &n_fn);
+        if (s) return s;
     }
     for (int ci = 0; ci < r->n_clusters; ci++) {
         fa_rep_cluster *c = &r->clusters[ci];
         c->fused_ns = NAN;
         if (!c->accepted) continue;
-        if (q) {
+        if (fn) {
             for (int m = -1; m < c->n_members && !c->fused_name; m++) {
                 for (int suf = 0; suf < 2 && !c->fused_name; suf++) {
                     char name[1200];
                     if (m < 0) { if (suf) break; snprintf(name, sizeof name, "fused_c%d", c->id); }
                     else snprintf(name, sizeof name, "%s%s", fa_rep_node_name(r, c->members[m]), suf ? "__bnfold" : "__fused");
-                    sqlite3_reset(q);
-                    sqlite3_bind_int64(q, 1, r->fused_run_id);
-                    sqlite3_bind_text(q, 2, name, -1, SQLITE_TRANSIENT);
-                    if (sqlite3_step(q) != SQLITE_ROW) continue;
-                    int nid = sqlite3_column_int(q, 0);
+                    int nid = -1;
+                    for (size_t i = 0; i < n_fn && nid < 0; i++)
+                        if (fn[i].name && !strcmp(fn[i].name, name)) nid = fn[i].id;
+                    if (nid < 0) continue;
                     for (size_t i = 0; i < r->n_fused_ops; i++)
                         if (r->fused_ops[i].node == nid && r->fused_ops[i].median_ns > 0) {
                             c->fused_ns = (double)r->fused_ops[i].median_ns;
@@ -327,9 +215,7 @@ static fa_status fused_points(fa_ctx *ctx, fa_store *st, fa_rep *r)
             c->fused_source = "unfused time - measured saving";
         }
     }
-out:
-    if (q) sqlite3_finalize(q);
-    return s;
+    return FA_OK;
 }
 
 static fa_status load_ceilings(fa_ctx *ctx, fa_store *st, fa_rep *r)
@@ -376,99 +262,76 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     r->ar = fa_arena_create(1 << 16);
     if (!r->ar) { free(r); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
     r->run_id = run_id;
-    sqlite3 *db = fa_store_db(st);
-    sqlite3_stmt *q = NULL;
     int *ep = NULL, *ec = NULL, *et = NULL;
     int n_all = 0;
     fa_status s = fa_store_get_run(ctx, st, run_id, r->ar, &r->run);
     if (s) goto out;
 
-    /* nodes */
-    CHECK(sqlite3_prepare_v2(db, "SELECT coalesce(max(node_id),-1) FROM nodes WHERE run_id=?1", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) r->n_nodes = sqlite3_column_int(q, 0) + 1;
-    sqlite3_finalize(q);
-    q = NULL;
+    /* nodes, indexed by id */
+    fa_node_row *nrows = NULL;
+    size_t n_nrows = 0;
+    s = fa_store_get_nodes(ctx, st, run_id, false, r->ar, &nrows, &n_nrows);
+    if (s) goto out;
+    for (size_t i = 0; i < n_nrows; i++)
+        if (nrows[i].id + 1 > r->n_nodes) r->n_nodes = nrows[i].id + 1;
     r->nodes = fa_arena_alloc(r->ar, sizeof *r->nodes * (size_t)(r->n_nodes + 1));
     if (!r->nodes) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
     for (int i = 0; i < r->n_nodes; i++) { r->nodes[i].median_ns = -1; r->nodes[i].cluster = -1; r->nodes[i].pattern = -1; }
-    CHECK(sqlite3_prepare_v2(db,
-        "SELECT node_id, name, op_type, pattern, folded, flops, bytes_read + bytes_written FROM nodes WHERE run_id=?1",
-        -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int id = sqlite3_column_int(q, 0);
+    for (size_t i = 0; i < n_nrows; i++) {
+        int id = nrows[i].id;
         if (id < 0 || id >= r->n_nodes) continue;
         fa_rep_node *n = &r->nodes[id];
-        n->name = col_str(r->ar, q, 1);
-        n->op_type = col_str(r->ar, q, 2);
-        n->pattern = sqlite3_column_type(q, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 3);
-        n->folded = sqlite3_column_int(q, 4) != 0;
-        n->flops = (uint64_t)sqlite3_column_int64(q, 5);
-        n->bytes = (uint64_t)sqlite3_column_int64(q, 6);
-        if (!n->name) n->name = "";
+        n->name = nrows[i].name ? nrows[i].name : "";
+        n->op_type = nrows[i].op_type;
+        n->pattern = nrows[i].pattern;
+        n->folded = nrows[i].folded;
+        n->flops = nrows[i].flops;
+        n->bytes = nrows[i].bytes;
         if (!n->folded) r->n_live++;
     }
-    CHECK(rc);
-    sqlite3_finalize(q);
-    q = NULL;
 
-    /* tensors */
-    CHECK(sqlite3_prepare_v2(db, "SELECT coalesce(max(tensor_id),-1) FROM tensors WHERE run_id=?1", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) r->n_tensors = sqlite3_column_int(q, 0) + 1;
-    sqlite3_finalize(q);
-    q = NULL;
+    /* tensors, indexed by id */
+    fa_tensor_row *trows = NULL;
+    size_t n_trows = 0;
+    s = fa_store_get_tensors(ctx, st, run_id, r->ar, &trows, &n_trows);
+    if (s) goto out;
+    for (size_t i = 0; i < n_trows; i++)
+        if (trows[i].id + 1 > r->n_tensors) r->n_tensors = trows[i].id + 1;
     r->tensors = fa_arena_alloc(r->ar, sizeof *r->tensors * (size_t)(r->n_tensors + 1));
     if (!r->tensors) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
     for (int i = 0; i < r->n_tensors; i++) { r->tensors[i].producer = -1; r->tensors[i].name = ""; }
-    CHECK(sqlite3_prepare_v2(db, "SELECT tensor_id, name, bytes, producer, flags FROM tensors WHERE run_id=?1", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int id = sqlite3_column_int(q, 0);
+    for (size_t i = 0; i < n_trows; i++) {
+        int id = trows[i].id;
         if (id < 0 || id >= r->n_tensors) continue;
         fa_rep_tensor *t = &r->tensors[id];
-        t->name = col_str(r->ar, q, 1);
-        if (!t->name) t->name = "";
-        t->bytes = (uint64_t)sqlite3_column_int64(q, 2);
-        t->producer = sqlite3_column_int(q, 3);
-        t->flags = (unsigned)sqlite3_column_int(q, 4);
+        t->name = trows[i].name ? trows[i].name : "";
+        t->bytes = trows[i].bytes;
+        t->producer = trows[i].producer;
+        t->flags = trows[i].flags;
     }
-    CHECK(rc);
-    sqlite3_finalize(q);
-    q = NULL;
 
     /* consumers: every (tensor, consumer); graph edges are those with a producer */
-    int64_t n_cons = 0;
-    CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM consumers WHERE run_id=?1", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) n_cons = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
-    ep = malloc(sizeof(int) * (size_t)(n_cons + 1));
-    ec = malloc(sizeof(int) * (size_t)(n_cons + 1));
-    et = malloc(sizeof(int) * (size_t)(n_cons + 1));
-    r->edges = fa_arena_alloc(r->ar, sizeof *r->edges * (size_t)(n_cons + 1));
+    fa_consumer_row *crows = NULL;
+    size_t n_cons = 0;
+    s = fa_store_get_consumers(ctx, st, run_id, r->ar, &crows, &n_cons);
+    if (s) goto out;
+    ep = malloc(sizeof(int) * (n_cons + 1));
+    ec = malloc(sizeof(int) * (n_cons + 1));
+    et = malloc(sizeof(int) * (n_cons + 1));
+    r->edges = fa_arena_alloc(r->ar, sizeof *r->edges * (n_cons + 1));
     if (!ep || !ec || !et || !r->edges) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
-    CHECK(sqlite3_prepare_v2(db,
-        "SELECT t.producer, e.node_id, e.tensor_id, t.bytes FROM consumers e JOIN tensors t USING (run_id, tensor_id) "
-        "WHERE e.run_id=?1 ORDER BY e.tensor_id, e.node_id, e.input_index", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n_all < n_cons) {
-        int p = sqlite3_column_int(q, 0), c = sqlite3_column_int(q, 1), t = sqlite3_column_int(q, 2);
+    for (size_t i = 0; i < n_cons; i++) {
+        int c = crows[i].node, t = crows[i].tensor;
+        int p = t >= 0 && t < r->n_tensors ? r->tensors[t].producer : -1;
         ep[n_all] = p; ec[n_all] = c; et[n_all] = t;
         n_all++;
-        /* one graph edge per (producer, consumer, tensor) even when read at two slots */
-        if (p >= 0 && !(r->n_edges > 0 && r->edges[r->n_edges - 1].tensor == t && r->edges[r->n_edges - 1].consumer == c)) {
+        /* one graph edge per (producer, consumer, tensor): the rows are distinct pairs */
+        if (p >= 0) {
             fa_rep_edge *e = &r->edges[r->n_edges++];
             e->producer = p; e->consumer = c; e->tensor = t;
-            e->bytes = (uint64_t)sqlite3_column_int64(q, 3);
+            e->bytes = r->tensors[t].bytes;
         }
     }
-    CHECK(rc == SQLITE_ROW ? SQLITE_OK : rc);
-    sqlite3_finalize(q);
-    q = NULL;
 
     /* per-op table */
     s = fa_store_op_table(ctx, st, run_id, r->ar, &r->ops, &r->n_ops, &r->n_iters);
@@ -492,40 +355,16 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     }
 
     /* analysis */
-    CHECK(sqlite3_prepare_v2(db,
-        "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + (SELECT count(*) FROM analysis_summary WHERE run_id=?1 AND key <> 'e2e_max_rel_error')",
-        -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) r->have_analysis = sqlite3_column_int64(q, 0) > 0;
-    sqlite3_finalize(q);
-    q = NULL;
-    if (r->have_analysis) {
-        fa_buf b;
-        fa_buf_init(&b);
-        CHECK(sqlite3_prepare_v2(db, "SELECT text FROM analysis_summary WHERE run_id=?1 AND text IS NOT NULL AND key <> 'e2e_max_rel_error' ORDER BY key", -1, &q, NULL));
-        sqlite3_bind_int64(q, 1, run_id);
-        while (sqlite3_step(q) == SQLITE_ROW) {
-            if (b.len) fa_buf_puts(&b, "\n");
-            fa_buf_puts(&b, (const char *)sqlite3_column_text(q, 0));
-        }
-        sqlite3_finalize(q);
-        q = NULL;
-        if (b.len) r->analysis_text = fa_arena_strdup(r->ar, b.data);
-        fa_buf_free(&b);
-    }
+    s = fa_store_get_analysis_text(ctx, st, run_id, r->ar, &r->have_analysis, &r->analysis_text);
+    if (s) goto out;
 
     /* traces */
     s = load_trace(ctx, st, r->ar, run_id, &r->base);
     if (s) goto out;
-    {
-        char tag[64];
-        snprintf(tag, sizeof tag, "fused-of:%" PRId64, run_id);
-        CHECK(sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE kind='fused' AND tag=?1 AND status<>'failed' ORDER BY id DESC LIMIT 1", -1, &q, NULL));
-        sqlite3_bind_text(q, 1, tag, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(q) == SQLITE_ROW) { r->fused_run_id = sqlite3_column_int64(q, 0); r->have_fused_run = true; }
-        sqlite3_finalize(q);
-        q = NULL;
-    }
+    s = fa_store_get_fused_run(ctx, st, run_id, false, &r->fused_run_id);
+    if (s) goto out;
+    r->have_fused_run = r->fused_run_id >= 0;
+    if (!r->have_fused_run) r->fused_run_id = 0;
     if (r->have_fused_run) {
         s = fa_store_get_run(ctx, st, r->fused_run_id, r->ar, &r->fused_run);
         if (!s) s = load_trace(ctx, st, r->ar, r->fused_run_id, &r->fused);
@@ -535,51 +374,36 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     }
 
     /* newest plan */
-    const char *opts = NULL;
-    CHECK(sqlite3_prepare_v2(db, "SELECT plan_id, plan_hash, options_json FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1",
-                             -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) {
-        r->plan_id = sqlite3_column_int(q, 0);
-        r->plan_hash = col_str(r->ar, q, 1);
-        opts = col_str(r->ar, q, 2);
-    }
-    sqlite3_finalize(q);
-    q = NULL;
+    fa_plan_row plan = {0};
+    fa_cluster_row *crs = NULL;
+    fa_why_not_row *wrs = NULL;
+    int n_crs = 0, n_wrs = 0;
+    s = fa_store_get_latest_plan(ctx, st, run_id, r->ar, &r->plan_id, &plan, &crs, &n_crs, &wrs, &n_wrs);
+    if (s) goto out;
     if (r->plan_id > 0) {
-        int64_t nc = 0;
-        CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM clusters WHERE run_id=?1 AND plan_id=?2", -1, &q, NULL));
-        sqlite3_bind_int64(q, 1, run_id);
-        sqlite3_bind_int(q, 2, r->plan_id);
-        if (sqlite3_step(q) == SQLITE_ROW) nc = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-        q = NULL;
-        r->clusters = fa_arena_alloc(r->ar, sizeof *r->clusters * (size_t)(nc + 1));
-        if (!r->clusters) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
-        CHECK(sqlite3_prepare_v2(db,
-            "SELECT cluster_id, kind, members_json, saved_bytes, saved_launches, est_saving_us, est_saving_pct, registers, "
-            "spill_bytes, occupancy, status, reason, measured_saving_us, max_rel_error FROM clusters "
-            "WHERE run_id=?1 AND plan_id=?2 ORDER BY est_saving_us DESC, cluster_id", -1, &q, NULL));
-        sqlite3_bind_int64(q, 1, run_id);
-        sqlite3_bind_int(q, 2, r->plan_id);
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW && r->n_clusters < nc) {
+        r->plan_hash = plan.plan_hash;
+        r->clusters = fa_arena_alloc(r->ar, sizeof *r->clusters * (size_t)(n_crs + 1));
+        r->why = fa_arena_alloc(r->ar, sizeof *r->why * (size_t)(n_wrs + 1));
+        if (!r->clusters || !r->why) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
+        for (int i = 0; i < n_crs; i++) {
+            const fa_cluster_row *cr = &crs[i];
             fa_rep_cluster *c = &r->clusters[r->n_clusters];
-            c->id = sqlite3_column_int(q, 0);
-            c->kind = col_str(r->ar, q, 1);
-            c->n_members = parse_ints(r->ar, (const char *)sqlite3_column_text(q, 2), &c->members);
-            c->saved_bytes = sqlite3_column_int64(q, 3);
-            c->saved_launches = sqlite3_column_int(q, 4);
-            c->est_us = col_num(q, 5);
-            c->est_pct = col_num(q, 6);
-            c->registers = sqlite3_column_type(q, 7) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 7);
-            c->spill_bytes = sqlite3_column_type(q, 8) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 8);
-            c->occupancy = col_num(q, 9);
-            c->status = col_str(r->ar, q, 10);
-            if (!c->status) c->status = "proposed";
-            c->reason = col_str(r->ar, q, 11);
-            c->measured_us = col_num(q, 12);
-            c->max_rel_error = col_num(q, 13);
-            c->label = find_label(r->ar, opts, c->id);
+            c->id = cr->id;
+            c->kind = cr->kind;
+            c->n_members = cr->n_members;
+            c->members = (int *)cr->members;
+            c->saved_bytes = (int64_t)cr->saved_bytes;
+            c->saved_launches = cr->saved_launches;
+            c->est_us = cr->est_saving_ns / 1e3;
+            c->est_pct = cr->est_saving_pct;
+            c->registers = cr->registers;
+            c->spill_bytes = cr->spill_bytes;
+            c->occupancy = cr->occupancy;
+            c->status = cr->status ? cr->status : "proposed";
+            c->reason = cr->reason;
+            c->measured_us = cr->measured_saving_ns / 1e3;
+            c->max_rel_error = cr->max_rel_error;
+            c->label = cr->label;
             c->accepted = !strcmp(c->status, "accepted");
             if (c->accepted) r->n_accepted++;
             else if (!strcmp(c->status, "refused")) r->n_refused++;
@@ -590,51 +414,23 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
                     if (c->members[m] >= 0 && c->members[m] < r->n_nodes) r->nodes[c->members[m]].cluster = r->n_clusters;
             r->n_clusters++;
         }
-        CHECK(rc == SQLITE_ROW ? SQLITE_OK : rc);
-        sqlite3_finalize(q);
-        q = NULL;
-
-        int64_t nw = 0;
-        CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM why_not WHERE run_id=?1 AND plan_id=?2", -1, &q, NULL));
-        sqlite3_bind_int64(q, 1, run_id);
-        sqlite3_bind_int(q, 2, r->plan_id);
-        if (sqlite3_step(q) == SQLITE_ROW) nw = sqlite3_column_int64(q, 0);
-        sqlite3_finalize(q);
-        q = NULL;
-        r->why = fa_arena_alloc(r->ar, sizeof *r->why * (size_t)(nw + 1));
-        if (!r->why) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
-        CHECK(sqlite3_prepare_v2(db,
-            "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND plan_id=?2 ORDER BY seq",
-            -1, &q, NULL));
-        sqlite3_bind_int64(q, 1, run_id);
-        sqlite3_bind_int(q, 2, r->plan_id);
-        while ((rc = sqlite3_step(q)) == SQLITE_ROW && r->n_why < nw) {
+        for (int i = 0; i < n_wrs; i++) {
             fa_rep_why *w = &r->why[r->n_why++];
-            w->producer = sqlite3_column_int(q, 0);
-            w->consumer = sqlite3_column_int(q, 1);
-            w->tensor = sqlite3_column_int(q, 2);
-            w->code = col_str(r->ar, q, 3);
-            w->reason = col_str(r->ar, q, 4);
+            w->producer = wrs[i].producer;
+            w->consumer = wrs[i].consumer;
+            w->tensor = wrs[i].tensor;
+            w->code = wrs[i].code;
+            w->reason = wrs[i].reason;
         }
-        CHECK(rc == SQLITE_ROW ? SQLITE_OK : rc);
-        sqlite3_finalize(q);
-        q = NULL;
     }
-    r->e2e_max_rel_error = NAN;
-    CHECK(sqlite3_prepare_v2(db,
-        "SELECT value FROM analysis_summary WHERE key='e2e_max_rel_error' AND value IS NOT NULL AND run_id IN (?1, ?2) "
-        "ORDER BY run_id = ?1 DESC LIMIT 1", -1, &q, NULL));
-    sqlite3_bind_int64(q, 1, run_id);
-    sqlite3_bind_int64(q, 2, r->have_fused_run ? r->fused_run_id : run_id);
-    if (sqlite3_step(q) == SQLITE_ROW) r->e2e_max_rel_error = sqlite3_column_double(q, 0);
-    sqlite3_finalize(q);
-    q = NULL;
+    /* measured by the applier, stored on the plan (schema v4); NAN when not applied */
+    s = fa_store_get_e2e_error(ctx, st, run_id, &r->e2e_max_rel_error);
+    if (s) goto out;
     s = load_benchmarks(ctx, st, r);
     if (s) goto out;
     cluster_points(r, ep, ec, et, n_all);
     s = fused_points(ctx, st, r);
 out:
-    if (q) sqlite3_finalize(q);
     free(ep);
     free(ec);
     free(et);

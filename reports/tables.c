@@ -6,29 +6,15 @@
 #include <stdio.h>
 #include <string.h>
 
-static void jstr(fa_buf *b, const char *s)
-{
-    if (!s) { fa_buf_puts(b, "null"); return; }
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
-static void jnum(fa_buf *b, double v)
-{
-    if (v != v || v > 1e300 || v < -1e300) fa_buf_puts(b, "null");
-    else fa_buf_printf(b, "%.6g", v);
-}
-
 static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
 {
     if (s->n <= 0) { fa_buf_printf(b, "\"%s\":null", key); return; }
     fa_buf_printf(b, "\"%s\":{\"median_ns\":", key);
-    jnum(b, s->median_ns);
+    fa_json_num(b, s->median_ns, 6);
     fa_buf_puts(b, ",\"p25_ns\":");
-    jnum(b, s->p25_ns);
+    fa_json_num(b, s->p25_ns, 6);
     fa_buf_puts(b, ",\"p75_ns\":");
-    jnum(b, s->p75_ns);
+    fa_json_num(b, s->p75_ns, 6);
     fa_buf_printf(b, ",\"samples\":%d}", s->n);
 }
 
@@ -63,25 +49,25 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     const char *bsrc, *fsrc;
     fa_sample_stats bs = baseline_stats(r, &bsrc), fs = fused_stats(r, &fsrc);
     fa_buf_puts(b, "{\"schema\":\"fuse-advise.summary/1\",\"version\":\"" FA_VERSION_STRING "\",\"model\":");
-    jstr(b, r->run.model_path);
+    fa_json_str(b, r->run.model_path);
     fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"device\":", r->run_id);
-    jstr(b, r->run.device_name);
+    fa_json_str(b, r->run.device_name);
     fa_buf_printf(b, ",\"threads\":%d,\"ceilings\":", r->run.threads);
     if (r->have_ceil) {
         fa_buf_puts(b, "{\"mem_bw_gbs\":");
-        jnum(b, r->ceil.mem_bw_gbs);
+        fa_json_num(b, r->ceil.mem_bw_gbs, 6);
         fa_buf_puts(b, ",\"peak_gflops\":");
-        jnum(b, r->ceil.peak_gflops);
+        fa_json_num(b, r->ceil.peak_gflops, 6);
         fa_buf_puts(b, ",\"dispatch_ns\":");
-        jnum(b, r->ceil.launch_ns > 0 ? r->ceil.launch_ns : NAN);
+        fa_json_num(b, r->ceil.launch_ns > 0 ? r->ceil.launch_ns : NAN, 6);
         fa_buf_puts(b, ",\"device_key\":");
-        jstr(b, r->ceil_key);
+        fa_json_str(b, r->ceil_key);
         fa_buf_puts(b, ",\"source\":{\"mem_bw_gbs\":");
-        jstr(b, r->ceil.mem_bw_source);
+        fa_json_str(b, r->ceil.mem_bw_source);
         fa_buf_puts(b, ",\"peak_gflops\":");
-        jstr(b, r->ceil.peak_source);
+        fa_json_str(b, r->ceil.peak_source);
         fa_buf_puts(b, ",\"dispatch_ns\":");
-        jstr(b, r->ceil.launch_source);
+        fa_json_str(b, r->ceil.launch_source);
         fa_buf_puts(b, "}}");
     } else {
         fa_buf_puts(b, "{\"mem_bw_gbs\":null,\"peak_gflops\":null,\"dispatch_ns\":null,\"device_key\":null,\"source\":null}");
@@ -91,11 +77,11 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     fa_buf_puts(b, ",");
     stats_json(b, "fused", &fs);
     fa_buf_puts(b, ",\"baseline_source\":");
-    jstr(b, bsrc);
+    fa_json_str(b, bsrc);
     fa_buf_puts(b, ",\"fused_source\":");
-    jstr(b, fsrc);
+    fa_json_str(b, fsrc);
     fa_buf_puts(b, ",\"speedup\":");
-    jnum(b, bs.n && fs.n && fs.median_ns > 0 ? bs.median_ns / fs.median_ns : NAN);
+    fa_json_num(b, bs.n && fs.n && fs.median_ns > 0 ? bs.median_ns / fs.median_ns : NAN, 6);
     fa_buf_puts(b, ",\"peak_activation_bytes\":{\"baseline\":");
     if (r->run.peak_activation_bytes) fa_buf_printf(b, "%" PRIu64, r->run.peak_activation_bytes);
     else fa_buf_puts(b, "null");
@@ -123,13 +109,13 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     (void)meas_sum;
     (void)any_meas;
     fa_buf_puts(b, ",\"predicted_saving_ns\":");
-    jnum(b, r->plan_id > 0 ? pred : NAN);
+    fa_json_num(b, r->plan_id > 0 ? pred : NAN, 6);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
-    jnum(b, bs.n && fs.n ? bs.median_ns - fs.median_ns : NAN);
+    fa_json_num(b, bs.n && fs.n ? bs.median_ns - fs.median_ns : NAN, 6);
     fa_buf_puts(b, ",\"e2e_max_rel_error\":");
-    jnum(b, r->e2e_max_rel_error);
+    fa_json_num(b, r->e2e_max_rel_error, 6);
     fa_buf_puts(b, ",\"plan_hash\":");
-    jstr(b, r->plan_hash);
+    fa_json_str(b, r->plan_hash);
     fa_buf_printf(b, ",\"fused_run_id\":");
     if (r->have_fused_run) fa_buf_printf(b, "%" PRId64, r->fused_run_id);
     else fa_buf_puts(b, "null");

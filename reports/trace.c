@@ -7,18 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-static void jstr(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    if (s) fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
 static void meta(fa_buf *b, bool *first, const char *what, int pid, int64_t tid, const char *name)
 {
     fa_buf_printf(b, "%s{\"ph\":\"M\",\"name\":\"%s\",\"pid\":%d,\"tid\":%" PRId64 ",\"args\":{\"name\":", *first ? "" : ",\n",
                   what, pid, tid);
-    jstr(b, name);
+    fa_json_str_or_empty(b, name);
     fa_buf_puts(b, "}}");
     *first = false;
 }
@@ -72,16 +65,16 @@ static void one_run(fa_buf *b, bool *first, int pid, const char *label, int64_t 
         if (si == n_streams) si = n_streams - 1;
         const char *nm = k->node_name ? k->node_name : k->name;
         fa_buf_puts(b, ",\n{\"ph\":\"X\",\"name\":");
-        jstr(b, nm ? nm : "kernel");
+        fa_json_str_or_empty(b, nm ? nm : "kernel");
         fa_buf_puts(b, ",\"cat\":");
-        jstr(b, k->op_type ? k->op_type : "kernel");
+        fa_json_str_or_empty(b, k->op_type ? k->op_type : "kernel");
         fa_buf_printf(b, ",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"args\":{\"node\":", pid, si + 1,
                       (k->start_ns - t0) / 1e3, (k->end_ns - k->start_ns) / 1e3);
-        jstr(b, k->node_name);
+        fa_json_str_or_empty(b, k->node_name);
         fa_buf_printf(b, ",\"node_id\":%d,\"op\":", k->node);
-        jstr(b, k->op_type);
+        fa_json_str_or_empty(b, k->op_type);
         fa_buf_puts(b, ",\"kernel\":");
-        jstr(b, k->name);
+        fa_json_str_or_empty(b, k->name);
         fa_buf_printf(b, ",\"bytes\":%" PRIu64 ",\"flops\":%" PRIu64 ",\"iter\":%d}}", k->bytes, k->flops, k->iter);
     }
 }
@@ -90,9 +83,9 @@ void fa_rep_trace_json(const fa_rep *r, fa_buf *b)
 {
     bool first = true;
     fa_buf_puts(b, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"model\":");
-    jstr(b, r->run.model_path);
+    fa_json_str_or_empty(b, r->run.model_path);
     fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"device\":", r->run_id);
-    jstr(b, r->run.device_name);
+    fa_json_str_or_empty(b, r->run.device_name);
     fa_buf_puts(b, "},\"traceEvents\":[\n");
     one_run(b, &first, 1, "baseline", r->run_id, &r->base);
     if (r->have_fused_run) one_run(b, &first, 2, "fused", r->fused_run_id, &r->fused);

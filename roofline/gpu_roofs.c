@@ -73,7 +73,13 @@ void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gf
     double floor_total = in->floor_ns > 0 ? in->floor_ns * occ : 0;
     double fused;
     const char *basis;
-    if (in->read_bytes >= 0 && in->write_bytes >= 0 && mem_gbs > 0) {
+    if (in->anchor_ns > 0) {
+        /* the anchor kernel stays (measured); the absorbed ops add their extra traffic and FLOPs */
+        double t_mem = in->read_bytes > 0 && mem_gbs > 0 ? (in->read_bytes + (in->write_bytes > 0 ? in->write_bytes : 0)) / mem_gbs : 0;
+        double t_cmp = in->flops > 0 && peak_gflops > 0 ? in->flops / peak_gflops : 0;
+        fused = in->anchor_ns * occ + t_mem + t_cmp;
+        basis = "the anchor's measured median plus the absorbed ops' extra operand traffic and FLOPs on the roofs";
+    } else if (in->read_bytes >= 0 && in->write_bytes >= 0 && mem_gbs > 0) {
         double t_mem = (in->read_bytes + in->write_bytes) / mem_gbs; /* GB/s = bytes per ns */
         double t_cmp = in->flops > 0 && peak_gflops > 0 ? in->flops / peak_gflops : 0; /* GFLOP/s = FLOP per ns */
         fused = t_mem;
@@ -93,11 +99,13 @@ void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gf
         basis = "bytes unknown (no Input Dims): the fused kernel is taken to last as long as the slowest member";
     }
     double total = in->member_ns + in->gaps_ns;
-    double saving = total - fused;
+    double net = total - fused - (in->recompute_ns > 0 ? in->recompute_ns : 0);
+    double saving = net;
     if (saving < 0) saving = 0;
     if (saving > total) saving = total;
     out->fused_ns = fused;
     out->saving_ns = saving;
+    out->net_ns = net;
     out->basis = basis;
 }
 

@@ -158,15 +158,27 @@ typedef struct fa_fusion_input {
     double floor_ns;            /* per occurrence, the shortest a real kernel here takes (the
                                    fastest member's median): the fused kernel is not faster */
     double longest_member_ns;   /* per occurrence, the slowest member (when bytes are unknown) */
+    double anchor_ns;           /* per occurrence, > 0: the fused kernel is this measured kernel
+                                   (a Conv/Gemm that stays) extended by the absorbed ops, so
+                                   fused = anchor_ns + their extra traffic and FLOPs on the roofs
+                                   (read_bytes/write_bytes/flops are then the extra only); member_ns
+                                   then includes the anchor's measured time. 0: a new kernel */
+    double recompute_ns;        /* all occurrences: extra work the fusion adds (a multi-consumer
+                                   producer recomputed); subtracted from the saving */
 } fa_fusion_input;
 
 typedef struct fa_fusion_estimate {
     double fused_ns;            /* predicted time of the fused kernel, all occurrences */
-    double saving_ns;           /* member_ns + gaps_ns - fused_ns, clamped to [0, member_ns + gaps_ns] */
+    double saving_ns;           /* member_ns + gaps_ns - fused_ns - recompute_ns, clamped to
+                                   [0, member_ns + gaps_ns] (what a trace can at most give back) */
+    double net_ns;              /* the same, unclamped: negative when the fusion loses (the
+                                   advisor refuses those) */
     const char *basis;          /* what the prediction rests on (static string) */
 } fa_fusion_estimate;
 
-/* Predict a fusion: saving = measured member time - predicted fused time + measured gaps removed.
+/* Predict a fusion: saving = measured member time - predicted fused time + measured gaps removed
+ * - recompute. The one cost model of the project: trace advice (imported traces) and the ONNX
+ * advisor (its own measured baseline run, issue 19) both call it.
  * The fused kernel's time is its traffic on the memory roof (external inputs read once, outputs
  * written once: bytes / mem_gbs, GB/s = bytes per ns), or its FLOPs on the compute roof when
  * that is longer (Williams et al., "Roofline", CACM 2009), never under floor_ns per occurrence.
@@ -175,7 +187,15 @@ typedef struct fa_fusion_estimate {
  * estimate; basis says from what. */
 void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gflops, fa_fusion_estimate *out);
 
-/* Place one kernel: Williams, Waterman, Patterson, "Roofline", CACM 2009. bound = latency when
+/* The memory roof for a kernel that moves `working_set` bytes: the bandwidth of the smallest
+ * measured cache level whose sweep working set holds it (a cache-resident roof), else the
+ * main-memory bandwidth (mem_bw_gbs). GB/s; 0 when nothing is measured. */
+double fa_roofline_mem_roof(const fa_ceilings *c, double working_set);
+
+/* Place one kernel: Williams, Waterman, Patterson, "Roofline", CACM 2009. The memory roof is
+ * fa_roofline_mem_roof(c, bytes): a kernel whose bytes fit a measured cache level is placed
+ * against that level's bandwidth (so cache-resident kernels do not show > 100% of DRAM's roof);
+ * pct_of_roof is against that roof. bound = latency when
  * duration < 2 x launch_ns (the fixed per-launch cost is at least half of it); otherwise memory
  * when intensity < ridge point (peak / bandwidth), else compute. */
 void fa_roofline_place(const fa_ceilings *c, uint64_t flops, uint64_t bytes, uint64_t duration_ns,

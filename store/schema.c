@@ -251,8 +251,14 @@ static const char *const migration_1_to_2 =
  * --shape/--batch named them ("batch=1,seq=1"; NULL when none). */
 static const char *const migration_2_to_3 = "ALTER TABLE runs ADD COLUMN dim_defaults TEXT;\n";
 
+/* Version 4: the end-to-end error of an applied plan (model outputs, fused vs unfused: max
+ * |a-b| / max(|b|, 1e-12)), so `report` rebuilds summary.json from the database alone; NULL
+ * when the plan was not applied end to end. */
+static const char *const migration_3_to_4 = "ALTER TABLE plans ADD COLUMN e2e_max_rel_error REAL;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
     migration_2_to_3,
+    migration_3_to_4,
 };

@@ -41,7 +41,7 @@ fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call
 }
 
 /* Check a sqlite3_step result; the message names the statement's SQL. */
-static fa_status step_check(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int rc, const char *file, int line)
+fa_status fa_sq_step_check(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int rc, const char *file, int line)
 {
     if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return FA_OK;
     const char *sql = q ? sqlite3_sql(q) : NULL;
@@ -50,9 +50,8 @@ static fa_status step_check(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int rc, 
     snprintf(call, sizeof call, "sqlite3_step(\"%.120s%s\")", sql, strlen(sql) > 120 ? "..." : "");
     return fa_store_sql_check(ctx, st, rc, call, file, line);
 }
-#define STEP_CHECK(ctx, st, q, rc) step_check((ctx), (st), (q), (rc), __FILE__, __LINE__)
 
-static fa_status require_writable(fa_ctx *ctx, fa_store *st, const char *what)
+fa_status fa_sq_require_writable(fa_ctx *ctx, fa_store *st, const char *what)
 {
     if (!st->readonly) return FA_OK;
     return fa_ctx_error(ctx, FA_ERR_IO,
@@ -62,7 +61,7 @@ static fa_status require_writable(fa_ctx *ctx, fa_store *st, const char *what)
 
 /* ---- small helpers ---- */
 
-static int64_t unix_now_ns(void)
+int64_t fa_sq_unix_now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -98,47 +97,39 @@ static void host_name(char *buf, size_t n)
 }
 
 /* Run one or more SQL statements without results. */
-static fa_status exec_sql(fa_ctx *ctx, fa_store *st, const char *sql)
+fa_status fa_sq_exec_sql(fa_ctx *ctx, fa_store *st, const char *sql)
 {
     return FA_SQL_CHECK(ctx, st, sqlite3_exec(st->db, sql, NULL, NULL, NULL));
 }
 
-static fa_status prepare(fa_ctx *ctx, fa_store *st, const char *sql, sqlite3_stmt **out)
+fa_status fa_sq_prepare(fa_ctx *ctx, fa_store *st, const char *sql, sqlite3_stmt **out)
 {
     *out = NULL;
     return FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(st->db, sql, -1, out, NULL));
 }
 
-/* Binder: binds in order and keeps the first failing rc, checked once per row. */
-typedef struct binder {
-    sqlite3_stmt *s;
-    int i;  /* next parameter index (1-based) */
-    int rc; /* first failure */
-} binder;
-
-static void b_start(binder *b, sqlite3_stmt *s)
+fa_status fa_sq_prepare_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, sqlite3_stmt **q, binder *b)
 {
-    b->s = s;
-    b->i = 1;
-    b->rc = sqlite3_reset(s);
-}
-static void b_i64(binder *b, int64_t v)
-{
-    int rc = sqlite3_bind_int64(b->s, b->i++, v);
-    if (b->rc == SQLITE_OK) b->rc = rc;
-}
-static void b_dbl(binder *b, double v)
-{
-    int rc = sqlite3_bind_double(b->s, b->i++, v);
-    if (b->rc == SQLITE_OK) b->rc = rc;
-}
-static void b_txt(binder *b, const char *v)
-{
-    int rc = v ? sqlite3_bind_text(b->s, b->i++, v, -1, SQLITE_STATIC) : sqlite3_bind_null(b->s, b->i++);
-    if (b->rc == SQLITE_OK) b->rc = rc;
+    fa_status s = fa_sq_prepare(ctx, st, sql, q);
+    if (s) return s;
+    b_start(b, *q);
+    b_i64(b, run_id);
+    return FA_OK;
 }
 
-static const char *col_str(sqlite3_stmt *s, int col, fa_arena *arena)
+bool fa_sq_grow(fa_arena *arena, void **v, size_t n, size_t *cap, size_t size)
+{
+    if (n < *cap) return true;
+    size_t nc = *cap ? *cap * 2 : 64;
+    void *p = fa_arena_alloc(arena, nc * size);
+    if (!p) return false;
+    if (n) memcpy(p, *v, n * size);
+    *v = p;
+    *cap = nc;
+    return true;
+}
+
+const char *fa_sq_col_str(sqlite3_stmt *s, int col, fa_arena *arena)
 {
     const unsigned char *t = sqlite3_column_text(s, col);
     if (!t) return NULL;
@@ -146,10 +137,10 @@ static const char *col_str(sqlite3_stmt *s, int col, fa_arena *arena)
 }
 
 /* Read one integer of a single-row query. */
-static fa_status query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out)
+fa_status fa_sq_query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st, sql, &q);
+    fa_status s = fa_sq_prepare(ctx, st, sql, &q);
     if (s) return s;
     int rc = sqlite3_step(q);
     s = STEP_CHECK(ctx, st, q, rc);
@@ -162,18 +153,18 @@ static fa_status query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *
 
 /* Start a write unit: BEGIN IMMEDIATE when no transaction is open (takes the write lock at
  * once so the busy timeout applies), a SAVEPOINT inside the caller's transaction. */
-static fa_status tx_open(fa_ctx *ctx, fa_store *st, bool *own)
+fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own)
 {
     *own = sqlite3_get_autocommit(st->db) != 0;
-    return exec_sql(ctx, st, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT fa_write");
+    return fa_sq_exec_sql(ctx, st, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT fa_write");
 }
 
 /* Finish a write unit: commit/release on s == FA_OK, otherwise undo it. Returns s, or the
  * commit's failure. */
-static fa_status tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s)
+fa_status fa_sq_tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s)
 {
     if (s == FA_OK) {
-        s = exec_sql(ctx, st, own ? "COMMIT" : "RELEASE fa_write");
+        s = fa_sq_exec_sql(ctx, st, own ? "COMMIT" : "RELEASE fa_write");
         if (s == FA_OK) return FA_OK;
     }
     if (own) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
@@ -183,12 +174,12 @@ static fa_status tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s)
 
 fa_status fa_store_begin(fa_ctx *ctx, fa_store *st)
 {
-    fa_status s = require_writable(ctx, st, "start a transaction");
+    fa_status s = fa_sq_require_writable(ctx, st, "start a transaction");
     if (s) return s;
     if (st->explicit_tx || !sqlite3_get_autocommit(st->db))
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: fa_store_begin inside an open transaction",
                             st->path);
-    s = exec_sql(ctx, st, "BEGIN IMMEDIATE");
+    s = fa_sq_exec_sql(ctx, st, "BEGIN IMMEDIATE");
     if (!s) st->explicit_tx = true;
     return s;
 }
@@ -198,7 +189,7 @@ fa_status fa_store_commit(fa_ctx *ctx, fa_store *st)
     if (!st->explicit_tx)
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: fa_store_commit without fa_store_begin",
                             st->path);
-    fa_status s = exec_sql(ctx, st, "COMMIT");
+    fa_status s = fa_sq_exec_sql(ctx, st, "COMMIT");
     if (s) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
     st->explicit_tx = false;
     return s;
@@ -218,11 +209,11 @@ static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
     if (from < 0 || from > FA_STORE_SCHEMA_VERSION)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no migration from schema version %lld", st->path, (long long)from);
     for (int64_t v = from; v < FA_STORE_SCHEMA_VERSION; v++) {
-        fa_status s = exec_sql(ctx, st, "BEGIN IMMEDIATE");
+        fa_status s = fa_sq_exec_sql(ctx, st, "BEGIN IMMEDIATE");
         if (s) return fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
         /* Another process may have migrated while we waited for the lock. */
         int64_t now;
-        s = query_i64(ctx, st, "PRAGMA user_version", &now);
+        s = fa_sq_query_i64(ctx, st, "PRAGMA user_version", &now);
         if (!s && now > v) {
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
             if (now > FA_STORE_SCHEMA_VERSION)
@@ -236,13 +227,13 @@ static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
             return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: schema version went back to %lld while migrating", st->path,
                                 (long long)now);
         }
-        if (!s) s = exec_sql(ctx, st, fa_store_migrations[v]);
+        if (!s) s = fa_sq_exec_sql(ctx, st, fa_store_migrations[v]);
         if (!s) {
             char sql[64];
             snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)v + 1);
-            s = exec_sql(ctx, st, sql);
+            s = fa_sq_exec_sql(ctx, st, sql);
         }
-        if (!s) s = exec_sql(ctx, st, "COMMIT");
+        if (!s) s = fa_sq_exec_sql(ctx, st, "COMMIT");
         if (s) {
             sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
             return fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
@@ -259,7 +250,7 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
                                    bool only_running)
 {
     sqlite3_stmt *q = NULL;
-    fa_status s = prepare(ctx, st,
+    fa_status s = fa_sq_prepare(ctx, st,
                           only_running ? "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = coalesce(ended_at_ns, ?4) "
                                          "WHERE id = ?1 AND status = 'running'"
                                        : "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = ?4 WHERE id = ?1",
@@ -270,7 +261,7 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         b_i64(&b, run_id);
         b_txt(&b, status);
         b_txt(&b, error);
-        b_i64(&b, unix_now_ns());
+        b_i64(&b, fa_sq_unix_now_ns());
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
@@ -280,7 +271,7 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
     char why[160]; /* bound SQLITE_STATIC: must outlive the step below */
     snprintf(why, sizeof why, "its baseline run %lld failed", (long long)run_id);
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     ok ? "UPDATE runs SET status = 'ok', error = NULL, ended_at_ns = coalesce(ended_at_ns, ?2) "
                          "WHERE kind = 'fused' AND tag = 'fused-of:' || ?1 AND status = 'running'"
                        : "UPDATE runs SET status = 'failed', error = ?3, ended_at_ns = coalesce(ended_at_ns, ?2) "
@@ -290,7 +281,7 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         binder b;
         b_start(&b, q);
         b_i64(&b, run_id);
-        b_i64(&b, unix_now_ns());
+        b_i64(&b, fa_sq_unix_now_ns());
         if (!ok) b_txt(&b, why);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
@@ -305,7 +296,7 @@ static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
     char host[256];
     host_name(host, sizeof host);
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st, "SELECT id, pid, host, pid_start_ticks FROM runs WHERE status = 'running'", &q);
+    fa_status s = fa_sq_prepare(ctx, st, "SELECT id, pid, host, pid_start_ticks FROM runs WHERE status = 'running'", &q);
     if (s) return s;
     int64_t dead[256];
     int n_dead = 0;
@@ -327,12 +318,12 @@ static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
     sqlite3_finalize(q);
     if (s || n_dead == 0) return s;
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     /* whatever stage the process was in (baseline, analysis, plan, apply, outputs, import
      * advice): the run never finished, and its fused twins fail with it */
     for (int i = 0; !s && i < n_dead; i++) s = finish_with_twins(ctx, st, dead[i], "failed", "process died", true);
-    return tx_close(ctx, st, own, s);
+    return fa_sq_tx_close(ctx, st, own, s);
 }
 
 /* user_version is a signed 32-bit header field any program can set: a negative one would index
@@ -459,9 +450,9 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
 
     /* Version check first: reading the header changes nothing in the file. */
     int64_t version = 0, app_id = 0, n_objects = 0;
-    if (!s) s = query_i64(ctx, st, "PRAGMA user_version", &version);
-    if (!s) s = query_i64(ctx, st, "PRAGMA application_id", &app_id);
-    if (!s) s = query_i64(ctx, st, "SELECT count(*) FROM sqlite_schema", &n_objects);
+    if (!s) s = fa_sq_query_i64(ctx, st, "PRAGMA user_version", &version);
+    if (!s) s = fa_sq_query_i64(ctx, st, "PRAGMA application_id", &app_id);
+    if (!s) s = fa_sq_query_i64(ctx, st, "SELECT count(*) FROM sqlite_schema", &n_objects);
     if (!s) s = version_known(ctx, path, version);
     if (!s && (app_id != 0 || version > 0 || n_objects > 0) && app_id != FA_STORE_APPLICATION_ID)
         s = fa_ctx_error(ctx, FA_ERR_INPUT,
@@ -474,15 +465,15 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
                          "file is read-only; open it once with write permission",
                          path, (long long)version, FA_STORE_SCHEMA_VERSION);
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, NULL));
-    if (!s) s = exec_sql(ctx, st, "PRAGMA foreign_keys = ON");
+    if (!s) s = fa_sq_exec_sql(ctx, st, "PRAGMA foreign_keys = ON");
     if (!s && !readonly && n_objects == 0)
         /* A new file: 16 KiB pages (must precede WAL). Measured with bench_store: about 15%
          * less CPU per kernel row than the 4 KiB default, rows being ~200 bytes. */
-        s = exec_sql(ctx, st, "PRAGMA page_size = 16384");
+        s = fa_sq_exec_sql(ctx, st, "PRAGMA page_size = 16384");
     if (!s && !readonly) {
         /* WAL: readers never block the writer (SQLite docs, "Write-Ahead Logging"). */
         sqlite3_stmt *q;
-        s = prepare(ctx, st, "PRAGMA journal_mode = WAL", &q);
+        s = fa_sq_prepare(ctx, st, "PRAGMA journal_mode = WAL", &q);
         if (!s) {
             /* Switching a fresh file to WAL needs an exclusive lock and SQLite may answer
              * SQLITE_BUSY without calling the busy handler (lock upgrade while another
@@ -498,7 +489,7 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
                 s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot switch the database to WAL mode", path);
             sqlite3_finalize(q);
         }
-        if (!s) s = exec_sql(ctx, st, "PRAGMA synchronous = NORMAL");
+        if (!s) s = fa_sq_exec_sql(ctx, st, "PRAGMA synchronous = NORMAL");
         if (!s && version < FA_STORE_SCHEMA_VERSION) s = migrate(ctx, st, version);
         if (!s) s = recover_dead_runs(ctx, st);
     }
@@ -534,16 +525,16 @@ struct sqlite3 *fa_store_db(fa_store *st) { return st->db; }
 
 fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info, int64_t *run_id)
 {
-    fa_status s = require_writable(ctx, st, "record a run");
+    fa_status s = fa_sq_require_writable(ctx, st, "record a run");
     if (s) return s;
     char host[256];
     host_name(host, sizeof host);
     int64_t pid = (int64_t)getpid();
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     sqlite3_stmt *q = NULL;
-    s = prepare(ctx, st,
+    s = fa_sq_prepare(ctx, st,
                 "INSERT INTO runs (kind, model_path, model_sha256, target, device_name, threads, "
                 "iters, warmup, command_line, tag, started_at_ns, status, peak_activation_bytes, "
                 "source_sha256, pid, host, pid_start_ticks, dim_defaults) "
@@ -562,7 +553,7 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
         b_i64(&b, info->warmup);
         b_txt(&b, info->command_line);
         b_txt(&b, info->tag);
-        b_i64(&b, info->started_at_ns ? info->started_at_ns : unix_now_ns());
+        b_i64(&b, info->started_at_ns ? info->started_at_ns : fa_sq_unix_now_ns());
         b_i64(&b, (int64_t)info->peak_activation_bytes);
         b_txt(&b, info->source_sha256);
         b_i64(&b, pid);
@@ -574,7 +565,7 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
     }
     int64_t id = sqlite3_last_insert_rowid(st->db);
     sqlite3_finalize(q);
-    s = tx_close(ctx, st, own, s);
+    s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *run_id = id;
     return s;
 }
@@ -583,7 +574,7 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
 static fa_status check_run(fa_ctx *ctx, fa_store *st, int64_t run_id)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st, "SELECT 1 FROM runs WHERE id = ?", &q);
+    fa_status s = fa_sq_prepare(ctx, st, "SELECT 1 FROM runs WHERE id = ?", &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
     int rc = SQLITE_DONE;
@@ -599,15 +590,15 @@ static fa_status check_run(fa_ctx *ctx, fa_store *st, int64_t run_id)
 
 fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_run_info *info)
 {
-    fa_status s = require_writable(ctx, st, "update a run");
+    fa_status s = fa_sq_require_writable(ctx, st, "update a run");
     if (s) return s;
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     sqlite3_stmt *q = NULL;
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "UPDATE runs SET device_name = coalesce(?2, device_name), "
                     "model_sha256 = coalesce(?3, model_sha256), source_sha256 = coalesce(?4, source_sha256), "
                     "tag = coalesce(?5, tag), threads = coalesce(nullif(?6, 0), threads), "
@@ -630,35 +621,35 @@ fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
     sqlite3_finalize(q);
-    return tx_close(ctx, st, own, s);
+    return fa_sq_tx_close(ctx, st, own, s);
 }
 
 fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok, const char *error)
 {
-    fa_status s = require_writable(ctx, st, "finish a run");
+    fa_status s = fa_sq_require_writable(ctx, st, "finish a run");
     if (s) return s;
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     if (!s) s = finish_with_twins(ctx, st, run_id, ok ? "ok" : "failed", ok ? NULL : (error ? error : "failed"), false);
-    return tx_close(ctx, st, own, s);
+    return fa_sq_tx_close(ctx, st, own, s);
 }
 
 fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
 {
-    fa_status s = require_writable(ctx, st, "reopen a run");
+    fa_status s = fa_sq_require_writable(ctx, st, "reopen a run");
     if (s) return s;
     char host[256];
     host_name(host, sizeof host);
     int64_t pid = (int64_t)getpid();
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     sqlite3_stmt *q = NULL;
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "UPDATE runs SET status = 'running', error = NULL, ended_at_ns = NULL, pid = ?2, host = ?3, "
                     "pid_start_ticks = ?4 WHERE id = ?1",
                     &q);
@@ -673,34 +664,34 @@ fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
     sqlite3_finalize(q);
-    return tx_close(ctx, st, own, s);
+    return fa_sq_tx_close(ctx, st, own, s);
 }
 
 /* ---- graph ---- */
 
 fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_graph *g)
 {
-    fa_status s = require_writable(ctx, st, "store a graph");
+    fa_status s = fa_sq_require_writable(ctx, st, "store a graph");
     if (s) return s;
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     sqlite3_stmt *qn = NULL, *qt = NULL, *qc = NULL;
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "INSERT INTO nodes (run_id, node_id, name, op_type, domain, pattern, folded, "
                     "n_inputs, n_outputs, output_shapes, flops, bytes_read, bytes_written) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     &qn);
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "INSERT INTO tensors (run_id, tensor_id, name, dtype, rank, shape, bytes, producer, "
                     "flags, is_const, is_initializer, is_graph_input, is_graph_output) "
                     "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     &qt);
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "INSERT OR IGNORE INTO consumers (run_id, tensor_id, node_id, input_index) VALUES (?,?,?,?)",
                     &qc);
     fa_buf shapes;
@@ -775,7 +766,7 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     sqlite3_finalize(qn);
     sqlite3_finalize(qt);
     sqlite3_finalize(qc);
-    return tx_close(ctx, st, own, s);
+    return fa_sq_tx_close(ctx, st, own, s);
 }
 
 /* ---- trace ---- */
@@ -800,12 +791,13 @@ static int64_t median_i64(int64_t *v, size_t n)
 static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *out)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st,
+    fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT max(end_ns) - min(start_ns) FROM kernels WHERE run_id = ? AND "
-                          "kind = 0 AND iter >= 0 GROUP BY iter",
+                          "kind = ? AND iter >= 0 GROUP BY iter",
                           &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 2, FA_ACT_KERNEL));
     int64_t *v = NULL;
     size_t n = 0, cap = 0;
     int rc = SQLITE_DONE;
@@ -867,16 +859,16 @@ static fa_status trace_iter_median(fa_ctx *ctx, fa_store *st, const fa_trace *t,
 
 fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace *t)
 {
-    fa_status s = require_writable(ctx, st, "store a trace");
+    fa_status s = fa_sq_require_writable(ctx, st, "store a trace");
     if (s) return s;
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     /* Appending to a run that already has records continues its seq numbering. */
     int64_t base = 0;
     sqlite3_stmt *q = NULL;
-    if (!s) s = prepare(ctx, st, "SELECT n_kernels FROM runs WHERE id = ?", &q);
+    if (!s) s = fa_sq_prepare(ctx, st, "SELECT n_kernels FROM runs WHERE id = ?", &q);
     if (!s) {
         s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
         int rc = s ? SQLITE_DONE : sqlite3_step(q);
@@ -886,7 +878,7 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     sqlite3_finalize(q);
     q = NULL;
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "INSERT INTO kernels (run_id, seq, kind, name, op_type, node, node_name, iter, "
                     "device, stream, pid, tid, start_ns, end_ns, correlation, external_id, grid_x, "
                     "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem, "
@@ -934,7 +926,7 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     if (!s && base == 0) s = trace_iter_median(ctx, st, t, &median);
     else if (!s) s = compute_iter_median(ctx, st, run_id, &median); /* appended: over all rows */
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "UPDATE runs SET trace_source = ?2, trace_source_path = ?3, trace_n_iters = ?4, "
                     "n_orphans = n_orphans + ?5, n_clock_inversions = n_clock_inversions + ?6, "
                     "n_parse_errors = n_parse_errors + ?7, n_kernels = n_kernels + ?8, "
@@ -958,7 +950,7 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
     sqlite3_finalize(q);
-    return tx_close(ctx, st, own, s);
+    return fa_sq_tx_close(ctx, st, own, s);
 }
 
 /* ---- readers ---- */
@@ -973,28 +965,28 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_are
 {
     memset(r, 0, sizeof *r);
     r->id = sqlite3_column_int64(q, 0);
-    r->kind = col_str(q, 1, arena);
-    r->model_path = col_str(q, 2, arena);
-    r->model_sha256 = col_str(q, 3, arena);
-    r->target = col_str(q, 4, arena);
-    r->device_name = col_str(q, 5, arena);
+    r->kind = fa_sq_col_str(q, 1, arena);
+    r->model_path = fa_sq_col_str(q, 2, arena);
+    r->model_sha256 = fa_sq_col_str(q, 3, arena);
+    r->target = fa_sq_col_str(q, 4, arena);
+    r->device_name = fa_sq_col_str(q, 5, arena);
     r->threads = sqlite3_column_int(q, 6);
     r->iters = sqlite3_column_int(q, 7);
     r->warmup = sqlite3_column_int(q, 8);
-    r->command_line = col_str(q, 9, arena);
-    r->tag = col_str(q, 10, arena);
+    r->command_line = fa_sq_col_str(q, 9, arena);
+    r->tag = fa_sq_col_str(q, 10, arena);
     r->started_at_ns = sqlite3_column_int64(q, 11);
     r->ended_at_ns = sqlite3_column_int64(q, 12);
-    r->status = col_str(q, 13, arena);
-    r->error = col_str(q, 14, arena);
+    r->status = fa_sq_col_str(q, 13, arena);
+    r->error = fa_sq_col_str(q, 14, arena);
     r->peak_activation_bytes = (uint64_t)sqlite3_column_int64(q, 15);
-    r->source_sha256 = col_str(q, 16, arena);
+    r->source_sha256 = fa_sq_col_str(q, 16, arena);
     r->pid = sqlite3_column_int64(q, 17);
-    r->host = col_str(q, 18, arena);
-    r->trace_source = col_str(q, 19, arena);
+    r->host = fa_sq_col_str(q, 18, arena);
+    r->trace_source = fa_sq_col_str(q, 19, arena);
     r->n_kernels = sqlite3_column_int64(q, 20);
     r->iter_median_ns = sqlite3_column_int64(q, 21);
-    r->dim_defaults = col_str(q, 22, arena);
+    r->dim_defaults = fa_sq_col_str(q, 22, arena);
     if (!r->kind || !r->status) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
     return FA_OK;
 }
@@ -1002,7 +994,7 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_are
 fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_info **out, size_t *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
+    fa_status s = fa_sq_prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
     if (s) return s;
     fa_run_info *runs = NULL;
     size_t n = 0, cap = 0;
@@ -1034,7 +1026,7 @@ fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_
 fa_status fa_store_get_run(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_run_info *out)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?", &q);
+    fa_status s = fa_sq_prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?", &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
     int rc = SQLITE_DONE;
@@ -1053,7 +1045,7 @@ fa_status fa_store_get_run(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *
 fa_status fa_store_latest_run(fa_ctx *ctx, fa_store *st, const char *tag, int64_t *run_id)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st,
+    fa_status s = fa_sq_prepare(ctx, st,
                           tag ? "SELECT id FROM runs WHERE tag = ? ORDER BY id DESC LIMIT 1"
                               : "SELECT id FROM runs ORDER BY id DESC LIMIT 1",
                           &q);
@@ -1082,7 +1074,7 @@ static const char *col_intern(fa_trace *t, sqlite3_stmt *q, int col)
 fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trace **out)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st,
+    fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT coalesce(trace_source, 'unknown'), trace_source_path, device_name, "
                           "trace_n_iters, n_orphans, n_clock_inversions, n_parse_errors FROM runs WHERE id = ?",
                           &q);
@@ -1110,7 +1102,7 @@ fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trac
     sqlite3_finalize(q);
     q = NULL;
     if (!s)
-        s = prepare(ctx, st,
+        s = fa_sq_prepare(ctx, st,
                     "SELECT kind, name, op_type, node, node_name, iter, device, stream, pid, tid, "
                     "start_ns, end_ns, correlation, external_id, grid_x, grid_y, grid_z, block_x, "
                     "block_y, block_z, registers, static_smem, dynamic_smem, local_mem, bytes_read, "
@@ -1266,12 +1258,13 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     if (s) return s;
     /* One scan in seq order (primary-key order, no sort); aggregation in memory. */
     sqlite3_stmt *q;
-    s = prepare(ctx, st,
+    s = fa_sq_prepare(ctx, st,
                 "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns FROM kernels "
-                "WHERE run_id = ? AND kind = 0",
+                "WHERE run_id = ? AND kind = ?",
                 &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 2, FA_ACT_KERNEL));
     op_tab tb = {0};
     op_rec *recs = NULL;
     size_t n_recs = 0, cap_recs = 0;
@@ -1377,15 +1370,15 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
 
 fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
 {
-    fa_status s = require_writable(ctx, st, "store a device ceiling");
+    fa_status s = fa_sq_require_writable(ctx, st, "store a device ceiling");
     if (s) return s;
     if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: ceiling needs device_key, name, kind, unit and source", st->path);
     bool own;
-    s = tx_open(ctx, st, &own);
+    s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     sqlite3_stmt *q = NULL;
-    s = prepare(ctx, st,
+    s = fa_sq_prepare(ctx, st,
                 "INSERT OR REPLACE INTO device_ceilings (device_key, name, kind, value, unit, source, "
                 "measured_at_ns, detail) VALUES (?,?,?,?,?,?,?,?)",
                 &q);
@@ -1398,20 +1391,20 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
         b_dbl(&b, c->value);
         b_txt(&b, c->unit);
         b_txt(&b, c->source);
-        b_i64(&b, c->measured_at_ns ? c->measured_at_ns : unix_now_ns());
+        b_i64(&b, c->measured_at_ns ? c->measured_at_ns : fa_sq_unix_now_ns());
         b_txt(&b, c->detail);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
     sqlite3_finalize(q);
-    return tx_close(ctx, st, own, s);
+    return fa_sq_tx_close(ctx, st, own, s);
 }
 
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out)
 {
     sqlite3_stmt *q;
-    fa_status s = prepare(ctx, st,
+    fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT device_key, name, kind, value, unit, source, measured_at_ns, detail "
                           "FROM device_ceilings WHERE ?1 IS NULL OR device_key = ?1 ORDER BY device_key, name",
                           &q);
@@ -1436,14 +1429,14 @@ fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_ke
             cap = nc;
         }
         fa_ceiling *c = &v[n++];
-        c->device_key = col_str(q, 0, arena);
-        c->name = col_str(q, 1, arena);
-        c->kind = col_str(q, 2, arena);
+        c->device_key = fa_sq_col_str(q, 0, arena);
+        c->name = fa_sq_col_str(q, 1, arena);
+        c->kind = fa_sq_col_str(q, 2, arena);
         c->value = sqlite3_column_double(q, 3);
-        c->unit = col_str(q, 4, arena);
-        c->source = col_str(q, 5, arena);
+        c->unit = fa_sq_col_str(q, 4, arena);
+        c->source = fa_sq_col_str(q, 5, arena);
         c->measured_at_ns = sqlite3_column_int64(q, 6);
-        c->detail = col_str(q, 7, arena);
+        c->detail = fa_sq_col_str(q, 7, arena);
         if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }

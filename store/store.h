@@ -1,4 +1,4 @@
-/* store — the SQLite run database: schema and forward migrations, typed writes of runs,
+/* store — the run database behind a typed API (the SQLite back end: schema and forward migrations,
  * graphs and traces, typed reads for the verbs and later pipeline stages (docs/schema.md). */
 #ifndef FA_STORE_H
 #define FA_STORE_H
@@ -9,7 +9,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 3
+#define FA_STORE_SCHEMA_VERSION 4
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -44,16 +44,6 @@ void fa_store_close(fa_store *st);
 /* Path as given to open (valid until close); true when opened read-only. */
 const char *fa_store_path(const fa_store *st);
 bool fa_store_readonly(const fa_store *st);
-/* The raw connection, for later modules' own tables (analysis, plans, ...) and tests.
- * Borrowed until fa_store_close. Use fa_store_sql_check on every call made through it. */
-struct sqlite3 *fa_store_db(fa_store *st);
-/* Checking helper behind every sqlite3 call (STYLE.md): rc SQLITE_OK/ROW/DONE -> FA_OK;
- * otherwise records "PATH: CALL failed at FILE:LINE: sqlite3_errmsg (errstr)" on ctx and
- * returns FA_ERR_INPUT (not a database / corrupt), FA_ERR_NOMEM, or FA_ERR_IO (busy,
- * read-only, I/O, constraint, ...). Use through FA_SQL_CHECK. */
-fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file,
-                             int line);
-#define FA_SQL_CHECK(ctx, st, call) fa_store_sql_check((ctx), (st), (call), #call, __FILE__, __LINE__)
 
 /* Explicit transaction (BEGIN IMMEDIATE, waits up to the busy timeout for other writers).
  * Every write below runs in its own transaction when none is open, and inside the caller's
@@ -173,5 +163,215 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c);
 /* All ceilings of device_key (NULL = every device), sorted by device_key, name. */
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out);
+
+/* ---- graph rows (as fa_store_put_graph stored them) ---- */
+
+typedef struct fa_node_row {
+    int32_t id;             /* graph node id */
+    const char *name;
+    const char *op_type;
+    int pattern;            /* fa_pattern class, -1 unknown */
+    bool folded;            /* folded at load (constant subgraph), not executed */
+    uint64_t flops;         /* one execution, registry formula (fa_node_cost) */
+    uint64_t bytes;         /* bytes read + bytes written, one execution */
+} fa_node_row;
+
+typedef struct fa_tensor_row {
+    int32_t id;             /* graph tensor id */
+    const char *name;
+    uint64_t bytes;         /* numel x element size; 0 unknown */
+    int32_t producer;       /* node id, -1 for inputs and initializers */
+    uint32_t flags;         /* fa_tensor.flags as stored */
+    bool graph_output;
+} fa_tensor_row;
+
+typedef struct fa_consumer_row {
+    int32_t tensor;         /* tensor id */
+    int32_t node;           /* consuming node id */
+} fa_consumer_row;
+
+/* Nodes of the run ordered by id (live_only: folded nodes left out); *n_out may be 0 (an import
+ * without op structure). Tensors ordered by id. Consumers: distinct (tensor, node) pairs ordered
+ * by tensor then node. Arrays and strings in `arena`. */
+fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
+                             fa_node_row **out, size_t *n_out);
+fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_tensor_row **out,
+                               size_t *n_out);
+fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
+                                 fa_consumer_row **out, size_t *n_out);
+/* Number of nodes (live and folded) stored for the run. */
+fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n);
+
+/* ---- analysis (analyzer/ fills these; docs/schema.md "analysis_*") ---- */
+
+typedef struct fa_analysis_kernel_row { /* one per live node */
+    int32_t node;                 /* node id (stored as analysis_kernels.seq) */
+    double arithmetic_intensity;  /* FLOP/byte */
+    double achieved_gbs;          /* GB/s */
+    double achieved_gflops;       /* GFLOP/s */
+    double roof_pct;              /* % of the roofline at this intensity */
+    const char *bound;            /* "memory" | "compute" | "latency" | ... (fa_bound_name) */
+} fa_analysis_kernel_row;
+
+typedef struct fa_analysis_chain_row {
+    int n_members;
+    const int *members;           /* node ids, producer first */
+    const char *const *member_names; /* instead of ids (imported traces: kernel or op names); NULL for ids */
+    int64_t time_ns;              /* summed member medians */
+    double share;                 /* of the iteration (0..1) */
+    uint64_t intermediate_bytes;  /* traffic fusing would remove */
+    int launches;
+    int64_t max_saving_ns;
+} fa_analysis_chain_row;
+
+typedef struct fa_analysis_edge_row {
+    int32_t tensor, producer, consumer; /* ids */
+    uint64_t bytes_written, bytes_read;
+    int other_consumers;          /* consumers of the tensor besides this one */
+    bool graph_output;
+} fa_analysis_edge_row;
+
+typedef struct fa_analysis_summary_row {
+    const char *key;              /* e.g. "iter_ns" */
+    double value;                 /* in `unit` */
+    const char *unit;             /* "ns", "fraction", "bytes", "GB/s", ... */
+    const char *text;             /* readable summary, NULL for most keys */
+} fa_analysis_summary_row;
+
+typedef struct fa_analysis_rows {
+    const fa_analysis_kernel_row *kernels; size_t n_kernels;
+    const fa_analysis_chain_row *chains; size_t n_chains; /* chain_id = index */
+    const fa_analysis_edge_row *edges; size_t n_edges;
+    const fa_analysis_summary_row *summary; size_t n_summary;
+} fa_analysis_rows;
+
+/* Replace the run's analysis with `rows` in one transaction (or the caller's). */
+fa_status fa_store_put_analysis(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_analysis_rows *rows);
+/* An imported trace's advice: replaces the run's summary keys starting "trace." and its chains
+ * with rows.summary (keys must start "trace.") and rows.chains; kernels and edges unused. One
+ * transaction (or the caller's). */
+fa_status fa_store_put_trace_advice(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_analysis_rows *rows);
+/* Text of the run's analysis summary row `key` in arena; *text = NULL when there is none. */
+fa_status fa_store_get_summary_text(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *key, fa_arena *arena,
+                                    const char **text);
+
+/* ---- benchmarks and the applied plan's end-to-end result ---- */
+
+/* Benchmark subjects (stored as text in benchmarks.subject). */
+typedef enum fa_bench_subject {
+    FA_BENCH_BASELINE,        /* the unfused model, end to end */
+    FA_BENCH_FUSED,           /* the fused model, end to end */
+    FA_BENCH_CLUSTER_UNFUSED, /* one cluster's member kernels */
+    FA_BENCH_CLUSTER_FUSED,   /* one cluster's fused kernel */
+    FA_BENCH_SUBJECT_COUNT
+} fa_bench_subject;
+const char *fa_bench_subject_name(fa_bench_subject s); /* "baseline", "fused", "cluster-unfused", "cluster-fused" */
+
+/* Insert or replace n latency samples (ns; iter = index) of one subject of plan (run_id,
+ * plan_id); cluster_id -1 for end-to-end subjects. One transaction (or the caller's). */
+fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_bench_subject subject,
+                                     int cluster_id, const double *samples_ns, int n);
+/* The end-to-end error of the applied plan (model outputs fused vs unfused, max |a-b| /
+ * max(|b|, 1e-12)); NAN stores NULL (not measured). The plan row must exist. */
+fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, double max_rel_error);
+/* The newest plan's end-to-end error of the run; *out = NAN when none was stored. */
+fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, double *out);
+
+/* ---- advisor plans (advisor/ fills these; docs/schema.md "plans", "clusters", "why_not") ---- */
+
+typedef struct fa_plan_row {
+    const char *plan_hash;    /* hex, identifies the plan's content */
+    const char *target;       /* "cpu" | "cuda" */
+    const char *arch;         /* e.g. "sm_90", NULL for cpu */
+    const char *options_json; /* the advisor's options and per-cluster details without a column */
+} fa_plan_row;
+
+typedef struct fa_cluster_row {
+    int id;                   /* cluster id inside the plan */
+    const char *kind;         /* fa_cluster_kind_name */
+    const int *members;       /* node ids */
+    int n_members;
+    uint64_t saved_bytes;     /* intermediate traffic removed, bytes per iteration */
+    int saved_launches;
+    double recompute_ns;      /* ns per iteration */
+    double est_saving_ns;     /* predicted, ns per iteration */
+    double est_saving_pct;    /* of the iteration, % */
+    /* verdict fields, also written by fa_store_put_cluster_verdicts */
+    int registers;            /* per thread, -1 not compiled (NULL) */
+    int spill_bytes;          /* -1 not compiled (NULL) */
+    double occupancy;         /* 0..1, < 0 not computed (NULL) */
+    const char *status;       /* fa_cluster_status_name */
+    const char *reason;       /* NULL none */
+    double measured_saving_ns;/* NAN not measured (NULL) */
+    double max_rel_error;     /* fused vs unfused, < 0 not verified (NULL) */
+    const char *label;        /* read only: the cluster's label from the plan's options_json, NULL none */
+} fa_cluster_row;
+
+typedef struct fa_why_not_row {
+    int32_t producer, consumer, tensor; /* node, node, tensor ids; -1 none */
+    const char *code;         /* stable reason code, e.g. "cap", "multi-consumer-recompute" */
+    const char *reason;       /* the sentence */
+} fa_why_not_row;
+
+/* Store a new plan of the run (plan_id = the run's largest + 1) with its clusters and why-nots,
+ * status 'proposed', in one transaction (or the caller's). *plan_id set on success. */
+fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_plan_row *plan,
+                            const fa_cluster_row *clusters, int n_clusters, const fa_why_not_row *why_not,
+                            int n_why_not, int *plan_id);
+/* Rewrite the verdict fields (status, reason, measured saving, max error, registers, spills,
+ * occupancy) of the plan's clusters, matched by id. One transaction (or the caller's). */
+fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
+                                        const fa_cluster_row *clusters, int n_clusters);
+
+/* ---- reads for the reports ---- */
+
+/* The newest fused twin of run_id (kind 'fused', tag "fused-of:<run_id>", not failed); *fused_id
+ * = -1 when there is none. ok_only: finished 'ok' only (else any not 'failed'). */
+fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok_only, int64_t *fused_id);
+/* Whether the run has a stored analysis (roofline rows or summary rows), and its summary
+ * sentences joined by newlines in key order (NULL when none). Strings in arena. */
+fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
+                                     const char **text);
+/* The run's newest plan: *plan_id = 0 when it has none (other outputs untouched). Clusters
+ * ordered by predicted saving, largest first, then id; why-nots in the advisor's order. Rows,
+ * members and strings in arena; absent numbers as in fa_cluster_row (NULL columns -> -1 / NAN).
+ * registers/spill_bytes are the generated kernel's (fused_kernels) when recorded there. */
+fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
+                                   fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
+                                   fa_why_not_row **why_not, int *n_why_not);
+
+/* Benchmark samples of one subject (and cluster) of a plan. */
+typedef struct fa_bench_series {
+    fa_bench_subject subject;
+    int cluster_id;           /* -1 for end-to-end subjects */
+    int n;
+    double *samples_ns;       /* iter order */
+} fa_bench_series;
+/* Every series of plan plan_id of the run (plan_id 0: samples of any plan, newest plan first
+ * within a series). Unknown subjects are skipped. Arrays in arena. */
+fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
+                                    fa_bench_series **out, size_t *n_out);
+
+/* ---- per-iteration reads for the CI gate ---- */
+
+/* Durations (end - start, ns) of the run's timed range records named `name` (FA_ACT_RANGE, iter
+ * >= 0), in iteration order. Array in arena. */
+fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *name, fa_arena *arena,
+                                       double **out, int *n_out);
+/* Kernel records (FA_ACT_KERNEL) per timed iteration: smallest, largest and most frequent count
+ * (ties: the smaller); *mode = -1 when the run has no timed kernel record. */
+fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *min, int *max, int *mode);
+/* Distinct timed iterations (iter >= 0) of kernel and range records, ascending. Array in arena. */
+fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int **out, int *n_out);
+
+/* Kernel time of one op in one timed iteration. */
+typedef struct fa_op_iter_row {
+    const char *op;           /* node name, else the kernel name, else "?" */
+    int iter;
+    double kernel_ns;         /* summed end - start of the op's kernel records in that iteration */
+} fa_op_iter_row;
+/* Rows ordered by op then iter. Array and strings in arena. */
+fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
+                                     fa_op_iter_row **out, size_t *n_out);
 
 #endif

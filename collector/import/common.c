@@ -913,19 +913,12 @@ void fa__import_count(const fa_trace *t, fa_import_stats *st)
 
 /* ---- stats as JSON ---------------------------------------------------------------------- */
 
-static void json_str(fa_buf *b, const char *s)
-{
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
 void fa_import_stats_json(const fa_import_stats *st, fa_buf *b)
 {
     fa_buf_puts(b, "{\"kind\":");
-    json_str(b, fa_import_kind_name(st->kind));
+    fa_json_str_or_empty(b, fa_import_kind_name(st->kind));
     fa_buf_puts(b, ",\"schema\":");
-    json_str(b, st->schema);
+    fa_json_str_or_empty(b, st->schema);
     const struct { const char *k; uint64_t v; } nums[] = {
         {"file_bytes", st->file_bytes}, {"input_bytes", st->input_bytes}, {"events", st->n_events},
         {"kernels", st->n_kernels}, {"memcpy", st->n_memcpy}, {"memset", st->n_memset},
@@ -950,7 +943,7 @@ void fa_import_stats_json(const fa_import_stats *st, fa_buf *b)
     for (int i = 0; i < st->n_devices && i < FA_IMPORT_MAX_DEVICES; i++) {
         const fa_import_device *d = &st->devices[i];
         fa_buf_printf(b, "%s{\"id\":%d,\"name\":", i ? "," : "", d->id);
-        json_str(b, d->name);
+        fa_json_str_or_empty(b, d->name);
         fa_buf_printf(b, ",\"sm_count\":%d,\"cc_major\":%d,\"cc_minor\":%d,\"total_mem_bytes\":%llu,"
                          "\"max_threads_per_sm\":%d,\"regs_per_sm\":%d,\"smem_per_sm\":%d,"
                          "\"smem_per_block\":%d,\"warp_size\":%d}",

@@ -12,7 +12,52 @@
 #include <unistd.h>
 
 
-#define TRIAD_FLOATS ((size_t)16 << 20) /* 16 Mi floats = 64 MiB per array, 192 MiB in all */
+#define TRIAD_MIN_FLOATS ((size_t)16 << 20)  /* 16 Mi floats = 64 MiB per array at least */
+#define TRIAD_MAX_FLOATS ((size_t)128 << 20) /* 512 MiB per array at most (1.5 GiB in all) */
+#define TRIAD_REPS 10
+
+/* The data/unified caches of cpu0 from sysfs: level[i] (1..4) and size[i] bytes; returns how many
+ * (0 when sysfs says nothing). */
+static int cpu0_data_caches(int *level, uint64_t *size, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < 8 && n < cap; i++) {
+        char p[128], buf[64];
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
+        FILE *f = fopen(p, "r");
+        if (!f) break;
+        bool data = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
+        fclose(f);
+        if (!data) continue;
+        int lv = 0;
+        uint64_t sz = 0;
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
+        if ((f = fopen(p, "r"))) { if (fscanf(f, "%d", &lv) != 1) lv = 0; fclose(f); }
+        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
+        if ((f = fopen(p, "r"))) {
+            unsigned long long v = 0;
+            char unit = 0;
+            if (fscanf(f, "%llu%c", &v, &unit) >= 1) sz = v * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
+            fclose(f);
+        }
+        if (lv < 1 || lv > 4 || !sz) continue;
+        level[n] = lv;
+        size[n] = sz;
+        n++;
+    }
+    return n;
+}
+
+/* Bytes of the largest data/unified cache of cpu0 (sysfs), 0 when sysfs says nothing. */
+static uint64_t llc_bytes(void)
+{
+    int lv[8];
+    uint64_t sz[8], best = 0;
+    int n = cpu0_data_caches(lv, sz, 8);
+    for (int i = 0; i < n; i++)
+        if (sz[i] > best) best = sz[i];
+    return best;
+}
 
 
 /* STREAM triad, best of `reps`; returns GB/s. */
@@ -184,25 +229,35 @@ fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out)
     fa_ceilings c;
     memset(&c, 0, sizeof c);
     c.threads = threads;
+    /* the triad's working set is at least 4 x the last-level cache (STREAM's rule: each array
+     * well beyond the caches; McCalpin, "STREAM", README), so the figure is DRAM's, not a slice
+     * of a large shared L3 that other tenants happen to leave free */
+    uint64_t llc = llc_bytes();
+    size_t nf = TRIAD_MIN_FLOATS;
+    while (nf < TRIAD_MAX_FLOATS && (uint64_t)nf * 3 * sizeof(float) < 4 * llc) nf *= 2;
     float *a = NULL, *b = NULL, *cc = NULL;
-    if (posix_memalign((void **)&a, 64, TRIAD_FLOATS * sizeof(float)) ||
-        posix_memalign((void **)&b, 64, TRIAD_FLOATS * sizeof(float)) ||
-        posix_memalign((void **)&cc, 64, TRIAD_FLOATS * sizeof(float))) {
+    for (;;) {
+        if (!posix_memalign((void **)&a, 64, nf * sizeof(float)) && !posix_memalign((void **)&b, 64, nf * sizeof(float)) &&
+            !posix_memalign((void **)&cc, 64, nf * sizeof(float)))
+            break;
         free(a); free(b); free(cc);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "roofline: cannot allocate 192 MiB for the STREAM triad");
+        a = b = cc = NULL;
+        if (nf <= TRIAD_MIN_FLOATS)
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "roofline: cannot allocate 192 MiB for the STREAM triad");
+        nf /= 2;
     }
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (size_t i = 0; i < TRIAD_FLOATS; i++) { a[i] = 0; b[i] = 1.0f; cc[i] = 2.0f; } /* first touch per thread */
-    c.mem_bw_gbs = triad_gbs(a, b, cc, TRIAD_FLOATS, threads, 5);
+    for (size_t i = 0; i < nf; i++) { a[i] = 0; b[i] = 1.0f; cc[i] = 2.0f; } /* first touch per thread */
+    c.mem_bw_gbs = triad_gbs(a, b, cc, nf, threads, TRIAD_REPS);
     c.mem_bw_source = "measured";
 
-    /* working-set sweep: 16 KiB .. 64 MiB, read-only */
+    /* working-set sweep: 16 KiB .. one triad array, read-only: the cache-resident roofs */
     double prev_plateau = 0;
     int nl = 0;
     double bws[16];
     size_t sizes[16];
     int ns = 0;
-    for (size_t ws = 16 << 10; ws <= ((size_t)64 << 20) && ns < 16; ws *= 4) {
+    for (size_t ws = 16 << 10; ws <= nf * sizeof(float) && ns < 16; ws *= 4) {
         sizes[ns] = ws;
         bws[ns] = read_gbs(b, ws, threads);
         ns++;
@@ -233,9 +288,10 @@ fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out)
     c.latency_detail = "executor time per node, 256-node Relu chain";
     c.device_key = NULL; /* filled by the caller from its own storage */
     snprintf(c.detail, sizeof c.detail,
-             "STREAM triad on 3 x 64 MiB float arrays, best of 5; read sweep 16 KiB..64 MiB; "
+             "STREAM triad on 3 x %zu MiB float arrays (LLC %llu MiB), best of %d; read sweep 16 KiB..%zu MiB; "
              "%s peak with 8 independent chains per thread; dispatch from a 256-node Relu chain; %d threads",
-             isa, threads);
+             nf * sizeof(float) >> 20, (unsigned long long)(llc >> 20), TRIAD_REPS, nf * sizeof(float) >> 20, isa,
+             threads);
     *out = c;
     return FA_OK;
 }
@@ -245,32 +301,13 @@ fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out)
 const char *fa_cpu_cache_level_name(uint64_t ws)
 {
     static const char *const names[] = {"L1", "L2", "L3", "L4"};
-    int best = -1;
-    uint64_t best_size = 0;
-    for (int i = 0; i < 8; i++) {
-        char p[128], buf[64];
-        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/type", i);
-        FILE *f = fopen(p, "r");
-        if (!f) break;
-        bool data = fgets(buf, sizeof buf, f) && strncmp(buf, "Instruction", 11) != 0;
-        fclose(f);
-        if (!data) continue;
-        int level = 0;
-        uint64_t size = 0;
-        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/level", i);
-        if ((f = fopen(p, "r"))) { if (fscanf(f, "%d", &level) != 1) level = 0; fclose(f); }
-        snprintf(p, sizeof p, "/sys/devices/system/cpu/cpu0/cache/index%d/size", i);
-        if ((f = fopen(p, "r"))) {
-            unsigned long long v = 0;
-            char unit = 0;
-            if (fscanf(f, "%llu%c", &v, &unit) >= 1) size = v * (unit == 'K' ? 1024ull : unit == 'M' ? 1048576ull : 1ull);
-            fclose(f);
+    int lv[8], best = -1;
+    uint64_t sz[8], best_size = 0;
+    int n = cpu0_data_caches(lv, sz, 8);
+    for (int i = 0; i < n; i++)
+        if (sz[i] >= ws && (best < 0 || sz[i] < best_size)) {
+            best = lv[i];
+            best_size = sz[i];
         }
-        if (level < 1 || level > 4 || !size) continue;
-        if (size >= ws && (best < 0 || size < best_size)) {
-            best = level;
-            best_size = size;
-        }
-    }
     return best > 0 ? names[best - 1] : "LLC";
 }

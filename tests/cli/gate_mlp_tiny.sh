@@ -106,7 +106,9 @@ AAV=$(grep -Eo "^(PASS|INCONCLUSIVE)" out.txt | head -1 | tr 'A-Z' 'a-z')
 $CLI gate --db a.db --tag main --json >aa.json || fail "--json"
 check_outputs aa.xml aa.md aa.json "$AAV"
 
-# --- the op with the largest median, 10% slower in a copy. On mlp-tiny that op is only ~10% of
+# --- the op with the largest median, 25% slower in a copy (10% is detected on a quiet machine,
+#     but under CI's load one op's 99% interval can reach +-7% even over 1000 iterations, and
+#     then "inconclusive" is the right answer, not a missed regression). On mlp-tiny that op is only ~10% of
 #     a ~10 us iteration, so its slowdown costs < 1% of the iteration, under the default
 #     --min-share 1% that keeps tiny ops from gating; this check is about detecting and naming
 #     the slowed kernel, so it gates on any share (the share rule has its own unit tests).
@@ -114,8 +116,8 @@ OP=$(python3 -c "
 import sqlite3; c=sqlite3.connect('a.db')
 print(c.execute('''SELECT node_name FROM kernels WHERE run_id=1 AND kind=0 AND iter>=0 GROUP BY node_name
                    ORDER BY sum(end_ns-start_ns) DESC LIMIT 1''').fetchone()[0])")
-SLOW=$(copy_run a.db 1 slow "$OP" 1.10) || fail "copy run"
-expect_rc 3 "one kernel 10% slower" $CLI gate --db a.db --baseline 1 --candidate "$SLOW" --min-share 0 --junit slow.xml \
+SLOW=$(copy_run a.db 1 slow "$OP" 1.25) || fail "copy run"
+expect_rc 3 "one kernel 25% slower" $CLI gate --db a.db --baseline 1 --candidate "$SLOW" --min-share 0 --junit slow.xml \
     --markdown slow.md
 grep -E "^fail .*'$OP'" out.txt >/dev/null || grep -E "^fail .*[(, ]$OP[,)]" out.txt >/dev/null ||
     { cat out.txt; fail "the failing check names $OP or its cluster"; }

@@ -46,4 +46,13 @@ expect_rc 0 "--help" "$CLI" report --help
 
 sum_after=$(sha256sum fa.db | cut -d' ' -f1)
 [ "$sum_before" = "$sum_after" ] || fail "report modified the database"
+
+# the end-to-end error of an applied run is stored: `report --out OTHER` rebuilds it from the
+# database alone (it was null there before schema v4)
+"$CLI" run zoo:mlp-tiny --iters 2 --db applied.db --out "$tmp/live" >/dev/null 2>&1 || fail "applied run failed"
+e2e() { sed -n 's/.*"e2e_max_rel_error":\([^,}]*\).*/\1/p' "$1/summary.json"; }
+live=$(e2e "$tmp/live")
+case "$live" in ''|null) fail "the live run's summary.json has no end-to-end error ($live)" ;; esac
+expect_rc 0 "report latest --out OTHER" "$CLI" report latest --db applied.db --out "$tmp/other"
+[ "$(e2e "$tmp/other")" = "$live" ] || fail "report --out OTHER: e2e_max_rel_error '$(e2e "$tmp/other")', the run wrote '$live'"
 echo "report_cli: ok"

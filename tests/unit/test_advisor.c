@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "advisor/advisor.h"
+#include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
 #include "testutil.h"
 
 static fa_plan *plan_for(fa_ctx *ctx, fa_graph **gout, const char *model)

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "advisor/advisor.h"
+#include "advisor/codegen.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
 
@@ -695,7 +696,9 @@ static void test_reduction_behind_reshape_uses_real_rows_and_reshape_is_boundary
     assert_int_equal(c->n_members, 5);
     assert_int_equal(c->reduce_axis, 1);
     assert_false(in_any_cluster(p, g, "reshape"));
-    assert_non_null(why_for(p, g, "reshape", "layout-change"));
+    assert_non_null(why_for(p, g, "reshape", "view-boundary"));
+    /* the true reason: a view, no copy (not "point-to-point indexing breaks") */
+    assert_non_null(strstr(why_for(p, g, "reshape", "view-boundary")->reason, "view"));
     /* values: per batch b, x = b*10 + small pattern, so batches differ */
     float *x = malloc(sizeof(float) * 3300);
     for (int b = 0; b < 3; b++)
@@ -740,6 +743,9 @@ static void test_elementwise_feeding_gather_leaves_gather_alone(void **s)
     assert_true(cluster_of(p, g, "add", FA_CLUSTER_ELEMWISE_CHAIN) >= 0);
     assert_false(in_any_cluster(p, g, "gather"));
     assert_non_null(why_for(p, g, "gather", "gather-index"));
+    /* constant indices are said to be constant, not data-dependent */
+    assert_non_null(strstr(why_for(p, g, "gather", "gather-index")->reason, "constant indices"));
+    assert_null(strstr(why_for(p, g, "gather", "gather-index")->reason, "data-dependent"));
     float x[12];
     for (int i = 0; i < 12; i++) x[i] = (float)i - 6.0f;
     int64_t n;
@@ -982,6 +988,121 @@ static void test_matmul_bias_gelu_is_one_epilogue_with_gelu_post_op(void **s)
 
 /* ---- cost model ---- */
 
+
+/* SiLU after a Conv (x * Sigmoid(x), the Conv's output read twice) is the Conv's swish epilogue,
+ * not a "would recompute the Conv" refusal. */
+static void test_silu_after_conv_is_a_swish_epilogue(void **s)
+{
+    (void)s;
+    fa_graph *g = mk("silu", 17);
+    int64_t xd[4] = {1, 3, 5, 5}, wd[4] = {4, 3, 3, 3};
+    input(g, "x", 4, xd);
+    cnst(g, "w", 4, wd, 1, -1, 1);
+    nd(g, "conv", "Conv", "x,w", "c");
+    nd(g, "sig", "Sigmoid", "c", "sg");
+    nd(g, "mul", "Mul", "c,sg", "y");
+    output(g, "y");
+    prepare(g);
+    fa_plan *p = advise(g);
+    int ci = cluster_of(p, g, "mul", FA_CLUSTER_EPILOGUE);
+    assert_true(ci >= 0);
+    assert_int_equal(cluster_of(p, g, "sig", FA_CLUSTER_EPILOGUE), ci);
+    assert_int_equal(p->clusters[ci].n_post_ops, 1);
+    assert_string_equal(p->clusters[ci].post_ops[0], "eltwise:swish:1");
+    for (int i = 0; i < p->n_why_not; i++) assert_string_not_equal(p->why_not[i].code, "multi-consumer-recompute");
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
+/* A reduction the code generator has no emitter for (ReduceMean with an elementwise prologue: a
+ * generic row reduction; resnet's last block: Conv -> Add(residual) -> Relu -> global mean) is
+ * never proposed, and it does not take the Add and Relu away from the Conv's epilogue; the
+ * why-not names the code generator. */
+static void test_unbuildable_reduction_leaves_the_relu_to_the_conv(void **s)
+{
+    (void)s;
+    fa_graph *g = mk("gap", 17);
+    int64_t xd[4] = {1, 3, 6, 6}, wd[4] = {4, 3, 3, 3}, rd[4] = {1, 4, 4, 4}, ax[2] = {2, 3};
+    input(g, "x", 4, xd);
+    input(g, "res", 4, rd);
+    cnst(g, "w", 4, wd, 1, -1, 1);
+    nd(g, "conv", "Conv", "x,w", "c");
+    nd(g, "add", "Add", "c,res", "s");
+    nd(g, "relu", "Relu", "s", "r");
+    fa_node *m = nd(g, "mean", "ReduceMean", "r", "y");
+    fa_node_add_attr_ints(g, m, "axes", ax, 2);
+    output(g, "y");
+    prepare(g);
+    fa_plan *p = advise(g);
+    for (int i = 0; i < p->n_clusters; i++) {
+        const char *why = NULL;
+        assert_true(fa_codegen_supported(g, &p->clusters[i], false, &why) || p->clusters[i].kind == FA_CLUSTER_EPILOGUE ||
+                    p->clusters[i].kind == FA_CLUSTER_BN_FOLD);
+    }
+    assert_false(in_any_cluster(p, g, "mean"));
+    assert_true(cluster_of(p, g, "relu", FA_CLUSTER_EPILOGUE) >= 0);
+    assert_true(cluster_of(p, g, "add", FA_CLUSTER_EPILOGUE) >= 0);
+    const fa_why_not *w = why_for(p, g, "mean", "codegen-unsupported");
+    assert_non_null(w);
+    assert_non_null(strstr(w->reason, "code generator"));
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
+/* With a measured baseline the saving comes from the profile (issue 19): x[1,1000] -> Relu ->
+ * Sigmoid measured at 5000 + 7000 ns, 8000 B each: the members reached 16000 B / 12000 ns =
+ * 1.33 GB/s, so the fused kernel (4000 B in + 4000 B out) is predicted at 6000 ns; one launch
+ * (500 ns dispatch) goes: 12000 + 500 - 6000 = 6500 ns. A member without a median: analytic. */
+static void test_cost_model_from_measured_profile(void **s)
+{
+    (void)s;
+    fa_graph *g = mk("measured", 17);
+    int64_t xd[2] = {1, 1000};
+    input(g, "x", 2, xd);
+    nd(g, "relu", "Relu", "x", "a");
+    nd(g, "sig", "Sigmoid", "a", "y");
+    output(g, "y");
+    prepare(g);
+    fa_an_node nodes[2];
+    memset(nodes, 0, sizeof nodes);
+    nodes[0].id = node_id(g, "relu");
+    nodes[0].median_ns = 5000;
+    nodes[0].bytes = 8000;
+    nodes[1].id = node_id(g, "sig");
+    nodes[1].median_ns = 7000;
+    nodes[1].bytes = 8000;
+    fa_analysis a;
+    memset(&a, 0, sizeof a);
+    a.ceilings.mem_bw_gbs = 10;
+    a.ceilings.peak_gflops = 1e6; /* FLOPs negligible */
+    a.ceilings.launch_ns = 500;
+    a.iter_ns = 20000;
+    a.n_nodes = 2;
+    a.nodes = nodes;
+    a.kernels_per_iter = 2;
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(C, g, &a, NULL, &p), FA_OK);
+    assert_int_equal(p->n_clusters, 1);
+    assert_true(fabs(p->clusters[0].est_saving_ns - 6500.0) < 1.0);
+    assert_non_null(strstr(p->clusters[0].basis, "measured"));
+    fa_plan_free(p);
+    /* a measured loss is predicted as one: members at 100 + 100 ns cannot pay a 6000 ns kernel */
+    nodes[0].median_ns = nodes[1].median_ns = 100;
+    nodes[0].bytes = nodes[1].bytes = 8000;
+    a.ceilings.mem_bw_gbs = 0.1; /* the roof caps the achieved 80 GB/s: 8000 B take 80000 ns */
+    assert_int_equal(fa_advise(C, g, &a, NULL, &p), FA_OK);
+    assert_true(p->clusters[0].est_saving_ns < 0);
+    assert_int_equal(p->clusters[0].status, FA_CLUSTER_REFUSED);
+    fa_plan_free(p);
+    /* no median for a member: the analytic estimate, labelled so */
+    a.n_nodes = 1;
+    a.ceilings.mem_bw_gbs = 10;
+    assert_int_equal(fa_advise(C, g, &a, NULL, &p), FA_OK);
+    assert_non_null(strstr(p->clusters[0].basis, "analytic"));
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
 /* x[1,1000] -> Relu -> Sigmoid (graph output): the intermediate (4000 B) no longer round-trips:
  * saved 8000 B and one launch; with the default ceilings (10 GB/s, 1 us dispatch) the estimate is
  * 8000/10 + 1000 = 1800 ns. */
@@ -1092,6 +1213,9 @@ int main(void)
         cmocka_unit_test(test_decomposed_gelu_erf_and_tanh_recognised_in_any_order),
         cmocka_unit_test(test_matmul_bias_gelu_is_one_epilogue_with_gelu_post_op),
         cmocka_unit_test(test_cost_model_saved_bytes_launches_and_estimate),
+        cmocka_unit_test(test_cost_model_from_measured_profile),
+        cmocka_unit_test(test_silu_after_conv_is_a_swish_epilogue),
+        cmocka_unit_test(test_unbuildable_reduction_leaves_the_relu_to_the_conv),
         cmocka_unit_test(test_complex_consumer_gets_prologue_reason),
         cmocka_unit_test(test_matmul_with_1d_operand_is_not_an_epilogue_anchor),
     };

@@ -154,10 +154,10 @@ static void test_bad_declared_size_beyond_memory_refused_before_allocation(void 
         fail_msg("the child grew to %ld KiB for a refused model", ru.ru_maxrss);
 }
 
-/* 100,000 Relu nodes in one chain: inspect, run (1 iteration) and analyze each complete within
+/* 100,000 Relu nodes in one chain: inspect, run (1 iteration), analyze and advise each complete within
  * a generous watchdog (a per-node recursion would overflow the stack, an O(n^2) step would take
  * hours at this size). The time of each step is printed. */
-static void test_bad_hundred_thousand_node_chain_loads_runs_and_analyzes(void **state)
+static void test_bad_hundred_thousand_node_chain_loads_runs_analyzes_and_advises(void **state)
 {
     (void)state;
     static const int64_t d[2] = {1, 4};
@@ -169,8 +169,9 @@ static void test_bad_hundred_thousand_node_chain_loads_runs_and_analyzes(void **
     const char *run[] = {"run", model, "--no-apply", "--iters", "1", "--warmup", "0", "--threads", "1",
                          "--db", db, NULL};
     const char *analyze[] = {"analyze", "latest", "--db", db, NULL};
-    const char *const *steps[] = {inspect, run, analyze};
-    for (int k = 0; k < 3; k++) {
+    const char *advise[] = {"advise", "latest", "--db", db, NULL};
+    const char *const *steps[] = {inspect, run, analyze, advise};
+    for (int k = 0; k < 4; k++) {
         char *err = NULL;
         double took = 0;
         int rc = cli_within(steps[k], 300, &err, &took);
@@ -188,7 +189,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_max_memory_bounds_the_executor),
         cmocka_unit_test(test_bad_declared_size_beyond_memory_refused_before_allocation),
-        cmocka_unit_test(test_bad_hundred_thousand_node_chain_loads_runs_and_analyzes),
+        cmocka_unit_test(test_bad_hundred_thousand_node_chain_loads_runs_analyzes_and_advises),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

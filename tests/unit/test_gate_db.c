@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/gate.h"
+#include "gate/gate.h"
+#include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
 #include "testutil.h"
 
 #define N_NODES 6

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "reports/gate.h"
+#include "gate/gate.h"
 #include "testutil.h"
 
 /* n samples around `center` ns: center * exp(sigma * N(0,1)), and with probability p_out an

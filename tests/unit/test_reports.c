@@ -3,6 +3,7 @@
  * text, trace.json / summary.json parse (yajl) and hold them unchanged, graph.dot is accepted by
  * `dot -Tsvg`, kernels.csv round-trips (RFC 4180). Runs without clusters, without analysis, and an
  * unwritable output folder are handled. */
+#include <math.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "reports/reports.h"
+#include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
 #include "testutil.h"
 
 extern char **environ;
@@ -524,8 +526,9 @@ static double summary_e2e(const char *dir)
     return d;
 }
 
-/* The end-to-end error (measured only by the live run) comes from analysis_summary, else from the
- * applier's summary.json of the same run in the folder; another run's file is ignored. */
+/* The end-to-end error (measured only by the live run) comes from the applied plan in the database
+ * (any --out folder), else, for runs stored before schema v4, from the applier's summary.json of
+ * the same run in the folder; another run's file is ignored. */
 static void test_e2e_error_kept_from_database_or_same_run_summary(void **state)
 {
     (void)state;
@@ -545,14 +548,45 @@ static void test_e2e_error_kept_from_database_or_same_run_summary(void **state)
     assert_int_equal(fa_write_file_atomic(ctx, path, text, strlen(text)), FA_OK);
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     assert_true(summary_e2e(dir) > 1.49e-7 && summary_e2e(dir) < 1.51e-7);
+    /* stored on the applied plan (as `run` does): the database wins over any summary.json */
+    assert_int_not_equal(fa_store_set_plan_e2e_error(ctx, st, run, 1, 2.5e-6), FA_OK); /* no plan yet */
+    fa_ctx_clear(ctx);
     char sql[256];
-    snprintf(sql, sizeof sql, "INSERT INTO analysis_summary(run_id, key, value, unit) VALUES (%lld, 'e2e_max_rel_error', 2.5e-6, '');",
+    snprintf(sql, sizeof sql, "INSERT INTO plans(run_id, plan_id, created_at_ns, status) VALUES (%lld, 1, 1, 'applied');",
              (long long)run);
     exec_sql(st, sql);
+    assert_int_equal(fa_store_set_plan_e2e_error(ctx, st, run, 1, 2.5e-6), FA_OK);
+    char other[1100];
+    snprintf(other, sizeof other, "%s-other", dir);
+    assert_int_equal(fa_reports_write(ctx, st, run, other), FA_OK); /* a folder without summary.json */
+    assert_true(summary_e2e(other) > 2.49e-6 && summary_e2e(other) < 2.51e-6);
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     assert_true(summary_e2e(dir) > 2.49e-6 && summary_e2e(dir) < 2.51e-6);
     fa_store_close(st);
     fa_ctx_free(ctx);
+}
+
+/* The one JSON value writer (core): escaping, NULL as null or "", non-finite numbers as null. */
+static void test_json_writer_escapes_and_writes_null_for_missing_and_non_finite(void **state)
+{
+    (void)state;
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_json_str(&b, "a\"b\\c\n\x01");
+    fa_buf_puts(&b, ",");
+    fa_json_str(&b, NULL);
+    fa_buf_puts(&b, ",");
+    fa_json_str_or_empty(&b, NULL);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, 1.0 / 3.0, 6);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, NAN, 6);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, INFINITY, 9);
+    fa_buf_puts(&b, ",");
+    fa_json_num(&b, 2.5e-6, 9);
+    assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\",null,\"\",0.333333,null,null,2.5e-06");
+    fa_buf_free(&b);
 }
 
 int main(void)
@@ -563,6 +597,7 @@ int main(void)
         cmocka_unit_test(test_run_without_analysis_or_plan_says_not_measured),
         cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
         cmocka_unit_test(test_e2e_error_kept_from_database_or_same_run_summary),
+        cmocka_unit_test(test_json_writer_escapes_and_writes_null_for_missing_and_non_finite),
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),
     };

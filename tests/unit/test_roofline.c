@@ -127,6 +127,17 @@ static void test_place_memory_compute_latency(void **s)
     assert_true(p.roof_gflops > 99.9 && p.roof_gflops < 100.1);
     fa_roofline_place(&c, 100, 100, 1500, &p); /* shorter than 2 launches */
     assert_int_equal(p.bound, FA_BOUND_LATENCY);
+    /* a measured cache level (64 KiB at 40 GB/s): a kernel moving 32 KiB is held to 40 GB/s, one
+     * moving 1 MB (beyond it) to DRAM's 10 GB/s */
+    c.n_cache_levels = 1;
+    c.cache[0].working_set = 65536;
+    c.cache[0].bandwidth_gbs = 40;
+    assert_true(fa_roofline_mem_roof(&c, 32768) == 40);
+    assert_true(fa_roofline_mem_roof(&c, 1e6) == 10);
+    fa_roofline_place(&c, 0, 32768, 16384, &p); /* 2 B/ns achieved, 8 us: above 2 launches */
+    assert_true(p.pct_of_roof > 4.99 && p.pct_of_roof < 5.01);
+    fa_roofline_place(&c, 1000000, 1000000, 200000, &p);
+    assert_true(p.pct_of_roof > 49.9 && p.pct_of_roof < 50.1);
 }
 
 int main(void)

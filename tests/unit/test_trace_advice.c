@@ -12,6 +12,7 @@
 #include "analyzer/trace_advice.h"
 #include "collector/import/import.h"
 #include "store/store.h"
+#include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
 #include "testutil.h"
 
 static const char *data(const char *name)

@@ -1,4 +1,4 @@
-/* reports/gate — the CI gate: compares a candidate run with a baseline run from the run
+/* gate — the CI gate: compares a candidate run with a baseline run from the run
  * database (docs/schema.md) and decides, on per-iteration samples, whether latency or fusion
  * regressed. docs/ci.md explains every decision rule and exit code. */
 #ifndef FA_GATE_H

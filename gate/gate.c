@@ -1,11 +1,10 @@
-/* reports/gate — the CI gate: per-iteration samples of two runs, a bootstrap confidence
+/* gate — the CI gate: per-iteration samples of two runs, a bootstrap confidence
  * interval of the ratio of medians per latency check, exact checks on kernel counts, accepted
  * clusters, verification and cuda registers/spills, and the four renderings (docs/ci.md). */
-#include "reports/gate.h"
+#include "gate/gate.h"
 
 #include <inttypes.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,66 +309,6 @@ typedef struct gate_run {
         if (s_) return s_;                                                                                             \
     } while (0)
 
-static fa_status prep(fa_ctx *ctx, gate_run *g, const char *sql, sqlite3_stmt **q)
-{
-    return FA_SQL_CHECK(ctx, g->st, sqlite3_prepare_v2(fa_store_db(g->st), sql, -1, q, NULL));
-}
-
-/* Collect one double column of a query bound to ?1 = run id into an arena array. */
-static fa_status load_doubles(fa_ctx *ctx, gate_run *g, fa_arena *ar, const char *sql, int64_t run, double **out, int *n)
-{
-    sqlite3_stmt *q = NULL;
-    CK(prep(ctx, g, sql, &q));
-    sqlite3_bind_int64(q, 1, run);
-    int cap = 64, cnt = 0;
-    double *v = malloc(sizeof(double) * (size_t)cap);
-    int rc;
-    while (v && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (cnt == cap) {
-            double *nv = realloc(v, sizeof(double) * (size_t)(cap *= 2));
-            if (!nv) { free(v); v = NULL; break; }
-            v = nv;
-        }
-        v[cnt++] = sqlite3_column_double(q, 0);
-    }
-    if (v && rc != SQLITE_DONE) {
-        fa_status s = FA_SQL_CHECK(ctx, g->st, rc);
-        sqlite3_finalize(q);
-        free(v);
-        return s;
-    }
-    sqlite3_finalize(q);
-    if (!v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory reading %s", g->path);
-    *out = fa_arena_alloc(ar, sizeof(double) * (size_t)(cnt ? cnt : 1));
-    if (!*out) { free(v); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
-    memcpy(*out, v, sizeof(double) * (size_t)cnt);
-    *n = cnt;
-    free(v);
-    return FA_OK;
-}
-
-/* Kernel records per timed iteration of run `run`: min, max and the most frequent count. */
-static fa_status load_kpi(fa_ctx *ctx, gate_run *g, int64_t run, int *mn, int *mx, int *mode)
-{
-    sqlite3_stmt *q = NULL;
-    CK(prep(ctx, g, "SELECT c, count(*) FROM (SELECT iter, count(*) AS c FROM kernels WHERE run_id=?1 AND kind=0 "
-                    "AND iter>=0 GROUP BY iter) GROUP BY c ORDER BY count(*) DESC, c", &q));
-    sqlite3_bind_int64(q, 1, run);
-    *mn = INT32_MAX;
-    *mx = -1;
-    *mode = -1;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int c = sqlite3_column_int(q, 0);
-        if (*mode < 0) *mode = c;
-        if (c < *mn) *mn = c;
-        if (c > *mx) *mx = c;
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
-    return FA_OK;
-}
-
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 static int find_iter(const gate_run *g, int it)
@@ -393,148 +332,93 @@ static int find_op(const gate_run *g, const char *name)
 
 static fa_status load_ops(fa_ctx *ctx, gate_run *g, fa_arena *ar)
 {
-    sqlite3_stmt *q = NULL;
-    CK(prep(ctx, g, "SELECT DISTINCT iter FROM kernels WHERE run_id=?1 AND iter>=0 AND kind IN (0,6) ORDER BY iter", &q));
-    sqlite3_bind_int64(q, 1, g->info.id);
-    int cap = 0;
-    g->n_iters = 0;
-    g->iters = NULL;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (g->n_iters == cap) {
-            int ncap = cap ? cap * 2 : 64;
-            int *ni = fa_arena_alloc(ar, sizeof(int) * (size_t)ncap);
-            if (!ni) { sqlite3_finalize(q); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
-            if (g->n_iters) memcpy(ni, g->iters, sizeof(int) * (size_t)g->n_iters);
-            g->iters = ni;
-            cap = ncap;
-        }
-        g->iters[g->n_iters++] = sqlite3_column_int(q, 0);
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
-    q = NULL;
-    CK(prep(ctx, g, "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels WHERE run_id=?1 "
-                    "AND kind=0 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2", &q));
-    sqlite3_bind_int64(q, 1, g->info.id);
+    CK(fa_store_get_timed_iters(ctx, g->st, g->info.id, ar, &g->iters, &g->n_iters));
+    fa_op_iter_row *rows = NULL;
+    size_t n = 0;
+    CK(fa_store_get_op_iter_times(ctx, g->st, g->info.id, ar, &rows, &n));
     int ocap = 0;
     g->n_ops = 0;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(q, 0);
-        int it = find_iter(g, sqlite3_column_int(q, 1));
-        if (!name || it < 0) continue;
-        if (!g->n_ops || strcmp(g->ops[g->n_ops - 1].name, name)) {
+    for (size_t i = 0; i < n; i++) {
+        int it = find_iter(g, rows[i].iter);
+        if (it < 0) continue;
+        if (!g->n_ops || strcmp(g->ops[g->n_ops - 1].name, rows[i].op)) {
             if (g->n_ops == ocap) {
                 int ncap = ocap ? ocap * 2 : 64;
                 gate_op *no = fa_arena_alloc(ar, sizeof(gate_op) * (size_t)ncap);
-                if (!no) { sqlite3_finalize(q); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
+                if (!no) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
                 if (g->n_ops) memcpy(no, g->ops, sizeof(gate_op) * (size_t)g->n_ops);
                 g->ops = no;
                 ocap = ncap;
             }
             gate_op *op = &g->ops[g->n_ops++];
-            op->name = fa_arena_strdup(ar, name);
+            op->name = rows[i].op;
             op->v = fa_arena_alloc(ar, sizeof(double) * (size_t)(g->n_iters ? g->n_iters : 1));
-            if (!op->name || !op->v) { sqlite3_finalize(q); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
+            if (!op->v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            memset(op->v, 0, sizeof(double) * (size_t)(g->n_iters ? g->n_iters : 1));
         }
-        g->ops[g->n_ops - 1].v[it] = sqlite3_column_double(q, 2);
+        g->ops[g->n_ops - 1].v[it] = rows[i].kernel_ns;
     }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
     return FA_OK;
+}
+
+static int cmp_cluster_id(const void *a, const void *b)
+{
+    int x = ((const fa_cluster_row *)a)->id, y = ((const fa_cluster_row *)b)->id;
+    return x < y ? -1 : x > y;
 }
 
 /* The newest plan's clusters with labels (plans.options_json), member names (nodes) and
  * cluster-fused samples. */
 static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
 {
-    sqlite3_stmt *q = NULL;
-    int rc;
     g->plan_id = 0;
-    CK(prep(ctx, g, "SELECT plan_id, target FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1", &q));
-    sqlite3_bind_int64(q, 1, g->info.id);
-    if ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        g->plan_id = sqlite3_column_int(q, 0);
-        const char *t = (const char *)sqlite3_column_text(q, 1);
-        g->plan_target = t ? fa_arena_strdup(ar, t) : NULL;
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
+    fa_plan_row plan;
+    fa_cluster_row *crs = NULL;
+    fa_why_not_row *wrs = NULL;
+    int n_crs = 0, n_wrs = 0;
+    CK(fa_store_get_latest_plan(ctx, g->st, g->info.id, ar, &g->plan_id, &plan, &crs, &n_crs, &wrs, &n_wrs));
     if (!g->plan_id) return FA_OK;
+    g->plan_target = plan.target;
+    qsort(crs, (size_t)n_crs, sizeof *crs, cmp_cluster_id); /* the gate reports clusters in id order */
     /* node names */
+    fa_node_row *nrows = NULL;
+    size_t n_nrows = 0;
+    CK(fa_store_get_nodes(ctx, g->st, g->info.id, false, ar, &nrows, &n_nrows));
     int n_nodes = 0;
-    CK(prep(ctx, g, "SELECT coalesce(max(node_id)+1, 0) FROM nodes WHERE run_id=?1", &q));
-    sqlite3_bind_int64(q, 1, g->info.id);
-    if (sqlite3_step(q) == SQLITE_ROW) n_nodes = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
+    for (size_t i = 0; i < n_nrows; i++)
+        if (nrows[i].id + 1 > n_nodes) n_nodes = nrows[i].id + 1;
     const char **names = fa_arena_alloc(ar, sizeof(char *) * (size_t)(n_nodes + 1));
     if (!names) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    CK(prep(ctx, g, "SELECT node_id, name FROM nodes WHERE run_id=?1", &q));
-    sqlite3_bind_int64(q, 1, g->info.id);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int id = sqlite3_column_int(q, 0);
-        const char *nm = (const char *)sqlite3_column_text(q, 1);
-        if (id >= 0 && id < n_nodes && nm) names[id] = fa_arena_strdup(ar, nm);
-    }
-    sqlite3_finalize(q);
+    memset(names, 0, sizeof(char *) * (size_t)(n_nodes + 1));
+    for (size_t i = 0; i < n_nrows; i++)
+        if (nrows[i].id >= 0) names[nrows[i].id] = nrows[i].name;
     /* clusters */
-    int cnt = 0;
-    CK(prep(ctx, g, "SELECT count(*) FROM clusters WHERE run_id=?1 AND plan_id=?2", &q));
-    sqlite3_bind_int64(q, 1, g->info.id);
-    sqlite3_bind_int(q, 2, g->plan_id);
-    if (sqlite3_step(q) == SQLITE_ROW) cnt = sqlite3_column_int(q, 0);
-    sqlite3_finalize(q);
-    g->cl = fa_arena_alloc(ar, sizeof(gate_cluster) * (size_t)(cnt + 1));
+    g->cl = fa_arena_alloc(ar, sizeof(gate_cluster) * (size_t)(n_crs + 1));
     if (!g->cl) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    /* labels live in plans.options_json ("clusters":[{"id":..,"label":..}]); json_each/json_extract
-     * are SQLite's JSON1 functions (built in since 3.38). A missing or malformed document leaves
-     * the label NULL. */
-    CK(prep(ctx, g,
-            "SELECT c.cluster_id, c.kind, c.members_json, c.status, c.reason, coalesce(f.registers, c.registers), "
-            "coalesce(f.spill_bytes, c.spill_bytes), c.max_rel_error, "
-            "(SELECT json_extract(j.value, '$.label') FROM plans p, json_each(CASE WHEN json_valid(p.options_json) "
-            "THEN p.options_json ELSE '{}' END, '$.clusters') j WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND "
-            "json_extract(j.value, '$.id')=c.cluster_id LIMIT 1) "
-            "FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND "
-            "f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.cluster_id",
-            &q));
-    sqlite3_bind_int64(q, 1, g->info.id);
-    sqlite3_bind_int(q, 2, g->plan_id);
+    memset(g->cl, 0, sizeof(gate_cluster) * (size_t)(n_crs + 1));
     fa_buf b;
     fa_buf_init(&b);
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && g->n_clusters < cnt) {
+    for (int ci = 0; ci < n_crs; ci++) {
+        const fa_cluster_row *cr = &crs[ci];
         gate_cluster *c = &g->cl[g->n_clusters++];
-        c->id = sqlite3_column_int(q, 0);
-        const char *s;
-        c->kind = (s = (const char *)sqlite3_column_text(q, 1)) ? fa_arena_strdup(ar, s) : "?";
-        const char *mj = (const char *)sqlite3_column_text(q, 2);
-        c->status = (s = (const char *)sqlite3_column_text(q, 3)) ? fa_arena_strdup(ar, s) : "?";
-        c->reason = (s = (const char *)sqlite3_column_text(q, 4)) ? fa_arena_strdup(ar, s) : NULL;
-        c->registers = sqlite3_column_type(q, 5) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 5);
-        c->spill_bytes = sqlite3_column_type(q, 6) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 6);
-        c->max_rel_error = sqlite3_column_type(q, 7) == SQLITE_NULL ? NAN : sqlite3_column_double(q, 7);
-        s = (const char *)sqlite3_column_text(q, 8);
-        c->label = fa_arena_strdup(ar, s ? s : c->kind);
+        c->id = cr->id;
+        c->kind = cr->kind ? cr->kind : "?";
+        c->status = cr->status ? cr->status : "?";
+        c->reason = cr->reason;
+        c->registers = cr->registers;
+        c->spill_bytes = cr->spill_bytes;
+        c->max_rel_error = cr->max_rel_error < 0 ? NAN : cr->max_rel_error;
+        c->label = cr->label ? cr->label : c->kind;
         c->accepted = !strcmp(c->status, "accepted");
-        /* members_json: a JSON array of node ids */
-        int nm = 0, mcap = 0;
-        const char **mem = NULL;
-        for (const char *p = mj ? mj : ""; *p;) {
-            char *end;
-            long id = strtol(p, &end, 10);
-            if (end == p) { p++; continue; }
-            p = end;
-            if (nm == mcap) {
-                int ncap = mcap ? mcap * 2 : 8;
-                const char **nmem = fa_arena_alloc(ar, sizeof(char *) * (size_t)ncap);
-                if (!nmem) break;
-                if (nm) memcpy(nmem, mem, sizeof(char *) * (size_t)nm);
-                mem = nmem;
-                mcap = ncap;
-            }
+        /* member node names (an id without a stored node reads "#ID") */
+        int nm = cr->n_members;
+        const char **mem = fa_arena_alloc(ar, sizeof(char *) * (size_t)(nm + 1));
+        if (!mem) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < nm; i++) {
+            int id = cr->members[i];
             char tmp[32];
-            snprintf(tmp, sizeof tmp, "#%ld", id);
-            mem[nm++] = id >= 0 && id < n_nodes && names[id] ? names[id] : fa_arena_strdup(ar, tmp);
+            snprintf(tmp, sizeof tmp, "#%d", id);
+            mem[i] = id >= 0 && id < n_nodes && names[id] ? names[id] : fa_arena_strdup(ar, tmp);
         }
         c->members = mem;
         c->n_members = nm;
@@ -560,24 +444,28 @@ static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
         c->display = fa_arena_strdup(ar, b.data ? b.data : "");
         if (b.oom || !c->key || !c->display || !c->label) {
             fa_buf_free(&b);
-            sqlite3_finalize(q);
             return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         }
     }
     fa_buf_free(&b);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return FA_SQL_CHECK(ctx, g->st, rc);
     /* benchmark samples of this plan */
-    for (int i = 0; i < g->n_clusters; i++) {
-        char sql[200];
-        snprintf(sql, sizeof sql, "SELECT latency_ns FROM benchmarks WHERE run_id=?1 AND plan_id=%d AND "
-                                  "subject='cluster-fused' AND cluster_id=%d ORDER BY iter", g->plan_id, g->cl[i].id);
-        CK(load_doubles(ctx, g, ar, sql, g->info.id, &g->cl[i].fused, &g->cl[i].n_fused));
+    fa_bench_series *bs = NULL;
+    size_t n_bs = 0;
+    CK(fa_store_get_bench_series(ctx, g->st, g->info.id, g->plan_id, ar, &bs, &n_bs));
+    g->bench_fused = NULL;
+    g->n_bench_fused = 0;
+    for (size_t i = 0; i < n_bs; i++) {
+        if (bs[i].subject == FA_BENCH_FUSED && bs[i].cluster_id == -1) {
+            g->bench_fused = bs[i].samples_ns;
+            g->n_bench_fused = bs[i].n;
+        }
+        if (bs[i].subject != FA_BENCH_CLUSTER_FUSED) continue;
+        for (int k = 0; k < g->n_clusters; k++)
+            if (g->cl[k].id == bs[i].cluster_id) {
+                g->cl[k].fused = bs[i].samples_ns;
+                g->cl[k].n_fused = bs[i].n;
+            }
     }
-    char sql[200];
-    snprintf(sql, sizeof sql, "SELECT latency_ns FROM benchmarks WHERE run_id=?1 AND plan_id=%d AND subject='fused' "
-                              "AND cluster_id=-1 ORDER BY iter", g->plan_id);
-    CK(load_doubles(ctx, g, ar, sql, g->info.id, &g->bench_fused, &g->n_bench_fused));
     return FA_OK;
 }
 
@@ -592,25 +480,16 @@ static fa_status load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, g
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: run %" PRId64 " is the fused model's trace (%s); gate its baseline run instead", g->path,
                             id, g->info.tag ? g->info.tag : "kind 'fused'");
-    CK(load_doubles(ctx, g, ar, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=6 AND name='iteration' "
-                                "AND iter>=0 ORDER BY iter", id, &g->iter_ns, &g->n_iter_ns));
+    CK(fa_store_get_range_durations(ctx, st, id, "iteration", ar, &g->iter_ns, &g->n_iter_ns));
     CK(load_ops(ctx, g, ar));
-    CK(load_kpi(ctx, g, id, &g->kpi_min, &g->kpi_max, &g->kpi_mode));
+    CK(fa_store_get_kernels_per_iter(ctx, st, id, &g->kpi_min, &g->kpi_max, &g->kpi_mode));
     CK(load_plan(ctx, g, ar));
-    /* the fused model's own trace */
-    sqlite3_stmt *q = NULL;
-    CK(prep(ctx, g, "SELECT id FROM runs WHERE kind='fused' AND tag=?1 AND status='ok' ORDER BY id DESC LIMIT 1", &q));
-    char tag[64];
-    snprintf(tag, sizeof tag, "fused-of:%" PRId64, id);
-    sqlite3_bind_text(q, 1, tag, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(q) == SQLITE_ROW) g->fused_run = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
+    /* the fused model's own trace (finished 'ok') */
+    CK(fa_store_get_fused_run(ctx, st, id, true, &g->fused_run));
     g->fkpi_mode = -1;
     if (g->fused_run >= 0) {
-        CK(load_kpi(ctx, g, g->fused_run, &g->fkpi_min, &g->fkpi_max, &g->fkpi_mode));
-        CK(load_doubles(ctx, g, ar, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=6 AND "
-                                    "name='iteration' AND iter>=0 ORDER BY iter", g->fused_run, &g->fused_iter_ns,
-                        &g->n_fused_iter_ns));
+        CK(fa_store_get_kernels_per_iter(ctx, st, g->fused_run, &g->fkpi_min, &g->fkpi_max, &g->fkpi_mode));
+        CK(fa_store_get_range_durations(ctx, st, g->fused_run, "iteration", ar, &g->fused_iter_ns, &g->n_fused_iter_ns));
     }
     return FA_OK;
 }
@@ -1255,26 +1134,21 @@ fa_status fa_gate_pick_runs(fa_ctx *ctx, fa_store *st, const char *tag, const ch
 {
     fa_arena *ar = fa_arena_create(4096);
     if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    sqlite3_stmt *q = NULL;
-    fa_status s = FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(fa_store_db(st),
-        "SELECT id FROM runs WHERE status='ok' AND kind<>'fused' ORDER BY id DESC", -1, &q, NULL));
+    fa_run_info *runs = NULL;
+    size_t n_runs = 0;
+    fa_status s = fa_store_list_runs(ctx, st, ar, &runs, &n_runs); /* newest first */
     int found = 0;
-    int rc = SQLITE_DONE;
-    while (!s && found < max && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int64_t id = sqlite3_column_int64(q, 0);
+    for (size_t k = 0; !s && k < n_runs && found < max; k++) {
+        const fa_run_info *ri = &runs[k];
+        if (!ri->status || strcmp(ri->status, "ok") || (ri->kind && !strcmp(ri->kind, "fused"))) continue;
         bool skip = false;
-        for (int i = 0; i < n_exclude && !skip; i++) skip = exclude_ids[i] == id;
+        for (int i = 0; i < n_exclude && !skip; i++) skip = exclude_ids[i] == ri->id;
         if (skip) continue;
-        fa_run_info ri;
-        s = fa_store_get_run(ctx, st, id, ar, &ri);
-        if (s) break;
-        if (tag && !(ri.tag && !strcmp(ri.tag, tag))) continue;
-        if (exclude_tag && ri.tag && !strcmp(ri.tag, exclude_tag)) continue;
-        if (same_model && !fa_gate_same_model(&ri, same_model)) continue;
-        out[found++] = id;
+        if (tag && !(ri->tag && !strcmp(ri->tag, tag))) continue;
+        if (exclude_tag && ri->tag && !strcmp(ri->tag, exclude_tag)) continue;
+        if (same_model && !fa_gate_same_model(ri, same_model)) continue;
+        out[found++] = ri->id;
     }
-    if (!s && rc != SQLITE_ROW && rc != SQLITE_DONE) s = FA_SQL_CHECK(ctx, st, rc);
-    sqlite3_finalize(q);
     fa_arena_free(ar);
     if (s) return s;
     if (!found) {
@@ -1662,51 +1536,34 @@ void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b)
     }
 }
 
-static void jstr(fa_buf *b, const char *s)
-{
-    if (!s) {
-        fa_buf_puts(b, "null");
-        return;
-    }
-    fa_buf_puts(b, "\"");
-    fa_escape_json(b, s, strlen(s));
-    fa_buf_puts(b, "\"");
-}
-
-static void jnum(fa_buf *b, double v)
-{
-    if (!isfinite(v)) fa_buf_puts(b, "null");
-    else fa_buf_printf(b, "%.9g", v);
-}
-
 void fa_gate_render_json(const fa_gate_report *r, fa_buf *b)
 {
     fa_buf_printf(b, "{\"schema\":\"fuse-advise.gate/1\",\"verdict\":\"%s\",\"strict\":%s,\"fails_build\":%s,",
                   fa_gate_verdict_name(r->verdict), r->opt.strict ? "true" : "false",
                   effective(r, r->verdict) == FA_GATE_FAIL ? "true" : "false");
     fa_buf_puts(b, "\"options\":{\"max_regression\":");
-    jnum(b, r->opt.max_regression);
+    fa_json_num(b, r->opt.max_regression, 9);
     fa_buf_puts(b, ",\"confidence\":");
-    jnum(b, r->opt.confidence);
+    fa_json_num(b, r->opt.confidence, 9);
     fa_buf_printf(b, ",\"resamples\":%d,\"seed\":%" PRIu64 ",\"min_share\":", r->opt.resamples, r->opt.seed);
-    jnum(b, r->opt.min_share);
+    fa_json_num(b, r->opt.min_share, 9);
     fa_buf_puts(b, ",\"register_warn\":");
-    jnum(b, r->opt.register_warn);
+    fa_json_num(b, r->opt.register_warn, 9);
     fa_buf_puts(b, "}");
     for (int k = 0; k < 2; k++) {
         const fa_run_info *ri = k ? &r->candidate : &r->baseline;
         fa_buf_printf(b, ",\"%s\":{\"db\":", k ? "candidate" : "baseline");
-        jstr(b, k ? r->candidate_db : r->baseline_db);
+        fa_json_str(b, k ? r->candidate_db : r->baseline_db);
         fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"model_path\":", ri->id);
-        jstr(b, ri->model_path);
+        fa_json_str(b, ri->model_path);
         fa_buf_puts(b, ",\"model_sha256\":");
-        jstr(b, ri->model_sha256);
+        fa_json_str(b, ri->model_sha256);
         fa_buf_puts(b, ",\"tag\":");
-        jstr(b, ri->tag);
+        fa_json_str(b, ri->tag);
         fa_buf_puts(b, ",\"target\":");
-        jstr(b, ri->target);
+        fa_json_str(b, ri->target);
         fa_buf_puts(b, ",\"device_name\":");
-        jstr(b, ri->device_name);
+        fa_json_str(b, ri->device_name);
         fa_buf_printf(b, ",\"iters\":%d,\"runs\":[", ri->iters);
         int nr = k ? r->n_candidate_runs : r->n_baseline_runs;
         const int64_t *ids = k ? r->candidate_runs : r->baseline_runs;
@@ -1719,35 +1576,35 @@ void fa_gate_render_json(const fa_gate_report *r, fa_buf *b)
     fa_buf_puts(b, "},\"notes\":[");
     for (int i = 0; i < r->n_notes; i++) {
         if (i) fa_buf_puts(b, ",");
-        jstr(b, r->notes[i]);
+        fa_json_str(b, r->notes[i]);
     }
     fa_buf_puts(b, "],\"checks\":[");
     for (int i = 0; i < r->n_checks; i++) {
         const fa_gate_check *c = &r->checks[i];
         fa_buf_puts(b, i ? ",\n{\"id\":" : "\n{\"id\":");
-        jstr(b, c->id);
+        fa_json_str(b, c->id);
         fa_buf_puts(b, ",\"category\":");
-        jstr(b, c->category);
+        fa_json_str(b, c->category);
         fa_buf_puts(b, ",\"name\":");
-        jstr(b, c->name);
+        fa_json_str(b, c->name);
         fa_buf_printf(b, ",\"verdict\":\"%s\",\"message\":", fa_gate_verdict_name(c->verdict));
-        jstr(b, c->message);
+        fa_json_str(b, c->message);
         fa_buf_puts(b, ",\"stats\":");
         if (!c->has_stats) fa_buf_puts(b, "null");
         else {
             const fa_gate_stats *s = &c->stats;
             fa_buf_printf(b, "{\"n_base\":%d,\"n_cand\":%d,\"base_median_ns\":", s->n_base, s->n_cand);
-            jnum(b, s->base_median_ns);
+            fa_json_num(b, s->base_median_ns, 9);
             fa_buf_puts(b, ",\"cand_median_ns\":");
-            jnum(b, s->cand_median_ns);
+            fa_json_num(b, s->cand_median_ns, 9);
             fa_buf_puts(b, ",\"ratio\":");
-            jnum(b, s->ratio);
+            fa_json_num(b, s->ratio, 9);
             fa_buf_puts(b, ",\"ci_lo\":");
-            jnum(b, s->lo);
+            fa_json_num(b, s->lo, 9);
             fa_buf_puts(b, ",\"ci_hi\":");
-            jnum(b, s->hi);
+            fa_json_num(b, s->hi, 9);
             fa_buf_puts(b, ",\"confidence\":");
-            jnum(b, s->confidence);
+            fa_json_num(b, s->confidence, 9);
             fa_buf_printf(b, ",\"runs_base\":%d,\"runs_cand\":%d,\"suggested_iters\":%d}", s->runs_base, s->runs_cand,
                           s->suggested_iters);
         }

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# bench/bench_calibration.sh — how true the advisor's predictions are (issue 19): runs each model
+# through `fuse-advise run` (baseline trace, plan, per-cluster apply and measurement) and prints,
+# per cluster kind and in all, predicted (est_saving_ns) against measured (measured_saving_ns)
+# over the clusters that were measured:
+#   n measured, median ratio predicted/measured, share within +-25% of the measured saving,
+#   count with the wrong sign (a saving predicted, a loss measured, or the reverse),
+# and the same over the accepted clusters; then the same figures for the analytic formula the
+# advisor used before issue 19 on the same clusters (bench/calibration.py). Targets (issue 19): >= 80% of accepted clusters within
+# +-25%, < 5% of measured clusters with the wrong sign. Timings are as noisy as the machine:
+# the script prints `uptime` with the figures.
+# env: BUILD (default build), THREADS (2), ITERS (5), MODELS (override list), KEEP (a folder to
+#      keep the plans in). Needs python3 (standard library only).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$here/build}
+FA=$BUILD/fuse-advise
+THREADS=${THREADS:-2}
+ITERS=${ITERS:-5}
+CORPUS=${FA_CORPUS:-$here/../shared/corpus}
+LIGHT="$CORPUS/onnx/light"
+MODELS=${MODELS:-"zoo:resnet50 zoo:mobilenetv2 zoo:bert-layer zoo:gpt2-block $LIGHT/light_resnet50.onnx $LIGHT/light_squeezenet.onnx $LIGHT/light_inception_v1.onnx $LIGHT/light_bvlc_alexnet.onnx $LIGHT/light_vgg19.onnx"}
+tmp=${KEEP:-$(mktemp -d)}
+mkdir -p "$tmp"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
+echo "load: $(uptime)"
+plans=()
+for m in $MODELS; do
+  name=$(basename "${m#zoo:}" .onnx)
+  if [[ $m == zoo:* ]]; then
+    "$FA" zoo "${m#zoo:}" -o "$tmp/$name.onnx" >/dev/null
+    model="$tmp/$name.onnx"
+  else
+    [ -f "$m" ] || { echo "bench_calibration: $m absent, skipped" >&2; continue; }
+    model="$m"
+  fi
+  if "$FA" run "$model" --iters "$ITERS" --threads "$THREADS" --db "$tmp/cal.db" --out "$tmp/out-$name" \
+       > "$tmp/$name.log" 2>&1; then
+    plans+=("$name=$tmp/out-$name/plan.json")
+    # the run's own verdict on the machine's noise, and its baseline figures
+    grep -hE "^baseline|timings are noisy" "$tmp/$name.log" | sed "s/^/$name: /" || true
+  else
+    echo "bench_calibration: run $name failed (rc $?): $(tail -1 "$tmp/$name.log")" >&2
+  fi
+done
+# the ceilings the runs used (cached per device in the database): for the analytic comparison
+read -r BW DISP < <("$FA" devices --json --db "$tmp/cal.db" |
+  python3 -c 'import json,sys; d=json.load(sys.stdin)["cpu"]; print(d["mem_bw_gbs"], d["dispatch_ns"])')
+python3 "$here/bench/calibration.py" --bw "$BW" --dispatch "$DISP" "${plans[@]}"
+echo "load: $(uptime)"

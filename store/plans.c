@@ -1,0 +1,415 @@
+/* store/plans — typed writes of the advisor's plans: the plan row, its clusters (proposal and
+ * the applier's verdicts) and the why-not list. Every SQL statement on those tables from the
+ * stages above lives here. */
+#include "store-impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void b_int_or_null(binder *b, int v) { if (v >= 0) b_i64(b, v); else b_txt(b, NULL); }
+static void b_dbl_or_null(binder *b, double v, bool present) { if (present) b_dbl(b, v); else b_txt(b, NULL); }
+
+/* The verdict columns of one cluster, in the order both statements below bind them. */
+static void bind_verdict(binder *b, const fa_cluster_row *c)
+{
+    b_txt(b, c->status);
+    b_txt(b, c->reason);
+    b_dbl_or_null(b, c->measured_saving_ns / 1e3, !isnan(c->measured_saving_ns));
+    b_dbl_or_null(b, c->max_rel_error, c->max_rel_error >= 0);
+    b_int_or_null(b, c->registers);
+    b_int_or_null(b, c->spill_bytes);
+    b_dbl_or_null(b, c->occupancy, c->occupancy >= 0);
+}
+
+fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_plan_row *plan,
+                            const fa_cluster_row *clusters, int n_clusters, const fa_why_not_row *why_not,
+                            int n_why_not, int *plan_id)
+{
+    fa_status s = fa_sq_require_writable(ctx, st, "store a plan");
+    if (s) return s;
+    bool own;
+    s = fa_sq_tx_open(ctx, st, &own);
+    if (s) return s;
+    sqlite3_stmt *q = NULL;
+    binder b;
+    int id = 1;
+    s = fa_sq_prepare(ctx, st, "SELECT coalesce(max(plan_id),0)+1 FROM plans WHERE run_id=?1", &q);
+    if (!s) {
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        int rc = SQLITE_DONE;
+        if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+        if (!s && rc == SQLITE_ROW) id = sqlite3_column_int(q, 0);
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!s)
+        s = fa_sq_prepare(ctx, st,
+                          "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, "
+                          "status) VALUES (?1,?2,?3,?4,?5,?6,?7,'proposed')",
+                          &q);
+    if (!s) {
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_i64(&b, id);
+        b_i64(&b, fa_sq_unix_now_ns());
+        b_txt(&b, plan->plan_hash);
+        b_txt(&b, plan->target);
+        b_txt(&b, plan->arch);
+        b_txt(&b, plan->options_json ? plan->options_json : "{}");
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!s)
+        s = fa_sq_prepare(ctx, st,
+                          "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, "
+                          "saved_launches, recompute_us, est_saving_us, est_saving_pct, status, reason, "
+                          "measured_saving_us, max_rel_error, registers, spill_bytes, occupancy) "
+                          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+                          &q);
+    fa_buf m;
+    fa_buf_init(&m);
+    for (int i = 0; i < n_clusters && !s; i++) {
+        const fa_cluster_row *c = &clusters[i];
+        fa_buf_reset(&m); /* members as a JSON array of node ids (docs/schema.md) */
+        fa_buf_puts(&m, "[");
+        for (int k = 0; k < c->n_members; k++) fa_buf_printf(&m, "%s%d", k ? "," : "", c->members[k]);
+        fa_buf_puts(&m, "]");
+        if (m.oom) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_i64(&b, id);
+        b_i64(&b, c->id);
+        b_txt(&b, c->kind);
+        b_txt(&b, m.data);
+        b_i64(&b, (int64_t)c->saved_bytes);
+        b_i64(&b, c->saved_launches);
+        b_dbl(&b, c->recompute_ns / 1e3);
+        b_dbl(&b, c->est_saving_ns / 1e3);
+        b_dbl(&b, c->est_saving_pct);
+        bind_verdict(&b, c);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    fa_buf_free(&m);
+    sqlite3_finalize(q);
+    q = NULL;
+    if (!s)
+        s = fa_sq_prepare(ctx, st,
+                          "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, "
+                          "reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                          &q);
+    for (int i = 0; i < n_why_not && !s; i++) {
+        const fa_why_not_row *w = &why_not[i];
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_i64(&b, id);
+        b_i64(&b, i);
+        b_i64(&b, w->producer);
+        b_i64(&b, w->consumer);
+        b_i64(&b, w->tensor);
+        b_txt(&b, w->code);
+        b_txt(&b, w->reason);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    s = fa_sq_tx_close(ctx, st, own, s);
+    if (!s) *plan_id = id;
+    return s;
+}
+
+fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
+                                        const fa_cluster_row *clusters, int n_clusters)
+{
+    fa_status s = fa_sq_require_writable(ctx, st, "store cluster verdicts");
+    if (s) return s;
+    bool own;
+    s = fa_sq_tx_open(ctx, st, &own);
+    if (s) return s;
+    sqlite3_stmt *q = NULL;
+    s = fa_sq_prepare(ctx, st,
+                      "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
+                      "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
+                      &q);
+    for (int i = 0; i < n_clusters && !s; i++) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        b_i64(&b, plan_id);
+        b_i64(&b, clusters[i].id);
+        bind_verdict(&b, &clusters[i]);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+    }
+    sqlite3_finalize(q);
+    return fa_sq_tx_close(ctx, st, own, s);
+}
+
+/* ---- reads ---- */
+
+fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok_only, int64_t *fused_id)
+{
+    char tag[64];
+    snprintf(tag, sizeof tag, "fused-of:%lld", (long long)run_id);
+    sqlite3_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT id FROM runs WHERE kind=?1 AND tag=?2 AND (status=?3 OR (?4 = 0 AND status<>?5)) "
+                                "ORDER BY id DESC LIMIT 1",
+                                &q);
+    if (s) return s;
+    binder b;
+    b_start(&b, q);
+    b_txt(&b, "fused");
+    b_txt(&b, tag);
+    b_txt(&b, "ok");
+    b_i64(&b, ok_only);
+    b_txt(&b, "failed");
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = SQLITE_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+    if (!s) *fused_id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
+    sqlite3_finalize(q);
+    return s;
+}
+
+fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
+                                     const char **text)
+{
+    sqlite3_stmt *q;
+    binder b;
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + "
+                                "(SELECT count(*) FROM analysis_summary WHERE run_id=?1)", run_id, &q, &b);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = SQLITE_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+    bool any = !s && rc == SQLITE_ROW && sqlite3_column_int64(q, 0) > 0;
+    sqlite3_finalize(q);
+    if (s) return s;
+    const char *t = NULL;
+    if (any) {
+        s = fa_sq_prepare(ctx, st, "SELECT text FROM analysis_summary WHERE run_id=?1 AND text IS NOT NULL ORDER BY key", &q);
+        if (s) return s;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        fa_buf all;
+        fa_buf_init(&all);
+        while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+            if (all.len) fa_buf_puts(&all, "\n");
+            const unsigned char *x = sqlite3_column_text(q, 0);
+            if (x) fa_buf_puts(&all, (const char *)x);
+        }
+        if (!s) s = STEP_CHECK(ctx, st, q, rc);
+        sqlite3_finalize(q);
+        if (!s && all.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!s && all.len) {
+            t = fa_arena_strdup(arena, all.data);
+            if (!t) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        }
+        fa_buf_free(&all);
+        if (s) return s;
+    }
+    *have = any;
+    *text = t;
+    return FA_OK;
+}
+
+/* "[1,2,3]" (members_json) -> ints in arena; NULL text is no members. *out NULL when out of
+ * memory. */
+static int parse_ints(fa_arena *ar, const char *json, int **out)
+{
+    int n = 0, cap = 1;
+    for (const char *p = json; p && *p; p++) cap += *p == ',';
+    int *v = fa_arena_alloc(ar, sizeof(int) * (size_t)cap);
+    *out = v;
+    if (!v || !json) return 0;
+    const char *p = json;
+    while (*p) {
+        if ((*p >= '0' && *p <= '9') || *p == '-') {
+            char *end;
+            long x = strtol(p, &end, 10);
+            if (n < cap) v[n++] = (int)x;
+            p = end > p ? end : p + 1;
+        } else p++;
+    }
+    return n;
+}
+
+static double col_num(sqlite3_stmt *q, int i) { return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i); }
+static int col_int_or(sqlite3_stmt *q, int i, int none) { return sqlite3_column_type(q, i) == SQLITE_NULL ? none : sqlite3_column_int(q, i); }
+
+fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
+                                   fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
+                                   fa_why_not_row **why_not, int *n_why_not)
+{
+    sqlite3_stmt *q;
+    binder b;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT plan_id, plan_hash, target, arch, options_json FROM plans WHERE run_id=?1 "
+                                "ORDER BY plan_id DESC LIMIT 1",
+                                &q);
+    if (s) return s;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = SQLITE_DONE, id = 0;
+    fa_plan_row pr = {0};
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+    if (!s && rc == SQLITE_ROW) {
+        id = sqlite3_column_int(q, 0);
+        pr.plan_hash = fa_sq_col_str(q, 1, arena);
+        pr.target = fa_sq_col_str(q, 2, arena);
+        pr.arch = fa_sq_col_str(q, 3, arena);
+        pr.options_json = fa_sq_col_str(q, 4, arena);
+    }
+    sqlite3_finalize(q);
+    if (s) return s;
+    if (id == 0) {
+        *plan_id = 0;
+        return FA_OK;
+    }
+    fa_cluster_row *cv = NULL;
+    size_t nc = 0, capc = 0;
+    s = fa_sq_prepare(ctx, st,
+                      /* labels live in plans.options_json ("clusters":[{"id":..,"label":..}]), read with
+                       * SQLite's JSON1 functions; a missing or malformed document leaves them NULL */
+                      "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
+                      "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
+                      "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
+                      "c.max_rel_error, (SELECT json_extract(j.value, '$.label') FROM plans p, "
+                      "json_each(CASE WHEN json_valid(p.options_json) THEN p.options_json ELSE '{}' END, '$.clusters') j "
+                      "WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND json_extract(j.value, '$.id')=c.cluster_id "
+                      "LIMIT 1) FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND f.plan_id=c.plan_id "
+                      "AND f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 "
+                      "ORDER BY c.est_saving_us DESC, c.cluster_id",
+                      &q);
+    if (s) return s;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (!fa_sq_grow(arena, (void **)&cv, nc, &capc, sizeof *cv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        fa_cluster_row *c = &cv[nc++];
+        int *members = NULL;
+        c->id = sqlite3_column_int(q, 0);
+        c->kind = fa_sq_col_str(q, 1, arena);
+        c->n_members = parse_ints(arena, (const char *)sqlite3_column_text(q, 2), &members);
+        c->members = members;
+        c->saved_bytes = (uint64_t)sqlite3_column_int64(q, 3);
+        c->saved_launches = sqlite3_column_int(q, 4);
+        c->recompute_ns = col_num(q, 5) * 1e3;
+        c->est_saving_ns = col_num(q, 6) * 1e3;
+        c->est_saving_pct = col_num(q, 7);
+        c->registers = col_int_or(q, 8, -1);
+        c->spill_bytes = col_int_or(q, 9, -1);
+        c->occupancy = col_num(q, 10);
+        c->status = fa_sq_col_str(q, 11, arena);
+        c->reason = fa_sq_col_str(q, 12, arena);
+        c->measured_saving_ns = col_num(q, 13) * 1e3;
+        c->max_rel_error = col_num(q, 14);
+        c->label = fa_sq_col_str(q, 15, arena);
+        if (!members) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    fa_why_not_row *wv = NULL;
+    size_t nw = 0, capw = 0;
+    s = fa_sq_prepare(ctx, st,
+                      "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND "
+                      "plan_id=?2 ORDER BY seq",
+                      &q);
+    if (s) return s;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (!fa_sq_grow(arena, (void **)&wv, nw, &capw, sizeof *wv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        fa_why_not_row *w = &wv[nw++];
+        w->producer = sqlite3_column_int(q, 0);
+        w->consumer = sqlite3_column_int(q, 1);
+        w->tensor = sqlite3_column_int(q, 2);
+        w->code = fa_sq_col_str(q, 3, arena);
+        w->reason = fa_sq_col_str(q, 4, arena);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *plan_id = id;
+    *plan = pr;
+    *clusters = cv;
+    *n_clusters = (int)nc;
+    *why_not = wv;
+    *n_why_not = (int)nw;
+    return FA_OK;
+}
+
+fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
+                                    fa_bench_series **out, size_t *n_out)
+{
+    sqlite3_stmt *q;
+    binder b;
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND "
+                                "(plan_id=?2 OR ?2=0) ORDER BY subject, cluster_id, plan_id DESC, iter", run_id, &q, &b);
+    if (s) return s;
+    b_i64(&b, plan_id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    fa_bench_series *v = NULL;
+    size_t n = 0, cap = 0;
+    double *buf = NULL;
+    int nbuf = 0, capbuf = 0;
+    char cur[32] = "";
+    int cur_cluster = -2, rc = SQLITE_DONE;
+    for (;;) {
+        const char *subj = NULL;
+        int cid = -3;
+        if (!s) {
+            rc = sqlite3_step(q);
+            if (rc == SQLITE_ROW) {
+                subj = (const char *)sqlite3_column_text(q, 0);
+                cid = sqlite3_column_int(q, 1);
+                if (!subj) subj = "";
+            } else {
+                s = STEP_CHECK(ctx, st, q, rc);
+            }
+        }
+        if (!subj || strcmp(subj, cur) || cid != cur_cluster) { /* flush the previous series */
+            int k = 0;
+            while (k < FA_BENCH_SUBJECT_COUNT && strcmp(cur, fa_bench_subject_name((fa_bench_subject)k))) k++;
+            if (!s && nbuf > 0 && k < FA_BENCH_SUBJECT_COUNT) {
+                if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+                double *smp = fa_arena_alloc(arena, sizeof(double) * (size_t)nbuf);
+                if (!smp) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+                memcpy(smp, buf, sizeof(double) * (size_t)nbuf);
+                v[n++] = (fa_bench_series){(fa_bench_subject)k, cur_cluster, nbuf, smp};
+            }
+            nbuf = 0;
+            if (!subj) break;
+            snprintf(cur, sizeof cur, "%s", subj);
+            cur_cluster = cid;
+        }
+        if (nbuf == capbuf) {
+            int nc = capbuf ? capbuf * 2 : 1024;
+            double *nb = realloc(buf, sizeof(double) * (size_t)nc);
+            if (!nb) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); continue; }
+            buf = nb;
+            capbuf = nc;
+        }
+        buf[nbuf++] = (double)sqlite3_column_int64(q, 2);
+    }
+    free(buf);
+    sqlite3_finalize(q);
+    if (s) return s;
+    *out = v;
+    *n_out = n;
+    return FA_OK;
+}
