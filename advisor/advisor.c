@@ -1647,26 +1647,36 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 
 /* ---- store ---- */
 
-static void json_ints(fa_buf *b, const int *v, int n)
+/* The store's row of cluster c (strings, ids and post-ops borrowed from c; post_ops is the
+ * caller's array of c->n_post_ops rows, filled here). */
+static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops)
 {
-    fa_buf_puts(b, "[");
-    for (int i = 0; i < n; i++) fa_buf_printf(b, "%s%d", i ? "," : "", v[i]);
-    fa_buf_puts(b, "]");
-}
-
-/* The store's row of cluster c (strings and members borrowed from c). */
-static fa_cluster_row cluster_row(const fa_cluster *c)
-{
+    for (int k = 0; k < c->n_post_ops && post_ops; k++)
+        post_ops[k] = (fa_post_op_row){c->post_ops[k], c->post_op_inputs[k]};
     fa_cluster_row r = {
         .id = c->id,
         .kind = fa_cluster_kind_name(c->kind),
         .members = c->members,
         .n_members = c->n_members,
+        .label = c->label,
+        .anchor = c->anchor,
+        .depends_on = c->depends_on,
+        .reduction = fa_reduction_kind_name(c->reduction),
+        .reduce_axis = c->reduce_axis,
+        .epsilon = c->epsilon,
+        .block_size = c->block_size,
+        .inputs = c->inputs,
+        .n_inputs = c->n_inputs,
+        .outputs = c->outputs,
+        .n_outputs = c->n_outputs,
+        .post_ops = post_ops,
+        .n_post_ops = post_ops ? c->n_post_ops : 0,
         .saved_bytes = c->saved_bytes,
         .saved_launches = c->saved_launches,
         .recompute_ns = c->recompute_ns,
         .est_saving_ns = c->est_saving_ns,
         .est_saving_pct = c->est_saving_pct,
+        .basis = c->basis,
         .registers = c->registers,
         .spill_bytes = c->spill_bytes,
         .occupancy = c->occupancy,
@@ -1681,45 +1691,26 @@ static fa_cluster_row cluster_row(const fa_cluster *c)
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
 {
     if (p->run_id < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "plan has no run (run_id -1): nothing to attach it to");
-    fa_buf b;
-    fa_buf_init(&b);
-    /* options + per-cluster details that have no column yet */
-    fa_buf_printf(&b, "{\"target\":\"%s\",\"arch\":", fa_target_name(p->opt.target));
-    fa_json_str_or_empty(&b, p->opt.arch);
-    fa_buf_printf(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.4f,\"no_gate\":%s,\"clusters\":[",
-                  p->opt.max_ops, p->opt.max_inputs, p->opt.occupancy_floor, p->opt.no_gate ? "true" : "false");
-    for (int i = 0; i < p->n_clusters; i++) {
-        const fa_cluster *c = &p->clusters[i];
-        fa_buf_printf(&b, "%s{\"id\":%d,\"label\":", i ? "," : "", c->id);
-        fa_json_str_or_empty(&b, c->label);
-        fa_buf_printf(&b, ",\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
-                          "\"block_size\":%d,\"inputs\":", c->anchor, c->depends_on, fa_reduction_kind_name(c->reduction),
-                      c->reduce_axis, c->epsilon, c->block_size);
-        json_ints(&b, c->inputs, c->n_inputs);
-        fa_buf_puts(&b, ",\"outputs\":");
-        json_ints(&b, c->outputs, c->n_outputs);
-        fa_buf_puts(&b, ",\"post_ops\":[");
-        for (int k = 0; k < c->n_post_ops; k++) { if (k) fa_buf_puts(&b, ","); fa_json_str_or_empty(&b, c->post_ops[k]); }
-        fa_buf_puts(&b, "],\"post_op_inputs\":");
-        json_ints(&b, c->post_op_inputs, c->n_post_ops);
-        fa_buf_puts(&b, "}");
-    }
-    fa_buf_puts(&b, "]}");
+    int n_post = 0;
+    for (int i = 0; i < p->n_clusters; i++) n_post += p->clusters[i].n_post_ops;
     fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
+    fa_post_op_row *po = malloc(sizeof *po * (size_t)(n_post + 1));
     fa_why_not_row *wr = malloc(sizeof *wr * (size_t)(p->n_why_not + 1));
     fa_status s = FA_OK;
-    if (!cr || !wr || b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan");
-    for (int i = 0; i < p->n_clusters && !s; i++) cr[i] = cluster_row(&p->clusters[i]);
+    if (!cr || !po || !wr) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan");
+    for (int i = 0, k = 0; i < p->n_clusters && !s; k += p->clusters[i].n_post_ops, i++)
+        cr[i] = cluster_row(&p->clusters[i], po + k);
     for (int i = 0; i < p->n_why_not && !s; i++) {
         const fa_why_not *w = &p->why_not[i];
         wr[i] = (fa_why_not_row){w->producer, w->consumer, w->tensor, w->code, w->reason};
     }
-    fa_plan_row pr = {p->hash, fa_target_name(p->opt.target), p->opt.arch, b.data};
+    fa_plan_row pr = {p->hash, fa_target_name(p->opt.target), p->opt.arch, p->opt.max_ops, p->opt.max_inputs,
+                      p->opt.occupancy_floor, !p->opt.no_gate};
     int plan_id = 0;
     if (!s) s = fa_store_put_plan(ctx, st, p->run_id, &pr, cr, p->n_clusters, wr, p->n_why_not, &plan_id);
     free(cr);
+    free(po);
     free(wr);
-    fa_buf_free(&b);
     if (!s) p->plan_id = plan_id;
     return s;
 }
@@ -1730,7 +1721,7 @@ fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
     fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
     if (!cr) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan's verdicts");
-    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i]);
+    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i], NULL);
     fa_status s = fa_store_put_cluster_verdicts(ctx, st, p->run_id, p->plan_id, cr, p->n_clusters);
     free(cr);
     return s;

@@ -411,7 +411,7 @@ static int cmp_cluster_id(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* The newest plan's clusters with labels (plans.options_json), member names (nodes) and
+/* The newest plan's clusters with labels (clusters.label), member names (nodes) and
  * cluster-fused samples. */
 static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
 {

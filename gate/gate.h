@@ -138,7 +138,7 @@ bool fa_gate_same_model(const fa_run_info *a, const fa_run_info *b);
 
 /* Run every check of candidate run `cand_id` (in cst) against baseline run `base_id` (in bst;
  * bst may equal cst). Reads: runs, nodes, kernels (FA_ACT_KERNEL records and FA_ACT_RANGE
- * "iteration" records with iter >= 0), the newest plan of each run (plans.options_json labels,
+ * "iteration" records with iter >= 0), the newest plan of each run (clusters.label labels,
  * clusters, fused_kernels), benchmarks of that plan, and the run of kind 'fused' tagged
  * "fused-of:<id>". Whatever one run lacks becomes a SKIPPED check that says so.
  * Errors: FA_ERR_INPUT when a run is absent, not finished ('ok'), a 'fused' run, or the runs are

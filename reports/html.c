@@ -509,7 +509,11 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, "</td>");
         td_text(b, c->kind);
         td_text(b, c->label ? c->label : "");
-        td_num(b, c->est_us, "%.2f", 1);
+        if (c->basis && isnum(c->est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
+            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", c->est_us);
+            h(b, c->basis);
+            fa_buf_printf(b, "\">%.2f</td>", c->est_us);
+        } else td_num(b, c->est_us, "%.2f", 1);
         td_num(b, c->est_pct, "%.2f", 1);
         td_num(b, c->measured_us, "%.2f", 1);
         if (c->unfused.n && c->fused.n) {

@@ -404,6 +404,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
             c->measured_us = cr->measured_saving_ns / 1e3;
             c->max_rel_error = cr->max_rel_error;
             c->label = cr->label;
+            c->basis = cr->basis;
             c->accepted = !strcmp(c->status, "accepted");
             if (c->accepted) r->n_accepted++;
             else if (!strcmp(c->status, "refused")) r->n_refused++;

@@ -60,6 +60,7 @@ typedef struct fa_rep_trace {
 typedef struct fa_rep_cluster {
     int id;
     const char *kind, *label, *status, *reason;
+    const char *basis;       /* what the predicted saving rests on (cost model), NULL none */
     int n_members;
     int *members;            /* node ids */
     int64_t saved_bytes;

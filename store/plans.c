@@ -11,6 +11,15 @@
 static void b_int_or_null(binder *b, int v) { if (v >= 0) b_i64(b, v); else b_txt(b, NULL); }
 static void b_dbl_or_null(binder *b, double v, bool present) { if (present) b_dbl(b, v); else b_txt(b, NULL); }
 
+/* ids as a JSON array ("[1,2,3]") into b, replacing its content. */
+static void ints_json(fa_buf *b, const int *v, int n)
+{
+    fa_buf_reset(b);
+    fa_buf_puts(b, "[");
+    for (int k = 0; k < n; k++) fa_buf_printf(b, "%s%d", k ? "," : "", v[k]);
+    fa_buf_puts(b, "]");
+}
+
 /* The verdict columns of one cluster, in the order both statements below bind them. */
 static void bind_verdict(binder *b, const fa_cluster_row *c)
 {
@@ -48,8 +57,8 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, "
-                          "status) VALUES (?1,?2,?3,?4,?5,?6,?7,'proposed')",
+                          "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, max_ops, max_inputs, "
+                          "occupancy_floor, gate, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'proposed')",
                           &q);
     if (!s) {
         b_start(&b, q);
@@ -59,7 +68,10 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_txt(&b, plan->plan_hash);
         b_txt(&b, plan->target);
         b_txt(&b, plan->arch);
-        b_txt(&b, plan->options_json ? plan->options_json : "{}");
+        b_int_or_null(&b, plan->max_ops);
+        b_int_or_null(&b, plan->max_inputs);
+        b_dbl_or_null(&b, plan->occupancy_floor, !isnan(plan->occupancy_floor));
+        b_int_or_null(&b, plan->gate);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
     }
@@ -69,18 +81,27 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         s = fa_sq_prepare(ctx, st,
                           "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, "
                           "saved_launches, recompute_us, est_saving_us, est_saving_pct, status, reason, "
-                          "measured_saving_us, max_rel_error, registers, spill_bytes, occupancy) "
-                          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+                          "measured_saving_us, max_rel_error, registers, spill_bytes, occupancy, label, anchor, "
+                          "depends_on, reduction, reduce_axis, epsilon, block_size, inputs_json, outputs_json, basis) "
+                          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
+                          "?23,?24,?25,?26,?27)",
                           &q);
-    fa_buf m;
+    sqlite3_stmt *qp = NULL;
+    if (!s)
+        s = fa_sq_prepare(ctx, st,
+                          "INSERT INTO cluster_post_ops (run_id, plan_id, cluster_id, seq, spec, operand_tensor) "
+                          "VALUES (?1,?2,?3,?4,?5,?6)",
+                          &qp);
+    fa_buf m, in, out;
     fa_buf_init(&m);
+    fa_buf_init(&in);
+    fa_buf_init(&out);
     for (int i = 0; i < n_clusters && !s; i++) {
         const fa_cluster_row *c = &clusters[i];
-        fa_buf_reset(&m); /* members as a JSON array of node ids (docs/schema.md) */
-        fa_buf_puts(&m, "[");
-        for (int k = 0; k < c->n_members; k++) fa_buf_printf(&m, "%s%d", k ? "," : "", c->members[k]);
-        fa_buf_puts(&m, "]");
-        if (m.oom) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        ints_json(&m, c->members, c->n_members); /* JSON arrays of ids (docs/schema.md) */
+        ints_json(&in, c->inputs, c->n_inputs);
+        ints_json(&out, c->outputs, c->n_outputs);
+        if (m.oom || in.oom || out.oom) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         b_start(&b, q);
         b_i64(&b, run_id);
         b_i64(&b, id);
@@ -93,10 +114,34 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_dbl(&b, c->est_saving_ns / 1e3);
         b_dbl(&b, c->est_saving_pct);
         bind_verdict(&b, c);
+        b_txt(&b, c->label);
+        b_int_or_null(&b, c->anchor);
+        b_int_or_null(&b, c->depends_on);
+        b_txt(&b, c->reduction);
+        b_int_or_null(&b, c->reduce_axis);
+        b_dbl_or_null(&b, c->epsilon, !isnan(c->epsilon));
+        b_int_or_null(&b, c->block_size);
+        b_txt(&b, in.data);
+        b_txt(&b, out.data);
+        b_txt(&b, c->basis);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        for (int k = 0; k < c->n_post_ops && !s; k++) {
+            b_start(&b, qp);
+            b_i64(&b, run_id);
+            b_i64(&b, id);
+            b_i64(&b, c->id);
+            b_i64(&b, k);
+            b_txt(&b, c->post_ops[k].spec ? c->post_ops[k].spec : "");
+            b_i64(&b, c->post_ops[k].operand_tensor);
+            s = FA_SQL_CHECK(ctx, st, b.rc);
+            if (!s) s = STEP_CHECK(ctx, st, qp, sqlite3_step(qp));
+        }
     }
     fa_buf_free(&m);
+    fa_buf_free(&in);
+    fa_buf_free(&out);
+    sqlite3_finalize(qp);
     sqlite3_finalize(q);
     q = NULL;
     if (!s)
@@ -245,6 +290,52 @@ static int parse_ints(fa_arena *ar, const char *json, int **out)
 static double col_num(sqlite3_stmt *q, int i) { return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i); }
 static int col_int_or(sqlite3_stmt *q, int i, int none) { return sqlite3_column_type(q, i) == SQLITE_NULL ? none : sqlite3_column_int(q, i); }
 
+/* The post-op rows of plan (run_id, plan_id), attached to their clusters cv[0..nc). */
+static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
+                              fa_cluster_row *cv, size_t nc)
+{
+    sqlite3_stmt *q;
+    binder b;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT cluster_id, spec, operand_tensor FROM cluster_post_ops WHERE run_id=?1 AND "
+                                "plan_id=?2 ORDER BY cluster_id, seq",
+                                &q);
+    if (s) return s;
+    b_start(&b, q);
+    b_i64(&b, run_id);
+    b_i64(&b, plan_id);
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = SQLITE_DONE;
+    fa_post_op_row *v = NULL;
+    size_t n = 0, cap = 0;
+    int *cid = NULL;
+    size_t capid = 0;
+    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v) || !fa_sq_grow(arena, (void **)&cid, n, &capid, sizeof *cid)) {
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+            break;
+        }
+        cid[n] = sqlite3_column_int(q, 0);
+        v[n].spec = fa_sq_col_str(q, 1, arena);
+        v[n].operand_tensor = sqlite3_column_int(q, 2);
+        n++;
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    sqlite3_finalize(q);
+    if (s) return s;
+    for (size_t i = 0; i < nc; i++) { /* rows ordered by cluster id: binary search for its first */
+        size_t k = 0, hi = n;
+        while (k < hi) {
+            size_t mid = k + (hi - k) / 2;
+            if (cid[mid] < cv[i].id) k = mid + 1; else hi = mid;
+        }
+        cv[i].post_ops = k < n ? &v[k] : NULL;
+        cv[i].n_post_ops = 0;
+        while (k + (size_t)cv[i].n_post_ops < n && cid[k + (size_t)cv[i].n_post_ops] == cv[i].id) cv[i].n_post_ops++;
+    }
+    return FA_OK;
+}
+
 fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
                                    fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
                                    fa_why_not_row **why_not, int *n_why_not)
@@ -252,8 +343,8 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     sqlite3_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT plan_id, plan_hash, target, arch, options_json FROM plans WHERE run_id=?1 "
-                                "ORDER BY plan_id DESC LIMIT 1",
+                                "SELECT plan_id, plan_hash, target, arch, max_ops, max_inputs, occupancy_floor, gate "
+                                "FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1",
                                 &q);
     if (s) return s;
     b_start(&b, q);
@@ -267,7 +358,10 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         pr.plan_hash = fa_sq_col_str(q, 1, arena);
         pr.target = fa_sq_col_str(q, 2, arena);
         pr.arch = fa_sq_col_str(q, 3, arena);
-        pr.options_json = fa_sq_col_str(q, 4, arena);
+        pr.max_ops = col_int_or(q, 4, -1);
+        pr.max_inputs = col_int_or(q, 5, -1);
+        pr.occupancy_floor = col_num(q, 6);
+        pr.gate = col_int_or(q, 7, -1);
     }
     sqlite3_finalize(q);
     if (s) return s;
@@ -278,17 +372,13 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     fa_cluster_row *cv = NULL;
     size_t nc = 0, capc = 0;
     s = fa_sq_prepare(ctx, st,
-                      /* labels live in plans.options_json ("clusters":[{"id":..,"label":..}]), read with
-                       * SQLite's JSON1 functions; a missing or malformed document leaves them NULL */
                       "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
                       "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
                       "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
-                      "c.max_rel_error, (SELECT json_extract(j.value, '$.label') FROM plans p, "
-                      "json_each(CASE WHEN json_valid(p.options_json) THEN p.options_json ELSE '{}' END, '$.clusters') j "
-                      "WHERE p.run_id=c.run_id AND p.plan_id=c.plan_id AND json_extract(j.value, '$.id')=c.cluster_id "
-                      "LIMIT 1) FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND f.plan_id=c.plan_id "
-                      "AND f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 "
-                      "ORDER BY c.est_saving_us DESC, c.cluster_id",
+                      "c.max_rel_error, c.label, c.anchor, c.depends_on, c.reduction, c.reduce_axis, c.epsilon, "
+                      "c.block_size, c.inputs_json, c.outputs_json, c.basis FROM clusters c LEFT JOIN fused_kernels f "
+                      "ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND f.cluster_id=c.cluster_id "
+                      "WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.est_saving_us DESC, c.cluster_id",
                       &q);
     if (s) return s;
     b_start(&b, q);
@@ -298,7 +388,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
         if (!fa_sq_grow(arena, (void **)&cv, nc, &capc, sizeof *cv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_cluster_row *c = &cv[nc++];
-        int *members = NULL;
+        int *members = NULL, *ins = NULL, *outs = NULL;
         c->id = sqlite3_column_int(q, 0);
         c->kind = fa_sq_col_str(q, 1, arena);
         c->n_members = parse_ints(arena, (const char *)sqlite3_column_text(q, 2), &members);
@@ -316,10 +406,22 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         c->measured_saving_ns = col_num(q, 13) * 1e3;
         c->max_rel_error = col_num(q, 14);
         c->label = fa_sq_col_str(q, 15, arena);
-        if (!members) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        c->anchor = col_int_or(q, 16, -1);
+        c->depends_on = col_int_or(q, 17, -1);
+        c->reduction = fa_sq_col_str(q, 18, arena);
+        c->reduce_axis = col_int_or(q, 19, -1);
+        c->epsilon = col_num(q, 20);
+        c->block_size = col_int_or(q, 21, -1);
+        c->n_inputs = parse_ints(arena, (const char *)sqlite3_column_text(q, 22), &ins);
+        c->inputs = ins;
+        c->n_outputs = parse_ints(arena, (const char *)sqlite3_column_text(q, 23), &outs);
+        c->outputs = outs;
+        c->basis = fa_sq_col_str(q, 24, arena);
+        if (!members || !ins || !outs) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
     sqlite3_finalize(q);
+    if (!s) s = get_post_ops(ctx, st, run_id, id, arena, cv, nc);
     if (s) return s;
     fa_why_not_row *wv = NULL;
     size_t nw = 0, capw = 0;

@@ -256,9 +256,81 @@ static const char *const migration_2_to_3 = "ALTER TABLE runs ADD COLUMN dim_def
  * when the plan was not applied end to end. */
 static const char *const migration_3_to_4 = "ALTER TABLE plans ADD COLUMN e2e_max_rel_error REAL;\n";
 
+/* Version 5: what a cluster kept inside plans.options_json becomes typed columns (and a
+ * post-op table), plus the cost model's basis text (issue 19), so `report` rebuilds every
+ * cluster field from columns; the advisor's options become plan columns and options_json is
+ * dropped. Old rows are moved with SQLite's JSON1 functions; a plan whose document is missing or
+ * malformed keeps NULL in the new columns (the readers' "unknown"). */
+static const char *const migration_4_to_5 =
+    "ALTER TABLE plans ADD COLUMN max_ops INTEGER;\n"
+    "ALTER TABLE plans ADD COLUMN max_inputs INTEGER;\n"
+    "ALTER TABLE plans ADD COLUMN occupancy_floor REAL;\n"
+    "ALTER TABLE plans ADD COLUMN gate INTEGER;\n"
+    "ALTER TABLE clusters ADD COLUMN label TEXT;\n"
+    "ALTER TABLE clusters ADD COLUMN anchor INTEGER;\n"
+    "ALTER TABLE clusters ADD COLUMN depends_on INTEGER;\n"
+    "ALTER TABLE clusters ADD COLUMN reduction TEXT;\n"
+    "ALTER TABLE clusters ADD COLUMN reduce_axis INTEGER;\n"
+    "ALTER TABLE clusters ADD COLUMN epsilon REAL;\n"
+    "ALTER TABLE clusters ADD COLUMN block_size INTEGER;\n"
+    "ALTER TABLE clusters ADD COLUMN inputs_json TEXT;\n"
+    "ALTER TABLE clusters ADD COLUMN outputs_json TEXT;\n"
+    "ALTER TABLE clusters ADD COLUMN basis TEXT;\n"
+    "CREATE TABLE cluster_post_ops (\n"
+    "  run_id INTEGER NOT NULL,\n"
+    "  plan_id INTEGER NOT NULL,\n"
+    "  cluster_id INTEGER NOT NULL,\n"
+    "  seq INTEGER NOT NULL,\n"
+    "  spec TEXT NOT NULL,\n"
+    "  operand_tensor INTEGER NOT NULL DEFAULT -1,\n"
+    "  PRIMARY KEY (run_id, plan_id, cluster_id, seq),\n"
+    "  FOREIGN KEY (run_id, plan_id, cluster_id) REFERENCES clusters(run_id, plan_id, cluster_id) ON DELETE CASCADE\n"
+    ") WITHOUT ROWID;\n"
+    "UPDATE plans SET\n"
+    "  max_ops = json_extract(options_json, '$.max_ops'),\n"
+    "  max_inputs = json_extract(options_json, '$.max_inputs'),\n"
+    "  occupancy_floor = json_extract(options_json, '$.occupancy_floor'),\n"
+    "  gate = CASE json_type(options_json, '$.no_gate') WHEN 'true' THEN 0 WHEN 'false' THEN 1 END\n"
+    "  WHERE json_valid(options_json);\n"
+    "CREATE TEMP TABLE v5_cluster_docs AS\n"
+    "  SELECT p.run_id AS run_id, p.plan_id AS plan_id, json_extract(j.value, '$.id') AS cluster_id, j.value AS doc\n"
+    "  FROM plans p, json_each(CASE WHEN json_valid(p.options_json) THEN p.options_json ELSE '{}' END,\n"
+    "                           '$.clusters') j\n"
+    "  WHERE j.type = 'object';\n"
+    "UPDATE clusters SET\n"
+    "  label = (SELECT json_extract(d.doc, '$.label') FROM v5_cluster_docs d WHERE d.run_id = clusters.run_id\n"
+    "           AND d.plan_id = clusters.plan_id AND d.cluster_id = clusters.cluster_id),\n"
+    "  anchor = (SELECT json_extract(d.doc, '$.anchor') FROM v5_cluster_docs d WHERE d.run_id = clusters.run_id\n"
+    "            AND d.plan_id = clusters.plan_id AND d.cluster_id = clusters.cluster_id),\n"
+    "  depends_on = (SELECT json_extract(d.doc, '$.depends_on') FROM v5_cluster_docs d WHERE d.run_id = clusters.run_id\n"
+    "                AND d.plan_id = clusters.plan_id AND d.cluster_id = clusters.cluster_id),\n"
+    "  reduction = (SELECT json_extract(d.doc, '$.reduction') FROM v5_cluster_docs d WHERE d.run_id = clusters.run_id\n"
+    "               AND d.plan_id = clusters.plan_id AND d.cluster_id = clusters.cluster_id),\n"
+    "  reduce_axis = (SELECT json_extract(d.doc, '$.reduce_axis') FROM v5_cluster_docs d WHERE d.run_id = clusters.run_id\n"
+    "                 AND d.plan_id = clusters.plan_id AND d.cluster_id = clusters.cluster_id),\n"
+    "  epsilon = (SELECT json_extract(d.doc, '$.epsilon') FROM v5_cluster_docs d WHERE d.run_id = clusters.run_id\n"
+    "             AND d.plan_id = clusters.plan_id AND d.cluster_id = clusters.cluster_id),\n"
+    "  block_size = (SELECT json_extract(d.doc, '$.block_size') FROM v5_cluster_docs d WHERE d.run_id = clusters.run_id\n"
+    "                AND d.plan_id = clusters.plan_id AND d.cluster_id = clusters.cluster_id),\n"
+    "  inputs_json = (SELECT json(json_extract(d.doc, '$.inputs')) FROM v5_cluster_docs d\n"
+    "                 WHERE d.run_id = clusters.run_id AND d.plan_id = clusters.plan_id\n"
+    "                 AND d.cluster_id = clusters.cluster_id AND json_type(d.doc, '$.inputs') = 'array'),\n"
+    "  outputs_json = (SELECT json(json_extract(d.doc, '$.outputs')) FROM v5_cluster_docs d\n"
+    "                  WHERE d.run_id = clusters.run_id AND d.plan_id = clusters.plan_id\n"
+    "                  AND d.cluster_id = clusters.cluster_id AND json_type(d.doc, '$.outputs') = 'array');\n"
+    "INSERT OR IGNORE INTO cluster_post_ops (run_id, plan_id, cluster_id, seq, spec, operand_tensor)\n"
+    "  SELECT d.run_id, d.plan_id, d.cluster_id, k.key, k.value,\n"
+    "         coalesce(json_extract(d.doc, '$.post_op_inputs[' || k.key || ']'), -1)\n"
+    "  FROM v5_cluster_docs d JOIN clusters c ON c.run_id = d.run_id AND c.plan_id = d.plan_id\n"
+    "       AND c.cluster_id = d.cluster_id, json_each(d.doc, '$.post_ops') k\n"
+    "  WHERE json_type(d.doc, '$.post_ops') = 'array' AND k.type = 'text';\n"
+    "DROP TABLE v5_cluster_docs;\n"
+    "ALTER TABLE plans DROP COLUMN options_json;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
     migration_2_to_3,
     migration_3_to_4,
+    migration_4_to_5,
 };

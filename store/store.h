@@ -9,7 +9,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 4
+#define FA_STORE_SCHEMA_VERSION 5
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -283,19 +283,45 @@ typedef struct fa_plan_row {
     const char *plan_hash;    /* hex, identifies the plan's content */
     const char *target;       /* "cpu" | "cuda" */
     const char *arch;         /* e.g. "sm_90", NULL for cpu */
-    const char *options_json; /* the advisor's options and per-cluster details without a column */
+    /* the advisor's options (fa_advise_options); -1 / NAN / -1 read back from NULL (a plan
+     * migrated from a version-4 database without them) */
+    int max_ops;              /* cap on ops per cluster */
+    int max_inputs;           /* cap on distinct external inputs per cluster */
+    double occupancy_floor;   /* gate: 0..1 */
+    int gate;                 /* 1 the register/occupancy gate ran, 0 skipped (no_gate) */
 } fa_plan_row;
+
+/* One fused epilogue step of an EPILOGUE cluster (table cluster_post_ops). */
+typedef struct fa_post_op_row {
+    const char *spec;         /* the advisor's post-op ("eltwise:relu", "eltwise:clip:0:6", "binary:add") */
+    int32_t operand_tensor;   /* tensor id of a binary step's operand, -1 for eltwise steps */
+} fa_post_op_row;
 
 typedef struct fa_cluster_row {
     int id;                   /* cluster id inside the plan */
     const char *kind;         /* fa_cluster_kind_name */
     const int *members;       /* node ids */
     int n_members;
+    /* the advisor's proposal (schema v5 columns; NULL read back as -1 / NAN / NULL / 0 entries) */
+    const char *label;        /* what the cluster computes ("conv+relu"), NULL none */
+    int anchor;               /* node id of the Conv/Gemm or the reduction, -1 none */
+    int depends_on;           /* index of the cluster to apply first, -1 none */
+    const char *reduction;    /* fa_reduction_kind_name, NULL unknown */
+    int reduce_axis;          /* first axis of the reduction domain, -1 none */
+    double epsilon;           /* LAYER_NORM / RMS_NORM epsilon, NAN unknown */
+    int block_size;           /* threads per block used by the gate, -1 unknown */
+    const int *inputs;        /* tensor ids read from outside the cluster */
+    int n_inputs;
+    const int *outputs;       /* tensor ids that leave the cluster */
+    int n_outputs;
+    const fa_post_op_row *post_ops; /* EPILOGUE steps in order */
+    int n_post_ops;
     uint64_t saved_bytes;     /* intermediate traffic removed, bytes per iteration */
     int saved_launches;
     double recompute_ns;      /* ns per iteration */
     double est_saving_ns;     /* predicted, ns per iteration */
     double est_saving_pct;    /* of the iteration, % */
+    const char *basis;        /* what est_saving_ns rests on, with its figures (issue 19); NULL none */
     /* verdict fields, also written by fa_store_put_cluster_verdicts */
     int registers;            /* per thread, -1 not compiled (NULL) */
     int spill_bytes;          /* -1 not compiled (NULL) */
@@ -304,7 +330,6 @@ typedef struct fa_cluster_row {
     const char *reason;       /* NULL none */
     double measured_saving_ns;/* NAN not measured (NULL) */
     double max_rel_error;     /* fused vs unfused, < 0 not verified (NULL) */
-    const char *label;        /* read only: the cluster's label from the plan's options_json, NULL none */
 } fa_cluster_row;
 
 typedef struct fa_why_not_row {

@@ -126,10 +126,9 @@ static int64_t put_run(fa_store *st, const synth *s)
     put_kernels(db, id, s->iters, N_NODES, ns, k_names, nodes, s->sigma, &r);
     if (s->plan) {
         snprintf(sql, sizeof sql,
-                 "INSERT INTO plans(run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, status) "
-                 "VALUES (%lld, 1, 1, 'abc', '%s', 'sm_90', '{\"target\":\"%s\",\"clusters\":[{\"id\":0,\"label\":"
-                 "\"MatMul+Add+Relu\"},{\"id\":1,\"label\":\"MatMul+Add+Relu\"}]}', 'applied')",
-                 (long long)id, s->target, s->target);
+                 "INSERT INTO plans(run_id, plan_id, created_at_ns, plan_hash, target, arch, status) "
+                 "VALUES (%lld, 1, 1, 'abc', '%s', 'sm_90', 'applied')",
+                 (long long)id, s->target);
         exec_sql(db, sql);
         for (int c = 0; c < 2; c++) {
             char reg[32], sp[32], rsn[400];
@@ -140,7 +139,8 @@ static int64_t put_run(fa_store *st, const synth *s)
             sqlite3_free(quoted);
             snprintf(sql, sizeof sql,
                      "INSERT INTO clusters(run_id, plan_id, cluster_id, kind, members_json, registers, spill_bytes, "
-                     "status, reason, max_rel_error) VALUES (%lld, 1, %d, 'epilogue', '[%d,%d,%d]', %s, %s, '%s', %s, %s)",
+                     "status, reason, max_rel_error, label) VALUES (%lld, 1, %d, 'epilogue', '[%d,%d,%d]', %s, %s, "
+                     "'%s', %s, %s, 'MatMul+Add+Relu')",
                      (long long)id, c, 3 * c, 3 * c + 1, 3 * c + 2, reg, sp, s->status[c], rsn,
                      !strcmp(s->status[c], "rejected-verify") ? "0.25" : "1e-7");
             exec_sql(db, sql);

@@ -101,17 +101,18 @@ static int64_t store_nasty(fa_ctx *ctx, fa_store *st, bool with_plan, bool zero_
     if (!with_plan) return run;
     char sql[4096];
     snprintf(sql, sizeof sql,
-             "INSERT INTO plans(run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, status) VALUES "
-             "(%lld, 1, 1, 'abc123', 'cpu', 'sm_90', '{\"clusters\":[{\"id\":0,\"label\":\"relu+sigmoid <i>\\\"&\\\\\"}]}', 'applied');",
+             "INSERT INTO plans(run_id, plan_id, created_at_ns, plan_hash, target, arch, status) VALUES "
+             "(%lld, 1, 1, 'abc123', 'cpu', 'sm_90', 'applied');",
              (long long)run);
     exec_sql(st, sql);
     if (zero_clusters) return run;
     /* node ids: 0 Relu, 1 Sigmoid, 2 Add, 3 Neg */
     snprintf(sql, sizeof sql,
              "INSERT INTO clusters(run_id, plan_id, cluster_id, kind, members_json, saved_bytes, saved_launches, recompute_us, "
-             "est_saving_us, est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, max_rel_error) "
-             "VALUES (%lld,1,0,'elementwise-chain','[0,1]',32768,1,0,2.5,10,NULL,NULL,NULL,'accepted','faster by 2 us',1.5,1e-7),"
-             "(%lld,1,1,'elementwise-chain','[2,3]',32768,1,0,1.0,4,NULL,NULL,NULL,'refused','refused: <script>alert(3)</script> \"q\" & co',NULL,NULL);"
+             "est_saving_us, est_saving_pct, registers, spill_bytes, occupancy, status, reason, measured_saving_us, max_rel_error, "
+             "label, basis) VALUES (%lld,1,0,'elementwise-chain','[0,1]',32768,1,0,2.5,10,NULL,NULL,NULL,'accepted','faster by 2 us',"
+             "1.5,1e-7,'relu+sigmoid <i>\"&\\','measured medians <b>&</b>'),"
+             "(%lld,1,1,'elementwise-chain','[2,3]',32768,1,0,1.0,4,NULL,NULL,NULL,'refused','refused: <script>alert(3)</script> \"q\" & co',NULL,NULL,NULL,NULL);"
              "INSERT INTO why_not(run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, reason) VALUES "
              "(%lld,1,0,1,2,2,'multi-consumer-recompute','x is read by <b>two</b> nodes & \"more\"');",
              (long long)run, (long long)run, (long long)run);
@@ -230,6 +231,7 @@ static void test_names_are_escaped_for_every_format(void **state)
     assert_non_null(strstr(html, "back\\slash\nnew line"));
     assert_non_null(strstr(html, N_UNI));
     assert_non_null(strstr(html, "relu+sigmoid &lt;i&gt;&quot;&amp;\\"));
+    assert_non_null(strstr(html, "title=\"measured medians &lt;b&gt;&amp;&lt;/b&gt;\">2.50</td>")); /* basis, escaped */
     const char *p = strstr(html, "<script>");
     assert_non_null(p);
     assert_null(strstr(p + 1, "<script>"));

@@ -2,6 +2,7 @@
  * files, crash and failure robustness, concurrent writers, read-only files, round trips, the
  * per-op table, and the `runs` / `show` verbs. */
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -322,6 +323,163 @@ static void test_migration_from_v1_keeps_runs_and_adds_later_tables(void **state
     assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
     assert_int_equal(raw_i64(path, "SELECT count(*) FROM sqlite_schema WHERE name='clusters'"), 1);
     assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE tag='after-migration'"), 1);
+    fa_ctx_free(ctx);
+}
+
+/* The cluster rows of a plan as both tests below expect them back. */
+static void check_cluster_details(const fa_cluster_row *c, const fa_cluster_row *r)
+{
+    assert_int_equal(r->n_post_ops, c->n_post_ops);
+    for (int k = 0; k < c->n_post_ops; k++) {
+        assert_string_equal(r->post_ops[k].spec, c->post_ops[k].spec);
+        assert_int_equal(r->post_ops[k].operand_tensor, c->post_ops[k].operand_tensor);
+    }
+    assert_int_equal(r->n_members, c->n_members);
+    assert_memory_equal(r->members, c->members, sizeof(int) * (size_t)c->n_members);
+    assert_int_equal(r->n_inputs, c->n_inputs);
+    assert_memory_equal(r->inputs, c->inputs, sizeof(int) * (size_t)c->n_inputs);
+    assert_int_equal(r->n_outputs, c->n_outputs);
+    assert_memory_equal(r->outputs, c->outputs, sizeof(int) * (size_t)c->n_outputs);
+    assert_string_equal(r->kind, c->kind);
+    assert_string_equal(r->label, c->label);
+    assert_int_equal(r->anchor, c->anchor);
+    assert_int_equal(r->depends_on, c->depends_on);
+    assert_string_equal(r->reduction, c->reduction);
+    assert_int_equal(r->reduce_axis, c->reduce_axis);
+    assert_float_equal(r->epsilon, c->epsilon, 1e-12);
+    assert_int_equal(r->block_size, c->block_size);
+    assert_float_equal(r->est_saving_ns, c->est_saving_ns, 1e-6);
+}
+
+static const int k_mem0[] = {4, 5, 6}, k_in0[] = {10, 11, 9}, k_out0[] = {14};
+static const int k_mem1[] = {7, 8}, k_in1[] = {14, 15, 16}, k_out1[] = {18, 19};
+static const fa_post_op_row k_post0[] = {{"eltwise:relu", -1}, {"binary:add", 9}};
+
+static void test_migration_from_v4_moves_cluster_details_into_columns(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("v4");
+    /* A version-4 database as the v4 advisor wrote it: the cluster details (label, anchor,
+     * reduction, inputs, outputs, post-ops, ...) only inside plans.options_json; a second run's
+     * plan has a damaged document. */
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+    for (int v = 0; v < 4; v++) assert_int_equal(sqlite3_exec(db, fa_store_migrations[v], NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(
+        sqlite3_exec(db,
+                     "INSERT INTO runs (id, kind, model_path, target, started_at_ns, ended_at_ns, status) VALUES "
+                     "(3, 'run', 'm.onnx', 'cpu', 1, 2, 'ok'), (4, 'run', 'm.onnx', 'cpu', 1, 2, 'ok');"
+                     "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, options_json, status, "
+                     "e2e_max_rel_error) VALUES (3, 1, 5, 'h1', 'cpu', NULL, '{\"target\":\"cpu\",\"arch\":\"\","
+                     "\"max_ops\":12,\"max_inputs\":6,\"occupancy_floor\":0.5000,\"no_gate\":true,\"clusters\":["
+                     "{\"id\":0,\"label\":\"conv+relu+add\",\"anchor\":4,\"depends_on\":-1,\"reduction\":\"none\","
+                     "\"reduce_axis\":-1,\"epsilon\":0,\"block_size\":0,\"inputs\":[10,11,9],\"outputs\":[14],"
+                     "\"post_ops\":[\"eltwise:relu\",\"binary:add\"],\"post_op_inputs\":[-1,9]},"
+                     "{\"id\":1,\"label\":\"layer_norm(decomposed)\",\"anchor\":7,\"depends_on\":0,\"reduction\":"
+                     "\"layer_norm\",\"reduce_axis\":2,\"epsilon\":9.99999975e-06,\"block_size\":256,\"inputs\":[14,15,16],"
+                     "\"outputs\":[18,19],\"post_ops\":[],\"post_op_inputs\":[]}]}', 'applied', 1e-7),"
+                     "(4, 1, 5, 'h2', 'cpu', NULL, '{\"clusters\":[{\"id\":0,', 'proposed', NULL);"
+                     "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, est_saving_us, status) VALUES "
+                     "(3, 1, 0, 'epilogue', '[4,5,6]', 2.5, 'accepted'), (3, 1, 1, 'reduction', '[7,8]', 1.5, 'proposed'),"
+                     "(4, 1, 0, 'elementwise-chain', '[1,2]', 1, 'proposed');"
+                     "PRAGMA user_version = 4;",
+                     NULL, NULL, NULL),
+        SQLITE_OK);
+    sqlite3_close(db);
+
+    fa_store *st = open_ok(ctx, path);
+    fa_arena *ar = fa_arena_create(0);
+    int plan_id = -1, nc = 0, nw = 0;
+    fa_plan_row pr;
+    fa_cluster_row *cr = NULL;
+    fa_why_not_row *wr = NULL;
+    check_ok(ctx, fa_store_get_latest_plan(ctx, st, 3, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
+    assert_int_equal(plan_id, 1);
+    assert_int_equal(pr.max_ops, 12);
+    assert_int_equal(pr.max_inputs, 6);
+    assert_float_equal(pr.occupancy_floor, 0.5, 1e-12);
+    assert_int_equal(pr.gate, 0);
+    assert_int_equal(nc, 2);
+    fa_cluster_row want0 = {.kind = "epilogue", .members = k_mem0, .n_members = 3, .label = "conv+relu+add",
+                            .anchor = 4, .depends_on = -1, .reduction = "none", .reduce_axis = -1, .epsilon = 0,
+                            .block_size = 0, .inputs = k_in0, .n_inputs = 3, .outputs = k_out0, .n_outputs = 1,
+                            .post_ops = k_post0, .n_post_ops = 2, .est_saving_ns = 2500};
+    fa_cluster_row want1 = {.kind = "reduction", .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
+                            .anchor = 7, .depends_on = 0, .reduction = "layer_norm", .reduce_axis = 2,
+                            .epsilon = 9.99999975e-06, .block_size = 256, .inputs = k_in1, .n_inputs = 3,
+                            .outputs = k_out1, .n_outputs = 2, .est_saving_ns = 1500};
+    check_cluster_details(&want0, &cr[0]);
+    check_cluster_details(&want1, &cr[1]);
+    assert_null(cr[0].basis); /* v4 never stored the basis */
+    double e2e = 0;
+    check_ok(ctx, fa_store_get_e2e_error(ctx, st, 3, &e2e));
+    assert_float_equal(e2e, 1e-7, 1e-15);
+    /* the damaged document: the plan and its cluster survive, the moved fields read as unknown */
+    check_ok(ctx, fa_store_get_latest_plan(ctx, st, 4, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
+    assert_int_equal(plan_id, 1);
+    assert_int_equal(nc, 1);
+    assert_int_equal(pr.max_ops, -1);
+    assert_int_equal(pr.gate, -1);
+    assert_null(cr[0].label);
+    assert_null(cr[0].reduction);
+    assert_int_equal(cr[0].anchor, -1);
+    assert_int_equal(cr[0].n_inputs, 0);
+    assert_int_equal(cr[0].n_post_ops, 0);
+    assert_true(isnan(cr[0].epsilon));
+    fa_store_close(st);
+    fa_arena_free(ar);
+    assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM pragma_table_info('plans') WHERE name='options_json'"), 0);
+    assert_int_equal(raw_i64(path, "SELECT count(*) FROM cluster_post_ops"), 2);
+    fa_ctx_free(ctx);
+}
+
+static void test_plan_round_trip_keeps_every_cluster_column(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fresh_db("plan");
+    fa_store *st = open_ok(ctx, path);
+    fa_run_info info = {0};
+    info.kind = "run";
+    int64_t run;
+    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &run));
+    fa_plan_row plan = {"abcd", "cpu", NULL, 16, 8, 0.5, 1};
+    fa_cluster_row in[2] = {
+        {.id = 0, .kind = "epilogue", .members = k_mem0, .n_members = 3, .label = "conv+relu+add", .anchor = 4,
+         .depends_on = -1, .reduction = "none", .reduce_axis = -1, .epsilon = 0, .block_size = 0, .inputs = k_in0,
+         .n_inputs = 3, .outputs = k_out0, .n_outputs = 1, .post_ops = k_post0, .n_post_ops = 2, .est_saving_ns = 2500,
+         .basis = "measured medians of 2 kernels (1.2 us) + 1 gap - predicted fused 0.4 us", .registers = -1,
+         .spill_bytes = -1, .occupancy = -1, .status = "proposed", .measured_saving_ns = NAN, .max_rel_error = -1},
+        {.id = 1, .kind = "reduction", .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
+         .anchor = 7, .depends_on = 0, .reduction = "layer_norm", .reduce_axis = 2, .epsilon = 1e-5,
+         .block_size = 256, .inputs = k_in1, .n_inputs = 3, .outputs = k_out1, .n_outputs = 2, .est_saving_ns = 1500,
+         .basis = NULL, .registers = 40, .spill_bytes = 0, .occupancy = 0.75, .status = "refused",
+         .reason = "occupancy 0.75", .measured_saving_ns = NAN, .max_rel_error = -1},
+    };
+    int plan_id = 0;
+    check_ok(ctx, fa_store_put_plan(ctx, st, run, &plan, in, 2, NULL, 0, &plan_id));
+    fa_arena *ar = fa_arena_create(0);
+    int got = -1, nc = 0, nw = 0;
+    fa_plan_row pr;
+    fa_cluster_row *cr = NULL;
+    fa_why_not_row *wr = NULL;
+    check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, ar, &got, &pr, &cr, &nc, &wr, &nw));
+    assert_int_equal(got, plan_id);
+    assert_int_equal(pr.max_ops, 16);
+    assert_int_equal(pr.max_inputs, 8);
+    assert_int_equal(pr.gate, 1);
+    assert_int_equal(nc, 2);
+    check_cluster_details(&in[0], &cr[0]);
+    check_cluster_details(&in[1], &cr[1]);
+    assert_string_equal(cr[0].basis, in[0].basis);
+    assert_null(cr[1].basis);
+    assert_int_equal(cr[1].registers, 40);
+    assert_string_equal(cr[1].reason, "occupancy 0.75");
+    fa_arena_free(ar);
+    fa_store_close(st);
     fa_ctx_free(ctx);
 }
 
@@ -1014,6 +1172,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schema_created_at_current_version_and_reopen_keeps_runs),
         cmocka_unit_test(test_migration_from_v1_keeps_runs_and_adds_later_tables),
+        cmocka_unit_test(test_migration_from_v4_moves_cluster_details_into_columns),
+        cmocka_unit_test(test_plan_round_trip_keeps_every_cluster_column),
         cmocka_unit_test(test_newer_schema_version_refused_and_file_unchanged),
         cmocka_unit_test(test_not_sqlite_file_refused_and_untouched),
         cmocka_unit_test(test_failed_run_is_marked_and_earlier_runs_stay_intact),
