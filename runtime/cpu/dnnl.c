@@ -641,6 +641,19 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         bd[i] = ib >= 0 ? B->dims[ib] : 1;
         yd[i] = Y->dims[i];
     }
+    if (B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && !fa_node_attr(n, "post_ops")) {
+        /* A [..., M, K] x B [K, N]: one [prod(...)*M, K] x [K, N] product (the same bytes), so
+         * oneDNN's brgemm gets 2-D weights it can keep pre-blocked (format_tag_any); with a
+         * batch dim it keeps them plain and repacks them on every call (3x slower, BERT's
+         * 768x3072 FFN weights, oneDNN 2.6). Not for fused nodes: their binary post-op operands
+         * are described at the output's rank. */
+        int64_t rows = 1;
+        for (int i = 0; i < r - 1; i++) rows *= ad[i];
+        ad[0] = rows, ad[1] = ad[r - 1];
+        bd[0] = bd[r - 2], bd[1] = bd[r - 1];
+        yd[0] = rows, yd[1] = yd[r - 1];
+        r = 2;
+    }
     dnnl_memory_desc_t amd, bmd, bany, ymd;
     dnnl_dims_t bstr;
     plain_strides(r, bd, bstr);
