@@ -87,7 +87,9 @@ static void apply_model(const char *model, int inject_first, int *kinds_seen)
         } else {
             if (c->status == FA_CLUSTER_REJECTED_VERIFY || c->status == FA_CLUSTER_REJECTED_ERROR)
                 fail_msg("%s: cluster %d (%s) failed: %s", model, c->id, c->label ? c->label : "", c->reason);
-            assert_true(c->max_rel_error <= opt.tolerance);
+            /* a reassociated reduction is verified by its rounding-error bound (applier/bound.c),
+             * every other cluster by the tolerance */
+            if (!c->reason || !strstr(c->reason, "within the rounding-error bound")) assert_true(c->max_rel_error <= opt.tolerance);
         }
     }
     assert_true(proposed > 0);
