@@ -71,6 +71,9 @@ typedef struct adv {
     fa_advise_options opt;
     fa_arena *ar;
     double bw, peak, disp;    /* GB/s (= bytes/ns), GFLOP/s (= FLOP/ns), ns per kernel */
+    const char *foreign;      /* device key of a profile measured on another kind of device than
+                                 the target (its medians and ceilings say nothing about the
+                                 target's kernels), else NULL */
     int *pos;                 /* node id -> topo position, -1 when not live */
     int *owner;               /* node id -> index in cl, -1 when unclaimed */
     char *inreg;              /* node id -> 1 while in the region being grown */
@@ -1329,6 +1332,17 @@ static double median_of(const adv *A, int nid)
     return i >= 0 && A->a->nodes[i].median_ns > 0 ? (double)A->a->nodes[i].median_ns : -1;
 }
 
+/* The profile's device key ("cpu:<model>:<threads>t", "cuda:<name>:sm_XY": fa_target_iface.
+ * device_key) when it names another kind of device than `target`, else NULL: a CPU run's kernel
+ * medians and ceilings do not predict a CUDA kernel's time (advise --target cuda on a CPU run). */
+static const char *profile_foreign(const fa_analysis *a, fa_target target)
+{
+    if (!a || target == FA_TARGET_AUTO || !a->ceilings.device_key) return NULL;
+    const char *key = a->ceilings.device_key, *name = fa_target_name(target);
+    size_t n = strlen(name);
+    return strncmp(key, name, n) == 0 && key[n] == ':' ? NULL : key;
+}
+
 /* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
  * the measured medians of the kernels that disappear + their dispatch gaps - the fused kernel's
  * predicted time - recompute. The fused kernel:
@@ -1346,7 +1360,7 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     const fa_graph *g = A->g;
     const fa_analysis *a = A->a;
     char b[600];
-    bool measured = a != NULL;
+    bool measured = a != NULL && !A->foreign;
     double sum = 0, anchor = 0, fastest = -1, bytes_run = 0, t_run = 0, flops = 0;
     int gone = 0;
     for (int i = 0; i < w->n && measured; i++) {
@@ -1365,9 +1379,12 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     }
     if (!measured || gone == 0) {
         c->est_saving_ns = (double)c->saved_bytes / A->bw + c->saved_launches * A->disp - c->recompute_ns;
-        snprintf(b, sizeof b, "analytic (no measured median for every member): %" PRIu64 " B saved at %.1f GB/s + %d "
-                 "launch(es) x %.0f ns - recompute %.1f ns", c->saved_bytes, A->bw, c->saved_launches, A->disp,
-                 c->recompute_ns);
+        snprintf(b, sizeof b, "analytic (%s): %" PRIu64 " B saved at %.1f GB/s + %d "
+                 "launch(es) x %.0f ns - recompute %.1f ns",
+                 A->foreign ? "the profile was measured on another kind of device than the target, so neither its "
+                              "medians nor its ceilings apply; default ceilings"
+                            : "no measured median for every member",
+                 c->saved_bytes, A->bw, c->saved_launches, A->disp, c->recompute_ns);
         c->basis = fa_arena_strdup(A->ar, b);
         return;
     }
@@ -1512,7 +1529,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.bw = DEFAULT_BW_GBS;
     A.peak = DEFAULT_PEAK_GFLOPS;
     A.disp = DEFAULT_DISPATCH_NS;
-    if (a) {
+    A.foreign = profile_foreign(a, A.opt.target);
+    if (a && !A.foreign) {
         if (a->ceilings.mem_bw_gbs > 0) A.bw = a->ceilings.mem_bw_gbs;
         if (a->ceilings.peak_gflops > 0) A.peak = a->ceilings.peak_gflops;
         if (a->ceilings.launch_ns > 0) A.disp = a->ceilings.launch_ns;

@@ -1,22 +1,11 @@
 /* runtime/cpu/dnnl — Conv, ConvTranspose, MatMul and Gemm bodies from oneDNN (docs/runtime.md
  * says why oneDNN): plain NCHW activations for the unfused baseline, weights reordered once
  * into the layout oneDNN prefers (they are constants). */
-#include "../runtime-impl.h"
+#include "dnnl-impl.h"
 
-#include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define DNNL_CHECK(ctx, call)                                                                    \
-    do {                                                                                         \
-        dnnl_status_t s_ = (call);                                                               \
-        if (s_ != dnnl_success) {                                                                \
-            fa_ctx_error((ctx), FA_ERR_RUNTIME, "%s:%d: %s failed: oneDNN status %d", __FILE__,   \
-                         __LINE__, #call, (int)s_);                                              \
-            goto fail;                                                                           \
-        }                                                                                        \
-    } while (0)
 
 static dnnl_engine_t g_engine;
 static dnnl_stream_t g_stream;
@@ -34,6 +23,14 @@ static bool engine_init(void)
     if (g_engine) return true;
     if (dnnl_engine_create(&g_engine, dnnl_cpu, 0) != dnnl_success) return false;
     if (dnnl_stream_create(&g_stream, g_engine, dnnl_stream_default_flags) != dnnl_success) return false;
+    return true;
+}
+
+bool fa_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream)
+{
+    if (!engine_init() || !g_stream) return false;
+    *engine = g_engine;
+    *stream = g_stream;
     return true;
 }
 

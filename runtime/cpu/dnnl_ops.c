@@ -5,34 +5,11 @@
  * needs a blocked layout (the depthwise convolution) the reorders in and out are part of the
  * kernel and of its time. Attribute combinations oneDNN cannot express exactly decline, and the
  * registry's reference kernel runs instead. */
-#include "../runtime-impl.h"
+#include "dnnl-impl.h"
 
-#include <oneapi/dnnl/dnnl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define OPS_CHECK(ctx, call)                                                                      \
-    do {                                                                                          \
-        dnnl_status_t s_ = (call);                                                                \
-        if (s_ != dnnl_success) {                                                                 \
-            fa_ctx_error((ctx), FA_ERR_RUNTIME, "%s:%d: %s failed: oneDNN status %d", __FILE__,    \
-                         __LINE__, #call, (int)s_);                                               \
-            goto fail;                                                                            \
-        }                                                                                         \
-    } while (0)
-
-/* One CPU engine and in-order stream for these kernels (oneDNN engines are cheap, thread-safe
- * handles; runtime/cpu/dnnl.c keeps its own the same way). Created on first use. */
-static dnnl_engine_t ops_engine;
-static dnnl_stream_t ops_stream;
-
-static bool ops_engine_init(void)
-{
-    if (ops_engine && ops_stream) return true;
-    if (!ops_engine && dnnl_engine_create(&ops_engine, dnnl_cpu, 0) != dnnl_success) return false;
-    return dnnl_stream_create(&ops_stream, ops_engine, dnnl_stream_default_flags) == dnnl_success;
-}
 
 enum { OPS_MAX_ARGS = 6 };
 
@@ -48,6 +25,8 @@ typedef struct ops_arg {
 } ops_arg;
 
 typedef struct ops_state {
+    dnnl_engine_t eng;  /* fa_dnnl_engine's, borrowed */
+    dnnl_stream_t strm;
     dnnl_primitive_t prim;
     int n_args;
     ops_arg args[OPS_MAX_ARGS];
@@ -83,22 +62,22 @@ static fa_status ops_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_v
     dnnl_exec_arg_t a[OPS_MAX_ARGS];
     for (int i = 0; i < s->n_args; i++) {
         ops_arg *p = &s->args[i];
-        if (p->kind == BIND_INPUT) OPS_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, in[p->index].data));
-        else if (p->kind == BIND_OUTPUT) OPS_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, out[p->index].data));
+        if (p->kind == BIND_INPUT) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, in[p->index].data));
+        else if (p->kind == BIND_OUTPUT) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, out[p->index].data));
         a[i] = (dnnl_exec_arg_t){p->arg, p->mem};
     }
     if (s->reorder_in) {
-        OPS_CHECK(ctx, dnnl_memory_set_data_handle(s->user_src, in[0].data));
+        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->user_src, in[0].data));
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, s->user_src}, {DNNL_ARG_TO, s->blk_src}};
-        OPS_CHECK(ctx, dnnl_primitive_execute(s->reorder_in, ops_stream, 2, r));
+        DNNL_CHECK(ctx, dnnl_primitive_execute(s->reorder_in, s->strm, 2, r));
     }
-    OPS_CHECK(ctx, dnnl_primitive_execute(s->prim, ops_stream, s->n_args, a));
+    DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, s->strm, s->n_args, a));
     if (s->reorder_out) {
-        OPS_CHECK(ctx, dnnl_memory_set_data_handle(s->user_dst, out[0].data));
+        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->user_dst, out[0].data));
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, s->blk_dst}, {DNNL_ARG_TO, s->user_dst}};
-        OPS_CHECK(ctx, dnnl_primitive_execute(s->reorder_out, ops_stream, 2, r));
+        DNNL_CHECK(ctx, dnnl_primitive_execute(s->reorder_out, s->strm, 2, r));
     }
-    OPS_CHECK(ctx, dnnl_stream_wait(ops_stream));
+    DNNL_CHECK(ctx, dnnl_stream_wait(s->strm));
     return FA_OK;
 fail:
     return FA_ERR_RUNTIME;
@@ -124,14 +103,14 @@ static fa_status add_arg(fa_ctx *ctx, ops_state *s, int arg, const dnnl_memory_d
         }
         memset(p->owned, 0, sz ? sz : 64); /* touched now, not in a timed iteration */
     }
-    OPS_CHECK(ctx, dnnl_memory_create(&p->mem, md, ops_engine, kind == BIND_OWNED ? p->owned : DNNL_MEMORY_NONE));
+    DNNL_CHECK(ctx, dnnl_memory_create(&p->mem, md, s->eng, kind == BIND_OWNED ? p->owned : DNNL_MEMORY_NONE));
     if (init) {
-        OPS_CHECK(ctx, dnnl_memory_create(&user, init_md, ops_engine, (void *)init));
-        OPS_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, init_md, ops_engine, md, ops_engine, NULL));
-        OPS_CHECK(ctx, dnnl_primitive_create(&reorder, rpd));
+        DNNL_CHECK(ctx, dnnl_memory_create(&user, init_md, s->eng, (void *)init));
+        DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, init_md, s->eng, md, s->eng, NULL));
+        DNNL_CHECK(ctx, dnnl_primitive_create(&reorder, rpd));
         dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, user}, {DNNL_ARG_TO, p->mem}};
-        OPS_CHECK(ctx, dnnl_primitive_execute(reorder, ops_stream, 2, r));
-        OPS_CHECK(ctx, dnnl_stream_wait(ops_stream));
+        DNNL_CHECK(ctx, dnnl_primitive_execute(reorder, s->strm, 2, r));
+        DNNL_CHECK(ctx, dnnl_stream_wait(s->strm));
         dnnl_primitive_destroy(reorder);
         dnnl_primitive_desc_destroy(rpd);
         dnnl_memory_destroy(user);
@@ -147,7 +126,7 @@ fail:
 /* Create s->prim from op_desc and record the implementation oneDNN chose. The caller owns pd. */
 static fa_status make_pd(fa_ctx *ctx, ops_state *s, const void *op_desc, dnnl_primitive_desc_t *pd)
 {
-    OPS_CHECK(ctx, dnnl_primitive_desc_create(pd, op_desc, NULL, ops_engine, NULL));
+    DNNL_CHECK(ctx, dnnl_primitive_desc_create(pd, op_desc, NULL, s->eng, NULL));
     const char *impl = NULL;
     if (dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
         snprintf(s->impl, sizeof s->impl, "%s", impl);
@@ -155,6 +134,29 @@ static fa_status make_pd(fa_ctx *ctx, ops_state *s, const void *op_desc, dnnl_pr
 fail:
     *pd = NULL;
     return FA_ERR_RUNTIME;
+}
+
+/* Create s->prim from pd (consumed: destroyed here, success or not), name the kernel. */
+static fa_status commit_prim(fa_ctx *ctx, ops_state *s, dnnl_primitive_desc_t pd, const char *name, bool *handled)
+{
+    dnnl_status_t st = dnnl_primitive_create(&s->prim, pd);
+    dnnl_primitive_desc_destroy(pd);
+    if (st != dnnl_success)
+        return fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN: creating the %s primitive failed: status %d", name, (int)st);
+    snprintf(s->name, sizeof s->name, "%s", name);
+    *handled = true;
+    return FA_OK;
+}
+
+/* A primitive reading node input 0 and writing node output 0, both plain: bind them and commit. */
+static fa_status commit_src_dst(fa_ctx *ctx, ops_state *s, dnnl_primitive_desc_t pd, const dnnl_memory_desc_t *src,
+                                const dnnl_memory_desc_t *dst, const char *name, bool *handled)
+{
+    if (add_arg(ctx, s, DNNL_ARG_SRC, src, BIND_INPUT, 0, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_DST, dst, BIND_OUTPUT, 0, NULL, NULL)) {
+        dnnl_primitive_desc_destroy(pd);
+        return FA_ERR_RUNTIME;
+    }
+    return commit_prim(ctx, s, pd, name, handled);
 }
 
 static bool io_float(const fa_graph *g, const fa_node *n, int n_in)
@@ -253,18 +255,18 @@ static fa_status create_grouped_conv(fa_ctx *ctx, const fa_graph *g, const fa_no
     }
     dnnl_memory_desc_t xplain, yplain, xany, yany, wplain, wany, bmd;
     static const dnnl_format_tag_t wtags[] = {dnnl_abcd, dnnl_abcde, dnnl_abcdef}; /* goi + spatial */
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xplain, r, xd, dnnl_f32, plain_tag(r)));
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yplain, r, yd, dnnl_f32, plain_tag(r)));
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xany, r, xd, dnnl_f32, dnnl_format_tag_any));
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yany, r, yd, dnnl_f32, dnnl_format_tag_any));
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&wplain, r + 1, wd, dnnl_f32, wtags[ns - 1]));
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&wany, r + 1, wd, dnnl_f32, dnnl_format_tag_any));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xplain, r, xd, dnnl_f32, plain_tag(r)));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yplain, r, yd, dnnl_f32, plain_tag(r)));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xany, r, xd, dnnl_f32, dnnl_format_tag_any));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yany, r, yd, dnnl_f32, dnnl_format_tag_any));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&wplain, r + 1, wd, dnnl_f32, wtags[ns - 1]));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&wany, r + 1, wd, dnnl_f32, dnnl_format_tag_any));
     if (B) {
         bd[0] = Y->dims[1];
-        OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a));
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a));
     }
     dnnl_convolution_desc_t cd;
-    OPS_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xany,
+    DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xany,
                                                               &wany, B ? &bmd : NULL, &yany, sd, dd, pld, prd));
     if (make_pd(ctx, s, &cd, &pd)) goto fail;
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
@@ -279,30 +281,26 @@ static fa_status create_grouped_conv(fa_ctx *ctx, const fa_graph *g, const fa_no
     if (blocked_src) {
         if (add_arg(ctx, s, DNNL_ARG_SRC, src_md, BIND_OWNED, 0, NULL, NULL)) goto fail;
         s->blk_src = s->args[s->n_args - 1].mem;
-        OPS_CHECK(ctx, dnnl_memory_create(&s->user_src, &xplain, ops_engine, DNNL_MEMORY_NONE));
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->user_src, &xplain, s->eng, DNNL_MEMORY_NONE));
         dnnl_primitive_desc_t rpd = NULL;
-        OPS_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, &xplain, ops_engine, src_md, ops_engine, NULL));
+        DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, &xplain, s->eng, src_md, s->eng, NULL));
         dnnl_status_t rs = dnnl_primitive_create(&s->reorder_in, rpd);
         dnnl_primitive_desc_destroy(rpd);
-        OPS_CHECK(ctx, rs);
+        DNNL_CHECK(ctx, rs);
     } else if (add_arg(ctx, s, DNNL_ARG_SRC, src_md, BIND_INPUT, 0, NULL, NULL)) goto fail;
     if (add_arg(ctx, s, DNNL_ARG_WEIGHTS, wei_md, BIND_OWNED, 1, &wplain, W->data)) goto fail;
     if (B && add_arg(ctx, s, DNNL_ARG_BIAS, &bmd, BIND_INPUT, 2, NULL, NULL)) goto fail;
     if (blocked_dst) {
         if (add_arg(ctx, s, DNNL_ARG_DST, dst_md, BIND_OWNED, 0, NULL, NULL)) goto fail;
         s->blk_dst = s->args[s->n_args - 1].mem;
-        OPS_CHECK(ctx, dnnl_memory_create(&s->user_dst, &yplain, ops_engine, DNNL_MEMORY_NONE));
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->user_dst, &yplain, s->eng, DNNL_MEMORY_NONE));
         dnnl_primitive_desc_t rpd = NULL;
-        OPS_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, dst_md, ops_engine, &yplain, ops_engine, NULL));
+        DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, dst_md, s->eng, &yplain, s->eng, NULL));
         dnnl_status_t rs = dnnl_primitive_create(&s->reorder_out, rpd);
         dnnl_primitive_desc_destroy(rpd);
-        OPS_CHECK(ctx, rs);
+        DNNL_CHECK(ctx, rs);
     } else if (add_arg(ctx, s, DNNL_ARG_DST, dst_md, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
-    OPS_CHECK(ctx, dnnl_primitive_create(&s->prim, pd));
-    dnnl_primitive_desc_destroy(pd);
-    snprintf(s->name, sizeof s->name, "%s", blocked_src ? "dnnl:convolution(reordered)" : "dnnl:convolution(grouped)");
-    *handled = true;
-    return FA_OK;
+    return commit_prim(ctx, s, pd, blocked_src ? "dnnl:convolution(reordered)" : "dnnl:convolution(grouped)", handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -353,19 +351,13 @@ static fa_status create_pool(fa_ctx *ctx, const fa_graph *g, const fa_node *n, o
     for (int i = 0; i < r; i++) xd[i] = X->dims[i], yd[i] = Y->dims[i];
     for (int i = 0; i < ns; i++) kd[i] = k[i], sd[i] = st[i], dd[i] = dil[i] - 1, pld[i] = pl[i], prd[i] = pr[i];
     dnnl_memory_desc_t xmd, ymd;
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, r, xd, dnnl_f32, plain_tag(r)));
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&ymd, r, yd, dnnl_f32, plain_tag(r)));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, r, xd, dnnl_f32, plain_tag(r)));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&ymd, r, yd, dnnl_f32, plain_tag(r)));
     dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max : incl ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
     dnnl_pooling_v2_desc_t pdsc;
-    OPS_CHECK(ctx, dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &xmd, &ymd, sd, kd, dd, pld, prd));
+    DNNL_CHECK(ctx, dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &xmd, &ymd, sd, kd, dd, pld, prd));
     if (make_pd(ctx, s, &pdsc, &pd)) goto fail;
-    if (add_arg(ctx, s, DNNL_ARG_SRC, &xmd, BIND_INPUT, 0, NULL, NULL)) goto fail;
-    if (add_arg(ctx, s, DNNL_ARG_DST, &ymd, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
-    OPS_CHECK(ctx, dnnl_primitive_create(&s->prim, pd));
-    dnnl_primitive_desc_destroy(pd);
-    snprintf(s->name, sizeof s->name, "dnnl:pooling");
-    *handled = true;
-    return FA_OK;
+    return commit_src_dst(ctx, s, pd, &xmd, &ymd, "dnnl:pooling", handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -395,18 +387,12 @@ static fa_status create_softmax(fa_ctx *ctx, const fa_graph *g, const fa_node *n
     }
     dnnl_dims_t d = {outer, len, inner};
     dnnl_memory_desc_t md;
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&md, 3, d, dnnl_f32, dnnl_abc));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&md, 3, d, dnnl_f32, dnnl_abc));
     dnnl_softmax_v2_desc_t sdsc;
-    OPS_CHECK(ctx, dnnl_softmax_v2_forward_desc_init(&sdsc, dnnl_forward_inference, log_sm ? dnnl_softmax_log : dnnl_softmax_accurate,
+    DNNL_CHECK(ctx, dnnl_softmax_v2_forward_desc_init(&sdsc, dnnl_forward_inference, log_sm ? dnnl_softmax_log : dnnl_softmax_accurate,
                                                      &md, &md, 1));
     if (make_pd(ctx, s, &sdsc, &pd)) goto fail;
-    if (add_arg(ctx, s, DNNL_ARG_SRC, &md, BIND_INPUT, 0, NULL, NULL)) goto fail;
-    if (add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
-    OPS_CHECK(ctx, dnnl_primitive_create(&s->prim, pd));
-    dnnl_primitive_desc_destroy(pd);
-    snprintf(s->name, sizeof s->name, "%s", log_sm ? "dnnl:logsoftmax" : "dnnl:softmax");
-    *handled = true;
-    return FA_OK;
+    return commit_src_dst(ctx, s, pd, &md, &md, log_sm ? "dnnl:logsoftmax" : "dnnl:softmax", handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -446,21 +432,17 @@ static fa_status create_layernorm(fa_ctx *ctx, const fa_graph *g, const fa_node 
     float eps = fa_node_attr_float(n, "epsilon", 1e-5f);
     dnnl_dims_t xd = {rows, D}, pdim = {D};
     dnnl_memory_desc_t xmd, pmd;
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, 2, xd, dnnl_f32, dnnl_ab));
-    OPS_CHECK(ctx, dnnl_memory_desc_init_by_tag(&pmd, 1, pdim, dnnl_f32, dnnl_a));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, 2, xd, dnnl_f32, dnnl_ab));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&pmd, 1, pdim, dnnl_f32, dnnl_a));
     dnnl_layer_normalization_desc_t ld;
     unsigned flags = dnnl_use_scale | (B ? dnnl_use_shift : 0);
-    OPS_CHECK(ctx, dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &xmd, NULL, eps, flags));
+    DNNL_CHECK(ctx, dnnl_layer_normalization_forward_desc_init(&ld, dnnl_forward_inference, &xmd, NULL, eps, flags));
     if (make_pd(ctx, s, &ld, &pd)) goto fail;
     if (add_arg(ctx, s, DNNL_ARG_SRC, &xmd, BIND_INPUT, 0, NULL, NULL)) goto fail;
     if (add_arg(ctx, s, DNNL_ARG_SCALE, &pmd, BIND_INPUT, 1, NULL, NULL)) goto fail;
     if (B && add_arg(ctx, s, DNNL_ARG_SHIFT, &pmd, BIND_INPUT, 2, NULL, NULL)) goto fail;
     if (add_arg(ctx, s, DNNL_ARG_DST, &xmd, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
-    OPS_CHECK(ctx, dnnl_primitive_create(&s->prim, pd));
-    dnnl_primitive_desc_destroy(pd);
-    snprintf(s->name, sizeof s->name, "dnnl:layer_normalization");
-    *handled = true;
-    return FA_OK;
+    return commit_prim(ctx, s, pd, "dnnl:layer_normalization", handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -490,9 +472,13 @@ fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_nod
          lsm = !strcmp(op, "LogSoftmax"), ln = !strcmp(op, "LayerNormalization");
     if (!(conv || pool || gpool || sm || lsm || ln)) return FA_OK;
     if (!force && !dnnl_op_wins(op)) return FA_OK;
-    if (!io_float(g, n, ln ? 3 : conv ? 3 : 1) || !ops_engine_init()) return FA_OK;
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    if (!io_float(g, n, ln ? 3 : conv ? 3 : 1) || !fa_dnnl_engine(&eng, &strm)) return FA_OK;
     ops_state *s = calloc(1, sizeof *s);
     if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    s->eng = eng;
+    s->strm = strm;
     fa_status st;
     if (conv) st = create_grouped_conv(ctx, g, n, s, force, handled);
     else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, handled);

@@ -24,7 +24,10 @@ for cmd in "--help" "inspect zoo:mlp-tiny" "zoo mlp-tiny -o m.onnx" "run zoo:mlp
     [ -z "$got" ] || { echo "FAIL: '$cmd' opened: $got"; exit 1; }
     echo "ok: fuse-advise $cmd opens no CUDA library"
 done
-"$FA_CLI" run zoo:bert-layer --no-apply --target cpu --iters 1 --warmup 0 --db b.db >/dev/null
+# A model whose candidates reach the NVRTC register gate: only a cluster the cost model finds
+# beneficial is compiled. GPT-2's GELU chain is; BERT's decomposed LayerNorm stopped being once
+# the baseline's Pow(x, 2) became a product (issue 18), so the gate never ran there.
+"$FA_CLI" run zoo:gpt2-block --no-apply --target cpu --iters 1 --warmup 0 --db b.db >/dev/null
 got=$(opened "$FA_CLI" advise latest --db b.db --target cuda --arch sm_90)
 echo "$got" | grep -q libnvrtc || { echo "FAIL: the NVRTC gate did not open libnvrtc (got: '$got')"; exit 1; }
 echo "ok: advise --target cuda opens $(echo "$got" | tr '\n' ' ')"

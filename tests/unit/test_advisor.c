@@ -422,6 +422,56 @@ static void test_plan_hash_is_stable_and_depends_on_options(void **st)
     fa_ctx_free(ctx);
 }
 
+/* A CPU run's kernel medians and ceilings do not predict a CUDA kernel: advising the cuda
+ * target on a CPU-measured profile falls back to the analytic estimate and says why; the cpu
+ * target on the same profile uses the measured medians. */
+static void test_profile_of_another_device_kind_is_not_used(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "foreign.db");
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    int64_t run;
+    assert_int_equal(fa_test_store_run(ctx, s, "zoo:convnet-tiny", 2, &run), FA_OK);
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.device_key = "cpu:test-model:2t";
+    c.mem_bw_gbs = 10;
+    c.peak_gflops = 100;
+    c.launch_ns = 1000;
+    fa_analysis *a = NULL;
+    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+    fa_graph *g = NULL;
+    assert_int_equal(fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &g), FA_OK);
+    for (int t = FA_TARGET_CPU; t <= FA_TARGET_CUDA; t++) {
+        fa_advise_options o = fa_advise_options_default();
+        o.target = (fa_target)t;
+        o.no_gate = true;
+        fa_plan *p = NULL;
+        assert_int_equal(fa_advise(ctx, g, a, &o, &p), FA_OK);
+        int foreign = 0, measured = 0;
+        for (int i = 0; i < p->n_clusters; i++) {
+            const char *b = p->clusters[i].basis ? p->clusters[i].basis : "";
+            foreign += strstr(b, "measured on another kind of device") != NULL;
+            measured += strncmp(b, "measured:", 9) == 0;
+        }
+        assert_true(p->n_clusters > 0);
+        if (t == FA_TARGET_CUDA) {
+            assert_int_equal(foreign, p->n_clusters);
+            assert_int_equal(measured, 0);
+        } else {
+            assert_int_equal(foreign, 0);
+            assert_true(measured > 0);
+        }
+        fa_plan_free(p);
+    }
+    fa_graph_free(g);
+    fa_analysis_free(a);
+    fa_store_close(s);
+    fa_ctx_free(ctx);
+}
+
 /* Stored run -> analysis -> plan saved to plans/clusters/why_not; update changes status. */
 static void test_plan_saved_and_updated_in_store(void **st)
 {
@@ -541,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_every_corpus_light_model_gets_a_plan),
         cmocka_unit_test(test_plan_hash_is_stable_and_depends_on_options),
         cmocka_unit_test(test_plan_saved_and_updated_in_store),
+        cmocka_unit_test(test_profile_of_another_device_kind_is_not_used),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

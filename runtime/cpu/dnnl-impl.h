@@ -1,0 +1,29 @@
+/* runtime/cpu/dnnl-impl — what the cpu target's two oneDNN files (dnnl.c: Conv/ConvTranspose/
+ * MatMul/Gemm; dnnl_ops.c: depthwise conv, pools, softmax, layer norm) share: the checking macro
+ * and the one CPU engine and stream. */
+#ifndef FA_RUNTIME_CPU_DNNL_IMPL_H
+#define FA_RUNTIME_CPU_DNNL_IMPL_H
+
+#include <oneapi/dnnl/dnnl.h>
+#include <stdbool.h>
+
+#include "../runtime-impl.h"
+
+/* Run a oneDNN call; on failure record "file:line: call failed: oneDNN status N" on ctx and
+ * jump to the enclosing function's `fail:` label (which releases what it created). */
+#define DNNL_CHECK(ctx, call)                                                                    \
+    do {                                                                                         \
+        dnnl_status_t s_ = (call);                                                               \
+        if (s_ != dnnl_success) {                                                                \
+            fa_ctx_error((ctx), FA_ERR_RUNTIME, "%s:%d: %s failed: oneDNN status %d", __FILE__,   \
+                         __LINE__, #call, (int)s_);                                              \
+            goto fail;                                                                           \
+        }                                                                                        \
+    } while (0)
+
+/* The process's oneDNN CPU engine and in-order stream, created on first use (runtime/cpu/dnnl.c);
+ * false when oneDNN cannot create them (the callers then decline and our kernels run). The
+ * handles live until the process ends. */
+bool fa_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream);
+
+#endif
