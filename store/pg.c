@@ -22,7 +22,86 @@ fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsi
 
 #else
 
+#include <dlfcn.h>
+#include <pthread.h>
+
 #include <libpq-fe.h>
+
+/* libpq is opened with dlopen on the first postgresql:// store, as runtime/cuda/toolkit.c opens
+ * the CUDA libraries: a process on the embedded SQLite store (the default) loads neither libpq
+ * nor its ~20 dependencies (Kerberos, LDAP, SASL, gnutls, ...), and the binary copied to a
+ * device machine with its shared libraries (scripts/gpu-kit) stays small. The headers give the
+ * types; the functions come from the SONAME libpq.so.5 (Debian's libpq5, a dependency of
+ * libpq-dev; libpq's ABI has kept that SONAME since PostgreSQL 8.2). */
+#define PG_LIBPQ_SONAME "libpq.so.5"
+#define PQ_FUNCS(X)                                                                                                    \
+    X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQerrorMessage) X(PQexec) X(PQexecParams) X(PQfinish)             \
+    X(PQftype) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) X(PQnfields) X(PQntuples)                    \
+    X(PQparameterStatus) X(PQputCopyData) X(PQputCopyEnd) X(PQreset) X(PQresultErrorField) X(PQresultErrorMessage)     \
+    X(PQresultStatus) X(PQsendQueryParams) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQstatus)                   \
+    X(PQtransactionStatus)
+
+static struct {
+#define PQ_MEMBER(f) __typeof__(f) *f;
+    PQ_FUNCS(PQ_MEMBER)
+#undef PQ_MEMBER
+} pq;
+static pthread_once_t pq_once = PTHREAD_ONCE_INIT;
+static char pq_err[512]; /* why loading failed, "" when it succeeded */
+
+static void pq_load_once(void)
+{
+    void *h = dlopen(PG_LIBPQ_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(pq_err, sizeof pq_err, "%s", dlerror());
+        return;
+    }
+#define PQ_SYM(f)                                                                                                      \
+    if (!pq_err[0] && !(*(void **)&pq.f = dlsym(h, #f))) snprintf(pq_err, sizeof pq_err, "%s has no %s", PG_LIBPQ_SONAME, #f);
+    PQ_FUNCS(PQ_SYM)
+#undef PQ_SYM
+}
+
+/* Open libpq once per process. FA_ERR_UNSUPPORTED naming the library when it is absent. */
+static fa_status pq_load(fa_ctx *ctx, const char *store_path)
+{
+    pthread_once(&pq_once, pq_load_once);
+    if (pq_err[0])
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                            "%s: the PostgreSQL client library could not be loaded (%s); install Debian's libpq5 "
+                            "(scripts/setup.sh installs libpq-dev), or pass a file path to --db",
+                            store_path, pq_err);
+    return FA_OK;
+}
+
+/* From here on every PQ call goes through the table. */
+#define PQ_ALIAS(f) pq.f
+#define PQclear PQ_ALIAS(PQclear)
+#define PQcmdTuples PQ_ALIAS(PQcmdTuples)
+#define PQconnectdbParams PQ_ALIAS(PQconnectdbParams)
+#define PQerrorMessage PQ_ALIAS(PQerrorMessage)
+#define PQexec PQ_ALIAS(PQexec)
+#define PQexecParams PQ_ALIAS(PQexecParams)
+#define PQfinish PQ_ALIAS(PQfinish)
+#define PQftype PQ_ALIAS(PQftype)
+#define PQgetResult PQ_ALIAS(PQgetResult)
+#define PQgetisnull PQ_ALIAS(PQgetisnull)
+#define PQgetlength PQ_ALIAS(PQgetlength)
+#define PQgetvalue PQ_ALIAS(PQgetvalue)
+#define PQnfields PQ_ALIAS(PQnfields)
+#define PQntuples PQ_ALIAS(PQntuples)
+#define PQparameterStatus PQ_ALIAS(PQparameterStatus)
+#define PQputCopyData PQ_ALIAS(PQputCopyData)
+#define PQputCopyEnd PQ_ALIAS(PQputCopyEnd)
+#define PQreset PQ_ALIAS(PQreset)
+#define PQresultErrorField PQ_ALIAS(PQresultErrorField)
+#define PQresultErrorMessage PQ_ALIAS(PQresultErrorMessage)
+#define PQresultStatus PQ_ALIAS(PQresultStatus)
+#define PQsendQueryParams PQ_ALIAS(PQsendQueryParams)
+#define PQsetNoticeProcessor PQ_ALIAS(PQsetNoticeProcessor)
+#define PQsetSingleRowMode PQ_ALIAS(PQsetSingleRowMode)
+#define PQstatus PQ_ALIAS(PQstatus)
+#define PQtransactionStatus PQ_ALIAS(PQtransactionStatus)
 
 /* Namespace of every table; search_path points at it for the session. */
 #define PG_SCHEMA "fuse_advise"
@@ -991,6 +1070,8 @@ static void pg_notice(void *arg, const char *message)
 
 fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsigned flags)
 {
+    fa_status ls = pq_load(ctx, st->path);
+    if (ls) return ls;
     st->be = &pg_backend;
     st->pg = calloc(1, sizeof *st->pg);
     if (!st->pg) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
