@@ -19,6 +19,13 @@ typedef int (*fa_cmd_fn)(fa_ctx *ctx, int argc, char **argv);
 int fa_cli_fail(fa_ctx *ctx, fa_status s);
 /* Print a usage error and return 2. */
 int fa_cli_usage(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The run database of every verb without --db: $FUSE_ADVISE_DB when set and not empty (a file or
+ * a postgresql:// URI), else FA_STORE_DEFAULT_PATH. */
+const char *fa_cli_default_db(void);
+/* Warn (stderr) about each PostgreSQL URI in argv or $FUSE_ADVISE_DB that carries a password:
+ * other users see a command line (ps), so libpq's PGPASSWORD/~/.pgpass/service file is the way;
+ * the store never keeps it (fa_store_redact_uri). */
+void fa_cli_warn_uri_passwords(int argc, char **argv);
 
 /* Common model-loading options parsed from argv: --shape (repeatable), --batch, --no-fold,
  * --no-dim-defaults.

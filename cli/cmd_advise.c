@@ -50,7 +50,7 @@ static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool
 
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec = NULL, *v;
     bool json = false;
     fa_advise_options opt = fa_advise_options_default();
     for (int i = 1; i < argc; i++) {

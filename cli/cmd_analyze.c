@@ -68,7 +68,7 @@ static int cmp_by_median(const void *x, const void *y)
 
 int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec = NULL, *v;
     bool json = false;
     long top = 20;
     for (int i = 1; i < argc; i++) {

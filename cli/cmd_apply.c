@@ -17,7 +17,7 @@ static const char *k_help =
 
 int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *out_dir = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec = NULL, *out_dir = NULL, *v;
     long iters = 20, warmup = 3, max_ops = 16, max_inputs = 8;
     double tolerance = 1e-5;
     int max_clusters = 0;
@@ -57,7 +57,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
      * when the database opened; a failed run whose baseline is stored may be applied again) */
     if (!s && ri.status && !strcmp(ri.status, "running"))
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld is unfinished ('running', process %lld): apply works on "
-                         "finished runs", db, (long long)run_id, (long long)ri.pid);
+                         "finished runs", fa_store_path(st), (long long)run_id, (long long)ri.pid);
     /* a bad output folder is refused before the run is touched */
     if (!s) {
         char ob[4096];

@@ -16,7 +16,7 @@ static const char *k_help =
 
 int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *arch = NULL, *v;
+    const char *db = fa_cli_default_db(), *arch = NULL, *v;
     bool json = false, measure = false;
     long threads = 0;
     for (int i = 1; i < argc; i++) {

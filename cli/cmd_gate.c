@@ -14,7 +14,7 @@
 static const char *k_help =
     "usage: fuse-advise gate [--baseline RUN] [--candidate RUN] [--db PATH]\n"
     "                        [--baseline-db A.db] [--candidate-db B.db]\n"
-    "                        [--tag TAG [--candidate-tag TAG2]] [--runs N]\n"
+    "                        [--tag|--baseline-tag TAG [--candidate-tag TAG2]] [--runs N]\n"
     "                        [--max-regression 3%] [--confidence 95%] [--resamples N] [--seed S]\n"
     "                        [--min-share 1%] [--strict] [--junit FILE] [--markdown FILE] [--json]\n"
     "Selecting the runs:\n"
@@ -24,6 +24,8 @@ static const char *k_help =
     "                     of each (the candidate must be of the baseline's model)\n"
     "  --tag TAG          baseline = the newest run tagged TAG; candidate = the newest run of the\n"
     "                     same model with another tag (or no tag), or tagged --candidate-tag TAG2\n"
+    "  --baseline-tag TAG the same as --tag (e.g. `--baseline-db postgresql://... --baseline-tag main\n"
+    "                     --candidate-db this.db`: the team's main from a shared server, docs/ci.md)\n"
     "  default            candidate = the newest run; baseline = the newest earlier run of its model\n"
     "  --runs N           pool the newest N matching runs of each side (default 1): latency\n"
     "                     intervals then include run-to-run variation (two-stage bootstrap)\n"
@@ -99,7 +101,7 @@ int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
         if (OPT("--db")) db = v;
         else if (OPT("--baseline-db")) bdb = v;
         else if (OPT("--candidate-db")) cdb = v;
-        else if (OPT("--tag")) tag = v;
+        else if (OPT("--tag") || OPT("--baseline-tag")) tag = v;
         else if (OPT("--candidate-tag")) ctag = v;
         else if (OPT("--junit")) junit = v;
         else if (OPT("--markdown")) mdpath = v;
@@ -157,7 +159,7 @@ int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
     if (ctag && !tag) return fa_cli_usage("gate", "--candidate-tag needs --tag (the baseline's tag)");
     if (tag && nbid) return fa_cli_usage("gate", "--tag and --baseline RUN both select the baseline: give one");
     if (ctag && ncid) return fa_cli_usage("gate", "--candidate-tag and --candidate RUN both select the candidate: give one");
-    if (!db) db = FA_STORE_DEFAULT_PATH;
+    if (!db) db = fa_cli_default_db();
     if (!bdb) bdb = db;
     if (!cdb) cdb = db;
 

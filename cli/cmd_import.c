@@ -246,7 +246,7 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         fa_buf_init(&b);
         fa_buf_printf(&b, "{\"run_id\":%" PRId64 ",\"db\":", run_id);
         fa_buf_puts(&b, "\"");
-        fa_escape_json(&b, db, strlen(db));
+        fa_escape_json(&b, fa_store_path(st), strlen(fa_store_path(st)));
         fa_buf_puts(&b, "\",\"trace\":\"");
         fa_escape_json(&b, path, strlen(path));
         fa_buf_printf(&b, "\",\"source_sha256\":\"%s\",\"import\":", sha);
@@ -273,8 +273,8 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
             fwrite(b.data, 1, b.len, stdout);
             fa_buf_free(&b);
         }
-        printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n", db,
-               run_id, run_id, db);
+        printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n",
+               fa_store_path(st), run_id, run_id, fa_store_path(st));
         if (out_dir) printf("report written to %s\n", out_dir);
     }
     fa_trace_advice_free(a);
@@ -289,7 +289,7 @@ int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd, "fuse-advise run %s", trace_path);
-    return import_and_advise(ctx, trace_path, db ? db : FA_STORE_DEFAULT_PATH, json, false, out_dir, cmd);
+    return import_and_advise(ctx, trace_path, db ? db : fa_cli_default_db(), json, false, out_dir, cmd);
 }
 
 /* For `analyze RUN` / `advise RUN` on a run of kind 'import' (cli/cmd_analyze.c,
@@ -322,7 +322,7 @@ int fa_cli_trace_advise_stored(fa_ctx *ctx, fa_store *st, int64_t run_id, bool j
 
 int fa_cmd_import(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *path = NULL, *v;
+    const char *db = fa_cli_default_db(), *path = NULL, *v;
     bool json = false, keep_partial = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {

@@ -21,7 +21,7 @@ static const char *k_help =
 
 int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *spec = NULL, *out = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec = NULL, *out = NULL, *v;
     for (int i = 1; i < argc; i++) {
         if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
             if (!*v) return fa_cli_usage("report", "--db needs a path");

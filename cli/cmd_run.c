@@ -241,7 +241,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
 int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
 {
     fa_cli_model_opts mo = {0};
-    const char *model = NULL, *db = FA_STORE_DEFAULT_PATH, *tag = NULL, *v;
+    const char *model = NULL, *db = fa_cli_default_db(), *tag = NULL, *v;
     long iters = 20, warmup = 3, threads = 0, seed = 1;
     long long max_mem = 0;
     const char *out_dir = NULL;
@@ -383,7 +383,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
 
     if (no_apply) {
-        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, db);
+        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, fa_store_path(st));
         goto out;
     }
     fa_pipeline_options po;

@@ -1,5 +1,6 @@
-/* cli/cmd_runs — `fuse-advise runs [--db PATH] [--json]`: the runs stored in the run database,
- * newest first, with their status and median iteration latency. */
+/* cli/cmd_runs — `fuse-advise runs [--db PATH] [--model M] [--device D] [--tag T] [--json]`: the
+ * runs stored in the run database (a file, or a team's PostgreSQL server holding the runs of many
+ * machines), newest first, with their status, host and median iteration latency. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -9,8 +10,12 @@
 #include "store/store.h"
 
 static const char *k_help =
-    "usage: fuse-advise runs [--db PATH] [--json]\n"
-    "  --db PATH  run database (default ./" FA_STORE_DEFAULT_PATH ")\n"
+    "usage: fuse-advise runs [--db PATH|URI] [--model M] [--device D] [--tag T] [--json]\n"
+    "  --db PATH  run database (default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH "), or a\n"
+    "             PostgreSQL server: postgresql://[user@]host[:port]/dbname (docs/ci.md)\n"
+    "  --model M  only runs whose model path contains M\n"
+    "  --device D only runs whose device name or host contains D\n"
+    "  --tag T    only runs tagged T\n"
     "  --json     one JSON document instead of the table\n"
     "Lists every run: id, kind, status, start time, model, target, device, timed iterations\n"
     "and the median iteration latency (first kernel start to last kernel end) when known.\n";
@@ -50,7 +55,10 @@ void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
     fa_buf_printf(b, ",\"n_kernels\":%" PRId64 ",\"iter_median_ns\":", r->n_kernels);
     if (r->iter_median_ns >= 0) fa_buf_printf(b, "%" PRId64, r->iter_median_ns);
     else fa_buf_puts(b, "null");
-    fa_buf_printf(b, ",\"peak_activation_bytes\":%" PRIu64 ",\"pid\":%" PRId64 "}", r->peak_activation_bytes, r->pid);
+    fa_buf_printf(b, ",\"peak_activation_bytes\":%" PRIu64 ",\"pid\":%" PRId64, r->peak_activation_bytes, r->pid);
+    fa_buf_puts(b, ",\"host\":");
+    fa_json_str(b, r->host);
+    fa_buf_puts(b, "}");
 }
 
 /* Local time "YYYY-MM-DD HH:MM:SS" of a unix-epoch ns timestamp. */
@@ -64,7 +72,20 @@ static const char *fmt_time(int64_t ns, char *buf, size_t n)
 }
 
 /* Parse the options shared by the read verbs; returns -1 to continue, else an exit code. */
-static int parse(int argc, char **argv, const char **db, bool *json)
+typedef struct runs_filter {
+    const char *model, *device, *tag; /* NULL: any */
+} runs_filter;
+
+static bool runs_match(const runs_filter *f, const fa_run_info *r)
+{
+    if (f->model && !(r->model_path && strstr(r->model_path, f->model))) return false;
+    if (f->device && !((r->device_name && strstr(r->device_name, f->device)) || (r->host && strstr(r->host, f->device))))
+        return false;
+    if (f->tag && !(r->tag && !strcmp(r->tag, f->tag))) return false;
+    return true;
+}
+
+static int parse(int argc, char **argv, const char **db, bool *json, runs_filter *f)
 {
     for (int i = 1; i < argc; i++) {
         const char *v;
@@ -72,6 +93,16 @@ static int parse(int argc, char **argv, const char **db, bool *json)
         if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
             if (!*v) return fa_cli_usage("runs", "--db needs a PATH");
             *db = v;
+            continue;
+        }
+        i = save;
+        const char **slot = NULL;
+        if ((v = fa_cli_opt_value(argc, argv, &i, "--model"))) slot = &f->model;
+        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--device"))) slot = &f->device;
+        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--tag"))) slot = &f->tag;
+        if (slot) {
+            if (!*v) return fa_cli_usage("runs", "%s needs a value", argv[save]);
+            *slot = v;
             continue;
         }
         i = save;
@@ -87,9 +118,10 @@ static int parse(int argc, char **argv, const char **db, bool *json)
 
 int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH;
+    const char *db = fa_cli_default_db();
     bool json = false;
-    int rc = parse(argc, argv, &db, &json);
+    runs_filter filter = {0};
+    int rc = parse(argc, argv, &db, &json, &filter);
     if (rc >= 0) return rc;
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
@@ -103,6 +135,11 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
         fa_store_close(st);
         return fa_cli_fail(ctx, s);
     }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (runs_match(&filter, &runs[i])) runs[kept++] = runs[i];
+    n = kept;
+    db = fa_store_path(st); /* a server URI without its password */
     fa_buf b;
     fa_buf_init(&b);
     if (json) {
@@ -128,6 +165,7 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
                           fmt_time(r->started_at_ns, when, sizeof when), r->target ? r->target : "-",
                           r->iters, lat, r->model_path ? r->model_path : "-");
             if (r->device_name) fa_buf_printf(&b, " on %s", r->device_name);
+            if (r->host && fa_store_path_is_pg(db)) fa_buf_printf(&b, " @%s", r->host); /* a shared store: which machine */
             if (r->tag) fa_buf_printf(&b, " [tag %s]", r->tag);
             if (r->error) fa_buf_printf(&b, "\n%5s  error: %s", "", r->error);
             fa_buf_puts(&b, "\n");

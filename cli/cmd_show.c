@@ -22,7 +22,7 @@ void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
 
 int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *run = NULL;
+    const char *db = fa_cli_default_db(), *run = NULL;
     bool json = false;
     for (int i = 1; i < argc; i++) {
         const char *v;

@@ -84,7 +84,7 @@ static void print_summary(const fa_trace *t, const fa_cupti_stats *st, int64_t r
 
 int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = FA_STORE_DEFAULT_PATH, *tag = NULL, *v;
+    const char *db = fa_cli_default_db(), *tag = NULL, *v;
     bool no_nvtx = false;
     int i = 1;
     for (; i < argc; i++) {
@@ -136,7 +136,7 @@ int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
     int ret = 0;
     if (s) ret = fa_cli_fail(ctx, s);
     else {
-        print_summary(t, &total, run_id, db);
+        print_summary(t, &total, run_id, fa_store_path(store));
         if (!n_files)
             printf("  no CUDA activity: the command never initialized CUDA, or no NVIDIA driver is present\n");
         if (notes) printf("  tracer notes:\n    %s\n", notes);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "store/store.h"
 
 int fa_cli_fail(fa_ctx *ctx, fa_status s)
 {
@@ -195,4 +196,32 @@ void fa_cli_log_sink(void *user, int level, const char *msg)
     (void)user;
     static const char *const lv[] = {"error", "warning", "info", "debug"};
     fprintf(stderr, "fuse-advise: %s: %s\n", lv[level & 3], msg);
+}
+
+const char *fa_cli_default_db(void)
+{
+    const char *e = getenv("FUSE_ADVISE_DB");
+    return e && *e ? e : FA_STORE_DEFAULT_PATH;
+}
+
+static void warn_uri_password(const char *where, const char *v)
+{
+    const char *u = strstr(v, "postgres");
+    if (!u || !fa_store_path_is_pg(u)) return;
+    bool had = false;
+    char *r = fa_store_redact_uri(u, &had);
+    if (had)
+        fprintf(stderr,
+                "fuse-advise: warning: %s holds a password (%s): other users of this machine can read a command "
+                "line; give it through PGPASSWORD, ~/.pgpass (PGPASSFILE) or a service file instead. It is not "
+                "stored in the run database.\n",
+                where, r ? r : "postgresql://...");
+    free(r);
+}
+
+void fa_cli_warn_uri_passwords(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) warn_uri_password("the command line", argv[i]);
+    const char *e = getenv("FUSE_ADVISE_DB");
+    if (e) warn_uri_password("FUSE_ADVISE_DB", e);
 }

@@ -11,7 +11,7 @@
 #define FA_VERB(v) extern int fa_cmd_##v(fa_ctx *, int, char **) __attribute__((weak));
 FA_VERB(run) FA_VERB(inspect) FA_VERB(exec) FA_VERB(import) FA_VERB(analyze) FA_VERB(advise)
 FA_VERB(apply) FA_VERB(report) FA_VERB(gate) FA_VERB(devices) FA_VERB(runs) FA_VERB(show)
-FA_VERB(zoo) FA_VERB(trace)
+FA_VERB(zoo) FA_VERB(trace) FA_VERB(export_runs) FA_VERB(import_runs)
 
 typedef struct verb {
     const char *name;
@@ -62,6 +62,8 @@ int main(int argc, char **argv)
         {"devices", fa_cmd_devices, "devices: device ceilings and where each came from"},
         {"runs", fa_cmd_runs, "runs: list runs in the database"},
         {"show", fa_cmd_show, "show RUN: per-op time table"},
+        {"export-runs", fa_cmd_export_runs, "export-runs --to DEST: copy runs into another database (file or server)"},
+        {"import-runs", fa_cmd_import_runs, "import-runs SRC: copy runs of another database (file or server) into --db"},
         {"zoo", fa_cmd_zoo, "zoo [NAME -o FILE]: list or write built-in models"},
         {"trace", fa_cmd_trace, "trace -- CMD ARGS: run a CUDA program under the CUPTI collector"},
     };
@@ -82,6 +84,7 @@ int main(int argc, char **argv)
             return 1;
         }
         fa_ctx_set_log(ctx, fa_cli_log_sink, NULL, getenv("FA_VERBOSE") ? FA_LOG_DEBUG : FA_LOG_WARN);
+        fa_cli_warn_uri_passwords(argc, argv);
         int rc = verbs[i].fn(ctx, argc - 1, argv + 1);
         fa_ctx_free(ctx);
         return rc;

@@ -7,6 +7,8 @@ cd "$(dirname "$0")/.."
 DEB_PKGS=(build-essential cmake pkg-config
   libprotobuf-c-dev protobuf-c-compiler   # ONNX import/export
   libsqlite3-dev                          # run database
+  libpq-dev                               # PostgreSQL run store (--db postgresql://..., store/pg.c)
+  postgresql                              # a real server for the store's tests (scripts/pg-test-server.sh)
   libcmocka-dev                           # unit tests
   libsleef-dev                            # vectorised exp/tanh/erf/pow in the elementwise kernels
   libdnnl-dev ocl-icd-opencl-dev opencl-headers  # oneDNN (conv / matmul / gemm bodies on cpu); its CMake config requires OpenCL, only Recommended by the -dev package

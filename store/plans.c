@@ -41,7 +41,7 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     binder b;
     int id = 1;
     s = fa_sq_prepare(ctx, st, "SELECT coalesce(max(plan_id),0)+1 FROM plans WHERE run_id=?1", &q);
@@ -49,11 +49,11 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_start(&b, q);
         b_i64(&b, run_id);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        int rc = SQLITE_DONE;
-        if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-        if (!s && rc == SQLITE_ROW) id = sqlite3_column_int(q, 0);
+        int rc = FA_DB_DONE;
+        if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+        if (!s && rc == FA_DB_ROW) id = fa_col_int(q, 0);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -73,9 +73,9 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_dbl_or_null(&b, plan->occupancy_floor, !isnan(plan->occupancy_floor));
         b_int_or_null(&b, plan->gate);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -86,7 +86,7 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
                           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
                           "?23,?24,?25,?26,?27)",
                           &q);
-    sqlite3_stmt *qp = NULL;
+    fa_stmt *qp = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
                           "INSERT INTO cluster_post_ops (run_id, plan_id, cluster_id, seq, spec, operand_tensor) "
@@ -125,7 +125,7 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_txt(&b, out.data);
         b_txt(&b, c->basis);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
         for (int k = 0; k < c->n_post_ops && !s; k++) {
             b_start(&b, qp);
             b_i64(&b, run_id);
@@ -135,14 +135,14 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
             b_txt(&b, c->post_ops[k].spec ? c->post_ops[k].spec : "");
             b_i64(&b, c->post_ops[k].operand_tensor);
             s = FA_SQL_CHECK(ctx, st, b.rc);
-            if (!s) s = STEP_CHECK(ctx, st, qp, sqlite3_step(qp));
+            if (!s) s = STEP_CHECK(ctx, st, qp, fa_stmt_step(qp));
         }
     }
     fa_buf_free(&m);
     fa_buf_free(&in);
     fa_buf_free(&out);
-    sqlite3_finalize(qp);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(qp);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -161,9 +161,9 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_txt(&b, w->code);
         b_txt(&b, w->reason);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *plan_id = id;
     return s;
@@ -177,7 +177,7 @@ fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_i
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     s = fa_sq_prepare(ctx, st,
                       "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
                       "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
@@ -190,9 +190,9 @@ fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_i
         b_i64(&b, clusters[i].id);
         bind_verdict(&b, &clusters[i]);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -202,7 +202,7 @@ fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool
 {
     char tag[64];
     snprintf(tag, sizeof tag, "fused-of:%lld", (long long)run_id);
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                                 "SELECT id FROM runs WHERE kind=?1 AND tag=?2 AND (status=?3 OR (?4 = 0 AND status<>?5)) "
                                 "ORDER BY id DESC LIMIT 1",
@@ -216,26 +216,26 @@ fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool
     b_i64(&b, ok_only);
     b_txt(&b, "failed");
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    if (!s) *fused_id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : -1;
-    sqlite3_finalize(q);
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    if (!s) *fused_id = rc == FA_DB_ROW ? fa_col_i64(q, 0) : -1;
+    fa_stmt_finalize(q);
     return s;
 }
 
 fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
                                      const char **text)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT (SELECT count(*) FROM analysis_kernels WHERE run_id=?1) + "
                                 "(SELECT count(*) FROM analysis_summary WHERE run_id=?1)", run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    bool any = !s && rc == SQLITE_ROW && sqlite3_column_int64(q, 0) > 0;
-    sqlite3_finalize(q);
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    bool any = !s && rc == FA_DB_ROW && fa_col_i64(q, 0) > 0;
+    fa_stmt_finalize(q);
     if (s) return s;
     const char *t = NULL;
     if (any) {
@@ -246,13 +246,13 @@ fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, 
         s = FA_SQL_CHECK(ctx, st, b.rc);
         fa_buf all;
         fa_buf_init(&all);
-        while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
             if (all.len) fa_buf_puts(&all, "\n");
-            const unsigned char *x = sqlite3_column_text(q, 0);
+            const char *x = fa_col_text(q, 0);
             if (x) fa_buf_puts(&all, (const char *)x);
         }
         if (!s) s = STEP_CHECK(ctx, st, q, rc);
-        sqlite3_finalize(q);
+        fa_stmt_finalize(q);
         if (!s && all.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
         if (!s && all.len) {
             t = fa_arena_strdup(arena, all.data);
@@ -287,14 +287,14 @@ static int parse_ints(fa_arena *ar, const char *json, int **out)
     return n;
 }
 
-static double col_num(sqlite3_stmt *q, int i) { return sqlite3_column_type(q, i) == SQLITE_NULL ? NAN : sqlite3_column_double(q, i); }
-static int col_int_or(sqlite3_stmt *q, int i, int none) { return sqlite3_column_type(q, i) == SQLITE_NULL ? none : sqlite3_column_int(q, i); }
+static double col_num(fa_stmt *q, int i) { return fa_col_null(q, i) ? NAN : fa_col_dbl(q, i); }
+static int col_int_or(fa_stmt *q, int i, int none) { return fa_col_null(q, i) ? none : fa_col_int(q, i); }
 
 /* The post-op rows of plan (run_id, plan_id), attached to their clusters cv[0..nc). */
 static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                               fa_cluster_row *cv, size_t nc)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare(ctx, st,
                                 "SELECT cluster_id, spec, operand_tensor FROM cluster_post_ops WHERE run_id=?1 AND "
@@ -305,23 +305,23 @@ static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int pla
     b_i64(&b, run_id);
     b_i64(&b, plan_id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
+    int rc = FA_DB_DONE;
     fa_post_op_row *v = NULL;
     size_t n = 0, cap = 0;
     int *cid = NULL;
     size_t capid = 0;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v) || !fa_sq_grow(arena, (void **)&cid, n, &capid, sizeof *cid)) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
             break;
         }
-        cid[n] = sqlite3_column_int(q, 0);
+        cid[n] = fa_col_int(q, 0);
         v[n].spec = fa_sq_col_str(q, 1, arena);
-        v[n].operand_tensor = sqlite3_column_int(q, 2);
+        v[n].operand_tensor = fa_col_int(q, 2);
         n++;
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     for (size_t i = 0; i < nc; i++) { /* rows ordered by cluster id: binary search for its first */
         size_t k = 0, hi = n;
@@ -340,7 +340,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
                                    fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
                                    fa_why_not_row **why_not, int *n_why_not)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare(ctx, st,
                                 "SELECT plan_id, plan_hash, target, arch, max_ops, max_inputs, occupancy_floor, gate "
@@ -350,11 +350,11 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     b_start(&b, q);
     b_i64(&b, run_id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE, id = 0;
+    int rc = FA_DB_DONE, id = 0;
     fa_plan_row pr = {0};
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    if (!s && rc == SQLITE_ROW) {
-        id = sqlite3_column_int(q, 0);
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    if (!s && rc == FA_DB_ROW) {
+        id = fa_col_int(q, 0);
         pr.plan_hash = fa_sq_col_str(q, 1, arena);
         pr.target = fa_sq_col_str(q, 2, arena);
         pr.arch = fa_sq_col_str(q, 3, arena);
@@ -363,7 +363,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         pr.occupancy_floor = col_num(q, 6);
         pr.gate = col_int_or(q, 7, -1);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     if (id == 0) {
         *plan_id = 0;
@@ -378,23 +378,23 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
                       "c.max_rel_error, c.label, c.anchor, c.depends_on, c.reduction, c.reduce_axis, c.epsilon, "
                       "c.block_size, c.inputs_json, c.outputs_json, c.basis FROM clusters c LEFT JOIN fused_kernels f "
                       "ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND f.cluster_id=c.cluster_id "
-                      "WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.est_saving_us DESC, c.cluster_id",
+                      "WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.est_saving_us DESC NULLS LAST, c.cluster_id",
                       &q);
     if (s) return s;
     b_start(&b, q);
     b_i64(&b, run_id);
     b_i64(&b, id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&cv, nc, &capc, sizeof *cv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_cluster_row *c = &cv[nc++];
         int *members = NULL, *ins = NULL, *outs = NULL;
-        c->id = sqlite3_column_int(q, 0);
+        c->id = fa_col_int(q, 0);
         c->kind = fa_sq_col_str(q, 1, arena);
-        c->n_members = parse_ints(arena, (const char *)sqlite3_column_text(q, 2), &members);
+        c->n_members = parse_ints(arena, fa_col_text(q, 2), &members);
         c->members = members;
-        c->saved_bytes = (uint64_t)sqlite3_column_int64(q, 3);
-        c->saved_launches = sqlite3_column_int(q, 4);
+        c->saved_bytes = (uint64_t)fa_col_i64(q, 3);
+        c->saved_launches = fa_col_int(q, 4);
         c->recompute_ns = col_num(q, 5) * 1e3;
         c->est_saving_ns = col_num(q, 6) * 1e3;
         c->est_saving_pct = col_num(q, 7);
@@ -412,15 +412,15 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         c->reduce_axis = col_int_or(q, 19, -1);
         c->epsilon = col_num(q, 20);
         c->block_size = col_int_or(q, 21, -1);
-        c->n_inputs = parse_ints(arena, (const char *)sqlite3_column_text(q, 22), &ins);
+        c->n_inputs = parse_ints(arena, fa_col_text(q, 22), &ins);
         c->inputs = ins;
-        c->n_outputs = parse_ints(arena, (const char *)sqlite3_column_text(q, 23), &outs);
+        c->n_outputs = parse_ints(arena, fa_col_text(q, 23), &outs);
         c->outputs = outs;
         c->basis = fa_sq_col_str(q, 24, arena);
         if (!members || !ins || !outs) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (!s) s = get_post_ops(ctx, st, run_id, id, arena, cv, nc);
     if (s) return s;
     fa_why_not_row *wv = NULL;
@@ -434,17 +434,17 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     b_i64(&b, run_id);
     b_i64(&b, id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&wv, nw, &capw, sizeof *wv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_why_not_row *w = &wv[nw++];
-        w->producer = sqlite3_column_int(q, 0);
-        w->consumer = sqlite3_column_int(q, 1);
-        w->tensor = sqlite3_column_int(q, 2);
+        w->producer = fa_col_int(q, 0);
+        w->consumer = fa_col_int(q, 1);
+        w->tensor = fa_col_int(q, 2);
         w->code = fa_sq_col_str(q, 3, arena);
         w->reason = fa_sq_col_str(q, 4, arena);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *plan_id = id;
     *plan = pr;
@@ -458,7 +458,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
 fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                                     fa_bench_series **out, size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND "
                                 "(plan_id=?2 OR ?2=0) ORDER BY subject, cluster_id, plan_id DESC, iter", run_id, &q, &b);
@@ -470,15 +470,15 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
     double *buf = NULL;
     int nbuf = 0, capbuf = 0;
     char cur[32] = "";
-    int cur_cluster = -2, rc = SQLITE_DONE;
+    int cur_cluster = -2, rc = FA_DB_DONE;
     for (;;) {
         const char *subj = NULL;
         int cid = -3;
         if (!s) {
-            rc = sqlite3_step(q);
-            if (rc == SQLITE_ROW) {
-                subj = (const char *)sqlite3_column_text(q, 0);
-                cid = sqlite3_column_int(q, 1);
+            rc = fa_stmt_step(q);
+            if (rc == FA_DB_ROW) {
+                subj = fa_col_text(q, 0);
+                cid = fa_col_int(q, 1);
                 if (!subj) subj = "";
             } else {
                 s = STEP_CHECK(ctx, st, q, rc);
@@ -506,10 +506,10 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
             buf = nb;
             capbuf = nc;
         }
-        buf[nbuf++] = (double)sqlite3_column_int64(q, 2);
+        buf[nbuf++] = (double)fa_col_i64(q, 2);
     }
     free(buf);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = n;

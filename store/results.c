@@ -12,7 +12,7 @@
 fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
                              fa_node_row **out, size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT node_id, name, op_type, pattern, folded, flops, bytes_read + bytes_written "
                                 "FROM nodes WHERE run_id=?1 AND (?2 = 0 OR folded = 0) ORDER BY node_id", run_id, &q, &b);
@@ -21,21 +21,21 @@ fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool liv
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_node_row *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_node_row *r = &v[n++];
-        r->id = sqlite3_column_int(q, 0);
+        r->id = fa_col_int(q, 0);
         r->name = fa_sq_col_str(q, 1, arena);
         r->op_type = fa_sq_col_str(q, 2, arena);
-        r->pattern = sqlite3_column_type(q, 3) == SQLITE_NULL ? -1 : sqlite3_column_int(q, 3);
-        r->folded = sqlite3_column_int(q, 4) != 0;
-        r->flops = (uint64_t)sqlite3_column_int64(q, 5);
-        r->bytes = (uint64_t)sqlite3_column_int64(q, 6);
+        r->pattern = fa_col_null(q, 3) ? -1 : fa_col_int(q, 3);
+        r->folded = fa_col_int(q, 4) != 0;
+        r->flops = (uint64_t)fa_col_i64(q, 5);
+        r->bytes = (uint64_t)fa_col_i64(q, 6);
         if (!r->name || !r->op_type) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = n;
@@ -45,7 +45,7 @@ fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool liv
 fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_tensor_row **out,
                                size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT tensor_id, name, bytes, producer, flags, is_graph_output FROM tensors "
                                 "WHERE run_id=?1 ORDER BY tensor_id", run_id, &q, &b);
@@ -53,20 +53,20 @@ fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_are
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_tensor_row *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         fa_tensor_row *r = &v[n++];
-        r->id = sqlite3_column_int(q, 0);
+        r->id = fa_col_int(q, 0);
         r->name = fa_sq_col_str(q, 1, arena);
-        r->bytes = (uint64_t)sqlite3_column_int64(q, 2);
-        r->producer = sqlite3_column_int(q, 3);
-        r->flags = (uint32_t)sqlite3_column_int64(q, 4);
-        r->graph_output = sqlite3_column_int(q, 5) != 0;
+        r->bytes = (uint64_t)fa_col_i64(q, 2);
+        r->producer = fa_col_int(q, 3);
+        r->flags = (uint32_t)fa_col_i64(q, 4);
+        r->graph_output = fa_col_int(q, 5) != 0;
         if (!r->name) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = n;
@@ -76,7 +76,7 @@ fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_are
 fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
                                  fa_consumer_row **out, size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 "
                                 "ORDER BY tensor_id, node_id", run_id, &q, &b);
@@ -84,15 +84,15 @@ fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_a
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_consumer_row *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n].tensor = sqlite3_column_int(q, 0);
-        v[n].node = sqlite3_column_int(q, 1);
+        v[n].tensor = fa_col_int(q, 0);
+        v[n].node = fa_col_int(q, 1);
         n++;
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = n;
@@ -101,15 +101,15 @@ fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_a
 
 fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    if (!s) *n = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-    sqlite3_finalize(q);
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    if (!s) *n = rc == FA_DB_ROW ? fa_col_i64(q, 0) : 0;
+    fa_stmt_finalize(q);
     return s;
 }
 
@@ -118,15 +118,15 @@ fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_
 /* Run a DELETE ... WHERE run_id=?1. */
 static fa_status delete_run_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st, sql, &q);
     if (s) return s;
     binder b;
     b_start(&b, q);
     b_i64(&b, run_id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
-    sqlite3_finalize(q);
+    if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
+    fa_stmt_finalize(q);
     return s;
 }
 
@@ -140,7 +140,7 @@ static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, co
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     for (size_t i = 0; i < n_del && !s; i++) s = delete_run_rows(ctx, st, del[i], run_id);
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     binder b;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -158,9 +158,9 @@ static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         b_dbl(&b, k->roof_pct);
         b_txt(&b, k->bound);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -195,16 +195,19 @@ static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, co
             b_i64(&b, c->launches);
             b_i64(&b, c->max_saving_ns);
             s = FA_SQL_CHECK(ctx, st, b.rc);
-            if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+            if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
         }
         fa_buf_free(&m);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
-                          "INSERT OR REPLACE INTO analysis_edges(run_id, tensor_id, producer, consumer, "
-                          "bytes_written, bytes_read, other_consumers, is_graph_output) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                          "INSERT INTO analysis_edges(run_id, tensor_id, producer, consumer, "
+                          "bytes_written, bytes_read, other_consumers, is_graph_output) VALUES (?1,?2,?3,?4,?5,?6,?7,?8) "
+                          "ON CONFLICT (run_id, tensor_id, consumer) DO UPDATE SET producer=excluded.producer, "
+                          "bytes_written=excluded.bytes_written, bytes_read=excluded.bytes_read, "
+                          "other_consumers=excluded.other_consumers, is_graph_output=excluded.is_graph_output",
                           &q);
     for (size_t i = 0; i < rows->n_edges && !s; i++) {
         const fa_analysis_edge_row *e = &rows->edges[i];
@@ -218,13 +221,15 @@ static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         b_i64(&b, e->other_consumers);
         b_i64(&b, e->graph_output);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
-                          "INSERT OR REPLACE INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5)",
+                          "INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5) "
+                          "ON CONFLICT (run_id, key) DO UPDATE SET value=excluded.value, unit=excluded.unit, "
+                          "text=excluded.text",
                           &q);
     for (size_t i = 0; i < rows->n_summary && !s; i++) {
         const fa_analysis_summary_row *r = &rows->summary[i];
@@ -235,9 +240,9 @@ static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         b_txt(&b, r->unit);
         b_txt(&b, r->text);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -265,20 +270,20 @@ fa_status fa_store_put_trace_advice(fa_ctx *ctx, fa_store *st, int64_t run_id, c
 fa_status fa_store_get_summary_text(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *key, fa_arena *arena,
                                     const char **text)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT text FROM analysis_summary WHERE run_id=?1 AND key=?2", run_id, &q, &b);
     if (s) return s;
     b_txt(&b, key);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
     const char *t = NULL;
-    if (!s && rc == SQLITE_ROW && sqlite3_column_type(q, 0) == SQLITE_TEXT) {
+    if (!s && rc == FA_DB_ROW && !fa_col_null(q, 0)) {
         t = fa_sq_col_str(q, 0, arena);
         if (!t) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (!s) *text = t;
     return s;
 }
@@ -301,10 +306,11 @@ fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     s = fa_sq_prepare(ctx, st,
-                      "INSERT OR REPLACE INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) "
-                      "VALUES (?1,?2,?3,?4,?5,?6)",
+                      "INSERT INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) "
+                      "VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, plan_id, subject, cluster_id, iter) "
+                      "DO UPDATE SET latency_ns=excluded.latency_ns",
                       &q);
     for (int i = 0; i < n && !s; i++) {
         binder b;
@@ -316,9 +322,9 @@ fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, 
         b_i64(&b, i);
         b_i64(&b, (int64_t)samples_ns[i]);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -329,7 +335,7 @@ fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id,
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     s = fa_sq_prepare(ctx, st, "UPDATE plans SET e2e_max_rel_error=?3 WHERE run_id=?1 AND plan_id=?2", &q);
     if (!s) {
         binder b;
@@ -339,26 +345,26 @@ fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id,
         if (isfinite(max_rel_error)) b_dbl(&b, max_rel_error);
         else b_txt(&b, NULL);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
-        if (!s && sqlite3_changes(st->db) == 0)
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
+        if (!s && fa_db_changes(st) == 0)
             s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: run %lld has no plan %d to record its end-to-end error on",
                              st->path, (long long)run_id, plan_id);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
 fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, double *out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT e2e_max_rel_error FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1", run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = SQLITE_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = sqlite3_step(q));
-    if (!s) *out = rc == SQLITE_ROW && sqlite3_column_type(q, 0) != SQLITE_NULL ? sqlite3_column_double(q, 0) : NAN;
-    sqlite3_finalize(q);
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    if (!s) *out = rc == FA_DB_ROW && !fa_col_null(q, 0) ? fa_col_dbl(q, 0) : NAN;
+    fa_stmt_finalize(q);
     return s;
 }
 
@@ -367,7 +373,7 @@ fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, doub
 fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *name, fa_arena *arena,
                                        double **out, int *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=?2 AND name=?3 AND "
                                 "iter>=0 ORDER BY iter", run_id, &q, &b);
@@ -377,13 +383,13 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
     s = FA_SQL_CHECK(ctx, st, b.rc);
     double *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = sqlite3_column_double(q, 0);
+        v[n++] = fa_col_dbl(q, 0);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (!s && !v && !(v = fa_arena_alloc(arena, sizeof *v))) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     if (s) return s;
     *out = v;
@@ -393,22 +399,22 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
 
 fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *min, int *max, int *mode)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT c, count(*) FROM (SELECT iter, count(*) AS c FROM kernels WHERE run_id=?1 AND "
-                                "kind=?2 AND iter>=0 GROUP BY iter) GROUP BY c ORDER BY count(*) DESC, c", run_id, &q, &b);
+                                "kind=?2 AND iter>=0 GROUP BY iter) AS per_iter GROUP BY c ORDER BY count(*) DESC, c", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int mn = INT32_MAX, mx = -1, md = -1, rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int c = sqlite3_column_int(q, 0);
+    int mn = INT32_MAX, mx = -1, md = -1, rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        int c = fa_col_int(q, 0);
         if (md < 0) md = c;
         if (c < mn) mn = c;
         if (c > mx) mx = c;
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *min = mn;
     *max = mx;
@@ -418,7 +424,7 @@ fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_i
 
 fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int **out, int *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT iter FROM kernels WHERE run_id=?1 AND iter>=0 AND kind IN (?2, ?3) "
                                 "ORDER BY iter", run_id, &q, &b);
@@ -428,13 +434,13 @@ fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = sqlite3_column_int(q, 0);
+        v[n++] = fa_col_int(q, 0);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = (int)n;
@@ -444,7 +450,7 @@ fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
 fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
                                      fa_op_iter_row **out, size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels "
                                 "WHERE run_id=?1 AND kind=?2 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2", run_id, &q, &b);
@@ -453,18 +459,18 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_op_iter_row *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
+    int rc = FA_DB_DONE;
     const char *last = NULL; /* rows come grouped by op: one copy of each name */
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        const char *name = (const char *)sqlite3_column_text(q, 0);
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        const char *name = fa_col_text(q, 0);
         if (!name) continue;
         if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
         if (!last || strcmp(last, name)) last = fa_arena_strdup(arena, name);
         if (!last) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = (fa_op_iter_row){last, sqlite3_column_int(q, 1), sqlite3_column_double(q, 2)};
+        v[n++] = (fa_op_iter_row){last, fa_col_int(q, 1), fa_col_dbl(q, 2)};
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = n;

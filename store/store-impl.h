@@ -9,74 +9,162 @@
 /* application_id of a fuse-advise run database: the bytes 'F','A','d','v'. */
 #define FA_STORE_APPLICATION_ID 0x46416476
 
-/* fa_store_migrations[v]: SQL taking user_version v to v+1 (store/schema.c). */
+/* fa_store_migrations[v]: SQL taking schema version v to v+1 (store/schema.c), written in the
+ * SQLite dialect; the PostgreSQL back end translates its types (store/pg.c, pg_schema_sql). */
 extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
 
+/* ---- back ends (a function table, as SQLite's VFS and ggml's backends) ----
+ * Result codes of every slot: FA_DB_OK, FA_DB_ROW (a row is ready), FA_DB_DONE, or a back-end
+ * error code (the SQLite back end returns SQLite's codes, which share these three values; the
+ * PostgreSQL one returns FA_DB_ERROR with the server's message kept on the store). */
+enum { FA_DB_OK = 0, FA_DB_ERROR = 1, FA_DB_ROW = 100, FA_DB_DONE = 101 };
+enum { FA_RUN_LOCK_HOLD, FA_RUN_LOCK_DROP, FA_RUN_LOCK_PROBE };
+/* Kind of a column value (col_kind), for copying rows between back ends with their types. */
+typedef enum fa_db_kind { FA_DB_NULL, FA_DB_INTEGER, FA_DB_FLOAT, FA_DB_TEXT } fa_db_kind;
+
+typedef struct fa_stmt fa_stmt;
+typedef struct fa_store_backend {
+    const char *name;                                         /* "sqlite" | "postgresql" */
+    int (*exec)(fa_store *st, const char *sql);               /* one or more statements, no rows */
+    /* sql uses SQLite's parameters (?, ?N); *out NULL on failure */
+    int (*prepare)(fa_store *st, const char *sql, fa_stmt **out);
+    /* bulk insert of rows into table(cols) (n columns, bound 1..n per row; one step per row):
+     * COPY FROM STDIN on PostgreSQL, a prepared INSERT on SQLite. Nothing else may run on the
+     * store between the first step and bulk_end. */
+    int (*prepare_bulk)(fa_store *st, const char *table, const char *cols, int n, fa_stmt **out);
+    int (*bulk_end)(fa_stmt *q);                              /* sends the rest; reports the failure */
+    int (*reset)(fa_stmt *q);                                 /* ready to run again, binds kept */
+    int (*bind_i64)(fa_stmt *q, int i, int64_t v);            /* i 1-based */
+    int (*bind_dbl)(fa_stmt *q, int i, double v);             /* NaN binds NULL */
+    int (*bind_txt)(fa_stmt *q, int i, const char *v);        /* NULL binds NULL; v valid until the next step */
+    int (*step)(fa_stmt *q);
+    int64_t (*col_i64)(fa_stmt *q, int col);                  /* 0-based; NULL reads 0 */
+    double (*col_dbl)(fa_stmt *q, int col);
+    const char *(*col_text)(fa_stmt *q, int col);             /* NULL for SQL NULL; valid until next step */
+    size_t (*col_bytes)(fa_stmt *q, int col);
+    bool (*col_null)(fa_stmt *q, int col);
+    fa_db_kind (*col_kind)(fa_stmt *q, int col);
+    void (*finalize)(fa_stmt *q);                             /* NULL is a no-op */
+    const char *(*sql)(fa_stmt *q);                           /* statement text for messages */
+    int64_t (*changes)(fa_store *st);                         /* rows changed by the last statement */
+    bool (*in_tx)(fa_store *st);                              /* a transaction is open */
+    const char *begin_sql;                                    /* write transaction: takes the write lock */
+    /* (optional) writer liveness of a server: FA_RUN_LOCK_HOLD marks run_id as kept 'running' by
+     * this connection (held until FA_RUN_LOCK_DROP or the connection ends, also re-taken after
+     * a reconnect); FA_RUN_LOCK_PROBE sets *writer_gone when no live connection holds it
+     * (taking and dropping it). NULL: the store judges liveness by pid and host. */
+    int (*run_lock)(fa_store *st, int64_t run_id, int op, bool *writer_gone);
+    /* message and fa_status of a failed call (see fa_store_sql_check) */
+    fa_status (*error)(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file, int line);
+    void (*close)(fa_store *st);
+} fa_store_backend;
+
+/* Every statement handle starts with this header; each back end extends it. */
+struct fa_stmt {
+    const fa_store_backend *be;
+    fa_store *st;
+};
+
 struct fa_store {
-    sqlite3 *db;
-    char *path;      /* as given to open */
+    const fa_store_backend *be;
+    sqlite3 *db;     /* SQLite back end */
+    struct fa_pg *pg;/* PostgreSQL back end (store/pg.c) */
+    char *path;      /* as given to open; a PostgreSQL URI with its password removed */
     bool readonly;   /* opened read-only */
     bool explicit_tx;/* inside fa_store_begin .. commit/rollback */
 };
 
+extern const fa_store_backend fa_store_sqlite_backend;
+/* Open the SQLite file / the PostgreSQL server behind `path` into st (st->path set by the
+ * caller); migrate a writable store forward. fa_store_pg_open without libpq: FA_ERR_UNSUPPORTED. */
+fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsigned flags);
+fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsigned flags);
+/* True when path names a PostgreSQL server (postgresql:// or postgres:// URI). */
+bool fa_store_path_is_pg(const char *path);
 
-/* The raw connection, for the store's own sources and white-box tests only: no module above
- * store/ includes this header (store.h is the whole API, with no SQLite type in it). Borrowed
- * until fa_store_close. */
+/* SQL that differs between the back ends chooses its text with this (kept inside store/). */
+static inline bool fa_db_is_pg(const fa_store *st) { return st->be->name[0] == 'p'; }
+static inline int fa_db_exec(fa_store *st, const char *sql) { return st->be->exec(st, sql); }
+static inline int fa_db_prepare(fa_store *st, const char *sql, fa_stmt **out) { return st->be->prepare(st, sql, out); }
+static inline int fa_db_prepare_bulk(fa_store *st, const char *table, const char *cols, int n, fa_stmt **out)
+{
+    return st->be->prepare_bulk(st, table, cols, n, out);
+}
+static inline int fa_db_bulk_end(fa_stmt *q) { return q->be->bulk_end(q); }
+static inline int64_t fa_db_changes(fa_store *st) { return st->be->changes(st); }
+static inline bool fa_db_in_tx(fa_store *st) { return st->be->in_tx(st); }
+static inline int fa_stmt_reset(fa_stmt *q) { return q->be->reset(q); }
+static inline int fa_stmt_bind_i64(fa_stmt *q, int i, int64_t v) { return q->be->bind_i64(q, i, v); }
+static inline int fa_stmt_bind_dbl(fa_stmt *q, int i, double v) { return q->be->bind_dbl(q, i, v); }
+static inline int fa_stmt_bind_txt(fa_stmt *q, int i, const char *v) { return q->be->bind_txt(q, i, v); }
+static inline int fa_stmt_step(fa_stmt *q) { return q->be->step(q); }
+static inline int64_t fa_col_i64(fa_stmt *q, int c) { return q->be->col_i64(q, c); }
+static inline int fa_col_int(fa_stmt *q, int c) { return (int)q->be->col_i64(q, c); }
+static inline double fa_col_dbl(fa_stmt *q, int c) { return q->be->col_dbl(q, c); }
+static inline const char *fa_col_text(fa_stmt *q, int c) { return q->be->col_text(q, c); }
+static inline size_t fa_col_bytes(fa_stmt *q, int c) { return q->be->col_bytes(q, c); }
+static inline bool fa_col_null(fa_stmt *q, int c) { return q->be->col_null(q, c); }
+static inline fa_db_kind fa_col_kind(fa_stmt *q, int c) { return q->be->col_kind(q, c); }
+static inline void fa_stmt_finalize(fa_stmt *q) { if (q) q->be->finalize(q); }
+static inline const char *fa_stmt_sql(fa_stmt *q) { return q->be->sql(q); }
+
+/* The raw SQLite connection, for white-box tests of the SQLite back end only: no module above
+ * store/ includes this header (store.h is the whole API, with no database type in it). NULL
+ * on a PostgreSQL store. Borrowed until fa_store_close. */
 sqlite3 *fa_store_db(fa_store *st);
-/* Checking helper behind every sqlite3 call (STYLE.md): rc SQLITE_OK/ROW/DONE -> FA_OK;
- * otherwise records "PATH: CALL failed at FILE:LINE: sqlite3_errmsg (errstr)" on ctx and
- * returns FA_ERR_INPUT (not a database / corrupt), FA_ERR_NOMEM, or FA_ERR_IO (busy,
- * read-only, I/O, constraint, ...). Use through FA_SQL_CHECK. */
+/* Checking helper behind every database call (STYLE.md): rc FA_DB_OK/ROW/DONE -> FA_OK;
+ * otherwise records "PATH: run database error: MESSAGE" on ctx (the call and location go to
+ * the debug log) and returns FA_ERR_INPUT (not a database / corrupt), FA_ERR_NOMEM, or
+ * FA_ERR_IO (busy, read-only, I/O, constraint, connection lost, ...). Use through FA_SQL_CHECK. */
 fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file,
                              int line);
 #define FA_SQL_CHECK(ctx, st, call) fa_store_sql_check((ctx), (st), (call), #call, __FILE__, __LINE__)
 
 /* Binder: binds in order and keeps the first failing rc, checked once per row. */
 typedef struct binder {
-    sqlite3_stmt *s;
+    fa_stmt *s;
     int i;  /* next parameter index (1-based) */
     int rc; /* first failure */
 } binder;
 
-static inline void b_start(binder *b, sqlite3_stmt *s)
+static inline void b_start(binder *b, fa_stmt *s)
 {
     b->s = s;
     b->i = 1;
-    b->rc = sqlite3_reset(s);
+    b->rc = fa_stmt_reset(s);
 }
 static inline void b_i64(binder *b, int64_t v)
 {
-    int rc = sqlite3_bind_int64(b->s, b->i++, v);
-    if (b->rc == SQLITE_OK) b->rc = rc;
+    int rc = fa_stmt_bind_i64(b->s, b->i++, v);
+    if (b->rc == FA_DB_OK) b->rc = rc;
 }
 static inline void b_dbl(binder *b, double v)
 {
-    int rc = sqlite3_bind_double(b->s, b->i++, v);
-    if (b->rc == SQLITE_OK) b->rc = rc;
+    int rc = fa_stmt_bind_dbl(b->s, b->i++, v);
+    if (b->rc == FA_DB_OK) b->rc = rc;
 }
 static inline void b_txt(binder *b, const char *v)
 {
-    int rc = v ? sqlite3_bind_text(b->s, b->i++, v, -1, SQLITE_STATIC) : sqlite3_bind_null(b->s, b->i++);
-    if (b->rc == SQLITE_OK) b->rc = rc;
+    int rc = fa_stmt_bind_txt(b->s, b->i++, v);
+    if (b->rc == FA_DB_OK) b->rc = rc;
 }
 
 /* ---- helpers shared by the store's sources (store.c defines them) ---- */
 
 /* Check a sqlite3_step result; the message names the statement's SQL. */
-fa_status fa_sq_step_check(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int rc, const char *file, int line);
+fa_status fa_sq_step_check(fa_ctx *ctx, fa_store *st, fa_stmt *q, int rc, const char *file, int line);
 #define STEP_CHECK(ctx, st, q, rc) fa_sq_step_check((ctx), (st), (q), (rc), __FILE__, __LINE__)
 /* FA_ERR_IO "PATH: database is read-only ..., cannot WHAT" when opened read-only. */
 fa_status fa_sq_require_writable(fa_ctx *ctx, fa_store *st, const char *what);
 int64_t fa_sq_unix_now_ns(void);
 /* Run SQL without results / prepare one statement (*out NULL on failure). */
 fa_status fa_sq_exec_sql(fa_ctx *ctx, fa_store *st, const char *sql);
-fa_status fa_sq_prepare(fa_ctx *ctx, fa_store *st, const char *sql, sqlite3_stmt **out);
+fa_status fa_sq_prepare(fa_ctx *ctx, fa_store *st, const char *sql, fa_stmt **out);
 /* Column text copied into arena; NULL for SQL NULL. */
-const char *fa_sq_col_str(sqlite3_stmt *s, int col, fa_arena *arena);
+const char *fa_sq_col_str(fa_stmt *s, int col, fa_arena *arena);
 /* Prepare sql and bind ?1 = run_id through *b (bind further parameters with b, then check
  * b->rc with FA_SQL_CHECK before stepping). *q NULL on failure. */
-fa_status fa_sq_prepare_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, sqlite3_stmt **q,
+fa_status fa_sq_prepare_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, fa_stmt **q,
                             binder *b);
 /* Make room in an arena array of `size`-byte rows for row n (capacity doubles, old rows copied);
  * false when out of memory. */

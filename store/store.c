@@ -1,5 +1,6 @@
-/* store/store — open/migrate the run database, transactions, and the run/graph/trace writers
- * and readers. Every sqlite3 call goes through FA_SQL_CHECK (STYLE.md). */
+/* store/store — open the run database on its back end (store/sqlite.c, store/pg.c),
+ * transactions, and the run/graph/trace writers and readers. Every database call goes through
+ * FA_SQL_CHECK (STYLE.md); the SQL here is the dialect both back ends accept. */
 #include "store-impl.h"
 
 #include <errno.h>
@@ -12,42 +13,22 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BUSY_TIMEOUT_MS 10000
-
 /* ---- errors ---- */
 
-fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file,
-                             int line)
+fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file, int line)
 {
-    if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return FA_OK;
-    const char *path = st && st->path ? st->path : "database";
-    const char *msg = st && st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc);
-    fa_status s = FA_ERR_IO;
-    int prim = rc & 0xff;
-    if (prim == SQLITE_NOTADB || prim == SQLITE_CORRUPT) s = FA_ERR_INPUT;
-    else if (prim == SQLITE_NOMEM) s = FA_ERR_NOMEM;
-    else if (prim == SQLITE_MISUSE || prim == SQLITE_RANGE) s = FA_ERR_INTERNAL;
-    const char *hint = "";
-    if (prim == SQLITE_BUSY || prim == SQLITE_LOCKED)
-        hint = " (another process held the database longer than the 10 s busy timeout)";
-    else if (prim == SQLITE_READONLY)
-        hint = " (the database file or its folder is read-only)";
-    /* The message names what the user can act on (the file, SQLite's reason, a hint); which
-     * call in which of our source files failed goes to the debug log only. */
-    fa_log(ctx, FA_LOG_DEBUG, "%s: %s failed at %s:%d: %s", path, call, file, line, sqlite3_errstr(rc));
-    const char *es = sqlite3_errstr(rc);
-    if (!strcmp(msg, es)) return fa_ctx_error(ctx, s, "%s: run database error: %s%s", path, msg, hint);
-    return fa_ctx_error(ctx, s, "%s: run database error: %s [%s]%s", path, msg, es, hint);
+    if (rc == FA_DB_OK || rc == FA_DB_ROW || rc == FA_DB_DONE) return FA_OK;
+    return st->be->error(ctx, st, rc, call, file, line);
 }
 
 /* Check a sqlite3_step result; the message names the statement's SQL. */
-fa_status fa_sq_step_check(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, int rc, const char *file, int line)
+fa_status fa_sq_step_check(fa_ctx *ctx, fa_store *st, fa_stmt *q, int rc, const char *file, int line)
 {
-    if (rc == SQLITE_OK || rc == SQLITE_ROW || rc == SQLITE_DONE) return FA_OK;
-    const char *sql = q ? sqlite3_sql(q) : NULL;
+    if (rc == FA_DB_OK || rc == FA_DB_ROW || rc == FA_DB_DONE) return FA_OK;
+    const char *sql = q ? fa_stmt_sql(q) : NULL;
     char call[200];
     if (!sql) sql = "?";
-    snprintf(call, sizeof call, "sqlite3_step(\"%.120s%s\")", sql, strlen(sql) > 120 ? "..." : "");
+    snprintf(call, sizeof call, "fa_stmt_step(\"%.120s%s\")", sql, strlen(sql) > 120 ? "..." : "");
     return fa_store_sql_check(ctx, st, rc, call, file, line);
 }
 
@@ -99,16 +80,16 @@ static void host_name(char *buf, size_t n)
 /* Run one or more SQL statements without results. */
 fa_status fa_sq_exec_sql(fa_ctx *ctx, fa_store *st, const char *sql)
 {
-    return FA_SQL_CHECK(ctx, st, sqlite3_exec(st->db, sql, NULL, NULL, NULL));
+    return FA_SQL_CHECK(ctx, st, fa_db_exec(st, sql));
 }
 
-fa_status fa_sq_prepare(fa_ctx *ctx, fa_store *st, const char *sql, sqlite3_stmt **out)
+fa_status fa_sq_prepare(fa_ctx *ctx, fa_store *st, const char *sql, fa_stmt **out)
 {
     *out = NULL;
-    return FA_SQL_CHECK(ctx, st, sqlite3_prepare_v2(st->db, sql, -1, out, NULL));
+    return FA_SQL_CHECK(ctx, st, fa_db_prepare(st, sql, out));
 }
 
-fa_status fa_sq_prepare_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, sqlite3_stmt **q, binder *b)
+fa_status fa_sq_prepare_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, fa_stmt **q, binder *b)
 {
     fa_status s = fa_sq_prepare(ctx, st, sql, q);
     if (s) return s;
@@ -129,34 +110,35 @@ bool fa_sq_grow(fa_arena *arena, void **v, size_t n, size_t *cap, size_t size)
     return true;
 }
 
-const char *fa_sq_col_str(sqlite3_stmt *s, int col, fa_arena *arena)
+const char *fa_sq_col_str(fa_stmt *s, int col, fa_arena *arena)
 {
-    const unsigned char *t = sqlite3_column_text(s, col);
+    const char *t = fa_col_text(s, col);
     if (!t) return NULL;
-    return fa_arena_strndup(arena, (const char *)t, (size_t)sqlite3_column_bytes(s, col));
+    return fa_arena_strndup(arena, (const char *)t, (size_t)fa_col_bytes(s, col));
 }
 
 /* Read one integer of a single-row query. */
 fa_status fa_sq_query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st, sql, &q);
     if (s) return s;
-    int rc = sqlite3_step(q);
+    int rc = fa_stmt_step(q);
     s = STEP_CHECK(ctx, st, q, rc);
-    if (!s) *out = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-    sqlite3_finalize(q);
+    if (!s) *out = rc == FA_DB_ROW ? fa_col_i64(q, 0) : 0;
+    fa_stmt_finalize(q);
     return s;
 }
 
 /* ---- transactions ---- */
 
-/* Start a write unit: BEGIN IMMEDIATE when no transaction is open (takes the write lock at
+/* Start a write unit: the back end's write BEGIN when no transaction is open (SQLite: BEGIN
+ * IMMEDIATE, takes the write lock at
  * once so the busy timeout applies), a SAVEPOINT inside the caller's transaction. */
 fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own)
 {
-    *own = sqlite3_get_autocommit(st->db) != 0;
-    return fa_sq_exec_sql(ctx, st, *own ? "BEGIN IMMEDIATE" : "SAVEPOINT fa_write");
+    *own = !fa_db_in_tx(st);
+    return fa_sq_exec_sql(ctx, st, *own ? st->be->begin_sql : "SAVEPOINT fa_write");
 }
 
 /* Finish a write unit: commit/release on s == FA_OK, otherwise undo it. Returns s, or the
@@ -167,8 +149,8 @@ fa_status fa_sq_tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s)
         s = fa_sq_exec_sql(ctx, st, own ? "COMMIT" : "RELEASE fa_write");
         if (s == FA_OK) return FA_OK;
     }
-    if (own) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-    else sqlite3_exec(st->db, "ROLLBACK TO fa_write; RELEASE fa_write", NULL, NULL, NULL);
+    if (own) fa_db_exec(st, "ROLLBACK");
+    else fa_db_exec(st, "ROLLBACK TO fa_write; RELEASE fa_write");
     return s;
 }
 
@@ -176,10 +158,10 @@ fa_status fa_store_begin(fa_ctx *ctx, fa_store *st)
 {
     fa_status s = fa_sq_require_writable(ctx, st, "start a transaction");
     if (s) return s;
-    if (st->explicit_tx || !sqlite3_get_autocommit(st->db))
+    if (st->explicit_tx || fa_db_in_tx(st))
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: fa_store_begin inside an open transaction",
                             st->path);
-    s = fa_sq_exec_sql(ctx, st, "BEGIN IMMEDIATE");
+    s = fa_sq_exec_sql(ctx, st, st->be->begin_sql);
     if (!s) st->explicit_tx = true;
     return s;
 }
@@ -190,7 +172,7 @@ fa_status fa_store_commit(fa_ctx *ctx, fa_store *st)
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: fa_store_commit without fa_store_begin",
                             st->path);
     fa_status s = fa_sq_exec_sql(ctx, st, "COMMIT");
-    if (s) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    if (s) fa_db_exec(st, "ROLLBACK");
     st->explicit_tx = false;
     return s;
 }
@@ -198,49 +180,10 @@ fa_status fa_store_commit(fa_ctx *ctx, fa_store *st)
 void fa_store_rollback(fa_store *st)
 {
     if (!st) return;
-    if (!sqlite3_get_autocommit(st->db)) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+    if (fa_db_in_tx(st)) fa_db_exec(st, "ROLLBACK");
     st->explicit_tx = false;
 }
 
-/* ---- open, migrate, recover ---- */
-
-static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
-{
-    if (from < 0 || from > FA_STORE_SCHEMA_VERSION)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no migration from schema version %lld", st->path, (long long)from);
-    for (int64_t v = from; v < FA_STORE_SCHEMA_VERSION; v++) {
-        fa_status s = fa_sq_exec_sql(ctx, st, "BEGIN IMMEDIATE");
-        if (s) return fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
-        /* Another process may have migrated while we waited for the lock. */
-        int64_t now;
-        s = fa_sq_query_i64(ctx, st, "PRAGMA user_version", &now);
-        if (!s && now > v) {
-            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-            if (now > FA_STORE_SCHEMA_VERSION)
-                return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: another process set schema version %lld, newer than %d",
-                                    st->path, (long long)now, FA_STORE_SCHEMA_VERSION);
-            v = now - 1;
-            continue;
-        }
-        if (!s && now < v) {
-            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: schema version went back to %lld while migrating", st->path,
-                                (long long)now);
-        }
-        if (!s) s = fa_sq_exec_sql(ctx, st, fa_store_migrations[v]);
-        if (!s) {
-            char sql[64];
-            snprintf(sql, sizeof sql, "PRAGMA user_version = %lld", (long long)v + 1);
-            s = fa_sq_exec_sql(ctx, st, sql);
-        }
-        if (!s) s = fa_sq_exec_sql(ctx, st, "COMMIT");
-        if (s) {
-            sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-            return fa_ctx_wrap(ctx, s, "migrating schema %lld -> %lld: ", (long long)v, (long long)v + 1);
-        }
-    }
-    return FA_OK;
-}
 
 /* Set run_id's status (and error, ended_at) together with its fused twins (kind 'fused',
  * tag "fused-of:<run_id>", written by the applier): 'ok' finishes the twins still running with
@@ -249,7 +192,7 @@ static fa_status migrate(fa_ctx *ctx, fa_store *st, int64_t from)
 static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *status, const char *error,
                                    bool only_running)
 {
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     fa_status s = fa_sq_prepare(ctx, st,
                           only_running ? "UPDATE runs SET status = ?2, error = ?3, ended_at_ns = coalesce(ended_at_ns, ?4) "
                                          "WHERE id = ?1 AND status = 'running'"
@@ -263,9 +206,9 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         b_txt(&b, error);
         b_i64(&b, fa_sq_unix_now_ns());
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     bool ok = !strcmp(status, "ok");
     char why[160]; /* bound SQLITE_STATIC: must outlive the step below */
@@ -284,38 +227,70 @@ static fa_status finish_with_twins(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         b_i64(&b, fa_sq_unix_now_ns());
         if (!ok) b_txt(&b, why);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return s;
 }
 
-/* Mark runs left 'running' by a dead process on this host as failed. */
+/* A server: runs 'running' whose writer's connection is gone (no session holds the run's
+ * liveness lock, fa_store_backend.run_lock), whichever host wrote them. */
+static fa_status find_orphaned_runs(fa_ctx *ctx, fa_store *st, int64_t *dead, int *n_dead)
+{
+    int64_t ids[256];
+    int n = 0, rc;
+    fa_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st, "SELECT id FROM runs WHERE status = 'running' ORDER BY id LIMIT 256", &q);
+    if (s) return s;
+    while ((rc = fa_stmt_step(q)) == FA_DB_ROW && n < 256) ids[n++] = fa_col_i64(q, 0);
+    s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    for (int i = 0; !s && i < n; i++) {
+        bool gone = false;
+        s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, ids[i], FA_RUN_LOCK_PROBE, &gone));
+        if (!s && gone) dead[(*n_dead)++] = ids[i];
+    }
+    return s;
+}
+
+/* Mark runs left 'running' by a dead process as failed: on a server, those whose writer's
+ * connection is gone; in a file, those of this host whose process is gone. */
 static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
 {
+    if (st->be->run_lock) {
+        int64_t dead[256];
+        int n_dead = 0;
+        fa_status s = find_orphaned_runs(ctx, st, dead, &n_dead);
+        if (s || n_dead == 0) return s;
+        bool own;
+        s = fa_sq_tx_open(ctx, st, &own);
+        if (s) return s;
+        for (int i = 0; !s && i < n_dead; i++) s = finish_with_twins(ctx, st, dead[i], "failed", "process died", true);
+        return fa_sq_tx_close(ctx, st, own, s);
+    }
     char host[256];
     host_name(host, sizeof host);
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st, "SELECT id, pid, host, pid_start_ticks FROM runs WHERE status = 'running'", &q);
     if (s) return s;
     int64_t dead[256];
     int n_dead = 0;
     int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW && n_dead < 256) {
-        int64_t pid = sqlite3_column_int64(q, 1);
-        const char *h = (const char *)sqlite3_column_text(q, 2);
+    while ((rc = fa_stmt_step(q)) == FA_DB_ROW && n_dead < 256) {
+        int64_t pid = fa_col_i64(q, 1);
+        const char *h = fa_col_text(q, 2);
         if (pid <= 0 || !h || strcmp(h, host) != 0) continue; /* cannot judge another host */
         if (pid == (int64_t)getpid()) continue;
         bool is_dead = false;
         if (kill((pid_t)pid, 0) != 0 && errno == ESRCH) is_dead = true;
-        else if (sqlite3_column_type(q, 3) != SQLITE_NULL) {
-            int64_t want = sqlite3_column_int64(q, 3), have = proc_start_ticks(pid);
+        else if (!fa_col_null(q, 3)) {
+            int64_t want = fa_col_i64(q, 3), have = proc_start_ticks(pid);
             if (want >= 0 && have >= 0 && want != have) is_dead = true; /* pid reused */
         }
-        if (is_dead) dead[n_dead++] = sqlite3_column_int64(q, 0);
+        if (is_dead) dead[n_dead++] = fa_col_i64(q, 0);
     }
     s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s || n_dead == 0) return s;
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
@@ -326,173 +301,68 @@ static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
-/* user_version is a signed 32-bit header field any program can set: a negative one would index
- * the migration table out of bounds, a newer one needs a newer build. Refuse every version this
- * build does not know (the file is not modified). */
-static fa_status version_known(fa_ctx *ctx, const char *path, int64_t version)
+
+bool fa_store_path_is_pg(const char *path)
 {
-    if (version < 0)
-        return fa_ctx_error(ctx, FA_ERR_INPUT,
-                            "%s: database schema version %lld is not a version any fuse-advise writes "
-                            "(this one knows 0..%d); the file was not modified",
-                            path, (long long)version, FA_STORE_SCHEMA_VERSION);
-    if (version > FA_STORE_SCHEMA_VERSION)
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
-                            "%s: database schema version %lld is newer than this fuse-advise "
-                            "(%s) supports (version %d); use a newer fuse-advise, the file was not modified",
-                            path, (long long)version, FA_VERSION_STRING, FA_STORE_SCHEMA_VERSION);
-    return FA_OK;
+    return path && (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11));
 }
 
-/* "file:PATH?immutable=1" with the URI's reserved bytes of PATH percent-encoded (SQLite docs,
- * "Uniform Resource Identifiers"). malloc'd; NULL on OOM. */
-static char *immutable_uri(const char *path)
+/* The URI with the password of its userinfo ("user:PASSWORD@") replaced by "***", for every
+ * message and the stored command line; malloc'd, NULL on OOM. */
+char *fa_store_redact_uri(const char *uri, bool *had_password)
 {
+    if (had_password) *had_password = false;
+    if (!fa_store_path_is_pg(uri)) return strdup(uri);
     fa_buf b;
     fa_buf_init(&b);
-    fa_buf_puts(&b, "file:");
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f) fa_buf_printf(&b, "%%%02X", *p);
-        else fa_buf_append(&b, p, 1);
+    const char *auth = strstr(uri, "://") + 3;
+    size_t auth_len = strcspn(auth, "/?#");
+    const char *at = NULL; /* the last '@' of the authority (one in a user name or password is %40) */
+    for (size_t i = 0; i < auth_len; i++)
+        if (auth[i] == '@') at = auth + i;
+    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+    const char *p = uri;
+    if (colon) {
+        if (had_password) *had_password = true;
+        fa_buf_append(&b, p, (size_t)(colon + 1 - p));
+        fa_buf_puts(&b, "***");
+        p = at;
     }
-    fa_buf_puts(&b, "?immutable=1");
-    if (b.oom) {
+    /* a password=... parameter of the query string */
+    while (*p) {
+        const char *q = strstr(p, "password=");
+        if (!q) break;
+        bool param = q > uri && (q[-1] == '?' || q[-1] == '&');
+        fa_buf_append(&b, p, (size_t)(q + 9 - p));
+        p = q + 9;
+        if (!param) continue;
+        if (had_password) *had_password = true;
+        fa_buf_puts(&b, "***");
+        p += strcspn(p, "&#");
+    }
+    fa_buf_puts(&b, p);
+    if (b.oom || !b.data) {
         fa_buf_free(&b);
         return NULL;
     }
     return b.data;
 }
 
-static bool file_not_writable(const char *path, const struct stat *sb)
-{
-    /* root passes access(W_OK) on any file: also honour a file with no write bit at all. */
-    return access(path, W_OK) != 0 || (sb->st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0;
-}
-
 fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_store **out)
 {
     if (!path || !*path) return fa_ctx_error(ctx, FA_ERR_USAGE, "empty database path");
-    struct stat sb;
-    bool exists = stat(path, &sb) == 0;
-    bool readonly = (flags & FA_STORE_READONLY) != 0;
-    if (!exists) {
-        if (errno != ENOENT)
-            return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        if (flags & (FA_STORE_NO_CREATE | FA_STORE_READONLY))
-            return fa_ctx_error(ctx, FA_ERR_INPUT,
-                                "%s: no run database here (run a model first, or pass --db PATH)", path);
-    } else {
-        if (!S_ISREG(sb.st_mode))
-            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a regular file", path);
-        /* Refuse a non-SQLite file before SQLite touches it (SQLite file format, section 1.3:
-         * the header starts with "SQLite format 3\0"). An empty file is a new database. */
-        if (sb.st_size > 0) {
-            unsigned char hdr[100] = {0};
-            int fd = open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
-            ssize_t got = read(fd, hdr, sizeof hdr);
-            close(fd);
-            if (got < 16 || memcmp(hdr, "SQLite format 3", 16) != 0)
-                return fa_ctx_error(ctx, FA_ERR_INPUT,
-                                    "%s: not an SQLite database (no \"SQLite format 3\" header), "
-                                    "refusing to use it as the run database",
-                                    path);
-            /* user_version: a big-endian signed 32-bit integer at header offset 60 (SQLite file
-             * format, section 1.3). Checked here, before SQLite opens the file and creates its
-             * -wal/-shm, so a version this build does not know leaves the file and its folder
-             * exactly as they were. With a -wal present page 1 may be newer there: SQLite's
-             * own PRAGMA user_version below decides. */
-            char wal[4200];
-            struct stat wb;
-            snprintf(wal, sizeof wal, "%s-wal", path);
-            if (got == (ssize_t)sizeof hdr && stat(wal, &wb) != 0) {
-                int32_t v = (int32_t)(((uint32_t)hdr[60] << 24) | ((uint32_t)hdr[61] << 16) | ((uint32_t)hdr[62] << 8) |
-                                      (uint32_t)hdr[63]);
-                fa_status vs = version_known(ctx, path, v);
-                if (vs) return vs;
-            }
-        }
-        if (file_not_writable(path, &sb)) readonly = true;
-    }
-
+    bool pg = fa_store_path_is_pg(path);
     fa_store *st = calloc(1, sizeof *st);
     if (!st) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
-    st->path = strdup(path);
-    st->readonly = readonly;
+    st->be = &fa_store_sqlite_backend;
+    st->path = pg ? fa_store_redact_uri(path, NULL) : strdup(path);
     if (!st->path) {
         free(st);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory opening the run database");
     }
-    /* NOMUTEX: a store is used by one thread at a time (one fa_ctx per thread of work). */
-    int oflags = (readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)) |
-                 SQLITE_OPEN_NOMUTEX;
-    /* A read-only open of a WAL database makes SQLite create PATH-wal and PATH-shm (with the
-     * file's own mode: 0444 files then break the owner's later writes), and fails where they
-     * cannot be created (a read-only filesystem). With no -wal file there is nothing but the
-     * main file to read: open it immutable (SQLite URI parameter "immutable=1": no locks, no
-     * -wal/-shm), which leaves nothing behind. With a -wal present (a writer is active or
-     * crashed) its content is needed: the ordinary read-only open. */
-    char *uri = NULL;
-    if (readonly && exists) {
-        char wal[4200];
-        struct stat wb;
-        snprintf(wal, sizeof wal, "%s-wal", path);
-        if (stat(wal, &wb) != 0 && errno == ENOENT) uri = immutable_uri(path);
-    }
-    fa_status s = uri ? FA_SQL_CHECK(ctx, st, sqlite3_open_v2(uri, &st->db, oflags | SQLITE_OPEN_URI, NULL))
-                      : FA_SQL_CHECK(ctx, st, sqlite3_open_v2(path, &st->db, oflags, NULL));
-    free(uri);
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_extended_result_codes(st->db, 1));
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS));
-    /* Until the file is known to be ours and not newer, closing must not checkpoint a WAL
-     * left by another program into it. */
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL));
-
-    /* Version check first: reading the header changes nothing in the file. */
-    int64_t version = 0, app_id = 0, n_objects = 0;
-    if (!s) s = fa_sq_query_i64(ctx, st, "PRAGMA user_version", &version);
-    if (!s) s = fa_sq_query_i64(ctx, st, "PRAGMA application_id", &app_id);
-    if (!s) s = fa_sq_query_i64(ctx, st, "SELECT count(*) FROM sqlite_schema", &n_objects);
-    if (!s) s = version_known(ctx, path, version);
-    if (!s && (app_id != 0 || version > 0 || n_objects > 0) && app_id != FA_STORE_APPLICATION_ID)
-        s = fa_ctx_error(ctx, FA_ERR_INPUT,
-                         "%s: an SQLite database that is not a fuse-advise run database "
-                         "(application_id %lld, user_version %lld, %lld schema objects)",
-                         path, (long long)app_id, (long long)version, (long long)n_objects);
-    if (!s && readonly && version < FA_STORE_SCHEMA_VERSION)
-        s = fa_ctx_error(ctx, FA_ERR_IO,
-                         "%s: database schema version %lld needs migrating to version %d but the "
-                         "file is read-only; open it once with write permission",
-                         path, (long long)version, FA_STORE_SCHEMA_VERSION);
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 0, NULL));
-    if (!s) s = fa_sq_exec_sql(ctx, st, "PRAGMA foreign_keys = ON");
-    if (!s && !readonly && n_objects == 0)
-        /* A new file: 16 KiB pages (must precede WAL). Measured with bench_store: about 15%
-         * less CPU per kernel row than the 4 KiB default, rows being ~200 bytes. */
-        s = fa_sq_exec_sql(ctx, st, "PRAGMA page_size = 16384");
-    if (!s && !readonly) {
-        /* WAL: readers never block the writer (SQLite docs, "Write-Ahead Logging"). */
-        sqlite3_stmt *q;
-        s = fa_sq_prepare(ctx, st, "PRAGMA journal_mode = WAL", &q);
-        if (!s) {
-            /* Switching a fresh file to WAL needs an exclusive lock and SQLite may answer
-             * SQLITE_BUSY without calling the busy handler (lock upgrade while another
-             * process creates the file): retry for the busy timeout ourselves. */
-            int rc = sqlite3_step(q);
-            for (int waited = 0; ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) && waited < BUSY_TIMEOUT_MS; waited += 5) {
-                sqlite3_reset(q);
-                usleep(5000);
-                rc = sqlite3_step(q);
-            }
-            s = STEP_CHECK(ctx, st, q, rc);
-            if (!s && (rc != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(q, 0), "wal") != 0))
-                s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot switch the database to WAL mode", path);
-            sqlite3_finalize(q);
-        }
-        if (!s) s = fa_sq_exec_sql(ctx, st, "PRAGMA synchronous = NORMAL");
-        if (!s && version < FA_STORE_SCHEMA_VERSION) s = migrate(ctx, st, version);
-        if (!s) s = recover_dead_runs(ctx, st);
-    }
+    fa_status s = pg ? fa_store_pg_open(ctx, st, path, flags) : fa_store_sqlite_open(ctx, st, path, flags);
+    /* runs left 'running' by a process of this host that died */
+    if (!s && !st->readonly) s = recover_dead_runs(ctx, st);
     if (s) {
         fa_store_close(st);
         return s;
@@ -506,22 +376,54 @@ fa_status fa_store_open(fa_ctx *ctx, const char *path, fa_store **out)
     return fa_store_open_ex(ctx, path, 0, out);
 }
 
+
 void fa_store_close(fa_store *st)
 {
     if (!st) return;
-    if (st->db) {
-        if (!sqlite3_get_autocommit(st->db)) sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
-        sqlite3_close_v2(st->db);
-    }
+    st->be->close(st);
     free(st->path);
     free(st);
 }
 
 const char *fa_store_path(const fa_store *st) { return st->path; }
 bool fa_store_readonly(const fa_store *st) { return st->readonly; }
-struct sqlite3 *fa_store_db(fa_store *st) { return st->db; }
+const char *fa_store_backend_name(const fa_store *st) { return st->be->name; }
 
 /* ---- runs ---- */
+
+/* cmd with every word that is a PostgreSQL URI passed through fa_store_redact_uri; malloc'd. */
+static char *redact_command_line(const char *cmd)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    const char *p = cmd;
+    while (*p) {
+        size_t sp = strspn(p, " ");
+        fa_buf_append(&b, p, sp);
+        p += sp;
+        size_t w = strcspn(p, " ");
+        char *word = strndup(p, w);
+        if (!word) b.oom = true;
+        /* "--db=URI" or "URI" */
+        const char *u = word ? strstr(word, "postgres") : NULL;
+        if (u && fa_store_path_is_pg(u)) {
+            char *r = fa_store_redact_uri(u, NULL);
+            if (!r) b.oom = true;
+            fa_buf_append(&b, word, (size_t)(u - word));
+            if (r) fa_buf_puts(&b, r);
+            free(r);
+        } else if (word) {
+            fa_buf_puts(&b, word);
+        }
+        free(word);
+        p += w;
+    }
+    if (b.oom || !b.data) {
+        fa_buf_free(&b);
+        return b.oom ? NULL : strdup("");
+    }
+    return b.data;
+}
 
 fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info, int64_t *run_id)
 {
@@ -533,13 +435,17 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     s = fa_sq_prepare(ctx, st,
                 "INSERT INTO runs (kind, model_path, model_sha256, target, device_name, threads, "
                 "iters, warmup, command_line, tag, started_at_ns, status, peak_activation_bytes, "
                 "source_sha256, pid, host, pid_start_ticks, dim_defaults) "
-                "VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?,?,?)",
+                "VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?,?,?) RETURNING id",
                 &q);
+    /* a password given in a server URI on the command line is never stored */
+    char *cmd = info->command_line ? redact_command_line(info->command_line) : NULL;
+    if (!s && info->command_line && !cmd) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    int64_t id = 0;
     if (!s) {
         binder b;
         b_start(&b, q);
@@ -551,7 +457,7 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
         b_i64(&b, info->threads);
         b_i64(&b, info->iters);
         b_i64(&b, info->warmup);
-        b_txt(&b, info->command_line);
+        b_txt(&b, cmd);
         b_txt(&b, info->tag);
         b_i64(&b, info->started_at_ns ? info->started_at_ns : fa_sq_unix_now_ns());
         b_i64(&b, (int64_t)info->peak_activation_bytes);
@@ -561,10 +467,16 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
         b_i64(&b, proc_start_ticks(pid));
         b_txt(&b, info->dim_defaults);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        int rc = FA_DB_DONE;
+        if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+        if (!s && rc != FA_DB_ROW) s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: INSERT INTO runs returned no id", st->path);
+        if (!s) id = fa_col_i64(q, 0);
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q)); /* to DONE: the row is written */
     }
-    int64_t id = sqlite3_last_insert_rowid(st->db);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
+    free(cmd);
+    /* a server: this connection keeps the run alive for other processes' recovery */
+    if (!s && st->be->run_lock) s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, id, FA_RUN_LOCK_HOLD, NULL));
     s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *run_id = id;
     return s;
@@ -573,17 +485,20 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
 /* Fail with "no run N" unless run_id exists. */
 static fa_status check_run(fa_ctx *ctx, fa_store *st, int64_t run_id)
 {
-    sqlite3_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st, "SELECT 1 FROM runs WHERE id = ?", &q);
+    fa_stmt *q;
+    /* On PostgreSQL the kernels table has no foreign key (store/pg.c, pg_schema_sql): the run row
+     * is locked against deletion until the writer's transaction ends instead. */
+    fa_status s = fa_sq_prepare(ctx, st, fa_db_is_pg(st) && !st->readonly ? "SELECT 1 FROM runs WHERE id = ? FOR KEY SHARE"
+                                                          : "SELECT 1 FROM runs WHERE id = ?", &q);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
-    int rc = SQLITE_DONE;
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    int rc = FA_DB_DONE;
     if (!s) {
-        rc = sqlite3_step(q);
+        rc = fa_stmt_step(q);
         s = STEP_CHECK(ctx, st, q, rc);
     }
-    sqlite3_finalize(q);
-    if (!s && rc != SQLITE_ROW)
+    fa_stmt_finalize(q);
+    if (!s && rc != FA_DB_ROW)
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %lld", st->path, (long long)run_id);
     return s;
 }
@@ -596,7 +511,7 @@ fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
                     "UPDATE runs SET device_name = coalesce(?2, device_name), "
@@ -618,9 +533,9 @@ fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
         b_i64(&b, info->warmup);
         b_i64(&b, (int64_t)info->peak_activation_bytes);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -633,7 +548,9 @@ fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok
     if (s) return s;
     s = check_run(ctx, st, run_id);
     if (!s) s = finish_with_twins(ctx, st, run_id, ok ? "ok" : "failed", ok ? NULL : (error ? error : "failed"), false);
-    return fa_sq_tx_close(ctx, st, own, s);
+    s = fa_sq_tx_close(ctx, st, own, s);
+    if (!s && own && st->be->run_lock) s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, run_id, FA_RUN_LOCK_DROP, NULL));
+    return s;
 }
 
 fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
@@ -647,7 +564,7 @@ fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
                     "UPDATE runs SET status = 'running', error = NULL, ended_at_ns = NULL, pid = ?2, host = ?3, "
@@ -661,10 +578,12 @@ fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
         b_txt(&b, host);
         b_i64(&b, proc_start_ticks(pid));
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
-    return fa_sq_tx_close(ctx, st, own, s);
+    fa_stmt_finalize(q);
+    s = fa_sq_tx_close(ctx, st, own, s);
+    if (!s && st->be->run_lock) s = FA_SQL_CHECK(ctx, st, st->be->run_lock(st, run_id, FA_RUN_LOCK_HOLD, NULL));
+    return s;
 }
 
 /* ---- graph ---- */
@@ -677,23 +596,14 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
-    sqlite3_stmt *qn = NULL, *qt = NULL, *qc = NULL;
+    /* Three bulk inserts one after the other (COPY on PostgreSQL: one at a time per connection). */
+    fa_stmt *q = NULL;
+    binder b;
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                    "INSERT INTO nodes (run_id, node_id, name, op_type, domain, pattern, folded, "
-                    "n_inputs, n_outputs, output_shapes, flops, bytes_read, bytes_written) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    &qn);
-    if (!s)
-        s = fa_sq_prepare(ctx, st,
-                    "INSERT INTO tensors (run_id, tensor_id, name, dtype, rank, shape, bytes, producer, "
-                    "flags, is_const, is_initializer, is_graph_input, is_graph_output) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    &qt);
-    if (!s)
-        s = fa_sq_prepare(ctx, st,
-                    "INSERT OR IGNORE INTO consumers (run_id, tensor_id, node_id, input_index) VALUES (?,?,?,?)",
-                    &qc);
+        s = FA_SQL_CHECK(ctx, st, fa_db_prepare_bulk(st, "nodes",
+                                                     "run_id, node_id, name, op_type, domain, pattern, folded, "
+                                                     "n_inputs, n_outputs, output_shapes, flops, bytes_read, bytes_written",
+                                                     13, &q));
     fa_buf shapes;
     fa_buf_init(&shapes);
     for (int i = 0; !s && i < g->n_nodes; i++) {
@@ -708,8 +618,7 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
             fa_buf_puts(&shapes, t ? fa_tensor_shape_str(t, sh, sizeof sh) : "-");
         }
         if (shapes.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-        binder b;
-        b_start(&b, qn);
+        b_start(&b, q);
         b_i64(&b, run_id);
         b_i64(&b, n->id);
         b_txt(&b, n->name ? n->name : "");
@@ -725,28 +634,44 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
         b_i64(&b, (int64_t)cost.bytes_read);
         b_i64(&b, (int64_t)cost.bytes_written);
         if (!s) s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, qn, sqlite3_step(qn));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
+    }
+    fa_buf_free(&shapes);
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_db_bulk_end(q));
+    fa_stmt_finalize(q);
+    q = NULL;
+    /* one row per (tensor, live node, input slot) */
+    if (!s)
+        s = FA_SQL_CHECK(ctx, st, fa_db_prepare_bulk(st, "consumers", "run_id, tensor_id, node_id, input_index", 4, &q));
+    for (int i = 0; !s && i < g->n_nodes; i++) {
+        const fa_node *n = g->nodes[i];
         if (n->folded) continue;
         for (int k = 0; !s && k < n->n_inputs; k++) {
             if (n->inputs[k] < 0) continue;
-            b_start(&b, qc);
+            b_start(&b, q);
             b_i64(&b, run_id);
             b_i64(&b, n->inputs[k]);
             b_i64(&b, n->id);
             b_i64(&b, k);
             s = FA_SQL_CHECK(ctx, st, b.rc);
-            if (!s) s = STEP_CHECK(ctx, st, qc, sqlite3_step(qc));
+            if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
         }
     }
-    fa_buf_free(&shapes);
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_db_bulk_end(q));
+    fa_stmt_finalize(q);
+    q = NULL;
+    if (!s)
+        s = FA_SQL_CHECK(ctx, st, fa_db_prepare_bulk(st, "tensors",
+                                                     "run_id, tensor_id, name, dtype, rank, shape, bytes, producer, "
+                                                     "flags, is_const, is_initializer, is_graph_input, is_graph_output",
+                                                     13, &q));
     for (int i = 0; !s && i < g->n_tensors; i++) {
         const fa_tensor *t = g->tensors[i];
         char sh[256];
         bool is_out = (t->flags & FA_TENSOR_GRAPH_OUTPUT) != 0, is_in = (t->flags & FA_TENSOR_GRAPH_INPUT) != 0;
         for (int k = 0; !is_out && k < g->n_outputs; k++) is_out = g->outputs[k] == t->id;
         for (int k = 0; !is_in && k < g->n_inputs; k++) is_in = g->inputs[k] == t->id;
-        binder b;
-        b_start(&b, qt);
+        b_start(&b, q);
         b_i64(&b, run_id);
         b_i64(&b, t->id);
         b_txt(&b, t->name ? t->name : "");
@@ -761,11 +686,10 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
         b_i64(&b, is_in);
         b_i64(&b, is_out);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, qt, sqlite3_step(qt));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(qn);
-    sqlite3_finalize(qt);
-    sqlite3_finalize(qc);
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_db_bulk_end(q));
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -790,18 +714,18 @@ static int64_t median_i64(int64_t *v, size_t n)
  * stored for the run. */
 static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT max(end_ns) - min(start_ns) FROM kernels WHERE run_id = ? AND "
                           "kind = ? AND iter >= 0 GROUP BY iter",
                           &q);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 2, FA_ACT_KERNEL));
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
     int64_t *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 64;
             int64_t *p = realloc(v, nc * sizeof *p);
@@ -812,10 +736,10 @@ static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, 
             v = p;
             cap = nc;
         }
-        v[n++] = sqlite3_column_int64(q, 0);
+        v[n++] = fa_col_i64(q, 0);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (!s) *out = median_i64(v, n);
     free(v);
     return s;
@@ -867,24 +791,23 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     s = check_run(ctx, st, run_id);
     /* Appending to a run that already has records continues its seq numbering. */
     int64_t base = 0;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     if (!s) s = fa_sq_prepare(ctx, st, "SELECT n_kernels FROM runs WHERE id = ?", &q);
     if (!s) {
-        s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
-        int rc = s ? SQLITE_DONE : sqlite3_step(q);
+        s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+        int rc = s ? FA_DB_DONE : fa_stmt_step(q);
         if (!s) s = STEP_CHECK(ctx, st, q, rc);
-        if (rc == SQLITE_ROW) base = sqlite3_column_int64(q, 0);
+        if (rc == FA_DB_ROW) base = fa_col_i64(q, 0);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                    "INSERT INTO kernels (run_id, seq, kind, name, op_type, node, node_name, iter, "
-                    "device, stream, pid, tid, start_ns, end_ns, correlation, external_id, grid_x, "
-                    "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem, "
-                    "local_mem, bytes_read, bytes_written, flops, occupancy, flags) "
-                    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    &q);
+        s = FA_SQL_CHECK(ctx, st, fa_db_prepare_bulk(st, "kernels",
+                                                     "run_id, seq, kind, name, op_type, node, node_name, iter, "
+                                                     "device, stream, pid, tid, start_ns, end_ns, correlation, external_id, grid_x, "
+                                                     "grid_y, grid_z, block_x, block_y, block_z, registers, static_smem, dynamic_smem, "
+                                                     "local_mem, bytes_read, bytes_written, flops, occupancy, flags",
+                                                     31, &q));
     for (size_t i = 0; !s && i < t->n_acts; i++) {
         const fa_activity *a = &t->acts[i];
         binder b;
@@ -917,10 +840,11 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
         b_dbl(&b, a->occupancy);
         b_i64(&b, a->flags);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
         if (s) fa_ctx_wrap(ctx, s, "activity %zu: ", i);
     }
-    sqlite3_finalize(q);
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_db_bulk_end(q));
+    fa_stmt_finalize(q);
     q = NULL;
     int64_t median = -1;
     if (!s && base == 0) s = trace_iter_median(ctx, st, t, &median);
@@ -947,9 +871,9 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
         else b_txt(&b, NULL);
         b_txt(&b, t->device_name);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -961,31 +885,31 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     "peak_activation_bytes, source_sha256, pid, host, trace_source, n_kernels, "                 \
     "coalesce(iter_median_ns, -1), dim_defaults"
 
-static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_arena *arena, fa_run_info *r)
+static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, fa_run_info *r)
 {
     memset(r, 0, sizeof *r);
-    r->id = sqlite3_column_int64(q, 0);
+    r->id = fa_col_i64(q, 0);
     r->kind = fa_sq_col_str(q, 1, arena);
     r->model_path = fa_sq_col_str(q, 2, arena);
     r->model_sha256 = fa_sq_col_str(q, 3, arena);
     r->target = fa_sq_col_str(q, 4, arena);
     r->device_name = fa_sq_col_str(q, 5, arena);
-    r->threads = sqlite3_column_int(q, 6);
-    r->iters = sqlite3_column_int(q, 7);
-    r->warmup = sqlite3_column_int(q, 8);
+    r->threads = fa_col_int(q, 6);
+    r->iters = fa_col_int(q, 7);
+    r->warmup = fa_col_int(q, 8);
     r->command_line = fa_sq_col_str(q, 9, arena);
     r->tag = fa_sq_col_str(q, 10, arena);
-    r->started_at_ns = sqlite3_column_int64(q, 11);
-    r->ended_at_ns = sqlite3_column_int64(q, 12);
+    r->started_at_ns = fa_col_i64(q, 11);
+    r->ended_at_ns = fa_col_i64(q, 12);
     r->status = fa_sq_col_str(q, 13, arena);
     r->error = fa_sq_col_str(q, 14, arena);
-    r->peak_activation_bytes = (uint64_t)sqlite3_column_int64(q, 15);
+    r->peak_activation_bytes = (uint64_t)fa_col_i64(q, 15);
     r->source_sha256 = fa_sq_col_str(q, 16, arena);
-    r->pid = sqlite3_column_int64(q, 17);
+    r->pid = fa_col_i64(q, 17);
     r->host = fa_sq_col_str(q, 18, arena);
     r->trace_source = fa_sq_col_str(q, 19, arena);
-    r->n_kernels = sqlite3_column_int64(q, 20);
-    r->iter_median_ns = sqlite3_column_int64(q, 21);
+    r->n_kernels = fa_col_i64(q, 20);
+    r->iter_median_ns = fa_col_i64(q, 21);
     r->dim_defaults = fa_sq_col_str(q, 22, arena);
     if (!r->kind || !r->status) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
     return FA_OK;
@@ -993,13 +917,13 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, sqlite3_stmt *q, fa_are
 
 fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_info **out, size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
     if (s) return s;
     fa_run_info *runs = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (n == cap) { /* grow inside the arena; the old block is simply abandoned */
             size_t nc = cap ? cap * 2 : 32;
             fa_run_info *p = fa_arena_alloc(arena, nc * sizeof *p);
@@ -1014,7 +938,7 @@ fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_
         s = read_run_row(ctx, st, q, arena, &runs[n++]);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     if (!runs && !(runs = fa_arena_alloc(arena, sizeof *runs)))
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
@@ -1025,81 +949,81 @@ fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_
 
 fa_status fa_store_get_run(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_run_info *out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs WHERE id = ?", &q);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
-    int rc = SQLITE_DONE;
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    int rc = FA_DB_DONE;
     if (!s) {
-        rc = sqlite3_step(q);
+        rc = fa_stmt_step(q);
         s = STEP_CHECK(ctx, st, q, rc);
     }
     fa_run_info r;
-    if (!s && rc == SQLITE_ROW) s = read_run_row(ctx, st, q, arena, &r);
+    if (!s && rc == FA_DB_ROW) s = read_run_row(ctx, st, q, arena, &r);
     else if (!s) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %lld", st->path, (long long)run_id);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (!s) *out = r;
     return s;
 }
 
 fa_status fa_store_latest_run(fa_ctx *ctx, fa_store *st, const char *tag, int64_t *run_id)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                           tag ? "SELECT id FROM runs WHERE tag = ? ORDER BY id DESC LIMIT 1"
                               : "SELECT id FROM runs ORDER BY id DESC LIMIT 1",
                           &q);
     if (s) return s;
-    if (tag) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_text(q, 1, tag, -1, SQLITE_STATIC));
-    int rc = SQLITE_DONE;
+    if (tag) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_txt(q, 1, tag));
+    int rc = FA_DB_DONE;
     if (!s) {
-        rc = sqlite3_step(q);
+        rc = fa_stmt_step(q);
         s = STEP_CHECK(ctx, st, q, rc);
     }
-    int64_t id = rc == SQLITE_ROW ? sqlite3_column_int64(q, 0) : 0;
-    sqlite3_finalize(q);
-    if (!s && rc != SQLITE_ROW)
+    int64_t id = rc == FA_DB_ROW ? fa_col_i64(q, 0) : 0;
+    fa_stmt_finalize(q);
+    if (!s && rc != FA_DB_ROW)
         s = tag ? fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run tagged '%s'", st->path, tag)
                 : fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no runs yet", st->path);
     if (!s) *run_id = id;
     return s;
 }
 
-static const char *col_intern(fa_trace *t, sqlite3_stmt *q, int col)
+static const char *col_intern(fa_trace *t, fa_stmt *q, int col)
 {
-    const unsigned char *s = sqlite3_column_text(q, col);
-    return s ? fa_trace_intern_n(t, (const char *)s, (size_t)sqlite3_column_bytes(q, col)) : NULL;
+    const char *s = fa_col_text(q, col);
+    return s ? fa_trace_intern_n(t, (const char *)s, (size_t)fa_col_bytes(q, col)) : NULL;
 }
 
 fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trace **out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT coalesce(trace_source, 'unknown'), trace_source_path, device_name, "
                           "trace_n_iters, n_orphans, n_clock_inversions, n_parse_errors FROM runs WHERE id = ?",
                           &q);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
-    int rc = SQLITE_DONE;
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    int rc = FA_DB_DONE;
     if (!s) {
-        rc = sqlite3_step(q);
+        rc = fa_stmt_step(q);
         s = STEP_CHECK(ctx, st, q, rc);
     }
-    if (!s && rc != SQLITE_ROW) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %lld", st->path, (long long)run_id);
+    if (!s && rc != FA_DB_ROW) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %lld", st->path, (long long)run_id);
     fa_trace *t = NULL;
     if (!s) {
-        t = fa_trace_create((const char *)sqlite3_column_text(q, 0));
+        t = fa_trace_create(fa_col_text(q, 0));
         if (!t) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory loading run %lld", st->path, (long long)run_id);
     }
     if (!s) {
         t->source_path = col_intern(t, q, 1);
         t->device_name = col_intern(t, q, 2);
-        t->n_iters = sqlite3_column_int(q, 3);
-        t->n_orphans = (uint64_t)sqlite3_column_int64(q, 4);
-        t->n_clock_inversions = (uint64_t)sqlite3_column_int64(q, 5);
-        t->n_parse_errors = (uint64_t)sqlite3_column_int64(q, 6);
+        t->n_iters = fa_col_int(q, 3);
+        t->n_orphans = (uint64_t)fa_col_i64(q, 4);
+        t->n_clock_inversions = (uint64_t)fa_col_i64(q, 5);
+        t->n_parse_errors = (uint64_t)fa_col_i64(q, 6);
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
@@ -1108,40 +1032,40 @@ fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trac
                     "block_y, block_z, registers, static_smem, dynamic_smem, local_mem, bytes_read, "
                     "bytes_written, flops, occupancy, flags FROM kernels WHERE run_id = ? ORDER BY seq",
                     &q);
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         fa_activity a;
         memset(&a, 0, sizeof a);
-        a.kind = (fa_activity_kind)sqlite3_column_int(q, 0);
+        a.kind = (fa_activity_kind)fa_col_int(q, 0);
         a.name = col_intern(t, q, 1);
         a.op_type = col_intern(t, q, 2);
-        a.node = sqlite3_column_int(q, 3);
+        a.node = fa_col_int(q, 3);
         a.node_name = col_intern(t, q, 4);
-        a.iter = sqlite3_column_int(q, 5);
-        a.device = sqlite3_column_int(q, 6);
-        a.stream = sqlite3_column_int64(q, 7);
-        a.pid = sqlite3_column_int64(q, 8);
-        a.tid = sqlite3_column_int64(q, 9);
-        a.start_ns = (uint64_t)sqlite3_column_int64(q, 10);
-        a.end_ns = (uint64_t)sqlite3_column_int64(q, 11);
-        a.correlation = sqlite3_column_int64(q, 12);
-        a.external_id = sqlite3_column_int64(q, 13);
-        for (int k = 0; k < 3; k++) a.grid[k] = sqlite3_column_int(q, 14 + k);
-        for (int k = 0; k < 3; k++) a.block[k] = sqlite3_column_int(q, 17 + k);
-        a.registers = sqlite3_column_int(q, 20);
-        a.static_smem = sqlite3_column_int(q, 21);
-        a.dynamic_smem = sqlite3_column_int(q, 22);
-        a.local_mem = sqlite3_column_int(q, 23);
-        a.bytes_read = (uint64_t)sqlite3_column_int64(q, 24);
-        a.bytes_written = (uint64_t)sqlite3_column_int64(q, 25);
-        a.flops = (uint64_t)sqlite3_column_int64(q, 26);
-        a.occupancy = (float)sqlite3_column_double(q, 27);
-        a.flags = (unsigned)sqlite3_column_int64(q, 28);
-        if ((sqlite3_column_type(q, 1) != SQLITE_NULL && !a.name) || !fa_trace_add(t, &a))
+        a.iter = fa_col_int(q, 5);
+        a.device = fa_col_int(q, 6);
+        a.stream = fa_col_i64(q, 7);
+        a.pid = fa_col_i64(q, 8);
+        a.tid = fa_col_i64(q, 9);
+        a.start_ns = (uint64_t)fa_col_i64(q, 10);
+        a.end_ns = (uint64_t)fa_col_i64(q, 11);
+        a.correlation = fa_col_i64(q, 12);
+        a.external_id = fa_col_i64(q, 13);
+        for (int k = 0; k < 3; k++) a.grid[k] = fa_col_int(q, 14 + k);
+        for (int k = 0; k < 3; k++) a.block[k] = fa_col_int(q, 17 + k);
+        a.registers = fa_col_int(q, 20);
+        a.static_smem = fa_col_int(q, 21);
+        a.dynamic_smem = fa_col_int(q, 22);
+        a.local_mem = fa_col_int(q, 23);
+        a.bytes_read = (uint64_t)fa_col_i64(q, 24);
+        a.bytes_written = (uint64_t)fa_col_i64(q, 25);
+        a.flops = (uint64_t)fa_col_i64(q, 26);
+        a.occupancy = (float)fa_col_dbl(q, 27);
+        a.flags = (unsigned)fa_col_i64(q, 28);
+        if ((!fa_col_null(q, 1) && !a.name) || !fa_trace_add(t, &a))
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory loading run %lld", st->path, (long long)run_id);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) {
         fa_trace_free(t);
         return s;
@@ -1257,23 +1181,23 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     fa_status s = check_run(ctx, st, run_id);
     if (s) return s;
     /* One scan in seq order (primary-key order, no sort); aggregation in memory. */
-    sqlite3_stmt *q;
+    fa_stmt *q;
     s = fa_sq_prepare(ctx, st,
                 "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns FROM kernels "
                 "WHERE run_id = ? AND kind = ?",
                 &q);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 1, run_id));
-    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_bind_int64(q, 2, FA_ACT_KERNEL));
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
     op_tab tb = {0};
     op_rec *recs = NULL;
     size_t n_recs = 0, cap_recs = 0;
     int32_t it_min = INT32_MAX, it_max = -1;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
-        int32_t node = sqlite3_column_int(q, 0);
-        const char *nm = (const char *)sqlite3_column_text(q, 1);
-        const char *op = (const char *)sqlite3_column_text(q, 2);
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        int32_t node = fa_col_int(q, 0);
+        const char *nm = fa_col_text(q, 1);
+        const char *op = fa_col_text(q, 2);
         long idx = op_tab_find(&tb, arena, node, nm, op);
         if (idx < 0) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
@@ -1295,13 +1219,13 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
             recs = p;
             cap_recs = nc;
         }
-        int32_t it = sqlite3_column_int(q, 3);
-        recs[n_recs++] = (op_rec){(uint32_t)idx, it, sqlite3_column_int64(q, 4)};
+        int32_t it = fa_col_int(q, 3);
+        recs[n_recs++] = (op_rec){(uint32_t)idx, it, fa_col_i64(q, 4)};
         if (it >= 0 && it < it_min) it_min = it;
         if (it > it_max) it_max = it;
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
 
     /* Timed iterations: records with iter >= 0; a trace without any (an import) is one
      * iteration made of all its kernel records. */
@@ -1377,10 +1301,12 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
-    sqlite3_stmt *q = NULL;
+    fa_stmt *q = NULL;
     s = fa_sq_prepare(ctx, st,
-                "INSERT OR REPLACE INTO device_ceilings (device_key, name, kind, value, unit, source, "
-                "measured_at_ns, detail) VALUES (?,?,?,?,?,?,?,?)",
+                "INSERT INTO device_ceilings (device_key, name, kind, value, unit, source, "
+                "measured_at_ns, detail) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (device_key, name) DO UPDATE SET "
+                "kind=excluded.kind, value=excluded.value, unit=excluded.unit, source=excluded.source, "
+                "measured_at_ns=excluded.measured_at_ns, detail=excluded.detail",
                 &q);
     if (!s) {
         binder b;
@@ -1394,19 +1320,19 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
         b_i64(&b, c->measured_at_ns ? c->measured_at_ns : fa_sq_unix_now_ns());
         b_txt(&b, c->detail);
         s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, sqlite3_step(q));
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out)
 {
-    sqlite3_stmt *q;
+    fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
                           "SELECT device_key, name, kind, value, unit, source, measured_at_ns, detail "
-                          "FROM device_ceilings WHERE ?1 IS NULL OR device_key = ?1 ORDER BY device_key, name",
+                          "FROM device_ceilings WHERE CAST(?1 AS TEXT) IS NULL OR device_key = ?1 ORDER BY device_key, name",
                           &q);
     if (s) return s;
     binder b;
@@ -1415,8 +1341,8 @@ fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_ke
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_ceiling *v = NULL;
     size_t n = 0, cap = 0;
-    int rc = SQLITE_DONE;
-    while (!s && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         if (n == cap) {
             size_t nc = cap ? cap * 2 : 16;
             fa_ceiling *p = fa_arena_alloc(arena, nc * sizeof *p);
@@ -1432,16 +1358,16 @@ fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_ke
         c->device_key = fa_sq_col_str(q, 0, arena);
         c->name = fa_sq_col_str(q, 1, arena);
         c->kind = fa_sq_col_str(q, 2, arena);
-        c->value = sqlite3_column_double(q, 3);
+        c->value = fa_col_dbl(q, 3);
         c->unit = fa_sq_col_str(q, 4, arena);
         c->source = fa_sq_col_str(q, 5, arena);
-        c->measured_at_ns = sqlite3_column_int64(q, 6);
+        c->measured_at_ns = fa_col_i64(q, 6);
         c->detail = fa_sq_col_str(q, 7, arena);
         if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    sqlite3_finalize(q);
+    fa_stmt_finalize(q);
     if (s) return s;
     *out = v;
     *n_out = n;

@@ -39,6 +39,20 @@ enum {
  * *out owned by the caller (fa_store_close); untouched on failure. */
 fa_status fa_store_open(fa_ctx *ctx, const char *path, fa_store **out);
 fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_store **out);
+/* `path` of fa_store_open for a PostgreSQL server: a libpq connection URI
+ * ("postgresql://[user@]host[:port]/dbname[?param=value...]", PostgreSQL docs 34.1.1). The
+ * password comes from libpq's standard means (PGPASSWORD, ~/.pgpass or PGPASSFILE, a service
+ * file); one written in the URI works but is removed from every message and from
+ * fa_store_path. Without libpq in the build such a path is FA_ERR_UNSUPPORTED. */
+/* True when `path` is such a URI (postgresql:// or postgres://). */
+bool fa_store_path_is_pg(const char *path);
+/* `uri` with a password in its userinfo or a password= parameter replaced by "***"
+ * (*had_password set when there was one; may be NULL); any other string copied as is.
+ * malloc'd (caller frees); NULL when out of memory. */
+char *fa_store_redact_uri(const char *uri, bool *had_password);
+/* Back end of an open store: "sqlite" | "postgresql". */
+const char *fa_store_backend_name(const fa_store *st);
+
 /* Close; NULL is a no-op. Rolls back an open explicit transaction. */
 void fa_store_close(fa_store *st);
 /* Path as given to open (valid until close); true when opened read-only. */
@@ -123,6 +137,27 @@ fa_status fa_store_latest_run(fa_ctx *ctx, fa_store *st, const char *tag, int64_
 /* The run's activities back as a trace, in seq order, every field as stored. Caller owns
  * *out (fa_trace_free). */
 fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trace **out);
+
+/* ---- moving history between stores ---- */
+
+typedef struct fa_store_copy_result {
+    size_t copied;               /* runs written to the destination */
+    size_t skipped_present;      /* the destination already held them (same kind, host, pid, start time) */
+    size_t skipped_running;      /* still 'running' in the source: never copied half-written */
+    size_t skipped_orphan_twins; /* fused twins whose baseline run was not copied nor present */
+} fa_store_copy_result;
+
+/* Copy runs ids[0..n_ids) of src (n_ids 0: every run) into dst, for `export-runs` /
+ * `import-runs` between an SQLite file and a PostgreSQL server (either way). Each run is one
+ * transaction on dst: its runs row under a new id (a fused twin's "fused-of:<id>" tag renamed to
+ * its baseline's new id; selecting a run brings its twins) and every row keyed by its run id in
+ * every table, columns as the schema has them. Runs dst already holds are not copied again, so
+ * repeating an import copies nothing new. Device ceilings are merged (a row measured later in
+ * dst is kept). A failure leaves the runs copied before it in dst and nothing of the failing run.
+ * Errors: FA_ERR_INPUT (no such run), FA_ERR_USAGE (src and dst are the same store), database
+ * errors as fa_store_sql_check. *res counts what happened (set also on failure). */
+fa_status fa_store_copy_runs(fa_ctx *ctx, fa_store *src, fa_store *dst, const int64_t *ids, size_t n_ids,
+                             fa_store_copy_result *res);
 
 /* ---- per-op time table ---- */
 

@@ -1,0 +1,112 @@
+/* cli/cmd_copy_runs — `fuse-advise export-runs --to DEST` and `fuse-advise import-runs SRC`: move
+ * run history between run databases (an SQLite file and a team's PostgreSQL server, either way)
+ * through fa_store_copy_runs. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "store/store.h"
+
+static const char *k_help_export =
+    "usage: fuse-advise export-runs --to DEST [--db SRC] [--model M] [--tag T] [RUN ...]\n"
+    "  Copy runs of SRC (--db; default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH ") into DEST:\n"
+    "  a file path or a postgresql:// URI (created when missing).\n";
+static const char *k_help_import =
+    "usage: fuse-advise import-runs SRC [--db DEST] [--model M] [--tag T] [RUN ...]\n"
+    "  Copy runs of SRC (a file path or a postgresql:// URI) into DEST (--db; default\n"
+    "  $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH ").\n";
+static const char *k_help_common =
+    "Selection: RUN ids of the source, else every run; --model M: runs whose model path contains\n"
+    "M; --tag T: runs tagged T. A run brings its fused twin. Each run gets a new id in the\n"
+    "destination (printed); runs the destination already holds, and runs still running, are not\n"
+    "copied, so repeating a copy adds nothing. Device ceilings are merged. Details: docs/ci.md.\n";
+
+#define MAX_IDS 4096
+
+static int copy_runs(fa_ctx *ctx, int argc, char **argv, bool export_verb)
+{
+    const char *verb = export_verb ? "export-runs" : "import-runs";
+    const char *src = NULL, *dst = NULL, *model = NULL, *tag = NULL, *v;
+    int64_t *ids = calloc(MAX_IDS, sizeof *ids);
+    size_t n_ids = 0;
+    if (!ids) return fa_cli_fail(ctx, fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"));
+    int rc = -1;
+    for (int i = 1; i < argc && rc < 0; i++) {
+        int save = i;
+        const char **slot = NULL;
+        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) slot = export_verb ? &src : &dst;
+        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--to")) && export_verb) slot = &dst;
+        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--model"))) slot = &model;
+        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--tag"))) slot = &tag;
+        if (slot) {
+            if (!*v) rc = fa_cli_usage(verb, "%s needs a value", argv[save]);
+            *slot = v;
+            continue;
+        }
+        i = save;
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            fputs(export_verb ? k_help_export : k_help_import, stdout);
+            fputs(k_help_common, stdout);
+            rc = 0;
+        } else if (argv[i][0] == '-') {
+            rc = fa_cli_usage(verb, "unknown option '%s'", argv[i]);
+        } else if (!export_verb && !src) {
+            src = argv[i];
+        } else {
+            char *end;
+            long long id = strtoll(argv[i], &end, 10);
+            if (*end || id <= 0) rc = fa_cli_usage(verb, "'%s' is not a run id", argv[i]);
+            else if (n_ids == MAX_IDS) rc = fa_cli_usage(verb, "at most %d run ids", MAX_IDS);
+            else ids[n_ids++] = id;
+        }
+    }
+    if (rc < 0 && export_verb && !dst) rc = fa_cli_usage(verb, "--to DEST names where the runs go");
+    if (rc < 0 && !export_verb && !src) rc = fa_cli_usage(verb, "name the run database to import from");
+    if (rc >= 0) {
+        free(ids);
+        return rc;
+    }
+    if (!src) src = fa_cli_default_db();
+    if (!dst) dst = fa_cli_default_db();
+    fa_store *s_st = NULL, *d_st = NULL;
+    fa_status s = fa_store_open_ex(ctx, src, FA_STORE_NO_CREATE | FA_STORE_READONLY, &s_st);
+    if (!s) s = fa_store_open(ctx, dst, &d_st);
+    fa_arena *ar = s ? NULL : fa_arena_create(0);
+    if (!s && !ar) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    if (!s && (model || tag)) { /* the filter picks ids among the source's runs */
+        fa_run_info *runs = NULL;
+        size_t n = 0;
+        s = fa_store_list_runs(ctx, s_st, ar, &runs, &n);
+        size_t given = n_ids;
+        for (size_t i = 0; !s && i < n; i++) {
+            bool in = !given;
+            for (size_t k = 0; k < given; k++) in |= ids[k] == runs[i].id;
+            if (!in || (model && !(runs[i].model_path && strstr(runs[i].model_path, model))) ||
+                (tag && !(runs[i].tag && !strcmp(runs[i].tag, tag))))
+                continue;
+            if (n_ids < MAX_IDS) ids[n_ids++] = runs[i].id;
+        }
+        memmove(ids, ids + given, (n_ids - given) * sizeof *ids);
+        n_ids -= given;
+        if (!s && n_ids == 0) s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run matches the selection", fa_store_path(s_st));
+    }
+    fa_store_copy_result res = {0};
+    if (!s) s = fa_store_copy_runs(ctx, s_st, d_st, ids, n_ids, &res);
+    if (s_st && d_st)
+        printf("%s: %zu run%s copied from %s to %s; %zu already there, %zu still running, %zu fused twins without "
+               "their baseline not copied\n",
+               verb, res.copied, res.copied == 1 ? "" : "s", fa_store_path(s_st), fa_store_path(d_st),
+               res.skipped_present, res.skipped_running, res.skipped_orphan_twins);
+    fa_arena_free(ar);
+    fa_store_close(d_st);
+    fa_store_close(s_st);
+    free(ids);
+    return s ? fa_cli_fail(ctx, s) : 0;
+}
+
+int fa_cmd_export_runs(fa_ctx *ctx, int argc, char **argv);
+int fa_cmd_export_runs(fa_ctx *ctx, int argc, char **argv) { return copy_runs(ctx, argc, argv, true); }
+int fa_cmd_import_runs(fa_ctx *ctx, int argc, char **argv);
+int fa_cmd_import_runs(fa_ctx *ctx, int argc, char **argv) { return copy_runs(ctx, argc, argv, false); }
