@@ -814,6 +814,13 @@ static void phase_epilogues(adv *A)
         fa_buf_init(&lab);
         fa_buf_puts(&lab, lo);
         if (bn >= 0) fa_buf_puts(&lab, "+bn");
+        /* Gemm/MatMul: view-only reshapes between the anchor and its post-ops (Gemm -> Reshape ->
+         * Add -> Relu as exporters write a Linear on 3-D activations) join when they keep the last
+         * dimension: the rows are the same elements in the same order, so the post-ops run on the
+         * anchor's own output, with operands that are full-shape, per-column or scalar. */
+        bool gemm_like = !strcmp(an->op_type, "Gemm") || !strcmp(an->op_type, "MatMul"), viewed = false;
+        int64_t cols = Y->rank >= 1 ? Y->dims[Y->rank - 1] : -1;
+        int n_kept = c->n; /* members up to the last post-op (trailing views are dropped) */
         while (c->n_post < MAX_POST) {
             const fa_tensor *T = g->tensors[cur];
             int tp = T->producer;
@@ -823,6 +830,15 @@ static void phase_epilogues(adv *A)
             if (nc == 0) break;
             if (nc == 1 && A->owner[cons[0]] < 0) {
                 const fa_node *cn = g->nodes[cons[0]];
+                const fa_tensor *V = fa_graph_out(g, cn, 0);
+                if (gemm_like && cn->op && cn->op->pattern == FA_PATTERN_INJECTIVE && (cn->op->flags & FA_OPF_ALIAS) && V &&
+                    V->dtype == FA_DTYPE_FLOAT && V->rank >= 1 && V->dims[V->rank - 1] == cols &&
+                    fa_tensor_numel(V) == fa_tensor_numel(T)) {
+                    if (!try_add(A, c->m, &c->n, cn->id, tp, cur)) break;
+                    viewed = true;
+                    cur = V->id;
+                    continue;
+                }
                 char wb[300];
                 fa_post_op spec;
                 const char *wc = NULL;
@@ -831,6 +847,19 @@ static void phase_epilogues(adv *A)
                     break;
                 }
                 int opnd = spec.operand;
+                if (viewed && opnd >= 0) {
+                    const fa_tensor *O = g->tensors[opnd];
+                    int64_t on = fa_tensor_numel(O);
+                    bool per_col = O->rank >= 1 && O->dims[O->rank - 1] == cols && on == cols;
+                    if (!(on == 1 || per_col || on == fa_tensor_numel(T))) {
+                        char a[64];
+                        why(A, tp, cn->id, cur, "shape-changing-epilogue",
+                            "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
+                            "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
+                            fa_tensor_shape_str(O, a, sizeof a), an->name);
+                        break;
+                    }
+                }
                 if (opnd >= 0) {
                     int op_p = g->tensors[opnd]->producer;
                     if (op_p >= 0 && A->pos[op_p] >= 0 && A->pos[op_p] > A->pos[aid]) {
@@ -843,6 +872,7 @@ static void phase_epilogues(adv *A)
                 }
                 if (!try_add(A, c->m, &c->n, cn->id, tp, cur)) break;
                 c->post[c->n_post++] = spec;
+                n_kept = c->n;
                 char shortop[32];
                 snprintf(shortop, sizeof shortop, "%s", cn->op_type);
                 for (char *q = shortop; *q; q++) *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
@@ -871,6 +901,7 @@ static void phase_epilogues(adv *A)
                         break;
                     }
                     c->post[c->n_post++] = (fa_post_op){ge.kind, ge.kind == FA_POST_OP_SWISH ? 1.0f : 0, 0, -1};
+                    n_kept = c->n;
                     fa_buf_printf(&lab, "+%s", ge.kind == FA_POST_OP_SWISH ? "silu" : fa_post_op_name(ge.kind));
                     cur = ge.output;
                     continue;
@@ -878,6 +909,8 @@ static void phase_epilogues(adv *A)
             }
             break;
         }
+        for (int i = n_kept; i < c->n; i++) A->inreg[c->m[i]] = 0; /* views no post-op followed */
+        c->n = n_kept;
         A->inreg[aid] = 0;
         if (bn >= 0) A->inreg[bn] = 0;
         clear_region(A, c->m, c->n);

@@ -312,14 +312,21 @@ static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n
                 goto fail;
             }
             const fa_tensor *B = fa_graph_in(g, n, k);
-            if (!B || B->dtype != FA_DTYPE_FLOAT || B->rank > Y->rank) {
+            /* Y is the shape the primitive computes; a Gemm/MatMul epilogue after a view of its
+             * output (advisor: view-only reshapes keeping the last dimension) has operands shaped
+             * like the view: a full one is read in the same element order, a per-column or scalar
+             * one loses its leading 1s */
+            int brank = B ? B->rank : 0, boff = 0;
+            bool full_numel = B && fa_tensor_numel(B) == fa_tensor_numel(Y);
+            while (B && !full_numel && brank > Y->rank && B->dims[boff] == 1) boff++, brank--;
+            if (!B || B->dtype != FA_DTYPE_FLOAT || (!full_numel && brank > Y->rank)) {
                 fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-op operand %d must be float32 of rank <= %d", n->name, k, Y->rank);
                 goto fail;
             }
             dnnl_dims_t bd;
             for (int d = 0; d < Y->rank; d++) {
-                int kb = d - (Y->rank - B->rank);
-                bd[d] = kb >= 0 ? B->dims[kb] : 1;
+                int kb = d - (Y->rank - brank);
+                bd[d] = full_numel ? Y->dims[d] : kb >= 0 ? B->dims[boff + kb] : 1;
                 if (bd[d] != 1 && bd[d] != Y->dims[d]) {
                     fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-op operand %d does not broadcast to the output", n->name, k);
                     goto fail;
@@ -628,18 +635,48 @@ fail:
     return FA_OK;
 }
 
+/* The shape a Gemm/MatMul primitive computes (rank r, dims) as a tensor for the post-ops: Yv
+ * itself when it has that shape; for a fused node, a view of it (the same number of elements, the
+ * same last dimension: the advisor lets an epilogue cross view-only reshapes of that kind) in
+ * *tmp. NULL with an error otherwise. */
+static const fa_tensor *computed_shape(fa_ctx *ctx, const fa_node *n, const fa_tensor *Yv, int r, const int64_t *dims,
+                                       fa_tensor *tmp)
+{
+    bool same = Yv->rank == r;
+    int64_t numel = 1;
+    for (int i = 0; i < r; i++) {
+        same = same && Yv->dims[i] == dims[i];
+        numel *= dims[i];
+    }
+    if (same) return Yv;
+    if (strcmp(n->domain, "ai.fuse-advise") || Yv->rank < 1 || fa_tensor_numel(Yv) != numel || Yv->dims[Yv->rank - 1] != dims[r - 1]) {
+        fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': output '%s' is neither the product's shape nor a view of it keeping "
+                     "its last dimension", n->name, Yv->name);
+        return NULL;
+    }
+    *tmp = *Yv;
+    tmp->rank = r;
+    for (int i = 0; i < r; i++) tmp->dims[i] = dims[i];
+    return tmp;
+}
+
 static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
 {
-    const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Y = fa_graph_out(g, n, 0);
-    if (A->rank < 2 || B->rank < 2 || Y->rank > 12) return FA_OK; /* 1-D operands: reference kernel */
-    int r = Y->rank;
+    const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Yv = fa_graph_out(g, n, 0);
+    if (A->rank < 2 || B->rank < 2 || A->rank > 12 || B->rank > 12) return FA_OK; /* 1-D operands: reference kernel */
+    /* the product's own shape (broadcast batch dims, M, N); a fused node's output may be a view
+     * of it keeping N (computed_shape) */
+    int r = A->rank > B->rank ? A->rank : B->rank;
     dnnl_dims_t ad, bd, yd;
     for (int i = 0; i < r; i++) {
         int ia = i - (r - A->rank), ib = i - (r - B->rank);
         ad[i] = ia >= 0 ? A->dims[ia] : 1;
         bd[i] = ib >= 0 ? B->dims[ib] : 1;
-        yd[i] = Y->dims[i];
+        yd[i] = i < r - 2 ? (ad[i] > bd[i] ? ad[i] : bd[i]) : i == r - 2 ? ad[i] : bd[i];
     }
+    fa_tensor Yc;
+    const fa_tensor *Y = computed_shape(ctx, n, Yv, r, yd, &Yc);
+    if (!Y) goto fail;
     dnnl_memory_desc_t amd, bmd, bany, ymd;
     dnnl_dims_t bstr;
     plain_strides(r, bd, bstr);
@@ -671,11 +708,15 @@ fail:
 static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
 {
     const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *C = fa_graph_in(g, n, 2),
-                    *Y = fa_graph_out(g, n, 0);
-    if (A->rank != 2 || B->rank != 2 || Y->rank != 2) return FA_OK;
+                    *Yv = fa_graph_out(g, n, 0);
+    if (A->rank != 2 || B->rank != 2 || (Yv->rank != 2 && strcmp(n->domain, "ai.fuse-advise"))) return FA_OK;
     if (fa_graph_opset(g, "") < 7 && fa_node_attr(n, "broadcast")) { /* legacy form: reference */ }
     int64_t ta = fa_node_attr_int(n, "transA", 0), tb = fa_node_attr_int(n, "transB", 0);
-    int64_t M = Y->dims[0], N = Y->dims[1], K = ta ? A->dims[0] : A->dims[1];
+    int64_t M = ta ? A->dims[1] : A->dims[0], N = tb ? B->dims[0] : B->dims[1], K = ta ? A->dims[0] : A->dims[1];
+    int64_t mn[2] = {M, N};
+    fa_tensor Yc;
+    const fa_tensor *Y = computed_shape(ctx, n, Yv, 2, mn, &Yc);
+    if (!Y) goto fail;
     dnnl_dims_t ad = {M, K}, bd = {K, N}, yd = {M, N}, astr, bstr, biasd = {1, N};
     astr[0] = ta ? 1 : K; astr[1] = ta ? M : 1;
     bstr[0] = tb ? 1 : N; bstr[1] = tb ? K : 1;

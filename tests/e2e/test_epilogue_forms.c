@@ -1,7 +1,7 @@
 /* tests/e2e/test_epilogue_forms — epilogues as exporters write them, each on a small model built
  * here: SiLU as x·Sigmoid(x), HardSwish as x·HardSigmoid(x) and as x·Clip(x+3,0,6)/6, GELU as its
  * erf and tanh subgraphs after a MatMul + bias, ReLU6 as Clip(0,6) after Conv + BN, and the
- * residual Add + Relu after Conv + BN. Each becomes one epilogue cluster with the typed post-ops
+ * residual Add + Relu after Conv + BN, MatMul/Gemm epilogues across a view-only Reshape. Each becomes one epilogue cluster with the typed post-ops
  * expected, and fa_apply verifies the fused oneDNN kernel numerically against the unfused ops
  * (the rounding-error bound of applier/bound.c). */
 #include <math.h>
@@ -256,6 +256,54 @@ static void test_conv_bn_residual_add_relu(void **s)
     expect_epilogue(g, want, 2, 0.0f);
 }
 
+/* x [6,32] -> MatMul W [32,16] -> Reshape [2,3,16] -> Add bias [16] -> Relu: the epilogue crosses
+ * the view (the last dimension kept), the bias stays a per-column operand */
+static void test_matmul_reshape_bias_relu(void **s)
+{
+    (void)s;
+    fa_graph *g = fa_graph_create("matmul_reshape_bias_relu");
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    int64_t xd[2] = {6, 32}, wd[2] = {32, 16}, bd[1] = {16}, sd[1] = {3}, shape[3] = {2, 3, 16};
+    tensor(g, "x", 2, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
+    int t = fa_graph_tensor(g, "shape");
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
+    assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    node(g, "MatMul", "x,w", "m");
+    node(g, "Reshape", "m,shape", "v");
+    node(g, "Add", "v,bias", "a");
+    node(g, "Relu", "a", "y");
+    finish(g, "y");
+    const fa_post_op_kind want[] = {FA_POST_OP_ADD, FA_POST_OP_RELU};
+    expect_epilogue(g, want, 2, 0.0f);
+}
+
+/* Gemm (bias C) -> Reshape [2,3,16] -> residual Add of a [2,3,16] input -> Relu */
+static void test_gemm_reshape_residual_add_relu(void **s)
+{
+    (void)s;
+    fa_graph *g = fa_graph_create("gemm_reshape_residual_relu");
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    int64_t xd[2] = {6, 32}, wd[2] = {32, 16}, bd[1] = {16}, sd[1] = {3}, shape[3] = {2, 3, 16}, rd[3] = {2, 3, 16};
+    tensor(g, "x", 2, xd, true);
+    tensor(g, "skip", 3, rd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "c", 1, bd, 2, -0.5f, 0.5f);
+    int t = fa_graph_tensor(g, "shape");
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
+    assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    node(g, "Gemm", "x,w,c", "m");
+    node(g, "Reshape", "m,shape", "v");
+    node(g, "Add", "v,skip", "a");
+    node(g, "Relu", "a", "y");
+    finish(g, "y");
+    const fa_post_op_kind want[] = {FA_POST_OP_ADD, FA_POST_OP_RELU};
+    expect_epilogue(g, want, 2, 0.0f);
+}
+
 static int setup(void **s)
 {
     (void)s;
@@ -280,6 +328,8 @@ int main(void)
         cmocka_unit_test(test_matmul_bias_gelu_tanh_subgraph),
         cmocka_unit_test(test_conv_bn_relu6_as_clip),
         cmocka_unit_test(test_conv_bn_residual_add_relu),
+        cmocka_unit_test(test_matmul_reshape_bias_relu),
+        cmocka_unit_test(test_gemm_reshape_residual_add_relu),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
