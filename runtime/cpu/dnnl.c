@@ -636,9 +636,9 @@ fail:
 }
 
 /* The shape a Gemm/MatMul primitive computes (rank r, dims) as a tensor for the post-ops: Yv
- * itself when it has that shape; for a fused node, a view of it (the same number of elements, the
- * same last dimension: the advisor lets an epilogue cross view-only reshapes of that kind) in
- * *tmp. NULL with an error otherwise. */
+ * itself when it has that shape; else Yv is a view of it (the same number of elements, the same
+ * last dimension: a fused node whose epilogue crossed a view-only reshape, or a MatMul computed as
+ * one 2-D product) and the computed shape is returned in *tmp. NULL with an error otherwise. */
 static const fa_tensor *computed_shape(fa_ctx *ctx, const fa_node *n, const fa_tensor *Yv, int r, const int64_t *dims,
                                        fa_tensor *tmp)
 {
@@ -649,7 +649,7 @@ static const fa_tensor *computed_shape(fa_ctx *ctx, const fa_node *n, const fa_t
         numel *= dims[i];
     }
     if (same) return Yv;
-    if (strcmp(n->domain, "ai.fuse-advise") || Yv->rank < 1 || fa_tensor_numel(Yv) != numel || Yv->dims[Yv->rank - 1] != dims[r - 1]) {
+    if (Yv->rank < 1 || fa_tensor_numel(Yv) != numel || Yv->dims[Yv->rank - 1] != dims[r - 1]) {
         fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': output '%s' is neither the product's shape nor a view of it keeping "
                      "its last dimension", n->name, Yv->name);
         return NULL;
@@ -673,6 +673,19 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         ad[i] = ia >= 0 ? A->dims[ia] : 1;
         bd[i] = ib >= 0 ? B->dims[ib] : 1;
         yd[i] = i < r - 2 ? (ad[i] > bd[i] ? ad[i] : bd[i]) : i == r - 2 ? ad[i] : bd[i];
+    }
+    if (B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && strcmp(n->domain, "ai.fuse-advise")) {
+        /* A [..., M, K] x B [K, N]: one [prod(...)*M, K] x [K, N] product (the same bytes), so
+         * oneDNN's brgemm gets 2-D weights it can keep pre-blocked (format_tag_any); with a
+         * batch dim it keeps them plain and repacks them on every call (3x slower, BERT's
+         * 768x3072 FFN weights, oneDNN 2.6). Not for fused nodes: their binary post-op operands
+         * are described at the output's rank. */
+        int64_t rows = 1;
+        for (int i = 0; i < r - 1; i++) rows *= ad[i];
+        ad[0] = rows, ad[1] = ad[r - 1];
+        bd[0] = bd[r - 2], bd[1] = bd[r - 1];
+        yd[0] = rows, yd[1] = yd[r - 1];
+        r = 2;
     }
     fa_tensor Yc;
     const fa_tensor *Y = computed_shape(ctx, n, Yv, r, yd, &Yc);
