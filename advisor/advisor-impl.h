@@ -10,14 +10,6 @@
  * constants that way). False when not such a value. */
 bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out);
 
-/* A decomposed GELU on tensor x: the node set (node ids, topological order), its output tensor
- * and which form. Recognised by evaluating the candidate subgraph (elementwise ops whose other
- * operands are scalar constants) at sample points against 0.5·x·(1+erf(x/√2)) and
- * 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³))): |f−ref| ≤ 1e-4·(|ref|+1e-2) at every point, so every
- * association and multiplication order, Pow(x,3) or x·x·x, and constants off by more than 1e-4
- * relative are told apart. All consumers of x and of every inner tensor must be in the set and
- * no inner tensor may be a graph output. `pos`: node id -> topological position, -1 for a
- * folded node (n_nodes entries). `taken` (may be NULL): node id -> claimed when >= 0. */
 /* Min-heap of ints (topological positions; duplicates allowed), growing on push; oom set when a
  * push could not grow it. Free v when done. */
 typedef struct fa_adv_heap {
@@ -27,19 +19,32 @@ typedef struct fa_adv_heap {
 void fa_adv_heap_push(fa_adv_heap *h, int v);
 int fa_adv_heap_pop(fa_adv_heap *h); /* smallest; h->n > 0 */
 
-typedef struct fa_adv_gelu {
+/* An activation written as a subgraph of elementwise ops on tensor x, as exporters write them:
+ * GELU (erf form 0.5·x·(1+erf(x/√2)), tanh form 0.5·x·(1+tanh(√(2/π)·(x+0.044715·x³)))), SiLU
+ * x·sigmoid(x) (also x/(1+exp(−x))), HardSwish x·min(max(x+3,0),6)/6 (x·HardSigmoid(x) with
+ * alpha 1/6, x·Clip(x+3,0,6)/6, x·Relu6(x+3)·(1/6), ...). Recognised by evaluating the candidate
+ * subgraph (elementwise ops whose other operands are scalar constants) at sample points on both
+ * sides of every kink against each function: |f−ref| ≤ 1e-4·(|ref|+1e-2) at every point, so every
+ * association and multiplication order, Pow(x,3) or x·x·x, and constants off by more than 1e-4
+ * relative are told apart (the GELU forms also by their Erf/Tanh node). All consumers of x and of
+ * every inner tensor must be in the set and no inner tensor may be a graph output. `pos`: node
+ * id -> topological position, -1 for a folded node (n_nodes entries). `taken` (may be NULL):
+ * node id -> claimed when >= 0. */
+typedef struct fa_adv_activation {
     int n;
-    int nodes[24];
+    int nodes[24];       /* node ids, topological order */
     int output;          /* tensor id */
-    bool tanh_form;
-} fa_adv_gelu;
-bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *taken, fa_adv_gelu *out);
+    fa_post_op_kind kind; /* GELU_ERF, GELU_TANH, SWISH (alpha 1), HARD_SWISH */
+} fa_adv_activation;
+/* kinds: the accepted kinds, bit (1u << kind) each. */
+bool fa_adv_match_activation(const fa_graph *g, const int *pos, int x, const int *taken, unsigned kinds,
+                             fa_adv_activation *out);
 
-/* Post-op for consumer node c of tensor t (the epilogue's current tensor): writes the spec
- * ("eltwise:relu", "binary:add", ...) into buf and the binary operand's tensor id into *operand
- * (-1 for eltwise). False with *why (static code) and a sentence in why_buf when not expressible. */
-bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_t cap, int *operand,
-                    const char **why, char *why_buf, size_t why_cap);
+/* Post-op for consumer node c of tensor t (the epilogue's current tensor): *out = {kind, alpha,
+ * beta, operand} with operand the binary operand's tensor id (-1 for a unary kind). False with
+ * *why (static code) and a sentence in why_buf when not expressible. */
+bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out, const char **why, char *why_buf,
+                    size_t why_cap);
 
 /* BN folding legality: true when bn can fold into its input's producer; otherwise *code and a
  * sentence. *producer set to the producer node id (or -1). */

@@ -58,8 +58,7 @@ typedef struct wcl {
     float eps;
     char label[128];
     int n_post;
-    char post[MAX_POST][48];
-    int post_in[MAX_POST];
+    fa_post_op post[MAX_POST]; /* operand: a tensor id of g */
     double recompute_ns;
     uint64_t horiz_bytes;     /* HORIZONTAL: bytes of the shared input */
 } wcl;
@@ -608,11 +607,11 @@ static void phase_reductions(adv *A)
                         if (pp && fa_adv_is_complex(pp) && A->owner[pp->id] < 0) {
                             const int *cc;
                             if (fa_graph_consumers(g, nd->inputs[k], &cc) != 1) continue;
-                            char b[48], wb[256];
-                            int opnd;
+                            char wb[256];
+                            fa_post_op po;
                             const char *wc;
-                            if (fa_adv_post_op(g, nd, nd->inputs[k], b, sizeof b, &opnd, &wc, wb, sizeof wb) &&
-                                (opnd < 0 || fa_tensor_numel(g->tensors[opnd]) != 1))
+                            if (fa_adv_post_op(g, nd, nd->inputs[k], &po, &wc, wb, sizeof wb) &&
+                                (po.operand < 0 || fa_tensor_numel(g->tensors[po.operand]) != 1))
                                 leave = true;
                         }
                     }
@@ -779,31 +778,6 @@ static bool anchor_supported(const fa_graph *g, const fa_node *n, char *why, siz
     return true;
 }
 
-/* SiLU written as x * Sigmoid(x): tensor x has exactly two consumers, a Sigmoid reading x and a Mul
- * of x and that Sigmoid's output (its only consumer), both free, float32, same shape as x. */
-static bool match_silu(const fa_graph *g, int x, const int *owner, int *sig, int *mul)
-{
-    const int *cons;
-    if (fa_graph_consumers(g, x, &cons) != 2) return false;
-    for (int k = 0; k < 2; k++) {
-        const fa_node *s = g->nodes[cons[k]], *m = g->nodes[cons[1 - k]];
-        if (strcmp(s->op_type, "Sigmoid") || strcmp(m->op_type, "Mul") || m->n_inputs != 2 || s->n_outputs < 1) continue;
-        if (owner[s->id] >= 0 || owner[m->id] >= 0) continue;
-        int so = s->outputs[0];
-        const int *sc;
-        if (so < 0 || fa_graph_consumers(g, so, &sc) != 1 || sc[0] != m->id) continue;
-        if (!((m->inputs[0] == x && m->inputs[1] == so) || (m->inputs[1] == x && m->inputs[0] == so))) continue;
-        const fa_tensor *Y = fa_graph_out(g, m, 0);
-        if (!Y || Y->dtype != FA_DTYPE_FLOAT) continue;
-        if (g->tensors[so]->flags & FA_TENSOR_GRAPH_OUTPUT) continue;
-        if (!same_shape(Y, g->tensors[x])) continue;
-        *sig = s->id;
-        *mul = m->id;
-        return true;
-    }
-    return false;
-}
-
 static void phase_epilogues(adv *A)
 {
     const fa_graph *g = A->g;
@@ -843,6 +817,13 @@ static void phase_epilogues(adv *A)
         fa_buf_init(&lab);
         fa_buf_puts(&lab, lo);
         if (bn >= 0) fa_buf_puts(&lab, "+bn");
+        /* Gemm/MatMul: view-only reshapes between the anchor and its post-ops (Gemm -> Reshape ->
+         * Add -> Relu as exporters write a Linear on 3-D activations) join when they keep the last
+         * dimension: the rows are the same elements in the same order, so the post-ops run on the
+         * anchor's own output, with operands that are full-shape, per-column or scalar. */
+        bool gemm_like = !strcmp(an->op_type, "Gemm") || !strcmp(an->op_type, "MatMul"), viewed = false;
+        int64_t cols = Y->rank >= 1 ? Y->dims[Y->rank - 1] : -1;
+        int n_kept = c->n; /* members up to the last post-op (trailing views are dropped) */
         while (c->n_post < MAX_POST) {
             const fa_tensor *T = g->tensors[cur];
             int tp = T->producer;
@@ -852,12 +833,35 @@ static void phase_epilogues(adv *A)
             if (nc == 0) break;
             if (nc == 1 && A->owner[cons[0]] < 0) {
                 const fa_node *cn = g->nodes[cons[0]];
-                char spec[48], wb[300];
-                int opnd;
+                const fa_tensor *V = fa_graph_out(g, cn, 0);
+                if (gemm_like && cn->op && cn->op->pattern == FA_PATTERN_INJECTIVE && (cn->op->flags & FA_OPF_ALIAS) && V &&
+                    V->dtype == FA_DTYPE_FLOAT && V->rank >= 1 && V->dims[V->rank - 1] == cols &&
+                    fa_tensor_numel(V) == fa_tensor_numel(T)) {
+                    if (!try_add(A, c->m, &c->n, cn->id, tp, cur)) break;
+                    viewed = true;
+                    cur = V->id;
+                    continue;
+                }
+                char wb[300];
+                fa_post_op spec;
                 const char *wc = NULL;
-                if (!fa_adv_post_op(g, cn, cur, spec, sizeof spec, &opnd, &wc, wb, sizeof wb)) {
+                if (!fa_adv_post_op(g, cn, cur, &spec, &wc, wb, sizeof wb)) {
                     if (wc && strcmp(wc, "not-a-post-op")) why(A, tp, cn->id, cur, wc, "%s", wb);
                     break;
+                }
+                int opnd = spec.operand;
+                if (viewed && opnd >= 0) {
+                    const fa_tensor *O = g->tensors[opnd];
+                    int64_t on = fa_tensor_numel(O);
+                    bool per_col = O->rank >= 1 && O->dims[O->rank - 1] == cols && on == cols;
+                    if (!(on == 1 || per_col || on == fa_tensor_numel(T))) {
+                        char a[64];
+                        why(A, tp, cn->id, cur, "shape-changing-epilogue",
+                            "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
+                            "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
+                            fa_tensor_shape_str(O, a, sizeof a), an->name);
+                        break;
+                    }
                 }
                 if (opnd >= 0) {
                     int op_p = g->tensors[opnd]->producer;
@@ -870,21 +874,26 @@ static void phase_epilogues(adv *A)
                     }
                 }
                 if (!try_add(A, c->m, &c->n, cn->id, tp, cur)) break;
-                snprintf(c->post[c->n_post], sizeof c->post[0], "%s", spec);
-                c->post_in[c->n_post++] = opnd;
+                c->post[c->n_post++] = spec;
+                n_kept = c->n;
                 char shortop[32];
                 snprintf(shortop, sizeof shortop, "%s", cn->op_type);
                 for (char *q = shortop; *q; q++) *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
-                fa_buf_printf(&lab, "+%s", !strncmp(spec, "eltwise:gelu", 12) ? spec + 8 : shortop);
+                fa_buf_printf(&lab, "+%s", spec.kind == FA_POST_OP_GELU_ERF || spec.kind == FA_POST_OP_GELU_TANH
+                                               ? fa_post_op_name(spec.kind) : shortop);
                 cur = cn->outputs[0];
                 continue;
             }
             if (nc > 1) {
-                fa_adv_gelu ge;
-                if (fa_adv_match_gelu(g, A->pos, cur, A->owner, &ge)) {
+                fa_adv_activation ge;
+                unsigned kinds = 1u << FA_POST_OP_GELU_ERF | 1u << FA_POST_OP_GELU_TANH | 1u << FA_POST_OP_SWISH |
+                                 1u << FA_POST_OP_HARD_SWISH;
+                if (fa_adv_match_activation(g, A->pos, cur, A->owner, kinds, &ge)) {
+                    /* GELU, SiLU or HardSwish as the exporter wrote it: one post-op (SiLU is
+                     * oneDNN's swish with alpha 1, dnnl_eltwise_swish) */
                     if (c->n + ge.n > A->opt.max_ops) {
-                        why(A, tp, cons[0], cur, "cap", "the decomposed GELU (%d ops) would exceed --max-ops %d", ge.n,
-                            A->opt.max_ops);
+                        why(A, tp, cons[0], cur, "cap", "the decomposed %s (%d ops) would exceed --max-ops %d",
+                            fa_post_op_name(ge.kind), ge.n, A->opt.max_ops);
                         break;
                     }
                     int n0 = c->n;
@@ -894,33 +903,17 @@ static void phase_epilogues(adv *A)
                         c->n = n0;
                         break;
                     }
-                    snprintf(c->post[c->n_post], sizeof c->post[0], "eltwise:%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf");
-                    c->post_in[c->n_post++] = -1;
-                    fa_buf_printf(&lab, "+%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf");
+                    c->post[c->n_post++] = (fa_post_op){ge.kind, ge.kind == FA_POST_OP_SWISH ? 1.0f : 0, 0, -1};
+                    n_kept = c->n;
+                    fa_buf_printf(&lab, "+%s", ge.kind == FA_POST_OP_SWISH ? "silu" : fa_post_op_name(ge.kind));
                     cur = ge.output;
-                    continue;
-                }
-                int sg, mu;
-                if (match_silu(g, cur, A->owner, &sg, &mu)) {
-                    /* SiLU x * sigmoid(x): oneDNN's swish post-op with alpha 1 (dnnl_eltwise_swish) */
-                    int n0 = c->n;
-                    c->m[c->n++] = sg;
-                    c->m[c->n++] = mu;
-                    A->inreg[sg] = A->inreg[mu] = 1;
-                    if (c->n > A->opt.max_ops || region_has_cycle(A, c->m, c->n)) {
-                        for (int i = n0; i < c->n; i++) A->inreg[c->m[i]] = 0;
-                        c->n = n0;
-                        break;
-                    }
-                    snprintf(c->post[c->n_post], sizeof c->post[0], "eltwise:swish:1");
-                    c->post_in[c->n_post++] = -1;
-                    fa_buf_puts(&lab, "+silu");
-                    cur = g->nodes[mu]->outputs[0];
                     continue;
                 }
             }
             break;
         }
+        for (int i = n_kept; i < c->n; i++) A->inreg[c->m[i]] = 0; /* views no post-op followed */
+        c->n = n_kept;
         A->inreg[aid] = 0;
         if (bn >= 0) A->inreg[bn] = 0;
         clear_region(A, c->m, c->n);
@@ -1007,17 +1000,18 @@ static void phase_chains(adv *A)
     const fa_graph *g = A->g;
     /* standalone decomposed GELU first */
     for (int t = 0; t < g->n_tensors; t++) {
-        fa_adv_gelu ge;
+        fa_adv_activation ge;
         const int *cons;
         if (fa_graph_consumers(g, t, &cons) < 2) continue;
-        if (!fa_adv_match_gelu(g, A->pos, t, A->owner, &ge)) continue;
+        if (!fa_adv_match_activation(g, A->pos, t, A->owner, 1u << FA_POST_OP_GELU_ERF | 1u << FA_POST_OP_GELU_TANH, &ge))
+            continue;
         if (ge.n > A->opt.max_ops) continue;
         wcl *c = new_cluster(A, FA_CLUSTER_ELEMWISE_CHAIN);
         if (!c) return;
         memcpy(c->m, ge.nodes, sizeof(int) * (size_t)ge.n);
         c->n = ge.n;
         grow_chain(A, c);
-        snprintf(c->label, sizeof c->label, "%s%s", ge.tanh_form ? "gelu_tanh" : "gelu_erf", c->n > ge.n ? "+elementwise" : "");
+        snprintf(c->label, sizeof c->label, "%s%s", fa_post_op_name(ge.kind), c->n > ge.n ? "+elementwise" : "");
         commit_cluster(A);
     }
     for (int p = 0; p < g->n_topo; p++) {
@@ -1402,7 +1396,7 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         if (w->kind == FA_CLUSTER_EPILOGUE) {
             /* only the post-ops' extra operands are new reads for the anchor's kernel */
             bool operand = false;
-            for (int k = 0; k < w->n_post; k++) operand |= w->post_in[k] == c->inputs[i];
+            for (int k = 0; k < w->n_post; k++) operand |= w->post[k].operand == c->inputs[i];
             if (!operand) continue;
         }
         ext_in += (double)fa_tensor_bytes(t);
@@ -1479,7 +1473,11 @@ static void plan_hash(fa_plan *p, const fa_graph *g)
                       c->label, c->anchor, c->depends_on, fa_reduction_kind_name(c->reduction), c->reduce_axis, c->epsilon);
         for (int k = 0; k < c->n_members; k++) fa_buf_printf(&b, " %d", c->members[k]);
         fa_buf_puts(&b, " post");
-        for (int k = 0; k < c->n_post_ops; k++) fa_buf_printf(&b, " %s@%d", c->post_ops[k], c->post_op_inputs[k]);
+        for (int k = 0; k < c->n_post_ops; k++) {
+            char po[64];
+            fa_post_op_format(&c->post_ops[k], po, sizeof po);
+            fa_buf_printf(&b, " %s@%d", po, c->post_ops[k].operand);
+        }
         fa_buf_printf(&b, " status %s\n", fa_cluster_status_name(c->status));
     }
     fa_sha256_hex(b.data ? b.data : "", b.len, p->hash);
@@ -1565,9 +1563,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->label = fa_arena_strdup(A.ar, w->label);
         c->depends_on = w->depends_on;
         c->n_post_ops = w->n_post;
-        c->post_ops = fa_arena_alloc(A.ar, sizeof(char *) * (size_t)(w->n_post + 1));
-        c->post_op_inputs = arena_ints(A.ar, w->post_in, w->n_post);
-        for (int k = 0; k < w->n_post && c->post_ops; k++) c->post_ops[k] = fa_arena_strdup(A.ar, w->post[k]);
+        c->post_ops = fa_arena_alloc(A.ar, sizeof(fa_post_op) * (size_t)(w->n_post + 1));
+        if (c->post_ops && w->n_post) memcpy(c->post_ops, w->post, sizeof(fa_post_op) * (size_t)w->n_post);
         io_of(&A, w, c, tmp);
         c->saved_bytes = saved_bytes_of(&A, w);
         c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
@@ -1666,11 +1663,14 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 /* ---- store ---- */
 
 /* The store's row of cluster c (strings, ids and post-ops borrowed from c; post_ops is the
- * caller's array of c->n_post_ops rows, filled here). */
-static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops)
+ * caller's array of c->n_post_ops rows, filled here, their specs the readable renderings written
+ * into the caller's spec[c->n_post_ops]). */
+static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops, char (*spec)[64])
 {
-    for (int k = 0; k < c->n_post_ops && post_ops; k++)
-        post_ops[k] = (fa_post_op_row){c->post_ops[k], c->post_op_inputs[k]};
+    for (int k = 0; k < c->n_post_ops && post_ops; k++) {
+        fa_post_op_format(&c->post_ops[k], spec[k], sizeof spec[k]);
+        post_ops[k] = (fa_post_op_row){spec[k], c->post_ops[k].operand};
+    }
     fa_cluster_row r = {
         .id = c->id,
         .kind = fa_cluster_kind_name(c->kind),
@@ -1713,11 +1713,12 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
     for (int i = 0; i < p->n_clusters; i++) n_post += p->clusters[i].n_post_ops;
     fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
     fa_post_op_row *po = malloc(sizeof *po * (size_t)(n_post + 1));
+    char(*spec)[64] = malloc(sizeof *spec * (size_t)(n_post + 1)); /* the rows' readable renderings */
     fa_why_not_row *wr = malloc(sizeof *wr * (size_t)(p->n_why_not + 1));
     fa_status s = FA_OK;
-    if (!cr || !po || !wr) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan");
+    if (!cr || !po || !spec || !wr) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan");
     for (int i = 0, k = 0; i < p->n_clusters && !s; k += p->clusters[i].n_post_ops, i++)
-        cr[i] = cluster_row(&p->clusters[i], po + k);
+        cr[i] = cluster_row(&p->clusters[i], po + k, spec + k);
     for (int i = 0; i < p->n_why_not && !s; i++) {
         const fa_why_not *w = &p->why_not[i];
         wr[i] = (fa_why_not_row){w->producer, w->consumer, w->tensor, w->code, w->reason};
@@ -1728,6 +1729,7 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
     if (!s) s = fa_store_put_plan(ctx, st, p->run_id, &pr, cr, p->n_clusters, wr, p->n_why_not, &plan_id);
     free(cr);
     free(po);
+    free(spec);
     free(wr);
     if (!s) p->plan_id = plan_id;
     return s;
@@ -1739,7 +1741,7 @@ fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
     fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
     if (!cr) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan's verdicts");
-    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i], NULL);
+    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i], NULL, NULL);
     fa_status s = fa_store_put_cluster_verdicts(ctx, st, p->run_id, p->plan_id, cr, p->n_clusters);
     free(cr);
     return s;

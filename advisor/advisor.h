@@ -7,6 +7,7 @@
 
 #include "analyzer/analyzer.h"
 #include "graph/graph.h"
+#include "graph/post_op.h"
 #include "runtime/runtime.h"
 #include "store/store.h"
 
@@ -90,14 +91,12 @@ typedef struct fa_cluster {
                                   "gelu_tanh", "elementwise", "horizontal(3)" ... (arena) */
     int depends_on;            /* index in plan->clusters of a cluster that must be applied
                                   first (EPILOGUE after the BN_FOLD of its anchor), -1 none */
-    /* EPILOGUE: the post-ops to append to the anchor, in order, in runtime/cpu/dnnl.c
-     * build_post_ops syntax WITHOUT the operand index for binary steps: "eltwise:relu",
-     * "eltwise:leaky_relu:0.1", "eltwise:clip:0:6", "eltwise:gelu_erf", "binary:add", ...
-     * The applier appends the binary operand post_op_inputs[i] to the fused node's inputs and
-     * writes "binary:add:K" with K = its input index there. */
+    /* EPILOGUE: the post-ops to append to the anchor, in order (graph/post_op.h): {RELU},
+     * {CLIP, 0, 6}, {GELU_ERF}, {ADD, operand = the tensor id of the addend}, ... The applier
+     * appends each binary operand to the fused node's inputs and writes the list onto it with
+     * the operand as that input index (fa_post_ops_set_node). */
     int n_post_ops;
-    const char **post_ops;     /* arena strings */
-    int *post_op_inputs;       /* tensor id of the binary operand, -1 for eltwise steps */
+    fa_post_op *post_ops;      /* arena */
 } fa_cluster;
 
 /* An edge that could have fused and did not. */

@@ -71,12 +71,13 @@ bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out)
     return scalar_rec(g, tid, out, 0);
 }
 
-/* ---- decomposed GELU ---- */
+/* ---- activations written as subgraphs (GELU, SiLU, HardSwish) ---- */
 
-static bool gelu_op(const char *op)
+static bool activation_op(const char *op)
 {
-    static const char *const ok[] = {"Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh", "Sqrt", "Sum",
-                                     "Neg", "Reciprocal", "Cast", "Identity"};
+    static const char *const ok[] = {"Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh", "Sqrt", "Sum", "Neg",
+                                     "Reciprocal", "Cast", "Identity", "Sigmoid", "Exp", "HardSigmoid", "Clip",
+                                     "Relu", "Max", "Min"};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
         if (!strcmp(op, ok[i])) return true;
     return false;
@@ -92,16 +93,19 @@ static bool same_shape(const fa_tensor *a, const fa_tensor *b)
 
 /* Evaluate the subgraph (nodes S[0..n) in topological order) at x = xv; tensor values in val[]
  * indexed by position (tid -> slot through map). Returns the value of tensor `y`. */
-static bool gelu_eval(const fa_graph *g, const int *S, int n, int x, int y, double xv, double *out)
+static bool activation_eval(const fa_graph *g, const int *S, int n, int x, int y, double xv, double *out)
 {
     double val[24];
     int tid[24];
     for (int k = 0; k < n; k++) {
         const fa_node *nd = g->nodes[S[k]];
         double in[8];
+        bool have[8] = {false};
         int ni = nd->n_inputs < 8 ? nd->n_inputs : 8;
         for (int i = 0; i < ni; i++) {
             int t = nd->inputs[i];
+            if (t < 0) continue; /* an omitted optional input (Clip's bounds) */
+            have[i] = true;
             if (t == x) { in[i] = xv; continue; }
             int j;
             for (j = 0; j < k; j++)
@@ -109,6 +113,7 @@ static bool gelu_eval(const fa_graph *g, const int *S, int n, int x, int y, doub
             if (j < k) { in[i] = val[j]; continue; }
             if (!fa_adv_scalar_value(g, t, &in[i])) return false;
         }
+        if (ni < 1 || !have[0]) return false;
         const char *op = nd->op_type;
         double r;
         if (!strcmp(op, "Add")) r = in[0] + in[1];
@@ -123,7 +128,25 @@ static bool gelu_eval(const fa_graph *g, const int *S, int n, int x, int y, doub
         else if (!strcmp(op, "Reciprocal")) r = 1.0 / in[0];
         else if (!strcmp(op, "Cast") || !strcmp(op, "Identity")) r = in[0];
         else if (!strcmp(op, "Sum")) { r = 0; for (int i = 0; i < ni; i++) r += in[i]; }
-        else return false;
+        else if (!strcmp(op, "Sigmoid")) r = 1.0 / (1.0 + exp(-in[0]));
+        else if (!strcmp(op, "Exp")) r = exp(in[0]);
+        else if (!strcmp(op, "Relu")) r = in[0] > 0 ? in[0] : 0;
+        else if (!strcmp(op, "HardSigmoid")) {
+            r = fa_node_attr_float(nd, "alpha", 0.2f) * in[0] + fa_node_attr_float(nd, "beta", 0.5f);
+            r = r < 0 ? 0 : r > 1 ? 1 : r;
+        } else if (!strcmp(op, "Clip")) {
+            double lo = -INFINITY, hi = INFINITY;
+            if (nd->opset < 11) {
+                lo = fa_node_attr_float(nd, "min", -FLT_MAX);
+                hi = fa_node_attr_float(nd, "max", FLT_MAX);
+            } else {
+                if (ni > 1 && have[1]) lo = in[1];
+                if (ni > 2 && have[2]) hi = in[2];
+            }
+            r = in[0] < lo ? lo : in[0] > hi ? hi : in[0];
+        } else if ((!strcmp(op, "Max") || !strcmp(op, "Min")) && ni == 2 && have[1]) {
+            r = !strcmp(op, "Max") ? (in[0] > in[1] ? in[0] : in[1]) : (in[0] < in[1] ? in[0] : in[1]);
+        } else return false;
         val[k] = r;
         tid[k] = nd->outputs[0];
         if (tid[k] == y) { *out = r; return true; }
@@ -131,10 +154,16 @@ static bool gelu_eval(const fa_graph *g, const int *S, int n, int x, int y, doub
     return false;
 }
 
-static double gelu_ref(double x, bool tanh_form)
+/* The reference functions (onnx/docs/Operators.md: Gelu, HardSwish; SiLU = Swish with alpha 1). */
+static double activation_ref(fa_post_op_kind k, double x)
 {
-    if (!tanh_form) return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
-    return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    switch (k) {
+    case FA_POST_OP_GELU_ERF: return 0.5 * x * (1.0 + erf(x / sqrt(2.0)));
+    case FA_POST_OP_GELU_TANH: return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)));
+    case FA_POST_OP_SWISH: return x / (1.0 + exp(-x));
+    case FA_POST_OP_HARD_SWISH: return x * fmin(fmax(x + 3.0, 0.0), 6.0) / 6.0;
+    default: return NAN;
+    }
 }
 
 void fa_adv_heap_push(fa_adv_heap *h, int v)
@@ -175,7 +204,8 @@ static void offer_consumers(const fa_graph *g, const int *pos, int t, int after,
         if (pos[cons[k]] > after) fa_adv_heap_push(h, pos[cons[k]]);
 }
 
-bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *taken, fa_adv_gelu *out)
+bool fa_adv_match_activation(const fa_graph *g, const int *pos, int x, const int *taken, unsigned kinds,
+                             fa_adv_activation *out)
 {
     const fa_tensor *X = g->tensors[x];
     if (X->dtype != FA_DTYPE_FLOAT || X->rank < 0 || (X->flags & FA_TENSOR_GRAPH_OUTPUT)) return false;
@@ -199,7 +229,7 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
             cursor = p;
             const fa_node *nd = g->nodes[g->topo[p]];
             if (taken && taken[nd->id] >= 0) continue;
-            if (!gelu_op(nd->op_type) || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
+            if (!activation_op(nd->op_type) || nd->n_outputs != 1 || nd->outputs[0] < 0) continue;
             bool in_s = false;
             for (int k = 0; k < n; k++)
                 if (S[k] == nd->id) in_s = true;
@@ -209,6 +239,7 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
             bool linked = false, ok = true;
             for (int i = 0; i < nd->n_inputs && ok; i++) {
                 int t = nd->inputs[i];
+                if (t < 0 && i > 0 && !strcmp(nd->op_type, "Clip")) continue; /* an omitted bound */
                 if (t < 0) { ok = false; break; }
                 if (t == x) { linked = true; continue; }
                 bool from_s = false;
@@ -225,7 +256,7 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
         }
     }
     free(h.v);
-    if (h.oom || n < 3) return false;
+    if (h.oom || n < 2) return false;
     /* keep S in topological order */
     int pos_of[24];
     for (int k = 0; k < n; k++) pos_of[k] = pos[S[k]];
@@ -234,9 +265,10 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
             int t = pos_of[j]; pos_of[j] = pos_of[j - 1]; pos_of[j - 1] = t;
             t = S[j]; S[j] = S[j - 1]; S[j - 1] = t;
         }
-    static const double xs[] = {-3.1, -1.7, -0.6, -0.05, 0.3, 0.9, 1.6, 2.8};
-    /* latest output first: the largest GELU */
-    for (int cand = n - 1; cand >= 2; cand--) {
+    /* both sides of HardSwish's kinks at -3 and 3, GELU's and SiLU's curved range */
+    static const double xs[] = {-5.2, -3.1, -1.7, -0.6, -0.05, 0.3, 0.9, 1.6, 2.8, 3.4, 6.3};
+    /* latest output first: the largest activation */
+    for (int cand = n - 1; cand >= 1; cand--) {
         int y = g->nodes[S[cand]]->outputs[0];
         /* ancestors of y inside S */
         bool in_sub[24] = {false};
@@ -251,7 +283,7 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
         int sub[24], m = 0;
         for (int k = 0; k <= cand; k++)
             if (in_sub[k]) sub[m++] = S[k];
-        if (m < 3) continue;
+        if (m < 2) continue;
         /* every consumer of x and of every inner tensor inside the subgraph */
         bool closed = true;
         const int *cons;
@@ -280,18 +312,26 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
             if (!strcmp(g->nodes[sub[k]]->op_type, "Erf")) has_erf = true;
             if (!strcmp(g->nodes[sub[k]]->op_type, "Tanh")) has_tanh = true;
         }
-        if (has_erf == has_tanh) continue;
-        bool match = true;
-        for (size_t i = 0; i < sizeof xs / sizeof xs[0] && match; i++) {
-            double v, ref = gelu_ref(xs[i], has_tanh);
-            if (!gelu_eval(g, sub, m, x, y, xs[i], &v) || !(fabs(v - ref) <= 1e-4 * (fabs(ref) + 1e-2))) match = false;
+        static const fa_post_op_kind cands[] = {FA_POST_OP_GELU_ERF, FA_POST_OP_GELU_TANH, FA_POST_OP_SWISH,
+                                                FA_POST_OP_HARD_SWISH};
+        for (size_t ci = 0; ci < sizeof cands / sizeof cands[0]; ci++) {
+            fa_post_op_kind k = cands[ci];
+            if (!(kinds & (1u << k))) continue;
+            /* a GELU form is told by its Erf / Tanh node as well as by its values */
+            if ((k == FA_POST_OP_GELU_ERF && (!has_erf || has_tanh)) || (k == FA_POST_OP_GELU_TANH && (!has_tanh || has_erf)))
+                continue;
+            bool match = true;
+            for (size_t i = 0; i < sizeof xs / sizeof xs[0] && match; i++) {
+                double v, ref = activation_ref(k, xs[i]);
+                if (!activation_eval(g, sub, m, x, y, xs[i], &v) || !(fabs(v - ref) <= 1e-4 * (fabs(ref) + 1e-2))) match = false;
+            }
+            if (!match) continue;
+            out->n = m;
+            memcpy(out->nodes, sub, sizeof(int) * (size_t)m);
+            out->output = y;
+            out->kind = k;
+            return true;
         }
-        if (!match) continue;
-        out->n = m;
-        memcpy(out->nodes, sub, sizeof(int) * (size_t)m);
-        out->output = y;
-        out->tanh_form = has_tanh;
-        return true;
     }
     return false;
 }
@@ -307,10 +347,10 @@ static bool const_scalar_f(const fa_graph *g, const fa_node *n, int i, double *v
     return true;
 }
 
-bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_t cap, int *operand,
-                    const char **why, char *why_buf, size_t why_cap)
+bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out, const char **why, char *why_buf,
+                    size_t why_cap)
 {
-    *operand = -1;
+    *out = (fa_post_op){FA_POST_OP_RELU, 0, 0, -1};
     const char *op = c->op_type;
     const fa_tensor *T = g->tensors[t], *Y = fa_graph_out(g, c, 0);
     if (!Y || Y->dtype != FA_DTYPE_FLOAT || T->dtype != FA_DTYPE_FLOAT) {
@@ -342,17 +382,27 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_
                 return false;
             }
     }
-    if (!strcmp(op, "Relu")) snprintf(buf, cap, "eltwise:relu");
-    else if (!strcmp(op, "LeakyRelu")) snprintf(buf, cap, "eltwise:leaky_relu:%.9g", fa_node_attr_float(c, "alpha", 0.01f));
-    else if (!strcmp(op, "Sigmoid")) snprintf(buf, cap, "eltwise:sigmoid");
-    else if (!strcmp(op, "Tanh")) snprintf(buf, cap, "eltwise:tanh");
-    else if (!strcmp(op, "Elu")) snprintf(buf, cap, "eltwise:elu:%.9g", fa_node_attr_float(c, "alpha", 1.0f));
-    else if (!strcmp(op, "HardSwish")) snprintf(buf, cap, "eltwise:hardswish");
-    else if (!strcmp(op, "Mish")) snprintf(buf, cap, "eltwise:mish");
-    else if (!strcmp(op, "Softplus")) snprintf(buf, cap, "eltwise:softplus");
-    else if (!strcmp(op, "Gelu")) {
+    /* the unary ops whose post-op is the op itself (graph/post_op.h names the parameters) */
+    static const struct {
+        const char *onnx;
+        fa_post_op_kind kind;
+        const char *alpha; /* the float attribute carried as alpha, NULL: none */
+        float alpha_default;
+    } unary[] = {
+        {"Relu", FA_POST_OP_RELU, NULL, 0},       {"LeakyRelu", FA_POST_OP_LEAKY_RELU, "alpha", 0.01f},
+        {"Sigmoid", FA_POST_OP_SIGMOID, NULL, 0}, {"Tanh", FA_POST_OP_TANH, NULL, 0},
+        {"Elu", FA_POST_OP_ELU, "alpha", 1.0f},   {"HardSwish", FA_POST_OP_HARD_SWISH, NULL, 0},
+        {"Mish", FA_POST_OP_MISH, NULL, 0},       {"Softplus", FA_POST_OP_SOFTPLUS, NULL, 0},
+    };
+    for (size_t i = 0; i < sizeof unary / sizeof unary[0]; i++)
+        if (!strcmp(op, unary[i].onnx)) {
+            out->kind = unary[i].kind;
+            out->alpha = unary[i].alpha ? fa_node_attr_float(c, unary[i].alpha, unary[i].alpha_default) : 0;
+            return true;
+        }
+    if (!strcmp(op, "Gelu")) {
         const char *ap = fa_node_attr_string(c, "approximate", "none");
-        snprintf(buf, cap, "%s", !strcmp(ap, "tanh") ? "eltwise:gelu_tanh" : "eltwise:gelu_erf");
+        out->kind = !strcmp(ap, "tanh") ? FA_POST_OP_GELU_TANH : FA_POST_OP_GELU_ERF;
     } else if (!strcmp(op, "Clip")) {
         double lo = -FLT_MAX, hi = FLT_MAX;
         if (c->opset < 11) {
@@ -369,7 +419,7 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_
                 return false;
             }
         }
-        snprintf(buf, cap, "eltwise:clip:%.9g:%.9g", lo, hi);
+        *out = (fa_post_op){FA_POST_OP_CLIP, (float)lo, (float)hi, -1};
     } else if (!strcmp(op, "Add") || !strcmp(op, "Sub") || !strcmp(op, "Mul") || !strcmp(op, "Div") ||
                ((!strcmp(op, "Max") || !strcmp(op, "Min") || !strcmp(op, "Sum")) && c->n_inputs == 2)) {
         if (!strcmp(op, "Sum")) op = "Add"; /* two-input Sum (old exporters' residual add) */
@@ -399,12 +449,14 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_
                      op, c->name, fa_tensor_shape_str(B, a, sizeof a), fa_tensor_shape_str(Y, b2, sizeof b2));
             return false;
         }
-        char lower[8];
-        size_t L = strlen(op);
-        for (size_t i = 0; i <= L && i < sizeof lower; i++) lower[i] = (char)(op[i] >= 'A' && op[i] <= 'Z' ? op[i] + 32 : op[i]);
-        lower[sizeof lower - 1] = 0;
-        snprintf(buf, cap, "binary:%s", lower);
-        *operand = c->inputs[k];
+        static const struct {
+            const char *onnx;
+            fa_post_op_kind kind;
+        } binary[] = {{"Add", FA_POST_OP_ADD}, {"Sub", FA_POST_OP_SUB}, {"Mul", FA_POST_OP_MUL},
+                      {"Div", FA_POST_OP_DIV}, {"Max", FA_POST_OP_MAX}, {"Min", FA_POST_OP_MIN}};
+        for (size_t i = 0; i < sizeof binary / sizeof binary[0]; i++)
+            if (!strcmp(op, binary[i].onnx)) out->kind = binary[i].kind;
+        out->operand = c->inputs[k];
     } else {
         *why = "not-a-post-op";
         snprintf(why_buf, why_cap, "%s '%s' has no oneDNN post-op equivalent", op, c->name);

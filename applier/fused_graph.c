@@ -169,32 +169,25 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
         if (ni < 3) ni = 3;
         ins[2] = b_name;
     }
-    const char *post[40];
+    fa_post_op post[40];
     int np = 0;
-    char post_buf[40][64];
     if (inject == 1 + FA_APPLY_DEFECT_WEIGHT || inject == 1 + FA_APPLY_DEFECT_BIAS) {
         if (defect_param(ctx, dst, anchor, ins, &ni, inject - 1)) return NULL;
     }
     if (epi) {
         int n_post = epi->n_post_ops - (inject == 1 + FA_APPLY_DEFECT_DROP_POST_OP && epi->n_post_ops > 0);
         for (int k = 0; k < n_post && np < 38; k++) {
-            int tid = epi->post_op_inputs ? epi->post_op_inputs[k] : -1;
-            if (tid >= 0) {
+            post[np] = epi->post_ops[k];
+            int tid = post[np].operand;
+            if (tid >= 0) { /* the operand becomes an input of the fused node; the post-op names its index */
                 const fa_tensor *t = g->tensors[tid];
                 if (copy_tensor(ctx, dst, t) < 0) return NULL;
-                snprintf(post_buf[np], sizeof post_buf[np], "%s:%d", epi->post_ops[k], ni);
+                post[np].operand = ni;
                 ins[ni++] = t->name;
-            } else {
-                snprintf(post_buf[np], sizeof post_buf[np], "%s", epi->post_ops[k]);
             }
-            post[np] = post_buf[np];
             np++;
         }
-        if (inject == 1 + FA_APPLY_DEFECT_ADD_ONE) {
-            snprintf(post_buf[np], sizeof post_buf[np], "eltwise:linear:1:1");
-            post[np] = post_buf[np];
-            np++;
-        }
+        if (inject == 1 + FA_APPLY_DEFECT_ADD_ONE) post[np++] = (fa_post_op){FA_POST_OP_LINEAR, 1.0f, 1.0f, -1};
     }
     const char *outs[1] = {out_name};
     int ot = fa_graph_find_tensor(g, out_name);
@@ -213,7 +206,7 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
         if (gemm_folded && !strcmp(anchor->attrs[a].name, "beta")) continue; /* folded C carries beta */
         if (!fa_node_copy_attr(dst, n, &anchor->attrs[a])) return NULL;
     }
-    if (np && !fa_node_add_attr_strings(dst, n, "post_ops", post, np)) return NULL;
+    if (np && !fa_post_ops_set_node(dst, n, post, np)) return NULL;
     return n;
 }
 
@@ -288,7 +281,7 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
         if (!b->applied[c]) continue;
         const fa_cluster *cl = &b->p->clusters[c];
         for (int k = 0; k < cl->n_post_ops; k++) {
-            int t = cl->post_op_inputs ? cl->post_op_inputs[k] : -1;
+            int t = cl->post_ops[k].operand;
             if (t >= 0 && !produced[t] && !((g->tensors[t]->flags & FA_TENSOR_CONST) && g->tensors[t]->data)) is_in[t] = true;
         }
     }

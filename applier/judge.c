@@ -234,7 +234,7 @@ int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out)
         for (int k = 0; k < c->n_inputs; k++) want[c->inputs[k]] = true;
         for (int k = 0; k < c->n_outputs; k++) want[c->outputs[k]] = true;
         for (int k = 0; k < c->n_post_ops; k++)
-            if (c->post_op_inputs && c->post_op_inputs[k] >= 0) want[c->post_op_inputs[k]] = true;
+            if (c->post_ops[k].operand >= 0) want[c->post_ops[k].operand] = true;
         for (int m = 0; m < c->n_members; m++) { /* every tensor a member reads from outside */
             const fa_node *n = g->nodes[c->members[m]];
             for (int k = 0; k < n->n_inputs; k++)
@@ -276,7 +276,7 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
 {
     for (int k = 0; k < gf->n_topo; k++) {
         const fa_node *n = gf->nodes[gf->topo[k]];
-        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !fa_node_attr(n, "post_ops")) continue;
+        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !fa_node_attr(n, "post_op_kinds")) continue;
         const char *impl = fa_exec_kernel_impl(ef, n);
         if (!impl) continue;
         bool conv = !strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose");

@@ -169,9 +169,11 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                               "\"post_ops\":[", cl->anchor, cl->depends_on, fa_reduction_kind_name(cl->reduction),
                           cl->reduce_axis, cl->epsilon);
             for (int k = 0; k < cl->n_post_ops; k++) {
+                char po[64];
+                fa_post_op_format(&cl->post_ops[k], po, sizeof po);
                 fa_buf_puts(&b, k ? ",{\"op\":" : "{\"op\":");
-                fa_json_str_or_empty(&b, cl->post_ops[k]);
-                fa_buf_printf(&b, ",\"operand\":%d}", cl->post_op_inputs[k]);
+                fa_json_str_or_empty(&b, po);
+                fa_buf_printf(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
             }
             fa_buf_printf(&b, "],\"saved_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
                               "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
@@ -218,9 +220,12 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
             if (cl->basis) fa_buf_printf(&b, "\n     basis: %s", cl->basis);
             if (cl->n_post_ops) {
                 fa_buf_puts(&b, "\n     post-ops:");
-                for (int k = 0; k < cl->n_post_ops; k++)
-                    fa_buf_printf(&b, " %s%s%s", cl->post_ops[k], cl->post_op_inputs[k] >= 0 ? " " : "",
-                                  cl->post_op_inputs[k] >= 0 ? g->tensors[cl->post_op_inputs[k]]->name : "");
+                for (int k = 0; k < cl->n_post_ops; k++) {
+                    char po[64];
+                    int t = cl->post_ops[k].operand;
+                    fa_post_op_format(&cl->post_ops[k], po, sizeof po);
+                    fa_buf_printf(&b, " %s%s%s", po, t >= 0 ? " " : "", t >= 0 ? g->tensors[t]->name : "");
+                }
             }
             if (cl->depends_on >= 0) fa_buf_printf(&b, "\n     after cluster #%d", cl->depends_on);
             if (cl->reason) fa_buf_printf(&b, "\n     reason: %s", cl->reason);

@@ -36,32 +36,39 @@ fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why
     if (why && why_cap) why[0] = 0;
     const char *op = q->anchor_op ? q->anchor_op : "?";
     bool gemm = !strcmp(op, "MatMul") || !strcmp(op, "Gemm"), conv = !strcmp(op, "Conv");
-    const char *first = q->n_post_ops > 0 ? q->post_ops[0] : "(no post-op)";
+    char first[64] = "(no post-op)";
+    if (q->n_post_ops > 0) fa_post_op_format(&q->post_ops[0], first, sizeof first);
     if (!gemm && !conv) return refuse_epi(why, why_cap, "no cuda epilogue for %s (anchor %s)", first, op);
     if (q->anchor_bias == FA_CUDA_BIAS_OTHER)
         return refuse_epi(why, why_cap, "no cuda epilogue for %s (the %s bias is not one value per output column)",
                           first, op);
     bool bias = q->anchor_bias == FA_CUDA_BIAS_VECTOR;
     int i = 0;
-    if (!bias && i < q->n_post_ops && !strcmp(q->post_ops[i], "binary:add") && q->operand_is_bias_vector &&
+    if (!bias && i < q->n_post_ops && q->post_ops[i].kind == FA_POST_OP_ADD && q->operand_is_bias_vector &&
         q->operand_is_bias_vector[i]) {
         bias = true;
         i++;
     }
     enum { ACT_NONE, ACT_RELU, ACT_GELU } act = ACT_NONE;
     if (i < q->n_post_ops) {
-        const char *po = q->post_ops[i];
-        if (!strcmp(po, "eltwise:relu")) act = ACT_RELU;
-        else if (gemm && !strcmp(po, "eltwise:gelu_tanh")) act = ACT_GELU;
-        else if (gemm && !strcmp(po, "eltwise:gelu_erf"))
+        fa_post_op_kind k = q->post_ops[i].kind;
+        char po[64];
+        fa_post_op_format(&q->post_ops[i], po, sizeof po);
+        if (k == FA_POST_OP_RELU) act = ACT_RELU;
+        else if (gemm && k == FA_POST_OP_GELU_TANH) act = ACT_GELU;
+        else if (gemm && k == FA_POST_OP_GELU_ERF)
             return refuse_epi(why, why_cap, "no cuda epilogue for %s (cuBLASLt's GELU epilogue is the tanh approximation)", po);
-        else if (!strcmp(po, "binary:add"))
+        else if (k == FA_POST_OP_ADD)
             return refuse_epi(why, why_cap, "no cuda epilogue for %s (%s)", po,
                               bias ? "a second add after the bias" : "the operand is not a bias vector");
         else return refuse_epi(why, why_cap, "no cuda epilogue for %s", po);
         i++;
     }
-    if (i < q->n_post_ops) return refuse_epi(why, why_cap, "no cuda epilogue for %s (after an activation)", q->post_ops[i]);
+    if (i < q->n_post_ops) {
+        char po[64];
+        fa_post_op_format(&q->post_ops[i], po, sizeof po);
+        return refuse_epi(why, why_cap, "no cuda epilogue for %s (after an activation)", po);
+    }
     if (!bias)
         return refuse_epi(why, why_cap, "no cuda epilogue for %s (%s without a bias vector)", first, op);
     if (conv) {
@@ -96,36 +103,24 @@ void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *s
 {
     memset(q, 0, sizeof *q);
     q->anchor_op = !strncmp(n->op_type, "Fused", 5) ? n->op_type + 5 : n->op_type;
-    const fa_attr *po = fa_node_attr(n, "post_ops");
-    int np = po && po->type == FA_ATTR_STRINGS ? po->n : 0;
-    if (np > FA_CUDA_EPILOGUE_MAX_POST_OPS) np = FA_CUDA_EPILOGUE_MAX_POST_OPS;
+    char why[300];
+    int np = fa_post_ops_of_node(n, q->post_op_store, FA_CUDA_EPILOGUE_MAX_POST_OPS, why, sizeof why);
+    if (np < 0) { /* malformed or too many: one kind no epilogue has */
+        q->post_op_store[0] = (fa_post_op){FA_POST_OP_COUNT, 0, 0, -1};
+        np = 1;
+    }
     q->n_post_ops = np;
-    for (int k = 0; k < np; k++) q->post_op_ptrs[k] = q->post_op_names[k];
-    q->post_ops = q->post_op_ptrs;
+    q->post_ops = q->post_op_store;
     q->operand_is_bias_vector = scratch;
     const fa_tensor *y = fa_graph_out(g, n, 0);
     int axis = !strcmp(q->anchor_op, "Conv") || !strcmp(q->anchor_op, "ConvTranspose") ? 1 : (y ? y->rank - 1 : 0);
     /* input 2 is the anchor's own bias (Gemm C, Conv B) unless a post-op names it as its operand
      * (a MatMul, or a Conv without bias, has its first post-op operand there) */
     bool input2_is_operand = false;
-    for (int k = 0; k < np; k++) {
-        const char *colon = !strncmp(po->strings[k], "binary:", 7) ? strchr(po->strings[k] + 7, ':') : NULL;
-        if (colon && atoi(colon + 1) == 2) input2_is_operand = true;
-    }
+    for (int k = 0; k < np; k++)
+        if (fa_post_op_is_binary(q->post_ops[k].kind) && q->post_ops[k].operand == 2) input2_is_operand = true;
     const fa_tensor *b = n->n_inputs > 2 && !input2_is_operand ? fa_graph_in(g, n, 2) : NULL;
     if (b) q->anchor_bias = is_axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
-    for (int k = 0; k < np; k++) {
-        /* the fused node's binary steps carry their operand's input index: "binary:add:K" */
-        const char *s = po->strings[k];
-        snprintf(q->post_op_names[k], sizeof q->post_op_names[k], "%s", s);
-        scratch[k] = false;
-        if (!strncmp(s, "binary:", 7)) {
-            char *colon = strchr(q->post_op_names[k] + 7, ':');
-            if (colon) {
-                int idx = atoi(colon + 1);
-                *colon = 0;
-                scratch[k] = is_axis_vector(fa_graph_in(g, n, idx), y, axis);
-            }
-        }
-    }
+    for (int k = 0; k < np; k++)
+        scratch[k] = fa_post_op_is_binary(q->post_ops[k].kind) && is_axis_vector(fa_graph_in(g, n, q->post_ops[k].operand), y, axis);
 }

@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "graph/graph.h"
+#include "graph/post_op.h"
 
 /* Execution targets. A run stores the target by name (fa_target_name); the numeric values are
  * never stored, but the enum only grows at its end. Each value other than AUTO names one
@@ -149,31 +150,31 @@ typedef enum fa_cuda_bias_kind {
     FA_CUDA_BIAS_OTHER = 2    /* present but not such a vector (a full Gemm C matrix) */
 } fa_cuda_bias_kind;
 
-/* The facts the mapping needs, taken from a cluster (fa_cuda_epilogue_query_of) or written by
- * hand in tests. post_ops use the advisor's syntax ("eltwise:relu", "binary:add", ...). */
+/* The facts the mapping needs, taken from a fused node (fa_cuda_epilogue_query_of_node) or
+ * written by hand in tests. */
 typedef struct fa_cuda_epilogue_query {
     const char *anchor_op;               /* "MatMul", "Gemm", "Conv", ... */
     fa_cuda_bias_kind anchor_bias;
     int n_post_ops;
-    const char *const *post_ops;
+    const fa_post_op *post_ops;          /* graph/post_op.h (operands are not read here) */
     const bool *operand_is_bias_vector;  /* per post-op: the binary operand is a per-column /
                                             per-channel vector (NULL: none is) */
-    char post_op_names[8][48];           /* storage for fa_cuda_epilogue_query_of_node */
-    const char *post_op_ptrs[8];
+    fa_post_op post_op_store[8];         /* storage for fa_cuda_epilogue_query_of_node */
 } fa_cuda_epilogue_query;
 #define FA_CUDA_EPILOGUE_MAX_POST_OPS 8
 
 /* Pure mapping of an epilogue onto a cuda library epilogue. cuBLASLt (cublasLt.h,
  * cublasLtEpilogue_t): BIAS, RELU_BIAS, GELU_BIAS — its GELU is the tanh approximation, so
- * "eltwise:gelu_erf" is refused (differs by up to ~1e-3, beyond the 1e-5 tolerance). cuDNN
+ * GELU_ERF is refused (differs by up to ~1e-3, beyond the 1e-5 tolerance). cuDNN
  * (cudnnConvolutionBiasActivationForward, cuDNN API reference): y = act(conv(x) + bias) with
  * act = RELU (IDENTITY is restricted to one algorithm, so Conv + bias alone is refused). The bias
- * is the anchor's own vector, or else a first "binary:add" whose operand is such a vector. Any
+ * is the anchor's own vector, or else a first ADD post-op whose operand is such a vector. Any
  * other post-op (a residual add, clip, sigmoid, ...) or a second activation: FA_CUDA_EPI_NONE
- * with `why` = "no cuda epilogue for <post-op>[ (detail)]". why may be NULL. */
+ * with `why` = "no cuda epilogue for <post-op name>[ (detail)]". why may be NULL. */
 fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why, size_t why_cap);
 /* The query for a fused epilogue node n of g (ai.fuse-advise Fused{Conv,ConvTranspose,MatMul,
- * Gemm} with its post_ops STRINGS attribute, "binary:add:K" naming input K as the operand): at
+ * Gemm} with its typed post-ops, fa_post_ops_of_node; malformed ones read as one post-op of
+ * kind FA_POST_OP_COUNT, which maps to none): at
  * most FA_CUDA_EPILOGUE_MAX_POST_OPS post-ops; arrays point into q and `scratch` (one bool per
  * post-op). */
 void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *scratch, fa_cuda_epilogue_query *q);

@@ -328,7 +328,9 @@ typedef struct fa_plan_row {
 
 /* One fused epilogue step of an EPILOGUE cluster (table cluster_post_ops). */
 typedef struct fa_post_op_row {
-    const char *spec;         /* the advisor's post-op ("eltwise:relu", "eltwise:clip:0:6", "binary:add") */
+    const char *spec;         /* the post-op's readable rendering (fa_post_op_format: "relu",
+                                 "clip(0,6)", "add"); rows stored before typed post-ops hold the
+                                 older "eltwise:relu", "binary:add" */
     int32_t operand_tensor;   /* tensor id of a binary step's operand, -1 for eltwise steps */
 } fa_post_op_row;
 

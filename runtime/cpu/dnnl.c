@@ -2,6 +2,7 @@
  * says why oneDNN): plain NCHW activations for the unfused baseline, weights reordered once
  * into the layout oneDNN prefers (they are constants). */
 #include "dnnl-impl.h"
+#include "graph/post_op.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -248,73 +249,81 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
+/* The one map from a post-op kind (graph/post_op.h) to oneDNN's algorithm (dnnl_types.h,
+ * oneDNN 2.6 "Primitive Attributes: Post-ops"): eltwise kinds take (alpha, beta) as the
+ * algorithm's own: relu's alpha is the negative slope (LeakyRelu), clip's [alpha, beta] the
+ * bounds, swish's alpha the sigmoid's scale, linear alpha·x + beta; binary kinds their
+ * dnnl_binary_* algorithm. */
+static const dnnl_alg_kind_t k_post_op_alg[FA_POST_OP_COUNT] = {
+    [FA_POST_OP_RELU] = dnnl_eltwise_relu,
+    [FA_POST_OP_LEAKY_RELU] = dnnl_eltwise_relu,
+    [FA_POST_OP_SIGMOID] = dnnl_eltwise_logistic,
+    [FA_POST_OP_TANH] = dnnl_eltwise_tanh,
+    [FA_POST_OP_ELU] = dnnl_eltwise_elu,
+    [FA_POST_OP_HARD_SWISH] = dnnl_eltwise_hardswish,
+    [FA_POST_OP_MISH] = dnnl_eltwise_mish,
+    [FA_POST_OP_SOFTPLUS] = dnnl_eltwise_soft_relu,
+    [FA_POST_OP_GELU_ERF] = dnnl_eltwise_gelu_erf,
+    [FA_POST_OP_GELU_TANH] = dnnl_eltwise_gelu_tanh,
+    [FA_POST_OP_CLIP] = dnnl_eltwise_clip,
+    [FA_POST_OP_SWISH] = dnnl_eltwise_swish,
+    [FA_POST_OP_LINEAR] = dnnl_eltwise_linear,
+    [FA_POST_OP_ABS] = dnnl_eltwise_abs,
+    [FA_POST_OP_EXP] = dnnl_eltwise_exp,
+    [FA_POST_OP_SQRT] = dnnl_eltwise_sqrt,
+    [FA_POST_OP_ADD] = dnnl_binary_add,
+    [FA_POST_OP_SUB] = dnnl_binary_sub,
+    [FA_POST_OP_MUL] = dnnl_binary_mul,
+    [FA_POST_OP_DIV] = dnnl_binary_div,
+    [FA_POST_OP_MAX] = dnnl_binary_max,
+    [FA_POST_OP_MIN] = dnnl_binary_min,
+};
+
 /* Fused nodes (domain "ai.fuse-advise": FusedConv, FusedConvTranspose, FusedMatMul, FusedGemm)
- * carry their epilogue as a STRINGS attribute `post_ops`, applied in order by oneDNN post-ops:
- *   eltwise:relu | eltwise:leaky_relu:A | eltwise:clip:LO:HI | eltwise:sigmoid | eltwise:tanh |
- *   eltwise:elu:A | eltwise:gelu_erf | eltwise:gelu_tanh | eltwise:swish:A | eltwise:hardswish |
- *   eltwise:mish | eltwise:softplus | eltwise:linear:A:B (A*x+B) | eltwise:abs | eltwise:exp |
- *   eltwise:sqrt | binary:{add,sub,mul,div,max,min}:K (operand = node input K, numpy-broadcast
- *   to the output). Returns NULL attr (and no error) when the node has no post_ops. full_md
- *   (NULL: plain): the layout of a binary operand of the output's full shape (the blocked dst's
- *   layout, so oneDNN's jit post-op reads it like dst; the kernel reorders it in). */
+ * carry their epilogue as typed post-ops (fa_post_ops_of_node), applied in order by oneDNN
+ * post-ops (k_post_op_alg); a binary kind's operand is node input `operand`, numpy-broadcast
+ * to the output. Returns NULL attr (and no error) when the node has none. full_md (NULL:
+ * plain): the layout of a binary operand of the output's full shape (the blocked dst's layout,
+ * so oneDNN's jit post-op reads it like dst; the kernel reorders it in). */
 static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
                                 const dnnl_memory_desc_t *full_md, dnnl_primitive_attr_t *out_attr)
 {
     *out_attr = NULL;
-    const fa_attr *a = fa_node_attr(n, "post_ops");
-    if (!a || a->type != FA_ATTR_STRINGS || a->n == 0) return FA_OK;
+    fa_post_op ops[16];
+    char why[300];
+    int nops = fa_post_ops_of_node(n, ops, 16, why, sizeof why);
+    if (nops < 0) return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s", why);
+    if (nops == 0) return FA_OK;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_attr_t attr = NULL;
     DNNL_CHECK(ctx, dnnl_post_ops_create(&po));
-    for (int i = 0; i < a->n; i++) {
-        const char *spec = a->strings[i];
-        char name[32] = "";
-        float p1 = 0, p2 = 0;
-        if (!strncmp(spec, "eltwise:", 8)) {
-            int np = sscanf(spec + 8, "%31[a-z_]:%f:%f", name, &p1, &p2);
-            dnnl_alg_kind_t alg;
-            float alpha = 0, beta = 0;
-            if (!strcmp(name, "relu")) alg = dnnl_eltwise_relu;
-            else if (!strcmp(name, "leaky_relu") && np >= 2) { alg = dnnl_eltwise_relu; alpha = p1; }
-            else if (!strcmp(name, "clip") && np == 3) { alg = dnnl_eltwise_clip; alpha = p1; beta = p2; }
-            else if (!strcmp(name, "sigmoid")) alg = dnnl_eltwise_logistic;
-            else if (!strcmp(name, "tanh")) alg = dnnl_eltwise_tanh;
-            else if (!strcmp(name, "elu") && np >= 2) { alg = dnnl_eltwise_elu; alpha = p1; }
-            else if (!strcmp(name, "gelu_erf")) alg = dnnl_eltwise_gelu_erf;
-            else if (!strcmp(name, "gelu_tanh")) alg = dnnl_eltwise_gelu_tanh;
-            else if (!strcmp(name, "swish")) { alg = dnnl_eltwise_swish; alpha = np >= 2 ? p1 : 1.0f; }
-            else if (!strcmp(name, "hardswish")) alg = dnnl_eltwise_hardswish;
-            else if (!strcmp(name, "mish")) alg = dnnl_eltwise_mish;
-            else if (!strcmp(name, "softplus")) alg = dnnl_eltwise_soft_relu;
-            else if (!strcmp(name, "linear") && np == 3) { alg = dnnl_eltwise_linear; alpha = p1; beta = p2; }
-            else if (!strcmp(name, "abs")) alg = dnnl_eltwise_abs;
-            else if (!strcmp(name, "exp")) alg = dnnl_eltwise_exp;
-            else if (!strcmp(name, "sqrt")) alg = dnnl_eltwise_sqrt;
-            else { fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': unknown post-op '%s'", n->name, spec); goto fail; }
-            DNNL_CHECK(ctx, dnnl_post_ops_append_eltwise(po, 1.0f, alg, alpha, beta));
-        } else if (!strncmp(spec, "binary:", 7)) {
-            int k = -1;
-            if (sscanf(spec + 7, "%31[a-z]:%d", name, &k) != 2 || k < 0 || k >= n->n_inputs || s->n_bin >= 8) {
-                fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': bad post-op '%s'", n->name, spec);
+    for (int i = 0; i < nops; i++) {
+        const fa_post_op *op = &ops[i];
+        dnnl_alg_kind_t alg = k_post_op_alg[op->kind];
+        if (!fa_post_op_is_binary(op->kind)) {
+            DNNL_CHECK(ctx, dnnl_post_ops_append_eltwise(po, 1.0f, alg, op->alpha, op->beta));
+        } else {
+            int k = op->operand;
+            if (s->n_bin >= 8) {
+                fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': more than 8 binary post-ops", n->name);
                 goto fail;
             }
-            dnnl_alg_kind_t alg;
-            if (!strcmp(name, "add")) alg = dnnl_binary_add;
-            else if (!strcmp(name, "sub")) alg = dnnl_binary_sub;
-            else if (!strcmp(name, "mul")) alg = dnnl_binary_mul;
-            else if (!strcmp(name, "div")) alg = dnnl_binary_div;
-            else if (!strcmp(name, "max")) alg = dnnl_binary_max;
-            else if (!strcmp(name, "min")) alg = dnnl_binary_min;
-            else { fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': unknown post-op '%s'", n->name, spec); goto fail; }
             const fa_tensor *B = fa_graph_in(g, n, k);
-            if (!B || B->dtype != FA_DTYPE_FLOAT || B->rank > Y->rank) {
+            /* Y is the shape the primitive computes; a Gemm/MatMul epilogue after a view of its
+             * output (advisor: view-only reshapes keeping the last dimension) has operands shaped
+             * like the view: a full one is read in the same element order, a per-column or scalar
+             * one loses its leading 1s */
+            int brank = B ? B->rank : 0, boff = 0;
+            bool full_numel = B && fa_tensor_numel(B) == fa_tensor_numel(Y);
+            while (B && !full_numel && brank > Y->rank && B->dims[boff] == 1) boff++, brank--;
+            if (!B || B->dtype != FA_DTYPE_FLOAT || (!full_numel && brank > Y->rank)) {
                 fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-op operand %d must be float32 of rank <= %d", n->name, k, Y->rank);
                 goto fail;
             }
             dnnl_dims_t bd;
             for (int d = 0; d < Y->rank; d++) {
-                int kb = d - (Y->rank - B->rank);
-                bd[d] = kb >= 0 ? B->dims[kb] : 1;
+                int kb = d - (Y->rank - brank);
+                bd[d] = full_numel ? Y->dims[d] : kb >= 0 ? B->dims[boff + kb] : 1;
                 if (bd[d] != 1 && bd[d] != Y->dims[d]) {
                     fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-op operand %d does not broadcast to the output", n->name, k);
                     goto fail;
@@ -340,9 +349,6 @@ static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n
             s->bin_input[s->n_bin] = k;
             s->bin_post_index[s->n_bin] = i;
             s->n_bin++;
-        } else {
-            fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': unknown post-op '%s'", n->name, spec);
-            goto fail;
         }
     }
     DNNL_CHECK(ctx, dnnl_primitive_attr_create(&attr));
@@ -626,19 +632,46 @@ fail:
     return FA_OK;
 }
 
+/* The shape a Gemm/MatMul primitive computes (rank r, dims) as a tensor for the post-ops: Yv
+ * itself when it has that shape; else Yv is a view of it (the same number of elements, the same
+ * last dimension: a fused node whose epilogue crossed a view-only reshape, or a MatMul computed as
+ * one 2-D product) and the computed shape is returned in *tmp. NULL with an error otherwise. */
+static const fa_tensor *computed_shape(fa_ctx *ctx, const fa_node *n, const fa_tensor *Yv, int r, const int64_t *dims,
+                                       fa_tensor *tmp)
+{
+    bool same = Yv->rank == r;
+    int64_t numel = 1;
+    for (int i = 0; i < r; i++) {
+        same = same && Yv->dims[i] == dims[i];
+        numel *= dims[i];
+    }
+    if (same) return Yv;
+    if (Yv->rank < 1 || fa_tensor_numel(Yv) != numel || Yv->dims[Yv->rank - 1] != dims[r - 1]) {
+        fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': output '%s' is neither the product's shape nor a view of it keeping "
+                     "its last dimension", n->name, Yv->name);
+        return NULL;
+    }
+    *tmp = *Yv;
+    tmp->rank = r;
+    for (int i = 0; i < r; i++) tmp->dims[i] = dims[i];
+    return tmp;
+}
+
 static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
 {
-    const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Y = fa_graph_out(g, n, 0);
-    if (A->rank < 2 || B->rank < 2 || Y->rank > 12) return FA_OK; /* 1-D operands: reference kernel */
-    int r = Y->rank;
+    const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Yv = fa_graph_out(g, n, 0);
+    if (A->rank < 2 || B->rank < 2 || A->rank > 12 || B->rank > 12) return FA_OK; /* 1-D operands: reference kernel */
+    /* the product's own shape (broadcast batch dims, M, N); a fused node's output may be a view
+     * of it keeping N (computed_shape) */
+    int r = A->rank > B->rank ? A->rank : B->rank;
     dnnl_dims_t ad, bd, yd;
     for (int i = 0; i < r; i++) {
         int ia = i - (r - A->rank), ib = i - (r - B->rank);
         ad[i] = ia >= 0 ? A->dims[ia] : 1;
         bd[i] = ib >= 0 ? B->dims[ib] : 1;
-        yd[i] = Y->dims[i];
+        yd[i] = i < r - 2 ? (ad[i] > bd[i] ? ad[i] : bd[i]) : i == r - 2 ? ad[i] : bd[i];
     }
-    if (B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && !fa_node_attr(n, "post_ops")) {
+    if (B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && strcmp(n->domain, "ai.fuse-advise")) {
         /* A [..., M, K] x B [K, N]: one [prod(...)*M, K] x [K, N] product (the same bytes), so
          * oneDNN's brgemm gets 2-D weights it can keep pre-blocked (format_tag_any); with a
          * batch dim it keeps them plain and repacks them on every call (3x slower, BERT's
@@ -651,6 +684,9 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         yd[0] = rows, yd[1] = yd[r - 1];
         r = 2;
     }
+    fa_tensor Yc;
+    const fa_tensor *Y = computed_shape(ctx, n, Yv, r, yd, &Yc);
+    if (!Y) goto fail;
     dnnl_memory_desc_t amd, bmd, bany, ymd;
     dnnl_dims_t bstr;
     plain_strides(r, bd, bstr);
@@ -682,11 +718,15 @@ fail:
 static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
 {
     const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *C = fa_graph_in(g, n, 2),
-                    *Y = fa_graph_out(g, n, 0);
-    if (A->rank != 2 || B->rank != 2 || Y->rank != 2) return FA_OK;
+                    *Yv = fa_graph_out(g, n, 0);
+    if (A->rank != 2 || B->rank != 2 || (Yv->rank != 2 && strcmp(n->domain, "ai.fuse-advise"))) return FA_OK;
     if (fa_graph_opset(g, "") < 7 && fa_node_attr(n, "broadcast")) { /* legacy form: reference */ }
     int64_t ta = fa_node_attr_int(n, "transA", 0), tb = fa_node_attr_int(n, "transB", 0);
-    int64_t M = Y->dims[0], N = Y->dims[1], K = ta ? A->dims[0] : A->dims[1];
+    int64_t M = ta ? A->dims[1] : A->dims[0], N = tb ? B->dims[0] : B->dims[1], K = ta ? A->dims[0] : A->dims[1];
+    int64_t mn[2] = {M, N};
+    fa_tensor Yc;
+    const fa_tensor *Y = computed_shape(ctx, n, Yv, 2, mn, &Yc);
+    if (!Y) goto fail;
     dnnl_dims_t ad = {M, K}, bd = {K, N}, yd = {M, N}, astr, bstr, biasd = {1, N};
     astr[0] = ta ? 1 : K; astr[1] = ta ? M : 1;
     bstr[0] = tb ? 1 : N; bstr[1] = tb ? K : 1;
@@ -714,7 +754,7 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, bptr, &ymd));
     {
         dnnl_primitive_attr_t attr = NULL;
-        if (fa_node_attr(n, "post_ops") && (s->alpha != 1.0f || s->c_input >= 0)) {
+        if (fa_node_attr(n, "post_op_kinds") && (s->alpha != 1.0f || s->c_input >= 0)) {
             /* alpha/beta*C are applied after the primitive: post-ops would run before them */
             fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-ops need alpha=1 and a row bias", n->name);
             return FA_ERR_UNSUPPORTED;

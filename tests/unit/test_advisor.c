@@ -36,8 +36,11 @@ static int count_label(const fa_plan *p, fa_cluster_kind kind, const char *label
 
 static bool has_post(const fa_cluster *c, const char *spec)
 {
-    for (int k = 0; k < c->n_post_ops; k++)
-        if (!strcmp(c->post_ops[k], spec)) return true;
+    for (int k = 0; k < c->n_post_ops; k++) {
+        char r[64];
+        fa_post_op_format(&c->post_ops[k], r, sizeof r);
+        if (!strcmp(r, spec)) return true;
+    }
     return false;
 }
 
@@ -48,7 +51,7 @@ static bool member_op(const fa_graph *g, const fa_cluster *c, const char *op)
     return false;
 }
 
-/* ResNet-50: 53 Conv+BN folds; conv+bn+relu epilogues; residual Add+ReLU as binary:add + relu
+/* ResNet-50: 53 Conv+BN folds; conv+bn+relu epilogues; residual Add+ReLU as the ADD + RELU post-ops
  * post-ops after a BN fold (depends_on set). */
 static void test_resnet50_plan_has_bn_fold_conv_relu_and_residual_add_relu(void **st)
 {
@@ -66,17 +69,17 @@ static void test_resnet50_plan_has_bn_fold_conv_relu_and_residual_add_relu(void 
             assert_string_equal(g->nodes[c->members[1]]->op_type, "BatchNormalization");
             assert_true(c->saved_bytes > 0);
         }
-        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 1 && has_post(c, "eltwise:relu")) {
+        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 1 && has_post(c, "relu")) {
             conv_relu++;
             assert_true(c->depends_on >= 0);
             assert_int_equal(p->clusters[c->depends_on].kind, FA_CLUSTER_BN_FOLD);
             assert_int_equal(p->clusters[c->depends_on].anchor, c->anchor);
         }
-        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 2 && !strcmp(c->post_ops[0], "binary:add") &&
-            !strcmp(c->post_ops[1], "eltwise:relu")) {
+        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 2 && c->post_ops[0].kind == FA_POST_OP_ADD &&
+            c->post_ops[1].kind == FA_POST_OP_RELU) {
             resid++;
-            assert_true(c->post_op_inputs[0] >= 0);
-            assert_int_equal(c->post_op_inputs[1], -1);
+            assert_true(c->post_ops[0].operand >= 0);
+            assert_int_equal(c->post_ops[1].operand, -1);
             assert_true(member_op(g, c, "Add") && member_op(g, c, "Relu"));
         }
     }
@@ -100,12 +103,12 @@ static void check_transformer(const char *model, const char *gelu, bool named_ln
     if (named_ln) assert_true(count_label(p, FA_CLUSTER_REDUCTION, "layer_norm") >= 2);
     int gelu_ep = 0, bias = 0, ln = 0, sm = 0;
     char want[48];
-    snprintf(want, sizeof want, "eltwise:%s", gelu);
+    snprintf(want, sizeof want, "%s", gelu);
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         if (c->kind == FA_CLUSTER_EPILOGUE && has_post(c, want)) gelu_ep++;
-        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops >= 1 && !strcmp(c->post_ops[0], "binary:add")) {
-            const fa_tensor *b = g->tensors[c->post_op_inputs[0]];
+        if (c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops >= 1 && c->post_ops[0].kind == FA_POST_OP_ADD) {
+            const fa_tensor *b = g->tensors[c->post_ops[0].operand];
             if ((b->flags & FA_TENSOR_CONST) && b->rank == 1) bias++;
         }
         if (c->kind == FA_CLUSTER_REDUCTION && c->reduction == FA_RED_LAYER_NORM) {
@@ -238,8 +241,8 @@ static void test_every_corpus_light_model_gets_a_plan(void **st)
             for (int i = 0; i < p->n_clusters; i++) {
                 const fa_cluster *c = &p->clusters[i];
                 bn += c->kind == FA_CLUSTER_BN_FOLD;
-                resid += c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 2 && !strcmp(c->post_ops[0], "binary:add") &&
-                         !strcmp(c->post_ops[1], "eltwise:relu") && c->depends_on >= 0;
+                resid += c->kind == FA_CLUSTER_EPILOGUE && c->n_post_ops == 2 && c->post_ops[0].kind == FA_POST_OP_ADD &&
+                         c->post_ops[1].kind == FA_POST_OP_RELU && c->depends_on >= 0;
             }
             assert_int_equal(bn, 53);
             assert_int_equal(resid, 16);
@@ -384,7 +387,7 @@ static void test_cuda_gate_refuses_under_occupancy_floor_with_numbers(void **st)
     fa_ctx_free(ctx);
 }
 
-/* mobilenetv2: ReLU6 as Clip(0,6) becomes an eltwise:clip post-op after the BN fold. */
+/* mobilenetv2: ReLU6 as Clip(0,6) becomes a CLIP post-op after the BN fold. */
 static void test_mobilenetv2_relu6_becomes_clip_post_op(void **st)
 {
     (void)st;
@@ -393,7 +396,7 @@ static void test_mobilenetv2_relu6_becomes_clip_post_op(void **st)
     fa_plan *p = plan_for(ctx, &g, "zoo:mobilenetv2");
     int clip = 0;
     for (int i = 0; i < p->n_clusters; i++)
-        if (p->clusters[i].kind == FA_CLUSTER_EPILOGUE && has_post(&p->clusters[i], "eltwise:clip:0:6")) clip++;
+        if (p->clusters[i].kind == FA_CLUSTER_EPILOGUE && has_post(&p->clusters[i], "clip(0,6)")) clip++;
     assert_true(clip >= 30);
     fa_plan_free(p);
     fa_graph_free(g);

@@ -454,9 +454,9 @@ static void check_conv_add(bool full)
     const fa_cluster *c = &p->clusters[ci];
     assert_int_equal(c->anchor, node_id(g, "conv"));
     assert_int_equal(c->n_post_ops, 2);
-    assert_string_equal(c->post_ops[0], "binary:add");
-    assert_int_equal(c->post_op_inputs[0], fa_graph_find_tensor(g, "r"));
-    assert_string_equal(c->post_ops[1], "eltwise:relu");
+    assert_int_equal(c->post_ops[0].kind, FA_POST_OP_ADD);
+    assert_int_equal(c->post_ops[0].operand, fa_graph_find_tensor(g, "r"));
+    assert_int_equal(c->post_ops[1].kind, FA_POST_OP_RELU);
     /* fused node as the applier builds it: operand appended as input K=2 */
     fa_graph *f = mk("fused", 17);
     input(f, "x", 4, xd);
@@ -466,10 +466,9 @@ static void check_conv_add(bool full)
     fa_node *fn = fa_graph_add_node(C, f, "fc", "FusedConv", "ai.fuse-advise", 4, ins, 1, outs);
     fa_node_add_attr_int(f, fn, "group", 4);
     fa_node_add_attr_ints(f, fn, "pads", pads, 4);
-    char k0[32];
-    snprintf(k0, sizeof k0, "%s:3", c->post_ops[0]);
-    const char *po[] = {k0, c->post_ops[1]};
-    fa_node_add_attr_strings(f, fn, "post_ops", po, 2);
+    fa_post_op po[2] = {c->post_ops[0], c->post_ops[1]};
+    po[0].operand = 3; /* the fused node's input index */
+    assert_true(fa_post_ops_set_node(f, fn, po, 2));
     int y = fa_graph_find_tensor(f, "y");
     fa_tensor_set_shape(f->tensors[y], FA_DTYPE_FLOAT, 4, xd);
     output(f, "y");
@@ -979,8 +978,8 @@ static void test_matmul_bias_gelu_is_one_epilogue_with_gelu_post_op(void **s)
     assert_int_equal(c->kind, FA_CLUSTER_EPILOGUE);
     assert_int_equal(c->n_members, 7);
     assert_int_equal(c->n_post_ops, 2);
-    assert_string_equal(c->post_ops[0], "binary:add");
-    assert_string_equal(c->post_ops[1], "eltwise:gelu_erf");
+    assert_int_equal(c->post_ops[0].kind, FA_POST_OP_ADD);
+    assert_int_equal(c->post_ops[1].kind, FA_POST_OP_GELU_ERF);
     assert_string_equal(c->label, "matmul+add+gelu_erf");
     fa_plan_free(p);
     fa_graph_free(g);
@@ -1008,7 +1007,8 @@ static void test_silu_after_conv_is_a_swish_epilogue(void **s)
     assert_true(ci >= 0);
     assert_int_equal(cluster_of(p, g, "sig", FA_CLUSTER_EPILOGUE), ci);
     assert_int_equal(p->clusters[ci].n_post_ops, 1);
-    assert_string_equal(p->clusters[ci].post_ops[0], "eltwise:swish:1");
+    assert_int_equal(p->clusters[ci].post_ops[0].kind, FA_POST_OP_SWISH);
+    assert_true(p->clusters[ci].post_ops[0].alpha == 1.0f);
     for (int i = 0; i < p->n_why_not; i++) assert_string_not_equal(p->why_not[i].code, "multi-consumer-recompute");
     fa_plan_free(p);
     fa_graph_free(g);

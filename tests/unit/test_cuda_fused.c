@@ -23,7 +23,7 @@ extern char **environ;
 
 /* ---- the epilogue mapping (pure) ---- */
 
-static fa_cuda_epilogue map(const char *anchor, fa_cuda_bias_kind bias, int n, const char *const *ops, const bool *vec,
+static fa_cuda_epilogue map(const char *anchor, fa_cuda_bias_kind bias, int n, const fa_post_op *ops, const bool *vec,
                             char *why)
 {
     fa_cuda_epilogue_query q = {.anchor_op = anchor, .anchor_bias = bias, .n_post_ops = n, .post_ops = ops,
@@ -35,7 +35,7 @@ static void test_epilogue_matmul_bias_add_maps_to_cublaslt_bias(void **s)
 {
     (void)s;
     char why[256];
-    const char *ops[] = {"binary:add"};
+    const fa_post_op ops[] = {{FA_POST_OP_ADD, 0, 0, 0}};
     const bool vec[] = {true};
     assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 1, ops, vec, why), FA_CUDA_EPI_CUBLASLT_BIAS);
     assert_string_equal(why, "");
@@ -46,9 +46,9 @@ static void test_epilogue_gemm_own_bias_then_relu_maps_to_relu_bias(void **s)
 {
     (void)s;
     char why[256];
-    const char *ops[] = {"eltwise:relu"};
+    const fa_post_op ops[] = {{FA_POST_OP_RELU, 0, 0, -1}};
     assert_int_equal(map("Gemm", FA_CUDA_BIAS_VECTOR, 1, ops, NULL, why), FA_CUDA_EPI_CUBLASLT_RELU_BIAS);
-    const char *ops2[] = {"binary:add", "eltwise:relu"};
+    const fa_post_op ops2[] = {{FA_POST_OP_ADD, 0, 0, 0}, {FA_POST_OP_RELU, 0, 0, -1}};
     const bool vec2[] = {true, false};
     assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 2, ops2, vec2, why), FA_CUDA_EPI_CUBLASLT_RELU_BIAS);
 }
@@ -57,12 +57,12 @@ static void test_epilogue_matmul_bias_gelu_tanh_maps_gelu_erf_refused(void **s)
 {
     (void)s;
     char why[256];
-    const char *tanh_ops[] = {"binary:add", "eltwise:gelu_tanh"};
+    const fa_post_op tanh_ops[] = {{FA_POST_OP_ADD, 0, 0, 0}, {FA_POST_OP_GELU_TANH, 0, 0, -1}};
     const bool vec[] = {true, false};
     assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 2, tanh_ops, vec, why), FA_CUDA_EPI_CUBLASLT_GELU_BIAS);
-    const char *erf_ops[] = {"binary:add", "eltwise:gelu_erf"};
+    const fa_post_op erf_ops[] = {{FA_POST_OP_ADD, 0, 0, 0}, {FA_POST_OP_GELU_ERF, 0, 0, -1}};
     assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 2, erf_ops, vec, why), FA_CUDA_EPI_NONE);
-    assert_non_null(strstr(why, "no cuda epilogue for eltwise:gelu_erf"));
+    assert_non_null(strstr(why, "no cuda epilogue for gelu_erf"));
     assert_non_null(strstr(why, "tanh approximation"));
 }
 
@@ -70,27 +70,27 @@ static void test_epilogue_conv_bias_relu_maps_to_cudnn_others_refused(void **s)
 {
     (void)s;
     char why[256];
-    const char *relu[] = {"eltwise:relu"};
+    const fa_post_op relu[] = {{FA_POST_OP_RELU, 0, 0, -1}};
     assert_int_equal(map("Conv", FA_CUDA_BIAS_VECTOR, 1, relu, NULL, why), FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU);
     /* bias given as a per-channel Add */
-    const char *add_relu[] = {"binary:add", "eltwise:relu"};
+    const fa_post_op add_relu[] = {{FA_POST_OP_ADD, 0, 0, 0}, {FA_POST_OP_RELU, 0, 0, -1}};
     const bool vec[] = {true, false};
     assert_int_equal(map("Conv", FA_CUDA_BIAS_ABSENT, 2, add_relu, vec, why), FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU);
     /* no bias at all */
     assert_int_equal(map("Conv", FA_CUDA_BIAS_ABSENT, 1, relu, NULL, why), FA_CUDA_EPI_NONE);
-    assert_non_null(strstr(why, "no cuda epilogue for eltwise:relu"));
+    assert_non_null(strstr(why, "no cuda epilogue for relu"));
     assert_non_null(strstr(why, "without a bias vector"));
     /* other activations */
-    const char *sig[] = {"eltwise:sigmoid"};
+    const fa_post_op sig[] = {{FA_POST_OP_SIGMOID, 0, 0, -1}};
     assert_int_equal(map("Conv", FA_CUDA_BIAS_VECTOR, 1, sig, NULL, why), FA_CUDA_EPI_NONE);
-    assert_string_equal(why, "no cuda epilogue for eltwise:sigmoid");
-    const char *clip[] = {"eltwise:clip:0:6"};
+    assert_string_equal(why, "no cuda epilogue for sigmoid");
+    const fa_post_op clip[] = {{FA_POST_OP_CLIP, 0, 6, -1}};
     assert_int_equal(map("Conv", FA_CUDA_BIAS_VECTOR, 1, clip, NULL, why), FA_CUDA_EPI_NONE);
-    assert_string_equal(why, "no cuda epilogue for eltwise:clip:0:6");
+    assert_string_equal(why, "no cuda epilogue for clip(0,6)");
     /* conv + bias and nothing else: cuDNN's identity activation is one algorithm only */
-    assert_int_equal(map("Conv", FA_CUDA_BIAS_ABSENT, 1, (const char *[]){"binary:add"}, (const bool[]){true}, why),
+    assert_int_equal(map("Conv", FA_CUDA_BIAS_ABSENT, 1, (const fa_post_op[]){{FA_POST_OP_ADD, 0, 0, 0}}, (const bool[]){true}, why),
                      FA_CUDA_EPI_NONE);
-    assert_non_null(strstr(why, "no cuda epilogue for binary:add"));
+    assert_non_null(strstr(why, "no cuda epilogue for add"));
     assert_non_null(strstr(why, "Relu only"));
 }
 
@@ -99,31 +99,31 @@ static void test_epilogue_residual_add_and_second_activation_refused_by_name(voi
     (void)s;
     char why[256];
     /* residual: the operand is a full tensor, not a bias vector */
-    const char *res[] = {"binary:add"};
+    const fa_post_op res[] = {{FA_POST_OP_ADD, 0, 0, 0}};
     const bool full[] = {false};
     assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 1, res, full, why), FA_CUDA_EPI_NONE);
-    assert_string_equal(why, "no cuda epilogue for binary:add (the operand is not a bias vector)");
+    assert_string_equal(why, "no cuda epilogue for add (the operand is not a bias vector)");
     /* bias then residual */
-    const char *two[] = {"binary:add", "binary:add"};
+    const fa_post_op two[] = {{FA_POST_OP_ADD, 0, 0, 0}, {FA_POST_OP_ADD, 0, 0, 0}};
     const bool vf[] = {true, false};
     assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 2, two, vf, why), FA_CUDA_EPI_NONE);
     assert_non_null(strstr(why, "a second add after the bias"));
     /* relu then another step */
-    const char *after[] = {"eltwise:relu", "binary:mul"};
+    const fa_post_op after[] = {{FA_POST_OP_RELU, 0, 0, -1}, {FA_POST_OP_MUL, 0, 0, 0}};
     assert_int_equal(map("Gemm", FA_CUDA_BIAS_VECTOR, 2, after, (const bool[]){false, false}, why), FA_CUDA_EPI_NONE);
-    assert_string_equal(why, "no cuda epilogue for binary:mul (after an activation)");
+    assert_string_equal(why, "no cuda epilogue for mul (after an activation)");
     /* Gemm with a full C matrix */
-    assert_int_equal(map("Gemm", FA_CUDA_BIAS_OTHER, 1, (const char *[]){"eltwise:relu"}, NULL, why), FA_CUDA_EPI_NONE);
+    assert_int_equal(map("Gemm", FA_CUDA_BIAS_OTHER, 1, (const fa_post_op[]){{FA_POST_OP_RELU, 0, 0, -1}}, NULL, why), FA_CUDA_EPI_NONE);
     assert_non_null(strstr(why, "not one value per output column"));
     /* an anchor with no library epilogue */
-    assert_int_equal(map("ConvTranspose", FA_CUDA_BIAS_VECTOR, 1, (const char *[]){"eltwise:relu"}, NULL, why),
+    assert_int_equal(map("ConvTranspose", FA_CUDA_BIAS_VECTOR, 1, (const fa_post_op[]){{FA_POST_OP_RELU, 0, 0, -1}}, NULL, why),
                      FA_CUDA_EPI_NONE);
-    assert_string_equal(why, "no cuda epilogue for eltwise:relu (anchor ConvTranspose)");
+    assert_string_equal(why, "no cuda epilogue for relu (anchor ConvTranspose)");
     /* leaky relu on a matmul */
-    assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 2, (const char *[]){"binary:add", "eltwise:leaky_relu:0.1"},
+    assert_int_equal(map("MatMul", FA_CUDA_BIAS_ABSENT, 2, (const fa_post_op[]){{FA_POST_OP_ADD, 0, 0, 0}, {FA_POST_OP_LEAKY_RELU, 0.1f, 0, -1}},
                          (const bool[]){true, false}, why),
                      FA_CUDA_EPI_NONE);
-    assert_string_equal(why, "no cuda epilogue for eltwise:leaky_relu:0.1");
+    assert_string_equal(why, "no cuda epilogue for leaky_relu(0.100000001)");
 }
 
 /* The query read off real clusters: the bias Add of a transformer MatMul is a per-column vector. */
@@ -162,9 +162,9 @@ static int query_zoo_epilogues(const char *model, int *mapped)
         if (e != FA_CUDA_EPI_NONE) (*mapped)++;
         else assert_non_null(strstr(why, "no cuda epilogue for "));
         /* a MatMul followed by an Add of a [hidden] constant: the operand is recognised as a bias vector */
-        if (!strcmp(q.anchor_op, "MatMul") && c->n_post_ops >= 1 && !strcmp(c->post_ops[0], "binary:add") &&
-            c->post_op_inputs[0] >= 0) {
-            const fa_tensor *t = g->tensors[c->post_op_inputs[0]];
+        if (!strcmp(q.anchor_op, "MatMul") && c->n_post_ops >= 1 && c->post_ops[0].kind == FA_POST_OP_ADD &&
+            c->post_ops[0].operand >= 0) {
+            const fa_tensor *t = g->tensors[c->post_ops[0].operand];
             const fa_tensor *y = fa_graph_out(g, g->nodes[c->anchor], 0);
             if (t->rank == 1 && t->dims[0] == y->dims[y->rank - 1]) assert_true(scratch[0]);
         }

@@ -41,8 +41,8 @@ static fa_graph *conv_graph(fa_ctx *ctx, bool fused, int group, bool full_addend
         fa_node *n = fa_graph_add_node(ctx, g, "fc", "FusedConv", "ai.fuse-advise", 4, ins, 1, outs);
         fa_node_add_attr_ints(g, n, "pads", pads, 4);
         fa_node_add_attr_int(g, n, "group", group);
-        const char *po[] = {"binary:add:3", "eltwise:relu"};
-        fa_node_add_attr_strings(g, n, "post_ops", po, 2);
+        const fa_post_op po[] = {{FA_POST_OP_ADD, 0, 0, 3}, {FA_POST_OP_RELU, 0, 0, -1}};
+        assert_true(fa_post_ops_set_node(g, n, po, 2));
         int y = fa_graph_find_tensor(g, "y");
         fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, 4, xd);
         fa_graph_add_output(ctx, g, y);
@@ -109,11 +109,11 @@ static void test_fused_conv_unknown_post_op_is_an_error(void **s)
     fa_graph *g = conv_graph(ctx, true, 1, true);
     fa_node *n = g->nodes[0];
     for (int i = 0; i < n->n_attrs; i++)
-        if (!strcmp(n->attrs[i].name, "post_ops")) n->attrs[i].strings[1] = "eltwise:frobnicate";
+        if (!strcmp(n->attrs[i].name, "post_op_kinds")) n->attrs[i].ints[1] = 999; /* no such kind */
     fa_exec *e = NULL;
     fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
     assert_int_not_equal(fa_exec_create(ctx, g, &eo, &e), FA_OK);
-    assert_non_null(strstr(fa_ctx_errmsg(ctx), "frobnicate"));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "post_op_kinds[1] = 999 is no post-op kind"));
     fa_graph_free(g);
     fa_ctx_free(ctx);
 }
