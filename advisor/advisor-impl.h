@@ -37,13 +37,13 @@ bool fa_adv_match_gelu(const fa_graph *g, const int *pos, int x, const int *take
 
 /* Post-op for consumer node c of tensor t (the epilogue's current tensor): writes the spec
  * ("eltwise:relu", "binary:add", ...) into buf and the binary operand's tensor id into *operand
- * (-1 for eltwise). False with *why (static code) and a sentence in why_buf when not expressible. */
+ * (-1 for eltwise). False with *why (the decision's code) and a sentence in why_buf when not expressible. */
 bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, char *buf, size_t cap, int *operand,
-                    const char **why, char *why_buf, size_t why_cap);
+                    fa_why_code *why, char *why_buf, size_t why_cap);
 
 /* BN folding legality: true when bn can fold into its input's producer; otherwise *code and a
  * sentence. *producer set to the producer node id (or -1). */
-bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, const char **code, char *why,
+bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, fa_why_code *code, char *why,
                         size_t why_cap);
 
 /* Ops in a pattern class we fuse as elementwise members (float outputs). */

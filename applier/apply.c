@@ -201,6 +201,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluste
     if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
         /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
         c->status = FA_CLUSTER_REFUSED;
+        c->refusal = FA_WHY_SLOW_LIBRARY_PATH;
         fa_apply_set_reason(p, c, "%s", slow);
         goto done;
     }

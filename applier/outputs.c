@@ -63,7 +63,7 @@ fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
         fa_buf_puts(&b, ",\"tensor\":");
         fa_json_str_or_empty(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
         fa_buf_puts(&b, ",\"code\":");
-        fa_json_str_or_empty(&b, w->code);
+        fa_json_str_or_empty(&b, fa_why_code_name(w->code));
         fa_buf_puts(&b, ",\"reason\":");
         fa_json_str_or_empty(&b, w->reason);
         fa_buf_puts(&b, "}");

@@ -158,7 +158,8 @@ static void check_plan_sane(const fa_graph *g, const fa_plan *p)
         assert_true(c->n_members <= p->opt.max_ops + 1);
     }
     for (int i = 0; i < p->n_why_not; i++) {
-        assert_non_null(p->why_not[i].code);
+        assert_true(p->why_not[i].code > FA_WHY_NONE && p->why_not[i].code < FA_WHY_CODE_COUNT);
+        assert_true(p->why_not[i].code != FA_WHY_NOT_A_POST_OP); /* never recorded */
         assert_true(strlen(p->why_not[i].reason) > 10);
     }
     /* every live producer->consumer edge not inside one proposed cluster group has a why-not */
@@ -377,7 +378,7 @@ static void test_cuda_gate_refuses_under_occupancy_floor_with_numbers(void **st)
     assert_non_null(strstr(sm->reason, "occupancy gate"));
     bool found = false;
     for (int i = 0; i < p->n_why_not; i++)
-        if (!strcmp(p->why_not[i].code, "occupancy-gate") && p->why_not[i].consumer == sm->anchor) found = true;
+        if (p->why_not[i].code == FA_WHY_OCCUPANCY_GATE && p->why_not[i].consumer == sm->anchor) found = true;
     assert_true(found);
     fa_plan_free(p);
     fa_graph_free(g);
