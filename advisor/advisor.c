@@ -1562,8 +1562,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
-        c->measured_saving_ns = NAN; /* not measured (a measured saving may be negative) */
-        c->max_rel_error = -1;
         c->status = FA_CLUSTER_PROPOSED;
         c->refusal = FA_WHY_NONE;
         if (c->est_saving_ns <= 0) {
@@ -1652,10 +1650,10 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 /* ---- store ---- */
 
 /* The store's row of cluster c (strings, ids and post-ops borrowed from c; post_ops is the
- * caller's array of c->n_post_ops rows, filled here). */
+ * caller's array of c->n_post_ops rows, filled here). The verdict columns start empty. */
 static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops)
 {
-    for (int k = 0; k < c->n_post_ops && post_ops; k++)
+    for (int k = 0; k < c->n_post_ops; k++)
         post_ops[k] = (fa_post_op_row){c->post_ops[k], c->post_op_inputs[k]};
     fa_cluster_row r = {
         .id = c->id,
@@ -1674,7 +1672,7 @@ static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops)
         .outputs = c->outputs,
         .n_outputs = c->n_outputs,
         .post_ops = post_ops,
-        .n_post_ops = post_ops ? c->n_post_ops : 0,
+        .n_post_ops = c->n_post_ops,
         .saved_bytes = c->saved_bytes,
         .saved_launches = c->saved_launches,
         .recompute_ns = c->recompute_ns,
@@ -1686,8 +1684,8 @@ static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops)
         .occupancy = c->occupancy,
         .status = fa_cluster_status_name(c->status),
         .reason = c->reason,
-        .measured_saving_ns = c->measured_saving_ns,
-        .max_rel_error = c->max_rel_error,
+        .measured_saving_ns = NAN, /* the applier's verdict (fa_store_put_cluster_verdicts) */
+        .max_rel_error = -1,
     };
     return r;
 }
@@ -1716,17 +1714,5 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
     free(po);
     free(wr);
     if (!s) p->plan_id = plan_id;
-    return s;
-}
-
-fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
-{
-    if (p->run_id < 0 || p->plan_id <= 0)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
-    fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
-    if (!cr) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan's verdicts");
-    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i], NULL);
-    fa_status s = fa_store_put_cluster_verdicts(ctx, st, p->run_id, p->plan_id, cr, p->n_clusters);
-    free(cr);
     return s;
 }

@@ -139,13 +139,13 @@ typedef struct fa_cluster {
     int spill_bytes;           /* spill stores + loads, bytes */
     double occupancy;          /* 0..1 from the occupancy calculator */
     int block_size;            /* threads per block used for the gate */
+    /* the advisor's decision: PROPOSED, or REFUSED by the gate or the cost model. What the
+     * applier then verified, measured and decided is its own record (fa_cluster_verdict,
+     * applier/applier.h); the applier never writes the plan. */
     fa_cluster_status status;
-    const char *reason;        /* why refused / rejected / accepted (arena) */
+    const char *reason;        /* why refused (arena) */
     fa_why_code refusal;       /* REFUSED: the code of the decision that refused it (gate,
                                   cost); FA_WHY_NONE otherwise */
-    /* applier results (-1 until measured) */
-    double measured_saving_ns;
-    double max_rel_error;
     /* added by the advisor (issue 5) */
     const char *label;         /* what the cluster computes: "conv+bn", "conv+relu",
                                   "matmul+add+gelu_erf", "layer_norm(decomposed)", "softmax",
@@ -218,7 +218,5 @@ fa_status fa_bn_fold(fa_ctx *ctx, const fa_graph *g, const fa_node *producer, co
                      size_t *w_count, float **new_b, size_t *b_count);
 /* Store the plan (plans, clusters, why_not tables); sets p->plan_id. */
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p);
-/* Update the stored status/reason/measured fields of every cluster of a saved plan. */
-fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p);
 
 #endif

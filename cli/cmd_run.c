@@ -191,14 +191,15 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
         for (int i = 0; i < p->n_clusters; i++) {
             const fa_cluster *cl = &p->clusters[i];
+            const fa_cluster_verdict *v = &r->verdicts[i]; /* the applier's record of it */
             printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
                    cl->est_saving_ns / 1e3);
-            if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED &&
-                cl->status != FA_CLUSTER_NOT_TRIED)
-                printf("%10.1f %9.2g", cl->measured_saving_ns / 1e3, cl->max_rel_error);
+            if (v->measured_saving_ns > -1e30 && v->status != FA_CLUSTER_REFUSED && v->status != FA_CLUSTER_PROPOSED &&
+                v->status != FA_CLUSTER_NOT_TRIED)
+                printf("%10.1f %9.2g", v->measured_saving_ns / 1e3, v->max_rel_error);
             else
                 printf("%10s %9s", "-", "-");
-            printf("  %s: %s\n", fa_cluster_status_name(cl->status), cl->reason ? cl->reason : "");
+            printf("  %s: %s\n", fa_cluster_status_name(v->status), v->reason ? v->reason : "");
         }
         fa_arena *ar2 = fa_arena_create(4096);
         fa_run_info ri2;
