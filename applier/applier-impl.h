@@ -6,8 +6,6 @@
 
 
 /* Shared by the cpu and cuda appliers (applier/judge.c, applier/fused_graph.c). */
-int fa_apply_cmp_double(const void *a, const void *b);
-double fa_apply_quantile(const double *sorted, int n, double q);
 /* max|a-b| / max(max|b|, 1e-12); INFINITY on NaN or a missing value. */
 double fa_apply_rel_error(const fa_value *a, const fa_value *b);
 /* v->reason = the formatted sentence, in r's arena. */

@@ -48,14 +48,7 @@ typedef struct fa_apply_options {
 } fa_apply_options;
 void fa_apply_options_default(fa_apply_options *o);
 
-/* Robust summary of per-iteration samples (ns). */
-typedef struct fa_sample_stats {
-    int n;
-    double median_ns;
-    double p25_ns, p75_ns;  /* spread = p75 - p25 */
-    double min_ns;
-} fa_sample_stats;
-void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out);
+/* fa_sample_stats (per-iteration sample summary) lives in core/core.h, the statistics unit. */
 
 /* The applier's verdict on one cluster of the plan: a record of its own next to the advisor's
  * proposal (fa_cluster), which fa_apply never writes. Starts as the advisor's decision

@@ -23,22 +23,6 @@ void fa_apply_options_default(fa_apply_options *o)
     o->inject_wrong_cluster = -1;
 }
 
-void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    out->n = n;
-    if (n <= 0) return;
-    double *s = malloc(sizeof(double) * (size_t)n);
-    if (!s) return;
-    memcpy(s, samples, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), fa_apply_cmp_double);
-    out->median_ns = fa_apply_quantile(s, n, 0.5);
-    out->p25_ns = fa_apply_quantile(s, n, 0.25);
-    out->p75_ns = fa_apply_quantile(s, n, 0.75);
-    out->min_ns = s[0];
-    free(s);
-}
-
 void fa_apply_result_free(fa_apply_result *r)
 {
     if (!r) return;

@@ -9,21 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int fa_apply_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double fa_apply_quantile(const double *sorted, int n, double q)
-{
-    if (n <= 0) return 0;
-    double pos = q * (n - 1);
-    int lo = (int)pos;
-    double f = pos - lo;
-    return lo + 1 < n ? sorted[lo] * (1 - f) + sorted[lo + 1] * f : sorted[lo];
-}
-
 double fa_apply_rel_error(const fa_value *a, const fa_value *b)
 {
     if (!a || !b) return INFINITY;
@@ -63,12 +48,12 @@ static void paired_gain(const double *sa, const double *sb, int n, double *gain,
         return;
     }
     for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
-    qsort(d, (size_t)n, sizeof(double), fa_apply_cmp_double);
-    double med = fa_apply_quantile(d, n, 0.5);
+    qsort(d, (size_t)n, sizeof(double), fa_stats_cmp_double);
+    double med = fa_stats_quantile_sorted(d, (size_t)n, 0.5);
     for (int i = 0; i < n; i++) dev[i] = fabs(d[i] - med);
-    qsort(dev, (size_t)n, sizeof(double), fa_apply_cmp_double);
+    qsort(dev, (size_t)n, sizeof(double), fa_stats_cmp_double);
     *gain = med;
-    *noise = 2.0 * 1.2533 * 1.4826 * fa_apply_quantile(dev, n, 0.5) / sqrt((double)n);
+    *noise = 2.0 * 1.2533 * 1.4826 * fa_stats_quantile_sorted(dev, (size_t)n, 0.5) / sqrt((double)n);
     free(d);
     free(dev);
 }
