@@ -50,10 +50,33 @@ fa_status fa_value_map_fill_inputs(fa_ctx *ctx, fa_value_map *m, uint64_t seed);
 /* Tensor ids (into out[], room for g->n_tensors) every PROPOSED cluster's sub-graph reads or
  * writes and that an unfused run produces: what the capture run must keep. -1 on OOM. */
 int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out);
-/* A copy of g restricted to / with the given clusters (fused_graph.c). */
+/* A copy of g restricted to / with the given clusters (fused_graph.c); cluster id `inject`
+ * (-1 none) carries `defect` (test hook). */
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
-                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
-                                fa_graph **out);
+                                bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
+                                int n_extra, fa_graph **out);
+
+/* The verification bound of a cluster whose unfused sub-graph reassociates a reduction
+ * (applier/bound.c, docs/runtime.md "Verification bound"). */
+typedef struct fa_apply_bound {
+    bool applies;       /* gu has a Conv/ConvTranspose/Gemm/MatMul and a rule for every op */
+    int64_t depth;      /* n: the most rounding errors on a path (reduction terms + op roundings) */
+    double lambda;      /* Higham & Mary's lambda for a 1e-6 failure probability over the outputs */
+    double gamma;       /* probabilistic γ̃_n(λ) = exp(λ·sqrt(n)·u + n·u²/(1-u)) - 1, u = 2^-24 */
+    double gamma_det;   /* deterministic γ_n = n·u/(1-n·u) (Higham §3.1), for the report only */
+} fa_apply_bound;
+/* The magnitude graph of the unfused sub-graph gu: gu's nodes plus, per node, the rule that
+ * carries |.|-magnitudes forward (a Conv on |x| and |W|, BN with |scale|, |B|, -|mean|, L·M + |y|
+ * for a unary op with sup|f'| <= L, ...); its outputs are the magnitudes M of gu's outputs in
+ * gu's order, its inputs gu's (fed the same values). *gm owned by the caller; NULL with the
+ * reason in why (and out->applies false) when gu reassociates no reduction or has an op with no
+ * rule: the caller then verifies with the user's tolerance. Errors: out of memory only. */
+fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, fa_graph **gm, char *why, size_t cap);
+/* max_i |fused_i - unfused_i| / (2·γ̃·M_i) over one output (a fused kernel within its bound
+ * has <= 1); *worst the element (-1 none). INFINITY on NaN on one side only or a size mismatch;
+ * NAN when some M_i overflowed (no bound: verify by the tolerance). */
+double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, const fa_value *mag, const fa_apply_bound *bd,
+                            int64_t *worst);
 
 /* Whether a library epilogue in the fused sub-graph gf runs on an implementation whose
  * post-ops are slow: oneDNN's reference kernels ("ref:*", any op) and its gemm-based convolution

@@ -23,12 +23,27 @@
 #define FA_APPLY_MAX_CLUSTERS_DEFAULT 256
 #define FA_APPLY_BUDGET_S_DEFAULT 600.0
 
+/* Test hook: the defect a deliberately wrong fused kernel carries (fa_apply_options
+ * inject_wrong_cluster). Verification must reject every one; the sizes are what the rounding-error
+ * bound resolves on a 576-term reduction (docs/runtime.md "Verification bound"). */
+typedef enum fa_apply_defect {
+    FA_APPLY_DEFECT_ADD_ONE,      /* the first output + 1.0 (a BN fold: its folded bias + 1) */
+    FA_APPLY_DEFECT_WEIGHT,       /* Conv/Gemm anchors: the weight of largest magnitude off by 10 % */
+    FA_APPLY_DEFECT_DROP_POST_OP, /* epilogues: the last post-op left out */
+    FA_APPLY_DEFECT_BIAS,         /* Conv/Gemm anchors: bias element 0 off by 5 % of the largest
+                                     |bias| (0.05 when every bias is 0) */
+    FA_APPLY_DEFECT_COUNT
+} fa_apply_defect;
+
 typedef struct fa_apply_options {
     fa_target target;       /* the execution target (its table: runtime.h fa_target_iface);
                                AUTO: a GPU when one is present, else cpu. Default cpu. */
     const char *arch;       /* cuda: architecture the fused kernels are compiled for (NULL: the
                                device's own) */
-    double tolerance;       /* max |fused-unfused| / max(max|unfused|, 1e-12); default 1e-5 (fp32);
+    double tolerance;       /* max |fused-unfused| / max(max|unfused|, 1e-12) of clusters without
+                               a reduction to reassociate (those with a Conv/Gemm/MatMul are
+                               verified by the rounding-error bound of applier/bound.c,
+                               docs/codegen.md "Verification bound"); default 1e-5 (fp32);
                                finite, in (0, FA_APPLY_TOLERANCE_MAX] */
     int iters;              /* timed iterations per benchmark, default 20 */
     int warmup;             /* default 3 */
@@ -41,8 +56,9 @@ typedef struct fa_apply_options {
     uint64_t cache_max_bytes; /* 0: FA_KERNEL_CACHE_MAX_BYTES_DEFAULT */
     int max_clusters;       /* clusters tried, highest predicted saving first; 0: FA_APPLY_MAX_CLUSTERS_DEFAULT */
     double budget_s;        /* apply-stage time budget (s); 0: FA_APPLY_BUDGET_S_DEFAULT */
-    int inject_wrong_cluster; /* test hook: >= 0 makes that cluster's fused kernel add 1.0 to
-                                 its first output (must be rejected by verification); -1 off */
+    int inject_wrong_cluster; /* test hook: >= 0 makes that cluster's fused kernel carry the
+                                 defect inject_defect (must be rejected by verification); -1 off */
+    fa_apply_defect inject_defect; /* default FA_APPLY_DEFECT_ADD_ONE */
     fa_progress_fn progress;
     void *progress_user;
 } fa_apply_options;

@@ -164,6 +164,90 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan
     return s;
 }
 
+/* Verification of cluster c (fused gf/ef against unfused gu/eu, both already run): v->max_rel_error
+ * gets the relative error max|f-u| / max|u| over its outputs. A cluster that reassociates a
+ * reduction (a Conv/Gemm/MatMul in gu with a rounding rule for every op: applier/bound.c) passes
+ * when every element is within the componentwise rounding-error bound 2·γ̃_n(λ)·M, M the same ops
+ * on magnitudes; any other cluster when the relative error is within opt->tolerance. False with
+ * its verdict v rejected and the reason set when it fails; *cs set when the check itself could not run. tag
+ * gets the accepted reason's prefix. */
+static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res, const fa_cluster *c,
+                           fa_cluster_verdict *v, const fa_apply_options *opt, const fa_value_map *vm, const fa_graph *gu, fa_exec *eu, const fa_graph *gf,
+                           fa_exec *ef, char *tag, size_t tag_cap, fa_status *cs)
+{
+    double err = 0;
+    for (int k = 0; k < c->n_outputs; k++) {
+        const char *nm = g->tensors[c->outputs[k]]->name;
+        int iu = out_index(gu, nm), iff = out_index(gf, nm);
+        if (iu < 0 || iff < 0) {
+            err = INFINITY;
+            break;
+        }
+        double e = fa_apply_rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
+        if (e > err) err = e;
+    }
+    v->max_rel_error = err;
+    fa_apply_bound bd;
+    fa_graph *gm = NULL;
+    fa_exec *em = NULL;
+    char why[400];
+    *cs = fa_apply_bound_graph(cctx, gu, &bd, &gm, why, sizeof why);
+    /* the magnitudes on the cpu executor whatever the target: standard ops only, host values */
+    fa_exec_options mo = {.target = FA_TARGET_CPU, .threads = opt->threads};
+    if (!*cs && gm) *cs = fa_exec_create(cctx, gm, &mo, &em);
+    if (!*cs && em) *cs = fa_value_map_set_inputs(cctx, em, gm, vm);
+    if (!*cs && em) *cs = fa_exec_run(cctx, em, NULL);
+    double ratio = gm && !*cs ? 0 : NAN;
+    int64_t at = -1;
+    const char *at_name = "";
+    double at_diff = 0, at_bound = 0;
+    for (int k = 0; k < c->n_outputs && !isnan(ratio); k++) {
+        const char *nm = g->tensors[c->outputs[k]]->name;
+        int iu = out_index(gu, nm), iff = out_index(gf, nm);
+        if (iu < 0 || iff < 0) {
+            ratio = INFINITY;
+            break;
+        }
+        const fa_value *vf = fa_exec_output(ef, iff), *vu = fa_exec_output(eu, iu), *vmag = fa_exec_output(em, iu);
+        int64_t w;
+        double r = fa_apply_bound_ratio(vf, vu, vmag, &bd, &w);
+        if (isnan(r)) ratio = NAN; /* the magnitude overflowed */
+        else if (r > ratio) {
+            ratio = r;
+            at = w;
+            at_name = nm;
+            if (w >= 0 && isfinite(r)) {
+                at_diff = fabs(fa_load_as_double(vf->data, vf->dtype, w) - fa_load_as_double(vu->data, vu->dtype, w));
+                at_bound = r > 0 ? at_diff / r : 0;
+            }
+        }
+    }
+    fa_exec_free(em);
+    fa_graph_free(gm);
+    if (*cs) return false;
+    if (!isnan(ratio)) {
+        if (ratio <= 1.0) {
+            snprintf(tag, tag_cap, "within the rounding-error bound of its %lld-deep reduction (worst element at %.2g of "
+                     "2·γ̃·|W|·|x|, relative error %.2g); ", (long long)bd.depth, ratio, err);
+            return true;
+        }
+        v->status = FA_CLUSTER_REJECTED_VERIFY;
+        fa_apply_set_reason(res, v, "fused output differs from the unfused ops beyond the rounding error of its %lld-deep "
+                            "reduction: element %lld of '%s' differs by %.3g, %.3g times the bound 2·γ̃·M = %.3g "
+                            "(γ̃ = %.3g for λ = %.2f, M: the same ops on |inputs| and |weights|; relative error %.3g)",
+                            (long long)bd.depth, (long long)at, at_name, at_diff, ratio, at_bound, bd.gamma, bd.lambda, err);
+        return false;
+    }
+    if (err <= opt->tolerance) {
+        snprintf(tag, tag_cap, "%s", "");
+        return true;
+    }
+    v->status = FA_CLUSTER_REJECTED_VERIFY;
+    fa_apply_set_reason(res, v, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
+                        opt->tolerance);
+    return false;
+}
+
 /* One tried cluster: its unfused and fused sub-graphs on the target, fed the captured values;
  * verify every output, then benchmark interleaved and decide. Its failures become its status and
  * reason, never the run's. */
@@ -176,8 +260,9 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
     fa_exec *eu = NULL, *ef = NULL;
     int ids[1] = {c->id};
     char why[512];
-    cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, c->outputs, c->n_outputs, &gu);
-    if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt->inject_wrong_cluster, c->outputs, c->n_outputs, &gf);
+    cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
+    if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt->inject_wrong_cluster, opt->inject_defect,
+                                          c->outputs, c->n_outputs, &gf);
     if (!cs && !target_runs(kt->t, gf, why, sizeof why)) { /* e.g. an epilogue no library of the target has */
         v->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(res, v, "%s", why);
@@ -203,22 +288,12 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
         goto done;
     }
     /* verify every cluster output against the unfused sub-graph */
-    double err = 0;
-    for (int k = 0; k < c->n_outputs; k++) {
-        const char *nm = g->tensors[c->outputs[k]]->name;
-        int iu = out_index(gu, nm), iff = out_index(gf, nm);
-        if (iu < 0 || iff < 0) {
-            err = INFINITY;
-            break;
+    char tag[400];
+    if (!verify_cluster(cctx, g, res, c, v, opt, vm, gu, eu, gf, ef, tag, sizeof tag, &cs) || cs) {
+        if (cs) {
+            v->status = FA_CLUSTER_REJECTED_ERROR;
+            fa_apply_set_reason(res, v, "could not verify the fused kernel: %s", fa_ctx_errmsg(cctx));
         }
-        double e = fa_apply_rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
-        if (e > err) err = e;
-    }
-    v->max_rel_error = err;
-    if (!(err <= opt->tolerance)) {
-        v->status = FA_CLUSTER_REJECTED_VERIFY;
-        fa_apply_set_reason(res, v, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
-                            opt->tolerance);
         goto done;
     }
     cs = fa_apply_bench_pair(cctx, exec_once, eu, ef, opt->warmup, opt->iters, sa, sb);
@@ -231,7 +306,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
     res->cluster_ids[k] = c->id;
     memcpy(res->cluster_unfused + (size_t)k * (size_t)opt->iters, sa, sizeof(double) * (size_t)opt->iters);
     memcpy(res->cluster_fused + (size_t)k * (size_t)opt->iters, sb, sizeof(double) * (size_t)opt->iters);
-    fa_apply_judge(res, v, sa, sb, opt->iters, err, NULL);
+    fa_apply_judge(res, v, sa, sb, opt->iters, v->max_rel_error, tag);
 done:
     fa_exec_free(eu);
     fa_exec_free(ef);
@@ -295,7 +370,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
-    s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, extra, ne2, &capg);
+    s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, 0, extra, ne2, &capg);
     if (!s) s = make_exec(ctx, capg, &kt, opt.threads, &cap);
     if (s) goto done;
     s = fa_value_map_fill_inputs(ctx, &vm, opt.seed);

@@ -3,6 +3,7 @@
  * nodes), scoped sub-graphs for per-cluster verification and benchmarks. */
 #include "applier-impl.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,7 +117,43 @@ static fa_status folded_params(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, co
     return FA_OK;
 }
 
-/* Add the anchor op (plain or Fused*) with optionally folded weights. */
+/* Test hook (fa_apply_defect): ins[1] (the weights) or ins[2] (the bias; a zero one added for a
+ * Conv without) replaced in dst by a perturbed copy. */
+static fa_status defect_param(fa_ctx *ctx, fa_graph *dst, const fa_node *anchor, const char **ins, int *ni, int defect)
+{
+    bool weight = defect == FA_APPLY_DEFECT_WEIGHT;
+    int k = weight ? 1 : 2;
+    int src = k < *ni && ins[k][0] ? fa_graph_find_tensor(dst, ins[k]) : -1;
+    const fa_tensor *W = fa_graph_find_tensor(dst, ins[1]) >= 0 ? dst->tensors[fa_graph_find_tensor(dst, ins[1])] : NULL;
+    int64_t n = src >= 0 ? fa_tensor_numel(dst->tensors[src]) : (W && W->rank > 0 && strcmp(anchor->op_type, "Gemm") ? W->dims[0] : 0);
+    if (n <= 0 || (src >= 0 && (dst->tensors[src]->dtype != FA_DTYPE_FLOAT || !dst->tensors[src]->data)))
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': no float %s to perturb", anchor->name, weight ? "weights" : "bias");
+    float *v = calloc((size_t)n, sizeof(float));
+    if (!v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    if (src >= 0) memcpy(v, dst->tensors[src]->data, sizeof(float) * (size_t)n);
+    int64_t at = 0;
+    float big = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (fabsf(v[i]) > big) {
+            big = fabsf(v[i]);
+            at = i;
+        }
+    if (weight) v[at] *= 1.10f;
+    else v[0] += big > 0 ? 0.05f * big : 0.05f;
+    char name[600];
+    snprintf(name, sizeof name, "%s__defect_%s", anchor->name, weight ? "w" : "b");
+    int64_t dims[1] = {n};
+    const fa_tensor *S = src >= 0 ? dst->tensors[src] : NULL;
+    int id = add_const_tensor(ctx, dst, name, FA_DTYPE_FLOAT, S ? S->rank : 1, S ? S->dims : dims, v, sizeof(float) * (size_t)n);
+    free(v);
+    if (id < 0) return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+    if (k >= *ni) *ni = k + 1;
+    ins[k] = dst->tensors[id]->name;
+    return FA_OK;
+}
+
+/* Add the anchor op (plain or Fused*) with optionally folded weights; inject: 0, or 1 + the
+ * fa_apply_defect its kernel carries (test hook). */
 static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_node *anchor, const char *w_name,
                            const char *b_name, const char *out_name, const fa_cluster *epi, int inject)
 {
@@ -135,8 +172,12 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
     const char *post[40];
     int np = 0;
     char post_buf[40][64];
+    if (inject == 1 + FA_APPLY_DEFECT_WEIGHT || inject == 1 + FA_APPLY_DEFECT_BIAS) {
+        if (defect_param(ctx, dst, anchor, ins, &ni, inject - 1)) return NULL;
+    }
     if (epi) {
-        for (int k = 0; k < epi->n_post_ops && np < 38; k++) {
+        int n_post = epi->n_post_ops - (inject == 1 + FA_APPLY_DEFECT_DROP_POST_OP && epi->n_post_ops > 0);
+        for (int k = 0; k < n_post && np < 38; k++) {
             int tid = epi->post_op_inputs ? epi->post_op_inputs[k] : -1;
             if (tid >= 0) {
                 const fa_tensor *t = g->tensors[tid];
@@ -149,7 +190,7 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
             post[np] = post_buf[np];
             np++;
         }
-        if (inject) {
+        if (inject == 1 + FA_APPLY_DEFECT_ADD_ONE) {
             snprintf(post_buf[np], sizeof post_buf[np], "eltwise:linear:1:1");
             post[np] = post_buf[np];
             np++;
@@ -204,6 +245,7 @@ typedef struct builder {
     int *node_cluster;  /* by node id: index of the applied cluster owning it, -1 none */
     bool *in_scope;     /* by node id; NULL = all live nodes */
     int inject;         /* cluster id to corrupt, -1 */
+    fa_apply_defect defect; /* what its fused kernel gets wrong */
 } builder;
 
 /* Build dst from the builder's scope. Graph inputs: the original inputs read in scope plus
@@ -277,14 +319,14 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
         if (emitted[ci]) continue;
         emitted[ci] = true;
         const fa_cluster *c = &b->p->clusters[ci];
-        int inject = b->inject == c->id;
+        int inject = b->inject == c->id ? 1 + (int)b->defect : 0; /* 0: none, else 1 + the defect */
         if (c->kind == FA_CLUSTER_BN_FOLD) {
             const char *wn, *bn_name;
             const fa_node *bn = NULL;
             for (int m = 0; m < c->n_members; m++)
                 if (c->members[m] != c->anchor) bn = g->nodes[c->members[m]];
-            s = folded_params(ctx, dst, g, c, &wn, &bn_name, NULL, inject);
-            if (!s && !add_anchor(ctx, dst, g, g->nodes[c->anchor], wn, bn_name, fa_graph_out(g, bn, 0)->name, NULL, 0))
+            s = folded_params(ctx, dst, g, c, &wn, &bn_name, NULL, inject == 1 + FA_APPLY_DEFECT_ADD_ONE);
+            if (!s && !add_anchor(ctx, dst, g, g->nodes[c->anchor], wn, bn_name, fa_graph_out(g, bn, 0)->name, NULL, inject))
                 s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
         } else if (c->kind == FA_CLUSTER_EPILOGUE) {
             const char *wn = NULL, *bn_name = NULL;
@@ -313,7 +355,7 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
             /* test hook: a deliberately wrong fused graph, on any target: the kernel writes its
              * first (float) output under another name and an Add of 1.0 makes the output */
             const char *real_out = outs[0];
-            bool corrupt = inject && g->tensors[c->outputs[0]]->dtype == FA_DTYPE_FLOAT;
+            bool corrupt = inject > 0 && g->tensors[c->outputs[0]]->dtype == FA_DTYPE_FLOAT;
             if (corrupt) {
                 snprintf(wrong, sizeof wrong, "%.580s__inject", real_out);
                 outs[0] = wrong;
@@ -380,16 +422,14 @@ static void apply_cluster(builder *b, int ci)
 }
 
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
-                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
-                                fa_graph **out);
-fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
-                                bool scope_to_clusters, bool apply, int inject, const int *extra, int n_extra,
-                                fa_graph **out)
+                                bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
+                                int n_extra, fa_graph **out)
 {
     builder b;
     fa_status s = make_builder(ctx, g, p, &b);
     if (s) { free_builder(&b); return s; }
     b.inject = inject;
+    b.defect = defect;
     if (scope_to_clusters) {
         b.in_scope = calloc((size_t)g->n_nodes + 1, sizeof(bool));
         if (!b.in_scope) { free_builder(&b); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
@@ -431,7 +471,7 @@ fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const
                 ids[n_ids++] = p->clusters[i].id;
         cluster_ids = ids;
     }
-    fa_status s = fa_fused_graph_scoped(ctx, g, p, cluster_ids, n_ids, false, true, -1, NULL, 0, out);
+    fa_status s = fa_fused_graph_scoped(ctx, g, p, cluster_ids, n_ids, false, true, -1, 0, NULL, 0, out);
     free(ids);
     return s;
 }
@@ -448,7 +488,7 @@ fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
             st != FA_CLUSTER_REFUSED && st != FA_CLUSTER_REJECTED_VERIFY && st != FA_CLUSTER_REJECTED_ERROR)
             ids[n++] = p->clusters[i].id;
     }
-    fa_status s = fa_fused_graph_scoped(ctx, g, p, ids, n, false, true, -1, NULL, 0, out);
+    fa_status s = fa_fused_graph_scoped(ctx, g, p, ids, n, false, true, -1, 0, NULL, 0, out);
     free(ids);
     return s;
 }

@@ -81,17 +81,53 @@ static int groups_of(const int *sz, int ng, int n, int **gsz, int **goff)
     return k;
 }
 
-/* One resample of a side into tmp (returns its size): with one group, n draws with replacement;
- * with several, a two-stage draw — ng groups with replacement, then each drawn group's own
- * size of draws within it (Davison & Hinkley, Bootstrap Methods and their Application, 1997,
- * section 3.8: resampling the top stage keeps the between-run variance in the interval). */
-static int resample(fa_rng *r, const double *v, const int *gsz, const int *goff, int ng, double *tmp)
+/* Block length for resampling one run's samples v[0..n) (in iteration order). Iterations timed
+ * on a busy machine are not independent: a burst of load slows several consecutive iterations
+ * (lag-1 autocorrelation 0.5-0.65 measured on squeezenet at load 11, bench/bench_gate_aa.sh),
+ * and resampling them one by one then understates the variance of the median by about
+ * (1 + rho) / (1 - rho), 3-5x: an A/A pair fails. When the lag-1 autocorrelation rho is above the
+ * 95% bound of white noise (2 / sqrt(n)), resample blocks of b consecutive iterations (circular
+ * block bootstrap, Politis & Romano 1992) with b from the AR(1) plug-in of the variance-optimal
+ * block length, b = (6 rho^2 / (1 - rho^2)^2)^(1/3) n^(1/3) (Politis & White 2004, section 3,
+ * with G = 2 rho / (1 - rho)^2 and D = 4/3 g(0)^2 for the circular block bootstrap), at most
+ * n / 3. Independent samples (a quiet machine) keep b = 1: the plain bootstrap. */
+static int block_length(const double *v, int n)
+{
+    if (n < 8) return 1;
+    double mean = 0, c0 = 0, c1 = 0;
+    for (int i = 0; i < n; i++) mean += v[i];
+    mean /= n;
+    for (int i = 0; i < n; i++) c0 += (v[i] - mean) * (v[i] - mean);
+    for (int i = 1; i < n; i++) c1 += (v[i] - mean) * (v[i - 1] - mean);
+    if (!(c0 > 0)) return 1;
+    double rho = c1 / c0;
+    if (!(rho > 2.0 / sqrt((double)n))) return 1;
+    if (rho > 0.95) rho = 0.95;
+    double b = ceil(cbrt(6.0 * rho * rho / ((1 - rho * rho) * (1 - rho * rho))) * cbrt((double)n));
+    int cap = n / 3;
+    return b < 2 ? 2 : b > cap ? cap : (int)b;
+}
+
+/* One resample of a side into tmp (returns its size): with one group, n draws with replacement
+ * (blocks of blk[g] consecutive samples, wrapping around, where the run's samples are
+ * autocorrelated: block_length); with several, a two-stage draw — ng groups with replacement,
+ * then each drawn group's own size of draws within it (Davison & Hinkley, Bootstrap Methods and
+ * their Application, 1997, section 3.8: resampling the top stage keeps the between-run variance
+ * in the interval). */
+static int resample(fa_rng *r, const double *v, const int *gsz, const int *goff, const int *blk, int ng, double *tmp)
 {
     int k = 0;
     for (int g = 0; g < ng; g++) {
         int pick = ng == 1 ? 0 : rand_index(r, ng);
-        int n = gsz[pick], off = goff[pick];
-        for (int i = 0; i < n; i++) tmp[k++] = v[off + rand_index(r, n)];
+        int n = gsz[pick], off = goff[pick], b = blk[pick], end = k + n;
+        if (b <= 1) {
+            for (int i = 0; i < n; i++) tmp[k++] = v[off + rand_index(r, n)];
+            continue;
+        }
+        while (k < end) {
+            int start = rand_index(r, n);
+            for (int j = 0; j < b && k < end; j++) tmp[k++] = v[off + (start + j) % n];
+        }
     }
     return k;
 }
@@ -170,15 +206,23 @@ fa_status fa_gate_compare_grouped(fa_ctx *ctx, const double *base, int nb, const
         free(tmp), free(bsz), free(boff), free(csz), free(coff);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for %ld bootstrap resamples", B);
     }
+    int *bblk = malloc(sizeof(int) * (size_t)(nbg > 0 ? nbg : 1)), *cblk = malloc(sizeof(int) * (size_t)(ncg > 0 ? ncg : 1));
+    if (!bblk || !cblk) {
+        free(bblk), free(cblk), free(ratios), free(tmp), free(bsz), free(boff), free(csz), free(coff);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory comparing samples");
+    }
+    for (int g = 0; g < nbg; g++) bblk[g] = block_length(base + boff[g], bsz[g]);
+    for (int g = 0; g < ncg; g++) cblk[g] = block_length(cand + coff[g], csz[g]);
     fa_rng rng;
     fa_rng_seed(&rng, seed ^ 0x6761746500000000ull);
     for (long b = 0; b < B; b++) {
-        int k = resample(&rng, base, bsz, boff, nbg, tmp);
+        int k = resample(&rng, base, bsz, boff, bblk, nbg, tmp);
         double mb = fa_stats_median(tmp, k);
-        k = resample(&rng, cand, csz, coff, ncg, tmp);
+        k = resample(&rng, cand, csz, coff, cblk, ncg, tmp);
         double mc = fa_stats_median(tmp, k);
         ratios[b] = mc / mb;
     }
+    free(bblk), free(cblk);
     qsort(ratios, (size_t)B, sizeof(double), fa_stats_cmp_double);
     st.lo = fa_stats_quantile_sorted(ratios, (size_t)B, alpha / 2);
     st.hi = fa_stats_quantile_sorted(ratios, (size_t)B, 1 - alpha / 2);

@@ -682,7 +682,18 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
     case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, a[j * sa], b[j * sb]); break;
     case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, a[j * sa], b[j * sb]); break;
     case B_POW:
-        if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1) && fa_vmath_available()) fa_vpowf(a, sa, b, sb, o, len);
+        /* A constant exponent of 2 or 3 (LayerNorm's variance, GELU's tanh form) is a product, as
+         * ONNX Runtime's Pow computes it: x*x is powf(x, 2) correctly rounded; x*x*x is within
+         * 1 ulp of powf(x, 3) (two roundings), NaN/Inf as powf. */
+        if (sb == 0 && sa == 1 && (b[0] == 2.0f || b[0] == 3.0f)) {
+            if (b[0] == 2.0f) {
+#pragma omp simd
+                for (int64_t j = 0; j < len; j++) o[j] = a[j] * a[j];
+            } else {
+#pragma omp simd
+                for (int64_t j = 0; j < len; j++) o[j] = a[j] * a[j] * a[j];
+            }
+        } else if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1) && fa_vmath_available()) fa_vpowf(a, sa, b, sb, o, len);
         else for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_POW, a[j * sa], b[j * sb]);
         break;
     case B_COPY: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa]; break;

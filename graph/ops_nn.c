@@ -1500,8 +1500,13 @@ static fa_status bn_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
                 yp[i] = (float)(((double)xp[i] - mu[q]) * kk[q] + P[1][q]);
             }
         else {
-            double m = mu[c], k = kk[c], b = P[1][c];
-            for (int64_t i = 0; i < sp; i++) yp[i] = (float)(((double)xp[i] - m) * k + b);
+            /* float arithmetic per element, (x - mean) * k + B with k computed in double once per
+             * channel: 8 float lanes instead of 4 double ones (the unfused baseline's BN was 1.6x
+             * ONNX Runtime's on ResNet-50). Subtracting the mean first keeps the result's error
+             * a few float ulps of itself, with no cancellation against a large shift. */
+            const float m = (float)mu[c], k = (float)kk[c], b = P[1][c];
+#pragma omp simd
+            for (int64_t i = 0; i < sp; i++) yp[i] = (xp[i] - m) * k + b;
         }
     }
     free(kk);

@@ -43,8 +43,19 @@ static inline __m256 sigmoid8(__m256 v)
 }
 
 void fa_vexpf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_expf8_u10avx2(v)); }
-void fa_vtanhf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_tanhf8_u10avx2(v)); }
-void fa_verff(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_erff8_u10avx2(v)); }
+/* tanh: SLEEF's u35 variant (<= 3.5 ULP), 3x faster than u10 here (bench: 393k floats, 0.37 vs 1.2
+ * ms on one AVX2 core); ONNX Runtime's MLAS tanh is a rational approximation of similar error. */
+void fa_vtanhf(const float *x, float *y, int64_t n)
+{
+    if (fa_vmath512_available()) fa_vmath512_tanhf(x, y, n);
+    else FA_VMAP(x, y, n, Sleef_tanhf8_u35avx2(v));
+}
+/* erf: SLEEF has u10 only; 16 AVX-512 lanes halve its time where the CPU has them. */
+void fa_verff(const float *x, float *y, int64_t n)
+{
+    if (fa_vmath512_available()) fa_vmath512_erff(x, y, n);
+    else FA_VMAP(x, y, n, Sleef_erff8_u10avx2(v));
+}
 void fa_vsigmoidf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, sigmoid8(v)); }
 
 void fa_vswishf(const float *x, float *y, int64_t n, float alpha)

@@ -12,6 +12,7 @@
 /* true when this CPU runs the AVX2+FMA paths (checked once, cpuid). */
 bool fa_vmath_available(void);
 void fa_vexpf(const float *x, float *y, int64_t n);
+/* tanh: SLEEF u35 (<= 3.5 ULP), the one function here not within 1 ULP (vmath.c says why) */
 void fa_vtanhf(const float *x, float *y, int64_t n);
 void fa_verff(const float *x, float *y, int64_t n);
 /* 1 / (1 + exp(-x)) */
@@ -22,6 +23,11 @@ void fa_vswishf(const float *x, float *y, int64_t n, float alpha);
 void fa_vgeluf(const float *x, float *y, int64_t n);
 /* 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (ONNX Gelu approximate="tanh") */
 void fa_vgelu_tanhf(const float *x, float *y, int64_t n);
+/* graph/vmath512.c: 16 AVX-512F lanes of erf (u10) and tanh (u35); fa_verff/fa_vtanhf use them
+ * when fa_vmath512_available() (cpuid, checked once). */
+bool fa_vmath512_available(void);
+void fa_vmath512_erff(const float *x, float *y, int64_t n);
+void fa_vmath512_tanhf(const float *x, float *y, int64_t n);
 /* y[j] = pow(a[j*sa], b[j*sb]) with sa, sb each 0 (broadcast scalar) or 1. */
 void fa_vpowf(const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n);
 

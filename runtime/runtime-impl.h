@@ -50,6 +50,14 @@ fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
  * falls back to the op's reference kernel. */
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads,
                                 fa_kernel *out, bool *handled);
+/* oneDNN for the other ops where it beats our reference kernels (runtime/cpu/dnnl_ops.c):
+ * depthwise/grouped Conv (blocked layout inside the kernel, plain NCHW at its boundary),
+ * MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization,
+ * standard domain, float32. *handled = false (FA_OK) when oneDNN cannot express the node's
+ * attributes exactly or (unless `force`) our kernel is the faster one; out is then untouched.
+ * Env FA_NO_DNNL_OPS=1 turns these kernels off (FA_NO_DNNL: all of oneDNN). */
+fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, bool force, fa_kernel *out,
+                                    bool *handled);
 /* oneDNN library version string, e.g. "oneDNN 2.6.3". */
 const char *fa_dnnl_version(void);
 

@@ -52,22 +52,58 @@ typedef struct dnnl_state {
     dnnl_memory_t bin_mem[8];
     int bin_post_index[8];       /* index of the post-op in the chain */
     char impl[96];               /* the implementation oneDNN chose (dnnl_query_impl_info_str) */
+    /* Blocked activations (fused convolutions only, create_conv): the primitive reads src and
+     * writes dst in the channel-blocked layout oneDNN chose for format_tag_any (nChw8c/nChw16c),
+     * in buffers of its own; the kernel reorders the plain input in and the blocked output out,
+     * and full-shape binary post-op operands in, with oneDNN reorder primitives. */
+    bool blocked;
+    dnnl_memory_t src_user, dst_user;   /* plain views of the kernel's input 0 / output 0 */
+    dnnl_primitive_t r_src, r_dst;      /* plain -> blocked src, blocked -> plain dst */
+    void *src_buf, *dst_buf;
+    bool bin_full[8];                   /* the operand has the output's shape: read in dst's layout */
+    dnnl_memory_t bin_user[8];          /* plain view of a blocked binary operand (else NULL) */
+    dnnl_primitive_t r_bin[8];
+    void *bin_buf[8];
+    bool has_sum;                       /* a full-shape Add as oneDNN's sum post-op: */
+    int sum_input;                      /* node input reordered into dst before the primitive */
+    dnnl_memory_t sum_user;             /* its plain view */
+    dnnl_primitive_t r_sum;
+    char name[128];                     /* kernel name naming the layout and the reorders */
 } dnnl_state;
 
-static void state_destroy(fa_kernel *k)
+/* Release everything a creation attempt made and zero the state (create_conv retries plain). */
+static void state_clear(dnnl_state *s)
 {
-    dnnl_state *s = k->state;
-    if (!s) return;
     if (s->prim) dnnl_primitive_destroy(s->prim);
     if (s->src) dnnl_memory_destroy(s->src);
     if (s->wei) dnnl_memory_destroy(s->wei);
     if (s->bias) dnnl_memory_destroy(s->bias);
     if (s->dst) dnnl_memory_destroy(s->dst);
     if (s->scratch) dnnl_memory_destroy(s->scratch);
-    for (int i = 0; i < s->n_bin; i++)
+    if (s->src_user) dnnl_memory_destroy(s->src_user);
+    if (s->dst_user) dnnl_memory_destroy(s->dst_user);
+    if (s->r_src) dnnl_primitive_destroy(s->r_src);
+    if (s->r_dst) dnnl_primitive_destroy(s->r_dst);
+    if (s->sum_user) dnnl_memory_destroy(s->sum_user);
+    if (s->r_sum) dnnl_primitive_destroy(s->r_sum);
+    for (int i = 0; i < s->n_bin; i++) {
         if (s->bin_mem[i]) dnnl_memory_destroy(s->bin_mem[i]);
+        if (s->bin_user[i]) dnnl_memory_destroy(s->bin_user[i]);
+        if (s->r_bin[i]) dnnl_primitive_destroy(s->r_bin[i]);
+        free(s->bin_buf[i]);
+    }
     free(s->wei_buf);
     free(s->scratch_buf);
+    free(s->src_buf);
+    free(s->dst_buf);
+    memset(s, 0, sizeof *s);
+}
+
+static void state_destroy(fa_kernel *k)
+{
+    dnnl_state *s = k->state;
+    if (!s) return;
+    state_clear(s);
     free(s);
     k->state = NULL;
 }
@@ -86,16 +122,33 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
 {
     dnnl_state *s = k->state;
     const fa_value *A = &in[0];
-    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->src, A->data));
+    if (s->blocked) { /* plain input 0 -> the primitive's blocked src */
+        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->src_user, A->data));
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->src_user}, {DNNL_ARG_TO, s->src}};
+        DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_src, g_stream, 2, ra));
+    } else {
+        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->src, A->data));
+    }
     if (s->kind == 2 || s->kind == 3) /* weights are the second operand, may be non-constant */
         if (!s->wei_buf) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->wei, in[1].data));
     if (s->bias && s->kind <= 1) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
     if (s->bias && s->kind == 3) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
-    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst, out[0].data));
+    if (!s->blocked) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst, out[0].data));
+    if (s->has_sum) { /* the residual into dst: the sum post-op adds the convolution to it */
+        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->sum_user, in[s->sum_input].data));
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->sum_user}, {DNNL_ARG_TO, s->dst}};
+        DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_sum, g_stream, 2, ra));
+    }
     dnnl_exec_arg_t args[5 + 8];
     int na = 0;
     for (int b = 0; b < s->n_bin; b++) {
-        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], in[s->bin_input[b]].data));
+        if (s->r_bin[b]) { /* a full-shape operand in the dst's blocked layout */
+            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_user[b], in[s->bin_input[b]].data));
+            dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->bin_user[b]}, {DNNL_ARG_TO, s->bin_mem[b]}};
+            DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_bin[b], g_stream, 2, ra));
+        } else {
+            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], in[s->bin_input[b]].data));
+        }
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
     }
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->src};
@@ -104,6 +157,11 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
     args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
     if (s->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, s->scratch};
     DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, g_stream, na, args));
+    if (s->blocked) { /* the primitive's blocked dst -> plain output 0 */
+        DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst_user, out[0].data));
+        dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->dst}, {DNNL_ARG_TO, s->dst_user}};
+        DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_dst, g_stream, 2, ra));
+    }
     DNNL_CHECK(ctx, dnnl_stream_wait(g_stream));
     if (s->kind == 3 && (s->alpha != 1.0f || s->c_input >= 0)) {
         /* Y = alpha * (A B) + beta * C, C unidirectionally broadcast to [M, N] (ONNX Gemm). */
@@ -199,9 +257,11 @@ fail:
  *   eltwise:elu:A | eltwise:gelu_erf | eltwise:gelu_tanh | eltwise:swish:A | eltwise:hardswish |
  *   eltwise:mish | eltwise:softplus | eltwise:linear:A:B (A*x+B) | eltwise:abs | eltwise:exp |
  *   eltwise:sqrt | binary:{add,sub,mul,div,max,min}:K (operand = node input K, numpy-broadcast
- *   to the output). Returns NULL attr (and no error) when the node has no post_ops. */
+ *   to the output). Returns NULL attr (and no error) when the node has no post_ops. full_md
+ *   (NULL: plain): the layout of a binary operand of the output's full shape (the blocked dst's
+ *   layout, so oneDNN's jit post-op reads it like dst; the kernel reorders it in). */
 static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
-                                dnnl_primitive_attr_t *out_attr)
+                                const dnnl_memory_desc_t *full_md, dnnl_primitive_attr_t *out_attr)
 {
     *out_attr = NULL;
     const fa_attr *a = fa_node_attr(n, "post_ops");
@@ -264,7 +324,21 @@ static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n
                 }
             }
             dnnl_memory_desc_t bmd;
-            DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, Y->rank, bd, dnnl_f32, NULL));
+            bool full = true;
+            for (int d = 0; d < Y->rank; d++) full = full && bd[d] == Y->dims[d];
+            if (full && full_md && alg == dnnl_binary_add && !s->has_sum) {
+                /* the residual add on blocked activations: oneDNN's sum post-op (dst += the
+                 * operand, reordered into dst before the primitive runs), which its jit and
+                 * brgemm convolutions keep in the fast path; a binary post-op with a blocked
+                 * full-shape operand sends oneDNN 2.6 back to its gemm convolution */
+                DNNL_CHECK(ctx, dnnl_post_ops_append_sum(po, 1.0f));
+                s->has_sum = true;
+                s->sum_input = k;
+                continue;
+            }
+            if (full && full_md) bmd = *full_md;
+            else DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, Y->rank, bd, dnnl_f32, NULL));
+            s->bin_full[s->n_bin] = full && full_md;
             DNNL_CHECK(ctx, dnnl_post_ops_append_binary(po, alg, &bmd));
             s->bin_input[s->n_bin] = k;
             s->bin_post_index[s->n_bin] = i;
@@ -324,6 +398,94 @@ static void conv_pads(const fa_node *n, int ns, const int64_t *in_sp, const int6
     }
 }
 
+/* A oneDNN reorder primitive from one layout of a tensor to another. */
+static fa_status make_reorder(fa_ctx *ctx, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to, dnnl_primitive_t *out)
+{
+    dnnl_primitive_desc_t rpd = NULL;
+    DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, from, g_engine, to, g_engine, NULL));
+    DNNL_CHECK(ctx, dnnl_primitive_create(out, rpd));
+    dnnl_primitive_desc_destroy(rpd);
+    return FA_OK;
+fail:
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    return FA_ERR_RUNTIME;
+}
+
+/* Give memory m a zeroed buffer of its own (owned by *buf): the blocked layout's channel padding
+ * stays zero, and its pages are touched at creation, not in a timed iteration. */
+static fa_status own_buffer(fa_ctx *ctx, dnnl_memory_t m, void **buf)
+{
+    const dnnl_memory_desc_t *md = NULL;
+    DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(m, &md));
+    size_t sz = dnnl_memory_desc_get_size(md);
+    if (posix_memalign(buf, 64, sz ? sz : 64) != 0) return fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN blocked activation buffer");
+    memset(*buf, 0, sz ? sz : 64);
+    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(m, *buf));
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
+/* The activation layout's name: "nChw16c" (channel-blocked), "nhwc" (channels last), "nchw",
+ * "blocked" for another one. */
+static void layout_name(const dnnl_memory_desc_t *md, char *buf, size_t cap)
+{
+    static const char *sp[] = {"w", "hw", "dhw"};
+    static const dnnl_format_tag_t last[] = {dnnl_acb, dnnl_acdb, dnnl_acdeb}, first[] = {dnnl_abc, dnnl_abcd, dnnl_abcde};
+    const dnnl_blocking_desc_t *b = &md->format_desc.blocking;
+    int r = md->ndims;
+    dnnl_memory_desc_t t;
+    if (r < 3 || r > 5 || md->format_kind != dnnl_blocked) snprintf(buf, cap, "blocked");
+    else if (b->inner_nblks == 1 && b->inner_idxs[0] == 1) snprintf(buf, cap, "nC%s%dc", sp[r - 3], (int)b->inner_blks[0]);
+    else if (dnnl_memory_desc_init_by_tag(&t, r, md->dims, dnnl_f32, last[r - 3]) == dnnl_success && dnnl_memory_desc_equal(&t, md))
+        snprintf(buf, cap, "n%sc", sp[r - 3]);
+    else if (dnnl_memory_desc_init_by_tag(&t, r, md->dims, dnnl_f32, first[r - 3]) == dnnl_success && dnnl_memory_desc_equal(&t, md))
+        snprintf(buf, cap, "nc%s", sp[r - 3]);
+    else snprintf(buf, cap, "blocked");
+}
+
+/* After finish_prim made s->prim on format_tag_any activations: buffers for its blocked src
+ * and dst, plain views (xmd, ymd) of the kernel's input 0 and output 0, and the reorders between
+ * them; the same for every full-shape binary operand (which build_post_ops gave the layout
+ * want_dst). FA_ERR_UNSUPPORTED when oneDNN's dst layout is not want_dst (the caller then
+ * builds the plain kernel). */
+static fa_status blocked_io(fa_ctx *ctx, dnnl_state *s, const dnnl_memory_desc_t *xmd, const dnnl_memory_desc_t *ymd,
+                            const dnnl_memory_desc_t *want_dst)
+{
+    const dnnl_memory_desc_t *src_md = NULL, *dst_md = NULL;
+    DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(s->src, &src_md));
+    DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(s->dst, &dst_md));
+    bool any_full = false;
+    for (int b = 0; b < s->n_bin; b++) any_full = any_full || s->bin_full[b];
+    if (any_full && !dnnl_memory_desc_equal(dst_md, want_dst))
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "oneDNN changed the dst layout once post-ops were attached");
+    if (own_buffer(ctx, s->src, &s->src_buf) || own_buffer(ctx, s->dst, &s->dst_buf)) return fa_ctx_status(ctx);
+    DNNL_CHECK(ctx, dnnl_memory_create(&s->src_user, xmd, g_engine, DNNL_MEMORY_NONE));
+    DNNL_CHECK(ctx, dnnl_memory_create(&s->dst_user, ymd, g_engine, DNNL_MEMORY_NONE));
+    if (make_reorder(ctx, xmd, src_md, &s->r_src) || make_reorder(ctx, dst_md, ymd, &s->r_dst)) return fa_ctx_status(ctx);
+    for (int b = 0; b < s->n_bin; b++) {
+        if (!s->bin_full[b]) continue;
+        const dnnl_memory_desc_t *bmd = NULL;
+        DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(s->bin_mem[b], &bmd));
+        if (own_buffer(ctx, s->bin_mem[b], &s->bin_buf[b])) return fa_ctx_status(ctx);
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->bin_user[b], ymd, g_engine, DNNL_MEMORY_NONE));
+        if (make_reorder(ctx, ymd, bmd, &s->r_bin[b])) return fa_ctx_status(ctx);
+    }
+    if (s->has_sum) {
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->sum_user, ymd, g_engine, DNNL_MEMORY_NONE));
+        if (make_reorder(ctx, ymd, dst_md, &s->r_sum)) return fa_ctx_status(ctx);
+    }
+    char src_l[32], dst_l[32];
+    layout_name(src_md, src_l, sizeof src_l);
+    layout_name(dst_md, dst_l, sizeof dst_l);
+    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution+post-ops+reorder(%s>nchw)", src_l,
+             s->has_sum ? "+reorder(residual>dst)" : "", dst_l);
+    s->blocked = true;
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
 static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed)
 {
     const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
@@ -332,6 +494,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     if (B && (!(B->flags & FA_TENSOR_CONST) || !B->data)) return FA_OK;
     int r = X->rank, ns = r - 2;
     if (ns < 1 || ns > 3) return FA_OK;
+    bool fused = !strcmp(n->domain, "ai.fuse-advise");
     int64_t group = fa_node_attr_int(n, "group", 1);
     int64_t k[3], st[3], dil[3], pl[3], pr[3], in_sp[3], out_sp[3];
     const int64_t *a;
@@ -400,12 +563,47 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a));
         bptr = &bmd;
     }
+    if (!transposed && fused) {
+        /* The fused plan's convolution on the activation layout oneDNN prefers (format_tag_any):
+         * on plain NCHW oneDNN 2.6 picks its gemm convolution, whose post-ops are slow; on
+         * nChw8c/nChw16c its jit convolution. A probe without post-ops names the layout, so that
+         * full-shape binary operands (the residual add) are declared in it too. */
+        dnnl_memory_desc_t xany, yany, want_dst;
+        dnnl_convolution_desc_t cd;
+        dnnl_primitive_desc_t probe = NULL;
+        bool blocked = false;
+        if (dnnl_memory_desc_init_by_tag(&xany, r, xd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+            dnnl_memory_desc_init_by_tag(&yany, r, yd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+            dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xany, &wany,
+                                                       bptr, &yany, std_, dd, pld, prd) == dnnl_success &&
+            dnnl_primitive_desc_create(&probe, &cd, NULL, g_engine, NULL) == dnnl_success) {
+            want_dst = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+            blocked = !dnnl_memory_desc_equal(&want_dst, &ymd) ||
+                      !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(probe, dnnl_query_src_md, 0), &xmd);
+        }
+        if (probe) dnnl_primitive_desc_destroy(probe);
+        if (blocked) {
+            dnnl_primitive_attr_t attr = NULL;
+            fa_status fs = build_post_ops(ctx, g, n, Y, s, &want_dst, &attr);
+            if (!fs) fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            if (!fs) fs = blocked_io(ctx, s, &xmd, &ymd, &want_dst);
+            if (!fs) {
+                s->kind = 0;
+                *handled = true;
+                return FA_OK;
+            }
+            fa_log(ctx, FA_LOG_DEBUG, "node '%s': blocked activations declined (%s); plain NCHW", n->name, fa_ctx_errmsg(ctx));
+            fa_ctx_clear(ctx);
+            state_clear(s); /* and build the plain kernel below */
+        }
+    }
     if (!transposed) {
         dnnl_convolution_desc_t cd;
         DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
                                                                    &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
         dnnl_primitive_attr_t attr = NULL;
-        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
         fa_status fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
@@ -415,7 +613,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         DNNL_CHECK(ctx, dnnl_dilated_deconvolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_deconvolution_direct,
                                                                      &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
         dnnl_primitive_attr_t attr = NULL;
-        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
         fa_status fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
@@ -443,6 +641,19 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         bd[i] = ib >= 0 ? B->dims[ib] : 1;
         yd[i] = Y->dims[i];
     }
+    if (B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && !fa_node_attr(n, "post_ops")) {
+        /* A [..., M, K] x B [K, N]: one [prod(...)*M, K] x [K, N] product (the same bytes), so
+         * oneDNN's brgemm gets 2-D weights it can keep pre-blocked (format_tag_any); with a
+         * batch dim it keeps them plain and repacks them on every call (3x slower, BERT's
+         * 768x3072 FFN weights, oneDNN 2.6). Not for fused nodes: their binary post-op operands
+         * are described at the output's rank. */
+        int64_t rows = 1;
+        for (int i = 0; i < r - 1; i++) rows *= ad[i];
+        ad[0] = rows, ad[1] = ad[r - 1];
+        bd[0] = bd[r - 2], bd[1] = bd[r - 1];
+        yd[0] = rows, yd[1] = yd[r - 1];
+        r = 2;
+    }
     dnnl_memory_desc_t amd, bmd, bany, ymd;
     dnnl_dims_t bstr;
     plain_strides(r, bd, bstr);
@@ -455,7 +666,7 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, NULL, &ymd));
     {
         dnnl_primitive_attr_t attr = NULL;
-        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
         fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
@@ -511,7 +722,7 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
             fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-ops need alpha=1 and a row bias", n->name);
             return FA_ERR_UNSUPPORTED;
         }
-        if (build_post_ops(ctx, g, n, Y, s, &attr)) return fa_ctx_status(ctx);
+        if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
         fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
@@ -557,7 +768,9 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
     k.run = run_prim;
     k.destroy = state_destroy;
     k.impl = s->impl[0] ? s->impl : NULL;
-    if (fused)
+    if (s->blocked)
+        k.name = s->name;
+    else if (fused)
         k.name = conv ? "dnnl:convolution+post-ops" : deconv ? "dnnl:deconvolution+post-ops" : mm ? "dnnl:matmul+post-ops" : "dnnl:gemm+post-ops";
     else
         k.name = conv ? "dnnl:convolution" : deconv ? "dnnl:deconvolution" : mm ? "dnnl:matmul" : "dnnl:gemm";

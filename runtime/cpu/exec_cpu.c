@@ -3,8 +3,9 @@
  * outputs) gets an offset in one arena, computed once when the executor is created from the
  * tensors' lifetimes, allocated and touched (page-faulted in) there, so a timed iteration never
  * calls malloc/free or faults pages. Two tensors share bytes only when their lifetimes (producer
- * .. last consumer, in topological order) are disjoint. oneDNN for Conv/ConvTranspose/MatMul/Gemm, the registry's reference
- * kernels otherwise. Reached through the cpu target's table (runtime/cpu/target.c). */
+ * .. last consumer, in topological order) are disjoint. oneDNN for Conv/ConvTranspose/MatMul/Gemm
+ * (runtime/cpu/dnnl.c) and for depthwise convs, pools, softmax and layer norm where it is faster
+ * (runtime/cpu/dnnl_ops.c), the registry's reference kernels otherwise. Reached through the cpu target's table (runtime/cpu/target.c). */
 #include "runtime/runtime-impl.h"
 
 #include <omp.h>
@@ -326,7 +327,8 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
                 continue;
             }
         }
-        fa_status st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
+        fa_status st = fa_dnnl_ops_kernel_create(ctx, g, n, false, kern, &handled);
+        if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
         if (st) {
             fa_cpu_exec_free(e);
             return st;

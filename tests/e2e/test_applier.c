@@ -103,7 +103,9 @@ static bool apply_model(const char *model, int inject_first, int *kinds_seen)
         } else {
             if (v->status == FA_CLUSTER_REJECTED_VERIFY || v->status == FA_CLUSTER_REJECTED_ERROR)
                 fail_msg("%s: cluster %d (%s) failed: %s", model, c->id, c->label ? c->label : "", v->reason);
-            assert_true(v->max_rel_error <= opt.tolerance);
+            /* a reassociated reduction is verified by its rounding-error bound (applier/bound.c),
+             * every other cluster by the tolerance */
+            if (!v->reason || !strstr(v->reason, "within the rounding-error bound")) assert_true(v->max_rel_error <= opt.tolerance);
         }
     }
     assert_true(proposed > 0);

@@ -52,7 +52,8 @@ static void test_accuracy_against_double_libm(void **state)
     struct { const char *name; vfn f; double (*ref)(double); double floor_, tol; } C[] = {
         /* exp over [-30, 30] stays normal: relative error; 1 ULP of float is 6e-8 (u10: <= 1 ULP) */
         {"exp", fa_vexpf, exp, 1e-30, 2.5e-7},
-        {"tanh", fa_vtanhf, tanh, 1e-30, 2.5e-7},
+        /* tanh: SLEEF u35, <= 3.5 ULP: 4.2e-7 relative at most */
+        {"tanh", fa_vtanhf, tanh, 1e-30, 4.5e-7},
         {"erf", fa_verff, erf, 1e-30, 2.5e-7},
         /* composed: the float rounding of 1 + exp(-x) and friends adds a few ULPs */
         {"sigmoid", fa_vsigmoidf, sigm, 1e-30, 1e-6},

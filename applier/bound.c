@@ -1,0 +1,521 @@
+/* applier/bound — the verification bound of fused kernels that reassociate a reduction
+ * (Conv, ConvTranspose, Gemm, MatMul): a componentwise rounding-error bound against the same
+ * computation run on magnitudes (|W|·|x| for a convolution), instead of a relative error that
+ * says nothing near cancellation. docs/runtime.md "Verification bound". */
+#include "applier-impl.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* How a node's output magnitude M(y) follows from its inputs' (first-order forward error
+ * analysis, Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., §3.1-3.5): an
+ * error bound of the form |ŷ - y| <= c·M(y) holds for the computed ŷ whenever every input
+ * carries |x̂ - x| <= c·M(x) and the op's own rounding is counted in c. */
+typedef enum mag_rule {
+    MAG_SAME,      /* linear with non-negative structure once constants are |.|: the op itself on
+                      the magnitudes (Conv, MatMul, Add, Mul, pooling, views, Concat) */
+    MAG_GEMM,      /* Gemm with |alpha|, |beta| */
+    MAG_BN,        /* inference BatchNormalization: |s|/sqrt(var+eps)·(M(x) + |mean|) + |B| */
+    MAG_SUM_MAGS,  /* Sub: M(a) + M(b) */
+    MAG_MAX_MAGS,  /* Max, Min: max(M(a), M(b)) (both 1-Lipschitz in the max norm) */
+    MAG_LIPSCHITZ, /* unary f with sup|f'| <= L: L·M(x) + |y| (|y|: the implementation's own error) */
+    MAG_EXP,       /* Exp: |y|·(M(x) + 1) */
+    MAG_POW,       /* Pow(x, p), constant scalar p >= 1: |p|·M(x)^p + |y| */
+    MAG_DIV,       /* Div: (M(a) + |y|·M(b)) / |b| */
+} mag_rule;
+
+/* roundings: relative errors of size u the op adds along a path through it, besides the
+ * reduction length counted from shapes (reduction_terms). For an elementary function it is
+ * the implementation's accuracy in ulps (SLEEF u10 and libm: <= 1 ulp; oneDNN's eltwise
+ * approximations: a few); the bound's sqrt(depth)·lambda factor leaves room beyond it. */
+static const struct mag_op {
+    const char *op;
+    mag_rule rule;
+    unsigned data;   /* bit i: input i carries a computed value (its magnitude replaces it);
+                        other inputs (shape, axes, indices, bounds) are passed as they are */
+    double lipschitz; /* MAG_LIPSCHITZ: sup|f'| over the reals (attribute-dependent ones below) */
+    int roundings;
+} k_mag_ops[] = {
+    {"Conv", MAG_SAME, 0x7, 0, 1},
+    {"ConvTranspose", MAG_SAME, 0x7, 0, 1},
+    {"MatMul", MAG_SAME, 0x3, 0, 0},
+    {"Gemm", MAG_GEMM, 0x7, 0, 3},
+    {"BatchNormalization", MAG_BN, 0x1, 0, 3}, /* scale, shift, and the fold's rounding of W·s */
+    {"Add", MAG_SAME, 0x3, 0, 1},
+    {"Sum", MAG_SAME, ~0u, 0, 1},
+    {"Mul", MAG_SAME, 0x3, 0, 1},
+    {"Sub", MAG_SUM_MAGS, 0x3, 0, 1},
+    {"Div", MAG_DIV, 0x3, 0, 1},
+    {"Max", MAG_MAX_MAGS, ~0u, 0, 0},
+    {"Min", MAG_MAX_MAGS, ~0u, 0, 0},
+    {"Identity", MAG_SAME, 0x1, 0, 0},
+    {"Reshape", MAG_SAME, 0x1, 0, 0},
+    {"Flatten", MAG_SAME, 0x1, 0, 0},
+    {"Squeeze", MAG_SAME, 0x1, 0, 0},
+    {"Unsqueeze", MAG_SAME, 0x1, 0, 0},
+    {"Transpose", MAG_SAME, 0x1, 0, 0},
+    {"Expand", MAG_SAME, 0x1, 0, 0},
+    {"Slice", MAG_SAME, 0x1, 0, 0},
+    {"Gather", MAG_SAME, 0x1, 0, 0},
+    {"Concat", MAG_SAME, ~0u, 0, 0},
+    {"MaxPool", MAG_SAME, 0x1, 0, 0},
+    {"GlobalMaxPool", MAG_SAME, 0x1, 0, 0},
+    {"AveragePool", MAG_SAME, 0x1, 0, 1},
+    {"GlobalAveragePool", MAG_SAME, 0x1, 0, 1},
+    /* sup|f'|: Relu, Clip, Abs, Neg, Tanh, Softplus, Softsign, Sin, Cos 1; Sigmoid 1/4; Erf
+     * 2/sqrt(pi); Gelu (erf and tanh forms) 1.1290, Swish/SiLU 1.0999 (any alpha: substitute
+     * t = alpha·x), Mish 1.0885, HardSwish 1.5 (at x -> 3): maxima of the derivatives,
+     * evaluated on a 1e-5 grid over [-20, 20] and rounded up. */
+    {"Relu", MAG_LIPSCHITZ, 0x1, 1.0, 0},
+    {"Clip", MAG_LIPSCHITZ, 0x1, 1.0, 0},
+    {"Abs", MAG_LIPSCHITZ, 0x1, 1.0, 0},
+    {"Neg", MAG_LIPSCHITZ, 0x1, 1.0, 0},
+    {"LeakyRelu", MAG_LIPSCHITZ, 0x1, 1.0, 1},   /* max(1, |alpha|) */
+    {"Elu", MAG_LIPSCHITZ, 0x1, 1.0, 2},         /* max(1, alpha) */
+    {"Selu", MAG_LIPSCHITZ, 0x1, 1.0, 2},        /* gamma·max(1, alpha) */
+    {"HardSigmoid", MAG_LIPSCHITZ, 0x1, 0.0, 2}, /* |alpha| */
+    {"HardSwish", MAG_LIPSCHITZ, 0x1, 1.5, 3},
+    {"Sigmoid", MAG_LIPSCHITZ, 0x1, 0.25, 4},
+    {"Tanh", MAG_LIPSCHITZ, 0x1, 1.0, 4},
+    {"Erf", MAG_LIPSCHITZ, 0x1, 1.1284, 4},
+    {"Gelu", MAG_LIPSCHITZ, 0x1, 1.13, 4},
+    {"Swish", MAG_LIPSCHITZ, 0x1, 1.1, 4},
+    {"Mish", MAG_LIPSCHITZ, 0x1, 1.09, 4},
+    {"Softplus", MAG_LIPSCHITZ, 0x1, 1.0, 4},
+    {"Softsign", MAG_LIPSCHITZ, 0x1, 1.0, 2},
+    {"Sin", MAG_LIPSCHITZ, 0x1, 1.0, 4},
+    {"Cos", MAG_LIPSCHITZ, 0x1, 1.0, 4},
+    {"Exp", MAG_EXP, 0x1, 0, 4},
+    {"Pow", MAG_POW, 0x1, 0, 4},
+};
+
+static const struct mag_op *mag_op_of(const fa_node *n)
+{
+    if (n->domain && n->domain[0]) return NULL;
+    for (size_t i = 0; i < sizeof k_mag_ops / sizeof k_mag_ops[0]; i++)
+        if (!strcmp(k_mag_ops[i].op, n->op_type)) return &k_mag_ops[i];
+    return NULL;
+}
+
+static int64_t dims_product(const fa_tensor *t, int from)
+{
+    int64_t p = 1;
+    for (int d = from; d < t->rank; d++) p *= t->dims[d] > 0 ? t->dims[d] : 1;
+    return p;
+}
+
+/* Terms of the longest sum one output element of n accumulates (0: not a reduction): the
+ * reduction length K of Conv (C_in/group·kH·kW: W is [C_out, C_in/group, k...]), ConvTranspose
+ * (C_in/group·prod k, an upper bound: W is [C_in, C_out/group, k...]), Gemm and MatMul (the
+ * inner dimension), AveragePool (the window), GlobalAveragePool (the spatial size), Sum (its
+ * inputs). */
+static int64_t reduction_terms(const fa_graph *g, const fa_node *n)
+{
+    const fa_tensor *x = fa_graph_in(g, n, 0), *w = n->n_inputs > 1 ? fa_graph_in(g, n, 1) : NULL;
+    const char *op = n->op_type;
+    if (!strcmp(op, "Conv") && w && w->rank >= 2) return dims_product(w, 1);
+    if (!strcmp(op, "ConvTranspose") && w && w->rank >= 2) {
+        int64_t group = fa_node_attr_int(n, "group", 1);
+        return (w->dims[0] > 0 ? w->dims[0] : 1) / (group > 0 ? group : 1) * dims_product(w, 2);
+    }
+    if (!strcmp(op, "MatMul") && x && x->rank >= 1) return x->dims[x->rank - 1] > 0 ? x->dims[x->rank - 1] : 1;
+    if (!strcmp(op, "Gemm") && x && x->rank == 2) {
+        int64_t k = fa_node_attr_int(n, "transA", 0) ? x->dims[0] : x->dims[1];
+        return k > 0 ? k : 1;
+    }
+    if (!strcmp(op, "AveragePool")) {
+        const int64_t *ks;
+        int nk = fa_node_attr_ints(n, "kernel_shape", &ks);
+        int64_t p = 1;
+        for (int i = 0; i < nk; i++) p *= ks[i] > 0 ? ks[i] : 1;
+        return p;
+    }
+    if (!strcmp(op, "GlobalAveragePool") && x) return dims_product(x, 2);
+    if (!strcmp(op, "Sum")) return n->n_inputs;
+    return 0;
+}
+
+static bool is_contraction(const fa_node *n)
+{
+    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
+           !strcmp(n->op_type, "MatMul");
+}
+
+static double lipschitz_of(const struct mag_op *m, const fa_node *n)
+{
+    if (!strcmp(n->op_type, "LeakyRelu")) return fmax(1.0, fabs(fa_node_attr_float(n, "alpha", 0.01f)));
+    if (!strcmp(n->op_type, "Elu")) return fmax(1.0, fabs(fa_node_attr_float(n, "alpha", 1.0f)));
+    if (!strcmp(n->op_type, "Selu"))
+        return fabs(fa_node_attr_float(n, "gamma", 1.05070102214813232421875f)) *
+               fmax(1.0, fabs(fa_node_attr_float(n, "alpha", 1.67326319217681884765625f)));
+    if (!strcmp(n->op_type, "HardSigmoid")) return fabs(fa_node_attr_float(n, "alpha", 0.2f));
+    return m->lipschitz;
+}
+
+/* ---- building the magnitude graph ---- */
+
+typedef struct mag_builder {
+    fa_ctx *ctx;
+    const fa_graph *g; /* the unfused sub-graph */
+    fa_graph *m;       /* its copy plus the magnitude nodes */
+    int *mag;          /* by tensor id of g: id of its magnitude tensor in m, -1 not yet */
+    int n_new;         /* counter for unique names */
+} mag_builder;
+
+static int new_tensor(mag_builder *b, const char *stem, const fa_tensor *like)
+{
+    char name[700];
+    snprintf(name, sizeof name, "%.600s__mag%d", stem, b->n_new++);
+    int id = fa_graph_tensor(b->m, name);
+    if (id >= 0) fa_tensor_set_shape(b->m->tensors[id], FA_DTYPE_FLOAT, like->rank, like->dims);
+    return id;
+}
+
+static int const_tensor(mag_builder *b, const char *stem, fa_dtype dt, int rank, const int64_t *dims, const void *data,
+                        size_t bytes)
+{
+    char name[700];
+    snprintf(name, sizeof name, "%.600s__magc%d", stem, b->n_new++);
+    int id = fa_graph_tensor(b->m, name);
+    if (id < 0) return -1;
+    fa_tensor *t = b->m->tensors[id];
+    fa_tensor_set_shape(t, dt, rank, dims);
+    if (fa_tensor_set_data(b->ctx, t, data, bytes)) return -1;
+    t->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+    return id;
+}
+
+static int scalar(mag_builder *b, float v) { return const_tensor(b, "scalar", FA_DTYPE_FLOAT, 0, NULL, &v, sizeof v); }
+
+/* A node of m: op over tensor ids ins (-1: omitted) into the new tensor out; NULL on error. */
+static fa_node *add(mag_builder *b, const char *op, const int *ins, int n_in, int out)
+{
+    const char *in_names[16], *out_names[1] = {b->m->tensors[out]->name};
+    for (int i = 0; i < n_in && i < 16; i++) in_names[i] = ins[i] >= 0 ? b->m->tensors[ins[i]]->name : "";
+    char name[720];
+    snprintf(name, sizeof name, "%.600s__node", out_names[0]);
+    return fa_graph_add_node(b->ctx, b->m, name, op, "", n_in, in_names, 1, out_names);
+}
+
+/* out = op(a, b) shaped like `like`. -1 on error. */
+static int binary(mag_builder *b, const char *op, int a, int c, const fa_tensor *like)
+{
+    int out = new_tensor(b, like->name, like);
+    int ins[2] = {a, c};
+    return out >= 0 && add(b, op, ins, 2, out) ? out : -1;
+}
+
+static int unary(mag_builder *b, const char *op, int a, const fa_tensor *like)
+{
+    int out = new_tensor(b, like->name, like);
+    return out >= 0 && add(b, op, &a, 1, out) ? out : -1;
+}
+
+/* The magnitude of tensor t of g as a tensor id of m: |data| for a float constant, Abs(t) for a
+ * graph input (its value is exact: both sides are fed the same), the producer's rule otherwise
+ * (already built: topological order). -1 with *why when it has none. */
+static int mag_of(mag_builder *b, int t, char *why, size_t cap)
+{
+    if (b->mag[t] >= 0) return b->mag[t];
+    const fa_tensor *T = b->g->tensors[t];
+    int id = -1;
+    if ((T->flags & FA_TENSOR_CONST) && T->data) {
+        if (T->dtype != FA_DTYPE_FLOAT) {
+            snprintf(why, cap, "constant '%s' is %s, not float32", T->name, fa_dtype_name(T->dtype));
+            return -1;
+        }
+        int64_t n = fa_tensor_numel(T);
+        float *a = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+        if (!a) return -1;
+        for (int64_t i = 0; i < n; i++) a[i] = fabsf(((const float *)T->data)[i]);
+        id = const_tensor(b, T->name, FA_DTYPE_FLOAT, T->rank, T->dims, a, sizeof(float) * (size_t)n);
+        free(a);
+    } else if (T->producer < 0 || !b->g->nodes[T->producer] || b->g->nodes[T->producer]->folded) {
+        if (T->dtype != FA_DTYPE_FLOAT) {
+            snprintf(why, cap, "input '%s' is %s, not float32", T->name, fa_dtype_name(T->dtype));
+            return -1;
+        }
+        id = unary(b, "Abs", fa_graph_find_tensor(b->m, T->name), T);
+    } else {
+        snprintf(why, cap, "tensor '%s' has no magnitude", T->name);
+        return -1;
+    }
+    b->mag[t] = id;
+    return id;
+}
+
+/* Abs of the value tensor t of g (its copy in m). */
+static int abs_value(mag_builder *b, int t)
+{
+    const fa_tensor *T = b->g->tensors[t];
+    return unary(b, "Abs", fa_graph_find_tensor(b->m, T->name), T);
+}
+
+/* The magnitude node(s) of g's node n; false with why when n has no rule here. */
+static bool mag_node(mag_builder *b, const fa_node *n, char *why, size_t cap)
+{
+    const struct mag_op *r = mag_op_of(n);
+    if (!r) {
+        snprintf(why, cap, "%s '%s' has no rounding-error rule", n->op_type, n->name);
+        return false;
+    }
+    const fa_graph *g = b->g;
+    int y = n->outputs[0];
+    if (y < 0) return true;
+    const fa_tensor *Y = g->tensors[y];
+    if (Y->dtype != FA_DTYPE_FLOAT) {
+        snprintf(why, cap, "%s '%s' output '%s' is not float32", n->op_type, n->name, Y->name);
+        return false;
+    }
+    int ins[16];
+    if (n->n_inputs > 16) {
+        snprintf(why, cap, "%s '%s' has %d inputs", n->op_type, n->name, n->n_inputs);
+        return false;
+    }
+    /* the data inputs' magnitudes, the others as they are */
+    for (int i = 0; i < n->n_inputs; i++) {
+        int t = n->inputs[i];
+        if (t < 0) ins[i] = -1;
+        else if (r->data & (1u << (i < 31 ? i : 31))) ins[i] = mag_of(b, t, why, cap);
+        else ins[i] = fa_graph_find_tensor(b->m, g->tensors[t]->name);
+        if (t >= 0 && ins[i] < 0) return false;
+    }
+    int out = -1;
+    switch (r->rule) {
+    case MAG_SAME:
+    case MAG_GEMM: {
+        if (n->n_outputs > 1)
+            for (int o = 1; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0) {
+                    snprintf(why, cap, "%s '%s' has more than one output", n->op_type, n->name);
+                    return false;
+                }
+        out = new_tensor(b, Y->name, Y);
+        fa_node *c = out >= 0 ? add(b, n->op_type, ins, n->n_inputs, out) : NULL;
+        if (!c) return false;
+        for (int a = 0; a < n->n_attrs; a++) {
+            const fa_attr *at = &n->attrs[a];
+            bool ok = r->rule == MAG_GEMM && at->type == FA_ATTR_FLOAT && (!strcmp(at->name, "alpha") || !strcmp(at->name, "beta"))
+                          ? fa_node_add_attr_float(b->m, c, at->name, fabsf(at->f)) != NULL
+                          : fa_node_copy_attr(b->m, c, at) != NULL;
+            if (!ok) return false;
+        }
+        break;
+    }
+    case MAG_BN: {
+        if (n->n_inputs < 5 || fa_node_attr_int(n, "training_mode", 0)) {
+            snprintf(why, cap, "BatchNormalization '%s' is not in inference form", n->name);
+            return false;
+        }
+        int p[5] = {ins[0], -1, -1, -1, fa_graph_find_tensor(b->m, g->tensors[n->inputs[4]]->name)};
+        for (int i = 1; i <= 3; i++) {
+            const fa_tensor *P = fa_graph_in(g, n, i);
+            if (!P || !(P->flags & FA_TENSOR_CONST) || !P->data || P->dtype != FA_DTYPE_FLOAT) {
+                snprintf(why, cap, "BatchNormalization '%s' input %d is not a float32 constant", n->name, i);
+                return false;
+            }
+            int64_t k = fa_tensor_numel(P);
+            float *a = malloc(sizeof(float) * (size_t)(k > 0 ? k : 1));
+            if (!a) return false;
+            for (int64_t j = 0; j < k; j++) a[j] = (i == 3 ? -1.0f : 1.0f) * fabsf(((const float *)P->data)[j]);
+            p[i] = const_tensor(b, P->name, FA_DTYPE_FLOAT, P->rank, P->dims, a, sizeof(float) * (size_t)k);
+            free(a);
+            if (p[i] < 0) return false;
+        }
+        out = new_tensor(b, Y->name, Y);
+        fa_node *c = out >= 0 ? add(b, "BatchNormalization", p, 5, out) : NULL;
+        if (!c || !fa_node_add_attr_float(b->m, c, "epsilon", fa_node_attr_float(n, "epsilon", 1e-5f))) return false;
+        break;
+    }
+    case MAG_SUM_MAGS: out = binary(b, "Add", ins[0], ins[1], Y); break;
+    case MAG_MAX_MAGS: {
+        out = ins[0];
+        for (int i = 1; i < n->n_inputs && out >= 0; i++)
+            if (ins[i] >= 0) out = binary(b, "Max", out, ins[i], Y);
+        if (out >= 0 && n->n_inputs == 1) out = unary(b, "Identity", out, Y);
+        break;
+    }
+    case MAG_LIPSCHITZ: {
+        double L = lipschitz_of(r, n);
+        int lm = L == 1.0 ? ins[0] : binary(b, "Mul", ins[0], scalar(b, (float)L), Y);
+        int ay = lm >= 0 ? abs_value(b, y) : -1;
+        out = ay >= 0 ? binary(b, "Add", lm, ay, Y) : -1;
+        break;
+    }
+    case MAG_EXP: {
+        int one = scalar(b, 1.0f), ay = abs_value(b, y);
+        int s = one >= 0 ? binary(b, "Add", ins[0], one, Y) : -1;
+        out = s >= 0 && ay >= 0 ? binary(b, "Mul", ay, s, Y) : -1;
+        break;
+    }
+    case MAG_POW: {
+        double pv;
+        const fa_tensor *P = fa_graph_in(g, n, 1);
+        if (!P || !(P->flags & FA_TENSOR_CONST) || !P->data || fa_tensor_numel(P) != 1 ||
+            !((pv = fa_load_as_double(P->data, P->dtype, 0)) >= 1.0) || !isfinite(pv)) {
+            snprintf(why, cap, "Pow '%s' has no constant exponent >= 1", n->name);
+            return false;
+        }
+        int e = scalar(b, (float)pv), k = scalar(b, (float)fabs(pv));
+        int pw = e >= 0 ? binary(b, "Pow", ins[0], e, Y) : -1;
+        int sc = pw >= 0 && k >= 0 ? binary(b, "Mul", pw, k, Y) : -1;
+        int ay = sc >= 0 ? abs_value(b, y) : -1;
+        out = ay >= 0 ? binary(b, "Add", sc, ay, Y) : -1;
+        break;
+    }
+    case MAG_DIV: {
+        int bv = fa_graph_find_tensor(b->m, g->tensors[n->inputs[1]]->name);
+        int ab = unary(b, "Abs", bv, g->tensors[n->inputs[1]]);
+        int ay = ab >= 0 ? abs_value(b, y) : -1;
+        int t1 = ay >= 0 ? binary(b, "Mul", ay, ins[1], Y) : -1;
+        int t2 = t1 >= 0 ? binary(b, "Add", ins[0], t1, Y) : -1;
+        out = t2 >= 0 ? binary(b, "Div", t2, ab, Y) : -1;
+        break;
+    }
+    }
+    if (out < 0) {
+        if (!why[0]) snprintf(why, cap, "out of memory");
+        return false;
+    }
+    b->mag[y] = out;
+    return true;
+}
+
+fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, fa_graph **gm, char *why, size_t cap)
+{
+    *gm = NULL;
+    why[0] = 0;
+    memset(out, 0, sizeof *out);
+    /* the depth: the most rounding errors on any path, reductions counted by their terms */
+    int64_t *depth = calloc((size_t)gu->n_tensors + 1, sizeof(int64_t));
+    int *mag = malloc(sizeof(int) * (size_t)(gu->n_tensors + 1));
+    if (!depth || !mag) {
+        free(depth);
+        free(mag);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    bool contraction = false;
+    int64_t deepest = 0, elements = 0;
+    for (int k = 0; k < gu->n_topo; k++) {
+        const fa_node *n = gu->nodes[gu->topo[k]];
+        const struct mag_op *r = mag_op_of(n);
+        contraction |= is_contraction(n);
+        int64_t d = 0;
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0 && depth[n->inputs[i]] > d) d = depth[n->inputs[i]];
+        d += reduction_terms(gu, n) + (r ? r->roundings : 0);
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) depth[n->outputs[o]] = d;
+    }
+    for (int i = 0; i < gu->n_outputs; i++) {
+        const fa_tensor *T = gu->tensors[gu->outputs[i]];
+        if (depth[T->id] > deepest) deepest = depth[T->id];
+        elements += fa_tensor_numel(T) > 0 ? fa_tensor_numel(T) : 0;
+    }
+    free(depth);
+    if (!contraction) {
+        free(mag);
+        snprintf(why, cap, "no reduction is reassociated");
+        return FA_OK;
+    }
+    /* u = 2^-24 (binary32, round to nearest). Higham & Mary, "A New Approach to Probabilistic
+     * Rounding Error Analysis", SIAM J. Sci. Comput. 41(5), 2019: for an inner product of length
+     * n, |ŷ - y| <= γ̃_n(λ)·|a|ᵀ|b| with γ̃_n(λ) = exp(λ·sqrt(n)·u + n·u²/(1-u)) - 1, failing with
+     * probability at most n·2·exp(-λ²(1-u)²/2) (rounding errors independent, mean zero). λ is
+     * chosen so that the union over every output element of both computations fails with
+     * probability <= 1e-6: λ = sqrt(2·ln(4·N·n / 1e-6)) / (1 - u). */
+    const double u = ldexp(1.0, -24), delta = 1e-6;
+    double n = (double)(deepest > 1 ? deepest : 1), N = (double)(elements > 1 ? elements : 1);
+    out->applies = true;
+    out->depth = deepest;
+    out->lambda = sqrt(2.0 * log(4.0 * N * n / delta)) / (1.0 - u);
+    out->gamma = exp(out->lambda * sqrt(n) * u + n * u * u / (1.0 - u)) - 1.0;
+    out->gamma_det = n * u < 1 ? n * u / (1.0 - n * u) : INFINITY;
+
+    mag_builder b = {ctx, gu, fa_graph_create(gu->name), mag, 0};
+    fa_status s = b.m ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < gu->n_tensors; i++) mag[i] = -1;
+    for (int i = 0; i < gu->n_opsets && !s; i++) s = fa_graph_set_opset(ctx, b.m, gu->opsets[i].domain, gu->opsets[i].version);
+    /* the values: a copy of gu (its inputs, constants and nodes) */
+    for (int i = 0; i < gu->n_tensors && !s; i++) {
+        const fa_tensor *T = gu->tensors[i];
+        int id = fa_graph_tensor(b.m, T->name);
+        if (id < 0) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        else {
+            fa_tensor_set_shape(b.m->tensors[id], T->dtype, T->rank, T->dims);
+            if ((T->flags & FA_TENSOR_CONST) && T->data) {
+                s = fa_tensor_set_data(ctx, b.m->tensors[id], T->data, T->nbytes);
+                b.m->tensors[id]->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+            }
+        }
+    }
+    for (int i = 0; i < gu->n_inputs && !s; i++) s = fa_graph_add_input(ctx, b.m, fa_graph_find_tensor(b.m, gu->tensors[gu->inputs[i]]->name));
+    for (int k = 0; k < gu->n_topo && !s; k++) {
+        const fa_node *n = gu->nodes[gu->topo[k]];
+        const char *ins[64], *outs[16];
+        if (n->n_inputs > 64 || n->n_outputs > 16) {
+            snprintf(why, cap, "%s '%s' has too many inputs or outputs", n->op_type, n->name);
+            break;
+        }
+        for (int i = 0; i < n->n_inputs; i++) ins[i] = n->inputs[i] >= 0 ? gu->tensors[n->inputs[i]]->name : "";
+        for (int i = 0; i < n->n_outputs; i++) outs[i] = n->outputs[i] >= 0 ? gu->tensors[n->outputs[i]]->name : "";
+        fa_node *c = fa_graph_add_node(ctx, b.m, n->name, n->op_type, n->domain, n->n_inputs, ins, n->n_outputs, outs);
+        for (int a = 0; c && a < n->n_attrs; a++)
+            if (!fa_node_copy_attr(b.m, c, &n->attrs[a])) c = NULL;
+        if (!c) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    /* the magnitudes, node by node */
+    for (int k = 0; k < gu->n_topo && !s && !why[0]; k++)
+        if (!mag_node(&b, gu->nodes[gu->topo[k]], why, cap) && !why[0]) snprintf(why, cap, "out of memory");
+    for (int i = 0; i < gu->n_outputs && !s && !why[0]; i++) {
+        int t = gu->outputs[i];
+        int id = b.mag[t] >= 0 ? b.mag[t] : mag_of(&b, t, why, cap);
+        if (id >= 0) s = fa_graph_add_output(ctx, b.m, id);
+    }
+    if (!s && !why[0]) s = fa_graph_index(ctx, b.m);
+    free(mag);
+    if (s || why[0]) {
+        fa_graph_free(b.m);
+        out->applies = false;
+        return s;
+    }
+    *gm = b.m;
+    return FA_OK;
+}
+
+double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, const fa_value *mag, const fa_apply_bound *bd,
+                            int64_t *worst)
+{
+    *worst = -1;
+    if (!fused || !unfused || !mag) return INFINITY;
+    int64_t ne = fa_value_numel(unfused);
+    if (fa_value_numel(fused) != ne || fa_value_numel(mag) != ne) return INFINITY;
+    /* |f - g| <= |f - y| + |y - g| <= 2·γ̃·M: both computations' errors. M is itself computed in
+     * float: a sum of non-negative terms, so its computed value is within a factor (1 - γ_depth)
+     * of the exact one (Higham §3.1); the factor 1/(1 - 2·depth·u) covers it. Gradual underflow
+     * adds at most 2^-149 per operation on the path (Higham §2.1, (2.8)). */
+    const double u = ldexp(1.0, -24);
+    double scale = 2.0 * bd->gamma / fmax(1.0 - 2.0 * (double)bd->depth * u, 0.5);
+    double floor_abs = 2.0 * (double)bd->depth * ldexp(1.0, -149);
+    double worst_ratio = 0;
+    for (int64_t i = 0; i < ne; i++) {
+        double f = fa_load_as_double(fused->data, fused->dtype, i), g = fa_load_as_double(unfused->data, unfused->dtype, i);
+        double m = fa_load_as_double(mag->data, mag->dtype, i);
+        double d = fabs(f - g);
+        if (isnan(d) && !(isnan(f) && isnan(g))) {
+            *worst = i;
+            return INFINITY;
+        }
+        if (isnan(d) || d == 0) continue; /* equal, or NaN on both sides */
+        if (!isfinite(m)) return NAN;      /* the magnitude overflowed: no bound */
+        double r = d / (scale * m + floor_abs);
+        if (r > worst_ratio) {
+            worst_ratio = r;
+            *worst = i;
+        }
+    }
+    return worst_ratio;
+}

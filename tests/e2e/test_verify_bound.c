@@ -1,0 +1,263 @@
+/* tests/e2e/test_verify_bound — the verification bound of fused kernels that reassociate a
+ * reduction (applier/bound.c): on one Conv + BN + residual Add + Relu cluster (K = 64·3·3 = 576),
+ * a correct result summed in another order passes — also where a residual add cancels the conv
+ * and the old relative-error rule rejected it — while a perturbed weight, a wrong bias and a
+ * dropped post-op are rejected, both against the bound directly and through fa_apply with real
+ * fused kernels. */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisor/advisor.h"
+#include "applier/applier-impl.h"
+#include "applier/applier.h"
+#include "runtime/runtime.h"
+#include "testutil.h"
+
+enum { N = 1, CI = 64, H = 10, W_ = 10, CO = 16, KH = 3, KW = 3 };
+#define NX (N * CI * H * W_)
+#define NY (N * CO * H * W_)
+#define NW (CO * CI * KH * KW)
+
+typedef struct params {
+    float w[NW], b[CO], scale[CO], shift[CO], mean[CO], var[CO];
+} params;
+
+static void make_params(params *p)
+{
+    fa_rng r;
+    fa_rng_seed(&r, 7);
+    for (int i = 0; i < NW; i++) p->w[i] = fa_rng_uniform(&r, -0.5f, 0.5f);
+    for (int o = 0; o < CO; o++) {
+        p->b[o] = fa_rng_uniform(&r, -0.5f, 0.5f);
+        p->scale[o] = fa_rng_uniform(&r, 0.5f, 1.5f);
+        p->shift[o] = fa_rng_uniform(&r, -0.5f, 0.5f);
+        p->mean[o] = fa_rng_uniform(&r, -0.5f, 0.5f);
+        p->var[o] = fa_rng_uniform(&r, 0.5f, 1.5f);
+    }
+}
+
+static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, const float *data, int n)
+{
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], data, sizeof(float) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+}
+
+/* x -> Conv(W, b) -> BatchNormalization -> Add(skip) -> Relu -> y */
+static fa_graph *conv_bn_add_relu(fa_ctx *ctx, const params *p)
+{
+    fa_graph *g = fa_graph_create("conv_bn_add_relu");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {N, CI, H, W_}, yd[4] = {N, CO, H, W_}, wd[4] = {CO, CI, KH, KW}, cd[1] = {CO};
+    int x = fa_graph_tensor(g, "x"), skip = fa_graph_tensor(g, "skip");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_tensor_set_shape(g->tensors[skip], FA_DTYPE_FLOAT, 4, yd);
+    fa_graph_add_input(ctx, g, x);
+    fa_graph_add_input(ctx, g, skip);
+    add_const(ctx, g, "w", 4, wd, p->w, NW);
+    add_const(ctx, g, "b", 1, cd, p->b, CO);
+    add_const(ctx, g, "scale", 1, cd, p->scale, CO);
+    add_const(ctx, g, "shift", 1, cd, p->shift, CO);
+    add_const(ctx, g, "mean", 1, cd, p->mean, CO);
+    add_const(ctx, g, "var", 1, cd, p->var, CO);
+    const char *i1[] = {"x", "w", "b"}, *o1[] = {"c"}, *i2[] = {"c", "scale", "shift", "mean", "var"}, *o2[] = {"n"};
+    const char *i3[] = {"n", "skip"}, *o3[] = {"s"}, *i4[] = {"s"}, *o4[] = {"y"};
+    int64_t pads[4] = {1, 1, 1, 1};
+    fa_node *conv = fa_graph_add_node(ctx, g, "conv", "Conv", "", 3, i1, 1, o1);
+    fa_node_add_attr_ints(g, conv, "pads", pads, 4);
+    fa_graph_add_node(ctx, g, "bn", "BatchNormalization", "", 5, i2, 1, o2);
+    fa_graph_add_node(ctx, g, "add", "Add", "", 2, i3, 1, o3);
+    fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, i4, 1, o4);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    fa_status s = fa_graph_prepare(ctx, g, NULL);
+    if (s) fail_msg("%s", fa_ctx_errmsg(ctx));
+    return g;
+}
+
+typedef enum { OK_RESULT, BAD_WEIGHT, BAD_BIAS, NO_RELU } variant;
+
+/* BN(conv(x)) in double: the BN input before the residual add. */
+static void conv_bn_exact(const params *p, const float *x, variant v, double *n_out)
+{
+    int wmax = 0;
+    for (int i = 1; i < NW; i++)
+        if (fabsf(p->w[i]) > fabsf(p->w[wmax])) wmax = i;
+    double bmax = 0;
+    for (int o = 0; o < CO; o++) bmax = fmax(bmax, fabs(p->b[o]));
+    for (int o = 0; o < CO; o++)
+        for (int i = 0; i < H; i++)
+            for (int j = 0; j < W_; j++) {
+                double acc = p->b[o] + (v == BAD_BIAS && o == 0 ? 0.05 * bmax : 0);
+                for (int c = 0; c < CI; c++)
+                    for (int ki = 0; ki < KH; ki++)
+                        for (int kj = 0; kj < KW; kj++) {
+                            int ii = i + ki - 1, jj = j + kj - 1;
+                            if (ii < 0 || jj < 0 || ii >= H || jj >= W_) continue;
+                            int wi = ((o * CI + c) * KH + ki) * KW + kj;
+                            double w = p->w[wi] * (v == BAD_WEIGHT && wi == wmax ? 1.1 : 1.0);
+                            acc += w * x[(c * H + ii) * W_ + jj];
+                        }
+                n_out[(o * H + i) * W_ + j] =
+                    (acc - p->mean[o]) / sqrt((double)p->var[o] + 1e-5) * p->scale[o] + p->shift[o];
+            }
+}
+
+/* The unfused graph on the executor (y) and its magnitude graph's bound for inputs x, skip. */
+static void run_unfused(fa_ctx *ctx, fa_graph *g, const float *x, const float *skip, float *y, fa_apply_bound *bd, float *mag)
+{
+    fa_graph *gm = NULL;
+    char why[300];
+    assert_int_equal(fa_apply_bound_graph(ctx, g, bd, &gm, why, sizeof why), FA_OK);
+    if (!gm) fail_msg("no bound: %s", why);
+    assert_true(bd->applies);
+    assert_true(bd->depth >= CI * KH * KW); /* the conv's 576 terms at least */
+    fa_value vx = {(void *)x, FA_DTYPE_FLOAT, 4, {N, CI, H, W_}}, vs = {(void *)skip, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}};
+    const fa_graph *gs[2] = {g, gm};
+    for (int k = 0; k < 2; k++) {
+        fa_exec *e = NULL;
+        fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
+        assert_int_equal(fa_exec_create(ctx, gs[k], &eo, &e), FA_OK);
+        assert_int_equal(fa_exec_set_input(ctx, e, 0, &vx), FA_OK);
+        assert_int_equal(fa_exec_set_input(ctx, e, 1, &vs), FA_OK);
+        assert_int_equal(fa_exec_run(ctx, e, NULL), FA_OK);
+        const fa_value *o = fa_exec_output(e, 0);
+        assert_int_equal(fa_value_numel(o), NY);
+        memcpy(k ? mag : y, o->data, sizeof(float) * NY);
+        fa_exec_free(e);
+    }
+    fa_graph_free(gm);
+}
+
+static double ratio_of(const float *fused, const float *unfused, const float *mag, const fa_apply_bound *bd)
+{
+    fa_value vf = {(void *)fused, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}}, vu = {(void *)unfused, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}};
+    fa_value vm = {(void *)mag, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}};
+    int64_t at;
+    return fa_apply_bound_ratio(&vf, &vu, &vm, bd, &at);
+}
+
+static double rel_error(const float *a, const float *b)
+{
+    fa_value va = {(void *)a, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}}, vb = {(void *)b, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}};
+    return fa_apply_rel_error(&va, &vb);
+}
+
+/* "fused" = the exact result rounded once to float (the most accurate reassociation there is),
+ * or the exact result of a defective kernel. */
+static void fused_result(const params *p, const float *x, const float *skip, variant v, float *out)
+{
+    double *n = malloc(sizeof(double) * NY);
+    conv_bn_exact(p, x, v, n);
+    for (int i = 0; i < NY; i++) {
+        double s = n[i] + skip[i];
+        out[i] = (float)(v == NO_RELU ? s : (s > 0 ? s : 0));
+    }
+    free(n);
+}
+
+static void test_correct_reassociation_passes_and_defects_are_rejected(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    static params p;
+    make_params(&p);
+    fa_graph *g = conv_bn_add_relu(ctx, &p);
+    static float x[NX], skip[NY], y[NY], mag[NY], f[NY];
+    fa_rng r;
+    fa_rng_seed(&r, 11);
+    for (int i = 0; i < NX; i++) x[i] = fa_rng_uniform(&r, -1, 1);
+    for (int i = 0; i < NY; i++) skip[i] = fa_rng_uniform(&r, -1, 1);
+    fa_apply_bound bd;
+    run_unfused(ctx, g, x, skip, y, &bd, mag);
+    printf("depth %lld, lambda %.2f, gamma %.3g (deterministic gamma_n %.3g)\n", (long long)bd.depth, bd.lambda, bd.gamma,
+           bd.gamma_det);
+
+    fused_result(&p, x, skip, OK_RESULT, f);
+    double ok = ratio_of(f, y, mag, &bd);
+    printf("correct, other summation order: %.3g of the bound (relative error %.3g)\n", ok, rel_error(f, y));
+    assert_true(ok <= 1.0);
+    static const char *const names[] = {"", "weight of largest magnitude +10%", "bias[0] + 5% of max|bias|", "Relu dropped"};
+    for (variant v = BAD_WEIGHT; v <= NO_RELU; v++) {
+        fused_result(&p, x, skip, v, f);
+        double bad = ratio_of(f, y, mag, &bd);
+        printf("defect (%s): %.3g times the bound\n", names[v], bad);
+        assert_true(bad > 1.0);
+    }
+
+    /* A residual add that cancels the conv: y is small while the terms are not. The old rule
+     * (relative error <= 1e-5) rejected a correct result there; the componentwise bound does not. */
+    double *n = malloc(sizeof(double) * NY);
+    conv_bn_exact(&p, x, OK_RESULT, n);
+    for (int i = 0; i < NY; i++) skip[i] = (float)(-n[i] + 1e-4 * fa_rng_uniform(&r, -1, 1));
+    free(n);
+    run_unfused(ctx, g, x, skip, y, &bd, mag);
+    fused_result(&p, x, skip, OK_RESULT, f);
+    double rel = rel_error(f, y), canc = ratio_of(f, y, mag, &bd);
+    printf("cancelling residual: relative error %.3g, %.3g of the bound\n", rel, canc);
+    assert_true(rel > 1e-5);
+    assert_true(canc <= 1.0);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* The same cluster through fa_apply (oneDNN's fused convolution against the unfused ops),
+ * correct and with each defect injected; the loosest tolerance does not let a defect through
+ * (the bound, not the tolerance, verifies a reduction). */
+static void test_apply_rejects_each_defect_on_the_conv_cluster(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    static params p;
+    make_params(&p);
+    for (int d = FA_APPLY_DEFECT_COUNT; d >= FA_APPLY_DEFECT_ADD_ONE; d--) { /* COUNT: none */
+        fa_graph *g = conv_bn_add_relu(ctx, &p);
+        fa_advise_options ao = {0};
+        ao.target = FA_TARGET_CPU;
+        ao.no_gate = true;
+        fa_plan *plan = NULL;
+        assert_int_equal(fa_advise(ctx, g, NULL, &ao, &plan), FA_OK);
+        int epi = -1;
+        for (int i = 0; i < plan->n_clusters; i++)
+            if (plan->clusters[i].kind == FA_CLUSTER_EPILOGUE && plan->clusters[i].status == FA_CLUSTER_PROPOSED) epi = i;
+        if (epi < 0) fail_msg("no epilogue cluster proposed");
+        fa_apply_options opt;
+        fa_apply_options_default(&opt);
+        opt.iters = 3;
+        opt.warmup = 1;
+        opt.threads = 2;
+        opt.tolerance = FA_APPLY_TOLERANCE_MAX;
+        opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+        opt.inject_wrong_cluster = d == FA_APPLY_DEFECT_COUNT ? -1 : plan->clusters[epi].id;
+        opt.inject_defect = d == FA_APPLY_DEFECT_COUNT ? FA_APPLY_DEFECT_ADD_ONE : (fa_apply_defect)d;
+        fa_apply_result *res = NULL;
+        if (fa_apply(ctx, g, plan, &opt, &res)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+        const fa_cluster *c = &plan->clusters[epi];
+        const fa_cluster_verdict *v = &res->verdicts[epi]; /* the applier's record of it */
+        printf("defect %d: %s %s (relative error %.3g): %s\n", d, c->label, fa_cluster_status_name(v->status),
+               v->max_rel_error, v->reason);
+        if (d == FA_APPLY_DEFECT_COUNT) {
+            assert_true(v->status != FA_CLUSTER_REJECTED_VERIFY && v->status != FA_CLUSTER_REJECTED_ERROR);
+            assert_non_null(strstr(v->reason, "within the rounding-error bound"));
+        } else {
+            assert_int_equal(v->status, FA_CLUSTER_REJECTED_VERIFY);
+            assert_non_null(strstr(v->reason, "beyond the rounding error"));
+        }
+        fa_apply_result_free(res);
+        fa_plan_free(plan);
+        fa_graph_free(g);
+    }
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_correct_reassociation_passes_and_defects_are_rejected),
+        cmocka_unit_test(test_apply_rejects_each_defect_on_the_conv_cluster),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
