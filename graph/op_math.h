@@ -98,8 +98,8 @@ size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap);
     X(MUL, "Mul", (x * y))                                                                         \
     X(DIV, "Div", (x / y))                                                                         \
     X(POW, "Pow", (y == 2.0f ? x * x : powf(x, y)))                                               \
-    X(MAX, "Max", ((x != x || y != y) ? x + y : (x > y ? x : y)))                                  \
-    X(MIN, "Min", ((x != x || y != y) ? x + y : (x < y ? x : y)))                                  \
+    X(MAX, "Max", ((x > y || x != x) ? x : y))                                                  \
+    X(MIN, "Min", ((x < y || x != x) ? x : y))                                                  \
     X(PRELU, "PRelu", (x < 0.0f ? x * y : x))
 
 typedef enum fa_binary_op {
