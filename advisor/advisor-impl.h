@@ -42,13 +42,13 @@ bool fa_adv_match_activation(const fa_graph *g, const int *pos, int x, const int
 
 /* Post-op for consumer node c of tensor t (the epilogue's current tensor): *out = {kind, alpha,
  * beta, operand} with operand the binary operand's tensor id (-1 for a unary kind). False with
- * *why (static code) and a sentence in why_buf when not expressible. */
-bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out, const char **why, char *why_buf,
+ * *why (the decision's code) and a sentence in why_buf when not expressible. */
+bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out, fa_why_code *why, char *why_buf,
                     size_t why_cap);
 
 /* BN folding legality: true when bn can fold into its input's producer; otherwise *code and a
  * sentence. *producer set to the producer node id (or -1). */
-bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, const char **code, char *why,
+bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, fa_why_code *code, char *why,
                         size_t why_cap);
 
 /* Ops in a pattern class we fuse as elementwise members (float outputs). */

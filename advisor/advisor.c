@@ -34,6 +34,12 @@ static const char *const k_status_names[FA_CLUSTER_STATUS_COUNT] = {
 
 const char *fa_cluster_kind_name(fa_cluster_kind k) { return (unsigned)k < FA_CLUSTER_KIND_COUNT ? k_kind_names[k] : "?"; }
 const char *fa_reduction_kind_name(fa_reduction_kind k) { return (unsigned)k < FA_RED_KIND_COUNT ? k_red_names[k] : "?"; }
+static const char *const k_why_names[FA_WHY_CODE_COUNT] = {
+#define FA_WHY_NAME_(id, name) name,
+    FA_WHY_CODES(FA_WHY_NAME_)
+#undef FA_WHY_NAME_
+};
+const char *fa_why_code_name(fa_why_code c) { return (unsigned)c < FA_WHY_CODE_COUNT ? k_why_names[c] : "?"; }
 const char *fa_cluster_status_name(fa_cluster_status s)
 {
     return (unsigned)s < FA_CLUSTER_STATUS_COUNT ? k_status_names[s] : "?";
@@ -125,9 +131,9 @@ static bool wn_reserve(adv *A, int need)
     return true;
 }
 
-static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static bool commit_cluster(adv *A);
-static void why(adv *A, int p, int c, int t, const char *code, const char *fmt, ...)
+static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...)
 {
     if (!wn_reserve(A, A->nwn + 1)) { A->oom = true; return; }
     int slot = wn_find(A, p, c, t);
@@ -334,7 +340,7 @@ static bool try_add(adv *A, int *m, int *n, int nid, int p, int t)
 {
     const fa_graph *g = A->g;
     if (*n + 1 > A->opt.max_ops) {
-        why(A, p, nid, t, "cap", "cluster already holds %d ops (cap --max-ops %d): '%s' starts a new kernel", *n,
+        why(A, p, nid, t, FA_WHY_CAP, "cluster already holds %d ops (cap --max-ops %d): '%s' starts a new kernel", *n,
             A->opt.max_ops, g->nodes[nid]->name);
         return false;
     }
@@ -344,14 +350,14 @@ static bool try_add(adv *A, int *m, int *n, int nid, int p, int t)
     if (ni > A->opt.max_inputs) {
         A->inreg[nid] = 0;
         (*n)--;
-        why(A, p, nid, t, "cap", "adding '%s' would make %d distinct inputs (cap --max-inputs %d)", g->nodes[nid]->name,
+        why(A, p, nid, t, FA_WHY_CAP, "adding '%s' would make %d distinct inputs (cap --max-inputs %d)", g->nodes[nid]->name,
             ni, A->opt.max_inputs);
         return false;
     }
     if (region_has_cycle(A, m, *n)) {
         A->inreg[nid] = 0;
         (*n)--;
-        why(A, p, nid, t, "cycle", "fusing '%s' would create a cycle: one of its inputs depends on the cluster's "
+        why(A, p, nid, t, FA_WHY_CYCLE, "fusing '%s' would create a cycle: one of its inputs depends on the cluster's "
             "output through nodes outside it", g->nodes[nid]->name);
         return false;
     }
@@ -390,10 +396,10 @@ static void phase_bn_fold(adv *A)
         const fa_node *bn = g->nodes[g->topo[p]];
         if (strcmp(bn->op_type, "BatchNormalization")) continue;
         int prod;
-        const char *code = NULL;
+        fa_why_code code = FA_WHY_NONE;
         char reason[400];
         if (!fa_adv_bn_foldable(g, bn, &prod, &code, reason, sizeof reason)) {
-            if (prod >= 0 && code) why(A, prod, bn->id, bn->inputs[0], code, "%s", reason);
+            if (prod >= 0 && code != FA_WHY_NONE) why(A, prod, bn->id, bn->inputs[0], code, "%s", reason);
             continue;
         }
         if (A->owner[prod] >= 0 || A->owner[bn->id] >= 0) continue;
@@ -425,60 +431,60 @@ static bool is_named_reduction(const char *op)
 
 /* Reduction domain of node n: its input shape and the first reduced axis r, reduced axes being
  * exactly [r, rank). False with a why code when the node reduces another set or drops dims. */
-static bool reduction_domain(const fa_graph *g, const fa_node *n, int *r, const char **code)
+static bool reduction_domain(const fa_graph *g, const fa_node *n, int *r, fa_why_code *code)
 {
     const fa_tensor *X = fa_graph_in(g, n, 0), *Y = fa_graph_out(g, n, 0);
-    if (!X || !Y || X->rank < 1 || X->dtype != FA_DTYPE_FLOAT || Y->dtype != FA_DTYPE_FLOAT) { *code = "dtype"; return false; }
+    if (!X || !Y || X->rank < 1 || X->dtype != FA_DTYPE_FLOAT || Y->dtype != FA_DTYPE_FLOAT) { *code = FA_WHY_DTYPE; return false; }
     int rank = X->rank;
     for (int i = 0; i < rank; i++)
-        if (X->dims[i] < 0) { *code = "dynamic-shape"; return false; }
+        if (X->dims[i] < 0) { *code = FA_WHY_DYNAMIC_SHAPE; return false; }
     const char *op = n->op_type;
     if (is_named_reduction(op)) {
         int64_t ax;
         if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
             ax = fa_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
             if (ax < 0) ax += rank;
-            if (n->opset >= 13 && ax != rank - 1) { *code = "non-trailing-axes"; return false; }
+            if (n->opset >= 13 && ax != rank - 1) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
         } else {
             ax = fa_node_attr_int(n, "axis", -1);
             if (ax < 0) ax += rank;
         }
-        if (ax < 0 || ax >= rank) { *code = "non-trailing-axes"; return false; }
+        if (ax < 0 || ax >= rank) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
         *r = (int)ax;
         return true;
     }
-    if (!is_reduce_op(op)) { *code = "opaque"; return false; }
-    if (fa_node_attr_int(n, "keepdims", 1) != 1) { *code = "reduce-keepdims"; return false; }
+    if (!is_reduce_op(op)) { *code = FA_WHY_OPAQUE; return false; }
+    if (fa_node_attr_int(n, "keepdims", 1) != 1) { *code = FA_WHY_REDUCE_KEEPDIMS; return false; }
     const int64_t *axes = NULL;
     int na = fa_node_attr_ints(n, "axes", &axes);
     int64_t tmp[FA_MAX_RANK];
     if (na == 0 && n->n_inputs > 1 && n->inputs[1] >= 0) {
         const fa_tensor *T = g->tensors[n->inputs[1]];
-        if (!(T->flags & FA_TENSOR_CONST) || !T->data) { *code = "non-constant"; return false; }
+        if (!(T->flags & FA_TENSOR_CONST) || !T->data) { *code = FA_WHY_NON_CONSTANT; return false; }
         na = (int)fa_tensor_numel(T);
-        if (na > FA_MAX_RANK) { *code = "non-trailing-axes"; return false; }
+        if (na > FA_MAX_RANK) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
         for (int i = 0; i < na; i++) tmp[i] = (int64_t)fa_load_as_double(T->data, T->dtype, i);
         axes = tmp;
     }
     if (na == 0) {
-        if (fa_node_attr_int(n, "noop_with_empty_axes", 0)) { *code = "opaque"; return false; }
+        if (fa_node_attr_int(n, "noop_with_empty_axes", 0)) { *code = FA_WHY_OPAQUE; return false; }
         *r = 0;
         return true;
     }
     bool hit[FA_MAX_RANK] = {false};
     for (int i = 0; i < na; i++) {
         int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-        if (a < 0 || a >= rank) { *code = "non-trailing-axes"; return false; }
+        if (a < 0 || a >= rank) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
         hit[a] = true;
     }
     int first = rank;
     for (int i = 0; i < rank; i++)
         if (hit[i]) { first = i; break; }
     for (int i = first; i < rank; i++)
-        if (!hit[i]) { *code = "non-trailing-axes"; return false; }
+        if (!hit[i]) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
     int cnt = 0;
     for (int i = 0; i < rank; i++) cnt += hit[i];
-    if (cnt != rank - first) { *code = "non-trailing-axes"; return false; }
+    if (cnt != rank - first) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
     *r = first;
     return true;
 }
@@ -529,13 +535,13 @@ static void phase_reductions(adv *A)
         if (A->owner[seed->id] >= 0) continue;
         if (!is_reduce_op(seed->op_type) && !is_named_reduction(seed->op_type)) continue;
         int r;
-        const char *code = NULL;
+        fa_why_code code = FA_WHY_NONE;
         if (!reduction_domain(g, seed, &r, &code)) {
             const fa_tensor *X = fa_graph_in(g, seed, 0);
             if (X)
                 why(A, X->producer, seed->id, X->id, code,
                     "%s '%s' is not a reduction over trailing axes with kept dims (%s): no reduction domain to fuse in",
-                    seed->op_type, seed->name, code);
+                    seed->op_type, seed->name, fa_why_code_name(code));
             continue;
         }
         rdom d;
@@ -572,7 +578,7 @@ static void phase_reductions(adv *A)
                 bool red = is_reduce_op(nd->op_type) || is_named_reduction(nd->op_type);
                 if (red) {
                     int r2;
-                    const char *c2 = NULL;
+                    fa_why_code c2 = FA_WHY_NONE;
                     const fa_tensor *X2 = fa_graph_in(g, nd, 0);
                     if (!fwd) { /* a same-domain reduction whose result only the region reads */
                         const fa_tensor *Y2 = fa_graph_out(g, nd, 0);
@@ -587,10 +593,10 @@ static void phase_reductions(adv *A)
                         continue;
                     }
                     if (!reduction_domain(g, nd, &r2, &c2) || r2 != d.r || !is_D(&d, X2)) {
-                        why(A, via_p, nid, via_t, "different-domain",
+                        why(A, via_p, nid, via_t, FA_WHY_DIFFERENT_DOMAIN,
                             "%s '%s' reduces over a different domain than %s '%s' (%s): two reductions over different "
                             "domains never fuse", nd->op_type, nd->name, seed->op_type, seed->name,
-                            c2 ? c2 : "other axes or shape");
+                            c2 != FA_WHY_NONE ? fa_why_code_name(c2) : "other axes or shape");
                         continue;
                     }
                 } else if (!fa_adv_is_elementwise(g, nd)) {
@@ -609,7 +615,7 @@ static void phase_reductions(adv *A)
                             if (fa_graph_consumers(g, nd->inputs[k], &cc) != 1) continue;
                             char wb[256];
                             fa_post_op po;
-                            const char *wc;
+                            fa_why_code wc;
                             if (fa_adv_post_op(g, nd, nd->inputs[k], &po, &wc, wb, sizeof wb) &&
                                 (po.operand < 0 || fa_tensor_numel(g->tensors[po.operand]) != 1))
                                 leave = true;
@@ -633,7 +639,7 @@ static void phase_reductions(adv *A)
                         char a[64], b[64];
                         fa_tensor_shape_str(Y, a, sizeof a);
                         fa_tensor_shape_str(g->tensors[via_t], b, sizeof b);
-                        why(A, via_p, nid, via_t, "shape-changing-epilogue",
+                        why(A, via_p, nid, via_t, FA_WHY_SHAPE_CHANGING_EPILOGUE,
                             "%s '%s' turns %s into %s: outside the reduction domain of '%s'", nd->op_type, nd->name, b, a,
                             seed->name);
                         continue;
@@ -646,7 +652,7 @@ static void phase_reductions(adv *A)
                             const fa_tensor *T = g->tensors[t];
                             if (!param_ok(&d, T)) {
                                 char a[64];
-                                why(A, via_p, nid, via_t, "non-normalized-param",
+                                why(A, via_p, nid, via_t, FA_WHY_NON_NORMALIZED_PARAM,
                                     "%s '%s' reads '%s' [%s], which varies along an axis the reduction '%s' does not "
                                     "normalize (axes %d..%d): not absorbed as a scale/bias", nd->op_type, nd->name,
                                     T->name, fa_tensor_shape_str(T, a, sizeof a), seed->name, d.r, d.rank - 1);
@@ -791,7 +797,7 @@ static void phase_epilogues(adv *A)
         if (!anchor_supported(g, an, nwhy, sizeof nwhy)) {
             const int *cons;
             int nc = fa_graph_consumers(g, Y->id, &cons);
-            for (int k = 0; k < nc; k++) why(A, aid, cons[k], Y->id, "anchor-unsupported", "%s", nwhy);
+            for (int k = 0; k < nc; k++) why(A, aid, cons[k], Y->id, FA_WHY_ANCHOR_UNSUPPORTED, "%s", nwhy);
             continue;
         }
         int dep = -1, bn = -1;
@@ -844,9 +850,9 @@ static void phase_epilogues(adv *A)
                 }
                 char wb[300];
                 fa_post_op spec;
-                const char *wc = NULL;
+                fa_why_code wc = FA_WHY_NONE;
                 if (!fa_adv_post_op(g, cn, cur, &spec, &wc, wb, sizeof wb)) {
-                    if (wc && strcmp(wc, "not-a-post-op")) why(A, tp, cn->id, cur, wc, "%s", wb);
+                    if (wc != FA_WHY_NONE && wc != FA_WHY_NOT_A_POST_OP) why(A, tp, cn->id, cur, wc, "%s", wb);
                     break;
                 }
                 int opnd = spec.operand;
@@ -856,7 +862,7 @@ static void phase_epilogues(adv *A)
                     bool per_col = O->rank >= 1 && O->dims[O->rank - 1] == cols && on == cols;
                     if (!(on == 1 || per_col || on == fa_tensor_numel(T))) {
                         char a[64];
-                        why(A, tp, cn->id, cur, "shape-changing-epilogue",
+                        why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
                             "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
                             "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
                             fa_tensor_shape_str(O, a, sizeof a), an->name);
@@ -866,7 +872,7 @@ static void phase_epilogues(adv *A)
                 if (opnd >= 0) {
                     int op_p = g->tensors[opnd]->producer;
                     if (op_p >= 0 && A->pos[op_p] >= 0 && A->pos[op_p] > A->pos[aid]) {
-                        why(A, tp, cn->id, cur, "operand-later",
+                        why(A, tp, cn->id, cur, FA_WHY_OPERAND_LATER,
                             "%s '%s' adds '%s', computed after '%s' in topological order: fusing it into that "
                             "kernel's epilogue could create a cycle", cn->op_type, cn->name, g->tensors[opnd]->name,
                             an->name);
@@ -892,7 +898,7 @@ static void phase_epilogues(adv *A)
                     /* GELU, SiLU or HardSwish as the exporter wrote it: one post-op (SiLU is
                      * oneDNN's swish with alpha 1, dnnl_eltwise_swish) */
                     if (c->n + ge.n > A->opt.max_ops) {
-                        why(A, tp, cons[0], cur, "cap", "the decomposed %s (%d ops) would exceed --max-ops %d",
+                        why(A, tp, cons[0], cur, FA_WHY_CAP, "the decomposed %s (%d ops) would exceed --max-ops %d",
                             fa_post_op_name(ge.kind), ge.n, A->opt.max_ops);
                         break;
                     }
@@ -964,7 +970,7 @@ static void grow_chain(adv *A, wcl *c)
                     int ncons = fa_graph_consumers(g, via_t, &cons);
                     double saved = (ncons == 1 ? 2.0 : 1.0) * (double)tb / A->bw + A->disp;
                     if (rec >= saved) {
-                        why(A, via_p, nid, via_t, "broadcast-recompute",
+                        why(A, via_p, nid, via_t, FA_WHY_BROADCAST_RECOMPUTE,
                             "%s '%s' broadcasts the chain's %lld elements to %lld (x%.0f): recomputing %.0f FLOP "
                             "(%.1f ns) costs more than the %.0f ns saved (%" PRIu64 " B, one launch)",
                             nd->op_type, nd->name, (long long)dom, (long long)ne, f, (f - 1.0) * chain_flops, rec, saved, tb);
@@ -1047,7 +1053,7 @@ static void phase_horizontal(adv *A)
             if (fa_adv_is_elementwise(g, cn) && A->owner[cn->id] < 0) n_ew++;
         }
         if (red >= 0 && n_ew > 0 && A->owner[red] < 0)
-            why(A, X->producer, red, t, "access-order",
+            why(A, X->producer, red, t, FA_WHY_ACCESS_ORDER,
                 "'%s' is read by reduction %s '%s' (row by row over its domain) and by %d elementwise op(s) (element "
                 "order): one kernel could read it once, but the access orders conflict; legal, not proposed",
                 X->name, g->nodes[red]->op_type, g->nodes[red]->name, n_ew);
@@ -1132,62 +1138,62 @@ static void default_why(adv *A, int p, int c, int t)
     int pc = A->owner[p] >= 0 ? group_of(A, A->owner[p]) : -1, cc = A->owner[c] >= 0 ? group_of(A, A->owner[c]) : -1;
     int pp = pn->op ? (int)pn->op->pattern : FA_PATTERN_OPAQUE, cp = cn->op ? (int)cn->op->pattern : FA_PATTERN_OPAQUE;
     if (T->dtype != FA_DTYPE_FLOAT)
-        why(A, p, c, t, "dtype", "'%s' is %s: only float32 clusters are proposed", T->name, fa_dtype_name(T->dtype));
+        why(A, p, c, t, FA_WHY_DTYPE, "'%s' is %s: only float32 clusters are proposed", T->name, fa_dtype_name(T->dtype));
     else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7)) {
         int ix = cn->n_inputs > 1 ? cn->inputs[1] : -1;
         const fa_tensor *I = ix >= 0 ? g->tensors[ix] : NULL;
         if (I && (I->flags & FA_TENSOR_CONST))
-            why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at constant indices ('%s', %lld value(s), known when "
+            why(A, p, c, t, FA_WHY_GATHER_INDEX, "%s '%s' reads '%s' at constant indices ('%s', %lld value(s), known when "
                 "planning): no fused kernel carries a gather (the code generator indexes point-to-point), so it is a "
                 "boundary", cn->op_type, cn->name, T->name, I->name, (long long)fa_tensor_numel(I));
         else
-            why(A, p, c, t, "gather-index", "%s '%s' reads '%s' at data-dependent indices%s%s%s: the gather is a boundary "
+            why(A, p, c, t, FA_WHY_GATHER_INDEX, "%s '%s' reads '%s' at data-dependent indices%s%s%s: the gather is a boundary "
                 "(the index is not carried into a fused kernel)", cn->op_type, cn->name, T->name, I ? " ('" : "",
                 I ? I->name : "", I ? "', computed at run time)" : "");
     } else if ((pp == FA_PATTERN_INJECTIVE && pn->op && (pn->op->flags & FA_OPF_ALIAS)) ||
                (cp == FA_PATTERN_INJECTIVE && cn->op && (cn->op->flags & FA_OPF_ALIAS))) {
         const fa_node *v = pp == FA_PATTERN_INJECTIVE && pn->op && (pn->op->flags & FA_OPF_ALIAS) ? pn : cn;
-        why(A, p, c, t, "view-boundary", "%s '%s' only relabels the shape (a view: the same elements in the same order, "
+        why(A, p, c, t, FA_WHY_VIEW_BOUNDARY, "%s '%s' only relabels the shape (a view: the same elements in the same order, "
             "aliased by the executor, no copy): there is no traffic to save at it, and no cluster is planned across a "
             "shape change, so '%s' (%.2f MB) is written by one kernel and read by the next", v->op_type, v->name,
             T->name, mb(tb));
     }
     else if (pp == FA_PATTERN_OPAQUE || cp == FA_PATTERN_OPAQUE)
-        why(A, p, c, t, "opaque", "%s '%s' is opaque (never fused): '%s' (%.2f MB) round-trips memory",
+        why(A, p, c, t, FA_WHY_OPAQUE, "%s '%s' is opaque (never fused): '%s' (%.2f MB) round-trips memory",
             pp == FA_PATTERN_OPAQUE ? pn->op_type : cn->op_type, pp == FA_PATTERN_OPAQUE ? pn->name : cn->name, T->name,
             mb(tb));
     else if (pp == FA_PATTERN_INJECTIVE || cp == FA_PATTERN_INJECTIVE)
-        why(A, p, c, t, "layout-change", "%s '%s' changes the layout (%s): point-to-point indexing breaks, so it is a "
+        why(A, p, c, t, FA_WHY_LAYOUT_CHANGE, "%s '%s' changes the layout (%s): point-to-point indexing breaks, so it is a "
             "boundary; '%s' (%.2f MB) round-trips memory", pp == FA_PATTERN_INJECTIVE ? pn->op_type : cn->op_type,
             pp == FA_PATTERN_INJECTIVE ? pn->name : cn->name, pp == FA_PATTERN_INJECTIVE ? "producer" : "consumer", T->name,
             mb(tb));
     else if (fa_adv_is_complex(pn) && fa_adv_is_complex(cn))
-        why(A, p, c, t, "two-complex", "%s '%s' and %s '%s' are both complex ops: never fused into one kernel",
+        why(A, p, c, t, FA_WHY_TWO_COMPLEX, "%s '%s' and %s '%s' are both complex ops: never fused into one kernel",
             pn->op_type, pn->name, cn->op_type, cn->name);
     else if (fa_adv_is_complex(cn))
-        why(A, p, c, t, "complex-consumer", "%s '%s' consumes '%s': a prologue into a complex op is not fused",
+        why(A, p, c, t, FA_WHY_COMPLEX_CONSUMER, "%s '%s' consumes '%s': a prologue into a complex op is not fused",
             cn->op_type, cn->name, T->name);
     else if (pp == FA_PATTERN_REDUCTION && cp == FA_PATTERN_REDUCTION)
-        why(A, p, c, t, "two-reductions", "%s '%s' and %s '%s' are both reductions in different clusters",
+        why(A, p, c, t, FA_WHY_TWO_REDUCTIONS, "%s '%s' and %s '%s' are both reductions in different clusters",
             pn->op_type, pn->name, cn->op_type, cn->name);
     else if (T->flags & FA_TENSOR_GRAPH_OUTPUT)
-        why(A, p, c, t, "graph-output", "'%s' is a graph output: it must be written anyway", T->name);
+        why(A, p, c, t, FA_WHY_GRAPH_OUTPUT, "'%s' is a graph output: it must be written anyway", T->name);
     else if (nc > 1) {
         double f = flops_of(A, p), rec = f / A->peak, sav = tb / A->bw;
-        why(A, p, c, t, "multi-consumer-recompute",
+        why(A, p, c, t, FA_WHY_MULTI_CONSUMER_RECOMPUTE,
             "%s '%s' has %d consumers: fusing it into '%s' would recompute %.3g MFLOP (%.1f ns) to save one read of "
             "%.2f MB (%.1f ns); %s", pn->op_type, pn->name, nc, cn->name, f / 1e6, rec, mb(tb), sav,
             rec >= sav ? "recompute costs more than the traffic saved"
                        : "recompute would pay, but this plan never duplicates a producer into several kernels");
     } else if (cc >= 0 && pc != cc)
-        why(A, p, c, t, "cluster-boundary", "%s '%s' is fused into cluster '%s' instead of with %s '%s'%s%s%s",
+        why(A, p, c, t, FA_WHY_CLUSTER_BOUNDARY, "%s '%s' is fused into cluster '%s' instead of with %s '%s'%s%s%s",
             cn->op_type, cn->name, A->cl[cc].label, pn->op_type, pn->name, pc >= 0 ? " (cluster '" : "",
             pc >= 0 ? A->cl[pc].label : "", pc >= 0 ? "')" : "");
     else if (pc >= 0 && cc >= 0)
-        why(A, p, c, t, "cluster-boundary", "'%s' and '%s' landed in different clusters (%s, %s)", pn->name, cn->name,
+        why(A, p, c, t, FA_WHY_CLUSTER_BOUNDARY, "'%s' and '%s' landed in different clusters (%s, %s)", pn->name, cn->name,
             A->cl[pc].label, A->cl[cc].label);
     else
-        why(A, p, c, t, "no-pattern", "%s '%s' -> %s '%s' matches no fusion pattern (%s -> %s)", pn->op_type, pn->name,
+        why(A, p, c, t, FA_WHY_NO_PATTERN, "%s '%s' -> %s '%s' matches no fusion pattern (%s -> %s)", pn->op_type, pn->name,
             cn->op_type, cn->name, fa_pattern_name((fa_pattern)pp), fa_pattern_name((fa_pattern)cp));
 }
 
@@ -1278,10 +1284,8 @@ static bool commit_cluster(adv *A)
     io_of(A, w, &c, tmp);
     const fa_target_iface *t = fa_target_get(A->opt.target);
     fa_kernel_lang lang = t ? t->kernel_lang : FA_KERNEL_LANG_C;
-    fa_kernel_desc d;
-    fa_cluster_kernel_desc(&c, &d);
-    const char *reason = NULL;
-    bool ok = fa_codegen_kernel_supported(g, &d, lang, &reason);
+    fa_decision dec = fa_codegen_decide(g, &c, lang);
+    bool ok = dec.code == FA_WHY_NONE;
     if (!ok) {
         /* the first member edge inside the cluster carries the reason */
         for (int i = 1; i < w->n; i++) {
@@ -1300,11 +1304,11 @@ static bool commit_cluster(adv *A)
                 tid = cn->n_inputs > 0 ? cn->inputs[0] : -1;
                 p = tid >= 0 ? g->tensors[tid]->producer : -1;
             }
-            why(A, p, cn->id, tid, "codegen-unsupported",
+            why(A, p, cn->id, tid, dec.code,
                 "a %s cluster '%s' of %d ops from %s '%s' is not proposed: the %s code generator cannot build it "
                 "(%s); its ops stay free for other clusters", fa_cluster_kind_name(w->kind),
                 w->label[0] ? w->label : "?", w->n, g->nodes[sorted[0]]->op_type, g->nodes[sorted[0]]->name,
-                lang == FA_KERNEL_LANG_CUDA ? "CUDA C" : "C", reason ? reason : "no emitter");
+                lang == FA_KERNEL_LANG_CUDA ? "CUDA C" : "C", dec.reason);
             break;
         }
         drop_last_cluster(A);
@@ -1573,11 +1577,11 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
-        c->measured_saving_ns = NAN; /* not measured (a measured saving may be negative) */
-        c->max_rel_error = -1;
         c->status = FA_CLUSTER_PROPOSED;
+        c->refusal = FA_WHY_NONE;
         if (c->est_saving_ns <= 0) {
             c->status = FA_CLUSTER_REFUSED;
+            c->refusal = FA_WHY_NOT_BENEFICIAL;
             char r[900];
             snprintf(r, sizeof r, "not-beneficial: predicted saving %.1f ns is not positive (%s)", c->est_saving_ns,
                      c->basis);
@@ -1612,10 +1616,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
             if (gp >= 0 && gp == gc) {
                 const fa_cluster *c = &plan->clusters[A.owner[cid]];
                 if (c->status == FA_CLUSTER_REFUSED)
-                    why(&A, pid, cid, t, !strncmp(c->reason ? c->reason : "", "register gate", 13) ? "register-gate"
-                        : strstr(c->reason ? c->reason : "", "occupancy gate") ? "occupancy-gate"
-                        : strstr(c->reason ? c->reason : "", "not-beneficial") ? "not-beneficial" : "refused",
-                        "%s", c->reason ? c->reason : "refused");
+                    why(&A, pid, cid, t, c->refusal != FA_WHY_NONE ? c->refusal : FA_WHY_REFUSED, "%s",
+                        c->reason ? c->reason : "refused");
                 continue;
             }
             default_why(&A, pid, cid, t);
@@ -1664,7 +1666,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 
 /* The store's row of cluster c (strings, ids and post-ops borrowed from c; post_ops is the
  * caller's array of c->n_post_ops rows, filled here, their specs the readable renderings written
- * into the caller's spec[c->n_post_ops]). */
+ * into the caller's spec[c->n_post_ops]). The verdict columns start empty. */
 static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops, char (*spec)[64])
 {
     for (int k = 0; k < c->n_post_ops && post_ops; k++) {
@@ -1688,7 +1690,7 @@ static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops,
         .outputs = c->outputs,
         .n_outputs = c->n_outputs,
         .post_ops = post_ops,
-        .n_post_ops = post_ops ? c->n_post_ops : 0,
+        .n_post_ops = c->n_post_ops,
         .saved_bytes = c->saved_bytes,
         .saved_launches = c->saved_launches,
         .recompute_ns = c->recompute_ns,
@@ -1700,8 +1702,8 @@ static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops,
         .occupancy = c->occupancy,
         .status = fa_cluster_status_name(c->status),
         .reason = c->reason,
-        .measured_saving_ns = c->measured_saving_ns,
-        .max_rel_error = c->max_rel_error,
+        .measured_saving_ns = NAN, /* the applier's verdict (fa_store_put_cluster_verdicts) */
+        .max_rel_error = -1,
     };
     return r;
 }
@@ -1721,7 +1723,7 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
         cr[i] = cluster_row(&p->clusters[i], po + k, spec + k);
     for (int i = 0; i < p->n_why_not && !s; i++) {
         const fa_why_not *w = &p->why_not[i];
-        wr[i] = (fa_why_not_row){w->producer, w->consumer, w->tensor, w->code, w->reason};
+        wr[i] = (fa_why_not_row){w->producer, w->consumer, w->tensor, fa_why_code_name(w->code), w->reason};
     }
     fa_plan_row pr = {p->hash, fa_target_name(p->opt.target), p->opt.arch, p->opt.max_ops, p->opt.max_inputs,
                       p->opt.occupancy_floor, !p->opt.no_gate};
@@ -1732,17 +1734,5 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
     free(spec);
     free(wr);
     if (!s) p->plan_id = plan_id;
-    return s;
-}
-
-fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p)
-{
-    if (p->run_id < 0 || p->plan_id <= 0)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
-    fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
-    if (!cr) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan's verdicts");
-    for (int i = 0; i < p->n_clusters; i++) cr[i] = cluster_row(&p->clusters[i], NULL, NULL);
-    fa_status s = fa_store_put_cluster_verdicts(ctx, st, p->run_id, p->plan_id, cr, p->n_clusters);
-    free(cr);
     return s;
 }

@@ -51,6 +51,66 @@ typedef enum fa_cluster_status {
 } fa_cluster_status;
 const char *fa_cluster_status_name(fa_cluster_status s);
 
+/* Why an edge did not fuse or a cluster was refused: a decision's code (after XLA's
+ * FusionDecision and TorchInductor's WhyNoFuse: the refusal is a value carrying its code and
+ * sentence, so nothing recovers a code from the text). Stored by name (why_not.reason_code,
+ * fa_why_code_name); the list only grows at its end. docs/fusion-rules.md explains each. */
+#define FA_WHY_CODES(X)                                                                          \
+    X(NONE, "none")                     /* no refusal */                                         \
+    X(CAP, "cap")                       /* --max-ops / --max-inputs */                           \
+    X(CYCLE, "cycle")                   /* the fused node would depend on itself */              \
+    X(DTYPE, "dtype")                   /* not float32 */                                        \
+    X(DYNAMIC_SHAPE, "dynamic-shape")                                                            \
+    X(NON_TRAILING_AXES, "non-trailing-axes") /* reduction over non-trailing axes */             \
+    X(OPAQUE, "opaque")                 /* the op's pattern class is opaque */                   \
+    X(REDUCE_KEEPDIMS, "reduce-keepdims")                                                        \
+    X(NON_CONSTANT, "non-constant")     /* a parameter that must be a constant is not */         \
+    X(TRAINING_MODE, "training-mode")   /* BatchNormalization in training mode */                \
+    X(EXTRA_OUTPUTS, "extra-outputs")                                                            \
+    X(MULTI_CONSUMER, "multi-consumer")                                                          \
+    X(NOT_A_POST_OP, "not-a-post-op")   /* no library post-op for the op (not recorded) */       \
+    X(SHAPE_CHANGING_EPILOGUE, "shape-changing-epilogue")                                        \
+    X(SAME_OPERAND, "same-operand")                                                              \
+    X(OPERAND_ORDER, "operand-order")                                                            \
+    X(DIFFERENT_DOMAIN, "different-domain")                                                      \
+    X(NON_NORMALIZED_PARAM, "non-normalized-param")                                              \
+    X(ANCHOR_UNSUPPORTED, "anchor-unsupported")                                                  \
+    X(OPERAND_LATER, "operand-later")                                                            \
+    X(BROADCAST_RECOMPUTE, "broadcast-recompute")                                                \
+    X(ACCESS_ORDER, "access-order")                                                              \
+    X(GATHER_INDEX, "gather-index")                                                              \
+    X(VIEW_BOUNDARY, "view-boundary")                                                            \
+    X(LAYOUT_CHANGE, "layout-change")                                                            \
+    X(TWO_COMPLEX, "two-complex")                                                                \
+    X(COMPLEX_CONSUMER, "complex-consumer")                                                      \
+    X(TWO_REDUCTIONS, "two-reductions")                                                          \
+    X(GRAPH_OUTPUT, "graph-output")                                                              \
+    X(MULTI_CONSUMER_RECOMPUTE, "multi-consumer-recompute")                                      \
+    X(CLUSTER_BOUNDARY, "cluster-boundary")                                                      \
+    X(NO_PATTERN, "no-pattern")                                                                  \
+    X(CODEGEN_UNSUPPORTED, "codegen-unsupported") /* the target's code generator cannot build it */ \
+    X(REGISTER_GATE, "register-gate")   /* the compiled kernel spills */                         \
+    X(OCCUPANCY_GATE, "occupancy-gate") /* under the occupancy floor */                          \
+    X(NOT_BENEFICIAL, "not-beneficial") /* predicted saving not positive */                      \
+    X(REFUSED, "refused")               /* a refused cluster without a more specific code */       \
+    X(SLOW_LIBRARY_PATH, "slow-library-path") /* applier: the library runs the fused epilogue off \
+                                                 its fast path */
+
+typedef enum fa_why_code {
+#define FA_WHY_ENUM_(id, name) FA_WHY_##id,
+    FA_WHY_CODES(FA_WHY_ENUM_)
+#undef FA_WHY_ENUM_
+    FA_WHY_CODE_COUNT
+} fa_why_code;
+const char *fa_why_code_name(fa_why_code c); /* the stable word ("cap", "register-gate"); "?" out of range */
+
+/* A legality or gate decision: FA_WHY_NONE = may fuse (reason NULL); otherwise the code and a
+ * sentence a person can read, with numbers (storage: the producer's arena or a static string). */
+typedef struct fa_decision {
+    fa_why_code code;
+    const char *reason;
+} fa_decision;
+
 typedef struct fa_cluster {
     int id;
     fa_cluster_kind kind;
@@ -80,11 +140,13 @@ typedef struct fa_cluster {
     int spill_bytes;           /* spill stores + loads, bytes */
     double occupancy;          /* 0..1 from the occupancy calculator */
     int block_size;            /* threads per block used for the gate */
+    /* the advisor's decision: PROPOSED, or REFUSED by the gate or the cost model. What the
+     * applier then verified, measured and decided is its own record (fa_cluster_verdict,
+     * applier/applier.h); the applier never writes the plan. */
     fa_cluster_status status;
-    const char *reason;        /* why refused / rejected / accepted (arena) */
-    /* applier results (-1 until measured) */
-    double measured_saving_ns;
-    double max_rel_error;
+    const char *reason;        /* why refused (arena) */
+    fa_why_code refusal;       /* REFUSED: the code of the decision that refused it (gate,
+                                  cost); FA_WHY_NONE otherwise */
     /* added by the advisor (issue 5) */
     const char *label;         /* what the cluster computes: "conv+bn", "conv+relu",
                                   "matmul+add+gelu_erf", "layer_norm(decomposed)", "softmax",
@@ -103,10 +165,7 @@ typedef struct fa_cluster {
 typedef struct fa_why_not {
     int producer, consumer;    /* node ids (-1 if not applicable) */
     int tensor;                /* tensor id of the edge */
-    const char *code;          /* stable short code: "complex-consumer", "two-reductions",
-                                  "multi-consumer-recompute", "layout-change", "gather-index",
-                                  "shape-changing-epilogue", "different-domain", "register-gate",
-                                  "occupancy-gate", "cap", "opaque", "graph-output", ... */
+    fa_why_code code;          /* the decision's code (fa_why_code_name: "complex-consumer", ...) */
     const char *reason;        /* a sentence a person can read, with numbers */
 } fa_why_not;
 
@@ -158,7 +217,5 @@ fa_status fa_bn_fold(fa_ctx *ctx, const fa_graph *g, const fa_node *producer, co
                      size_t *w_count, float **new_b, size_t *b_count);
 /* Store the plan (plans, clusters, why_not tables); sets p->plan_id. */
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p);
-/* Update the stored status/reason/measured fields of every cluster of a saved plan. */
-fa_status fa_plan_update(fa_ctx *ctx, fa_store *st, const fa_plan *p);
 
 #endif

@@ -34,11 +34,13 @@ void fa_cluster_kernel_desc(const fa_cluster *c, fa_kernel_desc *out)
     out->n_outputs = c->n_outputs;
 }
 
-bool fa_codegen_supported(const fa_graph *g, const fa_cluster *c, bool cuda, const char **why)
+fa_decision fa_codegen_decide(const fa_graph *g, const fa_cluster *c, fa_kernel_lang lang)
 {
     fa_kernel_desc d;
     fa_cluster_kernel_desc(c, &d);
-    return fa_codegen_kernel_supported(g, &d, cuda ? FA_KERNEL_LANG_CUDA : FA_KERNEL_LANG_C, why);
+    const char *why = NULL;
+    if (fa_codegen_kernel_supported(g, &d, lang, &why)) return (fa_decision){FA_WHY_NONE, NULL};
+    return (fa_decision){FA_WHY_CODEGEN_UNSUPPORTED, why ? why : "no emitter"};
 }
 
 fa_status fa_codegen(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, fa_kernel_lang lang, const char *plan_hash,

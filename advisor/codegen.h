@@ -10,8 +10,9 @@
  * -> HORIZONTAL, REDUCTION -> ROWS with its reduction kind, EPILOGUE / BN_FOLD -> library kinds. */
 void fa_cluster_kernel_desc(const fa_cluster *c, fa_kernel_desc *out);
 
-/* fa_codegen_kernel_supported for cluster c (cuda: CUDA C, else C). */
-bool fa_codegen_supported(const fa_graph *g, const fa_cluster *c, bool cuda, const char **why);
+/* Whether the code generator of language lang can build cluster c (fa_codegen_kernel_supported on
+ * its description): {FA_WHY_NONE, NULL}, or {FA_WHY_CODEGEN_UNSUPPORTED, a static sentence}. */
+fa_decision fa_codegen_decide(const fa_graph *g, const fa_cluster *c, fa_kernel_lang lang);
 /* Append the C source for cluster c to out. FA_ERR_UNSUPPORTED naming the op without an emitter. */
 fa_status fa_codegen_c(fa_ctx *ctx, const fa_graph *g, const fa_cluster *c, const char *plan_hash, fa_buf *out,
                        fa_codegen_info *info);

@@ -27,7 +27,7 @@ fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, cons
         c->registers = -1;
         return FA_OK;
     }
-    if (!fa_codegen_supported(g, c, t->kernel_lang == FA_KERNEL_LANG_CUDA, NULL)) {
+    if (fa_codegen_decide(g, c, t->kernel_lang).code != FA_WHY_NONE) {
         c->registers = -1;
         return FA_OK;
     }
@@ -109,6 +109,7 @@ fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, cons
     if (!r) return fa_ctx_error(ctx, FA_ERR_NOMEM, "gate cluster %d: out of memory for the reason", c->id);
     c->reason = r;
     c->status = FA_CLUSTER_REFUSED;
+    c->refusal = spills ? FA_WHY_REGISTER_GATE : FA_WHY_OCCUPANCY_GATE; /* the first sentence's gate */
     if (refused) *refused = true;
     return FA_OK;
 }

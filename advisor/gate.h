@@ -17,7 +17,7 @@
  * c->spill_bytes (spill stores + loads, bytes), c->block_size (threads per block of the
  * generated launch) and c->occupancy (fa_occupancy with fa_cuda_limits_for_arch(arch), default
  * carve-out, the kernel's static shared memory from ptxas). Refuse — c->status =
- * FA_CLUSTER_REFUSED, c->reason with the numbers (allocated in g->arena: the graph outlives the
+ * FA_CLUSTER_REFUSED, c->refusal = FA_WHY_REGISTER_GATE (spills) or FA_WHY_OCCUPANCY_GATE, c->reason with the numbers (allocated in g->arena: the graph outlives the
  * plan), *refused = true — when the kernel spills (spill_bytes > 0: a memory-bound kernel must
  * not spill) or occupancy < opt->occupancy_floor (0.5 when opt is NULL or the floor is <= 0).
  * Otherwise *refused = false and c->status is left as it was. EPILOGUE / BN_FOLD clusters run

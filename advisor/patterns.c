@@ -347,14 +347,14 @@ static bool const_scalar_f(const fa_graph *g, const fa_node *n, int i, double *v
     return true;
 }
 
-bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out, const char **why, char *why_buf,
+bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out, fa_why_code *why, char *why_buf,
                     size_t why_cap)
 {
     *out = (fa_post_op){FA_POST_OP_RELU, 0, 0, -1};
     const char *op = c->op_type;
     const fa_tensor *T = g->tensors[t], *Y = fa_graph_out(g, c, 0);
     if (!Y || Y->dtype != FA_DTYPE_FLOAT || T->dtype != FA_DTYPE_FLOAT) {
-        *why = "dtype";
+        *why = FA_WHY_DTYPE;
         snprintf(why_buf, why_cap, "%s '%s' is not float32: the epilogue only fuses float32", op, c->name);
         return false;
     }
@@ -363,12 +363,12 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
     bool known = false;
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) known |= !strcmp(op, cand[i]);
     if (!known) {
-        *why = "not-a-post-op";
+        *why = FA_WHY_NOT_A_POST_OP;
         snprintf(why_buf, why_cap, "%s '%s' has no oneDNN post-op equivalent", op, c->name);
         return false;
     }
     if (!same_shape(Y, T)) {
-        *why = "shape-changing-epilogue";
+        *why = FA_WHY_SHAPE_CHANGING_EPILOGUE;
         char a[64], b[64];
         snprintf(why_buf, why_cap, "%s '%s' changes the shape %s -> %s: a post-op must keep the output shape", op,
                  c->name, fa_tensor_shape_str(T, a, sizeof a), fa_tensor_shape_str(Y, b, sizeof b));
@@ -377,7 +377,7 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
     if (c->n_outputs > 1) {
         for (int i = 1; i < c->n_outputs; i++)
             if (c->outputs[i] >= 0) {
-                *why = "extra-outputs";
+                *why = FA_WHY_EXTRA_OUTPUTS;
                 snprintf(why_buf, why_cap, "%s '%s' has more than one output", op, c->name);
                 return false;
             }
@@ -413,7 +413,7 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
             if (c->n_inputs > 1 && c->inputs[1] >= 0 && !const_scalar_f(g, c, 1, &lo)) ok = false;
             if (c->n_inputs > 2 && c->inputs[2] >= 0 && !const_scalar_f(g, c, 2, &hi)) ok = false;
             if (!ok) {
-                *why = "non-constant";
+                *why = FA_WHY_NON_CONSTANT;
                 snprintf(why_buf, why_cap, "Clip '%s' has bounds that are not constants: a post-op needs fixed bounds",
                          c->name);
                 return false;
@@ -426,12 +426,12 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
         if (c->n_inputs != 2 || c->inputs[0] < 0 || c->inputs[1] < 0) return false;
         int k = c->inputs[0] == t ? 1 : 0;
         if (c->inputs[k] == t) {
-            *why = "same-operand";
+            *why = FA_WHY_SAME_OPERAND;
             snprintf(why_buf, why_cap, "%s '%s' uses the anchor's output on both sides", op, c->name);
             return false;
         }
         if (k == 0 && (!strcmp(op, "Sub") || !strcmp(op, "Div"))) {
-            *why = "operand-order";
+            *why = FA_WHY_OPERAND_ORDER;
             snprintf(why_buf, why_cap, "%s '%s' takes the anchor's output as its second operand: a binary post-op "
                      "computes out %s operand only", op, c->name, !strcmp(op, "Sub") ? "-" : "/");
             return false;
@@ -444,7 +444,7 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
         }
         if (!bc) {
             char a[64], b2[64];
-            *why = "shape-changing-epilogue";
+            *why = FA_WHY_SHAPE_CHANGING_EPILOGUE;
             snprintf(why_buf, why_cap, "%s '%s': operand %s does not broadcast to the output %s without changing it",
                      op, c->name, fa_tensor_shape_str(B, a, sizeof a), fa_tensor_shape_str(Y, b2, sizeof b2));
             return false;
@@ -458,7 +458,7 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
             if (!strcmp(op, binary[i].onnx)) out->kind = binary[i].kind;
         out->operand = c->inputs[k];
     } else {
-        *why = "not-a-post-op";
+        *why = FA_WHY_NOT_A_POST_OP;
         snprintf(why_buf, why_cap, "%s '%s' has no oneDNN post-op equivalent", op, c->name);
         return false;
     }
@@ -473,7 +473,7 @@ static bool is_f32_const(const fa_tensor *t)
            t->nbytes >= (size_t)fa_tensor_numel(t) * 4;
 }
 
-bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, const char **code, char *why,
+bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, fa_why_code *code, char *why,
                         size_t why_cap)
 {
     *producer = -1;
@@ -483,14 +483,14 @@ bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, con
         return false; /* not a candidate at all */
     *producer = p->id;
     if (bn->opset >= 14 && fa_node_attr_int(bn, "training_mode", 0) == 1) {
-        *code = "training-mode";
+        *code = FA_WHY_TRAINING_MODE;
         snprintf(why, why_cap, "BatchNormalization '%s' is in training mode (training_mode=1): batch statistics "
                  "change per batch and cannot fold into '%s'", bn->name, p->name);
         return false;
     }
     for (int i = 1; i < bn->n_outputs; i++)
         if (bn->outputs[i] >= 0) {
-            *code = "extra-outputs";
+            *code = FA_WHY_EXTRA_OUTPUTS;
             snprintf(why, why_cap, "BatchNormalization '%s' has %d outputs (running statistics are used): folding "
                      "would drop them", bn->name, bn->n_outputs);
             return false;
@@ -498,13 +498,13 @@ bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, con
     static const char *const pn[] = {"", "scale", "B", "input_mean", "input_var"};
     for (int i = 1; i <= 4; i++)
         if (!is_f32_const(fa_graph_in(g, bn, i))) {
-            *code = "non-constant";
+            *code = FA_WHY_NON_CONSTANT;
             snprintf(why, why_cap, "BatchNormalization '%s': %s is not a float32 constant, so the folded weights "
                      "cannot be computed ahead of time", bn->name, pn[i]);
             return false;
         }
     if (!is_f32_const(fa_graph_in(g, p, 1)) || (p->n_inputs > 2 && p->inputs[2] >= 0 && !is_f32_const(fa_graph_in(g, p, 2)))) {
-        *code = "non-constant";
+        *code = FA_WHY_NON_CONSTANT;
         snprintf(why, why_cap, "%s '%s' has weights or bias that are not float32 constants: BN '%s' cannot fold",
                  p->op_type, p->name, bn->name);
         return false;
@@ -513,14 +513,14 @@ bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, con
     const int *cons;
     int nc = fa_graph_consumers(g, Y->id, &cons);
     if (nc != 1 || (Y->flags & FA_TENSOR_GRAPH_OUTPUT)) {
-        *code = "multi-consumer";
+        *code = FA_WHY_MULTI_CONSUMER;
         snprintf(why, why_cap, "%s '%s' output '%s' has %d consumer(s)%s: folding BN '%s' would change what the "
                  "others read", p->op_type, p->name, Y->name, nc, (Y->flags & FA_TENSOR_GRAPH_OUTPUT) ? " and is a graph output" : "",
                  bn->name);
         return false;
     }
     if (X->dtype != FA_DTYPE_FLOAT) {
-        *code = "dtype";
+        *code = FA_WHY_DTYPE;
         snprintf(why, why_cap, "BatchNormalization '%s' is not float32", bn->name);
         return false;
     }

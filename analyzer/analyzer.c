@@ -12,12 +12,6 @@ typedef struct tensor_info {
     bool graph_output;
 } tensor_info;
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int cmp_u64_start(const void *a, const void *b)
 {
     const fa_activity *x = *(const fa_activity *const *)a, *y = *(const fa_activity *const *)b;
@@ -89,10 +83,8 @@ static fa_status measure_gaps(fa_ctx *ctx, fa_store *st, fa_analysis *a)
         gaps[it] = g;
         counts[it] = (int64_t)n;
     }
-    qsort(gaps, (size_t)n_it, sizeof *gaps, cmp_i64);
-    qsort(counts, (size_t)n_it, sizeof *counts, cmp_i64);
-    a->gap_ns = gaps[n_it / 2];
-    a->kernels_per_iter = counts[n_it / 2];
+    a->gap_ns = fa_stats_median_i64(gaps, (size_t)n_it); /* core's one median convention */
+    a->kernels_per_iter = fa_stats_median_i64(counts, (size_t)n_it);
     free(by);
     free(gaps);
     free(counts);

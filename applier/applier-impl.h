@@ -6,14 +6,15 @@
 
 
 /* Shared by the cpu and cuda appliers (applier/judge.c, applier/fused_graph.c). */
-int fa_apply_cmp_double(const void *a, const void *b);
-double fa_apply_quantile(const double *sorted, int n, double q);
 /* max|a-b| / max(max|b|, 1e-12); INFINITY on NaN or a missing value. */
 double fa_apply_rel_error(const fa_value *a, const fa_value *b);
-void fa_apply_set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The accept/reject rule on n interleaved samples (sa unfused, sb fused, ns): sets c->status,
- * c->reason (prefixed by tag, may be NULL) and c->measured_saving_ns (difference of medians). */
-void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *sb, int n, double err, const char *tag);
+/* v->reason = the formatted sentence, in r's arena. */
+void fa_apply_set_reason(fa_apply_result *r, fa_cluster_verdict *v, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The accept/reject rule on n interleaved samples (sa unfused, sb fused, ns): sets v->status,
+ * v->reason (prefixed by tag, may be NULL) and v->measured_saving_ns (difference of medians). */
+void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa, const double *sb, int n, double err,
+                    const char *tag);
 /* Interleaved benchmark (A B, B A, ...) so drift hits both: run(ctx, subject) once per sample;
  * ns per run into sa / sb (iters each), after `warmup` untimed pairs. */
 typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject);
@@ -21,12 +22,12 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
                               double *sa, double *sb);
 /* The clusters the apply stage tries (applier/judge.c, docs/codegen.md "Bounded apply"): every
  * PROPOSED cluster ranked by est_saving_ns (highest first, ties by id), the first max_clusters
- * kept, the others set FA_CLUSTER_NOT_TRIED with the reason. order[] (room for n_clusters) gets
- * the kept ones' indices in rank order; returns their count. */
-int fa_apply_select(fa_plan *p, const fa_apply_options *o, int *order);
-/* Before starting cluster c: once the stage has run past its budget (since t0_ns, fa_now_ns),
- * c is set FA_CLUSTER_NOT_TRIED with the reason and true returned. */
-bool fa_apply_budget_spent(fa_plan *p, fa_cluster *c, const fa_apply_options *o, uint64_t t0_ns);
+ * kept, the others' verdicts (r->verdicts) set FA_CLUSTER_NOT_TRIED with the reason. order[]
+ * (room for n_clusters) gets the kept ones' indices in rank order; returns their count. */
+int fa_apply_select(const fa_plan *p, fa_apply_result *r, const fa_apply_options *o, int *order);
+/* Before starting a cluster: once the stage has run past its budget (since t0_ns, fa_now_ns),
+ * its verdict v is set FA_CLUSTER_NOT_TRIED with the reason and true returned. */
+bool fa_apply_budget_spent(fa_apply_result *r, fa_cluster_verdict *v, const fa_apply_options *o, uint64_t t0_ns);
 /* The option bounds both appliers enforce (tolerance finite, in (0, FA_APPLY_TOLERANCE_MAX]). */
 fa_status fa_apply_options_check(fa_ctx *ctx, const fa_apply_options *o);
 /* Clusters whose kernel is generated (elementwise chains, reductions, horizontal). */
@@ -89,9 +90,9 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
  * (sa baseline, sb fused, ns). */
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n);
 /* One back-off step after a losing end-to-end measurement (round 0, 1, ...): the 2^round
- * ACCEPTED clusters with the smallest measured saving are set REJECTED_NO_GAIN with a reason
+ * ACCEPTED verdicts with the smallest measured saving are set REJECTED_NO_GAIN with a reason
  * quoting the end-to-end medians; r->accepted, r->rejected, r->predicted_saving_ns and
  * r->backed_off follow. */
-void fa_apply_back_off(fa_plan *p, fa_apply_result *r, int round);
+void fa_apply_back_off(const fa_plan *p, fa_apply_result *r, int round);
 
 #endif

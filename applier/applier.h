@@ -64,16 +64,29 @@ typedef struct fa_apply_options {
 } fa_apply_options;
 void fa_apply_options_default(fa_apply_options *o);
 
-/* Robust summary of per-iteration samples (ns). */
-typedef struct fa_sample_stats {
-    int n;
-    double median_ns;
-    double p25_ns, p75_ns;  /* spread = p75 - p25 */
-    double min_ns;
-} fa_sample_stats;
-void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out);
+/* fa_sample_stats (per-iteration sample summary) lives in core/core.h, the statistics unit. */
+
+/* The applier's verdict on one cluster of the plan: a record of its own next to the advisor's
+ * proposal (fa_cluster), which fa_apply never writes. Starts as the advisor's decision
+ * (PROPOSED, or REFUSED with its code and reason) and becomes what the apply stage found. */
+typedef struct fa_cluster_verdict {
+    fa_cluster_status status;  /* ACCEPTED, REJECTED_*, NOT_TRIED, REFUSED (the advisor's, or the
+                                  applier's slow-library-path), PROPOSED when never reached */
+    fa_why_code refusal;       /* REFUSED: the decision's code; FA_WHY_NONE otherwise */
+    const char *reason;        /* why accepted / rejected / refused, with the numbers (the result's
+                                  arena; the advisor's own reasons are the plan's: keep the plan) */
+    double measured_saving_ns; /* difference of the interleaved medians, ns; NAN not measured */
+    double max_rel_error;      /* fused vs unfused outputs; < 0 not verified */
+    int registers;             /* per thread of the kernel compiled for the device it ran on
+                                  (else the advisor's gate figure); -1 none */
+    int spill_bytes;           /* spill stores + loads, bytes; -1 none */
+    int block_size;            /* threads per block; -1 none */
+} fa_cluster_verdict;
 
 typedef struct fa_apply_result {
+    fa_arena *arena;                   /* the verdicts' reasons */
+    fa_cluster_verdict *verdicts;      /* [n_verdicts], one per plan cluster, in plan order */
+    int n_verdicts;
     fa_sample_stats baseline, fused;   /* end-to-end per iteration */
     double *baseline_samples, *fused_samples; /* iters each (owned) */
     int n_samples;
@@ -111,22 +124,26 @@ void fa_apply_result_free(fa_apply_result *r);
  * that would fit). Each cluster is verified against its unfused sub-graph on the same inputs
  * and benchmarked interleaved; it is accepted only beyond the paired noise; then the whole
  * fused model is measured against the unfused one and its kernel trace collected by the
- * target's trace source (fa_collect). Updates every cluster's status, reason,
- * measured_saving_ns and max_rel_error; a cluster that fails codegen, compile, verification or
+ * target's trace source (fa_collect). The plan is read only: each cluster's status, reason,
+ * measured saving and error are its verdict in (*out)->verdicts; a cluster that fails codegen, compile, verification or
  * shows no gain is rejected and the run goes on without it. Errors before anything is done:
  * "cannot apply on cuda: no CUDA driver (...)" / "no CUDA device" / "this build has no executor
  * for it". *out owned by caller. */
-fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt, fa_apply_result **out);
+fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_apply_options *opt,
+                   fa_apply_result **out);
 
-/* A copy of g with the given clusters applied (ids; NULL/0 = every ACCEPTED cluster, or every
- * PROPOSED one when `proposed`): BN folds rewrite weights, epilogues become Fused* nodes,
- * generated-kernel clusters become ai.fuse-advise.FusedKernel nodes. The result is prepared
- * and indexed; it owns copies of all constants. */
-fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *cluster_ids, int n_ids,
-                         fa_graph **out);
+/* A copy of g with the given clusters applied (ids; NULL/0 = every cluster whose verdict in v
+ * [p->n_clusters] is ACCEPTED, or with v NULL every cluster the plan proposes): BN folds rewrite
+ * weights, epilogues become Fused* nodes, generated-kernel clusters become
+ * ai.fuse-advise.FusedKernel nodes. The result is prepared and indexed; it owns copies of all
+ * constants. */
+fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
+                         const int *cluster_ids, int n_ids, fa_graph **out);
 /* g with only its BN_FOLD clusters applied, as standard ONNX ops (exportable, what
- * model.folded.onnx holds). */
-fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_graph **out);
+ * model.folded.onnx holds): those the plan proposes and the verdicts v (NULL: none yet) did not
+ * reject for their numerics or an error. */
+fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
+                             fa_graph **out);
 
 /* ---- the pipeline `run` and `apply` share (applier/pipeline.c) ---- */
 
@@ -173,13 +190,15 @@ typedef struct fa_run_summary {
     int64_t run_id;
 } fa_run_summary;
 
-/* plan.json: every cluster (members by node name, kind, label, cost model, gate, status, reason,
- * measured saving, error) and the why-not list. Written atomically (temp name + rename). */
-fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const char *path);
+/* plan.json: every cluster (members by node name, kind, label, cost model, gate; status, reason,
+ * measured saving and error from its verdict in v [p->n_clusters], or the advisor's decision
+ * when v is NULL) and the why-not list. Written atomically (temp name + rename). */
+fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
+                             const char *path);
 /* summary.json: stable keys, documented in docs/outputs.md. Written atomically. */
 fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char *path);
-/* Per-iteration baseline/fused samples and the plan's cluster results into the run database
- * (benchmarks table; clusters via fa_plan_update). */
+/* Per-iteration baseline/fused samples and the clusters' verdicts into the run database
+ * (benchmarks table; clusters via fa_store_put_cluster_verdicts). */
 fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r);
 
 #endif

@@ -23,22 +23,6 @@ void fa_apply_options_default(fa_apply_options *o)
     o->inject_wrong_cluster = -1;
 }
 
-void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    out->n = n;
-    if (n <= 0) return;
-    double *s = malloc(sizeof(double) * (size_t)n);
-    if (!s) return;
-    memcpy(s, samples, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), fa_apply_cmp_double);
-    out->median_ns = fa_apply_quantile(s, n, 0.5);
-    out->p25_ns = fa_apply_quantile(s, n, 0.25);
-    out->p75_ns = fa_apply_quantile(s, n, 0.75);
-    out->min_ns = s[0];
-    free(s);
-}
-
 void fa_apply_result_free(fa_apply_result *r)
 {
     if (!r) return;
@@ -47,6 +31,7 @@ void fa_apply_result_free(fa_apply_result *r)
     free(r->cluster_ids);
     free(r->cluster_unfused);
     free(r->cluster_fused);
+    fa_arena_free(r->arena);
     fa_trace_free(r->fused_trace);
     fa_graph_free(r->fused_graph);
     free(r);
@@ -114,8 +99,9 @@ static fa_status exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx,
  * (kept in OUT_DIR/kernels/), all compiled by the target in one batch. A cluster whose kernel
  * cannot be generated or built is rejected with the reason; the run fails only when the
  * compiler itself cannot be used (a cache folder another user can write, no toolkit). */
-static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt,
-                                   const fa_target_device *dev, const int *order, int n, kernel_table *kt)
+static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_apply_result *res,
+                                   const fa_apply_options *opt, const fa_target_device *dev, const int *order, int n,
+                                   kernel_table *kt)
 {
     const fa_target_iface *t = kt->t;
     const char *ext = t->kernel_lang == FA_KERNEL_LANG_CUDA ? "cu" : "c";
@@ -128,15 +114,16 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, c
     fa_status s = srcs && bufs && infos && which && got && errs ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     int m = 0;
     for (int k = 0; k < n && !s; k++) {
-        fa_cluster *c = &p->clusters[order[k]];
+        const fa_cluster *c = &p->clusters[order[k]];
+        fa_cluster_verdict *v = &res->verdicts[order[k]];
         if (!fa_apply_needs_codegen(c)) continue;
         fa_ctx *cctx = fa_ctx_create();
         fa_buf_init(&bufs[m]);
         fa_status cs = fa_codegen(cctx, g, c, t->kernel_lang, p->hash, &bufs[m], &infos[m]);
         if (!cs) cs = fa_apply_write_kernel_source(cctx, opt->out_dir, infos[m].name, ext, &bufs[m]);
         if (cs) {
-            c->status = FA_CLUSTER_REJECTED_ERROR;
-            fa_apply_set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
+            v->status = FA_CLUSTER_REJECTED_ERROR;
+            fa_apply_set_reason(res, v, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
             fa_buf_free(&bufs[m]);
         } else {
             srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, infos[m].name, c->n_inputs, c->n_outputs,
@@ -149,19 +136,19 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, c
                                    opt->arch && opt->arch[0] ? opt->arch : dev->arch[0] ? dev->arch : NULL};
     if (!s && m > 0) s = t->fused_compile(ctx, &co, m, srcs, got, errs);
     for (int j = 0; j < m; j++) {
-        fa_cluster *c = &p->clusters[which[j]];
+        fa_cluster_verdict *v = &res->verdicts[which[j]];
         if (!s && got[j]) {
             kt->bin[which[j]] = got[j];
             fa_kernel_resources r;
             if (t->fused_resources && t->fused_resources(got[j], &r)) {
                 /* the figures for the arch it runs on (the advisor's gate may have used another) */
-                c->registers = r.registers;
-                c->spill_bytes = r.spill_stores + r.spill_loads;
-                c->block_size = infos[j].block_size;
+                v->registers = r.registers;
+                v->spill_bytes = r.spill_stores + r.spill_loads;
+                v->block_size = infos[j].block_size;
             }
         } else if (!s) {
-            c->status = FA_CLUSTER_REJECTED_ERROR;
-            fa_apply_set_reason(p, c, "could not build the fused kernel: %s", errs[j] ? errs[j] : "?");
+            v->status = FA_CLUSTER_REJECTED_ERROR;
+            fa_apply_set_reason(res, v, "could not build the fused kernel: %s", errs[j] ? errs[j] : "?");
         } else {
             t->fused_free(got[j]);
         }
@@ -177,15 +164,15 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, fa_plan *p, c
     return s;
 }
 
-/* Verification of cluster c (fused gf/ef against unfused gu/eu, both already run): c->max_rel_error
+/* Verification of cluster c (fused gf/ef against unfused gu/eu, both already run): v->max_rel_error
  * gets the relative error max|f-u| / max|u| over its outputs. A cluster that reassociates a
  * reduction (a Conv/Gemm/MatMul in gu with a rounding rule for every op: applier/bound.c) passes
  * when every element is within the componentwise rounding-error bound 2·γ̃_n(λ)·M, M the same ops
  * on magnitudes; any other cluster when the relative error is within opt->tolerance. False with
- * c rejected and the reason set when it fails; *cs set when the check itself could not run. tag
+ * its verdict v rejected and the reason set when it fails; *cs set when the check itself could not run. tag
  * gets the accepted reason's prefix. */
-static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluster *c, const fa_apply_options *opt,
-                           const fa_value_map *vm, const fa_graph *gu, fa_exec *eu, const fa_graph *gf,
+static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res, const fa_cluster *c,
+                           fa_cluster_verdict *v, const fa_apply_options *opt, const fa_value_map *vm, const fa_graph *gu, fa_exec *eu, const fa_graph *gf,
                            fa_exec *ef, char *tag, size_t tag_cap, fa_status *cs)
 {
     double err = 0;
@@ -199,7 +186,7 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_clust
         double e = fa_apply_rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
         if (e > err) err = e;
     }
-    c->max_rel_error = err;
+    v->max_rel_error = err;
     fa_apply_bound bd;
     fa_graph *gm = NULL;
     fa_exec *em = NULL;
@@ -244,8 +231,8 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_clust
                      "2·γ̃·|W|·|x|, relative error %.2g); ", (long long)bd.depth, ratio, err);
             return true;
         }
-        c->status = FA_CLUSTER_REJECTED_VERIFY;
-        fa_apply_set_reason(p, c, "fused output differs from the unfused ops beyond the rounding error of its %lld-deep "
+        v->status = FA_CLUSTER_REJECTED_VERIFY;
+        fa_apply_set_reason(res, v, "fused output differs from the unfused ops beyond the rounding error of its %lld-deep "
                             "reduction: element %lld of '%s' differs by %.3g, %.3g times the bound 2·γ̃·M = %.3g "
                             "(γ̃ = %.3g for λ = %.2f, M: the same ops on |inputs| and |weights|; relative error %.3g)",
                             (long long)bd.depth, (long long)at, at_name, at_diff, ratio, at_bound, bd.gamma, bd.lambda, err);
@@ -255,8 +242,8 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_clust
         snprintf(tag, tag_cap, "%s", "");
         return true;
     }
-    c->status = FA_CLUSTER_REJECTED_VERIFY;
-    fa_apply_set_reason(p, c, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
+    v->status = FA_CLUSTER_REJECTED_VERIFY;
+    fa_apply_set_reason(res, v, "fused output differs from the unfused ops: max relative error %.3g > tolerance %.3g", err,
                         opt->tolerance);
     return false;
 }
@@ -264,8 +251,9 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_clust
 /* One tried cluster: its unfused and fused sub-graphs on the target, fed the captured values;
  * verify every output, then benchmark interleaved and decide. Its failures become its status and
  * reason, never the run's. */
-static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluster *c, const fa_apply_options *opt,
-                          kernel_table *kt, const fa_value_map *vm, fa_apply_result *res, double *sa, double *sb)
+static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, const fa_cluster *c,
+                          fa_cluster_verdict *v, const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm,
+                          fa_apply_result *res, double *sa, double *sb)
 {
     fa_status cs = FA_OK;
     fa_graph *gu = NULL, *gf = NULL;
@@ -276,8 +264,8 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluste
     if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt->inject_wrong_cluster, opt->inject_defect,
                                           c->outputs, c->n_outputs, &gf);
     if (!cs && !target_runs(kt->t, gf, why, sizeof why)) { /* e.g. an epilogue no library of the target has */
-        c->status = FA_CLUSTER_REJECTED_ERROR;
-        fa_apply_set_reason(p, c, "%s", why);
+        v->status = FA_CLUSTER_REJECTED_ERROR;
+        fa_apply_set_reason(res, v, "%s", why);
         goto done;
     }
     if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, &eu);
@@ -285,8 +273,9 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluste
     char slow[600];
     if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
         /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
-        c->status = FA_CLUSTER_REFUSED;
-        fa_apply_set_reason(p, c, "%s", slow);
+        v->status = FA_CLUSTER_REFUSED;
+        v->refusal = FA_WHY_SLOW_LIBRARY_PATH;
+        fa_apply_set_reason(res, v, "%s", slow);
         goto done;
     }
     if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, vm);
@@ -294,30 +283,30 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, fa_plan *p, fa_cluste
     if (!cs) cs = fa_exec_run(cctx, eu, NULL);
     if (!cs) cs = fa_exec_run(cctx, ef, NULL);
     if (cs) {
-        c->status = FA_CLUSTER_REJECTED_ERROR;
-        fa_apply_set_reason(p, c, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
+        v->status = FA_CLUSTER_REJECTED_ERROR;
+        fa_apply_set_reason(res, v, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
         goto done;
     }
     /* verify every cluster output against the unfused sub-graph */
     char tag[400];
-    if (!verify_cluster(cctx, g, p, c, opt, vm, gu, eu, gf, ef, tag, sizeof tag, &cs) || cs) {
+    if (!verify_cluster(cctx, g, res, c, v, opt, vm, gu, eu, gf, ef, tag, sizeof tag, &cs) || cs) {
         if (cs) {
-            c->status = FA_CLUSTER_REJECTED_ERROR;
-            fa_apply_set_reason(p, c, "could not verify the fused kernel: %s", fa_ctx_errmsg(cctx));
+            v->status = FA_CLUSTER_REJECTED_ERROR;
+            fa_apply_set_reason(res, v, "could not verify the fused kernel: %s", fa_ctx_errmsg(cctx));
         }
         goto done;
     }
     cs = fa_apply_bench_pair(cctx, exec_once, eu, ef, opt->warmup, opt->iters, sa, sb);
     if (cs) {
-        c->status = FA_CLUSTER_REJECTED_ERROR;
-        fa_apply_set_reason(p, c, "benchmark failed: %s", fa_ctx_errmsg(cctx));
+        v->status = FA_CLUSTER_REJECTED_ERROR;
+        fa_apply_set_reason(res, v, "benchmark failed: %s", fa_ctx_errmsg(cctx));
         goto done;
     }
     int k = res->n_cluster_bench++;
     res->cluster_ids[k] = c->id;
     memcpy(res->cluster_unfused + (size_t)k * (size_t)opt->iters, sa, sizeof(double) * (size_t)opt->iters);
     memcpy(res->cluster_fused + (size_t)k * (size_t)opt->iters, sb, sizeof(double) * (size_t)opt->iters);
-    fa_apply_judge(p, c, sa, sb, opt->iters, c->max_rel_error, tag);
+    fa_apply_judge(res, v, sa, sb, opt->iters, v->max_rel_error, tag);
 done:
     fa_exec_free(eu);
     fa_exec_free(ef);
@@ -325,7 +314,23 @@ done:
     fa_graph_free(gf);
 }
 
-fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_options *opt_in, fa_apply_result **out)
+/* Every cluster's verdict starts as the advisor's decision, with its gate figures. */
+static bool verdicts_init(const fa_plan *p, fa_apply_result *res)
+{
+    res->arena = fa_arena_create(0);
+    res->verdicts = calloc((size_t)p->n_clusters + 1, sizeof *res->verdicts);
+    if (!res->arena || !res->verdicts) return false;
+    res->n_verdicts = p->n_clusters;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        res->verdicts[i] = (fa_cluster_verdict){c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes,
+                                                c->block_size};
+    }
+    return true;
+}
+
+fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_apply_options *opt_in,
+                   fa_apply_result **out)
 {
     uint64_t t0 = fa_now_ns();
     fa_apply_options opt;
@@ -349,7 +354,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
     double *sa = malloc(sizeof(double) * (size_t)opt.iters), *sb = malloc(sizeof(double) * (size_t)opt.iters);
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
-    if (!res || !kt.bin || !vm.vals || !sa || !sb || !extra) {
+    if (!res || !verdicts_init(p, res) || !kt.bin || !vm.vals || !sa || !sb || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -359,7 +364,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
      *    the whole model. Graph inputs are our own fill (the same values on every target);
      *    constants live in the graph. The clusters beyond the stage's cap are set NOT_TRIED
      *    first: nothing is kept for them. */
-    int n_prop = fa_apply_select(p, &opt, order);
+    int n_prop = fa_apply_select(p, res, &opt, order);
     int ne2 = fa_apply_boundary_tensors(g, p, extra);
     if (ne2 < 0) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -382,7 +387,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
 
     /* 2. The clusters tried (ranked by predicted saving, capped), their generated kernels in one
      *    batch, then per cluster within the time budget: verify, benchmark, decide. */
-    s = compile_generated(ctx, g, p, &opt, &dev, order, n_prop, &kt);
+    s = compile_generated(ctx, g, p, res, &opt, &dev, order, n_prop, &kt);
     if (s) goto done;
     res->n_cluster_samples = opt.iters;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
@@ -394,21 +399,22 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
     }
     int done_n = 0;
     for (int k = 0; k < n_prop; k++) {
-        fa_cluster *c = &p->clusters[order[k]];
+        const fa_cluster *c = &p->clusters[order[k]];
+        fa_cluster_verdict *v = &res->verdicts[order[k]];
         if (opt.progress) opt.progress(opt.progress_user, "apply", ++done_n, n_prop);
-        if (c->status != FA_CLUSTER_PROPOSED) { /* its kernel failed to build */
+        if (v->status != FA_CLUSTER_PROPOSED) { /* its kernel failed to build */
             res->rejected++;
             continue;
         }
-        if (fa_apply_budget_spent(p, c, &opt, t0)) continue;
+        if (fa_apply_budget_spent(res, v, &opt, t0)) continue;
         fa_ctx *cctx = fa_ctx_create(); /* a cluster's failure must not poison the run's context */
         if (!cctx) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
             goto done;
         }
-        apply_cluster(cctx, g, p, c, &opt, &kt, &vm, res, sa, sb);
+        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb);
         fa_ctx_free(cctx);
-        if (c->status == FA_CLUSTER_ACCEPTED) {
+        if (v->status == FA_CLUSTER_ACCEPTED) {
             res->accepted++;
             res->predicted_saving_ns += c->est_saving_ns;
         } else {
@@ -430,7 +436,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, fa_plan *p, const fa_apply_op
         res->baseline_samples = res->fused_samples = NULL;
         fa_trace_free(res->fused_trace);
         res->fused_trace = NULL;
-        s = fa_fused_graph(ctx, g, p, NULL, 0, &gfull);
+        s = fa_fused_graph(ctx, g, p, res->verdicts, NULL, 0, &gfull);
         if (!s) s = make_exec(ctx, g, &kt, opt.threads, &eb);
         if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, &efz);
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);

@@ -451,7 +451,8 @@ fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
     return s;
 }
 
-fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *cluster_ids, int n_ids, fa_graph **out)
+fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
+                         const int *cluster_ids, int n_ids, fa_graph **out)
 {
     int *ids = NULL;
     if (!cluster_ids) {
@@ -459,7 +460,8 @@ fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const
         if (!ids) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         n_ids = 0;
         for (int i = 0; i < p->n_clusters; i++)
-            if (p->clusters[i].status == FA_CLUSTER_ACCEPTED) ids[n_ids++] = p->clusters[i].id;
+            if (v ? v[i].status == FA_CLUSTER_ACCEPTED : p->clusters[i].status == FA_CLUSTER_PROPOSED)
+                ids[n_ids++] = p->clusters[i].id;
         cluster_ids = ids;
     }
     fa_status s = fa_fused_graph_scoped(ctx, g, p, cluster_ids, n_ids, false, true, -1, 0, NULL, 0, out);
@@ -467,15 +469,18 @@ fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const
     return s;
 }
 
-fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_graph **out)
+fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
+                             fa_graph **out)
 {
     int *ids = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
     if (!ids) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     int n = 0;
-    for (int i = 0; i < p->n_clusters; i++)
+    for (int i = 0; i < p->n_clusters; i++) {
+        fa_cluster_status st = v ? v[i].status : p->clusters[i].status;
         if (p->clusters[i].kind == FA_CLUSTER_BN_FOLD && p->clusters[i].status != FA_CLUSTER_REFUSED &&
-            p->clusters[i].status != FA_CLUSTER_REJECTED_VERIFY && p->clusters[i].status != FA_CLUSTER_REJECTED_ERROR)
+            st != FA_CLUSTER_REFUSED && st != FA_CLUSTER_REJECTED_VERIFY && st != FA_CLUSTER_REJECTED_ERROR)
             ids[n++] = p->clusters[i].id;
+    }
     fa_status s = fa_fused_graph_scoped(ctx, g, p, ids, n, false, true, -1, 0, NULL, 0, out);
     free(ids);
     return s;

@@ -9,21 +9,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int fa_apply_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-double fa_apply_quantile(const double *sorted, int n, double q)
-{
-    if (n <= 0) return 0;
-    double pos = q * (n - 1);
-    int lo = (int)pos;
-    double f = pos - lo;
-    return lo + 1 < n ? sorted[lo] * (1 - f) + sorted[lo + 1] * f : sorted[lo];
-}
-
 double fa_apply_rel_error(const fa_value *a, const fa_value *b)
 {
     if (!a || !b) return INFINITY;
@@ -39,14 +24,14 @@ double fa_apply_rel_error(const fa_value *a, const fa_value *b)
     return md / (mb > 1e-12 ? mb : 1e-12);
 }
 
-void fa_apply_set_reason(fa_plan *p, fa_cluster *c, const char *fmt, ...)
+void fa_apply_set_reason(fa_apply_result *r, fa_cluster_verdict *v, const char *fmt, ...)
 {
     char buf[1024];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    c->reason = fa_arena_strdup(p->arena, buf);
+    v->reason = fa_arena_strdup(r->arena, buf);
 }
 
 /* gain = median(a - b) of the paired samples; noise = 2 x its standard error,
@@ -63,17 +48,18 @@ static void paired_gain(const double *sa, const double *sb, int n, double *gain,
         return;
     }
     for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
-    qsort(d, (size_t)n, sizeof(double), fa_apply_cmp_double);
-    double med = fa_apply_quantile(d, n, 0.5);
+    qsort(d, (size_t)n, sizeof(double), fa_stats_cmp_double);
+    double med = fa_stats_quantile_sorted(d, (size_t)n, 0.5);
     for (int i = 0; i < n; i++) dev[i] = fabs(d[i] - med);
-    qsort(dev, (size_t)n, sizeof(double), fa_apply_cmp_double);
+    qsort(dev, (size_t)n, sizeof(double), fa_stats_cmp_double);
     *gain = med;
-    *noise = 2.0 * 1.2533 * 1.4826 * fa_apply_quantile(dev, n, 0.5) / sqrt((double)n);
+    *noise = 2.0 * 1.2533 * 1.4826 * fa_stats_quantile_sorted(dev, (size_t)n, 0.5) / sqrt((double)n);
     free(d);
     free(dev);
 }
 
-void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *sb, int n, double err, const char *tag)
+void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa, const double *sb, int n, double err,
+                    const char *tag)
 {
     double gain, noise;
     paired_gain(sa, sb, n, &gain, &noise);
@@ -86,21 +72,21 @@ void fa_apply_judge(fa_plan *p, fa_cluster *c, const double *sa, const double *s
      * fused p75 below the unfused p25). A regression mirrors it. Anything else, including a
      * spread that swamps the difference on a loaded machine, is "no measured gain". */
     double diff = su.median_ns - sf.median_ns;
-    c->measured_saving_ns = diff;
+    v->measured_saving_ns = diff;
     const char *t = tag ? tag : "";
     if (gain > noise && diff > 0 && sf.p75_ns < su.p25_ns) {
-        c->status = FA_CLUSTER_ACCEPTED;
-        fa_apply_set_reason(p, c, "%sverified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
+        v->status = FA_CLUSTER_ACCEPTED;
+        fa_apply_set_reason(r, v, "%sverified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
                             "paired gain %.1f us > noise %.1f us", t, err, su.median_ns / 1e3, sf.median_ns / 1e3,
                             su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
     } else if (gain < -noise && diff < 0 && sf.p25_ns > su.p75_ns) {
-        c->status = FA_CLUSTER_REJECTED_REGRESSION;
-        fa_apply_set_reason(p, c, "%sregression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us",
+        v->status = FA_CLUSTER_REJECTED_REGRESSION;
+        fa_apply_set_reason(r, v, "%sregression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us",
                             t, su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
                             sf.p75_ns / 1e3, -gain / 1e3, noise / 1e3);
     } else {
-        c->status = FA_CLUSTER_REJECTED_NO_GAIN;
-        fa_apply_set_reason(p, c, "%sno measured gain: median %.1f -> %.1f us, IQR %.1f-%.1f -> %.1f-%.1f us overlap or the paired "
+        v->status = FA_CLUSTER_REJECTED_NO_GAIN;
+        fa_apply_set_reason(r, v, "%sno measured gain: median %.1f -> %.1f us, IQR %.1f-%.1f -> %.1f-%.1f us overlap or the paired "
                             "gain %.1f us is within noise %.1f us", t, su.median_ns / 1e3, sf.median_ns / 1e3,
                             su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
     }
@@ -138,31 +124,31 @@ static int cmp_saving(const void *a, const void *b)
     return x->id < y->id ? -1 : x->id > y->id;
 }
 
-int fa_apply_select(fa_plan *p, const fa_apply_options *o, int *order)
+int fa_apply_select(const fa_plan *p, fa_apply_result *r, const fa_apply_options *o, int *order)
 {
     int n = 0;
     for (int i = 0; i < p->n_clusters; i++)
-        if (p->clusters[i].status == FA_CLUSTER_PROPOSED) order[n++] = i;
+        if (r->verdicts[i].status == FA_CLUSTER_PROPOSED) order[n++] = i;
     g_sel_plan = p;
     qsort(order, (size_t)n, sizeof *order, cmp_saving);
     g_sel_plan = NULL;
     int cap = o->max_clusters > 0 ? o->max_clusters : FA_APPLY_MAX_CLUSTERS_DEFAULT;
     for (int k = cap; k < n; k++) {
-        fa_cluster *c = &p->clusters[order[k]];
-        c->status = FA_CLUSTER_NOT_TRIED;
-        fa_apply_set_reason(p, c, "not tried: the apply stage tries at most %d clusters, highest predicted saving first "
+        fa_cluster_verdict *v = &r->verdicts[order[k]];
+        v->status = FA_CLUSTER_NOT_TRIED;
+        fa_apply_set_reason(r, v, "not tried: the apply stage tries at most %d clusters, highest predicted saving first "
                             "(this one ranks %d of %d; --max-clusters)", cap, k + 1, n);
     }
     return n < cap ? n : cap;
 }
 
-bool fa_apply_budget_spent(fa_plan *p, fa_cluster *c, const fa_apply_options *o, uint64_t t0_ns)
+bool fa_apply_budget_spent(fa_apply_result *r, fa_cluster_verdict *v, const fa_apply_options *o, uint64_t t0_ns)
 {
     double budget = o->budget_s > 0 ? o->budget_s : FA_APPLY_BUDGET_S_DEFAULT;
     double spent = (double)(fa_now_ns() - t0_ns) / 1e9;
     if (spent <= budget) return false;
-    c->status = FA_CLUSTER_NOT_TRIED;
-    fa_apply_set_reason(p, c, "not tried: the apply stage's time budget of %.0f s was spent (%.0f s; --apply-budget)", budget,
+    v->status = FA_CLUSTER_NOT_TRIED;
+    fa_apply_set_reason(r, v, "not tried: the apply stage's time budget of %.0f s was spent (%.0f s; --apply-budget)", budget,
                         spent);
     return true;
 }
@@ -304,24 +290,25 @@ bool fa_apply_e2e_wins(const double *sa, const double *sb, int n)
     return gain > noise && su.median_ns > sf.median_ns && sf.p75_ns < su.p25_ns;
 }
 
-void fa_apply_back_off(fa_plan *p, fa_apply_result *r, int round)
+void fa_apply_back_off(const fa_plan *p, fa_apply_result *r, int round)
 {
     int drop = round < 20 ? 1 << round : 1 << 20;
     for (int k = 0; k < drop; k++) {
-        fa_cluster *worst = NULL;
+        int wi = -1;
         for (int i = 0; i < p->n_clusters; i++) {
-            fa_cluster *c = &p->clusters[i];
-            if (c->status == FA_CLUSTER_ACCEPTED && (!worst || c->measured_saving_ns < worst->measured_saving_ns)) worst = c;
+            const fa_cluster_verdict *v = &r->verdicts[i];
+            if (v->status == FA_CLUSTER_ACCEPTED && (wi < 0 || v->measured_saving_ns < r->verdicts[wi].measured_saving_ns)) wi = i;
         }
-        if (!worst) return;
+        if (wi < 0) return;
+        fa_cluster_verdict *worst = &r->verdicts[wi];
         worst->status = FA_CLUSTER_REJECTED_NO_GAIN;
-        fa_apply_set_reason(p, worst,
+        fa_apply_set_reason(r, worst,
                             "dropped by the end-to-end back-off: the whole fused model with %d clusters was not measurably "
                             "faster (median %.3f -> %.3f ms); this cluster's measured saving %.1f us was among the smallest",
                             r->accepted, r->baseline.median_ns / 1e6, r->fused.median_ns / 1e6, worst->measured_saving_ns / 1e3);
         r->accepted--;
         r->rejected++;
-        r->predicted_saving_ns -= worst->est_saving_ns;
+        r->predicted_saving_ns -= p->clusters[wi].est_saving_ns;
         r->backed_off++;
     }
 }

@@ -1,11 +1,16 @@
 /* applier/outputs — plan.json, summary.json, and the apply results in the run database. */
 #include "applier-impl.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-static void cluster_json(fa_buf *b, const fa_graph *g, const fa_cluster *c)
+/* One cluster: the advisor's proposal c and, when v is given, the applier's verdict on it. */
+static void cluster_json(fa_buf *b, const fa_graph *g, const fa_cluster *c, const fa_cluster_verdict *v)
 {
+    fa_cluster_verdict advisor = {c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes, c->block_size};
+    if (!v) v = &advisor;
     fa_buf_printf(b, "{\"id\":%d,\"kind\":", c->id);
     fa_json_str_or_empty(b, fa_cluster_kind_name(c->kind));
     fa_buf_puts(b, ",\"label\":");
@@ -29,20 +34,21 @@ static void cluster_json(fa_buf *b, const fa_graph *g, const fa_cluster *c)
     fa_json_num(b, c->est_saving_pct, 6);
     fa_buf_puts(b, ",\"basis\":");
     fa_json_str_or_empty(b, c->basis);
-    fa_buf_printf(b, ",\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":", c->registers, c->spill_bytes);
+    fa_buf_printf(b, ",\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":", v->registers, v->spill_bytes);
     fa_json_num(b, c->occupancy, 6);
     fa_buf_puts(b, ",\"status\":");
-    fa_json_str_or_empty(b, fa_cluster_status_name(c->status));
+    fa_json_str_or_empty(b, fa_cluster_status_name(v->status));
     fa_buf_puts(b, ",\"reason\":");
-    fa_json_str_or_empty(b, c->reason);
+    fa_json_str_or_empty(b, v->reason);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
-    fa_json_num(b, c->measured_saving_ns, 6);
+    fa_json_num(b, v->measured_saving_ns, 6);
     fa_buf_puts(b, ",\"max_rel_error\":");
-    fa_json_num(b, c->max_rel_error, 6);
+    fa_json_num(b, v->max_rel_error, 6);
     fa_buf_puts(b, "}");
 }
 
-fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const char *path)
+fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
+                             const char *path)
 {
     fa_buf b;
     fa_buf_init(&b);
@@ -50,7 +56,7 @@ fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
                   p->plan_id);
     for (int i = 0; i < p->n_clusters; i++) {
         if (i) fa_buf_puts(&b, ",\n");
-        cluster_json(&b, g, &p->clusters[i]);
+        cluster_json(&b, g, &p->clusters[i], v ? &v[i] : NULL);
     }
     fa_buf_puts(&b, "],\"why_not\":[");
     for (int i = 0; i < p->n_why_not; i++) {
@@ -63,7 +69,7 @@ fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
         fa_buf_puts(&b, ",\"tensor\":");
         fa_json_str_or_empty(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
         fa_buf_puts(&b, ",\"code\":");
-        fa_json_str_or_empty(&b, w->code);
+        fa_json_str_or_empty(&b, fa_why_code_name(w->code));
         fa_buf_puts(&b, ",\"reason\":");
         fa_json_str_or_empty(&b, w->reason);
         fa_buf_puts(&b, "}");
@@ -135,11 +141,36 @@ fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char
     return st;
 }
 
+/* The verdict columns of every cluster of the saved plan p. */
+static fa_status put_verdicts(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r)
+{
+    if (p->run_id < 0 || p->plan_id <= 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "plan was not saved (fa_plan_save first)");
+    if (r->n_verdicts != p->n_clusters)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%d verdicts for a plan of %d clusters", r->n_verdicts, p->n_clusters);
+    fa_cluster_row *cr = calloc((size_t)p->n_clusters + 1, sizeof *cr);
+    if (!cr) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the verdicts");
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster_verdict *v = &r->verdicts[i];
+        cr[i].id = p->clusters[i].id;
+        cr[i].status = fa_cluster_status_name(v->status);
+        cr[i].reason = v->reason;
+        cr[i].measured_saving_ns = v->measured_saving_ns;
+        cr[i].max_rel_error = v->max_rel_error;
+        cr[i].registers = v->registers;
+        cr[i].spill_bytes = v->spill_bytes;
+        cr[i].occupancy = p->clusters[i].occupancy;
+    }
+    fa_status s = fa_store_put_cluster_verdicts(ctx, st, p->run_id, p->plan_id, cr, p->n_clusters);
+    free(cr);
+    return s;
+}
+
 fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r)
 {
     fa_status s = fa_store_begin(ctx, st);
     if (s) return s;
-    s = fa_plan_update(ctx, st, p);
+    s = put_verdicts(ctx, st, p, r);
     /* end-to-end samples, then each benchmarked cluster's unfused and fused samples */
     if (!s) s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_BASELINE, -1, r->baseline_samples, r->n_samples);
     if (!s) s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_FUSED, -1, r->fused_samples, r->n_samples);

@@ -29,16 +29,17 @@ void fa_pipeline_result_free(fa_pipeline_result *r)
 /* model.folded.onnx: the model with BN folded into its producers, standard ONNX ops only, with
  * the original's symbolic dims where they can be restored (a dynamic-batch export stays dynamic;
  * otherwise a warning on the ctx's log and the bound shapes). */
-static fa_status write_folded(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const char *path)
+static fa_status write_folded(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
+                              const char *path)
 {
     fa_graph *fg = NULL;
-    fa_status s = fa_bn_folded_graph(ctx, g, p, &fg);
+    fa_status s = fa_bn_folded_graph(ctx, g, p, v, &fg);
     if (!s && fa_graph_restore_symbolic(ctx, fg, g, NULL) != FA_OK) {
         fa_log(ctx, FA_LOG_WARN, "model.folded.onnx keeps the bound shapes: %s", fa_ctx_errmsg(ctx));
         fa_ctx_clear(ctx);
         fa_graph_free(fg);
         fg = NULL;
-        s = fa_bn_folded_graph(ctx, g, p, &fg);
+        s = fa_bn_folded_graph(ctx, g, p, v, &fg);
     }
     if (!s) s = fa_onnx_export(ctx, fg, path);
     fa_graph_free(fg);
@@ -71,11 +72,11 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     for (int i = 0; !s && i < r->plan->n_clusters; i++) r->folded_model |= r->plan->clusters[i].kind == FA_CLUSTER_BN_FOLD;
     if (!s && r->folded_model) {
         snprintf(path, sizeof path, "%s/model.folded.onnx", ap->out_dir);
-        s = write_folded(ctx, g, r->plan, path);
+        s = write_folded(ctx, g, r->plan, r->apply->verdicts, path);
     }
     if (!s) {
         snprintf(path, sizeof path, "%s/plan.json", ap->out_dir);
-        s = fa_write_plan_json(ctx, g, r->plan, path);
+        s = fa_write_plan_json(ctx, g, r->plan, r->apply->verdicts, path);
     }
     if (!s) {
         fa_run_summary sum = {model,         device_name, ap->threads, r->ceilings.mem_bw_gbs, r->ceilings.peak_gflops,

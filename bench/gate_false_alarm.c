@@ -37,7 +37,7 @@ int main(int argc, char **argv)
            "median suggested --iters when inconclusive");
     uint64_t t0 = fa_now_ns();
     double base[64], cand[64];
-    int *sugg = malloc(sizeof(int) * (size_t)seeds);
+    int64_t *sugg = malloc(sizeof(int64_t) * (size_t)seeds);
     for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
         for (size_t b = 0; b < sizeof sigmas / sizeof sigmas[0]; b++)
             for (size_t c = 0; c < sizeof changes / sizeof changes[0]; c++) {
@@ -59,15 +59,9 @@ int main(int argc, char **argv)
                         if (st.suggested_iters > 0) sugg[ns_++] = st.suggested_iters;
                     }
                 }
-                /* median of the suggestions (insertion sort is fine at these sizes) */
-                for (int i = 1; i < ns_; i++)
-                    for (int j = i; j > 0 && sugg[j - 1] > sugg[j]; j--) {
-                        int t = sugg[j];
-                        sugg[j] = sugg[j - 1];
-                        sugg[j - 1] = t;
-                    }
+                /* median of the suggestions, core's convention (core/stats.c) */
                 char sg[32] = "-";
-                if (ns_) snprintf(sg, sizeof sg, "%d", sugg[ns_ / 2]);
+                if (ns_) snprintf(sg, sizeof sg, "%lld", (long long)fa_stats_median_i64(sugg, (size_t)ns_));
                 printf("%4d %5.0f%% %+6.0f%% | %6.2f%% %12.2f%% %6.2f%% | %s%s\n", n, sigmas[b] * 100, changes[c] * 100,
                        100.0 * fail / seeds, 100.0 * inc / seeds, 100.0 * pass / seeds, sg,
                        changes[c] == 0 ? "   <- A/A: fail = false-alarm rate" : changes[c] >= 0.05 ? "   <- fail = detection rate" : "");

@@ -196,7 +196,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
             fa_buf_puts(&b, ",\"tensor\":");
             fa_json_str_or_empty(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
             fa_buf_puts(&b, ",\"code\":");
-            fa_json_str_or_empty(&b, w->code);
+            fa_json_str_or_empty(&b, fa_why_code_name(w->code));
             fa_buf_puts(&b, ",\"reason\":");
             fa_json_str_or_empty(&b, w->reason);
             fa_buf_puts(&b, "}");
@@ -234,7 +234,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         fa_buf_printf(&b, "\nwhy not fused (%d edges):\n", plan->n_why_not);
         for (int i = 0; i < plan->n_why_not; i++) {
             const fa_why_not *w = &plan->why_not[i];
-            fa_buf_printf(&b, "  %-26s %s -> %s: %s\n", w->code, w->producer >= 0 ? g->nodes[w->producer]->name : "(input)",
+            fa_buf_printf(&b, "  %-26s %s -> %s: %s\n", fa_why_code_name(w->code), w->producer >= 0 ? g->nodes[w->producer]->name : "(input)",
                           w->consumer >= 0 ? g->nodes[w->consumer]->name : "-", w->reason);
         }
     }

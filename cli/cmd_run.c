@@ -191,14 +191,15 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
         for (int i = 0; i < p->n_clusters; i++) {
             const fa_cluster *cl = &p->clusters[i];
+            const fa_cluster_verdict *v = &r->verdicts[i]; /* the applier's record of it */
             printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
                    cl->est_saving_ns / 1e3);
-            if (cl->measured_saving_ns > -1e30 && cl->status != FA_CLUSTER_REFUSED && cl->status != FA_CLUSTER_PROPOSED &&
-                cl->status != FA_CLUSTER_NOT_TRIED)
-                printf("%10.1f %9.2g", cl->measured_saving_ns / 1e3, cl->max_rel_error);
+            if (v->measured_saving_ns > -1e30 && v->status != FA_CLUSTER_REFUSED && v->status != FA_CLUSTER_PROPOSED &&
+                v->status != FA_CLUSTER_NOT_TRIED)
+                printf("%10.1f %9.2g", v->measured_saving_ns / 1e3, v->max_rel_error);
             else
                 printf("%10s %9s", "-", "-");
-            printf("  %s: %s\n", fa_cluster_status_name(cl->status), cl->reason ? cl->reason : "");
+            printf("  %s: %s\n", fa_cluster_status_name(v->status), v->reason ? v->reason : "");
         }
         fa_arena *ar2 = fa_arena_create(4096);
         fa_run_info ri2;
@@ -209,11 +210,13 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
                spread_f = (r->fused.p75_ns - r->fused.p25_ns) / 1e6;
         bool noisy = (bm > 0 && (spread_b > 0.25 * bm || spread_f > 0.25 * (r->fused.median_ns / 1e6))) ||
                      (traced > 0 && (bm > 1.25 * traced || bm < 0.8 * traced));
-        printf("\nbaseline measured twice: traced run %.3f ms per iteration (median), interleaved benchmark %.3f ms\n", traced, bm);
+        /* one baseline figure, computed one way: the interleaved benchmark's median (core's
+         * statistics), the one the speedup divides; the traced run only feeds the noise check */
         if (noisy)
-            printf("warning: the timings are noisy (spreads or the two baselines disagree by more than 25%%): speedups and "
-                   "accept/reject decisions on this machine are not reliable; run on a quiet machine for figures you keep\n");
-        printf("baseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
+            printf("\nwarning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more "
+                   "than 25%% away from the benchmark): speedups and accept/reject decisions on this machine are not "
+                   "reliable; run on a quiet machine for figures you keep\n");
+        printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
                (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
                (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
         if (r->backed_off)

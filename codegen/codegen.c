@@ -414,22 +414,32 @@ typedef struct cg_opdef {
     const char *attr[3];        /* attribute names of $a $b $g */
 } cg_opdef;
 
+/* The template of binary op `op` from graph/op_math.h's binary table into buf ("Sum" and
+ * "Mean" fold with Add's); NULL when the op has no row or buf is too small. */
+static const char *binary_tpl(const char *op, char *buf, size_t cap)
+{
+    const fa_binary_math *m = fa_binary_math_find(!strcmp(op, "Mean") ? "Add" : op);
+    if (!m || fa_binary_math_template(m, buf, cap) >= cap) return NULL;
+    return buf;
+}
+
 /* The unary ops of graph/op_math.h: their template is the table's expression (fa_unary_math_template
  * at lowering), their attributes the table's; the rest are written here. */
 #define CG_UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {NAME, NULL, 1, {DA, DB, DG}, {AA, AB, AG}},
 static const cg_opdef OPS[] = {
     FA_UNARY_MATH(CG_UNARY_ROW_)
-    {"PRelu", "($0 < 0.0f ? $1 * $0 : $0)", 2, {0}, {0}},
+    /* the binary ops' templates are graph/op_math.h's binary table (binary_tpl) */
+    {"PRelu", NULL, 2, {0}, {0}},
     {"Gelu", NULL, 1, {0}, {0}},
-    {"Add", "($0 + $1)", 2, {0}, {0}},
-    {"Sub", "($0 - $1)", 2, {0}, {0}},
-    {"Mul", "($0 * $1)", 2, {0}, {0}},
-    {"Div", "($0 / $1)", 2, {0}, {0}},
+    {"Add", NULL, 2, {0}, {0}},
+    {"Sub", NULL, 2, {0}, {0}},
+    {"Mul", NULL, 2, {0}, {0}},
+    {"Div", NULL, 2, {0}, {0}},
     {"Pow", NULL, 2, {0}, {0}},
     {"Clip", NULL, 1, {0}, {0}},
-    {"Max", "fmaxf($0, $1)", -1, {0}, {0}},
-    {"Min", "fminf($0, $1)", -1, {0}, {0}},
-    {"Sum", "($0 + $1)", -1, {0}, {0}},
+    {"Max", NULL, -1, {0}, {0}},
+    {"Min", NULL, -1, {0}, {0}},
+    {"Sum", NULL, -1, {0}, {0}},
     {"Mean", NULL, -1, {0}, {0}},
     {"Where", "($0 ? $1 : $2)", 3, {0}, {0}},
     {"Equal", "($0 == $1)", 2, {0}, {0}},
@@ -629,7 +639,10 @@ static int lower(cg *b, const fa_node *n, int lang)
                                "node '%s': Pow exponent is not float32", n->name);
             a[1] = arg(b, n, n->inputs[1], r, d);
             if (a[1] < 0) return -1;
-            out = op_val(b, "powf($0, $1)", a, 2, NULL, r, d, false, lang);
+            char pt[256];
+            const char *ptpl = binary_tpl("Pow", pt, sizeof pt);
+            if (!ptpl) return cg_fail(b, "a member op's expression is too long", "node '%s': expression of Pow", n->name);
+            out = op_val(b, ptpl, a, 2, NULL, r, d, false, lang);
         }
     } else if (!strcmp(op, "Clip")) {
         int a[3], na = 1;
@@ -659,7 +672,9 @@ static int lower(cg *b, const fa_node *n, int lang)
     } else if (od->arity == -1) { /* Max Min Sum Mean: pairwise fold */
         int acc = arg(b, n, n->inputs[0], r, d);
         if (acc < 0) return -1;
-        const char *tpl = od->tpl ? od->tpl : "($0 + $1)";
+        char bt[256];
+        const char *tpl = binary_tpl(op, bt, sizeof bt);
+        if (!tpl) return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s", n->name, op);
         for (int i = 1; i < n->n_inputs; i++) {
             int a[2] = {acc, arg(b, n, n->inputs[i], r, d)};
             if (a[1] < 0) return -1;
@@ -792,7 +807,12 @@ static int lower(cg *b, const fa_node *n, int lang)
             if (fa_unary_math_template(m, mt, sizeof mt) >= sizeof mt)
                 return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
             tpl = mt;
+        } else if (fa_binary_math_find(op)) {
+            tpl = binary_tpl(op, mt, sizeof mt);
+            if (!tpl)
+                return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
         }
+        if (!tpl) return cg_fail(b, "an op without an expression", "node '%s': %s has no expression", n->name, op);
         out = op_val(b, tpl, a, na, p, r, d, cmp, lang);
     }
     if (out < 0) return -1;

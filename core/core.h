@@ -184,4 +184,32 @@ uint64_t fa_rng_u64(fa_rng *r);
 float fa_rng_uniform(fa_rng *r, float lo, float hi); /* [lo, hi) */
 float fa_rng_normal(fa_rng *r);                     /* N(0,1), Box–Muller */
 
+/* ---- statistics (core/stats.c): one convention for every stage ----
+ * Quantiles are Hyndman & Fan's type 7 (linear interpolation between order statistics, R's and
+ * NumPy's default): q(p) = s[i] + (h - i)(s[i+1] - s[i]) with h = (n - 1)p, i = floor(h), on the
+ * sorted samples s. The median is q(0.5), so for an even n it is the mean of the two middle
+ * values; the IQR is q(0.75) - q(0.25). Every median the tool prints or stores (iteration and
+ * op medians in the run database, the applier's accept/reject rule, the CI gate, the reports)
+ * is computed here. */
+
+/* qsort comparator for doubles, ascending. */
+int fa_stats_cmp_double(const void *a, const void *b);
+/* Type-7 quantile q in [0, 1] of sorted[0..n); NAN when n == 0. */
+double fa_stats_quantile_sorted(const double *sorted, size_t n, double q);
+/* Type-7 median of v[0..n) (sorts v in place); NAN when n == 0. */
+double fa_stats_median(double *v, size_t n);
+/* The same median of integer samples (ns), rounded half up to an integer (sorts v in place);
+ * -1 when n == 0. */
+int64_t fa_stats_median_i64(int64_t *v, size_t n);
+
+/* Robust summary of per-iteration samples (ns), type-7 quantiles. */
+typedef struct fa_sample_stats {
+    int n;
+    double median_ns;
+    double p25_ns, p75_ns;  /* IQR = p75 - p25 */
+    double min_ns;
+} fa_sample_stats;
+/* Summary of samples[0..n) (not modified); all zero when n <= 0, NAN figures when out of memory. */
+void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out);
+
 #endif

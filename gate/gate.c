@@ -31,61 +31,7 @@ void fa_gate_options_default(fa_gate_options *o)
 
 /* ---- statistics ---- */
 
-/* Hoare selection: v[k] holds the k-th smallest, v[0..k) <= v[k] <= v(k..n). */
-static void select_kth(double *v, int n, int k)
-{
-    int lo = 0, hi = n - 1;
-    while (lo < hi) {
-        double pivot = v[lo + (hi - lo) / 2];
-        int i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot) i++;
-            while (v[j] > pivot) j--;
-            if (i <= j) {
-                double t = v[i];
-                v[i] = v[j];
-                v[j] = t;
-                i++;
-                j--;
-            }
-        }
-        if (k <= j) hi = j;
-        else if (k >= i) lo = i;
-        else return;
-    }
-}
-
-double fa_gate_median(double *v, int n)
-{
-    if (n <= 0) return NAN;
-    int k = n / 2;
-    select_kth(v, n, k);
-    double m = v[k];
-    if (n % 2 == 0) {
-        double lo = v[0];
-        for (int i = 1; i < k; i++)
-            if (v[i] > lo) lo = v[i];
-        m = 0.5 * (m + lo);
-    }
-    return m;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Quantile of sorted s[0..n) with linear interpolation (Hyndman & Fan type 7). */
-static double quantile_sorted(const double *s, int n, double q)
-{
-    if (n == 1) return s[0];
-    double h = (n - 1) * q;
-    int i = (int)floor(h);
-    if (i >= n - 1) return s[n - 1];
-    if (i < 0) return s[0];
-    return s[i] + (h - i) * (s[i + 1] - s[i]);
-}
+/* Medians and quantiles are core's (core/stats.c: type 7, one convention for every stage). */
 
 /* Unbiased enough index in [0, n): Lemire's multiply-shift on the top 32 bits. */
 static int rand_index(fa_rng *r, int n)
@@ -235,11 +181,11 @@ fa_status fa_gate_compare_grouped(fa_ctx *ctx, const double *base, int nb, const
     int min_n = o->min_samples > 1 ? o->min_samples : 2;
     if (nb > 0) {
         memcpy(tmp, base, sizeof(double) * (size_t)nb);
-        st.base_median_ns = fa_gate_median(tmp, nb);
+        st.base_median_ns = fa_stats_median(tmp, nb);
     } else st.base_median_ns = NAN;
     if (nc > 0) {
         memcpy(tmp, cand, sizeof(double) * (size_t)nc);
-        st.cand_median_ns = fa_gate_median(tmp, nc);
+        st.cand_median_ns = fa_stats_median(tmp, nc);
     } else st.cand_median_ns = NAN;
     st.ratio = nb > 0 && nc > 0 ? st.cand_median_ns / st.base_median_ns : NAN;
     double *ratios = NULL;
@@ -271,15 +217,15 @@ fa_status fa_gate_compare_grouped(fa_ctx *ctx, const double *base, int nb, const
     fa_rng_seed(&rng, seed ^ 0x6761746500000000ull);
     for (long b = 0; b < B; b++) {
         int k = resample(&rng, base, bsz, boff, bblk, nbg, tmp);
-        double mb = fa_gate_median(tmp, k);
+        double mb = fa_stats_median(tmp, k);
         k = resample(&rng, cand, csz, coff, cblk, ncg, tmp);
-        double mc = fa_gate_median(tmp, k);
+        double mc = fa_stats_median(tmp, k);
         ratios[b] = mc / mb;
     }
     free(bblk), free(cblk);
-    qsort(ratios, (size_t)B, sizeof(double), cmp_double);
-    st.lo = quantile_sorted(ratios, (int)B, alpha / 2);
-    st.hi = quantile_sorted(ratios, (int)B, 1 - alpha / 2);
+    qsort(ratios, (size_t)B, sizeof(double), fa_stats_cmp_double);
+    st.lo = fa_stats_quantile_sorted(ratios, (size_t)B, alpha / 2);
+    st.hi = fa_stats_quantile_sorted(ratios, (size_t)B, 1 - alpha / 2);
     if (nbg > 1 || ncg > 1) {
         /* Resampling G runs estimates their variance with divisor G instead of G - 1 (Davison &
          * Hinkley 1997, section 3.8): widen the interval (in log space, around the ratio) by
@@ -1084,12 +1030,12 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
         int np;
         component_samples(b, &comp[i], bs, &np);
         memcpy(tmp, bs, sizeof(double) * (size_t)b->n_iters);
-        shares[i] = fa_gate_median(tmp, b->n_iters);
+        shares[i] = fa_stats_median(tmp, b->n_iters);
         sum_med += shares[i];
     }
     if (b->n_iter_ns) {
         memcpy(tmp, b->iter_ns, sizeof(double) * (size_t)b->n_iter_ns);
-        ref = fa_gate_median(tmp, b->n_iter_ns);
+        ref = fa_stats_median(tmp, b->n_iter_ns);
     }
     if (!(ref > 0)) ref = sum_med;
     int k_gating = 0;
@@ -1135,7 +1081,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
         double *t3 = fa_arena_alloc(ar, sizeof(double) * (size_t)b->n_bench_fused);
         if (!t3) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         memcpy(t3, b->bench_fused, sizeof(double) * (size_t)b->n_bench_fused);
-        ref_f = fa_gate_median(t3, b->n_bench_fused);
+        ref_f = fa_stats_median(t3, b->n_bench_fused);
     }
     if (!(ref_f > 0)) ref_f = ref;
     double conf_f = 1.0 - (1.0 - r->opt.confidence) / (n_pairs > 1 ? n_pairs : 1);

@@ -81,10 +81,6 @@ fa_status fa_gate_compare_grouped(fa_ctx *ctx, const double *base, int nb, const
                                   int nc, const int *gc, int ngc, const fa_gate_options *o, double confidence,
                                   uint64_t seed, fa_gate_stats *out);
 
-/* Median of v[0..n) (the mean of the two middle values for even n); v is reordered.
- * n = 0 gives NAN. */
-double fa_gate_median(double *v, int n);
-
 /* One check of the gate. Strings live in the report's arena. */
 typedef struct fa_gate_check {
     const char *id;          /* stable machine id: "latency.e2e.unfused", "latency.e2e.fused",

@@ -1,4 +1,5 @@
-/* graph/op_math — the unary op table of graph/op_math.h as data, and its code-generator form. */
+/* graph/op_math — the unary and binary op tables of graph/op_math.h as data, and their
+ * code-generator form. */
 #include "op_math.h"
 
 #include <stdbool.h>
@@ -27,10 +28,12 @@ static bool ident_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
-size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap)
+/* expr with its one-letter names replaced: x -> $0, then y -> $1 (binary) or a, b, g -> $a, $b,
+ * $g (unary); every other token copied. snprintf's return convention. */
+static size_t expr_template(const char *expr, bool binary, char *buf, size_t cap)
 {
     size_t n = 0;
-    const char *s = m->expr;
+    const char *s = expr;
     while (*s) {
         const char *tok = s;
         const char *rep = NULL;
@@ -39,7 +42,8 @@ size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap)
             while (ident_char(*s) || *s == '.' || ((*s == '-' || *s == '+') && (s[-1] == 'e' || s[-1] == 'E'))) s++;
         } else if (ident_char(*s)) {
             while (ident_char(*s)) s++;
-            if (s - tok == 1) rep = *tok == 'x' ? "$0" : *tok == 'a' ? "$a" : *tok == 'b' ? "$b" : *tok == 'g' ? "$g" : NULL;
+            if (s - tok == 1 && binary) rep = *tok == 'x' ? "$0" : *tok == 'y' ? "$1" : NULL;
+            else if (s - tok == 1) rep = *tok == 'x' ? "$0" : *tok == 'a' ? "$a" : *tok == 'b' ? "$b" : *tok == 'g' ? "$g" : NULL;
         } else {
             s++;
         }
@@ -49,4 +53,28 @@ size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap)
     }
     if (cap) buf[n < cap ? n : cap - 1] = 0;
     return n;
+}
+
+size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap)
+{
+    return expr_template(m->expr, false, buf, cap);
+}
+
+static const fa_binary_math k_binary[FA_BINARY_COUNT] = {
+#define BROW_(ID, NAME, EXPR) {FA_BINARY_##ID, NAME, FA_STR(EXPR)},
+    FA_BINARY_MATH(BROW_)
+#undef BROW_
+};
+
+const fa_binary_math *fa_binary_math_find(const char *name)
+{
+    if (name && !strcmp(name, "Sum")) return &k_binary[FA_BINARY_ADD]; /* variadic Add */
+    for (int i = 0; name && i < FA_BINARY_COUNT; i++)
+        if (!strcmp(k_binary[i].name, name)) return &k_binary[i];
+    return NULL;
+}
+
+size_t fa_binary_math_template(const fa_binary_math *m, char *buf, size_t cap)
+{
+    return expr_template(m->expr, true, buf, cap);
 }

@@ -16,7 +16,8 @@
  * Formulas: the ONNX operator specifications (onnx/docs/Operators.md) of each op; Selu's
  * defaults are ONNX's float32 constants. Ops whose math needs more than one scalar expression
  * (Gelu with its `approximate` attribute, Clip with optional inputs, integer Relu/Abs/Neg) are
- * lowered by each consumer from the same attributes and stay outside the table.
+ * lowered by each consumer from the same attributes and stay outside the table. The binary
+ * float ops are FA_BINARY_MATH below.
  *
  * Adding a unary op with an expression: one row here plus its registry entry (shape inference,
  * FLOPs/bytes; graph/ops_elementwise.c k_unary for its FLOPs per element) — every target and the
@@ -81,6 +82,44 @@ const fa_unary_math *fa_unary_math_get(fa_unary_op op);
  * (snprintf's convention). */
 size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap);
 
+/* FA_BINARY_MATH(X) expands X(ID, NAME, EXPR) once per binary float op whose math is one
+ * expression of x (input 0) and y (input 1), in this order (IDs are never stored), with the same
+ * rules as FA_UNARY_MATH's EXPR (C11 and CUDA C, float literals, NaN propagates: Max/Min return
+ * NaN when either operand is NaN, as ONNX's Max/Min and numpy's maximum/minimum). Pow squares
+ * exactly for y == 2 (the common x^2 of norms), else powf (ONNX Pow). Consumers: the cuda
+ * executor's kernel source and op table (FA_BINARY_MATH_CUDA), its host emulation
+ * (fa_binary_math_eval), the cpu float32 kernels (graph/ops_elementwise.c) and the code
+ * generator (fa_binary_math_template: x -> $0, y -> $1; Sum is Add, and variadic Max/Min/Sum
+ * chain the expression). The double-precision reference (bin_d in graph/ops_elementwise.c, from
+ * the ONNX specifications) is what tests/unit/test_op_math.c checks every row against. */
+#define FA_BINARY_MATH(X)                                                                          \
+    X(ADD, "Add", (x + y))                                                                         \
+    X(SUB, "Sub", (x - y))                                                                         \
+    X(MUL, "Mul", (x * y))                                                                         \
+    X(DIV, "Div", (x / y))                                                                         \
+    X(POW, "Pow", (y == 2.0f ? x * x : powf(x, y)))                                               \
+    X(MAX, "Max", ((x > y || x != x) ? x : y))                                                  \
+    X(MIN, "Min", ((x < y || x != x) ? x : y))                                                  \
+    X(PRELU, "PRelu", (x < 0.0f ? x * y : x))
+
+typedef enum fa_binary_op {
+#define FA_BINARY_MATH_ENUM_(ID, NAME, EXPR) FA_BINARY_##ID,
+    FA_BINARY_MATH(FA_BINARY_MATH_ENUM_)
+#undef FA_BINARY_MATH_ENUM_
+    FA_BINARY_COUNT
+} fa_binary_op;
+
+typedef struct fa_binary_math {
+    fa_binary_op op;
+    const char *name;
+    const char *expr;      /* EXPR's text (C and CUDA) */
+} fa_binary_math;
+
+/* The row of ONNX op type `name` (default domain; "Sum" is Add's row); NULL when none. */
+const fa_binary_math *fa_binary_math_find(const char *name);
+/* EXPR for the code generator: x -> $0, y -> $1 (snprintf's return convention). */
+size_t fa_binary_math_template(const fa_binary_math *m, char *buf, size_t cap);
+
 /* FA_STR(EXPR) is EXPR's text (two levels so a macro argument is expanded first). */
 #define FA_STR_(...) #__VA_ARGS__
 #define FA_STR(...) FA_STR_(__VA_ARGS__)
@@ -98,6 +137,32 @@ size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap);
     "    switch (op) {\n" FA_UNARY_MATH(FA_UNARY_MATH_CUDA_CASE_) "    }\n"                            \
     "    return x;\n"                                                                                  \
     "}\n"
+
+/* The binary table as CUDA C: `enum { FA_BINARY_ADD, ..., FA_BINARY_COUNT };` and
+ * `__device__ __forceinline__ float fa_binary_math(int op, float x, float y)`. */
+#define FA_BINARY_MATH_CUDA_ENUM_(ID, NAME, EXPR) "FA_BINARY_" #ID ", "
+#define FA_BINARY_MATH_CUDA_CASE_(ID, NAME, EXPR) "    case FA_BINARY_" #ID ": return " FA_STR(EXPR) ";\n"
+#define FA_BINARY_MATH_CUDA                                                                             \
+    "enum { " FA_BINARY_MATH(FA_BINARY_MATH_CUDA_ENUM_) "FA_BINARY_COUNT };\n"                          \
+    "__device__ __forceinline__ float fa_binary_math(int op, float x, float y)\n"                       \
+    "{\n"                                                                                              \
+    "    switch (op) {\n" FA_BINARY_MATH(FA_BINARY_MATH_CUDA_CASE_) "    }\n"                          \
+    "    return 0.0f;\n"                                                                               \
+    "}\n"
+
+/* The binary table on the host (C): op of x and y (the cpu kernels, the cuda host emulation);
+ * op outside the table: 0. */
+static inline float fa_binary_math_eval(fa_binary_op op, float x, float y)
+{
+    switch (op) {
+#define FA_BINARY_MATH_EVAL_(ID, NAME, EXPR) \
+    case FA_BINARY_##ID:                       \
+        return EXPR;
+        FA_BINARY_MATH(FA_BINARY_MATH_EVAL_)
+#undef FA_BINARY_MATH_EVAL_
+    default: return 0.0f;
+    }
+}
 
 /* The table on the host (C): y of op for x with parameters a, b, g (the cpu kernels and the
  * cuda host emulation). op outside the table: x. Needs <math.h>. */

@@ -609,25 +609,27 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
     const float *a = (const float *)in[0].data + off[0], *b = (const float *)in[1].data + off[1];
     float *o = (float *)out->data + o_off;
     int64_t sa = s[0], sb = s[1];
-    /* Contiguous and scalar-operand forms of the hot ops are written out, with `omp simd`
+    /* The float math of every case is graph/op_math.h's binary table (fa_binary_math_eval with a
+     * constant op folds to the expression). Contiguous and scalar-operand forms of the hot ops
+     * are written out, with `omp simd`
      * because GCC's -O2 "very-cheap" cost model does not vectorize loops of unknown length. */
     if (sa == 1 && sb == 1) {
         switch (c->op) {
         case B_ADD:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] + b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, a[j], b[j]);
             return;
         case B_SUB:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] - b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, a[j], b[j]);
             return;
         case B_MUL:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] * b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, a[j], b[j]);
             return;
         case B_DIV:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] / b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, a[j], b[j]);
             return;
         default: break;
         }
@@ -636,19 +638,19 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
         switch (c->op) {
         case B_ADD:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] + y;
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, a[j], y);
             return;
         case B_SUB:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] - y;
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, a[j], y);
             return;
         case B_MUL:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] * y;
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, a[j], y);
             return;
         case B_DIV:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = a[j] / y;
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, a[j], y);
             return;
         default: break;
         }
@@ -657,28 +659,28 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
         switch (c->op) {
         case B_ADD:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = x + b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, x, b[j]);
             return;
         case B_SUB:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = x - b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, x, b[j]);
             return;
         case B_MUL:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = x * b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, x, b[j]);
             return;
         case B_DIV:
 #pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = x / b[j];
+            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, x, b[j]);
             return;
         default: break;
         }
     }
     switch (c->op) {
-    case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] + b[j * sb]; break;
-    case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] - b[j * sb]; break;
-    case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] * b[j * sb]; break;
-    case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa] / b[j * sb]; break;
+    case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, a[j * sa], b[j * sb]); break;
+    case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, a[j * sa], b[j * sb]); break;
+    case B_MUL: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, a[j * sa], b[j * sb]); break;
+    case B_DIV: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, a[j * sa], b[j * sb]); break;
     case B_POW:
         /* A constant exponent of 2 or 3 (LayerNorm's variance, GELU's tanh form) is a product, as
          * ONNX Runtime's Pow computes it: x*x is powf(x, 2) correctly rounded; x*x*x is within
@@ -692,17 +694,17 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
                 for (int64_t j = 0; j < len; j++) o[j] = a[j] * a[j] * a[j];
             }
         } else if ((sa == 0 || sa == 1) && (sb == 0 || sb == 1) && fa_vmath_available()) fa_vpowf(a, sa, b, sb, o, len);
-        else for (int64_t j = 0; j < len; j++) o[j] = powf(a[j * sa], b[j * sb]);
+        else for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_POW, a[j * sa], b[j * sb]);
         break;
     case B_COPY: for (int64_t j = 0; j < len; j++) o[j] = a[j * sa]; break;
     case B_PRELU:
-        for (int64_t j = 0; j < len; j++) { float x = a[j * sa]; o[j] = x < 0 ? x * b[j * sb] : x; }
+        for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_PRELU, a[j * sa], b[j * sb]);
         break;
     case B_MAX:
-        for (int64_t j = 0; j < len; j++) { float x = a[j * sa], y = b[j * sb]; o[j] = (x > y || x != x) ? x : y; }
+        for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MAX, a[j * sa], b[j * sb]);
         break;
     case B_MIN:
-        for (int64_t j = 0; j < len; j++) { float x = a[j * sa], y = b[j * sb]; o[j] = (x < y || x != x) ? x : y; }
+        for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MIN, a[j * sa], b[j * sb]);
         break;
     default:
         for (int64_t j = 0; j < len; j++) o[j] = (float)bin_d(c, a[j * sa], b[j * sb]);

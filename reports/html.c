@@ -546,12 +546,6 @@ static bool calib_measured(const fa_rep_cluster *c)
             !strcmp(c->status, "rejected-regression"));
 }
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepted_only, double *tmp)
 {
     int n = 0, nr = 0, within = 0, wrong = 0;
@@ -566,8 +560,7 @@ static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepte
         if ((c->est_us > 0) != (c->measured_us > 0)) wrong++;
     }
     if (!n) return;
-    qsort(tmp, (size_t)nr, sizeof *tmp, cmp_dbl);
-    double med = nr ? (nr % 2 ? tmp[nr / 2] : 0.5 * (tmp[nr / 2 - 1] + tmp[nr / 2])) : NAN;
+    double med = fa_stats_median(tmp, (size_t)nr); /* core's convention; NAN when none */
     fa_buf_puts(b, "<tr>");
     td_text(b, kind ? kind : "all");
     td_text(b, accepted_only ? "accepted" : "measured");

@@ -105,7 +105,8 @@ static fa_status load_trace(fa_ctx *ctx, fa_store *st, fa_arena *ar, int64_t run
             m++;
         }
     t->n_iters = m;
-    /* sort (span, iter) pairs by span; the lower middle is the median (store's convention) */
+    /* sort (span, iter) pairs by span; the iteration drawn is the lower middle one (a real
+     * iteration, so its kernels can be drawn; for an odd count the median iteration) */
     qsort(sorted, (size_t)m, 2 * sizeof(int64_t), cmp_i64);
     int mid = (m - 1) / 2;
     t->median_span_ns = sorted[2 * mid];

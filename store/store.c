@@ -695,21 +695,6 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
 
 /* ---- trace ---- */
 
-static int cmp_i64(const void *a, const void *b)
-{
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* Median of v[0..n) (sorted in place); for even n the lower middle, so the value is one that
- * was measured. -1 when n == 0. */
-static int64_t median_i64(int64_t *v, size_t n)
-{
-    if (!n) return -1;
-    qsort(v, n, sizeof *v, cmp_i64);
-    return v[(n - 1) / 2];
-}
-
 /* Median over timed iterations of (last kernel end - first kernel start), from the rows
  * stored for the run. */
 static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *out)
@@ -740,7 +725,7 @@ static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
     fa_stmt_finalize(q);
-    if (!s) *out = median_i64(v, n);
+    if (!s) *out = fa_stats_median_i64(v, n);
     free(v);
     return s;
 }
@@ -774,7 +759,7 @@ static fa_status trace_iter_median(fa_ctx *ctx, fa_store *st, const fa_trace *t,
     size_t m = 0;
     for (size_t k = 0; k < n; k++)
         if (lo[k] != UINT64_MAX) span[m++] = (int64_t)(hi[k] - lo[k]);
-    *out = median_i64(span, m);
+    *out = fa_stats_median_i64(span, m);
     free(lo);
     free(hi);
     free(span);
@@ -1270,7 +1255,7 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
         size_t m = 0;
         for (int64_t k = 0; k < span; k++)
             if (present[k]) samples[m++] = tb.acc[i].per_iter[k];
-        tb.acc[i].row.median_ns = median_i64(samples, m);
+        tb.acc[i].row.median_ns = fa_stats_median_i64(samples, m);
         rows[n] = tb.acc[i].row;
         total += (double)rows[n].median_ns;
         n++;

@@ -12,9 +12,9 @@
 
 typedef long long i64;
 
-/* kernels.c's codes: the op table of graph/op_math.h, then the two ops lowered by hand */
+/* kernels.c's codes: the unary table of graph/op_math.h, then the two ops lowered by hand; the
+ * binary codes are the binary table's (fa_binary_op) */
 enum { U_CLIP = FA_UNARY_COUNT, U_GELU_ERF };
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU };
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_SUMSQ, R_L2, R_L1 };
 
 static float un(int op, float x, float a, float b, float g)
@@ -26,20 +26,8 @@ static float un(int op, float x, float a, float b, float g)
     return fa_unary_math_eval((fa_unary_op)op, x, a, b, g);
 }
 
-static float bin(int op, float x, float y)
-{
-    switch (op) {
-    case B_ADD: return x + y;
-    case B_SUB: return x - y;
-    case B_MUL: return x * y;
-    case B_DIV: return x / y;
-    case B_POW: return (y == 2.f) ? x * x : powf(x, y);
-    case B_MAX: return (x != x || y != y) ? x + y : fmaxf(x, y);
-    case B_MIN: return (x != x || y != y) ? x + y : fminf(x, y);
-    case B_PRELU: return x >= 0.f ? x : x * y;
-    }
-    return 0.f;
-}
+/* the binary ops: graph/op_math.h's table, as the kernel source expands it */
+static float bin(int op, float x, float y) { return fa_binary_math_eval((fa_binary_op)op, x, y); }
 
 static i64 bc_off(const fa_bc *s, i64 i, i64 *ob, i64 *oc)
 {

@@ -21,9 +21,9 @@ typedef enum kkind {
 } kkind;
 
 /* sub-op codes: must match the enums of the CUDA source (kernels.c): the unary ops with an
- * expression are graph/op_math.h's table, Clip and erf-Gelu follow it */
+ * expression are graph/op_math.h's table, Clip and erf-Gelu follow it; the binary ops are its
+ * binary table (fa_binary_op) */
 enum { U_CLIP = FA_UNARY_COUNT, U_GELU_ERF };
-enum { B_ADD, B_SUB, B_MUL, B_DIV, B_POW, B_MAX, B_MIN, B_PRELU };
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_SUMSQ, R_L2, R_L1 };
 
 typedef struct op_entry {
@@ -38,9 +38,9 @@ static const op_entry k_ops[] = {
     FA_UNARY_MATH(UNARY_ROW_)
 #undef UNARY_ROW_
     {"Clip", K_UNARY, U_CLIP, "cuda:Clip"}, {"Gelu", K_UNARY, U_GELU_ERF, "cuda:Gelu"},
-    {"Add", K_BINARY, B_ADD, "cuda:Add"}, {"Sub", K_BINARY, B_SUB, "cuda:Sub"}, {"Mul", K_BINARY, B_MUL, "cuda:Mul"},
-    {"Div", K_BINARY, B_DIV, "cuda:Div"}, {"Pow", K_BINARY, B_POW, "cuda:Pow"}, {"Max", K_BINARY, B_MAX, "cuda:Max"},
-    {"Min", K_BINARY, B_MIN, "cuda:Min"}, {"PRelu", K_BINARY, B_PRELU, "cuda:PRelu"},
+#define BINARY_ROW_(ID, NAME, EXPR) {NAME, K_BINARY, FA_BINARY_##ID, "cuda:" NAME},
+    FA_BINARY_MATH(BINARY_ROW_)
+#undef BINARY_ROW_
     {"Where", K_WHERE, 0, "cuda:Where"},
     {"Reshape", K_ALIAS, 0, "cuda:copy"}, {"Flatten", K_ALIAS, 0, "cuda:copy"}, {"Squeeze", K_ALIAS, 0, "cuda:copy"},
     {"Unsqueeze", K_ALIAS, 0, "cuda:copy"}, {"Identity", K_ALIAS, 0, "cuda:copy"}, {"Dropout", K_ALIAS, 0, "cuda:copy"},

@@ -236,14 +236,17 @@ static void test_apply_rejects_each_defect_on_the_conv_cluster(void **state)
         fa_apply_result *res = NULL;
         if (fa_apply(ctx, g, plan, &opt, &res)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
         const fa_cluster *c = &plan->clusters[epi];
-        printf("defect %d: %s %s (relative error %.3g): %s\n", d, c->label, fa_cluster_status_name(c->status),
-               c->max_rel_error, c->reason);
+        const fa_cluster_verdict *v = &res->verdicts[epi]; /* the applier's record of it */
+        printf("defect %d: %s %s (relative error %.3g): %s\n", d, c->label, fa_cluster_status_name(v->status),
+               v->max_rel_error, v->reason);
         if (d == FA_APPLY_DEFECT_COUNT) {
-            assert_true(c->status != FA_CLUSTER_REJECTED_VERIFY && c->status != FA_CLUSTER_REJECTED_ERROR);
-            assert_non_null(strstr(c->reason, "within the rounding-error bound"));
+            assert_true(v->status != FA_CLUSTER_REJECTED_VERIFY && v->status != FA_CLUSTER_REJECTED_ERROR);
+            /* verified by the bound; a cluster the end-to-end back-off dropped afterwards (a loaded
+             * machine can make the one-cluster model not measurably faster) says that instead */
+            if (!strstr(v->reason, "end-to-end back-off")) assert_non_null(strstr(v->reason, "within the rounding-error bound"));
         } else {
-            assert_int_equal(c->status, FA_CLUSTER_REJECTED_VERIFY);
-            assert_non_null(strstr(c->reason, "beyond the rounding error"));
+            assert_int_equal(v->status, FA_CLUSTER_REJECTED_VERIFY);
+            assert_non_null(strstr(v->reason, "beyond the rounding error"));
         }
         fa_apply_result_free(res);
         fa_plan_free(plan);

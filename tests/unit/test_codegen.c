@@ -21,6 +21,17 @@ extern char **environ;
 
 /* ---- golden files ---- */
 
+
+/* fa_codegen_decide as a yes/no with the sentence (the tests' shorthand). */
+static bool supported(const fa_graph *g, const fa_cluster *c, bool cuda, const char **why)
+{
+    fa_decision d = fa_codegen_decide(g, c, cuda ? FA_KERNEL_LANG_CUDA : FA_KERNEL_LANG_C);
+    assert_true(d.code == FA_WHY_NONE || d.code == FA_WHY_CODEGEN_UNSUPPORTED);
+    assert_true((d.code == FA_WHY_NONE) == (d.reason == NULL));
+    *why = d.reason;
+    return d.code == FA_WHY_NONE;
+}
+
 static char *read_all(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -189,7 +200,7 @@ static void test_unsupported_clusters_say_why(void **s)
     const char *why = NULL;
     tc *t = case_softmax_scale(2, 64);
     t->c.reduction = FA_RED_GENERIC;
-    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(why);
     assert_non_null(strstr(why, "generic"));
     fa_buf b;
@@ -199,10 +210,10 @@ static void test_unsupported_clusters_say_why(void **s)
     t->c.reduction = FA_RED_SOFTMAX;
     t->c.kind = FA_CLUSTER_EPILOGUE;
     why = NULL;
-    assert_false(fa_codegen_supported(t->g, &t->c, true, &why));
+    assert_false(supported(t->g, &t->c, true, &why));
     assert_non_null(why);
     t->c.kind = FA_CLUSTER_REDUCTION;
-    assert_true(fa_codegen_supported(t->g, &t->c, true, &why));
+    assert_true(supported(t->g, &t->c, true, &why));
     tc_free(t);
 
     /* an op without an emitter (Mod) is named in the error */
@@ -215,7 +226,7 @@ static void test_unsupported_clusters_say_why(void **s)
     tc_output(t, "o");
     tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise");
     why = NULL;
-    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(why);
     fa_buf_reset(&b);
     assert_int_equal(fa_codegen_cuda(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_ERR_UNSUPPORTED);
@@ -230,7 +241,7 @@ static void test_unsupported_clusters_say_why(void **s)
     tc_node(t, "Relu", "xi", NULL, NULL, "o");
     tc_output(t, "o");
     tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise");
-    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(strstr(why, "float32"));
     fa_buf_reset(&b);
     assert_int_equal(fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_ERR_UNSUPPORTED);
@@ -248,7 +259,7 @@ static void test_unsupported_clusters_say_why(void **s)
     tc_output(t, "o");
     tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 1, "not a layer norm");
     why = NULL;
-    assert_false(fa_codegen_supported(t->g, &t->c, false, &why));
+    assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(strstr(why, "line up"));
     tc_free(t);
     fa_buf_free(&b);
@@ -705,7 +716,7 @@ static int check_advisor_clusters(fa_ctx *ctx, fa_graph *g, const char *what)
         fa_cluster *c = &p->clusters[i];
         if (c->kind == FA_CLUSTER_EPILOGUE || c->kind == FA_CLUSTER_BN_FOLD) continue;
         const char *why = NULL;
-        if (!fa_codegen_supported(g, c, false, &why))
+        if (!supported(g, c, false, &why))
             fail_msg("%s: cluster %d (%s) not generated: %s", what, c->id, c->label ? c->label : "", why);
         sel[i] = true;
         int *lists[2] = {c->inputs, c->outputs};

@@ -145,7 +145,7 @@ static int query_zoo_epilogues(const char *model, int *mapped)
         if (c->kind != FA_CLUSTER_EPILOGUE) continue;
         /* the query the cuda target reads off the cluster's fused node (supports_node) */
         fa_graph *fg = NULL;
-        if (fa_fused_graph(ctx, g, p, &c->id, 1, &fg)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        if (fa_fused_graph(ctx, g, p, NULL, &c->id, 1, &fg)) fail_msg("%s", fa_ctx_errmsg(ctx));
         const fa_node *fnode = NULL;
         for (int k = 0; k < fg->n_topo; k++)
             if (!strncmp(fg->nodes[fg->topo[k]]->op_type, "Fused", 5)) fnode = fg->nodes[fg->topo[k]];

@@ -32,12 +32,27 @@ static void test_median_odd_and_even_counts(void **state)
 {
     (void)state;
     double a[] = {5, 1, 4, 2, 3};
-    assert_true(fa_gate_median(a, 5) == 3);
+    assert_true(fa_stats_median(a, 5) == 3);
     double b[] = {10, 1, 7, 3};
-    assert_true(fa_gate_median(b, 4) == 5);
+    assert_true(fa_stats_median(b, 4) == 5);
     double c[] = {2, 2, 2, 9, 1, 2};
-    assert_true(fa_gate_median(c, 6) == 2);
-    assert_true(isnan(fa_gate_median(c, 0)));
+    assert_true(fa_stats_median(c, 6) == 2);
+    assert_true(isnan(fa_stats_median(c, 0)));
+    /* one convention (type 7, R's and NumPy's default): quantile(c(1,2,3,4), .25) = 1.75 */
+    double s4[] = {1, 2, 3, 4};
+    assert_true(fa_stats_quantile_sorted(s4, 4, 0.25) == 1.75);
+    assert_true(fa_stats_quantile_sorted(s4, 4, 0.5) == 2.5);
+    assert_true(fa_stats_quantile_sorted(s4, 4, 1.0) == 4);
+    int64_t i4[] = {40, 10, 30, 20}, i3[] = {7, 1, 4}, i2[] = {1, 2};
+    assert_int_equal(fa_stats_median_i64(i4, 4), 25);
+    assert_int_equal(fa_stats_median_i64(i3, 3), 4);
+    assert_int_equal(fa_stats_median_i64(i2, 2), 2); /* 1.5 rounded half up */
+    assert_int_equal(fa_stats_median_i64(i2, 0), -1);
+    fa_sample_stats st;
+    double s5[] = {5, 1, 4, 2, 3};
+    fa_sample_stats_of(s5, 5, &st);
+    assert_true(st.median_ns == 3 && st.p25_ns == 2 && st.p75_ns == 4 && st.min_ns == 1);
+    assert_true(s5[0] == 5); /* the samples are not reordered */
 }
 
 /* A/A: both runs drawn from one distribution, 1000 seeds, n in 20..50, sigma 3..5%: the gate

@@ -1,0 +1,99 @@
+/* core/stats — the one statistics unit: quantiles, medians and the robust sample summary every
+ * stage uses (gate/, applier/judge.c, the store's iteration medians, the analyzer, reports). */
+#include "core.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int fa_stats_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double fa_stats_quantile_sorted(const double *sorted, size_t n, double q)
+{
+    if (n == 0) return NAN;
+    if (q <= 0) return sorted[0];
+    if (q >= 1) return sorted[n - 1];
+    double h = (double)(n - 1) * q;
+    size_t i = (size_t)floor(h);
+    if (i + 1 >= n) return sorted[n - 1];
+    return sorted[i] + (h - (double)i) * (sorted[i + 1] - sorted[i]);
+}
+
+/* Hoare selection: v[k] holds the k-th smallest, v[0..k) <= v[k] <= v(k..n). */
+static void select_kth(double *v, size_t n, size_t kk)
+{
+    ptrdiff_t lo = 0, hi = (ptrdiff_t)n - 1, k = (ptrdiff_t)kk; /* signed: j may step below lo */
+    while (lo < hi) {
+        double pivot = v[lo + (hi - lo) / 2];
+        ptrdiff_t i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) {
+                double t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+                i++;
+                j--;
+            }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return;
+    }
+}
+
+double fa_stats_median(double *v, size_t n)
+{
+    if (n == 0) return NAN;
+    size_t k = n / 2;
+    select_kth(v, n, k);
+    double m = v[k];
+    if (n % 2 == 0) { /* type 7 at 0.5: the mean of the two middle values; the lower one is the
+                         largest of v[0..k) */
+        double lo = v[0];
+        for (size_t i = 1; i < k; i++)
+            if (v[i] > lo) lo = v[i];
+        m = 0.5 * (m + lo);
+    }
+    return m;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+int64_t fa_stats_median_i64(int64_t *v, size_t n)
+{
+    if (n == 0) return -1;
+    qsort(v, n, sizeof *v, cmp_i64);
+    if (n % 2) return v[n / 2];
+    /* the mean of the two middle values, rounded half up, without overflowing */
+    int64_t a = v[n / 2 - 1], b = v[n / 2];
+    return a + (b - a) / 2 + ((b - a) % 2 != 0);
+}
+
+void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n = n;
+    if (n <= 0) return;
+    double *s = malloc(sizeof(double) * (size_t)n);
+    if (!s) {
+        out->median_ns = out->p25_ns = out->p75_ns = out->min_ns = NAN;
+        return;
+    }
+    memcpy(s, samples, sizeof(double) * (size_t)n);
+    qsort(s, (size_t)n, sizeof(double), fa_stats_cmp_double);
+    out->median_ns = fa_stats_quantile_sorted(s, (size_t)n, 0.5);
+    out->p25_ns = fa_stats_quantile_sorted(s, (size_t)n, 0.25);
+    out->p75_ns = fa_stats_quantile_sorted(s, (size_t)n, 0.75);
+    out->min_ns = s[0];
+    free(s);
+}
