@@ -9,7 +9,7 @@
 #include "cli.h"
 
 static const char *k_help =
-    "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH] [--target cpu|cuda] [--arch sm_XY]\n"
+    "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH|URI] [--target cpu|cuda] [--arch sm_XY]\n"
     "                          [--max-ops N] [--max-inputs N] [--occupancy-floor F] [--no-gate]\n"
     "  RUN is a run id from `fuse-advise runs` (default: the latest run, a model run or an imported or\n"
     "  traced trace, which gets op-level advice). A model run's model is loaded again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"

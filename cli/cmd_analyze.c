@@ -10,7 +10,7 @@
 #include "cli.h"
 
 static const char *k_help =
-    "usage: fuse-advise analyze [RUN|latest] [--json] [--db PATH] [--top N]\n"
+    "usage: fuse-advise analyze [RUN|latest] [--json] [--db PATH|URI] [--top N]\n"
     "  RUN is a run id from `fuse-advise runs` (default: the latest run).\n";
 
 /* Resolve "latest" / an id. latest: the newest run that is not the fused twin of another

@@ -10,7 +10,7 @@
 #include "store/store.h"
 
 static const char *k_help =
-    "usage: fuse-advise apply [RUN|latest] [--db PATH] [--out DIR] [--iters N] [--warmup W] [--tolerance T]\n"
+    "usage: fuse-advise apply [RUN|latest] [--db PATH|URI] [--out DIR] [--iters N] [--warmup W] [--tolerance T]\n"
     "                         [--max-ops N] [--max-inputs N] [--max-clusters N] [--apply-budget S]\n"
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
     "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports.\n";

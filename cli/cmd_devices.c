@@ -9,7 +9,7 @@
 #include "store/store.h"
 
 static const char *k_help =
-    "usage: fuse-advise devices [--measure] [--threads N] [--json] [--db PATH] [--arch sm_XY]\n"
+    "usage: fuse-advise devices [--measure] [--threads N] [--json] [--db PATH|URI] [--arch sm_XY]\n"
     "  cpu ceilings are measured at first use and cached in the run database per device;\n"
     "  --measure re-measures. CUDA limits come from the per-compute-capability table\n"
     "  (theoretical without a GPU); --arch selects one (default: all tabled).\n";

@@ -12,7 +12,7 @@
 #include "store/store.h"
 
 static const char *k_help =
-    "usage: fuse-advise gate [--baseline RUN] [--candidate RUN] [--db PATH]\n"
+    "usage: fuse-advise gate [--baseline RUN] [--candidate RUN] [--db PATH|URI]\n"
     "                        [--baseline-db A.db] [--candidate-db B.db]\n"
     "                        [--tag|--baseline-tag TAG [--candidate-tag TAG2]] [--runs N]\n"
     "                        [--max-regression 3%] [--confidence 95%] [--resamples N] [--seed S]\n"

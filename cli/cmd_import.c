@@ -13,10 +13,10 @@
 #include "store/store.h"
 
 static const char *k_help =
-    "usage: fuse-advise import TRACE [--db PATH] [--json] [--keep-partial]\n"
+    "usage: fuse-advise import TRACE [--db PATH|URI] [--json] [--keep-partial]\n"
     "  TRACE           PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, or an Nsight\n"
     "                  Systems SQLite export (nsys export --type sqlite); judged by its bytes\n"
-    "  --db PATH       run database (default ./fuse-advise.db)\n"
+    "  --db PATH       run database (default $FUSE_ADVISE_DB, else ./fuse-advise.db), or postgresql://URI\n"
     "  --json          print one JSON document: {\"run_id\", \"import\": stats, \"advice\": ...}\n"
     "  --keep-partial  a truncated trace is imported up to where it ends (default: refused)\n"
     "Stores the trace as a run of kind 'import' and prints, from its GPU kernels: per-kernel\n"

@@ -13,10 +13,10 @@
 /* cli/cmd_analyze.c */
 
 static const char *k_help =
-    "usage: fuse-advise report [RUN|latest] [-o DIR] [--db PATH]\n"
+    "usage: fuse-advise report [RUN|latest] [-o DIR] [--db PATH|URI]\n"
     "  RUN       a run id from `fuse-advise runs` (default: the latest run)\n"
     "  -o DIR    output folder (default: ./report-RUN), created when missing\n"
-    "  --db PATH run database (default ./fuse-advise.db)\n"
+    "  --db PATH run database (default $FUSE_ADVISE_DB, else ./fuse-advise.db), or postgresql://URI\n"
     "Writes report.html, graph.dot, graph.svg, trace.json, summary.json and kernels.csv.\n";
 
 int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)

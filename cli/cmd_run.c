@@ -25,7 +25,7 @@
 
 static const char *k_help =
     "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
-    "                        [--target auto|cpu|cuda] [--db PATH] [--tag TAG] [--seed S]\n"
+    "                        [--target auto|cpu|cuda] [--db PATH|URI] [--tag TAG] [--seed S]\n"
     "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
     "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
     "                        [--max-clusters N] [--apply-budget SECONDS]\n"
@@ -37,7 +37,7 @@ static const char *k_help =
     "              every input. Symbolic dims nothing binds default to 1 (one notice lists them);\n"
     "              --no-dim-defaults refuses them instead, listing every one\n"
     "  --threads N executor threads (default: all cores)\n"
-    "  --db PATH   run database (default ./fuse-advise.db)\n"
+    "  --db PATH   run database (default $FUSE_ADVISE_DB, else ./fuse-advise.db), or postgresql://URI\n"
     "  --tag TAG   name the run for `gate` and `runs`\n"
     "  --out DIR   outputs (default ./fuse-advise-out/<model>): model.folded.onnx, kernels/,\n"
     "              plan.json, summary.json\n"

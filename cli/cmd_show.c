@@ -10,9 +10,9 @@
 #include "store/store.h"
 
 static const char *k_help =
-    "usage: fuse-advise show RUN [--db PATH] [--json]\n"
+    "usage: fuse-advise show RUN [--db PATH|URI] [--json]\n"
     "  RUN        a run id (see `fuse-advise runs`) or 'latest'\n"
-    "  --db PATH  run database (default ./" FA_STORE_DEFAULT_PATH ")\n"
+    "  --db PATH  run database (default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH "), or postgresql://URI\n"
     "  --json     one JSON document instead of the table\n"
     "One row per op: median over the timed iterations of the op's summed kernel time in an\n"
     "iteration, its share of the sum of medians, and its kernel records over all iterations.\n";

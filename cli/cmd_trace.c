@@ -11,7 +11,7 @@
 #include "store/store.h"
 
 static const char *k_help =
-    "usage: fuse-advise trace [--db PATH] [--tag TAG] [--no-nvtx] -- CMD ARGS...\n"
+    "usage: fuse-advise trace [--db PATH|URI] [--tag TAG] [--no-nvtx] -- CMD ARGS...\n"
     "  Runs CMD with the CUPTI injection tracer (CUDA_INJECTION64_PATH) and NVTX routed to CUPTI\n"
     "  (NVTX_INJECTION64_PATH), stores kernels, copies, API calls, NVTX ranges and CUPTI overhead\n"
     "  as a run of kind 'trace', and prints a summary. CMD's exit status is reported; what was\n"
