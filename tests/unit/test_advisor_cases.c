@@ -1097,6 +1097,19 @@ static void test_cost_model_from_measured_profile(void **s)
     assert_true(fabs(p->clusters[0].est_saving_ns - 6500.0) < 1.0);
     assert_non_null(strstr(p->clusters[0].basis, "measured"));
     fa_plan_free(p);
+    /* the fused kernel's working set falls out of a cache level the members fitted in: their
+     * achieved bandwidth is scaled by the roofs' ratio. Members measured at 4000 B each (inside a
+     * 5000 B level at 100 GB/s), fused 8000 B (DRAM, 10 GB/s): 8000 B / 12000 ns = 0.667 GB/s,
+     * x 10/100 -> 8000 B take 120000 ns; 12000 + 500 - 120000 = -107500 ns, a predicted loss */
+    nodes[0].bytes = nodes[1].bytes = 4000;
+    a.ceilings.n_cache_levels = 1;
+    a.ceilings.cache[0].working_set = 5000;
+    a.ceilings.cache[0].bandwidth_gbs = 100;
+    assert_int_equal(fa_advise(C, g, &a, NULL, &p), FA_OK);
+    assert_true(fabs(p->clusters[0].est_saving_ns - (-107500.0)) < 1.0);
+    assert_int_equal(p->clusters[0].status, FA_CLUSTER_REFUSED);
+    fa_plan_free(p);
+    a.ceilings.n_cache_levels = 0;
     /* a roof measured below what the members reached (0.1 GB/s against the achieved 80 GB/s, as
      * a loaded machine measures it) does not cap their bandwidth: 8000 B at 80 GB/s = 100 ns,
      * 200 + 500 - 100 = 600 ns saved */
