@@ -31,6 +31,7 @@ void fa_apply_result_free(fa_apply_result *r)
     free(r->cluster_ids);
     free(r->cluster_unfused);
     free(r->cluster_fused);
+    free(r->verdicts);
     fa_arena_free(r->arena);
     fa_trace_free(r->fused_trace);
     fa_graph_free(r->fused_graph);
