@@ -1,5 +1,6 @@
 /* cli/cmd_devices — `fuse-advise devices [--measure] [--threads N] [--json] [--db PATH]`: the
  * device ceilings the roofline uses, and where each came from. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,7 +12,8 @@
 static const char *k_help =
     "usage: fuse-advise devices [--measure] [--threads N] [--json] [--db PATH|URI] [--arch sm_XY]\n"
     "  cpu ceilings are measured at first use and cached in the run database per device;\n"
-    "  --measure re-measures. CUDA limits come from the per-compute-capability table\n"
+    "  --measure re-measures (the best bandwidth measured so far is kept and shown\n"
+    "  beside the new one). CUDA limits come from the per-compute-capability table\n"
     "  (theoretical without a GPU); --arch selects one (default: all tabled).\n";
 
 int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
@@ -59,7 +61,9 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     if (json) {
         fa_buf_puts(&b, "{\"cpu\":{\"device_key\":");
         fa_json_str_or_empty(&b, c.device_key);
-        fa_buf_printf(&b, ",\"threads\":%d,\"mem_bw_gbs\":%.3f,\"mem_bw_source\":", c.threads, c.mem_bw_gbs);
+        fa_buf_printf(&b, ",\"threads\":%d,\"mem_bw_gbs\":%.3f,\"mem_bw_new_gbs\":", c.threads, c.mem_bw_gbs);
+        fa_json_num(&b, c.mem_bw_new_gbs > 0 ? c.mem_bw_new_gbs : NAN, 6);
+        fa_buf_puts(&b, ",\"mem_bw_source\":");
         fa_json_str_or_empty(&b, c.mem_bw_source);
         fa_buf_printf(&b, ",\"peak_gflops\":%.3f,\"peak_source\":", c.peak_gflops);
         fa_json_str_or_empty(&b, c.peak_source);
@@ -67,8 +71,12 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, c.launch_source);
         fa_buf_puts(&b, ",\"cache_levels\":[");
         for (int i = 0; i < c.n_cache_levels; i++)
-            fa_buf_printf(&b, "%s{\"name\":\"%s\",\"working_set_bytes\":%llu,\"bandwidth_gbs\":%.3f}", i ? "," : "",
-                          c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
+        {
+            fa_buf_printf(&b, "%s{\"name\":\"%s\",\"working_set_bytes\":%llu,\"bandwidth_gbs\":%.3f,\"bandwidth_new_gbs\":",
+                          i ? "," : "", c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
+            fa_json_num(&b, c.cache[i].bandwidth_new_gbs > 0 ? c.cache[i].bandwidth_new_gbs : NAN, 6);
+            fa_buf_puts(&b, "}");
+        }
         fa_buf_puts(&b, "],\"detail\":");
         fa_json_str_or_empty(&b, c.detail);
         fa_buf_puts(&b, "},");
@@ -83,10 +91,16 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, "\"cuda\":[");
     } else {
         printf("cpu  %s\n", c.device_key);
-        printf("  main-memory bandwidth  %10.2f GB/s      (%s)\n", c.mem_bw_gbs, c.mem_bw_source);
-        for (int i = 0; i < c.n_cache_levels; i++)
-            printf("  %-6s bandwidth       %10.2f GB/s      (measured, working set %llu KiB)\n", c.cache[i].name,
+        printf("  main-memory bandwidth  %10.2f GB/s      (%s", c.mem_bw_gbs, c.mem_bw_source);
+        if (c.mem_bw_new_gbs > 0 && c.mem_bw_new_gbs != c.mem_bw_gbs) printf("; measured now %.2f GB/s", c.mem_bw_new_gbs);
+        printf(")\n");
+        for (int i = 0; i < c.n_cache_levels; i++) {
+            printf("  %-6s bandwidth       %10.2f GB/s      (measured, working set %llu KiB", c.cache[i].name,
                    c.cache[i].bandwidth_gbs, (unsigned long long)(c.cache[i].working_set >> 10));
+            if (c.cache[i].bandwidth_new_gbs > 0 && c.cache[i].bandwidth_new_gbs != c.cache[i].bandwidth_gbs)
+                printf("; best kept, measured now %.2f GB/s", c.cache[i].bandwidth_new_gbs);
+            printf(")\n");
+        }
         printf("  FP32 peak              %10.2f GFLOP/s   (%s)\n", c.peak_gflops, c.peak_source);
         printf("  dispatch per kernel    %10.1f ns        (%s)\n", c.launch_ns, c.launch_source);
         printf("  ridge point            %10.2f FLOP/byte\n", c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);

@@ -1,6 +1,8 @@
 /* roofline/ceilings — the device ceilings of any execution target, cached per device key in the
  * run database: read when all three are stored, else measured by the target's table
- * (fa_target_iface.measure_ceilings) and stored with its cache levels and device facts. */
+ * (fa_target_iface.measure_ceilings) and stored with its cache levels and device facts. A
+ * re-measurement keeps the best (highest) main-memory and cache-level bandwidth of the stored
+ * and the new one: a bandwidth measured low is the machine's load, not the device (issue 19). */
 #include "roofline.h"
 
 #include <stdio.h>
@@ -59,6 +61,22 @@ static fa_status read_cached(fa_ctx *ctx, fa_store *st, const fa_target_iface *t
     return FA_OK;
 }
 
+void fa_roofline_keep_best_bandwidth(const fa_ceilings *old, fa_ceilings *c)
+{
+    c->mem_bw_new_gbs = c->mem_bw_gbs;
+    for (int i = 0; i < c->n_cache_levels; i++) c->cache[i].bandwidth_new_gbs = c->cache[i].bandwidth_gbs;
+    if (!old) return;
+    if (old->mem_bw_gbs > c->mem_bw_gbs) {
+        c->mem_bw_gbs = old->mem_bw_gbs;
+        c->mem_bw_source = "measured (the best kept across re-measurements)";
+        snprintf(c->detail, sizeof c->detail, "%s", old->detail);
+    }
+    for (int i = 0; i < c->n_cache_levels && i < 4; i++)
+        for (int j = 0; j < old->n_cache_levels; j++)
+            if (old->cache[j].working_set == c->cache[i].working_set && old->cache[j].bandwidth_gbs > c->cache[i].bandwidth_gbs)
+                c->cache[i].bandwidth_gbs = old->cache[j].bandwidth_gbs;
+}
+
 static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface *t, const char *key, const fa_ceilings *c)
 {
     int64_t now = (int64_t)time(NULL) * 1000000000LL;
@@ -101,12 +119,15 @@ fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int 
     fa_target_device dev;
     if ((s = t->device_open(ctx, &dev))) return s;
     snprintf(name, sizeof namebuf[0], "%s", dev.name);
-    fa_ceilings c;
-    bool found = false;
+    fa_ceilings c, old;
+    bool found = false, had = false;
     if (st && !remeasure && (s = read_cached(ctx, st, t, key, threads, &c, &found))) return s;
     if (!found) {
+        /* a re-measurement: what is stored competes with what is measured now */
+        if (st && remeasure && (s = read_cached(ctx, st, t, key, threads, &old, &had))) return s;
         if ((s = t->measure_ceilings(ctx, threads, &c))) return s;
         c.threads = threads;
+        fa_roofline_keep_best_bandwidth(had ? &old : NULL, &c);
         if (st && !fa_store_readonly(st) && (s = store_measured(ctx, st, t, key, &c))) return s;
     }
     c.device_key = key;

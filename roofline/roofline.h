@@ -88,11 +88,22 @@ const char *fa_occ_limiters_str(unsigned limiters, char *buf, size_t cap);
  * by the target (fa_target_iface.measure_ceilings, documented per target: cpu STREAM triad on
  * 3 x 64 MiB, cache sweep, FMA peak, executor dispatch; cuda triad beyond 8 x L2, FMA chains,
  * empty-kernel launches) and stored there with the cache levels and device facts when absent or
- * `remeasure`. st may be NULL (measure, don't cache). device_key and device_name point at
+ * `remeasure`. A re-measurement keeps the higher of the stored and the new main-memory and
+ * cache-level bandwidths (the same machine measured 71.4 and 23.5 GB/s minutes apart under
+ * load: the lower figure is the load, not the device) and reports the new one in mem_bw_new_gbs
+ * / cache[i].bandwidth_new_gbs; peak and dispatch are the new ones. st may be NULL (measure,
+ * don't cache). device_key and device_name point at
  * storage that lives as long as the process. Errors: the target's (FA_ERR_UNSUPPORTED "no CUDA
  * driver" ...), the store's. */
 fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int threads, bool remeasure,
                                fa_ceilings *out);
+/* Keep the best bandwidth (what fa_roofline_ceilings does on a re-measurement): c was just
+ * measured, old (may be NULL) is what the database held for the same device key. Sets
+ * c->mem_bw_new_gbs and each c->cache[i].bandwidth_new_gbs to the new measurement; where old's
+ * main-memory bandwidth, or its bandwidth of a cache level at the same sweep working set, is
+ * higher, c takes old's figure (main memory: also its detail, and mem_bw_source says so). The
+ * peak FLOP rate, the dispatch cost and the cache levels found stay the new ones. GB/s. */
+void fa_roofline_keep_best_bandwidth(const fa_ceilings *old, fa_ceilings *c);
 /* fa_roofline_ceilings on the cpu target. */
 fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool remeasure, fa_ceilings *out);
 

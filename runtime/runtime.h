@@ -248,7 +248,9 @@ typedef struct fa_target_device {
 
 typedef struct fa_cache_level {
     uint64_t working_set;       /* bytes of the sweep point that shows the level */
-    double bandwidth_gbs;       /* measured read bandwidth at that working set, GB/s (1e9 B/s) */
+    double bandwidth_gbs;       /* measured read bandwidth at that working set, GB/s (1e9 B/s):
+                                   the best kept across re-measurements (roofline/ceilings.c) */
+    double bandwidth_new_gbs;   /* this call's own measurement when it measured, else 0 */
     const char *name;           /* "L1".."L3": the smallest cpu0 data cache (sysfs) holding the
                                    working set, "LLC" when sysfs says nothing */
 } fa_cache_level;
@@ -257,7 +259,9 @@ typedef struct fa_ceilings {
     const char *device_key;     /* "cpu:<model>:<threads>t" or "cuda:<name>:sm_XY" */
     const char *device_name;
     int threads;                /* cpu threads measured with */
-    double mem_bw_gbs;          /* main-memory (DRAM/HBM) bandwidth, GB/s */
+    double mem_bw_gbs;          /* main-memory (DRAM/HBM) bandwidth, GB/s: the best measured on
+                                   this device key across re-measurements (roofline/ceilings.c) */
+    double mem_bw_new_gbs;      /* this call's own measurement when it measured, else 0 */
     const char *mem_bw_source;  /* "measured" | "table" | "theoretical" */
     double peak_gflops;         /* FP32 peak, GFLOP/s */
     const char *peak_source;

@@ -1,7 +1,9 @@
 /* tests/unit/test_roofline — occupancy calculator vectors, limits table, placement rules. */
+#include <stdio.h>
 #include <string.h>
 
 #include "roofline/roofline.h"
+#include "store/store.h"
 #include "testutil.h"
 
 static fa_occ_result occ(const char *arch, int threads, int regs, size_t dyn_smem)
@@ -140,6 +142,57 @@ static void test_place_memory_compute_latency(void **s)
     assert_true(p.pct_of_roof > 49.9 && p.pct_of_roof < 50.1);
 }
 
+/* Issue 19: a re-measurement keeps the higher bandwidth; the lower one does not replace it, a
+ * higher one does (per cache level matched by its sweep working set). */
+static void test_keep_best_bandwidth_lower_does_not_replace_higher(void **s)
+{
+    (void)s;
+    fa_ceilings old = {.mem_bw_gbs = 71.4, .n_cache_levels = 2}, c = {.mem_bw_gbs = 23.5, .n_cache_levels = 2};
+    old.cache[0] = (fa_cache_level){.working_set = 65536, .bandwidth_gbs = 200};
+    old.cache[1] = (fa_cache_level){.working_set = 4 << 20, .bandwidth_gbs = 50};
+    c.cache[0] = (fa_cache_level){.working_set = 65536, .bandwidth_gbs = 150};
+    c.cache[1] = (fa_cache_level){.working_set = 4 << 20, .bandwidth_gbs = 90};
+    snprintf(old.detail, sizeof old.detail, "old triad");
+    snprintf(c.detail, sizeof c.detail, "new triad");
+    fa_roofline_keep_best_bandwidth(&old, &c);
+    assert_true(c.mem_bw_gbs == 71.4 && c.mem_bw_new_gbs == 23.5);
+    assert_string_equal(c.detail, "old triad");
+    assert_true(c.cache[0].bandwidth_gbs == 200 && c.cache[0].bandwidth_new_gbs == 150);
+    assert_true(c.cache[1].bandwidth_gbs == 90 && c.cache[1].bandwidth_new_gbs == 90); /* higher new one replaces */
+    fa_ceilings first = {.mem_bw_gbs = 10};
+    fa_roofline_keep_best_bandwidth(NULL, &first); /* nothing stored: the measurement as it is */
+    assert_true(first.mem_bw_gbs == 10 && first.mem_bw_new_gbs == 10);
+}
+
+/* The same through the database: a stored main-memory bandwidth no machine reaches survives
+ * `devices --measure` (fa_roofline_ceilings with remeasure), the new figure is reported beside
+ * it, and the stored row still holds the higher one. One real cpu measurement (seconds). */
+static void test_remeasure_keeps_stored_higher_bandwidth(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    const char *path = fa_test_path(fa_test_tmpdir(), "ceil_best.db");
+    remove(path);
+    assert_int_equal(fa_store_open(ctx, path, &st), FA_OK);
+    fa_ceilings c;
+    assert_int_equal(fa_roofline_cpu_ceilings(ctx, st, 1, false, &c), FA_OK); /* first use: measured, stored */
+    const double high = 1e6; /* GB/s: above any memory system */
+    fa_ceiling row = {c.device_key, "bandwidth", "mem_bw", high, "GB/s", "measured", 1, "a stored earlier measurement"};
+    assert_int_equal(fa_store_put_ceiling(ctx, st, &row), FA_OK);
+    fa_ceilings again;
+    assert_int_equal(fa_roofline_cpu_ceilings(ctx, st, 1, true, &again), FA_OK);
+    assert_true(again.mem_bw_gbs == high);
+    assert_true(again.mem_bw_new_gbs > 0 && again.mem_bw_new_gbs < high);
+    fa_ceilings cached;
+    assert_int_equal(fa_roofline_cpu_ceilings(ctx, st, 1, false, &cached), FA_OK);
+    assert_true(cached.mem_bw_gbs == high);
+    assert_true(cached.mem_bw_new_gbs == 0); /* read from the database, not measured */
+    fa_store_close(st);
+    remove(path);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -153,6 +206,8 @@ int main(void)
         cmocka_unit_test(test_occupancy_rejects_bad_block_size),
         cmocka_unit_test(test_limits_table_covers_required_arches),
         cmocka_unit_test(test_place_memory_compute_latency),
+        cmocka_unit_test(test_keep_best_bandwidth_lower_does_not_replace_higher),
+        cmocka_unit_test(test_remeasure_keeps_stored_higher_bandwidth),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
