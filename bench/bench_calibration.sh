@@ -46,5 +46,5 @@ done
 # the ceilings the runs used (cached per device in the database): for the analytic comparison
 read -r BW DISP < <("$FA" devices --json --db "$tmp/cal.db" |
   python3 -c 'import json,sys; d=json.load(sys.stdin)["cpu"]; print(d["mem_bw_gbs"], d["dispatch_ns"])')
-python3 "$here/bench/calibration.py" --bw "$BW" --dispatch "$DISP" "${plans[@]}"
+python3 "$here/bench/calibration.py" --db "$tmp/cal.db" --bw "$BW" --dispatch "$DISP" "${plans[@]}"
 echo "load: $(uptime)"

@@ -1,25 +1,119 @@
 #!/usr/bin/env python3
 """bench/calibration.py — predicted against measured fusion savings, per cluster kind (issue 19).
 
-usage: calibration.py [--bw GBS --dispatch NS] NAME=PLAN.json ...
+usage: calibration.py [--db RUN.db] [--bw GBS --dispatch NS] NAME=PLAN.json ...
 
 Reads the plan.json that `fuse-advise run` writes (clusters with est_saving_ns, basis and, once
 applied, measured_saving_ns) and prints, per model and over all, per cluster kind: clusters
-measured, median predicted/measured, share within +-25% of the measured saving, count with the
-wrong sign; then the same over the accepted clusters. With --bw and --dispatch it prints the same
-for the analytic formula the advisor used before issue 19 (saved_bytes / bandwidth +
-saved_launches x dispatch - recompute) on the same clusters, for comparison. Standard library only.
+measured, how many of those measurements resolve a saving and how many do not, and over the
+resolved ones the median predicted/measured, the share within +-25% of the measured saving and
+the count with the wrong sign; then the same over the accepted clusters.
+
+Resolved (with --db, the SQLite run database the plans were measured into; its benchmarks table
+holds each cluster's interleaved unfused/fused samples, paired by round): the paired differences
+d = unfused - fused have a distribution-free confidence interval of their median that excludes 0
+(order statistics d(k), d(n+1-k), k the largest with P(Binomial(n, 1/2) < k) <= 5%: coverage
+>= 90%; Conover, Practical Nonparametric Statistics, sec. 3.2), or an IQR smaller than the
+predicted magnitude. The same rule as core/stats.c fa_paired_saving_resolved (the HTML report's
+per-kind table). A measurement that does not resolve its saving is within its own noise: it can
+neither confirm nor falsify a prediction, so it is counted apart, never as a hit or a miss;
+resolved misses stay misses. Without --db every measured cluster counts (no resolution known).
+
+Where the prediction misses (with --db, per kind over the resolved clusters): the median of
+measured / predicted for the unfused side (the members' time the prediction takes from the
+baseline profile, against the cluster's unfused sub-graph measured in isolation) and for the fused
+side (the fused kernel's predicted time against its measured one), both read from the basis text.
+
+With --bw and --dispatch it prints the same for the analytic formula the advisor used before
+issue 19 (saved_bytes / bandwidth + saved_launches x dispatch - recompute) on the same clusters,
+for comparison. Standard library only.
 """
 import json
+import math
+import re
+import sqlite3
 import statistics
 import sys
 
 MEASURED = ("accepted", "rejected-no-gain", "rejected-regression")
 
 
+def quantile(s, q):
+    """Type-7 quantile of sorted s (core/stats.c's convention)."""
+    h = (len(s) - 1) * q
+    i = math.floor(h)
+    return s[i] if i + 1 >= len(s) else s[i] + (h - i) * (s[i + 1] - s[i])
+
+
+def paired(u, f):
+    """(median, IQR, ci_lo, ci_hi) of the paired differences u - f; ci None below 5 pairs."""
+    d = sorted(a - b for a, b in zip(u, f))
+    n = len(d)
+    if not n:
+        return None
+    tail, term, k = 0.0, 0.5 ** n, 0
+    for j in range(n):
+        if tail + term > 0.05:
+            break
+        tail += term
+        k = j + 1
+        term = term * (n - j) / (j + 1)
+    ci = (d[k - 1], d[n - k]) if 1 <= k <= n + 1 - k else None
+    return quantile(d, 0.5), quantile(d, 0.75) - quantile(d, 0.25), ci, statistics.median(u), statistics.median(f)
+
+
+def resolved(p, predicted):
+    if p is None:
+        return None
+    _, iqr, ci, _, _ = p
+    if ci and (ci[0] > 0 or ci[1] < 0):
+        return True
+    return iqr < abs(predicted)
+
+
+BASIS = re.compile(r"medians (-?[\d.]+) ns \+ (\d+) gap\(s\) x (-?[\d.]+) ns; fused kernel (-?[\d.]+) ns")
+ANCHOR = re.compile(r"anchor's measured (-?[\d.]+) ns")
+
+
+def sides(c):
+    """(predicted unfused ns, predicted fused ns) from a measured basis, else None."""
+    m = BASIS.search(c.get("basis") or "")
+    if not m:
+        return None
+    gone, gaps, gap, fused = float(m[1]), int(m[2]), float(m[3]), float(m[4])
+    anchor = 0.0
+    if c["kind"] == "bn-fold":
+        anchor = fused  # the anchor's kernel unchanged
+    else:
+        a = ANCHOR.search(c["basis"])
+        if a:
+            anchor = float(a[1])
+    return gone + anchor + gaps * gap, fused
+
+
+def bench_samples(db, run_id, plan_id):
+    """{cluster_id: (unfused samples, fused samples)} paired by round (iter)."""
+    out = {}
+    if not db:
+        return out
+    q = ("SELECT cluster_id, subject, iter, latency_ns FROM benchmarks WHERE run_id=? AND plan_id=? AND "
+         "subject IN ('cluster-unfused','cluster-fused') ORDER BY cluster_id, iter")
+    series = {}
+    for cid, subj, it, ns in db.execute(q, (run_id, plan_id)):
+        series.setdefault(cid, {}).setdefault(subj, {})[it] = float(ns)
+    for cid, s in series.items():
+        u, f = s.get("cluster-unfused", {}), s.get("cluster-fused", {})
+        its = sorted(set(u) & set(f))
+        out[cid] = ([u[i] for i in its], [f[i] for i in its])
+    return out
+
+
 def load(args):
-    rows = []  # (model, kind, status, predicted_ns, measured_ns, analytic_ns or None, basis)
+    # rows: (model, kind, status, predicted_ns, measured_ns, analytic_ns or None, basis,
+    #        resolved True/False/None, (pred unfused, pred fused) or None, (meas unfused, meas fused) or None)
+    rows = []
     bw = disp = None
+    db = None
     plans = []
     i = 0
     while i < len(args):
@@ -27,6 +121,8 @@ def load(args):
             bw = float(args[i + 1]); i += 2; continue
         if args[i] == "--dispatch":
             disp = float(args[i + 1]); i += 2; continue
+        if args[i] == "--db":
+            db = sqlite3.connect(args[i + 1]); i += 2; continue
         plans.append(args[i]); i += 1
     for arg in plans:
         name, path = arg.split("=", 1)
@@ -36,6 +132,7 @@ def load(args):
         except (OSError, ValueError) as e:
             print(f"{name}: no plan ({e})")
             continue
+        samples = bench_samples(db, plan.get("run_id"), plan.get("plan_id"))
         for c in plan.get("clusters", []):
             m = c.get("measured_saving_ns")
             if m is None or c.get("status") not in MEASURED:
@@ -43,29 +140,45 @@ def load(args):
             an = None
             if bw and disp is not None:
                 an = c["saved_bytes"] / bw + c["saved_launches"] * disp - (c.get("recompute_ns") or 0)
-            rows.append((name, c["kind"], c["status"], float(c["est_saving_ns"]), float(m), an, c.get("basis") or ""))
+            pred = float(c["est_saving_ns"])
+            p = paired(*samples[c["id"]]) if c["id"] in samples else None
+            res = resolved(p, pred) if db else None
+            meas_sides = (p[3], p[4]) if p else None
+            rows.append((name, c["kind"], c["status"], pred, float(m), an, c.get("basis") or "", res, sides(c),
+                         meas_sides))
     return rows
 
 
 def stats(rs, col):
+    """Over rs: n, resolved, unresolved, then over the resolved (all where unknown): median
+    predicted/measured, % within 25%, wrong-sign count and %, and the unfused/fused side ratios."""
     n = len(rs)
     if not n:
         return None
-    ratios = [r[col] / r[4] for r in rs if r[4] != 0]
-    within = sum(1 for r in rs if r[4] != 0 and abs(r[col] - r[4]) <= 0.25 * abs(r[4]))
-    wrong = sum(1 for r in rs if (r[col] > 0) != (r[4] > 0))
+    res = [r for r in rs if r[7] is not False]
+    nres = len(res)
+    ratios = [r[col] / r[4] for r in res if r[4] != 0]
+    within = sum(1 for r in res if r[4] != 0 and abs(r[col] - r[4]) <= 0.25 * abs(r[4]))
+    wrong = sum(1 for r in res if (r[col] > 0) != (r[4] > 0))
     med = statistics.median(ratios) if ratios else float("nan")
-    return n, med, 100.0 * within / n, wrong, 100.0 * wrong / n
+    su = [r[9][0] / r[8][0] for r in res if r[8] and r[9] and r[8][0] > 0]
+    sf = [r[9][1] / r[8][1] for r in res if r[8] and r[9] and r[8][1] > 0]
+    side_u = statistics.median(su) if su else float("nan")
+    side_f = statistics.median(sf) if sf else float("nan")
+    pct = (lambda k: 100.0 * k / nres) if nres else (lambda k: float("nan"))
+    return n, nres, n - nres, med, pct(within), wrong, pct(wrong), side_u, side_f
 
 
 def table(title, rs, col):
     print(title)
-    print(f"  {'kind':<18} {'n':>4} {'median pred/meas':>17} {'within 25%':>11} {'wrong sign':>11}")
+    print(f"  {'kind':<18} {'n':>4} {'resolved':>8} {'unresolved':>10} {'median pred/meas':>17} {'within 25%':>11} "
+          f"{'wrong sign':>11} {'unfused meas/pred':>18} {'fused meas/pred':>16}")
     for kind in sorted({r[1] for r in rs}) + ["all"]:
         sel = rs if kind == "all" else [r for r in rs if r[1] == kind]
         s = stats(sel, col)
         if s:
-            print(f"  {kind:<18} {s[0]:>4} {s[1]:>17.2f} {s[2]:>10.0f}% {s[3]:>5} ({s[4]:.0f}%)")
+            print(f"  {kind:<18} {s[0]:>4} {s[1]:>8} {s[2]:>10} {s[3]:>17.2f} {s[4]:>10.0f}% {s[5]:>5} ({s[6]:.0f}%) "
+                  f"{s[7]:>18.2f} {s[8]:>16.2f}")
 
 
 def main():
@@ -87,6 +200,14 @@ def main():
                 table(f"{model}: accepted clusters", acc, col)
     measured_basis = sum(1 for r in rows if r[6].startswith("measured"))
     print(f"predictions resting on the measured profile: {measured_basis} of {len(rows)}")
+    lookup = sum(1 for r in rows if "fused time measured in run" in r[6])
+    print(f"fused kernels predicted from a measured kernel of the same signature: {lookup} of {len(rows)}")
+    if rows[0][7] is None:
+        print("no --db: resolution unknown, every measured cluster counted")
+    else:
+        print("resolved: the paired unfused-fused differences' >=90% sign-test interval excludes 0, or their IQR is "
+              "below the predicted magnitude; unresolved measurements are counted apart, not as hits or misses. "
+              "unfused/fused meas/pred: the cluster's sub-graph measured in isolation against the basis's figures.")
 
 
 if __name__ == "__main__":

@@ -212,4 +212,26 @@ typedef struct fa_sample_stats {
 /* Summary of samples[0..n) (not modified); all zero when n <= 0, NAN figures when out of memory. */
 void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out);
 
+/* A measured saving from paired samples: a[i] and b[i] timed in the same round (the applier's
+ * interleaved unfused / fused runs of one cluster), d[i] = a[i] - b[i] (ns). */
+typedef struct fa_paired_saving {
+    int n;                    /* pairs; 0 none */
+    double median_ns;         /* type-7 median of d */
+    double iqr_ns;            /* type-7 IQR of d */
+    double ci_lo_ns, ci_hi_ns; /* distribution-free confidence interval of the median of d: the
+                                 order statistics d(k), d(n+1-k) with k the largest such that
+                                 P(Binomial(n, 1/2) < k) <= 5% (Conover, "Practical Nonparametric
+                                 Statistics", 3rd ed., sec. 3.2, the sign-test interval for a
+                                 quantile); NAN when n < 5 (no such k) */
+    double ci_level;          /* its coverage, 1 - 2 P(Binomial(n, 1/2) < k) (>= 90%); 0 none */
+} fa_paired_saving;
+/* The paired saving of a[0..n) and b[0..n) (not modified); n = 0 figures when n <= 0 or out of
+ * memory. */
+void fa_paired_saving_of(const double *a, const double *b, int n, fa_paired_saving *out);
+/* Whether the measurement p resolves a saving of predicted_ns (issue 19's calibration): its
+ * confidence interval excludes 0, or its IQR is smaller than |predicted_ns|. An unresolved
+ * measurement is within its own noise: it can neither confirm nor falsify the prediction, so
+ * calibration counts it apart (bench/calibration.py applies the same rule). */
+bool fa_paired_saving_resolved(const fa_paired_saving *p, double predicted_ns);
+
 #endif

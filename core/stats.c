@@ -97,3 +97,39 @@ void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out)
     out->min_ns = s[0];
     free(s);
 }
+
+void fa_paired_saving_of(const double *a, const double *b, int n, fa_paired_saving *out)
+{
+    memset(out, 0, sizeof *out);
+    out->median_ns = out->iqr_ns = out->ci_lo_ns = out->ci_hi_ns = NAN;
+    if (n <= 0) return;
+    double *d = malloc(sizeof(double) * (size_t)n);
+    if (!d) return;
+    for (int i = 0; i < n; i++) d[i] = a[i] - b[i];
+    qsort(d, (size_t)n, sizeof *d, fa_stats_cmp_double);
+    out->n = n;
+    out->median_ns = fa_stats_quantile_sorted(d, (size_t)n, 0.5);
+    out->iqr_ns = fa_stats_quantile_sorted(d, (size_t)n, 0.75) - fa_stats_quantile_sorted(d, (size_t)n, 0.25);
+    /* tail(k) = P(B < k) = sum_{j<k} C(n, j) / 2^n; the largest k with tail(k) <= 0.05 */
+    double tail = 0, term = ldexp(1.0, -n); /* C(n, 0) / 2^n */
+    int k = 0;
+    for (int j = 0; j < n; j++) {
+        if (tail + term > 0.05) break;
+        tail += term;
+        k = j + 1;
+        term = term * (double)(n - j) / (double)(j + 1);
+    }
+    if (k >= 1 && k <= n + 1 - k) {
+        out->ci_lo_ns = d[k - 1];
+        out->ci_hi_ns = d[n - k];
+        out->ci_level = 1 - 2 * tail;
+    }
+    free(d);
+}
+
+bool fa_paired_saving_resolved(const fa_paired_saving *p, double predicted_ns)
+{
+    if (!p || p->n <= 0) return false;
+    if (p->ci_lo_ns == p->ci_lo_ns && (p->ci_lo_ns > 0 || p->ci_hi_ns < 0)) return true;
+    return p->iqr_ns == p->iqr_ns && predicted_ns == predicted_ns && p->iqr_ns < fabs(predicted_ns);
+}

@@ -133,6 +133,16 @@ static fa_status load_benchmarks(fa_ctx *ctx, fa_store *st, fa_rep *r)
                 }
         if (dst) fa_sample_stats_of(v[i].samples_ns, v[i].n, dst);
     }
+    /* each cluster's unfused and fused samples were timed in the same rounds (iter i of both) */
+    for (int c = 0; c < r->n_clusters; c++) {
+        const fa_bench_series *su = NULL, *sf = NULL;
+        for (size_t i = 0; i < n; i++)
+            if (v[i].cluster_id == r->clusters[c].id) {
+                if (v[i].subject == FA_BENCH_CLUSTER_UNFUSED) su = &v[i];
+                else if (v[i].subject == FA_BENCH_CLUSTER_FUSED) sf = &v[i];
+            }
+        if (su && sf) fa_paired_saving_of(su->samples_ns, sf->samples_ns, su->n < sf->n ? su->n : sf->n, &r->clusters[c].paired);
+    }
     return FA_OK;
 }
 

@@ -71,6 +71,7 @@ typedef struct fa_rep_cluster {
     int registers, spill_bytes; /* -1: not compiled */
     double occupancy;        /* NAN: not computed */
     fa_sample_stats unfused, fused; /* benchmarks cluster-unfused / cluster-fused; n = 0 none */
+    fa_paired_saving paired; /* the same samples paired per round (calibration); n = 0 none */
     bool accepted;
     /* roofline: combined unfused point and the fused point */
     uint64_t flops, ext_bytes;   /* sum of member FLOPs; bytes of external traffic */

@@ -55,6 +55,35 @@ static void test_median_odd_and_even_counts(void **state)
     assert_true(s5[0] == 5); /* the samples are not reordered */
 }
 
+/* Issue 19's calibration: a measured saving counts only where it is resolved. n = 5 pairs: the
+ * sign-test interval of the median is [min, max] of the differences at 93.75% (k = 1:
+ * P(B(5, 1/2) = 0) = 1/32); n = 4 has no interval at >= 90%. */
+static void test_paired_saving_resolution(void **state)
+{
+    (void)state;
+    double a[] = {110, 111, 112, 113, 114}, b[] = {100, 100, 100, 100, 100};
+    fa_paired_saving p;
+    fa_paired_saving_of(a, b, 5, &p);
+    assert_int_equal(p.n, 5);
+    assert_true(p.median_ns == 12 && p.iqr_ns == 2 && p.ci_lo_ns == 10 && p.ci_hi_ns == 14);
+    assert_true(fabs(p.ci_level - 0.9375) < 1e-12);
+    assert_true(fa_paired_saving_resolved(&p, 1)); /* the interval excludes 0, whatever was predicted */
+    /* differences of both signs (-10 -5 10 25 30): the interval holds 0; resolved only where
+     * the IQR (25 - -5 = 30) is below the predicted magnitude */
+    double c[] = {90, 130, 95, 125, 110};
+    fa_paired_saving_of(c, b, 5, &p);
+    assert_true(p.ci_lo_ns == -10 && p.ci_hi_ns == 30 && p.iqr_ns == 30);
+    assert_false(fa_paired_saving_resolved(&p, 5));
+    assert_false(fa_paired_saving_resolved(&p, -30));
+    assert_true(fa_paired_saving_resolved(&p, -31));
+    fa_paired_saving_of(a, b, 4, &p);
+    assert_true(isnan(p.ci_lo_ns) && p.ci_level == 0);
+    assert_false(fa_paired_saving_resolved(&p, 1)); /* IQR 1.5 is not below 1 */
+    assert_true(fa_paired_saving_resolved(&p, 2));
+    fa_paired_saving_of(a, b, 0, &p);
+    assert_false(fa_paired_saving_resolved(&p, 1e9));
+}
+
 /* A/A: both runs drawn from one distribution, 1000 seeds, n in 20..50, sigma 3..5%: the gate
  * must fail under 1% of the time. */
 static void test_aa_false_alarm_rate_under_1pct_over_1000_seeds(void **state)
@@ -421,6 +450,7 @@ int main(void)
         cmocka_unit_test(test_grouped_with_one_run_equals_plain),
         cmocka_unit_test(test_two_stage_bootstrap_absorbs_run_to_run_drift),
         cmocka_unit_test(test_block_bootstrap_keeps_autocorrelated_aa_quiet),
+        cmocka_unit_test(test_paired_saving_resolution),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
