@@ -1341,6 +1341,36 @@ static const char *profile_foreign(const fa_analysis *a, fa_target target)
     return strncmp(key, name, n) == 0 && key[n] == ':' ? NULL : key;
 }
 
+/* The measured fused kernel of an earlier plan with c's signature (fa_kernel_signature_*: kind,
+ * member op types, output shapes, FLOPs and bytes), NULL when none is known. */
+static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluster *c)
+{
+    if (!A->opt.n_measured_fused || !A->opt.measured_fused) return NULL;
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_kernel_signature_start(&b, fa_cluster_kind_name(c->kind));
+    char shapes[1024];
+    for (int i = 0; i < c->n_members; i++) {
+        const fa_node *n = A->g->nodes[c->members[i]];
+        size_t len = 0;
+        shapes[0] = 0;
+        for (int k = 0; k < n->n_outputs; k++) { /* as the store writes nodes.output_shapes */
+            char sh[256];
+            const fa_tensor *t = fa_graph_out(A->g, n, k);
+            len += (size_t)snprintf(shapes + len, len < sizeof shapes ? sizeof shapes - len : 0, "%s%s", k ? ";" : "",
+                                    t ? fa_tensor_shape_str(t, sh, sizeof sh) : "-");
+            if (len >= sizeof shapes) break;
+        }
+        fa_op_cost cost;
+        fa_node_cost(A->g, n, &cost);
+        fa_kernel_signature_member(&b, n->op_type, shapes, cost.flops, cost.bytes_read, cost.bytes_written);
+    }
+    const fa_measured_fused *m =
+        b.oom || !b.data ? NULL : fa_measured_fused_find(A->opt.measured_fused, A->opt.n_measured_fused, b.data);
+    fa_buf_free(&b);
+    return m;
+}
+
 /* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
  * the measured medians of the kernels that disappear + their dispatch gaps - the fused kernel's
  * predicted time - recompute. The fused kernel:
@@ -1350,7 +1380,9 @@ static const char *profile_foreign(const fa_analysis *a, fa_target target)
  *    once at the bandwidth the members measurably reached (their bytes / their time, capped by
  *    the roof of that working set: fa_roofline_mem_roof), or its FLOPs on the peak, never
  *    shorter than the fastest member;
- *  - HORIZONTAL: the members' kernels, less one read of the shared input per extra member.
+ *  - HORIZONTAL: the members' kernels, less one read of the shared input per extra member;
+ *  - any kind, when an earlier plan on this device measured a fused kernel with the same
+ *    signature (A->opt.measured_fused): that kernel's measured median instead.
  * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
  * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
 static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
@@ -1456,6 +1488,15 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     if (w->kind == FA_CLUSTER_HORIZONTAL) {
         double roof = fa_roofline_mem_roof(&a->ceilings, (double)w->horiz_bytes);
         if (roof > 0) net += (double)w->horiz_bytes / roof;
+    }
+    const fa_measured_fused *known = measured_same_kind(A, c);
+    if (known) { /* the same fused kernel measured: its time, not the roofline's */
+        e.fused_ns = known->median_ns;
+        net = in.member_ns + in.gaps_ns - e.fused_ns - in.recompute_ns;
+        snprintf(fh, sizeof fh, "fused time measured in run %" PRId64 ": the median of %d runs of cluster %d of its plan %d, "
+                 "a fused kernel with the same ops, shapes and dtype on this device", known->run_id, known->n_samples,
+                 known->cluster_id, known->plan_id);
+        fused_how = fh;
     }
     c->est_saving_ns = net;
     snprintf(b, sizeof b, "measured: %d kernel(s) removed, medians %.0f ns + %d gap(s) x %.0f ns; fused kernel %.0f ns "

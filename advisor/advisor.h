@@ -176,6 +176,12 @@ typedef struct fa_advise_options {
     int max_inputs;            /* cap on distinct external inputs per cluster, default 8 */
     double occupancy_floor;    /* gate: refuse memory-bound kernels under this, default 0.5 */
     bool no_gate;              /* skip NVRTC compilation (tests that must not need the toolkit) */
+    /* fused kernels measured by earlier plans on the profile's device (fa_store_measured_fused,
+     * sorted as it returns; may be NULL): a cluster with the same signature
+     * (fa_kernel_signature_*) is predicted with that kernel's measured median as its fused time
+     * instead of the roofline's, and its basis says "fused time measured in run N". Not owned. */
+    const fa_measured_fused *measured_fused;
+    size_t n_measured_fused;
 } fa_advise_options;
 
 typedef struct fa_plan {

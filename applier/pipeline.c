@@ -62,7 +62,14 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     ao.max_ops = o->max_ops;
     ao.max_inputs = o->max_inputs;
     ao.occupancy_floor = 0.5;
+    /* fused kernels earlier plans measured on this device: their time predicts the same kernel's */
+    fa_arena *mar = fa_arena_create(1 << 16);
+    fa_measured_fused *mf = NULL;
+    if (!s && !mar) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    if (!s) s = fa_store_measured_fused(ctx, st, run_id, mar, &mf, &ao.n_measured_fused);
+    ao.measured_fused = mf;
     if (!s) s = fa_advise(ctx, g, r->analysis, &ao, &r->plan);
+    fa_arena_free(mar); /* the plan keeps copies of what it says about them */
     if (!s) {
         r->plan->run_id = run_id;
         s = fa_plan_save(ctx, st, r->plan);

@@ -142,6 +142,9 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     }
     s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);
     if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
+    fa_measured_fused *mf = NULL; /* fused kernels earlier plans measured on this device */
+    if (!s) s = fa_store_measured_fused(ctx, st, run_id, ar, &mf, &opt.n_measured_fused);
+    opt.measured_fused = mf;
     if (!s) s = fa_advise(ctx, g, a, &opt, &plan);
     if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);
     if (s) goto fail;

@@ -436,4 +436,38 @@ typedef struct fa_op_iter_row {
 fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
                                      fa_op_iter_row **out, size_t *n_out);
 
+/* ---- measured fused kernels of earlier plans (store/kernel_lookup.c; issue 19) ---- */
+
+/* A cluster's shape-class signature, built the same way from a graph (the advisor) and from the
+ * stored rows: fa_kernel_signature_start with the cluster kind's name, then one
+ * fa_kernel_signature_member per member in the plan's member order with its op type, its output
+ * shapes (fa_tensor_shape_str, ";"-joined, "-" for an absent output: nodes.output_shapes) and
+ * its FLOPs, bytes read and bytes written (fa_node_cost: nodes.flops/bytes_read/bytes_written).
+ * Two clusters with the same ops on the same shapes, kernel sizes, strides and dtypes (the bytes
+ * and FLOPs carry the input and weight sizes and the element width) have the same text; one op's
+ * attributes that change neither (a Clip's bounds) do not enter it. Appends to b. */
+void fa_kernel_signature_start(fa_buf *b, const char *kind);
+void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *output_shapes, uint64_t flops,
+                                uint64_t bytes_read, uint64_t bytes_written);
+
+typedef struct fa_measured_fused {
+    int64_t run_id;           /* the run whose plan it belongs to */
+    int plan_id, cluster_id;
+    const char *signature;    /* fa_kernel_signature_* text */
+    double median_ns;         /* type-7 median of its 'cluster-fused' benchmark samples: ns per run of
+                                 the fused sub-graph, measured in isolation by the applier */
+    int n_samples;
+} fa_measured_fused;
+
+/* Every cluster whose fused sub-graph the applier benchmarked (benchmarks subject
+ * 'cluster-fused') in a plan for the same target as run_id's, of a run on the same device as
+ * run_id (runs.device_name and runs.threads equal; run_id's own earlier plans included), with
+ * its signature and median. Sorted by signature, then newest run first. Array and strings in
+ * arena; *n_out 0 when none. Errors: the store's; FA_ERR_INPUT when run_id does not exist. */
+fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_measured_fused **out,
+                                  size_t *n_out);
+/* The newest entry of v[0..n) (sorted as fa_store_measured_fused returns) with `signature`, NULL
+ * when none. */
+const fa_measured_fused *fa_measured_fused_find(const fa_measured_fused *v, size_t n, const char *signature);
+
 #endif
