@@ -10,7 +10,13 @@
 # +-25%, < 5% of measured clusters with the wrong sign. Timings are as noisy as the machine:
 # the script prints `uptime` with the figures.
 # env: BUILD (default build), THREADS (2), ITERS (5), MODELS (override list), KEEP (a folder to
-#      keep the plans in). Needs python3 (standard library only).
+#      keep the plans in), PASSES (1): run every model PASSES times into the same database; from
+#      the second pass on, a cluster whose fused kernel an earlier pass measured is predicted from
+#      that measurement (basis "fused time measured in run N"), so pass 1 is the roofline's
+#      prediction and pass 2 the lookup's, on the same machine. Needs python3 (standard library only).
+# Resolution: a cluster counts as within +-25% or wrong sign only where its measured saving is
+# resolved (bench/calibration.py: paired sign-test interval excludes 0, or IQR below the predicted
+# magnitude); the unresolved ones are counted apart.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
@@ -24,7 +30,9 @@ tmp=${KEEP:-$(mktemp -d)}
 mkdir -p "$tmp"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$tmp"' EXIT
 echo "load: $(uptime)"
-plans=()
+PASSES=${PASSES:-1}
+declare -A plans_of
+for pass in $(seq 1 "$PASSES"); do
 for m in $MODELS; do
   name=$(basename "${m#zoo:}" .onnx)
   if [[ $m == zoo:* ]]; then
@@ -34,17 +42,23 @@ for m in $MODELS; do
     [ -f "$m" ] || { echo "bench_calibration: $m absent, skipped" >&2; continue; }
     model="$m"
   fi
-  if "$FA" run "$model" --iters "$ITERS" --threads "$THREADS" --db "$tmp/cal.db" --out "$tmp/out-$name" \
-       > "$tmp/$name.log" 2>&1; then
-    plans+=("$name=$tmp/out-$name/plan.json")
+  out="$tmp/out-$name"; [ "$pass" = 1 ] || out="$tmp/out-$name-pass$pass"
+  if "$FA" run "$model" --iters "$ITERS" --threads "$THREADS" --db "$tmp/cal.db" --out "$out" \
+       > "$out.log" 2>&1; then
+    plans_of[$pass]+=" $name=$out/plan.json"
     # the run's own verdict on the machine's noise, and its baseline figures
-    grep -hE "^baseline|timings are noisy" "$tmp/$name.log" | sed "s/^/$name: /" || true
+    grep -hE "^baseline|timings are noisy" "$out.log" | sed "s/^/$name (pass $pass): /" || true
   else
-    echo "bench_calibration: run $name failed (rc $?): $(tail -1 "$tmp/$name.log")" >&2
+    echo "bench_calibration: run $name (pass $pass) failed (rc $?): $(tail -1 "$out.log")" >&2
   fi
+done
 done
 # the ceilings the runs used (cached per device in the database): for the analytic comparison
 read -r BW DISP < <("$FA" devices --json --db "$tmp/cal.db" |
   python3 -c 'import json,sys; d=json.load(sys.stdin)["cpu"]; print(d["mem_bw_gbs"], d["dispatch_ns"])')
-python3 "$here/bench/calibration.py" --db "$tmp/cal.db" --bw "$BW" --dispatch "$DISP" "${plans[@]}"
+for pass in $(seq 1 "$PASSES"); do
+  echo "######## pass $pass of $PASSES"
+  # shellcheck disable=SC2086 # one NAME=PLAN word per model
+  python3 "$here/bench/calibration.py" --db "$tmp/cal.db" --bw "$BW" --dispatch "$DISP" ${plans_of[$pass]:-}
+done
 echo "load: $(uptime)"
