@@ -1342,7 +1342,8 @@ static const char *profile_foreign(const fa_analysis *a, fa_target target)
 }
 
 /* The measured fused kernel of an earlier plan with c's signature (fa_kernel_signature_*: kind,
- * member op types, output shapes, FLOPs and bytes), NULL when none is known. */
+ * member op types, output shapes, FLOPs and bytes) whose measurement resolved its difference,
+ * NULL when none is known. */
 static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluster *c)
 {
     if (!A->opt.n_measured_fused || !A->opt.measured_fused) return NULL;
@@ -1366,7 +1367,7 @@ static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluste
         fa_kernel_signature_member(&b, n->op_type, shapes, cost.flops, cost.bytes_read, cost.bytes_written);
     }
     const fa_measured_fused *m =
-        b.oom || !b.data ? NULL : fa_measured_fused_find(A->opt.measured_fused, A->opt.n_measured_fused, b.data);
+        b.oom || !b.data ? NULL : fa_measured_fused_find(A->opt.measured_fused, A->opt.n_measured_fused, b.data, true);
     fa_buf_free(&b);
     return m;
 }
@@ -1389,7 +1390,7 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
 {
     const fa_graph *g = A->g;
     const fa_analysis *a = A->a;
-    char b[600];
+    char b[900];
     bool measured = a != NULL && !A->foreign;
     double sum = 0, anchor = 0, fastest = -1, bytes_run = 0, t_run = 0, flops = 0;
     int gone = 0;
@@ -1440,7 +1441,7 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     for (int i = 0; i < c->n_outputs; i++) ext_out += (double)fa_tensor_bytes(g->tensors[c->outputs[i]]);
     double bw = 0;
     const char *fused_how;
-    char fh[300];
+    char fh[512];
     switch (w->kind) {
     case FA_CLUSTER_BN_FOLD:
         in.anchor_ns = anchor;
@@ -1490,12 +1491,18 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         if (roof > 0) net += (double)w->horiz_bytes / roof;
     }
     const fa_measured_fused *known = measured_same_kind(A, c);
-    if (known) { /* the same fused kernel measured: its time, not the roofline's */
-        e.fused_ns = known->median_ns;
+    if (known && known->unfused_median_ns > 0) {
+        /* the same fused kernel measured: its time, not the roofline's. The earlier fused and
+         * unfused sub-graphs were timed in isolation, interleaved round by round; this profile
+         * timed the members inside the model (other cache state, other load). Their measured
+         * ratio carries over; the isolated time itself would mix the two conditions. */
+        double ratio = known->median_ns / known->unfused_median_ns;
+        e.fused_ns = in.member_ns * ratio;
         net = in.member_ns + in.gaps_ns - e.fused_ns - in.recompute_ns;
-        snprintf(fh, sizeof fh, "fused time measured in run %" PRId64 ": the median of %d runs of cluster %d of its plan %d, "
-                 "a fused kernel with the same ops, shapes and dtype on this device", known->run_id, known->n_samples,
-                 known->cluster_id, known->plan_id);
+        snprintf(fh, sizeof fh, "fused time measured in run %" PRId64 ": cluster %d of its plan %d, the same ops, shapes "
+                 "and dtype on this device, ran in %.0f ns against its members' %.0f ns (medians of %d interleaved "
+                 "rounds, resolved); that ratio %.3f x the members' %.0f ns here", known->run_id, known->cluster_id,
+                 known->plan_id, known->median_ns, known->unfused_median_ns, known->n_samples, ratio, in.member_ns);
         fused_how = fh;
     }
     c->est_saving_ns = net;
@@ -1629,7 +1636,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         if (c->est_saving_ns <= 0) {
             c->status = FA_CLUSTER_REFUSED;
             c->refusal = FA_WHY_NOT_BENEFICIAL;
-            char r[900];
+            char r[1200];
             snprintf(r, sizeof r, "not-beneficial: predicted saving %.1f ns is not positive (%s)", c->est_saving_ns,
                      c->basis);
             c->reason = fa_arena_strdup(A.ar, r);

@@ -178,8 +178,11 @@ typedef struct fa_advise_options {
     bool no_gate;              /* skip NVRTC compilation (tests that must not need the toolkit) */
     /* fused kernels measured by earlier plans on the profile's device (fa_store_measured_fused,
      * sorted as it returns; may be NULL): a cluster with the same signature
-     * (fa_kernel_signature_*) is predicted with that kernel's measured median as its fused time
-     * instead of the roofline's, and its basis says "fused time measured in run N". Not owned. */
+     * (fa_kernel_signature_*) whose earlier measurement resolved its difference is predicted
+     * with that kernel's measured time as its fused time instead of the roofline's: the measured
+     * fused / unfused median ratio applied to the members' time in this profile (the earlier
+     * pair was timed in isolation, round by round, this profile inside the model); its basis
+     * says "fused time measured in run N". Not owned. */
     const fa_measured_fused *measured_fused;
     size_t n_measured_fused;
 } fa_advise_options;

@@ -5,6 +5,7 @@
 #include "store-impl.h"
 
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,38 +116,72 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
     fa_stmt_finalize(q);
     if (s) return s;
     if (!exists) return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: no run %" PRId64, st->path, run_id);
-    /* every fused-cluster sample of a plan for run_id's target on run_id's device, one row per
-     * sample, grouped by cluster */
+    /* every fused and unfused cluster sample of a plan for run_id's target on run_id's device,
+     * one row per sample, grouped by cluster and round */
     s = fa_sq_prepare_run(ctx, st,
-                          "SELECT b.run_id, b.plan_id, b.cluster_id, c.kind, c.members_json, b.latency_ns "
+                          "SELECT b.run_id, b.plan_id, b.cluster_id, c.kind, c.members_json, b.iter, b.subject, b.latency_ns "
                           "FROM runs cur JOIN runs r ON COALESCE(r.device_name, '') = COALESCE(cur.device_name, '') "
                           "AND r.threads = cur.threads "
                           "JOIN plans p ON p.run_id = r.id AND COALESCE(p.target, '') = COALESCE(cur.target, '') "
                           "JOIN clusters c ON c.run_id = p.run_id AND c.plan_id = p.plan_id "
                           "JOIN benchmarks b ON b.run_id = c.run_id AND b.plan_id = c.plan_id AND b.cluster_id = c.cluster_id "
-                          "WHERE cur.id = ?1 AND b.subject = 'cluster-fused' "
-                          "ORDER BY b.run_id, b.plan_id, b.cluster_id, b.iter",
+                          "WHERE cur.id = ?1 AND b.subject IN ('cluster-fused', 'cluster-unfused') "
+                          "ORDER BY b.run_id, b.plan_id, b.cluster_id, b.iter, b.subject",
                           run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     fa_measured_fused *v = NULL;
     const char **kinds = NULL, **members = NULL; /* per entry of v until its signature is built */
     size_t n = 0, cap = 0, capk = 0, capm = 0;
-    double *smp = NULL;
-    int nsmp = 0, capsmp = 0;
+    double *smp = NULL; /* pairs: [2i] unfused, [2i + 1] fused of round i */
+    int nsmp = 0, capsmp = 0, cur_iter = -1;
+    bool open_entry = false;
+    double pend_u = NAN, pend_f = NAN;
     rc = FA_DB_DONE;
     for (;;) {
         bool row = !s && (rc = fa_stmt_step(q)) == FA_DB_ROW;
         int64_t rid = row ? fa_col_i64(q, 0) : -1;
-        int pid = row ? fa_col_int(q, 1) : -1, cid = row ? fa_col_int(q, 2) : -1;
-        /* a new cluster (or the end): close the previous one */
-        if (n > 0 && nsmp > 0 && (!row || rid != v[n - 1].run_id || pid != v[n - 1].plan_id || cid != v[n - 1].cluster_id)) {
-            v[n - 1].n_samples = nsmp;
-            v[n - 1].median_ns = fa_stats_median(smp, (size_t)nsmp);
+        int pid = row ? fa_col_int(q, 1) : -1, cid = row ? fa_col_int(q, 2) : -1, it = row ? fa_col_int(q, 5) : -1;
+        bool new_cluster = !row || !open_entry || rid != v[n - 1].run_id || pid != v[n - 1].plan_id || cid != v[n - 1].cluster_id;
+        /* a round ends: keep it when both subjects were seen */
+        if (open_entry && (new_cluster || it != cur_iter)) {
+            if (pend_u == pend_u && pend_f == pend_f) {
+                if (nsmp + 1 >= capsmp) {
+                    int nc = capsmp ? 2 * capsmp : 128;
+                    double *ns = realloc(smp, sizeof *smp * (size_t)nc);
+                    if (!ns) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+                    smp = ns;
+                    capsmp = nc;
+                }
+                smp[nsmp++] = pend_u;
+                smp[nsmp++] = pend_f;
+            }
+            pend_u = pend_f = NAN;
+        }
+        /* a cluster ends: its medians and whether its pairs resolve a difference */
+        if (open_entry && new_cluster) {
+            fa_measured_fused *m = &v[n - 1];
+            int np = nsmp / 2;
+            m->n_samples = np;
+            if (np > 0) {
+                double *u = malloc(sizeof *u * (size_t)np * 2);
+                if (!u) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+                double *f = u + np;
+                for (int i = 0; i < np; i++) u[i] = smp[2 * i], f[i] = smp[2 * i + 1];
+                fa_paired_saving ps;
+                fa_paired_saving_of(u, f, np, &ps);
+                m->resolved = ps.n > 0 && ps.ci_lo_ns == ps.ci_lo_ns && (ps.ci_lo_ns > 0 || ps.ci_hi_ns < 0);
+                m->unfused_median_ns = fa_stats_median(u, (size_t)np);
+                m->median_ns = fa_stats_median(f, (size_t)np);
+                free(u);
+            } else {
+                n--; /* no round with both: nothing measured to use */
+            }
             nsmp = 0;
+            open_entry = false;
         }
         if (!row) break;
-        if (nsmp == 0) {
+        if (!open_entry) {
             if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v) || !fa_sq_grow(arena, (void **)&kinds, n, &capk, sizeof *kinds) ||
                 !fa_sq_grow(arena, (void **)&members, n, &capm, sizeof *members)) {
                 s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
@@ -156,15 +191,13 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
             kinds[n] = fa_sq_col_str(q, 3, arena);
             members[n] = fa_sq_col_str(q, 4, arena);
             n++;
+            open_entry = true;
         }
-        if (nsmp == capsmp) {
-            int nc = capsmp ? 2 * capsmp : 64;
-            double *ns = realloc(smp, sizeof *smp * (size_t)nc);
-            if (!ns) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-            smp = ns;
-            capsmp = nc;
-        }
-        smp[nsmp++] = (double)fa_col_i64(q, 5);
+        cur_iter = it;
+        const char *subj = fa_col_text(q, 6);
+        double ns = (double)fa_col_i64(q, 7);
+        if (subj && !strcmp(subj, "cluster-unfused")) pend_u = ns;
+        else pend_f = ns;
     }
     if (!s && rc != FA_DB_ROW) s = STEP_CHECK(ctx, st, q, rc);
     fa_stmt_finalize(q);
@@ -193,7 +226,8 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
     return FA_OK;
 }
 
-const fa_measured_fused *fa_measured_fused_find(const fa_measured_fused *v, size_t n, const char *signature)
+const fa_measured_fused *fa_measured_fused_find(const fa_measured_fused *v, size_t n, const char *signature,
+                                                bool resolved_only)
 {
     size_t lo = 0, hi = n; /* the first entry whose signature is >= signature */
     while (lo < hi) {
@@ -201,5 +235,7 @@ const fa_measured_fused *fa_measured_fused_find(const fa_measured_fused *v, size
         if (strcmp(v[mid].signature, signature) < 0) lo = mid + 1;
         else hi = mid;
     }
-    return lo < n && !strcmp(v[lo].signature, signature) ? &v[lo] : NULL;
+    for (; lo < n && !strcmp(v[lo].signature, signature); lo++)
+        if (v[lo].resolved || !resolved_only) return &v[lo];
+    return NULL;
 }

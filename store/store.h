@@ -456,18 +456,24 @@ typedef struct fa_measured_fused {
     const char *signature;    /* fa_kernel_signature_* text */
     double median_ns;         /* type-7 median of its 'cluster-fused' benchmark samples: ns per run of
                                  the fused sub-graph, measured in isolation by the applier */
-    int n_samples;
+    double unfused_median_ns; /* the same of its 'cluster-unfused' samples (the members' sub-graph,
+                                 interleaved with the fused one round by round) */
+    int n_samples;            /* rounds with both samples */
+    bool resolved;            /* the paired unfused - fused differences' sign-test interval
+                                 excludes 0 (fa_paired_saving_of): the measurement resolves a
+                                 saving or a loss; false: within its own noise */
 } fa_measured_fused;
 
-/* Every cluster whose fused sub-graph the applier benchmarked (benchmarks subject
- * 'cluster-fused') in a plan for the same target as run_id's, of a run on the same device as
+/* Every cluster whose fused and unfused sub-graphs the applier benchmarked (benchmarks subjects
+ * 'cluster-fused' and 'cluster-unfused', paired by iter) in a plan for the same target as run_id's, of a run on the same device as
  * run_id (runs.device_name and runs.threads equal; run_id's own earlier plans included), with
  * its signature and median. Sorted by signature, then newest run first. Array and strings in
  * arena; *n_out 0 when none. Errors: the store's; FA_ERR_INPUT when run_id does not exist. */
 fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_measured_fused **out,
                                   size_t *n_out);
-/* The newest entry of v[0..n) (sorted as fa_store_measured_fused returns) with `signature`, NULL
- * when none. */
-const fa_measured_fused *fa_measured_fused_find(const fa_measured_fused *v, size_t n, const char *signature);
+/* The newest entry of v[0..n) (sorted as fa_store_measured_fused returns) with `signature` (and
+ * resolved, when resolved_only), NULL when none. */
+const fa_measured_fused *fa_measured_fused_find(const fa_measured_fused *v, size_t n, const char *signature,
+                                                bool resolved_only);
 
 #endif

@@ -12,6 +12,8 @@
 #include "testutil.h"
 
 static const double k_fused_ns = 7777; /* the stored fused kernel's samples: all this value */
+/* its members' samples, interleaved with them: every round 2223..2263 ns slower (resolved) */
+static const double k_unfused[5] = {10000, 10010, 10020, 10030, 10040};
 
 /* Store a run of zoo:convnet-tiny at `batch` in s; its analysis in *a, graph in *g. */
 static int64_t stored_run(fa_ctx *ctx, fa_store *s, int batch, fa_graph **g, fa_analysis **a)
@@ -49,7 +51,8 @@ static void test_measured_fused_kernel_predicts_same_signature_only(void **st)
     fa_advise_options o = fa_advise_options_default();
     o.no_gate = true;
 
-    /* run 1: planned, and every cluster's fused sub-graph "measured" at k_fused_ns */
+    /* run 1: planned, and every cluster's fused sub-graph "measured" at k_fused_ns, its
+     * unfused one at k_unfused */
     fa_graph *g1 = NULL;
     fa_analysis *a1 = NULL;
     int64_t run1 = stored_run(ctx, s, 1, &g1, &a1);
@@ -59,9 +62,12 @@ static void test_measured_fused_kernel_predicts_same_signature_only(void **st)
     assert_int_equal(count_basis(p1, "fused time measured"), 0); /* nothing measured yet */
     assert_int_equal(fa_plan_save(ctx, s, p1), FA_OK);
     double smp[5] = {k_fused_ns, k_fused_ns, k_fused_ns, k_fused_ns, k_fused_ns};
-    for (int i = 0; i < p1->n_clusters; i++)
+    for (int i = 0; i < p1->n_clusters; i++) {
         assert_int_equal(fa_store_put_bench_samples(ctx, s, run1, p1->plan_id, FA_BENCH_CLUSTER_FUSED, p1->clusters[i].id,
                                                     smp, 5), FA_OK);
+        assert_int_equal(fa_store_put_bench_samples(ctx, s, run1, p1->plan_id, FA_BENCH_CLUSTER_UNFUSED, p1->clusters[i].id,
+                                                    k_unfused, 5), FA_OK);
+    }
 
     /* run 2, the same model on the same device: every cluster finds its measured kernel */
     fa_graph *g2 = NULL;
@@ -72,7 +78,8 @@ static void test_measured_fused_kernel_predicts_same_signature_only(void **st)
     size_t nmf = 0;
     assert_int_equal(fa_store_measured_fused(ctx, s, run2, ar, &mf, &nmf), FA_OK);
     assert_int_equal((int)nmf, p1->n_clusters);
-    assert_true(mf[0].median_ns == k_fused_ns && mf[0].n_samples == 5 && mf[0].run_id == run1);
+    assert_true(mf[0].median_ns == k_fused_ns && mf[0].unfused_median_ns == 10020 && mf[0].n_samples == 5 &&
+                mf[0].run_id == run1 && mf[0].resolved);
     fa_plan *p2_roof = NULL; /* the same profile without the lookup, to compare with */
     assert_int_equal(fa_advise(ctx, g2, a2, &o, &p2_roof), FA_OK);
     o.measured_fused = mf;
@@ -83,10 +90,11 @@ static void test_measured_fused_kernel_predicts_same_signature_only(void **st)
     snprintf(want, sizeof want, "fused time measured in run %lld", (long long)run1);
     assert_int_equal(p2->n_clusters, p1->n_clusters);
     assert_int_equal(count_basis(p2, want), p2->n_clusters);
-    assert_int_equal(count_basis(p2, "fused kernel 7777 ns"), p2->n_clusters);
-    /* the saving is the members' measured time + gaps - the measured fused time - recompute:
-     * against the same cluster predicted without the lookup, it moves by exactly the change of
-     * the fused time (parsed from each basis) */
+    assert_int_equal(count_basis(p2, "ran in 7777 ns against its members' 10020 ns"), p2->n_clusters);
+    assert_int_equal(count_basis(p2, "ratio 0.776 x"), p2->n_clusters); /* 7777 / 10020 */
+    /* the saving is the members' measured time + gaps - the fused time - recompute: against the
+     * same cluster predicted without the lookup, it moves by exactly the change of the fused
+     * time (each parsed from its basis) */
     for (int i = 0; i < p2->n_clusters; i++) {
         const fa_cluster *c2 = &p2->clusters[i], *c1 = NULL;
         for (int j = 0; j < p2_roof->n_clusters; j++)
@@ -94,10 +102,11 @@ static void test_measured_fused_kernel_predicts_same_signature_only(void **st)
                 !memcmp(p2_roof->clusters[j].members, c2->members, sizeof(int) * (size_t)c2->n_members))
                 c1 = &p2_roof->clusters[j];
         assert_non_null(c1);
-        const char *f1 = strstr(c1->basis, "fused kernel ");
+        const char *f1 = strstr(c1->basis, "fused kernel "), *f2 = strstr(c2->basis, "fused kernel ");
         assert_non_null(f1);
-        double fused1 = strtod(f1 + strlen("fused kernel "), NULL);
-        assert_true(fabs((c1->est_saving_ns + fused1 - k_fused_ns) - c2->est_saving_ns) <= 1.0 + 1e-9 * fabs(fused1));
+        assert_non_null(f2);
+        double fused1 = strtod(f1 + strlen("fused kernel "), NULL), fused2 = strtod(f2 + strlen("fused kernel "), NULL);
+        assert_true(fabs((c1->est_saving_ns + fused1 - fused2) - c2->est_saving_ns) <= 1.0); /* basis rounds to 1 ns */
     }
 
     /* run 3, batch 2: other shapes, other signatures: the roofline's prediction */
@@ -112,6 +121,23 @@ static void test_measured_fused_kernel_predicts_same_signature_only(void **st)
     assert_int_equal(fa_advise(ctx, g3, a3, &o, &p3), FA_OK);
     assert_true(p3->n_clusters > 0);
     assert_int_equal(count_basis(p3, "fused time measured"), 0); /* ...and none matches */
+
+    /* run 1's measurements made unresolved (the unfused rounds straddle the fused ones): they
+     * can neither confirm nor replace the roofline's fused time, so run 2 is not predicted
+     * from them */
+    const double straddle[5] = {7000, 9000, 7000, 9000, 8000};
+    for (int i = 0; i < p1->n_clusters; i++)
+        assert_int_equal(fa_store_put_bench_samples(ctx, s, run1, p1->plan_id, FA_BENCH_CLUSTER_UNFUSED, p1->clusters[i].id,
+                                                    straddle, 5), FA_OK);
+    assert_int_equal(fa_store_measured_fused(ctx, s, run2, ar, &mf, &nmf), FA_OK);
+    assert_int_equal((int)nmf, p1->n_clusters);
+    assert_false(mf[0].resolved);
+    o.measured_fused = mf;
+    o.n_measured_fused = nmf;
+    fa_plan *p4 = NULL;
+    assert_int_equal(fa_advise(ctx, g2, a2, &o, &p4), FA_OK);
+    assert_int_equal(count_basis(p4, "fused time measured"), 0);
+    fa_plan_free(p4);
 
     /* an unknown run is an error naming it */
     assert_int_equal(fa_store_measured_fused(ctx, s, 999, ar, &mf, &nmf), FA_ERR_INPUT);
