@@ -73,6 +73,7 @@ def resolved(p, predicted):
 
 BASIS = re.compile(r"medians (-?[\d.]+) ns \+ (\d+) gap\(s\) x (-?[\d.]+) ns; fused kernel (-?[\d.]+) ns")
 ANCHOR = re.compile(r"anchor's measured (-?[\d.]+) ns")
+HERE = re.compile(r"x the members' (-?[\d.]+) ns here")  # a lookup's basis: all members' time, anchor included
 
 
 def sides(c):
@@ -81,6 +82,9 @@ def sides(c):
     if not m:
         return None
     gone, gaps, gap, fused = float(m[1]), int(m[2]), float(m[3]), float(m[4])
+    here = HERE.search(c["basis"])
+    if here:
+        return float(here[1]) + gaps * gap, fused
     anchor = 0.0
     if c["kind"] == "bn-fold":
         anchor = fused  # the anchor's kernel unchanged
