@@ -1168,7 +1168,7 @@ const fa_op fa_ops_elementwise[] = {
      "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out", a_cast},
     {"CastLike", "", FA_PATTERN_ELEMWISE, 2, 2, 1, 1, 0, infer_cast, NULL, kernel_cast,
      "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out", a_castlike},
-    {"Dropout", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
+    {"Dropout", "", FA_PATTERN_OPAQUE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
      "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)", a_dropout},
     BINARY("Add", a_arith_legacy, "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Sub", a_arith_legacy, "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),

@@ -335,10 +335,49 @@ static void test_template_renames_only_the_variables(void **s)
     assert_null(fa_unary_math_get(FA_UNARY_COUNT));
 }
 
+/* Every registered op carries a pattern class (the advisor reads nothing else to tell an anchor,
+ * an elementwise member or a reduction), consistent with its op math: an op with a unary scalar
+ * expression is elementwise, a binary one broadcast; a reduction kind only on a reduction; every
+ * Reduce* op (ONNX's family over `axes`) has an axes kind and nothing else does. */
+static void test_every_registered_op_has_a_consistent_pattern_class(void **s)
+{
+    (void)s;
+    int n = 0, n_red = 0, n_math = 0;
+    for (const fa_op *op; (op = fa_op_at(n)) != NULL; n++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s (%s)", op->name, op->domain && op->domain[0] ? op->domain : "ai.onnx");
+        if (!((int)op->pattern >= 0 && op->pattern < FA_PATTERN_COUNT)) fail_msg("%s: pattern %d", what, (int)op->pattern);
+        if (!((int)op->reduce >= 0 && op->reduce < FA_REDUCE_COUNT)) fail_msg("%s: reduce kind %d", what, (int)op->reduce);
+        bool dflt = !op->domain || !op->domain[0];
+        if (dflt && fa_unary_math_find(op->name)) {
+            n_math++;
+            if (op->pattern != FA_PATTERN_ELEMWISE) fail_msg("%s has a unary expression but class %s", what, fa_pattern_name(op->pattern));
+        }
+        if (dflt && fa_binary_math_find(op->name)) {
+            n_math++;
+            if (op->pattern != FA_PATTERN_BROADCAST)
+                fail_msg("%s has a binary expression but class %s", what, fa_pattern_name(op->pattern));
+        }
+        if (op->reduce != FA_REDUCE_NONE) {
+            n_red++;
+            if (op->pattern != FA_PATTERN_REDUCTION) fail_msg("%s has reduce kind %d but class %s", what, (int)op->reduce,
+                                                             fa_pattern_name(op->pattern));
+        }
+        bool reduce_family = dflt && !strncmp(op->name, "Reduce", 6);
+        if (reduce_family != (bool)fa_reduce_is_axes(op->reduce))
+            fail_msg("%s: %s an axes reduction kind", what, reduce_family ? "a Reduce* op without" : "not a Reduce* op but");
+    }
+    print_message("%d registered ops, %d with a scalar expression, %d with a reduction kind\n", n, n_math, n_red);
+    assert_true(n > 100);
+    assert_int_equal(n_math, (int)FA_UNARY_COUNT + (int)FA_BINARY_COUNT + 1 /* Sum is Add's row */);
+    assert_int_equal(n_red, 13); /* 9 Reduce*, Softmax, LogSoftmax, LayerNormalization, RMSNormalization */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_template_renames_only_the_variables),
+        cmocka_unit_test(test_every_registered_op_has_a_consistent_pattern_class),
         cmocka_unit_test(test_every_table_op_on_every_target),
         cmocka_unit_test(test_every_binary_table_op_on_every_target),
     };
