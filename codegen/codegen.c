@@ -1292,39 +1292,6 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
     free(set);
 }
 
-static const char CUDA_HELPERS[] =
-    "__device__ __forceinline__ float fa_warp_sum(float v)\n"
-    "{\n"
-    "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
-    "    return v;\n"
-    "}\n"
-    "__device__ __forceinline__ float fa_warp_max(float v)\n"
-    "{\n"
-    "    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
-    "    return v;\n"
-    "}\n"
-    "__device__ __forceinline__ float fa_warp_min(float v)\n"
-    "{\n"
-    "    for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
-    "    return v;\n"
-    "}\n"
-    "/* Block-wide reduction (blockDim.x a multiple of 32): every warp reduces by shuffles, warp\n"
-    " * partials go through s[32], every warp then reduces the partials, so all threads return\n"
-    " * the result. The leading barrier lets s be reused by consecutive reductions. */\n"
-    "#define FA_BLOCK_REDUCE(NAME, WARP, IDENT) \\\n"
-    "    __device__ __forceinline__ float NAME(float v, float *s) \\\n"
-    "    { \\\n"
-    "        const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5; \\\n"
-    "        v = WARP(v); \\\n"
-    "        __syncthreads(); \\\n"
-    "        if (lane == 0) s[w] = v; \\\n"
-    "        __syncthreads(); \\\n"
-    "        return WARP(lane < nw ? s[lane] : (IDENT)); \\\n"
-    "    }\n"
-    "FA_BLOCK_REDUCE(fa_block_sum, fa_warp_sum, 0.0f)\n"
-    "FA_BLOCK_REDUCE(fa_block_max, fa_warp_max, -__int_as_float(0x7f800000))\n"
-    "FA_BLOCK_REDUCE(fa_block_min, fa_warp_min, __int_as_float(0x7f800000))\n\n";
-
 /* glibc's libmvec has vector variants of these float functions (x86_64: expf logf sinf cosf
  * powf since glibc 2.22, tanhf erff log1pf since 2.35 — libmvec.so symbol versions). Declaring
  * them `omp declare simd` lets gcc vectorise loops that call them (math.h declares them so only
@@ -1410,7 +1377,7 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, co
         int64_t bs;
         if (b.rowk) {
             bs = pow2_block(b.rowlen);
-            fa_buf_puts(&o, CUDA_HELPERS);
+            fa_buf_puts(&o, FA_CUDA_REDUCE_HELPERS "\n");
             inf.grid = b.rows > 0 ? b.rows : 1;
             inf.work_items = b.rows;
         } else {
