@@ -528,11 +528,8 @@ static void phase_reductions(adv *A)
         fa_why_code code = FA_WHY_NONE;
         if (!reduction_domain(g, seed, &r, &code)) {
             const fa_tensor *X = fa_graph_in(g, seed, 0);
-            if (X && code == FA_WHY_NO_PATTERN)
-                why(A, X->producer, seed->id, X->id, code,
-                    "%s '%s' reduces over a domain no generated row kernel covers (a window, a channel group or an "
-                    "index): no reduction domain to fuse in", seed->op_type, seed->name);
-            else if (X)
+            if (code == FA_WHY_NO_PATTERN) continue; /* no row domain at all: default_why says so */
+            if (X)
                 why(A, X->producer, seed->id, X->id, code,
                     "%s '%s' is not a reduction over trailing axes with kept dims (%s): no reduction domain to fuse in",
                     seed->op_type, seed->name, fa_why_code_name(code));
@@ -570,6 +567,7 @@ static void phase_reductions(adv *A)
                 }
                 if (!fwd && !back) continue;
                 bool red = fa_adv_is_reduction(nd);
+                if (red && fa_adv_reduce_kind(nd) == FA_REDUCE_NONE) continue; /* no row domain (a pool): default_why */
                 if (red) {
                     int r2;
                     fa_why_code c2 = FA_WHY_NONE;
@@ -1168,6 +1166,9 @@ static void default_why(adv *A, int p, int c, int t)
     else if (fa_adv_is_complex(cn))
         why(A, p, c, t, FA_WHY_COMPLEX_CONSUMER, "%s '%s' consumes '%s': a prologue into a complex op is not fused",
             cn->op_type, cn->name, T->name);
+    else if (cp == FA_PATTERN_REDUCTION && fa_adv_reduce_kind(cn) == FA_REDUCE_NONE)
+        why(A, p, c, t, FA_WHY_NO_PATTERN, "%s '%s' reduces over a domain no generated row kernel covers (a window, a "
+            "channel group or an index): '%s' (%.2f MB) round-trips memory", cn->op_type, cn->name, T->name, mb(tb));
     else if (pp == FA_PATTERN_REDUCTION && cp == FA_PATTERN_REDUCTION)
         why(A, p, c, t, FA_WHY_TWO_REDUCTIONS, "%s '%s' and %s '%s' are both reductions in different clusters",
             pn->op_type, pn->name, cn->op_type, cn->name);

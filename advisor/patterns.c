@@ -83,12 +83,21 @@ bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out)
 /* ---- activations written as subgraphs (GELU, SiLU, HardSwish) ---- */
 
 /* The ops an activation subgraph is built from: those with a scalar expression in the op-math
- * table (graph/op_math.h, unary or binary; Sum is Add's row), the value copies (Cast,
- * CastLike, Identity) and Clip (its bounds from attributes or inputs, below). */
+ * table (graph/op_math.h, unary or binary; Sum is Add's row) and the value copies (Cast,
+ * CastLike, Identity). */
 static bool activation_op(const char *op)
 {
-    return fa_unary_math_find(op) || fa_binary_math_find(op) || !strcmp(op, "Clip") || !strcmp(op, "Cast") ||
-           !strcmp(op, "CastLike") || !strcmp(op, "Identity");
+    return fa_unary_math_find(op) || fa_binary_math_find(op) || !strcmp(op, "Cast") || !strcmp(op, "CastLike") ||
+           !strcmp(op, "Identity");
+}
+
+/* Whether input i of n supplies a parameter of its op-math row (Clip's bounds). */
+static bool param_input(const fa_node *n, int i)
+{
+    const fa_unary_math *m = fa_unary_math_for_node(n, NULL);
+    for (int k = 0; m && k < 3; k++)
+        if (fa_unary_math_param_input(n, m, k) == i) return true;
+    return false;
 }
 
 static bool same_shape(const fa_tensor *a, const fa_tensor *b)
@@ -123,14 +132,18 @@ static bool activation_eval(const fa_graph *g, const int *S, int n, int x, int y
         }
         if (ni < 1 || !have[0]) return false;
         const char *op = nd->op_type;
-        const fa_unary_math *um = fa_unary_math_find(op);
-        const fa_binary_math *bm = um ? NULL : fa_binary_math_find(op);
+        const fa_unary_math *um = fa_unary_math_find(op) ? fa_unary_math_for_node(nd, NULL) : NULL;
+        const fa_binary_math *bm = fa_unary_math_find(op) ? NULL : fa_binary_math_find(op);
         double r;
-        if (um) { /* the table's expression, its attributes bound as the kernels bind them */
+        if (fa_unary_math_find(op) && !um) return false; /* an attribute value without an expression */
+        if (um) { /* the table's expression, its parameters bound as the kernels bind them */
             float p[3];
-            for (int j = 0; j < 3; j++)
-                p[j] = um->attr[j] && fa_node_attr(nd, um->attr[j]) ? fa_node_attr_float(nd, um->attr[j], 0)
-                                                                     : (float)um->def[j];
+            for (int j = 0; j < 3; j++) {
+                int ix = fa_unary_math_param_input(nd, um, j);
+                p[j] = ix < 0 && um->attr[j] && fa_node_attr(nd, um->attr[j]) ? fa_node_attr_float(nd, um->attr[j], 0)
+                                                                               : (float)um->def[j];
+                if (ix >= 0 && ix < ni && have[ix]) p[j] = (float)in[ix];
+            }
             r = fa_unary_math_eval(um->op, (float)in[0], p[0], p[1], p[2]);
         } else if (bm) { /* variadic Sum/Max/Min chain the expression */
             if (ni < 2) return false;
@@ -141,16 +154,6 @@ static bool activation_eval(const fa_graph *g, const int *S, int n, int x, int y
             }
         } else if (!strcmp(op, "Cast") || !strcmp(op, "CastLike") || !strcmp(op, "Identity")) {
             r = in[0];
-        } else if (!strcmp(op, "Clip")) {
-            double lo = -INFINITY, hi = INFINITY;
-            if (nd->opset < 11) {
-                lo = fa_node_attr_float(nd, "min", -FLT_MAX);
-                hi = fa_node_attr_float(nd, "max", FLT_MAX);
-            } else {
-                if (ni > 1 && have[1]) lo = in[1];
-                if (ni > 2 && have[2]) hi = in[2];
-            }
-            r = in[0] < lo ? lo : in[0] > hi ? hi : in[0];
         } else return false;
         val[k] = r;
         tid[k] = nd->outputs[0];
@@ -244,7 +247,7 @@ bool fa_adv_match_activation(const fa_graph *g, const int *pos, int x, const int
             bool linked = false, ok = true;
             for (int i = 0; i < nd->n_inputs && ok; i++) {
                 int t = nd->inputs[i];
-                if (t < 0 && i > 0 && !strcmp(nd->op_type, "Clip")) continue; /* an omitted bound */
+                if (t < 0 && i > 0 && param_input(nd, i)) continue; /* an omitted bound: the default */
                 if (t < 0) { ok = false; break; }
                 if (t == x) { linked = true; continue; }
                 bool from_s = false;

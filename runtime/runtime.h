@@ -403,6 +403,9 @@ const fa_target_iface *fa_exec_target_iface(const fa_exec *e);
     "    for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));\n"  \
     "    return v;\n"                                                                            \
     "}\n"                                                                                        \
+    "/* Block-wide reduction (blockDim.x a multiple of 32): every warp reduces by shuffles, warp\n"  \
+    " * partials go through s[32], every warp then reduces the partials, so all threads return\n"    \
+    " * the result. The leading barrier lets s be reused by consecutive reductions. */\n"          \
     "#define FA_BLOCK_REDUCE(NAME, WARP, IDENT) \\\n"                                           \
     "    __device__ __forceinline__ float NAME(float v, float *s) \\\n"                         \
     "    { \\\n"                                                                                 \

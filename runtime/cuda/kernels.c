@@ -18,21 +18,11 @@ static const char k_source[] =
     "#define GRID_LOOP(i, n) for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)blockDim.x * gridDim.x)\n"
     "\n"
     /* the unary ops with an expression: graph/op_math.h, the one table every target expands */
-    FA_UNARY_MATH_CUDA
-    "enum { U_CLIP = FA_UNARY_COUNT, U_GELU_ERF };\n"
-    "\n"
-    "__device__ __forceinline__ float fa_un(int op, float x, float a, float b, float g)\n"
-    "{\n"
-    "    switch (op) {\n"
-    "    case U_CLIP: return x < a ? a : (x > b ? b : x);\n"
-    "    case U_GELU_ERF: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));\n"
-    "    }\n"
-    "    return fa_unary_math(op, x, a, b, g);\n"
-    "}\n"
+    FA_UNARY_MATH_CUDA /* Gelu's two forms and Clip included */
     "\n"
     "extern \"C\" __global__ void fa_unary(const float *x, float *y, i64 n, int op, float a, float b, float g)\n"
     "{\n"
-    "    GRID_LOOP(i, n) y[i] = fa_un(op, x[i], a, b, g);\n"
+    "    GRID_LOOP(i, n) y[i] = fa_unary_math(op, x[i], a, b, g);\n"
     "}\n"
     "\n"
     FA_BINARY_MATH_CUDA /* graph/op_math.h: the binary ops' math, written once */
