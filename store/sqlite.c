@@ -269,10 +269,29 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL));
 
     /* Version check first: reading the header changes nothing in the file. */
+    /* The three facts in ONE statement, so one read snapshot: read one by one, a process that
+     * creates the file meanwhile (first open by several writers at once) could commit its first
+     * migration between them, and a file seen with application_id 0 but schema objects would be
+     * refused as another program's (test_store_backends' 8 writers saw it under load). */
     int64_t version = 0, app_id = 0, n_objects = 0;
-    if (!s) s = fa_sq_query_i64(ctx, st, "PRAGMA user_version", &version);
-    if (!s) s = fa_sq_query_i64(ctx, st, "PRAGMA application_id", &app_id);
-    if (!s) s = fa_sq_query_i64(ctx, st, "SELECT count(*) FROM sqlite_schema", &n_objects);
+    if (!s) {
+        fa_stmt *q;
+        s = fa_sq_prepare(ctx, st,
+                          "SELECT (SELECT user_version FROM pragma_user_version), "
+                          "(SELECT application_id FROM pragma_application_id), "
+                          "(SELECT count(*) FROM sqlite_schema)",
+                          &q);
+        if (!s) {
+            int rc = fa_stmt_step(q);
+            s = STEP_CHECK(ctx, st, q, rc);
+            if (!s && rc == FA_DB_ROW) {
+                version = fa_col_i64(q, 0);
+                app_id = fa_col_i64(q, 1);
+                n_objects = fa_col_i64(q, 2);
+            }
+            fa_stmt_finalize(q);
+        }
+    }
     if (!s) s = version_known(ctx, path, version);
     if (!s && (app_id != 0 || version > 0 || n_objects > 0) && app_id != FA_STORE_APPLICATION_ID)
         s = fa_ctx_error(ctx, FA_ERR_INPUT,
