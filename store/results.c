@@ -9,6 +9,21 @@
 
 /* ---- graph rows ---- */
 
+static fa_status decode_node(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    fa_node_row *r = row;
+    r->id = fa_col_int(q, 0);
+    r->name = fa_sq_col_str(q, 1, arena);
+    r->op_type = fa_sq_col_str(q, 2, arena);
+    r->pattern = fa_col_null(q, 3) ? -1 : fa_col_int(q, 3);
+    r->folded = fa_col_int(q, 4) != 0;
+    r->flops = (uint64_t)fa_col_i64(q, 5);
+    r->bytes = (uint64_t)fa_col_i64(q, 6);
+    if (!r->name || !r->op_type) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    return FA_OK;
+}
+
 fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
                              fa_node_row **out, size_t *n_out)
 {
@@ -18,27 +33,20 @@ fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool liv
                                 "FROM nodes WHERE run_id=?1 AND (?2 = 0 OR folded = 0) ORDER BY node_id", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, live_only);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_node_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        fa_node_row *r = &v[n++];
-        r->id = fa_col_int(q, 0);
-        r->name = fa_sq_col_str(q, 1, arena);
-        r->op_type = fa_sq_col_str(q, 2, arena);
-        r->pattern = fa_col_null(q, 3) ? -1 : fa_col_int(q, 3);
-        r->folded = fa_col_int(q, 4) != 0;
-        r->flops = (uint64_t)fa_col_i64(q, 5);
-        r->bytes = (uint64_t)fa_col_i64(q, 6);
-        if (!r->name || !r->op_type) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_node, NULL, (void **)out, n_out);
+}
+
+static fa_status decode_tensor(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    fa_tensor_row *r = row;
+    r->id = fa_col_int(q, 0);
+    r->name = fa_sq_col_str(q, 1, arena);
+    r->bytes = (uint64_t)fa_col_i64(q, 2);
+    r->producer = fa_col_int(q, 3);
+    r->flags = (uint32_t)fa_col_i64(q, 4);
+    r->graph_output = fa_col_int(q, 5) != 0;
+    if (!r->name) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     return FA_OK;
 }
 
@@ -50,26 +58,15 @@ fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_are
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT tensor_id, name, bytes, producer, flags, is_graph_output FROM tensors "
                                 "WHERE run_id=?1 ORDER BY tensor_id", run_id, &q, &b);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_tensor_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        fa_tensor_row *r = &v[n++];
-        r->id = fa_col_int(q, 0);
-        r->name = fa_sq_col_str(q, 1, arena);
-        r->bytes = (uint64_t)fa_col_i64(q, 2);
-        r->producer = fa_col_int(q, 3);
-        r->flags = (uint32_t)fa_col_i64(q, 4);
-        r->graph_output = fa_col_int(q, 5) != 0;
-        if (!r->name) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_tensor, NULL, (void **)out, n_out);
+}
+
+static fa_status decode_consumer(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)arena, (void)user;
+    fa_consumer_row *r = row;
+    r->tensor = fa_col_int(q, 0);
+    r->node = fa_col_int(q, 1);
     return FA_OK;
 }
 
@@ -81,22 +78,7 @@ fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_a
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 "
                                 "ORDER BY tensor_id, node_id", run_id, &q, &b);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_consumer_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n].tensor = fa_col_int(q, 0);
-        v[n].node = fa_col_int(q, 1);
-        n++;
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
-    return FA_OK;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_consumer, NULL, (void **)out, n_out);
 }
 
 fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n)
@@ -370,6 +352,20 @@ fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, doub
 
 /* ---- per-iteration reads ---- */
 
+/* Column 0 as a double / an int (decoders of one-column reads). */
+static fa_status decode_dbl(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)arena, (void)user;
+    *(double *)row = fa_col_dbl(q, 0);
+    return FA_OK;
+}
+static fa_status decode_int(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)arena, (void)user;
+    *(int *)row = fa_col_int(q, 0);
+    return FA_OK;
+}
+
 fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *name, fa_arena *arena,
                                        double **out, int *n_out)
 {
@@ -380,21 +376,10 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
     if (s) return s;
     b_i64(&b, FA_ACT_RANGE);
     b_txt(&b, name);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    double *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = fa_col_dbl(q, 0);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (!s && !v && !(v = fa_arena_alloc(arena, sizeof *v))) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    if (s) return s;
-    *out = v;
-    *n_out = (int)n;
-    return FA_OK;
+    size_t n;
+    s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_dbl, NULL, (void **)out, &n);
+    if (!s) *n_out = (int)n;
+    return s;
 }
 
 fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *min, int *max, int *mode)
@@ -431,19 +416,21 @@ fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
     b_i64(&b, FA_ACT_RANGE);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    int *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = fa_col_int(q, 0);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = (int)n;
+    size_t n;
+    s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_int, NULL, (void **)out, &n);
+    if (!s) *n_out = (int)n;
+    return s;
+}
+
+/* One (op, iteration) time; user: the last name copied (rows come grouped by op, so each name is
+ * copied once). */
+static fa_status decode_op_iter(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    const char **last = user;
+    const char *name = fa_col_text(q, 0); /* coalesce(..., '?'): NULL only when out of memory */
+    if (name && (!*last || strcmp(*last, name))) *last = fa_arena_strdup(arena, name);
+    if (!name || !*last) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    *(fa_op_iter_row *)row = (fa_op_iter_row){*last, fa_col_int(q, 1), fa_col_dbl(q, 2)};
     return FA_OK;
 }
 
@@ -456,23 +443,6 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
                                 "WHERE run_id=?1 AND kind=?2 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_op_iter_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    const char *last = NULL; /* rows come grouped by op: one copy of each name */
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        const char *name = fa_col_text(q, 0);
-        if (!name) continue;
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        if (!last || strcmp(last, name)) last = fa_arena_strdup(arena, name);
-        if (!last) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = (fa_op_iter_row){last, fa_col_int(q, 1), fa_col_dbl(q, 2)};
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
-    return FA_OK;
+    const char *last = NULL;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_op_iter, &last, (void **)out, n_out);
 }

@@ -110,6 +110,32 @@ bool fa_sq_grow(fa_arena *arena, void **v, size_t n, size_t *cap, size_t size)
     return true;
 }
 
+fa_status fa_sq_collect_rows(fa_ctx *ctx, fa_store *st, fa_stmt *q, int bind_rc, fa_arena *arena, size_t size,
+                             fa_sq_row_decode decode, void *user, void **out, size_t *n_out)
+{
+    fa_status s = FA_SQL_CHECK(ctx, st, bind_rc);
+    void *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        if (!fa_sq_grow(arena, &v, n, &cap, size)) {
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+            break;
+        }
+        void *row = (char *)v + n * size;
+        memset(row, 0, size);
+        s = decode(ctx, st, q, arena, row, user);
+        n++;
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    if (!s && !v && !(v = fa_arena_alloc(arena, size))) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (s) return s;
+    *out = v;
+    *n_out = n;
+    return FA_OK;
+}
+
 const char *fa_sq_col_str(fa_stmt *s, int col, fa_arena *arena)
 {
     const char *t = fa_col_text(s, col);
@@ -900,36 +926,18 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *a
     return FA_OK;
 }
 
+static fa_status decode_run(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    return read_run_row(ctx, st, q, arena, row);
+}
+
 fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_info **out, size_t *n_out)
 {
     fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
     if (s) return s;
-    fa_run_info *runs = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (n == cap) { /* grow inside the arena; the old block is simply abandoned */
-            size_t nc = cap ? cap * 2 : 32;
-            fa_run_info *p = fa_arena_alloc(arena, nc * sizeof *p);
-            if (!p) {
-                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
-                break;
-            }
-            if (n) memcpy(p, runs, n * sizeof *p);
-            runs = p;
-            cap = nc;
-        }
-        s = read_run_row(ctx, st, q, arena, &runs[n++]);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    if (!runs && !(runs = fa_arena_alloc(arena, sizeof *runs)))
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
-    *out = runs;
-    *n_out = n;
-    return FA_OK;
+    return fa_sq_collect_rows(ctx, st, q, FA_DB_OK, arena, sizeof **out, decode_run, NULL, (void **)out, n_out);
 }
 
 fa_status fa_store_get_run(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_run_info *out)
@@ -1311,6 +1319,23 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
+static fa_status decode_ceiling(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    fa_ceiling *c = row;
+    c->device_key = fa_sq_col_str(q, 0, arena);
+    c->name = fa_sq_col_str(q, 1, arena);
+    c->kind = fa_sq_col_str(q, 2, arena);
+    c->value = fa_col_dbl(q, 3);
+    c->unit = fa_sq_col_str(q, 4, arena);
+    c->source = fa_sq_col_str(q, 5, arena);
+    c->measured_at_ns = fa_col_i64(q, 6);
+    c->detail = fa_sq_col_str(q, 7, arena);
+    if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    return FA_OK;
+}
+
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out)
 {
@@ -1323,38 +1348,5 @@ fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_ke
     binder b;
     b_start(&b, q);
     b_txt(&b, device_key);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_ceiling *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            fa_ceiling *p = fa_arena_alloc(arena, nc * sizeof *p);
-            if (!p) {
-                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-                break;
-            }
-            if (n) memcpy(p, v, n * sizeof *p);
-            v = p;
-            cap = nc;
-        }
-        fa_ceiling *c = &v[n++];
-        c->device_key = fa_sq_col_str(q, 0, arena);
-        c->name = fa_sq_col_str(q, 1, arena);
-        c->kind = fa_sq_col_str(q, 2, arena);
-        c->value = fa_col_dbl(q, 3);
-        c->unit = fa_sq_col_str(q, 4, arena);
-        c->source = fa_sq_col_str(q, 5, arena);
-        c->measured_at_ns = fa_col_i64(q, 6);
-        c->detail = fa_sq_col_str(q, 7, arena);
-        if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
-    return FA_OK;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_ceiling, NULL, (void **)out, n_out);
 }
