@@ -310,42 +310,61 @@ fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
-fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, double max_rel_error)
+const char *fa_e2e_verdict_name(fa_e2e_verdict v)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store the end-to-end error");
+    static const char *const names[FA_E2E_VERDICT_COUNT] = {NULL, "win", "loss", "no-clusters"};
+    return (unsigned)v < FA_E2E_VERDICT_COUNT ? names[v] : NULL;
+}
+
+fa_e2e_verdict fa_e2e_verdict_parse(const char *word)
+{
+    for (int v = FA_E2E_NOT_APPLIED + 1; word && v < FA_E2E_VERDICT_COUNT; v++)
+        if (!strcmp(word, fa_e2e_verdict_name((fa_e2e_verdict)v))) return (fa_e2e_verdict)v;
+    return FA_E2E_NOT_APPLIED;
+}
+
+fa_status fa_store_set_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, const fa_plan_e2e_row *e2e)
+{
+    fa_status s = fa_sq_require_writable(ctx, st, "store the end-to-end result");
     if (s) return s;
     bool own;
     s = fa_sq_tx_open(ctx, st, &own);
     if (s) return s;
     fa_stmt *q = NULL;
-    s = fa_sq_prepare(ctx, st, "UPDATE plans SET e2e_max_rel_error=?3 WHERE run_id=?1 AND plan_id=?2", &q);
+    s = fa_sq_prepare(ctx, st, "UPDATE plans SET e2e_max_rel_error=?3, e2e_verdict=?4 WHERE run_id=?1 AND plan_id=?2", &q);
     if (!s) {
         binder b;
         b_start(&b, q);
         b_i64(&b, run_id);
         b_i64(&b, plan_id);
-        if (isfinite(max_rel_error)) b_dbl(&b, max_rel_error);
+        if (isfinite(e2e->max_rel_error)) b_dbl(&b, e2e->max_rel_error);
         else b_txt(&b, NULL);
+        b_txt(&b, fa_e2e_verdict_name(e2e->verdict));
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
         if (!s && fa_db_changes(st) == 0)
-            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: run %lld has no plan %d to record its end-to-end error on",
+            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: run %lld has no plan %d to record its end-to-end result on",
                              st->path, (long long)run_id, plan_id);
     }
     fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
-fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, double *out)
+fa_status fa_store_get_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_plan_e2e_row *out)
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT e2e_max_rel_error FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1", run_id, &q, &b);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT e2e_max_rel_error, e2e_verdict FROM plans WHERE run_id=?1 "
+                                    "ORDER BY plan_id DESC LIMIT 1", run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = FA_DB_DONE;
     if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
-    if (!s) *out = rc == FA_DB_ROW && !fa_col_null(q, 0) ? fa_col_dbl(q, 0) : NAN;
+    if (!s) {
+        bool row = rc == FA_DB_ROW;
+        out->max_rel_error = row && !fa_col_null(q, 0) ? fa_col_dbl(q, 0) : NAN;
+        out->verdict = row ? fa_e2e_verdict_parse(fa_col_text(q, 1)) : FA_E2E_NOT_APPLIED;
+    }
     fa_stmt_finalize(q);
     return s;
 }
