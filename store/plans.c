@@ -32,14 +32,40 @@ static void bind_verdict(binder *b, const fa_cluster_row *c)
     b_dbl_or_null(b, c->occupancy, c->occupancy >= 0);
 }
 
+/* Rows of one plan as fa_sq_put_rows binds them (?1 = run_id bound by it). */
+typedef struct plan_rows {
+    int plan_id;
+    const void *rows; /* fa_cluster_row[] / fa_why_not_row[] */
+} plan_rows;
+
+static void bind_cluster_verdict(binder *b, size_t i, const void *user)
+{
+    const plan_rows *p = user;
+    const fa_cluster_row *c = (const fa_cluster_row *)p->rows + i;
+    b_i64(b, p->plan_id);
+    b_i64(b, c->id);
+    bind_verdict(b, c);
+}
+
+static void bind_why_not(binder *b, size_t i, const void *user)
+{
+    const plan_rows *p = user;
+    const fa_why_not_row *w = (const fa_why_not_row *)p->rows + i;
+    b_i64(b, p->plan_id);
+    b_i64(b, (int64_t)i);
+    b_i64(b, w->producer);
+    b_i64(b, w->consumer);
+    b_i64(b, w->tensor);
+    b_txt(b, w->code);
+    b_txt(b, w->reason);
+}
+
 fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_plan_row *plan,
                             const fa_cluster_row *clusters, int n_clusters, const fa_why_not_row *why_not,
                             int n_why_not, int *plan_id)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store a plan");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store a plan", &own);
     if (s) return s;
     fa_stmt *q = NULL;
     binder b;
@@ -143,27 +169,12 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
     fa_buf_free(&out);
     fa_stmt_finalize(qp);
     fa_stmt_finalize(q);
-    q = NULL;
+    plan_rows wn = {id, why_not};
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, "
-                          "reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-                          &q);
-    for (int i = 0; i < n_why_not && !s; i++) {
-        const fa_why_not_row *w = &why_not[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, id);
-        b_i64(&b, i);
-        b_i64(&b, w->producer);
-        b_i64(&b, w->consumer);
-        b_i64(&b, w->tensor);
-        b_txt(&b, w->code);
-        b_txt(&b, w->reason);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, "
+                           "reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                           run_id, n_why_not > 0 ? (size_t)n_why_not : 0, bind_why_not, &wn);
     s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *plan_id = id;
     return s;
@@ -172,27 +183,14 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
 fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
                                         const fa_cluster_row *clusters, int n_clusters)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store cluster verdicts");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store cluster verdicts", &own);
     if (s) return s;
-    fa_stmt *q = NULL;
-    s = fa_sq_prepare(ctx, st,
-                      "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
-                      "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
-                      &q);
-    for (int i = 0; i < n_clusters && !s; i++) {
-        binder b;
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, plan_id);
-        b_i64(&b, clusters[i].id);
-        bind_verdict(&b, &clusters[i]);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+    plan_rows rows = {plan_id, clusters};
+    s = fa_sq_put_rows(ctx, st,
+                       "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
+                       "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
+                       run_id, n_clusters > 0 ? (size_t)n_clusters : 0, bind_cluster_verdict, &rows);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 

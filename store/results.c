@@ -112,38 +112,52 @@ static fa_status delete_run_rows(fa_ctx *ctx, fa_store *st, const char *sql, int
     return s;
 }
 
+/* Binders of the analysis rows (fa_sq_put_rows; ?1 = run_id bound by it). */
+static void bind_kernel(binder *b, size_t i, const void *user)
+{
+    const fa_analysis_kernel_row *k = (const fa_analysis_kernel_row *)user + i;
+    b_i64(b, k->node);
+    b_dbl(b, k->arithmetic_intensity);
+    b_dbl(b, k->achieved_gbs);
+    b_dbl(b, k->achieved_gflops);
+    b_dbl(b, k->roof_pct);
+    b_txt(b, k->bound);
+}
+static void bind_edge(binder *b, size_t i, const void *user)
+{
+    const fa_analysis_edge_row *e = (const fa_analysis_edge_row *)user + i;
+    b_i64(b, e->tensor);
+    b_i64(b, e->producer);
+    b_i64(b, e->consumer);
+    b_i64(b, (int64_t)e->bytes_written);
+    b_i64(b, (int64_t)e->bytes_read);
+    b_i64(b, e->other_consumers);
+    b_i64(b, e->graph_output);
+}
+static void bind_summary(binder *b, size_t i, const void *user)
+{
+    const fa_analysis_summary_row *r = (const fa_analysis_summary_row *)user + i;
+    b_txt(b, r->key);
+    b_dbl(b, r->value);
+    b_txt(b, r->unit);
+    b_txt(b, r->text);
+}
+
 /* Delete with `del` (n_del statements on ?1 = run_id), then insert rows, in one write unit. */
 static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *const *del, size_t n_del,
                                    const fa_analysis_rows *rows)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store an analysis");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store an analysis", &own);
     if (s) return s;
     for (size_t i = 0; i < n_del && !s; i++) s = delete_run_rows(ctx, st, del[i], run_id);
+    if (!s)
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO analysis_kernels(run_id, seq, arithmetic_intensity, achieved_gbs, "
+                           "achieved_gflops, roof_pct, bound) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+                           run_id, rows->n_kernels, bind_kernel, rows->kernels);
     fa_stmt *q = NULL;
     binder b;
-    if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO analysis_kernels(run_id, seq, arithmetic_intensity, achieved_gbs, "
-                          "achieved_gflops, roof_pct, bound) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-                          &q);
-    for (size_t i = 0; i < rows->n_kernels && !s; i++) {
-        const fa_analysis_kernel_row *k = &rows->kernels[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, k->node);
-        b_dbl(&b, k->arithmetic_intensity);
-        b_dbl(&b, k->achieved_gbs);
-        b_dbl(&b, k->achieved_gflops);
-        b_dbl(&b, k->roof_pct);
-        b_txt(&b, k->bound);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
-    q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
                           "INSERT INTO analysis_chains(run_id, chain_id, members_json, time_ns, share, "
@@ -182,49 +196,20 @@ static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         fa_buf_free(&m);
     }
     fa_stmt_finalize(q);
-    q = NULL;
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO analysis_edges(run_id, tensor_id, producer, consumer, "
-                          "bytes_written, bytes_read, other_consumers, is_graph_output) VALUES (?1,?2,?3,?4,?5,?6,?7,?8) "
-                          "ON CONFLICT (run_id, tensor_id, consumer) DO UPDATE SET producer=excluded.producer, "
-                          "bytes_written=excluded.bytes_written, bytes_read=excluded.bytes_read, "
-                          "other_consumers=excluded.other_consumers, is_graph_output=excluded.is_graph_output",
-                          &q);
-    for (size_t i = 0; i < rows->n_edges && !s; i++) {
-        const fa_analysis_edge_row *e = &rows->edges[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, e->tensor);
-        b_i64(&b, e->producer);
-        b_i64(&b, e->consumer);
-        b_i64(&b, (int64_t)e->bytes_written);
-        b_i64(&b, (int64_t)e->bytes_read);
-        b_i64(&b, e->other_consumers);
-        b_i64(&b, e->graph_output);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
-    q = NULL;
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO analysis_edges(run_id, tensor_id, producer, consumer, "
+                           "bytes_written, bytes_read, other_consumers, is_graph_output) VALUES (?1,?2,?3,?4,?5,?6,?7,?8) "
+                           "ON CONFLICT (run_id, tensor_id, consumer) DO UPDATE SET producer=excluded.producer, "
+                           "bytes_written=excluded.bytes_written, bytes_read=excluded.bytes_read, "
+                           "other_consumers=excluded.other_consumers, is_graph_output=excluded.is_graph_output",
+                           run_id, rows->n_edges, bind_edge, rows->edges);
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5) "
-                          "ON CONFLICT (run_id, key) DO UPDATE SET value=excluded.value, unit=excluded.unit, "
-                          "text=excluded.text",
-                          &q);
-    for (size_t i = 0; i < rows->n_summary && !s; i++) {
-        const fa_analysis_summary_row *r = &rows->summary[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_txt(&b, r->key);
-        b_dbl(&b, r->value);
-        b_txt(&b, r->unit);
-        b_txt(&b, r->text);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5) "
+                           "ON CONFLICT (run_id, key) DO UPDATE SET value=excluded.value, unit=excluded.unit, "
+                           "text=excluded.text",
+                           run_id, rows->n_summary, bind_summary, rows->summary);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -278,35 +263,38 @@ const char *fa_bench_subject_name(fa_bench_subject s)
     return (unsigned)s < FA_BENCH_SUBJECT_COUNT ? names[s] : "?";
 }
 
+/* The samples of one benchmark subject, as fa_sq_put_rows binds them (iter = index). */
+typedef struct bench_rows {
+    int plan_id;
+    const char *subject;
+    int cluster_id;
+    const double *samples_ns;
+} bench_rows;
+
+static void bind_sample(binder *b, size_t i, const void *user)
+{
+    const bench_rows *r = user;
+    b_i64(b, r->plan_id);
+    b_txt(b, r->subject);
+    b_i64(b, r->cluster_id);
+    b_i64(b, (int64_t)i);
+    b_i64(b, (int64_t)r->samples_ns[i]);
+}
+
 fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_bench_subject subject,
                                      int cluster_id, const double *samples_ns, int n)
 {
     if ((unsigned)subject >= FA_BENCH_SUBJECT_COUNT)
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: benchmark subject %d out of range", st->path, (int)subject);
-    fa_status s = fa_sq_require_writable(ctx, st, "store benchmark samples");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store benchmark samples", &own);
     if (s) return s;
-    fa_stmt *q = NULL;
-    s = fa_sq_prepare(ctx, st,
-                      "INSERT INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) "
-                      "VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, plan_id, subject, cluster_id, iter) "
-                      "DO UPDATE SET latency_ns=excluded.latency_ns",
-                      &q);
-    for (int i = 0; i < n && !s; i++) {
-        binder b;
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, plan_id);
-        b_txt(&b, fa_bench_subject_name(subject));
-        b_i64(&b, cluster_id);
-        b_i64(&b, i);
-        b_i64(&b, (int64_t)samples_ns[i]);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+    bench_rows rows = {plan_id, fa_bench_subject_name(subject), cluster_id, samples_ns};
+    s = fa_sq_put_rows(ctx, st,
+                       "INSERT INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) "
+                       "VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, plan_id, subject, cluster_id, iter) "
+                       "DO UPDATE SET latency_ns=excluded.latency_ns",
+                       run_id, n > 0 ? (size_t)n : 0, bind_sample, &rows);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -325,10 +313,8 @@ fa_e2e_verdict fa_e2e_verdict_parse(const char *word)
 
 fa_status fa_store_set_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, const fa_plan_e2e_row *e2e)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store the end-to-end result");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store the end-to-end result", &own);
     if (s) return s;
     fa_stmt *q = NULL;
     s = fa_sq_prepare(ctx, st, "UPDATE plans SET e2e_max_rel_error=?3, e2e_verdict=?4 WHERE run_id=?1 AND plan_id=?2", &q);

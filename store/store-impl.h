@@ -187,6 +187,16 @@ fa_status fa_sq_query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *o
  * tx_close commits/releases on s == FA_OK, else undoes it, and returns s or the commit's failure. */
 fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own);
 fa_status fa_sq_tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s);
+/* fa_sq_require_writable(what) then fa_sq_tx_open: the start of every typed write. */
+fa_status fa_sq_write_open(fa_ctx *ctx, fa_store *st, const char *what, bool *own);
+/* Binder of row i of fa_sq_put_rows: binds the parameters after ?1 = run_id, in order, through b
+ * (b_i64 / b_dbl / b_txt); user is the caller's rows. */
+typedef void (*fa_sq_row_bind)(binder *b, size_t i, const void *user);
+/* Put rows: prepare sql once, then for each i in [0, n) bind ?1 = run_id and the rest with
+ * bind, and step; stops at the first failure (its message on ctx). Finalizes the statement.
+ * Runs inside the caller's write unit (fa_sq_write_open .. fa_sq_tx_close). */
+fa_status fa_sq_put_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, size_t n, fa_sq_row_bind bind,
+                         const void *user);
 
 
 #endif

@@ -167,6 +167,29 @@ fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own)
     return fa_sq_exec_sql(ctx, st, *own ? st->be->begin_sql : "SAVEPOINT fa_write");
 }
 
+fa_status fa_sq_write_open(fa_ctx *ctx, fa_store *st, const char *what, bool *own)
+{
+    fa_status s = fa_sq_require_writable(ctx, st, what);
+    return s ? s : fa_sq_tx_open(ctx, st, own);
+}
+
+fa_status fa_sq_put_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, size_t n, fa_sq_row_bind bind,
+                         const void *user)
+{
+    fa_stmt *q = NULL;
+    fa_status s = n ? fa_sq_prepare(ctx, st, sql, &q) : FA_OK;
+    for (size_t i = 0; i < n && !s; i++) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        bind(&b, i, user);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
+    }
+    fa_stmt_finalize(q);
+    return s;
+}
+
 /* Finish a write unit: commit/release on s == FA_OK, otherwise undo it. Returns s, or the
  * commit's failure. */
 fa_status fa_sq_tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s)
@@ -531,10 +554,8 @@ static fa_status check_run(fa_ctx *ctx, fa_store *st, int64_t run_id)
 
 fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_run_info *info)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "update a run");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "update a run", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     fa_stmt *q = NULL;
@@ -567,10 +588,8 @@ fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
 
 fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok, const char *error)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "finish a run");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "finish a run", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     if (!s) s = finish_with_twins(ctx, st, run_id, ok ? "ok" : "failed", ok ? NULL : (error ? error : "failed"), false);
@@ -616,10 +635,8 @@ fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
 
 fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_graph *g)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store a graph");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store a graph", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     /* Three bulk inserts one after the other (COPY on PostgreSQL: one at a time per connection). */
@@ -794,10 +811,8 @@ static fa_status trace_iter_median(fa_ctx *ctx, fa_store *st, const fa_trace *t,
 
 fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace *t)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store a trace");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store a trace", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     /* Appending to a run that already has records continues its seq numbering. */
