@@ -92,6 +92,12 @@ static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
     fa_buf_printf(b, ",\"samples\":%d}", s->n);
 }
 
+/* The end-to-end verdict of an apply result (what plans.e2e_verdict and summary.json keep). */
+static fa_e2e_verdict e2e_verdict(const fa_apply_result *r)
+{
+    return r->e2e_wins ? FA_E2E_WIN : r->e2e_loss ? FA_E2E_LOSS : FA_E2E_NO_CLUSTERS;
+}
+
 fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char *path)
 {
     const fa_apply_result *r = s->result;
@@ -130,6 +136,7 @@ fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char
         fa_buf_printf(&b, ",\"measured_saving_is_noise\":%s", r->accepted == 0 ? "true" : "false");
         fa_buf_puts(&b, ",\"e2e_max_rel_error\":");
         fa_json_num(&b, r->e2e_max_rel_error, 6);
+        fa_buf_printf(&b, ",\"e2e_verdict\":\"%s\"", fa_e2e_verdict_name(e2e_verdict(r)));
     } else {
         fa_buf_puts(&b, "\"baseline\":null,\"fused\":null");
     }
@@ -182,8 +189,10 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
             s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_CLUSTER_FUSED, r->cluster_ids[c],
                                            r->cluster_fused + off, r->n_cluster_samples);
     }
-    /* model outputs fused vs unfused, so `report` rebuilds summary.json from the database alone */
-    if (!s) s = fa_store_set_plan_e2e_error(ctx, st, p->run_id, p->plan_id, r->e2e_max_rel_error);
+    /* model outputs fused vs unfused and the win/loss verdict, so `report`, `runs` and `gate`
+     * rebuild them from the database alone */
+    fa_plan_e2e_row e2e = {r->e2e_max_rel_error, e2e_verdict(r)};
+    if (!s) s = fa_store_set_plan_e2e(ctx, st, p->run_id, p->plan_id, &e2e);
     /* the fused model's trace as its own run, tagged with its baseline run */
     if (!s && r->fused_graph && r->fused_trace) {
         fa_run_info base;

@@ -58,6 +58,8 @@ void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
     fa_buf_printf(b, ",\"peak_activation_bytes\":%" PRIu64 ",\"pid\":%" PRId64, r->peak_activation_bytes, r->pid);
     fa_buf_puts(b, ",\"host\":");
     fa_json_str(b, r->host);
+    fa_buf_puts(b, ",\"e2e_verdict\":"); /* the newest plan's; null when not applied */
+    fa_json_str(b, fa_e2e_verdict_name(r->e2e_verdict));
     fa_buf_puts(b, "}");
 }
 
@@ -172,6 +174,8 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
             if (r->device_name) fa_buf_printf(&last, " on %s", r->device_name);
             if (r->host && fa_store_path_is_pg(db)) fa_buf_printf(&last, " @%s", r->host); /* a shared store: which machine */
             if (r->tag) fa_buf_printf(&last, " [tag %s]", r->tag);
+            if (r->e2e_verdict == FA_E2E_LOSS) fa_buf_puts(&last, " [LOSS end to end: deploy the baseline]");
+            else if (r->e2e_verdict != FA_E2E_NOT_APPLIED) fa_buf_printf(&last, " [e2e %s]", fa_e2e_verdict_name(r->e2e_verdict));
             const char *cells[] = {id, r->kind, r->status, fmt_time(r->started_at_ns, when, sizeof when), r->target,
                                    iters, lat, last.data ? last.data : "-"};
             fa_table_add_row(t, cells);

@@ -173,9 +173,19 @@ static void summary(const fa_rep *r, fa_buf *b)
         if (r->plan_id && r->n_accepted == 0) /* the "fused" model is the baseline: the difference is noise */
             snprintf(d, sizeof d, "no cluster accepted: the fused model is the unfused one, so this %s %s is measurement noise",
                      sv >= 0 ? "saving of" : "loss of", x);
+        else if (r->e2e_verdict == FA_E2E_LOSS) /* medians may differ either way inside the noise */
+            snprintf(d, sizeof d, "%s %s per iteration (medians), not measurably faster: a loss end to end", sv >= 0 ? "saves" : "costs", x);
         else snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
-        card(b, "Speedup", v, r->plan_id && r->n_accepted == 0 ? "na" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
+        card(b, "Speedup", v, r->plan_id && r->n_accepted == 0 ? "na" : r->e2e_verdict == FA_E2E_LOSS ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
     } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
+    if (r->e2e_verdict == FA_E2E_LOSS)
+        card(b, "End-to-end verdict", "LOSS", "bad",
+             "with the clusters kept the fused model is not measurably faster than the baseline, even after the back-off "
+             "dropped the smallest savings: deploy the baseline");
+    else if (r->e2e_verdict == FA_E2E_WIN)
+        card(b, "End-to-end verdict", "win", "good", "the fused model is measurably faster than the baseline (paired samples)");
+    else if (r->e2e_verdict == FA_E2E_NO_CLUSTERS)
+        card(b, "End-to-end verdict", "no cluster kept", "na", "the fused model is the baseline");
     fa_rep_fmt_bytes(v, sizeof v, r->run.peak_activation_bytes ? (double)r->run.peak_activation_bytes : -1);
     fa_rep_fmt_bytes(x, sizeof x,
                      r->have_fused_run && r->fused_run.peak_activation_bytes ? (double)r->fused_run.peak_activation_bytes : -1);

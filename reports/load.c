@@ -435,9 +435,13 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
             w->reason = wrs[i].reason;
         }
     }
-    /* measured by the applier, stored on the plan (schema v4); NAN when not applied */
-    s = fa_store_get_e2e_error(ctx, st, run_id, &r->e2e_max_rel_error);
+    /* measured by the applier, stored on the plan (schema v4, the verdict v6); NAN / NOT_APPLIED
+     * when not applied */
+    fa_plan_e2e_row e2e;
+    s = fa_store_get_plan_e2e(ctx, st, run_id, &e2e);
     if (s) goto out;
+    r->e2e_max_rel_error = e2e.max_rel_error;
+    r->e2e_verdict = e2e.verdict;
     s = load_benchmarks(ctx, st, r);
     if (s) goto out;
     cluster_points(r, ep, ec, et, n_all);

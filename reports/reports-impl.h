@@ -130,6 +130,9 @@ typedef struct fa_rep {
      * 'e2e_max_rel_error' of the run or its fused run, else the value in an earlier summary.json
      * of the same run in the output folder; NAN unknown */
     double e2e_max_rel_error;
+    /* the newest plan's end-to-end verdict (plans.e2e_verdict, schema v6): a LOSS is never shown
+     * as a win, whatever the medians' ratio */
+    fa_e2e_verdict e2e_verdict;
 } fa_rep;
 
 fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out);

@@ -114,6 +114,8 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     fa_json_num(b, bs.n && fs.n ? bs.median_ns - fs.median_ns : NAN, 6);
     fa_buf_puts(b, ",\"e2e_max_rel_error\":");
     fa_json_num(b, r->e2e_max_rel_error, 6);
+    fa_buf_puts(b, ",\"e2e_verdict\":");
+    fa_json_str(b, fa_e2e_verdict_name(r->e2e_verdict));
     fa_buf_puts(b, ",\"plan_hash\":");
     fa_json_str(b, r->plan_hash);
     fa_buf_printf(b, ",\"fused_run_id\":");

@@ -32,14 +32,40 @@ static void bind_verdict(binder *b, const fa_cluster_row *c)
     b_dbl_or_null(b, c->occupancy, c->occupancy >= 0);
 }
 
+/* Rows of one plan as fa_sq_put_rows binds them (?1 = run_id bound by it). */
+typedef struct plan_rows {
+    int plan_id;
+    const void *rows; /* fa_cluster_row[] / fa_why_not_row[] */
+} plan_rows;
+
+static void bind_cluster_verdict(binder *b, size_t i, const void *user)
+{
+    const plan_rows *p = user;
+    const fa_cluster_row *c = (const fa_cluster_row *)p->rows + i;
+    b_i64(b, p->plan_id);
+    b_i64(b, c->id);
+    bind_verdict(b, c);
+}
+
+static void bind_why_not(binder *b, size_t i, const void *user)
+{
+    const plan_rows *p = user;
+    const fa_why_not_row *w = (const fa_why_not_row *)p->rows + i;
+    b_i64(b, p->plan_id);
+    b_i64(b, (int64_t)i);
+    b_i64(b, w->producer);
+    b_i64(b, w->consumer);
+    b_i64(b, w->tensor);
+    b_txt(b, w->code);
+    b_txt(b, w->reason);
+}
+
 fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_plan_row *plan,
                             const fa_cluster_row *clusters, int n_clusters, const fa_why_not_row *why_not,
                             int n_why_not, int *plan_id)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store a plan");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store a plan", &own);
     if (s) return s;
     fa_stmt *q = NULL;
     binder b;
@@ -143,27 +169,12 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
     fa_buf_free(&out);
     fa_stmt_finalize(qp);
     fa_stmt_finalize(q);
-    q = NULL;
+    plan_rows wn = {id, why_not};
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, "
-                          "reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-                          &q);
-    for (int i = 0; i < n_why_not && !s; i++) {
-        const fa_why_not_row *w = &why_not[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, id);
-        b_i64(&b, i);
-        b_i64(&b, w->producer);
-        b_i64(&b, w->consumer);
-        b_i64(&b, w->tensor);
-        b_txt(&b, w->code);
-        b_txt(&b, w->reason);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, "
+                           "reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
+                           run_id, n_why_not > 0 ? (size_t)n_why_not : 0, bind_why_not, &wn);
     s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *plan_id = id;
     return s;
@@ -172,27 +183,14 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
 fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
                                         const fa_cluster_row *clusters, int n_clusters)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store cluster verdicts");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store cluster verdicts", &own);
     if (s) return s;
-    fa_stmt *q = NULL;
-    s = fa_sq_prepare(ctx, st,
-                      "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
-                      "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
-                      &q);
-    for (int i = 0; i < n_clusters && !s; i++) {
-        binder b;
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, plan_id);
-        b_i64(&b, clusters[i].id);
-        bind_verdict(&b, &clusters[i]);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+    plan_rows rows = {plan_id, clusters};
+    s = fa_sq_put_rows(ctx, st,
+                       "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
+                       "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
+                       run_id, n_clusters > 0 ? (size_t)n_clusters : 0, bind_cluster_verdict, &rows);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -290,49 +288,109 @@ static int parse_ints(fa_arena *ar, const char *json, int **out)
 static double col_num(fa_stmt *q, int i) { return fa_col_null(q, i) ? NAN : fa_col_dbl(q, i); }
 static int col_int_or(fa_stmt *q, int i, int none) { return fa_col_null(q, i) ? none : fa_col_int(q, i); }
 
+/* A post-op row with the cluster it belongs to. */
+typedef struct post_op_at {
+    int cluster_id;
+    fa_post_op_row op;
+} post_op_at;
+
+static fa_status decode_post_op(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)user;
+    post_op_at *r = row;
+    r->cluster_id = fa_col_int(q, 0);
+    r->op.spec = fa_sq_col_str(q, 1, arena);
+    r->op.operand_tensor = fa_col_int(q, 2);
+    return FA_OK;
+}
+
+/* Prepare sql and bind ?1 = run_id, ?2 = plan_id (the rows of one plan). */
+static fa_status prepare_plan_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, int plan_id,
+                                   fa_stmt **q, binder *b)
+{
+    fa_status s = fa_sq_prepare_run(ctx, st, sql, run_id, q, b);
+    if (!s) b_i64(b, plan_id);
+    return s;
+}
+
 /* The post-op rows of plan (run_id, plan_id), attached to their clusters cv[0..nc). */
 static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                               fa_cluster_row *cv, size_t nc)
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT cluster_id, spec, operand_tensor FROM cluster_post_ops WHERE run_id=?1 AND "
-                                "plan_id=?2 ORDER BY cluster_id, seq",
-                                &q);
+    fa_status s = prepare_plan_rows(ctx, st,
+                                    "SELECT cluster_id, spec, operand_tensor FROM cluster_post_ops WHERE run_id=?1 AND "
+                                    "plan_id=?2 ORDER BY cluster_id, seq",
+                                    run_id, plan_id, &q, &b);
     if (s) return s;
-    b_start(&b, q);
-    b_i64(&b, run_id);
-    b_i64(&b, plan_id);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = FA_DB_DONE;
-    fa_post_op_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int *cid = NULL;
-    size_t capid = 0;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v) || !fa_sq_grow(arena, (void **)&cid, n, &capid, sizeof *cid)) {
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-            break;
-        }
-        cid[n] = fa_col_int(q, 0);
-        v[n].spec = fa_sq_col_str(q, 1, arena);
-        v[n].operand_tensor = fa_col_int(q, 2);
-        n++;
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
+    post_op_at *rows;
+    size_t n;
+    s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *rows, decode_post_op, NULL, (void **)&rows, &n);
     if (s) return s;
+    fa_post_op_row *v = fa_arena_alloc(arena, sizeof *v * (n ? n : 1)); /* the clusters point into one array */
+    if (!v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    for (size_t k = 0; k < n; k++) v[k] = rows[k].op;
     for (size_t i = 0; i < nc; i++) { /* rows ordered by cluster id: binary search for its first */
         size_t k = 0, hi = n;
         while (k < hi) {
             size_t mid = k + (hi - k) / 2;
-            if (cid[mid] < cv[i].id) k = mid + 1; else hi = mid;
+            if (rows[mid].cluster_id < cv[i].id) k = mid + 1; else hi = mid;
         }
         cv[i].post_ops = k < n ? &v[k] : NULL;
         cv[i].n_post_ops = 0;
-        while (k + (size_t)cv[i].n_post_ops < n && cid[k + (size_t)cv[i].n_post_ops] == cv[i].id) cv[i].n_post_ops++;
+        while (k + (size_t)cv[i].n_post_ops < n && rows[k + (size_t)cv[i].n_post_ops].cluster_id == cv[i].id)
+            cv[i].n_post_ops++;
     }
+    return FA_OK;
+}
+
+static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    fa_cluster_row *c = row;
+    int *members = NULL, *ins = NULL, *outs = NULL;
+    c->id = fa_col_int(q, 0);
+    c->kind = fa_sq_col_str(q, 1, arena);
+    c->n_members = parse_ints(arena, fa_col_text(q, 2), &members);
+    c->members = members;
+    c->saved_bytes = (uint64_t)fa_col_i64(q, 3);
+    c->saved_launches = fa_col_int(q, 4);
+    c->recompute_ns = col_num(q, 5) * 1e3;
+    c->est_saving_ns = col_num(q, 6) * 1e3;
+    c->est_saving_pct = col_num(q, 7);
+    c->registers = col_int_or(q, 8, -1);
+    c->spill_bytes = col_int_or(q, 9, -1);
+    c->occupancy = col_num(q, 10);
+    c->status = fa_sq_col_str(q, 11, arena);
+    c->reason = fa_sq_col_str(q, 12, arena);
+    c->measured_saving_ns = col_num(q, 13) * 1e3;
+    c->max_rel_error = col_num(q, 14);
+    c->label = fa_sq_col_str(q, 15, arena);
+    c->anchor = col_int_or(q, 16, -1);
+    c->depends_on = col_int_or(q, 17, -1);
+    c->reduction = fa_sq_col_str(q, 18, arena);
+    c->reduce_axis = col_int_or(q, 19, -1);
+    c->epsilon = col_num(q, 20);
+    c->block_size = col_int_or(q, 21, -1);
+    c->n_inputs = parse_ints(arena, fa_col_text(q, 22), &ins);
+    c->inputs = ins;
+    c->n_outputs = parse_ints(arena, fa_col_text(q, 23), &outs);
+    c->outputs = outs;
+    c->basis = fa_sq_col_str(q, 24, arena);
+    if (!members || !ins || !outs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    return FA_OK;
+}
+
+static fa_status decode_why_not(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)user;
+    fa_why_not_row *w = row;
+    w->producer = fa_col_int(q, 0);
+    w->consumer = fa_col_int(q, 1);
+    w->tensor = fa_col_int(q, 2);
+    w->code = fa_sq_col_str(q, 3, arena);
+    w->reason = fa_sq_col_str(q, 4, arena);
     return FA_OK;
 }
 
@@ -342,13 +400,11 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT plan_id, plan_hash, target, arch, max_ops, max_inputs, occupancy_floor, gate "
-                                "FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1",
-                                &q);
+    fa_status s = fa_sq_prepare_run(ctx, st,
+                                    "SELECT plan_id, plan_hash, target, arch, max_ops, max_inputs, occupancy_floor, gate "
+                                    "FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1",
+                                    run_id, &q, &b);
     if (s) return s;
-    b_start(&b, q);
-    b_i64(&b, run_id);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = FA_DB_DONE, id = 0;
     fa_plan_row pr = {0};
@@ -369,82 +425,27 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         *plan_id = 0;
         return FA_OK;
     }
-    fa_cluster_row *cv = NULL;
-    size_t nc = 0, capc = 0;
-    s = fa_sq_prepare(ctx, st,
-                      "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
-                      "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
-                      "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
-                      "c.max_rel_error, c.label, c.anchor, c.depends_on, c.reduction, c.reduce_axis, c.epsilon, "
-                      "c.block_size, c.inputs_json, c.outputs_json, c.basis FROM clusters c LEFT JOIN fused_kernels f "
-                      "ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND f.cluster_id=c.cluster_id "
-                      "WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.est_saving_us DESC NULLS LAST, c.cluster_id",
-                      &q);
-    if (s) return s;
-    b_start(&b, q);
-    b_i64(&b, run_id);
-    b_i64(&b, id);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&cv, nc, &capc, sizeof *cv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        fa_cluster_row *c = &cv[nc++];
-        int *members = NULL, *ins = NULL, *outs = NULL;
-        c->id = fa_col_int(q, 0);
-        c->kind = fa_sq_col_str(q, 1, arena);
-        c->n_members = parse_ints(arena, fa_col_text(q, 2), &members);
-        c->members = members;
-        c->saved_bytes = (uint64_t)fa_col_i64(q, 3);
-        c->saved_launches = fa_col_int(q, 4);
-        c->recompute_ns = col_num(q, 5) * 1e3;
-        c->est_saving_ns = col_num(q, 6) * 1e3;
-        c->est_saving_pct = col_num(q, 7);
-        c->registers = col_int_or(q, 8, -1);
-        c->spill_bytes = col_int_or(q, 9, -1);
-        c->occupancy = col_num(q, 10);
-        c->status = fa_sq_col_str(q, 11, arena);
-        c->reason = fa_sq_col_str(q, 12, arena);
-        c->measured_saving_ns = col_num(q, 13) * 1e3;
-        c->max_rel_error = col_num(q, 14);
-        c->label = fa_sq_col_str(q, 15, arena);
-        c->anchor = col_int_or(q, 16, -1);
-        c->depends_on = col_int_or(q, 17, -1);
-        c->reduction = fa_sq_col_str(q, 18, arena);
-        c->reduce_axis = col_int_or(q, 19, -1);
-        c->epsilon = col_num(q, 20);
-        c->block_size = col_int_or(q, 21, -1);
-        c->n_inputs = parse_ints(arena, fa_col_text(q, 22), &ins);
-        c->inputs = ins;
-        c->n_outputs = parse_ints(arena, fa_col_text(q, 23), &outs);
-        c->outputs = outs;
-        c->basis = fa_sq_col_str(q, 24, arena);
-        if (!members || !ins || !outs) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
+    fa_cluster_row *cv;
+    size_t nc;
+    s = prepare_plan_rows(ctx, st,
+                          "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
+                          "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
+                          "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
+                          "c.max_rel_error, c.label, c.anchor, c.depends_on, c.reduction, c.reduce_axis, c.epsilon, "
+                          "c.block_size, c.inputs_json, c.outputs_json, c.basis FROM clusters c LEFT JOIN fused_kernels f "
+                          "ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND f.cluster_id=c.cluster_id "
+                          "WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.est_saving_us DESC NULLS LAST, c.cluster_id",
+                          run_id, id, &q, &b);
+    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *cv, decode_cluster, NULL, (void **)&cv, &nc);
     if (!s) s = get_post_ops(ctx, st, run_id, id, arena, cv, nc);
     if (s) return s;
-    fa_why_not_row *wv = NULL;
-    size_t nw = 0, capw = 0;
-    s = fa_sq_prepare(ctx, st,
-                      "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND "
-                      "plan_id=?2 ORDER BY seq",
-                      &q);
-    if (s) return s;
-    b_start(&b, q);
-    b_i64(&b, run_id);
-    b_i64(&b, id);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&wv, nw, &capw, sizeof *wv)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        fa_why_not_row *w = &wv[nw++];
-        w->producer = fa_col_int(q, 0);
-        w->consumer = fa_col_int(q, 1);
-        w->tensor = fa_col_int(q, 2);
-        w->code = fa_sq_col_str(q, 3, arena);
-        w->reason = fa_sq_col_str(q, 4, arena);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
+    fa_why_not_row *wv;
+    size_t nw;
+    s = prepare_plan_rows(ctx, st,
+                          "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND "
+                          "plan_id=?2 ORDER BY seq",
+                          run_id, id, &q, &b);
+    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *wv, decode_why_not, NULL, (void **)&wv, &nw);
     if (s) return s;
     *plan_id = id;
     *plan = pr;

@@ -9,6 +9,21 @@
 
 /* ---- graph rows ---- */
 
+static fa_status decode_node(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    fa_node_row *r = row;
+    r->id = fa_col_int(q, 0);
+    r->name = fa_sq_col_str(q, 1, arena);
+    r->op_type = fa_sq_col_str(q, 2, arena);
+    r->pattern = fa_col_null(q, 3) ? -1 : fa_col_int(q, 3);
+    r->folded = fa_col_int(q, 4) != 0;
+    r->flops = (uint64_t)fa_col_i64(q, 5);
+    r->bytes = (uint64_t)fa_col_i64(q, 6);
+    if (!r->name || !r->op_type) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    return FA_OK;
+}
+
 fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
                              fa_node_row **out, size_t *n_out)
 {
@@ -18,27 +33,20 @@ fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool liv
                                 "FROM nodes WHERE run_id=?1 AND (?2 = 0 OR folded = 0) ORDER BY node_id", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, live_only);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_node_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        fa_node_row *r = &v[n++];
-        r->id = fa_col_int(q, 0);
-        r->name = fa_sq_col_str(q, 1, arena);
-        r->op_type = fa_sq_col_str(q, 2, arena);
-        r->pattern = fa_col_null(q, 3) ? -1 : fa_col_int(q, 3);
-        r->folded = fa_col_int(q, 4) != 0;
-        r->flops = (uint64_t)fa_col_i64(q, 5);
-        r->bytes = (uint64_t)fa_col_i64(q, 6);
-        if (!r->name || !r->op_type) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_node, NULL, (void **)out, n_out);
+}
+
+static fa_status decode_tensor(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    fa_tensor_row *r = row;
+    r->id = fa_col_int(q, 0);
+    r->name = fa_sq_col_str(q, 1, arena);
+    r->bytes = (uint64_t)fa_col_i64(q, 2);
+    r->producer = fa_col_int(q, 3);
+    r->flags = (uint32_t)fa_col_i64(q, 4);
+    r->graph_output = fa_col_int(q, 5) != 0;
+    if (!r->name) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     return FA_OK;
 }
 
@@ -50,26 +58,15 @@ fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_are
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT tensor_id, name, bytes, producer, flags, is_graph_output FROM tensors "
                                 "WHERE run_id=?1 ORDER BY tensor_id", run_id, &q, &b);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_tensor_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        fa_tensor_row *r = &v[n++];
-        r->id = fa_col_int(q, 0);
-        r->name = fa_sq_col_str(q, 1, arena);
-        r->bytes = (uint64_t)fa_col_i64(q, 2);
-        r->producer = fa_col_int(q, 3);
-        r->flags = (uint32_t)fa_col_i64(q, 4);
-        r->graph_output = fa_col_int(q, 5) != 0;
-        if (!r->name) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_tensor, NULL, (void **)out, n_out);
+}
+
+static fa_status decode_consumer(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)arena, (void)user;
+    fa_consumer_row *r = row;
+    r->tensor = fa_col_int(q, 0);
+    r->node = fa_col_int(q, 1);
     return FA_OK;
 }
 
@@ -81,22 +78,7 @@ fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_a
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 "
                                 "ORDER BY tensor_id, node_id", run_id, &q, &b);
     if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_consumer_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n].tensor = fa_col_int(q, 0);
-        v[n].node = fa_col_int(q, 1);
-        n++;
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
-    return FA_OK;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_consumer, NULL, (void **)out, n_out);
 }
 
 fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n)
@@ -130,38 +112,52 @@ static fa_status delete_run_rows(fa_ctx *ctx, fa_store *st, const char *sql, int
     return s;
 }
 
+/* Binders of the analysis rows (fa_sq_put_rows; ?1 = run_id bound by it). */
+static void bind_kernel(binder *b, size_t i, const void *user)
+{
+    const fa_analysis_kernel_row *k = (const fa_analysis_kernel_row *)user + i;
+    b_i64(b, k->node);
+    b_dbl(b, k->arithmetic_intensity);
+    b_dbl(b, k->achieved_gbs);
+    b_dbl(b, k->achieved_gflops);
+    b_dbl(b, k->roof_pct);
+    b_txt(b, k->bound);
+}
+static void bind_edge(binder *b, size_t i, const void *user)
+{
+    const fa_analysis_edge_row *e = (const fa_analysis_edge_row *)user + i;
+    b_i64(b, e->tensor);
+    b_i64(b, e->producer);
+    b_i64(b, e->consumer);
+    b_i64(b, (int64_t)e->bytes_written);
+    b_i64(b, (int64_t)e->bytes_read);
+    b_i64(b, e->other_consumers);
+    b_i64(b, e->graph_output);
+}
+static void bind_summary(binder *b, size_t i, const void *user)
+{
+    const fa_analysis_summary_row *r = (const fa_analysis_summary_row *)user + i;
+    b_txt(b, r->key);
+    b_dbl(b, r->value);
+    b_txt(b, r->unit);
+    b_txt(b, r->text);
+}
+
 /* Delete with `del` (n_del statements on ?1 = run_id), then insert rows, in one write unit. */
 static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *const *del, size_t n_del,
                                    const fa_analysis_rows *rows)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store an analysis");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store an analysis", &own);
     if (s) return s;
     for (size_t i = 0; i < n_del && !s; i++) s = delete_run_rows(ctx, st, del[i], run_id);
+    if (!s)
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO analysis_kernels(run_id, seq, arithmetic_intensity, achieved_gbs, "
+                           "achieved_gflops, roof_pct, bound) VALUES (?1,?2,?3,?4,?5,?6,?7)",
+                           run_id, rows->n_kernels, bind_kernel, rows->kernels);
     fa_stmt *q = NULL;
     binder b;
-    if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO analysis_kernels(run_id, seq, arithmetic_intensity, achieved_gbs, "
-                          "achieved_gflops, roof_pct, bound) VALUES (?1,?2,?3,?4,?5,?6,?7)",
-                          &q);
-    for (size_t i = 0; i < rows->n_kernels && !s; i++) {
-        const fa_analysis_kernel_row *k = &rows->kernels[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, k->node);
-        b_dbl(&b, k->arithmetic_intensity);
-        b_dbl(&b, k->achieved_gbs);
-        b_dbl(&b, k->achieved_gflops);
-        b_dbl(&b, k->roof_pct);
-        b_txt(&b, k->bound);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
-    q = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
                           "INSERT INTO analysis_chains(run_id, chain_id, members_json, time_ns, share, "
@@ -200,49 +196,20 @@ static fa_status put_analysis_rows(fa_ctx *ctx, fa_store *st, int64_t run_id, co
         fa_buf_free(&m);
     }
     fa_stmt_finalize(q);
-    q = NULL;
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO analysis_edges(run_id, tensor_id, producer, consumer, "
-                          "bytes_written, bytes_read, other_consumers, is_graph_output) VALUES (?1,?2,?3,?4,?5,?6,?7,?8) "
-                          "ON CONFLICT (run_id, tensor_id, consumer) DO UPDATE SET producer=excluded.producer, "
-                          "bytes_written=excluded.bytes_written, bytes_read=excluded.bytes_read, "
-                          "other_consumers=excluded.other_consumers, is_graph_output=excluded.is_graph_output",
-                          &q);
-    for (size_t i = 0; i < rows->n_edges && !s; i++) {
-        const fa_analysis_edge_row *e = &rows->edges[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, e->tensor);
-        b_i64(&b, e->producer);
-        b_i64(&b, e->consumer);
-        b_i64(&b, (int64_t)e->bytes_written);
-        b_i64(&b, (int64_t)e->bytes_read);
-        b_i64(&b, e->other_consumers);
-        b_i64(&b, e->graph_output);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
-    q = NULL;
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO analysis_edges(run_id, tensor_id, producer, consumer, "
+                           "bytes_written, bytes_read, other_consumers, is_graph_output) VALUES (?1,?2,?3,?4,?5,?6,?7,?8) "
+                           "ON CONFLICT (run_id, tensor_id, consumer) DO UPDATE SET producer=excluded.producer, "
+                           "bytes_written=excluded.bytes_written, bytes_read=excluded.bytes_read, "
+                           "other_consumers=excluded.other_consumers, is_graph_output=excluded.is_graph_output",
+                           run_id, rows->n_edges, bind_edge, rows->edges);
     if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5) "
-                          "ON CONFLICT (run_id, key) DO UPDATE SET value=excluded.value, unit=excluded.unit, "
-                          "text=excluded.text",
-                          &q);
-    for (size_t i = 0; i < rows->n_summary && !s; i++) {
-        const fa_analysis_summary_row *r = &rows->summary[i];
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_txt(&b, r->key);
-        b_dbl(&b, r->value);
-        b_txt(&b, r->unit);
-        b_txt(&b, r->text);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+        s = fa_sq_put_rows(ctx, st,
+                           "INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (?1,?2,?3,?4,?5) "
+                           "ON CONFLICT (run_id, key) DO UPDATE SET value=excluded.value, unit=excluded.unit, "
+                           "text=excluded.text",
+                           run_id, rows->n_summary, bind_summary, rows->summary);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -296,79 +263,113 @@ const char *fa_bench_subject_name(fa_bench_subject s)
     return (unsigned)s < FA_BENCH_SUBJECT_COUNT ? names[s] : "?";
 }
 
+/* The samples of one benchmark subject, as fa_sq_put_rows binds them (iter = index). */
+typedef struct bench_rows {
+    int plan_id;
+    const char *subject;
+    int cluster_id;
+    const double *samples_ns;
+} bench_rows;
+
+static void bind_sample(binder *b, size_t i, const void *user)
+{
+    const bench_rows *r = user;
+    b_i64(b, r->plan_id);
+    b_txt(b, r->subject);
+    b_i64(b, r->cluster_id);
+    b_i64(b, (int64_t)i);
+    b_i64(b, (int64_t)r->samples_ns[i]);
+}
+
 fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_bench_subject subject,
                                      int cluster_id, const double *samples_ns, int n)
 {
     if ((unsigned)subject >= FA_BENCH_SUBJECT_COUNT)
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: benchmark subject %d out of range", st->path, (int)subject);
-    fa_status s = fa_sq_require_writable(ctx, st, "store benchmark samples");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store benchmark samples", &own);
     if (s) return s;
-    fa_stmt *q = NULL;
-    s = fa_sq_prepare(ctx, st,
-                      "INSERT INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) "
-                      "VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, plan_id, subject, cluster_id, iter) "
-                      "DO UPDATE SET latency_ns=excluded.latency_ns",
-                      &q);
-    for (int i = 0; i < n && !s; i++) {
-        binder b;
-        b_start(&b, q);
-        b_i64(&b, run_id);
-        b_i64(&b, plan_id);
-        b_txt(&b, fa_bench_subject_name(subject));
-        b_i64(&b, cluster_id);
-        b_i64(&b, i);
-        b_i64(&b, (int64_t)samples_ns[i]);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
-        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-    }
-    fa_stmt_finalize(q);
+    bench_rows rows = {plan_id, fa_bench_subject_name(subject), cluster_id, samples_ns};
+    s = fa_sq_put_rows(ctx, st,
+                       "INSERT INTO benchmarks(run_id, plan_id, subject, cluster_id, iter, latency_ns) "
+                       "VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT (run_id, plan_id, subject, cluster_id, iter) "
+                       "DO UPDATE SET latency_ns=excluded.latency_ns",
+                       run_id, n > 0 ? (size_t)n : 0, bind_sample, &rows);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
-fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, double max_rel_error)
+const char *fa_e2e_verdict_name(fa_e2e_verdict v)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store the end-to-end error");
-    if (s) return s;
+    static const char *const names[FA_E2E_VERDICT_COUNT] = {NULL, "win", "loss", "no-clusters"};
+    return (unsigned)v < FA_E2E_VERDICT_COUNT ? names[v] : NULL;
+}
+
+fa_e2e_verdict fa_e2e_verdict_parse(const char *word)
+{
+    for (int v = FA_E2E_NOT_APPLIED + 1; word && v < FA_E2E_VERDICT_COUNT; v++)
+        if (!strcmp(word, fa_e2e_verdict_name((fa_e2e_verdict)v))) return (fa_e2e_verdict)v;
+    return FA_E2E_NOT_APPLIED;
+}
+
+fa_status fa_store_set_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, const fa_plan_e2e_row *e2e)
+{
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store the end-to-end result", &own);
     if (s) return s;
     fa_stmt *q = NULL;
-    s = fa_sq_prepare(ctx, st, "UPDATE plans SET e2e_max_rel_error=?3 WHERE run_id=?1 AND plan_id=?2", &q);
+    s = fa_sq_prepare(ctx, st, "UPDATE plans SET e2e_max_rel_error=?3, e2e_verdict=?4 WHERE run_id=?1 AND plan_id=?2", &q);
     if (!s) {
         binder b;
         b_start(&b, q);
         b_i64(&b, run_id);
         b_i64(&b, plan_id);
-        if (isfinite(max_rel_error)) b_dbl(&b, max_rel_error);
+        if (isfinite(e2e->max_rel_error)) b_dbl(&b, e2e->max_rel_error);
         else b_txt(&b, NULL);
+        b_txt(&b, fa_e2e_verdict_name(e2e->verdict));
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
         if (!s && fa_db_changes(st) == 0)
-            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: run %lld has no plan %d to record its end-to-end error on",
+            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: run %lld has no plan %d to record its end-to-end result on",
                              st->path, (long long)run_id, plan_id);
     }
     fa_stmt_finalize(q);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
-fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, double *out)
+fa_status fa_store_get_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_plan_e2e_row *out)
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT e2e_max_rel_error FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1", run_id, &q, &b);
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT e2e_max_rel_error, e2e_verdict FROM plans WHERE run_id=?1 "
+                                    "ORDER BY plan_id DESC LIMIT 1", run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = FA_DB_DONE;
     if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
-    if (!s) *out = rc == FA_DB_ROW && !fa_col_null(q, 0) ? fa_col_dbl(q, 0) : NAN;
+    if (!s) {
+        bool row = rc == FA_DB_ROW;
+        out->max_rel_error = row && !fa_col_null(q, 0) ? fa_col_dbl(q, 0) : NAN;
+        out->verdict = row ? fa_e2e_verdict_parse(fa_col_text(q, 1)) : FA_E2E_NOT_APPLIED;
+    }
     fa_stmt_finalize(q);
     return s;
 }
 
 /* ---- per-iteration reads ---- */
+
+/* Column 0 as a double / an int (decoders of one-column reads). */
+static fa_status decode_dbl(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)arena, (void)user;
+    *(double *)row = fa_col_dbl(q, 0);
+    return FA_OK;
+}
+static fa_status decode_int(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)ctx, (void)st, (void)arena, (void)user;
+    *(int *)row = fa_col_int(q, 0);
+    return FA_OK;
+}
 
 fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *name, fa_arena *arena,
                                        double **out, int *n_out)
@@ -380,21 +381,10 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
     if (s) return s;
     b_i64(&b, FA_ACT_RANGE);
     b_txt(&b, name);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    double *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = fa_col_dbl(q, 0);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (!s && !v && !(v = fa_arena_alloc(arena, sizeof *v))) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    if (s) return s;
-    *out = v;
-    *n_out = (int)n;
-    return FA_OK;
+    size_t n;
+    s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_dbl, NULL, (void **)out, &n);
+    if (!s) *n_out = (int)n;
+    return s;
 }
 
 fa_status fa_store_get_kernels_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *min, int *max, int *mode)
@@ -431,19 +421,21 @@ fa_status fa_store_get_timed_iters(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
     b_i64(&b, FA_ACT_RANGE);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    int *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = fa_col_int(q, 0);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = (int)n;
+    size_t n;
+    s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_int, NULL, (void **)out, &n);
+    if (!s) *n_out = (int)n;
+    return s;
+}
+
+/* One (op, iteration) time; user: the last name copied (rows come grouped by op, so each name is
+ * copied once). */
+static fa_status decode_op_iter(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    const char **last = user;
+    const char *name = fa_col_text(q, 0); /* coalesce(..., '?'): NULL only when out of memory */
+    if (name && (!*last || strcmp(*last, name))) *last = fa_arena_strdup(arena, name);
+    if (!name || !*last) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    *(fa_op_iter_row *)row = (fa_op_iter_row){*last, fa_col_int(q, 1), fa_col_dbl(q, 2)};
     return FA_OK;
 }
 
@@ -456,23 +448,6 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
                                 "WHERE run_id=?1 AND kind=?2 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_op_iter_row *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    const char *last = NULL; /* rows come grouped by op: one copy of each name */
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        const char *name = fa_col_text(q, 0);
-        if (!name) continue;
-        if (!fa_sq_grow(arena, (void **)&v, n, &cap, sizeof *v)) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        if (!last || strcmp(last, name)) last = fa_arena_strdup(arena, name);
-        if (!last) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
-        v[n++] = (fa_op_iter_row){last, fa_col_int(q, 1), fa_col_dbl(q, 2)};
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
-    return FA_OK;
+    const char *last = NULL;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_op_iter, &last, (void **)out, n_out);
 }

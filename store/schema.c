@@ -327,10 +327,17 @@ static const char *const migration_4_to_5 =
     "DROP TABLE v5_cluster_docs;\n"
     "ALTER TABLE plans DROP COLUMN options_json;\n";
 
+/* Version 6: the applied plan's end-to-end verdict (fa_e2e_verdict words "win", "loss",
+ * "no-clusters"; NULL when not applied end to end), so `report`, `runs` and `gate` rebuilt from
+ * the database alone never present a plan slower than its baseline as a win (issue 18). Plans
+ * stored before keep NULL: their verdict was never recorded. */
+static const char *const migration_5_to_6 = "ALTER TABLE plans ADD COLUMN e2e_verdict TEXT;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
     migration_2_to_3,
     migration_3_to_4,
     migration_4_to_5,
+    migration_5_to_6,
 };

@@ -169,12 +169,34 @@ fa_status fa_sq_prepare_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t 
 /* Make room in an arena array of `size`-byte rows for row n (capacity doubles, old rows copied);
  * false when out of memory. */
 bool fa_sq_grow(fa_arena *arena, void **v, size_t n, size_t *cap, size_t size);
+/* Decoder of one result row for fa_sq_collect_rows: fills *row (zeroed, `size` bytes) from the
+ * current row of q, copying text into arena (fa_sq_col_str); user is the caller's state. Returns
+ * FA_OK, or a failure with its message recorded on ctx (out of memory: "PATH: out of memory"). */
+typedef fa_status (*fa_sq_row_decode)(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row,
+                                      void *user);
+/* Collect rows into the arena: step the prepared statement q to its end (bind_rc: the first
+ * failure of its binds, a binder's rc, FA_DB_OK when none; checked before the first step), one
+ * `size`-byte row per result row in an arena array decoded by `decode`. Finalizes q in every
+ * case, on both back ends. On success *out is the array (never NULL: an empty result is a valid
+ * block) and *n_out its length; both untouched on failure. */
+fa_status fa_sq_collect_rows(fa_ctx *ctx, fa_store *st, fa_stmt *q, int bind_rc, fa_arena *arena, size_t size,
+                             fa_sq_row_decode decode, void *user, void **out, size_t *n_out);
 /* Read one integer of a single-row query (0 when no row). */
 fa_status fa_sq_query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out);
 /* A write unit: BEGIN IMMEDIATE when no transaction is open, a SAVEPOINT inside the caller's;
  * tx_close commits/releases on s == FA_OK, else undoes it, and returns s or the commit's failure. */
 fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own);
 fa_status fa_sq_tx_close(fa_ctx *ctx, fa_store *st, bool own, fa_status s);
+/* fa_sq_require_writable(what) then fa_sq_tx_open: the start of every typed write. */
+fa_status fa_sq_write_open(fa_ctx *ctx, fa_store *st, const char *what, bool *own);
+/* Binder of row i of fa_sq_put_rows: binds the parameters after ?1 = run_id, in order, through b
+ * (b_i64 / b_dbl / b_txt); user is the caller's rows. */
+typedef void (*fa_sq_row_bind)(binder *b, size_t i, const void *user);
+/* Put rows: prepare sql once, then for each i in [0, n) bind ?1 = run_id and the rest with
+ * bind, and step; stops at the first failure (its message on ctx). Finalizes the statement.
+ * Runs inside the caller's write unit (fa_sq_write_open .. fa_sq_tx_close). */
+fa_status fa_sq_put_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, size_t n, fa_sq_row_bind bind,
+                         const void *user);
 
 
 #endif

@@ -110,6 +110,32 @@ bool fa_sq_grow(fa_arena *arena, void **v, size_t n, size_t *cap, size_t size)
     return true;
 }
 
+fa_status fa_sq_collect_rows(fa_ctx *ctx, fa_store *st, fa_stmt *q, int bind_rc, fa_arena *arena, size_t size,
+                             fa_sq_row_decode decode, void *user, void **out, size_t *n_out)
+{
+    fa_status s = FA_SQL_CHECK(ctx, st, bind_rc);
+    void *v = NULL;
+    size_t n = 0, cap = 0;
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        if (!fa_sq_grow(arena, &v, n, &cap, size)) {
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+            break;
+        }
+        void *row = (char *)v + n * size;
+        memset(row, 0, size);
+        s = decode(ctx, st, q, arena, row, user);
+        n++;
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    if (!s && !v && !(v = fa_arena_alloc(arena, size))) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (s) return s;
+    *out = v;
+    *n_out = n;
+    return FA_OK;
+}
+
 const char *fa_sq_col_str(fa_stmt *s, int col, fa_arena *arena)
 {
     const char *t = fa_col_text(s, col);
@@ -139,6 +165,29 @@ fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own)
 {
     *own = !fa_db_in_tx(st);
     return fa_sq_exec_sql(ctx, st, *own ? st->be->begin_sql : "SAVEPOINT fa_write");
+}
+
+fa_status fa_sq_write_open(fa_ctx *ctx, fa_store *st, const char *what, bool *own)
+{
+    fa_status s = fa_sq_require_writable(ctx, st, what);
+    return s ? s : fa_sq_tx_open(ctx, st, own);
+}
+
+fa_status fa_sq_put_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, size_t n, fa_sq_row_bind bind,
+                         const void *user)
+{
+    fa_stmt *q = NULL;
+    fa_status s = n ? fa_sq_prepare(ctx, st, sql, &q) : FA_OK;
+    for (size_t i = 0; i < n && !s; i++) {
+        binder b;
+        b_start(&b, q);
+        b_i64(&b, run_id);
+        bind(&b, i, user);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
+    }
+    fa_stmt_finalize(q);
+    return s;
 }
 
 /* Finish a write unit: commit/release on s == FA_OK, otherwise undo it. Returns s, or the
@@ -505,10 +554,8 @@ static fa_status check_run(fa_ctx *ctx, fa_store *st, int64_t run_id)
 
 fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_run_info *info)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "update a run");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "update a run", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     fa_stmt *q = NULL;
@@ -541,10 +588,8 @@ fa_status fa_store_run_update(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
 
 fa_status fa_store_run_finish(fa_ctx *ctx, fa_store *st, int64_t run_id, bool ok, const char *error)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "finish a run");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "finish a run", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     if (!s) s = finish_with_twins(ctx, st, run_id, ok ? "ok" : "failed", ok ? NULL : (error ? error : "failed"), false);
@@ -590,10 +635,8 @@ fa_status fa_store_run_reopen(fa_ctx *ctx, fa_store *st, int64_t run_id)
 
 fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_graph *g)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store a graph");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store a graph", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     /* Three bulk inserts one after the other (COPY on PostgreSQL: one at a time per connection). */
@@ -768,10 +811,8 @@ static fa_status trace_iter_median(fa_ctx *ctx, fa_store *st, const fa_trace *t,
 
 fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace *t)
 {
-    fa_status s = fa_sq_require_writable(ctx, st, "store a trace");
-    if (s) return s;
     bool own;
-    s = fa_sq_tx_open(ctx, st, &own);
+    fa_status s = fa_sq_write_open(ctx, st, "store a trace", &own);
     if (s) return s;
     s = check_run(ctx, st, run_id);
     /* Appending to a run that already has records continues its seq numbering. */
@@ -868,7 +909,8 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     "id, kind, model_path, model_sha256, target, device_name, threads, iters, warmup, "          \
     "command_line, tag, started_at_ns, coalesce(ended_at_ns, 0), status, error, "                \
     "peak_activation_bytes, source_sha256, pid, host, trace_source, n_kernels, "                 \
-    "coalesce(iter_median_ns, -1), dim_defaults"
+    "coalesce(iter_median_ns, -1), dim_defaults, "                                              \
+    "(SELECT p.e2e_verdict FROM plans p WHERE p.run_id = runs.id ORDER BY p.plan_id DESC LIMIT 1)"
 
 static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, fa_run_info *r)
 {
@@ -896,8 +938,15 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *a
     r->n_kernels = fa_col_i64(q, 20);
     r->iter_median_ns = fa_col_i64(q, 21);
     r->dim_defaults = fa_sq_col_str(q, 22, arena);
+    r->e2e_verdict = fa_e2e_verdict_parse(fa_col_text(q, 23));
     if (!r->kind || !r->status) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
     return FA_OK;
+}
+
+static fa_status decode_run(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    return read_run_row(ctx, st, q, arena, row);
 }
 
 fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_info **out, size_t *n_out)
@@ -905,31 +954,7 @@ fa_status fa_store_list_runs(fa_ctx *ctx, fa_store *st, fa_arena *arena, fa_run_
     fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st, "SELECT " RUN_COLUMNS " FROM runs ORDER BY id DESC", &q);
     if (s) return s;
-    fa_run_info *runs = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (n == cap) { /* grow inside the arena; the old block is simply abandoned */
-            size_t nc = cap ? cap * 2 : 32;
-            fa_run_info *p = fa_arena_alloc(arena, nc * sizeof *p);
-            if (!p) {
-                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
-                break;
-            }
-            if (n) memcpy(p, runs, n * sizeof *p);
-            runs = p;
-            cap = nc;
-        }
-        s = read_run_row(ctx, st, q, arena, &runs[n++]);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    if (!runs && !(runs = fa_arena_alloc(arena, sizeof *runs)))
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory listing runs", st->path);
-    *out = runs;
-    *n_out = n;
-    return FA_OK;
+    return fa_sq_collect_rows(ctx, st, q, FA_DB_OK, arena, sizeof **out, decode_run, NULL, (void **)out, n_out);
 }
 
 fa_status fa_store_get_run(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_run_info *out)
@@ -1311,6 +1336,23 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
+static fa_status decode_ceiling(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
+{
+    (void)user;
+    fa_ceiling *c = row;
+    c->device_key = fa_sq_col_str(q, 0, arena);
+    c->name = fa_sq_col_str(q, 1, arena);
+    c->kind = fa_sq_col_str(q, 2, arena);
+    c->value = fa_col_dbl(q, 3);
+    c->unit = fa_sq_col_str(q, 4, arena);
+    c->source = fa_sq_col_str(q, 5, arena);
+    c->measured_at_ns = fa_col_i64(q, 6);
+    c->detail = fa_sq_col_str(q, 7, arena);
+    if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    return FA_OK;
+}
+
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out)
 {
@@ -1323,38 +1365,5 @@ fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_ke
     binder b;
     b_start(&b, q);
     b_txt(&b, device_key);
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    fa_ceiling *v = NULL;
-    size_t n = 0, cap = 0;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        if (n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            fa_ceiling *p = fa_arena_alloc(arena, nc * sizeof *p);
-            if (!p) {
-                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-                break;
-            }
-            if (n) memcpy(p, v, n * sizeof *p);
-            v = p;
-            cap = nc;
-        }
-        fa_ceiling *c = &v[n++];
-        c->device_key = fa_sq_col_str(q, 0, arena);
-        c->name = fa_sq_col_str(q, 1, arena);
-        c->kind = fa_sq_col_str(q, 2, arena);
-        c->value = fa_col_dbl(q, 3);
-        c->unit = fa_sq_col_str(q, 4, arena);
-        c->source = fa_sq_col_str(q, 5, arena);
-        c->measured_at_ns = fa_col_i64(q, 6);
-        c->detail = fa_sq_col_str(q, 7, arena);
-        if (!c->device_key || !c->name || !c->kind || !c->unit || !c->source)
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (s) return s;
-    *out = v;
-    *n_out = n;
-    return FA_OK;
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_ceiling, NULL, (void **)out, n_out);
 }

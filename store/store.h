@@ -9,7 +9,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 5
+#define FA_STORE_SCHEMA_VERSION 6
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -69,6 +69,24 @@ void fa_store_rollback(fa_store *st);
 
 /* ---- runs ---- */
 
+/* End-to-end verdict of an applied plan: the fused model with the clusters the applier kept
+ * against the unfused one on the same inputs, after the back-off (applier/judge.c
+ * fa_apply_e2e_wins, the clusters' paired-noise rule on the end-to-end samples). Stored as the
+ * lowercase word of fa_e2e_verdict_name in plans.e2e_verdict (schema v6; NULL = not applied).
+ * Only grows at its end. */
+typedef enum fa_e2e_verdict {
+    FA_E2E_NOT_APPLIED,       /* not measured end to end (no apply, or stored before v6) */
+    FA_E2E_WIN,               /* "win": clusters kept, the fused model measurably faster */
+    FA_E2E_LOSS,              /* "loss": clusters kept, the fused model not measurably faster
+                                 even after the back-off: deploy the baseline */
+    FA_E2E_NO_CLUSTERS,       /* "no-clusters": nothing kept, the fused model is the baseline */
+    FA_E2E_VERDICT_COUNT
+} fa_e2e_verdict;
+/* "win" | "loss" | "no-clusters"; NULL for FA_E2E_NOT_APPLIED and out-of-range values. */
+const char *fa_e2e_verdict_name(fa_e2e_verdict v);
+/* The verdict a stored word names; NULL or an unknown word (a newer build's) -> NOT_APPLIED. */
+fa_e2e_verdict fa_e2e_verdict_parse(const char *word);
+
 /* One row of `runs`. On write, NULL strings store NULL. On read, strings live in the arena
  * passed to the reader. Units inline. */
 typedef struct fa_run_info {
@@ -99,6 +117,8 @@ typedef struct fa_run_info {
     int64_t n_kernels;            /* activity rows stored for the run (all kinds) */
     int64_t iter_median_ns;       /* median over timed iterations of (last kernel end - first
                                      kernel start); -1 when the trace has no timed iteration */
+    /* derived from the run's newest plan (read only; fa_store_set_plan_e2e) */
+    fa_e2e_verdict e2e_verdict;   /* that plan's verdict; FA_E2E_NOT_APPLIED when none */
 } fa_run_info;
 
 /* Insert a run with status 'running' (own transaction unless one is open); records this
@@ -306,11 +326,17 @@ const char *fa_bench_subject_name(fa_bench_subject s); /* "baseline", "fused", "
  * plan_id); cluster_id -1 for end-to-end subjects. One transaction (or the caller's). */
 fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_bench_subject subject,
                                      int cluster_id, const double *samples_ns, int n);
-/* The end-to-end error of the applied plan (model outputs fused vs unfused, max |a-b| /
- * max(|b|, 1e-12)); NAN stores NULL (not measured). The plan row must exist. */
-fa_status fa_store_set_plan_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, double max_rel_error);
-/* The newest plan's end-to-end error of the run; *out = NAN when none was stored. */
-fa_status fa_store_get_e2e_error(fa_ctx *ctx, fa_store *st, int64_t run_id, double *out);
+/* What the applier measured of the plan end to end. */
+typedef struct fa_plan_e2e_row {
+    double max_rel_error;     /* model outputs fused vs unfused, max |a-b| / max(|b|, 1e-12)
+                                 (dimensionless); NAN: not measured (stores NULL) */
+    fa_e2e_verdict verdict;   /* FA_E2E_NOT_APPLIED stores NULL */
+} fa_plan_e2e_row;
+/* Store the end-to-end row of plan (run_id, plan_id); the plan row must exist (else
+ * FA_ERR_INTERNAL naming run and plan). One transaction (or the caller's). */
+fa_status fa_store_set_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, const fa_plan_e2e_row *e2e);
+/* The run's newest plan's end-to-end row; {NAN, FA_E2E_NOT_APPLIED} when none was stored. */
+fa_status fa_store_get_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_plan_e2e_row *out);
 
 /* ---- advisor plans (advisor/ fills these; docs/schema.md "plans", "clusters", "why_not") ---- */
 

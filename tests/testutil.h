@@ -30,6 +30,8 @@ const char *fa_test_path(const char *a, const char *b);
 
 #endif
 
+#include <stdbool.h>
+
 #include "graph/graph.h"
 #include "store/store.h"
 /* Load `model` (path or zoo:NAME), run it unfused on cpu for `iters` timed iterations (1
@@ -37,3 +39,38 @@ const char *fa_test_path(const char *a, const char *b);
 fa_status fa_test_store_run(fa_ctx *ctx, fa_store *st, const char *model, int iters, int64_t *run_id);
 /* Same for an already prepared graph (caller keeps ownership). */
 fa_status fa_test_store_graph_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int iters, int64_t *run_id);
+
+/* ---- run-store tests on either back end (tests/testutil_store.c) ---- */
+/* The back end a store test runs on, chosen once from main: FA_TEST_STORE=postgresql starts a
+ * throw-away server (scripts/pg-test-server.sh, stopped at exit) and returns true; where it cannot
+ * exist (no server binaries, a build without libpq) the process exits 77 (ctest: skipped), or 1
+ * under FA_PG_REQUIRED=1 (.ci/run). Unset or "sqlite": SQLite files, false. `who` names the test
+ * in messages. */
+bool fa_test_store_backend_init(const char *who);
+bool fa_test_store_on_pg(void);
+/* The test server's folder (for scripts/pg-test-server.sh restart/kill); "" on SQLite. */
+const char *fa_test_store_server_dir(void);
+/* A store nobody used yet: a new SQLite file in the temp dir, or a new database on the test
+ * server (its URI). Static storage, 16 kept at once. */
+const char *fa_test_store_fresh(const char *name);
+/* SQL on the test server's database `db` ("postgres" for CREATE DATABASE), behind the typed API;
+ * fails the test on error; the first value of the first row as an integer (0 when none). */
+int64_t fa_test_pg_sql(const char *db, const char *sql);
+/* One integer read behind the typed API from the store at path (an SQLite file opened read-only,
+ * or the server database with search_path fuse_advise); 0 when no row. */
+int64_t fa_test_store_sql_i64(const char *path, const char *sql);
+/* Fail the test with ctx's message unless s is FA_OK. */
+void fa_test_check_ok(fa_ctx *ctx, fa_status s);
+/* fa_store_open that must succeed, on the back end path names. */
+fa_store *fa_test_store_open_ok(fa_ctx *ctx, const char *path);
+/* Deterministic trace: n records over `iters` iterations of `nodes` nodes, every field populated
+ * (some strings NULL, some non-ASCII, values past 2^32); `hard` adds range records and names
+ * with tabs, newlines, backslashes. Caller frees. */
+fa_trace *fa_test_synth_trace(size_t n, int nodes, int iters, uint64_t seed, bool hard);
+bool fa_test_str_eq(const char *a, const char *b); /* both NULL, or equal strings */
+/* Fail the test unless x and y hold the same activities, field by field. */
+void fa_test_assert_traces_equal(const fa_trace *x, const fa_trace *y);
+/* A run of kind 'run' on cpu begun (status 'running'): its id. */
+int64_t fa_test_store_begin_run(fa_ctx *ctx, fa_store *st, const char *model, const char *tag, int iters);
+/* A complete run ('ok') holding trace t (NULL: no trace): its id. */
+int64_t fa_test_store_trace_run(fa_ctx *ctx, fa_store *st, const char *model, const fa_trace *t);

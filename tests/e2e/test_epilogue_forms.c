@@ -1,9 +1,10 @@
 /* tests/e2e/test_epilogue_forms — epilogues as exporters write them, each on a small model built
  * here: SiLU as x·Sigmoid(x), HardSwish as x·HardSigmoid(x) and as x·Clip(x+3,0,6)/6, GELU as its
  * erf and tanh subgraphs after a MatMul + bias, ReLU6 as Clip(0,6) after Conv + BN, and the
- * residual Add + Relu after Conv + BN, MatMul/Gemm epilogues across a view-only Reshape. Each becomes one epilogue cluster with the typed post-ops
- * expected, and fa_apply verifies the fused oneDNN kernel numerically against the unfused ops
- * (the rounding-error bound of applier/bound.c). */
+ * residual Add + Relu after Conv + BN, MatMul/Gemm epilogues across a view-only Reshape: a table
+ * of cases (k_forms: anchor, constants, ops, post-ops wanted), one cmocka test each. Each becomes
+ * one epilogue cluster with the typed post-ops expected, and fa_apply verifies the fused oneDNN
+ * kernel numerically against the unfused ops (the rounding-error bound of applier/bound.c). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,11 +54,17 @@ static fa_node *node(fa_graph *g, const char *op, const char *ins, const char *o
     return n;
 }
 
-/* x [1,16,8,8] -> Conv 3x3 (16 -> 16, bias) -> "c"; with_bn: -> BatchNormalization -> "c" */
-static fa_graph *conv_model(const char *name, bool with_bn)
+/* The producer an epilogue form follows, each ending in tensor "c" (the forms read it). */
+typedef enum anchor {
+    CONV,           /* x [1,16,8,8] -> Conv 3x3 (16 -> 16, bias) */
+    CONV_BN,        /* the same -> BatchNormalization */
+    MATMUL_BIAS,    /* x [8,64] -> MatMul W [64,32] -> Add bias [32] */
+    MATMUL_RESHAPE, /* x [6,32] -> MatMul W [32,16] -> Reshape [2,3,16]: a view keeping the last dim */
+    GEMM_RESHAPE,   /* x [6,32] -> Gemm (bias C) -> Reshape [2,3,16] */
+} anchor;
+
+static void conv_anchor(fa_graph *g, bool with_bn)
 {
-    fa_graph *g = fa_graph_create(name);
-    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
     int64_t xd[4] = {1, 16, 8, 8}, wd[4] = {16, 16, 3, 3}, cd[1] = {16};
     tensor(g, "x", 4, xd, true);
     weights(g, "w", 4, wd, 1, -0.3f, 0.3f);
@@ -72,20 +79,36 @@ static fa_graph *conv_model(const char *name, bool with_bn)
         weights(g, "var", 1, cd, 6, 0.5f, 1.5f);
         node(g, "BatchNormalization", "c0,scale,shift,mean,var", "c");
     }
-    return g;
 }
 
-/* x [8,64] -> MatMul W [64,32] -> Add bias [32] -> "c" */
-static fa_graph *matmul_model(const char *name)
+/* x [6,32] -> MatMul W [32,16] (+ Gemm's bias C) -> Reshape to [2,3,16] -> "c" */
+static void view_anchor(fa_graph *g, bool gemm)
+{
+    int64_t xd[2] = {6, 32}, wd[2] = {32, 16}, bd[1] = {16}, sd[1] = {3}, shape[3] = {2, 3, 16};
+    tensor(g, "x", 2, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, gemm ? "gc" : "bias", 1, bd, 2, -0.5f, 0.5f);
+    int t = fa_graph_tensor(g, "shape");
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
+    assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    node(g, gemm ? "Gemm" : "MatMul", gemm ? "x,w,gc" : "x,w", "m");
+    node(g, "Reshape", "m,shape", "c");
+}
+
+static fa_graph *anchor_model(const char *name, anchor a)
 {
     fa_graph *g = fa_graph_create(name);
     assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
-    int64_t xd[2] = {8, 64}, wd[2] = {64, 32}, bd[1] = {32};
-    tensor(g, "x", 2, xd, true);
-    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
-    weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
-    node(g, "MatMul", "x,w", "m");
-    node(g, "Add", "m,bias", "c");
+    if (a == CONV || a == CONV_BN) conv_anchor(g, a == CONV_BN);
+    else if (a == MATMUL_BIAS) {
+        int64_t xd[2] = {8, 64}, wd[2] = {64, 32}, bd[1] = {32};
+        tensor(g, "x", 2, xd, true);
+        weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+        weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
+        node(g, "MatMul", "x,w", "m");
+        node(g, "Add", "m,bias", "c");
+    } else view_anchor(g, a == GEMM_RESHAPE);
     return g;
 }
 
@@ -152,157 +175,77 @@ static void expect_epilogue(fa_graph *g, const fa_post_op_kind *want, int n, flo
     fa_graph_free(g);
 }
 
-static void test_conv_silu_as_x_times_sigmoid(void **s)
-{
-    (void)s;
-    fa_graph *g = conv_model("conv_silu", false);
-    node(g, "Sigmoid", "c", "sg");
-    node(g, "Mul", "c,sg", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_SWISH};
-    expect_epilogue(g, want, 1, 1.0f);
-}
+/* One epilogue form: the ops an exporter writes after the anchor (reading "c", ending in "y"),
+ * the scalar constants they use, an optional second graph input "skip", and the post-ops the
+ * advisor must recognise (alpha0: the first post-op's alpha, NAN unchecked). */
+typedef struct form_op {
+    const char *op, *ins, *outs;
+    const char *attr[2]; /* float attributes, NULL-terminated */
+    float value[2];
+} form_op;
+typedef struct form_const {
+    const char *name;
+    float value;
+} form_const;
+typedef struct epilogue_form {
+    const char *name;
+    anchor anchor;
+    form_const consts[5];   /* NULL-terminated */
+    int skip_rank;          /* 0: no "skip" input */
+    int64_t skip_dims[4];
+    form_op ops[9];         /* NULL-terminated */
+    fa_post_op_kind want[2];
+    int n_want;
+    float alpha0;
+} epilogue_form;
 
-static void test_conv_bn_hardswish_as_x_times_hardsigmoid(void **s)
-{
-    (void)s;
-    fa_graph *g = conv_model("conv_bn_hardswish_hardsigmoid", true);
-    fa_node *hs = node(g, "HardSigmoid", "c", "h");
-    fa_node_add_attr_float(g, hs, "alpha", 1.0f / 6.0f);
-    fa_node_add_attr_float(g, hs, "beta", 0.5f);
-    node(g, "Mul", "c,h", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_HARD_SWISH};
-    expect_epilogue(g, want, 1, NAN);
-}
+static const epilogue_form k_forms[] = {
+    {"conv_silu_as_x_times_sigmoid", CONV, {{0}}, 0, {0},
+     {{"Sigmoid", "c", "sg"}, {"Mul", "c,sg", "y"}},
+     {FA_POST_OP_SWISH}, 1, 1.0f},
+    {"conv_bn_hardswish_as_x_times_hardsigmoid", CONV_BN, {{0}}, 0, {0},
+     {{"HardSigmoid", "c", "h", {"alpha", "beta"}, {1.0f / 6.0f, 0.5f}}, {"Mul", "c,h", "y"}},
+     {FA_POST_OP_HARD_SWISH}, 1, NAN},
+    {"conv_hardswish_as_x_times_clip_div_6", CONV, {{"three", 3.0f}, {"zero", 0.0f}, {"six", 6.0f}, {"six_b", 6.0f}}, 0, {0},
+     {{"Add", "c,three", "a"}, {"Clip", "a,zero,six", "k"}, {"Mul", "c,k", "m"}, {"Div", "m,six_b", "y"}},
+     {FA_POST_OP_HARD_SWISH}, 1, NAN},
+    {"matmul_bias_gelu_erf_subgraph", MATMUL_BIAS, {{"sqrt2", 1.41421356f}, {"one", 1.0f}, {"half", 0.5f}}, 0, {0},
+     {{"Div", "c,sqrt2", "d"}, {"Erf", "d", "e"}, {"Add", "e,one", "f"}, {"Mul", "c,f", "g"}, {"Mul", "g,half", "y"}},
+     {FA_POST_OP_ADD, FA_POST_OP_GELU_ERF}, 2, 0.0f},
+    {"matmul_bias_gelu_tanh_subgraph", MATMUL_BIAS,
+     {{"three", 3.0f}, {"k", 0.044715f}, {"s2pi", 0.7978845608f}, {"one", 1.0f}, {"half", 0.5f}}, 0, {0},
+     {{"Pow", "c,three", "p"}, {"Mul", "p,k", "q"}, {"Add", "c,q", "r"}, {"Mul", "r,s2pi", "t"}, {"Tanh", "t", "th"},
+      {"Add", "th,one", "u"}, {"Mul", "c,half", "hx"}, {"Mul", "hx,u", "y"}},
+     {FA_POST_OP_ADD, FA_POST_OP_GELU_TANH}, 2, 0.0f},
+    {"conv_bn_relu6_as_clip", CONV_BN, {{"zero", 0.0f}, {"six", 6.0f}}, 0, {0},
+     {{"Clip", "c,zero,six", "y"}},
+     {FA_POST_OP_CLIP}, 1, 0.0f},
+    {"conv_bn_residual_add_relu", CONV_BN, {{0}}, 4, {1, 16, 8, 8},
+     {{"Add", "c,skip", "a"}, {"Relu", "a", "y"}},
+     {FA_POST_OP_ADD, FA_POST_OP_RELU}, 2, 0.0f},
+    /* the epilogue crosses the view (the last dimension kept), the bias stays a per-column operand */
+    {"matmul_reshape_bias_relu", MATMUL_RESHAPE, {{0}}, 0, {0},
+     {{"Add", "c,bias", "a"}, {"Relu", "a", "y"}},
+     {FA_POST_OP_ADD, FA_POST_OP_RELU}, 2, 0.0f},
+    {"gemm_reshape_residual_add_relu", GEMM_RESHAPE, {{0}}, 3, {2, 3, 16},
+     {{"Add", "c,skip", "a"}, {"Relu", "a", "y"}},
+     {FA_POST_OP_ADD, FA_POST_OP_RELU}, 2, 0.0f},
+};
+enum { N_FORMS = sizeof k_forms / sizeof k_forms[0] };
 
-static void test_conv_hardswish_as_x_times_clip_div_6(void **s)
+/* Build the case's model and require its one epilogue cluster verified (expect_epilogue). */
+static void test_epilogue_form(void **state)
 {
-    (void)s;
-    fa_graph *g = conv_model("conv_hardswish_clip", false);
-    weights(g, "three", 0, NULL, 0, 3.0f, 0);
-    weights(g, "zero", 0, NULL, 0, 0.0f, 0);
-    weights(g, "six", 0, NULL, 0, 6.0f, 0);
-    weights(g, "six_b", 0, NULL, 0, 6.0f, 0);
-    node(g, "Add", "c,three", "a");
-    node(g, "Clip", "a,zero,six", "k");
-    node(g, "Mul", "c,k", "m");
-    node(g, "Div", "m,six_b", "y");
+    const epilogue_form *f = *state;
+    fa_graph *g = anchor_model(f->name, f->anchor);
+    for (const form_const *k = f->consts; k->name; k++) weights(g, k->name, 0, NULL, 0, k->value, 0);
+    if (f->skip_rank) tensor(g, "skip", f->skip_rank, f->skip_dims, true);
+    for (const form_op *o = f->ops; o->op; o++) {
+        fa_node *n = node(g, o->op, o->ins, o->outs);
+        for (int a = 0; a < 2 && o->attr[a]; a++) fa_node_add_attr_float(g, n, o->attr[a], o->value[a]);
+    }
     finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_HARD_SWISH};
-    expect_epilogue(g, want, 1, NAN);
-}
-
-static void test_matmul_bias_gelu_erf_subgraph(void **s)
-{
-    (void)s;
-    fa_graph *g = matmul_model("matmul_gelu_erf");
-    weights(g, "sqrt2", 0, NULL, 0, 1.41421356f, 0);
-    weights(g, "one", 0, NULL, 0, 1.0f, 0);
-    weights(g, "half", 0, NULL, 0, 0.5f, 0);
-    node(g, "Div", "c,sqrt2", "d");
-    node(g, "Erf", "d", "e");
-    node(g, "Add", "e,one", "f");
-    node(g, "Mul", "c,f", "g");
-    node(g, "Mul", "g,half", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_ADD, FA_POST_OP_GELU_ERF};
-    expect_epilogue(g, want, 2, 0.0f);
-}
-
-static void test_matmul_bias_gelu_tanh_subgraph(void **s)
-{
-    (void)s;
-    fa_graph *g = matmul_model("matmul_gelu_tanh");
-    weights(g, "three", 0, NULL, 0, 3.0f, 0);
-    weights(g, "k", 0, NULL, 0, 0.044715f, 0);
-    weights(g, "s2pi", 0, NULL, 0, 0.7978845608f, 0);
-    weights(g, "one", 0, NULL, 0, 1.0f, 0);
-    weights(g, "half", 0, NULL, 0, 0.5f, 0);
-    node(g, "Pow", "c,three", "p");
-    node(g, "Mul", "p,k", "q");
-    node(g, "Add", "c,q", "r");
-    node(g, "Mul", "r,s2pi", "t");
-    node(g, "Tanh", "t", "th");
-    node(g, "Add", "th,one", "u");
-    node(g, "Mul", "c,half", "hx");
-    node(g, "Mul", "hx,u", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_ADD, FA_POST_OP_GELU_TANH};
-    expect_epilogue(g, want, 2, 0.0f);
-}
-
-static void test_conv_bn_relu6_as_clip(void **s)
-{
-    (void)s;
-    fa_graph *g = conv_model("conv_bn_relu6", true);
-    weights(g, "zero", 0, NULL, 0, 0.0f, 0);
-    weights(g, "six", 0, NULL, 0, 6.0f, 0);
-    node(g, "Clip", "c,zero,six", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_CLIP};
-    expect_epilogue(g, want, 1, 0.0f);
-}
-
-static void test_conv_bn_residual_add_relu(void **s)
-{
-    (void)s;
-    fa_graph *g = conv_model("conv_bn_add_relu", true);
-    int64_t rd[4] = {1, 16, 8, 8};
-    tensor(g, "skip", 4, rd, true);
-    node(g, "Add", "c,skip", "a");
-    node(g, "Relu", "a", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_ADD, FA_POST_OP_RELU};
-    expect_epilogue(g, want, 2, 0.0f);
-}
-
-/* x [6,32] -> MatMul W [32,16] -> Reshape [2,3,16] -> Add bias [16] -> Relu: the epilogue crosses
- * the view (the last dimension kept), the bias stays a per-column operand */
-static void test_matmul_reshape_bias_relu(void **s)
-{
-    (void)s;
-    fa_graph *g = fa_graph_create("matmul_reshape_bias_relu");
-    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
-    int64_t xd[2] = {6, 32}, wd[2] = {32, 16}, bd[1] = {16}, sd[1] = {3}, shape[3] = {2, 3, 16};
-    tensor(g, "x", 2, xd, true);
-    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
-    weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
-    int t = fa_graph_tensor(g, "shape");
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
-    assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    node(g, "MatMul", "x,w", "m");
-    node(g, "Reshape", "m,shape", "v");
-    node(g, "Add", "v,bias", "a");
-    node(g, "Relu", "a", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_ADD, FA_POST_OP_RELU};
-    expect_epilogue(g, want, 2, 0.0f);
-}
-
-/* Gemm (bias C) -> Reshape [2,3,16] -> residual Add of a [2,3,16] input -> Relu */
-static void test_gemm_reshape_residual_add_relu(void **s)
-{
-    (void)s;
-    fa_graph *g = fa_graph_create("gemm_reshape_residual_relu");
-    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
-    int64_t xd[2] = {6, 32}, wd[2] = {32, 16}, bd[1] = {16}, sd[1] = {3}, shape[3] = {2, 3, 16}, rd[3] = {2, 3, 16};
-    tensor(g, "x", 2, xd, true);
-    tensor(g, "skip", 3, rd, true);
-    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
-    weights(g, "c", 1, bd, 2, -0.5f, 0.5f);
-    int t = fa_graph_tensor(g, "shape");
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
-    assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    node(g, "Gemm", "x,w,c", "m");
-    node(g, "Reshape", "m,shape", "v");
-    node(g, "Add", "v,skip", "a");
-    node(g, "Relu", "a", "y");
-    finish(g, "y");
-    const fa_post_op_kind want[] = {FA_POST_OP_ADD, FA_POST_OP_RELU};
-    expect_epilogue(g, want, 2, 0.0f);
+    expect_epilogue(g, f->want, f->n_want, f->alpha0);
 }
 
 static int setup(void **s)
@@ -321,16 +264,9 @@ static int teardown(void **s)
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_conv_silu_as_x_times_sigmoid),
-        cmocka_unit_test(test_conv_bn_hardswish_as_x_times_hardsigmoid),
-        cmocka_unit_test(test_conv_hardswish_as_x_times_clip_div_6),
-        cmocka_unit_test(test_matmul_bias_gelu_erf_subgraph),
-        cmocka_unit_test(test_matmul_bias_gelu_tanh_subgraph),
-        cmocka_unit_test(test_conv_bn_relu6_as_clip),
-        cmocka_unit_test(test_conv_bn_residual_add_relu),
-        cmocka_unit_test(test_matmul_reshape_bias_relu),
-        cmocka_unit_test(test_gemm_reshape_residual_add_relu),
-    };
+    struct CMUnitTest tests[N_FORMS];
+    for (int i = 0; i < N_FORMS; i++)
+        tests[i] = (struct CMUnitTest){.name = k_forms[i].name, .test_func = test_epilogue_form,
+                                       .initial_state = (void *)&k_forms[i]};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -429,25 +429,47 @@ static void test_plan_hash_is_stable_and_depends_on_options(void **st)
 /* A CPU run's kernel medians and ceilings do not predict a CUDA kernel: advising the cuda
  * target on a CPU-measured profile falls back to the analytic estimate and says why; the cpu
  * target on the same profile uses the measured medians. */
+/* A stored run of zoo:convnet-tiny (2 timed iterations on cpu) in a new store `db_name`, analysed
+ * against fixed ceilings (10 GB/s, 100 GFLOP/s, 1 us dispatch) under `device_key`, and its graph
+ * reloaded: what an `advise` of a stored run starts from. */
+typedef struct analysed_run {
+    const char *db;  /* the store's path */
+    fa_store *store;
+    int64_t run;
+    fa_analysis *analysis;
+    fa_graph *graph;
+} analysed_run;
+
+static analysed_run analysed_convnet(fa_ctx *ctx, const char *db_name, const char *device_key)
+{
+    analysed_run f = {fa_test_path(fa_test_tmpdir(), db_name), NULL, 0, NULL, NULL};
+    assert_int_equal(fa_store_open(ctx, f.db, &f.store), FA_OK);
+    assert_int_equal(fa_test_store_run(ctx, f.store, "zoo:convnet-tiny", 2, &f.run), FA_OK);
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.device_key = device_key;
+    c.mem_bw_gbs = 10;
+    c.peak_gflops = 100;
+    c.launch_ns = 1000;
+    assert_int_equal(fa_analyze_run(ctx, f.store, f.run, &c, &f.analysis), FA_OK);
+    assert_int_equal(fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &f.graph), FA_OK);
+    return f;
+}
+
+static void analysed_run_free(analysed_run *f)
+{
+    fa_graph_free(f->graph);
+    fa_analysis_free(f->analysis);
+    fa_store_close(f->store);
+}
+
 static void test_profile_of_another_device_kind_is_not_used(void **st)
 {
     (void)st;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *s = NULL;
-    const char *db = fa_test_path(fa_test_tmpdir(), "foreign.db");
-    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
-    int64_t run;
-    assert_int_equal(fa_test_store_run(ctx, s, "zoo:convnet-tiny", 2, &run), FA_OK);
-    fa_ceilings c;
-    memset(&c, 0, sizeof c);
-    c.device_key = "cpu:test-model:2t";
-    c.mem_bw_gbs = 10;
-    c.peak_gflops = 100;
-    c.launch_ns = 1000;
-    fa_analysis *a = NULL;
-    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
-    fa_graph *g = NULL;
-    assert_int_equal(fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &g), FA_OK);
+    analysed_run f = analysed_convnet(ctx, "foreign.db", "cpu:test-model:2t");
+    fa_graph *g = f.graph;
+    fa_analysis *a = f.analysis;
     for (int t = FA_TARGET_CPU; t <= FA_TARGET_CUDA; t++) {
         fa_advise_options o = fa_advise_options_default();
         o.target = (fa_target)t;
@@ -470,9 +492,7 @@ static void test_profile_of_another_device_kind_is_not_used(void **st)
         }
         fa_plan_free(p);
     }
-    fa_graph_free(g);
-    fa_analysis_free(a);
-    fa_store_close(s);
+    analysed_run_free(&f);
     fa_ctx_free(ctx);
 }
 
@@ -481,23 +501,12 @@ static void test_plan_saved_and_updated_in_store(void **st)
 {
     (void)st;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *s = NULL;
-    const char *db = fa_test_path(fa_test_tmpdir(), "plan.db");
-    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
-    int64_t run;
-    assert_int_equal(fa_test_store_run(ctx, s, "zoo:convnet-tiny", 2, &run), FA_OK);
-    fa_ceilings c;
-    memset(&c, 0, sizeof c);
-    c.device_key = "test";
-    c.mem_bw_gbs = 10;
-    c.peak_gflops = 100;
-    c.launch_ns = 1000;
-    fa_analysis *a = NULL;
-    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
-    fa_graph *g = NULL;
-    assert_int_equal(fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &g), FA_OK);
+    analysed_run f = analysed_convnet(ctx, "plan.db", "test");
+    fa_store *s = f.store;
+    const char *db = f.db;
+    int64_t run = f.run;
     fa_plan *p = NULL;
-    assert_int_equal(fa_advise(ctx, g, a, NULL, &p), FA_OK);
+    assert_int_equal(fa_advise(ctx, f.graph, f.analysis, NULL, &p), FA_OK);
     assert_int_equal(p->run_id, run);
     assert_int_equal(fa_plan_save(ctx, s, p), FA_OK);
     assert_int_equal(p->plan_id, 1);
@@ -529,9 +538,7 @@ static void test_plan_saved_and_updated_in_store(void **st)
     assert_int_equal(fa_plan_save(ctx, s, p), FA_OK);
     assert_int_equal(p->plan_id, 2);
     fa_plan_free(p);
-    fa_graph_free(g);
-    fa_analysis_free(a);
-    fa_store_close(s);
+    analysed_run_free(&f);
 
     /* the verb: reloads zoo:convnet-tiny, prints clusters and why-not as JSON */
     char *out = NULL, *err = NULL;

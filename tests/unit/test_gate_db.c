@@ -401,6 +401,40 @@ static void test_verification_failure_fails(void **state)
     fa_store_close(st);
 }
 
+/* The candidate's applied plan stored as a LOSS end to end (plans.e2e_verdict) warns, naming the
+ * run, even when every latency check passes; a WIN passes; a plan without a verdict (not applied,
+ * or stored before schema v6) adds no check. */
+static void test_candidate_plan_lost_end_to_end_warns(void **state)
+{
+    (void)state;
+    fa_store *st = open_db("e2e-loss.db");
+    synth a = defaults(53), b = defaults(54);
+    int64_t ra = put_run(st, &a), rb = put_run(st, &b);
+    fa_gate_report *r = gate(st, ra, rb);
+    assert_null(find(r, "fusion.e2e"));
+    fa_gate_report_free(r);
+    fa_ctx *ctx = fa_ctx_create();
+    const struct { fa_e2e_verdict v; fa_gate_verdict want; const char *says; } cases[] = {
+        {FA_E2E_LOSS, FA_GATE_WARN, "LOSS end to end"},
+        {FA_E2E_WIN, FA_GATE_PASS, "win"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        fa_plan_e2e_row e2e = {1e-7, cases[k].v};
+        assert_int_equal(fa_store_set_plan_e2e(ctx, st, rb, 1, &e2e), FA_OK);
+        r = gate(st, ra, rb);
+        const fa_gate_check *e = find(r, "fusion.e2e");
+        assert_non_null(e);
+        assert_int_equal(e->verdict, cases[k].want);
+        if (!strstr(e->message, cases[k].says)) fail_msg("fusion.e2e says '%s', want '%s'", e->message, cases[k].says);
+        char id[32];
+        snprintf(id, sizeof id, "run %lld", (long long)rb);
+        assert_non_null(strstr(e->message, id));
+        fa_gate_report_free(r);
+    }
+    fa_ctx_free(ctx);
+    fa_store_close(st);
+}
+
 static void test_more_fused_kernels_per_iteration_fails(void **state)
 {
     (void)state;
@@ -743,6 +777,7 @@ int main(void)
         cmocka_unit_test(test_cluster_gone_fails_but_absorbed_cluster_passes),
         cmocka_unit_test(test_one_pct_slower_everywhere_passes),
         cmocka_unit_test(test_verification_failure_fails),
+        cmocka_unit_test(test_candidate_plan_lost_end_to_end_warns),
         cmocka_unit_test(test_more_fused_kernels_per_iteration_fails),
         cmocka_unit_test(test_cuda_spill_growth_fails_register_growth_warns),
         cmocka_unit_test(test_missing_plan_degrades_to_skipped_with_note),

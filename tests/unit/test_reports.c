@@ -551,19 +551,57 @@ static void test_e2e_error_kept_from_database_or_same_run_summary(void **state)
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     assert_true(summary_e2e(dir) > 1.49e-7 && summary_e2e(dir) < 1.51e-7);
     /* stored on the applied plan (as `run` does): the database wins over any summary.json */
-    assert_int_not_equal(fa_store_set_plan_e2e_error(ctx, st, run, 1, 2.5e-6), FA_OK); /* no plan yet */
+    fa_plan_e2e_row e2e = {2.5e-6, FA_E2E_WIN};
+    assert_int_not_equal(fa_store_set_plan_e2e(ctx, st, run, 1, &e2e), FA_OK); /* no plan yet */
     fa_ctx_clear(ctx);
     char sql[256];
     snprintf(sql, sizeof sql, "INSERT INTO plans(run_id, plan_id, created_at_ns, status) VALUES (%lld, 1, 1, 'applied');",
              (long long)run);
     exec_sql(st, sql);
-    assert_int_equal(fa_store_set_plan_e2e_error(ctx, st, run, 1, 2.5e-6), FA_OK);
+    assert_int_equal(fa_store_set_plan_e2e(ctx, st, run, 1, &e2e), FA_OK);
     char other[1100];
     snprintf(other, sizeof other, "%s-other", dir);
     assert_int_equal(fa_reports_write(ctx, st, run, other), FA_OK); /* a folder without summary.json */
     assert_true(summary_e2e(other) > 2.49e-6 && summary_e2e(other) < 2.51e-6);
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     assert_true(summary_e2e(dir) > 2.49e-6 && summary_e2e(dir) < 2.51e-6);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+/* The applier's end-to-end verdict comes back from the database alone: a plan stored as a LOSS
+ * is one in summary.json and report.html even where the medians' ratio is above 1 (inside the
+ * paired noise), and is never coloured as a win; a WIN is. */
+static void test_e2e_loss_verdict_from_database_never_shown_as_a_win(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("verdict.db"), &st), FA_OK);
+    int64_t run = store_nasty(ctx, st, true, false); /* medians 20.02 us -> 10.02 us: 1.998x */
+    const char *dir = out_dir("rep-verdict");
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    char *sj = slurp(dir, "summary.json"), *html = slurp(dir, "report.html");
+    assert_non_null(strstr(sj, "\"e2e_verdict\":null")); /* not recorded: not claimed either way */
+    assert_null(strstr(html, "End-to-end verdict"));
+    free(sj);
+    free(html);
+    const struct { fa_e2e_verdict v; const char *json, *card, *speedup; } cases[] = {
+        {FA_E2E_LOSS, "\"e2e_verdict\":\"loss\"", "<div class=\"v bad\">LOSS</div>", "<div class=\"v bad\">1.998x</div>"},
+        {FA_E2E_WIN, "\"e2e_verdict\":\"win\"", "<div class=\"v good\">win</div>", "<div class=\"v good\">1.998x</div>"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        fa_plan_e2e_row e2e = {1e-7, cases[k].v};
+        assert_int_equal(fa_store_set_plan_e2e(ctx, st, run, 1, &e2e), FA_OK);
+        assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+        sj = slurp(dir, "summary.json");
+        html = slurp(dir, "report.html");
+        if (!strstr(sj, cases[k].json)) fail_msg("summary.json lacks %s: %s", cases[k].json, sj);
+        if (!strstr(html, cases[k].card)) fail_msg("report.html lacks %s", cases[k].card);
+        if (!strstr(html, cases[k].speedup)) fail_msg("report.html lacks %s", cases[k].speedup);
+        free(sj);
+        free(html);
+    }
     fa_store_close(st);
     fa_ctx_free(ctx);
 }
@@ -599,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_run_without_analysis_or_plan_says_not_measured),
         cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
         cmocka_unit_test(test_e2e_error_kept_from_database_or_same_run_summary),
+        cmocka_unit_test(test_e2e_loss_verdict_from_database_never_shown_as_a_win),
         cmocka_unit_test(test_json_writer_escapes_and_writes_null_for_missing_and_non_finite),
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),

@@ -1,6 +1,7 @@
 /* tests/unit/test_store — the run database: schema and migrations, refusal of foreign/newer
  * files, crash and failure robustness, concurrent writers, read-only files, round trips, the
- * per-op table, and the `runs` / `show` verbs. */
+ * per-op table, and the `runs` / `show` verbs. The cases not about SQLite files run once more on a
+ * PostgreSQL server (ctest test_store_pg, FA_TEST_STORE=postgresql; skipped, 77, without one). */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -17,148 +18,9 @@
 #include "store/store-impl.h"
 #include "store/store.h"
 
+static bool g_pg; /* the PostgreSQL variant (test_store_pg): the cases about SQLite files skip */
+
 /* ---- helpers ---- */
-
-static const char *fresh_db(const char *name)
-{
-    static int counter;
-    char leaf[128];
-    snprintf(leaf, sizeof leaf, "%s-%d.db", name, counter++);
-    const char *p = fa_test_path(fa_test_tmpdir(), leaf);
-    static char keep[16][4096];
-    static int slot;
-    char *k = keep[slot++ & 15];
-    snprintf(k, 4096, "%s", p);
-    unlink(k);
-    return k;
-}
-
-static fa_store *open_ok(fa_ctx *ctx, const char *path)
-{
-    fa_store *st = NULL;
-    fa_status s = fa_store_open(ctx, path, &st);
-    if (s) fprintf(stderr, "open failed: %s\n", fa_ctx_errmsg(ctx));
-    assert_int_equal(s, FA_OK);
-    assert_non_null(st);
-    return st;
-}
-
-static void check_ok(fa_ctx *ctx, fa_status s)
-{
-    if (s) fprintf(stderr, "unexpected error: %s\n", fa_ctx_errmsg(ctx));
-    assert_int_equal(s, FA_OK);
-}
-
-/* Deterministic synthetic trace: n records over `iters` iterations of `nodes` nodes, with
- * every field populated (some strings NULL, some non-ASCII, some values past 2^32). */
-static fa_trace *synth_trace(size_t n, int nodes, int iters, uint64_t seed)
-{
-    fa_trace *t = fa_trace_create("cpu-executor");
-    t->device_name = fa_trace_intern(t, "Test CPU \xc3\xa9");
-    t->n_iters = iters;
-    t->n_orphans = seed % 3;
-    fa_rng r;
-    fa_rng_seed(&r, seed);
-    uint64_t clock = 1000000000000ull + seed;
-    static const char *const ops[] = {"Conv", "Relu", "Add", "MatMul", "Softmax"};
-    for (size_t i = 0; i < n; i++) {
-        fa_activity a = fa_activity_init(i % 17 == 16 ? FA_ACT_MEMCPY : FA_ACT_KERNEL);
-        int node = (int)(i % (size_t)nodes);
-        char nm[64];
-        snprintf(nm, sizeof nm, "%s_%d", ops[node % 5], node);
-        a.name = fa_trace_intern(t, nm);
-        a.op_type = (i % 11 == 5) ? NULL : fa_trace_intern(t, ops[node % 5]);
-        a.node_name = (i % 13 == 7) ? NULL : fa_trace_intern(t, node % 7 == 3 ? "n\xe2\x86\x92\"<x>\"" : nm);
-        a.node = node;
-        a.iter = (int32_t)((i / (size_t)nodes) % (size_t)(iters + 1)) - 1; /* -1 = warm-up */
-        a.device = (int32_t)(fa_rng_u64(&r) % 3) - 1;
-        a.stream = (int64_t)(fa_rng_u64(&r) % 1000);
-        a.pid = 4242;
-        a.tid = (int64_t)(fa_rng_u64(&r) % 8) + 100000;
-        a.start_ns = clock;
-        clock += 1000 + fa_rng_u64(&r) % 100000;
-        a.end_ns = clock;
-        clock += fa_rng_u64(&r) % 500;
-        a.correlation = (int64_t)i * 3 - 1;
-        a.external_id = (i % 5) ? (int64_t)i : -1;
-        for (int k = 0; k < 3; k++) {
-            a.grid[k] = (int32_t)(fa_rng_u64(&r) % 65536);
-            a.block[k] = (int32_t)(fa_rng_u64(&r) % 1024);
-        }
-        a.registers = (int32_t)(fa_rng_u64(&r) % 256);
-        a.static_smem = (int32_t)(fa_rng_u64(&r) % 49152);
-        a.dynamic_smem = (int32_t)(fa_rng_u64(&r) % 200000);
-        a.local_mem = (int32_t)(fa_rng_u64(&r) % 64);
-        a.bytes_read = fa_rng_u64(&r) >> 20;      /* up to 2^44 */
-        a.bytes_written = fa_rng_u64(&r) >> 24;
-        a.flops = fa_rng_u64(&r) >> 2;            /* up to 2^62 */
-        a.occupancy = (i % 4) ? fa_rng_uniform(&r, 0.0f, 1.0f) : -1.0f;
-        a.flags = (unsigned)(fa_rng_u64(&r) & 7);
-        fa_trace_add(t, &a);
-    }
-    return t;
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-    if (!a || !b) return a == b;
-    return strcmp(a, b) == 0;
-}
-
-static void assert_traces_equal(const fa_trace *x, const fa_trace *y)
-{
-    assert_int_equal(x->n_acts, y->n_acts);
-    assert_string_equal(x->source, y->source);
-    assert_true(str_eq(x->device_name, y->device_name));
-    assert_int_equal(x->n_iters, y->n_iters);
-    assert_int_equal(x->n_orphans, y->n_orphans);
-    for (size_t i = 0; i < x->n_acts; i++) {
-        const fa_activity *a = &x->acts[i], *b = &y->acts[i];
-        if (!(a->kind == b->kind && str_eq(a->name, b->name) && str_eq(a->op_type, b->op_type) &&
-              str_eq(a->node_name, b->node_name) && a->node == b->node && a->iter == b->iter &&
-              a->device == b->device && a->stream == b->stream && a->pid == b->pid &&
-              a->tid == b->tid && a->start_ns == b->start_ns && a->end_ns == b->end_ns &&
-              a->correlation == b->correlation && a->external_id == b->external_id &&
-              !memcmp(a->grid, b->grid, sizeof a->grid) && !memcmp(a->block, b->block, sizeof a->block) &&
-              a->registers == b->registers && a->static_smem == b->static_smem &&
-              a->dynamic_smem == b->dynamic_smem && a->local_mem == b->local_mem &&
-              a->bytes_read == b->bytes_read && a->bytes_written == b->bytes_written &&
-              a->flops == b->flops && a->occupancy == b->occupancy && a->flags == b->flags)) {
-            fail_msg("activity %zu differs after the round trip", i);
-        }
-    }
-}
-
-/* Store one complete run ("ok") with the given trace; returns its id. */
-static int64_t store_run(fa_ctx *ctx, fa_store *st, const char *model, const fa_trace *t)
-{
-    fa_run_info info = {0};
-    info.kind = "run";
-    info.model_path = model;
-    info.target = "cpu";
-    info.threads = 2;
-    info.iters = t ? t->n_iters : 0;
-    info.warmup = 1;
-    info.command_line = "fuse-advise run test";
-    int64_t id = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
-    if (t) check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
-    return id;
-}
-
-static int64_t raw_i64(const char *path, const char *sql)
-{
-    sqlite3 *db = NULL;
-    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
-    sqlite3_stmt *q = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &q, NULL), SQLITE_OK);
-    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-    int64_t v = sqlite3_column_int64(q, 0);
-    sqlite3_finalize(q);
-    sqlite3_close(db);
-    return v;
-}
 
 static char *raw_text(const char *path, const char *sql)
 {
@@ -198,9 +60,10 @@ static uint8_t *read_all(const char *path, size_t *n)
 static void test_schema_created_at_current_version_and_reopen_keeps_runs(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* the SQLite file header and user_version */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("schema");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("schema");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = "zoo:resnet50";
@@ -214,18 +77,18 @@ static void test_schema_created_at_current_version_and_reopen_keeps_runs(void **
     info.tag = "nightly";
     info.peak_activation_bytes = 123456789;
     int64_t id = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
     assert_true(id > 0);
     fa_run_info upd = {0};
     upd.device_name = "Better CPU name";
     upd.peak_activation_bytes = 987654321;
-    check_ok(ctx, fa_store_run_update(ctx, st, id, &upd));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_test_check_ok(ctx, fa_store_run_update(ctx, st, id, &upd));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
     fa_store_close(st);
 
-    assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
-    assert_int_equal(raw_i64(path, "PRAGMA application_id"), FA_STORE_APPLICATION_ID);
-    assert_int_equal(raw_i64(path, "PRAGMA page_size"), 16384);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA application_id"), FA_STORE_APPLICATION_ID);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA page_size"), 16384);
     char *jm = raw_text(path, "PRAGMA journal_mode");
     assert_string_equal(jm, "wal");
     free(jm);
@@ -237,14 +100,14 @@ static void test_schema_created_at_current_version_and_reopen_keeps_runs(void **
     for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
         char sql[256];
         snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_schema WHERE type='table' AND name='%s'", tables[i]);
-        if (raw_i64(path, sql) != 1) fail_msg("table %s missing", tables[i]);
+        if (fa_test_store_sql_i64(path, sql) != 1) fail_msg("table %s missing", tables[i]);
     }
 
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs = NULL;
     size_t n = 0;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_int_equal(n, 1);
     assert_int_equal(runs[0].id, id);
     assert_string_equal(runs[0].kind, "run");
@@ -264,7 +127,7 @@ static void test_schema_created_at_current_version_and_reopen_keeps_runs(void **
     assert_true(runs[0].ended_at_ns >= runs[0].started_at_ns);
     assert_int_equal(runs[0].iter_median_ns, -1);
     int64_t latest = 0;
-    check_ok(ctx, fa_store_latest_run(ctx, st, "nightly", &latest));
+    fa_test_check_ok(ctx, fa_store_latest_run(ctx, st, "nightly", &latest));
     assert_int_equal(latest, id);
     assert_int_equal(fa_store_latest_run(ctx, st, "no-such-tag", &latest), FA_ERR_INPUT);
     assert_int_equal(fa_store_get_run(ctx, st, id + 100, ar, &runs[0]), FA_ERR_INPUT);
@@ -277,8 +140,9 @@ static void test_schema_created_at_current_version_and_reopen_keeps_runs(void **
 static void test_migration_from_v1_keeps_runs_and_adds_later_tables(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* an SQLite file of version 1 (test_store_backends migrates a server) */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("v1");
+    const char *path = fa_test_store_fresh("v1");
     /* A version-1 database as the first release wrote it, with one finished run and kernels. */
     sqlite3 *db = NULL;
     assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
@@ -294,19 +158,19 @@ static void test_migration_from_v1_keeps_runs_and_adds_later_tables(void **state
                                   NULL, NULL, NULL),
                      SQLITE_OK);
     sqlite3_close(db);
-    assert_int_equal(raw_i64(path, "PRAGMA user_version"), 1);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM sqlite_schema WHERE name='clusters'"), 0);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), 1);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM sqlite_schema WHERE name='clusters'"), 0);
 
-    fa_store *st = open_ok(ctx, path);
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info r;
-    check_ok(ctx, fa_store_get_run(ctx, st, 7, ar, &r));
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, 7, ar, &r));
     assert_string_equal(r.model_path, "old.onnx");
     assert_string_equal(r.status, "ok");
     assert_null(r.tag); /* the column v2 added, defaulted */
     assert_int_equal(r.iter_median_ns, 500);
     fa_trace *t = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, 7, &t));
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, 7, &t));
     assert_int_equal(t->n_acts, 1);
     assert_string_equal(t->acts[0].name, "relu");
     assert_int_equal(t->acts[0].end_ns, 600);
@@ -316,13 +180,13 @@ static void test_migration_from_v1_keeps_runs_and_adds_later_tables(void **state
     info.kind = "run";
     info.tag = "after-migration";
     int64_t id;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
     assert_true(id > 7);
     fa_store_close(st);
     fa_arena_free(ar);
-    assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM sqlite_schema WHERE name='clusters'"), 1);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE tag='after-migration'"), 1);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM sqlite_schema WHERE name='clusters'"), 1);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM runs WHERE tag='after-migration'"), 1);
     fa_ctx_free(ctx);
 }
 
@@ -358,8 +222,9 @@ static const fa_post_op_row k_post0[] = {{"eltwise:relu", -1}, {"binary:add", 9}
 static void test_migration_from_v4_moves_cluster_details_into_columns(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* an SQLite file of version 4 (test_store_backends migrates a server) */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("v4");
+    const char *path = fa_test_store_fresh("v4");
     /* A version-4 database as the v4 advisor wrote it: the cluster details (label, anchor,
      * reduction, inputs, outputs, post-ops, ...) only inside plans.options_json; a second run's
      * plan has a damaged document. */
@@ -389,13 +254,13 @@ static void test_migration_from_v4_moves_cluster_details_into_columns(void **sta
         SQLITE_OK);
     sqlite3_close(db);
 
-    fa_store *st = open_ok(ctx, path);
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     int plan_id = -1, nc = 0, nw = 0;
     fa_plan_row pr;
     fa_cluster_row *cr = NULL;
     fa_why_not_row *wr = NULL;
-    check_ok(ctx, fa_store_get_latest_plan(ctx, st, 3, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 3, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
     assert_int_equal(plan_id, 1);
     assert_int_equal(pr.max_ops, 12);
     assert_int_equal(pr.max_inputs, 6);
@@ -413,11 +278,12 @@ static void test_migration_from_v4_moves_cluster_details_into_columns(void **sta
     check_cluster_details(&want0, &cr[0]);
     check_cluster_details(&want1, &cr[1]);
     assert_null(cr[0].basis); /* v4 never stored the basis */
-    double e2e = 0;
-    check_ok(ctx, fa_store_get_e2e_error(ctx, st, 3, &e2e));
-    assert_float_equal(e2e, 1e-7, 1e-15);
+    fa_plan_e2e_row e2e;
+    fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, 3, &e2e));
+    assert_float_equal(e2e.max_rel_error, 1e-7, 1e-15);
+    assert_int_equal(e2e.verdict, FA_E2E_NOT_APPLIED); /* never recorded before v6 */
     /* the damaged document: the plan and its cluster survive, the moved fields read as unknown */
-    check_ok(ctx, fa_store_get_latest_plan(ctx, st, 4, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 4, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
     assert_int_equal(plan_id, 1);
     assert_int_equal(nc, 1);
     assert_int_equal(pr.max_ops, -1);
@@ -430,9 +296,67 @@ static void test_migration_from_v4_moves_cluster_details_into_columns(void **sta
     assert_true(isnan(cr[0].epsilon));
     fa_store_close(st);
     fa_arena_free(ar);
-    assert_int_equal(raw_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM pragma_table_info('plans') WHERE name='options_json'"), 0);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM cluster_post_ops"), 2);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM pragma_table_info('plans') WHERE name='options_json'"), 0);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM cluster_post_ops"), 2);
+    fa_ctx_free(ctx);
+}
+
+/* A version-5 database (every applied plan's verdict unrecorded) migrates to 6: its plans and
+ * end-to-end errors stay, their verdict reads "not applied", and a new verdict is stored and
+ * listed with the run. */
+static void test_migration_from_v5_adds_the_e2e_verdict_and_keeps_plans(void **state)
+{
+    (void)state;
+    if (g_pg) skip(); /* an SQLite file of version 5 (test_store_backends migrates a server) */
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fa_test_store_fresh("v5");
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+    for (int v = 0; v < 5; v++) assert_int_equal(sqlite3_exec(db, fa_store_migrations[v], NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO runs (id, kind, model_path, target, started_at_ns, ended_at_ns, status) "
+                                  "VALUES (7, 'run', 'm.onnx', 'cpu', 1, 2, 'ok');"
+                                  "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status, "
+                                  "e2e_max_rel_error, max_ops) VALUES (7, 1, 5, 'h5', 'cpu', 'applied', 3e-7, 9);"
+                                  "PRAGMA user_version = 5;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), 6);
+    fa_plan_e2e_row e2e;
+    fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, 7, &e2e));
+    assert_float_equal(e2e.max_rel_error, 3e-7, 1e-15);
+    assert_int_equal(e2e.verdict, FA_E2E_NOT_APPLIED);
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info ri;
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, 7, ar, &ri));
+    assert_int_equal(ri.e2e_verdict, FA_E2E_NOT_APPLIED);
+    fa_plan_e2e_row loss = {4e-7, FA_E2E_LOSS};
+    fa_test_check_ok(ctx, fa_store_set_plan_e2e(ctx, st, 7, 1, &loss));
+    fa_run_info *runs = NULL;
+    size_t n = 0;
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(runs[0].e2e_verdict, FA_E2E_LOSS);
+    fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, 7, &e2e));
+    assert_int_equal(e2e.verdict, FA_E2E_LOSS);
+    int plan_id = 0, nc = 0, nw = 0;
+    fa_plan_row pr;
+    fa_cluster_row *cr = NULL;
+    fa_why_not_row *wr = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
+    assert_int_equal(plan_id, 1);
+    assert_int_equal(pr.max_ops, 9);
+    assert_int_equal(nc, 0);
+    fa_arena_free(ar);
+    fa_store_close(st);
+    char *word = raw_text(path, "SELECT e2e_verdict FROM plans WHERE run_id = 7");
+    assert_string_equal(word, "loss");
+    free(word);
     fa_ctx_free(ctx);
 }
 
@@ -440,12 +364,12 @@ static void test_plan_round_trip_keeps_every_cluster_column(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("plan");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("plan");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_run_info info = {0};
     info.kind = "run";
     int64_t run;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &run));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &run));
     fa_plan_row plan = {"abcd", "cpu", NULL, 16, 8, 0.5, 1};
     fa_cluster_row in[2] = {
         {.id = 0, .kind = "epilogue", .members = k_mem0, .n_members = 3, .label = "conv+relu+add", .anchor = 4,
@@ -460,13 +384,13 @@ static void test_plan_round_trip_keeps_every_cluster_column(void **state)
          .reason = "occupancy 0.75", .measured_saving_ns = NAN, .max_rel_error = -1},
     };
     int plan_id = 0;
-    check_ok(ctx, fa_store_put_plan(ctx, st, run, &plan, in, 2, NULL, 0, &plan_id));
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, run, &plan, in, 2, NULL, 0, &plan_id));
     fa_arena *ar = fa_arena_create(0);
     int got = -1, nc = 0, nw = 0;
     fa_plan_row pr;
     fa_cluster_row *cr = NULL;
     fa_why_not_row *wr = NULL;
-    check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, ar, &got, &pr, &cr, &nc, &wr, &nw));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, ar, &got, &pr, &cr, &nc, &wr, &nw));
     assert_int_equal(got, plan_id);
     assert_int_equal(pr.max_ops, 16);
     assert_int_equal(pr.max_inputs, 8);
@@ -486,10 +410,11 @@ static void test_plan_round_trip_keeps_every_cluster_column(void **state)
 static void test_newer_schema_version_refused_and_file_unchanged(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* the bytes of an SQLite file */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("newer");
-    fa_store *st = open_ok(ctx, path);
-    store_run(ctx, st, "m.onnx", NULL);
+    const char *path = fa_test_store_fresh("newer");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_test_store_trace_run(ctx, st, "m.onnx", NULL);
     fa_store_close(st);
     /* A newer fuse-advise wrote version 99 and left it in the WAL, not yet checkpointed:
      * refusing must not checkpoint it into the main file either. */
@@ -520,17 +445,18 @@ static void test_newer_schema_version_refused_and_file_unchanged(void **state)
     assert_memory_equal(before, after, n0);
     free(before);
     free(after);
-    assert_int_equal(raw_i64(path, "PRAGMA user_version"), 99); /* still there, in the WAL */
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), 99); /* still there, in the WAL */
     fa_ctx_free(ctx);
 }
 
 static void test_not_sqlite_file_refused_and_untouched(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* files that are not SQLite */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("notsqlite");
+    const char *path = fa_test_store_fresh("notsqlite");
     const char junk[] = "{\"traceEvents\": []}\nthis is not a database at all, not even close\n";
-    check_ok(ctx, fa_write_file_atomic(ctx, path, junk, sizeof junk - 1));
+    fa_test_check_ok(ctx, fa_write_file_atomic(ctx, path, junk, sizeof junk - 1));
     fa_store *st = NULL;
     assert_int_equal(fa_store_open(ctx, path, &st), FA_ERR_INPUT);
     assert_null(st);
@@ -543,7 +469,7 @@ static void test_not_sqlite_file_refused_and_untouched(void **state)
     free(d);
 
     /* an SQLite file written by another program (e.g. an Nsight Systems export) */
-    const char *foreign = fresh_db("foreign");
+    const char *foreign = fa_test_store_fresh("foreign");
     raw_exec(foreign, "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER)");
     size_t n0;
     uint8_t *before = read_all(foreign, &n0);
@@ -557,7 +483,7 @@ static void test_not_sqlite_file_refused_and_untouched(void **state)
     free(after);
 
     /* a missing file with NO_CREATE is an error naming it, and nothing is created */
-    const char *missing = fresh_db("missing");
+    const char *missing = fa_test_store_fresh("missing");
     assert_int_equal(fa_store_open_ex(ctx, missing, FA_STORE_NO_CREATE, &st), FA_ERR_INPUT);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), missing));
     assert_int_equal(access(missing, F_OK), -1);
@@ -570,35 +496,35 @@ static void test_failed_run_is_marked_and_earlier_runs_stay_intact(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("failed");
-    fa_store *st = open_ok(ctx, path);
-    fa_trace *t1 = synth_trace(5000, 50, 4, 1);
-    int64_t good = store_run(ctx, st, "good.onnx", t1);
+    const char *path = fa_test_store_fresh("failed");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t1 = fa_test_synth_trace(5000, 50, 4, 1, false);
+    int64_t good = fa_test_store_trace_run(ctx, st, "good.onnx", t1);
 
     /* second run: begins, stores part of its trace, then fails */
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = "bad.onnx";
     int64_t bad = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &bad));
-    fa_trace *t2 = synth_trace(300, 10, 2, 2);
-    check_ok(ctx, fa_store_put_trace(ctx, st, bad, t2));
-    check_ok(ctx, fa_store_run_finish(ctx, st, bad, false, "node 'conv_3' (Conv): kernel failed"));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &bad));
+    fa_trace *t2 = fa_test_synth_trace(300, 10, 2, 2, false);
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, bad, t2));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, bad, false, "node 'conv_3' (Conv): kernel failed"));
 
     /* third run: a whole-run transaction that is rolled back leaves no trace of itself */
-    check_ok(ctx, fa_store_begin(ctx, st));
+    fa_test_check_ok(ctx, fa_store_begin(ctx, st));
     int64_t rolled = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &rolled));
-    check_ok(ctx, fa_store_put_trace(ctx, st, rolled, t2));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &rolled));
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, rolled, t2));
     assert_int_equal(fa_store_begin(ctx, st), FA_ERR_INTERNAL); /* no nesting */
     fa_store_rollback(st);
     fa_store_close(st);
 
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs;
     size_t n;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_int_equal(n, 2); /* the rolled-back run is absent */
     assert_int_equal(runs[0].id, bad);
     assert_string_equal(runs[0].status, "failed");
@@ -607,13 +533,13 @@ static void test_failed_run_is_marked_and_earlier_runs_stay_intact(void **state)
     assert_string_equal(runs[1].status, "ok");
     assert_int_equal(runs[1].n_kernels, 5000);
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
-    assert_traces_equal(t1, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
+    fa_test_assert_traces_equal(t1, back);
     fa_trace_free(back);
     assert_int_equal(fa_store_load_trace(ctx, st, rolled, &back), FA_ERR_INPUT);
     fa_arena_free(ar);
     fa_store_close(st);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM kernels WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
     fa_trace_free(t1);
     fa_trace_free(t2);
     fa_ctx_free(ctx);
@@ -629,11 +555,12 @@ static void assert_integrity_ok(const char *path)
 static void test_process_killed_mid_transaction_leaves_earlier_runs_and_marks_it_failed(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* SQLite WAL recovery and integrity_check (test_store_backends kills a server writer) */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("killed");
-    fa_store *st = open_ok(ctx, path);
-    fa_trace *t1 = synth_trace(20000, 100, 5, 3);
-    int64_t good = store_run(ctx, st, "good.onnx", t1);
+    const char *path = fa_test_store_fresh("killed");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t1 = fa_test_synth_trace(20000, 100, 5, 3, false);
+    int64_t good = fa_test_store_trace_run(ctx, st, "good.onnx", t1);
     fa_store_close(st);
 
     pid_t child = fork();
@@ -647,7 +574,7 @@ static void test_process_killed_mid_transaction_leaves_earlier_runs_and_marks_it
         info.model_path = "doomed.onnx";
         int64_t id;
         if (fa_store_run_begin(c, cs, &info, &id)) _exit(2);
-        fa_trace *t = synth_trace(50000, 100, 5, 4);
+        fa_trace *t = fa_test_synth_trace(50000, 100, 5, 4, false);
         if (fa_store_begin(c, cs)) _exit(3);
         if (fa_store_put_trace(c, cs, id, t)) _exit(4);
         raise(SIGKILL); /* dies holding the write transaction, 50k rows uncommitted */
@@ -658,11 +585,11 @@ static void test_process_killed_mid_transaction_leaves_earlier_runs_and_marks_it
     assert_true(WIFSIGNALED(wst));
     assert_int_equal(WTERMSIG(wst), SIGKILL);
 
-    st = open_ok(ctx, path); /* reopening recovers the WAL and marks the dead run */
+    st = fa_test_store_open_ok(ctx, path); /* reopening recovers the WAL and marks the dead run */
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs;
     size_t n;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_int_equal(n, 2);
     assert_string_equal(runs[0].model_path, "doomed.onnx");
     assert_string_equal(runs[0].status, "failed");
@@ -672,12 +599,12 @@ static void test_process_killed_mid_transaction_leaves_earlier_runs_and_marks_it
     assert_int_equal(runs[1].id, good);
     assert_string_equal(runs[1].status, "ok");
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
-    assert_traces_equal(t1, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
+    fa_test_assert_traces_equal(t1, back);
     fa_trace_free(back);
     fa_arena_free(ar);
     fa_store_close(st);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels"), 20000);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM kernels"), 20000);
     assert_integrity_ok(path);
     fa_trace_free(t1);
     fa_ctx_free(ctx);
@@ -686,9 +613,10 @@ static void test_process_killed_mid_transaction_leaves_earlier_runs_and_marks_it
 static void test_process_killed_at_random_point_never_corrupts(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* SQLite WAL recovery and integrity_check */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("killed-random");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("killed-random");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_store_close(st);
     /* A writer storing runs in a loop, killed from outside at three different moments. */
     for (int round = 0; round < 3; round++) {
@@ -703,7 +631,7 @@ static void test_process_killed_at_random_point_never_corrupts(void **state)
             fa_ctx *c = fa_ctx_create();
             fa_store *cs = NULL;
             if (fa_store_open(c, path, &cs)) _exit(1);
-            fa_trace *t = synth_trace(20000, 100, 5, 10 + (uint64_t)round);
+            fa_trace *t = fa_test_synth_trace(20000, 100, 5, 10 + (uint64_t)round, false);
             bool told = false;
             for (;;) {
                 fa_run_info info = {0};
@@ -730,11 +658,11 @@ static void test_process_killed_at_random_point_never_corrupts(void **state)
         assert_int_equal(waitpid(child, &wst, 0), child);
         assert_true(WIFSIGNALED(wst));
     }
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs;
     size_t n;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_true(n >= 1);
     size_t ok = 0;
     for (size_t i = 0; i < n; i++) {
@@ -751,8 +679,8 @@ static void test_process_killed_at_random_point_never_corrupts(void **state)
     assert_true(ok >= 1);
     fa_arena_free(ar);
     fa_store_close(st);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels"),
-                     raw_i64(path, "SELECT sum(n_kernels) FROM runs"));
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM kernels"),
+                     fa_test_store_sql_i64(path, "SELECT sum(n_kernels) FROM runs"));
     assert_integrity_ok(path);
     fa_ctx_free(ctx);
 }
@@ -761,7 +689,7 @@ static void test_two_processes_writing_at_once_both_succeed(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("concurrent");
+    const char *path = fa_test_store_fresh("concurrent");
     /* Neither process creates the file first: both race through creation and migration too. */
     pid_t kids[2];
     for (int k = 0; k < 2; k++) {
@@ -770,7 +698,7 @@ static void test_two_processes_writing_at_once_both_succeed(void **state)
         if (kids[k] == 0) {
             fa_ctx *c = fa_ctx_create();
             fa_store *cs = NULL;
-            fa_trace *t = synth_trace(50000, 100, 5, 100 + (uint64_t)k);
+            fa_trace *t = fa_test_synth_trace(50000, 100, 5, 100 + (uint64_t)k, false);
             for (int r = 0; r < 3; r++) {
                 if (!cs && fa_store_open(c, path, &cs)) {
                     fprintf(stderr, "writer %d: %s\n", k, fa_ctx_errmsg(c));
@@ -800,42 +728,43 @@ static void test_two_processes_writing_at_once_both_succeed(void **state)
         assert_true(WIFEXITED(wst));
         assert_int_equal(WEXITSTATUS(wst), 0);
     }
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE status='ok'"), 6);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE model_path='writer0.onnx'"), 3);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM runs WHERE model_path='writer1.onnx'"), 3);
-    assert_int_equal(raw_i64(path, "SELECT count(*) FROM kernels"), 6 * 50000);
-    assert_integrity_ok(path);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM runs WHERE status='ok'"), 6);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM runs WHERE model_path='writer0.onnx'"), 3);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM runs WHERE model_path='writer1.onnx'"), 3);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM kernels"), 6 * 50000);
+    if (!g_pg) assert_integrity_ok(path); /* the SQLite file's own check */
     fa_ctx_free(ctx);
 }
 
 static void test_readonly_file_reads_work_and_writes_fail_clearly(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* file permissions (test_store_backends opens a server read-only) */
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("readonly");
-    fa_store *st = open_ok(ctx, path);
-    fa_trace *t = synth_trace(1000, 10, 3, 5);
-    int64_t id = store_run(ctx, st, "ro.onnx", t);
+    const char *path = fa_test_store_fresh("readonly");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t = fa_test_synth_trace(1000, 10, 3, 5, false);
+    int64_t id = fa_test_store_trace_run(ctx, st, "ro.onnx", t);
     fa_store_close(st);
     assert_int_equal(chmod(path, 0444), 0);
     size_t n0;
     uint8_t *before = read_all(path, &n0);
 
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     assert_true(fa_store_readonly(st));
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs;
     size_t n;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_int_equal(n, 1);
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
-    assert_traces_equal(t, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    fa_test_assert_traces_equal(t, back);
     fa_trace_free(back);
     fa_op_row *rows;
     size_t nr;
     int iters;
-    check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &nr, &iters));
+    fa_test_check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &nr, &iters));
     assert_int_equal(nr, 10);
 
     fa_run_info info = {0};
@@ -868,31 +797,31 @@ static void test_100k_kernel_records_round_trip_equal(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("roundtrip");
-    fa_store *st = open_ok(ctx, path);
-    fa_trace *t = synth_trace(100000, 250, 10, 6);
+    const char *path = fa_test_store_fresh("roundtrip");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t = fa_test_synth_trace(100000, 250, 10, 6, false);
     t->source_path = fa_trace_intern(t, "/traces/x.json");
     t->n_clock_inversions = 3;
     t->n_parse_errors = 4;
     uint64_t t0 = fa_now_ns();
-    int64_t id = store_run(ctx, st, "rt.onnx", t);
+    int64_t id = fa_test_store_trace_run(ctx, st, "rt.onnx", t);
     uint64_t t1 = fa_now_ns();
     fprintf(stderr, "# stored 100000 records in %.3f s\n", (double)(t1 - t0) / 1e9);
     fa_store_close(st);
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
-    assert_traces_equal(t, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    fa_test_assert_traces_equal(t, back);
     assert_string_equal(back->source_path, "/traces/x.json");
     assert_int_equal(back->n_clock_inversions, 3);
     assert_int_equal(back->n_parse_errors, 4);
     /* appending a second chunk continues the seq numbering */
-    fa_trace *more = synth_trace(10, 5, 1, 7);
-    check_ok(ctx, fa_store_put_trace(ctx, st, id, more));
+    fa_trace *more = fa_test_synth_trace(10, 5, 1, 7, false);
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id, more));
     fa_trace *back2 = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back2));
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id, &back2));
     assert_int_equal(back2->n_acts, 100010);
-    assert_true(str_eq(back2->acts[100000].name, more->acts[0].name));
+    assert_true(fa_test_str_eq(back2->acts[100000].name, more->acts[0].name));
     assert_int_equal(back2->acts[100009].start_ns, more->acts[9].start_ns);
     fa_trace_free(back2);
     fa_trace_free(more);
@@ -905,6 +834,7 @@ static void test_100k_kernel_records_round_trip_equal(void **state)
 static void test_graph_edges_rebuild_from_database_alone(void **state)
 {
     (void)state;
+    if (g_pg) skip(); /* raw SQLite reads of the graph rows */
     fa_ctx *ctx = fa_ctx_create();
     /* X -> Relu -> A ; A -> Sigmoid -> B ; (A, B) -> Add -> C (graph output) */
     fa_graph *g = fa_graph_create("edges");
@@ -917,18 +847,18 @@ static void test_graph_edges_rebuild_from_database_alone(void **state)
     int64_t dims[2] = {2, 8};
     const char *names[] = {"X", "A", "B", "C"};
     for (int i = 0; i < 4; i++) fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, names[i])], FA_DTYPE_FLOAT, 2, dims);
-    check_ok(ctx, fa_graph_add_input(ctx, g, fa_graph_find_tensor(g, "X")));
-    check_ok(ctx, fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "C")));
-    check_ok(ctx, fa_graph_index(ctx, g));
+    fa_test_check_ok(ctx, fa_graph_add_input(ctx, g, fa_graph_find_tensor(g, "X")));
+    fa_test_check_ok(ctx, fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "C")));
+    fa_test_check_ok(ctx, fa_graph_index(ctx, g));
 
-    const char *path = fresh_db("graph");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("graph");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_run_info info = {0};
     info.kind = "run";
     int64_t id;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
-    check_ok(ctx, fa_store_put_graph(ctx, st, id, g));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    fa_test_check_ok(ctx, fa_store_put_graph(ctx, st, id, g));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
     fa_store_close(st);
 
     /* producer -> consumer edges by SQL alone, compared with the graph's own */
@@ -973,9 +903,9 @@ static void test_graph_edges_rebuild_from_database_alone(void **state)
     }
     sqlite3_finalize(q);
     sqlite3_close(db);
-    assert_int_equal(raw_i64(path, "SELECT is_graph_input FROM tensors WHERE name='X'"), 1);
-    assert_int_equal(raw_i64(path, "SELECT is_graph_output FROM tensors WHERE name='C'"), 1);
-    assert_int_equal(raw_i64(path, "SELECT bytes FROM tensors WHERE name='A'"), 64);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT is_graph_input FROM tensors WHERE name='X'"), 1);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT is_graph_output FROM tensors WHERE name='C'"), 1);
+    assert_int_equal(fa_test_store_sql_i64(path, "SELECT bytes FROM tensors WHERE name='A'"), 64);
     fa_graph_free(g);
     fa_ctx_free(ctx);
 }
@@ -1024,14 +954,14 @@ static void test_op_table_median_share_and_kernel_count(void **state)
     m.end_ns = c + 100000;
     fa_trace_add(t, &m);
 
-    const char *path = fresh_db("optable");
-    fa_store *st = open_ok(ctx, path);
-    int64_t id = store_run(ctx, st, "ops.onnx", t);
+    const char *path = fa_test_store_fresh("optable");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    int64_t id = fa_test_store_trace_run(ctx, st, "ops.onnx", t);
     fa_arena *ar = fa_arena_create(0);
     fa_op_row *rows;
     size_t n;
     int iters = 0;
-    check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &n, &iters));
+    fa_test_check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &n, &iters));
     assert_int_equal(iters, 3);
     assert_int_equal(n, 3);
     assert_string_equal(rows[0].node_name, "conv0");
@@ -1049,7 +979,7 @@ static void test_op_table_median_share_and_kernel_count(void **state)
     assert_float_equal(rows[1].share, 10.0 / 30.0, 1e-12);
     /* iteration latency: last end - first start per timed iteration, median */
     fa_run_info r;
-    check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
     assert_int_equal(r.iter_median_ns, 2005); /* it0: 2005, it1: 2005, it2: 3060 */
     fa_arena_free(ar);
     fa_store_close(st);
@@ -1063,21 +993,21 @@ static void test_ceilings_put_replace_and_get_per_device(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("ceil");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("ceil");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_ceiling a = {"cpu:test:2", "bandwidth", "dram_bw", 20.5, "GB/s", "measured", 111, "triad 3x256 MiB"};
     fa_ceiling b = {"cpu:test:2", "compute", "fp32_peak", 300.0, "GFLOP/s", "measured", 112, NULL};
     fa_ceiling c = {"cuda:H200:sm_90", "limit", "max_warps_per_sm", 64, "count", "table", 113, "CUDA C Programming Guide, table 21"};
-    check_ok(ctx, fa_store_put_ceiling(ctx, st, &a));
-    check_ok(ctx, fa_store_put_ceiling(ctx, st, &b));
-    check_ok(ctx, fa_store_put_ceiling(ctx, st, &c));
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &a));
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &b));
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &c));
     a.value = 21.0;
     a.measured_at_ns = 222;
-    check_ok(ctx, fa_store_put_ceiling(ctx, st, &a)); /* re-measure replaces */
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &a)); /* re-measure replaces */
     fa_arena *ar = fa_arena_create(0);
     fa_ceiling *v;
     size_t n;
-    check_ok(ctx, fa_store_get_ceilings(ctx, st, "cpu:test:2", ar, &v, &n));
+    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, "cpu:test:2", ar, &v, &n));
     assert_int_equal(n, 2);
     assert_string_equal(v[0].name, "dram_bw");
     assert_float_equal(v[0].value, 21.0, 0);
@@ -1085,7 +1015,7 @@ static void test_ceilings_put_replace_and_get_per_device(void **state)
     assert_string_equal(v[0].detail, "triad 3x256 MiB");
     assert_string_equal(v[1].name, "fp32_peak");
     assert_null(v[1].detail);
-    check_ok(ctx, fa_store_get_ceilings(ctx, st, NULL, ar, &v, &n));
+    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, NULL, ar, &v, &n));
     assert_int_equal(n, 3);
     assert_string_equal(v[2].source, "table");
     fa_arena_free(ar);
@@ -1106,15 +1036,15 @@ static void test_runs_and_show_verbs_print_tables_and_json(void **state)
     (void)state;
     if (!cli_available()) skip();
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_db("verbs");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("verbs");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_trace *t = fa_trace_create("cpu-executor");
     t->n_iters = 2;
     add_kernel(t, 0, "conv \"<0>\"", "Conv", 0, 1000, 3000000);
     add_kernel(t, 1, "relu1", "Relu", 0, 4000000, 1000000);
     add_kernel(t, 0, "conv \"<0>\"", "Conv", 1, 6000000, 3000000);
     add_kernel(t, 1, "relu1", "Relu", 1, 9000000, 1000000);
-    int64_t id = store_run(ctx, st, "zoo:tiny", t);
+    int64_t id = fa_test_store_trace_run(ctx, st, "zoo:tiny", t);
     fa_store_close(st);
     char ids[32];
     snprintf(ids, sizeof ids, "%lld", (long long)id);
@@ -1169,10 +1099,12 @@ static void test_runs_and_show_verbs_print_tables_and_json(void **state)
 
 int main(void)
 {
+    g_pg = fa_test_store_backend_init("test_store");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_schema_created_at_current_version_and_reopen_keeps_runs),
         cmocka_unit_test(test_migration_from_v1_keeps_runs_and_adds_later_tables),
         cmocka_unit_test(test_migration_from_v4_moves_cluster_details_into_columns),
+        cmocka_unit_test(test_migration_from_v5_adds_the_e2e_verdict_and_keeps_plans),
         cmocka_unit_test(test_plan_round_trip_keeps_every_cluster_column),
         cmocka_unit_test(test_newer_schema_version_refused_and_file_unchanged),
         cmocka_unit_test(test_not_sqlite_file_refused_and_untouched),
@@ -1187,5 +1119,5 @@ int main(void)
         cmocka_unit_test(test_ceilings_put_replace_and_get_per_device),
         cmocka_unit_test(test_runs_and_show_verbs_print_tables_and_json),
     };
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return cmocka_run_group_tests_name(g_pg ? "test_store on postgresql" : "test_store on sqlite", tests, NULL, NULL);
 }

@@ -17,178 +17,7 @@
 
 #include "store/store.h"
 
-#ifdef FA_HAVE_LIBPQ
-#include <libpq-fe.h>
-#endif
-
-static bool g_pg;            /* the PostgreSQL variant */
-static char g_pg_dir[4096];  /* the test server's folder */
-static char g_pg_base[4096]; /* postgresql://fa@127.0.0.1:PORT/ (database appended) */
-
-/* ---- helpers ---- */
-
-static void check_ok(fa_ctx *ctx, fa_status s)
-{
-    if (s) fprintf(stderr, "unexpected error: %s\n", fa_ctx_errmsg(ctx));
-    assert_int_equal(s, FA_OK);
-}
-
-#ifdef FA_HAVE_LIBPQ
-/* Run SQL on the test server's database `db` (the maintenance database "postgres" for CREATE
- * DATABASE); fails the test on error; returns the first value of the first row as an integer. */
-static int64_t pg_sql(const char *db, const char *sql)
-{
-    char uri[4200];
-    snprintf(uri, sizeof uri, "%s%s", g_pg_base, db);
-    PGconn *c = PQconnectdb(uri);
-    if (PQstatus(c) != CONNECTION_OK) fail_msg("connect %s: %s", uri, PQerrorMessage(c));
-    PGresult *r = PQexec(c, sql);
-    ExecStatusType k = PQresultStatus(r);
-    if (k != PGRES_COMMAND_OK && k != PGRES_TUPLES_OK) fail_msg("%s: %s", sql, PQresultErrorMessage(r));
-    int64_t v = k == PGRES_TUPLES_OK && PQntuples(r) > 0 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : 0;
-    PQclear(r);
-    PQfinish(c);
-    return v;
-}
-#endif
-
-/* A store nobody used yet: a new file, or a new database on the test server. */
-static const char *fresh_store(const char *name)
-{
-    static int counter;
-    static char keep[16][4200];
-    static int slot;
-    char *k = keep[slot++ & 15];
-    if (g_pg) {
-#ifdef FA_HAVE_LIBPQ
-        char db[96], sql[160];
-        snprintf(db, sizeof db, "%s_%d", name, counter++);
-        snprintf(sql, sizeof sql, "CREATE DATABASE %s", db);
-        pg_sql("postgres", sql);
-        snprintf(k, 4200, "%s%s", g_pg_base, db);
-#endif
-    } else {
-        char leaf[128];
-        snprintf(leaf, sizeof leaf, "%s-%d.db", name, counter++);
-        snprintf(k, 4200, "%s", fa_test_path(fa_test_tmpdir(), leaf));
-        unlink(k);
-    }
-    return k;
-}
-
-static fa_store *open_ok(fa_ctx *ctx, const char *path)
-{
-    fa_store *st = NULL;
-    fa_status s = fa_store_open(ctx, path, &st);
-    if (s) fprintf(stderr, "open failed: %s\n", fa_ctx_errmsg(ctx));
-    assert_int_equal(s, FA_OK);
-    assert_string_equal(fa_store_backend_name(st), g_pg ? "postgresql" : "sqlite");
-    return st;
-}
-
-/* n records over `iters` iterations of `nodes` nodes, every field populated (some strings NULL,
- * some with tabs, newlines, backslashes and non-ASCII, values past 2^32). */
-static fa_trace *synth_trace(size_t n, int nodes, int iters, uint64_t seed)
-{
-    fa_trace *t = fa_trace_create("cpu-executor");
-    t->device_name = fa_trace_intern(t, "Test CPU \xc3\xa9");
-    t->n_iters = iters;
-    t->n_orphans = seed % 3;
-    fa_rng r;
-    fa_rng_seed(&r, seed);
-    uint64_t clock = 1000000000000ull + seed;
-    static const char *const ops[] = {"Conv", "Relu", "Add", "MatMul", "Soft\tmax\\n"};
-    for (size_t i = 0; i < n; i++) {
-        fa_activity a = fa_activity_init(i % 17 == 16 ? FA_ACT_MEMCPY : i % 19 == 18 ? FA_ACT_RANGE : FA_ACT_KERNEL);
-        int node = (int)(i % (size_t)nodes);
-        char nm[64];
-        snprintf(nm, sizeof nm, "%s_%d", ops[node % 5], node);
-        a.name = fa_trace_intern(t, nm);
-        a.op_type = (i % 11 == 5) ? NULL : fa_trace_intern(t, ops[node % 5]);
-        a.node_name = (i % 13 == 7) ? NULL : fa_trace_intern(t, node % 7 == 3 ? "n\xe2\x86\x92\"<x>\"\nline2\r" : nm);
-        a.node = node;
-        a.iter = (int32_t)((i / (size_t)nodes) % (size_t)(iters + 1)) - 1; /* -1 = warm-up */
-        a.device = (int32_t)(fa_rng_u64(&r) % 3) - 1;
-        a.stream = (int64_t)(fa_rng_u64(&r) % 1000);
-        a.pid = 4242;
-        a.tid = (int64_t)(fa_rng_u64(&r) % 8) + 100000;
-        a.start_ns = clock;
-        clock += 1000 + fa_rng_u64(&r) % 100000;
-        a.end_ns = clock;
-        clock += fa_rng_u64(&r) % 500;
-        a.correlation = (int64_t)i * 3 - 1;
-        a.external_id = (i % 5) ? (int64_t)i : -1;
-        for (int k = 0; k < 3; k++) {
-            a.grid[k] = (int32_t)(fa_rng_u64(&r) % 65536);
-            a.block[k] = (int32_t)(fa_rng_u64(&r) % 1024);
-        }
-        a.registers = (int32_t)(fa_rng_u64(&r) % 256);
-        a.static_smem = (int32_t)(fa_rng_u64(&r) % 49152);
-        a.dynamic_smem = (int32_t)(fa_rng_u64(&r) % 200000);
-        a.local_mem = (int32_t)(fa_rng_u64(&r) % 64);
-        a.bytes_read = fa_rng_u64(&r) >> 20;
-        a.bytes_written = fa_rng_u64(&r) >> 24;
-        a.flops = fa_rng_u64(&r) >> 2;
-        a.occupancy = (i % 4) ? fa_rng_uniform(&r, 0.0f, 1.0f) : -1.0f;
-        a.flags = (unsigned)(fa_rng_u64(&r) & 7);
-        fa_trace_add(t, &a);
-    }
-    return t;
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-    if (!a || !b) return a == b;
-    return strcmp(a, b) == 0;
-}
-
-static void assert_traces_equal(const fa_trace *x, const fa_trace *y)
-{
-    assert_int_equal(x->n_acts, y->n_acts);
-    assert_string_equal(x->source, y->source);
-    assert_true(str_eq(x->device_name, y->device_name));
-    assert_int_equal(x->n_iters, y->n_iters);
-    assert_int_equal(x->n_orphans, y->n_orphans);
-    for (size_t i = 0; i < x->n_acts; i++) {
-        const fa_activity *a = &x->acts[i], *b = &y->acts[i];
-        if (!(a->kind == b->kind && str_eq(a->name, b->name) && str_eq(a->op_type, b->op_type) &&
-              str_eq(a->node_name, b->node_name) && a->node == b->node && a->iter == b->iter &&
-              a->device == b->device && a->stream == b->stream && a->pid == b->pid && a->tid == b->tid &&
-              a->start_ns == b->start_ns && a->end_ns == b->end_ns && a->correlation == b->correlation &&
-              a->external_id == b->external_id && !memcmp(a->grid, b->grid, sizeof a->grid) &&
-              !memcmp(a->block, b->block, sizeof a->block) && a->registers == b->registers &&
-              a->static_smem == b->static_smem && a->dynamic_smem == b->dynamic_smem &&
-              a->local_mem == b->local_mem && a->bytes_read == b->bytes_read &&
-              a->bytes_written == b->bytes_written && a->flops == b->flops && a->occupancy == b->occupancy &&
-              a->flags == b->flags))
-            fail_msg("activity %zu differs after the round trip", i);
-    }
-}
-
-static int64_t begin_run(fa_ctx *ctx, fa_store *st, const char *model, const char *tag)
-{
-    fa_run_info info = {0};
-    info.kind = "run";
-    info.model_path = model;
-    info.target = "cpu";
-    info.threads = 2;
-    info.iters = 4;
-    info.warmup = 1;
-    info.tag = tag;
-    info.command_line = "fuse-advise run test";
-    int64_t id = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
-    assert_true(id > 0);
-    return id;
-}
-
-static int64_t store_run(fa_ctx *ctx, fa_store *st, const char *model, const fa_trace *t)
-{
-    int64_t id = begin_run(ctx, st, model, NULL);
-    if (t) check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
-    return id;
-}
+static bool g_pg; /* the PostgreSQL variant (fa_test_store_backend_init) */
 
 /* ---- runs ---- */
 
@@ -196,8 +25,8 @@ static void test_run_fields_round_trip_and_password_never_stored(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("runs");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("runs");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = "zoo:resnet50";
@@ -213,19 +42,19 @@ static void test_run_fields_round_trip_and_password_never_stored(void **state)
     info.dim_defaults = "batch=1";
     info.peak_activation_bytes = 123456789;
     int64_t id = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
     fa_run_info upd = {0};
     upd.device_name = "Better CPU name";
     upd.peak_activation_bytes = 987654321;
-    check_ok(ctx, fa_store_run_update(ctx, st, id, &upd));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_test_check_ok(ctx, fa_store_run_update(ctx, st, id, &upd));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
     fa_store_close(st);
 
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs = NULL;
     size_t n = 0;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_int_equal(n, 1);
     assert_int_equal(runs[0].id, id);
     assert_string_equal(runs[0].model_sha256, "abc123");
@@ -244,7 +73,7 @@ static void test_run_fields_round_trip_and_password_never_stored(void **state)
     assert_true(runs[0].ended_at_ns >= runs[0].started_at_ns);
     assert_int_equal(runs[0].iter_median_ns, -1);
     int64_t latest = 0;
-    check_ok(ctx, fa_store_latest_run(ctx, st, "nightly", &latest));
+    fa_test_check_ok(ctx, fa_store_latest_run(ctx, st, "nightly", &latest));
     assert_int_equal(latest, id);
     assert_int_equal(fa_store_latest_run(ctx, st, "no-such-tag", &latest), FA_ERR_INPUT);
     assert_int_equal(fa_store_get_run(ctx, st, id + 100, ar, &runs[0]), FA_ERR_INPUT);
@@ -260,28 +89,28 @@ static void test_100k_records_round_trip_equal_and_append_continues(void **state
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *st = open_ok(ctx, fresh_store("trace"));
-    fa_trace *t = synth_trace(100000, 100, 5, 7);
-    int64_t id = store_run(ctx, st, "big.onnx", t);
+    fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("trace"));
+    fa_trace *t = fa_test_synth_trace(100000, 100, 5, 7, true);
+    int64_t id = fa_test_store_trace_run(ctx, st, "big.onnx", t);
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
-    assert_traces_equal(t, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    fa_test_assert_traces_equal(t, back);
     fa_trace_free(back);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info r;
-    check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
     assert_int_equal(r.n_kernels, 100000);
     assert_true(r.iter_median_ns > 0);
     assert_string_equal(r.trace_source, "cpu-executor");
 
     /* a second chunk continues the seq numbering */
-    int64_t id2 = begin_run(ctx, st, "chunks.onnx", NULL);
-    fa_trace *a = synth_trace(3000, 30, 2, 8), *b = synth_trace(2000, 30, 2, 9);
-    check_ok(ctx, fa_store_put_trace(ctx, st, id2, a));
-    check_ok(ctx, fa_store_put_trace(ctx, st, id2, b));
-    check_ok(ctx, fa_store_load_trace(ctx, st, id2, &back));
+    int64_t id2 = fa_test_store_begin_run(ctx, st, "chunks.onnx", NULL, 4);
+    fa_trace *a = fa_test_synth_trace(3000, 30, 2, 8, true), *b = fa_test_synth_trace(2000, 30, 2, 9, true);
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id2, a));
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id2, b));
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id2, &back));
     assert_int_equal(back->n_acts, 5000);
-    assert_true(str_eq(back->acts[3000].name, b->acts[0].name));
+    assert_true(fa_test_str_eq(back->acts[3000].name, b->acts[0].name));
     assert_int_equal(back->acts[4999].end_ns, b->acts[1999].end_ns);
     fa_trace_free(back);
     fa_trace_free(a);
@@ -298,7 +127,7 @@ static void test_invalid_utf8_names_stored(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *st = open_ok(ctx, fresh_store("utf8"));
+    fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("utf8"));
     fa_trace *t = fa_trace_create("kineto");
     fa_activity a = fa_activity_init(FA_ACT_KERNEL);
     a.name = fa_trace_intern(t, "bad\xff\xc3(name\xe2\x82");
@@ -309,15 +138,15 @@ static void test_invalid_utf8_names_stored(void **state)
     info.kind = "import";
     info.model_path = "trace\xfe.json";
     int64_t id = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
-    check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
     assert_string_equal(back->acts[0].name, g_pg ? "bad\xef\xbf\xbd\xef\xbf\xbd(name\xef\xbf\xbd\xef\xbf\xbd" : "bad\xff\xc3(name\xe2\x82");
     fa_arena *ar = fa_arena_create(0);
     fa_run_info r;
-    check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
     assert_string_equal(r.model_path, g_pg ? "trace\xef\xbf\xbd.json" : "trace\xfe.json");
     fa_arena_free(ar);
     fa_trace_free(back);
@@ -331,7 +160,7 @@ static void test_op_table_and_gate_reads(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *st = open_ok(ctx, fresh_store("optable"));
+    fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("optable"));
     fa_trace *t = fa_trace_create("cpu-executor");
     uint64_t clock = 1000;
     for (int it = -1; it < 4; it++) {
@@ -355,12 +184,12 @@ static void test_op_table_and_gate_reads(void **state)
         fa_trace_add(t, &r);
     }
     t->n_iters = 4;
-    int64_t id = store_run(ctx, st, "ops.onnx", t);
+    int64_t id = fa_test_store_trace_run(ctx, st, "ops.onnx", t);
     fa_arena *ar = fa_arena_create(0);
     fa_op_row *rows = NULL;
     size_t n = 0;
     int iters = 0;
-    check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &n, &iters));
+    fa_test_check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &n, &iters));
     assert_int_equal(n, 3);
     assert_int_equal(iters, 4);
     assert_string_equal(rows[0].node_name, "add");
@@ -368,21 +197,21 @@ static void test_op_table_and_gate_reads(void **state)
     assert_int_equal(rows[0].kernels, 4);
     double *d = NULL;
     int nd = 0;
-    check_ok(ctx, fa_store_get_range_durations(ctx, st, id, "iteration", ar, &d, &nd));
+    fa_test_check_ok(ctx, fa_store_get_range_durations(ctx, st, id, "iteration", ar, &d, &nd));
     assert_int_equal(nd, 4);
     assert_true(d[0] == 700.0);
     int mn, mx, mode;
-    check_ok(ctx, fa_store_get_kernels_per_iter(ctx, st, id, &mn, &mx, &mode));
+    fa_test_check_ok(ctx, fa_store_get_kernels_per_iter(ctx, st, id, &mn, &mx, &mode));
     assert_int_equal(mn, 3);
     assert_int_equal(mx, 3);
     assert_int_equal(mode, 3);
     int *its = NULL, nits = 0;
-    check_ok(ctx, fa_store_get_timed_iters(ctx, st, id, ar, &its, &nits));
+    fa_test_check_ok(ctx, fa_store_get_timed_iters(ctx, st, id, ar, &its, &nits));
     assert_int_equal(nits, 4);
     assert_int_equal(its[3], 3);
     fa_op_iter_row *oi = NULL;
     size_t noi = 0;
-    check_ok(ctx, fa_store_get_op_iter_times(ctx, st, id, ar, &oi, &noi));
+    fa_test_check_ok(ctx, fa_store_get_op_iter_times(ctx, st, id, ar, &oi, &noi));
     assert_int_equal(noi, 12);
     assert_string_equal(oi[0].op, "add");
     assert_int_equal(oi[0].iter, 0);
@@ -409,34 +238,34 @@ static void test_graph_rows_round_trip(void **state)
     int64_t dims[2] = {2, 8};
     const char *names[] = {"X", "A", "B", "C"};
     for (int i = 0; i < 4; i++) fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, names[i])], FA_DTYPE_FLOAT, 2, dims);
-    check_ok(ctx, fa_graph_add_input(ctx, g, fa_graph_find_tensor(g, "X")));
-    check_ok(ctx, fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "C")));
-    check_ok(ctx, fa_graph_index(ctx, g));
-    fa_store *st = open_ok(ctx, fresh_store("graph"));
-    int64_t id = begin_run(ctx, st, "graph.onnx", NULL);
-    check_ok(ctx, fa_store_put_graph(ctx, st, id, g));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_test_check_ok(ctx, fa_graph_add_input(ctx, g, fa_graph_find_tensor(g, "X")));
+    fa_test_check_ok(ctx, fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "C")));
+    fa_test_check_ok(ctx, fa_graph_index(ctx, g));
+    fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("graph"));
+    int64_t id = fa_test_store_begin_run(ctx, st, "graph.onnx", NULL, 4);
+    fa_test_check_ok(ctx, fa_store_put_graph(ctx, st, id, g));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
     fa_arena *ar = fa_arena_create(0);
     fa_node_row *nodes;
     size_t nn;
-    check_ok(ctx, fa_store_get_nodes(ctx, st, id, true, ar, &nodes, &nn));
+    fa_test_check_ok(ctx, fa_store_get_nodes(ctx, st, id, true, ar, &nodes, &nn));
     assert_int_equal(nn, 3);
     assert_string_equal(nodes[0].name, "relu\t0");
     assert_string_equal(nodes[2].op_type, "Add");
     assert_int_equal(nodes[2].bytes, 64 * 3);
     fa_tensor_row *tens;
     size_t nt;
-    check_ok(ctx, fa_store_get_tensors(ctx, st, id, ar, &tens, &nt));
+    fa_test_check_ok(ctx, fa_store_get_tensors(ctx, st, id, ar, &tens, &nt));
     assert_int_equal(nt, 4);
     bool out_seen = false;
     for (size_t i = 0; i < nt; i++) out_seen |= tens[i].graph_output && !strcmp(tens[i].name, "C");
     assert_true(out_seen);
     fa_consumer_row *cons;
     size_t nc;
-    check_ok(ctx, fa_store_get_consumers(ctx, st, id, ar, &cons, &nc));
+    fa_test_check_ok(ctx, fa_store_get_consumers(ctx, st, id, ar, &cons, &nc));
     assert_int_equal(nc, 4); /* X->relu, A->sig, A->add, B->add */
     int64_t count = 0;
-    check_ok(ctx, fa_store_count_nodes(ctx, st, id, &count));
+    fa_test_check_ok(ctx, fa_store_count_nodes(ctx, st, id, &count));
     assert_int_equal(count, 3);
     fa_arena_free(ar);
     fa_store_close(st);
@@ -450,39 +279,39 @@ static void test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back(vo
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *st = open_ok(ctx, fresh_store("results"));
+    fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("results"));
     fa_ceiling c = {"cpu:x:2", "bandwidth", "dram_bw", 12.5, "GB/s", "measured", 0, "stream triad"};
-    check_ok(ctx, fa_store_put_ceiling(ctx, st, &c));
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &c));
     c.value = 14.25;
     c.detail = NULL;
-    check_ok(ctx, fa_store_put_ceiling(ctx, st, &c)); /* replaces */
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &c)); /* replaces */
     fa_ceiling c2 = {"cuda:h:sm_90", "compute", "fp32_peak", 6.7e4, "GFLOP/s", "table", 0, NULL};
-    check_ok(ctx, fa_store_put_ceiling(ctx, st, &c2));
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &c2));
     fa_arena *ar = fa_arena_create(0);
     fa_ceiling *cs;
     size_t ncs;
-    check_ok(ctx, fa_store_get_ceilings(ctx, st, NULL, ar, &cs, &ncs));
+    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, NULL, ar, &cs, &ncs));
     assert_int_equal(ncs, 2);
-    check_ok(ctx, fa_store_get_ceilings(ctx, st, "cpu:x:2", ar, &cs, &ncs));
+    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, "cpu:x:2", ar, &cs, &ncs));
     assert_int_equal(ncs, 1);
     assert_true(cs[0].value == 14.25);
     assert_null(cs[0].detail);
 
-    int64_t id = begin_run(ctx, st, "plan.onnx", NULL);
+    int64_t id = fa_test_store_begin_run(ctx, st, "plan.onnx", NULL, 4);
     fa_analysis_kernel_row k = {0, 1.5, 20.0, 30.0, 50.0, "memory"};
     int members[] = {0, 1};
     fa_analysis_chain_row ch = {2, members, NULL, 1000, 0.25, 4096, 2, 400};
     fa_analysis_edge_row e = {1, 0, 1, 64, 64, 0, false};
     fa_analysis_summary_row sum[] = {{"iter_ns", 4000, "ns", "it takes 4 us"}, {"bound", 0.5, "fraction", NULL}};
     fa_analysis_rows rows = {&k, 1, &ch, 1, &e, 1, sum, 2};
-    check_ok(ctx, fa_store_put_analysis(ctx, st, id, &rows));
+    fa_test_check_ok(ctx, fa_store_put_analysis(ctx, st, id, &rows));
     sum[0].text = "it takes 4 us, again";
-    check_ok(ctx, fa_store_put_analysis(ctx, st, id, &rows)); /* replaces */
+    fa_test_check_ok(ctx, fa_store_put_analysis(ctx, st, id, &rows)); /* replaces */
     const char *text = NULL;
-    check_ok(ctx, fa_store_get_summary_text(ctx, st, id, "iter_ns", ar, &text));
+    fa_test_check_ok(ctx, fa_store_get_summary_text(ctx, st, id, "iter_ns", ar, &text));
     assert_string_equal(text, "it takes 4 us, again");
     bool have = false;
-    check_ok(ctx, fa_store_get_analysis_text(ctx, st, id, ar, &have, &text));
+    fa_test_check_ok(ctx, fa_store_get_analysis_text(ctx, st, id, ar, &have, &text));
     assert_true(have);
 
     fa_plan_row plan = {.plan_hash = "hash1", .target = "cpu", .arch = NULL, .max_ops = 8, .max_inputs = 4,
@@ -509,26 +338,27 @@ static void test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back(vo
     cl[1].est_saving_ns = 900;
     fa_why_not_row wn = {3, 4, 7, "cap", "too big"};
     int plan_id = 0;
-    check_ok(ctx, fa_store_put_plan(ctx, st, id, &plan, cl, 2, &wn, 1, &plan_id));
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, id, &plan, cl, 2, &wn, 1, &plan_id));
     assert_int_equal(plan_id, 1);
     cl[0].status = "accepted";
     cl[0].measured_saving_ns = 420;
     cl[0].max_rel_error = 1e-7;
     cl[0].registers = 32;
-    check_ok(ctx, fa_store_put_cluster_verdicts(ctx, st, id, plan_id, cl, 1));
+    fa_test_check_ok(ctx, fa_store_put_cluster_verdicts(ctx, st, id, plan_id, cl, 1));
     double samples[] = {1000, 1100, 990};
-    check_ok(ctx, fa_store_put_bench_samples(ctx, st, id, plan_id, FA_BENCH_BASELINE, -1, samples, 3));
+    fa_test_check_ok(ctx, fa_store_put_bench_samples(ctx, st, id, plan_id, FA_BENCH_BASELINE, -1, samples, 3));
     samples[1] = 1050;
-    check_ok(ctx, fa_store_put_bench_samples(ctx, st, id, plan_id, FA_BENCH_BASELINE, -1, samples, 3)); /* replaces */
-    check_ok(ctx, fa_store_put_bench_samples(ctx, st, id, plan_id, FA_BENCH_CLUSTER_FUSED, 0, samples, 2));
-    check_ok(ctx, fa_store_set_plan_e2e_error(ctx, st, id, plan_id, 2.5e-7));
-    assert_int_equal(fa_store_set_plan_e2e_error(ctx, st, id, plan_id + 5, 0.1), FA_ERR_INTERNAL);
+    fa_test_check_ok(ctx, fa_store_put_bench_samples(ctx, st, id, plan_id, FA_BENCH_BASELINE, -1, samples, 3)); /* replaces */
+    fa_test_check_ok(ctx, fa_store_put_bench_samples(ctx, st, id, plan_id, FA_BENCH_CLUSTER_FUSED, 0, samples, 2));
+    fa_plan_e2e_row e2e = {2.5e-7, FA_E2E_LOSS};
+    fa_test_check_ok(ctx, fa_store_set_plan_e2e(ctx, st, id, plan_id, &e2e));
+    assert_int_equal(fa_store_set_plan_e2e(ctx, st, id, plan_id + 5, &e2e), FA_ERR_INTERNAL);
 
     int pid = 0, ncl = 0, nwn = 0;
     fa_plan_row pr;
     fa_cluster_row *rc = NULL;
     fa_why_not_row *rw = NULL;
-    check_ok(ctx, fa_store_get_latest_plan(ctx, st, id, ar, &pid, &pr, &rc, &ncl, &rw, &nwn));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, id, ar, &pid, &pr, &rc, &ncl, &rw, &nwn));
     assert_int_equal(pid, 1);
     assert_string_equal(pr.plan_hash, "hash1");
     assert_int_equal(ncl, 2);
@@ -557,24 +387,33 @@ static void test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back(vo
     assert_string_equal(rw[0].code, "cap");
     fa_bench_series *bs = NULL;
     size_t nbs = 0;
-    check_ok(ctx, fa_store_get_bench_series(ctx, st, id, plan_id, ar, &bs, &nbs));
+    fa_test_check_ok(ctx, fa_store_get_bench_series(ctx, st, id, plan_id, ar, &bs, &nbs));
     assert_int_equal(nbs, 2);
     assert_int_equal(bs[0].subject, FA_BENCH_BASELINE);
     assert_int_equal(bs[0].n, 3);
     assert_true(bs[0].samples_ns[1] == 1050);
-    double err = 0;
-    check_ok(ctx, fa_store_get_e2e_error(ctx, st, id, &err));
-    assert_true(fabs(err - 2.5e-7) < 1e-15);
+    fa_plan_e2e_row back;
+    fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, id, &back));
+    assert_true(fabs(back.max_rel_error - 2.5e-7) < 1e-15);
+    assert_int_equal(back.verdict, FA_E2E_LOSS); /* the loss is kept, `report` and `runs` show it */
+    fa_run_info ri;
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &ri));
+    assert_int_equal(ri.e2e_verdict, FA_E2E_LOSS);
+    e2e = (fa_plan_e2e_row){NAN, FA_E2E_WIN};
+    fa_test_check_ok(ctx, fa_store_set_plan_e2e(ctx, st, id, plan_id, &e2e));
+    fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, id, &back));
+    assert_true(isnan(back.max_rel_error));
+    assert_int_equal(back.verdict, FA_E2E_WIN);
 
     /* trace advice replaces only the trace.* summary keys */
     fa_analysis_summary_row adv = {"trace.gaps", 0.1, "fraction", "gaps"};
     fa_analysis_rows arows = {NULL, 0, NULL, 0, NULL, 0, &adv, 1};
-    check_ok(ctx, fa_store_put_trace_advice(ctx, st, id, &arows));
-    check_ok(ctx, fa_store_get_summary_text(ctx, st, id, "trace.gaps", ar, &text));
+    fa_test_check_ok(ctx, fa_store_put_trace_advice(ctx, st, id, &arows));
+    fa_test_check_ok(ctx, fa_store_get_summary_text(ctx, st, id, "trace.gaps", ar, &text));
     assert_string_equal(text, "gaps");
-    check_ok(ctx, fa_store_get_summary_text(ctx, st, id, "iter_ns", ar, &text));
+    fa_test_check_ok(ctx, fa_store_get_summary_text(ctx, st, id, "iter_ns", ar, &text));
     assert_non_null(text);
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
     fa_arena_free(ar);
     fa_store_close(st);
     fa_ctx_free(ctx);
@@ -585,28 +424,28 @@ static void test_fused_twin_follows_its_baseline(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *st = open_ok(ctx, fresh_store("twins"));
-    int64_t base = begin_run(ctx, st, "m.onnx", NULL);
+    fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("twins"));
+    int64_t base = fa_test_store_begin_run(ctx, st, "m.onnx", NULL, 4);
     char tag[64];
     snprintf(tag, sizeof tag, "fused-of:%lld", (long long)base);
     fa_run_info fi = {0};
     fi.kind = "fused";
     fi.tag = tag;
     int64_t twin = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, st, &fi, &twin));
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &fi, &twin));
     int64_t f = 0;
-    check_ok(ctx, fa_store_get_fused_run(ctx, st, base, false, &f));
+    fa_test_check_ok(ctx, fa_store_get_fused_run(ctx, st, base, false, &f));
     assert_int_equal(f, twin);
-    check_ok(ctx, fa_store_get_fused_run(ctx, st, base, true, &f));
+    fa_test_check_ok(ctx, fa_store_get_fused_run(ctx, st, base, true, &f));
     assert_int_equal(f, -1);
-    check_ok(ctx, fa_store_run_finish(ctx, st, base, true, NULL));
-    check_ok(ctx, fa_store_get_fused_run(ctx, st, base, true, &f));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, base, true, NULL));
+    fa_test_check_ok(ctx, fa_store_get_fused_run(ctx, st, base, true, &f));
     assert_int_equal(f, twin);
-    check_ok(ctx, fa_store_run_reopen(ctx, st, base));
-    check_ok(ctx, fa_store_run_finish(ctx, st, base, false, "apply failed"));
+    fa_test_check_ok(ctx, fa_store_run_reopen(ctx, st, base));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, base, false, "apply failed"));
     fa_arena *ar = fa_arena_create(0);
     fa_run_info r;
-    check_ok(ctx, fa_store_get_run(ctx, st, twin, ar, &r));
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, twin, ar, &r));
     assert_string_equal(r.status, "failed");
     assert_non_null(strstr(r.error, "baseline run"));
     fa_arena_free(ar);
@@ -620,32 +459,32 @@ static void test_failed_and_rolled_back_runs_leave_earlier_runs_intact(void **st
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("failed");
-    fa_store *st = open_ok(ctx, path);
-    fa_trace *t1 = synth_trace(5000, 50, 4, 1);
-    int64_t good = store_run(ctx, st, "good.onnx", t1);
-    int64_t bad = begin_run(ctx, st, "bad.onnx", NULL);
-    fa_trace *t2 = synth_trace(300, 10, 2, 2);
-    check_ok(ctx, fa_store_put_trace(ctx, st, bad, t2));
-    check_ok(ctx, fa_store_run_finish(ctx, st, bad, false, "node 'conv_3' (Conv): kernel failed"));
-    check_ok(ctx, fa_store_begin(ctx, st));
-    int64_t rolled = begin_run(ctx, st, "rolled.onnx", NULL);
-    check_ok(ctx, fa_store_put_trace(ctx, st, rolled, t2));
+    const char *path = fa_test_store_fresh("failed");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t1 = fa_test_synth_trace(5000, 50, 4, 1, true);
+    int64_t good = fa_test_store_trace_run(ctx, st, "good.onnx", t1);
+    int64_t bad = fa_test_store_begin_run(ctx, st, "bad.onnx", NULL, 4);
+    fa_trace *t2 = fa_test_synth_trace(300, 10, 2, 2, true);
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, bad, t2));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, bad, false, "node 'conv_3' (Conv): kernel failed"));
+    fa_test_check_ok(ctx, fa_store_begin(ctx, st));
+    int64_t rolled = fa_test_store_begin_run(ctx, st, "rolled.onnx", NULL, 4);
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, rolled, t2));
     assert_int_equal(fa_store_begin(ctx, st), FA_ERR_INTERNAL); /* no nesting */
     fa_store_rollback(st);
     /* a write that fails inside the caller's transaction undoes only itself */
-    check_ok(ctx, fa_store_begin(ctx, st));
-    int64_t inner = begin_run(ctx, st, "inner.onnx", NULL);
+    fa_test_check_ok(ctx, fa_store_begin(ctx, st));
+    int64_t inner = fa_test_store_begin_run(ctx, st, "inner.onnx", NULL, 4);
     assert_int_not_equal(fa_store_put_trace(ctx, st, inner + 1000, t2), FA_OK); /* no such run */
-    check_ok(ctx, fa_store_run_finish(ctx, st, inner, true, NULL));
-    check_ok(ctx, fa_store_commit(ctx, st));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, inner, true, NULL));
+    fa_test_check_ok(ctx, fa_store_commit(ctx, st));
     fa_store_close(st);
 
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs;
     size_t n;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_int_equal(n, 3); /* the rolled-back run is absent */
     assert_int_equal(runs[0].id, inner);
     assert_string_equal(runs[0].status, "ok");
@@ -655,8 +494,8 @@ static void test_failed_and_rolled_back_runs_leave_earlier_runs_intact(void **st
     assert_int_equal(runs[2].id, good);
     assert_int_equal(runs[2].n_kernels, 5000);
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
-    assert_traces_equal(t1, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
+    fa_test_assert_traces_equal(t1, back);
     fa_trace_free(back);
     /* SQLite may give the rolled-back id to the next run; a server's sequence does not */
     for (size_t i = 0; i < n; i++) assert_string_not_equal(runs[i].model_path, "rolled.onnx");
@@ -674,10 +513,10 @@ static void test_killed_writer_leaves_earlier_runs_and_is_marked_failed(void **s
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("killed");
-    fa_store *st = open_ok(ctx, path);
-    fa_trace *t1 = synth_trace(2000, 20, 3, 3);
-    int64_t good = store_run(ctx, st, "good.onnx", t1);
+    const char *path = fa_test_store_fresh("killed");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t1 = fa_test_synth_trace(2000, 20, 3, 3, true);
+    int64_t good = fa_test_store_trace_run(ctx, st, "good.onnx", t1);
     fa_store_close(st);
     int sync[2];
     assert_int_equal(pipe(sync), 0);
@@ -693,7 +532,7 @@ static void test_killed_writer_leaves_earlier_runs_and_is_marked_failed(void **s
         info.model_path = "killed.onnx";
         int64_t id;
         if (fa_store_run_begin(c, cs, &info, &id)) _exit(2);
-        fa_trace *big = synth_trace(400000, 100, 10, 4);
+        fa_trace *big = fa_test_synth_trace(400000, 100, 10, 4, true);
         if (write(sync[1], "x", 1) != 1) _exit(3);
         for (;;) /* keeps writing until killed */
             if (fa_store_put_trace(c, cs, id, big)) _exit(4);
@@ -716,8 +555,8 @@ static void test_killed_writer_leaves_earlier_runs_and_is_marked_failed(void **s
     st = NULL;
     for (int tries = 0; tries < 100; tries++) {
         fa_store_close(st);
-        st = open_ok(ctx, path);
-        check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+        st = fa_test_store_open_ok(ctx, path);
+        fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
         if (n && strcmp(runs[0].status, "running")) break;
         usleep(100 * 1000);
     }
@@ -729,10 +568,10 @@ static void test_killed_writer_leaves_earlier_runs_and_is_marked_failed(void **s
     assert_int_equal(runs[1].id, good);
     assert_string_equal(runs[1].status, "ok");
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
-    assert_traces_equal(t1, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
+    fa_test_assert_traces_equal(t1, back);
     fa_trace_free(back);
-    check_ok(ctx, fa_store_load_trace(ctx, st, runs[0].id, &back));
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, runs[0].id, &back));
     assert_int_equal((int64_t)back->n_acts, runs[0].n_kernels);
     fa_trace_free(back);
     fa_arena_free(ar);
@@ -750,7 +589,7 @@ static void test_8_writers_and_2_readers_at_once(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("load");
+    const char *path = fa_test_store_fresh("load");
     enum { WRITERS = 8, READERS = 2, RUNS = 3 };
     const size_t RECS = g_pg ? 20000 : 4000;
     pid_t kids[WRITERS + READERS];
@@ -800,7 +639,7 @@ static void test_8_writers_and_2_readers_at_once(void **state)
             fa_store_close(cs);
             _exit(0);
         }
-        fa_trace *t = synth_trace(RECS, 100, 5, 100 + (uint64_t)k);
+        fa_trace *t = fa_test_synth_trace(RECS, 100, 5, 100 + (uint64_t)k, true);
         if (fa_store_open(c, path, &cs)) {
             fprintf(stderr, "writer %d: %s\n", k, fa_ctx_errmsg(c));
             _exit(1);
@@ -830,11 +669,11 @@ static void test_8_writers_and_2_readers_at_once(void **state)
         assert_int_equal(waitpid(kids[k], &wst, 0), kids[k]);
         if (!WIFEXITED(wst) || WEXITSTATUS(wst)) fail_msg("process %d ended with status %d", k, wst);
     }
-    fa_store *st = open_ok(ctx, path);
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info *runs;
     size_t n;
-    check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
     assert_int_equal(n, WRITERS * RUNS);
     int ids_ok = 0;
     for (size_t i = 0; i < n; i++) {
@@ -852,19 +691,19 @@ static void test_readonly_open_reads_and_refuses_writes(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("readonly");
+    const char *path = fa_test_store_fresh("readonly");
     fa_store *st = NULL;
     /* nothing there yet: a read verb does not create the store */
     assert_int_equal(fa_store_open_ex(ctx, path, FA_STORE_NO_CREATE | FA_STORE_READONLY, &st), FA_ERR_INPUT);
-    st = open_ok(ctx, path);
-    fa_trace *t = synth_trace(1000, 10, 3, 5);
-    int64_t id = store_run(ctx, st, "ro.onnx", t);
+    st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t = fa_test_synth_trace(1000, 10, 3, 5, true);
+    int64_t id = fa_test_store_trace_run(ctx, st, "ro.onnx", t);
     fa_store_close(st);
-    check_ok(ctx, fa_store_open_ex(ctx, path, FA_STORE_READONLY, &st));
+    fa_test_check_ok(ctx, fa_store_open_ex(ctx, path, FA_STORE_READONLY, &st));
     assert_true(fa_store_readonly(st));
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
-    assert_traces_equal(t, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
+    fa_test_assert_traces_equal(t, back);
     fa_trace_free(back);
     fa_run_info info = {0};
     info.kind = "run";
@@ -875,7 +714,7 @@ static void test_readonly_open_reads_and_refuses_writes(void **state)
     fa_op_row *rows;
     size_t nr;
     int iters;
-    check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &nr, &iters)); /* reads that check the run */
+    fa_test_check_ok(ctx, fa_store_op_table(ctx, st, id, ar, &rows, &nr, &iters)); /* reads that check the run */
     assert_int_equal(nr, 10);
     fa_arena_free(ar);
     fa_store_close(st);
@@ -892,11 +731,11 @@ static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    fa_store *a = open_ok(ctx, fresh_store("copy_a"));
-    fa_trace *t = synth_trace(30000, 60, 4, 21);
-    int64_t first = store_run(ctx, a, "first.onnx", t); /* an id the copies will not reuse */
-    int64_t base = begin_run(ctx, a, "model.onnx", "main");
-    check_ok(ctx, fa_store_put_trace(ctx, a, base, t));
+    fa_store *a = fa_test_store_open_ok(ctx, fa_test_store_fresh("copy_a"));
+    fa_trace *t = fa_test_synth_trace(30000, 60, 4, 21, true);
+    int64_t first = fa_test_store_trace_run(ctx, a, "first.onnx", t); /* an id the copies will not reuse */
+    int64_t base = fa_test_store_begin_run(ctx, a, "model.onnx", "main", 4);
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, a, base, t));
     int m0[] = {0, 1};
     fa_post_op_row post[] = {{"eltwise:relu", -1}};
     fa_cluster_row cl = {.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .label = "matmul+add",
@@ -907,56 +746,56 @@ static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
     fa_plan_row plan = {.plan_hash = "h", .target = "cpu", .max_ops = 8, .max_inputs = 4, .occupancy_floor = 0.25,
                         .gate = 0};
     int pid = 0;
-    check_ok(ctx, fa_store_put_plan(ctx, a, base, &plan, &cl, 1, NULL, 0, &pid));
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, a, base, &plan, &cl, 1, NULL, 0, &pid));
     double smp[] = {10, 11, 12};
-    check_ok(ctx, fa_store_put_bench_samples(ctx, a, base, pid, FA_BENCH_FUSED, -1, smp, 3));
+    fa_test_check_ok(ctx, fa_store_put_bench_samples(ctx, a, base, pid, FA_BENCH_FUSED, -1, smp, 3));
     char tag[64];
     snprintf(tag, sizeof tag, "fused-of:%lld", (long long)base);
     fa_run_info fi = {0};
     fi.kind = "fused";
     fi.tag = tag;
     int64_t twin = 0;
-    check_ok(ctx, fa_store_run_begin(ctx, a, &fi, &twin));
-    check_ok(ctx, fa_store_run_finish(ctx, a, base, true, NULL));
-    (void)begin_run(ctx, a, "unfinished.onnx", NULL); /* still running: never copied */
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, a, &fi, &twin));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, a, base, true, NULL));
+    (void)fa_test_store_begin_run(ctx, a, "unfinished.onnx", NULL, 4); /* still running: never copied */
     fa_ceiling c = {"cpu:x:2", "bandwidth", "dram_bw", 12.5, "GB/s", "measured", 0, "triad"};
-    check_ok(ctx, fa_store_put_ceiling(ctx, a, &c));
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, a, &c));
 
     /* to a file, only the run tagged main (its twin comes along) */
     char file[4200];
     snprintf(file, sizeof file, "%s", fa_test_path(fa_test_tmpdir(), g_pg ? "copy-pg.db" : "copy-sq.db"));
     unlink(file);
     fa_store *f = NULL;
-    check_ok(ctx, fa_store_open(ctx, file, &f));
+    fa_test_check_ok(ctx, fa_store_open(ctx, file, &f));
     fa_store_copy_result res;
     int64_t pick[] = {base};
-    check_ok(ctx, fa_store_copy_runs(ctx, a, f, pick, 1, &res));
+    fa_test_check_ok(ctx, fa_store_copy_runs(ctx, a, f, pick, 1, &res));
     assert_int_equal(res.copied, 2);
-    check_ok(ctx, fa_store_copy_runs(ctx, a, f, NULL, 0, &res)); /* everything: only `first` is new */
+    fa_test_check_ok(ctx, fa_store_copy_runs(ctx, a, f, NULL, 0, &res)); /* everything: only `first` is new */
     assert_int_equal(res.copied, 1);
     assert_int_equal(res.skipped_present, 2);
     assert_int_equal(res.skipped_running, 1);
     /* back into a fresh store of this back end */
-    fa_store *b = open_ok(ctx, fresh_store("copy_b"));
-    check_ok(ctx, fa_store_copy_runs(ctx, f, b, NULL, 0, &res));
+    fa_store *b = fa_test_store_open_ok(ctx, fa_test_store_fresh("copy_b"));
+    fa_test_check_ok(ctx, fa_store_copy_runs(ctx, f, b, NULL, 0, &res));
     assert_int_equal(res.copied, 3);
-    check_ok(ctx, fa_store_copy_runs(ctx, f, b, NULL, 0, &res));
+    fa_test_check_ok(ctx, fa_store_copy_runs(ctx, f, b, NULL, 0, &res));
     assert_int_equal(res.copied, 0);
     assert_int_equal(res.skipped_present, 3);
     assert_int_equal(fa_store_copy_runs(ctx, b, b, NULL, 0, &res), FA_ERR_USAGE);
 
     fa_arena *ar = fa_arena_create(0);
     int64_t nb = 0;
-    check_ok(ctx, fa_store_latest_run(ctx, b, "main", &nb));
+    fa_test_check_ok(ctx, fa_store_latest_run(ctx, b, "main", &nb));
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, b, nb, &back));
-    assert_traces_equal(t, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, b, nb, &back));
+    fa_test_assert_traces_equal(t, back);
     fa_trace_free(back);
     int got_plan = 0, ncl = 0, nwn = 0;
     fa_plan_row pr;
     fa_cluster_row *rc;
     fa_why_not_row *rw;
-    check_ok(ctx, fa_store_get_latest_plan(ctx, b, nb, ar, &got_plan, &pr, &rc, &ncl, &rw, &nwn));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, b, nb, ar, &got_plan, &pr, &rc, &ncl, &rw, &nwn));
     assert_int_equal(ncl, 1);
     assert_string_equal(rc[0].label, "matmul+add");
     assert_int_equal(rc[0].registers, 40);
@@ -967,15 +806,15 @@ static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
     assert_true(fabs(rc[0].max_rel_error - 1e-6) < 1e-18);
     fa_bench_series *bs;
     size_t nbs;
-    check_ok(ctx, fa_store_get_bench_series(ctx, b, nb, got_plan, ar, &bs, &nbs));
+    fa_test_check_ok(ctx, fa_store_get_bench_series(ctx, b, nb, got_plan, ar, &bs, &nbs));
     assert_int_equal(nbs, 1);
     assert_true(bs[0].samples_ns[2] == 12);
     int64_t ntwin = 0;
-    check_ok(ctx, fa_store_get_fused_run(ctx, b, nb, true, &ntwin));
+    fa_test_check_ok(ctx, fa_store_get_fused_run(ctx, b, nb, true, &ntwin));
     assert_true(ntwin > 0);
     fa_ceiling *cs;
     size_t ncs;
-    check_ok(ctx, fa_store_get_ceilings(ctx, b, "cpu:x:2", ar, &cs, &ncs));
+    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, b, "cpu:x:2", ar, &cs, &ncs));
     assert_int_equal(ncs, 1);
     assert_string_equal(cs[0].detail, "triad");
     (void)first;
@@ -997,32 +836,32 @@ static void test_server_restart_mid_run_fails_clearly_and_keeps_earlier_runs(voi
     (void)state;
     if (!g_pg) skip();
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("restart");
-    fa_store *st = open_ok(ctx, path);
-    fa_trace *t = synth_trace(5000, 50, 4, 11);
-    int64_t good = store_run(ctx, st, "before.onnx", t);
-    int64_t id = begin_run(ctx, st, "during.onnx", NULL);
-    check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
+    const char *path = fa_test_store_fresh("restart");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_trace *t = fa_test_synth_trace(5000, 50, 4, 11, true);
+    int64_t good = fa_test_store_trace_run(ctx, st, "before.onnx", t);
+    int64_t id = fa_test_store_begin_run(ctx, st, "during.onnx", NULL, 4);
+    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id, t));
     char cmd[8400];
-    snprintf(cmd, sizeof cmd, "bash '%s/scripts/pg-test-server.sh' restart '%s'", getenv("FA_SOURCE_DIR"), g_pg_dir);
+    snprintf(cmd, sizeof cmd, "bash '%s/scripts/pg-test-server.sh' restart '%s'", getenv("FA_SOURCE_DIR"), fa_test_store_server_dir());
     assert_int_equal(system(cmd), 0);
     fa_status s = fa_store_put_trace(ctx, st, id, t);
     assert_int_equal(s, FA_ERR_IO);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "connection"));
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "127.0.0.1"));
-    check_ok(ctx, fa_store_run_finish(ctx, st, id, false, fa_ctx_errmsg(ctx))); /* reconnects */
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, false, fa_ctx_errmsg(ctx))); /* reconnects */
     fa_store_close(st);
-    st = open_ok(ctx, path);
+    st = fa_test_store_open_ok(ctx, path);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info r;
-    check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
     assert_string_equal(r.status, "failed");
     assert_int_equal(r.n_kernels, 5000); /* the chunk committed before the restart */
-    check_ok(ctx, fa_store_get_run(ctx, st, good, ar, &r));
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, good, ar, &r));
     assert_string_equal(r.status, "ok");
     fa_trace *back = NULL;
-    check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
-    assert_traces_equal(t, back);
+    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
+    fa_test_assert_traces_equal(t, back);
     fa_trace_free(back);
     fa_arena_free(ar);
     fa_store_close(st);
@@ -1038,14 +877,14 @@ static void test_newer_schema_and_unreachable_server_refused(void **state)
     if (!g_pg) skip();
 #ifdef FA_HAVE_LIBPQ
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("newer");
-    fa_store *st = open_ok(ctx, path);
+    const char *path = fa_test_store_fresh("newer");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_store_close(st);
     const char *db = strrchr(path, '/') + 1;
-    pg_sql(db, "UPDATE fuse_advise.schema_version SET version = 99");
+    fa_test_pg_sql(db, "UPDATE fuse_advise.schema_version SET version = 99");
     assert_int_equal(fa_store_open(ctx, path, &st), FA_ERR_UNSUPPORTED);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "newer"));
-    assert_int_equal(pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), 99);
+    assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), 99);
     assert_int_equal(fa_store_open(ctx, "postgresql://u:hunter2@127.0.0.1:1/nowhere?connect_timeout=2", &st), FA_ERR_IO);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "cannot connect"));
     assert_null(strstr(fa_ctx_errmsg(ctx), "hunter2"));
@@ -1061,8 +900,8 @@ static void test_server_fails_runs_of_gone_writers_of_any_host_only(void **state
     if (!g_pg) skip();
 #ifdef FA_HAVE_LIBPQ
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("liveness");
-    fa_store_close(open_ok(ctx, path));
+    const char *path = fa_test_store_fresh("liveness");
+    fa_store_close(fa_test_store_open_ok(ctx, path));
     const char *db = strrchr(path, '/') + 1;
     int go[2], ready[2];
     assert_int_equal(pipe(go), 0);
@@ -1085,17 +924,17 @@ static void test_server_fails_runs_of_gone_writers_of_any_host_only(void **state
     }
     char b;
     assert_int_equal(read(ready[0], &b, 1), 1);
-    pg_sql(db, "UPDATE fuse_advise.runs SET host = 'another-host', pid = 999999999 WHERE model_path = 'remote.onnx'");
+    fa_test_pg_sql(db, "UPDATE fuse_advise.runs SET host = 'another-host', pid = 999999999 WHERE model_path = 'remote.onnx'");
     /* a live writer elsewhere: its run stays running through another process's open */
-    fa_store *st = open_ok(ctx, path);
+    fa_store *st = fa_test_store_open_ok(ctx, path);
     fa_store_close(st);
-    assert_int_equal(pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'running'"), 1);
+    assert_int_equal(fa_test_pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'running'"), 1);
     /* a process of this host with a fake pid of this host is not judged by pid on a server either */
     assert_int_equal(write(go[1], "x", 1), 1);
     int wst;
     assert_int_equal(waitpid(kid, &wst, 0), kid);
     assert_true(WIFEXITED(wst) && WEXITSTATUS(wst) == 0);
-    assert_int_equal(pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'ok'"), 1);
+    assert_int_equal(fa_test_pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'ok'"), 1);
 
     /* the same, killed: the next open from anywhere fails its run */
     kid = fork();
@@ -1114,18 +953,18 @@ static void test_server_fails_runs_of_gone_writers_of_any_host_only(void **state
         _exit(0);
     }
     assert_int_equal(read(ready[0], &b, 1), 1);
-    pg_sql(db, "UPDATE fuse_advise.runs SET host = 'another-host' WHERE model_path = 'remote2.onnx'");
+    fa_test_pg_sql(db, "UPDATE fuse_advise.runs SET host = 'another-host' WHERE model_path = 'remote2.onnx'");
     kill(kid, SIGKILL);
     assert_int_equal(waitpid(kid, &wst, 0), kid);
     int left = 1;
     for (int tries = 0; tries < 50 && left; tries++) { /* the server notices the closed connection */
-        st = open_ok(ctx, path);
+        st = fa_test_store_open_ok(ctx, path);
         fa_store_close(st);
-        left = (int)pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'running'");
+        left = (int)fa_test_pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE status = 'running'");
         if (left) usleep(100000);
     }
     assert_int_equal(left, 0);
-    assert_int_equal(pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE model_path = 'remote2.onnx' AND "
+    assert_int_equal(fa_test_pg_sql(db, "SELECT count(*) FROM fuse_advise.runs WHERE model_path = 'remote2.onnx' AND "
                                 "status = 'failed' AND error = 'process died'"), 1);
     close(go[0]);
     close(go[1]);
@@ -1143,15 +982,17 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
     if (!g_pg) skip();
 #ifdef FA_HAVE_LIBPQ
     fa_ctx *ctx = fa_ctx_create();
-    const char *path = fresh_store("v4");
-    fa_store *st = open_ok(ctx, path);
-    int64_t id = begin_run(ctx, st, "m.onnx", NULL);
+    const char *path = fa_test_store_fresh("v4");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    int64_t id = fa_test_store_begin_run(ctx, st, "m.onnx", NULL, 4);
     fa_store_close(st);
     const char *db = strrchr(path, '/') + 1;
     char sql[2048];
-    /* back to the version-4 shape, one plan with one cluster described in options_json */
-    pg_sql(db, "SET search_path TO fuse_advise; DROP TABLE cluster_post_ops; "
-               "ALTER TABLE plans DROP COLUMN max_ops, DROP COLUMN max_inputs, DROP COLUMN occupancy_floor, DROP COLUMN gate; "
+    /* back to the version-4 shape (v5's and v6's columns dropped), one plan with one cluster
+     * described in options_json */
+    fa_test_pg_sql(db, "SET search_path TO fuse_advise; DROP TABLE cluster_post_ops; "
+               "ALTER TABLE plans DROP COLUMN max_ops, DROP COLUMN max_inputs, DROP COLUMN occupancy_floor, DROP COLUMN gate, "
+               "DROP COLUMN e2e_verdict; "
                "ALTER TABLE clusters DROP COLUMN label, DROP COLUMN anchor, DROP COLUMN depends_on, DROP COLUMN reduction, "
                "DROP COLUMN reduce_axis, DROP COLUMN epsilon, DROP COLUMN block_size, DROP COLUMN inputs_json, "
                "DROP COLUMN outputs_json, DROP COLUMN basis; ALTER TABLE plans ADD COLUMN options_json TEXT; "
@@ -1165,21 +1006,61 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
              "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, status) VALUES (%lld, 1, 0, 'epilogue', '[3,4]', 'proposed'); "
              "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, status) VALUES (%lld, 2, 0, 'epilogue', '[3]', 'proposed')",
              (long long)id, (long long)id, (long long)id, (long long)id);
-    pg_sql(db, sql);
-    st = open_ok(ctx, path); /* migrates 4 -> 5 */
-    assert_int_equal(pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), 5);
-    assert_int_equal(pg_sql(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'fuse_advise' "
+    fa_test_pg_sql(db, sql);
+    st = fa_test_store_open_ok(ctx, path); /* migrates 4 -> 5 -> 6 */
+    assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), FA_STORE_SCHEMA_VERSION);
+    assert_int_equal(fa_test_pg_sql(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'fuse_advise' "
                                 "AND table_name = 'plans' AND column_name = 'options_json'"), 0);
     snprintf(sql, sizeof sql, "SELECT max_ops FROM fuse_advise.plans WHERE run_id = %lld AND plan_id = 1", (long long)id);
-    assert_int_equal(pg_sql(db, sql), 6);
+    assert_int_equal(fa_test_pg_sql(db, sql), 6);
     snprintf(sql, sizeof sql, "SELECT gate FROM fuse_advise.plans WHERE run_id = %lld AND plan_id = 1", (long long)id);
-    assert_int_equal(pg_sql(db, sql), 0);
+    assert_int_equal(fa_test_pg_sql(db, sql), 0);
     snprintf(sql, sizeof sql, "SELECT anchor FROM fuse_advise.clusters WHERE run_id = %lld AND plan_id = 1", (long long)id);
-    assert_int_equal(pg_sql(db, sql), 3);
+    assert_int_equal(fa_test_pg_sql(db, sql), 3);
     snprintf(sql, sizeof sql, "SELECT operand_tensor FROM fuse_advise.cluster_post_ops WHERE run_id = %lld AND seq = 1", (long long)id);
-    assert_int_equal(pg_sql(db, sql), 11);
+    assert_int_equal(fa_test_pg_sql(db, sql), 11);
     snprintf(sql, sizeof sql, "SELECT count(*) FROM fuse_advise.clusters WHERE run_id = %lld AND plan_id = 2 AND label IS NULL", (long long)id);
-    assert_int_equal(pg_sql(db, sql), 1); /* a document that is not JSON moved nothing */
+    assert_int_equal(fa_test_pg_sql(db, sql), 1); /* a document that is not JSON moved nothing */
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+#endif
+}
+
+/* A version-5 schema on the server (no end-to-end verdict column) migrates to 6 keeping its
+ * plans; their verdict reads "not applied" until one is stored. */
+static void test_server_v5_store_gains_the_e2e_verdict(void **state)
+{
+    (void)state;
+    if (!g_pg) skip();
+#ifdef FA_HAVE_LIBPQ
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fa_test_store_fresh("v5");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    int64_t id = fa_test_store_begin_run(ctx, st, "m.onnx", NULL, 4);
+    fa_store_close(st);
+    const char *db = strrchr(path, '/') + 1;
+    char sql[512];
+    snprintf(sql, sizeof sql,
+             "SET search_path TO fuse_advise; ALTER TABLE plans DROP COLUMN e2e_verdict; UPDATE schema_version SET "
+             "version = 5; INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status, "
+             "e2e_max_rel_error) VALUES (%lld, 1, 1, 'h', 'cpu', 'applied', 3e-7)",
+             (long long)id);
+    fa_test_pg_sql(db, sql);
+    st = fa_test_store_open_ok(ctx, path); /* migrates 5 -> 6 */
+    assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), 6);
+    fa_plan_e2e_row e2e;
+    fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, id, &e2e));
+    assert_true(fabs(e2e.max_rel_error - 3e-7) < 1e-15);
+    assert_int_equal(e2e.verdict, FA_E2E_NOT_APPLIED);
+    e2e.verdict = FA_E2E_LOSS;
+    fa_test_check_ok(ctx, fa_store_set_plan_e2e(ctx, st, id, 1, &e2e));
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info *runs = NULL;
+    size_t n = 0;
+    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
+    assert_int_equal(n, 1);
+    assert_int_equal(runs[0].e2e_verdict, FA_E2E_LOSS);
+    fa_arena_free(ar);
     fa_store_close(st);
     fa_ctx_free(ctx);
 #endif
@@ -1187,52 +1068,9 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
 
 /* ---- main ---- */
 
-static void stop_server(void)
-{
-    if (!g_pg_dir[0]) return;
-    char cmd[8400];
-    snprintf(cmd, sizeof cmd, "bash '%s/scripts/pg-test-server.sh' stop '%s'", getenv("FA_SOURCE_DIR"), g_pg_dir);
-    if (system(cmd) != 0) fprintf(stderr, "test_store_backends: could not stop the test server in %s\n", g_pg_dir);
-}
-
-/* Start the test server; exit 77 when it cannot exist here (skipped), unless FA_PG_REQUIRED. */
-static void start_server(void)
-{
-    const char *req = getenv("FA_PG_REQUIRED");
-    bool required = req && !strcmp(req, "1");
-#ifndef FA_HAVE_LIBPQ
-    fprintf(stderr, "test_store_backends: built without libpq: the PostgreSQL store is not tested\n");
-    exit(required ? 1 : 77);
-#endif
-    const char *src = getenv("FA_SOURCE_DIR");
-    if (!src) {
-        fprintf(stderr, "test_store_backends: FA_SOURCE_DIR unset\n");
-        exit(1);
-    }
-    char cmd[4300], line[8400] = "";
-    snprintf(cmd, sizeof cmd, "bash '%s/scripts/pg-test-server.sh' start %d", src, (int)getpid());
-    FILE *p = popen(cmd, "r");
-    if (!p || !fgets(line, sizeof line, p)) line[0] = 0;
-    int rc = p ? pclose(p) : -1;
-    int code = rc >= 0 && WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
-    char uri[4200];
-    if (code != 0 || sscanf(line, "%4095s %4199s", g_pg_dir, uri) != 2) {
-        g_pg_dir[0] = 0;
-        fprintf(stderr, "test_store_backends: no PostgreSQL test server (exit %d)%s\n", code,
-                required ? " and FA_PG_REQUIRED=1" : "");
-        exit(code == 77 && !required ? 77 : 1);
-    }
-    atexit(stop_server);
-    char *slash = strrchr(uri, '/');
-    slash[1] = 0; /* the base: databases are appended */
-    snprintf(g_pg_base, sizeof g_pg_base, "%s", uri);
-}
-
 int main(void)
 {
-    const char *which = getenv("FA_TEST_STORE");
-    g_pg = which && !strcmp(which, "postgresql");
-    if (g_pg) start_server();
+    g_pg = fa_test_store_backend_init("test_store_backends");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_fields_round_trip_and_password_never_stored),
         cmocka_unit_test(test_100k_records_round_trip_equal_and_append_continues),
@@ -1249,6 +1087,7 @@ int main(void)
         cmocka_unit_test(test_server_restart_mid_run_fails_clearly_and_keeps_earlier_runs),
         cmocka_unit_test(test_newer_schema_and_unreachable_server_refused),
         cmocka_unit_test(test_server_v4_store_migrates_plan_documents_to_columns),
+        cmocka_unit_test(test_server_v5_store_gains_the_e2e_verdict),
         cmocka_unit_test(test_server_fails_runs_of_gone_writers_of_any_host_only),
     };
     return cmocka_run_group_tests_name(g_pg ? "store on postgresql" : "store on sqlite", tests, NULL, NULL);
