@@ -33,7 +33,8 @@ bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i)
     return true;
 }
 
-fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, fa_layout_plan *out)
+fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
+                            fa_layout_plan *out)
 {
     memset(out, 0, sizeof *out);
     out->layout = calloc((size_t)g->n_tensors + 1, sizeof *out->layout); /* all FA_LAYOUT_PLAIN (0) */
@@ -42,15 +43,15 @@ fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *nod
     fa_status s = FA_OK;
     for (int k = 0; k < g->n_topo && !s; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        fa_layout want = node_layout ? node_layout[n->id] : FA_LAYOUT_PLAIN;
-        if ((unsigned)want >= FA_LAYOUT_COUNT) {
+        fa_layout want = node_layout ? node_layout[n->id] : FA_LAYOUT_PLAIN, in0 = node_in0 ? node_in0[n->id] : want;
+        if ((unsigned)want >= FA_LAYOUT_COUNT || (unsigned)in0 >= FA_LAYOUT_COUNT) {
             s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': layout %d out of range", n->name, (int)want);
             break;
         }
         for (int i = 0; i < n->n_inputs && !s; i++) { /* the activations in `want`, the rest PLAIN */
             int x = n->inputs[i];
             if (x < 0) continue;
-            fa_layout need = want != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? want : FA_LAYOUT_PLAIN;
+            fa_layout need = i == 0 ? in0 : want != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? want : FA_LAYOUT_PLAIN;
             if (out->layout[x] != need) s = add_reorder(ctx, out, &cap, x, n->id, i, out->layout[x], need);
         }
         if (n->n_outputs > 0 && n->outputs[0] >= 0) out->layout[n->outputs[0]] = want;
@@ -77,7 +78,7 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
             return fa_ctx_error(ctx, FA_ERR_INTERNAL, "target %s: node '%s': layout %d out of range", t->name, n->name, l);
         }
     }
-    fa_status s = fa_layout_plan_of(ctx, g, nl, out);
+    fa_status s = fa_layout_plan_of(ctx, g, nl, NULL, out);
     free(nl);
     return s;
 }

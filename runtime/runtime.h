@@ -377,11 +377,13 @@ typedef struct fa_layout_plan {
 bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i);
 /* The layouts of prepared graph g given each node's layout (node_layout, by node id): node n's
  * kernel reads its following inputs (fa_layout_input_follows) and writes its output 0 in
- * node_layout[n->id], every other input and output PLAIN; graph inputs, constants and graph
- * outputs are PLAIN. Where a tensor's layout differs from what a consumer (or the graph
+ * node_layout[n->id], every other input and output PLAIN — but input 0 in node_in0[n->id] when
+ * node_in0 is given (a first convolution reading a plain image and writing the blocked layout);
+ * graph inputs, constants and graph outputs are PLAIN. Where a tensor's layout differs from what a consumer (or the graph
  * boundary) reads, a reorder; consumers wanting the same layout share one. Free with
  * fa_layout_plan_free. FA_ERR_NOMEM; FA_ERR_INTERNAL for a layout out of range. */
-fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, fa_layout_plan *out);
+fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
+                            fa_layout_plan *out);
 /* fa_layout_plan_of with node_layout[n] = t->preferred_layout(g, n) (a target without the slot:
  * every tensor PLAIN, no reorder). */
 fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);

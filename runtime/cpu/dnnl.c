@@ -497,7 +497,7 @@ fail:
  * or reference convolution (not worth the layout). */
 static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, const dnnl_convolution_desc_t *cd,
                               const dnnl_memory_desc_t *wmd, const fa_tensor *W, const fa_tensor *Y, const dnnl_memory_desc_t *yb,
-                              fa_layout l)
+                              fa_layout l, fa_layout in0)
 {
     dnnl_primitive_attr_t attr = NULL;
     fa_status fs = build_post_ops(ctx, g, n, Y, s, yb, &attr);
@@ -522,8 +522,8 @@ static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, 
         if (make_reorder(ctx, yb, dst_md, &s->r_sum)) return fa_ctx_status(ctx);
     }
     bool post = fa_node_attr(n, "post_op_kinds") != NULL;
-    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s(%s)", s->has_sum ? "+sum" : "", post ? "+post-ops" : "",
-             fa_layout_name(l));
+    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s(%s%s)", s->has_sum ? "+sum" : "", post ? "+post-ops" : "",
+             in0 == FA_LAYOUT_PLAIN ? "nchw>" : "", fa_layout_name(l));
     s->kind = 0;
     return FA_OK;
 fail:
@@ -531,7 +531,7 @@ fail:
 }
 
 static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed,
-                             fa_layout l)
+                             fa_layout l, fa_layout in0)
 {
     const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
                     *Y = fa_graph_out(g, n, 0);
@@ -612,11 +612,11 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         dnnl_memory_desc_t xb, yb;
         dnnl_convolution_desc_t cd;
         if (transposed) return FA_OK;
-        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xb, r, xd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xb, r, xd, dnnl_f32, fa_dnnl_layout_tag(in0, r)));
         DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yb, r, yd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
         DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
                                                                    bptr, &yb, std_, dd, pld, prd));
-        if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l)) goto fail;
+        if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0)) goto fail;
         *handled = true;
         return FA_OK;
     }
@@ -829,7 +829,8 @@ fail:
     return FA_OK;
 }
 
-static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out, bool *handled)
+static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_layout in0, fa_kernel *out,
+                               bool *handled)
 {
     *handled = false;
     bool fused = !strcmp(n->domain, "ai.fuse-advise");
@@ -845,7 +846,7 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_status st;
     if (l != FA_LAYOUT_PLAIN && !conv) st = FA_OK; /* only convolutions keep a blocked layout here */
-    else if (conv || deconv) st = create_conv(ctx, g, n, s, handled, deconv, l);
+    else if (conv || deconv) st = create_conv(ctx, g, n, s, handled, deconv, l, in0);
     else if (mm) st = create_matmul(ctx, g, n, s, handled);
     else st = create_gemm(ctx, g, n, s, handled);
     fa_kernel k = {0};
@@ -871,15 +872,22 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_kernel *out, bool *handled)
 {
     (void)threads;
-    return kernel_create(ctx, g, n, FA_LAYOUT_PLAIN, out, handled);
+    return kernel_create(ctx, g, n, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, out, handled);
 }
 
 fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
-                                        bool *handled)
+                                        fa_layout *in0, bool *handled)
 {
     *handled = false;
+    *in0 = l;
     if (l == FA_LAYOUT_PLAIN || fa_dnnl_layout_tag(l, 4) == dnnl_format_tag_undef) return FA_OK;
-    fa_status st = kernel_create(ctx, g, n, l, out, handled);
+    fa_status st = kernel_create(ctx, g, n, l, l, out, handled);
+    if (st != FA_ERR_NOMEM && (st || !*handled)) { /* no fast conv reading l: one reading a plain image, writing l */
+        fa_log(ctx, FA_LOG_DEBUG, "node '%s': no %s kernel (%s); trying plain input", n->name, fa_layout_name(l), fa_ctx_errmsg(ctx));
+        fa_ctx_clear(ctx);
+        *in0 = FA_LAYOUT_PLAIN;
+        st = kernel_create(ctx, g, n, l, FA_LAYOUT_PLAIN, out, handled);
+    }
     if (st && st != FA_ERR_NOMEM) { /* declined on the layout: the executor runs the node plain */
         fa_log(ctx, FA_LOG_DEBUG, "node '%s': no %s kernel (%s); plain", n->name, fa_layout_name(l), fa_ctx_errmsg(ctx));
         fa_ctx_clear(ctx);

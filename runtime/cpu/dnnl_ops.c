@@ -1,10 +1,12 @@
 /* runtime/cpu/dnnl_ops — oneDNN for the executor's non-GEMM ops where the library is faster than
  * our reference kernels (bench/bench_dnnl_ops decides which): depthwise/grouped Conv, MaxPool,
- * AveragePool, GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization. Every
- * kernel reads and writes plain (ONNX, row-major) tensors; where oneDNN's fast implementation
+ * AveragePool, GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization. These
+ * kernels read and write plain (ONNX, row-major) tensors; where oneDNN's fast implementation
  * needs a blocked layout (the depthwise convolution) the reorders in and out are part of the
  * kernel and of its time. Attribute combinations oneDNN cannot express exactly decline, and the
- * registry's reference kernel runs instead. */
+ * registry's reference kernel runs instead. The fused plan's executor also gets here the
+ * kernels on the blocked layout (fa_dnnl_ops_kernel_create_blocked), the cpu target's layout
+ * slots and its reorder kernels (docs/runtime.md "Blocked layouts in the fused plan"). */
 #include "dnnl-impl.h"
 
 #include <math.h>

@@ -5,7 +5,11 @@
  * calls malloc/free or faults pages. Two tensors share bytes only when their lifetimes (producer
  * .. last consumer, in topological order) are disjoint. oneDNN for Conv/ConvTranspose/MatMul/Gemm
  * (runtime/cpu/dnnl.c) and for depthwise convs, pools, softmax and layer norm where it is faster
- * (runtime/cpu/dnnl_ops.c), the registry's reference kernels otherwise. Reached through the cpu target's table (runtime/cpu/target.c). */
+ * (runtime/cpu/dnnl_ops.c), the registry's reference kernels otherwise. Reached through the cpu target's table (runtime/cpu/target.c).
+ * With fa_exec_options.blocked_layouts (the fused plan) the kernels that can keep oneDNN's
+ * blocked layout do, runtime/layout.c plans the reorders between them and the plain ones, and
+ * each reorder runs as a kernel of its own into a slot of the memory plan (docs/runtime.md
+ * "Blocked layouts in the fused plan"). */
 #include "runtime/runtime-impl.h"
 
 #include <omp.h>
@@ -33,6 +37,7 @@ typedef struct cpu_exec {
     fa_layout *tlayout; /* by tensor id, while kernels are created: the layout its producer writes */
     fa_layout *node_layout; /* by node id: the layout its kernel reads and writes (PLAIN unless
                                blocked_layouts and its kernel took the target's blocked layout) */
+    fa_layout *node_in0;    /* by node id: the layout its input 0 is read in (a first conv: PLAIN) */
     fa_layout_plan lp;  /* runtime/layout.c's plan from node_layout: tensor layouts, reorders */
     fa_custom_kernel *rk; /* by reorder: the target's reorder kernel */
     fa_node *rnode;     /* by reorder: what the observer is shown (op "Reorder", id -1) */
@@ -302,11 +307,11 @@ static bool is_conv(const fa_node *n)
 /* Node n's kernel into *kern: the kernel provider's, else (blocked_layouts) a kernel on the
  * target's blocked layout where one takes the node, else oneDNN's or the registry's on plain
  * tensors. *layout: the layout the chosen kernel reads and writes. */
-static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_kernel *kern, fa_layout *layout)
+static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_kernel *kern, fa_layout *layout, fa_layout *in0)
 {
     const fa_graph *g = e->g;
     bool handled = false;
-    *layout = FA_LAYOUT_PLAIN;
+    *layout = *in0 = FA_LAYOUT_PLAIN;
     if (e->opt.provider) {
         fa_custom_kernel ck = {0};
         fa_status pst = e->opt.provider(e->opt.provider_user, ctx, g, n, &ck, &handled);
@@ -336,11 +341,13 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
         if (!follows) want = FA_LAYOUT_PLAIN;
     }
     if (want != FA_LAYOUT_PLAIN) {
+        fa_layout first = want;
         fa_status st = fa_dnnl_ops_kernel_create_blocked(ctx, g, n, want, kern, &handled);
-        if (!st && !handled) st = fa_dnnl_kernel_create_blocked(ctx, g, n, want, kern, &handled);
+        if (!st && !handled) st = fa_dnnl_kernel_create_blocked(ctx, g, n, want, kern, &first, &handled);
         if (st) return st;
         if (handled) {
             *layout = want;
+            *in0 = first;
             return FA_OK;
         }
     }
@@ -361,7 +368,7 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
 static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
 {
     const fa_graph *g = e->g;
-    fa_status st = fa_layout_plan_of(ctx, g, e->node_layout, &e->lp);
+    fa_status st = fa_layout_plan_of(ctx, g, e->node_layout, e->node_in0, &e->lp);
     if (st) return st;
     int nr = e->lp.n_reorders, nin = 0;
     for (int i = 0; i < g->n_nodes; i++) nin += g->nodes[i] ? g->nodes[i]->n_inputs : 0;
@@ -409,8 +416,9 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
         const fa_node *n = g->nodes[g->topo[k]];
         for (int i = 0; i < n->n_inputs; i++) {
             int x = n->inputs[i], at = x;
-            fa_layout need = e->node_layout[n->id] != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? e->node_layout[n->id]
-                                                                                                          : FA_LAYOUT_PLAIN;
+            fa_layout need = i == 0 ? e->node_in0[n->id]
+                             : e->node_layout[n->id] != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? e->node_layout[n->id]
+                                                                                                            : FA_LAYOUT_PLAIN;
             if (x >= 0 && e->lp.layout[x] != need)
                 for (int r = 0; r < nr; r++)
                     if (e->lp.reorders[r].tensor == x && e->lp.reorders[r].to == need) {
@@ -445,8 +453,9 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     e->kernels = calloc((size_t)g->n_nodes + 1, sizeof *e->kernels);
     e->slots = calloc((size_t)g->n_tensors + 1, sizeof *e->slots);
     e->node_layout = calloc((size_t)g->n_nodes + 1, sizeof *e->node_layout);
+    e->node_in0 = calloc((size_t)g->n_nodes + 1, sizeof *e->node_in0);
     e->tlayout = calloc((size_t)g->n_tensors + 1, sizeof *e->tlayout);
-    if (!e->kernels || !e->slots || !e->node_layout || !e->tlayout) {
+    if (!e->kernels || !e->slots || !e->node_layout || !e->node_in0 || !e->tlayout) {
         fa_cpu_exec_free(e);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
     }
@@ -467,7 +476,7 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     fa_status st = check_planned_peak(ctx, e);
     for (int k = 0; k < g->n_topo && !st; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        st = create_kernel(ctx, e, n, &e->kernels[n->id], &e->node_layout[n->id]);
+        st = create_kernel(ctx, e, n, &e->kernels[n->id], &e->node_layout[n->id], &e->node_in0[n->id]);
         if (!st && n->n_outputs > 0 && n->outputs[0] >= 0) e->tlayout[n->outputs[0]] = e->node_layout[n->id];
     }
     if (!st) st = plan_layouts(ctx, e);
@@ -499,6 +508,7 @@ void fa_cpu_exec_free(void *state)
     free(e->in_slot);
     free(e->out_slot);
     free(e->node_layout);
+    free(e->node_in0);
     free(e->tlayout);
     free(e->kernels);
     free(e->slots);

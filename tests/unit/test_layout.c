@@ -160,7 +160,7 @@ static void filled(float *w, int n, float scale, int seed)
     for (int i = 0; i < n; i++) w[i] = fa_rng_uniform(&r, -scale, scale);
 }
 
-/* x[2,16,12,12] -> Conv 3x3 (24) -> Relu -> Conv 1x1 -> Add residual -> MaxPool 2x2 -> depthwise
+/* x[2,16,12,12] -> Conv 3x3 (24) -> Relu -> Conv 1x1 -> BatchNormalization -> Add residual -> MaxPool 2x2 -> depthwise
  * Conv 3x3 (C = 24, group 24) -> Sigmoid -> GlobalAveragePool -> Flatten -> Gemm (10) -> y.
  * C = 24 is not a multiple of 16: nChw16c pads it, and the Sigmoid (0 -> 0.5) must keep that
  * tail zero for the pool after it. (16 input channels: with 3 or 8, oneDNN 2.6 has no fast
@@ -189,7 +189,19 @@ static tc *small_cnn(void)
     fa_node_add_attr_ints(t->g, c1, "pads", p1, 4);
     tc_node(t, "Relu", "c1", NULL, NULL, "r1");
     tc_node(t, "Conv", "r1", "w2", NULL, "c2");
-    tc_node(t, "Add", "c2", "r1", NULL, "a");
+    static float sc[24], sh[24], mu[24], var[24];
+    filled(sc, 24, 0.5f, 7);
+    filled(sh, 24, 0.5f, 8);
+    filled(mu, 24, 0.5f, 9);
+    filled(var, 24, 0.4f, 10);
+    for (int i = 0; i < 24; i++) var[i] += 0.5f, sc[i] += 1.0f;
+    tc_const(t, "sc", 1, bd, sc);
+    tc_const(t, "sh", 1, bd, sh);
+    tc_const(t, "mu", 1, bd, mu);
+    tc_const(t, "var", 1, bd, var);
+    const char *bn_in[5] = {"c2", "sc", "sh", "mu", "var"}, *bn_out[1] = {"n2"};
+    assert_non_null(fa_graph_add_node(t->ctx, t->g, "bn", "BatchNormalization", "", 5, bn_in, 1, bn_out));
+    tc_node(t, "Add", "n2", "r1", NULL, "a");
     fa_node *mp = tc_node(t, "MaxPool", "a", NULL, NULL, "p");
     fa_node_add_attr_ints(t->g, mp, "kernel_shape", k2, 2);
     fa_node_add_attr_ints(t->g, mp, "strides", k2, 2);
@@ -261,7 +273,7 @@ static void test_small_cnn_same_outputs_and_the_planned_reorders(void **s)
     assert_true(fl > 0);
     assert_string_equal(vb.node[fl - 1], "Reorder");
     assert_true(strstr(vb.kernel[fl - 1], ">nchw)") != NULL);
-    const char *blocked_ops[] = {"Conv", "Relu", "Add", "MaxPool", "Sigmoid", "GlobalAveragePool"};
+    const char *blocked_ops[] = {"Conv", "Relu", "BatchNormalization", "Add", "MaxPool", "Sigmoid", "GlobalAveragePool"};
     for (int i = 0; i < vb.n; i++)
         for (size_t k = 0; k < sizeof blocked_ops / sizeof *blocked_ops; k++)
             if (!strcmp(vb.node[i], blocked_ops[k]) && !strstr(vb.kernel[i], "nChw"))
@@ -285,6 +297,37 @@ static void test_small_cnn_same_outputs_and_the_planned_reorders(void **s)
     assert_int_equal(reorders, 2 * 2);
     fa_trace_free(tr);
     fa_exec_free(e);
+    tc_free(t);
+}
+
+/* A first conv on a 3-channel image reads it plain and writes the blocked layout (no fast
+ * convolution reads 3 channels blocked): x[1,3,16,16] -> Conv -> Relu -> GlobalAveragePool ->
+ * Flatten; one reorder only, the pooled result back to plain. */
+static void test_first_conv_reads_the_plain_image(void **s)
+{
+    (void)s;
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 3, 16, 16}, wd[4] = {32, 3, 3, 3};
+    static float w[32 * 27];
+    filled(w, 32 * 27, 0.4f, 12);
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w", 4, wd, w);
+    tc_node(t, "Conv", "x", "w", NULL, "c");
+    tc_node(t, "Relu", "c", NULL, NULL, "r");
+    tc_node(t, "GlobalAveragePool", "r", NULL, NULL, "gp");
+    tc_node(t, "Flatten", "gp", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    float yp[32], yb[32];
+    seen vp, vb;
+    run_once(t, false, &vp, yp, 32);
+    run_once(t, true, &vb, yb, 32);
+    for (int i = 0; i < 32; i++) assert_true(fabs((double)yp[i] - yb[i]) <= 1e-5 * (1 + fabs((double)yp[i])));
+    print_message("first conv: %s\n", vb.kernel[0]);
+    assert_string_equal(vb.node[0], "Conv");
+    assert_non_null(strstr(vb.kernel[0], "(nchw>nChw"));
+    assert_int_equal(count_reorders(&vb), 1);
     tc_free(t);
 }
 
@@ -318,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_residual_add_reads_both_activations_blocked),
         cmocka_unit_test(test_targets_without_the_slot_keep_everything_plain),
         cmocka_unit_test(test_small_cnn_same_outputs_and_the_planned_reorders),
+        cmocka_unit_test(test_first_conv_reads_the_plain_image),
         cmocka_unit_test(test_plain_consumers_get_no_blocked_tensor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
