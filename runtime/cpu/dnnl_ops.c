@@ -712,6 +712,25 @@ fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n)
     return FA_LAYOUT_PLAIN;
 }
 
+/* The descriptor of activation t (float, its logical dims) in layout l. */
+static fa_status layout_md(fa_ctx *ctx, const fa_tensor *t, fa_layout l, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t d;
+    for (int i = 0; i < t->rank; i++) d[i] = t->dims[i];
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(md, t->rank, d, dnnl_f32, fa_dnnl_layout_tag(l, t->rank)));
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
+/* commit_prim naming the kernel "dnnl:WHAT(LAYOUT)". */
+static fa_status commit_on(fa_ctx *ctx, ops_state *s, dnnl_primitive_desc_t pd, const char *what, fa_layout l, bool *handled)
+{
+    char nm[64];
+    snprintf(nm, sizeof nm, "dnnl:%s(%s)", what, fa_layout_name(l));
+    return commit_prim(ctx, s, pd, nm, handled);
+}
+
 /* Unary activation on l: oneDNN eltwise, src and dst the same blocked descriptor. */
 static fa_status create_eltwise(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, fa_layout l, bool *handled)
 {
@@ -720,16 +739,14 @@ static fa_status create_eltwise(fa_ctx *ctx, const fa_graph *g, const fa_node *n
     float alpha, beta;
     const fa_tensor *X = fa_graph_in(g, n, 0);
     if (!eltwise_of_node(g, n, &alg, &alpha, &beta)) return FA_OK;
-    dnnl_dims_t xd;
-    for (int i = 0; i < X->rank; i++) xd[i] = X->dims[i];
     dnnl_memory_desc_t md;
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&md, X->rank, xd, dnnl_f32, fa_dnnl_layout_tag(l, X->rank)));
+    if (layout_md(ctx, X, l, &md)) goto fail;
     dnnl_eltwise_desc_t ed;
     DNNL_CHECK(ctx, dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &md, alpha, beta));
     if (make_pd(ctx, s, &ed, &pd)) goto fail;
-    char nm[64];
-    snprintf(nm, sizeof nm, "dnnl:eltwise(%s)", fa_layout_name(l));
-    return commit_src_dst(ctx, s, pd, &md, &md, nm, handled);
+    if (add_arg(ctx, s, DNNL_ARG_SRC, &md, BIND_INPUT, 0, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL))
+        goto fail;
+    return commit_on(ctx, s, pd, "eltwise", l, handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -742,19 +759,15 @@ static fa_status create_binary(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     dnnl_alg_kind_t alg;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
     if (!binary_of_node(n, &alg) || !fa_layout_input_follows(g, n, 1)) return FA_OK;
-    dnnl_dims_t yd;
-    for (int i = 0; i < Y->rank; i++) yd[i] = Y->dims[i];
     dnnl_memory_desc_t md;
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&md, Y->rank, yd, dnnl_f32, fa_dnnl_layout_tag(l, Y->rank)));
+    if (layout_md(ctx, Y, l, &md)) goto fail;
     dnnl_binary_desc_t bd;
     DNNL_CHECK(ctx, dnnl_binary_desc_init(&bd, alg, &md, &md, &md));
     if (make_pd(ctx, s, &bd, &pd)) goto fail;
     if (add_arg(ctx, s, DNNL_ARG_SRC_0, &md, BIND_INPUT, 0, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_SRC_1, &md, BIND_INPUT, 1, NULL, NULL) ||
         add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL))
         goto fail;
-    char nm[64];
-    snprintf(nm, sizeof nm, "dnnl:binary(%s)", fa_layout_name(l));
-    return commit_prim(ctx, s, pd, nm, handled);
+    return commit_on(ctx, s, pd, "binary", l, handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -774,10 +787,9 @@ static fa_status create_batchnorm(fa_ctx *ctx, const fa_graph *g, const fa_node 
         if (!t || !(t->flags & FA_TENSOR_CONST) || !t->data || t->dtype != FA_DTYPE_FLOAT || fa_tensor_numel(t) != X->dims[1])
             return FA_OK;
     }
-    dnnl_dims_t xd, cd = {X->dims[1]};
-    for (int i = 0; i < X->rank; i++) xd[i] = X->dims[i];
+    dnnl_dims_t cd = {X->dims[1]};
     dnnl_memory_desc_t md, cmd;
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&md, X->rank, xd, dnnl_f32, fa_dnnl_layout_tag(l, X->rank)));
+    if (layout_md(ctx, X, l, &md)) goto fail;
     DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&cmd, 1, cd, dnnl_f32, dnnl_a));
     dnnl_batch_normalization_desc_t bd;
     DNNL_CHECK(ctx, dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &md,
@@ -788,9 +800,7 @@ static fa_status create_batchnorm(fa_ctx *ctx, const fa_graph *g, const fa_node 
         add_arg(ctx, s, DNNL_ARG_SHIFT, &cmd, BIND_INPUT, 2, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_MEAN, &cmd, BIND_INPUT, 3, NULL, NULL) ||
         add_arg(ctx, s, DNNL_ARG_VARIANCE, &cmd, BIND_INPUT, 4, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL))
         goto fail;
-    char nm[64];
-    snprintf(nm, sizeof nm, "dnnl:batch_normalization(%s)", fa_layout_name(l));
-    return commit_prim(ctx, s, pd, nm, handled);
+    return commit_on(ctx, s, pd, "batch_normalization", l, handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -803,14 +813,9 @@ static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     const fa_tensor *Y = fa_graph_out(g, n, 0);
     if (!channel_concat(g, n, layout_block(l)) || Y->dims[1] % layout_block(l)) return FA_OK;
     dnnl_memory_desc_t src[OPS_MAX_ARGS], dst;
-    dnnl_dims_t d;
-    for (int i = 0; i < n->n_inputs; i++) {
-        const fa_tensor *x = g->tensors[n->inputs[i]];
-        for (int k = 0; k < 4; k++) d[k] = x->dims[k];
-        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&src[i], 4, d, dnnl_f32, fa_dnnl_layout_tag(l, 4)));
-    }
-    for (int k = 0; k < 4; k++) d[k] = Y->dims[k];
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&dst, 4, d, dnnl_f32, fa_dnnl_layout_tag(l, 4)));
+    for (int i = 0; i < n->n_inputs; i++)
+        if (layout_md(ctx, g->tensors[n->inputs[i]], l, &src[i])) goto fail;
+    if (layout_md(ctx, Y, l, &dst)) goto fail;
     DNNL_CHECK(ctx, dnnl_concat_primitive_desc_create(&pd, &dst, n->n_inputs, 1, src, NULL, s->eng));
     {
         const char *impl = NULL;
@@ -820,9 +825,7 @@ static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     for (int i = 0; i < n->n_inputs; i++)
         if (add_arg(ctx, s, DNNL_ARG_MULTIPLE_SRC + i, &src[i], BIND_INPUT, i, NULL, NULL)) goto fail;
     if (add_arg(ctx, s, DNNL_ARG_DST, &dst, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
-    char nm[64];
-    snprintf(nm, sizeof nm, "dnnl:concat(%s)", fa_layout_name(l));
-    return commit_prim(ctx, s, pd, nm, handled);
+    return commit_on(ctx, s, pd, "concat", l, handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
