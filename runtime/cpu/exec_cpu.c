@@ -419,13 +419,18 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
             fa_layout need = i == 0 ? e->node_in0[n->id]
                              : e->node_layout[n->id] != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? e->node_layout[n->id]
                                                                                                             : FA_LAYOUT_PLAIN;
-            if (x >= 0 && e->lp.layout[x] != need)
-                for (int r = 0; r < nr; r++)
+            if (x >= 0 && e->lp.layout[x] != need) {
+                for (int r = 0; r < nr && at == x; r++)
                     if (e->lp.reorders[r].tensor == x && e->lp.reorders[r].to == need) {
                         at = g->n_tensors + r;
                         if (e->slots[at].last_use < k) e->slots[at].last_use = k;
-                        break;
                     }
+                if (at == x) {
+                    free(topo_of);
+                    return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': input %d has no planned reorder to %s", n->name, i,
+                                        fa_layout_name(need));
+                }
+            }
             e->in_slot[e->in_off[n->id] + i] = at;
         }
     }
