@@ -51,9 +51,14 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
 bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, fa_why_code *code, char *why,
                         size_t why_cap);
 
-/* Ops in a pattern class we fuse as elementwise members (float outputs). */
+/* Ops of the elementwise or broadcast pattern class (the registry's) with float outputs. */
 bool fa_adv_is_elementwise(const fa_graph *g, const fa_node *n);
-/* Conv, ConvTranspose, MatMul, Gemm. */
+/* Ops of the out-elementwise-fusable class (Conv, ConvTranspose, MatMul, Gemm and their integer
+ * forms): an epilogue anchor. */
 bool fa_adv_is_complex(const fa_node *n);
+/* Whether n's registry pattern class is a reduction, and what it reduces (fa_reduce_kind;
+ * FA_REDUCE_NONE for any other op or a reduction no row kernel covers). */
+bool fa_adv_is_reduction(const fa_node *n);
+fa_reduce_kind fa_adv_reduce_kind(const fa_node *n);
 
 #endif

@@ -418,30 +418,20 @@ static void phase_bn_fold(adv *A)
 
 /* ---- 2. reductions ---- */
 
-static bool is_reduce_op(const char *op)
-{
-    return !strncmp(op, "Reduce", 6);
-}
-
-static bool is_named_reduction(const char *op)
-{
-    return !strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "LayerNormalization") ||
-           !strcmp(op, "RMSNormalization");
-}
-
 /* Reduction domain of node n: its input shape and the first reduced axis r, reduced axes being
  * exactly [r, rank). False with a why code when the node reduces another set or drops dims. */
 static bool reduction_domain(const fa_graph *g, const fa_node *n, int *r, fa_why_code *code)
 {
+    if (fa_adv_reduce_kind(n) == FA_REDUCE_NONE) { *code = FA_WHY_NO_PATTERN; return false; }
     const fa_tensor *X = fa_graph_in(g, n, 0), *Y = fa_graph_out(g, n, 0);
     if (!X || !Y || X->rank < 1 || X->dtype != FA_DTYPE_FLOAT || Y->dtype != FA_DTYPE_FLOAT) { *code = FA_WHY_DTYPE; return false; }
     int rank = X->rank;
     for (int i = 0; i < rank; i++)
         if (X->dims[i] < 0) { *code = FA_WHY_DYNAMIC_SHAPE; return false; }
-    const char *op = n->op_type;
-    if (is_named_reduction(op)) {
+    fa_reduce_kind kind = fa_adv_reduce_kind(n);
+    if (kind >= FA_REDUCE_SOFTMAX) {
         int64_t ax;
-        if (!strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax")) {
+        if (kind == FA_REDUCE_SOFTMAX || kind == FA_REDUCE_LOG_SOFTMAX) {
             ax = fa_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
             if (ax < 0) ax += rank;
             if (n->opset >= 13 && ax != rank - 1) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
@@ -453,7 +443,7 @@ static bool reduction_domain(const fa_graph *g, const fa_node *n, int *r, fa_why
         *r = (int)ax;
         return true;
     }
-    if (!is_reduce_op(op)) { *code = FA_WHY_OPAQUE; return false; }
+    if (!fa_reduce_is_axes(kind)) { *code = FA_WHY_OPAQUE; return false; }
     if (fa_node_attr_int(n, "keepdims", 1) != 1) { *code = FA_WHY_REDUCE_KEEPDIMS; return false; }
     const int64_t *axes = NULL;
     int na = fa_node_attr_ints(n, "axes", &axes);
@@ -533,11 +523,12 @@ static void phase_reductions(adv *A)
     for (int p = 0; p < g->n_topo; p++) {
         const fa_node *seed = g->nodes[g->topo[p]];
         if (A->owner[seed->id] >= 0) continue;
-        if (!is_reduce_op(seed->op_type) && !is_named_reduction(seed->op_type)) continue;
+        if (!fa_adv_is_reduction(seed)) continue;
         int r;
         fa_why_code code = FA_WHY_NONE;
         if (!reduction_domain(g, seed, &r, &code)) {
             const fa_tensor *X = fa_graph_in(g, seed, 0);
+            if (code == FA_WHY_NO_PATTERN) continue; /* no row domain at all: default_why says so */
             if (X)
                 why(A, X->producer, seed->id, X->id, code,
                     "%s '%s' is not a reduction over trailing axes with kept dims (%s): no reduction domain to fuse in",
@@ -575,7 +566,8 @@ static void phase_reductions(adv *A)
                         if (nd->outputs[o] >= 0 && !all_consumers_in(A, nd->outputs[o])) back = false;
                 }
                 if (!fwd && !back) continue;
-                bool red = is_reduce_op(nd->op_type) || is_named_reduction(nd->op_type);
+                bool red = fa_adv_is_reduction(nd);
+                if (red && fa_adv_reduce_kind(nd) == FA_REDUCE_NONE) continue; /* no row domain (a pool): default_why */
                 if (red) {
                     int r2;
                     fa_why_code c2 = FA_WHY_NONE;
@@ -677,14 +669,15 @@ static void phase_reductions(adv *A)
         if (n < 2) continue;
         /* classify */
         int nmean = 0, nmax = 0, nsum = 0, nexp = 0, nlog = 0, nsub = 0, nroot = 0, nother_red = 0;
-        const char *named = NULL;
+        fa_reduce_kind named = FA_REDUCE_NONE; /* a reduction op of its own (Softmax ... RMSNormalization) */
         for (int i = 0; i < n; i++) {
             const char *op = g->nodes[m[i]]->op_type;
-            if (is_named_reduction(op)) named = op;
-            else if (!strcmp(op, "ReduceMean")) nmean++;
-            else if (!strcmp(op, "ReduceMax")) nmax++;
-            else if (!strcmp(op, "ReduceSum")) nsum++;
-            else if (is_reduce_op(op)) nother_red++;
+            fa_reduce_kind rk = fa_adv_reduce_kind(g->nodes[m[i]]);
+            if (rk >= FA_REDUCE_SOFTMAX) named = rk;
+            else if (rk == FA_REDUCE_MEAN) nmean++;
+            else if (rk == FA_REDUCE_MAX) nmax++;
+            else if (rk == FA_REDUCE_SUM) nsum++;
+            else if (fa_adv_is_reduction(g->nodes[m[i]])) nother_red++;
             else if (!strcmp(op, "Exp")) nexp++;
             else if (!strcmp(op, "Log")) nlog++;
             else if (!strcmp(op, "Sub")) nsub++;
@@ -696,12 +689,12 @@ static void phase_reductions(adv *A)
         c->n = n;
         c->anchor = seed->id;
         c->reduce_axis = d.r;
-        int nred = nmean + nmax + nsum + nother_red + (named != NULL);
-        if (named) {
+        int nred = nmean + nmax + nsum + nother_red + (named != FA_REDUCE_NONE);
+        if (named != FA_REDUCE_NONE) {
             if (nred > 1) { c->red = FA_RED_GENERIC; snprintf(c->label, sizeof c->label, "reduction(mixed)"); }
-            else if (!strcmp(named, "Softmax")) { c->red = FA_RED_SOFTMAX; snprintf(c->label, sizeof c->label, "softmax"); }
-            else if (!strcmp(named, "LogSoftmax")) { c->red = FA_RED_LOG_SOFTMAX; snprintf(c->label, sizeof c->label, "log_softmax"); }
-            else if (!strcmp(named, "LayerNormalization")) {
+            else if (named == FA_REDUCE_SOFTMAX) { c->red = FA_RED_SOFTMAX; snprintf(c->label, sizeof c->label, "softmax"); }
+            else if (named == FA_REDUCE_LOG_SOFTMAX) { c->red = FA_RED_LOG_SOFTMAX; snprintf(c->label, sizeof c->label, "log_softmax"); }
+            else if (named == FA_REDUCE_LAYER_NORM) {
                 c->red = FA_RED_LAYER_NORM;
                 snprintf(c->label, sizeof c->label, "layer_norm");
             } else {
@@ -709,7 +702,7 @@ static void phase_reductions(adv *A)
                 snprintf(c->label, sizeof c->label, "rms_norm");
             }
             for (int i = 0; i < n; i++)
-                if (is_named_reduction(g->nodes[m[i]]->op_type) && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM))
+                if (fa_adv_reduce_kind(g->nodes[m[i]]) >= FA_REDUCE_SOFTMAX && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM))
                     c->eps = fa_node_attr_float(g->nodes[m[i]], "epsilon", 1e-5f);
         } else if (nmax == 1 && nsum == 1 && nexp >= 1 && nmean == 0 && nother_red == 0) {
             c->red = nlog ? FA_RED_LOG_SOFTMAX : FA_RED_SOFTMAX;
@@ -724,7 +717,7 @@ static void phase_reductions(adv *A)
             c->red = FA_RED_GENERIC;
             snprintf(c->label, sizeof c->label, "%s+elementwise", seed->op_type);
         }
-        if (!named && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM)) {
+        if (named == FA_REDUCE_NONE && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM)) {
             /* epsilon: the scalar added to the row statistic */
             for (int i = 0; i < n; i++) {
                 const fa_node *nd = g->nodes[m[i]];
@@ -1173,6 +1166,9 @@ static void default_why(adv *A, int p, int c, int t)
     else if (fa_adv_is_complex(cn))
         why(A, p, c, t, FA_WHY_COMPLEX_CONSUMER, "%s '%s' consumes '%s': a prologue into a complex op is not fused",
             cn->op_type, cn->name, T->name);
+    else if (cp == FA_PATTERN_REDUCTION && fa_adv_reduce_kind(cn) == FA_REDUCE_NONE)
+        why(A, p, c, t, FA_WHY_NO_PATTERN, "%s '%s' reduces over a domain no generated row kernel covers (a window, a "
+            "channel group or an index): '%s' (%.2f MB) round-trips memory", cn->op_type, cn->name, T->name, mb(tb));
     else if (pp == FA_PATTERN_REDUCTION && cp == FA_PATTERN_REDUCTION)
         why(A, p, c, t, FA_WHY_TWO_REDUCTIONS, "%s '%s' and %s '%s' are both reductions in different clusters",
             pn->op_type, pn->name, cn->op_type, cn->name);

@@ -7,20 +7,19 @@
 #include <string.h>
 
 #include "advisor-impl.h"
+#include "graph/op_math.h"
 
+/* The pattern class is the registry's (graph/graph.h fa_pattern, after TVM's OpPatternKind): the
+ * advisor compares no op names to tell an anchor, an elementwise op or a reduction. */
 bool fa_adv_is_complex(const fa_node *n)
 {
-    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "MatMul") ||
-           !strcmp(n->op_type, "Gemm");
+    return n->op && n->op->pattern == FA_PATTERN_OUT_ELEMWISE_FUSABLE;
 }
 
 bool fa_adv_is_elementwise(const fa_graph *g, const fa_node *n)
 {
     if (!n->op || n->folded) return false;
     if (n->op->pattern != FA_PATTERN_ELEMWISE && n->op->pattern != FA_PATTERN_BROADCAST) return false;
-    if (!strncmp(n->op_type, "Random", 6) || !strcmp(n->op_type, "Dropout") || !strcmp(n->op_type, "Shape") ||
-        !strcmp(n->op_type, "Size"))
-        return false;
     for (int i = 0; i < n->n_outputs; i++) {
         const fa_tensor *t = fa_graph_out(g, n, i);
         if (t && (t->dtype != FA_DTYPE_FLOAT || t->rank < 0)) return false;
@@ -30,6 +29,16 @@ bool fa_adv_is_elementwise(const fa_graph *g, const fa_node *n)
         if (t && t->dtype != FA_DTYPE_FLOAT && t->dtype != FA_DTYPE_BOOL) return false;
     }
     return n->n_outputs >= 1 && fa_graph_out(g, n, 0) != NULL;
+}
+
+fa_reduce_kind fa_adv_reduce_kind(const fa_node *n)
+{
+    return n->op && n->op->pattern == FA_PATTERN_REDUCTION ? n->op->reduce : FA_REDUCE_NONE;
+}
+
+bool fa_adv_is_reduction(const fa_node *n)
+{
+    return n->op && n->op->pattern == FA_PATTERN_REDUCTION;
 }
 
 /* ---- scalar constants ---- */
@@ -73,13 +82,21 @@ bool fa_adv_scalar_value(const fa_graph *g, int tid, double *out)
 
 /* ---- activations written as subgraphs (GELU, SiLU, HardSwish) ---- */
 
+/* The ops an activation subgraph is built from: those with a scalar expression in the op-math
+ * table (graph/op_math.h, unary or binary; Sum is Add's row) and the value copies (Cast,
+ * CastLike, Identity). */
 static bool activation_op(const char *op)
 {
-    static const char *const ok[] = {"Add", "Sub", "Mul", "Div", "Pow", "Erf", "Tanh", "Sqrt", "Sum", "Neg",
-                                     "Reciprocal", "Cast", "Identity", "Sigmoid", "Exp", "HardSigmoid", "Clip",
-                                     "Relu", "Max", "Min"};
-    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++)
-        if (!strcmp(op, ok[i])) return true;
+    return fa_unary_math_find(op) || fa_binary_math_find(op) || !strcmp(op, "Cast") || !strcmp(op, "CastLike") ||
+           !strcmp(op, "Identity");
+}
+
+/* Whether input i of n supplies a parameter of its op-math row (Clip's bounds). */
+static bool param_input(const fa_node *n, int i)
+{
+    const fa_unary_math *m = fa_unary_math_for_node(n, NULL);
+    for (int k = 0; m && k < 3; k++)
+        if (fa_unary_math_param_input(n, m, k) == i) return true;
     return false;
 }
 
@@ -115,37 +132,28 @@ static bool activation_eval(const fa_graph *g, const int *S, int n, int x, int y
         }
         if (ni < 1 || !have[0]) return false;
         const char *op = nd->op_type;
+        const fa_unary_math *um = fa_unary_math_find(op) ? fa_unary_math_for_node(nd, NULL) : NULL;
+        const fa_binary_math *bm = fa_unary_math_find(op) ? NULL : fa_binary_math_find(op);
         double r;
-        if (!strcmp(op, "Add")) r = in[0] + in[1];
-        else if (!strcmp(op, "Sub")) r = in[0] - in[1];
-        else if (!strcmp(op, "Mul")) r = in[0] * in[1];
-        else if (!strcmp(op, "Div")) r = in[0] / in[1];
-        else if (!strcmp(op, "Pow")) r = pow(in[0], in[1]);
-        else if (!strcmp(op, "Erf")) r = erf(in[0]);
-        else if (!strcmp(op, "Tanh")) r = tanh(in[0]);
-        else if (!strcmp(op, "Sqrt")) r = sqrt(in[0]);
-        else if (!strcmp(op, "Neg")) r = -in[0];
-        else if (!strcmp(op, "Reciprocal")) r = 1.0 / in[0];
-        else if (!strcmp(op, "Cast") || !strcmp(op, "Identity")) r = in[0];
-        else if (!strcmp(op, "Sum")) { r = 0; for (int i = 0; i < ni; i++) r += in[i]; }
-        else if (!strcmp(op, "Sigmoid")) r = 1.0 / (1.0 + exp(-in[0]));
-        else if (!strcmp(op, "Exp")) r = exp(in[0]);
-        else if (!strcmp(op, "Relu")) r = in[0] > 0 ? in[0] : 0;
-        else if (!strcmp(op, "HardSigmoid")) {
-            r = fa_node_attr_float(nd, "alpha", 0.2f) * in[0] + fa_node_attr_float(nd, "beta", 0.5f);
-            r = r < 0 ? 0 : r > 1 ? 1 : r;
-        } else if (!strcmp(op, "Clip")) {
-            double lo = -INFINITY, hi = INFINITY;
-            if (nd->opset < 11) {
-                lo = fa_node_attr_float(nd, "min", -FLT_MAX);
-                hi = fa_node_attr_float(nd, "max", FLT_MAX);
-            } else {
-                if (ni > 1 && have[1]) lo = in[1];
-                if (ni > 2 && have[2]) hi = in[2];
+        if (fa_unary_math_find(op) && !um) return false; /* an attribute value without an expression */
+        if (um) { /* the table's expression, its parameters bound as the kernels bind them */
+            float p[3];
+            for (int j = 0; j < 3; j++) {
+                int ix = fa_unary_math_param_input(nd, um, j);
+                p[j] = ix < 0 && um->attr[j] && fa_node_attr(nd, um->attr[j]) ? fa_node_attr_float(nd, um->attr[j], 0)
+                                                                               : (float)um->def[j];
+                if (ix >= 0 && ix < ni && have[ix]) p[j] = (float)in[ix];
             }
-            r = in[0] < lo ? lo : in[0] > hi ? hi : in[0];
-        } else if ((!strcmp(op, "Max") || !strcmp(op, "Min")) && ni == 2 && have[1]) {
-            r = !strcmp(op, "Max") ? (in[0] > in[1] ? in[0] : in[1]) : (in[0] < in[1] ? in[0] : in[1]);
+            r = fa_unary_math_eval(um->op, (float)in[0], p[0], p[1], p[2]);
+        } else if (bm) { /* variadic Sum/Max/Min chain the expression */
+            if (ni < 2) return false;
+            r = in[0];
+            for (int i = 1; i < ni; i++) {
+                if (!have[i]) return false;
+                r = fa_binary_math_eval(bm->op, (float)r, (float)in[i]);
+            }
+        } else if (!strcmp(op, "Cast") || !strcmp(op, "CastLike") || !strcmp(op, "Identity")) {
+            r = in[0];
         } else return false;
         val[k] = r;
         tid[k] = nd->outputs[0];
@@ -239,7 +247,7 @@ bool fa_adv_match_activation(const fa_graph *g, const int *pos, int x, const int
             bool linked = false, ok = true;
             for (int i = 0; i < nd->n_inputs && ok; i++) {
                 int t = nd->inputs[i];
-                if (t < 0 && i > 0 && !strcmp(nd->op_type, "Clip")) continue; /* an omitted bound */
+                if (t < 0 && i > 0 && param_input(nd, i)) continue; /* an omitted bound: the default */
                 if (t < 0) { ok = false; break; }
                 if (t == x) { linked = true; continue; }
                 bool from_s = false;

@@ -154,22 +154,37 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
     } else if (n == 0) {
         fa_buf_printf(&b, "no runs in %s\n", db);
     } else {
-        fa_buf_printf(&b, "%5s  %-6s  %-7s  %-19s  %-6s  %5s  %12s  %s\n", "ID", "KIND", "STATUS", "STARTED",
-                      "TARGET", "ITERS", "MEDIAN", "MODEL / DEVICE");
+        static const fa_table_col cols[] = {{"ID", 5, 0, true},    {"KIND", 6, 0, false},  {"STATUS", 7, 0, false},
+                                            {"STARTED", 19, 0, false}, {"TARGET", 6, 0, false}, {"ITERS", 5, 0, true},
+                                            {"MEDIAN", 12, 0, true}, {"MODEL / DEVICE", 0, 0, false}};
+        fa_table *t = fa_table_create(cols, 8);
+        fa_buf last;
+        fa_buf_init(&last);
         for (size_t i = 0; i < n; i++) {
             const fa_run_info *r = &runs[i];
-            char when[32], lat[32];
+            char id[24], when[32], iters[16], lat[32];
+            snprintf(id, sizeof id, "%" PRId64, r->id);
+            snprintf(iters, sizeof iters, "%d", r->iters);
             if (r->iter_median_ns >= 0) snprintf(lat, sizeof lat, "%.3f ms", (double)r->iter_median_ns / 1e6);
             else snprintf(lat, sizeof lat, "-");
-            fa_buf_printf(&b, "%5" PRId64 "  %-6s  %-7s  %-19s  %-6s  %5d  %12s  %s", r->id, r->kind, r->status,
-                          fmt_time(r->started_at_ns, when, sizeof when), r->target ? r->target : "-",
-                          r->iters, lat, r->model_path ? r->model_path : "-");
-            if (r->device_name) fa_buf_printf(&b, " on %s", r->device_name);
-            if (r->host && fa_store_path_is_pg(db)) fa_buf_printf(&b, " @%s", r->host); /* a shared store: which machine */
-            if (r->tag) fa_buf_printf(&b, " [tag %s]", r->tag);
-            if (r->error) fa_buf_printf(&b, "\n%5s  error: %s", "", r->error);
-            fa_buf_puts(&b, "\n");
+            fa_buf_reset(&last);
+            fa_buf_puts(&last, r->model_path ? r->model_path : "-");
+            if (r->device_name) fa_buf_printf(&last, " on %s", r->device_name);
+            if (r->host && fa_store_path_is_pg(db)) fa_buf_printf(&last, " @%s", r->host); /* a shared store: which machine */
+            if (r->tag) fa_buf_printf(&last, " [tag %s]", r->tag);
+            const char *cells[] = {id, r->kind, r->status, fmt_time(r->started_at_ns, when, sizeof when), r->target,
+                                   iters, lat, last.data ? last.data : "-"};
+            fa_table_add_row(t, cells);
+            if (r->error) {
+                fa_buf_reset(&last);
+                fa_buf_printf(&last, "%5s  error: %s", "", r->error);
+                fa_table_add_line(t, last.data);
+            }
         }
+        if (last.oom) b.oom = true;
+        fa_buf_free(&last);
+        fa_table_render(t, &b);
+        fa_table_free(t);
     }
     if (b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory formatting %zu runs", n);
     else fputs(b.data ? b.data : "", stdout);

@@ -430,13 +430,11 @@ static const cg_opdef OPS[] = {
     FA_UNARY_MATH(CG_UNARY_ROW_)
     /* the binary ops' templates are graph/op_math.h's binary table (binary_tpl) */
     {"PRelu", NULL, 2, {0}, {0}},
-    {"Gelu", NULL, 1, {0}, {0}},
     {"Add", NULL, 2, {0}, {0}},
     {"Sub", NULL, 2, {0}, {0}},
     {"Mul", NULL, 2, {0}, {0}},
     {"Div", NULL, 2, {0}, {0}},
     {"Pow", NULL, 2, {0}, {0}},
-    {"Clip", NULL, 1, {0}, {0}},
     {"Max", NULL, -1, {0}, {0}},
     {"Min", NULL, -1, {0}, {0}},
     {"Sum", NULL, -1, {0}, {0}},
@@ -614,17 +612,6 @@ static int lower(cg *b, const fa_node *n, int lang)
         if (to != FA_DTYPE_FLOAT)
             return cg_fail(b, "a member touches a tensor that is not float32", "node '%s': Cast to a non-float type", n->name);
         out = arg(b, n, n->inputs[0], r, d);
-    } else if (!strcmp(op, "Gelu")) {
-        const char *ap = fa_node_attr_string(n, "approximate", "none");
-        int a0 = arg(b, n, n->inputs[0], r, d);
-        if (a0 < 0) return -1;
-        if (!strcmp(ap, "tanh"))
-            out = op_val(b, "(0.5f * $0 * (1.0f + tanhf(0.797884561f * ($0 + 0.044715f * $0 * $0 * $0))))", &a0, 1,
-                         NULL, r, d, false, lang);
-        else if (!strcmp(ap, "none"))
-            out = op_val(b, "(0.5f * $0 * (1.0f + erff($0 * 0.707106781f)))", &a0, 1, NULL, r, d, false, lang);
-        else
-            return cg_fail(b, "Gelu with an unknown approximation", "node '%s': Gelu approximate='%s'", n->name, ap);
     } else if (!strcmp(op, "Pow")) {
         double e;
         int a[2];
@@ -644,31 +631,6 @@ static int lower(cg *b, const fa_node *n, int lang)
             if (!ptpl) return cg_fail(b, "a member op's expression is too long", "node '%s': expression of Pow", n->name);
             out = op_val(b, ptpl, a, 2, NULL, r, d, false, lang);
         }
-    } else if (!strcmp(op, "Clip")) {
-        int a[3], na = 1;
-        a[0] = arg(b, n, n->inputs[0], r, d);
-        if (a[0] < 0) return -1;
-        char tpl[256] = "$0";
-        const char *ph[2] = {"$1", "$2"};
-        for (int k = 0; k < 2; k++) {
-            char lit[64] = "";
-            double cv;
-            int tid = n->n_inputs > k + 1 ? n->inputs[k + 1] : -1;
-            const fa_attr *at = fa_node_attr(n, k == 0 ? "min" : "max");
-            if (tid >= 0 && const_scalar(g, tid, &cv)) flit(lit, sizeof lit, cv, lang);
-            else if (tid >= 0) {
-                a[na] = arg(b, n, tid, r, d);
-                if (a[na] < 0) return -1;
-                snprintf(lit, sizeof lit, "%s", ph[na - 1]);
-                na++;
-            } else if (at && at->type == FA_ATTR_FLOAT) flit(lit, sizeof lit, at->f, lang);
-            if (!lit[0]) continue;
-            char t2[256];
-            if (k == 0) snprintf(t2, sizeof t2, "(%s < %s ? %s : %s)", tpl, lit, lit, tpl);
-            else snprintf(t2, sizeof t2, "(%s > %s ? %s : %s)", tpl, lit, lit, tpl);
-            snprintf(tpl, sizeof tpl, "%s", t2);
-        }
-        out = op_val(b, tpl, a, na, NULL, r, d, false, lang);
     } else if (od->arity == -1) { /* Max Min Sum Mean: pairwise fold */
         int acc = arg(b, n, n->inputs[0], r, d);
         if (acc < 0) return -1;
@@ -802,11 +764,37 @@ static int lower(cg *b, const fa_node *n, int lang)
             return cg_fail(b, "Where's condition is not boolean", "node '%s': condition is not bool", n->name);
         char mt[512];
         const char *tpl = od->tpl;
-        const fa_unary_math *m = fa_unary_math_find(op);
+        const char *sel = NULL;
+        const fa_unary_math *m = fa_unary_math_find(op) ? fa_unary_math_for_node(n, &sel) : NULL;
+        if (fa_unary_math_find(op) && !m)
+            return cg_fail(b, "an attribute value without an expression", "node '%s': %s %s='%s'", n->name, op,
+                           sel ? sel : "?", sel ? fa_node_attr_string(n, sel, "") : "");
         if (m) {
             if (fa_unary_math_template(m, mt, sizeof mt) >= sizeof mt)
                 return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
             tpl = mt;
+            /* parameters that are inputs (Clip's bounds from opset 11): a constant becomes a
+             * literal, a computed one an operand ($a -> $1, $b -> $2 in the template) */
+            for (int k = 0; k < 3; k++) {
+                int ix = fa_unary_math_param_input(n, m, k), tid = ix >= 0 && ix < n->n_inputs ? n->inputs[ix] : -1;
+                if (ix < 0) continue;
+                p[k] = m->def[k];
+                if (tid < 0) continue;
+                double cv;
+                if (const_scalar(g, tid, &cv)) { p[k] = cv; continue; }
+                if (na >= 3) return cg_fail(b, "a member op's expression is too long", "node '%s': too many operands", n->name);
+                a[na] = arg(b, n, tid, r, d);
+                if (a[na] < 0) return -1;
+                char ph[3] = {'$', (char)('0' + na), 0}, pk[3] = {'$', "abg"[k], 0}, t2[512];
+                size_t o = 0;
+                for (const char *q = mt; *q && o + 2 < sizeof t2; q++) {
+                    if (q[0] == pk[0] && q[1] == pk[1]) { t2[o++] = ph[0]; t2[o++] = ph[1]; q++; }
+                    else t2[o++] = *q;
+                }
+                t2[o] = 0;
+                snprintf(mt, sizeof mt, "%s", t2);
+                na++;
+            }
         } else if (fa_binary_math_find(op)) {
             tpl = binary_tpl(op, mt, sizeof mt);
             if (!tpl)
@@ -1292,39 +1280,6 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
     free(set);
 }
 
-static const char CUDA_HELPERS[] =
-    "__device__ __forceinline__ float fa_warp_sum(float v)\n"
-    "{\n"
-    "    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);\n"
-    "    return v;\n"
-    "}\n"
-    "__device__ __forceinline__ float fa_warp_max(float v)\n"
-    "{\n"
-    "    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
-    "    return v;\n"
-    "}\n"
-    "__device__ __forceinline__ float fa_warp_min(float v)\n"
-    "{\n"
-    "    for (int o = 16; o > 0; o >>= 1) v = fminf(v, __shfl_xor_sync(0xffffffffu, v, o));\n"
-    "    return v;\n"
-    "}\n"
-    "/* Block-wide reduction (blockDim.x a multiple of 32): every warp reduces by shuffles, warp\n"
-    " * partials go through s[32], every warp then reduces the partials, so all threads return\n"
-    " * the result. The leading barrier lets s be reused by consecutive reductions. */\n"
-    "#define FA_BLOCK_REDUCE(NAME, WARP, IDENT) \\\n"
-    "    __device__ __forceinline__ float NAME(float v, float *s) \\\n"
-    "    { \\\n"
-    "        const int lane = threadIdx.x & 31, w = threadIdx.x >> 5, nw = blockDim.x >> 5; \\\n"
-    "        v = WARP(v); \\\n"
-    "        __syncthreads(); \\\n"
-    "        if (lane == 0) s[w] = v; \\\n"
-    "        __syncthreads(); \\\n"
-    "        return WARP(lane < nw ? s[lane] : (IDENT)); \\\n"
-    "    }\n"
-    "FA_BLOCK_REDUCE(fa_block_sum, fa_warp_sum, 0.0f)\n"
-    "FA_BLOCK_REDUCE(fa_block_max, fa_warp_max, -__int_as_float(0x7f800000))\n"
-    "FA_BLOCK_REDUCE(fa_block_min, fa_warp_min, __int_as_float(0x7f800000))\n\n";
-
 /* glibc's libmvec has vector variants of these float functions (x86_64: expf logf sinf cosf
  * powf since glibc 2.22, tanhf erff log1pf since 2.35 — libmvec.so symbol versions). Declaring
  * them `omp declare simd` lets gcc vectorise loops that call them (math.h declares them so only
@@ -1410,7 +1365,7 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, co
         int64_t bs;
         if (b.rowk) {
             bs = pow2_block(b.rowlen);
-            fa_buf_puts(&o, CUDA_HELPERS);
+            fa_buf_puts(&o, FA_CUDA_REDUCE_HELPERS "\n");
             inf.grid = b.rows > 0 ? b.rows : 1;
             inf.work_items = b.rows;
         } else {

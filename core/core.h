@@ -212,4 +212,27 @@ typedef struct fa_sample_stats {
 /* Summary of samples[0..n) (not modified); all zero when n <= 0, NAN figures when out of memory. */
 void fa_sample_stats_of(const double *samples, int n, fa_sample_stats *out);
 
+/* ---- column tables (core/table.c) ----
+ * A text table for the terminal: a header row, then rows of cells, columns two spaces apart.
+ * A column's width is the longest of its header and cells, at least min_width and at most
+ * max_width (0: no limit; a longer cell is cut to it); right-aligned columns pad on the left; the
+ * last column is never padded nor cut. Widths are in bytes. The gate's text report and `runs`
+ * print through it. */
+typedef struct fa_table_col {
+    const char *header;
+    int min_width;   /* bytes */
+    int max_width;   /* bytes; 0: unlimited */
+    bool align_right;
+} fa_table_col;
+typedef struct fa_table fa_table;
+/* cols is borrowed (must outlive the table); NULL when out of memory. */
+fa_table *fa_table_create(const fa_table_col *cols, int n_cols);
+/* Copies n_cols cells (a NULL cell prints "-"). */
+void fa_table_add_row(fa_table *t, const char *const *cells);
+/* A free line printed after the last added row, not aligned (an error under a run). */
+void fa_table_add_line(fa_table *t, const char *text);
+/* Appends the table to out; out->oom is set when the table ran out of memory. */
+void fa_table_render(const fa_table *t, fa_buf *out);
+void fa_table_free(fa_table *t); /* NULL: no-op */
+
 #endif

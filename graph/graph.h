@@ -44,6 +44,38 @@ typedef enum fa_pattern {
 } fa_pattern;
 const char *fa_pattern_name(fa_pattern p); /* "elementwise", "broadcast", ... */
 
+/* What a FA_PATTERN_REDUCTION op reduces, as the advisor's row-reduction clusters read it (TVM
+ * keeps this in the op's kCommReduce pattern plus its attributes; ours is one more registry
+ * field). The reduction domain follows from the kind:
+ *   FA_REDUCE_SUM .. FA_REDUCE_LOG_SUM_EXP  the Reduce* family: `axes` (attribute, or input 1
+ *                                           from ReduceSum-13 / opset 18), keepdims
+ *   FA_REDUCE_SOFTMAX, FA_REDUCE_LOG_SOFTMAX  one `axis` (opset >= 13; default -1), before 13 the
+ *                                           2-D coercion at `axis` (default 1)
+ *   FA_REDUCE_LAYER_NORM, FA_REDUCE_RMS_NORM  normalises axes [axis, rank) (`axis`, default -1)
+ *   FA_REDUCE_NONE                          any other reduction (pooling windows, LRN, instance /
+ *                                           group norm, ArgMax/ArgMin, Hardmax): no row kernel
+ *                                           of the code generator covers its domain.
+ * Never stored. */
+typedef enum fa_reduce_kind {
+    FA_REDUCE_NONE = 0,
+    FA_REDUCE_SUM,
+    FA_REDUCE_MEAN,
+    FA_REDUCE_MAX,
+    FA_REDUCE_MIN,
+    FA_REDUCE_PROD,
+    FA_REDUCE_L1,
+    FA_REDUCE_L2,
+    FA_REDUCE_SUM_SQUARE,
+    FA_REDUCE_LOG_SUM_EXP,
+    FA_REDUCE_SOFTMAX,
+    FA_REDUCE_LOG_SOFTMAX,
+    FA_REDUCE_LAYER_NORM,
+    FA_REDUCE_RMS_NORM,
+    FA_REDUCE_COUNT
+} fa_reduce_kind;
+/* True for the Reduce* family (a reduction over `axes`). */
+static inline int fa_reduce_is_axes(fa_reduce_kind k) { return k >= FA_REDUCE_SUM && k <= FA_REDUCE_LOG_SUM_EXP; }
+
 /* Attribute types; numeric values are ONNX AttributeProto.AttributeType's. */
 typedef enum fa_attr_type {
     FA_ATTR_UNDEFINED = 0,
@@ -309,6 +341,7 @@ struct fa_op {
     fa_kernel_fn kernel;   /* reference CPU kernel; NULL if the runtime supplies it (Conv...) */
     const char *doc;       /* one line: formula for FLOPs and bytes */
     const fa_attr_spec *attrs; /* every attribute the op reads (fa_attr_spec); NULL: none */
+    fa_reduce_kind reduce; /* FA_PATTERN_REDUCTION: what it reduces (fa_reduce_kind); else FA_REDUCE_NONE */
 };
 
 /* Registry lookup by (domain, op_type); domain "" and "ai.onnx" are the same. NULL if unknown. */

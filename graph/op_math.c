@@ -2,6 +2,8 @@
  * code-generator form. */
 #include "op_math.h"
 
+#include "graph/graph.h"
+
 #include <stdbool.h>
 #include <string.h>
 
@@ -21,6 +23,52 @@ const fa_unary_math *fa_unary_math_find(const char *name)
     for (int i = 0; name && i < FA_UNARY_COUNT; i++)
         if (!strcmp(k_math[i].name, name)) return &k_math[i];
     return NULL;
+}
+
+/* Rows picked by a string attribute of the node (the first listed value is the default). */
+static const struct {
+    fa_unary_op op;
+    const char *attr, *value;
+} k_select[] = {
+    {FA_UNARY_GELU, "approximate", "none"},
+    {FA_UNARY_GELU_TANH, "approximate", "tanh"},
+};
+
+/* Parameters that are inputs from an opset on (ONNX Clip-11 moved min/max to inputs 1 and 2). */
+static const struct {
+    fa_unary_op op;
+    int from_opset;
+    int input[3];
+} k_param_inputs[] = {
+    {FA_UNARY_CLIP, 11, {1, 2, -1}},
+};
+
+const fa_unary_math *fa_unary_math_for_node(const struct fa_node *n, const char **select_attr)
+{
+    if (select_attr) *select_attr = NULL;
+    if (n->domain && n->domain[0] && strcmp(n->domain, "ai.onnx")) return NULL;
+    const fa_unary_math *m = fa_unary_math_find(n->op_type);
+    if (!m) return NULL;
+    for (size_t i = 0; i < sizeof k_select / sizeof k_select[0]; i++) {
+        if (strcmp(k_math[k_select[i].op].name, m->name)) continue;
+        /* the first row listed for this name holds the default value */
+        const char *v = fa_node_attr_string(n, k_select[i].attr, k_select[i].value);
+        if (select_attr) *select_attr = k_select[i].attr;
+        for (size_t j = i; j < sizeof k_select / sizeof k_select[0]; j++)
+            if (!strcmp(k_math[k_select[j].op].name, m->name) && !strcmp(k_select[j].value, v))
+                return &k_math[k_select[j].op];
+        return NULL;
+    }
+    return m;
+}
+
+int fa_unary_math_param_input(const struct fa_node *n, const fa_unary_math *m, int k)
+{
+    if (k < 0 || k > 2) return -1;
+    for (size_t i = 0; i < sizeof k_param_inputs / sizeof k_param_inputs[0]; i++)
+        if (k_param_inputs[i].op == m->op && (n->opset <= 0 || n->opset >= k_param_inputs[i].from_opset))
+            return k_param_inputs[i].input[k]; /* opset 0: a graph without opset_import, the latest */
+    return -1;
 }
 
 static bool ident_char(char c)
@@ -77,4 +125,15 @@ const fa_binary_math *fa_binary_math_find(const char *name)
 size_t fa_binary_math_template(const fa_binary_math *m, char *buf, size_t cap)
 {
     return expr_template(m->expr, true, buf, cap);
+}
+
+const char *fa_unary_math_select_value(const fa_unary_math *m, const char **attr)
+{
+    *attr = NULL;
+    for (size_t i = 0; i < sizeof k_select / sizeof k_select[0]; i++)
+        if (k_select[i].op == m->op) {
+            *attr = k_select[i].attr;
+            return k_select[i].value;
+        }
+    return NULL;
 }

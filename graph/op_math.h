@@ -14,10 +14,13 @@
  * host emulation of those kernels (runtime/cuda/emulate.c) and the code generator's templates
  * (codegen/codegen.c, through fa_unary_math_template: x -> $0, a -> $a, b -> $b, g -> $g).
  * Formulas: the ONNX operator specifications (onnx/docs/Operators.md) of each op; Selu's
- * defaults are ONNX's float32 constants. Ops whose math needs more than one scalar expression
- * (Gelu with its `approximate` attribute, Clip with optional inputs, integer Relu/Abs/Neg) are
- * lowered by each consumer from the same attributes and stay outside the table. The binary
- * float ops are FA_BINARY_MATH below.
+ * defaults are ONNX's float32 constants. Two rows may share an ONNX name when a string attribute
+ * picks the expression (Gelu: approximate="none" is GELU, "tanh" GELU_TANH; sqrt(2/pi) and
+ * 1/sqrt(2) to 17 digits), and a parameter may come from an input from some opset on (Clip: min
+ * and max are attributes until opset 10, inputs 1 and 2 from 11; an absent bound is -inf/+inf;
+ * min is applied first, so min > max gives max, as numpy.clip and ONNX's reference):
+ * fa_unary_math_for_node and fa_unary_math_param_input say which, for every consumer. Integer
+ * Relu/Abs/Neg/Clip stay with the cpu kernels. The binary float ops are FA_BINARY_MATH below.
  *
  * Adding a unary op with an expression: one row here plus its registry entry (shape inference,
  * FLOPs/bytes; graph/ops_elementwise.c k_unary for its FLOPs per element) — every target and the
@@ -54,7 +57,11 @@
     X(FLOOR, "Floor", NULL, 0, NULL, 0, NULL, 0, floorf(x))                                                        \
     X(CEIL, "Ceil", NULL, 0, NULL, 0, NULL, 0, ceilf(x))                                                           \
     X(SIN, "Sin", NULL, 0, NULL, 0, NULL, 0, sinf(x))                                                              \
-    X(COS, "Cos", NULL, 0, NULL, 0, NULL, 0, cosf(x))
+    X(COS, "Cos", NULL, 0, NULL, 0, NULL, 0, cosf(x))                                                              \
+    X(GELU, "Gelu", NULL, 0, NULL, 0, NULL, 0, (0.5f * x * (1.0f + erff(x * 0.70710678118654752f))))              \
+    X(GELU_TANH, "Gelu", NULL, 0, NULL, 0, NULL, 0,                                                                \
+      (0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)))))                            \
+    X(CLIP, "Clip", "min", -INFINITY, "max", INFINITY, NULL, 0, ((x < a ? a : x) > b ? b : (x < a ? a : x)))
 
 /* The op codes, in table order. */
 typedef enum fa_unary_op {
@@ -73,8 +80,22 @@ typedef struct fa_unary_math {
     const char *expr;
 } fa_unary_math;
 
-/* The row of ONNX op type `name` (default domain); NULL when the op has no expression here. */
+/* The row of ONNX op type `name` (default domain); NULL when the op has no expression here. For
+ * a name with several rows, the one of the selecting attribute's default (Gelu: GELU). */
 const fa_unary_math *fa_unary_math_find(const char *name);
+struct fa_node;
+/* The row of node n: its op type, and the row its selecting string attribute names (Gelu's
+ * `approximate`, default "none"). NULL when the op has no row or the attribute names none
+ * (approximate="exact"); *select_attr (may be NULL) is then the attribute's name, or NULL. */
+const fa_unary_math *fa_unary_math_for_node(const struct fa_node *n, const char **select_attr);
+/* The input of node n that supplies parameter k (0..2: a, b, g) of row m at n's opset (Clip from
+ * opset 11: min is input 1, max input 2; opset 0 is the latest), or -1 when the parameter is the
+ * attribute m->attr[k].
+ * An absent input (index past n_inputs or omitted) leaves the parameter at m->def[k]. */
+int fa_unary_math_param_input(const struct fa_node *n, const fa_unary_math *m, int k);
+/* The string attribute and value that pick row m among rows of its name (Gelu tanh:
+ * "approximate", "tanh"); NULL (and *attr NULL) when its name has one row. */
+const char *fa_unary_math_select_value(const fa_unary_math *m, const char **attr);
 /* The row of op (FA_UNARY_COUNT or beyond: NULL). */
 const fa_unary_math *fa_unary_math_get(fa_unary_op op);
 /* EXPR rewritten for the code generator: the identifiers x, a, b, g become $0, $a, $b, $g (every

@@ -154,11 +154,10 @@ static void bc_run(const bc_plan *p, bc_row_fn fn, const void *opctx, const fa_v
  * unary elementwise ops
  * ---------------------------------------------------------------------------------------- */
 
-/* The ops with one scalar expression are graph/op_math.h's table (FA_UNARY_*); these follow it:
- * Gelu (erf or tanh by attribute), Round and Sign (no float expression of their own), Clip
- * (bounds from inputs). */
+/* The ops with one scalar expression are graph/op_math.h's table (FA_UNARY_*, Gelu's two forms
+ * and Clip among them); these follow it: Round and Sign (no float expression of their own). */
 typedef enum uop {
-    U_GELU = FA_UNARY_COUNT, U_GELU_TANH, U_ROUND, U_SIGN, U_CLIP,
+    U_ROUND = FA_UNARY_COUNT, U_SIGN,
     U_COUNT
 } uop;
 
@@ -176,14 +175,14 @@ static const uop_desc k_unary[] = {
     {"Elu", FA_UNARY_ELU, 3, false},            {"Selu", FA_UNARY_SELU, 4, false},
     {"Softplus", FA_UNARY_SOFTPLUS, 3, false},  {"Softsign", FA_UNARY_SOFTSIGN, 3, false},
     {"Mish", FA_UNARY_MISH, 5, false},          {"Erf", FA_UNARY_ERF, 1, false},
-    {"Gelu", U_GELU, 5, false},                 {"Swish", FA_UNARY_SWISH, 5, false},
+    {"Gelu", FA_UNARY_GELU, 5, false},                 {"Swish", FA_UNARY_SWISH, 5, false},
     {"Sqrt", FA_UNARY_SQRT, 1, false},          {"Exp", FA_UNARY_EXP, 1, false},
     {"Log", FA_UNARY_LOG, 1, false},            {"Neg", FA_UNARY_NEG, 1, true},
     {"Abs", FA_UNARY_ABS, 1, true},             {"Reciprocal", FA_UNARY_RECIPROCAL, 1, false},
     {"Floor", FA_UNARY_FLOOR, 1, false},        {"Ceil", FA_UNARY_CEIL, 1, false},
     {"Round", U_ROUND, 1, false},               {"Sign", U_SIGN, 1, true},
     {"Sin", FA_UNARY_SIN, 1, false},            {"Cos", FA_UNARY_COS, 1, false},
-    {"Clip", U_CLIP, 2, true},
+    {"Clip", FA_UNARY_CLIP, 2, true},
 };
 
 static const uop_desc *unary_desc(const char *op_type)
@@ -206,39 +205,32 @@ static fa_status uparams_make(fa_ctx *ctx, const fa_node *n, const fa_value *in,
 {
     memset(p, 0, sizeof *p);
     p->op = op;
+    p->lo = -INFINITY;
+    p->hi = INFINITY;
     const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op);
-    if (m) { /* the table's attributes; an absent one takes the spec default as written */
-        double *v[3] = {&p->alpha, &p->beta, &p->gamma};
-        for (int k = 0; k < 3; k++)
-            *v[k] = m->attr[k] && fa_node_attr(n, m->attr[k]) ? fa_node_attr_float(n, m->attr[k], 0) : m->def[k];
-        return FA_OK;
-    }
-    switch (op) {
-    case U_GELU: {
-        const char *a = fa_node_attr_string(n, "approximate", "none");
-        if (strcmp(a, "tanh") == 0) p->op = U_GELU_TANH;
-        else if (strcmp(a, "none") != 0)
-            return fa_node_unsupported(ctx, n, "approximate='%s' (expected \"none\" or \"tanh\")", a);
-        break;
-    }
-    case U_CLIP:
-        p->lo = -INFINITY;
-        p->hi = INFINITY;
-        if (node_opset(n) < 11) {
-            if (fa_node_attr(n, "min")) p->lo = fa_node_attr_float(n, "min", 0);
-            if (fa_node_attr(n, "max")) p->hi = fa_node_attr_float(n, "max", 0);
-        } else {
-            for (int k = 1; k <= 2 && k < n_in; k++) {
-                if (!in[k].data) continue;
-                if (fa_value_numel(&in[k]) < 1)
-                    return fa_node_error(ctx, n, "Clip %s input is empty", k == 1 ? "min" : "max");
-                double v = fa_load_as_double(in[k].data, in[k].dtype, 0);
-                if (k == 1) p->lo = v;
-                else p->hi = v;
-            }
+    if (!m) return FA_OK;
+    const char *sel = NULL;
+    m = fa_unary_math_for_node(n, &sel); /* Gelu's `approximate` picks its row */
+    if (!m)
+        return fa_node_unsupported(ctx, n, "%s='%s' (expected \"none\" or \"tanh\")", sel ? sel : "attribute",
+                                   sel ? fa_node_attr_string(n, sel, "") : "");
+    p->op = (int)m->op;
+    /* the table's parameters: an attribute, or from some opset an input (Clip's bounds); an absent
+     * one takes the spec default as written */
+    double *v[3] = {&p->alpha, &p->beta, &p->gamma};
+    for (int k = 0; k < 3; k++) {
+        int ix = fa_unary_math_param_input(n, m, k);
+        *v[k] = m->def[k];
+        if (ix < 0) {
+            if (m->attr[k] && fa_node_attr(n, m->attr[k])) *v[k] = fa_node_attr_float(n, m->attr[k], 0);
+        } else if (ix < n_in && in[ix].data) {
+            if (fa_value_numel(&in[ix]) < 1) return fa_node_error(ctx, n, "%s input %d (%s) is empty", n->op_type, ix, m->attr[k]);
+            *v[k] = fa_load_as_double(in[ix].data, in[ix].dtype, 0);
         }
-        break;
-    default: break;
+    }
+    if (m->op == FA_UNARY_CLIP) { /* the reference and the integer kernels read the bounds as lo, hi */
+        p->lo = p->alpha;
+        p->hi = p->beta;
     }
     return FA_OK;
 }
@@ -275,8 +267,8 @@ static double unary_d(const uparams *p, double x)
     case FA_UNARY_SOFTSIGN: return x / (1.0 + fabs(x));
     case FA_UNARY_MISH: return x * tanh(softplus_d(x));
     case FA_UNARY_ERF: return erf(x);
-    case U_GELU: return gelu_d(x);
-    case U_GELU_TANH: return gelu_tanh_d(x);
+    case FA_UNARY_GELU: return gelu_d(x);
+    case FA_UNARY_GELU_TANH: return gelu_tanh_d(x);
     case FA_UNARY_SWISH: return x / (1.0 + exp(-p->alpha * x));
     case FA_UNARY_SQRT: return sqrt(x);
     case FA_UNARY_EXP: return exp(x);
@@ -290,7 +282,7 @@ static double unary_d(const uparams *p, double x)
     case U_SIGN: return x > 0 ? 1.0 : x < 0 ? -1.0 : x;
     case FA_UNARY_SIN: return sin(x);
     case FA_UNARY_COS: return cos(x);
-    case U_CLIP: return fmin(fmax(x, p->lo), p->hi);
+    case FA_UNARY_CLIP: return fmin(fmax(x, p->lo), p->hi);
     default: return x;
     }
 }
@@ -303,7 +295,7 @@ static int64_t unary_i(const uparams *p, int64_t x, int64_t lo, int64_t hi)
     case FA_UNARY_NEG: return (int64_t)(0 - (uint64_t)x);
     case FA_UNARY_ABS: return x < 0 ? (int64_t)(0 - (uint64_t)x) : x;
     case U_SIGN: return x > 0 ? 1 : x < 0 ? -1 : 0;
-    case U_CLIP: x = x < lo ? lo : x; return x > hi ? hi : x;
+    case FA_UNARY_CLIP: x = x < lo ? lo : x; return x > hi ? hi : x;
     default: return x;
     }
 }
@@ -323,8 +315,8 @@ static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
         case FA_UNARY_EXP: fa_vexpf(xs, y, len); return;
         case FA_UNARY_ERF: fa_verff(xs, y, len); return;
         case FA_UNARY_SWISH: fa_vswishf(xs, y, len, a); return;
-        case U_GELU: fa_vgeluf(xs, y, len); return;
-        case U_GELU_TANH: fa_vgelu_tanhf(xs, y, len); return;
+        case FA_UNARY_GELU: fa_vgeluf(xs, y, len); return;
+        case FA_UNARY_GELU_TANH: fa_vgelu_tanhf(xs, y, len); return;
         default: break;
         }
     switch ((int)p->op) {
@@ -338,21 +330,7 @@ static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
         break;
         FA_UNARY_MATH(F32_CASE_)
 #undef F32_CASE_
-    case U_GELU: for (int64_t i = 0; i < len; i++) y[i] = 0.5f * xs[i] * (1.f + erff(xs[i] * 0.70710678f)); break;
-    case U_GELU_TANH:
-        for (int64_t i = 0; i < len; i++)
-            y[i] = 0.5f * xs[i] * (1.f + tanhf(0.7978845608f * (xs[i] + 0.044715f * xs[i] * xs[i] * xs[i])));
-        break;
     case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(xs[i]); break;
-    case U_CLIP: {
-        const float lo = (float)p->lo, hi = (float)p->hi;
-#pragma omp simd
-        for (int64_t i = 0; i < len; i++) {
-            float v = xs[i] < lo ? lo : xs[i]; /* NaN stays NaN, as numpy.clip */
-            y[i] = v > hi ? hi : v;
-        }
-        break;
-    }
     default: /* Sign: the double formula, float storage */
         for (int64_t i = 0; i < len; i++) y[i] = (float)unary_d(p, xs[i]);
         break;
@@ -1168,7 +1146,7 @@ const fa_op fa_ops_elementwise[] = {
      "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out", a_cast},
     {"CastLike", "", FA_PATTERN_ELEMWISE, 2, 2, 1, 1, 0, infer_cast, NULL, kernel_cast,
      "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out", a_castlike},
-    {"Dropout", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
+    {"Dropout", "", FA_PATTERN_OPAQUE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
      "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)", a_dropout},
     BINARY("Add", a_arith_legacy, "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Sub", a_arith_legacy, "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),

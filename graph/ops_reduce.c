@@ -687,8 +687,8 @@ static void cost_reduce(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     if (d->op == R_MEAN || d->op == R_L2 || d->op == R_LOGSUMEXP) out->flops += (uint64_t)no;
 }
 
-#define REDUCE(NAME, ATTRS, DOC) \
-    {NAME, "", FA_PATTERN_REDUCTION, 1, 2, 1, 1, 0, infer_reduce, cost_reduce, kernel_reduce, DOC, ATTRS}
+#define REDUCE(NAME, KIND, ATTRS, DOC) \
+    {NAME, "", FA_PATTERN_REDUCTION, 1, 2, 1, 1, 0, infer_reduce, cost_reduce, kernel_reduce, DOC, ATTRS, KIND}
 
 /* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset): `axes` is an
  * attribute until ReduceSum-13 / the others' opset 18, then input 1. */
@@ -703,15 +703,15 @@ static const fa_attr_spec a_topk[] = {{"axis", FA_ATTR_INT}, {"largest", FA_ATTR
 static const fa_attr_spec a_cum[] = {{"exclusive", FA_ATTR_INT}, {"reverse", FA_ATTR_INT}, {0}};
 
 const fa_op fa_ops_reduce[] = {
-    REDUCE("ReduceSum", a_reduce_sum, "Σ over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceMean", a_reduce, "Σ/count; FLOPs = N_in + N_out; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceMax", a_reduce, "max over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceMin", a_reduce, "min over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceProd", a_reduce, "Π over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceL1", a_reduce, "Σ|x|; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceL2", a_reduce, "sqrt(Σx²); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceSumSquare", a_reduce, "Σx²; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
-    REDUCE("ReduceLogSumExp", a_reduce, "log(Σexp(x)); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceSum", FA_REDUCE_SUM, a_reduce_sum, "Σ over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceMean", FA_REDUCE_MEAN, a_reduce, "Σ/count; FLOPs = N_in + N_out; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceMax", FA_REDUCE_MAX, a_reduce, "max over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceMin", FA_REDUCE_MIN, a_reduce, "min over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceProd", FA_REDUCE_PROD, a_reduce, "Π over axes; FLOPs = N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceL1", FA_REDUCE_L1, a_reduce, "Σ|x|; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceL2", FA_REDUCE_L2, a_reduce, "sqrt(Σx²); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceSumSquare", FA_REDUCE_SUM_SQUARE, a_reduce, "Σx²; FLOPs = 2N_in; bytes = N_in·es + N_out·es"),
+    REDUCE("ReduceLogSumExp", FA_REDUCE_LOG_SUM_EXP, a_reduce, "log(Σexp(x)); FLOPs = 2N_in + N_out; bytes = N_in·es + N_out·es"),
     {"ArgMax", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_arg, cost_reduce, kernel_arg,
      "index of max along axis; FLOPs = N_in; bytes = N_in·es + 8·N_out", a_arg},
     {"ArgMin", "", FA_PATTERN_REDUCTION, 1, 1, 1, 1, 0, infer_arg, cost_reduce, kernel_arg,

@@ -20,10 +20,9 @@ typedef enum kkind {
     K_FUSED, /* a provider's device kernel (runtime/cuda/fused.c) */
 } kkind;
 
-/* sub-op codes: must match the enums of the CUDA source (kernels.c): the unary ops with an
- * expression are graph/op_math.h's table, Clip and erf-Gelu follow it; the binary ops are its
- * binary table (fa_binary_op) */
-enum { U_CLIP = FA_UNARY_COUNT, U_GELU_ERF };
+/* sub-op codes: must match the enums of the CUDA source (kernels.c): the unary ops are
+ * graph/op_math.h's table (a node's row: fa_unary_math_for_node), the binary ops its binary
+ * table (fa_binary_op) */
 enum { R_SUM, R_MEAN, R_MAX, R_MIN, R_SUMSQ, R_L2, R_L1 };
 
 typedef struct op_entry {
@@ -37,7 +36,6 @@ static const op_entry k_ops[] = {
 #define UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {NAME, K_UNARY, FA_UNARY_##ID, "cuda:" NAME},
     FA_UNARY_MATH(UNARY_ROW_)
 #undef UNARY_ROW_
-    {"Clip", K_UNARY, U_CLIP, "cuda:Clip"}, {"Gelu", K_UNARY, U_GELU_ERF, "cuda:Gelu"},
 #define BINARY_ROW_(ID, NAME, EXPR) {NAME, K_BINARY, FA_BINARY_##ID, "cuda:" NAME},
     FA_BINARY_MATH(BINARY_ROW_)
 #undef BINARY_ROW_
@@ -77,6 +75,7 @@ typedef struct cnode {
     int axis;                /* normalized axis for Softmax/Concat/Split/Gather/LayerNorm */
     int64_t outer, mid, inner;
     int red_op;
+    int unary_op;  /* K_UNARY: the node's row of graph/op_math.h's table (fa_unary_op) */
     int perm[8];             /* Transpose */
     int64_t starts[8], steps[8]; /* Slice, per dim */
     bool ta, tb;             /* Gemm */
@@ -232,19 +231,18 @@ static fa_status plan_node(fa_ctx *ctx, const fa_graph *g, const fa_node *n, cno
         return refuse(ctx, n, NULL);
     case K_UNARY:
         if (!all_float(g, n, 0, 0)) return refuse(ctx, n, "only float32");
-        if (op->sub < FA_UNARY_COUNT) { /* the table's attributes, bound to a, b, g */
-            const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op->sub);
+        { /* the node's row of the table (Gelu's `approximate` picks one) and its parameters, bound to
+           * a, b, g: attributes, or inputs that must be constants (Clip's bounds from opset 11) */
+            const fa_unary_math *m = fa_unary_math_for_node(n, NULL);
+            if (!m) return refuse(ctx, n, "an attribute value without an expression");
+            c->unary_op = (int)m->op;
             float *p[3] = {&c->a, &c->b, &c->g};
-            for (int k = 0; k < 3; k++) *p[k] = m->attr[k] ? fa_node_attr_float(n, m->attr[k], (float)m->def[k]) : 0.f;
-        } else if (!strcmp(n->op_type, "Clip")) {
-            c->a = fa_node_attr_float(n, "min", -3.402823466e38f);
-            c->b = fa_node_attr_float(n, "max", 3.402823466e38f);
-            c->a = const_float(g, n, 1, c->a, &ok);
-            c->b = const_float(g, n, 2, c->b, &ok);
-            if (!ok) return refuse(ctx, n, "min/max must be constant");
-        } else if (!strcmp(n->op_type, "Gelu")) {
-            if (strcmp(fa_node_attr_string(n, "approximate", "none"), "none") != 0)
-                return refuse(ctx, n, "approximate=tanh");
+            for (int k = 0; k < 3; k++) {
+                int ix = fa_unary_math_param_input(n, m, k);
+                *p[k] = ix < 0 && m->attr[k] ? fa_node_attr_float(n, m->attr[k], (float)m->def[k]) : (float)m->def[k];
+                if (ix >= 0) *p[k] = const_float(g, n, ix, *p[k], &ok);
+            }
+            if (!ok) return refuse(ctx, n, "parameters from inputs (Clip's min/max) must be constant");
         }
         return FA_OK;
     case K_BINARY:
@@ -862,7 +860,7 @@ static fa_status run_node(fa_ctx *ctx, fa_cuda_exec *e, const fa_node *n, cnode 
         return fa_cuda_fused_launch(ctx, c->fused, NULL, fin, n->n_inputs, fout, n->n_outputs, e->stream);
     }
     case K_UNARY: {
-        int op = c->op->sub;
+        int op = c->unary_op;
         void *args[] = {&in[0], &out, &ny, &op, &c->a, &c->b, &c->g};
         return ny ? launch(ctx, e, F_UNARY, blocks_for(e, ny, 256), 256, args) : FA_OK;
     }

@@ -48,9 +48,25 @@ static tc *op_case(const fa_unary_math *m, fa_dtype dtype, const double *attr)
     int64_t d[2] = {ROWS, COLS};
     tc_input(t, "x", 2, d);
     t->g->tensors[fa_graph_find_tensor(t->g, "x")]->dtype = dtype;
-    fa_node *n = tc_node(t, m->name, "x", NULL, NULL, "y");
+    /* parameters that are inputs at this opset (Clip's bounds): constant scalars p1, p2 */
+    fa_node probe = {.opset = 18};
+    const char *in[3] = {"x", NULL, NULL};
+    static const char *const pname[3] = {"p0", "p1", "p2"};
+    for (int k = 0; attr && k < 3; k++) {
+        int ix = fa_unary_math_param_input(&probe, m, k);
+        if (ix > 0 && ix < 3) {
+            tc_scalar(t, pname[ix], (float)attr[k]);
+            in[ix] = pname[ix];
+        }
+    }
+    if (in[2] && !in[1]) in[1] = ""; /* an omitted input 1 */
+    fa_node *n = tc_node(t, m->name, in[0], in[1], in[2], "y");
     for (int k = 0; attr && k < 3; k++)
-        if (m->attr[k]) assert_non_null(fa_node_add_attr_float(t->g, n, m->attr[k], (float)attr[k]));
+        if (m->attr[k] && fa_unary_math_param_input(&probe, m, k) < 0)
+            assert_non_null(fa_node_add_attr_float(t->g, n, m->attr[k], (float)attr[k]));
+    const char *sel, *val = fa_unary_math_select_value(m, &sel); /* Gelu's tanh row: approximate="tanh" */
+    if (val) assert_non_null(fa_node_add_attr_string(t->g, n, sel, val));
+    assert_ptr_equal(fa_unary_math_for_node(n, NULL), m);
     tc_output(t, "y");
     tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, -1, m->name);
     return t;
@@ -144,8 +160,11 @@ static void check_op(const fa_unary_math *m, const double *attr, const char *cac
     tc_free(td);
 
     tc *t = op_case(m, FA_DTYPE_FLOAT, attr);
-    char what[64];
-    snprintf(what, sizeof what, "%s%s", m->name, attr ? " (attributes set)" : "");
+    char what[128];
+    const char *sel, *val = fa_unary_math_select_value(m, &sel);
+    char pick[48] = "";
+    if (val) snprintf(pick, sizeof pick, " (%s=%s)", sel, val);
+    snprintf(what, sizeof what, "%s%s%s", m->name, pick, attr ? " (attributes set)" : "");
 
     run_exec(t, FA_TARGET_CPU, false, x, FA_DTYPE_FLOAT, y);
     double e_cpu = rel_err(y, ref, n, "cpu", what);
@@ -204,11 +223,11 @@ static void test_every_table_op_on_every_target(void **s)
     for (int op = 0; op < FA_UNARY_COUNT; op++) {
         const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op);
         assert_non_null(m);
-        assert_ptr_equal(fa_unary_math_find(m->name), m);
         check_op(m, NULL, cache, &checked);
-        if (m->attr[0] || m->attr[1] || m->attr[2]) { /* the attributes reach every target */
+        if (m->attr[0] || m->attr[1] || m->attr[2]) { /* the attributes (or parameter inputs) reach every target */
             double attr[3];
-            for (int k = 0; k < 3; k++) attr[k] = m->def[k] * 0.75 + 0.125;
+            for (int k = 0; k < 3; k++) /* an unbounded default (Clip's) gets a bound inside the inputs' range */
+                attr[k] = isfinite(m->def[k]) ? m->def[k] * 0.75 + 0.125 : m->def[k] < 0 ? -0.5 : 1.25;
             check_op(m, attr, cache, &checked);
         }
     }
@@ -331,14 +350,61 @@ static void test_template_renames_only_the_variables(void **s)
     size_t need = fa_unary_math_template(m, buf, 8); /* truncated: snprintf's convention */
     assert_true(need > 8);
     assert_int_equal(strlen(buf), 7);
-    assert_null(fa_unary_math_find("Gelu")); /* lowered by each target from its attribute */
+    /* Gelu has two rows picked by its `approximate` attribute; the name finds the default one */
+    assert_int_equal(fa_unary_math_find("Gelu")->op, FA_UNARY_GELU);
+    const char *sel, *val = fa_unary_math_select_value(fa_unary_math_get(FA_UNARY_GELU_TANH), &sel);
+    assert_string_equal(sel, "approximate");
+    assert_string_equal(val, "tanh");
+    assert_null(fa_unary_math_find("Round")); /* no float expression of its own */
     assert_null(fa_unary_math_get(FA_UNARY_COUNT));
+}
+
+/* Every registered op carries a pattern class (the advisor reads nothing else to tell an anchor,
+ * an elementwise member or a reduction), consistent with its op math: an op with a unary scalar
+ * expression is elementwise, a binary one broadcast; a reduction kind only on a reduction; every
+ * Reduce* op (ONNX's family over `axes`) has an axes kind and nothing else does. */
+static void test_every_registered_op_has_a_consistent_pattern_class(void **s)
+{
+    (void)s;
+    int n = 0, n_red = 0, n_math = 0;
+    for (const fa_op *op; (op = fa_op_at(n)) != NULL; n++) {
+        char what[96];
+        snprintf(what, sizeof what, "%s (%s)", op->name, op->domain && op->domain[0] ? op->domain : "ai.onnx");
+        if (!((int)op->pattern >= 0 && op->pattern < FA_PATTERN_COUNT)) fail_msg("%s: pattern %d", what, (int)op->pattern);
+        if (!((int)op->reduce >= 0 && op->reduce < FA_REDUCE_COUNT)) fail_msg("%s: reduce kind %d", what, (int)op->reduce);
+        bool dflt = !op->domain || !op->domain[0];
+        if (dflt && fa_unary_math_find(op->name)) {
+            n_math++;
+            if (op->pattern != FA_PATTERN_ELEMWISE) fail_msg("%s has a unary expression but class %s", what, fa_pattern_name(op->pattern));
+        }
+        if (dflt && fa_binary_math_find(op->name)) {
+            n_math++;
+            if (op->pattern != FA_PATTERN_BROADCAST)
+                fail_msg("%s has a binary expression but class %s", what, fa_pattern_name(op->pattern));
+        }
+        if (op->reduce != FA_REDUCE_NONE) {
+            n_red++;
+            if (op->pattern != FA_PATTERN_REDUCTION) fail_msg("%s has reduce kind %d but class %s", what, (int)op->reduce,
+                                                             fa_pattern_name(op->pattern));
+        }
+        bool reduce_family = dflt && !strncmp(op->name, "Reduce", 6);
+        if (reduce_family != (bool)fa_reduce_is_axes(op->reduce))
+            fail_msg("%s: %s an axes reduction kind", what, reduce_family ? "a Reduce* op without" : "not a Reduce* op but");
+    }
+    print_message("%d registered ops, %d with a scalar expression, %d with a reduction kind\n", n, n_math, n_red);
+    assert_true(n > 100);
+    int names = 0; /* distinct names of the unary table (Gelu has two rows) */
+    for (int i = 0; i < FA_UNARY_COUNT; i++)
+        names += fa_unary_math_find(fa_unary_math_get((fa_unary_op)i)->name) == fa_unary_math_get((fa_unary_op)i);
+    assert_int_equal(n_math, names + (int)FA_BINARY_COUNT + 1 /* Sum is Add's row */);
+    assert_int_equal(n_red, 13); /* 9 Reduce*, Softmax, LogSoftmax, LayerNormalization, RMSNormalization */
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_template_renames_only_the_variables),
+        cmocka_unit_test(test_every_registered_op_has_a_consistent_pattern_class),
         cmocka_unit_test(test_every_table_op_on_every_target),
         cmocka_unit_test(test_every_binary_table_op_on_every_target),
     };

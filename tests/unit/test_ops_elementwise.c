@@ -1044,7 +1044,9 @@ static void test_cost_formulas_count_flops_and_bytes(void **state)
 static void test_registry_pattern_classes(void **state)
 {
     (void)state;
-    const char *elem[] = {"Relu", "Gelu", "Clip", "Cast", "CastLike", "Dropout", "Not", "IsNaN", "Erf"};
+    const char *elem[] = {"Relu", "Gelu", "Clip", "Cast", "CastLike", "Not", "IsNaN", "Erf"};
+    /* Dropout is opaque (as in TVM): an inference identity, never a fusion member */
+    assert_int_equal(fa_op_find("", "Dropout")->pattern, FA_PATTERN_OPAQUE);
     const char *bcast[] = {"Add", "PRelu", "Where", "Sum", "Equal", "Mod", "Pow"};
     for (size_t i = 0; i < sizeof elem / sizeof elem[0]; i++) {
         const fa_op *op = fa_op_find("", elem[i]);
