@@ -66,10 +66,12 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
 
 /* ---- helpers ---- */
 
-/* An executor on the apply target; the provider only when the graph has FusedKernel nodes. */
-static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, fa_exec **e)
+/* An executor on the apply target; the provider only when the graph has FusedKernel nodes.
+ * fused: a fused plan's graph, run with the target's blocked layouts kept between kernels (the
+ * unfused graphs keep plain tensors: the baseline). */
+static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, bool fused, fa_exec **e)
 {
-    fa_exec_options eo = {.target = kt->t->id, .threads = threads};
+    fa_exec_options eo = {.target = kt->t->id, .threads = threads, .blocked_layouts = fused};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "FusedKernel")) {
             eo.provider = provide;
@@ -269,8 +271,8 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
         fa_apply_set_reason(res, v, "%s", why);
         goto done;
     }
-    if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, &eu);
-    if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, &ef);
+    if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, false, &eu);
+    if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, true, &ef);
     char slow[600];
     if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
         /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
@@ -372,7 +374,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         goto done;
     }
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, 0, extra, ne2, &capg);
-    if (!s) s = make_exec(ctx, capg, &kt, opt.threads, &cap);
+    if (!s) s = make_exec(ctx, capg, &kt, opt.threads, false, &cap);
     if (s) goto done;
     s = fa_value_map_fill_inputs(ctx, &vm, opt.seed);
     for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, cap, i, &vm.vals[g->inputs[i]]);
@@ -438,8 +440,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         fa_trace_free(res->fused_trace);
         res->fused_trace = NULL;
         s = fa_fused_graph(ctx, g, p, res->verdicts, NULL, 0, &gfull);
-        if (!s) s = make_exec(ctx, g, &kt, opt.threads, &eb);
-        if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, &efz);
+        if (!s) s = make_exec(ctx, g, &kt, opt.threads, false, &eb);
+        if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, true, &efz);
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
         if (!s) s = fa_value_map_set_inputs(ctx, efz, gfull, &vm);
         if (!s) s = fa_exec_run(ctx, eb, NULL);

@@ -134,6 +134,8 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         return exec_fail(ctx, st, model);
     }
     fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads};
+    for (int i = 0; i < g->n_nodes; i++) /* an applied plan (fused nodes): its layouts, as the applier ran it */
+        if (g->nodes[i] && !strcmp(g->nodes[i]->domain, "ai.fuse-advise")) eo.blocked_layouts = true;
     st = fa_exec_create(ctx, g, &eo, &e);
     if (!st && !indir) st = fa_exec_fill_inputs(ctx, e, 1);
     for (int i = 0; !st && indir && i < n_orig; i++) {

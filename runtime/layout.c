@@ -21,25 +21,37 @@ static fa_status add_reorder(fa_ctx *ctx, fa_layout_plan *p, int *cap, int tenso
     return FA_OK;
 }
 
-fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out)
+bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i)
+{
+    if (i == 0) return true;
+    if (i < 0 || i >= n->n_inputs || n->inputs[i] < 0 || n->n_outputs < 1 || n->outputs[0] < 0) return false;
+    const fa_tensor *x = g->tensors[n->inputs[i]], *y = g->tensors[n->outputs[0]];
+    if ((x->flags & FA_TENSOR_CONST) || x->rank != y->rank || x->rank < 3) return false;
+    bool concat = !*n->domain && !strcmp(n->op_type, "Concat");
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] != y->dims[d] && !(d == 1 && concat)) return false;
+    return true;
+}
+
+fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
+                            fa_layout_plan *out)
 {
     memset(out, 0, sizeof *out);
     out->layout = calloc((size_t)g->n_tensors + 1, sizeof *out->layout); /* all FA_LAYOUT_PLAIN (0) */
     if (!out->layout) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
-    if (!t->preferred_layout) return FA_OK; /* every kernel reads and writes PLAIN: nothing to do */
     int cap = 0;
     fa_status s = FA_OK;
     for (int k = 0; k < g->n_topo && !s; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        fa_layout want = t->preferred_layout(g, n);
-        if ((unsigned)want >= FA_LAYOUT_COUNT) {
-            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "target %s: node '%s': layout %d out of range", t->name, n->name, (int)want);
+        fa_layout want = node_layout ? node_layout[n->id] : FA_LAYOUT_PLAIN, in0 = node_in0 ? node_in0[n->id] : want;
+        if ((unsigned)want >= FA_LAYOUT_COUNT || (unsigned)in0 >= FA_LAYOUT_COUNT) {
+            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': layout %d out of range", n->name, (int)want);
             break;
         }
-        for (int i = 0; i < n->n_inputs && !s; i++) { /* activation input 0 in `want`, the rest PLAIN */
+        for (int i = 0; i < n->n_inputs && !s; i++) { /* the activations in `want`, the rest PLAIN */
             int x = n->inputs[i];
             if (x < 0) continue;
-            fa_layout need = i == 0 ? want : FA_LAYOUT_PLAIN;
+            fa_layout need = i == 0 ? in0 : want != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? want : FA_LAYOUT_PLAIN;
             if (out->layout[x] != need) s = add_reorder(ctx, out, &cap, x, n->id, i, out->layout[x], need);
         }
         if (n->n_outputs > 0 && n->outputs[0] >= 0) out->layout[n->outputs[0]] = want;
@@ -49,6 +61,25 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
         if (out->layout[y] != FA_LAYOUT_PLAIN) s = add_reorder(ctx, out, &cap, y, -1, i, out->layout[y], FA_LAYOUT_PLAIN);
     }
     if (s) fa_layout_plan_free(out);
+    return s;
+}
+
+fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out)
+{
+    memset(out, 0, sizeof *out);
+    fa_layout *nl = calloc((size_t)g->n_nodes + 1, sizeof *nl);
+    if (!nl) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
+    for (int k = 0; k < g->n_topo && t->preferred_layout; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        nl[n->id] = t->preferred_layout(g, n);
+        int l = (int)nl[n->id];
+        if ((unsigned)l >= FA_LAYOUT_COUNT) {
+            free(nl);
+            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "target %s: node '%s': layout %d out of range", t->name, n->name, l);
+        }
+    }
+    fa_status s = fa_layout_plan_of(ctx, g, nl, NULL, out);
+    free(nl);
     return s;
 }
 

@@ -50,6 +50,14 @@ fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
  * falls back to the op's reference kernel. */
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads,
                                 fa_kernel *out, bool *handled);
+/* The same kernels reading their activations and writing their output in the blocked layout l
+ * (the fused plan's executor, fa_exec_options.blocked_layouts): Conv and FusedConv (plain,
+ * grouped and depthwise) created on l instead of reordering inside; where oneDNN has no fast
+ * convolution reading l (a first conv on 3 or 8 image channels) one reading plain input 0 and
+ * writing l, *in0 = PLAIN (else l). *handled = false (FA_OK) when oneDNN cannot run the node on
+ * l (the executor then runs it plain). */
+fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
+                                        fa_layout *in0, bool *handled);
 /* oneDNN for the other ops where it beats our reference kernels (runtime/cpu/dnnl_ops.c):
  * depthwise/grouped Conv (blocked layout inside the kernel, plain NCHW at its boundary),
  * MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization,
@@ -58,6 +66,25 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
  * Env FA_NO_DNNL_OPS=1 turns these kernels off (FA_NO_DNNL: all of oneDNN). */
 fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, bool force, fa_kernel *out,
                                     bool *handled);
+/* The same on the blocked layout l, reading and writing it directly (no reorder inside): grouped
+ * and depthwise Conv, the pools, and — on blocked tensors only, plain ones keep our kernels —
+ * unary activations (oneDNN eltwise, which keeps the padded channel tail zero as every oneDNN
+ * primitive does, so Sigmoid/Exp on C = 24 in nChw16c stay correct), Add/Sub/Mul/Div/Max/Min of
+ * two same-shape tensors (oneDNN binary), inference BatchNormalization with constant parameters
+ * (oneDNN batch normalization, global statistics) and Concat on channels (oneDNN concat). *handled =
+ * false (FA_OK) when oneDNN cannot. */
+fa_status fa_dnnl_ops_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
+                                            bool *handled);
+/* The cpu target's layout slots (runtime/cpu/dnnl_ops.c). fa_cpu_blocked_layout: the one blocked
+ * layout of this machine — what oneDNN's convolution picks for format_tag_any activations (asked
+ * once, on a 64-channel 3x3 probe: nChw16c on AVX-512, nChw8c on AVX2/SSE4.1), by ISA when the
+ * answer is not channel-blocked; env FA_BLOCKED_LAYOUT=nChw8c|nChw16c|plain overrides (plain:
+ * no blocked layout). fa_cpu_preferred_layout: that layout for a rank-4 float node the blocked
+ * kernels above take (its preferred_layout slot), PLAIN otherwise. fa_cpu_reorder_kernel: a
+ * oneDNN reorder primitive between two layouts of v's shape ("dnnl:reorder(nchw>nChw16c)"). */
+fa_layout fa_cpu_blocked_layout(void);
+fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n);
+fa_status fa_cpu_reorder_kernel(fa_ctx *ctx, const fa_value *v, fa_layout from, fa_layout to, fa_custom_kernel *out);
 /* oneDNN library version string, e.g. "oneDNN 2.6.3". */
 const char *fa_dnnl_version(void);
 

@@ -48,6 +48,11 @@ typedef struct fa_exec_options {
     uint64_t max_memory;   /* activation bytes cap (--max-memory), 0 = none */
     fa_kernel_provider provider; /* optional */
     void *provider_user;
+    /* Keep the target's preferred (blocked) activation layouts between its kernels, with
+     * reorders as kernels of their own (fa_layout_plan_of): set for a fused plan's executor (the
+     * applier's fused graphs, `exec` of an applied plan). false: every tensor plain — the unfused
+     * baseline, what an unoptimised framework hands the library. */
+    bool blocked_layouts;
 } fa_exec_options;
 
 typedef struct fa_exec fa_exec;
@@ -313,7 +318,11 @@ typedef struct fa_target_iface {
     bool (*supports_node)(const fa_graph *g, const fa_node *n, char *why, size_t why_cap);
 
     /* ---- layouts (optional: NULL means every kernel reads and writes PLAIN) ---- */
-    /* The layout node n's kernel wants for its activation input 0 and writes its output 0 in. */
+    /* The layout node n's kernel can read its activation inputs (fa_layout_input_follows) and
+     * write its output 0 in, when the executor keeps layouts (fa_exec_options.blocked_layouts);
+     * PLAIN when it reads plain tensors only. One blocked layout per target and machine, so that
+     * every producer and consumer agrees. A kernel may still decline it at executor creation
+     * (the executor then runs that node plain). */
     fa_layout (*preferred_layout)(const fa_graph *g, const fa_node *n);
     /* A kernel that converts a tensor of v's shape from layout `from` to `to`, run by the
      * executor as a kernel of its own (named in traces) between a producer and a consumer whose
@@ -365,12 +374,22 @@ typedef struct fa_layout_plan {
     int n_reorders;
 } fa_layout_plan;
 
-/* The layouts of prepared graph g on target t: each node's kernel reads its activation input 0
- * and writes its output 0 in t->preferred_layout(g, n) (every other input and output PLAIN);
- * graph inputs, constants and graph outputs are PLAIN. Where a tensor's layout differs from what
- * a consumer (or the graph boundary) reads, a reorder; consumers wanting the same layout share
- * one. A target without preferred_layout: every tensor PLAIN, no reorder. Free with
+/* Whether node n reads its input i in the node's own layout (the rest are read PLAIN): input 0,
+ * and every other non-constant input with the output's rank and dims (a residual Add's second
+ * operand, a fused conv's residual) — for Concat, dims equal but on axis 1. Weights, biases and
+ * broadcast operands are PLAIN. */
+bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i);
+/* The layouts of prepared graph g given each node's layout (node_layout, by node id): node n's
+ * kernel reads its following inputs (fa_layout_input_follows) and writes its output 0 in
+ * node_layout[n->id], every other input and output PLAIN — but input 0 in node_in0[n->id] when
+ * node_in0 is given (a first convolution reading a plain image and writing the blocked layout);
+ * graph inputs, constants and graph outputs are PLAIN. Where a tensor's layout differs from what a consumer (or the graph
+ * boundary) reads, a reorder; consumers wanting the same layout share one. Free with
  * fa_layout_plan_free. FA_ERR_NOMEM; FA_ERR_INTERNAL for a layout out of range. */
+fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
+                            fa_layout_plan *out);
+/* fa_layout_plan_of with node_layout[n] = t->preferred_layout(g, n) (a target without the slot:
+ * every tensor PLAIN, no reorder). */
 fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);
 void fa_layout_plan_free(fa_layout_plan *p);
 

@@ -35,18 +35,31 @@ static void on_end(void *user, const fa_node *n, const char *kernel)
     if (r->iter < 0) return; /* warm-up: not recorded */
     fa_activity a = fa_activity_init(FA_ACT_KERNEL);
     a.name = fa_trace_intern(r->trace, kernel);
-    a.op_type = r->op_types[n->id];
-    a.node_name = r->node_names[n->id];
     a.node = n->id;
+    if (n->id < 0 || n->id >= r->g->n_nodes) {
+        /* a kernel of the executor's own, no graph node: a reorder between layouts (op
+         * "Reorder", named after its tensor); it reads and writes the tensor once (logical bytes) */
+        a.op_type = fa_trace_intern(r->trace, n->op_type);
+        a.node_name = fa_trace_intern(r->trace, n->name);
+        a.node = -1;
+        if (n->n_inputs == 1 && n->inputs[0] >= 0) {
+            const fa_tensor *t = r->g->tensors[n->inputs[0]];
+            a.bytes_read = a.bytes_written = (uint64_t)fa_tensor_numel(t) * fa_dtype_size(t->dtype);
+        }
+        if (!a.name || !a.op_type || !a.node_name) r->oom = true;
+    } else {
+        a.op_type = r->op_types[n->id];
+        a.node_name = r->node_names[n->id];
+        a.bytes_read = r->costs[n->id].bytes_read;
+        a.bytes_written = r->costs[n->id].bytes_written;
+        a.flops = r->costs[n->id].flops;
+    }
     a.iter = r->iter;
     a.stream = r->tid;
     a.tid = r->tid;
     a.pid = getpid();
     a.start_ns = r->t0;
     a.end_ns = t1;
-    a.bytes_read = r->costs[n->id].bytes_read;
-    a.bytes_written = r->costs[n->id].bytes_written;
-    a.flops = r->costs[n->id].flops;
     if (!a.name || !fa_trace_add(r->trace, &a)) r->oom = true;
 }
 

@@ -489,7 +489,49 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
-static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed)
+/* A Conv / FusedConv reading its input 0 and writing its output in the executor's blocked layout
+ * (descriptors xb, yb), no reorder inside: full-shape post-op operands are read in that layout too
+ * (the residual through the sum post-op, copied into dst first: the same layout, so the "reorder"
+ * is a copy). Declines (FA_ERR_UNSUPPORTED) when such an operand is not an activation the executor
+ * keeps in the layout (fa_layout_input_follows) or when oneDNN's choice on the layout is its gemm
+ * or reference convolution (not worth the layout). */
+static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, const dnnl_convolution_desc_t *cd,
+                              const dnnl_memory_desc_t *wmd, const fa_tensor *W, const fa_tensor *Y, const dnnl_memory_desc_t *yb,
+                              fa_layout l, fa_layout in0)
+{
+    dnnl_primitive_attr_t attr = NULL;
+    fa_status fs = build_post_ops(ctx, g, n, Y, s, yb, &attr);
+    if (!fs) {
+        for (int b = 0; b < s->n_bin && !fs; b++)
+            if (s->bin_full[b] && !fa_layout_input_follows(g, n, s->bin_input[b]))
+                fs = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a full-shape constant post-op operand", n->name);
+        if (!fs && s->has_sum && !fa_layout_input_follows(g, n, s->sum_input))
+            fs = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a constant residual", n->name);
+    }
+    if (!fs) fs = finish_prim(ctx, s, cd, wmd, W->data, attr);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (fs) return fs;
+    if (!strncmp(s->impl, "gemm", 4) || !strncmp(s->impl, "ref", 3))
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': oneDNN picks %s on %s", n->name, s->impl, fa_layout_name(l));
+    const dnnl_memory_desc_t *dst_md = NULL;
+    DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(s->dst, &dst_md));
+    if (!dnnl_memory_desc_equal(dst_md, yb))
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': oneDNN changed the dst layout", n->name);
+    if (s->has_sum) {
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->sum_user, yb, g_engine, DNNL_MEMORY_NONE));
+        if (make_reorder(ctx, yb, dst_md, &s->r_sum)) return fa_ctx_status(ctx);
+    }
+    bool post = fa_node_attr(n, "post_op_kinds") != NULL;
+    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s(%s%s)", s->has_sum ? "+sum" : "", post ? "+post-ops" : "",
+             in0 == FA_LAYOUT_PLAIN ? "nchw>" : "", fa_layout_name(l));
+    s->kind = 0;
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
+static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed,
+                             fa_layout l, fa_layout in0)
 {
     const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
                     *Y = fa_graph_out(g, n, 0);
@@ -565,6 +607,18 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         bd[0] = cout;
         DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a));
         bptr = &bmd;
+    }
+    if (l != FA_LAYOUT_PLAIN) { /* the fused plan's executor keeps the blocked layout: no reorder inside */
+        dnnl_memory_desc_t xb, yb;
+        dnnl_convolution_desc_t cd;
+        if (transposed) return FA_OK;
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xb, r, xd, dnnl_f32, fa_dnnl_layout_tag(in0, r)));
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yb, r, yd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
+        DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
+                                                                   bptr, &yb, std_, dd, pld, prd));
+        if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0)) goto fail;
+        *handled = true;
+        return FA_OK;
     }
     if (!transposed && fused) {
         /* The fused plan's convolution on the activation layout oneDNN prefers (format_tag_any):
@@ -775,10 +829,9 @@ fail:
     return FA_OK;
 }
 
-fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads,
-                                fa_kernel *out, bool *handled)
+static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_layout in0, fa_kernel *out,
+                               bool *handled)
 {
-    (void)threads;
     *handled = false;
     bool fused = !strcmp(n->domain, "ai.fuse-advise");
     if (*n->domain && !fused) return FA_OK;
@@ -792,7 +845,8 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
     dnnl_state *s = calloc(1, sizeof *s);
     if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_status st;
-    if (conv || deconv) st = create_conv(ctx, g, n, s, handled, deconv);
+    if (l != FA_LAYOUT_PLAIN && !conv) st = FA_OK; /* only convolutions keep a blocked layout here */
+    else if (conv || deconv) st = create_conv(ctx, g, n, s, handled, deconv, l, in0);
     else if (mm) st = create_matmul(ctx, g, n, s, handled);
     else st = create_gemm(ctx, g, n, s, handled);
     fa_kernel k = {0};
@@ -805,7 +859,7 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
     k.run = run_prim;
     k.destroy = state_destroy;
     k.impl = s->impl[0] ? s->impl : NULL;
-    if (s->blocked)
+    if (s->name[0])
         k.name = s->name;
     else if (fused)
         k.name = conv ? "dnnl:convolution+post-ops" : deconv ? "dnnl:deconvolution+post-ops" : mm ? "dnnl:matmul+post-ops" : "dnnl:gemm+post-ops";
@@ -813,4 +867,32 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
         k.name = conv ? "dnnl:convolution" : deconv ? "dnnl:deconvolution" : mm ? "dnnl:matmul" : "dnnl:gemm";
     *out = k;
     return FA_OK;
+}
+
+fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_kernel *out, bool *handled)
+{
+    (void)threads;
+    return kernel_create(ctx, g, n, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, out, handled);
+}
+
+fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
+                                        fa_layout *in0, bool *handled)
+{
+    *handled = false;
+    *in0 = l;
+    if (l == FA_LAYOUT_PLAIN || fa_dnnl_layout_tag(l, 4) == dnnl_format_tag_undef) return FA_OK;
+    fa_status st = kernel_create(ctx, g, n, l, l, out, handled);
+    if (st != FA_ERR_NOMEM && (st || !*handled)) { /* no fast conv reading l: one reading a plain image, writing l */
+        fa_log(ctx, FA_LOG_DEBUG, "node '%s': no %s kernel (%s); trying plain input", n->name, fa_layout_name(l), fa_ctx_errmsg(ctx));
+        fa_ctx_clear(ctx);
+        *in0 = FA_LAYOUT_PLAIN;
+        st = kernel_create(ctx, g, n, l, FA_LAYOUT_PLAIN, out, handled);
+    }
+    if (st && st != FA_ERR_NOMEM) { /* declined on the layout: the executor runs the node plain */
+        fa_log(ctx, FA_LOG_DEBUG, "node '%s': no %s kernel (%s); plain", n->name, fa_layout_name(l), fa_ctx_errmsg(ctx));
+        fa_ctx_clear(ctx);
+        *handled = false;
+        return FA_OK;
+    }
+    return st;
 }

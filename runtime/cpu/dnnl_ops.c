@@ -1,17 +1,21 @@
 /* runtime/cpu/dnnl_ops — oneDNN for the executor's non-GEMM ops where the library is faster than
  * our reference kernels (bench/bench_dnnl_ops decides which): depthwise/grouped Conv, MaxPool,
- * AveragePool, GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization. Every
- * kernel reads and writes plain (ONNX, row-major) tensors; where oneDNN's fast implementation
+ * AveragePool, GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization. These
+ * kernels read and write plain (ONNX, row-major) tensors; where oneDNN's fast implementation
  * needs a blocked layout (the depthwise convolution) the reorders in and out are part of the
  * kernel and of its time. Attribute combinations oneDNN cannot express exactly decline, and the
- * registry's reference kernel runs instead. */
+ * registry's reference kernel runs instead. The fused plan's executor also gets here the
+ * kernels on the blocked layout (fa_dnnl_ops_kernel_create_blocked), the cpu target's layout
+ * slots and its reorder kernels (docs/runtime.md "Blocked layouts in the fused plan"). */
 #include "dnnl-impl.h"
 
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPS_MAX_ARGS = 6 };
+enum { OPS_MAX_ARGS = 20 }; /* a blocked Concat: up to 18 inputs */
 
 /* Where one primitive argument's data comes from at run time. */
 typedef enum { BIND_INPUT, BIND_OUTPUT, BIND_OWNED } bind_kind;
@@ -34,7 +38,7 @@ typedef struct ops_state {
     dnnl_primitive_t reorder_in, reorder_out;
     dnnl_memory_t user_src, user_dst, blk_src, blk_dst; /* blk_* point into owned args */
     char impl[96];
-    char name[48];
+    char name[64];
 } ops_state;
 
 static void ops_state_destroy(fa_kernel *k)
@@ -217,7 +221,7 @@ static bool window_pads(const fa_node *n, int ns, const int64_t *in, const int64
  * or reference implementation or a plain layout — on plain NCHW oneDNN runs grouped convs as gemm, which runtime/cpu/dnnl.c already
  * does. */
 static fa_status create_grouped_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, bool force,
-                                     bool *handled)
+                                     fa_layout l, bool *handled)
 {
     dnnl_primitive_desc_t pd = NULL;
     const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
@@ -266,9 +270,28 @@ static fa_status create_grouped_conv(fa_ctx *ctx, const fa_graph *g, const fa_no
         DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bmd, 1, bd, dnnl_f32, dnnl_a));
     }
     dnnl_convolution_desc_t cd;
+    if (l != FA_LAYOUT_PLAIN) { /* the fused plan's blocked layout, read and written in place */
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xany, r, xd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yany, r, yd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
+    }
     DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xany,
                                                               &wany, B ? &bmd : NULL, &yany, sd, dd, pld, prd));
     if (make_pd(ctx, s, &cd, &pd)) goto fail;
+    if (l != FA_LAYOUT_PLAIN) {
+        const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+        if (!strncmp(s->impl, "gemm", 4) || !strncmp(s->impl, "ref", 3) || !s->impl[0]) { /* not worth the layout */
+            dnnl_primitive_desc_destroy(pd);
+            return FA_OK;
+        }
+        if (add_arg(ctx, s, DNNL_ARG_SRC, &xany, BIND_INPUT, 0, NULL, NULL) ||
+            add_arg(ctx, s, DNNL_ARG_WEIGHTS, wmd, BIND_OWNED, 1, &wplain, W->data) ||
+            (B && add_arg(ctx, s, DNNL_ARG_BIAS, &bmd, BIND_INPUT, 2, NULL, NULL)) ||
+            add_arg(ctx, s, DNNL_ARG_DST, &yany, BIND_OUTPUT, 0, NULL, NULL))
+            goto fail;
+        char nm[64];
+        snprintf(nm, sizeof nm, "dnnl:convolution(grouped,%s)", fa_layout_name(l));
+        return commit_prim(ctx, s, pd, nm, handled);
+    }
     const dnnl_memory_desc_t *src_md = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
     const dnnl_memory_desc_t *dst_md = dnnl_primitive_desc_query_md(pd, dnnl_query_dst_md, 0);
     const dnnl_memory_desc_t *wei_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
@@ -313,7 +336,8 @@ fail:
  * count_include_pad=1 where ceil_mode adds right padding beyond the declared pads (ONNX divides
  * by the taps inside [-pb, in+pe), oneDNN by the whole kernel); pads oneDNN cannot take
  * (>= the dilated kernel extent). */
-static fa_status create_pool(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, bool global, bool *handled)
+static fa_status create_pool(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, bool global, fa_layout l,
+                             bool *handled)
 {
     dnnl_primitive_desc_t pd = NULL;
     const fa_tensor *X = fa_graph_in(g, n, 0), *Y = fa_graph_out(g, n, 0);
@@ -351,13 +375,15 @@ static fa_status create_pool(fa_ctx *ctx, const fa_graph *g, const fa_node *n, o
     for (int i = 0; i < r; i++) xd[i] = X->dims[i], yd[i] = Y->dims[i];
     for (int i = 0; i < ns; i++) kd[i] = k[i], sd[i] = st[i], dd[i] = dil[i] - 1, pld[i] = pl[i], prd[i] = pr[i];
     dnnl_memory_desc_t xmd, ymd;
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, r, xd, dnnl_f32, plain_tag(r)));
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&ymd, r, yd, dnnl_f32, plain_tag(r)));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xmd, r, xd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&ymd, r, yd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
     dnnl_alg_kind_t alg = is_max ? dnnl_pooling_max : incl ? dnnl_pooling_avg_include_padding : dnnl_pooling_avg_exclude_padding;
     dnnl_pooling_v2_desc_t pdsc;
     DNNL_CHECK(ctx, dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &xmd, &ymd, sd, kd, dd, pld, prd));
     if (make_pd(ctx, s, &pdsc, &pd)) goto fail;
-    return commit_src_dst(ctx, s, pd, &xmd, &ymd, "dnnl:pooling", handled);
+    char nm[64];
+    snprintf(nm, sizeof nm, l == FA_LAYOUT_PLAIN ? "dnnl:pooling" : "dnnl:pooling(%s)", fa_layout_name(l));
+    return commit_src_dst(ctx, s, pd, &xmd, &ymd, nm, handled);
 fail:
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
@@ -461,29 +487,10 @@ static bool dnnl_op_wins(const char *op)
     return false;
 }
 
-fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, bool force, fa_kernel *out,
-                                    bool *handled)
+/* The state of a creation attempt into a kernel (out), or its release: declined (a non-NOMEM error
+ * or not handled) leaves out untouched and *handled false. */
+static fa_status finish_kernel(fa_ctx *ctx, const fa_node *n, ops_state *s, fa_status st, bool *handled, fa_kernel *out)
 {
-    *handled = false;
-    if (*n->domain || getenv("FA_NO_DNNL") || (!force && getenv("FA_NO_DNNL_OPS"))) return FA_OK;
-    const char *op = n->op_type;
-    bool conv = !strcmp(op, "Conv"), pool = !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"),
-         gpool = !strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool"), sm = !strcmp(op, "Softmax"),
-         lsm = !strcmp(op, "LogSoftmax"), ln = !strcmp(op, "LayerNormalization");
-    if (!(conv || pool || gpool || sm || lsm || ln)) return FA_OK;
-    if (!force && !dnnl_op_wins(op)) return FA_OK;
-    dnnl_engine_t eng;
-    dnnl_stream_t strm;
-    if (!io_float(g, n, ln ? 3 : conv ? 3 : 1) || !fa_dnnl_engine(&eng, &strm)) return FA_OK;
-    ops_state *s = calloc(1, sizeof *s);
-    if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    s->eng = eng;
-    s->strm = strm;
-    fa_status st;
-    if (conv) st = create_grouped_conv(ctx, g, n, s, force, handled);
-    else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, handled);
-    else if (sm || lsm) st = create_softmax(ctx, g, n, s, lsm, handled);
-    else st = create_layernorm(ctx, g, n, s, handled);
     fa_kernel k = {.state = s};
     if (st == FA_ERR_NOMEM) {
         ops_state_destroy(&k);
@@ -504,4 +511,421 @@ fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_nod
     k.name = s->name;
     *out = k;
     return FA_OK;
+}
+
+static ops_state *new_state(fa_ctx *ctx)
+{
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    if (!fa_dnnl_engine(&eng, &strm)) return NULL;
+    ops_state *s = calloc(1, sizeof *s);
+    if (!s) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    s->eng = eng;
+    s->strm = strm;
+    return s;
+}
+
+fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, bool force, fa_kernel *out,
+                                    bool *handled)
+{
+    *handled = false;
+    if (*n->domain || getenv("FA_NO_DNNL") || (!force && getenv("FA_NO_DNNL_OPS"))) return FA_OK;
+    const char *op = n->op_type;
+    bool conv = !strcmp(op, "Conv"), pool = !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"),
+         gpool = !strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool"), sm = !strcmp(op, "Softmax"),
+         lsm = !strcmp(op, "LogSoftmax"), ln = !strcmp(op, "LayerNormalization");
+    if (!(conv || pool || gpool || sm || lsm || ln)) return FA_OK;
+    if (!force && !dnnl_op_wins(op)) return FA_OK;
+    if (!io_float(g, n, ln ? 3 : conv ? 3 : 1)) return FA_OK;
+    ops_state *s = new_state(ctx);
+    if (!s) return fa_ctx_status(ctx);
+    fa_status st;
+    if (conv) st = create_grouped_conv(ctx, g, n, s, force, FA_LAYOUT_PLAIN, handled);
+    else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, FA_LAYOUT_PLAIN, handled);
+    else if (sm || lsm) st = create_softmax(ctx, g, n, s, lsm, handled);
+    else st = create_layernorm(ctx, g, n, s, handled);
+    return finish_kernel(ctx, n, s, st, handled, out);
+}
+
+/* ---- blocked layouts (the fused plan's executor) ------------------------------------------------ */
+
+dnnl_format_tag_t fa_dnnl_layout_tag(fa_layout l, int rank)
+{
+    if (l == FA_LAYOUT_PLAIN) return plain_tag(rank);
+    if (rank != 4) return dnnl_format_tag_undef;
+    return l == FA_LAYOUT_NCHW8C ? dnnl_nChw8c : l == FA_LAYOUT_NCHW16C ? dnnl_nChw16c : dnnl_format_tag_undef;
+}
+
+static fa_layout g_blocked = FA_LAYOUT_PLAIN;
+static pthread_once_t g_blocked_once = PTHREAD_ONCE_INIT;
+
+/* What oneDNN's convolution picks for format_tag_any activations on this CPU: a 64-channel 3x3
+ * convolution of a 28x28 image (a ResNet stage) asked for its src layout. A channel block of 8
+ * or 16 is the answer; otherwise (channels-last, or no answer) the block of the ISA: 16 for
+ * AVX-512 (dnnl_cpu_isa_avx512_core), 8 below it (oneDNN's AVX2/SSE4.1 jit convolutions). */
+static void probe_blocked_layout(void)
+{
+    const char *env = getenv("FA_BLOCKED_LAYOUT");
+    if (env) {
+        g_blocked = !strcmp(env, "nChw16c") ? FA_LAYOUT_NCHW16C : !strcmp(env, "nChw8c") ? FA_LAYOUT_NCHW8C : FA_LAYOUT_PLAIN;
+        return;
+    }
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    if (getenv("FA_NO_DNNL") || !fa_dnnl_engine(&eng, &strm)) return; /* no oneDNN kernels: nothing reads blocked */
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    g_blocked = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? FA_LAYOUT_NCHW16C : FA_LAYOUT_NCHW8C;
+    dnnl_dims_t xd = {1, 64, 28, 28}, wd = {64, 64, 3, 3}, st = {1, 1}, dil = {0, 0}, pad = {1, 1};
+    dnnl_memory_desc_t x, w, y;
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&y, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &x, &w, NULL, &y, st, dil,
+                                                   pad, pad) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &cd, NULL, eng, NULL) != dnnl_success)
+        return;
+    const dnnl_memory_desc_t *src = dnnl_primitive_desc_query_md(pd, dnnl_query_src_md, 0);
+    if (src && src->format_kind == dnnl_blocked && src->format_desc.blocking.inner_nblks == 1 &&
+        src->format_desc.blocking.inner_idxs[0] == 1) {
+        int64_t b = src->format_desc.blocking.inner_blks[0];
+        if (b == 16) g_blocked = FA_LAYOUT_NCHW16C;
+        else if (b == 8) g_blocked = FA_LAYOUT_NCHW8C;
+    }
+    dnnl_primitive_desc_destroy(pd);
+}
+
+fa_layout fa_cpu_blocked_layout(void)
+{
+    pthread_once(&g_blocked_once, probe_blocked_layout);
+    return g_blocked;
+}
+
+static int64_t layout_block(fa_layout l)
+{
+    return l == FA_LAYOUT_NCHW16C ? 16 : l == FA_LAYOUT_NCHW8C ? 8 : 1;
+}
+
+/* A constant float scalar input i of n (Clip's min/max); *present false when omitted. */
+static bool const_scalar(const fa_graph *g, const fa_node *n, int i, float *v, bool *present)
+{
+    *present = false;
+    if (i >= n->n_inputs || n->inputs[i] < 0) return true;
+    const fa_tensor *t = g->tensors[n->inputs[i]];
+    if (!(t->flags & FA_TENSOR_CONST) || !t->data || t->dtype != FA_DTYPE_FLOAT || fa_tensor_numel(t) != 1) return false;
+    *v = *(const float *)t->data;
+    *present = true;
+    return true;
+}
+
+/* The oneDNN eltwise algorithm computing unary node n exactly as ONNX defines it (Operators.md;
+ * oneDNN 2.6 "Eltwise" formulas): Relu, LeakyRelu (alpha, default 0.01), Sigmoid (logistic),
+ * Tanh, Elu (alpha, default 1), HardSwish (x·min(max(x+3,0),6)/6 = ONNX's x·max(0,min(1,x/6+1/2))),
+ * Abs, Exp, Clip (constant min/max inputs, opset >= 11, or attributes; clip(x) =
+ * min(max(x, lo), hi)). false for anything else (HardSigmoid: no such algorithm in 2.6). */
+static bool eltwise_of_node(const fa_graph *g, const fa_node *n, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+{
+    const char *op = n->op_type;
+    *alpha = *beta = 0.0f;
+    if (!strcmp(op, "Relu")) *alg = dnnl_eltwise_relu;
+    else if (!strcmp(op, "LeakyRelu")) *alg = dnnl_eltwise_relu, *alpha = fa_node_attr_float(n, "alpha", 0.01f);
+    else if (!strcmp(op, "Sigmoid")) *alg = dnnl_eltwise_logistic;
+    else if (!strcmp(op, "Tanh")) *alg = dnnl_eltwise_tanh;
+    else if (!strcmp(op, "Elu")) *alg = dnnl_eltwise_elu, *alpha = fa_node_attr_float(n, "alpha", 1.0f);
+    else if (!strcmp(op, "HardSwish")) *alg = dnnl_eltwise_hardswish;
+    else if (!strcmp(op, "Abs")) *alg = dnnl_eltwise_abs;
+    else if (!strcmp(op, "Exp")) *alg = dnnl_eltwise_exp;
+    else if (!strcmp(op, "Clip")) {
+        *alg = dnnl_eltwise_clip;
+        *alpha = -INFINITY;
+        *beta = INFINITY;
+        if (n->opset > 0 && n->opset < 11) {
+            *alpha = fa_node_attr_float(n, "min", -INFINITY);
+            *beta = fa_node_attr_float(n, "max", INFINITY);
+        } else {
+            float v;
+            bool have;
+            if (!const_scalar(g, n, 1, &v, &have)) return false;
+            if (have) *alpha = v;
+            if (!const_scalar(g, n, 2, &v, &have)) return false;
+            if (have) *beta = v;
+        }
+    } else
+        return false;
+    return true;
+}
+
+static bool binary_of_node(const fa_node *n, dnnl_alg_kind_t *alg)
+{
+    static const struct { const char *op; dnnl_alg_kind_t alg; } t[] = {
+        {"Add", dnnl_binary_add}, {"Sub", dnnl_binary_sub}, {"Mul", dnnl_binary_mul},
+        {"Div", dnnl_binary_div}, {"Max", dnnl_binary_max}, {"Min", dnnl_binary_min}};
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+        if (!strcmp(n->op_type, t[i].op)) {
+            *alg = t[i].alg;
+            return n->n_inputs == 2;
+        }
+    return false;
+}
+
+/* Concat's axis when it is the channel axis (1) of rank-4 tensors, each input's and the output's
+ * channel count a multiple of the block (so that every input's channel blocks sit whole in the
+ * output). */
+static bool channel_concat(const fa_graph *g, const fa_node *n, int64_t block)
+{
+    if (strcmp(n->op_type, "Concat") || n->n_inputs < 1 || n->n_inputs > OPS_MAX_ARGS - 2) return false;
+    int64_t ax = fa_node_attr_int(n, "axis", 1);
+    if (ax != 1 && ax != -3) return false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        if (n->inputs[i] < 0 || !fa_layout_input_follows(g, n, i)) return false;
+        const fa_tensor *x = g->tensors[n->inputs[i]];
+        if (x->rank != 4 || x->dtype != FA_DTYPE_FLOAT || x->dims[1] % block) return false;
+    }
+    return true;
+}
+
+fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n)
+{
+    fa_layout l = fa_cpu_blocked_layout();
+    if (l == FA_LAYOUT_PLAIN || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 || n->outputs[0] < 0)
+        return FA_LAYOUT_PLAIN;
+    for (int o = 1; o < n->n_outputs; o++)
+        if (n->outputs[o] >= 0) return FA_LAYOUT_PLAIN; /* MaxPool's Indices, ...: plain */
+    const fa_tensor *x = g->tensors[n->inputs[0]], *y = g->tensors[n->outputs[0]];
+    if (x->rank != 4 || y->rank != 4 || x->dtype != FA_DTYPE_FLOAT || y->dtype != FA_DTYPE_FLOAT || (x->flags & FA_TENSOR_CONST))
+        return FA_LAYOUT_PLAIN;
+    if (!strcmp(n->domain, "ai.fuse-advise")) return !strcmp(n->op_type, "FusedConv") ? l : FA_LAYOUT_PLAIN;
+    if (*n->domain) return FA_LAYOUT_PLAIN;
+    const char *op = n->op_type;
+    dnnl_alg_kind_t alg;
+    float a, b;
+    if (!strcmp(op, "Conv") || !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") || !strcmp(op, "GlobalAveragePool") ||
+        !strcmp(op, "GlobalMaxPool") || !strcmp(op, "BatchNormalization") || eltwise_of_node(g, n, &alg, &a, &b))
+        return l;
+    if (binary_of_node(n, &alg)) /* two same-shape activations: both in the layout */
+        return fa_layout_input_follows(g, n, 1) && g->tensors[n->inputs[1]]->dtype == FA_DTYPE_FLOAT ? l : FA_LAYOUT_PLAIN;
+    if (channel_concat(g, n, layout_block(l)) && y->dims[1] % layout_block(l) == 0) return l;
+    return FA_LAYOUT_PLAIN;
+}
+
+/* The descriptor of activation t (float, its logical dims) in layout l. */
+static fa_status layout_md(fa_ctx *ctx, const fa_tensor *t, fa_layout l, dnnl_memory_desc_t *md)
+{
+    dnnl_dims_t d;
+    for (int i = 0; i < t->rank; i++) d[i] = t->dims[i];
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(md, t->rank, d, dnnl_f32, fa_dnnl_layout_tag(l, t->rank)));
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
+/* commit_prim naming the kernel "dnnl:WHAT(LAYOUT)". */
+static fa_status commit_on(fa_ctx *ctx, ops_state *s, dnnl_primitive_desc_t pd, const char *what, fa_layout l, bool *handled)
+{
+    char nm[64];
+    snprintf(nm, sizeof nm, "dnnl:%s(%s)", what, fa_layout_name(l));
+    return commit_prim(ctx, s, pd, nm, handled);
+}
+
+/* Unary activation on l: oneDNN eltwise, src and dst the same blocked descriptor. */
+static fa_status create_eltwise(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, fa_layout l, bool *handled)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_alg_kind_t alg;
+    float alpha, beta;
+    const fa_tensor *X = fa_graph_in(g, n, 0);
+    if (!eltwise_of_node(g, n, &alg, &alpha, &beta)) return FA_OK;
+    dnnl_memory_desc_t md;
+    if (layout_md(ctx, X, l, &md)) goto fail;
+    dnnl_eltwise_desc_t ed;
+    DNNL_CHECK(ctx, dnnl_eltwise_forward_desc_init(&ed, dnnl_forward_inference, alg, &md, alpha, beta));
+    if (make_pd(ctx, s, &ed, &pd)) goto fail;
+    if (add_arg(ctx, s, DNNL_ARG_SRC, &md, BIND_INPUT, 0, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL))
+        goto fail;
+    return commit_on(ctx, s, pd, "eltwise", l, handled);
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return FA_ERR_RUNTIME;
+}
+
+/* Add/Sub/Mul/Div/Max/Min of two same-shape activations on l: oneDNN binary. */
+static fa_status create_binary(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, fa_layout l, bool *handled)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_alg_kind_t alg;
+    const fa_tensor *Y = fa_graph_out(g, n, 0);
+    if (!binary_of_node(n, &alg) || !fa_layout_input_follows(g, n, 1)) return FA_OK;
+    dnnl_memory_desc_t md;
+    if (layout_md(ctx, Y, l, &md)) goto fail;
+    dnnl_binary_desc_t bd;
+    DNNL_CHECK(ctx, dnnl_binary_desc_init(&bd, alg, &md, &md, &md));
+    if (make_pd(ctx, s, &bd, &pd)) goto fail;
+    if (add_arg(ctx, s, DNNL_ARG_SRC_0, &md, BIND_INPUT, 0, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_SRC_1, &md, BIND_INPUT, 1, NULL, NULL) ||
+        add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL))
+        goto fail;
+    return commit_on(ctx, s, pd, "binary", l, handled);
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return FA_ERR_RUNTIME;
+}
+
+/* BatchNormalization in inference (ONNX: training_mode 0, one output; X, scale, B, mean, var, the
+ * last four constant [C]) on l: oneDNN batch normalization with global statistics,
+ * y = scale·(x − mean)/sqrt(var + epsilon) + B (oneDNN 2.6 "Batch Normalization", flags
+ * use_global_stats | use_scale | use_shift). */
+static fa_status create_batchnorm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, fa_layout l, bool *handled)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    const fa_tensor *X = fa_graph_in(g, n, 0);
+    if (n->n_inputs != 5 || fa_node_attr_int(n, "training_mode", 0) != 0) return FA_OK;
+    for (int i = 1; i < 5; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (!t || !(t->flags & FA_TENSOR_CONST) || !t->data || t->dtype != FA_DTYPE_FLOAT || fa_tensor_numel(t) != X->dims[1])
+            return FA_OK;
+    }
+    dnnl_dims_t cd = {X->dims[1]};
+    dnnl_memory_desc_t md, cmd;
+    if (layout_md(ctx, X, l, &md)) goto fail;
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&cmd, 1, cd, dnnl_f32, dnnl_a));
+    dnnl_batch_normalization_desc_t bd;
+    DNNL_CHECK(ctx, dnnl_batch_normalization_forward_desc_init(&bd, dnnl_forward_inference, &md,
+                                                               fa_node_attr_float(n, "epsilon", 1e-5f),
+                                                               dnnl_use_global_stats | dnnl_use_scale | dnnl_use_shift));
+    if (make_pd(ctx, s, &bd, &pd)) goto fail;
+    if (add_arg(ctx, s, DNNL_ARG_SRC, &md, BIND_INPUT, 0, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_SCALE, &cmd, BIND_INPUT, 1, NULL, NULL) ||
+        add_arg(ctx, s, DNNL_ARG_SHIFT, &cmd, BIND_INPUT, 2, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_MEAN, &cmd, BIND_INPUT, 3, NULL, NULL) ||
+        add_arg(ctx, s, DNNL_ARG_VARIANCE, &cmd, BIND_INPUT, 4, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL))
+        goto fail;
+    return commit_on(ctx, s, pd, "batch_normalization", l, handled);
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return FA_ERR_RUNTIME;
+}
+
+/* Concat on channels of tensors on l: oneDNN concat (each input's C a multiple of the block). */
+static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, fa_layout l, bool *handled)
+{
+    dnnl_primitive_desc_t pd = NULL;
+    const fa_tensor *Y = fa_graph_out(g, n, 0);
+    if (!channel_concat(g, n, layout_block(l)) || Y->dims[1] % layout_block(l)) return FA_OK;
+    dnnl_memory_desc_t src[OPS_MAX_ARGS], dst;
+    for (int i = 0; i < n->n_inputs; i++)
+        if (layout_md(ctx, g->tensors[n->inputs[i]], l, &src[i])) goto fail;
+    if (layout_md(ctx, Y, l, &dst)) goto fail;
+    DNNL_CHECK(ctx, dnnl_concat_primitive_desc_create(&pd, &dst, n->n_inputs, 1, src, NULL, s->eng));
+    {
+        const char *impl = NULL;
+        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
+            snprintf(s->impl, sizeof s->impl, "%s", impl);
+    }
+    for (int i = 0; i < n->n_inputs; i++)
+        if (add_arg(ctx, s, DNNL_ARG_MULTIPLE_SRC + i, &src[i], BIND_INPUT, i, NULL, NULL)) goto fail;
+    if (add_arg(ctx, s, DNNL_ARG_DST, &dst, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
+    return commit_on(ctx, s, pd, "concat", l, handled);
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return FA_ERR_RUNTIME;
+}
+
+fa_status fa_dnnl_ops_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
+                                            bool *handled)
+{
+    *handled = false;
+    if (*n->domain || l == FA_LAYOUT_PLAIN || getenv("FA_NO_DNNL") || fa_dnnl_layout_tag(l, 4) == dnnl_format_tag_undef)
+        return FA_OK;
+    const char *op = n->op_type;
+    bool conv = !strcmp(op, "Conv"), pool = !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool"),
+         gpool = !strcmp(op, "GlobalAveragePool") || !strcmp(op, "GlobalMaxPool");
+    dnnl_alg_kind_t alg;
+    float a, b;
+    bool elt = eltwise_of_node(g, n, &alg, &a, &b), bin = binary_of_node(n, &alg), cat = !strcmp(op, "Concat"),
+         bn = !strcmp(op, "BatchNormalization");
+    if (!(conv || pool || gpool || elt || bin || cat || bn)) return FA_OK;
+    if (!io_float(g, n, conv ? 3 : elt ? 1 : n->n_inputs)) return FA_OK;
+    if (conv && fa_node_attr_int(n, "group", 1) <= 1) return FA_OK; /* runtime/cpu/dnnl.c's blocked convolution */
+    ops_state *s = new_state(ctx);
+    if (!s) return fa_ctx_status(ctx);
+    fa_status st;
+    if (conv) st = create_grouped_conv(ctx, g, n, s, false, l, handled);
+    else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, l, handled);
+    else if (elt) st = create_eltwise(ctx, g, n, s, l, handled);
+    else if (bin) st = create_binary(ctx, g, n, s, l, handled);
+    else if (bn) st = create_batchnorm(ctx, g, n, s, l, handled);
+    else st = create_concat(ctx, g, n, s, l, handled);
+    return finish_kernel(ctx, n, s, st, handled, out);
+}
+
+/* ---- reorders between layouts, kernels of their own ------------------------------------------- */
+
+typedef struct reorder_state {
+    dnnl_stream_t strm;
+    dnnl_primitive_t prim;
+    dnnl_memory_t from, to;
+    char name[64];
+} reorder_state;
+
+static fa_status reorder_run(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                             int n_out, int threads)
+{
+    (void)n, (void)n_in, (void)n_out, (void)threads;
+    reorder_state *r = state;
+    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(r->from, in[0].data));
+    DNNL_CHECK(ctx, dnnl_memory_set_data_handle(r->to, out[0].data));
+    dnnl_exec_arg_t a[2] = {{DNNL_ARG_FROM, r->from}, {DNNL_ARG_TO, r->to}};
+    DNNL_CHECK(ctx, dnnl_primitive_execute(r->prim, r->strm, 2, a));
+    DNNL_CHECK(ctx, dnnl_stream_wait(r->strm));
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
+static void reorder_destroy(void *state)
+{
+    reorder_state *r = state;
+    if (!r) return;
+    if (r->prim) dnnl_primitive_destroy(r->prim);
+    if (r->from) dnnl_memory_destroy(r->from);
+    if (r->to) dnnl_memory_destroy(r->to);
+    free(r);
+}
+
+fa_status fa_cpu_reorder_kernel(fa_ctx *ctx, const fa_value *v, fa_layout from, fa_layout to, fa_custom_kernel *out)
+{
+    memset(out, 0, sizeof *out);
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    dnnl_format_tag_t tf = fa_dnnl_layout_tag(from, v->rank), tt = fa_dnnl_layout_tag(to, v->rank);
+    if (v->dtype != FA_DTYPE_FLOAT || tf == dnnl_format_tag_undef || tt == dnnl_format_tag_undef)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "no reorder from %s to %s for a %s tensor of rank %d", fa_layout_name(from),
+                            fa_layout_name(to), fa_dtype_name(v->dtype), v->rank);
+    if (!fa_dnnl_engine(&eng, &strm)) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN: no CPU engine for a reorder");
+    reorder_state *r = calloc(1, sizeof *r);
+    dnnl_primitive_desc_t pd = NULL;
+    if (!r) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    r->strm = strm;
+    dnnl_dims_t d;
+    for (int i = 0; i < v->rank; i++) d[i] = v->dims[i];
+    dnnl_memory_desc_t mf, mt;
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&mf, v->rank, d, dnnl_f32, tf));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&mt, v->rank, d, dnnl_f32, tt));
+    DNNL_CHECK(ctx, dnnl_memory_create(&r->from, &mf, eng, DNNL_MEMORY_NONE));
+    DNNL_CHECK(ctx, dnnl_memory_create(&r->to, &mt, eng, DNNL_MEMORY_NONE));
+    DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&pd, &mf, eng, &mt, eng, NULL));
+    DNNL_CHECK(ctx, dnnl_primitive_create(&r->prim, pd));
+    dnnl_primitive_desc_destroy(pd);
+    snprintf(r->name, sizeof r->name, "dnnl:reorder(%s>%s)", from == FA_LAYOUT_PLAIN ? "nchw" : fa_layout_name(from),
+             to == FA_LAYOUT_PLAIN ? "nchw" : fa_layout_name(to));
+    out->name = r->name;
+    out->run = reorder_run;
+    out->destroy = reorder_destroy;
+    out->state = r;
+    return FA_OK;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    reorder_destroy(r);
+    return FA_ERR_RUNTIME;
 }

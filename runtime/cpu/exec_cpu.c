@@ -5,7 +5,11 @@
  * calls malloc/free or faults pages. Two tensors share bytes only when their lifetimes (producer
  * .. last consumer, in topological order) are disjoint. oneDNN for Conv/ConvTranspose/MatMul/Gemm
  * (runtime/cpu/dnnl.c) and for depthwise convs, pools, softmax and layer norm where it is faster
- * (runtime/cpu/dnnl_ops.c), the registry's reference kernels otherwise. Reached through the cpu target's table (runtime/cpu/target.c). */
+ * (runtime/cpu/dnnl_ops.c), the registry's reference kernels otherwise. Reached through the cpu target's table (runtime/cpu/target.c).
+ * With fa_exec_options.blocked_layouts (the fused plan) the kernels that can keep oneDNN's
+ * blocked layout do, runtime/layout.c plans the reorders between them and the plain ones, and
+ * each reorder runs as a kernel of its own into a slot of the memory plan (docs/runtime.md
+ * "Blocked layouts in the fused plan"). */
 #include "runtime/runtime-impl.h"
 
 #include <omp.h>
@@ -20,6 +24,7 @@ typedef struct slot {
     int first_def;   /* topo index of the producer; -1 for graph inputs; INT32_MIN when not planned */
     int last_use;    /* topo index of the last consumer; INT32_MAX for graph outputs */
     uint64_t off, bytes; /* place in the arena (planned tensors only) */
+    fa_layout layout; /* how its bytes are laid out (blocked: C padded to the block) */
 } slot;
 
 typedef struct cpu_exec {
@@ -27,7 +32,18 @@ typedef struct cpu_exec {
     fa_exec_options opt;
     int threads;
     fa_kernel *kernels; /* by node id; name NULL for folded nodes */
-    slot *slots;        /* by tensor id */
+    slot *slots;        /* by tensor id, then one per reorder (n_tensors + r): the reordered copy */
+    int n_slots;
+    fa_layout *tlayout; /* by tensor id, while kernels are created: the layout its producer writes */
+    fa_layout *node_layout; /* by node id: the layout its kernel reads and writes (PLAIN unless
+                               blocked_layouts and its kernel took the target's blocked layout) */
+    fa_layout *node_in0;    /* by node id: the layout its input 0 is read in (a first conv: PLAIN) */
+    fa_layout_plan lp;  /* runtime/layout.c's plan from node_layout: tensor layouts, reorders */
+    fa_custom_kernel *rk; /* by reorder: the target's reorder kernel */
+    fa_node *rnode;     /* by reorder: what the observer is shown (op "Reorder", id -1) */
+    char **rname;
+    int *in_off, *in_slot; /* node id -> in_slot[in_off[id] + i]: the slot input i is read from */
+    int *out_slot;      /* by graph output: its plain slot */
     unsigned char *arena; /* the static memory plan's one buffer, 64-byte aligned */
     uint64_t arena_bytes, live_peak_bytes;
     bool ran;           /* outputs are valid after the first run */
@@ -75,6 +91,20 @@ static bool tensor_bytes(const fa_graph *g, int t, uint64_t *out)
     size_t b;
     if (ne < 0 || !fa_mul_size((size_t)ne, fa_dtype_size(v.dtype), &b)) return false;
     *out = b;
+    return true;
+}
+
+/* Bytes of slot i's buffer in its layout: a channel-blocked tensor is padded to a whole block
+ * (oneDNN's nChw8c/nChw16c: C rounded up to 8/16, the tail zero). false on overflow. */
+static bool slot_bytes(const cpu_exec *e, int i, uint64_t *out)
+{
+    fa_value v = e->slots[i].v;
+    int64_t b = e->slots[i].layout == FA_LAYOUT_NCHW16C ? 16 : e->slots[i].layout == FA_LAYOUT_NCHW8C ? 8 : 1;
+    if (v.rank >= 2 && b > 1) v.dims[1] = (v.dims[1] + b - 1) / b * b;
+    int64_t ne = fa_value_numel(&v);
+    size_t bytes;
+    if (ne < 0 || !fa_mul_size((size_t)ne, fa_dtype_size(v.dtype), &bytes)) return false;
+    *out = bytes;
     return true;
 }
 
@@ -177,8 +207,8 @@ static int placed_by_offset(const void *x, const void *y, void *slots)
 static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
 {
     const fa_graph *g = e->g;
-    plan_item *it = calloc((size_t)g->n_tensors + 1, sizeof *it);
-    int *near = calloc((size_t)g->n_tensors + 1, sizeof *near);
+    plan_item *it = calloc((size_t)e->n_slots + 1, sizeof *it);
+    int *near = calloc((size_t)e->n_slots + 1, sizeof *near);
     if (!it || !near) {
         free(it);
         free(near);
@@ -190,7 +220,7 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
     for (int i = 0; i < g->n_inputs; i++) {
         int t = g->inputs[i];
         if ((g->tensors[t]->flags & FA_TENSOR_CONST) || e->slots[t].first_def != INT32_MIN) continue;
-        if (!tensor_bytes(g, t, &b)) b = 0; /* refused earlier by check_planned_peak */
+        if (!slot_bytes(e, t, &b)) b = 0; /* refused earlier by check_planned_peak */
         e->slots[t].first_def = -1;
         it[n++] = (plan_item){t, -1, INT32_MAX, b};
     }
@@ -199,11 +229,15 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
         for (int o = 0; o < nd->n_outputs; o++) {
             int t = nd->outputs[o];
             if (t < 0 || (g->tensors[t]->flags & FA_TENSOR_CONST) || e->slots[t].first_def != INT32_MIN) continue;
-            if (!tensor_bytes(g, t, &b)) b = 0;
+            if (!slot_bytes(e, t, &b)) b = 0;
             e->slots[t].first_def = k;
             int last = e->slots[t].last_use;
             it[n++] = (plan_item){t, k, last < k ? k : last, b};
         }
+    }
+    for (int r = g->n_tensors; r < e->n_slots; r++) { /* reordered copies: first_def/last_use set by plan_layouts */
+        if (!slot_bytes(e, r, &b)) b = 0;
+        it[n++] = (plan_item){r, e->slots[r].first_def, e->slots[r].last_use, b};
     }
     for (int i = 0; i < n; i++) {
         uint64_t r = it[i].bytes ? it[i].bytes : 1;
@@ -228,7 +262,8 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
         s->off = off;
         s->bytes = it[i].bytes;
         if (off + it[i].bytes < off)
-            st = fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': the activation arena's size overflows", g->tensors[it[i].t]->name);
+            st = fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': the activation arena's size overflows",
+                              g->tensors[it[i].t < g->n_tensors ? it[i].t : e->lp.reorders[it[i].t - g->n_tensors].tensor]->name);
         else if (off + it[i].bytes > top) top = off + it[i].bytes;
     }
     free(it);
@@ -259,9 +294,154 @@ static fa_status alloc_arena(fa_ctx *ctx, cpu_exec *e)
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "cannot allocate the %llu-byte activation arena", (unsigned long long)bytes);
     memset(p, 0, bytes ? (size_t)bytes : FA_ARENA_ALIGN); /* touch every page now, not in a timed iteration */
     e->arena = p;
-    for (int t = 0; t < e->g->n_tensors; t++)
+    for (int t = 0; t < e->n_slots; t++)
         if (e->slots[t].first_def != INT32_MIN) e->slots[t].v.data = e->arena + e->slots[t].off;
     return FA_OK;
+}
+
+static bool is_conv(const fa_node *n)
+{
+    return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedConv"));
+}
+
+/* Node n's kernel into *kern: the kernel provider's, else (blocked_layouts) a kernel on the
+ * target's blocked layout where one takes the node, else oneDNN's or the registry's on plain
+ * tensors. *layout: the layout the chosen kernel reads and writes. */
+static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_kernel *kern, fa_layout *layout, fa_layout *in0)
+{
+    const fa_graph *g = e->g;
+    bool handled = false;
+    *layout = *in0 = FA_LAYOUT_PLAIN;
+    if (e->opt.provider) {
+        fa_custom_kernel ck = {0};
+        fa_status pst = e->opt.provider(e->opt.provider_user, ctx, g, n, &ck, &handled);
+        if (pst) return pst;
+        if (handled) {
+            custom_state *cs = calloc(1, sizeof *cs);
+            if (!cs) {
+                if (ck.destroy) ck.destroy(ck.state);
+                return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            }
+            cs->k = ck;
+            kern->state = cs;
+            kern->run = custom_run;
+            kern->destroy = custom_destroy;
+            kern->name = ck.name;
+            return FA_OK; /* generated kernels index by position: plain */
+        }
+    }
+    fa_layout want = e->opt.blocked_layouts ? fa_cpu_preferred_layout(g, n) : FA_LAYOUT_PLAIN;
+    if (want != FA_LAYOUT_PLAIN && !is_conv(n)) {
+        /* A convolution starts a blocked region (the layout is what makes it fast); every other
+         * op only follows one: blocked when an activation it reads already is, so that a plain
+         * Relu between plain ops never pays two reorders. */
+        bool follows = false;
+        for (int i = 0; i < n->n_inputs && !follows; i++)
+            follows = n->inputs[i] >= 0 && fa_layout_input_follows(g, n, i) && e->tlayout[n->inputs[i]] == want;
+        if (!follows) want = FA_LAYOUT_PLAIN;
+    }
+    if (want != FA_LAYOUT_PLAIN) {
+        fa_layout first = want;
+        fa_status st = fa_dnnl_ops_kernel_create_blocked(ctx, g, n, want, kern, &handled);
+        if (!st && !handled) st = fa_dnnl_kernel_create_blocked(ctx, g, n, want, kern, &first, &handled);
+        if (st) return st;
+        if (handled) {
+            *layout = want;
+            *in0 = first;
+            return FA_OK;
+        }
+    }
+    fa_status st = fa_dnnl_ops_kernel_create(ctx, g, n, false, kern, &handled);
+    if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
+    if (st || handled) return st;
+    if (!n->op || !n->op->kernel)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s at node '%s' on cpu", n->op_type, n->name);
+    kern->run = ref_run;
+    kern->name = n->op->name;
+    return FA_OK;
+}
+
+/* From the nodes' layouts: runtime/layout.c's plan, a slot (the reordered copy) and a reorder
+ * kernel per reorder, the slot each node input is read from, the plain slot of each graph
+ * output. A reorder runs just before its first consumer (after the last node for a graph
+ * output), so its copy lives from that consumer's topo index to the last one reading it. */
+static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
+{
+    const fa_graph *g = e->g;
+    fa_status st = fa_layout_plan_of(ctx, g, e->node_layout, e->node_in0, &e->lp);
+    if (st) return st;
+    int nr = e->lp.n_reorders, nin = 0;
+    for (int i = 0; i < g->n_nodes; i++) nin += g->nodes[i] ? g->nodes[i]->n_inputs : 0;
+    slot *ns = realloc(e->slots, sizeof *ns * (size_t)(g->n_tensors + nr + 1));
+    if (ns) e->slots = ns;
+    e->rk = calloc((size_t)nr + 1, sizeof *e->rk);
+    e->rnode = calloc((size_t)nr + 1, sizeof *e->rnode);
+    e->rname = calloc((size_t)nr + 1, sizeof *e->rname);
+    e->in_off = calloc((size_t)g->n_nodes + 1, sizeof *e->in_off);
+    e->in_slot = calloc((size_t)nin + 1, sizeof *e->in_slot);
+    e->out_slot = calloc((size_t)g->n_outputs + 1, sizeof *e->out_slot);
+    int *topo_of = calloc((size_t)g->n_nodes + 1, sizeof *topo_of);
+    if (!ns || !e->rk || !e->rnode || !e->rname || !e->in_off || !e->in_slot || !e->out_slot || !topo_of) {
+        free(topo_of);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
+    }
+    e->n_slots = g->n_tensors + nr;
+    for (int t = 0; t < g->n_tensors; t++) e->slots[t].layout = e->lp.layout[t];
+    for (int k = 0; k < g->n_topo; k++) topo_of[g->topo[k]] = k;
+    for (int i = 0, off = 0; i < g->n_nodes; i++) {
+        e->in_off[i] = off;
+        off += g->nodes[i] ? g->nodes[i]->n_inputs : 0;
+    }
+    for (int r = 0; r < nr && !st; r++) {
+        const fa_reorder *ro = &e->lp.reorders[r];
+        slot *sl = &e->slots[g->n_tensors + r];
+        memset(sl, 0, sizeof *sl);
+        value_of_tensor(g->tensors[ro->tensor], &sl->v);
+        sl->layout = ro->to;
+        sl->first_def = ro->consumer >= 0 ? topo_of[ro->consumer] : g->n_topo;
+        sl->last_use = ro->consumer >= 0 ? sl->first_def : INT32_MAX;
+        st = fa_target_cpu_iface.reorder_kernel(ctx, &sl->v, ro->from, ro->to, &e->rk[r]);
+        if (st) break;
+        size_t len = strlen(g->tensors[ro->tensor]->name) + 16;
+        e->rname[r] = malloc(len);
+        if (!e->rname[r]) {
+            st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            break;
+        }
+        snprintf(e->rname[r], len, "reorder(%s)", g->tensors[ro->tensor]->name);
+        e->rnode[r] = (fa_node){.id = -1, .name = e->rname[r], .op_type = "Reorder", .domain = "", .n_inputs = 1,
+                                .inputs = (int *)&ro->tensor, .opset = 0};
+    }
+    for (int k = 0; k < g->n_topo && !st; k++) { /* each input: the tensor itself, or its copy in the layout read */
+        const fa_node *n = g->nodes[g->topo[k]];
+        for (int i = 0; i < n->n_inputs; i++) {
+            int x = n->inputs[i], at = x;
+            fa_layout need = i == 0 ? e->node_in0[n->id]
+                             : e->node_layout[n->id] != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? e->node_layout[n->id]
+                                                                                                            : FA_LAYOUT_PLAIN;
+            if (x >= 0 && e->lp.layout[x] != need) {
+                for (int r = 0; r < nr && at == x; r++)
+                    if (e->lp.reorders[r].tensor == x && e->lp.reorders[r].to == need) {
+                        at = g->n_tensors + r;
+                        if (e->slots[at].last_use < k) e->slots[at].last_use = k;
+                    }
+                if (at == x) {
+                    free(topo_of);
+                    return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': input %d has no planned reorder to %s", n->name, i,
+                                        fa_layout_name(need));
+                }
+            }
+            e->in_slot[e->in_off[n->id] + i] = at;
+        }
+    }
+    for (int i = 0; i < g->n_outputs && !st; i++) {
+        int y = g->outputs[i];
+        e->out_slot[i] = y;
+        for (int r = 0; r < nr && e->lp.layout[y] != FA_LAYOUT_PLAIN; r++)
+            if (e->lp.reorders[r].tensor == y && e->lp.reorders[r].to == FA_LAYOUT_PLAIN) e->out_slot[i] = g->n_tensors + r;
+    }
+    free(topo_of);
+    return st;
 }
 
 fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, void **out)
@@ -277,10 +457,14 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     omp_set_num_threads(e->threads);
     e->kernels = calloc((size_t)g->n_nodes + 1, sizeof *e->kernels);
     e->slots = calloc((size_t)g->n_tensors + 1, sizeof *e->slots);
-    if (!e->kernels || !e->slots) {
+    e->node_layout = calloc((size_t)g->n_nodes + 1, sizeof *e->node_layout);
+    e->node_in0 = calloc((size_t)g->n_nodes + 1, sizeof *e->node_in0);
+    e->tlayout = calloc((size_t)g->n_tensors + 1, sizeof *e->tlayout);
+    if (!e->kernels || !e->slots || !e->node_layout || !e->node_in0 || !e->tlayout) {
         fa_cpu_exec_free(e);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
     }
+    e->n_slots = g->n_tensors;
     for (int t = 0; t < g->n_tensors; t++) {
         const fa_tensor *ten = g->tensors[t];
         value_of_tensor(ten, &e->slots[t].v);
@@ -293,54 +477,19 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
             if (n->inputs[i] >= 0) e->slots[n->inputs[i]].last_use = k;
     }
     for (int i = 0; i < g->n_outputs; i++) e->slots[g->outputs[i]].last_use = INT32_MAX;
-    /* the whole plan's peak, before anything of that size is allocated */
-    fa_status pst = check_planned_peak(ctx, e);
-    if (!pst) pst = plan_memory(ctx, e);
-    if (!pst) pst = alloc_arena(ctx, e);
-    if (pst) {
-        fa_cpu_exec_free(e);
-        return pst;
-    }
-    for (int k = 0; k < g->n_topo; k++) {
+    /* the whole plan's peak (plain sizes), before anything of that size is allocated */
+    fa_status st = check_planned_peak(ctx, e);
+    for (int k = 0; k < g->n_topo && !st; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        fa_kernel *kern = &e->kernels[n->id];
-        bool handled = false;
-        if (o.provider) {
-            fa_custom_kernel ck = {0};
-            fa_status pst = o.provider(o.provider_user, ctx, g, n, &ck, &handled);
-            if (pst) {
-                fa_cpu_exec_free(e);
-                return pst;
-            }
-            if (handled) {
-                custom_state *cs = calloc(1, sizeof *cs);
-                if (!cs) {
-                    if (ck.destroy) ck.destroy(ck.state);
-                    fa_cpu_exec_free(e);
-                    return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-                }
-                cs->k = ck;
-                kern->state = cs;
-                kern->run = custom_run;
-                kern->destroy = custom_destroy;
-                kern->name = ck.name;
-                continue;
-            }
-        }
-        fa_status st = fa_dnnl_ops_kernel_create(ctx, g, n, false, kern, &handled);
-        if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
-        if (st) {
-            fa_cpu_exec_free(e);
-            return st;
-        }
-        if (handled) continue;
-        if (!n->op || !n->op->kernel) {
-            fa_cpu_exec_free(e);
-            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s at node '%s' on cpu",
-                                n->op_type, n->name);
-        }
-        kern->run = ref_run;
-        kern->name = n->op->name;
+        st = create_kernel(ctx, e, n, &e->kernels[n->id], &e->node_layout[n->id], &e->node_in0[n->id]);
+        if (!st && n->n_outputs > 0 && n->outputs[0] >= 0) e->tlayout[n->outputs[0]] = e->node_layout[n->id];
+    }
+    if (!st) st = plan_layouts(ctx, e);
+    if (!st) st = plan_memory(ctx, e);
+    if (!st) st = alloc_arena(ctx, e);
+    if (st) {
+        fa_cpu_exec_free(e);
+        return st;
     }
     *out = e;
     return FA_OK;
@@ -353,6 +502,19 @@ void fa_cpu_exec_free(void *state)
     if (e->kernels)
         for (int n = 0; n < e->g->n_nodes; n++)
             if (e->kernels[n].destroy) e->kernels[n].destroy(&e->kernels[n]);
+    for (int r = 0; e->rk && r < e->lp.n_reorders; r++)
+        if (e->rk[r].destroy) e->rk[r].destroy(e->rk[r].state);
+    for (int r = 0; e->rname && r < e->lp.n_reorders; r++) free(e->rname[r]);
+    fa_layout_plan_free(&e->lp);
+    free(e->rk);
+    free(e->rnode);
+    free(e->rname);
+    free(e->in_off);
+    free(e->in_slot);
+    free(e->out_slot);
+    free(e->node_layout);
+    free(e->node_in0);
+    free(e->tlayout);
     free(e->kernels);
     free(e->slots);
     free(e->arena);
@@ -407,13 +569,23 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
     }
     e->ran = false;
     fa_value in[64], out[16];
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
+    int ri = 0; /* the next reorder (in topological order of their first consumers) */
+    for (int k = 0; k <= g->n_topo; k++) {
+        const fa_node *n = k < g->n_topo ? g->nodes[g->topo[k]] : NULL;
+        for (; ri < e->lp.n_reorders && (!n || e->lp.reorders[ri].consumer == n->id); ri++) {
+            fa_value rin = e->slots[e->lp.reorders[ri].tensor].v, rout = e->slots[g->n_tensors + ri].v;
+            const fa_custom_kernel *rk = &e->rk[ri];
+            if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, &e->rnode[ri], rk->name);
+            fa_status st = rk->run(rk->state, ctx, &e->rnode[ri], &rin, 1, &rout, 1, e->threads);
+            if (obs && obs->kernel_end) obs->kernel_end(obs->user, &e->rnode[ri], rk->name);
+            if (st) return fa_ctx_wrap(ctx, st, "executing %s: ", e->rnode[ri].name);
+        }
+        if (!n) break;
         if (n->n_inputs > 64 || n->n_outputs > 16)
             return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs", n->name);
         for (int i = 0; i < n->n_inputs; i++) {
             if (n->inputs[i] < 0) { memset(&in[i], 0, sizeof in[i]); continue; }
-            in[i] = e->slots[n->inputs[i]].v;
+            in[i] = e->slots[e->in_slot[e->in_off[n->id] + i]].v;
         }
         for (int o = 0; o < n->n_outputs; o++) {
             if (n->outputs[o] < 0) {
@@ -437,7 +609,7 @@ const fa_value *fa_cpu_exec_output(const void *state, int i)
 {
     const cpu_exec *e = state;
     if (i < 0 || i >= e->g->n_outputs) return NULL;
-    const fa_value *v = &e->slots[e->g->outputs[i]].v;
+    const fa_value *v = &e->slots[e->out_slot[i]].v; /* plain: reordered after the last node if needed */
     return e->ran && v->data ? v : NULL;
 }
 

@@ -1,14 +1,21 @@
 /* tests/unit/test_layout — the layout planner a layout-aware target's executor uses
- * (fa_layout_plan_make): where each tensor lives and which reorders run as kernels, for a target
- * whose convs and the elementwise ops between them prefer nChw8c (a stand-in for issue 18's cpu
- * target), and for the registered targets (no preferred layout: nothing to reorder). */
+ * (fa_layout_plan_make / fa_layout_plan_of): where each tensor lives and which reorders run as
+ * kernels, for a target whose convs and the elementwise ops between them prefer nChw8c, with a
+ * residual Add whose two activations share the layout; and the cpu executor that walks the plan
+ * (fa_exec_options.blocked_layouts): a small CNN gives the same outputs with and without blocked
+ * layouts, the reorders it runs are exactly the planned ones (kernels of their own, in the trace),
+ * a graph of plain consumers gets no blocked tensor, and the baseline executor no reorder. */
+#include <math.h>
+
 #include "codegen_cases.h"
+#include "collector/collector.h"
 #include "runtime/runtime.h"
 
 static fa_layout blocked_convs(const fa_graph *g, const fa_node *n)
 {
     (void)g;
-    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "Relu") ? FA_LAYOUT_NCHW8C : FA_LAYOUT_PLAIN;
+    return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "Relu") || !strcmp(n->op_type, "Add") ? FA_LAYOUT_NCHW8C
+                                                                                                      : FA_LAYOUT_PLAIN;
 }
 
 static fa_layout out_of_range(const fa_graph *g, const fa_node *n)
@@ -77,17 +84,273 @@ static void test_blocked_target_reorders_only_at_the_boundaries(void **s)
     tc_free(t);
 }
 
-static void test_registered_targets_keep_everything_plain(void **s)
+/* x -> Conv -> c1 -> Conv -> c2; Add(c2, c1) -> a -> Flatten -> f: the residual's two activations. */
+static void test_residual_add_reads_both_activations_blocked(void **s)
+{
+    (void)s;
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 8, 8}, wd[4] = {16, 16, 1, 1};
+    float w[256];
+    for (int i = 0; i < 256; i++) w[i] = (float)(i % 5) * 0.01f;
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w1", 4, wd, w);
+    tc_const(t, "w2", 4, wd, w);
+    tc_node(t, "Conv", "x", "w1", NULL, "c1");
+    tc_node(t, "Conv", "c1", "w2", NULL, "c2");
+    tc_node(t, "Add", "c2", "c1", NULL, "a");
+    tc_node(t, "Flatten", "a", NULL, NULL, "f");
+    tc_output(t, "f");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_target_iface fake = *fa_target_get(FA_TARGET_CPU);
+    fake.preferred_layout = blocked_convs;
+    fa_layout_plan p;
+    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, &p), FA_OK);
+    assert_int_equal(p.layout[tid(t, "a")], FA_LAYOUT_NCHW8C);
+    /* x in, a out; c1 is read blocked by both the conv and the Add: no reorder of it */
+    assert_int_equal(p.n_reorders, 2);
+    assert_int_equal(p.reorders[0].tensor, tid(t, "x"));
+    assert_int_equal(p.reorders[1].tensor, tid(t, "a"));
+    assert_string_equal(t->g->nodes[p.reorders[1].consumer]->op_type, "Flatten");
+    fa_layout_plan_free(&p);
+    tc_free(t);
+}
+
+static void test_targets_without_the_slot_keep_everything_plain(void **s)
 {
     (void)s;
     tc *t = conv_chain();
     for (int i = 0; fa_target_at(i); i++) {
         fa_layout_plan p;
         assert_int_equal(fa_layout_plan_make(t->ctx, fa_target_at(i), t->g, &p), FA_OK);
-        assert_int_equal(p.n_reorders, 0);
-        for (int k = 0; k < t->g->n_tensors; k++) assert_int_equal(p.layout[k], FA_LAYOUT_PLAIN);
+        if (!fa_target_at(i)->preferred_layout) {
+            assert_int_equal(p.n_reorders, 0);
+            for (int k = 0; k < t->g->n_tensors; k++) assert_int_equal(p.layout[k], FA_LAYOUT_PLAIN);
+        } else { /* the cpu target: its convs blocked, x in and c2 out */
+            assert_int_not_equal(p.layout[tid(t, "c1")], FA_LAYOUT_PLAIN);
+            assert_int_equal(p.layout[tid(t, "c2")], p.layout[tid(t, "c1")]);
+            assert_int_equal(p.n_reorders, 2);
+        }
         fa_layout_plan_free(&p);
     }
+    tc_free(t);
+}
+
+/* ---- the cpu executor on the plan ---- */
+
+typedef struct seen {
+    int n;
+    char kernel[64][96];
+    char node[64][64];
+} seen;
+
+static void on_begin(void *user, const fa_node *n, const char *k)
+{
+    seen *v = user;
+    if (v->n >= 64) return;
+    snprintf(v->kernel[v->n], sizeof v->kernel[0], "%s", k);
+    snprintf(v->node[v->n], sizeof v->node[0], "%s", n->op_type);
+    v->n++;
+}
+
+static void filled(float *w, int n, float scale, int seed)
+{
+    fa_rng r;
+    fa_rng_seed(&r, (uint64_t)seed);
+    for (int i = 0; i < n; i++) w[i] = fa_rng_uniform(&r, -scale, scale);
+}
+
+/* x[2,16,12,12] -> Conv 3x3 (24) -> Relu -> Conv 1x1 -> BatchNormalization -> Add residual -> MaxPool 2x2 -> depthwise
+ * Conv 3x3 (C = 24, group 24) -> Sigmoid -> GlobalAveragePool -> Flatten -> Gemm (10) -> y.
+ * C = 24 is not a multiple of 16: nChw16c pads it, and the Sigmoid (0 -> 0.5) must keep that
+ * tail zero for the pool after it. (16 input channels: with 3 or 8, oneDNN 2.6 has no fast
+ * convolution reading nChw16c, and the first conv runs plain, its output reordered.) */
+static tc *small_cnn(void)
+{
+    tc *t = tc_new(17);
+    int64_t xd[4] = {2, 16, 12, 12}, w1d[4] = {24, 16, 3, 3}, w2d[4] = {24, 24, 1, 1}, w3d[4] = {24, 1, 3, 3}, bd[1] = {24},
+            gd[2] = {24, 10}, gb[1] = {10};
+    static float w1[24 * 16 * 9], w2[24 * 24], w3[24 * 9], b[24], wg[240], bg[10];
+    filled(w1, 24 * 16 * 9, 0.3f, 1);
+    filled(w2, 24 * 24, 0.3f, 2);
+    filled(w3, 24 * 9, 0.5f, 3);
+    filled(b, 24, 0.2f, 4);
+    filled(wg, 240, 0.5f, 5);
+    filled(bg, 10, 0.1f, 6);
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w1", 4, w1d, w1);
+    tc_const(t, "b1", 1, bd, b);
+    tc_const(t, "w2", 4, w2d, w2);
+    tc_const(t, "w3", 4, w3d, w3);
+    tc_const(t, "wg", 2, gd, wg);
+    tc_const(t, "bg", 1, gb, bg);
+    const int64_t p1[4] = {1, 1, 1, 1}, k2[2] = {2, 2};
+    fa_node *c1 = tc_node(t, "Conv", "x", "w1", "b1", "c1");
+    fa_node_add_attr_ints(t->g, c1, "pads", p1, 4);
+    tc_node(t, "Relu", "c1", NULL, NULL, "r1");
+    tc_node(t, "Conv", "r1", "w2", NULL, "c2");
+    static float sc[24], sh[24], mu[24], var[24];
+    filled(sc, 24, 0.5f, 7);
+    filled(sh, 24, 0.5f, 8);
+    filled(mu, 24, 0.5f, 9);
+    filled(var, 24, 0.4f, 10);
+    for (int i = 0; i < 24; i++) var[i] += 0.5f, sc[i] += 1.0f;
+    tc_const(t, "sc", 1, bd, sc);
+    tc_const(t, "sh", 1, bd, sh);
+    tc_const(t, "mu", 1, bd, mu);
+    tc_const(t, "var", 1, bd, var);
+    const char *bn_in[5] = {"c2", "sc", "sh", "mu", "var"}, *bn_out[1] = {"n2"};
+    assert_non_null(fa_graph_add_node(t->ctx, t->g, "bn", "BatchNormalization", "", 5, bn_in, 1, bn_out));
+    tc_node(t, "Add", "n2", "r1", NULL, "a");
+    fa_node *mp = tc_node(t, "MaxPool", "a", NULL, NULL, "p");
+    fa_node_add_attr_ints(t->g, mp, "kernel_shape", k2, 2);
+    fa_node_add_attr_ints(t->g, mp, "strides", k2, 2);
+    fa_node *dw = tc_node(t, "Conv", "p", "w3", NULL, "d");
+    fa_node_add_attr_ints(t->g, dw, "pads", p1, 4);
+    fa_node_add_attr_int(t->g, dw, "group", 24);
+    tc_node(t, "Sigmoid", "d", NULL, NULL, "sg");
+    tc_node(t, "GlobalAveragePool", "sg", NULL, NULL, "gp");
+    tc_node(t, "Flatten", "gp", NULL, NULL, "f");
+    tc_node(t, "Gemm", "f", "wg", "bg", "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    return t;
+}
+
+/* Run g once with or without layouts, the kernels it launched in *v, output 0 copied to y. */
+static void run_once(tc *t, bool blocked, seen *v, float *y, int64_t ny)
+{
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2, .blocked_layouts = blocked};
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, t->g, &eo, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 11), FA_OK);
+    memset(v, 0, sizeof *v);
+    fa_exec_observer obs = {.user = v, .kernel_begin = on_begin};
+    if (fa_exec_run(t->ctx, e, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    const fa_value *o = fa_exec_output(e, 0);
+    assert_non_null(o);
+    assert_int_equal(fa_value_numel(o), ny);
+    memcpy(y, o->data, sizeof(float) * (size_t)ny);
+    fa_exec_free(e);
+}
+
+static int count_reorders(const seen *v)
+{
+    int r = 0;
+    for (int i = 0; i < v->n; i++) r += !strncmp(v->kernel[i], "dnnl:reorder(", 13);
+    return r;
+}
+
+static void test_small_cnn_same_outputs_and_the_planned_reorders(void **s)
+{
+    (void)s;
+    tc *t = small_cnn();
+    float yp[20], yb[20];
+    seen vp, vb;
+    run_once(t, false, &vp, yp, 20);
+    run_once(t, true, &vb, yb, 20);
+    double worst = 0, mag = 0;
+    for (int i = 0; i < 20; i++) {
+        worst = fmax(worst, fabs((double)yp[i] - yb[i]));
+        mag = fmax(mag, fabs((double)yp[i]));
+    }
+    print_message("small CNN: max |plain - blocked| %.3g (max |y| %.3g), %d kernels plain, %d blocked\n", worst, mag, vp.n, vb.n);
+    assert_true(mag > 0.01);
+    assert_true(worst <= 1e-5 * mag); /* the same ops on the same values; only the summation order may differ */
+    /* the baseline (plain) executor: no reorder, no blocked kernel */
+    assert_int_equal(count_reorders(&vp), 0);
+    for (int i = 0; i < vp.n; i++) assert_null(strstr(vp.kernel[i], "nChw"));
+    /* blocked: x into the first conv, gp out before Flatten, nothing else (the residual Add, the
+     * pool, the depthwise conv, the Sigmoid and the global pool read and write the layout) */
+    assert_int_equal(count_reorders(&vb), 2);
+    assert_string_equal(vb.node[0], "Reorder");
+    assert_true(!strncmp(vb.kernel[0], "dnnl:reorder(nchw>nChw", 22));
+    assert_string_equal(vb.node[1], "Conv");
+    int fl = -1;
+    for (int i = 0; i < vb.n; i++)
+        if (!strcmp(vb.node[i], "Flatten")) fl = i;
+    assert_true(fl > 0);
+    assert_string_equal(vb.node[fl - 1], "Reorder");
+    assert_true(strstr(vb.kernel[fl - 1], ">nchw)") != NULL);
+    const char *blocked_ops[] = {"Conv", "Relu", "BatchNormalization", "Add", "MaxPool", "Sigmoid", "GlobalAveragePool"};
+    for (int i = 0; i < vb.n; i++)
+        for (size_t k = 0; k < sizeof blocked_ops / sizeof *blocked_ops; k++)
+            if (!strcmp(vb.node[i], blocked_ops[k]) && !strstr(vb.kernel[i], "nChw"))
+                fail_msg("%s ran %s, not on the blocked layout", vb.node[i], vb.kernel[i]);
+
+    /* the collected trace names the reorders as kernels of their own (op Reorder, no graph node) */
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2, .blocked_layouts = true};
+    fa_exec *e = NULL;
+    fa_trace *tr = NULL;
+    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 11), FA_OK);
+    if (fa_collect(t->ctx, e, t->g, 0, 2, NULL, NULL, &tr)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    int reorders = 0;
+    for (size_t i = 0; i < tr->n_acts; i++)
+        if (tr->acts[i].op_type && !strcmp(tr->acts[i].op_type, "Reorder")) {
+            reorders++;
+            assert_int_equal(tr->acts[i].node, -1);
+            assert_true(!strncmp(tr->acts[i].name, "dnnl:reorder(", 13));
+            assert_true(tr->acts[i].bytes_read > 0);
+        }
+    assert_int_equal(reorders, 2 * 2);
+    fa_trace_free(tr);
+    fa_exec_free(e);
+    tc_free(t);
+}
+
+/* A first conv on a 3-channel image reads it plain and writes the blocked layout (no fast
+ * convolution reads 3 channels blocked): x[1,3,16,16] -> Conv -> Relu -> GlobalAveragePool ->
+ * Flatten; one reorder only, the pooled result back to plain. */
+static void test_first_conv_reads_the_plain_image(void **s)
+{
+    (void)s;
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 3, 16, 16}, wd[4] = {32, 3, 3, 3};
+    static float w[32 * 27];
+    filled(w, 32 * 27, 0.4f, 12);
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w", 4, wd, w);
+    tc_node(t, "Conv", "x", "w", NULL, "c");
+    tc_node(t, "Relu", "c", NULL, NULL, "r");
+    tc_node(t, "GlobalAveragePool", "r", NULL, NULL, "gp");
+    tc_node(t, "Flatten", "gp", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    float yp[32], yb[32];
+    seen vp, vb;
+    run_once(t, false, &vp, yp, 32);
+    run_once(t, true, &vb, yb, 32);
+    for (int i = 0; i < 32; i++) assert_true(fabs((double)yp[i] - yb[i]) <= 1e-5 * (1 + fabs((double)yp[i])));
+    print_message("first conv: %s\n", vb.kernel[0]);
+    assert_string_equal(vb.node[0], "Conv");
+    assert_non_null(strstr(vb.kernel[0], "(nchw>nChw"));
+    assert_int_equal(count_reorders(&vb), 1);
+    tc_free(t);
+}
+
+/* x -> Relu -> Softmax -> Flatten: no convolution starts a blocked region, so nothing is blocked
+ * even with layouts on (a Relu alone would pay two reorders). */
+static void test_plain_consumers_get_no_blocked_tensor(void **s)
+{
+    (void)s;
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 4, 4};
+    tc_input(t, "x", 4, xd);
+    tc_node(t, "Relu", "x", NULL, NULL, "r");
+    tc_node(t, "Softmax", "r", NULL, NULL, "sm");
+    tc_node(t, "Flatten", "sm", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    float y[256];
+    seen v;
+    run_once(t, true, &v, y, 256);
+    assert_int_equal(v.n, 3);
+    assert_int_equal(count_reorders(&v), 0);
+    for (int i = 0; i < v.n; i++) assert_null(strstr(v.kernel[i], "nChw"));
     tc_free(t);
 }
 
@@ -95,7 +358,11 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocked_target_reorders_only_at_the_boundaries),
-        cmocka_unit_test(test_registered_targets_keep_everything_plain),
+        cmocka_unit_test(test_residual_add_reads_both_activations_blocked),
+        cmocka_unit_test(test_targets_without_the_slot_keep_everything_plain),
+        cmocka_unit_test(test_small_cnn_same_outputs_and_the_planned_reorders),
+        cmocka_unit_test(test_first_conv_reads_the_plain_image),
+        cmocka_unit_test(test_plain_consumers_get_no_blocked_tensor),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
