@@ -203,7 +203,7 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
     double ratio = gm && !*cs ? 0 : NAN;
     int64_t at = -1;
     const char *at_name = "";
-    double at_diff = 0, at_bound = 0;
+    double at_diff = 0, at_bound = 0, at_f = 0, at_u = 0;
     for (int k = 0; k < c->n_outputs && !isnan(ratio); k++) {
         const char *nm = g->tensors[c->outputs[k]]->name;
         int iu = out_index(gu, nm), iff = out_index(gf, nm);
@@ -219,9 +219,11 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
             ratio = r;
             at = w;
             at_name = nm;
-            if (w >= 0 && isfinite(r)) {
-                at_diff = fabs(fa_load_as_double(vf->data, vf->dtype, w) - fa_load_as_double(vu->data, vu->dtype, w));
-                at_bound = r > 0 ? at_diff / r : 0;
+            if (w >= 0) { /* the difference even where the ratio is infinite (a NaN or an infinity on one side) */
+                at_f = fa_load_as_double(vf->data, vf->dtype, w);
+                at_u = fa_load_as_double(vu->data, vu->dtype, w);
+                at_diff = fabs(at_f - at_u);
+                at_bound = r > 0 && isfinite(r) ? at_diff / r : 0;
             }
         }
     }
@@ -236,9 +238,9 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
         }
         v->status = FA_CLUSTER_REJECTED_VERIFY;
         fa_apply_set_reason(res, v, "fused output differs from the unfused ops beyond the rounding error of its %lld-deep "
-                            "reduction: element %lld of '%s' differs by %.3g, %.3g times the bound 2·γ̃·M = %.3g "
+                            "reduction: element %lld of '%s' differs by %.3g (fused %.9g, unfused %.9g), %.3g times the bound 2·γ̃·M = %.3g "
                             "(γ̃ = %.3g for λ = %.2f, M: the same ops on |inputs| and |weights|; relative error %.3g)",
-                            (long long)bd.depth, (long long)at, at_name, at_diff, ratio, at_bound, bd.gamma, bd.lambda, err);
+                            (long long)bd.depth, (long long)at, at_name, at_diff, at_f, at_u, ratio, at_bound, bd.gamma, bd.lambda, err);
         return false;
     }
     if (err <= opt->tolerance) {

@@ -504,12 +504,13 @@ double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, cons
     for (int64_t i = 0; i < ne; i++) {
         double f = fa_load_as_double(fused->data, fused->dtype, i), g = fa_load_as_double(unfused->data, unfused->dtype, i);
         double m = fa_load_as_double(mag->data, mag->dtype, i);
+        /* equal, equal infinities (whose difference is NaN) or NaN on both sides */
+        if (f == g || (isnan(f) && isnan(g))) continue;
         double d = fabs(f - g);
-        if (isnan(d) && !(isnan(f) && isnan(g))) {
+        if (isnan(d)) {
             *worst = i;
             return INFINITY;
         }
-        if (isnan(d) || d == 0) continue; /* equal, or NaN on both sides */
         if (!isfinite(m)) return NAN;      /* the magnitude overflowed: no bound */
         double r = d / (scale * m + floor_abs);
         if (r > worst_ratio) {

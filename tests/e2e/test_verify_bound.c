@@ -3,7 +3,8 @@
  * a correct result summed in another order passes — also where a residual add cancels the conv
  * and the old relative-error rule rejected it — while a perturbed weight, a wrong bias and a
  * dropped post-op are rejected, both against the bound directly and through fa_apply with real
- * fused kernels. */
+ * fused kernels. Equal infinities (a masked attention score) and NaN on both sides agree; a NaN
+ * or an infinity on one side only does not. */
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -255,11 +256,112 @@ static void test_apply_rejects_each_defect_on_the_conv_cluster(void **state)
     fa_ctx_free(ctx);
 }
 
+/* Equal infinities and NaN on both sides are agreement, in the bound and in the relative error:
+ * the difference of two equal infinities is NaN, which rejected every MatMul + attention-mask Add
+ * of a Hugging Face BERT ("differs by 0, inf times the bound"). One-sided NaN or infinity is not. */
+static void test_equal_infinities_agree_one_sided_ones_do_not(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    static params p;
+    make_params(&p);
+    fa_graph *g = conv_bn_add_relu(ctx, &p);
+    static float x[NX], skip[NY], y[NY], mag[NY], f[NY];
+    fa_rng r;
+    fa_rng_seed(&r, 13);
+    for (int i = 0; i < NX; i++) x[i] = fa_rng_uniform(&r, -1, 1);
+    for (int i = 0; i < NY; i++) skip[i] = fa_rng_uniform(&r, -1, 1);
+    fa_apply_bound bd;
+    run_unfused(ctx, g, x, skip, y, &bd, mag);
+    fused_result(&p, x, skip, OK_RESULT, f);
+    assert_true(ratio_of(f, y, mag, &bd) <= 1.0);
+    double rel0 = rel_error(f, y);
+    for (int i = 0; i < NY; i += 7) { /* masked positions: -inf on both sides, the magnitude +inf */
+        f[i] = y[i] = -INFINITY;
+        mag[i] = INFINITY;
+    }
+    f[3] = y[3] = NAN;
+    mag[3] = NAN;
+    double ok = ratio_of(f, y, mag, &bd), rel = rel_error(f, y);
+    printf("equal infinities and NaNs: %.3g of the bound, relative error %.3g (%.3g without them)\n", ok, rel, rel0);
+    assert_true(ok <= 1.0);
+    assert_true(isfinite(rel) && rel <= 10 * rel0 + 1e-7);
+    float keep = f[7];
+    f[7] = INFINITY; /* +inf against -inf: no bound (NaN: the magnitude is infinite) or beyond it */
+    assert_false(ratio_of(f, y, mag, &bd) <= 1.0);
+    assert_true(isinf(rel_error(f, y)));
+    f[7] = keep;
+    f[1] = NAN; /* NaN against a finite value */
+    assert_true(isinf(ratio_of(f, y, mag, &bd)));
+    assert_true(isinf(rel_error(f, y)));
+    f[1] = -INFINITY; /* -inf against a finite value */
+    assert_true(ratio_of(f, y, mag, &bd) > 1.0);
+    assert_true(isinf(rel_error(f, y)));
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* x[1,S,K] -> MatMul(W) -> Add(mask) -> y, the mask -inf on half its keys (an additive attention
+ * mask): through fa_apply the MatMul + Add epilogue passes verification (its masked outputs are
+ * -inf in both the fused and the unfused result). */
+static void test_apply_masked_matmul_add_is_verified(void **state)
+{
+    (void)state;
+    enum { S = 8, K = 32, M = 16 };
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("masked_matmul_add");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[3] = {1, S, K}, wd[2] = {K, M}, md[3] = {1, 1, M};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 3, xd);
+    fa_graph_add_input(ctx, g, x);
+    static float w[K * M], mask[M];
+    fa_rng r;
+    fa_rng_seed(&r, 17);
+    for (int i = 0; i < K * M; i++) w[i] = fa_rng_uniform(&r, -0.5f, 0.5f);
+    for (int j = 0; j < M; j++) mask[j] = j % 2 ? -INFINITY : 0.0f;
+    add_const(ctx, g, "w", 2, wd, w, K * M);
+    add_const(ctx, g, "mask", 3, md, mask, M);
+    const char *i1[] = {"x", "w"}, *o1[] = {"scores"}, *i2[] = {"scores", "mask"}, *o2[] = {"y"};
+    fa_graph_add_node(ctx, g, "matmul", "MatMul", "", 2, i1, 1, o1);
+    fa_graph_add_node(ctx, g, "add_mask", "Add", "", 2, i2, 1, o2);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *plan = NULL;
+    assert_int_equal(fa_advise(ctx, g, NULL, &ao, &plan), FA_OK);
+    int epi = -1;
+    for (int i = 0; i < plan->n_clusters; i++)
+        if (plan->clusters[i].kind == FA_CLUSTER_EPILOGUE && plan->clusters[i].status == FA_CLUSTER_PROPOSED) epi = i;
+    if (epi < 0) fail_msg("no MatMul + Add epilogue proposed");
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *res = NULL;
+    if (fa_apply(ctx, g, plan, &opt, &res)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    const fa_cluster_verdict *v = &res->verdicts[epi];
+    printf("%s: %s (relative error %.3g): %s\n", plan->clusters[epi].label, fa_cluster_status_name(v->status),
+           v->max_rel_error, v->reason);
+    assert_true(v->status != FA_CLUSTER_REJECTED_VERIFY && v->status != FA_CLUSTER_REJECTED_ERROR);
+    assert_true(isfinite(v->max_rel_error));
+    fa_apply_result_free(res);
+    fa_plan_free(plan);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_correct_reassociation_passes_and_defects_are_rejected),
         cmocka_unit_test(test_apply_rejects_each_defect_on_the_conv_cluster),
+        cmocka_unit_test(test_equal_infinities_agree_one_sided_ones_do_not),
+        cmocka_unit_test(test_apply_masked_matmul_add_is_verified),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
