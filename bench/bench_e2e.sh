@@ -14,7 +14,12 @@
 # env: BUILD (default build), THREADS (2), ITERS (20 per round and variant), ROUNDS (3),
 #      BATCHES ("1 8"), MODELS (override list; zoo:NAME or .onnx paths), LIGHT=1 to add the corpus
 #      light models (batch 1 only: their batch is fixed), NO_APPLY=1 to skip the fused plan,
-#      APPLY_BUDGET (seconds, passed to --apply-budget; default 600).
+#      APPLY_BUDGET (seconds, passed to --apply-budget; default 600),
+#      SURVEY=DIR to add the exporter survey's models (DIR/*-legacy.onnx, DIR/*-dynamo.onnx written by
+#      docs/survey/export_models.py): their batch and sequence dims are symbolic, so they run at every
+#      batch of BATCHES (`--shape batch=B`) and at sequence SEQ (default 128, `--shape sequence=SEQ`,
+#      transformers only); ORT gets inputs of the same shapes,
+#      KEEP=DIR to keep each model's run database and --out folder (DIR/NAME-bB.db, DIR/NAME-bB/).
 # onnxruntime comes from the test oracles' python (scripts/setup.sh: BUILD/pyenv, or FA_PYTHON).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +35,15 @@ MODELS=${MODELS:-"zoo:resnet50 zoo:mobilenetv2 zoo:bert-layer zoo:gpt2-block"}
 if [ -n "${LIGHT:-}" ] && [ -d "$CORPUS/onnx/light" ]; then
   for f in "$CORPUS"/onnx/light/*.onnx; do MODELS="$MODELS $f"; done
 fi
+SEQ=${SEQ:-128}
+SYMBOLIC=" "
+if [ -n "${SURVEY:-}" ]; then
+  for f in "$SURVEY"/*-legacy.onnx "$SURVEY"/*-dynamo.onnx; do
+    [ -f "$f" ] || continue
+    MODELS="$MODELS $f"; SYMBOLIC="$SYMBOLIC$f "
+  done
+fi
+[ -z "${KEEP:-}" ] || mkdir -p "$KEEP"
 PY=${FA_PYTHON:-$BUILD/pyenv/bin/python3}
 [ -x "$PY" ] || PY=python3
 "$PY" -c "import onnxruntime, numpy" 2>/dev/null || { echo "bench_e2e: $PY has no onnxruntime (bash scripts/setup.sh)" >&2; exit 1; }
@@ -37,7 +51,7 @@ PY=${FA_PYTHON:-$BUILD/pyenv/bin/python3}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
 echo "# bench_e2e: $(date -u '+%F %T') UTC, $(nproc) cores, threads $THREADS, iters $ITERS x rounds $ROUNDS, onnxruntime $("$PY" -c 'import onnxruntime; print(onnxruntime.__version__)'), $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
-printf "%-22s %3s | %-17s %-17s %-17s %-17s | %8s %8s %8s | %s\n" model b "unfused ms (IQR)" "fused ms (IQR)" "ORT none ms (IQR)" "ORT all ms (IQR)" \
+printf "%-28s %3s | %-17s %-17s %-17s %-17s | %8s %8s %8s | %s\n" model b "unfused ms (IQR)" "fused ms (IQR)" "ORT none ms (IQR)" "ORT all ms (IQR)" \
   unf/ORTn fus/ORTa fus/unf "load before/after"
 for m in $MODELS; do
   for b in $BATCHES; do
@@ -46,16 +60,21 @@ for m in $MODELS; do
       "$FA" zoo "${m#zoo:}" --batch "$b" -o "$tmp/$name-b$b.onnx" >/dev/null
       onnx="$tmp/$name-b$b.onnx"
     else
-      [ "$b" = 1 ] || continue   # the corpus light models have a fixed batch of 1
+      # the corpus light models have a fixed batch of 1; the survey's exports a symbolic one
+      [ "$b" = 1 ] || [[ $SYMBOLIC == *" $m "* ]] || continue
       onnx="$m"
     fi
     load0=$(cut -d' ' -f1 /proc/loadavg)
-    "$PY" - "$FA" "$onnx" "$THREADS" "$ITERS" "$ROUNDS" "$tmp/db-$name-$b.db" "$tmp/out-$name-$b" "${NO_APPLY:-}" "$APPLY_BUDGET" \
+    keep=${KEEP:-$tmp}
+    rm -rf "$keep/$name-b$b.db" "$keep/$name-b$b"
+    "$PY" - "$FA" "$onnx" "$THREADS" "$ITERS" "$ROUNDS" "$keep/$name-b$b.db" "$keep/$name-b$b" "${NO_APPLY:-}" "$APPLY_BUDGET" "$b" "$SEQ" \
       > "$tmp/row" 2> "$tmp/err" <<'PY' || { echo "$name b$b: failed: $(tail -3 "$tmp/err")"; continue; }
 import sqlite3, subprocess, sys, time
 import numpy as np, onnxruntime as ort
-fa, path, threads, iters, rounds, db, out, no_apply, budget = sys.argv[1:10]
+fa, path, threads, iters, rounds, db, out, no_apply, budget, batch, seq = sys.argv[1:12]
 threads, iters, rounds = int(threads), int(iters), int(rounds)
+# symbolic dims (the survey's exports): batch and sequence by name, any other one 1 (fuse-advise's default)
+dims = {"batch": int(batch), "sequence": int(seq)}
 
 def session(level):
     so = ort.SessionOptions()
@@ -66,11 +85,14 @@ def session(level):
 sn, sa = session(ort.GraphOptimizationLevel.ORT_DISABLE_ALL), session(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
 rng = np.random.default_rng(1)
 def fill(i):
-    shape = [d if isinstance(d, int) else 1 for d in i.shape]
+    shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
     if "int" in i.type:
         return rng.integers(0, 2, shape).astype(np.int64 if "int64" in i.type else np.int32)
     return rng.uniform(-1, 1, shape).astype(np.float32)
 feeds = {i.name: fill(i) for i in sn.get_inputs()}
+shape_args = []
+for d in sorted({d for i in sn.get_inputs() for d in i.shape if isinstance(d, str) and d in dims}):
+    shape_args += ["--shape", f"{d}={dims[d]}"]
 for _ in range(3):
     sn.run(None, feeds); sa.run(None, feeds)
 
@@ -78,7 +100,7 @@ S = {"unfused": [], "fused": [], "ort_none": [], "ort_all": []}
 for r in range(rounds):
     # ours: the applier's paired benchmark (unfused and fused interleaved), samples from the db
     cmd = [fa, "run", path, "--iters", str(iters), "--warmup", "3", "--threads", str(threads), "--db", db,
-           "--out", out, "--apply-budget", budget]
+           "--out", out, "--apply-budget", budget] + shape_args
     if no_apply: cmd.append("--no-apply")
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode:
@@ -115,6 +137,6 @@ print(f"{cell('unfused'):<17} {cell('fused'):<17} {cell('ort_none'):<17} {cell('
       f"{ratio('unfused', 'ort_none'):>8} {ratio('fused', 'ort_all'):>8} {ratio('fused', 'unfused'):>8}")
 PY
     load1=$(cut -d' ' -f1 /proc/loadavg)
-    printf "%-22s %3s | %s | %s/%s\n" "$name" "$b" "$(cat "$tmp/row")" "$load0" "$load1"
+    printf "%-28s %3s | %s | %s/%s\n" "$name" "$b" "$(cat "$tmp/row")" "$load0" "$load1"
   done
 done
