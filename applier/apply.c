@@ -98,6 +98,14 @@ static int out_index(const fa_graph *sub, const char *name)
 
 static fa_status exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
 
+/* An observer's kernel_begin counting the layout reorders an executor runs (op "Reorder",
+ * runtime/cpu/exec_cpu.c) into *(int *)user. */
+static void count_reorder(void *user, const fa_node *n, const char *kernel_name)
+{
+    (void)kernel_name;
+    if (n && n->op_type && !strcmp(n->op_type, "Reorder")) (*(int *)user)++;
+}
+
 /* The generated kernels of the tried clusters order[0..n): source in the target's language each
  * (kept in OUT_DIR/kernels/), all compiled by the target in one batch. A cluster whose kernel
  * cannot be generated or built is rejected with the reason; the run fails only when the
@@ -447,7 +455,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
         if (!s) s = fa_value_map_set_inputs(ctx, efz, gfull, &vm);
         if (!s) s = fa_exec_run(ctx, eb, NULL);
-        if (!s) s = fa_exec_run(ctx, efz, NULL);
+        /* the reorders its executor runs (layouts): counted on this first run */
+        res->reorders = 0;
+        fa_exec_observer count = {&res->reorders, count_reorder, NULL};
+        if (!s) s = fa_exec_run(ctx, efz, &count);
         if (!s) {
             for (int o = 0; o < g->n_outputs; o++) {
                 int k = out_index(gfull, g->tensors[g->outputs[o]]->name);
@@ -475,9 +486,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->peak_bytes_fused = fa_exec_peak_bytes(efz);
             res->kernels_baseline = g->n_topo;
             res->kernels_fused = gfull->n_topo;
-            res->e2e_wins = res->accepted > 0 && fa_apply_e2e_wins(res->baseline_samples, res->fused_samples, opt.iters);
-            res->e2e_loss = res->accepted > 0 && !res->e2e_wins;
-            if (res->e2e_loss && round < 8) {
+            /* the fused model differs from the baseline by its kept clusters or, with none kept,
+             * by its blocked layouts alone (the executor's reorders): either way it is judged */
+            bool differs = res->accepted > 0 || res->reorders > 0;
+            res->e2e_wins = differs && fa_apply_e2e_wins(res->baseline_samples, res->fused_samples, opt.iters);
+            res->e2e_loss = differs && !res->e2e_wins;
+            if (res->e2e_loss && res->accepted > 0 && round < 8) {
                 fa_apply_back_off(p, res, round);
                 again = true;
             }
