@@ -175,6 +175,11 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
         if (defect_param(ctx, dst, anchor, ins, &ni, inject - 1)) return NULL;
     }
     if (epi) {
+        /* post-op operands follow every input slot the anchor op declares: an omitted optional
+         * input (a Conv's bias, a Gemm's C, as the dynamo exporter writes them) stays omitted ("")
+         * instead of the first operand landing in its slot and being read as the bias */
+        int slots = anchor->op && anchor->op->max_inputs > 0 ? anchor->op->max_inputs : 0;
+        while (ni < slots && ni < 64) ins[ni++] = "";
         int n_post = epi->n_post_ops - (inject == 1 + FA_APPLY_DEFECT_DROP_POST_OP && epi->n_post_ops > 0);
         for (int k = 0; k < n_post && np < 38; k++) {
             post[np] = epi->post_ops[k];

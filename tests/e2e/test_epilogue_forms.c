@@ -1,7 +1,9 @@
 /* tests/e2e/test_epilogue_forms — epilogues as exporters write them, each on a small model built
  * here: SiLU as x·Sigmoid(x), HardSwish as x·HardSigmoid(x) and as x·Clip(x+3,0,6)/6, GELU as its
  * erf and tanh subgraphs after a MatMul + bias, ReLU6 as Clip(0,6) after Conv + BN, and the
- * residual Add + Relu after Conv + BN, MatMul/Gemm epilogues across a view-only Reshape: a table
+ * residual Add + Relu after Conv + BN, MatMul/Gemm epilogues across a view-only Reshape, and
+ * residual epilogues of a Conv without its bias and a Gemm without its C (the dynamo exporter's
+ * form: the first post-op operand must not land in the omitted bias slot): a table
  * of cases (k_forms: anchor, constants, ops, post-ops wanted), one cmocka test each. Each becomes
  * one epilogue cluster with the typed post-ops expected, and fa_apply verifies the fused oneDNN
  * kernel numerically against the unfused ops (the rounding-error bound of applier/bound.c). */
@@ -61,16 +63,18 @@ typedef enum anchor {
     MATMUL_BIAS,    /* x [8,64] -> MatMul W [64,32] -> Add bias [32] */
     MATMUL_RESHAPE, /* x [6,32] -> MatMul W [32,16] -> Reshape [2,3,16]: a view keeping the last dim */
     GEMM_RESHAPE,   /* x [6,32] -> Gemm (bias C) -> Reshape [2,3,16] */
+    CONV_NO_BIAS,   /* x [1,16,8,8] -> Conv 3x3 (16 -> 16), its optional bias omitted */
+    GEMM_NO_C,      /* x [6,32] -> Gemm, its optional C omitted -> Reshape [2,3,16] */
 } anchor;
 
-static void conv_anchor(fa_graph *g, bool with_bn)
+static void conv_anchor(fa_graph *g, bool with_bn, bool bias)
 {
     int64_t xd[4] = {1, 16, 8, 8}, wd[4] = {16, 16, 3, 3}, cd[1] = {16};
     tensor(g, "x", 4, xd, true);
     weights(g, "w", 4, wd, 1, -0.3f, 0.3f);
-    weights(g, "b", 1, cd, 2, -0.5f, 0.5f);
+    if (bias) weights(g, "b", 1, cd, 2, -0.5f, 0.5f);
     int64_t pads[4] = {1, 1, 1, 1};
-    fa_node *conv = node(g, "Conv", "x,w,b", with_bn ? "c0" : "c");
+    fa_node *conv = node(g, "Conv", bias ? "x,w,b" : "x,w", with_bn ? "c0" : "c");
     fa_node_add_attr_ints(g, conv, "pads", pads, 4);
     if (with_bn) {
         weights(g, "scale", 1, cd, 3, 0.5f, 1.5f);
@@ -82,17 +86,17 @@ static void conv_anchor(fa_graph *g, bool with_bn)
 }
 
 /* x [6,32] -> MatMul W [32,16] (+ Gemm's bias C) -> Reshape to [2,3,16] -> "c" */
-static void view_anchor(fa_graph *g, bool gemm)
+static void view_anchor(fa_graph *g, bool gemm, bool gemm_c)
 {
     int64_t xd[2] = {6, 32}, wd[2] = {32, 16}, bd[1] = {16}, sd[1] = {3}, shape[3] = {2, 3, 16};
     tensor(g, "x", 2, xd, true);
     weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
-    weights(g, gemm ? "gc" : "bias", 1, bd, 2, -0.5f, 0.5f);
+    if (!gemm || gemm_c) weights(g, gemm ? "gc" : "bias", 1, bd, 2, -0.5f, 0.5f);
     int t = fa_graph_tensor(g, "shape");
     fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
     assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
     g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    node(g, gemm ? "Gemm" : "MatMul", gemm ? "x,w,gc" : "x,w", "m");
+    node(g, gemm ? "Gemm" : "MatMul", gemm && gemm_c ? "x,w,gc" : "x,w", "m");
     node(g, "Reshape", "m,shape", "c");
 }
 
@@ -100,7 +104,7 @@ static fa_graph *anchor_model(const char *name, anchor a)
 {
     fa_graph *g = fa_graph_create(name);
     assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
-    if (a == CONV || a == CONV_BN) conv_anchor(g, a == CONV_BN);
+    if (a == CONV || a == CONV_BN || a == CONV_NO_BIAS) conv_anchor(g, a == CONV_BN, a != CONV_NO_BIAS);
     else if (a == MATMUL_BIAS) {
         int64_t xd[2] = {8, 64}, wd[2] = {64, 32}, bd[1] = {32};
         tensor(g, "x", 2, xd, true);
@@ -108,7 +112,7 @@ static fa_graph *anchor_model(const char *name, anchor a)
         weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
         node(g, "MatMul", "x,w", "m");
         node(g, "Add", "m,bias", "c");
-    } else view_anchor(g, a == GEMM_RESHAPE);
+    } else view_anchor(g, a == GEMM_RESHAPE || a == GEMM_NO_C, a == GEMM_RESHAPE);
     return g;
 }
 
@@ -230,6 +234,13 @@ static const epilogue_form k_forms[] = {
     {"gemm_reshape_residual_add_relu", GEMM_RESHAPE, {{0}}, 3, {2, 3, 16},
      {{"Add", "c,skip", "a"}, {"Relu", "a", "y"}},
      {FA_POST_OP_ADD, FA_POST_OP_RELU}, 2, 0.0f},
+    /* the dynamo exporter's forms: no bias on the Conv, no C on the Gemm */
+    {"conv_without_bias_residual_add_relu", CONV_NO_BIAS, {{0}}, 4, {1, 16, 8, 8},
+     {{"Add", "c,skip", "a"}, {"Relu", "a", "y"}},
+     {FA_POST_OP_ADD, FA_POST_OP_RELU}, 2, 0.0f},
+    {"gemm_without_c_reshape_residual_add", GEMM_NO_C, {{0}}, 3, {2, 3, 16},
+     {{"Add", "c,skip", "y"}},
+     {FA_POST_OP_ADD}, 1, NAN},
 };
 enum { N_FORMS = sizeof k_forms / sizeof k_forms[0] };
 
