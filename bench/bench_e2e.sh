@@ -19,7 +19,10 @@
 #      docs/survey/export_models.py): their batch and sequence dims are symbolic, so they run at every
 #      batch of BATCHES (`--shape batch=B`) and at sequence SEQ (default 128, `--shape sequence=SEQ`,
 #      transformers only); ORT gets inputs of the same shapes,
-#      KEEP=DIR to keep each model's run database and --out folder (DIR/NAME-bB.db, DIR/NAME-bB/).
+#      KEEP=DIR to keep each model's run database and --out folder (DIR/NAME-bB.db, DIR/NAME-bB/),
+#      ORT_SPIN=0 to make ONNX Runtime's intra-op threads wait passively
+#      (session.intra_op.allow_spinning=0) as ours do (OMP_WAIT_POLICY=passive, docs/runtime.md);
+#      default 1, ORT's own default (spinning), which a loaded machine punishes (bench/README.md).
 # onnxruntime comes from the test oracles' python (scripts/setup.sh: BUILD/pyenv, or FA_PYTHON).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,7 +53,7 @@ PY=${FA_PYTHON:-$BUILD/pyenv/bin/python3}
 [ -x "$FA" ] || { echo "bench_e2e: $FA not built" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-echo "# bench_e2e: $(date -u '+%F %T') UTC, $(nproc) cores, threads $THREADS, iters $ITERS x rounds $ROUNDS, onnxruntime $("$PY" -c 'import onnxruntime; print(onnxruntime.__version__)'), $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+echo "# bench_e2e: $(date -u '+%F %T') UTC, $(nproc) cores, threads $THREADS, iters $ITERS x rounds $ROUNDS, onnxruntime $("$PY" -c 'import onnxruntime; print(onnxruntime.__version__)') (spinning ${ORT_SPIN:-1}), $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
 printf "%-28s %3s | %-17s %-17s %-17s %-17s | %8s %8s %8s | %s\n" model b "unfused ms (IQR)" "fused ms (IQR)" "ORT none ms (IQR)" "ORT all ms (IQR)" \
   unf/ORTn fus/ORTa fus/unf "load before/after"
 for m in $MODELS; do
@@ -67,11 +70,11 @@ for m in $MODELS; do
     load0=$(cut -d' ' -f1 /proc/loadavg)
     keep=${KEEP:-$tmp}
     rm -rf "$keep/$name-b$b.db" "$keep/$name-b$b"
-    "$PY" - "$FA" "$onnx" "$THREADS" "$ITERS" "$ROUNDS" "$keep/$name-b$b.db" "$keep/$name-b$b" "${NO_APPLY:-}" "$APPLY_BUDGET" "$b" "$SEQ" \
+    "$PY" - "$FA" "$onnx" "$THREADS" "$ITERS" "$ROUNDS" "$keep/$name-b$b.db" "$keep/$name-b$b" "${NO_APPLY:-}" "$APPLY_BUDGET" "$b" "$SEQ" "${ORT_SPIN:-1}" \
       > "$tmp/row" 2> "$tmp/err" <<'PY' || { echo "$name b$b: failed: $(tail -3 "$tmp/err")"; continue; }
 import sqlite3, subprocess, sys, time
 import numpy as np, onnxruntime as ort
-fa, path, threads, iters, rounds, db, out, no_apply, budget, batch, seq = sys.argv[1:12]
+fa, path, threads, iters, rounds, db, out, no_apply, budget, batch, seq, spin = sys.argv[1:13]
 threads, iters, rounds = int(threads), int(iters), int(rounds)
 # symbolic dims (the survey's exports): batch and sequence by name, any other one 1 (fuse-advise's default)
 dims = {"batch": int(batch), "sequence": int(seq)}
@@ -81,6 +84,7 @@ def session(level):
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.graph_optimization_level = level
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0" if spin == "0" else "1")
     return ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
 sn, sa = session(ort.GraphOptimizationLevel.ORT_DISABLE_ALL), session(ort.GraphOptimizationLevel.ORT_ENABLE_ALL)
 rng = np.random.default_rng(1)
