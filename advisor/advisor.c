@@ -866,7 +866,7 @@ static void phase_epilogues(adv *A)
                     int op_p = g->tensors[opnd]->producer;
                     if (op_p >= 0 && A->pos[op_p] >= 0 && A->pos[op_p] > A->pos[aid]) {
                         why(A, tp, cn->id, cur, FA_WHY_OPERAND_LATER,
-                            "%s '%s' adds '%s', computed after '%s' in topological order: fusing it into that "
+                            "%s '%s' reads '%s', computed after '%s' in topological order: fusing it into that "
                             "kernel's epilogue could create a cycle", cn->op_type, cn->name, g->tensors[opnd]->name,
                             an->name);
                         break;
