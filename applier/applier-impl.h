@@ -6,7 +6,11 @@
 
 
 /* Shared by the cpu and cuda appliers (applier/judge.c, applier/fused_graph.c). */
-/* max|a-b| / max(max|b|, 1e-12); INFINITY on NaN or a missing value. */
+/* max|a-b| / max(max|b|, 1e-12) over b's ordinary values; INFINITY on NaN or a missing value.
+ * Equal values (equal infinities, NaN on both sides) agree. Values of b of magnitude >= 2^100
+ * (mask sentinels: Hugging Face fills masked attention scores with float32's lowest, -3.4e38)
+ * are compared one by one, |a-b| / |b|, and left out of max|b|: one sentinel would otherwise
+ * scale every other element's error down by 1e38 and let any value pass. */
 double fa_apply_rel_error(const fa_value *a, const fa_value *b);
 /* v->reason = the formatted sentence, in r's arena. */
 void fa_apply_set_reason(fa_apply_result *r, fa_cluster_verdict *v, const char *fmt, ...)

@@ -13,18 +13,23 @@ double fa_apply_rel_error(const fa_value *a, const fa_value *b)
 {
     if (!a || !b) return INFINITY;
     int64_t ne = fa_value_numel(b);
-    double md = 0, mb = 0;
+    const double sentinel = 0x1p100; /* far beyond any activation, far below float32's 3.4e38 */
+    double md = 0, mb = 0, rs = 0;
     for (int64_t i = 0; i < ne; i++) {
         double x = fa_load_as_double(a->data, a->dtype, i), y = fa_load_as_double(b->data, b->dtype, i);
-        if (isfinite(y) && fabs(y) > mb) mb = fabs(y);
+        bool ordinary = fabs(y) < sentinel;
+        if (ordinary && fabs(y) > mb) mb = fabs(y);
         /* equal values, equal infinities (a -inf attention mask) and NaN on both sides agree: the
          * difference of two equal infinities is NaN, not a mismatch */
         if (x == y || (isnan(x) && isnan(y))) continue;
         double d = fabs(x - y);
-        if (isnan(d)) return INFINITY;
-        if (d > md) md = d;
+        if (isnan(d) || isinf(d)) return INFINITY; /* NaN or an infinity on one side only */
+        if (!ordinary) {
+            if (d / fabs(y) > rs) rs = d / fabs(y); /* a sentinel: its own relative error */
+        } else if (d > md) md = d;
     }
-    return md / (mb > 1e-12 ? mb : 1e-12);
+    double r = md / (mb > 1e-12 ? mb : 1e-12);
+    return r > rs ? r : rs;
 }
 
 void fa_apply_set_reason(fa_apply_result *r, fa_cluster_verdict *v, const char *fmt, ...)

@@ -297,6 +297,20 @@ static void test_equal_infinities_agree_one_sided_ones_do_not(void **state)
     f[1] = -INFINITY; /* -inf against a finite value */
     assert_true(ratio_of(f, y, mag, &bd) > 1.0);
     assert_true(isinf(rel_error(f, y)));
+    f[1] = y[1];
+
+    /* float32's lowest as a mask (Hugging Face's finfo.min fill) does not scale the other
+     * elements' errors down: a wrong ordinary element still fails the tolerance */
+    for (int i = 0; i < NY; i += 7) f[i] = y[i] = -FLT_MAX;
+    double rel_mask = rel_error(f, y);
+    printf("float32-lowest mask: relative error %.3g\n", rel_mask);
+    assert_true(rel_mask <= 10 * rel0 + 1e-7);
+    float was = f[2];
+    f[2] = y[2] + 0.5f; /* 0.5 off on an ordinary element */
+    assert_true(rel_error(f, y) > 1e-3);
+    f[2] = was;
+    f[14] = -FLT_MAX * 0.5f; /* a sentinel half off */
+    assert_true(rel_error(f, y) > 0.4);
     fa_graph_free(g);
     fa_ctx_free(ctx);
 }
