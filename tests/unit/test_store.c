@@ -514,10 +514,17 @@ static void test_failed_run_is_marked_and_earlier_runs_stay_intact(void **state)
     /* third run: a whole-run transaction that is rolled back leaves no trace of itself */
     fa_test_check_ok(ctx, fa_store_begin(ctx, st));
     int64_t rolled = 0;
+    info.model_path = "rolled.onnx";
     fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &rolled));
     fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, rolled, t2));
     assert_int_equal(fa_store_begin(ctx, st), FA_ERR_INTERNAL); /* no nesting */
     fa_store_rollback(st);
+    /* fourth run: a write that fails inside the caller's transaction undoes only itself */
+    fa_test_check_ok(ctx, fa_store_begin(ctx, st));
+    int64_t inner = fa_test_store_begin_run(ctx, st, "inner.onnx", NULL, 4);
+    assert_int_not_equal(fa_store_put_trace(ctx, st, inner + 1000, t2), FA_OK); /* no such run */
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, inner, true, NULL));
+    fa_test_check_ok(ctx, fa_store_commit(ctx, st));
     fa_store_close(st);
 
     st = fa_test_store_open_ok(ctx, path);
@@ -525,18 +532,22 @@ static void test_failed_run_is_marked_and_earlier_runs_stay_intact(void **state)
     fa_run_info *runs;
     size_t n;
     fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
-    assert_int_equal(n, 2); /* the rolled-back run is absent */
-    assert_int_equal(runs[0].id, bad);
-    assert_string_equal(runs[0].status, "failed");
-    assert_string_equal(runs[0].error, "node 'conv_3' (Conv): kernel failed");
-    assert_int_equal(runs[1].id, good);
-    assert_string_equal(runs[1].status, "ok");
-    assert_int_equal(runs[1].n_kernels, 5000);
+    assert_int_equal(n, 3); /* the rolled-back run is absent */
+    assert_int_equal(runs[0].id, inner);
+    assert_string_equal(runs[0].status, "ok");
+    assert_int_equal(runs[1].id, bad);
+    assert_string_equal(runs[1].status, "failed");
+    assert_string_equal(runs[1].error, "node 'conv_3' (Conv): kernel failed");
+    assert_int_equal(runs[2].id, good);
+    assert_string_equal(runs[2].status, "ok");
+    assert_int_equal(runs[2].n_kernels, 5000);
     fa_trace *back = NULL;
     fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
     fa_test_assert_traces_equal(t1, back);
     fa_trace_free(back);
-    assert_int_equal(fa_store_load_trace(ctx, st, rolled, &back), FA_ERR_INPUT);
+    /* SQLite may give the rolled-back id to the next run; a server's sequence does not */
+    for (size_t i = 0; i < n; i++) assert_string_not_equal(runs[i].model_path, "rolled.onnx");
+    if (rolled != inner) assert_int_equal(fa_store_load_trace(ctx, st, rolled, &back), FA_ERR_INPUT);
     fa_arena_free(ar);
     fa_store_close(st);
     assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM kernels WHERE run_id NOT IN (SELECT id FROM runs)"), 0);
@@ -799,7 +810,7 @@ static void test_100k_kernel_records_round_trip_equal(void **state)
     fa_ctx *ctx = fa_ctx_create();
     const char *path = fa_test_store_fresh("roundtrip");
     fa_store *st = fa_test_store_open_ok(ctx, path);
-    fa_trace *t = fa_test_synth_trace(100000, 250, 10, 6, false);
+    fa_trace *t = fa_test_synth_trace(100000, 250, 10, 6, true); /* names with tabs, backslashes, ranges */
     t->source_path = fa_trace_intern(t, "/traces/x.json");
     t->n_clock_inversions = 3;
     t->n_parse_errors = 4;
@@ -815,6 +826,13 @@ static void test_100k_kernel_records_round_trip_equal(void **state)
     assert_string_equal(back->source_path, "/traces/x.json");
     assert_int_equal(back->n_clock_inversions, 3);
     assert_int_equal(back->n_parse_errors, 4);
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info r;
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
+    assert_int_equal(r.n_kernels, 100000);
+    assert_true(r.iter_median_ns > 0);
+    assert_string_equal(r.trace_source, "cpu-executor");
+    fa_arena_free(ar);
     /* appending a second chunk continues the seq numbering */
     fa_trace *more = fa_test_synth_trace(10, 5, 1, 7, false);
     fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id, more));
@@ -1018,6 +1036,11 @@ static void test_ceilings_put_replace_and_get_per_device(void **state)
     fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, NULL, ar, &v, &n));
     assert_int_equal(n, 3);
     assert_string_equal(v[2].source, "table");
+    a.detail = NULL; /* a re-measure without a detail clears the old one */
+    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &a));
+    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, "cpu:test:2", ar, &v, &n));
+    assert_int_equal(n, 2);
+    assert_null(v[0].detail);
     fa_arena_free(ar);
     fa_store_close(st);
     fa_ctx_free(ctx);

@@ -2,8 +2,10 @@
  * suite on an SQLite file (FA_TEST_STORE unset or "sqlite") and on a real PostgreSQL server
  * (FA_TEST_STORE=postgresql: started from Debian's packages by scripts/pg-test-server.sh; skipped
  * with exit 77 where the server binaries are absent, a failure instead when FA_PG_REQUIRED=1, as
- * in .ci/run). Round trips of every row kind, transactions, a failed and a killed writer, 8
- * writers with readers at once, read-only opens, and (server only) a restart mid-run. */
+ * in .ci/run). Round trips of the row kinds test_store does not cover, a killed writer, 8
+ * writers with readers at once, read-only opens, and (server only) a restart mid-run; the cases
+ * test_store runs on both back ends (100k-record traces, failed and rolled-back runs, ceilings)
+ * live there only. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -84,42 +86,6 @@ static void test_run_fields_round_trip_and_password_never_stored(void **state)
 }
 
 /* ---- traces ---- */
-
-static void test_100k_records_round_trip_equal_and_append_continues(void **state)
-{
-    (void)state;
-    fa_ctx *ctx = fa_ctx_create();
-    fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("trace"));
-    fa_trace *t = fa_test_synth_trace(100000, 100, 5, 7, true);
-    int64_t id = fa_test_store_trace_run(ctx, st, "big.onnx", t);
-    fa_trace *back = NULL;
-    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id, &back));
-    fa_test_assert_traces_equal(t, back);
-    fa_trace_free(back);
-    fa_arena *ar = fa_arena_create(0);
-    fa_run_info r;
-    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &r));
-    assert_int_equal(r.n_kernels, 100000);
-    assert_true(r.iter_median_ns > 0);
-    assert_string_equal(r.trace_source, "cpu-executor");
-
-    /* a second chunk continues the seq numbering */
-    int64_t id2 = fa_test_store_begin_run(ctx, st, "chunks.onnx", NULL, 4);
-    fa_trace *a = fa_test_synth_trace(3000, 30, 2, 8, true), *b = fa_test_synth_trace(2000, 30, 2, 9, true);
-    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id2, a));
-    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, id2, b));
-    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, id2, &back));
-    assert_int_equal(back->n_acts, 5000);
-    assert_true(fa_test_str_eq(back->acts[3000].name, b->acts[0].name));
-    assert_int_equal(back->acts[4999].end_ns, b->acts[1999].end_ns);
-    fa_trace_free(back);
-    fa_trace_free(a);
-    fa_trace_free(b);
-    fa_arena_free(ar);
-    fa_trace_free(t);
-    fa_store_close(st);
-    fa_ctx_free(ctx);
-}
 
 /* Names that are not valid UTF-8 (a profiler's raw bytes) never fail a run: SQLite keeps the
  * bytes, a UTF8 server gets U+FFFD in place of each bad byte. */
@@ -273,29 +239,14 @@ static void test_graph_rows_round_trip(void **state)
     fa_ctx_free(ctx);
 }
 
-/* ---- ceilings, analysis, plans, benchmarks ---- */
+/* ---- analysis, plans, benchmarks (ceilings: test_store) ---- */
 
-static void test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back(void **state)
+static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     fa_store *st = fa_test_store_open_ok(ctx, fa_test_store_fresh("results"));
-    fa_ceiling c = {"cpu:x:2", "bandwidth", "dram_bw", 12.5, "GB/s", "measured", 0, "stream triad"};
-    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &c));
-    c.value = 14.25;
-    c.detail = NULL;
-    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &c)); /* replaces */
-    fa_ceiling c2 = {"cuda:h:sm_90", "compute", "fp32_peak", 6.7e4, "GFLOP/s", "table", 0, NULL};
-    fa_test_check_ok(ctx, fa_store_put_ceiling(ctx, st, &c2));
     fa_arena *ar = fa_arena_create(0);
-    fa_ceiling *cs;
-    size_t ncs;
-    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, NULL, ar, &cs, &ncs));
-    assert_int_equal(ncs, 2);
-    fa_test_check_ok(ctx, fa_store_get_ceilings(ctx, st, "cpu:x:2", ar, &cs, &ncs));
-    assert_int_equal(ncs, 1);
-    assert_true(cs[0].value == 14.25);
-    assert_null(cs[0].detail);
 
     int64_t id = fa_test_store_begin_run(ctx, st, "plan.onnx", NULL, 4);
     fa_analysis_kernel_row k = {0, 1.5, 20.0, 30.0, 50.0, "memory"};
@@ -454,58 +405,6 @@ static void test_fused_twin_follows_its_baseline(void **state)
 }
 
 /* ---- failures ---- */
-
-static void test_failed_and_rolled_back_runs_leave_earlier_runs_intact(void **state)
-{
-    (void)state;
-    fa_ctx *ctx = fa_ctx_create();
-    const char *path = fa_test_store_fresh("failed");
-    fa_store *st = fa_test_store_open_ok(ctx, path);
-    fa_trace *t1 = fa_test_synth_trace(5000, 50, 4, 1, true);
-    int64_t good = fa_test_store_trace_run(ctx, st, "good.onnx", t1);
-    int64_t bad = fa_test_store_begin_run(ctx, st, "bad.onnx", NULL, 4);
-    fa_trace *t2 = fa_test_synth_trace(300, 10, 2, 2, true);
-    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, bad, t2));
-    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, bad, false, "node 'conv_3' (Conv): kernel failed"));
-    fa_test_check_ok(ctx, fa_store_begin(ctx, st));
-    int64_t rolled = fa_test_store_begin_run(ctx, st, "rolled.onnx", NULL, 4);
-    fa_test_check_ok(ctx, fa_store_put_trace(ctx, st, rolled, t2));
-    assert_int_equal(fa_store_begin(ctx, st), FA_ERR_INTERNAL); /* no nesting */
-    fa_store_rollback(st);
-    /* a write that fails inside the caller's transaction undoes only itself */
-    fa_test_check_ok(ctx, fa_store_begin(ctx, st));
-    int64_t inner = fa_test_store_begin_run(ctx, st, "inner.onnx", NULL, 4);
-    assert_int_not_equal(fa_store_put_trace(ctx, st, inner + 1000, t2), FA_OK); /* no such run */
-    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, inner, true, NULL));
-    fa_test_check_ok(ctx, fa_store_commit(ctx, st));
-    fa_store_close(st);
-
-    st = fa_test_store_open_ok(ctx, path);
-    fa_arena *ar = fa_arena_create(0);
-    fa_run_info *runs;
-    size_t n;
-    fa_test_check_ok(ctx, fa_store_list_runs(ctx, st, ar, &runs, &n));
-    assert_int_equal(n, 3); /* the rolled-back run is absent */
-    assert_int_equal(runs[0].id, inner);
-    assert_string_equal(runs[0].status, "ok");
-    assert_int_equal(runs[1].id, bad);
-    assert_string_equal(runs[1].status, "failed");
-    assert_string_equal(runs[1].error, "node 'conv_3' (Conv): kernel failed");
-    assert_int_equal(runs[2].id, good);
-    assert_int_equal(runs[2].n_kernels, 5000);
-    fa_trace *back = NULL;
-    fa_test_check_ok(ctx, fa_store_load_trace(ctx, st, good, &back));
-    fa_test_assert_traces_equal(t1, back);
-    fa_trace_free(back);
-    /* SQLite may give the rolled-back id to the next run; a server's sequence does not */
-    for (size_t i = 0; i < n; i++) assert_string_not_equal(runs[i].model_path, "rolled.onnx");
-    if (rolled != inner) assert_int_equal(fa_store_load_trace(ctx, st, rolled, &back), FA_ERR_INPUT);
-    fa_arena_free(ar);
-    fa_store_close(st);
-    fa_trace_free(t1);
-    fa_trace_free(t2);
-    fa_ctx_free(ctx);
-}
 
 /* A writer killed (SIGKILL) in the middle of storing a big run: earlier runs intact, the killed
  * run never 'ok' (failed by the next open on this host, "process died"), none of its rows. */
@@ -1073,13 +972,11 @@ int main(void)
     g_pg = fa_test_store_backend_init("test_store_backends");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_fields_round_trip_and_password_never_stored),
-        cmocka_unit_test(test_100k_records_round_trip_equal_and_append_continues),
         cmocka_unit_test(test_op_table_and_gate_reads),
         cmocka_unit_test(test_invalid_utf8_names_stored),
         cmocka_unit_test(test_graph_rows_round_trip),
-        cmocka_unit_test(test_ceilings_analysis_plans_and_benchmarks_replace_and_read_back),
+        cmocka_unit_test(test_analysis_plans_and_benchmarks_replace_and_read_back),
         cmocka_unit_test(test_fused_twin_follows_its_baseline),
-        cmocka_unit_test(test_failed_and_rolled_back_runs_leave_earlier_runs_intact),
         cmocka_unit_test(test_killed_writer_leaves_earlier_runs_and_is_marked_failed),
         cmocka_unit_test(test_8_writers_and_2_readers_at_once),
         cmocka_unit_test(test_readonly_open_reads_and_refuses_writes),
