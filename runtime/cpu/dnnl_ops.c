@@ -672,6 +672,25 @@ static bool binary_of_node(const fa_node *n, dnnl_alg_kind_t *alg)
     return false;
 }
 
+/* Whether binary node n (alg) runs on a blocked layout of block channels: BOTH inputs float with
+ * the output's dims (a broadcast operand, e.g. the [N,C,1,1] scale of a squeeze-excitation Mul,
+ * whichever input it is, reads plain through the position-indexed kernel), and no 0/0 in the
+ * padded channel tail: the tail of a blocked tensor is zero, so Div there writes NaN, which a
+ * later convolution would multiply by its zero-padded weights into every output (NaN·0 = NaN;
+ * oneDNN 2.6 "Understanding Memory Formats": padded areas must hold zeros). */
+static bool blocked_binary(const fa_graph *g, const fa_node *n, dnnl_alg_kind_t alg, int64_t block)
+{
+    const fa_tensor *y = g->tensors[n->outputs[0]];
+    for (int i = 0; i < 2; i++) {
+        if (n->inputs[i] < 0) return false;
+        const fa_tensor *x = g->tensors[n->inputs[i]];
+        if ((x->flags & FA_TENSOR_CONST) || x->dtype != FA_DTYPE_FLOAT || x->rank != y->rank) return false;
+        for (int d = 0; d < x->rank; d++)
+            if (x->dims[d] != y->dims[d]) return false;
+    }
+    return alg != dnnl_binary_div || y->dims[1] % block == 0;
+}
+
 /* Concat's axis when it is the channel axis (1) of rank-4 tensors, each input's and the output's
  * channel count a multiple of the block (so that every input's channel blocks sit whole in the
  * output). */
@@ -706,8 +725,8 @@ fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n)
     if (!strcmp(op, "Conv") || !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") || !strcmp(op, "GlobalAveragePool") ||
         !strcmp(op, "GlobalMaxPool") || !strcmp(op, "BatchNormalization") || eltwise_of_node(g, n, &alg, &a, &b))
         return l;
-    if (binary_of_node(n, &alg)) /* two same-shape activations: both in the layout */
-        return fa_layout_input_follows(g, n, 1) && g->tensors[n->inputs[1]]->dtype == FA_DTYPE_FLOAT ? l : FA_LAYOUT_PLAIN;
+    if (binary_of_node(n, &alg)) /* two activations of the output's shape: both in the layout */
+        return blocked_binary(g, n, alg, layout_block(l)) ? l : FA_LAYOUT_PLAIN;
     if (channel_concat(g, n, layout_block(l)) && y->dims[1] % layout_block(l) == 0) return l;
     return FA_LAYOUT_PLAIN;
 }
@@ -758,7 +777,7 @@ static fa_status create_binary(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     dnnl_primitive_desc_t pd = NULL;
     dnnl_alg_kind_t alg;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
-    if (!binary_of_node(n, &alg) || !fa_layout_input_follows(g, n, 1)) return FA_OK;
+    if (!binary_of_node(n, &alg) || !blocked_binary(g, n, alg, layout_block(l))) return FA_OK;
     dnnl_memory_desc_t md;
     if (layout_md(ctx, Y, l, &md)) goto fail;
     dnnl_binary_desc_t bd;
