@@ -18,7 +18,8 @@
 #      SURVEY=DIR to add the exporter survey's models (DIR/*-legacy.onnx, DIR/*-dynamo.onnx written by
 #      docs/survey/export_models.py): their batch and sequence dims are symbolic, so they run at every
 #      batch of BATCHES (`--shape batch=B`) and at sequence SEQ (default 128, `--shape sequence=SEQ`,
-#      transformers only); ORT gets inputs of the same shapes,
+#      transformers only); ORT gets inputs of the same shapes; SURVEY_NAMES="resnet18 bert ..." keeps
+#      only those models (both exporters),
 #      KEEP=DIR to keep each model's run database and --out folder (DIR/NAME-bB.db, DIR/NAME-bB/),
 #      ORT_SPIN=0 to make ONNX Runtime's intra-op threads wait passively
 #      (session.intra_op.allow_spinning=0) as ours do (OMP_WAIT_POLICY=passive, docs/runtime.md);
@@ -43,6 +44,9 @@ SYMBOLIC=" "
 if [ -n "${SURVEY:-}" ]; then
   for f in "$SURVEY"/*-legacy.onnx "$SURVEY"/*-dynamo.onnx; do
     [ -f "$f" ] || continue
+    if [ -n "${SURVEY_NAMES:-}" ]; then
+      base=$(basename "$f" .onnx); [[ " $SURVEY_NAMES " == *" ${base%-*} "* ]] || continue
+    fi
     MODELS="$MODELS $f"; SYMBOLIC="$SYMBOLIC$f "
   done
 fi
