@@ -160,20 +160,39 @@ static void fused_result(const params *p, const float *x, const float *skip, var
     free(n);
 }
 
+/* The conv cluster's case: params and graph, inputs x and skip uniform in [-1, 1) from r (seeded
+ * with seed), the unfused result y, its bound bd and the magnitudes mag. Static storage: one case
+ * at a time. */
+typedef struct conv_case {
+    params p;
+    fa_graph *g;
+    float x[NX], skip[NY], y[NY], mag[NY];
+    fa_apply_bound bd;
+} conv_case;
+
+static conv_case *conv_case_make(fa_ctx *ctx, uint64_t seed, fa_rng *r)
+{
+    static conv_case c;
+    make_params(&c.p);
+    c.g = conv_bn_add_relu(ctx, &c.p);
+    fa_rng_seed(r, seed);
+    for (int i = 0; i < NX; i++) c.x[i] = fa_rng_uniform(r, -1, 1);
+    for (int i = 0; i < NY; i++) c.skip[i] = fa_rng_uniform(r, -1, 1);
+    run_unfused(ctx, c.g, c.x, c.skip, c.y, &c.bd, c.mag);
+    return &c;
+}
+
 static void test_correct_reassociation_passes_and_defects_are_rejected(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    static params p;
-    make_params(&p);
-    fa_graph *g = conv_bn_add_relu(ctx, &p);
-    static float x[NX], skip[NY], y[NY], mag[NY], f[NY];
     fa_rng r;
-    fa_rng_seed(&r, 11);
-    for (int i = 0; i < NX; i++) x[i] = fa_rng_uniform(&r, -1, 1);
-    for (int i = 0; i < NY; i++) skip[i] = fa_rng_uniform(&r, -1, 1);
-    fa_apply_bound bd;
-    run_unfused(ctx, g, x, skip, y, &bd, mag);
+    conv_case *cc = conv_case_make(ctx, 11, &r);
+    params p = cc->p;
+    fa_graph *g = cc->g;
+    float *x = cc->x, *skip = cc->skip, *y = cc->y, *mag = cc->mag;
+    static float f[NY];
+    fa_apply_bound bd = cc->bd;
     printf("depth %lld, lambda %.2f, gamma %.3g (deterministic gamma_n %.3g)\n", (long long)bd.depth, bd.lambda, bd.gamma,
            bd.gamma_det);
 
@@ -205,6 +224,32 @@ static void test_correct_reassociation_passes_and_defects_are_rejected(void **st
     fa_ctx_free(ctx);
 }
 
+/* g's plan on cpu (no gate) and in *epi the index of its (last) proposed epilogue cluster; fails
+ * the test when there is none. */
+static fa_plan *advise_epilogue(fa_ctx *ctx, fa_graph *g, int *epi)
+{
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *plan = NULL;
+    assert_int_equal(fa_advise(ctx, g, NULL, &ao, &plan), FA_OK);
+    *epi = -1;
+    for (int i = 0; i < plan->n_clusters; i++)
+        if (plan->clusters[i].kind == FA_CLUSTER_EPILOGUE && plan->clusters[i].status == FA_CLUSTER_PROPOSED) *epi = i;
+    if (*epi < 0) fail_msg("%s: no epilogue cluster proposed", g->name);
+    return plan;
+}
+
+/* Apply options for a test: 3 iterations after 1 warm-up, 2 threads, the test's kernel cache. */
+static void apply_options_small(fa_apply_options *opt)
+{
+    fa_apply_options_default(opt);
+    opt->iters = 3;
+    opt->warmup = 1;
+    opt->threads = 2;
+    opt->cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+}
+
 /* The same cluster through fa_apply (oneDNN's fused convolution against the unfused ops),
  * correct and with each defect injected; the loosest tolerance does not let a defect through
  * (the bound, not the tolerance, verifies a reduction). */
@@ -216,22 +261,11 @@ static void test_apply_rejects_each_defect_on_the_conv_cluster(void **state)
     make_params(&p);
     for (int d = FA_APPLY_DEFECT_COUNT; d >= FA_APPLY_DEFECT_ADD_ONE; d--) { /* COUNT: none */
         fa_graph *g = conv_bn_add_relu(ctx, &p);
-        fa_advise_options ao = {0};
-        ao.target = FA_TARGET_CPU;
-        ao.no_gate = true;
-        fa_plan *plan = NULL;
-        assert_int_equal(fa_advise(ctx, g, NULL, &ao, &plan), FA_OK);
-        int epi = -1;
-        for (int i = 0; i < plan->n_clusters; i++)
-            if (plan->clusters[i].kind == FA_CLUSTER_EPILOGUE && plan->clusters[i].status == FA_CLUSTER_PROPOSED) epi = i;
-        if (epi < 0) fail_msg("no epilogue cluster proposed");
+        int epi;
+        fa_plan *plan = advise_epilogue(ctx, g, &epi);
         fa_apply_options opt;
-        fa_apply_options_default(&opt);
-        opt.iters = 3;
-        opt.warmup = 1;
-        opt.threads = 2;
+        apply_options_small(&opt);
         opt.tolerance = FA_APPLY_TOLERANCE_MAX;
-        opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
         opt.inject_wrong_cluster = d == FA_APPLY_DEFECT_COUNT ? -1 : plan->clusters[epi].id;
         opt.inject_defect = d == FA_APPLY_DEFECT_COUNT ? FA_APPLY_DEFECT_ADD_ONE : (fa_apply_defect)d;
         fa_apply_result *res = NULL;
@@ -263,16 +297,13 @@ static void test_equal_infinities_agree_one_sided_ones_do_not(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    static params p;
-    make_params(&p);
-    fa_graph *g = conv_bn_add_relu(ctx, &p);
-    static float x[NX], skip[NY], y[NY], mag[NY], f[NY];
     fa_rng r;
-    fa_rng_seed(&r, 13);
-    for (int i = 0; i < NX; i++) x[i] = fa_rng_uniform(&r, -1, 1);
-    for (int i = 0; i < NY; i++) skip[i] = fa_rng_uniform(&r, -1, 1);
-    fa_apply_bound bd;
-    run_unfused(ctx, g, x, skip, y, &bd, mag);
+    conv_case *cc = conv_case_make(ctx, 13, &r);
+    params p = cc->p;
+    fa_graph *g = cc->g;
+    float *x = cc->x, *skip = cc->skip, *y = cc->y, *mag = cc->mag;
+    static float f[NY];
+    fa_apply_bound bd = cc->bd;
     fused_result(&p, x, skip, OK_RESULT, f);
     assert_true(ratio_of(f, y, mag, &bd) <= 1.0);
     double rel0 = rel_error(f, y);
@@ -341,21 +372,10 @@ static void test_apply_masked_matmul_add_is_verified(void **state)
     fa_graph_add_node(ctx, g, "add_mask", "Add", "", 2, i2, 1, o2);
     fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
     if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
-    fa_advise_options ao = {0};
-    ao.target = FA_TARGET_CPU;
-    ao.no_gate = true;
-    fa_plan *plan = NULL;
-    assert_int_equal(fa_advise(ctx, g, NULL, &ao, &plan), FA_OK);
-    int epi = -1;
-    for (int i = 0; i < plan->n_clusters; i++)
-        if (plan->clusters[i].kind == FA_CLUSTER_EPILOGUE && plan->clusters[i].status == FA_CLUSTER_PROPOSED) epi = i;
-    if (epi < 0) fail_msg("no MatMul + Add epilogue proposed");
+    int epi;
+    fa_plan *plan = advise_epilogue(ctx, g, &epi);
     fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    apply_options_small(&opt);
     fa_apply_result *res = NULL;
     if (fa_apply(ctx, g, plan, &opt, &res)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
     const fa_cluster_verdict *v = &res->verdicts[epi];
