@@ -110,19 +110,20 @@ typedef struct fa_apply_result {
     double predicted_saving_ns;        /* sum of accepted clusters' est_saving_ns */
     double measured_saving_ns;         /* baseline median - fused median */
     /* end to end (applier/judge.c fa_apply_e2e_wins): true when the fused model with the kept
-     * clusters is measurably faster; e2e_loss when it differs from the baseline (clusters kept,
-     * or none but its blocked layouts) and is not (after backed_off clusters were dropped by
-     * the back-off): the plan is a loss. Neither when the fused model is the baseline. */
+     * clusters is measurably faster; e2e_loss when clusters were kept but the model is not
+     * (after backed_off clusters were dropped by the back-off): the plan is a loss */
     bool e2e_wins, e2e_loss;
     /* the fused model's outputs differ from the unfused model's beyond FA_APPLY_E2E_TOLERANCE:
      * neither a win nor a loss, no back-off (each cluster passed its own verification, so the
      * fault is in composing them: the layouts or the executor); e2e_tolerance the limit used */
     bool e2e_mismatch;
     double e2e_tolerance;
+    /* reorder kernels per run of the fused model (fa_exec_reorders): > 0 when it runs on the
+     * target's blocked layouts, so it differs from the baseline even with no cluster kept;
+     * layouts_dropped when the back-off ran it plain in the end (then it is the baseline) */
+    int e2e_reorders;
+    bool layouts_dropped;
     int backed_off;
-    int reorders;                      /* layout reorders the fused model's executor runs per
-                                          iteration (fa_layout_plan_make): with no cluster kept,
-                                          > 0 means it still differs from the baseline (layouts) */
     /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */
     int n_cluster_samples;             /* samples per cluster (= iters) */
     int n_cluster_bench;

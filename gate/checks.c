@@ -235,8 +235,8 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
             "the end-to-end tolerance; it is not deployable", c->info.id);
     else if (!s && ev == FA_E2E_LOSS)
         ADD(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_WARN,
-            "run %" PRId64 "'s fused plan is a LOSS end to end: with its clusters kept (or its blocked layouts alone) "
-            "it is not measurably faster than its unfused baseline; deploy the baseline", c->info.id);
+            "run %" PRId64 "'s fused plan is a LOSS end to end: with its clusters kept it is not measurably faster than "
+            "its unfused baseline; deploy the baseline", c->info.id);
     else if (!s && ev != FA_E2E_NOT_APPLIED)
         ADD(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_PASS,
             "run %" PRId64 "'s fused plan end to end: %s", c->info.id, fa_e2e_verdict_name(ev));
