@@ -103,10 +103,13 @@ typedef struct fa_apply_result {
     bool e2e_wins, e2e_loss;
     int backed_off;
     /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */
-    int n_cluster_samples;             /* samples per cluster (= iters) */
+    int n_cluster_samples;             /* room per cluster (the stride below): iters x
+                                          FA_APPLY_REPEAT_MAX, the adaptive repetitions' cap */
     int n_cluster_bench;
     int *cluster_ids;                  /* [n_cluster_bench] */
-    double *cluster_unfused;           /* [n_cluster_bench * n_cluster_samples] */
+    int *cluster_n_samples;            /* [n_cluster_bench]: rounds taken (iters .. the cap) */
+    double *cluster_unfused;           /* [n_cluster_bench * n_cluster_samples], the first
+                                          cluster_n_samples[k] of row k used */
     double *cluster_fused;
     /* the fused model and its kernel trace (one record per kernel per timed iteration), owned;
      * stored as a run of kind 'fused' tagged "fused-of:<baseline run id>" */

@@ -29,6 +29,7 @@ void fa_apply_result_free(fa_apply_result *r)
     free(r->baseline_samples);
     free(r->fused_samples);
     free(r->cluster_ids);
+    free(r->cluster_n_samples);
     free(r->cluster_unfused);
     free(r->cluster_fused);
     free(r->verdicts);
@@ -256,7 +257,7 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
  * reason, never the run's. */
 static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, const fa_cluster *c,
                           fa_cluster_verdict *v, const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm,
-                          fa_apply_result *res, double *sa, double *sb)
+                          fa_apply_result *res, double *sa, double *sb, uint64_t deadline_ns)
 {
     fa_status cs = FA_OK;
     fa_graph *gu = NULL, *gf = NULL;
@@ -299,7 +300,11 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
         }
         goto done;
     }
-    cs = fa_apply_bench_pair(cctx, exec_once, eu, ef, opt->warmup, opt->iters, sa, sb);
+    /* adaptive repetitions: blocks of opt->iters rounds until the paired saving is settled */
+    bool settled;
+    int max_n = res->n_cluster_samples;
+    int n = fa_apply_bench_adaptive(cctx, exec_once, eu, ef, opt->warmup, opt->iters, max_n, deadline_ns, sa, sb,
+                                    &settled, &cs);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(res, v, "benchmark failed: %s", fa_ctx_errmsg(cctx));
@@ -307,9 +312,15 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
     }
     int k = res->n_cluster_bench++;
     res->cluster_ids[k] = c->id;
-    memcpy(res->cluster_unfused + (size_t)k * (size_t)opt->iters, sa, sizeof(double) * (size_t)opt->iters);
-    memcpy(res->cluster_fused + (size_t)k * (size_t)opt->iters, sb, sizeof(double) * (size_t)opt->iters);
-    fa_apply_judge(res, v, sa, sb, opt->iters, v->max_rel_error, tag);
+    res->cluster_n_samples[k] = n;
+    memcpy(res->cluster_unfused + (size_t)k * (size_t)max_n, sa, sizeof(double) * (size_t)n);
+    memcpy(res->cluster_fused + (size_t)k * (size_t)max_n, sb, sizeof(double) * (size_t)n);
+    fa_apply_judge(res, v, sa, sb, n, v->max_rel_error, tag);
+    fa_apply_set_reason(res, v, "%s; %s", v->reason,
+                        settled ? "repetitions stopped once the interval was within 10% of the saving or 1% of the "
+                                  "sub-graph's time"
+                        : n >= max_n ? "repetitions stopped at their cap before the interval was within 10%"
+                                     : "repetitions stopped by the apply budget before the interval was within 10%");
 done:
     fa_exec_free(eu);
     fa_exec_free(ef);
@@ -355,7 +366,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     fa_apply_result *res = calloc(1, sizeof *res);
     kt.bin = calloc((size_t)p->n_clusters + 1, sizeof *kt.bin);
     vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
-    double *sa = malloc(sizeof(double) * (size_t)opt.iters), *sb = malloc(sizeof(double) * (size_t)opt.iters);
+    int max_rounds = opt.iters * FA_APPLY_REPEAT_MAX; /* a cluster's rounds at most (adaptive) */
+    double *sa = malloc(sizeof(double) * (size_t)max_rounds), *sb = malloc(sizeof(double) * (size_t)max_rounds);
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
     if (!res || !verdicts_init(p, res) || !kt.bin || !vm.vals || !sa || !sb || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -392,11 +404,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
      *    batch, then per cluster within the time budget: verify, benchmark, decide. */
     s = compile_generated(ctx, g, p, res, &opt, &dev, order, n_prop, &kt);
     if (s) goto done;
-    res->n_cluster_samples = opt.iters;
+    res->n_cluster_samples = max_rounds;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
-    res->cluster_unfused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
-    res->cluster_fused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
-    if (!res->cluster_ids || !res->cluster_unfused || !res->cluster_fused) {
+    res->cluster_n_samples = calloc((size_t)n_prop + 1, sizeof(int));
+    res->cluster_unfused = calloc((size_t)(n_prop + 1) * (size_t)max_rounds, sizeof(double));
+    res->cluster_fused = calloc((size_t)(n_prop + 1) * (size_t)max_rounds, sizeof(double));
+    if (!res->cluster_ids || !res->cluster_n_samples || !res->cluster_unfused || !res->cluster_fused) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -415,7 +428,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
             goto done;
         }
-        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb);
+        double budget = opt.budget_s > 0 ? opt.budget_s : FA_APPLY_BUDGET_S_DEFAULT;
+        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb, t0 + (uint64_t)(budget * 1e9));
         fa_ctx_free(cctx);
         if (v->status == FA_CLUSTER_ACCEPTED) {
             res->accepted++;
