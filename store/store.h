@@ -466,15 +466,18 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
 
 /* A cluster's shape-class signature, built the same way from a graph (the advisor) and from the
  * stored rows: fa_kernel_signature_start with the cluster kind's name, then one
- * fa_kernel_signature_member per member in the plan's member order with its op type, its output
- * shapes (fa_tensor_shape_str, ";"-joined, "-" for an absent output: nodes.output_shapes) and
- * its FLOPs, bytes read and bytes written (fa_node_cost: nodes.flops/bytes_read/bytes_written).
- * Two clusters with the same ops on the same shapes, kernel sizes, strides and dtypes (the bytes
- * and FLOPs carry the input and weight sizes and the element width) have the same text; one op's
- * attributes that change neither (a Clip's bounds) do not enter it. Appends to b. */
+ * fa_kernel_signature_member per member in the plan's member order with its op type, its input
+ * shapes (one per input slot, fa_tensor_shape_str, ";"-joined, "-" for an absent optional input,
+ * "?" for an unknown rank: consumers joined with tensors.shape), its output shapes (the same
+ * convention: nodes.output_shapes) and its FLOPs, bytes read and bytes written (fa_node_cost:
+ * nodes.flops/bytes_read/bytes_written). Two clusters with the same ops on the same input and
+ * output shapes, kernel sizes, strides and dtypes (the bytes and FLOPs carry the weight sizes
+ * and the element width) have the same text: a 1x1 conv of stride 2 on 56x56 and one of stride 1
+ * on 28x28 differ by their input shapes; one op's attributes that change none of these (a Clip's
+ * bounds) do not enter it. Appends to b. */
 void fa_kernel_signature_start(fa_buf *b, const char *kind);
-void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *output_shapes, uint64_t flops,
-                                uint64_t bytes_read, uint64_t bytes_written);
+void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *input_shapes, const char *output_shapes,
+                                uint64_t flops, uint64_t bytes_read, uint64_t bytes_written);
 
 typedef struct fa_measured_fused {
     int64_t run_id;           /* the run whose plan it belongs to */
@@ -488,6 +491,8 @@ typedef struct fa_measured_fused {
     bool resolved;            /* the paired unfused - fused differences' sign-test interval
                                  excludes 0 (fa_paired_saving_of): the measurement resolves a
                                  saving or a loss; false: within its own noise */
+    fa_paired_saving paired;  /* those paired differences (ns): median, IQR, sign-test interval
+                                 (NAN under 5 rounds) */
 } fa_measured_fused;
 
 /* Every cluster whose fused and unfused sub-graphs the applier benchmarked (benchmarks subjects
