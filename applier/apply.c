@@ -252,12 +252,20 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
     return false;
 }
 
+/* An earlier cluster of this plan with the same signature (fa_cluster_signature) whose benchmark
+ * a later one reuses (issue 19): its id, its row in res->cluster_* and its verdict. */
+typedef struct shared_bench {
+    int cluster_id, row;
+    const fa_cluster_verdict *v;
+} shared_bench;
+
 /* One tried cluster: its unfused and fused sub-graphs on the target, fed the captured values;
- * verify every output, then benchmark interleaved and decide. Its failures become its status and
- * reason, never the run's. */
+ * verify every output, then benchmark interleaved (adaptive repetitions) and decide; with
+ * `share`, the benchmark of that same-signature cluster is reused after this one's own
+ * verification. Its failures become its status and reason, never the run's. */
 static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, const fa_cluster *c,
                           fa_cluster_verdict *v, const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm,
-                          fa_apply_result *res, double *sa, double *sb, uint64_t deadline_ns)
+                          fa_apply_result *res, double *sa, double *sb, uint64_t deadline_ns, const shared_bench *share)
 {
     fa_status cs = FA_OK;
     fa_graph *gu = NULL, *gf = NULL;
@@ -300,9 +308,23 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
         }
         goto done;
     }
+    int max_n = res->n_cluster_samples;
+    if (share) { /* the same kernel on the same shapes: its verdict and samples, this one's own verification */
+        int k = res->n_cluster_bench++, n = res->cluster_n_samples[share->row];
+        res->cluster_ids[k] = c->id;
+        res->cluster_n_samples[k] = n;
+        memcpy(res->cluster_unfused + (size_t)k * (size_t)max_n, res->cluster_unfused + (size_t)share->row * (size_t)max_n,
+               sizeof(double) * (size_t)n);
+        memcpy(res->cluster_fused + (size_t)k * (size_t)max_n, res->cluster_fused + (size_t)share->row * (size_t)max_n,
+               sizeof(double) * (size_t)n);
+        v->status = share->v->status;
+        v->measured_saving_ns = share->v->measured_saving_ns;
+        fa_apply_set_reason(res, v, "%sverified on its own values (error %.2g); benchmark shared with cluster %d, same "
+                            "signature: %s", tag, v->max_rel_error, share->cluster_id, share->v->reason);
+        goto done;
+    }
     /* adaptive repetitions: blocks of opt->iters rounds until the paired saving is settled */
     bool settled;
-    int max_n = res->n_cluster_samples;
     int n = fa_apply_bench_adaptive(cctx, exec_once, eu, ef, opt->warmup, opt->iters, max_n, deadline_ns, sa, sb,
                                     &settled, &cs);
     if (cs) {
@@ -413,6 +435,24 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* one benchmark per signature: a later cluster of the same kernel on the same shapes reuses
+     * the first one's (ResNet-50's repeated bottleneck blocks) */
+    char **sigs = calloc((size_t)n_prop + 1, sizeof *sigs);
+    int *row_of = malloc(sizeof(int) * (size_t)(n_prop + 1));
+    if (!sigs || !row_of) {
+        free(sigs);
+        free(row_of);
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < n_prop; k++) {
+        fa_buf sb_;
+        fa_buf_init(&sb_);
+        fa_cluster_signature(g, &p->clusters[order[k]], &sb_);
+        sigs[k] = sb_.oom ? NULL : sb_.data; /* NULL: never shared */
+        if (sb_.oom) fa_buf_free(&sb_);
+        row_of[k] = -1;
+    }
     int done_n = 0;
     for (int k = 0; k < n_prop; k++) {
         const fa_cluster *c = &p->clusters[order[k]];
@@ -426,10 +466,16 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         fa_ctx *cctx = fa_ctx_create(); /* a cluster's failure must not poison the run's context */
         if (!cctx) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-            goto done;
+            break;
         }
         double budget = opt.budget_s > 0 ? opt.budget_s : FA_APPLY_BUDGET_S_DEFAULT;
-        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb, t0 + (uint64_t)(budget * 1e9));
+        shared_bench share = {-1, -1, NULL};
+        for (int j = 0; j < k && sigs[k] && !share.v; j++)
+            if (row_of[j] >= 0 && sigs[j] && !strcmp(sigs[j], sigs[k]))
+                share = (shared_bench){p->clusters[order[j]].id, row_of[j], &res->verdicts[order[j]]};
+        int rows_before = res->n_cluster_bench;
+        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb, t0 + (uint64_t)(budget * 1e9), share.v ? &share : NULL);
+        if (!share.v && res->n_cluster_bench > rows_before) row_of[k] = rows_before; /* measured here: shareable */
         fa_ctx_free(cctx);
         if (v->status == FA_CLUSTER_ACCEPTED) {
             res->accepted++;
@@ -438,6 +484,11 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->rejected++;
         }
     }
+
+    for (int k = 0; k < n_prop; k++) free(sigs[k]);
+    free(sigs);
+    free(row_of);
+    if (s) goto done;
 
     /* 3. End to end: every accepted cluster at once vs the unfused graph, same inputs. What the
      *    user deploys is the whole model: when it is not measurably faster (the clusters' judge
