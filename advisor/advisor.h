@@ -189,9 +189,11 @@ typedef struct fa_advise_options {
     size_t n_measured_fused;
 } fa_advise_options;
 
-/* The noise floor of a proposal (issue 19): a cluster whose predicted saving, resting on the
- * measured profile, is below this fraction of its members' measured time (their medians and
- * gaps in the baseline trace) is refused `below-noise`: a saving that small is inside what
+/* The noise floor of a proposal (issue 19): a generated-kernel cluster (chain, reduction,
+ * horizontal) whose predicted saving, resting on the measured profile, is below this fraction of
+ * its members' measured time (their medians and gaps in the baseline trace) is refused
+ * `below-noise` (a library anchor's BN fold or epilogue only by a measurement of its signature:
+ * the target may run the fused anchor in another layout): a saving that small is inside what
  * kernel medians of one traced run move by between runs on a CPU (2-5 %, bench/README.md's A/A
  * rates) and what the applier's adaptive repetitions settle (core/stats.c
  * fa_paired_saving_settled, 1 % of the sub-graph) — it could be neither confirmed nor kept. */

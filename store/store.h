@@ -215,6 +215,10 @@ typedef struct fa_ceiling {
 
 /* Insert or replace the ceiling (device_key, name). */
 fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c);
+/* Delete device_key's ceilings whose name starts with name_prefix ("cache_": the cache levels
+ * a measurement replaces as a set, so a later sweep that finds fewer levels leaves no stale
+ * cache_N row behind). Joins the caller's transaction (fa_store_begin), else its own. */
+fa_status fa_store_delete_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, const char *name_prefix);
 /* All ceilings of device_key (NULL = every device), sorted by device_key, name. */
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out);
