@@ -151,7 +151,7 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
     s = fa_sq_prepare_run(ctx, st,
                           "SELECT b.run_id, b.plan_id, b.cluster_id, c.kind, c.members_json, b.iter, b.subject, b.latency_ns "
                           "FROM runs cur JOIN runs r ON COALESCE(r.device_name, '') = COALESCE(cur.device_name, '') "
-                          "AND r.threads = cur.threads "
+                          "AND r.threads = cur.threads AND (r.status = 'ok' OR r.id = cur.id) "
                           "JOIN plans p ON p.run_id = r.id AND COALESCE(p.target, '') = COALESCE(cur.target, '') "
                           "JOIN clusters c ON c.run_id = p.run_id AND c.plan_id = p.plan_id "
                           "JOIN benchmarks b ON b.run_id = c.run_id AND b.plan_id = c.plan_id AND b.cluster_id = c.cluster_id "

@@ -504,7 +504,8 @@ typedef struct fa_measured_fused {
 
 /* Every cluster whose fused and unfused sub-graphs the applier benchmarked (benchmarks subjects
  * 'cluster-fused' and 'cluster-unfused', paired by iter) in a plan for the same target as run_id's, of a run on the same device as
- * run_id (runs.device_name and runs.threads equal; run_id's own earlier plans included), with
+ * run_id (runs.device_name and runs.threads equal; run_id's own earlier plans included) that
+ * finished 'ok' (a failed or killed run's measurements are not evidence), with
  * its signature and median. Sorted by signature, then newest run first. Array and strings in
  * arena; *n_out 0 when none. Errors: the store's; FA_ERR_INPUT when run_id does not exist. */
 fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_measured_fused **out,

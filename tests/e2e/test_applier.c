@@ -40,6 +40,19 @@ static fa_graph *elementwise_graph(fa_ctx *ctx)
     return g;
 }
 
+/* The apply options these tests run with: 3 rounds per block, 1 warm-up, 2 threads, the test's
+ * kernel cache. */
+static fa_apply_options quick_apply_options(void)
+{
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    return opt;
+}
+
 /* Returns whether the injected wrong kernel reached verification (a library epilogue refused
  * before it for running off the library's fast path cannot be checked). */
 static bool apply_model(const char *model, int inject_first, int *kinds_seen)
@@ -67,13 +80,8 @@ static bool apply_model(const char *model, int inject_first, int *kinds_seen)
             injected = p->clusters[i].id;
             break;
         }
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
+    fa_apply_options opt = quick_apply_options();
     opt.inject_wrong_cluster = injected;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
     fa_apply_result *r = NULL;
     s = fa_apply(ctx, g, p, &opt, &r);
     if (s) fail_msg("%s: apply: %s", model, fa_ctx_errmsg(ctx));
@@ -181,12 +189,7 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
         assert_string_equal(s1.data, s2.data);
         fa_buf_free(&s1);
         fa_buf_free(&s2);
-        fa_apply_options opt;
-        fa_apply_options_default(&opt);
-        opt.iters = 3;
-        opt.warmup = 1;
-        opt.threads = 2;
-        opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+        fa_apply_options opt = quick_apply_options();
         /* the one tried second (ranked by predicted saving, ties by id) reuses the first's */
         int order[2];
         order[0] = p->clusters[ids[0]].est_saving_ns >= p->clusters[ids[1]].est_saving_ns ? ids[0] : ids[1];
@@ -265,12 +268,7 @@ static void test_wrong_whole_model_is_a_mismatch(void **s)
     ao.no_gate = true;
     fa_plan *p = NULL;
     if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_options opt = quick_apply_options();
     for (int i = 0; i < p->n_clusters && opt.inject_e2e_cluster < 0; i++)
         if (p->clusters[i].status == FA_CLUSTER_PROPOSED) opt.inject_e2e_cluster = p->clusters[i].id;
     assert_true(opt.inject_e2e_cluster >= 0);
