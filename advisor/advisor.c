@@ -1337,33 +1337,48 @@ static const char *profile_foreign(const fa_analysis *a, fa_target target)
     return strncmp(key, name, n) == 0 && key[n] == ':' ? NULL : key;
 }
 
-/* The measured fused kernel of an earlier plan with c's signature (fa_kernel_signature_*: kind,
- * member op types, output shapes, FLOPs and bytes) whose measurement resolved its difference,
- * NULL when none is known. */
-static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluster *c)
+static void shapes_of(const fa_tensor *const *ts, int n, char *out, size_t cap)
+{
+    size_t len = 0;
+    out[0] = 0;
+    for (int k = 0; k < n && len < cap; k++) {
+        char sh[256];
+        const fa_tensor *t = ts[k];
+        len += (size_t)snprintf(out + len, cap - len, "%s%s", k ? ";" : "",
+                                !t ? "-" : t->rank < 0 ? "?" : fa_tensor_shape_str(t, sh, sizeof sh));
+    }
+}
+
+void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
+{
+    fa_kernel_signature_start(b, fa_cluster_kind_name(c->kind));
+    char outs[1024], ins[1024];
+    const fa_tensor *ts[64];
+    for (int i = 0; i < c->n_members; i++) {
+        const fa_node *n = g->nodes[c->members[i]];
+        int no = n->n_outputs < 64 ? n->n_outputs : 64, ni = n->n_inputs < 64 ? n->n_inputs : 64;
+        for (int k = 0; k < no; k++) ts[k] = fa_graph_out(g, n, k); /* as the store writes nodes.output_shapes */
+        shapes_of(ts, no, outs, sizeof outs);
+        for (int k = 0; k < ni; k++) ts[k] = n->inputs[k] >= 0 ? g->tensors[n->inputs[k]] : NULL; /* consumers + tensors */
+        shapes_of(ts, ni, ins, sizeof ins);
+        fa_op_cost cost;
+        fa_node_cost(g, n, &cost);
+        fa_kernel_signature_member(b, n->op_type, ins, outs, cost.flops, cost.bytes_read, cost.bytes_written);
+    }
+}
+
+/* The newest measured fused kernel of an earlier plan with c's signature (fa_cluster_signature)
+ * whose measurement resolved its difference (resolved_only), or the newest of any, NULL when
+ * none is known. */
+static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluster *c, bool resolved_only)
 {
     if (!A->opt.n_measured_fused || !A->opt.measured_fused) return NULL;
     fa_buf b;
     fa_buf_init(&b);
-    fa_kernel_signature_start(&b, fa_cluster_kind_name(c->kind));
-    char shapes[1024];
-    for (int i = 0; i < c->n_members; i++) {
-        const fa_node *n = A->g->nodes[c->members[i]];
-        size_t len = 0;
-        shapes[0] = 0;
-        for (int k = 0; k < n->n_outputs; k++) { /* as the store writes nodes.output_shapes */
-            char sh[256];
-            const fa_tensor *t = fa_graph_out(A->g, n, k);
-            len += (size_t)snprintf(shapes + len, len < sizeof shapes ? sizeof shapes - len : 0, "%s%s", k ? ";" : "",
-                                    t ? fa_tensor_shape_str(t, sh, sizeof sh) : "-");
-            if (len >= sizeof shapes) break;
-        }
-        fa_op_cost cost;
-        fa_node_cost(A->g, n, &cost);
-        fa_kernel_signature_member(&b, n->op_type, shapes, cost.flops, cost.bytes_read, cost.bytes_written);
-    }
-    const fa_measured_fused *m =
-        b.oom || !b.data ? NULL : fa_measured_fused_find(A->opt.measured_fused, A->opt.n_measured_fused, b.data, true);
+    fa_cluster_signature(A->g, c, &b);
+    const fa_measured_fused *m = b.oom || !b.data ? NULL
+                                                  : fa_measured_fused_find(A->opt.measured_fused, A->opt.n_measured_fused,
+                                                                           b.data, resolved_only);
     fa_buf_free(&b);
     return m;
 }
@@ -1382,7 +1397,7 @@ static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluste
  *    signature (A->opt.measured_fused): that kernel's measured median instead.
  * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
  * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
-static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
+static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
 {
     const fa_graph *g = A->g;
     const fa_analysis *a = A->a;
@@ -1413,7 +1428,7 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
                             : "no measured median for every member",
                  c->saved_bytes, A->bw, c->saved_launches, A->disp, c->recompute_ns);
         c->basis = fa_arena_strdup(A->ar, b);
-        return;
+        return 0;
     }
     /* measured idle between consecutive kernels of the baseline, per kernel; else the dispatch ceiling */
     double gap = a->gap_ns > 0 && a->kernels_per_iter > 1 ? (double)a->gap_ns / (double)(a->kernels_per_iter - 1) : A->disp;
@@ -1486,7 +1501,7 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         double roof = fa_roofline_mem_roof(&a->ceilings, (double)w->horiz_bytes);
         if (roof > 0) net += (double)w->horiz_bytes / roof;
     }
-    const fa_measured_fused *known = measured_same_kind(A, c);
+    const fa_measured_fused *known = measured_same_kind(A, c, true);
     if (known && known->unfused_median_ns > 0) {
         /* the same fused kernel measured: its time, not the roofline's. The earlier fused and
          * unfused sub-graphs were timed in isolation, interleaved round by round; this profile
@@ -1505,6 +1520,53 @@ static void predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     snprintf(b, sizeof b, "measured: %d kernel(s) removed, medians %.0f ns + %d gap(s) x %.0f ns; fused kernel %.0f ns "
              "(%s); recompute %.0f ns", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns);
     c->basis = fa_arena_strdup(A->ar, b);
+    return in.member_ns + in.gaps_ns;
+}
+
+/* The refusals of the noise floor (issue 19), after c's prediction: `measured-loss` when the
+ * newest measurement of c's signature on this device resolved a loss; `below-noise` when it
+ * resolved neither sign but its interval lies within +-1 % of the members' time there (the
+ * applier's settled-by-floor rule: the saving is known to be about 0); or `below-noise` when the
+ * positive saving predicted from the profile for a new generated kernel (chain, reduction,
+ * horizontal) is under FA_ADVISE_NOISE_FLOOR of the members' measured time (member_ns; 0:
+ * analytic, no floor). False: c is left as it was (a non-positive prediction is the caller's
+ * `not-beneficial`). */
+static bool noise_refusal(adv *A, fa_cluster *c, double member_ns)
+{
+    char r[1400];
+    const fa_measured_fused *m = A->foreign ? NULL : measured_same_kind(A, c, false);
+    const fa_paired_saving *ps = m ? &m->paired : NULL;
+    if (ps && ps->n > 0 && m->resolved && ps->median_ns < 0) {
+        c->refusal = FA_WHY_MEASURED_LOSS;
+        snprintf(r, sizeof r, "measured-loss: the same fused kernel (same ops, input and output shapes on this device) "
+                 "was measured slower than its members in run %" PRId64 " (cluster %d of its plan %d): paired median "
+                 "loss %.1f us, %.0f%% interval %.1f..%.1f us of saving over %d rounds",
+                 m->run_id, m->cluster_id, m->plan_id, -ps->median_ns / 1e3, 100 * ps->ci_level, ps->ci_lo_ns / 1e3,
+                 ps->ci_hi_ns / 1e3, ps->n);
+    } else if (ps && ps->n > 0 && !m->resolved && m->unfused_median_ns > 0 &&
+               fa_paired_saving_settled(ps, 0, 0.01 * m->unfused_median_ns)) {
+        c->refusal = FA_WHY_BELOW_NOISE;
+        snprintf(r, sizeof r, "below-noise: the same fused kernel measured in run %" PRId64 " (cluster %d of its plan %d) "
+                 "saved %.1f us, %.0f%% interval %.1f..%.1f us over %d rounds: within 1%% of its members' %.1f us and "
+                 "not distinguishable from 0",
+                 m->run_id, m->cluster_id, m->plan_id, ps->median_ns / 1e3, 100 * ps->ci_level, ps->ci_lo_ns / 1e3,
+                 ps->ci_hi_ns / 1e3, ps->n, m->unfused_median_ns / 1e3);
+    } else if (member_ns > 0 && c->est_saving_ns > 0 && c->est_saving_ns < FA_ADVISE_NOISE_FLOOR * member_ns &&
+               c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE) {
+        /* not for a library anchor's fold or epilogue: the target may run the fused anchor in
+         * another layout or implementation than the profiled one (oneDNN's nChw16c against the
+         * plain NCHW baseline measured 6-41 % savings where the profile predicted 2 %), so its
+         * profile prediction is no floor; only a measurement of the same signature refuses it */
+        c->refusal = FA_WHY_BELOW_NOISE;
+        snprintf(r, sizeof r, "below-noise: predicted saving %.1f us is %.1f%% of its members' measured %.1f us, under "
+                 "the %.0f%% by which kernel timings of one run move between runs (%s)", c->est_saving_ns / 1e3,
+                 100 * c->est_saving_ns / member_ns, member_ns / 1e3, 100 * FA_ADVISE_NOISE_FLOOR, c->basis);
+    } else {
+        return false;
+    }
+    c->status = FA_CLUSTER_REFUSED;
+    c->reason = fa_arena_strdup(A->ar, r);
+    return true;
 }
 
 static int cmp_cluster_rank(const void *a, const void *b)
@@ -1623,13 +1685,15 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->saved_bytes = saved_bytes_of(&A, w);
         c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
         c->recompute_ns = w->recompute_ns;
-        predict_cluster(&A, w, c);
+        double member_ns = predict_cluster(&A, w, c);
         c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
         c->status = FA_CLUSTER_PROPOSED;
         c->refusal = FA_WHY_NONE;
-        if (c->est_saving_ns <= 0) {
+        if (noise_refusal(&A, c, member_ns)) {
+            /* refused: measured-loss or below-noise, the reason set */
+        } else if (c->est_saving_ns <= 0) {
             c->status = FA_CLUSTER_REFUSED;
             c->refusal = FA_WHY_NOT_BENEFICIAL;
             char r[1200];

@@ -94,7 +94,9 @@ const char *fa_cluster_status_name(fa_cluster_status s);
     X(NOT_BENEFICIAL, "not-beneficial") /* predicted saving not positive */                      \
     X(REFUSED, "refused")               /* a refused cluster without a more specific code */       \
     X(SLOW_LIBRARY_PATH, "slow-library-path") /* applier: the library runs the fused epilogue off \
-                                                 its fast path */
+                                                 its fast path */                               \
+    X(BELOW_NOISE, "below-noise")       /* predicted saving within the members' timing noise */   \
+    X(MEASURED_LOSS, "measured-loss")   /* the same-signature kernel measured slower before */
 
 typedef enum fa_why_code {
 #define FA_WHY_ENUM_(id, name) FA_WHY_##id,
@@ -186,6 +188,22 @@ typedef struct fa_advise_options {
     const fa_measured_fused *measured_fused;
     size_t n_measured_fused;
 } fa_advise_options;
+
+/* The noise floor of a proposal (issue 19): a generated-kernel cluster (chain, reduction,
+ * horizontal) whose predicted saving, resting on the measured profile, is below this fraction of
+ * its members' measured time (their medians and gaps in the baseline trace) is refused
+ * `below-noise` (a library anchor's BN fold or epilogue only by a measurement of its signature:
+ * the target may run the fused anchor in another layout): a saving that small is inside what
+ * kernel medians of one traced run move by between runs on a CPU (2-5 %, bench/README.md's A/A
+ * rates) and what the applier's adaptive repetitions settle (core/stats.c
+ * fa_paired_saving_settled, 1 % of the sub-graph) — it could be neither confirmed nor kept. */
+#define FA_ADVISE_NOISE_FLOOR 0.02
+
+/* The signature of cluster c of plan-ready graph g (fa_kernel_signature_*: kind, then per member
+ * in c's member order its op type, input shapes, output shapes, FLOPs and bytes), appended to
+ * b: two clusters with the same text cost the same to run (the applier benchmarks one of them
+ * per plan; the advisor looks up earlier measurements by it). */
+void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b);
 
 typedef struct fa_plan {
     fa_arena *arena;

@@ -16,7 +16,8 @@ double fa_apply_rel_error(const fa_value *a, const fa_value *b);
 void fa_apply_set_reason(fa_apply_result *r, fa_cluster_verdict *v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The accept/reject rule on n interleaved samples (sa unfused, sb fused, ns): sets v->status,
- * v->reason (prefixed by tag, may be NULL) and v->measured_saving_ns (difference of medians). */
+ * v->reason (prefixed by tag, may be NULL; it quotes the paired median, its sign-test interval
+ * and n) and v->measured_saving_ns (the paired estimate: the median of sa[i] - sb[i]). */
 void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa, const double *sb, int n, double err,
                     const char *tag);
 /* Interleaved benchmark (A B, B A, ...) so drift hits both: run(ctx, subject) once per sample;
@@ -24,6 +25,22 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
 typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject);
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
                               double *sa, double *sb);
+/* Adaptive repetitions (issue 19): the stop rule of fa_apply_bench_adaptive. A cluster's saving
+ * is settled when the sign-test interval of its paired median (core/stats.c) lies within
+ * +-FA_APPLY_SETTLE_REL of the median, or within +-FA_APPLY_SETTLE_FLOOR of the unfused
+ * sub-graph's median time (a saving that small is known to be small); the rounds stop at
+ * FA_APPLY_REPEAT_MAX x the base iterations. 10 %: a measured saving reproducible to well inside
+ * the +-25 % calibration target; 1 %: below what end-to-end timings on this class of machine
+ * resolve (bench/README.md, the A/A rates); 5x: the issue's cap. */
+#define FA_APPLY_SETTLE_REL 0.10
+#define FA_APPLY_SETTLE_FLOOR 0.01
+#define FA_APPLY_REPEAT_MAX 5
+/* Interleaved pairs in blocks of `block` (the first after `warmup` untimed pairs) into sa / sb
+ * (room for max_n each) until the paired saving is settled (*settled true), max_n pairs are
+ * taken, or fa_now_ns() passes deadline_ns (0: none) after a block. Returns the pairs taken;
+ * *st the run's failure (the pairs before it are kept). */
+int fa_apply_bench_adaptive(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int block,
+                            int max_n, uint64_t deadline_ns, double *sa, double *sb, bool *settled, fa_status *st);
 /* The clusters the apply stage tries (applier/judge.c, docs/codegen.md "Bounded apply"): every
  * PROPOSED cluster ranked by est_saving_ns (highest first, ties by id), the first max_clusters
  * kept, the others' verdicts (r->verdicts) set FA_CLUSTER_NOT_TRIED with the reason. order[]

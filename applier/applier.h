@@ -87,7 +87,7 @@ typedef struct fa_cluster_verdict {
     fa_why_code refusal;       /* REFUSED: the decision's code; FA_WHY_NONE otherwise */
     const char *reason;        /* why accepted / rejected / refused, with the numbers (the result's
                                   arena; the advisor's own reasons are the plan's: keep the plan) */
-    double measured_saving_ns; /* difference of the interleaved medians, ns; NAN not measured */
+    double measured_saving_ns; /* paired median of the interleaved rounds (unfused - fused), ns; NAN not measured */
     double max_rel_error;      /* fused vs unfused outputs; < 0 not verified */
     int registers;             /* per thread of the kernel compiled for the device it ran on
                                   (else the advisor's gate figure); -1 none */
@@ -125,10 +125,13 @@ typedef struct fa_apply_result {
     bool layouts_dropped;
     int backed_off;
     /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */
-    int n_cluster_samples;             /* samples per cluster (= iters) */
+    int n_cluster_samples;             /* room per cluster (the stride below): iters x
+                                          FA_APPLY_REPEAT_MAX, the adaptive repetitions' cap */
     int n_cluster_bench;
     int *cluster_ids;                  /* [n_cluster_bench] */
-    double *cluster_unfused;           /* [n_cluster_bench * n_cluster_samples] */
+    int *cluster_n_samples;            /* [n_cluster_bench]: rounds taken (iters .. the cap) */
+    double *cluster_unfused;           /* [n_cluster_bench * n_cluster_samples], the first
+                                          cluster_n_samples[k] of row k used */
     double *cluster_fused;
     /* the fused model and its kernel trace (one record per kernel per timed iteration), owned;
      * stored as a run of kind 'fused' tagged "fused-of:<baseline run id>" */
@@ -162,8 +165,9 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
 fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
                          const int *cluster_ids, int n_ids, fa_graph **out);
 /* g with only its BN_FOLD clusters applied, as standard ONNX ops (exportable, what
- * model.folded.onnx holds): those the plan proposes and the verdicts v (NULL: none yet) did not
- * reject for their numerics or an error. */
+ * model.folded.onnx holds): those the plan proposes, or refuses for their speed alone
+ * (not-beneficial, below-noise, measured-loss: still legal folds), and the verdicts v (NULL: none
+ * yet) did not reject for their numerics or an error. */
 fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
                              fa_graph **out);
 

@@ -30,6 +30,7 @@ void fa_apply_result_free(fa_apply_result *r)
     free(r->baseline_samples);
     free(r->fused_samples);
     free(r->cluster_ids);
+    free(r->cluster_n_samples);
     free(r->cluster_unfused);
     free(r->cluster_fused);
     free(r->verdicts);
@@ -254,12 +255,20 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
     return false;
 }
 
+/* An earlier cluster of this plan with the same signature (fa_cluster_signature) whose benchmark
+ * a later one reuses (issue 19): its id, its row in res->cluster_* and its verdict. */
+typedef struct shared_bench {
+    int cluster_id, row;
+    const fa_cluster_verdict *v;
+} shared_bench;
+
 /* One tried cluster: its unfused and fused sub-graphs on the target, fed the captured values;
- * verify every output, then benchmark interleaved and decide. Its failures become its status and
- * reason, never the run's. */
+ * verify every output, then benchmark interleaved (adaptive repetitions) and decide; with
+ * `share`, the benchmark of that same-signature cluster is reused after this one's own
+ * verification. Its failures become its status and reason, never the run's. */
 static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, const fa_cluster *c,
                           fa_cluster_verdict *v, const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm,
-                          fa_apply_result *res, double *sa, double *sb)
+                          fa_apply_result *res, double *sa, double *sb, uint64_t deadline_ns, const shared_bench *share)
 {
     fa_status cs = FA_OK;
     fa_graph *gu = NULL, *gf = NULL;
@@ -302,7 +311,25 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
         }
         goto done;
     }
-    cs = fa_apply_bench_pair(cctx, exec_once, eu, ef, opt->warmup, opt->iters, sa, sb);
+    int max_n = res->n_cluster_samples;
+    if (share) { /* the same kernel on the same shapes: its verdict and samples, this one's own verification */
+        int k = res->n_cluster_bench++, n = res->cluster_n_samples[share->row];
+        res->cluster_ids[k] = c->id;
+        res->cluster_n_samples[k] = n;
+        memcpy(res->cluster_unfused + (size_t)k * (size_t)max_n, res->cluster_unfused + (size_t)share->row * (size_t)max_n,
+               sizeof(double) * (size_t)n);
+        memcpy(res->cluster_fused + (size_t)k * (size_t)max_n, res->cluster_fused + (size_t)share->row * (size_t)max_n,
+               sizeof(double) * (size_t)n);
+        v->status = share->v->status;
+        v->measured_saving_ns = share->v->measured_saving_ns;
+        fa_apply_set_reason(res, v, "%sverified on its own values (error %.2g); benchmark shared with cluster %d, same "
+                            "signature: %s", tag, v->max_rel_error, share->cluster_id, share->v->reason);
+        goto done;
+    }
+    /* adaptive repetitions: blocks of opt->iters rounds until the paired saving is settled */
+    bool settled;
+    int n = fa_apply_bench_adaptive(cctx, exec_once, eu, ef, opt->warmup, opt->iters, max_n, deadline_ns, sa, sb,
+                                    &settled, &cs);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(res, v, "benchmark failed: %s", fa_ctx_errmsg(cctx));
@@ -310,9 +337,15 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
     }
     int k = res->n_cluster_bench++;
     res->cluster_ids[k] = c->id;
-    memcpy(res->cluster_unfused + (size_t)k * (size_t)opt->iters, sa, sizeof(double) * (size_t)opt->iters);
-    memcpy(res->cluster_fused + (size_t)k * (size_t)opt->iters, sb, sizeof(double) * (size_t)opt->iters);
-    fa_apply_judge(res, v, sa, sb, opt->iters, v->max_rel_error, tag);
+    res->cluster_n_samples[k] = n;
+    memcpy(res->cluster_unfused + (size_t)k * (size_t)max_n, sa, sizeof(double) * (size_t)n);
+    memcpy(res->cluster_fused + (size_t)k * (size_t)max_n, sb, sizeof(double) * (size_t)n);
+    fa_apply_judge(res, v, sa, sb, n, v->max_rel_error, tag);
+    fa_apply_set_reason(res, v, "%s; %s", v->reason,
+                        settled ? "repetitions stopped once the interval was within 10% of the saving or 1% of the "
+                                  "sub-graph's time"
+                        : n >= max_n ? "repetitions stopped at their cap before the interval was within 10%"
+                                     : "repetitions stopped by the apply budget before the interval was within 10%");
 done:
     fa_exec_free(eu);
     fa_exec_free(ef);
@@ -358,7 +391,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     fa_apply_result *res = calloc(1, sizeof *res);
     kt.bin = calloc((size_t)p->n_clusters + 1, sizeof *kt.bin);
     vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
-    double *sa = malloc(sizeof(double) * (size_t)opt.iters), *sb = malloc(sizeof(double) * (size_t)opt.iters);
+    int max_rounds = opt.iters * FA_APPLY_REPEAT_MAX; /* a cluster's rounds at most (adaptive) */
+    double *sa = malloc(sizeof(double) * (size_t)max_rounds), *sb = malloc(sizeof(double) * (size_t)max_rounds);
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
     if (!res || !verdicts_init(p, res) || !kt.bin || !vm.vals || !sa || !sb || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -395,13 +429,32 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
      *    batch, then per cluster within the time budget: verify, benchmark, decide. */
     s = compile_generated(ctx, g, p, res, &opt, &dev, order, n_prop, &kt);
     if (s) goto done;
-    res->n_cluster_samples = opt.iters;
+    res->n_cluster_samples = max_rounds;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
-    res->cluster_unfused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
-    res->cluster_fused = calloc((size_t)(n_prop + 1) * (size_t)opt.iters, sizeof(double));
-    if (!res->cluster_ids || !res->cluster_unfused || !res->cluster_fused) {
+    res->cluster_n_samples = calloc((size_t)n_prop + 1, sizeof(int));
+    res->cluster_unfused = calloc((size_t)(n_prop + 1) * (size_t)max_rounds, sizeof(double));
+    res->cluster_fused = calloc((size_t)(n_prop + 1) * (size_t)max_rounds, sizeof(double));
+    if (!res->cluster_ids || !res->cluster_n_samples || !res->cluster_unfused || !res->cluster_fused) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
+    }
+    /* one benchmark per signature: a later cluster of the same kernel on the same shapes reuses
+     * the first one's (ResNet-50's repeated bottleneck blocks) */
+    char **sigs = calloc((size_t)n_prop + 1, sizeof *sigs);
+    int *row_of = malloc(sizeof(int) * (size_t)(n_prop + 1));
+    if (!sigs || !row_of) {
+        free(sigs);
+        free(row_of);
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int k = 0; k < n_prop; k++) {
+        fa_buf sb_;
+        fa_buf_init(&sb_);
+        fa_cluster_signature(g, &p->clusters[order[k]], &sb_);
+        sigs[k] = sb_.oom ? NULL : sb_.data; /* NULL: never shared */
+        if (sb_.oom) fa_buf_free(&sb_);
+        row_of[k] = -1;
     }
     int done_n = 0;
     for (int k = 0; k < n_prop; k++) {
@@ -416,9 +469,16 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         fa_ctx *cctx = fa_ctx_create(); /* a cluster's failure must not poison the run's context */
         if (!cctx) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-            goto done;
+            break;
         }
-        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb);
+        double budget = opt.budget_s > 0 ? opt.budget_s : FA_APPLY_BUDGET_S_DEFAULT;
+        shared_bench share = {-1, -1, NULL};
+        for (int j = 0; j < k && sigs[k] && !share.v; j++)
+            if (row_of[j] >= 0 && sigs[j] && !strcmp(sigs[j], sigs[k]))
+                share = (shared_bench){p->clusters[order[j]].id, row_of[j], &res->verdicts[order[j]]};
+        int rows_before = res->n_cluster_bench;
+        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb, t0 + (uint64_t)(budget * 1e9), share.v ? &share : NULL);
+        if (!share.v && res->n_cluster_bench > rows_before) row_of[k] = rows_before; /* measured here: shareable */
         fa_ctx_free(cctx);
         if (v->status == FA_CLUSTER_ACCEPTED) {
             res->accepted++;
@@ -427,6 +487,11 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->rejected++;
         }
     }
+
+    for (int k = 0; k < n_prop; k++) free(sigs[k]);
+    free(sigs);
+    free(row_of);
+    if (s) goto done;
 
     /* 3. End to end: every accepted cluster at once vs the unfused graph, same inputs. What the
      *    user deploys is the whole model: when it is not measurably faster (the clusters' judge

@@ -481,10 +481,17 @@ fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
     if (!ids) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     int n = 0;
     for (int i = 0; i < p->n_clusters; i++) {
-        fa_cluster_status st = v ? v[i].status : p->clusters[i].status;
-        if (p->clusters[i].kind == FA_CLUSTER_BN_FOLD && p->clusters[i].status != FA_CLUSTER_REFUSED &&
-            st != FA_CLUSTER_REFUSED && st != FA_CLUSTER_REJECTED_VERIFY && st != FA_CLUSTER_REJECTED_ERROR)
-            ids[n++] = p->clusters[i].id;
+        const fa_cluster *c = &p->clusters[i];
+        fa_cluster_status st = v ? v[i].status : c->status;
+        /* a fold refused for its speed alone (predicted or measured no faster on this target:
+         * not-beneficial, below-noise, measured-loss) is still a legal fold, as a measured
+         * regression is: the folded model has it; refused for a legality reason, it does not */
+        bool cost_refusal = c->status == FA_CLUSTER_REFUSED && (c->refusal == FA_WHY_NOT_BENEFICIAL ||
+                                                                 c->refusal == FA_WHY_BELOW_NOISE ||
+                                                                 c->refusal == FA_WHY_MEASURED_LOSS);
+        bool refused = c->status == FA_CLUSTER_REFUSED ? !cost_refusal : st == FA_CLUSTER_REFUSED;
+        if (c->kind == FA_CLUSTER_BN_FOLD && !refused && st != FA_CLUSTER_REJECTED_VERIFY && st != FA_CLUSTER_REJECTED_ERROR)
+            ids[n++] = c->id;
     }
     fa_status s = fa_fused_graph_scoped(ctx, g, p, ids, n, false, true, -1, 0, NULL, 0, out);
     free(ids);

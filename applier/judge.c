@@ -74,30 +74,65 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
     fa_sample_stats su, sf;
     fa_sample_stats_of(sa, n, &su);
     fa_sample_stats_of(sb, n, &sf);
-    /* Reported saving: the difference of the medians (checkable against the two medians
-     * printed next to it). A win needs all three of: the paired median gain beyond twice its
-     * standard error, the fused median below the unfused one, and separated distributions (the
-     * fused p75 below the unfused p25). A regression mirrors it. Anything else, including a
-     * spread that swamps the difference on a loaded machine, is "no measured gain". */
+    fa_paired_saving ps;
+    fa_paired_saving_of(sa, sb, n, &ps);
+    /* Reported saving: the paired estimate, the median of the per-round differences unfused -
+     * fused (issue 19: a difference of two medians mixes two rounds' noise; the paired median
+     * is what the sign-test interval printed beside it bounds). A win needs all three of: the
+     * paired median gain beyond twice its standard error, the fused median below the unfused
+     * one, and separated distributions (the fused p75 below the unfused p25). A regression
+     * mirrors it. Anything else, including a spread that swamps the difference on a loaded
+     * machine, is "no measured gain". */
     double diff = su.median_ns - sf.median_ns;
-    v->measured_saving_ns = diff;
+    v->measured_saving_ns = gain;
     const char *t = tag ? tag : "";
+    char iv[160];
+    if (ps.ci_lo_ns == ps.ci_lo_ns)
+        snprintf(iv, sizeof iv, "paired median saving %.1f us, %.0f%% interval %.1f..%.1f us, %d rounds", gain / 1e3,
+                 100 * ps.ci_level, ps.ci_lo_ns / 1e3, ps.ci_hi_ns / 1e3, n);
+    else
+        snprintf(iv, sizeof iv, "paired median saving %.1f us, %d rounds", gain / 1e3, n);
     if (gain > noise && diff > 0 && sf.p75_ns < su.p25_ns) {
         v->status = FA_CLUSTER_ACCEPTED;
         fa_apply_set_reason(r, v, "%sverified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
-                            "paired gain %.1f us > noise %.1f us", t, err, su.median_ns / 1e3, sf.median_ns / 1e3,
-                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
+                            "paired gain %.1f us > noise %.1f us (%s)", t, err, su.median_ns / 1e3, sf.median_ns / 1e3,
+                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3, iv);
     } else if (gain < -noise && diff < 0 && sf.p25_ns > su.p75_ns) {
         v->status = FA_CLUSTER_REJECTED_REGRESSION;
-        fa_apply_set_reason(r, v, "%sregression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us",
+        fa_apply_set_reason(r, v, "%sregression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us (%s)",
                             t, su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
-                            sf.p75_ns / 1e3, -gain / 1e3, noise / 1e3);
+                            sf.p75_ns / 1e3, -gain / 1e3, noise / 1e3, iv);
     } else {
         v->status = FA_CLUSTER_REJECTED_NO_GAIN;
         fa_apply_set_reason(r, v, "%sno measured gain: median %.1f -> %.1f us, IQR %.1f-%.1f -> %.1f-%.1f us overlap or the paired "
-                            "gain %.1f us is within noise %.1f us", t, su.median_ns / 1e3, sf.median_ns / 1e3,
-                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3);
+                            "gain %.1f us is within noise %.1f us (%s)", t, su.median_ns / 1e3, sf.median_ns / 1e3,
+                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3, iv);
     }
+}
+
+int fa_apply_bench_adaptive(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int block,
+                            int max_n, uint64_t deadline_ns, double *sa, double *sb, bool *settled, fa_status *st)
+{
+    int n = 0;
+    *settled = false;
+    *st = FA_OK;
+    if (block < 1) block = 1;
+    while (n < max_n) {
+        int m = block < max_n - n ? block : max_n - n;
+        *st = fa_apply_bench_pair(ctx, run, a, b, n ? 0 : warmup, m, sa + n, sb + n);
+        if (*st) return n;
+        n += m;
+        fa_paired_saving ps;
+        fa_paired_saving_of(sa, sb, n, &ps);
+        fa_sample_stats su;
+        fa_sample_stats_of(sa, n, &su);
+        if (fa_paired_saving_settled(&ps, FA_APPLY_SETTLE_REL, FA_APPLY_SETTLE_FLOOR * su.median_ns)) {
+            *settled = true;
+            break;
+        }
+        if (deadline_ns && fa_now_ns() > deadline_ns) break;
+    }
+    return n;
 }
 
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,

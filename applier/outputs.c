@@ -184,10 +184,10 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
     for (int c = 0; c < r->n_cluster_bench && !s; c++) {
         size_t off = (size_t)c * (size_t)r->n_cluster_samples;
         s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_CLUSTER_UNFUSED, r->cluster_ids[c],
-                                       r->cluster_unfused + off, r->n_cluster_samples);
+                                       r->cluster_unfused + off, r->cluster_n_samples[c]);
         if (!s)
             s = fa_store_put_bench_samples(ctx, st, p->run_id, p->plan_id, FA_BENCH_CLUSTER_FUSED, r->cluster_ids[c],
-                                           r->cluster_fused + off, r->n_cluster_samples);
+                                           r->cluster_fused + off, r->cluster_n_samples[c]);
     }
     /* model outputs fused vs unfused and the win/loss verdict, so `report`, `runs` and `gate`
      * rebuild them from the database alone */

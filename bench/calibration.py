@@ -112,9 +112,32 @@ def bench_samples(db, run_id, plan_id):
     return out
 
 
+WITHHELD = ("below-noise", "measured-loss", "not-beneficial")
+
+
+def withheld(plans):
+    """{model: {refusal word: count}} of the clusters the cost model withheld (issue 19's noise
+    floor: below-noise, measured-loss; and not-beneficial), read from each plan's reasons."""
+    out = {}
+    for arg in plans:
+        name, path = arg.split("=", 1)
+        try:
+            with open(path) as f:
+                plan = json.load(f)
+        except (OSError, ValueError):
+            continue
+        for c in plan.get("clusters", []):
+            word = (c.get("reason") or "").split(":", 1)[0]
+            if c.get("status") == "refused" and word in WITHHELD:
+                out.setdefault(name, {}).setdefault(word, 0)
+                out[name][word] += 1
+    return out
+
+
 def load(args):
     # rows: (model, kind, status, predicted_ns, measured_ns, analytic_ns or None, basis,
-    #        resolved True/False/None, (pred unfused, pred fused) or None, (meas unfused, meas fused) or None)
+    #        resolved True/False/None, (pred unfused, pred fused) or None, (meas unfused, meas fused) or None,
+    #        benchmark shared with an earlier cluster of the same signature)
     rows = []
     bw = disp = None
     db = None
@@ -149,7 +172,7 @@ def load(args):
             res = resolved(p, pred) if db else None
             meas_sides = (p[3], p[4]) if p else None
             rows.append((name, c["kind"], c["status"], pred, float(m), an, c.get("basis") or "", res, sides(c),
-                         meas_sides))
+                         meas_sides, "benchmark shared with cluster" in (c.get("reason") or "")))
     return rows
 
 
@@ -202,6 +225,17 @@ def main():
             acc = [r for r in rs if r[2] == "accepted"]
             if acc:
                 table(f"{model}: accepted clusters", acc, col)
+    shared = sum(1 for r in rows if r[10])
+    print(f"measured clusters whose benchmark was shared with an earlier one of the same signature: {shared} of {len(rows)}")
+    plans = [a for a in sys.argv[1:] if "=" in a and not a.startswith("--")]
+    w = withheld(plans)
+    for model in sorted(w):
+        print(f"withheld by the cost model, {model}: " + ", ".join(f"{k} {v}" for k, v in sorted(w[model].items())))
+    tot = {}
+    for m in w.values():
+        for k, v in m.items():
+            tot[k] = tot.get(k, 0) + v
+    print("withheld by the cost model, all models: " + (", ".join(f"{k} {v}" for k, v in sorted(tot.items())) or "none"))
     measured_basis = sum(1 for r in rows if r[6].startswith("measured"))
     print(f"predictions resting on the measured profile: {measured_basis} of {len(rows)}")
     lookup = sum(1 for r in rows if "fused time measured in run" in r[6])

@@ -233,6 +233,12 @@ void fa_paired_saving_of(const double *a, const double *b, int n, fa_paired_savi
  * measurement is within its own noise: it can neither confirm nor falsify the prediction, so
  * calibration counts it apart (bench/calibration.py applies the same rule). */
 bool fa_paired_saving_resolved(const fa_paired_saving *p, double predicted_ns);
+/* Whether a paired measurement p is settled, the stop rule of the applier's adaptive repetitions
+ * (issue 19): its confidence interval lies within +-rel of |median| (rel 0.10: the interval
+ * [0.9, 1.1] x median), or within +-abs_floor_ns of the median (a saving too small to matter
+ * next to the sub-graph's own time, known to that precision; abs_floor_ns <= 0: no such floor).
+ * False without an interval (n < 5). */
+bool fa_paired_saving_settled(const fa_paired_saving *p, double rel, double abs_floor_ns);
 
 /* ---- column tables (core/table.c) ----
  * A text table for the terminal: a header row, then rows of cells, columns two spaces apart.

@@ -133,3 +133,11 @@ bool fa_paired_saving_resolved(const fa_paired_saving *p, double predicted_ns)
     if (p->ci_lo_ns == p->ci_lo_ns && (p->ci_lo_ns > 0 || p->ci_hi_ns < 0)) return true;
     return p->iqr_ns == p->iqr_ns && predicted_ns == predicted_ns && p->iqr_ns < fabs(predicted_ns);
 }
+
+bool fa_paired_saving_settled(const fa_paired_saving *p, double rel, double abs_floor_ns)
+{
+    if (!p || p->n <= 0 || p->ci_lo_ns != p->ci_lo_ns || p->ci_hi_ns != p->ci_hi_ns) return false;
+    double half = fmax(p->median_ns - p->ci_lo_ns, p->ci_hi_ns - p->median_ns);
+    if (half <= rel * fabs(p->median_ns)) return true;
+    return abs_floor_ns > 0 && half <= abs_floor_ns;
+}

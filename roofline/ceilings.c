@@ -85,7 +85,11 @@ static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface
         {key, "compute", "fp32_peak", c->peak_gflops, "GFLOP/s", "measured", now, c->detail},
         {key, "latency", t->latency_ceiling, c->launch_ns, "ns", c->launch_source, now, c->latency_detail},
     };
-    fa_status s = FA_OK;
+    /* one transaction: the cache levels are replaced as a set (a sweep that finds fewer levels
+     * than an earlier one must not leave the earlier cache_N rows to be read back) */
+    fa_status s = fa_store_begin(ctx, st);
+    if (s) return s;
+    s = fa_store_delete_ceilings(ctx, st, key, "cache_");
     for (int i = 0; i < 3 && !s; i++) s = fa_store_put_ceiling(ctx, st, &rows[i]);
     for (int i = 0; i < c->n_cache_levels && !s; i++) {
         char nm[32], det[64];
@@ -99,7 +103,11 @@ static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface
         fa_ceiling r = {key, f->kind, f->name, f->value, f->unit, "device", now, f->detail};
         s = fa_store_put_ceiling(ctx, st, &r);
     }
-    return s;
+    if (s) {
+        fa_store_rollback(st);
+        return s;
+    }
+    return fa_store_commit(ctx, st);
 }
 
 fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int threads, bool remeasure,

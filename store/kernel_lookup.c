@@ -15,16 +15,18 @@ void fa_kernel_signature_start(fa_buf *b, const char *kind)
     fa_buf_puts(b, kind ? kind : "?");
 }
 
-void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *output_shapes, uint64_t flops,
-                                uint64_t bytes_read, uint64_t bytes_written)
+void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *input_shapes, const char *output_shapes,
+                                uint64_t flops, uint64_t bytes_read, uint64_t bytes_written)
 {
-    fa_buf_printf(b, "|%s[%s]f%" PRIu64 "r%" PRIu64 "w%" PRIu64, op_type ? op_type : "?", output_shapes ? output_shapes : "",
-                  flops, bytes_read, bytes_written);
+    fa_buf_printf(b, "|%s(%s)[%s]f%" PRIu64 "r%" PRIu64 "w%" PRIu64, op_type ? op_type : "?",
+                  input_shapes ? input_shapes : "", output_shapes ? output_shapes : "", flops, bytes_read, bytes_written);
 }
 
 /* One stored node's signature fields, indexed by node id. */
 typedef struct sig_node {
     const char *op_type, *shapes;
+    const char **in_shapes; /* [n_inputs]: consumers joined with tensors; NULL slot: absent */
+    int n_inputs;
     uint64_t flops, bytes_read, bytes_written;
     bool present;
 } sig_node;
@@ -34,7 +36,7 @@ static fa_status load_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT node_id, op_type, output_shapes, flops, bytes_read, bytes_written "
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT node_id, op_type, output_shapes, flops, bytes_read, bytes_written, n_inputs "
                                              "FROM nodes WHERE run_id=?1 ORDER BY node_id DESC", run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
@@ -56,7 +58,28 @@ static fa_status load_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
         d->flops = (uint64_t)fa_col_i64(q, 3);
         d->bytes_read = (uint64_t)fa_col_i64(q, 4);
         d->bytes_written = (uint64_t)fa_col_i64(q, 5);
+        int ni = fa_col_int(q, 6);
+        d->n_inputs = ni > 0 && ni < 4096 ? ni : 0;
+        d->in_shapes = d->n_inputs ? fa_arena_alloc(arena, sizeof *d->in_shapes * (size_t)d->n_inputs) : NULL;
+        if (d->n_inputs && !d->in_shapes) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+        for (int k = 0; k < d->n_inputs; k++) d->in_shapes[k] = NULL;
         d->present = d->op_type != NULL;
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    if (s) return s;
+    /* each input slot's shape: the consumers row of (node, slot) and its tensor ("?" unknown rank) */
+    s = fa_sq_prepare_run(ctx, st, "SELECT c.node_id, c.input_index, t.shape FROM consumers c JOIN tensors t "
+                                   "ON t.run_id = c.run_id AND t.tensor_id = c.tensor_id WHERE c.run_id=?1",
+                          run_id, &q, &b);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        int id = fa_col_int(q, 0), k = fa_col_int(q, 1);
+        if (id < 0 || id >= nv || k < 0 || k >= v[id].n_inputs) continue;
+        const char *sh = fa_sq_col_str(q, 2, arena);
+        v[id].in_shapes[k] = sh ? sh : "?";
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);
     fa_stmt_finalize(q);
@@ -81,9 +104,16 @@ static const char *stored_signature(const char *kind, const char *members, const
         long id = strtol(p, &end, 10);
         p = end;
         ok = id >= 0 && id < n_nodes && nodes[id].present;
-        if (ok)
-            fa_kernel_signature_member(&b, nodes[id].op_type, nodes[id].shapes, nodes[id].flops, nodes[id].bytes_read,
-                                       nodes[id].bytes_written);
+        if (ok) {
+            fa_buf ins;
+            fa_buf_init(&ins);
+            for (int k = 0; k < nodes[id].n_inputs; k++)
+                fa_buf_printf(&ins, "%s%s", k ? ";" : "", nodes[id].in_shapes[k] ? nodes[id].in_shapes[k] : "-");
+            ok = !ins.oom;
+            fa_kernel_signature_member(&b, nodes[id].op_type, ins.data ? ins.data : "", nodes[id].shapes, nodes[id].flops,
+                                       nodes[id].bytes_read, nodes[id].bytes_written);
+            fa_buf_free(&ins);
+        }
     }
     const char *sig = ok && !b.oom && b.data ? fa_arena_strdup(arena, b.data) : NULL;
     fa_buf_free(&b);
@@ -121,7 +151,7 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
     s = fa_sq_prepare_run(ctx, st,
                           "SELECT b.run_id, b.plan_id, b.cluster_id, c.kind, c.members_json, b.iter, b.subject, b.latency_ns "
                           "FROM runs cur JOIN runs r ON COALESCE(r.device_name, '') = COALESCE(cur.device_name, '') "
-                          "AND r.threads = cur.threads "
+                          "AND r.threads = cur.threads AND (r.status = 'ok' OR r.id = cur.id) "
                           "JOIN plans p ON p.run_id = r.id AND COALESCE(p.target, '') = COALESCE(cur.target, '') "
                           "JOIN clusters c ON c.run_id = p.run_id AND c.plan_id = p.plan_id "
                           "JOIN benchmarks b ON b.run_id = c.run_id AND b.plan_id = c.plan_id AND b.cluster_id = c.cluster_id "
@@ -171,6 +201,7 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
                 fa_paired_saving ps;
                 fa_paired_saving_of(u, f, np, &ps);
                 m->resolved = ps.n > 0 && ps.ci_lo_ns == ps.ci_lo_ns && (ps.ci_lo_ns > 0 || ps.ci_hi_ns < 0);
+                m->paired = ps;
                 m->unfused_median_ns = fa_stats_median(u, (size_t)np);
                 m->median_ns = fa_stats_median(f, (size_t)np);
                 free(u);

@@ -1336,6 +1336,30 @@ fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c)
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
+fa_status fa_store_delete_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, const char *name_prefix)
+{
+    fa_status s = fa_sq_require_writable(ctx, st, "replace device ceilings");
+    if (s) return s;
+    if (!device_key || !name_prefix || !name_prefix[0])
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: deleting ceilings needs a device key and a name prefix", st->path);
+    bool own;
+    s = fa_sq_tx_open(ctx, st, &own);
+    if (s) return s;
+    fa_stmt *q = NULL;
+    /* a prefix compare, not LIKE: '_' in "cache_" is a LIKE wildcard */
+    s = fa_sq_prepare(ctx, st, "DELETE FROM device_ceilings WHERE device_key = ?1 AND substr(name, 1, length(?2)) = ?2", &q);
+    if (!s) {
+        binder b;
+        b_start(&b, q);
+        b_txt(&b, device_key);
+        b_txt(&b, name_prefix);
+        s = FA_SQL_CHECK(ctx, st, b.rc);
+        if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
+    }
+    fa_stmt_finalize(q);
+    return fa_sq_tx_close(ctx, st, own, s);
+}
+
 static fa_status decode_ceiling(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
     (void)user;

@@ -218,6 +218,10 @@ typedef struct fa_ceiling {
 
 /* Insert or replace the ceiling (device_key, name). */
 fa_status fa_store_put_ceiling(fa_ctx *ctx, fa_store *st, const fa_ceiling *c);
+/* Delete device_key's ceilings whose name starts with name_prefix ("cache_": the cache levels
+ * a measurement replaces as a set, so a later sweep that finds fewer levels leaves no stale
+ * cache_N row behind). Joins the caller's transaction (fa_store_begin), else its own. */
+fa_status fa_store_delete_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, const char *name_prefix);
 /* All ceilings of device_key (NULL = every device), sorted by device_key, name. */
 fa_status fa_store_get_ceilings(fa_ctx *ctx, fa_store *st, const char *device_key, fa_arena *arena,
                                 fa_ceiling **out, size_t *n_out);
@@ -469,15 +473,18 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
 
 /* A cluster's shape-class signature, built the same way from a graph (the advisor) and from the
  * stored rows: fa_kernel_signature_start with the cluster kind's name, then one
- * fa_kernel_signature_member per member in the plan's member order with its op type, its output
- * shapes (fa_tensor_shape_str, ";"-joined, "-" for an absent output: nodes.output_shapes) and
- * its FLOPs, bytes read and bytes written (fa_node_cost: nodes.flops/bytes_read/bytes_written).
- * Two clusters with the same ops on the same shapes, kernel sizes, strides and dtypes (the bytes
- * and FLOPs carry the input and weight sizes and the element width) have the same text; one op's
- * attributes that change neither (a Clip's bounds) do not enter it. Appends to b. */
+ * fa_kernel_signature_member per member in the plan's member order with its op type, its input
+ * shapes (one per input slot, fa_tensor_shape_str, ";"-joined, "-" for an absent optional input,
+ * "?" for an unknown rank: consumers joined with tensors.shape), its output shapes (the same
+ * convention: nodes.output_shapes) and its FLOPs, bytes read and bytes written (fa_node_cost:
+ * nodes.flops/bytes_read/bytes_written). Two clusters with the same ops on the same input and
+ * output shapes, kernel sizes, strides and dtypes (the bytes and FLOPs carry the weight sizes
+ * and the element width) have the same text: a 1x1 conv of stride 2 on 56x56 and one of stride 1
+ * on 28x28 differ by their input shapes; one op's attributes that change none of these (a Clip's
+ * bounds) do not enter it. Appends to b. */
 void fa_kernel_signature_start(fa_buf *b, const char *kind);
-void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *output_shapes, uint64_t flops,
-                                uint64_t bytes_read, uint64_t bytes_written);
+void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *input_shapes, const char *output_shapes,
+                                uint64_t flops, uint64_t bytes_read, uint64_t bytes_written);
 
 typedef struct fa_measured_fused {
     int64_t run_id;           /* the run whose plan it belongs to */
@@ -491,11 +498,14 @@ typedef struct fa_measured_fused {
     bool resolved;            /* the paired unfused - fused differences' sign-test interval
                                  excludes 0 (fa_paired_saving_of): the measurement resolves a
                                  saving or a loss; false: within its own noise */
+    fa_paired_saving paired;  /* those paired differences (ns): median, IQR, sign-test interval
+                                 (NAN under 5 rounds) */
 } fa_measured_fused;
 
 /* Every cluster whose fused and unfused sub-graphs the applier benchmarked (benchmarks subjects
  * 'cluster-fused' and 'cluster-unfused', paired by iter) in a plan for the same target as run_id's, of a run on the same device as
- * run_id (runs.device_name and runs.threads equal; run_id's own earlier plans included), with
+ * run_id (runs.device_name and runs.threads equal; run_id's own earlier plans included) that
+ * finished 'ok' (a failed or killed run's measurements are not evidence), with
  * its signature and median. Sorted by signature, then newest run first. Array and strings in
  * arena; *n_out 0 when none. Errors: the store's; FA_ERR_INPUT when run_id does not exist. */
 fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_measured_fused **out,

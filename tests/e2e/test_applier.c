@@ -5,6 +5,7 @@
  * equal the unfused model's. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "advisor/advisor.h"
@@ -40,6 +41,19 @@ static fa_graph *elementwise_graph(fa_ctx *ctx)
     return g;
 }
 
+/* The apply options these tests run with: 3 rounds per block, 1 warm-up, 2 threads, the test's
+ * kernel cache. */
+static fa_apply_options quick_apply_options(void)
+{
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    return opt;
+}
+
 /* Returns whether the injected wrong kernel reached verification (a library epilogue refused
  * before it for running off the library's fast path cannot be checked). */
 static bool apply_model(const char *model, int inject_first, int *kinds_seen)
@@ -67,13 +81,8 @@ static bool apply_model(const char *model, int inject_first, int *kinds_seen)
             injected = p->clusters[i].id;
             break;
         }
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
+    fa_apply_options opt = quick_apply_options();
     opt.inject_wrong_cluster = injected;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
     fa_apply_result *r = NULL;
     s = fa_apply(ctx, g, p, &opt, &r);
     if (s) fail_msg("%s: apply: %s", model, fa_ctx_errmsg(ctx));
@@ -183,6 +192,101 @@ static void test_layout_only_fused_model_is_judged_end_to_end(void **s)
     fa_ctx_free(ctx);
 }
 
+static void add_weight(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, uint64_t seed)
+{
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    int64_t n = fa_tensor_numel(g->tensors[t]);
+    float *d = malloc(sizeof(float) * (size_t)n);
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) d[i] = fa_rng_uniform(&r, -0.5f, 0.5f);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], d, sizeof(float) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    free(d);
+}
+
+/* x[1,16,20,20] -> Conv(w1, b1) -> Relu -> Conv(w2, b2) -> Relu -> y: two conv+relu clusters of
+ * one signature (same shapes, other weights). The second reuses the first's benchmark (issue 19)
+ * and is still verified on its own values: with its fused kernel made wrong it is rejected by
+ * verification, not given the first one's verdict. */
+static void test_identical_clusters_share_one_benchmark_and_verify_each(void **st)
+{
+    (void)st;
+    for (int wrong = 0; wrong < 2; wrong++) {
+        fa_ctx *ctx = fa_ctx_create();
+        fa_graph *g = fa_graph_create("twin");
+        fa_graph_set_opset(ctx, g, "", 17);
+        int64_t xd[4] = {1, 16, 20, 20}, wd[4] = {16, 16, 3, 3}, bd[1] = {16}, pads[4] = {1, 1, 1, 1};
+        int x = fa_graph_tensor(g, "x");
+        fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+        fa_graph_add_input(ctx, g, x);
+        add_weight(ctx, g, "w1", 4, wd, 1);
+        add_weight(ctx, g, "b1", 1, bd, 2);
+        add_weight(ctx, g, "w2", 4, wd, 3);
+        add_weight(ctx, g, "b2", 1, bd, 4);
+        const char *i1[] = {"x", "w1", "b1"}, *o1[] = {"c1"}, *i2[] = {"c1"}, *o2[] = {"r1"};
+        const char *i3[] = {"r1", "w2", "b2"}, *o3[] = {"c2"}, *i4[] = {"c2"}, *o4[] = {"y"};
+        fa_node_add_attr_ints(g, fa_graph_add_node(ctx, g, "conv1", "Conv", "", 3, i1, 1, o1), "pads", pads, 4);
+        fa_graph_add_node(ctx, g, "relu1", "Relu", "", 1, i2, 1, o2);
+        fa_node_add_attr_ints(g, fa_graph_add_node(ctx, g, "conv2", "Conv", "", 3, i3, 1, o3), "pads", pads, 4);
+        fa_graph_add_node(ctx, g, "relu2", "Relu", "", 1, i4, 1, o4);
+        fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+        assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+        fa_advise_options ao = {0};
+        ao.target = FA_TARGET_CPU;
+        ao.no_gate = true;
+        fa_plan *p = NULL;
+        assert_int_equal(fa_advise(ctx, g, NULL, &ao, &p), FA_OK);
+        int ids[2], n = 0;
+        for (int i = 0; i < p->n_clusters && n < 2; i++)
+            if (p->clusters[i].status == FA_CLUSTER_PROPOSED) ids[n++] = i;
+        assert_int_equal(n, 2);
+        fa_buf s1, s2;
+        fa_buf_init(&s1);
+        fa_buf_init(&s2);
+        fa_cluster_signature(g, &p->clusters[ids[0]], &s1);
+        fa_cluster_signature(g, &p->clusters[ids[1]], &s2);
+        assert_string_equal(s1.data, s2.data);
+        fa_buf_free(&s1);
+        fa_buf_free(&s2);
+        fa_apply_options opt = quick_apply_options();
+        /* the one tried second (ranked by predicted saving, ties by id) reuses the first's */
+        int order[2];
+        order[0] = p->clusters[ids[0]].est_saving_ns >= p->clusters[ids[1]].est_saving_ns ? ids[0] : ids[1];
+        order[1] = order[0] == ids[0] ? ids[1] : ids[0];
+        if (wrong) opt.inject_wrong_cluster = p->clusters[order[1]].id;
+        fa_apply_result *r = NULL;
+        assert_int_equal(fa_apply(ctx, g, p, &opt, &r), FA_OK);
+        const fa_cluster_verdict *v0 = &r->verdicts[order[0]], *v1 = &r->verdicts[order[1]];
+        printf("twin%s: cluster %d %s: %s\ncluster %d %s: %s\n", wrong ? " (second wrong)" : "", p->clusters[order[0]].id,
+               fa_cluster_status_name(v0->status), v0->reason, p->clusters[order[1]].id, fa_cluster_status_name(v1->status),
+               v1->reason);
+        assert_null(strstr(v0->reason, "benchmark shared"));
+        if (!wrong) {
+            char want[80];
+            snprintf(want, sizeof want, "benchmark shared with cluster %d, same signature", p->clusters[order[0]].id);
+            assert_non_null(strstr(v1->reason, want));
+            assert_non_null(strstr(v1->reason, "verified on its own values"));
+            assert_int_equal(v1->status, v0->status);
+            assert_true(v1->measured_saving_ns == v0->measured_saving_ns);
+            assert_true(v1->max_rel_error >= 0 && v1->max_rel_error != v0->max_rel_error); /* its own verification */
+            /* both have the rounds the verdict rests on, the same ones */
+            assert_int_equal(r->n_cluster_bench, 2);
+            assert_int_equal(r->cluster_n_samples[0], r->cluster_n_samples[1]);
+            assert_true(r->cluster_n_samples[0] >= opt.iters && r->cluster_n_samples[0] <= r->n_cluster_samples);
+        } else {
+            assert_int_equal(v1->status, FA_CLUSTER_REJECTED_VERIFY);
+            assert_null(strstr(v1->reason, "benchmark shared"));
+            assert_int_equal(r->n_cluster_bench, 1);
+        }
+        fa_apply_result_free(r);
+        fa_plan_free(p);
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+    }
+}
+
 static int g_kinds[FA_CLUSTER_KIND_COUNT];
 
 static void test_convnet_tiny_clusters_verify(void **s) { (void)s; apply_model("zoo:convnet-tiny", 0, g_kinds); }
@@ -225,12 +329,7 @@ static void test_wrong_whole_model_is_a_mismatch(void **s)
     ao.no_gate = true;
     fa_plan *p = NULL;
     if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_options opt = quick_apply_options();
     for (int i = 0; i < p->n_clusters && opt.inject_e2e_cluster < 0; i++)
         if (p->clusters[i].status == FA_CLUSTER_PROPOSED) opt.inject_e2e_cluster = p->clusters[i].id;
     assert_true(opt.inject_e2e_cluster >= 0);
@@ -268,6 +367,7 @@ int main(void)
         cmocka_unit_test(test_every_cluster_kind_was_verified),
         cmocka_unit_test(test_wrong_fused_kernel_is_rejected_and_run_goes_on),
         cmocka_unit_test(test_layout_only_fused_model_is_judged_end_to_end),
+        cmocka_unit_test(test_identical_clusters_share_one_benchmark_and_verify_each),
         cmocka_unit_test(test_wrong_whole_model_is_a_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

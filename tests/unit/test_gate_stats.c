@@ -84,6 +84,43 @@ static void test_paired_saving_resolution(void **state)
     assert_false(fa_paired_saving_resolved(&p, 1e9));
 }
 
+/* The adaptive repetitions' stop rule (issue 19) on synthetic paired samples: a saving of 100
+ * with +-3 of noise is settled within 10% after one block of 5 rounds; with +-60 of noise it is
+ * not after 5 rounds and is after more blocks drawn from the same distribution; a saving near 0
+ * never gets within 10% of its own magnitude and settles only through the floor (1% of a
+ * 10,000 ns sub-graph) once its interval is that narrow. */
+static void test_adaptive_stop_rule_on_synthetic_samples(void **state)
+{
+    (void)state;
+    double u[200], f[200];
+    fa_rng r;
+    fa_rng_seed(&r, 7);
+    for (int i = 0; i < 5; i++) u[i] = 10100 + fa_rng_uniform(&r, -3, 3), f[i] = 10000;
+    fa_paired_saving p;
+    fa_paired_saving_of(u, f, 5, &p);
+    assert_true(fa_paired_saving_settled(&p, 0.10, 0));
+    /* noisy: +-60 around 100 */
+    int n = 0, settled_at = -1;
+    while (n < 200) {
+        for (int i = 0; i < 5; i++, n++) u[n] = 10100 + fa_rng_uniform(&r, -60, 60), f[n] = 10000;
+        fa_paired_saving_of(u, f, n, &p);
+        if (n == 5) assert_false(fa_paired_saving_settled(&p, 0.10, 0));
+        if (fa_paired_saving_settled(&p, 0.10, 0)) { settled_at = n; break; }
+    }
+    assert_true(settled_at > 5);
+    assert_true(fabs(p.median_ns - 100) <= 20); /* the settled estimate is near the true saving */
+    /* a saving of about 0 (+-20): never within 10% of itself; within 1% of 10,000 ns = 100 */
+    for (int i = 0; i < 100; i++) u[i] = 10000 + fa_rng_uniform(&r, -20, 20), f[i] = 10000;
+    fa_paired_saving_of(u, f, 100, &p);
+    assert_false(fa_paired_saving_settled(&p, 0.10, 0));
+    assert_true(fa_paired_saving_settled(&p, 0.10, 100));
+    assert_false(fa_paired_saving_settled(&p, 0.10, 1)); /* the floor must cover the interval */
+    /* under 5 pairs there is no interval: never settled */
+    fa_paired_saving_of(u, f, 4, &p);
+    assert_false(fa_paired_saving_settled(&p, 0.10, 1e9));
+    assert_false(fa_paired_saving_settled(NULL, 0.10, 1e9));
+}
+
 /* A/A: both runs drawn from one distribution, 1000 seeds, n in 20..50, sigma 3..5%: the gate
  * must fail under 1% of the time. */
 static void test_aa_false_alarm_rate_under_1pct_over_1000_seeds(void **state)
@@ -451,6 +488,7 @@ int main(void)
         cmocka_unit_test(test_two_stage_bootstrap_absorbs_run_to_run_drift),
         cmocka_unit_test(test_block_bootstrap_keeps_autocorrelated_aa_quiet),
         cmocka_unit_test(test_paired_saving_resolution),
+        cmocka_unit_test(test_adaptive_stop_rule_on_synthetic_samples),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -160,10 +160,140 @@ static void test_measured_fused_kernel_predicts_same_signature_only(void **st)
     fa_ctx_free(ctx);
 }
 
+static int count_refusal(const fa_plan *p, fa_why_code code, const char *part)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        n += c->status == FA_CLUSTER_REFUSED && c->refusal == code && c->reason && strstr(c->reason, part) != NULL;
+    }
+    return n;
+}
+
+/* Store samples for every cluster of p1 (run1): fused and unfused, 5 rounds each. */
+static void put_samples(fa_ctx *ctx, fa_store *s, int64_t run1, const fa_plan *p1, const double *u, const double *f)
+{
+    for (int i = 0; i < p1->n_clusters; i++) {
+        assert_int_equal(fa_store_put_bench_samples(ctx, s, run1, p1->plan_id, FA_BENCH_CLUSTER_FUSED, p1->clusters[i].id,
+                                                    f, 5), FA_OK);
+        assert_int_equal(fa_store_put_bench_samples(ctx, s, run1, p1->plan_id, FA_BENCH_CLUSTER_UNFUSED, p1->clusters[i].id,
+                                                    u, 5), FA_OK);
+    }
+}
+
+/* The signature names each member's input shapes (one per input slot), so two clusters with the
+ * same outputs, FLOPs and bytes but other inputs differ; and the refusals of the noise floor: a
+ * resolved loss of the same signature is `measured-loss`, an earlier measurement whose interval
+ * sits within 1% of its members around 0 is `below-noise`, and so is a positive saving predicted
+ * under 2% of the members' measured time. */
+static void test_signature_input_shapes_and_noise_floor_refusals(void **st)
+{
+    (void)st;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_lookup_floor.db");
+    remove(db);
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    fa_graph *g1 = NULL;
+    fa_analysis *a1 = NULL;
+    int64_t run1 = stored_run(ctx, s, 1, &g1, &a1);
+    fa_plan *p1 = NULL;
+    assert_int_equal(fa_advise(ctx, g1, a1, &o, &p1), FA_OK);
+    assert_true(p1->n_clusters > 0);
+    assert_int_equal(fa_plan_save(ctx, s, p1), FA_OK);
+
+    /* every member's input shapes are in the text, in slot order */
+    const fa_cluster *c0 = &p1->clusters[0];
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_cluster_signature(g1, c0, &b);
+    const fa_node *m0 = g1->nodes[c0->members[0]];
+    char sh[256], want[600];
+    snprintf(want, sizeof want, "|%s(%s", m0->op_type, fa_tensor_shape_str(g1->tensors[m0->inputs[0]], sh, sizeof sh));
+    assert_non_null(strstr(b.data, want));
+    /* the same cluster with its first input seen at another shape (same element count, so the
+     * bytes and FLOPs are unchanged): another signature */
+    fa_tensor *t0 = g1->tensors[m0->inputs[0]];
+    int64_t d0 = t0->dims[0], d1 = t0->dims[1];
+    t0->dims[0] = d1;
+    t0->dims[1] = d0;
+    fa_buf b2;
+    fa_buf_init(&b2);
+    fa_cluster_signature(g1, c0, &b2);
+    t0->dims[0] = d0;
+    t0->dims[1] = d1;
+    if (d0 != d1) assert_string_not_equal(b.data, b2.data);
+    fa_buf_free(&b2);
+    fa_buf_free(&b);
+
+    fa_arena *ar = fa_arena_create(4096);
+    fa_measured_fused *mf = NULL;
+    size_t nmf = 0;
+    fa_graph *g2 = NULL;
+    fa_analysis *a2 = NULL;
+    int64_t run2 = stored_run(ctx, s, 1, &g2, &a2);
+    /* a resolved loss: every fused round 2000 ns slower */
+    const double u[5] = {10000, 10010, 10020, 10030, 10040}, slow[5] = {12000, 12010, 12020, 12030, 12040};
+    put_samples(ctx, s, run1, p1, u, slow);
+    assert_int_equal(fa_store_measured_fused(ctx, s, run2, ar, &mf, &nmf), FA_OK);
+    assert_true(nmf > 0 && mf[0].resolved && mf[0].paired.median_ns == -2000);
+    o.measured_fused = mf;
+    o.n_measured_fused = nmf;
+    fa_plan *p2 = NULL;
+    assert_int_equal(fa_advise(ctx, g2, a2, &o, &p2), FA_OK);
+    assert_int_equal(count_refusal(p2, FA_WHY_MEASURED_LOSS, "measured-loss: the same fused kernel"), p2->n_clusters);
+    fa_plan_free(p2);
+    /* about 0, within 1% of 10,000 ns either way: below-noise */
+    const double same[5] = {10030, 9990, 10050, 10000, 10020};
+    put_samples(ctx, s, run1, p1, u, same);
+    assert_int_equal(fa_store_measured_fused(ctx, s, run2, ar, &mf, &nmf), FA_OK);
+    assert_false(mf[0].resolved);
+    o.measured_fused = mf;
+    o.n_measured_fused = nmf;
+    assert_int_equal(fa_advise(ctx, g2, a2, &o, &p2), FA_OK);
+    assert_int_equal(count_refusal(p2, FA_WHY_BELOW_NOISE, "not distinguishable from 0"), p2->n_clusters);
+    fa_plan_free(p2);
+    /* a wide unresolved interval is no evidence: nothing refused by it */
+    const double wide[5] = {7000, 13000, 7000, 13000, 10000};
+    put_samples(ctx, s, run1, p1, u, wide);
+    assert_int_equal(fa_store_measured_fused(ctx, s, run2, ar, &mf, &nmf), FA_OK);
+    o.measured_fused = mf;
+    o.n_measured_fused = nmf;
+    assert_int_equal(fa_advise(ctx, g2, a2, &o, &p2), FA_OK);
+    assert_int_equal(count_refusal(p2, FA_WHY_BELOW_NOISE, "not distinguishable from 0"), 0);
+    assert_int_equal(count_refusal(p2, FA_WHY_MEASURED_LOSS, ""), 0);
+    /* the profile's floor: every positive prediction under 2% of its members' measured time is
+     * refused below-noise, every one at or above it is not */
+    int checked = 0;
+    for (int i = 0; i < p2->n_clusters; i++) {
+        const fa_cluster *c = &p2->clusters[i];
+        if (!c->basis || strncmp(c->basis, "measured:", 9)) continue;
+        checked++;
+        bool floor = c->status == FA_CLUSTER_REFUSED && c->refusal == FA_WHY_BELOW_NOISE;
+        if (floor) assert_non_null(strstr(c->reason, "of its members' measured"));
+        if (c->est_saving_ns <= 0) assert_false(floor);
+    }
+    assert_true(checked > 0);
+    fa_plan_free(p2);
+
+    fa_plan_free(p1);
+    fa_arena_free(ar);
+    fa_analysis_free(a1);
+    fa_analysis_free(a2);
+    fa_graph_free(g1);
+    fa_graph_free(g2);
+    fa_store_close(s);
+    remove(db);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_measured_fused_kernel_predicts_same_signature_only),
+        cmocka_unit_test(test_signature_input_shapes_and_noise_floor_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -180,8 +180,30 @@ static void test_remeasure_keeps_stored_higher_bandwidth(void **s)
     const double high = 1e6; /* GB/s: above any memory system */
     fa_ceiling row = {c.device_key, "bandwidth", "mem_bw", high, "GB/s", "measured", 1, "a stored earlier measurement"};
     assert_int_equal(fa_store_put_ceiling(ctx, st, &row), FA_OK);
+    /* an earlier sweep that found one cache level more than any this machine has: its row must
+     * not survive the re-measurement (stale cache_N rows, read back as a level of this device);
+     * (the sweep itself finds 1 or 2 levels here from one measurement to the next); a row whose
+     * name only looks like a cache level under LIKE ('_' a wildcard) stays */
+    const char *stale_name = "cache_5"; /* fa_ceilings holds 4 levels: never one measured now */
+    fa_ceiling stale = {c.device_key, "bandwidth", stale_name, 1.0, "GB/s", "measured", 1, "64"};
+    fa_ceiling other = {c.device_key, "bandwidth", "cacheX9", 2.0, "GB/s", "measured", 1, "64"};
+    assert_int_equal(fa_store_put_ceiling(ctx, st, &stale), FA_OK);
+    assert_int_equal(fa_store_put_ceiling(ctx, st, &other), FA_OK);
     fa_ceilings again;
     assert_int_equal(fa_roofline_cpu_ceilings(ctx, st, 1, true, &again), FA_OK);
+    fa_arena *ar = fa_arena_create(4096);
+    fa_ceiling *rows = NULL;
+    size_t nrows = 0;
+    assert_int_equal(fa_store_get_ceilings(ctx, st, c.device_key, ar, &rows, &nrows), FA_OK);
+    int caches = 0, others = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        assert_string_not_equal(rows[i].name, stale_name);
+        caches += !strncmp(rows[i].name, "cache_", 6);
+        others += !strcmp(rows[i].name, "cacheX9");
+    }
+    assert_int_equal(caches, again.n_cache_levels);
+    assert_int_equal(others, 1);
+    fa_arena_free(ar);
     assert_true(again.mem_bw_gbs == high);
     assert_true(again.mem_bw_new_gbs > 0 && again.mem_bw_new_gbs < high);
     fa_ceilings cached;
