@@ -22,6 +22,14 @@
  * 600 s: about what 256 generated clusters take to compile, verify and benchmark here. */
 #define FA_APPLY_MAX_CLUSTERS_DEFAULT 256
 #define FA_APPLY_BUDGET_S_DEFAULT 600.0
+/* End-to-end verification: the fused model's outputs against the unfused model's on the same
+ * inputs, max |fused - unfused| / max|unfused| over every output, must not exceed
+ * max(FA_APPLY_E2E_TOLERANCE, fa_apply_options.tolerance). 1e-4: each cluster is already verified
+ * (1e-5, or its reduction's rounding-error bound); whole fp32 CNNs and transformer blocks whose
+ * convs and GEMMs oneDNN reassociates measured 2e-8 to 6.5e-7 here (zoo, corpus and exporter-survey
+ * models, bench/README.md), while a wrong kernel or layout gives 1e-2 to 1. Above it the plan is
+ * a MISMATCH: nothing is claimed, `run` exits 1. */
+#define FA_APPLY_E2E_TOLERANCE 1e-4
 
 /* Test hook: the defect a deliberately wrong fused kernel carries (fa_apply_options
  * inject_wrong_cluster). Verification must reject every one; the sizes are what the rounding-error
@@ -59,6 +67,10 @@ typedef struct fa_apply_options {
     int inject_wrong_cluster; /* test hook: >= 0 makes that cluster's fused kernel carry the
                                  defect inject_defect (must be rejected by verification); -1 off */
     fa_apply_defect inject_defect; /* default FA_APPLY_DEFECT_ADD_ONE */
+    int inject_e2e_cluster; /* test hook: >= 0 puts that cluster, carrying inject_defect, into the
+                               end-to-end fused model whatever its verdict (a wrong kernel that
+                               reached the whole model: the end-to-end verification must catch
+                               it); -1 off */
     fa_progress_fn progress;
     void *progress_user;
 } fa_apply_options;
@@ -101,6 +113,11 @@ typedef struct fa_apply_result {
      * clusters is measurably faster; e2e_loss when clusters were kept but the model is not
      * (after backed_off clusters were dropped by the back-off): the plan is a loss */
     bool e2e_wins, e2e_loss;
+    /* the fused model's outputs differ from the unfused model's beyond FA_APPLY_E2E_TOLERANCE:
+     * neither a win nor a loss, no back-off (each cluster passed its own verification, so the
+     * fault is in composing them: the layouts or the executor); e2e_tolerance the limit used */
+    bool e2e_mismatch;
+    double e2e_tolerance;
     int backed_off;
     /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */
     int n_cluster_samples;             /* samples per cluster (= iters) */

@@ -95,7 +95,7 @@ static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
 /* The end-to-end verdict of an apply result (what plans.e2e_verdict and summary.json keep). */
 static fa_e2e_verdict e2e_verdict(const fa_apply_result *r)
 {
-    return r->e2e_wins ? FA_E2E_WIN : r->e2e_loss ? FA_E2E_LOSS : FA_E2E_NO_CLUSTERS;
+    return r->e2e_mismatch ? FA_E2E_MISMATCH : r->e2e_wins ? FA_E2E_WIN : r->e2e_loss ? FA_E2E_LOSS : FA_E2E_NO_CLUSTERS;
 }
 
 fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char *path)

@@ -222,6 +222,9 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         if (r->backed_off)
             printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
                    "fused model was not measurably faster\n", r->backed_off, r->backed_off == 1 ? "" : "s");
+        if (r->e2e_mismatch)
+            printf("the fused plan is a MISMATCH end to end: its outputs differ from the unfused model's (max relative "
+                   "error %.3g > %.3g): not deployable, no speedup claimed\n", r->e2e_max_rel_error, r->e2e_tolerance);
         if (r->e2e_loss)
             printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
                    "baseline; deploy the baseline\n", r->accepted);
@@ -237,6 +240,12 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
                wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
     }
+    /* the outputs are written and stored (the report shows the MISMATCH); the run itself failed */
+    if (!s && pr && pr->apply && pr->apply->e2e_mismatch)
+        s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "end-to-end verification failed: the fused model's outputs differ from the "
+                         "unfused model's by a max relative error of %.3g (limit %.3g); every cluster passed its own check, "
+                         "so composing them (layouts, executor) is at fault: please report it",
+                         pr->apply->e2e_max_rel_error, pr->apply->e2e_tolerance);
     fa_pipeline_result_free(pr);
     return s;
 }

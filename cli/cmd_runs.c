@@ -175,6 +175,8 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
             if (r->host && fa_store_path_is_pg(db)) fa_buf_printf(&last, " @%s", r->host); /* a shared store: which machine */
             if (r->tag) fa_buf_printf(&last, " [tag %s]", r->tag);
             if (r->e2e_verdict == FA_E2E_LOSS) fa_buf_puts(&last, " [LOSS end to end: deploy the baseline]");
+            else if (r->e2e_verdict == FA_E2E_MISMATCH)
+                fa_buf_puts(&last, " [MISMATCH end to end: the fused outputs differ, not deployable]");
             else if (r->e2e_verdict != FA_E2E_NOT_APPLIED) fa_buf_printf(&last, " [e2e %s]", fa_e2e_verdict_name(r->e2e_verdict));
             const char *cells[] = {id, r->kind, r->status, fmt_time(r->started_at_ns, when, sizeof when), r->target,
                                    iters, lat, last.data ? last.data : "-"};

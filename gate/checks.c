@@ -229,7 +229,11 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
     /* the candidate's own plan judged end to end by the applier (plans.e2e_verdict, schema v6): a
      * LOSS warns (the latency checks above judge the change between the runs) */
     fa_e2e_verdict ev = c->info.e2e_verdict;
-    if (!s && ev == FA_E2E_LOSS)
+    if (!s && ev == FA_E2E_MISMATCH)
+        ADD(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_FAIL,
+            "run %" PRId64 "'s fused plan is a MISMATCH end to end: its outputs differ from its unfused model's beyond "
+            "the end-to-end tolerance; it is not deployable", c->info.id);
+    else if (!s && ev == FA_E2E_LOSS)
         ADD(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_WARN,
             "run %" PRId64 "'s fused plan is a LOSS end to end: with its clusters kept it is not measurably faster than "
             "its unfused baseline; deploy the baseline", c->info.id);

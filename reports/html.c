@@ -176,9 +176,16 @@ static void summary(const fa_rep *r, fa_buf *b)
         else if (r->e2e_verdict == FA_E2E_LOSS) /* medians may differ either way inside the noise */
             snprintf(d, sizeof d, "%s %s per iteration (medians), not measurably faster: a loss end to end", sv >= 0 ? "saves" : "costs", x);
         else snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
-        card(b, "Speedup", v, r->plan_id && r->n_accepted == 0 ? "na" : r->e2e_verdict == FA_E2E_LOSS ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
+        if (r->e2e_verdict == FA_E2E_MISMATCH)
+            snprintf(d, sizeof d, "not a speedup: the fused model's outputs differ from the unfused model's");
+        card(b, "Speedup", v, r->plan_id && r->n_accepted == 0 ? "na" : r->e2e_verdict == FA_E2E_LOSS || r->e2e_verdict == FA_E2E_MISMATCH ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
     } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
-    if (r->e2e_verdict == FA_E2E_LOSS)
+    if (r->e2e_verdict == FA_E2E_MISMATCH) {
+        char mm[200];
+        snprintf(mm, sizeof mm, "the fused model's outputs differ from the unfused model's (max relative error %.3g): "
+                 "not deployable, no speedup claimed", r->e2e_max_rel_error);
+        card(b, "End-to-end verdict", "MISMATCH", "bad", mm);
+    } else if (r->e2e_verdict == FA_E2E_LOSS)
         card(b, "End-to-end verdict", "LOSS", "bad",
              "with the clusters kept the fused model is not measurably faster than the baseline, even after the back-off "
              "dropped the smallest savings: deploy the baseline");

@@ -23,10 +23,23 @@ static fa_status add_reorder(fa_ctx *ctx, fa_layout_plan *p, int *cap, int tenso
 
 bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i)
 {
-    if (i == 0) return true;
-    if (i < 0 || i >= n->n_inputs || n->inputs[i] < 0 || n->n_outputs < 1 || n->outputs[0] < 0) return false;
+    if (i < 0 || i >= n->n_inputs || n->inputs[i] < 0 || n->n_outputs < 1 || n->outputs[0] < 0) return i == 0;
     const fa_tensor *x = g->tensors[n->inputs[i]], *y = g->tensors[n->outputs[0]];
+    /* input 0 is the activation (a conv's or a pool's input has other dims than its output).
+     * A broadcast-class op's inputs follow when they are activations with the output's channels
+     * and every other dim the output's or 1 (the [N,C,1,1] scale of Mul(scale, x), whichever
+     * input it is: a channel-blocked layout blocks its channels the same way), never a
+     * [N,1,H,W] or lower-rank operand */
+    const fa_op *op = fa_op_find(n->domain, n->op_type);
+    bool bcast = op && op->pattern == FA_PATTERN_BROADCAST;
+    if (i == 0 && !bcast) return true;
     if ((x->flags & FA_TENSOR_CONST) || x->rank != y->rank || x->rank < 3) return false;
+    if (bcast) {
+        if (x->dims[1] != y->dims[1]) return false;
+        for (int d = 0; d < x->rank; d++)
+            if (x->dims[d] != y->dims[d] && x->dims[d] != 1) return false;
+        return true;
+    }
     bool concat = !*n->domain && !strcmp(n->op_type, "Concat");
     for (int d = 0; d < x->rank; d++)
         if (x->dims[d] != y->dims[d] && !(d == 1 && concat)) return false;
@@ -58,7 +71,8 @@ fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *nod
         for (int i = 0; i < n->n_inputs && !s; i++) { /* the activations in `want`, the rest PLAIN */
             int x = n->inputs[i];
             if (x < 0) continue;
-            fa_layout need = i == 0 ? in0 : want != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? want : FA_LAYOUT_PLAIN;
+            bool follows = fa_layout_input_follows(g, n, i);
+            fa_layout need = i == 0 && follows ? in0 : i > 0 && want != FA_LAYOUT_PLAIN && follows ? want : FA_LAYOUT_PLAIN;
             if (out->layout[x] != need) s = add_reorder(ctx, out, &cap, x, n->id, i, out->layout[x], need);
         }
         if (n->n_outputs > 0 && n->outputs[0] >= 0) out->layout[n->outputs[0]] = want;

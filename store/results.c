@@ -300,7 +300,7 @@ fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, 
 
 const char *fa_e2e_verdict_name(fa_e2e_verdict v)
 {
-    static const char *const names[FA_E2E_VERDICT_COUNT] = {NULL, "win", "loss", "no-clusters"};
+    static const char *const names[FA_E2E_VERDICT_COUNT] = {NULL, "win", "loss", "no-clusters", "mismatch"};
     return (unsigned)v < FA_E2E_VERDICT_COUNT ? names[v] : NULL;
 }
 

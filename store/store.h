@@ -80,9 +80,12 @@ typedef enum fa_e2e_verdict {
     FA_E2E_LOSS,              /* "loss": clusters kept, the fused model not measurably faster
                                  even after the back-off: deploy the baseline */
     FA_E2E_NO_CLUSTERS,       /* "no-clusters": nothing kept, the fused model is the baseline */
+    FA_E2E_MISMATCH,          /* "mismatch": the fused model's outputs differ from the unfused
+                                 model's beyond FA_APPLY_E2E_TOLERANCE (applier.h): not deployable,
+                                 no speedup claimed */
     FA_E2E_VERDICT_COUNT
 } fa_e2e_verdict;
-/* "win" | "loss" | "no-clusters"; NULL for FA_E2E_NOT_APPLIED and out-of-range values. */
+/* "win" | "loss" | "no-clusters" | "mismatch"; NULL for FA_E2E_NOT_APPLIED and out-of-range values. */
 const char *fa_e2e_verdict_name(fa_e2e_verdict v);
 /* The verdict a stored word names; NULL or an unknown word (a newer build's) -> NOT_APPLIED. */
 fa_e2e_verdict fa_e2e_verdict_parse(const char *word);

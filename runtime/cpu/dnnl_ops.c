@@ -672,6 +672,40 @@ static bool binary_of_node(const fa_node *n, dnnl_alg_kind_t *alg)
     return false;
 }
 
+/* How binary node n (alg) runs on a blocked layout of block channels: returns the input index
+ * read in the layout (oneDNN's src0; -1: the node runs plain) and *bcast the other one's: -1 when
+ * both inputs are activations of the output's dims (both in the layout), else the index of a
+ * per-channel activation [1 or N, C, 1, 1] (the scale of a squeeze-excitation Mul), which oneDNN
+ * binary broadcasts from the same blocked layout (src1; from plain memory oneDNN 2.6 falls back
+ * to its reference binary, ref:any, measured 5 ms for one MobileNetV3 Mul). The full input must be
+ * a float activation of the output's dims; for Sub and Div it must be input 0 (src0 − src1 is not
+ * commutative). Div runs blocked only without a padded channel tail: the tail of a blocked tensor
+ * is zero, so a Div there writes 0/0 = NaN, which a later convolution multiplies by its
+ * zero-padded weights into every output (oneDNN 2.6 "Understanding Memory Formats": padded areas
+ * hold zeros). */
+static int blocked_binary(const fa_graph *g, const fa_node *n, dnnl_alg_kind_t alg, int64_t block, int *bcast)
+{
+    const fa_tensor *y = g->tensors[n->outputs[0]];
+    *bcast = -1;
+    if (n->inputs[0] < 0 || n->inputs[1] < 0 || y->rank != 4) return -1;
+    if (alg == dnnl_binary_div && y->dims[1] % block) return -1;
+    bool full[2], chan[2];
+    for (int i = 0; i < 2; i++) {
+        const fa_tensor *x = g->tensors[n->inputs[i]];
+        full[i] = chan[i] = x->dtype == FA_DTYPE_FLOAT && x->rank == 4;
+        for (int d = 0; d < 4 && full[i]; d++) full[i] = x->dims[d] == y->dims[d];
+        full[i] = full[i] && !(x->flags & FA_TENSOR_CONST);
+        chan[i] = chan[i] && !(x->flags & FA_TENSOR_CONST) && (x->dims[0] == 1 || x->dims[0] == y->dims[0]) && x->dims[1] == y->dims[1] && x->dims[2] == 1 &&
+                  x->dims[3] == 1 && !full[i];
+    }
+    if (full[0] && full[1]) return 0;
+    bool commutes = alg == dnnl_binary_add || alg == dnnl_binary_mul || alg == dnnl_binary_max || alg == dnnl_binary_min;
+    if (full[0] && chan[1]) return *bcast = 1, 0;
+    if (full[1] && chan[0] && commutes) return *bcast = 0, 1;
+    return -1;
+}
+
+
 /* Concat's axis when it is the channel axis (1) of rank-4 tensors, each input's and the output's
  * channel count a multiple of the block (so that every input's channel blocks sit whole in the
  * output). */
@@ -706,8 +740,9 @@ fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n)
     if (!strcmp(op, "Conv") || !strcmp(op, "MaxPool") || !strcmp(op, "AveragePool") || !strcmp(op, "GlobalAveragePool") ||
         !strcmp(op, "GlobalMaxPool") || !strcmp(op, "BatchNormalization") || eltwise_of_node(g, n, &alg, &a, &b))
         return l;
-    if (binary_of_node(n, &alg)) /* two same-shape activations: both in the layout */
-        return fa_layout_input_follows(g, n, 1) && g->tensors[n->inputs[1]]->dtype == FA_DTYPE_FLOAT ? l : FA_LAYOUT_PLAIN;
+    int bcast;
+    if (binary_of_node(n, &alg)) /* activations of the output's shape in the layout, a per-channel operand plain */
+        return blocked_binary(g, n, alg, layout_block(l), &bcast) >= 0 ? l : FA_LAYOUT_PLAIN;
     if (channel_concat(g, n, layout_block(l)) && y->dims[1] % layout_block(l) == 0) return l;
     return FA_LAYOUT_PLAIN;
 }
@@ -752,19 +787,27 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
-/* Add/Sub/Mul/Div/Max/Min of two same-shape activations on l: oneDNN binary. */
+/* Add/Sub/Mul/Div/Max/Min on l: oneDNN binary, src0 the activation of the output's dims, src1 the
+ * other one or a per-channel activation broadcast, both in the layout (blocked_binary; for
+ * Add/Mul/Max/Min either input may be the per-channel one). */
 static fa_status create_binary(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, fa_layout l, bool *handled)
 {
     dnnl_primitive_desc_t pd = NULL;
     dnnl_alg_kind_t alg;
+    int bcast;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
-    if (!binary_of_node(n, &alg) || !fa_layout_input_follows(g, n, 1)) return FA_OK;
-    dnnl_memory_desc_t md;
+    if (!binary_of_node(n, &alg)) return FA_OK;
+    int full = blocked_binary(g, n, alg, layout_block(l), &bcast);
+    if (full < 0) return FA_OK;
+    dnnl_memory_desc_t md, md1;
     if (layout_md(ctx, Y, l, &md)) goto fail;
+    if (bcast < 0) md1 = md;
+    else if (layout_md(ctx, fa_graph_in(g, n, bcast), l, &md1)) goto fail;
     dnnl_binary_desc_t bd;
-    DNNL_CHECK(ctx, dnnl_binary_desc_init(&bd, alg, &md, &md, &md));
+    DNNL_CHECK(ctx, dnnl_binary_desc_init(&bd, alg, &md, &md1, &md));
     if (make_pd(ctx, s, &bd, &pd)) goto fail;
-    if (add_arg(ctx, s, DNNL_ARG_SRC_0, &md, BIND_INPUT, 0, NULL, NULL) || add_arg(ctx, s, DNNL_ARG_SRC_1, &md, BIND_INPUT, 1, NULL, NULL) ||
+    if (add_arg(ctx, s, DNNL_ARG_SRC_0, &md, BIND_INPUT, full, NULL, NULL) ||
+        add_arg(ctx, s, DNNL_ARG_SRC_1, &md1, BIND_INPUT, bcast < 0 ? 1 - full : bcast, NULL, NULL) ||
         add_arg(ctx, s, DNNL_ARG_DST, &md, BIND_OUTPUT, 0, NULL, NULL))
         goto fail;
     return commit_on(ctx, s, pd, "binary", l, handled);

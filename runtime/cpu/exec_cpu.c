@@ -423,9 +423,10 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
         const fa_node *n = g->nodes[g->topo[k]];
         for (int i = 0; i < n->n_inputs; i++) {
             int x = n->inputs[i], at = x;
-            fa_layout need = i == 0 ? e->node_in0[n->id]
-                             : e->node_layout[n->id] != FA_LAYOUT_PLAIN && fa_layout_input_follows(g, n, i) ? e->node_layout[n->id]
-                                                                                                            : FA_LAYOUT_PLAIN;
+            bool follows = fa_layout_input_follows(g, n, i);
+            fa_layout need = i == 0 && follows                                      ? e->node_in0[n->id]
+                             : i > 0 && e->node_layout[n->id] != FA_LAYOUT_PLAIN && follows ? e->node_layout[n->id]
+                                                                                            : FA_LAYOUT_PLAIN;
             if (x >= 0 && e->lp.layout[x] != need) {
                 for (int r = 0; r < nr && at == x; r++)
                     if (e->lp.reorders[r].tensor == x && e->lp.reorders[r].to == need) {

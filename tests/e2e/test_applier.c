@@ -253,6 +253,52 @@ static void test_wrong_fused_kernel_is_rejected_and_run_goes_on(void **s)
     assert_true(checked >= 2); /* the wrong kernel was caught by verification, not skipped */
 }
 
+/* A wrong kernel that reached the whole fused model (inject_e2e_cluster: the first proposed
+ * cluster, carrying +1 on its output, whatever its own verdict) makes the plan a MISMATCH: the
+ * end-to-end check compares every model output, claims neither a win nor a loss, and backs off
+ * nothing (dropping clusters by saving would not find the culprit). */
+static void test_wrong_whole_model_is_a_mismatch(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = elementwise_graph(ctx);
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    for (int i = 0; i < p->n_clusters && opt.inject_e2e_cluster < 0; i++)
+        if (p->clusters[i].status == FA_CLUSTER_PROPOSED) opt.inject_e2e_cluster = p->clusters[i].id;
+    assert_true(opt.inject_e2e_cluster >= 0);
+    fa_apply_result *r = NULL;
+    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    printf("injected cluster %d into the whole model: e2e error %.3g (limit %.3g), mismatch %d\n", opt.inject_e2e_cluster,
+           r->e2e_max_rel_error, r->e2e_tolerance, r->e2e_mismatch);
+    assert_true(r->e2e_tolerance >= FA_APPLY_E2E_TOLERANCE);
+    assert_true(r->e2e_max_rel_error > r->e2e_tolerance);
+    assert_true(r->e2e_mismatch);
+    assert_false(r->e2e_wins);
+    assert_false(r->e2e_loss);
+    assert_int_equal(r->backed_off, 0);
+    fa_apply_result_free(r);
+    /* the same plan without the injection matches */
+    opt.inject_e2e_cluster = -1;
+    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    assert_true(r->e2e_max_rel_error <= r->e2e_tolerance);
+    assert_false(r->e2e_mismatch);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -265,6 +311,7 @@ int main(void)
         cmocka_unit_test(test_every_cluster_kind_was_verified),
         cmocka_unit_test(test_wrong_fused_kernel_is_rejected_and_run_goes_on),
         cmocka_unit_test(test_conv_chain_clusters_judged_in_the_plans_layout),
+        cmocka_unit_test(test_wrong_whole_model_is_a_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

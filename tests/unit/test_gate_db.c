@@ -417,6 +417,7 @@ static void test_candidate_plan_lost_end_to_end_warns(void **state)
     const struct { fa_e2e_verdict v; fa_gate_verdict want; const char *says; } cases[] = {
         {FA_E2E_LOSS, FA_GATE_WARN, "LOSS end to end"},
         {FA_E2E_WIN, FA_GATE_PASS, "win"},
+        {FA_E2E_MISMATCH, FA_GATE_FAIL, "MISMATCH end to end"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         fa_plan_e2e_row e2e = {1e-7, cases[k].v};

@@ -581,6 +581,78 @@ static void test_concat_on_channels_of_blocked_inputs(void **s)
     concat_case(20, 16, L, false); /* 20 channels: a multiple of neither block */
 }
 
+/* x[1,16,8,8] -> Conv (24) -> Sigmoid -> sg; squeeze-excitation: GlobalAveragePool -> Conv 1x1 ->
+ * Sigmoid -> s[1,24,1,1], Mul(s, sg) with the broadcast scale as input 0 (as torchvision writes
+ * `scale * input`); then two 1x1 convs c2, c3 (c3 with bias 4, so far from 0), Div(c2, c3), a last
+ * conv, GlobalAveragePool -> Flatten -> y. C = 24 pads to 32 under nChw16c: a Div on the layout
+ * would compute 0/0 = NaN in the padded tail, which the last conv multiplies by its zero-padded
+ * weights into every output, so it runs plain; the Mul runs on the layout with the [1,24,1,1]
+ * scale broadcast from the layout too (read as a [1,24,8,8] tensor it gave 0.198 of 0.201 wrong),
+ * oneDNN's jit binary, with no reorder around it. The outputs equal the plain executor's. */
+static void test_broadcast_operand_plain_and_division_on_padded_tail_plain(void **s)
+{
+    (void)s;
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 8, 8}, w1d[4] = {24, 16, 1, 1}, wd[4] = {24, 24, 1, 1}, bd[1] = {24};
+    static float w1[24 * 16], we[24 * 24], w2[24 * 24], w3[24 * 24], w4[24 * 24], b3[24];
+    filled(w1, 24 * 16, 0.4f, 21);
+    filled(we, 24 * 24, 0.4f, 22);
+    filled(w2, 24 * 24, 0.4f, 23);
+    filled(w3, 24 * 24, 0.1f, 24);
+    filled(w4, 24 * 24, 0.4f, 25);
+    for (int i = 0; i < 24; i++) b3[i] = 4.0f;
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w1", 4, w1d, w1);
+    tc_const(t, "we", 4, wd, we);
+    tc_const(t, "w2", 4, wd, w2);
+    tc_const(t, "w3", 4, wd, w3);
+    tc_const(t, "b3", 1, bd, b3);
+    tc_const(t, "w4", 4, wd, w4);
+    tc_node(t, "Conv", "x", "w1", NULL, "c1");
+    tc_node(t, "Sigmoid", "c1", NULL, NULL, "sg");
+    tc_node(t, "GlobalAveragePool", "sg", NULL, NULL, "gp");
+    tc_node(t, "Conv", "gp", "we", NULL, "e");
+    tc_node(t, "Sigmoid", "e", NULL, NULL, "sc");
+    tc_node(t, "Mul", "sc", "sg", NULL, "m");
+    tc_node(t, "Conv", "m", "w2", NULL, "c2");
+    tc_node(t, "Conv", "m", "w3", "b3", "c3");
+    tc_node(t, "Div", "c2", "c3", NULL, "q");
+    tc_node(t, "Conv", "q", "w4", NULL, "c4");
+    tc_node(t, "GlobalAveragePool", "c4", NULL, NULL, "gp2");
+    tc_node(t, "Flatten", "gp2", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    float yp[24], yb[24];
+    seen vp, vb;
+    run_once(t, false, &vp, yp, 24);
+    run_once(t, true, &vb, yb, 24);
+    double worst = 0, mag = 0;
+    for (int i = 0; i < 24; i++) {
+        assert_true(isfinite(yb[i]));
+        worst = fmax(worst, fabs((double)yp[i] - yb[i]));
+        mag = fmax(mag, fabs((double)yp[i]));
+    }
+    print_message("squeeze-excitation + Div: max |plain - blocked| %.3g (max |y| %.3g)\n", worst, mag);
+    assert_true(mag > 1e-3);
+    assert_true(worst <= 1e-5 * mag);
+    int64_t block = 8; /* the layout this machine's executor chose, read off its kernel names */
+    for (int i = 0; i < vb.n; i++)
+        if (strstr(vb.kernel[i], "nChw16c")) block = 16;
+    for (int i = 0; i < vb.n; i++) {
+        if (!strcmp(vb.node[i], "Mul") && !strstr(vb.kernel[i], "binary(nChw"))
+            fail_msg("the squeeze-excitation Mul ran %s, not oneDNN binary on the blocked layout", vb.kernel[i]);
+        if (!strcmp(vb.node[i], "Div") && 24 % block && strstr(vb.kernel[i], "nChw"))
+            fail_msg("the Div over a padded channel tail ran %s, on the blocked layout", vb.kernel[i]);
+        if (!strcmp(vb.node[i], "Sigmoid") && i < 3 && !strstr(vb.kernel[i], "nChw"))
+            fail_msg("the Sigmoid after the first conv ran %s, not on the blocked layout", vb.kernel[i]);
+    }
+    /* reorders: x in and the final pool out; with a padded tail also c2 and c3 out for the plain
+     * Div and its result back in */
+    assert_int_equal(count_reorders(&vb), 24 % block ? 5 : 2);
+    tc_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -594,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_blocked_input_and_output_no_reorder_plain_values),
         cmocka_unit_test(test_blocked_boundary_on_a_matrix_is_refused),
         cmocka_unit_test(test_concat_on_channels_of_blocked_inputs),
+        cmocka_unit_test(test_broadcast_operand_plain_and_division_on_padded_tail_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

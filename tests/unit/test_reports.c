@@ -589,6 +589,7 @@ static void test_e2e_loss_verdict_from_database_never_shown_as_a_win(void **stat
     const struct { fa_e2e_verdict v; const char *json, *card, *speedup; } cases[] = {
         {FA_E2E_LOSS, "\"e2e_verdict\":\"loss\"", "<div class=\"v bad\">LOSS</div>", "<div class=\"v bad\">1.998x</div>"},
         {FA_E2E_WIN, "\"e2e_verdict\":\"win\"", "<div class=\"v good\">win</div>", "<div class=\"v good\">1.998x</div>"},
+        {FA_E2E_MISMATCH, "\"e2e_verdict\":\"mismatch\"", "<div class=\"v bad\">MISMATCH</div>", "<div class=\"v bad\">1.998x</div>"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         fa_plan_e2e_row e2e = {1e-7, cases[k].v};
