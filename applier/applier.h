@@ -118,6 +118,11 @@ typedef struct fa_apply_result {
      * fault is in composing them: the layouts or the executor); e2e_tolerance the limit used */
     bool e2e_mismatch;
     double e2e_tolerance;
+    /* reorder kernels per run of the fused model (fa_exec_reorders): > 0 when it runs on the
+     * target's blocked layouts, so it differs from the baseline even with no cluster kept;
+     * layouts_dropped when the back-off ran it plain in the end (then it is the baseline) */
+    int e2e_reorders;
+    bool layouts_dropped;
     int backed_off;
     /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */
     int n_cluster_samples;             /* samples per cluster (= iters) */

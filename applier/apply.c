@@ -548,7 +548,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
      *    user deploys is the whole model: when it is not measurably faster (the clusters' judge
      *    rule on the paired end-to-end samples), back off — drop the accepted clusters with the
      *    smallest measured saving (1, then 2, 4, ... at a time) and measure again, until the
-     *    fused model wins or no cluster is left; then the plan is reported as a loss. */
+     *    fused model wins or no cluster is left; then the plan is reported as a loss. The fused
+     *    model runs on the target's blocked layouts, a transformation of its own even with no
+     *    cluster kept (its reorders are kernels in the trace): with no cluster left and the
+     *    model still not faster, one last round drops the layouts, and the fused model is then
+     *    exactly the baseline (verdict no-clusters). */
+    bool layouts = true;
     for (int round = 0;; round++) {
         fa_graph *gfull = NULL;
         fa_exec *eb = NULL, *efz = NULL;
@@ -568,7 +573,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
                                       NULL, 0, &gfull);
         }
         if (!s) s = make_exec(ctx, g, &kt, opt.threads, false, NULL, NULL, &eb);
-        if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, true, NULL, NULL, &efz);
+        if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, layouts, NULL, NULL, &efz);
+        res->e2e_reorders = !s ? fa_exec_reorders(efz) : 0;
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
         if (!s) s = fa_value_map_set_inputs(ctx, efz, gfull, &vm);
         if (!s) s = fa_exec_run(ctx, eb, NULL);
@@ -602,11 +608,16 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->kernels_fused = gfull->n_topo;
             res->e2e_tolerance = fmax(FA_APPLY_E2E_TOLERANCE, opt.tolerance);
             res->e2e_mismatch = !(res->e2e_max_rel_error <= res->e2e_tolerance); /* NaN too */
-            res->e2e_wins = !res->e2e_mismatch && res->accepted > 0 &&
+            bool changed = res->accepted > 0 || res->e2e_reorders > 0; /* else the fused model is the baseline */
+            res->e2e_wins = !res->e2e_mismatch && changed &&
                             fa_apply_e2e_wins(res->baseline_samples, res->fused_samples, opt.iters);
-            res->e2e_loss = !res->e2e_mismatch && res->accepted > 0 && !res->e2e_wins;
-            if (res->e2e_loss && round < 8) {
+            res->e2e_loss = !res->e2e_mismatch && changed && !res->e2e_wins;
+            if (res->e2e_loss && res->accepted > 0 && round < 8) {
                 fa_apply_back_off(p, res, round);
+                again = true;
+            } else if (res->e2e_loss && res->accepted == 0) { /* only the layouts left: drop them */
+                layouts = false;
+                res->layouts_dropped = true;
                 again = true;
             }
             /* the fused model's own kernel trace, for the timeline and the roofline */

@@ -231,9 +231,14 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
                r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
                r->e2e_max_rel_error);
-        if (r->accepted == 0)
-            printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline, so the %.3f ms "
-                   "between the two measurements is noise, not a saving\n", r->rejected, r->measured_saving_ns / 1e6);
+        if (r->accepted == 0 && r->e2e_reorders == 0)
+            printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline%s, so the %.3f ms "
+                   "between the two measurements is noise, not a saving\n", r->rejected,
+                   r->layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", r->measured_saving_ns / 1e6);
+        else if (r->accepted == 0)
+            printf("clusters: 0 accepted, %d rejected after measurement; the fused model differs from the baseline by its "
+                   "blocked layouts only (%d reorder kernels per run): measured saving %.3f ms (%s)\n", r->rejected,
+                   r->e2e_reorders, r->measured_saving_ns / 1e6, r->e2e_wins ? "a win" : "not a win");
         else
             printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
                    r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);

@@ -170,15 +170,20 @@ static void summary(const fa_rep *r, fa_buf *b)
         snprintf(v, sizeof v, "%.3fx", sp);
         double sv = bs.median_ns - fs.median_ns;
         fa_rep_fmt_ns(x, sizeof x, sv >= 0 ? sv : -sv);
-        if (r->plan_id && r->n_accepted == 0) /* the "fused" model is the baseline: the difference is noise */
+        bool same = r->plan_id && r->n_accepted == 0 && r->n_fused_reorder_ops == 0;
+        if (same) /* the "fused" model is the baseline: the difference is noise */
             snprintf(d, sizeof d, "no cluster accepted: the fused model is the unfused one, so this %s %s is measurement noise",
                      sv >= 0 ? "saving of" : "loss of", x);
+        else if (r->plan_id && r->n_accepted == 0)
+            snprintf(d, sizeof d, "no cluster accepted: the fused model differs from the unfused one by its blocked layouts "
+                     "only (%d reorder kernels); %s %s per iteration (medians)", r->n_fused_reorder_ops,
+                     sv >= 0 ? "saves" : "costs", x);
         else if (r->e2e_verdict == FA_E2E_LOSS) /* medians may differ either way inside the noise */
             snprintf(d, sizeof d, "%s %s per iteration (medians), not measurably faster: a loss end to end", sv >= 0 ? "saves" : "costs", x);
         else snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
         if (r->e2e_verdict == FA_E2E_MISMATCH)
             snprintf(d, sizeof d, "not a speedup: the fused model's outputs differ from the unfused model's");
-        card(b, "Speedup", v, r->plan_id && r->n_accepted == 0 ? "na" : r->e2e_verdict == FA_E2E_LOSS || r->e2e_verdict == FA_E2E_MISMATCH ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
+        card(b, "Speedup", v, same ? "na" : r->e2e_verdict == FA_E2E_LOSS || r->e2e_verdict == FA_E2E_MISMATCH ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
     } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
     if (r->e2e_verdict == FA_E2E_MISMATCH) {
         char mm[200];

@@ -382,6 +382,8 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
         int nit = 0;
         if (!s) s = fa_store_op_table(ctx, st, r->fused_run_id, r->ar, &r->fused_ops, &r->n_fused_ops, &nit);
         if (s) goto out;
+        for (size_t i = 0; i < r->n_fused_ops; i++)
+            r->n_fused_reorder_ops += r->fused_ops[i].op_type && !strcmp(r->fused_ops[i].op_type, "Reorder");
     }
 
     /* newest plan */

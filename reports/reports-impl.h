@@ -116,6 +116,9 @@ typedef struct fa_rep {
     /* fused run's per-op rows (for the fused roofline points) */
     fa_op_row *fused_ops;
     size_t n_fused_ops;
+    /* rows of fused_ops that are reorders between layouts (op_type "Reorder"): the fused model
+     * ran on blocked layouts, so with no cluster accepted it is still not the baseline */
+    int n_fused_reorder_ops;
     /* plan */
     int plan_id;             /* 0 none */
     const char *plan_hash;

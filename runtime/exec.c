@@ -162,6 +162,11 @@ const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n)
     return e->t->exec_kernel_impl ? e->t->exec_kernel_impl(e->state, n) : NULL;
 }
 
+int fa_exec_reorders(const fa_exec *e)
+{
+    return e->t->exec_reorders ? e->t->exec_reorders(e->state) : 0;
+}
+
 fa_target fa_exec_target(const fa_exec *e)
 {
     return e->t->id;

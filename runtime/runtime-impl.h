@@ -33,6 +33,7 @@ fa_layout fa_cpu_exec_tensor_layout(const void *state, int tensor);
 uint64_t fa_cpu_exec_peak_bytes(const void *state);
 const char *fa_cpu_exec_kernel_name(const void *state, const fa_node *n);
 const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n);
+int fa_cpu_exec_reorders(const void *state);
 int fa_cpu_exec_threads(const void *state);
 
 /* The cpu target's ceilings (runtime/cpu/ceilings.c): its measure_ceilings slot, and the cache

@@ -116,6 +116,11 @@ const char *fa_exec_kernel_name(const fa_exec *e, const fa_node *n);
  * dnnl_query_impl_info_str: "jit:avx512_core", "gemm:jit", "ref:any", ...); NULL for our own and
  * generated kernels and on cuda. Borrowed until fa_exec_free. */
 const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n);
+/* Reorder kernels one run of e executes between layouts (fa_exec_options.blocked_layouts); 0 when
+ * every tensor is plain, so the executor runs exactly the graph's ops. A blocked region always
+ * ends in a reorder (graph outputs and position-indexed kernels read plain), so > 0 means the
+ * executor's layouts differ from the plain baseline's. */
+int fa_exec_reorders(const fa_exec *e);
 fa_target fa_exec_target(const fa_exec *e);
 int fa_exec_threads(const fa_exec *e);
 
@@ -337,6 +342,8 @@ typedef struct fa_target_iface {
     const char *(*exec_kernel_name)(const void *state, const fa_node *n);
     /* the library implementation behind node n's kernel (fa_exec_kernel_impl); NULL = none known */
     const char *(*exec_kernel_impl)(const void *state, const fa_node *n);
+    /* reorder kernels per run (fa_exec_reorders); NULL = the target keeps every tensor plain */
+    int (*exec_reorders)(const void *state);
     int (*exec_threads)(const void *state);
     /* True when the executor runs node n of g (a kernel provider aside); false with a sentence
      * in why (naming the op, dtype or attribute) otherwise. Needs no device. */

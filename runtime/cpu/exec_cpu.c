@@ -738,6 +738,11 @@ const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n)
     return ((const cpu_exec *)state)->kernels[n->id].impl;
 }
 
+int fa_cpu_exec_reorders(const void *state)
+{
+    return ((const cpu_exec *)state)->lp.n_reorders;
+}
+
 int fa_cpu_exec_threads(const void *state)
 {
     return ((const cpu_exec *)state)->threads;

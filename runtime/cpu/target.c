@@ -148,6 +148,7 @@ const fa_target_iface fa_target_cpu_iface = {
     .exec_peak_bytes = fa_cpu_exec_peak_bytes,
     .exec_kernel_name = fa_cpu_exec_kernel_name,
     .exec_kernel_impl = fa_cpu_exec_kernel_impl,
+    .exec_reorders = fa_cpu_exec_reorders,
     .exec_threads = fa_cpu_exec_threads,
     .supports_node = cpu_supports_node,
     .preferred_layout = fa_cpu_preferred_layout, /* read only when fa_exec_options.blocked_layouts */

@@ -317,6 +317,40 @@ static void test_names_are_escaped_for_every_format(void **state)
     fa_ctx_free(ctx);
 }
 
+/* No cluster accepted: the speedup card calls the end-to-end difference noise only when the fused
+ * model ran exactly the baseline's kernels; once its trace holds reorder kernels (it ran on the
+ * blocked layouts) the difference is the layouts', and the card says so. */
+static void test_no_cluster_accepted_noise_only_without_layouts(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("layouts.db"), &st), FA_OK);
+    int64_t run = store_nasty(ctx, st, true, false);
+    exec_sql(st, "UPDATE clusters SET status='rejected-no-gain' WHERE cluster_id=0;");
+    const char *dir = out_dir("rep-layouts");
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    char *html = slurp(dir, "report.html");
+    assert_non_null(strstr(html, "the fused model is the unfused one, so this saving of"));
+    assert_null(strstr(html, "blocked layouts only"));
+    free(html);
+    char sql[600];
+    for (int i = 0; i < 3; i++) {
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO kernels(run_id, seq, kind, name, op_type, node, iter, start_ns, end_ns) SELECT id, %d, 0, "
+                 "'dnnl:reorder(nChw16c>nchw)', 'Reorder', -1, %d, %d, %d FROM runs WHERE kind='fused';",
+                 100000 + i, i, 1000000 * (i + 1), 1000000 * (i + 1) + 800);
+        exec_sql(st, sql);
+    }
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    html = slurp(dir, "report.html");
+    assert_null(strstr(html, "so this saving of"));
+    assert_non_null(strstr(html, "by its blocked layouts only (1 reorder kernels)"));
+    free(html);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 static void test_plan_with_zero_clusters_reports_nothing_to_fuse(void **state)
 {
     (void)state;
@@ -634,6 +668,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_names_are_escaped_for_every_format),
+        cmocka_unit_test(test_no_cluster_accepted_noise_only_without_layouts),
         cmocka_unit_test(test_plan_with_zero_clusters_reports_nothing_to_fuse),
         cmocka_unit_test(test_run_without_analysis_or_plan_says_not_measured),
         cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
