@@ -70,10 +70,13 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
 
 /* An executor on the apply target; the provider only when the graph has FusedKernel nodes.
  * fused: a fused plan's graph, run with the target's blocked layouts kept between kernels (the
- * unfused graphs keep plain tensors: the baseline). */
-static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, bool fused, fa_exec **e)
+ * unfused graphs keep plain tensors: the baseline). in_l / out_l: the boundary layouts of g's
+ * inputs and outputs (fa_exec_options.input_layouts / output_layouts; NULL: plain). */
+static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, bool fused, const fa_layout *in_l,
+                           const fa_layout *out_l, fa_exec **e)
 {
-    fa_exec_options eo = {.target = kt->t->id, .threads = threads, .blocked_layouts = fused};
+    fa_exec_options eo = {.target = kt->t->id, .threads = threads, .blocked_layouts = fused, .input_layouts = in_l,
+                          .output_layouts = out_l};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "FusedKernel")) {
             eo.provider = provide;
@@ -262,17 +265,111 @@ typedef struct shared_bench {
     const fa_cluster_verdict *v;
 } shared_bench;
 
+/* The layout the whole fused plan gives each tensor of g (*out by tensor id of g, malloc'd),
+ * planned as if every cluster tried (order[0..n), still PROPOSED: its kernel built) were
+ * accepted: the fused graph of those clusters on a fused-plan executor (blocked layouts, plain
+ * graph boundaries, as the end-to-end check runs it), asked where each tensor lives
+ * (fa_exec_tensor_layout). *out NULL — every boundary judged plain, as before — when the target
+ * keeps no layouts, or with the reason in note when that executor cannot be made (the run goes
+ * on). Errors: out of memory only. */
+static fa_status plan_layouts_of_tried(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_apply_result *res,
+                                       const int *order, int n, kernel_table *kt, int threads, fa_layout **out, char *note,
+                                       size_t note_cap)
+{
+    *out = NULL;
+    note[0] = 0;
+    if (!kt->t->preferred_layout || !kt->t->reorder_kernel) return FA_OK;
+    int *ids = malloc(sizeof(int) * (size_t)(n + 1));
+    fa_layout *l = calloc((size_t)g->n_tensors + 1, sizeof *l);
+    fa_ctx *wctx = fa_ctx_create(); /* the whole plan failing is a note, not the run's error */
+    if (!ids || !l || !wctx) {
+        free(ids);
+        free(l);
+        fa_ctx_free(wctx);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    int m = 0;
+    for (int k = 0; k < n; k++)
+        if (res->verdicts[order[k]].status == FA_CLUSTER_PROPOSED) ids[m++] = p->clusters[order[k]].id;
+    fa_graph *gw = NULL;
+    fa_exec *ew = NULL;
+    fa_status s = fa_fused_graph(wctx, g, p, NULL, ids, m, &gw);
+    if (!s) s = make_exec(wctx, gw, kt, threads, true, NULL, NULL, &ew);
+    if (s == FA_ERR_NOMEM) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s", fa_ctx_errmsg(wctx));
+    else if (s) snprintf(note, note_cap, "judged with plain boundaries: the whole plan's layouts could not be planned (%s); ",
+                         fa_ctx_errmsg(wctx));
+    for (int t = 0; !s && t < g->n_tensors; t++) {
+        int w = g->tensors[t] ? fa_graph_find_tensor(gw, g->tensors[t]->name) : -1;
+        l[t] = w >= 0 ? fa_exec_tensor_layout(ew, w) : FA_LAYOUT_COUNT; /* inside a fused node of the plan */
+    }
+    fa_exec_free(ew);
+    fa_graph_free(gw);
+    fa_ctx_free(wctx);
+    free(ids);
+    if (s || note[0]) {
+        free(l);
+        return s == FA_ERR_NOMEM ? s : FA_OK;
+    }
+    *out = l;
+    return FA_OK;
+}
+
+/* The boundary layouts of a cluster's fused sub-graph gf (*in_l by gf input, *out_l by gf
+ * output, malloc'd when NULL): the layout plan_layout (by tensor id of g; NULL: all plain) gives
+ * each — its inputs and epilogue operands as their producers in the whole fused plan write them,
+ * its outputs as the plan's fused node leaves them. A tensor the plan has inside a fused node of
+ * another cluster (FA_LAYOUT_COUNT: a BN fold's output where the plan applies the epilogue that
+ * absorbs it) is plain as an input; as an output it is left where gf's own producer writes it
+ * when probe (an executor of gf) is given — its neighbours assumed to keep that layout, as for
+ * every other boundary — and plain with *unknown set otherwise. judged gets the reason's prefix
+ * naming the blocked ones ("" when all are plain). Errors: out of memory. */
+static fa_status boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_graph *gf, const fa_layout *plan_layout,
+                                  const fa_exec *probe, fa_layout **in_l, fa_layout **out_l, bool *unknown, char *judged,
+                                  size_t cap)
+{
+    if (!*in_l) *in_l = calloc((size_t)gf->n_inputs + 1, sizeof **in_l);
+    if (!*out_l) *out_l = calloc((size_t)gf->n_outputs + 1, sizeof **out_l);
+    if (!*in_l || !*out_l) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    judged[0] = 0;
+    *unknown = false;
+    size_t w = 0;
+    int listed = 0;
+    for (int k = 0; k < gf->n_inputs + gf->n_outputs && plan_layout; k++) {
+        bool in = k < gf->n_inputs;
+        int x = in ? gf->inputs[k] : gf->outputs[k - gf->n_inputs], id = fa_graph_find_tensor(g, gf->tensors[x]->name);
+        fa_layout l = id >= 0 ? plan_layout[id] : FA_LAYOUT_PLAIN;
+        if (l == FA_LAYOUT_COUNT) {
+            *unknown |= !in && !probe;
+            l = !in && probe ? fa_exec_tensor_layout(probe, x) : FA_LAYOUT_PLAIN;
+        }
+        if (gf->tensors[x]->flags & FA_TENSOR_CONST) l = FA_LAYOUT_PLAIN;
+        if (in) (*in_l)[k] = l;
+        else (*out_l)[k - gf->n_inputs] = l;
+        if (l == FA_LAYOUT_PLAIN || w >= cap) continue;
+        w += (size_t)snprintf(judged + w, cap - w, "%s%s '%.80s' %s", listed++ ? ", " : "judged in the plan's layout: ",
+                              in ? "input" : "output", gf->tensors[x]->name, fa_layout_name(l));
+    }
+    if (listed && w < cap) snprintf(judged + w, cap - w, "; ");
+    return FA_OK;
+}
+
 /* One tried cluster: its unfused and fused sub-graphs on the target, fed the captured values;
  * verify every output, then benchmark interleaved (adaptive repetitions) and decide; with
- * `share`, the benchmark of that same-signature cluster is reused after this one's own
- * verification. Its failures become its status and reason, never the run's. */
+ * `share`, the benchmark of that same-signature cluster (same boundary layouts too) is reused
+ * after this one's own verification. The fused sub-graph keeps its boundary tensors in the
+ * layout the whole fused plan gives them (plan_layout, by tensor id of g; NULL: plain), so it
+ * pays the reorders the plan pays and no others; the unfused one is plain (the baseline is).
+ * Its failures become its status and reason, never the run's. */
 static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, const fa_cluster *c,
                           fa_cluster_verdict *v, const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm,
-                          fa_apply_result *res, double *sa, double *sb, uint64_t deadline_ns, const shared_bench *share)
+                          const fa_layout *plan_layout, const char *plan_note, fa_apply_result *res, double *sa, double *sb,
+                          uint64_t deadline_ns, const shared_bench *share)
 {
     fa_status cs = FA_OK;
     fa_graph *gu = NULL, *gf = NULL;
     fa_exec *eu = NULL, *ef = NULL;
+    fa_layout *in_l = NULL, *out_l = NULL;
+    char judged[400] = "";
     int ids[1] = {c->id};
     char why[512];
     cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
@@ -283,8 +380,20 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
         fa_apply_set_reason(res, v, "%s", why);
         goto done;
     }
-    if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, false, &eu);
-    if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, true, &ef);
+    if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, false, NULL, NULL, &eu);
+    bool unknown = false;
+    if (!cs) cs = boundary_layouts(cctx, g, gf, plan_layout, NULL, &in_l, &out_l, &unknown, judged, sizeof judged);
+    if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, true, in_l, out_l, &ef);
+    if (!cs && unknown) { /* an output the plan fuses further: left where this cluster writes it */
+        cs = boundary_layouts(cctx, g, gf, plan_layout, ef, &in_l, &out_l, &unknown, judged, sizeof judged);
+        bool moved = false;
+        for (int i = 0; i < gf->n_outputs; i++) moved |= out_l[i] != FA_LAYOUT_PLAIN;
+        if (!cs && moved) {
+            fa_exec_free(ef);
+            ef = NULL;
+            cs = make_exec(cctx, gf, kt, opt->threads, true, in_l, out_l, &ef);
+        }
+    }
     char slow[600];
     if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
         /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
@@ -302,8 +411,9 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
         fa_apply_set_reason(res, v, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
         goto done;
     }
-    /* verify every cluster output against the unfused sub-graph */
-    char tag[400];
+    /* verify every cluster output against the unfused sub-graph (plain values: fa_exec_output
+     * converts an output the fused sub-graph left blocked) */
+    char tag[400], tags[900];
     if (!verify_cluster(cctx, g, res, c, v, opt, vm, gu, eu, gf, ef, tag, sizeof tag, &cs) || cs) {
         if (cs) {
             v->status = FA_CLUSTER_REJECTED_ERROR;
@@ -340,13 +450,16 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
     res->cluster_n_samples[k] = n;
     memcpy(res->cluster_unfused + (size_t)k * (size_t)max_n, sa, sizeof(double) * (size_t)n);
     memcpy(res->cluster_fused + (size_t)k * (size_t)max_n, sb, sizeof(double) * (size_t)n);
-    fa_apply_judge(res, v, sa, sb, n, v->max_rel_error, tag);
+    snprintf(tags, sizeof tags, "%s%s%s", plan_note, judged, tag);
+    fa_apply_judge(res, v, sa, sb, n, v->max_rel_error, tags);
     fa_apply_set_reason(res, v, "%s; %s", v->reason,
                         settled ? "repetitions stopped once the interval was within 10% of the saving or 1% of the "
                                   "sub-graph's time"
                         : n >= max_n ? "repetitions stopped at their cap before the interval was within 10%"
                                      : "repetitions stopped by the apply budget before the interval was within 10%");
 done:
+    free(in_l);
+    free(out_l);
     fa_exec_free(eu);
     fa_exec_free(ef);
     fa_graph_free(gu);
@@ -394,6 +507,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     int max_rounds = opt.iters * FA_APPLY_REPEAT_MAX; /* a cluster's rounds at most (adaptive) */
     double *sa = malloc(sizeof(double) * (size_t)max_rounds), *sb = malloc(sizeof(double) * (size_t)max_rounds);
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    fa_layout *plan_layout = NULL; /* by tensor id of g: the whole fused plan's layouts */
     if (!res || !verdicts_init(p, res) || !kt.bin || !vm.vals || !sa || !sb || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
@@ -411,7 +525,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         goto done;
     }
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, 0, extra, ne2, &capg);
-    if (!s) s = make_exec(ctx, capg, &kt, opt.threads, false, &cap);
+    if (!s) s = make_exec(ctx, capg, &kt, opt.threads, false, NULL, NULL, &cap);
     if (s) goto done;
     s = fa_value_map_fill_inputs(ctx, &vm, opt.seed);
     for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, cap, i, &vm.vals[g->inputs[i]]);
@@ -438,6 +552,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* the whole fused plan's layouts, every tried cluster assumed accepted: each cluster is judged
+     * with its boundary tensors where that plan keeps them (the end-to-end check below decides
+     * whether the optimism holds) */
+    char plan_note[400];
+    s = plan_layouts_of_tried(ctx, g, p, res, order, n_prop, &kt, opt.threads, &plan_layout, plan_note, sizeof plan_note);
+    if (s) goto done;
     /* one benchmark per signature: a later cluster of the same kernel on the same shapes reuses
      * the first one's (ResNet-50's repeated bottleneck blocks) */
     char **sigs = calloc((size_t)n_prop + 1, sizeof *sigs);
@@ -451,7 +571,13 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     for (int k = 0; k < n_prop; k++) {
         fa_buf sb_;
         fa_buf_init(&sb_);
-        fa_cluster_signature(g, &p->clusters[order[k]], &sb_);
+        const fa_cluster *ck = &p->clusters[order[k]];
+        fa_cluster_signature(g, ck, &sb_);
+        /* the same kernel judged in other boundary layouts is another measurement */
+        for (int i = 0; i < ck->n_inputs + ck->n_outputs && plan_layout; i++) {
+            int t = i < ck->n_inputs ? ck->inputs[i] : ck->outputs[i - ck->n_inputs];
+            fa_buf_printf(&sb_, "|%d", t >= 0 ? (int)plan_layout[t] : -1);
+        }
         sigs[k] = sb_.oom ? NULL : sb_.data; /* NULL: never shared */
         if (sb_.oom) fa_buf_free(&sb_);
         row_of[k] = -1;
@@ -477,7 +603,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             if (row_of[j] >= 0 && sigs[j] && !strcmp(sigs[j], sigs[k]))
                 share = (shared_bench){p->clusters[order[j]].id, row_of[j], &res->verdicts[order[j]]};
         int rows_before = res->n_cluster_bench;
-        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, res, sa, sb, t0 + (uint64_t)(budget * 1e9), share.v ? &share : NULL);
+        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, plan_layout, plan_note, res, sa, sb, t0 + (uint64_t)(budget * 1e9),
+                      share.v ? &share : NULL);
         if (!share.v && res->n_cluster_bench > rows_before) row_of[k] = rows_before; /* measured here: shareable */
         fa_ctx_free(cctx);
         if (v->status == FA_CLUSTER_ACCEPTED) {
@@ -521,8 +648,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             s = fa_fused_graph_scoped(ctx, g, p, order, n_ids, false, true, opt.inject_e2e_cluster, opt.inject_defect,
                                       NULL, 0, &gfull);
         }
-        if (!s) s = make_exec(ctx, g, &kt, opt.threads, false, &eb);
-        if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, layouts, &efz);
+        if (!s) s = make_exec(ctx, g, &kt, opt.threads, false, NULL, NULL, &eb);
+        if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, layouts, NULL, NULL, &efz);
         res->e2e_reorders = !s ? fa_exec_reorders(efz) : 0;
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
         if (!s) s = fa_value_map_set_inputs(ctx, efz, gfull, &vm);
@@ -589,6 +716,7 @@ done:
     free(sa);
     free(sb);
     free(extra);
+    free(plan_layout);
     free(order);
     if (s) {
         fa_apply_result_free(res);

@@ -345,10 +345,13 @@ void fa_apply_back_off(const fa_plan *p, fa_apply_result *r, int round)
         if (wi < 0) return;
         fa_cluster_verdict *worst = &r->verdicts[wi];
         worst->status = FA_CLUSTER_REJECTED_NO_GAIN;
+        /* the cluster's own evidence (how it was judged alone) stays after the back-off's sentence */
         fa_apply_set_reason(r, worst,
                             "dropped by the end-to-end back-off: the whole fused model with %d clusters was not measurably "
-                            "faster (median %.3f -> %.3f ms); this cluster's measured saving %.1f us was among the smallest",
-                            r->accepted, r->baseline.median_ns / 1e6, r->fused.median_ns / 1e6, worst->measured_saving_ns / 1e3);
+                            "faster (median %.3f -> %.3f ms); this cluster's measured saving %.1f us was among the smallest; "
+                            "alone: %s",
+                            r->accepted, r->baseline.median_ns / 1e6, r->fused.median_ns / 1e6, worst->measured_saving_ns / 1e3,
+                            worst->reason ? worst->reason : "accepted");
         r->accepted--;
         r->rejected++;
         r->predicted_saving_ns -= p->clusters[wi].est_saving_ns;

@@ -89,6 +89,20 @@ fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *
     fa_status st = fa_target_resolve(ctx, o.target, &t);
     if (st) return st;
     o.target = t->id;
+    for (int i = 0; i < g->n_inputs + g->n_outputs; i++) { /* boundary layouts: a blocked one needs NCHW floats and reorders */
+        bool in = i < g->n_inputs;
+        const fa_layout *l = in ? o.input_layouts : o.output_layouts;
+        int k = in ? i : i - g->n_inputs, tid = in ? g->inputs[k] : g->outputs[k];
+        const fa_tensor *x = g->tensors[tid];
+        if (!l || l[k] == FA_LAYOUT_PLAIN || (x->flags & FA_TENSOR_CONST)) continue;
+        char shape[128];
+        if ((unsigned)l[k] >= FA_LAYOUT_COUNT || x->rank != 4 || x->dtype != FA_DTYPE_FLOAT || !t->reorder_kernel)
+            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "graph %s '%s' (%s [%s]) cannot be kept in layout %s%s", in ? "input" : "output",
+                                x->name, fa_dtype_name(x->dtype), fa_tensor_shape_str(x, shape, sizeof shape), fa_layout_name(l[k]),
+                                (unsigned)l[k] >= FA_LAYOUT_COUNT ? ""
+                                : !t->reorder_kernel           ? " (the target has no reorders)"
+                                                               : ": a blocked layout needs a rank-4 float tensor");
+    }
     fa_exec *e = calloc(1, sizeof *e);
     if (!e) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
     e->t = t;
@@ -126,6 +140,11 @@ fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs)
 const fa_value *fa_exec_output(const fa_exec *e, int i)
 {
     return e->t->exec_output(e->state, i);
+}
+
+fa_layout fa_exec_tensor_layout(const fa_exec *e, int tensor)
+{
+    return e->t->exec_tensor_layout ? e->t->exec_tensor_layout(e->state, tensor) : FA_LAYOUT_PLAIN;
 }
 
 uint64_t fa_exec_peak_bytes(const fa_exec *e)

@@ -47,13 +47,20 @@ bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i)
 }
 
 fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
-                            fa_layout_plan *out)
+                            const fa_layout *in_layout, const fa_layout *out_layout, fa_layout_plan *out)
 {
     memset(out, 0, sizeof *out);
     out->layout = calloc((size_t)g->n_tensors + 1, sizeof *out->layout); /* all FA_LAYOUT_PLAIN (0) */
     if (!out->layout) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
     int cap = 0;
     fa_status s = FA_OK;
+    for (int i = 0; i < g->n_inputs && in_layout && !s; i++) { /* handed in the layout the caller keeps them in */
+        int x = g->inputs[i];
+        if ((unsigned)in_layout[i] >= FA_LAYOUT_COUNT)
+            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "graph input '%s': layout %d out of range", g->tensors[x]->name,
+                             (int)in_layout[i]);
+        else if (!(g->tensors[x]->flags & FA_TENSOR_CONST)) out->layout[x] = in_layout[i];
+    }
     for (int k = 0; k < g->n_topo && !s; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
         fa_layout want = node_layout ? node_layout[n->id] : FA_LAYOUT_PLAIN, in0 = node_in0 ? node_in0[n->id] : want;
@@ -70,9 +77,12 @@ fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *nod
         }
         if (n->n_outputs > 0 && n->outputs[0] >= 0) out->layout[n->outputs[0]] = want;
     }
-    for (int i = 0; i < g->n_outputs && !s; i++) { /* a graph boundary is always PLAIN */
+    for (int i = 0; i < g->n_outputs && !s; i++) { /* left in the layout the caller reads them in (PLAIN by default) */
         int y = g->outputs[i];
-        if (out->layout[y] != FA_LAYOUT_PLAIN) s = add_reorder(ctx, out, &cap, y, -1, i, out->layout[y], FA_LAYOUT_PLAIN);
+        fa_layout need = out_layout ? out_layout[i] : FA_LAYOUT_PLAIN;
+        if ((unsigned)need >= FA_LAYOUT_COUNT)
+            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "graph output '%s': layout %d out of range", g->tensors[y]->name, (int)need);
+        else if (out->layout[y] != need) s = add_reorder(ctx, out, &cap, y, -1, i, out->layout[y], need);
     }
     if (s) fa_layout_plan_free(out);
     return s;
@@ -92,7 +102,7 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
             return fa_ctx_error(ctx, FA_ERR_INTERNAL, "target %s: node '%s': layout %d out of range", t->name, n->name, l);
         }
     }
-    fa_status s = fa_layout_plan_of(ctx, g, nl, NULL, out);
+    fa_status s = fa_layout_plan_of(ctx, g, nl, NULL, NULL, NULL, out);
     free(nl);
     return s;
 }

@@ -29,6 +29,7 @@ fa_status fa_cpu_exec_set_input(fa_ctx *ctx, void *state, int i, const fa_value 
 fa_status fa_cpu_exec_fill_inputs(fa_ctx *ctx, void *state, uint64_t seed);
 fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs);
 const fa_value *fa_cpu_exec_output(const void *state, int i);
+fa_layout fa_cpu_exec_tensor_layout(const void *state, int tensor);
 uint64_t fa_cpu_exec_peak_bytes(const void *state);
 const char *fa_cpu_exec_kernel_name(const void *state, const fa_node *n);
 const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n);

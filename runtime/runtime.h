@@ -42,6 +42,18 @@ typedef struct fa_custom_kernel {
 typedef fa_status (*fa_kernel_provider)(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n,
                                         fa_custom_kernel *out, bool *provided);
 
+/* Activation layouts (oneDNN format tags). A target's kernels may prefer a blocked layout
+ * between its own kernels (ONNX Runtime's NCHWc); tensors crossing a graph boundary are PLAIN
+ * unless the executor is told otherwise (fa_exec_options.input_layouts / output_layouts). Stored
+ * nowhere. */
+typedef enum fa_layout {
+    FA_LAYOUT_PLAIN = 0,     /* row-major as ONNX defines the tensor (NCHW for images) */
+    FA_LAYOUT_NCHW8C = 1,    /* channels blocked by 8: [N][ceil(C/8)][H][W][8] (oneDNN nChw8c) */
+    FA_LAYOUT_NCHW16C = 2,   /* channels blocked by 16 (oneDNN nChw16c, AVX-512) */
+    FA_LAYOUT_COUNT
+} fa_layout;
+const char *fa_layout_name(fa_layout l); /* "plain", "nChw8c", "nChw16c" */
+
 typedef struct fa_exec_options {
     fa_target target;
     int threads;           /* 0 = all cores */
@@ -53,6 +65,19 @@ typedef struct fa_exec_options {
      * applier's fused graphs, `exec` of an applied plan). false: every tensor plain — the unfused
      * baseline, what an unoptimised framework hands the library. */
     bool blocked_layouts;
+    /* Boundary layouts (optional; NULL: every graph input and output PLAIN, as a whole-model run
+     * and the unfused baseline have them). input_layouts[i]: the layout graph input i is kept in
+     * — fa_exec_set_input / fa_exec_fill_inputs take plain values and reorder them into it once,
+     * outside fa_exec_run, so its first consumer reads it in that layout with no reorder kernel
+     * in the run (a consumer reading another layout gets a reorder kernel as usual).
+     * output_layouts[i]: the layout graph output i is left in by the run (no reorder kernel at
+     * the end); fa_exec_output converts it to plain when read, outside the run. What the applier
+     * sets on a cluster's fused sub-graph so that it pays the reorders the whole fused plan pays
+     * and no others (docs/runtime.md "Boundary layouts"). A non-PLAIN entry needs a rank-4 float
+     * tensor and a target with a reorder_kernel slot (FA_ERR_UNSUPPORTED naming the tensor
+     * otherwise); constant inputs are PLAIN whatever is asked. Copied by fa_exec_create. */
+    const fa_layout *input_layouts;  /* by graph input index (g->inputs), n_inputs entries */
+    const fa_layout *output_layouts; /* by graph output index (g->outputs), n_outputs entries */
 } fa_exec_options;
 
 typedef struct fa_exec fa_exec;
@@ -70,8 +95,17 @@ fa_status fa_exec_fill_inputs(fa_ctx *ctx, fa_exec *e, uint64_t seed);
  * planned, allocated and touched by fa_exec_create (the static memory plan): a run allocates
  * nothing and page-faults nothing. */
 fa_status fa_exec_run(fa_ctx *ctx, fa_exec *e, const fa_exec_observer *obs);
-/* Graph output i after a run; borrowed until the next run / fa_exec_free. */
+/* Graph output i after a run, in plain layout; borrowed until the next run / fa_exec_free. An
+ * output kept in a blocked layout (fa_exec_options.output_layouts) is converted to plain by the
+ * first call after a run (a reorder into a buffer allocated by fa_exec_create; later calls
+ * return the same values), so e must not be running concurrently. NULL before the first run,
+ * for i out of range, or when that conversion failed. */
 const fa_value *fa_exec_output(const fa_exec *e, int i);
+/* The layout tensor `tensor` (an id of the graph e runs) is written in by its producer — for a
+ * graph input the layout it is kept in (fa_exec_options.input_layouts) — as the executor planned
+ * it (fa_layout_plan_of over the layouts its kernels took). PLAIN for constants, unplanned
+ * tensors, ids out of range and targets without layouts. */
+fa_layout fa_exec_tensor_layout(const fa_exec *e, int tensor);
 /* Bytes of activations (graph inputs + intermediates + outputs) the executor holds at its peak:
  * on cpu the static plan's arena, known from fa_exec_create on (read from the plan, not measured);
  * on cuda the peak of live device buffers in the last run. */
@@ -200,17 +234,6 @@ void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *s
  * "Adding an execution target" says step by step how to add one. Slots marked (optional) may be
  * NULL. */
 
-/* Activation layouts (oneDNN format tags). A target's kernels may prefer a blocked layout
- * between its own kernels (ONNX Runtime's NCHWc); tensors crossing a graph boundary are always
- * PLAIN. Stored nowhere. */
-typedef enum fa_layout {
-    FA_LAYOUT_PLAIN = 0,     /* row-major as ONNX defines the tensor (NCHW for images) */
-    FA_LAYOUT_NCHW8C = 1,    /* channels blocked by 8: [N][ceil(C/8)][H][W][8] (oneDNN nChw8c) */
-    FA_LAYOUT_NCHW16C = 2,   /* channels blocked by 16 (oneDNN nChw16c, AVX-512) */
-    FA_LAYOUT_COUNT
-} fa_layout;
-const char *fa_layout_name(fa_layout l); /* "plain", "nChw8c", "nChw16c" */
-
 /* Source language of a target's generated fused kernels (what codegen/ emits for it). */
 typedef enum fa_kernel_lang {
     FA_KERNEL_LANG_C = 0,    /* C11 + OpenMP, compiled by the system compiler (codegen.h ABI) */
@@ -313,6 +336,8 @@ typedef struct fa_target_iface {
     fa_status (*exec_fill_inputs)(fa_ctx *ctx, void *state, uint64_t seed);
     fa_status (*exec_run)(fa_ctx *ctx, void *state, const fa_exec_observer *obs);
     const fa_value *(*exec_output)(const void *state, int i);
+    /* (optional) fa_exec_tensor_layout; NULL: every tensor PLAIN */
+    fa_layout (*exec_tensor_layout)(const void *state, int tensor);
     uint64_t (*exec_peak_bytes)(const void *state);
     const char *(*exec_kernel_name)(const void *state, const fa_node *n);
     /* the library implementation behind node n's kernel (fa_exec_kernel_impl); NULL = none known */
@@ -375,8 +400,8 @@ typedef struct fa_reorder {
 } fa_reorder;
 
 typedef struct fa_layout_plan {
-    fa_layout *layout;       /* by tensor id: the layout its producer writes (PLAIN for graph
-                                inputs and constants) */
+    fa_layout *layout;       /* by tensor id: the layout its producer writes (for a graph input
+                                the layout it is handed in; PLAIN for constants) */
     fa_reorder *reorders;    /* one per (tensor, target layout), in topological order */
     int n_reorders;
 } fa_layout_plan;
@@ -389,12 +414,14 @@ bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i);
 /* The layouts of prepared graph g given each node's layout (node_layout, by node id): node n's
  * kernel reads its following inputs (fa_layout_input_follows) and writes its output 0 in
  * node_layout[n->id], every other input and output PLAIN — but input 0 in node_in0[n->id] when
- * node_in0 is given (a first convolution reading a plain image and writing the blocked layout);
- * graph inputs, constants and graph outputs are PLAIN. Where a tensor's layout differs from what a consumer (or the graph
- * boundary) reads, a reorder; consumers wanting the same layout share one. Free with
+ * node_in0 is given (a first convolution reading a plain image and writing the blocked layout).
+ * Boundaries: graph input i is handed in in_layout[i] and graph output i is left in
+ * out_layout[i] (by index into g->inputs / g->outputs; either NULL: all PLAIN, the whole-model
+ * default); constants are PLAIN. Where a tensor's layout differs from what a consumer (or the
+ * graph boundary) reads, a reorder; consumers wanting the same layout share one. Free with
  * fa_layout_plan_free. FA_ERR_NOMEM; FA_ERR_INTERNAL for a layout out of range. */
 fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
-                            fa_layout_plan *out);
+                            const fa_layout *in_layout, const fa_layout *out_layout, fa_layout_plan *out);
 /* fa_layout_plan_of with node_layout[n] = t->preferred_layout(g, n) (a target without the slot:
  * every tensor PLAIN, no reorder). */
 fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);

@@ -43,7 +43,14 @@ typedef struct cpu_exec {
     fa_node *rnode;     /* by reorder: what the observer is shown (op "Reorder", id -1) */
     char **rname;
     int *in_off, *in_slot; /* node id -> in_slot[in_off[id] + i]: the slot input i is read from */
-    int *out_slot;      /* by graph output: its plain slot */
+    int *out_slot;      /* by graph output: its slot in the layout it is left in (out_layout) */
+    fa_layout *in_layout, *out_layout; /* by graph input / output: the boundary layouts
+                                          (fa_exec_options.input_layouts / output_layouts) */
+    fa_custom_kernel *in_rk;  /* by graph input: plain -> its layout, run by set_input (run NULL: plain) */
+    fa_custom_kernel *out_rk; /* by graph output: its layout -> plain, run by fa_exec_output */
+    fa_value *out_plain;      /* by graph output kept blocked: the plain copy fa_exec_output returns */
+    bool *out_plain_ok;       /* ... converted since the last run */
+    fa_ctx *out_ctx;          /* errors of those conversions (fa_exec_output has no ctx) */
     unsigned char *arena; /* the static memory plan's one buffer, 64-byte aligned */
     uint64_t arena_bytes, live_peak_bytes;
     bool ran;           /* outputs are valid after the first run */
@@ -368,7 +375,7 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
 static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
 {
     const fa_graph *g = e->g;
-    fa_status st = fa_layout_plan_of(ctx, g, e->node_layout, e->node_in0, &e->lp);
+    fa_status st = fa_layout_plan_of(ctx, g, e->node_layout, e->node_in0, e->in_layout, e->out_layout, &e->lp);
     if (st) return st;
     int nr = e->lp.n_reorders, nin = 0;
     for (int i = 0; i < g->n_nodes; i++) nin += g->nodes[i] ? g->nodes[i]->n_inputs : 0;
@@ -438,11 +445,54 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
     for (int i = 0; i < g->n_outputs && !st; i++) {
         int y = g->outputs[i];
         e->out_slot[i] = y;
-        for (int r = 0; r < nr && e->lp.layout[y] != FA_LAYOUT_PLAIN; r++)
-            if (e->lp.reorders[r].tensor == y && e->lp.reorders[r].to == FA_LAYOUT_PLAIN) e->out_slot[i] = g->n_tensors + r;
+        for (int r = 0; r < nr && e->lp.layout[y] != e->out_layout[i]; r++)
+            if (e->lp.reorders[r].tensor == y && e->lp.reorders[r].to == e->out_layout[i]) e->out_slot[i] = g->n_tensors + r;
     }
     free(topo_of);
     return st;
+}
+
+/* The boundary conversions, outside the timed run: a reorder plain -> layout per graph input kept
+ * blocked (run by set_input / fill_inputs) and layout -> plain per graph output left blocked (run
+ * by fa_exec_output into a plain buffer allocated here). */
+static fa_status plan_boundaries(fa_ctx *ctx, cpu_exec *e)
+{
+    const fa_graph *g = e->g;
+    e->in_rk = calloc((size_t)g->n_inputs + 1, sizeof *e->in_rk);
+    e->out_rk = calloc((size_t)g->n_outputs + 1, sizeof *e->out_rk);
+    e->out_plain = calloc((size_t)g->n_outputs + 1, sizeof *e->out_plain);
+    e->out_plain_ok = calloc((size_t)g->n_outputs + 1, sizeof *e->out_plain_ok);
+    if (!e->in_rk || !e->out_rk || !e->out_plain || !e->out_plain_ok)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
+    for (int i = 0; i < g->n_inputs; i++) {
+        int x = g->inputs[i];
+        if (e->lp.layout[x] == FA_LAYOUT_PLAIN) continue;
+        fa_status st = fa_target_cpu_iface.reorder_kernel(ctx, &e->slots[x].v, FA_LAYOUT_PLAIN, e->lp.layout[x], &e->in_rk[i]);
+        if (st) return fa_ctx_wrap(ctx, st, "graph input '%s' kept in %s: ", g->tensors[x]->name, fa_layout_name(e->lp.layout[x]));
+    }
+    for (int i = 0; i < g->n_outputs; i++) {
+        const slot *sl = &e->slots[e->out_slot[i]];
+        if (sl->layout == FA_LAYOUT_PLAIN) continue;
+        const char *nm = g->tensors[g->outputs[i]]->name;
+        fa_status st = fa_target_cpu_iface.reorder_kernel(ctx, &sl->v, sl->layout, FA_LAYOUT_PLAIN, &e->out_rk[i]);
+        if (st) return fa_ctx_wrap(ctx, st, "graph output '%s' left in %s: ", nm, fa_layout_name(sl->layout));
+        uint64_t b;
+        void *p = NULL;
+        if (!tensor_bytes(g, g->outputs[i], &b) || posix_memalign(&p, FA_ARENA_ALIGN, b ? (size_t)b : FA_ARENA_ALIGN))
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "graph output '%s': no memory for its plain copy", nm);
+        e->out_plain[i] = sl->v;
+        e->out_plain[i].data = p;
+        if (!e->out_ctx && !(e->out_ctx = fa_ctx_create())) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    return FA_OK;
+}
+
+/* A copy of the caller's boundary layouts (NULL: all PLAIN) into *out, n entries. */
+static fa_layout *copy_layouts(const fa_layout *src, int n)
+{
+    fa_layout *l = calloc((size_t)n + 1, sizeof *l);
+    if (l && src) memcpy(l, src, sizeof *l * (size_t)n);
+    return l;
 }
 
 fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, void **out)
@@ -461,7 +511,10 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     e->node_layout = calloc((size_t)g->n_nodes + 1, sizeof *e->node_layout);
     e->node_in0 = calloc((size_t)g->n_nodes + 1, sizeof *e->node_in0);
     e->tlayout = calloc((size_t)g->n_tensors + 1, sizeof *e->tlayout);
-    if (!e->kernels || !e->slots || !e->node_layout || !e->node_in0 || !e->tlayout) {
+    e->in_layout = copy_layouts(o.input_layouts, g->n_inputs);
+    e->out_layout = copy_layouts(o.output_layouts, g->n_outputs);
+    e->opt.input_layouts = e->opt.output_layouts = NULL; /* borrowed during create only */
+    if (!e->kernels || !e->slots || !e->node_layout || !e->node_in0 || !e->tlayout || !e->in_layout || !e->out_layout) {
         fa_cpu_exec_free(e);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
     }
@@ -478,6 +531,8 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
             if (n->inputs[i] >= 0) e->slots[n->inputs[i]].last_use = k;
     }
     for (int i = 0; i < g->n_outputs; i++) e->slots[g->outputs[i]].last_use = INT32_MAX;
+    for (int i = 0; i < g->n_inputs; i++) /* an input handed blocked: its consumers may continue the layout */
+        if (!(g->tensors[g->inputs[i]]->flags & FA_TENSOR_CONST)) e->tlayout[g->inputs[i]] = e->in_layout[i];
     /* the whole plan's peak (plain sizes), before anything of that size is allocated */
     fa_status st = check_planned_peak(ctx, e);
     for (int k = 0; k < g->n_topo && !st; k++) {
@@ -486,6 +541,7 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
         if (!st && n->n_outputs > 0 && n->outputs[0] >= 0) e->tlayout[n->outputs[0]] = e->node_layout[n->id];
     }
     if (!st) st = plan_layouts(ctx, e);
+    if (!st) st = plan_boundaries(ctx, e);
     if (!st) st = plan_memory(ctx, e);
     if (!st) st = alloc_arena(ctx, e);
     if (st) {
@@ -506,6 +562,18 @@ void fa_cpu_exec_free(void *state)
     for (int r = 0; e->rk && r < e->lp.n_reorders; r++)
         if (e->rk[r].destroy) e->rk[r].destroy(e->rk[r].state);
     for (int r = 0; e->rname && r < e->lp.n_reorders; r++) free(e->rname[r]);
+    for (int i = 0; e->in_rk && i < e->g->n_inputs; i++)
+        if (e->in_rk[i].destroy) e->in_rk[i].destroy(e->in_rk[i].state);
+    for (int i = 0; e->out_rk && i < e->g->n_outputs; i++)
+        if (e->out_rk[i].destroy) e->out_rk[i].destroy(e->out_rk[i].state);
+    for (int i = 0; e->out_plain && i < e->g->n_outputs; i++) free(e->out_plain[i].data);
+    free(e->in_rk);
+    free(e->out_rk);
+    free(e->out_plain);
+    free(e->out_plain_ok);
+    free(e->in_layout);
+    free(e->out_layout);
+    fa_ctx_free(e->out_ctx);
     fa_layout_plan_free(&e->lp);
     free(e->rk);
     free(e->rnode);
@@ -520,6 +588,16 @@ void fa_cpu_exec_free(void *state)
     free(e->slots);
     free(e->arena);
     free(e);
+}
+
+/* One boundary conversion of tensor t (in -> out) with reorder kernel rk. */
+static fa_status run_boundary_reorder(fa_ctx *ctx, const cpu_exec *e, const fa_custom_kernel *rk, int t, const fa_value *in,
+                                      fa_value *out)
+{
+    fa_node rn = {.id = -1, .name = e->g->tensors[t]->name, .op_type = "Reorder", .domain = "", .n_inputs = 1,
+                  .inputs = &t};
+    fa_status st = rk->run(rk->state, ctx, &rn, in, 1, out, 1, e->threads);
+    return st ? fa_ctx_wrap(ctx, st, "reordering '%s' (%s): ", e->g->tensors[t]->name, rk->name) : FA_OK;
 }
 
 fa_status fa_cpu_exec_set_input(fa_ctx *ctx, void *state, int i, const fa_value *v)
@@ -540,7 +618,14 @@ fa_status fa_cpu_exec_set_input(fa_ctx *ctx, void *state, int i, const fa_value 
     slot *s = &e->slots[tid];
     if (!s->v.data) /* a constant graph input: its data is the initializer */
         return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' is a constant of the graph", t->name);
-    memcpy(s->v.data, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
+    if (e->in_rk[i].run) { /* kept blocked: reordered once here, outside the timed run */
+        fa_value vin = s->v, vout = s->v;
+        vin.data = v->data;
+        fa_status st = run_boundary_reorder(ctx, e, &e->in_rk[i], tid, &vin, &vout);
+        if (st) return st;
+    } else {
+        memcpy(s->v.data, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
+    }
     s->set = true;
     return FA_OK;
 }
@@ -553,8 +638,19 @@ fa_status fa_cpu_exec_fill_inputs(fa_ctx *ctx, void *state, uint64_t seed)
     for (int i = 0; i < e->g->n_inputs; i++) {
         int tid = e->g->inputs[i];
         if (e->slots[tid].first_def == INT32_MIN) continue; /* a constant input */
-        fa_graph_fill_input(e->g, tid, &r, &e->slots[tid].v);
-        e->slots[tid].set = true;
+        if (!e->in_rk[i].run) {
+            fa_graph_fill_input(e->g, tid, &r, &e->slots[tid].v);
+            e->slots[tid].set = true;
+            continue;
+        }
+        fa_value pv = e->slots[tid].v; /* kept blocked: filled plain, then set as any input */
+        uint64_t b;
+        if (!tensor_bytes(e->g, tid, &b) || !(pv.data = malloc(b ? (size_t)b : 1)))
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "input '%s': no memory to fill it", e->g->tensors[tid]->name);
+        fa_graph_fill_input(e->g, tid, &r, &pv);
+        fa_status st = fa_cpu_exec_set_input(ctx, e, i, &pv);
+        free(pv.data);
+        if (st) return st;
     }
     return FA_OK;
 }
@@ -569,6 +665,7 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
             return fa_ctx_error(ctx, FA_ERR_USAGE, "input '%s' was not set", g->tensors[g->inputs[i]]->name);
     }
     e->ran = false;
+    memset(e->out_plain_ok, 0, sizeof *e->out_plain_ok * (size_t)g->n_outputs);
     fa_value in[64], out[16];
     int ri = 0; /* the next reorder (in topological order of their first consumers) */
     for (int k = 0; k <= g->n_topo; k++) {
@@ -608,10 +705,22 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
 
 const fa_value *fa_cpu_exec_output(const void *state, int i)
 {
-    const cpu_exec *e = state;
+    cpu_exec *e = (cpu_exec *)state; /* our own allocation: the plain copy is cached in it */
     if (i < 0 || i >= e->g->n_outputs) return NULL;
-    const fa_value *v = &e->slots[e->out_slot[i]].v; /* plain: reordered after the last node if needed */
-    return e->ran && v->data ? v : NULL;
+    const fa_value *v = &e->slots[e->out_slot[i]].v; /* in out_layout[i]: reordered after the last node if needed */
+    if (!e->ran || !v->data) return NULL;
+    if (!e->out_rk[i].run) return v;
+    if (!e->out_plain_ok[i]) { /* left blocked by the run: converted now, outside it */
+        if (run_boundary_reorder(e->out_ctx, e, &e->out_rk[i], e->g->outputs[i], v, &e->out_plain[i])) return NULL;
+        e->out_plain_ok[i] = true;
+    }
+    return &e->out_plain[i];
+}
+
+fa_layout fa_cpu_exec_tensor_layout(const void *state, int tensor)
+{
+    const cpu_exec *e = state;
+    return tensor >= 0 && tensor < e->g->n_tensors && e->lp.layout ? e->lp.layout[tensor] : FA_LAYOUT_PLAIN;
 }
 
 uint64_t fa_cpu_exec_peak_bytes(const void *state)

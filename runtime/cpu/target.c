@@ -144,6 +144,7 @@ const fa_target_iface fa_target_cpu_iface = {
     .exec_fill_inputs = fa_cpu_exec_fill_inputs,
     .exec_run = fa_cpu_exec_run,
     .exec_output = fa_cpu_exec_output,
+    .exec_tensor_layout = fa_cpu_exec_tensor_layout,
     .exec_peak_bytes = fa_cpu_exec_peak_bytes,
     .exec_kernel_name = fa_cpu_exec_kernel_name,
     .exec_kernel_impl = fa_cpu_exec_kernel_impl,

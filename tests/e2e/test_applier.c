@@ -287,6 +287,108 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
     }
 }
 
+/* A constant float tensor `name` of the given shape, values uniform in [lo, hi) from seed. */
+static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi, int seed)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    float *v = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(v);
+    fa_rng r;
+    fa_rng_seed(&r, (uint64_t)seed);
+    for (int64_t i = 0; i < n; i++) v[i] = fa_rng_uniform(&r, lo, hi);
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(float) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    free(v);
+}
+
+/* x[1,16,28,28] -> Conv 3x3 (32) -> BN -> Relu -> r1 -> Conv 1x1 (32) -> BN -> Relu -> y. */
+static fa_graph *conv_bn_relu_chain(fa_ctx *ctx)
+{
+    fa_graph *g = fa_graph_create("chain");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {1, 16, 28, 28}, w1[4] = {32, 16, 3, 3}, w2[4] = {32, 32, 1, 1}, c[1] = {32};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    add_const(ctx, g, "w1", 4, w1, -0.2f, 0.2f, 1);
+    add_const(ctx, g, "w2", 4, w2, -0.3f, 0.3f, 2);
+    for (int k = 1; k <= 2; k++) {
+        char nm[4][16];
+        const char *what[4] = {"sc", "sh", "mu", "var"};
+        for (int j = 0; j < 4; j++) {
+            snprintf(nm[j], sizeof nm[j], "%s%d", what[j], k);
+            add_const(ctx, g, nm[j], 1, c, j == 3 ? 0.5f : -0.5f, j == 3 ? 1.5f : 0.5f, 10 * k + j);
+        }
+        const char *conv_in[2] = {k == 1 ? "x" : "r1", k == 1 ? "w1" : "w2"}, *conv_out[1] = {k == 1 ? "c1" : "c2"};
+        const char *bn_in[5] = {conv_out[0], nm[0], nm[1], nm[2], nm[3]}, *bn_out[1] = {k == 1 ? "n1" : "n2"};
+        const char *relu_out[1] = {k == 1 ? "r1" : "y"};
+        fa_node *cv = fa_graph_add_node(ctx, g, k == 1 ? "conv1" : "conv2", "Conv", "", 2, conv_in, 1, conv_out);
+        const int64_t pads[4] = {1, 1, 1, 1};
+        if (k == 1) fa_node_add_attr_ints(g, cv, "pads", pads, 4);
+        fa_graph_add_node(ctx, g, k == 1 ? "bn1" : "bn2", "BatchNormalization", "", 5, bn_in, 1, bn_out);
+        fa_graph_add_node(ctx, g, k == 1 ? "relu1" : "relu2", "Relu", "", 1, bn_out, 1, relu_out);
+    }
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    return g;
+}
+
+/* The chain's clusters (conv+bn folds, conv+bn+relu epilogues) are judged with r1 — blocked
+ * between the two convs in the whole fused plan — blocked on both sides: the first conv's
+ * clusters leave it blocked, the second's read it blocked, and the reason says so; verification
+ * still compares plain values. */
+static void test_conv_chain_clusters_judged_in_the_plans_layout(void **s)
+{
+    (void)s;
+    const char *bl = getenv("FA_BLOCKED_LAYOUT");
+    if (bl && !strcmp(bl, "plain")) skip(); /* no blocked layout to judge in */
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = conv_bn_relu_chain(ctx);
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    int first = 0, second = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        const fa_cluster_verdict *v = &r->verdicts[i];
+        printf("chain cluster %d %-10s %-14s %s: %s\n", c->id, fa_cluster_kind_name(c->kind), c->label ? c->label : "",
+               fa_cluster_status_name(v->status), v->reason ? v->reason : "");
+        if (c->status != FA_CLUSTER_PROPOSED || v->status == FA_CLUSTER_NOT_TRIED) continue;
+        assert_true(v->status != FA_CLUSTER_REJECTED_VERIFY && v->status != FA_CLUSTER_REJECTED_ERROR);
+        if (v->status == FA_CLUSTER_REFUSED) continue; /* a slow library path, asked before any benchmark */
+        const char *anchor = g->nodes[c->anchor]->name;
+        assert_non_null(v->reason);
+        assert_non_null(strstr(v->reason, "judged in the plan's layout: "));
+        if (!strcmp(anchor, "conv1")) { /* its output (r1, or n1 for the fold alone) stays blocked */
+            assert_true(strstr(v->reason, "output 'r1' nChw") || strstr(v->reason, "output 'n1' nChw"));
+            assert_null(strstr(v->reason, "input 'x' nChw")); /* the graph input is plain in the plan too */
+            first++;
+        } else if (!strcmp(anchor, "conv2")) {
+            assert_non_null(strstr(v->reason, "input 'r1' nChw"));
+            second++;
+        }
+    }
+    assert_true(first > 0 && second > 0);
+    assert_true(r->e2e_max_rel_error <= 1e-4);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 static int g_kinds[FA_CLUSTER_KIND_COUNT];
 
 static void test_convnet_tiny_clusters_verify(void **s) { (void)s; apply_model("zoo:convnet-tiny", 0, g_kinds); }
@@ -367,6 +469,7 @@ int main(void)
         cmocka_unit_test(test_every_cluster_kind_was_verified),
         cmocka_unit_test(test_wrong_fused_kernel_is_rejected_and_run_goes_on),
         cmocka_unit_test(test_layout_only_fused_model_is_judged_end_to_end),
+        cmocka_unit_test(test_conv_chain_clusters_judged_in_the_plans_layout),
         cmocka_unit_test(test_identical_clusters_share_one_benchmark_and_verify_each),
         cmocka_unit_test(test_wrong_whole_model_is_a_mismatch),
     };

@@ -4,7 +4,10 @@
  * residual Add whose two activations share the layout; and the cpu executor that walks the plan
  * (fa_exec_options.blocked_layouts): a small CNN gives the same outputs with and without blocked
  * layouts, the reorders it runs are exactly the planned ones (kernels of their own, in the trace),
- * a graph of plain consumers gets no blocked tensor, and the baseline executor no reorder. */
+ * a graph of plain consumers gets no blocked tensor, and the baseline executor no reorder; an
+ * executor told to keep a graph input and output blocked (fa_exec_options.input_layouts /
+ * output_layouts, what the applier gives a cluster's fused sub-graph) runs no reorder at those
+ * boundaries and still hands out plain values; a Concat on channels of blocked inputs. */
 #include <math.h>
 
 #include "codegen_cases.h"
@@ -133,6 +136,45 @@ static void test_targets_without_the_slot_keep_everything_plain(void **s)
         }
         fa_layout_plan_free(&p);
     }
+    tc_free(t);
+}
+
+/* Boundary layouts: x handed in nChw8c, c2 left in nChw8c: the first conv reads x with no
+ * reorder, c2 needs one only for the Flatten (plain), none for the graph output; a plain
+ * consumer of a blocked input gets its reorder. */
+static void test_boundary_layouts_remove_the_boundary_reorders(void **s)
+{
+    (void)s;
+    tc *t = conv_chain();
+    fa_layout nl[16] = {0};
+    for (int i = 0; i < t->g->n_nodes; i++)
+        if (t->g->nodes[i]) nl[i] = blocked_convs(t->g, t->g->nodes[i]);
+    const fa_layout in[1] = {FA_LAYOUT_NCHW8C}, out[2] = {FA_LAYOUT_PLAIN, FA_LAYOUT_NCHW8C}; /* outputs f, c2 */
+    fa_layout_plan p;
+    assert_int_equal(fa_layout_plan_of(t->ctx, t->g, nl, NULL, in, out, &p), FA_OK);
+    assert_int_equal(p.layout[tid(t, "x")], FA_LAYOUT_NCHW8C);
+    assert_int_equal(p.layout[tid(t, "w1")], FA_LAYOUT_PLAIN); /* constants stay plain */
+    assert_int_equal(p.n_reorders, 1);
+    assert_int_equal(p.reorders[0].tensor, tid(t, "c2"));
+    assert_int_equal(p.reorders[0].to, FA_LAYOUT_PLAIN);
+    assert_string_equal(t->g->nodes[p.reorders[0].consumer]->op_type, "Flatten");
+    fa_layout_plan_free(&p);
+    /* the defaults (NULL): every boundary plain, as before */
+    assert_int_equal(fa_layout_plan_of(t->ctx, t->g, nl, NULL, NULL, NULL, &p), FA_OK);
+    assert_int_equal(p.layout[tid(t, "x")], FA_LAYOUT_PLAIN);
+    assert_int_equal(p.n_reorders, 2);
+    fa_layout_plan_free(&p);
+    /* all plain nodes, x handed blocked: the first conv (plain) reads it through a reorder */
+    fa_layout plain[16] = {0};
+    assert_int_equal(fa_layout_plan_of(t->ctx, t->g, plain, NULL, in, NULL, &p), FA_OK);
+    assert_int_equal(p.n_reorders, 1);
+    assert_int_equal(p.reorders[0].tensor, tid(t, "x"));
+    assert_int_equal(p.reorders[0].from, FA_LAYOUT_NCHW8C);
+    assert_int_equal(p.reorders[0].to, FA_LAYOUT_PLAIN);
+    fa_layout_plan_free(&p);
+    const fa_layout bad[1] = {FA_LAYOUT_COUNT};
+    assert_int_equal(fa_layout_plan_of(t->ctx, t->g, nl, NULL, bad, NULL, &p), FA_ERR_INTERNAL);
+    assert_non_null(strstr(fa_ctx_errmsg(t->ctx), "'x'"));
     tc_free(t);
 }
 
@@ -354,6 +396,191 @@ static void test_plain_consumers_get_no_blocked_tensor(void **s)
     tc_free(t);
 }
 
+/* This machine's blocked layout, as the cpu executor picks it: the layout a 16-channel 1x1 conv
+ * writes with blocked layouts on (PLAIN when FA_BLOCKED_LAYOUT=plain turns them off). */
+static fa_layout machine_layout(void)
+{
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 4, 4}, wd[4] = {16, 16, 1, 1};
+    float w[256] = {0};
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w", 4, wd, w);
+    tc_node(t, "Conv", "x", "w", NULL, "c");
+    tc_node(t, "Relu", "c", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2, .blocked_layouts = true};
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, t->g, &eo, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_layout l = fa_exec_tensor_layout(e, tid(t, "c"));
+    fa_exec_free(e);
+    tc_free(t);
+    return l;
+}
+
+static double max_rel_diff(const fa_value *a, const fa_value *b)
+{
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal(fa_value_numel(a), fa_value_numel(b));
+    double d = 0, m = 0;
+    for (int64_t i = 0; i < fa_value_numel(a); i++) {
+        d = fmax(d, fabs((double)((const float *)a->data)[i] - ((const float *)b->data)[i]));
+        m = fmax(m, fabs((double)((const float *)b->data)[i]));
+    }
+    assert_true(m > 1e-3); /* a test on zeros proves nothing */
+    return d / m;
+}
+
+/* x[1,16,8,8] -> Conv 3x3 (32) -> Relu -> Conv 1x1 (16) -> Add x -> y: with x handed blocked
+ * and y left blocked, the run launches no reorder at all (the first conv and the residual Add
+ * read x blocked, y stays blocked), and fa_exec_output gives the plain values of the plain
+ * executor, converted once per run. */
+static void test_blocked_input_and_output_no_reorder_plain_values(void **s)
+{
+    (void)s;
+    fa_layout L = machine_layout();
+    if (L == FA_LAYOUT_PLAIN) skip(); /* FA_BLOCKED_LAYOUT=plain: nothing to keep blocked */
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 8, 8}, w1d[4] = {32, 16, 3, 3}, w2d[4] = {16, 32, 1, 1};
+    static float w1[32 * 16 * 9], w2[16 * 32];
+    filled(w1, 32 * 16 * 9, 0.2f, 21);
+    filled(w2, 16 * 32, 0.3f, 22);
+    const int64_t p1[4] = {1, 1, 1, 1};
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w1", 4, w1d, w1);
+    tc_const(t, "w2", 4, w2d, w2);
+    fa_node *c1 = tc_node(t, "Conv", "x", "w1", NULL, "c1");
+    fa_node_add_attr_ints(t->g, c1, "pads", p1, 4);
+    tc_node(t, "Relu", "c1", NULL, NULL, "r1");
+    tc_node(t, "Conv", "r1", "w2", NULL, "c2");
+    tc_node(t, "Add", "c2", "x", NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    const fa_layout in[1] = {L}, out[1] = {L};
+    fa_exec_options po = {.target = FA_TARGET_CPU, .threads = 2}, bo = po;
+    bo.blocked_layouts = true;
+    bo.input_layouts = in;
+    bo.output_layouts = out;
+    fa_exec *ep = NULL, *eb = NULL;
+    if (fa_exec_create(t->ctx, t->g, &po, &ep) || fa_exec_create(t->ctx, t->g, &bo, &eb)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "x")), L);
+    assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "y")), L);
+    assert_int_equal(fa_exec_tensor_layout(ep, tid(t, "y")), FA_LAYOUT_PLAIN);
+    assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "w1")), FA_LAYOUT_PLAIN);
+    /* the same plain values handed to both (fa_exec_set_input reorders x once for eb) */
+    static float xv[16 * 64];
+    filled(xv, 16 * 64, 1.0f, 23);
+    fa_value x = {.dtype = FA_DTYPE_FLOAT, .rank = 4, .dims = {1, 16, 8, 8}, .data = xv};
+    assert_int_equal(fa_exec_set_input(t->ctx, ep, 0, &x), FA_OK);
+    assert_int_equal(fa_exec_set_input(t->ctx, eb, 0, &x), FA_OK);
+    seen v;
+    memset(&v, 0, sizeof v);
+    fa_exec_observer obs = {.user = &v, .kernel_begin = on_begin};
+    if (fa_exec_run(t->ctx, ep, NULL) || fa_exec_run(t->ctx, eb, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    print_message("blocked boundaries: %d kernels:", v.n);
+    for (int i = 0; i < v.n; i++) print_message(" %s", v.kernel[i]);
+    print_message("\n");
+    assert_int_equal(v.n, 4); /* conv, relu, conv, add: no reorder kernel */
+    assert_int_equal(count_reorders(&v), 0);
+    for (int i = 0; i < v.n; i++) assert_non_null(strstr(v.kernel[i], fa_layout_name(L)));
+    const fa_value *yb = fa_exec_output(eb, 0), *yp = fa_exec_output(ep, 0);
+    assert_true(max_rel_diff(yb, yp) <= 1e-5);
+    assert_ptr_equal(fa_exec_output(eb, 0), yb); /* converted once, cached until the next run */
+    /* new input values: the next run's output is converted again, not the cached one */
+    for (int i = 0; i < 16 * 64; i++) xv[i] = -0.5f * xv[i] + 0.25f;
+    assert_int_equal(fa_exec_set_input(t->ctx, ep, 0, &x), FA_OK);
+    assert_int_equal(fa_exec_set_input(t->ctx, eb, 0, &x), FA_OK);
+    if (fa_exec_run(t->ctx, ep, NULL) || fa_exec_run(t->ctx, eb, NULL)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_true(max_rel_diff(fa_exec_output(eb, 0), fa_exec_output(ep, 0)) <= 1e-5);
+    /* fill_inputs fills plain values and reorders them the same way */
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, ep, 5), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, eb, 5), FA_OK);
+    if (fa_exec_run(t->ctx, ep, NULL) || fa_exec_run(t->ctx, eb, NULL)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_true(max_rel_diff(fa_exec_output(eb, 0), fa_exec_output(ep, 0)) <= 1e-5);
+    fa_exec_free(ep);
+    fa_exec_free(eb);
+    tc_free(t);
+}
+
+/* A blocked boundary on a tensor no blocked layout describes (rank 2) is refused, naming it. */
+static void test_blocked_boundary_on_a_matrix_is_refused(void **s)
+{
+    (void)s;
+    tc *t = conv_chain(); /* outputs f [1,1024] and c2 */
+    const fa_layout out[2] = {FA_LAYOUT_NCHW16C, FA_LAYOUT_PLAIN};
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2, .blocked_layouts = true, .output_layouts = out};
+    fa_exec *e = NULL;
+    assert_int_not_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
+    assert_null(e);
+    print_message("refused: %s\n", fa_ctx_errmsg(t->ctx));
+    assert_non_null(strstr(fa_ctx_errmsg(t->ctx), "graph output 'f'"));
+    tc_free(t);
+}
+
+/* x[1,16,8,8] -> Conv (ca channels) and Conv (cb channels) -> Concat on channels -> Relu -> y:
+ * with both branches blocked and every C a multiple of the block, the Concat runs on the blocked
+ * layout (oneDNN concat) and y equals the plain run's; with a C off the block the Concat reads
+ * plain copies, same values. */
+static void concat_case(int64_t ca, int64_t cb, fa_layout L, bool expect_blocked)
+{
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 8, 8}, wad[4] = {ca, 16, 1, 1}, wbd[4] = {cb, 16, 1, 1};
+    static float wa[64 * 16], wb[64 * 16];
+    filled(wa, (int)(ca * 16), 0.3f, 31);
+    filled(wb, (int)(cb * 16), 0.3f, 32);
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "wa", 4, wad, wa);
+    tc_const(t, "wb", 4, wbd, wb);
+    tc_node(t, "Conv", "x", "wa", NULL, "a");
+    tc_node(t, "Conv", "x", "wb", NULL, "b");
+    fa_node *cat = tc_node(t, "Concat", "a", "b", NULL, "cat");
+    fa_node_add_attr_int(t->g, cat, "axis", 1);
+    tc_node(t, "Relu", "cat", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_exec_options po = {.target = FA_TARGET_CPU, .threads = 2}, bo = po;
+    bo.blocked_layouts = true;
+    fa_exec *ep = NULL, *eb = NULL;
+    if (fa_exec_create(t->ctx, t->g, &po, &ep) || fa_exec_create(t->ctx, t->g, &bo, &eb)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, ep, 3), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, eb, 3), FA_OK);
+    seen v;
+    memset(&v, 0, sizeof v);
+    fa_exec_observer obs = {.user = &v, .kernel_begin = on_begin};
+    if (fa_exec_run(t->ctx, ep, NULL) || fa_exec_run(t->ctx, eb, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    const char *ck = NULL;
+    for (int i = 0; i < v.n; i++)
+        if (!strcmp(v.node[i], "Concat")) ck = v.kernel[i];
+    assert_non_null(ck);
+    print_message("concat %lld+%lld channels: %s, %d reorders\n", (long long)ca, (long long)cb, ck, count_reorders(&v));
+    assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "a")), L);
+    if (expect_blocked) {
+        assert_non_null(strstr(ck, fa_layout_name(L)));
+        assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "cat")), L);
+        assert_int_equal(count_reorders(&v), 2); /* x into the convs, y out */
+    } else {
+        assert_null(strstr(ck, "nChw"));
+        assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "cat")), FA_LAYOUT_PLAIN);
+    }
+    assert_true(max_rel_diff(fa_exec_output(eb, 0), fa_exec_output(ep, 0)) <= 1e-5);
+    fa_exec_free(ep);
+    fa_exec_free(eb);
+    tc_free(t);
+}
+
+static void test_concat_on_channels_of_blocked_inputs(void **s)
+{
+    (void)s;
+    fa_layout L = machine_layout();
+    if (L == FA_LAYOUT_PLAIN) skip();
+    concat_case(32, 16, L, true);
+    concat_case(20, 16, L, false); /* 20 channels: a multiple of neither block */
+}
+
 /* x[1,16,8,8] -> Conv (24) -> Sigmoid -> sg; squeeze-excitation: GlobalAveragePool -> Conv 1x1 ->
  * Sigmoid -> s[1,24,1,1], Mul(s, sg) with the broadcast scale as input 0 (as torchvision writes
  * `scale * input`); then two 1x1 convs c2, c3 (c3 with bias 4, so far from 0), Div(c2, c3), a last
@@ -435,6 +662,10 @@ int main(void)
         cmocka_unit_test(test_small_cnn_same_outputs_and_the_planned_reorders),
         cmocka_unit_test(test_first_conv_reads_the_plain_image),
         cmocka_unit_test(test_plain_consumers_get_no_blocked_tensor),
+        cmocka_unit_test(test_boundary_layouts_remove_the_boundary_reorders),
+        cmocka_unit_test(test_blocked_input_and_output_no_reorder_plain_values),
+        cmocka_unit_test(test_blocked_boundary_on_a_matrix_is_refused),
+        cmocka_unit_test(test_concat_on_channels_of_blocked_inputs),
         cmocka_unit_test(test_broadcast_operand_plain_and_division_on_padded_tail_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
