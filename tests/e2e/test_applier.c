@@ -276,7 +276,10 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
             snprintf(want, sizeof want, "benchmark shared with cluster %d, same signature", p->clusters[order[0]].id);
             assert_non_null(strstr(v1->reason, want));
             assert_non_null(strstr(v1->reason, "verified on its own values"));
-            assert_int_equal(v1->status, v0->status);
+            /* the same verdict, unless the end-to-end back-off (the whole model, 3 noisy
+             * iterations: it happened under ASan in CI) dropped one twin afterwards */
+            if (!strstr(v0->reason, "end-to-end back-off") && !strstr(v1->reason, "end-to-end back-off"))
+                assert_int_equal(v1->status, v0->status);
             assert_true(v1->measured_saving_ns == v0->measured_saving_ns);
             assert_true(v1->max_rel_error >= 0 && v1->max_rel_error != v0->max_rel_error); /* its own verification */
             /* both have the rounds the verdict rests on, the same ones */
