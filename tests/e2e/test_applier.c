@@ -54,6 +54,34 @@ static fa_apply_options quick_apply_options(void)
     return opt;
 }
 
+/* A constant float tensor `name` of the given shape, values uniform in [lo, hi) from seed. */
+static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi, int seed)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    float *v = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(v);
+    fa_rng r;
+    fa_rng_seed(&r, (uint64_t)seed);
+    for (int64_t i = 0; i < n; i++) v[i] = fa_rng_uniform(&r, lo, hi);
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(float) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    free(v);
+}
+
+/* The cpu advisor's plan of g (no register/occupancy gate); fails the test on an error. */
+static fa_plan *advise_cpu(fa_ctx *ctx, const fa_graph *g)
+{
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
+    return p;
+}
+
 /* Returns whether the injected wrong kernel reached verification (a library epilogue refused
  * before it for running off the library's fast path cannot be checked). */
 static bool apply_model(const char *model, int inject_first, int *kinds_seen)
@@ -69,12 +97,7 @@ static bool apply_model(const char *model, int inject_first, int *kinds_seen)
         s = fa_graph_load(ctx, model, NULL, &g);
     }
     if (s) fail_msg("%s: %s", model, fa_ctx_errmsg(ctx));
-    fa_advise_options ao = {0};
-    ao.target = FA_TARGET_CPU;
-    ao.no_gate = true;
-    fa_plan *p = NULL;
-    s = fa_advise(ctx, g, NULL, &ao, &p);
-    if (s) fail_msg("%s: advise: %s", model, fa_ctx_errmsg(ctx));
+    fa_plan *p = advise_cpu(ctx, g);
     int injected = -1;
     for (int i = 0; i < p->n_clusters && inject_first; i++)
         if (p->clusters[i].status == FA_CLUSTER_PROPOSED) {
@@ -144,30 +167,18 @@ static void test_layout_only_fused_model_is_judged_end_to_end(void **s)
     fa_graph *g = fa_graph_create("conv_only");
     fa_graph_set_opset(ctx, g, "", 17);
     int64_t xd[4] = {1, 16, 14, 14}, wd[4] = {32, 16, 3, 3}, pads[4] = {1, 1, 1, 1};
-    int x = fa_graph_tensor(g, "x"), w = fa_graph_tensor(g, "w");
+    int x = fa_graph_tensor(g, "x");
     fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
     fa_graph_add_input(ctx, g, x);
-    static float wv[32 * 16 * 3 * 3];
-    for (int i = 0; i < 32 * 16 * 9; i++) wv[i] = (float)((i * 37) % 11 - 5) / 16.0f;
-    fa_tensor_set_shape(g->tensors[w], FA_DTYPE_FLOAT, 4, wd);
-    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[w], wv, sizeof wv), FA_OK);
-    g->tensors[w]->flags |= FA_TENSOR_INITIALIZER;
+    add_const(ctx, g, "w", 4, wd, -0.3f, 0.3f, 7);
     const char *in[] = {"x", "w"}, *out[] = {"y"};
     fa_node *conv = fa_graph_add_node(ctx, g, "conv", "Conv", "", 2, in, 1, out);
     fa_node_add_attr_ints(g, conv, "pads", pads, 4);
     fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
     if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
-    fa_advise_options ao = {0};
-    ao.target = FA_TARGET_CPU;
-    ao.no_gate = true;
-    fa_plan *p = NULL;
-    assert_int_equal(fa_advise(ctx, g, NULL, &ao, &p), FA_OK);
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
+    fa_plan *p = advise_cpu(ctx, g);
+    fa_apply_options opt = quick_apply_options();
     opt.iters = 5;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
     fa_apply_result *r = NULL;
     if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
     printf("conv only: %d clusters, %d accepted, %d reorders, win %d loss %d, layouts dropped %d (%.3f -> %.3f ms)\n",
@@ -192,20 +203,6 @@ static void test_layout_only_fused_model_is_judged_end_to_end(void **s)
     fa_ctx_free(ctx);
 }
 
-static void add_weight(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, uint64_t seed)
-{
-    int t = fa_graph_tensor(g, name);
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
-    int64_t n = fa_tensor_numel(g->tensors[t]);
-    float *d = malloc(sizeof(float) * (size_t)n);
-    fa_rng r;
-    fa_rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++) d[i] = fa_rng_uniform(&r, -0.5f, 0.5f);
-    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], d, sizeof(float) * (size_t)n), FA_OK);
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    free(d);
-}
-
 /* x[1,16,20,20] -> Conv(w0) -> Conv(w1, b1) -> Relu -> Conv(w2, b2) -> Relu -> Conv(w3) -> y: two
  * conv+relu clusters of one signature (same shapes, other weights) between two plain convs, so
  * that the whole fused plan gives both the same boundary layouts (a clusters judged in other
@@ -223,12 +220,12 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
         int x = fa_graph_tensor(g, "x");
         fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
         fa_graph_add_input(ctx, g, x);
-        add_weight(ctx, g, "w1", 4, wd, 1);
-        add_weight(ctx, g, "b1", 1, bd, 2);
-        add_weight(ctx, g, "w2", 4, wd, 3);
-        add_weight(ctx, g, "b2", 1, bd, 4);
-        add_weight(ctx, g, "w0", 4, wd, 5);
-        add_weight(ctx, g, "w3", 4, wd, 6);
+        add_const(ctx, g, "w1", 4, wd, -0.5f, 0.5f, 1);
+        add_const(ctx, g, "b1", 1, bd, -0.5f, 0.5f, 2);
+        add_const(ctx, g, "w2", 4, wd, -0.5f, 0.5f, 3);
+        add_const(ctx, g, "b2", 1, bd, -0.5f, 0.5f, 4);
+        add_const(ctx, g, "w0", 4, wd, -0.5f, 0.5f, 5);
+        add_const(ctx, g, "w3", 4, wd, -0.5f, 0.5f, 6);
         const char *i0[] = {"x", "w0"}, *o0[] = {"c0"};
         const char *i1[] = {"c0", "w1", "b1"}, *o1[] = {"c1"}, *i2[] = {"c1"}, *o2[] = {"r1"};
         const char *i3[] = {"r1", "w2", "b2"}, *o3[] = {"c2"}, *i4[] = {"c2"}, *o4[] = {"r2"};
@@ -241,11 +238,7 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
         fa_node_add_attr_ints(g, fa_graph_add_node(ctx, g, "conv3", "Conv", "", 2, i5, 1, o5), "pads", pads, 4);
         fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
         assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
-        fa_advise_options ao = {0};
-        ao.target = FA_TARGET_CPU;
-        ao.no_gate = true;
-        fa_plan *p = NULL;
-        assert_int_equal(fa_advise(ctx, g, NULL, &ao, &p), FA_OK);
+        fa_plan *p = advise_cpu(ctx, g);
         int ids[2], n = 0;
         for (int i = 0; i < p->n_clusters && n < 2; i++)
             if (p->clusters[i].status == FA_CLUSTER_PROPOSED) ids[n++] = i;
@@ -298,23 +291,6 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
     }
 }
 
-/* A constant float tensor `name` of the given shape, values uniform in [lo, hi) from seed. */
-static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi, int seed)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    assert_non_null(v);
-    fa_rng r;
-    fa_rng_seed(&r, (uint64_t)seed);
-    for (int64_t i = 0; i < n; i++) v[i] = fa_rng_uniform(&r, lo, hi);
-    int t = fa_graph_tensor(g, name);
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
-    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(float) * (size_t)n), FA_OK);
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    free(v);
-}
-
 /* x[1,16,28,28] -> Conv 3x3 (32) -> BN -> Relu -> r1 -> Conv 1x1 (32) -> BN -> Relu -> y. */
 static fa_graph *conv_bn_relu_chain(fa_ctx *ctx)
 {
@@ -358,17 +334,8 @@ static void test_conv_chain_clusters_judged_in_the_plans_layout(void **s)
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = conv_bn_relu_chain(ctx);
     if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
-    fa_advise_options ao = {0};
-    ao.target = FA_TARGET_CPU;
-    ao.no_gate = true;
-    fa_plan *p = NULL;
-    if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_plan *p = advise_cpu(ctx, g);
+    fa_apply_options opt = quick_apply_options();
     fa_apply_result *r = NULL;
     if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
     int first = 0, second = 0;
@@ -437,11 +404,7 @@ static void test_wrong_whole_model_is_a_mismatch(void **s)
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = elementwise_graph(ctx);
     if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
-    fa_advise_options ao = {0};
-    ao.target = FA_TARGET_CPU;
-    ao.no_gate = true;
-    fa_plan *p = NULL;
-    if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
+    fa_plan *p = advise_cpu(ctx, g);
     fa_apply_options opt = quick_apply_options();
     for (int i = 0; i < p->n_clusters && opt.inject_e2e_cluster < 0; i++)
         if (p->clusters[i].status == FA_CLUSTER_PROPOSED) opt.inject_e2e_cluster = p->clusters[i].id;
