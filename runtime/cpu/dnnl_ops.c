@@ -140,6 +140,13 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
+/* Whether the implementation make_pd recorded is oneDNN's reference loop on a blocked layout l
+ * ("ref:any": declined there, the node runs plain; see commit_on). */
+static bool ref_on_layout(const ops_state *s, fa_layout l)
+{
+    return l != FA_LAYOUT_PLAIN && !strncmp(s->impl, "ref", 3);
+}
+
 /* Create s->prim from pd (consumed: destroyed here, success or not), name the kernel. */
 static fa_status commit_prim(fa_ctx *ctx, ops_state *s, dnnl_primitive_desc_t pd, const char *name, bool *handled)
 {
@@ -381,7 +388,7 @@ static fa_status create_pool(fa_ctx *ctx, const fa_graph *g, const fa_node *n, o
     dnnl_pooling_v2_desc_t pdsc;
     DNNL_CHECK(ctx, dnnl_pooling_v2_forward_desc_init(&pdsc, dnnl_forward_inference, alg, &xmd, &ymd, sd, kd, dd, pld, prd));
     if (make_pd(ctx, s, &pdsc, &pd)) goto fail;
-    if (l != FA_LAYOUT_PLAIN && !strncmp(s->impl, "ref", 3)) { /* as commit_on: not on the reference loop */
+    if (ref_on_layout(s, l)) { /* as commit_on: not on the reference loop */
         dnnl_primitive_desc_destroy(pd);
         return FA_OK;
     }
@@ -768,7 +775,7 @@ fail:
  * the node runs plain with our kernel, its reorders planned around it. */
 static fa_status commit_on(fa_ctx *ctx, ops_state *s, dnnl_primitive_desc_t pd, const char *what, fa_layout l, bool *handled)
 {
-    if (!strncmp(s->impl, "ref", 3)) {
+    if (ref_on_layout(s, l)) {
         fa_log(ctx, FA_LOG_DEBUG, "%s on %s: oneDNN offers only %s; running plain", what, fa_layout_name(l), s->impl);
         dnnl_primitive_desc_destroy(pd);
         return FA_OK;
