@@ -14,6 +14,11 @@ struct fa_kernel {
     void *state;
     const char *impl; /* a library kernel's chosen implementation (oneDNN's impl_info_str, e.g.
                        * "jit:avx512_core", "gemm:jit", "ref:any"), owned by state; NULL otherwise */
+    bool inplace;      /* output 0 may take the bytes of input `inplace_input`: the kernel reads that
+                        * input only as output 0's initial value (oneDNN's sum post-op: dst += conv),
+                        * and skips copying it when the two share memory. The executor's memory plan
+                        * gives them the same bytes when that input's last reader is this node. */
+    int inplace_input;
 };
 
 /* ---- the registered targets (runtime/exec.c lists them) ---- */

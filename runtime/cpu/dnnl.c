@@ -132,7 +132,7 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
     if (s->bias && s->kind <= 1) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
     if (s->bias && s->kind == 3) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
     if (!s->blocked) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst, out[0].data));
-    if (s->has_sum) { /* the residual into dst: the sum post-op adds the convolution to it */
+    if (s->has_sum && in[s->sum_input].data != out[0].data) { /* the residual into dst: the sum post-op adds the convolution to it */
         DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->sum_user, in[s->sum_input].data));
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->sum_user}, {DNNL_ARG_TO, s->dst}};
         DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_sum, g_stream, 2, ra));
@@ -859,6 +859,10 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     k.run = run_prim;
     k.destroy = state_destroy;
     k.impl = s->impl[0] ? s->impl : NULL;
+    /* dst is the node's output itself (not a buffer of the kernel's own): the residual may be
+     * computed in place (the executor's memory plan decides; run_prim skips the copy then) */
+    k.inplace = s->has_sum && !s->blocked && s->kind == 0;
+    k.inplace_input = s->sum_input;
     if (s->name[0])
         k.name = s->name;
     else if (fused)

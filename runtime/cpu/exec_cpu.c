@@ -201,12 +201,59 @@ static int placed_by_offset(const void *x, const void *y, void *slots)
     return a < b ? -1 : a > b;
 }
 
+/* In-place outputs (fa_kernel.inplace: oneDNN's sum post-op, dst += conv, with dst holding the
+ * residual): output 0 of node k takes the bytes of the slot its input inplace_input is read from
+ * when that slot is an activation the run itself writes (not a graph input, which is set once and
+ * read by every run), node k is its last reader, no other input of k reads it, and both have the
+ * same size and layout. The pair becomes one plan item living from the input's producer to the
+ * output's last reader; root[t] names the slot whose bytes slot t uses (t itself when none).
+ * Saves the copy of the residual into dst per residual block and that much of the arena (ONNX
+ * Runtime's allocation planner reuses an input's buffer for such outputs the same way). Returns
+ * the number of items left. */
+static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root)
+{
+    const fa_graph *g = e->g;
+    int *item = malloc(((size_t)e->n_slots + 1) * sizeof *item);
+    for (int t = 0; t < e->n_slots; t++) root[t] = t;
+    if (!item) return n; /* no merging: every tensor keeps bytes of its own */
+    for (int t = 0; t < e->n_slots; t++) item[t] = -1;
+    for (int i = 0; i < n; i++) item[it[i].t] = i;
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *nd = g->nodes[g->topo[k]];
+        const fa_kernel *kern = &e->kernels[nd->id];
+        if (!kern->inplace || nd->n_outputs < 1 || nd->outputs[0] < 0 || kern->inplace_input < 0 ||
+            kern->inplace_input >= nd->n_inputs || nd->inputs[kern->inplace_input] < 0)
+            continue;
+        int y = nd->outputs[0], r = e->in_slot[e->in_off[nd->id] + kern->inplace_input];
+        const slot *sr = &e->slots[r], *sy = &e->slots[y];
+        if (sr->first_def < 0 || sr->last_use != k || sy->first_def != k || item[y] < 0 || item[root[r]] < 0 ||
+            sr->layout != sy->layout)
+            continue;
+        bool other = false;
+        for (int i = 0; i < nd->n_inputs; i++)
+            if (i != kern->inplace_input && nd->inputs[i] >= 0 && e->in_slot[e->in_off[nd->id] + i] == r) other = true;
+        uint64_t br, by;
+        if (other || !slot_bytes(e, r, &br) || !slot_bytes(e, y, &by) || br != by) continue;
+        plan_item *pr = &it[item[root[r]]], *py = &it[item[y]];
+        if (py->b > pr->b) pr->b = py->b;
+        root[y] = root[r];
+        py->t = -1; /* dropped below */
+        item[y] = -1;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (it[i].t >= 0) it[m++] = it[i];
+    free(item);
+    return m;
+}
+
 #define FA_ARENA_ALIGN 64 /* a cache line; AVX-512 loads and oneDNN's preferred alignment */
 
 /* The static memory plan: an offset in one arena for every planned activation — graph inputs
  * (live throughout), and each non-constant output of a live node from its producer to its last
  * consumer (graph outputs to the end, unread outputs only during their node). A node's outputs
- * never share bytes with its inputs (both are live at its index), so no kernel runs in place.
+ * never share bytes with its inputs (both are live at its index), except an in-place output
+ * (merge_inplace: a kernel that reads that input only as the output's initial value).
  * Placement is "greedy by size" (largest tensor first, at the lowest offset that does not overlap
  * a placed tensor whose lifetime intersects; Pisarchyk & Lee, "Efficient Memory Management for
  * Deep Neural Net Inference", 2020, the TensorFlow Lite arena planner): the arena is at least the
@@ -216,9 +263,11 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
     const fa_graph *g = e->g;
     plan_item *it = calloc((size_t)e->n_slots + 1, sizeof *it);
     int *near = calloc((size_t)e->n_slots + 1, sizeof *near);
-    if (!it || !near) {
+    int *root = malloc(((size_t)e->n_slots + 1) * sizeof *root);
+    if (!it || !near || !root) {
         free(it);
         free(near);
+        free(root);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning activations");
     }
     for (int t = 0; t < g->n_tensors; t++) e->slots[t].first_def = INT32_MIN;
@@ -246,6 +295,7 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
         if (!slot_bytes(e, r, &b)) b = 0;
         it[n++] = (plan_item){r, e->slots[r].first_def, e->slots[r].last_use, b};
     }
+    n = merge_inplace(e, it, n, root);
     for (int i = 0; i < n; i++) {
         uint64_t r = it[i].bytes ? it[i].bytes : 1;
         it[i].bytes = (r + FA_ARENA_ALIGN - 1) / FA_ARENA_ALIGN * FA_ARENA_ALIGN;
@@ -273,8 +323,14 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
                               g->tensors[it[i].t < g->n_tensors ? it[i].t : e->lp.reorders[it[i].t - g->n_tensors].tensor]->name);
         else if (off + it[i].bytes > top) top = off + it[i].bytes;
     }
+    for (int t = 0; t < e->n_slots; t++) /* in-place outputs: the bytes of the tensor they took over */
+        if (root[t] != t) {
+            e->slots[t].off = e->slots[root[t]].off;
+            e->slots[t].bytes = e->slots[root[t]].bytes;
+        }
     free(it);
     free(near);
+    free(root);
     e->arena_bytes = top;
     return st;
 }
