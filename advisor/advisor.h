@@ -171,6 +171,27 @@ typedef struct fa_why_not {
     const char *reason;        /* a sentence a person can read, with numbers */
 } fa_why_not;
 
+struct fa_plan;
+/* What a probe of a fused library kernel measured (fa_fused_probe_fn). */
+typedef struct fa_fused_probe_result {
+    double median_ns;          /* the fused kernel's median time per run, ns */
+    double unfused_median_ns;  /* its unfused sub-graph's, timed interleaved with it, ns (0: not
+                                  timed: median_ns is used as it is) */
+    int reps;                  /* timed runs (pairs) the medians are of */
+    bool cached;               /* an earlier probe of the same signature (this run or stored) */
+    char what[360];            /* the basis' sentence: the kernel, its layout and implementation,
+                                  repetitions (or why nothing was measured) */
+} fa_fused_probe_result;
+/* (optional, fa_advise_options.probe) Measure the fused kernel of cluster p->clusters[ci] (a
+ * BN_FOLD or EPILOGUE: a library kernel with its folded weights and post-ops) as the target's
+ * fused plan will run it: its layout, its implementation. p is the plan being built: clusters
+ * [0, ci] are filled (ci's dependency, a BN fold, among them), est_saving_ns not yet. signature:
+ * fa_cluster_signature of that cluster. True with out filled when measured (or found measured);
+ * false with out->what saying why not (budget spent, the kernel could not be built): the
+ * advisor then keeps its profile model. Never fails the plan. applier/probe.c implements it. */
+typedef bool (*fa_fused_probe_fn)(void *user, const fa_graph *g, const struct fa_plan *p, int ci, const char *signature,
+                                  fa_fused_probe_result *out);
+
 typedef struct fa_advise_options {
     fa_target target;          /* cpu or cuda (gate runs for cuda) */
     const char *arch;          /* cuda arch for the gate, default "sm_90" */
@@ -187,6 +208,13 @@ typedef struct fa_advise_options {
      * says "fused time measured in run N". Not owned. */
     const fa_measured_fused *measured_fused;
     size_t n_measured_fused;
+    /* (optional) the probe of fused library kernels (issue 19): with a measured profile of this
+     * device, a BN_FOLD's or EPILOGUE's fused kernel time is what probe measures (the library
+     * kernel in the fused plan's layout, with its post-ops) instead of the anchor's profile
+     * median, which the baseline measured in plain NCHW; basis says "probe". NULL: no probe
+     * (imported traces, a profile of another device, tests of the profile model). Not owned. */
+    fa_fused_probe_fn probe;
+    void *probe_user;
 } fa_advise_options;
 
 /* The noise floor of a proposal (issue 19): a generated-kernel cluster (chain, reduction,

@@ -171,6 +171,42 @@ fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const
 fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
                              fa_graph **out);
 
+/* ---- the cost model's probe of fused library kernels (applier/probe.c, issue 19) ---- */
+
+/* A probe times a BN fold's or an epilogue's fused kernel (the folded Conv/Gemm with its
+ * post-ops, built by fa_fused_graph_scoped exactly as the applier builds it) on the target's
+ * executor with blocked layouts on, its boundary tensors in the layouts the fused plan gives them
+ * (fa_layout_plan_make over the graph: every node in the target's preferred layout, whatever
+ * that is on this machine: nChw16c, nChw8c, plain), fed deterministic values: FA_PROBE_WARMUP
+ * untimed runs, then timed runs until FA_PROBE_MIN_REPS of them took FA_PROBE_SLICE_MS or
+ * FA_PROBE_REPS were taken; the median is the prediction (core/stats.c). One probe per
+ * signature (fa_cluster_signature + boundary layouts) per plan: ResNet-50's repeated blocks
+ * share theirs. All probes of one plan together stop starting after budget_s seconds (executor
+ * creation, warm-up and timed runs counted): later clusters keep the profile model, and say so.
+ * Measured on a quiet 2-thread VM: ResNet-50 b1's 102 library clusters, 46 probes, about 1 s
+ * (bench/README.md). */
+#define FA_PROBE_WARMUP 1
+#define FA_PROBE_MIN_REPS 3
+#define FA_PROBE_REPS 7
+#define FA_PROBE_SLICE_MS 20.0
+#define FA_PROBE_BUDGET_S 20.0
+typedef struct fa_kernel_probe fa_kernel_probe;
+/* A probe for prepared graph g (which must outlive it) on `target` with `threads` threads (the
+ * baseline's: 0 = all cores); budget_s <= 0: FA_PROBE_BUDGET_S. FA_ERR_UNSUPPORTED when the
+ * target is not built or has no device (cuda without a GPU: the advisor keeps its profile
+ * model); FA_ERR_NOMEM. */
+fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, double budget_s,
+                                 fa_kernel_probe **out);
+void fa_kernel_probe_free(fa_kernel_probe *p);
+/* The fa_fused_probe_fn of fa_advise_options (user = an fa_kernel_probe made for the same g). A
+ * kernel that cannot be built or run gives false with the reason in out->what (the applier then
+ * rejects the cluster with its own reason); nothing is printed, the plan never fails. */
+bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                           fa_fused_probe_result *out);
+/* Counters of p (NULL: zeros): kernels built and timed, clusters served from an earlier probe of
+ * their signature, clusters left unprobed by the budget, seconds spent. */
+void fa_kernel_probe_stats(const fa_kernel_probe *p, int *built, int *reused, int *over_budget, double *spent_s);
+
 /* ---- the pipeline `run` and `apply` share (applier/pipeline.c) ---- */
 
 typedef struct fa_pipeline_options {
