@@ -1,0 +1,239 @@
+/* tests/unit/test_kernel_probe — issue 19's probe of fused library kernels: a conv+relu
+ * epilogue's fused kernel is predicted from the probe (the applier's fused sub-graph timed in the
+ * target's fused-plan layout against its plain unfused one), the basis names the probe, a
+ * signature is probed once per plan, and without a probe the profile model stays. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen_cases.h"
+#include "advisor/advisor.h"
+#include "analyzer/analyzer.h"
+#include "applier/applier.h"
+#include "store/store.h"
+
+/* x[1,16,14,14] -> Conv 3x3 (32, pad 1) -> Relu -> Conv 3x3 (32, pad 1) -> Relu -> y: two
+ * conv+relu epilogues of one signature each (the second conv reads 32 channels) */
+static tc *conv_relu(void)
+{
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 14, 14}, w1d[4] = {32, 16, 3, 3}, w2d[4] = {32, 32, 3, 3}, bd[1] = {32};
+    static float w[32 * 32 * 9], b[32];
+    for (int i = 0; i < 32 * 32 * 9; i++) w[i] = (float)((i * 7) % 13 - 6) * 0.01f;
+    for (int i = 0; i < 32; i++) b[i] = (float)(i % 5) * 0.1f;
+    tc_input(t, "x", 4, xd);
+    tc_const(t, "w1", 4, w1d, w);
+    tc_const(t, "w2", 4, w2d, w);
+    tc_const(t, "b", 1, bd, b);
+    int64_t pads[4] = {1, 1, 1, 1};
+    fa_node *c1 = tc_node(t, "Conv", "x", "w1", "b", "c1");
+    fa_node *c2 = NULL;
+    assert_non_null(fa_node_add_attr_ints(t->g, c1, "pads", pads, 4));
+    tc_node(t, "Relu", "c1", NULL, NULL, "r1");
+    c2 = tc_node(t, "Conv", "r1", "w2", "b", "c2");
+    assert_non_null(fa_node_add_attr_ints(t->g, c2, "pads", pads, 4));
+    tc_node(t, "Relu", "c2", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    return t;
+}
+
+/* The probe as the pipeline wires it, with what it returned recorded per cluster. */
+typedef struct spy {
+    fa_kernel_probe *probe;
+    int calls;
+    fa_fused_probe_result got[8];
+    int anchor[8];          /* the probed cluster's anchor node (ids are renumbered by rank later) */
+    bool refuse;            /* answer "not measured" without probing */
+} spy;
+
+static bool spy_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                      fa_fused_probe_result *out)
+{
+    spy *s = user;
+    if (s->refuse) {
+        memset(out, 0, sizeof *out);
+        snprintf(out->what, sizeof out->what, "the test's probe measures nothing");
+        return false;
+    }
+    bool ok = fa_kernel_probe_fused(s->probe, g, p, ci, signature, out);
+    if (ok && s->calls < 8) {
+        s->got[s->calls] = *out;
+        s->anchor[s->calls] = p->clusters[ci].anchor;
+    }
+    s->calls++;
+    return ok;
+}
+
+static const fa_cluster *epilogue_of(const fa_plan *p, int k)
+{
+    for (int i = 0, seen = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].kind == FA_CLUSTER_EPILOGUE && seen++ == k) return &p->clusters[i];
+    return NULL;
+}
+
+/* "medians X ns + G gap(s) x Y ns" and the anchor's figure from a measured basis */
+static void basis_members(const char *basis, double *gone, int *gaps, double *gap, double *anchor)
+{
+    const char *m = strstr(basis, "medians ");
+    assert_non_null(m);
+    assert_int_equal(sscanf(m, "medians %lf ns + %d gap(s) x %lf ns", gone, gaps, gap), 3);
+    const char *a = strstr(basis, "the anchor's measured ");
+    assert_non_null(a);
+    assert_int_equal(sscanf(a, "the anchor's measured %lf ns", anchor), 1);
+}
+
+static void test_probe_predicts_conv_relu_fused_kernel(void **st)
+{
+    (void)st;
+    tc *t = conv_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe.db");
+    remove(db);
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, s, t->g, 3, &run), FA_OK);
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.device_key = "cpu:test:1t";
+    c.mem_bw_gbs = 10;
+    c.peak_gflops = 100;
+    c.launch_ns = 1000;
+    fa_analysis *a = NULL;
+    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+
+    spy sp;
+    memset(&sp, 0, sizeof sp);
+    assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 0, &sp.probe), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = spy_probe;
+    o.probe_user = &sp;
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    assert_int_equal(sp.calls, 2); /* one per epilogue */
+    int built, reused, over;
+    double spent;
+    fa_kernel_probe_stats(sp.probe, &built, &reused, &over, &spent);
+    assert_int_equal(built, 2); /* 16 and 32 input channels: two signatures */
+    assert_int_equal(reused, 0);
+    assert_int_equal(over, 0);
+    assert_true(spent > 0 && spent < FA_PROBE_BUDGET_S);
+
+    for (int k = 0; k < 2; k++) {
+        const fa_cluster *e = epilogue_of(p, k);
+        assert_non_null(e);
+        assert_non_null(e->basis);
+        print_message("cluster %d: %s\n", e->id, e->basis);
+        /* the basis names the probe, the fused-plan kernel and its layout */
+        assert_non_null(strstr(e->basis, "probe: "));
+        /* in the layout the target's fused plan gives the conv (nChw16c on AVX-512, whatever
+         * this machine's is), the fused epilogue's oneDNN kernel */
+        const fa_target_iface *ti = fa_target_get(FA_TARGET_CPU);
+        fa_layout l = ti->preferred_layout ? ti->preferred_layout(t->g, t->g->nodes[e->anchor]) : FA_LAYOUT_PLAIN;
+        char lays[64];
+        bool reads_x = t->g->nodes[e->anchor]->inputs[0] == fa_graph_find_tensor(t->g, "x"); /* a graph input: plain */
+        snprintf(lays, sizeof lays, "boundary layouts %s,%s", reads_x ? "plain" : fa_layout_name(l), fa_layout_name(l));
+        assert_non_null(strstr(e->basis, lays));
+        assert_non_null(strstr(e->basis, "interleaved pairs"));
+        const fa_fused_probe_result *r = NULL;
+        for (int j = 0; j < 2; j++)
+            if (sp.anchor[j] == e->anchor) r = &sp.got[j];
+        assert_non_null(r);
+        assert_true(r->median_ns > 0 && r->unfused_median_ns > 0 && r->reps >= FA_PROBE_MIN_REPS);
+        /* the prediction is the probe's: members x (fused / unfused) removed from the members */
+        double gone, gap, anchor;
+        int gaps;
+        basis_members(e->basis, &gone, &gaps, &gap, &anchor);
+        double members = gone + anchor, fused = members * (r->median_ns / r->unfused_median_ns);
+        double want = members + gaps * gap - fused - e->recompute_ns;
+        assert_true(fabs(e->est_saving_ns - want) <= 1.0 + 1e-3 * fabs(want));
+    }
+    fa_plan_free(p);
+
+    /* the same plan again on the same probe: both signatures served from the cache */
+    sp.calls = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    fa_kernel_probe_stats(sp.probe, &built, &reused, &over, &spent);
+    assert_int_equal(built, 2);
+    assert_int_equal(reused, 2);
+    assert_non_null(strstr(epilogue_of(p, 0)->basis, "probed earlier in this plan"));
+    fa_plan_free(p);
+
+    /* a probe that measures nothing: the profile model, and the basis says why */
+    sp.refuse = true;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    const fa_cluster *e = epilogue_of(p, 0);
+    assert_null(strstr(e->basis, "probe: "));
+    assert_non_null(strstr(e->basis, "probe not used: the test's probe measures nothing"));
+    assert_non_null(strstr(e->basis, "the anchor's measured"));
+    fa_plan_free(p);
+
+    /* no probe at all (imported traces, another device): the profile model, no probe text */
+    o.probe = NULL;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    assert_null(strstr(epilogue_of(p, 0)->basis, "probe"));
+    fa_plan_free(p);
+
+    fa_kernel_probe_free(sp.probe);
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
+/* A spent budget starts no probe: the cluster keeps the profile model and says why. */
+static void test_probe_budget_spent_keeps_profile_model(void **st)
+{
+    (void)st;
+    tc *t = conv_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_budget.db");
+    remove(db);
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, s, t->g, 3, &run), FA_OK);
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.device_key = "cpu:test:1t";
+    c.mem_bw_gbs = 10;
+    c.peak_gflops = 100;
+    c.launch_ns = 1000;
+    fa_analysis *a = NULL;
+    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+    fa_kernel_probe *pr = NULL;
+    assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 1e-9, &pr), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = fa_kernel_probe_fused;
+    o.probe_user = pr;
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    int built, reused, over;
+    fa_kernel_probe_stats(pr, &built, &reused, &over, NULL);
+    assert_int_equal(built, 1); /* the first starts with nothing spent; it spends the budget */
+    assert_int_equal(over, 1);
+    int unprobed = 0;
+    for (int i = 0; i < p->n_clusters; i++)
+        unprobed += p->clusters[i].basis && strstr(p->clusters[i].basis, "probe not used: the probes' budget") != NULL;
+    assert_int_equal(unprobed, 1);
+    fa_plan_free(p);
+    fa_kernel_probe_free(pr);
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_probe_predicts_conv_relu_fused_kernel),
+        cmocka_unit_test(test_probe_budget_spent_keeps_profile_model),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
