@@ -74,6 +74,9 @@ def resolved(p, predicted):
 BASIS = re.compile(r"medians (-?[\d.]+) ns \+ (\d+) gap\(s\) x (-?[\d.]+) ns; fused kernel (-?[\d.]+) ns")
 ANCHOR = re.compile(r"anchor's measured (-?[\d.]+) ns")
 HERE = re.compile(r"x the members' (-?[\d.]+) ns here")  # a lookup's basis: all members' time, anchor included
+# the probe's basis (issue-19e): the saving is its unfused sub-graph's time less its fused kernel's
+PROBE = re.compile(r"saving = probe unfused (-?[\d.]+) ns - fused (-?[\d.]+) ns \(the members' profile time "
+                   r"(-?[\d.]+) ns \+ gaps")
 
 
 def sides(c):
@@ -82,6 +85,9 @@ def sides(c):
     if not m:
         return None
     gone, gaps, gap, fused = float(m[1]), int(m[2]), float(m[3]), float(m[4])
+    probe = PROBE.search(c["basis"])
+    if probe:
+        return float(probe[1]), float(probe[2])
     here = HERE.search(c["basis"])
     if here:
         return float(here[1]) + gaps * gap, fused
@@ -208,6 +214,26 @@ def table(title, rs, col):
                   f"{s[7]:>18.2f} {s[8]:>16.2f}")
 
 
+def probe_alternatives(rows):
+    """Over the accepted, resolved clusters the probe predicted: the share within +-25% of the
+    measured saving for the prediction (probe unfused - probe fused) and, on the same clusters,
+    for the two models it replaced (issue-19e): the members' profile time x the probe's
+    fused/unfused ratio, and the members' profile time - the probe's fused time."""
+    sel = []
+    for r in rows:
+        p = PROBE.search(r[6])
+        m = BASIS.search(r[6])
+        if p and m and r[2] == "accepted" and r[7] is not False and r[4] != 0:
+            u, f, members = float(p[1]), float(p[2]), float(p[3]) + int(m[2]) * float(m[3])
+            sel.append((r[4], r[3], members * (1 - f / u) if u > 0 else float("nan"), members - f))
+    if not sel:
+        return
+    pct = lambda k: 100.0 * sum(1 for x in sel if abs(x[k] - x[0]) <= 0.25 * abs(x[0])) / len(sel)
+    print(f"probed library clusters, accepted and resolved: {len(sel)}; within +-25%: the prediction (probe unfused - "
+          f"fused) {pct(1):.0f}%; on the same clusters, profile members x probe ratio {pct(2):.0f}%, profile members - "
+          f"probe fused {pct(3):.0f}%")
+
+
 def main():
     rows = load(sys.argv[1:])
     if not rows:
@@ -240,6 +266,10 @@ def main():
     print(f"predictions resting on the measured profile: {measured_basis} of {len(rows)}")
     lookup = sum(1 for r in rows if "fused time measured in run" in r[6])
     print(f"fused kernels predicted from a measured kernel of the same signature: {lookup} of {len(rows)}")
+    probe = sum(1 for r in rows if "(probe: " in r[6])
+    print(f"fused library kernels predicted by the probe (the plan's layout, timed against the plain members): "
+          f"{probe} of {len(rows)}")
+    probe_alternatives(rows)
     if rows[0][7] is None:
         print("no --db: resolution unknown, every measured cluster counted")
     else:

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "advisor/advisor.h"
+#include "applier/applier.h"
 #include "cli.h"
 
 static const char *k_help =
@@ -145,7 +146,18 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_measured_fused *mf = NULL; /* fused kernels earlier plans measured on this device */
     if (!s) s = fa_store_measured_fused(ctx, st, run_id, ar, &mf, &opt.n_measured_fused);
     opt.measured_fused = mf;
+    /* the probe of fused library kernels, where the run's profile describes this machine: a cpu
+     * run on the same cpu model (its ceilings' device) with the run's threads. A run from another
+     * machine or target keeps the profile model (the probe would time another device). */
+    fa_kernel_probe *probe = NULL;
+    if (!s && opt.target == FA_TARGET_CPU && ri.target && !strcmp(ri.target, "cpu") && ri.device_name &&
+        c.device_name && !strcmp(ri.device_name, c.device_name) &&
+        fa_kernel_probe_create(ctx, g, FA_TARGET_CPU, ri.threads, 0, &probe) != FA_OK)
+        fa_ctx_clear(ctx); /* no probe: the profile model */
+    opt.probe = probe ? fa_kernel_probe_fused : NULL;
+    opt.probe_user = probe;
     if (!s) s = fa_advise(ctx, g, a, &opt, &plan);
+    fa_kernel_probe_free(probe);
     if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);
     if (s) goto fail;
 

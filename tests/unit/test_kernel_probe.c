@@ -1,6 +1,7 @@
 /* tests/unit/test_kernel_probe — issue 19's probe of fused library kernels: a conv+relu
- * epilogue's fused kernel is predicted from the probe (the applier's fused sub-graph timed in the
- * target's fused-plan layout against its plain unfused one), the basis names the probe, a
+ * epilogue's saving is predicted by the probe (the applier's fused sub-graph timed in the
+ * target's fused-plan layout against its plain unfused one: their difference), the basis names
+ * the probe, a
  * signature is probed once per plan, and without a probe the profile model stays. */
 #include <math.h>
 #include <stdio.h>
@@ -144,12 +145,16 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
             if (sp.anchor[j] == e->anchor) r = &sp.got[j];
         assert_non_null(r);
         assert_true(r->median_ns > 0 && r->unfused_median_ns > 0 && r->reps >= FA_PROBE_MIN_REPS);
-        /* the prediction is the probe's: members x (fused / unfused) removed from the members */
+        /* the prediction is the probe's: its unfused sub-graph less its fused kernel, the
+         * profile's members quoted beside it */
         double gone, gap, anchor;
         int gaps;
         basis_members(e->basis, &gone, &gaps, &gap, &anchor);
-        double members = gone + anchor, fused = members * (r->median_ns / r->unfused_median_ns);
-        double want = members + gaps * gap - fused - e->recompute_ns;
+        assert_true(gone > 0 && anchor > 0);
+        double want = r->unfused_median_ns - r->median_ns - e->recompute_ns;
+        char says[128];
+        snprintf(says, sizeof says, "saving = probe unfused %.0f ns - fused %.0f ns", r->unfused_median_ns, r->median_ns);
+        assert_non_null(strstr(e->basis, says));
         assert_true(fabs(e->est_saving_ns - want) <= 1.0 + 1e-3 * fabs(want));
     }
     fa_plan_free(p);
