@@ -1396,7 +1396,10 @@ static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluste
  *    shorter than the fastest member;
  *  - HORIZONTAL: the members' kernels, less one read of the shared input per extra member;
  *  - any kind, when an earlier plan on this device measured a fused kernel with the same
- *    signature (A->opt.measured_fused): that kernel's measured median instead.
+ *    signature (A->opt.measured_fused): that kernel's measured median instead;
+ *  - BN_FOLD and EPILOGUE with a probe (A->opt.probe, applier/probe.c), before the lookup: the
+ *    saving is the probe's unfused sub-graph time less its fused kernel's, both timed now (the
+ *    fused one in the plan's layout), the profile's members quoted in the basis.
  * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
  * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
 static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)

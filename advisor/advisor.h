@@ -209,9 +209,12 @@ typedef struct fa_advise_options {
     const fa_measured_fused *measured_fused;
     size_t n_measured_fused;
     /* (optional) the probe of fused library kernels (issue 19): with a measured profile of this
-     * device, a BN_FOLD's or EPILOGUE's fused kernel time is what probe measures (the library
-     * kernel in the fused plan's layout, with its post-ops) instead of the anchor's profile
-     * median, which the baseline measured in plain NCHW; basis says "probe". NULL: no probe
+     * device, a BN_FOLD's or EPILOGUE's saving is what probe measures — its unfused sub-graph
+     * (plain, as the baseline) less its fused kernel (the library kernel in the fused plan's
+     * layout, with its post-ops), timed interleaved — instead of the profile's members less a
+     * fused kernel predicted from the anchor the baseline timed in plain NCHW; the fused kernel's
+     * time is the probe's; basis says "probe:" and quotes the profile's members. A probe that
+     * measures nothing leaves the profile model ("probe not used: ..."). NULL: no probe
      * (imported traces, a profile of another device, tests of the profile model). Not owned. */
     fa_fused_probe_fn probe;
     void *probe_user;
