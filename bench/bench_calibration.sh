@@ -14,6 +14,8 @@
 #      the second pass on, a cluster whose fused kernel an earlier pass measured is predicted from
 #      that measurement (basis "fused time measured in run N"), so pass 1 is the roofline's
 #      prediction and pass 2 the lookup's, on the same machine. Needs python3 (standard library only).
+# With PASSES >= 2 it also prints the noise floor: the clusters accepted in both passes, the share
+# whose pass-1 measured saving is within +-25% of pass 2's (calibration.py --repeat).
 # Resolution: a cluster counts as within +-25% or wrong sign only where its measured saving is
 # resolved (bench/calibration.py: paired sign-test interval excludes 0, or IQR below the predicted
 # magnitude); the unresolved ones are counted apart.
@@ -61,4 +63,15 @@ for pass in $(seq 1 "$PASSES"); do
   # shellcheck disable=SC2086 # one NAME=PLAN word per model
   python3 "$here/bench/calibration.py" --db "$tmp/cal.db" --bw "$BW" --dispatch "$DISP" ${plans_of[$pass]:-}
 done
+# the noise floor: the same clusters measured in pass 1 and pass 2 against each other
+if [ "$PASSES" -ge 2 ]; then
+  pairs=""
+  for p1 in ${plans_of[1]:-}; do
+    name=${p1%%=*}
+    for p2 in ${plans_of[2]:-}; do [ "${p2%%=*}" = "$name" ] && pairs+=" $name=${p1#*=},${p2#*=}"; done
+  done
+  echo "######## noise floor (pass 1 against pass 2)"
+  # shellcheck disable=SC2086
+  python3 "$here/bench/calibration.py" --repeat $pairs
+fi
 echo "load: $(uptime)"

@@ -2,6 +2,7 @@
 """bench/calibration.py — predicted against measured fusion savings, per cluster kind (issue 19).
 
 usage: calibration.py [--db RUN.db] [--bw GBS --dispatch NS] NAME=PLAN.json ...
+       calibration.py --repeat NAME=PASS1_PLAN.json,PASS2_PLAN.json ...   (the noise floor)
 
 Reads the plan.json that `fuse-advise run` writes (clusters with est_saving_ns, basis and, once
 applied, measured_saving_ns) and prints, per model and over all, per cluster kind: clusters
@@ -234,7 +235,44 @@ def probe_alternatives(rows):
           f"probe fused {pct(3):.0f}%")
 
 
+def repeat(args):
+    """The noise floor: NAME=PLAN1,PLAN2 ... (the same model's plans of two passes): over the
+    clusters (same members) accepted in both, the share whose measured saving in one is within
+    +-25% of the other's, and the median of their ratio. No predictor can be checked against
+    these measurements more closely than they agree with themselves."""
+    n = w = 0
+    ratios = []
+    for arg in args:
+        name, paths = arg.split("=", 1)
+        a, b = paths.split(",", 1)
+        try:
+            with open(a) as f:
+                pa = json.load(f)
+            with open(b) as f:
+                pb = json.load(f)
+        except (OSError, ValueError):
+            continue
+        first = {json.dumps(c["members"], sort_keys=True): c for c in pa.get("clusters", [])}
+        for c in pb.get("clusters", []):
+            d = first.get(json.dumps(c["members"], sort_keys=True))
+            if not d or d.get("status") != "accepted" or c.get("status") != "accepted":
+                continue
+            x, y = d.get("measured_saving_ns"), c.get("measured_saving_ns")
+            if x and y:
+                n += 1
+                w += abs(x - y) <= 0.25 * abs(y)
+                ratios.append(x / y)
+    if n:
+        print(f"the same cluster measured in two passes (accepted in both): {n}; the first within +-25% of the "
+              f"second: {100.0 * w / n:.0f}%; median first/second {statistics.median(ratios):.2f}")
+    else:
+        print("the same cluster measured in two passes: none accepted in both")
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--repeat":
+        repeat(sys.argv[2:])
+        return
     rows = load(sys.argv[1:])
     if not rows:
         print("no measured clusters")
