@@ -81,6 +81,8 @@ typedef struct adv {
                                  target's kernels), else NULL */
     fa_plan *plan;            /* the plan being built: clusters [0, i] filled while cluster i is
                                  predicted (the probe builds its fused kernel from them) */
+    bool probe_keep;          /* the cluster just predicted: a probe predicted a loss it did not
+                                 resolve (fa_probe_loss_resolved): proposed for measurement */
     int *pos;                 /* node id -> topo position, -1 when not live */
     int *owner;               /* node id -> index in cl, -1 when unclaimed */
     char *inreg;              /* node id -> 1 while in the region being grown */
@@ -1402,8 +1404,14 @@ static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluste
  *    fused one in the plan's layout), the profile's members quoted in the basis.
  * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
  * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
+bool fa_probe_loss_resolved(int reps, int wins)
+{
+    return reps >= FA_PROBE_LOSS_PAIRS && wins == 0;
+}
+
 static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
 {
+    A->probe_keep = false;
     const fa_graph *g = A->g;
     const fa_analysis *a = A->a;
     char b[1400];
@@ -1541,6 +1549,12 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
             }
             fused_how = fh;
             probed = true;
+            if (net <= 0 && !fa_probe_loss_resolved(pr.reps, pr.wins)) {
+                A->probe_keep = true;
+                snprintf(pnote, sizeof pnote, "; proposed for measurement all the same: the probe's loss is not "
+                         "resolved (%d of %d pairs faster fused; a loss is taken as shown when every one of at least %d "
+                         "pairs is slower)", pr.wins, pr.reps, FA_PROBE_LOSS_PAIRS);
+            }
         } else if (pr.what[0]) {
             snprintf(pnote, sizeof pnote, "; probe not used: %s", pr.what);
         }
@@ -1739,7 +1753,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->refusal = FA_WHY_NONE;
         if (noise_refusal(&A, c, member_ns)) {
             /* refused: measured-loss or below-noise, the reason set */
-        } else if (c->est_saving_ns <= 0) {
+        } else if (c->est_saving_ns <= 0 && !A.probe_keep) {
             c->status = FA_CLUSTER_REFUSED;
             c->refusal = FA_WHY_NOT_BENEFICIAL;
             char r[1200];

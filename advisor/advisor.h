@@ -178,6 +178,8 @@ typedef struct fa_fused_probe_result {
     double unfused_median_ns;  /* its unfused sub-graph's, timed interleaved with it, ns (0: not
                                   timed: median_ns is used as it is) */
     int reps;                  /* timed runs (pairs) the medians are of */
+    int wins;                  /* pairs in which the fused kernel was faster than the unfused
+                                  sub-graph (-1: not paired) */
     bool cached;               /* an earlier probe of the same signature (this run or stored) */
     char what[360];            /* the basis' sentence: the kernel, its layout and implementation,
                                   repetitions (or why nothing was measured) */
@@ -191,6 +193,16 @@ typedef struct fa_fused_probe_result {
  * advisor then keeps its profile model. Never fails the plan. applier/probe.c implements it. */
 typedef bool (*fa_fused_probe_fn)(void *user, const fa_graph *g, const struct fa_plan *p, int ci, const char *signature,
                                   fa_fused_probe_result *out);
+
+/* When a probe's predicted loss refuses a cluster (`not-beneficial`): only when every one of at
+ * least FA_PROBE_LOSS_PAIRS interleaved pairs ran slower fused. With no true difference each pair
+ * is a fair coin, so 5 losses in 5 happen by chance with P = 2^-5 = 3 % (the one-sided sign
+ * test, Conover, Practical Nonparametric Statistics, sec. 3.2). Fewer pairs, or any pair faster
+ * fused: the cluster is proposed with its negative prediction and the applier's adaptive
+ * repetitions decide (on the loaded VM, of 57 probe refusals measured in another pass 20 were
+ * accepted there: bench/README.md, issue-19e). */
+#define FA_PROBE_LOSS_PAIRS 5
+bool fa_probe_loss_resolved(int reps, int wins);
 
 typedef struct fa_advise_options {
     fa_target target;          /* cpu or cuda (gate runs for cuda) */

@@ -13,7 +13,7 @@ typedef struct probe_entry {
     char *signature;        /* fa_cluster_signature + "|" + the boundary layouts (malloc'd) */
     double median_ns;       /* <= 0: the kernel could not be built (what says why) */
     double unfused_median_ns;
-    int reps;
+    int reps, wins;
     char what[300];
 } probe_entry;
 
@@ -83,7 +83,7 @@ static const probe_entry *find(const fa_kernel_probe *p, const char *key)
     return NULL;
 }
 
-static void remember(fa_kernel_probe *p, const char *key, double ns, double uns, int reps, const char *what)
+static void remember(fa_kernel_probe *p, const char *key, double ns, double uns, int reps, int wins, const char *what)
 {
     if (p->n == p->cap) {
         int nc = p->cap ? 2 * p->cap : 32;
@@ -99,6 +99,7 @@ static void remember(fa_kernel_probe *p, const char *key, double ns, double uns,
     e->median_ns = ns;
     e->unfused_median_ns = uns;
     e->reps = reps;
+    e->wins = wins;
     snprintf(e->what, sizeof e->what, "%s", what);
 }
 
@@ -154,6 +155,7 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
         out->median_ns = hit->median_ns;
         out->unfused_median_ns = hit->unfused_median_ns;
         out->reps = hit->reps;
+        out->wins = hit->wins;
         snprintf(out->what, sizeof out->what, "%s; the same signature and layouts probed earlier in this plan",
                  hit->what);
         ok = hit->median_ns > 0;
@@ -203,7 +205,7 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     }
     if (s) {
         snprintf(out->what, sizeof out->what, "the fused kernel could not be run (%.200s)", fa_ctx_errmsg(cx));
-        remember(pr, key, -1, -1, 0, out->what);
+        remember(pr, key, -1, -1, 0, -1, out->what);
         goto done;
     }
     pr->built++;
@@ -211,12 +213,14 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     out->median_ns = med;
     out->unfused_median_ns = umed;
     out->reps = n;
+    out->wins = 0;
+    for (int k = 0; k < n; k++) out->wins += fns[k] < uns[k];
     out->cached = false;
     snprintf(out->what, sizeof out->what, "%s (%s) on boundary layouts %s ran in %.0f ns against its unfused "
              "sub-graph's %.0f ns in the baseline's plain layout (medians of %d interleaved pairs after %d warm-up, %d "
              "thread(s))", kname ? kname : "?", impl ? impl : "no library implementation reported", lays, med, umed, n,
              FA_PROBE_WARMUP, fa_exec_threads(ef));
-    remember(pr, key, med, umed, n, out->what);
+    remember(pr, key, med, umed, n, out->wins, out->what);
     ok = true;
 done:
     fa_exec_free(ef);

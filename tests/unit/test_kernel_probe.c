@@ -234,11 +234,78 @@ static void test_probe_budget_spent_keeps_profile_model(void **st)
     tc_free(t);
 }
 
+/* A stub probe reporting a loss: `wins` of 7 pairs faster fused. */
+static int g_wins;
+static bool losing_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                         fa_fused_probe_result *out)
+{
+    (void)user; (void)g; (void)p; (void)ci; (void)signature;
+    memset(out, 0, sizeof *out);
+    out->median_ns = 2e9; /* far slower than any member here */
+    out->unfused_median_ns = 1e9;
+    out->reps = 7;
+    out->wins = g_wins;
+    snprintf(out->what, sizeof out->what, "a stub");
+    return true;
+}
+
+/* A loss the probe shows in every one of >= FA_PROBE_LOSS_PAIRS pairs refuses the cluster
+ * (not-beneficial); one pair faster fused leaves it proposed for the applier to measure. */
+static void test_probe_loss_refuses_only_when_resolved(void **st)
+{
+    (void)st;
+    tc *t = conv_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_loss.db");
+    remove(db);
+    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, s, t->g, 3, &run), FA_OK);
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.device_key = "cpu:test:1t";
+    c.mem_bw_gbs = 10;
+    c.peak_gflops = 100;
+    c.launch_ns = 1000;
+    fa_analysis *a = NULL;
+    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = losing_probe;
+    assert_false(fa_probe_loss_resolved(FA_PROBE_LOSS_PAIRS - 1, 0));
+    assert_true(fa_probe_loss_resolved(FA_PROBE_LOSS_PAIRS, 0));
+    assert_false(fa_probe_loss_resolved(7, 1));
+
+    fa_plan *p = NULL;
+    g_wins = 0; /* 7 of 7 pairs slower fused: refused */
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    const fa_cluster *e = epilogue_of(p, 0);
+    assert_int_equal(e->status, FA_CLUSTER_REFUSED);
+    assert_int_equal(e->refusal, FA_WHY_NOT_BENEFICIAL);
+    assert_true(e->est_saving_ns < 0);
+    fa_plan_free(p);
+
+    g_wins = 1; /* one pair faster fused: proposed, its negative prediction kept and explained */
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    assert_int_equal(e->status, FA_CLUSTER_PROPOSED);
+    assert_true(e->est_saving_ns < 0);
+    assert_non_null(strstr(e->basis, "proposed for measurement all the same: the probe's loss is not resolved (1 of 7"));
+    fa_plan_free(p);
+
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_predicts_conv_relu_fused_kernel),
         cmocka_unit_test(test_probe_budget_spent_keeps_profile_model),
+        cmocka_unit_test(test_probe_loss_refuses_only_when_resolved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
