@@ -41,6 +41,24 @@ static tc *conv_relu(void)
     return t;
 }
 
+/* t's graph run unfused and stored in a fresh database `db`, its analysis returned (*s open). */
+static fa_analysis *profiled(tc *t, const char *db, fa_store **s)
+{
+    remove(db);
+    assert_int_equal(fa_store_open(t->ctx, db, s), FA_OK);
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(t->ctx, *s, t->g, 3, &run), FA_OK);
+    fa_ceilings c;
+    memset(&c, 0, sizeof c);
+    c.device_key = "cpu:test:1t";
+    c.mem_bw_gbs = 10;
+    c.peak_gflops = 100;
+    c.launch_ns = 1000;
+    fa_analysis *a = NULL;
+    assert_int_equal(fa_analyze_run(t->ctx, *s, run, &c, &a), FA_OK);
+    return a;
+}
+
 /* The probe as the pipeline wires it, with what it returned recorded per cluster. */
 typedef struct spy {
     fa_kernel_probe *probe;
@@ -93,18 +111,7 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
     fa_ctx *ctx = t->ctx;
     fa_store *s = NULL;
     const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe.db");
-    remove(db);
-    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
-    int64_t run;
-    assert_int_equal(fa_test_store_graph_run(ctx, s, t->g, 3, &run), FA_OK);
-    fa_ceilings c;
-    memset(&c, 0, sizeof c);
-    c.device_key = "cpu:test:1t";
-    c.mem_bw_gbs = 10;
-    c.peak_gflops = 100;
-    c.launch_ns = 1000;
-    fa_analysis *a = NULL;
-    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+    fa_analysis *a = profiled(t, db, &s);
 
     spy sp;
     memset(&sp, 0, sizeof sp);
@@ -198,18 +205,7 @@ static void test_probe_budget_spent_keeps_profile_model(void **st)
     fa_ctx *ctx = t->ctx;
     fa_store *s = NULL;
     const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_budget.db");
-    remove(db);
-    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
-    int64_t run;
-    assert_int_equal(fa_test_store_graph_run(ctx, s, t->g, 3, &run), FA_OK);
-    fa_ceilings c;
-    memset(&c, 0, sizeof c);
-    c.device_key = "cpu:test:1t";
-    c.mem_bw_gbs = 10;
-    c.peak_gflops = 100;
-    c.launch_ns = 1000;
-    fa_analysis *a = NULL;
-    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+    fa_analysis *a = profiled(t, db, &s);
     fa_kernel_probe *pr = NULL;
     assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 1e-9, &pr), FA_OK);
     fa_advise_options o = fa_advise_options_default();
@@ -258,18 +254,7 @@ static void test_probe_loss_refuses_only_when_resolved(void **st)
     fa_ctx *ctx = t->ctx;
     fa_store *s = NULL;
     const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_loss.db");
-    remove(db);
-    assert_int_equal(fa_store_open(ctx, db, &s), FA_OK);
-    int64_t run;
-    assert_int_equal(fa_test_store_graph_run(ctx, s, t->g, 3, &run), FA_OK);
-    fa_ceilings c;
-    memset(&c, 0, sizeof c);
-    c.device_key = "cpu:test:1t";
-    c.mem_bw_gbs = 10;
-    c.peak_gflops = 100;
-    c.launch_ns = 1000;
-    fa_analysis *a = NULL;
-    assert_int_equal(fa_analyze_run(ctx, s, run, &c, &a), FA_OK);
+    fa_analysis *a = profiled(t, db, &s);
     fa_advise_options o = fa_advise_options_default();
     o.no_gate = true;
     o.probe = losing_probe;
