@@ -1387,6 +1387,11 @@ static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluste
     return m;
 }
 
+bool fa_probe_loss_resolved(int reps, int wins)
+{
+    return reps >= FA_PROBE_LOSS_PAIRS && wins == 0;
+}
+
 /* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
  * the measured medians of the kernels that disappear + their dispatch gaps - the fused kernel's
  * predicted time - recompute. The fused kernel:
@@ -1404,11 +1409,6 @@ static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluste
  *    fused one in the plan's layout), the profile's members quoted in the basis.
  * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
  * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
-bool fa_probe_loss_resolved(int reps, int wins)
-{
-    return reps >= FA_PROBE_LOSS_PAIRS && wins == 0;
-}
-
 static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
 {
     A->probe_keep = false;
