@@ -32,6 +32,8 @@ typedef struct cpu_exec {
     fa_exec_options opt;
     int threads;
     int *node_threads;  /* by node id: the threads its kernel is created and run with (small_kernel) */
+    int *reorder_threads; /* by reorder: the same for reorder kernels (2 x the tensor's bytes moved) */
+    bool small_shared;  /* FA_SMALL_KERNELS_SHARED: every kernel gets `threads` */
     fa_kernel *kernels; /* by node id; name NULL for folded nodes */
     slot *slots;        /* by tensor id, then one per reorder (n_tensors + r): the reordered copy */
     int n_slots;
@@ -376,14 +378,15 @@ static fa_status alloc_arena(fa_ctx *ctx, cpu_exec *e)
  * core; 256 KiB at ~15 GB/s), the order of a futex wake-up on an idle machine: under them a second
  * thread cannot save what waking it costs. They cover MobileNetV3/EfficientNet/RegNetY's
  * squeeze-excitation ops ([N, C, 1, 1] pools, 1x1 convs, activations, the per-channel Mul's
- * operand) and the 7x7 tail. FA_SMALL_KERNELS_SHARED=1 in the environment turns this off (measured
- * against it in bench/README.md). */
+ * operand) and the 7x7 tail. A reorder kernel of the fused plan is small when it moves (reads and
+ * writes) under FA_CPU_SMALL_BYTES. FA_SMALL_KERNELS_SHARED=1 in the environment turns this off
+ * (measured against it in bench/README.md). */
 #define FA_CPU_SMALL_FLOPS 1000000ull
 #define FA_CPU_SMALL_BYTES 262144ull
 
-static bool small_kernel(const fa_graph *g, const fa_node *n)
+static bool small_kernel(const cpu_exec *e, const fa_graph *g, const fa_node *n)
 {
-    if (getenv("FA_SMALL_KERNELS_SHARED")) return false;
+    if (e->small_shared) return false;
     fa_op_cost c;
     fa_node_cost(g, n, &c);
     return c.flops < FA_CPU_SMALL_FLOPS && c.bytes_read + c.bytes_written < FA_CPU_SMALL_BYTES;
@@ -467,11 +470,12 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
     e->rk = calloc((size_t)nr + 1, sizeof *e->rk);
     e->rnode = calloc((size_t)nr + 1, sizeof *e->rnode);
     e->rname = calloc((size_t)nr + 1, sizeof *e->rname);
+    e->reorder_threads = calloc((size_t)nr + 1, sizeof *e->reorder_threads);
     e->in_off = calloc((size_t)g->n_nodes + 1, sizeof *e->in_off);
     e->in_slot = calloc((size_t)nin + 1, sizeof *e->in_slot);
     e->out_slot = calloc((size_t)g->n_outputs + 1, sizeof *e->out_slot);
     int *topo_of = calloc((size_t)g->n_nodes + 1, sizeof *topo_of);
-    if (!ns || !e->rk || !e->rnode || !e->rname || !e->in_off || !e->in_slot || !e->out_slot || !topo_of) {
+    if (!ns || !e->rk || !e->rnode || !e->rname || !e->reorder_threads || !e->in_off || !e->in_slot || !e->out_slot || !topo_of) {
         free(topo_of);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
     }
@@ -490,7 +494,12 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
         sl->layout = ro->to;
         sl->first_def = ro->consumer >= 0 ? topo_of[ro->consumer] : g->n_topo;
         sl->last_use = ro->consumer >= 0 ? sl->first_def : INT32_MAX;
+        uint64_t rb;
+        int nt = e->reorder_threads[r] =
+            !e->small_shared && tensor_bytes(g, ro->tensor, &rb) && 2 * rb < FA_CPU_SMALL_BYTES ? 1 : e->threads;
+        if (nt != e->threads) omp_set_num_threads(nt);
         st = fa_target_cpu_iface.reorder_kernel(ctx, &sl->v, ro->from, ro->to, &e->rk[r]);
+        if (nt != e->threads) omp_set_num_threads(e->threads);
         if (st) break;
         size_t len = strlen(g->tensors[ro->tensor]->name) + 16;
         e->rname[r] = malloc(len);
@@ -589,6 +598,7 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     e->threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (e->threads < 1) e->threads = 1;
     omp_set_num_threads(e->threads);
+    e->small_shared = getenv("FA_SMALL_KERNELS_SHARED") != NULL;
     e->kernels = calloc((size_t)g->n_nodes + 1, sizeof *e->kernels);
     e->node_threads = calloc((size_t)g->n_nodes + 1, sizeof *e->node_threads);
     e->slots = calloc((size_t)g->n_tensors + 1, sizeof *e->slots);
@@ -621,7 +631,7 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     fa_status st = check_planned_peak(ctx, e);
     for (int k = 0; k < g->n_topo && !st; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        int nt = e->node_threads[n->id] = small_kernel(g, n) ? 1 : e->threads;
+        int nt = e->node_threads[n->id] = small_kernel(e, g, n) ? 1 : e->threads;
         if (nt != e->threads) omp_set_num_threads(nt); /* oneDNN sizes its split at creation */
         st = create_kernel(ctx, e, n, &e->kernels[n->id], &e->node_layout[n->id], &e->node_in0[n->id]);
         if (nt != e->threads) omp_set_num_threads(e->threads);
@@ -673,6 +683,7 @@ void fa_cpu_exec_free(void *state)
     free(e->tlayout);
     free(e->kernels);
     free(e->node_threads);
+    free(e->reorder_threads);
     free(e->slots);
     free(e->arena);
     free(e);
@@ -762,7 +773,10 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
             fa_value rin = e->slots[e->lp.reorders[ri].tensor].v, rout = e->slots[g->n_tensors + ri].v;
             const fa_custom_kernel *rk = &e->rk[ri];
             if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, &e->rnode[ri], rk->name);
-            fa_status st = rk->run(rk->state, ctx, &e->rnode[ri], &rin, 1, &rout, 1, e->threads);
+            int nt = e->reorder_threads[ri];
+            if (nt != e->threads) omp_set_num_threads(nt);
+            fa_status st = rk->run(rk->state, ctx, &e->rnode[ri], &rin, 1, &rout, 1, nt);
+            if (nt != e->threads) omp_set_num_threads(e->threads);
             if (obs && obs->kernel_end) obs->kernel_end(obs->user, &e->rnode[ri], rk->name);
             if (st) return fa_ctx_wrap(ctx, st, "executing %s: ", e->rnode[ri].name);
         }
