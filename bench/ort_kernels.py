@@ -54,7 +54,7 @@ def shape_class(node, shapes, inits):
             kind = f"depthwise {k}"
         elif group > 1:
             kind = f"grouped {k}"
-        elif len(w) > 1 and w[1] <= 4:
+        elif len(w) > 1 and w[1] <= 4 and not spatial1:  # an image's 3 channels (an SE expand may read 4)
             kind = f"stem {k}"
         else:
             kind = f"{k}"
