@@ -567,21 +567,36 @@ dnnl_format_tag_t fa_dnnl_layout_tag(fa_layout l, int rank)
 {
     if (l == FA_LAYOUT_PLAIN) return plain_tag(rank);
     if (rank != 4) return dnnl_format_tag_undef;
-    return l == FA_LAYOUT_NCHW8C ? dnnl_nChw8c : l == FA_LAYOUT_NCHW16C ? dnnl_nChw16c : dnnl_format_tag_undef;
+    return l == FA_LAYOUT_NCHW8C ? dnnl_nChw8c : l == FA_LAYOUT_NCHW16C ? dnnl_nChw16c : l == FA_LAYOUT_NHWC ? dnnl_nhwc
+                                                                                                       : dnnl_format_tag_undef;
 }
 
 static fa_layout g_blocked = FA_LAYOUT_PLAIN;
 static pthread_once_t g_blocked_once = PTHREAD_ONCE_INIT;
 
+/* The plan layout FA_BLOCKED_LAYOUT names ("nChw16c", "nChw8c", "nhwc", "plain"); false for
+ * another value. */
+static bool layout_of_env(const char *env, fa_layout *l)
+{
+    for (int i = 0; i < FA_LAYOUT_COUNT; i++)
+        if (!strcmp(env, fa_layout_name((fa_layout)i))) {
+            *l = (fa_layout)i;
+            return true;
+        }
+    return false;
+}
+
 /* What oneDNN's convolution picks for format_tag_any activations on this CPU: a 64-channel 3x3
  * convolution of a 28x28 image (a ResNet stage) asked for its src layout. A channel block of 8
- * or 16 is the answer; otherwise (channels-last, or no answer) the block of the ISA: 16 for
- * AVX-512 (dnnl_cpu_isa_avx512_core), 8 below it (oneDNN's AVX2/SSE4.1 jit convolutions). */
+ * or 16 (its jit convolutions, nChw8c / nChw16c) or channels last (its brgemm convolution,
+ * nhwc: oneDNN 2.6 on AVX-512 cores with AMX or AVX512_FP16, where it ranks brgconv first) is
+ * the answer; with no answer, the block of the ISA: 16 for AVX-512 (dnnl_cpu_isa_avx512_core),
+ * 8 below it (oneDNN's AVX2/SSE4.1 jit convolutions). */
 static void probe_blocked_layout(void)
 {
     const char *env = getenv("FA_BLOCKED_LAYOUT");
-    if (env) {
-        g_blocked = !strcmp(env, "nChw16c") ? FA_LAYOUT_NCHW16C : !strcmp(env, "nChw8c") ? FA_LAYOUT_NCHW8C : FA_LAYOUT_PLAIN;
+    if (env) { /* an override; a value naming no layout turns the layouts off, as "plain" does */
+        if (!layout_of_env(env, &g_blocked)) g_blocked = FA_LAYOUT_PLAIN;
         return;
     }
     dnnl_engine_t eng;
@@ -590,12 +605,13 @@ static void probe_blocked_layout(void)
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     g_blocked = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? FA_LAYOUT_NCHW16C : FA_LAYOUT_NCHW8C;
     dnnl_dims_t xd = {1, 64, 28, 28}, wd = {64, 64, 3, 3}, st = {1, 1}, dil = {0, 0}, pad = {1, 1};
-    dnnl_memory_desc_t x, w, y;
+    dnnl_memory_desc_t x, w, y, nhwc;
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
     if (dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&y, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
+        dnnl_memory_desc_init_by_tag(&nhwc, 4, xd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
         dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &x, &w, NULL, &y, st, dil,
                                                    pad, pad) != dnnl_success ||
         dnnl_primitive_desc_create(&pd, &cd, NULL, eng, NULL) != dnnl_success)
@@ -606,7 +622,8 @@ static void probe_blocked_layout(void)
         int64_t b = src->format_desc.blocking.inner_blks[0];
         if (b == 16) g_blocked = FA_LAYOUT_NCHW16C;
         else if (b == 8) g_blocked = FA_LAYOUT_NCHW8C;
-    }
+    } else if (src && dnnl_memory_desc_equal(src, &nhwc))
+        g_blocked = FA_LAYOUT_NHWC;
     dnnl_primitive_desc_destroy(pd);
 }
 
@@ -614,11 +631,6 @@ fa_layout fa_cpu_blocked_layout(void)
 {
     pthread_once(&g_blocked_once, probe_blocked_layout);
     return g_blocked;
-}
-
-static int64_t layout_block(fa_layout l)
-{
-    return l == FA_LAYOUT_NCHW16C ? 16 : l == FA_LAYOUT_NCHW8C ? 8 : 1;
 }
 
 /* A constant float scalar input i of n (Clip's min/max); *present false when omitted. */
@@ -753,8 +765,8 @@ fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n)
         return l;
     int bcast;
     if (binary_of_node(n, &alg)) /* activations of the output's shape in the layout, a per-channel operand plain */
-        return blocked_binary(g, n, alg, layout_block(l), &bcast) >= 0 ? l : FA_LAYOUT_PLAIN;
-    if (channel_concat(g, n, layout_block(l)) && y->dims[1] % layout_block(l) == 0) return l;
+        return blocked_binary(g, n, alg, fa_layout_channel_block(l), &bcast) >= 0 ? l : FA_LAYOUT_PLAIN;
+    if (channel_concat(g, n, fa_layout_channel_block(l)) && y->dims[1] % fa_layout_channel_block(l) == 0) return l;
     return FA_LAYOUT_PLAIN;
 }
 
@@ -823,7 +835,7 @@ static fa_status create_binary(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     int bcast;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
     if (!binary_of_node(n, &alg)) return FA_OK;
-    int full = blocked_binary(g, n, alg, layout_block(l), &bcast);
+    int full = blocked_binary(g, n, alg, fa_layout_channel_block(l), &bcast);
     if (full < 0) return FA_OK;
     dnnl_memory_desc_t md, md1;
     if (layout_md(ctx, Y, l, &md)) goto fail;
@@ -880,7 +892,7 @@ static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
 {
     dnnl_primitive_desc_t pd = NULL;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
-    if (!channel_concat(g, n, layout_block(l)) || Y->dims[1] % layout_block(l)) return FA_OK;
+    if (!channel_concat(g, n, fa_layout_channel_block(l)) || Y->dims[1] % fa_layout_channel_block(l)) return FA_OK;
     dnnl_memory_desc_t src[OPS_MAX_ARGS], dst;
     for (int i = 0; i < n->n_inputs; i++)
         if (layout_md(ctx, g->tensors[n->inputs[i]], l, &src[i])) goto fail;
