@@ -2,8 +2,9 @@
 # bench/bench_plan_layout.sh — the fused plan's executor in two plan layouts, interleaved: for
 # each model and batch, ROUNDS rounds of one bench_plan_layout process per layout (the order
 # swapped every round), so that both layouts see the same machine; prints per layout the median
-# of the rounds' medians (ms), the ratio of the second layout to the first, the op types' times
-# of the last round, and `uptime`'s load before and after.
+# and the minimum of the rounds' medians (ms; on a shared machine a burst of someone else's load
+# lands in some rounds, and the minimum is the round it spared), the ratios of the second layout
+# to the first, the op types' times of the last round, and `uptime`'s load before and after.
 # Env: MODELS ("zoo:resnet50 zoo:mobilenetv2"; zoo:NAME or .onnx), BATCHES ("1 8"), LAYOUTS
 #      ("nhwc nChw16c": FA_BLOCKED_LAYOUT values), ROUNDS (5), ITERS (10), THREADS (2), BUILD.
 set -euo pipefail
@@ -34,13 +35,15 @@ for m in $MODELS; do
       done
     done
     line="$(basename "${m#zoo:}" .onnx) b$b |"
-    med=()
+    med=() mn=()
     for l in "${LAYOUTS[@]}"; do
       v=$(sort -g "$tmp/$l" | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
-      med+=("$v")
-      line="$line $l $v ms ($(sort -g "$tmp/$l" | tr '\n' ' ' | sed 's/ $//')) |"
+      w=$(sort -g "$tmp/$l" | head -1)
+      med+=("$v") mn+=("$w")
+      line="$line $l median $v min $w ms ($(sort -g "$tmp/$l" | tr '\n' ' ' | sed 's/ $//')) |"
     done
-    echo "$line ${LAYOUTS[1]}/${LAYOUTS[0]} $(awk -v a="${med[0]}" -v b="${med[1]}" 'BEGIN {printf "%.2f", b / a}') | load $load0/$(cut -d' ' -f1 /proc/loadavg)"
+    ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", b / a}'; }
+    echo "$line ${LAYOUTS[1]}/${LAYOUTS[0]} median $(ratio "${med[0]}" "${med[1]}") min $(ratio "${mn[0]}" "${mn[1]}") | load $load0/$(cut -d' ' -f1 /proc/loadavg)"
     for l in "${LAYOUTS[@]}"; do sed -n "s/^  op /    $l /p" "$tmp/out-$l"; done
   done
 done
