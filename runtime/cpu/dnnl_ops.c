@@ -586,12 +586,15 @@ static bool layout_of_env(const char *env, fa_layout *l)
     return false;
 }
 
-/* What oneDNN's convolution picks for format_tag_any activations on this CPU: a 64-channel 3x3
- * convolution of a 28x28 image (a ResNet stage) asked for its src layout. A channel block of 8
- * or 16 (its jit convolutions, nChw8c / nChw16c) or channels last (its brgemm convolution,
- * nhwc: oneDNN 2.6 on AVX-512 cores with AMX or AVX512_FP16, where it ranks brgconv first) is
- * the answer; with no answer, the block of the ISA: 16 for AVX-512 (dnnl_cpu_isa_avx512_core),
- * 8 below it (oneDNN's AVX2/SSE4.1 jit convolutions). */
+/* The fused plan's layout on this CPU, from what oneDNN's convolution picks for format_tag_any
+ * activations: a 64-channel 3x3 convolution of a 28x28 image (a ResNet stage) asked for its src
+ * layout. A channel block of 8 or 16 (its jit convolutions, nChw8c / nChw16c) is taken as is.
+ * Channels last (nhwc: oneDNN 2.6 ranks its brgemm convolution first on AVX-512 cores with
+ * AVX512_FP16 or AMX) is not: measured on whole models in both layouts (bench/README.md
+ * "bench_plan_layout.sh"), nChw16c ran the zoo's ResNet-50 and MobileNetV2 5-20 % faster at
+ * batch 1 and 8 and nhwc won only on some exports (ResNet-18, RegNetY 11-28 %), so the block of
+ * the ISA stays — 16 for AVX-512 (dnnl_cpu_isa_avx512_core), 8 below it — as it does with no
+ * answer. FA_BLOCKED_LAYOUT=nhwc follows oneDNN instead. */
 static void probe_blocked_layout(void)
 {
     const char *env = getenv("FA_BLOCKED_LAYOUT");
@@ -605,13 +608,12 @@ static void probe_blocked_layout(void)
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
     g_blocked = (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? FA_LAYOUT_NCHW16C : FA_LAYOUT_NCHW8C;
     dnnl_dims_t xd = {1, 64, 28, 28}, wd = {64, 64, 3, 3}, st = {1, 1}, dil = {0, 0}, pad = {1, 1};
-    dnnl_memory_desc_t x, w, y, nhwc;
+    dnnl_memory_desc_t x, w, y;
     dnnl_convolution_desc_t cd;
     dnnl_primitive_desc_t pd = NULL;
     if (dnnl_memory_desc_init_by_tag(&x, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&w, 4, wd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
         dnnl_memory_desc_init_by_tag(&y, 4, xd, dnnl_f32, dnnl_format_tag_any) != dnnl_success ||
-        dnnl_memory_desc_init_by_tag(&nhwc, 4, xd, dnnl_f32, dnnl_nhwc) != dnnl_success ||
         dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &x, &w, NULL, &y, st, dil,
                                                    pad, pad) != dnnl_success ||
         dnnl_primitive_desc_create(&pd, &cd, NULL, eng, NULL) != dnnl_success)
@@ -622,8 +624,7 @@ static void probe_blocked_layout(void)
         int64_t b = src->format_desc.blocking.inner_blks[0];
         if (b == 16) g_blocked = FA_LAYOUT_NCHW16C;
         else if (b == 8) g_blocked = FA_LAYOUT_NCHW8C;
-    } else if (src && dnnl_memory_desc_equal(src, &nhwc))
-        g_blocked = FA_LAYOUT_NHWC;
+    } /* else channels last: the ISA's block, measured faster on the zoo models (above) */
     dnnl_primitive_desc_destroy(pd);
 }
 
