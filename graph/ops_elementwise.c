@@ -328,7 +328,7 @@ static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
             y[i] = EXPR;                                                                                  \
         }                                                                                                 \
         break;
-        FA_UNARY_MATH(F32_CASE_)
+        FA_UNARY_MATH(F32_CASE_) /* SIMD-CHECKED: gcc reports each row's loop here */
 #undef F32_CASE_
     case U_ROUND: for (int64_t i = 0; i < len; i++) y[i] = nearbyintf(xs[i]); break;
     default: /* Sign: the double formula, float storage */
@@ -588,72 +588,38 @@ static void row_bin_f32(const void *opctx, const fa_value *in, const int64_t *of
     float *o = (float *)out->data + o_off;
     int64_t sa = s[0], sb = s[1];
     /* The float math of every case is graph/op_math.h's binary table (fa_binary_math_eval with a
-     * constant op folds to the expression). Contiguous and scalar-operand forms of the hot ops
-     * are written out, with `omp simd`
-     * because GCC's -O2 "very-cheap" cost model does not vectorize loops of unknown length. */
+     * constant op folds to the expression). The contiguous and scalar-operand forms of every op
+     * but Pow are written out, with `omp simd` because GCC's -O2 "very-cheap" cost model does not
+     * vectorize loops of unknown length; the selects of Max/Min/PRelu (NaN kept as op_math.h
+     * says) vectorise because the op kernels are compiled with -fno-trapping-math
+     * (CMakeLists.txt FA_KERNEL_MATH_FLAGS; tests/source/check_vectorised.sh checks each). */
+#define ROW_BIN_CASE_(OP, X, Y)                                                                   \
+    case B_##OP:                                                                                  \
+        _Pragma("omp simd") for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_##OP, X, Y); \
+        return;
+#define ROW_BIN_CASES_(X, Y)                                                                      \
+    ROW_BIN_CASE_(ADD, X, Y) ROW_BIN_CASE_(SUB, X, Y) ROW_BIN_CASE_(MUL, X, Y) ROW_BIN_CASE_(DIV, X, Y) \
+    ROW_BIN_CASE_(MAX, X, Y) ROW_BIN_CASE_(MIN, X, Y) ROW_BIN_CASE_(PRELU, X, Y)
     if (sa == 1 && sb == 1) {
         switch (c->op) {
-        case B_ADD:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, a[j], b[j]);
-            return;
-        case B_SUB:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, a[j], b[j]);
-            return;
-        case B_MUL:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, a[j], b[j]);
-            return;
-        case B_DIV:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, a[j], b[j]);
-            return;
+            ROW_BIN_CASES_(a[j], b[j]) /* SIMD-CHECKED */
         default: break;
         }
     } else if (sa == 1 && sb == 0) {
         const float y = b[0];
         switch (c->op) {
-        case B_ADD:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, a[j], y);
-            return;
-        case B_SUB:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, a[j], y);
-            return;
-        case B_MUL:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, a[j], y);
-            return;
-        case B_DIV:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, a[j], y);
-            return;
+            ROW_BIN_CASES_(a[j], y) /* SIMD-CHECKED */
         default: break;
         }
     } else if (sa == 0 && sb == 1) {
         const float x = a[0];
         switch (c->op) {
-        case B_ADD:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, x, b[j]);
-            return;
-        case B_SUB:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, x, b[j]);
-            return;
-        case B_MUL:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_MUL, x, b[j]);
-            return;
-        case B_DIV:
-#pragma omp simd
-            for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_DIV, x, b[j]);
-            return;
+            ROW_BIN_CASES_(x, b[j]) /* SIMD-CHECKED */
         default: break;
         }
     }
+#undef ROW_BIN_CASES_
+#undef ROW_BIN_CASE_
     switch (c->op) {
     case B_ADD: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_ADD, a[j * sa], b[j * sb]); break;
     case B_SUB: for (int64_t j = 0; j < len; j++) o[j] = fa_binary_math_eval(FA_BINARY_SUB, a[j * sa], b[j * sb]); break;

@@ -1247,6 +1247,8 @@ static void gpool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
                  (strcmp(n->op_type, "GlobalMaxPool") != 0 ? (uint64_t)fa_tensor_numel(y) : 0);
 }
 
+#define GPOOL_PAR_MIN 262144 /* elements; under it one thread (see gpool_kernel) */
+
 static fa_status gpool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                               fa_value *out, int n_out, int threads)
 {
@@ -1257,9 +1259,22 @@ static fa_status gpool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in,
     float *Y = out_f32(&out[0], &ty);
     if (!X || !Y) { free(tx); free(ty); return oom(ctx, n); }
     int64_t planes = in[0].dims[0] * in[0].dims[1], sp = prod64(in[0].dims + 2, in[0].rank - 2);
-#pragma omp parallel for num_threads(nthreads(threads))
+    /* A plane per task; a whole kernel of less than GPOOL_PAR_MIN elements runs on one thread
+     * (the squeeze-excitation pools of MobileNetV3/EfficientNet/RegNetY read 10-100k floats: a
+     * second thread's wake-up costs more than its half). The average sums in double lanes with
+     * `omp simd` (a reduction gcc may reorder: the sum of <= 2^24 floats in double keeps a
+     * float's precision in any order); the max and Lp forms keep the scalar loop. */
+    bool par = planes * sp >= GPOOL_PAR_MIN;
+#pragma omp parallel for num_threads(nthreads(threads)) if (par)
     for (int64_t p = 0; p < planes; p++) {
         const float *xp = X + p * sp;
+        if (!is_max && !is_lp) {
+            double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+            for (int64_t i = 0; i < sp; i++) sum += xp[i];
+            Y[p] = (float)(sp ? sum / (double)sp : 0.0);
+            continue;
+        }
         double acc = is_max ? -INFINITY : 0.0;
         for (int64_t i = 0; i < sp; i++) {
             if (is_max) { if (xp[i] > acc || isnan(xp[i])) acc = xp[i]; }

@@ -488,10 +488,14 @@ fail:
 /* ---- dispatch --------------------------------------------------------------------------------- */
 
 /* Where oneDNN is faster than our kernels, measured by bench/bench_dnnl_ops on the zoo models'
- * shapes (figures in bench/README.md); `force` bypasses this choice (the bench itself, tests). */
+ * shapes (figures in bench/README.md); `force` bypasses this choice (the bench itself, tests).
+ * GlobalAveragePool on plain NCHW is ours since issue 18's small-CNN survey: a vectorised plane
+ * sum on one thread (graph/ops_nn.c) beat oneDNN 2.6's jit pooling on 15 of 18 shapes of
+ * EfficientNet-B0, MobileNetV3-small and ResNet-50 (geomean 0.16 under load, where oneDNN's
+ * parallel region waits for a descheduled second thread); the blocked layout's stays oneDNN's. */
 static bool dnnl_op_wins(const char *op)
 {
-    static const char *const wins[] = {"Conv", "MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool",
+    static const char *const wins[] = {"Conv", "MaxPool", "AveragePool", "GlobalMaxPool",
                                        "Softmax", "LogSoftmax", "LayerNormalization"};
     for (size_t i = 0; i < sizeof wins / sizeof wins[0]; i++)
         if (!strcmp(op, wins[i])) return true;

@@ -31,6 +31,9 @@ typedef struct cpu_exec {
     const fa_graph *g;
     fa_exec_options opt;
     int threads;
+    int *node_threads;  /* by node id: the threads its kernel is created and run with (small_kernel) */
+    int *reorder_threads; /* by reorder: the same for reorder kernels (2 x the tensor's bytes moved) */
+    bool small_shared;  /* FA_SMALL_KERNELS_SHARED: every kernel gets `threads` */
     fa_kernel *kernels; /* by node id; name NULL for folded nodes */
     slot *slots;        /* by tensor id, then one per reorder (n_tensors + r): the reordered copy */
     int n_slots;
@@ -363,6 +366,33 @@ static fa_status alloc_arena(fa_ctx *ctx, cpu_exec *e)
     return FA_OK;
 }
 
+/* Kernels too small to share: a node whose whole work is under FA_CPU_SMALL_FLOPS floating-point
+ * operations and FA_CPU_SMALL_BYTES bytes moved (fa_node_cost: inputs incl. weights + outputs) is
+ * created and run on one thread — our kernels get threads = 1, and oneDNN's primitives are
+ * created and executed with omp_get_max_threads() == 1 (oneDNN 2.6 with the OpenMP runtime sizes
+ * its jit kernels' work split from omp_get_max_threads() when the primitive is created and runs
+ * parallel(1, f) inline, with no parallel region; src/common/dnnl_thread.hpp). Why: with passive
+ * waiting (docs/runtime.md) every parallel region wakes the other threads through a futex, and on a
+ * loaded machine waits for one that is descheduled — oneDNN's GlobalAveragePool over
+ * [1, 96, 14, 14] measured 0.024 ms on one thread and 8 ms with two at load 5 (bench_dnnl_ops).
+ * The bounds are ~20 us of one core here (1 MFLOP at ~50 GFLOP/s a conv reaches on one AVX-512
+ * core; 256 KiB at ~15 GB/s), the order of a futex wake-up on an idle machine: under them a second
+ * thread cannot save what waking it costs. They cover MobileNetV3/EfficientNet/RegNetY's
+ * squeeze-excitation ops ([N, C, 1, 1] pools, 1x1 convs, activations, the per-channel Mul's
+ * operand) and the 7x7 tail. A reorder kernel of the fused plan is small when it moves (reads and
+ * writes) under FA_CPU_SMALL_BYTES. FA_SMALL_KERNELS_SHARED=1 in the environment turns this off
+ * (measured against it in bench/README.md). */
+#define FA_CPU_SMALL_FLOPS 1000000ull
+#define FA_CPU_SMALL_BYTES 262144ull
+
+static bool small_kernel(const cpu_exec *e, const fa_graph *g, const fa_node *n)
+{
+    if (e->small_shared) return false;
+    fa_op_cost c;
+    fa_node_cost(g, n, &c);
+    return c.flops < FA_CPU_SMALL_FLOPS && c.bytes_read + c.bytes_written < FA_CPU_SMALL_BYTES;
+}
+
 static bool is_conv(const fa_node *n)
 {
     return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedConv"));
@@ -416,7 +446,7 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
         }
     }
     fa_status st = fa_dnnl_ops_kernel_create(ctx, g, n, false, kern, &handled);
-    if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->threads, kern, &handled);
+    if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->node_threads[n->id], kern, &handled);
     if (st || handled) return st;
     if (!n->op || !n->op->kernel)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s at node '%s' on cpu", n->op_type, n->name);
@@ -441,11 +471,12 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
     e->rk = calloc((size_t)nr + 1, sizeof *e->rk);
     e->rnode = calloc((size_t)nr + 1, sizeof *e->rnode);
     e->rname = calloc((size_t)nr + 1, sizeof *e->rname);
+    e->reorder_threads = calloc((size_t)nr + 1, sizeof *e->reorder_threads);
     e->in_off = calloc((size_t)g->n_nodes + 1, sizeof *e->in_off);
     e->in_slot = calloc((size_t)nin + 1, sizeof *e->in_slot);
     e->out_slot = calloc((size_t)g->n_outputs + 1, sizeof *e->out_slot);
     int *topo_of = calloc((size_t)g->n_nodes + 1, sizeof *topo_of);
-    if (!ns || !e->rk || !e->rnode || !e->rname || !e->in_off || !e->in_slot || !e->out_slot || !topo_of) {
+    if (!ns || !e->rk || !e->rnode || !e->rname || !e->reorder_threads || !e->in_off || !e->in_slot || !e->out_slot || !topo_of) {
         free(topo_of);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
     }
@@ -464,7 +495,12 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
         sl->layout = ro->to;
         sl->first_def = ro->consumer >= 0 ? topo_of[ro->consumer] : g->n_topo;
         sl->last_use = ro->consumer >= 0 ? sl->first_def : INT32_MAX;
+        uint64_t rb;
+        int nt = e->reorder_threads[r] =
+            !e->small_shared && tensor_bytes(g, ro->tensor, &rb) && 2 * rb < FA_CPU_SMALL_BYTES ? 1 : e->threads;
+        if (nt != e->threads) omp_set_num_threads(nt);
         st = fa_target_cpu_iface.reorder_kernel(ctx, &sl->v, ro->from, ro->to, &e->rk[r]);
+        if (nt != e->threads) omp_set_num_threads(e->threads);
         if (st) break;
         size_t len = strlen(g->tensors[ro->tensor]->name) + 16;
         e->rname[r] = malloc(len);
@@ -563,7 +599,9 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     e->threads = o.threads > 0 ? o.threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (e->threads < 1) e->threads = 1;
     omp_set_num_threads(e->threads);
+    e->small_shared = getenv("FA_SMALL_KERNELS_SHARED") != NULL;
     e->kernels = calloc((size_t)g->n_nodes + 1, sizeof *e->kernels);
+    e->node_threads = calloc((size_t)g->n_nodes + 1, sizeof *e->node_threads);
     e->slots = calloc((size_t)g->n_tensors + 1, sizeof *e->slots);
     e->node_layout = calloc((size_t)g->n_nodes + 1, sizeof *e->node_layout);
     e->node_in0 = calloc((size_t)g->n_nodes + 1, sizeof *e->node_in0);
@@ -571,7 +609,7 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     e->in_layout = copy_layouts(o.input_layouts, g->n_inputs);
     e->out_layout = copy_layouts(o.output_layouts, g->n_outputs);
     e->opt.input_layouts = e->opt.output_layouts = NULL; /* borrowed during create only */
-    if (!e->kernels || !e->slots || !e->node_layout || !e->node_in0 || !e->tlayout || !e->in_layout || !e->out_layout) {
+    if (!e->kernels || !e->node_threads || !e->slots || !e->node_layout || !e->node_in0 || !e->tlayout || !e->in_layout || !e->out_layout) {
         fa_cpu_exec_free(e);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
     }
@@ -594,7 +632,10 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     fa_status st = check_planned_peak(ctx, e);
     for (int k = 0; k < g->n_topo && !st; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
+        int nt = e->node_threads[n->id] = small_kernel(e, g, n) ? 1 : e->threads;
+        if (nt != e->threads) omp_set_num_threads(nt); /* oneDNN sizes its split at creation */
         st = create_kernel(ctx, e, n, &e->kernels[n->id], &e->node_layout[n->id], &e->node_in0[n->id]);
+        if (nt != e->threads) omp_set_num_threads(e->threads);
         if (!st && n->n_outputs > 0 && n->outputs[0] >= 0) e->tlayout[n->outputs[0]] = e->node_layout[n->id];
     }
     if (!st) st = plan_layouts(ctx, e);
@@ -642,6 +683,8 @@ void fa_cpu_exec_free(void *state)
     free(e->node_in0);
     free(e->tlayout);
     free(e->kernels);
+    free(e->node_threads);
+    free(e->reorder_threads);
     free(e->slots);
     free(e->arena);
     free(e);
@@ -731,7 +774,10 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
             fa_value rin = e->slots[e->lp.reorders[ri].tensor].v, rout = e->slots[g->n_tensors + ri].v;
             const fa_custom_kernel *rk = &e->rk[ri];
             if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, &e->rnode[ri], rk->name);
-            fa_status st = rk->run(rk->state, ctx, &e->rnode[ri], &rin, 1, &rout, 1, e->threads);
+            int nt = e->reorder_threads[ri];
+            if (nt != e->threads) omp_set_num_threads(nt);
+            fa_status st = rk->run(rk->state, ctx, &e->rnode[ri], &rin, 1, &rout, 1, nt);
+            if (nt != e->threads) omp_set_num_threads(e->threads);
             if (obs && obs->kernel_end) obs->kernel_end(obs->user, &e->rnode[ri], rk->name);
             if (st) return fa_ctx_wrap(ctx, st, "executing %s: ", e->rnode[ri].name);
         }
@@ -752,7 +798,10 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
         }
         fa_kernel *kern = &e->kernels[n->id];
         if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, n, kern->name);
-        fa_status st = kern->run(ctx, kern, n, in, n->n_inputs, out, n->n_outputs, e->threads);
+        int nt = e->node_threads[n->id];
+        if (nt != e->threads) omp_set_num_threads(nt);
+        fa_status st = kern->run(ctx, kern, n, in, n->n_inputs, out, n->n_outputs, nt);
+        if (nt != e->threads) omp_set_num_threads(e->threads);
         if (obs && obs->kernel_end) obs->kernel_end(obs->user, n, kern->name);
         if (st) return fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", n->name, n->op_type);
     }

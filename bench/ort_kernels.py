@@ -1,0 +1,199 @@
+#!/usr/bin/env python3
+"""Per-kernel comparison of fuse-advise's unfused baseline with ONNX Runtime's own per-node
+profile, grouped by op kind and shape class (issue 18: where the time of small CNNs goes).
+
+    python bench/ort_kernels.py build/fuse-advise MODEL.onnx... [--iters 50] [--threads 2] [--rounds 2]
+
+For each model, in the same window and alternating round by round: `fuse-advise run MODEL
+--no-apply` (per-op medians from its run database) and ONNX Runtime with
+SessionOptions.enable_profiling, once with ORT_DISABLE_ALL (the unfused graph: its nodes are the
+model's, joined by node name) and once with ORT_ENABLE_ALL (ORT's fused graph; reported by its
+own op kinds). Symbolic dims are bound to 1 (batch 1), as `--shape batch=1` does. ORT runs with
+passive waits (session.intra_op.allow_spinning=0), as ours (OMP_WAIT_POLICY=passive).
+
+Prints Markdown: per model, one row per class — nodes, sum of our per-node medians, sum of ORT's
+(disabled) per-node medians, the ratio, and the kernels we ran; then iteration medians. Timings
+on a shared machine are noisy: the load is printed with every model.
+"""
+import argparse, collections, glob, json, os, sqlite3, statistics, subprocess, sys, tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import numpy_helper, shape_inference
+
+
+def bind_batch(model):
+    """Symbolic dims -> 1, then ONNX shape inference: every value's static shape by name."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for v in list(m.graph.input) + list(m.graph.output):
+        for d in v.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") or not d.HasField("dim_value"):
+                d.Clear()
+                d.dim_value = 1
+    m = shape_inference.infer_shapes(m)
+    shapes = {}
+    for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
+        shapes[v.name] = [d.dim_value for d in v.type.tensor_type.shape.dim]
+    for t in m.graph.initializer:
+        shapes[t.name] = list(t.dims)
+    return m, shapes
+
+
+def shape_class(node, shapes, inits):
+    """A class name for node: op kind plus the shape features that pick a kernel."""
+    op = node.op_type
+    out = shapes.get(node.output[0], [])
+    spatial1 = len(out) == 4 and out[2] * out[3] == 1
+    if op == "Conv":
+        w = shapes.get(node.input[1], [])
+        group = next((a.i for a in node.attribute if a.name == "group"), 1)
+        k = "x".join(str(d) for d in w[2:]) if len(w) >= 3 else "?"
+        if group > 1 and len(w) > 1 and w[1] == 1:
+            kind = f"depthwise {k}"
+        elif group > 1:
+            kind = f"grouped {k}"
+        elif len(w) > 1 and w[1] <= 4 and not spatial1:  # an image's 3 channels (an SE expand may read 4)
+            kind = f"stem {k}"
+        else:
+            kind = f"{k}"
+        return f"Conv {kind}" + (" on [N,C,1,1] (SE)" if spatial1 else "")
+    if op in ("Mul", "Add", "Sub", "Div"):
+        ins = [shapes.get(i, []) for i in node.input]
+        bc = any(s != out for s in ins)
+        return f"{op}" + (" broadcast" if bc else "") + (" [N,C,1,1]" if spatial1 else "")
+    if op in ("Relu", "Sigmoid", "HardSigmoid", "HardSwish", "Clip"):
+        return op + (" [N,C,1,1]" if spatial1 else "")
+    return op
+
+
+def ort_profile(path, level, feeds, iters, threads, tmp):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    so.graph_optimization_level = level
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    so.enable_profiling = True
+    so.profile_file_prefix = os.path.join(tmp, "ort")
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    for _ in range(3):
+        s.run(None, feeds)
+    import time
+    it = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        s.run(None, feeds)
+        it.append((time.perf_counter() - t0) * 1e3)
+    prof = s.end_profiling()
+    ev = json.load(open(prof))
+    os.remove(prof)
+    per = collections.defaultdict(list)
+    kind = {}
+    for e in ev:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time"):
+            n = e["name"][: -len("_kernel_time")]
+            per[n].append(e["dur"] / 1e3)  # us -> ms
+            kind[n] = e.get("args", {}).get("op_name", "?")
+    # the warm-up runs are profiled too: keep the last `iters` samples of each node
+    med = {n: statistics.median(v[-iters:]) for n, v in per.items()}
+    return med, kind, statistics.median(it)
+
+
+def ours(fa, path, iters, threads, tmp):
+    db = os.path.join(tmp, "fa.db")
+    p = subprocess.run([fa, "run", path, "--shape", "batch=1", "--no-apply", "--iters", str(iters), "--threads",
+                        str(threads), "--db", db, "--out", os.path.join(tmp, "out")], capture_output=True, text=True)
+    if p.returncode:
+        sys.exit(f"fuse-advise run {path} failed: {p.stderr[-400:]}")
+    c = sqlite3.connect(db)
+    rid = c.execute("select max(id) from runs").fetchone()[0]
+    per = collections.defaultdict(list)
+    names = collections.defaultdict(set)
+    for name, node_name, s, e in c.execute(
+            "select name, node_name, start_ns, end_ns from kernels where run_id=? and node>=0", (rid,)):
+        per[node_name].append((e - s) / 1e6)
+        names[node_name].add(name.split("(")[0])
+    iter_ms = c.execute("select iter_median_ns from runs where id=?", (rid,)).fetchone()[0] / 1e6
+    c.close()
+    os.remove(db)
+    return {n: statistics.median(v) for n, v in per.items()}, names, iter_ms
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("fa")
+    ap.add_argument("models", nargs="+")
+    ap.add_argument("--iters", type=int, default=50)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=2)
+    a = ap.parse_args()
+    for path in a.models:
+        model = onnx.load(path)
+        m, shapes = bind_batch(model)
+        inits = {t.name for t in model.graph.initializer}
+        cls = {}
+        model_names = {n.name for n in model.graph.node if n.name}
+        for n in model.graph.node:
+            if n.op_type not in ("Identity", "Constant") and n.name:
+                cls[n.name] = shape_class(n, shapes, inits)
+        rng = np.random.default_rng(1)
+        feeds = {i.name: rng.uniform(-1, 1, [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+                 for i in ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()}
+        U, N, A, Ui, Ni, Ai, kern, akind, nkind = [], [], [], [], [], [], collections.defaultdict(set), {}, {}
+        load = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for r in range(a.rounds):
+                load.append(os.getloadavg()[0])
+                u, kn, ui = ours(a.fa, path, a.iters, a.threads, tmp)
+                nm, nk, ni = ort_profile(path, ort.GraphOptimizationLevel.ORT_DISABLE_ALL, feeds, a.iters, a.threads, tmp)
+                am, ak, ai = ort_profile(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL, feeds, a.iters, a.threads, tmp)
+                U.append(u); N.append(nm); A.append(am); Ui.append(ui); Ni.append(ni); Ai.append(ai)
+                akind.update(ak)
+                nkind.update(nk)
+                for k, v in kn.items():
+                    kern[k] |= v
+            load.append(os.getloadavg()[0])
+
+        def med(ds, n):
+            v = [d[n] for d in ds if n in d]
+            return statistics.median(v) if v else 0.0
+        rows = collections.defaultdict(lambda: [0, 0.0, 0.0, set()])
+        for n, c in cls.items():
+            r = rows[c]
+            r[0] += 1
+            r[1] += med(U, n)
+            r[2] += med(N, n)
+            r[3] |= kern.get(n, set())
+        # nodes ORT made itself (a function op such as HardSwish expanded into HardSigmoid + Mul,
+        # unnamed): one row per op kind, ORT's time only
+        for n in set().union(*N):
+            if n not in cls and n not in model_names:
+                r = rows[f"(ORT's {nkind.get(n, '?')} of an expanded function op)"]
+                r[0] += 1
+                r[2] += med(N, n)
+        name = os.path.basename(path)
+        print(f"\n### {name}, batch 1, {a.threads} threads, {a.iters} iterations x {a.rounds} rounds "
+              f"(1-min load {' / '.join(f'{x:.1f}' for x in load)})\n")
+        print("| class | nodes | ours ms | ORT-disabled ms | ours / ORT | our kernels |")
+        print("|---|---|---|---|---|---|")
+        tu = tn = 0.0
+        for c, (k, u, nn, ks) in sorted(rows.items(), key=lambda kv: -kv[1][1]):
+            tu += u
+            tn += nn
+            ratio = f"{u / nn:.2f}" if nn > 0 else "-"
+            print(f"| {c} | {k} | {u:.3f} | {nn:.3f} | {ratio} | {', '.join(sorted(ks))} |")
+        print(f"| **sum of per-node medians** | {len(cls)} | {tu:.3f} | {tn:.3f} | {tu / tn:.2f} | |")
+        print(f"| **iteration median** | | {statistics.median(Ui):.3f} | {statistics.median(Ni):.3f} | "
+              f"{statistics.median(Ui) / statistics.median(Ni):.2f} | |")
+        ag = collections.defaultdict(lambda: [0, 0.0])
+        for n in set().union(*A):
+            ag[akind.get(n, "?")][0] += 1
+            ag[akind.get(n, "?")][1] += med(A, n)
+        print(f"\nORT-all (its fused graph), per op kind: " + ", ".join(
+            f"{k} {c}x {t:.3f} ms" for k, (c, t) in sorted(ag.items(), key=lambda kv: -kv[1][1]))
+              + f"; iteration median {statistics.median(Ai):.3f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+/* tests/unit/test_small_kernels — the cpu executor runs a kernel too small to share on one thread
+ * (runtime/cpu/exec_cpu.c small_kernel: under 1 MFLOP and 256 KiB moved): its kernel is created
+ * and run with OpenMP's thread count at 1 (what oneDNN 2.6 sizes its work split from) and is
+ * handed threads = 1, while a large kernel of the same op gets the executor's threads; the
+ * squeeze-excitation ops of a MobileNetV3 block ([1, C, 1, 1]) are small, its 56x56 activation
+ * is not. FA_SMALL_KERNELS_SHARED=1 gives every kernel the executor's threads. */
+#include <omp.h>
+
+#include "codegen_cases.h"
+#include "runtime/runtime.h"
+
+typedef struct seen {
+    int created_omp[8], run_omp[8], run_threads[8]; /* by node id */
+} seen;
+
+typedef struct probe {
+    seen *s;
+    int id;
+} probe;
+
+static fa_status probe_run(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                           int n_out, int threads)
+{
+    (void)ctx;
+    (void)n_in;
+    (void)n_out;
+    probe *p = state;
+    p->s->run_omp[p->id] = omp_get_max_threads();
+    p->s->run_threads[p->id] = threads;
+    int64_t ne = fa_value_numel(&out[0]);
+    const float *x = in[0].data;
+    float *y = out[0].data;
+    for (int64_t i = 0; i < ne; i++) y[i] = x[i] < 0 ? 0 : x[i];
+    return FA_OK;
+}
+
+/* Takes every Relu, noting OpenMP's thread count while the executor creates its kernel. */
+static fa_status probe_provider(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out,
+                                bool *provided)
+{
+    (void)ctx;
+    (void)g;
+    if (strcmp(n->op_type, "Relu") || n->id >= 8) return FA_OK;
+    seen *s = user;
+    probe *p = calloc(1, sizeof *p);
+    if (!p) return FA_ERR_NOMEM;
+    p->s = s;
+    p->id = n->id;
+    s->created_omp[n->id] = omp_get_max_threads();
+    out->name = "probe";
+    out->run = probe_run;
+    out->destroy = free;
+    out->state = p;
+    *provided = true;
+    return FA_OK;
+}
+
+/* se[1,96,1,1] -> Relu (small: 384 bytes); act[1,16,56,56] -> Relu (large: 2 x 200 KiB);
+ * pooled = GlobalAveragePool(act) (small output, large input). */
+static tc *se_block(void)
+{
+    tc *t = tc_new(17);
+    int64_t sd[4] = {1, 96, 1, 1}, ad[4] = {1, 16, 56, 56};
+    tc_input(t, "se", 4, sd);
+    tc_input(t, "act", 4, ad);
+    tc_node(t, "Relu", "se", NULL, NULL, "se_r");
+    tc_node(t, "Relu", "act", NULL, NULL, "act_r");
+    tc_node(t, "GlobalAveragePool", "act_r", NULL, NULL, "pooled");
+    tc_output(t, "se_r");
+    tc_output(t, "pooled");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    return t;
+}
+
+static int node_of(const fa_graph *g, const char *out)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] && g->nodes[i]->n_outputs > 0 && !strcmp(g->tensors[g->nodes[i]->outputs[0]]->name, out))
+            return g->nodes[i]->id;
+    fail_msg("no node writes %s", out);
+    return -1;
+}
+
+static void run_block(tc *t, seen *s)
+{
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2, .provider = probe_provider, .provider_user = s};
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, t->g, &eo, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(omp_get_max_threads(), 2); /* restored after each small kernel's creation */
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    if (fa_exec_run(t->ctx, e, NULL)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(omp_get_max_threads(), 2); /* ... and after each small kernel's run */
+    fa_exec_free(e);
+}
+
+static void test_small_kernel_created_and_run_on_one_thread(void **st)
+{
+    (void)st;
+    unsetenv("FA_SMALL_KERNELS_SHARED");
+    tc *t = se_block();
+    seen s = {0};
+    run_block(t, &s);
+    int small = node_of(t->g, "se_r"), large = node_of(t->g, "act_r");
+    assert_int_equal(s.created_omp[small], 1);
+    assert_int_equal(s.run_omp[small], 1);
+    assert_int_equal(s.run_threads[small], 1);
+    assert_int_equal(s.created_omp[large], 2);
+    assert_int_equal(s.run_omp[large], 2);
+    assert_int_equal(s.run_threads[large], 2);
+    tc_free(t);
+}
+
+static void test_shared_when_turned_off(void **st)
+{
+    (void)st;
+    setenv("FA_SMALL_KERNELS_SHARED", "1", 1);
+    tc *t = se_block();
+    seen s = {0};
+    run_block(t, &s);
+    int small = node_of(t->g, "se_r");
+    assert_int_equal(s.created_omp[small], 2);
+    assert_int_equal(s.run_threads[small], 2);
+    unsetenv("FA_SMALL_KERNELS_SHARED");
+    tc_free(t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small_kernel_created_and_run_on_one_thread),
+        cmocka_unit_test(test_shared_when_turned_off),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
