@@ -71,8 +71,14 @@ const char *fa_layout_name(fa_layout l)
     case FA_LAYOUT_PLAIN: return "plain";
     case FA_LAYOUT_NCHW8C: return "nChw8c";
     case FA_LAYOUT_NCHW16C: return "nChw16c";
+    case FA_LAYOUT_NHWC: return "nhwc";
     default: return "unknown";
     }
+}
+
+int64_t fa_layout_channel_block(fa_layout l)
+{
+    return l == FA_LAYOUT_NCHW16C ? 16 : l == FA_LAYOUT_NCHW8C ? 8 : 1;
 }
 
 /* ---- the executor ---- */

@@ -85,8 +85,8 @@ fa_status fa_dnnl_ops_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, cons
 /* The cpu target's layout slots (runtime/cpu/dnnl_ops.c). fa_cpu_blocked_layout: the one blocked
  * layout of this machine — what oneDNN's convolution picks for format_tag_any activations (asked
  * once, on a 64-channel 3x3 probe: nChw16c on AVX-512, nChw8c on AVX2/SSE4.1), by ISA when the
- * answer is not channel-blocked; env FA_BLOCKED_LAYOUT=nChw8c|nChw16c|plain overrides (plain:
- * no blocked layout). fa_cpu_preferred_layout: that layout for a rank-4 float node the blocked
+ * answer is channels last (measured slower on the zoo models, bench/README.md) or missing; env
+ * FA_BLOCKED_LAYOUT=nChw8c|nChw16c|nhwc|plain overrides (plain: no plan layout). fa_cpu_preferred_layout: that layout for a rank-4 float node the blocked
  * kernels above take (its preferred_layout slot), PLAIN otherwise. fa_cpu_reorder_kernel: a
  * oneDNN reorder primitive between two layouts of v's shape ("dnnl:reorder(nchw>nChw16c)"). */
 fa_layout fa_cpu_blocked_layout(void);

@@ -50,9 +50,15 @@ typedef enum fa_layout {
     FA_LAYOUT_PLAIN = 0,     /* row-major as ONNX defines the tensor (NCHW for images) */
     FA_LAYOUT_NCHW8C = 1,    /* channels blocked by 8: [N][ceil(C/8)][H][W][8] (oneDNN nChw8c) */
     FA_LAYOUT_NCHW16C = 2,   /* channels blocked by 16 (oneDNN nChw16c, AVX-512) */
+    FA_LAYOUT_NHWC = 3,      /* channels last: [N][H][W][C] (oneDNN nhwc, acdb), C not padded */
     FA_LAYOUT_COUNT
 } fa_layout;
-const char *fa_layout_name(fa_layout l); /* "plain", "nChw8c", "nChw16c" */
+const char *fa_layout_name(fa_layout l); /* "plain", "nChw8c", "nChw16c", "nhwc" */
+/* The multiple a tensor's channel count (dim 1) is padded to in layout l: 8 / 16 for nChw8c /
+ * nChw16c (oneDNN "Understanding Memory Formats": the padded tail holds zeros), 1 for plain and
+ * nhwc (no padding). A buffer's size, whether a padded tail exists (C % block), and which
+ * channel counts split evenly into blocks (Concat) all follow from it. */
+int64_t fa_layout_channel_block(fa_layout l);
 
 typedef struct fa_exec_options {
     fa_target target;

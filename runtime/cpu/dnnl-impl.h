@@ -27,7 +27,7 @@
 bool fa_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream);
 
 /* The oneDNN format tag of an activation of rank `rank` in layout l (runtime/cpu/dnnl_ops.c):
- * plain: abc, abcd, ...; NCHW8C / NCHW16C: nChw8c / nChw16c (rank 4 only). dnnl_format_tag_undef
+ * plain: abc, abcd, ...; NCHW8C / NCHW16C / NHWC: nChw8c / nChw16c / nhwc (rank 4 only). dnnl_format_tag_undef
  * where there is none. */
 dnnl_format_tag_t fa_dnnl_layout_tag(fa_layout l, int rank);
 

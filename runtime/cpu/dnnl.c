@@ -51,8 +51,9 @@ typedef struct dnnl_state {
     int bin_post_index[8];       /* index of the post-op in the chain */
     char impl[96];               /* the implementation oneDNN chose (dnnl_query_impl_info_str) */
     /* Blocked activations (fused convolutions only, create_conv): the primitive reads src and
-     * writes dst in the channel-blocked layout oneDNN chose for format_tag_any (nChw8c/nChw16c),
-     * in buffers of its own; the kernel reorders the plain input in and the blocked output out,
+     * writes dst in the layout oneDNN chose for format_tag_any (nChw8c/nChw16c; nhwc for its
+     * brgemm convolution), in buffers of its own; the kernel reorders the plain input in and the
+     * blocked output out,
      * and full-shape binary post-op operands in, with oneDNN reorder primitives. */
     bool blocked;
     dnnl_memory_t src_user, dst_user;   /* plain views of the kernel's input 0 / output 0 */
@@ -623,8 +624,9 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     if (!transposed && fused) {
         /* The fused plan's convolution on the activation layout oneDNN prefers (format_tag_any):
          * on plain NCHW oneDNN 2.6 picks its gemm convolution, whose post-ops are slow; on
-         * nChw8c/nChw16c its jit convolution. A probe without post-ops names the layout, so that
-         * full-shape binary operands (the residual add) are declared in it too. */
+         * nChw8c/nChw16c its jit convolution, on nhwc its brgemm one. A probe without post-ops
+         * names the layout, so that full-shape binary operands (the residual add) are declared
+         * in it too. */
         dnnl_memory_desc_t xany, yany, want_dst;
         dnnl_convolution_desc_t cd;
         dnnl_primitive_desc_t probe = NULL;

@@ -571,21 +571,39 @@ dnnl_format_tag_t fa_dnnl_layout_tag(fa_layout l, int rank)
 {
     if (l == FA_LAYOUT_PLAIN) return plain_tag(rank);
     if (rank != 4) return dnnl_format_tag_undef;
-    return l == FA_LAYOUT_NCHW8C ? dnnl_nChw8c : l == FA_LAYOUT_NCHW16C ? dnnl_nChw16c : dnnl_format_tag_undef;
+    return l == FA_LAYOUT_NCHW8C ? dnnl_nChw8c : l == FA_LAYOUT_NCHW16C ? dnnl_nChw16c : l == FA_LAYOUT_NHWC ? dnnl_nhwc
+                                                                                                       : dnnl_format_tag_undef;
 }
 
 static fa_layout g_blocked = FA_LAYOUT_PLAIN;
 static pthread_once_t g_blocked_once = PTHREAD_ONCE_INIT;
 
-/* What oneDNN's convolution picks for format_tag_any activations on this CPU: a 64-channel 3x3
- * convolution of a 28x28 image (a ResNet stage) asked for its src layout. A channel block of 8
- * or 16 is the answer; otherwise (channels-last, or no answer) the block of the ISA: 16 for
- * AVX-512 (dnnl_cpu_isa_avx512_core), 8 below it (oneDNN's AVX2/SSE4.1 jit convolutions). */
+/* The plan layout FA_BLOCKED_LAYOUT names ("nChw16c", "nChw8c", "nhwc", "plain"); false for
+ * another value. */
+static bool layout_of_env(const char *env, fa_layout *l)
+{
+    for (int i = 0; i < FA_LAYOUT_COUNT; i++)
+        if (!strcmp(env, fa_layout_name((fa_layout)i))) {
+            *l = (fa_layout)i;
+            return true;
+        }
+    return false;
+}
+
+/* The fused plan's layout on this CPU, from what oneDNN's convolution picks for format_tag_any
+ * activations: a 64-channel 3x3 convolution of a 28x28 image (a ResNet stage) asked for its src
+ * layout. A channel block of 8 or 16 (its jit convolutions, nChw8c / nChw16c) is taken as is.
+ * Channels last (nhwc: oneDNN 2.6 ranks its brgemm convolution first on AVX-512 cores with
+ * AVX512_FP16 or AMX) is not: measured on whole models in both layouts (bench/README.md
+ * "bench_plan_layout.sh"), nChw16c ran the zoo's ResNet-50 and MobileNetV2 5-20 % faster at
+ * batch 1 and 8 and nhwc won only on some exports (ResNet-18, RegNetY 11-28 %), so the block of
+ * the ISA stays — 16 for AVX-512 (dnnl_cpu_isa_avx512_core), 8 below it — as it does with no
+ * answer. FA_BLOCKED_LAYOUT=nhwc follows oneDNN instead. */
 static void probe_blocked_layout(void)
 {
     const char *env = getenv("FA_BLOCKED_LAYOUT");
-    if (env) {
-        g_blocked = !strcmp(env, "nChw16c") ? FA_LAYOUT_NCHW16C : !strcmp(env, "nChw8c") ? FA_LAYOUT_NCHW8C : FA_LAYOUT_PLAIN;
+    if (env) { /* an override; a value naming no layout turns the layouts off, as "plain" does */
+        if (!layout_of_env(env, &g_blocked)) g_blocked = FA_LAYOUT_PLAIN;
         return;
     }
     dnnl_engine_t eng;
@@ -610,7 +628,7 @@ static void probe_blocked_layout(void)
         int64_t b = src->format_desc.blocking.inner_blks[0];
         if (b == 16) g_blocked = FA_LAYOUT_NCHW16C;
         else if (b == 8) g_blocked = FA_LAYOUT_NCHW8C;
-    }
+    } /* else channels last: the ISA's block, measured faster on the zoo models (above) */
     dnnl_primitive_desc_destroy(pd);
 }
 
@@ -618,11 +636,6 @@ fa_layout fa_cpu_blocked_layout(void)
 {
     pthread_once(&g_blocked_once, probe_blocked_layout);
     return g_blocked;
-}
-
-static int64_t layout_block(fa_layout l)
-{
-    return l == FA_LAYOUT_NCHW16C ? 16 : l == FA_LAYOUT_NCHW8C ? 8 : 1;
 }
 
 /* A constant float scalar input i of n (Clip's min/max); *present false when omitted. */
@@ -757,8 +770,8 @@ fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n)
         return l;
     int bcast;
     if (binary_of_node(n, &alg)) /* activations of the output's shape in the layout, a per-channel operand plain */
-        return blocked_binary(g, n, alg, layout_block(l), &bcast) >= 0 ? l : FA_LAYOUT_PLAIN;
-    if (channel_concat(g, n, layout_block(l)) && y->dims[1] % layout_block(l) == 0) return l;
+        return blocked_binary(g, n, alg, fa_layout_channel_block(l), &bcast) >= 0 ? l : FA_LAYOUT_PLAIN;
+    if (channel_concat(g, n, fa_layout_channel_block(l)) && y->dims[1] % fa_layout_channel_block(l) == 0) return l;
     return FA_LAYOUT_PLAIN;
 }
 
@@ -827,7 +840,7 @@ static fa_status create_binary(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     int bcast;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
     if (!binary_of_node(n, &alg)) return FA_OK;
-    int full = blocked_binary(g, n, alg, layout_block(l), &bcast);
+    int full = blocked_binary(g, n, alg, fa_layout_channel_block(l), &bcast);
     if (full < 0) return FA_OK;
     dnnl_memory_desc_t md, md1;
     if (layout_md(ctx, Y, l, &md)) goto fail;
@@ -884,7 +897,7 @@ static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
 {
     dnnl_primitive_desc_t pd = NULL;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
-    if (!channel_concat(g, n, layout_block(l)) || Y->dims[1] % layout_block(l)) return FA_OK;
+    if (!channel_concat(g, n, fa_layout_channel_block(l)) || Y->dims[1] % fa_layout_channel_block(l)) return FA_OK;
     dnnl_memory_desc_t src[OPS_MAX_ARGS], dst;
     for (int i = 0; i < n->n_inputs; i++)
         if (layout_md(ctx, g->tensors[n->inputs[i]], l, &src[i])) goto fail;

@@ -104,12 +104,13 @@ static bool tensor_bytes(const fa_graph *g, int t, uint64_t *out)
     return true;
 }
 
-/* Bytes of slot i's buffer in its layout: a channel-blocked tensor is padded to a whole block
- * (oneDNN's nChw8c/nChw16c: C rounded up to 8/16, the tail zero). false on overflow. */
+/* Bytes of slot i's buffer in its layout: C rounded up to the layout's channel block
+ * (fa_layout_channel_block: nChw8c/nChw16c pad to 8/16, the tail zero; plain and nhwc do not
+ * pad). false on overflow. */
 static bool slot_bytes(const cpu_exec *e, int i, uint64_t *out)
 {
     fa_value v = e->slots[i].v;
-    int64_t b = e->slots[i].layout == FA_LAYOUT_NCHW16C ? 16 : e->slots[i].layout == FA_LAYOUT_NCHW8C ? 8 : 1;
+    int64_t b = fa_layout_channel_block(e->slots[i].layout);
     if (v.rank >= 2 && b > 1) v.dims[1] = (v.dims[1] + b - 1) / b * b;
     int64_t ne = fa_value_numel(&v);
     size_t bytes;
