@@ -75,9 +75,10 @@ def resolved(p, predicted):
 BASIS = re.compile(r"medians (-?[\d.]+) ns \+ (\d+) gap\(s\) x (-?[\d.]+) ns; fused kernel (-?[\d.]+) ns")
 ANCHOR = re.compile(r"anchor's measured (-?[\d.]+) ns")
 HERE = re.compile(r"x the members' (-?[\d.]+) ns here")  # a lookup's basis: all members' time, anchor included
-# the probe's basis (issue-19e): the saving is its unfused sub-graph's time less its fused kernel's
-PROBE = re.compile(r"saving = probe unfused (-?[\d.]+) ns - fused (-?[\d.]+) ns \(the members' profile time "
-                   r"(-?[\d.]+) ns \+ gaps")
+# the probe's basis (issue-19e): the fused kernel is the probe's fused/unfused ratio x the members'
+# profile time; the probe's own unfused and fused medians are quoted beside it
+PROBE = re.compile(r"fused = that ratio (-?[\d.]+) x the members' (-?[\d.]+) ns in the profile .*?the probe's own "
+                   r"difference (-?[\d.]+) - (-?[\d.]+) ns\)")
 
 
 def sides(c):
@@ -87,8 +88,8 @@ def sides(c):
         return None
     gone, gaps, gap, fused = float(m[1]), int(m[2]), float(m[3]), float(m[4])
     probe = PROBE.search(c["basis"])
-    if probe:
-        return float(probe[1]), float(probe[2])
+    if probe:  # all members' profile time, anchor included (as a lookup's)
+        return float(probe[2]) + gaps * gap, fused
     here = HERE.search(c["basis"])
     if here:
         return float(here[1]) + gaps * gap, fused
@@ -217,21 +218,23 @@ def table(title, rs, col):
 
 def probe_alternatives(rows):
     """Over the accepted, resolved clusters the probe predicted: the share within +-25% of the
-    measured saving for the prediction (probe unfused - probe fused) and, on the same clusters,
-    for the two models it replaced (issue-19e): the members' profile time x the probe's
-    fused/unfused ratio, and the members' profile time - the probe's fused time."""
+    measured saving for the prediction (the members' profile time x (1 - the probe's fused/unfused
+    ratio), gaps included) and, on the same clusters, for two alternatives (issue-19e): the probe's
+    own difference (its unfused sub-graph - its fused kernel, which ignores the profile) and the
+    members' profile time - the probe's fused time."""
     sel = []
     for r in rows:
         p = PROBE.search(r[6])
         m = BASIS.search(r[6])
         if p and m and r[2] == "accepted" and r[7] is not False and r[4] != 0:
-            u, f, members = float(p[1]), float(p[2]), float(p[3]) + int(m[2]) * float(m[3])
-            sel.append((r[4], r[3], members * (1 - f / u) if u > 0 else float("nan"), members - f))
+            members, u, f = float(p[2]), float(p[3]), float(p[4])
+            gaps = int(m[2]) * float(m[3])
+            sel.append((r[4], r[3], u - f, members + gaps - f))
     if not sel:
         return
     pct = lambda k: 100.0 * sum(1 for x in sel if abs(x[k] - x[0]) <= 0.25 * abs(x[0])) / len(sel)
-    print(f"probed library clusters, accepted and resolved: {len(sel)}; within +-25%: the prediction (probe unfused - "
-          f"fused) {pct(1):.0f}%; on the same clusters, profile members x probe ratio {pct(2):.0f}%, profile members - "
+    print(f"probed library clusters, accepted and resolved: {len(sel)}; within +-25%: the prediction (profile members x "
+          f"probe ratio) {pct(1):.0f}%; on the same clusters, the probe's own difference {pct(2):.0f}%, profile members - "
           f"probe fused {pct(3):.0f}%")
 
 

@@ -1,8 +1,8 @@
 /* tests/unit/test_kernel_probe — issue 19's probe of fused library kernels: a conv+relu
  * epilogue's saving is predicted by the probe (the applier's fused sub-graph timed in the
- * target's fused-plan layout against its plain unfused one: their difference), the basis names
- * the probe, a
- * signature is probed once per plan, and without a probe the profile model stays. */
+ * target's fused-plan layout against its plain unfused one: their ratio, applied to the members'
+ * profile time), the basis names the probe, a signature is probed once per plan, and without a
+ * probe the profile model stays. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -152,15 +152,22 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
             if (sp.anchor[j] == e->anchor) r = &sp.got[j];
         assert_non_null(r);
         assert_true(r->median_ns > 0 && r->unfused_median_ns > 0 && r->reps >= FA_PROBE_MIN_REPS);
-        /* the prediction is the probe's: its unfused sub-graph less its fused kernel, the
-         * profile's members quoted beside it */
-        double gone, gap, anchor;
+        /* the prediction rests on the profile: the members' measured time less the fused
+         * kernel predicted as that time x the probe's fused/unfused ratio; the probe's own
+         * difference quoted beside it */
+        double gone, gap, anchor, members, ratio;
         int gaps;
         basis_members(e->basis, &gone, &gaps, &gap, &anchor);
         assert_true(gone > 0 && anchor > 0);
-        double want = r->unfused_median_ns - r->median_ns - e->recompute_ns;
+        const char *m = strstr(e->basis, "fused = that ratio ");
+        assert_non_null(m);
+        assert_int_equal(sscanf(m, "fused = that ratio %lf x the members' %lf ns in the profile", &ratio, &members), 2);
+        double want_ratio = r->median_ns / r->unfused_median_ns;
+        assert_true(fabs(ratio - want_ratio) <= 6e-4);
+        assert_true(fabs(members - (gone + anchor)) <= 1.5); /* the removed kernels and the anchor */
+        double want = members + gaps * gap - members * want_ratio - e->recompute_ns;
         char says[128];
-        snprintf(says, sizeof says, "saving = probe unfused %.0f ns - fused %.0f ns", r->unfused_median_ns, r->median_ns);
+        snprintf(says, sizeof says, "the probe's own difference %.0f - %.0f ns", r->unfused_median_ns, r->median_ns);
         assert_non_null(strstr(e->basis, says));
         assert_true(fabs(e->est_saving_ns - want) <= 1.0 + 1e-3 * fabs(want));
     }
