@@ -23,6 +23,17 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
 /* Interleaved benchmark (A B, B A, ...) so drift hits both: run(ctx, subject) once per sample;
  * ns per run into sa / sb (iters each), after `warmup` untimed pairs. */
 typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject);
+/* An fa_apply_run_fn running the executor `e` (an fa_exec) once with no observer. */
+fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e);
+/* The layouts of sub-graph gf's boundary tensors (in_l by graph input, out_l by graph output,
+ * malloc'd when NULL) that plan_layout (by tensor id of g, the graph gf was cut from; NULL: all
+ * plain) gives them, constants plain; FA_LAYOUT_COUNT (a tensor inside another cluster's fused
+ * node) plain as an input, as an output gf's own producer's layout on `probe` (an executor of
+ * gf) or plain with *unknown set when probe is NULL. judged gets the verdict's prefix naming the
+ * non-plain ones ("" when all are plain; cap bytes). Errors: out of memory. (applier/apply.c) */
+fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_graph *gf, const fa_layout *plan_layout,
+                                    const fa_exec *probe, fa_layout **in_l, fa_layout **out_l, bool *unknown,
+                                    char *judged, size_t cap);
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
                               double *sa, double *sb);
 /* Adaptive repetitions (issue 19): the stop rule of fa_apply_bench_adaptive. A cluster's saving

@@ -101,7 +101,7 @@ static int out_index(const fa_graph *sub, const char *name)
     return -1;
 }
 
-static fa_status exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
+fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
 
 /* The generated kernels of the tried clusters order[0..n): source in the target's language each
  * (kept in OUT_DIR/kernels/), all compiled by the target in one batch. A cluster whose kernel
@@ -323,9 +323,9 @@ static fa_status plan_layouts_of_tried(fa_ctx *ctx, const fa_graph *g, const fa_
  * when probe (an executor of gf) is given — its neighbours assumed to keep that layout, as for
  * every other boundary — and plain with *unknown set otherwise. judged gets the reason's prefix
  * naming the blocked ones ("" when all are plain). Errors: out of memory. */
-static fa_status boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_graph *gf, const fa_layout *plan_layout,
-                                  const fa_exec *probe, fa_layout **in_l, fa_layout **out_l, bool *unknown, char *judged,
-                                  size_t cap)
+fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_graph *gf, const fa_layout *plan_layout,
+                                    const fa_exec *probe, fa_layout **in_l, fa_layout **out_l, bool *unknown, char *judged,
+                                    size_t cap)
 {
     if (!*in_l) *in_l = calloc((size_t)gf->n_inputs + 1, sizeof **in_l);
     if (!*out_l) *out_l = calloc((size_t)gf->n_outputs + 1, sizeof **out_l);
@@ -382,10 +382,10 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
     }
     if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, false, NULL, NULL, &eu);
     bool unknown = false;
-    if (!cs) cs = boundary_layouts(cctx, g, gf, plan_layout, NULL, &in_l, &out_l, &unknown, judged, sizeof judged);
+    if (!cs) cs = fa_apply_boundary_layouts(cctx, g, gf, plan_layout, NULL, &in_l, &out_l, &unknown, judged, sizeof judged);
     if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, true, in_l, out_l, &ef);
     if (!cs && unknown) { /* an output the plan fuses further: left where this cluster writes it */
-        cs = boundary_layouts(cctx, g, gf, plan_layout, ef, &in_l, &out_l, &unknown, judged, sizeof judged);
+        cs = fa_apply_boundary_layouts(cctx, g, gf, plan_layout, ef, &in_l, &out_l, &unknown, judged, sizeof judged);
         bool moved = false;
         for (int i = 0; i < gf->n_outputs; i++) moved |= out_l[i] != FA_LAYOUT_PLAIN;
         if (!cs && moved) {
@@ -438,7 +438,7 @@ static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, con
     }
     /* adaptive repetitions: blocks of opt->iters rounds until the paired saving is settled */
     bool settled;
-    int n = fa_apply_bench_adaptive(cctx, exec_once, eu, ef, opt->warmup, opt->iters, max_n, deadline_ns, sa, sb,
+    int n = fa_apply_bench_adaptive(cctx, fa_apply_exec_once, eu, ef, opt->warmup, opt->iters, max_n, deadline_ns, sa, sb,
                                     &settled, &cs);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
@@ -668,7 +668,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         }
         if (!s) {
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
-            s = fa_apply_bench_pair(ctx, exec_once, eb, efz, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
+            s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, efz, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
         }
         bool again = false;

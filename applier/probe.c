@@ -103,14 +103,6 @@ static void remember(fa_kernel_probe *p, const char *key, double ns, double uns,
     snprintf(e->what, sizeof e->what, "%s", what);
 }
 
-static fa_status run_once(fa_ctx *ctx, fa_exec *e, double *ns)
-{
-    uint64_t t0 = fa_now_ns();
-    fa_status s = fa_exec_run(ctx, e, NULL);
-    *ns = (double)(fa_now_ns() - t0);
-    return s;
-}
-
 /* The unfused and fused sub-graphs of cluster ci of p, as the applier builds and judges them
  * (fa_fused_graph_scoped: the fused one with its BN fold applied, its boundary tensors in the
  * plan's layouts pr->layout; the unfused one plain, as the baseline ran it), timed interleaved:
@@ -129,24 +121,15 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     int ids[1] = {c->id};
     fa_status s = cx ? fa_fused_graph_scoped(cx, g, p, ids, 1, true, true, -1, 0, c->outputs, c->n_outputs, &gf)
                      : FA_ERR_NOMEM;
-    if (!s) {
-        in_l = calloc((size_t)gf->n_inputs + 1, sizeof *in_l);
-        out_l = calloc((size_t)gf->n_outputs + 1, sizeof *out_l);
-        if (!in_l || !out_l) s = FA_ERR_NOMEM;
-    }
+    bool unknown = false;
+    char judged[8];
+    if (!s) s = fa_apply_boundary_layouts(cx, g, gf, g == pr->g ? pr->layout : NULL, NULL, &in_l, &out_l, &unknown, judged,
+                                          sizeof judged);
     char lays[160] = "";
     size_t lw = 0;
-    for (int k = 0; !s && k < gf->n_inputs + gf->n_outputs; k++) {
-        bool in = k < gf->n_inputs;
-        int x = in ? gf->inputs[k] : gf->outputs[k - gf->n_inputs];
-        int id = fa_graph_find_tensor(g, gf->tensors[x]->name);
-        fa_layout l = id >= 0 && id < pr->n_tensors && g == pr->g ? pr->layout[id] : FA_LAYOUT_PLAIN;
-        if (gf->tensors[x]->flags & FA_TENSOR_CONST) l = FA_LAYOUT_PLAIN;
-        if (in) in_l[k] = l;
-        else out_l[k - gf->n_inputs] = l;
-        if (lw < sizeof lays)
-            lw += (size_t)snprintf(lays + lw, sizeof lays - lw, "%s%s", lw ? "," : "", fa_layout_name(l));
-    }
+    for (int k = 0; !s && k < gf->n_inputs + gf->n_outputs && lw < sizeof lays; k++)
+        lw += (size_t)snprintf(lays + lw, sizeof lays - lw, "%s%s", lw ? "," : "",
+                               fa_layout_name(k < gf->n_inputs ? in_l[k] : out_l[k - gf->n_inputs]));
     snprintf(key, key_cap, "%s|%s", signature, lays);
     const probe_entry *hit = s ? NULL : find(pr, key);
     if (hit) {
@@ -177,21 +160,13 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     if (!s) s = fa_exec_fill_inputs(cx, eu, 1);
     double fns[FA_PROBE_REPS], uns[FA_PROBE_REPS], t_timed = 0;
     int n = 0;
-    for (int k = 0; !s && k < FA_PROBE_WARMUP; k++) {
-        s = run_once(cx, eu, &uns[0]);
-        if (!s) s = run_once(cx, ef, &fns[0]);
-    }
+    /* interleaved pairs, the order alternating (A B, then B A, ...) so drift hits both sides */
     while (!s && n < FA_PROBE_REPS && (n < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
-        /* interleaved, the order alternating (A B, B A, ...) so drift hits both sides */
-        if (n % 2 == 0) {
-            s = run_once(cx, eu, &uns[n]);
-            if (!s) s = run_once(cx, ef, &fns[n]);
-        } else {
-            s = run_once(cx, ef, &fns[n]);
-            if (!s) s = run_once(cx, eu, &uns[n]);
-        }
+        int w = n ? 0 : FA_PROBE_WARMUP;
+        s = n % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 1, fns + n, uns + n)
+                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 1, uns + n, fns + n);
         if (!s) t_timed += fns[n] + uns[n];
-        n++;
+        if (!s) n++;
     }
     pr->spent_ns += fa_now_ns() - t0;
     const char *impl = NULL, *kname = NULL;
