@@ -1668,6 +1668,23 @@ void fa_plan_free(fa_plan *p)
     free(p);
 }
 
+/* The probe's first visit of cluster c (a BN fold or an epilogue), asked exactly as
+ * predict_cluster asks it (the plan view up to c), its result left in the probe's entries. */
+static void probe_first_visit(adv *A, const fa_cluster *c)
+{
+    if (c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE) return;
+    fa_buf sig;
+    fa_buf_init(&sig);
+    fa_cluster_signature(A->g, c, &sig);
+    fa_fused_probe_result pr;
+    memset(&pr, 0, sizeof pr);
+    fa_plan view = *A->plan;
+    int ci = (int)(c - A->plan->clusters);
+    view.n_clusters = ci + 1;
+    if (!sig.oom && sig.data) A->opt.probe(A->opt.probe_user, A->g, &view, ci, sig.data, &pr);
+    fa_buf_free(&sig);
+}
+
 fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt, fa_plan **out)
 {
     if (!g || !g->topo) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_advise: graph is not indexed (fa_graph_prepare)");
@@ -1747,6 +1764,19 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->saved_bytes = saved_bytes_of(&A, w);
         c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
         c->recompute_ns = w->recompute_ns;
+    }
+    /* the probe's sweeps (issue 19): every BN fold and epilogue probed once, then revisited, so
+     * each signature's medians come from visits spread over the probing instead of one moment;
+     * predict_cluster below is then served from the probe's entries */
+    if (A.opt.probe && A.opt.probe_revisit && A.opt.probe_visits > 1 && plan->clusters) {
+        for (int i = 0; i < A.ncl; i++)
+            probe_first_visit(&A, &plan->clusters[i]);
+        for (int v = 1; v < A.opt.probe_visits; v++)
+            if (A.opt.probe_revisit(A.opt.probe_user) == 0) break;
+    }
+    for (int i = 0; i < A.ncl && plan->clusters; i++) {
+        wcl *w = &A.cl[i];
+        fa_cluster *c = &plan->clusters[i];
         double member_ns = predict_cluster(&A, w, c);
         c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;

@@ -230,6 +230,12 @@ typedef struct fa_advise_options {
      * (imported traces, a profile of another device, tests of the profile model). Not owned. */
     fa_fused_probe_fn probe;
     void *probe_user;
+    /* (optional, with probe) one more visit of every signature probed so far (applier/probe.c
+     * fa_kernel_probe_revisit); fa_advise asks the probe for every BN fold and epilogue first,
+     * calls this probe_visits - 1 times, then predicts from the medians over all visits.
+     * NULL or probe_visits <= 1: one visit, asked as each cluster is predicted. */
+    int (*probe_revisit)(void *user);
+    int probe_visits;
 } fa_advise_options;
 
 /* The noise floor of a proposal (issue 19): a generated-kernel cluster (chain, reduction,

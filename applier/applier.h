@@ -192,6 +192,11 @@ fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
 #define FA_PROBE_REPS 7
 #define FA_PROBE_SLICE_MS 20.0
 #define FA_PROBE_BUDGET_S 20.0
+/* Visits per probed signature (issue 19): the first when the advisor asks, then one more per
+ * fa_kernel_probe_revisit, each FA_PROBE_MIN_REPS..FA_PROBE_REPS pairs on executors built afresh,
+ * the medians over all of them. Spread over the advisor's probing (seconds), the ratio stops
+ * resting on one phase of the machine's memory bandwidth (bench/README.md, "Calibration"). */
+#define FA_PROBE_VISITS 3
 typedef struct fa_kernel_probe fa_kernel_probe;
 /* A probe for prepared graph g (which must outlive it) on `target` with `threads` threads (the
  * baseline's: 0 = all cores); budget_s <= 0: FA_PROBE_BUDGET_S. FA_ERR_UNSUPPORTED when the
@@ -205,6 +210,13 @@ void fa_kernel_probe_free(fa_kernel_probe *p);
  * rejects the cluster with its own reason); nothing is printed, the plan never fails. */
 bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
                            fa_fused_probe_result *out);
+/* One more visit of every signature probed so far (fewer than FA_PROBE_VISITS visits, measured,
+ * within the budget): its sub-graphs built again from the plan view it was first probed with (so
+ * it must be called while that plan, the advisor's, is alive: fa_advise calls it through
+ * fa_advise_options.probe_revisit between its probing sweeps), FA_PROBE_MIN_REPS..FA_PROBE_REPS
+ * more interleaved pairs, the entry's medians over all its pairs. Returns the entries revisited;
+ * a revisit that fails keeps the earlier pairs. user: an fa_kernel_probe (NULL: 0). */
+int fa_kernel_probe_revisit(void *user);
 /* Counters of p (NULL: zeros): kernels built and timed, clusters served from an earlier probe of
  * their signature, clusters left unprobed by the budget, seconds spent. */
 void fa_kernel_probe_stats(const fa_kernel_probe *p, int *built, int *reused, int *over_budget, double *spent_s);

@@ -78,6 +78,8 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     }
     ao.probe = probe ? fa_kernel_probe_fused : NULL;
     ao.probe_user = probe;
+    ao.probe_revisit = probe ? fa_kernel_probe_revisit : NULL;
+    ao.probe_visits = FA_PROBE_VISITS;
     if (!s) s = fa_advise(ctx, g, r->analysis, &ao, &r->plan);
     if (probe) {
         int built, reused, over;

@@ -15,6 +15,14 @@ typedef struct probe_entry {
     double unfused_median_ns;
     int reps, wins;
     char what[300];
+    /* for the revisits (fa_kernel_probe_revisit): the cluster as first probed, and every pair */
+    fa_plan view;           /* the advisor's plan view (its clusters live as long as the advise) */
+    int ci;
+    const fa_graph *g;
+    int visits;
+    double fns[FA_PROBE_REPS * FA_PROBE_VISITS], uns[FA_PROBE_REPS * FA_PROBE_VISITS];
+    char kname[80], impl[64], lays[160];
+    int threads;
 } probe_entry;
 
 struct fa_kernel_probe {
@@ -83,62 +91,132 @@ static const probe_entry *find(const fa_kernel_probe *p, const char *key)
     return NULL;
 }
 
-static void remember(fa_kernel_probe *p, const char *key, double ns, double uns, int reps, int wins, const char *what)
+/* The entry's medians, wins and sentence from all its pairs (core/stats.c medians). */
+static void summarize(probe_entry *e)
+{
+    e->median_ns = fa_stats_median(e->fns, (size_t)e->reps);
+    e->unfused_median_ns = fa_stats_median(e->uns, (size_t)e->reps);
+    e->wins = 0;
+    for (int k = 0; k < e->reps; k++) e->wins += e->fns[k] < e->uns[k];
+    snprintf(e->what, sizeof e->what, "%s (%s) on boundary layouts %s ran in %.0f ns against its unfused sub-graph's %.0f "
+             "ns in the baseline's plain layout (medians of %d interleaved pairs in %d visit(s) after %d warm-up each, %d "
+             "thread(s))", e->kname[0] ? e->kname : "?", e->impl[0] ? e->impl : "no library implementation reported",
+             e->lays, e->median_ns, e->unfused_median_ns, e->reps, e->visits, FA_PROBE_WARMUP, e->threads);
+}
+
+/* A new entry for key (NULL when out of memory: the next cluster of this signature probes again). */
+static probe_entry *remember(fa_kernel_probe *p, const char *key)
 {
     if (p->n == p->cap) {
         int nc = p->cap ? 2 * p->cap : 32;
         probe_entry *e = realloc(p->e, sizeof *e * (size_t)nc);
-        if (!e) return; /* not cached: the next cluster of this signature probes again */
+        if (!e) return NULL;
         p->e = e;
         p->cap = nc;
     }
     char *k = strdup(key);
-    if (!k) return;
+    if (!k) return NULL;
     probe_entry *e = &p->e[p->n++];
+    memset(e, 0, sizeof *e);
     e->signature = k;
-    e->median_ns = ns;
-    e->unfused_median_ns = uns;
-    e->reps = reps;
-    e->wins = wins;
-    snprintf(e->what, sizeof e->what, "%s", what);
+    return e;
+}
+
+/* Cluster ci of p's fused sub-graph (fa_fused_graph_scoped: its BN fold applied) with its boundary
+ * layouts from pr->layout (*in_l, *out_l, lays their names), and its unfused one (plain) when gu
+ * is not NULL; then, when timing, their executors timed interleaved, the order alternating (A B,
+ * then B A, ...) so drift hits both sides: FA_PROBE_WARMUP untimed pairs, then pairs until min_reps
+ * of them took FA_PROBE_SLICE_MS or max_reps were taken, appended to fns / uns (*n pairs in,
+ * updated); kname / impl get the fused kernel's name and implementation. */
+static fa_status build_and_time(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci,
+                                fa_graph **gf, fa_layout **in_l, fa_layout **out_l, char *lays, size_t lays_cap, bool timing,
+                                int min_reps, int max_reps, double *fns, double *uns, int *n, char *kname, size_t kcap,
+                                char *impl, size_t icap, int *threads)
+{
+    const fa_cluster *c = &p->clusters[ci];
+    int ids[1] = {c->id};
+    fa_graph *gu = NULL;
+    fa_exec *ef = NULL, *eu = NULL;
+    bool unknown = false;
+    char judged[8];
+    fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, true, -1, 0, c->outputs, c->n_outputs, gf);
+    if (!s) s = fa_apply_boundary_layouts(cx, g, *gf, g == pr->g ? pr->layout : NULL, NULL, in_l, out_l, &unknown, judged,
+                                          sizeof judged);
+    size_t lw = 0;
+    lays[0] = 0;
+    for (int k = 0; !s && k < (*gf)->n_inputs + (*gf)->n_outputs && lw < lays_cap; k++)
+        lw += (size_t)snprintf(lays + lw, lays_cap - lw, "%s%s", lw ? "," : "",
+                               fa_layout_name(k < (*gf)->n_inputs ? (*in_l)[k] : (*out_l)[k - (*gf)->n_inputs]));
+    if (s || !timing) return s;
+    fa_exec_options eo = {.target = pr->t->id, .threads = pr->threads, .blocked_layouts = true, .input_layouts = *in_l,
+                          .output_layouts = *out_l};
+    fa_exec_options uo = {.target = pr->t->id, .threads = pr->threads};
+    s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
+    if (!s) s = fa_exec_create(cx, *gf, &eo, &ef);
+    if (!s) s = fa_exec_create(cx, gu, &uo, &eu);
+    if (!s) s = fa_exec_fill_inputs(cx, ef, 1);
+    if (!s) s = fa_exec_fill_inputs(cx, eu, 1);
+    double t_timed = 0;
+    int j = 0;
+    while (!s && j < max_reps && (j < min_reps || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
+        int w = j ? 0 : FA_PROBE_WARMUP, at = *n + j;
+        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 1, fns + at, uns + at)
+                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 1, uns + at, fns + at);
+        if (!s) t_timed += fns[at] + uns[at];
+        if (!s) j++;
+    }
+    *n += j;
+    const char *im = NULL, *kn = NULL;
+    for (int k = 0; !s && k < (*gf)->n_topo; k++) {
+        const fa_node *fn = (*gf)->nodes[(*gf)->topo[k]];
+        if (!kn || strncmp(fn->op_type, "Fused", 5) == 0 || fa_exec_kernel_impl(ef, fn)) {
+            kn = fa_exec_kernel_name(ef, fn);
+            im = fa_exec_kernel_impl(ef, fn);
+            if (im) break;
+        }
+    }
+    if (!s) {
+        snprintf(kname, kcap, "%s", kn ? kn : "");
+        snprintf(impl, icap, "%s", im ? im : "");
+        *threads = fa_exec_threads(ef);
+    }
+    fa_exec_free(ef);
+    fa_exec_free(eu);
+    fa_graph_free(gu);
+    return s;
+}
+
+static void result_of(const probe_entry *e, fa_fused_probe_result *out)
+{
+    out->median_ns = e->median_ns;
+    out->unfused_median_ns = e->unfused_median_ns;
+    out->reps = e->reps;
+    out->wins = e->wins;
 }
 
 /* The unfused and fused sub-graphs of cluster ci of p, as the applier builds and judges them
  * (fa_fused_graph_scoped: the fused one with its BN fold applied, its boundary tensors in the
- * plan's layouts pr->layout; the unfused one plain, as the baseline ran it), timed interleaved:
- * FA_PROBE_WARMUP untimed pairs, then pairs until FA_PROBE_MIN_REPS of them took
- * FA_PROBE_SLICE_MS or FA_PROBE_REPS were taken. */
+ * plan's layouts pr->layout; the unfused one plain, as the baseline ran it), fed deterministic
+ * values, timed interleaved (build_and_time): the first visit, FA_PROBE_MIN_REPS to FA_PROBE_REPS
+ * pairs. A signature and layout set probed before is served from its entry. */
 static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci, char *key, size_t key_cap,
                     const char *signature, fa_fused_probe_result *out)
 {
-    const fa_cluster *c = &p->clusters[ci];
     fa_ctx *cx = fa_ctx_create();
-    fa_graph *gf = NULL, *gu = NULL;
-    fa_exec *ef = NULL, *eu = NULL;
+    fa_graph *gf = NULL;
     fa_layout *in_l = NULL, *out_l = NULL;
     bool ok = false;
     uint64_t t0 = fa_now_ns();
-    int ids[1] = {c->id};
-    fa_status s = cx ? fa_fused_graph_scoped(cx, g, p, ids, 1, true, true, -1, 0, c->outputs, c->n_outputs, &gf)
-                     : FA_ERR_NOMEM;
-    bool unknown = false;
-    char judged[8];
-    if (!s) s = fa_apply_boundary_layouts(cx, g, gf, g == pr->g ? pr->layout : NULL, NULL, &in_l, &out_l, &unknown, judged,
-                                          sizeof judged);
     char lays[160] = "";
-    size_t lw = 0;
-    for (int k = 0; !s && k < gf->n_inputs + gf->n_outputs && lw < sizeof lays; k++)
-        lw += (size_t)snprintf(lays + lw, sizeof lays - lw, "%s%s", lw ? "," : "",
-                               fa_layout_name(k < gf->n_inputs ? in_l[k] : out_l[k - gf->n_inputs]));
+    fa_status s = cx ? build_and_time(cx, pr, g, p, ci, &gf, &in_l, &out_l, lays, sizeof lays, false, 0, 0, NULL, NULL,
+                                      NULL, NULL, 0, NULL, 0, NULL)
+                     : FA_ERR_NOMEM;
     snprintf(key, key_cap, "%s|%s", signature, lays);
     const probe_entry *hit = s ? NULL : find(pr, key);
     if (hit) {
         pr->reused++;
         out->cached = true;
-        out->median_ns = hit->median_ns;
-        out->unfused_median_ns = hit->unfused_median_ns;
-        out->reps = hit->reps;
-        out->wins = hit->wins;
+        result_of(hit, out);
         snprintf(out->what, sizeof out->what, "%s; the same signature and layouts probed earlier in this plan",
                  hit->what);
         ok = hit->median_ns > 0;
@@ -150,62 +228,86 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
                  (double)pr->budget_ns / 1e9);
         goto done;
     }
-    fa_exec_options eo = {.target = pr->t->id, .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
-                          .output_layouts = out_l};
-    fa_exec_options uo = {.target = pr->t->id, .threads = pr->threads};
-    if (!s) s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
-    if (!s) s = fa_exec_create(cx, gf, &eo, &ef);
-    if (!s) s = fa_exec_create(cx, gu, &uo, &eu);
-    if (!s) s = fa_exec_fill_inputs(cx, ef, 1);
-    if (!s) s = fa_exec_fill_inputs(cx, eu, 1);
-    double fns[FA_PROBE_REPS], uns[FA_PROBE_REPS], t_timed = 0;
+    probe_entry tmp;
+    memset(&tmp, 0, sizeof tmp);
+    fa_graph_free(gf);
+    gf = NULL;
     int n = 0;
-    /* interleaved pairs, the order alternating (A B, then B A, ...) so drift hits both sides */
-    while (!s && n < FA_PROBE_REPS && (n < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
-        int w = n ? 0 : FA_PROBE_WARMUP;
-        s = n % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 1, fns + n, uns + n)
-                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 1, uns + n, fns + n);
-        if (!s) t_timed += fns[n] + uns[n];
-        if (!s) n++;
-    }
+    if (!s) s = build_and_time(cx, pr, g, p, ci, &gf, &in_l, &out_l, lays, sizeof lays, true, FA_PROBE_MIN_REPS,
+                               FA_PROBE_REPS, tmp.fns, tmp.uns, &n, tmp.kname, sizeof tmp.kname, tmp.impl,
+                               sizeof tmp.impl, &tmp.threads);
     pr->spent_ns += fa_now_ns() - t0;
-    const char *impl = NULL, *kname = NULL;
-    for (int k = 0; !s && k < gf->n_topo; k++) {
-        const fa_node *fn = gf->nodes[gf->topo[k]];
-        if (!kname || strncmp(fn->op_type, "Fused", 5) == 0 || fa_exec_kernel_impl(ef, fn)) {
-            kname = fa_exec_kernel_name(ef, fn);
-            impl = fa_exec_kernel_impl(ef, fn);
-            if (impl) break;
-        }
-    }
+    probe_entry *e = remember(pr, key);
     if (s) {
         snprintf(out->what, sizeof out->what, "the fused kernel could not be run (%.200s)", fa_ctx_errmsg(cx));
-        remember(pr, key, -1, -1, 0, -1, out->what);
+        if (e) {
+            e->median_ns = e->unfused_median_ns = -1;
+            e->wins = -1;
+            snprintf(e->what, sizeof e->what, "%s", out->what);
+        }
         goto done;
     }
     pr->built++;
-    double med = fa_stats_median(fns, (size_t)n), umed = fa_stats_median(uns, (size_t)n);
-    out->median_ns = med;
-    out->unfused_median_ns = umed;
-    out->reps = n;
-    out->wins = 0;
-    for (int k = 0; k < n; k++) out->wins += fns[k] < uns[k];
+    if (!e) e = &tmp; /* not cached: served once */
+    if (e != &tmp) {
+        char *sig = e->signature;
+        *e = tmp;
+        e->signature = sig;
+    }
+    snprintf(e->lays, sizeof e->lays, "%s", lays);
+    e->view = *p;
+    e->ci = ci;
+    e->g = g;
+    e->reps = n;
+    e->visits = 1;
+    summarize(e);
+    result_of(e, out);
     out->cached = false;
-    snprintf(out->what, sizeof out->what, "%s (%s) on boundary layouts %s ran in %.0f ns against its unfused "
-             "sub-graph's %.0f ns in the baseline's plain layout (medians of %d interleaved pairs after %d warm-up, %d "
-             "thread(s))", kname ? kname : "?", impl ? impl : "no library implementation reported", lays, med, umed, n,
-             FA_PROBE_WARMUP, fa_exec_threads(ef));
-    remember(pr, key, med, umed, n, out->wins, out->what);
+    snprintf(out->what, sizeof out->what, "%s", e->what);
     ok = true;
 done:
-    fa_exec_free(ef);
-    fa_exec_free(eu);
     fa_graph_free(gf);
-    fa_graph_free(gu);
     free(in_l);
     free(out_l);
     fa_ctx_free(cx);
     return ok;
+}
+
+int fa_kernel_probe_revisit(void *user)
+{
+    fa_kernel_probe *pr = user;
+    int done = 0;
+    for (int i = 0; pr && i < pr->n; i++) {
+        probe_entry *e = &pr->e[i];
+        if (e->median_ns <= 0 || e->visits >= FA_PROBE_VISITS || e->reps + FA_PROBE_REPS > FA_PROBE_REPS * FA_PROBE_VISITS)
+            continue;
+        if (pr->spent_ns >= pr->budget_ns) {
+            pr->over_budget++;
+            break;
+        }
+        uint64_t t0 = fa_now_ns();
+        fa_ctx *cx = fa_ctx_create();
+        fa_graph *gf = NULL;
+        fa_layout *in_l = NULL, *out_l = NULL;
+        char lays[160], kn[80], im[64];
+        int th = 0, n = e->reps;
+        fa_status s = cx ? build_and_time(cx, pr, e->g, &e->view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays, true,
+                                          FA_PROBE_MIN_REPS, FA_PROBE_REPS, e->fns, e->uns, &n, kn, sizeof kn, im,
+                                          sizeof im, &th)
+                         : FA_ERR_NOMEM;
+        pr->spent_ns += fa_now_ns() - t0;
+        if (!s) { /* a revisit that fails keeps the pairs of the earlier visits */
+            e->reps = n;
+            e->visits++;
+            summarize(e);
+            done++;
+        }
+        fa_graph_free(gf);
+        free(in_l);
+        free(out_l);
+        fa_ctx_free(cx);
+    }
+    return done;
 }
 
 bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,

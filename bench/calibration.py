@@ -180,7 +180,8 @@ def load(args):
             res = resolved(p, pred) if db else None
             meas_sides = (p[3], p[4]) if p else None
             rows.append((name, c["kind"], c["status"], pred, float(m), an, c.get("basis") or "", res, sides(c),
-                         meas_sides, "benchmark shared with cluster" in (c.get("reason") or "")))
+                         meas_sides, "benchmark shared with cluster" in (c.get("reason") or ""),
+                         samples.get(c["id"])))
     return rows
 
 
@@ -236,6 +237,29 @@ def probe_alternatives(rows):
     print(f"probed library clusters, accepted and resolved: {len(sel)}; within +-25%: the prediction (profile members x "
           f"probe ratio) {pct(1):.0f}%; on the same clusters, the probe's own difference {pct(2):.0f}%, profile members - "
           f"probe fused {pct(3):.0f}%")
+
+
+def self_agreement(rows):
+    """The measurement against itself (a ceiling for any predictor made at another moment): over
+    the accepted, resolved clusters measured on their own (not shared) with at least 10 rounds,
+    the share whose saving (median paired difference) over the first half of the rounds is within
+    +-25% of the second half's (the halves minutes' or seconds' apart: the machine's drift), and
+    the same for the even against the odd rounds (interleaved: sampling noise alone)."""
+    sel = [r[11] for r in rows if r[2] == "accepted" and r[7] is not False and not r[10] and r[11] and len(r[11][0]) >= 10]
+    if not sel:
+        return
+    def saving(u, f, idx):
+        return statistics.median([u[i] - f[i] for i in idx])
+    t = e = 0
+    for u, f in sel:
+        n, h = len(u), len(u) // 2
+        a, b = saving(u, f, range(h)), saving(u, f, range(h, n))
+        t += b != 0 and abs(a - b) <= 0.25 * abs(b)
+        a, b = saving(u, f, range(0, n, 2)), saving(u, f, range(1, n, 2))
+        e += b != 0 and abs(a - b) <= 0.25 * abs(b)
+    print(f"the measurement against itself ({len(sel)} accepted clusters measured on their own, >= 10 rounds): "
+          f"first half of the rounds within +-25% of the second half {100.0 * t / len(sel):.0f}% (drift over the "
+          f"measurement); even rounds within +-25% of the odd ones {100.0 * e / len(sel):.0f}% (sampling noise)")
 
 
 def repeat(args):
@@ -311,6 +335,7 @@ def main():
     print(f"fused library kernels predicted by the probe (the plan's layout, timed against the plain members): "
           f"{probe} of {len(rows)}")
     probe_alternatives(rows)
+    self_agreement(rows)
     if rows[0][7] is None:
         print("no --db: resolution unknown, every measured cluster counted")
     else:

@@ -156,6 +156,8 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         fa_ctx_clear(ctx); /* no probe: the profile model */
     opt.probe = probe ? fa_kernel_probe_fused : NULL;
     opt.probe_user = probe;
+    opt.probe_revisit = probe ? fa_kernel_probe_revisit : NULL;
+    opt.probe_visits = FA_PROBE_VISITS;
     if (!s) s = fa_advise(ctx, g, a, &opt, &plan);
     fa_kernel_probe_free(probe);
     if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);

@@ -24,7 +24,7 @@
 #include <time.h>
 
 static const char *k_help =
-    "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--threads N]\n"
+    "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--trace-span S] [--threads N]\n"
     "                        [--target auto|cpu|cuda] [--db PATH|URI] [--tag TAG] [--seed S]\n"
     "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
     "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
@@ -33,6 +33,10 @@ static const char *k_help =
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
     "  --iters N   timed iterations (default 20); --warmup W untimed first (default 3)\n"
+    "  --trace-span S  on cpu the baseline trace keeps iterating past N until its timed iterations\n"
+    "              span S seconds (default 2, or $FA_TRACE_SPAN_S; 0: exactly N; at most 200\n"
+    "              iterations unless N is more), so its kernel medians are not one moment of a\n"
+    "              shared machine\n"
     "  --shape NAME=N | INPUT=DIMS  bind a symbolic dim or a whole input; --batch N sets dim 0 of\n"
     "              every input. Symbolic dims nothing binds default to 1 (one notice lists them);\n"
     "              --no-dim-defaults refuses them instead, listing every one\n"
@@ -268,6 +272,11 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     fa_target target = FA_TARGET_AUTO;
     int max_clusters = 0;
     double budget_s = 0;
+    double span_s = FA_TRACE_SPAN_S_DEFAULT;
+    const char *span_env = getenv("FA_TRACE_SPAN_S");
+    if (span_env && *span_env &&
+        fa_cli_parse_double("run", "FA_TRACE_SPAN_S", span_env, 0, FA_TRACE_SPAN_MAX_S, false, &span_s) < 0)
+        return 2;
     for (int i = 1; i < argc; i++) {
         int r = fa_cli_model_opt(ctx, "run", argc, argv, &i, &mo);
         if (r == 0) r = fa_cli_apply_bound_opt("run", argc, argv, &i, &max_clusters, &budget_s);
@@ -276,6 +285,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         if (!strcmp(argv[i], "--no-apply")) no_apply = true;
         else if ((v = fa_cli_opt_value(argc, argv, &i, "--iters"))) {
             if ((iters = fa_cli_parse_long("run", "--iters", v, 1, 1000000)) < 0) return 2;
+        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--trace-span"))) {
+            if (fa_cli_parse_double("run", "--trace-span", v, 0, FA_TRACE_SPAN_MAX_S, false, &span_s) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--warmup"))) {
             if ((warmup = fa_cli_parse_long("run", "--warmup", v, 0, 1000000)) < 0) return 2;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--threads"))) {
@@ -381,8 +392,9 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
     s = fa_exec_create(ctx, g, &eo, &e);
     if (!s) s = fa_exec_fill_inputs(ctx, e, (uint64_t)seed);
-    if (!s) s = fa_collect(ctx, e, g, (int)warmup, (int)iters, on_progress, &prog, &trace);
+    if (!s) s = fa_collect_span(ctx, e, g, (int)warmup, (int)iters, span_s, on_progress, &prog, &trace);
     if (!s) {
+        info.iters = trace->n_iters; /* what the trace holds: --iters or more (--trace-span) */
         info.threads = fa_exec_threads(e);
         info.peak_activation_bytes = fa_exec_peak_bytes(e);
         info.target = fa_target_name(fa_exec_target(e));

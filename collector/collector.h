@@ -101,10 +101,29 @@ typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total
  * included). Inputs must be set on e. *out owned by caller (fa_trace_free). */
 fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                          fa_progress_fn progress, void *progress_user, fa_trace **out);
+/* The baseline trace's span (issue 19): fa_collect_cpu_span keeps taking timed iterations past
+ * `iters` until they span min_span_s seconds (or FA_TRACE_SPAN_MAX_ITERS iterations, or `iters`
+ * when that is more), so the members' medians the advisor predicts from are not one moment of
+ * the machine: on the shared 2-core VM memory bandwidth moves 10-50 % over seconds, and a
+ * profile taken in one such phase put the members' time at 0.76-1.44x (p10-p90) of the same
+ * sub-graphs measured over the apply stage, 0.80-1.18x with a 2 s span (bench/README.md,
+ * "Calibration"). The same idea as Google Benchmark's --benchmark_min_time. `run --trace-span S`
+ * (default FA_TRACE_SPAN_S_DEFAULT; 0: exactly `iters`); the trace's n_iters says how many were
+ * taken. Errors: FA_ERR_USAGE for a span outside [0, FA_TRACE_SPAN_MAX_S]. */
+#define FA_TRACE_SPAN_S_DEFAULT 2.0
+#define FA_TRACE_SPAN_MAX_S 3600.0
+#define FA_TRACE_SPAN_MAX_ITERS 200
+fa_status fa_collect_cpu_span(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters, double min_span_s,
+                              fa_progress_fn progress, void *progress_user, fa_trace **out);
 /* The trace of executor e with its target's trace source (collector/collect.c): CUPTI on cuda,
  * the executor's clock (fa_collect_cpu) on cpu and on any target without a source of its own.
  * Same contract as fa_collect_cpu. */
 fa_status fa_collect(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                      fa_progress_fn progress, void *progress_user, fa_trace **out);
+/* fa_collect with a minimum span of the timed iterations (fa_collect_cpu_span) on cpu; a target
+ * with a trace source of its own (cuda: CUPTI, whose kernel timings do not share the host's
+ * memory phases) takes exactly `iters`. */
+fa_status fa_collect_span(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters, double min_span_s,
+                          fa_progress_fn progress, void *progress_user, fa_trace **out);
 
 #endif

@@ -66,8 +66,17 @@ static void on_end(void *user, const fa_node *n, const char *kernel)
 fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                          fa_progress_fn progress, void *progress_user, fa_trace **out)
 {
+    return fa_collect_cpu_span(ctx, e, g, warmup, iters, 0, progress, progress_user, out);
+}
+
+fa_status fa_collect_cpu_span(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters, double min_span_s,
+                              fa_progress_fn progress, void *progress_user, fa_trace **out)
+{
     if (iters < 1 || warmup < 0)
         return fa_ctx_error(ctx, FA_ERR_USAGE, "--iters must be >= 1 and --warmup >= 0");
+    if (!(min_span_s >= 0 && min_span_s <= FA_TRACE_SPAN_MAX_S))
+        return fa_ctx_error(ctx, FA_ERR_USAGE, "--trace-span %g: expected seconds in [0, %g]", min_span_s,
+                            FA_TRACE_SPAN_MAX_S);
     fa_trace *t = fa_trace_create("cpu-executor");
     cpu_rec r = {0};
     r.trace = t;
@@ -89,7 +98,15 @@ fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup,
     }
     fa_exec_observer obs = {.user = &r, .kernel_begin = on_begin, .kernel_end = on_end};
     int total = warmup + iters;
+    /* past the iters asked: one more timed iteration while the timed ones span less than
+     * min_span_s and fewer than FA_TRACE_SPAN_MAX_ITERS were taken */
+    int cap = iters > FA_TRACE_SPAN_MAX_ITERS ? iters : FA_TRACE_SPAN_MAX_ITERS;
+    uint64_t tstart = 0;
     for (int it = 0; it < total && !st; it++) {
+        if (it == warmup) tstart = fa_now_ns();
+        if (it == total - 1 && it >= warmup && min_span_s > 0 && total - warmup < cap &&
+            (double)(fa_now_ns() - tstart) / 1e9 < min_span_s)
+            total++;
         r.iter = it < warmup ? -1 : it - warmup;
         uint64_t s0 = fa_now_ns();
         st = fa_exec_run(ctx, e, &obs);
@@ -108,7 +125,7 @@ fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup,
         if (r.oom) st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory recording the trace");
         if (progress) progress(progress_user, it < warmup ? "warm-up" : "timed", it + 1, total);
     }
-    t->n_iters = iters;
+    t->n_iters = total - warmup;
 done:
     free(r.costs);
     free(r.node_names);

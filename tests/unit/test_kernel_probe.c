@@ -204,6 +204,90 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
     tc_free(t);
 }
 
+/* The probe as the pipeline wires its revisits, with the calls counted. */
+static int g_revisits, g_revisited;
+static int spy_revisit(void *user)
+{
+    spy *s = user;
+    g_revisits++;
+    int n = fa_kernel_probe_revisit(s->probe);
+    g_revisited += n;
+    return n;
+}
+
+/* Visits (issue 19): with probe_revisit and probe_visits 3, fa_advise probes every epilogue
+ * first, revisits twice, then predicts from the medians over the three visits; the basis says
+ * so; a fourth revisit has nothing left to do, and a spent budget revisits nothing. */
+static void test_probe_visits_spread_the_medians(void **st)
+{
+    (void)st;
+    tc *t = conv_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_visits.db");
+    fa_analysis *a = profiled(t, db, &s);
+    spy sp;
+    memset(&sp, 0, sizeof sp);
+    assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 0, &sp.probe), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = spy_probe;
+    o.probe_user = &sp;
+    o.probe_revisit = spy_revisit;
+    o.probe_visits = FA_PROBE_VISITS;
+    g_revisits = g_revisited = 0;
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    assert_int_equal(sp.calls, 4);                        /* the first visits, then the predictions */
+    assert_int_equal(g_revisits, FA_PROBE_VISITS - 1);
+    assert_int_equal(g_revisited, 2 * (FA_PROBE_VISITS - 1)); /* both signatures each time */
+    int built, reused, over;
+    fa_kernel_probe_stats(sp.probe, &built, &reused, &over, NULL);
+    assert_int_equal(built, 2);
+    assert_int_equal(reused, 2); /* the predictions are served from the entries */
+    for (int k = 0; k < 2; k++) {
+        const fa_cluster *e = epilogue_of(p, k);
+        assert_non_null(e);
+        print_message("cluster %d: %s\n", e->id, e->basis);
+        char says[64];
+        snprintf(says, sizeof says, "in %d visit(s)", FA_PROBE_VISITS);
+        assert_non_null(strstr(e->basis, says));
+        /* the prediction uses the medians over all visits: the result the predicting call got */
+        const fa_fused_probe_result *r = NULL;
+        for (int j = 2; j < 4; j++)
+            if (sp.anchor[j] == e->anchor) r = &sp.got[j];
+        assert_non_null(r);
+        assert_true(r->cached);
+        assert_true(r->reps >= FA_PROBE_VISITS * FA_PROBE_MIN_REPS);
+        double ratio;
+        const char *m = strstr(e->basis, "fused = that ratio ");
+        assert_non_null(m);
+        assert_int_equal(sscanf(m, "fused = that ratio %lf", &ratio), 1);
+        assert_true(fabs(ratio - r->median_ns / r->unfused_median_ns) <= 6e-4);
+    }
+    fa_plan_free(p);
+    assert_int_equal(fa_kernel_probe_revisit(sp.probe), 0); /* every entry has its visits */
+    assert_int_equal(fa_kernel_probe_revisit(NULL), 0);
+    fa_kernel_probe_free(sp.probe);
+
+    /* a probe whose budget the first visit spends revisits nothing */
+    assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 1e-9, &sp.probe), FA_OK);
+    sp.calls = 0;
+    g_revisits = g_revisited = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    assert_int_equal(g_revisited, 0);
+    assert_int_equal(g_revisits, 1); /* the first revisit found nothing to do: no second */
+    fa_kernel_probe_stats(sp.probe, &built, &reused, &over, NULL);
+    assert_int_equal(built, 1);
+    assert_true(over >= 1);
+    fa_plan_free(p);
+    fa_kernel_probe_free(sp.probe);
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
 /* A spent budget starts no probe: the cluster keeps the profile model and says why. */
 static void test_probe_budget_spent_keeps_profile_model(void **st)
 {
@@ -297,6 +381,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_probe_predicts_conv_relu_fused_kernel),
         cmocka_unit_test(test_probe_budget_spent_keeps_profile_model),
+        cmocka_unit_test(test_probe_visits_spread_the_medians),
         cmocka_unit_test(test_probe_loss_refuses_only_when_resolved),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
