@@ -107,7 +107,9 @@ typedef struct fa_apply_result {
     int kernels_baseline, kernels_fused; /* per iteration */
     double e2e_max_rel_error;          /* model outputs, fused vs unfused */
     int accepted, rejected;
-    double predicted_saving_ns;        /* sum of accepted clusters' est_saving_ns */
+    double predicted_saving_ns;        /* accepted clusters' est_saving_ns, each removed kernel
+                                          once (fa_apply_accepted_saving: a BN fold inside an
+                                          accepted epilogue not added again) */
     double measured_saving_ns;         /* baseline median - fused median */
     /* end to end (applier/judge.c fa_apply_e2e_wins): true when the fused model with the kept
      * clusters is measurably faster; e2e_loss when clusters were kept but the model is not

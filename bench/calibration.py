@@ -262,6 +262,28 @@ def self_agreement(rows):
           f"measurement); even rounds within +-25% of the odd ones {100.0 * e / len(sel):.0f}% (sampling noise)")
 
 
+def plan_totals(plans):
+    """Per model, the plan's predicted saving (summary.json predicted_saving_ns: accepted clusters,
+    each removed kernel once) against the end-to-end measured saving (baseline - fused medians),
+    read from the summary.json beside each plan.json."""
+    ratios = []
+    for arg in plans:
+        name, path = arg.split("=", 1)
+        try:
+            with open(path.rsplit("/", 1)[0] + "/summary.json") as f:
+                s = json.load(f)
+        except (OSError, ValueError):
+            continue
+        pr, me = s.get("predicted_saving_ns"), s.get("measured_saving_ns")
+        if isinstance(pr, (int, float)) and isinstance(me, (int, float)) and me > 0 and pr > 0:
+            ratios.append(pr / me)
+            print(f"plan {name}: predicted {pr / 1e6:.2f} ms, measured end to end {me / 1e6:.2f} ms (ratio {pr / me:.2f})")
+    if ratios:
+        w = sum(1 for x in ratios if abs(x - 1) <= 0.25)
+        print(f"plans: predicted total within +-25% of the end-to-end saving for {w} of {len(ratios)}; median ratio "
+              f"{statistics.median(ratios):.2f}")
+
+
 def repeat(args):
     """The noise floor: NAME=PLAN1,PLAN2 ... (the same model's plans of two passes): over the
     clusters (same members) accepted in both, the share whose measured saving in one is within
@@ -336,6 +358,7 @@ def main():
           f"{probe} of {len(rows)}")
     probe_alternatives(rows)
     self_agreement(rows)
+    plan_totals(plans)
     if rows[0][7] is None:
         print("no --db: resolution unknown, every measured cluster counted")
     else:

@@ -63,6 +63,7 @@ typedef struct fa_rep_cluster {
     const char *basis;       /* what the predicted saving rests on (cost model), NULL none */
     int n_members;
     int *members;            /* node ids */
+    int depends_on;          /* id of the BN fold an epilogue applies first, -1 none */
     int64_t saved_bytes;
     int saved_launches;
     double est_us, est_pct;  /* NAN when NULL */

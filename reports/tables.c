@@ -104,6 +104,12 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     for (int i = 0; i < r->n_clusters; i++)
         if (r->clusters[i].accepted) {
             if (r->clusters[i].est_us == r->clusters[i].est_us) pred += r->clusters[i].est_us * 1e3;
+            /* each removed kernel once: an accepted BN fold inside this accepted epilogue
+             * (applier/judge.c fa_apply_accepted_saving) */
+            for (int j = 0; j < r->n_clusters && r->clusters[i].depends_on >= 0; j++)
+                if (r->clusters[j].id == r->clusters[i].depends_on && r->clusters[j].accepted &&
+                    !strcmp(r->clusters[i].kind, "epilogue") && r->clusters[j].est_us == r->clusters[j].est_us)
+                    pred -= r->clusters[j].est_us * 1e3;
             if (r->clusters[i].measured_us == r->clusters[i].measured_us) { meas_sum += r->clusters[i].measured_us * 1e3; any_meas = true; }
         }
     (void)meas_sum;
