@@ -1772,7 +1772,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         for (int i = 0; i < A.ncl; i++)
             probe_first_visit(&A, &plan->clusters[i]);
         for (int v = 1; v < A.opt.probe_visits; v++)
-            if (A.opt.probe_revisit(A.opt.probe_user) == 0) break;
+            if (A.opt.probe_revisit(A.opt.probe_user, plan) == 0) break;
     }
     for (int i = 0; i < A.ncl && plan->clusters; i++) {
         wcl *w = &A.cl[i];

@@ -234,7 +234,7 @@ typedef struct fa_advise_options {
      * fa_kernel_probe_revisit); fa_advise asks the probe for every BN fold and epilogue first,
      * calls this probe_visits - 1 times, then predicts from the medians over all visits.
      * NULL or probe_visits <= 1: one visit, asked as each cluster is predicted. */
-    int (*probe_revisit)(void *user);
+    int (*probe_revisit)(void *user, const struct fa_plan *p);
     int probe_visits;
 } fa_advise_options;
 

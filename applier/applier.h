@@ -212,13 +212,15 @@ void fa_kernel_probe_free(fa_kernel_probe *p);
  * rejects the cluster with its own reason); nothing is printed, the plan never fails. */
 bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
                            fa_fused_probe_result *out);
-/* One more visit of every signature probed so far (fewer than FA_PROBE_VISITS visits, measured,
- * within the budget): its sub-graphs built again from the plan view it was first probed with (so
- * it must be called while that plan, the advisor's, is alive: fa_advise calls it through
- * fa_advise_options.probe_revisit between its probing sweeps), FA_PROBE_MIN_REPS..FA_PROBE_REPS
- * more interleaved pairs, the entry's medians over all its pairs. Returns the entries revisited;
- * a revisit that fails keeps the earlier pairs. user: an fa_kernel_probe (NULL: 0). */
-int fa_kernel_probe_revisit(void *user);
+/* One more visit of every signature probed so far for plan p (fewer than FA_PROBE_VISITS visits,
+ * measured, within the budget): its sub-graphs built again from p (the cluster it was first
+ * probed for, checked to have the same signature and layouts), FA_PROBE_MIN_REPS..FA_PROBE_REPS
+ * more interleaved pairs, the entry's medians over all its pairs. Entries of another plan are
+ * served as they are, never revisited. fa_advise calls it through
+ * fa_advise_options.probe_revisit between its probing sweeps, with the plan being built. Returns
+ * the entries revisited; a revisit that fails keeps the earlier pairs. user: an fa_kernel_probe
+ * (NULL, or p NULL: 0). */
+int fa_kernel_probe_revisit(void *user, const fa_plan *p);
 /* Counters of p (NULL: zeros): kernels built and timed, clusters served from an earlier probe of
  * their signature, clusters left unprobed by the budget, seconds spent. */
 void fa_kernel_probe_stats(const fa_kernel_probe *p, int *built, int *reused, int *over_budget, double *spent_s);

@@ -16,7 +16,8 @@ typedef struct probe_entry {
     int reps, wins;
     char what[300];
     /* for the revisits (fa_kernel_probe_revisit): the cluster as first probed, and every pair */
-    fa_plan view;           /* the advisor's plan view (its clusters live as long as the advise) */
+    const fa_cluster *clusters; /* its plan's clusters array: an identity only, never read unless
+                                   it is the live plan's that revisit is given */
     int ci;
     const fa_graph *g;
     int visits;
@@ -255,7 +256,7 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
         e->signature = sig;
     }
     snprintf(e->lays, sizeof e->lays, "%s", lays);
-    e->view = *p;
+    e->clusters = p->clusters;
     e->ci = ci;
     e->g = g;
     e->reps = n;
@@ -273,14 +274,16 @@ done:
     return ok;
 }
 
-int fa_kernel_probe_revisit(void *user)
+int fa_kernel_probe_revisit(void *user, const fa_plan *p)
 {
     fa_kernel_probe *pr = user;
     int done = 0;
-    for (int i = 0; pr && i < pr->n; i++) {
+    for (int i = 0; pr && p && i < pr->n; i++) {
         probe_entry *e = &pr->e[i];
         if (e->median_ns <= 0 || e->visits >= FA_PROBE_VISITS || e->reps + FA_PROBE_REPS > FA_PROBE_REPS * FA_PROBE_VISITS)
             continue;
+        /* an entry of this plan only, rebuilt from the live plan (an earlier plan's is served, not revisited) */
+        if (e->clusters != p->clusters || e->ci >= p->n_clusters || !e->g) continue;
         if (pr->spent_ns >= pr->budget_ns) {
             pr->over_budget++;
             break;
@@ -291,12 +294,28 @@ int fa_kernel_probe_revisit(void *user)
         fa_layout *in_l = NULL, *out_l = NULL;
         char lays[160], kn[80], im[64];
         int th = 0, n = e->reps;
-        fa_status s = cx ? build_and_time(cx, pr, e->g, &e->view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays, true,
-                                          FA_PROBE_MIN_REPS, FA_PROBE_REPS, e->fns, e->uns, &n, kn, sizeof kn, im,
-                                          sizeof im, &th)
+        fa_plan view = *p;
+        view.n_clusters = e->ci + 1;
+        fa_buf key;
+        fa_buf_init(&key);
+        fa_status s = cx ? build_and_time(cx, pr, e->g, &view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays, false, 0, 0,
+                                          NULL, NULL, NULL, NULL, 0, NULL, 0, NULL)
                          : FA_ERR_NOMEM;
+        /* the same signature and layouts as when first probed (the array could be a new plan's at
+         * the old address): else it is not this entry's cluster */
+        if (!s) {
+            fa_cluster_signature(e->g, &p->clusters[e->ci], &key);
+            fa_buf_printf(&key, "|%s", lays);
+        }
+        bool same = !s && !key.oom && key.data && !strcmp(key.data, e->signature);
+        fa_buf_free(&key);
+        fa_graph_free(gf);
+        gf = NULL;
+        if (same)
+            s = build_and_time(cx, pr, e->g, &view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays, true, FA_PROBE_MIN_REPS,
+                               FA_PROBE_REPS, e->fns, e->uns, &n, kn, sizeof kn, im, sizeof im, &th);
         pr->spent_ns += fa_now_ns() - t0;
-        if (!s) { /* a revisit that fails keeps the pairs of the earlier visits */
+        if (same && !s) { /* a revisit that fails keeps the pairs of the earlier visits */
             e->reps = n;
             e->visits++;
             summarize(e);

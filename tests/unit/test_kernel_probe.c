@@ -206,11 +206,11 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
 
 /* The probe as the pipeline wires its revisits, with the calls counted. */
 static int g_revisits, g_revisited;
-static int spy_revisit(void *user)
+static int spy_revisit(void *user, const fa_plan *p)
 {
     spy *s = user;
     g_revisits++;
-    int n = fa_kernel_probe_revisit(s->probe);
+    int n = fa_kernel_probe_revisit(s->probe, p);
     g_revisited += n;
     return n;
 }
@@ -265,9 +265,20 @@ static void test_probe_visits_spread_the_medians(void **st)
         assert_int_equal(sscanf(m, "fused = that ratio %lf", &ratio), 1);
         assert_true(fabs(ratio - r->median_ns / r->unfused_median_ns) <= 6e-4);
     }
+    assert_int_equal(fa_kernel_probe_revisit(sp.probe, p), 0); /* every entry has its visits */
+    assert_int_equal(fa_kernel_probe_revisit(NULL, p), 0);
+    assert_int_equal(fa_kernel_probe_revisit(sp.probe, NULL), 0);
     fa_plan_free(p);
-    assert_int_equal(fa_kernel_probe_revisit(sp.probe), 0); /* every entry has its visits */
-    assert_int_equal(fa_kernel_probe_revisit(NULL), 0);
+    /* a second plan on the same probe: its clusters are served from the entries, and the
+     * entries of the first plan are never revisited for it */
+    o.probe_revisit = NULL;
+    sp.calls = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    fa_kernel_probe_stats(sp.probe, &built, &reused, &over, NULL);
+    assert_int_equal(built, 2);
+    assert_int_equal(fa_kernel_probe_revisit(sp.probe, p), 0);
+    fa_plan_free(p);
+    o.probe_revisit = spy_revisit;
     fa_kernel_probe_free(sp.probe);
 
     /* a probe whose budget the first visit spends revisits nothing */
