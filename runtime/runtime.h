@@ -165,7 +165,7 @@ typedef struct fa_compiled {
 void fa_compiled_free(fa_compiled *c);
 
 /* Compile n kernels into one shared object with one compiler process ($CC or cc, started with an
- * argument vector, -O3 -march=native -fopenmp -shared), each source marked "#line 1
+ * argument vector, -O3 -march=native -fopenmp -fno-trapping-math -fno-math-errno -shared), each source marked "#line 1
  * \"kernel-K.c\"" so diagnostics name their kernel; kernels that fail are dropped and the rest go
  * again together (one kernel per process only where the diagnostics name none). The compile
  * folder lives inside the cache folder (same filesystem as the entries: $TMPDIR is never used)

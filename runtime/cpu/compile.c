@@ -23,7 +23,15 @@
 
 extern char **environ;
 
-static const char *const k_cflags[] = {"-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=gnu11", NULL};
+/* -fno-trapping-math -fno-math-errno: the op kernels' flags (CMakeLists.txt FA_KERNEL_MATH_FLAGS,
+ * docs/runtime.md "Vectorised elementwise loops"). Without them gcc keeps a select whose arm holds
+ * a multiply (a masked, scaled softmax: `mask ? x * scale : fill`) as a branch and calls scalar
+ * expf (errno), so the generated row kernel ran scalar: GPT-2's masked softmax took 966 us fused
+ * against 319 us for oneDNN's unfused softmax (bench/README.md, "Visits and the trace's span");
+ * with them the same source calls the 16-lane vector expf. Neither changes a result: no kernel
+ * reads errno or enables FP traps. tests/unit/test_generated_vectorised.c checks it. */
+static const char *const k_cflags[] = {"-O3", "-march=native", "-fopenmp", "-fno-trapping-math", "-fno-math-errno",
+                                       "-fPIC", "-shared", "-std=gnu11", NULL};
 /* Libraries the kernels link, in order. SLEEF's GNU-ABI library (libsleef-dev) exports the same
  * vector-function names as glibc's libmvec (_ZGVdN8v_expf, ...) and comes first, so the loops the
  * compiler vectorises call SLEEF: libmvec sends lanes outside its fast range (a softmax row with
