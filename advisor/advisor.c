@@ -1392,6 +1392,23 @@ bool fa_probe_loss_resolved(int reps, int wins)
     return reps >= FA_PROBE_LOSS_PAIRS && wins == 0;
 }
 
+/* The probe's answer for cluster c (a BN fold or an epilogue) into *pr: asked with c's signature
+ * and the plan view up to c (clusters [0, c] filled). False when it measured nothing (pr->what
+ * says why, or is empty when the signature could not be formed). */
+static bool ask_probe(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
+{
+    memset(pr, 0, sizeof *pr);
+    fa_buf sig;
+    fa_buf_init(&sig);
+    fa_cluster_signature(A->g, c, &sig);
+    fa_plan view = *A->plan;
+    int ci = (int)(c - A->plan->clusters);
+    view.n_clusters = ci + 1;
+    bool ok = !sig.oom && sig.data && A->opt.probe(A->opt.probe_user, A->g, &view, ci, sig.data, pr);
+    fa_buf_free(&sig);
+    return ok;
+}
+
 /* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
  * the measured medians of the kernels that disappear + their dispatch gaps - the fused kernel's
  * predicted time - recompute. The fused kernel:
@@ -1522,15 +1539,8 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     bool probed = false;
     char pnote[420] = "";
     if ((w->kind == FA_CLUSTER_BN_FOLD || w->kind == FA_CLUSTER_EPILOGUE) && A->opt.probe && A->plan) {
-        fa_buf sig;
-        fa_buf_init(&sig);
-        fa_cluster_signature(g, c, &sig);
         fa_fused_probe_result pr;
-        memset(&pr, 0, sizeof pr);
-        fa_plan view = *A->plan;
-        int ci = (int)(c - A->plan->clusters);
-        view.n_clusters = ci + 1;
-        if (!sig.oom && sig.data && A->opt.probe(A->opt.probe_user, g, &view, ci, sig.data, &pr) && pr.median_ns > 0) {
+        if (ask_probe(A, c, &pr) && pr.median_ns > 0) {
             /* the saving rests on the profile (issue 19): the members' measured time in the
              * baseline trace less the fused kernel's predicted time, which is the probe's
              * fused/unfused ratio applied to those members — the probe timed the cluster's own
@@ -1560,7 +1570,6 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         } else if (pr.what[0]) {
             snprintf(pnote, sizeof pnote, "; probe not used: %s", pr.what);
         }
-        fa_buf_free(&sig);
     }
     const fa_measured_fused *known = probed ? NULL : measured_same_kind(A, c, true);
     if (known && known->unfused_median_ns > 0) {
@@ -1668,23 +1677,6 @@ void fa_plan_free(fa_plan *p)
     free(p);
 }
 
-/* The probe's first visit of cluster c (a BN fold or an epilogue), asked exactly as
- * predict_cluster asks it (the plan view up to c), its result left in the probe's entries. */
-static void probe_first_visit(adv *A, const fa_cluster *c)
-{
-    if (c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE) return;
-    fa_buf sig;
-    fa_buf_init(&sig);
-    fa_cluster_signature(A->g, c, &sig);
-    fa_fused_probe_result pr;
-    memset(&pr, 0, sizeof pr);
-    fa_plan view = *A->plan;
-    int ci = (int)(c - A->plan->clusters);
-    view.n_clusters = ci + 1;
-    if (!sig.oom && sig.data) A->opt.probe(A->opt.probe_user, A->g, &view, ci, sig.data, &pr);
-    fa_buf_free(&sig);
-}
-
 fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt, fa_plan **out)
 {
     if (!g || !g->topo) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_advise: graph is not indexed (fa_graph_prepare)");
@@ -1769,8 +1761,10 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
      * each signature's medians come from visits spread over the probing instead of one moment;
      * predict_cluster below is then served from the probe's entries */
     if (A.opt.probe && A.opt.probe_revisit && A.opt.probe_visits > 1 && plan->clusters) {
+        fa_fused_probe_result pr;
         for (int i = 0; i < A.ncl; i++)
-            probe_first_visit(&A, &plan->clusters[i]);
+            if (plan->clusters[i].kind == FA_CLUSTER_BN_FOLD || plan->clusters[i].kind == FA_CLUSTER_EPILOGUE)
+                ask_probe(&A, &plan->clusters[i], &pr);
         for (int v = 1; v < A.opt.probe_visits; v++)
             if (A.opt.probe_revisit(A.opt.probe_user, plan) == 0) break;
     }

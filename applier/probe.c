@@ -124,20 +124,12 @@ static probe_entry *remember(fa_kernel_probe *p, const char *key)
 }
 
 /* Cluster ci of p's fused sub-graph (fa_fused_graph_scoped: its BN fold applied) with its boundary
- * layouts from pr->layout (*in_l, *out_l, lays their names), and its unfused one (plain) when gu
- * is not NULL; then, when timing, their executors timed interleaved, the order alternating (A B,
- * then B A, ...) so drift hits both sides: FA_PROBE_WARMUP untimed pairs, then pairs until min_reps
- * of them took FA_PROBE_SLICE_MS or max_reps were taken, appended to fns / uns (*n pairs in,
- * updated); kname / impl get the fused kernel's name and implementation. */
-static fa_status build_and_time(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci,
-                                fa_graph **gf, fa_layout **in_l, fa_layout **out_l, char *lays, size_t lays_cap, bool timing,
-                                int min_reps, int max_reps, double *fns, double *uns, int *n, char *kname, size_t kcap,
-                                char *impl, size_t icap, int *threads)
+ * layouts from pr->layout (*in_l, *out_l; lays their names, the cache key's second half). */
+static fa_status build_fused(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci, fa_graph **gf,
+                             fa_layout **in_l, fa_layout **out_l, char *lays, size_t lays_cap)
 {
     const fa_cluster *c = &p->clusters[ci];
     int ids[1] = {c->id};
-    fa_graph *gu = NULL;
-    fa_exec *ef = NULL, *eu = NULL;
     bool unknown = false;
     char judged[8];
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, true, -1, 0, c->outputs, c->n_outputs, gf);
@@ -148,28 +140,43 @@ static fa_status build_and_time(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph 
     for (int k = 0; !s && k < (*gf)->n_inputs + (*gf)->n_outputs && lw < lays_cap; k++)
         lw += (size_t)snprintf(lays + lw, lays_cap - lw, "%s%s", lw ? "," : "",
                                fa_layout_name(k < (*gf)->n_inputs ? (*in_l)[k] : (*out_l)[k - (*gf)->n_inputs]));
-    if (s || !timing) return s;
-    fa_exec_options eo = {.target = pr->t->id, .threads = pr->threads, .blocked_layouts = true, .input_layouts = *in_l,
-                          .output_layouts = *out_l};
+    return s;
+}
+
+/* One visit of entry e: the fused sub-graph gf (build_fused, boundary layouts in_l / out_l) and
+ * cluster ci's unfused one (plain, as the baseline ran it), fed deterministic values, timed
+ * interleaved, the order alternating (A B, then B A, ...) so drift hits both sides:
+ * FA_PROBE_WARMUP untimed pairs, then pairs until FA_PROBE_MIN_REPS of them took
+ * FA_PROBE_SLICE_MS or FA_PROBE_REPS were taken, appended to e->fns / e->uns from *n (updated);
+ * e->kname, impl and threads set from the fused executor. */
+static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci,
+                            const fa_graph *gf, const fa_layout *in_l, const fa_layout *out_l, probe_entry *e, int *n)
+{
+    const fa_cluster *c = &p->clusters[ci];
+    int ids[1] = {c->id};
+    fa_graph *gu = NULL;
+    fa_exec *ef = NULL, *eu = NULL;
+    fa_exec_options eo = {.target = pr->t->id, .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
+                          .output_layouts = out_l};
     fa_exec_options uo = {.target = pr->t->id, .threads = pr->threads};
-    s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
-    if (!s) s = fa_exec_create(cx, *gf, &eo, &ef);
+    fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
+    if (!s) s = fa_exec_create(cx, gf, &eo, &ef);
     if (!s) s = fa_exec_create(cx, gu, &uo, &eu);
     if (!s) s = fa_exec_fill_inputs(cx, ef, 1);
     if (!s) s = fa_exec_fill_inputs(cx, eu, 1);
     double t_timed = 0;
     int j = 0;
-    while (!s && j < max_reps && (j < min_reps || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
+    while (!s && j < FA_PROBE_REPS && (j < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
         int w = j ? 0 : FA_PROBE_WARMUP, at = *n + j;
-        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 1, fns + at, uns + at)
-                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 1, uns + at, fns + at);
-        if (!s) t_timed += fns[at] + uns[at];
+        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 1, e->fns + at, e->uns + at)
+                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 1, e->uns + at, e->fns + at);
+        if (!s) t_timed += e->fns[at] + e->uns[at];
         if (!s) j++;
     }
     *n += j;
     const char *im = NULL, *kn = NULL;
-    for (int k = 0; !s && k < (*gf)->n_topo; k++) {
-        const fa_node *fn = (*gf)->nodes[(*gf)->topo[k]];
+    for (int k = 0; !s && k < gf->n_topo; k++) {
+        const fa_node *fn = gf->nodes[gf->topo[k]];
         if (!kn || strncmp(fn->op_type, "Fused", 5) == 0 || fa_exec_kernel_impl(ef, fn)) {
             kn = fa_exec_kernel_name(ef, fn);
             im = fa_exec_kernel_impl(ef, fn);
@@ -177,9 +184,9 @@ static fa_status build_and_time(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph 
         }
     }
     if (!s) {
-        snprintf(kname, kcap, "%s", kn ? kn : "");
-        snprintf(impl, icap, "%s", im ? im : "");
-        *threads = fa_exec_threads(ef);
+        snprintf(e->kname, sizeof e->kname, "%s", kn ? kn : "");
+        snprintf(e->impl, sizeof e->impl, "%s", im ? im : "");
+        e->threads = fa_exec_threads(ef);
     }
     fa_exec_free(ef);
     fa_exec_free(eu);
@@ -198,7 +205,7 @@ static void result_of(const probe_entry *e, fa_fused_probe_result *out)
 /* The unfused and fused sub-graphs of cluster ci of p, as the applier builds and judges them
  * (fa_fused_graph_scoped: the fused one with its BN fold applied, its boundary tensors in the
  * plan's layouts pr->layout; the unfused one plain, as the baseline ran it), fed deterministic
- * values, timed interleaved (build_and_time): the first visit, FA_PROBE_MIN_REPS to FA_PROBE_REPS
+ * values, timed interleaved (time_visit): the first visit, FA_PROBE_MIN_REPS to FA_PROBE_REPS
  * pairs. A signature and layout set probed before is served from its entry. */
 static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci, char *key, size_t key_cap,
                     const char *signature, fa_fused_probe_result *out)
@@ -209,9 +216,7 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     bool ok = false;
     uint64_t t0 = fa_now_ns();
     char lays[160] = "";
-    fa_status s = cx ? build_and_time(cx, pr, g, p, ci, &gf, &in_l, &out_l, lays, sizeof lays, false, 0, 0, NULL, NULL,
-                                      NULL, NULL, 0, NULL, 0, NULL)
-                     : FA_ERR_NOMEM;
+    fa_status s = cx ? build_fused(cx, pr, g, p, ci, &gf, &in_l, &out_l, lays, sizeof lays) : FA_ERR_NOMEM;
     snprintf(key, key_cap, "%s|%s", signature, lays);
     const probe_entry *hit = s ? NULL : find(pr, key);
     if (hit) {
@@ -231,12 +236,8 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     }
     probe_entry tmp;
     memset(&tmp, 0, sizeof tmp);
-    fa_graph_free(gf);
-    gf = NULL;
     int n = 0;
-    if (!s) s = build_and_time(cx, pr, g, p, ci, &gf, &in_l, &out_l, lays, sizeof lays, true, FA_PROBE_MIN_REPS,
-                               FA_PROBE_REPS, tmp.fns, tmp.uns, &n, tmp.kname, sizeof tmp.kname, tmp.impl,
-                               sizeof tmp.impl, &tmp.threads);
+    if (!s) s = time_visit(cx, pr, g, p, ci, gf, in_l, out_l, &tmp, &n);
     pr->spent_ns += fa_now_ns() - t0;
     probe_entry *e = remember(pr, key);
     if (s) {
@@ -249,18 +250,18 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
         goto done;
     }
     pr->built++;
-    if (!e) e = &tmp; /* not cached: served once */
-    if (e != &tmp) {
-        char *sig = e->signature;
+    snprintf(tmp.lays, sizeof tmp.lays, "%s", lays);
+    tmp.clusters = p->clusters;
+    tmp.ci = ci;
+    tmp.g = g;
+    tmp.reps = n;
+    tmp.visits = 1;
+    if (e) { /* cached; else served once */
+        tmp.signature = e->signature;
         *e = tmp;
-        e->signature = sig;
+    } else {
+        e = &tmp;
     }
-    snprintf(e->lays, sizeof e->lays, "%s", lays);
-    e->clusters = p->clusters;
-    e->ci = ci;
-    e->g = g;
-    e->reps = n;
-    e->visits = 1;
     summarize(e);
     result_of(e, out);
     out->cached = false;
@@ -292,15 +293,13 @@ int fa_kernel_probe_revisit(void *user, const fa_plan *p)
         fa_ctx *cx = fa_ctx_create();
         fa_graph *gf = NULL;
         fa_layout *in_l = NULL, *out_l = NULL;
-        char lays[160], kn[80], im[64];
-        int th = 0, n = e->reps;
+        char lays[160];
+        int n = e->reps;
         fa_plan view = *p;
         view.n_clusters = e->ci + 1;
         fa_buf key;
         fa_buf_init(&key);
-        fa_status s = cx ? build_and_time(cx, pr, e->g, &view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays, false, 0, 0,
-                                          NULL, NULL, NULL, NULL, 0, NULL, 0, NULL)
-                         : FA_ERR_NOMEM;
+        fa_status s = cx ? build_fused(cx, pr, e->g, &view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays) : FA_ERR_NOMEM;
         /* the same signature and layouts as when first probed (the array could be a new plan's at
          * the old address): else it is not this entry's cluster */
         if (!s) {
@@ -309,11 +308,7 @@ int fa_kernel_probe_revisit(void *user, const fa_plan *p)
         }
         bool same = !s && !key.oom && key.data && !strcmp(key.data, e->signature);
         fa_buf_free(&key);
-        fa_graph_free(gf);
-        gf = NULL;
-        if (same)
-            s = build_and_time(cx, pr, e->g, &view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays, true, FA_PROBE_MIN_REPS,
-                               FA_PROBE_REPS, e->fns, e->uns, &n, kn, sizeof kn, im, sizeof im, &th);
+        if (same) s = time_visit(cx, pr, e->g, &view, e->ci, gf, in_l, out_l, e, &n);
         pr->spent_ns += fa_now_ns() - t0;
         if (same && !s) { /* a revisit that fails keeps the pairs of the earlier visits */
             e->reps = n;

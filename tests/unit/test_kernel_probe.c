@@ -69,6 +69,22 @@ typedef struct spy {
 } spy;
 
 static bool spy_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                      fa_fused_probe_result *out);
+
+/* sp reset with a fresh probe of t's graph (1 thread, the default budget), and advise options
+ * (no gate) that call it through spy_probe. */
+static fa_advise_options spied(tc *t, spy *sp)
+{
+    memset(sp, 0, sizeof *sp);
+    assert_int_equal(fa_kernel_probe_create(t->ctx, t->g, FA_TARGET_CPU, 1, 0, &sp->probe), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = spy_probe;
+    o.probe_user = sp;
+    return o;
+}
+
+static bool spy_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
                       fa_fused_probe_result *out)
 {
     spy *s = user;
@@ -114,12 +130,7 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
     fa_analysis *a = profiled(t, db, &s);
 
     spy sp;
-    memset(&sp, 0, sizeof sp);
-    assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 0, &sp.probe), FA_OK);
-    fa_advise_options o = fa_advise_options_default();
-    o.no_gate = true;
-    o.probe = spy_probe;
-    o.probe_user = &sp;
+    fa_advise_options o = spied(t, &sp);
     fa_plan *p = NULL;
     assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
     assert_int_equal(sp.calls, 2); /* one per epilogue */
@@ -227,12 +238,7 @@ static void test_probe_visits_spread_the_medians(void **st)
     const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_visits.db");
     fa_analysis *a = profiled(t, db, &s);
     spy sp;
-    memset(&sp, 0, sizeof sp);
-    assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 0, &sp.probe), FA_OK);
-    fa_advise_options o = fa_advise_options_default();
-    o.no_gate = true;
-    o.probe = spy_probe;
-    o.probe_user = &sp;
+    fa_advise_options o = spied(t, &sp);
     o.probe_revisit = spy_revisit;
     o.probe_visits = FA_PROBE_VISITS;
     g_revisits = g_revisited = 0;
