@@ -15,9 +15,31 @@ double fa_apply_rel_error(const fa_value *a, const fa_value *b);
 /* v->reason = the formatted sentence, in r's arena. */
 void fa_apply_set_reason(fa_apply_result *r, fa_cluster_verdict *v, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* The accept/reject rule on n interleaved samples (sa unfused, sb fused, ns): sets v->status,
- * v->reason (prefixed by tag, may be NULL; it quotes the paired median, its sign-test interval
- * and n) and v->measured_saving_ns (the paired estimate: the median of sa[i] - sb[i]). */
+/* The accept/reject rule on n paired rounds (sa[i] unfused and sb[i] fused, ns, timed back to
+ * back in round i, their order alternating). A win needs all three of:
+ *  - the paired median gain, median(sa[i] - sb[i]), beyond twice its standard error (noise_ns:
+ *    2 x 1.2533 x 1.4826 x MAD / sqrt(n), the normal-consistent MAD and the median's asymptotic
+ *    efficiency, Wilcox, "Introduction to Robust Estimation", ch. 3);
+ *  - the fused median below the unfused one;
+ *  - the fused run faster in at least 3 of every 4 rounds (the paired p25 of the gain above 0).
+ * A regression mirrors it; anything else is no measured gain (verdict 0).
+ * The third condition replaced (issue 19) the unpaired separation "fused p75 < unfused p25": on
+ * a machine whose memory bandwidth moves in phases of seconds, rounds taken at different moments
+ * (the applier's visits, docs/codegen.md "Visits") widen both IQRs with the phases' common
+ * shift, which a pair taken back to back cancels. Under no difference the sign test gives
+ * P(>= 15 of 20 rounds) = 2.1 % for one side (Conover, "Practical Nonparametric Statistics",
+ * §3.4), before the gain-beyond-noise condition. Returns 1, -1 or 0; j (may be NULL) gets the
+ * figures. */
+typedef struct fa_paired_judgement {
+    int verdict; /* 1 win, -1 regression, 0 no measured gain */
+    int n, faster, slower; /* rounds; those where the fused run was faster / slower */
+    double gain_ns, noise_ns;
+    fa_sample_stats unfused, fused; /* unpaired summaries, quoted in the reason */
+} fa_paired_judgement;
+int fa_apply_paired_verdict(const double *sa, const double *sb, int n, fa_paired_judgement *j);
+/* fa_apply_paired_verdict on a cluster's rounds: sets v->status, v->reason (prefixed by tag, may
+ * be NULL; it quotes the medians and IQRs, the rounds the fused run won, the paired median, its
+ * sign-test interval and n) and v->measured_saving_ns (the paired median gain). */
 void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa, const double *sb, int n, double err,
                     const char *tag);
 /* Interleaved benchmark (A B, B A, ...) so drift hits both: run(ctx, subject) once per sample;
@@ -42,24 +64,34 @@ fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_gra
  * counted every such BN twice: zoo ResNet-50 predicted 35 ms against 27 ms measured end to end
  * (bench/README.md, "Visits and the trace's span"). ns; a cluster not measured counts nothing. */
 double fa_apply_accepted_saving(const fa_plan *p, const fa_apply_result *r);
-fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
-                              double *sa, double *sb);
-/* Adaptive repetitions (issue 19): the stop rule of fa_apply_bench_adaptive. A cluster's saving
- * is settled when the sign-test interval of its paired median (core/stats.c) lies within
- * +-FA_APPLY_SETTLE_REL of the median, or within +-FA_APPLY_SETTLE_FLOOR of the unfused
- * sub-graph's median time (a saving that small is known to be small); the rounds stop at
- * FA_APPLY_REPEAT_MAX x the base iterations. 10 %: a measured saving reproducible to well inside
- * the +-25 % calibration target; 1 %: below what end-to-end timings on this class of machine
- * resolve (bench/README.md, the A/A rates); 5x: the issue's cap. */
+/* Interleaved pairs: `warmup` untimed pairs, then `iters` timed rounds into sa[0..iters) (a,
+ * unfused) and sb (b, fused), ns by fa_now_ns; round i runs a first when round0 + i is even and b
+ * first when odd, so rounds appended across calls keep alternating (round0: the rounds already
+ * taken). Returns the first run's failure. */
+fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
+                              int iters, double *sa, double *sb);
+/* Adaptive repetitions (issue 19): a cluster's saving is settled when the sign-test interval of
+ * its paired median (core/stats.c) lies within +-FA_APPLY_SETTLE_REL of the median, or within
+ * +-FA_APPLY_SETTLE_FLOOR of the unfused sub-graph's median time (a saving that small is known
+ * to be small); the rounds stop at FA_APPLY_REPEAT_MAX x the base iterations. 10 %: a measured
+ * saving reproducible to well inside the +-25 % calibration target; 1 %: below what end-to-end
+ * timings on this class of machine resolve (bench/README.md, the A/A rates); 5x: the issue's
+ * cap. */
 #define FA_APPLY_SETTLE_REL 0.10
 #define FA_APPLY_SETTLE_FLOOR 0.01
 #define FA_APPLY_REPEAT_MAX 5
-/* Interleaved pairs in blocks of `block` (the first after `warmup` untimed pairs) into sa / sb
- * (room for max_n each) until the paired saving is settled (*settled true), max_n pairs are
- * taken, or fa_now_ns() passes deadline_ns (0: none) after a block. Returns the pairs taken;
- * *st the run's failure (the pairs before it are kept). */
-int fa_apply_bench_adaptive(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int block,
-                            int max_n, uint64_t deadline_ns, double *sa, double *sb, bool *settled, fa_status *st);
+/* Whether the n paired rounds (sa unfused, sb fused, ns) have settled by that rule. */
+bool fa_apply_rounds_settled(const double *sa, const double *sb, int n);
+/* The apply stage takes each cluster's rounds in visits (applier/apply.c, docs/codegen.md
+ * "Visits"): a block of ceil(iters / FA_APPLY_VISITS) rounds (FA_APPLY_VISIT_MIN_ROUNDS at least) per cluster per visit, every
+ * cluster visited in turn, at least FA_APPLY_VISITS times before its saving may settle. 3: as
+ * the probe (FA_PROBE_VISITS, applier.h); the machine's memory bandwidth moves in phases of
+ * seconds (bench/README.md "Visits and the trace's span"), and three visits spread a cluster's
+ * rounds over the whole stage while keeping its base rounds at --iters. */
+#define FA_APPLY_VISITS 3
+/* A visit's rounds at least: each visit pays one warm-up pair (its data left the caches while
+ * the other clusters ran), which 3 timed rounds keep to a quarter of the visit's runs. */
+#define FA_APPLY_VISIT_MIN_ROUNDS 3
 /* The clusters the apply stage tries (applier/judge.c, docs/codegen.md "Bounded apply"): every
  * PROPOSED cluster ranked by est_saving_ns (highest first, ties by id), the first max_clusters
  * kept, the others' verdicts (r->verdicts) set FA_CLUSTER_NOT_TRIED with the reason. order[]
@@ -125,9 +157,8 @@ double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, cons
  * (fa_exec_kernel_impl). true with a why-not naming the node and the implementation in why. */
 bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char *why, size_t cap);
 
-/* The end-to-end rule: the same test a cluster passes (fa_apply_judge: paired median gain
- * beyond twice its standard error, lower median, separated IQRs) on n paired whole-model samples
- * (sa baseline, sb fused, ns). */
+/* The end-to-end rule: the same test a cluster passes (fa_apply_paired_verdict) on n paired
+ * whole-model samples (sa baseline, sb fused, ns). */
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n);
 /* One back-off step after a losing end-to-end measurement (round 0, 1, ...): the 2^round
  * ACCEPTED verdicts with the smallest measured saving are set REJECTED_NO_GAIN with a reason

@@ -258,13 +258,6 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
     return false;
 }
 
-/* An earlier cluster of this plan with the same signature (fa_cluster_signature) whose benchmark
- * a later one reuses (issue 19): its id, its row in res->cluster_* and its verdict. */
-typedef struct shared_bench {
-    int cluster_id, row;
-    const fa_cluster_verdict *v;
-} shared_bench;
-
 /* The layout the whole fused plan gives each tensor of g (*out by tensor id of g, malloc'd),
  * planned as if every cluster tried (order[0..n), still PROPOSED: its kernel built) were
  * accepted: the fused graph of those clusters on a fused-plan executor (blocked layouts, plain
@@ -353,117 +346,126 @@ fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_gra
     return FA_OK;
 }
 
-/* One tried cluster: its unfused and fused sub-graphs on the target, fed the captured values;
- * verify every output, then benchmark interleaved (adaptive repetitions) and decide; with
- * `share`, the benchmark of that same-signature cluster (same boundary layouts too) is reused
- * after this one's own verification. The fused sub-graph keeps its boundary tensors in the
- * layout the whole fused plan gives them (plan_layout, by tensor id of g; NULL: plain), so it
- * pays the reorders the plan pays and no others; the unfused one is plain (the baseline is).
- * Its failures become its status and reason, never the run's. */
-static void apply_cluster(fa_ctx *cctx, const fa_graph *g, const fa_plan *p, const fa_cluster *c,
-                          fa_cluster_verdict *v, const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm,
-                          const fa_layout *plan_layout, const char *plan_note, fa_apply_result *res, double *sa, double *sb,
-                          uint64_t deadline_ns, const shared_bench *share)
+/* One tried cluster between its preparation and its verdict: its unfused and fused sub-graphs
+ * on the target, kept across the apply stage's visits (docs/codegen.md "Visits"). */
+typedef struct tried_cluster {
+    fa_ctx *cctx;            /* its own context: a cluster's failure must not poison the run's */
+    fa_graph *gu, *gf;
+    fa_exec *eu, *ef;
+    fa_layout *in_l, *out_l;
+    char tags[900];          /* the accepted reason's prefix: plan note, layouts, verification */
+    char tag[400];           /* the verification's part alone (a shared benchmark quotes it) */
+    int share;               /* the index in the stage's order of the same-signature cluster whose
+                                benchmark it reuses; -1: benchmarked here */
+    int row, n, visits;      /* its row in res->cluster_*, rounds taken, visits made */
+    bool settled, benched;   /* benched: no more visits (settled, capped, out of budget, failed) */
+} tried_cluster;
+
+/* Frees what t holds to run (its executors, graphs, layouts, context); its figures stay. */
+static void tried_release(tried_cluster *t)
 {
-    fa_status cs = FA_OK;
-    fa_graph *gu = NULL, *gf = NULL;
-    fa_exec *eu = NULL, *ef = NULL;
-    fa_layout *in_l = NULL, *out_l = NULL;
+    free(t->in_l);
+    free(t->out_l);
+    fa_exec_free(t->eu);
+    fa_exec_free(t->ef);
+    fa_graph_free(t->gu);
+    fa_graph_free(t->gf);
+    fa_ctx_free(t->cctx);
+    t->in_l = t->out_l = NULL;
+    t->eu = t->ef = NULL;
+    t->gu = t->gf = NULL;
+    t->cctx = NULL;
+}
+
+/* Prepares tried cluster t (t->cctx set): its unfused and fused sub-graphs on the target,
+ * fed the captured values, and every output verified. The fused sub-graph keeps its boundary
+ * tensors in the layout the whole fused plan gives them (plan_layout, by tensor id of g; NULL:
+ * plain), so it pays the reorders the plan pays and no others; the unfused one is plain (the
+ * baseline is). True when the cluster is ready to benchmark; false with its verdict set (a
+ * cluster's failures become its status and reason, never the run's). */
+static bool prepare_cluster(const fa_graph *g, const fa_plan *p, const fa_cluster *c, fa_cluster_verdict *v,
+                            const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm, const fa_layout *plan_layout,
+                            const char *plan_note, fa_apply_result *res, tried_cluster *t)
+{
+    fa_ctx *cctx = t->cctx;
     char judged[400] = "";
     int ids[1] = {c->id};
     char why[512];
-    cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
+    fa_status cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &t->gu);
     if (!cs) cs = fa_fused_graph_scoped(cctx, g, p, ids, 1, true, true, opt->inject_wrong_cluster, opt->inject_defect,
-                                          c->outputs, c->n_outputs, &gf);
-    if (!cs && !target_runs(kt->t, gf, why, sizeof why)) { /* e.g. an epilogue no library of the target has */
+                                          c->outputs, c->n_outputs, &t->gf);
+    if (!cs && !target_runs(kt->t, t->gf, why, sizeof why)) { /* e.g. an epilogue no library of the target has */
         v->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(res, v, "%s", why);
-        goto done;
+        return false;
     }
-    if (!cs) cs = make_exec(cctx, gu, kt, opt->threads, false, NULL, NULL, &eu);
+    if (!cs) cs = make_exec(cctx, t->gu, kt, opt->threads, false, NULL, NULL, &t->eu);
     bool unknown = false;
-    if (!cs) cs = fa_apply_boundary_layouts(cctx, g, gf, plan_layout, NULL, &in_l, &out_l, &unknown, judged, sizeof judged);
-    if (!cs) cs = make_exec(cctx, gf, kt, opt->threads, true, in_l, out_l, &ef);
+    if (!cs) cs = fa_apply_boundary_layouts(cctx, g, t->gf, plan_layout, NULL, &t->in_l, &t->out_l, &unknown, judged, sizeof judged);
+    if (!cs) cs = make_exec(cctx, t->gf, kt, opt->threads, true, t->in_l, t->out_l, &t->ef);
     if (!cs && unknown) { /* an output the plan fuses further: left where this cluster writes it */
-        cs = fa_apply_boundary_layouts(cctx, g, gf, plan_layout, ef, &in_l, &out_l, &unknown, judged, sizeof judged);
+        cs = fa_apply_boundary_layouts(cctx, g, t->gf, plan_layout, t->ef, &t->in_l, &t->out_l, &unknown, judged, sizeof judged);
         bool moved = false;
-        for (int i = 0; i < gf->n_outputs; i++) moved |= out_l[i] != FA_LAYOUT_PLAIN;
+        for (int i = 0; i < t->gf->n_outputs; i++) moved |= t->out_l[i] != FA_LAYOUT_PLAIN;
         if (!cs && moved) {
-            fa_exec_free(ef);
-            ef = NULL;
-            cs = make_exec(cctx, gf, kt, opt->threads, true, in_l, out_l, &ef);
+            fa_exec_free(t->ef);
+            t->ef = NULL;
+            cs = make_exec(cctx, t->gf, kt, opt->threads, true, t->in_l, t->out_l, &t->ef);
         }
     }
     char slow[600];
-    if (!cs && fa_apply_slow_library_epilogue(gf, ef, slow, sizeof slow)) {
+    if (!cs && fa_apply_slow_library_epilogue(t->gf, t->ef, slow, sizeof slow)) {
         /* asked before any benchmark: a library epilogue off oneDNN's fast path is not proposed */
         v->status = FA_CLUSTER_REFUSED;
         v->refusal = FA_WHY_SLOW_LIBRARY_PATH;
         fa_apply_set_reason(res, v, "%s", slow);
-        goto done;
+        return false;
     }
-    if (!cs) cs = fa_value_map_set_inputs(cctx, eu, gu, vm);
-    if (!cs) cs = fa_value_map_set_inputs(cctx, ef, gf, vm);
-    if (!cs) cs = fa_exec_run(cctx, eu, NULL);
-    if (!cs) cs = fa_exec_run(cctx, ef, NULL);
+    if (!cs) cs = fa_value_map_set_inputs(cctx, t->eu, t->gu, vm);
+    if (!cs) cs = fa_value_map_set_inputs(cctx, t->ef, t->gf, vm);
+    if (!cs) cs = fa_exec_run(cctx, t->eu, NULL);
+    if (!cs) cs = fa_exec_run(cctx, t->ef, NULL);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(res, v, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
-        goto done;
+        return false;
     }
     /* verify every cluster output against the unfused sub-graph (plain values: fa_exec_output
      * converts an output the fused sub-graph left blocked) */
-    char tag[400], tags[900];
-    if (!verify_cluster(cctx, g, res, c, v, opt, vm, gu, eu, gf, ef, tag, sizeof tag, &cs) || cs) {
+    if (!verify_cluster(cctx, g, res, c, v, opt, vm, t->gu, t->eu, t->gf, t->ef, t->tag, sizeof t->tag, &cs) || cs) {
         if (cs) {
             v->status = FA_CLUSTER_REJECTED_ERROR;
             fa_apply_set_reason(res, v, "could not verify the fused kernel: %s", fa_ctx_errmsg(cctx));
         }
-        goto done;
+        return false;
     }
-    int max_n = res->n_cluster_samples;
-    if (share) { /* the same kernel on the same shapes: its verdict and samples, this one's own verification */
-        int k = res->n_cluster_bench++, n = res->cluster_n_samples[share->row];
-        res->cluster_ids[k] = c->id;
-        res->cluster_n_samples[k] = n;
-        memcpy(res->cluster_unfused + (size_t)k * (size_t)max_n, res->cluster_unfused + (size_t)share->row * (size_t)max_n,
-               sizeof(double) * (size_t)n);
-        memcpy(res->cluster_fused + (size_t)k * (size_t)max_n, res->cluster_fused + (size_t)share->row * (size_t)max_n,
-               sizeof(double) * (size_t)n);
-        v->status = share->v->status;
-        v->measured_saving_ns = share->v->measured_saving_ns;
-        fa_apply_set_reason(res, v, "%sverified on its own values (error %.2g); benchmark shared with cluster %d, same "
-                            "signature: %s", tag, v->max_rel_error, share->cluster_id, share->v->reason);
-        goto done;
-    }
-    /* adaptive repetitions: blocks of opt->iters rounds until the paired saving is settled */
-    bool settled;
-    int n = fa_apply_bench_adaptive(cctx, fa_apply_exec_once, eu, ef, opt->warmup, opt->iters, max_n, deadline_ns, sa, sb,
-                                    &settled, &cs);
+    snprintf(t->tags, sizeof t->tags, "%s%s%s", plan_note, judged, t->tag);
+    return true;
+}
+
+/* One visit to tried cluster t: a warm-up pair (opt->warmup on the first visit, 1 after: its
+ * data left the caches while the others ran), then `block` interleaved rounds appended to its
+ * row (the unfused/fused order alternating across visits too); after FA_APPLY_VISITS visits its
+ * saving may settle (fa_apply_rounds_settled). A failed run rejects it with the reason. */
+static void visit_cluster(fa_apply_result *res, fa_cluster_verdict *v, const fa_apply_options *opt, tried_cluster *t,
+                          int block)
+{
+    int max_n = res->n_cluster_samples, m = block < max_n - t->n ? block : max_n - t->n;
+    double *sa = res->cluster_unfused + (size_t)t->row * (size_t)max_n + t->n;
+    double *sb = res->cluster_fused + (size_t)t->row * (size_t)max_n + t->n;
+    fa_status cs = fa_apply_bench_pair(t->cctx, fa_apply_exec_once, t->eu, t->ef, t->visits ? 1 : opt->warmup, t->n, m, sa, sb);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
-        fa_apply_set_reason(res, v, "benchmark failed: %s", fa_ctx_errmsg(cctx));
-        goto done;
+        fa_apply_set_reason(res, v, "benchmark failed: %s", fa_ctx_errmsg(t->cctx));
+        t->benched = true;
+        return;
     }
-    int k = res->n_cluster_bench++;
-    res->cluster_ids[k] = c->id;
-    res->cluster_n_samples[k] = n;
-    memcpy(res->cluster_unfused + (size_t)k * (size_t)max_n, sa, sizeof(double) * (size_t)n);
-    memcpy(res->cluster_fused + (size_t)k * (size_t)max_n, sb, sizeof(double) * (size_t)n);
-    snprintf(tags, sizeof tags, "%s%s%s", plan_note, judged, tag);
-    fa_apply_judge(res, v, sa, sb, n, v->max_rel_error, tags);
-    fa_apply_set_reason(res, v, "%s; %s", v->reason,
-                        settled ? "repetitions stopped once the interval was within 10% of the saving or 1% of the "
-                                  "sub-graph's time"
-                        : n >= max_n ? "repetitions stopped at their cap before the interval was within 10%"
-                                     : "repetitions stopped by the apply budget before the interval was within 10%");
-done:
-    free(in_l);
-    free(out_l);
-    fa_exec_free(eu);
-    fa_exec_free(ef);
-    fa_graph_free(gu);
-    fa_graph_free(gf);
+    t->n += m;
+    res->cluster_n_samples[t->row] = t->n;
+    t->visits++;
+    if (t->visits >= FA_APPLY_VISITS) t->settled = fa_apply_rounds_settled(res->cluster_unfused + (size_t)t->row * (size_t)max_n,
+                                                                            res->cluster_fused + (size_t)t->row * (size_t)max_n, t->n);
+    t->benched = t->settled || t->n >= max_n;
 }
 
 /* Every cluster's verdict starts as the advisor's decision, with its gate figures. */
@@ -505,10 +507,9 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     kt.bin = calloc((size_t)p->n_clusters + 1, sizeof *kt.bin);
     vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
     int max_rounds = opt.iters * FA_APPLY_REPEAT_MAX; /* a cluster's rounds at most (adaptive) */
-    double *sa = malloc(sizeof(double) * (size_t)max_rounds), *sb = malloc(sizeof(double) * (size_t)max_rounds);
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
     fa_layout *plan_layout = NULL; /* by tensor id of g: the whole fused plan's layouts */
-    if (!res || !verdicts_init(p, res) || !kt.bin || !vm.vals || !sa || !sb || !extra) {
+    if (!res || !verdicts_init(p, res) || !kt.bin || !vm.vals || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -561,10 +562,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     /* one benchmark per signature: a later cluster of the same kernel on the same shapes reuses
      * the first one's (ResNet-50's repeated bottleneck blocks) */
     char **sigs = calloc((size_t)n_prop + 1, sizeof *sigs);
-    int *row_of = malloc(sizeof(int) * (size_t)(n_prop + 1));
-    if (!sigs || !row_of) {
-        free(sigs);
-        free(row_of);
+    if (!sigs) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -580,33 +578,102 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         }
         sigs[k] = sb_.oom ? NULL : sb_.data; /* NULL: never shared */
         if (sb_.oom) fa_buf_free(&sb_);
-        row_of[k] = -1;
     }
-    int done_n = 0;
-    for (int k = 0; k < n_prop; k++) {
+    /* Prepared, then benchmarked in visits: every cluster ready to benchmark gets a block of
+     * rounds per visit, in rank order, FA_APPLY_VISITS visits at least, so that its rounds are
+     * taken at moments spread over the stage as the trace's and the probe's are, not in one
+     * phase of the machine's memory bandwidth (issue 19; docs/codegen.md "Visits"); then more
+     * visits for the ones whose saving has not settled, up to the cap or the budget. */
+    tried_cluster *tc = calloc((size_t)n_prop + 1, sizeof *tc);
+    if (!tc) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    double budget = opt.budget_s > 0 ? opt.budget_s : FA_APPLY_BUDGET_S_DEFAULT;
+    uint64_t deadline = t0 + (uint64_t)(budget * 1e9);
+    int n_ready = 0, n_steps = 0, steps_done = 0;
+    for (int k = 0; k < n_prop && !s; k++) {
         const fa_cluster *c = &p->clusters[order[k]];
         fa_cluster_verdict *v = &res->verdicts[order[k]];
-        if (opt.progress) opt.progress(opt.progress_user, "apply", ++done_n, n_prop);
-        if (v->status != FA_CLUSTER_PROPOSED) { /* its kernel failed to build */
-            res->rejected++;
-            continue;
-        }
-        if (fa_apply_budget_spent(res, v, &opt, t0)) continue;
-        fa_ctx *cctx = fa_ctx_create(); /* a cluster's failure must not poison the run's context */
-        if (!cctx) {
+        tried_cluster *t = &tc[k];
+        t->share = t->row = -1;
+        t->benched = true;
+        if (opt.progress) opt.progress(opt.progress_user, "verify", k + 1, n_prop);
+        if (v->status != FA_CLUSTER_PROPOSED || fa_apply_budget_spent(res, v, &opt, t0)) continue; /* kernel not built */
+        if (!(t->cctx = fa_ctx_create())) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
             break;
         }
-        double budget = opt.budget_s > 0 ? opt.budget_s : FA_APPLY_BUDGET_S_DEFAULT;
-        shared_bench share = {-1, -1, NULL};
-        for (int j = 0; j < k && sigs[k] && !share.v; j++)
-            if (row_of[j] >= 0 && sigs[j] && !strcmp(sigs[j], sigs[k]))
-                share = (shared_bench){p->clusters[order[j]].id, row_of[j], &res->verdicts[order[j]]};
-        int rows_before = res->n_cluster_bench;
-        apply_cluster(cctx, g, p, c, v, &opt, &kt, &vm, plan_layout, plan_note, res, sa, sb, t0 + (uint64_t)(budget * 1e9),
-                      share.v ? &share : NULL);
-        if (!share.v && res->n_cluster_bench > rows_before) row_of[k] = rows_before; /* measured here: shareable */
-        fa_ctx_free(cctx);
+        bool ready = prepare_cluster(g, p, c, v, &opt, &kt, &vm, plan_layout, plan_note, res, t);
+        for (int j = 0; j < k && ready && sigs[k]; j++)
+            if (tc[j].row >= 0 && sigs[j] && !strcmp(sigs[j], sigs[k])) { /* the same kernel on the same shapes */
+                t->share = j;
+                break;
+            }
+        if (!ready || t->share >= 0) { /* nothing left to run: its executors go now */
+            tried_release(t);
+            continue;
+        }
+        t->row = res->n_cluster_bench++;
+        res->cluster_ids[t->row] = c->id;
+        t->benched = false;
+        n_ready++;
+    }
+    int block = (opt.iters + FA_APPLY_VISITS - 1) / FA_APPLY_VISITS;
+    if (block < FA_APPLY_VISIT_MIN_ROUNDS) block = FA_APPLY_VISIT_MIN_ROUNDS;
+    n_steps = n_ready * FA_APPLY_VISITS;
+    for (int visit = 0; !s; visit++) {
+        bool more = false;
+        for (int k = 0; k < n_prop; k++) {
+            tried_cluster *t = &tc[k];
+            fa_cluster_verdict *v = &res->verdicts[order[k]];
+            if (t->benched) continue;
+            if (fa_now_ns() > deadline) { /* the budget: what was measured is judged */
+                if (t->n == 0) fa_apply_budget_spent(res, v, &opt, t0);
+                t->benched = true;
+                continue;
+            }
+            visit_cluster(res, v, &opt, t, block);
+            if (opt.progress && visit < FA_APPLY_VISITS) opt.progress(opt.progress_user, "apply", ++steps_done, n_steps);
+            more |= !t->benched;
+        }
+        if (!more) break;
+    }
+    if (opt.progress && steps_done < n_steps) opt.progress(opt.progress_user, "apply", n_steps, n_steps);
+    /* the verdicts: the benchmarked ones first, then the clusters that share their benchmark */
+    for (int pass = 0; pass < 2 && !s; pass++)
+        for (int k = 0; k < n_prop; k++) {
+            tried_cluster *t = &tc[k];
+            const fa_cluster *c = &p->clusters[order[k]];
+            fa_cluster_verdict *v = &res->verdicts[order[k]];
+            if (pass == 0 && t->row >= 0 && v->status == FA_CLUSTER_PROPOSED && t->n > 0) {
+                fa_apply_judge(res, v, res->cluster_unfused + (size_t)t->row * (size_t)max_rounds,
+                               res->cluster_fused + (size_t)t->row * (size_t)max_rounds, t->n, v->max_rel_error, t->tags);
+                fa_apply_set_reason(res, v, "%s; rounds taken in %d visit(s); %s", v->reason, t->visits,
+                                    t->settled ? "repetitions stopped once the interval was within 10% of the saving or 1% "
+                                                 "of the sub-graph's time"
+                                    : t->n >= max_rounds ? "repetitions stopped at their cap before the interval was within 10%"
+                                                         : "repetitions stopped by the apply budget before the interval was "
+                                                           "within 10%");
+            } else if (pass == 1 && t->share >= 0 && v->status == FA_CLUSTER_PROPOSED) {
+                const tried_cluster *o = &tc[t->share];
+                const fa_cluster_verdict *ov = &res->verdicts[order[t->share]];
+                int row = res->n_cluster_bench++, n = res->cluster_n_samples[o->row];
+                res->cluster_ids[row] = c->id;
+                res->cluster_n_samples[row] = n;
+                memcpy(res->cluster_unfused + (size_t)row * (size_t)max_rounds,
+                       res->cluster_unfused + (size_t)o->row * (size_t)max_rounds, sizeof(double) * (size_t)n);
+                memcpy(res->cluster_fused + (size_t)row * (size_t)max_rounds,
+                       res->cluster_fused + (size_t)o->row * (size_t)max_rounds, sizeof(double) * (size_t)n);
+                v->status = ov->status;
+                v->measured_saving_ns = ov->measured_saving_ns;
+                fa_apply_set_reason(res, v, "%sverified on its own values (error %.2g); benchmark shared with cluster %d, same "
+                                    "signature: %s", t->tag, v->max_rel_error, p->clusters[order[t->share]].id,
+                                    ov->reason ? ov->reason : "");
+            }
+        }
+    for (int k = 0; k < n_prop && tc; k++) {
+        const fa_cluster *c = &p->clusters[order[k]];
+        fa_cluster_verdict *v = &res->verdicts[order[k]];
+        tried_release(&tc[k]);
+        if (v->status == FA_CLUSTER_NOT_TRIED) continue;
         if (v->status == FA_CLUSTER_ACCEPTED) {
             res->accepted++;
             res->predicted_saving_ns += c->est_saving_ns;
@@ -614,10 +681,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->rejected++;
         }
     }
+    free(tc);
 
     for (int k = 0; k < n_prop; k++) free(sigs[k]);
     free(sigs);
-    free(row_of);
     if (s) goto done;
 
     /* 3. End to end: every accepted cluster at once vs the unfused graph, same inputs. What the
@@ -668,7 +735,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         }
         if (!s) {
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
-            s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, efz, opt.warmup, opt.iters, res->baseline_samples, res->fused_samples);
+            s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, efz, opt.warmup, 0, opt.iters, res->baseline_samples, res->fused_samples);
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
         }
         bool again = false;
@@ -714,8 +781,6 @@ done:
     if (kt.bin)
         for (int i = 0; i < p->n_clusters; i++) kt.t->fused_free(kt.bin[i]);
     free(kt.bin);
-    free(sa);
-    free(sb);
     free(extra);
     free(plan_layout);
     free(order);

@@ -44,10 +44,12 @@ void fa_apply_set_reason(fa_apply_result *r, fa_cluster_verdict *v, const char *
 
 /* gain = median(a - b) of the paired samples; noise = 2 x its standard error,
  * 1.2533 x 1.4826 x MAD / sqrt(n): the normal-consistent MAD and the asymptotic efficiency of
- * the median (Wilcox, "Introduction to Robust Estimation", ch. 3). */
-static void paired_gain(const double *sa, const double *sb, int n, double *gain, double *noise)
+ * the median (Wilcox, "Introduction to Robust Estimation", ch. 3). *faster: the rounds with
+ * a[i] > b[i] (b faster), *slower: those with a[i] < b[i]. */
+static void paired_gain(const double *sa, const double *sb, int n, double *gain, double *noise, int *faster, int *slower)
 {
     double *d = malloc(sizeof(double) * (size_t)n), *dev = malloc(sizeof(double) * (size_t)n);
+    *faster = *slower = 0;
     if (!d || !dev) {
         free(d);
         free(dev);
@@ -55,7 +57,11 @@ static void paired_gain(const double *sa, const double *sb, int n, double *gain,
         *noise = INFINITY;
         return;
     }
-    for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
+    for (int i = 0; i < n; i++) {
+        d[i] = sa[i] - sb[i];
+        *faster += d[i] > 0;
+        *slower += d[i] < 0;
+    }
     qsort(d, (size_t)n, sizeof(double), fa_stats_cmp_double);
     double med = fa_stats_quantile_sorted(d, (size_t)n, 0.5);
     for (int i = 0; i < n; i++) dev[i] = fabs(d[i] - med);
@@ -66,24 +72,38 @@ static void paired_gain(const double *sa, const double *sb, int n, double *gain,
     free(dev);
 }
 
+int fa_apply_paired_verdict(const double *sa, const double *sb, int n, fa_paired_judgement *j)
+{
+    fa_paired_judgement w = {0};
+    if (n <= 0) {
+        if (j) *j = w;
+        return 0;
+    }
+    paired_gain(sa, sb, n, &w.gain_ns, &w.noise_ns, &w.faster, &w.slower);
+    fa_sample_stats_of(sa, n, &w.unfused);
+    fa_sample_stats_of(sb, n, &w.fused);
+    w.n = n;
+    double diff = w.unfused.median_ns - w.fused.median_ns;
+    /* 4 x faster >= 3 x n: b faster in at least 3 of every 4 rounds (the paired p25 above 0) */
+    if (w.gain_ns > w.noise_ns && diff > 0 && 4 * w.faster >= 3 * n) w.verdict = 1;
+    else if (w.gain_ns < -w.noise_ns && diff < 0 && 4 * w.slower >= 3 * n) w.verdict = -1;
+    if (j) *j = w;
+    return w.verdict;
+}
+
 void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa, const double *sb, int n, double err,
                     const char *tag)
 {
-    double gain, noise;
-    paired_gain(sa, sb, n, &gain, &noise);
-    fa_sample_stats su, sf;
-    fa_sample_stats_of(sa, n, &su);
-    fa_sample_stats_of(sb, n, &sf);
+    fa_paired_judgement j;
+    int verdict = fa_apply_paired_verdict(sa, sb, n, &j);
+    const fa_sample_stats su = j.unfused, sf = j.fused;
+    double gain = j.gain_ns, noise = j.noise_ns;
     fa_paired_saving ps;
     fa_paired_saving_of(sa, sb, n, &ps);
     /* Reported saving: the paired estimate, the median of the per-round differences unfused -
      * fused (issue 19: a difference of two medians mixes two rounds' noise; the paired median
-     * is what the sign-test interval printed beside it bounds). A win needs all three of: the
-     * paired median gain beyond twice its standard error, the fused median below the unfused
-     * one, and separated distributions (the fused p75 below the unfused p25). A regression
-     * mirrors it. Anything else, including a spread that swamps the difference on a loaded
-     * machine, is "no measured gain". */
-    double diff = su.median_ns - sf.median_ns;
+     * is what the sign-test interval printed beside it bounds). The rule is
+     * fa_apply_paired_verdict's; the medians and IQRs are quoted for the reader. */
     v->measured_saving_ns = gain;
     const char *t = tag ? tag : "";
     char iv[160];
@@ -92,51 +112,38 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
                  100 * ps.ci_level, ps.ci_lo_ns / 1e3, ps.ci_hi_ns / 1e3, n);
     else
         snprintf(iv, sizeof iv, "paired median saving %.1f us, %d rounds", gain / 1e3, n);
-    if (gain > noise && diff > 0 && sf.p75_ns < su.p25_ns) {
+    if (verdict > 0) {
         v->status = FA_CLUSTER_ACCEPTED;
         fa_apply_set_reason(r, v, "%sverified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
-                            "paired gain %.1f us > noise %.1f us (%s)", t, err, su.median_ns / 1e3, sf.median_ns / 1e3,
-                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3, iv);
-    } else if (gain < -noise && diff < 0 && sf.p25_ns > su.p75_ns) {
+                            "fused faster in %d of %d rounds, paired gain %.1f us > noise %.1f us (%s)", t, err,
+                            su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
+                            sf.p75_ns / 1e3, j.faster, n, gain / 1e3, noise / 1e3, iv);
+    } else if (verdict < 0) {
         v->status = FA_CLUSTER_REJECTED_REGRESSION;
-        fa_apply_set_reason(r, v, "%sregression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), paired loss %.1f us > noise %.1f us (%s)",
+        fa_apply_set_reason(r, v, "%sregression: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), fused slower in %d of "
+                            "%d rounds, paired loss %.1f us > noise %.1f us (%s)",
                             t, su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
-                            sf.p75_ns / 1e3, -gain / 1e3, noise / 1e3, iv);
+                            sf.p75_ns / 1e3, j.slower, n, -gain / 1e3, noise / 1e3, iv);
     } else {
         v->status = FA_CLUSTER_REJECTED_NO_GAIN;
-        fa_apply_set_reason(r, v, "%sno measured gain: median %.1f -> %.1f us, IQR %.1f-%.1f -> %.1f-%.1f us overlap or the paired "
-                            "gain %.1f us is within noise %.1f us (%s)", t, su.median_ns / 1e3, sf.median_ns / 1e3,
-                            su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3, sf.p75_ns / 1e3, gain / 1e3, noise / 1e3, iv);
+        fa_apply_set_reason(r, v, "%sno measured gain: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), fused faster in "
+                            "%d of %d rounds (3 in 4 needed) or the paired gain %.1f us is within noise %.1f us (%s)", t,
+                            su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
+                            sf.p75_ns / 1e3, j.faster, n, gain / 1e3, noise / 1e3, iv);
     }
 }
 
-int fa_apply_bench_adaptive(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int block,
-                            int max_n, uint64_t deadline_ns, double *sa, double *sb, bool *settled, fa_status *st)
+bool fa_apply_rounds_settled(const double *sa, const double *sb, int n)
 {
-    int n = 0;
-    *settled = false;
-    *st = FA_OK;
-    if (block < 1) block = 1;
-    while (n < max_n) {
-        int m = block < max_n - n ? block : max_n - n;
-        *st = fa_apply_bench_pair(ctx, run, a, b, n ? 0 : warmup, m, sa + n, sb + n);
-        if (*st) return n;
-        n += m;
-        fa_paired_saving ps;
-        fa_paired_saving_of(sa, sb, n, &ps);
-        fa_sample_stats su;
-        fa_sample_stats_of(sa, n, &su);
-        if (fa_paired_saving_settled(&ps, FA_APPLY_SETTLE_REL, FA_APPLY_SETTLE_FLOOR * su.median_ns)) {
-            *settled = true;
-            break;
-        }
-        if (deadline_ns && fa_now_ns() > deadline_ns) break;
-    }
-    return n;
+    fa_paired_saving ps;
+    fa_paired_saving_of(sa, sb, n, &ps);
+    fa_sample_stats su;
+    fa_sample_stats_of(sa, n, &su);
+    return fa_paired_saving_settled(&ps, FA_APPLY_SETTLE_REL, FA_APPLY_SETTLE_FLOOR * su.median_ns);
 }
 
-fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int iters,
-                              double *sa, double *sb)
+fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
+                              int iters, double *sa, double *sb)
 {
     for (int i = 0; i < warmup; i++) {
         fa_status s = run(ctx, a);
@@ -144,7 +151,8 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
         if (s) return s;
     }
     for (int i = 0; i < iters; i++) {
-        const void *first = (i & 1) ? b : a, *second = (i & 1) ? a : b;
+        bool odd = (round0 + i) & 1;
+        const void *first = odd ? b : a, *second = odd ? a : b;
         uint64_t t0 = fa_now_ns();
         fa_status s = run(ctx, first);
         uint64_t t1 = fa_now_ns();
@@ -152,8 +160,8 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
         uint64_t t2 = fa_now_ns();
         if (s) return s;
         double d1 = (double)(t1 - t0), d2 = (double)(t2 - t1);
-        sa[i] = (i & 1) ? d2 : d1;
-        sb[i] = (i & 1) ? d1 : d2;
+        sa[i] = odd ? d2 : d1;
+        sb[i] = odd ? d1 : d2;
     }
     return FA_OK;
 }
@@ -323,15 +331,7 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
     return false;
 }
 
-bool fa_apply_e2e_wins(const double *sa, const double *sb, int n)
-{
-    double gain, noise;
-    paired_gain(sa, sb, n, &gain, &noise);
-    fa_sample_stats su, sf;
-    fa_sample_stats_of(sa, n, &su);
-    fa_sample_stats_of(sb, n, &sf);
-    return gain > noise && su.median_ns > sf.median_ns && sf.p75_ns < su.p25_ns;
-}
+bool fa_apply_e2e_wins(const double *sa, const double *sb, int n) { return fa_apply_paired_verdict(sa, sb, n, NULL) > 0; }
 
 double fa_apply_accepted_saving(const fa_plan *p, const fa_apply_result *r)
 {

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "advisor/advisor.h"
-#include "applier/applier.h"
+#include "applier/applier-impl.h"
 #include "runtime/runtime-impl.h"
 #include "testutil.h"
 
@@ -279,6 +279,13 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
             assert_int_equal(r->n_cluster_bench, 2);
             assert_int_equal(r->cluster_n_samples[0], r->cluster_n_samples[1]);
             assert_true(r->cluster_n_samples[0] >= opt.iters && r->cluster_n_samples[0] <= r->n_cluster_samples);
+            /* taken in visits (docs/codegen.md "Visits"): at least FA_APPLY_VISITS of them, each
+             * a block of at least FA_APPLY_VISIT_MIN_ROUNDS rounds, the reason saying how many */
+            const char *at = strstr(v0->reason, "rounds taken in ");
+            assert_non_null(at);
+            int visits = atoi(at + strlen("rounds taken in "));
+            assert_true(visits >= FA_APPLY_VISITS);
+            assert_true(r->cluster_n_samples[0] >= (visits - 1) * FA_APPLY_VISIT_MIN_ROUNDS + 1); /* the last may be cut by the cap */
         } else {
             assert_int_equal(v1->status, FA_CLUSTER_REJECTED_VERIFY);
             assert_null(strstr(v1->reason, "benchmark shared"));

@@ -1,0 +1,117 @@
+/* tests/unit/test_judge — the applier's accept/reject rule on paired rounds
+ * (applier/judge.c fa_apply_paired_verdict, fa_apply_judge, fa_apply_e2e_wins): rounds taken in
+ * phases of different memory bandwidth keep a true saving (the unpaired IQRs overlap, the pairs
+ * do not); equal kernels are judged no more often than the sign test allows; a saving in fewer than 3 of 4 rounds is no gain even when
+ * its median is beyond noise; a regression mirrors a win. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "testutil.h"
+#include "applier/applier-impl.h"
+
+#define N 21
+
+/* A deterministic jitter in [-1, 1): a 64-bit LCG's top bits (Knuth, TAOCP vol. 2, §3.3.4). */
+static double jitter(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (double)(*s >> 11) / (double)(1ULL << 52) - 1.0;
+}
+
+/* Three phases of 7 rounds, the unfused sub-graph at 100, 150 and 125 us (a machine whose
+ * bandwidth moves), the fused one `gain_us` faster in each round, +-1 us jitter on each run. */
+static void phased(double gain_us, uint64_t seed, double *sa, double *sb)
+{
+    const double base[3] = {100e3, 150e3, 125e3};
+    for (int i = 0; i < N; i++) {
+        double b = base[i / 7];
+        sa[i] = b + 1e3 * jitter(&seed);
+        sb[i] = b - gain_us * 1e3 + 1e3 * jitter(&seed);
+    }
+}
+
+static void test_phases_keep_a_true_saving(void **st)
+{
+    (void)st;
+    double sa[N], sb[N];
+    phased(10, 7, sa, sb);
+    fa_sample_stats su, sf;
+    fa_sample_stats_of(sa, N, &su);
+    fa_sample_stats_of(sb, N, &sf);
+    /* the unpaired separation the judge used before fails on these rounds */
+    assert_false(sf.p75_ns < su.p25_ns);
+    fa_paired_judgement j;
+    assert_int_equal(fa_apply_paired_verdict(sa, sb, N, &j), 1);
+    assert_int_equal(j.faster, N);
+    assert_true(fabs(j.gain_ns - 10e3) < 2e3);
+    assert_true(fa_apply_e2e_wins(sa, sb, N));
+
+    fa_apply_result r;
+    memset(&r, 0, sizeof r);
+    r.arena = fa_arena_create(0);
+    fa_cluster_verdict v;
+    memset(&v, 0, sizeof v);
+    fa_apply_judge(&r, &v, sa, sb, N, 1e-7, "tag: ");
+    assert_int_equal(v.status, FA_CLUSTER_ACCEPTED);
+    assert_true(fabs(v.measured_saving_ns - j.gain_ns) < 1e-9);
+    assert_non_null(strstr(v.reason, "tag: verified"));
+    assert_non_null(strstr(v.reason, "fused faster in 21 of 21 rounds"));
+
+    /* the same phases with the fused run slower: a regression, the mirror */
+    phased(-10, 7, sa, sb);
+    assert_int_equal(fa_apply_paired_verdict(sa, sb, N, &j), -1);
+    fa_apply_judge(&r, &v, sa, sb, N, 1e-7, NULL);
+    assert_int_equal(v.status, FA_CLUSTER_REJECTED_REGRESSION);
+    assert_true(v.measured_saving_ns < -8e3);
+    assert_false(fa_apply_e2e_wins(sa, sb, N));
+    fa_arena_free(r.arena);
+}
+
+static void test_equal_kernels_are_rarely_judged(void **st)
+{
+    (void)st;
+    /* The same kernel on both sides, 2000 draws of 21 phased rounds: a verdict either way only as
+     * often as the sign test allows, 2 x P(>= 16 of 21) = 2 x 1.33 % (Conover §3.4), before the
+     * gain-beyond-noise condition; the old unpaired rule's rate was 0 % here and the rule's
+     * price is that bound. */
+    double sa[N], sb[N];
+    int judged = 0;
+    for (uint64_t seed = 1; seed <= 2000; seed++) {
+        phased(0, seed * 7919, sa, sb);
+        judged += fa_apply_paired_verdict(sa, sb, N, NULL) != 0;
+    }
+    assert_true(judged <= (int)(2000 * 2 * 0.0133));
+}
+
+static void test_three_rounds_in_four(void **st)
+{
+    (void)st;
+    /* 15 rounds 10 us faster, 5 rounds 10 us slower: 15 of 20 is 3 in 4, a win ... */
+    double sa[20], sb[20];
+    for (int i = 0; i < 20; i++) {
+        sa[i] = 100e3 + 50.0 * i;
+        sb[i] = sa[i] + (i % 4 == 3 ? 10e3 : -10e3);
+    }
+    fa_paired_judgement j;
+    assert_int_equal(fa_apply_paired_verdict(sa, sb, 20, &j), 1);
+    assert_int_equal(j.faster, 15);
+    assert_int_equal(j.slower, 5);
+    /* ... 14 of 20 is not, though the paired median (10 us, no spread about it) is beyond noise */
+    sb[0] = sa[0] + 10e3;
+    assert_int_equal(fa_apply_paired_verdict(sa, sb, 20, &j), 0);
+    assert_true(j.gain_ns > j.noise_ns);
+    assert_int_equal(j.faster, 14);
+    /* no rounds: no verdict */
+    assert_int_equal(fa_apply_paired_verdict(sa, sb, 0, &j), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_phases_keep_a_true_saving),
+        cmocka_unit_test(test_equal_kernels_are_rarely_judged),
+        cmocka_unit_test(test_three_rounds_in_four),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
