@@ -1395,6 +1395,18 @@ bool fa_probe_loss_resolved(int reps, int wins)
 /* The probe's answer for cluster c (a BN fold or an epilogue) into *pr: asked with c's signature
  * and the plan view up to c (clusters [0, c] filled). False when it measured nothing (pr->what
  * says why, or is empty when the signature could not be formed). */
+/* The kinds the probe times (applier/probe.c): BN folds and epilogues (library kernels), and
+ * the generated kernels of chains, reductions and horizontal groups, compiled by the target as
+ * the applier compiles them. Before 2026-12-03 only the library kinds: a generated kernel was
+ * predicted from the roofline, and gpt2-block's masked softmax, whose expf loops gcc left scalar,
+ * was predicted a 206-255 us saving and measured a 660-695 us loss (bench/README.md, "Visits and
+ * the trace's span"). */
+static bool probed_kind(fa_cluster_kind k)
+{
+    return k == FA_CLUSTER_BN_FOLD || k == FA_CLUSTER_EPILOGUE || k == FA_CLUSTER_ELEMWISE_CHAIN ||
+           k == FA_CLUSTER_REDUCTION || k == FA_CLUSTER_HORIZONTAL;
+}
+
 static bool ask_probe(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
 {
     memset(pr, 0, sizeof *pr);
@@ -1535,10 +1547,12 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     /* a library kernel (BN fold, epilogue): the probe measures it as the fused plan runs it —
      * in the target's blocked layout, its own implementation, its post-ops — where the baseline
      * timed the anchor plain (oneDNN's gemm convolution on NCHW, 1.5-2x slower than its jit one
-     * on nChw16c: pass-1 fused meas/pred 0.62 before the probe, bench/README.md) */
-    bool probed = false;
+     * on nChw16c: pass-1 fused meas/pred 0.62 before the probe, bench/README.md); a generated
+     * kernel (chain, reduction, horizontal group): compiled and timed as the applier will run it,
+     * instead of its traffic on the members' achieved bandwidth (probed_kind) */
+    bool probed = false, fused_measured = false;
     char pnote[420] = "";
-    if ((w->kind == FA_CLUSTER_BN_FOLD || w->kind == FA_CLUSTER_EPILOGUE) && A->opt.probe && A->plan) {
+    if (probed_kind(w->kind) && A->opt.probe && A->plan) {
         fa_fused_probe_result pr;
         if (ask_probe(A, c, &pr) && pr.median_ns > 0) {
             /* the saving rests on the profile (issue 19): the members' measured time in the
@@ -1550,17 +1564,33 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
              * clusters (passes 1/2), the probe's own difference for 70/69 %; under load the
              * profile's moment differs from the applier's (0.6-1.7x) and the ratio fell to
              * 31/55 % (bench/README.md, issue-19e). The difference is quoted beside it. */
-            double ratio = pr.unfused_median_ns > 0 ? pr.median_ns / pr.unfused_median_ns : 0;
+            /* The ratio is the median of the pairs' own fused/unfused ratios when the probe
+             * paired them: each pair ran back to back, so its ratio cancels the phase of memory
+             * bandwidth both runs shared, where a ratio of two medians over visits in different
+             * phases does not (over the applier's rounds, the paired ratio of the first half of
+             * a cluster's rounds agreed with the second half's within +-25 % of the saving for
+             * 86-96 % of clusters against 78-90 % for the ratio of medians, three runs of
+             * bench_calibration.sh, bench/README.md "Paired ratios"). */
+            bool paired = pr.paired_ratio > 0 && isfinite(pr.paired_ratio);
+            double ratio = paired ? pr.paired_ratio : pr.unfused_median_ns > 0 ? pr.median_ns / pr.unfused_median_ns : 0;
             e.fused_ns = ratio > 0 ? in.member_ns * ratio : pr.median_ns;
-            net = in.member_ns + in.gaps_ns - e.fused_ns - in.recompute_ns;
+            /* a recomputed producer ran inside the probed fused kernel: its time is in e.fused_ns */
+            net = in.member_ns + in.gaps_ns - e.fused_ns;
+            char an[64] = ""; /* a library kernel's anchor stays in it; a generated kernel has none */
+            if (w->kind == FA_CLUSTER_BN_FOLD || w->kind == FA_CLUSTER_EPILOGUE)
+                snprintf(an, sizeof an, "the anchor's measured %.0f ns; ", anchor);
             if (ratio > 0)
-                snprintf(fh, sizeof fh, "probe: %s; fused = that ratio %.3f x the members' %.0f ns in the profile (the "
-                         "anchor's measured %.0f ns; the probe's own difference %.0f - %.0f ns)",
-                         pr.what, ratio, in.member_ns, anchor, pr.unfused_median_ns, pr.median_ns);
+                snprintf(fh, sizeof fh, "probe: %s; fused = that ratio %.3f x the members' %.0f ns in the profile (%s; %s"
+                         "the probe's own difference %.0f - %.0f ns)",
+                         pr.what, ratio, in.member_ns, paired ? "the median of its pairs' fused/unfused ratios"
+                                                               : "the ratio of its medians", an, pr.unfused_median_ns,
+                         pr.median_ns);
             else
-                snprintf(fh, sizeof fh, "probe: %s (the anchor's measured %.0f ns)", pr.what, anchor);
+                snprintf(fh, sizeof fh, "probe: %s%s%.*s%s", pr.what, an[0] ? " (" : "",
+                         (int)(strlen(an) > 2 ? strlen(an) - 2 : 0), an, an[0] ? ")" : "");
             fused_how = fh;
             probed = true;
+            fused_measured = ratio > 0 || pr.median_ns > 0;
             if (net <= 0 && !fa_probe_loss_resolved(pr.reps, pr.wins)) {
                 A->probe_keep = true;
                 snprintf(pnote, sizeof pnote, "; proposed for measurement all the same: the probe's loss is not "
@@ -1577,18 +1607,22 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
          * unfused sub-graphs were timed in isolation, interleaved round by round; this profile
          * timed the members inside the model (other cache state, other load). Their measured
          * ratio carries over; the isolated time itself would mix the two conditions. */
-        double ratio = known->median_ns / known->unfused_median_ns;
+        bool paired = known->paired_ratio > 0 && isfinite(known->paired_ratio); /* as the probe's, above */
+        double ratio = paired ? known->paired_ratio : known->median_ns / known->unfused_median_ns;
         e.fused_ns = in.member_ns * ratio;
-        net = in.member_ns + in.gaps_ns - e.fused_ns - in.recompute_ns;
+        net = in.member_ns + in.gaps_ns - e.fused_ns; /* the recompute ran inside the measured kernel */
+        fused_measured = true;
         snprintf(fh, sizeof fh, "fused time measured in run %" PRId64 ": cluster %d of its plan %d, the same ops, shapes "
                  "and dtype on this device, ran in %.0f ns against its members' %.0f ns (medians of %d interleaved "
-                 "rounds, resolved); that ratio %.3f x the members' %.0f ns here", known->run_id, known->cluster_id,
-                 known->plan_id, known->median_ns, known->unfused_median_ns, known->n_samples, ratio, in.member_ns);
+                 "rounds, resolved); %s %.3f x the members' %.0f ns here", known->run_id, known->cluster_id,
+                 known->plan_id, known->median_ns, known->unfused_median_ns, known->n_samples,
+                 paired ? "the median of its rounds' fused/unfused ratios" : "that ratio", ratio, in.member_ns);
         fused_how = fh;
     }
     c->est_saving_ns = net;
     snprintf(b, sizeof b, "measured: %d kernel(s) removed, medians %.0f ns + %d gap(s) x %.0f ns; fused kernel %.0f ns "
-             "(%s); recompute %.0f ns%s", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns, pnote);
+             "(%s); recompute %.0f ns%s%s", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns,
+             fused_measured && w->recompute_ns > 0 ? " (inside the measured fused time, not subtracted again)" : "", pnote);
     c->basis = fa_arena_strdup(A->ar, b);
     return in.member_ns + in.gaps_ns;
 }
@@ -1760,11 +1794,11 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     /* the probe's sweeps (issue 19): every BN fold and epilogue probed once, then revisited, so
      * each signature's medians come from visits spread over the probing instead of one moment;
      * predict_cluster below is then served from the probe's entries */
+    if (A.opt.probe && A.opt.probe_prepare && plan->clusters) A.opt.probe_prepare(A.opt.probe_user, g, plan);
     if (A.opt.probe && A.opt.probe_revisit && A.opt.probe_visits > 1 && plan->clusters) {
         fa_fused_probe_result pr;
         for (int i = 0; i < A.ncl; i++)
-            if (plan->clusters[i].kind == FA_CLUSTER_BN_FOLD || plan->clusters[i].kind == FA_CLUSTER_EPILOGUE)
-                ask_probe(&A, &plan->clusters[i], &pr);
+            if (probed_kind(plan->clusters[i].kind)) ask_probe(&A, &plan->clusters[i], &pr);
         for (int v = 1; v < A.opt.probe_visits; v++)
             if (A.opt.probe_revisit(A.opt.probe_user, plan) == 0) break;
     }

@@ -177,6 +177,8 @@ typedef struct fa_fused_probe_result {
     double median_ns;          /* the fused kernel's median time per run, ns */
     double unfused_median_ns;  /* its unfused sub-graph's, timed interleaved with it, ns (0: not
                                   timed: median_ns is used as it is) */
+    double paired_ratio;       /* the median of the pairs' fused / unfused ratios
+                                  (fa_stats_paired_ratio; 0 or NAN: not paired) */
     int reps;                  /* timed runs (pairs) the medians are of */
     int wins;                  /* pairs in which the fused kernel was faster than the unfused
                                   sub-graph (-1: not paired) */
@@ -231,11 +233,17 @@ typedef struct fa_advise_options {
     fa_fused_probe_fn probe;
     void *probe_user;
     /* (optional, with probe) one more visit of every signature probed so far (applier/probe.c
-     * fa_kernel_probe_revisit); fa_advise asks the probe for every BN fold and epilogue first,
+     * fa_kernel_probe_revisit); fa_advise asks the probe for every BN fold, epilogue and
+     * generated kernel first,
      * calls this probe_visits - 1 times, then predicts from the medians over all visits.
      * NULL or probe_visits <= 1: one visit, asked as each cluster is predicted. */
     int (*probe_revisit)(void *user, const struct fa_plan *p);
     int probe_visits;
+    /* (optional, with probe) Called once with the plan before any probing: compile every
+     * generated kernel (chain, reduction, horizontal group) the probe may time in one batch, one
+     * compiler process (fa_kernel_probe_prepare); returns how many it compiled. NULL: a
+     * generated kernel is compiled when first probed. */
+    int (*probe_prepare)(void *user, const fa_graph *g, const struct fa_plan *p);
 } fa_advise_options;
 
 /* The noise floor of a proposal (issue 19): a generated-kernel cluster (chain, reduction,

@@ -157,6 +157,14 @@ double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, cons
  * (fa_exec_kernel_impl). true with a why-not naming the node and the implementation in why. */
 bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char *why, size_t cap);
 
+/* The probe's figures from its n interleaved pairs (fns[i] fused and uns[i] unfused, ns, timed
+ * together; n at most FA_PROBE_REPS x FA_PROBE_VISITS): out's median_ns and unfused_median_ns
+ * (type-7 medians), paired_ratio (the median of fns[i] / uns[i], fa_stats_paired_ratio), reps
+ * (n) and wins (pairs with the fused run faster); what untouched. Neither array is modified:
+ * the pairs must stay pairs for the revisits that append to them (applier/probe.c once sorted
+ * them in place for its medians, so its wins compared order statistics, not pairs). */
+void fa_probe_pairs_summary(const double *fns, const double *uns, int n, fa_fused_probe_result *out);
+
 /* The end-to-end rule: the same test a cluster passes (fa_apply_paired_verdict) on n paired
  * whole-model samples (sa baseline, sb fused, ns). */
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n);

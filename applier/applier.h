@@ -207,6 +207,11 @@ typedef struct fa_kernel_probe fa_kernel_probe;
 fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, double budget_s,
                                  fa_kernel_probe **out);
 void fa_kernel_probe_free(fa_kernel_probe *p);
+/* The compile cache for the generated kernels p probes (chains, reductions, horizontal groups:
+ * fa_codegen, then the target's fused_compile with fa_fused_compile_options{cache_dir,
+ * cache_max_bytes}, as the applier compiles them; cache_dir NULL: the target's default). The
+ * string is copied. Errors: FA_ERR_NOMEM. p NULL: nothing. */
+fa_status fa_kernel_probe_set_cache(fa_ctx *ctx, fa_kernel_probe *p, const char *cache_dir, uint64_t cache_max_bytes);
 /* The fa_fused_probe_fn of fa_advise_options (user = an fa_kernel_probe made for the same g). A
  * kernel that cannot be built or run gives false with the reason in out->what (the applier then
  * rejects the cluster with its own reason); nothing is printed, the plan never fails. */
@@ -223,6 +228,13 @@ bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int 
 int fa_kernel_probe_revisit(void *user, const fa_plan *p);
 /* Counters of p (NULL: zeros): kernels built and timed, clusters served from an earlier probe of
  * their signature, clusters left unprobed by the budget, seconds spent. */
+/* The probe_prepare of fa_advise_options (user = an fa_kernel_probe made for g): every generated
+ * kernel of p (chains, reductions, horizontal groups, one per fa_cluster_signature) not compiled
+ * yet is generated and compiled in one batch — one compiler process, as the applier's batch —
+ * within the probes' budget. A kernel that cannot be generated or built is remembered with its
+ * reason (its probe then says so; the applier rejects the cluster with its own). Returns the
+ * kernels compiled. */
+int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p);
 void fa_kernel_probe_stats(const fa_kernel_probe *p, int *built, int *reused, int *over_budget, double *spent_s);
 
 /* ---- the pipeline `run` and `apply` share (applier/pipeline.c) ---- */

@@ -68,24 +68,26 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     if (!s && !mar) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     if (!s) s = fa_store_measured_fused(ctx, st, run_id, mar, &mf, &ao.n_measured_fused);
     ao.measured_fused = mf;
-    /* the probe of fused library kernels: this run's baseline was measured on this machine with
+    /* the probe of fused kernels (library and generated): this run's baseline was measured on this machine with
      * these threads, so the probe's figures and the profile's describe the same device. A target
      * it cannot run on (no device) leaves the profile model, with the log saying why. */
     fa_kernel_probe *probe = NULL;
     if (!s && fa_kernel_probe_create(ctx, g, ap->target, ap->threads, 0, &probe) != FA_OK) {
-        fa_log(ctx, FA_LOG_INFO, "no probe of fused library kernels: %s", fa_ctx_errmsg(ctx));
+        fa_log(ctx, FA_LOG_INFO, "no probe of fused kernels: %s", fa_ctx_errmsg(ctx));
         fa_ctx_clear(ctx);
     }
+    if (!s) s = fa_kernel_probe_set_cache(ctx, probe, ap->cache_dir, ap->cache_max_bytes); /* the applier's cache */
     ao.probe = probe ? fa_kernel_probe_fused : NULL;
     ao.probe_user = probe;
     ao.probe_revisit = probe ? fa_kernel_probe_revisit : NULL;
     ao.probe_visits = FA_PROBE_VISITS;
+    ao.probe_prepare = probe ? fa_kernel_probe_prepare : NULL;
     if (!s) s = fa_advise(ctx, g, r->analysis, &ao, &r->plan);
     if (probe) {
         int built, reused, over;
         double spent;
         fa_kernel_probe_stats(probe, &built, &reused, &over, &spent);
-        fa_log(ctx, FA_LOG_INFO, "probe of fused library kernels: %d built and timed in %.2f s, %d served by an earlier "
+        fa_log(ctx, FA_LOG_INFO, "probe of fused kernels: %d built and timed in %.2f s, %d served by an earlier "
                "probe of the same signature, %d left to the profile model by the budget", built, spent, reused, over);
     }
     fa_kernel_probe_free(probe);

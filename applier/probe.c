@@ -4,6 +4,8 @@
  * baseline traced. */
 #include "applier-impl.h"
 
+#include "advisor/codegen.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@ typedef struct probe_entry {
     char *signature;        /* fa_cluster_signature + "|" + the boundary layouts (malloc'd) */
     double median_ns;       /* <= 0: the kernel could not be built (what says why) */
     double unfused_median_ns;
+    double paired_ratio;    /* median of fns[i] / uns[i] (fa_stats_paired_ratio) */
     int reps, wins;
     char what[300];
     /* for the revisits (fa_kernel_probe_revisit): the cluster as first probed, and every pair */
@@ -24,6 +27,9 @@ typedef struct probe_entry {
     double fns[FA_PROBE_REPS * FA_PROBE_VISITS], uns[FA_PROBE_REPS * FA_PROBE_VISITS];
     char kname[80], impl[64], lays[160];
     int threads;
+    const fa_fused_binary *bin; /* a generated kernel's compiled binary (chains, reductions,
+                               horizontal groups; owned by the probe's compiled table); NULL for
+                               a library kernel */
 } probe_entry;
 
 struct fa_kernel_probe {
@@ -38,6 +44,15 @@ struct fa_kernel_probe {
     uint64_t spent_ns;      /* creation + warm-up + timed runs, all probes */
     uint64_t budget_ns;
     int built, reused, over_budget;
+    char *cache_dir;        /* the generated kernels' compile cache (NULL: the target's default) */
+    uint64_t cache_max_bytes;
+    struct compiled {       /* generated kernels by fa_cluster_signature (their source does not
+                               depend on boundary layouts: the kernel reads and writes plain) */
+        char *signature;
+        fa_fused_binary *bin; /* NULL: could not be built (why says so) */
+        char why[200];
+    } *cm;
+    int n_cm, cap_cm;
 };
 
 fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, double budget_s,
@@ -72,8 +87,14 @@ void fa_kernel_probe_free(fa_kernel_probe *p)
 {
     if (!p) return;
     for (int i = 0; i < p->n; i++) free(p->e[i].signature);
+    for (int i = 0; i < p->n_cm; i++) {
+        free(p->cm[i].signature);
+        if (p->cm[i].bin) p->t->fused_free(p->cm[i].bin);
+    }
+    free(p->cm);
     free(p->e);
     free(p->layout);
+    free(p->cache_dir);
     free(p);
 }
 
@@ -85,6 +106,165 @@ void fa_kernel_probe_stats(const fa_kernel_probe *p, int *built, int *reused, in
     if (spent_s) *spent_s = p ? (double)p->spent_ns / 1e9 : 0;
 }
 
+fa_status fa_kernel_probe_set_cache(fa_ctx *ctx, fa_kernel_probe *p, const char *cache_dir, uint64_t cache_max_bytes)
+{
+    if (!p) return FA_OK;
+    char *d = cache_dir ? strdup(cache_dir) : NULL;
+    if (cache_dir && !d) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    free(p->cache_dir);
+    p->cache_dir = d;
+    p->cache_max_bytes = cache_max_bytes;
+    return FA_OK;
+}
+
+/* The provider of a probed generated kernel: its one FusedKernel node gets the compiled binary. */
+typedef struct probe_provider {
+    const fa_target_iface *t;
+    const fa_fused_binary *bin;
+} probe_provider;
+
+static fa_status provide_probed(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out,
+                                bool *provided)
+{
+    const probe_provider *pp = user;
+    (void)g;
+    *provided = false;
+    if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
+    fa_status s = pp->t->fused_kernel(ctx, pp->bin, out);
+    if (!s) *provided = true;
+    return s;
+}
+
+static struct compiled *compiled_of(const fa_kernel_probe *p, const char *signature)
+{
+    for (int i = 0; i < p->n_cm; i++)
+        if (!strcmp(p->cm[i].signature, signature)) return &p->cm[i];
+    return NULL;
+}
+
+/* The generated kernels of clusters ci[0..n) of p (fa_codegen in the target's language, all
+ * compiled by the target in one batch through the probe's kernel cache, as the applier's
+ * compile_generated does), added to pr's compiled table under sigs[k]; a kernel that cannot be
+ * generated or built is added with its reason. Returns FA_ERR_NOMEM only: the compiler's own
+ * failure is each kernel's reason. */
+static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, const int *ci,
+                               char **sigs, int n)
+{
+    fa_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
+    fa_codegen_info *infos = calloc((size_t)n + 1, sizeof *infos);
+    fa_fused_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
+    fa_fused_binary **got = calloc((size_t)n + 1, sizeof *got);
+    char **errs = calloc((size_t)n + 1, sizeof *errs);
+    int *slot = calloc((size_t)n + 1, sizeof *slot);
+    fa_status s = bufs && infos && srcs && got && errs && slot ? FA_OK : FA_ERR_NOMEM;
+    if (!s && pr->n_cm + n > pr->cap_cm) {
+        int nc = pr->n_cm + n + 16;
+        struct compiled *cm = realloc(pr->cm, sizeof *cm * (size_t)nc);
+        if (!cm) s = FA_ERR_NOMEM;
+        else {
+            pr->cm = cm;
+            pr->cap_cm = nc;
+        }
+    }
+    int m = 0;
+    for (int k = 0; !s && k < n; k++) {
+        struct compiled *c = &pr->cm[pr->n_cm];
+        memset(c, 0, sizeof *c);
+        if (!(c->signature = strdup(sigs[k]))) {
+            s = FA_ERR_NOMEM;
+            break;
+        }
+        pr->n_cm++;
+        const fa_cluster *cl = &p->clusters[ci[k]];
+        fa_ctx *gx = fa_ctx_create();
+        fa_buf_init(&bufs[m]);
+        fa_status gs = gx ? fa_codegen(gx, g, cl, pr->t->kernel_lang, p->hash, &bufs[m], &infos[m]) : FA_ERR_NOMEM;
+        if (gs) {
+            snprintf(c->why, sizeof c->why, "could not be generated (%.160s)", gx ? fa_ctx_errmsg(gx) : "out of memory");
+            fa_buf_free(&bufs[m]);
+        } else {
+            srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, infos[m].name, cl->n_inputs, cl->n_outputs,
+                                        infos[m].block_size, infos[m].grid};
+            slot[m++] = pr->n_cm - 1;
+        }
+        fa_ctx_free(gx);
+    }
+    if (!s && m > 0) {
+        fa_fused_compile_options co = {pr->cache_dir, pr->cache_max_bytes, NULL};
+        fa_status cs = pr->t->fused_compile ? pr->t->fused_compile(cx, &co, m, srcs, got, errs) : FA_ERR_UNSUPPORTED;
+        for (int j = 0; j < m; j++) {
+            struct compiled *c = &pr->cm[slot[j]];
+            if (!cs && got[j]) c->bin = got[j];
+            else snprintf(c->why, sizeof c->why, "could not be built (%.160s)",
+                          errs[j] ? errs[j] : cs ? fa_ctx_errmsg(cx) : "the compiler gave no kernel");
+            if (cs && got[j]) pr->t->fused_free(got[j]);
+            free(errs[j]);
+        }
+        fa_ctx_clear(cx);
+    }
+    for (int j = 0; j < m; j++) fa_buf_free(&bufs[j]);
+    free(bufs);
+    free(infos);
+    free(srcs);
+    free(got);
+    free(errs);
+    free(slot);
+    return s ? fa_ctx_error(cx, FA_ERR_NOMEM, "out of memory") : FA_OK;
+}
+
+int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p)
+{
+    fa_kernel_probe *pr = user;
+    if (!pr || !p || !g) return 0;
+    int *ci = calloc((size_t)p->n_clusters + 1, sizeof *ci);
+    char **sigs = calloc((size_t)p->n_clusters + 1, sizeof *sigs);
+    fa_ctx *cx = fa_ctx_create();
+    int n = 0, before = pr->n_cm;
+    uint64_t t0 = fa_now_ns();
+    for (int i = 0; ci && sigs && cx && i < p->n_clusters; i++) {
+        if (!fa_apply_needs_codegen(&p->clusters[i])) continue;
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_cluster_signature(g, &p->clusters[i], &b);
+        bool dup = b.oom || !b.data || compiled_of(pr, b.data);
+        for (int k = 0; k < n && !dup; k++) dup = !strcmp(sigs[k], b.data);
+        if (dup) {
+            fa_buf_free(&b);
+            continue;
+        }
+        ci[n] = i;
+        sigs[n++] = b.data;
+    }
+    if (n > 0 && pr->spent_ns < pr->budget_ns) compile_batch(cx, pr, g, p, ci, sigs, n);
+    pr->spent_ns += fa_now_ns() - t0;
+    for (int k = 0; k < n; k++) free(sigs[k]);
+    free(sigs);
+    free(ci);
+    fa_ctx_free(cx);
+    int built = 0;
+    for (int i = before; i < pr->n_cm; i++) built += pr->cm[i].bin != NULL;
+    return built;
+}
+
+/* The compiled generated kernel of cluster ci of p (signature sig): from the table, else
+ * compiled now on its own. NULL with why set when it cannot be generated or built. */
+static const fa_fused_binary *generated_kernel(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci,
+                                               const char *sig, const char **why)
+{
+    struct compiled *c = compiled_of(pr, sig);
+    if (!c) {
+        char *sigs[1] = {(char *)sig};
+        int cis[1] = {ci};
+        if (compile_batch(cx, pr, g, p, cis, sigs, 1)) {
+            *why = "out of memory";
+            return NULL;
+        }
+        c = compiled_of(pr, sig);
+    }
+    *why = c ? c->why : "out of memory";
+    return c ? c->bin : NULL;
+}
+
 static const probe_entry *find(const fa_kernel_probe *p, const char *key)
 {
     for (int i = 0; i < p->n; i++)
@@ -92,13 +272,30 @@ static const probe_entry *find(const fa_kernel_probe *p, const char *key)
     return NULL;
 }
 
-/* The entry's medians, wins and sentence from all its pairs (core/stats.c medians). */
+void fa_probe_pairs_summary(const double *fns, const double *uns, int n, fa_fused_probe_result *out)
+{
+    double fs[FA_PROBE_REPS * FA_PROBE_VISITS], us[FA_PROBE_REPS * FA_PROBE_VISITS];
+    if (n > FA_PROBE_REPS * FA_PROBE_VISITS) n = FA_PROBE_REPS * FA_PROBE_VISITS;
+    if (n < 0) n = 0;
+    memcpy(fs, fns, sizeof(double) * (size_t)n);
+    memcpy(us, uns, sizeof(double) * (size_t)n);
+    out->median_ns = fa_stats_median(fs, (size_t)n);
+    out->unfused_median_ns = fa_stats_median(us, (size_t)n);
+    out->paired_ratio = fa_stats_paired_ratio(fns, uns, (size_t)n);
+    out->reps = n;
+    out->wins = 0;
+    for (int k = 0; k < n; k++) out->wins += fns[k] < uns[k];
+}
+
+/* The entry's figures from all its pairs (fa_probe_pairs_summary) and its sentence. */
 static void summarize(probe_entry *e)
 {
-    e->median_ns = fa_stats_median(e->fns, (size_t)e->reps);
-    e->unfused_median_ns = fa_stats_median(e->uns, (size_t)e->reps);
-    e->wins = 0;
-    for (int k = 0; k < e->reps; k++) e->wins += e->fns[k] < e->uns[k];
+    fa_fused_probe_result r;
+    fa_probe_pairs_summary(e->fns, e->uns, e->reps, &r);
+    e->median_ns = r.median_ns;
+    e->unfused_median_ns = r.unfused_median_ns;
+    e->paired_ratio = r.paired_ratio;
+    e->wins = r.wins;
     snprintf(e->what, sizeof e->what, "%s (%s) on boundary layouts %s ran in %.0f ns against its unfused sub-graph's %.0f "
              "ns in the baseline's plain layout (medians of %d interleaved pairs in %d visit(s) after %d warm-up each, %d "
              "thread(s))", e->kname[0] ? e->kname : "?", e->impl[0] ? e->impl : "no library implementation reported",
@@ -135,6 +332,10 @@ static fa_status build_fused(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g,
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, true, -1, 0, c->outputs, c->n_outputs, gf);
     if (!s) s = fa_apply_boundary_layouts(cx, g, *gf, g == pr->g ? pr->layout : NULL, NULL, in_l, out_l, &unknown, judged,
                                           sizeof judged);
+    /* a generated kernel writes plain tensors, and the fused plan keeps them so (the applier's
+     * plan layouts: its consumers read them plain); the unfused graph's plan would have the
+     * members' last op write them blocked */
+    for (int k = 0; !s && fa_apply_needs_codegen(c) && k < (*gf)->n_outputs; k++) (*out_l)[k] = FA_LAYOUT_PLAIN;
     size_t lw = 0;
     lays[0] = 0;
     for (int k = 0; !s && k < (*gf)->n_inputs + (*gf)->n_outputs && lw < lays_cap; k++)
@@ -156,8 +357,10 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     int ids[1] = {c->id};
     fa_graph *gu = NULL;
     fa_exec *ef = NULL, *eu = NULL;
+    probe_provider pp = {pr->t, e->bin};
     fa_exec_options eo = {.target = pr->t->id, .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
-                          .output_layouts = out_l};
+                          .output_layouts = out_l, .provider = e->bin ? provide_probed : NULL,
+                          .provider_user = e->bin ? &pp : NULL};
     fa_exec_options uo = {.target = pr->t->id, .threads = pr->threads};
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
     if (!s) s = fa_exec_create(cx, gf, &eo, &ef);
@@ -185,7 +388,7 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     }
     if (!s) {
         snprintf(e->kname, sizeof e->kname, "%s", kn ? kn : "");
-        snprintf(e->impl, sizeof e->impl, "%s", im ? im : "");
+        snprintf(e->impl, sizeof e->impl, "%s", im ? im : e->bin ? "generated, compiled by the target" : "");
         e->threads = fa_exec_threads(ef);
     }
     fa_exec_free(ef);
@@ -198,6 +401,7 @@ static void result_of(const probe_entry *e, fa_fused_probe_result *out)
 {
     out->median_ns = e->median_ns;
     out->unfused_median_ns = e->unfused_median_ns;
+    out->paired_ratio = e->paired_ratio;
     out->reps = e->reps;
     out->wins = e->wins;
 }
@@ -237,6 +441,10 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     probe_entry tmp;
     memset(&tmp, 0, sizeof tmp);
     int n = 0;
+    const char *why = NULL;
+    if (!s && fa_apply_needs_codegen(&p->clusters[ci]) &&
+        !(tmp.bin = generated_kernel(cx, pr, g, p, ci, signature, &why)))
+        s = fa_ctx_error(cx, FA_ERR_INPUT, "its generated kernel %s", why);
     if (!s) s = time_visit(cx, pr, g, p, ci, gf, in_l, out_l, &tmp, &n);
     pr->spent_ns += fa_now_ns() - t0;
     probe_entry *e = remember(pr, key);
@@ -331,7 +539,7 @@ bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int 
     memset(out, 0, sizeof *out);
     if (!pr || !p || ci < 0 || ci >= p->n_clusters || !signature) return false;
     const fa_cluster *c = &p->clusters[ci];
-    if (c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE) return false;
+    if (c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE && !fa_apply_needs_codegen(c)) return false;
     size_t cap = strlen(signature) + 200;
     char *key = malloc(cap);
     if (!key) return false;

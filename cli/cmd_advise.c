@@ -158,6 +158,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     opt.probe_user = probe;
     opt.probe_revisit = probe ? fa_kernel_probe_revisit : NULL;
     opt.probe_visits = FA_PROBE_VISITS;
+    opt.probe_prepare = probe ? fa_kernel_probe_prepare : NULL;
     if (!s) s = fa_advise(ctx, g, a, &opt, &plan);
     fa_kernel_probe_free(probe);
     if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);

@@ -198,6 +198,12 @@ int fa_stats_cmp_double(const void *a, const void *b);
 double fa_stats_quantile_sorted(const double *sorted, size_t n, double q);
 /* Type-7 median of v[0..n) (sorts v in place); NAN when n == 0. */
 double fa_stats_median(double *v, size_t n);
+/* The type-7 median of the per-pair ratios num[i] / den[i] over i < n with den[i] > 0 and both
+ * finite (neither array modified); NAN when no pair qualifies or out of memory. Paired samples
+ * timed back to back (the probe's and the applier's interleaved rounds): the ratio of each pair
+ * cancels a drift both runs shared, which a ratio of two medians does not when the pairs span
+ * phases of different speed (issue 19, bench/README.md "Visits and the trace's span"). */
+double fa_stats_paired_ratio(const double *num, const double *den, size_t n);
 /* The same median of integer samples (ns), rounded half up to an integer (sorts v in place);
  * -1 when n == 0. */
 int64_t fa_stats_median_i64(int64_t *v, size_t n);

@@ -69,6 +69,18 @@ static int cmp_i64(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double fa_stats_paired_ratio(const double *num, const double *den, size_t n)
+{
+    double *r = malloc(sizeof(double) * (n ? n : 1));
+    if (!r) return NAN;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (den[i] > 0 && isfinite(den[i]) && isfinite(num[i])) r[m++] = num[i] / den[i];
+    double med = fa_stats_median(r, m);
+    free(r);
+    return med;
+}
+
 int64_t fa_stats_median_i64(int64_t *v, size_t n)
 {
     if (n == 0) return -1;

@@ -202,6 +202,7 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
                 fa_paired_saving_of(u, f, np, &ps);
                 m->resolved = ps.n > 0 && ps.ci_lo_ns == ps.ci_lo_ns && (ps.ci_lo_ns > 0 || ps.ci_hi_ns < 0);
                 m->paired = ps;
+                m->paired_ratio = fa_stats_paired_ratio(f, u, (size_t)np); /* before the medians sort u and f */
                 m->unfused_median_ns = fa_stats_median(u, (size_t)np);
                 m->median_ns = fa_stats_median(f, (size_t)np);
                 free(u);

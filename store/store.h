@@ -494,6 +494,8 @@ typedef struct fa_measured_fused {
                                  the fused sub-graph, measured in isolation by the applier */
     double unfused_median_ns; /* the same of its 'cluster-unfused' samples (the members' sub-graph,
                                  interleaved with the fused one round by round) */
+    double paired_ratio;      /* the median of the rounds' fused / unfused ratios
+                                 (fa_stats_paired_ratio); NAN: none */
     int n_samples;            /* rounds with both samples */
     bool resolved;            /* the paired unfused - fused differences' sign-test interval
                                  excludes 0 (fa_paired_saving_of): the measurement resolves a

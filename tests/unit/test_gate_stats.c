@@ -471,6 +471,22 @@ static void test_block_bootstrap_keeps_autocorrelated_aa_quiet(void **state)
     fa_ctx_free(ctx);
 }
 
+/* fa_stats_paired_ratio: the median of the per-pair ratios, pairs with a non-positive or
+ * non-finite denominator left out, the arrays untouched, NAN when no pair qualifies. */
+static void test_paired_ratio(void **st)
+{
+    (void)st;
+    double num[5] = {50, 160, 90, 30, 400}, den[5] = {100, 200, 100, 0, 800};
+    /* ratios 0.5, 0.8, 0.9, (left out), 0.5: median of 4 = (0.5 + 0.8) / 2 */
+    assert_true(fabs(fa_stats_paired_ratio(num, den, 5) - 0.65) < 1e-12);
+    assert_true(num[0] == 50 && den[4] == 800); /* untouched */
+    den[1] = NAN;
+    assert_true(fabs(fa_stats_paired_ratio(num, den, 5) - 0.5) < 1e-12); /* 0.5 0.9 0.5 */
+    assert_true(isnan(fa_stats_paired_ratio(num, den, 0)));
+    double z[2] = {0, -1};
+    assert_true(isnan(fa_stats_paired_ratio(num, z, 2)));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -489,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_block_bootstrap_keeps_autocorrelated_aa_quiet),
         cmocka_unit_test(test_paired_saving_resolution),
         cmocka_unit_test(test_adaptive_stop_rule_on_synthetic_samples),
+        cmocka_unit_test(test_paired_ratio),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -32,11 +32,20 @@ static void test_run_killed_during_apply_is_unfinished_gate_refuses_it_recovery_
     hu_export_chain(model_buf, 64, 256, 6, NULL, 0);
     baseline(model_buf, db, "nightly");
     baseline(model_buf, db, "nightly");
-    /* run 3: the C compiler of its apply stage blocks; killed as soon as it is started */
-    char cc[4200], marker[4200], envcc[4300], envcache[4300];
+    /* run 3: the C compiler of its apply stage blocks; killed as soon as it is started. The
+     * first compiler process is the probe's batch while planning (fa_kernel_probe_prepare, a
+     * fresh cache): it runs; the second, the applier's, marks and blocks. */
+    char cc[4200], marker[4200], envcc[4300], envcache[4300], count[4200];
     snprintf(cc, sizeof cc, "%s", tmp("slow-cc.sh"));
     snprintf(marker, sizeof marker, "%s", tmp("cc-started"));
-    hu_write_cc_wrapper(cc, marker, NULL, 300);
+    snprintf(count, sizeof count, "%s", tmp("cc-count"));
+    FILE *w = fopen(cc, "w");
+    assert_non_null(w);
+    fprintf(w, "#!/bin/sh\necho x >> '%s'\nif [ \"$(wc -l < '%s')\" -ge 2 ]; then : > '%s'; sleep 300; fi\n"
+               "exec cc \"$@\"\n",
+            count, count, marker);
+    fclose(w);
+    assert_int_equal(chmod(cc, 0755), 0);
     snprintf(envcc, sizeof envcc, "CC=%s", cc);
     snprintf(envcache, sizeof envcache, "XDG_CACHE_HOME=%s", tmp("cache-killed"));
     const char *env[] = {envcc, envcache, NULL};

@@ -3,6 +3,7 @@
  * target's fused-plan layout against its plain unfused one: their ratio, applied to the members'
  * profile time), the basis names the probe, a signature is probed once per plan, and without a
  * probe the profile model stays. */
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,7 @@
 #include "codegen_cases.h"
 #include "advisor/advisor.h"
 #include "analyzer/analyzer.h"
-#include "applier/applier.h"
+#include "applier/applier-impl.h"
 #include "store/store.h"
 
 /* x[1,16,14,14] -> Conv 3x3 (32, pad 1) -> Relu -> Conv 3x3 (32, pad 1) -> Relu -> y: two
@@ -173,7 +174,10 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
         const char *m = strstr(e->basis, "fused = that ratio ");
         assert_non_null(m);
         assert_int_equal(sscanf(m, "fused = that ratio %lf x the members' %lf ns in the profile", &ratio, &members), 2);
-        double want_ratio = r->median_ns / r->unfused_median_ns;
+        /* the median of the pairs' own ratios (fa_probe_pairs_summary), not of the two medians */
+        assert_true(r->paired_ratio > 0 && isfinite(r->paired_ratio));
+        assert_non_null(strstr(e->basis, "the median of its pairs' fused/unfused ratios"));
+        double want_ratio = r->paired_ratio;
         assert_true(fabs(ratio - want_ratio) <= 6e-4);
         assert_true(fabs(members - (gone + anchor)) <= 1.5); /* the removed kernels and the anchor */
         double want = members + gaps * gap - members * want_ratio - e->recompute_ns;
@@ -269,7 +273,7 @@ static void test_probe_visits_spread_the_medians(void **st)
         const char *m = strstr(e->basis, "fused = that ratio ");
         assert_non_null(m);
         assert_int_equal(sscanf(m, "fused = that ratio %lf", &ratio), 1);
-        assert_true(fabs(ratio - r->median_ns / r->unfused_median_ns) <= 6e-4);
+        assert_true(fabs(ratio - r->paired_ratio) <= 6e-4);
     }
     assert_int_equal(fa_kernel_probe_revisit(sp.probe, p), 0); /* every entry has its visits */
     assert_int_equal(fa_kernel_probe_revisit(NULL, p), 0);
@@ -393,6 +397,110 @@ static void test_probe_loss_refuses_only_when_resolved(void **st)
     tc_free(t);
 }
 
+/* Whether folder dir holds a file named *.so (the kernel cache's compiled objects). */
+static bool has_shared_object(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return false;
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        found = n > 3 && !strcmp(e->d_name + n - 3, ".so");
+    }
+    closedir(d);
+    return found;
+}
+
+/* x[4,128,256] + b -> Relu -> * d -> y: one elementwise chain, a generated kernel. The probe
+ * compiles it (into the test's own kernel cache) and times it against its members, as it times
+ * a library kernel: the prediction is the members' profile time x the pairs' median ratio, and
+ * the basis names the generated kernel, not the roofline. Before 2026-12-03 a chain was predicted
+ * from its traffic on the members' achieved bandwidth. */
+static void test_probe_times_generated_chain(void **st)
+{
+    (void)st;
+    tc *t = tc_new(17);
+    int64_t xd[3] = {4, 128, 256};
+    tc_input(t, "x", 3, xd);
+    tc_scalar(t, "b", 0.25f);
+    tc_scalar(t, "d", 1.5f);
+    tc_node(t, "Add", "x", "b", NULL, "t1");
+    tc_node(t, "Relu", "t1", NULL, NULL, "t2");
+    tc_node(t, "Mul", "t2", "d", NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_store *s = NULL;
+    fa_analysis *a = profiled(t, fa_test_path(fa_test_tmpdir(), "kernel_probe_chain.db"), &s);
+    spy sp;
+    fa_advise_options o = spied(t, &sp);
+    const char *cache = fa_test_path(fa_test_tmpdir(), "probe_kcache");
+    assert_int_equal(fa_kernel_probe_set_cache(t->ctx, sp.probe, cache, 0), FA_OK);
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(t->ctx, t->g, a, &o, &p), FA_OK);
+    const fa_cluster *c = NULL;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].kind == FA_CLUSTER_ELEMWISE_CHAIN) c = &p->clusters[i];
+    assert_non_null(c);
+    print_message("chain %d: %s\n", c->id, c->basis);
+    assert_true(sp.calls >= 1);
+    assert_non_null(strstr(c->basis, "probe: "));
+    assert_non_null(strstr(c->basis, "generated, compiled by the target"));
+    assert_null(strstr(c->basis, "a new kernel: ")); /* not the roofline's prediction */
+    const fa_fused_probe_result *r = &sp.got[0];
+    assert_true(r->median_ns > 0 && r->unfused_median_ns > 0 && r->paired_ratio > 0);
+    double ratio, members;
+    const char *m = strstr(c->basis, "fused = that ratio ");
+    assert_non_null(m);
+    assert_int_equal(sscanf(m, "fused = that ratio %lf x the members' %lf ns in the profile", &ratio, &members), 2);
+    assert_true(fabs(ratio - r->paired_ratio) <= 6e-4);
+    int built;
+    fa_kernel_probe_stats(sp.probe, &built, NULL, NULL, NULL);
+    assert_true(built >= 1);
+    /* compiled into the cache it was given: a shared object there */
+    assert_true(has_shared_object(cache));
+    fa_plan_free(p);
+    fa_analysis_free(a);
+    fa_store_close(s);
+    fa_kernel_probe_free(sp.probe);
+    tc_free(t);
+}
+
+/* The probe's figures from its pairs keep the pairs: the medians are of copies, the wins and the
+ * ratio are per pair. Three phases of a drifting machine, the fused run 0.5x its unfused partner
+ * in each pair: the paired ratio is 0.5 exactly, the ratio of the two medians is not, every pair
+ * is a win though the sorted arrays would make only some f[k] < u[k]; a second summary over the
+ * same arrays (what a revisit does before appending) gives the same figures. */
+static void test_pairs_summary_keeps_pairs(void **st)
+{
+    (void)st;
+    double u[9] = {100, 300, 200, 110, 290, 210, 95, 310, 190}, f[9], u0[9], f0[9];
+    for (int i = 0; i < 9; i++) f[i] = 0.5 * u[i];
+    f[2] = 0.9 * u[2]; /* one pair less favourable */
+    memcpy(u0, u, sizeof u);
+    memcpy(f0, f, sizeof f);
+    fa_fused_probe_result r, r2;
+    memset(&r, 0, sizeof r);
+    fa_probe_pairs_summary(f, u, 9, &r);
+    assert_memory_equal(u, u0, sizeof u); /* untouched: still the pairs */
+    assert_memory_equal(f, f0, sizeof f);
+    assert_int_equal(r.reps, 9);
+    assert_int_equal(r.wins, 9);
+    assert_true(fabs(r.paired_ratio - 0.5) < 1e-12);
+    assert_true(fabs(r.unfused_median_ns - 200) < 1e-12);
+    assert_true(fabs(r.median_ns - 105) < 1e-12); /* f sorted: 47.5 50 55 95 105 145 150 155 180 */
+    assert_true(fabs(r.median_ns / r.unfused_median_ns - 0.525) < 1e-12);
+    fa_probe_pairs_summary(f, u, 9, &r2);
+    assert_true(r2.paired_ratio == r.paired_ratio && r2.median_ns == r.median_ns && r2.wins == r.wins);
+    /* a pair with no unfused time is left out of the ratio, not divided by */
+    u[0] = 0;
+    fa_probe_pairs_summary(f, u, 9, &r2);
+    assert_true(fabs(r2.paired_ratio - 0.5) < 1e-12);
+    /* no pairs: NAN figures, no wins */
+    fa_probe_pairs_summary(f, u, 0, &r2);
+    assert_true(isnan(r2.paired_ratio) && isnan(r2.median_ns) && r2.wins == 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +508,8 @@ int main(void)
         cmocka_unit_test(test_probe_budget_spent_keeps_profile_model),
         cmocka_unit_test(test_probe_visits_spread_the_medians),
         cmocka_unit_test(test_probe_loss_refuses_only_when_resolved),
+        cmocka_unit_test(test_pairs_summary_keeps_pairs),
+        cmocka_unit_test(test_probe_times_generated_chain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
