@@ -729,20 +729,32 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
                 double e = fa_apply_rel_error(fa_exec_output(efz, k), fa_exec_output(eb, o));
                 if (!(e <= res->e2e_max_rel_error)) res->e2e_max_rel_error = e; /* a NaN sticks */
             }
-            res->baseline_samples = malloc(sizeof(double) * (size_t)opt.iters);
-            res->fused_samples = malloc(sizeof(double) * (size_t)opt.iters);
+            res->baseline_samples = malloc(sizeof(double) * (size_t)max_rounds);
+            res->fused_samples = malloc(sizeof(double) * (size_t)max_rounds);
             if (!res->baseline_samples || !res->fused_samples) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         }
+        /* the whole model's rounds in blocks of --iters until its paired saving settles, as a
+         * cluster's do (fa_apply_rounds_settled: a stop rule blind to the saving's sign), at most
+         * FA_APPLY_REPEAT_MAX blocks: one block of 5 noisy rounds judged gpt2-block's fused model
+         * not measurably faster and backed off three clusters whose savings were measured and
+         * predicted within 10 % (bench/README.md, "The applier in visits") */
+        int ne = 0;
         if (!s) {
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
-            s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, efz, opt.warmup, 0, opt.iters, res->baseline_samples, res->fused_samples);
+            while (!s && ne < max_rounds) {
+                int m = opt.iters < max_rounds - ne ? opt.iters : max_rounds - ne;
+                s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, efz, ne ? 0 : opt.warmup, ne, m,
+                                        res->baseline_samples + ne, res->fused_samples + ne);
+                if (!s) ne += m;
+                if (!s && fa_apply_rounds_settled(res->baseline_samples, res->fused_samples, ne)) break;
+            }
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
         }
         bool again = false;
         if (!s) {
-            res->n_samples = opt.iters;
-            fa_sample_stats_of(res->baseline_samples, opt.iters, &res->baseline);
-            fa_sample_stats_of(res->fused_samples, opt.iters, &res->fused);
+            res->n_samples = ne;
+            fa_sample_stats_of(res->baseline_samples, ne, &res->baseline);
+            fa_sample_stats_of(res->fused_samples, ne, &res->fused);
             res->speedup = res->fused.median_ns > 0 ? res->baseline.median_ns / res->fused.median_ns : 0;
             res->measured_saving_ns = res->baseline.median_ns - res->fused.median_ns;
             res->peak_bytes_baseline = fa_exec_peak_bytes(eb);
@@ -753,7 +765,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->e2e_mismatch = !(res->e2e_max_rel_error <= res->e2e_tolerance); /* NaN too */
             bool changed = res->accepted > 0 || res->e2e_reorders > 0; /* else the fused model is the baseline */
             res->e2e_wins = !res->e2e_mismatch && changed &&
-                            fa_apply_e2e_wins(res->baseline_samples, res->fused_samples, opt.iters);
+                            fa_apply_e2e_wins(res->baseline_samples, res->fused_samples, ne);
             res->e2e_loss = !res->e2e_mismatch && changed && !res->e2e_wins;
             if (res->e2e_loss && res->accepted > 0 && round < 8) {
                 fa_apply_back_off(p, res, round);

@@ -197,6 +197,10 @@ static void test_layout_only_fused_model_is_judged_end_to_end(void **s)
         assert_int_equal(r->e2e_reorders, 0);
     }
     assert_true(r->e2e_max_rel_error <= 1e-4);
+    /* the whole model's rounds: whole blocks of --iters until settled, at most
+     * FA_APPLY_REPEAT_MAX of them (the last one's rounds stored) */
+    assert_true(r->n_samples >= opt.iters && r->n_samples <= opt.iters * FA_APPLY_REPEAT_MAX);
+    assert_int_equal(r->n_samples % opt.iters, 0);
     fa_apply_result_free(r);
     fa_plan_free(p);
     fa_graph_free(g);
