@@ -1590,7 +1590,7 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
                          (int)(strlen(an) > 2 ? strlen(an) - 2 : 0), an, an[0] ? ")" : "");
             fused_how = fh;
             probed = true;
-            fused_measured = ratio > 0 || pr.median_ns > 0;
+            fused_measured = true; /* pr.median_ns > 0: the fused time rests on the probe either way */
             if (net <= 0 && !fa_probe_loss_resolved(pr.reps, pr.wins)) {
                 A->probe_keep = true;
                 snprintf(pnote, sizeof pnote, "; proposed for measurement all the same: the probe's loss is not "

@@ -588,7 +588,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     if (!tc) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     double budget = opt.budget_s > 0 ? opt.budget_s : FA_APPLY_BUDGET_S_DEFAULT;
     uint64_t deadline = t0 + (uint64_t)(budget * 1e9);
-    int n_ready = 0, n_steps = 0, steps_done = 0;
+    int n_ready = 0, steps_done = 0;
     for (int k = 0; k < n_prop && !s; k++) {
         const fa_cluster *c = &p->clusters[order[k]];
         fa_cluster_verdict *v = &res->verdicts[order[k]];
@@ -618,7 +618,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     }
     int block = (opt.iters + FA_APPLY_VISITS - 1) / FA_APPLY_VISITS;
     if (block < FA_APPLY_VISIT_MIN_ROUNDS) block = FA_APPLY_VISIT_MIN_ROUNDS;
-    n_steps = n_ready * FA_APPLY_VISITS;
+    int n_steps = n_ready * FA_APPLY_VISITS;
     for (int visit = 0; !s; visit++) {
         bool more = false;
         for (int k = 0; k < n_prop; k++) {

@@ -148,7 +148,7 @@ static struct compiled *compiled_of(const fa_kernel_probe *p, const char *signat
  * generated or built is added with its reason. Returns FA_ERR_NOMEM only: the compiler's own
  * failure is each kernel's reason. */
 static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, const int *ci,
-                               char **sigs, int n)
+                               const char *const *sigs, int n)
 {
     fa_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
     fa_codegen_info *infos = calloc((size_t)n + 1, sizeof *infos);
@@ -235,7 +235,7 @@ int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p)
         ci[n] = i;
         sigs[n++] = b.data;
     }
-    if (n > 0 && pr->spent_ns < pr->budget_ns) compile_batch(cx, pr, g, p, ci, sigs, n);
+    if (n > 0 && pr->spent_ns < pr->budget_ns) compile_batch(cx, pr, g, p, ci, (const char *const *)sigs, n);
     pr->spent_ns += fa_now_ns() - t0;
     for (int k = 0; k < n; k++) free(sigs[k]);
     free(sigs);
@@ -253,7 +253,7 @@ static const fa_fused_binary *generated_kernel(fa_ctx *cx, fa_kernel_probe *pr, 
 {
     struct compiled *c = compiled_of(pr, sig);
     if (!c) {
-        char *sigs[1] = {(char *)sig};
+        const char *sigs[1] = {sig};
         int cis[1] = {ci};
         if (compile_batch(cx, pr, g, p, cis, sigs, 1)) {
             *why = "out of memory";
