@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gate_mlp_tiny — `fuse-advise gate` on real stored runs of zoo:mlp-tiny: A/A (an exact SQL
-# copy of a run) is never a regression; one kernel's records scaled by 1.1 fails naming it; a lost fusion
+# copy of a run) is never a regression; one kernel's records scaled by 2 fail naming it; a lost fusion
 # fails naming its reason (when this build's pipeline accepts a cluster); exit codes 0/1/2/3;
 # --strict; two databases; JUnit XML well-formed with the testsuite/testcase/failure
 # structure; Markdown table well-formed; JSON parses.
@@ -106,18 +106,22 @@ AAV=$(grep -Eo "^(PASS|INCONCLUSIVE)" out.txt | head -1 | tr 'A-Z' 'a-z')
 $CLI gate --db a.db --tag main --json >aa.json || fail "--json"
 check_outputs aa.xml aa.md aa.json "$AAV"
 
-# --- the op with the largest median, 25% slower in a copy (10% is detected on a quiet machine,
-#     but under CI's load one op's 99% interval can reach +-7% even over 1000 iterations, and
-#     then "inconclusive" is the right answer, not a missed regression). On mlp-tiny that op is only ~10% of
-#     a ~10 us iteration, so its slowdown costs < 1% of the iteration, under the default
-#     --min-share 1% that keeps tiny ops from gating; this check is about detecting and naming
-#     the slowed kernel, so it gates on any share (the share rule has its own unit tests).
+# --- the op with the largest total, twice as slow in a copy. This check is about the gate
+#     detecting and naming the slowed kernel and its exit code and outputs; the rule's power at
+#     small slowdowns is measured on synthetic samples (test_gate_stats, bench/gate_false_alarm.c).
+#     On real records of sub-microsecond ops the per-op spread is the machine's: under CI's load
+#     (tests two at a time beside other jobs) one op's 99% interval of a 25% slowdown once spanned
+#     -7%..+68% over 1000 iterations (bootstrap medians jumping between two modes of the timing
+#     distribution), so "inconclusive" was the honest answer and a 25% injection made the test
+#     flaky. A doubled kernel is decided unless the op's median moves by more than 1.9x between
+#     resamples. --min-share 0 keeps the check independent of the op's share of the iteration
+#     (about 10% on mlp-tiny; the share rule has its own unit tests).
 OP=$(python3 -c "
 import sqlite3; c=sqlite3.connect('a.db')
 print(c.execute('''SELECT node_name FROM kernels WHERE run_id=1 AND kind=0 AND iter>=0 GROUP BY node_name
                    ORDER BY sum(end_ns-start_ns) DESC LIMIT 1''').fetchone()[0])")
-SLOW=$(copy_run a.db 1 slow "$OP" 1.25) || fail "copy run"
-expect_rc 3 "one kernel 25% slower" $CLI gate --db a.db --baseline 1 --candidate "$SLOW" --min-share 0 --junit slow.xml \
+SLOW=$(copy_run a.db 1 slow "$OP" 2.0) || fail "copy run"
+expect_rc 3 "one kernel twice as slow" $CLI gate --db a.db --baseline 1 --candidate "$SLOW" --min-share 0 --junit slow.xml \
     --markdown slow.md
 grep -E "^fail .*'$OP'" out.txt >/dev/null || grep -E "^fail .*[(, ]$OP[,)]" out.txt >/dev/null ||
     { cat out.txt; fail "the failing check names $OP or its cluster"; }
