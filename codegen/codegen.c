@@ -1285,6 +1285,35 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
  * them `omp declare simd` lets gcc vectorise loops that call them (math.h declares them so only
  * under -ffast-math); libm.so's linker script pulls libmvec in AS_NEEDED with -lm. Measured here:
  * tanh+exp over 4M floats, 1 thread, AVX2: 257 ms scalar -> 18 ms, max rel error 2e-7. */
+/* tanhf through SLEEF's u35 variant (<= 3.5 ULP). libmvec's name, _ZGVeN16v_tanhf, resolves to
+ * SLEEF's GNU-ABI library first (runtime/cpu/compile.c links it before -lm) and there it is the
+ * 1-ULP u10 variant, 2.3-2.6x slower than u35 (1 thread, AVX-512, 1 K to 1 M floats: 2.0 against
+ * 1.0 us, 1522 against 648 us; max abs error 6e-8 against 1.5e-7), while the unfused Tanh runs
+ * u35 (graph/vmath.c fa_vtanhf): a fused Sigmoid/Tanh chain measured slower than its members on
+ * small tensors. SLEEF's GNU ABI names its u35 vector variants after a scalar "tanhf_u35"
+ * (_ZGVdN8v_tanhf_u35, _ZGVeN16v_tanhf_u35, ...: `nm -D libsleefgnuabi.so`), and gcc names a
+ * `declare simd` function's vector variants after its assembler name (the Vector Function ABI),
+ * so declaring fa_tanhf_u35 with that assembler name sends the vectorised lanes to u35. The
+ * declaration says `const` as math.h's builtin tanhf is known to be: without it gcc treats the
+ * call as clobbering memory, cannot if-convert a select after it (a Relu), and left a
+ * Sigmoid/Tanh/Relu/Neg chain scalar, 6x slower (40 against 6.6 us on 1 K floats). The
+ * library has no scalar tanhf_u35: each source defines it, weak and hidden (several sources link
+ * into one object; a batch is one translation unit, hence FA_TANHF_U35), as libm's tanhf for the
+ * scalar remainder. Only where the compile command says
+ * it links SLEEF's GNU-ABI library (-DFA_SLEEF_GNUABI, runtime/cpu/compile.c); elsewhere tanhf
+ * stays libm's. */
+static const char k_tanh_u35[] =
+    "#if defined(FA_SLEEF_GNUABI) && defined(__x86_64__) && defined(_OPENMP) && !defined(__FAST_MATH__) && \\\n"
+    "    !defined(FA_TANHF_U35)\n"
+    "/* tanhf: SLEEF's u35 vector variant, as the unfused Tanh; libm's tanhf for scalar remainders */\n"
+    "#define FA_TANHF_U35 1\n"
+    "#pragma omp declare simd notinbranch\n"
+    "float fa_tanhf_u35(float) __asm__(\"tanhf_u35\") __attribute__((const, nothrow, leaf));\n"
+    "static __attribute__((used)) float fa_tanhf_u35_scalar(float x) { return tanhf(x); }\n"
+    "__asm__(\".weak tanhf_u35\\n.hidden tanhf_u35\\n.set tanhf_u35, fa_tanhf_u35_scalar\");\n"
+    "#define tanhf fa_tanhf_u35\n"
+    "#endif\n\n";
+
 static void simd_decls(fa_buf *o, const cg *b)
 {
     static const struct { const char *fn, *proto; int minor; } F[] = {
@@ -1307,6 +1336,10 @@ static void simd_decls(fa_buf *o, const cg *b)
                       F[f].proto);
     }
     if (any) fa_buf_puts(o, "#endif\n\n");
+    bool tanh_used = false;
+    for (int i = 0; i < b->nv && !tanh_used; i++)
+        tanh_used = b->v[i].needed && b->v[i].kind == VK_OP && strstr(b->v[i].expr, "tanhf(") != NULL;
+    if (tanh_used) fa_buf_puts(o, k_tanh_u35);
 }
 
 static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, const char *plan_hash, fa_buf *out,

@@ -165,11 +165,11 @@ typedef struct fa_compiled {
 void fa_compiled_free(fa_compiled *c);
 
 /* Compile n kernels into one shared object with one compiler process ($CC or cc, started with an
- * argument vector, -O3 -march=native -fopenmp -fno-trapping-math -fno-math-errno -shared), each source marked "#line 1
- * \"kernel-K.c\"" so diagnostics name their kernel; kernels that fail are dropped and the rest go
- * again together (one kernel per process only where the diagnostics name none). The compile
- * folder lives inside the cache folder (same filesystem as the entries: $TMPDIR is never used)
- * and is removed. Entries are KEY.so plus KEY.so.sha256, the SHA-256 of the binary written when
+ * argument vector, -O3 -march=native -fopenmp -fno-trapping-math -fno-math-errno -DFA_SLEEF_GNUABI
+ * -shared), each source marked "#line 1 \"kernel-K.c\"" so diagnostics name their kernel;
+ * kernels that fail are dropped and the rest go again together (one kernel per process only
+ * where the diagnostics name none). The compile folder lives inside the cache folder (same
+ * filesystem as the entries: $TMPDIR is never used) and is removed. Entries are KEY.so plus KEY.so.sha256, the SHA-256 of the binary written when
  * it was built; before dlopen an entry must be a regular file owned by us, writable by nobody
  * else, non-empty and match that hash, else it is removed and rebuilt (zero-byte, corrupt,
  * tampered or planted entries never load). A use refreshes its mtime; after adding one, least

@@ -30,8 +30,10 @@ extern char **environ;
  * against 319 us for oneDNN's unfused softmax (bench/README.md, "Visits and the trace's span");
  * with them the same source calls the 16-lane vector expf. Neither changes a result: no kernel
  * reads errno or enables FP traps. tests/unit/test_generated_vectorised.c checks it. */
+/* -DFA_SLEEF_GNUABI: tells the sources that SLEEF's GNU-ABI library is linked (k_libs), so a
+ * generated kernel may send tanhf's vector lanes to its u35 variant (codegen/codegen.c k_tanh_u35). */
 static const char *const k_cflags[] = {"-O3", "-march=native", "-fopenmp", "-fno-trapping-math", "-fno-math-errno",
-                                       "-fPIC", "-shared", "-std=gnu11", NULL};
+                                       "-DFA_SLEEF_GNUABI", "-fPIC", "-shared", "-std=gnu11", NULL};
 /* Libraries the kernels link, in order. SLEEF's GNU-ABI library (libsleef-dev) exports the same
  * vector-function names as glibc's libmvec (_ZGVdN8v_expf, ...) and comes first, so the loops the
  * compiler vectorises call SLEEF: libmvec sends lanes outside its fast range (a softmax row with

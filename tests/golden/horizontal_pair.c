@@ -15,6 +15,17 @@ float tanhf(float);
 #endif
 #endif
 
+#if defined(FA_SLEEF_GNUABI) && defined(__x86_64__) && defined(_OPENMP) && !defined(__FAST_MATH__) && \
+    !defined(FA_TANHF_U35)
+/* tanhf: SLEEF's u35 vector variant, as the unfused Tanh; libm's tanhf for scalar remainders */
+#define FA_TANHF_U35 1
+#pragma omp declare simd notinbranch
+float fa_tanhf_u35(float) __asm__("tanhf_u35") __attribute__((const, nothrow, leaf));
+static __attribute__((used)) float fa_tanhf_u35_scalar(float x) { return tanhf(x); }
+__asm__(".weak tanhf_u35\n.hidden tanhf_u35\n.set tanhf_u35, fa_tanhf_u35_scalar");
+#define tanhf fa_tanhf_u35
+#endif
+
 void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads);
 void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
 {

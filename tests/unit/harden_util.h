@@ -51,9 +51,10 @@ static __attribute__((unused)) bool hu_exists(const char *path)
 /* X[rows, cols] float -> n ops cycling Relu, Neg, Sigmoid, Abs -> Y: one elementwise chain the
  * advisor fuses into generated kernels (max_ops per cluster), clearly faster fused at 1 thread
  * (1.2 against 5.9 us for 6 ops on 16x64), so the probe proposes it and the applier compiles it
- * whatever the load. (Sigmoid, Tanh, Relu, Neg before 2026-12-03: libmvec's tanhf in the
- * generated kernel is slower than the unfused op's SLEEF tanh, and on small tensors at 1 thread
- * the probe measured the fused kernel slower and refused the chain.) Tensor i (0 < i < n) is named
+ * whatever the load. (Sigmoid, Tanh, Relu, Neg before 2026-12-03: the generated kernel's tanhf
+ * was then SLEEF's u10 variant, slower than the unfused op's u35, and on small tensors at 1
+ * thread the probe measured the fused kernel slower and refused the chain; codegen/codegen.c
+ * k_tanh_u35 has since made the kernels use u35.) Tensor i (0 < i < n) is named
  * names[i % n_names] + its index when names is given (so hostile names can be tried), else
  * "t<i>". Exported to `path`. */
 static __attribute__((unused)) void hu_export_chain(const char *path, int64_t rows, int64_t cols, int n, const char *const *names,
