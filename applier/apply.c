@@ -103,72 +103,101 @@ static int out_index(const fa_graph *sub, const char *name)
 
 fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
 
-/* The generated kernels of the tried clusters order[0..n): source in the target's language each
- * (kept in OUT_DIR/kernels/), all compiled by the target in one batch. A cluster whose kernel
- * cannot be generated or built is rejected with the reason; the run fails only when the
- * compiler itself cannot be used (a cache folder another user can write, no toolkit). */
-static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_apply_result *res,
-                                   const fa_apply_options *opt, const fa_target_device *dev, const int *order, int n,
-                                   kernel_table *kt)
+fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,
+                                  const int *ci, int n, const fa_fused_compile_options *co, const char *out_dir,
+                                  fa_generated *out)
 {
-    const fa_target_iface *t = kt->t;
     const char *ext = t->kernel_lang == FA_KERNEL_LANG_CUDA ? "cu" : "c";
     fa_fused_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
     fa_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
-    fa_codegen_info *infos = calloc((size_t)n + 1, sizeof *infos);
     int *which = calloc((size_t)n + 1, sizeof *which);
     fa_fused_binary **got = calloc((size_t)n + 1, sizeof *got);
     char **errs = calloc((size_t)n + 1, sizeof *errs);
-    fa_status s = srcs && bufs && infos && which && got && errs ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    fa_status s = srcs && bufs && which && got && errs ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     int m = 0;
+    for (int k = 0; k < n; k++) memset(&out[k], 0, sizeof out[k]);
     for (int k = 0; k < n && !s; k++) {
-        const fa_cluster *c = &p->clusters[order[k]];
-        fa_cluster_verdict *v = &res->verdicts[order[k]];
-        if (!fa_apply_needs_codegen(c)) continue;
+        const fa_cluster *c = &p->clusters[ci[k]];
         fa_ctx *cctx = fa_ctx_create();
+        if (!cctx) {
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            break;
+        }
         fa_buf_init(&bufs[m]);
-        fa_status cs = fa_codegen(cctx, g, c, t->kernel_lang, p->hash, &bufs[m], &infos[m]);
-        if (!cs) cs = fa_apply_write_kernel_source(cctx, opt->out_dir, infos[m].name, ext, &bufs[m]);
+        fa_status cs = fa_codegen(cctx, g, c, t->kernel_lang, p->hash, &bufs[m], &out[k].info);
+        if (!cs) cs = fa_apply_write_kernel_source(cctx, out_dir, out[k].info.name, ext, &bufs[m]);
         if (cs) {
-            v->status = FA_CLUSTER_REJECTED_ERROR;
-            fa_apply_set_reason(res, v, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
+            snprintf(out[k].why, sizeof out[k].why, "%s", fa_ctx_errmsg(cctx));
             fa_buf_free(&bufs[m]);
         } else {
-            srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, infos[m].name, c->n_inputs, c->n_outputs,
-                                        infos[m].block_size, infos[m].grid};
-            which[m++] = order[k];
+            out[k].generated = true;
+            srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, out[k].info.name, c->n_inputs, c->n_outputs,
+                                        out[k].info.block_size, out[k].info.grid};
+            which[m++] = k;
         }
         fa_ctx_free(cctx);
     }
-    fa_fused_compile_options co = {opt->cache_dir, opt->cache_max_bytes,
-                                   opt->arch && opt->arch[0] ? opt->arch : dev->arch[0] ? dev->arch : NULL};
-    if (!s && m > 0) s = t->fused_compile(ctx, &co, m, srcs, got, errs);
+    if (!s && m > 0)
+        s = t->fused_compile ? t->fused_compile(ctx, co, m, srcs, got, errs)
+                             : fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s compiles no generated kernels", t->name);
     for (int j = 0; j < m; j++) {
-        fa_cluster_verdict *v = &res->verdicts[which[j]];
-        if (!s && got[j]) {
-            kt->bin[which[j]] = got[j];
-            fa_kernel_resources r;
-            if (t->fused_resources && t->fused_resources(got[j], &r)) {
-                /* the figures for the arch it runs on (the advisor's gate may have used another) */
-                v->registers = r.registers;
-                v->spill_bytes = r.spill_stores + r.spill_loads;
-                v->block_size = infos[j].block_size;
-            }
-        } else if (!s) {
-            v->status = FA_CLUSTER_REJECTED_ERROR;
-            fa_apply_set_reason(res, v, "could not build the fused kernel: %s", errs[j] ? errs[j] : "?");
-        } else {
-            t->fused_free(got[j]);
+        fa_generated *o = &out[which[j]];
+        if (!s && got[j]) o->bin = got[j];
+        else {
+            if (got[j]) t->fused_free(got[j]);
+            snprintf(o->why, sizeof o->why, "%s", errs[j] ? errs[j] : s ? fa_ctx_errmsg(ctx) : "the compiler gave no kernel");
         }
         free(errs[j]);
         fa_buf_free(&bufs[j]);
     }
     free(srcs);
     free(bufs);
-    free(infos);
     free(which);
     free(got);
     free(errs);
+    return s;
+}
+
+/* The generated kernels of the tried clusters order[0..n) (fa_apply_generate_batch, sources kept
+ * in OUT_DIR/kernels/). A cluster whose kernel cannot be generated or built is rejected with the
+ * reason; the run fails only when the compiler itself cannot be used (a cache folder another user
+ * can write, no toolkit). */
+static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, fa_apply_result *res,
+                                   const fa_apply_options *opt, const fa_target_device *dev, const int *order, int n,
+                                   kernel_table *kt)
+{
+    const fa_target_iface *t = kt->t;
+    int *ci = calloc((size_t)n + 1, sizeof *ci);
+    fa_generated *gen = calloc((size_t)n + 1, sizeof *gen);
+    if (!ci || !gen) {
+        free(ci);
+        free(gen);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    int m = 0;
+    for (int k = 0; k < n; k++)
+        if (fa_apply_needs_codegen(&p->clusters[order[k]])) ci[m++] = order[k];
+    fa_fused_compile_options co = {opt->cache_dir, opt->cache_max_bytes,
+                                   opt->arch && opt->arch[0] ? opt->arch : dev->arch[0] ? dev->arch : NULL};
+    fa_status s = m > 0 ? fa_apply_generate_batch(ctx, t, g, p, ci, m, &co, opt->out_dir, gen) : FA_OK;
+    for (int j = 0; j < m && s != FA_ERR_NOMEM; j++) {
+        fa_cluster_verdict *v = &res->verdicts[ci[j]];
+        if (gen[j].bin) {
+            kt->bin[ci[j]] = gen[j].bin;
+            fa_kernel_resources r;
+            if (t->fused_resources && t->fused_resources(gen[j].bin, &r)) {
+                /* the figures for the arch it runs on (the advisor's gate may have used another) */
+                v->registers = r.registers;
+                v->spill_bytes = r.spill_stores + r.spill_loads;
+                v->block_size = gen[j].info.block_size;
+            }
+        } else if (!s || !gen[j].generated) {
+            v->status = FA_CLUSTER_REJECTED_ERROR;
+            fa_apply_set_reason(res, v, "could not build the fused kernel: %s", gen[j].why);
+        }
+    }
+    free(ci);
+    free(gen);
     return s;
 }
 

@@ -142,21 +142,16 @@ static struct compiled *compiled_of(const fa_kernel_probe *p, const char *signat
     return NULL;
 }
 
-/* The generated kernels of clusters ci[0..n) of p (fa_codegen in the target's language, all
- * compiled by the target in one batch through the probe's kernel cache, as the applier's
- * compile_generated does), added to pr's compiled table under sigs[k]; a kernel that cannot be
- * generated or built is added with its reason. Returns FA_ERR_NOMEM only: the compiler's own
- * failure is each kernel's reason. */
+/* The generated kernels of clusters ci[0..n) of p, built as the applier builds them
+ * (fa_apply_generate_batch: one compiler process, through the probe's kernel cache, sources not
+ * written), added to pr's compiled table under sigs[k]; a kernel that cannot be generated or
+ * built is added with its reason. Returns FA_ERR_NOMEM only: the compiler's own failure is each
+ * kernel's reason. */
 static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, const int *ci,
                                const char *const *sigs, int n)
 {
-    fa_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
-    fa_codegen_info *infos = calloc((size_t)n + 1, sizeof *infos);
-    fa_fused_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
-    fa_fused_binary **got = calloc((size_t)n + 1, sizeof *got);
-    char **errs = calloc((size_t)n + 1, sizeof *errs);
-    int *slot = calloc((size_t)n + 1, sizeof *slot);
-    fa_status s = bufs && infos && srcs && got && errs && slot ? FA_OK : FA_ERR_NOMEM;
+    fa_generated *gen = calloc((size_t)n + 1, sizeof *gen);
+    fa_status s = gen ? FA_OK : FA_ERR_NOMEM;
     if (!s && pr->n_cm + n > pr->cap_cm) {
         int nc = pr->n_cm + n + 16;
         struct compiled *cm = realloc(pr->cm, sizeof *cm * (size_t)nc);
@@ -166,7 +161,11 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
             pr->cap_cm = nc;
         }
     }
-    int m = 0;
+    if (!s) {
+        fa_fused_compile_options co = {pr->cache_dir, pr->cache_max_bytes, NULL};
+        s = fa_apply_generate_batch(cx, pr->t, g, p, ci, n, &co, NULL, gen) == FA_ERR_NOMEM ? FA_ERR_NOMEM : FA_OK;
+        fa_ctx_clear(cx);
+    }
     for (int k = 0; !s && k < n; k++) {
         struct compiled *c = &pr->cm[pr->n_cm];
         memset(c, 0, sizeof *c);
@@ -175,40 +174,15 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
             break;
         }
         pr->n_cm++;
-        const fa_cluster *cl = &p->clusters[ci[k]];
-        fa_ctx *gx = fa_ctx_create();
-        fa_buf_init(&bufs[m]);
-        fa_status gs = gx ? fa_codegen(gx, g, cl, pr->t->kernel_lang, p->hash, &bufs[m], &infos[m]) : FA_ERR_NOMEM;
-        if (gs) {
-            snprintf(c->why, sizeof c->why, "could not be generated (%.160s)", gx ? fa_ctx_errmsg(gx) : "out of memory");
-            fa_buf_free(&bufs[m]);
-        } else {
-            srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, infos[m].name, cl->n_inputs, cl->n_outputs,
-                                        infos[m].block_size, infos[m].grid};
-            slot[m++] = pr->n_cm - 1;
-        }
-        fa_ctx_free(gx);
+        c->bin = gen[k].bin;
+        gen[k].bin = NULL;
+        if (!c->bin)
+            snprintf(c->why, sizeof c->why, "could not be %s (%.160s)", gen[k].generated ? "built" : "generated",
+                     gen[k].why);
     }
-    if (!s && m > 0) {
-        fa_fused_compile_options co = {pr->cache_dir, pr->cache_max_bytes, NULL};
-        fa_status cs = pr->t->fused_compile ? pr->t->fused_compile(cx, &co, m, srcs, got, errs) : FA_ERR_UNSUPPORTED;
-        for (int j = 0; j < m; j++) {
-            struct compiled *c = &pr->cm[slot[j]];
-            if (!cs && got[j]) c->bin = got[j];
-            else snprintf(c->why, sizeof c->why, "could not be built (%.160s)",
-                          errs[j] ? errs[j] : cs ? fa_ctx_errmsg(cx) : "the compiler gave no kernel");
-            if (cs && got[j]) pr->t->fused_free(got[j]);
-            free(errs[j]);
-        }
-        fa_ctx_clear(cx);
-    }
-    for (int j = 0; j < m; j++) fa_buf_free(&bufs[j]);
-    free(bufs);
-    free(infos);
-    free(srcs);
-    free(got);
-    free(errs);
-    free(slot);
+    for (int k = 0; gen && k < n; k++)
+        if (gen[k].bin) pr->t->fused_free(gen[k].bin);
+    free(gen);
     return s ? fa_ctx_error(cx, FA_ERR_NOMEM, "out of memory") : FA_OK;
 }
 
