@@ -300,9 +300,45 @@ static int64_t unary_i(const uparams *p, int64_t x, int64_t lo, int64_t hi)
     }
 }
 
+/* Vector math in the table's loops. The float functions the table's expressions call are declared
+ * `omp declare simd`, so gcc vectorises the `omp simd` loops that call them through the vector
+ * function ABI names (_ZGVdN8v_expf, ...). The product links SLEEF's GNU-ABI library ahead of
+ * libm (CMakeLists.txt), so those names are SLEEF's 1-ULP u10 functions, as in the generated
+ * kernels (runtime/cpu/compile.c); without it they are glibc's libmvec (tanhf erff log1pf since
+ * glibc 2.35). Before this, every op without a hand-written SLEEF path (graph/vmath.c) called
+ * scalar libm per element: Elu, Selu, Softplus, Mish, Log, Sin, Cos ran 1.6-3.0x slower than
+ * ONNX Runtime with its optimisations disabled (bench/bench_unary_ops.sh, bench/README.md). */
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(__FAST_MATH__)
+#pragma omp declare simd notinbranch
+float expf(float);
+#pragma omp declare simd notinbranch
+float logf(float);
+#pragma omp declare simd notinbranch
+float sinf(float);
+#pragma omp declare simd notinbranch
+float cosf(float);
+#if __GLIBC_PREREQ(2, 35)
+#pragma omp declare simd notinbranch
+float log1pf(float);
+#pragma omp declare simd notinbranch
+float tanhf(float);
+#pragma omp declare simd notinbranch
+float erff(float);
+#endif
+#endif
+/* The table's loops in three instruction sets, picked once at load by the CPU (gcc's
+ * target_clones, an ifunc): AVX-512 and AVX2 lanes call the matching vector functions
+ * (_ZGVeN16v_, _ZGVdN8v_), and Floor/Ceil become one rounding instruction (SSE4.1) instead of a
+ * libm call per element; the default clone keeps the project's baseline ISA. gcc on glibc only. */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
+#define FA_UNARY_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define FA_UNARY_CLONES
+#endif
+
 /* float32 fast path over xs[0..len): the op switch sits outside the loops, one loop per op of the
  * graph/op_math.h table (its expression, x the element), then the ops lowered here. */
-static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
+FA_UNARY_CLONES static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
 {
     const float a = (float)p->alpha, b = (float)p->beta, g = (float)p->gamma;
     (void)a;
@@ -319,6 +355,28 @@ static void unary_f32(const uparams *p, const float *xs, float *y, int64_t len)
         case FA_UNARY_GELU_TANH: fa_vgelu_tanhf(xs, y, len); return;
         default: break;
         }
+    switch ((int)p->op) {
+    /* Softplus and Mish's inner softplus as max(x, 0) + log1p(exp(-|x|)): the same operations on
+     * each element as the table's two-armed form (x + log1p(exp(-x)) for x > 0, else log1p(exp(x)),
+     * plus 0), one exp and one log1p per lane where the vectorised two-armed form calls both arms'.
+     * The table keeps the two arms: on CUDA a branch is cheap, and the one-armed form made the
+     * every-op horizontal kernel spill on sm_90 (tests/unit/test_gate.c). */
+    case FA_UNARY_SOFTPLUS:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) { /* SIMD-CHECKED */
+            const float x = xs[i];
+            y[i] = (x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x)));
+        }
+        return;
+    case FA_UNARY_MISH:
+#pragma omp simd
+        for (int64_t i = 0; i < len; i++) { /* SIMD-CHECKED */
+            const float x = xs[i];
+            y[i] = x * tanhf((x > 0.0f ? x : 0.0f) + log1pf(expf(-fabsf(x))));
+        }
+        return;
+    default: break;
+    }
     switch ((int)p->op) {
 #define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR)                                                  \
     case FA_UNARY_##ID:                                                                                   \

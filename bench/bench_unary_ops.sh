@@ -1,0 +1,42 @@
+#!/bin/bash
+# bench/bench_unary_ops.sh — the unfused float32 unary ops against ONNX Runtime, per op: one model
+# per op (x[ROWS, COLS] -> Abs -> OP -> y, the Abs keeping Log's and Sqrt's inputs in their domain),
+# built here with onnx, then bench/ort_kernels.py on all of them (our per-node medians from
+# `fuse-advise run --no-apply` against ORT's own per-node profile with its optimisations disabled,
+# in the same window, alternating rounds; 2 threads, passive waits on both sides). Prints
+# ort_kernels.py's Markdown: per model the class rows, ours against ORT's and the ratio.
+# Env: OPS (the op list), ROWS (256), COLS (1024), ITERS (50), ROUNDS (2), THREADS (2), BUILD,
+#      PY (the python with onnx and onnxruntime: BUILD/pyenv/bin/python3).
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$here/build}
+CLI=$BUILD/fuse-advise
+PY=${PY:-$BUILD/pyenv/bin/python3}
+OPS=${OPS:-"Exp Log Sqrt Sigmoid Tanh Erf Elu Selu Softplus Softsign Mish Sin Cos Floor Ceil Reciprocal HardSigmoid HardSwish"}
+ROWS=${ROWS:-256}
+COLS=${COLS:-1024}
+ITERS=${ITERS:-50}
+ROUNDS=${ROUNDS:-2}
+THREADS=${THREADS:-2}
+[ -x "$CLI" ] || { echo "bench_unary_ops.sh: build $CLI first" >&2; exit 2; }
+"$PY" -c "import onnx, onnxruntime" 2>/dev/null ||
+  { echo "bench_unary_ops.sh: $PY lacks onnx/onnxruntime (scripts/setup.sh makes it)" >&2; exit 2; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$PY" - "$tmp" "$ROWS" "$COLS" $OPS <<'EOF'
+import sys, onnx
+from onnx import helper as h, TensorProto as T
+d, rows, cols, ops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
+for op in ops:
+    nodes = [h.make_node("Abs", ["x"], ["a"], name="abs"), h.make_node(op, ["a"], ["y"], name=op.lower())]
+    g = h.make_graph(nodes, op, [h.make_tensor_value_info("x", T.FLOAT, [rows, cols])],
+                     [h.make_tensor_value_info("y", T.FLOAT, [rows, cols])])
+    # Mish is in the default domain from opset 18, HardSwish from 14, the rest earlier
+    m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
+    m.ir_version = 8
+    onnx.save(m, f"{d}/{op}.onnx")
+EOF
+echo "# bench_unary_ops: $(date -u '+%F %T') UTC, $(nproc) cores, ${ROWS}x${COLS} floats, threads $THREADS, $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')"
+models=()
+for op in $OPS; do models+=("$tmp/$op.onnx"); done
+"$PY" "$here/bench/ort_kernels.py" "$CLI" "${models[@]}" --iters "$ITERS" --threads "$THREADS" --rounds "$ROUNDS"
