@@ -1,6 +1,7 @@
 #!/bin/bash
 # bench/bench_unary_ops.sh — the unfused float32 unary ops against ONNX Runtime, per op: one model
-# per op (x[ROWS, COLS] -> Abs -> OP -> y, the Abs keeping Log's and Sqrt's inputs in their domain),
+# per op (x[batch, ROWS, COLS] -> Identity -> OP -> y, batch bound to 1 by ort_kernels.py; Abs
+# instead of Identity before Log and Sqrt, keeping their inputs in the domain),
 # built here with onnx, then bench/ort_kernels.py on all of them (our per-node medians from
 # `fuse-advise run --no-apply` against ORT's own per-node profile with its optimisations disabled,
 # in the same window, alternating rounds; 2 threads, passive waits on both sides). Prints
@@ -28,9 +29,13 @@ import sys, onnx
 from onnx import helper as h, TensorProto as T
 d, rows, cols, ops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
 for op in ops:
-    nodes = [h.make_node("Abs", ["x"], ["a"], name="abs"), h.make_node(op, ["a"], ["y"], name=op.lower())]
-    g = h.make_graph(nodes, op, [h.make_tensor_value_info("x", T.FLOAT, [rows, cols])],
-                     [h.make_tensor_value_info("y", T.FLOAT, [rows, cols])])
+    # Abs first for Log and Sqrt only (their domain); the other ops see both signs (Elu, Selu,
+    # Softplus take their exp only for some)
+    nodes = [h.make_node("Abs", ["x"], ["a"], name="abs")] if op in ("Log", "Sqrt") else \
+            [h.make_node("Identity", ["x"], ["a"], name="in")]
+    nodes.append(h.make_node(op, ["a"], ["y"], name=op.lower()))
+    g = h.make_graph(nodes, op, [h.make_tensor_value_info("x", T.FLOAT, ["batch", rows, cols])],
+                     [h.make_tensor_value_info("y", T.FLOAT, ["batch", rows, cols])])
     # Mish is in the default domain from opset 18, HardSwish from 14, the rest earlier
     m = h.make_model(g, opset_imports=[h.make_opsetid("", 18)])
     m.ir_version = 8
