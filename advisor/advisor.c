@@ -1392,21 +1392,14 @@ bool fa_probe_loss_resolved(int reps, int wins)
     return reps >= FA_PROBE_LOSS_PAIRS && wins == 0;
 }
 
-/* The probe's answer for cluster c (a BN fold or an epilogue) into *pr: asked with c's signature
- * and the plan view up to c (clusters [0, c] filled). False when it measured nothing (pr->what
- * says why, or is empty when the signature could not be formed). */
-/* The kinds the probe times (applier/probe.c): BN folds and epilogues (library kernels), and
- * the generated kernels of chains, reductions and horizontal groups, compiled by the target as
- * the applier compiles them. Before 2026-12-03 only the library kinds: a generated kernel was
- * predicted from the roofline, and gpt2-block's masked softmax, whose expf loops gcc left scalar,
- * was predicted a 206-255 us saving and measured a 660-695 us loss (bench/README.md, "Visits and
- * the trace's span"). */
-static bool probed_kind(fa_cluster_kind k)
-{
-    return k == FA_CLUSTER_BN_FOLD || k == FA_CLUSTER_EPILOGUE || k == FA_CLUSTER_ELEMWISE_CHAIN ||
-           k == FA_CLUSTER_REDUCTION || k == FA_CLUSTER_HORIZONTAL;
-}
-
+/* The probe's answer for cluster c into *pr: asked with c's signature and the plan view up to c
+ * (clusters [0, c] filled). Every kind is asked: BN folds and epilogues (library kernels), and the
+ * generated kernels of chains, reductions and horizontal groups, compiled by the target as the
+ * applier compiles them (applier/probe.c). Before 2026-12-03 only the library kinds: a generated
+ * kernel was predicted from the roofline, and gpt2-block's masked softmax, whose expf loops gcc
+ * left scalar, was predicted a 206-255 us saving and measured a 660-695 us loss (bench/README.md,
+ * "Visits and the trace's span"). False when it measured nothing (pr->what says why, or is empty
+ * when the signature could not be formed). */
 static bool ask_probe(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
 {
     memset(pr, 0, sizeof *pr);
@@ -1549,10 +1542,10 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
      * timed the anchor plain (oneDNN's gemm convolution on NCHW, 1.5-2x slower than its jit one
      * on nChw16c: pass-1 fused meas/pred 0.62 before the probe, bench/README.md); a generated
      * kernel (chain, reduction, horizontal group): compiled and timed as the applier will run it,
-     * instead of its traffic on the members' achieved bandwidth (probed_kind) */
+     * instead of its traffic on the members' achieved bandwidth (ask_probe) */
     bool probed = false, fused_measured = false;
     char pnote[420] = "";
-    if (probed_kind(w->kind) && A->opt.probe && A->plan) {
+    if (A->opt.probe && A->plan) {
         fa_fused_probe_result pr;
         if (ask_probe(A, c, &pr) && pr.median_ns > 0) {
             /* the saving rests on the profile (issue 19): the members' measured time in the
@@ -1798,7 +1791,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     if (A.opt.probe && A.opt.probe_revisit && A.opt.probe_visits > 1 && plan->clusters) {
         fa_fused_probe_result pr;
         for (int i = 0; i < A.ncl; i++)
-            if (probed_kind(plan->clusters[i].kind)) ask_probe(&A, &plan->clusters[i], &pr);
+            ask_probe(&A, &plan->clusters[i], &pr);
         for (int v = 1; v < A.opt.probe_visits; v++)
             if (A.opt.probe_revisit(A.opt.probe_user, plan) == 0) break;
     }

@@ -226,8 +226,6 @@ bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int 
  * the entries revisited; a revisit that fails keeps the earlier pairs. user: an fa_kernel_probe
  * (NULL, or p NULL: 0). */
 int fa_kernel_probe_revisit(void *user, const fa_plan *p);
-/* Counters of p (NULL: zeros): kernels built and timed, clusters served from an earlier probe of
- * their signature, clusters left unprobed by the budget, seconds spent. */
 /* The probe_prepare of fa_advise_options (user = an fa_kernel_probe made for g): every generated
  * kernel of p (chains, reductions, horizontal groups, one per fa_cluster_signature) not compiled
  * yet is generated and compiled in one batch — one compiler process, as the applier's batch —
@@ -235,6 +233,8 @@ int fa_kernel_probe_revisit(void *user, const fa_plan *p);
  * reason (its probe then says so; the applier rejects the cluster with its own). Returns the
  * kernels compiled. */
 int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p);
+/* Counters of p (NULL: zeros): kernels built and timed, clusters served from an earlier probe of
+ * their signature, clusters left unprobed by the budget, seconds spent. */
 void fa_kernel_probe_stats(const fa_kernel_probe *p, int *built, int *reused, int *over_budget, double *spent_s);
 
 /* ---- the pipeline `run` and `apply` share (applier/pipeline.c) ---- */

@@ -512,8 +512,6 @@ bool fa_kernel_probe_fused(void *user, const fa_graph *g, const fa_plan *p, int 
     fa_kernel_probe *pr = user;
     memset(out, 0, sizeof *out);
     if (!pr || !p || ci < 0 || ci >= p->n_clusters || !signature) return false;
-    const fa_cluster *c = &p->clusters[ci];
-    if (c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE && !fa_apply_needs_codegen(c)) return false;
     size_t cap = strlen(signature) + 200;
     char *key = malloc(cap);
     if (!key) return false;

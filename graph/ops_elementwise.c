@@ -306,8 +306,9 @@ static int64_t unary_i(const uparams *p, int64_t x, int64_t lo, int64_t hi)
  * libm (CMakeLists.txt), so those names are SLEEF's 1-ULP u10 functions, as in the generated
  * kernels (runtime/cpu/compile.c); without it they are glibc's libmvec (tanhf erff log1pf since
  * glibc 2.35). Before this, every op without a hand-written SLEEF path (graph/vmath.c) called
- * scalar libm per element: Elu, Selu, Softplus, Mish, Log, Sin, Cos ran 1.6-3.0x slower than
- * ONNX Runtime with its optimisations disabled (bench/bench_unary_ops.sh, bench/README.md). */
+ * scalar libm per element: Elu, Selu, Softplus, Log, Sin, Cos, Floor, Ceil ran 1.3-3.2x slower
+ * than ONNX Runtime with its optimisations disabled, 0.15-0.9x since (bench/bench_unary_ops.sh,
+ * bench/README.md). */
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(__FAST_MATH__)
 #pragma omp declare simd notinbranch
 float expf(float);

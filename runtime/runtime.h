@@ -169,8 +169,8 @@ void fa_compiled_free(fa_compiled *c);
  * -shared), each source marked "#line 1 \"kernel-K.c\"" so diagnostics name their kernel;
  * kernels that fail are dropped and the rest go again together (one kernel per process only
  * where the diagnostics name none). The compile folder lives inside the cache folder (same
- * filesystem as the entries: $TMPDIR is never used) and is removed. Entries are KEY.so plus KEY.so.sha256, the SHA-256 of the binary written when
- * it was built; before dlopen an entry must be a regular file owned by us, writable by nobody
+ * filesystem as the entries: $TMPDIR is never used) and is removed. Entries are KEY.so plus
+ * KEY.so.sha256, the SHA-256 of the binary written when it was built; before dlopen an entry must be a regular file owned by us, writable by nobody
  * else, non-empty and match that hash, else it is removed and rebuilt (zero-byte, corrupt,
  * tampered or planted entries never load). A use refreshes its mtime; after adding one, least
  * recently used entries are removed until the shared objects fit the cache's max_bytes.
