@@ -16,7 +16,16 @@
 
 extern char **environ;
 
-/* The tracer library: $FA_CUPTI_INJECTION, else libfuse-advise-cupti.so beside this executable. */
+/* Where an install puts the tracer library relative to the binary's folder: bin/ ->
+ * lib/<multiarch>/fuse-advise (CMakeLists.txt, FA_INSTALL_PKGLIBDIR; GNUInstallDirs). */
+#ifndef FA_PKGLIBDIR_REL
+#define FA_PKGLIBDIR_REL "../lib/fuse-advise"
+#endif
+
+/* The tracer library: $FA_CUPTI_INJECTION, else libfuse-advise-cupti.so beside this executable
+ * (a build tree), else in the install's private library folder FA_PKGLIBDIR_REL from the
+ * executable's folder (an installed binary, found through /proc/self/exe, never the source
+ * tree or the current folder). */
 static fa_status find_injection(fa_ctx *ctx, char *out, size_t cap)
 {
     const char *env = getenv("FA_CUPTI_INJECTION");
@@ -32,11 +41,15 @@ static fa_status find_injection(fa_ctx *ctx, char *out, size_t cap)
     exe[n] = 0;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
-    snprintf(out, cap, "%s/libfuse-advise-cupti.so", exe);
-    if (access(out, R_OK) != 0)
+    char beside[PATH_MAX], installed[PATH_MAX];
+    snprintf(beside, sizeof beside, "%s/libfuse-advise-cupti.so", exe);
+    snprintf(installed, sizeof installed, "%s/" FA_PKGLIBDIR_REL "/libfuse-advise-cupti.so", exe);
+    const char *found = access(beside, R_OK) == 0 ? beside : access(installed, R_OK) == 0 ? installed : NULL;
+    if (!found)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
-                            "trace: the CUPTI tracer library %s is missing (%s); build target fa_cupti_inject "
-                            "or set FA_CUPTI_INJECTION", out, strerror(errno));
+                            "trace: the CUPTI tracer library is missing (looked for %s and %s); build target "
+                            "fa_cupti_inject, install the package, or set FA_CUPTI_INJECTION", beside, installed);
+    snprintf(out, cap, "%s", found);
     return FA_OK;
 }
 
