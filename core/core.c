@@ -670,6 +670,14 @@ void fa_sha256_hex(const void *data, size_t n, char out_hex[65])
     hex_digest(md, len, out_hex);
 }
 
+void fa_sha256_base64(const void *data, size_t n, char out_b64[45])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
+    EVP_EncodeBlock((unsigned char *)out_b64, md, (int)len); /* 32 bytes -> 44 characters + NUL */
+}
+
 fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
 {
     FILE *f = fopen(path, "rb");

@@ -194,6 +194,9 @@ uint64_t fa_hash64_keyed(const uint64_t key[2], const void *data, size_t n);
 /* A fresh random key from /dev/urandom (else the clock and pid). */
 void fa_hash_key_random(uint64_t key[2]);
 void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);
+/* The same digest in base64 (RFC 4648, 44 characters + NUL), as a Content-Security-Policy hash
+ * source ('sha256-...', CSP Level 2 sec. 4.2.4) writes it. */
+void fa_sha256_base64(const void *data, size_t n, char out_b64[45]);
 fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65]);
 
 /* Deterministic PRNG (splitmix64 / xoshiro-like); for zoo weights and test inputs. */

@@ -192,21 +192,35 @@ void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b)
     fa_buf_printf(b, "%s</system-out>\n  </testsuite>\n</testsuites>\n", overall_word(r));
 }
 
-/* A Markdown table cell: pipes escaped, newlines folded, < > & as entities (GitHub renders
- * inline HTML). */
+/* Markdown text from a run database or a model (GitHub-flavoured Markdown, posted as a pull-request
+ * comment, docs/ci.md): newlines folded to spaces, control characters shown as fa_escape_term
+ * shows them, < > & as entities, every other ASCII punctuation character backslash-escaped
+ * (CommonMark 0.30 sec. 2.4: it then stands for itself, so no link, image, emphasis, code span,
+ * heading, list, autolink or table cell can start inside a name), and '@' followed by U+2060
+ * WORD JOINER (GitHub would notify a user or team named after it). */
 static void md(fa_buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '|': fa_buf_puts(b, "\\|"); break;
-        case '\n': case '\r': fa_buf_puts(b, " "); break;
+    if (!s) return;
+    fa_buf flat, esc;
+    fa_buf_init(&flat);
+    fa_buf_init(&esc);
+    for (const char *p = s; *p; p++) fa_buf_append(&flat, *p == '\n' || *p == '\r' ? " " : p, 1);
+    fa_escape_term(&esc, flat.data ? flat.data : "", flat.len);
+    for (size_t i = 0; i < esc.len; i++) {
+        char c = esc.data[i];
+        switch (c) {
         case '<': fa_buf_puts(b, "&lt;"); break;
         case '>': fa_buf_puts(b, "&gt;"); break;
         case '&': fa_buf_puts(b, "&amp;"); break;
-        case '`': fa_buf_puts(b, "'"); break;
-        default: fa_buf_append(b, s, 1);
+        case '@': fa_buf_puts(b, "@\xe2\x81\xa0"); break;
+        default:
+            if (strchr("!\"#$%'()*+,-./:;=?[\\]^_`{|}~", c) && c) fa_buf_puts(b, "\\");
+            fa_buf_append(b, &c, 1);
         }
     }
+    if (flat.oom || esc.oom) b->oom = true;
+    fa_buf_free(&flat);
+    fa_buf_free(&esc);
 }
 
 static const char *md_mark(fa_gate_verdict v)

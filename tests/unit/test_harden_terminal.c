@@ -101,7 +101,8 @@ static void test_printf_term_escapes_arguments_only(void **state)
     fa_buf_free(&b);
     /* NULL strings print as printf does in glibc */
     fa_buf_init(&b);
-    fa_buf_printf_term(&b, "%s|%" PRId64 "|%" PRIu64, (const char *)NULL, (int64_t)-5, (uint64_t)UINT64_MAX);
+    const char *volatile none = NULL;
+    fa_buf_printf_term(&b, "%s|%" PRId64 "|%" PRIu64, none, (int64_t)-5, (uint64_t)UINT64_MAX);
     assert_string_equal(b.data, "(null)|-5|18446744073709551615");
     fa_buf_free(&b);
 }
