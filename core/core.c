@@ -543,6 +543,42 @@ bool fa_add_size(size_t a, size_t b, size_t *out)
     return true;
 }
 
+bool fa_i64_add(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+bool fa_i64_sub(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+bool fa_i64_mul(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+uint64_t fa_u64_add_sat(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+uint64_t fa_u64_mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 uint64_t fa_now_ns(void)
 {
     struct timespec ts;

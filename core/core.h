@@ -116,6 +116,17 @@ void fa_json_num(fa_buf *b, double v, int sig_digits);
 /* Checked size arithmetic: return false on overflow, *out untouched then. */
 bool fa_mul_size(size_t a, size_t b, size_t *out);
 bool fa_add_size(size_t a, size_t b, size_t *out);
+/* The same for int64 (shapes, dims, attribute values from a model): false on overflow, *out
+ * untouched then (GCC/Clang __builtin_*_overflow; never undefined behaviour). Every shape rule
+ * (graph/ops_*.c) goes through these, by way of fa_dim_add/sub/mul (graph/ops-impl.h), which name
+ * the node and the field when they fail. */
+bool fa_i64_add(int64_t a, int64_t b, int64_t *out);
+bool fa_i64_sub(int64_t a, int64_t b, int64_t *out);
+bool fa_i64_mul(int64_t a, int64_t b, int64_t *out);
+/* Saturating unsigned arithmetic (UINT64_MAX on overflow) for figures that are shown and compared,
+ * never allocated: FLOPs and bytes of an op (fa_op_cost). */
+uint64_t fa_u64_add_sat(uint64_t a, uint64_t b);
+uint64_t fa_u64_mul_sat(uint64_t a, uint64_t b);
 
 /* Monotonic clock in ns (CLOCK_MONOTONIC). */
 uint64_t fa_now_ns(void);
