@@ -97,26 +97,37 @@ static int guard_close(void *cookie)
         fa_escape_term_text(&out, (const char *)g->tail, g->n_tail);
         if (!out.oom) write_all(g->fd, out.data, out.len);
         fa_buf_free(&out);
+        g->n_tail = 0;
     }
-    free(g);
     return 0;
 }
 
-static FILE *guarded(FILE *orig, int fd, int mode)
+/* one per stream for the life of the process (exit flushes the streams, it does not close them) */
+static guard g_guard_out = {.fd = 1}, g_guard_err = {.fd = 2};
+
+static FILE *guarded(FILE *orig, guard *g, int mode)
 {
-    guard *g = calloc(1, sizeof *g);
-    if (!g) return orig;
-    g->fd = fd;
     cookie_io_functions_t io = {.read = NULL, .write = guard_write, .seek = NULL, .close = guard_close};
     FILE *f = fopencookie(g, "w", io);
-    if (!f) { free(g); return orig; }
+    if (!f) return orig;
     setvbuf(f, NULL, mode, mode == _IONBF ? 0 : BUFSIZ);
     fflush(orig);
     return f;
 }
 
+/* at exit: what the streams hold is written, and an unfinished UTF-8 sequence at the very end is
+ * shown escaped instead of being dropped */
+static void guard_flush_tails(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    guard_close(&g_guard_out);
+    guard_close(&g_guard_err);
+}
+
 void fa_cli_guard_output(void)
 {
-    stdout = guarded(stdout, 1, isatty(1) ? _IOLBF : _IOFBF);
-    stderr = guarded(stderr, 2, _IONBF); /* unbuffered, as stderr is */
+    atexit(guard_flush_tails);
+    stdout = guarded(stdout, &g_guard_out, isatty(1) ? _IOLBF : _IOFBF);
+    stderr = guarded(stderr, &g_guard_err, _IONBF); /* unbuffered, as stderr is */
 }

@@ -281,8 +281,9 @@ static void sweep_op(const fa_op *op, int trials, int *accepted, int *refused)
                                    FA_DTYPE_UINT8};
     for (int tr = 0; tr < trials; tr++) {
         fa_ctx *ctx = fa_ctx_create();
-        fa_graph *g = new_graph(ctx, 18);
-        fa_graph_set_opset(ctx, g, op->domain, 1);
+        static const int opsets[] = {1, 6, 7, 10, 11, 13, 17, 18, 21};
+        fa_graph *g = new_graph(ctx, opsets[rnd() % 9]);
+        if (op->domain && *op->domain) fa_graph_set_opset(ctx, g, op->domain, 1);
         int max_in = op->max_inputs < 0 ? op->min_inputs + 3 : op->max_inputs;
         int n_in = op->min_inputs + (max_in > op->min_inputs ? (int)(rnd() % (unsigned)(max_in - op->min_inputs + 1)) : 0);
         int max_out = op->max_outputs < 0 ? op->min_outputs + 3 : op->max_outputs;
@@ -375,8 +376,11 @@ static void test_registry_sweep_hostile_shapes_and_values(void **state)
 {
     (void)state;
     int ops = 0, accepted = 0, refused = 0;
+    /* FA_SWEEP_TRIALS (default 120 per op, about a second under the sanitizers) for longer hunts */
+    int trials = getenv("FA_SWEEP_TRIALS") ? atoi(getenv("FA_SWEEP_TRIALS")) : 120;
+    if (getenv("FA_SWEEP_SEED")) g_rng = strtoull(getenv("FA_SWEEP_SEED"), NULL, 0);
     for (int i = 0; fa_op_at(i); i++) {
-        sweep_op(fa_op_at(i), 120, &accepted, &refused);
+        sweep_op(fa_op_at(i), trials > 0 ? trials : 120, &accepted, &refused);
         ops++;
     }
     if (getenv("FA_TEST_VERBOSE")) fprintf(stderr, "  %d ops: %d accepted, %d refused\n", ops, accepted, refused);
