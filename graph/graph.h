@@ -409,7 +409,10 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
  * reference kernels). Applies bindings first (opt->bindings, then opt->batch); every input dim
  * still symbolic after that is bound to FA_DIM_DEFAULT and listed in g->dim_defaults, or, with
  * opt->no_dim_defaults, refused with one FA_ERR_INPUT message that lists every unbound dim.
- * An input without any shape is always refused (its rank is unknown). */
+ * An input without any shape is always refused (its rank is unknown). Every graph input and
+ * constant, and every output a rule infers, is checked by fa_tensor_check_size before anything
+ * is folded or allocated; the rules' own arithmetic is checked (fa_dim_add/sub/mul), so a model
+ * whose shapes overflow or pass FA_MAX_TENSOR_BYTES gets FA_ERR_INPUT naming the node and field. */
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
 
 /* Give dst (a graph derived from src, e.g. the BN-folded model) the symbolic dims of src's
