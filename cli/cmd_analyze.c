@@ -29,7 +29,7 @@ static int resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, bool model_o
             i++;
         if (!s && i == n) {
             fa_cli_eprintf("fuse-advise: error: %s: no %sruns yet (fuse-advise run MODEL)\n", fa_store_path(st),
-                    model_only ? "model " : "");
+                           model_only ? "model " : "");
             rc = 1;
         } else if (!s) {
             *run_id = runs[i].id;
@@ -120,8 +120,8 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, c.device_key);
         fa_buf_printf_term(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},", c.mem_bw_gbs, c.peak_gflops, c.launch_ns);
         fa_buf_printf_term(&b, "\"iter_ns\":%" PRId64 ",\"gap_ns\":%" PRId64 ",\"launch_share\":%.4f,\"mem_bound_elementwise_share\":%.4f,"
-                          "\"intermediate_bytes\":%" PRIu64 ",\"fusion_bound_ns\":%.0f,\"summary\":",
-                      a->iter_ns, a->gap_ns, a->launch_share, a->mem_bound_elementwise_share, a->intermediate_bytes, a->fusion_bound_ns);
+                               "\"intermediate_bytes\":%" PRIu64 ",\"fusion_bound_ns\":%.0f,\"summary\":",
+                           a->iter_ns, a->gap_ns, a->launch_share, a->mem_bound_elementwise_share, a->intermediate_bytes, a->fusion_bound_ns);
         fa_json_str_or_empty(&b, a->summary);
         fa_buf_puts(&b, ",\"kernels\":[");
         for (int k = 0; k < a->n_nodes; k++) {
@@ -131,9 +131,9 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
             fa_buf_puts(&b, ",\"op\":");
             fa_json_str_or_empty(&b, n->op_type);
             fa_buf_printf_term(&b, ",\"node_id\":%d,\"median_ns\":%" PRId64 ",\"flops\":%" PRIu64 ",\"bytes\":%" PRIu64
-                              ",\"intensity\":%.4f,\"achieved_gbs\":%.3f,\"achieved_gflops\":%.3f,\"pct_of_roof\":%.2f,\"bound\":\"%s\"}",
-                          n->id, n->median_ns, n->flops, n->bytes, n->place.intensity, n->place.achieved_gbs,
-                          n->place.achieved_gflops, n->place.pct_of_roof, fa_bound_name(n->place.bound));
+                               ",\"intensity\":%.4f,\"achieved_gbs\":%.3f,\"achieved_gflops\":%.3f,\"pct_of_roof\":%.2f,\"bound\":\"%s\"}",
+                               n->id, n->median_ns, n->flops, n->bytes, n->place.intensity, n->place.achieved_gbs,
+                               n->place.achieved_gflops, n->place.pct_of_roof, fa_bound_name(n->place.bound));
         }
         fa_buf_puts(&b, "],\"chains\":[");
         for (int k = 0; k < a->n_chains; k++) {
@@ -149,7 +149,7 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
                 fa_json_str_or_empty(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
             }
             fa_buf_printf_term(&b, "],\"time_ns\":%" PRId64 ",\"share\":%.4f,\"intermediate_bytes\":%" PRIu64 ",\"max_saving_ns\":%.0f}",
-                          ch->time_ns, ch->share, ch->intermediate_bytes, ch->max_saving_ns);
+                               ch->time_ns, ch->share, ch->intermediate_bytes, ch->max_saving_ns);
         }
         fa_buf_puts(&b, "]}\n");
         fwrite(b.data, 1, b.len, stdout);
@@ -157,7 +157,7 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
     } else {
         fa_cli_printf("run %" PRId64 ": %s (%d timed iterations)\n", run_id, ri.model_path, a->n_iters);
         fa_cli_printf("ceilings %s: memory %.2f GB/s, FP32 peak %.2f GFLOP/s, dispatch %.0f ns, ridge %.2f FLOP/B\n\n",
-               c.device_key, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
+                      c.device_key, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
         int wn = 13, wo = 2; /* widths from the content: node names are never cut */
         for (int k = 0; k < a->n_nodes && k < top; k++) {
             const fa_an_node *n = &a->nodes[order[k]];
@@ -165,13 +165,13 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
             if (n->op_type && (int)strlen(n->op_type) > wo) wo = (int)strlen(n->op_type);
         }
         fa_cli_printf("%-*s %-*s %11s %9s %9s %10s %7s %-8s\n", wn, "kernel (node)", wo, "op", "median us", "FLOP/B", "GB/s",
-               "GFLOP/s", "%roof", "bound");
+                      "GFLOP/s", "%roof", "bound");
         for (int k = 0; k < a->n_nodes && k < top; k++) {
             const fa_an_node *n = &a->nodes[order[k]];
             fa_cli_printf("%-*s %-*s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", wn, n->name ? n->name : "", wo,
-                   n->op_type ? n->op_type : "", n->median_ns / 1e3,
-                   n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops, n->place.pct_of_roof,
-                   fa_bound_name(n->place.bound));
+                          n->op_type ? n->op_type : "", n->median_ns / 1e3,
+                          n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops, n->place.pct_of_roof,
+                          fa_bound_name(n->place.bound));
         }
         if (a->n_nodes > top) fa_cli_printf("... %d more (--top N, --json)\n", a->n_nodes - (int)top);
         fa_cli_printf("\nmemory-bound chains (ranked by what fusing them could save at most):\n");
@@ -181,8 +181,8 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
             for (int m = 0; m < ch->n_members; m++)
                 fa_cli_printf("%s%s", m ? " -> " : "", a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
             fa_cli_printf("  [%s..]  %.1f us (%.1f%%), %.2f MB intermediate, saves <= %.1f us\n",
-                   a->nodes[fa_analysis_node_index(a, ch->members[0])].name, ch->time_ns / 1e3, 100 * ch->share,
-                   ch->intermediate_bytes / 1e6, ch->max_saving_ns / 1e3);
+                          a->nodes[fa_analysis_node_index(a, ch->members[0])].name, ch->time_ns / 1e3, 100 * ch->share,
+                          ch->intermediate_bytes / 1e6, ch->max_saving_ns / 1e3);
         }
         fa_cli_printf("\n%s\n", a->summary);
     }

@@ -54,8 +54,8 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     if (s) return fa_cli_fail(ctx, s);
     for (int i = 0; i < n_gpu && !json; i++)
         fa_cli_printf("%s %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
-               gt[i]->name, gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
-               gc[i].launch_ns, gc[i].launch_source, gc[i].detail);
+                      gt[i]->name, gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
+                      gc[i].launch_ns, gc[i].launch_source, gc[i].detail);
     fa_buf b;
     fa_buf_init(&b);
     if (json) {
@@ -73,7 +73,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         for (int i = 0; i < c.n_cache_levels; i++)
         {
             fa_buf_printf_term(&b, "%s{\"name\":\"%s\",\"working_set_bytes\":%llu,\"bandwidth_gbs\":%.3f,\"bandwidth_new_gbs\":",
-                          i ? "," : "", c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
+                               i ? "," : "", c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
             fa_json_num(&b, c.cache[i].bandwidth_new_gbs > 0 ? c.cache[i].bandwidth_new_gbs : NAN, 6);
             fa_buf_puts(&b, "}");
         }
@@ -84,7 +84,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
             fa_buf_printf_term(&b, "\"%s_device\":{\"device_key\":", gt[i]->name);
             fa_json_str_or_empty(&b, gc[i].device_key);
             fa_buf_printf_term(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc[i].mem_bw_gbs,
-                          gc[i].peak_gflops, gc[i].launch_ns);
+                               gc[i].peak_gflops, gc[i].launch_ns);
             fa_json_str_or_empty(&b, gc[i].mem_bw_source);
             fa_buf_puts(&b, "},");
         }
@@ -96,7 +96,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_cli_printf(")\n");
         for (int i = 0; i < c.n_cache_levels; i++) {
             fa_cli_printf("  %-6s bandwidth       %10.2f GB/s      (measured, working set %llu KiB", c.cache[i].name,
-                   c.cache[i].bandwidth_gbs, (unsigned long long)(c.cache[i].working_set >> 10));
+                          c.cache[i].bandwidth_gbs, (unsigned long long)(c.cache[i].working_set >> 10));
             if (c.cache[i].bandwidth_new_gbs > 0 && c.cache[i].bandwidth_new_gbs != c.cache[i].bandwidth_gbs)
                 fa_cli_printf("; best kept, measured now %.2f GB/s", c.cache[i].bandwidth_new_gbs);
             fa_cli_printf(")\n");
@@ -106,7 +106,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_cli_printf("  ridge point            %10.2f FLOP/byte\n", c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
         if (c.detail[0]) fa_cli_printf("  how: %s\n", c.detail);
         fa_cli_printf(have_gpu ? "\ncuda limits per compute capability (table)\n"
-                        : "\ncuda (no GPU here: limits are theoretical, from the table)\n");
+                      : "\ncuda (no GPU here: limits are theoretical, from the table)\n");
         fa_cli_printf("  %-6s %6s %6s %7s %8s %10s %10s %8s\n", "arch", "warps", "blocks", "regs", "smem/SM", "smem/blk", "opt-in", "reserve");
     }
     int first = 1;
@@ -115,16 +115,16 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         if (arch && l != fa_cuda_limits_for_arch(arch)) continue;
         if (json) {
             fa_buf_printf_term(&b, "%s{\"arch\":\"%s\",\"source\":\"theoretical\",\"max_warps_per_sm\":%d,\"max_blocks_per_sm\":%d,"
-                              "\"regs_per_sm\":%d,\"max_regs_per_thread\":%d,\"reg_alloc_unit\":%d,\"smem_per_sm\":%d,"
-                              "\"smem_per_block\":%d,\"smem_per_block_optin\":%d,\"smem_reserved_per_block\":%d,\"table_source\":",
-                          first ? "" : ",", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm, l->regs_per_sm,
-                          l->max_regs_per_thread, l->reg_alloc_unit, l->smem_per_sm, l->smem_per_block,
-                          l->smem_per_block_optin, l->smem_reserved_per_block);
+                                   "\"regs_per_sm\":%d,\"max_regs_per_thread\":%d,\"reg_alloc_unit\":%d,\"smem_per_sm\":%d,"
+                                   "\"smem_per_block\":%d,\"smem_per_block_optin\":%d,\"smem_reserved_per_block\":%d,\"table_source\":",
+                               first ? "" : ",", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm, l->regs_per_sm,
+                               l->max_regs_per_thread, l->reg_alloc_unit, l->smem_per_sm, l->smem_per_block,
+                               l->smem_per_block_optin, l->smem_reserved_per_block);
             fa_json_str_or_empty(&b, l->source);
             fa_buf_puts(&b, "}");
         } else {
             fa_cli_printf("  %-6s %6d %6d %7d %8d %10d %10d %8d\n", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm,
-                   l->regs_per_sm, l->smem_per_sm, l->smem_per_block, l->smem_per_block_optin, l->smem_reserved_per_block);
+                          l->regs_per_sm, l->smem_per_sm, l->smem_per_block, l->smem_per_block_optin, l->smem_reserved_per_block);
         }
         first = 0;
     }

@@ -52,30 +52,30 @@ static const fa_import_device *pick_device(const fa_import_stats *stt, const fa_
 static void print_stats(const char *path, const fa_import_stats *s)
 {
     fa_cli_printf("imported %s (%s, %s, %.1f MB read in %.1f ms)\n", path, fa_import_kind_name(s->kind),
-           s->schema[0] ? s->schema : "schema unknown", s->input_bytes / 1e6, s->elapsed_ns / 1e6);
+                  s->schema[0] ? s->schema : "schema unknown", s->input_bytes / 1e6, s->elapsed_ns / 1e6);
     fa_cli_printf("  events %" PRIu64 ": kernels %" PRIu64 ", memcpy %" PRIu64 ", memset %" PRIu64 ", runtime %" PRIu64
-           ", driver %" PRIu64 ", cpu ops %" PRIu64 ", ranges %" PRIu64 ", sync %" PRIu64 ", skipped %" PRIu64 "\n",
-           s->n_events, s->n_kernels, s->n_memcpy, s->n_memset, s->n_runtime, s->n_driver, s->n_cpu_ops, s->n_ranges,
-           s->n_sync, s->n_skipped);
+                  ", driver %" PRIu64 ", cpu ops %" PRIu64 ", ranges %" PRIu64 ", sync %" PRIu64 ", skipped %" PRIu64 "\n",
+                  s->n_events, s->n_kernels, s->n_memcpy, s->n_memset, s->n_runtime, s->n_driver, s->n_cpu_ops, s->n_ranges,
+                  s->n_sync, s->n_skipped);
     fa_cli_printf("  attributed to a cpu op/range %" PRIu64 ", sizes from Input Dims %" PRIu64 " (estimated)\n", s->n_attributed,
-           s->n_estimated_bytes);
+                  s->n_estimated_bytes);
     fa_cli_printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64
-           ", duplicate correlations %" PRIu64 "\n",
-           s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
+                  ", duplicate correlations %" PRIu64 "\n",
+                  s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
     if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers ||
         s->n_bad_records || s->n_nul_names || s->lenient_pass)
         fa_cli_printf("  input faults: records skipped %" PRIu64 " (a time or id of the wrong type or beyond int64; first near byte %" PRIu64
-               "), negative durations %" PRIu64 ", invalid UTF-8 names %" PRIu64 " (first near byte %" PRIu64
-               "), names with NUL %" PRIu64 ", control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
-               s->n_bad_records, s->first_bad_record_offset, s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset,
-               s->n_nul_names, s->n_control_chars, s->n_nonfinite, s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
+                      "), negative durations %" PRIu64 ", invalid UTF-8 names %" PRIu64 " (first near byte %" PRIu64
+                      "), names with NUL %" PRIu64 ", control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
+                      s->n_bad_records, s->first_bad_record_offset, s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset,
+                      s->n_nul_names, s->n_control_chars, s->n_nonfinite, s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
     if (s->time_shift_ns)
         fa_cli_printf("  %" PRIu64 " records start before time 0: every record moved %.3f us later (durations and gaps kept)\n",
-               s->n_negative_times, s->time_shift_ns / 1e3);
+                      s->n_negative_times, s->time_shift_ns / 1e3);
     if (s->truncated) fa_cli_printf("  truncated at byte %" PRIu64 ": kept what was parsed (--keep-partial)\n", s->truncated_offset);
     for (int d = 0; d < s->n_devices; d++)
         fa_cli_printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", s->devices[d].id, s->devices[d].name, s->devices[d].cc_major,
-               s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
+                      s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
 }
 
 /* Out of memory after the import proper (storing, advising, writing the report): say which
@@ -274,7 +274,7 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
             fa_buf_free(&b);
         }
         fa_cli_printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n",
-               fa_store_path(st), run_id, run_id, fa_store_path(st));
+                      fa_store_path(st), run_id, run_id, fa_store_path(st));
         if (out_dir) fa_cli_printf("report written to %s\n", out_dir);
     }
     fa_trace_advice_free(a);

@@ -88,7 +88,7 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, ",\"graph\":");
         fa_json_str_or_empty(&b, g->name);
         fa_buf_printf_term(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"dim_defaults\":[", fa_graph_opset(g, ""),
-                      g->n_folded);
+                           g->n_folded);
         for (int i = 0; i < g->n_dim_defaults; i++) {
             if (i) fa_buf_puts(&b, ",");
             fa_json_str_or_empty(&b, g->dim_defaults[i]);
@@ -100,9 +100,9 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, ",\"nodes\":[");
     } else {
         fa_cli_printf("model: %s  (graph '%s', opset %" PRId64 ", %d live nodes, %d folded at load)\n", model, g->name,
-               fa_graph_opset(g, ""), g->n_topo, g->n_folded);
+                      fa_graph_opset(g, ""), g->n_topo, g->n_folded);
         fa_cli_printf("%-*s %-*s %-23s %-*s %14s %14s %14s\n", w_name, "node", w_op, "op", "pattern", w_shape,
-               "output shape", "FLOPs", "bytes read", "bytes written");
+                      "output shape", "FLOPs", "bytes read", "bytes written");
     }
     for (int k = 0; k < g->n_topo; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
@@ -122,20 +122,20 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
             fa_buf_printf_term(&b, ",\"pattern\":\"%s\",\"output_shapes\":", pat);
             fa_json_str_or_empty(&b, shp);
             fa_buf_printf_term(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
-                          c.flops, c.bytes_read, c.bytes_written);
+                               c.flops, c.bytes_read, c.bytes_written);
         } else {
             fa_cli_printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, n->name, w_op,
-                   n->op_type, pat, w_shape, shp, c.flops, c.bytes_read, c.bytes_written);
+                          n->op_type, pat, w_shape, shp, c.flops, c.bytes_read, c.bytes_written);
         }
     }
     if (json) {
         fa_buf_printf_term(&b, "],\"totals\":{\"nodes\":%d,\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64
-                          ",\"bytes_written\":%" PRIu64 "}}\n",
-                      g->n_topo, tf, tr, tw);
+                           ",\"bytes_written\":%" PRIu64 "}}\n",
+                           g->n_topo, tf, tr, tw);
         fwrite(b.data, 1, b.len, stdout);
     } else {
         fa_cli_printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, "total", w_op, "", "",
-               w_shape, "", tf, tr, tw);
+                      w_shape, "", tf, tr, tw);
         fa_cli_printf("\ninputs:\n");
         for (int i = 0; i < g->n_inputs; i++) {
             char s[128];

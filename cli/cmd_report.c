@@ -77,6 +77,6 @@ int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)
     if (s) return fa_cli_fail(ctx, s);
     fa_cli_printf("%s/report.html\n", out);
     fa_cli_eprintf("wrote report.html, graph.dot, graph.svg, trace.json, summary.json, kernels.csv for run %" PRId64 " into %s\n",
-            run_id, out);
+                   run_id, out);
     return 0;
 }

@@ -86,7 +86,7 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
             fa_buf_puts(&b, ",\"op_type\":");
             fa_json_str(&b, o->op_type);
             fa_buf_printf_term(&b, ",\"median_ns\":%" PRId64 ",\"share\":%.6f,\"kernels\":%" PRId64 "}", o->median_ns,
-                          o->share, o->kernels);
+                               o->share, o->kernels);
         }
         fa_buf_puts(&b, "]}\n");
     } else {
@@ -96,7 +96,7 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
         fa_buf_printf_term(&b, ", status %s", r.status);
         if (r.error) fa_buf_printf_term(&b, ": %s", r.error);
         fa_buf_printf_term(&b, "\n%d timed iteration%s, %zu ops, sum of per-op medians %.3f ms", iters,
-                      iters == 1 ? "" : "s", n, (double)total / 1e6);
+                           iters == 1 ? "" : "s", n, (double)total / 1e6);
         if (r.iter_median_ns >= 0)
             fa_buf_printf_term(&b, ", median iteration %.3f ms", (double)r.iter_median_ns / 1e6);
         if (r.dim_defaults) fa_buf_printf_term(&b, "\nsymbolic dims bound to their default: %s", r.dim_defaults);
@@ -105,15 +105,15 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
             fa_buf_puts(&b, "no kernel records stored for this run\n");
         } else {
             fa_buf_printf_term(&b, "%6s  %-18s  %12s  %6s  %7s  %s\n", "NODE", "OP", "MEDIAN ms", "SHARE", "KERNELS",
-                          "NAME");
+                               "NAME");
             for (size_t i = 0; i < n; i++) {
                 const fa_op_row *o = &rows[i];
                 char node[16];
                 if (o->node >= 0) snprintf(node, sizeof node, "%d", (int)o->node);
                 else snprintf(node, sizeof node, "-");
                 fa_buf_printf_term(&b, "%6s  %-18s  %12.4f  %5.1f%%  %7" PRId64 "  %s\n", node,
-                              o->op_type ? o->op_type : "-", (double)o->median_ns / 1e6, o->share * 100.0,
-                              o->kernels, o->node_name ? o->node_name : "-");
+                                   o->op_type ? o->op_type : "-", (double)o->median_ns / 1e6, o->share * 100.0,
+                                   o->kernels, o->node_name ? o->node_name : "-");
             }
         }
     }

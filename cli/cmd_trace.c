@@ -70,9 +70,9 @@ static void print_summary(const fa_trace *t, const fa_cupti_stats *st, int64_t r
     if (cnt[FA_ACT_OVERHEAD]) fa_cli_printf("  CUPTI overhead: %.3f ms\n", dur[FA_ACT_OVERHEAD] / 1e6);
     if (st->dropped || st->truncated || st->unknown_kind || st->orphans || st->markers_unpaired)
         fa_cli_printf("  dropped %llu, truncated buffers %llu, unknown kinds %llu, orphans %llu, unpaired NVTX %llu\n",
-               (unsigned long long)st->dropped, (unsigned long long)st->truncated,
-               (unsigned long long)st->unknown_kind, (unsigned long long)st->orphans,
-               (unsigned long long)st->markers_unpaired);
+                      (unsigned long long)st->dropped, (unsigned long long)st->truncated,
+                      (unsigned long long)st->unknown_kind, (unsigned long long)st->orphans,
+                      (unsigned long long)st->markers_unpaired);
     if (k && nk) {
         qsort(k, nk, sizeof *k, cmp_ktot);
         fa_cli_printf("  top kernels by total time:\n");

@@ -10,11 +10,11 @@
 static int help(void)
 {
     fa_cli_printf("usage: fuse-advise zoo [--json]\n"
-           "       fuse-advise zoo NAME [-o FILE.onnx] [--batch N] [--seed S] [--json]\n\n"
-           "Without NAME, lists the built-in models (usable as zoo:NAME wherever a model path\n"
-           "goes). With NAME, builds that model (ONNX opset 17, random weights from a fixed seed,\n"
-           "default 0x5EED + FNV-1a-64(NAME)) and writes it to FILE.onnx (default NAME.onnx).\n"
-           "--batch N sets dim 0 of every input (default 1). See docs/zoo.md.\n");
+                  "       fuse-advise zoo NAME [-o FILE.onnx] [--batch N] [--seed S] [--json]\n\n"
+                  "Without NAME, lists the built-in models (usable as zoo:NAME wherever a model path\n"
+                  "goes). With NAME, builds that model (ONNX opset 17, random weights from a fixed seed,\n"
+                  "default 0x5EED + FNV-1a-64(NAME)) and writes it to FILE.onnx (default NAME.onnx).\n"
+                  "--batch N sets dim 0 of every input (default 1). See docs/zoo.md.\n");
     return 0;
 }
 
@@ -128,16 +128,16 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, ", \"path\": ");
         fa_json_str_or_empty(&b, out_path);
         fa_buf_printf_term(&b, ", \"batch\": %ld, \"seed\": \"0x%016" PRIx64 "\", \"nodes\": %d, "
-                          "\"parameters\": %" PRId64 ", \"initializer_bytes\": %" PRIu64 "}\n",
-                      batch, have_seed ? seed : fa_zoo_default_seed(name), g->n_nodes, params,
-                      weight_bytes);
+                               "\"parameters\": %" PRId64 ", \"initializer_bytes\": %" PRIu64 "}\n",
+                           batch, have_seed ? seed : fa_zoo_default_seed(name), g->n_nodes, params,
+                           weight_bytes);
         if (!b.oom) fputs(b.data, stdout);
         fa_buf_free(&b);
     } else {
         fa_cli_printf("wrote %s: zoo:%s, batch %ld, %d nodes, %" PRId64 " parameters, %.1f %s of initializers\n",
-               out_path, name, batch, g->n_nodes, params,
-               weight_bytes >= 1000000 ? (double)weight_bytes / 1e6 : (double)weight_bytes / 1e3,
-               weight_bytes >= 1000000 ? "MB" : "kB");
+                      out_path, name, batch, g->n_nodes, params,
+                      weight_bytes >= 1000000 ? (double)weight_bytes / 1e6 : (double)weight_bytes / 1e3,
+                      weight_bytes >= 1000000 ? "MB" : "kB");
     }
     fa_graph_free(g);
     return 0;

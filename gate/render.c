@@ -110,7 +110,7 @@ void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
     run_line(b, "  baseline ", &r->baseline, r->baseline_db, r->baseline_runs, r->n_baseline_runs);
     run_line(b, "  candidate", &r->candidate, r->candidate_db, r->candidate_runs, r->n_candidate_runs);
     fa_buf_printf_term(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
-                  r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
+                       r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
     /* the check column as wide as the longest name, cut at 72 bytes */
     static const fa_table_col cols[] = {{"VERDICT", 12, 0, false}, {"CHECK", 5, 72, false}, {"CHANGE", 8, 0, true},
                                         {"CI", 17, 0, false}, {"DETAIL", 0, 0, false}};
@@ -126,8 +126,8 @@ void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
     fa_table_free(t);
     for (int i = 0; i < r->n_notes; i++) fa_buf_printf_term(b, "note: %s\n", r->notes[i]);
     fa_buf_printf_term(b, "\n%s: %d failed, %d inconclusive, %d warnings, %d passed, %d skipped (not measured)\n",
-                  overall_word(r), r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
-                  r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
+                       overall_word(r), r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
+                       r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
 }
 
 void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b)
