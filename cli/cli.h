@@ -99,6 +99,17 @@ void fa_cli_default_out_dir(const char *model, char *buf, size_t cap);
 /* The checks on an output folder before any work starts: fa_outdir_check + fa_cli_check_not_db. */
 fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db);
 
+/* Terminal output (cli/term.c): printf to stdout / stderr with every %s argument escaped by
+ * fa_escape_term (names, paths and messages from models, traces and run databases). Every line
+ * that prints a string from an input goes through these (or builds its text with
+ * fa_buf_printf_term). */
+void fa_cli_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void fa_cli_eprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Replace stdout and stderr with streams that pass everything through fa_escape_term_text
+ * (newlines and tabs kept, every other control character escaped) to fds 1 and 2: whatever path
+ * a string takes to the terminal, no escape sequence reaches it. Called once by main. */
+void fa_cli_guard_output(void);
+
 /* True when stderr is a terminal (progress bars allowed). */
 bool fa_cli_is_tty(void);
 /* A log sink that prints warnings/info to stderr. */

@@ -42,9 +42,9 @@ static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool
             fa_json_str_or_empty(b, n->name);
             fa_buf_puts(b, ",\"op\":");
             fa_json_str_or_empty(b, n->op_type);
-            fa_buf_printf(b, ",\"id\":%d}", n->id);
+            fa_buf_printf_term(b, ",\"id\":%d}", n->id);
         } else {
-            fa_buf_printf(b, "%s%s(%s)", k ? " " : "", n->name, n->op_type);
+            fa_buf_printf_term(b, "%s%s(%s)", k ? " " : "", n->name, n->op_type);
         }
     }
 }
@@ -168,37 +168,37 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_buf_init(&b);
     bool cuda = opt.target == FA_TARGET_CUDA;
     if (json) {
-        fa_buf_printf(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
+        fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
         fa_json_str_or_empty(&b, ri.model_path);
-        fa_buf_printf(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
+        fa_buf_printf_term(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
         fa_json_str_or_empty(&b, opt.arch);
-        fa_buf_printf(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
-                          "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
-                          ",\"clusters\":[",
-                      opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
-                      c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a->iter_ns);
+        fa_buf_printf_term(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
+                               "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
+                           ",\"clusters\":[",
+                           opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
+                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a->iter_ns);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
-            fa_buf_printf(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
+            fa_buf_printf_term(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
             fa_json_str_or_empty(&b, cl->label);
             fa_buf_puts(&b, ",\"members\":[");
             members_text(g, cl, &b, true);
-            fa_buf_printf(&b, "],\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
-                              "\"post_ops\":[", cl->anchor, cl->depends_on, fa_reduction_kind_name(cl->reduction),
-                          cl->reduce_axis, cl->epsilon);
+            fa_buf_printf_term(&b, "],\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
+                                   "\"post_ops\":[", cl->anchor, cl->depends_on, fa_reduction_kind_name(cl->reduction),
+                               cl->reduce_axis, cl->epsilon);
             for (int k = 0; k < cl->n_post_ops; k++) {
                 char po[64];
                 fa_post_op_format(&cl->post_ops[k], po, sizeof po);
                 fa_buf_puts(&b, k ? ",{\"op\":" : "{\"op\":");
                 fa_json_str_or_empty(&b, po);
-                fa_buf_printf(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
+                fa_buf_printf_term(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
             }
-            fa_buf_printf(&b, "],\"saved_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
-                              "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
-                              "\"occupancy\":%.3f,\"block_size\":%d,\"status\":\"%s\",\"reason\":",
-                          cl->saved_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
-                          cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
-                          fa_cluster_status_name(cl->status));
+            fa_buf_printf_term(&b, "],\"saved_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
+                                   "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
+                                   "\"occupancy\":%.3f,\"block_size\":%d,\"status\":\"%s\",\"reason\":",
+                               cl->saved_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
+                               cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
+                               fa_cluster_status_name(cl->status));
             if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
             fa_buf_puts(&b, ",\"basis\":");
             if (cl->basis) fa_json_str_or_empty(&b, cl->basis); else fa_buf_puts(&b, "null");
@@ -207,7 +207,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, "],\"why_not\":[");
         for (int i = 0; i < plan->n_why_not; i++) {
             const fa_why_not *w = &plan->why_not[i];
-            fa_buf_printf(&b, "%s{\"producer\":", i ? "," : "");
+            fa_buf_printf_term(&b, "%s{\"producer\":", i ? "," : "");
             fa_json_str_or_empty(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
             fa_buf_puts(&b, ",\"consumer\":");
             fa_json_str_or_empty(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
@@ -221,39 +221,39 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         }
         fa_buf_puts(&b, "]}\n");
     } else {
-        fa_buf_printf(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id, ri.model_path,
-                      plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
-        fa_buf_printf(&b, "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
-                      fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs, c.peak_gflops,
-                      c.launch_ns, a->iter_ns / 1e3);
+        fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id, ri.model_path,
+                           plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
+        fa_buf_printf_term(&b, "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
+                           fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs, c.peak_gflops,
+                           c.launch_ns, a->iter_ns / 1e3);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
-            fa_buf_printf(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
-                          fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
-                          cl->est_saving_ns / 1e3, cl->est_saving_pct, cl->saved_bytes / 1e6, cl->saved_launches);
-            if (cuda) fa_buf_printf(&b, "  regs %d spill %d B occ %.0f%%", cl->registers, cl->spill_bytes,
-                                    cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
+            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
+                               fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
+                               cl->est_saving_ns / 1e3, cl->est_saving_pct, cl->saved_bytes / 1e6, cl->saved_launches);
+            if (cuda) fa_buf_printf_term(&b, "  regs %d spill %d B occ %.0f%%", cl->registers, cl->spill_bytes,
+                                         cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
             fa_buf_puts(&b, "\n     members: ");
             members_text(g, cl, &b, false);
-            if (cl->basis) fa_buf_printf(&b, "\n     basis: %s", cl->basis);
+            if (cl->basis) fa_buf_printf_term(&b, "\n     basis: %s", cl->basis);
             if (cl->n_post_ops) {
                 fa_buf_puts(&b, "\n     post-ops:");
                 for (int k = 0; k < cl->n_post_ops; k++) {
                     char po[64];
                     int t = cl->post_ops[k].operand;
                     fa_post_op_format(&cl->post_ops[k], po, sizeof po);
-                    fa_buf_printf(&b, " %s%s%s", po, t >= 0 ? " " : "", t >= 0 ? g->tensors[t]->name : "");
+                    fa_buf_printf_term(&b, " %s%s%s", po, t >= 0 ? " " : "", t >= 0 ? g->tensors[t]->name : "");
                 }
             }
-            if (cl->depends_on >= 0) fa_buf_printf(&b, "\n     after cluster #%d", cl->depends_on);
-            if (cl->reason) fa_buf_printf(&b, "\n     reason: %s", cl->reason);
+            if (cl->depends_on >= 0) fa_buf_printf_term(&b, "\n     after cluster #%d", cl->depends_on);
+            if (cl->reason) fa_buf_printf_term(&b, "\n     reason: %s", cl->reason);
             fa_buf_puts(&b, "\n");
         }
-        fa_buf_printf(&b, "\nwhy not fused (%d edges):\n", plan->n_why_not);
+        fa_buf_printf_term(&b, "\nwhy not fused (%d edges):\n", plan->n_why_not);
         for (int i = 0; i < plan->n_why_not; i++) {
             const fa_why_not *w = &plan->why_not[i];
-            fa_buf_printf(&b, "  %-26s %s -> %s: %s\n", fa_why_code_name(w->code), w->producer >= 0 ? g->nodes[w->producer]->name : "(input)",
-                          w->consumer >= 0 ? g->nodes[w->consumer]->name : "-", w->reason);
+            fa_buf_printf_term(&b, "  %-26s %s -> %s: %s\n", fa_why_code_name(w->code), w->producer >= 0 ? g->nodes[w->producer]->name : "(input)",
+                               w->consumer >= 0 ? g->nodes[w->consumer]->name : "-", w->reason);
         }
     }
     fwrite(b.data, 1, b.len, stdout);

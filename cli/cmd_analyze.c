@@ -28,8 +28,8 @@ static int resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, bool model_o
                (model_only ? strcmp(runs[i].kind, "run") != 0 : strcmp(runs[i].kind, "fused") == 0))
             i++;
         if (!s && i == n) {
-            fprintf(stderr, "fuse-advise: error: %s: no %sruns yet (fuse-advise run MODEL)\n", fa_store_path(st),
-                    model_only ? "model " : "");
+            fa_cli_eprintf("fuse-advise: error: %s: no %sruns yet (fuse-advise run MODEL)\n", fa_store_path(st),
+                           model_only ? "model " : "");
             rc = 1;
         } else if (!s) {
             *run_id = runs[i].id;
@@ -41,7 +41,7 @@ static int resolve_run(fa_ctx *ctx, fa_store *st, const char *spec, bool model_o
     errno = 0;
     long long v = strtoll(spec, &end, 10);
     if (!*spec || *end || errno || v <= 0) {
-        fprintf(stderr, "fuse-advise: error: '%s' is not a run id (see `fuse-advise runs`)\n", spec);
+        fa_cli_eprintf("fuse-advise: error: '%s' is not a run id (see `fuse-advise runs`)\n", spec);
         return 2;
     }
     *run_id = v;
@@ -114,14 +114,14 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
     if (json) {
         fa_buf b;
         fa_buf_init(&b);
-        fa_buf_printf(&b, "{\"run\":%" PRId64 ",\"model\":", run_id);
+        fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"model\":", run_id);
         fa_json_str_or_empty(&b, ri.model_path);
         fa_buf_puts(&b, ",\"ceilings\":{\"device_key\":");
         fa_json_str_or_empty(&b, c.device_key);
-        fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},", c.mem_bw_gbs, c.peak_gflops, c.launch_ns);
-        fa_buf_printf(&b, "\"iter_ns\":%" PRId64 ",\"gap_ns\":%" PRId64 ",\"launch_share\":%.4f,\"mem_bound_elementwise_share\":%.4f,"
-                          "\"intermediate_bytes\":%" PRIu64 ",\"fusion_bound_ns\":%.0f,\"summary\":",
-                      a->iter_ns, a->gap_ns, a->launch_share, a->mem_bound_elementwise_share, a->intermediate_bytes, a->fusion_bound_ns);
+        fa_buf_printf_term(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},", c.mem_bw_gbs, c.peak_gflops, c.launch_ns);
+        fa_buf_printf_term(&b, "\"iter_ns\":%" PRId64 ",\"gap_ns\":%" PRId64 ",\"launch_share\":%.4f,\"mem_bound_elementwise_share\":%.4f,"
+                               "\"intermediate_bytes\":%" PRIu64 ",\"fusion_bound_ns\":%.0f,\"summary\":",
+                           a->iter_ns, a->gap_ns, a->launch_share, a->mem_bound_elementwise_share, a->intermediate_bytes, a->fusion_bound_ns);
         fa_json_str_or_empty(&b, a->summary);
         fa_buf_puts(&b, ",\"kernels\":[");
         for (int k = 0; k < a->n_nodes; k++) {
@@ -130,61 +130,61 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
             fa_json_str_or_empty(&b, n->name);
             fa_buf_puts(&b, ",\"op\":");
             fa_json_str_or_empty(&b, n->op_type);
-            fa_buf_printf(&b, ",\"node_id\":%d,\"median_ns\":%" PRId64 ",\"flops\":%" PRIu64 ",\"bytes\":%" PRIu64
-                              ",\"intensity\":%.4f,\"achieved_gbs\":%.3f,\"achieved_gflops\":%.3f,\"pct_of_roof\":%.2f,\"bound\":\"%s\"}",
-                          n->id, n->median_ns, n->flops, n->bytes, n->place.intensity, n->place.achieved_gbs,
-                          n->place.achieved_gflops, n->place.pct_of_roof, fa_bound_name(n->place.bound));
+            fa_buf_printf_term(&b, ",\"node_id\":%d,\"median_ns\":%" PRId64 ",\"flops\":%" PRIu64 ",\"bytes\":%" PRIu64
+                               ",\"intensity\":%.4f,\"achieved_gbs\":%.3f,\"achieved_gflops\":%.3f,\"pct_of_roof\":%.2f,\"bound\":\"%s\"}",
+                               n->id, n->median_ns, n->flops, n->bytes, n->place.intensity, n->place.achieved_gbs,
+                               n->place.achieved_gflops, n->place.pct_of_roof, fa_bound_name(n->place.bound));
         }
         fa_buf_puts(&b, "],\"chains\":[");
         for (int k = 0; k < a->n_chains; k++) {
             const fa_an_chain *ch = &a->chains[k];
-            fa_buf_printf(&b, "%s{\"members\":[", k ? "," : "");
+            fa_buf_printf_term(&b, "%s{\"members\":[", k ? "," : "");
             for (int m = 0; m < ch->n_members; m++) {
                 if (m) fa_buf_puts(&b, ",");
                 fa_json_str_or_empty(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].name);
             }
-            fa_buf_printf(&b, "],\"ops\":[");
+            fa_buf_printf_term(&b, "],\"ops\":[");
             for (int m = 0; m < ch->n_members; m++) {
                 if (m) fa_buf_puts(&b, ",");
                 fa_json_str_or_empty(&b, a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
             }
-            fa_buf_printf(&b, "],\"time_ns\":%" PRId64 ",\"share\":%.4f,\"intermediate_bytes\":%" PRIu64 ",\"max_saving_ns\":%.0f}",
-                          ch->time_ns, ch->share, ch->intermediate_bytes, ch->max_saving_ns);
+            fa_buf_printf_term(&b, "],\"time_ns\":%" PRId64 ",\"share\":%.4f,\"intermediate_bytes\":%" PRIu64 ",\"max_saving_ns\":%.0f}",
+                               ch->time_ns, ch->share, ch->intermediate_bytes, ch->max_saving_ns);
         }
         fa_buf_puts(&b, "]}\n");
         fwrite(b.data, 1, b.len, stdout);
         fa_buf_free(&b);
     } else {
-        printf("run %" PRId64 ": %s (%d timed iterations)\n", run_id, ri.model_path, a->n_iters);
-        printf("ceilings %s: memory %.2f GB/s, FP32 peak %.2f GFLOP/s, dispatch %.0f ns, ridge %.2f FLOP/B\n\n",
-               c.device_key, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
+        fa_cli_printf("run %" PRId64 ": %s (%d timed iterations)\n", run_id, ri.model_path, a->n_iters);
+        fa_cli_printf("ceilings %s: memory %.2f GB/s, FP32 peak %.2f GFLOP/s, dispatch %.0f ns, ridge %.2f FLOP/B\n\n",
+                      c.device_key, c.mem_bw_gbs, c.peak_gflops, c.launch_ns, c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
         int wn = 13, wo = 2; /* widths from the content: node names are never cut */
         for (int k = 0; k < a->n_nodes && k < top; k++) {
             const fa_an_node *n = &a->nodes[order[k]];
             if (n->name && (int)strlen(n->name) > wn) wn = (int)strlen(n->name);
             if (n->op_type && (int)strlen(n->op_type) > wo) wo = (int)strlen(n->op_type);
         }
-        printf("%-*s %-*s %11s %9s %9s %10s %7s %-8s\n", wn, "kernel (node)", wo, "op", "median us", "FLOP/B", "GB/s",
-               "GFLOP/s", "%roof", "bound");
+        fa_cli_printf("%-*s %-*s %11s %9s %9s %10s %7s %-8s\n", wn, "kernel (node)", wo, "op", "median us", "FLOP/B", "GB/s",
+                      "GFLOP/s", "%roof", "bound");
         for (int k = 0; k < a->n_nodes && k < top; k++) {
             const fa_an_node *n = &a->nodes[order[k]];
-            printf("%-*s %-*s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", wn, n->name ? n->name : "", wo,
-                   n->op_type ? n->op_type : "", n->median_ns / 1e3,
-                   n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops, n->place.pct_of_roof,
-                   fa_bound_name(n->place.bound));
+            fa_cli_printf("%-*s %-*s %11.1f %9.2f %9.2f %10.2f %6.1f%% %-8s\n", wn, n->name ? n->name : "", wo,
+                          n->op_type ? n->op_type : "", n->median_ns / 1e3,
+                          n->place.intensity, n->place.achieved_gbs, n->place.achieved_gflops, n->place.pct_of_roof,
+                          fa_bound_name(n->place.bound));
         }
-        if (a->n_nodes > top) printf("... %d more (--top N, --json)\n", a->n_nodes - (int)top);
-        printf("\nmemory-bound chains (ranked by what fusing them could save at most):\n");
+        if (a->n_nodes > top) fa_cli_printf("... %d more (--top N, --json)\n", a->n_nodes - (int)top);
+        fa_cli_printf("\nmemory-bound chains (ranked by what fusing them could save at most):\n");
         for (int k = 0; k < a->n_chains && k < top; k++) {
             const fa_an_chain *ch = &a->chains[k];
-            printf("  %2d. ", k + 1);
+            fa_cli_printf("  %2d. ", k + 1);
             for (int m = 0; m < ch->n_members; m++)
-                printf("%s%s", m ? " -> " : "", a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
-            printf("  [%s..]  %.1f us (%.1f%%), %.2f MB intermediate, saves <= %.1f us\n",
-                   a->nodes[fa_analysis_node_index(a, ch->members[0])].name, ch->time_ns / 1e3, 100 * ch->share,
-                   ch->intermediate_bytes / 1e6, ch->max_saving_ns / 1e3);
+                fa_cli_printf("%s%s", m ? " -> " : "", a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
+            fa_cli_printf("  [%s..]  %.1f us (%.1f%%), %.2f MB intermediate, saves <= %.1f us\n",
+                          a->nodes[fa_analysis_node_index(a, ch->members[0])].name, ch->time_ns / 1e3, 100 * ch->share,
+                          ch->intermediate_bytes / 1e6, ch->max_saving_ns / 1e3);
         }
-        printf("\n%s\n", a->summary);
+        fa_cli_printf("\n%s\n", a->summary);
     }
     free(order);
 out:

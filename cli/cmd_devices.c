@@ -37,7 +37,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     fa_status s = fa_store_open(ctx, db, &st);
     if (s) return fa_cli_fail(ctx, s);
     fa_ceilings c;
-    if (fa_cli_is_tty() && !json) fprintf(stderr, "measuring cpu ceilings (first use takes a few seconds)...\n");
+    if (fa_cli_is_tty() && !json) fa_cli_eprintf("measuring cpu ceilings (first use takes a few seconds)...\n");
     s = fa_roofline_cpu_ceilings(ctx, st, (int)threads, measure, &c);
     /* every other target of this build with a device present (a GPU): its measured ceilings */
     fa_ceilings gc[FA_TARGET_COUNT];
@@ -53,27 +53,27 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     fa_store_close(st);
     if (s) return fa_cli_fail(ctx, s);
     for (int i = 0; i < n_gpu && !json; i++)
-        printf("%s %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
-               gt[i]->name, gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
-               gc[i].launch_ns, gc[i].launch_source, gc[i].detail);
+        fa_cli_printf("%s %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
+                      gt[i]->name, gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
+                      gc[i].launch_ns, gc[i].launch_source, gc[i].detail);
     fa_buf b;
     fa_buf_init(&b);
     if (json) {
         fa_buf_puts(&b, "{\"cpu\":{\"device_key\":");
         fa_json_str_or_empty(&b, c.device_key);
-        fa_buf_printf(&b, ",\"threads\":%d,\"mem_bw_gbs\":%.3f,\"mem_bw_new_gbs\":", c.threads, c.mem_bw_gbs);
+        fa_buf_printf_term(&b, ",\"threads\":%d,\"mem_bw_gbs\":%.3f,\"mem_bw_new_gbs\":", c.threads, c.mem_bw_gbs);
         fa_json_num(&b, c.mem_bw_new_gbs > 0 ? c.mem_bw_new_gbs : NAN, 6);
         fa_buf_puts(&b, ",\"mem_bw_source\":");
         fa_json_str_or_empty(&b, c.mem_bw_source);
-        fa_buf_printf(&b, ",\"peak_gflops\":%.3f,\"peak_source\":", c.peak_gflops);
+        fa_buf_printf_term(&b, ",\"peak_gflops\":%.3f,\"peak_source\":", c.peak_gflops);
         fa_json_str_or_empty(&b, c.peak_source);
-        fa_buf_printf(&b, ",\"dispatch_ns\":%.1f,\"dispatch_source\":", c.launch_ns);
+        fa_buf_printf_term(&b, ",\"dispatch_ns\":%.1f,\"dispatch_source\":", c.launch_ns);
         fa_json_str_or_empty(&b, c.launch_source);
         fa_buf_puts(&b, ",\"cache_levels\":[");
         for (int i = 0; i < c.n_cache_levels; i++)
         {
-            fa_buf_printf(&b, "%s{\"name\":\"%s\",\"working_set_bytes\":%llu,\"bandwidth_gbs\":%.3f,\"bandwidth_new_gbs\":",
-                          i ? "," : "", c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
+            fa_buf_printf_term(&b, "%s{\"name\":\"%s\",\"working_set_bytes\":%llu,\"bandwidth_gbs\":%.3f,\"bandwidth_new_gbs\":",
+                               i ? "," : "", c.cache[i].name, (unsigned long long)c.cache[i].working_set, c.cache[i].bandwidth_gbs);
             fa_json_num(&b, c.cache[i].bandwidth_new_gbs > 0 ? c.cache[i].bandwidth_new_gbs : NAN, 6);
             fa_buf_puts(&b, "}");
         }
@@ -81,50 +81,50 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, c.detail);
         fa_buf_puts(&b, "},");
         for (int i = 0; i < n_gpu; i++) {
-            fa_buf_printf(&b, "\"%s_device\":{\"device_key\":", gt[i]->name);
+            fa_buf_printf_term(&b, "\"%s_device\":{\"device_key\":", gt[i]->name);
             fa_json_str_or_empty(&b, gc[i].device_key);
-            fa_buf_printf(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc[i].mem_bw_gbs,
-                          gc[i].peak_gflops, gc[i].launch_ns);
+            fa_buf_printf_term(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc[i].mem_bw_gbs,
+                               gc[i].peak_gflops, gc[i].launch_ns);
             fa_json_str_or_empty(&b, gc[i].mem_bw_source);
             fa_buf_puts(&b, "},");
         }
         fa_buf_puts(&b, "\"cuda\":[");
     } else {
-        printf("cpu  %s\n", c.device_key);
-        printf("  main-memory bandwidth  %10.2f GB/s      (%s", c.mem_bw_gbs, c.mem_bw_source);
-        if (c.mem_bw_new_gbs > 0 && c.mem_bw_new_gbs != c.mem_bw_gbs) printf("; measured now %.2f GB/s", c.mem_bw_new_gbs);
-        printf(")\n");
+        fa_cli_printf("cpu  %s\n", c.device_key);
+        fa_cli_printf("  main-memory bandwidth  %10.2f GB/s      (%s", c.mem_bw_gbs, c.mem_bw_source);
+        if (c.mem_bw_new_gbs > 0 && c.mem_bw_new_gbs != c.mem_bw_gbs) fa_cli_printf("; measured now %.2f GB/s", c.mem_bw_new_gbs);
+        fa_cli_printf(")\n");
         for (int i = 0; i < c.n_cache_levels; i++) {
-            printf("  %-6s bandwidth       %10.2f GB/s      (measured, working set %llu KiB", c.cache[i].name,
-                   c.cache[i].bandwidth_gbs, (unsigned long long)(c.cache[i].working_set >> 10));
+            fa_cli_printf("  %-6s bandwidth       %10.2f GB/s      (measured, working set %llu KiB", c.cache[i].name,
+                          c.cache[i].bandwidth_gbs, (unsigned long long)(c.cache[i].working_set >> 10));
             if (c.cache[i].bandwidth_new_gbs > 0 && c.cache[i].bandwidth_new_gbs != c.cache[i].bandwidth_gbs)
-                printf("; best kept, measured now %.2f GB/s", c.cache[i].bandwidth_new_gbs);
-            printf(")\n");
+                fa_cli_printf("; best kept, measured now %.2f GB/s", c.cache[i].bandwidth_new_gbs);
+            fa_cli_printf(")\n");
         }
-        printf("  FP32 peak              %10.2f GFLOP/s   (%s)\n", c.peak_gflops, c.peak_source);
-        printf("  dispatch per kernel    %10.1f ns        (%s)\n", c.launch_ns, c.launch_source);
-        printf("  ridge point            %10.2f FLOP/byte\n", c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
-        if (c.detail[0]) printf("  how: %s\n", c.detail);
-        printf(have_gpu ? "\ncuda limits per compute capability (table)\n"
-                        : "\ncuda (no GPU here: limits are theoretical, from the table)\n");
-        printf("  %-6s %6s %6s %7s %8s %10s %10s %8s\n", "arch", "warps", "blocks", "regs", "smem/SM", "smem/blk", "opt-in", "reserve");
+        fa_cli_printf("  FP32 peak              %10.2f GFLOP/s   (%s)\n", c.peak_gflops, c.peak_source);
+        fa_cli_printf("  dispatch per kernel    %10.1f ns        (%s)\n", c.launch_ns, c.launch_source);
+        fa_cli_printf("  ridge point            %10.2f FLOP/byte\n", c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
+        if (c.detail[0]) fa_cli_printf("  how: %s\n", c.detail);
+        fa_cli_printf(have_gpu ? "\ncuda limits per compute capability (table)\n"
+                      : "\ncuda (no GPU here: limits are theoretical, from the table)\n");
+        fa_cli_printf("  %-6s %6s %6s %7s %8s %10s %10s %8s\n", "arch", "warps", "blocks", "regs", "smem/SM", "smem/blk", "opt-in", "reserve");
     }
     int first = 1;
     for (int i = 0; i < fa_cuda_limits_count(); i++) {
         const fa_cuda_limits *l = fa_cuda_limits_at(i);
         if (arch && l != fa_cuda_limits_for_arch(arch)) continue;
         if (json) {
-            fa_buf_printf(&b, "%s{\"arch\":\"%s\",\"source\":\"theoretical\",\"max_warps_per_sm\":%d,\"max_blocks_per_sm\":%d,"
-                              "\"regs_per_sm\":%d,\"max_regs_per_thread\":%d,\"reg_alloc_unit\":%d,\"smem_per_sm\":%d,"
-                              "\"smem_per_block\":%d,\"smem_per_block_optin\":%d,\"smem_reserved_per_block\":%d,\"table_source\":",
-                          first ? "" : ",", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm, l->regs_per_sm,
-                          l->max_regs_per_thread, l->reg_alloc_unit, l->smem_per_sm, l->smem_per_block,
-                          l->smem_per_block_optin, l->smem_reserved_per_block);
+            fa_buf_printf_term(&b, "%s{\"arch\":\"%s\",\"source\":\"theoretical\",\"max_warps_per_sm\":%d,\"max_blocks_per_sm\":%d,"
+                                   "\"regs_per_sm\":%d,\"max_regs_per_thread\":%d,\"reg_alloc_unit\":%d,\"smem_per_sm\":%d,"
+                                   "\"smem_per_block\":%d,\"smem_per_block_optin\":%d,\"smem_reserved_per_block\":%d,\"table_source\":",
+                               first ? "" : ",", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm, l->regs_per_sm,
+                               l->max_regs_per_thread, l->reg_alloc_unit, l->smem_per_sm, l->smem_per_block,
+                               l->smem_per_block_optin, l->smem_reserved_per_block);
             fa_json_str_or_empty(&b, l->source);
             fa_buf_puts(&b, "}");
         } else {
-            printf("  %-6s %6d %6d %7d %8d %10d %10d %8d\n", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm,
-                   l->regs_per_sm, l->smem_per_sm, l->smem_per_block, l->smem_per_block_optin, l->smem_reserved_per_block);
+            fa_cli_printf("  %-6s %6d %6d %7d %8d %10d %10d %8d\n", l->arch, l->max_warps_per_sm, l->max_blocks_per_sm,
+                          l->regs_per_sm, l->smem_per_sm, l->smem_per_block, l->smem_per_block_optin, l->smem_reserved_per_block);
         }
         first = 0;
     }
@@ -132,7 +132,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, "]}\n");
         fwrite(b.data, 1, b.len, stdout);
     } else {
-        printf("  source: %s\n", fa_cuda_limits_at(0)->source);
+        fa_cli_printf("  source: %s\n", fa_cuda_limits_at(0)->source);
     }
     fa_buf_free(&b);
     return 0;

@@ -78,7 +78,7 @@ static int parse_runs(const char *opt, const char *v, int64_t *ids)
 static int write_out(fa_ctx *ctx, const char *path, const fa_buf *b)
 {
     if (b->oom) {
-        fprintf(stderr, "fuse-advise: error: out of memory rendering %s\n", path);
+        fa_cli_eprintf("fuse-advise: error: out of memory rendering %s\n", path);
         return 1;
     }
     fa_status s = fa_write_file_atomic(ctx, path, b->data ? b->data : "", b->len);

@@ -51,31 +51,31 @@ static const fa_import_device *pick_device(const fa_import_stats *stt, const fa_
 
 static void print_stats(const char *path, const fa_import_stats *s)
 {
-    printf("imported %s (%s, %s, %.1f MB read in %.1f ms)\n", path, fa_import_kind_name(s->kind),
-           s->schema[0] ? s->schema : "schema unknown", s->input_bytes / 1e6, s->elapsed_ns / 1e6);
-    printf("  events %" PRIu64 ": kernels %" PRIu64 ", memcpy %" PRIu64 ", memset %" PRIu64 ", runtime %" PRIu64
-           ", driver %" PRIu64 ", cpu ops %" PRIu64 ", ranges %" PRIu64 ", sync %" PRIu64 ", skipped %" PRIu64 "\n",
-           s->n_events, s->n_kernels, s->n_memcpy, s->n_memset, s->n_runtime, s->n_driver, s->n_cpu_ops, s->n_ranges,
-           s->n_sync, s->n_skipped);
-    printf("  attributed to a cpu op/range %" PRIu64 ", sizes from Input Dims %" PRIu64 " (estimated)\n", s->n_attributed,
-           s->n_estimated_bytes);
-    printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64
-           ", duplicate correlations %" PRIu64 "\n",
-           s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
+    fa_cli_printf("imported %s (%s, %s, %.1f MB read in %.1f ms)\n", path, fa_import_kind_name(s->kind),
+                  s->schema[0] ? s->schema : "schema unknown", s->input_bytes / 1e6, s->elapsed_ns / 1e6);
+    fa_cli_printf("  events %" PRIu64 ": kernels %" PRIu64 ", memcpy %" PRIu64 ", memset %" PRIu64 ", runtime %" PRIu64
+                  ", driver %" PRIu64 ", cpu ops %" PRIu64 ", ranges %" PRIu64 ", sync %" PRIu64 ", skipped %" PRIu64 "\n",
+                  s->n_events, s->n_kernels, s->n_memcpy, s->n_memset, s->n_runtime, s->n_driver, s->n_cpu_ops, s->n_ranges,
+                  s->n_sync, s->n_skipped);
+    fa_cli_printf("  attributed to a cpu op/range %" PRIu64 ", sizes from Input Dims %" PRIu64 " (estimated)\n", s->n_attributed,
+                  s->n_estimated_bytes);
+    fa_cli_printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64
+                  ", duplicate correlations %" PRIu64 "\n",
+                  s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
     if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers ||
         s->n_bad_records || s->n_nul_names || s->lenient_pass)
-        printf("  input faults: records skipped %" PRIu64 " (a time or id of the wrong type or beyond int64; first near byte %" PRIu64
-               "), negative durations %" PRIu64 ", invalid UTF-8 names %" PRIu64 " (first near byte %" PRIu64
-               "), names with NUL %" PRIu64 ", control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
-               s->n_bad_records, s->first_bad_record_offset, s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset,
-               s->n_nul_names, s->n_control_chars, s->n_nonfinite, s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
+        fa_cli_printf("  input faults: records skipped %" PRIu64 " (a time or id of the wrong type or beyond int64; first near byte %" PRIu64
+                      "), negative durations %" PRIu64 ", invalid UTF-8 names %" PRIu64 " (first near byte %" PRIu64
+                      "), names with NUL %" PRIu64 ", control characters %" PRIu64 ", non-finite numbers %" PRIu64 ", bad numbers %" PRIu64 "%s\n",
+                      s->n_bad_records, s->first_bad_record_offset, s->n_negative_durations, s->n_bad_utf8, s->first_bad_utf8_offset,
+                      s->n_nul_names, s->n_control_chars, s->n_nonfinite, s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
     if (s->time_shift_ns)
-        printf("  %" PRIu64 " records start before time 0: every record moved %.3f us later (durations and gaps kept)\n",
-               s->n_negative_times, s->time_shift_ns / 1e3);
-    if (s->truncated) printf("  truncated at byte %" PRIu64 ": kept what was parsed (--keep-partial)\n", s->truncated_offset);
+        fa_cli_printf("  %" PRIu64 " records start before time 0: every record moved %.3f us later (durations and gaps kept)\n",
+                      s->n_negative_times, s->time_shift_ns / 1e3);
+    if (s->truncated) fa_cli_printf("  truncated at byte %" PRIu64 ": kept what was parsed (--keep-partial)\n", s->truncated_offset);
     for (int d = 0; d < s->n_devices; d++)
-        printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", s->devices[d].id, s->devices[d].name, s->devices[d].cc_major,
-               s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
+        fa_cli_printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", s->devices[d].id, s->devices[d].name, s->devices[d].cc_major,
+                      s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
 }
 
 /* Out of memory after the import proper (storing, advising, writing the report): say which
@@ -244,12 +244,12 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     } else if (json) {
         fa_buf b;
         fa_buf_init(&b);
-        fa_buf_printf(&b, "{\"run_id\":%" PRId64 ",\"db\":", run_id);
+        fa_buf_printf_term(&b, "{\"run_id\":%" PRId64 ",\"db\":", run_id);
         fa_buf_puts(&b, "\"");
         fa_escape_json(&b, fa_store_path(st), strlen(fa_store_path(st)));
         fa_buf_puts(&b, "\",\"trace\":\"");
         fa_escape_json(&b, path, strlen(path));
-        fa_buf_printf(&b, "\",\"source_sha256\":\"%s\",\"import\":", sha);
+        fa_buf_printf_term(&b, "\",\"source_sha256\":\"%s\",\"import\":", sha);
         fa_import_stats_json(&stt, &b);
         fa_buf_puts(&b, ",\"advice\":");
         fa_trace_advice_json(a, &b);
@@ -264,18 +264,18 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     } else {
         print_stats(path, &stt);
         if (a->no_gpu_activity) {
-            printf("\nno GPU activity in %s: nothing to fuse\n", path);
+            fa_cli_printf("\nno GPU activity in %s: nothing to fuse\n", path);
         } else {
             fa_buf b;
             fa_buf_init(&b);
             fa_trace_advice_text(a, &b);
-            printf("\n");
+            fa_cli_printf("\n");
             fwrite(b.data, 1, b.len, stdout);
             fa_buf_free(&b);
         }
-        printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n",
-               fa_store_path(st), run_id, run_id, fa_store_path(st));
-        if (out_dir) printf("report written to %s\n", out_dir);
+        fa_cli_printf("\nstored in %s as run %" PRId64 " (kind import); `fuse-advise report %" PRId64 " --db %s` renders it\n",
+                      fa_store_path(st), run_id, run_id, fa_store_path(st));
+        if (out_dir) fa_cli_printf("report written to %s\n", out_dir);
     }
     fa_trace_advice_free(a);
     fa_store_close(st);
@@ -307,11 +307,11 @@ int fa_cli_trace_advise_stored(fa_ctx *ctx, fa_store *st, int64_t run_id, bool j
     fa_buf b;
     fa_buf_init(&b);
     if (json) {
-        fa_buf_printf(&b, "{\"run_id\":%" PRId64 ",\"advice\":", run_id);
+        fa_buf_printf_term(&b, "{\"run_id\":%" PRId64 ",\"advice\":", run_id);
         fa_trace_advice_json(a, &b);
         fa_buf_puts(&b, "}\n");
     } else {
-        fa_buf_printf(&b, "run %" PRId64 " (import): trace-only advice, no model graph (docs/trace-advice.md)\n", run_id);
+        fa_buf_printf_term(&b, "run %" PRId64 " (import): trace-only advice, no model graph (docs/trace-advice.md)\n", run_id);
         fa_trace_advice_text(a, &b);
     }
     fwrite(b.data, 1, b.len, stdout);

@@ -37,8 +37,8 @@ static void json_tensor_list(fa_buf *b, const fa_graph *g, const int *ids, int n
         const fa_tensor *t = g->tensors[ids[i]];
         fa_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
         fa_json_str_or_empty(b, t->name);
-        fa_buf_printf(b, ",\"dtype\":\"%s\",\"shape\":[", fa_dtype_name(t->dtype));
-        for (int d = 0; d < t->rank; d++) fa_buf_printf(b, "%s%" PRId64, d ? "," : "", t->dims[d]);
+        fa_buf_printf_term(b, ",\"dtype\":\"%s\",\"shape\":[", fa_dtype_name(t->dtype));
+        for (int d = 0; d < t->rank; d++) fa_buf_printf_term(b, "%s%" PRId64, d ? "," : "", t->dims[d]);
         fa_buf_puts(b, "]}");
     }
     fa_buf_puts(b, "]");
@@ -87,8 +87,8 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, model);
         fa_buf_puts(&b, ",\"graph\":");
         fa_json_str_or_empty(&b, g->name);
-        fa_buf_printf(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"dim_defaults\":[", fa_graph_opset(g, ""),
-                      g->n_folded);
+        fa_buf_printf_term(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"dim_defaults\":[", fa_graph_opset(g, ""),
+                           g->n_folded);
         for (int i = 0; i < g->n_dim_defaults; i++) {
             if (i) fa_buf_puts(&b, ",");
             fa_json_str_or_empty(&b, g->dim_defaults[i]);
@@ -99,10 +99,10 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         json_tensor_list(&b, g, g->outputs, g->n_outputs);
         fa_buf_puts(&b, ",\"nodes\":[");
     } else {
-        printf("model: %s  (graph '%s', opset %" PRId64 ", %d live nodes, %d folded at load)\n", model, g->name,
-               fa_graph_opset(g, ""), g->n_topo, g->n_folded);
-        printf("%-*s %-*s %-23s %-*s %14s %14s %14s\n", w_name, "node", w_op, "op", "pattern", w_shape,
-               "output shape", "FLOPs", "bytes read", "bytes written");
+        fa_cli_printf("model: %s  (graph '%s', opset %" PRId64 ", %d live nodes, %d folded at load)\n", model, g->name,
+                      fa_graph_opset(g, ""), g->n_topo, g->n_folded);
+        fa_cli_printf("%-*s %-*s %-23s %-*s %14s %14s %14s\n", w_name, "node", w_op, "op", "pattern", w_shape,
+                      "output shape", "FLOPs", "bytes read", "bytes written");
     }
     for (int k = 0; k < g->n_topo; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
@@ -119,41 +119,41 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
             fa_json_str_or_empty(&b, n->name);
             fa_buf_puts(&b, ",\"op\":");
             fa_json_str_or_empty(&b, n->op_type);
-            fa_buf_printf(&b, ",\"pattern\":\"%s\",\"output_shapes\":", pat);
+            fa_buf_printf_term(&b, ",\"pattern\":\"%s\",\"output_shapes\":", pat);
             fa_json_str_or_empty(&b, shp);
-            fa_buf_printf(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
-                          c.flops, c.bytes_read, c.bytes_written);
+            fa_buf_printf_term(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
+                               c.flops, c.bytes_read, c.bytes_written);
         } else {
-            printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, n->name, w_op,
-                   n->op_type, pat, w_shape, shp, c.flops, c.bytes_read, c.bytes_written);
+            fa_cli_printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, n->name, w_op,
+                          n->op_type, pat, w_shape, shp, c.flops, c.bytes_read, c.bytes_written);
         }
     }
     if (json) {
-        fa_buf_printf(&b, "],\"totals\":{\"nodes\":%d,\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64
-                          ",\"bytes_written\":%" PRIu64 "}}\n",
-                      g->n_topo, tf, tr, tw);
+        fa_buf_printf_term(&b, "],\"totals\":{\"nodes\":%d,\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64
+                           ",\"bytes_written\":%" PRIu64 "}}\n",
+                           g->n_topo, tf, tr, tw);
         fwrite(b.data, 1, b.len, stdout);
     } else {
-        printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, "total", w_op, "", "",
-               w_shape, "", tf, tr, tw);
-        printf("\ninputs:\n");
+        fa_cli_printf("%-*s %-*s %-23s %-*s %14" PRIu64 " %14" PRIu64 " %14" PRIu64 "\n", w_name, "total", w_op, "", "",
+                      w_shape, "", tf, tr, tw);
+        fa_cli_printf("\ninputs:\n");
         for (int i = 0; i < g->n_inputs; i++) {
             char s[128];
             const fa_tensor *t = g->tensors[g->inputs[i]];
-            printf("  %s  %s [%s]\n", t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, s, sizeof s));
+            fa_cli_printf("  %s  %s [%s]\n", t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, s, sizeof s));
         }
-        printf("outputs:\n");
+        fa_cli_printf("outputs:\n");
         for (int i = 0; i < g->n_outputs; i++) {
             char s[128];
             const fa_tensor *t = g->tensors[g->outputs[i]];
-            printf("  %s  %s [%s]\n", t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, s, sizeof s));
+            fa_cli_printf("  %s  %s [%s]\n", t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, s, sizeof s));
         }
     }
     bool oom = b.oom;
     fa_buf_free(&b);
     fa_graph_free(g);
     if (oom) {
-        fprintf(stderr, "fuse-advise: error: out of memory writing output\n");
+        fa_cli_eprintf("fuse-advise: error: out of memory writing output\n");
         return 1;
     }
     return 0;

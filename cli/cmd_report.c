@@ -75,8 +75,8 @@ int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)
     else fa_outdir_abort(od);
     fa_store_close(st);
     if (s) return fa_cli_fail(ctx, s);
-    printf("%s/report.html\n", out);
-    fprintf(stderr, "wrote report.html, graph.dot, graph.svg, trace.json, summary.json, kernels.csv for run %" PRId64 " into %s\n",
-            run_id, out);
+    fa_cli_printf("%s/report.html\n", out);
+    fa_cli_eprintf("wrote report.html, graph.dot, graph.svg, trace.json, summary.json, kernels.csv for run %" PRId64 " into %s\n",
+                   run_id, out);
     return 0;
 }

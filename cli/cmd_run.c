@@ -60,9 +60,9 @@ static void on_progress(void *user, const char *step, int done, int total)
     progress *p = user;
     if (!p->tty) return;
     int width = 30, fill = total ? done * width / total : width;
-    fprintf(stderr, "\r%-8s [", step);
+    fa_cli_eprintf("\r%-8s [", step);
     for (int i = 0; i < width; i++) fputc(i < fill ? '#' : ' ', stderr);
-    fprintf(stderr, "] %d/%d", done, total);
+    fa_cli_eprintf("] %d/%d", done, total);
     if (done == total) fputc('\n', stderr);
     fflush(stderr);
 }
@@ -90,10 +90,10 @@ static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const
     fa_status s = fa_store_get_run(ctx, st, run_id, ar, &ri);
     if (!s) s = fa_store_op_table(ctx, st, run_id, ar, &rows, &nrows, &nit);
     if (!s) {
-        printf("run %" PRId64 ": %s on %s (%s, %d threads), %d timed iterations after %ld warm-up\n", run_id, model,
-               info->target, devname, info->threads, nit, warmup);
-        printf("baseline latency (median per iteration): %.3f ms; %d kernels per iteration; peak activations %.1f MiB\n",
-               ri.iter_median_ns / 1e6, g->n_topo, info->peak_activation_bytes / 1048576.0);
+        fa_cli_printf("run %" PRId64 ": %s on %s (%s, %d threads), %d timed iterations after %ld warm-up\n", run_id, model,
+                      info->target, devname, info->threads, nit, warmup);
+        fa_cli_printf("baseline latency (median per iteration): %.3f ms; %d kernels per iteration; peak activations %.1f MiB\n",
+                      ri.iter_median_ns / 1e6, g->n_topo, info->peak_activation_bytes / 1048576.0);
         size_t show = nrows < 25 ? nrows : 25;
         int wn = 4, wo = 2; /* widths from the content: node names are never cut */
         for (size_t i = 0; i < show; i++) {
@@ -101,13 +101,13 @@ static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const
             if (ln > wn) wn = ln;
             if (lo > wo) wo = lo;
         }
-        printf("\n%-*s %-*s %12s %7s %8s\n", wn, "node", wo, "op", "median us", "share", "kernels");
+        fa_cli_printf("\n%-*s %-*s %12s %7s %8s\n", wn, "node", wo, "op", "median us", "share", "kernels");
         for (size_t i = 0; i < show; i++)
-            printf("%-*s %-*s %12.1f %6.1f%% %8" PRId64 "\n", wn, rows[i].node_name ? rows[i].node_name : "", wo,
-                   rows[i].op_type ? rows[i].op_type : "", rows[i].median_ns / 1e3, 100.0 * rows[i].share,
-                   rows[i].kernels);
-        if (nrows > show) printf("... %zu more (fuse-advise show %" PRId64 ")\n", nrows - show, run_id);
-        printf("\nstored in %s as run %" PRId64 "\n", db, run_id);
+            fa_cli_printf("%-*s %-*s %12.1f %6.1f%% %8" PRId64 "\n", wn, rows[i].node_name ? rows[i].node_name : "", wo,
+                          rows[i].op_type ? rows[i].op_type : "", rows[i].median_ns / 1e3, 100.0 * rows[i].share,
+                          rows[i].kernels);
+        if (nrows > show) fa_cli_printf("... %zu more (fuse-advise show %" PRId64 ")\n", nrows - show, run_id);
+        fa_cli_printf("\nstored in %s as run %" PRId64 "\n", db, run_id);
     }
     fa_arena_free(ar);
     return s;
@@ -173,7 +173,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     po.apply.progress_user = prog;
     const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
     if (inj && *inj) po.apply.inject_wrong_cluster = atoi(inj);
-    if (prog->tty) fprintf(stderr, "measuring device ceilings (cached after the first run)...\n");
+    if (prog->tty) fa_cli_eprintf("measuring device ceilings (cached after the first run)...\n");
     fa_pipeline_result *pr = NULL;
     fa_status s = fa_pipeline_run(ctx, st, g, run_id, model, devname, &po, &pr);
     fa_target target = po.apply.target;
@@ -186,24 +186,24 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     else fa_outdir_abort(od);
     out_dir = final_dir;
     if (!s) {
-        printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, fa_target_name(target), devname,
-               info->threads);
-        printf("%s\n\n", a->summary);
+        fa_cli_printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, fa_target_name(target), devname,
+                      info->threads);
+        fa_cli_printf("%s\n\n", a->summary);
         int wl = 28;
         for (int i = 0; i < p->n_clusters; i++)
             if (p->clusters[i].label && (int)strlen(p->clusters[i].label) > wl) wl = (int)strlen(p->clusters[i].label);
-        printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
+        fa_cli_printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
         for (int i = 0; i < p->n_clusters; i++) {
             const fa_cluster *cl = &p->clusters[i];
             const fa_cluster_verdict *v = &r->verdicts[i]; /* the applier's record of it */
-            printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
-                   cl->est_saving_ns / 1e3);
+            fa_cli_printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
+                          cl->est_saving_ns / 1e3);
             if (v->measured_saving_ns > -1e30 && v->status != FA_CLUSTER_REFUSED && v->status != FA_CLUSTER_PROPOSED &&
                 v->status != FA_CLUSTER_NOT_TRIED)
-                printf("%10.1f %9.2g", v->measured_saving_ns / 1e3, v->max_rel_error);
+                fa_cli_printf("%10.1f %9.2g", v->measured_saving_ns / 1e3, v->max_rel_error);
             else
-                printf("%10s %9s", "-", "-");
-            printf("  %s: %s\n", fa_cluster_status_name(v->status), v->reason ? v->reason : "");
+                fa_cli_printf("%10s %9s", "-", "-");
+            fa_cli_printf("  %s: %s\n", fa_cluster_status_name(v->status), v->reason ? v->reason : "");
         }
         fa_arena *ar2 = fa_arena_create(4096);
         fa_run_info ri2;
@@ -217,37 +217,37 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
         /* one baseline figure, computed one way: the interleaved benchmark's median (core's
          * statistics), the one the speedup divides; the traced run only feeds the noise check */
         if (noisy)
-            printf("\nwarning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more "
-                   "than 25%% away from the benchmark): speedups and accept/reject decisions on this machine are not "
-                   "reliable; run on a quiet machine for figures you keep\n");
-        printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
-               (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
-               (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
+            fa_cli_printf("\nwarning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more "
+                          "than 25%% away from the benchmark): speedups and accept/reject decisions on this machine are not "
+                          "reliable; run on a quiet machine for figures you keep\n");
+        fa_cli_printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
+                      (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
+                      (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
         if (r->backed_off)
-            printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
-                   "fused model was not measurably faster\n", r->backed_off, r->backed_off == 1 ? "" : "s");
+            fa_cli_printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
+                          "fused model was not measurably faster\n", r->backed_off, r->backed_off == 1 ? "" : "s");
         if (r->e2e_mismatch)
-            printf("the fused plan is a MISMATCH end to end: its outputs differ from the unfused model's (max relative "
-                   "error %.3g > %.3g): not deployable, no speedup claimed\n", r->e2e_max_rel_error, r->e2e_tolerance);
+            fa_cli_printf("the fused plan is a MISMATCH end to end: its outputs differ from the unfused model's (max relative "
+                          "error %.3g > %.3g): not deployable, no speedup claimed\n", r->e2e_max_rel_error, r->e2e_tolerance);
         if (r->e2e_loss)
-            printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
-                   "baseline; deploy the baseline\n", r->accepted);
-        printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
-               r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
-               r->e2e_max_rel_error);
+            fa_cli_printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
+                          "baseline; deploy the baseline\n", r->accepted);
+        fa_cli_printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
+                      r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
+                      r->e2e_max_rel_error);
         if (r->accepted == 0 && r->e2e_reorders == 0)
-            printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline%s, so the %.3f ms "
-                   "between the two measurements is noise, not a saving\n", r->rejected,
-                   r->layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", r->measured_saving_ns / 1e6);
+            fa_cli_printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline%s, so the %.3f ms "
+                          "between the two measurements is noise, not a saving\n", r->rejected,
+                          r->layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", r->measured_saving_ns / 1e6);
         else if (r->accepted == 0)
-            printf("clusters: 0 accepted, %d rejected after measurement; the fused model differs from the baseline by its "
-                   "blocked layouts only (%d reorder kernels per run): measured saving %.3f ms (%s)\n", r->rejected,
-                   r->e2e_reorders, r->measured_saving_ns / 1e6, r->e2e_wins ? "a win" : "not a win");
+            fa_cli_printf("clusters: 0 accepted, %d rejected after measurement; the fused model differs from the baseline by its "
+                          "blocked layouts only (%d reorder kernels per run): measured saving %.3f ms (%s)\n", r->rejected,
+                          r->e2e_reorders, r->measured_saving_ns / 1e6, r->e2e_wins ? "a win" : "not a win");
         else
-            printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
-                   r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
-        printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
-               wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
+            fa_cli_printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
+                          r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
+        fa_cli_printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
+                      wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
     }
     /* the outputs are written and stored (the report shows the MISMATCH); the run itself failed */
     if (!s && pr && pr->apply && pr->apply->e2e_mismatch)

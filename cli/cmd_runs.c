@@ -24,7 +24,7 @@ static const char *k_help =
 void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
 void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
 {
-    fa_buf_printf(b, "{\"id\":%" PRId64 ",\"kind\":", r->id);
+    fa_buf_printf_term(b, "{\"id\":%" PRId64 ",\"kind\":", r->id);
     fa_json_str(b, r->kind);
     fa_buf_puts(b, ",\"status\":");
     fa_json_str(b, r->status);
@@ -48,14 +48,14 @@ void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
     fa_json_str(b, r->trace_source);
     fa_buf_puts(b, ",\"source_sha256\":");
     fa_json_str(b, r->source_sha256);
-    fa_buf_printf(b, ",\"threads\":%d,\"iters\":%d,\"warmup\":%d", r->threads, r->iters, r->warmup);
-    fa_buf_printf(b, ",\"started_at_ns\":%" PRId64 ",\"ended_at_ns\":", r->started_at_ns);
-    if (r->ended_at_ns) fa_buf_printf(b, "%" PRId64, r->ended_at_ns);
+    fa_buf_printf_term(b, ",\"threads\":%d,\"iters\":%d,\"warmup\":%d", r->threads, r->iters, r->warmup);
+    fa_buf_printf_term(b, ",\"started_at_ns\":%" PRId64 ",\"ended_at_ns\":", r->started_at_ns);
+    if (r->ended_at_ns) fa_buf_printf_term(b, "%" PRId64, r->ended_at_ns);
     else fa_buf_puts(b, "null");
-    fa_buf_printf(b, ",\"n_kernels\":%" PRId64 ",\"iter_median_ns\":", r->n_kernels);
-    if (r->iter_median_ns >= 0) fa_buf_printf(b, "%" PRId64, r->iter_median_ns);
+    fa_buf_printf_term(b, ",\"n_kernels\":%" PRId64 ",\"iter_median_ns\":", r->n_kernels);
+    if (r->iter_median_ns >= 0) fa_buf_printf_term(b, "%" PRId64, r->iter_median_ns);
     else fa_buf_puts(b, "null");
-    fa_buf_printf(b, ",\"peak_activation_bytes\":%" PRIu64 ",\"pid\":%" PRId64, r->peak_activation_bytes, r->pid);
+    fa_buf_printf_term(b, ",\"peak_activation_bytes\":%" PRIu64 ",\"pid\":%" PRId64, r->peak_activation_bytes, r->pid);
     fa_buf_puts(b, ",\"host\":");
     fa_json_str(b, r->host);
     fa_buf_puts(b, ",\"e2e_verdict\":"); /* the newest plan's; null when not applied */
@@ -154,7 +154,7 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
         }
         fa_buf_puts(&b, "]}\n");
     } else if (n == 0) {
-        fa_buf_printf(&b, "no runs in %s\n", db);
+        fa_buf_printf_term(&b, "no runs in %s\n", db);
     } else {
         static const fa_table_col cols[] = {{"ID", 5, 0, true},    {"KIND", 6, 0, false},  {"STATUS", 7, 0, false},
                                             {"STARTED", 19, 0, false}, {"TARGET", 6, 0, false}, {"ITERS", 5, 0, true},
@@ -171,19 +171,19 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
             else snprintf(lat, sizeof lat, "-");
             fa_buf_reset(&last);
             fa_buf_puts(&last, r->model_path ? r->model_path : "-");
-            if (r->device_name) fa_buf_printf(&last, " on %s", r->device_name);
-            if (r->host && fa_store_path_is_pg(db)) fa_buf_printf(&last, " @%s", r->host); /* a shared store: which machine */
-            if (r->tag) fa_buf_printf(&last, " [tag %s]", r->tag);
+            if (r->device_name) fa_buf_printf_term(&last, " on %s", r->device_name);
+            if (r->host && fa_store_path_is_pg(db)) fa_buf_printf_term(&last, " @%s", r->host); /* a shared store: which machine */
+            if (r->tag) fa_buf_printf_term(&last, " [tag %s]", r->tag);
             if (r->e2e_verdict == FA_E2E_LOSS) fa_buf_puts(&last, " [LOSS end to end: deploy the baseline]");
             else if (r->e2e_verdict == FA_E2E_MISMATCH)
                 fa_buf_puts(&last, " [MISMATCH end to end: the fused outputs differ, not deployable]");
-            else if (r->e2e_verdict != FA_E2E_NOT_APPLIED) fa_buf_printf(&last, " [e2e %s]", fa_e2e_verdict_name(r->e2e_verdict));
+            else if (r->e2e_verdict != FA_E2E_NOT_APPLIED) fa_buf_printf_term(&last, " [e2e %s]", fa_e2e_verdict_name(r->e2e_verdict));
             const char *cells[] = {id, r->kind, r->status, fmt_time(r->started_at_ns, when, sizeof when), r->target,
                                    iters, lat, last.data ? last.data : "-"};
             fa_table_add_row(t, cells);
             if (r->error) {
                 fa_buf_reset(&last);
-                fa_buf_printf(&last, "%5s  error: %s", "", r->error);
+                fa_buf_printf_term(&last, "%5s  error: %s", "", r->error);
                 fa_table_add_line(t, last.data);
             }
         }

@@ -78,42 +78,42 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
     if (json) {
         fa_buf_puts(&b, "{\"run\":");
         fa_cli_run_json(&b, &r);
-        fa_buf_printf(&b, ",\"iterations\":%d,\"total_median_ns\":%" PRId64 ",\"ops\":[", iters, total);
+        fa_buf_printf_term(&b, ",\"iterations\":%d,\"total_median_ns\":%" PRId64 ",\"ops\":[", iters, total);
         for (size_t i = 0; i < n; i++) {
             const fa_op_row *o = &rows[i];
-            fa_buf_printf(&b, "%s{\"node\":%d,\"node_name\":", i ? "," : "", (int)o->node);
+            fa_buf_printf_term(&b, "%s{\"node\":%d,\"node_name\":", i ? "," : "", (int)o->node);
             fa_json_str(&b, o->node_name);
             fa_buf_puts(&b, ",\"op_type\":");
             fa_json_str(&b, o->op_type);
-            fa_buf_printf(&b, ",\"median_ns\":%" PRId64 ",\"share\":%.6f,\"kernels\":%" PRId64 "}", o->median_ns,
-                          o->share, o->kernels);
+            fa_buf_printf_term(&b, ",\"median_ns\":%" PRId64 ",\"share\":%.6f,\"kernels\":%" PRId64 "}", o->median_ns,
+                               o->share, o->kernels);
         }
         fa_buf_puts(&b, "]}\n");
     } else {
-        fa_buf_printf(&b, "run %" PRId64 ": %s %s", r.id, r.kind, r.model_path ? r.model_path : "-");
-        if (r.target) fa_buf_printf(&b, " on %s", r.target);
-        if (r.device_name) fa_buf_printf(&b, " (%s)", r.device_name);
-        fa_buf_printf(&b, ", status %s", r.status);
-        if (r.error) fa_buf_printf(&b, ": %s", r.error);
-        fa_buf_printf(&b, "\n%d timed iteration%s, %zu ops, sum of per-op medians %.3f ms", iters,
-                      iters == 1 ? "" : "s", n, (double)total / 1e6);
+        fa_buf_printf_term(&b, "run %" PRId64 ": %s %s", r.id, r.kind, r.model_path ? r.model_path : "-");
+        if (r.target) fa_buf_printf_term(&b, " on %s", r.target);
+        if (r.device_name) fa_buf_printf_term(&b, " (%s)", r.device_name);
+        fa_buf_printf_term(&b, ", status %s", r.status);
+        if (r.error) fa_buf_printf_term(&b, ": %s", r.error);
+        fa_buf_printf_term(&b, "\n%d timed iteration%s, %zu ops, sum of per-op medians %.3f ms", iters,
+                           iters == 1 ? "" : "s", n, (double)total / 1e6);
         if (r.iter_median_ns >= 0)
-            fa_buf_printf(&b, ", median iteration %.3f ms", (double)r.iter_median_ns / 1e6);
-        if (r.dim_defaults) fa_buf_printf(&b, "\nsymbolic dims bound to their default: %s", r.dim_defaults);
+            fa_buf_printf_term(&b, ", median iteration %.3f ms", (double)r.iter_median_ns / 1e6);
+        if (r.dim_defaults) fa_buf_printf_term(&b, "\nsymbolic dims bound to their default: %s", r.dim_defaults);
         fa_buf_puts(&b, "\n\n");
         if (n == 0) {
             fa_buf_puts(&b, "no kernel records stored for this run\n");
         } else {
-            fa_buf_printf(&b, "%6s  %-18s  %12s  %6s  %7s  %s\n", "NODE", "OP", "MEDIAN ms", "SHARE", "KERNELS",
-                          "NAME");
+            fa_buf_printf_term(&b, "%6s  %-18s  %12s  %6s  %7s  %s\n", "NODE", "OP", "MEDIAN ms", "SHARE", "KERNELS",
+                               "NAME");
             for (size_t i = 0; i < n; i++) {
                 const fa_op_row *o = &rows[i];
                 char node[16];
                 if (o->node >= 0) snprintf(node, sizeof node, "%d", (int)o->node);
                 else snprintf(node, sizeof node, "-");
-                fa_buf_printf(&b, "%6s  %-18s  %12.4f  %5.1f%%  %7" PRId64 "  %s\n", node,
-                              o->op_type ? o->op_type : "-", (double)o->median_ns / 1e6, o->share * 100.0,
-                              o->kernels, o->node_name ? o->node_name : "-");
+                fa_buf_printf_term(&b, "%6s  %-18s  %12.4f  %5.1f%%  %7" PRId64 "  %s\n", node,
+                                   o->op_type ? o->op_type : "-", (double)o->median_ns / 1e6, o->share * 100.0,
+                                   o->kernels, o->node_name ? o->node_name : "-");
             }
         }
     }

@@ -60,24 +60,24 @@ static void print_summary(const fa_trace *t, const fa_cupti_stats *st, int64_t r
             k[j].n++;
         }
     }
-    printf("trace run %lld stored in %s\n", (long long)run_id, db);
-    printf("  records:");
+    fa_cli_printf("trace run %lld stored in %s\n", (long long)run_id, db);
+    fa_cli_printf("  records:");
     for (int i = 0; i < FA_ACT_KIND_COUNT; i++)
-        if (cnt[i]) printf(" %s %llu", fa_activity_kind_name((fa_activity_kind)i), (unsigned long long)cnt[i]);
-    printf("\n");
+        if (cnt[i]) fa_cli_printf(" %s %llu", fa_activity_kind_name((fa_activity_kind)i), (unsigned long long)cnt[i]);
+    fa_cli_printf("\n");
     if (cnt[FA_ACT_KERNEL])
-        printf("  kernels: %.3f ms busy over a %.3f ms span\n", dur[FA_ACT_KERNEL] / 1e6, (t1 - t0) / 1e6);
-    if (cnt[FA_ACT_OVERHEAD]) printf("  CUPTI overhead: %.3f ms\n", dur[FA_ACT_OVERHEAD] / 1e6);
+        fa_cli_printf("  kernels: %.3f ms busy over a %.3f ms span\n", dur[FA_ACT_KERNEL] / 1e6, (t1 - t0) / 1e6);
+    if (cnt[FA_ACT_OVERHEAD]) fa_cli_printf("  CUPTI overhead: %.3f ms\n", dur[FA_ACT_OVERHEAD] / 1e6);
     if (st->dropped || st->truncated || st->unknown_kind || st->orphans || st->markers_unpaired)
-        printf("  dropped %llu, truncated buffers %llu, unknown kinds %llu, orphans %llu, unpaired NVTX %llu\n",
-               (unsigned long long)st->dropped, (unsigned long long)st->truncated,
-               (unsigned long long)st->unknown_kind, (unsigned long long)st->orphans,
-               (unsigned long long)st->markers_unpaired);
+        fa_cli_printf("  dropped %llu, truncated buffers %llu, unknown kinds %llu, orphans %llu, unpaired NVTX %llu\n",
+                      (unsigned long long)st->dropped, (unsigned long long)st->truncated,
+                      (unsigned long long)st->unknown_kind, (unsigned long long)st->orphans,
+                      (unsigned long long)st->markers_unpaired);
     if (k && nk) {
         qsort(k, nk, sizeof *k, cmp_ktot);
-        printf("  top kernels by total time:\n");
+        fa_cli_printf("  top kernels by total time:\n");
         for (size_t i = 0; i < nk && i < 10; i++)
-            printf("    %10.3f ms  %6llu x  %.100s\n", k[i].ns / 1e6, (unsigned long long)k[i].n, k[i].name);
+            fa_cli_printf("    %10.3f ms  %6llu x  %.100s\n", k[i].ns / 1e6, (unsigned long long)k[i].n, k[i].name);
     }
     free(k);
 }
@@ -138,10 +138,10 @@ int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
     else {
         print_summary(t, &total, run_id, fa_store_path(store));
         if (!n_files)
-            printf("  no CUDA activity: the command never initialized CUDA, or no NVIDIA driver is present\n");
-        if (notes) printf("  tracer notes:\n    %s\n", notes);
+            fa_cli_printf("  no CUDA activity: the command never initialized CUDA, or no NVIDIA driver is present\n");
+        if (notes) fa_cli_printf("  tracer notes:\n    %s\n", notes);
         if (cmd_status != 0) {
-            fprintf(stderr, "fuse-advise: traced command exited with status %d (what it ran is stored)\n", cmd_status);
+            fa_cli_eprintf("fuse-advise: traced command exited with status %d (what it ran is stored)\n", cmd_status);
             ret = 1;
         }
     }

@@ -9,12 +9,12 @@
 
 static int help(void)
 {
-    printf("usage: fuse-advise zoo [--json]\n"
-           "       fuse-advise zoo NAME [-o FILE.onnx] [--batch N] [--seed S] [--json]\n\n"
-           "Without NAME, lists the built-in models (usable as zoo:NAME wherever a model path\n"
-           "goes). With NAME, builds that model (ONNX opset 17, random weights from a fixed seed,\n"
-           "default 0x5EED + FNV-1a-64(NAME)) and writes it to FILE.onnx (default NAME.onnx).\n"
-           "--batch N sets dim 0 of every input (default 1). See docs/zoo.md.\n");
+    fa_cli_printf("usage: fuse-advise zoo [--json]\n"
+                  "       fuse-advise zoo NAME [-o FILE.onnx] [--batch N] [--seed S] [--json]\n\n"
+                  "Without NAME, lists the built-in models (usable as zoo:NAME wherever a model path\n"
+                  "goes). With NAME, builds that model (ONNX opset 17, random weights from a fixed seed,\n"
+                  "default 0x5EED + FNV-1a-64(NAME)) and writes it to FILE.onnx (default NAME.onnx).\n"
+                  "--batch N sets dim 0 of every input (default 1). See docs/zoo.md.\n");
     return 0;
 }
 
@@ -22,7 +22,7 @@ static int list(bool json)
 {
     int n = fa_zoo_count();
     if (!json) {
-        for (int i = 0; i < n; i++) printf("%-13s %s\n", fa_zoo_at(i)->name, fa_zoo_at(i)->description);
+        for (int i = 0; i < n; i++) fa_cli_printf("%-13s %s\n", fa_zoo_at(i)->name, fa_zoo_at(i)->description);
         return 0;
     }
     fa_buf b;
@@ -38,12 +38,12 @@ static int list(bool json)
         fa_json_str_or_empty(&b, ref);
         fa_buf_puts(&b, ", \"description\": ");
         fa_json_str_or_empty(&b, z->description);
-        fa_buf_printf(&b, ", \"default_seed\": \"0x%016" PRIx64 "\"}", fa_zoo_default_seed(z->name));
+        fa_buf_printf_term(&b, ", \"default_seed\": \"0x%016" PRIx64 "\"}", fa_zoo_default_seed(z->name));
     }
     fa_buf_puts(&b, "\n]}\n");
     if (b.oom) {
         fa_buf_free(&b);
-        fprintf(stderr, "fuse-advise: error: out of memory\n");
+        fa_cli_eprintf("fuse-advise: error: out of memory\n");
         return 1;
     }
     fputs(b.data, stdout);
@@ -127,17 +127,17 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, ref);
         fa_buf_puts(&b, ", \"path\": ");
         fa_json_str_or_empty(&b, out_path);
-        fa_buf_printf(&b, ", \"batch\": %ld, \"seed\": \"0x%016" PRIx64 "\", \"nodes\": %d, "
-                          "\"parameters\": %" PRId64 ", \"initializer_bytes\": %" PRIu64 "}\n",
-                      batch, have_seed ? seed : fa_zoo_default_seed(name), g->n_nodes, params,
-                      weight_bytes);
+        fa_buf_printf_term(&b, ", \"batch\": %ld, \"seed\": \"0x%016" PRIx64 "\", \"nodes\": %d, "
+                               "\"parameters\": %" PRId64 ", \"initializer_bytes\": %" PRIu64 "}\n",
+                           batch, have_seed ? seed : fa_zoo_default_seed(name), g->n_nodes, params,
+                           weight_bytes);
         if (!b.oom) fputs(b.data, stdout);
         fa_buf_free(&b);
     } else {
-        printf("wrote %s: zoo:%s, batch %ld, %d nodes, %" PRId64 " parameters, %.1f %s of initializers\n",
-               out_path, name, batch, g->n_nodes, params,
-               weight_bytes >= 1000000 ? (double)weight_bytes / 1e6 : (double)weight_bytes / 1e3,
-               weight_bytes >= 1000000 ? "MB" : "kB");
+        fa_cli_printf("wrote %s: zoo:%s, batch %ld, %d nodes, %" PRId64 " parameters, %.1f %s of initializers\n",
+                      out_path, name, batch, g->n_nodes, params,
+                      weight_bytes >= 1000000 ? (double)weight_bytes / 1e6 : (double)weight_bytes / 1e3,
+                      weight_bytes >= 1000000 ? "MB" : "kB");
     }
     fa_graph_free(g);
     return 0;

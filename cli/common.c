@@ -13,7 +13,7 @@
 
 int fa_cli_fail(fa_ctx *ctx, fa_status s)
 {
-    fprintf(stderr, "fuse-advise: error: %s\n", fa_ctx_errmsg(ctx)[0] ? fa_ctx_errmsg(ctx) : fa_status_name(s));
+    fa_cli_eprintf("fuse-advise: error: %s\n", fa_ctx_errmsg(ctx)[0] ? fa_ctx_errmsg(ctx) : fa_status_name(s));
     return fa_status_exit_code(s);
 }
 
@@ -21,9 +21,13 @@ int fa_cli_usage(const char *verb, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "fuse-advise %s: ", verb);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n(see `fuse-advise %s --help`)\n", verb);
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_printf_term(&b, "fuse-advise %s: ", verb);
+    fa_buf_vprintf_term(&b, fmt, ap); /* the values quoted are the user's arguments */
+    fa_buf_printf_term(&b, "\n(see `fuse-advise %s --help`)\n", verb);
+    fputs(b.oom ? "fuse-advise: usage error\n" : b.data, stderr);
+    fa_buf_free(&b);
     va_end(ap);
     return 2;
 }
@@ -109,7 +113,7 @@ int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *
         if (!*v) { fa_cli_usage(verb, "--shape needs NAME=DIMS"); return -1; }
         if (o->n_bindings >= 16) { fa_cli_usage(verb, "at most 16 --shape bindings"); return -1; }
         fa_status s = fa_shape_binding_parse(ctx, v, &o->bindings[o->n_bindings]);
-        if (s) { fprintf(stderr, "fuse-advise %s: %s\n", verb, fa_ctx_errmsg(ctx)); return -1; }
+        if (s) { fa_cli_eprintf("fuse-advise %s: %s\n", verb, fa_ctx_errmsg(ctx)); return -1; }
         o->n_bindings++;
         return 1;
     }
@@ -174,10 +178,10 @@ fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db)
 void fa_cli_note_dim_defaults(const fa_graph *g)
 {
     if (!g || g->n_dim_defaults == 0) return;
-    fprintf(stderr, "fuse-advise: notice: %d symbolic dim%s bound to the default %d:", g->n_dim_defaults,
-            g->n_dim_defaults == 1 ? "" : "s", FA_DIM_DEFAULT);
-    for (int i = 0; i < g->n_dim_defaults; i++) fprintf(stderr, "%s %s", i ? "," : "", g->dim_defaults[i]);
-    fprintf(stderr, " (choose with --shape NAME=N, --shape INPUT=DIMS or --batch N; refuse with --no-dim-defaults)\n");
+    fa_cli_eprintf("fuse-advise: notice: %d symbolic dim%s bound to the default %d:", g->n_dim_defaults,
+                   g->n_dim_defaults == 1 ? "" : "s", FA_DIM_DEFAULT);
+    for (int i = 0; i < g->n_dim_defaults; i++) fa_cli_eprintf("%s %s", i ? "," : "", g->dim_defaults[i]);
+    fa_cli_eprintf(" (choose with --shape NAME=N, --shape INPUT=DIMS or --batch N; refuse with --no-dim-defaults)\n");
 }
 
 char *fa_cli_dim_defaults_text(const fa_graph *g)
@@ -195,7 +199,7 @@ void fa_cli_log_sink(void *user, int level, const char *msg)
 {
     (void)user;
     static const char *const lv[] = {"error", "warning", "info", "debug"};
-    fprintf(stderr, "fuse-advise: %s: %s\n", lv[level & 3], msg);
+    fa_cli_eprintf("fuse-advise: %s: %s\n", lv[level & 3], msg);
 }
 
 const char *fa_cli_default_db(void)

@@ -68,19 +68,20 @@ int main(int argc, char **argv)
         {"trace", fa_cmd_trace, "trace -- CMD ARGS: run a CUDA program under the CUPTI collector"},
     };
     int nv = (int)(sizeof verbs / sizeof verbs[0]);
+    fa_cli_guard_output();
     if (argc < 2) return usage(stderr, verbs, nv);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
         return usage(stdout, verbs, nv);
     prefer_passive_omp_wait(argv[1], argv);
     if (!strcmp(argv[1], "--version")) {
-        printf("fuse-advise %s\n", FA_VERSION_STRING);
+        fa_cli_printf("fuse-advise %s\n", FA_VERSION_STRING);
         return 0;
     }
     for (int i = 0; i < nv; i++) {
         if (strcmp(argv[1], verbs[i].name) != 0 || !verbs[i].fn) continue;
         fa_ctx *ctx = fa_ctx_create();
         if (!ctx) {
-            fprintf(stderr, "fuse-advise: out of memory\n");
+            fa_cli_eprintf("fuse-advise: out of memory\n");
             return 1;
         }
         fa_ctx_set_log(ctx, fa_cli_log_sink, NULL, getenv("FA_VERBOSE") ? FA_LOG_DEBUG : FA_LOG_WARN);
@@ -89,6 +90,6 @@ int main(int argc, char **argv)
         fa_ctx_free(ctx);
         return rc;
     }
-    fprintf(stderr, "fuse-advise: unknown verb '%s'\n\n", argv[1]);
+    fa_cli_eprintf("fuse-advise: unknown verb '%s'\n\n", argv[1]);
     return usage(stderr, verbs, nv);
 }

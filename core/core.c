@@ -53,12 +53,36 @@ fa_ctx *fa_ctx_create(void)
 
 void fa_ctx_free(fa_ctx *ctx) { free(ctx); }
 
+/* fmt formatted into out (cap bytes) with every %s argument escaped for a terminal
+ * (fa_buf_vprintf_term): messages name nodes, tensors, files and database values, and the CLI
+ * prints them. Out of memory: plain vsnprintf, then every control byte as '?'. */
+static void format_message(char *out, size_t cap, const char *fmt, va_list ap)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    fa_buf m;
+    fa_buf_init(&m);
+    fa_buf_vprintf_term(&m, fmt, ap);
+    if (!m.oom) {
+        size_t n = m.len < cap - 1 ? m.len : cap - 1;
+        memcpy(out, m.data ? m.data : "", n);
+        out[n] = 0;
+    } else {
+        vsnprintf(out, cap, fmt, aq);
+        for (char *c = out; *c; c++)
+            if ((unsigned char)*c < 0x20 && *c != '\n' && *c != '\t') *c = '?';
+            else if ((unsigned char)*c == 0x7f) *c = '?';
+    }
+    fa_buf_free(&m);
+    va_end(aq);
+}
+
 fa_status fa_ctx_error(fa_ctx *ctx, fa_status s, const char *fmt, ...)
 {
     if (!ctx) return s;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    format_message(ctx->msg, sizeof ctx->msg, fmt, ap);
     va_end(ap);
     ctx->status = s;
     return s;
@@ -70,7 +94,7 @@ fa_status fa_ctx_wrap(fa_ctx *ctx, fa_status s, const char *fmt, ...)
     char prefix[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    format_message(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
     char old[sizeof ctx->msg];
     memcpy(old, ctx->msg, sizeof old);
@@ -102,7 +126,7 @@ void fa_log(fa_ctx *ctx, int level, const char *fmt, ...)
     char msg[2048];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    format_message(msg, sizeof msg, fmt, ap);
     va_end(ap);
     ctx->log_fn(ctx->log_user, level, msg);
 }
@@ -321,16 +345,184 @@ void fa_escape_dot(fa_buf *b, const char *s, size_t n)
 
 void fa_escape_csv(fa_buf *b, const char *s, size_t n)
 {
-    bool quote = false;
+    /* OWASP "CSV Injection": a cell a spreadsheet would read as a formula */
+    bool formula = n > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r');
+    bool quote = formula;
     for (size_t i = 0; i < n; i++)
         if (s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r') quote = true;
     if (!quote) { fa_buf_append(b, s, n); return; }
-    fa_buf_puts(b, "\"");
+    fa_buf_puts(b, formula ? "\"'" : "\"");
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '"') fa_buf_puts(b, "\"\"");
         else fa_buf_append(b, &s[i], 1);
     }
     fa_buf_puts(b, "\"");
+}
+
+/* The code point of the valid UTF-8 sequence of length l at s. */
+static unsigned utf8_cp(const unsigned char *s, size_t l)
+{
+    if (l == 1) return s[0];
+    unsigned cp = s[0] & (0x3F >> (l - 1));
+    for (size_t i = 1; i < l; i++) cp = (cp << 6) | (s[i] & 0x3F);
+    return cp;
+}
+
+/* Characters that reorder text or break a line without being C0/C1 (Unicode's bidi controls
+ * and line/paragraph separators): shown escaped so a name cannot disguise what follows it. */
+static bool term_invisible(unsigned cp)
+{
+    return cp == 0x200E || cp == 0x200F || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
+           (cp >= 0x2066 && cp <= 0x2069);
+}
+
+static void escape_term(fa_buf *b, const char *s, size_t n, bool keep_lines)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t run = 0; /* start of the pending run of bytes kept as they are */
+    for (size_t i = 0; i < n;) {
+        unsigned c = u[i];
+        size_t l = c < 0x80 ? 1 : utf8_seq_len(u + i, n - i);
+        unsigned cp = l ? utf8_cp(u + i, l) : 0;
+        bool esc = l == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || term_invisible(cp);
+        if (keep_lines && (cp == '\n' || cp == '\t') && l) esc = false;
+        if (!esc) { i += l; continue; }
+        fa_buf_append(b, u + run, i - run);
+        if (l == 0) fa_buf_printf(b, "\\x%02x", c);
+        else if (cp == '\n') fa_buf_puts(b, "\\n");
+        else if (cp == '\t') fa_buf_puts(b, "\\t");
+        else if (cp == '\r') fa_buf_puts(b, "\\r");
+        else if (cp < 0x80) fa_buf_printf(b, "\\x%02x", cp);
+        else fa_buf_printf(b, "\\u%04x", cp);
+        i += l ? l : 1;
+        run = i;
+    }
+    fa_buf_append(b, u + run, n - run);
+}
+
+void fa_escape_term(fa_buf *b, const char *s, size_t n) { escape_term(b, s, n, false); }
+void fa_escape_term_text(fa_buf *b, const char *s, size_t n) { escape_term(b, s, n, true); }
+
+/* One conversion of fa_buf_vprintf_term other than %s / %c: the spec rebuilt without '*' and
+ * formatted by the C library with the argument of the type its length modifier names. */
+enum { LEN_NONE, LEN_HH, LEN_H, LEN_L, LEN_LL, LEN_J, LEN_Z, LEN_T, LEN_BIG_L };
+
+void fa_buf_vprintf_term(fa_buf *b, const char *fmt, va_list ap)
+{
+    va_list aq;
+    va_copy(aq, ap);
+    const char *p = fmt;
+    while (*p) {
+        const char *pct = strchr(p, '%');
+        if (!pct) { fa_buf_puts(b, p); break; }
+        fa_buf_append(b, p, (size_t)(pct - p));
+        const char *q = pct + 1;
+        if (*q == '%') { fa_buf_append(b, "%", 1); p = q + 1; continue; }
+        char flags[8];
+        int nf = 0;
+        while (*q && strchr("-+ #0", *q)) { if (nf < 7) flags[nf++] = *q; q++; }
+        flags[nf] = 0;
+        int width = -1, prec = -1;
+        if (*q == '*') {
+            width = va_arg(aq, int);
+            q++;
+            if (width < 0) { /* a negative width is the '-' flag */
+                if (nf < 7) { flags[nf++] = '-'; flags[nf] = 0; }
+                width = width == INT32_MIN ? INT32_MAX : -width;
+            }
+        } else if (*q >= '0' && *q <= '9') {
+            width = 0;
+            while (*q >= '0' && *q <= '9') { if (width < 100000) width = width * 10 + (*q - '0'); q++; }
+        }
+        if (*q == '.') {
+            q++;
+            prec = 0;
+            if (*q == '*') { prec = va_arg(aq, int); q++; if (prec < 0) prec = -1; }
+            else while (*q >= '0' && *q <= '9') { if (prec < 100000) prec = prec * 10 + (*q - '0'); q++; }
+        }
+        int len = LEN_NONE;
+        const char *len_at = q;
+        if (q[0] == 'h' && q[1] == 'h') { len = LEN_HH; q += 2; }
+        else if (q[0] == 'h') { len = LEN_H; q++; }
+        else if (q[0] == 'l' && q[1] == 'l') { len = LEN_LL; q += 2; }
+        else if (q[0] == 'l') { len = LEN_L; q++; }
+        else if (q[0] == 'j') { len = LEN_J; q++; }
+        else if (q[0] == 'z') { len = LEN_Z; q++; }
+        else if (q[0] == 't') { len = LEN_T; q++; }
+        else if (q[0] == 'L') { len = LEN_BIG_L; q++; }
+        char conv = *q;
+        if (!conv) { fa_buf_puts(b, pct); break; } /* a lone '%' at the end: kept */
+        p = q + 1;
+        bool left = strchr(flags, '-') != NULL;
+        if (conv == 's' || conv == 'c') {
+            char ch;
+            const char *s;
+            size_t sn;
+            if (conv == 'c') {
+                ch = (char)va_arg(aq, int);
+                s = &ch;
+                sn = 1;
+            } else {
+                s = va_arg(aq, const char *);
+                if (!s) s = "(null)";
+                sn = prec >= 0 ? strnlen(s, (size_t)prec) : strlen(s);
+            }
+            fa_buf e;
+            fa_buf_init(&e);
+            fa_escape_term(&e, s, sn);
+            size_t el = e.oom ? 0 : e.len;
+            if (e.oom) b->oom = true;
+            size_t padn = width > 0 && (size_t)width > el ? (size_t)width - el : 0;
+            if (!left) for (size_t k = 0; k < padn; k++) fa_buf_append(b, " ", 1);
+            if (el) fa_buf_append(b, e.data, el);
+            if (left) for (size_t k = 0; k < padn; k++) fa_buf_append(b, " ", 1);
+            fa_buf_free(&e);
+            continue;
+        }
+        char spec[64];
+        int sl = snprintf(spec, sizeof spec, "%%%s", flags);
+        if (width >= 0) sl += snprintf(spec + sl, sizeof spec - (size_t)sl, "%d", width);
+        if (prec >= 0) sl += snprintf(spec + sl, sizeof spec - (size_t)sl, ".%d", prec);
+        sl += snprintf(spec + sl, sizeof spec - (size_t)sl, "%.*s%c", (int)(q - len_at), len_at, conv);
+        switch (conv) {
+        case 'd': case 'i':
+            switch (len) {
+            case LEN_L: fa_buf_printf(b, spec, va_arg(aq, long)); break;
+            case LEN_LL: fa_buf_printf(b, spec, va_arg(aq, long long)); break;
+            case LEN_J: fa_buf_printf(b, spec, va_arg(aq, intmax_t)); break;
+            case LEN_Z: fa_buf_printf(b, spec, va_arg(aq, ptrdiff_t)); break; /* signed size_t */
+            case LEN_T: fa_buf_printf(b, spec, va_arg(aq, ptrdiff_t)); break;
+            default: fa_buf_printf(b, spec, va_arg(aq, int)); break; /* hh, h: promoted to int */
+            }
+            break;
+        case 'u': case 'o': case 'x': case 'X':
+            switch (len) {
+            case LEN_L: fa_buf_printf(b, spec, va_arg(aq, unsigned long)); break;
+            case LEN_LL: fa_buf_printf(b, spec, va_arg(aq, unsigned long long)); break;
+            case LEN_J: fa_buf_printf(b, spec, va_arg(aq, uintmax_t)); break;
+            case LEN_Z: fa_buf_printf(b, spec, va_arg(aq, size_t)); break;
+            case LEN_T: fa_buf_printf(b, spec, va_arg(aq, ptrdiff_t)); break;
+            default: fa_buf_printf(b, spec, va_arg(aq, unsigned)); break;
+            }
+            break;
+        case 'e': case 'E': case 'f': case 'F': case 'g': case 'G': case 'a': case 'A':
+            if (len == LEN_BIG_L) fa_buf_printf(b, spec, va_arg(aq, long double));
+            else fa_buf_printf(b, spec, va_arg(aq, double));
+            break;
+        case 'p': fa_buf_printf(b, spec, va_arg(aq, void *)); break;
+        case 'n': (void)va_arg(aq, void *); break; /* never written through */
+        default: fa_buf_append(b, pct, (size_t)(p - pct)); break; /* unknown: shown as written */
+        }
+    }
+    va_end(aq);
+}
+
+void fa_buf_printf_term(fa_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fa_buf_vprintf_term(b, fmt, ap);
+    va_end(ap);
 }
 
 /* ---- arithmetic, clocks ---- */
@@ -349,6 +541,42 @@ bool fa_add_size(size_t a, size_t b, size_t *out)
     if (__builtin_add_overflow(a, b, &r)) return false;
     *out = r;
     return true;
+}
+
+bool fa_i64_add(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_add_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+bool fa_i64_sub(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_sub_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+bool fa_i64_mul(int64_t a, int64_t b, int64_t *out)
+{
+    int64_t r;
+    if (__builtin_mul_overflow(a, b, &r)) return false;
+    *out = r;
+    return true;
+}
+
+uint64_t fa_u64_add_sat(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
+uint64_t fa_u64_mul_sat(uint64_t a, uint64_t b)
+{
+    uint64_t r;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
 uint64_t fa_now_ns(void)
@@ -476,6 +704,14 @@ void fa_sha256_hex(const void *data, size_t n, char out_hex[65])
     unsigned len = 0;
     EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
     hex_digest(md, len, out_hex);
+}
+
+void fa_sha256_base64(const void *data, size_t n, char out_b64[45])
+{
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned len = 0;
+    EVP_Digest(data, n, md, &len, EVP_sha256(), NULL);
+    EVP_EncodeBlock((unsigned char *)out_b64, md, (int)len); /* 32 bytes -> 44 characters + NUL */
 }
 
 fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])

@@ -80,11 +80,30 @@ void fa_buf_vprintf(fa_buf *b, const char *fmt, va_list ap);
  * JSON: RFC 8259 string body (no quotes); invalid UTF-8 bytes become U+FFFD.
  * HTML: & < > " ' as entities (safe in text and quoted attributes).
  * DOT:  body of a double-quoted ID ("\" and backslash escaped, newline as \n).
- * CSV:  RFC 4180 field, quoted when needed. */
+ * CSV:  RFC 4180 field, quoted when needed; a field starting with = + - @ tab or CR (a spreadsheet
+ *       formula) is quoted with a ' before it, as OWASP's "CSV Injection" page recommends. */
 void fa_escape_json(fa_buf *b, const char *s, size_t n);
 void fa_escape_html(fa_buf *b, const char *s, size_t n);
 void fa_escape_dot(fa_buf *b, const char *s, size_t n);
 void fa_escape_csv(fa_buf *b, const char *s, size_t n);
+/* Terminal and log text (docs/hardening.md "Output from stored data"): every control character
+ * is written as a visible escape, so no input string can move the cursor, clear the screen, set
+ * the window title, write the clipboard (OSC 52) or forge a line: C0 bytes as \n, \t, \r or
+ * \xNN (ESC is \x1b), DEL as \x7f, C1 controls (U+0080..U+009F) and the characters that
+ * reorder or break lines (U+200E/F, U+2028/9, U+202A..E, U+2066..9) as \uNNNN, bytes that are not
+ * valid UTF-8 as \xNN (a lone 0x9B is CSI to an 8-bit terminal). Backslashes stay as they are, so
+ * escaping twice changes nothing. Other valid UTF-8 is kept. */
+void fa_escape_term(fa_buf *b, const char *s, size_t n);
+/* The same for a whole text whose line structure is the writer's own (a report printed to the
+ * terminal): newline and tab kept, everything else escaped as fa_escape_term does. */
+void fa_escape_term_text(fa_buf *b, const char *s, size_t n);
+/* fa_buf_printf where every %s (and %c) argument goes through fa_escape_term: the format's own
+ * text (newlines included) is kept, what an argument holds can never control a terminal. Width
+ * and precision of %s apply as in printf (precision cuts the argument before escaping, width pads
+ * the escaped text). The error context (fa_ctx_error, fa_ctx_wrap) and fa_log format with it, and
+ * cli/ prints every string from an input through it. */
+void fa_buf_printf_term(fa_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void fa_buf_vprintf_term(fa_buf *b, const char *fmt, va_list ap);
 
 /* The one JSON value writer (RFC 8259): fa_json_str writes s as a quoted, escaped string, NULL as
  * null; fa_json_str_or_empty writes NULL as "". fa_json_num writes v with `sig_digits`
@@ -97,6 +116,17 @@ void fa_json_num(fa_buf *b, double v, int sig_digits);
 /* Checked size arithmetic: return false on overflow, *out untouched then. */
 bool fa_mul_size(size_t a, size_t b, size_t *out);
 bool fa_add_size(size_t a, size_t b, size_t *out);
+/* The same for int64 (shapes, dims, attribute values from a model): false on overflow, *out
+ * untouched then (GCC/Clang __builtin_*_overflow; never undefined behaviour). Every shape rule
+ * (graph/ops_*.c) goes through these, by way of fa_dim_add/sub/mul (graph/ops-impl.h), which name
+ * the node and the field when they fail. */
+bool fa_i64_add(int64_t a, int64_t b, int64_t *out);
+bool fa_i64_sub(int64_t a, int64_t b, int64_t *out);
+bool fa_i64_mul(int64_t a, int64_t b, int64_t *out);
+/* Saturating unsigned arithmetic (UINT64_MAX on overflow) for figures that are shown and compared,
+ * never allocated: FLOPs and bytes of an op (fa_op_cost). */
+uint64_t fa_u64_add_sat(uint64_t a, uint64_t b);
+uint64_t fa_u64_mul_sat(uint64_t a, uint64_t b);
 
 /* Monotonic clock in ns (CLOCK_MONOTONIC). */
 uint64_t fa_now_ns(void);
@@ -175,6 +205,9 @@ uint64_t fa_hash64_keyed(const uint64_t key[2], const void *data, size_t n);
 /* A fresh random key from /dev/urandom (else the clock and pid). */
 void fa_hash_key_random(uint64_t key[2]);
 void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);
+/* The same digest in base64 (RFC 4648, 44 characters + NUL), as a Content-Security-Policy hash
+ * source ('sha256-...', CSP Level 2 sec. 4.2.4) writes it. */
+void fa_sha256_base64(const void *data, size_t n, char out_b64[45]);
 fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65]);
 
 /* Deterministic PRNG (splitmix64 / xoshiro-like); for zoo weights and test inputs. */

@@ -32,11 +32,21 @@ void fa_table_free(fa_table *t)
     free(t);
 }
 
+/* A cell as the terminal shows it: control characters escaped (fa_escape_term), since cells
+ * hold names and messages from models and run databases. */
 static char *dup_or_dash(const char *s, bool *oom)
 {
-    char *d = strdup(s ? s : "-");
-    if (!d) *oom = true;
-    return d;
+    if (!s) s = "-";
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_escape_term(&b, s, strlen(s));
+    fa_buf_append(&b, "", 0);
+    if (b.oom || !b.data) {
+        fa_buf_free(&b);
+        *oom = true;
+        return NULL;
+    }
+    return b.data;
 }
 
 void fa_table_add_row(fa_table *t, const char *const *cells)
@@ -61,11 +71,14 @@ void fa_table_add_line(fa_table *t, const char *text)
 {
     if (!t || t->oom || t->n_rows == 0 || !text) return;
     char **l = &t->lines[t->n_rows - 1];
-    size_t old = *l ? strlen(*l) : 0, add = strlen(text);
+    char *esc = dup_or_dash(text, &t->oom);
+    if (!esc) return;
+    size_t old = *l ? strlen(*l) : 0, add = strlen(esc);
     char *n = realloc(*l, old + add + 2);
-    if (!n) { t->oom = true; return; }
+    if (!n) { free(esc); t->oom = true; return; }
     if (old) n[old++] = '\n';
-    memcpy(n + old, text, add + 1);
+    memcpy(n + old, esc, add + 1);
+    free(esc);
     *l = n;
 }
 

@@ -84,17 +84,17 @@ static void change_cols(const fa_gate_check *c, char *chg, size_t n1, char *ci, 
 /* ", with runs 4, 3" when a side pools several runs. */
 static void more_runs(fa_buf *b, const int64_t *ids, int n)
 {
-    for (int i = 1; i < n; i++) fa_buf_printf(b, "%s%" PRId64, i == 1 ? " (pooled with run " : ", ", ids[i]);
+    for (int i = 1; i < n; i++) fa_buf_printf_term(b, "%s%" PRId64, i == 1 ? " (pooled with run " : ", ", ids[i]);
     if (n > 1) fa_buf_puts(b, ")");
 }
 
 static void run_line(fa_buf *b, const char *role, const fa_run_info *ri, const char *db, const int64_t *ids, int n)
 {
-    fa_buf_printf(b, "%s: run %" PRId64, role, ri->id);
+    fa_buf_printf_term(b, "%s: run %" PRId64, role, ri->id);
     more_runs(b, ids, n);
-    fa_buf_printf(b, " of %s", ri->model_path ? ri->model_path : "?");
-    if (ri->tag) fa_buf_printf(b, " (tag %s)", ri->tag);
-    fa_buf_printf(b, " on %s/%s in %s\n", ri->target ? ri->target : "?", ri->device_name ? ri->device_name : "?", db);
+    fa_buf_printf_term(b, " of %s", ri->model_path ? ri->model_path : "?");
+    if (ri->tag) fa_buf_printf_term(b, " (tag %s)", ri->tag);
+    fa_buf_printf_term(b, " on %s/%s in %s\n", ri->target ? ri->target : "?", ri->device_name ? ri->device_name : "?", db);
 }
 
 static const char *overall_word(const fa_gate_report *r)
@@ -109,8 +109,8 @@ void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
     fa_buf_puts(b, "fuse-advise gate\n");
     run_line(b, "  baseline ", &r->baseline, r->baseline_db, r->baseline_runs, r->n_baseline_runs);
     run_line(b, "  candidate", &r->candidate, r->candidate_db, r->candidate_runs, r->n_candidate_runs);
-    fa_buf_printf(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
-                  r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
+    fa_buf_printf_term(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
+                       r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
     /* the check column as wide as the longest name, cut at 72 bytes */
     static const fa_table_col cols[] = {{"VERDICT", 12, 0, false}, {"CHECK", 5, 72, false}, {"CHANGE", 8, 0, true},
                                         {"CI", 17, 0, false}, {"DETAIL", 0, 0, false}};
@@ -124,10 +124,10 @@ void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
     }
     fa_table_render(t, b);
     fa_table_free(t);
-    for (int i = 0; i < r->n_notes; i++) fa_buf_printf(b, "note: %s\n", r->notes[i]);
-    fa_buf_printf(b, "\n%s: %d failed, %d inconclusive, %d warnings, %d passed, %d skipped (not measured)\n",
-                  overall_word(r), r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
-                  r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
+    for (int i = 0; i < r->n_notes; i++) fa_buf_printf_term(b, "note: %s\n", r->notes[i]);
+    fa_buf_printf_term(b, "\n%s: %d failed, %d inconclusive, %d warnings, %d passed, %d skipped (not measured)\n",
+                       overall_word(r), r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
+                       r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
 }
 
 void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b)
@@ -192,21 +192,35 @@ void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b)
     fa_buf_printf(b, "%s</system-out>\n  </testsuite>\n</testsuites>\n", overall_word(r));
 }
 
-/* A Markdown table cell: pipes escaped, newlines folded, < > & as entities (GitHub renders
- * inline HTML). */
+/* Markdown text from a run database or a model (GitHub-flavoured Markdown, posted as a pull-request
+ * comment, docs/ci.md): newlines folded to spaces, control characters shown as fa_escape_term
+ * shows them, < > & as entities, every other ASCII punctuation character backslash-escaped
+ * (CommonMark 0.30 sec. 2.4: it then stands for itself, so no link, image, emphasis, code span,
+ * heading, list, autolink or table cell can start inside a name), and '@' followed by U+2060
+ * WORD JOINER (GitHub would notify a user or team named after it). */
 static void md(fa_buf *b, const char *s)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
-        case '|': fa_buf_puts(b, "\\|"); break;
-        case '\n': case '\r': fa_buf_puts(b, " "); break;
+    if (!s) return;
+    fa_buf flat, esc;
+    fa_buf_init(&flat);
+    fa_buf_init(&esc);
+    for (const char *p = s; *p; p++) fa_buf_append(&flat, *p == '\n' || *p == '\r' ? " " : p, 1);
+    fa_escape_term(&esc, flat.data ? flat.data : "", flat.len);
+    for (size_t i = 0; i < esc.len; i++) {
+        char c = esc.data[i];
+        switch (c) {
         case '<': fa_buf_puts(b, "&lt;"); break;
         case '>': fa_buf_puts(b, "&gt;"); break;
         case '&': fa_buf_puts(b, "&amp;"); break;
-        case '`': fa_buf_puts(b, "'"); break;
-        default: fa_buf_append(b, s, 1);
+        case '@': fa_buf_puts(b, "@\xe2\x81\xa0"); break;
+        default:
+            if (strchr("!\"#$%'()*+,-./:;=?[\\]^_`{|}~", c) && c) fa_buf_puts(b, "\\");
+            fa_buf_append(b, &c, 1);
         }
     }
+    if (flat.oom || esc.oom) b->oom = true;
+    fa_buf_free(&flat);
+    fa_buf_free(&esc);
 }
 
 static const char *md_mark(fa_gate_verdict v)

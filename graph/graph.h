@@ -233,8 +233,20 @@ int fa_node_attr_ints(const fa_node *n, const char *name, const int64_t **out);
 
 /* Number of elements; -1 if rank/dims unknown; saturates on overflow to -1 as well. */
 int64_t fa_tensor_numel(const fa_tensor *t);
-/* numel * dtype size, 0 if unknown. */
+/* numel * dtype size, 0 if unknown, UINT64_MAX when it overflows (never wraps to a small size). */
 uint64_t fa_tensor_bytes(const fa_tensor *t);
+
+/* The largest tensor fuse-advise loads, infers, folds, plans or runs: 2^48 bytes (256 TiB, more
+ * than any machine holds), and the product of its dims - a 0 dim counted as 1 - at most 2^48, so
+ * no element count, stride, offset or byte size derived from a shape can overflow int64 (kernels,
+ * the executor's memory plan, constant folding and the cost formulas rely on it). */
+#define FA_MAX_TENSOR_BYTES ((uint64_t)1 << 48)
+#define FA_MAX_TENSOR_ELEMENTS ((int64_t)1 << 48)
+/* FA_OK when t's known shape is within those limits (a tensor of unknown rank or with unknown dims
+ * passes); otherwise FA_ERR_INPUT with a message naming `what` ("graph input 'x'", "node 'n'
+ * (Conv): output 'y'"), the shape and the limit. Called by fa_graph_prepare on every graph input,
+ * constant and inferred output. */
+fa_status fa_tensor_check_size(fa_ctx *ctx, const fa_tensor *t, const char *what);
 /* "1x3x224x224" (or "?" for unknown dims, "scalar" for rank 0) into buf. */
 const char *fa_tensor_shape_str(const fa_tensor *t, char *buf, size_t n);
 
@@ -397,7 +409,10 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
  * reference kernels). Applies bindings first (opt->bindings, then opt->batch); every input dim
  * still symbolic after that is bound to FA_DIM_DEFAULT and listed in g->dim_defaults, or, with
  * opt->no_dim_defaults, refused with one FA_ERR_INPUT message that lists every unbound dim.
- * An input without any shape is always refused (its rank is unknown). */
+ * An input without any shape is always refused (its rank is unknown). Every graph input and
+ * constant, and every output a rule infers, is checked by fa_tensor_check_size before anything
+ * is folded or allocated; the rules' own arithmetic is checked (fa_dim_add/sub/mul), so a model
+ * whose shapes overflow or pass FA_MAX_TENSOR_BYTES gets FA_ERR_INPUT naming the node and field. */
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
 
 /* Give dst (a graph derived from src, e.g. the BN-folded model) the symbolic dims of src's

@@ -392,13 +392,41 @@ uint64_t fa_tensor_bytes(const fa_tensor *t)
 {
     int64_t n = fa_tensor_numel(t);
     if (n < 0) return 0;
-    return (uint64_t)n * fa_dtype_size(t->dtype);
+    return fa_u64_mul_sat((uint64_t)n, fa_dtype_size(t->dtype));
+}
+
+fa_status fa_tensor_check_size(fa_ctx *ctx, const fa_tensor *t, const char *what)
+{
+    if (t->rank < 0) return FA_OK;
+    int64_t spread = 1; /* product of the dims, 0 counted as 1 */
+    bool overflow = false;
+    for (int i = 0; i < t->rank; i++) {
+        if (t->dims[i] < 0) return FA_OK; /* unknown: checked once bound */
+        if (!overflow && !fa_i64_mul(spread, t->dims[i] ? t->dims[i] : 1, &spread)) overflow = true;
+    }
+    int64_t numel = fa_tensor_numel(t);
+    uint64_t bytes = fa_tensor_bytes(t);
+    if (!overflow && spread <= FA_MAX_TENSOR_ELEMENTS && bytes <= FA_MAX_TENSOR_BYTES) return FA_OK;
+    char shp[256];
+    fa_tensor_shape_str(t, shp, sizeof shp);
+    if (overflow || numel < 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: shape [%s] has more elements than int64 can count", what, shp);
+    if (spread > FA_MAX_TENSOR_ELEMENTS && bytes <= FA_MAX_TENSOR_BYTES)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: shape [%s]: its dims multiply to %lld (a 0 dim counted as 1), over the 2^48 a "
+                            "tensor may span",
+                            what, shp, (long long)spread);
+    return fa_ctx_error(ctx, FA_ERR_INPUT,
+                        "%s: shape [%s] is %lld elements of %zu bytes: over the 256 TiB (2^48 bytes) the largest "
+                        "tensor may hold",
+                        what, shp, (long long)numel, fa_dtype_size(t->dtype));
 }
 
 int64_t fa_value_numel(const fa_value *v)
 {
     int64_t n = 1;
-    for (int i = 0; i < v->rank; i++) n *= v->dims[i];
+    for (int i = 0; i < v->rank; i++)
+        if (!fa_i64_mul(n, v->dims[i], &n)) return -1; /* shapes are checked before values exist */
     return n;
 }
 

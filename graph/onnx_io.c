@@ -386,30 +386,42 @@ static fa_status import_impl(fa_ctx *ctx, const char *file, const char *base_dir
         free(owned);
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: empty file, not an ONNX model", file);
     }
-    if (!fa_pb_check(data, len, FA_PB_MODEL, &bad, why, sizeof why)) {
+    fa_pb_verdict pv = fa_pb_check(data, len, FA_PB_MODEL, &bad, why, sizeof why, NULL);
+    if (pv == FA_PB_TOO_BIG) {
+        free(owned);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: refused before unpacking: byte %zu of %zu: %s", file, bad, len,
+                            why);
+    }
+    if (pv) {
         free(owned);
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: not a valid ONNX protobuf (truncated or corrupt): byte %zu of %zu: %s",
                             file, bad, len, why);
     }
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+    fa_pb_budget budget;
+    fa_pb_budget_init(&budget, fa_pb_unpack_budget(len));
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&budget.alloc, len, data);
     free(owned);
+    if (!mp && budget.exceeded)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: unpacking the model would take more than %" PRIu64 " MiB of memory (the limit for "
+                            "a file of %zu bytes)", file, budget.limit >> 20, len);
     if (!mp)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a valid ONNX protobuf (truncated or corrupt)",
                             file);
     if (!mp->graph) {
-        onnx__model_proto__free_unpacked(mp, NULL);
+        onnx__model_proto__free_unpacked(mp, &budget.alloc);
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: not an ONNX model: ModelProto.graph (field 7) is missing", file);
     }
     fa_graph *g = fa_graph_create(mp->graph->name);
     if (!g) {
-        onnx__model_proto__free_unpacked(mp, NULL);
+        onnx__model_proto__free_unpacked(mp, &budget.alloc);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", file);
     }
     imp im = {ctx, file, base_dir, g};
     fa_status s = import_graph(&im, mp);
-    onnx__model_proto__free_unpacked(mp, NULL);
+    onnx__model_proto__free_unpacked(mp, &budget.alloc);
     if (s != FA_OK) {
         fa_graph_free(g);
         return s;

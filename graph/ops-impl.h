@@ -19,6 +19,20 @@ fa_status fa_node_error(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
 fa_status fa_node_unsupported(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Checked shape arithmetic for the shape rules (core's fa_i64_*): a + b, a - b, a * b into *out, or
+ * FA_ERR_INPUT "node 'NAME' (OP): <what>: A x B overflows int64" (what names the field, as
+ * "kernel_shape[1] x dilations[1]"), *out untouched. Every sum or product of dims and values a
+ * model gives (attributes, constant inputs) goes through these; the shapes a rule starts from are
+ * within FA_MAX_TENSOR_ELEMENTS (fa_graph_prepare checks them), so a rule needs these only where
+ * a model's value can be anything. */
+fa_status fa_dim_add(fa_ctx *ctx, const fa_node *n, const char *what, int64_t a, int64_t b, int64_t *out);
+fa_status fa_dim_sub(fa_ctx *ctx, const fa_node *n, const char *what, int64_t a, int64_t b, int64_t *out);
+fa_status fa_dim_mul(fa_ctx *ctx, const fa_node *n, const char *what, int64_t a, int64_t b, int64_t *out);
+/* A dim computed in floating point (Resize's scales, Range's count): v truncated toward zero into
+ * *out when it is a number in [0, FA_MAX_TENSOR_ELEMENTS], else FA_ERR_INPUT naming `what` (a
+ * double outside int64 converted to int64 is undefined behaviour in C). */
+fa_status fa_dim_from_double(fa_ctx *ctx, const fa_node *n, const char *what, double v, int64_t *out);
+
 /* Require input i to be present with known rank; returns it or sets an error. */
 fa_tensor *fa_req_input(fa_ctx *ctx, fa_graph *g, fa_node *n, int i);
 /* Normalize an axis in [-rank, rank) to [0, rank); returns -1 and sets an error if out of range. */

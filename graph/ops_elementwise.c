@@ -762,7 +762,7 @@ static fa_status legacy_align(fa_ctx *ctx, const fa_node *n, bop op, int ra, con
         memcpy(db_out, db, sizeof(int64_t) * (size_t)rb);
         return FA_OK;
     }
-    if (axis < 0 || axis + rb > ra)
+    if (axis < 0 || axis > ra - rb) /* axis + rb > ra, without overflowing for a huge axis */
         return fa_node_error(ctx, n, "legacy broadcast: input B of rank %d does not fit input A of rank %d at axis %lld",
                              rb, ra, (long long)axis);
     for (int i = 0; i < ra; i++) db_out[i] = 1;

@@ -629,7 +629,7 @@ static void cost_layernorm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     int64_t rows, D;
     norm_rows(g, n, &rows, &D);
     uint64_t per = 6 + (fa_graph_in(g, n, 2) ? 1 : 0);
-    out->flops = per * (uint64_t)(rows * D) + 3 * (uint64_t)rows;
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(per, fa_u64_mul_sat((uint64_t)rows, (uint64_t)D)), fa_u64_mul_sat(3, (uint64_t)rows));
 }
 
 /* RMSNormalization FLOPs = 4 * N + 3 * rows: square (1 mul) and sum (1 add), normalize (1 mul),
@@ -639,7 +639,7 @@ static void cost_rmsnorm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     fa_cost_io(g, n, 0, out);
     int64_t rows, D;
     norm_rows(g, n, &rows, &D);
-    out->flops = 4 * (uint64_t)(rows * D) + 3 * (uint64_t)rows;
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(4, fa_u64_mul_sat((uint64_t)rows, (uint64_t)D)), fa_u64_mul_sat(3, (uint64_t)rows));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -745,7 +745,9 @@ static void cost_groupnorm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     const fa_tensor *x = fa_graph_in(g, n, 0);
     int64_t ne = x ? fa_tensor_numel(x) : -1;
     if (ne < 0 || x->rank < 2) return;
-    out->flops = 7 * (uint64_t)ne + 3 * (uint64_t)(x->dims[0] * fa_node_attr_int(n, "num_groups", 1));
+    int64_t groups = fa_node_attr_int(n, "num_groups", 1);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(7, (uint64_t)ne),
+                                fa_u64_mul_sat(3, fa_u64_mul_sat((uint64_t)x->dims[0], groups > 0 ? (uint64_t)groups : 0)));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -938,7 +940,7 @@ static void cost_rope(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     int64_t rot = fa_node_attr_int(n, "rotary_embedding_dim", 0);
     if (D <= 0) return;
     if (!rot || rot > D) rot = D;
-    out->flops = 3 * (uint64_t)(fa_tensor_numel(x) / D) * (uint64_t)rot;
+    out->flops = fa_u64_mul_sat(3 * (uint64_t)(fa_tensor_numel(x) / D), (uint64_t)rot);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1064,7 +1066,9 @@ static fa_status infer_attention(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (mode < 0 || mode > 3)
         return fa_node_error(ctx, n, "qk_matmul_output_mode %lld is not 0..3", (long long)mode);
     if (ad.three_d) {
-        int64_t y[3] = {ad.B, ad.Sq, ad.Hq * ad.Dv};
+        int64_t hv;
+        if ((st = fa_dim_mul(ctx, n, "q_num_heads x V head size", ad.Hq, ad.Dv, &hv))) return st;
+        int64_t y[3] = {ad.B, ad.Sq, hv};
         fa_set_out(g, n, 0, q->dtype, 3, y);
     } else {
         int64_t y[4] = {ad.B, ad.Hq, ad.Sq, ad.Dv};
@@ -1296,11 +1300,12 @@ static void cost_attention(const fa_graph *g, const fa_node *n, fa_op_cost *out)
         Dv = y->dims[3];
     }
     int64_t St = (q->rank == 3 ? k->dims[1] : k->dims[2]) + (pk && pk->rank == 4 ? pk->dims[2] : 0);
-    uint64_t scores = (uint64_t)(B * Hq * Sq * St);
-    uint64_t per = (uint64_t)(2 * D + 2 * Dv + 5);
+    /* every factor is a dim (within 2^48): the products saturate instead of wrapping */
+    uint64_t scores = fa_u64_mul_sat(fa_u64_mul_sat((uint64_t)B, (uint64_t)Hq), fa_u64_mul_sat((uint64_t)Sq, (uint64_t)St));
+    uint64_t per = 2 * (uint64_t)D + 2 * (uint64_t)Dv + 5;
     if (fa_graph_in(g, n, 3) || fa_node_attr_int(n, "is_causal", 0)) per += 1;
     if (fa_node_attr_float(n, "softcap", 0.0f) > 0.0f) per += 3;
-    out->flops = scores * per + (uint64_t)fa_tensor_numel(q);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(scores, per), (uint64_t)fa_tensor_numel(q));
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -1416,6 +1421,8 @@ static fa_status infer_lstm(fa_ctx *ctx, fa_graph *g, fa_node *n)
         return fa_node_error(ctx, n, "X, W, R must be 3-D (ranks %d, %d, %d)", x->rank, w->rank, r->rank);
     int64_t S = layout ? x->dims[1] : x->dims[0], Bt = layout ? x->dims[0] : x->dims[1], I = x->dims[2];
     int64_t H = fa_node_attr_int(n, "hidden_size", r->dims[2]);
+    if (H != r->dims[2]) /* R is [dirs, 4H, H]: H is within a tensor's span from here on */
+        return fa_node_error(ctx, n, "hidden_size %lld differs from R's last dim %lld", (long long)H, (long long)r->dims[2]);
     if (w->dims[0] != dirs || w->dims[1] != 4 * H || w->dims[2] != I)
         return fa_node_error(ctx, n, "W must be [%d, %lld, %lld]", dirs, (long long)(4 * H), (long long)I);
     if (r->dims[0] != dirs || r->dims[1] != 4 * H || r->dims[2] != H)
@@ -1423,9 +1430,13 @@ static fa_status infer_lstm(fa_ctx *ctx, fa_graph *g, fa_node *n)
     lstm_fn fns[6];
     fa_status st = lstm_parse_acts(ctx, n, dirs, fns);
     if (st) return st;
+    int64_t bth;
+    if ((st = fa_dim_mul(ctx, n, "batch x hidden_size", Bt, H, &bth)) ||
+        (st = fa_dim_mul(ctx, n, "directions x batch x hidden_size", bth, dirs, &bth)))
+        return st;
     struct { int idx; int64_t want; const char *name; } chk[] = {
-        {3, (int64_t)dirs * 8 * H, "B"}, {5, (int64_t)dirs * Bt * H, "initial_h"},
-        {6, (int64_t)dirs * Bt * H, "initial_c"}, {7, (int64_t)dirs * 3 * H, "P"}, {4, Bt, "sequence_lens"}};
+        {3, (int64_t)dirs * 8 * H, "B"}, {5, bth, "initial_h"},
+        {6, bth, "initial_c"}, {7, (int64_t)dirs * 3 * H, "P"}, {4, Bt, "sequence_lens"}};
     for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++) {
         bool err;
         fa_tensor *t = opt_input(ctx, g, n, chk[i].idx, &err);
@@ -1610,8 +1621,8 @@ static void cost_lstm(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     int64_t layout = node_opset(n, 14) >= 14 ? fa_node_attr_int(n, "layout", 0) : 0;
     uint64_t S = (uint64_t)(layout ? x->dims[1] : x->dims[0]), Bt = (uint64_t)(layout ? x->dims[0] : x->dims[1]);
     uint64_t I = (uint64_t)x->dims[2], H = (uint64_t)r->dims[2];
-    uint64_t per = 8 * H * (I + H) + 8 * H + 12 * H + (fa_graph_in(g, n, 7) ? 6 * H : 0);
-    out->flops = (uint64_t)dirs * S * Bt * per;
+    uint64_t per = fa_u64_add_sat(fa_u64_mul_sat(8 * H, I + H), 8 * H + 12 * H + (fa_graph_in(g, n, 7) ? 6 * H : 0));
+    out->flops = fa_u64_mul_sat(fa_u64_mul_sat((uint64_t)dirs * S, Bt), per);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -121,9 +121,29 @@ static fa_status geom_attrs(fa_ctx *ctx, const fa_node *n, win_geom *g)
             g->pe[i] = v[i + g->sr];
         }
     }
-    for (int i = 0; i < g->sr; i++)
+    int64_t taps = 1;
+    for (int i = 0; i < g->sr; i++) {
         if (g->k[i] < 1) return fa_node_error(ctx, n, "kernel extent %d is %lld, must be >= 1", i, (long long)g->k[i]);
+        /* every value a window is made of is within what a tensor may span (graph.h), so the
+         * geometry below needs checked arithmetic only where two of them multiply */
+        static const char *const field[] = {"kernel extent", "strides", "dilations", "pads (begin)", "pads (end)"};
+        const int64_t v[] = {g->k[i], g->s[i], g->d[i], g->pb[i], g->pe[i]};
+        for (int f = 0; f < 5; f++)
+            if (v[f] > FA_MAX_TENSOR_ELEMENTS)
+                return fa_node_error(ctx, n, "%s[%d] = %lld is over the 2^48 a tensor may span", field[f], i, (long long)v[f]);
+        if (!fa_i64_mul(taps, g->k[i], &taps) || taps > FA_MAX_TENSOR_ELEMENTS)
+            return fa_node_error(ctx, n, "the kernel's extents multiply to more than 2^48 taps");
+    }
     return FA_OK;
+}
+
+/* The dilated kernel extent (k - 1) * d + 1 of spatial axis i, checked. */
+static fa_status dilated_extent(fa_ctx *ctx, const fa_node *n, const win_geom *g, int i, int64_t *ek)
+{
+    char what[64];
+    snprintf(what, sizeof what, "(kernel extent[%d] - 1) x dilations[%d]", i, i);
+    fa_status st = fa_dim_mul(ctx, n, what, g->k[i] - 1, g->d[i], ek);
+    return st ? st : fa_dim_add(ctx, n, what, *ek, 1, ek);
 }
 
 /* Output extent of a forward window op (Conv, pools). ONNX Conv/MaxPool/AveragePool spec:
@@ -143,11 +163,14 @@ static fa_status geom_forward(fa_ctx *ctx, const fa_node *n, bool ceil_mode, win
     if (!same_u && !same_l && !valid && strcmp(ap, "NOTSET") != 0 && *ap)
         return fa_node_error(ctx, n, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
     for (int i = 0; i < g->sr; i++) {
-        int64_t ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
+        int64_t ek, in = g->in[i];
+        if ((st = dilated_extent(ctx, n, g, i, &ek))) return st;
         if (in < 0) { g->out[i] = -1; continue; }
+        /* in, strides and pads are at most 2^48 (geom_attrs), ek any int64: */
         if (same_u || same_l) {
             g->out[i] = ceildiv(in, g->s[i]);
-            int64_t tot = (g->out[i] - 1) * g->s[i] + ek - in;
+            int64_t tot = (g->out[i] - 1) * g->s[i] - in; /* out = ceil(in / s): (out - 1) s < in */
+            if ((st = fa_dim_add(ctx, n, "auto_pad total padding", tot, ek, &tot))) return st;
             if (tot < 0) tot = 0;
             g->pb[i] = same_u ? tot / 2 : tot - tot / 2;
             g->pe[i] = tot - g->pb[i];
@@ -155,11 +178,11 @@ static fa_status geom_forward(fa_ctx *ctx, const fa_node *n, bool ceil_mode, win
             g->pb[i] = g->pe[i] = 0;
             g->out[i] = in >= ek ? (in - ek) / g->s[i] + 1 : 0;
         } else {
-            int64_t span = in + g->pb[i] + g->pe[i] - ek;
+            int64_t span = in + g->pb[i] + g->pe[i] - ek; /* <= 3 x 2^48 minus a positive int64 */
             if (span < 0) g->out[i] = 0;
             else if (ceil_mode) {
                 g->out[i] = ceildiv(span, g->s[i]) + 1;
-                if ((g->out[i] - 1) * g->s[i] >= in + g->pb[i]) g->out[i]--;
+                if ((g->out[i] - 1) * g->s[i] >= in + g->pb[i]) g->out[i]--; /* <= span + s */
             } else g->out[i] = span / g->s[i] + 1;
         }
         if (g->out[i] < 1)
@@ -220,7 +243,8 @@ static fa_status conv_geom(fa_ctx *ctx, const fa_node *n, int xr, const int64_t 
     int64_t C = xd[1], M = wd[0];
     if (M >= 0 && M % group) return fa_node_error(ctx, n, "group %lld does not divide the %lld output channels", (long long)group, (long long)M);
     if (C >= 0 && C % group) return fa_node_error(ctx, n, "group %lld does not divide the %lld input channels", (long long)group, (long long)C);
-    if (C >= 0 && wd[1] >= 0 && wd[1] * group != C)
+    int64_t wc;
+    if (C >= 0 && wd[1] >= 0 && (!fa_i64_mul(wd[1], group, &wc) || wc != C))
         return fa_node_error(ctx, n, "channel mismatch: X has %lld channels, W expects %lld x group %lld",
                              (long long)C, (long long)wd[1], (long long)group);
     g->sr = xr - 2;
@@ -265,7 +289,7 @@ static void conv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     if (!x || !w || !y || fa_tensor_numel(y) < 0 || fa_tensor_numel(w) < 0) return;
     uint64_t ny = (uint64_t)fa_tensor_numel(y);
     uint64_t per = (uint64_t)(w->rank >= 2 ? fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1) : 0);
-    out->flops = 2 * ny * per + (fa_graph_in(g, n, 2) ? ny : 0);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2 * ny, per), fa_graph_in(g, n, 2) ? ny : 0);
 }
 
 /* Direct convolution over a 3-D-padded geometry g: Y[N, M, out] = sum over the group's input
@@ -390,7 +414,11 @@ static fa_status convt_geom(fa_ctx *ctx, const fa_node *n, int xr, const int64_t
     if (C >= 0 && wd[0] >= 0 && wd[0] != C)
         return fa_node_error(ctx, n, "channel mismatch: X has %lld channels, W (layout [C_in, C_out/group, k...]) has %lld",
                              (long long)C, (long long)wd[0]);
-    *M_out = wd[1] >= 0 ? wd[1] * group : -1;
+    *M_out = -1;
+    if (wd[1] >= 0) {
+        fa_status e = fa_dim_mul(ctx, n, "W's output channels per group x group", wd[1], group, M_out);
+        if (e) return e;
+    }
     g->sr = xr - 2;
     const int64_t *ks, *op, *os;
     int kc = fa_node_attr_ints(n, "kernel_shape", &ks);
@@ -412,12 +440,23 @@ static fa_status convt_geom(fa_ctx *ctx, const fa_node *n, int xr, const int64_t
     if (!same_u && !same_l && !valid && strcmp(ap, "NOTSET") != 0 && *ap)
         return fa_node_error(ctx, n, "auto_pad '%s' is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID", ap);
     for (int i = 0; i < g->sr; i++) {
-        int64_t opad = opc > 0 ? op[i] : 0, ek = (g->k[i] - 1) * g->d[i] + 1, in = g->in[i];
+        int64_t opad = opc > 0 ? op[i] : 0, ek, in = g->in[i];
+        if ((st = dilated_extent(ctx, n, g, i, &ek))) return st;
         if (opad < 0) return fa_node_error(ctx, n, "output_padding[%d] is negative", i);
+        if (opad > FA_MAX_TENSOR_ELEMENTS) return fa_node_error(ctx, n, "output_padding[%d] = %lld is over the 2^48 a tensor may span", i, (long long)opad);
         if (in < 0) { g->out[i] = -1; continue; }
-        int64_t full = g->s[i] * (in - 1) + opad + ek;
+        /* full = strides x (in - 1) + output_padding + ek, each step checked */
+        int64_t full;
+        char what[64];
+        snprintf(what, sizeof what, "strides[%d] x (input extent - 1) + output_padding + kernel", i);
+        if ((st = fa_dim_mul(ctx, n, what, g->s[i], in - 1, &full)) ||
+            (st = fa_dim_add(ctx, n, what, full, opad, &full)) || (st = fa_dim_add(ctx, n, what, full, ek, &full)))
+            return st;
         if (osc > 0 || same_u || same_l) {
-            int64_t target = osc > 0 ? os[i + (osc - g->sr)] : in * g->s[i];
+            int64_t target = osc > 0 ? os[i + (osc - g->sr)] : 0;
+            if (osc <= 0 && (st = fa_dim_mul(ctx, n, "input extent x strides", in, g->s[i], &target))) return st;
+            if (target < 0 || target > FA_MAX_TENSOR_ELEMENTS)
+                return fa_node_error(ctx, n, "output_shape[%d] = %lld is outside [0, 2^48]", i, (long long)target);
             int64_t tot = full - target;
             if (tot < 0) tot = 0; /* ONNX reference clamps negative total padding the same way */
             g->pb[i] = same_u ? tot / 2 : tot - tot / 2;
@@ -459,7 +498,8 @@ static void convt_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     const fa_tensor *x = fa_graph_in(g, n, 0), *w = fa_graph_in(g, n, 1), *y = fa_graph_out(g, n, 0);
     if (!x || !w || !y || fa_tensor_numel(x) < 0 || fa_tensor_numel(w) < 0 || fa_tensor_numel(y) < 0) return;
     uint64_t per = (uint64_t)(fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1)); /* (C_out/group)*prod(k) */
-    out->flops = 2 * (uint64_t)fa_tensor_numel(x) * per + (fa_graph_in(g, n, 2) ? (uint64_t)fa_tensor_numel(y) : 0);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2 * (uint64_t)fa_tensor_numel(x), per),
+                                fa_graph_in(g, n, 2) ? (uint64_t)fa_tensor_numel(y) : 0);
 }
 
 /* Reference ConvTranspose: gather form (each output plane (n, m) pulls from the input pixels
@@ -591,7 +631,7 @@ static void matmul_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     fa_cost_io(g, n, 0, out);
     const fa_tensor *a = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
     if (!a || !y || a->rank < 1 || fa_tensor_numel(y) < 0 || a->dims[a->rank - 1] < 0) return;
-    out->flops = 2 * (uint64_t)fa_tensor_numel(y) * (uint64_t)a->dims[a->rank - 1];
+    out->flops = fa_u64_mul_sat(2 * (uint64_t)fa_tensor_numel(y), (uint64_t)a->dims[a->rank - 1]);
 }
 
 enum { GEMM_IB = 16, GEMM_JB = 256, GEMM_KB = 32 }; /* task tile rows x columns; float partial sums over KB products
@@ -907,8 +947,8 @@ static void einsum_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     if (es_plan_make(tmp, n, n->n_inputs, ranks, dims, &p) == FA_OK) {
         uint64_t pts = 1;
         for (int l = 0; l < ES_MAXLAB; l++)
-            if (p.size[l] > 0) pts *= (uint64_t)p.size[l];
-        out->flops = pts * (uint64_t)n->n_inputs;
+            if (p.size[l] > 0) pts = fa_u64_mul_sat(pts, (uint64_t)p.size[l]);
+        out->flops = fa_u64_mul_sat(pts, (uint64_t)n->n_inputs);
     }
     fa_ctx_free(tmp);
 }
@@ -1041,8 +1081,8 @@ static void gemm_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     int64_t K = fa_node_attr_int(n, "transA", 0) ? a->dims[0] : a->dims[1];
     if (K < 0) return;
     uint64_t mn = (uint64_t)fa_tensor_numel(y);
-    out->flops = 2 * mn * (uint64_t)K + (fa_node_attr_float(n, "alpha", 1.0f) != 1.0f ? mn : 0) +
-                 (fa_graph_in(g, n, 2) ? 2 * mn : 0);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2 * mn, (uint64_t)K),
+                                (fa_node_attr_float(n, "alpha", 1.0f) != 1.0f ? mn : 0) + (fa_graph_in(g, n, 2) ? 2 * mn : 0));
 }
 
 static fa_status gemm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
@@ -1140,9 +1180,11 @@ static void pool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     const int64_t *ks;
     int kc = fa_node_attr_ints(n, "kernel_shape", &ks);
     if (!y || fa_tensor_numel(y) < 0) return;
-    uint64_t taps = (uint64_t)prod64(ks, kc) + (strcmp(n->op_type, "AveragePool") == 0 ? 1 : 0);
+    uint64_t taps = 1; /* the kernel's extents (each within 2^48, their product checked by infer) */
+    for (int i = 0; i < kc; i++) taps = fa_u64_mul_sat(taps, ks[i] > 0 ? (uint64_t)ks[i] : 0);
+    taps += strcmp(n->op_type, "AveragePool") == 0 ? 1 : 0;
     if (strcmp(n->op_type, "LpPool") == 0) taps = 2 * taps + 1; /* |x|^p and add per tap, one root */
-    out->flops = (uint64_t)fa_tensor_numel(y) * taps;
+    out->flops = fa_u64_mul_sat((uint64_t)fa_tensor_numel(y), taps);
 }
 
 /* Reference MaxPool / AveragePool / LpPool over one (n, c) plane per task.
@@ -1294,7 +1336,9 @@ static fa_status lrn_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
     fa_tensor *x = fa_req_input(ctx, g, n, 0);
     if (!x) return fa_ctx_status(ctx);
     if (x->rank < 3) return fa_node_error(ctx, n, "input X must have rank >= 3, has rank %d", x->rank);
-    if (fa_node_attr_int(n, "size", 0) < 1) return fa_node_error(ctx, n, "attribute size must be given and >= 1");
+    int64_t size = fa_node_attr_int(n, "size", 0);
+    if (size < 1) return fa_node_error(ctx, n, "attribute size must be given and >= 1");
+    if (size > FA_MAX_TENSOR_ELEMENTS) return fa_node_error(ctx, n, "attribute size %lld is over the 2^48 a window may span", (long long)size);
     fa_set_out(g, n, 0, x->dtype, x->rank, x->dims);
     return FA_OK;
 }
@@ -1306,7 +1350,8 @@ static void lrn_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     fa_cost_io(g, n, 0, out);
     const fa_tensor *x = fa_graph_in(g, n, 0);
     if (!x || fa_tensor_numel(x) < 0) return;
-    out->flops = (uint64_t)fa_tensor_numel(x) * (uint64_t)(2 * fa_node_attr_int(n, "size", 1) + 4);
+    int64_t size = fa_node_attr_int(n, "size", 1); /* within 2^48 (lrn_infer) */
+    out->flops = fa_u64_mul_sat((uint64_t)fa_tensor_numel(x), 2 * (uint64_t)(size > 0 ? size : 0) + 4);
 }
 
 /* y = x / (bias + alpha/size * sum_{c' in [c - floor((size-1)/2), c + ceil((size-1)/2)]} x[c']^2)^beta
@@ -1658,7 +1703,10 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
             for (int i = 0; i < nax; i++) {
                 p->scale[ax[i]] = common;
                 p->outf[ax[i]] = common * (double)in[ax[i]];
-                p->out[ax[i]] = (int64_t)floor(common * (double)in[ax[i]] + 0.5);
+                char what[48];
+                snprintf(what, sizeof what, "output dim %d (sizes, keep_aspect_ratio_policy)", ax[i]);
+                fa_status st = fa_dim_from_double(ctx, n, what, floor(common * (double)in[ax[i]] + 0.5), &p->out[ax[i]]);
+                if (st) return st;
             }
     } else if (nscales > 0) {
         if (nscales != nax) return fa_node_error(ctx, n, "scales has %d values, expected %d", nscales, nax);
@@ -1668,7 +1716,13 @@ static fa_status rz_shape(fa_ctx *ctx, const fa_node *n, int rank, const int64_t
             double span = p->ctm == CT_TF_CROP ? p->roi_e[ax[i]] - p->roi_s[ax[i]] : 1.0;
             p->scale[ax[i]] = fscales[i];
             p->outf[ax[i]] = (double)fscales[i] * (double)in[ax[i]];
-            p->out[ax[i]] = in[ax[i]] < 0 ? -1 : (int64_t)floor((double)fscales[i] * (double)in[ax[i]] * span);
+            p->out[ax[i]] = -1;
+            char what[48];
+            snprintf(what, sizeof what, "output dim %d (scales[%d] x input dim)", ax[i], i);
+            fa_status st = in[ax[i]] < 0 ? FA_OK
+                                         : fa_dim_from_double(ctx, n, what, floor((double)fscales[i] * (double)in[ax[i]] * span),
+                                                              &p->out[ax[i]]);
+            if (st) return st;
         }
     } else return fa_node_error(ctx, n, "neither scales nor sizes is given");
     return FA_OK;
@@ -1737,7 +1791,7 @@ static void rz_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     uint64_t taps = 1, per = strcmp(m, "cubic") == 0 ? 4 : 2;
     for (int i = 0; i < x->rank && i < y->rank; i++)
         if (x->dims[i] != y->dims[i]) taps *= per;
-    out->flops = (uint64_t)fa_tensor_numel(y) * 2 * taps;
+    out->flops = fa_u64_mul_sat(2 * (uint64_t)fa_tensor_numel(y), taps);
 }
 
 /* x_original for output coordinate xo along one axis (ONNX Resize coordinate_transformation_mode).
@@ -2115,7 +2169,7 @@ static void gs_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     int per = !strcmp(m, "nearest") ? 1 : (!strcmp(m, "cubic") || !strcmp(m, "bicubic")) ? 4 : 2;
     uint64_t taps = 1;
     for (int i = 2; i < x->rank; i++) taps *= (uint64_t)per;
-    out->flops = (uint64_t)fa_tensor_numel(y) * 2 * taps + 10 * (uint64_t)fa_tensor_numel(gr);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2 * (uint64_t)fa_tensor_numel(y), taps), 10 * (uint64_t)fa_tensor_numel(gr));
 }
 
 /* ============================ QuantizeLinear / DequantizeLinear ============================ */
@@ -2333,7 +2387,8 @@ static void iconv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     const fa_tensor *w = fa_graph_in(g, n, ql ? 3 : 1), *y = fa_graph_out(g, n, 0);
     if (!w || !y || fa_tensor_numel(y) < 0 || fa_tensor_numel(w) < 0 || w->rank < 1) return;
     uint64_t ny = (uint64_t)fa_tensor_numel(y);
-    out->flops = 2 * ny * (uint64_t)(fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1)) + (ql ? 3 * ny : 0);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2 * ny, (uint64_t)(fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1))),
+                                ql ? 3 * ny : 0);
 }
 
 /* Requantize one int32 accumulator (onnx reference QLinearConv/QLinearMatMul: acc * (sa*sb/sy)
@@ -2420,7 +2475,7 @@ static void imm_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     const fa_tensor *a = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
     if (!a || !y || a->rank < 1 || fa_tensor_numel(y) < 0 || a->dims[a->rank - 1] < 0) return;
     uint64_t ny = (uint64_t)fa_tensor_numel(y);
-    out->flops = 2 * ny * (uint64_t)a->dims[a->rank - 1] + (ql ? 3 * ny : 0);
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2 * ny, (uint64_t)a->dims[a->rank - 1]), ql ? 3 * ny : 0);
 }
 
 static fa_status imm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,

@@ -610,7 +610,7 @@ static void cost_topk(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     if (ax < 0 || ax >= x->rank) return;
     uint64_t lg = 1;
     while (((int64_t)1 << lg) < x->dims[ax]) lg++;
-    out->flops = (uint64_t)fa_tensor_numel(x) * lg;
+    out->flops = fa_u64_mul_sat((uint64_t)fa_tensor_numel(x), lg);
 }
 
 /* ---- CumSum, CumProd ---- */
@@ -683,8 +683,8 @@ static void cost_reduce(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     const fa_tensor *x = fa_graph_in(g, n, 0), *y = fa_graph_out(g, n, 0);
     int64_t ne = x ? fa_tensor_numel(x) : 0, no = y ? fa_tensor_numel(y) : 0;
     if (!d || ne < 0 || no < 0) return;
-    out->flops = (uint64_t)ne * d->flops;
-    if (d->op == R_MEAN || d->op == R_L2 || d->op == R_LOGSUMEXP) out->flops += (uint64_t)no;
+    out->flops = fa_u64_mul_sat((uint64_t)ne, d->flops);
+    if (d->op == R_MEAN || d->op == R_L2 || d->op == R_LOGSUMEXP) out->flops = fa_u64_add_sat(out->flops, (uint64_t)no);
 }
 
 #define REDUCE(NAME, KIND, ATTRS, DOC) \

@@ -222,7 +222,7 @@ static void cost_write_only(const fa_graph *g, const fa_node *n, fa_op_cost *out
     memset(out, 0, sizeof *out);
     for (int i = 0; i < n->n_outputs; i++) {
         const fa_tensor *t = fa_graph_out(g, n, i);
-        if (t) out->bytes_written += fa_tensor_bytes(t);
+        if (t) out->bytes_written = fa_u64_add_sat(out->bytes_written, fa_tensor_bytes(t));
     }
 }
 
@@ -234,7 +234,7 @@ static void cost_read_copied(const fa_graph *g, const fa_node *n, fa_op_cost *ou
     out->bytes_read = out->bytes_written;
     for (int i = 1; i < n->n_inputs; i++) {
         const fa_tensor *t = fa_graph_in(g, n, i);
-        if (t) out->bytes_read += fa_tensor_bytes(t);
+        if (t) out->bytes_read = fa_u64_add_sat(out->bytes_read, fa_tensor_bytes(t));
     }
 }
 
@@ -474,7 +474,8 @@ static fa_status infer_concat(fa_ctx *ctx, fa_graph *g, fa_node *n)
             if (d != axis && x->dims[d] != x0->dims[d])
                 return fa_node_error(ctx, n, "input %d '%s' dim %d is %lld, input 0 has %lld", i,
                                      x->name, d, (long long)x->dims[d], (long long)x0->dims[d]);
-        od[axis] += x->dims[axis];
+        fa_status e = fa_dim_add(ctx, n, "output dim along axis", od[axis], x->dims[axis], &od[axis]);
+        if (e) return e;
     }
     fa_set_out(g, n, 0, x0->dtype, x0->rank, od);
     return FA_OK;
@@ -521,7 +522,10 @@ static fa_status split_sizes(fa_ctx *ctx, const src *s, const fa_node *n, int64_
         for (int i = 0; i < cnt; i++) {
             if (sp[i] < 0) return fa_node_error(ctx, n, "split entry %d is negative (%lld)", i, (long long)sp[i]);
             sizes[i] = sp[i];
-            sum += sp[i];
+            char what[48];
+            snprintf(what, sizeof what, "sum of split[0..%d]", i);
+            fa_status e = fa_dim_add(ctx, n, what, sum, sp[i], &sum);
+            if (e) return e;
         }
         if (sum != dim) return fa_node_error(ctx, n, "split sums to %lld, axis dim is %lld", (long long)sum, (long long)dim);
         return FA_OK;
@@ -1663,8 +1667,14 @@ static fa_status infer_d2s(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (b <= 0) return fa_node_error(ctx, n, "blocksize must be positive");
     const char *mode = fa_node_attr_string(n, "mode", "DCR");
     if (strcmp(mode, "DCR") && strcmp(mode, "CRD")) return fa_node_error(ctx, n, "unknown mode '%s'", mode);
-    if (x->dims[1] % (b * b)) return fa_node_error(ctx, n, "channels %lld not divisible by blocksize^2 %lld", (long long)x->dims[1], (long long)(b * b));
-    int64_t od[4] = {x->dims[0], x->dims[1] / (b * b), x->dims[2] * b, x->dims[3] * b};
+    int64_t bb, oh, ow;
+    fa_status st;
+    if ((st = fa_dim_mul(ctx, n, "blocksize x blocksize", b, b, &bb)) ||
+        (st = fa_dim_mul(ctx, n, "height x blocksize", x->dims[2], b, &oh)) ||
+        (st = fa_dim_mul(ctx, n, "width x blocksize", x->dims[3], b, &ow)))
+        return st;
+    if (x->dims[1] % bb) return fa_node_error(ctx, n, "channels %lld not divisible by blocksize^2 %lld", (long long)x->dims[1], (long long)bb);
+    int64_t od[4] = {x->dims[0], x->dims[1] / bb, oh, ow};
     fa_set_out(g, n, 0, x->dtype, 4, od);
     return FA_OK;
 }
@@ -1693,7 +1703,12 @@ static fa_status infer_s2d(fa_ctx *ctx, fa_graph *g, fa_node *n)
     if (x->rank != 4) return fa_node_error(ctx, n, "input must be NCHW (rank 4), has rank %d", x->rank);
     if (b <= 0) return fa_node_error(ctx, n, "blocksize must be positive");
     if (x->dims[2] % b || x->dims[3] % b) return fa_node_error(ctx, n, "spatial dims not divisible by blocksize %lld", (long long)b);
-    int64_t od[4] = {x->dims[0], x->dims[1] * b * b, x->dims[2] / b, x->dims[3] / b};
+    int64_t cb, oc;
+    fa_status st;
+    if ((st = fa_dim_mul(ctx, n, "channels x blocksize", x->dims[1], b, &cb)) ||
+        (st = fa_dim_mul(ctx, n, "channels x blocksize^2", cb, b, &oc)))
+        return st;
+    int64_t od[4] = {x->dims[0], oc, x->dims[2] / b, x->dims[3] / b};
     fa_set_out(g, n, 0, x->dtype, 4, od);
     return FA_OK;
 }

@@ -254,6 +254,15 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
     if (st) return st;
     st = fa_graph_index(ctx, g);
     if (st) return st;
+    /* every shape a node's rule starts from is within the limits (graph/graph.h): inputs as bound,
+     * initializers and constants */
+    for (int i = 0; i < g->n_tensors; i++) {
+        const fa_tensor *t = g->tensors[i];
+        if (!(t->flags & (FA_TENSOR_GRAPH_INPUT | FA_TENSOR_CONST))) continue;
+        char what[600];
+        snprintf(what, sizeof what, "%s '%s'", t->flags & FA_TENSOR_GRAPH_INPUT ? "graph input" : "initializer", t->name);
+        if ((st = fa_tensor_check_size(ctx, t, what))) return st;
+    }
     uint64_t max_bytes = opt->max_const_bytes ? opt->max_const_bytes : ((uint64_t)1 << 30);
     for (int k = 0; k < g->n_topo; k++) {
         fa_node *n = g->nodes[g->topo[k]];
@@ -278,8 +287,9 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
             for (int d = 0; d < t->rank; d++)
                 if (t->dims[d] < 0)
                     return fa_node_error(ctx, n, "output '%s' dim %d could not be inferred", t->name, d);
-            if (t->rank >= 0 && fa_tensor_numel(t) < 0)
-                return fa_node_error(ctx, n, "output '%s' element count overflows", t->name);
+            char what[600];
+            snprintf(what, sizeof what, "node '%s' (%s): output '%s'", n->name, n->op_type, t->name);
+            if ((st = fa_tensor_check_size(ctx, t, what))) return st; /* before anything is allocated */
         }
         if (!opt->no_fold && can_fold(g, n, max_bytes)) {
             st = fold_node(ctx, g, n);

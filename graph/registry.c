@@ -46,6 +46,33 @@ static fa_status vnode_error(fa_ctx *ctx, fa_status s, const fa_node *n, const c
     return fa_ctx_error(ctx, s, "node '%s' (%s): %s", n->name, n->op_type, msg);
 }
 
+fa_status fa_dim_add(fa_ctx *ctx, const fa_node *n, const char *what, int64_t a, int64_t b, int64_t *out)
+{
+    if (fa_i64_add(a, b, out)) return FA_OK;
+    return fa_node_error(ctx, n, "%s: %lld + %lld overflows int64", what, (long long)a, (long long)b);
+}
+
+fa_status fa_dim_sub(fa_ctx *ctx, const fa_node *n, const char *what, int64_t a, int64_t b, int64_t *out)
+{
+    if (fa_i64_sub(a, b, out)) return FA_OK;
+    return fa_node_error(ctx, n, "%s: %lld - %lld overflows int64", what, (long long)a, (long long)b);
+}
+
+fa_status fa_dim_mul(fa_ctx *ctx, const fa_node *n, const char *what, int64_t a, int64_t b, int64_t *out)
+{
+    if (fa_i64_mul(a, b, out)) return FA_OK;
+    return fa_node_error(ctx, n, "%s: %lld x %lld overflows int64", what, (long long)a, (long long)b);
+}
+
+fa_status fa_dim_from_double(fa_ctx *ctx, const fa_node *n, const char *what, double v, int64_t *out)
+{
+    if (!(v >= 0)) return fa_node_error(ctx, n, "%s = %g is negative or not a number", what, v);
+    if (!(v <= (double)FA_MAX_TENSOR_ELEMENTS))
+        return fa_node_error(ctx, n, "%s = %g is over the 2^48 a tensor may span", what, v);
+    *out = (int64_t)v;
+    return FA_OK;
+}
+
 fa_status fa_node_error(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
 {
     va_list ap;
@@ -174,15 +201,15 @@ void fa_cost_io(const fa_graph *g, const fa_node *n, uint64_t flops_per_elem, fa
     memset(out, 0, sizeof *out);
     for (int i = 0; i < n->n_inputs; i++) {
         const fa_tensor *t = fa_graph_in(g, n, i);
-        if (t) out->bytes_read += fa_tensor_bytes(t);
+        if (t) out->bytes_read = fa_u64_add_sat(out->bytes_read, fa_tensor_bytes(t));
     }
     for (int i = 0; i < n->n_outputs; i++) {
         const fa_tensor *t = fa_graph_out(g, n, i);
-        if (t) out->bytes_written += fa_tensor_bytes(t);
+        if (t) out->bytes_written = fa_u64_add_sat(out->bytes_written, fa_tensor_bytes(t));
     }
     const fa_tensor *o = fa_graph_out(g, n, 0);
     int64_t ne = o ? fa_tensor_numel(o) : 0;
-    if (ne > 0) out->flops = flops_per_elem * (uint64_t)ne;
+    if (ne > 0) out->flops = fa_u64_mul_sat(flops_per_elem, (uint64_t)ne);
 }
 
 void fa_bcast_strides(int rin, const int64_t *din, int rout, const int64_t *dout, int64_t *strides)

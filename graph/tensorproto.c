@@ -18,7 +18,9 @@
  * The schema below mirrors onnx-subset.proto: which fields are sub-messages (walked
  * recursively) and which wire types protobuf-c accepts for each known field. */
 
-enum { F_VARINT, F_I32, F_I64, F_BYTES, F_MSG, F_PVARINT, F_PI32, F_PI64 };
+/* F_RBYTES, F_RMSG: repeated strings / messages (one array slot per element when unpacked); the
+ * packed kinds are repeated too */
+enum { F_VARINT, F_I32, F_I64, F_BYTES, F_MSG, F_PVARINT, F_PI32, F_PI64, F_RBYTES, F_RMSG };
 enum { M_NONE, M_MODEL, M_OPSET, M_SSE, M_GRAPH, M_NODE, M_ATTR, M_VI, M_TYPE, M_TT, M_TSEQ,
        M_SHAPE, M_DIM, M_TENSOR, M_SEG, M_COUNT };
 
@@ -33,29 +35,30 @@ typedef struct pb_mdesc {
     const char *name;
     const pb_fdesc *f;
     int n;
+    size_t size; /* sizeof the protobuf-c struct it unpacks into */
 } pb_mdesc;
 
 static const pb_fdesc f_model[] = {
     {1, F_VARINT, 0, "ir_version"}, {2, F_BYTES, 0, "producer_name"},
     {3, F_BYTES, 0, "producer_version"}, {4, F_BYTES, 0, "domain"},
     {5, F_VARINT, 0, "model_version"}, {6, F_BYTES, 0, "doc_string"},
-    {7, F_MSG, M_GRAPH, "graph"}, {8, F_MSG, M_OPSET, "opset_import"},
-    {14, F_MSG, M_SSE, "metadata_props"}};
+    {7, F_MSG, M_GRAPH, "graph"}, {8, F_RMSG, M_OPSET, "opset_import"},
+    {14, F_RMSG, M_SSE, "metadata_props"}};
 static const pb_fdesc f_opset[] = {{1, F_BYTES, 0, "domain"}, {2, F_VARINT, 0, "version"}};
 static const pb_fdesc f_sse[] = {{1, F_BYTES, 0, "key"}, {2, F_BYTES, 0, "value"}};
 static const pb_fdesc f_graph[] = {
-    {1, F_MSG, M_NODE, "node"}, {2, F_BYTES, 0, "name"}, {5, F_MSG, M_TENSOR, "initializer"},
-    {10, F_BYTES, 0, "doc_string"}, {11, F_MSG, M_VI, "input"}, {12, F_MSG, M_VI, "output"},
-    {13, F_MSG, M_VI, "value_info"}};
+    {1, F_RMSG, M_NODE, "node"}, {2, F_BYTES, 0, "name"}, {5, F_RMSG, M_TENSOR, "initializer"},
+    {10, F_BYTES, 0, "doc_string"}, {11, F_RMSG, M_VI, "input"}, {12, F_RMSG, M_VI, "output"},
+    {13, F_RMSG, M_VI, "value_info"}};
 static const pb_fdesc f_node[] = {
-    {1, F_BYTES, 0, "input"}, {2, F_BYTES, 0, "output"}, {3, F_BYTES, 0, "name"},
-    {4, F_BYTES, 0, "op_type"}, {5, F_MSG, M_ATTR, "attribute"}, {6, F_BYTES, 0, "doc_string"},
+    {1, F_RBYTES, 0, "input"}, {2, F_RBYTES, 0, "output"}, {3, F_BYTES, 0, "name"},
+    {4, F_BYTES, 0, "op_type"}, {5, F_RMSG, M_ATTR, "attribute"}, {6, F_BYTES, 0, "doc_string"},
     {7, F_BYTES, 0, "domain"}, {8, F_BYTES, 0, "overload"}};
 static const pb_fdesc f_attr[] = {
     {1, F_BYTES, 0, "name"}, {2, F_I32, 0, "f"}, {3, F_VARINT, 0, "i"}, {4, F_BYTES, 0, "s"},
     {5, F_MSG, M_TENSOR, "t"}, {6, F_MSG, M_GRAPH, "g"}, {7, F_PI32, 0, "floats"},
-    {8, F_PVARINT, 0, "ints"}, {9, F_BYTES, 0, "strings"}, {10, F_MSG, M_TENSOR, "tensors"},
-    {11, F_MSG, M_GRAPH, "graphs"}, {13, F_BYTES, 0, "doc_string"}, {20, F_VARINT, 0, "type"},
+    {8, F_PVARINT, 0, "ints"}, {9, F_RBYTES, 0, "strings"}, {10, F_RMSG, M_TENSOR, "tensors"},
+    {11, F_RMSG, M_GRAPH, "graphs"}, {13, F_BYTES, 0, "doc_string"}, {20, F_VARINT, 0, "type"},
     {21, F_BYTES, 0, "ref_attr_name"}};
 static const pb_fdesc f_vi[] = {
     {1, F_BYTES, 0, "name"}, {2, F_MSG, M_TYPE, "type"}, {3, F_BYTES, 0, "doc_string"}};
@@ -64,41 +67,92 @@ static const pb_fdesc f_type[] = {
     {6, F_BYTES, 0, "denotation"}, {9, F_MSG, M_TSEQ, "optional_type"}};
 static const pb_fdesc f_tt[] = {{1, F_VARINT, 0, "elem_type"}, {2, F_MSG, M_SHAPE, "shape"}};
 static const pb_fdesc f_tseq[] = {{1, F_MSG, M_TYPE, "elem_type"}};
-static const pb_fdesc f_shape[] = {{1, F_MSG, M_DIM, "dim"}};
+static const pb_fdesc f_shape[] = {{1, F_RMSG, M_DIM, "dim"}};
 static const pb_fdesc f_dim[] = {
     {1, F_VARINT, 0, "dim_value"}, {2, F_BYTES, 0, "dim_param"}, {3, F_BYTES, 0, "denotation"}};
 static const pb_fdesc f_tensor[] = {
     {1, F_PVARINT, 0, "dims"}, {2, F_VARINT, 0, "data_type"}, {3, F_MSG, M_SEG, "segment"},
     {4, F_PI32, 0, "float_data"}, {5, F_PVARINT, 0, "int32_data"},
-    {6, F_BYTES, 0, "string_data"}, {7, F_PVARINT, 0, "int64_data"}, {8, F_BYTES, 0, "name"},
+    {6, F_RBYTES, 0, "string_data"}, {7, F_PVARINT, 0, "int64_data"}, {8, F_BYTES, 0, "name"},
     {9, F_BYTES, 0, "raw_data"}, {10, F_PI64, 0, "double_data"},
     {11, F_PVARINT, 0, "uint64_data"}, {12, F_BYTES, 0, "doc_string"},
-    {13, F_MSG, M_SSE, "external_data"}, {14, F_VARINT, 0, "data_location"}};
+    {13, F_RMSG, M_SSE, "external_data"}, {14, F_VARINT, 0, "data_location"}};
 static const pb_fdesc f_seg[] = {{1, F_VARINT, 0, "begin"}, {2, F_VARINT, 0, "end"}};
 
-#define MD(n, arr) {n, arr, (int)(sizeof arr / sizeof arr[0])}
+#define MD(n, arr, T) {n, arr, (int)(sizeof arr / sizeof arr[0]), sizeof(T)}
 static const pb_mdesc g_msgs[M_COUNT] = {
-    [M_MODEL] = MD("ModelProto", f_model),
-    [M_OPSET] = MD("OperatorSetIdProto", f_opset),
-    [M_SSE] = MD("StringStringEntryProto", f_sse),
-    [M_GRAPH] = MD("GraphProto", f_graph),
-    [M_NODE] = MD("NodeProto", f_node),
-    [M_ATTR] = MD("AttributeProto", f_attr),
-    [M_VI] = MD("ValueInfoProto", f_vi),
-    [M_TYPE] = MD("TypeProto", f_type),
-    [M_TT] = MD("TypeProto.Tensor", f_tt),
-    [M_TSEQ] = MD("TypeProto.Sequence", f_tseq),
-    [M_SHAPE] = MD("TensorShapeProto", f_shape),
-    [M_DIM] = MD("TensorShapeProto.Dimension", f_dim),
-    [M_TENSOR] = MD("TensorProto", f_tensor),
-    [M_SEG] = MD("TensorProto.Segment", f_seg),
+    [M_MODEL] = MD("ModelProto", f_model, Onnx__ModelProto),
+    [M_OPSET] = MD("OperatorSetIdProto", f_opset, Onnx__OperatorSetIdProto),
+    [M_SSE] = MD("StringStringEntryProto", f_sse, Onnx__StringStringEntryProto),
+    [M_GRAPH] = MD("GraphProto", f_graph, Onnx__GraphProto),
+    [M_NODE] = MD("NodeProto", f_node, Onnx__NodeProto),
+    [M_ATTR] = MD("AttributeProto", f_attr, Onnx__AttributeProto),
+    [M_VI] = MD("ValueInfoProto", f_vi, Onnx__ValueInfoProto),
+    [M_TYPE] = MD("TypeProto", f_type, Onnx__TypeProto),
+    [M_TT] = MD("TypeProto.Tensor", f_tt, Onnx__TypeProto__Tensor),
+    [M_TSEQ] = MD("TypeProto.Sequence", f_tseq, Onnx__TypeProto__Sequence),
+    [M_SHAPE] = MD("TensorShapeProto", f_shape, Onnx__TensorShapeProto),
+    [M_DIM] = MD("TensorShapeProto.Dimension", f_dim, Onnx__TensorShapeProto__Dimension),
+    [M_TENSOR] = MD("TensorProto", f_tensor, Onnx__TensorProto),
+    [M_SEG] = MD("TensorProto.Segment", f_seg, Onnx__TensorProto__Segment),
 };
 
 typedef struct pb_err {
     size_t off;
     char *why;
     size_t why_n;
+    uint64_t cost;   /* bytes the unpacked messages keep, for what was walked so far */
+    uint64_t budget; /* refuse past it; 0: no limit */
+    uint64_t big_scan; /* the largest scan-slab total of one message, and where that message starts */
+    size_t big_scan_at;
+    const char *big_scan_name;
+    bool too_big;
 } pb_err;
+
+/* What unpacking costs, modelled on protobuf-c 1.4 (protobuf-c.c, protobuf_c_message_unpack). Kept:
+ * one malloc per message struct, string (length + 1), bytes field and unknown field (its whole
+ * encoding, plus a 24-byte ProtobufCMessageUnknownField), one array slot per element of a repeated
+ * field (a pointer, or the scalar: at most 8 bytes). Transient: while a message is unpacked, a
+ * 32-byte ScannedMember per field occurrence beyond the first 16 (those live on the stack), in
+ * slabs of 32, 64, 128 ... members, freed when the message is done - but only after its
+ * sub-messages, so the peak is what is kept plus the slabs of one chain of nested messages.
+ * A malloc of n bytes takes max(32, n + 8 rounded up to 16) (glibc's chunk header and alignment).
+ * Checked against the corpus: never below protobuf-c's measured peak (tests/unit/
+ * test_harden_onnx_limits.c). */
+static uint64_t pb_malloc_cost(uint64_t n)
+{
+    uint64_t c = (n + 8 + 15) & ~(uint64_t)15;
+    return c < 32 ? 32 : c;
+}
+
+enum { PB_SCANNED_MEMBER = 32, PB_SLOT_COST = 8, PB_UNKNOWN_FIELD_COST = 24 };
+
+/* Bytes of the ScannedMember slabs protobuf-c allocates for a message of k field occurrences. */
+static uint64_t pb_scan_slabs(uint64_t k)
+{
+    uint64_t cap = 16, bytes = 0;
+    for (unsigned which = 1; k > cap && which < 40; which++) {
+        uint64_t members = (uint64_t)16 << which;
+        cap += members;
+        bytes += pb_malloc_cost(PB_SCANNED_MEMBER * members);
+    }
+    return bytes;
+}
+
+/* Adds to the running cost; false (with the reason, at `at`) once it passes the budget. */
+static bool pb_charge(pb_err *e, size_t at, const char *fname, uint64_t bytes)
+{
+    e->cost += bytes;
+    if (!e->budget || e->cost <= e->budget) return true;
+    e->off = at;
+    e->too_big = true;
+    snprintf(e->why, e->why_n,
+             "%s: unpacking would take more than %" PRIu64 " MiB of memory by here, over the limit of %" PRIu64
+             " MiB for a file of this size (%d x its size + %d MiB): a file of many small or empty repeated "
+             "messages",
+             fname, e->cost >> 20, e->budget >> 20, FA_PB_UNPACK_RATIO, FA_PB_UNPACK_SLACK_MIB);
+    return false;
+}
 
 static bool pb_fail(pb_err *e, size_t off, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static bool pb_fail(pb_err *e, size_t off, const char *fmt, ...)
@@ -137,9 +191,16 @@ static const char *wt_name(unsigned wt)
     }
 }
 
-static bool pb_walk(const uint8_t *p, size_t pos, size_t end, int m, int depth, pb_err *e)
+/* *transient: the scan slabs alive at the deepest point of unpacking this message (its own plus
+ * the largest of its sub-messages'). */
+static bool pb_walk(const uint8_t *p, size_t pos, size_t end, int m, int depth, pb_err *e, uint64_t *transient)
 {
     const pb_mdesc *md = &g_msgs[m];
+    size_t start = pos;
+    uint64_t k = 0, child_transient = 0;
+    uint32_t arrays = 0; /* repeated fields seen: one array malloc each */
+    *transient = 0;
+    if (!pb_charge(e, pos, md->name, pb_malloc_cost(md->size))) return false;
     while (pos < end) {
         size_t tag_at = pos;
         uint64_t tag;
@@ -188,14 +249,28 @@ static bool pb_walk(const uint8_t *p, size_t pos, size_t end, int m, int depth, 
         default:
             return pb_fail(e, tag_at, "%s: invalid wire type %u", fname, wt);
         }
-        if (!fd) continue; /* unknown field: skipped, as protobuf-c does */
+        k++;
+        if (!fd) { /* unknown field: skipped, as protobuf-c does, which keeps a copy of it */
+            if (!pb_charge(e, tag_at, fname, PB_UNKNOWN_FIELD_COST + pb_malloc_cost(pos - tag_at))) return false;
+            continue;
+        }
+        bool repeated = fd->kind >= F_PVARINT;
+        uint32_t bit = 1u << ((fd - md->f) & 31);
+        if (repeated && !(arrays & bit)) { /* the array's own malloc: header and rounding */
+            arrays |= bit;
+            if (!pb_charge(e, tag_at, fname, pb_malloc_cost(0))) return false;
+        }
+        if (repeated && !pb_charge(e, tag_at, fname, PB_SLOT_COST)) return false;
+        if (wt == 2 && (fd->kind == F_BYTES || fd->kind == F_RBYTES) &&
+            !pb_charge(e, tag_at, fname, pb_malloc_cost((uint64_t)blen + 1)))
+            return false;
         bool ok;
         switch (fd->kind) {
         case F_VARINT: ok = wt == 0; break;
         case F_I32: ok = wt == 5; break;
         case F_I64: ok = wt == 1; break;
-        case F_BYTES: ok = wt == 2; break;
-        case F_MSG: ok = wt == 2; break;
+        case F_BYTES: case F_RBYTES: ok = wt == 2; break;
+        case F_MSG: case F_RMSG: ok = wt == 2; break;
         case F_PVARINT: ok = wt == 0 || wt == 2; break;
         case F_PI32: ok = wt == 5 || wt == 2; break;
         case F_PI64: ok = wt == 1 || wt == 2; break;
@@ -204,43 +279,121 @@ static bool pb_walk(const uint8_t *p, size_t pos, size_t end, int m, int depth, 
         if (!ok) {
             static const char *const want[] = {"varint", "fixed32", "fixed64", "length-delimited",
                                                "length-delimited (message)", "varint or packed",
-                                               "fixed32 or packed", "fixed64 or packed"};
+                                               "fixed32 or packed", "fixed64 or packed",
+                                               "length-delimited", "length-delimited (message)"};
             return pb_fail(e, tag_at, "%s: wire type %s, expected %s", fname, wt_name(wt),
                            want[fd->kind]);
         }
         if (wt != 2) continue;
-        if (fd->kind == F_MSG) {
+        if (fd->kind == F_MSG || fd->kind == F_RMSG) {
             if (depth + 1 > FA_PB_MAX_DEPTH)
                 return pb_fail(e, tag_at, "%s: messages nested deeper than %d levels", fname,
                                FA_PB_MAX_DEPTH);
-            if (!pb_walk(p, body, body + blen, fd->sub, depth + 1, e)) return false;
+            uint64_t t = 0;
+            if (!pb_walk(p, body, body + blen, fd->sub, depth + 1, e, &t)) return false;
+            if (t > child_transient) child_transient = t;
         } else if (fd->kind == F_PI32 && blen % 4) {
             return pb_fail(e, tag_at, "%s: packed fixed32 length %zu is not a multiple of 4",
                            fname, blen);
         } else if (fd->kind == F_PI64 && blen % 8) {
             return pb_fail(e, tag_at, "%s: packed fixed64 length %zu is not a multiple of 8",
                            fname, blen);
+        } else if (fd->kind == F_PI32 || fd->kind == F_PI64) {
+            if (!pb_charge(e, tag_at, fname, blen)) return false; /* the array: as many bytes as packed */
         } else if (fd->kind == F_PVARINT) {
             size_t q = body;
+            uint64_t n_el = 0;
             while (q < body + blen) {
                 size_t at = q;
                 if (!pb_varint(p, &q, body + blen, &v))
                     return pb_fail(e, at, "%s: truncated varint inside packed field", fname);
+                n_el++;
             }
+            if (!pb_charge(e, tag_at, fname, PB_SLOT_COST * n_el)) return false;
         }
     }
+    uint64_t slabs = pb_scan_slabs(k);
+    if (slabs > e->big_scan) {
+        e->big_scan = slabs;
+        e->big_scan_at = start;
+        e->big_scan_name = md->name;
+    }
+    *transient = slabs + child_transient;
     return true;
 }
 
-bool fa_pb_check(const uint8_t *data, size_t len, fa_pb_kind kind, size_t *bad_offset, char *why,
-                 size_t why_n)
+uint64_t fa_pb_unpack_budget(size_t len)
 {
-    pb_err e = {0, why, why_n};
+    uint64_t b;
+    if (__builtin_mul_overflow((uint64_t)len, (uint64_t)FA_PB_UNPACK_RATIO, &b) ||
+        __builtin_add_overflow(b, (uint64_t)FA_PB_UNPACK_SLACK_MIB << 20, &b))
+        return UINT64_MAX;
+    return b;
+}
+
+fa_pb_verdict fa_pb_check(const uint8_t *data, size_t len, fa_pb_kind kind, size_t *bad_offset, char *why,
+                          size_t why_n, uint64_t *unpacked_bytes)
+{
+    pb_err e = {0, why, why_n, 0, fa_pb_unpack_budget(len), 0, 0, "", false};
     if (why_n) why[0] = 0;
     int m = kind == FA_PB_MODEL ? M_MODEL : M_TENSOR;
-    if (pb_walk(data, 0, len, m, 0, &e)) return true;
+    uint64_t transient = 0;
+    bool ok = pb_walk(data, 0, len, m, 0, &e, &transient);
+    if (ok) {
+        /* the peak: what is kept, plus the scan slabs of the deepest chain (the scan of a message
+         * that is one long list, like a GraphProto of a million nodes, is the largest part) */
+        e.cost += transient;
+        if (e.cost > e.budget) {
+            char at[96];
+            snprintf(at, sizeof at, "%s holding the longest list of fields", e.big_scan_name);
+            ok = pb_charge(&e, e.big_scan_at, at, 0);
+        }
+    }
+    if (unpacked_bytes) *unpacked_bytes = e.cost;
+    if (ok) return FA_PB_OK;
     *bad_offset = e.off;
-    return false;
+    return e.too_big ? FA_PB_TOO_BIG : FA_PB_MALFORMED;
+}
+
+/* ------------------------------------------------------------------------------------
+ * The allocator protobuf-c unpacks with: malloc under a budget of live bytes (each block carries
+ * its size in a 16-byte header), so whatever the checker's model missed still fails as a refusal,
+ * never as an allocation the machine cannot hold. */
+
+static void *budget_alloc(void *data, size_t size)
+{
+    fa_pb_budget *b = data;
+    uint64_t cost = pb_malloc_cost(size); /* as the checker counts it */
+    if (size > SIZE_MAX - 16 || b->live + cost > b->limit || b->live + cost < b->live) {
+        b->exceeded = true;
+        return NULL;
+    }
+    unsigned char *p = malloc(size + 16);
+    if (!p) return NULL;
+    memcpy(p, &size, sizeof size);
+    b->live += cost;
+    if (b->live > b->peak) b->peak = b->live;
+    return p + 16;
+}
+
+static void budget_free(void *data, void *ptr)
+{
+    if (!ptr) return;
+    fa_pb_budget *b = data;
+    unsigned char *p = (unsigned char *)ptr - 16;
+    size_t size;
+    memcpy(&size, p, sizeof size);
+    b->live -= pb_malloc_cost(size);
+    free(p);
+}
+
+void fa_pb_budget_init(fa_pb_budget *b, uint64_t limit)
+{
+    memset(b, 0, sizeof *b);
+    b->limit = limit;
+    b->alloc.alloc = budget_alloc;
+    b->alloc.free = budget_free;
+    b->alloc.allocator_data = b;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -558,11 +711,20 @@ static fa_status tp_read(fa_ctx *ctx, const char *file, const char *base_dir, co
 {
     size_t bad = 0;
     char why[512];
-    if (!fa_pb_check(data, len, FA_PB_TENSOR, &bad, why, sizeof why))
+    fa_pb_verdict pv = fa_pb_check(data, len, FA_PB_TENSOR, &bad, why, sizeof why, NULL);
+    if (pv == FA_PB_TOO_BIG)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: refused before unpacking: byte %zu: %s", file, bad, why);
+    if (pv)
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: not a valid TensorProto (truncated or corrupt): byte %zu: %s",
                             file, bad, why);
-    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(NULL, len, data);
+    fa_pb_budget budget;
+    fa_pb_budget_init(&budget, fa_pb_unpack_budget(len));
+    Onnx__TensorProto *tp = onnx__tensor_proto__unpack(&budget.alloc, len, data);
+    if (!tp && budget.exceeded)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: unpacking the TensorProto would take more than %" PRIu64 " MiB of memory (the limit "
+                            "for a file of %zu bytes)", file, budget.limit >> 20, len);
     if (!tp)
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: not a valid TensorProto (truncated or corrupt)", file);
@@ -577,7 +739,7 @@ static fa_status tp_read(fa_ctx *ctx, const char *file, const char *base_dir, co
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", file);
         }
     }
-    onnx__tensor_proto__free_unpacked(tp, NULL);
+    onnx__tensor_proto__free_unpacked(tp, &budget.alloc);
     if (s != FA_OK) return s;
     memset(out, 0, sizeof *out);
     out->data = d.data;

@@ -44,18 +44,18 @@ const char *const fa_rep_css =
     "min-width:170px;background:#fbfcfd}.card .k{font-size:12px;color:#5b6675}.card .v{font-size:20px;font-weight:600}"
     ".card .d{font-size:12px;color:#5b6675}.good{color:#23803a}.bad{color:#b3261e}.na{color:#8a94a3;font-style:italic}"
     "table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 6px;"
-    "text-align:left;vertical-align:top}th{background:#eef1f5;position:sticky;top:0;cursor:pointer;user-select:none}"
+    "text-align:left;vertical-align:top}th{background:#eef1f5;position:sticky;top:0;user-select:none}html.js th{cursor:pointer}"
     "th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".st-accepted{color:#23803a;font-weight:600}.st-refused,.st-rejected{color:#b3261e}"
     ".scroll{max-height:520px;overflow:auto}td.reason{min-width:280px}"
-    ".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0}.legend i{display:inline-block;width:10px;"
-    "height:10px;margin-right:4px;border-radius:2px;vertical-align:-1px}svg text{font-family:Helvetica,Arial,sans-serif}"
+    ".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0}svg.sw{margin-right:4px;vertical-align:-1px}"
+    "svg text{font-family:Helvetica,Arial,sans-serif}h2.gap{margin-top:14px}"
     "pre.note{white-space:pre-wrap;background:#f3f5f8;padding:8px;border-radius:4px;margin:8px 0 0}"
     "code{background:#eef1f5;padding:0 3px;border-radius:3px}td .d{font-size:11px;color:#5b6675;margin-top:2px}";
 
 const char *const fa_rep_js =
-    "(function(){var ts=document.querySelectorAll('table.sortable');"
+    "(function(){document.documentElement.classList.add('js');var ts=document.querySelectorAll('table.sortable');"
     "for(var t=0;t<ts.length;t++)(function(tb){var hs=tb.tHead?tb.tHead.rows[0].cells:[];"
     "for(var i=0;i<hs.length;i++)(function(th,col){th.addEventListener('click',function(){"
     "var body=tb.tBodies[0];if(!body)return;var rows=Array.prototype.slice.call(body.rows);"
@@ -64,6 +64,21 @@ const char *const fa_rep_js =
     "if(!x||!y)return 0;var vx=x.getAttribute('data-v'),vy=y.getAttribute('data-v'),c;"
     "if(vx!==null&&vy!==null)c=parseFloat(vx)-parseFloat(vy);else c=x.textContent.localeCompare(y.textContent);"
     "return asc?c:-c;});for(var k=0;k<rows.length;k++)body.appendChild(rows[k]);});})(hs[i],i);})(ts[t]);})();";
+
+void fa_rep_csp(fa_buf *b)
+{
+    char css[45], js[45];
+    fa_sha256_base64(fa_rep_css, strlen(fa_rep_css), css);
+    fa_sha256_base64(fa_rep_js, strlen(fa_rep_js), js);
+    fa_buf_printf(b, "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'sha256-%s'; "
+                     "script-src 'sha256-%s'; img-src data:\">", css, js);
+}
+
+void fa_rep_swatch(fa_buf *b, const char *color)
+{
+    fa_buf_printf(b, "<svg class=\"sw\" width=\"10\" height=\"10\" aria-hidden=\"true\"><rect width=\"10\" height=\"10\" "
+                     "rx=\"2\" fill=\"%s\"/></svg>", color);
+}
 
 /* Op-type colours: the 12 op types with the most baseline time get distinct colours (Tableau 10
  * + 2), in order of time; the rest (and fused-only op types beyond 12) are grey. */
@@ -114,12 +129,17 @@ static void legend(const palette *p, fa_buf *b)
 {
     fa_buf_puts(b, "<div class=\"legend\">");
     for (int i = 0; i < p->n && i < PAL_N; i++) {
-        fa_buf_printf(b, "<span><i style=\"background:%s\"></i>", k_pal[i]);
+        fa_buf_puts(b, "<span>");
+        fa_rep_swatch(b, k_pal[i]);
         if (*p->op[i]) fa_escape_html(b, p->op[i], strlen(p->op[i]));
         else fa_buf_puts(b, "(no op type)");
         fa_buf_puts(b, "</span>");
     }
-    if (p->n > PAL_N) fa_buf_puts(b, "<span><i style=\"background:#a0a7b0\"></i>other ops</span>");
+    if (p->n > PAL_N) {
+        fa_buf_puts(b, "<span>");
+        fa_rep_swatch(b, "#a0a7b0");
+        fa_buf_puts(b, "other ops</span>");
+    }
     fa_buf_puts(b, "</div>");
 }
 
@@ -216,11 +236,14 @@ static void summary(const fa_rep *r, fa_buf *b)
     } else card(b, "Clusters", "no plan", "na", "run `fuse-advise advise` to get fusion clusters");
     fa_buf_puts(b, "</div>");
     /* ceilings */
-    fa_buf_puts(b, "<h2 style=\"margin-top:14px\">Device and ceilings</h2><table><tbody>");
+    fa_buf_puts(b, "<h2 class=\"gap\">Device and ceilings</h2><table><tbody>");
     fa_buf_puts(b, "<tr><th>device</th><td>");
     h(b, r->run.device_name ? r->run.device_name : "unknown");
-    if (r->run.target) fa_buf_printf(b, " (target %s, %d threads)</td></tr>", r->run.target, r->run.threads);
-    else fa_buf_puts(b, " (imported trace)</td></tr>");
+    if (r->run.target) {
+        fa_buf_puts(b, " (target ");
+        h(b, r->run.target);
+        fa_buf_printf(b, ", %d threads)</td></tr>", r->run.threads);
+    } else fa_buf_puts(b, " (imported trace)</td></tr>");
     if (r->have_ceil) {
         fa_buf_printf(b, "<tr><th>memory bandwidth</th><td>%.1f GB/s (", r->ceil.mem_bw_gbs);
         h(b, r->ceil.mem_bw_source);
@@ -242,8 +265,10 @@ static void summary(const fa_rep *r, fa_buf *b)
     }
     fa_buf_puts(b, "<tr><th>model</th><td>");
     h(b, r->run.model_path);
-    fa_buf_printf(b, "</td></tr><tr><th>run</th><td>%" PRId64 " (%s, %s", r->run_id, r->run.kind ? r->run.kind : "",
-                  r->run.status ? r->run.status : "");
+    fa_buf_printf(b, "</td></tr><tr><th>run</th><td>%" PRId64 " (", r->run_id);
+    h(b, r->run.kind);
+    fa_buf_puts(b, ", ");
+    h(b, r->run.status);
     if (r->have_fused_run) fa_buf_printf(b, "; fused run %" PRId64, r->fused_run_id);
     fa_buf_puts(b, ")</td></tr>");
     if (r->run.command_line) {
@@ -376,7 +401,7 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
         fa_buf_puts(b, " (");
         h(b, n->op_type);
         fa_buf_printf(b, "): %s, %.3g FLOP/byte, %.3g GFLOP/s, %.3g GB/s", tb, x, y, n->bytes / (double)n->median_ns);
-        if (n->bound) fa_buf_printf(b, ", %s-bound", n->bound);
+        if (n->bound) { fa_buf_puts(b, ", "); h(b, n->bound); fa_buf_puts(b, "-bound"); }
         fa_buf_puts(b, "</title></circle>");
     }
     /* accepted clusters: arrow from the unfused combined point to the fused kernel */
@@ -405,8 +430,9 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
                          "<title>fused cluster %d ", px - 4.5, py - 4.5, px, py, c->id);
         h(b, c->label ? c->label : c->kind);
         if (c->fused_name) { fa_buf_puts(b, " = "); h(b, c->fused_name); }
-        fa_buf_printf(b, ": %s (%s), %.3g FLOP/byte, %.3g GFLOP/s</title></rect>", tb, c->fused_source ? c->fused_source : "",
-                      fx, fy);
+        fa_buf_printf(b, ": %s (", tb);
+        h(b, c->fused_source);
+        fa_buf_printf(b, "), %.3g FLOP/byte, %.3g GFLOP/s</title></rect>", fx, fy);
         n_arrows++;
     }
     fa_buf_puts(b, "</svg>");
@@ -500,6 +526,18 @@ static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
 
 /* ---- tables ---- */
 
+/* The CSS class of a cluster's decision: one of ours, whatever the database holds (a status is
+ * text from the run database, never markup). */
+static const char *status_class(const char *status)
+{
+    if (!status) return "other";
+    if (!strcmp(status, "accepted")) return "accepted";
+    if (!strcmp(status, "refused")) return "refused";
+    if (!strncmp(status, "rejected", 8)) return "rejected";
+    if (!strcmp(status, "proposed")) return "proposed";
+    return "other";
+}
+
 static void clusters_table(const fa_rep *r, fa_buf *b)
 {
     fa_buf_puts(b, "<section id=\"clusters\"><h2>Clusters</h2>");
@@ -548,7 +586,7 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         td_num(b, c->registers >= 0 ? c->registers : NAN, "%.0f", 1);
         td_num(b, c->spill_bytes >= 0 ? c->spill_bytes : NAN, "%.0f", 1);
         td_num(b, c->occupancy, "%.0f%%", 100);
-        fa_buf_printf(b, "<td class=\"st-%s\">", !strncmp(c->status, "rejected", 8) ? "rejected" : c->status);
+        fa_buf_printf(b, "<td class=\"st-%s\">", status_class(c->status));
         h(b, c->status);
         fa_buf_puts(b, "</td><td class=\"reason\">");
         h(b, c->reason ? c->reason : "");
@@ -709,9 +747,9 @@ static void ops_table(const fa_rep *r, fa_buf *b)
 void fa_rep_html(const fa_rep *r, fa_buf *b)
 {
     fa_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-                   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-                   "script-src 'unsafe-inline'; img-src data:\"><title>fuse-advise report: ");
+                   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    fa_rep_csp(b);
+    fa_buf_puts(b, "<title>fuse-advise report: ");
     h(b, r->run.model_path);
     fa_buf_printf(b, " (run %" PRId64 ")</title><style>%s</style></head><body><header><h1>fuse-advise report: ", r->run_id, fa_rep_css);
     h(b, r->run.model_path);

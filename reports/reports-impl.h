@@ -159,6 +159,14 @@ void fa_rep_fmt_bytes(char *buf, size_t cap, double bytes);
  * reports (html.c) */
 extern const char *const fa_rep_css;
 extern const char *const fa_rep_js;
+/* The page's Content-Security-Policy <meta>: nothing fetched, and only the stylesheet and the
+ * script above may apply or run, each allowed by its SHA-256 hash (CSP Level 2 hash sources,
+ * computed here from the very strings the page carries), never 'unsafe-inline': markup that
+ * reached the page from a database could neither run a script nor style it (docs/reports.md). */
+void fa_rep_csp(fa_buf *b);
+/* A 10x10 colour swatch for legends, as SVG (a presentation attribute, not an inline style the
+ * policy would refuse). color: one of our palette's constants. */
+void fa_rep_swatch(fa_buf *b, const char *color);
 
 /* The report of an imported trace (trace_report.c): what the trace can tell, from the advice
  * stored with the run (analyzer/trace_advice.h) — nothing that only a model run can fill. */

@@ -28,8 +28,12 @@ static const char *class_color(fa_kclass c)
 static void class_legend(fa_buf *b)
 {
     fa_buf_puts(b, "<div class=\"legend\">");
-    for (int c = 0; c < FA_KCLASS_COUNT; c++)
-        fa_buf_printf(b, "<span><i style=\"background:%s\"></i>%s</span>", class_color((fa_kclass)c), fa_kclass_name((fa_kclass)c));
+    for (int c = 0; c < FA_KCLASS_COUNT; c++) {
+        fa_buf_puts(b, "<span>");
+        fa_rep_swatch(b, class_color((fa_kclass)c));
+        h(b, fa_kclass_name((fa_kclass)c));
+        fa_buf_puts(b, "</span>");
+    }
     fa_buf_puts(b, "</div>");
 }
 
@@ -281,8 +285,10 @@ static void classes(const fa_trace_advice *a, fa_buf *b)
     fa_buf_puts(b, "<table><thead><tr><th>class</th><th>time</th><th>share</th></tr></thead><tbody>");
     for (int c = 0; c < FA_KCLASS_COUNT; c++) {
         if (a->class_ns[c] <= 0) continue;
-        fa_buf_printf(b, "<tr><td><i style=\"display:inline-block;width:10px;height:10px;background:%s\"></i> %s</td>",
-                      class_color((fa_kclass)c), fa_kclass_name((fa_kclass)c));
+        fa_buf_puts(b, "<tr><td>");
+        fa_rep_swatch(b, class_color((fa_kclass)c));
+        h(b, fa_kclass_name((fa_kclass)c));
+        fa_buf_puts(b, "</td>");
         td_num(b, (double)a->class_ns[c], tns(t1, sizeof t1, (double)a->class_ns[c]));
         char sh[32];
         snprintf(sh, sizeof sh, "%.1f%%", a->kernel_ns ? 100.0 * (double)a->class_ns[c] / (double)a->kernel_ns : 0.0);
@@ -444,10 +450,11 @@ static void roofline(const fa_trace_advice *a, fa_buf *b)
                 double xr = ridge < xa ? xa : ridge > xb ? xb : ridge;
                 double yr = xr * a->roofs.hbm_gbs > roofs[k].peak ? roofs[k].peak : xr * a->roofs.hbm_gbs;
                 fa_buf_printf(b, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"5 3\" "
-                                 "points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"><title>theoretical roof (%s data sheet): %.0f GB/s, "
-                                 "%s %.1f TFLOP/s</title></polyline>",
+                                 "points=\"%.1f,%.1f %.1f,%.1f %.1f,%.1f\"><title>theoretical roof (",
                               roofs[k].col, amap(&x, xa), amap(&y, ya > pow(10, y.lo) ? ya : pow(10, y.lo)), amap(&x, xr),
-                              amap(&y, yr), amap(&x, xb), amap(&y, roofs[k].peak), a->roofs.label, a->roofs.hbm_gbs,
+                              amap(&y, yr), amap(&x, xb), amap(&y, roofs[k].peak));
+                h(b, a->roofs.label); /* stored with the run: text, never markup */
+                fa_buf_printf(b, " data sheet): %.0f GB/s, %s %.1f TFLOP/s</title></polyline>", a->roofs.hbm_gbs,
                               roofs[k].name, roofs[k].peak / 1e3);
                 fa_buf_printf(b, "<text x=\"975\" y=\"%.1f\" font-size=\"10\" text-anchor=\"end\" fill=\"%s\">%s %.0f TFLOP/s "
                                  "(theoretical)</text>", amap(&y, roofs[k].peak) - 4, roofs[k].col, roofs[k].name, roofs[k].peak / 1e3);
@@ -489,7 +496,9 @@ static void roofline(const fa_trace_advice *a, fa_buf *b)
             if (p->bytes > 0 && p->flops > 0) continue;
             fa_buf_puts(b, "<tr><td>");
             kname(b, a, p->kernel);
-            fa_buf_printf(b, "</td><td>%s</td><td>", fa_kclass_name(p->cls));
+            fa_buf_puts(b, "</td><td>");
+            h(b, fa_kclass_name(p->cls));
+            fa_buf_puts(b, "</td><td>");
             h(b, p->op ? p->op : "unknown");
             char c[32];
             snprintf(c, sizeof c, "%" PRId64, p->count);
@@ -670,8 +679,10 @@ static void kernels_table(const fa_trace_advice *a, fa_buf *b)
         const fa_ta_kernel *k = &a->kernels[i];
         fa_buf_puts(b, "<tr><td>");
         kname(b, a, k->name);
-        fa_buf_printf(b, "</td><td><i style=\"display:inline-block;width:10px;height:10px;background:%s\"></i> %s</td><td>",
-                      class_color(k->cls), fa_kclass_name(k->cls));
+        fa_buf_puts(b, "</td><td>");
+        fa_rep_swatch(b, class_color(k->cls));
+        h(b, fa_kclass_name(k->cls));
+        fa_buf_puts(b, "</td><td>");
         h(b, k->op);
         fa_buf_puts(b, "</td>");
         char c[48];
@@ -703,9 +714,9 @@ static void kernels_table(const fa_trace_advice *a, fa_buf *b)
 void fa_rep_trace_html(const fa_rep *r, const fa_trace_advice *a, fa_buf *b)
 {
     fa_buf_puts(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">"
-                   "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-                   "script-src 'unsafe-inline'; img-src data:\"><title>fuse-advise trace report: ");
+                   "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">");
+    fa_rep_csp(b);
+    fa_buf_puts(b, "<title>fuse-advise trace report: ");
     h(b, r->run.model_path);
     fa_buf_printf(b, " (run %" PRId64 ")</title><style>%s</style></head><body><header><h1>fuse-advise trace report: ", r->run_id,
                   fa_rep_css);
@@ -751,8 +762,10 @@ void fa_rep_trace_kernels_csv(const fa_trace_advice *a, fa_buf *b)
         fa_escape_csv(b, k->name, strlen(k->name));
         fa_buf_puts(b, ",");
         fa_escape_csv(b, k->full_name, strlen(k->full_name));
-        fa_buf_printf(b, ",%s,%s,%" PRId64 ",%" PRId64 ",%" PRId64 ",%.6f,%dx%dx%d,%dx%dx%d,%d,%d,", fa_kclass_name(k->cls),
-                      k->op ? k->op : "", k->count, k->total_ns, k->median_ns,
+        fa_buf_printf(b, ",%s,", fa_kclass_name(k->cls));
+        if (k->op) fa_escape_csv(b, k->op, strlen(k->op)); /* a cpu op's name from the trace */
+        fa_buf_printf(b, ",%" PRId64 ",%" PRId64 ",%" PRId64 ",%.6f,%dx%dx%d,%dx%dx%d,%d,%d,",
+                      k->count, k->total_ns, k->median_ns,
                       a->kernel_ns ? (double)k->total_ns / (double)a->kernel_ns : 0.0, k->grid[0], k->grid[1], k->grid[2],
                       k->block[0], k->block[1], k->block[2], k->registers, k->smem);
         if (k->occupancy >= 0) fa_buf_printf(b, "%.4f", k->occupancy);

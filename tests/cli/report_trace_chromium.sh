@@ -4,7 +4,8 @@
 # the Nsight Systems export) and on a ROCm-shaped Kineto trace of an MI300X written here (the
 # corpus holds no ROCm capture: HIP kernels, hipLaunchKernel, Tensile GEMMs, Composable Kernel
 # attention, the same eager PyTorch decomposition as on CUDA). Each report loads in headless
-# Chromium with no console errors, every section a trace can fill is in the DOM, nothing says
+# Chromium with no console errors (a style or script its hash-only policy refuses counts as one),
+# its own script runs under that policy, every section a trace can fill is in the DOM, nothing says
 # "not measured", full kernel names are on hover, and a screenshot is kept as a test artifact
 # ($FA_BUILD_DIR/tests/artifacts/report-trace-*.png). Skips (77) without chromium or the corpus.
 set -uo pipefail
@@ -86,7 +87,7 @@ chrome() { # chrome LOGFILE ARGS...: headless, no network, console messages on s
     --no-first-run --disable-extensions --disable-sync --user-data-dir="$tmp/profile" \
     --enable-logging=stderr --v=0 --log-level=0 "$@" 2>"$log"
 }
-console_errors() { grep -E 'Uncaught|ERROR:CONSOLE|:CONSOLE\(.*(Error|error)' "$1"; }
+console_errors() { grep -E 'Uncaught|ERROR:CONSOLE|:CONSOLE\(.*(Error|error)|violates the following Content Security Policy' "$1"; }
 
 printf '<!DOCTYPE html><html><body><p>canary</p><script>fa_no_such_function();</script></body></html>' >"$tmp/canary.html"
 chrome "$tmp/canary.log" --dump-dom "file://$tmp/canary.html" >/dev/null
@@ -101,6 +102,10 @@ check() { # check NAME TRACE ROOFLINE(yes|no)
   if grep -q 'not measured' "$out/report.html"; then fail "$name: a card or section says 'not measured'"; fi
   chrome "$tmp/$name.log" --dump-dom "file://$out/report.html" >"$tmp/$name.dom" || { cat "$tmp/$name.log"; fail "$name: chromium failed"; }
   if console_errors "$tmp/$name.log"; then fail "$name: console errors while loading report.html"; fi
+  # the page's policy lists its script and stylesheet by hash, never 'unsafe-inline', and the script runs
+  grep -q "script-src 'sha256-" "$out/report.html" || fail "$name: the policy does not list the script by its hash"
+  if grep -q "unsafe-inline" "$out/report.html"; then fail "$name: the policy allows inline scripts or styles"; fi
+  grep -q '<html lang="en" class="js">' "$tmp/$name.dom" || fail "$name: the report's script did not run under its policy"
   for id in summary opportunities whatif streams classes launch gaps roofline kernels; do
     grep -q "<section id=\"$id\"" "$tmp/$name.dom" || fail "$name: section $id missing"
   done

@@ -10,6 +10,7 @@
 #include "testutil.h"
 /* The argument-parser target uses the CLI's helpers, which live in cli/ (not a module library). */
 #include "cli/common.c"
+#include "cli/term.c"
 #include "fuzz/fuzz_targets.h"
 
 typedef fa_status (*target_fn)(fa_ctx *, const uint8_t *, size_t);
