@@ -151,6 +151,12 @@ char *fa_store_redact_uri(const char *uri, bool *had_password)
     if (!fa_store_path_is_pg(uri)) return strdup(uri);
     fa_conninfo ci;
     if (!fa_conninfo_read(uri, &ci)) return NULL;
+    /* "batch=4" (a --shape value) is no connection string libpq reads and holds no secret: shown
+     * as it is */
+    if (!scheme_len(uri) && !ci.connect && !ci.had_password) {
+        fa_conninfo_free(&ci);
+        return strdup(uri);
+    }
     char *d = ci.display;
     if (had_password) *had_password = ci.had_password;
     ci.display = NULL;

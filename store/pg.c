@@ -439,6 +439,8 @@ static int pg_ensure_conn(fa_store *st)
 static int pg_exec(fa_store *st, const char *sql)
 {
     struct fa_pg *pg = st->pg;
+    free(st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    st->fault = NULL;
     if (pg->busy) {
         pg_set_err(st, "internal: a statement is still in progress on the connection", NULL);
         return FA_DB_ERROR;
@@ -928,6 +930,8 @@ static int pg_step(fa_stmt *q)
     pg_stmt *h = PGQ(q);
     fa_store *st = q->st;
     struct fa_pg *pg = st->pg;
+    free(st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    st->fault = NULL;
     if (h->bulk) return pg_step_bulk(q);
     if (h->state == 2) return FA_DB_DONE;
     if (h->state == 0) {

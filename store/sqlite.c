@@ -81,6 +81,8 @@ static int sq_after(fa_store *st, int rc)
 
 static int sq_exec(fa_store *st, const char *sql)
 {
+    free(st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    st->fault = NULL;
     sq_arm(st);
     return sq_after(st, sqlite3_exec(st->db, sql, NULL, NULL, NULL));
 }
@@ -240,6 +242,8 @@ static int sq_bind_txt(fa_stmt *q, int i, const char *v)
 static int sq_step(fa_stmt *q)
 {
     sq_stmt *h = (sq_stmt *)q;
+    free(q->st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    q->st->fault = NULL;
     sq_arm(q->st);
     int rc = sq_after(q->st, sqlite3_step(h->q));
     if (rc == SQLITE_ROW) {
