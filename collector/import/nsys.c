@@ -127,6 +127,29 @@ static fa_status only_tables(nsx *n)
         s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
                          "%s: an NVTX_EVENTS table is a view or virtual table: refusing to read this export", n->path);
     sqlite3_finalize(q);
+    /* a generated column is computed on every read: an expression of the file's choosing where a
+     * stored value is read */
+    q = NULL;
+    if (!s && sqlite3_prepare_v2(n->db, "SELECT t.name, c.name FROM pragma_table_list t, pragma_table_xinfo(t.name) c "
+                                        "WHERE t.schema = 'main' AND t.type = 'table' AND c.hidden <> 0 AND (t.name IN "
+                                        "('TARGET_INFO_GPU', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', "
+                                        "'CUPTI_ACTIVITY_KIND_DRIVER', 'CUPTI_ACTIVITY_KIND_MEMCPY', "
+                                        "'CUPTI_ACTIVITY_KIND_MEMSET', 'StringIds', 'META_DATA_EXPORT', 'EXPORT_META_DATA') "
+                                        "OR substr(t.name, 1, 11) = 'NVTX_EVENTS') LIMIT 1",
+                                  -1, &q, NULL) == SQLITE_OK &&
+        nsys_step(n, q) == SQLITE_ROW) {
+        fa_buf m;
+        fa_buf_init(&m);
+        const char *t = (const char *)sqlite3_column_text(q, 0), *c = (const char *)sqlite3_column_text(q, 1);
+        fa_buf_printf(&m, "%.64s.%.64s", t ? t : "?", c ? c : "?");
+        for (size_t i = 0; m.data && i < m.len; i++)
+            if ((unsigned char)m.data[i] < 0x20 || (unsigned char)m.data[i] >= 0x7f) m.data[i] = '?';
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                         "%s: column %s is a generated column, not stored data: refusing to read this export", n->path,
+                         m.data ? m.data : "?");
+        fa_buf_free(&m);
+    }
+    sqlite3_finalize(q);
     return s;
 }
 
