@@ -1337,12 +1337,15 @@ static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
     if (!s)
         s = fa_sq_prepare(ctx, st,
                           "SELECT c.oid::text, c.relname::text, c.relkind::text, a.attname::text, "
-                          "format_type(a.atttypid, a.atttypmod), a.attnotnull::int FROM pg_catalog.pg_class c "
-                          "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace LEFT JOIN pg_catalog.pg_attribute a "
-                          "ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped WHERE n.nspname = '" PG_SCHEMA
-                          "' AND c.relkind NOT IN ('i', 'S', 'I', 'c', 't') ORDER BY c.relname, a.attnum",
+                          "format_type(a.atttypid, a.atttypmod), a.attnotnull::int, "
+                          "(a.attgenerated <> '' OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE '%(%')::int "
+                          "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                          "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+                          "LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+                          "WHERE n.nspname = '" PG_SCHEMA "' AND c.relkind NOT IN ('i', 'S', 'I', 'c', 't') "
+                          "ORDER BY c.relname, a.attnum",
                           &q);
-    char odd[200] = "";
+    char odd[200] = "", computed[240] = "";
     while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
         const char *rel = fa_col_text(q, 1), *kind = fa_col_text(q, 2), *col = fa_col_text(q, 3);
         if (!rel || !kind) continue;
@@ -1358,6 +1361,18 @@ static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
             continue;
         }
         if (col) fa_buf_printf(&have, "%s|%s|%s|%d\n", rel, col, fa_col_text(q, 4) ? fa_col_text(q, 4) : "?", fa_col_int(q, 5));
+        /* ours are constants: a default that calls a function, or a generated column, runs code of
+         * the server's on our writes */
+        if (col && fa_col_int(q, 6) && !computed[0]) {
+            fa_buf m;
+            fa_buf_init(&m);
+            fa_store_quote_name(&m, rel, strlen(rel));
+            fa_buf_puts(&m, ", column ");
+            fa_store_quote_name(&m, col, strlen(col));
+            snprintf(computed, sizeof computed, "table %s has a computed default or value, which is not",
+                     m.data ? m.data : "?");
+            fa_buf_free(&m);
+        }
         if (!st->pg->n_rels || strcmp(st->pg->rels[st->pg->n_rels - 1].name, rel)) {
             struct pg_rel *r = realloc(st->pg->rels, (st->pg->n_rels + 1) * sizeof *r);
             if (!r) {
@@ -1376,6 +1391,7 @@ static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
     const char *line;
     if (!s && (have.oom || want.oom)) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     else if (!s && odd[0]) s = pg_schema_refuse(ctx, st, version, odd, NULL, 0);
+    else if (!s && computed[0]) s = pg_schema_refuse(ctx, st, version, computed, NULL, 0);
     else if (!s && (line = pg_line_missing(have.data ? have.data : "", want.data ? want.data : "", &n)))
         s = pg_schema_refuse(ctx, st, version, "a column (or its type or NOT NULL) that is not", line, n);
     else if (!s && (line = pg_line_missing(want.data ? want.data : "", have.data ? have.data : "", &n)))

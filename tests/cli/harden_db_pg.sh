@@ -92,6 +92,9 @@ alter 'DROP VIEW fuse_advise.extra'
 alter "CREATE FUNCTION fuse_advise.t() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN RETURN NEW; END \$\$; CREATE TRIGGER t BEFORE INSERT ON fuse_advise.runs FOR EACH ROW EXECUTE FUNCTION fuse_advise.t()"
 expect_refused "a rule or trigger that is not"
 alter 'DROP TRIGGER t ON fuse_advise.runs'
+alter "ALTER TABLE fuse_advise.runs ALTER COLUMN trace_source SET DEFAULT fuse_advise.fa_try_jsonb('1')::text"
+expect_refused "table 'runs', column 'trace_source' has a computed default"
+alter 'ALTER TABLE fuse_advise.runs ALTER COLUMN trace_source DROP DEFAULT'
 "$CLI" runs --db "$ALT" >/dev/null 2>err.txt || { cat err.txt; fail "runs once the schema is ours again"; }
 # one value over the 16 MiB limit on the server: refused naming table, row and column
 alter "UPDATE fuse_advise.runs SET error = repeat('a', 17000000) WHERE id = 1"
