@@ -835,9 +835,9 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
 
 #define RUN_COLUMNS                                                                              \
     "id, kind, model_path, model_sha256, target, device_name, threads, iters, warmup, "          \
-    "command_line, tag, started_at_ns, coalesce(ended_at_ns, 0), status, error, "                \
+    "command_line, tag, started_at_ns, ended_at_ns, status, error, "                             \
     "peak_activation_bytes, source_sha256, pid, host, trace_source, n_kernels, "                 \
-    "coalesce(iter_median_ns, -1), dim_defaults, "                                              \
+    "iter_median_ns, dim_defaults, "                                                             \
     "(SELECT p.e2e_verdict FROM plans p WHERE p.run_id = runs.id ORDER BY p.plan_id DESC LIMIT 1)"
 
 static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, fa_run_info *r)
@@ -861,7 +861,7 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *a
     }
     r->tag = fa_sq_col_str(q, 10, arena);
     r->started_at_ns = fa_col_i64(q, 11);
-    r->ended_at_ns = fa_col_i64(q, 12);
+    r->ended_at_ns = fa_col_null(q, 12) ? 0 : fa_col_i64(q, 12); /* columns, not coalesce(): type-checked */
     r->status = fa_sq_col_str(q, 13, arena);
     r->error = fa_sq_col_str(q, 14, arena);
     r->peak_activation_bytes = (uint64_t)fa_col_i64(q, 15);
@@ -870,7 +870,7 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *a
     r->host = fa_sq_col_str(q, 18, arena);
     r->trace_source = fa_sq_col_str(q, 19, arena);
     r->n_kernels = fa_col_i64(q, 20);
-    r->iter_median_ns = fa_col_i64(q, 21);
+    r->iter_median_ns = fa_col_null(q, 21) ? -1 : fa_col_i64(q, 21);
     r->dim_defaults = fa_sq_col_str(q, 22, arena);
     r->e2e_verdict = fa_e2e_verdict_parse(fa_col_text(q, 23));
     if (!r->kind || !r->status) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
