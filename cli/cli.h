@@ -26,6 +26,10 @@ const char *fa_cli_default_db(void);
  * other users see a command line (ps), so libpq's PGPASSWORD/~/.pgpass/service file is the way;
  * the store never keeps it (fa_store_redact_uri). */
 void fa_cli_warn_uri_passwords(int argc, char **argv);
+/* prefix (may be NULL) and argv joined by spaces, each argument that is (or whose --opt=VALUE is) a
+ * server connection string without its secrets (fa_store_redact_arg): the command line a run
+ * stores. malloc'd; NULL when out of memory. */
+char *fa_cli_command_line(const char *prefix, int argc, char **argv);
 
 /* Common model-loading options parsed from argv: --shape (repeatable), --batch, --no-fold,
  * --no-dim-defaults.

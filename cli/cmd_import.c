@@ -23,18 +23,6 @@ static const char *k_help =
     "statistics, repeated memory-bound kernel sequences with an estimated saving, launch-bound\n"
     "stretches and idle gaps (docs/trace-advice.md). Then `fuse-advise report RUN` works on it.\n";
 
-static char *join_argv(int argc, char **argv)
-{
-    fa_buf b;
-    fa_buf_init(&b);
-    fa_buf_puts(&b, "fuse-advise");
-    for (int i = 0; i < argc; i++) {
-        fa_buf_puts(&b, " ");
-        fa_buf_puts(&b, argv[i]);
-    }
-    return b.data;
-}
-
 /* The device the trace's kernels ran on: the deviceProperties entry of the first GPU kernel's
  * device, else the first entry. */
 static const fa_import_device *pick_device(const fa_import_stats *stt, const fa_trace *t)
@@ -345,7 +333,7 @@ int fa_cmd_import(fa_ctx *ctx, int argc, char **argv)
         }
     }
     if (!path) return fa_cli_usage("import", "missing TRACE");
-    char *cmd = join_argv(argc, argv);
+    char *cmd = fa_cli_command_line("fuse-advise", argc, argv);
     int rc = import_and_advise(ctx, path, db, json, keep_partial, NULL, cmd ? cmd : "fuse-advise import");
     free(cmd);
     return rc;

@@ -67,18 +67,6 @@ static void on_progress(void *user, const char *step, int done, int total)
     fflush(stderr);
 }
 
-static char *join_argv(int argc, char **argv)
-{
-    fa_buf b;
-    fa_buf_init(&b);
-    fa_buf_puts(&b, "fuse-advise");
-    for (int i = 0; i < argc; i++) {
-        fa_buf_puts(&b, " ");
-        fa_buf_puts(&b, argv[i]);
-    }
-    return b.data;
-}
-
 static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *model, const fa_run_info *info,
                                 const char *devname, long warmup, const fa_graph *g, const char *db)
 {
@@ -354,7 +342,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     fa_trace *trace = NULL;
     fa_store *st = NULL;
     int64_t run_id = -1;
-    char *cmdline = join_argv(argc, argv), *dim_defaults = NULL;
+    char *cmdline = fa_cli_command_line("fuse-advise", argc, argv), *dim_defaults = NULL;
     char sha[65] = "", devname[256];
     fa_status s = fa_graph_load(ctx, model, &lo, &g);
     if (!s) fa_cli_note_dim_defaults(g);

@@ -17,17 +17,6 @@ static const char *k_help =
     "  as a run of kind 'trace', and prints a summary. CMD's exit status is reported; what was\n"
     "  collected is stored even when CMD fails. FA_CUPTI_INJECTION overrides the tracer library.\n";
 
-static char *join_argv(int argc, char **argv)
-{
-    fa_buf b;
-    fa_buf_init(&b);
-    for (int i = 0; i < argc; i++) {
-        if (i) fa_buf_puts(&b, " ");
-        fa_buf_puts(&b, argv[i]);
-    }
-    return b.data ? b.data : strdup("");
-}
-
 typedef struct ktot {
     const char *name;
     uint64_t ns, n;
@@ -114,7 +103,7 @@ int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
     fflush(stderr);
     fa_status s = fa_cupti_trace_program(ctx, cmd_argc, cmd, no_nvtx, &t, &total, &notes, &n_files, &cmd_status);
     if (s) return fa_cli_fail(ctx, s);
-    char *cmdline = join_argv(cmd_argc, cmd);
+    char *cmdline = fa_cli_command_line(NULL, cmd_argc, cmd);
     fa_store *store = NULL;
     int64_t run_id = -1;
     if (!s) s = fa_store_open(ctx, db, &store);

@@ -153,6 +153,7 @@ const char *const fa_cli_output_names[] = {"report.html", "graph.dot", "graph.sv
 fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const char *db)
 {
     static const char *const side[] = {"", "-wal", "-shm", "-journal"};
+    if (fa_store_path_is_pg(db)) return FA_OK; /* a server: no file to write over */
     for (int i = 0; i < 4; i++) {
         char p[4200];
         snprintf(p, sizeof p, "%s%s", db, side[i]);
@@ -210,10 +211,8 @@ const char *fa_cli_default_db(void)
 
 static void warn_uri_password(const char *where, const char *v)
 {
-    const char *u = strstr(v, "postgres");
-    if (!u || !fa_store_path_is_pg(u)) return;
     bool had = false;
-    char *r = fa_store_redact_uri(u, &had);
+    char *r = fa_store_redact_arg(v, &had);
     if (had)
         fprintf(stderr,
                 "fuse-advise: warning: %s holds a password (%s): other users of this machine can read a command "
@@ -228,4 +227,23 @@ void fa_cli_warn_uri_passwords(int argc, char **argv)
     for (int i = 1; i < argc; i++) warn_uri_password("the command line", argv[i]);
     const char *e = getenv("FUSE_ADVISE_DB");
     if (e) warn_uri_password("FUSE_ADVISE_DB", e);
+}
+
+char *fa_cli_command_line(const char *prefix, int argc, char **argv)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    if (prefix) fa_buf_puts(&b, prefix);
+    for (int i = 0; i < argc; i++) {
+        char *r = fa_store_redact_arg(argv[i], NULL);
+        if (!r) b.oom = true;
+        if (b.len) fa_buf_puts(&b, " ");
+        if (r) fa_buf_puts(&b, r);
+        free(r);
+    }
+    if (b.oom) {
+        fa_buf_free(&b);
+        return NULL;
+    }
+    return b.data ? b.data : strdup("");
 }

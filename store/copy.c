@@ -1,6 +1,8 @@
 /* store/copy — move run history between two stores (an SQLite file and a PostgreSQL server,
  * either way, or two of a kind): every row of the chosen runs under new run ids, and the device
- * ceilings. Columns are discovered from the schema, so a migration that adds one is copied too. */
+ * ceilings. Table and column names come from our own schema (the reference store/schema.c builds
+ * from the migrations), never from a store being read: a migration that adds a column is copied
+ * too, and a source whose schema differs was refused when it was opened. */
 #include "store-impl.h"
 
 #include <stdio.h>
@@ -28,36 +30,18 @@ static void col_list_free(col_list *c)
     memset(c, 0, sizeof *c);
 }
 
-/* The columns of `table` in st's schema, in their order. */
-static fa_status table_columns(fa_ctx *ctx, fa_store *st, const char *table, col_list *out)
+/* The columns of `table` in our own schema (the reference the migrations build), in their order:
+ * never the names a database being read declares. Each store's schema was checked against the
+ * same reference when it was opened (a file by store/sqlite.c, a server by store/pg.c), so both
+ * have exactly these columns. */
+static fa_status table_columns(fa_ctx *ctx, sqlite3 *ref, const char *table, col_list *out)
 {
     memset(out, 0, sizeof *out);
-    fa_stmt *q = NULL;
-    fa_status s = fa_sq_prepare(ctx, st,
-                                fa_db_is_pg(st) ? "SELECT column_name FROM information_schema.columns WHERE "
-                                                  "table_schema = current_schema() AND table_name = ?1 ORDER BY ordinal_position"
-                                                : "SELECT name FROM pragma_table_info(?1) ORDER BY cid",
-                                &q);
-    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_txt(q, 1, table));
+    fa_status s = fa_store_schema_columns(ctx, ref, table, &out->names, &out->n);
     fa_buf j;
     fa_buf_init(&j);
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        char **p = realloc(out->names, (size_t)(out->n + 1) * sizeof *p);
-        if (!p || !(p[out->n] = strdup(fa_col_text(q, 0) ? fa_col_text(q, 0) : ""))) {
-            if (p) out->names = p;
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-            break;
-        }
-        out->names = p;
-        fa_buf_printf(&j, "%s%s", out->n ? ", " : "", out->names[out->n]);
-        out->n++;
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
-    if (!s && (j.oom || out->n == 0))
-        s = j.oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path)
-                  : fa_ctx_error(ctx, FA_ERR_INPUT, "%s: the run database has no table %s", st->path, table);
+    for (int i = 0; !s && i < out->n; i++) fa_buf_printf(&j, "%s%s", i ? ", " : "", out->names[i]);
+    if (!s && j.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     out->joined = s ? NULL : j.data;
     if (s) {
         fa_buf_free(&j);
@@ -263,9 +247,12 @@ fa_status fa_store_copy_runs(fa_ctx *ctx, fa_store *src, fa_store *dst, const in
     col_list run_cols = {0};
     col_list cols[sizeof k_run_tables / sizeof k_run_tables[0]];
     memset(cols, 0, sizeof cols);
-    if (!s) s = table_columns(ctx, src, "runs", &run_cols);
+    sqlite3 *ref = NULL;
+    if (!s) s = fa_store_schema_reference(ctx, FA_STORE_SCHEMA_VERSION, &ref);
+    if (!s) s = table_columns(ctx, ref, "runs", &run_cols);
     for (size_t t = 0; !s && t < sizeof k_run_tables / sizeof k_run_tables[0]; t++)
-        s = table_columns(ctx, src, k_run_tables[t], &cols[t]);
+        s = table_columns(ctx, ref, k_run_tables[t], &cols[t]);
+    sqlite3_close(ref);
     for (size_t ii = n; !s && ii-- > 0;) { /* list_runs is newest first */
         const fa_run_info *r = &runs[ii];
         if (!pick[ii]) continue;

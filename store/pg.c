@@ -20,8 +20,15 @@ fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsi
                         st->path);
 }
 
+int fa_store_pq_conninfo(const char *canon, bool uri, fa_conninfo *ci)
+{
+    (void)canon, (void)uri, (void)ci;
+    return -1;
+}
+
 #else
 
+#include <ctype.h>
 #include <dlfcn.h>
 #include <pthread.h>
 
@@ -35,7 +42,8 @@ fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsi
  * libpq-dev; libpq's ABI has kept that SONAME since PostgreSQL 8.2). */
 #define PG_LIBPQ_SONAME "libpq.so.5"
 #define PQ_FUNCS(X)                                                                                                    \
-    X(PQclear) X(PQcmdTuples) X(PQconnectdbParams) X(PQerrorMessage) X(PQexec) X(PQexecParams) X(PQfinish)             \
+    X(PQclear) X(PQcmdTuples) X(PQconndefaults) X(PQconnectdbParams) X(PQconninfoFree) X(PQconninfoParse)              \
+    X(PQerrorMessage) X(PQexec) X(PQexecParams) X(PQfinish) X(PQfreemem) X(PQftable) X(PQfname)                        \
     X(PQftype) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) X(PQnfields) X(PQntuples)                    \
     X(PQparameterStatus) X(PQputCopyData) X(PQputCopyEnd) X(PQreset) X(PQresultErrorField) X(PQresultErrorMessage)     \
     X(PQresultStatus) X(PQsendQueryParams) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQstatus)                   \
@@ -78,7 +86,13 @@ static fa_status pq_load(fa_ctx *ctx, const char *store_path)
 #define PQ_ALIAS(f) pq.f
 #define PQclear PQ_ALIAS(PQclear)
 #define PQcmdTuples PQ_ALIAS(PQcmdTuples)
+#define PQconndefaults PQ_ALIAS(PQconndefaults)
 #define PQconnectdbParams PQ_ALIAS(PQconnectdbParams)
+#define PQconninfoFree PQ_ALIAS(PQconninfoFree)
+#define PQconninfoParse PQ_ALIAS(PQconninfoParse)
+#define PQfreemem PQ_ALIAS(PQfreemem)
+#define PQftable PQ_ALIAS(PQftable)
+#define PQfname PQ_ALIAS(PQfname)
 #define PQerrorMessage PQ_ALIAS(PQerrorMessage)
 #define PQexec PQ_ALIAS(PQexec)
 #define PQexecParams PQ_ALIAS(PQexecParams)
@@ -103,6 +117,166 @@ static fa_status pq_load(fa_ctx *ctx, const char *store_path)
 #define PQstatus PQ_ALIAS(PQstatus)
 #define PQtransactionStatus PQ_ALIAS(PQtransactionStatus)
 
+/* ---- connection strings (store/conninfo.c calls this) ---- */
+
+/* RFC 3986 unreserved characters stay, every other byte is %XX. */
+static void pct_encode(fa_buf *b, const char *v)
+{
+    for (const unsigned char *p = (const unsigned char *)v; *p; p++) {
+        if (isalnum(*p) || strchr("-._~", *p)) fa_buf_append(b, p, 1);
+        else fa_buf_printf(b, "%%%02X", *p);
+    }
+}
+
+/* A keyword/value value (PostgreSQL docs 34.1.1.1): single-quoted when empty or holding a space,
+ * quote or backslash, those two escaped with a backslash. */
+static void kv_value(fa_buf *b, const char *v)
+{
+    if (*v && !strpbrk(v, " \t\n\r\f\v'\\")) {
+        fa_buf_puts(b, v);
+        return;
+    }
+    fa_buf_puts(b, "'");
+    for (const char *p = v; *p; p++) {
+        if (*p == '\'' || *p == '\\') fa_buf_puts(b, "\\");
+        fa_buf_append(b, p, 1);
+    }
+    fa_buf_puts(b, "'");
+}
+
+/* libpq's message on a string it cannot read quotes parts of the string ("invalid percent-encoded
+ * token: \"p%zz\"", the whole URI in others), which may be a password: every quoted part that is not
+ * one of libpq's own keyword names becomes "(...)". */
+static void pq_reason(fa_buf *b, const char *msg)
+{
+    PQconninfoOption *kw = PQconndefaults();
+    const char *p = msg;
+    while (*p) {
+        const char *q = strchr(p, '"');
+        const char *e = q ? strchr(q + 1, '"') : NULL;
+        if (!e) {
+            size_t n = strlen(p);
+            while (n && (p[n - 1] == '\n' || p[n - 1] == ' ')) n--;
+            fa_buf_append(b, p, n);
+            break;
+        }
+        fa_buf_append(b, p, (size_t)(q - p));
+        bool keyword = false;
+        for (PQconninfoOption *o = kw; o && o->keyword && !keyword; o++)
+            keyword = strlen(o->keyword) == (size_t)(e - q - 1) && !strncmp(o->keyword, q + 1, (size_t)(e - q - 1));
+        if (keyword) fa_buf_append(b, q, (size_t)(e - q) + 1);
+        else fa_buf_puts(b, "(...)");
+        p = e + 1;
+    }
+    if (kw) PQconninfoFree(kw);
+}
+
+static bool add_secret(fa_conninfo *ci, const char *v)
+{
+    if (!v || !*v || ci->n_secret == (int)(sizeof ci->secret / sizeof ci->secret[0])) return true;
+    return (ci->secret[ci->n_secret++] = strdup(v)) != NULL;
+}
+
+int fa_store_pq_conninfo(const char *canon, bool uri, fa_conninfo *ci)
+{
+    pthread_once(&pq_once, pq_load_once);
+    if (pq_err[0]) return -1;
+    char *err = NULL;
+    PQconninfoOption *opts = PQconninfoParse(canon, &err);
+    if (!opts) {
+        if (!err) return -2;
+        fa_buf r;
+        fa_buf_init(&r);
+        pq_reason(&r, err);
+        PQfreemem(err);
+        snprintf(ci->why, sizeof ci->why, "not a connection string libpq can read (%s)", r.data ? r.data : "?");
+        fa_buf_free(&r);
+        return 1;
+    }
+    const char *user = NULL, *password = NULL, *host = NULL, *port = NULL, *dbname = NULL;
+    bool oom = false;
+    for (PQconninfoOption *o = opts; o->keyword; o++) {
+        if (!o->val) continue;
+        if (!strcmp(o->keyword, "user")) user = o->val;
+        else if (!strcmp(o->keyword, "password")) password = o->val;
+        else if (!strcmp(o->keyword, "host")) host = o->val;
+        else if (!strcmp(o->keyword, "port")) port = o->val;
+        else if (!strcmp(o->keyword, "dbname")) dbname = o->val;
+        /* dispchar "*": libpq's own mark of a field to hide (password, sslpassword) */
+        if (o->dispchar && o->dispchar[0] == '*') {
+            ci->had_password = true;
+            oom |= !add_secret(ci, o->val);
+        }
+    }
+    /* libpq ends the userinfo at the first '@' or '/': a password holding '/' or a raw '@' leaves
+     * the rest of it in the host, port or database name, which would then be shown */
+    if (uri) {
+        const char *after = canon + (strncmp(canon, "postgresql://", 13) ? 11 : 13);
+        size_t path_end = strcspn(after, "?");
+        const char *at = memchr(after, '@', path_end);
+        if ((at && !user && !password) || (host && strchr(host, '@')) || (port && strchr(port, '@'))) {
+            snprintf(ci->why, sizeof ci->why,
+                     "libpq cannot tell the user and password from the host in this URI (a '/' or '@' in a "
+                     "password or user name must be written %%2F or %%40; or give the password with PGPASSWORD "
+                     "or ~/.pgpass)");
+            PQconninfoFree(opts);
+            return oom ? -2 : 1;
+        }
+    }
+    /* a database name that is itself a connection string (libpq expands one level only): its own
+     * secrets too */
+    fa_conninfo inner;
+    memset(&inner, 0, sizeof inner);
+    bool nested = dbname && fa_store_path_is_pg(dbname);
+    if (nested && !fa_conninfo_read(dbname, &inner)) oom = true;
+    for (int i = 0; nested && !oom && i < inner.n_secret; i++) oom = !add_secret(ci, inner.secret[i]);
+    if (nested) ci->had_password |= inner.had_password;
+    fa_buf b;
+    fa_buf_init(&b);
+    if (uri) {
+        fa_buf_puts(&b, strncmp(canon, "postgresql://", 13) ? "postgres://" : "postgresql://");
+        bool simple_host = host && *host && !strpbrk(host, ",:/[]@");
+        bool simple_port = simple_host && port && *port && strspn(port, "0123456789") == strlen(port);
+        if (user) {
+            pct_encode(&b, user);
+            if (password) fa_buf_puts(&b, ":***");
+            fa_buf_puts(&b, "@");
+        }
+        if (simple_host) pct_encode(&b, host);
+        if (simple_port) fa_buf_printf(&b, ":%s", port);
+        if (dbname) {
+            fa_buf_puts(&b, "/");
+            pct_encode(&b, nested ? (inner.display ? inner.display : "") : dbname);
+        }
+        char sep = '?';
+        for (PQconninfoOption *o = opts; o->keyword; o++) {
+            if (!o->val || !strcmp(o->keyword, "user") || (user && !strcmp(o->keyword, "password")) ||
+                !strcmp(o->keyword, "dbname") || (simple_host && !strcmp(o->keyword, "host")) ||
+                (simple_port && !strcmp(o->keyword, "port")))
+                continue;
+            fa_buf_printf(&b, "%c%s=", sep, o->keyword);
+            sep = '&';
+            if (o->dispchar && o->dispchar[0] == '*') fa_buf_puts(&b, "***");
+            else pct_encode(&b, o->val);
+        }
+    } else {
+        for (PQconninfoOption *o = opts; o->keyword; o++) {
+            if (!o->val) continue;
+            fa_buf_printf(&b, "%s%s=", b.len ? " " : "", o->keyword);
+            if (o->dispchar && o->dispchar[0] == '*') fa_buf_puts(&b, "***");
+            else kv_value(&b, nested && o->val == dbname ? (inner.display ? inner.display : "") : o->val);
+        }
+    }
+    fa_conninfo_free(&inner);
+    PQconninfoFree(opts);
+    if (b.oom || oom) {
+        fa_buf_free(&b);
+        return -2;
+    }
+    ci->display = b.data ? b.data : strdup("");
+    return ci->display ? 0 : -2;
+}
+
 /* Namespace of every table; search_path points at it for the session. */
 #define PG_SCHEMA "fuse_advise"
 /* Key of the advisory lock that serialises migrations (the application_id bytes 'FAdv'). */
@@ -117,13 +291,15 @@ static fa_status pq_load(fa_ctx *ctx, const char *store_path)
 struct fa_pg {
     PGconn *conn;
     bool utf8;         /* server_encoding UTF8: text must be valid UTF-8 */
-    char *conninfo;    /* as given (may hold a password: never shown) */
+    fa_conninfo ci;    /* the connection string as libpq read it (its secrets: never shown) */
     char *err;         /* message of the last failed call (malloc'd) */
     char sqlstate[6];  /* its SQLSTATE, "" when none */
     int64_t changes;   /* rows of the last command */
     fa_stmt *busy;     /* statement whose query or COPY is in flight */
     int64_t *held;     /* runs whose liveness lock this connection holds */
     size_t n_held, cap_held;
+    struct pg_rel { Oid oid; char name[64]; } *rels; /* our tables (checked at open): names in messages */
+    size_t n_rels;
 };
 
 /* Key of a run's liveness lock: pg_advisory_lock(int4, int4) with class 'FAdv' and the run id
@@ -137,6 +313,7 @@ typedef struct pg_stmt {
     char **vals;       /* text values, NULL = SQL NULL */
     Oid *types;
     PGresult *row;     /* current row (single-row mode) */
+    int64_t rows;      /* rows returned so far */
     int state;         /* 0 not started, 1 rows pending, 2 done */
     /* bulk (COPY) */
     bool bulk;
@@ -157,7 +334,8 @@ static void pg_set_err(fa_store *st, const char *msg, const PGresult *r)
 {
     struct fa_pg *pg = st->pg;
     free(pg->err);
-    pg->err = strdup(msg && *msg ? msg : "unknown error");
+    /* libpq's and the server's text never carries a secret of the connection string */
+    pg->err = fa_conninfo_scrub(&pg->ci, msg && *msg ? msg : "unknown error");
     if (pg->err) {
         size_t n = strlen(pg->err);
         while (n && (pg->err[n - 1] == '\n' || pg->err[n - 1] == ' ')) pg->err[--n] = 0;
@@ -261,6 +439,8 @@ static int pg_ensure_conn(fa_store *st)
 static int pg_exec(fa_store *st, const char *sql)
 {
     struct fa_pg *pg = st->pg;
+    free(st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    st->fault = NULL;
     if (pg->busy) {
         pg_set_err(st, "internal: a statement is still in progress on the connection", NULL);
         return FA_DB_ERROR;
@@ -513,6 +693,15 @@ static int pg_bind_dbl(fa_stmt *q, int i, double v)
 
 static int pg_bind_txt(fa_stmt *q, int i, const char *v)
 {
+    if (v && strlen(v) > FA_STORE_VALUE_MAX) { /* what could not be read back is not written */
+        fa_buf m;
+        fa_buf_init(&m);
+        fa_buf_printf(&m, "%s: a value of %zu bytes for parameter %d, over the %zu MiB limit on one value", q->st->path,
+                      strlen(v), i, FA_STORE_VALUE_MAX >> 20);
+        free(q->st->fault);
+        q->st->fault = m.data;
+        return FA_DB_ERROR;
+    }
     if (PGQ(q)->bulk) return pg_bulk_bind(q, i, (struct pg_val){v ? PV_TXT : PV_NULL, 0, 0, v});
     char *owned = NULL;
     const char *t = pg_text(q->st, v, &owned);
@@ -693,11 +882,56 @@ static int pg_step_bulk(fa_stmt *q)
     return FA_DB_DONE;
 }
 
+/* "PATH: table T, row #N of the query, column C: WHAT" as the store's fault (the server checks
+ * types and NOT NULL itself; a value's length is ours to bound). */
+static int pg_fault(fa_stmt *q, int col, const char *what)
+{
+    pg_stmt *h = PGQ(q);
+    fa_store *st = q->st;
+    fa_buf m;
+    fa_buf_init(&m);
+    fa_buf_printf(&m, "%s: ", st->path);
+    Oid t = h->row && col >= 0 ? PQftable(h->row, col) : 0;
+    for (size_t i = 0; t && i < st->pg->n_rels; i++)
+        if (st->pg->rels[i].oid == t) {
+            fa_buf_puts(&m, "table ");
+            fa_store_quote_name(&m, st->pg->rels[i].name, strlen(st->pg->rels[i].name));
+            fa_buf_puts(&m, ", ");
+        }
+    fa_buf_printf(&m, "row #%lld of the query", (long long)h->rows);
+    if (col >= 0 && h->row) {
+        const char *f = PQfname(h->row, col);
+        fa_buf_puts(&m, ", column ");
+        fa_store_quote_name(&m, f ? f : "?", f ? strlen(f) : 1);
+    }
+    fa_buf_printf(&m, ": %s", what);
+    free(st->fault);
+    st->fault = m.data;
+    pg_stop(q);
+    h->state = 2;
+    return FA_DB_ERROR;
+}
+
+static int pg_row_check(fa_stmt *q)
+{
+    pg_stmt *h = PGQ(q);
+    for (int c = 0; c < PQnfields(h->row); c++)
+        if (!PQgetisnull(h->row, 0, c) && (size_t)PQgetlength(h->row, 0, c) > FA_STORE_VALUE_MAX) {
+            char what[120];
+            snprintf(what, sizeof what, "a value of %d bytes, over the %zu MiB limit on one value",
+                     PQgetlength(h->row, 0, c), FA_STORE_VALUE_MAX >> 20);
+            return pg_fault(q, c, what);
+        }
+    return FA_DB_ROW;
+}
+
 static int pg_step(fa_stmt *q)
 {
     pg_stmt *h = PGQ(q);
     fa_store *st = q->st;
     struct fa_pg *pg = st->pg;
+    free(st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    st->fault = NULL;
     if (h->bulk) return pg_step_bulk(q);
     if (h->state == 2) return FA_DB_DONE;
     if (h->state == 0) {
@@ -721,7 +955,8 @@ static int pg_step(fa_stmt *q)
     ExecStatusType k = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (k == PGRES_SINGLE_TUPLE) {
         h->row = r;
-        return FA_DB_ROW;
+        h->rows++;
+        return pg_row_check(q);
     }
     int rc = FA_DB_DONE;
     if (k == PGRES_COMMAND_OK) pg->changes = atoll(PQcmdTuples(r));
@@ -738,6 +973,7 @@ static int pg_step(fa_stmt *q)
 
 static int pg_reset(fa_stmt *q)
 {
+    PGQ(q)->rows = 0;
     if (!PGQ(q)->bulk) pg_stop(q);
     return FA_DB_OK;
 }
@@ -838,7 +1074,8 @@ static void pg_close(fa_store *st)
     struct fa_pg *pg = st->pg;
     if (!pg) return;
     if (pg->conn) PQfinish(pg->conn); /* an open transaction is rolled back by the server */
-    free(pg->conninfo);
+    fa_conninfo_free(&pg->ci);
+    free(pg->rels);
     free(pg->err);
     free(pg->held);
     free(pg);
@@ -1017,6 +1254,163 @@ static fa_status pg_read_version(fa_ctx *ctx, fa_store *st, int64_t *version)
     return fa_sq_query_i64(ctx, st, "SELECT coalesce(max(version), 0) FROM " PG_SCHEMA ".schema_version", version);
 }
 
+/* One line per column of the reference's tables at `version`, as the server should have them:
+ * "table|column|type|notnull" with the types pg_schema_sql gives (INTEGER bigint, REAL double
+ * precision, TEXT text) and primary-key columns NOT NULL as PostgreSQL makes them. */
+static fa_status pg_expected(fa_ctx *ctx, int64_t version, fa_buf *out)
+{
+    sqlite3 *ref = NULL;
+    fa_status s = fa_store_schema_reference(ctx, version, &ref);
+    sqlite3_stmt *q = NULL;
+    if (!s && sqlite3_prepare_v2(ref,
+                                 "SELECT m.name, c.name, upper(c.type), c.\"notnull\" OR c.pk > 0 FROM sqlite_schema m, "
+                                 "pragma_table_info(m.name) c WHERE m.type = 'table' ORDER BY m.name, c.cid",
+                                 -1, &q, NULL) != SQLITE_OK)
+        s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "reading the reference schema: %s", sqlite3_errmsg(ref));
+    while (!s && sqlite3_step(q) == SQLITE_ROW) {
+        const char *t = (const char *)sqlite3_column_text(q, 2);
+        fa_buf_printf(out, "%s|%s|%s|%d\n", sqlite3_column_text(q, 0), sqlite3_column_text(q, 1),
+                      !t ? "?" : !strcmp(t, "INTEGER") ? "bigint" : !strcmp(t, "REAL") ? "double precision"
+                                 : !strcmp(t, "TEXT") ? "text" : t,
+                      sqlite3_column_int(q, 3));
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(ref);
+    if (!s && out->oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    return s;
+}
+
+/* The first line of a that b lacks (*n its length); NULL when none. */
+static const char *pg_line_missing(const char *a, const char *b, size_t *n)
+{
+    for (const char *p = a; *p;) {
+        size_t len = strcspn(p, "\n");
+        bool found = false;
+        for (const char *r = b; *r && !found;) {
+            size_t m = strcspn(r, "\n");
+            found = m == len && !memcmp(p, r, len);
+            r += m + (r[m] == '\n');
+        }
+        if (!found) {
+            *n = len;
+            return p;
+        }
+        p += len + (p[len] == '\n');
+    }
+    return NULL;
+}
+
+static fa_status pg_schema_refuse(fa_ctx *ctx, fa_store *st, int64_t version, const char *what, const char *line, size_t n)
+{
+    fa_buf m;
+    fa_buf_init(&m);
+    fa_buf_puts(&m, what);
+    if (line) {
+        const char *bar = memchr(line, '|', n), *bar2 = bar ? memchr(bar + 1, '|', n - (size_t)(bar + 1 - line)) : NULL;
+        fa_buf_puts(&m, " table ");
+        fa_store_quote_name(&m, line, bar ? (size_t)(bar - line) : n);
+        if (bar) {
+            fa_buf_puts(&m, ", column ");
+            fa_store_quote_name(&m, bar + 1, bar2 ? (size_t)(bar2 - bar - 1) : n - (size_t)(bar + 1 - line));
+        }
+    }
+    fa_status s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                               "%s: %s, in fuse-advise's schema version %lld: not a run database this fuse-advise "
+                               "wrote (altered, or another program's); refusing to read it",
+                               st->path, m.data ? m.data : what, (long long)version);
+    fa_buf_free(&m);
+    return s;
+}
+
+/* The server's schema against the reference at `version` (the same as store/sqlite.c checks for a
+ * file): in namespace fuse_advise, only our tables (plus schema_version) as plain tables, each
+ * with exactly the reference's columns and types; no view, no rule; no trigger but our own. The
+ * table names and oids are kept for messages. */
+static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
+{
+    fa_buf want, have;
+    fa_buf_init(&want);
+    fa_buf_init(&have);
+    fa_status s = pg_expected(ctx, version, &want);
+    fa_stmt *q = NULL;
+    int rc = FA_DB_DONE;
+    if (!s)
+        s = fa_sq_prepare(ctx, st,
+                          "SELECT c.oid::text, c.relname::text, c.relkind::text, a.attname::text, "
+                          "format_type(a.atttypid, a.atttypmod), a.attnotnull::int, "
+                          "(a.attgenerated <> '' OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE '%(%')::int "
+                          "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                          "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+                          "LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
+                          "WHERE n.nspname = '" PG_SCHEMA "' AND c.relkind NOT IN ('i', 'S', 'I', 'c', 't') "
+                          "ORDER BY c.relname, a.attnum",
+                          &q);
+    char odd[200] = "", computed[240] = "";
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        const char *rel = fa_col_text(q, 1), *kind = fa_col_text(q, 2), *col = fa_col_text(q, 3);
+        if (!rel || !kind) continue;
+        if (!strcmp(rel, "schema_version")) continue;
+        if (strcmp(kind, "r")) {
+            if (!odd[0]) {
+                fa_buf m;
+                fa_buf_init(&m);
+                fa_store_quote_name(&m, rel, strlen(rel));
+                snprintf(odd, sizeof odd, "%s (relkind %s) is not a plain table as", m.data ? m.data : "?", kind);
+                fa_buf_free(&m);
+            }
+            continue;
+        }
+        if (col) fa_buf_printf(&have, "%s|%s|%s|%d\n", rel, col, fa_col_text(q, 4) ? fa_col_text(q, 4) : "?", fa_col_int(q, 5));
+        /* ours are constants: a default that calls a function, or a generated column, runs code of
+         * the server's on our writes */
+        if (col && fa_col_int(q, 6) && !computed[0]) {
+            fa_buf m;
+            fa_buf_init(&m);
+            fa_store_quote_name(&m, rel, strlen(rel));
+            fa_buf_puts(&m, ", column ");
+            fa_store_quote_name(&m, col, strlen(col));
+            snprintf(computed, sizeof computed, "table %s has a computed default or value, which is not",
+                     m.data ? m.data : "?");
+            fa_buf_free(&m);
+        }
+        if (!st->pg->n_rels || strcmp(st->pg->rels[st->pg->n_rels - 1].name, rel)) {
+            struct pg_rel *r = realloc(st->pg->rels, (st->pg->n_rels + 1) * sizeof *r);
+            if (!r) {
+                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+                break;
+            }
+            st->pg->rels = r;
+            r[st->pg->n_rels].oid = (Oid)strtoul(fa_col_text(q, 0) ? fa_col_text(q, 0) : "0", NULL, 10);
+            snprintf(r[st->pg->n_rels].name, sizeof r->name, "%s", rel);
+            st->pg->n_rels++;
+        }
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    size_t n = 0;
+    const char *line;
+    if (!s && (have.oom || want.oom)) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    else if (!s && odd[0]) s = pg_schema_refuse(ctx, st, version, odd, NULL, 0);
+    else if (!s && computed[0]) s = pg_schema_refuse(ctx, st, version, computed, NULL, 0);
+    else if (!s && (line = pg_line_missing(have.data ? have.data : "", want.data ? want.data : "", &n)))
+        s = pg_schema_refuse(ctx, st, version, "a column (or its type or NOT NULL) that is not", line, n);
+    else if (!s && (line = pg_line_missing(want.data ? want.data : "", have.data ? have.data : "", &n)))
+        s = pg_schema_refuse(ctx, st, version, "a missing (or otherwise declared) column of", line, n);
+    /* nothing that runs on a read or a write: a rule, or a trigger that is not ours */
+    int64_t extra = 0;
+    if (!s)
+        s = fa_sq_query_i64(ctx, st,
+                            "SELECT (SELECT count(*) FROM pg_catalog.pg_rules WHERE schemaname = '" PG_SCHEMA "') + "
+                            "(SELECT count(*) FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
+                            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA
+                            "' AND NOT t.tgisinternal AND t.tgname <> 'runs_delete_kernels')",
+                            &extra);
+    if (!s && extra > 0) s = pg_schema_refuse(ctx, st, version, "a rule or trigger that is not", NULL, 0);
+    fa_buf_free(&want);
+    fa_buf_free(&have);
+    return s;
+}
+
 /* Migrate to FA_STORE_SCHEMA_VERSION in one transaction under an advisory lock (concurrent
  * openers wait, then find the work done). */
 static fa_status pg_migrate(fa_ctx *ctx, fa_store *st)
@@ -1075,17 +1469,22 @@ fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsi
     st->be = &pg_backend;
     st->pg = calloc(1, sizeof *st->pg);
     if (!st->pg) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    st->pg->conninfo = strdup(conninfo);
-    if (!st->pg->conninfo) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    /* libpq reads the string first: one it cannot read, or whose password it would take for a host
+     * or database name, is refused with our words (libpq's would quote it) */
+    if (!fa_conninfo_read(conninfo, &st->pg->ci)) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (!st->pg->ci.connect)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s", st->path,
+                            st->pg->ci.why[0] ? st->pg->ci.why : "not a connection string libpq can read");
     st->readonly = (flags & FA_STORE_READONLY) != 0;
     /* Later keywords win: the URI's own connect_timeout / application_name override ours. */
     const char *const keys[] = {"connect_timeout", "fallback_application_name", "dbname", NULL};
-    const char *const vals[] = {"10", "fuse-advise", conninfo, NULL};
+    const char *const vals[] = {"10", "fuse-advise", st->pg->ci.connect, NULL};
     st->pg->conn = PQconnectdbParams(keys, vals, 1);
     if (!st->pg->conn) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory connecting", st->path);
     if (PQstatus(st->pg->conn) != CONNECTION_OK) {
         pg_set_err(st, PQerrorMessage(st->pg->conn), NULL);
-        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot connect to the PostgreSQL server: %s", st->path, st->pg->err);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot connect to the PostgreSQL server: %s", st->path,
+                            st->pg->err ? st->pg->err : "out of memory");
     }
     PQsetNoticeProcessor(st->pg->conn, pg_notice, NULL);
     const char *enc = PQparameterStatus(st->pg->conn, "server_encoding");
@@ -1105,6 +1504,9 @@ fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsi
                             "%s: database schema version %lld is newer than this fuse-advise (%s) supports (version "
                             "%d); use a newer fuse-advise, the database was not modified",
                             st->path, (long long)version, FA_VERSION_STRING, FA_STORE_SCHEMA_VERSION);
+    /* a server's schema is checked as a file's is (store/schema.c), before anything reads a table */
+    if (version > 0) s = pg_schema_check(ctx, st, version);
+    if (s) return s;
     if (version < FA_STORE_SCHEMA_VERSION) {
         if (st->readonly)
             return fa_ctx_error(ctx, FA_ERR_IO,

@@ -1,7 +1,13 @@
 /* store/schema — the run database schema as forward migrations: fa_store_migrations[v] takes
  * a database from user_version v to v+1. Never edit a released step; append a new one.
- * Every column and its unit is documented in docs/schema.md. */
+ * Every column and its unit is documented in docs/schema.md. The same migrations build the
+ * reference schema every database opened is compared with, and the only source of the table and
+ * column names store/copy.c writes into SQL. */
 #include "store-impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* Conventions (docs/schema.md): times are integer ns (run timestamps unix epoch ns, kernel
  * timestamps in the trace's own clock), sizes integer bytes, FLOPs integer counts.
@@ -341,3 +347,308 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_4_to_5,
     migration_5_to_6,
 };
+
+/* ---- the reference schema: what every database opened is compared with ---- */
+
+void fa_store_quote_name(fa_buf *b, const char *s, size_t n)
+{
+    size_t shown = n > 64 ? 64 : n;
+    fa_buf_puts(b, "'");
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c < 0x7f && c != '\\' && c != '\'') fa_buf_append(b, &c, 1);
+        else fa_buf_printf(b, "\\x%02x", c);
+    }
+    fa_buf_puts(b, n > shown ? "'..." : "'");
+}
+
+fa_status fa_store_schema_reference(fa_ctx *ctx, int64_t version, sqlite3 **out)
+{
+    *out = NULL;
+    if (version < 0 || version > FA_STORE_SCHEMA_VERSION)
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "no reference schema for version %lld", (long long)version);
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_MEMORY | SQLITE_OPEN_NOMUTEX, NULL);
+    for (int64_t v = 0; rc == SQLITE_OK && v < version; v++) rc = sqlite3_exec(db, fa_store_migrations[v], NULL, NULL, NULL);
+    if (rc != SQLITE_OK) {
+        fa_status s = fa_ctx_error(ctx, (rc & 0xff) == SQLITE_NOMEM ? FA_ERR_NOMEM : FA_ERR_INTERNAL,
+                                   "building the reference schema (version %lld): %s", (long long)version,
+                                   db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return s;
+    }
+    *out = db;
+    return FA_OK;
+}
+
+/* Rows of one query as text cells (NULL as "\x01NULL"), joined: "a|b|c\n" per row; malloc'd. */
+static char *rows_text(sqlite3 *db, const char *sql, const char *arg, int *rc_out)
+{
+    sqlite3_stmt *q = NULL;
+    fa_buf b;
+    fa_buf_init(&b);
+    int rc = sqlite3_prepare_v2(db, sql, -1, &q, NULL);
+    if (rc == SQLITE_OK && arg) rc = sqlite3_bind_text(q, 1, arg, -1, SQLITE_STATIC);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        for (int i = 0; i < sqlite3_column_count(q); i++) {
+            const char *t = (const char *)sqlite3_column_text(q, i);
+            fa_buf_printf(&b, "%s%s", i ? "|" : "", t ? t : "\x01NULL");
+        }
+        fa_buf_puts(&b, "\n");
+        rc = SQLITE_OK;
+    }
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    sqlite3_finalize(q);
+    if (b.oom && rc == SQLITE_OK) rc = SQLITE_NOMEM;
+    *rc_out = rc;
+    if (rc != SQLITE_OK) {
+        fa_buf_free(&b);
+        return NULL;
+    }
+    return b.data ? b.data : strdup("");
+}
+
+/* The objects of a schema: "type|name|tbl_name" lines, sqlite_stat tables (ANALYZE) left out. */
+static const char *const k_objects_sql =
+    "SELECT type, name, tbl_name FROM sqlite_schema WHERE name NOT IN ('sqlite_stat1', 'sqlite_stat4') ORDER BY name";
+
+/* What is compared per object (one text per object): a table's kind, WITHOUT ROWID and STRICT
+ * flags, its columns (name, declared type, NOT NULL, default, primary-key position, hidden:
+ * generated columns and virtual tables differ there) and foreign keys; an index's table, columns,
+ * uniqueness and partial flag. */
+static const char *const k_table_sql =
+    "SELECT 'kind', type, wr, strict, ncol, NULL, NULL FROM pragma_table_list(?1) WHERE schema = 'main' "
+    "UNION ALL SELECT 'column', name, type, \"notnull\", dflt_value, pk, hidden FROM pragma_table_xinfo(?1) "
+    "UNION ALL SELECT 'foreign key', \"table\", \"from\", \"to\", on_update, on_delete, \"match\" "
+    "FROM pragma_foreign_key_list(?1)";
+static const char *const k_index_sql =
+    "SELECT 'key', seqno, cid, name, \"desc\", coll, \"key\" FROM pragma_index_xinfo(?1) "
+    "UNION ALL SELECT 'flags', \"unique\", origin, partial, NULL, NULL, NULL FROM pragma_index_list((SELECT tbl_name "
+    "FROM sqlite_schema WHERE name = ?1)) WHERE name = ?1";
+
+/* Field k ("|"-separated) of one line. */
+static void field(const char *line, size_t len, int k, const char **f, size_t *n)
+{
+    const char *p = line, *end = line + len;
+    for (int i = 0; i < k && p < end; i++) {
+        const char *bar = memchr(p, '|', (size_t)(end - p));
+        p = bar ? bar + 1 : end;
+    }
+    const char *bar = memchr(p, '|', (size_t)(end - p));
+    *f = p;
+    *n = (size_t)((bar ? bar : end) - p);
+}
+
+/* Whether field 0 of a line is `kind` (NULL: any). */
+static bool of_kind(const char *line, size_t len, const char *kind)
+{
+    if (!kind) return true;
+    const char *f;
+    size_t n;
+    field(line, len, 0, &f, &n);
+    return n == strlen(kind) && !memcmp(f, kind, n);
+}
+
+/* The first line of text a (lines "field|field|...") of `kind` (NULL: any) that b lacks. */
+static const char *first_extra(const char *a, const char *b, const char *kind, size_t *len)
+{
+    for (const char *p = a; *p;) {
+        size_t n = strcspn(p, "\n");
+        bool found = !of_kind(p, n, kind);
+        for (const char *r = b; *r && !found;) {
+            size_t m = strcspn(r, "\n");
+            found = m == n && !memcmp(p, r, n);
+            r += m + (r[m] == '\n');
+        }
+        if (!found) {
+            *len = n;
+            return p;
+        }
+        p += n + (p[n] == '\n');
+    }
+    return NULL;
+}
+
+/* Whether text has a "column|NAME|..." line. */
+static bool has_column_line(const char *text, const char *name, size_t nn)
+{
+    for (const char *r = text; *r;) {
+        size_t m = strcspn(r, "\n"), fn;
+        const char *f;
+        if (of_kind(r, m, "column")) {
+            field(r, m, 1, &f, &fn);
+            if (fn == nn && !memcmp(f, name, nn)) return true;
+        }
+        r += m + (r[m] == '\n');
+    }
+    return false;
+}
+
+/* The first column line of a whose column name b has no line for; its name in *c, *cn. */
+static const char *first_unnamed(const char *a, const char *b, const char **c, size_t *cn)
+{
+    for (const char *p = a; *p;) {
+        size_t n = strcspn(p, "\n");
+        if (of_kind(p, n, "column")) {
+            field(p, n, 1, c, cn);
+            if (!has_column_line(b, *c, *cn)) return p;
+        }
+        p += n + (p[n] == '\n');
+    }
+    return NULL;
+}
+
+/* "PATH: WHAT in fuse-advise's schema version V ..." on ctx. */
+static fa_status schema_diff(fa_ctx *ctx, const char *path, int64_t version, const char *what)
+{
+    return fa_ctx_error(ctx, FA_ERR_INPUT,
+                        "%s: %s in fuse-advise's schema version %lld: not a run database this fuse-advise "
+                        "wrote (damaged, or crafted); refusing to read it",
+                        path, what, (long long)version);
+}
+
+/* One object's description differs: the first difference as a sentence, columns first. */
+static fa_status object_diff(fa_ctx *ctx, const char *path, int64_t version, const char *type, const char *name,
+                             const char *file_desc, const char *ref_desc)
+{
+    fa_buf m;
+    fa_buf_init(&m);
+    size_t n = 0, cn;
+    const char *line, *c;
+    fa_buf_printf(&m, "%s ", type);
+    fa_store_quote_name(&m, name, strlen(name));
+    if ((line = first_unnamed(file_desc, ref_desc, &c, &cn))) {
+        fa_buf_puts(&m, " has a column ");
+        fa_store_quote_name(&m, c, cn);
+        fa_buf_puts(&m, " that is not");
+    } else if ((line = first_unnamed(ref_desc, file_desc, &c, &cn))) {
+        fa_buf_puts(&m, " lacks column ");
+        fa_store_quote_name(&m, c, cn);
+        fa_buf_puts(&m, " of the table");
+    } else if ((line = first_extra(file_desc, ref_desc, "column", &n))) {
+        field(line, n, 1, &c, &cn);
+        fa_buf_puts(&m, ", column ");
+        fa_store_quote_name(&m, c, cn);
+        fa_buf_puts(&m, " (its type, NOT NULL, default, key or generation) is declared otherwise than");
+    } else if (first_extra(file_desc, ref_desc, "kind", &n) || first_extra(ref_desc, file_desc, "kind", &n)) {
+        fa_buf_puts(&m, " is not the plain table (WITHOUT ROWID or not, STRICT or not) it is");
+    } else if (first_extra(file_desc, ref_desc, "foreign key", &n) || first_extra(ref_desc, file_desc, "foreign key", &n)) {
+        fa_buf_puts(&m, " has other foreign keys than");
+    } else if (first_extra(file_desc, ref_desc, NULL, &n) || first_extra(ref_desc, file_desc, NULL, &n)) {
+        fa_buf_puts(&m, " is on other columns or flags than");
+    } else {
+        fa_buf_puts(&m, " has its columns in another order than");
+    }
+    fa_status s = m.oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path)
+                        : schema_diff(ctx, path, version, m.data);
+    fa_buf_free(&m);
+    return s;
+}
+
+fa_status fa_store_schema_check_sqlite(fa_ctx *ctx, const char *path, sqlite3 *db, int64_t version)
+{
+    sqlite3 *ref = NULL;
+    fa_status s = fa_store_schema_reference(ctx, version, &ref);
+    if (s) return s;
+    int rc = SQLITE_OK, rc2 = SQLITE_OK;
+    char *mine = rows_text(db, k_objects_sql, NULL, &rc), *want = rows_text(ref, k_objects_sql, NULL, &rc2);
+    if (rc2 != SQLITE_OK) s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "reading the reference schema: %s", sqlite3_errstr(rc2));
+    else if (rc != SQLITE_OK)
+        s = fa_ctx_error(ctx, (rc & 0xff) == SQLITE_NOMEM ? FA_ERR_NOMEM : FA_ERR_INPUT, "%s: reading its schema: %s", path,
+                         sqlite3_errmsg(db));
+    size_t n = 0;
+    const char *extra;
+    /* every object of the file is one of the reference's, of the same type on the same table */
+    if (!s && (extra = first_extra(mine, want, NULL, &n))) {
+        const char *t, *nm;
+        size_t tn, nn;
+        field(extra, n, 0, &t, &tn);
+        field(extra, n, 1, &nm, &nn);
+        fa_buf m;
+        fa_buf_init(&m);
+        fa_buf_append(&m, t, tn);
+        fa_buf_puts(&m, " ");
+        fa_store_quote_name(&m, nm, nn);
+        fa_buf_puts(&m, " (or one of that name of this type on this table) is not");
+        s = m.oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path) : schema_diff(ctx, path, version, m.data);
+        fa_buf_free(&m);
+    }
+    if (!s && (extra = first_extra(want, mine, NULL, &n))) {
+        const char *t, *nm;
+        size_t tn, nn;
+        field(extra, n, 0, &t, &tn);
+        field(extra, n, 1, &nm, &nn);
+        char what[160];
+        snprintf(what, sizeof what, "the database lacks %.*s '%.*s', which is", (int)tn, t, (int)nn, nm);
+        s = schema_diff(ctx, path, version, what);
+    }
+    /* each table's and index's description */
+    for (const char *p = want; !s && p && *p;) {
+        size_t len = strcspn(p, "\n");
+        const char *t, *nm;
+        size_t tn, nn;
+        field(p, len, 0, &t, &tn);
+        field(p, len, 1, &nm, &nn);
+        char type[16], name[128];
+        snprintf(type, sizeof type, "%.*s", (int)tn, t);
+        snprintf(name, sizeof name, "%.*s", (int)nn, nm);
+        const char *sql = !strcmp(type, "table") ? k_table_sql : !strcmp(type, "index") ? k_index_sql : NULL;
+        if (sql) {
+            char *a = rows_text(db, sql, name, &rc), *b = rows_text(ref, sql, name, &rc2);
+            if (rc2 != SQLITE_OK)
+                s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "reading the reference schema: %s", sqlite3_errstr(rc2));
+            else if (rc != SQLITE_OK)
+                s = fa_ctx_error(ctx, (rc & 0xff) == SQLITE_NOMEM ? FA_ERR_NOMEM : FA_ERR_INPUT,
+                                 "%s: reading the schema of %s %s: %s", path, type, name, sqlite3_errmsg(db));
+            else if (strcmp(a, b))
+                s = object_diff(ctx, path, version, type, name, a, b);
+            free(a);
+            free(b);
+        }
+        p += len + (p[len] == '\n');
+    }
+    free(mine);
+    free(want);
+    sqlite3_close(ref);
+    return s;
+}
+
+fa_status fa_store_schema_columns(fa_ctx *ctx, sqlite3 *ref, const char *table, char ***names, int *n)
+{
+    *names = NULL;
+    *n = 0;
+    sqlite3_stmt *q = NULL;
+    int rc = sqlite3_prepare_v2(ref, "SELECT name FROM pragma_table_info(?1) ORDER BY cid", -1, &q, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_bind_text(q, 1, table, -1, SQLITE_STATIC);
+    char **v = NULL;
+    int k = 0;
+    fa_status s = FA_OK;
+    while (!s && rc == SQLITE_OK && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(q, 0);
+        /* our own migrations' names: plain identifiers, or a programming error */
+        if (!c || !*c || strspn(c, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(c)) {
+            s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "schema table %s has a column name that is not a plain identifier", table);
+            break;
+        }
+        char **p = realloc(v, (size_t)(k + 1) * sizeof *p);
+        if (!p || !(p[k] = strdup(c))) {
+            if (p) v = p;
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            break;
+        }
+        v = p;
+        k++;
+        rc = SQLITE_OK;
+    }
+    if (!s && rc != SQLITE_DONE) s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "reading the reference schema: %s", sqlite3_errstr(rc));
+    if (!s && k == 0) s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "the schema has no table %s", table);
+    sqlite3_finalize(q);
+    if (s) {
+        for (int i = 0; i < k; i++) free(v[i]);
+        free(v);
+        return s;
+    }
+    *names = v;
+    *n = k;
+    return FA_OK;
+}

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define BUSY_TIMEOUT_MS 10000
@@ -16,14 +18,74 @@
 _Static_assert(SQLITE_OK == FA_DB_OK && SQLITE_ROW == FA_DB_ROW && SQLITE_DONE == FA_DB_DONE,
                "the SQLite back end returns SQLite's result codes as they are");
 
+/* What a result column must hold, from the declaration of the table column it reads (SQLite
+ * stores any type in any column, and a file from elsewhere may hold anything): 'i' INTEGER, 'r'
+ * REAL (or an integer), 't' TEXT; 0 for a computed column (any type but a blob). */
+typedef struct sq_col {
+    char kind;
+    bool notnull; /* declared NOT NULL */
+    bool pk;      /* part of the table's primary key: names the row in a message */
+} sq_col;
+
 typedef struct sq_stmt {
     fa_stmt base;
     sqlite3_stmt *q;
+    int n_cols;
+    sq_col *cols;
+    int64_t rows;     /* rows returned since the last reset */
 } sq_stmt;
 
 #define SQ(q) (((sq_stmt *)(q))->q)
 
-static int sq_exec(fa_store *st, const char *sql) { return sqlite3_exec(st->db, sql, NULL, NULL, NULL); }
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* SQLite's progress handler (called every 1000 virtual-machine instructions): ends a step that
+ * runs past the store's budget. A statement run on the raw handle (white-box tests) has its
+ * budget from its first call here. */
+static int sq_progress(void *arg)
+{
+    fa_store *st = arg;
+    int64_t now = mono_ns();
+    if (!st->step_deadline_ns) st->step_deadline_ns = now + st->step_limit_ns;
+    if (now <= st->step_deadline_ns) return 0;
+    st->interrupted = true;
+    return 1;
+}
+
+static void sq_arm(fa_store *st)
+{
+    st->interrupted = false;
+    st->step_deadline_ns = mono_ns() + st->step_limit_ns;
+}
+
+/* "PATH: a statement ran longer than N s" when the progress handler ended the call. */
+static int sq_after(fa_store *st, int rc)
+{
+    st->step_deadline_ns = 0;
+    if ((rc & 0xff) == SQLITE_INTERRUPT && st->interrupted && !st->fault) {
+        fa_buf m;
+        fa_buf_init(&m);
+        fa_buf_printf(&m,
+                      "%s: a statement on the run database ran longer than %.0f s and was stopped (a crafted or "
+                      "damaged database; FA_DB_STEP_LIMIT_S sets the limit)",
+                      st->path, (double)st->step_limit_ns / 1e9);
+        st->fault = m.data;
+    }
+    return rc;
+}
+
+static int sq_exec(fa_store *st, const char *sql)
+{
+    free(st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    st->fault = NULL;
+    sq_arm(st);
+    return sq_after(st, sqlite3_exec(st->db, sql, NULL, NULL, NULL));
+}
 
 static int sq_prepare(fa_store *st, const char *sql, fa_stmt **out)
 {
@@ -31,8 +93,24 @@ static int sq_prepare(fa_store *st, const char *sql, fa_stmt **out)
     sq_stmt *h = calloc(1, sizeof *h);
     if (!h) return SQLITE_NOMEM;
     int rc = sqlite3_prepare_v2(st->db, sql, -1, &h->q, NULL);
+    h->n_cols = rc == SQLITE_OK ? sqlite3_column_count(h->q) : 0;
+    if (rc == SQLITE_OK && h->n_cols > 0 && !(h->cols = calloc((size_t)h->n_cols, sizeof *h->cols))) rc = SQLITE_NOMEM;
+    for (int i = 0; rc == SQLITE_OK && i < h->n_cols; i++) {
+        /* the table column a result column reads (SQLITE_ENABLE_COLUMN_METADATA, as Debian builds
+         * SQLite); NULL for a computed one */
+        const char *tb = sqlite3_column_table_name(h->q, i), *col = sqlite3_column_origin_name(h->q, i);
+        const char *dbn = sqlite3_column_database_name(h->q, i), *decl = NULL;
+        int notnull = 0, pk = 0;
+        if (!tb || !col || sqlite3_table_column_metadata(st->db, dbn, tb, col, &decl, NULL, &notnull, &pk, NULL) != SQLITE_OK)
+            continue;
+        h->cols[i].kind = !decl ? 0 : !strcasecmp(decl, "INTEGER") ? 'i' : !strcasecmp(decl, "REAL") ? 'r'
+                                 : !strcasecmp(decl, "TEXT") ? 't' : 0;
+        h->cols[i].notnull = notnull != 0;
+        h->cols[i].pk = pk != 0;
+    }
     if (rc != SQLITE_OK) {
         sqlite3_finalize(h->q);
+        free(h->cols);
         free(h);
         return rc;
     }
@@ -40,6 +118,89 @@ static int sq_prepare(fa_store *st, const char *sql, fa_stmt **out)
     h->base.st = st;
     *out = &h->base;
     return SQLITE_OK;
+}
+
+static const char *type_word(int t)
+{
+    switch (t) {
+    case SQLITE_INTEGER: return "an integer";
+    case SQLITE_FLOAT: return "a real number";
+    case SQLITE_TEXT: return "text";
+    case SQLITE_BLOB: return "a blob";
+    default: return "NULL";
+    }
+}
+
+/* Record "PATH: table T, row R, column C: WHAT" as the store's fault and return the code the
+ * caller's check turns into it (col -1: no one column). R is the row's primary-key values the
+ * statement reads, else its position in the result. */
+static int sq_fault(sq_stmt *h, int col, bool have_row, const char *what)
+{
+    fa_store *st = h->base.st;
+    fa_buf m;
+    fa_buf_init(&m);
+    const char *tb = col >= 0 ? sqlite3_column_table_name(h->q, col) : NULL;
+    for (int i = 0; !tb && i < h->n_cols; i++) tb = sqlite3_column_table_name(h->q, i);
+    fa_buf_printf(&m, "%s: ", st->path);
+    if (tb) {
+        fa_buf_puts(&m, "table ");
+        fa_store_quote_name(&m, tb, strlen(tb));
+        fa_buf_puts(&m, ", ");
+    }
+    int keys = 0;
+    for (int i = 0; i < h->n_cols; i++) {
+        if (!have_row || !h->cols[i].pk || !tb || !sqlite3_column_table_name(h->q, i) || strcmp(sqlite3_column_table_name(h->q, i), tb))
+            continue;
+        int t = sqlite3_column_type(h->q, i);
+        if (t != SQLITE_INTEGER && t != SQLITE_TEXT) continue;
+        const char *o = sqlite3_column_origin_name(h->q, i);
+        fa_buf_puts(&m, keys++ ? ", " : "row (");
+        fa_buf_printf(&m, "%s ", o ? o : "?");
+        if (t == SQLITE_INTEGER) fa_buf_printf(&m, "%lld", (long long)sqlite3_column_int64(h->q, i));
+        else fa_store_quote_name(&m, (const char *)sqlite3_column_text(h->q, i), (size_t)sqlite3_column_bytes(h->q, i));
+    }
+    if (keys) fa_buf_puts(&m, ")");
+    else fa_buf_printf(&m, "row #%lld of the query", (long long)h->rows);
+    if (col >= 0) {
+        const char *o = sqlite3_column_origin_name(h->q, col);
+        fa_buf_puts(&m, ", column ");
+        if (!o) o = sqlite3_column_name(h->q, col);
+        fa_store_quote_name(&m, o ? o : "?", o ? strlen(o) : 1);
+    }
+    fa_buf_printf(&m, ": %s; the database was damaged, or not written by fuse-advise", what);
+    free(st->fault);
+    st->fault = m.oom ? NULL : m.data;
+    if (m.oom) fa_buf_free(&m);
+    return m.oom ? SQLITE_NOMEM : SQLITE_CORRUPT;
+}
+
+/* Every value of the current row against its column's declaration and FA_STORE_VALUE_MAX. */
+static int sq_row_check(sq_stmt *h)
+{
+    for (int i = 0; i < h->n_cols; i++) {
+        const sq_col *c = &h->cols[i];
+        int t = sqlite3_column_type(h->q, i);
+        char what[160];
+        if (t == SQLITE_NULL) {
+            if (c->notnull) return sq_fault(h, i, true, "NULL where the schema requires a value");
+            continue;
+        }
+        bool ok = c->kind == 'i' ? t == SQLITE_INTEGER
+                  : c->kind == 'r' ? t == SQLITE_FLOAT || t == SQLITE_INTEGER
+                  : c->kind == 't' ? t == SQLITE_TEXT
+                                   : t != SQLITE_BLOB;
+        if (!ok) {
+            snprintf(what, sizeof what, "%s where the schema has %s", type_word(t),
+                     c->kind == 'i' ? "an integer" : c->kind == 'r' ? "a real number" : c->kind == 't' ? "text" : "no blob");
+            return sq_fault(h, i, true, what);
+        }
+        if (t == SQLITE_TEXT && (size_t)sqlite3_column_bytes(h->q, i) > FA_STORE_VALUE_MAX) {
+            snprintf(what, sizeof what, "a value of %d bytes, over the %zu MiB limit on one value",
+                     sqlite3_column_bytes(h->q, i), FA_STORE_VALUE_MAX >> 20);
+            return sq_fault(h, i, true, what);
+        }
+    }
+    return SQLITE_ROW;
 }
 
 static int sq_prepare_bulk(fa_store *st, const char *table, const char *cols, int n, fa_stmt **out)
@@ -55,15 +216,47 @@ static int sq_prepare_bulk(fa_store *st, const char *table, const char *cols, in
 }
 
 static int sq_bulk_end(fa_stmt *q) { (void)q; return SQLITE_OK; }
-static int sq_reset(fa_stmt *q) { return sqlite3_reset(SQ(q)); }
+static int sq_reset(fa_stmt *q)
+{
+    ((sq_stmt *)q)->rows = 0;
+    return sqlite3_reset(SQ(q));
+}
 static int sq_bind_i64(fa_stmt *q, int i, int64_t v) { return sqlite3_bind_int64(SQ(q), i, v); }
 static int sq_bind_dbl(fa_stmt *q, int i, double v) { return sqlite3_bind_double(SQ(q), i, v); }
 /* SQLITE_STATIC: callers keep v alive until the statement is stepped (the binder's contract). */
 static int sq_bind_txt(fa_stmt *q, int i, const char *v)
 {
-    return v ? sqlite3_bind_text(SQ(q), i, v, -1, SQLITE_STATIC) : sqlite3_bind_null(SQ(q), i);
+    if (!v) return sqlite3_bind_null(SQ(q), i);
+    size_t n = strlen(v);
+    if (n > FA_STORE_VALUE_MAX) { /* what could not be read back is not written */
+        fa_buf m;
+        fa_buf_init(&m);
+        fa_buf_printf(&m, "%s: a value of %zu bytes for parameter %d of \"%.60s...\", over the %zu MiB limit on one value",
+                      q->st->path, n, i, sqlite3_sql(SQ(q)), FA_STORE_VALUE_MAX >> 20);
+        free(q->st->fault);
+        q->st->fault = m.data;
+        return SQLITE_TOOBIG;
+    }
+    return sqlite3_bind_text(SQ(q), i, v, (int)n, SQLITE_STATIC);
 }
-static int sq_step(fa_stmt *q) { return sqlite3_step(SQ(q)); }
+static int sq_step(fa_stmt *q)
+{
+    sq_stmt *h = (sq_stmt *)q;
+    free(q->st->fault); /* a new call: an earlier refusal nobody reported is not this one's */
+    q->st->fault = NULL;
+    sq_arm(q->st);
+    int rc = sq_after(q->st, sqlite3_step(h->q));
+    if (rc == SQLITE_ROW) {
+        h->rows++;
+        rc = sq_row_check(h);
+    } else if ((rc & 0xff) == SQLITE_TOOBIG && !q->st->fault) {
+        char what[120];
+        snprintf(what, sizeof what, "a value longer than %zu MiB (SQLite refuses to load it)", FA_STORE_VALUE_HARD_MAX >> 20);
+        h->rows++;
+        rc = sq_fault(h, -1, false, what);
+    }
+    return rc;
+}
 static int64_t sq_col_i64(fa_stmt *q, int c) { return sqlite3_column_int64(SQ(q), c); }
 static double sq_col_dbl(fa_stmt *q, int c) { return sqlite3_column_double(SQ(q), c); }
 static const char *sq_col_text(fa_stmt *q, int c) { return (const char *)sqlite3_column_text(SQ(q), c); }
@@ -81,6 +274,7 @@ static fa_db_kind sq_col_kind(fa_stmt *q, int c)
 static void sq_finalize(fa_stmt *q)
 {
     sqlite3_finalize(SQ(q));
+    free(((sq_stmt *)q)->cols);
     free(q);
 }
 static const char *sq_sql(fa_stmt *q) { return sqlite3_sql(SQ(q)); }
@@ -263,6 +457,27 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
                       : FA_SQL_CHECK(ctx, st, sqlite3_open_v2(path, &st->db, oflags, NULL));
     free(uri);
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_extended_result_codes(st->db, 1));
+    /* A run database from elsewhere is untrusted input (docs/hardening.md, issue 32), before the
+     * first statement reads its schema: SQLite's defensive mode (no writable_schema, no direct
+     * writes to its pages), no function of the schema that is not innocuous (trusted_schema off),
+     * no view and no trigger ever run (ours has neither: a file with one is refused below, these
+     * keep it so whatever the check), double-quoted text always an identifier, no value longer
+     * than FA_STORE_VALUE_HARD_MAX loaded, and every step bounded in time (the progress handler). */
+    static const int k_off[] = {SQLITE_DBCONFIG_TRUSTED_SCHEMA, SQLITE_DBCONFIG_ENABLE_VIEW,
+                                SQLITE_DBCONFIG_ENABLE_TRIGGER, SQLITE_DBCONFIG_DQS_DML, SQLITE_DBCONFIG_DQS_DDL,
+                                SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION};
+    if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL));
+    for (size_t i = 0; !s && i < sizeof k_off / sizeof k_off[0]; i++)
+        s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, k_off[i], 0, NULL));
+    if (!s) {
+        sqlite3_limit(st->db, SQLITE_LIMIT_LENGTH, (int)FA_STORE_VALUE_HARD_MAX);
+        const char *lim = getenv("FA_DB_STEP_LIMIT_S");
+        char *end = NULL;
+        double sec = lim && *lim ? strtod(lim, &end) : 0;
+        if (!(sec > 0 && sec < 1e6 && end && !*end)) sec = FA_STORE_STEP_LIMIT_S;
+        st->step_limit_ns = (int64_t)(sec * 1e9);
+        sqlite3_progress_handler(st->db, 1000, sq_progress, st);
+    }
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS));
     /* Until the file is known to be ours and not newer, closing must not checkpoint a WAL
      * left by another program into it. */
@@ -298,6 +513,24 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
                          "%s: an SQLite database that is not a fuse-advise run database "
                          "(application_id %lld, user_version %lld, %lld schema objects)",
                          path, (long long)app_id, (long long)version, (long long)n_objects);
+    /* its schema is exactly the one our migrations built at its version, or it is refused: every
+     * table, column and type this build reads is then the one it expects, and nothing runs as a
+     * view or trigger where a table is expected (a file being created by another process right
+     * now has no objects yet, and is ours) */
+    if (!s && n_objects > 0) {
+        /* one read snapshot: another process may migrate the file meanwhile */
+        int64_t now_version = version;
+        s = fa_sq_exec_sql(ctx, st, "BEGIN");
+        if (!s) s = fa_sq_query_i64(ctx, st, "PRAGMA user_version", &now_version);
+        if (!s) s = version_known(ctx, path, now_version);
+        if (!s) {
+            sq_arm(st);
+            s = fa_store_schema_check_sqlite(ctx, path, st->db, now_version);
+            sq_after(st, SQLITE_OK);
+        }
+        if (s) fa_db_exec(st, "ROLLBACK");
+        else s = fa_sq_exec_sql(ctx, st, "COMMIT");
+    }
     if (!s && readonly && version < FA_STORE_SCHEMA_VERSION)
         s = fa_ctx_error(ctx, FA_ERR_IO,
                          "%s: database schema version %lld needs migrating to version %d but the "

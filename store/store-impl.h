@@ -13,6 +13,37 @@
  * SQLite dialect; the PostgreSQL back end translates its types (store/pg.c, pg_schema_sql). */
 extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
 
+/* ---- databases from elsewhere are untrusted input (docs/hardening.md, issue 32) ---- */
+
+/* Bytes of one text value read from or written to a run database: a longer one is refused with
+ * a message naming its table, row and column (a legitimate value is far shorter: the longest are
+ * the member lists of a cluster or chain, ~7 bytes per node of a graph). */
+#define FA_STORE_VALUE_MAX ((size_t)16 << 20)
+/* SQLITE_LIMIT_LENGTH of a run database connection: SQLite refuses to load a value (or build a
+ * string) longer than this at all, so a 1 GB value never reaches memory; between the two limits
+ * the message names the column, beyond this one the table and row. */
+#define FA_STORE_VALUE_HARD_MAX ((size_t)64 << 20)
+/* Default wall-clock limit, in seconds, of one step of one statement on a run database file (the
+ * SQLite progress handler interrupts it): no step of a legitimate database comes near it, an
+ * endless one (a crafted schema's recursive query) ends. FA_DB_STEP_LIMIT_S overrides it. */
+#define FA_STORE_STEP_LIMIT_S 120
+
+/* s (n bytes, untrusted) quoted for a message: printable ASCII kept, any other byte \xNN, at most
+ * 64 bytes shown. */
+void fa_store_quote_name(fa_buf *b, const char *s, size_t n);
+/* An in-memory database holding schema version `version` as the migrations build it (caller
+ * closes it with sqlite3_close). */
+fa_status fa_store_schema_reference(fa_ctx *ctx, int64_t version, sqlite3 **out);
+/* The schema of db (the file at path, claiming `version`) against the reference: the same tables,
+ * indexes (nothing else: no view, no trigger), each table with the same columns (name, declared
+ * type, NOT NULL, default, primary key, no generated or hidden column), foreign keys and flags,
+ * each index on the same columns. FA_ERR_INPUT naming the first difference (the object, the
+ * column) otherwise. Reads only the schema (PRAGMA table lists), never a table's rows. */
+fa_status fa_store_schema_check_sqlite(fa_ctx *ctx, const char *path, sqlite3 *db, int64_t version);
+/* Column names of `table` in the reference database ref, in their order (malloc'd array of
+ * malloc'd names); FA_ERR_INTERNAL when a name is not a plain identifier [a-z0-9_]. */
+fa_status fa_store_schema_columns(fa_ctx *ctx, sqlite3 *ref, const char *table, char ***names, int *n);
+
 /* ---- back ends (a function table, as SQLite's VFS and ggml's backends) ----
  * Result codes of every slot: FA_DB_OK, FA_DB_ROW (a row is ready), FA_DB_DONE, or a back-end
  * error code (the SQLite back end returns SQLite's codes, which share these three values; the
@@ -72,6 +103,11 @@ struct fa_store {
     char *path;      /* as given to open; a PostgreSQL URI with its password removed */
     bool readonly;   /* opened read-only */
     bool explicit_tx;/* inside fa_store_begin .. commit/rollback */
+    char *fault;     /* a value the back end refused (type, NULL, length; "PATH: table T, row R,
+                        column C: ..."), reported by the next fa_store_sql_check (malloc'd) */
+    int64_t step_deadline_ns; /* SQLite: the running step is interrupted after this (CLOCK_MONOTONIC) */
+    int64_t step_limit_ns;    /* SQLite: wall-clock budget of one step (FA_STORE_STEP_LIMIT_S) */
+    bool interrupted;         /* SQLite: the progress handler stopped the last step */
 };
 
 extern const fa_store_backend fa_store_sqlite_backend;
@@ -79,8 +115,36 @@ extern const fa_store_backend fa_store_sqlite_backend;
  * caller); migrate a writable store forward. fa_store_pg_open without libpq: FA_ERR_UNSUPPORTED. */
 fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsigned flags);
 fa_status fa_store_pg_open(fa_ctx *ctx, fa_store *st, const char *conninfo, unsigned flags);
-/* True when path names a PostgreSQL server (postgresql:// or postgres:// URI). */
+/* True when path names a PostgreSQL server: a postgresql:// or postgres:// URI (any case), or a
+ * libpq keyword/value string (store/conninfo.c). */
 bool fa_store_path_is_pg(const char *path);
+
+/* A PostgreSQL connection string as libpq reads it (store/conninfo.c, store/pg.c). */
+typedef struct fa_conninfo {
+    char *connect;    /* what libpq is given: the string with its URI scheme lowercased; NULL when
+                         refused or libpq is unavailable */
+    char *display;    /* every part libpq read, secrets (libpq's password fields: password,
+                         sslpassword) as "***"; for messages, fa_store_path and stored command
+                         lines. A string libpq cannot read: scheme, plain user name and host part
+                         only. Never NULL after fa_conninfo_read succeeded */
+    char *secret[4];  /* the secrets as libpq decoded them: scrubbed from libpq's own messages */
+    int n_secret;
+    bool had_password;/* the string carries a secret */
+    char why[400];    /* why it is refused ("" when it is not); our words, never text of the string */
+} fa_conninfo;
+/* Read s (a string fa_store_path_is_pg accepts) into *ci; false only when out of memory (*ci
+ * then holds nothing). Free with fa_conninfo_free. */
+bool fa_conninfo_read(const char *s, fa_conninfo *ci);
+void fa_conninfo_free(fa_conninfo *ci);
+/* msg with every secret of ci replaced by "***"; malloc'd, NULL when out of memory. */
+char *fa_conninfo_scrub(const fa_conninfo *ci, const char *msg);
+/* libpq's reading of canon (store/pg.c, PQconninfoParse): fills display, secrets, had_password.
+ * 0: read; 1: refused (why set: libpq's reason without any quoted text of the string, or a URI
+ * whose user and password libpq could not separate from the host); -1: libpq unavailable;
+ * -2: out of memory. */
+int fa_store_pq_conninfo(const char *canon, bool uri, fa_conninfo *ci);
+/* The store's own pass over a command line before it is stored (store/conninfo.c); malloc'd. */
+char *fa_store_redact_command_line(const char *cmd);
 
 /* SQL that differs between the back ends chooses its text with this (kept inside store/). */
 static inline bool fa_db_is_pg(const fa_store *st) { return st->be->name[0] == 'p'; }

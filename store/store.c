@@ -18,6 +18,13 @@
 fa_status fa_store_sql_check(fa_ctx *ctx, fa_store *st, int rc, const char *call, const char *file, int line)
 {
     if (rc == FA_DB_OK || rc == FA_DB_ROW || rc == FA_DB_DONE) return FA_OK;
+    if (st->fault) { /* a value the back end refused: its own message, whatever the call */
+        fa_log(ctx, FA_LOG_DEBUG, "%s: %s refused a value at %s:%d", st->path, call, file, line);
+        fa_status s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s", st->fault);
+        free(st->fault);
+        st->fault = NULL;
+        return s;
+    }
     return st->be->error(ctx, st, rc, call, file, line);
 }
 
@@ -351,52 +358,6 @@ static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
 }
 
 
-bool fa_store_path_is_pg(const char *path)
-{
-    return path && (!strncmp(path, "postgresql://", 13) || !strncmp(path, "postgres://", 11));
-}
-
-/* The URI with the password of its userinfo ("user:PASSWORD@") replaced by "***", for every
- * message and the stored command line; malloc'd, NULL on OOM. */
-char *fa_store_redact_uri(const char *uri, bool *had_password)
-{
-    if (had_password) *had_password = false;
-    if (!fa_store_path_is_pg(uri)) return strdup(uri);
-    fa_buf b;
-    fa_buf_init(&b);
-    const char *auth = strstr(uri, "://") + 3;
-    size_t auth_len = strcspn(auth, "/?#");
-    const char *at = NULL; /* the last '@' of the authority (one in a user name or password is %40) */
-    for (size_t i = 0; i < auth_len; i++)
-        if (auth[i] == '@') at = auth + i;
-    const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-    const char *p = uri;
-    if (colon) {
-        if (had_password) *had_password = true;
-        fa_buf_append(&b, p, (size_t)(colon + 1 - p));
-        fa_buf_puts(&b, "***");
-        p = at;
-    }
-    /* a password=... parameter of the query string */
-    while (*p) {
-        const char *q = strstr(p, "password=");
-        if (!q) break;
-        bool param = q > uri && (q[-1] == '?' || q[-1] == '&');
-        fa_buf_append(&b, p, (size_t)(q + 9 - p));
-        p = q + 9;
-        if (!param) continue;
-        if (had_password) *had_password = true;
-        fa_buf_puts(&b, "***");
-        p += strcspn(p, "&#");
-    }
-    fa_buf_puts(&b, p);
-    if (b.oom || !b.data) {
-        fa_buf_free(&b);
-        return NULL;
-    }
-    return b.data;
-}
-
 fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_store **out)
 {
     if (!path || !*path) return fa_ctx_error(ctx, FA_ERR_USAGE, "empty database path");
@@ -430,6 +391,7 @@ void fa_store_close(fa_store *st)
 {
     if (!st) return;
     st->be->close(st);
+    free(st->fault);
     free(st->path);
     free(st);
 }
@@ -439,40 +401,6 @@ bool fa_store_readonly(const fa_store *st) { return st->readonly; }
 const char *fa_store_backend_name(const fa_store *st) { return st->be->name; }
 
 /* ---- runs ---- */
-
-/* cmd with every word that is a PostgreSQL URI passed through fa_store_redact_uri; malloc'd. */
-static char *redact_command_line(const char *cmd)
-{
-    fa_buf b;
-    fa_buf_init(&b);
-    const char *p = cmd;
-    while (*p) {
-        size_t sp = strspn(p, " ");
-        fa_buf_append(&b, p, sp);
-        p += sp;
-        size_t w = strcspn(p, " ");
-        char *word = strndup(p, w);
-        if (!word) b.oom = true;
-        /* "--db=URI" or "URI" */
-        const char *u = word ? strstr(word, "postgres") : NULL;
-        if (u && fa_store_path_is_pg(u)) {
-            char *r = fa_store_redact_uri(u, NULL);
-            if (!r) b.oom = true;
-            fa_buf_append(&b, word, (size_t)(u - word));
-            if (r) fa_buf_puts(&b, r);
-            free(r);
-        } else if (word) {
-            fa_buf_puts(&b, word);
-        }
-        free(word);
-        p += w;
-    }
-    if (b.oom || !b.data) {
-        fa_buf_free(&b);
-        return b.oom ? NULL : strdup("");
-    }
-    return b.data;
-}
 
 fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info, int64_t *run_id)
 {
@@ -492,7 +420,7 @@ fa_status fa_store_run_begin(fa_ctx *ctx, fa_store *st, const fa_run_info *info,
                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,'running',?,?,?,?,?,?) RETURNING id",
                 &q);
     /* a password given in a server URI on the command line is never stored */
-    char *cmd = info->command_line ? redact_command_line(info->command_line) : NULL;
+    char *cmd = info->command_line ? fa_store_redact_command_line(info->command_line) : NULL;
     if (!s && info->command_line && !cmd) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     int64_t id = 0;
     if (!s) {
@@ -907,9 +835,9 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
 
 #define RUN_COLUMNS                                                                              \
     "id, kind, model_path, model_sha256, target, device_name, threads, iters, warmup, "          \
-    "command_line, tag, started_at_ns, coalesce(ended_at_ns, 0), status, error, "                \
+    "command_line, tag, started_at_ns, ended_at_ns, status, error, "                             \
     "peak_activation_bytes, source_sha256, pid, host, trace_source, n_kernels, "                 \
-    "coalesce(iter_median_ns, -1), dim_defaults, "                                              \
+    "iter_median_ns, dim_defaults, "                                                             \
     "(SELECT p.e2e_verdict FROM plans p WHERE p.run_id = runs.id ORDER BY p.plan_id DESC LIMIT 1)"
 
 static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, fa_run_info *r)
@@ -924,10 +852,16 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *a
     r->threads = fa_col_int(q, 6);
     r->iters = fa_col_int(q, 7);
     r->warmup = fa_col_int(q, 8);
-    r->command_line = fa_sq_col_str(q, 9, arena);
+    /* a command line stored by another tool or an older fuse-advise may still carry a secret */
+    if (!fa_col_null(q, 9)) {
+        char *cmd = fa_store_redact_command_line(fa_col_text(q, 9));
+        r->command_line = cmd ? fa_arena_strdup(arena, cmd) : NULL;
+        free(cmd);
+        if (!r->command_line) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
+    }
     r->tag = fa_sq_col_str(q, 10, arena);
     r->started_at_ns = fa_col_i64(q, 11);
-    r->ended_at_ns = fa_col_i64(q, 12);
+    r->ended_at_ns = fa_col_null(q, 12) ? 0 : fa_col_i64(q, 12); /* columns, not coalesce(): type-checked */
     r->status = fa_sq_col_str(q, 13, arena);
     r->error = fa_sq_col_str(q, 14, arena);
     r->peak_activation_bytes = (uint64_t)fa_col_i64(q, 15);
@@ -936,7 +870,7 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *a
     r->host = fa_sq_col_str(q, 18, arena);
     r->trace_source = fa_sq_col_str(q, 19, arena);
     r->n_kernels = fa_col_i64(q, 20);
-    r->iter_median_ns = fa_col_i64(q, 21);
+    r->iter_median_ns = fa_col_null(q, 21) ? -1 : fa_col_i64(q, 21);
     r->dim_defaults = fa_sq_col_str(q, 22, arena);
     r->e2e_verdict = fa_e2e_verdict_parse(fa_col_text(q, 23));
     if (!r->kind || !r->status) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading run %lld", st->path, (long long)r->id);
@@ -1040,7 +974,7 @@ fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trac
                     "SELECT kind, name, op_type, node, node_name, iter, device, stream, pid, tid, "
                     "start_ns, end_ns, correlation, external_id, grid_x, grid_y, grid_z, block_x, "
                     "block_y, block_z, registers, static_smem, dynamic_smem, local_mem, bytes_read, "
-                    "bytes_written, flops, occupancy, flags FROM kernels WHERE run_id = ? ORDER BY seq",
+                    "bytes_written, flops, occupancy, flags, run_id, seq FROM kernels WHERE run_id = ? ORDER BY seq",
                     &q);
     if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
     while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {

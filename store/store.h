@@ -44,12 +44,20 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
  * password comes from libpq's standard means (PGPASSWORD, ~/.pgpass or PGPASSFILE, a service
  * file); one written in the URI works but is removed from every message and from
  * fa_store_path. Without libpq in the build such a path is FA_ERR_UNSUPPORTED. */
-/* True when `path` is such a URI (postgresql:// or postgres://). */
+/* True when `path` names a server: a postgresql:// or postgres:// URI, the scheme in any case, or
+ * a libpq keyword/value string ("host=db1 dbname=perf", PostgreSQL docs 34.1.1.1: a path that
+ * opens with `word =`). Such a string is read by libpq (PQconninfoParse) and opens a server, or is
+ * refused: it is never taken as a file name (write ./NAME for a file whose name starts so). */
 bool fa_store_path_is_pg(const char *path);
-/* `uri` with a password in its userinfo or a password= parameter replaced by "***"
- * (*had_password set when there was one; may be NULL); any other string copied as is.
- * malloc'd (caller frees); NULL when out of memory. */
+/* `uri` as every message and stored text shows it: a server string rendered from what libpq read
+ * with each secret (password, sslpassword, in the userinfo, a query parameter however its key
+ * is percent-encoded, or a keyword) as "***"; a string libpq cannot read keeps only its scheme,
+ * a plain user name and its host part (*had_password set when there was a secret; may be NULL).
+ * Any other string is copied as is. malloc'd (caller frees); NULL when out of memory. */
 char *fa_store_redact_uri(const char *uri, bool *had_password);
+/* One command-line argument as fa_store_redact_uri renders it, also in the form "--opt=VALUE";
+ * any other argument copied. malloc'd; NULL when out of memory. */
+char *fa_store_redact_arg(const char *arg, bool *had_password);
 /* Back end of an open store: "sqlite" | "postgresql". */
 const char *fa_store_backend_name(const fa_store *st);
 

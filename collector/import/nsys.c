@@ -6,6 +6,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+/* An export is untrusted input (docs/hardening.md, issue 32): bytes of one name (a kernel, API
+ * call or NVTX range) at most; a longer one is refused naming its table, row and column. The
+ * longest demangled kernel names of real exports are a few KiB (2.9 KiB in the corpus export). */
+#define NSYS_NAME_MAX ((size_t)64 << 10)
+/* SQLITE_LIMIT_LENGTH of the export's connection: SQLite refuses to load a longer value at all. */
+#define NSYS_VALUE_HARD_MAX (16 << 20)
+/* Default wall-clock limit of one step of one statement on the export, in seconds (the progress
+ * handler ends it; FA_DB_STEP_LIMIT_S overrides it, as for a run database). The slowest step of a
+ * real export is the kernel query's sort: seconds for millions of kernels. */
+#define NSYS_STEP_LIMIT_S 120
 
 typedef struct nsx {
     fa_ctx *ctx;
@@ -14,7 +26,37 @@ typedef struct nsx {
     fa_trace *t;
     fa_import_stats *st;
     fa_buf sql, tmp;
+    int64_t deadline_ns, limit_ns; /* the running step's end (CLOCK_MONOTONIC), its budget */
+    bool interrupted;   /* the progress handler ended a step */
 } nsx;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* SQLite's progress handler (every 1000 instructions): a statement's steps share one budget from
+ * the statement's first instruction (nsys_step re-arms it per row). */
+static int nsys_progress(void *arg)
+{
+    nsx *n = arg;
+    int64_t now = mono_ns();
+    if (!n->deadline_ns) n->deadline_ns = now + n->limit_ns;
+    if (now <= n->deadline_ns) return 0;
+    n->interrupted = true;
+    return 1;
+}
+
+/* sqlite3_step with a fresh time budget. */
+static int nsys_step(nsx *n, sqlite3_stmt *q)
+{
+    n->deadline_ns = mono_ns() + n->limit_ns;
+    int rc = sqlite3_step(q);
+    n->deadline_ns = 0;
+    return rc;
+}
 
 /* Every SQLite call's failure goes through here: names the call, the vendor's message and
  * the file. */
@@ -30,20 +72,85 @@ static fa_status sq_fail(nsx *n, int rc, const char *what)
 {
     if ((rc & 0xff) == SQLITE_NOMEM)
         return fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory (%s)", n->path, what);
+    if ((rc & 0xff) == SQLITE_INTERRUPT && n->interrupted)
+        return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                            "%s: %s: a query ran longer than %.0f s and was stopped (a crafted or damaged export; "
+                            "FA_DB_STEP_LIMIT_S sets the limit)",
+                            n->path, what, (double)n->limit_ns / 1e9);
+    if ((rc & 0xff) == SQLITE_TOOBIG)
+        return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: %s: a value longer than %d MiB (SQLite refuses to load it)",
+                            n->path, what, NSYS_VALUE_HARD_MAX >> 20);
     return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: %s: %s", n->path, what, sqlite3_errmsg(n->db));
 }
 
-static bool has_table(nsx *n, const char *name)
+/* What the export's schema holds under a name we read: only an ordinary table is read (a view
+ * runs a query of the file's choosing, a virtual table a module's code). */
+typedef enum { NS_ABSENT, NS_TABLE, NS_OTHER } ns_kind;
+
+static ns_kind table_kind(nsx *n, const char *name)
 {
     sqlite3_stmt *q = NULL;
-    bool ok = false;
-    if (sqlite3_prepare_v2(n->db, "SELECT 1 FROM sqlite_master WHERE type IN ('table','view') AND name = ?1",
-                           -1, &q, NULL) == SQLITE_OK) {
+    ns_kind k = NS_ABSENT;
+    if (sqlite3_prepare_v2(n->db, "SELECT type FROM pragma_table_list WHERE schema = 'main' AND name = ?1", -1, &q,
+                           NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, name, -1, SQLITE_STATIC);
-        ok = sqlite3_step(q) == SQLITE_ROW;
+        if (nsys_step(n, q) == SQLITE_ROW) {
+            const char *t = (const char *)sqlite3_column_text(q, 0);
+            k = t && !strcmp(t, "table") ? NS_TABLE : NS_OTHER;
+        }
     }
     sqlite3_finalize(q);
-    return ok;
+    return k;
+}
+
+static bool has_table(nsx *n, const char *name) { return table_kind(n, name) == NS_TABLE; }
+
+/* Every name this reader may query that the export holds as something other than a table (the
+ * tables it reads, and names starting NVTX_EVENTS): refused, named. */
+static fa_status only_tables(nsx *n)
+{
+    static const char *const names[] = {"META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_GPU",
+                                        "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME",
+                                        "CUPTI_ACTIVITY_KIND_DRIVER", "CUPTI_ACTIVITY_KIND_MEMCPY",
+                                        "CUPTI_ACTIVITY_KIND_MEMSET", "StringIds"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (table_kind(n, names[i]) == NS_OTHER)
+            return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                                "%s: %s is a view or virtual table, not a table: refusing to read this export",
+                                n->path, names[i]);
+    sqlite3_stmt *q = NULL;
+    fa_status s = FA_OK;
+    if (sqlite3_prepare_v2(n->db, "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type <> 'table' AND "
+                                  "substr(name, 1, 11) = 'NVTX_EVENTS' LIMIT 1",
+                           -1, &q, NULL) == SQLITE_OK &&
+        nsys_step(n, q) == SQLITE_ROW)
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                         "%s: an NVTX_EVENTS table is a view or virtual table: refusing to read this export", n->path);
+    sqlite3_finalize(q);
+    /* a generated column is computed on every read: an expression of the file's choosing where a
+     * stored value is read */
+    q = NULL;
+    if (!s && sqlite3_prepare_v2(n->db, "SELECT t.name, c.name FROM pragma_table_list t, pragma_table_xinfo(t.name) c "
+                                        "WHERE t.schema = 'main' AND t.type = 'table' AND c.hidden <> 0 AND (t.name IN "
+                                        "('TARGET_INFO_GPU', 'CUPTI_ACTIVITY_KIND_KERNEL', 'CUPTI_ACTIVITY_KIND_RUNTIME', "
+                                        "'CUPTI_ACTIVITY_KIND_DRIVER', 'CUPTI_ACTIVITY_KIND_MEMCPY', "
+                                        "'CUPTI_ACTIVITY_KIND_MEMSET', 'StringIds', 'META_DATA_EXPORT', 'EXPORT_META_DATA') "
+                                        "OR substr(t.name, 1, 11) = 'NVTX_EVENTS') LIMIT 1",
+                                  -1, &q, NULL) == SQLITE_OK &&
+        nsys_step(n, q) == SQLITE_ROW) {
+        fa_buf m;
+        fa_buf_init(&m);
+        const char *t = (const char *)sqlite3_column_text(q, 0), *c = (const char *)sqlite3_column_text(q, 1);
+        fa_buf_printf(&m, "%.64s.%.64s", t ? t : "?", c ? c : "?");
+        for (size_t i = 0; m.data && i < m.len; i++)
+            if ((unsigned char)m.data[i] < 0x20 || (unsigned char)m.data[i] >= 0x7f) m.data[i] = '?';
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                         "%s: column %s is a generated column, not stored data: refusing to read this export", n->path,
+                         m.data ? m.data : "?");
+        fa_buf_free(&m);
+    }
+    sqlite3_finalize(q);
+    return s;
 }
 
 /* First table whose name starts with prefix (NVTX_EVENTS may carry a version suffix). */
@@ -51,11 +158,11 @@ static bool find_table_prefix(nsx *n, const char *prefix, char *out, size_t outs
 {
     sqlite3_stmt *q = NULL;
     bool ok = false;
-    if (sqlite3_prepare_v2(n->db, "SELECT name FROM sqlite_master WHERE type IN ('table','view') AND "
+    if (sqlite3_prepare_v2(n->db, "SELECT name FROM pragma_table_list WHERE schema = 'main' AND type = 'table' AND "
                                   "substr(name, 1, length(?1)) = ?1 ORDER BY length(name), name LIMIT 1",
                            -1, &q, NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, prefix, -1, SQLITE_STATIC);
-        if (sqlite3_step(q) == SQLITE_ROW) {
+        if (nsys_step(n, q) == SQLITE_ROW) {
             const char *nm = (const char *)sqlite3_column_text(q, 0);
             /* the name goes into SQL text: accept plain identifiers only */
             ok = nm && strlen(nm) < outsz && strspn(nm, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") == strlen(nm);
@@ -74,7 +181,7 @@ static bool has_column(nsx *n, const char *table, const char *col)
     bool ok = false;
     if (sqlite3_prepare_v2(n->db, sql, -1, &q, NULL) == SQLITE_OK) {
         sqlite3_bind_text(q, 1, col, -1, SQLITE_STATIC);
-        ok = sqlite3_step(q) == SQLITE_ROW;
+        ok = nsys_step(n, q) == SQLITE_ROW;
     }
     sqlite3_finalize(q);
     return ok;
@@ -92,6 +199,35 @@ static void opt_col(nsx *n, fa_buf *b, const char *table, const char *alias, con
 {
     if (has_column(n, table, col)) fa_buf_printf(b, ", %s.%s", alias, col);
     else fa_buf_puts(b, ", 0");
+}
+
+static const char *intern_text(nsx *n, const unsigned char *s, int len);
+
+/* Name column `col` of q's current row (from `table`.`column`, whose row is named by integer column
+ * id_col when >= 0, else by the row's position); *name interned, "" for NULL. A value that is not
+ * text is an unknown name (counted as a bad number); a name over NSYS_NAME_MAX is refused. */
+static fa_status read_name(nsx *n, sqlite3_stmt *q, int col, const char *table, const char *column, int id_col,
+                          int64_t row, const char **name)
+{
+    int t = sqlite3_column_type(q, col);
+    if (t != SQLITE_TEXT) {
+        if (t != SQLITE_NULL) n->st->n_bad_numbers++;
+        *name = fa_trace_intern(n->t, "");
+        return *name ? FA_OK : fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory", n->path);
+    }
+    int len = sqlite3_column_bytes(q, col);
+    if ((size_t)len > NSYS_NAME_MAX) {
+        if (id_col >= 0 && sqlite3_column_type(q, id_col) == SQLITE_INTEGER)
+            return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                                "%s: table %s, row id %lld, column %s: a name of %d bytes, over the %zu KiB limit on one "
+                                "name",
+                                n->path, table, (long long)sqlite3_column_int64(q, id_col), column, len, NSYS_NAME_MAX >> 10);
+        return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                            "%s: table %s, row #%lld read, column %s: a name of %d bytes, over the %zu KiB limit on one name",
+                            n->path, table, (long long)row, column, len, NSYS_NAME_MAX >> 10);
+    }
+    *name = intern_text(n, sqlite3_column_text(q, col), len);
+    return *name ? FA_OK : fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory", n->path);
 }
 
 static const char *intern_text(nsx *n, const unsigned char *s, int len)
@@ -178,7 +314,7 @@ static fa_status read_metadata(nsx *n)
     snprintf(sql, sizeof sql, "SELECT value FROM %s WHERE name = 'EXPORT_SCHEMA_VERSION'", mt);
     sqlite3_stmt *q = NULL;
     SQ_CHECK(sqlite3_prepare_v2(n->db, sql, -1, &q, NULL), SQLITE_OK, "reading the export metadata");
-    if (sqlite3_step(q) == SQLITE_ROW && sqlite3_column_text(q, 0))
+    if (nsys_step(n, q) == SQLITE_ROW && sqlite3_column_text(q, 0))
         snprintf(n->st->schema, sizeof n->st->schema, "nsys %.24s", (const char *)sqlite3_column_text(q, 0));
     sqlite3_finalize(q);
     if (!n->st->schema[0]) snprintf(n->st->schema, sizeof n->st->schema, "nsys (%s)", mt);
@@ -205,7 +341,8 @@ static fa_status read_gpus(nsx *n)
     fa_buf_puts(b, " FROM TARGET_INFO_GPU g ORDER BY g.id");
     sqlite3_stmt *q = NULL;
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading TARGET_INFO_GPU");
-    while (sqlite3_step(q) == SQLITE_ROW && n->st->n_devices < FA_IMPORT_MAX_DEVICES) {
+    int rc;
+    while ((rc = nsys_step(n, q)) == SQLITE_ROW && n->st->n_devices < FA_IMPORT_MAX_DEVICES) {
         fa_import_device *d = &n->st->devices[n->st->n_devices++];
         memset(d, 0, sizeof *d);
         d->id = desc_i32(n, q, 0);
@@ -225,6 +362,7 @@ static fa_status read_gpus(nsx *n)
         d->smem_per_block = desc_i32(n, q, 9);
     }
     sqlite3_finalize(q);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sq_fail(n, rc, tb);
     if (n->st->n_devices && n->st->devices[0].name[0])
         n->t->device_name = fa_trace_intern(n->t, n->st->devices[0].name);
     return FA_OK;
@@ -257,13 +395,15 @@ static fa_status read_kernels(nsx *n)
     opt_col(n, b, tb, "k", "staticSharedMemory");
     opt_col(n, b, tb, "k", "dynamicSharedMemory");
     opt_col(n, b, tb, "k", "localMemoryPerThread");
-    fa_buf_printf(b, " FROM %s k LEFT JOIN StringIds s ON s.id = k.%s ORDER BY k.start", tb, name_col);
+    fa_buf_printf(b, ", s.id FROM %s k LEFT JOIN StringIds s ON s.id = k.%s ORDER BY k.start", tb, name_col);
     sqlite3_stmt *q = NULL;
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading CUPTI_ACTIVITY_KIND_KERNEL");
     int rc;
     fa_status s = FA_OK;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int64_t row = 0;
+    while ((rc = nsys_step(n, q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(FA_ACT_KERNEL);
+        row++;
         int64_t start, end, dev;
         colr cr = col_i64(q, 2, &a.correlation);
         if (!need_i64(q, 0, &start) || !need_i64(q, 1, &end) || cr == COL_BAD || !need_i64(q, 3, &a.pid) ||
@@ -273,7 +413,7 @@ static fa_status read_kernels(nsx *n)
         }
         if (cr == COL_NULL) a.correlation = -1;
         a.device = (int32_t)dev;
-        a.name = intern_text(n, sqlite3_column_text(q, 6), sqlite3_column_bytes(q, 6));
+        if ((s = read_name(n, q, 6, "StringIds", "value", 17, row, &a.name))) break;
         for (int i = 0; i < 3; i++) {
             a.grid[i] = desc_i32(n, q, 7 + i);
             a.block[i] = desc_i32(n, q, 10 + i);
@@ -300,15 +440,17 @@ static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
     }
     fa_buf *b = &n->sql;
     fa_buf_reset(b);
-    fa_buf_printf(b, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value FROM %s r "
+    fa_buf_printf(b, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value, s.id FROM %s r "
                      "LEFT JOIN StringIds s ON s.id = r.nameId", tb);
     sqlite3_stmt *q = NULL;
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading the launch calls");
     int rc;
     fa_status s = FA_OK;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int64_t row = 0;
+    while ((rc = nsys_step(n, q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(kind);
         int64_t start, end, gt;
+        row++;
         colr cr = col_i64(q, 3, &a.correlation);
         if (!need_i64(q, 0, &start) || !need_i64(q, 1, &end) || !need_i64(q, 2, &gt) || cr == COL_BAD) {
             bad_row(n);
@@ -317,7 +459,7 @@ static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
         if (cr == COL_NULL) a.correlation = -1;
         a.pid = pid_of_tid(gt);
         a.tid = gt;
-        a.name = intern_text(n, sqlite3_column_text(q, 4), sqlite3_column_bytes(q, 4));
+        if ((s = read_name(n, q, 4, "StringIds", "value", 5, row, &a.name))) break;
         s = add_act(n, &a, start, end);
         if (s) break;
     }
@@ -353,7 +495,7 @@ static fa_status read_mem(nsx *n, const char *tb, fa_activity_kind kind)
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading memcpy/memset records");
     int rc;
     fa_status s = FA_OK;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    while ((rc = nsys_step(n, q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(kind);
         int64_t start, end, dev, bytes = 0, ck = 0;
         colr cr = col_i64(q, 2, &a.correlation);
@@ -407,16 +549,20 @@ static fa_status read_nvtx(nsx *n, const char *tb)
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading NVTX ranges");
     int rc;
     fa_status s = FA_OK;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+    int64_t row = 0;
+    while ((rc = nsys_step(n, q)) == SQLITE_ROW) {
         fa_activity a = fa_activity_init(FA_ACT_RANGE);
         int64_t start, end, gt;
+        row++;
         if (!need_i64(q, 0, &start) || !need_i64(q, 1, &end) || !need_i64(q, 2, &gt)) {
             bad_row(n);
             continue;
         }
         a.pid = pid_of_tid(gt);
         a.tid = gt;
-        a.name = intern_text(n, sqlite3_column_text(q, 3), sqlite3_column_bytes(q, 3));
+        if ((s = read_name(n, q, 3, tb, has_text ? "text (or StringIds.value of textId)" : "textId (StringIds.value)", -1,
+                          row, &a.name)))
+            break;
         s = add_act(n, &a, start, end);
         if (s) break;
     }
@@ -431,13 +577,15 @@ static fa_status nsys_read(nsx *n)
     sqlite3_stmt *q = NULL;
     /* a non-database file fails here (SQLITE_NOTADB) */
     if (sqlite3_prepare_v2(n->db, "SELECT count(*) FROM sqlite_master", -1, &q, NULL) != SQLITE_OK ||
-        sqlite3_step(q) != SQLITE_ROW) {
+        nsys_step(n, q) != SQLITE_ROW) {
         fa_status s = fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: not a readable SQLite database: %s",
                                    n->path, sqlite3_errmsg(n->db));
         sqlite3_finalize(q);
         return s;
     }
     sqlite3_finalize(q);
+    fa_status s = only_tables(n);
+    if (s) return s;
     bool meta = has_table(n, "META_DATA_EXPORT") || has_table(n, "EXPORT_META_DATA");
     bool kern = has_table(n, "CUPTI_ACTIVITY_KIND_KERNEL");
     bool rt = has_table(n, "CUPTI_ACTIVITY_KIND_RUNTIME");
@@ -445,7 +593,7 @@ static fa_status nsys_read(nsx *n)
         return fa_ctx_error(n->ctx, FA_ERR_INPUT,
                             "%s: not an Nsight Systems export (no META_DATA_EXPORT, EXPORT_META_DATA "
                             "or CUPTI_ACTIVITY_KIND_KERNEL table)", n->path);
-    fa_status s = read_metadata(n);
+    s = read_metadata(n);
     if (s) return s;
     if ((kern || rt) && !has_table(n, "StringIds"))
         return fa_ctx_error(n->ctx, FA_ERR_INPUT,
@@ -494,6 +642,27 @@ fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, u
                 : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open database: %s", name, sqlite3_errmsg(n.db));
         goto done;
     }
+    /* The export is untrusted input (docs/hardening.md, issue 32), as a run database is: SQLite's
+     * defensive mode, no function of its schema that is not innocuous, no view or trigger ever
+     * run, double-quoted text always an identifier, no value longer than NSYS_VALUE_HARD_MAX
+     * loaded, every step bounded in time. */
+    static const int k_off[] = {SQLITE_DBCONFIG_TRUSTED_SCHEMA, SQLITE_DBCONFIG_ENABLE_VIEW,
+                                SQLITE_DBCONFIG_ENABLE_TRIGGER, SQLITE_DBCONFIG_DQS_DML, SQLITE_DBCONFIG_DQS_DDL,
+                                SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION};
+    rc = sqlite3_db_config(n.db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < sizeof k_off / sizeof k_off[0]; i++)
+        rc = sqlite3_db_config(n.db, k_off[i], 0, NULL);
+    if (rc != SQLITE_OK) {
+        s = fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: cannot configure SQLite: %s", name, sqlite3_errstr(rc));
+        goto done;
+    }
+    sqlite3_limit(n.db, SQLITE_LIMIT_LENGTH, NSYS_VALUE_HARD_MAX);
+    const char *lim = getenv("FA_DB_STEP_LIMIT_S");
+    char *end = NULL;
+    double sec = lim && *lim ? strtod(lim, &end) : 0;
+    if (!(sec > 0 && sec < 1e6 && end && !*end)) sec = NSYS_STEP_LIMIT_S;
+    n.limit_ns = (int64_t)(sec * 1e9);
+    sqlite3_progress_handler(n.db, 1000, nsys_progress, &n);
     n.t = fa_trace_create("nsys");
     if (!n.t) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", name);

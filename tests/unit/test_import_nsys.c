@@ -1,6 +1,7 @@
 /* tests/unit/test_import_nsys — Nsight Systems SQLite import: both export generations, probing
  * of tables/columns, per-process correlation, NVTX attribution, faults, and the corpus export.
  * The small exports are generated here with SQL (schemas follow nsys' documented tables). */
+#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -451,6 +452,122 @@ static void test_nsys_out_of_memory_names_the_file(void **state)
 #endif
 }
 
+/* fa_import_nsys in a child with a wall-clock limit (a hang fails the test) and, outside ASan, an
+ * address-space limit of `as_mb` MiB above what the child already maps (0: none); its status
+ * returned, its message in msg. */
+static fa_status import_in_child(const char *path, int secs, unsigned as_mb, char *msg, size_t cap)
+{
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(pfd[0]);
+        alarm((unsigned)secs);
+#if !defined(__SANITIZE_ADDRESS__)
+        if (as_mb) {
+            FILE *f = fopen("/proc/self/statm", "r");
+            unsigned long pages = 0;
+            if (!f || fscanf(f, "%lu", &pages) != 1) _exit(100);
+            fclose(f);
+            struct rlimit rl;
+            rl.rlim_cur = rl.rlim_max = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)as_mb << 20);
+            if (setrlimit(RLIMIT_AS, &rl) != 0) _exit(100);
+        }
+#else
+        (void)as_mb;
+#endif
+        fa_ctx *ctx = fa_ctx_create();
+        fa_trace *t = NULL;
+        fa_status s = fa_import_nsys(ctx, path, &t, NULL);
+        const char *m = fa_ctx_errmsg(ctx);
+        if (write(pfd[1], m, strlen(m)) < 0) _exit(100);
+        fa_trace_free(t);
+        _exit((int)s);
+    }
+    close(pfd[1]);
+    memset(msg, 0, cap);
+    ssize_t r = read(pfd[0], msg, cap - 1);
+    (void)r;
+    close(pfd[0]);
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    if (!WIFEXITED(ws) || WEXITSTATUS(ws) >= 100)
+        fail_msg("%s: the import %s (%d): %s", path, WIFSIGNALED(ws) && WTERMSIG(ws) == SIGALRM ? "hung" : "died", ws, msg);
+    return (fa_status)WEXITSTATUS(ws);
+}
+
+/* Issue 32: an export is untrusted input. A view where a table is read ran a query of the file's
+ * choosing: over an endless recursive query, `import` never ended; a 24 KB file made one name
+ * of 400 MB (printf's width), as a generated column does. Only stored columns of ordinary tables
+ * are read. */
+static void test_nsys_view_where_a_table_is_read_refused_before_it_runs(void **state)
+{
+    (void)state;
+    static const char *const endless =
+        "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)";
+    char views[4][1024];
+    snprintf(views[0], sizeof views[0],
+             "DROP TABLE StringIds; CREATE VIEW StringIds AS %s SELECT x AS id, 'k' || x AS value FROM c;", endless);
+    snprintf(views[1], sizeof views[1],
+             "DROP TABLE CUPTI_ACTIVITY_KIND_KERNEL; CREATE VIEW CUPTI_ACTIVITY_KIND_KERNEL AS %s SELECT x AS start, "
+             "x + 1 AS end, 0 AS deviceId, 7 AS streamId, 1 AS correlationId, 100 << 24 AS globalPid, 6 AS demangledName "
+             "FROM c WHERE x < 0;",
+             endless);
+    snprintf(views[2], sizeof views[2],
+             "DROP TABLE StringIds; CREATE VIEW StringIds AS SELECT 6 AS id, printf('%%.*c', 400000000, 'x') AS value;");
+    /* a generated column computes on every read what a stored one holds */
+    snprintf(views[3], sizeof views[3],
+             "DROP TABLE StringIds; CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT GENERATED ALWAYS AS "
+             "(printf('%%.*c', 400000000, 'x')) VIRTUAL); INSERT INTO StringIds(id) VALUES (1), (2), (3), (6), (7);");
+    const char *const want[] = {"StringIds is a view", "CUPTI_ACTIVITY_KIND_KERNEL is a view", "StringIds is a view",
+                                "column StringIds.value is a generated column"};
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "view%d.sqlite", i);
+        char sql[8192];
+        snprintf(sql, sizeof sql, "%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW);
+        const char *path = make_db(name, sql);
+        sqlite3 *db = NULL;
+        assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(db, views[i], NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        char msg[1024];
+        fa_status s = import_in_child(path, 30, 1024, msg, sizeof msg);
+        if (s != FA_ERR_INPUT || !strstr(msg, want[i]) || !strstr(msg, name))
+            fail_msg("%s: status %d (want a refusal saying \"%s\"): %s", name, s, want[i], msg);
+    }
+}
+
+/* Issue 32: names had no length limit. One over NSYS_NAME_MAX (64 KiB) is refused naming its
+ * table, row and column; one SQLite would have to load beyond 16 MiB is refused naming the table
+ * read; a name that is not text is an unknown name, counted. */
+static void test_nsys_name_over_the_limit_refused_naming_table_row_column(void **state)
+{
+    (void)state;
+    char sql[8192];
+    snprintf(sql, sizeof sql, "%s%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW,
+             "UPDATE StringIds SET value = replace(hex(zeroblob(70000)), '00', 'a') WHERE id = 6;");
+    char msg[1024];
+    fa_status s = import_in_child(make_db("longname.sqlite", sql), 30, 0, msg, sizeof msg);
+    if (s != FA_ERR_INPUT || !strstr(msg, "table StringIds, row id 6, column value: a name of 70000 bytes") ||
+        !strstr(msg, "64 KiB"))
+        fail_msg("a 70000-byte name: status %d: %s", s, msg);
+    snprintf(sql, sizeof sql, "%s%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW,
+             "UPDATE StringIds SET value = replace(hex(zeroblob(17000000)), '00', 'a') WHERE id = 6;");
+    s = import_in_child(make_db("hugename.sqlite", sql), 30, 0, msg, sizeof msg);
+    if (s != FA_ERR_INPUT || !strstr(msg, "CUPTI_ACTIVITY_KIND_KERNEL") || !strstr(msg, "longer than 16 MiB"))
+        fail_msg("a 17 MB name: status %d: %s", s, msg);
+    unlink(fa_test_path(fa_test_tmpdir(), "hugename.sqlite"));
+    snprintf(sql, sizeof sql, "%s%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW,
+             "UPDATE StringIds SET value = x'6b65726e656c' WHERE id = 6;");
+    fa_import_stats st;
+    fa_trace *t = import_ok(make_db("blobname.sqlite", sql), &st);
+    assert_null(find(t, "kernel"));
+    assert_int_equal(st.n_bad_numbers, 1);
+    fa_trace_free(t);
+}
+
 static void test_nsys_not_sqlite_or_not_an_export_refused(void **state)
 {
     (void)state;
@@ -519,6 +636,8 @@ int main(void)
         cmocka_unit_test(test_nsys_negative_start_shifts_the_trace),
         cmocka_unit_test(test_nsys_export_from_pipe),
         cmocka_unit_test(test_nsys_out_of_memory_names_the_file),
+        cmocka_unit_test(test_nsys_view_where_a_table_is_read_refused_before_it_runs),
+        cmocka_unit_test(test_nsys_name_over_the_limit_refused_naming_table_row_column),
         cmocka_unit_test(test_nsys_not_sqlite_or_not_an_export_refused),
         cmocka_unit_test(test_nsys_corpus_perlmutter_export),
     };

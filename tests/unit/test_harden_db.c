@@ -1,0 +1,497 @@
+/* tests/unit/test_harden_db — issue 32, run databases and connection strings from elsewhere are
+ * untrusted input (docs/hardening.md "Untrusted databases and connection strings"): a file whose
+ * schema is not ours (a view over an endless query where a table is expected, a trigger, an extra,
+ * missing or retyped column) is refused at open naming the difference, before any verb reads it;
+ * NULL and wrong-typed values are refused naming table, row and column (never "out of memory");
+ * one value over the length limit is refused the same way, read or written; a step of a statement
+ * is bounded in time; a connection string's password is never shown or stored in any of its
+ * forms, and a libpq keyword/value string is never taken as a file name. The PostgreSQL side
+ * (import-runs into a server, a server's altered schema): tests/cli/harden_db_pg.sh. */
+#include <fcntl.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "testutil.h"
+
+#include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
+#include "store/store.h"
+
+/* The CLI with a wall-clock limit: fails the test when it runs past `secs` (a hang). stdout and
+ * stderr in malloc'd strings when asked. */
+static int cli_within(const char *const *argv, int secs, char **out, char **err)
+{
+    const char *clip = getenv("FA_CLI");
+    assert_non_null(clip);
+    char ofile[4200], efile[4200];
+    snprintf(ofile, sizeof ofile, "%s/hdb-stdout", fa_test_tmpdir());
+    snprintf(efile, sizeof efile, "%s/hdb-stderr", fa_test_tmpdir());
+    int argc = 0;
+    while (argv[argc]) argc++;
+    char **av = calloc((size_t)argc + 2, sizeof *av);
+    av[0] = (char *)clip;
+    for (int i = 0; i < argc; i++) av[i + 1] = (char *)argv[i];
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        setpgid(0, 0);
+        int o = open(ofile, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(efile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(o, 1);
+        dup2(e, 2);
+        execv(clip, av);
+        _exit(127);
+    }
+    free(av);
+    int st = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (waitpid(p, &st, WNOHANG) == p) break;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        if (t1.tv_sec - t0.tv_sec > secs) {
+            kill(-p, SIGKILL);
+            waitpid(p, &st, 0);
+            fail_msg("fuse-advise %s ran past %d s (it hangs)", argv[0], secs);
+        }
+        usleep(20000);
+    }
+    fa_ctx *ctx = fa_ctx_create();
+    uint8_t *d = NULL;
+    size_t n = 0;
+    if (out) *out = fa_read_file(ctx, ofile, &d, &n) ? strdup("") : (char *)d;
+    d = NULL;
+    if (err) *err = fa_read_file(ctx, efile, &d, &n) ? strdup("") : (char *)d;
+    fa_ctx_free(ctx);
+    if (getenv("FA_TEST_VERBOSE")) fprintf(stderr, "%s: exit %d\n%s", argv[0], WEXITSTATUS(st), err ? *err : "");
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* TEMP/name in one of 64 rotating buffers (testutil's fa_test_path has 8: too few here). */
+static const char *tmp_path(const char *name)
+{
+    static char bufs[64][4200];
+    static int slot;
+    char *p = bufs[slot++ & 63];
+    snprintf(p, 4200, "%s/%s", fa_test_tmpdir(), name);
+    return p;
+}
+
+/* A real run database with one run (zoo:mlp-tiny, no apply), made by the CLI. */
+static const char *make_run_db(const char *name)
+{
+    const char *db = tmp_path(name);
+    unlink(db);
+    char w[4300], s[4300];
+    snprintf(w, sizeof w, "%s-wal", db);
+    snprintf(s, sizeof s, "%s-shm", db);
+    unlink(w);
+    unlink(s);
+    static char keep[8][4200];
+    static int slot;
+    char *k = keep[slot++ & 7];
+    snprintf(k, 4200, "%s", db);
+    const char *argv[] = {"run", "zoo:mlp-tiny", "--no-apply", "--iters", "3", "--warmup", "0", "--threads", "1",
+                          "--db", k, NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 300, NULL, &err);
+    if (rc != 0) fail_msg("run into %s: exit %d: %s", k, rc, err);
+    free(err);
+    return k;
+}
+
+/* SQL on the file as another program would write it (no defensive settings). */
+static void raw_sql(const char *db, const char *sql)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    char *e = NULL;
+    if (sqlite3_exec(h, sql, NULL, NULL, &e) != SQLITE_OK) fail_msg("%s: %s", sql, e);
+    assert_int_equal(sqlite3_close(h), SQLITE_OK);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    uint8_t *d = NULL;
+    size_t n = 0;
+    assert_int_equal(fa_read_file(ctx, from, &d, &n), FA_OK);
+    FILE *f = fopen(to, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(d, 1, n, f), n);
+    fclose(f);
+    free(d);
+    fa_ctx_free(ctx);
+}
+
+/* Every read verb on db exits 1 within a few seconds, its message naming the file and each of
+ * `want` (NULL-terminated). */
+static void read_verbs_refuse(const char *db, const char *const *want)
+{
+    const char *rep = tmp_path("hdb-report");
+    const char *verbs[][12] = {
+        {"runs", "--db", db, NULL},
+        {"show", "1", "--db", db, NULL},
+        {"report", "1", "--db", db, "-o", rep, NULL},
+        {"gate", "--baseline", "1", "--candidate", "1", "--db", db, NULL},
+        {"analyze", "1", "--db", db, NULL},
+    };
+    for (size_t v = 0; v < sizeof verbs / sizeof verbs[0]; v++) {
+        char *err = NULL;
+        int rc = cli_within(verbs[v], 60, NULL, &err);
+        if (rc != 1 || !strstr(err, db)) fail_msg("%s on %s: exit %d (want 1 naming the file): %s", verbs[v][0], db, rc, err);
+        for (int k = 0; want[k]; k++)
+            if (!strstr(err, want[k])) fail_msg("%s: the message does not say \"%s\": %s", verbs[v][0], want[k], err);
+        free(err);
+    }
+}
+
+/* The column list of `table` as "NULL AS a, NULL AS b, ..." with `status` set to 'ok' (a view that
+ * answers every query of the verbs with rows they read). */
+static char *view_columns(const char *db, const char *table)
+{
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    char sql[200];
+    snprintf(sql, sizeof sql, "SELECT name FROM pragma_table_info('%s')", table);
+    assert_int_equal(sqlite3_prepare_v2(h, sql, -1, &q, NULL), SQLITE_OK);
+    fa_buf b;
+    fa_buf_init(&b);
+    while (sqlite3_step(q) == SQLITE_ROW) {
+        const char *c = (const char *)sqlite3_column_text(q, 0);
+        fa_buf_printf(&b, "%s%s AS %s", b.len ? ", " : "",
+                      !strcmp(c, "id") ? "x" : !strcmp(c, "status") ? "'ok'" : !strcmp(c, "kind") ? "'run'" : "1", c);
+    }
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    return b.data;
+}
+
+static void test_db_view_over_endless_query_refused_before_any_verb_reads_it(void **state)
+{
+    (void)state;
+    const char *db = make_run_db("view.db");
+    /* `runs` becomes a view over an endless recursive query: every verb reading runs would never
+     * end (it did on the main of before) */
+    char *cols = view_columns(db, "runs");
+    char sql[8192];
+    snprintf(sql, sizeof sql,
+             "PRAGMA foreign_keys = OFF; DROP TABLE runs; CREATE VIEW runs AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+             "SELECT x + 1 FROM c) SELECT %s FROM c;",
+             cols);
+    free(cols);
+    raw_sql(db, sql);
+    const char *want[] = {"view 'runs'", "refusing to read it", NULL};
+    read_verbs_refuse(db, want);
+    /* the same view under a name no verb reads still makes the file not ours */
+    const char *db2 = make_run_db("view2.db");
+    raw_sql(db2, "CREATE VIEW extra AS WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c;");
+    const char *want2[] = {"view 'extra'", NULL};
+    read_verbs_refuse(db2, want2);
+}
+
+static void test_db_trigger_or_other_schema_refused_naming_the_difference(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("schema-base.db");
+    static const struct {
+        const char *sql, *want;
+    } cases[] = {
+        /* a trigger runs on every write of a verb that recovers runs or stores a result */
+        {"CREATE TRIGGER t AFTER UPDATE ON runs BEGIN UPDATE runs SET tag = 'x'; END;", "trigger 't'"},
+        /* the import-runs injection: a column name that closes a column list elsewhere */
+        {"ALTER TABLE kernels ADD COLUMN \"x) FROM STDIN; UPDATE runs SET tag = 'pwned' --\" TEXT;",
+         "table 'kernels' has a column 'x) FROM STDIN; UPDATE runs SET tag = \\x27pwned\\x27 --'"},
+        {"ALTER TABLE runs DROP COLUMN dim_defaults;", "table 'runs' lacks column 'dim_defaults'"},
+        {"ALTER TABLE runs ADD COLUMN g INTEGER GENERATED ALWAYS AS (1) VIRTUAL;", "table 'runs' has a column 'g'"},
+        {"CREATE TABLE extra(x);", "table 'extra'"},
+        {"CREATE INDEX kernels_by_name ON kernels(name);", "index 'kernels_by_name'"},
+        {"DROP INDEX runs_by_tag;", "lacks index 'runs_by_tag'"},
+        /* same name, other declaration: the type a verb relies on */
+        {"PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = replace(sql, 'kind TEXT NOT NULL', "
+         "'kind BLOB NOT NULL') WHERE name = 'runs';",
+         "table 'runs', column 'kind' (its type, NOT NULL, default, key or generation) is declared otherwise"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "schema%zu.db", i);
+        const char *db = tmp_path(name);
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        const char *want[] = {cases[i].want, "schema version", NULL};
+        read_verbs_refuse(db, want);
+        /* and as the source of import-runs: refused, the destination untouched */
+        const char *dst = tmp_path("schema-dst.db");
+        copy_file(base, dst);
+        const char *argv[] = {"import-runs", db, "--db", dst, NULL};
+        char *err = NULL;
+        int rc = cli_within(argv, 60, NULL, &err);
+        if (rc != 1 || !strstr(err, cases[i].want)) fail_msg("import-runs from case %zu: exit %d: %s", i, rc, err);
+        free(err);
+        assert_int_equal(fa_test_store_sql_i64(dst, "SELECT count(*) FROM runs"), 1);
+    }
+}
+
+static void test_db_null_or_wrong_typed_value_named_by_table_row_and_column(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("types-base.db");
+    static const struct {
+        const char *sql, *want;
+    } cases[] = {
+        /* text where an integer is declared: INTEGER affinity keeps 'many' as text */
+        {"UPDATE runs SET threads = 'many';", "table 'runs', row (id 1), column 'threads': text where the schema has an integer"},
+        {"UPDATE runs SET started_at_ns = 1.5;", "column 'started_at_ns': a real number where the schema has an integer"},
+        {"UPDATE kernels SET name = x'00ff' WHERE seq = 0;",
+         "table 'kernels', row (run_id 1, seq 0), column 'name': a blob where the schema has text"},
+        /* NULL in a NOT NULL column (written with the constraint taken off, then put back): was
+         * "out of memory" */
+        {"PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = replace(sql, 'kind TEXT NOT NULL', 'kind TEXT') "
+         "WHERE name = 'runs'; PRAGMA writable_schema = OFF;",
+         "table 'runs', row (id 1), column 'kind': NULL where the schema requires a value"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "types%zu.db", i);
+        const char *db = tmp_path(name);
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        if (i == 3) /* the NULL, then the schema as it was */
+            raw_sql(db, "UPDATE runs SET kind = NULL; PRAGMA writable_schema = ON; UPDATE sqlite_schema SET sql = "
+                        "replace(sql, 'kind TEXT,', 'kind TEXT NOT NULL,') WHERE name = 'runs';");
+        const char *rep = tmp_path("types-report");
+        const char *verbs[][10] = {
+            {"runs", "--db", db, NULL},
+            {"report", "1", "--db", db, "-o", rep, NULL},
+        };
+        for (int v = 0; v < 2; v++) {
+            if (i == 2 && v == 0) continue; /* `runs` reads no kernel */
+            char *err = NULL;
+            int rc = cli_within(verbs[v], 60, NULL, &err);
+            if (rc != 1 || !strstr(err, cases[i].want) || strstr(err, "out of memory"))
+                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\"): %s", i, verbs[v][0], rc, cases[i].want, err);
+            free(err);
+        }
+    }
+}
+
+/* A text of n bytes in a (fresh) raw_sql statement: UPDATE TABLE SET COL = <n x 'a'> WHERE ... */
+static void set_long_text(const char *db, const char *table, const char *col, const char *where, size_t n)
+{
+    char sql[512];
+    snprintf(sql, sizeof sql, "UPDATE %s SET %s = replace(hex(zeroblob(%zu)), '00', 'a') WHERE %s", table, col, n, where);
+    raw_sql(db, sql);
+}
+
+static void test_db_value_over_the_length_limit_refused_read_or_written(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("long-base.db");
+    /* over FA_STORE_VALUE_MAX: the column named */
+    const char *db = tmp_path("long1.db");
+    copy_file(base, db);
+    set_long_text(db, "runs", "tag", "id = 1", FA_STORE_VALUE_MAX + 2);
+    const char *want[] = {"table 'runs', row (id 1), column 'tag': a value of", "over the 16 MiB limit", NULL};
+    read_verbs_refuse(db, want);
+    /* over FA_STORE_VALUE_HARD_MAX (the issue's 200 MB strings took `report` past 4 GB): SQLite
+     * never loads it; the table named */
+    const char *db2 = tmp_path("long2.db");
+    copy_file(base, db2);
+    set_long_text(db2, "kernels", "name", "seq = 0", FA_STORE_VALUE_HARD_MAX + 2);
+    const char *rep = tmp_path("long-report");
+    const char *argv[] = {"report", "1", "--db", db2, "-o", rep, NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 60, NULL, &err);
+    if (rc != 1 || !strstr(err, "table 'kernels'") || !strstr(err, "longer than 64 MiB"))
+        fail_msg("report with a 64 MiB name: exit %d: %s", rc, err);
+    free(err);
+    unlink(db2);
+    /* written: what could not be read back is refused before it is stored */
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    fa_test_check_ok(ctx, fa_store_open(ctx, base, &st));
+    char *big = malloc(FA_STORE_VALUE_MAX + 2);
+    memset(big, 'b', FA_STORE_VALUE_MAX + 1);
+    big[FA_STORE_VALUE_MAX + 1] = 0;
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.tag = big;
+    int64_t id = 0;
+    fa_status s = fa_store_run_begin(ctx, st, &info, &id);
+    assert_int_equal(s, FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "over the 16 MiB limit"));
+    free(big);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+    assert_int_equal(fa_test_store_sql_i64(base, "SELECT count(*) FROM runs"), 1);
+}
+
+static void test_db_step_time_limit_stops_an_endless_statement(void **state)
+{
+    (void)state;
+    const char *db = make_run_db("step.db");
+    /* the mechanism itself, on the store's own connection (a crafted schema can no longer reach it:
+     * views and triggers are refused above): a recursive query that never ends, stopped by the
+     * progress handler within the limit */
+    pid_t p = fork();
+    assert_true(p >= 0);
+    if (p == 0) {
+        alarm(60);
+        setenv("FA_DB_STEP_LIMIT_S", "1", 1);
+        fa_ctx *ctx = fa_ctx_create();
+        fa_store *st = NULL;
+        if (fa_store_open_ex(ctx, db, FA_STORE_READONLY, &st)) _exit(2);
+        int rc = sqlite3_exec(fa_store_db(st), "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) "
+                                               "SELECT count(*) FROM c", NULL, NULL, NULL);
+        fa_store_close(st);
+        fa_ctx_free(ctx);
+        _exit(rc == SQLITE_INTERRUPT ? 0 : 3);
+    }
+    int st = 0;
+    waitpid(p, &st, 0);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        fail_msg("the endless statement was not stopped (%s %d)", WIFEXITED(st) ? "exit" : "signal",
+                 WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+}
+
+/* ---- connection strings ---- */
+
+static const char *const k_secret = "Zq9sEcr3t";
+
+/* The forms of issue 32: a password holding '?', '#', '/', a bad '%' escape or an '@'; given as
+ * "?%70assword=" (libpq decodes keys); a keyword/value string; sslpassword; the scheme in capitals. */
+static const char *const k_forms[] = {
+    "postgresql://ci:Zq9s?Ecr3t@127.0.0.1:1/perf?connect_timeout=3",
+    "postgresql://ci:Zq9s#Ecr3t@127.0.0.1:1/perf?connect_timeout=3",
+    "postgresql://ci:Zq9s/Ecr3t@127.0.0.1:1/perf?connect_timeout=3",
+    "postgresql://ci:Zq9s%zzEcr3t@127.0.0.1:1/perf?connect_timeout=3",
+    "postgresql://ci:Zq9s@Ecr3t@127.0.0.1:1/perf?connect_timeout=3",
+    "postgresql://ci@127.0.0.1:1/perf?%70assword=Zq9sEcr3t&connect_timeout=3",
+    "postgresql://ci@127.0.0.1:1/perf?connect_timeout=3&password=Zq9sEcr3t",
+    "host=127.0.0.1 port=1 dbname=perf user=ci password=Zq9sEcr3t connect_timeout=3",
+    "host=127.0.0.1 port=1 dbname=perf password='Zq9s Ecr3t' connect_timeout=3",
+    "host=127.0.0.1 port=1 dbname=perf sslpassword=Zq9sEcr3t connect_timeout=3",
+    "POSTGRESQL://ci:Zq9sEcr3t@127.0.0.1:1/perf?connect_timeout=3",
+    "Postgres://ci:Zq9sEcr3t@127.0.0.1:1/perf?connect_timeout=3",
+    "dbname='postgresql://ci:Zq9sEcr3t@127.0.0.1:1/perf' port=1 connect_timeout=3",
+};
+
+/* Whether text holds the secret, or a piece of it of 4 or more characters around a separator
+ * ("Zq9s", "Ecr3t"). */
+static bool leaks(const char *text)
+{
+    return strstr(text, k_secret) || strstr(text, "Zq9s") || strstr(text, "Ecr3t");
+}
+
+static void test_conninfo_password_never_shown_or_stored_in_any_form(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof k_forms / sizeof k_forms[0]; i++) {
+        const char *f = k_forms[i];
+        if (!fa_store_path_is_pg(f)) fail_msg("form %zu is not taken as a server: %s", i, f);
+        bool had = false;
+        char *r = fa_store_redact_uri(f, &had);
+        assert_non_null(r);
+        if (leaks(r) || !had) fail_msg("form %zu rendered as \"%s\" (had_password %d)", i, r, had);
+        free(r);
+        char arg[512];
+        snprintf(arg, sizeof arg, "--db=%s", f);
+        r = fa_store_redact_arg(arg, &had);
+        if (leaks(r) || !had || strncmp(r, "--db=", 5)) fail_msg("--db=form %zu rendered as \"%s\"", i, r);
+        free(r);
+        /* opening it: an unreachable server or a refused string, never the secret in the message */
+        fa_ctx *ctx = fa_ctx_create();
+        fa_store *st = NULL;
+        fa_status s = fa_store_open(ctx, f, &st);
+        if (s == FA_OK || leaks(fa_ctx_errmsg(ctx))) fail_msg("form %zu: open gave %d: %s", i, s, fa_ctx_errmsg(ctx));
+        fa_ctx_free(ctx);
+    }
+    /* a command line holding every form, stored in a run and read back */
+    const char *db = tmp_path("cmdline.db");
+    unlink(db);
+    fa_buf cmd;
+    fa_buf_init(&cmd);
+    fa_buf_puts(&cmd, "fuse-advise run zoo:mlp-tiny --shape batch=4 --shape X=1x3");
+    for (size_t i = 0; i < sizeof k_forms / sizeof k_forms[0]; i++) fa_buf_printf(&cmd, " --db %s --to=%s", k_forms[i], k_forms[i]);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    fa_test_check_ok(ctx, fa_store_open(ctx, db, &st));
+    fa_run_info info = {0};
+    info.kind = "run";
+    info.command_line = cmd.data;
+    int64_t id = 0;
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &id));
+    fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
+    fa_arena *ar = fa_arena_create(0);
+    fa_run_info ri;
+    fa_test_check_ok(ctx, fa_store_get_run(ctx, st, id, ar, &ri));
+    if (leaks(ri.command_line)) fail_msg("stored command line: %s", ri.command_line);
+    /* words that only look like keyword/value strings stay as they were (advise RUN reads them) */
+    assert_non_null(strstr(ri.command_line, "fuse-advise run zoo:mlp-tiny --shape batch=4 --shape X=1x3 --db "));
+    fa_arena_free(ar);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+    fa_buf_free(&cmd);
+    /* straight from the file, as another tool reads it */
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT command_line FROM runs", -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    if (leaks((const char *)sqlite3_column_text(q, 0))) fail_msg("in the file: %s", sqlite3_column_text(q, 0));
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+}
+
+static void test_conninfo_keyword_string_never_a_file_and_no_secret_printed(void **state)
+{
+    (void)state;
+    /* run in an empty folder: the keyword/value string must reach libpq (an unreachable server
+     * here) or be refused, and leave no file behind (on the main of before: a file named with the
+     * password, exit 0) */
+    const char *dir = tmp_path("kv-cwd");
+    mkdir(dir, 0700);
+    char old[4200];
+    assert_non_null(getcwd(old, sizeof old));
+    assert_int_equal(chdir(dir), 0);
+    const char *forms[] = {"host=127.0.0.1 port=1 dbname=perf password=Zq9sEcr3t connect_timeout=3",
+                           "hots=127.0.0.1 password=Zq9sEcr3t", "POSTGRESQL://ci:Zq9sEcr3t@127.0.0.1:1/perf",
+                           "postgresql://ci:Zq9s/Ecr3t@127.0.0.1:1/perf?connect_timeout=3"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        const char *verbs[][8] = {{"runs", "--db", forms[i], NULL},
+                                  {"run", "zoo:mlp-tiny", "--no-apply", "--iters", "1", "--db", forms[i], NULL},
+                                  {"import-runs", forms[i], "--db", "dst.db", NULL}};
+        for (int v = 0; v < 3; v++) {
+            char *out = NULL, *err = NULL;
+            int rc = cli_within(verbs[v], 120, &out, &err);
+            if (rc != 1 || leaks(err) || leaks(out))
+                fail_msg("%s --db form %zu: exit %d (want 1, no secret): %s%s", verbs[v][0], i, rc, out, err);
+            free(out);
+            free(err);
+        }
+        /* nothing was created under a name made of the string */
+        struct stat sb;
+        if (stat(forms[i], &sb) == 0) fail_msg("a local file named \"%s\" was created", forms[i]);
+    }
+    assert_int_equal(chdir(old), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_db_view_over_endless_query_refused_before_any_verb_reads_it),
+        cmocka_unit_test(test_db_trigger_or_other_schema_refused_naming_the_difference),
+        cmocka_unit_test(test_db_null_or_wrong_typed_value_named_by_table_row_and_column),
+        cmocka_unit_test(test_db_value_over_the_length_limit_refused_read_or_written),
+        cmocka_unit_test(test_db_step_time_limit_stops_an_endless_statement),
+        cmocka_unit_test(test_conninfo_password_never_shown_or_stored_in_any_form),
+        cmocka_unit_test(test_conninfo_keyword_string_never_a_file_and_no_secret_printed),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
