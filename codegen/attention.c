@@ -860,20 +860,21 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
                                  (long long)a->SK, (long long)a->SK);
     else fa_buf_printf(o, "        const int64_t jend = %lld;\n", (long long)a->SK);
     fa_buf_printf(o, "        for (int64_t j0 = 0; j0 < jend; j0 += %lld) {\n", (long long)BC);
-    fa_buf_printf(o, "            const int64_t nc = jend - j0 < %lld ? jend - j0 : %lld;\n", (long long)BC, (long long)BC);
+    fa_buf_printf(o, "            const int64_t nc = jend - j0 < %lld ? jend - j0 : %lld, ncr = (nc + 15) / 16 * 16;\n",
+                  (long long)BC, (long long)BC);
     /* pack K transposed and V */
     idx2(ix, sizeof ix, "kb", "(j0 + jj)", stride_of(&a->k, 1), "d", stride_of(&a->k, 2));
-    fa_buf_printf(o, "            for (int64_t jj = 0; jj < %lld; jj++)\n"
+    fa_buf_printf(o, "            for (int64_t jj = 0; jj < ncr; jj++)\n"
                      "                for (int64_t d = 0; d < %lld; d++) Kt[d * %lld + jj] = jj < nc ? in%d[%s] : 0.0f;\n",
-                  (long long)BC, (long long)D, (long long)BC, a->k_in, ix);
+                  (long long)D, (long long)BC, a->k_in, ix);
     idx2(ix, sizeof ix, "vb", "(j0 + jj)", stride_of(&a->v, 1), "e", stride_of(&a->v, 2));
-    fa_buf_printf(o, "            for (int64_t jj = 0; jj < %lld; jj++)\n"
-                     "                for (int64_t e = 0; e < %lld; e++) Vs[jj * %lld + e] = jj < nc && e < %lld ? in%d[%s] : 0.0f;\n",
-                  (long long)BC, (long long)DVP, (long long)DVP, (long long)a->DV, a->v_in, ix);
+    fa_buf_printf(o, "            for (int64_t jj = 0; jj < nc; jj++)\n"
+                     "                for (int64_t e = 0; e < %lld; e++) Vs[jj * %lld + e] = e < %lld ? in%d[%s] : 0.0f;\n",
+                  (long long)DVP, (long long)DVP, (long long)a->DV, a->v_in, ix);
     /* S = Q Kᵀ, 4 rows x 16 keys per register block */
-    fa_buf_printf(o, "            /* S = Q K^T: 4 rows x 16 keys held in vector registers over the head dim */\n"
+    fa_buf_printf(o, "            /* S = Q K^T: 4 rows x 16 keys held in vector registers over the head dim (keys up to ncr) */\n"
                      "            for (int64_t r = 0; r < nr4; r += 4)\n"
-                     "                for (int64_t jc = 0; jc < %lld; jc += 16) {\n"
+                     "                for (int64_t jc = 0; jc < ncr; jc += 16) {\n"
                      "                    float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};\n"
                      "                    const float *q0 = Qs + r * %lld, *q1 = q0 + %lld, *q2 = q1 + %lld, *q3 = q2 + %lld;\n"
                      "                    for (int64_t d = 0; d < %lld; d++) {\n"
@@ -888,7 +889,7 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
                      "                        S[r * %lld + jc + jj] = a0[jj];\n                        S[(r + 1) * %lld + jc + jj] = a1[jj];\n"
                      "                        S[(r + 2) * %lld + jc + jj] = a2[jj];\n                        S[(r + 3) * %lld + jc + jj] = a3[jj];\n"
                      "                    }\n                }\n",
-                  (long long)BC, (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)BC,
+                  (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)BC,
                   (long long)BC, (long long)BC, (long long)BC, (long long)BC);
     /* the score program and the online softmax, row by row */
     fa_cg_flit(lit, sizeof lit, a->scale, false);
@@ -902,19 +903,18 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
                    "                    const int64_t j = j0 + jj;\n                    (void)j;\n");
     fa_buf_printf(o, "                    float x = s[jj] * %s;\n", lit);
     emit_steps(o, a, "                    ", false);
-    fa_buf_printf(o, "                    s[jj] = x;\n                    mt = x > mt ? x : mt;\n                }\n"
-                     "                for (int64_t jj = nc; jj < %lld; jj++) s[jj] = -INFINITY;\n", (long long)BC);
+    fa_buf_puts(o, "                    s[jj] = x;\n                    mt = x > mt ? x : mt;\n                }\n");
     fa_buf_printf(o, "                const float mn = M[r] > mt ? M[r] : mt, base = mn == -INFINITY ? 0.0f : mn;\n"
                      "                const float alpha = expf(M[r] - base); /* rescales what earlier tiles summed */\n"
                      "                float ls = 0.0f;\n"
                      "#pragma omp simd reduction(+:ls)\n"
-                     "                for (int64_t jj = 0; jj < %lld; jj++) {\n"
+                     "                for (int64_t jj = 0; jj < nc; jj++) {\n"
                      "                    const float p = expf(s[jj] - base);\n                    s[jj] = p;\n                    ls += p;\n"
                      "                }\n"
                      "                L[r] = L[r] * alpha + ls;\n                M[r] = mn;\n"
                      "#pragma omp simd\n"
                      "                for (int64_t e = 0; e < %lld; e++) O[r * %lld + e] *= alpha;\n            }\n",
-                  (long long)BC, (long long)DVP, (long long)DVP);
+                  (long long)DVP, (long long)DVP);
     /* O += P V, 4 rows x 16 values per register block */
     fa_buf_printf(o, "            /* O += P V: 4 rows x 16 values held in vector registers over the keys */\n"
                      "            for (int64_t r = 0; r < nr4; r += 4)\n"

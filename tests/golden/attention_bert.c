@@ -46,14 +46,14 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
         }
         const int64_t jend = 20;
         for (int64_t j0 = 0; j0 < jend; j0 += 32) {
-            const int64_t nc = jend - j0 < 32 ? jend - j0 : 32;
-            for (int64_t jj = 0; jj < 32; jj++)
+            const int64_t nc = jend - j0 < 32 ? jend - j0 : 32, ncr = (nc + 15) / 16 * 16;
+            for (int64_t jj = 0; jj < ncr; jj++)
                 for (int64_t d = 0; d < 8; d++) Kt[d * 32 + jj] = jj < nc ? in2[kb + (j0 + jj) * 16 + d * 1] : 0.0f;
-            for (int64_t jj = 0; jj < 32; jj++)
-                for (int64_t e = 0; e < 16; e++) Vs[jj * 16 + e] = jj < nc && e < 8 ? in3[vb + (j0 + jj) * 16 + e * 1] : 0.0f;
-            /* S = Q K^T: 4 rows x 16 keys held in vector registers over the head dim */
+            for (int64_t jj = 0; jj < nc; jj++)
+                for (int64_t e = 0; e < 16; e++) Vs[jj * 16 + e] = e < 8 ? in3[vb + (j0 + jj) * 16 + e * 1] : 0.0f;
+            /* S = Q K^T: 4 rows x 16 keys held in vector registers over the head dim (keys up to ncr) */
             for (int64_t r = 0; r < nr4; r += 4)
-                for (int64_t jc = 0; jc < 32; jc += 16) {
+                for (int64_t jc = 0; jc < ncr; jc += 16) {
                     float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};
                     const float *q0 = Qs + r * 8, *q1 = q0 + 8, *q2 = q1 + 8, *q3 = q2 + 8;
                     for (int64_t d = 0; d < 8; d++) {
@@ -87,12 +87,11 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
                     s[jj] = x;
                     mt = x > mt ? x : mt;
                 }
-                for (int64_t jj = nc; jj < 32; jj++) s[jj] = -INFINITY;
                 const float mn = M[r] > mt ? M[r] : mt, base = mn == -INFINITY ? 0.0f : mn;
                 const float alpha = expf(M[r] - base); /* rescales what earlier tiles summed */
                 float ls = 0.0f;
 #pragma omp simd reduction(+:ls)
-                for (int64_t jj = 0; jj < 32; jj++) {
+                for (int64_t jj = 0; jj < nc; jj++) {
                     const float p = expf(s[jj] - base);
                     s[jj] = p;
                     ls += p;
