@@ -1779,6 +1779,15 @@ static bool noise_refusal(adv *A, fa_cluster *c, double member_ns)
     return true;
 }
 
+/* A duration of ns >= 0 for a sentence, in the unit that reads best: "3.3 ms", "412.0 us",
+ * "850 ns" (a reason never shows a raw negative nanosecond count: a loss says "loss of"). */
+static void duration_text(char *out, size_t cap, double ns)
+{
+    if (ns >= 1e6) snprintf(out, cap, "%.1f ms", ns / 1e6);
+    else if (ns >= 1e3) snprintf(out, cap, "%.1f us", ns / 1e3);
+    else snprintf(out, cap, "%.0f ns", ns);
+}
+
 static int cmp_cluster_rank(const void *a, const void *b)
 {
     const fa_cluster *x = a, *y = b;
@@ -1924,9 +1933,12 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         } else if (c->est_saving_ns <= 0 && !A.probe_keep) {
             c->status = FA_CLUSTER_REFUSED;
             c->refusal = FA_WHY_NOT_BENEFICIAL;
-            char r[1200];
-            snprintf(r, sizeof r, "not-beneficial: predicted saving %.1f ns is not positive (%s)", c->est_saving_ns,
-                     c->basis);
+            char r[1200], t[32];
+            duration_text(t, sizeof t, -c->est_saving_ns);
+            if (c->est_saving_ns < 0)
+                snprintf(r, sizeof r, "not-beneficial: predicted loss of %s (%s)", t, c->basis);
+            else
+                snprintf(r, sizeof r, "not-beneficial: no predicted saving (%s)", c->basis);
             c->reason = fa_arena_strdup(A.ar, r);
         }
 #ifdef FA_HAVE_GATE
