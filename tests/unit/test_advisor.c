@@ -133,13 +133,13 @@ static void check_transformer(const char *model, const char *gelu, bool named_ln
     fa_ctx_free(ctx);
 }
 
-static void test_bert_plan_has_softmax_layer_norms_gelu_erf_and_bias_epilogues(void **st)
+static void test_bert_plan_has_attention_layer_norms_gelu_erf_and_bias_epilogues(void **st)
 {
     (void)st;
     check_transformer("zoo:bert-layer", "gelu_erf", true);
 }
 
-static void test_gpt2_plan_has_softmax_decomposed_layer_norm_gelu_tanh_and_bias_epilogues(void **st)
+static void test_gpt2_plan_has_causal_attention_decomposed_layer_norm_gelu_tanh_and_bias_epilogues(void **st)
 {
     (void)st;
     check_transformer("zoo:gpt2-block", "gelu_tanh", false);
@@ -600,8 +600,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resnet50_plan_has_bn_fold_conv_relu_and_residual_add_relu),
-        cmocka_unit_test(test_bert_plan_has_softmax_layer_norms_gelu_erf_and_bias_epilogues),
-        cmocka_unit_test(test_gpt2_plan_has_softmax_decomposed_layer_norm_gelu_tanh_and_bias_epilogues),
+        cmocka_unit_test(test_bert_plan_has_attention_layer_norms_gelu_erf_and_bias_epilogues),
+        cmocka_unit_test(test_gpt2_plan_has_causal_attention_decomposed_layer_norm_gelu_tanh_and_bias_epilogues),
         cmocka_unit_test(test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon),
         cmocka_unit_test(test_cuda_gate_refuses_under_occupancy_floor_with_numbers),
         cmocka_unit_test(test_mobilenetv2_relu6_becomes_clip_post_op),
