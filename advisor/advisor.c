@@ -416,7 +416,8 @@ static void attention_label(const adv *A, const int *m, int n, char *out, size_t
         if (!strcmp(nd->op_type, "Mul") || !strcmp(nd->op_type, "Div")) scale = true;
         if (!strcmp(nd->op_type, "Add") || !strcmp(nd->op_type, "Sub")) add = true;
         if (!strcmp(nd->op_type, "Where")) where = true;
-        if (nd->op && nd->op->view && fa_tensor_numel(fa_graph_out(g, nd, 0)) > fa_tensor_numel(fa_graph_in(g, nd, 0)))
+        const fa_tensor *vi = fa_graph_in(g, nd, 0), *vo = fa_graph_out(g, nd, 0);
+        if (nd->op && nd->op->view && vi && vo && fa_tensor_numel(vo) > fa_tensor_numel(vi))
             grouped = true; /* a broadcast of K or V: grouped heads */
     }
     snprintf(out, cap, "attention%s%s%s%s%s%s", op ? "(op" : "(", op && (scale || add || where || grouped) ? ": " : "",

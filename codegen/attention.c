@@ -19,6 +19,15 @@
 #include "codegen/codegen-impl.h"
 
 enum { ST_MUL, ST_DIV, ST_ADD, ST_SUB, ST_WHERE, ST_SOFTCAP, ST_BOOL_MASK };
+/* The CUDA kernel's shape: 4 warps per block, 4 query rows per warp (16 rows), one key per lane
+ * (32-key tiles); its static shared memory (Q rows, K tile padded by one float, V tile padded to
+ * 32 values) must fit the 48 KB a kernel may declare statically. */
+enum { CU_WARPS = 4, CU_RPW = 4, CU_BR = 16, CU_BC = 32 };
+#define CU_SMEM_MAX (48 * 1024)
+static int64_t cu_smem_bytes(int64_t D, int64_t DV)
+{
+    return 4 * (CU_BR * D + CU_BC * (D + 1) + CU_BC * ((DV + 31) / 32 * 32));
+}
 #define ATT_MAX_STEPS 12
 
 /* One step of the score program, applied to each score x in member order. */
@@ -640,7 +649,6 @@ static bool analyse(att_build *b, att *a)
 bool fa_cg_attention_supported(const fa_graph *g, const fa_kernel_desc *d, bool cuda, const char **why, char *msg,
                                size_t cap)
 {
-    (void)cuda;
     bool *member = calloc((size_t)g->n_nodes + 1, 1);
     att_build b = {g, d, member, NULL, msg, cap};
     att a;
@@ -649,6 +657,10 @@ bool fa_cg_attention_supported(const fa_graph *g, const fa_kernel_desc *d, bool 
     for (int i = 0; ok && i < d->n_members; i++)
         if (d->members[i] >= 0 && d->members[i] < g->n_nodes) member[d->members[i]] = true;
     ok = ok && analyse(&b, &a);
+    if (ok && cuda && cu_smem_bytes(a.D, a.DV) > CU_SMEM_MAX)
+        ok = fail(&b, "the CUDA attention kernel's tiles exceed 48 KB of shared memory (head sizes over 128)",
+                  "cluster %d: head sizes %lld, %lld need %lld bytes", d->id, (long long)a.D, (long long)a.DV,
+                  (long long)cu_smem_bytes(a.D, a.DV));
     if (!member) b.why = "out of memory";
     if (!ok && why) *why = b.why;
     free(member);
@@ -948,11 +960,9 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
     fa_buf_printf(o, "                out%d[%s] = yv;\n            }\n        }\n    }\n}\n", a->y_out, ix);
 }
 
-/* CUDA: 4 warps per block, 4 query rows per warp (BR = 16), one key per lane (BC = 32): K and
- * V tiles in shared memory (K's rows padded by one float against bank conflicts), the row's
- * running max, sum and DVP/32 output values per lane in registers; every thread runs every loop
- * the same number of times, so the shuffles and barriers are uniform. */
-enum { CU_WARPS = 4, CU_RPW = 4, CU_BR = 16, CU_BC = 32 };
+/* CUDA (CU_* above): K and V tiles in shared memory (K's rows padded by one float against bank
+ * conflicts), the row's running max, sum and DVP/32 output values per lane in registers; every
+ * thread runs every loop the same number of times, so the shuffles and barriers are uniform. */
 
 static void emit_cuda(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const att *a, const char *name,
                       fa_codegen_info *info)
@@ -1051,6 +1061,10 @@ fa_status fa_cg_attention(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *
     free(member);
     if (!ok) return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "codegen cluster %d: %s", d->id, msg[0] ? msg : b.why);
     const int64_t NQB = (a.SQ + CU_BR - 1) / CU_BR;
+    if (cuda && cu_smem_bytes(a.D, a.DV) > CU_SMEM_MAX)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "codegen cluster %d: head sizes %lld, %lld need %lld bytes of shared "
+                            "memory (48 KB at most)", d->id, (long long)a.D, (long long)a.DV,
+                            (long long)cu_smem_bytes(a.D, a.DV));
     if (cuda && a.BH * NQB > 0x7fffffff)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "codegen cluster %d: %lld blocks exceed the CUDA grid limit", d->id,
                             (long long)(a.BH * NQB));
