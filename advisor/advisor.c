@@ -395,12 +395,16 @@ static bool all_consumers_in(const adv *A, int tid)
 /* ---- 0. attention (advisor/attention.c: the pattern; docs/fusion-rules.md "Attention") ---- */
 
 /* What the attention cluster holds besides the products and the softmax, for its label. */
-static void attention_label(const adv *A, const int *m, int n, char *out, size_t cap)
+static void attention_label(const adv *A, const int *m, int n, int softmax, char *out, size_t cap)
 {
     const fa_graph *g = A->g;
-    bool scale = false, add = false, where = false, grouped = false, op = false;
+    bool scale = false, add = false, where = false, grouped = false, op = false, guard = false;
     for (int i = 0; i < n; i++) {
         const fa_node *nd = g->nodes[m[i]];
+        if (A->pos[m[i]] > A->pos[softmax] && !strcmp(nd->op_type, "Where")) { /* after the softmax */
+            guard = true;
+            continue;
+        }
         if (fa_adv_reduce_kind(nd) == FA_REDUCE_ATTENTION) {
             op = true;
             const fa_tensor *k = fa_graph_in(g, nd, 1), *q = fa_graph_in(g, nd, 0);
@@ -420,9 +424,9 @@ static void attention_label(const adv *A, const int *m, int n, char *out, size_t
         if (nd->op && nd->op->view && vi && vo && fa_tensor_numel(vo) > fa_tensor_numel(vi))
             grouped = true; /* a broadcast of K or V: grouped heads */
     }
-    snprintf(out, cap, "attention%s%s%s%s%s%s", op ? "(op" : "(", op && (scale || add || where || grouped) ? ": " : "",
+    snprintf(out, cap, "attention%s%s%s%s%s%s%s", op ? "(op" : "(", op && (scale || add || where || grouped) ? ": " : "",
              add ? "additive mask, " : "", where ? "boolean/causal mask, " : "", grouped ? "grouped kv, " : "",
-             scale ? "scale" : "");
+             guard ? "row guard, " : "", scale ? "scale" : "");
     size_t l = strlen(out);
     while (l > 0 && (out[l - 1] == ' ' || out[l - 1] == ',')) out[--l] = 0;
     if (l > 0 && out[l - 1] == '(') out[--l] = 0;
@@ -452,7 +456,7 @@ static void phase_attention(adv *A)
             if (pass == 0) memcpy(c->m + at.n_core, at.views, sizeof(int) * (size_t)at.n_views);
             c->n = n;
             c->anchor = sid;
-            attention_label(A, c->m, c->n, c->label, sizeof c->label);
+            attention_label(A, c->m, c->n, sid, c->label, sizeof c->label);
             for (int i = 0; i < n; i++) A->inreg[c->m[i]] = 1;
             bool cycle = region_has_cycle(A, c->m, n);
             clear_region(A, c->m, n);

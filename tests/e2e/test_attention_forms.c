@@ -379,7 +379,7 @@ static void test_row_guard_after_softmax(void **st)
     softmax(g, "sm", "p");
     node(g, "Where", "row_all_masked,zero,p", "ps");
     node(g, "MatMul", "ps,v", "y");
-    expect_attention(g, "additive mask", false);
+    expect_attention(g, "additive mask, row guard", false);
 }
 
 /* The opset-23 Attention op: Q [B, Hq, S, D] (or 3-D), its attributes the form. */
