@@ -51,6 +51,26 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
 bool fa_adv_bn_foldable(const fa_graph *g, const fa_node *bn, int *producer, fa_why_code *code, char *why,
                         size_t why_cap);
 
+/* The attention pattern around reduction node `seed` (advisor/attention.c; docs/fusion-rules.md
+ * "Attention"), in the registry's terms:
+ *   - seed of reduce kind FA_REDUCE_ATTENTION (the Attention op): the one member;
+ *   - seed of reduce kind FA_REDUCE_SOFTMAX over the last axis (the keys): backward from its
+ *     input, a chain of elementwise/broadcast ops and element-moving views (fa_op.view), each
+ *     output read only by the next, up to a node flagged FA_OPF_MATMUL (the scores Q·Kᵀ); forward
+ *     from its output the same kind of chain into operand A of another FA_OPF_MATMUL node (·V).
+ *     Those are the core members (which ops the kernel lowers — scales, additive and boolean
+ *     masks, the row guard — is the code generator's decision, fa_codegen_decide). Optional
+ *     members: the views (and, on Q and K, scalar Mul/Div scales) producing the products'
+ *     operands Q, K, V and read by nothing else, and the bijective views after ·V.
+ * Only unclaimed live nodes (owner < 0, pos >= 0) join. False when seed is not such a pattern. */
+#define FA_ADV_ATTENTION_MAX 48
+typedef struct fa_adv_attention {
+    int n_core, core[FA_ADV_ATTENTION_MAX];   /* node ids */
+    int n_views, views[FA_ADV_ATTENTION_MAX]; /* node ids */
+    int qk, pv, softmax;                      /* node ids (qk, pv -1 for the op) */
+} fa_adv_attention;
+bool fa_adv_match_attention(const fa_graph *g, const int *pos, const int *owner, int seed, fa_adv_attention *out);
+
 /* Ops of the elementwise or broadcast pattern class (the registry's) with float outputs. */
 bool fa_adv_is_elementwise(const fa_graph *g, const fa_node *n);
 /* Ops of the out-elementwise-fusable class (Conv, ConvTranspose, MatMul, Gemm and their integer

@@ -26,7 +26,7 @@
 #define MAX_POST 32
 
 static const char *const k_kind_names[FA_CLUSTER_KIND_COUNT] = {"elementwise-chain", "epilogue", "bn-fold", "reduction",
-                                                                "horizontal"};
+                                                                "horizontal", "attention"};
 static const char *const k_red_names[FA_RED_KIND_COUNT] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
                                                            "generic"};
 static const char *const k_status_names[FA_CLUSTER_STATUS_COUNT] = {
@@ -137,6 +137,7 @@ static bool wn_reserve(adv *A, int need)
 
 static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static bool commit_cluster(adv *A);
+static bool commit_cluster_ex(adv *A, bool record_why);
 static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...)
 {
     if (!wn_reserve(A, A->nwn + 1)) { A->oom = true; return; }
@@ -391,6 +392,115 @@ static bool all_consumers_in(const adv *A, int tid)
     return nc > 0;
 }
 
+/* ---- 0. attention (advisor/attention.c: the pattern; docs/fusion-rules.md "Attention") ---- */
+
+/* What the attention cluster holds besides the products and the softmax, for its label. */
+static void attention_label(const adv *A, const int *m, int n, int softmax, char *out, size_t cap)
+{
+    const fa_graph *g = A->g;
+    bool scale = false, add = false, where = false, grouped = false, op = false, guard = false;
+    for (int i = 0; i < n; i++) {
+        const fa_node *nd = g->nodes[m[i]];
+        if (A->pos[m[i]] > A->pos[softmax] && !strcmp(nd->op_type, "Where")) { /* after the softmax */
+            guard = true;
+            continue;
+        }
+        if (fa_adv_reduce_kind(nd) == FA_REDUCE_ATTENTION) {
+            op = true;
+            const fa_tensor *k = fa_graph_in(g, nd, 1), *q = fa_graph_in(g, nd, 0);
+            if (nd->n_inputs > 3 && nd->inputs[3] >= 0) {
+                if (g->tensors[nd->inputs[3]]->dtype == FA_DTYPE_BOOL) where = true;
+                else add = true;
+            }
+            if (fa_node_attr_int(nd, "is_causal", 0)) where = true;
+            if (q && k && q->rank == 4 && k->rank == 4 && q->dims[1] != k->dims[1]) grouped = true;
+            if (q && k && q->rank == 3 && fa_node_attr_int(nd, "q_num_heads", 0) != fa_node_attr_int(nd, "kv_num_heads", 0))
+                grouped = true;
+        }
+        if (!strcmp(nd->op_type, "Mul") || !strcmp(nd->op_type, "Div")) scale = true;
+        if (!strcmp(nd->op_type, "Add") || !strcmp(nd->op_type, "Sub")) add = true;
+        if (!strcmp(nd->op_type, "Where")) where = true;
+        const fa_tensor *vi = fa_graph_in(g, nd, 0), *vo = fa_graph_out(g, nd, 0);
+        if (nd->op && nd->op->view && vi && vo && fa_tensor_numel(vo) > fa_tensor_numel(vi))
+            grouped = true; /* a broadcast of K or V: grouped heads */
+    }
+    snprintf(out, cap, "attention%s%s%s%s%s%s%s", op ? "(op" : "(", op && (scale || add || where || grouped) ? ": " : "",
+             add ? "additive mask, " : "", where ? "boolean/causal mask, " : "", grouped ? "grouped kv, " : "",
+             guard ? "row guard, " : "", scale ? "scale" : "");
+    size_t l = strlen(out);
+    while (l > 0 && (out[l - 1] == ' ' || out[l - 1] == ',')) out[--l] = 0;
+    if (l > 0 && out[l - 1] == '(') out[--l] = 0;
+    else if (l + 1 < cap) { out[l++] = ')'; out[l] = 0; }
+}
+
+static void phase_attention(adv *A)
+{
+    const fa_graph *g = A->g;
+    for (int p = 0; p < g->n_topo; p++) {
+        int sid = g->topo[p];
+        fa_reduce_kind rk = fa_adv_reduce_kind(g->nodes[sid]);
+        if (A->owner[sid] >= 0 || (rk != FA_REDUCE_SOFTMAX && rk != FA_REDUCE_ATTENTION)) continue;
+        fa_adv_attention at;
+        if (!fa_adv_match_attention(g, A->pos, A->owner, sid, &at)) continue;
+        /* first with the views around Q, K, V and the output (the kernel reads through them), then
+         * without them when the code generator cannot read through one */
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == 1 && at.n_views == 0) break;
+            int n = at.n_core + (pass == 0 ? at.n_views : 0);
+            wcl *c = new_cluster(A, FA_CLUSTER_ATTENTION);
+            if (!c) return;
+            int *m = realloc(c->m, sizeof(int) * (size_t)(n > A->m_cap ? n : A->m_cap));
+            if (!m) { A->oom = true; return; }
+            c->m = m;
+            memcpy(c->m, at.core, sizeof(int) * (size_t)at.n_core);
+            if (pass == 0) memcpy(c->m + at.n_core, at.views, sizeof(int) * (size_t)at.n_views);
+            c->n = n;
+            c->anchor = sid;
+            attention_label(A, c->m, c->n, sid, c->label, sizeof c->label);
+            for (int i = 0; i < n; i++) A->inreg[c->m[i]] = 1;
+            bool cycle = region_has_cycle(A, c->m, n);
+            clear_region(A, c->m, n);
+            if (cycle) {
+                drop_last_cluster(A);
+                continue;
+            }
+            if (commit_cluster_ex(A, pass == 1 || at.n_views == 0)) break;
+        }
+    }
+}
+
+/* Bytes of the score tensors the unfused ops of attention cluster w hold at once: for each
+ * member, its inputs and outputs produced and read only inside the cluster with the scores'
+ * element count (the softmax's input), summed; the largest. 0 for the Attention op (its
+ * reference kernel already works row by row). */
+static uint64_t score_bytes_of(adv *A, const wcl *w)
+{
+    const fa_graph *g = A->g;
+    const fa_node *an = w->anchor >= 0 ? g->nodes[w->anchor] : NULL;
+    if (!an || fa_adv_reduce_kind(an) != FA_REDUCE_SOFTMAX || an->inputs[0] < 0) return 0;
+    int64_t ns = fa_tensor_numel(g->tensors[an->inputs[0]]);
+    if (ns <= 0) return 0;
+    for (int i = 0; i < w->n; i++) A->inreg[w->m[i]] = 1;
+    uint64_t best = 0;
+    for (int i = 0; i < w->n; i++) {
+        const fa_node *nd = g->nodes[w->m[i]];
+        int ts[64], nt = 0;
+        for (int k = 0; k < nd->n_inputs && nt < 64; k++) ts[nt++] = nd->inputs[k];
+        for (int k = 0; k < nd->n_outputs && nt < 64; k++) ts[nt++] = nd->outputs[k];
+        uint64_t sum = 0;
+        for (int k = 0; k < nt; k++) {
+            int t = ts[k];
+            bool dup = false;
+            for (int j = 0; j < k; j++) dup |= ts[j] == t;
+            if (t < 0 || dup || fa_tensor_numel(g->tensors[t]) != ns || !produced_in(A, t) || !all_consumers_in(A, t)) continue;
+            sum += fa_tensor_bytes(g->tensors[t]);
+        }
+        if (sum > best) best = sum;
+    }
+    for (int i = 0; i < w->n; i++) A->inreg[w->m[i]] = 0;
+    return best;
+}
+
 /* ---- 1. BN folding ---- */
 
 static void phase_bn_fold(adv *A)
@@ -426,7 +536,10 @@ static void phase_bn_fold(adv *A)
  * exactly [r, rank). False with a why code when the node reduces another set or drops dims. */
 static bool reduction_domain(const fa_graph *g, const fa_node *n, int *r, fa_why_code *code)
 {
-    if (fa_adv_reduce_kind(n) == FA_REDUCE_NONE) { *code = FA_WHY_NO_PATTERN; return false; }
+    if (fa_adv_reduce_kind(n) == FA_REDUCE_NONE || fa_adv_reduce_kind(n) == FA_REDUCE_ATTENTION) {
+        *code = FA_WHY_NO_PATTERN; /* no row domain: the attention op is the attention phase's */
+        return false;
+    }
     const fa_tensor *X = fa_graph_in(g, n, 0), *Y = fa_graph_out(g, n, 0);
     if (!X || !Y || X->rank < 1 || X->dtype != FA_DTYPE_FLOAT || Y->dtype != FA_DTYPE_FLOAT) { *code = FA_WHY_DTYPE; return false; }
     int rank = X->rank;
@@ -571,7 +684,8 @@ static void phase_reductions(adv *A)
                 }
                 if (!fwd && !back) continue;
                 bool red = fa_adv_is_reduction(nd);
-                if (red && fa_adv_reduce_kind(nd) == FA_REDUCE_NONE) continue; /* no row domain (a pool): default_why */
+                if (red && (fa_adv_reduce_kind(nd) == FA_REDUCE_NONE || fa_adv_reduce_kind(nd) == FA_REDUCE_ATTENTION))
+                    continue; /* no row domain (a pool, an Attention op): default_why */
                 if (red) {
                     int r2;
                     fa_why_code c2 = FA_WHY_NONE;
@@ -1252,7 +1366,11 @@ static void io_of(adv *A, const wcl *c, fa_cluster *out, int *tmp)
  * (fa_codegen_kernel_supported, on the cluster's own description); otherwise drop it, so its
  * nodes stay free for a buildable cluster (a Conv's epilogue), and say why on its first edge.
  * Library kinds (epilogue, BN fold) are committed as they are. */
-static bool commit_cluster(adv *A)
+static bool commit_cluster(adv *A) { return commit_cluster_ex(A, true); }
+
+/* record_why false: a refused cluster is dropped without a why-not (its caller tries a smaller
+ * form of the same cluster next). */
+static bool commit_cluster_ex(adv *A, bool record_why)
 {
     wcl *w = &A->cl[A->ncl - 1];
     if (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) {
@@ -1288,7 +1406,7 @@ static bool commit_cluster(adv *A)
     bool ok = dec.code == FA_WHY_NONE;
     if (!ok) {
         /* the first member edge inside the cluster carries the reason */
-        for (int i = 1; i < w->n; i++) {
+        for (int i = 1; i < w->n && record_why; i++) {
             const fa_node *cn = g->nodes[sorted[i]];
             /* (loop body finds the edge from another member into this one) */
             int p = -1, tid = -1;
@@ -1666,6 +1784,15 @@ static bool noise_refusal(adv *A, fa_cluster *c, double member_ns)
     return true;
 }
 
+/* A duration of ns >= 0 for a sentence, in the unit that reads best: "3.3 ms", "412.0 us",
+ * "850 ns" (a reason never shows a raw negative nanosecond count: a loss says "loss of"). */
+static void duration_text(char *out, size_t cap, double ns)
+{
+    if (ns >= 1e6) snprintf(out, cap, "%.1f ms", ns / 1e6);
+    else if (ns >= 1e3) snprintf(out, cap, "%.1f us", ns / 1e3);
+    else snprintf(out, cap, "%.0f ns", ns);
+}
+
 static int cmp_cluster_rank(const void *a, const void *b)
 {
     const fa_cluster *x = a, *y = b;
@@ -1748,6 +1875,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         else if (a->gap_ns > 0 && a->kernels_per_iter > 1) A.disp = (double)a->gap_ns / (double)(a->kernels_per_iter - 1);
     }
 
+    phase_attention(&A);
     phase_bn_fold(&A);
     phase_reductions(&A);
     phase_epilogues(&A);
@@ -1781,6 +1909,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         if (c->post_ops && w->n_post) memcpy(c->post_ops, w->post, sizeof(fa_post_op) * (size_t)w->n_post);
         io_of(&A, w, c, tmp);
         c->saved_bytes = saved_bytes_of(&A, w);
+        c->score_bytes = w->kind == FA_CLUSTER_ATTENTION ? score_bytes_of(&A, w) : 0;
         c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
         c->recompute_ns = w->recompute_ns;
     }
@@ -1809,9 +1938,12 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         } else if (c->est_saving_ns <= 0 && !A.probe_keep) {
             c->status = FA_CLUSTER_REFUSED;
             c->refusal = FA_WHY_NOT_BENEFICIAL;
-            char r[1200];
-            snprintf(r, sizeof r, "not-beneficial: predicted saving %.1f ns is not positive (%s)", c->est_saving_ns,
-                     c->basis);
+            char r[1200], t[32];
+            duration_text(t, sizeof t, -c->est_saving_ns);
+            if (c->est_saving_ns < 0)
+                snprintf(r, sizeof r, "not-beneficial: predicted loss of %s (%s)", t, c->basis);
+            else
+                snprintf(r, sizeof r, "not-beneficial: no predicted saving (%s)", c->basis);
             c->reason = fa_arena_strdup(A.ar, r);
         }
 #ifdef FA_HAVE_GATE
@@ -1919,6 +2051,7 @@ static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops,
         .post_ops = post_ops,
         .n_post_ops = c->n_post_ops,
         .saved_bytes = c->saved_bytes,
+        .score_bytes = c->score_bytes,
         .saved_launches = c->saved_launches,
         .recompute_ns = c->recompute_ns,
         .est_saving_ns = c->est_saving_ns,

@@ -21,6 +21,9 @@ typedef enum fa_cluster_kind {
     FA_CLUSTER_REDUCTION = 3,      /* a reduction with its elementwise prologue/epilogue inside
                                       one reduction domain (softmax, layer norm, RMS norm, ...) */
     FA_CLUSTER_HORIZONTAL = 4,     /* consumers sharing one input, read once */
+    FA_CLUSTER_ATTENTION = 5,      /* QKᵀ → scale → masks → softmax → ·V (decomposed, or the Attention
+                                      op) with the views around Q, K, V and the output: one kernel
+                                      with an online softmax, the scores never written */
     FA_CLUSTER_KIND_COUNT
 } fa_cluster_kind;
 const char *fa_cluster_kind_name(fa_cluster_kind k); /* "elementwise-chain", "epilogue", ... */
@@ -126,6 +129,10 @@ typedef struct fa_cluster {
     int *outputs;              /* tensor ids that leave the cluster (consumed outside or graph outputs) */
     fa_reduction_kind reduction;
     int reduce_axis;           /* REDUCTION: the domain is axes [reduce_axis, rank) of the anchor's input */
+    uint64_t score_bytes;      /* ATTENTION: bytes of the Sq×Sk score tensors (scores, masked scores,
+                                  probabilities) the unfused ops hold at once — the most that one
+                                  member reads and writes of them — which the fused kernel never
+                                  materialises: the peak-memory drop it brings; 0 otherwise */
     float epsilon;             /* LAYER_NORM / RMS_NORM */
     /* cost model (units inline) */
     uint64_t saved_bytes;      /* intermediate round trips removed + repeated reads removed */

@@ -14,6 +14,7 @@ void fa_cluster_kernel_desc(const fa_cluster *c, fa_kernel_desc *out)
     case FA_CLUSTER_REDUCTION: out->kind = FA_KERNEL_ROWS; break;
     case FA_CLUSTER_EPILOGUE: out->kind = FA_KERNEL_EPILOGUE; break;
     case FA_CLUSTER_BN_FOLD: out->kind = FA_KERNEL_BN_FOLD; break;
+    case FA_CLUSTER_ATTENTION: out->kind = FA_KERNEL_ATTENTION; break;
     default: out->kind = FA_KERNEL_KIND_COUNT; break; /* refused by the generator as unknown */
     }
     switch (c->reduction) {

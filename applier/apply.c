@@ -267,7 +267,9 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
     if (!isnan(ratio)) {
         if (ratio <= 1.0) {
             snprintf(tag, tag_cap, "within the rounding-error bound of its %lld-deep reduction (worst element at %.2g of "
-                     "2·γ̃·|W|·|x|, relative error %.2g); ", (long long)bd.depth, ratio, err);
+                     "%s, relative error %.2g); ", (long long)bd.depth, ratio,
+                     c->kind == FA_CLUSTER_ATTENTION ? "2·γ̃·M, M the scores' and the softmax's first-order magnitudes"
+                                                     : "2·γ̃·|W|·|x|", err);
             return true;
         }
         v->status = FA_CLUSTER_REJECTED_VERIFY;

@@ -25,6 +25,9 @@ typedef enum mag_rule {
     MAG_EXP,       /* Exp: |y|·(M(x) + 1) */
     MAG_POW,       /* Pow(x, p), constant scalar p >= 1: |p|·M(x)^p + |y| */
     MAG_DIV,       /* Div: (M(a) + |y|·M(b)) / |b| */
+    MAG_WHERE,     /* Where(c, a, b): Where(c, M(a), M(b)) (a selection adds no rounding) */
+    MAG_SOFTMAX,   /* Softmax p of s over an axis: p·(M(s) + Σ_axis p·M(s) + 1), 0 where p = 0 */
+    MAG_ATTENTION, /* the Attention op: (2σ + 2)·Attention(Q, K, |V|, mask), σ a bound of |scores| */
 } mag_rule;
 
 /* roundings: relative errors of size u the op adds along a path through it, besides the
@@ -90,6 +93,14 @@ static const struct mag_op {
     {"Cos", MAG_LIPSCHITZ, 0x1, 1.0, 4},
     {"Exp", MAG_EXP, 0x1, 0, 4},
     {"Pow", MAG_POW, 0x1, 0, 4},
+    /* the attention pattern (docs/codegen.md "Verification bound", attention): a cast to the same
+     * type, an inference dropout and a selection copy values; the softmax's own rounding is its
+     * max-subtraction, exp (a few ulps), the division, and its sum's terms (reduction_terms) */
+    {"Cast", MAG_SAME, 0x1, 0, 0},
+    {"Dropout", MAG_SAME, 0x1, 0, 0},
+    {"Where", MAG_WHERE, 0x6, 0, 0},
+    {"Softmax", MAG_SOFTMAX, 0x1, 0, 6},
+    {"Attention", MAG_ATTENTION, 0x7, 0, 8},
 };
 
 static const struct mag_op *mag_op_of(const fa_node *n)
@@ -135,13 +146,32 @@ static int64_t reduction_terms(const fa_graph *g, const fa_node *n)
     }
     if (!strcmp(op, "GlobalAveragePool") && x) return dims_product(x, 2);
     if (!strcmp(op, "Sum")) return n->n_inputs;
+    /* Softmax over an axis of length L: its sum of L terms, and as many again for the fused
+     * attention kernel's online softmax, which rescales its running sum and accumulator once per
+     * key tile (an exp and a multiply: two roundings per tile, at most L/16 tiles of at least 16
+     * keys, so L/8 < L; counted as L to stay an upper bound whatever the tile). The QK and PV
+     * products count their inner dimensions as MatMuls. */
+    if (!strcmp(op, "Softmax") && x && x->rank >= 1) {
+        int64_t ax = fa_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+        if (ax < 0) ax += x->rank;
+        if (ax < 0 || ax >= x->rank) return 0;
+        int64_t len = n->opset >= 13 ? x->dims[ax] : dims_product(x, (int)ax);
+        return 2 * (len > 0 ? len : 1);
+    }
+    /* Attention: the head dimension D of the dot products, the 2·St of its softmax (as above), the
+     * St terms of the sum over the keys weighted by V */
+    if (!strcmp(op, "Attention") && x && w && x->rank >= 3 && w->rank >= 3) {
+        int64_t D = x->rank == 4 ? x->dims[3] : x->dims[2] / (fa_node_attr_int(n, "q_num_heads", 1) > 0 ? fa_node_attr_int(n, "q_num_heads", 1) : 1);
+        int64_t St = w->rank == 4 ? w->dims[2] : w->dims[1];
+        return (D > 0 ? D : 1) + 3 * (St > 0 ? St : 1);
+    }
     return 0;
 }
 
 static bool is_contraction(const fa_node *n)
 {
     return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "ConvTranspose") || !strcmp(n->op_type, "Gemm") ||
-           !strcmp(n->op_type, "MatMul");
+           !strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Attention");
 }
 
 static double lipschitz_of(const struct mag_op *m, const fa_node *n)
@@ -189,6 +219,16 @@ static int const_tensor(mag_builder *b, const char *stem, fa_dtype dt, int rank,
 }
 
 static int scalar(mag_builder *b, float v) { return const_tensor(b, "scalar", FA_DTYPE_FLOAT, 0, NULL, &v, sizeof v); }
+
+/* A new tensor of dtype dt and the given shape. */
+static int new_typed(mag_builder *b, const char *stem, fa_dtype dt, int rank, const int64_t *dims)
+{
+    char name[700];
+    snprintf(name, sizeof name, "%.600s__mag%d", stem, b->n_new++);
+    int id = fa_graph_tensor(b->m, name);
+    if (id >= 0) fa_tensor_set_shape(b->m->tensors[id], dt, rank, dims);
+    return id;
+}
 
 /* A node of m: op over tensor ids ins (-1: omitted) into the new tensor out; NULL on error. */
 static fa_node *add(mag_builder *b, const char *op, const int *ins, int n_in, int out)
@@ -364,6 +404,123 @@ static bool mag_node(mag_builder *b, const fa_node *n, char *why, size_t cap)
         int sc = pw >= 0 && k >= 0 ? binary(b, "Mul", pw, k, Y) : -1;
         int ay = sc >= 0 ? abs_value(b, y) : -1;
         out = ay >= 0 ? binary(b, "Add", sc, ay, Y) : -1;
+        break;
+    }
+    case MAG_WHERE: {
+        int ins3[3] = {ins[0], ins[1], ins[2]};
+        out = new_tensor(b, Y->name, Y);
+        if (out >= 0 && !add(b, "Where", ins3, 3, out)) out = -1;
+        break;
+    }
+    case MAG_SOFTMAX: {
+        /* first order in the scores' errors δs (|δs| <= c·M(s)): δp_j = p_j·(δs_j - Σ_k p_k·δs_k),
+         * so |δp| <= c·p·(M(s) + Σ p·M(s)); the softmax's own rounding adds c·p (c >= its γ).
+         * Where p = 0 (a key masked with -inf, or an exp that underflowed in both computations)
+         * p·M(s) is 0, also when M(s) is infinite. */
+        const fa_tensor *X = fa_graph_in(g, n, 0);
+        int64_t ax = fa_node_attr_int(n, "axis", n->opset >= 13 ? -1 : 1);
+        if (ax < 0) ax += X->rank;
+        if (ax != X->rank - 1 && n->opset < 13) {
+            snprintf(why, cap, "Softmax '%s' before opset 13 over axis %lld of a rank-%d input", n->name, (long long)ax,
+                     X->rank);
+            return false;
+        }
+        int p = fa_graph_find_tensor(b->m, Y->name), zero = scalar(b, 0.0f), one = scalar(b, 1.0f);
+        int z = zero >= 0 ? new_typed(b, Y->name, FA_DTYPE_BOOL, Y->rank, Y->dims) : -1;
+        int ez[2] = {p, zero};
+        if (z < 0 || !add(b, "Equal", ez, 2, z)) break;
+        int pm = binary(b, "Mul", p, ins[0], Y);
+        int sel[3] = {z, zero, pm};
+        int pm0 = pm >= 0 ? new_tensor(b, Y->name, Y) : -1;
+        if (pm0 < 0 || !add(b, "Where", sel, 3, pm0)) break;
+        int64_t rd[FA_MAX_RANK];
+        memcpy(rd, Y->dims, sizeof rd);
+        rd[ax] = 1;
+        int r = new_typed(b, Y->name, FA_DTYPE_FLOAT, Y->rank, rd);
+        fa_node *rs = NULL;
+        if (r >= 0 && fa_graph_opset(b->m, "") >= 13) {
+            int64_t axes[1] = {ax}, ad[1] = {1};
+            int at = const_tensor(b, "axes", FA_DTYPE_INT64, 1, ad, axes, sizeof axes);
+            int ri[2] = {pm0, at};
+            rs = at >= 0 ? add(b, "ReduceSum", ri, 2, r) : NULL;
+        } else if (r >= 0) {
+            rs = add(b, "ReduceSum", &pm0, 1, r);
+            if (rs && !fa_node_add_attr_ints(b->m, rs, "axes", (int64_t[]){ax}, 1)) rs = NULL;
+        }
+        if (!rs) break;
+        int u = binary(b, "Add", ins[0], r, Y);
+        int u1 = u >= 0 ? binary(b, "Add", u, one, Y) : -1;
+        int pu = u1 >= 0 ? binary(b, "Mul", p, u1, Y) : -1;
+        int sel2[3] = {z, zero, pu};
+        out = pu >= 0 ? new_tensor(b, Y->name, Y) : -1;
+        if (out >= 0 && !add(b, "Where", sel2, 3, out)) out = -1;
+        break;
+    }
+    case MAG_ATTENTION: {
+        /* The scores s = scale·q·k + mask carry |δs| <= c·σ with σ = |scale|·D·max|Q|·max|K| +
+         * the largest finite |mask| (a bound of |scale|·Σ_d |q_d||k_d| + |mask| where a key is not
+         * masked away; a key masked with -inf has p = 0 on both sides). With MAG_SOFTMAX's bound
+         * M(p) <= p·(2σ + 1) and the sum over the keys weighted by V: |δy| <= c·(2σ + 2)·Σ_j p_j·|v_j|,
+         * and Σ_j p_j·|v_j| is the Attention op itself on |V| (the same probabilities). */
+        const fa_tensor *Q = fa_graph_in(g, n, 0), *K = fa_graph_in(g, n, 1);
+        if (n->n_outputs > 1)
+            for (int o = 1; o < n->n_outputs; o++)
+                if (n->outputs[o] >= 0) {
+                    snprintf(why, cap, "Attention '%s' has more than one output", n->name);
+                    return false;
+                }
+        for (int i = 4; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0) {
+                snprintf(why, cap, "Attention '%s' has a KV cache or nonpad_kv_seqlen", n->name);
+                return false;
+            }
+        int64_t D = Q->rank == 4 ? Q->dims[3] : Q->dims[2] / (fa_node_attr_int(n, "q_num_heads", 1) > 0 ? fa_node_attr_int(n, "q_num_heads", 1) : 1);
+        const fa_attr *sa = fa_node_attr(n, "scale");
+        double scale = sa && sa->type == FA_ATTR_FLOAT ? fabs(sa->f) : 1.0 / sqrt((double)(D > 0 ? D : 1));
+        int vals[7];
+        for (int i = 0; i < n->n_inputs && i < 7; i++) /* Q, K, mask as they are; V's magnitude */
+            vals[i] = n->inputs[i] < 0 ? -1 : i == 2 ? ins[2] : fa_graph_find_tensor(b->m, g->tensors[n->inputs[i]]->name);
+        int a = new_tensor(b, Y->name, Y);
+        fa_node *an = a >= 0 ? add(b, "Attention", vals, n->n_inputs < 4 ? n->n_inputs : 4, a) : NULL;
+        for (int k = 0; an && k < n->n_attrs; k++)
+            if (!fa_node_copy_attr(b->m, an, &n->attrs[k])) an = NULL;
+        if (!an) break;
+        int64_t none[1] = {0};
+        (void)none;
+        int sc[2];
+        for (int k = 0; k < 2; k++) { /* max |Q|, max |K|: every axis */
+            const fa_tensor *T = k ? K : Q;
+            int at = k ? ins[1] : ins[0];
+            sc[k] = new_typed(b, T->name, FA_DTYPE_FLOAT, 0, NULL);
+            fa_node *rm = sc[k] >= 0 ? add(b, "ReduceMax", &at, 1, sc[k]) : NULL;
+            if (!rm || !fa_node_add_attr_int(b->m, rm, "keepdims", 0)) sc[k] = -1;
+        }
+        if (sc[0] < 0 || sc[1] < 0) break;
+        int qk = binary(b, "Mul", sc[0], sc[1], g->tensors[n->inputs[0]]);
+        if (qk >= 0) fa_tensor_set_shape(b->m->tensors[qk], FA_DTYPE_FLOAT, 0, NULL);
+        int k2 = qk >= 0 ? scalar(b, (float)(scale * (double)D)) : -1;
+        int sg = k2 >= 0 ? binary(b, "Mul", qk, k2, b->m->tensors[qk]) : -1;
+        if (sg < 0) break;
+        if (n->n_inputs > 3 && n->inputs[3] >= 0 && g->tensors[n->inputs[3]]->dtype == FA_DTYPE_FLOAT) {
+            const fa_tensor *M = g->tensors[n->inputs[3]];
+            int mv = fa_graph_find_tensor(b->m, M->name), inf = scalar(b, INFINITY), zero = scalar(b, 0.0f);
+            int am = unary(b, "Abs", mv, M);
+            int isinf = am >= 0 ? new_typed(b, M->name, FA_DTYPE_BOOL, M->rank, M->dims) : -1;
+            int ei[2] = {am, inf};
+            if (isinf < 0 || !add(b, "Equal", ei, 2, isinf)) break;
+            int fi[3] = {isinf, zero, am};
+            int fin = new_tensor(b, M->name, M);
+            if (fin < 0 || !add(b, "Where", fi, 3, fin)) break;
+            int mm = new_typed(b, M->name, FA_DTYPE_FLOAT, 0, NULL);
+            fa_node *rm = mm >= 0 ? add(b, "ReduceMax", &fin, 1, mm) : NULL;
+            if (!rm || !fa_node_add_attr_int(b->m, rm, "keepdims", 0)) break;
+            sg = binary(b, "Add", sg, mm, b->m->tensors[sg]);
+            if (sg < 0) break;
+        }
+        int two = scalar(b, 2.0f);
+        int s2 = two >= 0 ? binary(b, "Mul", sg, two, b->m->tensors[sg]) : -1;
+        int s3 = s2 >= 0 ? binary(b, "Add", s2, two, b->m->tensors[sg]) : -1;
+        out = s3 >= 0 ? binary(b, "Mul", a, s3, Y) : -1;
         break;
     }
     case MAG_DIV: {

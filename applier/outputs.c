@@ -25,8 +25,8 @@ static void cluster_json(fa_buf *b, const fa_graph *g, const fa_cluster *c, cons
         if (m) fa_buf_puts(b, ",");
         fa_json_str_or_empty(b, g->nodes[c->members[m]]->op_type);
     }
-    fa_buf_printf(b, "],\"saved_bytes\":%llu,\"saved_launches\":%d,\"recompute_ns\":", (unsigned long long)c->saved_bytes,
-                  c->saved_launches);
+    fa_buf_printf(b, "],\"saved_bytes\":%llu,\"score_bytes\":%llu,\"saved_launches\":%d,\"recompute_ns\":",
+                  (unsigned long long)c->saved_bytes, (unsigned long long)c->score_bytes, c->saved_launches);
     fa_json_num(b, c->recompute_ns, 6);
     fa_buf_puts(b, ",\"est_saving_ns\":");
     fa_json_num(b, c->est_saving_ns, 6);

@@ -193,10 +193,10 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                 fa_json_str_or_empty(&b, po);
                 fa_buf_printf_term(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
             }
-            fa_buf_printf_term(&b, "],\"saved_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
+            fa_buf_printf_term(&b, "],\"saved_bytes\":%" PRIu64 ",\"score_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
                                    "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
                                    "\"occupancy\":%.3f,\"block_size\":%d,\"status\":\"%s\",\"reason\":",
-                               cl->saved_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
+                               cl->saved_bytes, cl->score_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
                                cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
                                fa_cluster_status_name(cl->status));
             if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
@@ -235,6 +235,9 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                                          cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
             fa_buf_puts(&b, "\n     members: ");
             members_text(g, cl, &b, false);
+            if (cl->score_bytes)
+                fa_buf_printf_term(&b, "\n     peak memory: %.3f MB of score tensors the unfused ops hold at once, never written fused",
+                                   cl->score_bytes / 1e6);
             if (cl->basis) fa_buf_printf_term(&b, "\n     basis: %s", cl->basis);
             if (cl->n_post_ops) {
                 fa_buf_puts(&b, "\n     post-ops:");

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/codegen.h"
+#include "codegen/codegen-impl.h"
 #include "graph/op_math.h"
 
 enum { LANG_C = 0, LANG_CUDA = 1 };
@@ -935,6 +935,10 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
 
 bool fa_codegen_kernel_supported(const fa_graph *g, const fa_kernel_desc *c, fa_kernel_lang lang, const char **why)
 {
+    if (c->kind == FA_KERNEL_ATTENTION) {
+        char msg[512];
+        return fa_cg_attention_supported(g, c, lang == FA_KERNEL_LANG_CUDA, why, msg, sizeof msg);
+    }
     cg b;
     int rc = cg_build(&b, g, c, lang == FA_KERNEL_LANG_CUDA ? LANG_CUDA : LANG_C);
     if (rc < 0 && why) *why = b.why;
@@ -951,11 +955,12 @@ static const char *kind_name(fa_kernel_kind k)
     case FA_KERNEL_ELEMENTWISE: return "elementwise-chain";
     case FA_KERNEL_HORIZONTAL: return "horizontal";
     case FA_KERNEL_ROWS: return "reduction";
+    case FA_KERNEL_ATTENTION: return "attention";
     default: return "cluster";
     }
 }
 
-static void header(fa_buf *out, const fa_kernel_desc *c, const char *plan_hash, fa_codegen_info *info)
+void fa_cg_header(fa_buf *out, const fa_kernel_desc *c, const char *plan_hash, fa_codegen_info *info)
 {
     char h8[9];
     const char *ph = plan_hash && plan_hash[0] ? plan_hash : "none";
@@ -1359,7 +1364,7 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, co
     fa_buf_init(&o);
     fa_codegen_info inf;
     memset(&inf, 0, sizeof inf);
-    header(&o, c, plan_hash, &inf);
+    fa_cg_header(&o, c, plan_hash, &inf);
     fa_buf_printf(&o, "/* %s: %lld row(s) x %lld element(s); inputs %d, outputs %d */\n",
                   b.rowk ? "row kernel" : "elementwise kernel", (long long)b.rows, (long long)b.rowlen, c->n_inputs,
                   c->n_outputs);
@@ -1439,5 +1444,9 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, co
 fa_status fa_codegen_kernel(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, fa_kernel_lang lang,
                             const char *plan_hash, fa_buf *out, fa_codegen_info *info)
 {
+    if (c->kind == FA_KERNEL_ATTENTION)
+        return fa_cg_attention(ctx, g, c, lang == FA_KERNEL_LANG_CUDA, plan_hash, out, info);
     return gen(ctx, g, c, plan_hash, out, info, lang == FA_KERNEL_LANG_CUDA ? LANG_CUDA : LANG_C);
 }
+
+void fa_cg_flit(char *out, size_t cap, double v, bool cuda) { flit(out, cap, v, cuda ? LANG_CUDA : LANG_C); }

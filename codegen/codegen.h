@@ -34,6 +34,9 @@ typedef enum fa_kernel_kind {
                                   elementwise prologue/epilogue */
     FA_KERNEL_EPILOGUE = 3,    /* a library's fused epilogue: nothing generated */
     FA_KERNEL_BN_FOLD = 4,     /* folded weights: nothing generated */
+    FA_KERNEL_ATTENTION = 5,   /* softmax(scale·Q·Kᵀ + masks)·V with the views around Q, K, V and the
+                                  output: tiled over keys with an online softmax, the scores never
+                                  written (codegen/attention.c) */
     FA_KERNEL_KIND_COUNT
 } fa_kernel_kind;
 

@@ -52,6 +52,9 @@ const char *fa_pattern_name(fa_pattern p); /* "elementwise", "broadcast", ... */
  *   FA_REDUCE_SOFTMAX, FA_REDUCE_LOG_SOFTMAX  one `axis` (opset >= 13; default -1), before 13 the
  *                                           2-D coercion at `axis` (default 1)
  *   FA_REDUCE_LAYER_NORM, FA_REDUCE_RMS_NORM  normalises axes [axis, rank) (`axis`, default -1)
+ *   FA_REDUCE_ATTENTION                     a softmax over the keys of scale·Q·Kᵀ (+ mask) whose
+ *                                           weights reduce V (the Attention op): no row domain;
+ *                                           the advisor's attention clusters take it whole
  *   FA_REDUCE_NONE                          any other reduction (pooling windows, LRN, instance /
  *                                           group norm, ArgMax/ArgMin, Hardmax): no row kernel
  *                                           of the code generator covers its domain.
@@ -71,6 +74,7 @@ typedef enum fa_reduce_kind {
     FA_REDUCE_LOG_SOFTMAX,
     FA_REDUCE_LAYER_NORM,
     FA_REDUCE_RMS_NORM,
+    FA_REDUCE_ATTENTION,   /* softmax(scale·Q·Kᵀ + bias)·V over the keys (the opset-23 Attention op) */
     FA_REDUCE_COUNT
 } fa_reduce_kind;
 /* True for the Reduce* family (a reduction over `axes`). */
@@ -296,7 +300,54 @@ enum {
     FA_OPF_SHAPE_ONLY = 1u << 0, /* output depends only on input shapes (Shape, Size): foldable on static shapes */
     FA_OPF_NO_FOLD = 1u << 1,    /* never constant-fold (random ops, huge outputs) */
     FA_OPF_ALIAS = 1u << 2,      /* output is a view/copy of input 0 (Reshape, Identity, Flatten...) */
+    FA_OPF_MATMUL = 1u << 3,     /* a batched matrix product Y[..., M, N] = A[..., M, K]·B[..., K, N] with
+                                    numpy broadcasting of the batch dims (ONNX MatMul): the attention
+                                    pattern's QKᵀ and PV products */
 };
+
+/* ---- index maps of ops that only move elements (graph/view.c) ----
+ * A strided accessor of a tensor: the element at coordinates c (axes of `dims`) lives at
+ *     offset + Σ_axis Σ_term ((c[axis] / div) % mod) · stride
+ * in the source buffer (elements, not bytes). A plain row-major tensor has one term per axis
+ * (div 1, mod = the dim, the row-major stride); a broadcast axis none; an axis a reshape merged
+ * from a broadcast one and a real one (grouped key/value heads: [B, Hkv, rep, S, D] expanded
+ * and reshaped to [B, Hkv·rep, S, D]) a term with div = rep. Invariant: div·mod divides the
+ * axis' dim, so every term reads the axis' coordinate only; terms with mod 1 are dropped. What a
+ * view op does to the accessor of its input (fa_op.view) gives the accessor of its output: a
+ * chain of views (Transpose, Reshape, Expand, ...) from a source tensor composes into one
+ * accessor of it, which the code generator reads with strides instead of copying (the
+ * attention kernel's Q, K, V and output). Splitting an axis whose term straddles the split
+ * without dividing it (a reshape of 12 elements read as 3 x 4 into 2 x 6) has no accessor of
+ * this form: the functions then return false and leave *v undefined. */
+#define FA_VIEW_TERMS 4
+typedef struct fa_view_term {
+    int64_t div, mod, stride;  /* ((c / div) % mod) * stride; elements */
+} fa_view_term;
+typedef struct fa_view {
+    int rank;
+    int64_t dims[FA_MAX_RANK];
+    int n_terms[FA_MAX_RANK];
+    fa_view_term terms[FA_MAX_RANK][FA_VIEW_TERMS];
+    int64_t offset;            /* elements */
+} fa_view;
+/* The row-major accessor of a tensor of shape (rank, dims) (every dim >= 1). */
+void fa_view_contiguous(fa_view *v, int rank, const int64_t *dims);
+/* Reshape v (same element count) to (rank, dims): the linear order is kept. */
+bool fa_view_reshape(fa_view *v, int rank, const int64_t *dims);
+/* Transpose v: new axis i is old axis perm[i] (perm a permutation of [0, rank)). */
+bool fa_view_permute(fa_view *v, const int64_t *perm);
+/* Broadcast v to (rank, dims) (numpy, right-aligned; v's rank <= rank): new and size-1 axes
+ * read coordinate 0. False when a dim is neither equal nor 1. */
+bool fa_view_expand(fa_view *v, int rank, const int64_t *dims);
+/* The accessor of node n's output 0 from v, the accessor of its input 0, when n's op only moves
+ * elements (fa_op.view); false when it does not or the map has no accessor of this form. */
+bool fa_view_through(const fa_graph *g, const fa_node *n, fa_view *v);
+/* The axis read with one constant stride (at most one term, div 1, covering the whole axis);
+ * *stride 0 for a broadcast axis. False when the axis is not affine. */
+bool fa_view_axis_stride(const fa_view *v, int axis, int64_t *stride);
+/* The offset of coordinates c (v->rank of them). */
+int64_t fa_view_offset_at(const fa_view *v, const int64_t *c);
+typedef bool (*fa_view_fn)(const fa_graph *g, const fa_node *n, fa_view *v);
 
 /* One attribute an op reads, as the ONNX operator spec (onnx/docs/Operators.md) defines it,
  * and the values this op implements. Every op lists every attribute it reads in fa_op.attrs;
@@ -354,6 +405,9 @@ struct fa_op {
     const char *doc;       /* one line: formula for FLOPs and bytes */
     const fa_attr_spec *attrs; /* every attribute the op reads (fa_attr_spec); NULL: none */
     fa_reduce_kind reduce; /* FA_PATTERN_REDUCTION: what it reduces (fa_reduce_kind); else FA_REDUCE_NONE */
+    fa_view_fn view;       /* ops that only move elements (views, transposes, broadcasts, value
+                              copies): the index map on an accessor of input 0 (graph/view.c);
+                              NULL otherwise */
 };
 
 /* Registry lookup by (domain, op_type); domain "" and "ai.onnx" are the same. NULL if unknown. */

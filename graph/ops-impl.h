@@ -12,6 +12,13 @@ extern const fa_op fa_ops_reduce[];
 extern const fa_op fa_ops_shape[];
 extern const fa_op fa_ops_extra[];
 
+/* The index maps of the ops that only move elements (fa_op.view; graph/view.c). */
+bool fa_view_op_reshape(const fa_graph *g, const fa_node *n, fa_view *v);   /* Identity Reshape Flatten Squeeze Unsqueeze */
+bool fa_view_op_transpose(const fa_graph *g, const fa_node *n, fa_view *v);
+bool fa_view_op_expand(const fa_graph *g, const fa_node *n, fa_view *v);
+bool fa_view_op_cast(const fa_graph *g, const fa_node *n, fa_view *v);      /* to the same type */
+bool fa_view_op_dropout(const fa_graph *g, const fa_node *n, fa_view *v);   /* inference */
+
 /* Error naming the node: "node 'NAME' (OP): <message>", status FA_ERR_INPUT. */
 fa_status fa_node_error(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

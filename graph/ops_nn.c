@@ -2625,7 +2625,7 @@ const fa_op fa_ops_nn[] = {
      "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written", a_conv},
     {"ConvTranspose", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 3, 1, 1, 0, convt_infer, convt_cost, convt_kernel,
      "FLOPs = 2*N*C*prod(in)*(M/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written", a_convt},
-    {"MatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 2, 1, 1, 0, matmul_infer, matmul_cost, matmul_kernel,
+    {"MatMul", "", FA_PATTERN_OUT_ELEMWISE_FUSABLE, 2, 2, 1, 1, FA_OPF_MATMUL, matmul_infer, matmul_cost, matmul_kernel,
      "FLOPs = 2*batch*M*N*K; bytes = A+B read, Y written"},
     {"Einsum", "", FA_PATTERN_OPAQUE, 1, -1, 1, 1, 0, einsum_infer, einsum_cost, einsum_kernel,
      "FLOPs = n_in*prod(every label's extent); bytes = inputs read, output written", a_einsum},

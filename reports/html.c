@@ -551,7 +551,8 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
     }
     fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th><th>members</th><th>kind</th><th>label</th>"
                    "<th>predicted saving (\xc2\xb5s)</th><th>predicted %</th><th>measured saving (\xc2\xb5s)</th>"
-                   "<th>cluster unfused / fused</th><th>max rel. error</th><th>registers</th><th>spills (B)</th>"
+                   "<th>cluster unfused / fused</th><th title=\"attention: the score tensors the unfused ops hold at once, "
+                   "which the fused kernel never writes\">peak memory drop</th><th>max rel. error</th><th>registers</th><th>spills (B)</th>"
                    "<th>occupancy</th><th>decision</th><th>reason</th></tr></thead><tbody>");
     for (int ci = 0; ci < r->n_clusters; ci++) {
         const fa_rep_cluster *c = &r->clusters[ci];
@@ -582,6 +583,12 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
             fa_rep_fmt_ns(f, sizeof f, c->fused.median_ns);
             fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">%s / %s</td>", c->unfused.median_ns - c->fused.median_ns, a, f);
         } else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">not measured</td>");
+        if (c->score_bytes > 0) { /* stored by the advisor (clusters.score_bytes) */
+            char sb[48];
+            fa_rep_fmt_bytes(sb, sizeof sb, (double)c->score_bytes);
+            fa_buf_printf(b, "<td class=\"num\" data-v=\"%lld\" title=\"score tensors never written\">%s</td>",
+                          (long long)c->score_bytes, sb);
+        } else fa_buf_puts(b, "<td class=\"na\" data-v=\"0\">\xe2\x80\x94</td>");
         td_num(b, c->max_rel_error, "%.2e", 1);
         td_num(b, c->registers >= 0 ? c->registers : NAN, "%.0f", 1);
         td_num(b, c->spill_bytes >= 0 ? c->spill_bytes : NAN, "%.0f", 1);

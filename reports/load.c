@@ -407,6 +407,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
             c->members = (int *)cr->members;
             c->depends_on = cr->depends_on;
             c->saved_bytes = (int64_t)cr->saved_bytes;
+            c->score_bytes = (int64_t)cr->score_bytes;
             c->saved_launches = cr->saved_launches;
             c->est_us = cr->est_saving_ns / 1e3;
             c->est_pct = cr->est_saving_pct;

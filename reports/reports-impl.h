@@ -65,6 +65,7 @@ typedef struct fa_rep_cluster {
     int *members;            /* node ids */
     int depends_on;          /* id of the BN fold an epilogue applies first, -1 none */
     int64_t saved_bytes;
+    int64_t score_bytes;      /* attention: score tensors never written (clusters.score_bytes), 0 none */
     int saved_launches;
     double est_us, est_pct;  /* NAN when NULL */
     double measured_us;      /* NAN: not measured */

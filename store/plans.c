@@ -108,9 +108,9 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
                           "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, "
                           "saved_launches, recompute_us, est_saving_us, est_saving_pct, status, reason, "
                           "measured_saving_us, max_rel_error, registers, spill_bytes, occupancy, label, anchor, "
-                          "depends_on, reduction, reduce_axis, epsilon, block_size, inputs_json, outputs_json, basis) "
+                          "depends_on, reduction, reduce_axis, epsilon, block_size, inputs_json, outputs_json, basis, score_bytes) "
                           "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
-                          "?23,?24,?25,?26,?27)",
+                          "?23,?24,?25,?26,?27,?28)",
                           &q);
     fa_stmt *qp = NULL;
     if (!s)
@@ -150,6 +150,7 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_txt(&b, in.data);
         b_txt(&b, out.data);
         b_txt(&b, c->basis);
+        b_i64(&b, (int64_t)c->score_bytes);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
         for (int k = 0; k < c->n_post_ops && !s; k++) {
@@ -378,6 +379,7 @@ static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena 
     c->n_outputs = parse_ints(arena, fa_col_text(q, 23), &outs);
     c->outputs = outs;
     c->basis = fa_sq_col_str(q, 24, arena);
+    c->score_bytes = fa_col_null(q, 25) ? 0 : (uint64_t)fa_col_i64(q, 25);
     if (!members || !ins || !outs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     return FA_OK;
 }
@@ -432,7 +434,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
                           "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
                           "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
                           "c.max_rel_error, c.label, c.anchor, c.depends_on, c.reduction, c.reduce_axis, c.epsilon, "
-                          "c.block_size, c.inputs_json, c.outputs_json, c.basis FROM clusters c LEFT JOIN fused_kernels f "
+                          "c.block_size, c.inputs_json, c.outputs_json, c.basis, c.score_bytes FROM clusters c LEFT JOIN fused_kernels f "
                           "ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND f.cluster_id=c.cluster_id "
                           "WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.est_saving_us DESC NULLS LAST, c.cluster_id",
                           run_id, id, &q, &b);

@@ -339,6 +339,11 @@ static const char *const migration_4_to_5 =
  * stored before keep NULL: their verdict was never recorded. */
 static const char *const migration_5_to_6 = "ALTER TABLE plans ADD COLUMN e2e_verdict TEXT;\n";
 
+/* Version 7: an attention cluster's score tensors (bytes the unfused ops hold at once and the
+ * fused kernel never materialises: its peak-memory drop, issue 33), so the report reads it from
+ * the database. Earlier clusters keep NULL (no attention cluster existed). */
+static const char *const migration_6_to_7 = "ALTER TABLE clusters ADD COLUMN score_bytes INTEGER;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
@@ -346,6 +351,7 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_3_to_4,
     migration_4_to_5,
     migration_5_to_6,
+    migration_6_to_7,
 };
 
 /* ---- the reference schema: what every database opened is compared with ---- */

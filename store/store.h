@@ -9,7 +9,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 6
+#define FA_STORE_SCHEMA_VERSION 7
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -395,6 +395,9 @@ typedef struct fa_cluster_row {
     const fa_post_op_row *post_ops; /* EPILOGUE steps in order */
     int n_post_ops;
     uint64_t saved_bytes;     /* intermediate traffic removed, bytes per iteration */
+    uint64_t score_bytes;     /* attention: the score tensors the unfused ops hold at once and the
+                                 fused kernel never writes (the peak-memory drop), bytes; 0 none
+                                 (schema v7; NULL read back as 0) */
     int saved_launches;
     double recompute_ns;      /* ns per iteration */
     double est_saving_ns;     /* predicted, ns per iteration */

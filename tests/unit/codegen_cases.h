@@ -3,6 +3,7 @@
 #ifndef FA_CODEGEN_CASES_H
 #define FA_CODEGEN_CASES_H
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -398,6 +399,134 @@ __attribute__((unused)) static tc *case_heavy(int n)
     }
     tc_output(t, o);
     tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise(heavy)");
+    return t;
+}
+
+/* ---- attention (FA_CLUSTER_ATTENTION: codegen/attention.c) ---- */
+
+static void tc_perm(tc *t, const char *in, const char *out, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    int64_t perm[4] = {a, b, c, d};
+    fa_node *n = tc_node(t, "Transpose", in, NULL, NULL, out);
+    assert_non_null(fa_node_add_attr_ints(t->g, n, "perm", perm, 4));
+}
+
+static void tc_bool(tc *t, const char *name, int rank, const int64_t *dims, const unsigned char *v)
+{
+    int id = fa_graph_tensor(t->g, name);
+    fa_tensor *x = t->g->tensors[id];
+    fa_tensor_set_shape(x, FA_DTYPE_BOOL, rank, dims);
+    assert_int_equal(fa_tensor_set_data(t->ctx, x, v, (size_t)fa_tensor_numel(x)), FA_OK);
+    x->flags |= FA_TENSOR_INITIALIZER;
+}
+
+/* BERT's self-attention core as the legacy exporter writes it: xq, xk, xv [1, s, h·d] ->
+ * Reshape [1, s, h, d] -> Transpose to [1, h, s, d] (K to [1, h, d, s]) -> MatMul -> Div by
+ * sqrt(d) -> Softmax -> MatMul -> Transpose -> Reshape [1, s, h·d]. */
+__attribute__((unused)) static tc *case_attention_bert(int s, int h, int d)
+{
+    tc *t = tc_new(17);
+    int64_t dx[3] = {1, s, h * d};
+    tc_input(t, "xq", 3, dx);
+    tc_input(t, "xk", 3, dx);
+    tc_input(t, "xv", 3, dx);
+    int64_t heads[4] = {-1, s, h, d}, hidden[3] = {-1, s, h * d};
+    tc_axes(t, "heads", 4, heads);
+    tc_axes(t, "hidden", 3, hidden);
+    tc_node(t, "Reshape", "xq", "heads", NULL, "q4");
+    tc_node(t, "Reshape", "xk", "heads", NULL, "k4");
+    tc_node(t, "Reshape", "xv", "heads", NULL, "v4");
+    tc_perm(t, "q4", "q", 0, 2, 1, 3);
+    tc_perm(t, "k4", "kt", 0, 2, 3, 1);
+    tc_perm(t, "v4", "v", 0, 2, 1, 3);
+    tc_node(t, "MatMul", "q", "kt", NULL, "sc");
+    tc_scalar(t, "sqrt_d", sqrtf((float)d));
+    tc_node(t, "Div", "sc", "sqrt_d", NULL, "ss");
+    fa_node *sm = tc_node(t, "Softmax", "ss", NULL, NULL, "p");
+    fa_node_add_attr_int(t->g, sm, "axis", -1);
+    tc_node(t, "MatMul", "p", "v", NULL, "o");
+    tc_perm(t, "o", "om", 0, 2, 1, 3);
+    tc_node(t, "Reshape", "om", "hidden", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(bert)");
+    return t;
+}
+
+/* LLaMA-style grouped heads and GPT-2's causal mask: q [2, 4, s, 8], k and v [2, 1, s, 8] ->
+ * Unsqueeze -> Expand [2, 1, 4, s, 8] -> Reshape [2, 4, s, 8]; scores scaled by a Mul, masked by
+ * Where(tril, x, -inf) plus a padding mask [2, 1, 1, s] (float32's lowest on the second
+ * sequence's last 5 keys), the row guard Where(rows, 0, p) after the softmax (a fully masked row
+ * 0 instead of NaN: query row 1 of the first sequence has its keys masked by the padding). */
+__attribute__((unused)) static tc *case_attention_gqa_causal(int s)
+{
+    tc *t = tc_new(17);
+    int64_t dq[4] = {2, 4, s, 8}, dk[4] = {2, 1, s, 8};
+    tc_input(t, "q", 4, dq);
+    tc_input(t, "k", 4, dk);
+    tc_input(t, "v", 4, dk);
+    int64_t ax2[1] = {2}, ex[5] = {2, 1, 4, s, 8}, hd[4] = {2, 4, s, 8};
+    tc_axes(t, "ax2", 1, ax2);
+    tc_axes(t, "ex", 5, ex);
+    tc_axes(t, "hd", 4, hd);
+    tc_node(t, "Unsqueeze", "k", "ax2", NULL, "ku");
+    tc_node(t, "Expand", "ku", "ex", NULL, "ke");
+    tc_node(t, "Reshape", "ke", "hd", NULL, "kr");
+    tc_node(t, "Unsqueeze", "v", "ax2", NULL, "vu");
+    tc_node(t, "Expand", "vu", "ex", NULL, "ve");
+    tc_node(t, "Reshape", "ve", "hd", NULL, "vr");
+    tc_perm(t, "kr", "kt", 0, 1, 3, 2);
+    tc_node(t, "MatMul", "q", "kt", NULL, "sc");
+    tc_scalar(t, "scale", 0.35355339f);
+    tc_node(t, "Mul", "sc", "scale", NULL, "ss");
+    int64_t dm[2] = {s, s}, dp[4] = {2, 1, 1, s}, dr[4] = {2, 1, s, 1};
+    unsigned char *tril = malloc((size_t)(s * s)), *rows = calloc((size_t)(2 * s), 1);
+    float *pad = malloc(sizeof(float) * (size_t)(2 * s));
+    for (int i = 0; i < s; i++)
+        for (int j = 0; j < s; j++) tril[i * s + j] = j <= i;
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j < s; j++) pad[b * s + j] = (b == 1 && j >= s - 5) || (b == 0 && j < 2) ? -3.4028234663852886e38f : 0.0f;
+    rows[0] = rows[1] = 1; /* sequence 0, queries 0 and 1: every key they may see is padded */
+    tc_bool(t, "tril", 2, dm, tril);
+    tc_const(t, "pad", 4, dp, pad);
+    tc_bool(t, "rows", 4, dr, rows);
+    free(tril);
+    free(rows);
+    free(pad);
+    tc_scalar(t, "ninf", -INFINITY);
+    tc_scalar(t, "zero", 0.0f);
+    tc_node(t, "Where", "tril", "ss", "ninf", "sm1");
+    tc_node(t, "Add", "sm1", "pad", NULL, "sm2");
+    fa_node *sm = tc_node(t, "Softmax", "sm2", NULL, NULL, "p");
+    fa_node_add_attr_int(t->g, sm, "axis", -1);
+    tc_node(t, "Where", "rows", "zero", "p", "pg");
+    tc_node(t, "MatMul", "pg", "vr", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(gqa, causal)");
+    return t;
+}
+
+/* The opset-23 Attention op, 3-D ([2, s, 4·8] queries, 2 key/value heads), causal, softcap 4,
+ * a float mask over the first s - 3 keys (the rest masked by the op's rule). */
+__attribute__((unused)) static tc *case_attention_op(int s)
+{
+    tc *t = tc_new(23);
+    int64_t dq[3] = {2, s, 32}, dk[3] = {2, s, 16}, dm[2] = {s, s - 3};
+    tc_input(t, "q", 3, dq);
+    tc_input(t, "k", 3, dk);
+    tc_input(t, "v", 3, dk);
+    float *m = malloc(sizeof(float) * (size_t)(s * (s - 3)));
+    for (int i = 0; i < s * (s - 3); i++) m[i] = 0.2f * sinf(0.7f * (float)i);
+    tc_const(t, "m", 2, dm, m);
+    free(m);
+    const char *ins[4] = {"q", "k", "v", "m"}, *outs[1] = {"y"};
+    fa_node *n = fa_graph_add_node(t->ctx, t->g, "attention", "Attention", "", 4, ins, 1, outs);
+    assert_non_null(n);
+    fa_node_add_attr_int(t->g, n, "q_num_heads", 4);
+    fa_node_add_attr_int(t->g, n, "kv_num_heads", 2);
+    fa_node_add_attr_int(t->g, n, "is_causal", 1);
+    fa_node_add_attr_float(t->g, n, "softcap", 4.0f);
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(op)");
     return t;
 }
 

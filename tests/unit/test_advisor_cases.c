@@ -1108,6 +1108,9 @@ static void test_cost_model_from_measured_profile(void **s)
     assert_int_equal(fa_advise(C, g, &a, NULL, &p), FA_OK);
     assert_true(fabs(p->clusters[0].est_saving_ns - (-107500.0)) < 1.0);
     assert_int_equal(p->clusters[0].status, FA_CLUSTER_REFUSED);
+    /* the reason says the loss in a unit that reads, never a raw negative nanosecond count */
+    assert_non_null(strstr(p->clusters[0].reason, "not-beneficial: predicted loss of 107.5 us ("));
+    assert_null(strstr(p->clusters[0].reason, "-107500"));
     fa_plan_free(p);
     a.ceilings.n_cache_levels = 0;
     /* a roof measured below what the members reached (0.1 GB/s against the achieved 80 GB/s, as

@@ -148,6 +148,14 @@ static void test_golden_rmsnorm_decomposed(void **s)
     tc_free(t);
 }
 
+static void test_golden_attention_bert(void **s)
+{
+    (void)s;
+    tc *t = case_attention_bert(20, 2, 8);
+    emit_both(t, "attention_bert");
+    tc_free(t);
+}
+
 /* ---- determinism and header ---- */
 
 static void test_same_cluster_same_bytes_and_header_line(void **s)
@@ -490,6 +498,17 @@ static void test_numerics_small_outputs_stored_once(void **s)
 }
 
 /* Where with a boolean graph input as condition (one byte per element, broadcast [5,1]). */
+/* The attention kernel against the unfused ops: three query blocks and two key tiles of the C
+ * kernel at sequence 70 (a partial block and a partial tile), one block and tile at 5. */
+static void test_numerics_attention_forms(void **s)
+{
+    (void)s;
+    check_numerics(case_attention_bert(70, 3, 16), "attention, BERT views, 3 heads x 16, seq 70");
+    check_numerics(case_attention_bert(5, 2, 8), "attention, BERT views, seq 5");
+    check_numerics(case_attention_gqa_causal(70), "attention, grouped kv, causal + padding masks, row guard, seq 70");
+    check_numerics(case_attention_op(70), "Attention op, 3-D grouped, causal, softcap, short mask, seq 70");
+}
+
 static void test_numerics_where_bool_input(void **s)
 {
     (void)s;
@@ -532,6 +551,15 @@ static const char CUDA_SHIM[] =
     "#define __launch_bounds__(x)\n#define __shared__ static\n"
     "static inline void __syncthreads(void) { pthread_barrier_wait(&fa_bar); }\n"
     "static inline float __int_as_float(int i) { float f; memcpy(&f, &i, 4); return f; }\n"
+    "static inline float __shfl_sync(unsigned, float v, int src)\n"
+    "{\n"
+    "    unsigned t = threadIdx.x;\n"
+    "    fa_shfl_buf[t] = v;\n"
+    "    pthread_barrier_wait(&fa_bar);\n"
+    "    float r = fa_shfl_buf[(t & ~31u) + (unsigned)src];\n"
+    "    pthread_barrier_wait(&fa_bar);\n"
+    "    return r;\n"
+    "}\n"
     "static inline float __shfl_xor_sync(unsigned, float v, int o)\n"
     "{\n"
     "    unsigned t = threadIdx.x;\n"
@@ -637,7 +665,7 @@ static double cuda_emulated_vs_unfused(tc *t, uint64_t seed)
         for (int64_t i = 0; i < n; i++) ((float *)out[k])[i] = NAN;
     }
     assert_int_equal(launch((const void *const *)in, (void *const *)out, (unsigned)info.grid, (unsigned)info.block_size,
-                            t->c.kind == FA_CLUSTER_REDUCTION),
+                            t->c.kind == FA_CLUSTER_REDUCTION || t->c.kind == FA_CLUSTER_ATTENTION),
                      0);
     double worst = 0;
     for (int k = 0; k < t->c.n_outputs; k++) {
@@ -692,6 +720,9 @@ static void test_cuda_kernels_emulated_on_host_match_unfused(void **s)
     check_cuda_emulated(case_layernorm_op(3, 768), "LayerNormalization+Relu 3x768");
     check_cuda_emulated(case_rmsnorm(3, 300), "rms norm decomposed 3x300");
     check_cuda_emulated(case_rmsnorm_op(2, 33), "RMSNormalization 2x33");
+    check_cuda_emulated(case_attention_bert(70, 3, 16), "attention, BERT views, seq 70 (3 key tiles, 5 query blocks)");
+    check_cuda_emulated(case_attention_gqa_causal(37), "attention, grouped kv, causal + padding, row guard, seq 37");
+    check_cuda_emulated(case_attention_op(40), "Attention op, 3-D grouped, causal, softcap, short mask, seq 40");
 }
 
 /* ---- the advisor's own clusters on real graphs ---- */
@@ -899,6 +930,7 @@ int main(void)
         cmocka_unit_test(test_golden_softmax_scale_prologue),
         cmocka_unit_test(test_golden_layernorm_decomposed),
         cmocka_unit_test(test_golden_rmsnorm_decomposed),
+        cmocka_unit_test(test_golden_attention_bert),
         cmocka_unit_test(test_same_cluster_same_bytes_and_header_line),
         cmocka_unit_test(test_unsupported_clusters_say_why),
         cmocka_unit_test(test_numerics_elementwise_chain_broadcast),
@@ -910,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_numerics_softmax_across_flatten),
         cmocka_unit_test(test_numerics_small_outputs_stored_once),
         cmocka_unit_test(test_numerics_where_bool_input),
+        cmocka_unit_test(test_numerics_attention_forms),
         cmocka_unit_test(test_cuda_kernels_emulated_on_host_match_unfused),
         cmocka_unit_test(test_advisor_clusters_of_zoo_transformers_match_unfused),
         cmocka_unit_test(test_advisor_clusters_of_corpus_expanded_graphs_match_unfused),

@@ -32,7 +32,10 @@ static tc *c_lnop(void) { return case_layernorm_op(4, 1037); }
 static tc *c_rms(void) { return case_rmsnorm(4, 512); }
 static tc *c_rmsop(void) { return case_rmsnorm_op(4, 33); }
 static tc *c_all(void) { return case_all_ops(); }
-static const case_fn CASES[] = {c_ew, c_hz, c_sm, c_sm3000, c_smd, c_ln, c_lnop, c_rms, c_rmsop, c_all};
+static tc *c_att(void) { return case_attention_bert(128, 12, 64); }
+static tc *c_attg(void) { return case_attention_gqa_causal(512); }
+static tc *c_atto(void) { return case_attention_op(77); }
+static const case_fn CASES[] = {c_ew, c_hz, c_sm, c_sm3000, c_smd, c_ln, c_lnop, c_rms, c_rmsop, c_all, c_att, c_attg, c_atto};
 #define N_CASES (int)(sizeof CASES / sizeof CASES[0])
 
 static void test_nvrtc_compiles_every_generated_kernel_sm80_sm90(void **s)
@@ -62,6 +65,7 @@ static void test_nvrtc_compiles_every_generated_kernel_sm80_sm90(void **s)
             assert_non_null(strstr(cc.log, info.name));
             assert_non_null(strstr(cc.log, arches[a]));
             if (t->c.kind == FA_CLUSTER_REDUCTION) assert_true(r->static_smem >= 128); /* fa_red[32] */
+            else if (t->c.kind == FA_CLUSTER_ATTENTION) assert_true(r->static_smem > 0 && r->static_smem <= 48 * 1024); /* Q, K, V tiles */
             else assert_int_equal(r->static_smem, 0);
             assert_non_null(cc.cubin);
             assert_true(cc.cubin_size > 256);
@@ -110,7 +114,8 @@ static void test_gate_passes_ordinary_kernels_and_fills_numbers(void **s)
         assert_true(t->c.registers > 0);
         assert_int_equal(t->c.spill_bytes, 0);
         assert_true(t->c.block_size >= 32);
-        assert_true(t->c.occupancy >= 0.5 && t->c.occupancy <= 1.0);
+        /* memory-bound kernels reach the floor; the attention kernel's occupancy is recorded only */
+        assert_true((t->c.kind == FA_CLUSTER_ATTENTION || t->c.occupancy >= 0.5) && t->c.occupancy > 0 && t->c.occupancy <= 1.0);
         /* the calculator with the same numbers gives the same occupancy */
         fa_occ_input oi = {0};
         oi.block_size = t->c.block_size;
@@ -151,6 +156,29 @@ static void test_gate_refuses_register_heavy_kernel_with_numbers(void **s)
     assert_non_null(strstr(t->c.reason, want));
     assert_non_null(strstr(t->c.reason, "occupancy gate"));
     assert_non_null(strstr(t->c.reason, "under the 50% floor"));
+    tc_free(t);
+}
+
+/* The attention kernel is compute-bound: its occupancy is recorded, not held to the floor (a
+ * memory-bound kernel's rule); the same kernel with a spill would still be refused. */
+static void test_gate_records_attention_occupancy_without_the_floor(void **s)
+{
+    (void)s;
+    NEED_CUDA();
+    tc *t = case_attention_bert(128, 12, 64);
+    fa_advise_options opt = {0};
+    opt.arch = "sm_90";
+    opt.occupancy_floor = 0.99;
+    t->c.status = FA_CLUSTER_PROPOSED;
+    bool refused = true;
+    fa_gate_numbers nums;
+    if (fa_gate_cluster_ex(t->ctx, t->g, &t->c, &opt, NULL, &refused, &nums)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    print_message("attention: %d regs, %d B smem, occupancy %.3f (%s)\n", t->c.registers, nums.static_smem, t->c.occupancy,
+                  nums.limiters);
+    assert_false(refused);
+    assert_int_equal(t->c.status, FA_CLUSTER_PROPOSED);
+    assert_true(t->c.registers > 0 && t->c.occupancy > 0 && t->c.occupancy < 0.99);
+    assert_int_equal(t->c.spill_bytes, 0);
     tc_free(t);
 }
 
@@ -311,6 +339,7 @@ int main(void)
         cmocka_unit_test(test_gate_passes_ordinary_kernels_and_fills_numbers),
         cmocka_unit_test(test_gate_refuses_register_heavy_kernel_with_numbers),
         cmocka_unit_test(test_gate_floor_is_configurable),
+        cmocka_unit_test(test_gate_records_attention_occupancy_without_the_floor),
         cmocka_unit_test(test_gate_leaves_library_clusters_ungated),
         cmocka_unit_test(test_gate_without_toolkit_is_unsupported_or_works),
         cmocka_unit_test(test_gate_every_advisor_cluster_of_zoo_and_corpus),

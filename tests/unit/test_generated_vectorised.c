@@ -107,6 +107,36 @@ static void test_masked_softmax_calls_vector_expf(void **st)
     tc_free(t);
 }
 
+/* The attention kernel (codegen/attention.c) built by the cpu target's compiler: its online
+ * softmax's exp loop calls the vector expf too (a masked, causal, grouped-heads form). */
+static void test_attention_kernel_calls_vector_expf(void **st)
+{
+    (void)st;
+    tc *t = case_attention_gqa_causal(128);
+    fa_buf src;
+    fa_buf_init(&src);
+    fa_codegen_info info;
+    memset(&info, 0, sizeof info);
+    if (fa_codegen(t->ctx, t->g, &t->c, FA_KERNEL_LANG_C, "0123456789abcdef", &src, &info))
+        fail_msg("codegen: %s", fa_ctx_errmsg(t->ctx));
+    const char *dir = fa_test_path(fa_test_tmpdir(), "vec-cache-attention");
+    fa_kernel_cache *kc = NULL;
+    assert_int_equal(fa_kernel_cache_open(t->ctx, dir, 0, &kc), FA_OK);
+    fa_kernel_source ks = {src.data, src.len, info.name};
+    fa_compiled *got = NULL;
+    char *err = NULL;
+    assert_int_equal(fa_compile_kernels(t->ctx, kc, 1, &ks, &got, &err), FA_OK);
+    if (!got) fail_msg("compile: %s", err ? err : "?");
+    char so[4400];
+    only_object(kc, so, sizeof so);
+    assert_true(has_vector_fn(so, "_expf"));
+    fa_compiled_free(got);
+    free(err);
+    fa_kernel_cache_free(kc);
+    fa_buf_free(&src);
+    tc_free(t);
+}
+
 /* x[rows, len] -> Tanh -> Relu -> Mul 0.5: an elementwise chain; len 1000 leaves vector
  * remainders; the Relu's select after the call is what a tanhf not known to be const (memory
  * clobbered) keeps gcc from vectorising. */
@@ -193,6 +223,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_masked_softmax_calls_vector_expf),
+        cmocka_unit_test(test_attention_kernel_calls_vector_expf),
         cmocka_unit_test(test_tanh_chain_calls_u35_tanh),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

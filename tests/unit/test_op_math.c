@@ -397,7 +397,7 @@ static void test_every_registered_op_has_a_consistent_pattern_class(void **s)
     for (int i = 0; i < FA_UNARY_COUNT; i++)
         names += fa_unary_math_find(fa_unary_math_get((fa_unary_op)i)->name) == fa_unary_math_get((fa_unary_op)i);
     assert_int_equal(n_math, names + (int)FA_BINARY_COUNT + 1 /* Sum is Add's row */);
-    assert_int_equal(n_red, 13); /* 9 Reduce*, Softmax, LogSoftmax, LayerNormalization, RMSNormalization */
+    assert_int_equal(n_red, 14); /* 9 Reduce*, Softmax, LogSoftmax, LayerNormalization, RMSNormalization, Attention */
 }
 
 int main(void)

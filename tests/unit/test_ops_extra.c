@@ -920,7 +920,8 @@ static void test_registry_pattern_classes(void **state)
     assert_int_equal(fa_op_find("", "LayerNormalization")->pattern, FA_PATTERN_REDUCTION);
     assert_int_equal(fa_op_find("", "RMSNormalization")->pattern, FA_PATTERN_REDUCTION);
     assert_int_equal(fa_op_find("ai.onnx", "GroupNormalization")->pattern, FA_PATTERN_REDUCTION);
-    assert_int_equal(fa_op_find("", "Attention")->pattern, FA_PATTERN_OPAQUE);
+    assert_int_equal(fa_op_find("", "Attention")->pattern, FA_PATTERN_REDUCTION); /* over the keys */
+    assert_int_equal(fa_op_find("", "Attention")->reduce, FA_REDUCE_ATTENTION);
     assert_int_equal(fa_op_find("", "LSTM")->pattern, FA_PATTERN_OPAQUE);
     assert_int_equal(fa_op_find("", "SwiGLU")->pattern, FA_PATTERN_BROADCAST);
 }

@@ -326,7 +326,7 @@ static void test_migration_from_v5_adds_the_e2e_verdict_and_keeps_plans(void **s
     sqlite3_close(db);
 
     fa_store *st = fa_test_store_open_ok(ctx, path);
-    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), 6);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
     fa_plan_e2e_row e2e;
     fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, 7, &e2e));
     assert_float_equal(e2e.max_rel_error, 3e-7, 1e-15);
@@ -357,6 +357,47 @@ static void test_migration_from_v5_adds_the_e2e_verdict_and_keeps_plans(void **s
     char *word = raw_text(path, "SELECT e2e_verdict FROM plans WHERE run_id = 7");
     assert_string_equal(word, "loss");
     free(word);
+    fa_ctx_free(ctx);
+}
+
+/* A version-6 file (before attention clusters) opens migrated to 7: its clusters keep their rows,
+ * the new score_bytes column reads back as 0 (NULL: no score tensors recorded). */
+static void test_migration_from_v6_adds_score_bytes_and_keeps_clusters(void **state)
+{
+    (void)state;
+    if (g_pg) skip(); /* an SQLite file of version 6 (test_store_backends migrates a server) */
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fa_test_store_fresh("v6");
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+    for (int v = 0; v < 6; v++) assert_int_equal(sqlite3_exec(db, fa_store_migrations[v], NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO runs (id, kind, model_path, target, started_at_ns, ended_at_ns, status) "
+                                  "VALUES (7, 'run', 'm.onnx', 'cpu', 1, 2, 'ok');"
+                                  "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status) "
+                                  "VALUES (7, 1, 5, 'h6', 'cpu', 'applied');"
+                                  "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, "
+                                  "saved_launches, est_saving_us, status, label) VALUES (7, 1, 0, 'reduction', '[1,2]', 64, "
+                                  "1, 3.5, 'proposed', 'softmax');"
+                                  "PRAGMA user_version = 6;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    fa_arena *ar = fa_arena_create(0);
+    int plan_id = 0, nc = 0, nw = 0;
+    fa_plan_row pr;
+    fa_cluster_row *cr = NULL;
+    fa_why_not_row *wr = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
+    assert_int_equal(nc, 1);
+    assert_string_equal(cr[0].label, "softmax");
+    assert_int_equal(cr[0].saved_bytes, 64);
+    assert_int_equal(cr[0].score_bytes, 0);
+    fa_arena_free(ar);
+    fa_store_close(st);
     fa_ctx_free(ctx);
 }
 
@@ -1128,6 +1169,7 @@ int main(void)
         cmocka_unit_test(test_migration_from_v1_keeps_runs_and_adds_later_tables),
         cmocka_unit_test(test_migration_from_v4_moves_cluster_details_into_columns),
         cmocka_unit_test(test_migration_from_v5_adds_the_e2e_verdict_and_keeps_plans),
+        cmocka_unit_test(test_migration_from_v6_adds_score_bytes_and_keeps_clusters),
         cmocka_unit_test(test_plan_round_trip_keeps_every_cluster_column),
         cmocka_unit_test(test_newer_schema_version_refused_and_file_unchanged),
         cmocka_unit_test(test_not_sqlite_file_refused_and_untouched),

@@ -290,6 +290,7 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     cl[1].reduction = "sum";
     cl[1].epsilon = 1e-5;
     cl[1].est_saving_ns = 900;
+    cl[1].score_bytes = 1572864; /* an attention cluster's score tensors (schema v7) */
     fa_why_not_row wn = {3, 4, 7, "cap", "too big"};
     int plan_id = 0;
     fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, id, &plan, cl, 2, &wn, 1, &plan_id));
@@ -324,6 +325,8 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     assert_string_equal(rc[0].reduction, "sum");
     assert_true(fabs(rc[0].epsilon - 1e-5) < 1e-15);
     assert_int_equal(rc[0].n_post_ops, 0);
+    assert_int_equal(rc[0].score_bytes, 1572864);
+    assert_int_equal(rc[1].score_bytes, 0);
     assert_int_equal(pr.max_ops, 8);
     assert_true(pr.occupancy_floor == 0.25);
     assert_string_equal(rc[1].status, "accepted");
@@ -890,14 +893,14 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
     fa_store_close(st);
     const char *db = strrchr(path, '/') + 1;
     char sql[2048];
-    /* back to the version-4 shape (v5's and v6's columns dropped), one plan with one cluster
+    /* back to the version-4 shape (v5's, v6's and v7's columns dropped), one plan with one cluster
      * described in options_json */
     fa_test_pg_sql(db, "SET search_path TO fuse_advise; DROP TABLE cluster_post_ops; "
                "ALTER TABLE plans DROP COLUMN max_ops, DROP COLUMN max_inputs, DROP COLUMN occupancy_floor, DROP COLUMN gate, "
                "DROP COLUMN e2e_verdict; "
                "ALTER TABLE clusters DROP COLUMN label, DROP COLUMN anchor, DROP COLUMN depends_on, DROP COLUMN reduction, "
                "DROP COLUMN reduce_axis, DROP COLUMN epsilon, DROP COLUMN block_size, DROP COLUMN inputs_json, "
-               "DROP COLUMN outputs_json, DROP COLUMN basis; ALTER TABLE plans ADD COLUMN options_json TEXT; "
+               "DROP COLUMN outputs_json, DROP COLUMN basis, DROP COLUMN score_bytes; ALTER TABLE plans ADD COLUMN options_json TEXT; "
                "UPDATE schema_version SET version = 4");
     snprintf(sql, sizeof sql,
              "SET search_path TO fuse_advise; "
@@ -909,7 +912,7 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
              "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, status) VALUES (%lld, 2, 0, 'epilogue', '[3]', 'proposed')",
              (long long)id, (long long)id, (long long)id, (long long)id);
     fa_test_pg_sql(db, sql);
-    st = fa_test_store_open_ok(ctx, path); /* migrates 4 -> 5 -> 6 */
+    st = fa_test_store_open_ok(ctx, path); /* migrates 4 -> 5 -> 6 -> 7 */
     assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), FA_STORE_SCHEMA_VERSION);
     assert_int_equal(fa_test_pg_sql(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'fuse_advise' "
                                 "AND table_name = 'plans' AND column_name = 'options_json'"), 0);
@@ -943,13 +946,14 @@ static void test_server_v5_store_gains_the_e2e_verdict(void **state)
     const char *db = strrchr(path, '/') + 1;
     char sql[512];
     snprintf(sql, sizeof sql,
-             "SET search_path TO fuse_advise; ALTER TABLE plans DROP COLUMN e2e_verdict; UPDATE schema_version SET "
+             "SET search_path TO fuse_advise; ALTER TABLE plans DROP COLUMN e2e_verdict; ALTER TABLE clusters DROP COLUMN "
+             "score_bytes; UPDATE schema_version SET "
              "version = 5; INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status, "
              "e2e_max_rel_error) VALUES (%lld, 1, 1, 'h', 'cpu', 'applied', 3e-7)",
              (long long)id);
     fa_test_pg_sql(db, sql);
-    st = fa_test_store_open_ok(ctx, path); /* migrates 5 -> 6 */
-    assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), 6);
+    st = fa_test_store_open_ok(ctx, path); /* migrates 5 -> 6 -> 7 */
+    assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), FA_STORE_SCHEMA_VERSION);
     fa_plan_e2e_row e2e;
     fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, id, &e2e));
     assert_true(fabs(e2e.max_rel_error - 3e-7) < 1e-15);
