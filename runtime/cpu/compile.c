@@ -219,16 +219,17 @@ static void id_symbol(const char *key, char *buf, size_t cap) { snprintf(buf, ca
 /* dlopen of what descriptor fd holds, by its name /proc/self/fd/N: the loader maps the inode that
  * was verified, whatever the cache folder's names point to by now. glibc returns an object
  * already loaded under the same name before it opens anything (elf/dl-load.c _dl_map_object),
- * and descriptor numbers are reused once closed, so an older batch loaded through
- * /proc/self/fd/N may still be mapped under that name: a handle without this batch's
- * id_symbol is such an object, and the descriptor is duplicated to a number not tried yet.
- * Takes fd. *held: the descriptor whose name desc[] is, to close after the last dlopen of desc
- * (-1 on failure, everything closed). */
+ * and descriptor numbers are reused once closed, so an earlier batch loaded through
+ * /proc/self/fd/N and still held is found under that name: a handle without this batch's
+ * id_symbol is such an object, and the descriptor is duplicated to a number not tried yet
+ * (the tried ones stay open meanwhile, so each try is a new number; at most one try per
+ * library held). Takes fd. *held: the descriptor whose name desc[] is, to close after the last
+ * dlopen of desc (-1 on failure, everything closed). */
 static void *dlopen_fd(int fd, const char *key, char *desc, size_t desc_cap, int *held, char *why, size_t why_cap)
 {
     char sym[96];
     id_symbol(key, sym, sizeof sym);
-    int tried[8], n_tried = 0, cur = fd;
+    int *tried = NULL, n_tried = 0, cap = 0, cur = fd;
     void *h = NULL;
     for (;;) {
         snprintf(desc, desc_cap, "/proc/self/fd/%d", cur);
@@ -241,15 +242,25 @@ static void *dlopen_fd(int fd, const char *key, char *desc, size_t desc_cap, int
         if (dlsym(h, sym)) break;
         dlclose(h);
         h = NULL;
-        int next = n_tried < 8 ? fcntl(fd, F_DUPFD_CLOEXEC, 0) : -1; /* lowest free: none of those held */
+        if (n_tried == cap) {
+            int *nt = cap < 65536 ? realloc(tried, sizeof *tried * (size_t)(cap = cap ? 2 * cap : 16)) : NULL;
+            if (!nt) {
+                snprintf(why, why_cap, "the loaded object is not this batch (no %s)", sym);
+                break;
+            }
+            tried = nt;
+        }
+        int next = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the lowest free number: none of those held */
         if (next < 0) {
-            snprintf(why, why_cap, "the loaded object is not this batch (no %s)", sym);
+            snprintf(why, why_cap, "the loaded object is not this batch (no %s), and no other descriptor: %s", sym,
+                     strerror(errno));
             break;
         }
         tried[n_tried++] = cur;
         cur = next;
     }
     for (int i = 0; i < n_tried; i++) close(tried[i]);
+    free(tried);
     if (!h) {
         close(cur);
         cur = -1;

@@ -6,6 +6,7 @@
  * XDG_CACHE_HOME/HOME are ignored, CC is split into words as a shell would; files fuse-advise
  * names itself are never written through a planted symbolic link (exec's output_N.pb); a FIFO
  * (model, exec input, trace, a database's -journal) is refused by name instead of waited on. */
+#include <dlfcn.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -202,6 +203,43 @@ static void test_cache_swapped_while_compiling_never_builds_or_loads_the_plant(v
     fa_kernel_cache_free(kc);
     fa_ctx_free(ctx);
     assert_false(hu_exists(marker));
+}
+
+/* Loading by /proc/self/fd/N: a batch loaded while an earlier one, loaded under the same
+ * descriptor number since closed, is still held gets its own library, not the earlier one. */
+static void test_cache_batches_loaded_through_reused_descriptor_numbers_stay_apart(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_kernel_cache *kc = NULL;
+    assert_int_equal(fa_kernel_cache_open(ctx, tmp("reuse-cache"), 0, &kc), FA_OK);
+    /* more batches held at once than any small retry bound */
+    enum { N = 12 };
+    char srcs[N][256], names[N][16];
+    fa_compiled *c[N] = {NULL};
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], sizeof names[i], "fs_%d", i);
+        snprintf(srcs[i], sizeof srcs[i],
+                 "int fs_v(void) { return %d; }\nvoid fs_%d(const void *const *in, void *const *out, int t) "
+                 "{ (void)in; (void)out; (void)t; }\n",
+                 i + 1, i);
+    }
+    for (int pass = 0; pass < 2; pass++) /* compiled, then from the cache */
+        for (int i = 0; i < N; i++) {
+            fa_kernel_source ks = {srcs[i], strlen(srcs[i]), names[i]};
+            char *err = NULL;
+            fa_compiled_free(c[i]);
+            c[i] = NULL;
+            assert_int_equal(fa_compile_kernels(ctx, kc, 1, &ks, &c[i], &err), FA_OK);
+            if (!c[i]) fail_msg("%s: %s", names[i], err ? err : "?");
+            assert_int_equal(c[i]->cached, pass == 1);
+            int (*v)(void) = (int (*)(void))dlsym(c[i]->handle, "fs_v");
+            assert_non_null(v);
+            assert_int_equal(v(), i + 1);
+        }
+    for (int i = 0; i < N; i++) fa_compiled_free(c[i]);
+    fa_kernel_cache_free(kc);
+    fa_ctx_free(ctx);
 }
 
 /* ---- the cache's location from the environment ---- */
@@ -554,6 +592,7 @@ int main(void)
         cmocka_unit_test(test_cache_refused_when_a_parent_is_writable_by_others_or_foreign),
         cmocka_unit_test(test_cache_link_followed_only_where_nobody_else_can_write),
         cmocka_unit_test(test_cache_swapped_while_compiling_never_builds_or_loads_the_plant),
+        cmocka_unit_test(test_cache_batches_loaded_through_reused_descriptor_numbers_stay_apart),
         cmocka_unit_test_teardown(test_cache_ignores_relative_and_overlong_xdg_cache_home_and_home, restore_env),
         cmocka_unit_test(test_cc_split_into_words_as_a_shell_would),
         cmocka_unit_test(test_writer_never_writes_through_a_link_it_did_not_create),
