@@ -141,8 +141,10 @@ fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, 
 fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data, size_t len);
 /* Write a file whose exact path the user named on the command line (`zoo -o FILE`, `gate
  * --junit FILE`): as fa_write_file_atomic, except that what the user named is honoured:
- * - a symbolic link to a regular file: the target is replaced the same way (the link stays);
- * - a character device or FIFO, or a link to one (a terminal, /dev/null, a pipe,
+ * - a symbolic link owned by the user or root: a link to a regular file has its target
+ *   replaced the same way (the link stays); a link owned by anyone else is refused (FA_ERR_IO):
+ *   whoever made it chose the target;
+ * - a character device or FIFO, or such a link to one (a terminal, /dev/null, a pipe,
  *   /dev/stdout): written through;
  * - a folder, block device, socket or dangling link: FA_ERR_IO naming PATH, nothing written. */
 fa_status fa_write_user_file(fa_ctx *ctx, const char *path, const void *data, size_t len);

@@ -143,6 +143,14 @@ fa_status fa_write_user_file(fa_ctx *ctx, const char *path, const void *data, si
         return fa_write_file_atomic(ctx, path, data, len);
     }
     if (S_ISREG(lsb.st_mode)) return fa_write_file_atomic(ctx, path, data, len);
+    /* a link someone else made (in a folder they can write) chose its target: not followed, as
+     * the kernel's protected_symlinks does in sticky folders; /dev/stdout (root's) and links
+     * of your own are */
+    if (S_ISLNK(lsb.st_mode) && lsb.st_uid != geteuid() && lsb.st_uid != 0)
+        return fa_ctx_error(ctx, FA_ERR_IO,
+                            "%s: is a symbolic link owned by uid %u, neither you nor root: refusing to write through "
+                            "it (remove it, or name another file)",
+                            path, (unsigned)lsb.st_uid);
     sb = lsb;
     if (S_ISLNK(lsb.st_mode) && stat(path, &sb) != 0)
         return fa_ctx_error(ctx, FA_ERR_IO, "%s: a symbolic link whose target does not exist: not replaced", path);

@@ -1239,9 +1239,10 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
     }
     gzFile gz = gzdopen(gfd, "rb");
     if (!gz) {
+        int e = errno;
         close(gfd);
-        *out_status = errno == ENOMEM ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the trace", p->name)
-                                      : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", p->name, strerror(errno));
+        *out_status = e == ENOMEM ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the trace", p->name)
+                                  : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", p->name, strerror(e));
         return RUN_FAIL;
     }
     gzbuffer(gz, CHUNK);

@@ -460,6 +460,20 @@ static void test_writer_never_writes_through_a_link_it_did_not_create(void **sta
     t = hu_slurp(hard);
     assert_string_equal(t, "new\n");
     free(t);
+    /* a file the user names exactly (gate --junit, zoo -o) follows a link of theirs or root's
+     * (/dev/stdout), never one another user planted */
+    if (geteuid() == 0) {
+        const char *junit = tmp("junit.xml");
+        assert_int_equal(symlink(victim, junit), 0);
+        assert_int_equal(lchown(junit, 65534, 65534), 0);
+        assert_int_equal(fa_write_user_file(ctx, junit, "<x/>", 4), FA_ERR_IO);
+        assert_non_null(strstr(fa_ctx_errmsg(ctx), "owned by uid 65534"));
+        t = hu_slurp(victim);
+        assert_string_equal(t, "precious\n");
+        free(t);
+    } else {
+        print_message("not root: the planted-link case of a named file is not run\n");
+    }
     char *litter = hu_find_name(fa_test_tmpdir(), ".tmp.");
     if (litter) fail_msg("temp file left: %s", litter);
     fa_ctx_free(ctx);
