@@ -133,6 +133,20 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         fa_graph_free(g);
         return exec_fail(ctx, st, model);
     }
+    /* what sits at an output's name is checked before the model runs: a symbolic link (never
+     * written through: whoever planted it would choose what is overwritten), a FIFO, a folder */
+    for (int i = 0; i < g->n_outputs; i++) {
+        char path[4096];
+        struct stat sb;
+        snprintf(path, sizeof path, "%s/output_%d.pb", outdir, i);
+        if (lstat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) {
+            fa_ctx_error(ctx, FA_ERR_IO, "%s: is %s, not a file fuse-advise wrote: refusing to write %s (remove it)", path,
+                         S_ISLNK(sb.st_mode) ? "a symbolic link" : "not a regular file",
+                         S_ISLNK(sb.st_mode) ? "through it" : "over it");
+            fa_graph_free(g);
+            return fa_cli_fail(ctx, FA_ERR_IO);
+        }
+    }
     fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads};
     for (int i = 0; i < g->n_nodes; i++) /* an applied plan (fused nodes): its layouts, as the applier ran it */
         if (g->nodes[i] && !strcmp(g->nodes[i]->domain, "ai.fuse-advise")) eo.blocked_layouts = true;

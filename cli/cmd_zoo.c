@@ -101,11 +101,18 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
                                        have_seed ? seed : fa_zoo_default_seed(name), &g);
     if (st) return fa_cli_fail(ctx, st);
     char default_path[300];
-    if (!out_path) {
+    if (!out_path) { /* a name we chose, in the current folder: never through a link there */
         snprintf(default_path, sizeof default_path, "%s.onnx", name);
         out_path = default_path;
+        st = fa_onnx_export(ctx, g, out_path);
+    } else { /* the file the user named: a link to a file, a FIFO or /dev/stdout is honoured */
+        uint8_t *buf = NULL;
+        size_t len = 0;
+        st = fa_onnx_export_buffer(ctx, g, &buf, &len);
+        if (st) fa_ctx_wrap(ctx, st, "%s: ", out_path);
+        else st = fa_write_user_file(ctx, out_path, buf, len);
+        free(buf);
     }
-    st = fa_onnx_export(ctx, g, out_path);
     if (st) {
         fa_graph_free(g);
         return fa_cli_fail(ctx, st);

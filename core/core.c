@@ -590,12 +590,13 @@ uint64_t fa_now_ns(void)
 
 fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = -1;
+    fa_status os = fa_open_input(ctx, path, 0, &fd);
+    if (os) return os;
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    if (fstat(fd, &st) != 0) {
         close(fd);
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a regular file", path);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
     }
     size_t cap = (size_t)st.st_size;
     uint8_t *buf = malloc(cap + 1);
@@ -716,8 +717,14 @@ void fa_sha256_base64(const void *data, size_t n, char out_b64[45])
 
 fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = -1;
+    fa_status os = fa_open_input(ctx, path, 0, &fd);
+    if (os) return os;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: cannot open: %s", path, strerror(errno));
+    }
     EVP_MD_CTX *md = EVP_MD_CTX_new();
     if (!md) {
         fclose(f);
@@ -735,6 +742,79 @@ fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
     EVP_MD_CTX_free(md);
     if (err) return fa_ctx_error(ctx, FA_ERR_IO, "%s: read error", path);
     hex_digest(out, len, out_hex);
+    return FA_OK;
+}
+
+/* ---- command lines from the environment ---- */
+
+void fa_words_free(char **argv)
+{
+    if (!argv) return;
+    for (char **w = argv; *w; w++) free(*w);
+    free(argv);
+}
+
+fa_status fa_split_words(fa_ctx *ctx, const char *line, const char *what, char ***out_argv, int *out_n)
+{
+    size_t cap = 8, n = 0, len = strlen(line);
+    char **v = calloc(cap, sizeof *v);
+    char *word = malloc(len + 1); /* a word is never longer than the line */
+    if (!v || !word) {
+        free(v);
+        free(word);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", what);
+    }
+    const char *p = line;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == '\n') p++;
+        if (!*p) break;
+        size_t wl = 0;
+        char quote = 0;
+        for (; *p; p++) {
+            char c = *p;
+            if (quote == '\'') {
+                if (c == '\'') quote = 0;
+                else word[wl++] = c;
+            } else if (quote == '"') {
+                if (c == '"') quote = 0;
+                else if (c == '\\' && (p[1] == '$' || p[1] == '`' || p[1] == '"' || p[1] == '\\' || p[1] == '\n')) {
+                    if (*++p != '\n') word[wl++] = *p; /* backslash-newline: a line continuation */
+                } else word[wl++] = c;
+            } else if (c == ' ' || c == '\t' || c == '\n') {
+                break;
+            } else if (c == '\'' || c == '"') {
+                quote = c;
+            } else if (c == '\\') {
+                if (!p[1]) continue; /* a trailing backslash: nothing to quote, dropped */
+                if (*++p != '\n') word[wl++] = *p;
+            } else {
+                word[wl++] = c;
+            }
+        }
+        if (quote) {
+            fa_words_free(v);
+            free(word);
+            return fa_ctx_error(ctx, FA_ERR_USAGE, "%s: unterminated %s quote", what, quote == '"' ? "double" : "single");
+        }
+        word[wl] = 0;
+        bool grow = n + 2 > cap;
+        char **nv = grow ? realloc(v, 2 * cap * sizeof *v) : v;
+        char *copy = nv ? strdup(word) : NULL;
+        if (nv && grow) cap *= 2;
+        if (nv) v = nv;
+        if (!copy) {
+            v[n] = NULL;
+            fa_words_free(v);
+            free(word);
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", what);
+        }
+        v[n++] = copy;
+        v[n] = NULL;
+        if (!*p) break;
+    }
+    free(word);
+    *out_argv = v;
+    *out_n = (int)n;
     return FA_OK;
 }
 

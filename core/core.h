@@ -131,20 +131,53 @@ uint64_t fa_u64_mul_sat(uint64_t a, uint64_t b);
 /* Monotonic clock in ns (CLOCK_MONOTONIC). */
 uint64_t fa_now_ns(void);
 
-/* Whole-file helpers. fa_read_file: malloc'd buffer (caller frees), +1 NUL byte. */
+/* ---- input files (core/fs.c, docs/hardening.md "Files that are not files") ---- */
+
+/* Open PATH for reading, refusing what is not a regular file before open(2) could block on it:
+ * the type is taken with stat(2) first (a FIFO, a device, a socket or a folder is refused,
+ * FA_ERR_INPUT naming PATH and what it is), then the file is opened O_NONBLOCK and checked
+ * again with fstat(2) (swapped in between: refused), then O_NONBLOCK is cleared.
+ * FA_INPUT_PIPE_OK: an anonymous pipe (a shell's `|` as /dev/stdin, `<(command)`) is accepted
+ * too - its writer is a process the user started; a named FIFO never is (nobody may ever open
+ * it for writing). *out_fd: the caller closes it. */
+enum { FA_INPUT_PIPE_OK = 1u << 0 };
+fa_status fa_open_input(fa_ctx *ctx, const char *path, unsigned flags, int *out_fd);
+/* PATH is absent or a regular file (not a link, FIFO, device...): for files another library
+ * opens by name next to an input, such as SQLite's. FA_ERR_INPUT naming PATH otherwise. */
+fa_status fa_input_regular_or_absent(fa_ctx *ctx, const char *path);
+/* DB-journal, DB-wal and DB-shm (next to DB and, for a linked DB, next to its target) are
+ * absent or regular files: SQLite opens them by name and a FIFO there blocks it forever. */
+fa_status fa_sqlite_companions_check(fa_ctx *ctx, const char *db_path);
+
+/* Whole-file helpers. fa_read_file: malloc'd buffer (caller frees), +1 NUL byte; the file is
+ * opened by fa_open_input (a FIFO or device is refused, never waited on). */
 fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len);
 
 /* ---- output files and folders (core/fs.c, docs/hardening.md "Output files") ---- */
 
-/* Write a whole file. What sits at PATH decides how, and nothing that is not a regular file is
- * ever replaced by one:
- * - missing or a regular file: PATH.tmp.<pid> (O_EXCL|O_NOFOLLOW), fsync, rename(2) over PATH;
- *   on failure the temp file is removed and PATH keeps its previous content (or stays absent);
- *   an existing file keeps its mode;
- * - a symbolic link to a regular file: the same, on the link's target (the link stays);
- * - a character device or FIFO (a terminal, /dev/null, a pipe, /dev/stdout): written through;
- * - a folder, block device, socket or dangling link: FA_ERR_IO naming PATH, nothing written. */
+/* Write a whole file whose name fuse-advise chose or owns (a report file in an output folder,
+ * exec's output_N.pb, plan.json, a kernel source, a cache entry). The folder part of PATH is
+ * opened (a link to a folder is followed: whoever named the folder chose it), then, relative
+ * to that descriptor, what sits at the last component decides:
+ * - missing or a regular file: NAME.tmp.<pid> (O_EXCL|O_NOFOLLOW), fsync, renameat(2) over
+ *   NAME in the same folder; on failure the temp file is removed and the file keeps its
+ *   previous content (or stays absent); an existing file keeps its mode; a hard link there is
+ *   replaced by the new file, its other names keep the old bytes;
+ * - a symbolic link (fuse-advise never creates one), FIFO, device, socket or folder: FA_ERR_IO
+ *   naming PATH, nothing written, nothing followed. */
 fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len);
+/* The same in the folder dirfd (a descriptor the caller holds): NAME is one component; shown is
+ * the path messages name. */
+fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data, size_t len);
+/* Write a file whose exact path the user named on the command line (`zoo -o FILE`, `gate
+ * --junit FILE`): as fa_write_file_atomic, except that what the user named is honoured:
+ * - a symbolic link owned by the user or root: a link to a regular file has its target
+ *   replaced the same way (the link stays); a link owned by anyone else is refused (FA_ERR_IO):
+ *   whoever made it chose the target;
+ * - a character device or FIFO, or such a link to one (a terminal, /dev/null, a pipe,
+ *   /dev/stdout): written through;
+ * - a folder, block device, socket or dangling link: FA_ERR_IO naming PATH, nothing written. */
+fa_status fa_write_user_file(fa_ctx *ctx, const char *path, const void *data, size_t len);
 /* a and b name the same file: same device and inode when both exist, else the same path once
  * the folders are resolved (realpath of the folder + the last component). */
 bool fa_path_same_file(const char *a, const char *b);
@@ -156,6 +189,42 @@ bool fa_path_inside(const char *dir, const char *path);
 const char *fa_sanitize_file_name(const char *in, char *out, size_t cap);
 /* Remove a file or a folder tree (no links followed); errors ignored. */
 void fa_rm_tree(const char *path);
+/* The same for NAME in the folder dirfd, every step relative to descriptors. */
+void fa_rm_tree_at(int dirfd, const char *name);
+
+/* ---- private folders (core/fs.c, docs/hardening.md "Private folders") ---- */
+
+/* Open the folder PATH (absolute) for keeping what will be trusted later (code to load), so
+ * that nobody else can swap it or anything on its way. Every component from "/" is opened with
+ * openat(O_NOFOLLOW) from the one before and checked on the descriptor:
+ * - a folder on the way must be owned by us or root and writable by nobody else, unless it is
+ *   sticky (like /tmp, mode 1777: others may add entries but not rename or remove ours);
+ * - the folder itself must be ours and writable by nobody else (FA_DIR_STICKY_OK: it may be a
+ *   sticky folder like /tmp instead; the caller then makes its own entry with fa_mkdtemp_at);
+ * - a symbolic link is followed only in a folder nobody but us and root can write (so one of
+ *   them made it), and its target is walked and checked the same way (at most 40 links);
+ * - FA_DIR_CREATE: missing folders are created 0700 (mkdirat) and checked like the others.
+ * Refusals are FA_ERR_IO "PATH: WHAT: COMPONENT is ...: refusing to use it HINT". *out_fd: the
+ * folder (O_RDONLY|O_DIRECTORY); every later step should be relative to it (openat, mkdirat,
+ * renameat, unlinkat, fchdir), so a swap of names after the check changes nothing. */
+enum { FA_DIR_CREATE = 1u << 0, FA_DIR_STICKY_OK = 1u << 1 };
+fa_status fa_private_dir_open(fa_ctx *ctx, const char *path, unsigned flags, const char *what, const char *hint,
+                              int *out_fd);
+/* A new folder PREFIX<12 random hex digits> in dirfd, mode 0700, opened (O_NOFOLLOW) and
+ * checked to be ours: its name in name[cap], its descriptor in *out_fd. shown_dir: dirfd's
+ * path for messages. */
+fa_status fa_mkdtemp_at(fa_ctx *ctx, int dirfd, const char *shown_dir, const char *prefix, char *name, size_t cap,
+                        int *out_fd);
+
+/* Split a command line held in an environment variable (CC="ccache gcc") into words as a POSIX
+ * shell does for quoting only (POSIX.1-2017 XCU 2.2 Quoting, 2.6.5 Field Splitting): blanks
+ * separate words; '...' keeps everything literally; "..." keeps everything but \ before
+ * $ ` " \ or a newline; \ outside quotes keeps the next byte. Nothing is expanded ($VAR, `...`,
+ * ~, * stay as written) and nothing is run by a shell. *out_argv: malloc'd NULL-terminated
+ * vector (free with fa_words_free), *out_n words (0 for an empty line). An unterminated quote
+ * is FA_ERR_USAGE naming `what`. */
+fa_status fa_split_words(fa_ctx *ctx, const char *line, const char *what, char ***out_argv, int *out_n);
+void fa_words_free(char **argv);
 
 /* An output folder written as a whole: everything goes into a staging folder next to it
  * (PARENT/.<name>.fa-staging.<pid>), then fa_outdir_commit swaps it in with one

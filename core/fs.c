@@ -1,6 +1,9 @@
-/* core/fs — output files and folders: the atomic file writer (never replaces what is not a
- * regular file), output folders written into a staging folder and swapped in whole, same-file
- * checks, and file names derived from input names. docs/hardening.md "Output files". */
+/* core/fs — files and folders: the atomic file writers (names we choose never go through a link;
+ * a file the user named may), input files opened without ever waiting on a FIFO or device,
+ * private folders checked from "/" and held by descriptor, output folders written into a
+ * staging folder and swapped in whole, same-file checks, and file names derived from input
+ * names. docs/hardening.md "Output files" and "Shared folders, links and files that are not
+ * files". */
 #include "core.h"
 
 #include <dirent.h>
@@ -13,7 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/magic.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 /* ---- the atomic writer ---- */
@@ -44,24 +50,26 @@ static fa_status write_through(fa_ctx *ctx, const char *path, const void *data, 
     return s;
 }
 
-/* PATH.tmp.<pid> (O_EXCL, never through a planted link), fsync, rename over PATH. */
-static fa_status write_replace(fa_ctx *ctx, const char *shown, const char *path, const void *data, size_t len,
-                               mode_t mode)
+/* NAME.tmp.<pid> in dirfd (O_EXCL|O_NOFOLLOW: never through a planted link), fsync, renameat
+ * over NAME in the same folder. */
+static fa_status write_replace_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data,
+                                  size_t len, mode_t mode)
 {
-    char tmp[4096];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid()) >= sizeof tmp)
-        return fa_ctx_error(ctx, FA_ERR_IO, "%s: path too long", shown);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+    char tmp[NAME_MAX + 1];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", name, (long)getpid()) >= sizeof tmp)
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: file name too long", shown);
+    int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     if (fd < 0 && errno == EEXIST) { /* left by a killed writer with our pid */
-        unlink(tmp);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+        unlinkat(dirfd, tmp, 0);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     }
     if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create: %s", shown, strerror(errno));
     fa_status s = write_all(ctx, fd, shown, data, len);
     if (!s && fsync(fd) != 0 && errno != EINVAL) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: fsync failed: %s", shown, strerror(errno));
     if (close(fd) != 0 && !s) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: close failed: %s", shown, strerror(errno));
-    if (!s && rename(tmp, path) != 0) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: rename failed: %s", shown, strerror(errno));
-    if (s) unlink(tmp);
+    if (!s && renameat(dirfd, tmp, dirfd, name) != 0)
+        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: rename failed: %s", shown, strerror(errno));
+    if (s) unlinkat(dirfd, tmp, 0);
     return s;
 }
 
@@ -69,19 +77,80 @@ static const char *kind_of(mode_t m)
 {
     if (S_ISDIR(m)) return "a folder";
     if (S_ISBLK(m)) return "a block device";
+    if (S_ISCHR(m)) return "a character device";
+    if (S_ISFIFO(m)) return "a named pipe (FIFO)";
     if (S_ISSOCK(m)) return "a socket";
     if (S_ISLNK(m)) return "a symbolic link";
     return "not a regular file";
 }
 
+fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data, size_t len)
+{
+    if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: '%s' is not a file name", shown, name);
+    struct stat sb;
+    mode_t mode = 0644;
+    if (fstatat(dirfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISLNK(sb.st_mode))
+            return fa_ctx_error(ctx, FA_ERR_IO,
+                                "%s: is a symbolic link, and fuse-advise never writes through a link it did not "
+                                "create (whoever planted it chose what would be overwritten): remove it, or write "
+                                "elsewhere",
+                                shown);
+        if (!S_ISREG(sb.st_mode))
+            return fa_ctx_error(ctx, FA_ERR_IO, "%s: is %s, not a file fuse-advise wrote: refusing to write over it",
+                                shown, kind_of(sb.st_mode));
+        mode = sb.st_mode & 07777;
+    } else if (errno != ENOENT) {
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", shown, strerror(errno));
+    }
+    return write_replace_at(ctx, dirfd, name, shown, data, len, mode);
+}
+
 fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len)
+{
+    const char *slash = strrchr(path, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (!*base || !strcmp(base, ".") || !strcmp(base, ".."))
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: names a folder, not a file", path);
+    size_t dl = slash ? (size_t)(slash - path) : 0;
+    char *dir = malloc(dl + 2);
+    if (!dir) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+    if (!slash) strcpy(dir, ".");
+    else if (dl == 0) strcpy(dir, "/");
+    else {
+        memcpy(dir, path, dl);
+        dir[dl] = 0;
+    }
+    /* the folder is the one named (a link to a folder is followed: whoever named it chose it);
+     * the file in it is created and renamed relative to that opened folder */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    fa_status s = FA_OK;
+    if (dfd < 0) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
+    else {
+        s = fa_write_file_at(ctx, dfd, base, path, data, len);
+        close(dfd);
+    }
+    free(dir);
+    return s;
+}
+
+fa_status fa_write_user_file(fa_ctx *ctx, const char *path, const void *data, size_t len)
 {
     struct stat lsb, sb;
     if (lstat(path, &lsb) != 0) {
         if (errno != ENOENT) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
-        return write_replace(ctx, path, path, data, len, 0644);
+        return fa_write_file_atomic(ctx, path, data, len);
     }
-    if (S_ISREG(lsb.st_mode)) return write_replace(ctx, path, path, data, len, lsb.st_mode & 07777);
+    if (S_ISREG(lsb.st_mode)) return fa_write_file_atomic(ctx, path, data, len);
+    /* a link someone else made (in a folder they can write) chose its target: not followed, as
+     * the kernel's protected_symlinks does in sticky folders; /dev/stdout (root's) and links
+     * of your own are */
+    if (S_ISLNK(lsb.st_mode) && lsb.st_uid != geteuid() && lsb.st_uid != 0)
+        return fa_ctx_error(ctx, FA_ERR_IO,
+                            "%s: is a symbolic link owned by uid %u, neither you nor root: refusing to write through "
+                            "it (remove it, or name another file)",
+                            path, (unsigned)lsb.st_uid);
     sb = lsb;
     if (S_ISLNK(lsb.st_mode) && stat(path, &sb) != 0)
         return fa_ctx_error(ctx, FA_ERR_IO, "%s: a symbolic link whose target does not exist: not replaced", path);
@@ -90,11 +159,95 @@ fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, 
         /* a link to a regular file: replace the target atomically, the link stays a link */
         char *real = realpath(path, NULL);
         if (!real) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot resolve the link: %s", path, strerror(errno));
-        fa_status s = write_replace(ctx, path, real, data, len, sb.st_mode & 07777);
+        fa_status s = fa_write_file_atomic(ctx, real, data, len);
         free(real);
+        if (s) fa_ctx_wrap(ctx, s, "%s: ", path);
         return s;
     }
     return fa_ctx_error(ctx, FA_ERR_IO, "%s: is %s, refusing to write over it", path, kind_of(sb.st_mode));
+}
+
+/* ---- input files ---- */
+
+/* An anonymous pipe (pipefs: a shell's `|`, `<(...)`), not a FIFO with a name on a filesystem. */
+static bool anonymous_pipe(int fd)
+{
+    struct statfs f;
+    return fstatfs(fd, &f) == 0 && f.f_type == PIPEFS_MAGIC;
+}
+
+fa_status fa_open_input(fa_ctx *ctx, const char *path, unsigned flags, int *out_fd)
+{
+    struct stat sb, fb;
+    if (stat(path, &sb) != 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    bool pipe_ok = (flags & FA_INPUT_PIPE_OK) && S_ISFIFO(sb.st_mode);
+    /* refused by its type before open(2): opening a FIFO waits for a writer, a device may act */
+    if (!S_ISREG(sb.st_mode) && !pipe_ok) goto refuse;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (fstat(fd, &fb) != 0) {
+        int e = errno;
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(e));
+    }
+    sb = fb;
+    if (!(S_ISREG(fb.st_mode) || (pipe_ok && S_ISFIFO(fb.st_mode) && anonymous_pipe(fd)))) {
+        close(fd);
+        goto refuse;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: fcntl: %s", path, strerror(e));
+    }
+    *out_fd = fd;
+    return FA_OK;
+refuse:
+    if (S_ISFIFO(sb.st_mode) || S_ISCHR(sb.st_mode) || S_ISSOCK(sb.st_mode) || S_ISBLK(sb.st_mode))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: is %s, not a regular file: refused (reading it could wait forever)%s",
+                            path, kind_of(sb.st_mode),
+                            (flags & FA_INPUT_PIPE_OK) && S_ISFIFO(sb.st_mode)
+                                ? "; a trace may come through the shell's pipe instead: /dev/stdin or <(command)"
+                                : "");
+    return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: is %s, not a regular file", path, kind_of(sb.st_mode));
+}
+
+fa_status fa_input_regular_or_absent(fa_ctx *ctx, const char *path)
+{
+    struct stat sb;
+    if (lstat(path, &sb) != 0) {
+        if (errno == ENOENT) return FA_OK;
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    }
+    if (S_ISREG(sb.st_mode)) return FA_OK;
+    return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: is %s, not a regular file: refused (SQLite would open it and could wait forever)",
+                        path, kind_of(sb.st_mode));
+}
+
+static fa_status companions_of(fa_ctx *ctx, const char *db_path)
+{
+    static const char *const suffix[] = {"-journal", "-wal", "-shm"};
+    size_t n = strlen(db_path) + 16;
+    char *p = malloc(n);
+    if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", db_path);
+    fa_status s = FA_OK;
+    for (size_t i = 0; i < sizeof suffix / sizeof suffix[0] && !s; i++) {
+        snprintf(p, n, "%s%s", db_path, suffix[i]);
+        s = fa_input_regular_or_absent(ctx, p);
+    }
+    free(p);
+    return s;
+}
+
+fa_status fa_sqlite_companions_check(fa_ctx *ctx, const char *db_path)
+{
+    fa_status s = companions_of(ctx, db_path);
+    /* SQLite resolves a linked database's path and keeps the companions next to its target */
+    char *real = s ? NULL : realpath(db_path, NULL);
+    if (real && strcmp(real, db_path)) s = companions_of(ctx, real);
+    free(real);
+    return s;
 }
 
 /* ---- paths ---- */
@@ -181,6 +334,195 @@ void fa_rm_tree(const char *path)
         return;
     }
     nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Remove NAME (a file, or a folder tree) in dirfd without following links; errors ignored. */
+static void rm_at(int parent, const char *name, int depth)
+{
+    if (unlinkat(parent, name, 0) == 0 || (errno != EISDIR && errno != EPERM) || depth > 64) return;
+    for (int pass = 0; pass < 3; pass++) {
+        int fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) return;
+        DIR *d = fdopendir(fd);
+        if (!d) {
+            close(fd);
+            return;
+        }
+        struct dirent *e;
+        while ((e = readdir(d)))
+            if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) rm_at(dirfd(d), e->d_name, depth + 1);
+        closedir(d);
+        if (unlinkat(parent, name, AT_REMOVEDIR) == 0 || errno != ENOTEMPTY) return;
+    }
+}
+
+void fa_rm_tree_at(int dirfd, const char *name) { rm_at(dirfd, name, 0); }
+
+/* ---- private folders ---- */
+
+/* Why the folder sb may not hold what we trust (NULL: it may). A folder on the way: owned by us or
+ * root (its owner can rename what it holds), and writable by nobody else unless sticky (like
+ * /tmp: others may add entries but not rename or remove ours). The last folder (leaf, and not
+ * FA_DIR_STICKY_OK): ours, writable by nobody else. */
+static const char *dir_unsafe(const struct stat *sb, bool leaf, char *why, size_t cap)
+{
+    uid_t me = geteuid();
+    mode_t m = sb->st_mode;
+    if (!S_ISDIR(m)) return "is not a folder";
+    if (leaf) {
+        if (sb->st_uid != me) {
+            snprintf(why, cap, "is owned by uid %u, not by you (uid %u)", (unsigned)sb->st_uid, (unsigned)me);
+            return why;
+        }
+    } else if (sb->st_uid != me && sb->st_uid != 0) {
+        snprintf(why, cap, "is owned by uid %u, neither you (uid %u) nor root, and its owner can swap what it holds",
+                 (unsigned)sb->st_uid, (unsigned)me);
+        return why;
+    }
+    if (m & (S_IWGRP | S_IWOTH)) {
+        if (!leaf && (m & S_ISVTX)) return NULL;
+        snprintf(why, cap, "is writable by %s (mode %04o), who could swap what it holds", (m & S_IWOTH) ? "others" : "its group",
+                 (unsigned)(m & 07777));
+        return why;
+    }
+    return NULL;
+}
+
+/* Nobody but us and root can add entries to sb: a symbolic link in it was made by one of them. */
+static bool dir_strict(const struct stat *sb)
+{
+    return (sb->st_uid == geteuid() || sb->st_uid == 0) && !(sb->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static fa_status private_fail(fa_ctx *ctx, const char *path, const char *what, const char *where, const char *why,
+                              const char *hint)
+{
+    return fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: %s %s: refusing to use it%s%s", path, what, where, why, hint ? " " : "",
+                        hint ? hint : "");
+}
+
+fa_status fa_private_dir_open(fa_ctx *ctx, const char *path, unsigned flags, const char *what, const char *hint,
+                              int *out_fd)
+{
+    if (!path || path[0] != '/') return fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: not an absolute path", path ? path : "", what);
+    if (strlen(path) >= PATH_MAX) return fa_ctx_error(ctx, FA_ERR_IO, "%.64s...: %s: path too long", path, what);
+    char todo[2 * PATH_MAX], done[PATH_MAX], why[160], target[PATH_MAX];
+    snprintf(todo, sizeof todo, "%s", path);
+    strcpy(done, "/");
+    int fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC), links = 0;
+    if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "/: cannot open: %s", strerror(errno));
+    const char *p = todo;
+    struct stat sb;
+    fa_status s = FA_OK;
+    for (;;) {
+        while (*p == '/') p++;
+        if (fstat(fd, &sb) != 0) {
+            s = fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: %s: %s", path, what, done, strerror(errno));
+            break;
+        }
+        const char *bad = dir_unsafe(&sb, !*p && !(flags & FA_DIR_STICKY_OK), why, sizeof why);
+        if (bad) {
+            s = private_fail(ctx, path, what, done, bad, hint);
+            break;
+        }
+        if (!*p) break; /* fd is the folder */
+        size_t n = strcspn(p, "/");
+        char name[NAME_MAX + 1];
+        if (n > NAME_MAX) {
+            s = fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: a component is longer than %d bytes", path, what, NAME_MAX);
+            break;
+        }
+        memcpy(name, p, n);
+        name[n] = 0;
+        p += n;
+        if (!strcmp(name, ".")) continue;
+        int nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (nfd < 0 && errno == ENOENT && (flags & FA_DIR_CREATE)) {
+            if (mkdirat(fd, name, 0700) != 0 && errno != EEXIST) {
+                s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create the %s: %s%s%s: %s", path, what, done,
+                                 strcmp(done, "/") ? "/" : "", name, strerror(errno));
+                break;
+            }
+            nfd = openat(fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+        if (nfd < 0) {
+            int e = errno;
+            struct stat ls;
+            if ((e == ELOOP || e == ENOTDIR) && fstatat(fd, name, &ls, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(ls.st_mode)) {
+                /* a link is followed only where nobody but us and root could have made it; its
+                 * target is then walked and checked like any other path */
+                char at[PATH_MAX + NAME_MAX + 2];
+                snprintf(at, sizeof at, "the symbolic link %s%s%s", done, strcmp(done, "/") ? "/" : "", name);
+                if (!dir_strict(&sb)) {
+                    s = private_fail(ctx, path, what, at, "lies in a folder others can write, so it is not followed", hint);
+                    break;
+                }
+                ssize_t tl = readlinkat(fd, name, target, sizeof target - 1);
+                if (tl <= 0 || (size_t)tl >= sizeof target - 1 || ++links > 40) {
+                    s = private_fail(ctx, path, what, at, "cannot be resolved (too long, or too many links)", hint);
+                    break;
+                }
+                target[tl] = 0;
+                char rest[2 * PATH_MAX];
+                if ((size_t)snprintf(rest, sizeof rest, "%s/%s", target, p) >= sizeof todo) {
+                    s = fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: path too long once its links are resolved", path, what);
+                    break;
+                }
+                strcpy(todo, rest);
+                p = todo;
+                if (target[0] == '/') {
+                    close(fd);
+                    fd = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                    strcpy(done, "/");
+                    if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "/: cannot open: %s", strerror(errno));
+                }
+                continue;
+            }
+            s = fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: %s%s%s: %s", path, what, done, strcmp(done, "/") ? "/" : "", name,
+                             strerror(e));
+            break;
+        }
+        close(fd);
+        fd = nfd;
+        if (!strcmp(name, "..")) {
+            char *last = strrchr(done, '/');
+            if (last && last != done) *last = 0;
+            else strcpy(done, "/");
+        } else {
+            size_t dl = strlen(done);
+            snprintf(done + dl, sizeof done - dl, "%s%s", dl > 1 ? "/" : "", name);
+        }
+    }
+    if (s) {
+        close(fd);
+        return s;
+    }
+    *out_fd = fd;
+    return FA_OK;
+}
+
+fa_status fa_mkdtemp_at(fa_ctx *ctx, int dirfd, const char *shown_dir, const char *prefix, char *name, size_t cap,
+                        int *out_fd)
+{
+    for (int tries = 0;; tries++) {
+        uint64_t r[2];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r) fa_hash_key_random(r);
+        if ((size_t)snprintf(name, cap, "%s%012llx", prefix, (unsigned long long)(r[0] & 0xffffffffffffull)) >= cap)
+            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: folder name too long", shown_dir);
+        if (mkdirat(dirfd, name, 0700) == 0) break;
+        if (errno != EEXIST || tries >= 100)
+            return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create a folder in it: %s", shown_dir, strerror(errno));
+    }
+    int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+        fa_status s = fa_ctx_error(ctx, FA_ERR_IO, "%s/%s: the folder just created was replaced: refusing to use it",
+                                   shown_dir, name);
+        if (fd >= 0) close(fd);
+        return s;
+    }
+    *out_fd = fd;
+    return FA_OK;
 }
 
 /* ---- output folders ---- */

@@ -138,11 +138,16 @@ int fa_exec_threads(const fa_exec *e);
 #define FA_KERNEL_CACHE_MAX_BYTES_DEFAULT (256ull << 20)
 
 /* The folder compiled kernels are cached in. dir NULL: $XDG_CACHE_HOME/fuse-advise/kernels, else
- * ~/.cache/fuse-advise/kernels, else a folder made for this process under $TMPDIR (removed by
- * fa_kernel_cache_free). Missing folders are created 0700. Refused (FA_ERR_IO naming the folder
- * and what to do) when the folder is not owned by the effective user or is writable by its
- * group or others: whoever can write there could make us load their code. Work folders of dead
- * processes are removed. max_bytes 0: FA_KERNEL_CACHE_MAX_BYTES_DEFAULT. */
+ * $HOME/.cache/fuse-advise/kernels, else a folder made for this process under $TMPDIR or /tmp
+ * (removed by fa_kernel_cache_free); a relative variable, or one whose cache path would not fit
+ * PATH_MAX, is ignored (XDG Base Directory Specification: relative paths are invalid). A
+ * relative dir is taken from the current folder. The path is opened with fa_private_dir_open
+ * (core.h): every folder from "/" owned by the effective user or root and writable by nobody
+ * else unless sticky, the cache folder itself the user's and writable by nobody else, links
+ * followed only where nobody else can write, missing folders created 0700; refused with
+ * FA_ERR_IO naming the folder at fault and what to do. The folder is held open until
+ * fa_kernel_cache_free and every later step is relative to it. Work folders of dead processes
+ * are removed. max_bytes 0: FA_KERNEL_CACHE_MAX_BYTES_DEFAULT. */
 typedef struct fa_kernel_cache fa_kernel_cache;
 fa_status fa_kernel_cache_open(fa_ctx *ctx, const char *dir, uint64_t max_bytes, fa_kernel_cache **out);
 const char *fa_kernel_cache_dir(const fa_kernel_cache *kc);
@@ -164,19 +169,23 @@ typedef struct fa_compiled {
 } fa_compiled;
 void fa_compiled_free(fa_compiled *c);
 
-/* Compile n kernels into one shared object with one compiler process ($CC or cc, started with an
- * argument vector, -O3 -march=native -fopenmp -fno-trapping-math -fno-math-errno -DFA_SLEEF_GNUABI
- * -shared), each source marked "#line 1 \"kernel-K.c\"" so diagnostics name their kernel;
- * kernels that fail are dropped and the rest go again together (one kernel per process only
- * where the diagnostics name none). The compile folder lives inside the cache folder (same
- * filesystem as the entries: $TMPDIR is never used) and is removed. Entries are KEY.so plus
- * KEY.so.sha256, the SHA-256 of the binary written when it was built; before dlopen an entry must be a regular file owned by us, writable by nobody
- * else, non-empty and match that hash, else it is removed and rebuilt (zero-byte, corrupt,
- * tampered or planted entries never load). A use refreshes its mtime; after adding one, least
- * recently used entries are removed until the shared objects fit the cache's max_bytes.
+/* Compile n kernels into one shared object with one compiler process ($CC split into words as a
+ * shell would, fa_split_words, or cc; started with an argument vector, never a shell; -O3
+ * -march=native -fopenmp -fno-trapping-math -fno-math-errno -DFA_SLEEF_GNUABI -shared), each
+ * source marked "#line 1 \"kernel-K.c\"" so diagnostics name their kernel; kernels that fail
+ * are dropped and the rest go again together (one kernel per process only where the
+ * diagnostics name none). The compile folder is made inside the held cache folder and is the
+ * compiler's working folder (it compiles kernels.c to out.so by those names); it is removed.
+ * Entries are KEY.so plus KEY.so.sha256, the SHA-256 of the binary written when it was built;
+ * before dlopen an entry must be a regular file owned by us, writable by nobody else, non-empty
+ * and match that hash, else it is removed and rebuilt (zero-byte, corrupt, tampered or planted
+ * entries never load); the descriptor that was hashed is what dlopen maps (/proc/self/fd/N).
+ * A use refreshes its mtime; after adding one, least recently used entries are removed until
+ * the shared objects fit the cache's max_bytes.
  * Per kernel: out[i] (owned by the caller) or errs[i] (malloc'd, the compiler's diagnostics
  * about that kernel only, fa_compiler_diagnostics, never the content of an included file).
- * Returns FA_OK unless the cache itself failed (folder, compiler not startable). */
+ * Returns FA_OK unless the cache itself failed (folder, compiler not startable, CC with an
+ * unterminated quote). */
 fa_status fa_compile_kernels(fa_ctx *ctx, fa_kernel_cache *kc, int n, const fa_kernel_source *srcs, fa_compiled **out,
                              char **errs);
 

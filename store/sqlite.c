@@ -409,8 +409,9 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
          * the header starts with "SQLite format 3\0"). An empty file is a new database. */
         if (sb.st_size > 0) {
             unsigned char hdr[100] = {0};
-            int fd = open(path, O_RDONLY | O_CLOEXEC);
-            if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+            int fd = -1;
+            fa_status os = fa_open_input(ctx, path, 0, &fd); /* swapped for a FIFO since the stat: refused */
+            if (os) return os;
             ssize_t got = read(fd, hdr, sizeof hdr);
             close(fd);
             if (got < 16 || memcmp(hdr, "SQLite format 3", 16) != 0)
@@ -435,6 +436,9 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
         }
         if (file_not_writable(path, &sb)) readonly = true;
     }
+    /* SQLite opens PATH-journal / -wal / -shm by name: a FIFO planted there would block it forever */
+    fa_status cs = fa_sqlite_companions_check(ctx, path);
+    if (cs) return cs;
 
     st->readonly = readonly;
     /* NOMUTEX: a store is used by one thread at a time (one fa_ctx per thread of work). */

@@ -32,18 +32,21 @@ static fa_import_kind detect_bytes(const unsigned char *hdr, size_t n)
     return FA_IMPORT_UNKNOWN;
 }
 
+static ssize_t read_full(int fd, void *buf, size_t n);
+
 fa_import_kind fa_import_detect(const char *path)
 {
     struct stat sb;
     /* only regular files: reading the first bytes of a pipe would consume them (a pipe goes
      * through fa_import_source_open, which keeps what it read) */
     if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) return FA_IMPORT_UNKNOWN;
-    FILE *f = fopen(path, "rb");
-    if (!f) return FA_IMPORT_UNKNOWN;
+    /* O_NONBLOCK: swapped for a FIFO since the stat, it is not waited on */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return FA_IMPORT_UNKNOWN;
     unsigned char hdr[64];
-    size_t n = fread(hdr, 1, sizeof hdr, f);
-    fclose(f);
-    return detect_bytes(hdr, n);
+    ssize_t n = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) ? read_full(fd, hdr, sizeof hdr) : -1;
+    close(fd);
+    return n < 0 ? FA_IMPORT_UNKNOWN : detect_bytes(hdr, (size_t)n);
 }
 
 /* ---- sources: files, pipes ------------------------------------------------------------- */
@@ -81,15 +84,19 @@ fa_status fa_import_source_open(fa_ctx *ctx, const char *path, fa_import_source 
     struct stat sb;
     if (stat(path, &sb) != 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
     if (S_ISDIR(sb.st_mode)) return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: is a folder, not a trace", path);
-    if (S_ISREG(sb.st_mode)) {
+    /* a named FIFO, a device or a socket is refused before open(2) could wait on it; an
+     * anonymous pipe (/dev/stdin after `|`, `<(zcat trace.json.gz)`) is read */
+    int in = -1;
+    fa_status os = fa_open_input(ctx, path, FA_INPUT_PIPE_OK, &in);
+    if (os) return os;
+    if (fstat(in, &sb) != 0 || S_ISREG(sb.st_mode)) {
+        close(in);
         src->bytes = (uint64_t)sb.st_size;
         return FA_OK;
     }
-    /* a pipe, /dev/stdin, process substitution, a character device: read once, into a private
-     * temporary file (0600, $TMPDIR or /tmp) that the importers can read as often as they need
-     * (the Kineto importer's lenient second pass; SQLite needs random access) */
-    int in = open(path, O_RDONLY | O_CLOEXEC);
-    if (in < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    /* a pipe: read once, into a private temporary file (0600, $TMPDIR or /tmp) that the
+     * importers can read as often as they need (the Kineto importer's lenient second pass;
+     * SQLite needs random access) */
     unsigned char hdr[64];
     ssize_t nh = read_full(in, hdr, sizeof hdr);
     if (nh < 0) {

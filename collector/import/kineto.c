@@ -1231,10 +1231,18 @@ static bool feed(kparse *p, feeder *f, size_t cut, uint64_t *fed_off, bool lenie
 static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient, fa_status *out_status)
 {
     fa_ctx *ctx = p->ctx;
-    gzFile gz = gzopen(p->path, "rb");
+    int gfd = -1; /* opened as an input: a FIFO swapped in after the import's checks is refused */
+    fa_status os = fa_open_input(ctx, p->path, 0, &gfd);
+    if (os) {
+        *out_status = os;
+        return RUN_FAIL;
+    }
+    gzFile gz = gzdopen(gfd, "rb");
     if (!gz) {
-        *out_status = errno == ENOMEM ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the trace", p->name)
-                                      : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", p->name, strerror(errno));
+        int e = errno;
+        close(gfd);
+        *out_status = e == ENOMEM ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the trace", p->name)
+                                  : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", p->name, strerror(e));
         return RUN_FAIL;
     }
     gzbuffer(gz, CHUNK);

@@ -634,7 +634,9 @@ fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, u
     n.st = st;
     fa_buf_init(&n.sql);
     fa_buf_init(&n.tmp);
-    fa_status s = FA_OK;
+    /* SQLite opens PATH-journal / -wal / -shm by name when they exist: a FIFO there would block it */
+    fa_status s = fa_sqlite_companions_check(ctx, path);
+    if (s) goto done;
     int rc = sqlite3_open_v2(path, &n.db, SQLITE_OPEN_READONLY, NULL);
     if (rc != SQLITE_OK) {
         s = rc == SQLITE_NOMEM || !n.db

@@ -2,13 +2,16 @@
  * kernels in one translation unit and one compiler process (started with an argument vector,
  * never a shell), cached in a private folder by the SHA-256 of sources + flags, each entry
  * checked against the SHA-256 of its binary recorded when it was built before it is loaded.
- * docs/codegen.md "Kernel cache". */
+ * The folder is checked from "/" once and held open: every later step (the compile folder, the
+ * compiler's working folder, renames, the dlopen of a verified descriptor) is relative to it, so
+ * a swap of names during a run changes nothing. docs/codegen.md "Kernel cache". */
 #include "runtime/runtime-impl.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -42,51 +45,38 @@ static const char *const k_cflags[] = {"-O3", "-march=native", "-fopenmp", "-fno
 static const char *const k_libs[] = {"-lsleefgnuabi", "-lm", NULL};
 
 struct fa_kernel_cache {
-    char *dir;          /* the private folder */
-    bool temporary;     /* made under $TMPDIR for this process only: removed by free */
+    char *dir;          /* the private folder's path, for messages */
+    int fd;             /* that folder, checked from "/" and held: every later step is relative to it */
+    int tmp_parent_fd;  /* a temporary folder: the folder it was made in ($TMPDIR), else -1 */
+    char tmp_name[64];  /* a temporary folder: its name there (removed by free) */
     uint64_t max_bytes; /* shared objects kept, least recently used evicted beyond it */
 };
 
 /* ---- the private folder ---- */
 
-static bool mkdir_p(const char *path)
+/* The value of an environment variable naming a base folder, or NULL when it is unset, relative
+ * or so long that BASE + suffix would not fit PATH_MAX. XDG Base Directory Specification 0.8:
+ * "All paths set in these environment variables must be absolute. If an implementation
+ * encounters a relative path in any of these variables it should consider the path invalid and
+ * ignore it." HOME and TMPDIR are held to the same rule: a cache is never made under the current
+ * folder, nor at a cut path. */
+static const char *env_base(const char *name, const char *suffix)
 {
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) return false;
-    for (char *p = buf + 1; *p; p++)
-        if (*p == '/') {
-            *p = 0;
-            if (mkdir(buf, 0700) != 0 && errno != EEXIST) return false;
-            *p = '/';
-        }
-    return mkdir(buf, 0700) == 0 || errno == EEXIST;
+    const char *v = getenv(name);
+    if (!v || v[0] != '/') return NULL;
+    if (strlen(v) + strlen(suffix) >= PATH_MAX) return NULL;
+    return v;
 }
 
-/* The folder must be ours and writable by nobody else: anyone who can write there can make us
- * load their code. */
-static fa_status check_private(fa_ctx *ctx, const char *dir)
+/* Work folders "tmp.<pid>.XXXXXXXXXXXX" of processes that no longer exist. */
+static void sweep_work_dirs(const fa_kernel_cache *kc)
 {
-    struct stat sb;
-    if (stat(dir, &sb) != 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: kernel cache folder: %s", dir, strerror(errno));
-    if (!S_ISDIR(sb.st_mode)) return fa_ctx_error(ctx, FA_ERR_IO, "%s: kernel cache folder is not a folder", dir);
-    if (sb.st_uid != geteuid())
-        return fa_ctx_error(ctx, FA_ERR_IO,
-                            "%s: kernel cache folder is owned by uid %u, not by you (uid %u): refusing to load shared "
-                            "objects from it (remove it, or set XDG_CACHE_HOME to a folder of your own)",
-                            dir, (unsigned)sb.st_uid, (unsigned)geteuid());
-    if (sb.st_mode & (S_IWGRP | S_IWOTH))
-        return fa_ctx_error(ctx, FA_ERR_IO,
-                            "%s: kernel cache folder is writable by %s (mode %04o): refusing to load shared objects "
-                            "from it (chmod 700 it, or remove it)",
-                            dir, (sb.st_mode & S_IWOTH) ? "others" : "its group", (unsigned)(sb.st_mode & 07777));
-    return FA_OK;
-}
-
-/* Work folders "tmp.<pid>.XXXXXX" of processes that no longer exist. */
-static void sweep_work_dirs(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return;
+    int fd = openat(kc->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* its own offset, unlike dup */
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0) close(fd);
+        return;
+    }
     struct dirent *e;
     while ((e = readdir(d))) {
         if (strncmp(e->d_name, "tmp.", 4)) continue;
@@ -94,45 +84,68 @@ static void sweep_work_dirs(const char *dir)
         long pid = strtol(e->d_name + 4, &end, 10);
         if (*end != '.' || pid <= 0 || pid == (long)getpid()) continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
-        char p[8192];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        fa_rm_tree(p);
+        fa_rm_tree_at(kc->fd, e->d_name);
     }
     closedir(d);
 }
+
+static const char k_hint[] =
+    "(the kernel cache must be reachable only through folders owned by you or root that nobody else can write; "
+    "set XDG_CACHE_HOME to such a folder of your own)";
 
 fa_status fa_kernel_cache_open(fa_ctx *ctx, const char *dir, uint64_t max_bytes, fa_kernel_cache **out)
 {
     fa_kernel_cache *kc = calloc(1, sizeof *kc);
     if (!kc) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    kc->fd = kc->tmp_parent_fd = -1;
     kc->max_bytes = max_bytes ? max_bytes : FA_KERNEL_CACHE_MAX_BYTES_DEFAULT;
-    char buf[4096];
+    fa_buf path;
+    fa_buf_init(&path);
+    bool temporary = false;
+    const char *tmpdir = NULL;
     if (!dir) {
-        const char *x = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-        if (x && *x) snprintf(buf, sizeof buf, "%s/fuse-advise/kernels", x);
-        else if (home && *home) snprintf(buf, sizeof buf, "%s/.cache/fuse-advise/kernels", home);
+        const char *x = env_base("XDG_CACHE_HOME", "/fuse-advise/kernels");
+        const char *home = env_base("HOME", "/.cache/fuse-advise/kernels");
+        if (x) fa_buf_printf(&path, "%s/fuse-advise/kernels", x);
+        else if (home) fa_buf_printf(&path, "%s/.cache/fuse-advise/kernels", home);
         else {
-            const char *t = getenv("TMPDIR");
-            snprintf(buf, sizeof buf, "%s/fuse-advise-kernels-XXXXXX", t && *t ? t : "/tmp");
-            if (!mkdtemp(buf)) { /* mkdtemp creates it 0700 */
-                free(kc);
-                return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create a private kernel folder: %s", buf, strerror(errno));
-            }
-            kc->temporary = true;
+            tmpdir = env_base("TMPDIR", "/fuse-advise-kernels-XXXXXXXXXXXX");
+            if (!tmpdir) tmpdir = "/tmp";
+            fa_buf_puts(&path, tmpdir);
+            temporary = true;
         }
-        dir = buf;
+    } else if (dir[0] != '/') { /* a relative folder given by the caller: from the current one */
+        char cwd[PATH_MAX];
+        if (!getcwd(cwd, sizeof cwd)) {
+            free(kc);
+            return fa_ctx_error(ctx, FA_ERR_IO, "%s: kernel cache folder: cannot resolve the current folder: %s", dir,
+                                strerror(errno));
+        }
+        fa_buf_printf(&path, "%s/%s", cwd, dir);
+    } else {
+        fa_buf_puts(&path, dir);
     }
-    kc->dir = strdup(dir);
-    fa_status s = kc->dir ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    if (!s && !kc->temporary && !mkdir_p(dir))
-        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create the kernel cache folder: %s", dir, strerror(errno));
-    if (!s) s = check_private(ctx, dir);
+    fa_status s = path.oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory") : FA_OK;
+    if (!s && temporary) {
+        /* a folder of this process under $TMPDIR (sticky, like /tmp, is fine there) */
+        s = fa_private_dir_open(ctx, path.data, FA_DIR_STICKY_OK, "folder for temporary kernels", k_hint,
+                                &kc->tmp_parent_fd);
+        if (!s) s = fa_mkdtemp_at(ctx, kc->tmp_parent_fd, path.data, "fuse-advise-kernels-", kc->tmp_name,
+                                  sizeof kc->tmp_name, &kc->fd);
+        if (!s) {
+            fa_buf_printf(&path, "%s%s", strcmp(path.data, "/") ? "/" : "", kc->tmp_name);
+            if (path.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        }
+    } else if (!s) {
+        s = fa_private_dir_open(ctx, path.data, FA_DIR_CREATE, "kernel cache folder", k_hint, &kc->fd);
+    }
     if (s) {
-        kc->temporary = false; /* never remove a folder we refused */
+        fa_buf_free(&path);
         fa_kernel_cache_free(kc);
         return s;
     }
-    sweep_work_dirs(kc->dir);
+    kc->dir = path.data; /* owned now */
+    sweep_work_dirs(kc);
     *out = kc;
     return FA_OK;
 }
@@ -142,7 +155,11 @@ const char *fa_kernel_cache_dir(const fa_kernel_cache *kc) { return kc->dir; }
 void fa_kernel_cache_free(fa_kernel_cache *kc)
 {
     if (!kc) return;
-    if (kc->temporary) fa_rm_tree(kc->dir);
+    if (kc->fd >= 0) close(kc->fd);
+    if (kc->tmp_parent_fd >= 0) {
+        if (kc->tmp_name[0]) fa_rm_tree_at(kc->tmp_parent_fd, kc->tmp_name);
+        close(kc->tmp_parent_fd);
+    }
     free(kc->dir);
     free(kc);
 }
@@ -172,14 +189,16 @@ static bool sha256_fd(int fd, char hex[65])
     return ok;
 }
 
-/* A file of the entry: regular, not a link, ours, writable by nobody else, not empty. */
-static int open_entry_file(const char *path, struct stat *sb)
+/* A file of the entry, opened in the cache folder: regular, not a link, ours, writable by nobody
+ * else, not empty. */
+static int open_entry_file(int dirfd, const char *name, struct stat *sb)
 {
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return -1;
     if (fstat(fd, sb) != 0 || !S_ISREG(sb->st_mode) || sb->st_uid != geteuid() || (sb->st_mode & (S_IWGRP | S_IWOTH)) ||
         sb->st_size == 0) {
         close(fd);
+        errno = EPERM;
         return -1;
     }
     return fd;
@@ -187,29 +206,89 @@ static int open_entry_file(const char *path, struct stat *sb)
 
 static void remove_entry(const fa_kernel_cache *kc, const char *key)
 {
-    char p[4400];
-    snprintf(p, sizeof p, "%s/%s.so", kc->dir, key);
-    unlink(p);
-    snprintf(p, sizeof p, "%s/%s.so.sha256", kc->dir, key);
-    unlink(p);
+    char n[128];
+    snprintf(n, sizeof n, "%s.so", key);
+    unlinkat(kc->fd, n, 0);
+    snprintf(n, sizeof n, "%s.so.sha256", key);
+    unlinkat(kc->fd, n, 0);
+}
+
+/* The symbol every batch's translation unit defines (build): which library a handle is. */
+static void id_symbol(const char *key, char *buf, size_t cap) { snprintf(buf, cap, "fa_kernels_%s", key); }
+
+/* dlopen of what descriptor fd holds, by its name /proc/self/fd/N: the loader maps the inode that
+ * was verified, whatever the cache folder's names point to by now. glibc returns an object
+ * already loaded under the same name before it opens anything (elf/dl-load.c _dl_map_object),
+ * and descriptor numbers are reused once closed, so an earlier batch loaded through
+ * /proc/self/fd/N and still held is found under that name: a handle without this batch's
+ * id_symbol is such an object, and the descriptor is duplicated to a number not tried yet
+ * (the tried ones stay open meanwhile, so each try is a new number; at most one try per
+ * library held). Takes fd. *held: the descriptor whose name desc[] is, to close after the last
+ * dlopen of desc (-1 on failure, everything closed). */
+static void *dlopen_fd(int fd, const char *key, char *desc, size_t desc_cap, int *held, char *why, size_t why_cap)
+{
+    char sym[96];
+    id_symbol(key, sym, sizeof sym);
+    int *tried = NULL, n_tried = 0, cap = 0, cur = fd;
+    void *h = NULL;
+    for (;;) {
+        snprintf(desc, desc_cap, "/proc/self/fd/%d", cur);
+        h = dlopen(desc, RTLD_NOW | RTLD_LOCAL);
+        if (!h) {
+            const char *e = dlerror();
+            snprintf(why, why_cap, "dlopen: %s", e ? e : "?");
+            break;
+        }
+        if (dlsym(h, sym)) break;
+        dlclose(h);
+        h = NULL;
+        if (n_tried == cap) {
+            int *nt = cap < 65536 ? realloc(tried, sizeof *tried * (size_t)(cap = cap ? 2 * cap : 16)) : NULL;
+            if (!nt) {
+                snprintf(why, why_cap, "the loaded object is not this batch (no %s)", sym);
+                break;
+            }
+            tried = nt;
+        }
+        int next = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the lowest free number: none of those held */
+        if (next < 0) {
+            snprintf(why, why_cap, "the loaded object is not this batch (no %s), and no other descriptor: %s", sym,
+                     strerror(errno));
+            break;
+        }
+        tried[n_tried++] = cur;
+        cur = next;
+    }
+    for (int i = 0; i < n_tried; i++) close(tried[i]);
+    free(tried);
+    if (!h) {
+        close(cur);
+        cur = -1;
+    }
+    *held = cur;
+    return h;
 }
 
 /* Load entry `key` if its binary matches the recorded hash (checked before dlopen runs any of
- * its code). NULL when absent, tampered, truncated or not loadable (why in why[]). */
-static void *load_verified(const fa_kernel_cache *kc, const char *key, char *why, size_t why_cap)
+ * its code, on the descriptor dlopen then maps). NULL when absent, tampered, truncated or not
+ * loadable (why in why[]); else the handle, desc[] the name it was loaded by and *held the
+ * descriptor behind that name (close it after binding). */
+static void *load_verified(const fa_kernel_cache *kc, const char *key, char *desc, size_t desc_cap, int *held, char *why,
+                           size_t why_cap)
 {
-    char so[4400], rec[4400];
-    snprintf(so, sizeof so, "%s/%s.so", kc->dir, key);
-    snprintf(rec, sizeof rec, "%s/%s.so.sha256", kc->dir, key);
+    char so[128], rec[128];
+    snprintf(so, sizeof so, "%s.so", key);
+    snprintf(rec, sizeof rec, "%s.so.sha256", key);
     struct stat sb, rb;
     why[0] = 0;
-    int fd = open_entry_file(so, &sb);
+    *held = -1;
+    int fd = open_entry_file(kc->fd, so, &sb);
     if (fd < 0) {
         snprintf(why, why_cap, "%s", errno == ENOENT ? "absent" : "not a private, non-empty regular file");
         return NULL;
     }
     char want[80] = {0}, have[65] = {0};
-    int rfd = open_entry_file(rec, &rb);
+    int rfd = open_entry_file(kc->fd, rec, &rb);
     ssize_t got = rfd >= 0 ? pread(rfd, want, 64, 0) : -1;
     if (rfd >= 0) close(rfd);
     if (got != 64) {
@@ -222,28 +301,15 @@ static void *load_verified(const fa_kernel_cache *kc, const char *key, char *why
         snprintf(why, why_cap, "the binary does not match the hash recorded when it was built");
         return NULL;
     }
-    /* The folder is private (check_private), so nobody but us can swap the file between the
-     * check and the load; the inode is compared once more after loading all the same. */
-    void *h = dlopen(so, RTLD_NOW | RTLD_LOCAL);
-    struct stat after;
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(why, why_cap, "dlopen: %s", e ? e : "?");
-    } else if (stat(so, &after) != 0 || after.st_ino != sb.st_ino || after.st_dev != sb.st_dev) {
-        dlclose(h);
-        h = NULL;
-        snprintf(why, why_cap, "the file changed while it was loaded");
-    }
-    close(fd);
-    return h;
+    return dlopen_fd(fd, key, desc, desc_cap, held, why, why_cap);
 }
 
 /* Mark an entry used now (its .so mtime is the least-recently-used clock). */
 static void touch_entry(const fa_kernel_cache *kc, const char *key)
 {
-    char so[4400];
-    snprintf(so, sizeof so, "%s/%s.so", kc->dir, key);
-    utimensat(AT_FDCWD, so, NULL, AT_SYMLINK_NOFOLLOW);
+    char so[128];
+    snprintf(so, sizeof so, "%s.so", key);
+    utimensat(kc->fd, so, NULL, AT_SYMLINK_NOFOLLOW);
 }
 
 typedef struct entry_info {
@@ -262,8 +328,12 @@ static int cmp_used(const void *a, const void *b)
 /* Least recently used entries go until the shared objects fit max_bytes; `keep` stays. */
 static void evict(const fa_kernel_cache *kc, const char *keep)
 {
-    DIR *d = opendir(kc->dir);
-    if (!d) return;
+    int dfd = openat(kc->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* its own offset, unlike dup */
+    DIR *d = dfd >= 0 ? fdopendir(dfd) : NULL;
+    if (!d) {
+        if (dfd >= 0) close(dfd);
+        return;
+    }
     entry_info *v = NULL;
     size_t n = 0, cap = 0;
     uint64_t total = 0;
@@ -271,10 +341,8 @@ static void evict(const fa_kernel_cache *kc, const char *keep)
     while ((e = readdir(d))) {
         size_t l = strlen(e->d_name);
         if (l < 4 || l >= sizeof v->name || strcmp(e->d_name + l - 3, ".so")) continue;
-        char p[8192];
-        snprintf(p, sizeof p, "%s/%s", kc->dir, e->d_name);
         struct stat sb;
-        if (lstat(p, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        if (fstatat(kc->fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
         if (n == cap) {
             cap = cap ? 2 * cap : 64;
             entry_info *nv = realloc(v, cap * sizeof *v);
@@ -288,7 +356,7 @@ static void evict(const fa_kernel_cache *kc, const char *keep)
         n++;
     }
     closedir(d);
-    qsort(v, n, sizeof *v, cmp_used);
+    if (n) qsort(v, n, sizeof *v, cmp_used);
     for (size_t i = 0; i < n && total > kc->max_bytes; i++) {
         if (!strcmp(v[i].name, keep)) continue;
         remove_entry(kc, v[i].name);
@@ -336,13 +404,14 @@ static bool bind_all(void *h, const char *so_desc, const char *key, int n, const
 static bool load_and_bind(const fa_kernel_cache *kc, const char *key, int n, const fa_kernel_source *srcs, const int *idx,
                           bool cached, fa_compiled **out, char *why, size_t why_cap)
 {
-    void *h = load_verified(kc, key, why, why_cap);
+    char desc[64];
+    int held = -1;
+    void *h = load_verified(kc, key, desc, sizeof desc, &held, why, why_cap);
     if (!h) return false;
-    char desc[4400];
-    snprintf(desc, sizeof desc, "%s/%s.so", kc->dir, key);
     bool ok = bind_all(h, desc, key, n, srcs, idx, cached, out);
     if (!ok && !why[0]) snprintf(why, why_cap, "a kernel symbol is missing");
     dlclose(h);
+    close(held);
     return ok;
 }
 
@@ -350,6 +419,7 @@ static void batch_key(int n, const fa_kernel_source *srcs, const int *idx, char 
 {
     fa_buf b;
     fa_buf_init(&b);
+    fa_buf_puts(&b, "id symbol fa_kernels_KEY\n"); /* entries define it (build); older ones do not */
     for (int i = 0; k_cflags[i]; i++) fa_buf_printf(&b, "%s\n", k_cflags[i]);
     for (int i = 0; k_libs[i]; i++) fa_buf_printf(&b, "%s\n", k_libs[i]);
     fa_buf_printf(&b, "%d kernels\n", n);
@@ -361,35 +431,81 @@ static void batch_key(int n, const fa_kernel_source *srcs, const int *idx, char 
     fa_buf_free(&b);
 }
 
-/* Run the compiler on work/kernels.c -> work/out.so; exit status (or -1 when it could not start,
- * message in ctx); the log in work/log. */
-static int run_cc(fa_ctx *ctx, const char *work)
+/* The compiler's log: what it wrote to the descriptor (at most 4 MiB; the diagnostics kept
+ * from it are capped far below). */
+static void read_log(int fd, uint8_t **log, size_t *len)
 {
-    char src[4400], so[4400], log[4400];
-    snprintf(src, sizeof src, "%s/kernels.c", work);
-    snprintf(so, sizeof so, "%s/out.so", work);
-    snprintf(log, sizeof log, "%s/log", work);
-    const char *cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc";
-    const char *argv[32];
-    int a = 0;
-    argv[a++] = cc;
-    for (int i = 0; k_cflags[i]; i++) argv[a++] = k_cflags[i];
+    *log = NULL;
+    *len = 0;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) return;
+    size_t n = sb.st_size > (4 << 20) ? (size_t)(4 << 20) : (size_t)sb.st_size;
+    uint8_t *b = malloc(n + 1);
+    if (!b) return;
+    ssize_t r = pread(fd, b, n, 0);
+    if (r < 0) r = 0;
+    b[r] = 0;
+    *log = b;
+    *len = (size_t)r;
+}
+
+/* Run the compiler in the compile folder wfd (its working folder, set with fchdir by the
+ * spawn: kernels.c -> out.so are names in that held folder, never paths a swap could
+ * redirect); its output goes to the descriptor logfd. $CC is split into words as a shell would
+ * (fa_split_words: `ccache gcc` works, nothing expanded, no shell). Exit status, or -1 when it
+ * could not start (message in ctx). */
+static int run_cc(fa_ctx *ctx, int wfd, int logfd)
+{
+    const char *env = getenv("CC");
+    char **cc = NULL;
+    int n_cc = 0;
+    if (fa_split_words(ctx, env && *env ? env : "cc", "CC", &cc, &n_cc)) return -1;
+    if (n_cc == 0) { /* CC of blanks only: the default */
+        fa_words_free(cc);
+        if (fa_split_words(ctx, "cc", "CC", &cc, &n_cc)) return -1;
+    }
+    /* a relative program path (CC=./mycc) names a file from our folder, not the compile one */
+    char *prog = NULL;
+    if (strchr(cc[0], '/') && cc[0][0] != '/') {
+        char cwd[PATH_MAX];
+        size_t n = 0;
+        if (getcwd(cwd, sizeof cwd) && (prog = malloc((n = strlen(cwd) + strlen(cc[0]) + 2))))
+            snprintf(prog, n, "%s/%s", cwd, cc[0]);
+    }
+    size_t n_flags = 0, n_libs = 0;
+    while (k_cflags[n_flags]) n_flags++;
+    while (k_libs[n_libs]) n_libs++;
+    const char **argv = calloc((size_t)n_cc + n_flags + n_libs + 4, sizeof *argv);
+    if (!argv) {
+        free(prog);
+        fa_words_free(cc);
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        return -1;
+    }
+    size_t a = 0;
+    for (int i = 0; i < n_cc; i++) argv[a++] = cc[i];
+    if (prog) argv[0] = prog;
+    for (size_t i = 0; i < n_flags; i++) argv[a++] = k_cflags[i];
     argv[a++] = "-o";
-    argv[a++] = so;
-    argv[a++] = src;
-    for (int i = 0; k_libs[i]; i++) argv[a++] = k_libs[i];
+    argv[a++] = "out.so";
+    argv[a++] = "kernels.c";
+    for (size_t i = 0; i < n_libs; i++) argv[a++] = k_libs[i];
     argv[a] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawn_file_actions_addfchdir_np(&fa, wfd);
+    posix_spawn_file_actions_adddup2(&fa, logfd, 1);
+    posix_spawn_file_actions_adddup2(&fa, logfd, 2);
     pid_t pid;
-    int rc = posix_spawnp(&pid, cc, &fa, NULL, (char *const *)argv, environ);
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
     posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-        fa_ctx_error(ctx, FA_ERR_RUNTIME, "cannot start the C compiler '%s': %s", cc, strerror(rc));
-        return -1;
-    }
+    if (rc != 0)
+        fa_ctx_error(ctx, FA_ERR_RUNTIME, "cannot start the C compiler '%s' (CC='%s'): %s", argv[0], env && *env ? env : "cc",
+                     strerror(rc));
+    free(argv);
+    free(prog);
+    fa_words_free(cc);
+    if (rc != 0) return -1;
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
@@ -412,9 +528,13 @@ static fa_status build(fa_ctx *ctx, const fa_kernel_cache *kc, int n, const fa_k
         return FA_OK;
     }
     if (strcmp(why, "absent")) remove_entry(kc, key); /* zero-byte, corrupt, tampered: rebuilt */
-    char work[4400];
-    snprintf(work, sizeof work, "%s/tmp.%ld.XXXXXX", kc->dir, (long)getpid());
-    if (!mkdtemp(work)) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create a compile folder: %s", kc->dir, strerror(errno));
+    /* the compile folder: made in the held cache folder, held itself */
+    char wname[64], prefix[40];
+    snprintf(prefix, sizeof prefix, "tmp.%ld.", (long)getpid());
+    int wfd = -1;
+    fa_status s = fa_mkdtemp_at(ctx, kc->fd, kc->dir, prefix, wname, sizeof wname, &wfd);
+    if (s) return fa_ctx_wrap(ctx, s, "cannot create a compile folder: ");
+    char shown[PATH_MAX];
     fa_buf tu;
     fa_buf_init(&tu);
     for (int k = 0; k < n; k++) {
@@ -424,13 +544,21 @@ static fa_status build(fa_ctx *ctx, const fa_kernel_cache *kc, int n, const fa_k
         fa_buf_append(&tu, srcs[idx[k]].src, srcs[idx[k]].len);
         fa_buf_puts(&tu, "\n");
     }
-    char path[4400];
-    snprintf(path, sizeof path, "%s/kernels.c", work);
-    fa_status s = tu.oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory") : fa_write_file_atomic(ctx, path, tu.data, tu.len);
+    char sym[96];
+    id_symbol(key, sym, sizeof sym);
+    fa_buf_printf(&tu, "#line 1 \"kernels-id.c\"\n__attribute__((visibility(\"default\"))) const char %s[] = \"%s\";\n", sym,
+                  key);
+    snprintf(shown, sizeof shown, "%s/%s/kernels.c", kc->dir, wname);
+    s = tu.oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory") : fa_write_file_at(ctx, wfd, "kernels.c", shown, tu.data, tu.len);
     fa_buf_free(&tu);
-    int rc = s ? -1 : run_cc(ctx, work);
+    int logfd = -1;
+    if (!s && (logfd = openat(wfd, "log", O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+        s = fa_ctx_error(ctx, FA_ERR_IO, "%s/%s/log: cannot create: %s", kc->dir, wname, strerror(errno));
+    int rc = s ? -1 : run_cc(ctx, wfd, logfd);
     if (rc < 0) {
-        fa_rm_tree(work);
+        if (logfd >= 0) close(logfd);
+        close(wfd);
+        fa_rm_tree_at(kc->fd, wname);
         return s ? s : fa_ctx_status(ctx);
     }
     if (rc != 0) {
@@ -438,10 +566,8 @@ static fa_status build(fa_ctx *ctx, const fa_kernel_cache *kc, int n, const fa_k
          * included file holds) */
         uint8_t *log = NULL;
         size_t ll = 0;
-        fa_ctx *lc = fa_ctx_create();
-        snprintf(path, sizeof path, "%s/log", work);
-        fa_read_file(lc, path, &log, &ll);
-        fa_ctx_free(lc);
+        read_log(logfd, &log, &ll);
+        close(logfd);
         bool any = false;
         for (int k = 0; k < n; k++) {
             char un[64];
@@ -462,25 +588,32 @@ static fa_status build(fa_ctx *ctx, const fa_kernel_cache *kc, int n, const fa_k
             fa_buf_free(&m);
         }
         free(log);
-        fa_rm_tree(work);
+        close(wfd);
+        fa_rm_tree_at(kc->fd, wname);
         if (!any) *n_failed = -1; /* not attributed: the caller compiles one by one */
         return FA_OK;
     }
-    /* record the binary's hash next to it, then move both into place (same folder: the work
-     * folder lives inside the cache, so TMPDIR's filesystem never matters) */
-    char so[4400], rec[4400], dst[4400], dstrec[4400], hex[65];
-    snprintf(so, sizeof so, "%s/out.so", work);
-    snprintf(rec, sizeof rec, "%s/out.so.sha256", work);
-    snprintf(dst, sizeof dst, "%s/%s.so", kc->dir, key);
-    snprintf(dstrec, sizeof dstrec, "%s/%s.so.sha256", kc->dir, key);
-    int fd = open(so, O_RDONLY | O_CLOEXEC);
-    bool hashed = fd >= 0 && sha256_fd(fd, hex);
+    close(logfd);
+    /* record the binary's hash next to it, then move both into place: renames between the two
+     * held folders (the compile folder lives inside the cache, so TMPDIR's filesystem never
+     * matters) */
+    char dst[128], dstrec[128], hex[65];
+    snprintf(dst, sizeof dst, "%s.so", key);
+    snprintf(dstrec, sizeof dstrec, "%s.so.sha256", key);
+    struct stat sb;
+    int fd = openat(wfd, "out.so", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    bool hashed = fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sha256_fd(fd, hex);
     if (fd >= 0) close(fd);
-    if (!hashed) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot read the compiled kernels", so);
-    if (!s) s = fa_write_file_atomic(ctx, rec, hex, 64);
-    if (!s && rename(so, dst) != 0) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot move the compiled kernels into place: %s", dst, strerror(errno));
-    if (!s && rename(rec, dstrec) != 0) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot record the kernels' hash: %s", dstrec, strerror(errno));
-    fa_rm_tree(work);
+    snprintf(shown, sizeof shown, "%s/%s/out.so", kc->dir, wname);
+    if (!hashed) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot read the compiled kernels", shown);
+    snprintf(shown, sizeof shown, "%s/%s/out.so.sha256", kc->dir, wname);
+    if (!s) s = fa_write_file_at(ctx, wfd, "out.so.sha256", shown, hex, 64);
+    if (!s && renameat(wfd, "out.so", kc->fd, dst) != 0)
+        s = fa_ctx_error(ctx, FA_ERR_IO, "%s/%s: cannot move the compiled kernels into place: %s", kc->dir, dst, strerror(errno));
+    if (!s && renameat(wfd, "out.so.sha256", kc->fd, dstrec) != 0)
+        s = fa_ctx_error(ctx, FA_ERR_IO, "%s/%s: cannot record the kernels' hash: %s", kc->dir, dstrec, strerror(errno));
+    close(wfd);
+    fa_rm_tree_at(kc->fd, wname);
     if (s) return s;
     evict(kc, key);
     if (!load_and_bind(kc, key, n, srcs, idx, false, out, why, sizeof why)) {

@@ -89,6 +89,9 @@ static __attribute__((unused)) void hu_export_chain(const char *path, int64_t ro
 
 /* Folder the CLI runs in (hu_cli_env), NULL: the test's own. */
 static const char *hu_cwd;
+/* Seconds after which the CLI run is killed by SIGALRM (exit 128+14), 0: never. For inputs that
+ * used to make it wait forever: the test then fails instead of hanging. */
+static int hu_timeout_s;
 
 /* Run the CLI with extra "NAME=VALUE" environment entries (NULL-terminated, may be NULL) in its
  * own process group, stdout/stderr to files under the temp folder. When kill_when is non-NULL,
@@ -112,6 +115,7 @@ static __attribute__((unused)) int hu_cli_env(const char *const *argv, const cha
         setpgid(0, 0);
         for (int i = 0; env && env[i]; i++) putenv((char *)env[i]);
         if (hu_cwd && chdir(hu_cwd) != 0) _exit(126);
+        if (hu_timeout_s > 0) alarm((unsigned)hu_timeout_s); /* kept across execv */
         int o = open(ofile, O_WRONLY | O_CREAT | O_TRUNC, 0600), e = open(efile, O_WRONLY | O_CREAT | O_TRUNC, 0600);
         dup2(o, 1);
         dup2(e, 2);

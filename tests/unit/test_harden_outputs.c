@@ -1,6 +1,7 @@
-/* tests/unit/test_harden_outputs — issue 15 "Output files and folders": the atomic writer never
- * replaces what is not a regular file (FIFOs, devices, links to them are written through, a
- * link to a file keeps being a link, folders are refused); an output naming the run database or
+/* tests/unit/test_harden_outputs — issue 15 "Output files and folders": the writer of a file the
+ * user named (fa_write_user_file) never replaces what is not a regular file (FIFOs, devices,
+ * links to them are written through, a link to a file keeps being a link, folders are refused;
+ * files fuse-advise names itself never go through a link: test_harden_fs); an output naming the run database or
  * its -wal/-shm is refused before anything runs; --out naming a file is refused before the
  * baseline; the default folder derived from a model's file name cannot leave fuse-advise-out/;
  * a run that fails or is killed while writing leaves its output folder wholly the previous
@@ -58,7 +59,7 @@ static void test_writer_writes_through_fifo_device_and_links_never_replaces_them
     pthread_t th;
     assert_int_equal(pthread_create(&th, NULL, read_fifo, &r), 0);
     usleep(100000);
-    assert_int_equal(fa_write_file_atomic(ctx, fifo, "through the fifo", 16), FA_OK);
+    assert_int_equal(fa_write_user_file(ctx, fifo, "through the fifo", 16), FA_OK);
     pthread_join(th, NULL);
     assert_string_equal(r.got, "through the fifo");
     assert_int_equal(lstat(fifo, &sb), 0);
@@ -67,7 +68,7 @@ static void test_writer_writes_through_fifo_device_and_links_never_replaces_them
     /* a character device (a /dev/null node of our own; needs root) and a link to /dev/null */
     const char *dev = tmp("null-node");
     if (mknod(dev, S_IFCHR | 0666, makedev(1, 3)) == 0) {
-        assert_int_equal(fa_write_file_atomic(ctx, dev, "x", 1), FA_OK);
+        assert_int_equal(fa_write_user_file(ctx, dev, "x", 1), FA_OK);
         assert_int_equal(lstat(dev, &sb), 0);
         assert_true(S_ISCHR(sb.st_mode));
     } else {
@@ -75,7 +76,7 @@ static void test_writer_writes_through_fifo_device_and_links_never_replaces_them
     }
     const char *nlink = tmp("null-link");
     assert_int_equal(symlink("/dev/null", nlink), 0);
-    assert_int_equal(fa_write_file_atomic(ctx, nlink, "x", 1), FA_OK);
+    assert_int_equal(fa_write_user_file(ctx, nlink, "x", 1), FA_OK);
     assert_int_equal(lstat(nlink, &sb), 0);
     assert_true(S_ISLNK(sb.st_mode));
 
@@ -86,7 +87,7 @@ static void test_writer_writes_through_fifo_device_and_links_never_replaces_them
     snprintf(target, sizeof target, "/proc/%d/fd/%d", (int)getpid(), pfd[1]);
     const char *plink = tmp("stdout-link");
     assert_int_equal(symlink(target, plink), 0);
-    assert_int_equal(fa_write_file_atomic(ctx, plink, "piped", 5), FA_OK);
+    assert_int_equal(fa_write_user_file(ctx, plink, "piped", 5), FA_OK);
     char got[16] = {0};
     assert_int_equal(read(pfd[0], got, sizeof got - 1), 5);
     assert_string_equal(got, "piped");
@@ -99,7 +100,7 @@ static void test_writer_writes_through_fifo_device_and_links_never_replaces_them
     const char *file = tmp("real.txt"), *flink = tmp("link.txt");
     put(file, "old");
     assert_int_equal(symlink(file, flink), 0);
-    assert_int_equal(fa_write_file_atomic(ctx, flink, "new", 3), FA_OK);
+    assert_int_equal(fa_write_user_file(ctx, flink, "new", 3), FA_OK);
     assert_int_equal(lstat(flink, &sb), 0);
     assert_true(S_ISLNK(sb.st_mode));
     char *t = hu_slurp(file);
@@ -109,12 +110,12 @@ static void test_writer_writes_through_fifo_device_and_links_never_replaces_them
     /* a folder and a dangling link: refused, untouched */
     const char *dir = tmp("a-folder");
     assert_int_equal(mkdir(dir, 0755), 0);
-    assert_int_equal(fa_write_file_atomic(ctx, dir, "x", 1), FA_ERR_IO);
+    assert_int_equal(fa_write_user_file(ctx, dir, "x", 1), FA_ERR_IO);
     assert_int_equal(lstat(dir, &sb), 0);
     assert_true(S_ISDIR(sb.st_mode));
     const char *dang = tmp("dangling");
     assert_int_equal(symlink(tmp("nowhere"), dang), 0);
-    assert_int_equal(fa_write_file_atomic(ctx, dang, "x", 1), FA_ERR_IO);
+    assert_int_equal(fa_write_user_file(ctx, dang, "x", 1), FA_ERR_IO);
     assert_int_equal(lstat(dang, &sb), 0);
     assert_true(S_ISLNK(sb.st_mode));
     assert_false(hu_exists(tmp("nowhere")));
