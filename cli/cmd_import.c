@@ -1,12 +1,12 @@
 /* cli/cmd_import — `fuse-advise import TRACE`: import a Kineto JSON or Nsight Systems SQLite
  * trace into the run database (a run of kind 'import'), then print op-level fusion advice from
- * the kernels alone (analyzer/trace_advice.h, docs/trace-advice.md). */
+ * the kernels alone (trace/trace.h, docs/trace-advice.md). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/trace_advice.h"
+#include "trace/trace.h"
 #include "cli.h"
 #include "collector/import/import.h"
 #include "reports/reports.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/trace_advice.h"
+#include "trace/trace.h"
 #include "collector/import/import.h"
 #include "store/store.h"
 #include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
@@ -1070,6 +1070,48 @@ static void test_corpus_traces_advice_invariants(void **state)
     }
 }
 
+
+/* core's keyed intern map (every table keyed by input names or id tuples): dense ids in insertion
+ * order, binary keys with NULs and shared prefixes kept apart, lookups without adding, growth */
+static void test_intern_map_dense_ids_binary_keys(void **state)
+{
+    (void)state;
+    fa_arena *ar = fa_arena_create(1 << 12);
+    fa_intern *m = fa_intern_create(ar);
+    assert_non_null(m);
+    bool added = false;
+    const char *st = NULL;
+    assert_int_equal(fa_intern_str(m, "add", &added, &st), 0);
+    assert_true(added);
+    assert_string_equal(st, "add");
+    assert_int_equal(fa_intern_str(m, "add_", &added, NULL), 1);
+    assert_true(added);
+    assert_int_equal(fa_intern_str(m, "add", &added, &st), 0);
+    assert_false(added);
+    const char k1[] = {'a', 0, 'b'}, k2[] = {'a', 0, 'c'};
+    assert_int_equal(fa_intern_id(m, k1, sizeof k1, &added, NULL), 2);
+    assert_int_equal(fa_intern_id(m, k2, sizeof k2, &added, NULL), 3);
+    assert_int_equal(fa_intern_find(m, k1, sizeof k1), 2);
+    assert_int_equal(fa_intern_find(m, "a", 1), -1);
+    for (int i = 0; i < 5000; i++) {
+        int32_t t[2] = {i, -i};
+        assert_int_equal(fa_intern_id(m, t, sizeof t, &added, NULL), 4 + i);
+    }
+    for (int i = 0; i < 5000; i += 7) {
+        int32_t t[2] = {i, -i};
+        assert_int_equal(fa_intern_find(m, t, sizeof t), 4 + i);
+    }
+    assert_int_equal(fa_intern_count(m), 5004);
+    assert_true(fa_intern_bytes(m) > 0);
+    fa_intern_free(m);
+    fa_intern_free(NULL);
+    /* a map with its own arena */
+    m = fa_intern_create(NULL);
+    assert_int_equal(fa_intern_str(m, "x", NULL, NULL), 0);
+    fa_intern_free(m);
+    fa_arena_free(ar);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1077,6 +1119,7 @@ int main(void)
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
+        cmocka_unit_test(test_intern_map_dense_ids_binary_keys),
         cmocka_unit_test(test_device_tables),
         cmocka_unit_test(test_llama_decoder_patterns_named_cuda_and_rocm),
         cmocka_unit_test(test_module_frames_name_the_pattern),

@@ -1,11 +1,15 @@
-/* analyzer/trace_advice — fusion advice from a GPU kernel trace alone (an imported Kineto /
- * Nsight Systems run: no model graph). Kernels are read once, in per-stream time order, into
- * statistics bounded by the number of distinct kernels and sequences (never by the number of
- * records): per-kernel statistics, named fusion patterns and repeated sequences of memory-bound
- * kernels (each kernel occurrence in at most one), their predicted savings from bytes and
- * measured times, launch-bound stretches, idle gaps, CUDA-graph replays (docs/trace-advice.md). */
-#ifndef FA_TRACE_ADVICE_H
-#define FA_TRACE_ADVICE_H
+/* trace — fusion advice from a GPU kernel trace alone (an imported Kineto / Nsight Systems run:
+ * no model graph). Kernels are read once, in per-stream time order, into statistics bounded by
+ * the number of distinct kernels and sequences (never by the number of records): per-kernel
+ * statistics, named fusion patterns and repeated sequences of memory-bound kernels (each kernel
+ * occurrence in at most one), their predicted savings from bytes and measured times,
+ * launch-bound stretches, idle gaps, CUDA-graph replays (docs/trace-advice.md).
+ * The module by job: classify.c (kernel names, classes, op keys), patterns.c (named patterns and
+ * their matcher), shapes.c (inputs and bytes), medians.c, builder.c (the streaming builder),
+ * spool.c (records in any order: an external sort), finish.c, feed.c (a whole trace in memory),
+ * text.c, io.c (JSON written and read back from one field list), save.c (the run database). */
+#ifndef FA_TRACE_H
+#define FA_TRACE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -45,7 +49,7 @@ const char *fa_kernel_name_short(const char *name, char *buf, size_t cap);
 
 /* GPU device tables by name (fa_gpu_hbm_gbs, fa_gpu_cc_from_name): roofline/roofline.h. */
 
-/* ---- the op alphabet and the named patterns (analyzer/trace_patterns.c) ---- */
+/* ---- the op alphabet (trace/classify.c) and the named patterns (trace/patterns.c) ---- */
 
 /* What a kernel computes, from its name or its cpu op. Not stored as numbers. */
 enum {
@@ -65,7 +69,7 @@ int fa_ta_key_of_kernel(const char *token, fa_kclass cls);
 
 enum { FA_TA_MAX_PATTERN = 16 };
 
-/* A named fusion pattern: data, not code (analyzer/trace_patterns.c holds the table). */
+/* A named fusion pattern: data, not code (trace/patterns.c holds the table). */
 typedef struct fa_ta_pattern_def {
     const char *name;   /* "RMSNorm" */
     const char *steps;  /* op keys: "copy? pow mean add rsqrt mul copy? mul" (a|b, ?, +) */

@@ -1,124 +1,12 @@
-/* analyzer/trace_patterns — the op alphabet of trace advice (what each GPU kernel computes, read
- * from its kernel name, its cpu op or both) and the named fusion patterns, as data: each pattern
- * is a line of text (steps over the alphabet, kernels that may sit between members, cpu-op /
- * module frames that name it, what would fuse it), compiled once and matched on each stream. */
-#include "analyzer/trace_advice.h"
+/* trace/patterns — the named fusion patterns of trace advice, as data: each pattern is a line of
+ * text (steps over the op alphabet, kernels that may sit between members, cpu-op / module frames
+ * that name it, what would fuse it), compiled once and matched on each stream. */
+#include "trace/trace.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* ---------------------------------------------------------------- the op alphabet ---- */
-
-/* Keys. Index = key id (FA_TA_KEY_*); stable within a build only (never stored as numbers). */
-static const char *const k_keys[FA_TA_KEY_COUNT] = {
-    "other", "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "tanh", "erf", "sigmoid",
-    "silu", "gelu", "relu", "where", "fill", "copy", "cat", "mean", "sum", "amax", "var", "softmax",
-    "layer_norm", "rms_norm", "dropout", "clamp", "gemm", "conv", "attention", "index", "embedding", "batch_norm"};
-
-const char *fa_ta_key_name(int key)
-{
-    return key >= 0 && key < FA_TA_KEY_COUNT ? k_keys[key] : "other";
-}
-
-int fa_ta_key_parse(const char *s, size_t n)
-{
-    for (int k = 0; k < FA_TA_KEY_COUNT; k++)
-        if (strlen(k_keys[k]) == n && !strncmp(k_keys[k], s, n)) return k;
-    return -1;
-}
-
-/* cpu op names (aten::, after the namespace, trailing '_' of in-place ops removed) -> key.
- * PyTorch's native_functions.yaml names; both the public op and the one that launches. */
-static const struct { const char *op; int key; } k_ops[] = {
-    {"add", FA_TA_KEY_ADD}, {"sub", FA_TA_KEY_SUB}, {"rsub", FA_TA_KEY_SUB}, {"mul", FA_TA_KEY_MUL},
-    {"div", FA_TA_KEY_DIV}, {"neg", FA_TA_KEY_NEG}, {"pow", FA_TA_KEY_POW}, {"square", FA_TA_KEY_POW},
-    {"sqrt", FA_TA_KEY_SQRT}, {"rsqrt", FA_TA_KEY_RSQRT}, {"exp", FA_TA_KEY_EXP}, {"log", FA_TA_KEY_LOG},
-    {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"sigmoid", FA_TA_KEY_SIGMOID}, {"silu", FA_TA_KEY_SILU},
-    {"gelu", FA_TA_KEY_GELU}, {"relu", FA_TA_KEY_RELU}, {"where", FA_TA_KEY_WHERE}, {"masked_fill", FA_TA_KEY_WHERE},
-    {"fill", FA_TA_KEY_FILL}, {"zero", FA_TA_KEY_FILL}, {"copy", FA_TA_KEY_COPY}, {"to", FA_TA_KEY_COPY},
-    {"_to_copy", FA_TA_KEY_COPY}, {"contiguous", FA_TA_KEY_COPY}, {"clone", FA_TA_KEY_COPY}, {"type_as", FA_TA_KEY_COPY},
-    {"cat", FA_TA_KEY_CAT}, {"mean", FA_TA_KEY_MEAN}, {"sum", FA_TA_KEY_SUM}, {"amax", FA_TA_KEY_AMAX},
-    {"max", FA_TA_KEY_AMAX}, {"var", FA_TA_KEY_VAR}, {"var_mean", FA_TA_KEY_VAR}, {"softmax", FA_TA_KEY_SOFTMAX},
-    {"_softmax", FA_TA_KEY_SOFTMAX}, {"log_softmax", FA_TA_KEY_SOFTMAX}, {"_log_softmax", FA_TA_KEY_SOFTMAX},
-    {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"native_layer_norm", FA_TA_KEY_LAYER_NORM},
-    {"rms_norm", FA_TA_KEY_RMS_NORM}, {"_fused_rms_norm", FA_TA_KEY_RMS_NORM}, {"dropout", FA_TA_KEY_DROPOUT},
-    {"native_dropout", FA_TA_KEY_DROPOUT}, {"clamp", FA_TA_KEY_CLAMP}, {"clamp_min", FA_TA_KEY_CLAMP},
-    {"addmm", FA_TA_KEY_GEMM}, {"mm", FA_TA_KEY_GEMM}, {"bmm", FA_TA_KEY_GEMM}, {"baddbmm", FA_TA_KEY_GEMM},
-    {"matmul", FA_TA_KEY_GEMM}, {"linear", FA_TA_KEY_GEMM}, {"_scaled_mm", FA_TA_KEY_GEMM},
-    {"convolution", FA_TA_KEY_CONV}, {"_convolution", FA_TA_KEY_CONV}, {"cudnn_convolution", FA_TA_KEY_CONV},
-    {"conv2d", FA_TA_KEY_CONV}, {"scaled_dot_product_attention", FA_TA_KEY_ATTENTION},
-    {"_scaled_dot_product_flash_attention", FA_TA_KEY_ATTENTION},
-    {"_scaled_dot_product_efficient_attention", FA_TA_KEY_ATTENTION},
-    {"_scaled_dot_product_cudnn_attention", FA_TA_KEY_ATTENTION}, {"_flash_attention_forward", FA_TA_KEY_ATTENTION},
-    {"_efficient_attention_forward", FA_TA_KEY_ATTENTION}, {"index", FA_TA_KEY_INDEX},
-    {"index_select", FA_TA_KEY_INDEX}, {"gather", FA_TA_KEY_INDEX}, {"embedding", FA_TA_KEY_EMBEDDING},
-};
-
-int fa_ta_key_of_op(const char *op)
-{
-    if (!op || !*op) return -1;
-    const char *s = op;
-    const char *c = strstr(s, "::");
-    if (c) s = c + 2;
-    size_t n = strlen(s);
-    while (n > 1 && s[n - 1] == '_' && s[0] != '_') n--; /* add_ -> add; keep _to_copy */
-    for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-        if (strlen(k_ops[i].op) == n && !strncmp(k_ops[i].op, s, n)) return k_ops[i].key;
-    return -1;
-}
-
-/* Kernel names -> key: case-insensitive substrings of the normalised name, the PyTorch functor
- * in "<...>" first (CUDA and ROCm eager builds name the same templates: HIP keeps them), then the
- * kernel's own name. Tried in order; the first match wins ("rsqrt" before "sqrt", "catarray"
- * before "copy", "softmax" before "max"). */
-static const struct { const char *sub; int key; } k_kernel_keys[] = {
-    {"softmax", FA_TA_KEY_SOFTMAX}, {"bn_fw", FA_TA_KEY_BATCH_NORM}, {"bn_bw", FA_TA_KEY_BATCH_NORM},
-    {"batch_norm", FA_TA_KEY_BATCH_NORM}, {"batchnorm", FA_TA_KEY_BATCH_NORM}, {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"layernorm", FA_TA_KEY_LAYER_NORM},
-    {"rowwisemoments", FA_TA_KEY_LAYER_NORM}, {"rms_norm", FA_TA_KEY_RMS_NORM}, {"rmsnorm", FA_TA_KEY_RMS_NORM},
-    {"catarraybatchedcopy", FA_TA_KEY_CAT}, {"cat_", FA_TA_KEY_CAT}, {"rsqrt", FA_TA_KEY_RSQRT},
-    {"sqrt", FA_TA_KEY_SQRT}, {"pow", FA_TA_KEY_POW}, {"silu", FA_TA_KEY_SILU}, {"gelu", FA_TA_KEY_GELU},
-    {"sigmoid", FA_TA_KEY_SIGMOID}, {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"exp", FA_TA_KEY_EXP},
-    {"neg", FA_TA_KEY_NEG}, {"relu", FA_TA_KEY_RELU}, {"threshold", FA_TA_KEY_RELU}, {"where", FA_TA_KEY_WHERE},
-    {"masked_fill", FA_TA_KEY_WHERE}, {"fill", FA_TA_KEY_FILL}, {"dropout", FA_TA_KEY_DROPOUT},
-    {"clamp", FA_TA_KEY_CLAMP}, {"mean", FA_TA_KEY_MEAN}, {"welford", FA_TA_KEY_VAR}, {"sum", FA_TA_KEY_SUM},
-    {"maxops", FA_TA_KEY_AMAX}, {"<max", FA_TA_KEY_AMAX}, {"amax", FA_TA_KEY_AMAX}, {"copy", FA_TA_KEY_COPY},
-    {"<add", FA_TA_KEY_ADD}, {"add_kernel", FA_TA_KEY_ADD}, {"<sub", FA_TA_KEY_SUB}, {"<mul", FA_TA_KEY_MUL},
-    {"mul_kernel", FA_TA_KEY_MUL}, {"<div", FA_TA_KEY_DIV}, {"div_", FA_TA_KEY_DIV}, {"<log", FA_TA_KEY_LOG},
-    {"flash", FA_TA_KEY_ATTENTION}, {"fmha", FA_TA_KEY_ATTENTION}, {"attention", FA_TA_KEY_ATTENTION},
-    {"indexselect", FA_TA_KEY_INDEX}, {"index_elementwise", FA_TA_KEY_INDEX}, {"gather", FA_TA_KEY_INDEX},
-    {"embedding", FA_TA_KEY_EMBEDDING},
-};
-
-int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
-{
-    if (!token) return -1;
-    /* GEMM / convolution kernels are named by library (cutlass, cuBLAS, Tensile Cijk_, MIOpen):
-     * the class says it */
-    if (cls == FA_KCLASS_GEMM) return strcasestr(token, "flash") || strcasestr(token, "fmha") ? FA_TA_KEY_ATTENTION : FA_TA_KEY_GEMM;
-    if (cls == FA_KCLASS_CONV) return FA_TA_KEY_CONV;
-    const char *lt = strchr(token, '<');
-    for (int pass = 0; pass < 2; pass++) {
-        /* pass 0: the functor in <...> (with its '<'), pass 1: the whole name */
-        const char *hay = pass == 0 ? lt : token;
-        if (!hay) continue;
-        for (size_t i = 0; i < sizeof k_kernel_keys / sizeof k_kernel_keys[0]; i++)
-            if (strcasestr(hay, k_kernel_keys[i].sub)) return k_kernel_keys[i].key;
-        if (pass == 0) {
-            /* a bare functor "<add>", "<Mul>" */
-            char f[32];
-            size_t n = strcspn(lt + 1, ">");
-            if (n > 0 && n < sizeof f) {
-                for (size_t k = 0; k < n; k++) f[k] = (char)tolower((unsigned char)lt[1 + k]);
-                int key = fa_ta_key_parse(f, n);
-                if (key >= 0) return key;
-            }
-        }
-    }
-    return -1;
-}
 
 /* ---------------------------------------------------------------- the patterns ---- */
 

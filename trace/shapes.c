@@ -1,0 +1,277 @@
+/* trace/shapes — the launching cpu op's inputs ("TYPE:DIMS;...", parsed once per distinct text)
+ * and the bytes and FLOPs a kernel or a fused group moves, estimated from them. */
+#include "trace/trace-impl.h"
+
+static uint8_t dtype_size_name(const char *s, size_t n)
+{
+    static const struct { const char *name; uint8_t size; } tab[] = {
+        {"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2}, {"long int", 8}, {"long", 8},
+        {"int64_t", 8}, {"int", 4}, {"short int", 2}, {"short", 2}, {"signed char", 1}, {"unsigned char", 1},
+        {"bool", 1}, {"c10::complex<float>", 8}, {"c10::complex<double>", 16}, {"c10::Float8_e4m3fn", 1},
+        {"c10::Float8_e5m2", 1}, {"c10::Float8_e4m3fnuz", 1}, {"c10::Float8_e5m2fnuz", 1}, {"unsigned int", 4},
+        {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"int32", 4}, {"int8", 1}, {"uint8", 1}};
+    for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
+        if (strlen(tab[i].name) == n && !strncmp(tab[i].name, s, n)) return tab[i].size;
+    return 0;
+}
+
+void fa__ta_shape_parse(const char *text, shape_info *si)
+{
+    memset(si->in, 0, sizeof si->in);
+    si->n = 0;
+    const char *p = text;
+    while (*p && si->n < SH_MAX_IN) {
+        const char *end = strchr(p, ';');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        const char *colon = NULL; /* the last ':' (type names hold "::") */
+        for (const char *q = p; q < p + len; q++)
+            if (*q == ':') colon = q;
+        sh_in *in = &si->in[si->n++];
+        if (colon) {
+            size_t tl = (size_t)(colon - p);
+            in->dsize = dtype_size_name(p, tl);
+            const char *d = colon + 1, *de = p + len;
+            if (d < de && *d == 'L') {
+                in->list = in->tensor = true;
+                in->numel = strtod(d + 1, NULL);
+            } else if (d < de && *d == '?') {
+                in->tensor = false;
+            } else if (in->dsize) { /* a tensor: a known element type (not Scalar, ScalarList, "", ...) */
+                in->tensor = true;
+                in->numel = 1;
+                while (d < de) {
+                    char *q;
+                    long long v = strtoll(d, &q, 10);
+                    if (q == d || v < 0) {
+                        in->tensor = false;
+                        break;
+                    }
+                    if (in->ndim < SH_MAX_DIMS) in->dims[in->ndim] = v;
+                    in->ndim++;
+                    in->numel *= (double)v;
+                    d = q;
+                    if (d < de && *d == 'x') d++;
+                }
+                if (in->ndim > SH_MAX_DIMS) in->ndim = SH_MAX_DIMS;
+            }
+        }
+        if (!end) break;
+        p = end + 1;
+    }
+}
+
+
+/* Bytes and FLOPs one kernel moves / does, from its op key and the op's inputs. read/write < 0
+ * when unknown; *why says what is missing. Output sizes (Kineto records none): elementwise ops
+ * write the broadcast of their inputs (the largest input) in the widest input type; reductions
+ * (mean, sum, amax, var) reduce the last dimension; copy_(dst, src) reads src and writes dst;
+ * softmax / norms / unary ops keep the input's shape. FLOPs: 1 per output element for
+ * elementwise ops, 1 per input element for reductions, 5 per element for softmax, 8 for norms;
+ * GEMM 2*M*N*K; attention 4*B*H*L*S*D (QK^T and PV). */
+void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb)
+{
+    kb->read = kb->write = kb->flops = -1;
+    kb->out_numel = -1;
+    kb->out_dsize = 0;
+    kb->why = NULL;
+    if (!si) {
+        kb->why = "no Input Dims on its cpu op (record_shapes off), or the op launched several kernels";
+        return;
+    }
+    int t[SH_MAX_IN], nt = 0;
+    for (int i = 0; i < si->n; i++)
+        if (si->in[i].tensor) t[nt++] = i;
+    if (!nt) {
+        kb->why = "its cpu op has no tensor input with known dims";
+        return;
+    }
+    const sh_in *x = &si->in[t[0]];
+    double rd = 0;
+    bool dsz_ok = true;
+    for (int k = 0; k < nt; k++) {
+        const sh_in *in = &si->in[t[k]];
+        if (!in->dsize) dsz_ok = false;
+        rd += in->numel * in->dsize;
+    }
+    switch (key) {
+    case FA_TA_KEY_GEMM: {
+        /* the two matrices: the last two tensor inputs (addmm: bias, A, B; linear: x, W, bias) */
+        const sh_in *a = NULL, *b = NULL;
+        if (nt >= 2 && si->in[t[nt - 1]].ndim >= 2 && si->in[t[nt - 2]].ndim >= 2) {
+            a = &si->in[t[nt - 2]];
+            b = &si->in[t[nt - 1]];
+        } else if (nt >= 2 && si->in[t[0]].ndim >= 2 && si->in[t[1]].ndim >= 2) {
+            a = &si->in[t[0]];
+            b = &si->in[t[1]];
+        }
+        if (!a || !dsz_ok) {
+            kb->why = "GEMM operands without 2-d shapes";
+            return;
+        }
+        double K = (double)a->dims[a->ndim - 1];
+        double M = a->numel / (K > 0 ? K : 1);
+        /* B is [..., K, N] (mm, bmm, matmul) or [N, K] (linear's weight) */
+        double N = b->ndim >= 2 && (double)b->dims[b->ndim - 2] == K ? (double)b->dims[b->ndim - 1] : (double)b->dims[0];
+        kb->flops = 2.0 * M * N * K;
+        kb->out_numel = M * N;
+        kb->out_dsize = a->dsize;
+        kb->read = rd;
+        kb->write = kb->out_numel * kb->out_dsize;
+        return;
+    }
+    case FA_TA_KEY_ATTENTION: {
+        if (nt < 3 || si->in[t[0]].ndim != 4 || si->in[t[1]].ndim != 4 || !dsz_ok) {
+            kb->why = "attention inputs without [B, H, L, D] shapes";
+            return;
+        }
+        const sh_in *q = &si->in[t[0]], *kk = &si->in[t[1]];
+        double B = (double)q->dims[0], H = (double)q->dims[1], L = (double)q->dims[2], D = (double)q->dims[3];
+        double S = (double)kk->dims[2];
+        kb->flops = 4.0 * B * H * L * S * D;
+        kb->out_numel = q->numel;
+        kb->out_dsize = q->dsize;
+        kb->read = si->in[t[0]].numel * q->dsize + si->in[t[1]].numel * kk->dsize +
+                   (nt > 2 ? si->in[t[2]].numel * si->in[t[2]].dsize : 0);
+        kb->write = kb->out_numel * kb->out_dsize;
+        return;
+    }
+    case FA_TA_KEY_CONV:
+        kb->why = "convolution output size needs stride and padding, which the trace does not record";
+        return;
+    case FA_TA_KEY_OTHER:
+    case FA_TA_KEY_INDEX:
+    case FA_TA_KEY_EMBEDDING:
+        kb->why = "op kind not modelled (its output size is not a function of the input shapes)";
+        return;
+    default: break;
+    }
+    if (!dsz_ok && key != FA_TA_KEY_CAT) {
+        kb->why = "an input's dtype is unknown";
+        return;
+    }
+    switch (key) {
+    case FA_TA_KEY_COPY:
+        if (nt >= 2) { /* copy_(dst, src) */
+            kb->read = si->in[t[1]].numel * si->in[t[1]].dsize;
+            kb->out_numel = x->numel;
+            kb->out_dsize = x->dsize;
+        } else {
+            kb->read = rd;
+            kb->out_numel = x->numel;
+            kb->out_dsize = x->dsize;
+        }
+        kb->flops = 0;
+        break;
+    case FA_TA_KEY_CAT: {
+        double n = 0;
+        uint8_t ds = 0;
+        for (int k = 0; k < nt; k++) {
+            n += si->in[t[k]].numel;
+            if (si->in[t[k]].dsize) ds = si->in[t[k]].dsize;
+        }
+        if (!ds) {
+            kb->why = "a TensorList's dtype is not recorded";
+            kb->out_numel = n;
+            return;
+        }
+        kb->read = n * ds;
+        kb->out_numel = n;
+        kb->out_dsize = ds;
+        kb->flops = 0;
+        break;
+    }
+    case FA_TA_KEY_MEAN:
+    case FA_TA_KEY_SUM:
+    case FA_TA_KEY_AMAX:
+    case FA_TA_KEY_VAR: {
+        double last = x->ndim ? (double)x->dims[x->ndim - 1] : 1;
+        kb->read = x->numel * x->dsize;
+        kb->out_numel = last > 0 ? x->numel / last : x->numel;
+        kb->out_dsize = x->dsize;
+        kb->flops = x->numel;
+        break;
+    }
+    case FA_TA_KEY_SOFTMAX:
+    case FA_TA_KEY_LAYER_NORM:
+    case FA_TA_KEY_RMS_NORM:
+        kb->read = rd;
+        kb->out_numel = x->numel;
+        kb->out_dsize = x->dsize;
+        kb->flops = (key == FA_TA_KEY_SOFTMAX ? 5.0 : 8.0) * x->numel;
+        break;
+    default: { /* elementwise: the broadcast of the inputs, in the widest input type */
+        double n = 0;
+        uint8_t ds = 0;
+        for (int k = 0; k < nt; k++) {
+            if (si->in[t[k]].numel > n) n = si->in[t[k]].numel;
+            if (si->in[t[k]].dsize > ds) ds = si->in[t[k]].dsize;
+        }
+        if (inplace) {
+            n = x->numel;
+            ds = x->dsize;
+        }
+        kb->read = rd;
+        kb->out_numel = n;
+        kb->out_dsize = ds;
+        kb->flops = n;
+        break;
+    }
+    }
+    kb->write = kb->out_numel * kb->out_dsize;
+}
+
+/* the inputs a kernel reads (copy_(dst, src) reads src only) */
+static int read_inputs(const shape_info *si, int key, const sh_in **out)
+{
+    int n = 0, nt = 0;
+    for (int i = 0; i < si->n; i++) {
+        if (!si->in[i].tensor) continue;
+        if (key == FA_TA_KEY_COPY && nt++ == 0 && si->n > 1) {
+            bool more = false;
+            for (int k = i + 1; k < si->n; k++) more |= si->in[k].tensor;
+            if (more) continue; /* the destination */
+        }
+        out[n++] = &si->in[i];
+    }
+    return n;
+}
+
+bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x, double *rd, double *wr, double *saved)
+{
+    kbytes kb[FA_TA_MAX_SEQ];
+    double unfused = 0;
+    for (int j = 0; j < n; j++) {
+        fa__ta_kernel_bytes(m[j].si, m[j].key, m[j].inplace, &kb[j]);
+        if (kb[j].read < 0 && m[j].key == FA_TA_KEY_CAT && kb[j].out_numel >= 0 && j > 0 && kb[j - 1].out_dsize) {
+            /* a TensorList's dtype is not recorded: the tensors come from the member before */
+            kb[j].out_dsize = kb[j - 1].out_dsize;
+            kb[j].read = kb[j].write = kb[j].out_numel * kb[j].out_dsize;
+        }
+        if (kb[j].read < 0 || kb[j].write < 0) return false;
+        unfused += kb[j].read + kb[j].write;
+    }
+    const sh_in *x0[SH_MAX_IN];
+    int nx = read_inputs(m[0].si, m[0].key, x0);
+    double xn = nx ? x0[0]->numel : -1;
+    uint8_t xd = nx ? x0[0]->dsize : 0;
+    double r = kb[0].read;
+    for (int j = 1; j < n; j++) {
+        const sh_in *in[SH_MAX_IN];
+        int ni = read_inputs(m[j].si, m[j].key, in);
+        bool used[FA_TA_MAX_SEQ] = {false}; /* an earlier output feeds one input of this member at most */
+        for (int k = 0; k < ni; k++) {
+            bool inter = false;
+            for (int p = j - 1; p >= 0 && !inter; p--)
+                if (!used[p] && in[k]->numel == kb[p].out_numel && (!in[k]->dsize || in[k]->dsize == kb[p].out_dsize))
+                    inter = used[p] = true;
+            if (inter) continue;
+            if (same_x && in[k]->numel == xn && (!in[k]->dsize || in[k]->dsize == xd)) continue;
+            r += in[k]->numel * (in[k]->dsize ? in[k]->dsize : xd);
+        }
+    }
+    double w = kb[n - 1].write + (keep_first && n > 1 ? kb[0].write : 0);
+    *rd = r;
+    *wr = w;
+    *saved = unfused > r + w ? unfused - (r + w) : 0;
+    return true;
+}
