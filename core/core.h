@@ -193,7 +193,7 @@ int32_t fa_intern_str(fa_intern *m, const char *s, bool *added, const char **sto
 /* The id of key[0..n), -1 when absent (nothing added). */
 int32_t fa_intern_find(const fa_intern *m, const void *key, size_t n);
 size_t fa_intern_count(const fa_intern *m);
-/* Bytes the map holds: its tables, not the key copies (those are in keys_ar). */
+/* Bytes the map holds: its tables, and the key copies when they are in its own arena. */
 size_t fa_intern_bytes(const fa_intern *m);
 void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);
 fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65]);

@@ -144,6 +144,6 @@ size_t fa_intern_count(const fa_intern *m)
 
 size_t fa_intern_bytes(const fa_intern *m)
 {
-    return sizeof *m + m->cap * sizeof *m->slots +
-           m->cap_ids * (sizeof *m->keys + sizeof *m->lens + sizeof *m->hashes);
+    return sizeof *m + m->cap * sizeof *m->slots + m->cap_ids * (sizeof *m->keys + sizeof *m->lens + sizeof *m->hashes) +
+           (m->own ? fa_arena_used(m->own) : 0);
 }

@@ -115,7 +115,6 @@ void fa_ta_builder_free(fa_ta_builder *b)
     if (!b) return;
     for (size_t i = 0; i < b->n_toks; i++) fa__qh_free(&b->toks[i].dur);
     for (size_t i = 0; i < b->n_shapes; i++) free(b->shapes[i]);
-    for (size_t i = 0; i < b->n_streams; i++) free(b->streams[i].heap);
     fa_intern *maps[] = {b->tok_map, b->shape_map, b->frame_map, b->op_map, b->point_map, b->opp_map, b->stream_map,
                          b->graph_map};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) fa_intern_free(maps[i]);
@@ -197,9 +196,23 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
         s->st.device = device;
         s->st.stream = stream;
         s->last_tok = -1;
+        s->refused_frame = -2;
     }
     b->last_sid = (size_t)id;
     return &b->streams[id];
+}
+
+enum { STF_BWDPASS = 1, STF_COMPILED = 2 }; /* what a stack says (stk_flags) */
+enum { OPF_BWD = 1 };                      /* what an op name says (opk_flags) */
+enum { NMF_BWD = 1 };                      /* what a kernel name says (name_flags) */
+
+static uint8_t stack_flags(const char *stack)
+{
+    if (!stack) return 0;
+    uint8_t f = 0;
+    if (strstr(stack, "autograd::engine::evaluate_function")) f |= STF_BWDPASS;
+    if (fa_kernel_fused_by(NULL, NULL, stack, FA_KCLASS_OTHER)) f |= STF_COMPILED;
+    return f;
 }
 
 /* the pattern-naming frame of a cpu-op stack "outer > ... > inner": the outermost frame that
@@ -248,6 +261,7 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
         for (int j = 0; j < n; j++) {
             p->tok[j] = m[j]->tok;
             p->key[j] = m[j]->key;
+            if (m[j]->flags & RF_BWD) p->bwd_mask |= 1u << j;
         }
         p->device = s->st.device;
         p->stream = s->st.stream;
@@ -255,6 +269,7 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
     }
     oppstat *p = &b->opps[id];
     p->count++;
+    for (int j = 0; j < n; j++) p->backward |= (m[j]->flags & (RF_BWD | RF_BWDPASS)) != 0;
     int32_t occ = b->n_occ++;
     for (int j = 0; j < n; j++)
         if (m[j]->wid >= 0) {
@@ -267,11 +282,13 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
         p->member_ns[j] += d;
         p->kernel_ns += d;
         if (d > longest) longest = d;
-        /* idle before a member, up to its own launch call's time: what the GPU waited for the
-         * launch that fusing removes (a longer wait had another cause) */
+        /* idle before a member, up to what its launch cost the host (its own launch call, at most
+         * the trace's median launch call): the dispatch fusing removes. A longer wait had another
+         * cause (the host busy elsewhere, a first-call module load) that fusing does not remove. */
         if (j > 0 && m[j]->start > m[j - 1]->end && m[j]->launch_ns > 0) {
-            int64_t g = (int64_t)(m[j]->start - m[j - 1]->end);
-            p->gaps_ns += g < m[j]->launch_ns ? g : m[j]->launch_ns;
+            int64_t g = (int64_t)(m[j]->start - m[j - 1]->end), cost = m[j]->launch_ns;
+            if (b->launch_cap_ns > 0 && cost > b->launch_cap_ns) cost = b->launch_cap_ns;
+            p->gaps_ns += g < cost ? g : cost;
         }
     }
     p->longest_ns += (double)longest;
@@ -291,16 +308,64 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
 
 /* ---- per-stream analysis, in time order ---- */
 
+static ta_member member_of(const fa_ta_builder *b, const rec *r)
+{
+    return (ta_member){r->shape >= 0 ? b->shapes[r->shape] : NULL, r->key, r->inplace};
+}
+
+/* The reduction domain of a reduction kernel: the cpu op instance that launched it (one op's
+ * kernels reduce over one domain: batch norm's statistics and transform), else its op and input
+ * shapes, else its own. */
+static int64_t domain_of(const rec *r)
+{
+    if (r->opinst >= 0) return r->opinst;
+    if (r->op >= 0 && r->shape >= 0) return (int64_t)1 << 62 | (int64_t)r->op << 31 | r->shape;
+    return (int64_t)1 << 61 | (int64_t)(r->start & (((uint64_t)1 << 60) - 1));
+}
+
+static fa_fuse_role role_of(const rec *r)
+{
+    if (r->flags & (RF_FUSED | RF_BARRIER)) return FA_FUSE_BARRIER;
+    switch ((fa_kclass)r->cls) {
+    case FA_KCLASS_ELEMENTWISE:
+    case FA_KCLASS_COPY: return FA_FUSE_MEMBER;
+    case FA_KCLASS_REDUCTION: return FA_FUSE_REDUCTION;
+    case FA_KCLASS_GEMM:
+    case FA_KCLASS_CONV: return FA_FUSE_ANCHOR;
+    default: return FA_FUSE_BARRIER;
+    }
+}
+
 /* A run of memory-bound kernels between two kernels that are not (or a named pattern) ends:
- * it is one occurrence of a sequence. A run that repeats one unit (add mul add mul add mul: an
- * unrolled loop, an optimizer's per-parameter ops) is that unit's occurrences instead, so the
- * repeats are found; a run longer than FA_TA_MAX_SEQ without a period is cut into pieces. */
+ * it is one occurrence of a sequence, cut where the fusion rule (graph/fusion_rule.h) says the
+ * next kernel cannot join: a reduction over a second domain, or a kernel that reads nothing an
+ * earlier member wrote. Each legal piece of two or more is an occurrence. */
 static fa_status seg_emit(fa_ctx *ctx, fa_ta_builder *b, strm *s, int from, int n)
 {
-    if (n < 2) return FA_OK;
     rec *m[FA_TA_MAX_SEQ];
-    for (int j = 0; j < n; j++) m[j] = &s->seg[from + j];
-    return opp_add(ctx, b, s, -1, m, n, 0);
+    ta_member mb[FA_TA_MAX_SEQ];
+    int k = 0;
+    fa_fuse_group g = {0};
+    fa_status st = FA_OK;
+    for (int j = 0; j < n && !st; j++) {
+        rec *r = &s->seg[from + j];
+        fa_fuse_role role = role_of(r);
+        int64_t dom = role == FA_FUSE_REDUCTION ? domain_of(r) : 0;
+        ta_member me = member_of(b, r);
+        fa_fuse_why w = fa_fuse_admit(&g, role, dom, k == 0 || fa__ta_reads_output(mb, k, &me));
+        if (w != FA_FUSE_OK) {
+            b->n_split[w]++;
+            if (k >= 2) st = opp_add(ctx, b, s, -1, m, k, 0);
+            k = 0;
+            g = (fa_fuse_group){0};
+            if (fa_fuse_admit(&g, role, dom, true) != FA_FUSE_OK) continue;
+        }
+        fa_fuse_take(&g, role, dom);
+        mb[k] = me;
+        m[k++] = r;
+    }
+    if (!st && k >= 2) st = opp_add(ctx, b, s, -1, m, k, 0);
+    return st;
 }
 
 static fa_status seg_flush(fa_ctx *ctx, fa_ta_builder *b, strm *s)
@@ -326,16 +391,48 @@ static void win_drop(strm *s, int k)
     s->wn -= k;
 }
 
+/* the op key a record offers the named patterns: none for a backward, already fused or barrier
+ * record (the patterns describe forward ops that a new kernel would fuse) */
+static int match_key(const rec *r)
+{
+    if (r->flags & RF_BARRIER) return FA_TA_KEY_MEMCPY;
+    if (r->flags & (RF_BWD | RF_FUSED)) return FA_TA_KEY_OTHER;
+    return r->key;
+}
+
+/* Do the k kernels under one pattern-naming frame fit that pattern? A frame names what the code
+ * meant, the kernels what ran: a "rotary" module that runs a GEMM (a cos/sin table), a "GELU"
+ * module whose kernels compute a sigmoid (QuickGELU), or backward kernels under a forward
+ * module's name are not the pattern. Kernels whose names say nothing (key other) are taken on
+ * the frame's word. */
+static bool frame_fits(const fa_ta_builder *b, const rec *w, int k, int pat)
+{
+    uint64_t keys = fa_ta_matcher_alphabet(b->matcher, pat) | 1ull << FA_TA_KEY_OTHER | 1ull << FA_TA_KEY_COPY;
+    for (int j = 0; j < k; j++) {
+        if (w[j].flags & (RF_BWD | RF_FUSED | RF_BARRIER)) return false;
+        fa_kclass c = (fa_kclass)w[j].cls;
+        if (!fa_kclass_light(c) && c != FA_KCLASS_OTHER) return false;
+        if (!(keys >> w[j].key & 1)) return false;
+        /* an elementwise / reduction kernel whose op the alphabet does not name (cos, sin, ...) */
+        if (w[j].key == FA_TA_KEY_OTHER && c != FA_KCLASS_OTHER) return false;
+    }
+    return true;
+}
+
 /* Decide what the window's first kernel belongs to: a frame group, a named pattern starting
  * there, or the memory-bound run in progress. */
 static fa_status win_step(fa_ctx *ctx, fa_ta_builder *b, strm *s)
 {
     rec *w = s->win;
     rec *m[FA_TA_MAX_SEQ];
-    if (w[0].frame >= 0 && w[0].frame_pat >= 0) {
+    /* a frame whose kernels did not fit its pattern names none of its kernels: not the ones after
+     * the kernel that did not fit either (the rest of a cos/sin table module after its GEMM) */
+    if (w[0].frame != s->refused_frame) s->refused_frame = -2;
+    if (w[0].frame >= 0 && w[0].frame_pat >= 0 && w[0].frame != s->refused_frame) {
         int k = 1;
         while (k < s->wn && k < FA_TA_MAX_SEQ && w[k].frame == w[0].frame) k++;
-        if (k >= 2) {
+        if (k >= 2 && !frame_fits(b, w, k, w[0].frame_pat)) s->refused_frame = w[0].frame;
+        else if (k >= 2) {
             fa_status st = seg_flush(ctx, b, s);
             for (int j = 0; j < k && !st; j++) m[j] = &w[j];
             if (!st) st = opp_add(ctx, b, s, w[0].frame_pat, m, k, 0);
@@ -344,7 +441,7 @@ static fa_status win_step(fa_ctx *ctx, fa_ta_builder *b, strm *s)
         }
     }
     int keys[WIN], members[FA_TA_MAX_PATTERN], pat = -1;
-    for (int i = 0; i < s->wn; i++) keys[i] = w[i].key;
+    for (int i = 0; i < s->wn; i++) keys[i] = match_key(&w[i]);
     int nm = fa_ta_matcher_match(b->matcher, keys, s->wn, &pat, members);
     if (nm >= 2) {
         fa_status st = seg_flush(ctx, b, s);
@@ -355,7 +452,7 @@ static fa_status win_step(fa_ctx *ctx, fa_ta_builder *b, strm *s)
         return st;
     }
     fa_status st = FA_OK;
-    if (fa_kclass_light((fa_kclass)w[0].cls)) {
+    if (fa_kclass_light((fa_kclass)w[0].cls) && !(w[0].flags & (RF_FUSED | RF_BARRIER))) {
         if (s->seg_n == SEG_MAX) st = seg_flush(ctx, b, s);
         s->seg[s->seg_n++] = w[0];
     } else {
@@ -411,6 +508,15 @@ static void gap_offer(fa_ta_builder *b, strm *s, const rec *next, uint64_t gstar
 
 fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
 {
+    fa_status stt = FA_OK;
+    if (r->flags & RF_BARRIER) { /* a memcpy / memset: no group across it, nothing else */
+        s->win[s->wn++] = *r;
+        while (s->wn == WIN && !stt) stt = win_step(ctx, b, s);
+        return stt;
+    }
+    if (!b->an_any || r->start < b->an_first) b->an_first = r->start;
+    if (!b->an_any || r->end > b->an_last) b->an_last = r->end;
+    b->an_any = true;
     int64_t d = fa__ta_dur(r);
     fa_ta_stream *st = &s->st;
     st->n_kernels++;
@@ -450,47 +556,8 @@ fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
         stretch_end(b, s);
     }
     s->win[s->wn++] = *r;
-    fa_status stt = FA_OK;
     while (s->wn == WIN && !stt) stt = win_step(ctx, b, s);
     return stt;
-}
-
-/* reorder window: a binary min-heap by (start, end) */
-static bool rec_less(const rec *a, const rec *b)
-{
-    return a->start != b->start ? a->start < b->start : a->end < b->end;
-}
-
-static void heap_push(strm *s, const rec *r)
-{
-    size_t i = s->nheap++;
-    s->heap[i] = *r;
-    while (i > 0) {
-        size_t p = (i - 1) / 2;
-        if (!rec_less(&s->heap[i], &s->heap[p])) break;
-        rec t = s->heap[i];
-        s->heap[i] = s->heap[p];
-        s->heap[p] = t;
-        i = p;
-    }
-}
-
-static rec heap_pop(strm *s)
-{
-    rec top = s->heap[0];
-    s->heap[0] = s->heap[--s->nheap];
-    size_t i = 0;
-    for (;;) {
-        size_t l = 2 * i + 1, r = l + 1, m = i;
-        if (l < s->nheap && rec_less(&s->heap[l], &s->heap[m])) m = l;
-        if (r < s->nheap && rec_less(&s->heap[r], &s->heap[m])) m = r;
-        if (m == i) break;
-        rec t = s->heap[i];
-        s->heap[i] = s->heap[m];
-        s->heap[m] = t;
-        i = m;
-    }
-    return top;
 }
 
 static void replay_add(fa_ta_builder *b, int64_t key, const rec *r, int64_t launch_ns);
@@ -502,24 +569,6 @@ void fa__ta_graph_take(fa_ta_builder *b, rec *r)
     if (!(r->flags & RF_GRAPH)) return;
     replay_add(b, r->graph, r, r->launch_ns);
     r->launch_ns = -1;
-}
-
-static fa_status emit_one(fa_ctx *ctx, fa_ta_builder *b, strm *s)
-{
-    rec r = heap_pop(s);
-    b->heap_now--;
-    fa__ta_graph_take(b, &r);
-    if (s->emitted && r.start < s->last_emitted) {
-        /* later kernels of this stream were analysed already: count it, no sequence across it */
-        b->n_late++;
-        s->st.n_kernels++;
-        s->st.kernel_ns += fa__ta_dur(&r);
-        s->st.class_ns[r.cls] += fa__ta_dur(&r);
-        return FA_OK;
-    }
-    s->emitted = true;
-    s->last_emitted = r.start;
-    return fa__ta_analyze(ctx, b, s, &r);
 }
 
 /* ---- graph replays ---- */
@@ -587,7 +636,6 @@ fa_status fa__ta_drain_streams(fa_ctx *ctx, fa_ta_builder *b)
     fa_status s = FA_OK;
     for (size_t i = 0; i < b->n_streams && !s; i++) {
         strm *st = &b->streams[i];
-        while (st->nheap && !s) s = emit_one(ctx, b, st);
         while (st->wn && !s) s = win_step(ctx, b, st);
         if (!s) s = seg_flush(ctx, b, st);
         stretch_end(b, st);
@@ -596,24 +644,69 @@ fa_status fa__ta_drain_streams(fa_ctx *ctx, fa_ta_builder *b)
     return s;
 }
 
-void fa_ta_builder_any_order(fa_ta_builder *b)
+/* a memcpy / memset on a GPU stream: counted, in the timeline window, and a barrier in its
+ * stream's analysis (no fusion across a transfer) */
+static fa_status add_transfer(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g, const fa_activity *L, int64_t d)
 {
-    b->spool = true;
+    if (g->device < 0) return FA_OK;
+    b->any_gpu = true;
+    if (g->kind == FA_ACT_MEMCPY) b->n_memcpy++, b->memcpy_ns += d;
+    else b->n_memset++, b->memset_ns += d;
+    rec r;
+    memset(&r, 0, sizeof r);
+    r.start = g->start_ns;
+    r.end = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
+    r.launch_start = L ? L->start_ns : 0;
+    r.opinst = -1;
+    r.tok = r.shape = r.frame = r.op = r.graph_launch_op = r.graph_capture_op = -1;
+    r.frame_pat = -1;
+    r.graph = -1;
+    r.launch_ns = -1;
+    r.key = FA_TA_KEY_MEMCPY;
+    r.cls = FA_KCLASS_MEMCPY;
+    r.flags = RF_BARRIER;
+    r.wid = window_add(b, g, L, -1);
+    strm *s = stream_of(b, g->device, g->stream);
+    if (!s) return fa__ta_nomem(ctx, b);
+    return fa__ta_spool_add(ctx, b, s, &r);
 }
 
 fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g, const fa_activity *L)
 {
     if (b->fail) return b->fail;
     int64_t d = g->end_ns > g->start_ns ? (int64_t)(g->end_ns - g->start_ns) : 0;
-    if (g->kind == FA_ACT_MEMCPY || g->kind == FA_ACT_MEMSET) {
-        if (g->device >= 0) b->any_gpu = true;
-        window_add(b, g, L, -1);
-        if (g->kind == FA_ACT_MEMCPY) b->n_memcpy++, b->memcpy_ns += d;
-        else b->n_memset++, b->memset_ns += d;
-        return FA_OK;
-    }
+    if (g->kind == FA_ACT_MEMCPY || g->kind == FA_ACT_MEMSET) return add_transfer(ctx, b, g, L, d);
     if (g->kind != FA_ACT_KERNEL || g->device < 0) return FA_OK;
     b->any_gpu = true;
+    rec r;
+    memset(&r, 0, sizeof r);
+    /* the op (name id, key, in place, backward), cached by address */
+    int op_key;
+    uint8_t op_flags;
+    const char *op_fused;
+    size_t os = (size_t)(((uintptr_t)g->op_type >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
+    if (g->op_type && b->opk_ptr[os] == g->op_type) {
+        r.op = b->opk_id[os];
+        op_key = b->opk_key[os];
+        r.inplace = b->opk_inplace[os];
+        op_flags = b->opk_flags[os];
+        op_fused = b->opk_fused[os];
+    } else {
+        op_key = fa_ta_key_of_op(g->op_type);
+        size_t ol = g->op_type ? strlen(g->op_type) : 0;
+        r.inplace = ol > 1 && g->op_type[ol - 1] == '_' && g->op_type[ol - 2] != '_';
+        op_flags = g->op_type && fa_kernel_is_backward(NULL, g->op_type) ? OPF_BWD : 0;
+        op_fused = fa_kernel_fused_by(NULL, g->op_type, NULL, FA_KCLASS_OTHER);
+        r.op = name_id(b->op_map, &b->ops, &b->n_ops, &b->cap_ops, g->op_type);
+        if (g->op_type && r.op >= 0) {
+            b->opk_ptr[os] = g->op_type;
+            b->opk_id[os] = r.op;
+            b->opk_key[os] = (int16_t)op_key;
+            b->opk_inplace[os] = r.inplace;
+            b->opk_flags[os] = op_flags;
+            b->opk_fused[os] = op_fused;
+        }
+    }
     /* kernel name -> id: a direct-mapped cache by the name's address (names are interned and
      * live until finish) spares normalising every record */
     const char *gname = g->name ? g->name : "?";
@@ -623,10 +716,14 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     int32_t tok;
     fa_kclass kcls;
     int kkey;
+    uint8_t name_flags;
+    const char *name_fused;
     if (b->name_ptr[slot] == gname) {
         tok = b->name_tok[slot];
         kcls = (fa_kclass)b->name_cls[slot];
         kkey = b->name_key[slot];
+        name_flags = b->name_flags[slot];
+        name_fused = b->name_fused[slot];
     } else {
         char norm[512];
         fa_kernel_name_normalize(gname, norm, sizeof norm);
@@ -635,12 +732,49 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         /* the class and key by the record's own name: never by whichever name of its token came
          * first, which depends on the order records come in */
         kcls = fa_kernel_classify(gname);
-        kkey = fa_ta_key_of_kernel(stored, kcls);
+        kkey = fa_ta_key_of_kernel(stored ? stored : b->toks[tok].name, kcls);
+        name_flags = fa_kernel_is_backward(gname, NULL) ? NMF_BWD : 0;
+        name_fused = fa_kernel_fused_by(gname, NULL, NULL, FA_KCLASS_OTHER);
         b->name_ptr[slot] = gname;
         b->name_tok[slot] = tok;
         b->name_cls[slot] = (uint8_t)kcls;
         b->name_key[slot] = (int16_t)kkey;
+        b->name_flags[slot] = name_flags;
+        b->name_fused[slot] = name_fused;
     }
+    /* a kernel its name says nothing about is what its op is (attn_fwd under
+     * aten::_flash_attention_forward, nvjet_* under aten::addmm); a collective op's kernels are
+     * collectives */
+    fa_kclass refined = fa_kclass_with_op(kcls, op_key);
+    if (refined != kcls) {
+        kcls = refined;
+        kkey = fa_ta_key_of_kernel(added ? stored : b->toks[tok].name, kcls);
+    }
+    /* the stack's pattern frame and what it says, cached by address */
+    uint8_t stk_flags;
+    size_t ss = (size_t)(((uintptr_t)g->stack >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
+    if (g->stack && b->stk_ptr[ss] == g->stack) {
+        r.frame = b->stk_frame[ss];
+        r.frame_pat = b->stk_pat[ss];
+        stk_flags = b->stk_flags[ss];
+    } else {
+        r.frame = frame_of(b, g->stack, &r.frame_pat);
+        stk_flags = stack_flags(g->stack);
+        if (g->stack && r.frame >= -1) {
+            b->stk_ptr[ss] = g->stack;
+            b->stk_frame[ss] = r.frame;
+            b->stk_pat[ss] = r.frame_pat;
+            b->stk_flags[ss] = stk_flags;
+        }
+    }
+    /* fa_kernel_fused_by(gname, op, stack, kcls), from its cached parts */
+    const char *fused_by = kcls == FA_KCLASS_ATTENTION ? fa_kernel_fused_by(NULL, NULL, NULL, kcls)
+                           : name_fused                ? name_fused
+                           : op_fused                  ? op_fused
+                           : (stk_flags & STF_COMPILED) && kcls != FA_KCLASS_GEMM && kcls != FA_KCLASS_CONV
+                               ? fa_kernel_fused_by(NULL, NULL, g->stack, kcls)
+                               : NULL;
+    bool bwd = (name_flags & NMF_BWD) || (op_flags & OPF_BWD);
     if (added) {
         tokstat *na = fa__ta_grow(b->toks, &b->cap_toks, b->n_toks + 1, sizeof *na);
         if (!na) return fa__ta_nomem(ctx, b);
@@ -650,6 +784,8 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         t->name = stored;
         t->full_name = gname;
         t->cls = kcls;
+        t->bwd = bwd;
+        t->fused_by = fused_by;
         t->rep_start = g->start_ns;
         t->rep_end = g->end_ns;
         t->cfg_start = t->occ_start = UINT64_MAX;
@@ -665,6 +801,8 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
                                         (g->end_ns == t->rep_end && strcmp(gname, t->full_name) < 0)))) {
         t->full_name = gname;
         t->cls = kcls;
+        t->bwd = bwd;
+        t->fused_by = fused_by;
         t->rep_start = g->start_ns;
         t->rep_end = g->end_ns;
     }
@@ -686,37 +824,23 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     b->n_kernels++;
     b->kernel_ns += d;
     b->class_ns[kcls] += d;
+    if (fused_by) b->n_fused_kernels++, b->fused_kernel_ns += d;
     if (b->n_kernels == 1 || g->start_ns < b->first_ns) b->first_ns = g->start_ns;
     if (g->end_ns > b->last_ns) b->last_ns = g->end_ns;
 
-    rec r;
-    memset(&r, 0, sizeof r);
     r.start = g->start_ns;
     r.end = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
+    r.launch_start = L ? L->start_ns : 0;
+    r.opinst = g->external_id;
     r.tok = tok;
     r.cls = (uint8_t)kcls;
-    /* the op (name id, key, in place) and the stack's pattern frame, cached by address */
-    int op_key;
-    size_t os = (size_t)(((uintptr_t)g->op_type >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
-    if (g->op_type && b->opk_ptr[os] == g->op_type) {
-        r.op = b->opk_id[os];
-        op_key = b->opk_key[os];
-        r.inplace = b->opk_inplace[os];
-    } else {
-        op_key = fa_ta_key_of_op(g->op_type);
-        size_t ol = g->op_type ? strlen(g->op_type) : 0;
-        r.inplace = ol > 1 && g->op_type[ol - 1] == '_' && g->op_type[ol - 2] != '_';
-        r.op = name_id(b->op_map, &b->ops, &b->n_ops, &b->cap_ops, g->op_type);
-        if (g->op_type && r.op >= 0) {
-            b->opk_ptr[os] = g->op_type;
-            b->opk_id[os] = r.op;
-            b->opk_key[os] = (int16_t)op_key;
-            b->opk_inplace[os] = r.inplace;
-        }
-    }
+    if (bwd) r.flags |= RF_BWD;
+    if (stk_flags & STF_BWDPASS) r.flags |= RF_BWDPASS;
+    if (fused_by) r.flags |= RF_FUSED;
     /* a memory-bound kernel an addmm or a convolution launched (a bias broadcast, a cast) is not
      * the GEMM: only its own name says what it is */
-    if (fa_kclass_light(kcls) && (op_key == FA_TA_KEY_GEMM || op_key == FA_TA_KEY_CONV || op_key == FA_TA_KEY_ATTENTION))
+    if (fa_kclass_light(kcls) && (op_key == FA_TA_KEY_GEMM || op_key == FA_TA_KEY_CONV || op_key == FA_TA_KEY_ATTENTION ||
+                                  op_key == FA_TA_KEY_COLLECTIVE))
         op_key = -1;
     r.key = (int16_t)(kkey >= 0 ? kkey : op_key >= 0 ? op_key : FA_TA_KEY_OTHER);
     size_t hs = (size_t)(((uintptr_t)g->shapes >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
@@ -727,18 +851,6 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         if (g->shapes && r.shape >= 0) {
             b->shp_ptr[hs] = g->shapes;
             b->shp_id[hs] = r.shape;
-        }
-    }
-    size_t ss = (size_t)(((uintptr_t)g->stack >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
-    if (g->stack && b->stk_ptr[ss] == g->stack) {
-        r.frame = b->stk_frame[ss];
-        r.frame_pat = b->stk_pat[ss];
-    } else {
-        r.frame = frame_of(b, g->stack, &r.frame_pat);
-        if (g->stack && r.frame >= -1) {
-            b->stk_ptr[ss] = g->stack;
-            b->stk_frame[ss] = r.frame;
-            b->stk_pat[ss] = r.frame_pat;
         }
     }
     if (r.op < -1 || r.shape < -1 || r.frame < -1) return fa__ta_nomem(ctx, b);
@@ -793,7 +905,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         b->n_estimated_bytes++;
         /* the best bandwidth a memory-bound kernel reached (kernels over 5 us: shorter ones are
          * latency-bound and say nothing about the roof) */
-        if (fa_kclass_light(kcls) && d >= 5000) {
+        if (fa_kclass_light(kcls) && !fused_by && d >= 5000) {
             kbytes kb;
             fa__ta_kernel_bytes(b->shapes[r.shape], r.key, r.inplace, &kb);
             if (kb.read >= 0 && kb.write >= 0) {
@@ -807,23 +919,5 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     }
     strm *s = stream_of(b, g->device, g->stream);
     if (!s) return fa__ta_nomem(ctx, b);
-    if (b->spool) return fa__ta_spool_add(ctx, b, s, &r);
-    if (s->nheap == s->capheap) {
-        rec *nh = fa__ta_grow(s->heap, &s->capheap, s->nheap + 1, sizeof *nh);
-        if (!nh) return fa__ta_nomem(ctx, b);
-        s->heap = nh;
-    }
-    /* in time order (the usual case): straight to the analysis, no heap */
-    if (!s->nheap && (!s->emitted || r.start >= s->last_emitted)) {
-        s->emitted = true;
-        s->last_emitted = r.start;
-        fa__ta_graph_take(b, &r);
-        return fa__ta_analyze(ctx, b, s, &r);
-    }
-    heap_push(s, &r);
-    b->heap_now++;
-    if (b->heap_now > b->heap_peak) b->heap_peak = b->heap_now;
-    if (s->nheap > REORDER) return emit_one(ctx, b, s);
-    return FA_OK;
+    return fa__ta_spool_add(ctx, b, s, &r);
 }
-

@@ -10,8 +10,9 @@
 
 /* ---------------------------------------------------------------- names and classes ---- */
 
-static const char *const k_class_names[FA_KCLASS_COUNT] = {"elementwise", "reduction", "gemm", "conv", "copy", "other",
-                                                           "attention"};
+static const char *const k_class_names[] = {"elementwise", "reduction", "gemm",       "conv",  "copy",
+                                             "other",       "attention", "collective", "memcpy"};
+_Static_assert(sizeof k_class_names / sizeof k_class_names[0] == FA_KCLASS_COUNT, "a name per kernel class");
 
 const char *fa_kclass_name(fa_kclass c)
 {
@@ -44,20 +45,27 @@ static bool has_word(const char *hay, const char *word)
 /* Patterns, tried in this order (docs/trace-advice.md): copy, reduction, convolution-only
  * words, gemm, other convolution words, elementwise; first match wins. Order matters: "cudnn::bn_fw_tr_*" is a reduction before it
  * is a cuDNN kernel, "..._winograd_..._relu_..." is a convolution with a relu epilogue. */
-static const char *const k_copy[] = {"memcpy", "memset", "copy_kernel", "direct_copy", "CatArrayBatchedCopy", "copy_device", NULL};
+/* collectives: NCCL / RCCL device kernels, PyTorch symmetric-memory and vLLM custom all-reduce */
+static const char *const k_collective[] = {"nccl", "rccl", "msccl", "all_reduce", "allreduce", "all_gather", "allgather",
+                                           "reduce_scatter", "reducescatter", "all_to_all", "alltoall", "multimem",
+                                           "cross_device_reduce", "one_shot_all", "two_shot_all", NULL};
+/* copy-engine transfers and sets that a profiler lists as kernels (CUDA "Memcpy DtoD", ROCm blits) */
+static const char *const k_memcpy[] = {"memcpy", "memset", "rocclr_copy", "rocclr_fill", NULL};
+static const char *const k_copy[] = {"copy_kernel", "direct_copy", "CatArrayBatchedCopy", "copy_device", NULL};
 static const char *const k_reduction[] = {"reduce_kernel", "reduction", "softmax", "layer_norm", "layernorm",
                                           "group_norm", "groupnorm", "batch_norm", "batchnorm", "bn_fw", "bn_bw",
                                           "welford", "rms_norm", "rmsnorm", "norm_kernel", "argmax", "cross_entropy",
-                                          "nll_loss", "triton_red_", "triton_per_", NULL};
+                                          "nll_loss", "triton_red_", "triton_per_", "GradGammaBeta", NULL};
 static const char *const k_gemm[] = {"gemm", "cutlass", "cublas", "gemv", "matmul", "xmma", "triton_tem_", "Cijk_",
-                                     "hipblaslt", "rocblas", "wmma", "mfma", NULL};
+                                     "hipblaslt", "rocblas", "wmma", "mfma", "nvjet", NULL};
 /* fused attention: FlashAttention (CUDA and ROCm CK "fmha"), PyTorch's memory-efficient kernels */
 static const char *const k_attention[] = {"flash_fwd", "flash_bwd", "flash::", "fmha", "attention_kernel",
-                                          "efficient_attention", "flash_attn", NULL};
+                                          "efficient_attention", "flash_attn", "attn_fwd", "attn_bwd", "mha_fwd",
+                                          "mha_bwd", "paged_attention", "unified_attention", "flash_decoding", NULL};
 static const char *const k_conv_strong[] = {"implicit_convolve", "convolve", "winograd", "conv2d", "conv3d", "fprop",
                                             "dgrad", "wgrad", NULL};
 static const char *const k_conv[] = {"conv", "cudnn", "MIOpen", "miopen", NULL};
-static const char *const k_elem_sub[] = {"elementwise", "pointwise", "triton_poi_", NULL};
+static const char *const k_elem_sub[] = {"elementwise", "pointwise", "triton_poi_", "multi_tensor_apply", NULL};
 static const char *const k_elem_words[] = {"add", "sub", "mul", "div", "relu", "gelu", "silu", "sigmoid", "tanh", "exp",
                                            "neg", "abs", "clamp", "where", "fill", "dropout", "threshold", "bias",
                                            "cast", "pow", "sqrt", "rsqrt", "scale", NULL};
@@ -74,7 +82,9 @@ fa_kclass fa_kernel_classify(const char *name)
     if (!name) return FA_KCLASS_OTHER;
     /* cuBLAS's split-K reduction finishes a GEMM: part of it, not a reduction to fuse */
     if (has(name, "splitKreduce") || has(name, "splitK_reduce")) return FA_KCLASS_GEMM;
+    if (any_sub(name, k_collective)) return FA_KCLASS_COLLECTIVE;
     if (any_sub(name, k_attention)) return FA_KCLASS_ATTENTION;
+    if (any_sub(name, k_memcpy)) return FA_KCLASS_MEMCPY;
     if (any_sub(name, k_copy)) return FA_KCLASS_COPY;
     if (any_sub(name, k_reduction)) return FA_KCLASS_REDUCTION;
     if (any_sub(name, k_conv_strong)) return FA_KCLASS_CONV;
@@ -102,7 +112,7 @@ static const char *const k_hint_stop[] = {
     "opmath_t", "scalar_t", "cuda", "vectorized", "unrolled", "legacy", "policies", "memory_access", "Float8_e4m3fn",
     "Float8_e5m2", "ComplexHalf", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "gpu_kernel_with_scalars",
     "gpu", "launch_legacy_kernel", "type_specialized_kernel", "opmath_gpu_kernel_with_scalars", "binary_internal",
-    "unary_internal", "impl", "AbsFunctor", NULL};
+    "unary_internal", "impl", "AbsFunctor", "TensorListMetadata", "FusedOptimizerTensorListMetadata", NULL};
 
 static bool stop_word(const char *w, size_t n)
 {
@@ -164,12 +174,18 @@ const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap)
     const char *targs = NULL;
     size_t targs_len = 0;
     const char *targs_start = NULL;
+    int paren = 0; /* parentheses inside template arguments: "enable_if<((8)>(0))>" */
     for (const char *p = s; *p; p++) {
         if (depth == 0 && !strncmp(p, "(anonymous namespace)", 21)) {
             for (int k = 0; k < 21 && o + 1 < cap; k++) buf[o++] = p[k];
             p += 20;
             continue;
         }
+        if (depth > 0 && (*p == '(' || *p == ')')) {
+            paren += *p == '(' ? 1 : paren > 0 ? -1 : 0;
+            continue;
+        }
+        if (paren > 0) continue;
         if (*p == '<') {
             if (depth == 0 && !targs) targs_start = p + 1;
             depth++;
@@ -185,11 +201,19 @@ const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap)
         }
         if (depth > 0) continue;
         if (*p == '(') break; /* the parameter list */
+        if (*p == ' ' && (targs || memmem(buf, o, "::", 2)) && (isalpha((unsigned char)p[1]) || p[1] == '_')) {
+            /* "std::enable_if<...>::type vllm::fused_add_rms_norm_kernel<...>(...)": what came
+             * before was the return type; the name (and its template arguments) follow */
+            o = 0;
+            targs = targs_start = NULL;
+            continue;
+        }
         if (o + 1 < cap) buf[o++] = *p;
     }
     while (o > 0 && buf[o - 1] == ' ') o--;
     buf[o] = 0;
-    if (targs && (has(buf, "elementwise_kernel") || has(buf, "reduce_kernel") || has(buf, "elementwise"))) {
+    if (targs && (has(buf, "elementwise_kernel") || has(buf, "reduce_kernel") || has(buf, "elementwise") ||
+                  has(buf, "multi_tensor_apply"))) {
         char hint[128];
         if (functor_hint(targs, targs_len, hint, sizeof hint) && o + strlen(hint) + 3 < cap) {
             snprintf(buf + o, cap - o, "<%s>", hint);
@@ -228,10 +252,13 @@ const char *fa_kernel_name_short(const char *name, char *buf, size_t cap)
 /* ---------------------------------------------------------------- the op alphabet ---- */
 
 /* Keys. Index = key id (FA_TA_KEY_*); stable within a build only (never stored as numbers). */
-static const char *const k_keys[FA_TA_KEY_COUNT] = {
+static const char *const k_keys[] = {
     "other", "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "tanh", "erf", "sigmoid",
     "silu", "gelu", "relu", "where", "fill", "copy", "cat", "mean", "sum", "amax", "var", "softmax",
-    "layer_norm", "rms_norm", "dropout", "clamp", "gemm", "conv", "attention", "index", "embedding", "batch_norm"};
+    "layer_norm", "rms_norm", "dropout", "clamp", "gemm", "conv", "attention", "index", "embedding", "batch_norm",
+    "foreach", "optimizer", "collective", "memcpy"};
+_Static_assert(sizeof k_keys / sizeof k_keys[0] == FA_TA_KEY_COUNT, "a name per op key");
+_Static_assert(FA_TA_KEY_COUNT <= 64, "the matcher keeps a set of keys in 64 bits");
 
 const char *fa_ta_key_name(int key)
 {
@@ -275,9 +302,15 @@ static const struct { const char *op; int key; } k_ops[] = {
 int fa_ta_key_of_op(const char *op)
 {
     if (!op || !*op) return -1;
+    /* collectives (c10d::allreduce_, nccl:all_reduce, symm_mem::multimem_all_reduce_, ...) */
+    if (any_sub(op, k_collective) || has(op, "c10d::") || has(op, "record_param_comms")) return FA_TA_KEY_COLLECTIVE;
     const char *s = op;
     const char *c = strstr(s, "::");
     if (c) s = c + 2;
+    /* optimizer steps: foreach ops (one multi-tensor kernel per arithmetic op), fused optimizers */
+    if (!strncmp(s, "_foreach_", 9)) return FA_TA_KEY_FOREACH;
+    if (!strncmp(s, "_fused_adam", 11) || !strncmp(s, "_fused_sgd", 10) || !strncmp(s, "_fused_adagrad", 14))
+        return FA_TA_KEY_OPTIMIZER;
     size_t n = strlen(s);
     while (n > 1 && s[n - 1] == '_' && s[0] != '_') n--; /* add_ -> add; keep _to_copy */
     for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
@@ -290,9 +323,10 @@ int fa_ta_key_of_op(const char *op)
  * kernel's own name. Tried in order; the first match wins ("rsqrt" before "sqrt", "catarray"
  * before "copy", "softmax" before "max"). */
 static const struct { const char *sub; int key; } k_kernel_keys[] = {
-    {"softmax", FA_TA_KEY_SOFTMAX}, {"bn_fw", FA_TA_KEY_BATCH_NORM}, {"bn_bw", FA_TA_KEY_BATCH_NORM},
+    {"fused_adam", FA_TA_KEY_OPTIMIZER}, {"fusedadam", FA_TA_KEY_OPTIMIZER}, {"fused_sgd", FA_TA_KEY_OPTIMIZER},
+    {"multi_tensor_apply", FA_TA_KEY_FOREACH}, {"softmax", FA_TA_KEY_SOFTMAX}, {"bn_fw", FA_TA_KEY_BATCH_NORM}, {"bn_bw", FA_TA_KEY_BATCH_NORM},
     {"batch_norm", FA_TA_KEY_BATCH_NORM}, {"batchnorm", FA_TA_KEY_BATCH_NORM}, {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"layernorm", FA_TA_KEY_LAYER_NORM},
-    {"rowwisemoments", FA_TA_KEY_LAYER_NORM}, {"rms_norm", FA_TA_KEY_RMS_NORM}, {"rmsnorm", FA_TA_KEY_RMS_NORM},
+    {"rowwisemoments", FA_TA_KEY_LAYER_NORM}, {"gradgammabeta", FA_TA_KEY_LAYER_NORM}, {"rms_norm", FA_TA_KEY_RMS_NORM}, {"rmsnorm", FA_TA_KEY_RMS_NORM},
     {"catarraybatchedcopy", FA_TA_KEY_CAT}, {"cat_", FA_TA_KEY_CAT}, {"rsqrt", FA_TA_KEY_RSQRT},
     {"sqrt", FA_TA_KEY_SQRT}, {"pow", FA_TA_KEY_POW}, {"silu", FA_TA_KEY_SILU}, {"gelu", FA_TA_KEY_GELU},
     {"sigmoid", FA_TA_KEY_SIGMOID}, {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"exp", FA_TA_KEY_EXP},
@@ -314,6 +348,9 @@ int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
      * the class says it */
     if (cls == FA_KCLASS_GEMM) return strcasestr(token, "flash") || strcasestr(token, "fmha") ? FA_TA_KEY_ATTENTION : FA_TA_KEY_GEMM;
     if (cls == FA_KCLASS_CONV) return FA_TA_KEY_CONV;
+    if (cls == FA_KCLASS_ATTENTION) return FA_TA_KEY_ATTENTION;
+    if (cls == FA_KCLASS_COLLECTIVE) return FA_TA_KEY_COLLECTIVE;
+    if (cls == FA_KCLASS_MEMCPY) return FA_TA_KEY_MEMCPY;
     const char *lt = strchr(token, '<');
     for (int pass = 0; pass < 2; pass++) {
         /* pass 0: the functor in <...> (with its '<'), pass 1: the whole name */
@@ -333,4 +370,46 @@ int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
         }
     }
     return -1;
+}
+
+/* ---------------------------------------------------------------- refinements ---- */
+
+fa_kclass fa_kernel_classify_op(const char *name, const char *op)
+{
+    return fa_kclass_with_op(fa_kernel_classify(name), fa_ta_key_of_op(op));
+}
+
+fa_kclass fa_kclass_with_op(fa_kclass c, int k)
+{
+    if (k == FA_TA_KEY_COLLECTIVE && c != FA_KCLASS_MEMCPY) return FA_KCLASS_COLLECTIVE;
+    if (c != FA_KCLASS_OTHER) return c;
+    switch (k) {
+    case FA_TA_KEY_GEMM: return FA_KCLASS_GEMM;
+    case FA_TA_KEY_CONV: return FA_KCLASS_CONV;
+    case FA_TA_KEY_ATTENTION: return FA_KCLASS_ATTENTION;
+    default: return c;
+    }
+}
+
+/* backward markers in a kernel's or op's name (case-insensitive substrings) */
+static const char *const k_backward[] = {"backward", "_bwd", "bwd_", "bn_bw", "grad_input", "gradinput",
+                                         "gradgammabeta", "gradients", "_grad_", NULL};
+
+bool fa_kernel_is_backward(const char *name, const char *op)
+{
+    return (name && any_sub(name, k_backward)) || (op && any_sub(op, k_backward));
+}
+
+const char *fa_kernel_fused_by(const char *name, const char *op, const char *stack, fa_kclass cls)
+{
+    if (cls == FA_KCLASS_ATTENTION) return "fused attention kernel";
+    if ((name && !strncmp(name, "triton_", 7)) || (op && !strncmp(op, "triton_", 7)))
+        return "torch.compile (Triton)";
+    /* inside a compiled graph: what is not a library GEMM / convolution is the compiler's kernel */
+    if (stack && cls != FA_KCLASS_GEMM && cls != FA_KCLASS_CONV &&
+        (strstr(stack, "CompiledFxGraph") || strstr(stack, "Torch-Compiled Region")))
+        return "torch.compile (Triton)";
+    if (fa_ta_key_of_op(op) == FA_TA_KEY_OPTIMIZER || (name && (has(name, "fused_adam") || has(name, "fusedadam"))))
+        return "fused optimizer";
+    return NULL;
 }

@@ -64,25 +64,41 @@ static const char *adup(fa_arena *ar, const char *s)
     return s ? fa_arena_strdup(ar, s) : NULL;
 }
 
+/* an op key's name, "<key>_backward" for a backward kernel (NULL on OOM) */
+static const char *op_name(fa_arena *ar, int key, bool bwd)
+{
+    const char *n = fa_ta_key_name(key);
+    if (!bwd) return n;
+    char buf[64];
+    snprintf(buf, sizeof buf, "%s_backward", n);
+    return fa_arena_strdup(ar, buf);
+}
+
 fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **out)
 {
     fa_status s = b->fail;
     fa_trace_advice *a = NULL;
-    if (!s && b->spool) s = fa__ta_spool_drain(ctx, b);
-    /* drain the windows */
-    if (!s) s = fa__ta_drain_streams(ctx, b);
-    if (s) goto fail;
-    if (b->own_trace) {
+    if (!s && b->own_trace) {
         /* a streaming import: the steps from the whole cpu side, read by now */
         b->n_steps = 0;
         fa__ta_count_steps(b, b->own_trace);
     }
+    /* what one removed launch can give back: the median launch call of the kernels launched one
+     * by one (graph replays' launches are counted as their replays are analysed) */
+    b->launch_cap_ns = fa__qh_median(&b->launch_q);
+    /* every record, sorted, through the per-stream analysis; then drain the windows */
+    if (!s) s = fa__ta_spool_drain(ctx, b);
+    if (!s) s = fa__ta_drain_streams(ctx, b);
+    if (s) goto fail;
     a = calloc(1, sizeof *a);
     if (!a || !(a->arena = fa_arena_create(1 << 16))) goto nomem;
     fa_arena *ar = a->arena;
 
-    /* device */
+    /* device, in its vendor's terms */
     a->device_name = adup(ar, b->dev.name);
+    fa_gpu_vendor vendor = fa_gpu_vendor_of(b->dev.name);
+    a->vendor = vendor == FA_GPU_VENDOR_AMD ? "AMD" : vendor == FA_GPU_VENDOR_NVIDIA ? "NVIDIA" : NULL;
+    a->units_name = fa_gpu_units_name(vendor);
     if (b->dev.cc_major > 0) {
         a->cc_major = b->dev.cc_major;
         a->cc_minor = b->dev.cc_minor;
@@ -95,7 +111,18 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     fa_gpu_roofs_for(b->dev.name, b->dev.total_mem_bytes, &a->roofs);
     a->hbm_gbs = a->roofs.hbm_gbs;
     a->hbm_label = a->roofs.label;
-    if (b->best_gbs > 0 && (a->hbm_gbs <= 0 || b->best_gbs < a->hbm_gbs)) {
+    a->arch_family = a->roofs.family;
+    if (vendor == FA_GPU_VENDOR_AMD) {
+        a->arch = a->roofs.arch; /* gfx942: HIP's major.minor does not name the part */
+    } else if (a->cc_major) {
+        char arch[16];
+        snprintf(arch, sizeof arch, "sm_%d%d", a->cc_major, a->cc_minor);
+        a->arch = adup(ar, arch);
+    }
+    /* the memory roof: the best bandwidth a memory-bound kernel reached in this trace, when it is
+     * a real figure (at least a quarter of the data sheet's: below that the kernels were not
+     * moving what the estimate says), else the data sheet */
+    if (b->best_gbs > 0 && (a->hbm_gbs <= 0 || (b->best_gbs < a->hbm_gbs && b->best_gbs >= 0.25 * a->hbm_gbs))) {
         a->mem_roof_gbs = b->best_gbs;
         char buf[600];
         snprintf(buf, sizeof buf, "measured in this trace: the best bandwidth a memory-bound kernel reached (%s, bytes "
@@ -112,7 +139,17 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     memcpy(a->class_ns, b->class_ns, sizeof a->class_ns);
     a->span_ns = b->n_kernels ? (int64_t)(b->last_ns - b->first_ns) : 0;
     a->n_steps = b->n_steps;
-    a->step_ns = b->n_steps ? a->span_ns / b->n_steps : a->span_ns;
+    /* the wall time the opportunities' kernels ran in: the span of the analysed kernels (with
+     * profiler steps, those launched inside them) */
+    int64_t an_span = b->an_any ? (int64_t)(b->an_last - b->an_first) : 0;
+    a->step_ns = b->n_steps ? an_span / b->n_steps : a->span_ns;
+    a->n_outside_steps = b->n_outside;
+    a->outside_steps_ns = b->outside_ns;
+    a->launch_cap_ns = b->launch_cap_ns;
+    a->n_fused_kernels = b->n_fused_kernels;
+    a->fused_kernel_ns = b->fused_kernel_ns;
+    a->split_second_domain = b->n_split[FA_FUSE_WHY_SECOND_DOMAIN];
+    a->split_not_connected = b->n_split[FA_FUSE_WHY_NOT_CONNECTED];
     a->n_memcpy = b->n_memcpy;
     a->memcpy_ns = b->memcpy_ns;
     a->n_memset = b->n_memset;
@@ -123,7 +160,6 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     a->gap_median_ns = fa__qh_median(&b->gap_q);
     a->launch_overhead_ns = (a->launch_call_median_ns > 0 ? a->launch_call_median_ns : 0) +
                             (a->gap_median_ns > 0 ? a->gap_median_ns : 0);
-    a->n_late = b->n_late;
     a->n_orphans = b->n_orphans;
     a->n_clock_inversions = b->n_clock_inversions;
     a->n_parse_errors = b->n_parse_errors;
@@ -131,7 +167,9 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     a->graph_kernels = b->graph_kernels;
 
     /* per kernel name */
-    const fa_cuda_limits *lim = a->cc_major ? fa_cuda_limits_for(a->cc_major, a->cc_minor) : NULL;
+    /* the occupancy calculator is CUDA's: not for an AMD device (wavefronts of 64, other limits) */
+    const fa_cuda_limits *lim =
+        a->cc_major && vendor != FA_GPU_VENDOR_AMD ? fa_cuda_limits_for(a->cc_major, a->cc_minor) : NULL;
     a->n_kernel_names = (int)b->n_toks;
     a->kernels = fa_arena_alloc(ar, (b->n_toks ? b->n_toks : 1) * sizeof *a->kernels);
     if (!a->kernels) goto nomem;
@@ -145,7 +183,9 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         k->full_name = adup(ar, t->full_name);
         k->cls = t->cls;
         int tkey = fa_ta_key_of_kernel(t->name, t->cls);
-        k->op = fa_ta_key_name(tkey >= 0 ? tkey : FA_TA_KEY_OTHER);
+        k->op = op_name(ar, tkey >= 0 ? tkey : FA_TA_KEY_OTHER, t->bwd);
+        k->backward = t->bwd;
+        k->fused_by = t->fused_by;
         k->count = t->count;
         k->total_ns = t->total_ns;
         k->median_ns = tok_median[i] = fa__qh_median(&t->dur);
@@ -167,7 +207,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
                 fa_ctx_clear(ctx);
             }
         }
-        if (!k->name || !k->full_name) {
+        if (!k->name || !k->full_name || !k->op) {
             free(tok_median);
             goto nomem;
         }
@@ -182,7 +222,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         free(tok_median);
         goto nomem;
     }
-    double step_wall = (double)a->span_ns;
+    double step_wall = b->an_any ? (double)(b->an_last - b->an_first) : (double)a->span_ns;
     size_t w = 0;
     for (size_t i = 0; i < b->n_opps; i++) {
         const oppstat *p = &b->opps[i];
@@ -190,9 +230,12 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         fa_ta_opportunity *o = &ops[w++];
         o->id = (int32_t)i;
         o->pattern = p->pattern >= 0 ? b->patterns[p->pattern].name : NULL;
+        o->backward = p->backward;
         o->fix = p->pattern >= 0 ? b->patterns[p->pattern].fix
-                                 : "one fused elementwise/reduction kernel: torch.compile, or fuse-advise's generated kernel "
-                                   "from the same cluster description";
+                 : p->backward ? "one fused kernel for these backward ops: torch.compile (AOTAutograd compiles the backward "
+                                 "pass too), or a fused backward kernel of the forward op"
+                               : "one fused elementwise/reduction kernel: torch.compile, or fuse-advise's generated kernel "
+                                 "from the same cluster description";
         o->n = p->n;
         o->count = p->count;
         o->kernel_ns = p->kernel_ns;
@@ -213,7 +256,12 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         double floor = -1;
         for (int j = 0; j < p->n; j++) {
             o->members[j] = a->kernels[p->tok[j]].name;
-            o->member_ops[j] = fa_ta_key_name(p->key[j]);
+            o->member_ops[j] = op_name(ar, p->key[j], p->bwd_mask >> j & 1);
+            if (!o->member_ops[j]) {
+                free(tok_median);
+                free(ops);
+                goto nomem;
+            }
             o->member_ns[j] = p->member_ns[j];
             double md = (double)tok_median[p->tok[j]];
             if (md > 0 && (floor < 0 || md < floor)) floor = md;
@@ -303,15 +351,16 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     free(pts);
 
     /* streams, gaps, stretches, graphs */
-    a->n_streams = (int)b->n_streams;
     a->streams = fa_arena_alloc(ar, (b->n_streams ? b->n_streams : 1) * sizeof *a->streams);
     if (!a->streams) goto nomem;
     for (size_t i = 0; i < b->n_streams; i++) {
-        a->streams[i] = b->streams[i].st;
-        a->idle_ns += a->streams[i].idle_ns;
-        a->n_overlaps += a->streams[i].n_overlaps;
+        if (!b->streams[i].st.n_kernels) continue; /* only transfers, or only kernels outside the steps */
+        fa_ta_stream *m = &a->streams[a->n_streams++];
+        *m = b->streams[i].st;
+        a->idle_ns += m->idle_ns;
+        a->n_overlaps += m->n_overlaps;
     }
-    qsort(a->streams, b->n_streams, sizeof *a->streams, cmp_stream);
+    qsort(a->streams, (size_t)a->n_streams, sizeof *a->streams, cmp_stream);
     a->n_gaps = b->n_gaps;
     a->gaps = fa_arena_alloc(ar, (size_t)(b->n_gaps ? b->n_gaps : 1) * sizeof *a->gaps);
     if (!a->gaps) goto nomem;
@@ -348,10 +397,13 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     /* the advice's own state at its peak: tables, histograms, windows */
     size_t st_bytes = b->cap_toks * sizeof(tokstat) + b->cap_points * sizeof(pointstat) +
                       b->cap_opps * sizeof(oppstat) + b->cap_streams * sizeof(strm) + b->cap_shapes * sizeof(shape_info) +
-                      b->heap_peak * sizeof(rec) + fa_arena_used(b->ar) +
+                      fa_arena_used(b->ar) +
                       (b->spool_seq ? (b->n_runs ? RUN_RECS : (size_t)b->spool_seq) * sizeof(srec) : 0) +
                       b->merge_bytes;
     for (size_t i = 0; i < b->n_toks; i++) st_bytes += fa__qh_bytes(&b->toks[i].dur);
+    const fa_intern *maps[] = {b->tok_map, b->shape_map, b->frame_map, b->op_map, b->stream_map, b->graph_map,
+                               b->opp_map, b->point_map};
+    for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) st_bytes += fa_intern_bytes(maps[i]);
     a->peak_state_bytes = st_bytes;
     qsort(a->kernels, b->n_toks, sizeof *a->kernels, cmp_kernel_total);
     /* the window, its kernels as positions in the sorted kernels[] */

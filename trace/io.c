@@ -10,7 +10,8 @@
 #include <yajl/yajl_tree.h>
 
 /* What a field is in C and how it is written. Integer kinds are written exactly; J_NUM as a
- * number that is an integer when integral (|v| < 9e15), else %.6g, null when not finite. */
+ * number that is an integer when integral (|v| < 9e15), else the shortest decimal that reads back
+ * exactly, null when not finite. */
 typedef enum jkind {
     J_STR,       /* const char *; null when NULL; arg: what an absent one reads back as */
     J_I64,       /* int64_t */
@@ -18,7 +19,6 @@ typedef enum jkind {
     J_I32,       /* int32_t (also int) */
     J_U8,        /* uint8_t */
     J_NUM,       /* double; arg: the value when absent */
-    J_NUM_U64,   /* uint64_t written through J_NUM (a time that was always written so) */
     J_NULLNEG,   /* double: null when < 0, absent or null reads back as -1 */
     J_IFBYTES,   /* double written only when the record's bytes are known (jrec.bytes_off >= 0) */
     J_STR_IFUNKNOWN, /* const char *, null unless the record's bytes are unknown (jrec.bytes_off < 0) */
@@ -66,7 +66,6 @@ struct jrec {
 #define ROW_I32(T, m, key, d) {key, J_I32, offsetof(T, m), d, NULL, NULL, 0, NULL},
 #define ROW_U8(T, m, key, d) {key, J_U8, offsetof(T, m), d, NULL, NULL, 0, NULL},
 #define ROW_NUM(T, m, key, d) {key, J_NUM, offsetof(T, m), d, NULL, NULL, 0, NULL},
-#define ROW_NUM_U64(T, m, key, d) {key, J_NUM_U64, offsetof(T, m), d, NULL, NULL, 0, NULL},
 #define ROW_NULLNEG(T, m, key, d) {key, J_NULLNEG, offsetof(T, m), -1, NULL, NULL, 0, NULL},
 #define ROW_IFBYTES(T, m, key, d) {key, J_IFBYTES, offsetof(T, m), -1, NULL, NULL, 0, NULL},
 #define ROW_STR_IFUNKNOWN(T, m, key, d) {key, J_STR_IFUNKNOWN, offsetof(T, m), 0, d, NULL, 0, NULL},
@@ -85,6 +84,7 @@ struct jrec {
 /* one fusion opportunity (fa_ta_opportunity) */
 #define OPP_FIELDS(X, T)                                      \
     X(T, STR, pattern, "pattern", NULL)                       \
+    X(T, BOOL, backward, "backward", 0)                       \
     X(T, STR, fix, "fix", NULL)                               \
     X(T, STRS, members, "kernels", "?")                       \
     X(T, STRS, member_ops, "ops", "other")                    \
@@ -105,7 +105,7 @@ struct jrec {
     X(T, NUM, share, "share", 0)                              \
     X(T, I32, device, "device", 0)                            \
     X(T, I64, stream, "stream", 0)                            \
-    X(T, NUM_U64, first_start_ns, "first_start_ns", 0)
+    X(T, U64, first_start_ns, "first_start_ns", 0)
 
 /* one kernel name's statistics (fa_ta_kernel) */
 #define KERNEL_FIELDS(X, T)                                   \
@@ -121,7 +121,9 @@ struct jrec {
     X(T, I32, registers, "registers", 0)                      \
     X(T, I32, smem, "smem", 0)                                \
     X(T, NULLNEG, occupancy, "occupancy", 0)                  \
-    X(T, STR, occupancy_source, "occupancy_source", NULL)
+    X(T, STR, occupancy_source, "occupancy_source", NULL)     \
+    X(T, BOOL, backward, "backward", 0)                       \
+    X(T, STR, fused_by, "fused_by", NULL)
 
 /* one roofline point (fa_ta_point) */
 #define POINT_FIELDS(X, T)                                    \
@@ -192,12 +194,15 @@ struct jrec {
 /* the advice (fa_trace_advice) */
 #define ADVICE_FIELDS(X, T)                                                   \
     X(T, STR, device_name, "device", NULL)                                    \
-    X(T, DERIVED, device_name, "arch", put_arch)                              \
+    X(T, STR, vendor, "vendor", NULL)                                         \
+    X(T, STR, arch, "arch", NULL)                                             \
+    X(T, STR, arch_family, "arch_family", NULL)                               \
     X(T, I32, cc_major, "cc_major", 0)                                        \
     X(T, I32, cc_minor, "cc_minor", 0)                                        \
     X(T, STR, cc_source, "arch_source", NULL)                                 \
     X(T, U64, total_mem_bytes, "total_mem_bytes", 0)                          \
     X(T, I32, sm_count, "sm_count", 0)                                        \
+    X(T, STR, units_name, "units_name", NULL)                                 \
     X(T, NUM, hbm_gbs, "hbm_gbs", 0)                                          \
     X(T, DERIVED, hbm_gbs, "hbm_source", put_hbm_source)                      \
     X(T, STR, roofs.label, "roofs_label", NULL)                               \
@@ -223,7 +228,13 @@ struct jrec {
     X(T, I64, launch_overhead_ns, "launch_overhead_ns", 0)                    \
     X(T, I64, idle_ns, "idle_ns", 0)                                          \
     X(T, I64, n_overlaps, "overlaps", 0)                                      \
-    X(T, I64, n_late, "late", 0)                                              \
+    X(T, I64, n_outside_steps, "outside_steps", 0)                            \
+    X(T, I64, outside_steps_ns, "outside_steps_ns", 0)                        \
+    X(T, I64, launch_cap_ns, "launch_cap_ns", -1)                             \
+    X(T, I64, n_fused_kernels, "fused_kernels", 0)                            \
+    X(T, I64, fused_kernel_ns, "fused_kernel_ns", 0)                          \
+    X(T, I64, split_second_domain, "split_second_domain", 0)                  \
+    X(T, I64, split_not_connected, "split_not_connected", 0)                  \
     X(T, U64, n_orphans, "orphans", 0)                                        \
     X(T, U64, n_clock_inversions, "clock_inversions", 0)                      \
     X(T, U64, n_parse_errors, "parse_errors", 0)                              \
@@ -257,13 +268,6 @@ static void put_estimated(fa_buf *b, const void *rec)
 {
     (void)rec;
     fa_json_str(b, "estimated");
-}
-
-static void put_arch(fa_buf *b, const void *rec)
-{
-    const fa_trace_advice *a = rec;
-    if (a->cc_major) fa_buf_printf(b, "\"sm_%d%d\"", a->cc_major, a->cc_minor);
-    else fa_buf_puts(b, "null");
 }
 
 static void put_hbm_source(fa_buf *b, const void *rec)
@@ -334,11 +338,24 @@ static const jrec advice_rec = {"advice", k_advice_fields, NF(k_advice_fields), 
 
 /* ---- writing ---- */
 
+/* the shortest decimal that reads back as v exactly (15 to 17 significant digits): what the run
+ * database keeps is what was computed, so a figure read back prints as it did */
 static void put_num(fa_buf *b, double v)
 {
-    if (!isfinite(v)) fa_buf_puts(b, "null");
-    else if (v == (double)(int64_t)v && fabs(v) < 9e15) fa_buf_printf(b, "%" PRId64, (int64_t)v);
-    else fa_buf_printf(b, "%.6g", v);
+    if (!isfinite(v)) {
+        fa_buf_puts(b, "null");
+        return;
+    }
+    if (v == (double)(int64_t)v && fabs(v) < 9e15) {
+        fa_buf_printf(b, "%" PRId64, (int64_t)v);
+        return;
+    }
+    char t[40];
+    for (int p = 15; p <= 17; p++) {
+        snprintf(t, sizeof t, "%.*g", p, v);
+        if (strtod(t, NULL) == v) break;
+    }
+    fa_buf_puts(b, t);
 }
 
 static void put_rec(fa_buf *b, const jrec *r, const void *rec);
@@ -356,7 +373,6 @@ static void put_value(fa_buf *b, const jrec *r, const jfield *f, const void *rec
     case J_U8: fa_buf_printf(b, "%d", *CAT(rec, f->off, uint8_t)); break;
     case J_NUM:
     case J_IFBYTES: put_num(b, *CAT(rec, f->off, double)); break;
-    case J_NUM_U64: put_num(b, (double)*CAT(rec, f->off, uint64_t)); break;
     case J_NULLNEG: {
         double v = *CAT(rec, f->off, double);
         if (v >= 0) put_num(b, v);
@@ -492,8 +508,7 @@ static bool get_value(rd *x, const jrec *r, const jfield *f, yajl_val v, void *r
     case J_STR:
     case J_STR_IFUNKNOWN: *AT(rec, f->off, const char *) = str_dup(x, v, f->dstr); break;
     case J_I64: *AT(rec, f->off, int64_t) = num_i64(v, (int64_t)f->dflt); break;
-    case J_U64:
-    case J_NUM_U64: *AT(rec, f->off, uint64_t) = (uint64_t)num_i64(v, (int64_t)f->dflt); break;
+    case J_U64: *AT(rec, f->off, uint64_t) = (uint64_t)num_i64(v, (int64_t)f->dflt); break;
     case J_I32: *AT(rec, f->off, int32_t) = (int32_t)num_i64(v, (int64_t)f->dflt); break;
     case J_U8: *AT(rec, f->off, uint8_t) = (uint8_t)num_i64(v, (int64_t)f->dflt); break;
     case J_NUM:

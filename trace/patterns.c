@@ -41,6 +41,9 @@ static const fa_ta_pattern_def k_patterns[] = {
     {"rotary embedding", "mul neg cat mul add", NULL, "rotary|rope",
      "a fused rotary-embedding kernel (FlashAttention apply_rotary_emb, Liger, vLLM), torch.compile, or fuse-advise's "
      "generated elementwise kernel", true},
+    {"QuickGELU (decomposed)", "mul sigmoid mul", NULL, "quickgelu|quick_gelu",
+     "x * sigmoid(1.702 * x) in one elementwise kernel (torch.compile, or fuse-advise's generated kernel); it is its own "
+     "function, not tanh-GELU: F.gelu(approximate='tanh') would change the model's numerics", true},
     {"GELU (tanh approximation, decomposed)", "mul? pow mul add mul tanh add mul mul?", NULL, "gelu",
      "torch.nn.functional.gelu(approximate='tanh') (one kernel), a GEMM epilogue (cuBLASLt GELU), or torch.compile", true},
     {"GELU (erf, decomposed)", "mul? div erf add mul mul?", NULL, NULL,
@@ -51,6 +54,9 @@ static const fa_ta_pattern_def k_patterns[] = {
     {"SiLU * mul (SwiGLU)", "silu mul", "gemm", "swiglu|silu_and_mul",
      "a fused SiLU-and-multiply kernel (vLLM silu_and_mul, Liger SwiGLU, Transformer Engine), torch.compile, or "
      "fuse-advise's generated elementwise kernel", false},
+    {"optimizer step (foreach)", "foreach foreach+", NULL, NULL,
+     "a fused optimizer (torch.optim.AdamW / Adam / SGD with fused=True: one multi-tensor kernel per parameter group "
+     "instead of one foreach kernel per arithmetic op), or the step captured in a CUDA graph (capturable=True)", false},
     {"dtype-copy chain", "copy add|sub|mul|div|neg|exp|tanh|sigmoid|silu|gelu|relu|pow|sqrt|rsqrt|where|clamp+ copy", NULL,
      NULL,
      "do the arithmetic in registers at the higher precision inside one kernel (torch.compile, fuse-advise's generated "
@@ -236,4 +242,13 @@ int fa_ta_matcher_stack(const fa_ta_matcher *m, const char *frame)
         }
     }
     return -1;
+}
+
+uint64_t fa_ta_matcher_alphabet(const fa_ta_matcher *m, int pattern)
+{
+    if (pattern < 0 || pattern >= m->n) return 0;
+    const cpat *c = &m->p[pattern];
+    uint64_t set = c->skip;
+    for (int i = 0; i < c->n; i++) set |= c->st[i].keys;
+    return set;
 }

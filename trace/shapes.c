@@ -236,10 +236,16 @@ static int read_inputs(const shape_info *si, int key, const sh_in **out)
     return n;
 }
 
-bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x, double *rd, double *wr, double *saved)
+/* input `in` of a later member is the tensor that a member with outputs kb wrote: the same element
+ * count and type (the trace names no tensors: sizes are the evidence) */
+static bool is_output(const sh_in *in, const kbytes *kb)
 {
-    kbytes kb[FA_TA_MAX_SEQ];
-    double unfused = 0;
+    return in->numel == kb->out_numel && (!in->dsize || in->dsize == kb->out_dsize);
+}
+
+/* kb[j] of each member, false when a member's sizes are unknown */
+static bool members_bytes(const ta_member *m, int n, kbytes *kb)
+{
     for (int j = 0; j < n; j++) {
         fa__ta_kernel_bytes(m[j].si, m[j].key, m[j].inplace, &kb[j]);
         if (kb[j].read < 0 && m[j].key == FA_TA_KEY_CAT && kb[j].out_numel >= 0 && j > 0 && kb[j - 1].out_dsize) {
@@ -248,28 +254,65 @@ bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x,
             kb[j].read = kb[j].write = kb[j].out_numel * kb[j].out_dsize;
         }
         if (kb[j].read < 0 || kb[j].write < 0) return false;
-        unfused += kb[j].read + kb[j].write;
     }
+    return true;
+}
+
+bool fa__ta_reads_output(const ta_member *earlier, int n, const ta_member *r)
+{
+    kbytes kb[FA_TA_MAX_SEQ + 1];
+    if (n > FA_TA_MAX_SEQ) n = FA_TA_MAX_SEQ;
+    if (!members_bytes(earlier, n, kb) || !members_bytes(r, 1, &kb[n])) return true;
+    const sh_in *in[SH_MAX_IN];
+    int ni = read_inputs(r->si, r->key, in);
+    for (int k = 0; k < ni; k++)
+        for (int p = 0; p < n; p++)
+            if (is_output(in[k], &kb[p]) || (in[k]->list && kb[p].out_numel > 0 && kb[p].out_numel <= in[k]->numel))
+                return true;
+    return false;
+}
+
+bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x, double *rd, double *wr, double *saved)
+{
+    kbytes kb[FA_TA_MAX_SEQ];
+    if (!members_bytes(m, n, kb)) return false;
+    double unfused = 0;
+    for (int j = 0; j < n; j++) unfused += kb[j].read + kb[j].write;
     const sh_in *x0[SH_MAX_IN];
     int nx = read_inputs(m[0].si, m[0].key, x0);
     double xn = nx ? x0[0]->numel : -1;
     uint8_t xd = nx ? x0[0]->dsize : 0;
     double r = kb[0].read;
+    bool read_later[FA_TA_MAX_SEQ] = {false}; /* a later member reads this member's output */
     for (int j = 1; j < n; j++) {
         const sh_in *in[SH_MAX_IN];
         int ni = read_inputs(m[j].si, m[j].key, in);
         bool used[FA_TA_MAX_SEQ] = {false}; /* an earlier output feeds one input of this member at most */
         for (int k = 0; k < ni; k++) {
+            if (in[k]->list) {
+                /* a TensorList (cat's inputs): its total size is recorded, not its tensors; the
+                 * latest earlier outputs that fit in it are its intermediates, the rest is read */
+                double left = in[k]->numel;
+                for (int p = j - 1; p >= 0 && left > 0; p--)
+                    if (!used[p] && kb[p].out_numel > 0 && kb[p].out_numel <= left) {
+                        left -= kb[p].out_numel;
+                        used[p] = read_later[p] = true;
+                    }
+                r += left * (in[k]->dsize ? in[k]->dsize : xd);
+                continue;
+            }
             bool inter = false;
             for (int p = j - 1; p >= 0 && !inter; p--)
-                if (!used[p] && in[k]->numel == kb[p].out_numel && (!in[k]->dsize || in[k]->dsize == kb[p].out_dsize))
-                    inter = used[p] = true;
+                if (!used[p] && is_output(in[k], &kb[p])) inter = used[p] = read_later[p] = true;
             if (inter) continue;
             if (same_x && in[k]->numel == xn && (!in[k]->dsize || in[k]->dsize == xd)) continue;
             r += in[k]->numel * (in[k]->dsize ? in[k]->dsize : xd);
         }
     }
-    double w = kb[n - 1].write + (keep_first && n > 1 ? kb[0].write : 0);
+    /* written: the last output, any output no member reads (read outside the group), the residual */
+    double w = 0;
+    for (int p = 0; p < n; p++)
+        if (p == n - 1 || !read_later[p] || (keep_first && p == 0)) w += kb[p].write;
     *rd = r;
     *wr = w;
     *saved = unfused > r + w ? unfused - (r + w) : 0;

@@ -1,7 +1,9 @@
-/* trace/spool — a builder fed in any order (a streaming import: Kineto files are often far out of
- * time order, one CUPTI buffer after another): records are sorted through runs of RUN_RECS in a
- * temporary file ($TMPDIR, unlinked at once) and merged at finish through MERGE_BUDGET bytes of
- * buffers, in (device, stream, start, end, arrival) order, so memory stays bounded. */
+/* trace/spool — the builder takes records in any order (a streaming import: Kineto files are often
+ * far out of time order, one CUPTI buffer after another) and analyses them at finish, when what
+ * the analysis needs of the whole trace is known (its profiler steps, its median launch call):
+ * records are sorted through runs of RUN_RECS in a temporary file ($TMPDIR, unlinked at once) and
+ * merged through MERGE_BUDGET bytes of buffers, in (device, stream, start, end, arrival) order, so
+ * memory stays bounded. */
 #include "trace/trace-impl.h"
 
 #include <errno.h>
@@ -71,7 +73,16 @@ static fa_status ordered(fa_ctx *ctx, fa_ta_builder *b, const srec *x)
 {
     strm *s = &b->streams[x->sidx];
     rec r = x->r;
-    fa__ta_graph_take(b, &r);
+    if (!(r.flags & RF_BARRIER)) fa__ta_graph_take(b, &r);
+    /* a trace with profiler steps: the advice is the steps'. A kernel launched before the first
+     * step (or before the trace: an orphan) or after the last ran in the window only because the
+     * GPU lagged the CPU; it is counted, not analysed. */
+    if (b->n_steps && !(r.flags & RF_BARRIER) &&
+        (!r.launch_start || r.launch_start < b->step_first || r.launch_start > b->step_last)) {
+        b->n_outside++;
+        b->outside_ns += fa__ta_dur(&r);
+        return FA_OK;
+    }
     return fa__ta_analyze(ctx, b, s, &r);
 }
 
@@ -81,6 +92,7 @@ fa_status fa__ta_spool_drain(fa_ctx *ctx, fa_ta_builder *b)
 {
     fa_status s = FA_OK;
     if (!b->n_runs) {
+        if (!b->nrun) return FA_OK; /* no GPU record at all */
         qsort_r(b->run, b->nrun, sizeof *b->run, srec_cmp, b);
         for (size_t i = 0; i < b->nrun && !s; i++) s = ordered(ctx, b, &b->run[i]);
         b->nrun = 0;

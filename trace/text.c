@@ -41,8 +41,7 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
         return;
     }
     fa_buf_printf(b, "device: %s", a->device_name ? a->device_name : "unknown");
-    if (a->cc_major) fa_buf_printf(b, ", sm_%d%d (%s)", a->cc_major, a->cc_minor, a->cc_source);
-    else fa_buf_puts(b, ", compute capability unknown: no occupancy from the calculator");
+    fa__ta_device_terms(b, a);
     if (a->roofs.label)
         fa_buf_printf(b, "\nroofs (theoretical, %s data sheet): HBM %.0f GB/s, FP32 %.1f TFLOP/s%s", a->roofs.label,
                       a->roofs.hbm_gbs, a->roofs.fp32_gflops / 1e3, a->roofs.tensor_gflops > 0 ? "" : "");
@@ -65,14 +64,31 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
                      " calls) + median idle gap %.2f us (measured)\n",
                   a->launch_overhead_ns / 1e3, a->launch_call_median_ns > 0 ? a->launch_call_median_ns / 1e3 : 0.0,
                   a->n_launch_calls, a->gap_median_ns > 0 ? a->gap_median_ns / 1e3 : 0.0);
+    if (a->n_fused_kernels)
+        fa_buf_printf(b, "already fused (attention kernels, torch.compile / Triton, fused optimizers; reported, never made "
+                         "part of a fusion): %" PRId64 " kernels, %s\n",
+                      a->n_fused_kernels, fa__ta_ms((double)a->fused_kernel_ns, t1, sizeof t1));
+    if (a->n_outside_steps)
+        fa_buf_printf(b, "%" PRId64 " kernels (%s) were launched outside the profiler steps (before the trace or its first "
+                         "step, or after its last): counted above, not in the opportunities or per-step figures\n",
+                      a->n_outside_steps, fa__ta_ms((double)a->outside_steps_ns, t1, sizeof t1));
 
     fa_buf_printf(b, "\nfusion opportunities, ranked by estimated saving (each kernel counted in at most one): %" PRId64 "\n",
                   a->n_opps_total);
+    if (a->launch_cap_ns > 0)
+        fa_buf_printf(b, "  (launch cost removed: per removed launch, the GPU idle before it up to its own launch call and at "
+                         "most the median launch call, %.2f us; idle while the host did other work is not counted)\n",
+                      a->launch_cap_ns / 1e3);
+    if (a->split_second_domain || a->split_not_connected)
+        fa_buf_printf(b, "  (the fusion rule cut kernel runs %" PRId64 " times at a reduction over a second domain and %" PRId64
+                         " times at a kernel that reads nothing the kernels before it wrote)\n",
+                      a->split_second_domain, a->split_not_connected);
     int show = a->n_opps < 10 ? a->n_opps : 10;
     for (int i = 0; i < show; i++) {
         const fa_ta_opportunity *o = &a->opps[i];
-        fa_buf_printf(b, "  %2d. %s x%" PRId64 ": saves %s (%.1f%% of the span", i + 1, o->pattern ? o->pattern : "repeated sequence",
-                      o->count, fa__ta_ms(o->est.saving_ns, t1, sizeof t1), 100 * o->share);
+        fa_buf_printf(b, "  %2d. %s%s x%" PRId64 ": saves %s (%.1f%% of the span", i + 1,
+                      o->pattern ? o->pattern : "repeated sequence", o->backward ? " (backward pass)" : "", o->count,
+                      fa__ta_ms(o->est.saving_ns, t1, sizeof t1), 100 * o->share);
         if (a->n_steps) fa_buf_printf(b, "; %s per step", fa__ta_ms(o->est.saving_ns / (double)a->n_steps, t2, sizeof t2));
         fa_buf_puts(b, "), estimated\n      ");
         fa__ta_opp_members(b, o, true);
@@ -80,7 +96,7 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
         if (o->skipped) fa_buf_printf(b, "; %" PRId64 " kernels between them stay", o->skipped);
         fa_buf_puts(b, ")\n      kernels: ");
         fa__ta_opp_members(b, o, false);
-        fa_buf_printf(b, "\n      measured %s kernels + %s launch gaps; fused %s", fa__ta_ms((double)o->kernel_ns, t1, sizeof t1),
+        fa_buf_printf(b, "\n      measured %s kernels + %s launch cost; fused %s", fa__ta_ms((double)o->kernel_ns, t1, sizeof t1),
                       fa__ta_ms((double)o->gaps_ns, t2, sizeof t2), fa__ta_ms(o->est.fused_ns, t3, sizeof t3));
         if (o->read_bytes >= 0)
             fa_buf_printf(b, " (per occurrence reads %.2f MiB, writes %.2f MiB, %.2f MiB of intermediates no longer "
@@ -143,9 +159,23 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
     }
     fa_buf_printf(b, "\norphans %" PRIu64 ", clock inversions %" PRIu64 ", parse errors %" PRIu64, a->n_orphans,
                   a->n_clock_inversions, a->n_parse_errors);
-    if (a->n_late) fa_buf_printf(b, ", %" PRId64 " kernels far out of time order (no sequence across them)", a->n_late);
     fa_buf_puts(b, "\n");
     if (a->n_estimated_bytes == 0)
         fa_buf_puts(b, "no kernel has sizes (no Input Dims): every byte figure is unknown; fused kernels are taken to last as "
                        "long as their slowest member\n");
+}
+
+void fa__ta_device_terms(fa_buf *b, const fa_trace_advice *a)
+{
+    if (a->vendor && !strcmp(a->vendor, "AMD")) {
+        if (a->arch) fa_buf_printf(b, ", %s%s%s%s", a->arch, a->arch_family ? " (" : "", a->arch_family ? a->arch_family : "",
+                                   a->arch_family ? ")" : "");
+        else if (a->cc_major) fa_buf_printf(b, ", HIP compute capability %d.%d", a->cc_major, a->cc_minor);
+        if (a->sm_count) fa_buf_printf(b, ", %d %s", a->sm_count, a->units_name ? a->units_name : "compute units");
+        fa_buf_puts(b, "; occupancy: from the trace only (the calculator is CUDA's)");
+        return;
+    }
+    if (a->cc_major) fa_buf_printf(b, ", sm_%d%d (%s)", a->cc_major, a->cc_minor, a->cc_source);
+    else fa_buf_puts(b, ", compute capability unknown: no occupancy from the calculator");
+    if (a->sm_count) fa_buf_printf(b, ", %d SMs", a->sm_count);
 }

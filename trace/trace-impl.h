@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "graph/fusion_rule.h"
 #include "trace/trace.h"
 
 /* ---- streaming medians (trace/medians.c) ---- */
@@ -79,35 +80,46 @@ typedef struct ta_member {
 } ta_member;
 
 /* The fused kernel's traffic for one occurrence (estimated): the group's first member reads its
- * inputs; a later member's input that an earlier member produced (same element count and type)
- * is an intermediate held on chip; one equal to the group's own first input is that tensor again
- * (read once, with same_x); anything else is an external input (a weight, a residual). The last
- * member's output is written (and the first member's when keep_first: a residual stream that
- * stays live). saved = unfused traffic - fused traffic. False when a member's sizes are unknown. */
+ * inputs; a later member's input that an earlier member produced (fa__ta_reads_output) is an
+ * intermediate held on chip; one equal to the group's own first input is that tensor again (read
+ * once, with same_x); anything else is an external input (a weight, a residual). Written: the
+ * last member's output, every member output no later member reads (someone outside the group
+ * does), and the first member's when keep_first (a residual stream that stays live).
+ * saved = unfused traffic - fused traffic. False when a member's sizes are unknown. */
 bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x, double *rd, double *wr,
                         double *saved);
+/* Does member r read what one of earlier[0..n) wrote? True when a size is unknown (the trace
+ * cannot tell: the members are taken as a chain of kernels in a row). */
+bool fa__ta_reads_output(const ta_member *earlier, int n, const ta_member *r);
 
 /* ---- the builder (trace/builder.c; records in any order: trace/spool.c; finish: trace/finish.c) ---- */
 
 enum {
     WIN = 24,          /* look-ahead window per stream for the patterns (kernels) */
-    REORDER = 4096,    /* reorder window per stream (kernels): records out of time order by less
-                          than this many kernels are put back in order */
     OPEN_REPLAYS = 64, /* graph replays followed at once */
     SEG_MAX = 256,     /* a run of memory-bound kernels is held up to this long before it is cut */
     NAME_SLOTS = 4096, /* kernel-name cache */
     MAX_STRETCHES = 64 /* launch-bound stretches kept (the longest) */
 };
 
-enum { RF_ORPHAN = 1, RF_INVERTED = 2, RF_GRAPH = 4 };
+enum {
+    RF_ORPHAN = 1, RF_INVERTED = 2, RF_GRAPH = 4,
+    RF_BWD = 8,          /* a backward kernel (its name or op says so) */
+    RF_BWDPASS = 16,     /* launched in the backward pass (autograd frames on its stack) */
+    RF_FUSED = 32,       /* already fused by a compiler or a library (fa_kernel_fused_by) */
+    RF_BARRIER = 64      /* a memcpy / memset record: no kernel, no group across it */
+};
 
-/* one GPU kernel as the analysis holds it, only while it sits in a window */
+/* one GPU record (a kernel, or a memcpy / memset as a barrier) as the analysis holds it, only
+ * while it is sorted and then sits in a window */
 typedef struct rec {
     uint64_t start, end;
+    uint64_t launch_start;  /* its launch call's start, 0 none (an orphan: launched before the trace) */
+    int64_t opinst;      /* the launching cpu op instance (Kineto External id), -1 unknown */
     int64_t launch_ns;   /* launch call duration, -1 none (or counted with its graph replay) */
     int64_t pid, tid;    /* launch thread (for the cpu op of a gap) */
     int64_t graph;       /* graph replay key (launch correlation), -1 */
-    int32_t tok;         /* kernel name id */
+    int32_t tok;         /* kernel name id, -1 for a barrier */
     int32_t shape;       /* shape signature id, -1 none */
     int32_t frame;       /* pattern-naming frame id, -1 none */
     int32_t op;          /* cpu op name id, -1 none */
@@ -133,6 +145,8 @@ typedef struct tokstat {
      * together across template arguments, and the records come in any order) */
     const char *name, *full_name;
     fa_kclass cls;
+    bool bwd;
+    const char *fused_by;  /* static string, NULL */
     uint64_t rep_start, rep_end, cfg_start, occ_start;
     int64_t count, total_ns;
     qhist dur;
@@ -149,6 +163,8 @@ typedef struct pointstat {
 typedef struct oppstat {
     int pattern;        /* -1: a repeated sequence */
     int n;
+    bool backward;      /* a member is a backward kernel or ran in the backward pass */
+    uint32_t bwd_mask;  /* members that are backward kernels (their op key reads "<key>_backward") */
     int32_t tok[FA_TA_MAX_SEQ];
     int16_t key[FA_TA_MAX_SEQ];
     int64_t member_ns[FA_TA_MAX_SEQ];
@@ -176,15 +192,12 @@ typedef struct graphstat {
 
 typedef struct strm {
     fa_ta_stream st;
-    rec *heap;            /* reorder window: min-heap by start */
-    size_t nheap, capheap;
-    bool emitted;
-    uint64_t last_emitted;
     bool any;
     uint64_t last_end, busy_end;
     int32_t last_tok;
     rec win[WIN];
     int wn;
+    int32_t refused_frame; /* the frame whose kernels did not fit its pattern, while it lasts; -2 none */
     rec seg[SEG_MAX];
     int seg_n;
     int str_n;            /* launch-bound stretch in progress */
@@ -230,7 +243,14 @@ struct fa_ta_builder {
     int64_t launch_bound_kernels, launch_bound_ns;
     qhist launch_q, gap_q;
     int64_t n_kernels, kernel_ns, class_ns[FA_KCLASS_COUNT], n_launch_calls, launch_call_ns;
-    int64_t n_memcpy, memcpy_ns, n_memset, memset_ns, n_estimated_bytes, n_late, graph_kernels;
+    int64_t n_memcpy, memcpy_ns, n_memset, memset_ns, n_estimated_bytes, graph_kernels;
+    int64_t launch_cap_ns;  /* the median launch call of individually launched kernels: the most one
+                               removed launch gives back (set before the analysis), -1 none */
+    int64_t n_outside, outside_ns; /* kernels launched outside the profiler steps (not analysed) */
+    bool an_any;
+    uint64_t an_first, an_last;    /* span of the analysed kernels */
+    int64_t n_split[FA_FUSE_WHY_COUNT]; /* runs cut by the legality rule, by reason */
+    int64_t n_fused_kernels, fused_kernel_ns; /* kernels already fused (RF_FUSED) */
     bool any_gpu;
     uint64_t first_ns, last_ns;
     int64_t n_steps;
@@ -238,29 +258,31 @@ struct fa_ta_builder {
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
     double best_gbs;       /* best achieved bandwidth of a memory-bound kernel with known bytes */
     const char *best_gbs_kernel;
-    size_t heap_peak;      /* records held in reorder windows at once, at most */
-    size_t heap_now;
     bool win_set, win_by_launch;
     uint64_t win_lo, win_hi;
     const char *win_what;
-    const char *opk_ptr[1024];  /* cpu op name address -> (name id, key, in place) (cache) */
+    const char *opk_ptr[1024];  /* cpu op name address -> (name id, key, in place, flags) (cache) */
     int32_t opk_id[1024];
     int16_t opk_key[1024];
     bool opk_inplace[1024];
+    uint8_t opk_flags[1024];    /* OPF_* */
+    const char *opk_fused[1024];/* fa_kernel_fused_by of the op alone */
     const char *shp_ptr[1024];  /* shapes address -> shape id (cache) */
     int32_t shp_id[1024];
-    const char *stk_ptr[1024];  /* stack address -> (frame id, pattern) (cache) */
+    const char *stk_ptr[1024];  /* stack address -> (frame id, pattern, flags) (cache) */
     int32_t stk_frame[1024];
     int8_t stk_pat[1024];
-    const char *name_ptr[4096]; /* raw kernel name address -> token id, class, key (cache) */
+    uint8_t stk_flags[1024];    /* STF_* */
+    const char *name_ptr[4096]; /* raw kernel name address -> token id, class, key, flags (cache) */
     int32_t name_tok[4096];
     uint8_t name_cls[4096];
     int16_t name_key[4096];
+    uint8_t name_flags[4096];   /* NMF_* */
+    const char *name_fused[4096]; /* fa_kernel_fused_by of the name alone */
     const char *last_launch_name;
     bool last_launch_graph;
     fa_ta_wrec *window;    /* kernel = token id, opp = internal opportunity id until finish */
-    /* fa_ta_builder_any_order: records sorted through runs in a temporary file */
-    bool spool;
+    /* every record is sorted through runs in a temporary file (spool.c) and analysed at finish */
     struct srec *run;      /* the current run, RUN_RECS at most */
     size_t nrun;
     FILE *sf;              /* the sorted runs (unlinked at creation) */
@@ -290,7 +312,7 @@ static inline int64_t fa__ta_dur(const rec *r)
 fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r);
 /* a graph-replayed kernel joins its replay (its launch call is counted once per replay) */
 void fa__ta_graph_take(fa_ta_builder *b, rec *r);
-/* flush the stream's reorder heap, window and run, end its stretch; close the open replays */
+/* flush the streams' windows and runs, end their stretches; close the open replays */
 fa_status fa__ta_drain_streams(fa_ctx *ctx, fa_ta_builder *b);
 /* records in any order (spool.c): hold r (run full: sorted into the temporary file) / analyse
  * every held record in (device, stream, start, end, arrival) order */
@@ -308,5 +330,8 @@ void fa__ta_cpu_ix_free(cpu_ix *x);
 const char *fa__ta_ms(double ns, char *buf, size_t cap);
 /* the members of o, " -> " between them: op keys (ops) or short kernel names */
 void fa__ta_opp_members(fa_buf *b, const fa_ta_opportunity *o, bool ops);
+/* ", gfx942 (CDNA3), 304 compute units; ..." / ", sm_90 (deviceProperties), 132 SMs": the device
+ * in its vendor's terms, appended after its name */
+void fa__ta_device_terms(fa_buf *b, const fa_trace_advice *a);
 
 #endif
