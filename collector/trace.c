@@ -7,7 +7,7 @@
 const char *fa_activity_kind_name(fa_activity_kind k)
 {
     static const char *const names[FA_ACT_KIND_COUNT] = {
-        "kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "range", "sync", "overhead", "module"};
+        "kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "range", "sync", "overhead", "module", "python"};
     return (unsigned)k < FA_ACT_KIND_COUNT ? names[k] : "unknown";
 }
 

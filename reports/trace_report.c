@@ -183,7 +183,15 @@ static void opportunities(const fa_trace_advice *a, fa_buf *b)
         if (o->backward) fa_buf_puts(b, " (backward pass)");
         fa_buf_puts(b, "</b><div class=\"d\">fix: ");
         h(b, o->fix);
-        fa_buf_puts(b, "</div></td>");
+        fa_buf_puts(b, "</div>");
+        if (o->module || o->source) { /* where in the user's code (first occurrence) */
+            fa_buf_puts(b, "<div class=\"d\">where: ");
+            if (o->module) h(b, o->module);
+            if (o->module && o->source) fa_buf_puts(b, ", ");
+            if (o->source) fa_buf_puts(b, "<code>"), h(b, o->source), fa_buf_puts(b, "</code>");
+            fa_buf_puts(b, "</div>");
+        }
+        fa_buf_puts(b, "</td>");
         char c[32];
         snprintf(c, sizeof c, "%" PRId64, o->count);
         td_num(b, (double)o->count, c);

@@ -35,7 +35,8 @@ fa_status fa_ta_builder_create(fa_ctx *ctx, const fa_ta_device *dev, fa_ta_build
     if (dev) b->dev = *dev;
     b->dev_name = dev && dev->name ? fa_arena_strdup(b->ar, dev->name) : NULL;
     b->dev.name = b->dev_name;
-    fa_intern **maps[] = {&b->tok_map, &b->shape_map, &b->frame_map, &b->op_map, &b->stream_map, &b->graph_map};
+    fa_intern **maps[] = {&b->tok_map, &b->shape_map, &b->frame_map, &b->op_map, &b->stream_map, &b->graph_map,
+                          &b->dims_map, &b->src_map};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++)
         if (!(*maps[i] = fa_intern_create(b->ar))) {
             fa_ta_builder_free(b);
@@ -116,12 +117,13 @@ void fa_ta_builder_free(fa_ta_builder *b)
     for (size_t i = 0; i < b->n_toks; i++) fa__qh_free(&b->toks[i].dur);
     for (size_t i = 0; i < b->n_shapes; i++) free(b->shapes[i]);
     fa_intern *maps[] = {b->tok_map, b->shape_map, b->frame_map, b->op_map, b->point_map, b->opp_map, b->stream_map,
-                         b->graph_map};
+                         b->graph_map, b->dims_map, b->src_map};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) fa_intern_free(maps[i]);
     free(b->toks);
     free(b->shapes);
     free(b->frames);
     free(b->ops);
+    free(b->srcs);
     free(b->points);
     free(b->opps);
     free(b->streams);
@@ -170,6 +172,16 @@ static int32_t shape_id(fa_ta_builder *b, const char *text)
         }
         b->shapes = na;
         si->text = stored;
+        /* the same dims with other strides are one roofline point, shown without the strides */
+        char dims[2048];
+        const char *dstored = NULL;
+        const char *dt = strchr(stored, '@') ? fa__ta_shape_dims_text(stored, dims, sizeof dims) : stored;
+        si->dims_id = fa_intern_str(b->dims_map, dt, NULL, &dstored);
+        si->dims_text = dstored;
+        if (si->dims_id < 0) {
+            free(si);
+            return -2;
+        }
         fa__ta_shape_parse(stored, si);
         b->shapes[b->n_shapes++] = si;
     }
@@ -213,6 +225,27 @@ static uint8_t stack_flags(const char *stack)
     if (strstr(stack, "autograd::engine::evaluate_function")) f |= STF_BWDPASS;
     if (fa_kernel_fused_by(NULL, NULL, stack, FA_KCLASS_OTHER)) f |= STF_COMPILED;
     return f;
+}
+
+/* the class of the innermost nn.Module frame of a stack ("nn.Module: Qwen2RMSNorm_3" ->
+ * "Qwen2RMSNorm"), as a srcs id; -1 none, -2 OOM */
+static int32_t module_of(fa_ta_builder *b, const char *stack)
+{
+    if (!stack) return -1;
+    const char *last = NULL;
+    for (const char *p = stack; (p = strstr(p, "nn.Module: ")) != NULL; p += 11) last = p + 11;
+    if (!last) return -1;
+    size_t l = strcspn(last, " ");
+    const char *e = strstr(last, " > ");
+    if (e && (size_t)(e - last) < l) l = (size_t)(e - last);
+    size_t d = l;
+    while (d > 0 && last[d - 1] >= '0' && last[d - 1] <= '9') d--;
+    if (d > 0 && d < l && last[d - 1] == '_') l = d - 1; /* the instance number */
+    char cls[128];
+    if (!l || l >= sizeof cls) return -1;
+    memcpy(cls, last, l);
+    cls[l] = 0;
+    return name_id(b->src_map, &b->srcs, &b->n_srcs, &b->cap_srcs, cls);
 }
 
 /* the pattern-naming frame of a cpu-op stack "outer > ... > inner": the outermost frame that
@@ -266,6 +299,11 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
         p->device = s->st.device;
         p->stream = s->st.stream;
         p->first_start = m[0]->start;
+        p->module = p->source = -1;
+        for (int j = 0; j < n && (p->module < 0 || p->source < 0); j++) {
+            if (p->module < 0) p->module = m[j]->module;
+            if (p->source < 0) p->source = m[j]->source;
+        }
     }
     oppstat *p = &b->opps[id];
     p->count++;
@@ -293,15 +331,28 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
     }
     p->longest_ns += (double)longest;
     p->skipped += skipped;
-    double rd, wr, sv;
-    bool keep_first = pattern >= 0 && !strncmp(b->patterns[pattern].name, "residual add", 12);
+    double rd, wr, sv, fl = 0;
+    bool keep_first = pattern >= 0 && !strncmp(b->patterns[pattern].name, "residual add", 12), half = false;
     ta_member mb[FA_TA_MAX_SEQ];
     for (int j = 0; j < n; j++) mb[j] = (ta_member){m[j]->shape >= 0 ? b->shapes[m[j]->shape] : NULL, m[j]->key, m[j]->inplace};
-    if (fa__ta_group_bytes(mb, n, keep_first, pattern >= 0 && b->patterns[pattern].same_x, &rd, &wr, &sv)) {
+    fa_ta_cost cost = pattern >= 0 ? b->patterns[pattern].cost : FA_TA_COST_MEMORY;
+    bool known;
+    if (cost == FA_TA_COST_ATTENTION) {
+        p->anchor_ns += (double)(fa__ta_dur(m[0]) + fa__ta_dur(m[n - 1]));
+        known = fa__ta_attention_bytes(mb, n, &rd, &wr, &sv, &fl, &half) > 0;
+    } else if (cost == FA_TA_COST_EPILOGUE) {
+        p->anchor_ns += (double)fa__ta_dur(m[0]);
+        known = fa__ta_epilogue_bytes(mb, n, &rd, &wr, &sv) > 0;
+    } else {
+        known = fa__ta_group_bytes(mb, n, keep_first, pattern >= 0 && b->patterns[pattern].same_x, &rd, &wr, &sv);
+    }
+    if (known) {
         p->bytes_occ++;
         p->read += rd;
         p->write += wr;
         p->saved += sv;
+        p->flops += fl;
+        p->tensor16 |= half;
     }
     return FA_OK;
 }
@@ -419,6 +470,44 @@ static bool frame_fits(const fa_ta_builder *b, const rec *w, int k, int pat)
     return true;
 }
 
+/* Does a named match fit what its kernels' sizes say? An epilogue's trailing op that starts another
+ * named pattern is left to it (a GEMM's residual add that begins "residual add + LayerNorm"), and
+ * its first op must read the GEMM's output; attention's scores must be what the softmax and the
+ * second GEMM read. Sizes unknown: the keys are the evidence. *nm may shrink. */
+static bool match_fits(const fa_ta_builder *b, const rec *w, const int *keys, int wn, int pat, const int *members, int *nm)
+{
+    fa_ta_cost cost = b->patterns[pat].cost;
+    if (cost == FA_TA_COST_MEMORY) return true;
+    if (cost == FA_TA_COST_EPILOGUE) {
+        /* stop before the first op that starts another named pattern reaching past the epilogue
+         * (a residual add that begins "residual add + LayerNorm": the norm is no epilogue, the
+         * pattern keeps its add); one the epilogue holds whole (bias + GELU) it takes in */
+        for (int j = 1; j < *nm; j++) {
+            int p = members[j], other = -1, mm[FA_TA_MAX_PATTERN];
+            int k = fa_ta_matcher_match(b->matcher, keys + p, wn - p, &other, mm);
+            if (k >= 2 && b->patterns[other].cost == FA_TA_COST_MEMORY && p + mm[k - 1] > members[*nm - 1]) {
+                *nm = j;
+                break;
+            }
+        }
+        if (*nm < 2) return false;
+    }
+    ta_member mb[FA_TA_MAX_SEQ];
+    for (int j = 0; j < *nm; j++) mb[j] = member_of(b, &w[members[j]]);
+    double rd, wr, sv, fl;
+    bool half;
+    if (cost == FA_TA_COST_ATTENTION) return fa__ta_attention_bytes(mb, *nm, &rd, &wr, &sv, &fl, &half) >= 0;
+    /* an epilogue needs the sizes' word: its first op reads the GEMM's output, each later op an
+     * earlier output (a GEMM followed by an unrelated elementwise op is no epilogue) */
+    if (fa__ta_epilogue_bytes(mb, *nm, &rd, &wr, &sv) <= 0) return false;
+    for (int j = 2; j < *nm; j++)
+        if (!fa__ta_reads_output(mb, j, &mb[j])) {
+            *nm = j;
+            break;
+        }
+    return true;
+}
+
 /* Decide what the window's first kernel belongs to: a frame group, a named pattern starting
  * there, or the memory-bound run in progress. */
 static fa_status win_step(fa_ctx *ctx, fa_ta_builder *b, strm *s)
@@ -443,6 +532,8 @@ static fa_status win_step(fa_ctx *ctx, fa_ta_builder *b, strm *s)
     int keys[WIN], members[FA_TA_MAX_PATTERN], pat = -1;
     for (int i = 0; i < s->wn; i++) keys[i] = match_key(&w[i]);
     int nm = fa_ta_matcher_match(b->matcher, keys, s->wn, &pat, members);
+    while (nm >= 2 && !match_fits(b, w, keys, s->wn, pat, members, &nm))
+        nm = fa_ta_matcher_match_from(b->matcher, pat + 1, keys, s->wn, &pat, members);
     if (nm >= 2) {
         fa_status st = seg_flush(ctx, b, s);
         for (int j = 0; j < nm; j++) m[j] = &w[members[j]];
@@ -658,7 +749,7 @@ static fa_status add_transfer(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *
     r.end = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
     r.launch_start = L ? L->start_ns : 0;
     r.opinst = -1;
-    r.tok = r.shape = r.frame = r.op = r.graph_launch_op = r.graph_capture_op = -1;
+    r.tok = r.shape = r.frame = r.op = r.graph_launch_op = r.graph_capture_op = r.module = r.source = -1;
     r.frame_pat = -1;
     r.graph = -1;
     r.launch_ns = -1;
@@ -757,14 +848,28 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         r.frame = b->stk_frame[ss];
         r.frame_pat = b->stk_pat[ss];
         stk_flags = b->stk_flags[ss];
+        r.module = b->stk_module[ss];
     } else {
         r.frame = frame_of(b, g->stack, &r.frame_pat);
         stk_flags = stack_flags(g->stack);
-        if (g->stack && r.frame >= -1) {
+        r.module = module_of(b, g->stack);
+        if (g->stack && r.frame >= -1 && r.module >= -1) {
             b->stk_ptr[ss] = g->stack;
             b->stk_frame[ss] = r.frame;
             b->stk_pat[ss] = r.frame_pat;
             b->stk_flags[ss] = stk_flags;
+            b->stk_module[ss] = r.module;
+        }
+    }
+    /* the user's source line around its op, cached by address */
+    size_t cs = (size_t)(((uintptr_t)g->source >> 4) * 0x9E3779B97F4A7C15ull >> 54) & 1023;
+    if (g->source && b->src_ptr[cs] == g->source) {
+        r.source = b->src_id[cs];
+    } else {
+        r.source = name_id(b->src_map, &b->srcs, &b->n_srcs, &b->cap_srcs, g->source);
+        if (g->source && r.source >= 0) {
+            b->src_ptr[cs] = g->source;
+            b->src_id[cs] = r.source;
         }
     }
     /* fa_kernel_fused_by(gname, op, stack, kcls), from its cached parts */
@@ -853,7 +958,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
             b->shp_id[hs] = r.shape;
         }
     }
-    if (r.op < -1 || r.shape < -1 || r.frame < -1) return fa__ta_nomem(ctx, b);
+    if (r.op < -1 || r.shape < -1 || r.frame < -1 || r.module < -1 || r.source < -1) return fa__ta_nomem(ctx, b);
     r.graph = -1;
     r.graph_launch_op = r.graph_capture_op = -1;
     r.wid = window_add(b, g, L, tok);
@@ -888,7 +993,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     }
     /* roofline point (kernel name x input shapes) */
     {
-        int32_t pk[2] = {tok, r.shape};
+        int32_t pk[2] = {tok, r.shape >= 0 ? b->shapes[r.shape]->dims_id : -1};
         bool padded;
         int32_t pid = fa_intern_id(b->point_map, pk, sizeof pk, &padded, NULL);
         if (pid < 0) return fa__ta_nomem(ctx, b);

@@ -245,6 +245,9 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         o->device = p->device;
         o->stream = p->stream;
         o->first_start_ns = p->first_start;
+        o->module = p->module >= 0 ? adup(ar, b->srcs[p->module]) : NULL;
+        o->source = p->source >= 0 ? adup(ar, b->srcs[p->source]) : NULL;
+        o->flops = -1;
         o->members = fa_arena_alloc(ar, (size_t)p->n * sizeof *o->members);
         o->member_ops = fa_arena_alloc(ar, (size_t)p->n * sizeof *o->member_ops);
         o->member_ns = fa_arena_alloc(ar, (size_t)p->n * sizeof *o->member_ns);
@@ -269,10 +272,11 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         fa_fusion_input in = {.occurrences = p->count, .n_members = p->n, .member_ns = (double)p->kernel_ns,
                               .gaps_ns = (double)p->gaps_ns, .read_bytes = -1, .write_bytes = -1, .flops = -1,
                               .floor_ns = floor > 0 ? floor : 0, .longest_member_ns = p->longest_ns / (double)p->count};
+        fa_ta_cost cost = p->pattern >= 0 ? b->patterns[p->pattern].cost : FA_TA_COST_MEMORY;
+        double scale = p->bytes_occ > 0 ? (double)p->count / (double)p->bytes_occ : 0;
         if (p->bytes_occ > 0) {
             /* sizes of the occurrences that had them, scaled to all (occurrences of one sequence
              * repeat the same shapes) */
-            double scale = (double)p->count / (double)p->bytes_occ;
             in.read_bytes = p->read * scale;
             in.write_bytes = p->write * scale;
             o->read_bytes = p->read / (double)p->bytes_occ;
@@ -281,7 +285,43 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         } else {
             o->read_bytes = o->write_bytes = o->saved_bytes = -1;
         }
-        fa_fusion_predict(&in, a->mem_roof_gbs, a->roofs.fp32_gflops, &o->est);
+        double peak = a->roofs.fp32_gflops;
+        if (cost == FA_TA_COST_EPILOGUE) {
+            /* the GEMM stays (its measured time), the ops after it become its epilogue */
+            in.anchor_ns = p->anchor_ns / (double)p->count;
+            if (p->bytes_occ <= 0) in.read_bytes = in.write_bytes = 0;
+        } else if (cost == FA_TA_COST_ATTENTION && p->bytes_occ > 0) {
+            /* the fused kernel does the GEMMs' work; no member's time bounds it (the scale over the
+             * scores, the fastest member, is not done at all) */
+            in.floor_ns = 0;
+            o->flops = p->flops / (double)p->bytes_occ;
+            peak = p->tensor16 ? a->roofs.tensor_gflops : a->roofs.fp32_gflops;
+            if (peak > 0) {
+                in.flops = p->flops * scale;
+            } else { /* no tensor roof for this device: the GEMMs as measured, the scores' traffic gone */
+                in.anchor_ns = p->anchor_ns / (double)p->count;
+                in.read_bytes = in.write_bytes = 0;
+            }
+        }
+        fa_fusion_predict(&in, a->mem_roof_gbs, peak, &o->est);
+        if (cost == FA_TA_COST_ATTENTION && p->bytes_occ > 0) {
+            double t_mem = a->mem_roof_gbs > 0 ? (in.read_bytes + in.write_bytes) / a->mem_roof_gbs : 0;
+            double t_cmp = in.flops > 0 && peak > 0 ? in.flops / peak : 0;
+            if (in.anchor_ns > 0)
+                o->est.basis = "attention: the two GEMMs as measured (no tensor roof for this device), the L x S scores no "
+                               "longer written and read between them";
+            else if (o->est.fused_ns > t_mem * 1.000001 && o->est.fused_ns > t_cmp * 1.000001)
+                ; /* the fastest member's floor: fa_fusion_predict's own words */
+            else if (t_cmp >= t_mem)
+                o->est.basis = p->tensor16 ? "attention: the two GEMMs' FLOPs (4 B H L S D, from Input Dims) on the 16-bit "
+                                             "tensor roof (data sheet); Q, K, V read and O written once, the L x S scores "
+                                             "never written"
+                                           : "attention: the two GEMMs' FLOPs (4 B H L S D, from Input Dims) on the FP32 roof "
+                                             "(data sheet); Q, K, V read and O written once, the L x S scores never written";
+            else
+                o->est.basis = "attention: Q, K, V (and the mask) read and O written once on the memory roof, the L x S "
+                               "scores never written; bytes from the cpu ops' Input Dims";
+        }
         o->share = step_wall > 0 ? o->est.saving_ns / step_wall : 0;
         a->saving_ns += o->est.saving_ns;
         a->saving_kernel_ns += o->kernel_ns;
@@ -324,7 +364,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         q->cls = a->kernels[p->tok].cls;
         q->count = p->count;
         q->total_ns = p->total_ns;
-        q->shapes = p->shape >= 0 ? b->shapes[p->shape]->text : NULL;
+        q->shapes = p->shape >= 0 ? b->shapes[p->shape]->dims_text : NULL;
         q->op = p->op >= 0 ? b->ops[p->op] : NULL;
         int key = fa_ta_key_of_kernel(b->toks[p->tok].name, b->toks[p->tok].cls);
         if (key < 0) key = fa_ta_key_of_op(q->op);
@@ -402,7 +442,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
                       b->merge_bytes;
     for (size_t i = 0; i < b->n_toks; i++) st_bytes += fa__qh_bytes(&b->toks[i].dur);
     const fa_intern *maps[] = {b->tok_map, b->shape_map, b->frame_map, b->op_map, b->stream_map, b->graph_map,
-                               b->opp_map, b->point_map};
+                               b->opp_map, b->point_map, b->dims_map, b->src_map};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) st_bytes += fa_intern_bytes(maps[i]);
     a->peak_state_bytes = st_bytes;
     qsort(a->kernels, b->n_toks, sizeof *a->kernels, cmp_kernel_total);

@@ -85,6 +85,8 @@ struct jrec {
 #define OPP_FIELDS(X, T)                                      \
     X(T, STR, pattern, "pattern", NULL)                       \
     X(T, BOOL, backward, "backward", 0)                       \
+    X(T, STR, module, "module", NULL)                         \
+    X(T, STR, source, "source", NULL)                         \
     X(T, STR, fix, "fix", NULL)                               \
     X(T, STRS, members, "kernels", "?")                       \
     X(T, STRS, member_ops, "ops", "other")                    \
@@ -97,6 +99,7 @@ struct jrec {
     X(T, NULLNEG, read_bytes, "read_bytes", 0)                \
     X(T, IFBYTES, write_bytes, "write_bytes", 0)              \
     X(T, IFBYTES, saved_bytes, "saved_bytes", 0)              \
+    X(T, NULLNEG, flops, "flops", 0)                          \
     X(T, DERIVED, n, "bytes", put_bytes_word)                 \
     X(T, NUM, est.fused_ns, "fused_ns", 0)                    \
     X(T, NUM, est.saving_ns, "saving_ns", 0)                  \

@@ -21,6 +21,26 @@
  * (silu(gate) * up), GPT-2 NewGELUActivation (tanh approximation), torch.nn.functional.gelu
  * (erf), the softmax definition (max, sub, exp, sum, div). */
 static const fa_ta_pattern_def k_patterns[] = {
+    /* eager attention across its GEMMs: QK^T (bmm / baddbmm / matmul: cuBLAS, CUTLASS, sm90_xmma,
+     * Tensile Cijk_ kernels), scale, mask, softmax, dropout, .V; the layout copy of V may run
+     * between (it stays). The builder checks the sizes: the scores the first GEMM writes are what
+     * the softmax reads and the second GEMM's first operand. */
+    {"attention (unfused)", "gemm mul|div? add|where? softmax dropout? gemm", "copy", NULL,
+     "torch.nn.functional.scaled_dot_product_attention (FlashAttention-2, memory-efficient or cuDNN kernels on CUDA; "
+     "CK / aotriton FlashAttention on ROCm; Hugging Face attn_implementation=\"sdpa\" or \"flash_attention_2\"): "
+     "QK^T, scale, mask, softmax and .V in one kernel, tiled over the keys with an online softmax, the L x S scores never "
+     "written",
+     false, FA_TA_COST_ATTENTION},
+    /* a GEMM and the elementwise ops right after it that read its output: bias or scale, an
+     * activation, a gate or a residual. Only where the sizes show it (the first op reads the GEMM's
+     * output, each later one an earlier output); the epilogue stops before an op that starts
+     * another named pattern (a residual add that begins "residual add + LayerNorm", a rotary
+     * embedding, a SwiGLU), which keeps it */
+    {"GEMM + epilogue", "gemm add|sub|mul|div|neg|exp|tanh|sigmoid|silu|gelu|relu|clamp|where|dropout+", NULL, NULL,
+     "the GEMM's epilogue: cuBLASLt / hipBLASLt epilogues (bias, ReLU / GELU + bias, an output scale as alpha, a residual "
+     "as beta: addmm(residual, x, W)) through torch.compile(mode=\"max-autotune\"), or nn.Linear with its bias "
+     "(addmm applies it in the GEMM); torch.compile also fuses other elementwise epilogues into a Triton GEMM template",
+     false, FA_TA_COST_EPILOGUE},
     {"residual add + RMSNorm", "add copy? pow mean add rsqrt mul copy? mul", NULL, NULL,
      "a fused add+RMSNorm kernel (Liger / Transformer Engine / vLLM fused_add_rms_norm), torch.compile, or fuse-advise's "
      "generated reduction kernel from the same cluster description (one read of x and the residual, one write)", true},
@@ -147,6 +167,9 @@ fa_status fa_ta_matcher_create(fa_ctx *ctx, const fa_ta_pattern_def *defs, int n
                 fa_ta_matcher_free(m);
                 return st;
             }
+            /* what stays between two members may include a transfer (a GEMM's workspace memset):
+             * it is not inside the fused kernel */
+            c->skip |= 1ull << FA_TA_KEY_MEMCPY;
         }
     }
     *out = m;
@@ -209,8 +232,13 @@ static int match_from(const cpat *c, int step, const int *keys, int n, int pos, 
 
 int fa_ta_matcher_match(const fa_ta_matcher *m, const int *keys, int n, int *pattern, int *members)
 {
+    return fa_ta_matcher_match_from(m, 0, keys, n, pattern, members);
+}
+
+int fa_ta_matcher_match_from(const fa_ta_matcher *m, int from, const int *keys, int n, int *pattern, int *members)
+{
     if (n <= 0) return 0;
-    for (int i = 0; i < m->n; i++) {
+    for (int i = from < 0 ? 0 : from; i < m->n; i++) {
         const cpat *c = &m->p[i];
         int work = 0;
         int r = match_from(c, 0, keys, n, 0, members, 0, 2, &work);

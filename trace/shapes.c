@@ -2,17 +2,36 @@
  * and the bytes and FLOPs a kernel or a fused group moves, estimated from them. */
 #include "trace/trace-impl.h"
 
-static uint8_t dtype_size_name(const char *s, size_t n)
+static uint8_t dtype_size_name(const char *s, size_t n, uint8_t *kind)
 {
-    static const struct { const char *name; uint8_t size; } tab[] = {
-        {"float", 4}, {"double", 8}, {"c10::Half", 2}, {"c10::BFloat16", 2}, {"long int", 8}, {"long", 8},
-        {"int64_t", 8}, {"int", 4}, {"short int", 2}, {"short", 2}, {"signed char", 1}, {"unsigned char", 1},
-        {"bool", 1}, {"c10::complex<float>", 8}, {"c10::complex<double>", 16}, {"c10::Float8_e4m3fn", 1},
-        {"c10::Float8_e5m2", 1}, {"c10::Float8_e4m3fnuz", 1}, {"c10::Float8_e5m2fnuz", 1}, {"unsigned int", 4},
-        {"float32", 4}, {"float16", 2}, {"bfloat16", 2}, {"int32", 4}, {"int8", 1}, {"uint8", 1}};
+    static const struct { const char *name; uint8_t size, kind; } tab[] = {
+        {"float", 4, DT_FLOAT}, {"double", 8, DT_FLOAT}, {"c10::Half", 2, DT_FLOAT}, {"c10::BFloat16", 2, DT_FLOAT},
+        {"long int", 8, DT_INT}, {"long", 8, DT_INT}, {"int64_t", 8, DT_INT}, {"int", 4, DT_INT}, {"short int", 2, DT_INT},
+        {"short", 2, DT_INT}, {"signed char", 1, DT_INT}, {"unsigned char", 1, DT_INT}, {"bool", 1, DT_BOOL},
+        {"c10::complex<float>", 8, DT_COMPLEX}, {"c10::complex<double>", 16, DT_COMPLEX},
+        {"c10::Float8_e4m3fn", 1, DT_FLOAT}, {"c10::Float8_e5m2", 1, DT_FLOAT}, {"c10::Float8_e4m3fnuz", 1, DT_FLOAT},
+        {"c10::Float8_e5m2fnuz", 1, DT_FLOAT}, {"unsigned int", 4, DT_INT}, {"float32", 4, DT_FLOAT},
+        {"float16", 2, DT_FLOAT}, {"bfloat16", 2, DT_FLOAT}, {"int32", 4, DT_INT}, {"int8", 1, DT_INT},
+        {"uint8", 1, DT_INT}};
     for (size_t i = 0; i < sizeof tab / sizeof tab[0]; i++)
-        if (strlen(tab[i].name) == n && !strncmp(tab[i].name, s, n)) return tab[i].size;
+        if (strlen(tab[i].name) == n && !strncmp(tab[i].name, s, n)) {
+            *kind = tab[i].kind;
+            return tab[i].size;
+        }
+    *kind = DT_UNKNOWN;
     return 0;
+}
+
+/* do strides st[0..n) lay dims d[0..n) out as a contiguous tensor (size-1 dims ignored)? */
+static bool strides_contiguous(const int64_t *d, const int64_t *st, int n)
+{
+    int64_t want = 1;
+    for (int k = n - 1; k >= 0; k--) {
+        if (d[k] == 1) continue;
+        if (st[k] != want) return false;
+        want *= d[k];
+    }
+    return true;
 }
 
 void fa__ta_shape_parse(const char *text, shape_info *si)
@@ -27,10 +46,13 @@ void fa__ta_shape_parse(const char *text, shape_info *si)
         for (const char *q = p; q < p + len; q++)
             if (*q == ':') colon = q;
         sh_in *in = &si->in[si->n++];
+        in->contiguous = -1;
         if (colon) {
             size_t tl = (size_t)(colon - p);
-            in->dsize = dtype_size_name(p, tl);
+            in->dsize = dtype_size_name(p, tl, &in->kind);
             const char *d = colon + 1, *de = p + len;
+            const char *at = memchr(d, '@', (size_t)(de - d)); /* the strides follow */
+            const char *dend = at ? at : de;
             if (d < de && *d == 'L') {
                 in->list = in->tensor = true;
                 in->numel = strtod(d + 1, NULL);
@@ -39,20 +61,34 @@ void fa__ta_shape_parse(const char *text, shape_info *si)
             } else if (in->dsize) { /* a tensor: a known element type (not Scalar, ScalarList, "", ...) */
                 in->tensor = true;
                 in->numel = 1;
-                while (d < de) {
+                int nd = 0;
+                while (d < dend) {
                     char *q;
                     long long v = strtoll(d, &q, 10);
                     if (q == d || v < 0) {
                         in->tensor = false;
                         break;
                     }
-                    if (in->ndim < SH_MAX_DIMS) in->dims[in->ndim] = v;
-                    in->ndim++;
+                    if (nd < SH_MAX_DIMS) in->dims[nd] = v;
+                    nd++;
                     in->numel *= (double)v;
                     d = q;
-                    if (d < de && *d == 'x') d++;
+                    if (d < dend && *d == 'x') d++;
                 }
-                if (in->ndim > SH_MAX_DIMS) in->ndim = SH_MAX_DIMS;
+                in->ndim = (uint8_t)(nd > SH_MAX_DIMS ? SH_MAX_DIMS : nd);
+                if (at && in->tensor && nd <= SH_MAX_DIMS) {
+                    int64_t st[SH_MAX_DIMS];
+                    int ns = 0;
+                    for (const char *q = at + 1; q < de && ns < SH_MAX_DIMS;) {
+                        char *r;
+                        long long v = strtoll(q, &r, 10);
+                        if (r == q) break;
+                        st[ns++] = v;
+                        q = r;
+                        if (q < de && *q == 'x') q++;
+                    }
+                    if (ns == nd) in->contiguous = strides_contiguous(in->dims, st, nd) ? 1 : 0;
+                }
             }
         }
         if (!end) break;
@@ -60,6 +96,18 @@ void fa__ta_shape_parse(const char *text, shape_info *si)
     }
 }
 
+const char *fa__ta_shape_dims_text(const char *text, char *out, size_t cap)
+{
+    size_t o = 0;
+    bool skip = false;
+    for (const char *p = text; *p && o + 1 < cap; p++) {
+        if (*p == '@') skip = true;
+        else if (*p == ';') skip = false;
+        if (!skip) out[o++] = *p;
+    }
+    out[o] = 0;
+    return out;
+}
 
 /* Bytes and FLOPs one kernel moves / does, from its op key and the op's inputs. read/write < 0
  * when unknown; *why says what is missing. Output sizes (Kineto records none): elementwise ops
@@ -199,13 +247,26 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
         kb->out_dsize = x->dsize;
         kb->flops = (key == FA_TA_KEY_SOFTMAX ? 5.0 : 8.0) * x->numel;
         break;
-    default: { /* elementwise: the broadcast of the inputs, in the widest input type */
+    default: { /* elementwise: the broadcast of the inputs, in their promoted type */
         double n = 0;
-        uint8_t ds = 0;
-        for (int k = 0; k < nt; k++) {
+        for (int k = 0; k < nt; k++)
             if (si->in[t[k]].numel > n) n = si->in[t[k]].numel;
-            if (si->in[t[k]].dsize > ds) ds = si->in[t[k]].dsize;
+        /* PyTorch's type promotion: the dimensioned tensors decide; a 0-d tensor or a Python
+         * scalar (Input type "double" with no dims) only when it is of a higher kind (an int
+         * tensor times 0.5 is float32), never by its width (bf16 * 0.125 stays bf16) */
+        uint8_t kind = 0, ds = 0, zkind = 0, zds = 0;
+        for (int k = 0; k < nt; k++) {
+            const sh_in *in = &si->in[t[k]];
+            bool zero_d = !in->list && in->ndim == 0;
+            if (zero_d) {
+                if (in->kind > zkind || (in->kind == zkind && in->dsize > zds)) zkind = in->kind, zds = in->dsize;
+            } else if (in->kind > kind || (in->kind == kind && in->dsize > ds)) {
+                kind = in->kind;
+                ds = in->dsize;
+            }
         }
+        if (!ds) ds = zds; /* only 0-d inputs: they decide among themselves */
+        else if (zkind > kind) ds = zkind == DT_FLOAT ? 4 : zkind == DT_COMPLEX ? 8 : zds; /* the default dtype */
         if (inplace) {
             n = x->numel;
             ds = x->dsize;
@@ -240,6 +301,11 @@ static int read_inputs(const shape_info *si, int key, const sh_in **out)
  * count and type (the trace names no tensors: sizes are the evidence) */
 static bool is_output(const sh_in *in, const kbytes *kb)
 {
+    /* an input read through a transposed / sliced / expanded view (its recorded strides are not a
+     * contiguous tensor's): the trace cannot tell whose storage it views, and an op's fresh output
+     * is contiguous, so it is not taken for an earlier member's output (two .contiguous() copies of
+     * one shape do not feed each other) */
+    if (in->contiguous == 0) return false;
     return in->numel == kb->out_numel && (!in->dsize || in->dsize == kb->out_dsize);
 }
 
@@ -317,4 +383,51 @@ bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x,
     *wr = w;
     *saved = unfused > r + w ? unfused - (r + w) : 0;
     return true;
+}
+
+int fa__ta_attention_bytes(const ta_member *m, int n, double *rd, double *wr, double *saved, double *flops, bool *half)
+{
+    kbytes kb[FA_TA_MAX_SEQ];
+    if (n < 3 || n > FA_TA_MAX_SEQ || !members_bytes(m, n, kb)) return 0;
+    const kbytes *q = &kb[0], *o = &kb[n - 1];
+    double scores = q->out_numel;
+    /* the softmax reads the scores; the .V GEMM's first operand is the probabilities */
+    for (int j = 1; j < n - 1; j++)
+        if (m[j].key == FA_TA_KEY_SOFTMAX && kb[j].out_numel != scores) return -1;
+    const sh_in *in[SH_MAX_IN];
+    int ni = read_inputs(m[n - 1].si, m[n - 1].key, in);
+    if (ni < 2 || in[ni - 2]->numel != scores) return -1;
+    double probs_bytes = in[ni - 2]->numel * (in[ni - 2]->dsize ? in[ni - 2]->dsize : q->out_dsize);
+    double v_bytes = o->read - probs_bytes;
+    double mask = 0, unfused = 0;
+    for (int j = 0; j < n; j++) unfused += kb[j].read + kb[j].write;
+    for (int j = 1; j < n - 1; j++) {
+        if (m[j].key != FA_TA_KEY_ADD && m[j].key != FA_TA_KEY_WHERE) continue;
+        int nm = read_inputs(m[j].si, m[j].key, in);
+        for (int k = 0; k < nm; k++)
+            if (in[k]->numel != scores) mask += in[k]->numel * (in[k]->dsize ? in[k]->dsize : 1); /* the mask */
+    }
+    *rd = q->read + (v_bytes > 0 ? v_bytes : 0) + mask;
+    *wr = o->write;
+    *saved = unfused > *rd + *wr ? unfused - (*rd + *wr) : 0;
+    *flops = (q->flops > 0 ? q->flops : 0) + (o->flops > 0 ? o->flops : 0);
+    *half = q->out_dsize == 2;
+    return 1;
+}
+
+int fa__ta_epilogue_bytes(const ta_member *m, int n, double *extra_rd, double *extra_wr, double *saved)
+{
+    kbytes kb[FA_TA_MAX_SEQ];
+    if (n < 2 || n > FA_TA_MAX_SEQ || !members_bytes(m, n, kb)) return 0;
+    const sh_in *in[SH_MAX_IN];
+    int ni = read_inputs(m[1].si, m[1].key, in);
+    bool reads = false;
+    for (int k = 0; k < ni && !reads; k++) reads = is_output(in[k], &kb[0]);
+    if (!reads) return -1;
+    double rd, wr, sv;
+    if (!fa__ta_group_bytes(m, n, false, false, &rd, &wr, &sv)) return 0;
+    *extra_rd = rd > kb[0].read ? rd - kb[0].read : 0;
+    *extra_wr = wr > kb[0].write ? wr - kb[0].write : 0;
+    *saved = sv;
+    return 1;
 }

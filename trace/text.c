@@ -102,6 +102,9 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
             fa_buf_printf(b, " (per occurrence reads %.2f MiB, writes %.2f MiB, %.2f MiB of intermediates no longer "
                              "written and read back)",
                           o->read_bytes / 1048576.0, o->write_bytes / 1048576.0, o->saved_bytes / 1048576.0);
+        if (o->module || o->source)
+            fa_buf_printf(b, "\n      where: %s%s%s%s", o->module ? o->module : "", o->module && o->source ? ", " : "",
+                          o->source ? o->source : "", o->count > 1 ? " (first occurrence)" : "");
         fa_buf_printf(b, "\n      from: %s\n      fix: %s\n", o->est.basis, o->fix);
     }
     if (a->n_opps_total > show) fa_buf_printf(b, "  ... %" PRId64 " more\n", a->n_opps_total - show);

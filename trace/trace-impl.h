@@ -38,24 +38,36 @@ size_t fa__qh_bytes(const qhist *q);
  * "Scalar", "TensorList", ...), DIMS after its last ':'. */
 enum { SH_MAX_IN = 16, SH_MAX_DIMS = 8 };
 
+/* what kind of number a dtype holds: PyTorch's type promotion goes by it (a 0-d tensor or a Python
+ * scalar of the same kind does not widen a dimensioned tensor: bf16 * 0.125 stays bf16) */
+enum { DT_UNKNOWN = 0, DT_BOOL, DT_INT, DT_FLOAT, DT_COMPLEX };
+
 typedef struct sh_in {
     bool tensor;        /* a tensor or a tensor list with a known element count */
     uint8_t dsize;      /* bytes per element, 0 unknown */
+    uint8_t kind;       /* DT_* */
     uint8_t ndim;       /* plain tensors only */
     bool list;
+    int8_t contiguous;  /* its strides are a contiguous tensor's: 1, a view (transposed, sliced,
+                           expanded): 0, no strides recorded: -1 */
     double numel;
     int64_t dims[SH_MAX_DIMS];
 } sh_in;
 
 typedef struct shape_info {
     const char *text;   /* builder-owned */
+    const char *dims_text; /* text without the strides (what the roofline points show), builder-owned */
+    int32_t dims_id;    /* the builder's id of dims_text */
     int n;
     sh_in in[SH_MAX_IN];
 } shape_info;
 
 
-/* Parse "TYPE:DIMS;TYPE:DIMS;..." (the importers' shapes text) into si (text not copied). */
+/* Parse "TYPE:DIMS[@STRIDES];TYPE:DIMS;..." (the importers' shapes text) into si (text not
+ * copied). */
 void fa__ta_shape_parse(const char *text, shape_info *si);
+/* text without its "@STRIDES" parts into out (cap bytes); returns out */
+const char *fa__ta_shape_dims_text(const char *text, char *out, size_t cap);
 
 /* Bytes and FLOPs one kernel moves / does, from its op key and the op's inputs. read/write < 0
  * when unknown; *why says what is missing. Output sizes (Kineto records none): elementwise ops
@@ -91,6 +103,16 @@ bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x,
 /* Does member r read what one of earlier[0..n) wrote? True when a size is unknown (the trace
  * cannot tell: the members are taken as a chain of kernels in a row). */
 bool fa__ta_reads_output(const ta_member *earlier, int n, const ta_member *r);
+/* Attention members m[0..n) (QK^T GEMM first, .V GEMM last, the softmax among them): per
+ * occurrence the fused kernel's reads (Q, K, V and a mask), writes (O), the bytes no longer moved
+ * (the scores), the GEMMs' FLOPs, and whether the operands are 16-bit. 1 when known, 0 when a size
+ * is unknown, -1 when the sizes say it is not attention (the scores the first GEMM writes are not
+ * what the softmax and the second GEMM read). */
+int fa__ta_attention_bytes(const ta_member *m, int n, double *rd, double *wr, double *saved, double *flops, bool *half);
+/* A GEMM / convolution m[0] with its epilogue m[1..n): the epilogue's extra traffic (its other
+ * operands read, outputs written beyond the GEMM's own) and the bytes no longer moved. 1 known,
+ * 0 unknown, -1 when the first epilogue op does not read the GEMM's output. */
+int fa__ta_epilogue_bytes(const ta_member *m, int n, double *extra_rd, double *extra_wr, double *saved);
 
 /* ---- the builder (trace/builder.c; records in any order: trace/spool.c; finish: trace/finish.c) ---- */
 
@@ -125,6 +147,8 @@ typedef struct rec {
     int32_t op;          /* cpu op name id, -1 none */
     int32_t graph_launch_op, graph_capture_op; /* name ids, -1 */
     int32_t wid;         /* index in the timeline window, -1 */
+    int32_t module;      /* its innermost nn.Module class (srcs id), -1 */
+    int32_t source;      /* its user source line (srcs id), -1 */
     int16_t key;
     int8_t frame_pat;
     uint8_t cls, flags;
@@ -171,7 +195,11 @@ typedef struct oppstat {
     int64_t count, kernel_ns, gaps_ns, skipped;
     int64_t bytes_occ;
     double read, write, saved;   /* sums over the occurrences with sizes */
+    double flops;                /* attention: its GEMMs' FLOPs, over the occurrences with sizes */
+    bool tensor16;               /* attention: 16-bit operands (the tensor-core roof) */
+    double anchor_ns;            /* epilogue: the anchor GEMM's time; attention: both GEMMs' (all occurrences) */
     double longest_ns;           /* sum over occurrences of the slowest member */
+    int32_t module, source;      /* first occurrence's nn.Module class and source line (srcs ids), -1 */
     int32_t device;
     int64_t stream;
     uint64_t first_start;
@@ -218,6 +246,10 @@ struct fa_ta_builder {
     fa_ta_cpu_lookup lookup;
     void *lookup_user;
     fa_intern *tok_map, *shape_map, *frame_map, *op_map, *stream_map, *graph_map; /* keys in ar */
+    fa_intern *dims_map;   /* shapes texts without strides (roofline points) */
+    fa_intern *src_map;    /* module classes and source lines (opportunities' places), as srcs */
+    const char **srcs;
+    size_t n_srcs, cap_srcs;
     fa_intern *opp_map, *point_map; /* keys: (pattern, n, tokens), (token, shape) in their own arenas */
     tokstat *toks;
     size_t n_toks, cap_toks;
@@ -273,6 +305,9 @@ struct fa_ta_builder {
     int32_t stk_frame[1024];
     int8_t stk_pat[1024];
     uint8_t stk_flags[1024];    /* STF_* */
+    int32_t stk_module[1024];   /* the stack's innermost nn.Module class (srcs id), -1 */
+    const char *src_ptr[1024];  /* source line address -> srcs id (cache) */
+    int32_t src_id[1024];
     const char *name_ptr[4096]; /* raw kernel name address -> token id, class, key, flags (cache) */
     int32_t name_tok[4096];
     uint8_t name_cls[4096];

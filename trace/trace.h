@@ -88,6 +88,15 @@ int fa_ta_key_of_kernel(const char *token, fa_kclass cls);
 
 enum { FA_TA_MAX_PATTERN = 16 };
 
+/* How a named pattern's fused kernel is costed. */
+typedef enum fa_ta_cost {
+    FA_TA_COST_MEMORY = 0,  /* a new memory-bound kernel: external traffic on the memory roof */
+    FA_TA_COST_ATTENTION,   /* attention: both GEMMs' FLOPs on the tensor roof, Q, K, V, O moved once,
+                               the scores never written (FlashAttention) */
+    FA_TA_COST_EPILOGUE     /* the GEMM / convolution stays, the ops after it become its epilogue:
+                               its measured time plus their extra operands' traffic */
+} fa_ta_cost;
+
 /* A named fusion pattern: data, not code (trace/patterns.c holds the table). */
 typedef struct fa_ta_pattern_def {
     const char *name;   /* "RMSNorm" */
@@ -98,6 +107,7 @@ typedef struct fa_ta_pattern_def {
     bool same_x;        /* a later member's input shaped like the group's first input is that
                            tensor again (x * rsqrt(mean(x^2)): read once); false: a distinct
                            tensor (SiLU(gate) * up) */
+    fa_ta_cost cost;    /* how its fused kernel is costed (FA_TA_COST_MEMORY unless said) */
 } fa_ta_pattern_def;
 const fa_ta_pattern_def *fa_ta_patterns(int *n);
 
@@ -109,6 +119,9 @@ void fa_ta_matcher_free(fa_ta_matcher *m);
  * the window positions of its members (at most FA_TA_MAX_PATTERN). Returns the member count
  * (>= 2), 0 for none. */
 int fa_ta_matcher_match(const fa_ta_matcher *m, const int *keys, int n, int *pattern, int *members);
+/* The same, trying the patterns from table index `from` on (a match the caller refused on its
+ * sizes: the next pattern may fit). */
+int fa_ta_matcher_match_from(const fa_ta_matcher *m, int from, const int *keys, int n, int *pattern, int *members);
 /* The pattern a cpu-op / module frame names, -1 none. */
 int fa_ta_matcher_stack(const fa_ta_matcher *m, const char *frame);
 /* The op keys a pattern's members may have (its steps and skips), as a bit set by key: a frame
@@ -156,6 +169,11 @@ typedef struct fa_ta_opportunity {
     int32_t id;                 /* the builder's id (internal; opps[] is sorted by saving) */
     const char *pattern;        /* the named pattern, NULL for a repeated sequence */
     bool backward;              /* of the backward pass (a member is a backward kernel or ran there) */
+    const char *module;         /* where in the user's code (first occurrence): its innermost
+                                   nn.Module class ("Qwen2RMSNorm"), NULL when the trace has none */
+    const char *source;         /* and the innermost Python line of the user's code around it
+                                   ("transformers/models/qwen2/modeling_qwen2.py(68): forward"), NULL */
+    double flops;               /* per occurrence, estimated (attention: its GEMMs'), -1 unknown */
     const char *fix;            /* what would fuse it */
     int n;                      /* member kernels per occurrence */
     const char **members;       /* n normalised kernel names, stream order */

@@ -145,14 +145,20 @@ static const fa_ta_opportunity *opp_named(const fa_trace_advice *a, const char *
 
 /* issue 34: every opportunity is something the fusion rule could make one kernel: no collective,
  * copy-engine transfer, attention or already fused kernel among its members, a GEMM / convolution
- * only as its first member (an epilogue anchor) */
+ * only as its first member (an epilogue anchor) — attention's second GEMM aside, the one pattern
+ * across two GEMMs */
 static void check_legal(const fa_trace_advice *a)
 {
     for (int i = 0; i < a->n_opps; i++) {
         const fa_ta_opportunity *o = &a->opps[i];
+        bool attention = o->pattern && !strcmp(o->pattern, "attention (unfused)");
         for (int m = 0; m < o->n; m++) {
             const fa_ta_kernel *k = kstat(a, o->members[m]);
             assert_non_null(k);
+            if (attention && m == o->n - 1) {
+                assert_int_equal(k->cls, FA_KCLASS_GEMM);
+                continue;
+            }
             if (k->cls == FA_KCLASS_COLLECTIVE || k->cls == FA_KCLASS_MEMCPY || k->fused_by ||
                 ((k->cls == FA_KCLASS_GEMM || k->cls == FA_KCLASS_CONV) && m > 0))
                 fprintf(stderr, "illegal member %d (%s, %s) of opportunity %d (%s)\n", m, k->name, fa_kclass_name(k->cls), i,
@@ -1314,6 +1320,107 @@ static void test_optimizer_step_is_its_own_pattern(void **state)
     fa_trace_advice_free(a);
 }
 
+
+/* ---- issue 33, the trace half: attention and epilogues across GEMMs, the bytes model ---- */
+
+/* Eager attention as TimeSformer runs it (qkv addmm; q and k^T made contiguous; bmm; * scale;
+ * softmax; v made contiguous; bmm), on H100 (CUTLASS bmm) and MI300X (Tensile Cijk_ bmm): one
+ * opportunity across both GEMMs, named, costed as FlashAttention runs it, placed in the code */
+static void test_eager_attention_across_gemms(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"trace_eager_attention.json", "trace_eager_attention_rocm.json"};
+    for (int f = 0; f < 2; f++) {
+        fa_trace_advice *a = advise_fixture(files[f]);
+        assert_true(a->n_opps >= 1);
+        const fa_ta_opportunity *o = &a->opps[0]; /* the largest, first */
+        assert_non_null(o->pattern);
+        assert_string_equal(o->pattern, "attention (unfused)");
+        assert_int_equal(o->count, 3);
+        assert_int_equal(o->n, 4);
+        static const char *const ops[] = {"gemm", "mul", "softmax", "gemm"};
+        for (int m = 0; m < 4; m++) assert_string_equal(o->member_ops[m], ops[m]);
+        assert_int_equal(kstat(a, o->members[0])->cls, FA_KCLASS_GEMM);
+        assert_int_equal(o->skipped, 3); /* v's layout copy stays, once per layer */
+        /* QK^T and PV: 2 x 2 B H L S D FLOPs; the scores (B H L S, bf16) written and read 4 times
+         * unfused, never in the fused kernel */
+        const double bh = 8.0 * 12, l = 1024, d = 64, scores = bh * l * l * 2;
+        assert_true(o->flops == 4.0 * bh * l * l * d);
+        assert_true(o->saved_bytes >= 4 * scores);
+        assert_true(o->read_bytes == 3 * bh * l * d * 2 && o->write_bytes == bh * l * d * 2);
+        assert_non_null(strstr(o->est.basis, "attention:"));
+        assert_non_null(strstr(o->fix, "scaled_dot_product_attention"));
+        assert_true(o->est.saving_ns > 0.9 * (double)o->kernel_ns);
+        if (f == 0) {
+            assert_string_equal(o->module, "TimesformerSelfAttention");
+            assert_non_null(strstr(o->source, "modeling_timesformer.py(265)"));
+            fa_buf b;
+            fa_buf_init(&b);
+            fa_trace_advice_text(a, &b);
+            assert_non_null(strstr(b.data, "1. attention (unfused) x3"));
+            assert_non_null(strstr(b.data, "where: TimesformerSelfAttention, transformers/models/timesformer/"));
+            fa_buf_free(&b);
+        }
+        /* the q and k copies read strided views of the qkv output: they do not feed each other */
+        for (int i = 0; i < a->n_opps; i++) assert_false(a->opps[i].n == 2 && !strcmp(a->opps[i].member_ops[0], "copy") &&
+                                                         !strcmp(a->opps[i].member_ops[1], "copy"));
+        fa_trace_advice_free(a);
+    }
+}
+
+/* q.contiguous() and k.contiguous() of one shape, both strided views of the qkv output: neither
+ * reads what the other wrote, so they are no chain and no fusion */
+static void test_same_shape_copies_are_not_a_chain(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_unrelated_copies.json");
+    assert_int_equal(a->n_opps_total, 0);
+    assert_int_equal(a->split_not_connected, 3);
+    fa_trace_advice_free(a);
+}
+
+/* x * 0.125 on a bf16 tensor: the Python float (Input type "double", no dims) keeps the tensor's
+ * dtype; the product is bf16, not double */
+static void test_python_scalar_keeps_the_tensor_dtype(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_bf16_scalar.json");
+    const fa_ta_opportunity *o = opp_with(a, "<Mul>");
+    assert_non_null(o);
+    assert_int_equal(o->n, 2);
+    const double n = 4096.0 * 1024;
+    assert_true(o->read_bytes == 2 * n * 2 + 8); /* x, y (bf16) and the scalar */
+    assert_true(o->write_bytes == n * 2);        /* the sum, bf16 */
+    bool seen = false;
+    for (int i = 0; i < a->n_points; i++)
+        if (strstr(a->points[i].kernel, "<Mul>")) {
+            assert_true(a->points[i].bytes == n * 2 + 8 + n * 2);
+            seen = true;
+        }
+    assert_true(seen);
+    fa_trace_advice_free(a);
+}
+
+/* mm -> bias add -> GELU: the GEMM stays, the add and the GELU become its epilogue */
+static void test_gemm_epilogue_found(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_gemm_epilogue.json");
+    assert_null(opp_named(a, "bias + GELU"));
+    const fa_ta_opportunity *o = opp_named(a, "GEMM + epilogue");
+    assert_non_null(o);
+    assert_int_equal(o->count, 3);
+    assert_int_equal(o->n, 3);
+    assert_string_equal(o->member_ops[0], "gemm");
+    assert_string_equal(o->member_ops[2], "gelu");
+    assert_non_null(strstr(o->est.basis, "anchor"));
+    assert_true(o->read_bytes == 4096.0 * 2 && o->write_bytes == 0); /* the bias vector; the output replaces the GEMM's */
+    assert_non_null(strstr(o->fix, "cuBLASLt"));
+    /* the saving is the epilogue's kernels and launches, never the GEMM's own time */
+    assert_true(o->est.saving_ns <= (double)(o->kernel_ns - o->member_ns[0] + o->gaps_ns) + 1e-6);
+    fa_trace_advice_free(a);
+}
+
 /* The real traces: advice with no kernel counted twice and savings within what they come from;
  * the per-trace results are printed (docs/trace-advice.md quotes them). */
 static void test_corpus_traces_advice_invariants(void **state)
@@ -1428,6 +1535,10 @@ int main(void)
         cmocka_unit_test(test_kernels_launched_before_the_step_are_not_in_it),
         cmocka_unit_test(test_pattern_names_checked_against_kernels),
         cmocka_unit_test(test_optimizer_step_is_its_own_pattern),
+        cmocka_unit_test(test_eager_attention_across_gemms),
+        cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
+        cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
+        cmocka_unit_test(test_gemm_epilogue_found),
         cmocka_unit_test(test_corpus_traces_advice_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
