@@ -1,12 +1,12 @@
 /* cli/cmd_import — `fuse-advise import TRACE`: import a Kineto JSON or Nsight Systems SQLite
  * trace into the run database (a run of kind 'import'), then print op-level fusion advice from
- * the kernels alone (analyzer/trace_advice.h, docs/trace-advice.md). */
+ * the kernels alone (trace/trace.h, docs/trace-advice.md). */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/trace_advice.h"
+#include "trace/trace.h"
 #include "cli.h"
 #include "collector/import/import.h"
 #include "reports/reports.h"
@@ -59,11 +59,24 @@ static void print_stats(const char *path, const fa_import_stats *s)
                       s->n_nul_names, s->n_control_chars, s->n_nonfinite, s->n_bad_numbers, s->lenient_pass ? "; read in lenient mode" : "");
     if (s->time_shift_ns)
         fa_cli_printf("  %" PRIu64 " records start before time 0: every record moved %.3f us later (durations and gaps kept)\n",
-                      s->n_negative_times, s->time_shift_ns / 1e3);
+               s->n_negative_times, s->time_shift_ns / 1e3);
     if (s->truncated) fa_cli_printf("  truncated at byte %" PRIu64 ": kept what was parsed (--keep-partial)\n", s->truncated_offset);
-    for (int d = 0; d < s->n_devices; d++)
-        fa_cli_printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", s->devices[d].id, s->devices[d].name, s->devices[d].cc_major,
-                      s->devices[d].cc_minor, s->devices[d].sm_count, s->devices[d].total_mem_bytes / 1073741824.0);
+    for (int d = 0; d < s->n_devices; d++) {
+        /* in the vendor's terms: an AMD part is a gfx architecture with compute units, not an sm_ */
+        const fa_import_device *dv = &s->devices[d];
+        fa_gpu_vendor v = fa_gpu_vendor_of(dv->name);
+        fa_gpu_roofs r;
+        fa_gpu_roofs_for(dv->name, dv->total_mem_bytes, &r);
+        if (v == FA_GPU_VENDOR_AMD && r.arch)
+            fa_cli_printf("  device %d: %s, %s (%s), %d compute units, %.1f GiB\n", dv->id, dv->name, r.arch, r.family, dv->sm_count,
+                   dv->total_mem_bytes / 1073741824.0);
+        else if (v == FA_GPU_VENDOR_AMD)
+            fa_cli_printf("  device %d: %s, HIP compute capability %d.%d, %d compute units, %.1f GiB\n", dv->id, dv->name,
+                   dv->cc_major, dv->cc_minor, dv->sm_count, dv->total_mem_bytes / 1073741824.0);
+        else
+            fa_cli_printf("  device %d: %s, sm_%d%d, %d SMs, %.1f GiB\n", dv->id, dv->name, dv->cc_major, dv->cc_minor, dv->sm_count,
+                   dv->total_mem_bytes / 1073741824.0);
+    }
 }
 
 /* Out of memory after the import proper (storing, advising, writing the report): say which
@@ -117,7 +130,6 @@ static fa_status sink_gpu(void *user, fa_ctx *ctx, const fa_trace *t, const fa_a
     if (!k->b) {
         fa_status s = fa_ta_builder_create(ctx, NULL, &k->b);
         if (s) return s;
-        fa_ta_builder_any_order(k->b);
         fa_ta_builder_use_trace(k->b, t);
     }
     return fa_ta_builder_add(ctx, k->b, g, L);

@@ -19,6 +19,7 @@ typedef enum fa_activity_kind {
     FA_ACT_SYNC = 7,        /* synchronization */
     FA_ACT_OVERHEAD = 8,    /* profiler's own overhead (CUPTI OVERHEAD records) */
     FA_ACT_MODULE = 9,      /* nn.Module scope on the CPU (Kineto python_function "nn.Module: X") */
+    FA_ACT_PYFRAME = 10,    /* a Python source frame on the CPU (Kineto python_function "file.py(N): fn") */
     FA_ACT_KIND_COUNT
 } fa_activity_kind;
 const char *fa_activity_kind_name(fa_activity_kind k);
@@ -50,10 +51,15 @@ typedef struct fa_activity {
     unsigned flags;           /* FA_ACTF_* */
     /* imports only (NULL otherwise; not stored in the run database): */
     const char *shapes;       /* cpu op: its inputs "TYPE:DIMS;..." (DIMS "8x512x768", "L<numel>"
-                                 for a TensorList, "?" unreadable) from Input Dims / Input type;
-                                 GPU record: its op's, when that op launched only it */
+                                 for a TensorList, "?" unreadable; "8x512x768@393216x768x1" with the
+                                 input's strides when Input Strides has them) from Input Dims /
+                                 Input type / Input Strides; GPU record: its op's, when that op
+                                 launched only it */
     const char *stack;        /* GPU record: the frames around its cpu op, outermost first,
                                  " > " between them (cpu ops, user ranges, nn.Module scopes) */
+    const char *source;       /* GPU record: the innermost Python frame of the user's code around its
+                                 cpu op ("transformers/models/qwen2/modeling_qwen2.py(68): forward"),
+                                 not torch's own; NULL when the trace has none (with_stack off) */
 } fa_activity;
 
 enum {

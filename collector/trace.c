@@ -7,20 +7,15 @@
 const char *fa_activity_kind_name(fa_activity_kind k)
 {
     static const char *const names[FA_ACT_KIND_COUNT] = {
-        "kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "range", "sync", "overhead", "module"};
+        "kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "range", "sync", "overhead", "module", "python"};
     return (unsigned)k < FA_ACT_KIND_COUNT ? names[k] : "unknown";
 }
 
-typedef struct intern_tab {
-    const char **slots;
-    size_t cap, n;
-    uint64_t key[2]; /* random per trace: names come from input files (no hash flooding) */
-} intern_tab;
-
-/* The intern table hangs off the trace through a hidden header in the arena. */
+/* The intern map hangs off the trace through a hidden header (names come from input files:
+ * core's keyed map, no hash flooding); the strings live in the trace's arena. */
 typedef struct fa_trace_impl {
     fa_trace pub;
-    intern_tab tab;
+    fa_intern *names;
 } fa_trace_impl;
 
 fa_trace *fa_trace_create(const char *source)
@@ -28,11 +23,11 @@ fa_trace *fa_trace_create(const char *source)
     fa_trace_impl *t = calloc(1, sizeof *t);
     if (!t) return NULL;
     t->pub.arena = fa_arena_create(1 << 16);
-    if (!t->pub.arena) {
+    if (!t->pub.arena || !(t->names = fa_intern_create(t->pub.arena))) {
+        fa_arena_free(t->pub.arena);
         free(t);
         return NULL;
     }
-    fa_hash_key_random(t->tab.key);
     t->pub.source = fa_trace_intern(&t->pub, source ? source : "unknown");
     return &t->pub;
 }
@@ -41,7 +36,7 @@ void fa_trace_free(fa_trace *tr)
 {
     if (!tr) return;
     fa_trace_impl *t = (fa_trace_impl *)tr;
-    free(t->tab.slots);
+    fa_intern_free(t->names);
     free(tr->acts);
     fa_arena_free(tr->arena);
     free(t);
@@ -77,32 +72,9 @@ fa_activity *fa_trace_add(fa_trace *t, const fa_activity *a)
 const char *fa_trace_intern_n(fa_trace *tr, const char *s, size_t n)
 {
     if (!s) return NULL;
-    fa_trace_impl *t = (fa_trace_impl *)tr;
-    intern_tab *tab = &t->tab;
-    if ((tab->n + 1) * 2 > tab->cap) {
-        size_t nc = tab->cap ? tab->cap * 2 : 256;
-        const char **slots = calloc(nc, sizeof *slots);
-        if (!slots) return NULL;
-        for (size_t i = 0; i < tab->cap; i++) {
-            if (!tab->slots[i]) continue;
-            size_t h = fa_hash64_keyed(tab->key, tab->slots[i], strlen(tab->slots[i])) & (nc - 1);
-            while (slots[h]) h = (h + 1) & (nc - 1);
-            slots[h] = tab->slots[i];
-        }
-        free(tab->slots);
-        tab->slots = slots;
-        tab->cap = nc;
-    }
-    size_t h = fa_hash64_keyed(tab->key, s, n) & (tab->cap - 1);
-    while (tab->slots[h]) {
-        if (strncmp(tab->slots[h], s, n) == 0 && tab->slots[h][n] == 0) return tab->slots[h];
-        h = (h + 1) & (tab->cap - 1);
-    }
-    char *c = fa_arena_strndup(tr->arena, s, n);
-    if (!c) return NULL;
-    tab->slots[h] = c;
-    tab->n++;
-    return c;
+    const void *stored = NULL;
+    if (fa_intern_id(((fa_trace_impl *)tr)->names, s, n, NULL, &stored) < 0) return NULL;
+    return stored;
 }
 
 const char *fa_trace_intern(fa_trace *t, const char *s)

@@ -273,6 +273,27 @@ uint64_t fa_hash64(const void *data, size_t n);
 uint64_t fa_hash64_keyed(const uint64_t key[2], const void *data, size_t n);
 /* A fresh random key from /dev/urandom (else the clock and pid). */
 void fa_hash_key_random(uint64_t key[2]);
+/* ---- keyed intern map (core/intern.c): byte strings -> dense ids ----
+ * The one hash table for keys that come from input files (names in a trace, tuples of ids):
+ * open addressing over SipHash-1-3 under a key drawn once per process (fa_hash_key_random), so no
+ * input can be built to collide and make it quadratic. Ids are dense, 0, 1, 2, ... in insertion
+ * order, so a caller keeps its per-key records in a plain array indexed by id. */
+typedef struct fa_intern fa_intern;
+/* keys_ar: where key copies go (borrowed; must outlive every use of a stored key), NULL: an arena
+ * of the map's own, freed with it. NULL on OOM. */
+fa_intern *fa_intern_create(fa_arena *keys_ar);
+void fa_intern_free(fa_intern *m); /* NULL: no-op */
+/* The id of key[0..n): its id when present, else the next id with the key copied (n bytes and a
+ * NUL after them, so a string key reads back as a C string). *added (may be NULL) says which,
+ * *stored (may be NULL) points at the map's copy. -1 on OOM (nothing added). */
+int32_t fa_intern_id(fa_intern *m, const void *key, size_t n, bool *added, const void **stored);
+/* The same for a C string. */
+int32_t fa_intern_str(fa_intern *m, const char *s, bool *added, const char **stored);
+/* The id of key[0..n), -1 when absent (nothing added). */
+int32_t fa_intern_find(const fa_intern *m, const void *key, size_t n);
+size_t fa_intern_count(const fa_intern *m);
+/* Bytes the map holds: its tables, and the key copies when they are in its own arena. */
+size_t fa_intern_bytes(const fa_intern *m);
 void fa_sha256_hex(const void *data, size_t n, char out_hex[65]);
 /* The same digest in base64 (RFC 4648, 44 characters + NUL), as a Content-Security-Policy hash
  * source ('sha256-...', CSP Level 2 sec. 4.2.4) writes it. */

@@ -170,8 +170,8 @@ void fa_rep_csp(fa_buf *b);
 void fa_rep_swatch(fa_buf *b, const char *color);
 
 /* The report of an imported trace (trace_report.c): what the trace can tell, from the advice
- * stored with the run (analyzer/trace_advice.h) — nothing that only a model run can fill. */
-#include "analyzer/trace_advice.h"
+ * stored with the run (trace/trace.h) — nothing that only a model run can fill. */
+#include "trace/trace.h"
 void fa_rep_trace_html(const fa_rep *r, const fa_trace_advice *a, fa_buf *b);
 void fa_rep_trace_kernels_csv(const fa_trace_advice *a, fa_buf *b);
 void fa_rep_trace_summary_json(const fa_rep *r, const fa_trace_advice *a, fa_buf *b);

@@ -20,8 +20,9 @@ static void h(fa_buf *b, const char *s)
 /* colours by kernel class (Tableau 10) */
 static const char *class_color(fa_kclass c)
 {
-    static const char *const col[FA_KCLASS_COUNT] = {"#59a14f", "#edc948", "#4e79a7", "#76b7b2", "#b07aa1", "#a0a7b0",
-                                                     "#e15759"};
+    static const char *const col[] = {"#59a14f", "#edc948", "#4e79a7", "#76b7b2", "#b07aa1", "#a0a7b0",
+                                      "#e15759", "#f28e2b", "#9c755f"};
+    _Static_assert(sizeof col / sizeof col[0] == FA_KCLASS_COUNT, "a colour per kernel class");
     return (unsigned)c < FA_KCLASS_COUNT ? col[c] : "#a0a7b0";
 }
 
@@ -130,7 +131,22 @@ static void summary(const fa_rep *r, const fa_trace_advice *a, fa_buf *b)
     }
     fa_buf_puts(b, "</div><p>Device: ");
     h(b, a->device_name ? a->device_name : "unknown");
-    if (a->cc_major) fa_buf_printf(b, ", sm_%d%d (", a->cc_major, a->cc_minor), h(b, a->cc_source), fa_buf_puts(b, ")");
+    /* in the vendor's terms: an AMD part by its gfx architecture and compute units */
+    if (a->vendor && !strcmp(a->vendor, "AMD")) {
+        if (a->arch) fa_buf_puts(b, ", "), h(b, a->arch);
+        if (a->arch_family) fa_buf_puts(b, " ("), h(b, a->arch_family), fa_buf_puts(b, ")");
+        if (a->sm_count) fa_buf_printf(b, ", %d compute units", a->sm_count);
+    } else if (a->cc_major) {
+        fa_buf_printf(b, ", sm_%d%d (", a->cc_major, a->cc_minor), h(b, a->cc_source), fa_buf_puts(b, ")");
+        if (a->sm_count) fa_buf_printf(b, ", %d SMs", a->sm_count);
+    }
+    if (a->n_fused_kernels)
+        fa_buf_printf(b, ". Already fused (attention kernels, torch.compile / Triton, fused optimizers; never part of a "
+                         "fusion here): %" PRId64 " kernels, %s",
+                      a->n_fused_kernels, tns(t1, sizeof t1, (double)a->fused_kernel_ns));
+    if (a->n_outside_steps)
+        fa_buf_printf(b, ". %" PRId64 " kernels (%s) were launched outside the profiler steps: not in the opportunities",
+                      a->n_outside_steps, tns(t2, sizeof t2, (double)a->outside_steps_ns));
     if (a->mem_roof_gbs > 0) {
         fa_buf_printf(b, ". Fused kernels are predicted on a %.0f GB/s memory roof: ", a->mem_roof_gbs);
         h(b, a->mem_roof_source);
@@ -156,18 +172,30 @@ static void opportunities(const fa_trace_advice *a, fa_buf *b)
         return;
     }
     fa_buf_puts(b, "<p>Each kernel occurrence belongs to at most one row, so the savings add up. Saving = measured kernel "
-                   "time of the members &minus; the fused kernel's predicted time + the launch gaps between them; every "
-                   "prediction is an estimate and says what it rests on.</p><div class=\"scroll\"><table class=\"sortable\">"
+                   "time of the members &minus; the fused kernel's predicted time + the launch cost removed (per removed launch, "
+                   "the GPU idle before it up to its launch call, at most the trace's median launch call; idle while the "
+                   "host did other work is not counted); every prediction is an estimate and says what it rests on. Only "
+                   "groups the fusion rule allows are listed: no collective, transfer, attention or already fused kernel, "
+                   "a GEMM only as the first member, one reduction domain.</p><div class=\"scroll\"><table class=\"sortable\">"
                    "<thead><tr><th>#</th><th>pattern</th><th>count</th><th>kernels, and what the estimate rests on</th>"
-                   "<th>measured</th><th>launch gaps</th><th>fused (est.)</th><th>saving (est.)</th><th>share of span</th>"
+                   "<th>measured</th><th>launch cost</th><th>fused (est.)</th><th>saving (est.)</th><th>share of span</th>"
                    "<th>bytes per occurrence (est.)</th></tr></thead><tbody>");
     for (int i = 0; i < a->n_opps; i++) {
         const fa_ta_opportunity *o = &a->opps[i];
         fa_buf_printf(b, "<tr><td class=\"num\" data-v=\"%d\">%d</td><td><b>", i + 1, i + 1);
         h(b, o->pattern ? o->pattern : "repeated sequence");
+        if (o->backward) fa_buf_puts(b, " (backward pass)");
         fa_buf_puts(b, "</b><div class=\"d\">fix: ");
         h(b, o->fix);
-        fa_buf_puts(b, "</div></td>");
+        fa_buf_puts(b, "</div>");
+        if (o->module || o->source) { /* where in the user's code (first occurrence) */
+            fa_buf_puts(b, "<div class=\"d\">where: ");
+            if (o->module) h(b, o->module);
+            if (o->module && o->source) fa_buf_puts(b, ", ");
+            if (o->source) fa_buf_puts(b, "<code>"), h(b, o->source), fa_buf_puts(b, "</code>");
+            fa_buf_puts(b, "</div>");
+        }
+        fa_buf_puts(b, "</td>");
         char c[32];
         snprintf(c, sizeof c, "%" PRId64, o->count);
         td_num(b, (double)o->count, c);

@@ -20,48 +20,70 @@ static bool has_word(const char *hay, const char *w)
     return false;
 }
 
+fa_gpu_vendor fa_gpu_vendor_of(const char *n)
+{
+    if (!n || !*n) return FA_GPU_VENDOR_UNKNOWN;
+    if (has(n, "AMD") || has(n, "Instinct") || has(n, "Radeon") || has_word(n, "MI300X") || has_word(n, "MI250X"))
+        return FA_GPU_VENDOR_AMD;
+    if (has(n, "NVIDIA") || has(n, "Tesla") || has(n, "GeForce") || has(n, "Quadro") || has_word(n, "H100") ||
+        has_word(n, "A100"))
+        return FA_GPU_VENDOR_NVIDIA;
+    return FA_GPU_VENDOR_UNKNOWN;
+}
+
+const char *fa_gpu_units_name(fa_gpu_vendor v)
+{
+    return v == FA_GPU_VENDOR_AMD ? "compute units" : "SMs";
+}
+
 bool fa_gpu_roofs_for(const char *n, uint64_t mem, fa_gpu_roofs *out)
 {
-    /* GB/s, FP32 GFLOP/s, dense BF16/FP16 tensor GFLOP/s. Sources: NVIDIA A100 Tensor Core GPU
-     * data sheet (40GB 1555 GB/s, 80GB SXM 2039 GB/s, 80GB PCIe 1935; FP32 19.5 TF, BF16 312 TF);
-     * H100 data sheet (SXM 3.35 TB/s, 67 TF FP32, 989 TF BF16; PCIe 2 TB/s, 51 TF, 756 TF; NVL
-     * 3.9 TB/s, 60 TF, 835 TF); H200 data sheet (4.8 TB/s, 67 TF, 989 TF); V100 data sheet (SXM2
-     * 900 GB/s, 15.7 TF, 125 TF; PCIe 900 GB/s, 14 TF, 112 TF); T4 (320 GB/s, 8.1 TF, 65 TF);
-     * L4 (300 GB/s, 30.3 TF, 121 TF); A10 (600 GB/s, 31.2 TF, 125 TF); L40S (864 GB/s, 91.6 TF,
-     * 362 TF); GeForce RTX 2080 Ti (616 GB/s, 13.4 TF); AMD Instinct MI300X data sheet (5.3 TB/s,
-     * 163.4 TF FP32, 1307.4 TF BF16), MI250X (3.2768 TB/s, 47.9 TF, 383 TF), MI210 (1.6384 TB/s,
-     * 22.6 TF, 181 TF). Dense (no sparsity) figures throughout. */
-    fa_gpu_roofs r = {0, 0, 0, NULL};
+    /* GB/s, FP32 GFLOP/s, dense BF16/FP16 tensor GFLOP/s, architecture, SMs / CUs. Sources: NVIDIA
+     * A100 Tensor Core GPU data sheet (40GB 1555 GB/s, 80GB SXM 2039 GB/s, 80GB PCIe 1935; FP32
+     * 19.5 TF, BF16 312 TF; 108 SMs); H100 data sheet (SXM 3.35 TB/s, 67 TF FP32, 989 TF BF16, 132
+     * SMs; PCIe 2 TB/s, 51 TF, 756 TF, 114 SMs; NVL 3.9 TB/s, 60 TF, 835 TF, 132 SMs); H200 data
+     * sheet (4.8 TB/s, 67 TF, 989 TF); V100 data sheet (SXM2 900 GB/s, 15.7 TF, 125 TF; PCIe 900
+     * GB/s, 14 TF, 112 TF; 80 SMs); T4 (320 GB/s, 8.1 TF, 65 TF, 40 SMs); L4 (300 GB/s, 30.3 TF,
+     * 121 TF, 58 SMs); A10 (600 GB/s, 31.2 TF, 125 TF, 72 SMs); L40S (864 GB/s, 91.6 TF, 362 TF,
+     * 142 SMs); GeForce RTX 2080 Ti (616 GB/s, 13.4 TF, 68 SMs); AMD Instinct MI325X data sheet
+     * (6 TB/s HBM3E, 163.4 TF FP32 vector, 1307.4 TF BF16 dense, 304 CUs, CDNA3 gfx942), MI300X
+     * (5.3 TB/s, 163.4 TF, 1307.4 TF, 304 CUs, CDNA3 gfx942), MI250X (3.2768 TB/s, 47.9 TF,
+     * 383 TF, 220 CUs, CDNA2 gfx90a), MI210 (1.6384 TB/s, 22.6 TF, 181 TF, 104 CUs, CDNA2 gfx90a).
+     * Dense (no sparsity) figures throughout. */
+    fa_gpu_roofs r = {0, 0, 0, NULL, NULL, NULL, 0};
     if (!n) n = "";
     if (has(n, "A100")) {
         bool big = has(n, "80GB") || mem > (uint64_t)48 << 30;
         bool pcie = has(n, "PCIe");
         r = (fa_gpu_roofs){big ? (pcie ? 1935 : 2039) : 1555, 19500, 312000,
-                           big ? (pcie ? "A100 80GB PCIe" : "A100 80GB SXM") : "A100 40GB"};
+                           big ? (pcie ? "A100 80GB PCIe" : "A100 80GB SXM") : "A100 40GB", "sm_80", "Ampere", 108};
     } else if (has(n, "H200")) {
-        r = (fa_gpu_roofs){4800, 67000, 989000, "H200"};
+        r = (fa_gpu_roofs){4800, 67000, 989000, "H200", "sm_90", "Hopper", 132};
     } else if (has(n, "H100")) {
-        if (has(n, "PCIe")) r = (fa_gpu_roofs){2000, 51000, 756000, "H100 PCIe"};
-        else if (has(n, "NVL")) r = (fa_gpu_roofs){3900, 60000, 835000, "H100 NVL"};
-        else r = (fa_gpu_roofs){3350, 67000, 989000, "H100 SXM"};
+        if (has(n, "PCIe")) r = (fa_gpu_roofs){2000, 51000, 756000, "H100 PCIe", "sm_90", "Hopper", 114};
+        else if (has(n, "NVL")) r = (fa_gpu_roofs){3900, 60000, 835000, "H100 NVL", "sm_90", "Hopper", 132};
+        else r = (fa_gpu_roofs){3350, 67000, 989000, "H100 SXM", "sm_90", "Hopper", 132};
     } else if (has(n, "V100")) {
-        r = has(n, "PCIe") ? (fa_gpu_roofs){900, 14000, 112000, "V100 PCIe"} : (fa_gpu_roofs){900, 15700, 125000, "V100 SXM2"};
+        r = has(n, "PCIe") ? (fa_gpu_roofs){900, 14000, 112000, "V100 PCIe", "sm_70", "Volta", 80}
+                           : (fa_gpu_roofs){900, 15700, 125000, "V100 SXM2", "sm_70", "Volta", 80};
     } else if (has(n, "2080 Ti")) {
-        r = (fa_gpu_roofs){616, 13400, 0, "RTX 2080 Ti"};
+        r = (fa_gpu_roofs){616, 13400, 0, "RTX 2080 Ti", "sm_75", "Turing", 68};
     } else if (has_word(n, "T4")) {
-        r = (fa_gpu_roofs){320, 8100, 65000, "T4"};
+        r = (fa_gpu_roofs){320, 8100, 65000, "T4", "sm_75", "Turing", 40};
     } else if (has_word(n, "L4")) {
-        r = (fa_gpu_roofs){300, 30300, 121000, "L4"};
+        r = (fa_gpu_roofs){300, 30300, 121000, "L4", "sm_89", "Ada", 58};
     } else if (has_word(n, "A10")) {
-        r = (fa_gpu_roofs){600, 31200, 125000, "A10"};
+        r = (fa_gpu_roofs){600, 31200, 125000, "A10", "sm_86", "Ampere", 72};
     } else if (has(n, "L40S")) {
-        r = (fa_gpu_roofs){864, 91600, 362000, "L40S"};
+        r = (fa_gpu_roofs){864, 91600, 362000, "L40S", "sm_89", "Ada", 142};
+    } else if (has(n, "MI325X")) {
+        r = (fa_gpu_roofs){6000, 163400, 1307400, "MI325X", "gfx942", "CDNA3", 304};
     } else if (has(n, "MI300X")) {
-        r = (fa_gpu_roofs){5300, 163400, 1307400, "MI300X"};
+        r = (fa_gpu_roofs){5300, 163400, 1307400, "MI300X", "gfx942", "CDNA3", 304};
     } else if (has(n, "MI250X")) {
-        r = (fa_gpu_roofs){3276.8, 47900, 383000, "MI250X"};
+        r = (fa_gpu_roofs){3276.8, 47900, 383000, "MI250X", "gfx90a", "CDNA2", 220};
     } else if (has(n, "MI210")) {
-        r = (fa_gpu_roofs){1638.4, 22600, 181000, "MI210"};
+        r = (fa_gpu_roofs){1638.4, 22600, 181000, "MI210", "gfx90a", "CDNA2", 104};
     }
     if (out) *out = r;
     return r.label != NULL;

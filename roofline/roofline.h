@@ -138,12 +138,22 @@ typedef struct fa_gpu_roofs {
     double fp32_gflops;         /* FP32 peak without tensor cores / matrix cores, GFLOP/s; 0 unknown */
     double tensor_gflops;       /* dense BF16/FP16 tensor-core (matrix-core) peak, GFLOP/s; 0 unknown */
     const char *label;          /* the data-sheet row ("A100 80GB SXM"), NULL when not tabled */
+    const char *arch;           /* the vendor's architecture id: "sm_90", "gfx942"; NULL unknown */
+    const char *family;         /* "Hopper", "CDNA3", ...; NULL unknown */
+    int units;                  /* SMs (NVIDIA) / compute units (AMD) of the data-sheet part, 0 unknown */
 } fa_gpu_roofs;
+
+/* The GPU's vendor by its name: AMD (Instinct, Radeon, "AMD ..."), NVIDIA, or unknown. */
+typedef enum fa_gpu_vendor { FA_GPU_VENDOR_UNKNOWN = 0, FA_GPU_VENDOR_NVIDIA, FA_GPU_VENDOR_AMD } fa_gpu_vendor;
+fa_gpu_vendor fa_gpu_vendor_of(const char *device_name);
+/* What the vendor calls its multiprocessors: "SMs" (NVIDIA, unknown) or "compute units" (AMD). */
+const char *fa_gpu_units_name(fa_gpu_vendor v);
 
 /* Theoretical roofs of a GPU by its name (memory size tells A100 40/80 GB apart), from the
  * vendors' data sheets (NVIDIA A100/H100/H200/V100/T4/L4/A10/L40S/RTX 2080 Ti, AMD Instinct
- * MI300X/MI250X/MI210: see roofline/gpu_roofs.c for each figure). False and zeros when the
- * device is not tabled. Never measured: label them theoretical. */
+ * MI325X/MI300X/MI250X/MI210: see roofline/gpu_roofs.c for each figure), with the part's
+ * architecture in the vendor's own terms. False and zeros when the device is not tabled. Never
+ * measured: label them theoretical. */
 bool fa_gpu_roofs_for(const char *device_name, uint64_t total_mem_bytes, fa_gpu_roofs *out);
 /* Theoretical HBM bandwidth of a GPU by name (and memory size for A100 40/80 GB), GB/s; 0 when
  * not tabled (fa_gpu_roofs_for's table). */

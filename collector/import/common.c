@@ -413,7 +413,7 @@ typedef struct encl_query {
 
 static bool is_frame(const fa_activity *a)
 {
-    if (a->kind == FA_ACT_CPU_OP || a->kind == FA_ACT_MODULE) return true;
+    if (a->kind == FA_ACT_CPU_OP || a->kind == FA_ACT_MODULE || a->kind == FA_ACT_PYFRAME) return true;
     /* host ranges (user annotations, NVTX), but not ProfilerStep#N (a different name per step) */
     return a->kind == FA_ACT_RANGE && a->device < 0 && !(a->name && !strncmp(a->name, "ProfilerStep#", 13));
 }
@@ -458,6 +458,20 @@ static int32_t frame_op_at(const fa_activity *acts, const int32_t *fr, const int
     return -1;
 }
 
+/* a Python frame of the user's code, not PyTorch's own nor the standard library's plumbing */
+static bool is_user_source(const char *name)
+{
+    static const char *const skip[] = {"torch/", "contextlib.py", "functools.py", "threading.py", "runpy.py",
+                                       "typing.py", "abc.py", NULL};
+    if (!name || name[0] == '<' || strstr(name, "/torch/")) return false;
+    for (const char *const *k = skip; *k; k++)
+        if (!strncmp(name, *k, strlen(*k)) || strstr(name, *k) == name) return false;
+    const char *slash = strrchr(name, '/');
+    for (const char *const *k = skip + 1; *k; k++)
+        if (slash && !strncmp(slash + 1, *k, strlen(*k))) return false;
+    return true;
+}
+
 typedef struct gk_ref {
     int32_t launch, kernel;
     uint64_t start;
@@ -477,7 +491,8 @@ static int gk_cmp(const void *pa, const void *pb)
  * Stacks: each GPU record whose op is known gets the frames around that op, outermost first,
  * " > " between (cpu ops, nn.Module scopes, user / NVTX ranges on its thread, not ProfilerStep#N):
  * the pattern recognisers read module names there. Innermost STACK_DEPTH frames at most; memo per
- * frame; O(n log n).
+ * frame; O(n log n). Python source frames are not in the stack text: the innermost one of the
+ * user's code (not torch's) is the record's source line.
  *
  * Graphs: kernels launched by cudaGraphLaunch / hipGraphLaunch are replays of a captured graph:
  * flagged FA_ACTF_GRAPH, node_name the op around the launch call (CUDAGraph::replay or the
@@ -499,13 +514,14 @@ static fa_status import_frames(fa_ctx *ctx, fa_trace *t, const int32_t *launch_o
     int32_t *fr = malloc((nf + 1) * sizeof *fr), *parent = malloc((nf + 1) * sizeof *parent);
     int32_t *pos = malloc((n + 1) * sizeof *pos), *stk = malloc((nf + 1) * sizeof *stk);
     const char **memo = calloc(nf + 1, sizeof *memo);
+    const char **memo_src = calloc(nf + 1, sizeof *memo_src);
     int32_t *rt = NULL, *cl = NULL;
     int64_t *linked = NULL;
     gk_ref *gk = NULL;
     fa_buf b;
     fa_buf_init(&b);
     fa_status s = FA_OK;
-    if (!fr || !parent || !pos || !stk || !memo) goto nomem;
+    if (!fr || !parent || !pos || !stk || !memo || !memo_src) goto nomem;
     nf = 0;
     for (size_t i = 0; i < n; i++) {
         pos[i] = -1;
@@ -606,7 +622,11 @@ static fa_status import_frames(fa_ctx *ctx, fa_trace *t, const int32_t *launch_o
         if (!memo[p]) {
             int32_t chain[STACK_DEPTH];
             int depth = 0;
-            for (int32_t q = p; q >= 0 && depth < STACK_DEPTH; q = parent[q]) chain[depth++] = q;
+            for (int32_t q = p, walked = 0; q >= 0 && depth < STACK_DEPTH && walked < 512; q = parent[q], walked++) {
+                const fa_activity *f = &acts[fr[q]];
+                if (f->kind != FA_ACT_PYFRAME) chain[depth++] = q;
+                else if (!memo_src[p] && is_user_source(f->name)) memo_src[p] = f->name;
+            }
             fa_buf_reset(&b);
             for (int k = depth - 1; k >= 0; k--) {
                 if (k != depth - 1) fa_buf_puts(&b, " > ");
@@ -616,6 +636,7 @@ static fa_status import_frames(fa_ctx *ctx, fa_trace *t, const int32_t *launch_o
             if (b.oom || !(memo[p] = fa_trace_intern_n(t, b.data ? b.data : "", b.len))) goto nomem;
         }
         acts[i].stack = memo[p];
+        acts[i].source = memo_src[p];
     }
     goto done;
 nomem:
@@ -626,6 +647,7 @@ done:
     free(pos);
     free(stk);
     free(memo);
+    free(memo_src);
     free(rt);
     free(cl);
     free(linked);

@@ -29,7 +29,7 @@ enum { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_BASETIME, TK_SCHEMA };
 enum {
     EK_OTHER, EK_PH, EK_CAT, EK_NAME, EK_PID, EK_TID, EK_TS, EK_DUR, EK_ARGS,
     /* args keys */
-    AK_CORR, AK_EXTID, AK_GRID, AK_BLOCK, AK_REGS, AK_SMEM, AK_DEVICE, AK_STREAM, AK_DIMS, AK_TYPES,
+    AK_CORR, AK_EXTID, AK_GRID, AK_BLOCK, AK_REGS, AK_SMEM, AK_DEVICE, AK_STREAM, AK_DIMS, AK_TYPES, AK_STRIDES,
     AK_OCC, AK_BYTES,
     /* deviceProperties keys */
     DK_ID, DK_NAME, DK_SMS, DK_CCMAJ, DK_CCMIN, DK_MEM, DK_THR_SM, DK_REGS_SM, DK_SMEM_SM,
@@ -61,6 +61,9 @@ typedef struct kev {
     int64_t dims[MAX_INPUTS][MAX_DIMS];
     uint64_t list_cur;                /* elements of the TensorList member being read */
     char tname[MAX_INPUTS][TNAME];    /* "Input type" names, cut at TNAME - 1 bytes */
+    bool stride_ok[MAX_INPUTS];       /* Input Strides: a list of numbers for this input */
+    uint8_t nstride[MAX_INPUTS];
+    int64_t strides[MAX_INPUTS][MAX_DIMS];
 } kev;
 
 typedef struct kparse {
@@ -237,6 +240,8 @@ static void ev_reset(kev *e)
     memset(e->dsize, 0, sizeof e->dsize);
     memset(e->ndim, 0, sizeof e->ndim);
     memset(e->is_list, 0, sizeof e->is_list);
+    memset(e->stride_ok, 0, sizeof e->stride_ok);
+    memset(e->nstride, 0, sizeof e->nstride);
     for (int i = 0; i < MAX_INPUTS; i++) e->tname[i][0] = 0;
 }
 
@@ -381,6 +386,10 @@ static void ev_emit(kparse *p)
     /* nn.Module scopes (profiler with_modules=True): frames of the cpu-op stack */
     if (k < 0 && cat_is(&e->cat, "python_function") && e->name.len > 11 && !memcmp(e->name.data, "nn.Module: ", 11))
         k = FA_ACT_MODULE;
+    /* Python source frames (with_stack=True): "path/file.py(68): forward"; built-ins are not */
+    if (k < 0 && cat_is(&e->cat, "python_function") && e->name.len > 5 && e->name.data[0] != '<' &&
+        memmem(e->name.data, e->name.len, ".py(", 4))
+        k = FA_ACT_PYFRAME;
     if (k < 0) { p->st->n_skipped++; return; }
     if (e->bad || !e->has_ts) { bad_record(p); return; }
     /* deferred ts/dur text -> ns (µs with scale 3) */
@@ -464,11 +473,21 @@ static void ev_emit(kparse *p)
             if (!e->numel_ok[i]) fa_buf_puts(sb, "?");
             else if (e->is_list[i]) fa_buf_puts(sb, "L"), put_u64(sb, e->numel[i]);
             else if (e->ndim[i] > MAX_DIMS) fa_buf_puts(sb, "?");
-            else
+            else {
                 for (int k = 0; k < e->ndim[i]; k++) {
                     if (k) fa_buf_append(sb, "x", 1);
                     put_u64(sb, (uint64_t)e->dims[i][k]); /* dims are >= 0 (checked when read) */
                 }
+                /* the input's strides (in elements), when recorded for every dim: how it lies in
+                 * memory (a transposed view is not the contiguous tensor of its shape) */
+                if (e->ndim[i] > 0 && e->stride_ok[i] && e->nstride[i] == e->ndim[i]) {
+                    fa_buf_append(sb, "@", 1);
+                    for (int k = 0; k < e->ndim[i]; k++) {
+                        if (k) fa_buf_append(sb, "x", 1);
+                        put_u64(sb, (uint64_t)e->strides[i][k]);
+                    }
+                }
+            }
         }
         if (sb->oom) { p->fail = FA_ERR_NOMEM; return; }
         a.shapes = fa_trace_intern_n(p->t, sb->data ? sb->data : "", sb->len);
@@ -591,7 +610,15 @@ static int on_scalar(kparse *p, int vt, const char *s, size_t n)
             } else if (p->args_key == AK_TYPES && i < MAX_INPUTS) {
                 e->dsize[i] = 0; /* a number where a type name belongs */
                 if (e->n_types < i + 1) e->n_types = i + 1;
+            } else if (p->args_key == AK_STRIDES && i < MAX_INPUTS) {
+                e->stride_ok[i] = false; /* a bare number where a list belongs */
             }
+        } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_STRIDES) {
+            int i = p->idx5 - 1;
+            if (i < 0 || i >= MAX_INPUTS || !e->stride_ok[i]) return 1;
+            int64_t v;
+            if (is_null || dec_scaled(s, n, 0, &v) || v < 0 || e->nstride[i] >= MAX_DIMS) { e->stride_ok[i] = false; return 1; }
+            e->strides[i][e->nstride[i]++] = v;
         } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
             int i = p->idx5 - 1;
             p->idx6++;
@@ -677,10 +704,15 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
             } else if (p->args_key == AK_DIMS && i < MAX_INPUTS) {
                 e->numel_ok[i] = false;
                 if (e->n_dims < i + 1) e->n_dims = i + 1;
+            } else if (p->args_key == AK_STRIDES && i < MAX_INPUTS) {
+                e->stride_ok[i] = false;
             }
         } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
             int i = p->idx5 - 1;
             if (i >= 0 && i < MAX_INPUTS) e->numel_ok[i] = false;
+        } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_STRIDES) {
+            int i = p->idx5 - 1;
+            if (i >= 0 && i < MAX_INPUTS) e->stride_ok[i] = false;
         }
         return 1;
     }
@@ -720,6 +752,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
         else if (key_is(k, n, "stream")) key = AK_STREAM;
         else if (key_is(k, n, "Input Dims") || key_is(k, n, "Input dims")) key = AK_DIMS;
         else if (key_is(k, n, "Input type")) key = AK_TYPES;
+        else if (key_is(k, n, "Input Strides")) key = AK_STRIDES;
         else if (key_is(k, n, "est. achieved occupancy %")) key = AK_OCC;
         else if (key_is(k, n, "bytes")) key = AK_BYTES;
         p->args_key = key;
@@ -810,8 +843,17 @@ static int cb_start_array(void *ctx)
             p->ev.is_list[i] = false;
             if (p->ev.n_dims < i + 1) p->ev.n_dims = i + 1;
         }
+    } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_STRIDES) {
+        int i = p->idx5++;
+        if (i < MAX_INPUTS) {
+            p->ev.stride_ok[i] = true;
+            p->ev.nstride[i] = 0;
+        }
     } else if (p->in_args && d == p->ev_depth + 3) {
         p->idx5++;
+    } else if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_STRIDES) {
+        int i = p->idx5 - 1; /* a TensorList's strides: per tensor, not kept */
+        if (i >= 0 && i < MAX_INPUTS) p->ev.stride_ok[i] = false;
     } else if (p->in_args && d == p->ev_depth + 4 && p->args_key == AK_DIMS) {
         int i = p->idx5 - 1; /* a list of lists: a TensorList, its element count summed */
         if (i >= 0 && i < MAX_INPUTS && p->ev.numel_ok[i]) {

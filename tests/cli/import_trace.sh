@@ -52,7 +52,7 @@ EOF
 expect_rc 0 "import hand.json" "$CLI" import hand.json --db t.db
 grep -q "kernels: vectorized_elementwise_kernel<add> -> mul_kernel -> gelu_kernel" out.txt || { cat out.txt; fail "repeated add -> mul -> gelu not named"; }
 grep -q "repeated sequence x4: saves 112.0 us" out.txt || { cat out.txt; fail "sequence count/saving"; }
-grep -q "measured 120.0 us kernels + 32.0 us launch gaps; fused 40.0 us" out.txt || { cat out.txt; fail "sequence figures"; }
+grep -q "measured 120.0 us kernels + 32.0 us launch cost; fused 40.0 us" out.txt || { cat out.txt; fail "sequence figures"; }
 grep -q "from: bytes unknown" out.txt || { cat out.txt; fail "estimate basis label"; }
 grep -q "launch overhead: 9.00 us = median launch call 4.00 us (21 calls) + median idle gap 5.00 us" out.txt ||
     { cat out.txt; fail "launch overhead figures"; }

@@ -239,7 +239,8 @@ static void test_every_kind_converted_with_its_fields(void **s)
     assert_int_equal(a->end_ns, 950);
     assert_int_equal(a->tid, 11);
     for (int k = 0; k < FA_ACT_KIND_COUNT; k++)
-        if (k != FA_ACT_KERNEL && k != FA_ACT_CPU_OP && k != FA_ACT_MODULE) /* modules: Kineto imports only */
+        if (k != FA_ACT_KERNEL && k != FA_ACT_CPU_OP && k != FA_ACT_MODULE &&
+            k != FA_ACT_PYFRAME) /* modules and python frames: Kineto imports only */
             assert_int_equal(st.by_kind[k], 1);
     free(b.p);
     fa_trace_free(t);

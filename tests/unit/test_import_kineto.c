@@ -81,8 +81,9 @@ static void test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op(void *
     assert_int_equal(st.n_orphans, 0);
     assert_false(st.no_gpu_activity);
     assert_string_equal(st.schema, "kineto schemaVersion 1");
-    /* flows, python_function and the instant event are counted, not imported */
-    assert_int_equal(st.n_skipped, 4);
+    /* flows and the instant event are counted, not imported; the python_function frame of
+     * model.py is (a kernel's source line) */
+    assert_int_equal(st.n_skipped, 3);
     assert_int_equal(st.n_events, 14);
 
     const fa_activity *k = find(t, "add_kernel");
@@ -1012,6 +1013,38 @@ static void test_kineto_corpus_ns_resolution_times_exact(void **state)
     fa_trace_free(t);
 }
 
+
+/* Input Strides are kept with the shapes ("DIMS@STRIDES": a transposed view is not the contiguous
+ * tensor of its shape), and the innermost Python frame of the user's code around a kernel's op
+ * is its source line; torch's own frames and built-ins are not (issue 33) */
+static void test_kineto_strides_and_source_lines(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    assert_int_equal(fa_import_kineto(ctx, data("trace_eager_attention.json"), &t, NULL), FA_OK);
+    bool strided = false, contiguous = false, sourced = false;
+    size_t pyframes = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind == FA_ACT_PYFRAME) pyframes++;
+        if (a->kind != FA_ACT_KERNEL || !a->shapes) continue;
+        /* the q copy: dst contiguous, src a strided view of the qkv output */
+        if (!strcmp(a->shapes, "c10::BFloat16:96x1024x64@65536x64x1;c10::BFloat16:96x1024x64@64x2304x1;Scalar:"))
+            strided = true;
+        if (!strcmp(a->shapes, "c10::BFloat16:96x1024x1024@1048576x1024x1;c10::BFloat16:96x1024x64@65536x64x1"))
+            contiguous = true;
+        if (a->source && strstr(a->source, "modeling_timesformer.py(265): forward")) sourced = true;
+        if (a->source) assert_null(strstr(a->source, "torch/"));
+    }
+    assert_int_equal(pyframes, 3);
+    assert_true(strided);
+    assert_true(contiguous);
+    assert_true(sourced);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1048,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_kineto_hundred_thousand_level_nesting_no_recursion),
         cmocka_unit_test(test_kineto_corpus_every_trace_imports_or_is_refused_by_name),
         cmocka_unit_test(test_kineto_corpus_ns_resolution_times_exact),
+        cmocka_unit_test(test_kineto_strides_and_source_lines),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

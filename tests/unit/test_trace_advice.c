@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyzer/trace_advice.h"
+#include "trace/trace.h"
 #include "collector/import/import.h"
 #include "store/store.h"
 #include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
@@ -140,6 +140,42 @@ static const fa_ta_opportunity *opp_named(const fa_trace_advice *a, const char *
 {
     for (int i = 0; i < a->n_opps; i++)
         if (a->opps[i].pattern && !strcmp(a->opps[i].pattern, pattern)) return &a->opps[i];
+    return NULL;
+}
+
+/* issue 34: every opportunity is something the fusion rule could make one kernel: no collective,
+ * copy-engine transfer, attention or already fused kernel among its members, a GEMM / convolution
+ * only as its first member (an epilogue anchor) — attention's second GEMM aside, the one pattern
+ * across two GEMMs */
+static void check_legal(const fa_trace_advice *a)
+{
+    for (int i = 0; i < a->n_opps; i++) {
+        const fa_ta_opportunity *o = &a->opps[i];
+        bool attention = o->pattern && !strcmp(o->pattern, "attention (unfused)");
+        for (int m = 0; m < o->n; m++) {
+            const fa_ta_kernel *k = kstat(a, o->members[m]);
+            assert_non_null(k);
+            if (attention && m == o->n - 1) {
+                assert_int_equal(k->cls, FA_KCLASS_GEMM);
+                continue;
+            }
+            if (k->cls == FA_KCLASS_COLLECTIVE || k->cls == FA_KCLASS_MEMCPY || k->fused_by ||
+                ((k->cls == FA_KCLASS_GEMM || k->cls == FA_KCLASS_CONV) && m > 0))
+                fprintf(stderr, "illegal member %d (%s, %s) of opportunity %d (%s)\n", m, k->name, fa_kclass_name(k->cls), i,
+                        o->pattern ? o->pattern : "repeated sequence");
+            assert_true(k->cls != FA_KCLASS_COLLECTIVE && k->cls != FA_KCLASS_MEMCPY);
+            assert_null(k->fused_by);
+            assert_true(m == 0 || (k->cls != FA_KCLASS_GEMM && k->cls != FA_KCLASS_CONV));
+        }
+    }
+}
+
+/* an opportunity with a member whose kernel name holds sub */
+static const fa_ta_opportunity *opp_with(const fa_trace_advice *a, const char *sub)
+{
+    for (int i = 0; i < a->n_opps; i++)
+        for (int m = 0; m < a->opps[i].n; m++)
+            if (strstr(a->opps[i].members[m], sub)) return &a->opps[i];
     return NULL;
 }
 
@@ -339,9 +375,46 @@ static void test_names_normalize_and_classify(void **state)
     assert_int_equal(fa_kernel_classify("cudnn_volta_scudnn_winograd_128x128_ldg1_ldg4_relu_tile148t_nt_v1"), FA_KCLASS_CONV);
     assert_int_equal(fa_kernel_classify("implicit_convolve_sgemm"), FA_KCLASS_CONV); /* before "sgemm" */
     assert_int_equal(fa_kernel_classify("cudnn::detail::implicit_convolve"), FA_KCLASS_CONV);
-    assert_int_equal(fa_kernel_classify("Memcpy DtoD (Device -> Device)"), FA_KCLASS_COPY);
+    assert_int_equal(fa_kernel_classify("Memcpy DtoD (Device -> Device)"), FA_KCLASS_MEMCPY);
+    assert_int_equal(fa_kernel_classify("__amd_rocclr_copyBuffer"), FA_KCLASS_MEMCPY);
     assert_int_equal(fa_kernel_classify("fbgemm_gpu::permute_2D_data_kernel"), FA_KCLASS_OTHER);
-    assert_int_equal(fa_kernel_classify("ncclKernel_AllReduce_RING_LL_Sum_float"), FA_KCLASS_OTHER);
+    /* issue 34: collectives are their own class (a "reduce_kernel" in the name is no reduction) */
+    assert_int_equal(fa_kernel_classify("ncclKernel_AllReduce_RING_LL_Sum_float"), FA_KCLASS_COLLECTIVE);
+    assert_int_equal(fa_kernel_classify("ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)"), FA_KCLASS_COLLECTIVE);
+    assert_int_equal(fa_kernel_classify("void (anonymous namespace)::multimem_all_reduce_kernel<c10::BFloat16, 8, 4>"
+                                        "(c10::BFloat16*, unsigned long, unsigned long)"),
+                     FA_KCLASS_COLLECTIVE);
+    assert_int_equal(fa_kernel_classify("void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(...)"), FA_KCLASS_COLLECTIVE);
+    /* Blackwell cuBLAS kernels ("bias" in the name is the GEMM's epilogue, not an elementwise op) */
+    assert_int_equal(fa_kernel_classify("nvjet_tst_64x16_64x16_2x4_2cta_h_bz_bias_TNT"), FA_KCLASS_GEMM);
+    /* a kernel the name says nothing about is what its op is; a collective op's kernels are collectives */
+    assert_int_equal(fa_kernel_classify("attn_fwd"), FA_KCLASS_ATTENTION);
+    assert_int_equal(fa_kernel_classify_op("my_custom_kernel", "aten::_flash_attention_forward"), FA_KCLASS_ATTENTION);
+    assert_int_equal(fa_kernel_classify_op("my_custom_kernel", "aten::addmm"), FA_KCLASS_GEMM);
+    assert_int_equal(fa_kernel_classify_op("my_custom_kernel", "c10d::allreduce_"), FA_KCLASS_COLLECTIVE);
+    assert_int_equal(fa_kernel_classify_op("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(...)",
+                                           "aten::addmm"),
+                     FA_KCLASS_ELEMENTWISE);
+    /* compiled kernels are what they are, and already fused */
+    assert_int_equal(fa_kernel_classify("triton_poi_fused__unsafe_view_mul_silu_2"), FA_KCLASS_ELEMENTWISE);
+    assert_int_equal(fa_kernel_classify("triton_red_fused_add_mean_mul_pow_rsqrt_0"), FA_KCLASS_REDUCTION);
+    assert_string_equal(fa_kernel_fused_by("triton_poi_fused__unsafe_view_mul_silu_2", NULL, NULL, FA_KCLASS_ELEMENTWISE),
+                        "torch.compile (Triton)");
+    assert_string_equal(fa_kernel_fused_by("attn_fwd", "aten::_flash_attention_forward", NULL, FA_KCLASS_ATTENTION),
+                        "fused attention kernel");
+    assert_null(fa_kernel_fused_by("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>(...)",
+                                   "aten::add", "nn.Module: Block_0 > aten::add", FA_KCLASS_ELEMENTWISE));
+    /* backward kernels say so in their name or their op */
+    assert_true(fa_kernel_is_backward("void at::native::(anonymous namespace)::layer_norm_grad_input_kernel<float>(...)", NULL));
+    assert_true(fa_kernel_is_backward("void cuComputeGradGammaBeta<float, float>(...)", NULL));
+    assert_true(fa_kernel_is_backward("vectorized_elementwise_kernel<threshold>", "aten::threshold_backward"));
+    assert_false(fa_kernel_is_backward("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<float>(...)",
+                                       "aten::native_layer_norm"));
+    /* a return type before the name: the name is the kernel's */
+    assert_string_equal(fa_kernel_name_normalize("std::enable_if<(((8)>(0)))&&vllm::_typeConvert<c10::BFloat16>::exists, void>"
+                                                 "::type vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, long)",
+                                                 buf, sizeof buf),
+                        "vllm::fused_add_rms_norm_kernel");
     assert_int_equal(fa_kernel_classify("fused_bias_gelu"), FA_KCLASS_ELEMENTWISE);
     assert_true(fa_kclass_light(FA_KCLASS_COPY));
     assert_false(fa_kclass_light(FA_KCLASS_GEMM));
@@ -369,6 +442,19 @@ static void test_device_tables(void **state)
     assert_true(fa_gpu_cc_from_name("NVIDIA L4", &ma, &mi) && ma == 8 && mi == 9);
     assert_true(fa_gpu_cc_from_name("NVIDIA H200", &ma, &mi) && ma == 9 && mi == 0);
     assert_false(fa_gpu_cc_from_name("AMD Instinct MI250X", &ma, &mi));
+    /* AMD parts in AMD's terms (issue 34): gfx architecture, CDNA family, compute units */
+    fa_gpu_roofs r;
+    assert_true(fa_gpu_roofs_for("AMD Instinct MI325X", 0, &r));
+    assert_true(r.hbm_gbs == 6000 && r.tensor_gflops == 1307400 && r.units == 304);
+    assert_string_equal(r.arch, "gfx942");
+    assert_string_equal(r.family, "CDNA3");
+    assert_true(fa_gpu_roofs_for("AMD Instinct MI300X VF", 0, &r) && r.hbm_gbs == 5300 && !strcmp(r.arch, "gfx942"));
+    assert_true(fa_gpu_roofs_for("AMD Instinct MI250X", 0, &r) && r.units == 220 && !strcmp(r.arch, "gfx90a"));
+    assert_string_equal(r.family, "CDNA2");
+    assert_true(fa_gpu_roofs_for("NVIDIA H100 80GB HBM3", 0, &r) && !strcmp(r.arch, "sm_90") && r.units == 132);
+    assert_int_equal(fa_gpu_vendor_of("AMD Instinct MI300X"), FA_GPU_VENDOR_AMD);
+    assert_int_equal(fa_gpu_vendor_of("NVIDIA B200"), FA_GPU_VENDOR_NVIDIA);
+    assert_string_equal(fa_gpu_units_name(FA_GPU_VENDOR_AMD), "compute units");
 }
 
 static fa_store *temp_store(fa_ctx *ctx, const char *name)
@@ -579,7 +665,6 @@ static fa_status tsink_gpu(void *user, fa_ctx *ctx, const fa_trace *t, const fa_
     if (!k->b) {
         fa_status s = fa_ta_builder_create(ctx, NULL, &k->b);
         if (s) return s;
-        fa_ta_builder_any_order(k->b);
         fa_ta_builder_use_trace(k->b, t);
     }
     return fa_ta_builder_add(ctx, k->b, g, L);
@@ -899,7 +984,6 @@ static void test_any_order_sorted_through_a_file_bounded(void **state)
             fa_ta_builder *b = NULL;
             fa_ta_device dev = {.name = "NVIDIA H100 80GB HBM3"};
             assert_int_equal(fa_ta_builder_create(ctx, &dev, &b), FA_OK);
-            if (shuffled) fa_ta_builder_any_order(b);
             fa_activity k = fa_activity_init(FA_ACT_KERNEL), L = fa_activity_init(FA_ACT_RUNTIME);
             L.name = "cudaLaunchKernel";
             k.device = 0;
@@ -924,7 +1008,6 @@ static void test_any_order_sorted_through_a_file_bounded(void **state)
             fa_ctx_free(ctx);
         }
         assert_same_advice(a[0], a[1], "shuffled");
-        assert_int_equal(a[1]->n_late, 0);
         assert_int_equal(a[1]->n_kernels, counts[run]);
         check_no_double_counting(a[1]);
         peak[run] = a[1]->peak_state_bytes;
@@ -1025,6 +1108,319 @@ static void test_fault_files_no_gpu_activity_and_orphans(void **state)
     fa_trace_advice_free(a);
 }
 
+
+/* ---- issue 34: trace advice keeps the fusion rules (tests/data/import/trace_*.json) ---- */
+
+/* the fixture advised both ways (the whole trace in memory, and streamed as the CLI does), the
+ * same advice, legal and counted once */
+static fa_trace_advice *advise_fixture(const char *name)
+{
+    fa_import_stats st, st2;
+    memset(&st, 0, sizeof st);
+    memset(&st2, 0, sizeof st2);
+    fa_trace_advice *a = advise_file(data(name), &st);
+    fa_trace_advice *a2 = advise_file_streamed(data(name), &st2, NULL);
+    assert_same_advice(a, a2, name);
+    fa_trace_advice_free(a2);
+    check_no_double_counting(a);
+    check_legal(a);
+    return a;
+}
+
+/* A tensor-parallel step (B200): GEMM -> all-reduce -> fused add+RMSNorm -> GEMM -> fill -> copy,
+ * three times. The all-reduce is a collective and the nvjet kernels GEMMs: nothing here is one
+ * kernel (the fill and the copy do not feed each other), so there is no fusion at all. */
+static void test_collective_and_gemms_never_inside_a_fusion(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_collective_in_sequence.json");
+    assert_null(opp_with(a, "multimem_all_reduce"));
+    assert_null(opp_with(a, "nvjet"));
+    const fa_ta_kernel *ar = kstat(a, "(anonymous namespace)::multimem_all_reduce_kernel");
+    assert_non_null(ar);
+    assert_int_equal(ar->cls, FA_KCLASS_COLLECTIVE);
+    assert_int_equal(kstat(a, "nvjet_tst_144x128_64x6_2x1_v_bz_bias_TNN")->cls, FA_KCLASS_GEMM);
+    assert_non_null(kstat(a, "vllm::fused_add_rms_norm_kernel")); /* the name after its return type */
+    assert_int_equal(a->n_opps_total, 0);
+    assert_true(a->saving_ns == 0);
+    assert_true(a->class_ns[FA_KCLASS_COLLECTIVE] == 75000);
+    fa_trace_advice_free(a);
+}
+
+/* add -> batch norm (two kernels of one op: one domain) -> layer norm -> add: the layer norm is a
+ * second reduction domain, so the run is cut there */
+static void test_two_reduction_domains_are_two_fusions(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_two_domains.json");
+    assert_true(a->split_second_domain >= 3);
+    for (int i = 0; i < a->n_opps; i++) {
+        bool bn = false, ln = false;
+        for (int m = 0; m < a->opps[i].n; m++) {
+            bn |= !strcmp(a->opps[i].member_ops[m], "batch_norm");
+            ln |= !strcmp(a->opps[i].member_ops[m], "layer_norm");
+        }
+        assert_false(bn && ln);
+    }
+    /* the batch norm's two kernels stay together: one op, one domain */
+    const fa_ta_opportunity *o = opp_with(a, "batch_norm_collect_statistics");
+    assert_non_null(o);
+    assert_int_equal(o->n, 3);
+    assert_int_equal(o->count, 3);
+    fa_trace_advice_free(a);
+}
+
+/* add -> mul -> gelu three times; the first multiply's launch call takes 150 ms (its module is
+ * loaded then): the GPU waited, but for a one-time load, not for launches a fusion removes. A
+ * removed launch gives back at most the trace's median launch call (4 us here). */
+static void test_host_wait_between_members_is_not_launch_cost(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_host_gap.json");
+    assert_int_equal(a->n_opps, 1);
+    const fa_ta_opportunity *o = &a->opps[0];
+    assert_int_equal(o->count, 3);
+    assert_int_equal(a->launch_cap_ns, 4000);
+    assert_true(o->gaps_ns <= (int64_t)(o->n - 1) * o->count * a->launch_cap_ns);
+    assert_true(o->est.saving_ns < (double)o->kernel_ns); /* not the 150 ms wait */
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_trace_advice_text(a, &b);
+    assert_non_null(strstr(b.data, "idle while the host did other work is not counted"));
+    fa_buf_free(&b);
+    fa_trace_advice_free(a);
+}
+
+/* GEMM -> add -> mean -> mul: the row mean is read by no later member, so someone outside the
+ * group reads it: the fused kernel writes it as well as the multiply's output */
+static void test_member_output_read_outside_is_written(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_outputs_read_later.json");
+    const fa_ta_opportunity *o = opp_with(a, "reduce_kernel<Mean>");
+    assert_non_null(o);
+    assert_int_equal(o->n, 3);
+    /* reads: the add's two operands and the multiply's second one; writes: mul out + mean out */
+    assert_true(o->read_bytes == 3.0 * 2048 * 4096 * 4);
+    assert_true(o->write_bytes == 2048.0 * 4096 * 4 + 2048.0 * 4);
+    fa_trace_advice_free(a);
+}
+
+/* an AMD device is described in AMD's terms: gfx942 (CDNA3), compute units; the occupancy
+ * calculator (CUDA's) is not applied to it */
+static void test_amd_device_in_its_own_terms(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_amd_device.json");
+    assert_string_equal(a->vendor, "AMD");
+    assert_string_equal(a->arch, "gfx942");
+    assert_string_equal(a->arch_family, "CDNA3");
+    assert_string_equal(a->units_name, "compute units");
+    assert_int_equal(a->sm_count, 304);
+    assert_true(a->roofs.hbm_gbs == 5300);
+    for (int i = 0; i < a->n_kernel_names; i++) assert_true(a->kernels[i].occupancy < 0);
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_trace_advice_text(a, &b);
+    assert_non_null(strstr(b.data, "gfx942 (CDNA3), 304 compute units"));
+    assert_null(strstr(b.data, "sm_94"));
+    fa_buf_reset(&b);
+    fa_trace_advice_json(a, &b);
+    assert_non_null(strstr(b.data, "\"arch\":\"gfx942\""));
+    fa_buf_free(&b);
+    fa_trace_advice_free(a);
+}
+
+/* torch.compile on ROCm: Triton kernels and aotriton's attn_fwd are what they are (fused
+ * elementwise, reduction, attention) and already fused: reported, never part of a fusion */
+static void test_compiled_and_attention_kernels_are_already_fused(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_triton_compiled.json");
+    const fa_ta_kernel *at = kstat(a, "attn_fwd");
+    assert_non_null(at);
+    assert_int_equal(at->cls, FA_KCLASS_ATTENTION);
+    assert_string_equal(at->fused_by, "fused attention kernel");
+    const fa_ta_kernel *poi = kstat(a, "triton_poi_fused__unsafe_view_mul_silu_1");
+    assert_int_equal(poi->cls, FA_KCLASS_ELEMENTWISE);
+    assert_string_equal(poi->fused_by, "torch.compile (Triton)");
+    assert_int_equal(kstat(a, "triton_red_fused_add_mean_mul_pow_rsqrt_0")->cls, FA_KCLASS_REDUCTION);
+    assert_int_equal(a->n_fused_kernels, 8);
+    assert_int_equal(a->n_opps_total, 0);
+    fa_trace_advice_free(a);
+}
+
+/* layer-norm backward kernels run for RMSNorm's backward (autograd frames naming rms_norm): they
+ * are backward kernels, not the forward RMSNorm pattern */
+static void test_backward_kernels_named_as_such(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_norm_backward.json");
+    assert_null(opp_named(a, "RMSNorm"));
+    for (int i = 0; i < a->n_kernel_names; i++) assert_true(a->kernels[i].backward);
+    assert_string_equal(kstat(a, "at::native::(anonymous namespace)::layer_norm_grad_input_kernel")->op, "layer_norm_backward");
+    assert_int_equal(a->n_opps, 1);
+    assert_true(a->opps[0].backward);
+    assert_string_equal(a->opps[0].member_ops[0], "layer_norm_backward");
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_trace_advice_text(a, &b);
+    assert_non_null(strstr(b.data, "repeated sequence (backward pass) x3"));
+    fa_buf_free(&b);
+    fa_trace_advice_free(a);
+}
+
+/* one ProfilerStep#2 of add -> mul -> gelu x3; six kernels of the step before were launched before
+ * it and two before the trace (orphans): they ran in the trace, not in the step */
+static void test_kernels_launched_before_the_step_are_not_in_it(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launched_before_step.json");
+    assert_int_equal(a->n_steps, 1);
+    assert_int_equal(a->n_kernels, 17);
+    assert_int_equal(a->n_outside_steps, 8);
+    assert_int_equal(a->outside_steps_ns, 160000);
+    assert_int_equal(a->n_opps, 1);
+    assert_int_equal(a->opps[0].count, 3);
+    assert_int_equal(a->opps[0].kernel_ns, 180000);
+    assert_true(a->step_ns < a->span_ns); /* the step's kernels, not the whole window */
+    fa_trace_advice_free(a);
+}
+
+/* a frame names what the code meant, the kernels what ran: CLIP's QuickGELU module (a sigmoid)
+ * is QuickGELU, not tanh-GELU; a rotary module that builds its cos/sin table with a GEMM is not
+ * "rotary embedding" */
+static void test_pattern_names_checked_against_kernels(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_frames_checked.json");
+    assert_null(opp_named(a, "GELU (tanh approximation, decomposed)"));
+    const fa_ta_opportunity *q = opp_named(a, "QuickGELU (decomposed)");
+    assert_non_null(q);
+    assert_int_equal(q->count, 3);
+    assert_non_null(strstr(q->fix, "not tanh-GELU"));
+    assert_null(opp_named(a, "rotary embedding"));
+    fa_trace_advice_free(a);
+}
+
+/* an optimizer step written with foreach ops is its own pattern; a fused optimizer is already fused */
+static void test_optimizer_step_is_its_own_pattern(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_optimizer_foreach.json");
+    const fa_ta_opportunity *o = opp_named(a, "optimizer step (foreach)");
+    assert_non_null(o);
+    assert_int_equal(o->count, 2);
+    assert_int_equal(o->n, 6);
+    assert_non_null(strstr(o->fix, "fused=True"));
+    bool fused = false;
+    for (int i = 0; i < a->n_kernel_names; i++)
+        if (a->kernels[i].fused_by && !strcmp(a->kernels[i].fused_by, "fused optimizer")) fused = true;
+    assert_true(fused);
+    fa_trace_advice_free(a);
+}
+
+
+/* ---- issue 33, the trace half: attention and epilogues across GEMMs, the bytes model ---- */
+
+/* Eager attention as TimeSformer runs it (qkv addmm; q and k^T made contiguous; bmm; * scale;
+ * softmax; v made contiguous; bmm), on H100 (CUTLASS bmm) and MI300X (Tensile Cijk_ bmm): one
+ * opportunity across both GEMMs, named, costed as FlashAttention runs it, placed in the code */
+static void test_eager_attention_across_gemms(void **state)
+{
+    (void)state;
+    static const char *const files[] = {"trace_eager_attention.json", "trace_eager_attention_rocm.json"};
+    for (int f = 0; f < 2; f++) {
+        fa_trace_advice *a = advise_fixture(files[f]);
+        assert_true(a->n_opps >= 1);
+        const fa_ta_opportunity *o = &a->opps[0]; /* the largest, first */
+        assert_non_null(o->pattern);
+        assert_string_equal(o->pattern, "attention (unfused)");
+        assert_int_equal(o->count, 3);
+        assert_int_equal(o->n, 4);
+        static const char *const ops[] = {"gemm", "mul", "softmax", "gemm"};
+        for (int m = 0; m < 4; m++) assert_string_equal(o->member_ops[m], ops[m]);
+        assert_int_equal(kstat(a, o->members[0])->cls, FA_KCLASS_GEMM);
+        assert_int_equal(o->skipped, 3); /* v's layout copy stays, once per layer */
+        /* QK^T and PV: 2 x 2 B H L S D FLOPs; the scores (B H L S, bf16) written and read 4 times
+         * unfused, never in the fused kernel */
+        const double bh = 8.0 * 12, l = 1024, d = 64, scores = bh * l * l * 2;
+        assert_true(o->flops == 4.0 * bh * l * l * d);
+        assert_true(o->saved_bytes >= 4 * scores);
+        assert_true(o->read_bytes == 3 * bh * l * d * 2 && o->write_bytes == bh * l * d * 2);
+        assert_non_null(strstr(o->est.basis, "attention:"));
+        assert_non_null(strstr(o->fix, "scaled_dot_product_attention"));
+        assert_true(o->est.saving_ns > 0.9 * (double)o->kernel_ns);
+        if (f == 0) {
+            assert_string_equal(o->module, "TimesformerSelfAttention");
+            assert_non_null(strstr(o->source, "modeling_timesformer.py(265)"));
+            fa_buf b;
+            fa_buf_init(&b);
+            fa_trace_advice_text(a, &b);
+            assert_non_null(strstr(b.data, "1. attention (unfused) x3"));
+            assert_non_null(strstr(b.data, "where: TimesformerSelfAttention, transformers/models/timesformer/"));
+            fa_buf_free(&b);
+        }
+        /* the q and k copies read strided views of the qkv output: they do not feed each other */
+        for (int i = 0; i < a->n_opps; i++) assert_false(a->opps[i].n == 2 && !strcmp(a->opps[i].member_ops[0], "copy") &&
+                                                         !strcmp(a->opps[i].member_ops[1], "copy"));
+        fa_trace_advice_free(a);
+    }
+}
+
+/* q.contiguous() and k.contiguous() of one shape, both strided views of the qkv output: neither
+ * reads what the other wrote, so they are no chain and no fusion */
+static void test_same_shape_copies_are_not_a_chain(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_unrelated_copies.json");
+    assert_int_equal(a->n_opps_total, 0);
+    assert_int_equal(a->split_not_connected, 3);
+    fa_trace_advice_free(a);
+}
+
+/* x * 0.125 on a bf16 tensor: the Python float (Input type "double", no dims) keeps the tensor's
+ * dtype; the product is bf16, not double */
+static void test_python_scalar_keeps_the_tensor_dtype(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_bf16_scalar.json");
+    const fa_ta_opportunity *o = opp_with(a, "<Mul>");
+    assert_non_null(o);
+    assert_int_equal(o->n, 2);
+    const double n = 4096.0 * 1024;
+    assert_true(o->read_bytes == 2 * n * 2 + 8); /* x, y (bf16) and the scalar */
+    assert_true(o->write_bytes == n * 2);        /* the sum, bf16 */
+    bool seen = false;
+    for (int i = 0; i < a->n_points; i++)
+        if (strstr(a->points[i].kernel, "<Mul>")) {
+            assert_true(a->points[i].bytes == n * 2 + 8 + n * 2);
+            seen = true;
+        }
+    assert_true(seen);
+    fa_trace_advice_free(a);
+}
+
+/* mm -> bias add -> GELU: the GEMM stays, the add and the GELU become its epilogue */
+static void test_gemm_epilogue_found(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_gemm_epilogue.json");
+    assert_null(opp_named(a, "bias + GELU"));
+    const fa_ta_opportunity *o = opp_named(a, "GEMM + epilogue");
+    assert_non_null(o);
+    assert_int_equal(o->count, 3);
+    assert_int_equal(o->n, 3);
+    assert_string_equal(o->member_ops[0], "gemm");
+    assert_string_equal(o->member_ops[2], "gelu");
+    assert_non_null(strstr(o->est.basis, "anchor"));
+    assert_true(o->read_bytes == 4096.0 * 2 && o->write_bytes == 0); /* the bias vector; the output replaces the GEMM's */
+    assert_non_null(strstr(o->fix, "cuBLASLt"));
+    /* the saving is the epilogue's kernels and launches, never the GEMM's own time */
+    assert_true(o->est.saving_ns <= (double)(o->kernel_ns - o->member_ns[0] + o->gaps_ns) + 1e-6);
+    fa_trace_advice_free(a);
+}
+
 /* The real traces: advice with no kernel counted twice and savings within what they come from;
  * the per-trace results are printed (docs/trace-advice.md quotes them). */
 static void test_corpus_traces_advice_invariants(void **state)
@@ -1049,6 +1445,7 @@ static void test_corpus_traces_advice_invariants(void **state)
         memset(&stt, 0, sizeof stt);
         fa_trace_advice *a = advise_file(fa_test_path(fa_test_corpus(), files[f]), &stt);
         check_no_double_counting(a);
+        check_legal(a);
         /* the CLI imports streaming: the same advice */
         fa_import_stats st2;
         memset(&st2, 0, sizeof st2);
@@ -1070,6 +1467,48 @@ static void test_corpus_traces_advice_invariants(void **state)
     }
 }
 
+
+/* core's keyed intern map (every table keyed by input names or id tuples): dense ids in insertion
+ * order, binary keys with NULs and shared prefixes kept apart, lookups without adding, growth */
+static void test_intern_map_dense_ids_binary_keys(void **state)
+{
+    (void)state;
+    fa_arena *ar = fa_arena_create(1 << 12);
+    fa_intern *m = fa_intern_create(ar);
+    assert_non_null(m);
+    bool added = false;
+    const char *st = NULL;
+    assert_int_equal(fa_intern_str(m, "add", &added, &st), 0);
+    assert_true(added);
+    assert_string_equal(st, "add");
+    assert_int_equal(fa_intern_str(m, "add_", &added, NULL), 1);
+    assert_true(added);
+    assert_int_equal(fa_intern_str(m, "add", &added, &st), 0);
+    assert_false(added);
+    const char k1[] = {'a', 0, 'b'}, k2[] = {'a', 0, 'c'};
+    assert_int_equal(fa_intern_id(m, k1, sizeof k1, &added, NULL), 2);
+    assert_int_equal(fa_intern_id(m, k2, sizeof k2, &added, NULL), 3);
+    assert_int_equal(fa_intern_find(m, k1, sizeof k1), 2);
+    assert_int_equal(fa_intern_find(m, "a", 1), -1);
+    for (int i = 0; i < 5000; i++) {
+        int32_t t[2] = {i, -i};
+        assert_int_equal(fa_intern_id(m, t, sizeof t, &added, NULL), 4 + i);
+    }
+    for (int i = 0; i < 5000; i += 7) {
+        int32_t t[2] = {i, -i};
+        assert_int_equal(fa_intern_find(m, t, sizeof t), 4 + i);
+    }
+    assert_int_equal(fa_intern_count(m), 5004);
+    assert_true(fa_intern_bytes(m) > 0);
+    fa_intern_free(m);
+    fa_intern_free(NULL);
+    /* a map with its own arena */
+    m = fa_intern_create(NULL);
+    assert_int_equal(fa_intern_str(m, "x", NULL, NULL), 0);
+    fa_intern_free(m);
+    fa_arena_free(ar);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1077,6 +1516,7 @@ int main(void)
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
+        cmocka_unit_test(test_intern_map_dense_ids_binary_keys),
         cmocka_unit_test(test_device_tables),
         cmocka_unit_test(test_llama_decoder_patterns_named_cuda_and_rocm),
         cmocka_unit_test(test_module_frames_name_the_pattern),
@@ -1085,6 +1525,20 @@ int main(void)
         cmocka_unit_test(test_any_order_sorted_through_a_file_bounded),
         cmocka_unit_test(test_advice_stored_and_read_back_from_the_run),
         cmocka_unit_test(test_fault_files_no_gpu_activity_and_orphans),
+        cmocka_unit_test(test_collective_and_gemms_never_inside_a_fusion),
+        cmocka_unit_test(test_two_reduction_domains_are_two_fusions),
+        cmocka_unit_test(test_host_wait_between_members_is_not_launch_cost),
+        cmocka_unit_test(test_member_output_read_outside_is_written),
+        cmocka_unit_test(test_amd_device_in_its_own_terms),
+        cmocka_unit_test(test_compiled_and_attention_kernels_are_already_fused),
+        cmocka_unit_test(test_backward_kernels_named_as_such),
+        cmocka_unit_test(test_kernels_launched_before_the_step_are_not_in_it),
+        cmocka_unit_test(test_pattern_names_checked_against_kernels),
+        cmocka_unit_test(test_optimizer_step_is_its_own_pattern),
+        cmocka_unit_test(test_eager_attention_across_gemms),
+        cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
+        cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
+        cmocka_unit_test(test_gemm_epilogue_found),
         cmocka_unit_test(test_corpus_traces_advice_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

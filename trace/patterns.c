@@ -1,124 +1,12 @@
-/* analyzer/trace_patterns — the op alphabet of trace advice (what each GPU kernel computes, read
- * from its kernel name, its cpu op or both) and the named fusion patterns, as data: each pattern
- * is a line of text (steps over the alphabet, kernels that may sit between members, cpu-op /
- * module frames that name it, what would fuse it), compiled once and matched on each stream. */
-#include "analyzer/trace_advice.h"
+/* trace/patterns — the named fusion patterns of trace advice, as data: each pattern is a line of
+ * text (steps over the op alphabet, kernels that may sit between members, cpu-op / module frames
+ * that name it, what would fuse it), compiled once and matched on each stream. */
+#include "trace/trace.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-/* ---------------------------------------------------------------- the op alphabet ---- */
-
-/* Keys. Index = key id (FA_TA_KEY_*); stable within a build only (never stored as numbers). */
-static const char *const k_keys[FA_TA_KEY_COUNT] = {
-    "other", "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "tanh", "erf", "sigmoid",
-    "silu", "gelu", "relu", "where", "fill", "copy", "cat", "mean", "sum", "amax", "var", "softmax",
-    "layer_norm", "rms_norm", "dropout", "clamp", "gemm", "conv", "attention", "index", "embedding", "batch_norm"};
-
-const char *fa_ta_key_name(int key)
-{
-    return key >= 0 && key < FA_TA_KEY_COUNT ? k_keys[key] : "other";
-}
-
-int fa_ta_key_parse(const char *s, size_t n)
-{
-    for (int k = 0; k < FA_TA_KEY_COUNT; k++)
-        if (strlen(k_keys[k]) == n && !strncmp(k_keys[k], s, n)) return k;
-    return -1;
-}
-
-/* cpu op names (aten::, after the namespace, trailing '_' of in-place ops removed) -> key.
- * PyTorch's native_functions.yaml names; both the public op and the one that launches. */
-static const struct { const char *op; int key; } k_ops[] = {
-    {"add", FA_TA_KEY_ADD}, {"sub", FA_TA_KEY_SUB}, {"rsub", FA_TA_KEY_SUB}, {"mul", FA_TA_KEY_MUL},
-    {"div", FA_TA_KEY_DIV}, {"neg", FA_TA_KEY_NEG}, {"pow", FA_TA_KEY_POW}, {"square", FA_TA_KEY_POW},
-    {"sqrt", FA_TA_KEY_SQRT}, {"rsqrt", FA_TA_KEY_RSQRT}, {"exp", FA_TA_KEY_EXP}, {"log", FA_TA_KEY_LOG},
-    {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"sigmoid", FA_TA_KEY_SIGMOID}, {"silu", FA_TA_KEY_SILU},
-    {"gelu", FA_TA_KEY_GELU}, {"relu", FA_TA_KEY_RELU}, {"where", FA_TA_KEY_WHERE}, {"masked_fill", FA_TA_KEY_WHERE},
-    {"fill", FA_TA_KEY_FILL}, {"zero", FA_TA_KEY_FILL}, {"copy", FA_TA_KEY_COPY}, {"to", FA_TA_KEY_COPY},
-    {"_to_copy", FA_TA_KEY_COPY}, {"contiguous", FA_TA_KEY_COPY}, {"clone", FA_TA_KEY_COPY}, {"type_as", FA_TA_KEY_COPY},
-    {"cat", FA_TA_KEY_CAT}, {"mean", FA_TA_KEY_MEAN}, {"sum", FA_TA_KEY_SUM}, {"amax", FA_TA_KEY_AMAX},
-    {"max", FA_TA_KEY_AMAX}, {"var", FA_TA_KEY_VAR}, {"var_mean", FA_TA_KEY_VAR}, {"softmax", FA_TA_KEY_SOFTMAX},
-    {"_softmax", FA_TA_KEY_SOFTMAX}, {"log_softmax", FA_TA_KEY_SOFTMAX}, {"_log_softmax", FA_TA_KEY_SOFTMAX},
-    {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"native_layer_norm", FA_TA_KEY_LAYER_NORM},
-    {"rms_norm", FA_TA_KEY_RMS_NORM}, {"_fused_rms_norm", FA_TA_KEY_RMS_NORM}, {"dropout", FA_TA_KEY_DROPOUT},
-    {"native_dropout", FA_TA_KEY_DROPOUT}, {"clamp", FA_TA_KEY_CLAMP}, {"clamp_min", FA_TA_KEY_CLAMP},
-    {"addmm", FA_TA_KEY_GEMM}, {"mm", FA_TA_KEY_GEMM}, {"bmm", FA_TA_KEY_GEMM}, {"baddbmm", FA_TA_KEY_GEMM},
-    {"matmul", FA_TA_KEY_GEMM}, {"linear", FA_TA_KEY_GEMM}, {"_scaled_mm", FA_TA_KEY_GEMM},
-    {"convolution", FA_TA_KEY_CONV}, {"_convolution", FA_TA_KEY_CONV}, {"cudnn_convolution", FA_TA_KEY_CONV},
-    {"conv2d", FA_TA_KEY_CONV}, {"scaled_dot_product_attention", FA_TA_KEY_ATTENTION},
-    {"_scaled_dot_product_flash_attention", FA_TA_KEY_ATTENTION},
-    {"_scaled_dot_product_efficient_attention", FA_TA_KEY_ATTENTION},
-    {"_scaled_dot_product_cudnn_attention", FA_TA_KEY_ATTENTION}, {"_flash_attention_forward", FA_TA_KEY_ATTENTION},
-    {"_efficient_attention_forward", FA_TA_KEY_ATTENTION}, {"index", FA_TA_KEY_INDEX},
-    {"index_select", FA_TA_KEY_INDEX}, {"gather", FA_TA_KEY_INDEX}, {"embedding", FA_TA_KEY_EMBEDDING},
-};
-
-int fa_ta_key_of_op(const char *op)
-{
-    if (!op || !*op) return -1;
-    const char *s = op;
-    const char *c = strstr(s, "::");
-    if (c) s = c + 2;
-    size_t n = strlen(s);
-    while (n > 1 && s[n - 1] == '_' && s[0] != '_') n--; /* add_ -> add; keep _to_copy */
-    for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
-        if (strlen(k_ops[i].op) == n && !strncmp(k_ops[i].op, s, n)) return k_ops[i].key;
-    return -1;
-}
-
-/* Kernel names -> key: case-insensitive substrings of the normalised name, the PyTorch functor
- * in "<...>" first (CUDA and ROCm eager builds name the same templates: HIP keeps them), then the
- * kernel's own name. Tried in order; the first match wins ("rsqrt" before "sqrt", "catarray"
- * before "copy", "softmax" before "max"). */
-static const struct { const char *sub; int key; } k_kernel_keys[] = {
-    {"softmax", FA_TA_KEY_SOFTMAX}, {"bn_fw", FA_TA_KEY_BATCH_NORM}, {"bn_bw", FA_TA_KEY_BATCH_NORM},
-    {"batch_norm", FA_TA_KEY_BATCH_NORM}, {"batchnorm", FA_TA_KEY_BATCH_NORM}, {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"layernorm", FA_TA_KEY_LAYER_NORM},
-    {"rowwisemoments", FA_TA_KEY_LAYER_NORM}, {"rms_norm", FA_TA_KEY_RMS_NORM}, {"rmsnorm", FA_TA_KEY_RMS_NORM},
-    {"catarraybatchedcopy", FA_TA_KEY_CAT}, {"cat_", FA_TA_KEY_CAT}, {"rsqrt", FA_TA_KEY_RSQRT},
-    {"sqrt", FA_TA_KEY_SQRT}, {"pow", FA_TA_KEY_POW}, {"silu", FA_TA_KEY_SILU}, {"gelu", FA_TA_KEY_GELU},
-    {"sigmoid", FA_TA_KEY_SIGMOID}, {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"exp", FA_TA_KEY_EXP},
-    {"neg", FA_TA_KEY_NEG}, {"relu", FA_TA_KEY_RELU}, {"threshold", FA_TA_KEY_RELU}, {"where", FA_TA_KEY_WHERE},
-    {"masked_fill", FA_TA_KEY_WHERE}, {"fill", FA_TA_KEY_FILL}, {"dropout", FA_TA_KEY_DROPOUT},
-    {"clamp", FA_TA_KEY_CLAMP}, {"mean", FA_TA_KEY_MEAN}, {"welford", FA_TA_KEY_VAR}, {"sum", FA_TA_KEY_SUM},
-    {"maxops", FA_TA_KEY_AMAX}, {"<max", FA_TA_KEY_AMAX}, {"amax", FA_TA_KEY_AMAX}, {"copy", FA_TA_KEY_COPY},
-    {"<add", FA_TA_KEY_ADD}, {"add_kernel", FA_TA_KEY_ADD}, {"<sub", FA_TA_KEY_SUB}, {"<mul", FA_TA_KEY_MUL},
-    {"mul_kernel", FA_TA_KEY_MUL}, {"<div", FA_TA_KEY_DIV}, {"div_", FA_TA_KEY_DIV}, {"<log", FA_TA_KEY_LOG},
-    {"flash", FA_TA_KEY_ATTENTION}, {"fmha", FA_TA_KEY_ATTENTION}, {"attention", FA_TA_KEY_ATTENTION},
-    {"indexselect", FA_TA_KEY_INDEX}, {"index_elementwise", FA_TA_KEY_INDEX}, {"gather", FA_TA_KEY_INDEX},
-    {"embedding", FA_TA_KEY_EMBEDDING},
-};
-
-int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
-{
-    if (!token) return -1;
-    /* GEMM / convolution kernels are named by library (cutlass, cuBLAS, Tensile Cijk_, MIOpen):
-     * the class says it */
-    if (cls == FA_KCLASS_GEMM) return strcasestr(token, "flash") || strcasestr(token, "fmha") ? FA_TA_KEY_ATTENTION : FA_TA_KEY_GEMM;
-    if (cls == FA_KCLASS_CONV) return FA_TA_KEY_CONV;
-    const char *lt = strchr(token, '<');
-    for (int pass = 0; pass < 2; pass++) {
-        /* pass 0: the functor in <...> (with its '<'), pass 1: the whole name */
-        const char *hay = pass == 0 ? lt : token;
-        if (!hay) continue;
-        for (size_t i = 0; i < sizeof k_kernel_keys / sizeof k_kernel_keys[0]; i++)
-            if (strcasestr(hay, k_kernel_keys[i].sub)) return k_kernel_keys[i].key;
-        if (pass == 0) {
-            /* a bare functor "<add>", "<Mul>" */
-            char f[32];
-            size_t n = strcspn(lt + 1, ">");
-            if (n > 0 && n < sizeof f) {
-                for (size_t k = 0; k < n; k++) f[k] = (char)tolower((unsigned char)lt[1 + k]);
-                int key = fa_ta_key_parse(f, n);
-                if (key >= 0) return key;
-            }
-        }
-    }
-    return -1;
-}
 
 /* ---------------------------------------------------------------- the patterns ---- */
 
@@ -133,6 +21,26 @@ int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
  * (silu(gate) * up), GPT-2 NewGELUActivation (tanh approximation), torch.nn.functional.gelu
  * (erf), the softmax definition (max, sub, exp, sum, div). */
 static const fa_ta_pattern_def k_patterns[] = {
+    /* eager attention across its GEMMs: QK^T (bmm / baddbmm / matmul: cuBLAS, CUTLASS, sm90_xmma,
+     * Tensile Cijk_ kernels), scale, mask, softmax, dropout, .V; the layout copy of V may run
+     * between (it stays). The builder checks the sizes: the scores the first GEMM writes are what
+     * the softmax reads and the second GEMM's first operand. */
+    {"attention (unfused)", "gemm mul|div? add|where? softmax dropout? gemm", "copy", NULL,
+     "torch.nn.functional.scaled_dot_product_attention (FlashAttention-2, memory-efficient or cuDNN kernels on CUDA; "
+     "CK / aotriton FlashAttention on ROCm; Hugging Face attn_implementation=\"sdpa\" or \"flash_attention_2\"): "
+     "QK^T, scale, mask, softmax and .V in one kernel, tiled over the keys with an online softmax, the L x S scores never "
+     "written",
+     false, FA_TA_COST_ATTENTION},
+    /* a GEMM and the elementwise ops right after it that read its output: bias or scale, an
+     * activation, a gate or a residual. Only where the sizes show it (the first op reads the GEMM's
+     * output, each later one an earlier output); the epilogue stops before an op that starts
+     * another named pattern (a residual add that begins "residual add + LayerNorm", a rotary
+     * embedding, a SwiGLU), which keeps it */
+    {"GEMM + epilogue", "gemm add|sub|mul|div|neg|exp|tanh|sigmoid|silu|gelu|relu|clamp|where|dropout+", NULL, NULL,
+     "the GEMM's epilogue: cuBLASLt / hipBLASLt epilogues (bias, ReLU / GELU + bias, an output scale as alpha, a residual "
+     "as beta: addmm(residual, x, W)) through torch.compile(mode=\"max-autotune\"), or nn.Linear with its bias "
+     "(addmm applies it in the GEMM); torch.compile also fuses other elementwise epilogues into a Triton GEMM template",
+     false, FA_TA_COST_EPILOGUE},
     {"residual add + RMSNorm", "add copy? pow mean add rsqrt mul copy? mul", NULL, NULL,
      "a fused add+RMSNorm kernel (Liger / Transformer Engine / vLLM fused_add_rms_norm), torch.compile, or fuse-advise's "
      "generated reduction kernel from the same cluster description (one read of x and the residual, one write)", true},
@@ -153,6 +61,9 @@ static const fa_ta_pattern_def k_patterns[] = {
     {"rotary embedding", "mul neg cat mul add", NULL, "rotary|rope",
      "a fused rotary-embedding kernel (FlashAttention apply_rotary_emb, Liger, vLLM), torch.compile, or fuse-advise's "
      "generated elementwise kernel", true},
+    {"QuickGELU (decomposed)", "mul sigmoid mul", NULL, "quickgelu|quick_gelu",
+     "x * sigmoid(1.702 * x) in one elementwise kernel (torch.compile, or fuse-advise's generated kernel); it is its own "
+     "function, not tanh-GELU: F.gelu(approximate='tanh') would change the model's numerics", true},
     {"GELU (tanh approximation, decomposed)", "mul? pow mul add mul tanh add mul mul?", NULL, "gelu",
      "torch.nn.functional.gelu(approximate='tanh') (one kernel), a GEMM epilogue (cuBLASLt GELU), or torch.compile", true},
     {"GELU (erf, decomposed)", "mul? div erf add mul mul?", NULL, NULL,
@@ -163,6 +74,9 @@ static const fa_ta_pattern_def k_patterns[] = {
     {"SiLU * mul (SwiGLU)", "silu mul", "gemm", "swiglu|silu_and_mul",
      "a fused SiLU-and-multiply kernel (vLLM silu_and_mul, Liger SwiGLU, Transformer Engine), torch.compile, or "
      "fuse-advise's generated elementwise kernel", false},
+    {"optimizer step (foreach)", "foreach foreach+", NULL, NULL,
+     "a fused optimizer (torch.optim.AdamW / Adam / SGD with fused=True: one multi-tensor kernel per parameter group "
+     "instead of one foreach kernel per arithmetic op), or the step captured in a CUDA graph (capturable=True)", false},
     {"dtype-copy chain", "copy add|sub|mul|div|neg|exp|tanh|sigmoid|silu|gelu|relu|pow|sqrt|rsqrt|where|clamp+ copy", NULL,
      NULL,
      "do the arithmetic in registers at the higher precision inside one kernel (torch.compile, fuse-advise's generated "
@@ -253,6 +167,9 @@ fa_status fa_ta_matcher_create(fa_ctx *ctx, const fa_ta_pattern_def *defs, int n
                 fa_ta_matcher_free(m);
                 return st;
             }
+            /* what stays between two members may include a transfer (a GEMM's workspace memset):
+             * it is not inside the fused kernel */
+            c->skip |= 1ull << FA_TA_KEY_MEMCPY;
         }
     }
     *out = m;
@@ -315,8 +232,13 @@ static int match_from(const cpat *c, int step, const int *keys, int n, int pos, 
 
 int fa_ta_matcher_match(const fa_ta_matcher *m, const int *keys, int n, int *pattern, int *members)
 {
+    return fa_ta_matcher_match_from(m, 0, keys, n, pattern, members);
+}
+
+int fa_ta_matcher_match_from(const fa_ta_matcher *m, int from, const int *keys, int n, int *pattern, int *members)
+{
     if (n <= 0) return 0;
-    for (int i = 0; i < m->n; i++) {
+    for (int i = from < 0 ? 0 : from; i < m->n; i++) {
         const cpat *c = &m->p[i];
         int work = 0;
         int r = match_from(c, 0, keys, n, 0, members, 0, 2, &work);
@@ -348,4 +270,13 @@ int fa_ta_matcher_stack(const fa_ta_matcher *m, const char *frame)
         }
     }
     return -1;
+}
+
+uint64_t fa_ta_matcher_alphabet(const fa_ta_matcher *m, int pattern)
+{
+    if (pattern < 0 || pattern >= m->n) return 0;
+    const cpat *c = &m->p[pattern];
+    uint64_t set = c->skip;
+    for (int i = 0; i < c->n; i++) set |= c->st[i].keys;
+    return set;
 }

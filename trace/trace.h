@@ -1,11 +1,15 @@
-/* analyzer/trace_advice — fusion advice from a GPU kernel trace alone (an imported Kineto /
- * Nsight Systems run: no model graph). Kernels are read once, in per-stream time order, into
- * statistics bounded by the number of distinct kernels and sequences (never by the number of
- * records): per-kernel statistics, named fusion patterns and repeated sequences of memory-bound
- * kernels (each kernel occurrence in at most one), their predicted savings from bytes and
- * measured times, launch-bound stretches, idle gaps, CUDA-graph replays (docs/trace-advice.md). */
-#ifndef FA_TRACE_ADVICE_H
-#define FA_TRACE_ADVICE_H
+/* trace — fusion advice from a GPU kernel trace alone (an imported Kineto / Nsight Systems run:
+ * no model graph). Kernels are read once, in per-stream time order, into statistics bounded by
+ * the number of distinct kernels and sequences (never by the number of records): per-kernel
+ * statistics, named fusion patterns and repeated sequences of memory-bound kernels (each kernel
+ * occurrence in at most one), their predicted savings from bytes and measured times,
+ * launch-bound stretches, idle gaps, CUDA-graph replays (docs/trace-advice.md).
+ * The module by job: classify.c (kernel names, classes, op keys), patterns.c (named patterns and
+ * their matcher), shapes.c (inputs and bytes), medians.c, builder.c (the streaming builder),
+ * spool.c (records in any order: an external sort), finish.c, feed.c (a whole trace in memory),
+ * text.c, io.c (JSON written and read back from one field list), save.c (the run database). */
+#ifndef FA_TRACE_H
+#define FA_TRACE_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -25,13 +29,31 @@ typedef enum fa_kclass {
     FA_KCLASS_COPY = 4,
     FA_KCLASS_OTHER = 5,
     FA_KCLASS_ATTENTION = 6,
+    FA_KCLASS_COLLECTIVE = 7,   /* NCCL / RCCL / symmetric-memory all-reduce, all-gather, ... */
+    FA_KCLASS_MEMCPY = 8,       /* copy-engine transfers and sets (memcpy / memset, ROCm blits) */
     FA_KCLASS_COUNT
 } fa_kclass;
 const char *fa_kclass_name(fa_kclass c);
 /* Classify a kernel by its (raw or normalised) name. */
 fa_kclass fa_kernel_classify(const char *name);
+/* The same, refined by the cpu op that launched it (may be NULL): a kernel the name says nothing
+ * about is a GEMM, a convolution, an attention or a collective when its op is one
+ * ("attn_fwd" under aten::_flash_attention_forward is attention, "nvjet_*" under aten::addmm a
+ * GEMM), and a collective op's kernels are collectives. */
+fa_kclass fa_kernel_classify_op(const char *name, const char *op);
+/* The refinement alone: a class by name and the op's key (fa_ta_key_of_op, -1 none). */
+fa_kclass fa_kclass_with_op(fa_kclass by_name, int op_key);
 /* Light = memory-bound by construction: elementwise, reduction, copy. */
 bool fa_kclass_light(fa_kclass c);
+/* A backward kernel, by its own name ("*_backward_*", "bwd", "grad", "GradGammaBeta") or its
+ * op's ("aten::native_layer_norm_backward", "aten::threshold_backward"). */
+bool fa_kernel_is_backward(const char *name, const char *op);
+/* What already fused this kernel, or NULL: "attention kernel" (FlashAttention, memory-efficient,
+ * CK / aotriton fmha: class attention), "torch.compile (Triton)" (triton_* kernels, or launched
+ * inside a compiled graph: op or stack naming CompiledFxGraph / Torch-Compiled Region),
+ * "fused optimizer" (fused Adam / SGD multi-tensor kernels). Such kernels are reported, never
+ * made members of an opportunity. stack may be NULL. */
+const char *fa_kernel_fused_by(const char *name, const char *op, const char *stack, fa_kclass cls);
 /* Normalise a kernel name into buf (cap bytes, always NUL-terminated): drop a leading "void ",
  * the parameter list and every template argument list, keep the qualified name; for
  * PyTorch elementwise / reduce kernels keep the functor as "<op>", e.g.
@@ -45,7 +67,7 @@ const char *fa_kernel_name_short(const char *name, char *buf, size_t cap);
 
 /* GPU device tables by name (fa_gpu_hbm_gbs, fa_gpu_cc_from_name): roofline/roofline.h. */
 
-/* ---- the op alphabet and the named patterns (analyzer/trace_patterns.c) ---- */
+/* ---- the op alphabet (trace/classify.c) and the named patterns (trace/patterns.c) ---- */
 
 /* What a kernel computes, from its name or its cpu op. Not stored as numbers. */
 enum {
@@ -54,7 +76,8 @@ enum {
     FA_TA_KEY_SILU, FA_TA_KEY_GELU, FA_TA_KEY_RELU, FA_TA_KEY_WHERE, FA_TA_KEY_FILL, FA_TA_KEY_COPY, FA_TA_KEY_CAT,
     FA_TA_KEY_MEAN, FA_TA_KEY_SUM, FA_TA_KEY_AMAX, FA_TA_KEY_VAR, FA_TA_KEY_SOFTMAX, FA_TA_KEY_LAYER_NORM,
     FA_TA_KEY_RMS_NORM, FA_TA_KEY_DROPOUT, FA_TA_KEY_CLAMP, FA_TA_KEY_GEMM, FA_TA_KEY_CONV, FA_TA_KEY_ATTENTION,
-    FA_TA_KEY_INDEX, FA_TA_KEY_EMBEDDING, FA_TA_KEY_BATCH_NORM, FA_TA_KEY_COUNT
+    FA_TA_KEY_INDEX, FA_TA_KEY_EMBEDDING, FA_TA_KEY_BATCH_NORM, FA_TA_KEY_FOREACH, FA_TA_KEY_OPTIMIZER,
+    FA_TA_KEY_COLLECTIVE, FA_TA_KEY_MEMCPY, FA_TA_KEY_COUNT
 };
 const char *fa_ta_key_name(int key);
 int fa_ta_key_parse(const char *s, size_t n); /* -1 unknown */
@@ -65,7 +88,16 @@ int fa_ta_key_of_kernel(const char *token, fa_kclass cls);
 
 enum { FA_TA_MAX_PATTERN = 16 };
 
-/* A named fusion pattern: data, not code (analyzer/trace_patterns.c holds the table). */
+/* How a named pattern's fused kernel is costed. */
+typedef enum fa_ta_cost {
+    FA_TA_COST_MEMORY = 0,  /* a new memory-bound kernel: external traffic on the memory roof */
+    FA_TA_COST_ATTENTION,   /* attention: both GEMMs' FLOPs on the tensor roof, Q, K, V, O moved once,
+                               the scores never written (FlashAttention) */
+    FA_TA_COST_EPILOGUE     /* the GEMM / convolution stays, the ops after it become its epilogue:
+                               its measured time plus their extra operands' traffic */
+} fa_ta_cost;
+
+/* A named fusion pattern: data, not code (trace/patterns.c holds the table). */
 typedef struct fa_ta_pattern_def {
     const char *name;   /* "RMSNorm" */
     const char *steps;  /* op keys: "copy? pow mean add rsqrt mul copy? mul" (a|b, ?, +) */
@@ -75,6 +107,7 @@ typedef struct fa_ta_pattern_def {
     bool same_x;        /* a later member's input shaped like the group's first input is that
                            tensor again (x * rsqrt(mean(x^2)): read once); false: a distinct
                            tensor (SiLU(gate) * up) */
+    fa_ta_cost cost;    /* how its fused kernel is costed (FA_TA_COST_MEMORY unless said) */
 } fa_ta_pattern_def;
 const fa_ta_pattern_def *fa_ta_patterns(int *n);
 
@@ -86,8 +119,14 @@ void fa_ta_matcher_free(fa_ta_matcher *m);
  * the window positions of its members (at most FA_TA_MAX_PATTERN). Returns the member count
  * (>= 2), 0 for none. */
 int fa_ta_matcher_match(const fa_ta_matcher *m, const int *keys, int n, int *pattern, int *members);
+/* The same, trying the patterns from table index `from` on (a match the caller refused on its
+ * sizes: the next pattern may fit). */
+int fa_ta_matcher_match_from(const fa_ta_matcher *m, int from, const int *keys, int n, int *pattern, int *members);
 /* The pattern a cpu-op / module frame names, -1 none. */
 int fa_ta_matcher_stack(const fa_ta_matcher *m, const char *frame);
+/* The op keys a pattern's members may have (its steps and skips), as a bit set by key: a frame
+ * group whose kernels say otherwise is not that pattern. */
+uint64_t fa_ta_matcher_alphabet(const fa_ta_matcher *m, int pattern);
 
 /* ---- results ---- */
 
@@ -106,6 +145,8 @@ typedef struct fa_ta_kernel {
     int32_t smem;               /* static + dynamic bytes per block */
     double occupancy;           /* 0..1, -1 unknown */
     const char *occupancy_source; /* "trace" (est. achieved), "calculator" or NULL */
+    bool backward;              /* a backward kernel (its name or its op says so) */
+    const char *fused_by;       /* already fused (fa_kernel_fused_by): never a member, NULL */
 } fa_ta_kernel;
 
 /* A roofline point: one kernel name with one input-shape signature of its cpu op. Bytes and
@@ -127,14 +168,22 @@ typedef struct fa_ta_point {
 typedef struct fa_ta_opportunity {
     int32_t id;                 /* the builder's id (internal; opps[] is sorted by saving) */
     const char *pattern;        /* the named pattern, NULL for a repeated sequence */
+    bool backward;              /* of the backward pass (a member is a backward kernel or ran there) */
+    const char *module;         /* where in the user's code (first occurrence): its innermost
+                                   nn.Module class ("Qwen2RMSNorm"), NULL when the trace has none */
+    const char *source;         /* and the innermost Python line of the user's code around it
+                                   ("transformers/models/qwen2/modeling_qwen2.py(68): forward"), NULL */
+    double flops;               /* per occurrence, estimated (attention: its GEMMs'), -1 unknown */
     const char *fix;            /* what would fuse it */
     int n;                      /* member kernels per occurrence */
     const char **members;       /* n normalised kernel names, stream order */
-    const char **member_ops;    /* n op keys */
+    const char **member_ops;    /* n op keys ("layer_norm_backward" for a backward kernel) */
     int64_t *member_ns;         /* n: measured time of each member over all occurrences */
     int64_t count;              /* occurrences */
     int64_t kernel_ns;          /* measured: member kernel time, all occurrences */
-    int64_t gaps_ns;            /* measured: idle between members (removed by fusing) */
+    int64_t gaps_ns;            /* measured: idle before each member after the first, each at most
+                                   what its launch cost the host (its launch call, at most the
+                                   trace's median launch call, launch_cap_ns): removed by fusing */
     int64_t skipped;            /* kernels between members that stay (SwiGLU's GEMM), all occurrences */
     int64_t bytes_occurrences;  /* occurrences whose sizes were all known */
     double read_bytes;          /* fused kernel, per occurrence: external inputs read once (estimated) */
@@ -215,7 +264,11 @@ typedef struct fa_trace_advice {
     fa_arena *arena;
     int64_t run_id;             /* 0 when built from an in-memory trace */
     const char *device_name;
-    int cc_major, cc_minor;     /* 0 when unknown */
+    const char *vendor;         /* "NVIDIA", "AMD", NULL unknown */
+    const char *arch;           /* in the vendor's terms: "sm_90", "gfx942"; NULL unknown */
+    const char *arch_family;    /* "Hopper", "CDNA3", NULL unknown */
+    const char *units_name;     /* what sm_count counts: "SMs", "compute units" */
+    int cc_major, cc_minor;     /* 0 when unknown (AMD: HIP's gcnArch major.minor) */
     const char *cc_source;      /* "deviceProperties", "assumed from the device name", NULL */
     uint64_t total_mem_bytes;   /* device memory, 0 unknown */
     int32_t sm_count;           /* 0 unknown */
@@ -230,7 +283,8 @@ typedef struct fa_trace_advice {
     int64_t kernel_ns;          /* their summed durations */
     int64_t span_ns;            /* first kernel start .. last kernel end, over all streams */
     int64_t n_steps;            /* ProfilerStep# ranges, 0 when the trace has none */
-    int64_t step_ns;            /* wall time savings are shared of: the steps' span, else span_ns */
+    int64_t step_ns;            /* one step's wall time: the span of the kernels launched inside the
+                                   steps over n_steps, else span_ns */
     int64_t class_ns[FA_KCLASS_COUNT];
     int64_t n_memcpy, memcpy_ns, n_memset, memset_ns;
     int64_t n_launch_calls;     /* runtime/driver calls linked to a kernel */
@@ -240,8 +294,14 @@ typedef struct fa_trace_advice {
     int64_t launch_overhead_ns; /* launch_call_median_ns + gap_median_ns (missing parts count 0) */
     int64_t idle_ns;            /* summed over streams */
     int64_t n_overlaps;
-    int64_t n_late;             /* kernels that arrived after later kernels of their stream had been
-                                   analysed (outside the reorder window): no sequence across them */
+    int64_t n_outside_steps;    /* kernels launched outside the profiler steps (before the trace,
+                                   or before the first / after the last ProfilerStep#): counted in
+                                   the kernel figures, not in the opportunities or per-step ones */
+    int64_t outside_steps_ns;
+    int64_t launch_cap_ns;      /* the most one removed launch gives back: the median launch call
+                                   of individually launched kernels (-1 none) */
+    int64_t n_fused_kernels, fused_kernel_ns; /* already fused (attention, compiled, fused optimizer) */
+    int64_t split_second_domain, split_not_connected; /* kernel runs cut by the fusion rule */
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
     int64_t n_estimated_bytes;  /* kernels with bytes from Input Dims */
     int n_kernel_names;
@@ -290,22 +350,20 @@ fa_status fa_ta_builder_create(fa_ctx *ctx, const fa_ta_device *dev, fa_ta_build
 void fa_ta_builder_set_lookup(fa_ta_builder *b, fa_ta_cpu_lookup fn, void *user);
 /* The device, when it is known only after the records (a streaming import); before finish. */
 void fa_ta_builder_set_device(fa_ta_builder *b, const fa_ta_device *dev);
-/* Records come in any order (a streaming import: Kineto files are often far out of time order,
- * one CUPTI buffer after another): they are sorted through runs of 65,536 in a temporary file
- * ($TMPDIR, unlinked at once, about 100 bytes a kernel) and analysed in (device, stream, time)
- * order at finish, as fa_trace_advise does; memory stays bounded. FA_ERR_IO when the file cannot
- * be written. Call before the first add. */
-void fa_ta_builder_any_order(fa_ta_builder *b);
 /* For a builder fed by a streaming import (fa_import_opts.sink): take the steps and the timeline
  * window from t's ProfilerStep# ranges (the second step, else the first 20,000 GPU records), and
  * look the largest gaps' cpu ops up in t and count its steps at finish. Call on the first GPU
  * record (the window is taken from the steps read by then); t must live until finish. */
 void fa_ta_builder_use_trace(fa_ta_builder *b, const fa_trace *t);
-/* One attributed GPU record (kernel, memcpy, memset; other kinds are ignored), in any order
- * (a reorder window per stream restores time order). launch: its launch call or NULL. op_shapes
- * and op_stack: the launching cpu op's input shapes and frame chain (may be NULL). The record is
- * not kept; its strings are copied as needed, but g->name must stay valid (same address, same
- * text) until finish: it is cached by address. FA_ERR_NOMEM. */
+/* One attributed GPU record (kernel, memcpy, memset; other kinds are ignored), in any order: records
+ * are sorted through runs of 65,536 in a temporary file ($TMPDIR, unlinked at once, about 120 bytes
+ * a record) and analysed in (device, stream, time) order at finish, when the whole trace's
+ * profiler steps and median launch call are known; memory stays bounded (Kineto files are often
+ * far out of time order, one CUPTI buffer after another). launch: its launch call or NULL. The
+ * record's shapes and stack are its cpu op's input shapes and frame chain (may be NULL). The
+ * record is not kept; its strings are copied as needed, but g->name must stay valid (same
+ * address, same text) until finish: it is cached by address. FA_ERR_NOMEM, FA_ERR_IO (the
+ * temporary file). */
 fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *gpu, const fa_activity *launch);
 /* A ProfilerStep#N range (step time for the savings' share). */
 void fa_ta_builder_add_step(fa_ta_builder *b, uint64_t start_ns, uint64_t end_ns);
