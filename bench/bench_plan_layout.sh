@@ -17,7 +17,7 @@ LAYOUTS=(${LAYOUTS:-nhwc nChw16c})
 ROUNDS=${ROUNDS:-5}
 ITERS=${ITERS:-10}
 THREADS=${THREADS:-2}
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive} # as run/exec/apply wait (docs/runtime.md)
+export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-1000} # as run/exec/apply wait (docs/runtime.md)
 [ -x "$BIN" ] || { echo "bench_plan_layout.sh: build $BIN first" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -30,21 +30,27 @@ static int usage(FILE *f, const verb *verbs, int n)
     return f == stderr ? 2 : 0;
 }
 
-/* The verbs that execute models run OpenMP kernels (ours, the generated ones, oneDNN's) whose
- * idle threads, under libgomp's default wait policy, spin for ~300k iterations at every barrier
- * before sleeping. On a loaded machine a spinning thread takes the core from the thread doing
- * the work: measured on the shared 2-core VM at load ~10, 2 threads, zoo:resnet50 unfused
- * 905-1404 ms per iteration by default, 270-319 ms with OMP_WAIT_POLICY=passive, 326-411 ms with
- * GOMP_SPINCOUNT=10000; zoo:bert-layer 152-232 / 51 / 75-85 ms (bench/README.md). libgomp reads
- * the policy once, when it is loaded, before main: so when the user has not chosen one, these
- * verbs re-execute themselves with OMP_WAIT_POLICY=passive (an explicit setting is kept). */
-static void prefer_passive_omp_wait(const char *verb, char **argv)
+/* The verbs that execute models run OpenMP kernels (ours, the generated ones, oneDNN's) on
+ * libgomp's one pool. Between two parallel regions an idle thread spins GOMP_SPINCOUNT times, then
+ * sleeps on a futex; libgomp reads the count once, when it is loaded, before main. Its default
+ * (300k spins, ~3 ms) keeps spinning threads on a loaded machine's cores; passive waiting (no
+ * spin) pays a futex wake-up per region on a quiet one. A bounded count, FA_GOMP_SPINCOUNT spins
+ * (libgomp's own rough scale: 100k spins a millisecond, so ~10 us), covers the gap between two
+ * back-to-back kernels and sleeps through anything longer. Measured with bench/bench_threads.sh
+ * (2 threads, unfused baselines, medians of 2-3 processes; docs/runtime.md "Threads and waiting"):
+ * quiet, within 0.5-4% of active waiting on the four zoo models where passive was 11-70% slower
+ * (mobilenetv2 8.3 against 14.1 ms); with one busy process per core, slowed 2.3-2.9x on
+ * resnet50/mobilenetv2 against ONNX Runtime's own 3.1-3.9x, where libgomp's default count was
+ * 4.8x. So when the user has set neither OMP_WAIT_POLICY nor GOMP_SPINCOUNT, these verbs
+ * re-execute themselves with GOMP_SPINCOUNT set (an explicit setting is kept). */
+#define FA_GOMP_SPINCOUNT "1000"
+static void prefer_bounded_omp_spin(const char *verb, char **argv)
 {
     if (strcmp(verb, "run") && strcmp(verb, "exec") && strcmp(verb, "apply")) return;
-    if (getenv("OMP_WAIT_POLICY")) return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) != 0) return;
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT")) return;
+    if (setenv("GOMP_SPINCOUNT", FA_GOMP_SPINCOUNT, 1) != 0) return;
     execv("/proc/self/exe", argv);
-    unsetenv("OMP_WAIT_POLICY"); /* exec failed: carry on under the default policy */
+    unsetenv("GOMP_SPINCOUNT"); /* exec failed: carry on under libgomp's default */
 }
 
 int main(int argc, char **argv)
@@ -72,7 +78,7 @@ int main(int argc, char **argv)
     if (argc < 2) return usage(stderr, verbs, nv);
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help"))
         return usage(stdout, verbs, nv);
-    prefer_passive_omp_wait(argv[1], argv);
+    prefer_bounded_omp_spin(argv[1], argv);
     if (!strcmp(argv[1], "--version")) {
         fa_cli_printf("fuse-advise %s\n", FA_VERSION_STRING);
         return 0;

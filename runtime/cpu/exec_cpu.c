@@ -371,8 +371,8 @@ static fa_status alloc_arena(fa_ctx *ctx, cpu_exec *e)
  * created and run on one thread — our kernels get threads = 1, and oneDNN's primitives are
  * created and executed with omp_get_max_threads() == 1 (oneDNN 2.6 with the OpenMP runtime sizes
  * its jit kernels' work split from omp_get_max_threads() when the primitive is created and runs
- * parallel(1, f) inline, with no parallel region; src/common/dnnl_thread.hpp). Why: with passive
- * waiting (docs/runtime.md) every parallel region wakes the other threads through a futex, and on a
+ * parallel(1, f) inline, with no parallel region; src/common/dnnl_thread.hpp). Why: once the
+ * other threads sleep (docs/runtime.md) every parallel region wakes them through a futex, and on a
  * loaded machine waits for one that is descheduled — oneDNN's GlobalAveragePool over
  * [1, 96, 14, 14] measured 0.024 ms on one thread and 8 ms with two at load 5 (bench_dnnl_ops).
  * The bounds are ~20 us of one core here (1 MFLOP at ~50 GFLOP/s a conv reaches on one AVX-512
