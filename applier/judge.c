@@ -84,9 +84,15 @@ int fa_apply_paired_verdict(const double *sa, const double *sb, int n, fa_paired
     fa_sample_stats_of(sb, n, &w.fused);
     w.n = n;
     double diff = w.unfused.median_ns - w.fused.median_ns;
-    /* 4 x faster >= 3 x n: b faster in at least 3 of every 4 rounds (the paired p25 above 0) */
-    if (w.gain_ns > w.noise_ns && diff > 0 && 4 * w.faster >= 3 * n) w.verdict = 1;
-    else if (w.gain_ns < -w.noise_ns && diff < 0 && 4 * w.slower >= 3 * n) w.verdict = -1;
+    fa_paired_saving ps;
+    fa_paired_saving_of(sa, sb, n, &ps);
+    w.ci_lo_ns = ps.ci_lo_ns;
+    w.ci_hi_ns = ps.ci_hi_ns;
+    w.ci_level = ps.ci_level;
+    double floor_ns = FA_APPLY_MIN_GAIN_REL * w.unfused.median_ns;
+    bool have_ci = ps.ci_lo_ns == ps.ci_lo_ns && ps.ci_hi_ns == ps.ci_hi_ns;
+    if (have_ci && ps.ci_lo_ns > 0 && w.gain_ns > w.noise_ns && w.gain_ns >= floor_ns && diff > 0) w.verdict = 1;
+    else if (have_ci && ps.ci_hi_ns < 0 && -w.gain_ns > w.noise_ns && -w.gain_ns >= floor_ns && diff < 0) w.verdict = -1;
     if (j) *j = w;
     return w.verdict;
 }
@@ -98,8 +104,7 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
     int verdict = fa_apply_paired_verdict(sa, sb, n, &j);
     const fa_sample_stats su = j.unfused, sf = j.fused;
     double gain = j.gain_ns, noise = j.noise_ns;
-    fa_paired_saving ps;
-    fa_paired_saving_of(sa, sb, n, &ps);
+    fa_paired_saving ps = {.n = n, .median_ns = gain, .ci_lo_ns = j.ci_lo_ns, .ci_hi_ns = j.ci_hi_ns, .ci_level = j.ci_level};
     /* Reported saving: the paired estimate, the median of the per-round differences unfused -
      * fused (issue 19: a difference of two medians mixes two rounds' noise; the paired median
      * is what the sign-test interval printed beside it bounds). The rule is
@@ -127,7 +132,8 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
     } else {
         v->status = FA_CLUSTER_REJECTED_NO_GAIN;
         fa_apply_set_reason(r, v, "%sno measured gain: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), fused faster in "
-                            "%d of %d rounds (3 in 4 needed) or the paired gain %.1f us is within noise %.1f us (%s)", t,
+                            "%d of %d rounds; the paired gain %.1f us (noise %.1f us) has an interval reaching 0, or is under 1%% of "
+                            "the sub-graph (%s)", t,
                             su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
                             sf.p75_ns / 1e3, j.faster, n, gain / 1e3, noise / 1e3, iv);
     }
