@@ -378,7 +378,13 @@ static int pg_lock_call(fa_store *st, const char *fn, int64_t run_id, bool *got)
 /* Session settings, again after a reconnect (with the run locks the lost connection held). */
 static int pg_session(fa_store *st)
 {
-    PGresult *r = PQexec(st->pg->conn, "SET search_path TO " PG_SCHEMA "; SET client_min_messages TO warning");
+    /* statement_timeout: the run database's step limit (fa_store_step_limit_ns), so a statement
+     * the server cannot finish (a crafted view or function on a shared server) ends with an error
+     * instead of hanging the verb; in ms, an integer we format, never text from elsewhere */
+    char sql[160];
+    snprintf(sql, sizeof sql, "SET search_path TO " PG_SCHEMA "; SET client_min_messages TO warning; SET statement_timeout TO %lld",
+             (long long)(fa_store_step_limit_ns() / 1000000));
+    PGresult *r = PQexec(st->pg->conn, sql);
     int rc = PQresultStatus(r) == PGRES_COMMAND_OK ? FA_DB_OK : FA_DB_ERROR;
     if (rc) pg_set_err(st, PQresultErrorMessage(r), r);
     PQclear(r);

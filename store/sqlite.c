@@ -475,11 +475,7 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
         s = FA_SQL_CHECK(ctx, st, sqlite3_db_config(st->db, k_off[i], 0, NULL));
     if (!s) {
         sqlite3_limit(st->db, SQLITE_LIMIT_LENGTH, (int)FA_STORE_VALUE_HARD_MAX);
-        const char *lim = getenv("FA_DB_STEP_LIMIT_S");
-        char *end = NULL;
-        double sec = lim && *lim ? strtod(lim, &end) : 0;
-        if (!(sec > 0 && sec < 1e6 && end && !*end)) sec = FA_STORE_STEP_LIMIT_S;
-        st->step_limit_ns = (int64_t)(sec * 1e9);
+        st->step_limit_ns = fa_store_step_limit_ns();
         sqlite3_progress_handler(st->db, 1000, sq_progress, st);
     }
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_busy_timeout(st->db, BUSY_TIMEOUT_MS));

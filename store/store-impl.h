@@ -27,6 +27,11 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * SQLite progress handler interrupts it): no step of a legitimate database comes near it, an
  * endless one (a crafted schema's recursive query) ends. FA_DB_STEP_LIMIT_S overrides it. */
 #define FA_STORE_STEP_LIMIT_S 120
+/* The limit in effect, ns: FA_DB_STEP_LIMIT_S when it is a number in (0, 1e6), else the default.
+ * SQLite interrupts one step past it (its progress handler); a PostgreSQL session sets it as its
+ * statement_timeout, so a server-side endless query (a crafted view, rule or function default the
+ * schema check has not seen) ends too. */
+int64_t fa_store_step_limit_ns(void);
 
 /* s (n bytes, untrusted) quoted for a message: printable ASCII kept, any other byte \xNN, at most
  * 64 bytes shown. */
@@ -106,7 +111,7 @@ struct fa_store {
     char *fault;     /* a value the back end refused (type, NULL, length; "PATH: table T, row R,
                         column C: ..."), reported by the next fa_store_sql_check (malloc'd) */
     int64_t step_deadline_ns; /* SQLite: the running step is interrupted after this (CLOCK_MONOTONIC) */
-    int64_t step_limit_ns;    /* SQLite: wall-clock budget of one step (FA_STORE_STEP_LIMIT_S) */
+    int64_t step_limit_ns;    /* wall-clock budget of one step (SQLite) or statement (PostgreSQL), fa_store_step_limit_ns */
     bool interrupted;         /* SQLite: the progress handler stopped the last step */
 };
 

@@ -358,6 +358,15 @@ static fa_status recover_dead_runs(fa_ctx *ctx, fa_store *st)
 }
 
 
+int64_t fa_store_step_limit_ns(void)
+{
+    const char *lim = getenv("FA_DB_STEP_LIMIT_S");
+    char *end = NULL;
+    double sec = lim && *lim ? strtod(lim, &end) : 0;
+    if (!(sec > 0 && sec < 1e6 && end && !*end)) sec = FA_STORE_STEP_LIMIT_S;
+    return (int64_t)(sec * 1e9);
+}
+
 fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_store **out)
 {
     if (!path || !*path) return fa_ctx_error(ctx, FA_ERR_USAGE, "empty database path");

@@ -23,6 +23,12 @@ enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, MAX_DIMS = 8, TNAME = 24, NAME_CACHE
  * copies: our buffer, yajl's decoded string, the event's name, the interned name); no trace field
  * comes near this. */
 #define MAX_TOKEN_BYTES ((size_t)64 << 20)
+/* A trace is untrusted input (docs/hardening.md, issue 32): bytes of one event name (a kernel, op,
+ * module or python frame) at most, as the nsys reader's NSYS_NAME_MAX; a longer one refuses the
+ * trace naming its byte offset. Every distinct name is interned for the whole import, so without a
+ * cap a gzip of a few KiB could hold names of tens of MiB each. The longest demangled kernel names
+ * of real traces are a few KiB. */
+#define KINETO_NAME_MAX ((size_t)64 << 10)
 
 /* keys we look at, per depth */
 enum { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_BASETIME, TK_SCHEMA };
@@ -409,6 +415,11 @@ static void ev_emit(kparse *p)
      * until the whole trace is read, then every record is shifted by the same amount */
     if (e->ts_ns > 0 && dur > INT64_MAX - e->ts_ns) { bad_record(p); return; }
     if (e->name.oom || e->cat.oom) { p->fail = FA_ERR_NOMEM; return; }
+    if (e->name.len > KINETO_NAME_MAX) {
+        p->fail = fa_ctx_error(p->ctx, FA_ERR_INPUT, "%s: an event name of %zu bytes near byte %llu, over the %zu KiB limit on one name",
+                               p->name, e->name.len, (unsigned long long)cur_offset(p), KINETO_NAME_MAX >> 10);
+        return;
+    }
     fa_activity a = fa_activity_init((fa_activity_kind)k);
     a.name = intern_checked(p, e->name.data ? e->name.data : "", e->name.len);
     if (!a.name) { p->fail = FA_ERR_NOMEM; return; }

@@ -6,7 +6,8 @@
 # exit 0 before); a server whose schema was altered (a column, a view, a trigger) is refused, named;
 # one over-long value on the server is refused naming table, row and column; a password in any
 # form of connection string (a '?', '#', '/' or bad '%' in it, "?%70assword=", a keyword/value
-# string, sslpassword, the scheme in capitals) is never printed nor stored, and the run works.
+# string, sslpassword, the scheme in capitals) is never printed nor stored, and the run works; a
+# statement the server cannot finish ends at the step limit (statement_timeout).
 set -u
 CLI=${FA_CLI:?FA_CLI must point at the fuse-advise binary}
 SRC=${FA_SOURCE_DIR:?FA_SOURCE_DIR must point at the source tree}
@@ -130,4 +131,21 @@ for f in "${forms[@]}"; do
   ls | grep -q -e Zq9s -e 'host=' && fail "'$f': a local file was created"
 done
 [ "$(q "SELECT count(*) FROM fuse_advise.runs")" = $((n0 + ${#forms[@]})) ] || fail "not every form stored its run"
+
+# A statement the server cannot finish ends at the step limit (statement_timeout, issue 32): another
+# session holds an exclusive lock on the runs table; `runs` must fail within seconds, naming the
+# timeout, instead of waiting for as long as the lock is held.
+psql -q "$DB" -c 'BEGIN; LOCK TABLE fuse_advise.runs IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(60); COMMIT' >/dev/null 2>&1 &
+locker=$!
+for _ in $(seq 50); do
+  [ "$(q "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'runs' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ] && break
+  sleep 0.1
+done
+t0=$(date +%s)
+FA_DB_STEP_LIMIT_S=2 timeout 40 "$CLI" runs --db "$DB" >out.txt 2>err.txt
+rc=$?
+kill $locker 2>/dev/null; wait $locker 2>/dev/null
+[ $rc = 1 ] || { cat out.txt err.txt; fail "runs behind a held lock: exit $rc, expected 1 within the step limit"; }
+[ $(( $(date +%s) - t0 )) -lt 20 ] || fail "runs behind a held lock took $(( $(date +%s) - t0 )) s"
+grep -qi "timeout" err.txt || { cat err.txt; fail "runs behind a held lock: the message does not name the timeout"; }
 echo "harden_db_pg: ok"
