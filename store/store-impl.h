@@ -27,6 +27,10 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * SQLite progress handler interrupts it): no step of a legitimate database comes near it, an
  * endless one (a crafted schema's recursive query) ends. FA_DB_STEP_LIMIT_S overrides it. */
 #define FA_STORE_STEP_LIMIT_S 120
+/* Node ids a stored record may carry: readers that index by node id (the per-op table) refuse a
+ * larger one instead of sizing an array by it. 2^24 nodes is far beyond any real graph (the
+ * bench's 100,000-node chain is the largest we run). */
+#define FA_STORE_NODE_ID_MAX (1 << 24)
 /* The limit in effect, ns: FA_DB_STEP_LIMIT_S when it is a number in (0, 1e6), else the default.
  * SQLite interrupts one step past it (its progress handler); a PostgreSQL session sets it as its
  * statement_timeout, so a server-side endless query (a crafted view, rule or function default the

@@ -1151,6 +1151,12 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
         int32_t node = fa_col_int(q, 0);
         const char *nm = fa_col_text(q, 1);
         const char *op = fa_col_text(q, 2);
+        if (node >= FA_STORE_NODE_ID_MAX) {
+            /* the table is indexed by node id: a crafted id must not size it (2^31 ids: 8 GB) */
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table kernels, column node: node id %d is beyond the %d "
+                             "nodes a graph may have", st->path, (long long)run_id, (int)node, FA_STORE_NODE_ID_MAX);
+            break;
+        }
         long idx = op_tab_find(&tb, arena, node, nm, op);
         if (idx < 0) {
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);

@@ -281,6 +281,23 @@ static void test_db_null_or_wrong_typed_value_named_by_table_row_and_column(void
     }
 }
 
+/* An integer in range for its column but not for what it indexes: a kernel record's node id of
+ * 2^31 - 1 sized the per-op table by it (8 GB) and ended in "out of memory"; it is refused naming
+ * the table, column and value. */
+static void test_db_node_id_beyond_any_graph_refused_not_out_of_memory(void **state)
+{
+    (void)state;
+    const char *db = tmp_path("node-id.db");
+    copy_file(make_run_db("node-id-base.db"), db);
+    raw_sql(db, "UPDATE kernels SET node = 2147483647 WHERE seq = 0;");
+    const char *argv[] = {"show", "1", "--db", db, NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 60, NULL, &err);
+    if (rc != 1 || !strstr(err, "table kernels, column node: node id 2147483647") || strstr(err, "out of memory"))
+        fail_msg("show: exit %d (want 1 naming the node id): %s", rc, err);
+    free(err);
+}
+
 /* A text of n bytes in a (fresh) raw_sql statement: UPDATE TABLE SET COL = <n x 'a'> WHERE ... */
 static void set_long_text(const char *db, const char *table, const char *col, const char *where, size_t n)
 {
@@ -488,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_db_view_over_endless_query_refused_before_any_verb_reads_it),
         cmocka_unit_test(test_db_trigger_or_other_schema_refused_naming_the_difference),
         cmocka_unit_test(test_db_null_or_wrong_typed_value_named_by_table_row_and_column),
+        cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_value_over_the_length_limit_refused_read_or_written),
         cmocka_unit_test(test_db_step_time_limit_stops_an_endless_statement),
         cmocka_unit_test(test_conninfo_password_never_shown_or_stored_in_any_form),
