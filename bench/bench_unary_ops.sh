@@ -4,7 +4,7 @@
 # instead of Identity before Log and Sqrt, keeping their inputs in the domain),
 # built here with onnx, then bench/ort_kernels.py on all of them (our per-node medians from
 # `fuse-advise run --no-apply` against ORT's own per-node profile with its optimisations disabled,
-# in the same window, alternating rounds; 2 threads, passive waits on both sides). Prints
+# in the same window, alternating rounds; 2 threads, each engine with its own wait policy). Prints
 # ort_kernels.py's Markdown: per model the class rows, ours against ORT's and the ratio.
 # Env: OPS (the op list), ROWS (256), COLS (1024), ITERS (50), ROUNDS (2), THREADS (2), BUILD,
 #      PY (the python with onnx and onnxruntime: BUILD/pyenv/bin/python3).

@@ -8,8 +8,10 @@ For each model, in the same window and alternating round by round: `fuse-advise 
 --no-apply` (per-op medians from its run database) and ONNX Runtime with
 SessionOptions.enable_profiling, once with ORT_DISABLE_ALL (the unfused graph: its nodes are the
 model's, joined by node name) and once with ORT_ENABLE_ALL (ORT's fused graph; reported by its
-own op kinds). Symbolic dims are bound to 1 (batch 1), as `--shape batch=1` does. ORT runs with
-passive waits (session.intra_op.allow_spinning=0), as ours (OMP_WAIT_POLICY=passive).
+own op kinds). Symbolic dims are bound to 1 (batch 1), as `--shape batch=1` does. Each engine
+waits with its own default (ORT's intra-op threads spin; ours spin GOMP_SPINCOUNT=1000 times,
+docs/runtime.md "Threads and waiting"); no ORT session is alive while ours runs (each profile is
+taken in a session created and released between our runs).
 
 Prints Markdown: per model, one row per class — nodes, sum of our per-node medians, sum of ORT's
 (disabled) per-node medians, the ratio, and the kernels we ran; then iteration medians. Timings
@@ -73,7 +75,6 @@ def ort_profile(path, level, feeds, iters, threads, tmp):
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     so.graph_optimization_level = level
-    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     so.enable_profiling = True
     so.profile_file_prefix = os.path.join(tmp, "ort")
     s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
