@@ -940,6 +940,12 @@ static void phase_epilogues(adv *A)
          * anchor's own output, with operands that are full-shape, per-column or scalar. */
         bool gemm_like = !strcmp(an->op_type, "Gemm") || !strcmp(an->op_type, "MatMul"), viewed = false;
         int64_t cols = Y->rank >= 1 ? Y->dims[Y->rank - 1] : -1;
+        /* a Linear on batched activations (MatMul A [..., M, K] x constant B [K, N]) runs as one
+         * [rows, N] product, its weights packed once (runtime/cpu/dnnl.c create_matmul): its
+         * operands must read the same there, as after a view */
+        const fa_tensor *Wt = fa_graph_in(g, an, 1);
+        bool rows_product = !strcmp(an->op_type, "MatMul") && fa_graph_in(g, an, 0)->rank > 2 && Wt && Wt->rank == 2 &&
+                            (Wt->flags & FA_TENSOR_CONST);
         int n_kept = c->n; /* members up to the last post-op (trailing views are dropped) */
         while (c->n_post < MAX_POST) {
             const fa_tensor *T = g->tensors[cur];
@@ -967,16 +973,24 @@ static void phase_epilogues(adv *A)
                     break;
                 }
                 int opnd = spec.operand;
-                if (viewed && opnd >= 0) {
+                if ((viewed || rows_product) && opnd >= 0) {
                     const fa_tensor *O = g->tensors[opnd];
                     int64_t on = fa_tensor_numel(O);
                     bool per_col = O->rank >= 1 && O->dims[O->rank - 1] == cols && on == cols;
                     if (!(on == 1 || per_col || on == fa_tensor_numel(T))) {
                         char a[64];
-                        why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
-                            "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
-                            "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
-                            fa_tensor_shape_str(O, a, sizeof a), an->name);
+                        if (viewed)
+                            why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
+                                "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
+                                "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
+                                fa_tensor_shape_str(O, a, sizeof a), an->name);
+                        else
+                            why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
+                                "%s '%s' reads '%s' [%s], which varies along a batch dim only: the library runs '%s' as "
+                                "one [rows, %lld] product with its weights packed once, where only a full-shape, "
+                                "per-column or scalar operand reads the same (keeping the batch dims repacks the "
+                                "weights on every call)", cn->op_type, cn->name, O->name,
+                                fa_tensor_shape_str(O, a, sizeof a), an->name, (long long)cols);
                         break;
                     }
                 }
@@ -1751,21 +1765,24 @@ static bool noise_refusal(adv *A, fa_cluster *c, double member_ns)
     char r[1400];
     const fa_measured_fused *m = A->foreign ? NULL : measured_same_kind(A, c, false);
     const fa_paired_saving *ps = m ? &m->paired : NULL;
+    char med[64] = "", ci[96] = ""; /* a loss in words, never a negative saving (issue 33) */
+    if (ps && ps->n > 0) {
+        fa_saving_phrase(med, sizeof med, ps->median_ns);
+        fa_saving_interval_phrase(ci, sizeof ci, ps->ci_lo_ns, ps->ci_hi_ns);
+    }
     if (ps && ps->n > 0 && m->resolved && ps->median_ns < 0) {
         c->refusal = FA_WHY_MEASURED_LOSS;
         snprintf(r, sizeof r, "measured-loss: the same fused kernel (same ops, input and output shapes on this device) "
                  "was measured slower than its members in run %" PRId64 " (cluster %d of its plan %d): paired median "
-                 "loss %.1f us, %.0f%% interval %.1f..%.1f us of saving over %d rounds",
-                 m->run_id, m->cluster_id, m->plan_id, -ps->median_ns / 1e3, 100 * ps->ci_level, ps->ci_lo_ns / 1e3,
-                 ps->ci_hi_ns / 1e3, ps->n);
+                 "%s, %.0f%% interval %s over %d rounds",
+                 m->run_id, m->cluster_id, m->plan_id, med, 100 * ps->ci_level, ci, ps->n);
     } else if (ps && ps->n > 0 && !m->resolved && m->unfused_median_ns > 0 &&
                fa_paired_saving_settled(ps, 0, 0.01 * m->unfused_median_ns)) {
         c->refusal = FA_WHY_BELOW_NOISE;
         snprintf(r, sizeof r, "below-noise: the same fused kernel measured in run %" PRId64 " (cluster %d of its plan %d) "
-                 "saved %.1f us, %.0f%% interval %.1f..%.1f us over %d rounds: within 1%% of its members' %.1f us and "
+                 "gave a paired median %s, %.0f%% interval %s over %d rounds: within 1%% of its members' %.1f us and "
                  "not distinguishable from 0",
-                 m->run_id, m->cluster_id, m->plan_id, ps->median_ns / 1e3, 100 * ps->ci_level, ps->ci_lo_ns / 1e3,
-                 ps->ci_hi_ns / 1e3, ps->n, m->unfused_median_ns / 1e3);
+                 m->run_id, m->cluster_id, m->plan_id, med, 100 * ps->ci_level, ci, ps->n, m->unfused_median_ns / 1e3);
     } else if (member_ns > 0 && c->est_saving_ns > 0 && c->est_saving_ns < FA_ADVISE_NOISE_FLOOR * member_ns &&
                c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE) {
         /* not for a library anchor's fold or epilogue: the target may run the fused anchor in
