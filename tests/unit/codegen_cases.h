@@ -312,6 +312,56 @@ __attribute__((unused)) static tc *case_rmsnorm_op(int64_t batch, int64_t len)
     return t;
 }
 
+/* The residual add + layer norm ONNX Runtime fuses as SkipLayerNormalization (issue 33): x and
+ * the residual r [batch, len] added, a per-column bias `offset` + (i % 7) / 8 added (a residual
+ * stream far from 0: the row kernel's first-sweep sums must not lose its spread to its offset),
+ * then LayerNormalization (opset 17, epsilon 1e-6) over the row. */
+__attribute__((unused)) static tc *case_skip_layernorm(int64_t batch, int64_t len, float offset)
+{
+    tc *t = tc_new(18);
+    int64_t dx[2] = {batch, len}, dg[1] = {len};
+    float *gv = malloc((size_t)len * sizeof *gv), *bv = malloc((size_t)len * sizeof *bv), *ov = malloc((size_t)len * sizeof *ov);
+    for (int64_t i = 0; i < len; i++) {
+        gv[i] = 0.75f + (float)(i % 11) * 0.05f;
+        bv[i] = (float)(i % 4) * 0.1f - 0.15f;
+        ov[i] = offset + (float)(i % 7) * 0.125f;
+    }
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "r", 2, dx);
+    tc_const(t, "gamma", 1, dg, gv);
+    tc_const(t, "beta", 1, dg, bv);
+    tc_const(t, "bias", 1, dg, ov);
+    free(gv);
+    free(bv);
+    free(ov);
+    tc_node(t, "Add", "x", "r", NULL, "s");
+    tc_node(t, "Add", "s", "bias", NULL, "sb");
+    fa_node *ln = tc_node(t, "LayerNormalization", "sb", "gamma", "beta", "y");
+    fa_node_add_attr_float(t->g, ln, "epsilon", 1e-6f);
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 1, "layer_norm");
+    return t;
+}
+
+/* The residual add + RMS norm ONNX Runtime fuses as SkipSimplifiedLayerNormalization: x + r
+ * [batch, len], then RMSNormalization (opset 23) over the row. */
+__attribute__((unused)) static tc *case_skip_rmsnorm(int64_t batch, int64_t len)
+{
+    tc *t = tc_new(23);
+    int64_t dx[2] = {batch, len}, dg[1] = {len};
+    float *gv = malloc((size_t)len * sizeof *gv);
+    for (int64_t i = 0; i < len; i++) gv[i] = 0.5f + (float)(i % 9) * 0.1f;
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "r", 2, dx);
+    tc_const(t, "gamma", 1, dg, gv);
+    free(gv);
+    tc_node(t, "Add", "x", "r", NULL, "s");
+    tc_node(t, "RMSNormalization", "s", "gamma", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_RMS_NORM, 1, "rms_norm");
+    return t;
+}
+
 /* Every op of the emitter table as one branch off x [3, 517] (a horizontal cluster with one
  * output per op), plus Where(Less(x, 0), ...), PRelu with a per-column slope, Pow 3 / 0.5 / 1.7. */
 __attribute__((unused)) static tc *case_all_ops(void)
