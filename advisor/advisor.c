@@ -895,6 +895,14 @@ static bool anchor_supported(const fa_graph *g, const fa_node *n, char *why, siz
     return true;
 }
 
+/* fa_gemm_take_fn of the epilogue phase: a live node no cluster claimed, not in the region. */
+static bool prologue_free(void *user, const fa_graph *g, int node)
+{
+    (void)g;
+    const adv *A = user;
+    return A->owner[node] < 0 && A->pos[node] >= 0 && !A->inreg[node];
+}
+
 static void phase_epilogues(adv *A)
 {
     const fa_graph *g = A->g;
@@ -934,18 +942,48 @@ static void phase_epilogues(adv *A)
         fa_buf_init(&lab);
         fa_buf_puts(&lab, lo);
         if (bn >= 0) fa_buf_puts(&lab, "+bn");
-        /* Gemm/MatMul: view-only reshapes between the anchor and its post-ops (Gemm -> Reshape ->
-         * Add -> Relu as exporters write a Linear on 3-D activations) join when they keep the last
-         * dimension: the rows are the same elements in the same order, so the post-ops run on the
-         * anchor's own output, with operands that are full-shape, per-column or scalar. */
-        bool gemm_like = !strcmp(an->op_type, "Gemm") || !strcmp(an->op_type, "MatMul"), viewed = false;
-        int64_t cols = Y->rank >= 1 ? Y->dims[Y->rank - 1] : -1;
         /* a Linear on batched activations (MatMul A [..., M, K] x constant B [K, N]) runs as one
          * [rows, N] product, its weights packed once (runtime/cpu/dnnl.c create_matmul): its
          * operands must read the same there, as after a view */
         const fa_tensor *Wt = fa_graph_in(g, an, 1);
         bool rows_product = !strcmp(an->op_type, "MatMul") && fa_graph_in(g, an, 0)->rank > 2 && Wt && Wt->rank == 2 &&
                             (Wt->flags & FA_TENSOR_CONST);
+        /* ONNX Runtime's FusedMatMul: a Transpose (any element-moving view read with one stride
+         * per axis) and a scalar scale of an operand folded into the product, read through
+         * strides and applied as oneDNN's output scale (fa_gemm_operand_fold). Not a view of A
+         * where the product runs as [rows, N]: reading A strided keeps the batch dims, and the
+         * weights would be repacked on every call. */
+        if (!strcmp(an->op_type, "MatMul") && bn < 0) {
+            fa_gemm_operand pro[2];
+            const char *what[2] = {NULL, NULL};
+            bool scaled = false;
+            for (int k = 0; k < 2; k++) {
+                if (!fa_gemm_operand_fold(g, an, k, prologue_free, A, &pro[k])) continue;
+                if (k == 0 && rows_product && pro[0].strided) continue;
+                if (c->n + pro[k].n_nodes > A->opt.max_ops) continue;
+                int n0 = c->n;
+                for (int i = 0; i < pro[k].n_nodes; i++) {
+                    c->m[c->n++] = pro[k].nodes[i];
+                    A->inreg[pro[k].nodes[i]] = 1;
+                }
+                if (region_has_cycle(A, c->m, c->n)) {
+                    for (int i = n0; i < c->n; i++) A->inreg[c->m[i]] = 0;
+                    c->n = n0;
+                    continue;
+                }
+                what[k] = pro[k].strided ? (k ? "view b" : "view a") : NULL;
+                scaled |= pro[k].scale != 1;
+            }
+            if (what[0] || what[1] || scaled)
+                fa_buf_printf(&lab, "(%s%s%s%s%s)", what[0] ? what[0] : "", what[0] && what[1] ? "," : "", what[1] ? what[1] : "",
+                              (what[0] || what[1]) && scaled ? "," : "", scaled ? "scale" : "");
+        }
+        /* Gemm/MatMul: view-only reshapes between the anchor and its post-ops (Gemm -> Reshape ->
+         * Add -> Relu as exporters write a Linear on 3-D activations) join when they keep the last
+         * dimension: the rows are the same elements in the same order, so the post-ops run on the
+         * anchor's own output, with operands that are full-shape, per-column or scalar. */
+        bool gemm_like = !strcmp(an->op_type, "Gemm") || !strcmp(an->op_type, "MatMul"), viewed = false;
+        int64_t cols = Y->rank >= 1 ? Y->dims[Y->rank - 1] : -1;
         int n_kept = c->n; /* members up to the last post-op (trailing views are dropped) */
         while (c->n_post < MAX_POST) {
             const fa_tensor *T = g->tensors[cur];

@@ -324,7 +324,11 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
 {
     for (int k = 0; k < gf->n_topo; k++) {
         const fa_node *n = gf->nodes[gf->topo[k]];
-        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !fa_node_attr(n, "post_op_kinds")) continue;
+        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5)) continue;
+        /* a library epilogue: post-ops, or operands folded into a product (views, a scale) */
+        if (!fa_node_attr(n, "post_op_kinds") && !fa_node_attr(n, "a_strides") && !fa_node_attr(n, "b_strides") &&
+            !fa_node_attr(n, "alpha"))
+            continue;
         const char *impl = fa_exec_kernel_impl(ef, n);
         if (!impl) continue;
         bool conv = !strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose");

@@ -738,21 +738,74 @@ static bool rows_operands(const fa_graph *g, const fa_node *n, int64_t N)
     return true;
 }
 
+/* A fused MatMul's operand k (0: A, 1: B) as the node reads it from its input k (applier/
+ * fused_graph.c fold_operands): `a_shape` / `a_strides` (`b_...`), the operand's shape and its
+ * element strides in the input's buffer, when the advisor folded a view (a Transpose) into the
+ * product; otherwise the input's own shape, row-major. False (with an error) when the attributes
+ * are malformed: ranks that differ, a stride reaching past the input's elements. */
+static bool matmul_operand(fa_ctx *ctx, const fa_node *n, int k, const fa_tensor *T, int *rank, int64_t *dims, int64_t *strides,
+                           bool *strided)
+{
+    const int64_t *sh = NULL, *st = NULL;
+    int ns = fa_node_attr_ints(n, k ? "b_shape" : "a_shape", &sh), nt = fa_node_attr_ints(n, k ? "b_strides" : "a_strides", &st);
+    *strided = ns > 0 || nt > 0;
+    if (!*strided) {
+        *rank = T->rank;
+        int64_t m = 1;
+        for (int i = T->rank - 1; i >= 0; i--) {
+            dims[i] = T->dims[i];
+            strides[i] = m;
+            m *= T->dims[i];
+        }
+        return true;
+    }
+    int64_t last = 0;
+    bool ok = ns == nt && ns >= 2 && ns <= 12;
+    for (int i = 0; ok && i < ns; i++) {
+        ok = sh[i] >= 1 && st[i] >= 0;
+        last += (sh[i] - 1) * st[i];
+    }
+    if (!ok || last >= fa_tensor_numel(T)) {
+        fa_ctx_error(ctx, FA_ERR_INPUT, "node '%s': %s_shape / %s_strides do not describe a view of input %d", n->name,
+                     k ? "b" : "a", k ? "b" : "a", k);
+        return false;
+    }
+    *rank = ns;
+    memcpy(dims, sh, sizeof(int64_t) * (size_t)ns);
+    memcpy(strides, st, sizeof(int64_t) * (size_t)ns);
+    return true;
+}
+
 static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
 {
     const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Yv = fa_graph_out(g, n, 0);
-    if (A->rank < 2 || B->rank < 2 || A->rank > 12 || B->rank > 12) return FA_OK; /* 1-D operands: reference kernel */
+    int arank, brank;
+    int64_t adims[12], astr[12], bdims[12], bstr0[12];
+    bool a_strided, b_strided;
+    if (A->rank > 12 || B->rank > 12) return FA_OK;
+    if (!matmul_operand(ctx, n, 0, A, &arank, adims, astr, &a_strided) || !matmul_operand(ctx, n, 1, B, &brank, bdims, bstr0, &b_strided))
+        goto fail;
+    if (arank < 2 || brank < 2) return FA_OK; /* 1-D operands: reference kernel */
     /* the product's own shape (broadcast batch dims, M, N); a fused node's output may be a view
      * of it keeping N (computed_shape) */
-    int r = A->rank > B->rank ? A->rank : B->rank;
-    dnnl_dims_t ad, bd, yd;
+    int r = arank > brank ? arank : brank;
+    dnnl_dims_t ad, bd, yd, as, bs;
     for (int i = 0; i < r; i++) {
-        int ia = i - (r - A->rank), ib = i - (r - B->rank);
-        ad[i] = ia >= 0 ? A->dims[ia] : 1;
-        bd[i] = ib >= 0 ? B->dims[ib] : 1;
+        int ia = i - (r - arank), ib = i - (r - brank);
+        ad[i] = ia >= 0 ? adims[ia] : 1;
+        bd[i] = ib >= 0 ? bdims[ib] : 1;
+        as[i] = ia >= 0 ? astr[ia] : 0;
+        bs[i] = ib >= 0 ? bstr0[ib] : 0;
         yd[i] = i < r - 2 ? (ad[i] > bd[i] ? ad[i] : bd[i]) : i == r - 2 ? ad[i] : bd[i];
     }
-    if (B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && rows_operands(g, n, yd[r - 1])) {
+    /* a broadcast (size-1) dim's stride is immaterial: oneDNN wants one it accepts for a dense
+     * layout, the product of the strides and dims inside it */
+    for (int i = r - 1; i >= 0; i--) {
+        if (ad[i] == 1 || as[i] == 0) as[i] = i == r - 1 ? 1 : as[i + 1] * ad[i + 1] > 0 ? as[i + 1] * ad[i + 1] : 1;
+        if (bd[i] == 1 || bs[i] == 0) bs[i] = i == r - 1 ? 1 : bs[i + 1] * bd[i + 1] > 0 ? bs[i + 1] * bd[i + 1] : 1;
+    }
+    float alpha = fa_node_attr_float(n, "alpha", 1.0f);
+    if (!a_strided && !b_strided && B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && rows_operands(g, n, yd[r - 1])) {
         /* A [..., M, K] x B [K, N]: one [prod(...)*M, K] x [K, N] product (the same bytes), so
          * oneDNN's brgemm gets 2-D weights it can keep pre-blocked (format_tag_any); with a
          * batch dim it keeps them plain and repacks them on every call (3x slower, BERT's
@@ -766,15 +819,15 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         bd[0] = bd[r - 2], bd[1] = bd[r - 1];
         yd[0] = rows, yd[1] = yd[r - 1];
         r = 2;
+        plain_strides(r, ad, as);
+        plain_strides(r, bd, bs);
     }
     fa_tensor Yc;
     const fa_tensor *Y = computed_shape(ctx, n, Yv, r, yd, &Yc);
     if (!Y) goto fail;
     dnnl_memory_desc_t amd, bmd, bany, ymd;
-    dnnl_dims_t bstr;
-    plain_strides(r, bd, bstr);
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&amd, r, ad, dnnl_f32, NULL));
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, r, bd, dnnl_f32, bstr));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&amd, r, ad, dnnl_f32, as));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, r, bd, dnnl_f32, bs));
     DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&ymd, r, yd, dnnl_f32, NULL));
     bool bconst = (B->flags & FA_TENSOR_CONST) && B->data;
     if (bconst) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bany, r, bd, dnnl_f32, dnnl_format_tag_any));
@@ -783,6 +836,15 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     {
         dnnl_primitive_attr_t attr = NULL;
         if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
+        if (alpha != 1.0f) { /* a folded scale of an operand (ONNX Runtime's FusedMatMul alpha): oneDNN's output
+                                scale, applied to the product before the post-ops */
+            if ((!attr && dnnl_primitive_attr_create(&attr) != dnnl_success) ||
+                dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha) != dnnl_success) {
+                if (attr) dnnl_primitive_attr_destroy(attr);
+                fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN refused the output scale %g", n->name, alpha);
+                goto fail;
+            }
+        }
         fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;

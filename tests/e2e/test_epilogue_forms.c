@@ -122,9 +122,22 @@ static void finish(fa_graph *g, const char *out)
     if (fa_graph_prepare(C, g, NULL)) fail_msg("%s: %s", g->name, fa_ctx_errmsg(C));
 }
 
+static void expect_epilogue_ex(fa_graph *g, const fa_post_op_kind *want, int n, float alpha0, const char *label);
+
 /* Advise g: exactly one epilogue cluster, covering every node of g, with post-op kinds
  * want[0..n); then apply it and require it verified against the unfused ops. */
 static void expect_epilogue(fa_graph *g, const fa_post_op_kind *want, int n, float alpha0)
+{
+    expect_epilogue_ex(g, want, n, alpha0, NULL);
+}
+
+/* The same, and the cluster's label is `label`. */
+static void expect_epilogue_labelled(fa_graph *g, const fa_post_op_kind *want, int n, const char *label)
+{
+    expect_epilogue_ex(g, want, n, NAN, label);
+}
+
+static void expect_epilogue_ex(fa_graph *g, const fa_post_op_kind *want, int n, float alpha0, const char *label)
 {
     fa_advise_options ao = {0};
     ao.target = FA_TARGET_CPU;
@@ -150,6 +163,7 @@ static void expect_epilogue(fa_graph *g, const fa_post_op_kind *want, int n, flo
     }
     printf("\n");
     assert_int_equal(members, g->n_topo);
+    if (label) assert_string_equal(c->label, label);
     assert_int_equal(c->n_post_ops, n);
     for (int k = 0; k < n; k++) assert_int_equal(c->post_ops[k].kind, want[k]);
     if (!isnan(alpha0)) assert_true(fabsf(c->post_ops[0].alpha - alpha0) <= 1e-6f);
@@ -259,6 +273,237 @@ static void test_epilogue_form(void **state)
     expect_epilogue(g, f->want, f->n_want, f->alpha0);
 }
 
+/* ---- GEMM forms as ONNX Runtime fuses them (issue 33) ----
+ * A Linear on batched activations (x [2,5,32] -> MatMul W [32,48]) with its epilogues, and
+ * products of two activations with a Transpose and a scalar scale of an operand folded in
+ * (FusedMatMul): each builds its model here (build), then one epilogue cluster covering every
+ * node, with the label and post-ops wanted, verified by fa_apply against the unfused ops. */
+typedef struct gemm_form {
+    const char *name;
+    void (*build)(fa_graph *g);
+    const char *label;
+    fa_post_op_kind want[3];
+    int n_want;
+} gemm_form;
+
+static void perm(fa_graph *g, const char *in, const char *out, int n, const int64_t *p)
+{
+    fa_node *t = node(g, "Transpose", in, out);
+    fa_node_add_attr_ints(g, t, "perm", p, n);
+}
+
+static void scalar(fa_graph *g, const char *name, float v) { weights(g, name, 0, NULL, 0, v, 0); }
+
+/* x [2,5,32] -> MatMul W [32,48] -> "m" */
+static void linear3d(fa_graph *g)
+{
+    int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48}, bd[1] = {48};
+    tensor(g, "x", 3, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
+    node(g, "MatMul", "x,w", "m");
+}
+
+/* GELU's erf form as exporters write it, on tensor `in`: 0.5·in·(1 + erf(in/√2)) -> "y" */
+static void gelu_erf_of(fa_graph *g, const char *in)
+{
+    char b[64];
+    scalar(g, "sqrt2", 1.41421356f);
+    scalar(g, "one", 1.0f);
+    scalar(g, "half", 0.5f);
+    snprintf(b, sizeof b, "%s,sqrt2", in);
+    node(g, "Div", b, "gd");
+    node(g, "Erf", "gd", "ge");
+    node(g, "Add", "ge,one", "gf");
+    snprintf(b, sizeof b, "%s,gf", in);
+    node(g, "Mul", b, "gg");
+    node(g, "Mul", "gg,half", "y");
+}
+
+static void f_linear_bias_gelu_erf(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Add", "m,bias", "a");
+    gelu_erf_of(g, "a");
+}
+
+static void f_linear_gelu_erf_no_bias(fa_graph *g)
+{
+    linear3d(g);
+    gelu_erf_of(g, "m");
+}
+
+static void f_linear_bias_gelu_tanh(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Add", "m,bias", "c");
+    scalar(g, "three", 3.0f);
+    scalar(g, "k", 0.044715f);
+    scalar(g, "s2pi", 0.7978845608f);
+    scalar(g, "one", 1.0f);
+    scalar(g, "half", 0.5f);
+    node(g, "Pow", "c,three", "p");
+    node(g, "Mul", "p,k", "q");
+    node(g, "Add", "c,q", "r");
+    node(g, "Mul", "r,s2pi", "t");
+    node(g, "Tanh", "t", "th");
+    node(g, "Add", "th,one", "u");
+    node(g, "Mul", "c,half", "hx");
+    node(g, "Mul", "hx,u", "y");
+}
+
+static void f_linear_bias_silu(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Add", "m,bias", "c");
+    node(g, "Sigmoid", "c", "sg");
+    node(g, "Mul", "c,sg", "y");
+}
+
+/* ViT's GEMM + bias + residual ("matmul+add+add") and the residual added before the bias */
+static void f_linear_bias_residual(fa_graph *g)
+{
+    linear3d(g);
+    int64_t sd[3] = {2, 5, 48};
+    tensor(g, "skip", 3, sd, true);
+    node(g, "Add", "m,bias", "a");
+    node(g, "Add", "a,skip", "y");
+}
+
+static void f_linear_residual_then_bias(fa_graph *g)
+{
+    linear3d(g);
+    int64_t sd[3] = {2, 5, 48};
+    tensor(g, "skip", 3, sd, true);
+    node(g, "Add", "skip,m", "a");
+    node(g, "Add", "a,bias", "y");
+}
+
+/* scores-like products of two activations: q [2,3,6,8] and k read transposed */
+static void qk(fa_graph *g, bool heads_layout)
+{
+    int64_t qd[4] = {2, 3, 6, 8}, kd[4] = {2, 3, 10, 8}, kh[4] = {2, 10, 3, 8};
+    tensor(g, "q", 4, qd, true);
+    tensor(g, "k", 4, heads_layout ? kh : kd, true);
+    if (heads_layout) { /* K as the projection writes it, [B, S, H, D] -> [B, H, D, S] in one Transpose */
+        int64_t p[4] = {0, 2, 3, 1};
+        perm(g, "k", "kt", 4, p);
+    } else {
+        int64_t p[4] = {0, 1, 3, 2};
+        perm(g, "k", "kt", 4, p);
+    }
+}
+
+static void f_transposed_b(fa_graph *g)
+{
+    qk(g, false);
+    node(g, "MatMul", "q,kt", "y");
+}
+
+static void f_transposed_b_heads_with_mask(fa_graph *g)
+{
+    qk(g, true);
+    int64_t md[4] = {2, 1, 1, 10};
+    weights(g, "mask", 4, md, 7, -1.0f, 0.0f);
+    node(g, "MatMul", "q,kt", "s");
+    node(g, "Add", "s,mask", "y");
+}
+
+static void f_scale_before_transposed_b(fa_graph *g)
+{
+    qk(g, false);
+    scalar(g, "c", 0.125f);
+    node(g, "Mul", "q,c", "qs");
+    node(g, "MatMul", "qs,kt", "y");
+}
+
+static void f_scale_after_transposed_b(fa_graph *g)
+{
+    qk(g, false);
+    scalar(g, "d", 2.828427f);
+    node(g, "MatMul", "q,kt", "s");
+    node(g, "Div", "s,d", "y");
+}
+
+static void f_scale_before_linear_bias(fa_graph *g)
+{
+    int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48}, bd[1] = {48};
+    tensor(g, "x", 3, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
+    scalar(g, "c", 0.5f);
+    node(g, "Mul", "c,x", "xs");
+    node(g, "MatMul", "xs,w", "m");
+    node(g, "Add", "m,bias", "y");
+}
+
+/* A [2,8,6] transposed to [2,6,8] times B [2,8,5] */
+static void f_transposed_a(fa_graph *g)
+{
+    int64_t ad[3] = {2, 8, 6}, bd[3] = {2, 8, 5}, p[3] = {0, 2, 1};
+    tensor(g, "a", 3, ad, true);
+    tensor(g, "b", 3, bd, true);
+    perm(g, "a", "at", 3, p);
+    node(g, "MatMul", "at,b", "y");
+}
+
+static const gemm_form k_gemm_forms[] = {
+    {"linear3d_bias_gelu_erf", f_linear_bias_gelu_erf, "matmul+add+gelu_erf", {FA_POST_OP_ADD, FA_POST_OP_GELU_ERF}, 2},
+    {"linear3d_gelu_erf_no_bias", f_linear_gelu_erf_no_bias, "matmul+gelu_erf", {FA_POST_OP_GELU_ERF}, 1},
+    {"linear3d_bias_gelu_tanh", f_linear_bias_gelu_tanh, "matmul+add+gelu_tanh", {FA_POST_OP_ADD, FA_POST_OP_GELU_TANH}, 2},
+    {"linear3d_bias_silu", f_linear_bias_silu, "matmul+add+silu", {FA_POST_OP_ADD, FA_POST_OP_SWISH}, 2},
+    {"linear3d_bias_then_residual", f_linear_bias_residual, "matmul+add+add", {FA_POST_OP_ADD, FA_POST_OP_ADD}, 2},
+    {"linear3d_residual_then_bias", f_linear_residual_then_bias, "matmul+add+add", {FA_POST_OP_ADD, FA_POST_OP_ADD}, 2},
+    {"transposed_b", f_transposed_b, "matmul(view b)", {0}, 0},
+    {"transposed_b_heads_layout_with_mask", f_transposed_b_heads_with_mask, "matmul(view b)+add", {FA_POST_OP_ADD}, 1},
+    {"scale_before_transposed_b", f_scale_before_transposed_b, "matmul(view b,scale)", {0}, 0},
+    {"scale_after_transposed_b", f_scale_after_transposed_b, "matmul(view b)+div", {FA_POST_OP_DIV}, 1},
+    {"scale_before_linear_bias", f_scale_before_linear_bias, "matmul(scale)+add", {FA_POST_OP_ADD}, 1},
+    {"transposed_a", f_transposed_a, "matmul(view a)", {0}, 0},
+};
+enum { N_GEMM_FORMS = sizeof k_gemm_forms / sizeof k_gemm_forms[0] };
+
+static void test_gemm_form(void **state)
+{
+    const gemm_form *f = *state;
+    fa_graph *g = fa_graph_create(f->name);
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    f->build(g);
+    finish(g, "y");
+    expect_epilogue_labelled(g, f->want, f->n_want, f->label);
+}
+
+/* An addend that varies along the batch only ([2,1,48] on [2,5,48]) cannot be read on the Linear's
+ * [rows, N] product: the epilogue stops before it, with the reason (shape-changing-epilogue). */
+static void test_linear_per_batch_addend_stays_outside(void **state)
+{
+    (void)state;
+    fa_graph *g = fa_graph_create("linear_per_batch_addend");
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    linear3d(g);
+    int64_t pd[3] = {2, 1, 48};
+    weights(g, "per_batch", 3, pd, 9, -0.5f, 0.5f);
+    node(g, "Add", "m,per_batch", "a");
+    node(g, "Relu", "a", "y");
+    finish(g, "y");
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(C, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(C));
+    for (int i = 0; i < p->n_clusters; i++) {
+        printf("cluster %s\n", p->clusters[i].label);
+        assert_false(p->clusters[i].kind == FA_CLUSTER_EPILOGUE && p->clusters[i].anchor == g->topo[0] &&
+                     p->clusters[i].n_post_ops > 0);
+    }
+    bool said = false;
+    for (int i = 0; i < p->n_why_not; i++)
+        said |= p->why_not[i].code == FA_WHY_SHAPE_CHANGING_EPILOGUE && strstr(p->why_not[i].reason, "varies along a batch dim");
+    assert_true(said);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
 static int setup(void **s)
 {
     (void)s;
@@ -275,9 +520,14 @@ static int teardown(void **s)
 
 int main(void)
 {
-    struct CMUnitTest tests[N_FORMS];
+    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + 1];
     for (int i = 0; i < N_FORMS; i++)
         tests[i] = (struct CMUnitTest){.name = k_forms[i].name, .test_func = test_epilogue_form,
                                        .initial_state = (void *)&k_forms[i]};
+    for (int i = 0; i < N_GEMM_FORMS; i++)
+        tests[N_FORMS + i] = (struct CMUnitTest){.name = k_gemm_forms[i].name, .test_func = test_gemm_form,
+                                                 .initial_state = (void *)&k_gemm_forms[i]};
+    tests[N_FORMS + N_GEMM_FORMS] = (struct CMUnitTest){.name = "linear_per_batch_addend_stays_outside",
+                                                        .test_func = test_linear_per_batch_addend_stays_outside};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
