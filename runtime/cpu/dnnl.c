@@ -759,12 +759,11 @@ static bool matmul_operand(fa_ctx *ctx, const fa_node *n, int k, const fa_tensor
         }
         return true;
     }
-    int64_t last = 0;
+    int64_t last = 0, step;
     bool ok = ns == nt && ns >= 2 && ns <= 12;
-    for (int i = 0; ok && i < ns; i++) {
-        ok = sh[i] >= 1 && st[i] >= 0;
-        last += (sh[i] - 1) * st[i];
-    }
+    for (int i = 0; ok && i < ns; i++) /* the attributes may come from a model file: checked arithmetic */
+        ok = sh[i] >= 1 && st[i] >= 0 && !__builtin_mul_overflow(sh[i] - 1, st[i], &step) &&
+             !__builtin_add_overflow(last, step, &last);
     if (!ok || last >= fa_tensor_numel(T)) {
         fa_ctx_error(ctx, FA_ERR_INPUT, "node '%s': %s_shape / %s_strides do not describe a view of input %d", n->name,
                      k ? "b" : "a", k ? "b" : "a", k);

@@ -286,6 +286,45 @@ static void test_fused_conv_unknown_post_op_is_an_error(void **s)
     fa_ctx_free(ctx);
 }
 
+/* A FusedMatMul's a_shape / a_strides (the view of input 0 it reads, applier/fused_graph.c) may
+ * come from a model file: a view reaching past the input, ranks that differ, or strides whose
+ * reach overflows int64 (it wrapped negative and passed the bound check, and oneDNN then read far
+ * outside the input) are refused at exec creation, naming the node. */
+static void test_fused_matmul_operand_view_out_of_bounds_is_an_error(void **s)
+{
+    (void)s;
+    /* x is [10, 32] (320 elements); each view below claims [10, 32] of it */
+    static const struct {
+        int64_t shape[2], strides[2];
+        int ns;
+    } bad[] = {
+        {{10, 32}, {32, 1}, 2},                         /* last element 9*32 + 31 = 319: fine, control */
+        {{10, 32}, {33, 1}, 2},                         /* 297 + 31 = 328 >= 320 */
+        {{10, 32}, {1, 0}, 1},                          /* ranks differ */
+        {{10, 32}, {INT64_MAX / 8 + 1, 1}, 2},          /* 9 * 2^60 wraps to a negative reach */
+        {{10, 32}, {INT64_MAX / 9, INT64_MAX / 31}, 2}, /* each product fits, their sum does not */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fa_ctx *ctx = fa_ctx_create();
+        fa_graph *g = linear_graph(ctx, true, false, true);
+        fa_node *n = g->nodes[0];
+        assert_true(fa_node_add_attr_ints(g, n, "a_shape", bad[i].shape, 2));
+        assert_true(fa_node_add_attr_ints(g, n, "a_strides", bad[i].strides, bad[i].ns));
+        fa_exec *e = NULL;
+        fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+        fa_status st = fa_exec_create(ctx, g, &eo, &e);
+        if (i == 0) {
+            if (st) fail_msg("case 0: %s", fa_ctx_errmsg(ctx));
+            fa_exec_free(e);
+        } else {
+            if (st == FA_OK) fail_msg("case %zu: a bad view of input 0 was accepted", i);
+            assert_non_null(strstr(fa_ctx_errmsg(ctx), "node 'fm': a_shape / a_strides do not describe a view of input 0"));
+        }
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -294,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_fused_grouped_conv_full_addend_matches_unfused),
         cmocka_unit_test(test_fused_depthwise_conv_add_relu_matches_unfused),
         cmocka_unit_test(test_fused_conv_unknown_post_op_is_an_error),
+        cmocka_unit_test(test_fused_matmul_operand_view_out_of_bounds_is_an_error),
         cmocka_unit_test(test_fused_linear_on_batched_activations_keeps_weights_packed),
         cmocka_unit_test(test_fused_linear_with_per_batch_addend_keeps_batch_dims),
         cmocka_unit_test(test_residual_sum_in_place_of_its_last_reader),
