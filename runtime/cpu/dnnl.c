@@ -43,6 +43,7 @@ typedef struct dnnl_state {
     /* Gemm post-processing */
     float alpha, beta;
     int c_input;     /* input index of C to add in the loop, -1 if none (or fused as bias) */
+    float *c_scaled; /* a fused Gemm's beta·C (constant C, beta != 1), the first post-op's operand (owned) */
     int64_t M, N;
     int kind;        /* 0 conv, 1 deconv, 2 matmul, 3 gemm */
     int n_bin;       /* binary post-op operands */
@@ -94,6 +95,7 @@ static void state_clear(dnnl_state *s)
         free(s->bin_buf[i]);
     }
     free(s->wei_buf);
+    free(s->c_scaled);
     free(s->scratch_buf);
     free(s->src_buf);
     free(s->dst_buf);
@@ -148,7 +150,8 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->bin_user[b]}, {DNNL_ARG_TO, s->bin_mem[b]}};
             DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_bin[b], g_stream, 2, ra));
         } else {
-            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], in[s->bin_input[b]].data));
+            void *d = s->bin_input[b] < 0 ? (void *)s->c_scaled : in[s->bin_input[b]].data;
+            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], d));
         }
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
     }
@@ -288,15 +291,20 @@ static const dnnl_alg_kind_t k_post_op_alg[FA_POST_OP_COUNT] = {
  * post-ops (k_post_op_alg); a binary kind's operand is node input `operand`, numpy-broadcast
  * to the output. Returns NULL attr (and no error) when the node has none. full_md (NULL:
  * plain): the layout of a binary operand of the output's full shape (the blocked dst's layout,
- * so oneDNN's jit post-op reads it like dst; the kernel reorders it in). */
-static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
-                                const dnnl_memory_desc_t *full_md, dnnl_primitive_attr_t *out_attr)
+ * so oneDNN's jit post-op reads it like dst; the kernel reorders it in). pre[0..npre) (at most
+ * 4) run before the node's own: a fused Gemm's beta·C (create_gemm). */
+static fa_status build_post_ops_pre(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
+                                    const dnnl_memory_desc_t *full_md, const fa_post_op *pre, int npre,
+                                    dnnl_primitive_attr_t *out_attr)
 {
     *out_attr = NULL;
-    fa_post_op ops[16];
+    fa_post_op ops[20];
     char why[300];
-    int nops = fa_post_ops_of_node(n, ops, 16, why, sizeof why);
+    for (int i = 0; i < npre && i < 4; i++) ops[i] = pre[i];
+    if (npre > 4) npre = 4;
+    int nops = fa_post_ops_of_node(n, ops + npre, 16, why, sizeof why);
     if (nops < 0) return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s", why);
+    nops += npre;
     if (nops == 0) return FA_OK;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -364,6 +372,13 @@ fail:
     if (po) dnnl_post_ops_destroy(po);
     if (attr) dnnl_primitive_attr_destroy(attr);
     return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
+}
+
+/* build_post_ops_pre without a prefix: the node's own post-ops. */
+static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
+                                const dnnl_memory_desc_t *full_md, dnnl_primitive_attr_t *out_attr)
+{
+    return build_post_ops_pre(ctx, g, n, Y, s, full_md, NULL, 0, out_attr);
 }
 
 static bool all_float(const fa_graph *g, const fa_node *n)
@@ -885,25 +900,56 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     s->c_input = -1;
     s->M = M;
     s->N = N;
-    if (C) {
-        bool row_bias = (C->rank == 1 && C->dims[0] == N) || (C->rank == 2 && C->dims[0] == 1 && C->dims[1] == N);
-        if (row_bias && s->alpha == 1.0f && s->beta == 1.0f) {
-            DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&biasmd, 2, biasd, dnnl_f32, NULL));
-            bptr = &biasmd;
-        } else {
-            s->c_input = 2;
+    bool row_bias = C && ((C->rank == 1 && C->dims[0] == N) || (C->rank == 2 && C->dims[0] == 1 && C->dims[1] == N));
+    if (C && row_bias && s->alpha == 1.0f && s->beta == 1.0f) {
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&biasmd, 2, biasd, dnnl_f32, NULL));
+        bptr = &biasmd;
+    } else if (C) {
+        s->c_input = 2;
+    }
+    /* A fused Gemm's epilogue runs after alpha·AB + beta·C (ONNX Gemm), so both go inside the
+     * primitive: alpha as oneDNN's output scale (applied to the product, before the post-ops;
+     * no bias then, whose place relative to the scale oneDNN 2.6 leaves to the implementation)
+     * and beta·C as the first post-op, a binary add of C broadcast to [M, N]: beta·C computed
+     * once here when C is constant (as the unfused Gemm rounds it), else the output scale is
+     * alpha/beta and an eltwise linear(beta) follows the add. beta = 0 reads no C. Before, such
+     * a node failed to build and its cluster was rejected with an error (issue 33). */
+    fa_post_op pre[2];
+    int npre = 0;
+    float oscale = 1.0f;
+    bool fused_post = !strcmp(n->domain, "ai.fuse-advise") && fa_node_attr(n, "post_op_kinds");
+    if (fused_post && (s->alpha != 1.0f || s->c_input >= 0)) {
+        oscale = s->alpha;
+        if (s->c_input >= 0 && s->beta != 0.0f) {
+            pre[npre++] = (fa_post_op){FA_POST_OP_ADD, 0, 0, 2};
+            if (s->beta != 1.0f && (C->flags & FA_TENSOR_CONST) && C->data) {
+                int64_t cn = fa_tensor_numel(C);
+                s->c_scaled = malloc(sizeof(float) * (size_t)(cn > 0 ? cn : 1));
+                if (!s->c_scaled) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+                const float *cv = C->data;
+                for (int64_t i = 0; i < cn; i++) s->c_scaled[i] = s->beta * cv[i];
+            } else if (s->beta != 1.0f) {
+                oscale = s->alpha / s->beta;
+                pre[npre++] = (fa_post_op){FA_POST_OP_LINEAR, s->beta, 0, -1};
+            }
         }
+        s->alpha = 1.0f; /* nothing left for run_prim to apply */
+        s->c_input = -1;
     }
     dnnl_matmul_desc_t md;
     DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, bptr, &ymd));
     {
         dnnl_primitive_attr_t attr = NULL;
-        if (fa_node_attr(n, "post_op_kinds") && (s->alpha != 1.0f || s->c_input >= 0)) {
-            /* alpha/beta*C are applied after the primitive: post-ops would run before them */
-            fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-ops need alpha=1 and a row bias", n->name);
-            return FA_ERR_UNSUPPORTED;
+        if (build_post_ops_pre(ctx, g, n, Y, s, NULL, pre, npre, &attr)) return fa_ctx_status(ctx);
+        if (s->c_scaled) /* the beta·C add reads the state's copy */
+            for (int b = 0; b < s->n_bin; b++)
+                if (s->bin_post_index[b] == 0) s->bin_input[b] = -1;
+        if (oscale != 1.0f &&
+            ((!attr && dnnl_primitive_attr_create(&attr) != dnnl_success) || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &oscale) != dnnl_success)) {
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN refused the output scale %g", n->name, oscale);
+            goto fail;
         }
-        if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
         fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;

@@ -447,6 +447,63 @@ static void f_transposed_a(fa_graph *g)
     node(g, "MatMul", "at,b", "y");
 }
 
+/* Gemm as exporters write a 2-D Linear: x [10,32], W [48,32] read transposed (transB), alpha and
+ * beta not 1, C per column [48] or per row and column [10,48] (c_input: a graph input, not a
+ * constant); then the epilogue. Before, a fused Gemm whose alpha or beta was not 1 or whose C was
+ * not a row bias failed to build: its cluster was rejected with an error. */
+static void gemm2d_c(fa_graph *g, int64_t trans_a, float alpha, float beta, bool full_c, bool c_input)
+{
+    int64_t xd[2] = {10, 32}, xt[2] = {32, 10}, wd[2] = {48, 32}, cd[1] = {48}, cf[2] = {10, 48};
+    tensor(g, "x", 2, trans_a ? xt : xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    if (c_input) tensor(g, "gc", full_c ? 2 : 1, full_c ? cf : cd, true);
+    else weights(g, "gc", full_c ? 2 : 1, full_c ? cf : cd, 2, -0.5f, 0.5f);
+    fa_node *n = node(g, "Gemm", "x,w,gc", "m");
+    fa_node_add_attr_int(g, n, "transB", 1);
+    if (trans_a) fa_node_add_attr_int(g, n, "transA", 1);
+    if (alpha != 1) fa_node_add_attr_float(g, n, "alpha", alpha);
+    if (beta != 1) fa_node_add_attr_float(g, n, "beta", beta);
+}
+
+static void gemm2d(fa_graph *g, int64_t trans_a, float alpha, float beta, bool full_c)
+{
+    gemm2d_c(g, trans_a, alpha, beta, full_c, false);
+}
+
+static void f_gemm_transb_alpha_beta_gelu_erf(fa_graph *g)
+{
+    gemm2d(g, 0, 0.5f, 2.0f, false);
+    gelu_erf_of(g, "m");
+}
+
+static void f_gemm_transa_full_c_residual_relu(fa_graph *g)
+{
+    gemm2d(g, 1, 1.0f, 0.25f, true);
+    int64_t sd[2] = {10, 48};
+    tensor(g, "skip", 2, sd, true);
+    node(g, "Add", "m,skip", "a");
+    node(g, "Relu", "a", "y");
+}
+
+static void f_gemm_alpha_silu(fa_graph *g)
+{
+    gemm2d(g, 0, 0.125f, 1.0f, false);
+    node(g, "Sigmoid", "m", "sg");
+    node(g, "Mul", "sg,m", "y");
+}
+
+static void f_gemm_c_input_alpha_beta_tanh(fa_graph *g)
+{
+    gemm2d_c(g, 0, 2.0f, 0.5f, false, true);
+    node(g, "Tanh", "m", "y");
+}
+
+static void f_gemm_beta_zero_relu(fa_graph *g)
+{
+    gemm2d(g, 0, 1.0f, 0.0f, true);
+    node(g, "Relu", "m", "y");
+}
+
 static const gemm_form k_gemm_forms[] = {
     {"linear3d_bias_gelu_erf", f_linear_bias_gelu_erf, "matmul+add+gelu_erf", {FA_POST_OP_ADD, FA_POST_OP_GELU_ERF}, 2},
     {"linear3d_gelu_erf_no_bias", f_linear_gelu_erf_no_bias, "matmul+gelu_erf", {FA_POST_OP_GELU_ERF}, 1},
@@ -460,6 +517,11 @@ static const gemm_form k_gemm_forms[] = {
     {"scale_after_transposed_b", f_scale_after_transposed_b, "matmul(view b)+div", {FA_POST_OP_DIV}, 1},
     {"scale_before_linear_bias", f_scale_before_linear_bias, "matmul(scale)+add", {FA_POST_OP_ADD}, 1},
     {"transposed_a", f_transposed_a, "matmul(view a)", {0}, 0},
+    {"gemm_transb_alpha_beta_gelu_erf", f_gemm_transb_alpha_beta_gelu_erf, "gemm+gelu_erf", {FA_POST_OP_GELU_ERF}, 1},
+    {"gemm_transa_full_c_residual_relu", f_gemm_transa_full_c_residual_relu, "gemm+add+relu", {FA_POST_OP_ADD, FA_POST_OP_RELU}, 2},
+    {"gemm_alpha_silu", f_gemm_alpha_silu, "gemm+silu", {FA_POST_OP_SWISH}, 1},
+    {"gemm_c_input_alpha_beta_tanh", f_gemm_c_input_alpha_beta_tanh, "gemm+tanh", {FA_POST_OP_TANH}, 1},
+    {"gemm_beta_zero_relu", f_gemm_beta_zero_relu, "gemm+relu", {FA_POST_OP_RELU}, 1},
 };
 enum { N_GEMM_FORMS = sizeof k_gemm_forms / sizeof k_gemm_forms[0] };
 
