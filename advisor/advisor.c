@@ -681,6 +681,16 @@ static void phase_reductions(adv *A)
                     back = nd->n_outputs >= 1 && nd->outputs[0] >= 0;
                     for (int o = 0; o < nd->n_outputs && back; o++)
                         if (nd->outputs[o] >= 0 && !all_consumers_in(A, nd->outputs[o])) back = false;
+                    /* The pre-LN residual stream (GPT-2, ViT, LLaMA): x + r feeds this norm and the
+                     * next residual add. The norm's row kernel computes the sum once and also writes
+                     * it (a cluster output): one read of it saved and one kernel fewer, as ONNX
+                     * Runtime's SkipLayerNormalization with its sum output and vLLM's
+                     * fused_add_rms_norm do. Only an Add into a norm (a LayerNormalization or
+                     * RMSNormalization op, or the mean a decomposed one starts with). */
+                    fa_reduce_kind sk = fa_adv_reduce_kind(seed);
+                    if (!back && nd->n_outputs == 1 && nd->outputs[0] >= 0 && !strcmp(nd->op_type, "Add") &&
+                        (sk == FA_REDUCE_LAYER_NORM || sk == FA_REDUCE_RMS_NORM || sk == FA_REDUCE_MEAN))
+                        back = true;
                 }
                 if (!fwd && !back) continue;
                 bool red = fa_adv_is_reduction(nd);
@@ -720,9 +730,20 @@ static void phase_reductions(adv *A)
                     bool leave = false;
                     for (int k = 0; k < nd->n_inputs; k++) {
                         const fa_node *pp = nd->inputs[k] >= 0 ? fa_graph_producer(g, nd->inputs[k]) : NULL;
+                        /* through view-only reshapes keeping the last dim, as the epilogue crosses
+                         * them (Gemm -> Reshape [B, S, N] -> Add) */
+                        for (int hop = 0; pp && pp->op && hop < 4 && (pp->op->flags & FA_OPF_ALIAS) && pp->n_inputs >= 1 && pp->inputs[0] >= 0;
+                             hop++) {
+                            const int *cv;
+                            const fa_tensor *vi = g->tensors[pp->inputs[0]], *vo = fa_graph_out(g, pp, 0);
+                            if (!vo || fa_graph_consumers(g, vo->id, &cv) != 1 || vi->rank < 1 || vo->rank < 1 ||
+                                vi->dims[vi->rank - 1] != vo->dims[vo->rank - 1])
+                                break;
+                            pp = fa_graph_producer(g, pp->inputs[0]);
+                        }
                         if (pp && fa_adv_is_complex(pp) && A->owner[pp->id] < 0) {
                             const int *cc;
-                            if (fa_graph_consumers(g, nd->inputs[k], &cc) != 1) continue;
+                            if (pp->n_outputs < 1 || pp->outputs[0] < 0 || fa_graph_consumers(g, pp->outputs[0], &cc) != 1) continue;
                             char wb[256];
                             fa_post_op po;
                             fa_why_code wc;

@@ -566,6 +566,111 @@ static void test_linear_per_batch_addend_stays_outside(void **state)
     fa_graph_free(g);
 }
 
+/* ---- the pre-LN residual stream (issue 33) ----
+ * x [2,5,48] + the residual r, the sum read by a LayerNormalization (or RMSNormalization) and by
+ * the next residual add (+ z, z = the norm's output times W: the block the norm feeds, so the
+ * add cannot join the norm's cluster): the norm's row kernel takes the Add and also writes the sum, one
+ * cluster verified against the unfused ops (ONNX Runtime's SkipLayerNormalization with its sum
+ * output). Before, the Add had two consumers and stayed a kernel of its own ("this plan never
+ * duplicates a producer"). With gemm, the Add's operand comes from x [10,32] -> Gemm -> Reshape
+ * [2,5,48] (GPT-2's Conv1D): the Add stays the Gemm's epilogue (a bias/residual right after a
+ * GEMM, through the view), the norm on its own. */
+static void skip_norm_model(bool rms, bool gemm, fa_plan **pp, fa_graph **gp)
+{
+    fa_graph *g = fa_graph_create(rms ? "pre_ln_skip_rms_norm" : gemm ? "pre_ln_gemm_residual" : "pre_ln_skip_layer_norm");
+    assert_int_equal(fa_graph_set_opset(C, g, "", rms ? 23 : 17), FA_OK);
+    int64_t d[3] = {2, 5, 48}, gd[1] = {48};
+    int64_t wz[2] = {48, 48};
+    tensor(g, "r", 3, d, true);
+    weights(g, "wz", 2, wz, 5, -0.3f, 0.3f);
+    if (gemm) {
+        int64_t xd[2] = {10, 32}, wd[2] = {32, 48}, shape[3] = {2, 5, 48}, sd[1] = {3};
+        tensor(g, "x2", 2, xd, true);
+        weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+        weights(g, "gc", 1, gd, 2, -0.5f, 0.5f);
+        int t = fa_graph_tensor(g, "shape");
+        fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
+        assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
+        g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+        node(g, "Gemm", "x2,w,gc", "m");
+        node(g, "Reshape", "m,shape", "x");
+    } else {
+        tensor(g, "x", 3, d, true);
+    }
+    weights(g, "gamma", 1, gd, 3, 0.5f, 1.5f);
+    if (!rms) weights(g, "beta", 1, gd, 4, -0.5f, 0.5f);
+    node(g, "Add", "x,r", "s");
+    node(g, rms ? "RMSNormalization" : "LayerNormalization", rms ? "s,gamma" : "s,gamma,beta", "y");
+    node(g, "MatMul", "y,wz", "z");
+    node(g, "Add", "s,z", "s2");
+    finish(g, "s2");
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    if (fa_advise(C, g, NULL, &ao, pp)) fail_msg("%s: advise: %s", g->name, fa_ctx_errmsg(C));
+    *gp = g;
+}
+
+/* the cluster holding node `op_type` of g, NULL if none */
+static const fa_cluster *cluster_with(const fa_graph *g, const fa_plan *p, const char *name)
+{
+    for (int i = 0; i < p->n_clusters; i++)
+        for (int k = 0; k < p->clusters[i].n_members; k++)
+            if (!strcmp(g->nodes[p->clusters[i].members[k]]->name, name)) return &p->clusters[i];
+    return NULL;
+}
+
+static void check_skip_norm(bool rms)
+{
+    fa_plan *p = NULL;
+    fa_graph *g = NULL;
+    skip_norm_model(rms, false, &p, &g);
+    const fa_cluster *c = cluster_with(g, p, "Add_0");
+    if (!c) fail_msg("%s: the residual Add is in no cluster", g->name);
+    printf("%s: cluster %s, %d members\n", g->name, c->label, c->n_members);
+    assert_int_equal(c->kind, FA_CLUSTER_REDUCTION);
+    assert_ptr_equal(cluster_with(g, p, "LayerNormalization_1") ? cluster_with(g, p, "LayerNormalization_1")
+                                                                  : cluster_with(g, p, "RMSNormalization_1"), c);
+    bool sum_out = false; /* the sum is written for the next residual add */
+    for (int k = 0; k < c->n_outputs; k++) sum_out |= !strcmp(g->tensors[c->outputs[k]]->name, "s");
+    assert_true(sum_out);
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(C, g, p, &opt, &r)) fail_msg("%s: apply: %s", g->name, fa_ctx_errmsg(C));
+    const fa_cluster_verdict *v = &r->verdicts[c - p->clusters];
+    printf("  %s: %s (relative error %.2g): %s\n", c->label, fa_cluster_status_name(v->status), v->max_rel_error,
+           v->reason ? v->reason : "");
+    assert_true(v->status == FA_CLUSTER_ACCEPTED || v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
+                v->status == FA_CLUSTER_REJECTED_REGRESSION);
+    assert_non_null(strstr(v->reason, "verified"));
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
+static void test_pre_ln_skip_layer_norm_writes_the_sum(void **s) { (void)s; check_skip_norm(false); }
+static void test_pre_ln_skip_rms_norm_writes_the_sum(void **s) { (void)s; check_skip_norm(true); }
+
+static void test_pre_ln_residual_after_a_gemm_stays_its_epilogue(void **state)
+{
+    (void)state;
+    fa_plan *p = NULL;
+    fa_graph *g = NULL;
+    skip_norm_model(false, true, &p, &g);
+    const fa_cluster *c = cluster_with(g, p, "Add_2"), *ln = cluster_with(g, p, "LayerNormalization_3");
+    if (!c) fail_msg("the residual Add is in no cluster");
+    printf("%s: the residual add in %s\n", g->name, c->label);
+    assert_int_equal(c->kind, FA_CLUSTER_EPILOGUE);
+    assert_true(ln != c);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
 static int setup(void **s)
 {
     (void)s;
@@ -582,7 +687,7 @@ static int teardown(void **s)
 
 int main(void)
 {
-    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + 1];
+    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + 4];
     for (int i = 0; i < N_FORMS; i++)
         tests[i] = (struct CMUnitTest){.name = k_forms[i].name, .test_func = test_epilogue_form,
                                        .initial_state = (void *)&k_forms[i]};
@@ -591,5 +696,11 @@ int main(void)
                                                  .initial_state = (void *)&k_gemm_forms[i]};
     tests[N_FORMS + N_GEMM_FORMS] = (struct CMUnitTest){.name = "linear_per_batch_addend_stays_outside",
                                                         .test_func = test_linear_per_batch_addend_stays_outside};
+    tests[N_FORMS + N_GEMM_FORMS + 1] = (struct CMUnitTest){.name = "pre_ln_skip_layer_norm_writes_the_sum",
+                                                            .test_func = test_pre_ln_skip_layer_norm_writes_the_sum};
+    tests[N_FORMS + N_GEMM_FORMS + 2] = (struct CMUnitTest){.name = "pre_ln_skip_rms_norm_writes_the_sum",
+                                                            .test_func = test_pre_ln_skip_rms_norm_writes_the_sum};
+    tests[N_FORMS + N_GEMM_FORMS + 3] = (struct CMUnitTest){.name = "pre_ln_residual_after_a_gemm_stays_its_epilogue",
+                                                            .test_func = test_pre_ln_residual_after_a_gemm_stays_its_epilogue};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -343,6 +343,33 @@ __attribute__((unused)) static tc *case_skip_layernorm(int64_t batch, int64_t le
     return t;
 }
 
+/* The pre-LN form (GPT-2, ViT, LLaMA): the sum x + r is the residual stream the next block adds
+ * to, so it is a second output of the row kernel beside the norm (ONNX Runtime's
+ * SkipLayerNormalization's optional sum output; vLLM's fused_add_rms_norm): x + r [batch, len],
+ * LayerNormalization (opset 17) or RMSNormalization (opset 23) over the row; outputs y and s. */
+__attribute__((unused)) static tc *case_skip_norm_sum_out(int64_t batch, int64_t len, bool rms)
+{
+    tc *t = tc_new(rms ? 23 : 17);
+    int64_t dx[2] = {batch, len}, dg[1] = {len};
+    float *gv = malloc((size_t)len * sizeof *gv), *bv = malloc((size_t)len * sizeof *bv);
+    for (int64_t i = 0; i < len; i++) {
+        gv[i] = 0.75f + (float)(i % 11) * 0.05f;
+        bv[i] = (float)(i % 4) * 0.1f - 0.15f;
+    }
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "r", 2, dx);
+    tc_const(t, "gamma", 1, dg, gv);
+    if (!rms) tc_const(t, "beta", 1, dg, bv);
+    free(gv);
+    free(bv);
+    tc_node(t, "Add", "x", "r", NULL, "s");
+    tc_node(t, rms ? "RMSNormalization" : "LayerNormalization", "s", "gamma", rms ? NULL : "beta", "y");
+    tc_output(t, "y");
+    tc_output(t, "s");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, rms ? FA_RED_RMS_NORM : FA_RED_LAYER_NORM, 1, rms ? "rms_norm" : "layer_norm");
+    return t;
+}
+
 /* The residual add + RMS norm ONNX Runtime fuses as SkipSimplifiedLayerNormalization: x + r
  * [batch, len], then RMSNormalization (opset 23) over the row. */
 __attribute__((unused)) static tc *case_skip_rmsnorm(int64_t batch, int64_t len)

@@ -462,6 +462,8 @@ static void test_numerics_skip_layernorm_and_rmsnorm(void **s)
     check_numerics(case_skip_layernorm(3, 5000, 100.0f), "skip layer norm 3x5000 (no buffer), residual offset 100");
     check_numerics(case_skip_layernorm(4, 33, 0.0f), "skip layer norm 4x33");
     check_numerics(case_skip_rmsnorm(6, 768), "skip rms norm 6x768");
+    check_numerics(case_skip_norm_sum_out(6, 768, false), "pre-LN skip layer norm 6x768, the sum an output too");
+    check_numerics(case_skip_norm_sum_out(3, 5000, true), "pre-LN skip rms norm 3x5000 (no buffer), the sum an output too");
 }
 
 /* Softmax across a Flatten: x [2,3,7,11] flattened to [2, 231], softmax over the rows of 231:
