@@ -529,6 +529,39 @@ __attribute__((unused)) static tc *case_attention_bert(int s, int h, int d)
     return t;
 }
 
+/* PyTorch's SDPA decomposition as the Hugging Face BERT / GPT-2 exports write it: q, k, v
+ * [2, 2, s, 8], scores scaled, an additive mask [2, 1, s, s] (-inf on every key of query row 1
+ * of the second sequence, float32's lowest on the first's last 4 keys), softmax, then
+ * Where(IsNaN(p), 0, p): the NaN row 0. */
+__attribute__((unused)) static tc *case_attention_sdpa_nan_guard(int s)
+{
+    tc *t = tc_new(17);
+    int64_t dq[4] = {2, 2, s, 8}, dm[4] = {2, 1, s, s};
+    tc_input(t, "q", 4, dq);
+    tc_input(t, "k", 4, dq);
+    tc_input(t, "v", 4, dq);
+    float *m = calloc((size_t)(2 * s * s), sizeof *m);
+    for (int i = 0; i < s; i++)
+        for (int j = s - 4; j < s; j++) m[i * s + j] = -3.4028234663852886e38f;
+    for (int j = 0; j < s; j++) m[s * s + 1 * s + j] = -INFINITY;
+    tc_const(t, "mask", 4, dm, m);
+    free(m);
+    tc_perm(t, "k", "kt", 0, 1, 3, 2);
+    tc_node(t, "MatMul", "q", "kt", NULL, "sc");
+    tc_scalar(t, "scale", 0.35355339f);
+    tc_scalar(t, "zero", 0.0f);
+    tc_node(t, "Mul", "sc", "scale", NULL, "ss");
+    tc_node(t, "Add", "ss", "mask", NULL, "sm");
+    fa_node *sm = tc_node(t, "Softmax", "sm", NULL, NULL, "p");
+    fa_node_add_attr_int(t->g, sm, "axis", -1);
+    tc_node(t, "IsNaN", "p", NULL, NULL, "nan");
+    tc_node(t, "Where", "nan", "zero", "p", "pg");
+    tc_node(t, "MatMul", "pg", "v", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(sdpa nan guard)");
+    return t;
+}
+
 /* LLaMA-style grouped heads and GPT-2's causal mask: q [2, 4, s, 8], k and v [2, 1, s, 8] ->
  * Unsqueeze -> Expand [2, 1, 4, s, 8] -> Reshape [2, 4, s, 8]; scores scaled by a Mul, masked by
  * Where(tril, x, -inf) plus a padding mask [2, 1, 1, s] (float32's lowest on the second

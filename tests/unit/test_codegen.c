@@ -526,6 +526,7 @@ static void test_numerics_attention_forms(void **s)
     check_numerics(case_attention_bert(5, 2, 8), "attention, BERT views, seq 5");
     check_numerics(case_attention_gqa_causal(70), "attention, grouped kv, causal + padding masks, row guard, seq 70");
     check_numerics(case_attention_op(70), "Attention op, 3-D grouped, causal, softcap, short mask, seq 70");
+    check_numerics(case_attention_sdpa_nan_guard(70), "attention, SDPA's Where(IsNaN(P), 0, P), a fully masked row, seq 70");
 }
 
 static void test_numerics_where_bool_input(void **s)
@@ -744,6 +745,7 @@ static void test_cuda_kernels_emulated_on_host_match_unfused(void **s)
     check_cuda_emulated(case_attention_bert(70, 3, 16), "attention, BERT views, seq 70 (3 key tiles, 5 query blocks)");
     check_cuda_emulated(case_attention_gqa_causal(37), "attention, grouped kv, causal + padding, row guard, seq 37");
     check_cuda_emulated(case_attention_op(40), "Attention op, 3-D grouped, causal, softcap, short mask, seq 40");
+    check_cuda_emulated(case_attention_sdpa_nan_guard(37), "attention, SDPA's NaN guard, a fully masked row, seq 37");
 }
 
 /* ---- the advisor's own clusters on real graphs ---- */
