@@ -631,6 +631,35 @@ static bool param_ok(const rdom *d, const fa_tensor *t)
     return true;
 }
 
+/* Whether an epilogue could reach node nd from a Conv/MatMul/Gemm not yet in a cluster: one of
+ * nd's inputs comes from it through ops each read by the next only — elementwise ops a post-op
+ * expresses (the bias add) and view-only reshapes — at most 8 of them. */
+static bool gemm_epilogue_reach(const adv *A, const fa_node *nd)
+{
+    const fa_graph *g = A->g;
+    for (int k = 0; k < nd->n_inputs; k++) {
+        int t = nd->inputs[k];
+        for (int hop = 0; t >= 0 && hop < 8; hop++) {
+            const int *cc;
+            const fa_node *p = fa_graph_producer(g, t);
+            if (!p || !p->op || A->owner[p->id] >= 0 || fa_graph_consumers(g, t, &cc) != 1) break;
+            if (fa_adv_is_complex(p)) return true;
+            if (!(p->op->flags & FA_OPF_ALIAS) && !fa_adv_is_elementwise(g, p)) break;
+            t = p->n_inputs >= 1 ? p->inputs[0] : -1;
+            if (!(p->op->flags & FA_OPF_ALIAS)) { /* an elementwise step: the input it shares with the chain */
+                t = -1;
+                for (int i = 0; i < p->n_inputs && t < 0; i++) {
+                    const fa_node *q = p->inputs[i] >= 0 ? fa_graph_producer(g, p->inputs[i]) : NULL;
+                    const int *c2;
+                    if (q && fa_graph_consumers(g, p->inputs[i], &c2) == 1 && !(g->tensors[p->inputs[i]]->flags & FA_TENSOR_CONST))
+                        t = p->inputs[i];
+                }
+            }
+        }
+    }
+    return false;
+}
+
 static void phase_reductions(adv *A)
 {
     const fa_graph *g = A->g;
@@ -686,10 +715,14 @@ static void phase_reductions(adv *A)
                      * it (a cluster output): one read of it saved and one kernel fewer, as ONNX
                      * Runtime's SkipLayerNormalization with its sum output and vLLM's
                      * fused_add_rms_norm do. Only an Add into a norm (a LayerNormalization or
-                     * RMSNormalization op, or the mean a decomposed one starts with). */
+                     * RMSNormalization op, or the mean a decomposed one starts with), and not one a
+                     * GEMM's epilogue can take (gemm_epilogue_reach): a GEMM + bias + residual
+                     * epilogue writes the sum the norm then reads, one pass fewer than a bias
+                     * epilogue plus this cluster (ViT's matmul+add+add). */
                     fa_reduce_kind sk = fa_adv_reduce_kind(seed);
                     if (!back && nd->n_outputs == 1 && nd->outputs[0] >= 0 && !strcmp(nd->op_type, "Add") &&
-                        (sk == FA_REDUCE_LAYER_NORM || sk == FA_REDUCE_RMS_NORM || sk == FA_REDUCE_MEAN))
+                        (sk == FA_REDUCE_LAYER_NORM || sk == FA_REDUCE_RMS_NORM || sk == FA_REDUCE_MEAN) &&
+                        !gemm_epilogue_reach(A, nd))
                         back = true;
                 }
                 if (!fwd && !back) continue;

@@ -572,18 +572,28 @@ static void test_linear_per_batch_addend_stays_outside(void **state)
  * add cannot join the norm's cluster): the norm's row kernel takes the Add and also writes the sum, one
  * cluster verified against the unfused ops (ONNX Runtime's SkipLayerNormalization with its sum
  * output). Before, the Add had two consumers and stayed a kernel of its own ("this plan never
- * duplicates a producer"). With gemm, the Add's operand comes from x [10,32] -> Gemm -> Reshape
- * [2,5,48] (GPT-2's Conv1D): the Add stays the Gemm's epilogue (a bias/residual right after a
- * GEMM, through the view), the norm on its own. */
-static void skip_norm_model(bool rms, bool gemm, fa_plan **pp, fa_graph **gp)
+ * duplicates a producer"). With gemm 1, the Add's operand comes from x [10,32] -> Gemm -> Reshape
+ * [2,5,48] (GPT-2's Conv1D); with gemm 2 from MatMul -> bias Add (ViT's MLP): the Add stays the
+ * GEMM's epilogue (matmul+add+add: the epilogue writes the sum the norm reads, one pass fewer than
+ * a bias epilogue plus the norm's cluster), the norm on its own. */
+static void skip_norm_model(bool rms, int gemm, fa_plan **pp, fa_graph **gp)
 {
-    fa_graph *g = fa_graph_create(rms ? "pre_ln_skip_rms_norm" : gemm ? "pre_ln_gemm_residual" : "pre_ln_skip_layer_norm");
+    fa_graph *g = fa_graph_create(rms ? "pre_ln_skip_rms_norm" : gemm == 1 ? "pre_ln_gemm_residual"
+                                  : gemm == 2             ? "pre_ln_matmul_bias_residual"
+                                                          : "pre_ln_skip_layer_norm");
     assert_int_equal(fa_graph_set_opset(C, g, "", rms ? 23 : 17), FA_OK);
     int64_t d[3] = {2, 5, 48}, gd[1] = {48};
     int64_t wz[2] = {48, 48};
     tensor(g, "r", 3, d, true);
     weights(g, "wz", 2, wz, 5, -0.3f, 0.3f);
-    if (gemm) {
+    if (gemm == 2) { /* ViT's MLP output: MatMul -> bias Add -> residual Add */
+        int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48};
+        tensor(g, "x2", 3, xd, true);
+        weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+        weights(g, "bias", 1, gd, 2, -0.5f, 0.5f);
+        node(g, "MatMul", "x2,w", "m");
+        node(g, "Add", "m,bias", "x");
+    } else if (gemm) {
         int64_t xd[2] = {10, 32}, wd[2] = {32, 48}, shape[3] = {2, 5, 48}, sd[1] = {3};
         tensor(g, "x2", 2, xd, true);
         weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
@@ -624,7 +634,7 @@ static void check_skip_norm(bool rms)
 {
     fa_plan *p = NULL;
     fa_graph *g = NULL;
-    skip_norm_model(rms, false, &p, &g);
+    skip_norm_model(rms, 0, &p, &g);
     const fa_cluster *c = cluster_with(g, p, "Add_0");
     if (!c) fail_msg("%s: the residual Add is in no cluster", g->name);
     printf("%s: cluster %s, %d members\n", g->name, c->label, c->n_members);
@@ -659,16 +669,20 @@ static void test_pre_ln_skip_rms_norm_writes_the_sum(void **s) { (void)s; check_
 static void test_pre_ln_residual_after_a_gemm_stays_its_epilogue(void **state)
 {
     (void)state;
-    fa_plan *p = NULL;
-    fa_graph *g = NULL;
-    skip_norm_model(false, true, &p, &g);
-    const fa_cluster *c = cluster_with(g, p, "Add_2"), *ln = cluster_with(g, p, "LayerNormalization_3");
-    if (!c) fail_msg("the residual Add is in no cluster");
-    printf("%s: the residual add in %s\n", g->name, c->label);
-    assert_int_equal(c->kind, FA_CLUSTER_EPILOGUE);
-    assert_true(ln != c);
-    fa_plan_free(p);
-    fa_graph_free(g);
+    for (int form = 1; form <= 2; form++) {
+        fa_plan *p = NULL;
+        fa_graph *g = NULL;
+        skip_norm_model(false, form, &p, &g);
+        /* nodes: the GEMM, the Reshape or the bias Add, then Add_2 (the residual), LayerNormalization_3 */
+        const fa_cluster *c = cluster_with(g, p, "Add_2"), *ln = cluster_with(g, p, "LayerNormalization_3");
+        if (!c) fail_msg("%s: the residual Add is in no cluster", g->name);
+        printf("%s: the residual add in %s\n", g->name, c->label);
+        assert_int_equal(c->kind, FA_CLUSTER_EPILOGUE);
+        if (form == 2) assert_string_equal(c->label, "matmul+add+add");
+        assert_true(ln != c);
+        fa_plan_free(p);
+        fa_graph_free(g);
+    }
 }
 
 static int setup(void **s)
