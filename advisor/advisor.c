@@ -631,6 +631,35 @@ static bool param_ok(const rdom *d, const fa_tensor *t)
     return true;
 }
 
+/* Whether an epilogue could reach node nd from a Conv/MatMul/Gemm not yet in a cluster: one of
+ * nd's inputs comes from it through ops each read by the next only — elementwise ops a post-op
+ * expresses (the bias add) and view-only reshapes — at most 8 of them. */
+static bool gemm_epilogue_reach(const adv *A, const fa_node *nd)
+{
+    const fa_graph *g = A->g;
+    for (int k = 0; k < nd->n_inputs; k++) {
+        int t = nd->inputs[k];
+        for (int hop = 0; t >= 0 && hop < 8; hop++) {
+            const int *cc;
+            const fa_node *p = fa_graph_producer(g, t);
+            if (!p || !p->op || A->owner[p->id] >= 0 || fa_graph_consumers(g, t, &cc) != 1) break;
+            if (fa_adv_is_complex(p)) return true;
+            if (!(p->op->flags & FA_OPF_ALIAS) && !fa_adv_is_elementwise(g, p)) break;
+            t = p->n_inputs >= 1 ? p->inputs[0] : -1;
+            if (!(p->op->flags & FA_OPF_ALIAS)) { /* an elementwise step: the input it shares with the chain */
+                t = -1;
+                for (int i = 0; i < p->n_inputs && t < 0; i++) {
+                    const fa_node *q = p->inputs[i] >= 0 ? fa_graph_producer(g, p->inputs[i]) : NULL;
+                    const int *c2;
+                    if (q && fa_graph_consumers(g, p->inputs[i], &c2) == 1 && !(g->tensors[p->inputs[i]]->flags & FA_TENSOR_CONST))
+                        t = p->inputs[i];
+                }
+            }
+        }
+    }
+    return false;
+}
+
 static void phase_reductions(adv *A)
 {
     const fa_graph *g = A->g;
@@ -681,6 +710,20 @@ static void phase_reductions(adv *A)
                     back = nd->n_outputs >= 1 && nd->outputs[0] >= 0;
                     for (int o = 0; o < nd->n_outputs && back; o++)
                         if (nd->outputs[o] >= 0 && !all_consumers_in(A, nd->outputs[o])) back = false;
+                    /* The pre-LN residual stream (GPT-2, ViT, LLaMA): x + r feeds this norm and the
+                     * next residual add. The norm's row kernel computes the sum once and also writes
+                     * it (a cluster output): one read of it saved and one kernel fewer, as ONNX
+                     * Runtime's SkipLayerNormalization with its sum output and vLLM's
+                     * fused_add_rms_norm do. Only an Add into a norm (a LayerNormalization or
+                     * RMSNormalization op, or the mean a decomposed one starts with), and not one a
+                     * GEMM's epilogue can take (gemm_epilogue_reach): a GEMM + bias + residual
+                     * epilogue writes the sum the norm then reads, one pass fewer than a bias
+                     * epilogue plus this cluster (ViT's matmul+add+add). */
+                    fa_reduce_kind sk = fa_adv_reduce_kind(seed);
+                    if (!back && nd->n_outputs == 1 && nd->outputs[0] >= 0 && !strcmp(nd->op_type, "Add") &&
+                        (sk == FA_REDUCE_LAYER_NORM || sk == FA_REDUCE_RMS_NORM || sk == FA_REDUCE_MEAN) &&
+                        !gemm_epilogue_reach(A, nd))
+                        back = true;
                 }
                 if (!fwd && !back) continue;
                 bool red = fa_adv_is_reduction(nd);
@@ -720,9 +763,20 @@ static void phase_reductions(adv *A)
                     bool leave = false;
                     for (int k = 0; k < nd->n_inputs; k++) {
                         const fa_node *pp = nd->inputs[k] >= 0 ? fa_graph_producer(g, nd->inputs[k]) : NULL;
+                        /* through view-only reshapes keeping the last dim, as the epilogue crosses
+                         * them (Gemm -> Reshape [B, S, N] -> Add) */
+                        for (int hop = 0; pp && pp->op && hop < 4 && (pp->op->flags & FA_OPF_ALIAS) && pp->n_inputs >= 1 && pp->inputs[0] >= 0;
+                             hop++) {
+                            const int *cv;
+                            const fa_tensor *vi = g->tensors[pp->inputs[0]], *vo = fa_graph_out(g, pp, 0);
+                            if (!vo || fa_graph_consumers(g, vo->id, &cv) != 1 || vi->rank < 1 || vo->rank < 1 ||
+                                vi->dims[vi->rank - 1] != vo->dims[vo->rank - 1])
+                                break;
+                            pp = fa_graph_producer(g, pp->inputs[0]);
+                        }
                         if (pp && fa_adv_is_complex(pp) && A->owner[pp->id] < 0) {
                             const int *cc;
-                            if (fa_graph_consumers(g, nd->inputs[k], &cc) != 1) continue;
+                            if (pp->n_outputs < 1 || pp->outputs[0] < 0 || fa_graph_consumers(g, pp->outputs[0], &cc) != 1) continue;
                             char wb[256];
                             fa_post_op po;
                             fa_why_code wc;
@@ -895,6 +949,14 @@ static bool anchor_supported(const fa_graph *g, const fa_node *n, char *why, siz
     return true;
 }
 
+/* fa_gemm_take_fn of the epilogue phase: a live node no cluster claimed, not in the region. */
+static bool prologue_free(void *user, const fa_graph *g, int node)
+{
+    (void)g;
+    const adv *A = user;
+    return A->owner[node] < 0 && A->pos[node] >= 0 && !A->inreg[node];
+}
+
 static void phase_epilogues(adv *A)
 {
     const fa_graph *g = A->g;
@@ -934,6 +996,42 @@ static void phase_epilogues(adv *A)
         fa_buf_init(&lab);
         fa_buf_puts(&lab, lo);
         if (bn >= 0) fa_buf_puts(&lab, "+bn");
+        /* a Linear on batched activations (MatMul A [..., M, K] x constant B [K, N]) runs as one
+         * [rows, N] product, its weights packed once (runtime/cpu/dnnl.c create_matmul): its
+         * operands must read the same there, as after a view */
+        const fa_tensor *Wt = fa_graph_in(g, an, 1);
+        bool rows_product = !strcmp(an->op_type, "MatMul") && fa_graph_in(g, an, 0)->rank > 2 && Wt && Wt->rank == 2 &&
+                            (Wt->flags & FA_TENSOR_CONST);
+        /* ONNX Runtime's FusedMatMul: a Transpose (any element-moving view read with one stride
+         * per axis) and a scalar scale of an operand folded into the product, read through
+         * strides and applied as oneDNN's output scale (fa_gemm_operand_fold). Not a view of A
+         * where the product runs as [rows, N]: reading A strided keeps the batch dims, and the
+         * weights would be repacked on every call. */
+        if (!strcmp(an->op_type, "MatMul") && bn < 0) {
+            fa_gemm_operand pro[2];
+            const char *what[2] = {NULL, NULL};
+            bool scaled = false;
+            for (int k = 0; k < 2; k++) {
+                if (!fa_gemm_operand_fold(g, an, k, prologue_free, A, &pro[k])) continue;
+                if (k == 0 && rows_product && pro[0].strided) continue;
+                if (c->n + pro[k].n_nodes > A->opt.max_ops) continue;
+                int n0 = c->n;
+                for (int i = 0; i < pro[k].n_nodes; i++) {
+                    c->m[c->n++] = pro[k].nodes[i];
+                    A->inreg[pro[k].nodes[i]] = 1;
+                }
+                if (region_has_cycle(A, c->m, c->n)) {
+                    for (int i = n0; i < c->n; i++) A->inreg[c->m[i]] = 0;
+                    c->n = n0;
+                    continue;
+                }
+                what[k] = pro[k].strided ? (k ? "view b" : "view a") : NULL;
+                scaled |= pro[k].scale != 1;
+            }
+            if (what[0] || what[1] || scaled)
+                fa_buf_printf(&lab, "(%s%s%s%s%s)", what[0] ? what[0] : "", what[0] && what[1] ? "," : "", what[1] ? what[1] : "",
+                              (what[0] || what[1]) && scaled ? "," : "", scaled ? "scale" : "");
+        }
         /* Gemm/MatMul: view-only reshapes between the anchor and its post-ops (Gemm -> Reshape ->
          * Add -> Relu as exporters write a Linear on 3-D activations) join when they keep the last
          * dimension: the rows are the same elements in the same order, so the post-ops run on the
@@ -967,16 +1065,24 @@ static void phase_epilogues(adv *A)
                     break;
                 }
                 int opnd = spec.operand;
-                if (viewed && opnd >= 0) {
+                if ((viewed || rows_product) && opnd >= 0) {
                     const fa_tensor *O = g->tensors[opnd];
                     int64_t on = fa_tensor_numel(O);
                     bool per_col = O->rank >= 1 && O->dims[O->rank - 1] == cols && on == cols;
                     if (!(on == 1 || per_col || on == fa_tensor_numel(T))) {
                         char a[64];
-                        why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
-                            "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
-                            "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
-                            fa_tensor_shape_str(O, a, sizeof a), an->name);
+                        if (viewed)
+                            why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
+                                "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
+                                "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
+                                fa_tensor_shape_str(O, a, sizeof a), an->name);
+                        else
+                            why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
+                                "%s '%s' reads '%s' [%s], which varies along a batch dim only: the library runs '%s' as "
+                                "one [rows, %lld] product with its weights packed once, where only a full-shape, "
+                                "per-column or scalar operand reads the same (keeping the batch dims repacks the "
+                                "weights on every call)", cn->op_type, cn->name, O->name,
+                                fa_tensor_shape_str(O, a, sizeof a), an->name, (long long)cols);
                         break;
                     }
                 }
@@ -1751,21 +1857,24 @@ static bool noise_refusal(adv *A, fa_cluster *c, double member_ns)
     char r[1400];
     const fa_measured_fused *m = A->foreign ? NULL : measured_same_kind(A, c, false);
     const fa_paired_saving *ps = m ? &m->paired : NULL;
+    char med[64] = "", ci[96] = ""; /* a loss in words, never a negative saving (issue 33) */
+    if (ps && ps->n > 0) {
+        fa_saving_phrase(med, sizeof med, ps->median_ns);
+        fa_saving_interval_phrase(ci, sizeof ci, ps->ci_lo_ns, ps->ci_hi_ns);
+    }
     if (ps && ps->n > 0 && m->resolved && ps->median_ns < 0) {
         c->refusal = FA_WHY_MEASURED_LOSS;
         snprintf(r, sizeof r, "measured-loss: the same fused kernel (same ops, input and output shapes on this device) "
                  "was measured slower than its members in run %" PRId64 " (cluster %d of its plan %d): paired median "
-                 "loss %.1f us, %.0f%% interval %.1f..%.1f us of saving over %d rounds",
-                 m->run_id, m->cluster_id, m->plan_id, -ps->median_ns / 1e3, 100 * ps->ci_level, ps->ci_lo_ns / 1e3,
-                 ps->ci_hi_ns / 1e3, ps->n);
+                 "%s, %.0f%% interval %s over %d rounds",
+                 m->run_id, m->cluster_id, m->plan_id, med, 100 * ps->ci_level, ci, ps->n);
     } else if (ps && ps->n > 0 && !m->resolved && m->unfused_median_ns > 0 &&
                fa_paired_saving_settled(ps, 0, 0.01 * m->unfused_median_ns)) {
         c->refusal = FA_WHY_BELOW_NOISE;
         snprintf(r, sizeof r, "below-noise: the same fused kernel measured in run %" PRId64 " (cluster %d of its plan %d) "
-                 "saved %.1f us, %.0f%% interval %.1f..%.1f us over %d rounds: within 1%% of its members' %.1f us and "
+                 "gave a paired median %s, %.0f%% interval %s over %d rounds: within 1%% of its members' %.1f us and "
                  "not distinguishable from 0",
-                 m->run_id, m->cluster_id, m->plan_id, ps->median_ns / 1e3, 100 * ps->ci_level, ps->ci_lo_ns / 1e3,
-                 ps->ci_hi_ns / 1e3, ps->n, m->unfused_median_ns / 1e3);
+                 m->run_id, m->cluster_id, m->plan_id, med, 100 * ps->ci_level, ci, ps->n, m->unfused_median_ns / 1e3);
     } else if (member_ns > 0 && c->est_saving_ns > 0 && c->est_saving_ns < FA_ADVISE_NOISE_FLOOR * member_ns &&
                c->kind != FA_CLUSTER_BN_FOLD && c->kind != FA_CLUSTER_EPILOGUE) {
         /* not for a library anchor's fold or epilogue: the target may run the fused anchor in

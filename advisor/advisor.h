@@ -281,6 +281,35 @@ typedef struct fa_plan {
     fa_why_not *why_not;
 } fa_plan;
 
+/* An operand of a MatMul as a fused node reads it (ONNX Runtime's FusedMatMul, issue 33): the
+ * producers folded into the product — element-moving views (fa_op.view: Transpose, Reshape,
+ * Squeeze, ...) read through strides, and Mul / Div by a scalar constant (a scale on an operand is
+ * a scale of the product, oneDNN's output scale) — and the tensor it reads instead. */
+#define FA_GEMM_PROLOGUE_MAX 8
+typedef struct fa_gemm_operand {
+    int source;                /* tensor id the fused node reads */
+    int n_nodes;
+    int nodes[FA_GEMM_PROLOGUE_MAX]; /* node ids folded, nearest the MatMul first */
+    bool strided;              /* a view was folded: the operand is `source` read with dims/strides */
+    int rank;
+    int64_t dims[FA_MAX_RANK];    /* the operand's shape (the MatMul's input) */
+    int64_t strides[FA_MAX_RANK]; /* elements of `source` per step of each dim; 0 where dims is 1 */
+    double scale;              /* the product of the folded scalar factors (1: none) */
+} fa_gemm_operand;
+/* Whether node `node` may be folded (the advisor: unclaimed and live; the applier: a member of
+ * the cluster). */
+typedef bool (*fa_gemm_take_fn)(void *user, const fa_graph *g, int node);
+/* Operand `input` (0: A, 1: B) of MatMul node mm, walking back from it through producers that
+ * `take` accepts, each output read by the next op only and not a graph output: views whose index
+ * map gives every axis one stride (fa_view; no broadcast axis of more than one element) with one
+ * of the two matrix axes contiguous (oneDNN's plain and transposed matrices), and scalar scales.
+ * The longest such chain from the operand that folds something worth a kernel (a view that moves
+ * elements, or a scale; reshapes alone move nothing) is *out; false (out->n_nodes 0, source the
+ * operand) when there is none. The same graph, node and take give the same answer: the advisor
+ * finds a fold with it, the applier rebuilds it from the cluster's members. */
+bool fa_gemm_operand_fold(const fa_graph *g, const fa_node *mm, int input, fa_gemm_take_fn take, void *user,
+                          fa_gemm_operand *out);
+
 /* Build a plan for prepared graph g. `a` (may be NULL) supplies measured times and ceilings;
  * without it, costs use the registry's bytes with default ceilings. The graph must outlive the
  * plan (ids refer to it). *out owned by caller (fa_plan_free). */

@@ -82,6 +82,27 @@ static bool operand_chain(const fa_graph *g, const int *pos, const int *owner, c
     return true;
 }
 
+/* PyTorch's SDPA decomposition (Hugging Face BERT / GPT-2 exports): Where(IsNaN(P), 0, P) on
+ * the probabilities P = tensor t, the two P's only readers; the Where's node id, or -1. A softmax
+ * row is NaN everywhere or nowhere (a NaN score, or every key masked), so the guard zeroes whole
+ * rows: the kernel's row guard (codegen/attention.c). */
+static int nan_guard(const fa_graph *g, const int *pos, const int *owner, int t)
+{
+    const int *cons;
+    if (t < 0 || (g->tensors[t]->flags & FA_TENSOR_GRAPH_OUTPUT) || fa_graph_consumers(g, t, &cons) != 2) return -1;
+    for (int k = 0; k < 2; k++) {
+        const fa_node *nn = g->nodes[cons[k]], *w = g->nodes[cons[1 - k]];
+        double z;
+        if (!live_free(g, pos, owner, nn->id) || !live_free(g, pos, owner, w->id) || strcmp(nn->op_type, "IsNaN") ||
+            nn->n_inputs != 1 || nn->inputs[0] != t || strcmp(w->op_type, "Where") || w->n_inputs != 3 ||
+            w->inputs[0] != nn->outputs[0] || w->inputs[2] != t || !fa_adv_scalar_value(g, w->inputs[1], &z) || z != 0)
+            continue;
+        if (sole_consumer(g, nn->outputs[0]) != w->id) continue;
+        return w->id;
+    }
+    return -1;
+}
+
 bool fa_adv_match_attention(const fa_graph *g, const int *pos, const int *owner, int seed, fa_adv_attention *out)
 {
     memset(out, 0, sizeof *out);
@@ -121,6 +142,15 @@ bool fa_adv_match_attention(const fa_graph *g, const int *pos, const int *owner,
     /* forward: the probabilities, into operand A of a matrix product */
     t = s->outputs[0];
     for (int depth = 0;; depth++) {
+        int guard = nan_guard(g, pos, owner, t);
+        if (guard >= 0) { /* Where(IsNaN(P), 0, P): both readers of P join */
+            const fa_node *w = g->nodes[guard];
+            if (!push(out->core, &out->n_core, FA_ADV_ATTENTION_MAX, g->tensors[w->inputs[0]]->producer) ||
+                !push(out->core, &out->n_core, FA_ADV_ATTENTION_MAX, guard))
+                return false;
+            t = w->outputs[0];
+            continue;
+        }
         int c = sole_consumer(g, t);
         if (depth > 24 || !live_free(g, pos, owner, c)) return false;
         const fa_node *n = g->nodes[c];

@@ -344,6 +344,102 @@ bool fa_adv_match_activation(const fa_graph *g, const int *pos, int x, const int
     return false;
 }
 
+/* ---- operands folded into a GEMM (FusedMatMul) ---- */
+
+/* The view of tensor src seen as the operand: the views among chain[0..n) applied in order from
+ * src (what chain[n-1] reads) to the MatMul (chain[0]'s output), scales passed through. False when
+ * a view has no accessor of this form. */
+static bool chain_view(const fa_graph *g, const int *chain, int n, int src, fa_view *v)
+{
+    const fa_tensor *S = g->tensors[src];
+    if (S->rank < 0) return false;
+    fa_view_contiguous(v, S->rank, S->dims);
+    for (int k = n - 1; k >= 0; k--) {
+        const fa_node *nd = g->nodes[chain[k]];
+        if (nd->op && nd->op->view && !fa_view_through(g, nd, v)) return false;
+    }
+    return true;
+}
+
+bool fa_gemm_operand_fold(const fa_graph *g, const fa_node *mm, int input, fa_gemm_take_fn take, void *user,
+                          fa_gemm_operand *out)
+{
+    memset(out, 0, sizeof *out);
+    out->scale = 1;
+    int t = input < mm->n_inputs ? mm->inputs[input] : -1;
+    out->source = t;
+    if (t < 0 || !mm->op || !(mm->op->flags & FA_OPF_MATMUL)) return false;
+    const fa_tensor *X = g->tensors[t];
+    if (X->dtype != FA_DTYPE_FLOAT || X->rank < 2 || X->rank > FA_MAX_RANK) return false;
+    /* the chain, nearest the MatMul first: node ids, and the tensor each reads */
+    int chain[FA_GEMM_PROLOGUE_MAX], from_t[FA_GEMM_PROLOGUE_MAX], n = 0;
+    double scale[FA_GEMM_PROLOGUE_MAX + 1];
+    scale[0] = 1;
+    while (n < FA_GEMM_PROLOGUE_MAX) {
+        const fa_tensor *T = g->tensors[t];
+        const int *cons;
+        if (T->producer < 0 || (T->flags & FA_TENSOR_GRAPH_OUTPUT) || fa_graph_consumers(g, t, &cons) != 1) break;
+        const fa_node *p = g->nodes[T->producer];
+        if (p->folded || !p->op || !take(user, g, p->id) || T->dtype != FA_DTYPE_FLOAT) break;
+        int next = -1;
+        double c = 1;
+        if (p->op->view && p->n_inputs >= 1 && p->inputs[0] >= 0) {
+            for (int o = 1; o < p->n_outputs; o++)
+                if (p->outputs[o] >= 0 && fa_graph_consumers(g, p->outputs[o], &cons) > 0) next = -2; /* a Dropout's mask read */
+            if (next == -2) break;
+            next = p->inputs[0];
+        } else if ((!strcmp(p->op_type, "Mul") || !strcmp(p->op_type, "Div")) && p->n_inputs == 2) {
+            bool div = !strcmp(p->op_type, "Div");
+            for (int k = 0; k < 2 && next < 0; k++) {
+                double v;
+                int other = p->inputs[1 - k];
+                if ((div && k == 0) || other < 0 || !fa_adv_scalar_value(g, p->inputs[k], &v) || !isfinite(v) || v == 0) continue;
+                const fa_tensor *O = g->tensors[other];
+                if (O->rank != T->rank || fa_tensor_numel(O) != fa_tensor_numel(T)) continue;
+                next = other;
+                c = div ? 1.0 / v : v;
+            }
+        }
+        if (next < 0) break;
+        chain[n] = p->id;
+        from_t[n] = next;
+        scale[n + 1] = scale[n] * c;
+        n++;
+        t = next;
+    }
+    /* the longest prefix (from the MatMul) whose views read the source with one stride per axis,
+     * one of the two matrix axes contiguous, and that folds a data-moving view or a scale */
+    for (; n > 0; n--) {
+        bool moves = scale[n] != 1;
+        for (int k = 0; k < n; k++) {
+            const fa_node *nd = g->nodes[chain[k]];
+            moves |= nd->op->view && !(nd->op->flags & FA_OPF_ALIAS);
+        }
+        if (!moves) continue;
+        fa_view v;
+        if (!chain_view(g, chain, n, from_t[n - 1], &v) || v.offset != 0 || v.rank != X->rank) continue;
+        bool ok = true;
+        for (int a = 0; a < v.rank && ok; a++) {
+            int64_t st = 0;
+            ok = v.dims[a] == X->dims[a] && fa_view_axis_stride(&v, a, &st) && (st > 0 || v.dims[a] == 1);
+            out->dims[a] = v.dims[a];
+            out->strides[a] = v.dims[a] == 1 ? 0 : st;
+        }
+        int r = v.rank;
+        ok = ok && (out->strides[r - 1] <= 1 || out->strides[r - 2] <= 1);
+        if (!ok) continue;
+        out->rank = r;
+        out->n_nodes = n;
+        memcpy(out->nodes, chain, sizeof(int) * (size_t)n);
+        out->source = from_t[n - 1];
+        out->scale = scale[n];
+        for (int k = 0; k < n; k++) out->strided |= g->nodes[chain[k]]->op->view != NULL;
+        return true;
+    }
+    out->scale = 1;
+    return false;
+}
+
 /* ---- post-ops ---- */
 
 static bool const_scalar_f(const fa_graph *g, const fa_node *n, int i, double *v)

@@ -179,6 +179,11 @@ double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, cons
  * output, measured 0.026 -> 0.51 ms for a 1x1 conv + ReLU in issue 18), asked of the executor ef
  * (fa_exec_kernel_impl). true with a why-not naming the node and the implementation in why. */
 bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char *why, size_t cap);
+/* The library kernels of fused sub-graph gf as its executor ef runs them, for a verdict's reason:
+ * "the library ran FusedMatMul 'x' as oneDNN's 'brg:avx512_core' (dnnl:matmul+post-ops(weights
+ * packed))" per fused node with a known implementation (fa_exec_kernel_impl, _name); "" when none
+ * has one (a generated kernel). snprintf's truncation. */
+void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *out, size_t cap);
 
 /* The probe's figures from its n interleaved pairs (fns[i] fused and uns[i] unfused, ns, timed
  * together; n at most FA_PROBE_REPS x FA_PROBE_VISITS): out's median_ns and unfused_median_ns

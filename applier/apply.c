@@ -677,6 +677,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             if (pass == 0 && t->row >= 0 && v->status == FA_CLUSTER_PROPOSED && t->n > 0) {
                 fa_apply_judge(res, v, res->cluster_unfused + (size_t)t->row * (size_t)max_rounds,
                                res->cluster_fused + (size_t)t->row * (size_t)max_rounds, t->n, v->max_rel_error, t->tags);
+                char lib[400] = "";
+                if (v->status == FA_CLUSTER_REJECTED_REGRESSION && t->gf && t->ef) /* a library path measured slower names it */
+                    fa_apply_library_kernels_text(t->gf, t->ef, lib, sizeof lib);
+                if (lib[0]) fa_apply_set_reason(res, v, "%s; %s", v->reason, lib);
                 fa_apply_set_reason(res, v, "%s; rounds taken in %d visit(s); %s", v->reason, t->visits,
                                     t->settled ? "repetitions stopped once the interval was within 10% of the saving or 1% "
                                                  "of the sub-graph's time"

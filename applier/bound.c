@@ -297,6 +297,11 @@ static int abs_value(mag_builder *b, int t)
 /* The magnitude node(s) of g's node n; false with why when n has no rule here. */
 static bool mag_node(mag_builder *b, const fa_node *n, char *why, size_t cap)
 {
+    /* IsNaN makes a selection's condition (PyTorch's SDPA decomposition: Where(IsNaN(P), 0, P)):
+     * no magnitude of its own; the Where reads the condition as computed (its copy in m) */
+    if (!strcmp(n->op_type, "IsNaN") && !(n->domain && n->domain[0]) && n->n_outputs == 1 && n->outputs[0] >= 0 &&
+        b->g->tensors[n->outputs[0]]->dtype == FA_DTYPE_BOOL)
+        return true;
     const struct mag_op *r = mag_op_of(n);
     if (!r) {
         snprintf(why, cap, "%s '%s' has no rounding-error rule", n->op_type, n->name);

@@ -152,6 +152,38 @@ static fa_status defect_param(fa_ctx *ctx, fa_graph *dst, const fa_node *anchor,
     return FA_OK;
 }
 
+/* fa_gemm_take_fn of the applier: a member of the cluster (user). */
+static bool member_of(void *user, const fa_graph *g, int node)
+{
+    (void)g;
+    const fa_cluster *c = user;
+    for (int m = 0; m < c->n_members; m++)
+        if (c->members[m] == node) return true;
+    return false;
+}
+
+/* The operands of a MatMul epilogue's anchor as its cluster folded them (fa_gemm_operand_fold on
+ * its members): the fused node reads each one's source (ins[k] replaced), through `a_shape` /
+ * `a_strides` (`b_...`: the operand's shape and its element strides in the source) when a view was
+ * folded, and scales the product by `alpha` (oneDNN's output scale, before the post-ops) when a
+ * scalar scale was. */
+static fa_status fold_operands(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_node *anchor, const fa_cluster *epi,
+                               const char **ins, fa_gemm_operand *fo, double *alpha)
+{
+    *alpha = 1;
+    for (int k = 0; k < 2; k++) {
+        fo[k].n_nodes = 0;
+        if (!epi || epi->n_members <= 1 || strcmp(anchor->op_type, "MatMul") ||
+            !fa_gemm_operand_fold(g, anchor, k, member_of, (void *)epi, &fo[k]))
+            continue;
+        const fa_tensor *t = g->tensors[fo[k].source];
+        if (copy_tensor(ctx, dst, t) < 0) return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+        ins[k] = t->name;
+        *alpha *= fo[k].scale;
+    }
+    return FA_OK;
+}
+
 /* Add the anchor op (plain or Fused*) with optionally folded weights; inject: 0, or 1 + the
  * fa_apply_defect its kernel carries (test hook). */
 static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_node *anchor, const char *w_name,
@@ -169,6 +201,9 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
         if (ni < 3) ni = 3;
         ins[2] = b_name;
     }
+    fa_gemm_operand fo[2];
+    double alpha = 1;
+    if (fold_operands(ctx, dst, g, anchor, epi, ins, fo, &alpha)) return NULL;
     fa_post_op post[40];
     int np = 0;
     if (inject == 1 + FA_APPLY_DEFECT_WEIGHT || inject == 1 + FA_APPLY_DEFECT_BIAS) {
@@ -212,6 +247,17 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
         if (!fa_node_copy_attr(dst, n, &anchor->attrs[a])) return NULL;
     }
     if (np && !fa_post_ops_set_node(dst, n, post, np)) return NULL;
+    for (int k = 0; k < 2; k++)
+        if (fo[k].n_nodes > 0 && fo[k].strided &&
+            (!fa_node_add_attr_ints(dst, n, k ? "b_shape" : "a_shape", fo[k].dims, fo[k].rank) ||
+             !fa_node_add_attr_ints(dst, n, k ? "b_strides" : "a_strides", fo[k].strides, fo[k].rank))) {
+            fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+    if (alpha != 1 && !fa_node_add_attr_float(dst, n, "alpha", (float)alpha)) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     return n;
 }
 

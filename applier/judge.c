@@ -111,12 +111,16 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
      * fa_apply_paired_verdict's; the medians and IQRs are quoted for the reader. */
     v->measured_saving_ns = gain;
     const char *t = tag ? tag : "";
-    char iv[160];
-    if (ps.ci_lo_ns == ps.ci_lo_ns)
-        snprintf(iv, sizeof iv, "paired median saving %.1f us, %.0f%% interval %.1f..%.1f us, %d rounds", gain / 1e3,
-                 100 * ps.ci_level, ps.ci_lo_ns / 1e3, ps.ci_hi_ns / 1e3, n);
-    else
-        snprintf(iv, sizeof iv, "paired median saving %.1f us, %d rounds", gain / 1e3, n);
+    /* a loss reads as a loss, never as a negative saving (issue 33) */
+    char iv[240], med[64], ci[96], gw[64];
+    fa_saving_phrase(med, sizeof med, gain);
+    fa_saving_phrase(gw, sizeof gw, gain);
+    if (ps.ci_lo_ns == ps.ci_lo_ns) {
+        fa_saving_interval_phrase(ci, sizeof ci, ps.ci_lo_ns, ps.ci_hi_ns);
+        snprintf(iv, sizeof iv, "paired median %s, %.0f%% interval %s, %d rounds", med, 100 * ps.ci_level, ci, n);
+    } else {
+        snprintf(iv, sizeof iv, "paired median %s, %d rounds", med, n);
+    }
     if (verdict > 0) {
         v->status = FA_CLUSTER_ACCEPTED;
         fa_apply_set_reason(r, v, "%sverified (error %.2g) and faster: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), "
@@ -132,10 +136,10 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
     } else {
         v->status = FA_CLUSTER_REJECTED_NO_GAIN;
         fa_apply_set_reason(r, v, "%sno measured gain: median %.1f -> %.1f us (IQR %.1f-%.1f -> %.1f-%.1f us), fused faster in "
-                            "%d of %d rounds; the paired gain %.1f us (noise %.1f us) has an interval reaching 0, or is under 1%% of "
+                            "%d of %d rounds; the paired %s (noise %.1f us) has an interval reaching 0, or is under 1%% of "
                             "the sub-graph (%s)", t,
                             su.median_ns / 1e3, sf.median_ns / 1e3, su.p25_ns / 1e3, su.p75_ns / 1e3, sf.p25_ns / 1e3,
-                            sf.p75_ns / 1e3, j.faster, n, gain / 1e3, noise / 1e3, iv);
+                            sf.p75_ns / 1e3, j.faster, n, gw, noise / 1e3, iv);
     }
 }
 
@@ -320,7 +324,11 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
 {
     for (int k = 0; k < gf->n_topo; k++) {
         const fa_node *n = gf->nodes[gf->topo[k]];
-        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !fa_node_attr(n, "post_op_kinds")) continue;
+        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5)) continue;
+        /* a library epilogue: post-ops, or operands folded into a product (views, a scale) */
+        if (!fa_node_attr(n, "post_op_kinds") && !fa_node_attr(n, "a_strides") && !fa_node_attr(n, "b_strides") &&
+            !fa_node_attr(n, "alpha"))
+            continue;
         const char *impl = fa_exec_kernel_impl(ef, n);
         if (!impl) continue;
         bool conv = !strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose");
@@ -336,6 +344,20 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
         }
     }
     return false;
+}
+
+void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *out, size_t cap)
+{
+    size_t w = 0;
+    if (cap) out[0] = 0;
+    for (int k = 0; k < gf->n_topo && w < cap; k++) {
+        const fa_node *n = gf->nodes[gf->topo[k]];
+        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !strcmp(n->op_type, "FusedKernel")) continue;
+        const char *impl = fa_exec_kernel_impl(ef, n), *name = fa_exec_kernel_name(ef, n);
+        if (!impl) continue;
+        w += (size_t)snprintf(out + w, cap - w, "%s%s '%.80s' as oneDNN's '%s' (%s)", w ? ", " : "the library ran ",
+                              n->op_type, n->name, impl, name ? name : "?");
+    }
 }
 
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n) { return fa_apply_paired_verdict(sa, sb, n, NULL) > 0; }

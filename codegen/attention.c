@@ -52,6 +52,8 @@ typedef struct att {
     fa_view guard;             /* over [BH, SQ, SK] (constant along the keys) */
     bool guard_zero_when_true;
     bool zero_masked_rows;     /* the Attention op: a row masked everywhere gives 0, not NaN */
+    bool nan_guard;            /* Where(IsNaN(P), 0, P) after the softmax (PyTorch's SDPA
+                                  decomposition): a NaN row (every key masked, or a NaN score) gives 0 */
     bool causal;               /* the Attention op's is_causal: key j > query i masked (tiles skipped) */
     int64_t mask_len;          /* the Attention op's mask shorter than the keys: j >= mask_len masked */
     bool has_tanh;
@@ -306,6 +308,29 @@ static bool score_step(att_build *b, att *a, const fa_node *n, int from)
     return true;
 }
 
+/* Where(IsNaN(P), 0, P) on the probabilities P = tid, the two members reading P (PyTorch's SDPA
+ * decomposition; advisor/attention.c nan_guard): the Where's node id, or -1. A softmax row is NaN
+ * everywhere or nowhere, so the guard zeroes whole rows (emit_final). */
+static int nan_guard_where(const att_build *b, int tid)
+{
+    const fa_graph *g = b->g;
+    const int *cons;
+    if (fa_graph_consumers(g, tid, &cons) != 2) return -1;
+    for (int k = 0; k < 2; k++) {
+        const fa_node *nn = g->nodes[cons[k]], *w = g->nodes[cons[1 - k]];
+        double z;
+        if (!is_member(b, nn->id) || !is_member(b, w->id) || !is_op(nn, "IsNaN") || nn->n_inputs != 1 || nn->inputs[0] != tid ||
+            nn->n_outputs != 1 || !internal(b, nn->outputs[0]) || !is_op(w, "Where") || w->n_inputs != 3 ||
+            w->inputs[0] != nn->outputs[0] || w->inputs[2] != tid || !const_scalar(g, w->inputs[1], &z) || z != 0)
+            continue;
+        if (sole_member_consumer(b, nn->outputs[0]) != w->id) continue;
+        const fa_tensor *y = fa_graph_out(g, w, 0), *p = g->tensors[tid];
+        if (!y || fa_tensor_numel(y) != fa_tensor_numel(p) || y->rank != p->rank) continue;
+        return w->id;
+    }
+    return -1;
+}
+
 /* One member between the softmax and the PV product: a copy or a view, or the row guard
  * Where(row condition, 0, P) / Where(row condition, P, 0). */
 static bool prob_step(att_build *b, att *a, const fa_node *n, int from)
@@ -477,6 +502,12 @@ static bool analyse_decomposed(att_build *b, att *a)
     t = S->outputs[0];
     for (int guard = 0;; guard++) {
         if (!internal(b, t)) return fail(b, "the probabilities are read outside the kernel", "'%s'", g->tensors[t]->name);
+        int w = a->nan_guard ? -1 : nan_guard_where(b, t);
+        if (w >= 0) {
+            a->nan_guard = true;
+            t = g->nodes[w]->outputs[0];
+            continue;
+        }
         int c = sole_member_consumer(b, t);
         if (c < 0 || guard > ATT_MAX_STEPS) return fail(b, "the probabilities are read twice inside", "'%s'", g->tensors[t]->name);
         const fa_node *n = g->nodes[c];
@@ -800,6 +831,8 @@ static void emit_final(fa_buf *o, const att *a, const char *ind, const char *acc
     fa_buf_printf(o, "%sfloat yv = %s / %s;\n", ind, acc, l);
     if (a->zero_masked_rows)
         fa_buf_printf(o, "%sif (%s == %s) yv = 0.0f; /* every key masked: 0 (the op's rule) */\n", ind, m, ninf(cuda));
+    if (a->nan_guard) /* the unfused softmax row is NaN: every key masked (max -inf) or a NaN score */
+        fa_buf_printf(o, "%sif (%s == %s || yv != yv) yv = 0.0f; /* Where(IsNaN(P), 0, P) */\n", ind, m, ninf(cuda));
     if (a->guard_in >= 0)
         fa_buf_printf(o, "%sif (%sin%d[gb + i * %lld]) yv = 0.0f; /* the row guard after the softmax */\n", ind,
                       a->guard_zero_when_true ? "" : "!", a->guard_in, (long long)stride_of(&a->guard, 1));

@@ -1147,20 +1147,25 @@ static bool emit_tiled(fa_buf *o, const cg *b)
     return true;
 }
 
-/* Mark in `set` the FULL-level values that value `root` needs inside a j loop. */
-static void closure(const cg *b, int root, bool *set)
+/* Mark in `set` the FULL-level values that value `root` needs inside a j loop. A value buffered by
+ * an earlier sweep (buf[v] > 0 and < sweep: its row kept in L1 by the C row kernel) is read back
+ * there, so what it was computed from is not needed again. buf NULL: none. */
+static void closure_in(const cg *b, int root, bool *set, const int *buf, int sweep)
 {
     const cg_val *v = &b->v[root];
     if (v->level != LV_FULL || v->kind == VK_RED || set[root]) return;
     set[root] = true;
-    for (int k = 0; k < v->na; k++) closure(b, v->a[k], set);
+    if (buf && buf[root] > 0 && buf[root] < sweep) return;
+    for (int k = 0; k < v->na; k++) closure_in(b, v->a[k], set, buf, sweep);
 }
+
+static void closure(const cg *b, int root, bool *set) { closure_in(b, root, set, NULL, 0); }
 
 static const char *red_init(int red, int lang)
 {
     if (red == RED_MAX) return lang == LANG_CUDA ? "-__int_as_float(0x7f800000)" : "-INFINITY";
     if (red == RED_MIN) return lang == LANG_CUDA ? "__int_as_float(0x7f800000)" : "INFINITY";
-    return lang == LANG_CUDA ? "0.0f" : "0.0";
+    return lang == LANG_CUDA ? "0.0f" : "0.0f";
 }
 
 /* Threads per row block: the power of two covering a quarter of the row (about 4 elements per
@@ -1173,11 +1178,48 @@ static int64_t pow2_block(int64_t len)
     return bs;
 }
 
+/* The C row kernel keeps a row of a value in a stack buffer (per thread, L1-resident) when an
+ * earlier sweep computes it as a reduction's argument and a later sweep needs it again: the
+ * residual + x of a skip layer norm, read and added once instead of in each of its three sweeps;
+ * the exp(x - max) of a softmax, computed once instead of in its sum and again in its output
+ * sweep. At most FA_CG_ROW_BUFFER_FLOATS floats in all per row (16 KB: half an L1 data cache of
+ * 32 KB beside the inputs' rows); a longer row recomputes, as before. */
+#define FA_CG_ROW_BUFFER_FLOATS 4096
+
+/* buf[v] = the sweep (1..max_depth) whose loop stores value v's row into buffer rb<v>, 0 when v
+ * is recomputed wherever it is needed. */
+static void plan_row_buffers(const cg *b, int *buf)
+{
+    int64_t used = 0;
+    bool *later = calloc((size_t)b->nv + 1, 1);
+    for (int p = 1; p <= b->max_depth && later; p++)
+        for (int i = 0; i < b->nv; i++) {
+            const cg_val *r = &b->v[i];
+            if (!r->needed || r->kind != VK_RED || r->depth != p) continue;
+            int x = r->arg;
+            const cg_val *v = &b->v[x];
+            if (buf[x] || v->kind == VK_LOAD || v->is_bool || v->level != LV_FULL) continue; /* a load is no dearer from L1 */
+            if (used + b->rowlen > FA_CG_ROW_BUFFER_FLOATS) continue;
+            /* needed by a reduction of a later sweep or by the final sweep's outputs? */
+            memset(later, 0, (size_t)b->nv);
+            for (int k = 0; k < b->nv; k++)
+                if (b->v[k].needed && b->v[k].kind == VK_RED && b->v[k].depth > p) closure(b, b->v[k].arg, later);
+            for (int k = 0; k < b->c->n_outputs; k++)
+                if (fa_tensor_numel(b->g->tensors[b->c->outputs[k]]) == b->n) closure(b, b->tval[b->c->outputs[k]], later);
+            if (!later[x]) continue;
+            buf[x] = p;
+            used += b->rowlen;
+        }
+    free(later);
+}
+
 static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
 {
     const char *IT = lang == LANG_CUDA ? (b->n > 0x3fffffff ? "long long" : "int") : "int64_t";
     bool cu = lang == LANG_CUDA;
     const char *ind = "        ";
+    int *buf = calloc((size_t)b->nv + 1, sizeof(int));
+    if (!cu && buf) plan_row_buffers(b, buf);
     if (cu) {
         ind = "    ";
         fa_buf_puts(o, "    __shared__ float fa_red[32];\n");
@@ -1189,6 +1231,8 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
         fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)\n");
         fa_buf_puts(o, "    for (int64_t row = 0; row < rows; row++) {\n");
         fa_buf_puts(o, "        const int64_t base = row * len;\n        (void)base;\n");
+        for (int i = 0; buf && i < b->nv; i++)
+            if (buf[i]) fa_buf_printf(o, "        float rb%d[%lld]; /* row of v%d, kept from sweep %d */\n", i, (long long)b->rowlen, i, buf[i]);
     }
     /* per-row offsets of loads, then row values available before any pass */
     for (int i = 0; i < b->nv; i++)
@@ -1197,17 +1241,34 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
     for (int i = 0; i < b->nv; i++)
         if (b->v[i].needed && b->v[i].level == LV_ROW && b->v[i].depth == 0) stmt(o, b, i, ind, true);
     bool *set = calloc((size_t)b->nv + 1, 1);
-    char ind2[32];
+    char ind2[32], ind3[40];
     snprintf(ind2, sizeof ind2, "%s    ", ind);
+    snprintf(ind3, sizeof ind3, "%s    ", ind2);
     for (int p = 1; p <= b->max_depth; p++) {
         memset(set, 0, (size_t)b->nv);
         char sum_vars[512] = "", max_vars[512] = "", min_vars[512] = "";
         for (int i = 0; i < b->nv; i++) {
             const cg_val *v = &b->v[i];
             if (!v->needed || v->kind != VK_RED || v->depth != p) continue;
-            closure(b, v->arg, set);
-            fa_buf_printf(o, "%s%s a%d = %s;\n", ind, cu ? "float" : (v->red == RED_MAX || v->red == RED_MIN) ? "float" : "double",
-                          i, red_init(v->red, lang));
+            closure_in(b, v->arg, set, buf, p);
+            /* C: float lanes (omp simd reduction: one partial per vector lane, added at the end).
+             * A sum or mean of the first sweep reads the raw row, which may sit far from 0 (a
+             * residual stream): it accumulates x - x[0], so the lanes' rounding scales with the
+             * row's spread, not its offset (the shifted-data algorithm: T. F. Chan, G. H. Golub,
+             * R. J. LeVeque, "Algorithms for computing the sample variance", The American
+             * Statistician 37(3), 1983); later sweeps read centred or positive values. */
+            bool shift = !cu && p == 1 && (v->red == RED_SUM || v->red == RED_MEAN);
+            if (shift) {
+                bool *s0 = calloc((size_t)b->nv + 1, 1);
+                if (s0) closure_in(b, v->arg, s0, buf, p);
+                fa_buf_printf(o, "%sfloat k%d;\n%s{ /* the shift: the argument at j = 0 */\n%sconst int64_t j = 0;\n", ind, i, ind,
+                              ind2);
+                for (int k = 0; s0 && k < b->nv; k++)
+                    if (s0[k]) stmt(o, b, k, ind2, true);
+                fa_buf_printf(o, "%sk%d = v%d;\n%s}\n", ind2, i, v->arg, ind);
+                free(s0);
+            }
+            fa_buf_printf(o, "%sfloat a%d = %s;\n", ind, i, red_init(v->red, lang));
             char *dst = v->red == RED_MAX ? max_vars : v->red == RED_MIN ? min_vars : sum_vars;
             char nm[24];
             snprintf(nm, sizeof nm, "%sa%d", dst[0] ? "," : "", i);
@@ -1222,12 +1283,16 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
             if (min_vars[0]) fa_buf_printf(o, " reduction(min:%s)", min_vars);
             fa_buf_printf(o, "\n%sfor (int64_t j = 0; j < len; j++) {\n", ind);
         }
-        for (int i = 0; i < b->nv; i++)
-            if (set[i]) stmt(o, b, i, ind2, true);
+        for (int i = 0; i < b->nv; i++) {
+            if (!set[i]) continue;
+            if (buf && buf[i] > 0 && buf[i] < p) fa_buf_printf(o, "%sconst float v%d = rb%d[j];\n", ind2, i, i);
+            else stmt(o, b, i, ind2, true);
+            if (buf && buf[i] == p) fa_buf_printf(o, "%srb%d[j] = v%d;\n", ind2, i, i);
+        }
         for (int i = 0; i < b->nv; i++) {
             const cg_val *v = &b->v[i];
             if (!v->needed || v->kind != VK_RED || v->depth != p) continue;
-            const char *cast = cu ? "" : "(double)";
+            bool shift = !cu && p == 1 && (v->red == RED_SUM || v->red == RED_MEAN);
             switch (v->red) {
             case RED_MAX:
                 fa_buf_printf(o, "%sa%d = a%d > v%d ? a%d : v%d;\n", ind2, i, i, v->arg, i, v->arg);
@@ -1236,22 +1301,30 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
                 fa_buf_printf(o, "%sa%d = a%d < v%d ? a%d : v%d;\n", ind2, i, i, v->arg, i, v->arg);
                 break;
             case RED_SUMSQ:
-                fa_buf_printf(o, "%sa%d += %sv%d * %sv%d;\n", ind2, i, cast, v->arg, cast, v->arg);
+                fa_buf_printf(o, "%sa%d += v%d * v%d;\n", ind2, i, v->arg, v->arg);
                 break;
-            default: fa_buf_printf(o, "%sa%d += %sv%d;\n", ind2, i, cast, v->arg); break;
+            default:
+                if (shift) fa_buf_printf(o, "%sa%d += v%d - k%d;\n", ind2, i, v->arg, i);
+                else fa_buf_printf(o, "%sa%d += v%d;\n", ind2, i, v->arg);
+                break;
             }
         }
         fa_buf_printf(o, "%s}\n", ind);
         for (int i = 0; i < b->nv; i++) {
             const cg_val *v = &b->v[i];
             if (!v->needed || v->kind != VK_RED || v->depth != p) continue;
+            bool shift = !cu && p == 1 && (v->red == RED_SUM || v->red == RED_MEAN);
             if (cu)
                 fa_buf_printf(o, "%sa%d = fa_block_%s(a%d, fa_red);\n", ind, i,
                               v->red == RED_MAX ? "max" : v->red == RED_MIN ? "min" : "sum", i);
-            if (v->red == RED_MEAN)
-                fa_buf_printf(o, "%sconst float v%d = (float)(a%d / %s);\n", ind, i, i, cu ? "(float)len" : "(double)len");
+            if (v->red == RED_MEAN && shift)
+                fa_buf_printf(o, "%sconst float v%d = k%d + a%d / (float)len;\n", ind, i, i, i);
+            else if (v->red == RED_MEAN)
+                fa_buf_printf(o, "%sconst float v%d = a%d / (float)len;\n", ind, i, i);
+            else if (shift)
+                fa_buf_printf(o, "%sconst float v%d = k%d * (float)len + a%d;\n", ind, i, i, i);
             else
-                fa_buf_printf(o, "%sconst float v%d = (float)a%d;\n", ind, i, i);
+                fa_buf_printf(o, "%sconst float v%d = a%d;\n", ind, i, i);
         }
         for (int i = 0; i < b->nv; i++)
             if (b->v[i].needed && b->v[i].level == LV_ROW && b->v[i].depth == p && b->v[i].kind == VK_OP)
@@ -1260,18 +1333,22 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
     /* final pass: full outputs */
     memset(set, 0, (size_t)b->nv);
     bool any_full = false;
+    int fin = b->max_depth + 1;
     for (int k = 0; k < b->c->n_outputs; k++) {
         int vi = b->tval[b->c->outputs[k]];
         if (fa_tensor_numel(b->g->tensors[b->c->outputs[k]]) == b->n) {
             any_full = true;
-            closure(b, vi, set);
+            closure_in(b, vi, set, buf, fin);
         }
     }
     if (any_full) {
         if (cu) fa_buf_printf(o, "%sfor (%s j = threadIdx.x; j < len; j += %lld) {\n", ind, IT, (long long)bs);
         else fa_buf_printf(o, "#pragma omp simd\n%sfor (int64_t j = 0; j < len; j++) {\n", ind);
-        for (int i = 0; i < b->nv; i++)
-            if (set[i]) stmt(o, b, i, ind2, true);
+        for (int i = 0; i < b->nv; i++) {
+            if (!set[i]) continue;
+            if (buf && buf[i] > 0) fa_buf_printf(o, "%sconst float v%d = rb%d[j];\n", ind2, i, i);
+            else stmt(o, b, i, ind2, true);
+        }
         for (int k = 0; k < b->c->n_outputs; k++)
             if (fa_tensor_numel(b->g->tensors[b->c->outputs[k]]) == b->n)
                 fa_buf_printf(o, "%sout%d[base + j] = v%d;\n", ind2, k, b->tval[b->c->outputs[k]]);
@@ -1283,6 +1360,8 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
                           b->tval[b->c->outputs[k]]);
     if (!cu) fa_buf_puts(o, "    }\n");
     free(set);
+    free(buf);
+    (void)ind3;
 }
 
 /* tanhf through SLEEF's u35 variant (<= 3.5 ULP). libmvec's name, _ZGVeN16v_tanhf, resolves to

@@ -368,6 +368,14 @@ bool fa_paired_saving_resolved(const fa_paired_saving *p, double predicted_ns);
  * next to the sub-graph's own time, known to that precision; abs_floor_ns <= 0: no such floor).
  * False without an interval (n < 5). */
 bool fa_paired_saving_settled(const fa_paired_saving *p, double rel, double abs_floor_ns);
+/* A signed saving (ns) as words for a reason, never a raw negative figure (issue 33): "saving of
+ * 3.3 ms", "loss of 412.0 us", "no saving" for exactly 0 (units: ms from 1 ms, us from 1 us, else
+ * ns). snprintf's truncation. */
+void fa_saving_phrase(char *out, size_t cap, double saving_ns);
+/* A confidence interval [lo_ns, hi_ns] of a signed saving in the same words: "saving 1.2..3.4 us",
+ * "loss 2.1..2.9 us" (both ends below 0: the loss's own bounds, smaller first), "from a loss of
+ * 1.0 us to a saving of 2.0 us" (straddling 0); one unit for both ends. */
+void fa_saving_interval_phrase(char *out, size_t cap, double lo_ns, double hi_ns);
 
 /* ---- column tables (core/table.c) ----
  * A text table for the terminal: a header row, then rows of cells, columns two spaces apart.

@@ -3,6 +3,7 @@
 #include "core.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -152,4 +153,35 @@ bool fa_paired_saving_settled(const fa_paired_saving *p, double rel, double abs_
     double half = fmax(p->median_ns - p->ci_lo_ns, p->ci_hi_ns - p->median_ns);
     if (half <= rel * fabs(p->median_ns)) return true;
     return abs_floor_ns > 0 && half <= abs_floor_ns;
+}
+
+/* The unit a duration of magnitude ns reads best in: its divisor and name. */
+static double duration_unit(double ns, const char **unit, int *decimals)
+{
+    ns = fabs(ns);
+    if (ns >= 1e6) return *unit = "ms", *decimals = 1, 1e6;
+    if (ns >= 1e3) return *unit = "us", *decimals = 1, 1e3;
+    return *unit = "ns", *decimals = 0, 1;
+}
+
+void fa_saving_phrase(char *out, size_t cap, double saving_ns)
+{
+    const char *u;
+    int dp;
+    double div = duration_unit(saving_ns, &u, &dp);
+    if (saving_ns == 0) snprintf(out, cap, "no saving");
+    else snprintf(out, cap, "%s %.*f %s", saving_ns > 0 ? "saving of" : "loss of", dp, fabs(saving_ns) / div, u);
+}
+
+void fa_saving_interval_phrase(char *out, size_t cap, double lo_ns, double hi_ns)
+{
+    const char *u;
+    int dp;
+    double div = duration_unit(fmax(fabs(lo_ns), fabs(hi_ns)), &u, &dp);
+    if (lo_ns >= 0)
+        snprintf(out, cap, "saving %.*f..%.*f %s", dp, lo_ns / div, dp, hi_ns / div, u);
+    else if (hi_ns <= 0)
+        snprintf(out, cap, "loss %.*f..%.*f %s", dp, -hi_ns / div, dp, -lo_ns / div, u);
+    else
+        snprintf(out, cap, "from a loss of %.*f %s to a saving of %.*f %s", dp, -lo_ns / div, u, dp, hi_ns / div, u);
 }

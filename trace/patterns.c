@@ -37,9 +37,11 @@ static const fa_ta_pattern_def k_patterns[] = {
      * another named pattern (a residual add that begins "residual add + LayerNorm", a rotary
      * embedding, a SwiGLU), which keeps it */
     {"GEMM + epilogue", "gemm add|sub|mul|div|neg|exp|tanh|sigmoid|silu|gelu|relu|clamp|where|dropout+", NULL, NULL,
-     "the GEMM's epilogue: cuBLASLt / hipBLASLt epilogues (bias, ReLU / GELU + bias, an output scale as alpha, a residual "
+     "the GEMM's epilogue: cuBLASLt / hipBLASLt epilogues (bias, ReLU / GELU + bias — their GELU is the tanh approximation, "
+     "right for F.gelu(approximate='tanh'), not for the exact erf form —, an output scale as alpha, a residual "
      "as beta: addmm(residual, x, W)) through torch.compile(mode=\"max-autotune\"), or nn.Linear with its bias "
-     "(addmm applies it in the GEMM); torch.compile also fuses other elementwise epilogues into a Triton GEMM template",
+     "(addmm applies it in the GEMM); torch.compile also fuses other elementwise epilogues (the exact GELU among them) "
+     "into a Triton GEMM template",
      false, FA_TA_COST_EPILOGUE},
     {"residual add + RMSNorm", "add copy? pow mean add rsqrt mul copy? mul", NULL, NULL,
      "a fused add+RMSNorm kernel (Liger / Transformer Engine / vLLM fused_add_rms_norm), torch.compile, or fuse-advise's "
@@ -65,12 +67,15 @@ static const fa_ta_pattern_def k_patterns[] = {
      "x * sigmoid(1.702 * x) in one elementwise kernel (torch.compile, or fuse-advise's generated kernel); it is its own "
      "function, not tanh-GELU: F.gelu(approximate='tanh') would change the model's numerics", true},
     {"GELU (tanh approximation, decomposed)", "mul? pow mul add mul tanh add mul mul?", NULL, "gelu",
-     "torch.nn.functional.gelu(approximate='tanh') (one kernel), a GEMM epilogue (cuBLASLt GELU), or torch.compile", true},
+     "torch.nn.functional.gelu(approximate='tanh') (one kernel), a GEMM epilogue (cuBLASLt GELU, the same tanh "
+     "approximation), or torch.compile", true},
     {"GELU (erf, decomposed)", "mul? div erf add mul mul?", NULL, NULL,
-     "torch.nn.functional.gelu (one kernel), a GEMM epilogue (cuBLASLt GELU), or torch.compile", true},
+     "torch.nn.functional.gelu (one kernel, the exact erf form), or torch.compile (also into a Triton GEMM template); "
+     "not cuBLASLt's GELU epilogue, which is the tanh approximation and would change the model's numerics", true},
     {"bias + GELU", "add gelu", NULL, NULL,
-     "the GEMM's epilogue (cuBLASLt CUBLASLT_EPILOGUE_GELU_BIAS, nn.Linear with the bias folded), or one elementwise "
-     "kernel (torch.compile, fuse-advise's generated kernel)", false},
+     "the GEMM's epilogue (cuBLASLt CUBLASLT_EPILOGUE_GELU_BIAS, the tanh approximation: for F.gelu(approximate='tanh') "
+     "only; nn.Linear with the bias folded), or one elementwise kernel (torch.compile, fuse-advise's generated kernel)",
+     false},
     {"SiLU * mul (SwiGLU)", "silu mul", "gemm", "swiglu|silu_and_mul",
      "a fused SiLU-and-multiply kernel (vLLM silu_and_mul, Liger SwiGLU, Transformer Engine), torch.compile, or "
      "fuse-advise's generated elementwise kernel", false},

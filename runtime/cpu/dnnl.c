@@ -43,6 +43,7 @@ typedef struct dnnl_state {
     /* Gemm post-processing */
     float alpha, beta;
     int c_input;     /* input index of C to add in the loop, -1 if none (or fused as bias) */
+    float *c_scaled; /* a fused Gemm's beta·C (constant C, beta != 1), the first post-op's operand (owned) */
     int64_t M, N;
     int kind;        /* 0 conv, 1 deconv, 2 matmul, 3 gemm */
     int n_bin;       /* binary post-op operands */
@@ -50,6 +51,8 @@ typedef struct dnnl_state {
     dnnl_memory_t bin_mem[8];
     int bin_post_index[8];       /* index of the post-op in the chain */
     char impl[96];               /* the implementation oneDNN chose (dnnl_query_impl_info_str) */
+    int wei_packed;              /* constant weights: 1 reordered into a layout oneDNN chose, 0 kept
+                                    in the plain one (repacked on every call); -1 not constant */
     /* Blocked activations (fused convolutions only, create_conv): the primitive reads src and
      * writes dst in the layout oneDNN chose for format_tag_any (nChw8c/nChw16c; nhwc for its
      * brgemm convolution), in buffers of its own; the kernel reorders the plain input in and the
@@ -92,6 +95,7 @@ static void state_clear(dnnl_state *s)
         free(s->bin_buf[i]);
     }
     free(s->wei_buf);
+    free(s->c_scaled);
     free(s->scratch_buf);
     free(s->src_buf);
     free(s->dst_buf);
@@ -146,7 +150,8 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
             dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->bin_user[b]}, {DNNL_ARG_TO, s->bin_mem[b]}};
             DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_bin[b], g_stream, 2, ra));
         } else {
-            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], in[s->bin_input[b]].data));
+            void *d = s->bin_input[b] < 0 ? (void *)s->c_scaled : in[s->bin_input[b]].data;
+            DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], d));
         }
         args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
     }
@@ -223,6 +228,7 @@ static fa_status finish_prim(fa_ctx *ctx, dnnl_state *s, const void *op_desc, co
         if (posix_memalign(&s->scratch_buf, 64, sz) != 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN scratchpad"); goto fail; }
         DNNL_CHECK(ctx, dnnl_memory_create(&s->scratch, scr_md, g_engine, s->scratch_buf));
     }
+    s->wei_packed = wei_data ? !dnnl_memory_desc_equal(wei_md, user_wei_md) : -1;
     if (wei_data) {
         size_t sz = dnnl_memory_desc_get_size(wei_md);
         if (posix_memalign(&s->wei_buf, 64, sz ? sz : 64) != 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN weights"); goto fail; }
@@ -285,15 +291,20 @@ static const dnnl_alg_kind_t k_post_op_alg[FA_POST_OP_COUNT] = {
  * post-ops (k_post_op_alg); a binary kind's operand is node input `operand`, numpy-broadcast
  * to the output. Returns NULL attr (and no error) when the node has none. full_md (NULL:
  * plain): the layout of a binary operand of the output's full shape (the blocked dst's layout,
- * so oneDNN's jit post-op reads it like dst; the kernel reorders it in). */
-static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
-                                const dnnl_memory_desc_t *full_md, dnnl_primitive_attr_t *out_attr)
+ * so oneDNN's jit post-op reads it like dst; the kernel reorders it in). pre[0..npre) (at most
+ * 4) run before the node's own: a fused Gemm's beta·C (create_gemm). */
+static fa_status build_post_ops_pre(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
+                                    const dnnl_memory_desc_t *full_md, const fa_post_op *pre, int npre,
+                                    dnnl_primitive_attr_t *out_attr)
 {
     *out_attr = NULL;
-    fa_post_op ops[16];
+    fa_post_op ops[20];
     char why[300];
-    int nops = fa_post_ops_of_node(n, ops, 16, why, sizeof why);
+    for (int i = 0; i < npre && i < 4; i++) ops[i] = pre[i];
+    if (npre > 4) npre = 4;
+    int nops = fa_post_ops_of_node(n, ops + npre, 16, why, sizeof why);
     if (nops < 0) return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s", why);
+    nops += npre;
     if (nops == 0) return FA_OK;
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_attr_t attr = NULL;
@@ -361,6 +372,13 @@ fail:
     if (po) dnnl_post_ops_destroy(po);
     if (attr) dnnl_primitive_attr_destroy(attr);
     return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
+}
+
+/* build_post_ops_pre without a prefix: the node's own post-ops. */
+static fa_status build_post_ops(fa_ctx *ctx, const fa_graph *g, const fa_node *n, const fa_tensor *Y, dnnl_state *s,
+                                const dnnl_memory_desc_t *full_md, dnnl_primitive_attr_t *out_attr)
+{
+    return build_post_ops_pre(ctx, g, n, Y, s, full_md, NULL, 0, out_attr);
 }
 
 static bool all_float(const fa_graph *g, const fa_node *n)
@@ -713,41 +731,117 @@ static const fa_tensor *computed_shape(fa_ctx *ctx, const fa_node *n, const fa_t
     return tmp;
 }
 
+/* Whether every binary post-op operand of node n (none for an unfused MatMul) reads the same on
+ * the product computed as one [rows, N] matrix: the output's full shape (the same element order),
+ * one value per column (numel N, every dim but the last 1) or a scalar. An operand varying along
+ * a batch dim only ([B, 1, N] on [B, S, N]) does not: the product then keeps its batch dims. */
+static bool rows_operands(const fa_graph *g, const fa_node *n, int64_t N)
+{
+    fa_post_op ops[16];
+    char why[300];
+    int nops = fa_post_ops_of_node(n, ops, 16, why, sizeof why);
+    if (nops < 0) return false;
+    const fa_tensor *Y = fa_graph_out(g, n, 0);
+    for (int i = 0; i < nops; i++) {
+        if (!fa_post_op_is_binary(ops[i].kind)) continue;
+        const fa_tensor *O = fa_graph_in(g, n, ops[i].operand);
+        if (!O || O->rank < 0) return false;
+        int64_t on = fa_tensor_numel(O);
+        bool per_col = O->rank >= 1 && O->dims[O->rank - 1] == N && on == N;
+        if (!(on == 1 || per_col || on == fa_tensor_numel(Y))) return false;
+    }
+    return true;
+}
+
+/* A fused MatMul's operand k (0: A, 1: B) as the node reads it from its input k (applier/
+ * fused_graph.c fold_operands): `a_shape` / `a_strides` (`b_...`), the operand's shape and its
+ * element strides in the input's buffer, when the advisor folded a view (a Transpose) into the
+ * product; otherwise the input's own shape, row-major. False (with an error) when the attributes
+ * are malformed: ranks that differ, a stride reaching past the input's elements. */
+static bool matmul_operand(fa_ctx *ctx, const fa_node *n, int k, const fa_tensor *T, int *rank, int64_t *dims, int64_t *strides,
+                           bool *strided)
+{
+    const int64_t *sh = NULL, *st = NULL;
+    int ns = fa_node_attr_ints(n, k ? "b_shape" : "a_shape", &sh), nt = fa_node_attr_ints(n, k ? "b_strides" : "a_strides", &st);
+    *strided = ns > 0 || nt > 0;
+    if (!*strided) {
+        *rank = T->rank;
+        int64_t m = 1;
+        for (int i = T->rank - 1; i >= 0; i--) {
+            dims[i] = T->dims[i];
+            strides[i] = m;
+            m *= T->dims[i];
+        }
+        return true;
+    }
+    int64_t last = 0, step;
+    bool ok = ns == nt && ns >= 2 && ns <= 12;
+    for (int i = 0; ok && i < ns; i++) /* the attributes may come from a model file: checked arithmetic */
+        ok = sh[i] >= 1 && st[i] >= 0 && !__builtin_mul_overflow(sh[i] - 1, st[i], &step) &&
+             !__builtin_add_overflow(last, step, &last);
+    if (!ok || last >= fa_tensor_numel(T)) {
+        fa_ctx_error(ctx, FA_ERR_INPUT, "node '%s': %s_shape / %s_strides do not describe a view of input %d", n->name,
+                     k ? "b" : "a", k ? "b" : "a", k);
+        return false;
+    }
+    *rank = ns;
+    memcpy(dims, sh, sizeof(int64_t) * (size_t)ns);
+    memcpy(strides, st, sizeof(int64_t) * (size_t)ns);
+    return true;
+}
+
 static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled)
 {
     const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Yv = fa_graph_out(g, n, 0);
-    if (A->rank < 2 || B->rank < 2 || A->rank > 12 || B->rank > 12) return FA_OK; /* 1-D operands: reference kernel */
+    int arank, brank;
+    int64_t adims[12], astr[12], bdims[12], bstr0[12];
+    bool a_strided, b_strided;
+    if (A->rank > 12 || B->rank > 12) return FA_OK;
+    if (!matmul_operand(ctx, n, 0, A, &arank, adims, astr, &a_strided) || !matmul_operand(ctx, n, 1, B, &brank, bdims, bstr0, &b_strided))
+        goto fail;
+    if (arank < 2 || brank < 2) return FA_OK; /* 1-D operands: reference kernel */
     /* the product's own shape (broadcast batch dims, M, N); a fused node's output may be a view
      * of it keeping N (computed_shape) */
-    int r = A->rank > B->rank ? A->rank : B->rank;
-    dnnl_dims_t ad, bd, yd;
+    int r = arank > brank ? arank : brank;
+    dnnl_dims_t ad, bd, yd, as, bs;
     for (int i = 0; i < r; i++) {
-        int ia = i - (r - A->rank), ib = i - (r - B->rank);
-        ad[i] = ia >= 0 ? A->dims[ia] : 1;
-        bd[i] = ib >= 0 ? B->dims[ib] : 1;
+        int ia = i - (r - arank), ib = i - (r - brank);
+        ad[i] = ia >= 0 ? adims[ia] : 1;
+        bd[i] = ib >= 0 ? bdims[ib] : 1;
+        as[i] = ia >= 0 ? astr[ia] : 0;
+        bs[i] = ib >= 0 ? bstr0[ib] : 0;
         yd[i] = i < r - 2 ? (ad[i] > bd[i] ? ad[i] : bd[i]) : i == r - 2 ? ad[i] : bd[i];
     }
-    if (B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && strcmp(n->domain, "ai.fuse-advise")) {
+    /* a broadcast (size-1) dim's stride is immaterial: oneDNN wants one it accepts for a dense
+     * layout, the product of the strides and dims inside it */
+    for (int i = r - 1; i >= 0; i--) {
+        if (ad[i] == 1 || as[i] == 0) as[i] = i == r - 1 ? 1 : as[i + 1] * ad[i + 1] > 0 ? as[i + 1] * ad[i + 1] : 1;
+        if (bd[i] == 1 || bs[i] == 0) bs[i] = i == r - 1 ? 1 : bs[i + 1] * bd[i + 1] > 0 ? bs[i + 1] * bd[i + 1] : 1;
+    }
+    float alpha = fa_node_attr_float(n, "alpha", 1.0f);
+    if (!a_strided && !b_strided && B->rank == 2 && r > 2 && (B->flags & FA_TENSOR_CONST) && rows_operands(g, n, yd[r - 1])) {
         /* A [..., M, K] x B [K, N]: one [prod(...)*M, K] x [K, N] product (the same bytes), so
          * oneDNN's brgemm gets 2-D weights it can keep pre-blocked (format_tag_any); with a
          * batch dim it keeps them plain and repacks them on every call (3x slower, BERT's
-         * 768x3072 FFN weights, oneDNN 2.6). Not for fused nodes: their binary post-op operands
-         * are described at the output's rank. */
+         * 768x3072 FFN weights, oneDNN 2.6). A fused node too, when each binary post-op operand
+         * reads the same on the [rows, N] product (rows_operands): before, fused nodes kept the
+         * batch dim, and BERT's MatMul + bias + GELU ran on plain weights, 1.6x slower than the
+         * unfused pair whose MatMul had them packed (issue 33). */
         int64_t rows = 1;
         for (int i = 0; i < r - 1; i++) rows *= ad[i];
         ad[0] = rows, ad[1] = ad[r - 1];
         bd[0] = bd[r - 2], bd[1] = bd[r - 1];
         yd[0] = rows, yd[1] = yd[r - 1];
         r = 2;
+        plain_strides(r, ad, as);
+        plain_strides(r, bd, bs);
     }
     fa_tensor Yc;
     const fa_tensor *Y = computed_shape(ctx, n, Yv, r, yd, &Yc);
     if (!Y) goto fail;
     dnnl_memory_desc_t amd, bmd, bany, ymd;
-    dnnl_dims_t bstr;
-    plain_strides(r, bd, bstr);
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&amd, r, ad, dnnl_f32, NULL));
-    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, r, bd, dnnl_f32, bstr));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&amd, r, ad, dnnl_f32, as));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, r, bd, dnnl_f32, bs));
     DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&ymd, r, yd, dnnl_f32, NULL));
     bool bconst = (B->flags & FA_TENSOR_CONST) && B->data;
     if (bconst) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bany, r, bd, dnnl_f32, dnnl_format_tag_any));
@@ -756,6 +850,15 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     {
         dnnl_primitive_attr_t attr = NULL;
         if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
+        if (alpha != 1.0f) { /* a folded scale of an operand (ONNX Runtime's FusedMatMul alpha): oneDNN's output
+                                scale, applied to the product before the post-ops */
+            if ((!attr && dnnl_primitive_attr_create(&attr) != dnnl_success) ||
+                dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha) != dnnl_success) {
+                if (attr) dnnl_primitive_attr_destroy(attr);
+                fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN refused the output scale %g", n->name, alpha);
+                goto fail;
+            }
+        }
         fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
@@ -797,25 +900,56 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     s->c_input = -1;
     s->M = M;
     s->N = N;
-    if (C) {
-        bool row_bias = (C->rank == 1 && C->dims[0] == N) || (C->rank == 2 && C->dims[0] == 1 && C->dims[1] == N);
-        if (row_bias && s->alpha == 1.0f && s->beta == 1.0f) {
-            DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&biasmd, 2, biasd, dnnl_f32, NULL));
-            bptr = &biasmd;
-        } else {
-            s->c_input = 2;
+    bool row_bias = C && ((C->rank == 1 && C->dims[0] == N) || (C->rank == 2 && C->dims[0] == 1 && C->dims[1] == N));
+    if (C && row_bias && s->alpha == 1.0f && s->beta == 1.0f) {
+        DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&biasmd, 2, biasd, dnnl_f32, NULL));
+        bptr = &biasmd;
+    } else if (C) {
+        s->c_input = 2;
+    }
+    /* A fused Gemm's epilogue runs after alpha·AB + beta·C (ONNX Gemm), so both go inside the
+     * primitive: alpha as oneDNN's output scale (applied to the product, before the post-ops;
+     * no bias then, whose place relative to the scale oneDNN 2.6 leaves to the implementation)
+     * and beta·C as the first post-op, a binary add of C broadcast to [M, N]: beta·C computed
+     * once here when C is constant (as the unfused Gemm rounds it), else the output scale is
+     * alpha/beta and an eltwise linear(beta) follows the add. beta = 0 reads no C. Before, such
+     * a node failed to build and its cluster was rejected with an error (issue 33). */
+    fa_post_op pre[2];
+    int npre = 0;
+    float oscale = 1.0f;
+    bool fused_post = !strcmp(n->domain, "ai.fuse-advise") && fa_node_attr(n, "post_op_kinds");
+    if (fused_post && (s->alpha != 1.0f || s->c_input >= 0)) {
+        oscale = s->alpha;
+        if (s->c_input >= 0 && s->beta != 0.0f) {
+            pre[npre++] = (fa_post_op){FA_POST_OP_ADD, 0, 0, 2};
+            if (s->beta != 1.0f && (C->flags & FA_TENSOR_CONST) && C->data) {
+                int64_t cn = fa_tensor_numel(C);
+                s->c_scaled = malloc(sizeof(float) * (size_t)(cn > 0 ? cn : 1));
+                if (!s->c_scaled) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+                const float *cv = C->data;
+                for (int64_t i = 0; i < cn; i++) s->c_scaled[i] = s->beta * cv[i];
+            } else if (s->beta != 1.0f) {
+                oscale = s->alpha / s->beta;
+                pre[npre++] = (fa_post_op){FA_POST_OP_LINEAR, s->beta, 0, -1};
+            }
         }
+        s->alpha = 1.0f; /* nothing left for run_prim to apply */
+        s->c_input = -1;
     }
     dnnl_matmul_desc_t md;
     DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, bconst ? &bany : &bmd, bptr, &ymd));
     {
         dnnl_primitive_attr_t attr = NULL;
-        if (fa_node_attr(n, "post_op_kinds") && (s->alpha != 1.0f || s->c_input >= 0)) {
-            /* alpha/beta*C are applied after the primitive: post-ops would run before them */
-            fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': post-ops need alpha=1 and a row bias", n->name);
-            return FA_ERR_UNSUPPORTED;
+        if (build_post_ops_pre(ctx, g, n, Y, s, NULL, pre, npre, &attr)) return fa_ctx_status(ctx);
+        if (s->c_scaled) /* the beta·C add reads the state's copy */
+            for (int b = 0; b < s->n_bin; b++)
+                if (s->bin_post_index[b] == 0) s->bin_input[b] = -1;
+        if (oscale != 1.0f &&
+            ((!attr && dnnl_primitive_attr_create(&attr) != dnnl_success) || dnnl_primitive_attr_set_output_scales(attr, 1, 0, &oscale) != dnnl_success)) {
+            if (attr) dnnl_primitive_attr_destroy(attr);
+            fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN refused the output scale %g", n->name, oscale);
+            goto fail;
         }
-        if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
         fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
@@ -865,6 +999,9 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
      * computed in place (the executor's memory plan decides; run_prim skips the copy then) */
     k.inplace = s->has_sum && !s->blocked && s->kind == 0;
     k.inplace_input = s->sum_input;
+    if (fused && (mm || gemm) && s->wei_packed >= 0) /* whether the weights stay packed, as the unfused product's */
+        snprintf(s->name, sizeof s->name, "dnnl:%s+post-ops(weights %s)", mm ? "matmul" : "gemm",
+                 s->wei_packed ? "packed" : "plain, repacked per call");
     if (s->name[0])
         k.name = s->name;
     else if (fused)

@@ -382,6 +382,33 @@ static void test_row_guard_after_softmax(void **st)
     expect_attention(g, "additive mask, row guard", false);
 }
 
+/* PyTorch's SDPA decomposition as the Hugging Face BERT / GPT-2 exports write it (legacy and
+ * dynamo exporters): Where(IsNaN(P), 0, P) after the softmax — a fully masked row's NaN made 0.
+ * The softmax output has two readers (IsNaN and the Where), both inside: one attention cluster,
+ * the guard a row guard (a softmax row is NaN everywhere or nowhere). Row 3 of the second batch
+ * fully masked (-inf) so the guard acts. Before, the probabilities' second reader ended the match:
+ * no attention cluster on these exports. */
+static void test_sdpa_nan_guard_after_softmax(void **st)
+{
+    (void)st;
+    fa_graph *g = qkv_model("sdpa_nan_guard_after_softmax", S, S, H);
+    scalar(g, "scale", 1.0f / sqrtf((float)D));
+    scalar(g, "zero", 0.0f);
+    float *m = calloc((size_t)(B * S * S), sizeof(float));
+    for (int j = 0; j < S; j++) m[1 * S * S + 3 * S + j] = -INFINITY;
+    for (int i = 0; i < S; i++)
+        for (int j = 60; j < S; j++) m[i * S + j] = -3.4028234663852886e38f; /* padding in the first */
+    constant(g, "mask", FA_DTYPE_FLOAT, 4, (int64_t[]){B, 1, S, S}, m);
+    free(m);
+    node(g, "Mul", "s,scale", "ss");
+    node(g, "Add", "ss,mask", "sm");
+    softmax(g, "sm", "p");
+    node(g, "IsNaN", "p", "nan");
+    node(g, "Where", "nan,zero,p", "ps");
+    node(g, "MatMul", "ps,v", "y");
+    expect_attention(g, "row guard", false);
+}
+
 /* The opset-23 Attention op: Q [B, Hq, S, D] (or 3-D), its attributes the form. */
 static fa_graph *op_model(const char *name, bool three_d, int hkv, int sk, const char *mask)
 {
@@ -498,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_cross_attention_short_queries),
         cmocka_unit_test(test_t5_position_bias_then_mask),
         cmocka_unit_test(test_row_guard_after_softmax),
+        cmocka_unit_test(test_sdpa_nan_guard_after_softmax),
         cmocka_unit_test(test_attention_op_4d),
         cmocka_unit_test(test_attention_op_3d_grouped_bool_mask),
         cmocka_unit_test(test_attention_op_causal_softcap_short_mask),

@@ -122,9 +122,22 @@ static void finish(fa_graph *g, const char *out)
     if (fa_graph_prepare(C, g, NULL)) fail_msg("%s: %s", g->name, fa_ctx_errmsg(C));
 }
 
+static void expect_epilogue_ex(fa_graph *g, const fa_post_op_kind *want, int n, float alpha0, const char *label);
+
 /* Advise g: exactly one epilogue cluster, covering every node of g, with post-op kinds
  * want[0..n); then apply it and require it verified against the unfused ops. */
 static void expect_epilogue(fa_graph *g, const fa_post_op_kind *want, int n, float alpha0)
+{
+    expect_epilogue_ex(g, want, n, alpha0, NULL);
+}
+
+/* The same, and the cluster's label is `label`. */
+static void expect_epilogue_labelled(fa_graph *g, const fa_post_op_kind *want, int n, const char *label)
+{
+    expect_epilogue_ex(g, want, n, NAN, label);
+}
+
+static void expect_epilogue_ex(fa_graph *g, const fa_post_op_kind *want, int n, float alpha0, const char *label)
 {
     fa_advise_options ao = {0};
     ao.target = FA_TARGET_CPU;
@@ -150,6 +163,7 @@ static void expect_epilogue(fa_graph *g, const fa_post_op_kind *want, int n, flo
     }
     printf("\n");
     assert_int_equal(members, g->n_topo);
+    if (label) assert_string_equal(c->label, label);
     assert_int_equal(c->n_post_ops, n);
     for (int k = 0; k < n; k++) assert_int_equal(c->post_ops[k].kind, want[k]);
     if (!isnan(alpha0)) assert_true(fabsf(c->post_ops[0].alpha - alpha0) <= 1e-6f);
@@ -259,6 +273,418 @@ static void test_epilogue_form(void **state)
     expect_epilogue(g, f->want, f->n_want, f->alpha0);
 }
 
+/* ---- GEMM forms as ONNX Runtime fuses them (issue 33) ----
+ * A Linear on batched activations (x [2,5,32] -> MatMul W [32,48]) with its epilogues, and
+ * products of two activations with a Transpose and a scalar scale of an operand folded in
+ * (FusedMatMul): each builds its model here (build), then one epilogue cluster covering every
+ * node, with the label and post-ops wanted, verified by fa_apply against the unfused ops. */
+typedef struct gemm_form {
+    const char *name;
+    void (*build)(fa_graph *g);
+    const char *label;
+    fa_post_op_kind want[3];
+    int n_want;
+} gemm_form;
+
+static void perm(fa_graph *g, const char *in, const char *out, int n, const int64_t *p)
+{
+    fa_node *t = node(g, "Transpose", in, out);
+    fa_node_add_attr_ints(g, t, "perm", p, n);
+}
+
+static void scalar(fa_graph *g, const char *name, float v) { weights(g, name, 0, NULL, 0, v, 0); }
+
+/* x [2,5,32] -> MatMul W [32,48] -> "m" */
+static void linear3d(fa_graph *g)
+{
+    int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48}, bd[1] = {48};
+    tensor(g, "x", 3, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
+    node(g, "MatMul", "x,w", "m");
+}
+
+/* GELU's erf form as exporters write it, on tensor `in`: 0.5·in·(1 + erf(in/√2)) -> "y" */
+static void gelu_erf_of(fa_graph *g, const char *in)
+{
+    char b[64];
+    scalar(g, "sqrt2", 1.41421356f);
+    scalar(g, "one", 1.0f);
+    scalar(g, "half", 0.5f);
+    snprintf(b, sizeof b, "%s,sqrt2", in);
+    node(g, "Div", b, "gd");
+    node(g, "Erf", "gd", "ge");
+    node(g, "Add", "ge,one", "gf");
+    snprintf(b, sizeof b, "%s,gf", in);
+    node(g, "Mul", b, "gg");
+    node(g, "Mul", "gg,half", "y");
+}
+
+static void f_linear_bias_gelu_erf(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Add", "m,bias", "a");
+    gelu_erf_of(g, "a");
+}
+
+static void f_linear_gelu_erf_no_bias(fa_graph *g)
+{
+    linear3d(g);
+    gelu_erf_of(g, "m");
+}
+
+static void f_linear_bias_gelu_tanh(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Add", "m,bias", "c");
+    scalar(g, "three", 3.0f);
+    scalar(g, "k", 0.044715f);
+    scalar(g, "s2pi", 0.7978845608f);
+    scalar(g, "one", 1.0f);
+    scalar(g, "half", 0.5f);
+    node(g, "Pow", "c,three", "p");
+    node(g, "Mul", "p,k", "q");
+    node(g, "Add", "c,q", "r");
+    node(g, "Mul", "r,s2pi", "t");
+    node(g, "Tanh", "t", "th");
+    node(g, "Add", "th,one", "u");
+    node(g, "Mul", "c,half", "hx");
+    node(g, "Mul", "hx,u", "y");
+}
+
+static void f_linear_bias_silu(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Add", "m,bias", "c");
+    node(g, "Sigmoid", "c", "sg");
+    node(g, "Mul", "c,sg", "y");
+}
+
+/* ViT's GEMM + bias + residual ("matmul+add+add") and the residual added before the bias */
+static void f_linear_bias_residual(fa_graph *g)
+{
+    linear3d(g);
+    int64_t sd[3] = {2, 5, 48};
+    tensor(g, "skip", 3, sd, true);
+    node(g, "Add", "m,bias", "a");
+    node(g, "Add", "a,skip", "y");
+}
+
+static void f_linear_residual_then_bias(fa_graph *g)
+{
+    linear3d(g);
+    int64_t sd[3] = {2, 5, 48};
+    tensor(g, "skip", 3, sd, true);
+    node(g, "Add", "skip,m", "a");
+    node(g, "Add", "a,bias", "y");
+}
+
+/* scores-like products of two activations: q [2,3,6,8] and k read transposed */
+static void qk(fa_graph *g, bool heads_layout)
+{
+    int64_t qd[4] = {2, 3, 6, 8}, kd[4] = {2, 3, 10, 8}, kh[4] = {2, 10, 3, 8};
+    tensor(g, "q", 4, qd, true);
+    tensor(g, "k", 4, heads_layout ? kh : kd, true);
+    if (heads_layout) { /* K as the projection writes it, [B, S, H, D] -> [B, H, D, S] in one Transpose */
+        int64_t p[4] = {0, 2, 3, 1};
+        perm(g, "k", "kt", 4, p);
+    } else {
+        int64_t p[4] = {0, 1, 3, 2};
+        perm(g, "k", "kt", 4, p);
+    }
+}
+
+static void f_transposed_b(fa_graph *g)
+{
+    qk(g, false);
+    node(g, "MatMul", "q,kt", "y");
+}
+
+static void f_transposed_b_heads_with_mask(fa_graph *g)
+{
+    qk(g, true);
+    int64_t md[4] = {2, 1, 1, 10};
+    weights(g, "mask", 4, md, 7, -1.0f, 0.0f);
+    node(g, "MatMul", "q,kt", "s");
+    node(g, "Add", "s,mask", "y");
+}
+
+static void f_scale_before_transposed_b(fa_graph *g)
+{
+    qk(g, false);
+    scalar(g, "c", 0.125f);
+    node(g, "Mul", "q,c", "qs");
+    node(g, "MatMul", "qs,kt", "y");
+}
+
+static void f_scale_after_transposed_b(fa_graph *g)
+{
+    qk(g, false);
+    scalar(g, "d", 2.828427f);
+    node(g, "MatMul", "q,kt", "s");
+    node(g, "Div", "s,d", "y");
+}
+
+static void f_scale_before_linear_bias(fa_graph *g)
+{
+    int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48}, bd[1] = {48};
+    tensor(g, "x", 3, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "bias", 1, bd, 2, -0.5f, 0.5f);
+    scalar(g, "c", 0.5f);
+    node(g, "Mul", "c,x", "xs");
+    node(g, "MatMul", "xs,w", "m");
+    node(g, "Add", "m,bias", "y");
+}
+
+/* A [2,8,6] transposed to [2,6,8] times B [2,8,5] */
+static void f_transposed_a(fa_graph *g)
+{
+    int64_t ad[3] = {2, 8, 6}, bd[3] = {2, 8, 5}, p[3] = {0, 2, 1};
+    tensor(g, "a", 3, ad, true);
+    tensor(g, "b", 3, bd, true);
+    perm(g, "a", "at", 3, p);
+    node(g, "MatMul", "at,b", "y");
+}
+
+/* Gemm as exporters write a 2-D Linear: x [10,32], W [48,32] read transposed (transB), alpha and
+ * beta not 1, C per column [48] or per row and column [10,48] (c_input: a graph input, not a
+ * constant); then the epilogue. Before, a fused Gemm whose alpha or beta was not 1 or whose C was
+ * not a row bias failed to build: its cluster was rejected with an error. */
+static void gemm2d_c(fa_graph *g, int64_t trans_a, float alpha, float beta, bool full_c, bool c_input)
+{
+    int64_t xd[2] = {10, 32}, xt[2] = {32, 10}, wd[2] = {48, 32}, cd[1] = {48}, cf[2] = {10, 48};
+    tensor(g, "x", 2, trans_a ? xt : xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    if (c_input) tensor(g, "gc", full_c ? 2 : 1, full_c ? cf : cd, true);
+    else weights(g, "gc", full_c ? 2 : 1, full_c ? cf : cd, 2, -0.5f, 0.5f);
+    fa_node *n = node(g, "Gemm", "x,w,gc", "m");
+    fa_node_add_attr_int(g, n, "transB", 1);
+    if (trans_a) fa_node_add_attr_int(g, n, "transA", 1);
+    if (alpha != 1) fa_node_add_attr_float(g, n, "alpha", alpha);
+    if (beta != 1) fa_node_add_attr_float(g, n, "beta", beta);
+}
+
+static void gemm2d(fa_graph *g, int64_t trans_a, float alpha, float beta, bool full_c)
+{
+    gemm2d_c(g, trans_a, alpha, beta, full_c, false);
+}
+
+static void f_gemm_transb_alpha_beta_gelu_erf(fa_graph *g)
+{
+    gemm2d(g, 0, 0.5f, 2.0f, false);
+    gelu_erf_of(g, "m");
+}
+
+static void f_gemm_transa_full_c_residual_relu(fa_graph *g)
+{
+    gemm2d(g, 1, 1.0f, 0.25f, true);
+    int64_t sd[2] = {10, 48};
+    tensor(g, "skip", 2, sd, true);
+    node(g, "Add", "m,skip", "a");
+    node(g, "Relu", "a", "y");
+}
+
+static void f_gemm_alpha_silu(fa_graph *g)
+{
+    gemm2d(g, 0, 0.125f, 1.0f, false);
+    node(g, "Sigmoid", "m", "sg");
+    node(g, "Mul", "sg,m", "y");
+}
+
+static void f_gemm_c_input_alpha_beta_tanh(fa_graph *g)
+{
+    gemm2d_c(g, 0, 2.0f, 0.5f, false, true);
+    node(g, "Tanh", "m", "y");
+}
+
+static void f_gemm_beta_zero_relu(fa_graph *g)
+{
+    gemm2d(g, 0, 1.0f, 0.0f, true);
+    node(g, "Relu", "m", "y");
+}
+
+static const gemm_form k_gemm_forms[] = {
+    {"linear3d_bias_gelu_erf", f_linear_bias_gelu_erf, "matmul+add+gelu_erf", {FA_POST_OP_ADD, FA_POST_OP_GELU_ERF}, 2},
+    {"linear3d_gelu_erf_no_bias", f_linear_gelu_erf_no_bias, "matmul+gelu_erf", {FA_POST_OP_GELU_ERF}, 1},
+    {"linear3d_bias_gelu_tanh", f_linear_bias_gelu_tanh, "matmul+add+gelu_tanh", {FA_POST_OP_ADD, FA_POST_OP_GELU_TANH}, 2},
+    {"linear3d_bias_silu", f_linear_bias_silu, "matmul+add+silu", {FA_POST_OP_ADD, FA_POST_OP_SWISH}, 2},
+    {"linear3d_bias_then_residual", f_linear_bias_residual, "matmul+add+add", {FA_POST_OP_ADD, FA_POST_OP_ADD}, 2},
+    {"linear3d_residual_then_bias", f_linear_residual_then_bias, "matmul+add+add", {FA_POST_OP_ADD, FA_POST_OP_ADD}, 2},
+    {"transposed_b", f_transposed_b, "matmul(view b)", {0}, 0},
+    {"transposed_b_heads_layout_with_mask", f_transposed_b_heads_with_mask, "matmul(view b)+add", {FA_POST_OP_ADD}, 1},
+    {"scale_before_transposed_b", f_scale_before_transposed_b, "matmul(view b,scale)", {0}, 0},
+    {"scale_after_transposed_b", f_scale_after_transposed_b, "matmul(view b)+div", {FA_POST_OP_DIV}, 1},
+    {"scale_before_linear_bias", f_scale_before_linear_bias, "matmul(scale)+add", {FA_POST_OP_ADD}, 1},
+    {"transposed_a", f_transposed_a, "matmul(view a)", {0}, 0},
+    {"gemm_transb_alpha_beta_gelu_erf", f_gemm_transb_alpha_beta_gelu_erf, "gemm+gelu_erf", {FA_POST_OP_GELU_ERF}, 1},
+    {"gemm_transa_full_c_residual_relu", f_gemm_transa_full_c_residual_relu, "gemm+add+relu", {FA_POST_OP_ADD, FA_POST_OP_RELU}, 2},
+    {"gemm_alpha_silu", f_gemm_alpha_silu, "gemm+silu", {FA_POST_OP_SWISH}, 1},
+    {"gemm_c_input_alpha_beta_tanh", f_gemm_c_input_alpha_beta_tanh, "gemm+tanh", {FA_POST_OP_TANH}, 1},
+    {"gemm_beta_zero_relu", f_gemm_beta_zero_relu, "gemm+relu", {FA_POST_OP_RELU}, 1},
+};
+enum { N_GEMM_FORMS = sizeof k_gemm_forms / sizeof k_gemm_forms[0] };
+
+static void test_gemm_form(void **state)
+{
+    const gemm_form *f = *state;
+    fa_graph *g = fa_graph_create(f->name);
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    f->build(g);
+    finish(g, "y");
+    expect_epilogue_labelled(g, f->want, f->n_want, f->label);
+}
+
+/* An addend that varies along the batch only ([2,1,48] on [2,5,48]) cannot be read on the Linear's
+ * [rows, N] product: the epilogue stops before it, with the reason (shape-changing-epilogue). */
+static void test_linear_per_batch_addend_stays_outside(void **state)
+{
+    (void)state;
+    fa_graph *g = fa_graph_create("linear_per_batch_addend");
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    linear3d(g);
+    int64_t pd[3] = {2, 1, 48};
+    weights(g, "per_batch", 3, pd, 9, -0.5f, 0.5f);
+    node(g, "Add", "m,per_batch", "a");
+    node(g, "Relu", "a", "y");
+    finish(g, "y");
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(C, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(C));
+    for (int i = 0; i < p->n_clusters; i++) {
+        printf("cluster %s\n", p->clusters[i].label);
+        assert_false(p->clusters[i].kind == FA_CLUSTER_EPILOGUE && p->clusters[i].anchor == g->topo[0] &&
+                     p->clusters[i].n_post_ops > 0);
+    }
+    bool said = false;
+    for (int i = 0; i < p->n_why_not; i++)
+        said |= p->why_not[i].code == FA_WHY_SHAPE_CHANGING_EPILOGUE && strstr(p->why_not[i].reason, "varies along a batch dim");
+    assert_true(said);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
+/* ---- the pre-LN residual stream (issue 33) ----
+ * x [2,5,48] + the residual r, the sum read by a LayerNormalization (or RMSNormalization) and by
+ * the next residual add (+ z, z = the norm's output times W: the block the norm feeds, so the
+ * add cannot join the norm's cluster): the norm's row kernel takes the Add and also writes the sum, one
+ * cluster verified against the unfused ops (ONNX Runtime's SkipLayerNormalization with its sum
+ * output). Before, the Add had two consumers and stayed a kernel of its own ("this plan never
+ * duplicates a producer"). With gemm 1, the Add's operand comes from x [10,32] -> Gemm -> Reshape
+ * [2,5,48] (GPT-2's Conv1D); with gemm 2 from MatMul -> bias Add (ViT's MLP): the Add stays the
+ * GEMM's epilogue (matmul+add+add: the epilogue writes the sum the norm reads, one pass fewer than
+ * a bias epilogue plus the norm's cluster), the norm on its own. */
+static void skip_norm_model(bool rms, int gemm, fa_plan **pp, fa_graph **gp)
+{
+    fa_graph *g = fa_graph_create(rms ? "pre_ln_skip_rms_norm" : gemm == 1 ? "pre_ln_gemm_residual"
+                                  : gemm == 2             ? "pre_ln_matmul_bias_residual"
+                                                          : "pre_ln_skip_layer_norm");
+    assert_int_equal(fa_graph_set_opset(C, g, "", rms ? 23 : 17), FA_OK);
+    int64_t d[3] = {2, 5, 48}, gd[1] = {48};
+    int64_t wz[2] = {48, 48};
+    tensor(g, "r", 3, d, true);
+    weights(g, "wz", 2, wz, 5, -0.3f, 0.3f);
+    if (gemm == 2) { /* ViT's MLP output: MatMul -> bias Add -> residual Add */
+        int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48};
+        tensor(g, "x2", 3, xd, true);
+        weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+        weights(g, "bias", 1, gd, 2, -0.5f, 0.5f);
+        node(g, "MatMul", "x2,w", "m");
+        node(g, "Add", "m,bias", "x");
+    } else if (gemm) {
+        int64_t xd[2] = {10, 32}, wd[2] = {32, 48}, shape[3] = {2, 5, 48}, sd[1] = {3};
+        tensor(g, "x2", 2, xd, true);
+        weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+        weights(g, "gc", 1, gd, 2, -0.5f, 0.5f);
+        int t = fa_graph_tensor(g, "shape");
+        fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, sd);
+        assert_int_equal(fa_tensor_set_data(C, g->tensors[t], shape, sizeof shape), FA_OK);
+        g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+        node(g, "Gemm", "x2,w,gc", "m");
+        node(g, "Reshape", "m,shape", "x");
+    } else {
+        tensor(g, "x", 3, d, true);
+    }
+    weights(g, "gamma", 1, gd, 3, 0.5f, 1.5f);
+    if (!rms) weights(g, "beta", 1, gd, 4, -0.5f, 0.5f);
+    node(g, "Add", "x,r", "s");
+    node(g, rms ? "RMSNormalization" : "LayerNormalization", rms ? "s,gamma" : "s,gamma,beta", "y");
+    node(g, "MatMul", "y,wz", "z");
+    node(g, "Add", "s,z", "s2");
+    finish(g, "s2");
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    if (fa_advise(C, g, NULL, &ao, pp)) fail_msg("%s: advise: %s", g->name, fa_ctx_errmsg(C));
+    *gp = g;
+}
+
+/* the cluster holding node `op_type` of g, NULL if none */
+static const fa_cluster *cluster_with(const fa_graph *g, const fa_plan *p, const char *name)
+{
+    for (int i = 0; i < p->n_clusters; i++)
+        for (int k = 0; k < p->clusters[i].n_members; k++)
+            if (!strcmp(g->nodes[p->clusters[i].members[k]]->name, name)) return &p->clusters[i];
+    return NULL;
+}
+
+static void check_skip_norm(bool rms)
+{
+    fa_plan *p = NULL;
+    fa_graph *g = NULL;
+    skip_norm_model(rms, 0, &p, &g);
+    const fa_cluster *c = cluster_with(g, p, "Add_0");
+    if (!c) fail_msg("%s: the residual Add is in no cluster", g->name);
+    printf("%s: cluster %s, %d members\n", g->name, c->label, c->n_members);
+    assert_int_equal(c->kind, FA_CLUSTER_REDUCTION);
+    assert_ptr_equal(cluster_with(g, p, "LayerNormalization_1") ? cluster_with(g, p, "LayerNormalization_1")
+                                                                  : cluster_with(g, p, "RMSNormalization_1"), c);
+    bool sum_out = false; /* the sum is written for the next residual add */
+    for (int k = 0; k < c->n_outputs; k++) sum_out |= !strcmp(g->tensors[c->outputs[k]]->name, "s");
+    assert_true(sum_out);
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(C, g, p, &opt, &r)) fail_msg("%s: apply: %s", g->name, fa_ctx_errmsg(C));
+    const fa_cluster_verdict *v = &r->verdicts[c - p->clusters];
+    printf("  %s: %s (relative error %.2g): %s\n", c->label, fa_cluster_status_name(v->status), v->max_rel_error,
+           v->reason ? v->reason : "");
+    assert_true(v->status == FA_CLUSTER_ACCEPTED || v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
+                v->status == FA_CLUSTER_REJECTED_REGRESSION);
+    assert_non_null(strstr(v->reason, "verified"));
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
+static void test_pre_ln_skip_layer_norm_writes_the_sum(void **s) { (void)s; check_skip_norm(false); }
+static void test_pre_ln_skip_rms_norm_writes_the_sum(void **s) { (void)s; check_skip_norm(true); }
+
+static void test_pre_ln_residual_after_a_gemm_stays_its_epilogue(void **state)
+{
+    (void)state;
+    for (int form = 1; form <= 2; form++) {
+        fa_plan *p = NULL;
+        fa_graph *g = NULL;
+        skip_norm_model(false, form, &p, &g);
+        /* nodes: the GEMM, the Reshape or the bias Add, then Add_2 (the residual), LayerNormalization_3 */
+        const fa_cluster *c = cluster_with(g, p, "Add_2"), *ln = cluster_with(g, p, "LayerNormalization_3");
+        if (!c) fail_msg("%s: the residual Add is in no cluster", g->name);
+        printf("%s: the residual add in %s\n", g->name, c->label);
+        assert_int_equal(c->kind, FA_CLUSTER_EPILOGUE);
+        if (form == 2) assert_string_equal(c->label, "matmul+add+add");
+        assert_true(ln != c);
+        fa_plan_free(p);
+        fa_graph_free(g);
+    }
+}
+
 static int setup(void **s)
 {
     (void)s;
@@ -275,9 +701,20 @@ static int teardown(void **s)
 
 int main(void)
 {
-    struct CMUnitTest tests[N_FORMS];
+    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + 4];
     for (int i = 0; i < N_FORMS; i++)
         tests[i] = (struct CMUnitTest){.name = k_forms[i].name, .test_func = test_epilogue_form,
                                        .initial_state = (void *)&k_forms[i]};
+    for (int i = 0; i < N_GEMM_FORMS; i++)
+        tests[N_FORMS + i] = (struct CMUnitTest){.name = k_gemm_forms[i].name, .test_func = test_gemm_form,
+                                                 .initial_state = (void *)&k_gemm_forms[i]};
+    tests[N_FORMS + N_GEMM_FORMS] = (struct CMUnitTest){.name = "linear_per_batch_addend_stays_outside",
+                                                        .test_func = test_linear_per_batch_addend_stays_outside};
+    tests[N_FORMS + N_GEMM_FORMS + 1] = (struct CMUnitTest){.name = "pre_ln_skip_layer_norm_writes_the_sum",
+                                                            .test_func = test_pre_ln_skip_layer_norm_writes_the_sum};
+    tests[N_FORMS + N_GEMM_FORMS + 2] = (struct CMUnitTest){.name = "pre_ln_skip_rms_norm_writes_the_sum",
+                                                            .test_func = test_pre_ln_skip_rms_norm_writes_the_sum};
+    tests[N_FORMS + N_GEMM_FORMS + 3] = (struct CMUnitTest){.name = "pre_ln_residual_after_a_gemm_stays_its_epilogue",
+                                                            .test_func = test_pre_ln_residual_after_a_gemm_stays_its_epilogue};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

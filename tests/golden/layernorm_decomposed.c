@@ -19,22 +19,28 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
         (void)base;
         const int64_t ro0 = row * 768;
         const float v5 = in3[0];
-        double a1 = 0.0;
+        float k1;
+        { /* the shift: the argument at j = 0 */
+            const int64_t j = 0;
+            const float v0 = in0[ro0 + j];
+            k1 = v0;
+        }
+        float a1 = 0.0f;
 #pragma omp simd reduction(+:a1)
         for (int64_t j = 0; j < len; j++) {
             const float v0 = in0[ro0 + j];
-            a1 += (double)v0;
+            a1 += v0 - k1;
         }
-        const float v1 = (float)(a1 / (double)len);
-        double a4 = 0.0;
+        const float v1 = k1 + a1 / (float)len;
+        float a4 = 0.0f;
 #pragma omp simd reduction(+:a4)
         for (int64_t j = 0; j < len; j++) {
             const float v0 = in0[ro0 + j];
             const float v2 = (v0 - v1);
             const float v3 = (v2 * v2);
-            a4 += (double)v3;
+            a4 += v3;
         }
-        const float v4 = (float)(a4 / (double)len);
+        const float v4 = a4 / (float)len;
         const float v6 = (v4 + v5);
         const float v7 = sqrtf(v6);
 #pragma omp simd

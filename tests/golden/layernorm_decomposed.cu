@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(256) fa_fused_c7_3f9a1c07(
         a1 += v0;
     }
     a1 = fa_block_sum(a1, fa_red);
-    const float v1 = (float)(a1 / (float)len);
+    const float v1 = a1 / (float)len;
     float a4 = 0.0f;
     for (int j = threadIdx.x; j < len; j += 256) {
         const float v0 = in0[ro0 + j];
@@ -64,7 +64,7 @@ extern "C" __global__ void __launch_bounds__(256) fa_fused_c7_3f9a1c07(
         a4 += v3;
     }
     a4 = fa_block_sum(a4, fa_red);
-    const float v4 = (float)(a4 / (float)len);
+    const float v4 = a4 / (float)len;
     const float v6 = (v4 + v5);
     const float v7 = sqrtf(v6);
     for (int j = threadIdx.x; j < len; j += 256) {

@@ -18,14 +18,21 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
         (void)base;
         const int64_t ro0 = row * 512;
         const float v3 = in2[0];
-        double a2 = 0.0;
+        float k2;
+        { /* the shift: the argument at j = 0 */
+            const int64_t j = 0;
+            const float v0 = in0[ro0 + j];
+            const float v1 = (v0 * v0);
+            k2 = v1;
+        }
+        float a2 = 0.0f;
 #pragma omp simd reduction(+:a2)
         for (int64_t j = 0; j < len; j++) {
             const float v0 = in0[ro0 + j];
             const float v1 = (v0 * v0);
-            a2 += (double)v1;
+            a2 += v1 - k2;
         }
-        const float v2 = (float)(a2 / (double)len);
+        const float v2 = k2 + a2 / (float)len;
         const float v4 = (v2 + v3);
         const float v5 = sqrtf(v4);
         const float v6 = (1.0f / v5);

@@ -54,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128) fa_fused_c7_3f9a1c07(
         a2 += v1;
     }
     a2 = fa_block_sum(a2, fa_red);
-    const float v2 = (float)(a2 / (float)len);
+    const float v2 = a2 / (float)len;
     const float v4 = (v2 + v3);
     const float v5 = sqrtf(v4);
     const float v6 = (1.0f / v5);

@@ -23,6 +23,8 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     for (int64_t row = 0; row < rows; row++) {
         const int64_t base = row * len;
         (void)base;
+        float rb2[1037]; /* row of v2, kept from sweep 1 */
+        float rb5[1037]; /* row of v5, kept from sweep 2 */
         const int64_t ro0 = row * 1037;
         const float v1 = in1[0];
         float a3 = -INFINITY;
@@ -30,25 +32,23 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
         for (int64_t j = 0; j < len; j++) {
             const float v0 = in0[ro0 + j];
             const float v2 = (v0 * v1);
+            rb2[j] = v2;
             a3 = a3 > v2 ? a3 : v2;
         }
-        const float v3 = (float)a3;
-        double a6 = 0.0;
+        const float v3 = a3;
+        float a6 = 0.0f;
 #pragma omp simd reduction(+:a6)
         for (int64_t j = 0; j < len; j++) {
-            const float v0 = in0[ro0 + j];
-            const float v2 = (v0 * v1);
+            const float v2 = rb2[j];
             const float v4 = (v2 - v3);
             const float v5 = expf(v4);
-            a6 += (double)v5;
+            rb5[j] = v5;
+            a6 += v5;
         }
-        const float v6 = (float)a6;
+        const float v6 = a6;
 #pragma omp simd
         for (int64_t j = 0; j < len; j++) {
-            const float v0 = in0[ro0 + j];
-            const float v2 = (v0 * v1);
-            const float v4 = (v2 - v3);
-            const float v5 = expf(v4);
+            const float v5 = rb5[j];
             const float v7 = (v5 / v6);
             out0[base + j] = v7;
         }

@@ -52,7 +52,7 @@ extern "C" __global__ void __launch_bounds__(512) fa_fused_c7_3f9a1c07(
         a3 = a3 > v2 ? a3 : v2;
     }
     a3 = fa_block_max(a3, fa_red);
-    const float v3 = (float)a3;
+    const float v3 = a3;
     float a6 = 0.0f;
     for (int j = threadIdx.x; j < len; j += 512) {
         const float v0 = in0[ro0 + j];
@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(512) fa_fused_c7_3f9a1c07(
         a6 += v5;
     }
     a6 = fa_block_sum(a6, fa_red);
-    const float v6 = (float)a6;
+    const float v6 = a6;
     for (int j = threadIdx.x; j < len; j += 512) {
         const float v0 = in0[ro0 + j];
         const float v2 = (v0 * v1);

@@ -312,6 +312,83 @@ __attribute__((unused)) static tc *case_rmsnorm_op(int64_t batch, int64_t len)
     return t;
 }
 
+/* The residual add + layer norm ONNX Runtime fuses as SkipLayerNormalization (issue 33): x and
+ * the residual r [batch, len] added, a per-column bias `offset` + (i % 7) / 8 added (a residual
+ * stream far from 0: the row kernel's first-sweep sums must not lose its spread to its offset),
+ * then LayerNormalization (opset 17, epsilon 1e-6) over the row. */
+__attribute__((unused)) static tc *case_skip_layernorm(int64_t batch, int64_t len, float offset)
+{
+    tc *t = tc_new(18);
+    int64_t dx[2] = {batch, len}, dg[1] = {len};
+    float *gv = malloc((size_t)len * sizeof *gv), *bv = malloc((size_t)len * sizeof *bv), *ov = malloc((size_t)len * sizeof *ov);
+    for (int64_t i = 0; i < len; i++) {
+        gv[i] = 0.75f + (float)(i % 11) * 0.05f;
+        bv[i] = (float)(i % 4) * 0.1f - 0.15f;
+        ov[i] = offset + (float)(i % 7) * 0.125f;
+    }
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "r", 2, dx);
+    tc_const(t, "gamma", 1, dg, gv);
+    tc_const(t, "beta", 1, dg, bv);
+    tc_const(t, "bias", 1, dg, ov);
+    free(gv);
+    free(bv);
+    free(ov);
+    tc_node(t, "Add", "x", "r", NULL, "s");
+    tc_node(t, "Add", "s", "bias", NULL, "sb");
+    fa_node *ln = tc_node(t, "LayerNormalization", "sb", "gamma", "beta", "y");
+    fa_node_add_attr_float(t->g, ln, "epsilon", 1e-6f);
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 1, "layer_norm");
+    return t;
+}
+
+/* The pre-LN form (GPT-2, ViT, LLaMA): the sum x + r is the residual stream the next block adds
+ * to, so it is a second output of the row kernel beside the norm (ONNX Runtime's
+ * SkipLayerNormalization's optional sum output; vLLM's fused_add_rms_norm): x + r [batch, len],
+ * LayerNormalization (opset 17) or RMSNormalization (opset 23) over the row; outputs y and s. */
+__attribute__((unused)) static tc *case_skip_norm_sum_out(int64_t batch, int64_t len, bool rms)
+{
+    tc *t = tc_new(rms ? 23 : 17);
+    int64_t dx[2] = {batch, len}, dg[1] = {len};
+    float *gv = malloc((size_t)len * sizeof *gv), *bv = malloc((size_t)len * sizeof *bv);
+    for (int64_t i = 0; i < len; i++) {
+        gv[i] = 0.75f + (float)(i % 11) * 0.05f;
+        bv[i] = (float)(i % 4) * 0.1f - 0.15f;
+    }
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "r", 2, dx);
+    tc_const(t, "gamma", 1, dg, gv);
+    if (!rms) tc_const(t, "beta", 1, dg, bv);
+    free(gv);
+    free(bv);
+    tc_node(t, "Add", "x", "r", NULL, "s");
+    tc_node(t, rms ? "RMSNormalization" : "LayerNormalization", "s", "gamma", rms ? NULL : "beta", "y");
+    tc_output(t, "y");
+    tc_output(t, "s");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, rms ? FA_RED_RMS_NORM : FA_RED_LAYER_NORM, 1, rms ? "rms_norm" : "layer_norm");
+    return t;
+}
+
+/* The residual add + RMS norm ONNX Runtime fuses as SkipSimplifiedLayerNormalization: x + r
+ * [batch, len], then RMSNormalization (opset 23) over the row. */
+__attribute__((unused)) static tc *case_skip_rmsnorm(int64_t batch, int64_t len)
+{
+    tc *t = tc_new(23);
+    int64_t dx[2] = {batch, len}, dg[1] = {len};
+    float *gv = malloc((size_t)len * sizeof *gv);
+    for (int64_t i = 0; i < len; i++) gv[i] = 0.5f + (float)(i % 9) * 0.1f;
+    tc_input(t, "x", 2, dx);
+    tc_input(t, "r", 2, dx);
+    tc_const(t, "gamma", 1, dg, gv);
+    free(gv);
+    tc_node(t, "Add", "x", "r", NULL, "s");
+    tc_node(t, "RMSNormalization", "s", "gamma", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_RMS_NORM, 1, "rms_norm");
+    return t;
+}
+
 /* Every op of the emitter table as one branch off x [3, 517] (a horizontal cluster with one
  * output per op), plus Where(Less(x, 0), ...), PRelu with a per-column slope, Pow 3 / 0.5 / 1.7. */
 __attribute__((unused)) static tc *case_all_ops(void)
@@ -449,6 +526,39 @@ __attribute__((unused)) static tc *case_attention_bert(int s, int h, int d)
     tc_node(t, "Reshape", "om", "hidden", NULL, "y");
     tc_output(t, "y");
     tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(bert)");
+    return t;
+}
+
+/* PyTorch's SDPA decomposition as the Hugging Face BERT / GPT-2 exports write it: q, k, v
+ * [2, 2, s, 8], scores scaled, an additive mask [2, 1, s, s] (-inf on every key of query row 1
+ * of the second sequence, float32's lowest on the first's last 4 keys), softmax, then
+ * Where(IsNaN(p), 0, p): the NaN row 0. */
+__attribute__((unused)) static tc *case_attention_sdpa_nan_guard(int s)
+{
+    tc *t = tc_new(17);
+    int64_t dq[4] = {2, 2, s, 8}, dm[4] = {2, 1, s, s};
+    tc_input(t, "q", 4, dq);
+    tc_input(t, "k", 4, dq);
+    tc_input(t, "v", 4, dq);
+    float *m = calloc((size_t)(2 * s * s), sizeof *m);
+    for (int i = 0; i < s; i++)
+        for (int j = s - 4; j < s; j++) m[i * s + j] = -3.4028234663852886e38f;
+    for (int j = 0; j < s; j++) m[s * s + 1 * s + j] = -INFINITY;
+    tc_const(t, "mask", 4, dm, m);
+    free(m);
+    tc_perm(t, "k", "kt", 0, 1, 3, 2);
+    tc_node(t, "MatMul", "q", "kt", NULL, "sc");
+    tc_scalar(t, "scale", 0.35355339f);
+    tc_scalar(t, "zero", 0.0f);
+    tc_node(t, "Mul", "sc", "scale", NULL, "ss");
+    tc_node(t, "Add", "ss", "mask", NULL, "sm");
+    fa_node *sm = tc_node(t, "Softmax", "sm", NULL, NULL, "p");
+    fa_node_add_attr_int(t->g, sm, "axis", -1);
+    tc_node(t, "IsNaN", "p", NULL, NULL, "nan");
+    tc_node(t, "Where", "nan", "zero", "p", "pg");
+    tc_node(t, "MatMul", "pg", "v", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(sdpa nan guard)");
     return t;
 }
 

@@ -447,6 +447,25 @@ static void test_numerics_rmsnorm_decomposed_and_op(void **s)
     check_numerics(case_rmsnorm_op(4, 1037), "RMSNormalization 4x1037");
 }
 
+/* Residual add + norm (ONNX Runtime's SkipLayerNormalization / SkipSimplifiedLayerNormalization,
+ * issue 33): the row kernel reads x and the residual once into its row buffer and sums in float
+ * lanes; a residual stream with an offset of 100 (10^2 times its spread) stays within the
+ * tolerance through the first sweep's shift (measured 2e-6 against the unfused ops, whose own
+ * float layer norm is most of it; summed unshifted in float lanes 3.7e-6 .. 9.2e-6; at an offset of
+ * 1000 the unfused float ops alone differ from the double-accumulated kernel by 1.5e-5); a row
+ * over the buffer's 4096 floats recomputes. */
+static void test_numerics_skip_layernorm_and_rmsnorm(void **s)
+{
+    (void)s;
+    check_numerics(case_skip_layernorm(6, 768, 0.0f), "skip layer norm 6x768");
+    check_numerics(case_skip_layernorm(6, 768, 100.0f), "skip layer norm 6x768, residual offset 100");
+    check_numerics(case_skip_layernorm(3, 5000, 100.0f), "skip layer norm 3x5000 (no buffer), residual offset 100");
+    check_numerics(case_skip_layernorm(4, 33, 0.0f), "skip layer norm 4x33");
+    check_numerics(case_skip_rmsnorm(6, 768), "skip rms norm 6x768");
+    check_numerics(case_skip_norm_sum_out(6, 768, false), "pre-LN skip layer norm 6x768, the sum an output too");
+    check_numerics(case_skip_norm_sum_out(3, 5000, true), "pre-LN skip rms norm 3x5000 (no buffer), the sum an output too");
+}
+
 /* Softmax across a Flatten: x [2,3,7,11] flattened to [2, 231], softmax over the rows of 231:
  * the kernel reads x through the real strides of each shape. */
 static void test_numerics_softmax_across_flatten(void **s)
@@ -507,6 +526,7 @@ static void test_numerics_attention_forms(void **s)
     check_numerics(case_attention_bert(5, 2, 8), "attention, BERT views, seq 5");
     check_numerics(case_attention_gqa_causal(70), "attention, grouped kv, causal + padding masks, row guard, seq 70");
     check_numerics(case_attention_op(70), "Attention op, 3-D grouped, causal, softcap, short mask, seq 70");
+    check_numerics(case_attention_sdpa_nan_guard(70), "attention, SDPA's Where(IsNaN(P), 0, P), a fully masked row, seq 70");
 }
 
 static void test_numerics_where_bool_input(void **s)
@@ -720,9 +740,12 @@ static void test_cuda_kernels_emulated_on_host_match_unfused(void **s)
     check_cuda_emulated(case_layernorm_op(3, 768), "LayerNormalization+Relu 3x768");
     check_cuda_emulated(case_rmsnorm(3, 300), "rms norm decomposed 3x300");
     check_cuda_emulated(case_rmsnorm_op(2, 33), "RMSNormalization 2x33");
+    check_cuda_emulated(case_skip_layernorm(3, 768, 0.0f), "skip layer norm 3x768");
+    check_cuda_emulated(case_skip_rmsnorm(2, 300), "skip rms norm 2x300");
     check_cuda_emulated(case_attention_bert(70, 3, 16), "attention, BERT views, seq 70 (3 key tiles, 5 query blocks)");
     check_cuda_emulated(case_attention_gqa_causal(37), "attention, grouped kv, causal + padding, row guard, seq 37");
     check_cuda_emulated(case_attention_op(40), "Attention op, 3-D grouped, causal, softcap, short mask, seq 40");
+    check_cuda_emulated(case_attention_sdpa_nan_guard(37), "attention, SDPA's NaN guard, a fully masked row, seq 37");
 }
 
 /* ---- the advisor's own clusters on real graphs ---- */
@@ -939,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_numerics_softmax_rows_1037_and_3000_batch_3),
         cmocka_unit_test(test_numerics_layernorm_decomposed_and_op),
         cmocka_unit_test(test_numerics_rmsnorm_decomposed_and_op),
+        cmocka_unit_test(test_numerics_skip_layernorm_and_rmsnorm),
         cmocka_unit_test(test_numerics_softmax_across_flatten),
         cmocka_unit_test(test_numerics_small_outputs_stored_once),
         cmocka_unit_test(test_numerics_where_bool_input),

@@ -1,6 +1,7 @@
 /* tests/unit/test_dnnl_post_ops — fused Conv/Gemm nodes (domain ai.fuse-advise) with oneDNN
  * post-ops compute exactly what the unfused Conv -> Add -> Relu (and Gemm -> Sigmoid) graphs do. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -189,6 +190,86 @@ static void check_block(bool a_is_output)
 static void test_residual_sum_in_place_of_its_last_reader(void **s) { (void)s; check_block(false); }
 static void test_residual_still_read_later_keeps_its_bytes(void **s) { (void)s; check_block(true); }
 
+/* x [2,5,32] -> MatMul w [32,48] -> Add `addend` -> Gelu (erf), unfused or as one FusedMatMul with
+ * post-ops {add, gelu_erf}; the addend a per-column bias [48] or one row per batch [2,1,48]. */
+static fa_graph *linear_graph(fa_ctx *ctx, bool fused, bool per_batch, bool rows)
+{
+    fa_graph *g = fa_graph_create(fused ? "fused" : "unfused");
+    fa_graph_set_opset(ctx, g, "", 20);
+    int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48}, bd[1] = {48}, bb[3] = {2, 1, 48}, yd[3] = {2, 5, 48};
+    if (rows) xd[0] = yd[0] = 10, xd[1] = 32, yd[1] = 48; /* x [10,32]: the 2-D product itself */
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, rows ? 2 : 3, xd);
+    fa_graph_add_input(ctx, g, x);
+    add_const(ctx, g, "w", 2, wd, 1);
+    add_const(ctx, g, "b", per_batch ? 3 : 1, per_batch ? bb : bd, 2);
+    if (fused) {
+        const char *ins[] = {"x", "w", "b"}, *outs[] = {"y"};
+        fa_node *n = fa_graph_add_node(ctx, g, "fm", "FusedMatMul", "ai.fuse-advise", 3, ins, 1, outs);
+        const fa_post_op po[] = {{FA_POST_OP_ADD, 0, 0, 2}, {FA_POST_OP_GELU_ERF, 0, 0, -1}};
+        assert_true(fa_post_ops_set_node(g, n, po, 2));
+        int y = fa_graph_find_tensor(g, "y");
+        fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, rows ? 2 : 3, yd);
+        fa_graph_add_output(ctx, g, y);
+        assert_int_equal(fa_graph_index(ctx, g), FA_OK);
+    } else {
+        const char *i1[] = {"x", "w"}, *o1[] = {"m"}, *i2[] = {"m", "b"}, *o2[] = {"a"}, *i3[] = {"a"}, *o3[] = {"y"};
+        fa_graph_add_node(ctx, g, "mm", "MatMul", "", 2, i1, 1, o1);
+        fa_graph_add_node(ctx, g, "add", "Add", "", 2, i2, 1, o2);
+        fa_graph_add_node(ctx, g, "gelu", "Gelu", "", 1, i3, 1, o3);
+        fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+        assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    }
+    return g;
+}
+
+/* A Linear on batched activations with its epilogue as post-ops runs as the unfused MatMul does:
+ * one [rows, N] product whose constant weights oneDNN keeps packed (issue 33: the fused node kept
+ * the batch dim, oneDNN then kept the weights plain and repacked them on every call, and BERT's
+ * MatMul + bias + GELU ran 1.6x slower than the pair). An addend that varies along the batch only
+ * cannot be read on the [rows, N] product: that node keeps the batch dim, says so in its kernel's
+ * name, and still computes the same values. */
+static void check_linear(bool per_batch)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *gu = linear_graph(ctx, false, per_batch, false), *gf = linear_graph(ctx, true, per_batch, false);
+    fa_graph *g2 = linear_graph(ctx, true, false, true);
+    fa_exec *e = NULL, *e2 = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
+    if (fa_exec_create(ctx, gf, &eo, &e) || fa_exec_create(ctx, g2, &eo, &e2)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    /* what this machine's oneDNN does with the weights of the 2-D product (the unfused MatMul's,
+     * runtime/cpu/dnnl.c): packed where it picks brgemm (AVX-512), maybe plain elsewhere */
+    const char *name = fa_exec_kernel_name(e, gf->nodes[0]), *name2 = fa_exec_kernel_name(e2, g2->nodes[0]);
+    printf("per_batch %d: %s (%s); the 2-D product: %s\n", per_batch, name ? name : "?", fa_exec_kernel_impl(e, gf->nodes[0]),
+           name2 ? name2 : "?");
+    assert_non_null(name);
+    assert_non_null(name2);
+    assert_non_null(strstr(name2, "(weights "));
+    if (!per_batch) assert_string_equal(name, name2);
+    else if (strstr(name2, "weights packed")) assert_non_null(strstr(name, "weights plain, repacked per call"));
+    fa_exec_free(e);
+    fa_exec_free(e2);
+    fa_graph_free(g2);
+    int64_t nu, nf;
+    float *u = run_graph(ctx, gu, &nu), *f = run_graph(ctx, gf, &nf);
+    assert_int_equal(nu, nf);
+    double maxabs = 0, maxdiff = 0;
+    for (int64_t i = 0; i < nu; i++) {
+        maxabs = fmax(maxabs, fabs(u[i]));
+        maxdiff = fmax(maxdiff, fabs(u[i] - f[i]));
+    }
+    assert_true(maxabs > 0.1);
+    if (maxdiff / maxabs > 1e-5) fail_msg("per_batch %d: max rel error %g", per_batch, maxdiff / maxabs);
+    free(u);
+    free(f);
+    fa_graph_free(gu);
+    fa_graph_free(gf);
+    fa_ctx_free(ctx);
+}
+
+static void test_fused_linear_on_batched_activations_keeps_weights_packed(void **s) { (void)s; check_linear(false); }
+static void test_fused_linear_with_per_batch_addend_keeps_batch_dims(void **s) { (void)s; check_linear(true); }
+
 static void test_fused_conv_unknown_post_op_is_an_error(void **s)
 {
     (void)s;
@@ -205,6 +286,45 @@ static void test_fused_conv_unknown_post_op_is_an_error(void **s)
     fa_ctx_free(ctx);
 }
 
+/* A FusedMatMul's a_shape / a_strides (the view of input 0 it reads, applier/fused_graph.c) may
+ * come from a model file: a view reaching past the input, ranks that differ, or strides whose
+ * reach overflows int64 (it wrapped negative and passed the bound check, and oneDNN then read far
+ * outside the input) are refused at exec creation, naming the node. */
+static void test_fused_matmul_operand_view_out_of_bounds_is_an_error(void **s)
+{
+    (void)s;
+    /* x is [10, 32] (320 elements); each view below claims [10, 32] of it */
+    static const struct {
+        int64_t shape[2], strides[2];
+        int ns;
+    } bad[] = {
+        {{10, 32}, {32, 1}, 2},                         /* last element 9*32 + 31 = 319: fine, control */
+        {{10, 32}, {33, 1}, 2},                         /* 297 + 31 = 328 >= 320 */
+        {{10, 32}, {1, 0}, 1},                          /* ranks differ */
+        {{10, 32}, {INT64_MAX / 8 + 1, 1}, 2},          /* 9 * 2^60 wraps to a negative reach */
+        {{10, 32}, {INT64_MAX / 9, INT64_MAX / 31}, 2}, /* each product fits, their sum does not */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        fa_ctx *ctx = fa_ctx_create();
+        fa_graph *g = linear_graph(ctx, true, false, true);
+        fa_node *n = g->nodes[0];
+        assert_true(fa_node_add_attr_ints(g, n, "a_shape", bad[i].shape, 2));
+        assert_true(fa_node_add_attr_ints(g, n, "a_strides", bad[i].strides, bad[i].ns));
+        fa_exec *e = NULL;
+        fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+        fa_status st = fa_exec_create(ctx, g, &eo, &e);
+        if (i == 0) {
+            if (st) fail_msg("case 0: %s", fa_ctx_errmsg(ctx));
+            fa_exec_free(e);
+        } else {
+            if (st == FA_OK) fail_msg("case %zu: a bad view of input 0 was accepted", i);
+            assert_non_null(strstr(fa_ctx_errmsg(ctx), "node 'fm': a_shape / a_strides do not describe a view of input 0"));
+        }
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -213,6 +333,9 @@ int main(void)
         cmocka_unit_test(test_fused_grouped_conv_full_addend_matches_unfused),
         cmocka_unit_test(test_fused_depthwise_conv_add_relu_matches_unfused),
         cmocka_unit_test(test_fused_conv_unknown_post_op_is_an_error),
+        cmocka_unit_test(test_fused_matmul_operand_view_out_of_bounds_is_an_error),
+        cmocka_unit_test(test_fused_linear_on_batched_activations_keeps_weights_packed),
+        cmocka_unit_test(test_fused_linear_with_per_batch_addend_keeps_batch_dims),
         cmocka_unit_test(test_residual_sum_in_place_of_its_last_reader),
         cmocka_unit_test(test_residual_still_read_later_keeps_its_bytes),
     };

@@ -172,6 +172,60 @@ static void test_halving_with_a_noisy_round_wins_one_percent_does_not(void **st)
     assert_false(fa_apply_e2e_wins(ta, tb, M));
 }
 
+/* Whether text holds a raw negative figure: a '-' right before a digit (or "-." / "- 1") that is
+ * not inside a word such as "x-fused" or a range "1..2". */
+static const char *raw_negative(const char *text)
+{
+    for (const char *p = text; *p; p++)
+        if (*p == '-' && (p[1] >= '0' && p[1] <= '9') && (p == text || p[-1] == ' ' || p[-1] == '(' || p[-1] == '.'))
+            return p;
+    return NULL;
+}
+
+/* Issue 33: a reason never quotes a signed saving as a raw negative figure ("paired median saving
+ * -28.7 us"): a regression says "loss of 28.7 us" and its interval "loss 27.9..29.4 us"; an
+ * interval reaching 0 from a loss to a saving says so in words. */
+static void test_a_loss_reads_as_a_loss(void **st)
+{
+    (void)st;
+    double sa[N], sb[N];
+    fa_apply_result r;
+    memset(&r, 0, sizeof r);
+    r.arena = fa_arena_create(0);
+    fa_cluster_verdict v;
+    memset(&v, 0, sizeof v);
+    phased(-28.7, 11, sa, sb);
+    fa_apply_judge(&r, &v, sa, sb, N, 1e-7, NULL);
+    printf("%s\n", v.reason);
+    assert_int_equal(v.status, FA_CLUSTER_REJECTED_REGRESSION);
+    assert_non_null(strstr(v.reason, "paired median loss of 2"));
+    assert_non_null(strstr(v.reason, "interval loss 2"));
+    if (raw_negative(v.reason)) fail_msg("a raw negative figure at '%.20s' in: %s", raw_negative(v.reason), v.reason);
+    /* no verdict, the rounds split around 0: both ends in words */
+    uint64_t seed = 5;
+    for (int i = 0; i < N; i++) {
+        sa[i] = 100e3 + 1e3 * jitter(&seed);
+        sb[i] = 100e3 + 1e3 * jitter(&seed);
+    }
+    fa_apply_judge(&r, &v, sa, sb, N, 1e-7, NULL);
+    printf("%s\n", v.reason);
+    assert_int_equal(v.status, FA_CLUSTER_REJECTED_NO_GAIN);
+    assert_non_null(strstr(v.reason, "interval from a loss of "));
+    if (raw_negative(v.reason)) fail_msg("a raw negative figure at '%.20s' in: %s", raw_negative(v.reason), v.reason);
+    char b[96];
+    fa_saving_phrase(b, sizeof b, -3313868.6);
+    assert_string_equal(b, "loss of 3.3 ms");
+    fa_saving_phrase(b, sizeof b, 412e3);
+    assert_string_equal(b, "saving of 412.0 us");
+    fa_saving_phrase(b, sizeof b, 0);
+    assert_string_equal(b, "no saving");
+    fa_saving_interval_phrase(b, sizeof b, -2900, -2100);
+    assert_string_equal(b, "loss 2.1..2.9 us");
+    fa_saving_interval_phrase(b, sizeof b, -1e3, 2e3);
+    assert_string_equal(b, "from a loss of 1.0 us to a saving of 2.0 us");
+    fa_arena_free(r.arena);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -180,6 +234,7 @@ int main(void)
         cmocka_unit_test(test_sign_interval_decides),
         cmocka_unit_test(test_bimodal_unfused_side_is_a_win),
         cmocka_unit_test(test_halving_with_a_noisy_round_wins_one_percent_does_not),
+        cmocka_unit_test(test_a_loss_reads_as_a_loss),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

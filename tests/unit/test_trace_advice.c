@@ -1421,6 +1421,27 @@ static void test_gemm_epilogue_found(void **state)
     fa_trace_advice_free(a);
 }
 
+/* cuBLASLt's GELU epilogue is the tanh approximation: a fix that offers it says so, and the exact
+ * (erf) GELU's fix does not offer it (it would change the model's numerics, as QuickGELU labelled
+ * tanh-GELU would). Before, "GELU (erf, decomposed)" suggested "a GEMM epilogue (cuBLASLt GELU)". */
+static void test_gelu_fixes_keep_the_form(void **state)
+{
+    (void)state;
+    int n = 0;
+    const fa_ta_pattern_def *d = fa_ta_patterns(&n);
+    bool erf_seen = false;
+    for (int i = 0; i < n; i++) {
+        const char *f = d[i].fix;
+        if (strstr(f, "cuBLASLt") && strstr(f, "GELU") && !strstr(f, "tanh approximation"))
+            fail_msg("pattern '%s' offers cuBLASLt's GELU without saying it is the tanh approximation: %s", d[i].name, f);
+        if (strstr(d[i].steps, "erf")) {
+            erf_seen = true;
+            assert_non_null(strstr(f, "not cuBLASLt"));
+        }
+    }
+    assert_true(erf_seen);
+}
+
 /* The real traces: advice with no kernel counted twice and savings within what they come from;
  * the per-trace results are printed (docs/trace-advice.md quotes them). */
 static void test_corpus_traces_advice_invariants(void **state)
@@ -1539,6 +1560,7 @@ int main(void)
         cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
         cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
         cmocka_unit_test(test_gemm_epilogue_found),
+        cmocka_unit_test(test_gelu_fixes_keep_the_form),
         cmocka_unit_test(test_corpus_traces_advice_invariants),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
