@@ -604,7 +604,7 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
         else {
             fa_tensor_set_shape(b.m->tensors[id], T->dtype, T->rank, T->dims);
             if ((T->flags & FA_TENSOR_CONST) && T->data) {
-                s = fa_tensor_set_data(ctx, b.m->tensors[id], T->data, T->nbytes);
+                s = fa_tensor_share_data(ctx, b.m->tensors[id], T);
                 b.m->tensors[id]->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
             }
         }
