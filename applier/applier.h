@@ -162,8 +162,9 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
 /* A copy of g with the given clusters applied (ids; NULL/0 = every cluster whose verdict in v
  * [p->n_clusters] is ACCEPTED, or with v NULL every cluster the plan proposes): BN folds rewrite
  * weights, epilogues become Fused* nodes, generated-kernel clusters become
- * ai.fuse-advise.FusedKernel nodes. The result is prepared and indexed; it owns copies of all
- * constants. */
+ * ai.fuse-advise.FusedKernel nodes. The result is prepared and indexed; it shares g's constants
+ * (their blobs: no weight is copied, and the derived copies executors make of them are shared
+ * too), and owns the constants a fold made. */
 fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
                          const int *cluster_ids, int n_ids, fa_graph **out);
 /* g with only its BN_FOLD clusters applied, as standard ONNX ops (exportable, what

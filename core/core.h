@@ -224,6 +224,13 @@ fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t
  * - a symbolic link (fuse-advise never creates one), FIFO, device, socket or folder: FA_ERR_IO
  *   naming PATH, nothing written, nothing followed. */
 fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len);
+/* fa_write_file_atomic of the concatenation of parts[0..n) (a part with data NULL: len zero
+ * bytes), written part by part: a file of several GB (external data) is never one buffer. */
+typedef struct fa_write_part {
+    const void *data;
+    size_t len;
+} fa_write_part;
+fa_status fa_write_file_parts_atomic(fa_ctx *ctx, const char *path, const fa_write_part *parts, int n);
 /* The same in the folder dirfd (a descriptor the caller holds): NAME is one component; shown is
  * the path messages name. */
 fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data, size_t len);

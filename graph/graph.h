@@ -483,6 +483,26 @@ fa_status fa_onnx_import_buffer(fa_ctx *ctx, const char *display_name, const cha
                                 const uint8_t *data, size_t len, fa_graph **out);
 /* Export the live graph (folded nodes dropped, their outputs as initializers). */
 fa_status fa_onnx_export(fa_ctx *ctx, const fa_graph *g, const char *path);
+/* Protobuf refuses a message over 2 GB (2^31 - 1 bytes: its sizes are int32); ONNX keeps a larger
+ * model's weights in external data files (onnx/docs/ExternalData.md). */
+#define FA_ONNX_PROTOBUF_LIMIT ((uint64_t)INT32_MAX)
+/* What moves out: initializers of at least this many bytes (onnx's size_threshold default). */
+#define FA_ONNX_EXTERNAL_MIN_BYTES 1024
+/* Each at an offset that is a multiple of this: a page, so a reader maps it in place (ours,
+ * ONNX Runtime's); within the 64 KiB of padding onnx's own reader accepts. */
+#define FA_ONNX_EXTERNAL_ALIGN 4096
+typedef struct fa_onnx_export_options {
+    uint64_t external_above;     /* bytes: the model packs to more than this -> external data
+                                    (0: FA_ONNX_PROTOBUF_LIMIT; tests lower it) */
+    uint64_t external_min_bytes; /* 0: FA_ONNX_EXTERNAL_MIN_BYTES */
+} fa_onnx_export_options;
+/* fa_onnx_export, with external data when the model would pack to more than o->external_above:
+ * every initializer of at least external_min_bytes goes to PATH.data (basename PATH.data as the
+ * location, relative to the model's folder, so the pair moves together), page-aligned, written
+ * part by part (never one buffer), atomically, before PATH; attribute tensors stay in the model.
+ * o NULL: the defaults. Errors: the writers', FA_ERR_UNSUPPORTED when even the model without its
+ * initializers is over the protobuf limit. */
+fa_status fa_onnx_export_with(fa_ctx *ctx, const fa_graph *g, const char *path, const fa_onnx_export_options *o);
 fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_data, size_t *out_len);
 
 /* Shape inference + constant folding in one topological pass (folding evaluates nodes whose

@@ -856,13 +856,109 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
     return s;
 }
 
+/* The initializers of gp of at least min_bytes moved to the data file `location` (ExternalData.md:
+ * data_location EXTERNAL, external_data location/offset/length), each at an offset that is a
+ * multiple of FA_ONNX_EXTERNAL_ALIGN so a reader can map it in place; parts (room for 2 per
+ * initializer) gets the file's bytes: zero padding, then the tensor's bytes. Returns the number
+ * of parts, -1 when out of memory. */
+static int to_external(exporter *e, Onnx__GraphProto *gp, const char *location, uint64_t min_bytes, fa_write_part *parts,
+                       const fa_tensor **moved)
+{
+    int np = 0, nm = 0;
+    uint64_t off = 0;
+    for (size_t k = 0; k < gp->n_initializer; k++) {
+        Onnx__TensorProto *tp = gp->initializer[k];
+        if (!tp->has_raw_data || tp->raw_data.len < min_bytes) continue;
+        uint64_t at = (off + FA_ONNX_EXTERNAL_ALIGN - 1) / FA_ONNX_EXTERNAL_ALIGN * FA_ONNX_EXTERNAL_ALIGN;
+        Onnx__StringStringEntryProto **kv = ealloc(e, sizeof *kv * 3);
+        char *os = ealloc(e, 24), *ls = ealloc(e, 24);
+        if (!kv || !os || !ls) return -1;
+        snprintf(os, 24, "%" PRIu64, at);
+        snprintf(ls, 24, "%zu", tp->raw_data.len);
+        const char *keys[3] = {"location", "offset", "length"}, *vals[3] = {location, os, ls};
+        for (int i = 0; i < 3; i++) {
+            if (!(kv[i] = ealloc(e, sizeof *kv[i]))) return -1;
+            onnx__string_string_entry_proto__init(kv[i]);
+            kv[i]->key = (char *)keys[i];
+            kv[i]->value = (char *)vals[i];
+        }
+        if (at > off) parts[np++] = (fa_write_part){NULL, (size_t)(at - off)};
+        parts[np++] = (fa_write_part){tp->raw_data.data, tp->raw_data.len};
+        moved[nm++] = fa_graph_find_tensor(e->g, tp->name) >= 0 ? e->g->tensors[fa_graph_find_tensor(e->g, tp->name)] : NULL;
+        off = at + tp->raw_data.len;
+        tp->has_raw_data = 0;
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
+        tp->has_data_location = 1;
+        tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        tp->n_external_data = 3;
+        tp->external_data = kv;
+    }
+    moved[nm] = NULL;
+    return np;
+}
+
+fa_status fa_onnx_export_with(fa_ctx *ctx, const fa_graph *g, const char *path, const fa_onnx_export_options *o)
+{
+    uint64_t above = o && o->external_above ? o->external_above : FA_ONNX_PROTOBUF_LIMIT;
+    uint64_t min_bytes = o && o->external_min_bytes ? o->external_min_bytes : FA_ONNX_EXTERNAL_MIN_BYTES;
+    exporter e = {ctx, g, fa_arena_create(1 << 16), false};
+    if (!e.a) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: out of memory", path);
+    int *order = NULL;
+    int n_order = export_order(&e, &order);
+    if (n_order < 0) {
+        fa_arena_free(e.a);
+        fa_status s = fa_ctx_status(ctx) != FA_OK ? fa_ctx_status(ctx) : FA_ERR_INTERNAL;
+        return fa_ctx_wrap(ctx, s, "%s: ", path);
+    }
+    Onnx__ModelProto mp;
+    onnx__model_proto__init(&mp);
+    fa_status s = build_model(&e, &mp, order, n_order);
+    free(order);
+    fa_write_part *parts = NULL;
+    const fa_tensor **moved = NULL;
+    int np = 0;
+    char data_path[PATH_MAX] = "";
+    if (!s && onnx__model_proto__get_packed_size(&mp) > above) {
+        /* over protobuf's 2 GB (or the caller's bound): the weights go to PATH.data beside it */
+        const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+        char *location = ealloc(&e, strlen(base) + 8);
+        size_t ni = mp.graph->n_initializer;
+        parts = calloc(2 * ni + 1, sizeof *parts);
+        moved = calloc(ni + 1, sizeof *moved);
+        if (!location || !parts || !moved) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: out of memory", path);
+        else if ((size_t)snprintf(data_path, sizeof data_path, "%s.data", path) >= sizeof data_path)
+            s = fa_ctx_error(ctx, FA_ERR_IO, "%s: path too long for its external data file", path);
+        if (!s) {
+            sprintf(location, "%s.data", base);
+            np = to_external(&e, mp.graph, location, min_bytes, parts, moved);
+            if (np < 0) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: out of memory", path);
+        }
+        if (!s) s = fa_write_file_parts_atomic(ctx, data_path, parts, np);
+        /* written: the pages of weights read in place from a mapped model leave the resident set */
+        for (int k = 0; !s && moved[k]; k++)
+            if (moved[k]->blob) fa_blob_release_pages(moved[k]->blob);
+    }
+    if (!s) {
+        size_t sz = onnx__model_proto__get_packed_size(&mp);
+        if (sz > FA_ONNX_PROTOBUF_LIMIT)
+            s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: the model's structure alone packs to %zu bytes, over protobuf's "
+                             "limit of %" PRIu64, path, sz, (uint64_t)FA_ONNX_PROTOBUF_LIMIT);
+        uint8_t *buf = s ? NULL : malloc(sz ? sz : 1);
+        if (!s && !buf) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: cannot allocate %zu bytes", path, sz);
+        if (!s) {
+            onnx__model_proto__pack(&mp, buf);
+            s = fa_write_file_atomic(ctx, path, buf, sz);
+        }
+        free(buf);
+    }
+    free(parts);
+    free(moved);
+    fa_arena_free(e.a);
+    return s;
+}
+
 fa_status fa_onnx_export(fa_ctx *ctx, const fa_graph *g, const char *path)
 {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    fa_status s = fa_onnx_export_buffer(ctx, g, &buf, &len);
-    if (s != FA_OK) return fa_ctx_wrap(ctx, s, "%s: ", path);
-    s = fa_write_file_atomic(ctx, path, buf, len);
-    free(buf);
-    return s;
+    return fa_onnx_export_with(ctx, g, path, NULL);
 }
