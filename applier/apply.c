@@ -545,13 +545,14 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         goto done;
     }
 
-    /* 1. Capture: the unfused graph with every cluster boundary tensor (inputs, outputs, epilogue
-     *    operands) as an output, so every cluster's sub-graph can be fed the values it sees in
-     *    the whole model. Graph inputs are our own fill (the same values on every target);
-     *    constants live in the graph. The clusters beyond the stage's cap are set NOT_TRIED
-     *    first: nothing is kept for them. */
+    /* 1. Capture: the unfused graph with every tensor a tried cluster's sub-graph reads from
+     *    outside (inputs, epilogue operands) as an output, so every cluster's sub-graph can be fed
+     *    the values it sees in the whole model. Graph inputs are our own fill (the same values on
+     *    every target); constants live in the graph. The clusters beyond the stage's cap are set
+     *    NOT_TRIED first: nothing is kept for them. The values stay in the capture executor's
+     *    outputs (borrowed, not copied) until every cluster is prepared, then go with it. */
     int n_prop = fa_apply_select(p, res, &opt, order);
-    int ne2 = fa_apply_boundary_tensors(g, p, extra);
+    int ne2 = fa_apply_boundary_tensors(g, p, order, n_prop, extra);
     if (ne2 < 0) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
@@ -565,11 +566,9 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     for (int i = 0; i < capg->n_outputs && !s; i++) {
         int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
         const fa_value *v = fa_exec_output(cap, i);
-        if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_copy(ctx, &vm.vals[id], v);
+        if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_borrow(ctx, &vm, id, v);
     }
     if (s) goto done;
-    fa_exec_free(cap);
-    cap = NULL;
 
     /* 2. The clusters tried (ranked by predicted saving, capped), their generated kernels in one
      *    batch, then per cluster within the time budget: verify, benchmark, decide. */
@@ -647,6 +646,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         t->benched = false;
         n_ready++;
     }
+    /* every cluster prepared: the captured values (only graph inputs, ours, are read after) go */
+    fa_value_map_drop_borrowed(&vm);
+    fa_exec_free(cap);
+    cap = NULL;
+    fa_graph_free(capg);
+    capg = NULL;
     int block = (opt.iters + FA_APPLY_VISITS - 1) / FA_APPLY_VISITS;
     if (block < FA_APPLY_VISIT_MIN_ROUNDS) block = FA_APPLY_VISIT_MIN_ROUNDS;
     int n_steps = n_ready * FA_APPLY_VISITS;
@@ -818,6 +823,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     }
     res->predicted_saving_ns = fa_apply_accepted_saving(p, res);
 done:
+    fa_value_map_drop_borrowed(&vm);
     fa_exec_free(cap);
     fa_graph_free(capg);
     fa_value_map_free(&vm);

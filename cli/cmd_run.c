@@ -406,6 +406,10 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     fa_pipeline_options po;
     fa_pipeline_options_default(&po);
     po.apply.target = fa_exec_target(e);
+    /* the baseline's executor has done its work: its activations and kernels go before the apply
+     * stage builds its own (the weights' reordered copies stay with the weights, shared) */
+    fa_exec_free(e);
+    e = NULL;
     po.apply.threads = info.threads;
     po.apply.tolerance = tolerance;
     po.apply.iters = (int)iters;
