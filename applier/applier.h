@@ -130,6 +130,11 @@ typedef struct fa_apply_result {
     int n_cluster_samples;             /* room per cluster (the stride below): iters x
                                           FA_APPLY_REPEAT_MAX, the adaptive repetitions' cap */
     int n_cluster_bench;
+    int n_benchmarked;                 /* of those rows, the benchmarks taken: a cluster sharing an
+                                          earlier one's (the same signature, repeated layers) has a
+                                          row of the same samples and is not counted again */
+    int kernels_compiled;              /* generated kernels compiled: one per distinct code
+                                          (fa_generated.same_as), not one per cluster */
     int *cluster_ids;                  /* [n_cluster_bench] */
     int *cluster_n_samples;            /* [n_cluster_bench]: rounds taken (iters .. the cap) */
     double *cluster_unfused;           /* [n_cluster_bench * n_cluster_samples], the first
