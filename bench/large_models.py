@@ -11,6 +11,10 @@ sequence 128 fixed, as docs/survey/export_models.py exports its small ones:
   gpt2-large    GPT2Config(n_embd=1280, n_layer=36, n_head=20): 774M parameters, 3.1 GB fp32,
                 over protobuf's 2 GB limit, so written with external data (one file per
                 initializer beside MODEL.onnx, as the exporter writes large models)
+  gpt2-tiny     n_embd=64, n_layer=2, n_head=2, vocab 1000: the script's smoke test (seconds)
+  gpt2-tiny-x2  the same, n_layer=4
+  gpt2-tiny-ext gpt2-tiny re-saved with external data (one file per initializer), as
+                gpt2-large is, so the external-data path is exercised in seconds
 
     python3 bench/large_models.py OUT_DIR [NAME ...]
 
@@ -27,11 +31,15 @@ import torch
 
 SEQ = 128
 
-CONFIGS = {
-    "bert-base": ("bert", {}),
-    "gpt2-small": ("gpt2", {}),
-    "gpt2-24": ("gpt2", {"n_layer": 24}),
-    "gpt2-large": ("gpt2", {"n_embd": 1280, "n_layer": 36, "n_head": 20}),
+TINY = {"n_embd": 64, "n_head": 2, "vocab_size": 1000, "n_positions": SEQ}
+CONFIGS = {  # name: (kind, config overrides, re-saved with external data)
+    "bert-base": ("bert", {}, False),
+    "gpt2-small": ("gpt2", {}, False),
+    "gpt2-24": ("gpt2", {"n_layer": 24}, False),
+    "gpt2-large": ("gpt2", {"n_embd": 1280, "n_layer": 36, "n_head": 20}, False),
+    "gpt2-tiny": ("gpt2", dict(TINY, n_layer=2), False),
+    "gpt2-tiny-x2": ("gpt2", dict(TINY, n_layer=4), False),
+    "gpt2-tiny-ext": ("gpt2", dict(TINY, n_layer=2), True),
 }
 
 
@@ -48,7 +56,7 @@ class Wrap(torch.nn.Module):
 
 def build(name):
     import transformers as tf
-    kind, over = CONFIGS[name]
+    kind, over, _ = CONFIGS[name]
     torch.manual_seed(0)
     if kind == "bert":
         m = tf.BertModel(tf.BertConfig(**over))
@@ -85,7 +93,10 @@ def main():
         print(__doc__)
         return 2
     out = sys.argv[1]
-    for name in sys.argv[2:] or list(CONFIGS):
+    for name in sys.argv[2:] or ["bert-base", "gpt2-small", "gpt2-24", "gpt2-large"]:
+        if name not in CONFIGS:
+            print("large_models.py: unknown model %r (known: %s)" % (name, " ".join(CONFIGS)), file=sys.stderr)
+            return 2
         folder = os.path.join(out, name)
         os.makedirs(folder, exist_ok=True)
         path = os.path.join(folder, name + ".onnx")
@@ -95,6 +106,10 @@ def main():
                 torch.onnx.export(m, args, path, dynamo=False, opset_version=17, input_names=names,
                                   output_names=["output"])
             del m
+            if CONFIGS[name][2]:  # one file per initializer beside the model, as the exporter does
+                model = onnx.load(path)
+                onnx.save_model(model, path, save_as_external_data=True, all_tensors_to_one_file=False,
+                                size_threshold=0)
         print(name, path, weight_bytes(path), flush=True)
     return 0
 
