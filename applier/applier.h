@@ -71,7 +71,12 @@ typedef struct fa_apply_options {
                                end-to-end fused model whatever its verdict (a wrong kernel that
                                reached the whole model: the end-to-end verification must catch
                                it); -1 off */
-    fa_progress_fn progress;
+    fa_progress_fn progress;  /* may be NULL: the stages in order, each from (step, 0 or 1, total)
+                                 to (step, total, total): "capture" (the unfused run feeding the
+                                 clusters, 1), "compile" (the generated kernels, 1), "verify"
+                                 (clusters prepared and verified, tried ones), "apply" (benchmark
+                                 visits), "e2e" (the whole fused model, 1); fa_pipeline_run adds
+                                 "advise" (the plan and its probe, 1) before them */
     void *progress_user;
 } fa_apply_options;
 void fa_apply_options_default(fa_apply_options *o);

@@ -618,6 +618,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
+    if (opt.progress) opt.progress(opt.progress_user, "capture", 0, 1);
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, 0, extra, ne2, &capg);
     if (!s) s = make_exec(ctx, capg, &kt, opt.threads, false, NULL, NULL, &cap);
     if (s) goto done;
@@ -633,7 +634,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
 
     /* 2. The clusters tried (ranked by predicted saving, capped), their generated kernels in one
      *    batch, then per cluster within the time budget: verify, benchmark, decide. */
+    if (opt.progress) opt.progress(opt.progress_user, "capture", 1, 1);
+    if (opt.progress) opt.progress(opt.progress_user, "compile", 0, 1);
     s = compile_generated(ctx, g, p, res, &opt, &dev, order, n_prop, &kt);
+    if (!s && opt.progress) opt.progress(opt.progress_user, "compile", 1, 1);
     if (s) goto done;
     res->n_cluster_samples = max_rounds;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));

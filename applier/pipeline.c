@@ -82,7 +82,10 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     ao.probe_revisit = probe ? fa_kernel_probe_revisit : NULL;
     ao.probe_visits = FA_PROBE_VISITS;
     ao.probe_prepare = probe ? fa_kernel_probe_prepare : NULL;
+    /* the plan, with the probe's builds and timings: seconds on a full-size model */
+    if (!s && ap->progress) ap->progress(ap->progress_user, "advise", 0, 1);
     if (!s) s = fa_advise(ctx, g, r->analysis, &ao, &r->plan);
+    if (!s && ap->progress) ap->progress(ap->progress_user, "advise", 1, 1);
     if (probe) {
         int built, reused, over;
         double spent;

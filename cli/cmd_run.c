@@ -337,6 +337,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     }
     progress prog = {.tty = fa_cli_is_tty()};
     fa_load_options lo = fa_cli_load_options(&mo);
+    lo.progress = on_progress; /* "load" per initializer, "prepare" per node (a terminal only) */
+    lo.progress_user = &prog;
     fa_graph *g = NULL;
     fa_exec *e = NULL;
     fa_trace *trace = NULL;

@@ -69,6 +69,15 @@ static tc *blocks(int n)
     return t;
 }
 
+/* the apply stage's progress calls, as "step:done/total" joined by spaces */
+static char steps[8192];
+static void on_step(void *user, const char *step, int done, int total)
+{
+    (void)user;
+    size_t n = strlen(steps);
+    snprintf(steps + n, sizeof steps - n, "%s:%d/%d ", step, done, total);
+}
+
 typedef struct counts {
     int tried;            /* clusters the apply stage tried (proposed, verified or not) */
     int generated;        /* of those, generated kernels (chains, reductions, groups) */
@@ -123,6 +132,8 @@ static counts measure(int n)
     opt.warmup = 1;
     opt.threads = 1;
     opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    opt.progress = on_step;
+    steps[0] = 0;
     fa_apply_result *r = NULL;
     if (fa_apply(ctx, t->g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
     for (int i = 0; i < p->n_clusters; i++) {
@@ -135,6 +146,13 @@ static counts measure(int n)
         printf("  %d blocks: cluster %d %s (%s): %s\n", n, p->clusters[i].id, fa_cluster_kind_name(p->clusters[i].kind),
                fa_cluster_status_name(v->status), v->reason ? v->reason : "");
     }
+    /* progress shown through every stage, in order, each one finished */
+    const char *cap = strstr(steps, "capture:0/1 capture:1/1 "), *cmp = strstr(steps, "compile:0/1 compile:1/1 ");
+    char vdone[32];
+    snprintf(vdone, sizeof vdone, "verify:%d/%d ", k.tried, k.tried);
+    const char *ver = strstr(steps, vdone), *app = strstr(steps, "apply:"), *e2e = strstr(steps, "e2e:1/1 ");
+    if (!cap || !cmp || !ver || !app || !e2e || !(cap < cmp && cmp < ver && ver < app && app < e2e))
+        fail_msg("progress steps out of order: %s", steps);
     k.benchmarked = r->n_benchmarked;
     k.bench_rows = r->n_cluster_bench;
     k.compiled = r->kernels_compiled;
