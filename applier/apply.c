@@ -107,8 +107,9 @@ fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ct
 /* The text of a generated kernel that decides what it computes: src with its comments left out
  * and every occurrence of its own name replaced by '@' (malloc'd; NULL on OOM). Two clusters of
  * repeated layers get kernels that differ only in their name and in comments naming their
- * cluster and tensor ids; their code is the same. Our own generator writes no string or
- * character literals, so a comment opener is never inside one. */
+ * cluster and tensor ids; their code is the same. The only literals our generator writes are
+ * fixed ones (extern "C", the tanhf_u35 symbol's asm text) with no comment opener inside, so a
+ * comment is never taken from inside a literal. */
 static char *kernel_text_key(const char *src, size_t len, const char *name)
 {
     char *k = malloc(len + 1);
