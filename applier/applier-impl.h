@@ -114,7 +114,11 @@ fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const c
 
 /* One cluster's kernel from fa_apply_generate_batch. */
 typedef struct fa_generated {
-    fa_fused_binary *bin;  /* the compiled kernel, owned by the caller (t->fused_free); NULL on failure */
+    fa_fused_binary *bin;  /* the compiled kernel, owned by the caller (t->fused_free) unless same_as
+                              >= 0; NULL on failure */
+    int same_as;           /* -1, or the index k' < k in out[] of a kernel whose source is this one's
+                              but for its name and comments (a repeated layer): compiled once, bin
+                              is out[k'].bin (owned there: free it once) and why its reason */
     fa_codegen_info info;  /* name, block size, grid (valid when generated) */
     bool generated;        /* the source was generated (and written, with an out_dir) */
     char why[256];         /* on failure: fa_codegen's or the write's message when !generated, else the
@@ -122,7 +126,9 @@ typedef struct fa_generated {
 } fa_generated;
 /* The generated kernels of clusters ci[0..n) of p: fa_codegen in t's language, each source written
  * to OUT_DIR/kernels/ when out_dir is set, then all of them compiled by t->fused_compile with co in
- * one compiler process (one batch). Used by the applier (compile_generated) and by the kernel probe
+ * one compiler process (one batch), each distinct code once (fa_generated.same_as: the clusters of
+ * repeated layers share one binary, so the compile grows with the distinct kernels, not with the
+ * model's depth). Used by the applier (compile_generated) and by the kernel probe
  * (applier/probe.c), so the two build a plan's kernels alike. out[k] gets cluster ci[k]'s result.
  * Returns FA_OK, FA_ERR_NOMEM, or the compiler's own failure (no compiler, a cache folder another
  * user can write: t->fused_compile's status, message in ctx); then no out[k] holds a binary. */
@@ -132,19 +138,26 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
 /* Tensors captured from the unfused run, by tensor id of the original graph g (judge.c). */
 typedef struct fa_value_map {
     const fa_graph *g;  /* names/ids of the original graph */
-    fa_value *vals;     /* by tensor id of g; data malloc'd or NULL */
+    fa_value *vals;     /* by tensor id of g; data malloc'd, borrowed, or NULL */
+    unsigned char *borrowed; /* by tensor id (NULL: none): vals[id].data is an executor's output,
+                                valid while that executor lives and does not run again */
 } fa_value_map;
 void fa_value_map_free(fa_value_map *m);
-/* *dst = a malloc'd copy of src. */
-fa_status fa_value_map_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src);
+/* vals[id] = *v, borrowed (no copy; m->borrowed allocated on first use). FA_ERR_NOMEM. */
+fa_status fa_value_map_borrow(fa_ctx *ctx, fa_value_map *m, int id, const fa_value *v);
+/* Forget every borrowed value (before the executor that holds them is freed). */
+void fa_value_map_drop_borrowed(fa_value_map *m);
 /* Set every input of executor e (over graph sub) from the map, by tensor name. */
 fa_status fa_value_map_set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const fa_value_map *m);
 /* Fill every graph input of m->g in the map with deterministic values from `seed` (uniform
  * [-1,1) for floats, 0..3 for integers). */
 fa_status fa_value_map_fill_inputs(fa_ctx *ctx, fa_value_map *m, uint64_t seed);
-/* Tensor ids (into out[], room for g->n_tensors) every PROPOSED cluster's sub-graph reads or
- * writes and that an unfused run produces: what the capture run must keep. -1 on OOM. */
-int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out);
+/* Tensor ids (into out[], room for g->n_tensors) that the sub-graphs of clusters ci[0..n) of p
+ * (ci NULL: every PROPOSED cluster) read from outside the cluster and that an unfused run
+ * produces: what the capture run must keep to feed them (their inputs, epilogue operands and
+ * every tensor a member reads from outside; not their outputs, which the sub-graphs compute).
+ * -1 on OOM. */
+int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, const int *ci, int n, int *out);
 /* A copy of g restricted to / with the given clusters (fused_graph.c); cluster id `inject`
  * (-1 none) carries `defect` (test hook). */
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,

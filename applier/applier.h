@@ -71,7 +71,12 @@ typedef struct fa_apply_options {
                                end-to-end fused model whatever its verdict (a wrong kernel that
                                reached the whole model: the end-to-end verification must catch
                                it); -1 off */
-    fa_progress_fn progress;
+    fa_progress_fn progress;  /* may be NULL: the stages in order, each from (step, 0 or 1, total)
+                                 to (step, total, total): "capture" (the unfused run feeding the
+                                 clusters, 1), "compile" (the generated kernels, 1), "verify"
+                                 (clusters prepared and verified, tried ones), "apply" (benchmark
+                                 visits), "e2e" (the whole fused model, 1); fa_pipeline_run adds
+                                 "advise" (the plan and its probe, 1) before them */
     void *progress_user;
 } fa_apply_options;
 void fa_apply_options_default(fa_apply_options *o);
@@ -130,6 +135,11 @@ typedef struct fa_apply_result {
     int n_cluster_samples;             /* room per cluster (the stride below): iters x
                                           FA_APPLY_REPEAT_MAX, the adaptive repetitions' cap */
     int n_cluster_bench;
+    int n_benchmarked;                 /* of those rows, the benchmarks taken: a cluster sharing an
+                                          earlier one's (the same signature, repeated layers) has a
+                                          row of the same samples and is not counted again */
+    int kernels_compiled;              /* generated kernels compiled: one per distinct code
+                                          (fa_generated.same_as), not one per cluster */
     int *cluster_ids;                  /* [n_cluster_bench] */
     int *cluster_n_samples;            /* [n_cluster_bench]: rounds taken (iters .. the cap) */
     double *cluster_unfused;           /* [n_cluster_bench * n_cluster_samples], the first
@@ -162,8 +172,9 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
 /* A copy of g with the given clusters applied (ids; NULL/0 = every cluster whose verdict in v
  * [p->n_clusters] is ACCEPTED, or with v NULL every cluster the plan proposes): BN folds rewrite
  * weights, epilogues become Fused* nodes, generated-kernel clusters become
- * ai.fuse-advise.FusedKernel nodes. The result is prepared and indexed; it owns copies of all
- * constants. */
+ * ai.fuse-advise.FusedKernel nodes. The result is prepared and indexed; it shares g's constants
+ * (their blobs: no weight is copied, and the derived copies executors make of them are shared
+ * too), and owns the constants a fold made. */
 fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
                          const int *cluster_ids, int n_ids, fa_graph **out);
 /* g with only its BN_FOLD clusters applied, as standard ONNX ops (exportable, what

@@ -46,6 +46,7 @@ typedef struct kernel_table {
     const fa_target_iface *t;
     const fa_plan *p;
     fa_fused_binary **bin; /* by cluster index, NULL when not compiled */
+    unsigned char *bin_shared; /* by cluster index: bin[i] is another cluster's (not freed here) */
 } kernel_table;
 
 static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out, bool *provided)
@@ -103,6 +104,32 @@ static int out_index(const fa_graph *sub, const char *name)
 
 fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
 
+/* The text of a generated kernel that decides what it computes: src with its comments left out
+ * and every occurrence of its own name replaced by '@' (malloc'd; NULL on OOM). Two clusters of
+ * repeated layers get kernels that differ only in their name and in comments naming their
+ * cluster and tensor ids; their code is the same. The only literals our generator writes are
+ * fixed ones (extern "C", the tanhf_u35 symbol's asm text) with no comment opener inside, so a
+ * comment is never taken from inside a literal. */
+static char *kernel_text_key(const char *src, size_t len, const char *name)
+{
+    char *k = malloc(len + 1);
+    if (!k) return NULL;
+    size_t nl = strlen(name), o = 0;
+    for (size_t i = 0; i < len;) {
+        if (src[i] == '/' && i + 1 < len && src[i + 1] == '*') {
+            const char *e = strstr(src + i + 2, "*/");
+            i = e && (size_t)(e - src) + 2 <= len ? (size_t)(e - src) + 2 : len;
+        } else if (src[i] == '/' && i + 1 < len && src[i + 1] == '/') {
+            while (i < len && src[i] != '\n') i++;
+        } else if (nl && i + nl <= len && !memcmp(src + i, name, nl)) {
+            k[o++] = '@';
+            i += nl;
+        } else k[o++] = src[i++];
+    }
+    k[o] = 0;
+    return k;
+}
+
 fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,
                                   const int *ci, int n, const fa_fused_compile_options *co, const char *out_dir,
                                   fa_generated *out)
@@ -113,9 +140,13 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
     int *which = calloc((size_t)n + 1, sizeof *which);
     fa_fused_binary **got = calloc((size_t)n + 1, sizeof *got);
     char **errs = calloc((size_t)n + 1, sizeof *errs);
-    fa_status s = srcs && bufs && which && got && errs ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    char **keys = calloc((size_t)n + 1, sizeof *keys); /* by compiled source j: kernel_text_key */
+    fa_status s = srcs && bufs && which && got && errs && keys ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     int m = 0;
-    for (int k = 0; k < n; k++) memset(&out[k], 0, sizeof out[k]);
+    for (int k = 0; k < n; k++) {
+        memset(&out[k], 0, sizeof out[k]);
+        out[k].same_as = -1;
+    }
     for (int k = 0; k < n && !s; k++) {
         const fa_cluster *c = &p->clusters[ci[k]];
         fa_ctx *cctx = fa_ctx_create();
@@ -129,13 +160,34 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
         if (cs) {
             snprintf(out[k].why, sizeof out[k].why, "%s", fa_ctx_errmsg(cctx));
             fa_buf_free(&bufs[m]);
-        } else {
-            out[k].generated = true;
-            srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, out[k].info.name, c->n_inputs, c->n_outputs,
-                                        out[k].info.block_size, out[k].info.grid};
-            which[m++] = k;
+            fa_ctx_free(cctx);
+            continue;
         }
         fa_ctx_free(cctx);
+        out[k].generated = true;
+        if (!(keys[m] = kernel_text_key(bufs[m].data, bufs[m].len, out[k].info.name))) {
+            fa_buf_free(&bufs[m]);
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            break;
+        }
+        /* the same code as a kernel already in the batch (a repeated layer): compiled once */
+        int same = -1;
+        for (int j = 0; j < m && same < 0; j++) {
+            const fa_generated *o = &out[which[j]];
+            if (o->info.block_size == out[k].info.block_size && o->info.grid == out[k].info.grid &&
+                srcs[j].n_in == c->n_inputs && srcs[j].n_out == c->n_outputs && !strcmp(keys[j], keys[m]))
+                same = j;
+        }
+        if (same >= 0) {
+            out[k].same_as = which[same];
+            free(keys[m]);
+            keys[m] = NULL;
+            fa_buf_free(&bufs[m]);
+            continue;
+        }
+        srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, out[k].info.name, c->n_inputs, c->n_outputs,
+                                    out[k].info.block_size, out[k].info.grid};
+        which[m++] = k;
     }
     if (!s && m > 0)
         s = t->fused_compile ? t->fused_compile(ctx, co, m, srcs, got, errs)
@@ -148,13 +200,20 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
             snprintf(o->why, sizeof o->why, "%s", errs[j] ? errs[j] : s ? fa_ctx_errmsg(ctx) : "the compiler gave no kernel");
         }
         free(errs[j]);
+        free(keys[j]);
         fa_buf_free(&bufs[j]);
     }
+    for (int k = 0; k < n; k++) /* a kernel compiled once: the same binary, or the same reason */
+        if (out[k].same_as >= 0) {
+            out[k].bin = out[out[k].same_as].bin;
+            if (!out[k].bin) snprintf(out[k].why, sizeof out[k].why, "%s", out[out[k].same_as].why);
+        }
     free(srcs);
     free(bufs);
     free(which);
     free(got);
     free(errs);
+    free(keys);
     return s;
 }
 
@@ -184,6 +243,8 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan
         fa_cluster_verdict *v = &res->verdicts[ci[j]];
         if (gen[j].bin) {
             kt->bin[ci[j]] = gen[j].bin;
+            kt->bin_shared[ci[j]] = gen[j].same_as >= 0;
+            if (gen[j].same_as < 0) res->kernels_compiled++;
             fa_kernel_resources r;
             if (t->fused_resources && t->fused_resources(gen[j].bin, &r)) {
                 /* the figures for the arch it runs on (the advisor's gate may have used another) */
@@ -522,7 +583,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
-    kernel_table kt = {NULL, p, NULL};
+    kernel_table kt = {NULL, p, NULL, NULL};
     fa_target_device dev;
     fa_status s = fa_target_resolve(ctx, opt.target, &kt.t);
     if (!s) s = kt.t->device_open(ctx, &dev);
@@ -536,26 +597,29 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     fa_graph *capg = NULL;
     fa_apply_result *res = calloc(1, sizeof *res);
     kt.bin = calloc((size_t)p->n_clusters + 1, sizeof *kt.bin);
+    kt.bin_shared = calloc((size_t)p->n_clusters + 1, 1);
     vm.vals = calloc((size_t)g->n_tensors + 1, sizeof *vm.vals);
     int max_rounds = opt.iters * FA_APPLY_REPEAT_MAX; /* a cluster's rounds at most (adaptive) */
     int *extra = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
     fa_layout *plan_layout = NULL; /* by tensor id of g: the whole fused plan's layouts */
-    if (!res || !verdicts_init(p, res) || !kt.bin || !vm.vals || !extra) {
+    if (!res || !verdicts_init(p, res) || !kt.bin || !kt.bin_shared || !vm.vals || !extra) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
 
-    /* 1. Capture: the unfused graph with every cluster boundary tensor (inputs, outputs, epilogue
-     *    operands) as an output, so every cluster's sub-graph can be fed the values it sees in
-     *    the whole model. Graph inputs are our own fill (the same values on every target);
-     *    constants live in the graph. The clusters beyond the stage's cap are set NOT_TRIED
-     *    first: nothing is kept for them. */
+    /* 1. Capture: the unfused graph with every tensor a tried cluster's sub-graph reads from
+     *    outside (inputs, epilogue operands) as an output, so every cluster's sub-graph can be fed
+     *    the values it sees in the whole model. Graph inputs are our own fill (the same values on
+     *    every target); constants live in the graph. The clusters beyond the stage's cap are set
+     *    NOT_TRIED first: nothing is kept for them. The values stay in the capture executor's
+     *    outputs (borrowed, not copied) until every cluster is prepared, then go with it. */
     int n_prop = fa_apply_select(p, res, &opt, order);
-    int ne2 = fa_apply_boundary_tensors(g, p, extra);
+    int ne2 = fa_apply_boundary_tensors(g, p, order, n_prop, extra);
     if (ne2 < 0) {
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
+    if (opt.progress) opt.progress(opt.progress_user, "capture", 0, 1);
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, 0, extra, ne2, &capg);
     if (!s) s = make_exec(ctx, capg, &kt, opt.threads, false, NULL, NULL, &cap);
     if (s) goto done;
@@ -565,15 +629,16 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     for (int i = 0; i < capg->n_outputs && !s; i++) {
         int id = fa_graph_find_tensor(g, capg->tensors[capg->outputs[i]]->name);
         const fa_value *v = fa_exec_output(cap, i);
-        if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_copy(ctx, &vm.vals[id], v);
+        if (id >= 0 && v && !vm.vals[id].data) s = fa_value_map_borrow(ctx, &vm, id, v);
     }
     if (s) goto done;
-    fa_exec_free(cap);
-    cap = NULL;
 
     /* 2. The clusters tried (ranked by predicted saving, capped), their generated kernels in one
      *    batch, then per cluster within the time budget: verify, benchmark, decide. */
+    if (opt.progress) opt.progress(opt.progress_user, "capture", 1, 1);
+    if (opt.progress) opt.progress(opt.progress_user, "compile", 0, 1);
     s = compile_generated(ctx, g, p, res, &opt, &dev, order, n_prop, &kt);
+    if (!s && opt.progress) opt.progress(opt.progress_user, "compile", 1, 1);
     if (s) goto done;
     res->n_cluster_samples = max_rounds;
     res->cluster_ids = calloc((size_t)n_prop + 1, sizeof(int));
@@ -643,10 +708,17 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             continue;
         }
         t->row = res->n_cluster_bench++;
+        res->n_benchmarked++;
         res->cluster_ids[t->row] = c->id;
         t->benched = false;
         n_ready++;
     }
+    /* every cluster prepared: the captured values (only graph inputs, ours, are read after) go */
+    fa_value_map_drop_borrowed(&vm);
+    fa_exec_free(cap);
+    cap = NULL;
+    fa_graph_free(capg);
+    capg = NULL;
     int block = (opt.iters + FA_APPLY_VISITS - 1) / FA_APPLY_VISITS;
     if (block < FA_APPLY_VISIT_MIN_ROUNDS) block = FA_APPLY_VISIT_MIN_ROUNDS;
     int n_steps = n_ready * FA_APPLY_VISITS;
@@ -822,12 +894,15 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     }
     res->predicted_saving_ns = fa_apply_accepted_saving(p, res);
 done:
+    fa_value_map_drop_borrowed(&vm);
     fa_exec_free(cap);
     fa_graph_free(capg);
     fa_value_map_free(&vm);
     if (kt.bin)
-        for (int i = 0; i < p->n_clusters; i++) kt.t->fused_free(kt.bin[i]);
+        for (int i = 0; i < p->n_clusters; i++)
+            if (!kt.bin_shared || !kt.bin_shared[i]) kt.t->fused_free(kt.bin[i]);
     free(kt.bin);
+    free(kt.bin_shared);
     free(extra);
     free(plan_layout);
     free(order);

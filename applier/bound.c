@@ -268,11 +268,23 @@ static int mag_of(mag_builder *b, int t, char *why, size_t cap)
             return -1;
         }
         int64_t n = fa_tensor_numel(T);
-        float *a = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
-        if (!a) return -1;
+        fa_blob *mb = fa_blob_alloc(sizeof(float) * (size_t)(n > 0 ? n : 0)); /* filled here, not copied */
+        if (!mb) return -1;
+        float *a = (float *)fa_blob_data(mb);
         for (int64_t i = 0; i < n; i++) a[i] = fabsf(((const float *)T->data)[i]);
-        id = const_tensor(b, T->name, FA_DTYPE_FLOAT, T->rank, T->dims, a, sizeof(float) * (size_t)n);
-        free(a);
+        /* read once: a weight read in place from the model file leaves the resident set again
+         * (its kernels read their reordered copy; a plain read faults the pages back in) */
+        fa_blob_release_pages(T->blob);
+        char name[700];
+        snprintf(name, sizeof name, "%.600s__magc%d", T->name, b->n_new++);
+        id = fa_graph_tensor(b->m, name);
+        if (id >= 0) {
+            fa_tensor *mt = b->m->tensors[id];
+            fa_tensor_set_shape(mt, FA_DTYPE_FLOAT, T->rank, T->dims);
+            fa_tensor_set_blob(mt, mb);
+            mt->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+        }
+        fa_blob_unref(mb);
     } else if (T->producer < 0 || !b->g->nodes[T->producer] || b->g->nodes[T->producer]->folded) {
         if (T->dtype != FA_DTYPE_FLOAT) {
             snprintf(why, cap, "input '%s' is %s, not float32", T->name, fa_dtype_name(T->dtype));
@@ -609,7 +621,7 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
         else {
             fa_tensor_set_shape(b.m->tensors[id], T->dtype, T->rank, T->dims);
             if ((T->flags & FA_TENSOR_CONST) && T->data) {
-                s = fa_tensor_set_data(ctx, b.m->tensors[id], T->data, T->nbytes);
+                s = fa_tensor_share_data(ctx, b.m->tensors[id], T);
                 b.m->tensors[id]->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
             }
         }

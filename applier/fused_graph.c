@@ -20,7 +20,8 @@ static const fa_cluster *bn_fold_of(const fa_plan *p, const fa_cluster *epi)
     return NULL;
 }
 
-/* Copy tensor metadata (and constant data) of src into dst graph under the same name. */
+/* Copy tensor metadata of src into dst graph under the same name, its constant data shared
+ * (one blob for every graph of the run: a weight is never copied, nor reordered twice). */
 static int copy_tensor(fa_ctx *ctx, fa_graph *dst, const fa_tensor *t)
 {
     int id = fa_graph_find_tensor(dst, t->name);
@@ -30,7 +31,7 @@ static int copy_tensor(fa_ctx *ctx, fa_graph *dst, const fa_tensor *t)
     fa_tensor *d = dst->tensors[id];
     fa_tensor_set_shape(d, t->dtype, t->rank, t->dims);
     if ((t->flags & FA_TENSOR_CONST) && t->data) {
-        if (fa_tensor_set_data(ctx, d, t->data, t->nbytes)) return -1;
+        if (fa_tensor_share_data(ctx, d, t)) return -1;
         d->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
     }
     return id;

@@ -244,19 +244,30 @@ fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const c
 void fa_value_map_free(fa_value_map *m)
 {
     if (!m->vals) return;
+    fa_value_map_drop_borrowed(m);
     for (int i = 0; i < m->g->n_tensors; i++) free(m->vals[i].data);
     free(m->vals);
+    free(m->borrowed);
     m->vals = NULL;
+    m->borrowed = NULL;
 }
 
-fa_status fa_value_map_copy(fa_ctx *ctx, fa_value *dst, const fa_value *src)
+fa_status fa_value_map_borrow(fa_ctx *ctx, fa_value_map *m, int id, const fa_value *v)
 {
-    size_t bytes = (size_t)fa_value_numel(src) * fa_dtype_size(src->dtype);
-    *dst = *src;
-    dst->data = malloc(bytes ? bytes : 1);
-    if (!dst->data) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory capturing a tensor of %zu bytes", bytes);
-    memcpy(dst->data, src->data, bytes);
+    if (!m->borrowed && !(m->borrowed = calloc((size_t)m->g->n_tensors + 1, 1)))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    m->vals[id] = *v;
+    m->borrowed[id] = 1;
     return FA_OK;
+}
+
+void fa_value_map_drop_borrowed(fa_value_map *m)
+{
+    for (int i = 0; m->borrowed && i < m->g->n_tensors; i++)
+        if (m->borrowed[i]) {
+            memset(&m->vals[i], 0, sizeof m->vals[i]);
+            m->borrowed[i] = 0;
+        }
 }
 
 fa_status fa_value_map_set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, const fa_value_map *m)
@@ -272,22 +283,31 @@ fa_status fa_value_map_set_inputs(fa_ctx *ctx, fa_exec *e, const fa_graph *sub, 
     return FA_OK;
 }
 
-int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out)
+int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, const int *ci, int n_ci, int *out)
 {
     bool *want = calloc((size_t)g->n_tensors + 1, sizeof(bool));
-    if (!want) return -1;
-    for (int i = 0; i < p->n_clusters; i++) {
-        const fa_cluster *c = &p->clusters[i];
-        if (c->status != FA_CLUSTER_PROPOSED) continue;
+    bool *member = calloc((size_t)g->n_nodes + 1, sizeof(bool));
+    if (!want || !member) {
+        free(want);
+        free(member);
+        return -1;
+    }
+    int nc = ci ? n_ci : p->n_clusters;
+    for (int j = 0; j < nc; j++) {
+        const fa_cluster *c = &p->clusters[ci ? ci[j] : j];
+        if (!ci && c->status != FA_CLUSTER_PROPOSED) continue;
         for (int k = 0; k < c->n_inputs; k++) want[c->inputs[k]] = true;
-        for (int k = 0; k < c->n_outputs; k++) want[c->outputs[k]] = true;
         for (int k = 0; k < c->n_post_ops; k++)
             if (c->post_ops[k].operand >= 0) want[c->post_ops[k].operand] = true;
+        for (int m = 0; m < c->n_members; m++) member[c->members[m]] = true;
         for (int m = 0; m < c->n_members; m++) { /* every tensor a member reads from outside */
-            const fa_node *n = g->nodes[c->members[m]];
-            for (int k = 0; k < n->n_inputs; k++)
-                if (n->inputs[k] >= 0) want[n->inputs[k]] = true;
+            const fa_node *nd = g->nodes[c->members[m]];
+            for (int k = 0; k < nd->n_inputs; k++) {
+                int t = nd->inputs[k];
+                if (t >= 0 && !(g->tensors[t]->producer >= 0 && member[g->tensors[t]->producer])) want[t] = true;
+            }
         }
+        for (int m = 0; m < c->n_members; m++) member[c->members[m]] = false;
     }
     int n = 0;
     for (int t = 0; t < g->n_tensors; t++) {
@@ -296,6 +316,7 @@ int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out)
         out[n++] = t;
     }
     free(want);
+    free(member);
     return n;
 }
 

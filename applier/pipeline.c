@@ -82,7 +82,10 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     ao.probe_revisit = probe ? fa_kernel_probe_revisit : NULL;
     ao.probe_visits = FA_PROBE_VISITS;
     ao.probe_prepare = probe ? fa_kernel_probe_prepare : NULL;
+    /* the plan, with the probe's builds and timings: seconds on a full-size model */
+    if (!s && ap->progress) ap->progress(ap->progress_user, "advise", 0, 1);
     if (!s) s = fa_advise(ctx, g, r->analysis, &ao, &r->plan);
+    if (!s && ap->progress) ap->progress(ap->progress_user, "advise", 1, 1);
     if (probe) {
         int built, reused, over;
         double spent;
@@ -97,6 +100,10 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
         s = fa_plan_save(ctx, st, r->plan);
     }
     if (!s) s = fa_apply(ctx, g, r->plan, ap, &r->apply);
+    if (!s)
+        fa_log(ctx, FA_LOG_INFO, "apply stage: %d cluster(s) with samples from %d benchmark(s) (one per signature), %d "
+               "generated kernel(s) compiled (one per distinct code)", r->apply->n_cluster_bench, r->apply->n_benchmarked,
+               r->apply->kernels_compiled);
     if (!s) s = fa_store_apply_result(ctx, st, r->plan, r->apply);
     for (int i = 0; !s && i < r->plan->n_clusters; i++) r->folded_model |= r->plan->clusters[i].kind == FA_CLUSTER_BN_FOLD;
     if (!s && r->folded_model) {

@@ -50,6 +50,7 @@ struct fa_kernel_probe {
                                depend on boundary layouts: the kernel reads and writes plain) */
         char *signature;
         fa_fused_binary *bin; /* NULL: could not be built (why says so) */
+        bool shared;          /* bin is an earlier entry's (the same code: fa_generated.same_as) */
         char why[200];
     } *cm;
     int n_cm, cap_cm;
@@ -89,7 +90,7 @@ void fa_kernel_probe_free(fa_kernel_probe *p)
     for (int i = 0; i < p->n; i++) free(p->e[i].signature);
     for (int i = 0; i < p->n_cm; i++) {
         free(p->cm[i].signature);
-        if (p->cm[i].bin) p->t->fused_free(p->cm[i].bin);
+        if (p->cm[i].bin && !p->cm[i].shared) p->t->fused_free(p->cm[i].bin);
     }
     free(p->cm);
     free(p->e);
@@ -175,13 +176,14 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
         }
         pr->n_cm++;
         c->bin = gen[k].bin;
+        c->shared = gen[k].same_as >= 0;
         gen[k].bin = NULL;
         if (!c->bin)
             snprintf(c->why, sizeof c->why, "could not be %s (%.160s)", gen[k].generated ? "built" : "generated",
                      gen[k].why);
     }
-    for (int k = 0; gen && k < n; k++)
-        if (gen[k].bin) pr->t->fused_free(gen[k].bin);
+    for (int k = 0; gen && k < n; k++) /* not taken (out of memory): each binary freed once */
+        if (gen[k].bin && gen[k].same_as < 0) pr->t->fused_free(gen[k].bin);
     free(gen);
     return s ? fa_ctx_error(cx, FA_ERR_NOMEM, "out of memory") : FA_OK;
 }

@@ -148,7 +148,8 @@ fa_load_options fa_cli_load_options(const fa_cli_model_opts *o)
 }
 
 const char *const fa_cli_output_names[] = {"report.html", "graph.dot", "graph.svg", "trace.json", "summary.json",
-                                           "kernels.csv", "plan.json", "model.folded.onnx", "kernels", NULL};
+                                           "kernels.csv", "plan.json", "model.folded.onnx",
+                                           "model.folded.onnx.data", "kernels", NULL};
 
 fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const char *db)
 {

@@ -97,8 +97,7 @@ fa_activity fa_activity_init(fa_activity_kind kind);
 
 /* ---- cpu collector (collector/cpu/) ---- */
 
-/* Progress callback for long collections: done/total iterations (warm-up included). */
-typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total);
+/* Progress of long collections (fa_progress_fn, core.h): done/total iterations (warm-up included). */
 
 /* Run `warmup` unrecorded and `iters` timed iterations of executor e over graph g and return
  * one FA_ACT_KERNEL record per kernel per timed iteration (start/end CLOCK_MONOTONIC ns,

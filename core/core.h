@@ -149,6 +149,64 @@ fa_status fa_input_regular_or_absent(fa_ctx *ctx, const char *path);
  * absent or regular files: SQLite opens them by name and a FIFO there blocks it forever. */
 fa_status fa_sqlite_companions_check(fa_ctx *ctx, const char *db_path);
 
+/* ---- shared byte buffers (core/blob.c, docs/runtime.md "Weights once in memory") ----
+ * A blob is a reference-counted byte buffer: a heap allocation, a read-only mapping of a whole
+ * file, or a slice of another blob. Graphs hold their constant tensors' bytes in blobs, so a copy
+ * of a graph (the fused plan's, a cluster's sub-graph) shares the bytes instead of copying them,
+ * and a model's weights can stay in the file's page cache (mapped) instead of in memory of our
+ * own. A blob's bytes never change after it is filled: share, never write.
+ *
+ * A blob also keeps its derived copies: the same bytes rearranged (a library's blocked layout of
+ * a weight), made once per key by the first caller that asks (fa_blob_derived) and freed with the
+ * blob, so every executor over every graph that shares the blob shares them too.
+ *
+ * Thread safety: references and derived copies may be taken from any thread (atomic count, one
+ * lock per blob); the bytes are read-only. */
+typedef struct fa_blob fa_blob;
+/* nbytes of fresh memory, 64-byte aligned, uninitialised (fill it before sharing). NULL on OOM. */
+fa_blob *fa_blob_alloc(size_t nbytes);
+/* Adopts data (malloc'd or posix_memalign'd; freed with free() with the last reference). NULL on
+ * OOM (data is then freed). */
+fa_blob *fa_blob_adopt(void *data, size_t nbytes);
+/* The whole regular file open as fd, mapped read-only and private (mmap PROT_READ, MAP_PRIVATE);
+ * `shown` names it in messages. The caller keeps fd (close it whenever: the mapping stays). A
+ * file truncated by someone else while mapped ends the process with SIGBUS when a lost page is
+ * read (as in every program that maps its input). Errors: FA_ERR_IO naming shown. */
+fa_status fa_blob_map_file(fa_ctx *ctx, int fd, const char *shown, fa_blob **out);
+/* nbytes at offset in parent, holding a reference to parent; offset + nbytes within it (else
+ * NULL, as on OOM). */
+fa_blob *fa_blob_slice(fa_blob *parent, size_t offset, size_t nbytes);
+const void *fa_blob_data(const fa_blob *b);
+size_t fa_blob_size(const fa_blob *b);
+/* The bytes lie in a mapping of a file (a slice of a mapped blob included). */
+bool fa_blob_mapped(const fa_blob *b);
+/* One more reference (returns b; NULL: NULL). */
+fa_blob *fa_blob_ref(fa_blob *b);
+/* One reference less; the last frees the bytes (or unmaps the file) and every derived copy.
+ * NULL: no-op. */
+void fa_blob_unref(fa_blob *b);
+/* For a mapped blob: drop its pages from this process's resident set (madvise MADV_DONTNEED on
+ * the pages it spans). Nothing is lost: a read faults the page in again from the page cache (or
+ * the file). For bytes the run read once (the walk over a model file, a weight now held in a
+ * derived copy). A heap blob: nothing. */
+void fa_blob_release_pages(const fa_blob *b);
+/* The derived copy of b under key[0..key_len) (the caller's description of the arrangement: two
+ * keys with the same bytes must mean the same copy), nbytes long, 64-byte aligned: made by
+ * make(user, ctx, src = b's bytes, dst, nbytes) the first time the key is asked for, then shared.
+ * *out valid while b lives. Errors: make's, FA_ERR_NOMEM. */
+typedef fa_status (*fa_blob_make_fn)(void *user, fa_ctx *ctx, const void *src, void *dst, size_t nbytes);
+fa_status fa_blob_derived(fa_ctx *ctx, fa_blob *b, const void *key, size_t key_len, size_t nbytes, fa_blob_make_fn make,
+                          void *user, const void **out);
+/* Derived copies made from b so far (a second request for a key makes none): for tests. */
+int fa_blob_derived_count(const fa_blob *b);
+/* For a heap blob holding its last reference whose bytes start its allocation: the allocation,
+ * handed to the caller (free() it), and the blob freed. NULL (blob untouched) otherwise. */
+void *fa_blob_take(fa_blob *b);
+
+/* Progress of a long step, for the user (cli/ draws it; library code only calls it): `step`
+ * names the step ("load", "verify", ...), `done` of `total` units are finished. */
+typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total);
+
 /* Whole-file helpers. fa_read_file: malloc'd buffer (caller frees), +1 NUL byte; the file is
  * opened by fa_open_input (a FIFO or device is refused, never waited on). */
 fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len);
@@ -166,6 +224,13 @@ fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t
  * - a symbolic link (fuse-advise never creates one), FIFO, device, socket or folder: FA_ERR_IO
  *   naming PATH, nothing written, nothing followed. */
 fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len);
+/* fa_write_file_atomic of the concatenation of parts[0..n) (a part with data NULL: len zero
+ * bytes), written part by part: a file of several GB (external data) is never one buffer. */
+typedef struct fa_write_part {
+    const void *data;
+    size_t len;
+} fa_write_part;
+fa_status fa_write_file_parts_atomic(fa_ctx *ctx, const char *path, const fa_write_part *parts, int n);
 /* The same in the folder dirfd (a descriptor the caller holds): NAME is one component; shown is
  * the path messages name. */
 fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data, size_t len);

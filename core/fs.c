@@ -50,10 +50,29 @@ static fa_status write_through(fa_ctx *ctx, const char *path, const void *data, 
     return s;
 }
 
+/* The parts one after another (a part with data NULL: that many zero bytes). */
+static fa_status write_parts(fa_ctx *ctx, int fd, const char *path, const fa_write_part *parts, int n)
+{
+    static const char zeros[4096];
+    fa_status s = FA_OK;
+    for (int i = 0; i < n && !s; i++) {
+        if (parts[i].data) {
+            s = write_all(ctx, fd, path, parts[i].data, parts[i].len);
+            continue;
+        }
+        for (size_t left = parts[i].len; left && !s;) {
+            size_t k = left < sizeof zeros ? left : sizeof zeros;
+            s = write_all(ctx, fd, path, zeros, k);
+            left -= k;
+        }
+    }
+    return s;
+}
+
 /* NAME.tmp.<pid> in dirfd (O_EXCL|O_NOFOLLOW: never through a planted link), fsync, renameat
  * over NAME in the same folder. */
-static fa_status write_replace_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data,
-                                  size_t len, mode_t mode)
+static fa_status write_replace_parts_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown,
+                                        const fa_write_part *parts, int n, mode_t mode)
 {
     char tmp[NAME_MAX + 1];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.%ld", name, (long)getpid()) >= sizeof tmp)
@@ -64,7 +83,7 @@ static fa_status write_replace_at(fa_ctx *ctx, int dirfd, const char *name, cons
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
     }
     if (fd < 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create: %s", shown, strerror(errno));
-    fa_status s = write_all(ctx, fd, shown, data, len);
+    fa_status s = write_parts(ctx, fd, shown, parts, n);
     if (!s && fsync(fd) != 0 && errno != EINVAL) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: fsync failed: %s", shown, strerror(errno));
     if (close(fd) != 0 && !s) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: close failed: %s", shown, strerror(errno));
     if (!s && renameat(dirfd, tmp, dirfd, name) != 0)
@@ -84,7 +103,8 @@ static const char *kind_of(mode_t m)
     return "not a regular file";
 }
 
-fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data, size_t len)
+static fa_status write_file_parts_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown,
+                                     const fa_write_part *parts, int n)
 {
     if (!*name || !strcmp(name, ".") || !strcmp(name, "..") || strchr(name, '/'))
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: '%s' is not a file name", shown, name);
@@ -104,10 +124,22 @@ fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char 
     } else if (errno != ENOENT) {
         return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", shown, strerror(errno));
     }
-    return write_replace_at(ctx, dirfd, name, shown, data, len, mode);
+    return write_replace_parts_at(ctx, dirfd, name, shown, parts, n, mode);
+}
+
+fa_status fa_write_file_at(fa_ctx *ctx, int dirfd, const char *name, const char *shown, const void *data, size_t len)
+{
+    fa_write_part one = {data, len};
+    return write_file_parts_at(ctx, dirfd, name, shown, &one, 1);
 }
 
 fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, size_t len)
+{
+    fa_write_part one = {data, len};
+    return fa_write_file_parts_atomic(ctx, path, &one, 1);
+}
+
+fa_status fa_write_file_parts_atomic(fa_ctx *ctx, const char *path, const fa_write_part *parts, int n)
 {
     const char *slash = strrchr(path, '/');
     const char *base = slash ? slash + 1 : path;
@@ -128,7 +160,7 @@ fa_status fa_write_file_atomic(fa_ctx *ctx, const char *path, const void *data, 
     fa_status s = FA_OK;
     if (dfd < 0) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create: %s", path, strerror(errno));
     else {
-        s = fa_write_file_at(ctx, dfd, base, path, data, len);
+        s = write_file_parts_at(ctx, dfd, base, path, parts, n);
         close(dfd);
     }
     free(dir);

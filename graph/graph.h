@@ -126,8 +126,11 @@ struct fa_tensor {
     const char *dim_params[FA_MAX_RANK];/* symbolic dim name or NULL */
     unsigned flags;       /* FA_TENSOR_* */
     void *data;           /* constant data, row-major, numel*dtype_size bytes; NULL if not const.
-                             Owned by the graph (malloc'd, freed by fa_graph_free). */
+                             Read-only: it may be shared with other graphs or lie in a mapped
+                             file (blob). Aligned to the element size at least. */
     size_t nbytes;        /* bytes in data */
+    fa_blob *blob;        /* the shared buffer data points into (one reference, dropped by
+                             fa_graph_free); NULL: data is malloc'd and owned by this tensor alone */
     int producer;         /* node id or -1 */
     unsigned sym_dims;    /* bit d: dim d follows the model's symbolic input dims (fa_graph_restore_symbolic);
                              an export writes it as its dim_param or unknown, never the bound value */
@@ -176,6 +179,11 @@ typedef struct fa_graph {
     int n_outputs, cap_outputs;
     int *outputs;             /* graph outputs (tensor ids) */
     int n_folded;             /* nodes removed by constant folding */
+    /* How fa_onnx_import holds the model's tensors (docs/onnx.md "Weights in place"): read in
+     * place from the file's mapping (the model file's or an external data file's), or copied
+     * (raw_data at an address not aligned to its element size, typed *_data values). Bytes. */
+    uint64_t weights_mapped_bytes, weights_copied_bytes;
+    int weights_mapped, weights_copied; /* tensors */
     /* Symbolic input dims fa_graph_prepare bound to the default 1 because no --shape/--batch
      * named them (docs/cli.md "Symbolic dimensions"): one arena string per distinct dim, a
      * dim_param name ("batch_size") or "INPUT[D]" for an unnamed dim. */
@@ -206,8 +214,18 @@ fa_status fa_graph_add_input(fa_ctx *ctx, fa_graph *g, int tensor_id);
 fa_status fa_graph_add_output(fa_ctx *ctx, fa_graph *g, int tensor_id);
 /* Set tensor type/shape. dims may hold -1 for unknown. */
 void fa_tensor_set_shape(fa_tensor *t, fa_dtype dt, int rank, const int64_t *dims);
-/* Attach constant data (copied). Sets CONST flag. */
+/* Attach constant data (copied into a new blob). Sets CONST flag. */
 fa_status fa_tensor_set_data(fa_ctx *ctx, fa_tensor *t, const void *data, size_t nbytes);
+/* Attach constant data held in blob b, data = b's bytes (t takes one reference of its own).
+ * Sets CONST flag; what t held before is released. */
+void fa_tensor_set_blob(fa_tensor *t, fa_blob *b);
+/* t's constant data becomes src's, shared (no copy) when src holds it in a blob, copied
+ * otherwise. Sets CONST flag. Errors: FA_ERR_NOMEM. */
+fa_status fa_tensor_share_data(fa_ctx *ctx, fa_tensor *t, const fa_tensor *src);
+/* Adopt malloc'd data (owned from here, freed with the graph). FA_ERR_NOMEM frees data. */
+fa_status fa_tensor_adopt_data(fa_ctx *ctx, fa_tensor *t, void *data, size_t nbytes);
+/* Drop t's constant data (data NULL, nbytes 0; flags untouched). */
+void fa_tensor_clear_data(fa_tensor *t);
 /* Attributes: add (copies arrays into the arena). */
 fa_attr *fa_node_add_attr_int(fa_graph *g, fa_node *n, const char *name, int64_t v);
 fa_attr *fa_node_add_attr_float(fa_graph *g, fa_node *n, const char *name, float v);
@@ -440,6 +458,9 @@ typedef struct fa_load_options {
     bool no_fold;              /* skip constant folding */
     uint64_t max_const_bytes;  /* cap for one folded tensor (default 1 GiB when 0) */
     bool no_dim_defaults;      /* refuse unbound symbolic dims instead of binding them to 1 */
+    fa_progress_fn progress;   /* may be NULL: ("load", initializers decoded, all of them), then
+                                  ("prepare", nodes inferred and folded, all of them) */
+    void *progress_user;
 } fa_load_options;
 
 /* The value an unbound symbolic input dim takes when no binding names it: 1, what
@@ -452,10 +473,36 @@ typedef struct fa_load_options {
  * (with the byte offset), missing initializers, dangling inputs, cycles, bad dims, and external
  * data outside the model's folder (docs/onnx.md). *out owned by caller (fa_graph_free). */
 fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out);
+/* fa_onnx_import reporting ("load", initializers decoded, all of them) to progress (may be NULL).
+ * The file is mapped read-only (fa_blob_map_file) and never copied whole: the tensors whose bytes
+ * lie at an address aligned to their element size are read in place from it, the others are
+ * copied once; external data files are mapped the same way (docs/onnx.md "Weights in place"). */
+fa_status fa_onnx_import_progress(fa_ctx *ctx, const char *path, fa_progress_fn progress, void *progress_user,
+                                  fa_graph **out);
 fa_status fa_onnx_import_buffer(fa_ctx *ctx, const char *display_name, const char *base_dir,
                                 const uint8_t *data, size_t len, fa_graph **out);
 /* Export the live graph (folded nodes dropped, their outputs as initializers). */
 fa_status fa_onnx_export(fa_ctx *ctx, const fa_graph *g, const char *path);
+/* Protobuf refuses a message over 2 GB (2^31 - 1 bytes: its sizes are int32); ONNX keeps a larger
+ * model's weights in external data files (onnx/docs/ExternalData.md). */
+#define FA_ONNX_PROTOBUF_LIMIT ((uint64_t)INT32_MAX)
+/* What moves out: initializers of at least this many bytes (onnx's size_threshold default). */
+#define FA_ONNX_EXTERNAL_MIN_BYTES 1024
+/* Each at an offset that is a multiple of this: a page, so a reader maps it in place (ours,
+ * ONNX Runtime's); within the 64 KiB of padding onnx's own reader accepts. */
+#define FA_ONNX_EXTERNAL_ALIGN 4096
+typedef struct fa_onnx_export_options {
+    uint64_t external_above;     /* bytes: the model packs to more than this -> external data
+                                    (0: FA_ONNX_PROTOBUF_LIMIT; tests lower it) */
+    uint64_t external_min_bytes; /* 0: FA_ONNX_EXTERNAL_MIN_BYTES */
+} fa_onnx_export_options;
+/* fa_onnx_export, with external data when the model would pack to more than o->external_above:
+ * every initializer of at least external_min_bytes goes to PATH.data (basename PATH.data as the
+ * location, relative to the model's folder, so the pair moves together), page-aligned, written
+ * part by part (never one buffer), atomically, before PATH; attribute tensors stay in the model.
+ * o NULL: the defaults. Errors: the writers', FA_ERR_UNSUPPORTED when even the model without its
+ * initializers is over the protobuf limit. */
+fa_status fa_onnx_export_with(fa_ctx *ctx, const fa_graph *g, const char *path, const fa_onnx_export_options *o);
 fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_data, size_t *out_len);
 
 /* Shape inference + constant folding in one topological pass (folding evaluates nodes whose

@@ -74,11 +74,11 @@ fa_graph *fa_graph_create(const char *name)
 void fa_graph_free(fa_graph *g)
 {
     if (!g) return;
-    for (int i = 0; i < g->n_tensors; i++) free(g->tensors[i]->data);
+    for (int i = 0; i < g->n_tensors; i++) fa_tensor_clear_data(g->tensors[i]);
     /* attribute tensors are detached: free their data too */
     for (int i = 0; i < g->n_nodes; i++)
         for (int a = 0; a < g->nodes[i]->n_attrs; a++)
-            if (g->nodes[i]->attrs[a].t) free(g->nodes[i]->attrs[a].t->data);
+            if (g->nodes[i]->attrs[a].t) fa_tensor_clear_data(g->nodes[i]->attrs[a].t);
     free(g->tensors);
     free(g->nodes);
     free(g->inputs);
@@ -272,17 +272,52 @@ void fa_tensor_set_shape(fa_tensor *t, fa_dtype dt, int rank, const int64_t *dim
     for (int i = 0; i < FA_MAX_RANK; i++) t->dims[i] = (i < rank && dims) ? dims[i] : -1;
 }
 
+void fa_tensor_clear_data(fa_tensor *t)
+{
+    if (t->blob) fa_blob_unref(t->blob);
+    else free(t->data);
+    t->blob = NULL;
+    t->data = NULL;
+    t->nbytes = 0;
+}
+
 fa_status fa_tensor_set_data(fa_ctx *ctx, fa_tensor *t, const void *data, size_t nbytes)
 {
-    void *p = malloc(nbytes ? nbytes : 1);
-    if (!p)
+    fa_blob *b = fa_blob_alloc(nbytes);
+    if (!b)
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': cannot allocate %zu bytes", t->name,
                             nbytes);
-    if (nbytes) memcpy(p, data, nbytes);
-    free(t->data);
-    t->data = p;
-    t->nbytes = nbytes;
+    if (nbytes) memcpy((void *)fa_blob_data(b), data, nbytes); /* a fresh blob: ours to fill */
+    fa_tensor_set_blob(t, b);
+    fa_blob_unref(b);
+    return FA_OK;
+}
+
+void fa_tensor_set_blob(fa_tensor *t, fa_blob *b)
+{
+    fa_blob_ref(b); /* first: b may be the blob t holds now */
+    fa_tensor_clear_data(t);
+    t->blob = b;
+    t->data = (void *)fa_blob_data(b); /* read-only by contract (graph.h) */
+    t->nbytes = fa_blob_size(b);
     t->flags |= FA_TENSOR_CONST;
+}
+
+fa_status fa_tensor_share_data(fa_ctx *ctx, fa_tensor *t, const fa_tensor *src)
+{
+    if (src->blob && fa_blob_data(src->blob) == src->data && fa_blob_size(src->blob) == src->nbytes) {
+        fa_tensor_set_blob(t, src->blob);
+        return FA_OK;
+    }
+    return fa_tensor_set_data(ctx, t, src->data, src->nbytes);
+}
+
+fa_status fa_tensor_adopt_data(fa_ctx *ctx, fa_tensor *t, void *data, size_t nbytes)
+{
+    fa_blob *b = fa_blob_adopt(data, nbytes);
+    if (!b) return fa_ctx_error(ctx, FA_ERR_NOMEM, "tensor '%s': out of memory", t->name);
+    fa_tensor_set_blob(t, b);
+    fa_blob_unref(b);
     return FA_OK;
 }
 
@@ -621,10 +656,14 @@ fa_attr *fa_node_copy_attr(fa_graph *g, fa_node *n, const fa_attr *src)
         *t = *src->t;
         t->name = fa_arena_strdup(g->arena, src->t->name ? src->t->name : "");
         t->data = NULL;
-        if (src->t->data) {
-            t->data = malloc(src->t->nbytes ? src->t->nbytes : 1);
-            if (!t->data) return NULL;
-            memcpy(t->data, src->t->data, src->t->nbytes);
+        t->blob = NULL;
+        t->nbytes = 0;
+        if (src->t->data) { /* shared when src holds it in a blob */
+            fa_ctx *c = fa_ctx_create();
+            fa_status st = c ? fa_tensor_share_data(c, t, src->t) : FA_ERR_NOMEM;
+            fa_ctx_free(c);
+            if (st) return NULL;
+            t->flags = src->t->flags;
         }
         a->t = t;
     }

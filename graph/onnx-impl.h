@@ -54,22 +54,69 @@ typedef struct fa_pb_budget {
 } fa_pb_budget;
 void fa_pb_budget_init(fa_pb_budget *b, uint64_t limit);
 
-/* A decoded TensorProto. data is malloc'd (never NULL on success, even for 0 bytes). */
+/* A payload the filtered copy of a file left out: bytes [off, off + len) of the original. */
+typedef struct fa_pb_range {
+    size_t off, len;
+} fa_pb_range;
+
+/* The protobuf bytes data[0..len) of message `kind` (well formed: fa_pb_check passed) with the
+ * payload of every TensorProto.raw_data (field 9, at any depth: initializers, Constant and other
+ * attribute tensors) replaced by an 8-byte token, its index (little-endian) in *ranges, which
+ * records where the payload lies in data; the enclosing messages' lengths are rewritten to match.
+ * protobuf-c copies every bytes field it unpacks (a second copy of the weights beside the file):
+ * unpacking the filtered copy instead copies only the graph's structure, and the decoder takes
+ * each tensor's bytes from the original (fa_tp_source), mapped where it can. Two passes over the
+ * bytes (sizes, then the copy), no copy of a payload. *out NULL and *n_ranges 0 when the bytes
+ * hold no raw_data (unpack the original). false when out of memory, or when the bytes are not
+ * the well-formed message the checker passed (nothing allocated then). */
+bool fa_pb_filter_raw(const uint8_t *data, size_t len, fa_pb_kind kind, uint8_t **out, size_t *out_len,
+                      fa_pb_range **ranges, size_t *n_ranges);
+
+/* Where the bytes of a model's tensors come from (graph/onnx_io.c's import): the original bytes
+ * base[0..len) and the tokens fa_pb_filter_raw put in place of their raw_data (ranges; NULL:
+ * raw_data is in the unpacked message itself); `file` the blob mapping base (NULL: base is the
+ * caller's buffer, every tensor copied out of it); the external data files mapped so far (each
+ * mapped once, shared by the tensors it holds). A tensor whose bytes sit in a mapping at an
+ * address aligned to its element size is a slice of that mapping (never copied); any other is
+ * copied once into memory of its own and the mapping's pages it spanned are released
+ * (fa_blob_release_pages). Counters say which (tests, inspect). */
+typedef struct fa_tp_ext_map {
+    char *path;    /* realpath */
+    fa_blob *blob; /* the whole file, mapped */
+} fa_tp_ext_map;
+typedef struct fa_tp_source {
+    const uint8_t *base;
+    size_t len;
+    fa_blob *file;
+    const fa_pb_range *ranges;
+    size_t n_ranges;
+    fa_tp_ext_map *ext;
+    int n_ext, cap_ext;
+    int mapped, copied;                 /* tensors left in a mapping / copied */
+    uint64_t mapped_bytes, copied_bytes;
+} fa_tp_source;
+/* Drops the external mappings the source holds (the tensors keep theirs). */
+void fa_tp_source_clear(fa_tp_source *s);
+
+/* A decoded TensorProto: its bytes in blob (one reference, the caller's; data = its bytes,
+ * never NULL, even for 0 bytes). */
 typedef struct fa_tp_decoded {
     fa_dtype dtype;
     int rank;
     int64_t dims[FA_MAX_RANK];
-    void *data;
+    fa_blob *blob;
     size_t nbytes; /* numel * fa_dtype_size(dtype) */
 } fa_tp_decoded;
 
 /* Decode dtype, dims and data of `tp` (raw_data, typed *_data fields, or external data
- * read from base_dir; base_dir NULL refuses external data). `file` and `what` ("initializer
- * 'w'", "attribute 'value' of node 'c'") start every error message. Errors: FA_ERR_INPUT for
- * negative/overflowing dims, rank > FA_MAX_RANK, data size mismatch, bad external data;
- * FA_ERR_UNSUPPORTED for string/complex dtypes; FA_ERR_NOMEM. */
+ * read from base_dir; base_dir NULL refuses external data). src (may be NULL: raw_data is in tp,
+ * external data mapped for this tensor alone): where raw_data tokens point and external files are
+ * mapped. `file` and `what` ("initializer 'w'", "attribute 'value' of node 'c'") start every
+ * error message. Errors: FA_ERR_INPUT for negative/overflowing dims, rank > FA_MAX_RANK, data
+ * size mismatch, a raw_data token out of range, bad external data; FA_ERR_UNSUPPORTED for
+ * string/complex dtypes; FA_ERR_IO when a file cannot be mapped; FA_ERR_NOMEM. */
 fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const Onnx__TensorProto *tp,
-                       const char *base_dir, fa_tp_decoded *out);
+                       const char *base_dir, fa_tp_source *src, fa_tp_decoded *out);
 
 /* Fill `tp` (already initialised with onnx__tensor_proto__init) to hold a tensor as raw_data.
  * No copies: tp points into dims/data/name, which must outlive its packing. */

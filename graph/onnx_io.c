@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ==================================================================================== */
 /* Import                                                                               */
@@ -17,6 +18,9 @@ typedef struct imp {
     const char *file;     /* display name that starts every message */
     const char *base_dir; /* model's folder for external data; NULL refuses it */
     fa_graph *g;
+    fa_tp_source *src;    /* where tensors' bytes are (the file's mapping, the raw_data tokens) */
+    fa_progress_fn progress;
+    void *progress_user;
 } imp;
 
 static const char *attr_type_name(int t)
@@ -225,19 +229,19 @@ static fa_status import_attr(imp *im, fa_node *n, const Onnx__AttributeProto *ap
         char what[512];
         snprintf(what, sizeof what, "node '%s' (%s): attribute '%s'", n->name, n->op_type, an);
         fa_tp_decoded d;
-        fa_status s = fa_tp_decode(im->ctx, im->file, what, ap->t, im->base_dir, &d);
+        fa_status s = fa_tp_decode(im->ctx, im->file, what, ap->t, im->base_dir, im->src, &d);
         if (s != FA_OK) return s;
         fa_tensor *t = fa_arena_alloc(ar, sizeof *t);
         if (!t) {
-            free(d.data);
+            fa_blob_unref(d.blob);
             return nomem(im);
         }
         t->id = -1;
         t->name = fa_arena_strdup(ar, ap->t->name && *ap->t->name ? ap->t->name : an);
         t->producer = -1;
         fa_tensor_set_shape(t, d.dtype, d.rank, d.dims);
-        t->data = d.data; /* owned by the graph from here: fa_graph_free frees attribute data */
-        t->nbytes = d.nbytes;
+        fa_tensor_set_blob(t, d.blob); /* the graph's from here: fa_graph_free drops attribute data */
+        fa_blob_unref(d.blob);
         t->flags = FA_TENSOR_CONST;
         a->t = t;
         if (!t->name) return nomem(im);
@@ -317,11 +321,14 @@ static fa_status import_graph(imp *im, const Onnx__ModelProto *mp)
         char what[400];
         snprintf(what, sizeof what, "initializer '%s'", tp->name);
         fa_tp_decoded d;
-        if ((s = fa_tp_decode(ctx, im->file, what, tp, im->base_dir, &d)) != FA_OK) return s;
+        if ((s = fa_tp_decode(ctx, im->file, what, tp, im->base_dir, im->src, &d)) != FA_OK) return s;
         fa_tensor_set_shape(t, d.dtype, d.rank, d.dims);
-        t->data = d.data;
-        t->nbytes = d.nbytes;
+        fa_tensor_set_blob(t, d.blob);
+        fa_blob_unref(d.blob);
         t->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+        if (im->progress && (i + 1 == gp->n_initializer || (i & 15) == 15))
+            im->progress(im->progress_user, "load", (int)(i + 1 > INT_MAX ? INT_MAX : i + 1),
+                         (int)(gp->n_initializer > INT_MAX ? INT_MAX : gp->n_initializer));
         if (tp->doc_string) t->doc = fa_arena_strdup(g->arena, tp->doc_string);
     }
 
@@ -375,54 +382,69 @@ static fa_status import_graph(imp *im, const Onnx__ModelProto *mp)
     return FA_OK;
 }
 
-/* `owned`: data is malloc'd and may be freed as soon as it is unpacked (protobuf-c copies
- * every string and bytes field), so peak memory is two copies of the weights, not three. */
-static fa_status import_impl(fa_ctx *ctx, const char *file, const char *base_dir,
-                             const uint8_t *data, size_t len, uint8_t *owned, fa_graph **out)
+/* Import the ModelProto in data[0..len). `file_blob` (may be NULL: data is the caller's, every
+ * tensor copied out of it): the blob holding data, a mapping of the model file; tensors aligned in
+ * it stay there (fa_tp_source). The file is walked by the checker (fa_pb_check: well formed, and
+ * what unpacking it takes within fa_pb_unpack_budget), then a copy without the raw_data payloads
+ * (fa_pb_filter_raw) is unpacked by protobuf-c under that budget, so neither the walk nor the
+ * unpack holds a second copy of the weights; each tensor then takes its bytes from the file. */
+static fa_status import_impl(fa_ctx *ctx, const char *file, const char *base_dir, const uint8_t *data, size_t len,
+                             fa_blob *file_blob, fa_progress_fn progress, void *progress_user, fa_graph **out)
 {
     size_t bad = 0;
     char why[512];
-    if (len == 0) {
-        free(owned);
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: empty file, not an ONNX model", file);
-    }
+    if (len == 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: empty file, not an ONNX model", file);
     fa_pb_verdict pv = fa_pb_check(data, len, FA_PB_MODEL, &bad, why, sizeof why, NULL);
-    if (pv == FA_PB_TOO_BIG) {
-        free(owned);
+    if (pv == FA_PB_TOO_BIG)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: refused before unpacking: byte %zu of %zu: %s", file, bad, len,
                             why);
-    }
-    if (pv) {
-        free(owned);
+    if (pv)
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: not a valid ONNX protobuf (truncated or corrupt): byte %zu of %zu: %s",
                             file, bad, len, why);
-    }
+    uint8_t *filtered = NULL;
+    size_t flen = 0;
+    fa_tp_source src = {.base = data, .len = len, .file = file_blob};
+    fa_pb_range *ranges = NULL;
+    if (!fa_pb_filter_raw(data, len, FA_PB_MODEL, &filtered, &flen, &ranges, &src.n_ranges))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory reading the model's structure", file);
+    src.ranges = ranges;
+    /* the budget stays the whole file's: the filtered copy unpacks to less than the file would */
     fa_pb_budget budget;
     fa_pb_budget_init(&budget, fa_pb_unpack_budget(len));
-    Onnx__ModelProto *mp = onnx__model_proto__unpack(&budget.alloc, len, data);
-    free(owned);
+    Onnx__ModelProto *mp = onnx__model_proto__unpack(&budget.alloc, filtered ? flen : len, filtered ? filtered : data);
+    free(filtered);
+    fa_status s = FA_OK;
     if (!mp && budget.exceeded)
-        return fa_ctx_error(ctx, FA_ERR_INPUT,
-                            "%s: unpacking the model would take more than %" PRIu64 " MiB of memory (the limit for "
-                            "a file of %zu bytes)", file, budget.limit >> 20, len);
-    if (!mp)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a valid ONNX protobuf (truncated or corrupt)",
-                            file);
-    if (!mp->graph) {
-        onnx__model_proto__free_unpacked(mp, &budget.alloc);
-        return fa_ctx_error(ctx, FA_ERR_INPUT,
-                            "%s: not an ONNX model: ModelProto.graph (field 7) is missing", file);
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "%s: unpacking the model would take more than %" PRIu64 " MiB of memory (the limit for "
+                         "a file of %zu bytes)", file, budget.limit >> 20, len);
+    else if (!mp)
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a valid ONNX protobuf (truncated or corrupt)", file);
+    else if (!mp->graph)
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not an ONNX model: ModelProto.graph (field 7) is missing", file);
+    fa_graph *g = s ? NULL : fa_graph_create(mp->graph->name);
+    if (!s && !g) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", file);
+    if (!s) {
+        imp im = {ctx, file, base_dir, g, &src, progress, progress_user};
+        s = import_graph(&im, mp);
     }
-    fa_graph *g = fa_graph_create(mp->graph->name);
-    if (!g) {
-        onnx__model_proto__free_unpacked(mp, &budget.alloc);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", file);
+    if (mp) onnx__model_proto__free_unpacked(mp, &budget.alloc);
+    free(ranges);
+    fa_tp_source_clear(&src);
+    /* the pages the walk and the copies read: the tensors left in the file fault theirs in again
+     * when they are read */
+    if (file_blob) fa_blob_release_pages(file_blob);
+    if (!s) {
+        g->weights_mapped_bytes = src.mapped_bytes;
+        g->weights_copied_bytes = src.copied_bytes;
+        g->weights_mapped = src.mapped;
+        g->weights_copied = src.copied;
+        fa_log(ctx, FA_LOG_INFO, "%s: %d tensor(s), %.1f MiB, read in place from the file's mapping; %d, %.1f MiB, "
+               "copied (in the model at an address not aligned to their element size, or stored as typed values)",
+               file, src.mapped, src.mapped_bytes / 1048576.0, src.copied, src.copied_bytes / 1048576.0);
     }
-    imp im = {ctx, file, base_dir, g};
-    fa_status s = import_graph(&im, mp);
-    onnx__model_proto__free_unpacked(mp, &budget.alloc);
-    if (s != FA_OK) {
+    if (s) {
         fa_graph_free(g);
         return s;
     }
@@ -433,15 +455,18 @@ static fa_status import_impl(fa_ctx *ctx, const char *file, const char *base_dir
 fa_status fa_onnx_import_buffer(fa_ctx *ctx, const char *display_name, const char *base_dir,
                                 const uint8_t *data, size_t len, fa_graph **out)
 {
-    return import_impl(ctx, display_name ? display_name : "<buffer>", base_dir, data, len, NULL,
-                       out);
+    return import_impl(ctx, display_name ? display_name : "<buffer>", base_dir, data, len, NULL, NULL, NULL, out);
 }
 
-fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out)
+fa_status fa_onnx_import_progress(fa_ctx *ctx, const char *path, fa_progress_fn progress, void *progress_user,
+                                  fa_graph **out)
 {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    fa_status s = fa_read_file(ctx, path, &buf, &len);
+    int fd = -1;
+    fa_status s = fa_open_input(ctx, path, 0, &fd);
+    if (s != FA_OK) return s;
+    fa_blob *fb = NULL;
+    s = fa_blob_map_file(ctx, fd, path, &fb);
+    close(fd);
     if (s != FA_OK) return s;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -452,7 +477,14 @@ fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out)
     } else {
         snprintf(dir, sizeof dir, ".");
     }
-    return import_impl(ctx, path, dir, buf, len, buf, out);
+    s = import_impl(ctx, path, dir, fa_blob_data(fb), fa_blob_size(fb), fb, progress, progress_user, out);
+    fa_blob_unref(fb); /* the tensors read in place hold their own references */
+    return s;
+}
+
+fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out)
+{
+    return fa_onnx_import_progress(ctx, path, NULL, NULL, out);
 }
 
 /* ==================================================================================== */
@@ -824,13 +856,109 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
     return s;
 }
 
+/* The initializers of gp of at least min_bytes moved to the data file `location` (ExternalData.md:
+ * data_location EXTERNAL, external_data location/offset/length), each at an offset that is a
+ * multiple of FA_ONNX_EXTERNAL_ALIGN so a reader can map it in place; parts (room for 2 per
+ * initializer) gets the file's bytes: zero padding, then the tensor's bytes. Returns the number
+ * of parts, -1 when out of memory. */
+static int to_external(exporter *e, Onnx__GraphProto *gp, const char *location, uint64_t min_bytes, fa_write_part *parts,
+                       const fa_tensor **moved)
+{
+    int np = 0, nm = 0;
+    uint64_t off = 0;
+    for (size_t k = 0; k < gp->n_initializer; k++) {
+        Onnx__TensorProto *tp = gp->initializer[k];
+        if (!tp->has_raw_data || tp->raw_data.len < min_bytes) continue;
+        uint64_t at = (off + FA_ONNX_EXTERNAL_ALIGN - 1) / FA_ONNX_EXTERNAL_ALIGN * FA_ONNX_EXTERNAL_ALIGN;
+        Onnx__StringStringEntryProto **kv = ealloc(e, sizeof *kv * 3);
+        char *os = ealloc(e, 24), *ls = ealloc(e, 24);
+        if (!kv || !os || !ls) return -1;
+        snprintf(os, 24, "%" PRIu64, at);
+        snprintf(ls, 24, "%zu", tp->raw_data.len);
+        const char *keys[3] = {"location", "offset", "length"}, *vals[3] = {location, os, ls};
+        for (int i = 0; i < 3; i++) {
+            if (!(kv[i] = ealloc(e, sizeof *kv[i]))) return -1;
+            onnx__string_string_entry_proto__init(kv[i]);
+            kv[i]->key = (char *)keys[i];
+            kv[i]->value = (char *)vals[i];
+        }
+        if (at > off) parts[np++] = (fa_write_part){NULL, (size_t)(at - off)};
+        parts[np++] = (fa_write_part){tp->raw_data.data, tp->raw_data.len};
+        moved[nm++] = fa_graph_find_tensor(e->g, tp->name) >= 0 ? e->g->tensors[fa_graph_find_tensor(e->g, tp->name)] : NULL;
+        off = at + tp->raw_data.len;
+        tp->has_raw_data = 0;
+        tp->raw_data.data = NULL;
+        tp->raw_data.len = 0;
+        tp->has_data_location = 1;
+        tp->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+        tp->n_external_data = 3;
+        tp->external_data = kv;
+    }
+    moved[nm] = NULL;
+    return np;
+}
+
+fa_status fa_onnx_export_with(fa_ctx *ctx, const fa_graph *g, const char *path, const fa_onnx_export_options *o)
+{
+    uint64_t above = o && o->external_above ? o->external_above : FA_ONNX_PROTOBUF_LIMIT;
+    uint64_t min_bytes = o && o->external_min_bytes ? o->external_min_bytes : FA_ONNX_EXTERNAL_MIN_BYTES;
+    exporter e = {ctx, g, fa_arena_create(1 << 16), false};
+    if (!e.a) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: out of memory", path);
+    int *order = NULL;
+    int n_order = export_order(&e, &order);
+    if (n_order < 0) {
+        fa_arena_free(e.a);
+        fa_status s = fa_ctx_status(ctx) != FA_OK ? fa_ctx_status(ctx) : FA_ERR_INTERNAL;
+        return fa_ctx_wrap(ctx, s, "%s: ", path);
+    }
+    Onnx__ModelProto mp;
+    onnx__model_proto__init(&mp);
+    fa_status s = build_model(&e, &mp, order, n_order);
+    free(order);
+    fa_write_part *parts = NULL;
+    const fa_tensor **moved = NULL;
+    int np = 0;
+    char data_path[PATH_MAX] = "";
+    if (!s && onnx__model_proto__get_packed_size(&mp) > above) {
+        /* over protobuf's 2 GB (or the caller's bound): the weights go to PATH.data beside it */
+        const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+        char *location = ealloc(&e, strlen(base) + 8);
+        size_t ni = mp.graph->n_initializer;
+        parts = calloc(2 * ni + 1, sizeof *parts);
+        moved = calloc(ni + 1, sizeof *moved);
+        if (!location || !parts || !moved) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: out of memory", path);
+        else if ((size_t)snprintf(data_path, sizeof data_path, "%s.data", path) >= sizeof data_path)
+            s = fa_ctx_error(ctx, FA_ERR_IO, "%s: path too long for its external data file", path);
+        if (!s) {
+            sprintf(location, "%s.data", base);
+            np = to_external(&e, mp.graph, location, min_bytes, parts, moved);
+            if (np < 0) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: out of memory", path);
+        }
+        if (!s) s = fa_write_file_parts_atomic(ctx, data_path, parts, np);
+        /* written: the pages of weights read in place from a mapped model leave the resident set */
+        for (int k = 0; !s && moved[k]; k++)
+            if (moved[k]->blob) fa_blob_release_pages(moved[k]->blob);
+    }
+    if (!s) {
+        size_t sz = onnx__model_proto__get_packed_size(&mp);
+        if (sz > FA_ONNX_PROTOBUF_LIMIT)
+            s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%s: the model's structure alone packs to %zu bytes, over protobuf's "
+                             "limit of %" PRIu64, path, sz, (uint64_t)FA_ONNX_PROTOBUF_LIMIT);
+        uint8_t *buf = s ? NULL : malloc(sz ? sz : 1);
+        if (!s && !buf) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: export: cannot allocate %zu bytes", path, sz);
+        if (!s) {
+            onnx__model_proto__pack(&mp, buf);
+            s = fa_write_file_atomic(ctx, path, buf, sz);
+        }
+        free(buf);
+    }
+    free(parts);
+    free(moved);
+    fa_arena_free(e.a);
+    return s;
+}
+
 fa_status fa_onnx_export(fa_ctx *ctx, const fa_graph *g, const char *path)
 {
-    uint8_t *buf = NULL;
-    size_t len = 0;
-    fa_status s = fa_onnx_export_buffer(ctx, g, &buf, &len);
-    if (s != FA_OK) return fa_ctx_wrap(ctx, s, "%s: ", path);
-    s = fa_write_file_atomic(ctx, path, buf, len);
-    free(buf);
-    return s;
+    return fa_onnx_export_with(ctx, g, path, NULL);
 }

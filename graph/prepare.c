@@ -195,14 +195,14 @@ static fa_status fold_node(fa_ctx *ctx, fa_graph *g, fa_node *n)
         for (int i = 0; i < n->n_outputs; i++) {
             fa_tensor *t = fa_graph_out(g, n, i);
             if (!t) continue;
-            free(t->data);
-            t->data = out[i].data;
+            void *d = out[i].data;
             out[i].data = NULL;
-            t->nbytes = fa_tensor_bytes(t);
-            t->flags |= FA_TENSOR_CONST;
+            if ((st = fa_tensor_adopt_data(ctx, t, d, (size_t)fa_tensor_bytes(t))) != FA_OK) break;
         }
-        n->folded = true;
-        g->n_folded++;
+        if (st == FA_OK) {
+            n->folded = true;
+            g->n_folded++;
+        }
     }
     for (int i = 0; i < n->n_outputs; i++) free(out[i].data);
     return st;
@@ -295,6 +295,8 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
             st = fold_node(ctx, g, n);
             if (st) return st;
         }
+        if (opt->progress && (k + 1 == g->n_topo || (k & 255) == 255))
+            opt->progress(opt->progress_user, "prepare", k + 1, g->n_topo);
     }
     return fa_graph_index(ctx, g);
 }
@@ -306,7 +308,7 @@ fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *o
     if (strncmp(model, "zoo:", 4) == 0)
         st = fa_zoo_build(ctx, model + 4, (opt && opt->batch > 0) ? opt->batch : 1, &g);
     else
-        st = fa_onnx_import(ctx, model, &g);
+        st = fa_onnx_import_progress(ctx, model, opt ? opt->progress : NULL, opt ? opt->progress_user : NULL, &g);
     if (st) return st;
     fa_load_options o = opt ? *opt : (fa_load_options){0};
     if (strncmp(model, "zoo:", 4) == 0) o.batch = 0; /* zoo applied the batch itself */

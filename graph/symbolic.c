@@ -125,7 +125,7 @@ static fa_status copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, cons
         fa_tensor *d = dst->tensors[id];
         fa_tensor_set_shape(d, t->dtype, t->rank, t->dims);
         if ((t->flags & FA_TENSOR_CONST) && t->data) {
-            fa_status s = fa_tensor_set_data(ctx, d, t->data, t->nbytes);
+            fa_status s = fa_tensor_share_data(ctx, d, t);
             if (s) return s;
             d->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
         }
@@ -137,9 +137,7 @@ static fa_status copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, cons
         int id = fa_graph_find_tensor(dst, t->name);
         if (id < 0) continue;
         fa_tensor *d = dst->tensors[id]; /* a constant in dst: it becomes this node's output */
-        free(d->data);
-        d->data = NULL;
-        d->nbytes = 0;
+        fa_tensor_clear_data(d);
         d->flags &= ~(unsigned)(FA_TENSOR_CONST | FA_TENSOR_INITIALIZER);
     }
     fa_node *c = fa_graph_add_node(ctx, dst, n->name, n->op_type, n->domain, n->n_inputs, ins, n->n_outputs, outs);

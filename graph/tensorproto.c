@@ -356,6 +356,195 @@ fa_pb_verdict fa_pb_check(const uint8_t *data, size_t len, fa_pb_kind kind, size
 }
 
 /* ------------------------------------------------------------------------------------
+ * The filtered copy (fa_pb_filter_raw): pass 1 walks the message tree and records each
+ * sub-message's filtered size (pre-order) and each raw_data payload's range; pass 2 walks it
+ * again and writes the copy, taking the sizes in the same order. */
+
+typedef struct pb_filter {
+    const uint8_t *p;
+    size_t *sizes;
+    size_t n_sizes, cap_sizes, next_size;
+    fa_pb_range *ranges;
+    size_t n_ranges, cap_ranges, next_token;
+    uint8_t *out;
+    size_t w;
+    bool oom;
+} pb_filter;
+
+#define PB_TOKEN_BYTES 8
+
+static const pb_fdesc *pb_field(int m, uint64_t field)
+{
+    const pb_mdesc *md = &g_msgs[m];
+    for (int i = 0; i < md->n; i++)
+        if ((uint64_t)md->f[i].field == field) return &md->f[i];
+    return NULL;
+}
+
+static size_t pb_varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+static void pb_put_varint(pb_filter *f, uint64_t v)
+{
+    while (v >= 0x80) {
+        f->out[f->w++] = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    f->out[f->w++] = (uint8_t)v;
+}
+
+static bool pb_push(void **arr, size_t *n, size_t *cap, size_t elem)
+{
+    if (*n < *cap) return true;
+    size_t nc = *cap ? 2 * *cap : 64;
+    void *na = realloc(*arr, nc * elem);
+    if (!na) return false;
+    *arr = na;
+    *cap = nc;
+    return true;
+}
+
+/* One field at *pos of message m: its tag's end, wire type, descriptor and body; false when the
+ * bytes are not what the checker passed. */
+typedef struct pb_field_at {
+    size_t tag_at, tag_end, body, blen, end;
+    unsigned wt;
+    const pb_fdesc *fd;
+    uint64_t field;
+} pb_field_at;
+
+static bool pb_next(const uint8_t *p, size_t pos, size_t end, int m, pb_field_at *o)
+{
+    uint64_t tag, v;
+    o->tag_at = pos;
+    if (!pb_varint(p, &pos, end, &tag)) return false;
+    o->tag_end = pos;
+    o->wt = (unsigned)(tag & 7);
+    o->field = tag >> 3;
+    o->fd = pb_field(m, o->field);
+    o->body = pos;
+    o->blen = 0;
+    switch (o->wt) {
+    case 0:
+        if (!pb_varint(p, &pos, end, &v)) return false;
+        break;
+    case 1:
+    case 5:
+        if (end - pos < (o->wt == 1 ? 8u : 4u)) return false;
+        pos += o->wt == 1 ? 8 : 4;
+        break;
+    case 2:
+        if (!pb_varint(p, &pos, end, &v) || v > end - pos) return false;
+        o->body = pos;
+        o->blen = (size_t)v;
+        pos += o->blen;
+        break;
+    default:
+        return false;
+    }
+    o->end = pos;
+    return true;
+}
+
+static bool pb_is_raw(int m, const pb_field_at *a) { return m == M_TENSOR && a->field == 9 && a->wt == 2; }
+static bool pb_is_msg(const pb_field_at *a) { return a->wt == 2 && a->fd && (a->fd->kind == F_MSG || a->fd->kind == F_RMSG); }
+
+/* Pass 1: the filtered size of message m in [pos, end) into *out. */
+static bool pb_filter_size(pb_filter *f, size_t pos, size_t end, int m, int depth, size_t *out)
+{
+    size_t total = 0;
+    if (depth > FA_PB_MAX_DEPTH) return false;
+    while (pos < end) {
+        pb_field_at a;
+        if (!pb_next(f->p, pos, end, m, &a)) return false;
+        size_t tl = a.tag_end - a.tag_at;
+        if (pb_is_raw(m, &a)) {
+            if (!pb_push((void **)&f->ranges, &f->n_ranges, &f->cap_ranges, sizeof *f->ranges)) return f->oom = true, false;
+            f->ranges[f->n_ranges++] = (fa_pb_range){a.body, a.blen};
+            total += tl + pb_varint_len(PB_TOKEN_BYTES) + PB_TOKEN_BYTES;
+        } else if (pb_is_msg(&a)) {
+            if (!pb_push((void **)&f->sizes, &f->n_sizes, &f->cap_sizes, sizeof *f->sizes)) return f->oom = true, false;
+            size_t slot = f->n_sizes++, sub = 0;
+            if (!pb_filter_size(f, a.body, a.body + a.blen, a.fd->sub, depth + 1, &sub)) return false;
+            f->sizes[slot] = sub;
+            total += tl + pb_varint_len(sub) + sub;
+        } else {
+            total += a.end - a.tag_at;
+        }
+        pos = a.end;
+    }
+    *out = total;
+    return true;
+}
+
+/* Pass 2: the filtered bytes of message m in [pos, end), appended at f->out + f->w. */
+static bool pb_filter_emit(pb_filter *f, size_t pos, size_t end, int m)
+{
+    while (pos < end) {
+        pb_field_at a;
+        if (!pb_next(f->p, pos, end, m, &a)) return false;
+        size_t tl = a.tag_end - a.tag_at;
+        if (pb_is_raw(m, &a)) {
+            memcpy(f->out + f->w, f->p + a.tag_at, tl);
+            f->w += tl;
+            pb_put_varint(f, PB_TOKEN_BYTES);
+            uint64_t tok = f->next_token++;
+            for (int k = 0; k < PB_TOKEN_BYTES; k++) f->out[f->w++] = (uint8_t)(tok >> (8 * k));
+        } else if (pb_is_msg(&a)) {
+            if (f->next_size >= f->n_sizes) return false;
+            size_t sub = f->sizes[f->next_size++];
+            memcpy(f->out + f->w, f->p + a.tag_at, tl);
+            f->w += tl;
+            pb_put_varint(f, sub);
+            size_t start = f->w;
+            if (!pb_filter_emit(f, a.body, a.body + a.blen, a.fd->sub) || f->w - start != sub) return false;
+        } else {
+            memcpy(f->out + f->w, f->p + a.tag_at, a.end - a.tag_at);
+            f->w += a.end - a.tag_at;
+        }
+        pos = a.end;
+    }
+    return true;
+}
+
+bool fa_pb_filter_raw(const uint8_t *data, size_t len, fa_pb_kind kind, uint8_t **out, size_t *out_len,
+                      fa_pb_range **ranges, size_t *n_ranges)
+{
+    pb_filter f = {.p = data};
+    int m = kind == FA_PB_MODEL ? M_MODEL : M_TENSOR;
+    size_t total = 0;
+    bool ok = pb_filter_size(&f, 0, len, m, 0, &total);
+    if (ok && f.n_ranges == 0) { /* nothing to leave out: the original is unpacked */
+        free(f.sizes);
+        *out = NULL;
+        *out_len = 0;
+        *ranges = NULL;
+        *n_ranges = 0;
+        return true;
+    }
+    if (ok) ok = (f.out = malloc(total ? total : 1)) != NULL;
+    if (ok) ok = pb_filter_emit(&f, 0, len, m) && f.w == total && f.next_token == f.n_ranges;
+    free(f.sizes);
+    if (!ok) {
+        free(f.out);
+        free(f.ranges);
+        return false;
+    }
+    *out = f.out;
+    *out_len = total;
+    *ranges = f.ranges;
+    *n_ranges = f.n_ranges;
+    return true;
+}
+
+/* ------------------------------------------------------------------------------------
  * The allocator protobuf-c unpacks with: malloc under a budget of live bytes (each block carries
  * its size in a 16-byte header), so whatever the checker's model missed still fails as a refusal,
  * never as an allocation the machine cannot hold. */
@@ -434,13 +623,52 @@ static bool parse_size(const char *s, size_t *out)
     return true;
 }
 
+/* nbytes at offset in `from` (a file's mapping, or a buffer blob) as a blob of their own in
+ * *out: a slice when the address is aligned to the element size esz (the kernels' loads, and
+ * C, need that much) and `from` maps a file, else a copy, after which the pages of `from` it
+ * read are released. */
+static fa_status place_bytes(fa_ctx *ctx, const char *file, const char *what, fa_blob *from, size_t offset,
+                             size_t nbytes, size_t esz, fa_tp_source *src, fa_blob **out)
+{
+    const uint8_t *at = (const uint8_t *)fa_blob_data(from) + offset;
+    if (from && fa_blob_mapped(from) && esz && (uintptr_t)at % esz == 0) {
+        fa_blob *sl = fa_blob_slice(from, offset, nbytes);
+        if (!sl) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: out of memory", file, what);
+        if (src) src->mapped++, src->mapped_bytes += nbytes;
+        *out = sl;
+        return FA_OK;
+    }
+    fa_blob *b = fa_blob_alloc(nbytes);
+    if (!b) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", file, what, nbytes);
+    if (nbytes) memcpy((void *)fa_blob_data(b), at, nbytes);
+    if (from && fa_blob_mapped(from)) {
+        fa_blob *sl = fa_blob_slice(from, offset, nbytes);
+        fa_blob_release_pages(sl);
+        fa_blob_unref(sl);
+    }
+    if (src) src->copied++, src->copied_bytes += nbytes;
+    *out = b;
+    return FA_OK;
+}
+
+void fa_tp_source_clear(fa_tp_source *s)
+{
+    for (int i = 0; i < s->n_ext; i++) {
+        free(s->ext[i].path);
+        fa_blob_unref(s->ext[i].blob);
+    }
+    free(s->ext);
+    s->ext = NULL;
+    s->n_ext = s->cap_ext = 0;
+}
+
 /* External data (onnx/docs/ExternalData.md): keys location, offset, length, checksum. The
  * location is relative to the model's folder; anything that would leave that folder (an
  * absolute path, a '..' component, a symlink resolving outside) or is not a regular file
  * (device, FIFO, directory) is refused. */
 static fa_status read_external(fa_ctx *ctx, const char *file, const char *what,
                                const Onnx__TensorProto *tp, const char *base_dir, size_t nbytes,
-                               uint8_t **out)
+                               size_t esz, fa_tp_source *src, fa_blob **out)
 {
     *out = NULL;
     const char *loc = NULL, *off_s = NULL, *len_s = NULL;
@@ -543,34 +771,41 @@ static fa_status read_external(fa_ctx *ctx, const char *file, const char *what,
                             "%s: %s: external data holds %zu bytes, dims and data_type need %zu",
                             file, what, length, nbytes);
     }
-    /* Allocated only now: the declared size has been checked against the file's bytes, so a
-     * tensor declaring more than the file holds is refused before any memory is taken. */
-    uint8_t *dst = malloc(nbytes ? nbytes : 1);
-    if (!dst) {
-        close(fd);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", file, what, nbytes);
-    }
-    size_t got = 0;
-    while (got < nbytes) {
-        ssize_t r = pread(fd, (char *)dst + got, nbytes - got, (off_t)(offset + got));
-        if (r < 0 && errno == EINTR) continue;
-        if (r <= 0) {
-            fa_status s = fa_ctx_error(ctx, FA_ERR_IO, "%s: %s: reading external data '%s' at byte %zu: %s",
-                                       file, what, loc, offset + got,
-                                       r < 0 ? strerror(errno) : "unexpected end of file");
-            close(fd);
-            free(dst);
-            return s;
-        }
-        got += (size_t)r;
-    }
+    /* The bytes: a slice of the file's mapping (each external file mapped once per model), or a
+     * copy of them when their address is not aligned to the element size. Only now: the declared
+     * size has been checked against the file's bytes, so a tensor declaring more than the file
+     * holds is refused before anything is mapped or allocated. */
+    fa_blob *map = NULL;
+    for (int i = 0; src && i < src->n_ext && !map; i++)
+        if (!strcmp(src->ext[i].path, real)) map = fa_blob_ref(src->ext[i].blob);
+    fa_status s = map ? FA_OK : fa_blob_map_file(ctx, fd, full, &map);
     close(fd);
-    *out = dst;
-    return FA_OK;
+    if (s) return fa_ctx_wrap(ctx, s, "%s: %s: external data: ", file, what);
+    if (fa_blob_size(map) != fsize) { /* changed since it was checked */
+        fa_blob_unref(map);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: external data file '%s' changed while it was read", file, what, loc);
+    }
+    if (src && src->n_ext < 4096) { /* remembered for the next tensor of this file */
+        bool known = false;
+        for (int i = 0; i < src->n_ext && !known; i++) known = fa_blob_data(src->ext[i].blob) == fa_blob_data(map);
+        if (!known && src->n_ext == src->cap_ext) {
+            int nc = src->cap_ext ? 2 * src->cap_ext : 16;
+            fa_tp_ext_map *ne = realloc(src->ext, sizeof *ne * (size_t)nc);
+            if (ne) {
+                src->ext = ne;
+                src->cap_ext = nc;
+            }
+        }
+        char *pc = known || src->n_ext == src->cap_ext ? NULL : strdup(real);
+        if (pc) src->ext[src->n_ext++] = (fa_tp_ext_map){pc, fa_blob_ref(map)};
+    }
+    s = place_bytes(ctx, file, what, map, offset, nbytes, esz, src, out);
+    fa_blob_unref(map);
+    return s;
 }
 
 fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const Onnx__TensorProto *tp,
-                       const char *base_dir, fa_tp_decoded *out)
+                       const char *base_dir, fa_tp_source *src, fa_tp_decoded *out)
 {
     int32_t dt = tp->has_data_type ? tp->data_type : 0;
     if (dt == 0)
@@ -632,11 +867,24 @@ fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const On
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s: has both %s and %s", file, what,
                             external ? "external data" : "raw_data", want_name);
 
-    if (tp->has_raw_data && !external && tp->raw_data.len != nbytes) {
+    /* raw_data: in the unpacked message, or a token naming where it lies in the file
+     * (fa_pb_filter_raw) */
+    const uint8_t *raw = tp->raw_data.data;
+    size_t raw_len = tp->raw_data.len, raw_off = 0;
+    if (tp->has_raw_data && !external && src && src->ranges) {
+        uint64_t tok = 0;
+        for (int k = 0; k < 8 && raw_len == 8; k++) tok |= (uint64_t)raw[k] << (8 * k);
+        if (raw_len != 8 || tok >= src->n_ranges)
+            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "%s: %s: raw_data token out of range", file, what);
+        raw_off = src->ranges[tok].off;
+        raw_len = src->ranges[tok].len;
+        raw = src->base + raw_off;
+    }
+    if (tp->has_raw_data && !external && raw_len != nbytes) {
         dims_str(tp, dbuf, sizeof dbuf);
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: %s: raw_data holds %zu bytes, dims %s of %s need %zu", file,
-                            what, tp->raw_data.len, dbuf, fa_dtype_name((fa_dtype)dt), nbytes);
+                            what, raw_len, dbuf, fa_dtype_name((fa_dtype)dt), nbytes);
     }
     if (!external && !tp->has_raw_data && want_n != numel) {
         dims_str(tp, dbuf, sizeof dbuf);
@@ -649,17 +897,24 @@ fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const On
                             file, what, want_name, want_n, dbuf, numel);
     }
 
+    fa_blob *blob = NULL;
     uint8_t *data = NULL;
     if (external) {
-        /* read_external checks the location and the file's size before it allocates */
-        fa_status s = read_external(ctx, file, what, tp, base_dir, nbytes, &data);
+        /* read_external checks the location and the file's size before it maps anything */
+        fa_status s = read_external(ctx, file, what, tp, base_dir, nbytes, esz, src, &blob);
         if (s != FA_OK) return s;
-    } else if (!(data = malloc(nbytes ? nbytes : 1))) {
+    } else if (tp->has_raw_data && src && src->ranges && src->file) {
+        fa_status s = place_bytes(ctx, file, what, src->file, raw_off, nbytes, esz, src, &blob);
+        if (s != FA_OK) return s;
+    } else if (!(blob = fa_blob_alloc(nbytes))) {
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: %s: cannot allocate %zu bytes", file, what,
                             nbytes);
     } else if (tp->has_raw_data) {
-        if (nbytes) memcpy(data, tp->raw_data.data, nbytes);
+        data = (uint8_t *)fa_blob_data(blob); /* a fresh blob: ours to fill */
+        if (nbytes) memcpy(data, raw, nbytes);
+        if (src) src->copied++, src->copied_bytes += nbytes;
     } else {
+        data = (uint8_t *)fa_blob_data(blob);
         for (size_t i = 0; i < numel; i++) {
             switch (dt) {
             case FA_DTYPE_FLOAT: memcpy(data + 4 * i, &tp->float_data[i], 4); break;
@@ -681,11 +936,12 @@ fa_status fa_tp_decode(fa_ctx *ctx, const char *file, const char *what, const On
             default: data[i] = (uint8_t)tp->int32_data[i]; break; /* INT8, UINT8 */
             }
         }
+        if (src) src->copied++, src->copied_bytes += nbytes;
     }
     out->dtype = (fa_dtype)dt;
     out->rank = (int)tp->n_dims;
     for (int i = 0; i < FA_MAX_RANK; i++) out->dims[i] = i < out->rank ? tp->dims[i] : -1;
-    out->data = data;
+    out->blob = blob;
     out->nbytes = nbytes;
     return FA_OK;
 }
@@ -731,18 +987,25 @@ static fa_status tp_read(fa_ctx *ctx, const char *file, const char *base_dir, co
     char what[300];
     snprintf(what, sizeof what, "tensor '%s'", tp->name ? tp->name : "");
     fa_tp_decoded d;
-    fa_status s = fa_tp_decode(ctx, file, what, tp, base_dir, &d);
+    fa_status s = fa_tp_decode(ctx, file, what, tp, base_dir, NULL, &d);
+    void *vdata = NULL;
+    if (s == FA_OK && !(vdata = fa_blob_take(d.blob))) { /* a mapped slice (external data): copied out */
+        vdata = malloc(d.nbytes ? d.nbytes : 1);
+        if (vdata && d.nbytes) memcpy(vdata, fa_blob_data(d.blob), d.nbytes);
+        fa_blob_unref(d.blob);
+        if (!vdata) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", file);
+    }
     if (s == FA_OK && out_name) {
         *out_name = strdup(tp->name ? tp->name : "");
         if (!*out_name) {
-            free(d.data);
+            free(vdata);
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", file);
         }
     }
     onnx__tensor_proto__free_unpacked(tp, &budget.alloc);
     if (s != FA_OK) return s;
     memset(out, 0, sizeof *out);
-    out->data = d.data;
+    out->data = vdata;
     out->dtype = d.dtype;
     out->rank = d.rank;
     for (int i = 0; i < FA_MAX_RANK; i++) out->dims[i] = i < d.rank ? d.dims[i] : 0;

@@ -31,4 +31,17 @@ bool fa_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream);
  * where there is none. */
 dnnl_format_tag_t fa_dnnl_layout_tag(fa_layout l, int rank);
 
+/* Constant weights W (plain bytes described by user_md) in the layout want_md a primitive chose
+ * (docs/runtime.md "Weights once in memory"): the one reordered copy per (W's bytes, layout) of
+ * the whole run, a derived copy of W's blob (fa_blob_derived) that every executor over every
+ * graph sharing the blob reads, made by a oneDNN reorder the first time it is asked for; W's
+ * own bytes when want_md is user_md. *data: where the primitive reads them; *hold: the blob the
+ * kernel keeps a reference to while it lives (fa_blob_unref when destroyed); *owned: a private
+ * copy the kernel frees, only for a W with no blob (a tensor whose data a caller set by hand).
+ * Once a copy is made from a W read in place from a file's mapping, the plain pages are released
+ * (fa_blob_release_pages): the executors read the copy, and a later plain read faults them in.
+ * Errors: oneDNN's, FA_ERR_NOMEM. */
+fa_status fa_dnnl_const_weights(fa_ctx *ctx, const fa_tensor *W, const dnnl_memory_desc_t *user_md,
+                                const dnnl_memory_desc_t *want_md, const void **data, fa_blob **hold, void **owned);
+
 #endif

@@ -35,10 +35,119 @@ bool fa_dnnl_engine(dnnl_engine_t *engine, dnnl_stream_t *stream)
     return true;
 }
 
+/* ---- constant weights, once per layout (fa_dnnl_const_weights) ---- */
+
+/* The bytes of a blocked memory descriptor that decide where each element lies (oneDNN 2.6
+ * dnnl_types.h: dims, data type, padding, offset, strides, inner blocks, extra flags), written
+ * field by field so that padding bytes of the struct never enter a key. false for other
+ * format kinds (no shared copy then). */
+static bool md_key(fa_buf *b, const dnnl_memory_desc_t *md)
+{
+    if (md->format_kind != dnnl_blocked || md->ndims < 0 || md->ndims > DNNL_MAX_NDIMS) return false;
+    const dnnl_blocking_desc_t *bd = &md->format_desc.blocking;
+    if (bd->inner_nblks < 0 || bd->inner_nblks > DNNL_MAX_NDIMS) return false;
+    int64_t v[8 + 6 * DNNL_MAX_NDIMS];
+    int n = 0;
+    v[n++] = md->ndims;
+    v[n++] = md->data_type;
+    v[n++] = md->offset0;
+    v[n++] = bd->inner_nblks;
+    v[n++] = (int64_t)md->extra.flags;
+    v[n++] = md->extra.compensation_mask;
+    v[n++] = md->extra.asymm_compensation_mask;
+    for (int i = 0; i < md->ndims; i++) {
+        v[n++] = md->dims[i];
+        v[n++] = md->padded_dims[i];
+        v[n++] = md->padded_offsets[i];
+        v[n++] = bd->strides[i];
+    }
+    for (int i = 0; i < bd->inner_nblks; i++) {
+        v[n++] = bd->inner_blks[i];
+        v[n++] = bd->inner_idxs[i];
+    }
+    fa_buf_append(b, v, sizeof(int64_t) * (size_t)n);
+    return !b->oom;
+}
+
+typedef struct wei_reorder {
+    const dnnl_memory_desc_t *from, *to;
+} wei_reorder;
+
+/* fa_blob_make_fn: src (laid out as from) reordered by oneDNN into dst (laid out as to). */
+static fa_status reorder_into(void *user, fa_ctx *ctx, const void *src, void *dst, size_t nbytes)
+{
+    const wei_reorder *r = user;
+    dnnl_primitive_desc_t rpd = NULL;
+    dnnl_primitive_t reorder = NULL;
+    dnnl_memory_t a = NULL, b = NULL;
+    (void)nbytes;
+    DNNL_CHECK(ctx, dnnl_memory_create(&a, r->from, g_engine, (void *)src));
+    DNNL_CHECK(ctx, dnnl_memory_create(&b, r->to, g_engine, dst));
+    DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, r->from, g_engine, r->to, g_engine, NULL));
+    DNNL_CHECK(ctx, dnnl_primitive_create(&reorder, rpd));
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, a}, {DNNL_ARG_TO, b}};
+    DNNL_CHECK(ctx, dnnl_primitive_execute(reorder, g_stream, 2, args));
+    DNNL_CHECK(ctx, dnnl_stream_wait(g_stream));
+    dnnl_primitive_destroy(reorder);
+    dnnl_primitive_desc_destroy(rpd);
+    dnnl_memory_destroy(a);
+    dnnl_memory_destroy(b);
+    return FA_OK;
+fail:
+    if (reorder) dnnl_primitive_destroy(reorder);
+    if (rpd) dnnl_primitive_desc_destroy(rpd);
+    if (a) dnnl_memory_destroy(a);
+    if (b) dnnl_memory_destroy(b);
+    return FA_ERR_RUNTIME;
+}
+
+fa_status fa_dnnl_const_weights(fa_ctx *ctx, const fa_tensor *W, const dnnl_memory_desc_t *user_md,
+                                const dnnl_memory_desc_t *want_md, const void **data, fa_blob **hold, void **owned)
+{
+    *data = NULL;
+    *hold = NULL;
+    *owned = NULL;
+    if (!engine_init()) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN: no CPU engine");
+    size_t sz = dnnl_memory_desc_get_size(want_md);
+    bool shared = W->blob && fa_blob_data(W->blob) == W->data;
+    if (shared && dnnl_memory_desc_equal(user_md, want_md)) { /* the primitive reads W as it is */
+        *data = W->data;
+        *hold = fa_blob_ref(W->blob);
+        return FA_OK;
+    }
+    wei_reorder r = {user_md, want_md};
+    fa_buf key;
+    fa_buf_init(&key);
+    fa_buf_puts(&key, "dnnl-weights:");
+    if (shared && md_key(&key, user_md) && md_key(&key, want_md)) {
+        int before = fa_blob_derived_count(W->blob);
+        fa_status s = fa_blob_derived(ctx, W->blob, key.data, key.len, sz, reorder_into, &r, data);
+        fa_buf_free(&key);
+        if (s) return s;
+        /* the executors read the copy from now on: W's plain pages, when they are the file's, leave
+         * the resident set (a plain read maps them again) */
+        if (fa_blob_derived_count(W->blob) != before) fa_blob_release_pages(W->blob);
+        *hold = fa_blob_ref(W->blob);
+        return FA_OK;
+    }
+    fa_buf_free(&key);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, sz ? sz : 64) != 0) return fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN weights: out of memory");
+    fa_status s = reorder_into(&r, ctx, W->data, p, sz);
+    if (s) {
+        free(p);
+        return s;
+    }
+    *data = *owned = p;
+    return FA_OK;
+}
+
 typedef struct dnnl_state {
     dnnl_primitive_t prim;
     dnnl_memory_t src, wei, bias, dst, scratch;
-    void *wei_buf;   /* reordered weights (owned) */
+    const void *wei_data; /* constant weights in the primitive's layout (fa_dnnl_const_weights) */
+    fa_blob *wei_hold;    /* ... held while the kernel lives */
+    void *wei_buf;        /* ... or a private copy (a W without a blob) */
     void *scratch_buf;
     /* Gemm post-processing */
     float alpha, beta;
@@ -96,6 +205,7 @@ static void state_clear(dnnl_state *s)
     }
     free(s->wei_buf);
     free(s->c_scaled);
+    fa_blob_unref(s->wei_hold);
     free(s->scratch_buf);
     free(s->src_buf);
     free(s->dst_buf);
@@ -133,7 +243,7 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
         DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->src, A->data));
     }
     if (s->kind == 2 || s->kind == 3) /* weights are the second operand, may be non-constant */
-        if (!s->wei_buf) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->wei, in[1].data));
+        if (!s->wei_data) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->wei, in[1].data));
     if (s->bias && s->kind <= 1) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
     if (s->bias && s->kind == 3) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bias, in[2].data));
     if (!s->blocked) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst, out[0].data));
@@ -195,13 +305,12 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
-/* Create prim from op desc; reorder constant weights into the chosen layout. */
+/* Create prim from op desc; constant weights W (NULL: the weights are an input read at run
+ * time) in the chosen layout, shared by the run (fa_dnnl_const_weights). */
 static fa_status finish_prim(fa_ctx *ctx, dnnl_state *s, const void *op_desc, const dnnl_memory_desc_t *user_wei_md,
-                             const void *wei_data, dnnl_primitive_attr_t attr)
+                             const fa_tensor *W, dnnl_primitive_attr_t attr)
 {
-    dnnl_primitive_desc_t pd = NULL, rpd = NULL;
-    dnnl_primitive_t reorder = NULL;
-    dnnl_memory_t user_wei = NULL;
+    dnnl_primitive_desc_t pd = NULL;
     DNNL_CHECK(ctx, dnnl_primitive_desc_create(&pd, op_desc, attr, g_engine, NULL));
     {   /* which implementation oneDNN picked: "jit:avx512_core", "gemm:jit", "ref:any", ... */
         const char *impl = NULL;
@@ -228,30 +337,18 @@ static fa_status finish_prim(fa_ctx *ctx, dnnl_state *s, const void *op_desc, co
         if (posix_memalign(&s->scratch_buf, 64, sz) != 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN scratchpad"); goto fail; }
         DNNL_CHECK(ctx, dnnl_memory_create(&s->scratch, scr_md, g_engine, s->scratch_buf));
     }
-    s->wei_packed = wei_data ? !dnnl_memory_desc_equal(wei_md, user_wei_md) : -1;
-    if (wei_data) {
-        size_t sz = dnnl_memory_desc_get_size(wei_md);
-        if (posix_memalign(&s->wei_buf, 64, sz ? sz : 64) != 0) { fa_ctx_error(ctx, FA_ERR_NOMEM, "oneDNN weights"); goto fail; }
-        DNNL_CHECK(ctx, dnnl_memory_create(&s->wei, wei_md, g_engine, s->wei_buf));
-        DNNL_CHECK(ctx, dnnl_memory_create(&user_wei, user_wei_md, g_engine, (void *)wei_data));
-        DNNL_CHECK(ctx, dnnl_reorder_primitive_desc_create(&rpd, user_wei_md, g_engine, wei_md, g_engine, NULL));
-        DNNL_CHECK(ctx, dnnl_primitive_create(&reorder, rpd));
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user_wei}, {DNNL_ARG_TO, s->wei}};
-        DNNL_CHECK(ctx, dnnl_primitive_execute(reorder, g_stream, 2, args));
-        DNNL_CHECK(ctx, dnnl_stream_wait(g_stream));
+    s->wei_packed = W ? !dnnl_memory_desc_equal(wei_md, user_wei_md) : -1;
+    if (W) {
+        if (fa_dnnl_const_weights(ctx, W, user_wei_md, wei_md, &s->wei_data, &s->wei_hold, &s->wei_buf)) goto fail;
+        /* oneDNN reads constant weights only (a primitive never writes its weights argument) */
+        DNNL_CHECK(ctx, dnnl_memory_create(&s->wei, wei_md, g_engine, (void *)s->wei_data));
     } else {
         DNNL_CHECK(ctx, dnnl_memory_create(&s->wei, wei_md, g_engine, DNNL_MEMORY_NONE));
     }
     DNNL_CHECK(ctx, dnnl_primitive_create(&s->prim, pd));
-    if (reorder) dnnl_primitive_destroy(reorder);
-    if (rpd) dnnl_primitive_desc_destroy(rpd);
-    if (user_wei) dnnl_memory_destroy(user_wei);
     dnnl_primitive_desc_destroy(pd);
     return FA_OK;
 fail:
-    if (reorder) dnnl_primitive_destroy(reorder);
-    if (rpd) dnnl_primitive_desc_destroy(rpd);
-    if (user_wei) dnnl_memory_destroy(user_wei);
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
 }
@@ -527,7 +624,7 @@ static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, 
         if (!fs && s->has_sum && !fa_layout_input_follows(g, n, s->sum_input))
             fs = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a constant residual", n->name);
     }
-    if (!fs) fs = finish_prim(ctx, s, cd, wmd, W->data, attr);
+    if (!fs) fs = finish_prim(ctx, s, cd, wmd, W, attr);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (fs) return fs;
     if (!strncmp(s->impl, "gemm", 4) || !strncmp(s->impl, "ref", 3))
@@ -662,7 +759,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         if (blocked) {
             dnnl_primitive_attr_t attr = NULL;
             fa_status fs = build_post_ops(ctx, g, n, Y, s, &want_dst, &attr);
-            if (!fs) fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
+            if (!fs) fs = finish_prim(ctx, s, &cd, &wmd, W, attr);
             if (attr) dnnl_primitive_attr_destroy(attr);
             if (!fs) fs = blocked_io(ctx, s, &xmd, &ymd, &want_dst);
             if (!fs) {
@@ -681,7 +778,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
                                                                    &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
         dnnl_primitive_attr_t attr = NULL;
         if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
-        fa_status fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
+        fa_status fs = finish_prim(ctx, s, &cd, &wmd, W, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
         s->kind = 0;
@@ -691,7 +788,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
                                                                      &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
         dnnl_primitive_attr_t attr = NULL;
         if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
-        fa_status fs = finish_prim(ctx, s, &cd, &wmd, W->data, attr);
+        fa_status fs = finish_prim(ctx, s, &cd, &wmd, W, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
         s->kind = 1;
@@ -859,7 +956,7 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
                 goto fail;
             }
         }
-        fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
+        fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
     }
@@ -950,7 +1047,7 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
             fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN refused the output scale %g", n->name, oscale);
             goto fail;
         }
-        fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B->data : NULL, attr);
+        fa_status fs = finish_prim(ctx, s, &md, &bmd, bconst ? B : NULL, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
         if (fs) goto fail;
     }

@@ -25,7 +25,9 @@ typedef struct ops_arg {
     bind_kind kind;
     int index;          /* node input or output index (BIND_INPUT / BIND_OUTPUT) */
     dnnl_memory_t mem;
-    void *owned;        /* BIND_OWNED: buffer owned by the state (constant weights, blocked tensors) */
+    void *owned;        /* BIND_OWNED: buffer owned by the state (blocked tensors; constant weights
+                           without a blob) */
+    fa_blob *hold;      /* constant weights: the blob whose (derived) bytes mem reads */
 } ops_arg;
 
 typedef struct ops_state {
@@ -53,6 +55,7 @@ static void ops_state_destroy(fa_kernel *k)
     for (int i = 0; i < s->n_args; i++) {
         if (s->args[i].mem) dnnl_memory_destroy(s->args[i].mem);
         free(s->args[i].owned);
+        fa_blob_unref(s->args[i].hold);
     }
     free(s);
     k->state = NULL;
@@ -124,6 +127,23 @@ fail:
     if (reorder) dnnl_primitive_destroy(reorder);
     if (rpd) dnnl_primitive_desc_destroy(rpd);
     if (user) dnnl_memory_destroy(user);
+    return FA_ERR_RUNTIME;
+}
+
+/* Add constant weights W (plain bytes described by user_md) as argument `arg` in the layout md
+ * the primitive chose: the run's one copy in that layout (fa_dnnl_const_weights). */
+static fa_status add_const_arg(fa_ctx *ctx, ops_state *s, int arg, const dnnl_memory_desc_t *md,
+                               const dnnl_memory_desc_t *user_md, const fa_tensor *W)
+{
+    if (s->n_args >= OPS_MAX_ARGS) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN op: too many arguments");
+    ops_arg *p = &s->args[s->n_args++];
+    *p = (ops_arg){.arg = arg, .kind = BIND_OWNED, .index = 1};
+    const void *data = NULL;
+    fa_status st = fa_dnnl_const_weights(ctx, W, user_md, md, &data, &p->hold, &p->owned);
+    if (st) return st;
+    DNNL_CHECK(ctx, dnnl_memory_create(&p->mem, md, s->eng, (void *)data)); /* read-only: a weights argument */
+    return FA_OK;
+fail:
     return FA_ERR_RUNTIME;
 }
 
@@ -291,7 +311,7 @@ static fa_status create_grouped_conv(fa_ctx *ctx, const fa_graph *g, const fa_no
             return FA_OK;
         }
         if (add_arg(ctx, s, DNNL_ARG_SRC, &xany, BIND_INPUT, 0, NULL, NULL) ||
-            add_arg(ctx, s, DNNL_ARG_WEIGHTS, wmd, BIND_OWNED, 1, &wplain, W->data) ||
+            add_const_arg(ctx, s, DNNL_ARG_WEIGHTS, wmd, &wplain, W) ||
             (B && add_arg(ctx, s, DNNL_ARG_BIAS, &bmd, BIND_INPUT, 2, NULL, NULL)) ||
             add_arg(ctx, s, DNNL_ARG_DST, &yany, BIND_OUTPUT, 0, NULL, NULL))
             goto fail;
@@ -318,7 +338,7 @@ static fa_status create_grouped_conv(fa_ctx *ctx, const fa_graph *g, const fa_no
         dnnl_primitive_desc_destroy(rpd);
         DNNL_CHECK(ctx, rs);
     } else if (add_arg(ctx, s, DNNL_ARG_SRC, src_md, BIND_INPUT, 0, NULL, NULL)) goto fail;
-    if (add_arg(ctx, s, DNNL_ARG_WEIGHTS, wei_md, BIND_OWNED, 1, &wplain, W->data)) goto fail;
+    if (add_const_arg(ctx, s, DNNL_ARG_WEIGHTS, wei_md, &wplain, W)) goto fail;
     if (B && add_arg(ctx, s, DNNL_ARG_BIAS, &bmd, BIND_INPUT, 2, NULL, NULL)) goto fail;
     if (blocked_dst) {
         if (add_arg(ctx, s, DNNL_ARG_DST, dst_md, BIND_OWNED, 0, NULL, NULL)) goto fail;

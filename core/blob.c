@@ -1,0 +1,218 @@
+/* core/blob — reference-counted byte buffers (heap, a mapped file, or a slice of either) with
+ * their derived copies: how a model's weights are held once and shared by every graph and
+ * executor of a run (docs/runtime.md "Weights once in memory"). */
+#include "core.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { BLOB_HEAP, BLOB_MAP, BLOB_SLICE };
+
+typedef struct derived {
+    unsigned char *key;
+    size_t key_len;
+    void *data;
+    size_t nbytes;
+} derived;
+
+struct fa_blob {
+    atomic_long refs;
+    int kind;
+    unsigned char *data;
+    size_t nbytes;
+    void *alloc;          /* BLOB_HEAP: what free() takes */
+    void *map;            /* BLOB_MAP: the mapping */
+    size_t map_len;
+    fa_blob *parent;      /* BLOB_SLICE */
+    pthread_mutex_t mu;   /* guards der */
+    derived *der;
+    int n_der, cap_der, made;
+};
+
+static fa_blob *blob_new(int kind)
+{
+    fa_blob *b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    atomic_init(&b->refs, 1);
+    b->kind = kind;
+    if (pthread_mutex_init(&b->mu, NULL) != 0) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+fa_blob *fa_blob_alloc(size_t nbytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, nbytes ? nbytes : 64) != 0) return NULL;
+    fa_blob *b = fa_blob_adopt(p, nbytes);
+    return b;
+}
+
+fa_blob *fa_blob_adopt(void *data, size_t nbytes)
+{
+    fa_blob *b = blob_new(BLOB_HEAP);
+    if (!b) {
+        free(data);
+        return NULL;
+    }
+    b->alloc = b->data = data;
+    b->nbytes = nbytes;
+    return b;
+}
+
+fa_status fa_blob_map_file(fa_ctx *ctx, int fd, const char *shown, fa_blob **out)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", shown, strerror(errno));
+    if (!S_ISREG(st.st_mode)) return fa_ctx_error(ctx, FA_ERR_IO, "%s: not a regular file: cannot map it", shown);
+    if (st.st_size == 0) { /* mmap refuses 0 bytes: an empty heap blob */
+        fa_blob *b = fa_blob_alloc(0);
+        if (!b) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", shown);
+        *out = b;
+        return FA_OK;
+    }
+    if ((uint64_t)st.st_size > SIZE_MAX) return fa_ctx_error(ctx, FA_ERR_IO, "%s: too large to map", shown);
+    size_t len = (size_t)st.st_size;
+    void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (m == MAP_FAILED) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot map %zu bytes: %s", shown, len, strerror(errno));
+    fa_blob *b = blob_new(BLOB_MAP);
+    if (!b) {
+        munmap(m, len);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", shown);
+    }
+    b->map = b->data = m;
+    b->map_len = b->nbytes = len;
+    *out = b;
+    return FA_OK;
+}
+
+fa_blob *fa_blob_slice(fa_blob *parent, size_t offset, size_t nbytes)
+{
+    if (!parent || offset > parent->nbytes || nbytes > parent->nbytes - offset) return NULL;
+    fa_blob *b = blob_new(BLOB_SLICE);
+    if (!b) return NULL;
+    b->parent = fa_blob_ref(parent);
+    b->data = parent->data + offset;
+    b->nbytes = nbytes;
+    return b;
+}
+
+const void *fa_blob_data(const fa_blob *b) { return b ? b->data : NULL; }
+size_t fa_blob_size(const fa_blob *b) { return b ? b->nbytes : 0; }
+
+static const fa_blob *root_of(const fa_blob *b)
+{
+    while (b && b->kind == BLOB_SLICE) b = b->parent;
+    return b;
+}
+
+bool fa_blob_mapped(const fa_blob *b)
+{
+    const fa_blob *r = root_of(b);
+    return r && r->kind == BLOB_MAP;
+}
+
+fa_blob *fa_blob_ref(fa_blob *b)
+{
+    if (b) atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    return b;
+}
+
+void fa_blob_unref(fa_blob *b)
+{
+    while (b) {
+        if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1) return;
+        for (int i = 0; i < b->n_der; i++) {
+            free(b->der[i].key);
+            free(b->der[i].data);
+        }
+        free(b->der);
+        pthread_mutex_destroy(&b->mu);
+        fa_blob *parent = b->kind == BLOB_SLICE ? b->parent : NULL;
+        if (b->kind == BLOB_HEAP) free(b->alloc);
+        else if (b->kind == BLOB_MAP) munmap(b->map, b->map_len);
+        free(b);
+        b = parent; /* a slice's parent loses its reference (iteratively: no deep recursion) */
+    }
+}
+
+void fa_blob_release_pages(const fa_blob *b)
+{
+    const fa_blob *r = root_of(b);
+    if (!r || r->kind != BLOB_MAP || !b->nbytes) return;
+    long ps = sysconf(_SC_PAGESIZE);
+    uintptr_t page = ps > 0 ? (uintptr_t)ps : 4096;
+    uintptr_t lo = (uintptr_t)b->data & ~(page - 1), hi = ((uintptr_t)b->data + b->nbytes + page - 1) & ~(page - 1);
+    uintptr_t mlo = (uintptr_t)r->map, mhi = mlo + ((r->map_len + page - 1) & ~(page - 1));
+    if (lo < mlo) lo = mlo;
+    if (hi > mhi) hi = mhi;
+    /* a private read-only file mapping never written: the pages are the page cache's, and a
+     * later read maps them again (madvise(2), MADV_DONTNEED) */
+    if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+fa_status fa_blob_derived(fa_ctx *ctx, fa_blob *b, const void *key, size_t key_len, size_t nbytes, fa_blob_make_fn make,
+                          void *user, const void **out)
+{
+    pthread_mutex_lock(&b->mu);
+    for (int i = 0; i < b->n_der; i++)
+        if (b->der[i].key_len == key_len && !memcmp(b->der[i].key, key, key_len) && b->der[i].nbytes == nbytes) {
+            *out = b->der[i].data;
+            pthread_mutex_unlock(&b->mu);
+            return FA_OK;
+        }
+    fa_status s = FA_OK;
+    void *dst = NULL;
+    unsigned char *k = malloc(key_len ? key_len : 1);
+    if (b->n_der == b->cap_der) {
+        int nc = b->cap_der ? 2 * b->cap_der : 2;
+        derived *nd = realloc(b->der, sizeof *nd * (size_t)nc);
+        if (nd) {
+            b->der = nd;
+            b->cap_der = nc;
+        }
+    }
+    if (!k || b->n_der == b->cap_der || posix_memalign(&dst, 64, nbytes ? nbytes : 64) != 0) {
+        dst = NULL;
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "cannot allocate a derived copy of %zu bytes", nbytes);
+    }
+    if (!s) s = make(user, ctx, b->data, dst, nbytes);
+    if (s) {
+        free(k);
+        free(dst);
+        pthread_mutex_unlock(&b->mu);
+        return s;
+    }
+    if (key_len) memcpy(k, key, key_len);
+    b->der[b->n_der++] = (derived){k, key_len, dst, nbytes};
+    b->made++;
+    *out = dst;
+    pthread_mutex_unlock(&b->mu);
+    return FA_OK;
+}
+
+int fa_blob_derived_count(const fa_blob *b)
+{
+    if (!b) return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&b->mu);
+    int n = b->made;
+    pthread_mutex_unlock((pthread_mutex_t *)&b->mu);
+    return n;
+}
+
+void *fa_blob_take(fa_blob *b)
+{
+    if (!b || b->kind != BLOB_HEAP || b->data != b->alloc || atomic_load(&b->refs) != 1 || b->n_der) return NULL;
+    void *p = b->alloc;
+    pthread_mutex_destroy(&b->mu);
+    free(b);
+    return p;
+}
