@@ -47,7 +47,8 @@ const char *fa_cluster_status_name(fa_cluster_status s)
 
 fa_advise_options fa_advise_options_default(void)
 {
-    fa_advise_options o = {.target = FA_TARGET_CPU, .arch = "sm_90", .max_ops = 16, .max_inputs = 8,
+    fa_advise_options o = {.target = FA_TARGET_CPU, .arch = "sm_90", .max_ops = FA_ADVISE_MAX_OPS_DEFAULT,
+                           .max_inputs = FA_ADVISE_MAX_INPUTS_DEFAULT,
                            .occupancy_floor = 0.5, .no_gate = false};
     return o;
 }
@@ -1841,8 +1842,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.g = g;
     A.a = a;
     A.opt = opt ? *opt : fa_advise_options_default();
-    if (A.opt.max_ops <= 0) A.opt.max_ops = 16;
-    if (A.opt.max_inputs <= 0) A.opt.max_inputs = 8;
+    if (A.opt.max_ops <= 0) A.opt.max_ops = FA_ADVISE_MAX_OPS_DEFAULT;
+    if (A.opt.max_inputs <= 0) A.opt.max_inputs = FA_ADVISE_MAX_INPUTS_DEFAULT;
     if (!A.opt.arch) A.opt.arch = "sm_90";
     if (A.opt.occupancy_floor <= 0) A.opt.occupancy_floor = 0.5;
     if (plan) plan->arena = fa_arena_create(1 << 16);

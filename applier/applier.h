@@ -246,7 +246,7 @@ typedef struct fa_pipeline_options {
                                  (the caller stages it: a failed pipeline leaves partial files) */
     int max_ops, max_inputs;  /* fa_advise_options: cluster bounds */
 } fa_pipeline_options;
-/* fa_apply_options_default, max_ops 16, max_inputs 8. */
+/* fa_apply_options_default, and the advisor's caps (fa_advise_options_default). */
 void fa_pipeline_options_default(fa_pipeline_options *o);
 
 typedef struct fa_pipeline_result {

@@ -9,28 +9,22 @@
 #include "applier/applier.h"
 #include "cli.h"
 
-static const char *k_help =
-    "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH|URI] [--target cpu|cuda] [--arch sm_XY]\n"
-    "                          [--max-ops N] [--max-inputs N] [--occupancy-floor F] [--no-gate]\n"
+static const char *k_about =
     "  RUN is a run id from `fuse-advise runs` (default: the latest run, a model run or an imported or\n"
-    "  traced trace, which gets op-level advice). A model run's model is loaded again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"
-    "  file whose SHA-256 changed since the run is refused.\n"
-    "  --target cuda runs the register/occupancy gate (NVRTC) unless --no-gate.\n";
+    "  traced trace, which gets op-level advice). A model run's model is loaded again from its path\n"
+    "  (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model file whose SHA-256\n"
+    "  changed since the run is refused.\n";
 
-
-/* Reload options from the run's recorded command line (--batch, --shape, --no-fold). */
-static void load_opts_from_cmdline(fa_ctx *ctx, char *cmd, fa_cli_model_opts *mo)
+/* --arch sm_XY: the register/occupancy gate's architecture */
+static int opt_arch(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
 {
-    char *argv[256];
-    int argc = 0;
-    for (char *tok = strtok(cmd, " "); tok && argc < 255; tok = strtok(NULL, " ")) argv[argc++] = tok;
-    argv[argc] = NULL;
-    for (int i = 0; i < argc; i++) {
-        int save = i;
-        if (!strncmp(argv[i], "--batch", 7) || !strncmp(argv[i], "--shape", 7) || !strcmp(argv[i], "--no-fold")) {
-            if (fa_cli_model_opt(ctx, "advise", argc, argv, &i, mo) < 0) i = save;
-        }
+    (void)ctx, (void)verb;
+    if (strncmp(v, "sm_", 3) || !v[3]) {
+        fa_buf_printf_term(why, "--arch wants sm_XY, got '%s'", v);
+        return -1;
     }
+    *(const char **)o->dest = v;
+    return 0;
 }
 
 static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool json)
@@ -51,36 +45,28 @@ static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool
 
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec_run = NULL;
     bool json = false;
     fa_advise_options opt = fa_advise_options_default();
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--no-gate")) opt.no_gate = true;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--target"))) {
-            if (fa_target_parse(ctx, v, &opt.target)) return fa_cli_usage("advise", "%s", fa_ctx_errmsg(ctx));
-            if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--arch"))) {
-            if (strncmp(v, "sm_", 3) || !v[3]) return fa_cli_usage("advise", "--arch wants sm_XY, got '%s'", v);
-            opt.arch = v;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
-            long x = fa_cli_parse_long("advise", "--max-ops", v, 1, 4096);
-            if (x < 0) return 2;
-            opt.max_ops = (int)x;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
-            long x = fa_cli_parse_long("advise", "--max-inputs", v, 1, 4096);
-            if (x < 0) return 2;
-            opt.max_inputs = (int)x;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--occupancy-floor"))) {
-            double f;
-            if (fa_cli_parse_double("advise", "--occupancy-floor", v, 0, 1, true, &f) < 0) return 2;
-            opt.occupancy_floor = f;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("advise", "unknown option '%s'", argv[i]);
-        else if (!spec) spec = argv[i];
-        else return fa_cli_usage("advise", "unexpected argument '%s'", argv[i]);
-    }
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_CALLBACK("--target", "cpu|cuda", fa_cli_opt_target, &opt.target, 0, 0, 0,
+                        "the plan's target (default cpu); cuda runs the register/occupancy gate (NVRTC)"),
+        FA_CLI_CALLBACK("--arch", "sm_XY", opt_arch, &opt.arch, 0, 0, 0, "the gate's CUDA architecture (default sm_90)"),
+        FA_CLI_DOUBLE("--occupancy-floor", "F", &opt.occupancy_floor, 0, 1, FA_CLI_MIN_OPEN,
+                      "the gate refuses a memory-bound kernel under this occupancy"),
+        FA_CLI_FLAG("--no-gate", &opt.no_gate, "skip the register/occupancy gate"),
+        FA_CLI_OPTS_CLUSTER_CAPS(&opt.max_ops, &opt.max_inputs),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "advise", .synopsis = "[RUN|latest] [options]", .about = k_about, .opts = opts,
+                              .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    if (args.n) spec_run = args.arg[0];
+    if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
     if (s) return fa_cli_fail(ctx, s);
@@ -88,7 +74,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     int rc = 0;
     /* `latest` is the newest run advice can work on: a model run, or an imported or traced
      * trace (op-level advice); never the fused twin of a model run */
-    rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    rc = fa_cli_resolve_run(ctx, st, spec_run, &run_id);
     if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;
@@ -96,7 +82,6 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_analysis *a = NULL;
     fa_graph *g = NULL;
     fa_plan *plan = NULL;
-    char *cmd = NULL;
     s = fa_store_get_run(ctx, st, run_id, ar, &ri);
     if (s) goto fail;
     if (ri.kind && (!strcmp(ri.kind, "import") || !strcmp(ri.kind, "trace"))) {
@@ -106,32 +91,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         fa_store_close(st);
         return rc;
     }
-    if (!ri.model_path || (ri.kind && strcmp(ri.kind, "run"))) {
-        s = fa_ctx_error(ctx, FA_ERR_INPUT, "run %" PRId64 " is a%s '%s', not a model run: there is no graph to advise on",
-                         run_id, ri.kind && ri.kind[0] == 'i' ? "n" : "", ri.kind ? ri.kind : "?");
-        goto fail;
-    }
-    if (ri.model_sha256 && ri.model_sha256[0] && strncmp(ri.model_path, "zoo:", 4)) {
-        char sha[65];
-        s = fa_sha256_file(ctx, ri.model_path, sha);
-        if (s) {
-            fa_ctx_wrap(ctx, s, "run %" PRId64 ": cannot read its model again", run_id);
-            goto fail;
-        }
-        if (strcmp(sha, ri.model_sha256)) {
-            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s changed since run %" PRId64 " (sha256 %.12s... now, %.12s... then): "
-                             "run it again", ri.model_path, run_id, sha, ri.model_sha256);
-            goto fail;
-        }
-    }
-    fa_cli_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    if (ri.command_line) {
-        cmd = strdup(ri.command_line);
-        if (cmd) load_opts_from_cmdline(ctx, cmd, &mo);
-    }
-    fa_load_options lo = fa_cli_load_options(&mo);
-    s = fa_graph_load(ctx, ri.model_path, &lo, &g);
+    s = fa_cli_reload_model(ctx, st, run_id, ar, &ri, &g); /* checked by SHA-256, the run's load options */
     if (s) goto fail;
     int64_t stored = 0;
     s = fa_store_count_nodes(ctx, st, run_id, &stored);
@@ -265,7 +225,6 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 fail:
     rc = fa_cli_fail(ctx, s);
 out:
-    free(cmd);
     fa_plan_free(plan);
     fa_analysis_free(a);
     fa_graph_free(g);

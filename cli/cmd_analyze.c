@@ -9,9 +9,6 @@
 #include "analyzer/analyzer.h"
 #include "cli.h"
 
-static const char *k_help =
-    "usage: fuse-advise analyze [RUN|latest] [--json] [--db PATH|URI] [--top N]\n"
-    "  RUN is a run id from `fuse-advise runs` (default: the latest run).\n";
 
 /* Resolve "latest" / an id. latest: the newest run that is not the fused twin of another
  * (a model run, or an imported or traced trace), or with model_only the newest model run. */
@@ -68,24 +65,27 @@ static int cmp_by_median(const void *x, const void *y)
 
 int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec_run = NULL;
     bool json = false;
-    long top = 20;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--top"))) {
-            if ((top = fa_cli_parse_long("analyze", "--top", v, 1, 1000000)) < 0) return 2;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("analyze", "unknown option '%s'", argv[i]);
-        else if (!spec) spec = argv[i];
-        else return fa_cli_usage("analyze", "unexpected argument '%s'", argv[i]);
-    }
+    int top = 20;
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_INT("--top", "N", &top, 1, 1000000, 0, "rows listed per table (nodes by time, chains)"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "analyze", .synopsis = "[RUN|latest] [options]",
+                              .about = "  RUN is a run id from `fuse-advise runs` (default: the latest run).\n",
+                              .opts = opts, .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    if (args.n) spec_run = args.arg[0];
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
     if (s) return fa_cli_fail(ctx, s);
     int64_t run_id;
-    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    int rc = fa_cli_resolve_run(ctx, st, spec_run, &run_id);
     if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;

@@ -6,16 +6,6 @@
 
 #include "cli.h"
 
-static const char *k_help =
-    "usage: fuse-advise inspect MODEL [--json] [--shape NAME=DIMS]... [--batch N] [--no-fold]\n"
-    "                               [--no-dim-defaults]\n"
-    "  MODEL    an .onnx file or zoo:NAME\n"
-    "  --json   one JSON document instead of the table\n"
-    "  --shape  bind a symbolic input (input=1x3x224x224) or dim parameter (batch=8)\n"
-    "  --batch  set dim 0 of every graph input\n"
-    "  --no-dim-defaults  refuse symbolic dims nothing binds (default: bind them to 1, with a notice)\n"
-    "  --no-fold  keep constant subgraphs as nodes\n";
-
 static void shapes_of(const fa_graph *g, const fa_node *n, char *buf, size_t cap)
 {
     size_t off = 0;
@@ -49,17 +39,15 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
     fa_cli_model_opts mo = {0};
     const char *model = NULL;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        int r = fa_cli_model_opt(ctx, "inspect", argc, argv, &i, &mo);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("inspect", "unknown option '%s'", argv[i]);
-        else if (!model) model = argv[i];
-        else return fa_cli_usage("inspect", "unexpected argument '%s'", argv[i]);
-    }
-    if (!model) return fa_cli_usage("inspect", "missing MODEL");
+    const fa_cli_opt opts[] = {FA_CLI_OPT_JSON(&json), FA_CLI_OPTS_MODEL(&mo), FA_CLI_END};
+    const fa_cli_spec spec = {.verb = "inspect", .synopsis = "MODEL [options]",
+                              .about = "  MODEL is an .onnx file or zoo:NAME: one row per live node with its op, pattern class,\n"
+                                       "  output shapes, FLOPs and bytes; totals; graph inputs and outputs.\n",
+                              .opts = opts, .min_args = 1, .max_args = 1, .args_name = "MODEL"};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    model = args.arg[0];
     fa_load_options lo = fa_cli_load_options(&mo);
     fa_graph *g = NULL;
     fa_status st = fa_graph_load(ctx, model, &lo, &g);

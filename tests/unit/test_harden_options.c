@@ -3,6 +3,7 @@
  * documented range is refused with a usage error (exit 2) before anything runs — never clamped
  * (--max-memory 1e20 used to become LLONG_MAX) and never turns a check off (--tolerance inf used
  * to accept any fused kernel). */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,6 +101,74 @@ static void test_run_id_overflow_is_not_a_run_id(void **state)
     }
 }
 
+/* The line of `VERB --help` that describes opt (its first line), malloc'd; fails when absent. */
+static char *help_line(const char *verb, const char *opt)
+{
+    const char *argv[] = {verb, "--help", NULL};
+    char *o = NULL, *e = NULL;
+    int rc = fa_test_run_cli(argv, &o, &e);
+    if (rc != 0) fail_msg("%s --help: exit %d: %s", verb, rc, e);
+    char key[64];
+    snprintf(key, sizeof key, "  %s ", opt);
+    const char *p = strstr(o, key);
+    if (!p) fail_msg("%s --help does not describe %s:\n%s", verb, opt, o);
+    const char *end = strchr(p, '\n'); /* the row and its continuation lines (indented further) */
+    while (end && !strncmp(end, "\n     ", 7)) end = strchr(end + 1, '\n');
+    char *line = strndup(p, end ? (size_t)(end - p) : strlen(p));
+    free(o);
+    free(e);
+    return line;
+}
+
+/* Issue 38: the cluster caps and iteration counts are one range and one default in every verb
+ * that plans or measures. --max-ops was 1..4096 in advise and 2..1000 in run/apply (a cap of 1
+ * refuses every cluster), --max-inputs 1..4096 in advise although a fused node takes at most 64
+ * inputs (a plan apply could not build), --iters 1.. in run and 3.. in apply. */
+static void test_cluster_caps_and_iterations_one_range_in_every_verb(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *opt, *value, *range;
+    } bad[] = {{"--max-ops", "1", "[2, 1000]"},   {"--max-ops", "1001", "[2, 1000]"}, {"--max-ops", "4096", "[2, 1000]"},
+               {"--max-inputs", "0", "[1, 64]"}, {"--max-inputs", "65", "[1, 64]"}};
+    const char *verbs[] = {"advise", "apply", "run"};
+    for (size_t v = 0; v < 3; v++)
+        for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+            bool run = !strcmp(verbs[v], "run");
+            const char *argv[] = {verbs[v], run ? "zoo:mlp-tiny" : "1", bad[k].opt, bad[k].value, "--db", db(),
+                                  run ? "--no-apply" : NULL, NULL};
+            char *err = NULL;
+            int rc = cli(argv, &err);
+            if (rc != 2 || !strstr(err, bad[k].opt) || !strstr(err, bad[k].range))
+                fail_msg("%s %s %s: exit %d (want 2 naming %s): %s", verbs[v], bad[k].opt, bad[k].value, rc,
+                         bad[k].range, err);
+            free(err);
+            struct stat sb;
+            assert_int_not_equal(stat(db(), &sb), 0);
+        }
+    /* one description: the same help text (range and default) wherever the option is parsed */
+    const char *shared[][4] = {{"--max-ops", "advise", "apply", "run"},
+                               {"--max-inputs", "advise", "apply", "run"},
+                               {"--iters", "apply", "run", NULL},
+                               {"--warmup", "apply", "run", NULL},
+                               {"--tolerance", "apply", "run", NULL},
+                               {"--shape", "inspect", "exec", "run"}};
+    for (size_t k = 0; k < sizeof shared / sizeof shared[0]; k++) {
+        char *first = help_line(shared[k][1], shared[k][0]);
+        for (int v = 2; v < 4 && shared[k][v]; v++) {
+            char *other = help_line(shared[k][v], shared[k][0]);
+            if (strcmp(first, other))
+                fail_msg("%s: `%s --help` says\n%s\nbut `%s --help` says\n%s", shared[k][0], shared[k][1], first,
+                         shared[k][v], other);
+            free(other);
+        }
+        free(first);
+    }
+    char *ops = help_line("advise", "--max-ops");
+    if (!strstr(ops, "default 16") || !strstr(ops, "[2, 1000]")) fail_msg("advise --help: %s", ops);
+    free(ops);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -107,6 +176,7 @@ int main(void)
         cmocka_unit_test(test_tolerance_must_be_finite_and_at_most_the_documented_maximum),
         cmocka_unit_test(test_zoo_seed_negative_or_overflowing_refused),
         cmocka_unit_test(test_run_id_overflow_is_not_a_run_id),
+        cmocka_unit_test(test_cluster_caps_and_iterations_one_range_in_every_verb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
