@@ -130,7 +130,7 @@ typedef struct fa_cli_args {
 /* Parse argv[1..argc) (argv[0] is the verb) with spec: options in any order, `--name VALUE` or
  * `--name=VALUE`, "--" ends the options, "-" alone is an argument. Returns -1 to go on, or the
  * exit code the verb returns at once: 0 after printing --help / -h, 2 after a usage error on
- * stderr. */
+ * stderr (an unknown option names the nearest one: "did you mean --iters?"). */
 int fa_cli_parse(fa_ctx *ctx, const fa_cli_spec *spec, int argc, char **argv, fa_cli_args *args);
 /* `VERB --help` from spec: synopsis, about, each row (name, value, help, range and default). */
 void fa_cli_help(fa_buf *b, const fa_cli_spec *spec);
@@ -139,6 +139,13 @@ void fa_cli_help(fa_buf *b, const fa_cli_spec *spec);
 int fa_cli_opt_set(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value);
 /* The same, silent: 0, or -1 when the value is refused (destination untouched). */
 int fa_cli_opt_try(fa_ctx *ctx, const fa_cli_opt *o, const char *value);
+/* The candidate nearest to word (leading dashes ignored): a unique one that word begins (3
+ * letters at least), else the nearest by edit distance with adjacent transpositions when it is
+ * at most 1 edit for words up to 4 letters, 2 up to 8, 3 beyond, and not tied; NULL when none is
+ * near. owner (NULL: each its own): candidates with the same owner are spellings of one thing and
+ * never tie with each other. */
+const char *fa_cli_nearest(const char *word, const char *const *cands, const int *owner, int n);
+
 /* Model-loading options: --shape (repeatable), --batch, --no-fold, --no-dim-defaults. */
 typedef struct fa_cli_model_opts {
     fa_shape_binding bindings[16];
@@ -161,7 +168,8 @@ void fa_cli_note_dim_defaults(const fa_graph *g);
 char *fa_cli_dim_defaults_text(const fa_graph *g);
 
 /* CALLBACK parsers of shared rows: --shape into a fa_cli_model_opts; --threads into an int in
- * [lo, hi]; --target into a fa_target. */
+ * [lo, hi], warning (not refusing) when it is more than the machine's online cores; --target into
+ * a fa_target. */
 int fa_cli_opt_shape(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value, fa_buf *why);
 int fa_cli_opt_threads(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value, fa_buf *why);
 int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value, fa_buf *why);
@@ -203,7 +211,7 @@ int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const 
                       "reported as not tried")
 #define FA_CLI_OPT_THREADS(threads)                                                                               \
     FA_CLI_CALLBACK("--threads", "N", fa_cli_opt_threads, FA_CLI_DEST_(int, threads), 0, 1024, 0,                 \
-                    "executor threads (0: every core)")
+                    "executor threads (0: every core; more than the cores is warned)")
 #define FA_CLI_OPT_JSON(json) FA_CLI_FLAG("--json", json, "one JSON document instead of the text")
 
 /* Reload run_id's model as the run loaded it (path checked by SHA-256, the run's --batch /

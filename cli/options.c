@@ -1,5 +1,5 @@
 /* cli/options — every verb's options as one table (cli.h fa_cli_opt rows): the same table parses
- * argv and prints `VERB --help`. */
+ * argv, prints `VERB --help` and names the nearest option when one is misspelt. */
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
@@ -9,6 +9,70 @@
 #include <unistd.h>
 
 #include "cli.h"
+
+/* ---- did you mean ---- */
+
+/* Optimal string alignment distance (Levenshtein with adjacent transpositions, Damerau 1964):
+ * "rnu" -> "run" is 1. Words longer than 63 bytes are never near anything. */
+static int osa_distance(const char *a, const char *b)
+{
+    size_t n = strlen(a), m = strlen(b);
+    if (n > 63 || m > 63) return 1000;
+    int d[64][64];
+    for (size_t i = 0; i <= n; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= m; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= n; i++)
+        for (size_t j = 1; j <= m; j++) {
+            int cost = a[i - 1] != b[j - 1];
+            int v = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
+            if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
+                v = d[i - 2][j - 2] + 1;
+            d[i][j] = v;
+        }
+    return d[n][m];
+}
+
+const char *fa_cli_nearest(const char *word, const char *const *cands, const int *owner, int n)
+{
+    const char *w = word;
+    while (*w == '-') w++;
+    size_t wl = strlen(w);
+    if (wl == 0) return NULL;
+    /* a unique candidate the word begins (`--max-o` -> --max-ops) */
+    const char *prefix_of = NULL;
+    int n_prefix = 0, prefix_owner = -1;
+    for (int i = 0; i < n; i++) {
+        const char *c = cands[i];
+        while (*c == '-') c++;
+        int who = owner ? owner[i] : i;
+        if (wl >= 3 && strlen(c) > wl && !strncmp(c, w, wl) && who != prefix_owner) {
+            if (!prefix_of) prefix_of = cands[i];
+            prefix_owner = who;
+            n_prefix++;
+        }
+    }
+    if (n_prefix == 1) return prefix_of;
+    /* else the nearest by edit distance, when it is close for the word's length: at most 1 edit
+     * in a word of up to 4 letters, 2 up to 8, 3 beyond; a tie suggests nothing */
+    int best = 1000, n_best = 0, best_owner = -1, limit = wl <= 4 ? 1 : wl <= 8 ? 2 : 3;
+    const char *pick = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *c = cands[i];
+        while (*c == '-') c++;
+        int d = osa_distance(w, c), who = owner ? owner[i] : i;
+        if (d < best) {
+            best = d;
+            pick = cands[i];
+            best_owner = who;
+            n_best = 1;
+        } else if (d == best && who != best_owner) {
+            n_best++;
+        }
+    }
+    return best <= limit && n_best == 1 ? pick : NULL;
+}
 
 /* ---- the table ---- */
 
@@ -248,6 +312,29 @@ void fa_cli_help(fa_buf *b, const fa_cli_spec *spec)
     }
 }
 
+static int unknown_option(const char *verb, const char *arg, const fa_cli_opt *const *rows, int n)
+{
+    const char *names[2 * MAX_ROWS + 1];
+    int owner[2 * MAX_ROWS + 1], k = 0;
+    for (int i = 0; i < n; i++) {
+        if (rows[i]->kind == FA_CLI_OPT_GROUP) continue;
+        owner[k] = i;
+        names[k++] = rows[i]->name;
+        if (rows[i]->alias) {
+            owner[k] = i;
+            names[k++] = rows[i]->alias;
+        }
+    }
+    owner[k] = n;
+    names[k++] = "--help";
+    char word[128];
+    const char *eq = strchr(arg, '=');
+    snprintf(word, sizeof word, "%.*s", eq ? (int)(eq - arg) : (int)strlen(arg), arg);
+    const char *near = fa_cli_nearest(word, names, owner, k);
+    if (near) return fa_cli_usage(verb, "unknown option '%s' (did you mean %s?)", arg, near);
+    return fa_cli_usage(verb, "unknown option '%s'", arg);
+}
+
 int fa_cli_parse(fa_ctx *ctx, const fa_cli_spec *spec, int argc, char **argv, fa_cli_args *args)
 {
     const char *verb = spec->verb;
@@ -285,7 +372,7 @@ int fa_cli_parse(fa_ctx *ctx, const fa_cli_spec *spec, int argc, char **argv, fa
                     (r->alias && strlen(r->alias) == nl && !strncmp(r->alias, a, nl)))
                     o = r;
             }
-            if (!o) return fa_cli_usage(verb, "unknown option '%s'", a);
+            if (!o) return unknown_option(verb, a, rows, n);
             const char *v = NULL;
             if (takes_value(o)) {
                 if (eq) v = eq + 1;
@@ -339,6 +426,12 @@ int fa_cli_opt_threads(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const
     fa_cli_opt row = *o;
     row.kind = FA_CLI_OPT_INT;
     if (!set_value(ctx, verb, &row, v, why)) return -1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int t = *(int *)o->dest;
+    if (verb && cores > 0 && t > cores)
+        fa_cli_eprintf("fuse-advise %s: warning: --threads %d is more than the %ld cores of this machine: threads that "
+                       "share a core wait for each other, so the timings measure the sharing (0 uses every core)\n",
+                       verb, t, cores);
     return 0;
 }
 

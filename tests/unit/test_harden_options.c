@@ -169,6 +169,62 @@ static void test_cluster_caps_and_iterations_one_range_in_every_verb(void **stat
     free(ops);
 }
 
+/* Issue 37: a misspelt verb or option names the nearest one (edit distance over the verbs and
+ * the verb's option table); the exit code stays 2 (usage). */
+static void test_misspelt_verb_or_option_suggests_the_nearest(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *argv[6];
+        const char *want;
+    } cases[] = {
+        {{"rnu", "zoo:mlp-tiny", NULL}, "did you mean run?"},
+        {{"analyse", NULL}, "did you mean analyze?"},
+        {{"run", "zoo:mlp-tiny", "--iter", "3", NULL}, "did you mean --iters?"},
+        {{"run", "zoo:mlp-tiny", "--iter=3", NULL}, "did you mean --iters?"},
+        {{"advise", "--max-op", "4", NULL}, "did you mean --max-ops?"},
+        {{"gate", "--stirct", NULL}, "did you mean --strict?"},
+        {{"inspect", "zoo:mlp-tiny", "--jsno", NULL}, "did you mean --json?"},
+        {{"report", "--ou", "x", NULL}, "did you mean --out?"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char *err = NULL;
+        int rc = cli(cases[k].argv, &err);
+        if (rc != 2 || !strstr(err, cases[k].want))
+            fail_msg("%s %s: exit %d (want 2 and '%s'): %s", cases[k].argv[0], cases[k].argv[1] ? cases[k].argv[1] : "",
+                     rc, cases[k].want, err);
+        free(err);
+    }
+    /* nothing near: no suggestion, still a usage error */
+    const char *far[] = {"run", "zoo:mlp-tiny", "--frobnicate", NULL};
+    char *err = NULL;
+    int rc = cli(far, &err);
+    if (rc != 2 || strstr(err, "did you mean")) fail_msg("--frobnicate: exit %d: %s", rc, err);
+    free(err);
+}
+
+/* Issue 37: --threads over the machine's cores is accepted (it may be deliberate) but warned,
+ * before anything runs; within the cores, no warning. */
+static void test_threads_over_the_cores_warned(void **state)
+{
+    (void)state;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores >= 1024) skip();
+    char over[32], within[32];
+    snprintf(over, sizeof over, "%ld", cores + 1);
+    snprintf(within, sizeof within, "%ld", cores);
+    /* exec parses --threads, then stops at the missing --outputs (exit 2): nothing runs */
+    const char *a1[] = {"exec", "zoo:mlp-tiny", "--threads", over, NULL};
+    char *err = NULL;
+    int rc = cli(a1, &err);
+    if (rc != 2 || !strstr(err, "warning: --threads") || !strstr(err, "cores")) fail_msg("--threads %s: exit %d: %s", over, rc, err);
+    free(err);
+    const char *a2[] = {"exec", "zoo:mlp-tiny", "--threads", within, NULL};
+    rc = cli(a2, &err);
+    if (rc != 2 || strstr(err, "warning")) fail_msg("--threads %s: exit %d: %s", within, rc, err);
+    free(err);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -177,6 +233,8 @@ int main(void)
         cmocka_unit_test(test_zoo_seed_negative_or_overflowing_refused),
         cmocka_unit_test(test_run_id_overflow_is_not_a_run_id),
         cmocka_unit_test(test_cluster_caps_and_iterations_one_range_in_every_verb),
+        cmocka_unit_test(test_misspelt_verb_or_option_suggests_the_nearest),
+        cmocka_unit_test(test_threads_over_the_cores_warned),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
