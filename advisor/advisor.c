@@ -509,7 +509,7 @@ static void phase_bn_fold(adv *A)
     const fa_graph *g = A->g;
     for (int p = 0; p < g->n_topo; p++) {
         const fa_node *bn = g->nodes[g->topo[p]];
-        if (strcmp(bn->op_type, "BatchNormalization")) continue;
+        if (!bn->op || strcmp(bn->op_type, "BatchNormalization")) continue; /* an opaque node is not analysed */
         int prod;
         fa_why_code code = FA_WHY_NONE;
         char reason[400];
@@ -1249,7 +1249,11 @@ static void default_why(adv *A, int p, int c, int t)
     int nc = fa_graph_consumers(g, t, &cons);
     int pc = A->owner[p] >= 0 ? group_of(A, A->owner[p]) : -1, cc = A->owner[c] >= 0 ? group_of(A, A->owner[c]) : -1;
     int pp = pn->op ? (int)pn->op->pattern : FA_PATTERN_OPAQUE, cp = cn->op ? (int)cn->op->pattern : FA_PATTERN_OPAQUE;
-    if (T->dtype != FA_DTYPE_FLOAT)
+    if (pn->opaque || cn->opaque) { /* kept out of the analysis (an unsupported op, or no shape after one) */
+        const fa_node *o = pn->opaque ? pn : cn;
+        why(A, p, c, t, FA_WHY_OPAQUE, "%s '%s' %s: not analysed, never fused", o->op_type, o->name,
+            fa_op_find(o->domain, o->op_type) ? "has no shape (it follows an unsupported op)" : "is an unsupported op");
+    } else if (T->dtype != FA_DTYPE_FLOAT)
         why(A, p, c, t, FA_WHY_DTYPE, "'%s' is %s: only float32 clusters are proposed", T->name, fa_dtype_name(T->dtype));
     else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7)) {
         int ix = cn->n_inputs > 1 ? cn->inputs[1] : -1;

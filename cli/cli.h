@@ -163,6 +163,13 @@ void fa_cli_model_opts_from_command_line(fa_ctx *ctx, const char *command_line, 
  * "fuse-advise: notice: 2 symbolic dims bound to the default 1: batch, seq (...)" on stderr.
  * Nothing when none was defaulted. */
 void fa_cli_note_dim_defaults(const fa_graph *g);
+/* The one notice after a load that kept nodes of unsupported ops opaque (keep_unsupported): every
+ * op and its nodes, how many nodes after them have no shape, and where the supported ops are
+ * listed, on stderr. Nothing when none was kept. */
+void fa_cli_note_opaque(const fa_graph *g);
+/* A node's pattern class name, "unsupported" for an op without a registry entry, "not analysed"
+ * for a supported op kept opaque (no shape after an unsupported node). */
+const char *fa_cli_node_pattern(const fa_node *n);
 /* "batch=1,seq=1": the defaulted dims as stored with a run (runs.dim_defaults); NULL when none.
  * malloc'd, caller frees. */
 char *fa_cli_dim_defaults_text(const fa_graph *g);

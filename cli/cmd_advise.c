@@ -13,7 +13,18 @@ static const char *k_about =
     "  RUN is a run id from `fuse-advise runs` (default: the latest run, a model run or an imported or\n"
     "  traced trace, which gets op-level advice). A model run's model is loaded again from its path\n"
     "  (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model file whose SHA-256\n"
-    "  changed since the run is refused.\n";
+    "  changed since the run is refused. MODEL (an .onnx file or zoo:NAME) is planned without a run:\n"
+    "  the registry's FLOPs and bytes on default ceilings, nodes of unsupported ops kept opaque and\n"
+    "  listed, nothing stored.\n";
+
+/* A RUN argument: "latest" or a run id (digits); anything else names a model. */
+static bool is_run_spec(const char *a)
+{
+    if (!strcmp(a, "latest")) return true;
+    for (const char *p = a; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    return *a != 0;
+}
 
 /* --arch sm_XY: the register/occupancy gate's architecture */
 static int opt_arch(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
@@ -48,6 +59,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     const char *db = fa_cli_default_db(), *spec_run = NULL;
     bool json = false;
     fa_advise_options opt = fa_advise_options_default();
+    fa_cli_model_opts mo = {0};
     const fa_cli_opt opts[] = {
         FA_CLI_OPT_JSON(&json),
         FA_CLI_OPT_DB(&db),
@@ -58,30 +70,60 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                       "the gate refuses a memory-bound kernel under this occupancy"),
         FA_CLI_FLAG("--no-gate", &opt.no_gate, "skip the register/occupancy gate"),
         FA_CLI_OPTS_CLUSTER_CAPS(&opt.max_ops, &opt.max_inputs),
+        FA_CLI_OPTS_MODEL(&mo),
         FA_CLI_END,
     };
-    const fa_cli_spec spec = {.verb = "advise", .synopsis = "[RUN|latest] [options]", .about = k_about, .opts = opts,
-                              .max_args = 1};
+    const fa_cli_spec spec = {.verb = "advise", .synopsis = "[RUN|latest] [options]\nMODEL [options]", .about = k_about,
+                              .opts = opts, .max_args = 1};
     fa_cli_args args;
     int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
     if (prc >= 0) return prc;
     if (args.n) spec_run = args.arg[0];
     if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
     fa_store *st = NULL;
-    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
-    if (s) return fa_cli_fail(ctx, s);
+    fa_status s = FA_OK;
     int64_t run_id = -1;
     int rc = 0;
-    /* `latest` is the newest run advice can work on: a model run, or an imported or traced
-     * trace (op-level advice); never the fused twin of a model run */
-    rc = fa_cli_resolve_run(ctx, st, spec_run, &run_id);
-    if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;
+    memset(&ri, 0, sizeof ri);
     fa_ceilings c;
+    memset(&c, 0, sizeof c);
     fa_analysis *a = NULL;
     fa_graph *g = NULL;
     fa_plan *plan = NULL;
+    if (spec_run && !is_run_spec(spec_run)) {
+        /* a model without a run: planned on the registry's costs, unsupported ops kept opaque */
+        fa_load_options lo = fa_cli_load_options(&mo);
+        lo.keep_unsupported = true;
+        ri.model_path = spec_run;
+        s = fa_graph_load(ctx, spec_run, &lo, &g);
+        if (!s) {
+            fa_cli_note_dim_defaults(g);
+            fa_cli_note_opaque(g);
+            s = fa_advise(ctx, g, NULL, &opt, &plan);
+        }
+        if (s) goto fail;
+        goto print;
+    }
+    if (mo.n_bindings || mo.batch || mo.no_fold || mo.no_dim_defaults) {
+        rc = fa_cli_usage("advise", "--shape/--batch/--no-fold/--no-dim-defaults go with a MODEL; a RUN is loaded as it ran");
+        fa_arena_free(ar);
+        return rc;
+    }
+    s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
+    if (s) {
+        fa_arena_free(ar);
+        return fa_cli_fail(ctx, s);
+    }
+    /* `latest` is the newest run advice can work on: a model run, or an imported or traced
+     * trace (op-level advice); never the fused twin of a model run */
+    rc = fa_cli_resolve_run(ctx, st, spec_run, &run_id);
+    if (rc) {
+        fa_arena_free(ar);
+        fa_store_close(st);
+        return rc;
+    }
     s = fa_store_get_run(ctx, st, run_id, ar, &ri);
     if (s) goto fail;
     if (ri.kind && (!strcmp(ri.kind, "import") || !strcmp(ri.kind, "trace"))) {
@@ -124,11 +166,13 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);
     if (s) goto fail;
 
+print:;
     fa_buf b;
     fa_buf_init(&b);
     bool cuda = opt.target == FA_TARGET_CUDA;
     if (json) {
-        fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
+        if (run_id >= 0) fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
+        else fa_buf_printf_term(&b, "{\"run\":null,\"plan\":null,\"unsupported_nodes\":%d,\"model\":", g->n_unsupported);
         fa_json_str_or_empty(&b, ri.model_path);
         fa_buf_printf_term(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
         fa_json_str_or_empty(&b, opt.arch);
@@ -136,7 +180,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                                "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
                            ",\"clusters\":[",
                            opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
-                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a->iter_ns);
+                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a ? a->iter_ns : 0);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf_term(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
@@ -181,11 +225,17 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         }
         fa_buf_puts(&b, "]}\n");
     } else {
-        fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id, ri.model_path,
-                           plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
-        fa_buf_printf_term(&b, "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
-                           fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs, c.peak_gflops,
-                           c.launch_ns, a->iter_ns / 1e3);
+        if (run_id < 0)
+            fa_buf_printf_term(&b, "model %s (no run): %d clusters, %d why-not, hash %.16s; target %s%s%s; predicted from the "
+                               "registry's FLOPs and bytes on default ceilings (run the model for measured ones)\n\n",
+                               ri.model_path, plan->n_clusters, plan->n_why_not, plan->hash, fa_target_name(opt.target),
+                               cuda ? " " : "", cuda ? opt.arch : "");
+        else
+            fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n"
+                               "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
+                               run_id, ri.model_path, plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash,
+                               fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs,
+                               c.peak_gflops, c.launch_ns, a->iter_ns / 1e3);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,

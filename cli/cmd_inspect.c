@@ -49,10 +49,12 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
     if (prc >= 0) return prc;
     model = args.arg[0];
     fa_load_options lo = fa_cli_load_options(&mo);
+    lo.keep_unsupported = true; /* unsupported ops are listed and kept opaque; the rest is analysed */
     fa_graph *g = NULL;
     fa_status st = fa_graph_load(ctx, model, &lo, &g);
     if (st) return fa_cli_fail(ctx, st);
     fa_cli_note_dim_defaults(g);
+    fa_cli_note_opaque(g);
 
     /* column widths from the content: exporters name nodes by module path
      * (/features/features.0/features.0.0/Conv), so names are never cut */
@@ -75,8 +77,8 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, model);
         fa_buf_puts(&b, ",\"graph\":");
         fa_json_str_or_empty(&b, g->name);
-        fa_buf_printf_term(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"dim_defaults\":[", fa_graph_opset(g, ""),
-                           g->n_folded);
+        fa_buf_printf_term(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"unsupported_nodes\":%d,\"dim_defaults\":[",
+                           fa_graph_opset(g, ""), g->n_folded, g->n_unsupported);
         for (int i = 0; i < g->n_dim_defaults; i++) {
             if (i) fa_buf_puts(&b, ",");
             fa_json_str_or_empty(&b, g->dim_defaults[i]);
@@ -101,13 +103,14 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         tw += c.bytes_written;
         char shp[512];
         shapes_of(g, n, shp, sizeof shp);
-        const char *pat = n->op ? fa_pattern_name(n->op->pattern) : "unknown";
+        const char *pat = fa_cli_node_pattern(n);
         if (json) {
             fa_buf_puts(&b, k ? ",{\"name\":" : "{\"name\":");
             fa_json_str_or_empty(&b, n->name);
             fa_buf_puts(&b, ",\"op\":");
             fa_json_str_or_empty(&b, n->op_type);
-            fa_buf_printf_term(&b, ",\"pattern\":\"%s\",\"output_shapes\":", pat);
+            fa_buf_printf_term(&b, ",\"pattern\":\"%s\",\"opaque\":%s,\"output_shapes\":", pat,
+                               n->opaque ? "true" : "false");
             fa_json_str_or_empty(&b, shp);
             fa_buf_printf_term(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
                                c.flops, c.bytes_read, c.bytes_written);

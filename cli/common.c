@@ -111,6 +111,33 @@ void fa_cli_note_dim_defaults(const fa_graph *g)
     fa_cli_eprintf(" (choose with --shape NAME=N, --shape INPUT=DIMS or --batch N; refuse with --no-dim-defaults)\n");
 }
 
+void fa_cli_note_opaque(const fa_graph *g)
+{
+    if (!g || g->n_unsupported == 0) return;
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_graph_unsupported_text(g, &b);
+    int after = 0;
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        after += n->opaque && fa_op_find(n->domain, n->op_type) != NULL;
+    }
+    fa_cli_eprintf("fuse-advise: notice: %d node%s of unsupported ops kept opaque (not analysed): %s", g->n_unsupported,
+                   g->n_unsupported == 1 ? "" : "s", b.data ? b.data : "");
+    if (after)
+        fa_cli_eprintf("; %d node%s after them read%s a tensor without a shape (the model gives none: bind it with --shape "
+                       "NAME=DIMS) and %s not analysed either", after, after == 1 ? "" : "s", after == 1 ? "s" : "",
+                       after == 1 ? "is" : "are");
+    fa_cli_eprintf(" (the ops fuse-advise runs: %s)\n", FA_SUPPORTED_OPS_DOC);
+    fa_buf_free(&b);
+}
+
+const char *fa_cli_node_pattern(const fa_node *n)
+{
+    if (n->op) return fa_pattern_name(n->op->pattern);
+    return fa_op_find(n->domain, n->op_type) ? "not analysed" : "unsupported";
+}
+
 char *fa_cli_dim_defaults_text(const fa_graph *g)
 {
     if (!g || g->n_dim_defaults == 0) return NULL;
