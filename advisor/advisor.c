@@ -1406,7 +1406,7 @@ static bool commit_cluster_ex(adv *A, bool record_why)
     c.reduce_axis = w->kind == FA_CLUSTER_REDUCTION ? w->reduce_axis : -1;
     io_of(A, w, &c, tmp);
     const fa_target_iface *t = fa_target_get(A->opt.target);
-    fa_kernel_lang lang = t ? t->kernel_lang : FA_KERNEL_LANG_C;
+    fa_kernel_lang lang = t ? fa_target_kernel_lang(t) : FA_KERNEL_LANG_C;
     fa_decision dec = fa_codegen_decide(g, &c, lang);
     bool ok = dec.code == FA_WHY_NONE;
     if (!ok) {

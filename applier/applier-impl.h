@@ -114,18 +114,18 @@ fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const c
 
 /* One cluster's kernel from fa_apply_generate_batch. */
 typedef struct fa_generated {
-    fa_fused_binary *bin;  /* the compiled kernel, owned by the caller (t->fused_free); NULL on failure */
+    fa_fused_binary *bin;  /* the compiled kernel, owned by the caller (fa_target_fused_free); NULL on failure */
     fa_codegen_info info;  /* name, block size, grid (valid when generated) */
     bool generated;        /* the source was generated (and written, with an out_dir) */
     char why[256];         /* on failure: fa_codegen's or the write's message when !generated, else the
                               compiler's diagnostics about this kernel */
 } fa_generated;
 /* The generated kernels of clusters ci[0..n) of p: fa_codegen in t's language, each source written
- * to OUT_DIR/kernels/ when out_dir is set, then all of them compiled by t->fused_compile with co in
+ * to OUT_DIR/kernels/ when out_dir is set, then all of them compiled by fa_target_fused_compile with co in
  * one compiler process (one batch). Used by the applier (compile_generated) and by the kernel probe
  * (applier/probe.c), so the two build a plan's kernels alike. out[k] gets cluster ci[k]'s result.
  * Returns FA_OK, FA_ERR_NOMEM, or the compiler's own failure (no compiler, a cache folder another
- * user can write: t->fused_compile's status, message in ctx); then no out[k] holds a binary. */
+ * user can write: fa_target_fused_compile's status, message in ctx); then no out[k] holds a binary. */
 fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,
                                   const int *ci, int n, const fa_fused_compile_options *co, const char *out_dir,
                                   fa_generated *out);

@@ -8,7 +8,9 @@
 
 #include "advisor/advisor.h"
 #include "advisor/codegen.h"
-#include "runtime/runtime.h"
+#include "runtime/ceilings.h"
+#include "runtime/fused.h"
+#include "runtime/layout.h"
 
 /* Largest accepted verification tolerance: a relative error of 10% already lets a fused kernel
  * that drops a term of the expression pass; beyond it verification would no longer verify.

@@ -61,8 +61,8 @@ fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target targe
     const fa_target_iface *t = NULL;
     fa_status s = fa_target_resolve(ctx, target, &t);
     if (s) return s;
-    if (t->available && !t->available())
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: no device to probe fused kernels on", t->name);
+    if (!fa_target_available(t))
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: no device to probe fused kernels on", fa_target_name(fa_target_id(t)));
     fa_kernel_probe *p = calloc(1, sizeof *p);
     if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_layout_plan lp;
@@ -89,7 +89,7 @@ void fa_kernel_probe_free(fa_kernel_probe *p)
     for (int i = 0; i < p->n; i++) free(p->e[i].signature);
     for (int i = 0; i < p->n_cm; i++) {
         free(p->cm[i].signature);
-        if (p->cm[i].bin) p->t->fused_free(p->cm[i].bin);
+        if (p->cm[i].bin) fa_target_fused_free(p->t, p->cm[i].bin);
     }
     free(p->cm);
     free(p->e);
@@ -130,7 +130,7 @@ static fa_status provide_probed(void *user, fa_ctx *ctx, const fa_graph *g, cons
     (void)g;
     *provided = false;
     if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
-    fa_status s = pp->t->fused_kernel(ctx, pp->bin, out);
+    fa_status s = fa_target_fused_kernel(ctx, pp->t, pp->bin, out);
     if (!s) *provided = true;
     return s;
 }
@@ -181,7 +181,7 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
                      gen[k].why);
     }
     for (int k = 0; gen && k < n; k++)
-        if (gen[k].bin) pr->t->fused_free(gen[k].bin);
+        if (gen[k].bin) fa_target_fused_free(pr->t, gen[k].bin);
     free(gen);
     return s ? fa_ctx_error(cx, FA_ERR_NOMEM, "out of memory") : FA_OK;
 }
@@ -332,10 +332,10 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     fa_graph *gu = NULL;
     fa_exec *ef = NULL, *eu = NULL;
     probe_provider pp = {pr->t, e->bin};
-    fa_exec_options eo = {.target = pr->t->id, .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
+    fa_exec_options eo = {.target = fa_target_id(pr->t), .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
                           .output_layouts = out_l, .provider = e->bin ? provide_probed : NULL,
                           .provider_user = e->bin ? &pp : NULL};
-    fa_exec_options uo = {.target = pr->t->id, .threads = pr->threads};
+    fa_exec_options uo = {.target = fa_target_id(pr->t), .threads = pr->threads};
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
     if (!s) s = fa_exec_create(cx, gf, &eo, &ef);
     if (!s) s = fa_exec_create(cx, gu, &uo, &eu);

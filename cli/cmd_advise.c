@@ -152,9 +152,11 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
      * run on the same cpu model (its ceilings' device) with the run's threads. A run from another
      * machine or target keeps the profile model (the probe would time another device). */
     fa_kernel_probe *probe = NULL;
-    if (!s && opt.target == FA_TARGET_CPU && ri.target && !strcmp(ri.target, "cpu") && ri.device_name &&
+    fa_target run_target = FA_TARGET_AUTO;
+    if (!s && ri.target && fa_target_parse(ctx, ri.target, &run_target)) fa_ctx_clear(ctx); /* a name this build lacks */
+    if (!s && run_target == opt.target && !fa_target_has(opt.target, FA_TARGET_CAP_ACCELERATOR) && ri.device_name &&
         c.device_name && !strcmp(ri.device_name, c.device_name) &&
-        fa_kernel_probe_create(ctx, g, FA_TARGET_CPU, ri.threads, 0, &probe) != FA_OK)
+        fa_kernel_probe_create(ctx, g, opt.target, ri.threads, 0, &probe) != FA_OK)
         fa_ctx_clear(ctx); /* no probe: the profile model */
     opt.probe = probe ? fa_kernel_probe_fused : NULL;
     opt.probe_user = probe;
@@ -169,7 +171,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 print:;
     fa_buf b;
     fa_buf_init(&b);
-    bool cuda = opt.target == FA_TARGET_CUDA;
+    bool cuda = fa_target_has(opt.target, FA_TARGET_CAP_KERNEL_REPORT); /* the gate's figures exist */
     if (json) {
         if (run_id >= 0) fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
         else fa_buf_printf_term(&b, "{\"run\":null,\"plan\":null,\"unsupported_nodes\":%d,\"model\":", g->n_unsupported);

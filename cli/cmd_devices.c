@@ -46,8 +46,8 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     int n_gpu = 0;
     for (int i = 0; !s && fa_target_at(i) && n_gpu < FA_TARGET_COUNT; i++) {
         const fa_target_iface *t = fa_target_at(i);
-        if (t->id == FA_TARGET_CPU || !t->available()) continue;
-        s = fa_roofline_ceilings(ctx, st, t->id, 0, measure, &gc[n_gpu]);
+        if (!fa_target_has(fa_target_id(t), FA_TARGET_CAP_ACCELERATOR) || !fa_target_available(t)) continue;
+        s = fa_roofline_ceilings(ctx, st, fa_target_id(t), 0, measure, &gc[n_gpu]);
         if (!s) gt[n_gpu++] = t;
     }
     bool have_gpu = n_gpu > 0;
@@ -55,7 +55,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     if (s) return fa_cli_fail(ctx, s);
     for (int i = 0; i < n_gpu && !json; i++)
         fa_cli_printf("%s %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
-                      gt[i]->name, gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
+                      fa_target_name(fa_target_id(gt[i])), gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
                       gc[i].launch_ns, gc[i].launch_source, gc[i].detail);
     fa_buf b;
     fa_buf_init(&b);
@@ -82,7 +82,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, c.detail);
         fa_buf_puts(&b, "},");
         for (int i = 0; i < n_gpu; i++) {
-            fa_buf_printf_term(&b, "\"%s_device\":{\"device_key\":", gt[i]->name);
+            fa_buf_printf_term(&b, "\"%s_device\":{\"device_key\":", fa_target_name(fa_target_id(gt[i])));
             fa_json_str_or_empty(&b, gc[i].device_key);
             fa_buf_printf_term(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc[i].mem_bw_gbs,
                                gc[i].peak_gflops, gc[i].launch_ns);

@@ -329,15 +329,15 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
     fa_target_device dev;
     fa_ctx *dctx = fa_ctx_create(); /* a device that cannot open fails the executor below, named */
-    if (ti->device_open(dctx, &dev)) snprintf(dev.name, sizeof dev.name, "%s", ti->name);
+    if (fa_target_device_open(dctx, ti, &dev)) snprintf(dev.name, sizeof dev.name, "%s", fa_target_name(fa_target_id(ti)));
     fa_ctx_free(dctx);
     snprintf(devname, sizeof devname, "%s", dev.name);
-    fa_exec_options eo = {.target = ti->id, .threads = (int)threads, .max_memory = (uint64_t)max_mem};
+    fa_exec_options eo = {.target = fa_target_id(ti), .threads = (int)threads, .max_memory = (uint64_t)max_mem};
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = model;
     info.model_sha256 = sha[0] ? sha : NULL;
-    info.target = ti->name;
+    info.target = fa_target_name(fa_target_id(ti));
     info.device_name = devname;
     info.iters = (int)iters;
     info.warmup = (int)warmup;

@@ -2,6 +2,7 @@
  * (lost, verification, registers/spills), per-component latency; each adds a fa_gate_check with
  * its verdict and sentence (docs/ci.md). */
 #include "gate/gate-impl.h"
+#include "runtime/runtime.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -415,11 +416,15 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
                 "no cluster of the candidate failed verification");
         fa_buf_free(&m);
     }
-    /* registers and spills (cuda) */
+    /* registers and spills: a target whose compiler reports them (runtime.h FA_TARGET_CAP_KERNEL_REPORT) */
     const char *tgt = c->info.target ? c->info.target : "?";
-    if (strcmp(tgt, "cuda")) {
+    fa_target ct = FA_TARGET_AUTO;
+    fa_ctx *pc = fa_ctx_create(); /* a name this build does not know is a target without the report */
+    if (!pc || fa_target_parse(pc, tgt, &ct)) ct = FA_TARGET_AUTO;
+    fa_ctx_free(pc);
+    if (!fa_target_has(ct, FA_TARGET_CAP_KERNEL_REPORT)) {
         ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
-            "not measured in one of the runs: target %s (registers and spills exist on cuda only)", tgt);
+            "not measured in one of the runs: target %s (its compiler reports no registers and spills)", tgt);
     } else if (!b->plan_id || !c->plan_id) {
         ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no fusion plan",
