@@ -150,6 +150,10 @@ int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, int *out);
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
                                 int n_extra, fa_graph **out);
+/* Nodes, tensors and clusters of the source graph and plan that fa_fused_graph_scoped's builds
+ * have walked in this process, all threads together: how a test checks that a scoped build walks
+ * its scope (its clusters' members and their edges), never the whole graph per cluster. */
+uint64_t fa_fused_graph_walked(void);
 
 /* The verification bound of a cluster whose unfused sub-graph reassociates a reduction
  * (applier/bound.c, docs/runtime.md "Verification bound"). */

@@ -195,6 +195,8 @@ typedef struct fa_graph {
     int *cons;                /* node ids */
     int *topo;                /* live (non-folded) node ids in topological order */
     int n_topo;
+    int *topo_pos;            /* by node id: its index in topo, -1 for a folded node (a scoped
+                                 walk orders a few nodes without walking topo) */
     int *name_slots;          /* private: open-addressing hash of tensor names -> id+1 */
     int name_cap;
 } fa_graph;
