@@ -11,13 +11,8 @@
 #include <time.h>
 
 #include "advisor-impl.h"
-#include "codegen.h"
-#if defined(__has_include)
-#if __has_include("gate.h")
-#include "gate.h"
-#define FA_HAVE_GATE 1
-#endif
-#endif
+#include "advisor/codegen.h"
+#include "advisor/gate.h"
 
 /* Default ceilings when no analysis is given (documented in advisor.h / docs/fusion-rules.md). */
 #define DEFAULT_BW_GBS 10.0
@@ -1951,7 +1946,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
                 snprintf(r, sizeof r, "not-beneficial: no predicted saving (%s)", c->basis);
             c->reason = fa_arena_strdup(A.ar, r);
         }
-#ifdef FA_HAVE_GATE
         /* the register/occupancy gate of the target's table (a target without one: no-op) */
         if (c->status == FA_CLUSTER_PROPOSED && !A.opt.no_gate && A.opt.target != FA_TARGET_AUTO) {
             bool refused = false;
@@ -1963,7 +1957,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
                 fa_ctx_clear(ctx);
             }
         }
-#endif
     }
 
     /* why-not: edges inside a refused cluster get its reason; others outside one group get a default */

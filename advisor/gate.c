@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gate.h"
+#include "advisor/gate.h"
 #include "roofline/roofline.h"
 
 #include <stdlib.h>
