@@ -20,20 +20,24 @@
 #define DEFAULT_DISPATCH_NS 1000.0
 #define MAX_POST 32
 
-static const char *const k_kind_names[FA_CLUSTER_KIND_COUNT] = {"elementwise-chain", "epilogue", "bn-fold", "reduction",
+static const char *const k_kind_names[] = {"elementwise-chain", "epilogue", "bn-fold", "reduction",
                                                                 "horizontal", "attention"};
-static const char *const k_red_names[FA_RED_KIND_COUNT] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
+_Static_assert(sizeof k_kind_names / sizeof k_kind_names[0] == FA_CLUSTER_KIND_COUNT, "k_kind_names: one row per value");
+static const char *const k_red_names[] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
                                                            "generic"};
-static const char *const k_status_names[FA_CLUSTER_STATUS_COUNT] = {
+_Static_assert(sizeof k_red_names / sizeof k_red_names[0] == FA_RED_KIND_COUNT, "k_red_names: one row per value");
+static const char *const k_status_names[] = {
     "proposed", "refused", "accepted", "rejected-verify", "rejected-no-gain", "rejected-regression", "rejected-error", "not-tried"};
+_Static_assert(sizeof k_status_names / sizeof k_status_names[0] == FA_CLUSTER_STATUS_COUNT, "k_status_names: one row per value");
 
 const char *fa_cluster_kind_name(fa_cluster_kind k) { return (unsigned)k < FA_CLUSTER_KIND_COUNT ? k_kind_names[k] : "?"; }
 const char *fa_reduction_kind_name(fa_reduction_kind k) { return (unsigned)k < FA_RED_KIND_COUNT ? k_red_names[k] : "?"; }
-static const char *const k_why_names[FA_WHY_CODE_COUNT] = {
+static const char *const k_why_names[] = {
 #define FA_WHY_NAME_(id, name) name,
     FA_WHY_CODES(FA_WHY_NAME_)
 #undef FA_WHY_NAME_
 };
+_Static_assert(sizeof k_why_names / sizeof k_why_names[0] == FA_WHY_CODE_COUNT, "k_why_names: one row per value");
 const char *fa_why_code_name(fa_why_code c) { return (unsigned)c < FA_WHY_CODE_COUNT ? k_why_names[c] : "?"; }
 const char *fa_cluster_status_name(fa_cluster_status s)
 {

@@ -52,8 +52,9 @@ const char *fa_dtype_name(fa_dtype t)
 
 const char *fa_pattern_name(fa_pattern p)
 {
-    static const char *const names[FA_PATTERN_COUNT] = {
+    static const char *const names[] = {
         "elementwise", "broadcast", "injective", "reduction", "out-elementwise-fusable", "opaque"};
+    _Static_assert(sizeof names / sizeof names[0] == FA_PATTERN_COUNT, "names: one row per value");
     return (unsigned)p < FA_PATTERN_COUNT ? names[p] : "unknown";
 }
 
