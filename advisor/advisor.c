@@ -1230,11 +1230,12 @@ static uint64_t saved_bytes_of(adv *A, const wcl *c)
     return sb;
 }
 
-
-static const int *g_sort_pos;
-static int cmp_by_pos(const void *a, const void *b)
+/* Node ids by their topological position pos[id] (qsort_r's context: no global state, two
+ * advisers may run at once). */
+static int cmp_by_pos(const void *a, const void *b, void *pos_)
 {
-    int x = g_sort_pos[*(const int *)a], y = g_sort_pos[*(const int *)b];
+    const int *pos = pos_;
+    int x = pos[*(const int *)a], y = pos[*(const int *)b];
     return x < y ? -1 : x > y;
 }
 
@@ -1391,8 +1392,7 @@ static bool commit_cluster_ex(adv *A, bool record_why)
     }
     memcpy(sorted, w->m, sizeof(int) * (size_t)w->n);
     if (w->kind != FA_CLUSTER_HORIZONTAL) {
-        g_sort_pos = A->pos;
-        qsort(sorted, (size_t)w->n, sizeof(int), cmp_by_pos);
+        qsort_r(sorted, (size_t)w->n, sizeof(int), cmp_by_pos, (void *)A->pos);
     }
     fa_cluster c;
     memset(&c, 0, sizeof c);
@@ -1893,11 +1893,10 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     plan->n_clusters = A.ncl;
     plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
     A.plan = plan;
-    g_sort_pos = A.pos;
     for (int i = 0; i < A.ncl && plan->clusters; i++) {
         wcl *w = &A.cl[i];
         fa_cluster *c = &plan->clusters[i];
-        if (w->kind != FA_CLUSTER_HORIZONTAL) qsort(w->m, (size_t)w->n, sizeof(int), cmp_by_pos);
+        if (w->kind != FA_CLUSTER_HORIZONTAL) qsort_r(w->m, (size_t)w->n, sizeof(int), cmp_by_pos, (void *)A.pos);
         c->id = i;
         c->kind = w->kind;
         c->n_members = w->n;

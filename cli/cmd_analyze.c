@@ -55,11 +55,11 @@ int fa_cli_resolve_model_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_
     return resolve_run(ctx, st, spec, true, run_id);
 }
 
-static const fa_an_node *g_sort_nodes; /* qsort has no user pointer in C11: set just before the sort */
-
-static int cmp_by_median(const void *x, const void *y)
+/* Node indices by their median time, longest first (qsort_r's context: the analysis's nodes). */
+static int cmp_by_median(const void *x, const void *y, void *nodes_)
 {
-    int64_t a = g_sort_nodes[*(const int *)x].median_ns, b = g_sort_nodes[*(const int *)y].median_ns;
+    const fa_an_node *nodes = nodes_;
+    int64_t a = nodes[*(const int *)x].median_ns, b = nodes[*(const int *)y].median_ns;
     return a > b ? -1 : a < b;
 }
 
@@ -109,8 +109,7 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
     /* nodes sorted by time, longest first */
     int *order = malloc(sizeof(int) * (size_t)(a->n_nodes + 1));
     for (int i = 0; i < a->n_nodes; i++) order[i] = i;
-    g_sort_nodes = a->nodes;
-    qsort(order, (size_t)a->n_nodes, sizeof(int), cmp_by_median);
+    qsort_r(order, (size_t)a->n_nodes, sizeof(int), cmp_by_median, (void *)a->nodes);
     if (json) {
         fa_buf b;
         fa_buf_init(&b);
