@@ -41,6 +41,7 @@ struct fa_kernel_probe {
     const fa_graph *g;      /* the graph the layouts are of */
     probe_entry *e;
     int n, cap;
+    fa_intern *e_ids;       /* entry key -> index in e (a cluster's lookup is one hash, not a scan) */
     uint64_t spent_ns;      /* creation + warm-up + timed runs, all probes */
     uint64_t budget_ns;
     int built, reused, over_budget;
@@ -53,6 +54,7 @@ struct fa_kernel_probe {
         char why[200];
     } *cm;
     int n_cm, cap_cm;
+    fa_intern *cm_ids;      /* signature -> index in cm */
 };
 
 fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, double budget_s,
@@ -64,10 +66,17 @@ fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target targe
     if (!fa_target_available(t))
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: no device to probe fused kernels on", fa_target_name(fa_target_id(t)));
     fa_kernel_probe *p = calloc(1, sizeof *p);
+    if (p && (!(p->e_ids = fa_intern_create(NULL)) || !(p->cm_ids = fa_intern_create(NULL)))) {
+        fa_intern_free(p->e_ids);
+        free(p);
+        p = NULL;
+    }
     if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_layout_plan lp;
     s = fa_layout_plan_make(ctx, t, g, &lp);
     if (s) {
+        fa_intern_free(p->e_ids);
+        fa_intern_free(p->cm_ids);
         free(p);
         return s;
     }
@@ -93,6 +102,8 @@ void fa_kernel_probe_free(fa_kernel_probe *p)
     }
     free(p->cm);
     free(p->e);
+    fa_intern_free(p->cm_ids);
+    fa_intern_free(p->e_ids);
     free(p->layout);
     free(p->cache_dir);
     free(p);
@@ -137,9 +148,8 @@ static fa_status provide_probed(void *user, fa_ctx *ctx, const fa_graph *g, cons
 
 static struct compiled *compiled_of(const fa_kernel_probe *p, const char *signature)
 {
-    for (int i = 0; i < p->n_cm; i++)
-        if (!strcmp(p->cm[i].signature, signature)) return &p->cm[i];
-    return NULL;
+    int32_t i = fa_intern_find(p->cm_ids, signature, strlen(signature));
+    return i >= 0 && i < p->n_cm ? &p->cm[i] : NULL;
 }
 
 /* The generated kernels of clusters ci[0..n) of p, built as the applier builds them
@@ -169,7 +179,10 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
     for (int k = 0; !s && k < n; k++) {
         struct compiled *c = &pr->cm[pr->n_cm];
         memset(c, 0, sizeof *c);
-        if (!(c->signature = strdup(sigs[k]))) {
+        bool added = false;
+        if (!(c->signature = strdup(sigs[k])) || fa_intern_str(pr->cm_ids, sigs[k], &added, NULL) != pr->n_cm || !added) {
+            free(c->signature); /* (a repeated signature is never compiled twice: prepare and
+                                   generated_kernel look it up first) */
             s = FA_ERR_NOMEM;
             break;
         }
@@ -193,15 +206,16 @@ int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p)
     int *ci = calloc((size_t)p->n_clusters + 1, sizeof *ci);
     char **sigs = calloc((size_t)p->n_clusters + 1, sizeof *sigs);
     fa_ctx *cx = fa_ctx_create();
+    fa_intern *batch = fa_intern_create(NULL); /* this batch's signatures, each once */
     int n = 0, before = pr->n_cm;
     uint64_t t0 = fa_now_ns();
-    for (int i = 0; ci && sigs && cx && i < p->n_clusters; i++) {
+    for (int i = 0; ci && sigs && cx && batch && i < p->n_clusters; i++) {
         if (!fa_apply_needs_codegen(&p->clusters[i])) continue;
         fa_buf b;
         fa_buf_init(&b);
         fa_cluster_signature(g, &p->clusters[i], &b);
-        bool dup = b.oom || !b.data || compiled_of(pr, b.data);
-        for (int k = 0; k < n && !dup; k++) dup = !strcmp(sigs[k], b.data);
+        bool added = false;
+        bool dup = b.oom || !b.data || compiled_of(pr, b.data) || fa_intern_str(batch, b.data, &added, NULL) < 0 || !added;
         if (dup) {
             fa_buf_free(&b);
             continue;
@@ -214,6 +228,7 @@ int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p)
     for (int k = 0; k < n; k++) free(sigs[k]);
     free(sigs);
     free(ci);
+    fa_intern_free(batch);
     fa_ctx_free(cx);
     int built = 0;
     for (int i = before; i < pr->n_cm; i++) built += pr->cm[i].bin != NULL;
@@ -241,9 +256,8 @@ static const fa_fused_binary *generated_kernel(fa_ctx *cx, fa_kernel_probe *pr, 
 
 static const probe_entry *find(const fa_kernel_probe *p, const char *key)
 {
-    for (int i = 0; i < p->n; i++)
-        if (!strcmp(p->e[i].signature, key)) return &p->e[i];
-    return NULL;
+    int32_t i = fa_intern_find(p->e_ids, key, strlen(key));
+    return i >= 0 && i < p->n ? &p->e[i] : NULL;
 }
 
 void fa_probe_pairs_summary(const double *fns, const double *uns, int n, fa_fused_probe_result *out)
@@ -287,7 +301,11 @@ static probe_entry *remember(fa_kernel_probe *p, const char *key)
         p->cap = nc;
     }
     char *k = strdup(key);
-    if (!k) return NULL;
+    bool added = false;
+    if (!k || fa_intern_str(p->e_ids, key, &added, NULL) != p->n || !added) {
+        free(k);
+        return NULL;
+    }
     probe_entry *e = &p->e[p->n++];
     memset(e, 0, sizeof *e);
     e->signature = k;
