@@ -11,13 +11,8 @@
 #include <time.h>
 
 #include "advisor-impl.h"
-#include "codegen.h"
-#if defined(__has_include)
-#if __has_include("gate.h")
-#include "gate.h"
-#define FA_HAVE_GATE 1
-#endif
-#endif
+#include "advisor/codegen.h"
+#include "advisor/gate.h"
 
 /* Default ceilings when no analysis is given (documented in advisor.h / docs/fusion-rules.md). */
 #define DEFAULT_BW_GBS 10.0
@@ -25,20 +20,24 @@
 #define DEFAULT_DISPATCH_NS 1000.0
 #define MAX_POST 32
 
-static const char *const k_kind_names[FA_CLUSTER_KIND_COUNT] = {"elementwise-chain", "epilogue", "bn-fold", "reduction",
+static const char *const k_kind_names[] = {"elementwise-chain", "epilogue", "bn-fold", "reduction",
                                                                 "horizontal", "attention"};
-static const char *const k_red_names[FA_RED_KIND_COUNT] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
+_Static_assert(sizeof k_kind_names / sizeof k_kind_names[0] == FA_CLUSTER_KIND_COUNT, "k_kind_names: one row per value");
+static const char *const k_red_names[] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
                                                            "generic"};
-static const char *const k_status_names[FA_CLUSTER_STATUS_COUNT] = {
+_Static_assert(sizeof k_red_names / sizeof k_red_names[0] == FA_RED_KIND_COUNT, "k_red_names: one row per value");
+static const char *const k_status_names[] = {
     "proposed", "refused", "accepted", "rejected-verify", "rejected-no-gain", "rejected-regression", "rejected-error", "not-tried"};
+_Static_assert(sizeof k_status_names / sizeof k_status_names[0] == FA_CLUSTER_STATUS_COUNT, "k_status_names: one row per value");
 
 const char *fa_cluster_kind_name(fa_cluster_kind k) { return (unsigned)k < FA_CLUSTER_KIND_COUNT ? k_kind_names[k] : "?"; }
 const char *fa_reduction_kind_name(fa_reduction_kind k) { return (unsigned)k < FA_RED_KIND_COUNT ? k_red_names[k] : "?"; }
-static const char *const k_why_names[FA_WHY_CODE_COUNT] = {
+static const char *const k_why_names[] = {
 #define FA_WHY_NAME_(id, name) name,
     FA_WHY_CODES(FA_WHY_NAME_)
 #undef FA_WHY_NAME_
 };
+_Static_assert(sizeof k_why_names / sizeof k_why_names[0] == FA_WHY_CODE_COUNT, "k_why_names: one row per value");
 const char *fa_why_code_name(fa_why_code c) { return (unsigned)c < FA_WHY_CODE_COUNT ? k_why_names[c] : "?"; }
 const char *fa_cluster_status_name(fa_cluster_status s)
 {
@@ -47,7 +46,8 @@ const char *fa_cluster_status_name(fa_cluster_status s)
 
 fa_advise_options fa_advise_options_default(void)
 {
-    fa_advise_options o = {.target = FA_TARGET_CPU, .arch = "sm_90", .max_ops = 16, .max_inputs = 8,
+    fa_advise_options o = {.target = FA_TARGET_CPU, .arch = "sm_90", .max_ops = FA_ADVISE_MAX_OPS_DEFAULT,
+                           .max_inputs = FA_ADVISE_MAX_INPUTS_DEFAULT,
                            .occupancy_floor = 0.5, .no_gate = false};
     return o;
 }
@@ -508,7 +508,7 @@ static void phase_bn_fold(adv *A)
     const fa_graph *g = A->g;
     for (int p = 0; p < g->n_topo; p++) {
         const fa_node *bn = g->nodes[g->topo[p]];
-        if (strcmp(bn->op_type, "BatchNormalization")) continue;
+        if (!bn->op || strcmp(bn->op_type, "BatchNormalization")) continue; /* an opaque node is not analysed */
         int prod;
         fa_why_code code = FA_WHY_NONE;
         char reason[400];
@@ -1336,11 +1336,12 @@ static uint64_t saved_bytes_of(adv *A, const wcl *c)
     return sb;
 }
 
-
-static const int *g_sort_pos;
-static int cmp_by_pos(const void *a, const void *b)
+/* Node ids by their topological position pos[id] (qsort_r's context: no global state, two
+ * advisers may run at once). */
+static int cmp_by_pos(const void *a, const void *b, void *pos_)
 {
-    int x = g_sort_pos[*(const int *)a], y = g_sort_pos[*(const int *)b];
+    const int *pos = pos_;
+    int x = pos[*(const int *)a], y = pos[*(const int *)b];
     return x < y ? -1 : x > y;
 }
 
@@ -1354,7 +1355,11 @@ static void default_why(adv *A, int p, int c, int t)
     int nc = fa_graph_consumers(g, t, &cons);
     int pc = A->owner[p] >= 0 ? group_of(A, A->owner[p]) : -1, cc = A->owner[c] >= 0 ? group_of(A, A->owner[c]) : -1;
     int pp = pn->op ? (int)pn->op->pattern : FA_PATTERN_OPAQUE, cp = cn->op ? (int)cn->op->pattern : FA_PATTERN_OPAQUE;
-    if (T->dtype != FA_DTYPE_FLOAT)
+    if (pn->opaque || cn->opaque) { /* kept out of the analysis (an unsupported op, or no shape after one) */
+        const fa_node *o = pn->opaque ? pn : cn;
+        why(A, p, c, t, FA_WHY_OPAQUE, "%s '%s' %s: not analysed, never fused", o->op_type, o->name,
+            fa_op_find(o->domain, o->op_type) ? "has no shape (it follows an unsupported op)" : "is an unsupported op");
+    } else if (T->dtype != FA_DTYPE_FLOAT)
         why(A, p, c, t, FA_WHY_DTYPE, "'%s' is %s: only float32 clusters are proposed", T->name, fa_dtype_name(T->dtype));
     else if (!strncmp(cn->op_type, "Gather", 6) || !strncmp(cn->op_type, "Scatter", 7)) {
         int ix = cn->n_inputs > 1 ? cn->inputs[1] : -1;
@@ -1493,8 +1498,7 @@ static bool commit_cluster_ex(adv *A, bool record_why)
     }
     memcpy(sorted, w->m, sizeof(int) * (size_t)w->n);
     if (w->kind != FA_CLUSTER_HORIZONTAL) {
-        g_sort_pos = A->pos;
-        qsort(sorted, (size_t)w->n, sizeof(int), cmp_by_pos);
+        qsort_r(sorted, (size_t)w->n, sizeof(int), cmp_by_pos, (void *)A->pos);
     }
     fa_cluster c;
     memset(&c, 0, sizeof c);
@@ -1507,7 +1511,7 @@ static bool commit_cluster_ex(adv *A, bool record_why)
     c.reduce_axis = w->kind == FA_CLUSTER_REDUCTION ? w->reduce_axis : -1;
     io_of(A, w, &c, tmp);
     const fa_target_iface *t = fa_target_get(A->opt.target);
-    fa_kernel_lang lang = t ? t->kernel_lang : FA_KERNEL_LANG_C;
+    fa_kernel_lang lang = t ? fa_target_kernel_lang(t) : FA_KERNEL_LANG_C;
     fa_decision dec = fa_codegen_decide(g, &c, lang);
     bool ok = dec.code == FA_WHY_NONE;
     if (!ok) {
@@ -1950,8 +1954,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.g = g;
     A.a = a;
     A.opt = opt ? *opt : fa_advise_options_default();
-    if (A.opt.max_ops <= 0) A.opt.max_ops = 16;
-    if (A.opt.max_inputs <= 0) A.opt.max_inputs = 8;
+    if (A.opt.max_ops <= 0) A.opt.max_ops = FA_ADVISE_MAX_OPS_DEFAULT;
+    if (A.opt.max_inputs <= 0) A.opt.max_inputs = FA_ADVISE_MAX_INPUTS_DEFAULT;
     if (!A.opt.arch) A.opt.arch = "sm_90";
     if (A.opt.occupancy_floor <= 0) A.opt.occupancy_floor = 0.5;
     if (plan) plan->arena = fa_arena_create(1 << 16);
@@ -1998,11 +2002,10 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     plan->n_clusters = A.ncl;
     plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
     A.plan = plan;
-    g_sort_pos = A.pos;
     for (int i = 0; i < A.ncl && plan->clusters; i++) {
         wcl *w = &A.cl[i];
         fa_cluster *c = &plan->clusters[i];
-        if (w->kind != FA_CLUSTER_HORIZONTAL) qsort(w->m, (size_t)w->n, sizeof(int), cmp_by_pos);
+        if (w->kind != FA_CLUSTER_HORIZONTAL) qsort_r(w->m, (size_t)w->n, sizeof(int), cmp_by_pos, (void *)A.pos);
         c->id = i;
         c->kind = w->kind;
         c->n_members = w->n;
@@ -2055,7 +2058,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
                 snprintf(r, sizeof r, "not-beneficial: no predicted saving (%s)", c->basis);
             c->reason = fa_arena_strdup(A.ar, r);
         }
-#ifdef FA_HAVE_GATE
         /* the register/occupancy gate of the target's table (a target without one: no-op) */
         if (c->status == FA_CLUSTER_PROPOSED && !A.opt.no_gate && A.opt.target != FA_TARGET_AUTO) {
             bool refused = false;
@@ -2067,7 +2069,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
                 fa_ctx_clear(ctx);
             }
         }
-#endif
     }
 
     /* why-not: edges inside a refused cluster get its reason; others outside one group get a default */

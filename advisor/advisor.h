@@ -213,11 +213,23 @@ typedef bool (*fa_fused_probe_fn)(void *user, const fa_graph *g, const struct fa
 #define FA_PROBE_LOSS_PAIRS 5
 bool fa_probe_loss_resolved(int reps, int wins);
 
+/* The cluster caps' defaults and bounds, for every verb that plans (advise, run, apply). A cluster
+ * fuses two ops at least (one op under the cap would refuse every candidate: an empty plan that
+ * reads as "nothing to fuse"); a fused node takes at most 64 external inputs (the applier's
+ * fused-graph builder refuses a wider cluster), so a plan with more could not be applied; 1000
+ * ops bounds one generated kernel's source and its compile. */
+#define FA_ADVISE_MAX_OPS_DEFAULT 16
+#define FA_ADVISE_MAX_OPS_MIN 2
+#define FA_ADVISE_MAX_OPS_MAX 1000
+#define FA_ADVISE_MAX_INPUTS_DEFAULT 8
+#define FA_ADVISE_MAX_INPUTS_MIN 1
+#define FA_ADVISE_MAX_INPUTS_MAX 64
+
 typedef struct fa_advise_options {
     fa_target target;          /* cpu or cuda (gate runs for cuda) */
     const char *arch;          /* cuda arch for the gate, default "sm_90" */
-    int max_ops;               /* cap on ops per cluster, default 16 */
-    int max_inputs;            /* cap on distinct external inputs per cluster, default 8 */
+    int max_ops;               /* cap on ops per cluster, FA_ADVISE_MAX_OPS_* */
+    int max_inputs;            /* cap on distinct external inputs per cluster, FA_ADVISE_MAX_INPUTS_* */
     double occupancy_floor;    /* gate: refuse memory-bound kernels under this, default 0.5 */
     bool no_gate;              /* skip NVRTC compilation (tests that must not need the toolkit) */
     /* fused kernels measured by earlier plans on the profile's device (fa_store_measured_fused,
@@ -316,7 +328,8 @@ bool fa_gemm_operand_fold(const fa_graph *g, const fa_node *mm, int input, fa_ge
 fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt,
                     fa_plan **out);
 void fa_plan_free(fa_plan *p);
-/* Defaults: cpu target, arch "sm_90", max_ops 16, max_inputs 8, occupancy_floor 0.5, gate on. */
+/* Defaults: cpu target, arch "sm_90", max_ops FA_ADVISE_MAX_OPS_DEFAULT, max_inputs
+ * FA_ADVISE_MAX_INPUTS_DEFAULT, occupancy_floor 0.5, gate on. */
 fa_advise_options fa_advise_options_default(void);
 
 /* BatchNormalization folding (inference): with s = gamma / sqrt(var + eps) (eps = the BN

@@ -1,6 +1,6 @@
 /* advisor/codegen — clusters as kernel descriptions (codegen/codegen.h) and the cluster-level
  * calls of the code generator. */
-#include "codegen.h"
+#include "advisor/codegen.h"
 
 #include <string.h>
 

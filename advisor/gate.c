@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gate.h"
+#include "advisor/gate.h"
 #include "roofline/roofline.h"
 
 #include <stdlib.h>
@@ -21,14 +21,14 @@ fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, cons
     fa_target target = opt ? opt->target : FA_TARGET_AUTO;
     const fa_target_iface *t = fa_target_get(target);
     for (int i = 0; target == FA_TARGET_AUTO && !t && fa_target_at(i); i++) /* AUTO: the first target with a gate */
-        if (fa_target_at(i)->fused_resources) t = fa_target_at(i);
+        if (fa_target_has(fa_target_id(fa_target_at(i)), FA_TARGET_CAP_KERNEL_REPORT)) t = fa_target_at(i);
     if (target == FA_TARGET_AUTO && !t) t = fa_target_get(FA_TARGET_CPU);
     if (!t) return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "gate: this build has no %s target", fa_target_name(target));
-    if (!gated_kind(c->kind) || !t->fused_resources) { /* library kernels, or a target without a gate */
+    if (!gated_kind(c->kind) || !fa_target_has(fa_target_id(t), FA_TARGET_CAP_KERNEL_REPORT)) { /* library kernels, or a target without a gate */
         c->registers = -1;
         return FA_OK;
     }
-    if (fa_codegen_decide(g, c, t->kernel_lang).code != FA_WHY_NONE) {
+    if (fa_codegen_decide(g, c, fa_target_kernel_lang(t)).code != FA_WHY_NONE) {
         c->registers = -1;
         return FA_OK;
     }
@@ -39,7 +39,7 @@ fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, cons
     fa_buf src;
     fa_buf_init(&src);
     fa_codegen_info info;
-    fa_status st = fa_codegen(ctx, g, c, t->kernel_lang, "gate", &src, &info);
+    fa_status st = fa_codegen(ctx, g, c, fa_target_kernel_lang(t), "gate", &src, &info);
     if (st) {
         fa_buf_free(&src);
         return st;
@@ -49,15 +49,17 @@ fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, cons
     fa_fused_compile_options co = {NULL, 0, arch};
     fa_fused_binary *bin = NULL;
     char *err = NULL;
-    st = t->fused_compile(ctx, &co, 1, &fs, &bin, &err);
+    st = fa_target_fused_compile(ctx, t, &co, 1, &fs, &bin, &err);
     fa_buf_free(&src);
     if (!st && !bin) st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "%s", err ? err : "compile failed");
     free(err);
     if (st) return fa_ctx_wrap(ctx, st, "gate cluster %d: ", c->id);
     fa_kernel_resources nr;
-    bool have = t->fused_resources(bin, &nr);
-    t->fused_free(bin);
-    if (!have) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "gate cluster %d: the %s compiler reported no figures", c->id, t->name);
+    bool have = fa_target_fused_resources(t, bin, &nr);
+    fa_target_fused_free(t, bin);
+    if (!have)
+        return fa_ctx_error(ctx, FA_ERR_RUNTIME, "gate cluster %d: the %s compiler reported no figures", c->id,
+                            fa_target_name(fa_target_id(t)));
     fa_occ_input oi;
     memset(&oi, 0, sizeof oi);
     oi.block_size = info.block_size;

@@ -6,7 +6,7 @@
 #define FA_ADVISOR_GATE_H
 
 #include "advisor.h"
-#include "codegen.h"
+#include "advisor/codegen.h"
 
 /* Gate one cluster on the target opt->target (AUTO or opt NULL: the first registered target that
  * has a gate, cuda where built). The gate

@@ -457,6 +457,12 @@ bool fa_adv_post_op(const fa_graph *g, const fa_node *c, int t, fa_post_op *out,
     *out = (fa_post_op){FA_POST_OP_RELU, 0, 0, -1};
     const char *op = c->op_type;
     const fa_tensor *T = g->tensors[t], *Y = fa_graph_out(g, c, 0);
+    if (!c->op) {
+        *why = FA_WHY_OPAQUE;
+        snprintf(why_buf, why_cap, "%s '%s' %s: not analysed, never fused", op, c->name,
+                 fa_op_find(c->domain, c->op_type) ? "has no shape (it follows an unsupported op)" : "is an unsupported op");
+        return false;
+    }
     if (!Y || Y->dtype != FA_DTYPE_FLOAT || T->dtype != FA_DTYPE_FLOAT) {
         *why = FA_WHY_DTYPE;
         snprintf(why_buf, why_cap, "%s '%s' is not float32: the epilogue only fuses float32", op, c->name);

@@ -12,12 +12,6 @@ typedef struct tensor_info {
     bool graph_output;
 } tensor_info;
 
-static int cmp_u64_start(const void *a, const void *b)
-{
-    const fa_activity *x = *(const fa_activity *const *)a, *y = *(const fa_activity *const *)b;
-    return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
-}
-
 static int cmp_chain(const void *a, const void *b)
 {
     const fa_an_chain *x = a, *y = b;
@@ -49,46 +43,70 @@ static bool membound(const fa_an_node *n)
     return n->place.bound == FA_BOUND_MEMORY || n->place.bound == FA_BOUND_LATENCY;
 }
 
-/* Median over iterations of the summed idle gaps between consecutive kernels. */
+static int cmp_span_start(const void *a, const void *b)
+{
+    const fa_kernel_span *x = a, *y = b;
+    return (x->start_ns > y->start_ns) - (x->start_ns < y->start_ns);
+}
+
+/* Median over iterations of the summed idle gaps between consecutive kernels. Reads the run's
+ * kernels as spans (fa_store_kernel_spans), not its whole trace. */
 static fa_status measure_gaps(fa_ctx *ctx, fa_store *st, fa_analysis *a)
 {
-    fa_trace *t = NULL;
-    fa_status s = fa_store_load_trace(ctx, st, a->run_id, &t);
+    fa_kernel_span *sp = NULL;
+    size_t n_sp = 0;
+    fa_status s = fa_store_kernel_spans(ctx, st, a->run_id, &sp, &n_sp);
     if (s) return s;
     int max_iter = -1;
-    for (size_t i = 0; i < t->n_acts; i++)
-        if (t->acts[i].kind == FA_ACT_KERNEL && t->acts[i].iter > max_iter) max_iter = t->acts[i].iter;
+    for (size_t i = 0; i < n_sp; i++)
+        if (sp[i].iter > max_iter) max_iter = sp[i].iter;
     int n_it = max_iter + 1;
     bool single = n_it <= 0; /* imports: one pseudo-iteration */
     if (single) n_it = 1;
-    const fa_activity **by = malloc(sizeof *by * (t->n_acts + 1));
+    /* each iteration's spans together (a stable counting sort by iteration; warm-up dropped),
+     * each group then ordered by start */
+    size_t *at = calloc((size_t)n_it + 1, sizeof *at);
+    fa_kernel_span *by = malloc(sizeof *by * (n_sp + 1));
     int64_t *gaps = calloc((size_t)n_it, sizeof *gaps);
     int64_t *counts = calloc((size_t)n_it, sizeof *counts);
-    if (!by || !gaps || !counts) {
-        free(by); free(gaps); free(counts);
-        fa_trace_free(t);
+    if (!at || !by || !gaps || !counts) {
+        free(at); free(by); free(gaps); free(counts); free(sp);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory analyzing gaps");
     }
+    for (size_t i = 0; i < n_sp; i++)
+        if (single || sp[i].iter >= 0) at[(single ? 0 : sp[i].iter) + 1]++;
+    for (int it = 0; it < n_it; it++) at[it + 1] += at[it];
+    size_t *fill = calloc((size_t)n_it + 1, sizeof *fill);
+    if (!fill) {
+        free(at); free(by); free(gaps); free(counts); free(sp);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory analyzing gaps");
+    }
+    for (size_t i = 0; i < n_sp; i++)
+        if (single || sp[i].iter >= 0) {
+            int it = single ? 0 : sp[i].iter;
+            by[at[it] + fill[it]++] = sp[i];
+        }
+    free(fill);
+    free(sp);
     for (int it = 0; it < n_it; it++) {
-        size_t n = 0;
-        for (size_t i = 0; i < t->n_acts; i++)
-            if (t->acts[i].kind == FA_ACT_KERNEL && (single || t->acts[i].iter == it)) by[n++] = &t->acts[i];
-        qsort(by, n, sizeof *by, cmp_u64_start);
+        fa_kernel_span *g0 = by + at[it];
+        size_t n = at[it + 1] - at[it];
+        qsort(g0, n, sizeof *g0, cmp_span_start);
         int64_t g = 0;
-        uint64_t last_end = n ? by[0]->end_ns : 0;
+        uint64_t last_end = n ? g0[0].end_ns : 0;
         for (size_t k = 1; k < n; k++) {
-            if (by[k]->start_ns > last_end) g += (int64_t)(by[k]->start_ns - last_end);
-            if (by[k]->end_ns > last_end) last_end = by[k]->end_ns;
+            if (g0[k].start_ns > last_end) g += (int64_t)(g0[k].start_ns - last_end);
+            if (g0[k].end_ns > last_end) last_end = g0[k].end_ns;
         }
         gaps[it] = g;
         counts[it] = (int64_t)n;
     }
     a->gap_ns = fa_stats_median_i64(gaps, (size_t)n_it); /* core's one median convention */
     a->kernels_per_iter = fa_stats_median_i64(counts, (size_t)n_it);
+    free(at);
     free(by);
     free(gaps);
     free(counts);
-    fa_trace_free(t);
     return FA_OK;
 }
 

@@ -114,7 +114,7 @@ fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const c
 
 /* One cluster's kernel from fa_apply_generate_batch. */
 typedef struct fa_generated {
-    fa_fused_binary *bin;  /* the compiled kernel, owned by the caller (t->fused_free) unless same_as
+    fa_fused_binary *bin;  /* the compiled kernel, owned by the caller (fa_target_fused_free) unless same_as
                               >= 0; NULL on failure */
     int same_as;           /* -1, or the index k' < k in out[] of a kernel whose source is this one's
                               but for its name and comments (a repeated layer): compiled once, bin
@@ -125,13 +125,13 @@ typedef struct fa_generated {
                               compiler's diagnostics about this kernel */
 } fa_generated;
 /* The generated kernels of clusters ci[0..n) of p: fa_codegen in t's language, each source written
- * to OUT_DIR/kernels/ when out_dir is set, then all of them compiled by t->fused_compile with co in
+ * to OUT_DIR/kernels/ when out_dir is set, then all of them compiled by fa_target_fused_compile with co in
  * one compiler process (one batch), each distinct code once (fa_generated.same_as: the clusters of
  * repeated layers share one binary, so the compile grows with the distinct kernels, not with the
  * model's depth). Used by the applier (compile_generated) and by the kernel probe
  * (applier/probe.c), so the two build a plan's kernels alike. out[k] gets cluster ci[k]'s result.
  * Returns FA_OK, FA_ERR_NOMEM, or the compiler's own failure (no compiler, a cache folder another
- * user can write: t->fused_compile's status, message in ctx); then no out[k] holds a binary. */
+ * user can write: fa_target_fused_compile's status, message in ctx); then no out[k] holds a binary. */
 fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,
                                   const int *ci, int n, const fa_fused_compile_options *co, const char *out_dir,
                                   fa_generated *out);
@@ -163,6 +163,10 @@ int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, const int *ci
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
                                 int n_extra, fa_graph **out);
+/* Nodes, tensors and clusters of the source graph and plan that fa_fused_graph_scoped's builds
+ * have walked in this process, all threads together: how a test checks that a scoped build walks
+ * its scope (its clusters' members and their edges), never the whole graph per cluster. */
+uint64_t fa_fused_graph_walked(void);
 
 /* The verification bound of a cluster whose unfused sub-graph reassociates a reduction
  * (applier/bound.c, docs/runtime.md "Verification bound"). */

@@ -8,7 +8,9 @@
 
 #include "advisor/advisor.h"
 #include "advisor/codegen.h"
-#include "runtime/runtime.h"
+#include "runtime/ceilings.h"
+#include "runtime/fused.h"
+#include "runtime/layout.h"
 
 /* Largest accepted verification tolerance: a relative error of 10% already lets a fused kernel
  * that drops a term of the expression pass; beyond it verification would no longer verify.
@@ -257,7 +259,7 @@ typedef struct fa_pipeline_options {
                                  (the caller stages it: a failed pipeline leaves partial files) */
     int max_ops, max_inputs;  /* fa_advise_options: cluster bounds */
 } fa_pipeline_options;
-/* fa_apply_options_default, max_ops 16, max_inputs 8. */
+/* fa_apply_options_default, and the advisor's caps (fa_advise_options_default). */
 void fa_pipeline_options_default(fa_pipeline_options *o);
 
 typedef struct fa_pipeline_result {

@@ -60,7 +60,7 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
         if (kt->p->clusters[i].id == cid) {
             if (!kt->bin[i])
                 return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': cluster %lld has no compiled kernel", n->name, (long long)cid);
-            fa_status s = kt->t->fused_kernel(ctx, kt->bin[i], out);
+            fa_status s = fa_target_fused_kernel(ctx, kt->t, kt->bin[i], out);
             if (!s) *provided = true;
             return s;
         }
@@ -76,7 +76,7 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
 static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, bool fused, const fa_layout *in_l,
                            const fa_layout *out_l, fa_exec **e)
 {
-    fa_exec_options eo = {.target = kt->t->id, .threads = threads, .blocked_layouts = fused, .input_layouts = in_l,
+    fa_exec_options eo = {.target = fa_target_id(kt->t), .threads = threads, .blocked_layouts = fused, .input_layouts = in_l,
                           .output_layouts = out_l};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "FusedKernel")) {
@@ -91,7 +91,7 @@ static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int
 static bool target_runs(const fa_target_iface *t, const fa_graph *g, char *why, size_t cap)
 {
     for (int k = 0; k < g->n_topo; k++)
-        if (!t->supports_node(g, g->nodes[g->topo[k]], why, cap)) return false;
+        if (!fa_target_supports_node(t, g, g->nodes[g->topo[k]], why, cap)) return false;
     return true;
 }
 
@@ -134,7 +134,7 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
                                   const int *ci, int n, const fa_fused_compile_options *co, const char *out_dir,
                                   fa_generated *out)
 {
-    const char *ext = t->kernel_lang == FA_KERNEL_LANG_CUDA ? "cu" : "c";
+    const char *ext = fa_target_kernel_lang(t) == FA_KERNEL_LANG_CUDA ? "cu" : "c";
     fa_fused_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
     fa_buf *bufs = calloc((size_t)n + 1, sizeof *bufs);
     int *which = calloc((size_t)n + 1, sizeof *which);
@@ -155,7 +155,7 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
             break;
         }
         fa_buf_init(&bufs[m]);
-        fa_status cs = fa_codegen(cctx, g, c, t->kernel_lang, p->hash, &bufs[m], &out[k].info);
+        fa_status cs = fa_codegen(cctx, g, c, fa_target_kernel_lang(t), p->hash, &bufs[m], &out[k].info);
         if (!cs) cs = fa_apply_write_kernel_source(cctx, out_dir, out[k].info.name, ext, &bufs[m]);
         if (cs) {
             snprintf(out[k].why, sizeof out[k].why, "%s", fa_ctx_errmsg(cctx));
@@ -190,13 +190,12 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
         which[m++] = k;
     }
     if (!s && m > 0)
-        s = t->fused_compile ? t->fused_compile(ctx, co, m, srcs, got, errs)
-                             : fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s compiles no generated kernels", t->name);
+        s = fa_target_fused_compile(ctx, t, co, m, srcs, got, errs);
     for (int j = 0; j < m; j++) {
         fa_generated *o = &out[which[j]];
         if (!s && got[j]) o->bin = got[j];
         else {
-            if (got[j]) t->fused_free(got[j]);
+            if (got[j]) fa_target_fused_free(t, got[j]);
             snprintf(o->why, sizeof o->why, "%s", errs[j] ? errs[j] : s ? fa_ctx_errmsg(ctx) : "the compiler gave no kernel");
         }
         free(errs[j]);
@@ -246,7 +245,7 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan
             kt->bin_shared[ci[j]] = gen[j].same_as >= 0;
             if (gen[j].same_as < 0) res->kernels_compiled++;
             fa_kernel_resources r;
-            if (t->fused_resources && t->fused_resources(gen[j].bin, &r)) {
+            if (fa_target_fused_resources(t, gen[j].bin, &r)) {
                 /* the figures for the arch it runs on (the advisor's gate may have used another) */
                 v->registers = r.registers;
                 v->spill_bytes = r.spill_stores + r.spill_loads;
@@ -363,7 +362,7 @@ static fa_status plan_layouts_of_tried(fa_ctx *ctx, const fa_graph *g, const fa_
 {
     *out = NULL;
     note[0] = 0;
-    if (!kt->t->preferred_layout || !kt->t->reorder_kernel) return FA_OK;
+    if (!fa_target_has(fa_target_id(kt->t), FA_TARGET_CAP_LAYOUTS)) return FA_OK;
     int *ids = malloc(sizeof(int) * (size_t)(n + 1));
     fa_layout *l = calloc((size_t)g->n_tensors + 1, sizeof *l);
     fa_ctx *wctx = fa_ctx_create(); /* the whole plan failing is a note, not the run's error */
@@ -586,8 +585,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     kernel_table kt = {NULL, p, NULL, NULL};
     fa_target_device dev;
     fa_status s = fa_target_resolve(ctx, opt.target, &kt.t);
-    if (!s) s = kt.t->device_open(ctx, &dev);
-    if (s) return fa_ctx_wrap(ctx, s, "cannot apply on %s: ", kt.t ? kt.t->name : fa_target_name(opt.target));
+    if (!s) s = fa_target_device_open(ctx, kt.t, &dev);
+    if (s) return fa_ctx_wrap(ctx, s, "cannot apply on %s: ", kt.t ? fa_target_name(fa_target_id(kt.t)) : fa_target_name(opt.target));
     s = fa_apply_options_check(ctx, &opt);
     if (s) return s;
     int *order = malloc(sizeof(int) * (size_t)(p->n_clusters + 1));
@@ -885,7 +884,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             /* the fused model's own kernel trace, for the timeline and the roofline */
             if (!again) s = fa_collect(ctx, efz, gfull, 1, opt.iters, NULL, NULL, &res->fused_trace);
         }
-        if (s) fa_ctx_wrap(ctx, s, "end-to-end fused model on %s: ", kt.t->name);
+        if (s) fa_ctx_wrap(ctx, s, "end-to-end fused model on %s: ", fa_target_name(fa_target_id(kt.t)));
         fa_exec_free(eb);
         fa_exec_free(efz);
         if (!s && !again) res->fused_graph = gfull;
@@ -900,7 +899,7 @@ done:
     fa_value_map_free(&vm);
     if (kt.bin)
         for (int i = 0; i < p->n_clusters; i++)
-            if (!kt.bin_shared || !kt.bin_shared[i]) kt.t->fused_free(kt.bin[i]);
+            if (!kt.bin_shared || !kt.bin_shared[i]) fa_target_fused_free(kt.t, kt.bin[i]);
     free(kt.bin);
     free(kt.bin_shared);
     free(extra);

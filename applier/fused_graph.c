@@ -4,6 +4,7 @@
 #include "applier-impl.h"
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -283,22 +284,80 @@ static fa_status add_plus_one(fa_ctx *ctx, fa_graph *dst, const fa_tensor *like,
     return FA_OK;
 }
 
+/* A node of an applied cluster and the cluster that emits it (its place in builder.applied). */
+typedef struct owned {
+    int node;
+    int slot;
+    int seq; /* order of assignment: a later one wins (an epilogue takes its BN fold's members) */
+} owned;
+
 typedef struct builder {
     const fa_graph *g;
     const fa_plan *p;
-    bool *applied;      /* by cluster index */
-    int *node_cluster;  /* by node id: index of the applied cluster owning it, -1 none */
-    bool *in_scope;     /* by node id; NULL = all live nodes */
-    int inject;         /* cluster id to corrupt, -1 */
+    int *applied;           /* indices into p->clusters of the applied clusters, in order applied */
+    int n_applied;
+    owned *owner;           /* members of applied clusters, sorted by node, one per node */
+    int n_owner;
+    int *scope;             /* node ids in scope, in g's topological order; NULL: every live node */
+    int n_scope;
+    int inject;             /* cluster id to corrupt, -1 */
     fa_apply_defect defect; /* what its fused kernel gets wrong */
 } builder;
 
+/* What the builds walk (fa_fused_graph_walked): every node, tensor and cluster a build looks at. */
+static _Atomic uint64_t walked;
+
+uint64_t fa_fused_graph_walked(void) { return atomic_load(&walked); }
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_owned(const void *a, const void *b)
+{
+    const owned *x = a, *y = b;
+    if (x->node != y->node) return (x->node > y->node) - (x->node < y->node);
+    return (x->seq > y->seq) - (x->seq < y->seq);
+}
+
+/* Sorts ids[0..n) and drops repeats; the new count. */
+static int sort_unique(int *ids, int n)
+{
+    if (n > 1) qsort(ids, (size_t)n, sizeof *ids, cmp_int);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (!m || ids[m - 1] != ids[i]) ids[m++] = ids[i];
+    return m;
+}
+
+static bool has_id(const int *ids, int n, int id) { return n > 0 && bsearch(&id, ids, (size_t)n, sizeof *ids, cmp_int); }
+
+/* The place in b->applied of the applied cluster that emits node `node`, -1 none. */
+static int owner_of(const builder *b, int node)
+{
+    int lo = 0, hi = b->n_owner;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (b->owner[mid].node < node) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < b->n_owner && b->owner[lo].node == node ? b->owner[lo].slot : -1;
+}
+
 /* Build dst from the builder's scope. Graph inputs: the original inputs read in scope plus
- * every non-constant tensor read in scope but produced outside it. Graph outputs: original
- * outputs produced in scope plus `extra` tensor ids. */
+ * every non-constant tensor read in scope but produced outside it (in the original input order,
+ * then by tensor id). Graph outputs: original outputs produced in scope plus `extra` tensor ids.
+ * Walks the scope's nodes and their edges, the applied clusters and the graph's inputs and
+ * outputs, never the whole graph for a scope (issue 38: a probe per cluster made advise
+ * quadratic). */
 static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_extra, fa_graph **out)
 {
     const fa_graph *g = b->g;
+    const int *scope = b->scope ? b->scope : g->topo;
+    int n_scope = b->scope ? b->n_scope : g->n_topo;
+    uint64_t seen = (uint64_t)n_scope + (uint64_t)b->n_applied + (uint64_t)g->n_inputs + (uint64_t)g->n_outputs;
     fa_graph *dst = fa_graph_create(g->name);
     if (!dst) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     dst->path = g->path ? fa_arena_strdup(dst->arena, g->path) : NULL;
@@ -307,63 +366,77 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
     for (int i = 0; i < g->n_opsets && !s; i++) s = fa_graph_set_opset(ctx, dst, g->opsets[i].domain, g->opsets[i].version);
     if (!s) s = fa_graph_set_opset(ctx, dst, FA_FUSED_DOMAIN, 1);
     if (s) goto fail;
-    /* inputs first, in the original order, so input indices stay comparable */
-    bool *is_in = calloc((size_t)g->n_tensors + 1, 1);
-    bool *produced = calloc((size_t)g->n_tensors + 1, 1);
-    if (!is_in || !produced) { free(is_in); free(produced); s = fa_ctx_error(ctx, FA_ERR_NOMEM, "oom"); goto fail; }
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        if (b->in_scope && !b->in_scope[n->id]) continue;
-        for (int o = 0; o < n->n_outputs; o++)
-            if (n->outputs[o] >= 0) produced[n->outputs[o]] = true;
+    /* the tensors the scope produces, then those it reads from outside (sorted id sets) */
+    size_t n_out_edges = 0, n_in_edges = 0;
+    for (int k = 0; k < n_scope; k++) {
+        n_out_edges += (size_t)g->nodes[scope[k]]->n_outputs;
+        n_in_edges += (size_t)g->nodes[scope[k]]->n_inputs;
     }
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        if (b->in_scope && !b->in_scope[n->id]) continue;
+    for (int a = 0; a < b->n_applied; a++) n_in_edges += (size_t)b->p->clusters[b->applied[a]].n_post_ops;
+    seen += n_out_edges + n_in_edges;
+    int *produced = malloc(sizeof(int) * (n_out_edges + 1)), *is_in = malloc(sizeof(int) * (n_in_edges + 1));
+    bool *taken = NULL;
+    if (!produced || !is_in) { free(produced); free(is_in); s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto fail; }
+    int n_produced = 0, n_is_in = 0;
+    for (int k = 0; k < n_scope; k++) {
+        const fa_node *n = g->nodes[scope[k]];
+        for (int o = 0; o < n->n_outputs; o++)
+            if (n->outputs[o] >= 0) produced[n_produced++] = n->outputs[o];
+    }
+    n_produced = sort_unique(produced, n_produced);
+    for (int k = 0; k < n_scope; k++) {
+        const fa_node *n = g->nodes[scope[k]];
         for (int i = 0; i < n->n_inputs; i++) {
             int t = n->inputs[i];
-            if (t < 0 || produced[t]) continue;
+            if (t < 0 || has_id(produced, n_produced, t)) continue;
             const fa_tensor *ten = g->tensors[t];
             if ((ten->flags & FA_TENSOR_CONST) && ten->data) continue;
-            is_in[t] = true;
+            is_in[n_is_in++] = t;
         }
     }
     /* epilogue binary operands may come from outside the scope too */
-    for (int c = 0; c < b->p->n_clusters; c++) {
-        if (!b->applied[c]) continue;
-        const fa_cluster *cl = &b->p->clusters[c];
+    for (int a = 0; a < b->n_applied; a++) {
+        const fa_cluster *cl = &b->p->clusters[b->applied[a]];
         for (int k = 0; k < cl->n_post_ops; k++) {
             int t = cl->post_ops[k].operand;
-            if (t >= 0 && !produced[t] && !((g->tensors[t]->flags & FA_TENSOR_CONST) && g->tensors[t]->data)) is_in[t] = true;
+            if (t >= 0 && !has_id(produced, n_produced, t) && !((g->tensors[t]->flags & FA_TENSOR_CONST) && g->tensors[t]->data))
+                is_in[n_is_in++] = t;
         }
     }
-    for (int i = 0; i < g->n_inputs && !s; i++)
-        if (is_in[g->inputs[i]]) {
-            int id = copy_tensor(ctx, dst, g->tensors[g->inputs[i]]);
+    n_is_in = sort_unique(is_in, n_is_in);
+    taken = calloc((size_t)n_is_in + 1, sizeof *taken);
+    if (!taken) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    /* inputs first, in the original order, so input indices stay comparable */
+    for (int i = 0; i < g->n_inputs && !s; i++) {
+        int t = g->inputs[i];
+        int *at = n_is_in ? bsearch(&t, is_in, (size_t)n_is_in, sizeof *is_in, cmp_int) : NULL;
+        if (!at || taken[at - is_in]) continue;
+        int id = copy_tensor(ctx, dst, g->tensors[t]);
+        if (id < 0 || fa_graph_add_input(ctx, dst, id)) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+        taken[at - is_in] = true;
+    }
+    for (int k = 0; k < n_is_in && !s; k++)
+        if (!taken[k]) {
+            int id = copy_tensor(ctx, dst, g->tensors[is_in[k]]);
             if (id < 0 || fa_graph_add_input(ctx, dst, id)) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
-            is_in[g->inputs[i]] = false;
         }
-    for (int t = 0; t < g->n_tensors && !s; t++)
-        if (is_in[t]) {
-            int id = copy_tensor(ctx, dst, g->tensors[t]);
-            if (id < 0 || fa_graph_add_input(ctx, dst, id)) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
-        }
+    free(taken);
     free(is_in);
     free(produced);
     if (s) goto fail;
 
-    bool *emitted = calloc((size_t)b->p->n_clusters + 1, 1);
-    for (int k = 0; k < g->n_topo && !s; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        if (b->in_scope && !b->in_scope[n->id]) continue;
-        int ci = b->node_cluster[n->id];
-        if (ci < 0) {
+    bool *emitted = calloc((size_t)b->n_applied + 1, 1); /* by place in b->applied */
+    if (!emitted) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n_scope && !s; k++) {
+        const fa_node *n = g->nodes[scope[k]];
+        int slot = owner_of(b, n->id);
+        if (slot < 0) {
             if (!copy_node(ctx, dst, g, n)) s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
             continue;
         }
-        if (emitted[ci]) continue;
-        emitted[ci] = true;
-        const fa_cluster *c = &b->p->clusters[ci];
+        if (emitted[slot]) continue;
+        emitted[slot] = true;
+        const fa_cluster *c = &b->p->clusters[b->applied[slot]];
         int inject = b->inject == c->id ? 1 + (int)b->defect : 0; /* 0: none, else 1 + the defect */
         if (c->kind == FA_CLUSTER_BN_FOLD) {
             const char *wn, *bn_name;
@@ -426,79 +499,99 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
     }
     if (!s) s = fa_graph_index(ctx, dst);
     if (s) goto fail;
+    atomic_fetch_add(&walked, seen);
     *out = dst;
     return FA_OK;
 fail:
+    atomic_fetch_add(&walked, seen);
     fa_graph_free(dst);
     return s;
-}
-
-static fa_status make_builder(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, builder *b)
-{
-    memset(b, 0, sizeof *b);
-    b->g = g;
-    b->p = p;
-    b->inject = -1;
-    b->applied = calloc((size_t)p->n_clusters + 1, sizeof(bool));
-    b->node_cluster = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
-    if (!b->applied || !b->node_cluster) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < g->n_nodes; i++) b->node_cluster[i] = -1;
-    return FA_OK;
 }
 
 static void free_builder(builder *b)
 {
     free(b->applied);
-    free(b->node_cluster);
-    free(b->in_scope);
+    free(b->owner);
+    free(b->scope);
 }
 
-/* Mark cluster ci applied: its members map to it. An epilogue absorbs its BN fold's members. */
-static void apply_cluster(builder *b, int ci)
+/* The index into p->clusters of the cluster with id `id`, -1 none: its own index when the plan
+ * numbers clusters by place (the advisor's), else a scan. */
+static int cluster_index(const fa_plan *p, int id)
 {
-    const fa_cluster *c = &b->p->clusters[ci];
-    b->applied[ci] = true;
-    for (int m = 0; m < c->n_members; m++) b->node_cluster[c->members[m]] = ci;
-    if (c->kind == FA_CLUSTER_EPILOGUE && c->depends_on >= 0) {
-        const fa_cluster *dep = bn_fold_of(b->p, c);
-        if (dep)
-            for (int m = 0; m < dep->n_members; m++) b->node_cluster[dep->members[m]] = ci;
-    }
+    if (id >= 0 && id < p->n_clusters && p->clusters[id].id == id) return id;
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].id == id) return i;
+    return -1;
 }
 
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
                                 int n_extra, fa_graph **out)
 {
+    if (!g->topo || !g->topo_pos) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fused graph: the graph is not indexed");
     builder b;
-    fa_status s = make_builder(ctx, g, p, &b);
-    if (s) { free_builder(&b); return s; }
+    memset(&b, 0, sizeof b);
+    b.g = g;
+    b.p = p;
     b.inject = inject;
     b.defect = defect;
-    if (scope_to_clusters) {
-        b.in_scope = calloc((size_t)g->n_nodes + 1, sizeof(bool));
-        if (!b.in_scope) { free_builder(&b); return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); }
-    }
-    /* BN folds first so a dependent epilogue can take their members over */
-    for (int pass = 0; pass < 2; pass++)
+    /* the chosen clusters (BN folds first, so a dependent epilogue can take their members over),
+     * each with the BN fold an epilogue absorbs */
+    int *order = malloc(sizeof(int) * (size_t)(n_ids + 1));
+    size_t n_members = 0;
+    int n_order = 0;
+    for (int pass = 0; order && pass < 2; pass++)
         for (int k = 0; k < n_ids; k++) {
-            int ci = -1;
-            for (int i = 0; i < p->n_clusters; i++)
-                if (p->clusters[i].id == ids[k]) ci = i;
-            if (ci < 0) continue;
-            const fa_cluster *c = &p->clusters[ci];
-            if ((pass == 0) != (c->kind == FA_CLUSTER_BN_FOLD)) continue;
-            if (b.in_scope) {
-                for (int m = 0; m < c->n_members; m++) b.in_scope[c->members[m]] = true;
-                if (c->kind == FA_CLUSTER_EPILOGUE && c->depends_on >= 0) {
-                    const fa_cluster *dep = bn_fold_of(p, c);
-                    if (dep)
-                        for (int m = 0; m < dep->n_members; m++) b.in_scope[dep->members[m]] = true;
-                }
-            }
-            if (apply) apply_cluster(&b, ci);
+            int ci = cluster_index(p, ids[k]);
+            if (ci < 0 || (pass == 0) != (p->clusters[ci].kind == FA_CLUSTER_BN_FOLD)) continue;
+            const fa_cluster *c = &p->clusters[ci], *dep = c->kind == FA_CLUSTER_EPILOGUE ? bn_fold_of(p, c) : NULL;
+            order[n_order++] = ci;
+            n_members += (size_t)c->n_members + (dep ? (size_t)dep->n_members : 0);
         }
-    s = build(ctx, &b, extra, n_extra, out);
+    b.applied = malloc(sizeof(int) * (size_t)(n_order + 1));
+    b.owner = malloc(sizeof(owned) * (n_members + 1));
+    if (scope_to_clusters) b.scope = malloc(sizeof(int) * (n_members + 1));
+    if (!order || !b.applied || !b.owner || (scope_to_clusters && !b.scope)) {
+        free(order);
+        free_builder(&b);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    for (int k = 0; k < n_order; k++) {
+        int ci = order[k];
+        const fa_cluster *c = &p->clusters[ci], *dep = c->kind == FA_CLUSTER_EPILOGUE ? bn_fold_of(p, c) : NULL;
+        if (b.scope) {
+            for (int m = 0; m < c->n_members; m++) b.scope[b.n_scope++] = c->members[m];
+            for (int m = 0; dep && m < dep->n_members; m++) b.scope[b.n_scope++] = dep->members[m];
+        }
+        if (!apply) continue;
+        /* applied: its members map to it; an epilogue absorbs its BN fold's members */
+        int slot = b.n_applied++;
+        b.applied[slot] = ci;
+        for (int m = 0; m < c->n_members; m++) b.owner[b.n_owner] = (owned){c->members[m], slot, b.n_owner}, b.n_owner++;
+        for (int m = 0; dep && m < dep->n_members; m++) b.owner[b.n_owner] = (owned){dep->members[m], slot, b.n_owner}, b.n_owner++;
+    }
+    free(order);
+    /* one owner per node, the last assignment */
+    if (b.n_owner > 1) qsort(b.owner, (size_t)b.n_owner, sizeof *b.owner, cmp_owned);
+    int m = 0;
+    for (int i = 0; i < b.n_owner; i++) {
+        if (m && b.owner[m - 1].node == b.owner[i].node) b.owner[m - 1] = b.owner[i];
+        else b.owner[m++] = b.owner[i];
+    }
+    b.n_owner = m;
+    /* the scope's live nodes in g's topological order */
+    if (b.scope) {
+        b.n_scope = sort_unique(b.scope, b.n_scope);
+        int live = 0;
+        for (int i = 0; i < b.n_scope; i++)
+            if (b.scope[i] >= 0 && b.scope[i] < g->n_nodes && g->topo_pos[b.scope[i]] >= 0)
+                b.scope[live++] = g->topo_pos[b.scope[i]];
+        b.n_scope = sort_unique(b.scope, live);
+        for (int i = 0; i < b.n_scope; i++) b.scope[i] = g->topo[b.scope[i]];
+    }
+    atomic_fetch_add(&walked, (uint64_t)n_ids * 2 + n_members);
+    fa_status s = build(ctx, &b, extra, n_extra, out);
     free_builder(&b);
     return s;
 }

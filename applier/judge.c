@@ -176,11 +176,11 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
     return FA_OK;
 }
 
-static const fa_plan *g_sel_plan; /* qsort has no user pointer in C11: set just before the sort */
-
-static int cmp_saving(const void *a, const void *b)
+/* Cluster indices by predicted saving, highest first, then by id (qsort_r's context: the plan). */
+static int cmp_saving(const void *a, const void *b, void *plan)
 {
-    const fa_cluster *x = &g_sel_plan->clusters[*(const int *)a], *y = &g_sel_plan->clusters[*(const int *)b];
+    const fa_plan *p = plan;
+    const fa_cluster *x = &p->clusters[*(const int *)a], *y = &p->clusters[*(const int *)b];
     if (x->est_saving_ns != y->est_saving_ns) return x->est_saving_ns > y->est_saving_ns ? -1 : 1;
     return x->id < y->id ? -1 : x->id > y->id;
 }
@@ -190,9 +190,7 @@ int fa_apply_select(const fa_plan *p, fa_apply_result *r, const fa_apply_options
     int n = 0;
     for (int i = 0; i < p->n_clusters; i++)
         if (r->verdicts[i].status == FA_CLUSTER_PROPOSED) order[n++] = i;
-    g_sel_plan = p;
-    qsort(order, (size_t)n, sizeof *order, cmp_saving);
-    g_sel_plan = NULL;
+    qsort_r(order, (size_t)n, sizeof *order, cmp_saving, (void *)p);
     int cap = o->max_clusters > 0 ? o->max_clusters : FA_APPLY_MAX_CLUSTERS_DEFAULT;
     for (int k = cap; k < n; k++) {
         fa_cluster_verdict *v = &r->verdicts[order[k]];

@@ -13,8 +13,9 @@ void fa_pipeline_options_default(fa_pipeline_options *o)
 {
     memset(o, 0, sizeof *o);
     fa_apply_options_default(&o->apply);
-    o->max_ops = 16;
-    o->max_inputs = 8;
+    fa_advise_options d = fa_advise_options_default(); /* the advisor's caps */
+    o->max_ops = d.max_ops;
+    o->max_inputs = d.max_inputs;
 }
 
 void fa_pipeline_result_free(fa_pipeline_result *r)
@@ -57,11 +58,10 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     fa_status s = fa_roofline_ceilings(ctx, st, ap->target, ap->threads, false, &r->ceilings);
     if (!s) s = fa_analyze_run(ctx, st, run_id, &r->ceilings, &r->analysis);
     if (!s) s = fa_analysis_save(ctx, st, r->analysis);
-    fa_advise_options ao = {0};
+    fa_advise_options ao = fa_advise_options_default();
     ao.target = ap->target; /* the register/occupancy gate is the target's (none on cpu) */
     ao.max_ops = o->max_ops;
     ao.max_inputs = o->max_inputs;
-    ao.occupancy_floor = 0.5;
     /* fused kernels earlier plans measured on this device: their time predicts the same kernel's */
     fa_arena *mar = fa_arena_create(1 << 16);
     fa_measured_fused *mf = NULL;

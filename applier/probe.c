@@ -41,6 +41,7 @@ struct fa_kernel_probe {
     const fa_graph *g;      /* the graph the layouts are of */
     probe_entry *e;
     int n, cap;
+    fa_intern *e_ids;       /* entry key -> index in e (a cluster's lookup is one hash, not a scan) */
     uint64_t spent_ns;      /* creation + warm-up + timed runs, all probes */
     uint64_t budget_ns;
     int built, reused, over_budget;
@@ -54,6 +55,7 @@ struct fa_kernel_probe {
         char why[200];
     } *cm;
     int n_cm, cap_cm;
+    fa_intern *cm_ids;      /* signature -> index in cm */
 };
 
 fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, double budget_s,
@@ -62,13 +64,20 @@ fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target targe
     const fa_target_iface *t = NULL;
     fa_status s = fa_target_resolve(ctx, target, &t);
     if (s) return s;
-    if (t->available && !t->available())
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: no device to probe fused kernels on", t->name);
+    if (!fa_target_available(t))
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: no device to probe fused kernels on", fa_target_name(fa_target_id(t)));
     fa_kernel_probe *p = calloc(1, sizeof *p);
+    if (p && (!(p->e_ids = fa_intern_create(NULL)) || !(p->cm_ids = fa_intern_create(NULL)))) {
+        fa_intern_free(p->e_ids);
+        free(p);
+        p = NULL;
+    }
     if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_layout_plan lp;
     s = fa_layout_plan_make(ctx, t, g, &lp);
     if (s) {
+        fa_intern_free(p->e_ids);
+        fa_intern_free(p->cm_ids);
         free(p);
         return s;
     }
@@ -90,10 +99,12 @@ void fa_kernel_probe_free(fa_kernel_probe *p)
     for (int i = 0; i < p->n; i++) free(p->e[i].signature);
     for (int i = 0; i < p->n_cm; i++) {
         free(p->cm[i].signature);
-        if (p->cm[i].bin && !p->cm[i].shared) p->t->fused_free(p->cm[i].bin);
+        if (p->cm[i].bin && !p->cm[i].shared) fa_target_fused_free(p->t, p->cm[i].bin);
     }
     free(p->cm);
     free(p->e);
+    fa_intern_free(p->cm_ids);
+    fa_intern_free(p->e_ids);
     free(p->layout);
     free(p->cache_dir);
     free(p);
@@ -131,16 +142,15 @@ static fa_status provide_probed(void *user, fa_ctx *ctx, const fa_graph *g, cons
     (void)g;
     *provided = false;
     if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
-    fa_status s = pp->t->fused_kernel(ctx, pp->bin, out);
+    fa_status s = fa_target_fused_kernel(ctx, pp->t, pp->bin, out);
     if (!s) *provided = true;
     return s;
 }
 
 static struct compiled *compiled_of(const fa_kernel_probe *p, const char *signature)
 {
-    for (int i = 0; i < p->n_cm; i++)
-        if (!strcmp(p->cm[i].signature, signature)) return &p->cm[i];
-    return NULL;
+    int32_t i = fa_intern_find(p->cm_ids, signature, strlen(signature));
+    return i >= 0 && i < p->n_cm ? &p->cm[i] : NULL;
 }
 
 /* The generated kernels of clusters ci[0..n) of p, built as the applier builds them
@@ -170,7 +180,10 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
     for (int k = 0; !s && k < n; k++) {
         struct compiled *c = &pr->cm[pr->n_cm];
         memset(c, 0, sizeof *c);
-        if (!(c->signature = strdup(sigs[k]))) {
+        bool added = false;
+        if (!(c->signature = strdup(sigs[k])) || fa_intern_str(pr->cm_ids, sigs[k], &added, NULL) != pr->n_cm || !added) {
+            free(c->signature); /* (a repeated signature is never compiled twice: prepare and
+                                   generated_kernel look it up first) */
             s = FA_ERR_NOMEM;
             break;
         }
@@ -183,7 +196,7 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
                      gen[k].why);
     }
     for (int k = 0; gen && k < n; k++) /* not taken (out of memory): each binary freed once */
-        if (gen[k].bin && gen[k].same_as < 0) pr->t->fused_free(gen[k].bin);
+        if (gen[k].bin && gen[k].same_as < 0) fa_target_fused_free(pr->t, gen[k].bin);
     free(gen);
     return s ? fa_ctx_error(cx, FA_ERR_NOMEM, "out of memory") : FA_OK;
 }
@@ -195,15 +208,16 @@ int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p)
     int *ci = calloc((size_t)p->n_clusters + 1, sizeof *ci);
     char **sigs = calloc((size_t)p->n_clusters + 1, sizeof *sigs);
     fa_ctx *cx = fa_ctx_create();
+    fa_intern *batch = fa_intern_create(NULL); /* this batch's signatures, each once */
     int n = 0, before = pr->n_cm;
     uint64_t t0 = fa_now_ns();
-    for (int i = 0; ci && sigs && cx && i < p->n_clusters; i++) {
+    for (int i = 0; ci && sigs && cx && batch && i < p->n_clusters; i++) {
         if (!fa_apply_needs_codegen(&p->clusters[i])) continue;
         fa_buf b;
         fa_buf_init(&b);
         fa_cluster_signature(g, &p->clusters[i], &b);
-        bool dup = b.oom || !b.data || compiled_of(pr, b.data);
-        for (int k = 0; k < n && !dup; k++) dup = !strcmp(sigs[k], b.data);
+        bool added = false;
+        bool dup = b.oom || !b.data || compiled_of(pr, b.data) || fa_intern_str(batch, b.data, &added, NULL) < 0 || !added;
         if (dup) {
             fa_buf_free(&b);
             continue;
@@ -216,6 +230,7 @@ int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p)
     for (int k = 0; k < n; k++) free(sigs[k]);
     free(sigs);
     free(ci);
+    fa_intern_free(batch);
     fa_ctx_free(cx);
     int built = 0;
     for (int i = before; i < pr->n_cm; i++) built += pr->cm[i].bin != NULL;
@@ -243,9 +258,8 @@ static const fa_fused_binary *generated_kernel(fa_ctx *cx, fa_kernel_probe *pr, 
 
 static const probe_entry *find(const fa_kernel_probe *p, const char *key)
 {
-    for (int i = 0; i < p->n; i++)
-        if (!strcmp(p->e[i].signature, key)) return &p->e[i];
-    return NULL;
+    int32_t i = fa_intern_find(p->e_ids, key, strlen(key));
+    return i >= 0 && i < p->n ? &p->e[i] : NULL;
 }
 
 void fa_probe_pairs_summary(const double *fns, const double *uns, int n, fa_fused_probe_result *out)
@@ -289,7 +303,11 @@ static probe_entry *remember(fa_kernel_probe *p, const char *key)
         p->cap = nc;
     }
     char *k = strdup(key);
-    if (!k) return NULL;
+    bool added = false;
+    if (!k || fa_intern_str(p->e_ids, key, &added, NULL) != p->n || !added) {
+        free(k);
+        return NULL;
+    }
     probe_entry *e = &p->e[p->n++];
     memset(e, 0, sizeof *e);
     e->signature = k;
@@ -334,10 +352,10 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     fa_graph *gu = NULL;
     fa_exec *ef = NULL, *eu = NULL;
     probe_provider pp = {pr->t, e->bin};
-    fa_exec_options eo = {.target = pr->t->id, .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
+    fa_exec_options eo = {.target = fa_target_id(pr->t), .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
                           .output_layouts = out_l, .provider = e->bin ? provide_probed : NULL,
                           .provider_user = e->bin ? &pp : NULL};
-    fa_exec_options uo = {.target = pr->t->id, .threads = pr->threads};
+    fa_exec_options uo = {.target = fa_target_id(pr->t), .threads = pr->threads};
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
     if (!s) s = fa_exec_create(cx, gf, &eo, &ef);
     if (!s) s = fa_exec_create(cx, gu, &uo, &eu);

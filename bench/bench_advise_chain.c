@@ -5,7 +5,9 @@
  * (cpu target, no analysis, gate off) and, with --store, fa_plan_save into a fresh database.
  * Prints per N: wall and CPU seconds, clusters, why-nots, and µs per node, so linear growth reads
  * as a constant last column.
- * usage: bench_advise_chain [--store] [--residual] [N ...] */
+ * With --export PATH N it writes that chain as an ONNX model instead (the input of
+ * bench_advise_probe.sh, which times `advise` with its kernel probe on a stored run of it).
+ * usage: bench_advise_chain [--store] [--residual] [N ...] | bench_advise_chain [--residual] --export PATH N */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,10 +56,12 @@ fail:
 int main(int argc, char **argv)
 {
     bool store = false, residual = false;
+    const char *export_path = NULL;
     int sizes[32], n_sizes = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--store")) store = true;
         else if (!strcmp(argv[i], "--residual")) residual = true;
+        else if (!strcmp(argv[i], "--export") && i + 1 < argc) export_path = argv[++i];
         else if (n_sizes < 32 && atoi(argv[i]) > 0) sizes[n_sizes++] = atoi(argv[i]);
         else { fprintf(stderr, "usage: bench_advise_chain [--store] [--residual] [N ...]\n"); return 2; }
     }
@@ -66,6 +70,15 @@ int main(int argc, char **argv)
         for (int i = 0; i < 4; i++) sizes[n_sizes++] = def[i];
     }
     fa_ctx *ctx = fa_ctx_create();
+    if (export_path) {
+        fa_graph *g = n_sizes == 1 ? chain(ctx, sizes[0], residual) : NULL;
+        if (n_sizes != 1) fprintf(stderr, "usage: bench_advise_chain [--residual] --export PATH N\n");
+        else if (!g || fa_onnx_export(ctx, g, export_path)) fprintf(stderr, "bench_advise_chain: %s\n", fa_ctx_errmsg(ctx));
+        int rc = g && !fa_ctx_status(ctx) ? 0 : n_sizes == 1 ? 1 : 2;
+        fa_graph_free(g);
+        fa_ctx_free(ctx);
+        return rc;
+    }
     printf("%-8s %10s %10s %9s %9s %12s%s\n", "nodes", "advise_s", "cpu_s", "clusters", "why_not", "us_per_node",
            store ? "   save_s" : "");
     for (int k = 0; k < n_sizes; k++) {

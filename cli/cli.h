@@ -31,10 +31,122 @@ void fa_cli_warn_uri_passwords(int argc, char **argv);
  * stores. malloc'd; NULL when out of memory. */
 char *fa_cli_command_line(const char *prefix, int argc, char **argv);
 
-/* Common model-loading options parsed from argv: --shape (repeatable), --batch, --no-fold,
- * --no-dim-defaults.
- * fa_cli_model_opt consumes argv[*i] (and its value) if it is one of these; returns
- * 1 if consumed, 0 if not, -1 on a usage error (already printed). */
+/* ---- Options: each declared once, as a row of a table (after git's parse-options) ----
+ * A verb's table lists its rows and the shared groups it takes (FA_CLI_INCLUDE or a group
+ * macro); fa_cli_parse reads argv with it and prints `VERB --help` from it, so what a verb
+ * parses and what its help says are one description. A row's default is the value its
+ * destination holds before parsing (the library's own default, e.g. fa_advise_options_default):
+ * help prints it, so a default lives in one place. Every numeric value is checked by one parser
+ * (docs/hardening.md "Options"): a value that overflows (strtoll/strtod ERANGE), is not finite
+ * (inf, nan), has trailing bytes or lies outside the row's range is a usage error (exit 2),
+ * never clamped. */
+typedef enum fa_cli_opt_kind {
+    FA_CLI_OPT_END = 0, /* ends a table */
+    FA_CLI_OPT_GROUP,   /* a heading in --help (help = its title); parses nothing */
+    FA_CLI_OPT_INCLUDE, /* the rows of another table (group), in place */
+    FA_CLI_OPT_FLAG,    /* bool *dest = true; takes no value */
+    FA_CLI_OPT_STRING,  /* const char **dest = the value (argv's storage); never empty */
+    FA_CLI_OPT_INT,     /* int *dest: an integer in [lo, hi] */
+    FA_CLI_OPT_I64,     /* int64_t *dest: an integer in [lo, hi] */
+    FA_CLI_OPT_DOUBLE,  /* double *dest: a finite number in [flo, fhi] (open ends by flags) */
+    FA_CLI_OPT_PERCENT, /* double *dest: "3%" or "3" -> 0.03, in [flo, fhi] as fractions */
+    FA_CLI_OPT_CALLBACK /* fn parses the value into dest */
+} fa_cli_opt_kind;
+
+enum {
+    FA_CLI_MIN_OPEN = 1u << 0,   /* flo itself is out of range */
+    FA_CLI_MAX_OPEN = 1u << 1,   /* fhi itself is out of range */
+    FA_CLI_NO_DEFAULT = 1u << 2, /* help prints no default (the row's help says what unset means) */
+    FA_CLI_HIDDEN = 1u << 3      /* parsed, not listed by --help */
+};
+
+typedef struct fa_cli_opt fa_cli_opt;
+/* A CALLBACK row's parser: 0, or -1 with the sentence saying why in `why` (the parser prints it as
+ * a usage error). verb: the verb parsing (NULL when a stored command line is read back). */
+typedef int (*fa_cli_opt_fn)(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value, fa_buf *why);
+
+struct fa_cli_opt {
+    fa_cli_opt_kind kind;
+    const char *name;         /* "--iters" */
+    const char *alias;        /* a second spelling ("-o"), or NULL */
+    const char *metavar;      /* the value's placeholder in help ("N"); NULL for a flag */
+    void *dest;               /* where the value goes; its type is the kind's */
+    int64_t lo, hi;           /* INT, I64 (and a CALLBACK that reads them): the range */
+    double flo, fhi;          /* DOUBLE, PERCENT: the range */
+    unsigned flags;           /* FA_CLI_MIN_OPEN ... */
+    fa_cli_opt_fn fn;         /* CALLBACK */
+    const fa_cli_opt *group;  /* INCLUDE */
+    const char *help;         /* one sentence for --help; GROUP: the heading */
+};
+
+/* Row macros. The destination's type is checked by the compiler: a long * for an INT row warns. */
+#define FA_CLI_DEST_(T, p) ((void *)(1 ? (p) : (T *)0))
+#define FA_CLI_END {.kind = FA_CLI_OPT_END}
+#define FA_CLI_GROUP(title) {.kind = FA_CLI_OPT_GROUP, .help = (title)}
+#define FA_CLI_INCLUDE(table) {.kind = FA_CLI_OPT_INCLUDE, .group = (table)}
+#define FA_CLI_FLAG(name_, dest_, help_) \
+    {.kind = FA_CLI_OPT_FLAG, .name = (name_), .dest = FA_CLI_DEST_(bool, dest_), .help = (help_)}
+#define FA_CLI_STRING(name_, meta, dest_, help_)                                                                    \
+    {.kind = FA_CLI_OPT_STRING, .name = (name_), .metavar = (meta), .dest = FA_CLI_DEST_(const char *, dest_),     \
+     .help = (help_)}
+#define FA_CLI_STRING2(name_, alias_, meta, dest_, help_)                                                           \
+    {.kind = FA_CLI_OPT_STRING, .name = (name_), .alias = (alias_), .metavar = (meta),                             \
+     .dest = FA_CLI_DEST_(const char *, dest_), .help = (help_)}
+#define FA_CLI_INT(name_, meta, dest_, lo_, hi_, flags_, help_)                                                    \
+    {.kind = FA_CLI_OPT_INT, .name = (name_), .metavar = (meta), .dest = FA_CLI_DEST_(int, dest_), .lo = (lo_),   \
+     .hi = (hi_), .flags = (flags_), .help = (help_)}
+#define FA_CLI_I64(name_, meta, dest_, lo_, hi_, flags_, help_)                                                    \
+    {.kind = FA_CLI_OPT_I64, .name = (name_), .metavar = (meta), .dest = FA_CLI_DEST_(int64_t, dest_),            \
+     .lo = (lo_), .hi = (hi_), .flags = (flags_), .help = (help_)}
+#define FA_CLI_DOUBLE(name_, meta, dest_, lo_, hi_, flags_, help_)                                                 \
+    {.kind = FA_CLI_OPT_DOUBLE, .name = (name_), .metavar = (meta), .dest = FA_CLI_DEST_(double, dest_),          \
+     .flo = (lo_), .fhi = (hi_), .flags = (flags_), .help = (help_)}
+#define FA_CLI_PERCENT(name_, meta, dest_, lo_, hi_, flags_, help_)                                                \
+    {.kind = FA_CLI_OPT_PERCENT, .name = (name_), .metavar = (meta), .dest = FA_CLI_DEST_(double, dest_),         \
+     .flo = (lo_), .fhi = (hi_), .flags = (flags_), .help = (help_)}
+#define FA_CLI_CALLBACK(name_, meta, fn_, dest_, lo_, hi_, flags_, help_)                                          \
+    {.kind = FA_CLI_OPT_CALLBACK, .name = (name_), .metavar = (meta), .fn = (fn_), .dest = (dest_), .lo = (lo_), \
+     .hi = (hi_), .flags = (flags_), .help = (help_)}
+
+/* A verb's command line: its synopsis, text, table and positional arguments. */
+typedef struct fa_cli_spec {
+    const char *verb;            /* "run" */
+    const char *synopsis;        /* after "usage: fuse-advise VERB ": "MODEL [options]"; '\n' between forms */
+    const char *about;           /* text after the synopsis (its own line breaks), or NULL */
+    const char *epilogue;        /* text after the options, or NULL */
+    const fa_cli_opt *opts;      /* FA_CLI_END-terminated */
+    int min_args, max_args;      /* positional arguments */
+    const char *args_name;       /* named in "missing MODEL" */
+    bool command_after_dashdash; /* what follows "--" is a command (args.rest) */
+} fa_cli_spec;
+
+#define FA_CLI_MAX_ARGS 4100
+typedef struct fa_cli_args {
+    const char *arg[FA_CLI_MAX_ARGS]; /* positional arguments in order (argv's storage) */
+    int n;
+    int rest; /* command_after_dashdash: argv index after "--" (argc when there is none) */
+} fa_cli_args;
+
+/* Parse argv[1..argc) (argv[0] is the verb) with spec: options in any order, `--name VALUE` or
+ * `--name=VALUE`, "--" ends the options, "-" alone is an argument. Returns -1 to go on, or the
+ * exit code the verb returns at once: 0 after printing --help / -h, 2 after a usage error on
+ * stderr (an unknown option names the nearest one: "did you mean --iters?"). */
+int fa_cli_parse(fa_ctx *ctx, const fa_cli_spec *spec, int argc, char **argv, fa_cli_args *args);
+/* `VERB --help` from spec: synopsis, about, each row (name, value, help, range and default). */
+void fa_cli_help(fa_buf *b, const fa_cli_spec *spec);
+/* Parse one value as row o would (an environment variable that stands for an option): 0, or -1
+ * after a usage error naming o->name. */
+int fa_cli_opt_set(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value);
+/* The same, silent: 0, or -1 when the value is refused (destination untouched). */
+int fa_cli_opt_try(fa_ctx *ctx, const fa_cli_opt *o, const char *value);
+/* The candidate nearest to word (leading dashes ignored): a unique one that word begins (3
+ * letters at least), else the nearest by edit distance with adjacent transpositions when it is
+ * at most 1 edit for words up to 4 letters, 2 up to 8, 3 beyond, and not tied; NULL when none is
+ * near. owner (NULL: each its own): candidates with the same owner are spellings of one thing and
+ * never tie with each other. */
+const char *fa_cli_nearest(const char *word, const char *const *cands, const int *owner, int n);
+
+/* Model-loading options: --shape (repeatable), --batch, --no-fold, --no-dim-defaults. */
 typedef struct fa_cli_model_opts {
     fa_shape_binding bindings[16];
     int n_bindings;
@@ -42,27 +154,72 @@ typedef struct fa_cli_model_opts {
     bool no_fold;
     bool no_dim_defaults;
 } fa_cli_model_opts;
-int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o);
 fa_load_options fa_cli_load_options(const fa_cli_model_opts *o);
+/* The model-loading options a stored run was loaded with, read back from its command line
+ * (runs.command_line, words split at spaces): --shape, --batch, --no-fold; other words are
+ * skipped, a malformed value ignored. */
+void fa_cli_model_opts_from_command_line(fa_ctx *ctx, const char *command_line, fa_cli_model_opts *mo);
 /* The one notice after a load that bound symbolic dims to their default (g->dim_defaults):
  * "fuse-advise: notice: 2 symbolic dims bound to the default 1: batch, seq (...)" on stderr.
  * Nothing when none was defaulted. */
 void fa_cli_note_dim_defaults(const fa_graph *g);
+/* The one notice after a load that kept nodes of unsupported ops opaque (keep_unsupported): every
+ * op and its nodes, how many nodes after them have no shape, and where the supported ops are
+ * listed, on stderr. Nothing when none was kept. */
+void fa_cli_note_opaque(const fa_graph *g);
+/* A node's pattern class name, "unsupported" for an op without a registry entry, "not analysed"
+ * for a supported op kept opaque (no shape after an unsupported node). */
+const char *fa_cli_node_pattern(const fa_node *n);
 /* "batch=1,seq=1": the defaulted dims as stored with a run (runs.dim_defaults); NULL when none.
  * malloc'd, caller frees. */
 char *fa_cli_dim_defaults_text(const fa_graph *g);
 
-/* Value of "--name VALUE" or "--name=VALUE" at argv[*i]; advances *i; NULL if not this option. */
-const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name);
-/* Parse a non-negative integer option value; -1 and a printed usage error on failure. */
-long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long min, long max);
-/* Every numeric option goes through one of these (docs/hardening.md "Options"): a value that
- * overflows (strtoll/strtod ERANGE), is not finite (inf, nan), has trailing bytes or lies
- * outside [min, max] is refused with a printed usage error (return -1, *out untouched);
- * never clamped. min_open: min itself is excluded. 0 on success. */
-int fa_cli_parse_i64(const char *verb, const char *opt, const char *v, int64_t min, int64_t max, int64_t *out);
-int fa_cli_parse_double(const char *verb, const char *opt, const char *v, double min, double max, bool min_open,
-                        double *out);
+/* CALLBACK parsers of shared rows: --shape into a fa_cli_model_opts; --threads into an int in
+ * [lo, hi], warning (not refusing) when it is more than the machine's online cores; --target into
+ * a fa_target. */
+int fa_cli_opt_shape(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value, fa_buf *why);
+int fa_cli_opt_threads(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value, fa_buf *why);
+int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *value, fa_buf *why);
+
+/* The shared groups, written once: each expands to its rows over the destinations it is given. */
+#define FA_CLI_OPTS_MODEL(mo)                                                                                     \
+    FA_CLI_GROUP("model loading"),                                                                                \
+        FA_CLI_CALLBACK("--shape", "NAME=DIMS", fa_cli_opt_shape, FA_CLI_DEST_(fa_cli_model_opts, mo), 0, 0, 0,   \
+                        "bind a whole input (input=1x3x224x224) or a symbolic dim by name (batch=8); repeatable. "   \
+                        "Symbolic dims nothing binds default to 1 (one notice lists them)"),                       \
+        FA_CLI_INT("--batch", "N", &(mo)->batch, 1, 1 << 20, FA_CLI_NO_DEFAULT, "set dim 0 of every graph input"), \
+        FA_CLI_FLAG("--no-dim-defaults", &(mo)->no_dim_defaults,                                                  \
+                    "refuse symbolic dims nothing binds, listing every one"),                                     \
+        FA_CLI_FLAG("--no-fold", &(mo)->no_fold, "keep constant subgraphs as nodes")
+#define FA_CLI_OPT_DB(db)                                                                                         \
+    FA_CLI_STRING("--db", "PATH|URI", db,                                                                         \
+                  "run database (default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH                          \
+                  "), or a PostgreSQL server: postgresql://[user@]host[:port]/dbname (docs/ci.md)")
+/* cluster caps: fa_advise_options' bounds (advisor/advisor.h FA_ADVISE_MAX_*) */
+#define FA_CLI_OPTS_CLUSTER_CAPS(max_ops, max_inputs)                                                             \
+    FA_CLI_GROUP("cluster caps"),                                                                                 \
+        FA_CLI_INT("--max-ops", "N", max_ops, FA_ADVISE_MAX_OPS_MIN, FA_ADVISE_MAX_OPS_MAX, 0, "ops per cluster"), \
+        FA_CLI_INT("--max-inputs", "N", max_inputs, FA_ADVISE_MAX_INPUTS_MIN, FA_ADVISE_MAX_INPUTS_MAX, 0,        \
+                   "distinct external inputs per cluster")
+/* iterations of a measurement: fa_apply_options' iters and warmup */
+#define FA_CLI_OPTS_ITERATIONS(iters, warmup)                                                                     \
+    FA_CLI_GROUP("iterations"), FA_CLI_INT("--iters", "N", iters, 1, 1000000, 0, "timed iterations"),             \
+        FA_CLI_INT("--warmup", "W", warmup, 0, 1000000, 0, "untimed iterations first")
+/* the apply stage (fa_apply_options): tolerance, clusters tried, time budget */
+#define FA_CLI_OPTS_APPLY(tolerance, max_clusters, budget_s)                                                      \
+    FA_CLI_GROUP("apply stage"),                                                                                  \
+        FA_CLI_DOUBLE("--tolerance", "T", tolerance, 0, FA_APPLY_TOLERANCE_MAX, FA_CLI_MIN_OPEN,                  \
+                      "max relative error of a fused kernel (clusters with a Conv/Gemm/MatMul are verified by a "   \
+                      "rounding-error bound instead)"),                                                           \
+        FA_CLI_INT("--max-clusters", "N", max_clusters, 1, 1000000, 0,                                            \
+                   "clusters the apply stage tries, highest predicted saving first"),                             \
+        FA_CLI_DOUBLE("--apply-budget", "S", budget_s, 0, 604800, FA_CLI_MIN_OPEN,                                \
+                      "seconds: no cluster is started after the apply stage ran this long; the others are "        \
+                      "reported as not tried")
+#define FA_CLI_OPT_THREADS(threads)                                                                               \
+    FA_CLI_CALLBACK("--threads", "N", fa_cli_opt_threads, FA_CLI_DEST_(int, threads), 0, 1024, 0,                 \
+                    "executor threads (0: every core; more than the cores is warned)")
+#define FA_CLI_OPT_JSON(json) FA_CLI_FLAG("--json", json, "one JSON document instead of the text")
 
 /* Reload run_id's model as the run loaded it (path checked by SHA-256, the run's --batch /
  * --shape / --no-fold). ri's strings live in `ar`. *out owned by the caller. Declared with
@@ -84,10 +241,6 @@ struct fa_pipeline_options;
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const struct fa_run_info *info, const char *devname, const char *out_dir,
                                 const struct fa_pipeline_options *opt);
-/* --max-clusters N / --apply-budget SECONDS (run, apply): the apply stage's bounds
- * (fa_apply_options.max_clusters, budget_s). 1 consumed, 0 not this option, -1 usage error. */
-int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s);
-
 /* Trace import + op-level advice (cli/cmd_import.c): returns an exit code. */
 int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db, bool json, const char *out_dir);
 int fa_cli_trace_advise_stored(fa_ctx *ctx, struct fa_store *st, int64_t run_id, bool json);

@@ -9,28 +9,33 @@
 #include "applier/applier.h"
 #include "cli.h"
 
-static const char *k_help =
-    "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH|URI] [--target cpu|cuda] [--arch sm_XY]\n"
-    "                          [--max-ops N] [--max-inputs N] [--occupancy-floor F] [--no-gate]\n"
+static const char *k_about =
     "  RUN is a run id from `fuse-advise runs` (default: the latest run, a model run or an imported or\n"
-    "  traced trace, which gets op-level advice). A model run's model is loaded again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"
-    "  file whose SHA-256 changed since the run is refused.\n"
-    "  --target cuda runs the register/occupancy gate (NVRTC) unless --no-gate.\n";
+    "  traced trace, which gets op-level advice). A model run's model is loaded again from its path\n"
+    "  (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model file whose SHA-256\n"
+    "  changed since the run is refused. MODEL (an .onnx file or zoo:NAME) is planned without a run:\n"
+    "  the registry's FLOPs and bytes on default ceilings, nodes of unsupported ops kept opaque and\n"
+    "  listed, nothing stored.\n";
 
-
-/* Reload options from the run's recorded command line (--batch, --shape, --no-fold). */
-static void load_opts_from_cmdline(fa_ctx *ctx, char *cmd, fa_cli_model_opts *mo)
+/* A RUN argument: "latest" or a run id (digits); anything else names a model. */
+static bool is_run_spec(const char *a)
 {
-    char *argv[256];
-    int argc = 0;
-    for (char *tok = strtok(cmd, " "); tok && argc < 255; tok = strtok(NULL, " ")) argv[argc++] = tok;
-    argv[argc] = NULL;
-    for (int i = 0; i < argc; i++) {
-        int save = i;
-        if (!strncmp(argv[i], "--batch", 7) || !strncmp(argv[i], "--shape", 7) || !strcmp(argv[i], "--no-fold")) {
-            if (fa_cli_model_opt(ctx, "advise", argc, argv, &i, mo) < 0) i = save;
-        }
+    if (!strcmp(a, "latest")) return true;
+    for (const char *p = a; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    return *a != 0;
+}
+
+/* --arch sm_XY: the register/occupancy gate's architecture */
+static int opt_arch(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
+{
+    (void)ctx, (void)verb;
+    if (strncmp(v, "sm_", 3) || !v[3]) {
+        fa_buf_printf_term(why, "--arch wants sm_XY, got '%s'", v);
+        return -1;
     }
+    *(const char **)o->dest = v;
+    return 0;
 }
 
 static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool json)
@@ -51,52 +56,74 @@ static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool
 
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec_run = NULL;
     bool json = false;
     fa_advise_options opt = fa_advise_options_default();
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--no-gate")) opt.no_gate = true;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--target"))) {
-            if (fa_target_parse(ctx, v, &opt.target)) return fa_cli_usage("advise", "%s", fa_ctx_errmsg(ctx));
-            if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--arch"))) {
-            if (strncmp(v, "sm_", 3) || !v[3]) return fa_cli_usage("advise", "--arch wants sm_XY, got '%s'", v);
-            opt.arch = v;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
-            long x = fa_cli_parse_long("advise", "--max-ops", v, 1, 4096);
-            if (x < 0) return 2;
-            opt.max_ops = (int)x;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
-            long x = fa_cli_parse_long("advise", "--max-inputs", v, 1, 4096);
-            if (x < 0) return 2;
-            opt.max_inputs = (int)x;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--occupancy-floor"))) {
-            double f;
-            if (fa_cli_parse_double("advise", "--occupancy-floor", v, 0, 1, true, &f) < 0) return 2;
-            opt.occupancy_floor = f;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("advise", "unknown option '%s'", argv[i]);
-        else if (!spec) spec = argv[i];
-        else return fa_cli_usage("advise", "unexpected argument '%s'", argv[i]);
-    }
+    fa_cli_model_opts mo = {0};
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_CALLBACK("--target", "cpu|cuda", fa_cli_opt_target, &opt.target, 0, 0, 0,
+                        "the plan's target (default cpu); cuda runs the register/occupancy gate (NVRTC)"),
+        FA_CLI_CALLBACK("--arch", "sm_XY", opt_arch, &opt.arch, 0, 0, 0, "the gate's CUDA architecture (default sm_90)"),
+        FA_CLI_DOUBLE("--occupancy-floor", "F", &opt.occupancy_floor, 0, 1, FA_CLI_MIN_OPEN,
+                      "the gate refuses a memory-bound kernel under this occupancy"),
+        FA_CLI_FLAG("--no-gate", &opt.no_gate, "skip the register/occupancy gate"),
+        FA_CLI_OPTS_CLUSTER_CAPS(&opt.max_ops, &opt.max_inputs),
+        FA_CLI_OPTS_MODEL(&mo),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "advise", .synopsis = "[RUN|latest] [options]\nMODEL [options]", .about = k_about,
+                              .opts = opts, .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    if (args.n) spec_run = args.arg[0];
+    if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
     fa_store *st = NULL;
-    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
-    if (s) return fa_cli_fail(ctx, s);
+    fa_status s = FA_OK;
     int64_t run_id = -1;
     int rc = 0;
-    /* `latest` is the newest run advice can work on: a model run, or an imported or traced
-     * trace (op-level advice); never the fused twin of a model run */
-    rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
-    if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;
+    memset(&ri, 0, sizeof ri);
     fa_ceilings c;
+    memset(&c, 0, sizeof c);
     fa_analysis *a = NULL;
     fa_graph *g = NULL;
     fa_plan *plan = NULL;
-    char *cmd = NULL;
+    if (spec_run && !is_run_spec(spec_run)) {
+        /* a model without a run: planned on the registry's costs, unsupported ops kept opaque */
+        fa_load_options lo = fa_cli_load_options(&mo);
+        lo.keep_unsupported = true;
+        ri.model_path = spec_run;
+        s = fa_graph_load(ctx, spec_run, &lo, &g);
+        if (!s) {
+            fa_cli_note_dim_defaults(g);
+            fa_cli_note_opaque(g);
+            s = fa_advise(ctx, g, NULL, &opt, &plan);
+        }
+        if (s) goto fail;
+        goto print;
+    }
+    if (mo.n_bindings || mo.batch || mo.no_fold || mo.no_dim_defaults) {
+        rc = fa_cli_usage("advise", "--shape/--batch/--no-fold/--no-dim-defaults go with a MODEL; a RUN is loaded as it ran");
+        fa_arena_free(ar);
+        return rc;
+    }
+    s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
+    if (s) {
+        fa_arena_free(ar);
+        return fa_cli_fail(ctx, s);
+    }
+    /* `latest` is the newest run advice can work on: a model run, or an imported or traced
+     * trace (op-level advice); never the fused twin of a model run */
+    rc = fa_cli_resolve_run(ctx, st, spec_run, &run_id);
+    if (rc) {
+        fa_arena_free(ar);
+        fa_store_close(st);
+        return rc;
+    }
     s = fa_store_get_run(ctx, st, run_id, ar, &ri);
     if (s) goto fail;
     if (ri.kind && (!strcmp(ri.kind, "import") || !strcmp(ri.kind, "trace"))) {
@@ -106,32 +133,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         fa_store_close(st);
         return rc;
     }
-    if (!ri.model_path || (ri.kind && strcmp(ri.kind, "run"))) {
-        s = fa_ctx_error(ctx, FA_ERR_INPUT, "run %" PRId64 " is a%s '%s', not a model run: there is no graph to advise on",
-                         run_id, ri.kind && ri.kind[0] == 'i' ? "n" : "", ri.kind ? ri.kind : "?");
-        goto fail;
-    }
-    if (ri.model_sha256 && ri.model_sha256[0] && strncmp(ri.model_path, "zoo:", 4)) {
-        char sha[65];
-        s = fa_sha256_file(ctx, ri.model_path, sha);
-        if (s) {
-            fa_ctx_wrap(ctx, s, "run %" PRId64 ": cannot read its model again", run_id);
-            goto fail;
-        }
-        if (strcmp(sha, ri.model_sha256)) {
-            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s changed since run %" PRId64 " (sha256 %.12s... now, %.12s... then): "
-                             "run it again", ri.model_path, run_id, sha, ri.model_sha256);
-            goto fail;
-        }
-    }
-    fa_cli_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    if (ri.command_line) {
-        cmd = strdup(ri.command_line);
-        if (cmd) load_opts_from_cmdline(ctx, cmd, &mo);
-    }
-    fa_load_options lo = fa_cli_load_options(&mo);
-    s = fa_graph_load(ctx, ri.model_path, &lo, &g);
+    s = fa_cli_reload_model(ctx, st, run_id, ar, &ri, &g); /* checked by SHA-256, the run's load options */
     if (s) goto fail;
     int64_t stored = 0;
     s = fa_store_count_nodes(ctx, st, run_id, &stored);
@@ -150,9 +152,11 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
      * run on the same cpu model (its ceilings' device) with the run's threads. A run from another
      * machine or target keeps the profile model (the probe would time another device). */
     fa_kernel_probe *probe = NULL;
-    if (!s && opt.target == FA_TARGET_CPU && ri.target && !strcmp(ri.target, "cpu") && ri.device_name &&
+    fa_target run_target = FA_TARGET_AUTO;
+    if (!s && ri.target && fa_target_parse(ctx, ri.target, &run_target)) fa_ctx_clear(ctx); /* a name this build lacks */
+    if (!s && run_target == opt.target && !fa_target_has(opt.target, FA_TARGET_CAP_ACCELERATOR) && ri.device_name &&
         c.device_name && !strcmp(ri.device_name, c.device_name) &&
-        fa_kernel_probe_create(ctx, g, FA_TARGET_CPU, ri.threads, 0, &probe) != FA_OK)
+        fa_kernel_probe_create(ctx, g, opt.target, ri.threads, 0, &probe) != FA_OK)
         fa_ctx_clear(ctx); /* no probe: the profile model */
     opt.probe = probe ? fa_kernel_probe_fused : NULL;
     opt.probe_user = probe;
@@ -164,11 +168,13 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);
     if (s) goto fail;
 
+print:;
     fa_buf b;
     fa_buf_init(&b);
-    bool cuda = opt.target == FA_TARGET_CUDA;
+    bool cuda = fa_target_has(opt.target, FA_TARGET_CAP_KERNEL_REPORT); /* the gate's figures exist */
     if (json) {
-        fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
+        if (run_id >= 0) fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
+        else fa_buf_printf_term(&b, "{\"run\":null,\"plan\":null,\"unsupported_nodes\":%d,\"model\":", g->n_unsupported);
         fa_json_str_or_empty(&b, ri.model_path);
         fa_buf_printf_term(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
         fa_json_str_or_empty(&b, opt.arch);
@@ -176,7 +182,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                                "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
                            ",\"clusters\":[",
                            opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
-                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a->iter_ns);
+                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a ? a->iter_ns : 0);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf_term(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
@@ -221,11 +227,17 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         }
         fa_buf_puts(&b, "]}\n");
     } else {
-        fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id, ri.model_path,
-                           plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
-        fa_buf_printf_term(&b, "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
-                           fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs, c.peak_gflops,
-                           c.launch_ns, a->iter_ns / 1e3);
+        if (run_id < 0)
+            fa_buf_printf_term(&b, "model %s (no run): %d clusters, %d why-not, hash %.16s; target %s%s%s; predicted from the "
+                               "registry's FLOPs and bytes on default ceilings (run the model for measured ones)\n\n",
+                               ri.model_path, plan->n_clusters, plan->n_why_not, plan->hash, fa_target_name(opt.target),
+                               cuda ? " " : "", cuda ? opt.arch : "");
+        else
+            fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n"
+                               "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
+                               run_id, ri.model_path, plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash,
+                               fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs,
+                               c.peak_gflops, c.launch_ns, a->iter_ns / 1e3);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
@@ -265,7 +277,6 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 fail:
     rc = fa_cli_fail(ctx, s);
 out:
-    free(cmd);
     fa_plan_free(plan);
     fa_analysis_free(a);
     fa_graph_free(g);

@@ -9,9 +9,6 @@
 #include "analyzer/analyzer.h"
 #include "cli.h"
 
-static const char *k_help =
-    "usage: fuse-advise analyze [RUN|latest] [--json] [--db PATH|URI] [--top N]\n"
-    "  RUN is a run id from `fuse-advise runs` (default: the latest run).\n";
 
 /* Resolve "latest" / an id. latest: the newest run that is not the fused twin of another
  * (a model run, or an imported or traced trace), or with model_only the newest model run. */
@@ -58,34 +55,37 @@ int fa_cli_resolve_model_run(fa_ctx *ctx, fa_store *st, const char *spec, int64_
     return resolve_run(ctx, st, spec, true, run_id);
 }
 
-static const fa_an_node *g_sort_nodes; /* qsort has no user pointer in C11: set just before the sort */
-
-static int cmp_by_median(const void *x, const void *y)
+/* Node indices by their median time, longest first (qsort_r's context: the analysis's nodes). */
+static int cmp_by_median(const void *x, const void *y, void *nodes_)
 {
-    int64_t a = g_sort_nodes[*(const int *)x].median_ns, b = g_sort_nodes[*(const int *)y].median_ns;
+    const fa_an_node *nodes = nodes_;
+    int64_t a = nodes[*(const int *)x].median_ns, b = nodes[*(const int *)y].median_ns;
     return a > b ? -1 : a < b;
 }
 
 int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec_run = NULL;
     bool json = false;
-    long top = 20;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--top"))) {
-            if ((top = fa_cli_parse_long("analyze", "--top", v, 1, 1000000)) < 0) return 2;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("analyze", "unknown option '%s'", argv[i]);
-        else if (!spec) spec = argv[i];
-        else return fa_cli_usage("analyze", "unexpected argument '%s'", argv[i]);
-    }
+    int top = 20;
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_INT("--top", "N", &top, 1, 1000000, 0, "rows listed per table (nodes by time, chains)"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "analyze", .synopsis = "[RUN|latest] [options]",
+                              .about = "  RUN is a run id from `fuse-advise runs` (default: the latest run).\n",
+                              .opts = opts, .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    if (args.n) spec_run = args.arg[0];
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
     if (s) return fa_cli_fail(ctx, s);
     int64_t run_id;
-    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    int rc = fa_cli_resolve_run(ctx, st, spec_run, &run_id);
     if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;
@@ -109,8 +109,7 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
     /* nodes sorted by time, longest first */
     int *order = malloc(sizeof(int) * (size_t)(a->n_nodes + 1));
     for (int i = 0; i < a->n_nodes; i++) order[i] = i;
-    g_sort_nodes = a->nodes;
-    qsort(order, (size_t)a->n_nodes, sizeof(int), cmp_by_median);
+    qsort_r(order, (size_t)a->n_nodes, sizeof(int), cmp_by_median, (void *)a->nodes);
     if (json) {
         fa_buf b;
         fa_buf_init(&b);

@@ -9,45 +9,37 @@
 #include "applier/applier.h"
 #include "store/store.h"
 
-static const char *k_help =
-    "usage: fuse-advise apply [RUN|latest] [--db PATH|URI] [--out DIR] [--iters N] [--warmup W] [--tolerance T]\n"
-    "                         [--max-ops N] [--max-inputs N] [--max-clusters N] [--apply-budget S]\n"
+static const char *k_about =
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
-    "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports.\n";
+    "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports. RUN is a run id\n"
+    "  from `fuse-advise runs` (default: the latest model run).\n";
 
 int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec = NULL, *out_dir = NULL, *v;
-    long iters = 20, warmup = 3, max_ops = 16, max_inputs = 8;
-    double tolerance = 1e-5;
-    int max_clusters = 0;
-    double budget_s = 0;
-    for (int i = 1; i < argc; i++) {
-        int r = fa_cli_apply_bound_opt("apply", argc, argv, &i, &max_clusters, &budget_s);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--out"))) out_dir = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--iters"))) {
-            if ((iters = fa_cli_parse_long("apply", "--iters", v, 3, 1000000)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--warmup"))) {
-            if ((warmup = fa_cli_parse_long("apply", "--warmup", v, 0, 1000000)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
-            if ((max_ops = fa_cli_parse_long("apply", "--max-ops", v, 2, 1000)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
-            if ((max_inputs = fa_cli_parse_long("apply", "--max-inputs", v, 1, 64)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tolerance"))) {
-            if (fa_cli_parse_double("apply", "--tolerance", v, 0, FA_APPLY_TOLERANCE_MAX, true, &tolerance) < 0) return 2;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("apply", "unknown option '%s'", argv[i]);
-        else if (!spec) spec = argv[i];
-        else return fa_cli_usage("apply", "unexpected argument '%s'", argv[i]);
-    }
+    const char *db = fa_cli_default_db(), *spec_run = NULL, *out_dir = NULL;
+    fa_pipeline_options po; /* the library's defaults, shown by --help */
+    fa_pipeline_options_default(&po);
+    po.apply.max_clusters = FA_APPLY_MAX_CLUSTERS_DEFAULT;
+    po.apply.budget_s = FA_APPLY_BUDGET_S_DEFAULT;
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_STRING("--out", "DIR", &out_dir, "outputs (default ./fuse-advise-out/<model>)"),
+        FA_CLI_OPTS_ITERATIONS(&po.apply.iters, &po.apply.warmup),
+        FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
+        FA_CLI_OPTS_APPLY(&po.apply.tolerance, &po.apply.max_clusters, &po.apply.budget_s),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "apply", .synopsis = "[RUN|latest] [options]", .about = k_about, .opts = opts,
+                              .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    if (args.n) spec_run = args.arg[0];
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
     if (s) return fa_cli_fail(ctx, s);
     int64_t run_id;
-    int rc = fa_cli_resolve_model_run(ctx, st, spec, &run_id);
+    int rc = fa_cli_resolve_model_run(ctx, st, spec_run, &run_id);
     if (rc) { fa_store_close(st); return rc; }
     fa_arena *ar = fa_arena_create(4096);
     fa_run_info ri;
@@ -73,17 +65,8 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
         fa_ctx_clear(ctx);
         target = FA_TARGET_CPU;
     }
-    fa_pipeline_options po;
-    fa_pipeline_options_default(&po);
     po.apply.target = target;
     po.apply.threads = ri.threads;
-    po.apply.tolerance = tolerance;
-    po.apply.iters = (int)iters;
-    po.apply.warmup = (int)warmup;
-    po.max_ops = (int)max_ops;
-    po.max_inputs = (int)max_inputs;
-    po.apply.max_clusters = max_clusters;
-    po.apply.budget_s = budget_s;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
                                   &po);

@@ -1,6 +1,7 @@
 /* cli/cmd_copy_runs — `fuse-advise export-runs --to DEST` and `fuse-advise import-runs SRC`: move
  * run history between run databases (an SQLite file and a team's PostgreSQL server, either way)
  * through fa_store_copy_runs. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,15 +10,13 @@
 #include "cli.h"
 #include "store/store.h"
 
-static const char *k_help_export =
-    "usage: fuse-advise export-runs --to DEST [--db SRC] [--model M] [--tag T] [RUN ...]\n"
+static const char *k_about_export =
     "  Copy runs of SRC (--db; default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH ") into DEST:\n"
     "  a file path or a postgresql:// URI (created when missing).\n";
-static const char *k_help_import =
-    "usage: fuse-advise import-runs SRC [--db DEST] [--model M] [--tag T] [RUN ...]\n"
+static const char *k_about_import =
     "  Copy runs of SRC (a file path or a postgresql:// URI) into DEST (--db; default\n"
     "  $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH ").\n";
-static const char *k_help_common =
+static const char *k_epilogue =
     "Selection: RUN ids of the source, else every run; --model M: runs whose model path contains\n"
     "M; --tag T: runs tagged T. A run brings its fused twin. Each run gets a new id in the\n"
     "destination (printed); runs the destination already holds, and runs still running, are not\n"
@@ -28,42 +27,49 @@ static const char *k_help_common =
 static int copy_runs(fa_ctx *ctx, int argc, char **argv, bool export_verb)
 {
     const char *verb = export_verb ? "export-runs" : "import-runs";
-    const char *src = NULL, *dst = NULL, *model = NULL, *tag = NULL, *v;
+    const char *src = NULL, *dst = NULL, *model = NULL, *tag = NULL;
+    const fa_cli_opt export_opts[] = {
+        FA_CLI_STRING("--to", "DEST", &dst, "the database the runs go to: a file or a postgresql:// URI"),
+        FA_CLI_STRING("--db", "SRC", &src, "the database the runs come from"),
+        FA_CLI_STRING("--model", "M", &model, "runs whose model path contains M"),
+        FA_CLI_STRING("--tag", "T", &tag, "runs tagged T"),
+        FA_CLI_END,
+    };
+    const fa_cli_opt import_opts[] = {
+        FA_CLI_STRING("--db", "DEST", &dst, "the database the runs go to"),
+        FA_CLI_STRING("--model", "M", &model, "runs whose model path contains M"),
+        FA_CLI_STRING("--tag", "T", &tag, "runs tagged T"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = verb,
+                              .synopsis = export_verb ? "--to DEST [options] [RUN ...]" : "SRC [options] [RUN ...]",
+                              .about = export_verb ? k_about_export : k_about_import, .epilogue = k_epilogue,
+                              .opts = export_verb ? export_opts : import_opts, .min_args = export_verb ? 0 : 1,
+                              .max_args = MAX_IDS + (export_verb ? 0 : 1),
+                              .args_name = "SRC (the run database to import from)"};
+    fa_cli_args *args = malloc(sizeof *args); /* 32 KiB of argument slots: not on the stack */
+    int rc = args ? fa_cli_parse(ctx, &spec, argc, argv, args) : fa_cli_fail(ctx, fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"));
+    if (rc < 0 && export_verb && !dst) rc = fa_cli_usage(verb, "--to DEST names where the runs go");
+    if (rc >= 0) {
+        free(args);
+        return rc;
+    }
     int64_t *ids = calloc(MAX_IDS, sizeof *ids);
     size_t n_ids = 0;
-    if (!ids) return fa_cli_fail(ctx, fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"));
-    int rc = -1;
-    for (int i = 1; i < argc && rc < 0; i++) {
-        int save = i;
-        const char **slot = NULL;
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) slot = export_verb ? &src : &dst;
-        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--to")) && export_verb) slot = &dst;
-        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--model"))) slot = &model;
-        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--tag"))) slot = &tag;
-        if (slot) {
-            if (!*v) rc = fa_cli_usage(verb, "%s needs a value", argv[save]);
-            *slot = v;
-            continue;
-        }
-        i = save;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(export_verb ? k_help_export : k_help_import, stdout);
-            fputs(k_help_common, stdout);
-            rc = 0;
-        } else if (argv[i][0] == '-') {
-            rc = fa_cli_usage(verb, "unknown option '%s'", argv[i]);
-        } else if (!export_verb && !src) {
-            src = argv[i];
-        } else {
-            char *end;
-            long long id = strtoll(argv[i], &end, 10);
-            if (*end || id <= 0) rc = fa_cli_usage(verb, "'%s' is not a run id", argv[i]);
-            else if (n_ids == MAX_IDS) rc = fa_cli_usage(verb, "at most %d run ids", MAX_IDS);
-            else ids[n_ids++] = id;
-        }
+    if (!ids) {
+        free(args);
+        return fa_cli_fail(ctx, fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"));
     }
-    if (rc < 0 && export_verb && !dst) rc = fa_cli_usage(verb, "--to DEST names where the runs go");
-    if (rc < 0 && !export_verb && !src) rc = fa_cli_usage(verb, "name the run database to import from");
+    int first = 0;
+    if (!export_verb) src = args->arg[first++];
+    for (int k = first; k < args->n && rc < 0; k++) {
+        char *end;
+        errno = 0;
+        long long id = strtoll(args->arg[k], &end, 10);
+        if (!*args->arg[k] || *end || errno || id <= 0) rc = fa_cli_usage(verb, "'%s' is not a run id", args->arg[k]);
+        else ids[n_ids++] = id;
+    }
+    free(args);
     if (rc >= 0) {
         free(ids);
         return rc;

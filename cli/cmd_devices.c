@@ -9,8 +9,7 @@
 #include "roofline/roofline.h"
 #include "store/store.h"
 
-static const char *k_help =
-    "usage: fuse-advise devices [--measure] [--threads N] [--json] [--db PATH|URI] [--arch sm_XY]\n"
+static const char *k_about =
     "  cpu ceilings are measured at first use and cached in the run database per device;\n"
     "  --measure re-measures (the best bandwidth measured so far is kept and shown\n"
     "  beside the new one). CUDA limits come from the per-compute-capability table\n"
@@ -18,19 +17,21 @@ static const char *k_help =
 
 int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *arch = NULL, *v;
+    const char *db = fa_cli_default_db(), *arch = NULL;
     bool json = false, measure = false;
-    long threads = 0;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--measure")) measure = true;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) db = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--arch"))) arch = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--threads"))) {
-            if ((threads = fa_cli_parse_long("devices", "--threads", v, 0, 1024)) < 0) return 2;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else return fa_cli_usage("devices", "unexpected argument '%s'", argv[i]);
-    }
+    int threads = 0;
+    const fa_cli_opt opts[] = {
+        FA_CLI_FLAG("--measure", &measure, "measure the cpu ceilings again"),
+        FA_CLI_OPT_THREADS(&threads),
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_STRING("--arch", "sm_XY", &arch, "one tabled CUDA architecture"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "devices", .synopsis = "[options]", .about = k_about, .opts = opts};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
     if (arch && !fa_cuda_limits_for_arch(arch)) return fa_cli_usage("devices", "unknown --arch '%s' (tabled: sm_70 sm_75 sm_80 sm_86 sm_89 sm_90)", arch);
     if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN);
     fa_store *st = NULL;
@@ -45,8 +46,8 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     int n_gpu = 0;
     for (int i = 0; !s && fa_target_at(i) && n_gpu < FA_TARGET_COUNT; i++) {
         const fa_target_iface *t = fa_target_at(i);
-        if (t->id == FA_TARGET_CPU || !t->available()) continue;
-        s = fa_roofline_ceilings(ctx, st, t->id, 0, measure, &gc[n_gpu]);
+        if (!fa_target_has(fa_target_id(t), FA_TARGET_CAP_ACCELERATOR) || !fa_target_available(t)) continue;
+        s = fa_roofline_ceilings(ctx, st, fa_target_id(t), 0, measure, &gc[n_gpu]);
         if (!s) gt[n_gpu++] = t;
     }
     bool have_gpu = n_gpu > 0;
@@ -54,7 +55,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     if (s) return fa_cli_fail(ctx, s);
     for (int i = 0; i < n_gpu && !json; i++)
         fa_cli_printf("%s %s\n  HBM bandwidth %10.2f GB/s (%s)\n  FP32 peak     %10.2f GFLOP/s (%s)\n  launch latency %9.1f ns (%s)\n%s\n\n",
-                      gt[i]->name, gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
+                      fa_target_name(fa_target_id(gt[i])), gc[i].device_key, gc[i].mem_bw_gbs, gc[i].mem_bw_source, gc[i].peak_gflops, gc[i].peak_source,
                       gc[i].launch_ns, gc[i].launch_source, gc[i].detail);
     fa_buf b;
     fa_buf_init(&b);
@@ -81,7 +82,7 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, c.detail);
         fa_buf_puts(&b, "},");
         for (int i = 0; i < n_gpu; i++) {
-            fa_buf_printf_term(&b, "\"%s_device\":{\"device_key\":", gt[i]->name);
+            fa_buf_printf_term(&b, "\"%s_device\":{\"device_key\":", fa_target_name(fa_target_id(gt[i])));
             fa_json_str_or_empty(&b, gc[i].device_key);
             fa_buf_printf_term(&b, ",\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"launch_ns\":%.1f,\"source\":", gc[i].mem_bw_gbs,
                                gc[i].peak_gflops, gc[i].launch_ns);

@@ -8,9 +8,7 @@
 #include "cli.h"
 #include "runtime/runtime.h"
 
-static const char *k_help =
-    "usage: fuse-advise exec MODEL --inputs DIR --outputs DIR [--threads N] [--shape NAME=DIMS]...\n"
-    "                         [--batch N] [--no-dim-defaults]\n"
+static const char *k_about =
     "  reads DIR/input_0.pb ... (ONNX TensorProto, one per graph input in order), runs the\n"
     "  unfused cpu executor and writes output_0.pb ... into the --outputs folder. The files'\n"
     "  shapes bind the model's symbolic dims; --shape/--batch apply as in `run`.\n"
@@ -61,22 +59,21 @@ static fa_status bind_from_file(fa_ctx *ctx, fa_graph *g, fa_tensor *t, const fa
 int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
 {
     fa_cli_model_opts mo = {0};
-    const char *model = NULL, *indir = NULL, *outdir = NULL, *v;
-    long threads = 0;
-    for (int i = 1; i < argc; i++) {
-        int r = fa_cli_model_opt(ctx, "exec", argc, argv, &i, &mo);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--inputs"))) indir = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--outputs"))) outdir = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--threads"))) {
-            if ((threads = fa_cli_parse_long("exec", "--threads", v, 0, 1024)) < 0) return 2;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("exec", "unknown option '%s'", argv[i]);
-        else if (!model) model = argv[i];
-        else return fa_cli_usage("exec", "unexpected argument '%s'", argv[i]);
-    }
-    if (!model) return fa_cli_usage("exec", "missing MODEL");
+    const char *model = NULL, *indir = NULL, *outdir = NULL;
+    int threads = 0;
+    const fa_cli_opt opts[] = {
+        FA_CLI_STRING("--inputs", "DIR", &indir, "the folder of input_N.pb files (default: random inputs)"),
+        FA_CLI_STRING("--outputs", "DIR", &outdir, "the folder output_N.pb files are written to (required)"),
+        FA_CLI_OPT_THREADS(&threads),
+        FA_CLI_OPTS_MODEL(&mo),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "exec", .synopsis = "MODEL --outputs DIR [--inputs DIR] [options]",
+                              .about = k_about, .opts = opts, .min_args = 1, .max_args = 1, .args_name = "MODEL"};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    model = args.arg[0];
     if (!outdir) return fa_cli_usage("exec", "missing --outputs DIR");
     struct stat osb; /* refused before the model runs, not after */
     if (stat(outdir, &osb) == 0 && !S_ISDIR(osb.st_mode)) {

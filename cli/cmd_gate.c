@@ -11,68 +11,49 @@
 #include "gate/gate.h"
 #include "store/store.h"
 
-static const char *k_help =
-    "usage: fuse-advise gate [--baseline RUN] [--candidate RUN] [--db PATH|URI]\n"
-    "                        [--baseline-db A.db] [--candidate-db B.db]\n"
-    "                        [--tag|--baseline-tag TAG [--candidate-tag TAG2]] [--runs N]\n"
-    "                        [--max-regression 3%] [--confidence 95%] [--resamples N] [--seed S]\n"
-    "                        [--min-share 1%] [--strict] [--junit FILE] [--markdown FILE] [--json]\n"
-    "Selecting the runs:\n"
-    "  --baseline RUN / --candidate RUN   run ids (in --db, or in --baseline-db / --candidate-db);\n"
-    "                     RUN,RUN,... pools several runs of one side (first = primary)\n"
-    "  --baseline-db A.db --candidate-db B.db  two databases; without ids, the newest finished run\n"
-    "                     of each (the candidate must be of the baseline's model)\n"
-    "  --tag TAG          baseline = the newest run tagged TAG; candidate = the newest run of the\n"
-    "                     same model with another tag (or no tag), or tagged --candidate-tag TAG2\n"
-    "  --baseline-tag TAG the same as --tag (e.g. `--baseline-db postgresql://... --baseline-tag main\n"
-    "                     --candidate-db this.db`: the team's main from a shared server, docs/ci.md)\n"
-    "  default            candidate = the newest run; baseline = the newest earlier run of its model\n"
-    "  --runs N           pool the newest N matching runs of each side (default 1): latency\n"
-    "                     intervals then include run-to-run variation (two-stage bootstrap)\n"
-    "Deciding:\n"
-    "  --max-regression X  threshold, percent (\"3%\", \"3\" and \"0.5%\" mean percent), default 3%\n"
-    "  --confidence X      two-sided level of the bootstrap interval, default 95%\n"
-    "  --resamples N       bootstrap resamples per check, default 2000 (fixed --seed, default 1)\n"
-    "  --min-share X       a per-cluster/per-op slowdown fails only when it costs at least X of\n"
-    "                      the iteration (at the interval's lower bound); smaller ones warn. 1%\n"
-    "  --strict            an inconclusive gate fails (exit 3) instead of passing (exit 0)\n"
-    "Output: a table on stdout (or --json); --junit FILE (JUnit XML), --markdown FILE (PR comment),\n"
-    "both written atomically.\n"
+static const char *k_about =
+    "  Without run ids or tags: candidate = the newest run; baseline = the newest earlier run of its\n"
+    "  model.\n";
+static const char *k_epilogue =
+    "Output: a table on stdout (or --json); --junit and --markdown files are written atomically.\n"
     "Exit: 0 pass (or inconclusive without --strict), 3 regression, 1 bad input/database, 2 usage.\n"
     "Details: docs/ci.md\n";
 
-/* "3%", "3" → 0.03; "0.5%" → 0.005. -1 on a malformed value. */
-static double parse_pct(const char *v)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (end == v || errno || !isfinite(x)) return -1;
-    if (*end == '%') end++;
-    if (*end) return -1;
-    return x / 100.0;
-}
-
 #define MAX_RUNS 64
 
-/* "12" or "12,11,9" → ids; count, or -1 after a usage message. */
-static int parse_runs(const char *opt, const char *v, int64_t *ids)
+typedef struct run_ids {
+    int64_t id[MAX_RUNS];
+    int n;
+} run_ids;
+
+/* --baseline/--candidate "12" or "12,11,9" -> ids */
+static int opt_runs(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
 {
-    int n = 0;
+    (void)ctx, (void)verb;
+    run_ids *r = o->dest;
     char buf[1024];
     snprintf(buf, sizeof buf, "%s", v);
     char *save = NULL;
+    r->n = 0;
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n == MAX_RUNS) {
-            fa_cli_usage("gate", "%s takes at most %d runs", opt, MAX_RUNS);
+        if (r->n == MAX_RUNS) {
+            fa_buf_printf(why, "%s takes at most %d runs", o->name, MAX_RUNS);
             return -1;
         }
-        long x = fa_cli_parse_long("gate", opt, t, 1, INT32_MAX);
-        if (x < 0) return -1;
-        ids[n++] = x;
+        char *end;
+        errno = 0;
+        long long x = strtoll(t, &end, 10);
+        if (!*t || *end || errno || x < 1 || x > INT32_MAX) {
+            fa_buf_printf_term(why, "%s expects run ids in [1, %d], got '%s'", o->name, INT32_MAX, t);
+            return -1;
+        }
+        r->id[r->n++] = x;
     }
-    if (!n) fa_cli_usage("gate", "%s needs a run id", opt);
-    return n ? n : -1;
+    if (!r->n) {
+        fa_buf_printf(why, "%s needs a run id", o->name);
+        return -1;
+    }
+    return 0;
 }
 
 static int write_out(fa_ctx *ctx, const char *path, const fa_buf *b)
@@ -89,72 +70,56 @@ static int write_out(fa_ctx *ctx, const char *path, const fa_buf *b)
 int fa_cmd_gate(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = NULL, *bdb = NULL, *cdb = NULL, *tag = NULL, *ctag = NULL, *junit = NULL, *mdpath = NULL;
-    int64_t bids[MAX_RUNS], cids[MAX_RUNS];
-    int nbid = 0, ncid = 0, runs = 1;
+    run_ids base = {.n = 0}, cand = {.n = 0};
+    int runs = 1, seed;
     bool json = false;
     fa_gate_options opt;
     fa_gate_options_default(&opt);
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int save = i;
-#define OPT(name) (i = save, (v = fa_cli_opt_value(argc, argv, &i, name)) != NULL)
-        if (OPT("--db")) db = v;
-        else if (OPT("--baseline-db")) bdb = v;
-        else if (OPT("--candidate-db")) cdb = v;
-        else if (OPT("--tag") || OPT("--baseline-tag")) tag = v;
-        else if (OPT("--candidate-tag")) ctag = v;
-        else if (OPT("--junit")) junit = v;
-        else if (OPT("--markdown")) mdpath = v;
-        else if (OPT("--baseline")) {
-            if ((nbid = parse_runs("--baseline", v, bids)) < 0) return 2;
-            continue;
-        } else if (OPT("--candidate")) {
-            if ((ncid = parse_runs("--candidate", v, cids)) < 0) return 2;
-            continue;
-        } else if (OPT("--runs")) {
-            long x = fa_cli_parse_long("gate", "--runs", v, 1, MAX_RUNS);
-            if (x < 0) return 2;
-            runs = (int)x;
-            continue;
-        } else if (OPT("--max-regression")) {
-            double x = parse_pct(v);
-            if (x < 0 || x > 10) return fa_cli_usage("gate", "--max-regression expects a percentage like 3%%, got '%s'", v);
-            opt.max_regression = x;
-            continue;
-        } else if (OPT("--confidence")) {
-            double x = parse_pct(v);
-            if (!(x >= 0.5 && x < 1)) return fa_cli_usage("gate", "--confidence expects 50%%..99.9%%, got '%s'", v);
-            opt.confidence = x;
-            continue;
-        } else if (OPT("--min-share")) {
-            double x = parse_pct(v);
-            if (x < 0 || x > 1) return fa_cli_usage("gate", "--min-share expects a percentage, got '%s'", v);
-            opt.min_share = x;
-            continue;
-        } else if (OPT("--resamples")) {
-            long x = fa_cli_parse_long("gate", "--resamples", v, 100, 200000);
-            if (x < 0) return 2;
-            opt.resamples = (int)x;
-            continue;
-        } else if (OPT("--seed")) {
-            long x = fa_cli_parse_long("gate", "--seed", v, 0, INT32_MAX);
-            if (x < 0) return 2;
-            opt.seed = (uint64_t)x;
-            continue;
-        } else {
-            i = save;
-            if (!strcmp(argv[i], "--json")) json = true;
-            else if (!strcmp(argv[i], "--strict")) opt.strict = true;
-            else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-                fputs(k_help, stdout);
-                return 0;
-            } else if (argv[i][0] == '-') return fa_cli_usage("gate", "unknown option '%s'", argv[i]);
-            else return fa_cli_usage("gate", "unexpected argument '%s'", argv[i]);
-            continue;
-        }
-#undef OPT
-        if (!*v) return fa_cli_usage("gate", "%s needs a value", argv[save]);
-    }
+    seed = (int)opt.seed;
+    const fa_cli_opt opts[] = {
+        FA_CLI_GROUP("selecting the runs"),
+        FA_CLI_CALLBACK("--baseline", "RUN[,RUN...]", opt_runs, &base, 0, 0, 0,
+                        "baseline run ids (in --db, or in --baseline-db); several pool runs of one side (first = "
+                        "primary)"),
+        FA_CLI_CALLBACK("--candidate", "RUN[,RUN...]", opt_runs, &cand, 0, 0, 0, "candidate run ids, as --baseline"),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_STRING("--baseline-db", "A.db", &bdb,
+                      "the baseline's database; without ids, the newest finished run of each database (the candidate "
+                      "must be of the baseline's model)"),
+        FA_CLI_STRING("--candidate-db", "B.db", &cdb, "the candidate's database"),
+        FA_CLI_STRING2("--baseline-tag", "--tag", "TAG", &tag,
+                       "baseline = the newest run tagged TAG; candidate = the newest run of the same model with "
+                       "another tag (or none), or tagged --candidate-tag (`--baseline-db postgresql://... "
+                       "--baseline-tag main --candidate-db this.db`: the team's main from a shared server)"),
+        FA_CLI_STRING("--candidate-tag", "TAG2", &ctag, "the candidate = the newest run tagged TAG2"),
+        FA_CLI_INT("--runs", "N", &runs, 1, MAX_RUNS, 0,
+                   "pool the newest N matching runs of each side: latency intervals then include run-to-run "
+                   "variation (two-stage bootstrap)"),
+        FA_CLI_GROUP("deciding"),
+        FA_CLI_PERCENT("--max-regression", "X", &opt.max_regression, 0, 10, 0,
+                       "threshold, percent (\"3%\", \"3\" and \"0.5%\" mean percent)"),
+        FA_CLI_PERCENT("--confidence", "X", &opt.confidence, 0.5, 1, FA_CLI_MAX_OPEN,
+                       "two-sided level of the bootstrap interval"),
+        FA_CLI_INT("--resamples", "N", &opt.resamples, 100, 200000, 0, "bootstrap resamples per check"),
+        FA_CLI_INT("--seed", "S", &seed, 0, INT32_MAX, 0, "the bootstrap's seed (fixed: the gate is reproducible)"),
+        FA_CLI_PERCENT("--min-share", "X", &opt.min_share, 0, 1, 0,
+                       "a per-cluster/per-op slowdown fails only when it costs at least X of the iteration (at the "
+                       "interval's lower bound); smaller ones warn"),
+        FA_CLI_FLAG("--strict", &opt.strict, "an inconclusive gate fails (exit 3) instead of passing (exit 0)"),
+        FA_CLI_GROUP("output"),
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_STRING("--junit", "FILE", &junit, "JUnit XML of the checks"),
+        FA_CLI_STRING("--markdown", "FILE", &mdpath, "Markdown for a PR comment"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "gate", .synopsis = "[options]", .about = k_about, .epilogue = k_epilogue,
+                              .opts = opts};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    opt.seed = (uint64_t)seed;
+    int64_t *bids = base.id, *cids = cand.id;
+    int nbid = base.n, ncid = cand.n;
     if (db && (bdb || cdb)) return fa_cli_usage("gate", "--db cannot be combined with --baseline-db/--candidate-db");
     if (ctag && !tag) return fa_cli_usage("gate", "--candidate-tag needs --tag (the baseline's tag)");
     if (tag && nbid) return fa_cli_usage("gate", "--tag and --baseline RUN both select the baseline: give one");

@@ -12,16 +12,12 @@
 #include "reports/reports.h"
 #include "store/store.h"
 
-static const char *k_help =
-    "usage: fuse-advise import TRACE [--db PATH|URI] [--json] [--keep-partial]\n"
-    "  TRACE           PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, or an Nsight\n"
-    "                  Systems SQLite export (nsys export --type sqlite); judged by its bytes\n"
-    "  --db PATH       run database (default $FUSE_ADVISE_DB, else ./fuse-advise.db), or postgresql://URI\n"
-    "  --json          print one JSON document: {\"run_id\", \"import\": stats, \"advice\": ...}\n"
-    "  --keep-partial  a truncated trace is imported up to where it ends (default: refused)\n"
-    "Stores the trace as a run of kind 'import' and prints, from its GPU kernels: per-kernel\n"
-    "statistics, repeated memory-bound kernel sequences with an estimated saving, launch-bound\n"
-    "stretches and idle gaps (docs/trace-advice.md). Then `fuse-advise report RUN` works on it.\n";
+static const char *k_about =
+    "  TRACE is a PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, or an Nsight Systems\n"
+    "  SQLite export (nsys export --type sqlite); judged by its bytes. Stores the trace as a run of\n"
+    "  kind 'import' and prints, from its GPU kernels: per-kernel statistics, repeated memory-bound\n"
+    "  kernel sequences with an estimated saving, launch-bound stretches and idle gaps\n"
+    "  (docs/trace-advice.md). Then `fuse-advise report RUN` works on it.\n";
 
 /* The device the trace's kernels ran on: the deviceProperties entry of the first GPU kernel's
  * device, else the first entry. */
@@ -322,29 +318,21 @@ int fa_cli_trace_advise_stored(fa_ctx *ctx, fa_store *st, int64_t run_id, bool j
 
 int fa_cmd_import(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *path = NULL, *v;
+    const char *db = fa_cli_default_db(), *path = NULL;
     bool json = false, keep_partial = false;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(k_help, stdout);
-            return 0;
-        }
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
-            if (!*v) return fa_cli_usage("import", "--db needs a PATH");
-            db = v;
-        } else if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if (!strcmp(argv[i], "--keep-partial")) {
-            keep_partial = true;
-        } else if (argv[i][0] == '-' && argv[i][1]) {
-            return fa_cli_usage("import", "unknown option '%s'", argv[i]);
-        } else if (path) {
-            return fa_cli_usage("import", "one TRACE at a time (got '%s' and '%s')", path, argv[i]);
-        } else {
-            path = argv[i];
-        }
-    }
-    if (!path) return fa_cli_usage("import", "missing TRACE");
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_FLAG("--json", &json, "print one JSON document: {\"run_id\", \"import\": stats, \"advice\": ...}"),
+        FA_CLI_FLAG("--keep-partial", &keep_partial, "a truncated trace is imported up to where it ends (default: refused)"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "import", .synopsis = "TRACE [options]", .about = k_about, .opts = opts,
+                              .min_args = 1, .max_args = 1, .args_name = "TRACE"};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    path = args.arg[0];
+
     char *cmd = fa_cli_command_line("fuse-advise", argc, argv);
     int rc = import_and_advise(ctx, path, db, json, keep_partial, NULL, cmd ? cmd : "fuse-advise import");
     free(cmd);

@@ -6,16 +6,6 @@
 
 #include "cli.h"
 
-static const char *k_help =
-    "usage: fuse-advise inspect MODEL [--json] [--shape NAME=DIMS]... [--batch N] [--no-fold]\n"
-    "                               [--no-dim-defaults]\n"
-    "  MODEL    an .onnx file or zoo:NAME\n"
-    "  --json   one JSON document instead of the table\n"
-    "  --shape  bind a symbolic input (input=1x3x224x224) or dim parameter (batch=8)\n"
-    "  --batch  set dim 0 of every graph input\n"
-    "  --no-dim-defaults  refuse symbolic dims nothing binds (default: bind them to 1, with a notice)\n"
-    "  --no-fold  keep constant subgraphs as nodes\n";
-
 static void shapes_of(const fa_graph *g, const fa_node *n, char *buf, size_t cap)
 {
     size_t off = 0;
@@ -49,22 +39,22 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
     fa_cli_model_opts mo = {0};
     const char *model = NULL;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        int r = fa_cli_model_opt(ctx, "inspect", argc, argv, &i, &mo);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("inspect", "unknown option '%s'", argv[i]);
-        else if (!model) model = argv[i];
-        else return fa_cli_usage("inspect", "unexpected argument '%s'", argv[i]);
-    }
-    if (!model) return fa_cli_usage("inspect", "missing MODEL");
+    const fa_cli_opt opts[] = {FA_CLI_OPT_JSON(&json), FA_CLI_OPTS_MODEL(&mo), FA_CLI_END};
+    const fa_cli_spec spec = {.verb = "inspect", .synopsis = "MODEL [options]",
+                              .about = "  MODEL is an .onnx file or zoo:NAME: one row per live node with its op, pattern class,\n"
+                                       "  output shapes, FLOPs and bytes; totals; graph inputs and outputs.\n",
+                              .opts = opts, .min_args = 1, .max_args = 1, .args_name = "MODEL"};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    model = args.arg[0];
     fa_load_options lo = fa_cli_load_options(&mo);
+    lo.keep_unsupported = true; /* unsupported ops are listed and kept opaque; the rest is analysed */
     fa_graph *g = NULL;
     fa_status st = fa_graph_load(ctx, model, &lo, &g);
     if (st) return fa_cli_fail(ctx, st);
     fa_cli_note_dim_defaults(g);
+    fa_cli_note_opaque(g);
 
     /* column widths from the content: exporters name nodes by module path
      * (/features/features.0/features.0.0/Conv), so names are never cut */
@@ -87,8 +77,8 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, model);
         fa_buf_puts(&b, ",\"graph\":");
         fa_json_str_or_empty(&b, g->name);
-        fa_buf_printf_term(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"dim_defaults\":[", fa_graph_opset(g, ""),
-                           g->n_folded);
+        fa_buf_printf_term(&b, ",\"opset\":%" PRId64 ",\"folded_nodes\":%d,\"unsupported_nodes\":%d,\"dim_defaults\":[",
+                           fa_graph_opset(g, ""), g->n_folded, g->n_unsupported);
         for (int i = 0; i < g->n_dim_defaults; i++) {
             if (i) fa_buf_puts(&b, ",");
             fa_json_str_or_empty(&b, g->dim_defaults[i]);
@@ -113,13 +103,14 @@ int fa_cmd_inspect(fa_ctx *ctx, int argc, char **argv)
         tw += c.bytes_written;
         char shp[512];
         shapes_of(g, n, shp, sizeof shp);
-        const char *pat = n->op ? fa_pattern_name(n->op->pattern) : "unknown";
+        const char *pat = fa_cli_node_pattern(n);
         if (json) {
             fa_buf_puts(&b, k ? ",{\"name\":" : "{\"name\":");
             fa_json_str_or_empty(&b, n->name);
             fa_buf_puts(&b, ",\"op\":");
             fa_json_str_or_empty(&b, n->op_type);
-            fa_buf_printf_term(&b, ",\"pattern\":\"%s\",\"output_shapes\":", pat);
+            fa_buf_printf_term(&b, ",\"pattern\":\"%s\",\"opaque\":%s,\"output_shapes\":", pat,
+                               n->opaque ? "true" : "false");
             fa_json_str_or_empty(&b, shp);
             fa_buf_printf_term(&b, ",\"flops\":%" PRIu64 ",\"bytes_read\":%" PRIu64 ",\"bytes_written\":%" PRIu64 "}",
                                c.flops, c.bytes_read, c.bytes_written);

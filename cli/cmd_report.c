@@ -12,44 +12,34 @@
 
 /* cli/cmd_analyze.c */
 
-static const char *k_help =
-    "usage: fuse-advise report [RUN|latest] [-o DIR] [--db PATH|URI]\n"
-    "  RUN       a run id from `fuse-advise runs` (default: the latest run)\n"
-    "  -o DIR    output folder (default: ./report-RUN), created when missing\n"
-    "  --db PATH run database (default $FUSE_ADVISE_DB, else ./fuse-advise.db), or postgresql://URI\n"
-    "Writes report.html, graph.dot, graph.svg, trace.json, summary.json and kernels.csv.\n";
-
 int fa_cmd_report(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec = NULL, *out = NULL, *v;
-    for (int i = 1; i < argc; i++) {
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
-            if (!*v) return fa_cli_usage("report", "--db needs a path");
-            db = v;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "-o")) || (v = fa_cli_opt_value(argc, argv, &i, "--out"))) {
-            if (!*v) return fa_cli_usage("report", "-o needs a folder");
-            out = v;
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(k_help, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "-o") || !strcmp(argv[i], "--out") || !strcmp(argv[i], "--db"))
-            return fa_cli_usage("report", "%s needs a value", argv[i]);
-        else if (argv[i][0] == '-' && argv[i][1]) return fa_cli_usage("report", "unknown option '%s'", argv[i]);
-        else if (!spec) spec = argv[i];
-        else return fa_cli_usage("report", "unexpected argument '%s'", argv[i]);
-    }
+    const char *db = fa_cli_default_db(), *spec_run = NULL, *out = NULL;
+    const fa_cli_opt opts[] = {
+        FA_CLI_STRING2("--out", "-o", "DIR", &out, "output folder (default: ./report-RUN), created when missing"),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "report", .synopsis = "[RUN|latest] [options]",
+                              .about = "  RUN is a run id from `fuse-advise runs` (default: the latest run). Writes\n"
+                                       "  report.html, graph.dot, graph.svg, trace.json, summary.json and kernels.csv.\n",
+                              .opts = opts, .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    if (args.n) spec_run = args.arg[0];
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE | FA_STORE_READONLY, &st);
     if (s) return fa_cli_fail(ctx, s);
     int64_t run_id;
-    int rc = fa_cli_resolve_run(ctx, st, spec, &run_id);
+    int rc = fa_cli_resolve_run(ctx, st, spec_run, &run_id);
     if (rc) {
         fa_store_close(st);
         return rc;
     }
     /* "latest" after a full `run` is its fused run (kind 'fused', tag "fused-of:N"): report N,
      * whose report includes the fused run */
-    if (!spec || !strcmp(spec, "latest")) {
+    if (!spec_run || !strcmp(spec_run, "latest")) {
         fa_arena *ar = fa_arena_create(4096);
         fa_run_info ri;
         if (ar && !fa_store_get_run(ctx, st, run_id, ar, &ri) && ri.kind && !strcmp(ri.kind, "fused") && ri.tag &&

@@ -23,34 +23,10 @@
 #include <sys/stat.h>
 #include <time.h>
 
-static const char *k_help =
-    "usage: fuse-advise run MODEL [--no-apply] [--iters N] [--warmup W] [--trace-span S] [--threads N]\n"
-    "                        [--target auto|cpu|cuda] [--db PATH|URI] [--tag TAG] [--seed S]\n"
-    "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
-    "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
-    "                        [--max-clusters N] [--apply-budget SECONDS]\n"
-    "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
-    "  MODEL       an .onnx file or zoo:NAME\n"
-    "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
-    "  --iters N   timed iterations (default 20); --warmup W untimed first (default 3)\n"
-    "  --trace-span S  on cpu the baseline trace keeps iterating past N until its timed iterations\n"
-    "              span S seconds (default 2, or $FA_TRACE_SPAN_S; 0: exactly N; at most 200\n"
-    "              iterations unless N is more), so its kernel medians are not one moment of a\n"
-    "              shared machine\n"
-    "  --shape NAME=N | INPUT=DIMS  bind a symbolic dim or a whole input; --batch N sets dim 0 of\n"
-    "              every input. Symbolic dims nothing binds default to 1 (one notice lists them);\n"
-    "              --no-dim-defaults refuses them instead, listing every one\n"
-    "  --threads N executor threads (default: all cores)\n"
-    "  --db PATH   run database (default $FUSE_ADVISE_DB, else ./fuse-advise.db), or postgresql://URI\n"
-    "  --tag TAG   name the run for `gate` and `runs`\n"
-    "  --out DIR   outputs (default ./fuse-advise-out/<model>): model.folded.onnx, kernels/,\n"
-    "              plan.json, summary.json\n"
-    "  --tolerance T  max relative error of a fused kernel (default 1e-5, at most 0.1)\n"
-    "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n"
-    "  --max-clusters N   clusters the apply stage tries, highest predicted saving first (default 256)\n"
-    "  --apply-budget S   no cluster is started after the apply stage ran S seconds (default 600);\n"
-    "                     the others are reported as not tried\n";
-
+static const char *k_about =
+    "  MODEL is an .onnx file or zoo:NAME: baseline, trace, analysis, plan, fused kernels generated,\n"
+    "  verified and benchmarked, outputs and reports. TRACE is a Kineto JSON[.gz] or Nsight Systems\n"
+    "  SQLite file: import + op-level advice (as `fuse-advise import`).\n";
 typedef struct progress {
     bool tty;
 } progress;
@@ -250,64 +226,57 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
 int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
 {
     fa_cli_model_opts mo = {0};
-    const char *model = NULL, *db = fa_cli_default_db(), *tag = NULL, *v;
-    long iters = 20, warmup = 3, threads = 0, seed = 1;
-    long long max_mem = 0;
-    const char *out_dir = NULL;
-    double tolerance = 1e-5;
-    long max_ops = 16, max_inputs = 8;
+    const char *model = NULL, *db = fa_cli_default_db(), *tag = NULL, *out_dir = NULL;
+    int threads = 0, seed = 1;
+    int64_t max_mem = 0;
     bool no_apply = false;
     fa_target target = FA_TARGET_AUTO;
-    int max_clusters = 0;
-    double budget_s = 0;
+    /* every default is the library's: the pipeline's (the advisor's caps, the applier's
+     * iterations, tolerance and bounds), the collector's span */
+    fa_pipeline_options po;
+    fa_pipeline_options_default(&po);
+    po.apply.max_clusters = FA_APPLY_MAX_CLUSTERS_DEFAULT;
+    po.apply.budget_s = FA_APPLY_BUDGET_S_DEFAULT;
     double span_s = FA_TRACE_SPAN_S_DEFAULT;
+    const fa_cli_opt span_row = FA_CLI_DOUBLE("--trace-span", "S", &span_s, 0, FA_TRACE_SPAN_MAX_S, 0,
+                                              "on cpu the baseline trace keeps iterating past --iters until its timed "
+                                              "iterations span S seconds ($FA_TRACE_SPAN_S when set; 0: exactly --iters; "
+                                              "at most 200 iterations unless --iters is more), so its kernel medians are "
+                                              "not one moment of a shared machine");
     const char *span_env = getenv("FA_TRACE_SPAN_S");
-    if (span_env && *span_env &&
-        fa_cli_parse_double("run", "FA_TRACE_SPAN_S", span_env, 0, FA_TRACE_SPAN_MAX_S, false, &span_s) < 0)
-        return 2;
-    for (int i = 1; i < argc; i++) {
-        int r = fa_cli_model_opt(ctx, "run", argc, argv, &i, &mo);
-        if (r == 0) r = fa_cli_apply_bound_opt("run", argc, argv, &i, &max_clusters, &budget_s);
-        if (r < 0) return 2;
-        if (r > 0) continue;
-        if (!strcmp(argv[i], "--no-apply")) no_apply = true;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--iters"))) {
-            if ((iters = fa_cli_parse_long("run", "--iters", v, 1, 1000000)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--trace-span"))) {
-            if (fa_cli_parse_double("run", "--trace-span", v, 0, FA_TRACE_SPAN_MAX_S, false, &span_s) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--warmup"))) {
-            if ((warmup = fa_cli_parse_long("run", "--warmup", v, 0, 1000000)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--threads"))) {
-            if ((threads = fa_cli_parse_long("run", "--threads", v, 0, 1024)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--seed"))) {
-            if ((seed = fa_cli_parse_long("run", "--seed", v, 0, 0x7fffffff)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-memory"))) {
-            int64_t mm;
-            if (fa_cli_parse_i64("run", "--max-memory", v, 1, INT64_MAX, &mm) < 0) return 2;
-            max_mem = mm;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
-            if (!*v) return fa_cli_usage("run", "--db needs a path");
-            db = v;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tag"))) tag = v;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--out"))) {
-            if (!*v) return fa_cli_usage("run", "--out needs a folder");
-            out_dir = v;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tolerance"))) {
-            if (fa_cli_parse_double("run", "--tolerance", v, 0, FA_APPLY_TOLERANCE_MAX, true, &tolerance) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
-            if ((max_ops = fa_cli_parse_long("run", "--max-ops", v, 2, 1000)) < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-inputs"))) {
-            if ((max_inputs = fa_cli_parse_long("run", "--max-inputs", v, 1, 64)) < 0) return 2;
-        }
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--target"))) {
-            fa_status s = fa_target_parse(ctx, v, &target);
-            if (s) return fa_cli_usage("run", "%s", fa_ctx_errmsg(ctx));
-        } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { fputs(k_help, stdout); return 0; }
-        else if (argv[i][0] == '-') return fa_cli_usage("run", "unknown option '%s'", argv[i]);
-        else if (!model) model = argv[i];
-        else return fa_cli_usage("run", "unexpected argument '%s'", argv[i]);
+    if (span_env && *span_env) {
+        fa_cli_opt env_row = span_row;
+        env_row.name = "FA_TRACE_SPAN_S";
+        if (fa_cli_opt_set(ctx, "run", &env_row, span_env) < 0) return 2;
     }
-    if (!model) return fa_cli_usage("run", "missing MODEL");
+    const fa_cli_opt opts[] = {
+        FA_CLI_FLAG("--no-apply", &no_apply, "stop after the baseline: execute, collect, store, summarize"),
+        span_row,
+        FA_CLI_OPT_THREADS(&threads),
+        FA_CLI_CALLBACK("--target", "auto|cpu|cuda", fa_cli_opt_target, &target, 0, 0, 0,
+                        "where the model runs (auto: a GPU when one is present)"),
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_STRING("--tag", "TAG", &tag, "name the run for `gate` and `runs`"),
+        FA_CLI_INT("--seed", "S", &seed, 0, 0x7fffffff, 0, "seed of the random inputs"),
+        FA_CLI_I64("--max-memory", "BYTES", &max_mem, 1, INT64_MAX, FA_CLI_NO_DEFAULT,
+                   "refuse a model whose activations need more; default: no limit"),
+        FA_CLI_STRING("--out", "DIR", &out_dir,
+                      "outputs (default ./fuse-advise-out/<model>): report.html, graph.svg, trace.json, plan.json, "
+                      "summary.json, kernels.csv, kernels/, model.folded.onnx"),
+        FA_CLI_OPTS_ITERATIONS(&po.apply.iters, &po.apply.warmup),
+        FA_CLI_OPTS_MODEL(&mo),
+        FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
+        FA_CLI_OPTS_APPLY(&po.apply.tolerance, &po.apply.max_clusters, &po.apply.budget_s),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "run", .synopsis = "MODEL [options]\nTRACE [--db PATH|URI] [--out DIR]",
+                              .about = k_about, .opts = opts, .min_args = 1, .max_args = 1, .args_name = "MODEL"};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    model = args.arg[0];
+    int iters = po.apply.iters, warmup = po.apply.warmup;
+
     /* A trace instead of a model: import -> trace analysis -> advice -> reports. */
     if (strncmp(model, "zoo:", 4) != 0) {
         fa_import_kind k = fa_import_detect(model);
@@ -362,15 +331,15 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
     fa_target_device dev;
     fa_ctx *dctx = fa_ctx_create(); /* a device that cannot open fails the executor below, named */
-    if (ti->device_open(dctx, &dev)) snprintf(dev.name, sizeof dev.name, "%s", ti->name);
+    if (fa_target_device_open(dctx, ti, &dev)) snprintf(dev.name, sizeof dev.name, "%s", fa_target_name(fa_target_id(ti)));
     fa_ctx_free(dctx);
     snprintf(devname, sizeof devname, "%s", dev.name);
-    fa_exec_options eo = {.target = ti->id, .threads = (int)threads, .max_memory = (uint64_t)max_mem};
+    fa_exec_options eo = {.target = fa_target_id(ti), .threads = (int)threads, .max_memory = (uint64_t)max_mem};
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = model;
     info.model_sha256 = sha[0] ? sha : NULL;
-    info.target = ti->name;
+    info.target = fa_target_name(fa_target_id(ti));
     info.device_name = devname;
     info.iters = (int)iters;
     info.warmup = (int)warmup;
@@ -416,21 +385,12 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, fa_store_path(st));
         goto out;
     }
-    fa_pipeline_options po;
-    fa_pipeline_options_default(&po);
     po.apply.target = fa_exec_target(e);
     /* the baseline's executor has done its work: its activations and kernels go before the apply
      * stage builds its own (the weights' reordered copies stay with the weights, shared) */
     fa_exec_free(e);
     e = NULL;
     po.apply.threads = info.threads;
-    po.apply.tolerance = tolerance;
-    po.apply.iters = (int)iters;
-    po.apply.warmup = (int)warmup;
-    po.max_ops = (int)max_ops;
-    po.max_inputs = (int)max_inputs;
-    po.apply.max_clusters = max_clusters;
-    po.apply.budget_s = budget_s;
     s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po);
     if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
 out:;

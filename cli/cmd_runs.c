@@ -9,16 +9,6 @@
 #include "cli.h"
 #include "store/store.h"
 
-static const char *k_help =
-    "usage: fuse-advise runs [--db PATH|URI] [--model M] [--device D] [--tag T] [--json]\n"
-    "  --db PATH  run database (default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH "), or a\n"
-    "             PostgreSQL server: postgresql://[user@]host[:port]/dbname (docs/ci.md)\n"
-    "  --model M  only runs whose model path contains M\n"
-    "  --device D only runs whose device name or host contains D\n"
-    "  --tag T    only runs tagged T\n"
-    "  --json     one JSON document instead of the table\n"
-    "Lists every run: id, kind, status, start time, model, target, device, timed iterations\n"
-    "and the median iteration latency (first kernel start to last kernel end) when known.\n";
 
 /* One run as a JSON object (also used by `show`). Times: unix epoch ns; latency: ns. */
 void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
@@ -87,43 +77,22 @@ static bool runs_match(const runs_filter *f, const fa_run_info *r)
     return true;
 }
 
-static int parse(int argc, char **argv, const char **db, bool *json, runs_filter *f)
-{
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int save = i;
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
-            if (!*v) return fa_cli_usage("runs", "--db needs a PATH");
-            *db = v;
-            continue;
-        }
-        i = save;
-        const char **slot = NULL;
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--model"))) slot = &f->model;
-        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--device"))) slot = &f->device;
-        else if ((i = save, v = fa_cli_opt_value(argc, argv, &i, "--tag"))) slot = &f->tag;
-        if (slot) {
-            if (!*v) return fa_cli_usage("runs", "%s needs a value", argv[save]);
-            *slot = v;
-            continue;
-        }
-        i = save;
-        if (!strcmp(argv[i], "--json")) *json = true;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(k_help, stdout);
-            return 0;
-        } else if (argv[i][0] == '-') return fa_cli_usage("runs", "unknown option '%s'", argv[i]);
-        else return fa_cli_usage("runs", "unexpected argument '%s'", argv[i]);
-    }
-    return -1;
-}
-
 int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = fa_cli_default_db();
     bool json = false;
     runs_filter filter = {0};
-    int rc = parse(argc, argv, &db, &json, &filter);
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_STRING("--model", "M", &filter.model, "only runs whose model path contains M"),
+        FA_CLI_STRING("--device", "D", &filter.device, "only runs whose device name or host contains D"),
+        FA_CLI_STRING("--tag", "T", &filter.tag, "only runs tagged T"),
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "runs", .synopsis = "[options]", .opts = opts};
+    fa_cli_args args;
+    int rc = fa_cli_parse(ctx, &spec, argc, argv, &args);
     if (rc >= 0) return rc;
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);

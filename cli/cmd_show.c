@@ -9,13 +9,6 @@
 #include "cli.h"
 #include "store/store.h"
 
-static const char *k_help =
-    "usage: fuse-advise show RUN [--db PATH|URI] [--json]\n"
-    "  RUN        a run id (see `fuse-advise runs`) or 'latest'\n"
-    "  --db PATH  run database (default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH "), or postgresql://URI\n"
-    "  --json     one JSON document instead of the table\n"
-    "One row per op: median over the timed iterations of the op's summed kernel time in an\n"
-    "iteration, its share of the sum of medians, and its kernel records over all iterations.\n";
 
 /* Defined in cmd_runs.c: one run as a JSON object. */
 void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
@@ -24,23 +17,14 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = fa_cli_default_db(), *run = NULL;
     bool json = false;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int save = i;
-        if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
-            if (!*v) return fa_cli_usage("show", "--db needs a PATH");
-            db = v;
-            continue;
-        }
-        i = save;
-        if (!strcmp(argv[i], "--json")) json = true;
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(k_help, stdout);
-            return 0;
-        } else if (argv[i][0] == '-') return fa_cli_usage("show", "unknown option '%s'", argv[i]);
-        else if (!run) run = argv[i];
-        else return fa_cli_usage("show", "unexpected argument '%s'", argv[i]);
-    }
+    const fa_cli_opt opts[] = {FA_CLI_OPT_DB(&db), FA_CLI_OPT_JSON(&json), FA_CLI_END};
+    const fa_cli_spec spec = {.verb = "show", .synopsis = "RUN [options]",
+                              .about = "  RUN is a run id (see `fuse-advise runs`) or 'latest': the per-op time table.\n",
+                              .opts = opts, .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    if (args.n) run = args.arg[0];
     if (!run) return fa_cli_usage("show", "missing RUN (a run id from `fuse-advise runs`, or 'latest')");
     int64_t run_id = 0;
     bool latest = !strcmp(run, "latest");

@@ -10,8 +10,7 @@
 #include "collector/cupti/cupti.h"
 #include "store/store.h"
 
-static const char *k_help =
-    "usage: fuse-advise trace [--db PATH|URI] [--tag TAG] [--no-nvtx] -- CMD ARGS...\n"
+static const char *k_about =
     "  Runs CMD with the CUPTI injection tracer (CUDA_INJECTION64_PATH) and NVTX routed to CUPTI\n"
     "  (NVTX_INJECTION64_PATH), stores kernels, copies, API calls, NVTX ranges and CUPTI overhead\n"
     "  as a run of kind 'trace', and prints a summary. CMD's exit status is reported; what was\n"
@@ -73,24 +72,20 @@ static void print_summary(const fa_trace *t, const fa_cupti_stats *st, int64_t r
 
 int fa_cmd_trace(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *tag = NULL, *v;
+    const char *db = fa_cli_default_db(), *tag = NULL;
     bool no_nvtx = false;
-    int i = 1;
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--")) {
-            i++;
-            break;
-        }
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            fputs(k_help, stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--no-nvtx")) no_nvtx = true;
-        else if ((v = fa_cli_opt_value(argc, argv, &i, "--db"))) {
-            if (!*v) return fa_cli_usage("trace", "--db needs a path");
-            db = v;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--tag"))) tag = v;
-        else return fa_cli_usage("trace", "unexpected argument '%s' (the command goes after --)", argv[i]);
-    }
+    const fa_cli_opt opts[] = {
+        FA_CLI_OPT_DB(&db),
+        FA_CLI_STRING("--tag", "TAG", &tag, "name the run for `gate` and `runs`"),
+        FA_CLI_FLAG("--no-nvtx", &no_nvtx, "leave NVTX alone (no ranges per op)"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "trace", .synopsis = "[options] -- CMD ARGS...", .about = k_about, .opts = opts,
+                              .command_after_dashdash = true};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    int i = args.rest;
     if (i >= argc) return fa_cli_usage("trace", "missing command: fuse-advise trace [--db PATH] -- CMD ARGS");
     char **cmd = argv + i;
     int cmd_argc = argc - i;

@@ -7,14 +7,31 @@
 
 #include "cli.h"
 
-static int help(void)
+static const char *k_about =
+    "  Without NAME, lists the built-in models (usable as zoo:NAME wherever a model path goes).\n"
+    "  With NAME, builds that model (ONNX opset 17, random weights from a fixed seed, default\n"
+    "  0x5EED + FNV-1a-64(NAME)) and writes it to FILE.onnx (default NAME.onnx). See docs/zoo.md.\n";
+
+typedef struct seed_opt {
+    uint64_t value;
+    bool given;
+} seed_opt;
+
+/* --seed: an integer in [0, 2^64), decimal or 0x hex */
+static int opt_seed(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
 {
-    fa_cli_printf("usage: fuse-advise zoo [--json]\n"
-                  "       fuse-advise zoo NAME [-o FILE.onnx] [--batch N] [--seed S] [--json]\n\n"
-                  "Without NAME, lists the built-in models (usable as zoo:NAME wherever a model path\n"
-                  "goes). With NAME, builds that model (ONNX opset 17, random weights from a fixed seed,\n"
-                  "default 0x5EED + FNV-1a-64(NAME)) and writes it to FILE.onnx (default NAME.onnx).\n"
-                  "--batch N sets dim 0 of every input (default 1). See docs/zoo.md.\n");
+    (void)ctx, (void)verb;
+    char *end;
+    errno = 0;
+    uint64_t x = strtoull(v, &end, 0);
+    /* strtoull accepts "-1" (wrapping to 2^64-1) and saturates on overflow: refuse both */
+    if (!*v || *end || errno || strchr(v, '-')) {
+        fa_buf_printf_term(why, "--seed expects an integer in [0, 2^64) (decimal or 0x hex), got '%s'", v);
+        return -1;
+    }
+    seed_opt *so = o->dest;
+    so->value = x;
+    so->given = true;
     return 0;
 }
 
@@ -60,37 +77,24 @@ static bool ends_with(const char *s, const char *suffix)
 int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
 {
     const char *name = NULL, *out_path = NULL;
-    bool json = false, have_seed = false;
-    long batch = 1;
-    uint64_t seed = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) return help();
-        if (!strcmp(argv[i], "--json")) {
-            json = true;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "-o")) ||
-                   (v = fa_cli_opt_value(argc, argv, &i, "--output"))) {
-            if (!*v) return fa_cli_usage("zoo", "-o needs a file name");
-            out_path = v;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--batch"))) {
-            batch = fa_cli_parse_long("zoo", "--batch", v, 1, 1 << 20);
-            if (batch < 0) return 2;
-        } else if ((v = fa_cli_opt_value(argc, argv, &i, "--seed"))) {
-            char *end;
-            errno = 0;
-            seed = strtoull(v, &end, 0);
-            /* strtoull accepts "-1" (wrapping to 2^64-1) and saturates on overflow: refuse both */
-            if (!*v || *end || errno || strchr(v, '-'))
-                return fa_cli_usage("zoo", "--seed expects an integer in [0, 2^64) (decimal or 0x hex), got '%s'", v);
-            have_seed = true;
-        } else if (argv[i][0] == '-') {
-            return fa_cli_usage("zoo", "unknown option '%s'", argv[i]);
-        } else if (!name) {
-            name = strncmp(argv[i], "zoo:", 4) == 0 ? argv[i] + 4 : argv[i];
-        } else {
-            return fa_cli_usage("zoo", "unexpected argument '%s' (one model at a time)", argv[i]);
-        }
-    }
+    bool json = false;
+    int batch = 1;
+    seed_opt seed = {0, false};
+    const fa_cli_opt opts[] = {
+        FA_CLI_STRING2("--output", "-o", "FILE.onnx", &out_path, "where the model is written (default NAME.onnx)"),
+        FA_CLI_INT("--batch", "N", &batch, 1, 1 << 20, 0, "dim 0 of every input"),
+        FA_CLI_CALLBACK("--seed", "S", opt_seed, &seed, 0, 0, FA_CLI_NO_DEFAULT,
+                        "the weights' seed (decimal or 0x hex; default 0x5EED + FNV-1a-64(NAME))"),
+        FA_CLI_OPT_JSON(&json),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "zoo", .synopsis = "[--json]\nNAME [-o FILE.onnx] [--batch N] [--seed S] [--json]",
+                              .about = k_about, .opts = opts, .max_args = 1};
+    fa_cli_args args;
+    int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
+    if (prc >= 0) return prc;
+    bool have_seed = seed.given;
+    if (args.n) name = strncmp(args.arg[0], "zoo:", 4) == 0 ? args.arg[0] + 4 : args.arg[0];
     if (!name) {
         if (out_path || have_seed) return fa_cli_usage("zoo", "-o/--seed need a model NAME");
         return list(json);
@@ -98,7 +102,7 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
 
     fa_graph *g = NULL;
     fa_status st = fa_zoo_build_seeded(ctx, name, (int)batch,
-                                       have_seed ? seed : fa_zoo_default_seed(name), &g);
+                                       have_seed ? seed.value : fa_zoo_default_seed(name), &g);
     if (st) return fa_cli_fail(ctx, st);
     char default_path[300];
     if (!out_path) { /* a name we chose, in the current folder: never through a link there */
@@ -134,14 +138,14 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
         fa_json_str_or_empty(&b, ref);
         fa_buf_puts(&b, ", \"path\": ");
         fa_json_str_or_empty(&b, out_path);
-        fa_buf_printf_term(&b, ", \"batch\": %ld, \"seed\": \"0x%016" PRIx64 "\", \"nodes\": %d, "
+        fa_buf_printf_term(&b, ", \"batch\": %d, \"seed\": \"0x%016" PRIx64 "\", \"nodes\": %d, "
                                "\"parameters\": %" PRId64 ", \"initializer_bytes\": %" PRIu64 "}\n",
-                           batch, have_seed ? seed : fa_zoo_default_seed(name), g->n_nodes, params,
+                           batch, have_seed ? seed.value : fa_zoo_default_seed(name), g->n_nodes, params,
                            weight_bytes);
         if (!b.oom) fputs(b.data, stdout);
         fa_buf_free(&b);
     } else {
-        fa_cli_printf("wrote %s: zoo:%s, batch %ld, %d nodes, %" PRId64 " parameters, %.1f %s of initializers\n",
+        fa_cli_printf("wrote %s: zoo:%s, batch %d, %d nodes, %" PRId64 " parameters, %.1f %s of initializers\n",
                       out_path, name, batch, g->n_nodes, params,
                       weight_bytes >= 1000000 ? (double)weight_bytes / 1e6 : (double)weight_bytes / 1e3,
                       weight_bytes >= 1000000 ? "MB" : "kB");

@@ -32,108 +32,34 @@ int fa_cli_usage(const char *verb, const char *fmt, ...)
     return 2;
 }
 
-const char *fa_cli_opt_value(int argc, char **argv, int *i, const char *name)
+void fa_cli_model_opts_from_command_line(fa_ctx *ctx, const char *command_line, fa_cli_model_opts *mo)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n) != 0) return NULL;
-    if (a[n] == '=') return a + n + 1;
-    if (a[n] != 0) return NULL;
-    if (*i + 1 >= argc) return "";
-    (*i)++;
-    return argv[*i];
-}
-
-long fa_cli_parse_long(const char *verb, const char *opt, const char *v, long min, long max)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (!*v || *end || errno || x < min || x > max) {
-        fa_cli_usage(verb, "%s expects an integer in [%ld, %ld], got '%s'", opt, min, max, v);
-        return -1;
+    memset(mo, 0, sizeof *mo);
+    char *cmd = command_line ? strdup(command_line) : NULL;
+    if (!cmd) return;
+    /* the stored line's words, with the model-loading rows only: a word of another verb's table
+     * is skipped, and so is a value this table refuses (the run accepted it when it ran) */
+    const fa_cli_opt rows[] = {FA_CLI_OPTS_MODEL(mo), FA_CLI_END};
+    char *words[256], *save = NULL;
+    int n = 0;
+    for (char *tok = strtok_r(cmd, " ", &save); tok && n < 255; tok = strtok_r(NULL, " ", &save)) words[n++] = tok;
+    for (int i = 0; i < n; i++) {
+        const char *w = words[i], *eq = strchr(w, '=');
+        size_t nl = eq ? (size_t)(eq - w) : strlen(w);
+        for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+            const fa_cli_opt *o = &rows[k];
+            if (!o->name || strlen(o->name) != nl || strncmp(o->name, w, nl)) continue;
+            const char *v = NULL;
+            if (o->kind != FA_CLI_OPT_FLAG) {
+                if (eq) v = eq + 1;
+                else if (i + 1 < n) v = words[++i];
+                else break;
+            }
+            fa_cli_opt_try(ctx, o, v); /* a refused value is ignored here, not reported */
+            break;
+        }
     }
-    return x;
-}
-
-int fa_cli_parse_i64(const char *verb, const char *opt, const char *v, int64_t min, int64_t max, int64_t *out)
-{
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    /* ERANGE: strtoll saturates at LLONG_MIN/MAX; that is a refusal, never a value */
-    if (!*v || *end || errno || x < min || x > max) {
-        fa_cli_usage(verb, "%s expects an integer in [%" PRId64 ", %" PRId64 "], got '%s'", opt, min, max, v);
-        return -1;
-    }
-    *out = (int64_t)x;
-    return 0;
-}
-
-int fa_cli_parse_double(const char *verb, const char *opt, const char *v, double min, double max, bool min_open,
-                        double *out)
-{
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    /* isfinite: "inf", "nan", and 1e400 (ERANGE, HUGE_VAL) are refused, never clamped */
-    if (!*v || *end || errno || !isfinite(x) || x < min || (min_open && x == min) || x > max) {
-        fa_cli_usage(verb, "%s expects a finite number in %s%g, %g], got '%s'", opt, min_open ? "(" : "[", min, max, v);
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
-int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s)
-{
-    const char *v;
-    int save = *i;
-    if ((v = fa_cli_opt_value(argc, argv, i, "--max-clusters"))) {
-        long x = fa_cli_parse_long(verb, "--max-clusters", v, 1, 1000000);
-        if (x < 0) return -1;
-        *max_clusters = (int)x;
-        return 1;
-    }
-    *i = save;
-    if ((v = fa_cli_opt_value(argc, argv, i, "--apply-budget"))) {
-        /* seconds; at most a week */
-        if (fa_cli_parse_double(verb, "--apply-budget", v, 0, 604800, true, budget_s) < 0) return -1;
-        return 1;
-    }
-    *i = save;
-    return 0;
-}
-
-int fa_cli_model_opt(fa_ctx *ctx, const char *verb, int argc, char **argv, int *i, fa_cli_model_opts *o)
-{
-    const char *v;
-    int save = *i;
-    if ((v = fa_cli_opt_value(argc, argv, i, "--shape"))) {
-        if (!*v) { fa_cli_usage(verb, "--shape needs NAME=DIMS"); return -1; }
-        if (o->n_bindings >= 16) { fa_cli_usage(verb, "at most 16 --shape bindings"); return -1; }
-        fa_status s = fa_shape_binding_parse(ctx, v, &o->bindings[o->n_bindings]);
-        if (s) { fa_cli_eprintf("fuse-advise %s: %s\n", verb, fa_ctx_errmsg(ctx)); return -1; }
-        o->n_bindings++;
-        return 1;
-    }
-    *i = save;
-    if ((v = fa_cli_opt_value(argc, argv, i, "--batch"))) {
-        long b = fa_cli_parse_long(verb, "--batch", v, 1, 1 << 20);
-        if (b < 0) return -1;
-        o->batch = (int)b;
-        return 1;
-    }
-    *i = save;
-    if (!strcmp(argv[*i], "--no-fold")) {
-        o->no_fold = true;
-        return 1;
-    }
-    if (!strcmp(argv[*i], "--no-dim-defaults")) {
-        o->no_dim_defaults = true;
-        return 1;
-    }
-    return 0;
+    free(cmd);
 }
 
 fa_load_options fa_cli_load_options(const fa_cli_model_opts *o)
@@ -184,6 +110,33 @@ void fa_cli_note_dim_defaults(const fa_graph *g)
                    g->n_dim_defaults == 1 ? "" : "s", FA_DIM_DEFAULT);
     for (int i = 0; i < g->n_dim_defaults; i++) fa_cli_eprintf("%s %s", i ? "," : "", g->dim_defaults[i]);
     fa_cli_eprintf(" (choose with --shape NAME=N, --shape INPUT=DIMS or --batch N; refuse with --no-dim-defaults)\n");
+}
+
+void fa_cli_note_opaque(const fa_graph *g)
+{
+    if (!g || g->n_unsupported == 0) return;
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_graph_unsupported_text(g, &b);
+    int after = 0;
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        after += n->opaque && fa_op_find(n->domain, n->op_type) != NULL;
+    }
+    fa_cli_eprintf("fuse-advise: notice: %d node%s of unsupported ops kept opaque (not analysed): %s", g->n_unsupported,
+                   g->n_unsupported == 1 ? "" : "s", b.data ? b.data : "");
+    if (after)
+        fa_cli_eprintf("; %d node%s after them read%s a tensor without a shape (the model gives none: bind it with --shape "
+                       "NAME=DIMS) and %s not analysed either", after, after == 1 ? "" : "s", after == 1 ? "s" : "",
+                       after == 1 ? "is" : "are");
+    fa_cli_eprintf(" (the ops fuse-advise runs: %s)\n", FA_SUPPORTED_OPS_DOC);
+    fa_buf_free(&b);
+}
+
+const char *fa_cli_node_pattern(const fa_node *n)
+{
+    if (n->op) return fa_pattern_name(n->op->pattern);
+    return fa_op_find(n->domain, n->op_type) ? "not analysed" : "unsupported";
 }
 
 char *fa_cli_dim_defaults_text(const fa_graph *g)

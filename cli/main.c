@@ -96,6 +96,12 @@ int main(int argc, char **argv)
         fa_ctx_free(ctx);
         return rc;
     }
-    fa_cli_eprintf("fuse-advise: unknown verb '%s'\n\n", argv[1]);
+    const char *names[sizeof verbs / sizeof verbs[0]];
+    int nn = 0;
+    for (int i = 0; i < nv; i++)
+        if (verbs[i].fn) names[nn++] = verbs[i].name;
+    const char *near = fa_cli_nearest(argv[1], names, NULL, nn);
+    if (near) fa_cli_eprintf("fuse-advise: unknown verb '%s' (did you mean %s?)\n\n", argv[1], near);
+    else fa_cli_eprintf("fuse-advise: unknown verb '%s'\n\n", argv[1]);
     return usage(stderr, verbs, nv);
 }

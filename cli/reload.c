@@ -23,21 +23,8 @@ fa_status fa_cli_reload_model(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_aren
                                 ri->model_path, run_id, sha, ri->model_sha256);
     }
     fa_cli_model_opts mo;
-    memset(&mo, 0, sizeof mo);
-    char *cmd = ri->command_line ? strdup(ri->command_line) : NULL;
-    if (cmd) {
-        char *argv[256];
-        int argc = 0;
-        for (char *tok = strtok(cmd, " "); tok && argc < 255; tok = strtok(NULL, " ")) argv[argc++] = tok;
-        argv[argc] = NULL;
-        for (int i = 0; i < argc; i++)
-            if (!strncmp(argv[i], "--batch", 7) || !strncmp(argv[i], "--shape", 7) || !strcmp(argv[i], "--no-fold")) {
-                int save = i;
-                if (fa_cli_model_opt(ctx, "apply", argc, argv, &i, &mo) < 0) i = save;
-            }
-    }
+    fa_cli_model_opts_from_command_line(ctx, ri->command_line, &mo);
     fa_load_options lo = fa_cli_load_options(&mo);
     s = fa_graph_load(ctx, ri->model_path, &lo, out);
-    free(cmd);
     return s;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "codegen/codegen-impl.h"
+#include "runtime/cuda_reduce.h"
 
 enum { ST_MUL, ST_DIV, ST_ADD, ST_SUB, ST_WHERE, ST_SOFTCAP, ST_BOOL_MASK };
 /* The CUDA kernel's shape: 4 warps per block, 4 query rows per warp (16 rows), one key per lane

@@ -10,6 +10,7 @@
 
 #include "codegen/codegen-impl.h"
 #include "graph/op_math.h"
+#include "runtime/cuda_reduce.h"
 
 enum { LANG_C = 0, LANG_CUDA = 1 };
 enum { LV_ROW = 1, LV_FULL = 2 };               /* value depends on the row only / on (row, j) */

@@ -9,7 +9,7 @@
 
 #include "core/core.h"
 #include "graph/graph.h"
-#include "runtime/runtime.h"
+#include "runtime/fused.h"
 
 /* Generated C ABI (cpu), shapes baked in at generation time:
  *

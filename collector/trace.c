@@ -6,8 +6,9 @@
 
 const char *fa_activity_kind_name(fa_activity_kind k)
 {
-    static const char *const names[FA_ACT_KIND_COUNT] = {
+    static const char *const names[] = {
         "kernel", "memcpy", "memset", "runtime", "driver", "cpu_op", "range", "sync", "overhead", "module", "python"};
+    _Static_assert(sizeof names / sizeof names[0] == FA_ACT_KIND_COUNT, "names: one row per value");
     return (unsigned)k < FA_ACT_KIND_COUNT ? names[k] : "unknown";
 }
 

@@ -14,10 +14,11 @@
 
 /* ---- status ---- */
 
-static const char *const k_status_names[FA_STATUS_COUNT] = {
+static const char *const k_status_names[] = {
     "ok", "bad input", "unsupported", "i/o error", "out of memory",
     "runtime error", "usage error", "gate failure", "internal error",
 };
+_Static_assert(sizeof k_status_names / sizeof k_status_names[0] == FA_STATUS_COUNT, "k_status_names: one row per value");
 
 const char *fa_status_name(fa_status s)
 {

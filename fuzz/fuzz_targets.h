@@ -79,16 +79,22 @@ static fa_status fa_fuzz_nsys(fa_ctx *ctx, const uint8_t *data, size_t size)
     return s;
 }
 
-/* Command-line parsers: the input split at NUL bytes is an argv after "run"; the model options
- * loop of `run` (fa_cli_model_opt: --shape, --batch, --no-fold), fa_cli_opt_value,
- * fa_cli_parse_long, fa_target_parse and fa_shape_binding_parse consume it; parsed bindings
- * are then applied by fa_graph_prepare to zoo:mlp-tiny (input "input" [B,64]). cli/common.c
- * prints usage errors to the stderr FILE*. Returns the prepare status (FA_OK if none ran). */
+/* Command-line parsers: the input split at NUL bytes is an argv after "run", parsed by the CLI's
+ * one option parser (cli/options.c fa_cli_parse) over a table with a row of every kind and the
+ * shared groups (model loading with --shape through fa_shape_binding_parse, iterations, cluster
+ * caps, --threads, --target through fa_target_parse); parsed bindings are then applied by
+ * fa_graph_prepare to zoo:mlp-tiny (input "input" [B,64]). The parser prints usage errors to the
+ * stderr FILE* and --help to stdout. Returns the prepare status (FA_OK if none ran). */
 static fa_status fa_fuzz_args(fa_ctx *ctx, const uint8_t *data, size_t size)
 {
     enum { MAX_ARGS = 64 };
     char *text = malloc(size + 1);
-    if (!text) return FA_ERR_NOMEM;
+    fa_cli_args *args = malloc(sizeof *args);
+    if (!text || !args) {
+        free(text);
+        free(args);
+        return FA_ERR_NOMEM;
+    }
     memcpy(text, data, size);
     text[size] = 0;
     char *argv[MAX_ARGS + 1];
@@ -101,23 +107,30 @@ static fa_status fa_fuzz_args(fa_ctx *ctx, const uint8_t *data, size_t size)
     argv[argc] = NULL;
     fa_cli_model_opts mo;
     memset(&mo, 0, sizeof mo);
-    for (int i = 1; i < argc; i++) {
-        int r = fa_cli_model_opt(ctx, "run", argc, argv, &i, &mo);
-        if (r < 0) break;
-        if (r > 0) continue;
-        const char *v;
-        fa_target t;
-        int j = i;
-        if ((v = fa_cli_opt_value(argc, argv, &j, "--iters"))) (void)fa_cli_parse_long("run", "--iters", v, 1, 1000000);
-        j = i;
-        if ((v = fa_cli_opt_value(argc, argv, &j, "--target"))) (void)fa_target_parse(ctx, v, &t);
-        (void)fa_target_parse(ctx, argv[i], &t);
-        (void)fa_cli_parse_long("run", "--threads", argv[i], 0, 1024);
-        fa_shape_binding b;
-        (void)fa_shape_binding_parse(ctx, argv[i], &b);
-    }
+    int iters = 20, warmup = 3, threads = 0, max_ops = 16, max_inputs = 8;
+    int64_t max_mem = 0;
+    double tolerance = 1e-5, share = 0.01;
+    bool flag = false;
+    const char *db = NULL;
+    fa_target target = FA_TARGET_AUTO;
+    const fa_cli_opt opts[] = {
+        FA_CLI_FLAG("--no-apply", &flag, "a flag"),
+        FA_CLI_STRING2("--db", "-d", "PATH", &db, "a string"),
+        FA_CLI_OPT_THREADS(&threads),
+        FA_CLI_CALLBACK("--target", "T", fa_cli_opt_target, &target, 0, 0, 0, "a callback"),
+        FA_CLI_I64("--max-memory", "BYTES", &max_mem, 1, INT64_MAX, 0, "an int64"),
+        FA_CLI_DOUBLE("--tolerance", "T", &tolerance, 0, 0.1, FA_CLI_MIN_OPEN, "a double"),
+        FA_CLI_PERCENT("--min-share", "X", &share, 0, 1, FA_CLI_MAX_OPEN, "a percentage"),
+        FA_CLI_OPTS_ITERATIONS(&iters, &warmup),
+        FA_CLI_OPTS_MODEL(&mo),
+        FA_CLI_INT("--max-ops", "N", &max_ops, 2, 1000, 0, "an int"),
+        FA_CLI_INT("--max-inputs", "N", &max_inputs, 1, 64, 0, "an int"),
+        FA_CLI_END,
+    };
+    const fa_cli_spec spec = {.verb = "run", .synopsis = "MODEL [options]", .opts = opts, .max_args = 2};
+    int rc = fa_cli_parse(ctx, &spec, argc, argv, args);
     fa_status s = FA_OK;
-    if (mo.n_bindings > 0 || mo.batch > 0) {
+    if (rc < 0 && (mo.n_bindings > 0 || mo.batch > 0)) {
         fa_graph *g = NULL;
         s = fa_zoo_build(ctx, "mlp-tiny", 1, &g);
         if (s == FA_OK) {
@@ -127,6 +140,7 @@ static fa_status fa_fuzz_args(fa_ctx *ctx, const uint8_t *data, size_t size)
         }
         fa_graph_free(g);
     }
+    free(args);
     free(text);
     return s;
 }

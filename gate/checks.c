@@ -2,6 +2,7 @@
  * (lost, verification, registers/spills), per-component latency; each adds a fa_gate_check with
  * its verdict and sentence (docs/ci.md). */
 #include "gate/gate-impl.h"
+#include "runtime/runtime.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -9,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-
+/* Appends a check with its verdict and sentence to r. Out of memory: NULL and r->oom set, so
+ * that fa_gate_check_all fails (the checks themselves go on without it). */
 static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
                                 fa_gate_verdict v, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
@@ -18,7 +20,10 @@ static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *c
     if (r->n_checks == r->cap_checks) {
         int ncap = r->cap_checks ? r->cap_checks * 2 : 32;
         fa_gate_check *nc = realloc(r->checks, sizeof(fa_gate_check) * (size_t)ncap);
-        if (!nc) return NULL;
+        if (!nc) {
+            r->oom = true;
+            return NULL;
+        }
         r->checks = nc;
         r->cap_checks = ncap;
     }
@@ -36,7 +41,10 @@ static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *c
     c->verdict = v;
     c->message = fa_arena_strdup(r->arena, b.data ? b.data : "");
     fa_buf_free(&b);
-    if (!c->id || !c->name || !c->message) return NULL;
+    if (!c->id || !c->name || !c->message) {
+        r->oom = true;
+        return NULL;
+    }
     r->n_checks++;
     return c;
 }
@@ -182,11 +190,6 @@ static const char *which_missing(const gate_run *b, const gate_run *c, bool in_b
     return buf;
 }
 
-#define ADD(...)                                                                                                       \
-    do {                                                                                                               \
-        if (!add_check(__VA_ARGS__)) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");                          \
-    } while (0)
-
 static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc)
 {
     char w[160];
@@ -230,15 +233,15 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
      * LOSS warns (the latency checks above judge the change between the runs) */
     fa_e2e_verdict ev = c->info.e2e_verdict;
     if (!s && ev == FA_E2E_MISMATCH)
-        ADD(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_FAIL,
+        add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_FAIL,
             "run %" PRId64 "'s fused plan is a MISMATCH end to end: its outputs differ from its unfused model's beyond "
             "the end-to-end tolerance; it is not deployable", c->info.id);
     else if (!s && ev == FA_E2E_LOSS)
-        ADD(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_WARN,
+        add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_WARN,
             "run %" PRId64 "'s fused plan is a LOSS end to end: with its clusters kept it is not measurably faster than "
             "its unfused baseline; deploy the baseline", c->info.id);
     else if (!s && ev != FA_E2E_NOT_APPLIED)
-        ADD(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_PASS,
+        add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_PASS,
             "run %" PRId64 "'s fused plan end to end: %s", c->info.id, fa_e2e_verdict_name(ev));
     return s;
 }
@@ -267,7 +270,7 @@ static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const side *sb, c
         const char *name = k ? "kernels per iteration (fused)" : "kernels per iteration (unfused)";
         int bm = side_kpi(sb, k), cm = side_kpi(sc, k); /* the primary's count with one run per side */
         if (bm < 0 || cm < 0) {
-            ADD(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s no %s",
+            add_check(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s no %s",
                 which_missing(b, c, bm >= 0, cm >= 0, w, sizeof w),
                 k ? "fused-model trace (a run of kind 'fused' tagged fused-of:<run>)" : "timed kernel records");
             continue;
@@ -276,12 +279,12 @@ static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const side *sb, c
         char vary[96] = "";
         if (cmin != cmax) snprintf(vary, sizeof vary, " (the candidate's iterations ran %d..%d kernels)", cmin, cmax);
         if (cm > bm)
-            ADD(r, id, "kernels", name, FA_GATE_FAIL, "%d -> %d kernels per iteration (+%d launches)%s", bm, cm, cm - bm,
+            add_check(r, id, "kernels", name, FA_GATE_FAIL, "%d -> %d kernels per iteration (+%d launches)%s", bm, cm, cm - bm,
                 vary);
         else if (cm < bm)
-            ADD(r, id, "kernels", name, FA_GATE_PASS, "%d -> %d kernels per iteration (%d fewer)%s", bm, cm, bm - cm, vary);
+            add_check(r, id, "kernels", name, FA_GATE_PASS, "%d -> %d kernels per iteration (%d fewer)%s", bm, cm, bm - cm, vary);
         else
-            ADD(r, id, "kernels", name, FA_GATE_PASS, "%d kernels per iteration in both runs%s", bm, vary);
+            add_check(r, id, "kernels", name, FA_GATE_PASS, "%d kernels per iteration in both runs%s", bm, vary);
     }
     return FA_OK;
 }
@@ -322,7 +325,7 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
     char w[160];
     const gate_run *b = &sb->r[0], *c = &sc->r[0];
     if (!b->plan_id || !c->plan_id) {
-        ADD(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_SKIPPED,
+        add_check(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no fusion plan (run without --no-apply)",
             which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
     } else {
@@ -351,31 +354,31 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
                     snprintf(why, sizeof why, "; in run %" PRId64 " it is %s: %s", sc->r[lost_at].info.id,
                              lc ? lc->status : "not proposed", lc && lc->reason ? lc->reason : "(no reason recorded)");
                 if (kb * 2 <= sb->n)
-                    ADD(r, id, "fusion", name, FA_GATE_WARN,
+                    add_check(r, id, "fusion", name, FA_GATE_WARN,
                         "accepted in only %d of %d baseline runs: a marginal fusion, not gating (candidate: %d of %d)%s",
                         kb, sb->n, kc, sc->n, why);
                 else if (kc == sc->n)
-                    ADD(r, id, "fusion", name, FA_GATE_PASS, "accepted in %d of %d baseline and all %d candidate runs", kb,
+                    add_check(r, id, "fusion", name, FA_GATE_PASS, "accepted in %d of %d baseline and all %d candidate runs", kb,
                         sb->n, sc->n);
                 else if (kc * 2 > sc->n)
-                    ADD(r, id, "fusion", name, FA_GATE_WARN,
+                    add_check(r, id, "fusion", name, FA_GATE_WARN,
                         "accepted in %d of %d candidate runs (flaky acceptance, not gating)%s", kc, sc->n, why);
                 else
-                    ADD(r, id, "fusion", name, FA_GATE_FAIL,
+                    add_check(r, id, "fusion", name, FA_GATE_FAIL,
                         "fusion lost: accepted in %d of %d baseline runs, %d of %d candidate runs%s", kb, sb->n, kc, sc->n,
                         why);
             } else if (cc && cc->accepted) {
-                ADD(r, id, "fusion", name, FA_GATE_PASS, "accepted in both runs");
+                add_check(r, id, "fusion", name, FA_GATE_PASS, "accepted in both runs");
             } else if (cc) {
-                ADD(r, id, "fusion", name, FA_GATE_FAIL, "fusion lost: accepted in the baseline, %s in the candidate: %s",
+                add_check(r, id, "fusion", name, FA_GATE_FAIL, "fusion lost: accepted in the baseline, %s in the candidate: %s",
                     cc->status, cc->reason ? cc->reason : "(no reason recorded)");
             } else {
                 const gate_cluster *ab = absorbing_cluster(c, bc);
                 if (ab)
-                    ADD(r, id, "fusion", name, FA_GATE_PASS, "its members are now fused in the larger cluster %s",
+                    add_check(r, id, "fusion", name, FA_GATE_PASS, "its members are now fused in the larger cluster %s",
                         ab->display);
                 else
-                    ADD(r, id, "fusion", name, FA_GATE_FAIL,
+                    add_check(r, id, "fusion", name, FA_GATE_FAIL,
                         "fusion lost: accepted in the baseline, not proposed by the candidate's plan (no cluster with "
                         "this label and these members)");
             }
@@ -387,13 +390,13 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
             if (cc->accepted && !(bc && bc->accepted)) n_new++;
         }
         if (!n_acc)
-            ADD(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_PASS,
+            add_check(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_PASS,
                 "the baseline accepted no cluster; nothing to lose%s", n_new ? " (the candidate accepts new ones)" : "");
         if (n_new) fa_gate_note(r, "the candidate accepts %d cluster(s) the baseline did not", n_new);
     }
     /* verification */
     if (!c->plan_id) {
-        ADD(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_SKIPPED,
+        add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_SKIPPED,
             "not measured in one of the runs: the candidate run %" PRId64 " has no fusion plan", c->info.id);
     } else {
         fa_buf m;
@@ -408,20 +411,24 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
             bad++;
         }
         if (bad)
-            ADD(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_FAIL, "%s",
+            add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_FAIL, "%s",
                 m.data ? m.data : "");
         else
-            ADD(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_PASS,
+            add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_PASS,
                 "no cluster of the candidate failed verification");
         fa_buf_free(&m);
     }
-    /* registers and spills (cuda) */
+    /* registers and spills: a target whose compiler reports them (runtime.h FA_TARGET_CAP_KERNEL_REPORT) */
     const char *tgt = c->info.target ? c->info.target : "?";
-    if (strcmp(tgt, "cuda")) {
-        ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
-            "not measured in one of the runs: target %s (registers and spills exist on cuda only)", tgt);
+    fa_target ct = FA_TARGET_AUTO;
+    fa_ctx *pc = fa_ctx_create(); /* a name this build does not know is a target without the report */
+    if (!pc || fa_target_parse(pc, tgt, &ct)) ct = FA_TARGET_AUTO;
+    fa_ctx_free(pc);
+    if (!fa_target_has(ct, FA_TARGET_CAP_KERNEL_REPORT)) {
+        add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+            "not measured in one of the runs: target %s (its compiler reports no registers and spills)", tgt);
     } else if (!b->plan_id || !c->plan_id) {
-        ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+        add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no fusion plan",
             which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
     } else {
@@ -435,10 +442,10 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
                 snprintf(id, sizeof id, "cuda.spills:%s", bc->key);
                 snprintf(name, sizeof name, "spills of cluster %s", bc->display);
                 if (cc->spill_bytes > bc->spill_bytes)
-                    ADD(r, id, "registers", name, FA_GATE_FAIL, "spill stores grew from %d to %d bytes", bc->spill_bytes,
+                    add_check(r, id, "registers", name, FA_GATE_FAIL, "spill stores grew from %d to %d bytes", bc->spill_bytes,
                         cc->spill_bytes);
                 else
-                    ADD(r, id, "registers", name, FA_GATE_PASS, "%d -> %d bytes of spill stores", bc->spill_bytes,
+                    add_check(r, id, "registers", name, FA_GATE_PASS, "%d -> %d bytes of spill stores", bc->spill_bytes,
                         cc->spill_bytes);
                 compared++;
             }
@@ -446,14 +453,14 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
                 snprintf(id, sizeof id, "cuda.registers:%s", bc->key);
                 snprintf(name, sizeof name, "registers of cluster %s", bc->display);
                 double grow = (double)cc->registers / bc->registers - 1;
-                ADD(r, id, "registers", name, grow > r->opt.register_warn ? FA_GATE_WARN : FA_GATE_PASS,
+                add_check(r, id, "registers", name, grow > r->opt.register_warn ? FA_GATE_WARN : FA_GATE_PASS,
                     "%d -> %d registers per thread (%+.0f%%; warns above +%.0f%%)", bc->registers, cc->registers,
                     grow * 100, r->opt.register_warn * 100);
                 compared++;
             }
         }
         if (!compared)
-            ADD(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+            add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
                 "not measured in one of the runs: no cluster accepted in both runs has registers/spills recorded");
     }
     return FA_OK;
@@ -491,7 +498,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
             if (g->n_iters > max_iters) max_iters = g->n_iters;
         }
     if (!b->n_ops || !c->n_ops) {
-        ADD(r, "latency.component", "latency", "per-cluster / per-op latency (unfused kernels)", FA_GATE_SKIPPED,
+        add_check(r, "latency.component", "latency", "per-cluster / per-op latency (unfused kernels)", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no timed kernel records",
             which_missing(b, c, b->n_ops > 0, c->n_ops > 0, w, sizeof w));
         return FA_OK;
@@ -569,7 +576,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
         int npc, np;
         component_samples(c, &comp[i], cs, &npc);
         if (!npc) {
-            ADD(r, comp[i].key, "latency", comp[i].name, FA_GATE_SKIPPED,
+            add_check(r, comp[i].key, "latency", comp[i].name, FA_GATE_SKIPPED,
                 "not measured in one of the runs: the candidate run %" PRId64 " ran no kernel of it", c->info.id);
             continue;
         }
@@ -626,7 +633,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
         if (s) return s;
     }
     if (b->plan_id && c->plan_id && !n_pairs)
-        ADD(r, "latency.cluster-fused", "latency", "per-cluster fused benchmarks", FA_GATE_SKIPPED,
+        add_check(r, "latency.cluster-fused", "latency", "per-cluster fused benchmarks", FA_GATE_SKIPPED,
             "not measured in one of the runs: no cluster has cluster-fused benchmark samples in both runs");
     return FA_OK;
 }
@@ -637,5 +644,6 @@ fa_status fa_gate_check_all(fa_ctx *ctx, fa_gate_report *r, const side *sb, cons
     if (!s) s = check_kernels(ctx, r, sb, sc);
     if (!s) s = check_fusion(ctx, r, sb, sc);
     if (!s) s = check_components(ctx, r, sb, sc);
+    if (!s && r->oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory recording the gate's checks");
     return s;
 }

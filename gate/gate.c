@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const k_verdict_names[FA_GATE_VERDICT_COUNT] = {"pass", "skipped", "inconclusive", "warn", "fail"};
+static const char *const k_verdict_names[] = {"pass", "skipped", "inconclusive", "warn", "fail"};
+_Static_assert(sizeof k_verdict_names / sizeof k_verdict_names[0] == FA_GATE_VERDICT_COUNT, "k_verdict_names: one row per value");
 
 const char *fa_gate_verdict_name(fa_gate_verdict v)
 {

@@ -106,6 +106,7 @@ typedef struct fa_gate_report {
     int n_checks;
     fa_gate_check *checks;   /* in report order (heap, owned) */
     int cap_checks;
+    bool oom;                /* a check could not be recorded (fa_gate_check_all then fails) */
     int counts[FA_GATE_VERDICT_COUNT];
     fa_gate_verdict verdict; /* FAIL if any check fails, else INCONCLUSIVE if any is, else PASS */
     int n_notes;

@@ -54,12 +54,13 @@ typedef enum fa_fuse_why {
 
 static inline const char *fa_fuse_why_text(fa_fuse_why w)
 {
-    static const char *const t[FA_FUSE_WHY_COUNT] = {
+    static const char *const t[] = {
         "legal",
         "an opaque kernel (a collective, a copy-engine transfer, an already fused or unknown kernel) never joins a fusion",
         "a GEMM or convolution can only be the anchor at the start of a fusion (its epilogue), never in the middle",
         "two reductions over different domains never fuse (only named patterns such as attention do)",
         "it reads nothing an earlier member wrote (no producer -> consumer edge)"};
+    _Static_assert(sizeof t / sizeof t[0] == FA_FUSE_WHY_COUNT, "t: one row per value");
     return (unsigned)w < FA_FUSE_WHY_COUNT ? t[w] : "?";
 }
 

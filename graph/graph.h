@@ -145,7 +145,7 @@ typedef struct fa_node {
     const char *name;     /* arena-owned; import gives unnamed nodes "<op>_<id>" */
     const char *op_type;
     const char *domain;   /* "" for ai.onnx */
-    const fa_op *op;      /* registry entry, NULL if unknown (import refuses unknown ops) */
+    const fa_op *op;      /* registry entry; NULL for an unknown op, and for an opaque node */
     int n_inputs;
     int *inputs;          /* tensor ids; -1 for an omitted optional input ("" in ONNX) */
     int n_outputs;
@@ -154,6 +154,11 @@ typedef struct fa_node {
     fa_attr *attrs;
     bool folded;          /* removed by constant folding; outputs became constants */
     int opset;            /* opset version of node->domain in force for this node */
+    /* Kept out of the analysis by fa_graph_prepare with keep_unsupported: its op has no registry
+     * entry, or it is a supported op whose input shapes are unknown because they come from such a
+     * node (then op is NULL too, and fa_op_find(domain, op_type) still names it). Its outputs
+     * have the shapes the model's value_info or a --shape binding gives, else none (rank -1). */
+    bool opaque;
 } fa_node;
 
 typedef struct fa_opset {
@@ -189,11 +194,17 @@ typedef struct fa_graph {
      * dim_param name ("batch_size") or "INPUT[D]" for an unnamed dim. */
     int n_dim_defaults;
     const char **dim_defaults;
+    /* Nodes of ops without a registry entry that fa_graph_prepare kept as opaque nodes
+     * (fa_load_options.keep_unsupported); the nodes after them it could not shape are opaque too
+     * (fa_node.opaque) but not counted here. */
+    int n_unsupported;
     /* consumer index, rebuilt by fa_graph_index() */
     int *cons_start;          /* n_tensors+1 offsets into cons */
     int *cons;                /* node ids */
     int *topo;                /* live (non-folded) node ids in topological order */
     int n_topo;
+    int *topo_pos;            /* by node id: its index in topo, -1 for a folded node (a scoped
+                                 walk orders a few nodes without walking topo) */
     int *name_slots;          /* private: open-addressing hash of tensor names -> id+1 */
     int name_cap;
 } fa_graph;
@@ -461,6 +472,10 @@ typedef struct fa_load_options {
     fa_progress_fn progress;   /* may be NULL: ("load", initializers decoded, all of them), then
                                   ("prepare", nodes inferred and folded, all of them) */
     void *progress_user;
+    /* Keep nodes of unsupported ops as opaque nodes (fa_node.opaque) and analyse the rest, for
+     * the verbs that only read a model (inspect, advise MODEL); without it every unsupported op is
+     * refused at once (fa_graph_unsupported_text). An opaque graph is never executed. */
+    bool keep_unsupported;
 } fa_load_options;
 
 /* The value an unbound symbolic input dim takes when no binding names it: 1, what
@@ -468,8 +483,17 @@ typedef struct fa_load_options {
  * --shapes (both bind the smallest valid shape). */
 #define FA_DIM_DEFAULT 1
 
+/* Every node of an op without a registry entry, by op: "com.microsoft.BiasGelu at nodes 'a',
+ * 'b'; Foo at node 'c'" (at most 4 node names per op, then "and N more"), appended to b. Returns
+ * how many such nodes there are (0: nothing appended). */
+int fa_graph_unsupported_text(const fa_graph *g, fa_buf *b);
+/* Where the list of supported ops is (docs/supported-ops.md, generated from the registry). */
+#define FA_SUPPORTED_OPS_DOC "docs/supported-ops.md"
+
 /* Import an ONNX model file (protobuf). Unknown ops import with node->op NULL and are refused
- * by fa_graph_prepare ("unsupported op X at node Y"); import itself refuses corrupt protobuf
+ * by fa_graph_prepare, every one at once ("unsupported op X at node Y", or "3 unsupported ops:
+ * ..." naming each op and its nodes and FA_SUPPORTED_OPS_DOC) unless keep_unsupported; import
+ * itself refuses corrupt protobuf
  * (with the byte offset), missing initializers, dangling inputs, cycles, bad dims, and external
  * data outside the model's folder (docs/onnx.md). *out owned by caller (fa_graph_free). */
 fa_status fa_onnx_import(fa_ctx *ctx, const char *path, fa_graph **out);
@@ -510,7 +534,8 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
  * reference kernels). Applies bindings first (opt->bindings, then opt->batch); every input dim
  * still symbolic after that is bound to FA_DIM_DEFAULT and listed in g->dim_defaults, or, with
  * opt->no_dim_defaults, refused with one FA_ERR_INPUT message that lists every unbound dim.
- * An input without any shape is always refused (its rank is unknown). Every graph input and
+ * An input without any shape is always refused (its rank is unknown; every such input is named,
+ * with the --shape that binds it). Every graph input and
  * constant, and every output a rule infers, is checked by fa_tensor_check_size before anything
  * is folded or allocated; the rules' own arithmetic is checked (fa_dim_add/sub/mul), so a model
  * whose shapes overflow or pass FA_MAX_TENSOR_BYTES gets FA_ERR_INPUT naming the node and field. */
@@ -554,7 +579,12 @@ void fa_graph_fill_input(const fa_graph *g, int tid, fa_rng *r, fa_value *v);
  * Gather's data); 0 when they index nothing. (An embedding with 2 token types needs ids 0..1.) */
 int64_t fa_graph_input_index_bound(const fa_graph *g, int tid);
 
-/* Everything: "zoo:NAME" or a path; import + prepare. */
+/* Everything: "zoo:NAME" or a path; import + prepare. When prepare fails after symbolic dims were
+ * bound to FA_DIM_DEFAULT, the model is prepared again with each such dim bound to 2 instead (at
+ * most 8 dims, one at a time): a dim whose other value changes the failure (or removes it) is
+ * named in the message as the dim the failing shapes depend on, with the --shape that binds it
+ * ("... depends on the symbolic dim 'batch', bound to the default 1: bind it with --shape
+ * batch=N"). A failure no defaulted dim changes is reported as it is. */
 fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *opt, fa_graph **out);
 
 /* ---- TensorProto (.pb) I/O, the format of corpus test_data_set folders ---- */

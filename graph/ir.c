@@ -52,8 +52,9 @@ const char *fa_dtype_name(fa_dtype t)
 
 const char *fa_pattern_name(fa_pattern p)
 {
-    static const char *const names[FA_PATTERN_COUNT] = {
+    static const char *const names[] = {
         "elementwise", "broadcast", "injective", "reduction", "out-elementwise-fusable", "opaque"};
+    _Static_assert(sizeof names / sizeof names[0] == FA_PATTERN_COUNT, "names: one row per value");
     return (unsigned)p < FA_PATTERN_COUNT ? names[p] : "unknown";
 }
 
@@ -86,6 +87,7 @@ void fa_graph_free(fa_graph *g)
     free(g->cons_start);
     free(g->cons);
     free(g->topo);
+    free(g->topo_pos);
     free(g->name_slots);
     fa_arena_free(g->arena);
     free(g);
@@ -584,12 +586,21 @@ fa_status fa_graph_index(fa_ctx *ctx, fa_graph *g)
         free(start); free(cons); free(topo);
         return st;
     }
+    int *pos = malloc(sizeof(int) * (size_t)(nn + 1));
+    if (!pos) {
+        free(start); free(cons); free(topo);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory indexing graph");
+    }
+    for (int i = 0; i < nn; i++) pos[i] = -1;
+    for (int k = 0; k < nt_out; k++) pos[topo[k]] = k;
     free(g->cons_start);
     free(g->cons);
     free(g->topo);
+    free(g->topo_pos);
     g->cons_start = start;
     g->cons = cons;
     g->topo = topo;
+    g->topo_pos = pos;
     g->n_topo = nt_out;
     return FA_OK;
 }

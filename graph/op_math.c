@@ -7,11 +7,12 @@
 #include <stdbool.h>
 #include <string.h>
 
-static const fa_unary_math k_math[FA_UNARY_COUNT] = {
+static const fa_unary_math k_math[] = {
 #define ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {FA_UNARY_##ID, NAME, {AA, AB, AG}, {DA, DB, DG}, FA_STR(EXPR)},
     FA_UNARY_MATH(ROW_)
 #undef ROW_
 };
+_Static_assert(sizeof k_math / sizeof k_math[0] == FA_UNARY_COUNT, "k_math: one row per value");
 
 const fa_unary_math *fa_unary_math_get(fa_unary_op op)
 {
@@ -108,11 +109,12 @@ size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap)
     return expr_template(m->expr, false, buf, cap);
 }
 
-static const fa_binary_math k_binary[FA_BINARY_COUNT] = {
+static const fa_binary_math k_binary[] = {
 #define BROW_(ID, NAME, EXPR) {FA_BINARY_##ID, NAME, FA_STR(EXPR)},
     FA_BINARY_MATH(BROW_)
 #undef BROW_
 };
+_Static_assert(sizeof k_binary / sizeof k_binary[0] == FA_BINARY_COUNT, "k_binary: one row per value");
 
 const fa_binary_math *fa_binary_math_find(const char *name)
 {

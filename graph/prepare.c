@@ -60,8 +60,20 @@ fa_status fa_shape_binding_parse(fa_ctx *ctx, const char *text, fa_shape_binding
     return FA_OK;
 }
 
+/* The node that writes tensor tid, or NULL (a graph input, a constant, unknown). */
+static const fa_node *producer_of(const fa_graph *g, int tid)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const fa_node *n = g->nodes[i];
+        for (int o = 0; n && o < n->n_outputs; o++)
+            if (n->outputs[o] == tid) return n;
+    }
+    return NULL;
+}
+
 /* Apply bindings: a binding whose name is a graph input replaces the whole shape (rank must
- * match); otherwise a rank-1 binding names a dim_param and binds it everywhere. */
+ * match); with keep_unsupported, one that names an output of an unsupported node gives that
+ * output its shape; otherwise a rank-1 binding names a dim_param and binds it everywhere. */
 static fa_status apply_bindings(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
 {
     for (int b = 0; b < opt->n_bindings; b++) {
@@ -69,6 +81,12 @@ static fa_status apply_bindings(fa_ctx *ctx, fa_graph *g, const fa_load_options 
         int tid = fa_graph_find_tensor(g, sb->name);
         bool is_input = false;
         for (int i = 0; i < g->n_inputs; i++) is_input |= g->inputs[i] == tid;
+        const fa_node *prod = tid >= 0 && !is_input && opt->keep_unsupported ? producer_of(g, tid) : NULL;
+        if (prod && !prod->op && sb->rank >= 0) {
+            fa_tensor *t = g->tensors[tid];
+            fa_tensor_set_shape(t, t->dtype ? t->dtype : FA_DTYPE_FLOAT, sb->rank, sb->dims);
+            continue;
+        }
         if (tid >= 0 && is_input) {
             fa_tensor *t = g->tensors[tid];
             if (t->rank >= 0 && t->rank != sb->rank)
@@ -116,13 +134,29 @@ static fa_status bind_dim_defaults(fa_ctx *ctx, fa_graph *g, bool refuse)
     int n_unbound = 0;
     const char **names = NULL;
     int n_names = 0;
+    /* every input without a shape is named at once, each with the --shape that binds it */
+    int n_shapeless = 0;
+    const fa_tensor *first = NULL;
+    for (int i = 0; i < g->n_inputs; i++) {
+        const fa_tensor *t = g->tensors[g->inputs[i]];
+        if (t->rank >= 0) continue;
+        if (!first) first = t;
+        fa_buf_printf(&unbound, "%s--shape %s=DIMS", n_shapeless ? " " : "", t->name);
+        n_shapeless++;
+    }
+    if (n_shapeless == 1) {
+        fa_buf_free(&unbound);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "graph input '%s' has no shape; bind it with --shape %s=DIMS",
+                            first->name, first->name);
+    }
+    if (n_shapeless > 1) {
+        fa_status st = fa_ctx_error(ctx, FA_ERR_INPUT, "%d graph inputs have no shape; bind each: %s", n_shapeless,
+                                    unbound.data ? unbound.data : "");
+        fa_buf_free(&unbound);
+        return st;
+    }
     for (int i = 0; i < g->n_inputs; i++) {
         fa_tensor *t = g->tensors[g->inputs[i]];
-        if (t->rank < 0) {
-            fa_buf_free(&unbound);
-            return fa_ctx_error(ctx, FA_ERR_INPUT, "graph input '%s' has no shape; bind it with --shape %s=DIMS",
-                                t->name, t->name);
-        }
         for (int d = 0; d < t->rank; d++) {
             if (t->dims[d] >= 0) continue;
             char item[512];
@@ -162,6 +196,106 @@ static fa_status bind_dim_defaults(fa_ctx *ctx, fa_graph *g, bool refuse)
     }
     fa_buf_free(&unbound);
     return st;
+}
+
+int fa_graph_unsupported_text(const fa_graph *g, fa_buf *b)
+{
+    int total = 0;
+    bool *done = calloc((size_t)g->n_nodes + 1, 1);
+    if (!done) return 0;
+    size_t start = b->len;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const fa_node *n = g->nodes[i];
+        if (!n || n->folded || done[i] || fa_op_find(n->domain, n->op_type)) continue;
+        /* every node of this op, in file order */
+        int count = 0;
+        for (int j = i; j < g->n_nodes; j++) {
+            const fa_node *m = g->nodes[j];
+            if (!m || m->folded || done[j] || strcmp(m->op_type, n->op_type) || strcmp(m->domain, n->domain)) continue;
+            done[j] = true;
+            count++;
+        }
+        fa_buf_printf(b, "%s%s%s%s at node%s ", b->len > start ? "; " : "", *n->domain ? n->domain : "",
+                      *n->domain ? "." : "", n->op_type, count == 1 ? "" : "s");
+        int shown = 0;
+        for (int j = i; j < g->n_nodes && shown < 4; j++) {
+            const fa_node *m = g->nodes[j];
+            if (!m || m->folded || strcmp(m->op_type, n->op_type) || strcmp(m->domain, n->domain)) continue;
+            fa_buf_printf(b, "%s'%s'", shown ? ", " : "", m->name);
+            shown++;
+        }
+        if (count > shown) fa_buf_printf(b, " and %d more", count - shown);
+        total += count;
+    }
+    free(done);
+    return total;
+}
+
+/* The refusal of a graph with nodes of unsupported ops: every op and its nodes at once. */
+static fa_status refuse_unsupported(fa_ctx *ctx, const fa_graph *g, int n_unsupported)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_graph_unsupported_text(g, &b);
+    fa_status st;
+    if (n_unsupported == 1)
+        st = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s (the ops fuse-advise runs: %s)",
+                          b.data ? b.data : "?", FA_SUPPORTED_OPS_DOC);
+    else
+        st = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%d nodes of unsupported ops: %s (the ops fuse-advise runs: %s)",
+                          n_unsupported, b.data ? b.data : "?", FA_SUPPORTED_OPS_DOC);
+    fa_buf_free(&b);
+    return st;
+}
+
+/* The value of symbolic dim `param` as the graph inputs were bound, or -1. */
+static int64_t bound_dim_param(const fa_graph *g, const char *param)
+{
+    for (int i = 0; i < g->n_inputs; i++) {
+        const fa_tensor *t = g->tensors[g->inputs[i]];
+        for (int d = 0; d < t->rank; d++)
+            if (t->dim_params[d] && !strcmp(t->dim_params[d], param) && t->dims[d] >= 0) return t->dims[d];
+    }
+    return -1;
+}
+
+static bool shape_known(const fa_tensor *t)
+{
+    if (t->rank < 0) return false;
+    for (int d = 0; d < t->rank; d++)
+        if (t->dims[d] < 0) return false;
+    return true;
+}
+
+/* With keep_unsupported: an unsupported node, or one whose inputs have no shape because they
+ * come from one, is kept out of the analysis (fa_node.opaque, op NULL). Its outputs keep the
+ * shape the model's value_info gives (symbolic dims resolved as the inputs were bound) or a
+ * --shape binding gave; any other output has no shape (rank -1). */
+static bool make_opaque(fa_ctx *ctx, fa_graph *g, fa_node *n, fa_status *st)
+{
+    bool unknown_input = false;
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(g, n, i);
+        if (t && !shape_known(t)) unknown_input = true;
+    }
+    if (n->op && !unknown_input) return false;
+    n->opaque = true;
+    n->op = NULL;
+    *st = FA_OK;
+    for (int o = 0; o < n->n_outputs; o++) {
+        fa_tensor *t = fa_graph_out(g, n, o);
+        if (!t || t->rank < 0) continue;
+        for (int d = 0; d < t->rank; d++)
+            if (t->dims[d] < 0 && t->dim_params[d]) t->dims[d] = bound_dim_param(g, t->dim_params[d]);
+        if (!shape_known(t)) {
+            t->rank = -1;
+            continue;
+        }
+        char what[600];
+        snprintf(what, sizeof what, "node '%s' (%s): output '%s'", n->name, n->op_type, t->name);
+        if ((*st = fa_tensor_check_size(ctx, t, what))) return true;
+    }
+    return true;
 }
 
 static fa_status fold_node(fa_ctx *ctx, fa_graph *g, fa_node *n)
@@ -243,6 +377,12 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
 {
     fa_load_options dflt = {0};
     if (!opt) opt = &dflt;
+    /* every node of an unsupported op is named at once, before any shape is inferred */
+    int n_unsupported = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i] && !g->nodes[i]->folded && !g->nodes[i]->op) n_unsupported++;
+    if (n_unsupported && !opt->keep_unsupported) return refuse_unsupported(ctx, g, n_unsupported);
+    g->n_unsupported = n_unsupported;
     fa_status st = apply_bindings(ctx, g, opt);
     if (st) return st;
     if (opt->batch > 0)
@@ -266,10 +406,10 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
     uint64_t max_bytes = opt->max_const_bytes ? opt->max_const_bytes : ((uint64_t)1 << 30);
     for (int k = 0; k < g->n_topo; k++) {
         fa_node *n = g->nodes[g->topo[k]];
-        if (!n->op)
-            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s%s%s at node '%s'",
-                                *n->domain ? n->domain : "", *n->domain ? "." : "", n->op_type,
-                                n->name);
+        if (opt->keep_unsupported && make_opaque(ctx, g, n, &st)) {
+            if (st) return st;
+            continue;
+        }
         if (n->n_inputs < n->op->min_inputs ||
             (n->op->max_inputs >= 0 && n->n_inputs > n->op->max_inputs))
             return fa_node_error(ctx, n, "has %d inputs, expected %d..%d", n->n_inputs,
@@ -301,6 +441,81 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
     return fa_graph_index(ctx, g);
 }
 
+/* Prepare path's model again with one more binding; the failure's message (malloc'd), or NULL
+ * when it prepares. *ok: it ran at all (import and memory). */
+static char *prepare_with(const char *path, const fa_load_options *o, const fa_shape_binding *extra, bool *ok)
+{
+    fa_ctx *c = fa_ctx_create();
+    fa_shape_binding *b = malloc(sizeof *b * (size_t)(o->n_bindings + 1));
+    fa_graph *g = NULL;
+    char *msg = NULL;
+    *ok = c && b;
+    if (*ok) {
+        if (o->n_bindings) memcpy(b, o->bindings, sizeof *b * (size_t)o->n_bindings);
+        b[o->n_bindings] = *extra;
+        fa_load_options p = *o;
+        p.bindings = b;
+        p.n_bindings = o->n_bindings + 1;
+        if (fa_onnx_import(c, path, &g)) *ok = false;
+        else if (fa_graph_prepare(c, g, &p)) msg = strdup(fa_ctx_errmsg(c));
+    }
+    fa_graph_free(g);
+    free(b);
+    fa_ctx_free(c);
+    return msg;
+}
+
+/* A failed prepare of a model whose symbolic dims were bound to FA_DIM_DEFAULT: each defaulted
+ * dim is bound to 2 instead, one at a time (a dim whose other value changes the failure or
+ * removes it is one the failing shapes depend on); those named in ctx's message with the
+ * --shape that binds them. g: the failed graph (its inputs as bound). */
+static void name_defaulted_dims(fa_ctx *ctx, const char *path, const fa_load_options *o, const fa_graph *g)
+{
+    char *failure = strdup(fa_ctx_errmsg(ctx));
+    fa_buf named;
+    fa_buf_init(&named);
+    int n_named = 0;
+    for (int k = 0; failure && k < g->n_dim_defaults && k < 8; k++) {
+        const char *dim = g->dim_defaults[k];
+        fa_shape_binding extra;
+        memset(&extra, 0, sizeof extra);
+        const char *br = strrchr(dim, '[');
+        char hint[600];
+        if (!br) { /* a dim_param: bound by name */
+            extra.name = dim;
+            extra.rank = 1;
+            extra.dims[0] = 2;
+            snprintf(hint, sizeof hint, "'%s' (--shape %s=N)", dim, dim);
+        } else { /* "INPUT[D]": the input's whole shape as bound, dim D = 2 */
+            char input[512];
+            snprintf(input, sizeof input, "%.*s", (int)(br - dim), dim);
+            int d = atoi(br + 1), tid = fa_graph_find_tensor(g, input);
+            if (tid < 0 || d < 0 || d >= g->tensors[tid]->rank) continue;
+            const fa_tensor *t = g->tensors[tid];
+            extra.name = t->name;
+            extra.rank = t->rank;
+            memcpy(extra.dims, t->dims, sizeof extra.dims);
+            extra.dims[d] = 2;
+            snprintf(hint, sizeof hint, "input '%s' dim %d (--shape %s=DIMS)", input, d, input);
+        }
+        bool ran;
+        char *other = prepare_with(path, o, &extra, &ran);
+        if (ran && (!other || strcmp(other, failure))) {
+            fa_buf_printf(&named, "%s%s", n_named ? ", " : "", hint);
+            n_named++;
+        }
+        free(other);
+    }
+    if (n_named)
+        fa_ctx_error(ctx, fa_ctx_status(ctx),
+                     "%s; these shapes depend on the symbolic dim%s %s, bound to the default %d because no --shape "
+                     "named %s: bind %s to the model's real size",
+                     failure, n_named == 1 ? "" : "s", named.data, FA_DIM_DEFAULT, n_named == 1 ? "it" : "them",
+                     n_named == 1 ? "it" : "them");
+    fa_buf_free(&named);
+    free(failure);
+}
+
 fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *opt, fa_graph **out)
 {
     fa_graph *g = NULL;
@@ -314,7 +529,10 @@ fa_status fa_graph_load(fa_ctx *ctx, const char *model, const fa_load_options *o
     if (strncmp(model, "zoo:", 4) == 0) o.batch = 0; /* zoo applied the batch itself */
     st = fa_graph_prepare(ctx, g, &o);
     if (st) {
-        if (strncmp(model, "zoo:", 4) != 0) fa_ctx_wrap(ctx, st, "%s: ", model);
+        if (strncmp(model, "zoo:", 4) != 0) {
+            if (g->n_dim_defaults > 0 && st != FA_ERR_NOMEM) name_defaulted_dims(ctx, model, &o, g);
+            fa_ctx_wrap(ctx, st, "%s: ", model);
+        }
         fa_graph_free(g);
         return st;
     }

@@ -80,7 +80,7 @@ static const pb_fdesc f_tensor[] = {
 static const pb_fdesc f_seg[] = {{1, F_VARINT, 0, "begin"}, {2, F_VARINT, 0, "end"}};
 
 #define MD(n, arr, T) {n, arr, (int)(sizeof arr / sizeof arr[0]), sizeof(T)}
-static const pb_mdesc g_msgs[M_COUNT] = {
+static const pb_mdesc g_msgs[] = {
     [M_MODEL] = MD("ModelProto", f_model, Onnx__ModelProto),
     [M_OPSET] = MD("OperatorSetIdProto", f_opset, Onnx__OperatorSetIdProto),
     [M_SSE] = MD("StringStringEntryProto", f_sse, Onnx__StringStringEntryProto),
@@ -96,6 +96,7 @@ static const pb_mdesc g_msgs[M_COUNT] = {
     [M_TENSOR] = MD("TensorProto", f_tensor, Onnx__TensorProto),
     [M_SEG] = MD("TensorProto.Segment", f_seg, Onnx__TensorProto__Segment),
 };
+_Static_assert(sizeof g_msgs / sizeof g_msgs[0] == M_COUNT, "g_msgs: one row per value");
 
 typedef struct pb_err {
     size_t off;

@@ -1,6 +1,6 @@
 /* roofline/ceilings — the device ceilings of any execution target, cached per device key in the
  * run database: read when all three are stored, else measured by the target's table
- * (fa_target_iface.measure_ceilings) and stored with its cache levels and device facts. A
+ * (fa_target_measure_ceilings) and stored with its cache levels and device facts. A
  * re-measurement keeps the best (highest) main-memory and cache-level bandwidth of the stored
  * and the new one: a bandwidth measured low is the machine's load, not the device (issue 19). */
 #include "roofline.h"
@@ -41,7 +41,7 @@ static fa_status read_cached(fa_ctx *ctx, fa_store *st, const fa_target_iface *t
     memset(&c, 0, sizeof c);
     c.mem_bw_gbs = ceiling_value(cs, n, "mem_bw", &f1);
     c.peak_gflops = ceiling_value(cs, n, "fp32_peak", &f2);
-    c.launch_ns = ceiling_value(cs, n, t->latency_ceiling, &f3);
+    c.launch_ns = ceiling_value(cs, n, fa_target_latency_ceiling(t), &f3);
     if (f1 && f2 && f3) {
         c.mem_bw_source = c.peak_source = c.launch_source = "measured (cached)";
         c.threads = threads;
@@ -50,7 +50,8 @@ static fa_status read_cached(fa_ctx *ctx, fa_store *st, const fa_target_iface *t
                 fa_cache_level *cl = &c.cache[c.n_cache_levels++];
                 cl->bandwidth_gbs = cs[i].value;
                 cl->working_set = cs[i].detail ? strtoull(cs[i].detail, NULL, 10) : 0;
-                cl->name = t->cache_level_name ? t->cache_level_name(cl->working_set) : "cache";
+                const char *lv = fa_target_cache_level_name(t, cl->working_set);
+                cl->name = lv ? lv : "cache";
             }
         for (size_t i = 0; i < n; i++)
             if (!strcmp(cs[i].name, "mem_bw") && cs[i].detail) snprintf(c.detail, sizeof c.detail, "%s", cs[i].detail);
@@ -83,7 +84,7 @@ static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface
     fa_ceiling rows[3] = {
         {key, "bandwidth", "mem_bw", c->mem_bw_gbs, "GB/s", "measured", now, c->detail},
         {key, "compute", "fp32_peak", c->peak_gflops, "GFLOP/s", "measured", now, c->detail},
-        {key, "latency", t->latency_ceiling, c->launch_ns, "ns", c->launch_source, now, c->latency_detail},
+        {key, "latency", fa_target_latency_ceiling(t), c->launch_ns, "ns", c->launch_source, now, c->latency_detail},
     };
     /* one transaction: the cache levels are replaced as a set (a sweep that finds fewer levels
      * than an earlier one must not leave the earlier cache_N rows to be read back) */
@@ -116,16 +117,14 @@ fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int 
     const fa_target_iface *t;
     fa_status s = fa_target_resolve(ctx, target, &t);
     if (s) return s;
-    if (!t->measure_ceilings)
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s measures no ceilings", t->name);
     if (threads <= 0) threads = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (threads <= 0) threads = 1;
     /* process-lifetime storage the returned key and name point at, one per target */
     static char keybuf[FA_TARGET_COUNT][300], namebuf[FA_TARGET_COUNT][256];
-    char *key = keybuf[t->id], *name = namebuf[t->id];
-    if ((s = t->device_key(ctx, threads, key, sizeof keybuf[0]))) return s;
+    char *key = keybuf[fa_target_id(t)], *name = namebuf[fa_target_id(t)];
+    if ((s = fa_target_device_key(ctx, t, threads, key, sizeof keybuf[0]))) return s;
     fa_target_device dev;
-    if ((s = t->device_open(ctx, &dev))) return s;
+    if ((s = fa_target_device_open(ctx, t, &dev))) return s;
     snprintf(name, sizeof namebuf[0], "%s", dev.name);
     fa_ceilings c, old;
     bool found = false, had = false;
@@ -133,7 +132,7 @@ fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int 
     if (!found) {
         /* a re-measurement: what is stored competes with what is measured now */
         if (st && remeasure && (s = read_cached(ctx, st, t, key, threads, &old, &had))) return s;
-        if ((s = t->measure_ceilings(ctx, threads, &c))) return s;
+        if ((s = fa_target_measure_ceilings(ctx, t, threads, &c))) return s;
         c.threads = threads;
         fa_roofline_keep_best_bandwidth(had ? &old : NULL, &c);
         if (st && !fa_store_readonly(st) && (s = store_measured(ctx, st, t, key, &c))) return s;

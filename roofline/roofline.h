@@ -5,6 +5,7 @@
 #define FA_ROOFLINE_H
 
 #include "core/core.h"
+#include "runtime/ceilings.h"
 #include "store/store.h"
 
 /* ---- CUDA per-compute-capability limits (data, with sources) ---- */
@@ -81,11 +82,11 @@ const char *fa_occ_limiters_str(unsigned limiters, char *buf, size_t cap);
 
 /* ---- device ceilings ---- */
 
-/* fa_ceilings and fa_cache_level: runtime/runtime.h (each target measures its own). */
+/* fa_ceilings and fa_cache_level: runtime/ceilings.h (each target measures its own). */
 
 /* The ceilings of `target` (AUTO: fa_target_resolve) with `threads` host threads (0 = all
- * cores), from the run database (cached per device key: fa_target_iface.device_key) or measured
- * by the target (fa_target_iface.measure_ceilings, documented per target: cpu STREAM triad on
+ * cores), from the run database (cached per device key: fa_target_device_key) or measured
+ * by the target (fa_target_measure_ceilings, documented per target: cpu STREAM triad on
  * 3 x 64 MiB, cache sweep, FMA peak, executor dispatch; cuda triad beyond 8 x L2, FMA chains,
  * empty-kernel launches) and stored there with the cache levels and device facts when absent or
  * `remeasure`. A re-measurement keeps the higher of the stored and the new main-memory and

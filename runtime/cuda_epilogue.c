@@ -1,7 +1,7 @@
 /* runtime/cuda_epilogue — which cuda library epilogue (cuBLASLt, cuDNN) can run a fused
  * Conv/MatMul/Gemm epilogue, or why none can. Pure: built with or without the toolkit, so the
  * mapping is tested everywhere; the cuda target's supports_node reads it (runtime/cuda/). */
-#include "runtime.h"
+#include "runtime/cuda_epilogue.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -93,9 +93,9 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
     memset(out, 0, sizeof *out);
     fa_layout *nl = calloc((size_t)g->n_nodes + 1, sizeof *nl);
     if (!nl) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
-    for (int k = 0; k < g->n_topo && t->preferred_layout; k++) {
+    for (int k = 0; k < g->n_topo && t->exec->preferred_layout; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        nl[n->id] = t->preferred_layout(g, n);
+        nl[n->id] = t->exec->preferred_layout(g, n);
         int l = (int)nl[n->id];
         if ((unsigned)l >= FA_LAYOUT_COUNT) {
             free(nl);
@@ -105,6 +105,11 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
     fa_status s = fa_layout_plan_of(ctx, g, nl, NULL, NULL, NULL, out);
     free(nl);
     return s;
+}
+
+fa_layout fa_target_preferred_layout(const fa_target_iface *t, const fa_graph *g, const fa_node *n)
+{
+    return t->exec->preferred_layout ? t->exec->preferred_layout(g, n) : FA_LAYOUT_PLAIN;
 }
 
 void fa_layout_plan_free(fa_layout_plan *p)

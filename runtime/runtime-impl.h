@@ -1,8 +1,87 @@
-/* runtime/runtime-impl — private: per-node kernel objects shared by exec.c and the cpu kernels. */
+/* runtime/runtime-impl — private: a target's tables (what runtime.h's wrappers call), per-node
+ * kernel objects shared by exec.c and the cpu kernels, and the targets' own entry points. */
 #ifndef FA_RUNTIME_IMPL_H
 #define FA_RUNTIME_IMPL_H
 
 #include "runtime.h"
+#include "runtime/ceilings.h"
+#include "runtime/fused.h"
+#include "runtime/layout.h"
+
+/* ==== a target: three tables split by object, as ggml splits its backend tables (device,
+ * backend, buffer) ====
+ * Everything that differs between a cpu and a GPU lives behind them; nothing outside runtime/
+ * sees them: callers use runtime.h's wrappers (fa_target_*, fa_exec_*), which own the NULL check
+ * of every optional slot, so a slot changes here and in its wrapper only. A target defines its
+ * tables in its own folder (runtime/cpu/target.c, runtime/cuda/target.c) and is listed in
+ * runtime/exec.c; docs/architecture.md "Adding an execution target". Slots marked (optional)
+ * may be NULL. */
+
+/* The device: presence, identity, ceilings. */
+typedef struct fa_target_device_i {
+    /* A device is present: FA_TARGET_AUTO picks the first registered accelerator for which this
+     * is true. Never fails, never prints. */
+    bool (*available)(void);
+    /* Open the device (load its driver) and describe it. */
+    fa_status (*device_open)(fa_ctx *ctx, fa_target_device *out);
+    /* Device key of the ceilings cache ("cpu:<model>:<threads>t", "cuda:<name>:sm_XY"). */
+    fa_status (*device_key)(fa_ctx *ctx, int threads, char *buf, size_t cap);
+    /* (optional) fa_target_measure_ceilings. */
+    fa_status (*measure_ceilings)(fa_ctx *ctx, int threads, fa_ceilings *out);
+    const char *latency_ceiling;  /* the stored name of launch_ns: "dispatch" (cpu), "launch" (cuda) */
+    /* (optional) the name of the cache level a working set of ws bytes shows ("L2"). */
+    const char *(*cache_level_name)(uint64_t working_set);
+} fa_target_device_i;
+
+/* The unfused executor (fa_exec_* forward here; state is the target's) and its layouts. */
+typedef struct fa_target_exec_i {
+    fa_status (*exec_create)(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, void **state);
+    void (*exec_free)(void *state);
+    fa_status (*exec_set_input)(fa_ctx *ctx, void *state, int i, const fa_value *v);
+    fa_status (*exec_fill_inputs)(fa_ctx *ctx, void *state, uint64_t seed);
+    fa_status (*exec_run)(fa_ctx *ctx, void *state, const fa_exec_observer *obs);
+    const fa_value *(*exec_output)(const void *state, int i);
+    /* (optional) fa_exec_tensor_layout; NULL: every tensor PLAIN */
+    fa_layout (*exec_tensor_layout)(const void *state, int tensor);
+    uint64_t (*exec_peak_bytes)(const void *state);
+    const char *(*exec_kernel_name)(const void *state, const fa_node *n);
+    /* (optional) the library implementation behind node n's kernel (fa_exec_kernel_impl) */
+    const char *(*exec_kernel_impl)(const void *state, const fa_node *n);
+    /* (optional) reorder kernels per run (fa_exec_reorders); NULL = every tensor plain */
+    int (*exec_reorders)(const void *state);
+    int (*exec_threads)(const void *state);
+    /* fa_target_supports_node. */
+    bool (*supports_node)(const fa_graph *g, const fa_node *n, char *why, size_t why_cap);
+    /* (optional, with FA_TARGET_CAP_LAYOUTS) The layout node n's kernel can read its activation
+     * inputs (fa_layout_input_follows) and write its output 0 in, when the executor keeps
+     * layouts (fa_exec_options.blocked_layouts); PLAIN when it reads plain tensors only. One
+     * blocked layout per target and machine, so that every producer and consumer agrees. A
+     * kernel may still decline it at executor creation (the executor then runs that node plain). */
+    fa_layout (*preferred_layout)(const fa_graph *g, const fa_node *n);
+    /* (optional, with FA_TARGET_CAP_LAYOUTS) A kernel that converts a tensor of v's shape from
+     * layout `from` to `to`, run by the executor as a kernel of its own (named in traces)
+     * between a producer and a consumer whose layouts differ. */
+    fa_status (*reorder_kernel)(fa_ctx *ctx, const fa_value *v, fa_layout from, fa_layout to, fa_custom_kernel *out);
+} fa_target_exec_i;
+
+/* Generated fused kernels: compile, load, report. */
+typedef struct fa_target_fused_i {
+    fa_kernel_lang kernel_lang;
+    fa_status (*fused_compile)(fa_ctx *ctx, const fa_fused_compile_options *o, int n, const fa_fused_source *src,
+                               fa_fused_binary **out, char **errs);
+    fa_status (*fused_kernel)(fa_ctx *ctx, const fa_fused_binary *b, fa_custom_kernel *out);
+    /* (optional, with FA_TARGET_CAP_KERNEL_REPORT) what the compiler reported for b */
+    bool (*fused_resources)(const fa_fused_binary *b, fa_kernel_resources *out);
+    void (*fused_free)(fa_fused_binary *b);
+} fa_target_fused_i;
+
+struct fa_target_iface {
+    fa_target id;
+    const char *name; /* fa_target_name(id) */
+    const fa_target_device_i *device;
+    const fa_target_exec_i *exec;
+    const fa_target_fused_i *fused;
+};
 
 /* A prepared kernel for one node on one target. */
 typedef struct fa_kernel fa_kernel;

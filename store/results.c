@@ -259,7 +259,8 @@ fa_status fa_store_get_summary_text(fa_ctx *ctx, fa_store *st, int64_t run_id, c
 
 const char *fa_bench_subject_name(fa_bench_subject s)
 {
-    static const char *const names[FA_BENCH_SUBJECT_COUNT] = {"baseline", "fused", "cluster-unfused", "cluster-fused"};
+    static const char *const names[] = {"baseline", "fused", "cluster-unfused", "cluster-fused"};
+    _Static_assert(sizeof names / sizeof names[0] == FA_BENCH_SUBJECT_COUNT, "names: one row per value");
     return (unsigned)s < FA_BENCH_SUBJECT_COUNT ? names[s] : "?";
 }
 
@@ -300,7 +301,8 @@ fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, 
 
 const char *fa_e2e_verdict_name(fa_e2e_verdict v)
 {
-    static const char *const names[FA_E2E_VERDICT_COUNT] = {NULL, "win", "loss", "no-clusters", "mismatch"};
+    static const char *const names[] = {NULL, "win", "loss", "no-clusters", "mismatch"};
+    _Static_assert(sizeof names / sizeof names[0] == FA_E2E_VERDICT_COUNT, "names: one row per value");
     return (unsigned)v < FA_E2E_VERDICT_COUNT ? names[v] : NULL;
 }
 

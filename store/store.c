@@ -1027,6 +1027,47 @@ fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trac
     return FA_OK;
 }
 
+fa_status fa_store_kernel_spans(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_kernel_span **out, size_t *n_out)
+{
+    *out = NULL;
+    *n_out = 0;
+    /* counted first, so the array is allocated once at its size */
+    fa_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st, "SELECT count(*) FROM kernels WHERE run_id = ? AND kind = ?", &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
+    int rc = FA_DB_DONE;
+    if (!s) {
+        rc = fa_stmt_step(q);
+        s = STEP_CHECK(ctx, st, q, rc);
+    }
+    int64_t want = !s && rc == FA_DB_ROW ? fa_col_i64(q, 0) : 0;
+    fa_stmt_finalize(q);
+    if (s || want <= 0) return s;
+    fa_kernel_span *sp = malloc(sizeof *sp * (size_t)want);
+    if (!sp) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory loading run %lld", st->path, (long long)run_id);
+    s = fa_sq_prepare(ctx, st, "SELECT iter, start_ns, end_ns FROM kernels WHERE run_id = ? AND kind = ? ORDER BY seq", &q);
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
+    size_t n = 0;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW && n < (size_t)want) {
+        sp[n].iter = fa_col_int(q, 0);
+        sp[n].start_ns = (uint64_t)fa_col_i64(q, 1);
+        sp[n].end_ns = (uint64_t)fa_col_i64(q, 2);
+        n++;
+    }
+    if (!s && rc != FA_DB_ROW) s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    if (s) {
+        free(sp);
+        return s;
+    }
+    *out = sp;
+    *n_out = n;
+    return FA_OK;
+}
+
 /* ---- per-op table ---- */
 
 /* One op being accumulated. Grouping key: the node id when the records carry one (our runs),

@@ -169,6 +169,18 @@ fa_status fa_store_latest_run(fa_ctx *ctx, fa_store *st, const char *tag, int64_
  * *out (fa_trace_free). */
 fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trace **out);
 
+/* One kernel record (FA_ACT_KERNEL) of a run reduced to its iteration and extent: what the
+ * analyzer's idle-gap measure reads, 24 bytes a kernel where a loaded trace holds a whole
+ * fa_activity (a 100,000-node model's run of 11 iterations: 26 MB, not 220 MB and more). */
+typedef struct fa_kernel_span {
+    int32_t iter;       /* timed iteration (0-based); -1 warm-up or unknown (imports) */
+    uint64_t start_ns;  /* the trace's clock, as stored */
+    uint64_t end_ns;
+} fa_kernel_span;
+/* The run's kernel records as spans, in seq order: *out malloc'd (caller frees; NULL when
+ * there are none), *n_out entries. FA_ERR_NOMEM, or the database's error naming the file. */
+fa_status fa_store_kernel_spans(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_kernel_span **out, size_t *n_out);
+
 /* ---- moving history between stores ---- */
 
 typedef struct fa_store_copy_result {

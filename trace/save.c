@@ -5,84 +5,95 @@
 
 #include <inttypes.h>
 
+enum { MAX_ROWS = 24 };
+
+/* The summary rows being written: each row's sentence is composed in `b`. */
+typedef struct summary_rows {
+    fa_ctx *ctx;
+    fa_arena *ar;
+    fa_buf b;
+    fa_analysis_summary_row rows[MAX_ROWS];
+    int n;
+    fa_status s; /* the first failure; later rows are skipped */
+} summary_rows;
+
+/* One summary row (key k, value v in unit u): the sentence composed in R->b (copied), then R->b
+ * is reset for the next. */
+static void add_row(summary_rows *R, const char *k, double v, const char *u)
+{
+    if (!R->s && R->n < MAX_ROWS) {
+        const char *text = fa_arena_strdup(R->ar, R->b.data ? R->b.data : "");
+        if (!text) R->s = fa_ctx_error(R->ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
+        R->rows[R->n++] = (fa_analysis_summary_row){k, v, u, text};
+    }
+    fa_buf_reset(&R->b);
+}
+
 fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_trace_advice *a)
 {
-    fa_buf b;
-    fa_buf_init(&b);
-    fa_arena *ar = fa_arena_create(1 << 14);
-    enum { MAX_ROWS = 24 };
-    fa_analysis_summary_row rows[MAX_ROWS];
-    int n_rows = 0;
-    fa_status s = ar ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
-    /* one summary row: the sentence in b (copied), then b is reset for the next */
-#define ROW(k, v, u)                                                                                     \
-    do {                                                                                                 \
-        if (!s && n_rows < MAX_ROWS) {                                                                   \
-            const char *text_ = fa_arena_strdup(ar, b.data ? b.data : "");                               \
-            if (!text_) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");   \
-            rows[n_rows++] = (fa_analysis_summary_row){(k), (double)(v), (u), text_};                    \
-        }                                                                                                \
-        fa_buf_reset(&b);                                                                                \
-    } while (0)
+    summary_rows R = {.ctx = ctx, .ar = fa_arena_create(1 << 14)};
+    fa_buf_init(&R.b);
+    fa_arena *ar = R.ar;
+    R.s = ar ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
     char t1[32], t2[32];
     if (a->cc_major) {
-        fa_buf_printf(&b, "Compute capability %d.%d (%s).", a->cc_major, a->cc_minor, a->cc_source);
-        ROW("trace.device.cc", a->cc_major + a->cc_minor / 10.0, "cc");
+        fa_buf_printf(&R.b, "Compute capability %d.%d (%s).", a->cc_major, a->cc_minor, a->cc_source);
+        add_row(&R, "trace.device.cc", a->cc_major + a->cc_minor / 10.0, "cc");
     }
-    if (a->total_mem_bytes) ROW("trace.device.mem_bytes", (double)a->total_mem_bytes, "bytes");
+    if (a->total_mem_bytes) add_row(&R, "trace.device.mem_bytes", (double)a->total_mem_bytes, "bytes");
     if (a->no_gpu_activity) {
-        fa_buf_puts(&b, "No GPU activity in the trace: nothing to fuse.");
-        ROW("trace.no_gpu_activity", 1, "bool");
+        fa_buf_puts(&R.b, "No GPU activity in the trace: nothing to fuse.");
+        add_row(&R, "trace.no_gpu_activity", 1, "bool");
     }
-    fa_buf_printf(&b, "%" PRId64 " GPU kernels (%d distinct names), %s of kernel time over a %s span on %d streams.",
+    fa_buf_printf(&R.b, "%" PRId64 " GPU kernels (%d distinct names), %s of kernel time over a %s span on %d streams.",
                   a->n_kernels, a->n_kernel_names, fa__ta_ms((double)a->kernel_ns, t1, sizeof t1), fa__ta_ms((double)a->span_ns, t2, sizeof t2),
                   a->n_streams);
-    ROW("trace.kernels", a->n_kernels, "count");
-    fa_buf_printf(&b, "Launch overhead %.2f us per kernel, measured in the trace: median launch call %.2f us (%" PRId64
+    add_row(&R, "trace.kernels", a->n_kernels, "count");
+    fa_buf_printf(&R.b, "Launch overhead %.2f us per kernel, measured in the trace: median launch call %.2f us (%" PRId64
                       " calls) + median idle gap between kernels on a stream %.2f us.",
                   a->launch_overhead_ns / 1e3, a->launch_call_median_ns > 0 ? a->launch_call_median_ns / 1e3 : 0.0,
                   a->n_launch_calls, a->gap_median_ns > 0 ? a->gap_median_ns / 1e3 : 0.0);
-    ROW("trace.launch_overhead_ns", a->launch_overhead_ns, "ns");
-    if (a->hbm_gbs > 0) fa_buf_printf(&b, "HBM bandwidth %.0f GB/s (theoretical, %s data sheet).", a->hbm_gbs, a->hbm_label);
-    else fa_buf_printf(&b, "HBM bandwidth unknown for this device.");
-    ROW("trace.hbm_gbs", a->hbm_gbs, "GB/s");
+    add_row(&R, "trace.launch_overhead_ns", a->launch_overhead_ns, "ns");
+    if (a->hbm_gbs > 0) fa_buf_printf(&R.b, "HBM bandwidth %.0f GB/s (theoretical, %s data sheet).", a->hbm_gbs, a->hbm_label);
+    else fa_buf_printf(&R.b, "HBM bandwidth unknown for this device.");
+    add_row(&R, "trace.hbm_gbs", a->hbm_gbs, "GB/s");
     if (a->n_opps) {
         const fa_ta_opportunity *o = &a->opps[0];
-        fa_buf_printf(&b, "%" PRId64 " fusion opportunities; the largest: %s x%" PRId64 " (", a->n_opps_total,
+        fa_buf_printf(&R.b, "%" PRId64 " fusion opportunities; the largest: %s x%" PRId64 " (", a->n_opps_total,
                       o->pattern ? o->pattern : "repeated sequence", o->count);
-        fa__ta_opp_members(&b, o, true);
-        fa_buf_printf(&b, "), estimated saving %s (%.1f%% of the span).", fa__ta_ms(o->est.saving_ns, t1, sizeof t1), 100 * o->share);
+        fa__ta_opp_members(&R.b, o, true);
+        fa_buf_printf(&R.b, "), estimated saving %s (%.1f%% of the span).", fa__ta_ms(o->est.saving_ns, t1, sizeof t1), 100 * o->share);
     } else {
-        fa_buf_printf(&b, "No fusion opportunity found (no named pattern, no repeated sequence of memory-bound kernels).");
+        fa_buf_printf(&R.b, "No fusion opportunity found (no named pattern, no repeated sequence of memory-bound kernels).");
     }
-    ROW("trace.opportunities", a->n_opps_total, "count");
-    fa_buf_printf(&b, "Estimated saving of all fusion opportunities: %s (%.1f%% of the span; each kernel counted at most once).",
+    add_row(&R, "trace.opportunities", a->n_opps_total, "count");
+    fa_buf_printf(&R.b, "Estimated saving of all fusion opportunities: %s (%.1f%% of the span; each kernel counted at most once).",
                   fa__ta_ms(a->saving_ns, t1, sizeof t1), a->span_ns ? 100.0 * a->saving_ns / (double)a->span_ns : 0.0);
-    ROW("trace.saving_ns", a->saving_ns, "ns");
-    fa_buf_printf(&b, "%d launch-bound stretches (>= %d consecutive kernels each shorter than its launch call): %" PRId64
+    add_row(&R, "trace.saving_ns", a->saving_ns, "ns");
+    fa_buf_printf(&R.b, "%d launch-bound stretches (>= %d consecutive kernels each shorter than its launch call): %" PRId64
                       " kernels, %.1f us of kernel time.",
                   a->n_stretches, FA_TA_MIN_STRETCH, a->launch_bound_kernels, a->launch_bound_ns / 1e3);
-    ROW("trace.launch_bound_ns", a->launch_bound_ns, "ns");
-    fa_buf_printf(&b, "GPU idle between kernels: %.3f ms summed over streams", a->idle_ns / 1e6);
+    add_row(&R, "trace.launch_bound_ns", a->launch_bound_ns, "ns");
+    fa_buf_printf(&R.b, "GPU idle between kernels: %.3f ms summed over streams", a->idle_ns / 1e6);
     if (a->n_gaps)
-        fa_buf_printf(&b, "; largest gap %.1f us before %s (cpu op then: %s)", a->gaps[0].gap_ns / 1e3, a->gaps[0].next_kernel,
+        fa_buf_printf(&R.b, "; largest gap %.1f us before %s (cpu op then: %s)", a->gaps[0].gap_ns / 1e3, a->gaps[0].next_kernel,
                       a->gaps[0].cpu_op ? a->gaps[0].cpu_op : "unknown");
-    fa_buf_puts(&b, ".");
-    ROW("trace.idle_ns", a->idle_ns, "ns");
-    fa_buf_printf(&b, "%" PRIu64 " GPU records without a launch call in the trace (orphans).", a->n_orphans);
-    ROW("trace.orphans", a->n_orphans, "count");
-    fa_buf_printf(&b, "%" PRIu64 " GPU records starting before their launch call (clock inversions; linked, not fixed).",
+    fa_buf_puts(&R.b, ".");
+    add_row(&R, "trace.idle_ns", a->idle_ns, "ns");
+    fa_buf_printf(&R.b, "%" PRIu64 " GPU records without a launch call in the trace (orphans).", a->n_orphans);
+    add_row(&R, "trace.orphans", a->n_orphans, "count");
+    fa_buf_printf(&R.b, "%" PRIu64 " GPU records starting before their launch call (clock inversions; linked, not fixed).",
                   a->n_clock_inversions);
-    ROW("trace.clock_inversions", a->n_clock_inversions, "count");
-    fa_buf_printf(&b, "%" PRIu64 " recoverable parse errors in the trace file.", a->n_parse_errors);
-    ROW("trace.parse_errors", a->n_parse_errors, "count");
-    fa_buf_printf(&b, "%" PRId64 " kernels started before the previous kernel on their stream ended (gap excluded).",
+    add_row(&R, "trace.clock_inversions", a->n_clock_inversions, "count");
+    fa_buf_printf(&R.b, "%" PRIu64 " recoverable parse errors in the trace file.", a->n_parse_errors);
+    add_row(&R, "trace.parse_errors", a->n_parse_errors, "count");
+    fa_buf_printf(&R.b, "%" PRId64 " kernels started before the previous kernel on their stream ended (gap excluded).",
                   a->n_overlaps);
-    ROW("trace.overlaps", a->n_overlaps, "count");
-    fa_trace_advice_json(a, &b);
-    if (b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
-    ROW("trace.advice_json", 1, "json");
-#undef ROW
+    add_row(&R, "trace.overlaps", a->n_overlaps, "count");
+    fa_trace_advice_json(a, &R.b);
+    if (R.b.oom && !R.s) R.s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
+    add_row(&R, "trace.advice_json", 1, "json");
+    fa_status s = R.s;
     fa_analysis_chain_row *chains = ar ? fa_arena_alloc(ar, sizeof *chains * (size_t)(a->n_opps + 1)) : NULL;
     if (!s && !chains) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
     for (int i = 0; i < a->n_opps && !s; i++) {
@@ -97,9 +108,9 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
             .max_saving_ns = (int64_t)c->est.saving_ns,
         };
     }
-    fa_analysis_rows r = {.summary = rows, .n_summary = (size_t)n_rows, .chains = chains, .n_chains = (size_t)a->n_opps};
+    fa_analysis_rows r = {.summary = R.rows, .n_summary = (size_t)R.n, .chains = chains, .n_chains = (size_t)a->n_opps};
     if (!s) s = fa_store_put_trace_advice(ctx, st, run_id, &r);
-    fa_buf_free(&b);
+    fa_buf_free(&R.b);
     fa_arena_free(ar);
     return s;
 }

@@ -13,8 +13,9 @@
 
 const char *fa_import_kind_name(fa_import_kind k)
 {
-    static const char *const names[FA_IMPORT_KIND_COUNT] = {"unknown", "kineto-json",
+    static const char *const names[] = {"unknown", "kineto-json",
                                                             "kineto-json-gz", "nsys-sqlite"};
+    _Static_assert(sizeof names / sizeof names[0] == FA_IMPORT_KIND_COUNT, "names: one row per value");
     return (unsigned)k < FA_IMPORT_KIND_COUNT ? names[k] : "unknown";
 }
 

@@ -358,7 +358,7 @@ fail:
  * algorithm's own: relu's alpha is the negative slope (LeakyRelu), clip's [alpha, beta] the
  * bounds, swish's alpha the sigmoid's scale, linear alpha·x + beta; binary kinds their
  * dnnl_binary_* algorithm. */
-static const dnnl_alg_kind_t k_post_op_alg[FA_POST_OP_COUNT] = {
+static const dnnl_alg_kind_t k_post_op_alg[] = {
     [FA_POST_OP_RELU] = dnnl_eltwise_relu,
     [FA_POST_OP_LEAKY_RELU] = dnnl_eltwise_relu,
     [FA_POST_OP_SIGMOID] = dnnl_eltwise_logistic,
@@ -382,6 +382,7 @@ static const dnnl_alg_kind_t k_post_op_alg[FA_POST_OP_COUNT] = {
     [FA_POST_OP_MAX] = dnnl_binary_max,
     [FA_POST_OP_MIN] = dnnl_binary_min,
 };
+_Static_assert(sizeof k_post_op_alg / sizeof k_post_op_alg[0] == FA_POST_OP_COUNT, "k_post_op_alg: one row per value");
 
 /* Fused nodes (domain "ai.fuse-advise": FusedConv, FusedConvTranspose, FusedMatMul, FusedGemm)
  * carry their epilogue as typed post-ops (fa_post_ops_of_node), applied in order by oneDNN

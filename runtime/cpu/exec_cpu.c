@@ -499,7 +499,7 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
         int nt = e->reorder_threads[r] =
             !e->small_shared && tensor_bytes(g, ro->tensor, &rb) && 2 * rb < FA_CPU_SMALL_BYTES ? 1 : e->threads;
         if (nt != e->threads) omp_set_num_threads(nt);
-        st = fa_target_cpu_iface.reorder_kernel(ctx, &sl->v, ro->from, ro->to, &e->rk[r]);
+        st = fa_cpu_reorder_kernel(ctx, &sl->v, ro->from, ro->to, &e->rk[r]);
         if (nt != e->threads) omp_set_num_threads(e->threads);
         if (st) break;
         size_t len = strlen(g->tensors[ro->tensor]->name) + 16;
@@ -560,14 +560,14 @@ static fa_status plan_boundaries(fa_ctx *ctx, cpu_exec *e)
     for (int i = 0; i < g->n_inputs; i++) {
         int x = g->inputs[i];
         if (e->lp.layout[x] == FA_LAYOUT_PLAIN) continue;
-        fa_status st = fa_target_cpu_iface.reorder_kernel(ctx, &e->slots[x].v, FA_LAYOUT_PLAIN, e->lp.layout[x], &e->in_rk[i]);
+        fa_status st = fa_cpu_reorder_kernel(ctx, &e->slots[x].v, FA_LAYOUT_PLAIN, e->lp.layout[x], &e->in_rk[i]);
         if (st) return fa_ctx_wrap(ctx, st, "graph input '%s' kept in %s: ", g->tensors[x]->name, fa_layout_name(e->lp.layout[x]));
     }
     for (int i = 0; i < g->n_outputs; i++) {
         const slot *sl = &e->slots[e->out_slot[i]];
         if (sl->layout == FA_LAYOUT_PLAIN) continue;
         const char *nm = g->tensors[g->outputs[i]]->name;
-        fa_status st = fa_target_cpu_iface.reorder_kernel(ctx, &sl->v, sl->layout, FA_LAYOUT_PLAIN, &e->out_rk[i]);
+        fa_status st = fa_cpu_reorder_kernel(ctx, &sl->v, sl->layout, FA_LAYOUT_PLAIN, &e->out_rk[i]);
         if (st) return fa_ctx_wrap(ctx, st, "graph output '%s' left in %s: ", nm, fa_layout_name(sl->layout));
         uint64_t b;
         void *p = NULL;

@@ -132,12 +132,16 @@ static void cpu_fused_free(fa_fused_binary *b)
     free(b);
 }
 
-const fa_target_iface fa_target_cpu_iface = {
-    .id = FA_TARGET_CPU,
-    .name = "cpu",
+static const fa_target_device_i cpu_device = {
     .available = cpu_available,
     .device_open = cpu_device_open,
     .device_key = cpu_device_key,
+    .measure_ceilings = fa_cpu_measure_ceilings,
+    .latency_ceiling = "dispatch",
+    .cache_level_name = fa_cpu_cache_level_name,
+};
+
+static const fa_target_exec_i cpu_exec = {
     .exec_create = fa_cpu_exec_create,
     .exec_free = fa_cpu_exec_free,
     .exec_set_input = fa_cpu_exec_set_input,
@@ -153,12 +157,20 @@ const fa_target_iface fa_target_cpu_iface = {
     .supports_node = cpu_supports_node,
     .preferred_layout = fa_cpu_preferred_layout, /* read only when fa_exec_options.blocked_layouts */
     .reorder_kernel = fa_cpu_reorder_kernel,
+};
+
+static const fa_target_fused_i cpu_fused = {
     .kernel_lang = FA_KERNEL_LANG_C,
     .fused_compile = cpu_fused_compile,
     .fused_kernel = cpu_fused_kernel,
     .fused_resources = NULL, /* no register/occupancy gate on the cpu */
     .fused_free = cpu_fused_free,
-    .measure_ceilings = fa_cpu_measure_ceilings,
-    .latency_ceiling = "dispatch",
-    .cache_level_name = fa_cpu_cache_level_name,
+};
+
+const fa_target_iface fa_target_cpu_iface = {
+    .id = FA_TARGET_CPU,
+    .name = "cpu",
+    .device = &cpu_device,
+    .exec = &cpu_exec,
+    .fused = &cpu_fused,
 };

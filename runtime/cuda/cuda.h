@@ -8,7 +8,8 @@
 
 #include "core/core.h"
 #include "graph/graph.h"
-#include "runtime/runtime.h"
+#include "runtime/cuda_epilogue.h"
+#include "runtime/runtime-impl.h"
 
 /* ---- toolkit libraries (runtime/cuda/toolkit.c) ---- */
 

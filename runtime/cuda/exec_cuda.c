@@ -62,10 +62,11 @@ static const op_entry k_ops[] = {
 enum { F_UNARY, F_BINARY, F_BINARY_FLAT, F_WHERE, F_GATHER1, F_GATHER2, F_GATHER4, F_GATHER8, F_SCATTER1,
        F_SCATTER2, F_SCATTER4, F_SCATTER8, F_TAKE4, F_TAKE8, F_REDUCE, F_SOFTMAX, F_LAYERNORM, F_BATCHNORM,
        F_POOL2D, F_FILL, F_COUNT };
-static const char *const k_fnames[F_COUNT] = {
+static const char *const k_fnames[] = {
     "fa_unary", "fa_binary", "fa_binary_flat", "fa_where", "fa_gather_1", "fa_gather_2", "fa_gather_4",
     "fa_gather_8", "fa_scatter_1", "fa_scatter_2", "fa_scatter_4", "fa_scatter_8", "fa_take_4", "fa_take_8",
     "fa_reduce", "fa_softmax", "fa_layernorm", "fa_batchnorm", "fa_pool2d", "fa_fill"};
+_Static_assert(sizeof k_fnames / sizeof k_fnames[0] == F_COUNT, "k_fnames: one row per value");
 
 /* ---- per-node plan ---- */
 

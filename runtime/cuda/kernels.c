@@ -5,6 +5,7 @@
  * entry table below must list every extern "C" __global__ function (test_cuda_exec checks it). */
 #include "runtime/cuda/cuda.h"
 #include "graph/op_math.h"
+#include "runtime/cuda_reduce.h"
 
 static const char k_source[] =
     "// fuse-advise cuda executor kernels (runtime/cuda/kernels.c); compiled by NVRTC at executor creation.\n"

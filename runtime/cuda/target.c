@@ -134,12 +134,16 @@ static void cuda_fused_free(fa_fused_binary *b)
     free(b);
 }
 
-const fa_target_iface fa_target_cuda_iface = {
-    .id = FA_TARGET_CUDA,
-    .name = "cuda",
+static const fa_target_device_i cuda_device = {
     .available = cuda_available,
     .device_open = cuda_device_open,
     .device_key = cuda_device_key,
+    .measure_ceilings = fa_cuda_measure_ceilings,
+    .latency_ceiling = "launch",
+    .cache_level_name = NULL,
+};
+
+static const fa_target_exec_i cuda_exec = {
     .exec_create = cuda_exec_create,
     .exec_free = cuda_exec_free,
     .exec_set_input = cuda_exec_set_input,
@@ -152,12 +156,20 @@ const fa_target_iface fa_target_cuda_iface = {
     .supports_node = fa_cuda_exec_supports_node,
     .preferred_layout = NULL,
     .reorder_kernel = NULL,
+};
+
+static const fa_target_fused_i cuda_fused = {
     .kernel_lang = FA_KERNEL_LANG_CUDA,
     .fused_compile = cuda_fused_compile,
     .fused_kernel = cuda_fused_kernel,
     .fused_resources = cuda_fused_resources,
     .fused_free = cuda_fused_free,
-    .measure_ceilings = fa_cuda_measure_ceilings,
-    .latency_ceiling = "launch",
-    .cache_level_name = NULL,
+};
+
+const fa_target_iface fa_target_cuda_iface = {
+    .id = FA_TARGET_CUDA,
+    .name = "cuda",
+    .device = &cuda_device,
+    .exec = &cuda_exec,
+    .fused = &cuda_fused,
 };

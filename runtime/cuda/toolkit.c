@@ -36,12 +36,13 @@ typedef struct toolkit_lib {
     char error[1024]; /* why it could not be opened */
 } toolkit_lib;
 
-static toolkit_lib g_libs[FA_CUDA_LIB_COUNT] = {
+static toolkit_lib g_libs[] = {
     [FA_CUDA_LIB_CUDART] = {"libcudart.so.", PTHREAD_ONCE_INIT, NULL, "", ""},
     [FA_CUDA_LIB_NVRTC] = {"libnvrtc.so.", PTHREAD_ONCE_INIT, NULL, "", ""},
     [FA_CUDA_LIB_CUPTI] = {"libcupti.so.", PTHREAD_ONCE_INIT, NULL, "", ""},
     [FA_CUDA_LIB_CUBLAS] = {"libcublas.so.", PTHREAD_ONCE_INIT, NULL, "", ""},
 };
+_Static_assert(sizeof g_libs / sizeof g_libs[0] == FA_CUDA_LIB_COUNT, "g_libs: one row per value");
 
 static void *try_open(toolkit_lib *l, const char *dir, const char *soname)
 {

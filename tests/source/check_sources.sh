@@ -9,6 +9,9 @@
 #  3. a closed store (issue 17): only store/ talks to the run database: no other module includes
 #     <sqlite3.h> or store/store-impl.h (collector/import/nsys.c reads an Nsight Systems *trace*
 #     file with SQLite, not the run database, and is the one exception);
+#  4. a header whose file name two modules share (advisor/gate.h and gate/gate.h) is included
+#     with its module ("advisor/gate.h"), never bare ("gate.h" reaches whichever the include path
+#     finds first);
 # usage: check_sources.sh [SOURCE_DIR]   (default FA_SOURCE_DIR, else the repository root)
 set -uo pipefail
 SRC=${1:-${FA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
@@ -19,6 +22,9 @@ rank_of() { local i=0 m; for m in $LAYERS; do [ "$m" = "$1" ] && { echo $i; retu
 
 problems=0
 report() { echo "source_layout: $*" >&2; problems=$((problems + 1)); }
+
+# header file names found in more than one module (rule 4)
+shared_names=" $(for m in $LAYERS; do [ -d "$SRC/$m" ] && find "$SRC/$m" -type f -name '*.h' -printf '%f\n'; done | sort | uniq -d | tr '\n' ' ')"
 
 for mod in $LAYERS; do
   [ -d "$SRC/$mod" ] || continue
@@ -32,6 +38,10 @@ for mod in $LAYERS; do
         [ "$dr" -gt "$rank" ] && report "$rel includes $dep/ (module '$dep' comes after '$mod': $LAYERS)"
       done < <(sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(\.\./\)*\([A-Za-z0-9_]*\)/.*|\2|p' "$file" | sort -u)
     fi
+    # 4. a shared header name included bare
+    while IFS= read -r name; do
+      case "$shared_names" in *" $name "*) report "$rel includes \"$name\" bare: two modules have a $name (write it with its module)" ;; esac
+    done < <(sed -n 's|^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([A-Za-z0-9_.-]*\.h\)".*|\1|p' "$file" | sort -u)
     # 3. closed store
     if [ "$mod" != store ] && [ "$rel" != collector/import/nsys.c ] &&
        grep -Eq '^[[:space:]]*#[[:space:]]*include[[:space:]]*(<sqlite3\.h>|"(\.\./)*store/store-impl\.h")' "$file"; then
@@ -82,4 +92,4 @@ if [ "$problems" -gt 0 ]; then
   echo "source_layout: $problems problem(s)" >&2
   exit 1
 fi
-echo "source_layout: layering, include guards and the closed store OK"
+echo "source_layout: layering, include guards, the closed store and module-qualified shared header names OK"

@@ -10,6 +10,7 @@
 #include "testutil.h"
 /* The argument-parser target uses the CLI's helpers, which live in cli/ (not a module library). */
 #include "cli/common.c"
+#include "cli/options.c"
 #include "cli/term.c"
 #include "fuzz/fuzz_targets.h"
 

@@ -240,7 +240,7 @@ static void test_ceilings_without_gpu_unsupported_and_theoretical_limits_stored(
     (void)s;
     fa_ctx *ctx = fa_ctx_create();
     fa_ceilings c;
-    assert_int_equal(fa_target_get(FA_TARGET_CUDA)->measure_ceilings(ctx, 0, &c), FA_ERR_UNSUPPORTED);
+    assert_int_equal(fa_target_measure_ceilings(ctx, fa_target_get(FA_TARGET_CUDA), 0, &c), FA_ERR_UNSUPPORTED);
     assert_int_equal(fa_roofline_ceilings(ctx, NULL, FA_TARGET_CUDA, 0, false, &c), FA_ERR_UNSUPPORTED);
     fa_store *st = NULL;
     assert_int_equal(fa_store_open(ctx, fa_test_path(fa_test_tmpdir(), "ceil.db"), &st), FA_OK);

@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "applier/applier.h"
+#include "runtime/cuda_epilogue.h"
 #include "graph/graph.h"
 #ifdef FA_HAVE_CUDA
 #include "runtime/cuda/cuda.h"

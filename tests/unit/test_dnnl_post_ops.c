@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "graph/graph.h"
+#include "graph/post_op.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
 

@@ -16,7 +16,7 @@
 
 #include "codegen_cases.h"
 #include "advisor/codegen.h"
-#include "runtime/runtime.h"
+#include "runtime/fused.h"
 
 static tc *masked_softmax(int64_t rows, int64_t len)
 {

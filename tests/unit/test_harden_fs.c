@@ -12,7 +12,7 @@
 
 #include "harden_util.h"
 
-#include "runtime/runtime.h"
+#include "runtime/fused.h"
 
 static const char *tmp(const char *name) { return hu_tmp(name); }
 

@@ -152,8 +152,7 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
         assert_non_null(strstr(e->basis, "probe: "));
         /* in the layout the target's fused plan gives the conv (nChw16c on AVX-512, whatever
          * this machine's is), the fused epilogue's oneDNN kernel */
-        const fa_target_iface *ti = fa_target_get(FA_TARGET_CPU);
-        fa_layout l = ti->preferred_layout ? ti->preferred_layout(t->g, t->g->nodes[e->anchor]) : FA_LAYOUT_PLAIN;
+        fa_layout l = fa_target_preferred_layout(fa_target_get(FA_TARGET_CPU), t->g, t->g->nodes[e->anchor]);
         char lays[64];
         bool reads_x = t->g->nodes[e->anchor]->inputs[0] == fa_graph_find_tensor(t->g, "x"); /* a graph input: plain */
         snprintf(lays, sizeof lays, "boundary layouts %s,%s", reads_x ? "plain" : fa_layout_name(l), fa_layout_name(l));
@@ -466,6 +465,59 @@ static void test_probe_times_generated_chain(void **st)
     tc_free(t);
 }
 
+/* The probe builds each cluster's sub-graphs from the cluster alone (issue 38 item 6): on a chain
+ * of 4,000 Relus (250 clusters of 16, each probed; the budget spent after the first), the
+ * builds walk a bounded number of source nodes, tensors and clusters per member
+ * (fa_fused_graph_walked), not the whole graph per cluster (250 x 4,000 and more). Counted, not
+ * timed. */
+static void test_probe_builds_each_cluster_from_its_scope(void **st)
+{
+    (void)st;
+    enum { N = 4000 };
+    tc *t = tc_new(17);
+    int64_t xd[2] = {1, 4};
+    tc_input(t, "x", 2, xd);
+    char prev[16] = "x", next[16];
+    for (int i = 0; i < N; i++) {
+        snprintf(next, sizeof next, i == N - 1 ? "y" : "t%d", i);
+        tc_node(t, "Relu", prev, NULL, NULL, next);
+        memcpy(prev, next, sizeof prev);
+    }
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_scope.db");
+    fa_analysis *a = profiled(t, db, &s);
+    fa_kernel_probe *pr = NULL;
+    assert_int_equal(fa_kernel_probe_create(t->ctx, t->g, FA_TARGET_CPU, 1, 1e-9, &pr), FA_OK);
+    assert_int_equal(fa_kernel_probe_set_cache(t->ctx, pr, fa_test_path(fa_test_tmpdir(), "probe_kcache"), 0), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = fa_kernel_probe_fused;
+    o.probe_user = pr;
+    uint64_t w0 = fa_fused_graph_walked();
+    fa_plan *p = NULL;
+    assert_int_equal(fa_advise(t->ctx, t->g, a, &o, &p), FA_OK);
+    uint64_t walked = fa_fused_graph_walked() - w0;
+    int built, reused, over;
+    fa_kernel_probe_stats(pr, &built, &reused, &over, NULL);
+    int probed = built + reused + over;
+    print_message("%d clusters, %d probed (%d built, %d reused, %d over budget); %llu walked by the builds\n",
+                  p->n_clusters, probed, built, reused, over, (unsigned long long)walked);
+    assert_true(p->n_clusters >= N / 16);
+    assert_true(probed >= p->n_clusters - 1); /* every cluster reached the builder */
+    if (walked > 16ull * N)
+        fail_msg("the probe's builds walked %llu nodes/tensors/clusters for %d clusters of a %d-node graph: "
+                 "the whole graph per cluster", (unsigned long long)walked, p->n_clusters, N);
+    fa_plan_free(p);
+    fa_kernel_probe_free(pr);
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
 /* The probe's figures from its pairs keep the pairs: the medians are of copies, the wins and the
  * ratio are per pair. Three phases of a drifting machine, the fused run 0.5x its unfused partner
  * in each pair: the paired ratio is 0.5 exactly, the ratio of the two medians is not, every pair
@@ -510,6 +562,7 @@ int main(void)
         cmocka_unit_test(test_probe_loss_refuses_only_when_resolved),
         cmocka_unit_test(test_pairs_summary_keeps_pairs),
         cmocka_unit_test(test_probe_times_generated_chain),
+        cmocka_unit_test(test_probe_builds_each_cluster_from_its_scope),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,7 +12,7 @@
 
 #include "codegen_cases.h"
 #include "collector/collector.h"
-#include "runtime/runtime.h"
+#include "runtime/runtime-impl.h" /* a stand-in target: a copy of cpu's tables */
 
 static fa_layout blocked_convs(const fa_graph *g, const fa_node *n)
 {
@@ -56,8 +56,10 @@ static void test_blocked_target_reorders_only_at_the_boundaries(void **s)
     (void)s;
     tc *t = conv_chain();
     fa_target_iface fake = *fa_target_get(FA_TARGET_CPU);
+    fa_target_exec_i fake_exec = *fake.exec;
     fake.name = "blocked";
-    fake.preferred_layout = blocked_convs;
+    fake.exec = &fake_exec;
+    fake_exec.preferred_layout = blocked_convs;
     fa_layout_plan p;
     assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, &p), FA_OK);
     assert_int_equal(p.layout[tid(t, "x")], FA_LAYOUT_PLAIN);
@@ -81,7 +83,7 @@ static void test_blocked_target_reorders_only_at_the_boundaries(void **s)
                   fa_layout_name(p.reorders[1].to));
     fa_layout_plan_free(&p);
 
-    fake.preferred_layout = out_of_range; /* a broken table is an error, not a silent plain run */
+    fake_exec.preferred_layout = out_of_range; /* a broken table is an error, not a silent plain run */
     assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, &p), FA_ERR_INTERNAL);
     assert_null(p.layout);
     tc_free(t);
@@ -106,7 +108,9 @@ static void test_residual_add_reads_both_activations_blocked(void **s)
     if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
         fail_msg("%s", fa_ctx_errmsg(t->ctx));
     fa_target_iface fake = *fa_target_get(FA_TARGET_CPU);
-    fake.preferred_layout = blocked_convs;
+    fa_target_exec_i fake_exec = *fake.exec;
+    fake.exec = &fake_exec;
+    fake_exec.preferred_layout = blocked_convs;
     fa_layout_plan p;
     assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, &p), FA_OK);
     assert_int_equal(p.layout[tid(t, "a")], FA_LAYOUT_NCHW8C);
@@ -126,7 +130,7 @@ static void test_targets_without_the_slot_keep_everything_plain(void **s)
     for (int i = 0; fa_target_at(i); i++) {
         fa_layout_plan p;
         assert_int_equal(fa_layout_plan_make(t->ctx, fa_target_at(i), t->g, &p), FA_OK);
-        if (!fa_target_at(i)->preferred_layout) {
+        if (!fa_target_has(fa_target_id(fa_target_at(i)), FA_TARGET_CAP_LAYOUTS)) {
             assert_int_equal(p.n_reorders, 0);
             for (int k = 0; k < t->g->n_tensors; k++) assert_int_equal(p.layout[k], FA_LAYOUT_PLAIN);
         } else { /* the cpu target: its convs blocked, x in and c2 out */
@@ -682,12 +686,30 @@ static void test_broadcast_operand_plain_and_division_on_padded_tail_plain(void 
     tc_free(t);
 }
 
+/* Capabilities are asked (fa_target_has), never read from a target's name: every registered
+ * target's optional slots are set exactly for the capabilities its row declares. */
+static void test_target_capabilities_agree_with_their_tables(void **s)
+{
+    (void)s;
+    for (int i = 0; fa_target_at(i); i++) {
+        const fa_target_iface *t = fa_target_at(i);
+        fa_target id = fa_target_id(t);
+        assert_int_equal(fa_target_has(id, FA_TARGET_CAP_LAYOUTS), t->exec->preferred_layout != NULL);
+        assert_int_equal(fa_target_has(id, FA_TARGET_CAP_LAYOUTS), t->exec->reorder_kernel != NULL);
+        assert_int_equal(fa_target_has(id, FA_TARGET_CAP_KERNEL_REPORT), t->fused->fused_resources != NULL);
+        assert_string_equal(t->name, fa_target_name(id));
+    }
+    assert_false(fa_target_has(FA_TARGET_CPU, FA_TARGET_CAP_ACCELERATOR));
+    assert_false(fa_target_has(FA_TARGET_COUNT, FA_TARGET_CAP_LAYOUTS));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocked_target_reorders_only_at_the_boundaries),
         cmocka_unit_test(test_residual_add_reads_both_activations_blocked),
         cmocka_unit_test(test_targets_without_the_slot_keep_everything_plain),
+        cmocka_unit_test(test_target_capabilities_agree_with_their_tables),
         cmocka_unit_test(test_small_cnn_same_outputs_and_the_planned_reorders),
         cmocka_unit_test(test_first_conv_reads_the_plain_image),
         cmocka_unit_test(test_plain_consumers_get_no_blocked_tensor),

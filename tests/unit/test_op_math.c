@@ -16,7 +16,7 @@
 
 #include "codegen_cases.h"
 #include "graph/op_math.h"
-#include "runtime/runtime.h"
+#include "runtime/fused.h"
 #ifdef FA_HAVE_CUDA
 #include "runtime/cuda/cuda.h"
 #endif
@@ -133,15 +133,15 @@ static fa_fused_binary *compile_generated(tc *t, const fa_target_iface *ti, cons
     fa_buf src;
     fa_buf_init(&src);
     fa_codegen_info info;
-    fa_status s = ti->kernel_lang == FA_KERNEL_LANG_CUDA ? fa_codegen_cuda(t->ctx, t->g, &t->c, "0p", &src, &info)
+    fa_status s = fa_target_kernel_lang(ti) == FA_KERNEL_LANG_CUDA ? fa_codegen_cuda(t->ctx, t->g, &t->c, "0p", &src, &info)
                                                           : fa_codegen_c(t->ctx, t->g, &t->c, "0p", &src, &info);
-    if (s) fail_msg("codegen %s: %s", ti->name, fa_ctx_errmsg(t->ctx));
+    if (s) fail_msg("codegen %s: %s", fa_target_name(fa_target_id(ti)), fa_ctx_errmsg(t->ctx));
     fa_fused_source fs = {src.data, src.len, info.name, t->c.n_inputs, 1, info.block_size, info.grid};
     fa_fused_compile_options co = {cache, 0, "sm_90"};
     fa_fused_binary *b = NULL;
     char *err = NULL;
-    if (ti->fused_compile(t->ctx, &co, 1, &fs, &b, &err) || !b)
-        fail_msg("%s compile of %s: %s\n%s", ti->name, t->c.label, err ? err : fa_ctx_errmsg(t->ctx), src.data);
+    if (fa_target_fused_compile(t->ctx, ti, &co, 1, &fs, &b, &err) || !b)
+        fail_msg("%s compile of %s: %s\n%s", fa_target_name(fa_target_id(ti)), t->c.label, err ? err : fa_ctx_errmsg(t->ctx), src.data);
     free(err);
     fa_buf_free(&src);
     return b;
@@ -179,7 +179,7 @@ static void check_op(const fa_unary_math *m, const double *attr, const char *cac
     const fa_target_iface *cpu = fa_target_get(FA_TARGET_CPU);
     fa_fused_binary *b = compile_generated(t, cpu, cache);
     fa_custom_kernel k;
-    if (cpu->fused_kernel(t->ctx, b, &k)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    if (fa_target_fused_kernel(t->ctx, cpu, b, &k)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
     fa_value vin = {0}, vout = {0};
     vin.data = x;
     vin.dtype = vout.dtype = FA_DTYPE_FLOAT;
@@ -191,7 +191,7 @@ static void check_op(const fa_unary_math *m, const double *attr, const char *cac
     const fa_node *node = t->g->nodes[t->g->topo[0]];
     if (k.run(k.state, t->ctx, node, &vin, 1, &vout, 1, 2)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
     if (k.destroy) k.destroy(k.state);
-    cpu->fused_free(b);
+    fa_target_fused_free(cpu, b);
     double e_c = rel_err(y, ref, n, "generated C", what);
 
     /* generated CUDA through the cuda target's table: it compiles, with registers */
@@ -200,10 +200,10 @@ static void check_op(const fa_unary_math *m, const double *attr, const char *cac
     if (cuda) {
         fa_fused_binary *cb = compile_generated(t, cuda, NULL);
         fa_kernel_resources r;
-        assert_true(cuda->fused_resources(cb, &r));
+        assert_true(fa_target_fused_resources(cuda, cb, &r));
         regs = r.registers;
         assert_true(regs > 0);
-        cuda->fused_free(cb);
+        fa_target_fused_free(cuda, cb);
     }
     print_message("%-34s cpu %.2g  cuda-emu %.2g  generated C %.2g  generated CUDA %d regs\n", what, e_cpu, e_emu, e_c,
                   regs);
@@ -297,7 +297,7 @@ static void test_every_binary_table_op_on_every_target(void **s)
         const fa_target_iface *cpu = fa_target_get(FA_TARGET_CPU);
         fa_fused_binary *b = compile_generated(t, cpu, cache);
         fa_custom_kernel k;
-        if (cpu->fused_kernel(t->ctx, b, &k)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+        if (fa_target_fused_kernel(t->ctx, cpu, b, &k)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
         fa_value vin[2] = {{0}, {0}}, vout = {0};
         for (int i = 0; i < 2; i++) {
             vin[i].data = (void *)in[i];
@@ -315,10 +315,10 @@ static void test_every_binary_table_op_on_every_target(void **s)
         const fa_node *node = t->g->nodes[t->g->topo[0]];
         if (k.run(k.state, t->ctx, node, vord, 2, &vout, 1, 2)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
         if (k.destroy) k.destroy(k.state);
-        cpu->fused_free(b);
+        fa_target_fused_free(cpu, b);
         double e_c = rel_err(y, ref, n, "generated C", m->name);
         const fa_target_iface *cuda = fa_target_get(FA_TARGET_CUDA);
-        if (cuda) cuda->fused_free(compile_generated(t, cuda, NULL));
+        if (cuda) fa_target_fused_free(cuda, compile_generated(t, cuda, NULL));
         print_message("%-34s cpu %.2g  cuda-emu %.2g  generated C %.2g\n", m->name, e_cpu, e_emu, e_c);
         assert_true(e_cpu < TOL);
         assert_true(e_emu < TOL);

@@ -1,0 +1,50 @@
+/* runtime/layout — where a target that keeps blocked activation layouts puts each tensor, and
+ * the reorders its executor runs as kernels of their own (runtime/layout.c). */
+#ifndef FA_RUNTIME_LAYOUT_H
+#define FA_RUNTIME_LAYOUT_H
+
+#include "runtime/runtime.h"
+
+/* One reorder the executor runs as a kernel of its own (the target's reorder_kernel): tensor
+ * `tensor` from layout `from` to `to`, before node `consumer` reads it as input `input`
+ * (consumer -1: graph output `input`). */
+typedef struct fa_reorder {
+    int tensor;
+    int consumer;
+    int input;
+    fa_layout from, to;
+} fa_reorder;
+
+typedef struct fa_layout_plan {
+    fa_layout *layout;       /* by tensor id: the layout its producer writes (for a graph input
+                                the layout it is handed in; PLAIN for constants) */
+    fa_reorder *reorders;    /* one per (tensor, target layout), in topological order */
+    int n_reorders;
+} fa_layout_plan;
+
+/* Whether node n reads its input i in the node's own layout (the rest are read PLAIN): input 0,
+ * and every other non-constant input with the output's rank and dims (a residual Add's second
+ * operand, a fused conv's residual) — for Concat, dims equal but on axis 1. Weights, biases and
+ * broadcast operands are PLAIN. */
+bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i);
+/* The layouts of prepared graph g given each node's layout (node_layout, by node id): node n's
+ * kernel reads its following inputs (fa_layout_input_follows) and writes its output 0 in
+ * node_layout[n->id], every other input and output PLAIN — but input 0 in node_in0[n->id] when
+ * node_in0 is given (a first convolution reading a plain image and writing the blocked layout).
+ * Boundaries: graph input i is handed in in_layout[i] and graph output i is left in
+ * out_layout[i] (by index into g->inputs / g->outputs; either NULL: all PLAIN, the whole-model
+ * default); constants are PLAIN. Where a tensor's layout differs from what a consumer (or the
+ * graph boundary) reads, a reorder; consumers wanting the same layout share one. Free with
+ * fa_layout_plan_free. FA_ERR_NOMEM; FA_ERR_INTERNAL for a layout out of range. */
+fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
+                            const fa_layout *in_layout, const fa_layout *out_layout, fa_layout_plan *out);
+/* fa_layout_plan_of with node_layout[n] = fa_target_preferred_layout(t, g, n) (a target without
+ * layouts: every tensor PLAIN, no reorder). */
+fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);
+void fa_layout_plan_free(fa_layout_plan *p);
+
+/* The layout t's kernel for node n reads its following inputs and writes its output 0 in, when
+ * the executor keeps layouts; PLAIN for a target without layouts (FA_TARGET_CAP_LAYOUTS). */
+fa_layout fa_target_preferred_layout(const fa_target_iface *t, const fa_graph *g, const fa_node *n);
+
+#endif
