@@ -357,7 +357,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         fa_ctx *cctx = fa_ctx_create();
         fa_ceilings ceil;
         if (cctx && prog.tty) fa_cli_eprintf("measuring device ceilings (cached after the first run)...\n");
-        if (cctx) fa_roofline_ceilings(cctx, st, ti->id, (int)threads, false, &ceil);
+        if (cctx) fa_roofline_ceilings(cctx, st, fa_target_id(ti), (int)threads, false, &ceil);
         fa_ctx_free(cctx);
     }
     s = fa_exec_create(ctx, g, &eo, &e);
