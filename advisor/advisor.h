@@ -220,6 +220,13 @@ typedef struct fa_advise_options {
     int max_inputs;            /* cap on distinct external inputs per cluster, default 8 */
     double occupancy_floor;    /* gate: refuse memory-bound kernels under this, default 0.5 */
     bool no_gate;              /* skip NVRTC compilation (tests that must not need the toolkit) */
+    /* (optional) the GPU planned for (fa_gpu_plan_device: data-sheet roofs, launch, limits) when
+     * the profile was measured on another kind of device (advise --target cuda on a CPU run):
+     * every cluster's member kernels and fused kernel are then estimated on its roofs
+     * (fa_gpu_plan_kernel_time) instead of the default ceilings, est_saving_pct is a share of
+     * the whole graph estimated the same way, and the basis says so. Ignored when the profile is
+     * of the target's own kind. Not owned. */
+    const fa_gpu_plan_dev *device;
     /* fused kernels measured by earlier plans on the profile's device (fa_store_measured_fused,
      * sorted as it returns; may be NULL): a cluster with the same signature
      * (fa_kernel_signature_*) whose earlier measurement resolved its difference is predicted
@@ -274,7 +281,8 @@ typedef struct fa_plan {
     int64_t run_id;            /* -1 when not from a stored run */
     int plan_id;
     char hash[65];             /* SHA-256 of the plan's canonical text (clusters, members, options) */
-    fa_advise_options opt;
+    fa_advise_options opt;     /* opt.device: NULL unless the plan was estimated on it */
+    double device_iter_ns;     /* with opt.device: every kernel of the graph estimated on it, ns */
     int n_clusters;
     fa_cluster *clusters;      /* ranked by est_saving_ns, largest first */
     int n_why_not;

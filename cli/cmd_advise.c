@@ -7,15 +7,19 @@
 
 #include "advisor/advisor.h"
 #include "applier/applier.h"
+#include "advisor/gate.h"
 #include "cli.h"
 
 static const char *k_help =
-    "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH|URI] [--target cpu|cuda] [--arch sm_XY]\n"
+    "usage: fuse-advise advise [RUN|latest] [--json] [--db PATH|URI] [--target cpu|cuda] [--arch sm_XY|DEVICE]\n"
     "                          [--max-ops N] [--max-inputs N] [--occupancy-floor F] [--no-gate]\n"
     "  RUN is a run id from `fuse-advise runs` (default: the latest run, a model run or an imported or\n"
     "  traced trace, which gets op-level advice). A model run's model is loaded again from its path (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model\n"
     "  file whose SHA-256 changed since the run is refused.\n"
-    "  --target cuda runs the register/occupancy gate (NVRTC) unless --no-gate.\n";
+    "  --target cuda runs the register/occupancy gate (NVRTC, for --arch) unless --no-gate. On a run\n"
+    "  measured on the cpu, the plan is estimated for the GPU --arch names (sm_80, sm_90, sm_100, ...:\n"
+    "  the data-center part of that generation; or a part such as 'H100 PCIe', 'A100 40GB', 'L4'), from\n"
+    "  its data sheet's roofs: no device is needed, none is measured (default sm_90, H100 SXM).\n";
 
 
 /* Reload options from the run's recorded command line (--batch, --shape, --no-fold). */
@@ -51,7 +55,7 @@ static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool
 
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec = NULL, *v;
+    const char *db = fa_cli_default_db(), *spec = NULL, *v, *arch_spec = NULL;
     bool json = false;
     fa_advise_options opt = fa_advise_options_default();
     for (int i = 1; i < argc; i++) {
@@ -62,8 +66,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
             if (fa_target_parse(ctx, v, &opt.target)) return fa_cli_usage("advise", "%s", fa_ctx_errmsg(ctx));
             if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--arch"))) {
-            if (strncmp(v, "sm_", 3) || !v[3]) return fa_cli_usage("advise", "--arch wants sm_XY, got '%s'", v);
-            opt.arch = v;
+            arch_spec = v;
         } else if ((v = fa_cli_opt_value(argc, argv, &i, "--max-ops"))) {
             long x = fa_cli_parse_long("advise", "--max-ops", v, 1, 4096);
             if (x < 0) return 2;
@@ -80,6 +83,15 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         else if (argv[i][0] == '-') return fa_cli_usage("advise", "unknown option '%s'", argv[i]);
         else if (!spec) spec = argv[i];
         else return fa_cli_usage("advise", "unexpected argument '%s'", argv[i]);
+    }
+    /* the GPU planned for: its data sheet's roofs and its architecture's limits (the gate's arch) */
+    fa_gpu_plan_dev dev;
+    if (opt.target == FA_TARGET_CUDA) {
+        if (fa_gpu_plan_device(ctx, arch_spec, &dev)) return fa_cli_usage("advise", "%s", fa_ctx_errmsg(ctx));
+        opt.arch = dev.limits->arch;
+        opt.device = &dev;
+    } else if (arch_spec) {
+        return fa_cli_usage("advise", "--arch is for --target cuda");
     }
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
@@ -167,16 +179,27 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_buf b;
     fa_buf_init(&b);
     bool cuda = opt.target == FA_TARGET_CUDA;
+    /* the figures the plan used: the planned GPU's data sheet, or the profile's ceilings */
+    const fa_gpu_plan_dev *est = plan->opt.device;
+    double used_bw = est ? est->roofs.hbm_gbs : c.mem_bw_gbs, used_peak = est ? est->roofs.fp32_gflops : c.peak_gflops,
+           used_launch = est ? est->launch_ns : c.launch_ns;
+    char lib[300];
     if (json) {
         fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
         fa_json_str_or_empty(&b, ri.model_path);
         fa_buf_printf_term(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
         fa_json_str_or_empty(&b, opt.arch);
         fa_buf_printf_term(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
-                               "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
-                           ",\"clusters\":[",
+                               "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f,\"source\":\"%s\"},"
+                               "\"iter_ns\":%" PRId64 ",\"estimated_for\":",
                            opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
-                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a->iter_ns);
+                           used_bw, used_peak, used_launch, est ? "data sheet" : "measured", a->iter_ns);
+        if (est)
+            fa_buf_printf_term(&b, "{\"device\":\"%s\",\"arch\":\"%s\",\"sms\":%d,\"measured\":false,\"iter_ns\":%.0f}",
+                               est->roofs.label, est->roofs.arch, est->roofs.units, plan->device_iter_ns);
+        else
+            fa_buf_puts(&b, "null");
+        fa_buf_puts(&b, ",\"clusters\":[");
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf_term(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
@@ -194,11 +217,19 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                 fa_buf_printf_term(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
             }
             fa_buf_printf_term(&b, "],\"saved_bytes\":%" PRIu64 ",\"score_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
-                                   "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
-                                   "\"occupancy\":%.3f,\"block_size\":%d,\"status\":\"%s\",\"reason\":",
+                                   "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,",
                                cl->saved_bytes, cl->score_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
-                               cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
-                               fa_cluster_status_name(cl->status));
+                               cl->est_saving_pct);
+            /* compiler figures only where a kernel was compiled: null, never a -1 sentinel */
+            if (cl->registers >= 0)
+                fa_buf_printf_term(&b, "\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":%.3f,\"block_size\":%d,",
+                                   cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size);
+            else
+                fa_buf_puts(&b, "\"registers\":null,\"spill_bytes\":null,\"occupancy\":null,\"block_size\":null,");
+            fa_buf_printf_term(&b, "\"status\":\"%s\",\"library\":", fa_cluster_status_name(cl->status));
+            const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
+            if (lk) fa_json_str_or_empty(&b, lk); else fa_buf_puts(&b, "null");
+            fa_buf_puts(&b, ",\"reason\":");
             if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
             fa_buf_puts(&b, ",\"basis\":");
             if (cl->basis) fa_json_str_or_empty(&b, cl->basis); else fa_buf_puts(&b, "null");
@@ -223,16 +254,28 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     } else {
         fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id, ri.model_path,
                            plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
-        fa_buf_printf_term(&b, "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
-                           fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs, c.peak_gflops,
-                           c.launch_ns, a->iter_ns / 1e3);
+        if (est)
+            fa_buf_printf_term(&b, "target cuda %s: estimated for %s from its data sheet, no device measured: %.0f GB/s HBM, "
+                               "%.0f GFLOP/s FP32, %d SMs, %.1f us per launch; estimated iteration %.1f us (the profile's "
+                               "%.1f us on %s does not carry over)\n\n",
+                               est->roofs.arch, est->roofs.label, used_bw, used_peak, est->roofs.units, used_launch / 1e3,
+                               plan->device_iter_ns / 1e3, a->iter_ns / 1e3, ri.target ? ri.target : "another device");
+        else
+            fa_buf_printf_term(&b, "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
+                               fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs,
+                               c.peak_gflops, c.launch_ns, a->iter_ns / 1e3);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
                                fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
                                cl->est_saving_ns / 1e3, cl->est_saving_pct, cl->saved_bytes / 1e6, cl->saved_launches);
-            if (cuda) fa_buf_printf_term(&b, "  regs %d spill %d B occ %.0f%%", cl->registers, cl->spill_bytes,
-                                         cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
+            const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
+            if (lk) fa_buf_printf_term(&b, "  %s", lk);
+            else if (cuda && cl->registers >= 0)
+                fa_buf_printf_term(&b, "  regs %d spill %d B occ %.0f%% (%s)", cl->registers, cl->spill_bytes,
+                                   100 * cl->occupancy, opt.arch);
+            else if (cuda)
+                fa_buf_puts(&b, opt.no_gate ? "  not compiled (--no-gate)" : "  not compiled (no cuda kernel generated)");
             fa_buf_puts(&b, "\n     members: ");
             members_text(g, cl, &b, false);
             if (cl->score_bytes)
