@@ -1989,12 +1989,12 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     plan->run_id = a ? a->run_id : -1;
     plan->opt = A.opt;
     plan->opt.arch = fa_arena_strdup(A.ar, A.opt.arch); /* the caller's string need not outlive the plan */
-    if (!A.foreign) plan->opt.device = NULL; /* the profile is of the target's kind: measured, not estimated */
     plan->n_clusters = A.ncl;
     plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
     A.plan = plan;
     g_sort_pos = A.pos;
     double dev_iter = A.foreign && A.opt.device ? iteration_on_device(&A) : 0;
+    plan->estimated = A.foreign && A.opt.device; /* else the profile is of the target's kind: measured */
     plan->device_iter_ns = dev_iter;
     for (int i = 0; i < A.ncl && plan->clusters; i++) {
         wcl *w = &A.cl[i];

@@ -281,8 +281,10 @@ typedef struct fa_plan {
     int64_t run_id;            /* -1 when not from a stored run */
     int plan_id;
     char hash[65];             /* SHA-256 of the plan's canonical text (clusters, members, options) */
-    fa_advise_options opt;     /* opt.device: NULL unless the plan was estimated on it */
-    double device_iter_ns;     /* with opt.device: every kernel of the graph estimated on it, ns */
+    fa_advise_options opt;
+    bool estimated;            /* estimated for opt.device from its data sheet (the profile is of
+                                  another kind of device); not stored */
+    double device_iter_ns;     /* when estimated: every kernel of the graph estimated on it, ns */
     int n_clusters;
     fa_cluster *clusters;      /* ranked by est_saving_ns, largest first */
     int n_why_not;

@@ -180,7 +180,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_buf_init(&b);
     bool cuda = opt.target == FA_TARGET_CUDA;
     /* the figures the plan used: the planned GPU's data sheet, or the profile's ceilings */
-    const fa_gpu_plan_dev *est = plan->opt.device;
+    const fa_gpu_plan_dev *est = plan->estimated ? opt.device : NULL;
     double used_bw = est ? est->roofs.hbm_gbs : c.mem_bw_gbs, used_peak = est ? est->roofs.fp32_gflops : c.peak_gflops,
            used_launch = est ? est->launch_ns : c.launch_ns;
     char lib[300];
