@@ -76,6 +76,7 @@ typedef struct adv {
     fa_advise_options opt;
     fa_arena *ar;
     double bw, peak, disp;    /* GB/s (= bytes/ns), GFLOP/s (= FLOP/ns), ns per kernel */
+    bool estimate;            /* every kernel estimated on A->opt.device's data sheet */
     const char *foreign;      /* device key of a profile measured on another kind of device than
                                  the target (its medians and ceilings say nothing about the
                                  target's kernels), else NULL */
@@ -1638,10 +1639,10 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
     }
     c->est_saving_ns = members - fused - w->recompute_ns;
     char b[1400];
-    snprintf(b, sizeof b, "estimated for %s (%s) from its data sheet, no device measured (the profile's %s times do "
-             "not carry over): each kernel max(bytes / %.0f GB/s HBM, FLOPs / %.0f GFLOP/s FP32), at least one launch "
+    snprintf(b, sizeof b, "estimated for %s (%s) from its data sheet, no device measured (%s%s%s): each kernel max(bytes / %.0f GB/s HBM, FLOPs / %.0f GFLOP/s FP32), at least one launch "
              "of %.1f us; %d member kernel(s) %.2f us; fused: %s; recompute %.2f us",
-             d->roofs.label, d->roofs.arch, A->foreign, d->roofs.hbm_gbs, d->roofs.fp32_gflops, d->launch_ns / 1e3,
+             d->roofs.label, d->roofs.arch, A->foreign ? "the profile's " : "no profile", A->foreign ? A->foreign : "",
+             A->foreign ? " times do not carry over" : "", d->roofs.hbm_gbs, d->roofs.fp32_gflops, d->launch_ns / 1e3,
              kernels, members / 1e3, how, w->recompute_ns / 1e3);
     c->basis = fa_arena_strdup(A->ar, b);
     return 0;
@@ -1649,7 +1650,7 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
 
 static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
 {
-    if (A->foreign && A->opt.device) return predict_on_device(A, w, c);
+    if (A->estimate) return predict_on_device(A, w, c);
     A->probe_keep = false;
     const fa_graph *g = A->g;
     const fa_analysis *a = A->a;
@@ -1966,7 +1967,9 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.peak = DEFAULT_PEAK_GFLOPS;
     A.disp = DEFAULT_DISPATCH_NS;
     A.foreign = profile_foreign(a, A.opt.target);
-    if (A.foreign && A.opt.device) {
+    /* a GPU planned from its data sheet: the profile is of another kind of device, or there is none */
+    A.estimate = A.opt.device && A.opt.target == FA_TARGET_CUDA && (A.foreign || !a);
+    if (A.estimate) {
         /* a GPU planned from its data sheet: its roofs and launch for every estimate */
         A.bw = A.opt.device->roofs.hbm_gbs;
         A.peak = A.opt.device->roofs.fp32_gflops;
@@ -1993,8 +1996,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
     A.plan = plan;
     g_sort_pos = A.pos;
-    double dev_iter = A.foreign && A.opt.device ? iteration_on_device(&A) : 0;
-    plan->estimated = A.foreign && A.opt.device; /* else the profile is of the target's kind: measured */
+    double dev_iter = A.estimate ? iteration_on_device(&A) : 0;
+    plan->estimated = A.estimate; /* else the profile is of the target's kind: measured */
     plan->device_iter_ns = dev_iter;
     for (int i = 0; i < A.ncl && plan->clusters; i++) {
         wcl *w = &A.cl[i];

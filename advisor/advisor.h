@@ -221,7 +221,8 @@ typedef struct fa_advise_options {
     double occupancy_floor;    /* gate: refuse memory-bound kernels under this, default 0.5 */
     bool no_gate;              /* skip NVRTC compilation (tests that must not need the toolkit) */
     /* (optional) the GPU planned for (fa_gpu_plan_device: data-sheet roofs, launch, limits) when
-     * the profile was measured on another kind of device (advise --target cuda on a CPU run):
+     * the profile was measured on another kind of device (advise --target cuda on a CPU run), or
+     * there is no profile (a model planned without a run) and the target is cuda:
      * every cluster's member kernels and fused kernel are then estimated on its roofs
      * (fa_gpu_plan_kernel_time) instead of the default ceilings, est_saving_pct is a share of
      * the whole graph estimated the same way, and the basis says so. Ignored when the profile is
