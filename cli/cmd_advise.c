@@ -1,6 +1,7 @@
 /* cli/cmd_advise — `fuse-advise advise [RUN|latest] [--json] ...`: reload the run's model,
  * analyze the run, build the fusion plan, store it, print clusters and the why-not list. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -266,9 +267,12 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                                c.peak_gflops, c.launch_ns, a->iter_ns / 1e3);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
-            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
+            /* a predicted loss is worded as one, never as a negative saving */
+            bool loss = cl->est_saving_ns < 0;
+            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s %s %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
                                fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
-                               cl->est_saving_ns / 1e3, cl->est_saving_pct, cl->saved_bytes / 1e6, cl->saved_launches);
+                               loss ? "loses" : "saves", fabs(cl->est_saving_ns) / 1e3, fabs(cl->est_saving_pct),
+                               cl->saved_bytes / 1e6, cl->saved_launches);
             const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
             if (lk) fa_buf_printf_term(&b, "  %s", lk);
             else if (cuda && cl->registers >= 0)
