@@ -76,6 +76,7 @@ typedef struct adv {
     fa_advise_options opt;
     fa_arena *ar;
     double bw, peak, disp;    /* GB/s (= bytes/ns), GFLOP/s (= FLOP/ns), ns per kernel */
+    bool estimate;            /* every kernel estimated on A->opt.device's data sheet */
     const char *foreign;      /* device key of a profile measured on another kind of device than
                                  the target (its medians and ceilings say nothing about the
                                  target's kernels), else NULL */
@@ -1660,8 +1661,106 @@ static bool ask_probe(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
  *    that fused/unfused ratio, and the probe's own difference is quoted in the basis.
  * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
  * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
+/* One node's time on the planned GPU (fa_gpu_plan_kernel_time over the registry's bytes and
+ * FLOPs); 0 and no launch for a node that moves nothing, or only relabels its input's shape (an
+ * aliasing view, FA_OPF_ALIAS: no kernel on a GPU either). */
+static double node_on_device(const adv *A, int nid, double *roof_ns)
+{
+    const fa_node *n = A->g->nodes[nid];
+    if (roof_ns) *roof_ns = 0;
+    if (n->op && (n->op->flags & FA_OPF_ALIAS)) return 0;
+    fa_op_cost oc;
+    fa_node_cost(A->g, n, &oc);
+    double bytes = (double)oc.bytes_read + (double)oc.bytes_written, ns = 0, r = 0;
+    if (bytes > 0 || oc.flops > 0) fa_gpu_plan_kernel_time(A->opt.device, bytes, (double)oc.flops, &r, &ns);
+    if (roof_ns) *roof_ns = r;
+    return ns;
+}
+
+/* The estimated time of every kernel of g on the planned GPU, ns (the iteration a saving's share
+ * is taken of): node_on_device summed over the live nodes. */
+static double iteration_on_device(const adv *A)
+{
+    double t = 0;
+    for (int p = 0; p < A->g->n_topo; p++) t += node_on_device(A, A->g->topo[p], NULL);
+    return t;
+}
+
+/* The saving of cluster c on a GPU planned from its data sheet (A->opt.device; the profile was
+ * measured on another kind of device, so neither its medians nor its ceilings carry over): every
+ * member kernel and the fused kernel estimated on the device's roofs (fa_gpu_plan_kernel_time),
+ * each at least one launch:
+ *  - BN_FOLD: the BatchNormalization's kernel is gone, the anchor unchanged;
+ *  - EPILOGUE: the post-ops' kernels are gone; the anchor reads their extra operands once;
+ *  - HORIZONTAL: one launch for the members' work, less one read of the shared input per extra
+ *    member;
+ *  - chains, reductions, attention: one new kernel reading the cluster's external inputs once and
+ *    writing its outputs once (an attention's scores never written), with the members' FLOPs.
+ * Less the recompute. Writes est_saving_ns and basis; returns 0 (no measured member time: no
+ * noise floor). */
+static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
+{
+    const fa_graph *g = A->g;
+    const fa_gpu_plan_dev *d = A->opt.device;
+    double members = 0, flops = 0, roof_sum = 0;
+    int kernels = 0;
+    for (int i = 0; i < w->n; i++) {
+        int nid = w->m[i];
+        bool stays = (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) && nid == w->anchor;
+        if (stays) continue;
+        double r, ns = node_on_device(A, nid, &r);
+        members += ns;
+        roof_sum += r;
+        kernels += ns > 0;
+        flops += flops_of(A, nid);
+    }
+    double ext_in = 0, ext_out = 0;
+    for (int i = 0; i < c->n_inputs; i++) {
+        if (w->kind == FA_CLUSTER_EPILOGUE) {
+            bool operand = false;
+            for (int k = 0; k < w->n_post; k++) operand |= w->post[k].operand == c->inputs[i];
+            if (!operand) continue;
+        }
+        ext_in += (double)fa_tensor_bytes(g->tensors[c->inputs[i]]);
+    }
+    for (int i = 0; i < c->n_outputs; i++) ext_out += (double)fa_tensor_bytes(g->tensors[c->outputs[i]]);
+    double fused = 0;
+    char how[400];
+    switch (w->kind) {
+    case FA_CLUSTER_BN_FOLD:
+        snprintf(how, sizeof how, "the anchor unchanged, the BatchNormalization folded into its weights");
+        break;
+    case FA_CLUSTER_EPILOGUE:
+        fa_gpu_plan_kernel_time(d, ext_in, flops, &fused, NULL); /* inside the anchor's launch */
+        snprintf(how, sizeof how, "the anchor's kernel plus %.0f B of epilogue operands and %.3g FLOP on the roofs: +%.2f us",
+                 ext_in, flops, fused / 1e3);
+        break;
+    case FA_CLUSTER_HORIZONTAL: {
+        double shared = (double)(w->n - 1) * (double)w->horiz_bytes / d->roofs.hbm_gbs;
+        fused = roof_sum - shared > d->launch_ns ? roof_sum - shared : d->launch_ns;
+        snprintf(how, sizeof how, "one launch of the members' work less %d read(s) of the shared input: %.2f us",
+                 w->n - 1, fused / 1e3);
+        break;
+    }
+    default:
+        fa_gpu_plan_kernel_time(d, ext_in + ext_out, flops, NULL, &fused);
+        snprintf(how, sizeof how, "one kernel: %.0f B in + %.0f B out, %.3g FLOP: %.2f us", ext_in, ext_out, flops,
+                 fused / 1e3);
+    }
+    c->est_saving_ns = members - fused - w->recompute_ns;
+    char b[1400];
+    snprintf(b, sizeof b, "estimated for %s (%s) from its data sheet, no device measured (%s%s%s): each kernel max(bytes / %.0f GB/s HBM, FLOPs / %.0f GFLOP/s FP32), at least one launch "
+             "of %.1f us; %d member kernel(s) %.2f us; fused: %s; recompute %.2f us",
+             d->roofs.label, d->roofs.arch, A->foreign ? "the profile's " : "no profile", A->foreign ? A->foreign : "",
+             A->foreign ? " times do not carry over" : "", d->roofs.hbm_gbs, d->roofs.fp32_gflops, d->launch_ns / 1e3,
+             kernels, members / 1e3, how, w->recompute_ns / 1e3);
+    c->basis = fa_arena_strdup(A->ar, b);
+    return 0;
+}
+
 static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
 {
+    if (A->estimate) return predict_on_device(A, w, c);
     A->probe_keep = false;
     const fa_graph *g = A->g;
     const fa_analysis *a = A->a;
@@ -1981,7 +2080,14 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     A.peak = DEFAULT_PEAK_GFLOPS;
     A.disp = DEFAULT_DISPATCH_NS;
     A.foreign = profile_foreign(a, A.opt.target);
-    if (a && !A.foreign) {
+    /* a GPU planned from its data sheet: the profile is of another kind of device, or there is none */
+    A.estimate = A.opt.device && A.opt.target == FA_TARGET_CUDA && (A.foreign || !a);
+    if (A.estimate) {
+        /* a GPU planned from its data sheet: its roofs and launch for every estimate */
+        A.bw = A.opt.device->roofs.hbm_gbs;
+        A.peak = A.opt.device->roofs.fp32_gflops;
+        A.disp = A.opt.device->launch_ns;
+    } else if (a && !A.foreign) {
         if (a->ceilings.mem_bw_gbs > 0) A.bw = a->ceilings.mem_bw_gbs;
         if (a->ceilings.peak_gflops > 0) A.peak = a->ceilings.peak_gflops;
         if (a->ceilings.launch_ns > 0) A.disp = a->ceilings.launch_ns;
@@ -2002,6 +2108,9 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     plan->n_clusters = A.ncl;
     plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
     A.plan = plan;
+    double dev_iter = A.estimate ? iteration_on_device(&A) : 0;
+    plan->estimated = A.estimate; /* else the profile is of the target's kind: measured */
+    plan->device_iter_ns = dev_iter;
     for (int i = 0; i < A.ncl && plan->clusters; i++) {
         wcl *w = &A.cl[i];
         fa_cluster *c = &plan->clusters[i];
@@ -2040,7 +2149,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         wcl *w = &A.cl[i];
         fa_cluster *c = &plan->clusters[i];
         double member_ns = predict_cluster(&A, w, c);
-        c->est_saving_pct = a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
+        c->est_saving_pct = dev_iter > 0 ? 100.0 * c->est_saving_ns / dev_iter
+                          : a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
         c->status = FA_CLUSTER_PROPOSED;

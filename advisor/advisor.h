@@ -232,6 +232,14 @@ typedef struct fa_advise_options {
     int max_inputs;            /* cap on distinct external inputs per cluster, FA_ADVISE_MAX_INPUTS_* */
     double occupancy_floor;    /* gate: refuse memory-bound kernels under this, default 0.5 */
     bool no_gate;              /* skip NVRTC compilation (tests that must not need the toolkit) */
+    /* (optional) the GPU planned for (fa_gpu_plan_device: data-sheet roofs, launch, limits) when
+     * the profile was measured on another kind of device (advise --target cuda on a CPU run), or
+     * there is no profile (a model planned without a run) and the target is cuda:
+     * every cluster's member kernels and fused kernel are then estimated on its roofs
+     * (fa_gpu_plan_kernel_time) instead of the default ceilings, est_saving_pct is a share of
+     * the whole graph estimated the same way, and the basis says so. Ignored when the profile is
+     * of the target's own kind. Not owned. */
+    const fa_gpu_plan_dev *device;
     /* fused kernels measured by earlier plans on the profile's device (fa_store_measured_fused,
      * sorted as it returns; may be NULL): a cluster with the same signature
      * (fa_kernel_signature_*) whose earlier measurement resolved its difference is predicted
@@ -287,6 +295,9 @@ typedef struct fa_plan {
     int plan_id;
     char hash[65];             /* SHA-256 of the plan's canonical text (clusters, members, options) */
     fa_advise_options opt;
+    bool estimated;            /* estimated for opt.device from its data sheet (the profile is of
+                                  another kind of device); not stored */
+    double device_iter_ns;     /* when estimated: every kernel of the graph estimated on it, ns */
     int n_clusters;
     fa_cluster *clusters;      /* ranked by est_saving_ns, largest first */
     int n_why_not;

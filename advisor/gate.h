@@ -41,4 +41,13 @@ typedef struct fa_gate_numbers {
 fa_status fa_gate_cluster_ex(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, const fa_advise_options *opt,
                              fa_arena *arena, bool *refused, fa_gate_numbers *nums);
 
+/* How a library cluster runs on cuda, for what the output shows instead of register counts
+ * (a library kernel has no generated source to compile): "BatchNormalization folded into the
+ * anchor's weights (no new kernel)" for a BN fold; for an epilogue its cuda library mapping
+ * (fa_cuda_epilogue_map: "cuBLASLt epilogue GELU_BIAS", "cuDNN fusion conv + bias + ReLU
+ * (cudnnConvolutionBiasActivationForward)") or "no cuda library epilogue: <why>". Written to buf
+ * (cap bytes) and returned; NULL for a generated-kernel cluster (chain, reduction, horizontal,
+ * attention), whose registers the gate measures. */
+const char *fa_gate_library_kernel(const fa_graph *g, const fa_cluster *c, char *buf, size_t cap);
+
 #endif

@@ -1,11 +1,13 @@
 /* cli/cmd_advise — `fuse-advise advise [RUN|latest] [--json] ...`: reload the run's model,
  * analyze the run, build the fusion plan, store it, print clusters and the why-not list. */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "advisor/advisor.h"
+#include "advisor/gate.h"
 #include "applier/applier.h"
 #include "cli.h"
 
@@ -15,7 +17,11 @@ static const char *k_about =
     "  (zoo:NAME is rebuilt) with the run's --batch/--shape/--no-fold; a model file whose SHA-256\n"
     "  changed since the run is refused. MODEL (an .onnx file or zoo:NAME) is planned without a run:\n"
     "  the registry's FLOPs and bytes on default ceilings, nodes of unsupported ops kept opaque and\n"
-    "  listed, nothing stored.\n";
+    "  listed, nothing stored.\n"
+    "  --target cuda on a run measured on the cpu (or a MODEL) plans for the GPU --arch names from its\n"
+    "  data sheet's roofs, no device needed or measured: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90, sm_100\n"
+    "  (the data-center part of that generation: sm_80 A100 80GB SXM, sm_90 H100 SXM, sm_100 B200) or a\n"
+    "  part's name ('H100 PCIe', 'A100 40GB', L4, L40S, ...).\n";
 
 /* A RUN argument: "latest" or a run id (digits); anything else names a model. */
 static bool is_run_spec(const char *a)
@@ -26,12 +32,12 @@ static bool is_run_spec(const char *a)
     return *a != 0;
 }
 
-/* --arch sm_XY: the register/occupancy gate's architecture */
+/* --arch sm_XY or a GPU part's name: resolved with --target (fa_gpu_plan_device) after parsing */
 static int opt_arch(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
 {
     (void)ctx, (void)verb;
-    if (strncmp(v, "sm_", 3) || !v[3]) {
-        fa_buf_printf_term(why, "--arch wants sm_XY, got '%s'", v);
+    if (!v[0]) {
+        fa_buf_printf_term(why, "--arch wants sm_XY or a GPU's name");
         return -1;
     }
     *(const char **)o->dest = v;
@@ -56,7 +62,7 @@ static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool
 
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
-    const char *db = fa_cli_default_db(), *spec_run = NULL;
+    const char *db = fa_cli_default_db(), *spec_run = NULL, *arch_spec = NULL;
     bool json = false;
     fa_advise_options opt = fa_advise_options_default();
     fa_cli_model_opts mo = {0};
@@ -65,7 +71,8 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         FA_CLI_OPT_DB(&db),
         FA_CLI_CALLBACK("--target", "cpu|cuda", fa_cli_opt_target, &opt.target, 0, 0, 0,
                         "the plan's target (default cpu); cuda runs the register/occupancy gate (NVRTC)"),
-        FA_CLI_CALLBACK("--arch", "sm_XY", opt_arch, &opt.arch, 0, 0, 0, "the gate's CUDA architecture (default sm_90)"),
+        FA_CLI_CALLBACK("--arch", "sm_XY|GPU", opt_arch, &arch_spec, 0, 0, 0,
+                        "the GPU planned for: its data sheet's roofs and the gate's architecture (default sm_90, H100 SXM)"),
         FA_CLI_DOUBLE("--occupancy-floor", "F", &opt.occupancy_floor, 0, 1, FA_CLI_MIN_OPEN,
                       "the gate refuses a memory-bound kernel under this occupancy"),
         FA_CLI_FLAG("--no-gate", &opt.no_gate, "skip the register/occupancy gate"),
@@ -80,6 +87,15 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     if (prc >= 0) return prc;
     if (args.n) spec_run = args.arg[0];
     if (opt.target == FA_TARGET_AUTO) opt.target = FA_TARGET_CPU;
+    /* the GPU planned for: its data sheet's roofs and its architecture's limits (the gate's arch) */
+    fa_gpu_plan_dev dev;
+    if (opt.target == FA_TARGET_CUDA) {
+        if (fa_gpu_plan_device(ctx, arch_spec, &dev)) return fa_cli_usage("advise", "%s", fa_ctx_errmsg(ctx));
+        opt.arch = dev.limits->arch;
+        opt.device = &dev;
+    } else if (arch_spec) {
+        return fa_cli_usage("advise", "--arch is for --target cuda");
+    }
     fa_store *st = NULL;
     fa_status s = FA_OK;
     int64_t run_id = -1;
@@ -172,6 +188,11 @@ print:;
     fa_buf b;
     fa_buf_init(&b);
     bool cuda = fa_target_has(opt.target, FA_TARGET_CAP_KERNEL_REPORT); /* the gate's figures exist */
+    /* the figures the plan used: the planned GPU's data sheet, or the profile's ceilings */
+    const fa_gpu_plan_dev *est = plan->estimated ? opt.device : NULL;
+    double used_bw = est ? est->roofs.hbm_gbs : c.mem_bw_gbs, used_peak = est ? est->roofs.fp32_gflops : c.peak_gflops,
+           used_launch = est ? est->launch_ns : c.launch_ns;
+    char lib[300];
     if (json) {
         if (run_id >= 0) fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
         else fa_buf_printf_term(&b, "{\"run\":null,\"plan\":null,\"unsupported_nodes\":%d,\"model\":", g->n_unsupported);
@@ -179,10 +200,17 @@ print:;
         fa_buf_printf_term(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
         fa_json_str_or_empty(&b, opt.arch);
         fa_buf_printf_term(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
-                               "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
-                           ",\"clusters\":[",
+                               "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f,\"source\":\"%s\"},"
+                               "\"iter_ns\":%" PRId64 ",\"estimated_for\":",
                            opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
-                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a ? a->iter_ns : 0);
+                           used_bw, used_peak, used_launch, est ? "data sheet" : a ? "measured" : "default",
+                           a ? a->iter_ns : 0);
+        if (est)
+            fa_buf_printf_term(&b, "{\"device\":\"%s\",\"arch\":\"%s\",\"sms\":%d,\"measured\":false,\"iter_ns\":%.0f}",
+                               est->roofs.label, est->roofs.arch, est->roofs.units, plan->device_iter_ns);
+        else
+            fa_buf_puts(&b, "null");
+        fa_buf_puts(&b, ",\"clusters\":[");
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             fa_buf_printf_term(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
@@ -200,11 +228,19 @@ print:;
                 fa_buf_printf_term(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
             }
             fa_buf_printf_term(&b, "],\"saved_bytes\":%" PRIu64 ",\"score_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
-                                   "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
-                                   "\"occupancy\":%.3f,\"block_size\":%d,\"status\":\"%s\",\"reason\":",
+                                   "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,",
                                cl->saved_bytes, cl->score_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
-                               cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
-                               fa_cluster_status_name(cl->status));
+                               cl->est_saving_pct);
+            /* compiler figures only where a kernel was compiled: null, never a -1 sentinel */
+            if (cl->registers >= 0)
+                fa_buf_printf_term(&b, "\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":%.3f,\"block_size\":%d,",
+                                   cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size);
+            else
+                fa_buf_puts(&b, "\"registers\":null,\"spill_bytes\":null,\"occupancy\":null,\"block_size\":null,");
+            fa_buf_printf_term(&b, "\"status\":\"%s\",\"library\":", fa_cluster_status_name(cl->status));
+            const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
+            if (lk) fa_json_str_or_empty(&b, lk); else fa_buf_puts(&b, "null");
+            fa_buf_puts(&b, ",\"reason\":");
             if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
             fa_buf_puts(&b, ",\"basis\":");
             if (cl->basis) fa_json_str_or_empty(&b, cl->basis); else fa_buf_puts(&b, "null");
@@ -227,24 +263,48 @@ print:;
         }
         fa_buf_puts(&b, "]}\n");
     } else {
-        if (run_id < 0)
+        if (run_id < 0 && est)
+            fa_buf_printf_term(&b, "model %s (no run): %d clusters, %d why-not, hash %.16s\n", ri.model_path,
+                               plan->n_clusters, plan->n_why_not, plan->hash);
+        else if (run_id < 0)
             fa_buf_printf_term(&b, "model %s (no run): %d clusters, %d why-not, hash %.16s; target %s%s%s; predicted from the "
                                "registry's FLOPs and bytes on default ceilings (run the model for measured ones)\n\n",
                                ri.model_path, plan->n_clusters, plan->n_why_not, plan->hash, fa_target_name(opt.target),
                                cuda ? " " : "", cuda ? opt.arch : "");
+        else if (est)
+            fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id,
+                               ri.model_path, plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
         else
             fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n"
                                "target %s%s%s, ceilings %.2f GB/s, %.2f GFLOP/s, dispatch %.0f ns, iteration %.1f us\n\n",
                                run_id, ri.model_path, plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash,
                                fa_target_name(opt.target), cuda ? " " : "", cuda ? opt.arch : "", c.mem_bw_gbs,
                                c.peak_gflops, c.launch_ns, a->iter_ns / 1e3);
+        if (est) {
+            fa_buf_printf_term(&b, "target cuda %s: estimated for %s from its data sheet, no device measured: %.0f GB/s HBM, "
+                               "%.0f GFLOP/s FP32, %d SMs, %.1f us per launch; estimated iteration %.1f us",
+                               est->roofs.arch, est->roofs.label, used_bw, used_peak, est->roofs.units, used_launch / 1e3,
+                               plan->device_iter_ns / 1e3);
+            if (a)
+                fa_buf_printf_term(&b, " (the profile's %.1f us on %s does not carry over)", a->iter_ns / 1e3,
+                                   ri.target ? ri.target : "another device");
+            fa_buf_puts(&b, "\n\n");
+        }
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
-            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s saves %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
+            /* a predicted loss is worded as one, never as a negative saving */
+            bool loss = cl->est_saving_ns < 0;
+            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s %s %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
                                fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
-                               cl->est_saving_ns / 1e3, cl->est_saving_pct, cl->saved_bytes / 1e6, cl->saved_launches);
-            if (cuda) fa_buf_printf_term(&b, "  regs %d spill %d B occ %.0f%%", cl->registers, cl->spill_bytes,
-                                         cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
+                               loss ? "loses" : "saves", fabs(cl->est_saving_ns) / 1e3, fabs(cl->est_saving_pct),
+                               cl->saved_bytes / 1e6, cl->saved_launches);
+            const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
+            if (lk) fa_buf_printf_term(&b, "  %s", lk);
+            else if (cuda && cl->registers >= 0)
+                fa_buf_printf_term(&b, "  regs %d spill %d B occ %.0f%% (%s)", cl->registers, cl->spill_bytes,
+                                   100 * cl->occupancy, opt.arch);
+            else if (cuda)
+                fa_buf_puts(&b, opt.no_gate ? "  not compiled (--no-gate)" : "  not compiled (no cuda kernel generated)");
             fa_buf_puts(&b, "\n     members: ");
             members_text(g, cl, &b, false);
             if (cl->score_bytes)

@@ -77,7 +77,8 @@ static fa_status print_baseline(fa_ctx *ctx, fa_store *st, int64_t run_id, const
     return s;
 }
 
-/* fuse-advise-out/<model file name without .onnx>, the name sanitised (fa_sanitize_file_name):
+/* fuse-advise-out/<model or trace file name without its format's suffix (.onnx; a trace's .json,
+ * .json.gz, .pt.trace.json(.gz), .sqlite, .db)>, the name sanitised (fa_sanitize_file_name):
  * "...onnx" or "a\nb.onnx" can name nothing but a folder inside fuse-advise-out/. */
 void fa_cli_default_out_dir(const char *model, char *buf, size_t cap)
 {
@@ -87,7 +88,15 @@ void fa_cli_default_out_dir(const char *model, char *buf, size_t cap)
     char name[256], safe[128];
     snprintf(name, sizeof name, "%s", base);
     size_t n = strlen(name);
-    if (n >= 5 && !strcmp(name + n - 5, ".onnx")) name[n - 5] = 0;
+    static const char *const suffixes[] = {".onnx", ".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json",
+                                           ".sqlite", ".db"}; /* longest of a family first */
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        size_t k = strlen(suffixes[i]);
+        if (n > k && !strcmp(name + n - k, suffixes[i])) {
+            name[n - k] = 0;
+            break;
+        }
+    }
     fa_sanitize_file_name(name, safe, sizeof safe);
     snprintf(buf, cap, "fuse-advise-out/%s", safe[0] ? safe : "model");
 }

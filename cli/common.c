@@ -13,7 +13,15 @@
 
 int fa_cli_fail(fa_ctx *ctx, fa_status s)
 {
-    fa_cli_eprintf("fuse-advise: error: %s\n", fa_ctx_errmsg(ctx)[0] ? fa_ctx_errmsg(ctx) : fa_status_name(s));
+    const char *m = fa_ctx_errmsg(ctx);
+    fa_cli_eprintf("fuse-advise: error: %s\n", m[0] ? m : fa_status_name(s));
+    /* every verb that needs a GPU (run/apply on cuda, trace) ends here without one: name the two
+     * ways to GPU advice that need none (issue 40) */
+    if (strstr(m, "no CUDA driver"))
+        fa_cli_eprintf("fuse-advise: without a GPU here, two ways give GPU advice: run the model on the cpu and plan it "
+                       "for the GPU from its data sheet (`fuse-advise run MODEL --no-apply && fuse-advise advise latest "
+                       "--target cuda --arch sm_90`), or profile it on the GPU (PyTorch profiler JSON, or `nsys export "
+                       "--type sqlite`) and `fuse-advise import TRACE` for advice from its measured kernels\n");
     return fa_status_exit_code(s);
 }
 

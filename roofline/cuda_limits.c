@@ -33,6 +33,11 @@ static const fa_cuda_limits k_limits[] = {
     /* Hopper H100 / H200 */
     {9, 0, "sm_90", 32, 1024, 2048, 64, 32, 65536, 65536, 256, 256, 4, 233472, 49152, 232448, 1024, 128,
      10, {0, 8, 16, 32, 64, 100, 132, 164, 196, 228}, 2, SRC},
+    /* Blackwell B200/GB200 (cc 10.0): the Programming Guide's table gives cc 10.0 the limits of
+     * 9.0 (64 warps, 32 blocks, 64 K registers per SM, 228 KB shared memory per SM, 227 KB per
+     * block opt-in) */
+    {10, 0, "sm_100", 32, 1024, 2048, 64, 32, 65536, 65536, 256, 256, 4, 233472, 49152, 232448, 1024, 128,
+     10, {0, 8, 16, 32, 64, 100, 132, 164, 196, 228}, 2, SRC},
 };
 
 int fa_cuda_limits_count(void) { return (int)(sizeof k_limits / sizeof k_limits[0]); }

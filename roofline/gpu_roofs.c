@@ -26,7 +26,7 @@ fa_gpu_vendor fa_gpu_vendor_of(const char *n)
     if (has(n, "AMD") || has(n, "Instinct") || has(n, "Radeon") || has_word(n, "MI300X") || has_word(n, "MI250X"))
         return FA_GPU_VENDOR_AMD;
     if (has(n, "NVIDIA") || has(n, "Tesla") || has(n, "GeForce") || has(n, "Quadro") || has_word(n, "H100") ||
-        has_word(n, "A100"))
+        has_word(n, "A100") || has_word(n, "B200"))
         return FA_GPU_VENDOR_NVIDIA;
     return FA_GPU_VENDOR_UNKNOWN;
 }
@@ -42,7 +42,8 @@ bool fa_gpu_roofs_for(const char *n, uint64_t mem, fa_gpu_roofs *out)
      * A100 Tensor Core GPU data sheet (40GB 1555 GB/s, 80GB SXM 2039 GB/s, 80GB PCIe 1935; FP32
      * 19.5 TF, BF16 312 TF; 108 SMs); H100 data sheet (SXM 3.35 TB/s, 67 TF FP32, 989 TF BF16, 132
      * SMs; PCIe 2 TB/s, 51 TF, 756 TF, 114 SMs; NVL 3.9 TB/s, 60 TF, 835 TF, 132 SMs); H200 data
-     * sheet (4.8 TB/s, 67 TF, 989 TF); V100 data sheet (SXM2 900 GB/s, 15.7 TF, 125 TF; PCIe 900
+     * sheet (4.8 TB/s, 67 TF, 989 TF); HGX B200 data sheet, per GPU (7.7 TB/s HBM3E, 75 TF FP32, 4.5 PF
+     * FP16/BF16 with 2:4 sparsity = 2.25 PF dense; 148 SMs, Blackwell architecture technical brief); V100 data sheet (SXM2 900 GB/s, 15.7 TF, 125 TF; PCIe 900
      * GB/s, 14 TF, 112 TF; 80 SMs); T4 (320 GB/s, 8.1 TF, 65 TF, 40 SMs); L4 (300 GB/s, 30.3 TF,
      * 121 TF, 58 SMs); A10 (600 GB/s, 31.2 TF, 125 TF, 72 SMs); L40S (864 GB/s, 91.6 TF, 362 TF,
      * 142 SMs); GeForce RTX 2080 Ti (616 GB/s, 13.4 TF, 68 SMs); AMD Instinct MI325X data sheet
@@ -57,6 +58,8 @@ bool fa_gpu_roofs_for(const char *n, uint64_t mem, fa_gpu_roofs *out)
         bool pcie = has(n, "PCIe");
         r = (fa_gpu_roofs){big ? (pcie ? 1935 : 2039) : 1555, 19500, 312000,
                            big ? (pcie ? "A100 80GB PCIe" : "A100 80GB SXM") : "A100 40GB", "sm_80", "Ampere", 108};
+    } else if (has(n, "B200")) {
+        r = (fa_gpu_roofs){7700, 75000, 2250000, "B200 (HGX)", "sm_100", "Blackwell", 148};
     } else if (has(n, "H200")) {
         r = (fa_gpu_roofs){4800, 67000, 989000, "H200", "sm_90", "Hopper", 132};
     } else if (has(n, "H100")) {
@@ -146,6 +149,7 @@ bool fa_gpu_cc_from_name(const char *n, int *major, int *minor)
     int ma = 0, mi = 0;
     if (!n) return false;
     if (has(n, "A100")) ma = 8, mi = 0;
+    else if (has(n, "B200")) ma = 10, mi = 0;
     else if (has(n, "V100")) ma = 7, mi = 0;
     else if (has(n, "H100") || has(n, "H200")) ma = 9, mi = 0;
     else if (has(n, "RTX 20") || has_word(n, "T4")) ma = 7, mi = 5;
@@ -155,4 +159,54 @@ bool fa_gpu_cc_from_name(const char *n, int *major, int *minor)
     *major = ma;
     *minor = mi;
     return true;
+}
+
+/* ---- a GPU to plan for, by architecture or by name (advise --target cuda --arch) ---- */
+
+/* The data-sheet part planned for when only an architecture is named: the data-center part of
+ * that generation (sm_80 A100 80GB SXM, sm_90 H100 SXM, sm_100 B200; sm_75 T4, sm_86 A10,
+ * sm_89 L4, sm_70 V100 SXM2). */
+static const struct {
+    const char *arch, *part;
+} k_arch_part[] = {
+    {"sm_70", "V100 SXM2"}, {"sm_75", "T4"}, {"sm_80", "A100 80GB SXM"}, {"sm_86", "A10"},
+    {"sm_89", "L4"},        {"sm_90", "H100 SXM"}, {"sm_100", "B200"},
+};
+
+fa_status fa_gpu_plan_device(fa_ctx *ctx, const char *spec, fa_gpu_plan_dev *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!spec || !*spec) spec = "sm_90";
+    const char *part = NULL;
+    const fa_cuda_limits *lim = fa_cuda_limits_for_arch(spec);
+    if (lim) {
+        for (size_t i = 0; i < sizeof k_arch_part / sizeof k_arch_part[0]; i++)
+            if (!strcmp(k_arch_part[i].arch, lim->arch)) part = k_arch_part[i].part;
+        if (!part)
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "--arch %s: no data-sheet part of that architecture is tabled "
+                                "(sm_70, sm_75, sm_80, sm_86, sm_89, sm_90, sm_100, or a device name such as 'H100 PCIe')",
+                                lim->arch);
+    } else {
+        part = spec;
+    }
+    fa_gpu_roofs r;
+    if (!fa_gpu_roofs_for(part, 0, &r) || fa_gpu_vendor_of(part) == FA_GPU_VENDOR_AMD)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "--arch '%s' is neither a CUDA architecture with occupancy limits "
+                            "tabled (sm_70, sm_75, sm_80, sm_86, sm_89, sm_90, sm_100) nor an NVIDIA part in the "
+                            "data-sheet table (A100, H100, H200, B200, V100, T4, L4, A10, L40S, RTX 2080 Ti)", spec);
+    if (!lim) lim = fa_cuda_limits_for_arch(r.arch);
+    if (!lim) return fa_ctx_error(ctx, FA_ERR_INPUT, "--arch '%s': %s has no occupancy limits tabled", spec, r.arch);
+    out->roofs = r;
+    out->limits = lim;
+    out->launch_ns = FA_GPU_LAUNCH_NS;
+    return FA_OK;
+}
+
+void fa_gpu_plan_kernel_time(const fa_gpu_plan_dev *d, double bytes, double flops, double *roof_ns, double *ns)
+{
+    double t_mem = bytes > 0 && d->roofs.hbm_gbs > 0 ? bytes / d->roofs.hbm_gbs : 0; /* GB/s = bytes per ns */
+    double t_cmp = flops > 0 && d->roofs.fp32_gflops > 0 ? flops / d->roofs.fp32_gflops : 0;
+    double t = t_mem > t_cmp ? t_mem : t_cmp;
+    if (roof_ns) *roof_ns = t;
+    if (ns) *ns = t > d->launch_ns ? t : d->launch_ns;
 }

@@ -34,7 +34,7 @@ typedef struct fa_cuda_limits {
     const char *source;              /* where the numbers come from */
 } fa_cuda_limits;
 
-/* Limits for cc major.minor (7.0, 7.5, 8.0, 8.6, 8.9, 9.0); NULL if not tabled. */
+/* Limits for cc major.minor (7.0, 7.5, 8.0, 8.6, 8.9, 9.0, 10.0); NULL if not tabled. */
 const fa_cuda_limits *fa_cuda_limits_for(int major, int minor);
 /* Parse "sm_90" / "90" / "9.0"; NULL if unknown. */
 const fa_cuda_limits *fa_cuda_limits_for_arch(const char *arch);
@@ -151,7 +151,7 @@ fa_gpu_vendor fa_gpu_vendor_of(const char *device_name);
 const char *fa_gpu_units_name(fa_gpu_vendor v);
 
 /* Theoretical roofs of a GPU by its name (memory size tells A100 40/80 GB apart), from the
- * vendors' data sheets (NVIDIA A100/H100/H200/V100/T4/L4/A10/L40S/RTX 2080 Ti, AMD Instinct
+ * vendors' data sheets (NVIDIA A100/H100/H200/B200/V100/T4/L4/A10/L40S/RTX 2080 Ti, AMD Instinct
  * MI325X/MI300X/MI250X/MI210: see roofline/gpu_roofs.c for each figure), with the part's
  * architecture in the vendor's own terms. False and zeros when the device is not tabled. Never
  * measured: label them theoretical. */
@@ -163,6 +163,34 @@ double fa_gpu_hbm_gbs(const char *device_name, uint64_t total_mem_bytes, const c
  * RTX 30xx 8.6, RTX 40xx/L4 8.9, H100/H200 9.0); false when unknown (or not NVIDIA). */
 bool fa_gpu_cc_from_name(const char *device_name, int *major, int *minor);
 
+
+/* ---- a GPU to plan for without one (issue 40) ---- */
+
+/* What one kernel launch costs on a GPU when no device is measured, ns: the median
+ * cudaLaunchKernel call of real PyTorch-profiler traces on A100 and H100 (HolisticTraceAnalysis'
+ * and TraceLens' test traces: 4.0, 4.6, 4.7, 6.0 and 9.7 us; the lowest taken). A kernel whose
+ * work on the roofs is shorter than this leaves the GPU idle until the host launches the next:
+ * on the timeline it lasts one launch. */
+#define FA_GPU_LAUNCH_NS 4000.0
+
+/* A GPU planned for from its data sheet: its roofs and its architecture's occupancy limits. */
+typedef struct fa_gpu_plan_dev {
+    fa_gpu_roofs roofs;               /* label, arch, HBM GB/s, FP32 GFLOP/s, SMs */
+    const fa_cuda_limits *limits;     /* the architecture's per-SM limits (static) */
+    double launch_ns;                 /* FA_GPU_LAUNCH_NS */
+} fa_gpu_plan_dev;
+
+/* The device named by `spec`: an architecture ("sm_90", "90", "9.0": the data-center part of that
+ * generation, e.g. sm_80 A100 80GB SXM, sm_90 H100 SXM, sm_100 B200) or an NVIDIA part's name
+ * ("H100 PCIe", "A100 40GB", "L4": fa_gpu_roofs_for's table). NULL or "" = sm_90. FA_ERR_INPUT
+ * naming the accepted values for anything else (AMD parts included: no CUDA target there). */
+fa_status fa_gpu_plan_device(fa_ctx *ctx, const char *spec, fa_gpu_plan_dev *out);
+
+/* One kernel's time on d from its bytes moved (read + written) and FLOPs: the longer of
+ * bytes / HBM bandwidth and FLOPs / FP32 peak (Williams et al., "Roofline", CACM 2009; FP32
+ * without tensor cores: an fp32 model's MatMul runs on CUDA cores unless TF32 is allowed), in
+ * *roof_ns; and that time but at least one launch (d->launch_ns) in *ns. Either may be NULL. */
+void fa_gpu_plan_kernel_time(const fa_gpu_plan_dev *d, double bytes, double flops, double *roof_ns, double *ns);
 
 /* ---- the fusion cost model (shared by trace advice and, from issue 19, the ONNX advisor) ---- */
 

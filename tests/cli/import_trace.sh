@@ -136,6 +136,12 @@ EOF2
 expect_rc 1 "a pipe that is not a trace" bash -c "echo hello | '$CLI' import /dev/stdin --db pipe.db"
 grep -q "/dev/stdin: not a recognised trace" err.txt || { cat err.txt; fail "non-trace pipe message"; }
 
+# Issue 37: a trace's default output folder is named after the file without its format's
+# suffix (fuse-advise-out/hand, not fuse-advise-out/hand.json.gz)
+expect_rc 0 "run TRACE.json.gz, default out" "$CLI" run hand.json.gz --db named.db
+[ -s fuse-advise-out/hand/report.html ] && [ ! -e fuse-advise-out/hand.json.gz ] ||
+    { ls fuse-advise-out; fail "default output folder of hand.json.gz"; }
+
 expect_rc 2 "no TRACE" "$CLI" import --db t.db
 expect_rc 1 "missing file" "$CLI" import does-not-exist.json --db t.db
 grep -q "does-not-exist.json" err.txt || { cat err.txt; fail "missing file not named"; }
