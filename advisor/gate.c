@@ -5,6 +5,7 @@
 
 #include "advisor/gate.h"
 #include "roofline/roofline.h"
+#include "runtime/cuda_epilogue.h"
 
 #include <stdlib.h>
 
