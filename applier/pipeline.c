@@ -1,5 +1,5 @@
 /* applier/pipeline — the stages `run` and `apply` share after the baseline is stored: ceilings,
- * analysis, plan, apply, and the applier's outputs (model.folded.onnx, plan.json, summary.json). */
+ * analysis, plan, apply, and the applier's outputs (model.folded.onnx, plan.json). */
 #include "applier-impl.h"
 
 #include "analyzer/analyzer.h"
@@ -46,8 +46,8 @@ static fa_status write_folded(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, 
     return s;
 }
 
-fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
-                          const char *device_name, const fa_pipeline_options *o, fa_pipeline_result **out)
+fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const fa_pipeline_options *o,
+                          fa_pipeline_result **out)
 {
     if (!o || !o->apply.out_dir) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_pipeline_run: no options or output folder");
     const fa_apply_options *ap = &o->apply;
@@ -106,12 +106,6 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     if (!s) {
         snprintf(path, sizeof path, "%s/plan.json", ap->out_dir);
         s = fa_write_plan_json(ctx, g, r->plan, r->apply->verdicts, path);
-    }
-    if (!s) {
-        fa_run_summary sum = {model,         device_name, ap->threads, r->ceilings.mem_bw_gbs, r->ceilings.peak_gflops,
-                              r->ceilings.launch_ns, r->apply, r->plan, g, run_id};
-        snprintf(path, sizeof path, "%s/summary.json", ap->out_dir);
-        s = fa_write_summary_json(ctx, &sum, path);
     }
     if (s) {
         fa_pipeline_result_free(r);

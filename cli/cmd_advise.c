@@ -33,22 +33,6 @@ static void load_opts_from_cmdline(fa_ctx *ctx, char *cmd, fa_cli_model_opts *mo
     }
 }
 
-static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool json)
-{
-    for (int k = 0; k < c->n_members; k++) {
-        const fa_node *n = g->nodes[c->members[k]];
-        if (json) {
-            fa_buf_puts(b, k ? ",{\"node\":" : "{\"node\":");
-            fa_json_str_or_empty(b, n->name);
-            fa_buf_puts(b, ",\"op\":");
-            fa_json_str_or_empty(b, n->op_type);
-            fa_buf_printf_term(b, ",\"id\":%d}", n->id);
-        } else {
-            fa_buf_printf_term(b, "%s%s(%s)", k ? " " : "", n->name, n->op_type);
-        }
-    }
-}
-
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = fa_cli_default_db(), *spec = NULL, *v;
@@ -168,58 +152,21 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_buf_init(&b);
     bool cuda = opt.target == FA_TARGET_CUDA;
     if (json) {
-        fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
-        fa_json_str_or_empty(&b, ri.model_path);
-        fa_buf_printf_term(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
-        fa_json_str_or_empty(&b, opt.arch);
-        fa_buf_printf_term(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
-                               "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f},\"iter_ns\":%" PRId64
-                           ",\"clusters\":[",
-                           opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
-                           c.mem_bw_gbs, c.peak_gflops, c.launch_ns, a->iter_ns);
-        for (int i = 0; i < plan->n_clusters; i++) {
-            const fa_cluster *cl = &plan->clusters[i];
-            fa_buf_printf_term(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
-            fa_json_str_or_empty(&b, cl->label);
-            fa_buf_puts(&b, ",\"members\":[");
-            members_text(g, cl, &b, true);
-            fa_buf_printf_term(&b, "],\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
-                                   "\"post_ops\":[", cl->anchor, cl->depends_on, fa_reduction_kind_name(cl->reduction),
-                               cl->reduce_axis, cl->epsilon);
-            for (int k = 0; k < cl->n_post_ops; k++) {
-                char po[64];
-                fa_post_op_format(&cl->post_ops[k], po, sizeof po);
-                fa_buf_puts(&b, k ? ",{\"op\":" : "{\"op\":");
-                fa_json_str_or_empty(&b, po);
-                fa_buf_printf_term(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
-            }
-            fa_buf_printf_term(&b, "],\"saved_bytes\":%" PRIu64 ",\"score_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
-                                   "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,\"registers\":%d,\"spill_bytes\":%d,"
-                                   "\"occupancy\":%.3f,\"block_size\":%d,\"status\":\"%s\",\"reason\":",
-                               cl->saved_bytes, cl->score_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
-                               cl->est_saving_pct, cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size,
-                               fa_cluster_status_name(cl->status));
-            if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
-            fa_buf_puts(&b, ",\"basis\":");
-            if (cl->basis) fa_json_str_or_empty(&b, cl->basis); else fa_buf_puts(&b, "null");
-            fa_buf_puts(&b, "}");
-        }
-        fa_buf_puts(&b, "],\"why_not\":[");
-        for (int i = 0; i < plan->n_why_not; i++) {
-            const fa_why_not *w = &plan->why_not[i];
-            fa_buf_printf_term(&b, "%s{\"producer\":", i ? "," : "");
-            fa_json_str_or_empty(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
-            fa_buf_puts(&b, ",\"consumer\":");
-            fa_json_str_or_empty(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
-            fa_buf_puts(&b, ",\"tensor\":");
-            fa_json_str_or_empty(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
-            fa_buf_puts(&b, ",\"code\":");
-            fa_json_str_or_empty(&b, fa_why_code_name(w->code));
-            fa_buf_puts(&b, ",\"reason\":");
-            fa_json_str_or_empty(&b, w->reason);
-            fa_buf_puts(&b, "}");
-        }
-        fa_buf_puts(&b, "]}\n");
+        /* the plan as plan.json writes it (plan/plan.h fa_plan_json), with what advise measured it on */
+        fa_buf extra;
+        fa_buf_init(&extra);
+        fa_buf_puts(&extra, ",\"model\":");
+        fa_json_str(&extra, ri.model_path);
+        fa_buf_puts(&extra, ",\"ceilings\":{\"mem_bw_gbs\":");
+        fa_json_num(&extra, c.mem_bw_gbs, 6);
+        fa_buf_puts(&extra, ",\"peak_gflops\":");
+        fa_json_num(&extra, c.peak_gflops, 6);
+        fa_buf_puts(&extra, ",\"dispatch_ns\":");
+        fa_json_num(&extra, c.launch_ns, 6);
+        fa_buf_printf(&extra, "},\"iter_ns\":%" PRId64, a->iter_ns);
+        fa_plan_json(&b, g, plan, NULL, extra.data);
+        b.oom |= extra.oom;
+        fa_buf_free(&extra);
     } else {
         fa_buf_printf_term(&b, "run %" PRId64 ": %s -> plan %d (%d clusters, %d why-not), hash %.16s\n", run_id, ri.model_path,
                            plan->plan_id, plan->n_clusters, plan->n_why_not, plan->hash);
@@ -233,8 +180,11 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                                cl->est_saving_ns / 1e3, cl->est_saving_pct, cl->saved_bytes / 1e6, cl->saved_launches);
             if (cuda) fa_buf_printf_term(&b, "  regs %d spill %d B occ %.0f%%", cl->registers, cl->spill_bytes,
                                          cl->occupancy >= 0 ? 100 * cl->occupancy : -1.0);
-            fa_buf_puts(&b, "\n     members: ");
-            members_text(g, cl, &b, false);
+            fa_buf_puts(&b, "\n     members:");
+            for (int k = 0; k < cl->n_members; k++) {
+                const fa_node *n = g->nodes[cl->members[k]];
+                fa_buf_printf_term(&b, " %s(%s)", n->name, n->op_type);
+            }
             if (cl->score_bytes)
                 fa_buf_printf_term(&b, "\n     peak memory: %.3f MB of score tensors the unfused ops hold at once, never written fused",
                                    cl->score_bytes / 1e6);

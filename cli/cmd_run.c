@@ -163,7 +163,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     if (inj && *inj) po.apply.inject_wrong_cluster = atoi(inj);
     if (prog->tty) fa_cli_eprintf("measuring device ceilings (cached after the first run)...\n");
     fa_pipeline_result *pr = NULL;
-    fa_status s = fa_pipeline_run(ctx, st, g, run_id, model, devname, &po, &pr);
+    fa_status s = fa_pipeline_run(ctx, st, g, run_id, &po, &pr);
     fa_target target = po.apply.target;
     const fa_analysis *a = pr ? pr->analysis : NULL;
     const fa_plan *p = pr ? pr->plan : NULL;

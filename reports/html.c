@@ -410,8 +410,8 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
         const fa_rep_cluster *c = &r->clusters[ci];
         if (!c->accepted || !c->flops || !c->ext_bytes || !isnum(c->fused_ns) || c->fused_ns <= 0) continue;
         uint64_t all_bytes = 0;
-        for (int m = 0; m < c->n_members; m++)
-            if (c->members[m] >= 0 && c->members[m] < r->n_nodes) all_bytes += r->nodes[c->members[m]].bytes;
+        for (int m = 0; m < c->p->n_members; m++)
+            if (c->p->members[m] >= 0 && c->p->members[m] < r->n_nodes) all_bytes += r->nodes[c->p->members[m]].bytes;
         double fx = (double)c->flops / (double)c->ext_bytes, fy = c->flops / c->fused_ns;
         double px = rl_map(&ax, fx), py = rl_map(&ay, fy);
         if (c->unfused_ns > 0 && all_bytes) {
@@ -420,15 +420,15 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
                 fa_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#23803a\" stroke-width=\"1.5\" "
                                  "marker-end=\"url(#arr)\"><title>cluster %d: unfused members (%.3g FLOP/byte, %.3g GFLOP/s) "
                                  "to fused kernel</title></line>",
-                              rl_map(&ax, ux), rl_map(&ay, uy), px, py, c->id, ux, uy);
+                              rl_map(&ax, ux), rl_map(&ay, uy), px, py, c->p->id, ux, uy);
                 fa_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"#23803a\"/>", rl_map(&ax, ux),
                               rl_map(&ay, uy));
             }
         }
         fa_rep_fmt_ns(tb, sizeof tb, c->fused_ns);
         fa_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" transform=\"rotate(45 %.1f %.1f)\" fill=\"#23803a\">"
-                         "<title>fused cluster %d ", px - 4.5, py - 4.5, px, py, c->id);
-        h(b, c->label ? c->label : c->kind);
+                         "<title>fused cluster %d ", px - 4.5, py - 4.5, px, py, c->p->id);
+        h(b, c->p->label ? c->p->label : fa_cluster_kind_name(c->p->kind));
         if (c->fused_name) { fa_buf_puts(b, " = "); h(b, c->fused_name); }
         fa_buf_printf(b, ": %s (", tb);
         h(b, c->fused_source);
@@ -556,11 +556,11 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
                    "<th>occupancy</th><th>decision</th><th>reason</th></tr></thead><tbody>");
     for (int ci = 0; ci < r->n_clusters; ci++) {
         const fa_rep_cluster *c = &r->clusters[ci];
-        fa_buf_printf(b, "<tr><td class=\"num\" data-v=\"%d\">%d</td><td>", c->id, c->id);
-        for (int m = 0; m < c->n_members; m++) {
+        fa_buf_printf(b, "<tr><td class=\"num\" data-v=\"%d\">%d</td><td>", c->p->id, c->p->id);
+        for (int m = 0; m < c->p->n_members; m++) {
             if (m) fa_buf_puts(b, "<br>");
-            h(b, fa_rep_node_name(r, c->members[m]));
-            int id = c->members[m];
+            h(b, fa_rep_node_name(r, c->p->members[m]));
+            int id = c->p->members[m];
             if (id >= 0 && id < r->n_nodes && r->nodes[id].op_type) {
                 fa_buf_puts(b, " <small>(");
                 h(b, r->nodes[id].op_type);
@@ -568,35 +568,36 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
             }
         }
         fa_buf_puts(b, "</td>");
-        td_text(b, c->kind);
-        td_text(b, c->label ? c->label : "");
-        if (c->basis && isnum(c->est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
-            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", c->est_us);
-            h(b, c->basis);
-            fa_buf_printf(b, "\">%.2f</td>", c->est_us);
-        } else td_num(b, c->est_us, "%.2f", 1);
-        td_num(b, c->est_pct, "%.2f", 1);
-        td_num(b, c->measured_us, "%.2f", 1);
+        double est_us = c->p->est_saving_ns / 1e3;
+        td_text(b, fa_cluster_kind_name(c->p->kind));
+        td_text(b, c->p->label ? c->p->label : "");
+        if (c->p->basis && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
+            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", est_us);
+            h(b, c->p->basis);
+            fa_buf_printf(b, "\">%.2f</td>", est_us);
+        } else td_num(b, est_us, "%.2f", 1);
+        td_num(b, c->p->est_saving_pct, "%.2f", 1);
+        td_num(b, c->v->measured_saving_ns / 1e3, "%.2f", 1);
         if (c->unfused.n && c->fused.n) {
             char a[48], f[48];
             fa_rep_fmt_ns(a, sizeof a, c->unfused.median_ns);
             fa_rep_fmt_ns(f, sizeof f, c->fused.median_ns);
             fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">%s / %s</td>", c->unfused.median_ns - c->fused.median_ns, a, f);
         } else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">not measured</td>");
-        if (c->score_bytes > 0) { /* stored by the advisor (clusters.score_bytes) */
+        if (c->p->score_bytes > 0) { /* stored by the advisor (clusters.score_bytes) */
             char sb[48];
-            fa_rep_fmt_bytes(sb, sizeof sb, (double)c->score_bytes);
+            fa_rep_fmt_bytes(sb, sizeof sb, (double)c->p->score_bytes);
             fa_buf_printf(b, "<td class=\"num\" data-v=\"%lld\" title=\"score tensors never written\">%s</td>",
-                          (long long)c->score_bytes, sb);
+                          (long long)c->p->score_bytes, sb);
         } else fa_buf_puts(b, "<td class=\"na\" data-v=\"0\">\xe2\x80\x94</td>");
-        td_num(b, c->max_rel_error, "%.2e", 1);
-        td_num(b, c->registers >= 0 ? c->registers : NAN, "%.0f", 1);
-        td_num(b, c->spill_bytes >= 0 ? c->spill_bytes : NAN, "%.0f", 1);
-        td_num(b, c->occupancy, "%.0f%%", 100);
-        fa_buf_printf(b, "<td class=\"st-%s\">", status_class(c->status));
-        h(b, c->status);
+        td_num(b, c->v->max_rel_error >= 0 ? c->v->max_rel_error : NAN, "%.2e", 1);
+        td_num(b, c->v->registers >= 0 ? c->v->registers : NAN, "%.0f", 1);
+        td_num(b, c->v->spill_bytes >= 0 ? c->v->spill_bytes : NAN, "%.0f", 1);
+        td_num(b, c->p->occupancy >= 0 ? c->p->occupancy : NAN, "%.0f%%", 100);
+        fa_buf_printf(b, "<td class=\"st-%s\">", status_class(fa_cluster_status_name(c->v->status)));
+        h(b, fa_cluster_status_name(c->v->status));
         fa_buf_puts(b, "</td><td class=\"reason\">");
-        h(b, c->reason ? c->reason : "");
+        h(b, c->v->reason ? c->v->reason : "");
         fa_buf_puts(b, "</td></tr>\n");
     }
     fa_buf_puts(b, "</tbody></table></div></section>\n");
@@ -611,9 +612,9 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
  * accepted ones. bench/bench_calibration.sh prints the same figures over many models. */
 static bool calib_measured(const fa_rep_cluster *c)
 {
-    return c->measured_us == c->measured_us && c->est_us == c->est_us &&
-           (!strcmp(c->status, "accepted") || !strcmp(c->status, "rejected-no-gain") ||
-            !strcmp(c->status, "rejected-regression"));
+    return isnum(c->v->measured_saving_ns) && isnum(c->p->est_saving_ns) &&
+           (c->v->status == FA_CLUSTER_ACCEPTED || c->v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
+            c->v->status == FA_CLUSTER_REJECTED_REGRESSION);
 }
 
 static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepted_only, double *tmp)
@@ -621,15 +622,17 @@ static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepte
     int n = 0, nres = 0, nr = 0, within = 0, wrong = 0;
     for (int i = 0; i < r->n_clusters; i++) {
         const fa_rep_cluster *c = &r->clusters[i];
-        if (!calib_measured(c) || (kind && strcmp(c->kind, kind)) || (accepted_only && !c->accepted)) continue;
+        if (!calib_measured(c) || (kind && strcmp(fa_cluster_kind_name(c->p->kind), kind)) || (accepted_only && !c->accepted))
+            continue;
         n++;
-        if (!fa_paired_saving_resolved(&c->paired, c->est_us * 1e3)) continue;
+        double est = c->p->est_saving_ns, meas = c->v->measured_saving_ns;
+        if (!fa_paired_saving_resolved(&c->paired, est)) continue;
         nres++;
-        if (c->measured_us != 0) {
-            tmp[nr++] = c->est_us / c->measured_us;
-            if (fabs(c->est_us - c->measured_us) <= 0.25 * fabs(c->measured_us)) within++;
+        if (meas != 0) {
+            tmp[nr++] = est / meas;
+            if (fabs(est - meas) <= 0.25 * fabs(meas)) within++;
         }
-        if ((c->est_us > 0) != (c->measured_us > 0)) wrong++;
+        if ((est > 0) != (meas > 0)) wrong++;
     }
     if (!n) return;
     double med = fa_stats_median(tmp, (size_t)nr); /* core's convention; NAN when none */
@@ -673,10 +676,11 @@ static void calibration_table(const fa_rep *r, fa_buf *b)
     int nk = 0;
     for (int i = 0; i < r->n_clusters; i++) {
         const fa_rep_cluster *c = &r->clusters[i];
-        if (!calib_measured(c) || !c->kind) continue;
+        if (!calib_measured(c)) continue;
+        const char *kn = fa_cluster_kind_name(c->p->kind);
         bool seen = false;
-        for (int k = 0; k < nk; k++) seen |= !strcmp(kinds[k], c->kind);
-        if (!seen && nk < 16) kinds[nk++] = c->kind;
+        for (int k = 0; k < nk; k++) seen |= !strcmp(kinds[k], kn);
+        if (!seen && nk < 16) kinds[nk++] = kn;
     }
     for (int k = 0; k < nk; k++) {
         calib_row(r, b, kinds[k], false, tmp);
@@ -695,20 +699,20 @@ static void why_table(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run: not measured.</p></section>\n");
         return;
     }
-    if (r->n_why == 0) {
+    if (r->plan->n_why_not == 0) {
         fa_buf_puts(b, "<p>Every producer\xe2\x86\x92" "consumer edge that could fuse is in a cluster.</p></section>\n");
         return;
     }
     fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>producer</th><th>consumer</th><th>tensor</th>"
                    "<th>code</th><th>reason</th></tr></thead><tbody>");
-    for (int i = 0; i < r->n_why; i++) {
-        const fa_rep_why *w = &r->why[i];
+    for (int i = 0; i < r->plan->n_why_not; i++) {
+        const fa_why_not *w = &r->plan->why_not[i];
         fa_buf_puts(b, "<tr>");
         td_text(b, fa_rep_node_name(r, w->producer));
         td_text(b, fa_rep_node_name(r, w->consumer));
         td_text(b, w->tensor >= 0 && w->tensor < r->n_tensors ? r->tensors[w->tensor].name : "");
         fa_buf_puts(b, "<td><code>");
-        h(b, w->code);
+        h(b, fa_why_code_name(w->code));
         fa_buf_puts(b, "</code></td>");
         td_text(b, w->reason);
         fa_buf_puts(b, "</tr>\n");
@@ -744,7 +748,7 @@ static void ops_table(const fa_rep *r, fa_buf *b)
         td_num(b, n ? n->flops / dur : NAN, "%.2f", 1);
         if (n && n->bound) td_text(b, n->bound);
         else fa_buf_puts(b, "<td class=\"na\">not measured</td>");
-        if (n && n->cluster >= 0) fa_buf_printf(b, "<td data-v=\"%d\">cluster %d</td>", r->clusters[n->cluster].id, r->clusters[n->cluster].id);
+        if (n && n->cluster >= 0) fa_buf_printf(b, "<td data-v=\"%d\">cluster %d</td>", r->clusters[n->cluster].p->id, r->clusters[n->cluster].p->id);
         else fa_buf_puts(b, "<td data-v=\"-1\"></td>");
         fa_buf_puts(b, "</tr>\n");
     }

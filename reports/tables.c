@@ -99,21 +99,20 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
         fa_buf_printf(b, "{\"accepted\":%d,\"rejected\":%d,\"refused_by_advisor\":%d,\"proposed\":%d}", r->n_accepted,
                       r->n_rejected, r->n_refused, r->n_proposed);
     else fa_buf_puts(b, "null");
-    double pred = 0, meas_sum = 0;
-    bool any_meas = false;
-    for (int i = 0; i < r->n_clusters; i++)
-        if (r->clusters[i].accepted) {
-            if (r->clusters[i].est_us == r->clusters[i].est_us) pred += r->clusters[i].est_us * 1e3;
-            /* each removed kernel once: an accepted BN fold inside this accepted epilogue
-             * (applier/judge.c fa_apply_accepted_saving) */
-            for (int j = 0; j < r->n_clusters && r->clusters[i].depends_on >= 0; j++)
-                if (r->clusters[j].id == r->clusters[i].depends_on && r->clusters[j].accepted &&
-                    !strcmp(r->clusters[i].kind, "epilogue") && r->clusters[j].est_us == r->clusters[j].est_us)
-                    pred -= r->clusters[j].est_us * 1e3;
-            if (r->clusters[i].measured_us == r->clusters[i].measured_us) { meas_sum += r->clusters[i].measured_us * 1e3; any_meas = true; }
+    double pred = 0;
+    for (int i = 0; i < r->n_clusters; i++) {
+        const fa_rep_cluster *c = &r->clusters[i];
+        if (!c->accepted) continue;
+        if (c->p->est_saving_ns == c->p->est_saving_ns) pred += c->p->est_saving_ns;
+        /* each removed kernel once: an accepted BN fold inside this accepted epilogue
+         * (applier/judge.c fa_apply_accepted_saving) */
+        for (int j = 0; j < r->n_clusters && c->p->depends_on >= 0; j++) {
+            const fa_rep_cluster *d = &r->clusters[j];
+            if (d->p->id == c->p->depends_on && d->accepted && c->p->kind == FA_CLUSTER_EPILOGUE &&
+                d->p->est_saving_ns == d->p->est_saving_ns)
+                pred -= d->p->est_saving_ns;
         }
-    (void)meas_sum;
-    (void)any_meas;
+    }
     fa_buf_puts(b, ",\"predicted_saving_ns\":");
     fa_json_num(b, r->plan_id > 0 ? pred : NAN, 6);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
@@ -123,7 +122,7 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     fa_buf_puts(b, ",\"e2e_verdict\":");
     fa_json_str(b, fa_e2e_verdict_name(r->e2e_verdict));
     fa_buf_puts(b, ",\"plan_hash\":");
-    fa_json_str(b, r->plan_hash);
+    fa_json_str(b, r->plan ? r->plan->hash : NULL);
     fa_buf_printf(b, ",\"fused_run_id\":");
     if (r->have_fused_run) fa_buf_printf(b, "%" PRId64, r->fused_run_id);
     else fa_buf_puts(b, "null");
