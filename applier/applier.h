@@ -93,7 +93,7 @@ typedef struct fa_apply_result {
     double e2e_max_rel_error;          /* model outputs, fused vs unfused */
     int accepted, rejected;
     double predicted_saving_ns;        /* accepted clusters' est_saving_ns, each removed kernel
-                                          once (fa_apply_accepted_saving: a BN fold inside an
+                                          once (fa_plan_accepted_saving: a BN fold inside an
                                           accepted epilogue not added again) */
     double measured_saving_ns;         /* baseline median - fused median */
     /* end to end (applier/judge.c fa_apply_e2e_wins): true when the fused model with the kept

@@ -77,13 +77,18 @@ fa_status fa_cli_reload_model(fa_ctx *ctx, struct fa_store *st, int64_t run_id, 
  * model run (for verbs that need the model: apply). */
 int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
 int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
-/* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs and
- * reports into out_dir (NULL: ./fuse-advise-out/<model>) for a stored run of graph g. */
+/* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs, the
+ * run finished ('ok', or 'failed' with an end-to-end mismatch) and then the reports into out_dir
+ * (NULL: ./fuse-advise-out/<model>) for a stored run of graph g, so they carry its final status. */
 struct fa_run_info;
 struct fa_pipeline_options;
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const struct fa_run_info *info, const char *devname, const char *out_dir,
                                 const struct fa_pipeline_options *opt);
+struct fa_run_figures;
+/* The end-to-end lines of `run`/`apply` from the run's stored figures (store/figures.c). */
+void fa_cli_print_figures(const struct fa_run_figures *f, uint64_t peak_base, uint64_t peak_fused, int backed_off,
+                          bool layouts_dropped, double e2e_tolerance);
 /* --max-clusters N / --apply-budget SECONDS (run, apply): the apply stage's bounds
  * (fa_apply_options.max_clusters, budget_s). 1 consumed, 0 not this option, -1 usage error. */
 int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s);

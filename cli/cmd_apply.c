@@ -86,8 +86,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     po.apply.budget_s = budget_s;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
-                                  &po);
-    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+                                  &po); /* finishes the run */
     if (s) {
         rc = fa_cli_fail(ctx, s);
         if (reopened) {

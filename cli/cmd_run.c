@@ -2,6 +2,7 @@
  * store the run, and print the per-op summary. Later stages (analyze, advise, apply, report)
  * run when built (see docs/cli.md). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -161,7 +162,6 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     po.apply.progress_user = prog;
     const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
     if (inj && *inj) po.apply.inject_wrong_cluster = atoi(inj);
-    if (prog->tty) fa_cli_eprintf("measuring device ceilings (cached after the first run)...\n");
     fa_pipeline_result *pr = NULL;
     fa_status s = fa_pipeline_run(ctx, st, g, run_id, &po, &pr);
     fa_target target = po.apply.target;
@@ -169,10 +169,29 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     const fa_plan *p = pr ? pr->plan : NULL;
     const fa_apply_result *r = pr ? pr->apply : NULL;
     bool any_fold = pr && pr->folded_model;
+    /* the run's final status is stored before the reports are written, so report.html and
+     * summary.json carry it: 'ok', or 'failed' with the end-to-end mismatch (the outputs are still
+     * written: the report shows the MISMATCH) */
+    fa_status run_s = s;
+    if (!s && r && r->e2e_mismatch)
+        run_s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "end-to-end verification failed: the fused model's outputs differ from the "
+                             "unfused model's by a max relative error of %.3g (limit %.3g); every cluster passed its own check, "
+                             "so composing them (layouts, executor) is at fault: please report it",
+                             r->e2e_max_rel_error, r->e2e_tolerance);
+    if (!s) {
+        fa_ctx *c2 = fa_ctx_create();
+        s = fa_store_run_finish(c2 ? c2 : ctx, st, run_id, run_s == FA_OK, run_s ? fa_ctx_errmsg(ctx) : NULL);
+        if (s && c2) fa_ctx_error(ctx, s, "%s", fa_ctx_errmsg(c2));
+        fa_ctx_free(c2);
+    }
+    char run_err[1024] = "";
+    if (run_s) snprintf(run_err, sizeof run_err, "%s", fa_ctx_errmsg(ctx));
     if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
     if (!s) s = fa_outdir_commit(ctx, od);
     else fa_outdir_abort(od);
     out_dir = final_dir;
+    fa_run_figures fig;
+    if (!s) s = fa_store_get_run_figures(ctx, st, run_id, &fig);
     if (!s) {
         fa_cli_printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, fa_target_name(target), devname,
                       info->threads);
@@ -193,58 +212,63 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
                 fa_cli_printf("%10s %9s", "-", "-");
             fa_cli_printf("  %s: %s\n", fa_cluster_status_name(v->status), v->reason ? v->reason : "");
         }
-        fa_arena *ar2 = fa_arena_create(4096);
-        fa_run_info ri2;
-        double traced = 0;
-        if (fa_store_get_run(ctx, st, run_id, ar2, &ri2) == FA_OK && ri2.iter_median_ns > 0) traced = ri2.iter_median_ns / 1e6;
-        fa_arena_free(ar2);
-        double bm = r->baseline.median_ns / 1e6, spread_b = (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6,
-               spread_f = (r->fused.p75_ns - r->fused.p25_ns) / 1e6;
-        bool noisy = (bm > 0 && (spread_b > 0.25 * bm || spread_f > 0.25 * (r->fused.median_ns / 1e6))) ||
-                     (traced > 0 && (bm > 1.25 * traced || bm < 0.8 * traced));
-        /* one baseline figure, computed one way: the interleaved benchmark's median (core's
-         * statistics), the one the speedup divides; the traced run only feeds the noise check */
-        if (noisy)
-            fa_cli_printf("\nwarning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more "
-                          "than 25%% away from the benchmark): speedups and accept/reject decisions on this machine are not "
-                          "reliable; run on a quiet machine for figures you keep\n");
-        fa_cli_printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
-                      (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
-                      (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
-        if (r->backed_off)
-            fa_cli_printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
-                          "fused model was not measurably faster\n", r->backed_off, r->backed_off == 1 ? "" : "s");
-        if (r->e2e_mismatch)
-            fa_cli_printf("the fused plan is a MISMATCH end to end: its outputs differ from the unfused model's (max relative "
-                          "error %.3g > %.3g): not deployable, no speedup claimed\n", r->e2e_max_rel_error, r->e2e_tolerance);
-        if (r->e2e_loss)
-            fa_cli_printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
-                          "baseline; deploy the baseline\n", r->accepted);
-        fa_cli_printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
-                      r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
-                      r->e2e_max_rel_error);
-        if (r->accepted == 0 && r->e2e_reorders == 0)
-            fa_cli_printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline%s, so the %.3f ms "
-                          "between the two measurements is noise, not a saving\n", r->rejected,
-                          r->layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", r->measured_saving_ns / 1e6);
-        else if (r->accepted == 0)
-            fa_cli_printf("clusters: 0 accepted, %d rejected after measurement; the fused model differs from the baseline by its "
-                          "blocked layouts only (%d reorder kernels per run): measured saving %.3f ms (%s)\n", r->rejected,
-                          r->e2e_reorders, r->measured_saving_ns / 1e6, r->e2e_wins ? "a win" : "not a win");
-        else
-            fa_cli_printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
-                          r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
+        fa_cli_print_figures(&fig, r->peak_bytes_baseline, r->peak_bytes_fused, r->backed_off, r->layouts_dropped,
+                             r->e2e_tolerance);
         fa_cli_printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
                       wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
     }
     /* the outputs are written and stored (the report shows the MISMATCH); the run itself failed */
-    if (!s && pr && pr->apply && pr->apply->e2e_mismatch)
-        s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "end-to-end verification failed: the fused model's outputs differ from the "
-                         "unfused model's by a max relative error of %.3g (limit %.3g); every cluster passed its own check, "
-                         "so composing them (layouts, executor) is at fault: please report it",
-                         pr->apply->e2e_max_rel_error, pr->apply->e2e_tolerance);
+    if (!s && run_s) s = fa_ctx_error(ctx, run_s, "%s", run_err);
     fa_pipeline_result_free(pr);
     return s;
+}
+
+/* The end-to-end figures of a run, from its stored figures (store/figures.c) as every surface
+ * shows them, each saying which measurement it is. */
+void fa_cli_print_figures(const fa_run_figures *f, uint64_t peak_base, uint64_t peak_fused, int backed_off,
+                          bool layouts_dropped, double e2e_tolerance)
+{
+    const fa_sample_stats *b = &f->bench_baseline, *fu = &f->bench_fused;
+    double bm = b->median_ns, fm = fu->median_ns, traced = f->traced_iter_ns;
+    bool noisy = (bm > 0 && ((b->p75_ns - b->p25_ns) > 0.25 * bm || (fu->p75_ns - fu->p25_ns) > 0.25 * fm)) ||
+                 (traced > 0 && bm > 0 && (bm > 1.25 * traced || bm < 0.8 * traced));
+    /* one baseline figure, computed one way: the interleaved benchmark's median (core's
+     * statistics), the one the speedup divides; the traced run only feeds the noise check */
+    if (noisy)
+        fa_cli_printf("\nwarning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more "
+                      "than 25%% away from the benchmark): speedups and accept/reject decisions on this machine are not "
+                      "reliable; run on a quiet machine for figures you keep\n");
+    if (b->n && fu->n)
+        fa_cli_printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx (benchmark medians of %d "
+                      "interleaved rounds; the traced iteration median was %.3f ms)\n", bm / 1e6, (b->p75_ns - b->p25_ns) / 1e6,
+                      fm / 1e6, (fu->p75_ns - fu->p25_ns) / 1e6, fm > 0 ? bm / fm : NAN, b->n, traced / 1e6);
+    if (backed_off)
+        fa_cli_printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
+                      "fused model was not measurably faster\n", backed_off, backed_off == 1 ? "" : "s");
+    if (f->verdict == FA_E2E_MISMATCH)
+        fa_cli_printf("the fused plan is a MISMATCH end to end: its outputs differ from the unfused model's (max relative "
+                      "error %.3g > %.3g): not deployable, no speedup claimed\n", f->e2e_max_rel_error, e2e_tolerance);
+    if (f->verdict == FA_E2E_LOSS)
+        fa_cli_printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
+                      "baseline; deploy the baseline\n", f->n_accepted);
+    char kf[64];
+    if (f->reorders_fused > 0)
+        snprintf(kf, sizeof kf, "%d (%d of them layout reorder%s)", f->kernels_fused, f->reorders_fused, f->reorders_fused == 1 ? "" : "s");
+    else snprintf(kf, sizeof kf, "%d", f->kernels_fused);
+    fa_cli_printf("kernels per iteration %d -> %s; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
+                  f->kernels_baseline, kf, peak_base / 1048576.0, peak_fused / 1048576.0, f->e2e_max_rel_error);
+    if (f->n_accepted == 0 && f->reorders_fused == 0)
+        fa_cli_printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline%s, so the %.3f ms "
+                      "between the two measurements is noise, not a saving\n", f->n_rejected,
+                      layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", f->measured_saving_ns / 1e6);
+    else if (f->n_accepted == 0)
+        fa_cli_printf("clusters: 0 accepted, %d rejected after measurement; the fused model differs from the baseline by its "
+                      "blocked layouts only (%d reorder kernels per iteration): measured saving %.3f ms (%s)\n", f->n_rejected,
+                      f->reorders_fused, f->measured_saving_ns / 1e6, f->verdict == FA_E2E_WIN ? "a win" : "not a win");
+    else
+        fa_cli_printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms "
+                      "(benchmark medians)\n", f->n_accepted, f->n_rejected, f->predicted_saving_ns / 1e6,
+                      f->measured_saving_ns / 1e6);
 }
 
 int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
@@ -414,8 +438,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     po.max_inputs = (int)max_inputs;
     po.apply.max_clusters = max_clusters;
     po.apply.budget_s = budget_s;
-    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po);
-    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po); /* finishes the run */
 out:;
     int rc = 0;
     if (s) {

@@ -68,6 +68,20 @@ fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c)
     return v;
 }
 
+double fa_plan_accepted_saving(const fa_plan *p, const fa_cluster_verdict *v)
+{
+    double sum = 0;
+    for (int i = 0; v && i < p->n_clusters; i++) {
+        if (v[i].status != FA_CLUSTER_ACCEPTED) continue;
+        const fa_cluster *c = &p->clusters[i];
+        if (c->est_saving_ns == c->est_saving_ns) sum += c->est_saving_ns;
+        int j = c->kind == FA_CLUSTER_EPILOGUE ? c->depends_on : -1;
+        if (j >= 0 && j < p->n_clusters && v[j].status == FA_CLUSTER_ACCEPTED && p->clusters[j].est_saving_ns == p->clusters[j].est_saving_ns)
+            sum -= p->clusters[j].est_saving_ns; /* inside this epilogue's saving already */
+    }
+    return sum;
+}
+
 /* ---- the field table as data ---- */
 
 #define FA_PF_OWNER_T_C fa_cluster

@@ -353,6 +353,16 @@ const char *fa_e2e_verdict_name(fa_e2e_verdict v);
 /* The verdict a stored word names; NULL or an unknown word (a newer build's) -> NOT_APPLIED. */
 fa_e2e_verdict fa_e2e_verdict_parse(const char *word);
 
+/* The plan's predicted saving over its accepted clusters (v[i].status ACCEPTED; v has
+ * p->n_clusters entries): the sum of their est_saving_ns, each removed kernel counted once — an
+ * accepted EPILOGUE whose depends_on is an accepted BN_FOLD on the same anchor has that fold's
+ * saving inside its own (its unfused sub-graph holds the BN and its fused kernel the folded conv:
+ * docs/fusion-rules.md §8, applier/fused_graph.c), so the fold's est_saving_ns is not added again.
+ * Counting every such BN twice made zoo ResNet-50 predict 35 ms against 27 ms measured end to end
+ * (bench/README.md, "Visits and the trace's span"). ns; a cluster not accepted counts nothing. The
+ * applier's result, `run`, summary.json and the report all take it from here. */
+double fa_plan_accepted_saving(const fa_plan *p, const fa_cluster_verdict *v);
+
 /* A post-op back from its stored rendering (fa_post_op_format: "relu", "clip(0,6)",
  * "leaky_relu(0.1)"; the older "eltwise:relu" / "binary:add" too) with its operand tensor id.
  * False when the text names no kind (out untouched). */

@@ -143,9 +143,15 @@ static void legend(const palette *p, fa_buf *b)
     fa_buf_puts(b, "</div>");
 }
 
-static void card(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail)
+/* A summary card. figure (may be NULL): the summary.json key it shows, with its value in
+ * data-value (ns, a count) so a reader can check that the two agree. */
+static void card_fig2(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail, const char *figure,
+                      double value, const char *figure2, double value2)
 {
-    fa_buf_puts(b, "<div class=\"card\"><div class=\"k\">");
+    fa_buf_puts(b, "<div class=\"card\"");
+    if (figure && isnum(value)) fa_buf_printf(b, " data-figure=\"%s\" data-value=\"%.9g\"", figure, value);
+    if (figure2 && isnum(value2)) fa_buf_printf(b, " data-figure2=\"%s\" data-value2=\"%.9g\"", figure2, value2);
+    fa_buf_puts(b, "><div class=\"k\">");
     h(b, k);
     fa_buf_printf(b, "</div><div class=\"v %s\">", cls ? cls : "");
     h(b, v);
@@ -154,57 +160,76 @@ static void card(fa_buf *b, const char *k, const char *v, const char *cls, const
     fa_buf_puts(b, "</div>");
 }
 
-static fa_sample_stats run_stats(const fa_sample_stats *bench, const fa_rep_trace *t, bool have, const char **src,
-                                 const char *trace_src)
+static void card_fig(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail, const char *figure,
+                     double value)
 {
-    fa_sample_stats s = *bench;
-    *src = "end-to-end benchmark";
-    if (s.n == 0 && have && t->n_iters > 0) {
-        fa_sample_stats_of(t->spans, t->n_iters, &s);
-        *src = trace_src;
-    }
-    return s;
+    card_fig2(b, k, v, cls, detail, figure, value, NULL, NAN);
+}
+
+static void card(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail)
+{
+    card_fig(b, k, v, cls, detail, NULL, NAN);
+}
+
+/* One side's latency card: the figure every surface shows (benchmark median, else the traced
+ * iteration median), which measurement it is, and the other measurement beside it. */
+static void latency_card(const fa_rep *r, fa_buf *b, bool fused)
+{
+    const fa_run_figures *f = &r->fig;
+    const char *what;
+    double v = fa_run_figures_latency(f, fused, &what);
+    const fa_sample_stats *bs = fused ? &f->bench_fused : &f->bench_baseline;
+    double traced = fused ? f->fused_traced_iter_ns : f->traced_iter_ns;
+    int n_traced = fused ? f->fused_traced_iters : f->traced_iters;
+    char val[48], d[320], x[48], t[48];
+    fa_rep_fmt_ns(val, sizeof val, isnum(v) ? v : -1);
+    if (!what) snprintf(d, sizeof d, fused ? "no fused benchmark or fused run stored" : "no timed iteration stored");
+    else if (bs->n) {
+        fa_rep_fmt_ns(x, sizeof x, bs->p75_ns - bs->p25_ns);
+        int len = snprintf(d, sizeof d, "benchmark median of %d interleaved rounds (IQR %s)", bs->n, x);
+        if (isnum(traced) && len > 0 && (size_t)len < sizeof d) {
+            fa_rep_fmt_ns(t, sizeof t, traced);
+            snprintf(d + len, sizeof d - (size_t)len, "; traced iteration median %s over %d iterations (under the collector, at "
+                     "another moment)", t, n_traced);
+        }
+    } else snprintf(d, sizeof d, "traced iteration median over %d iterations (first kernel start to last kernel end); no "
+                    "end-to-end benchmark stored", n_traced);
+    card_fig(b, fused ? "Fused latency / iteration" : "Baseline latency / iteration", val, what ? NULL : "na", d,
+             fused ? "fused.median_ns" : "baseline.median_ns", v);
 }
 
 static void summary(const fa_rep *r, fa_buf *b)
 {
-    char v[96], d[256], x[64];
-    const char *bsrc, *fsrc;
-    fa_sample_stats bs = run_stats(&r->bench_base, &r->base, true, &bsrc, "kernel trace (first start to last end)");
-    fa_sample_stats fs = run_stats(&r->bench_fused, &r->fused, r->have_fused_run, &fsrc, "fused run's kernel trace");
+    const fa_run_figures *f = &r->fig;
+    char v[96], d[320], x[64];
     fa_buf_puts(b, "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">");
-    fa_rep_fmt_ns(v, sizeof v, bs.n ? bs.median_ns : -1);
-    if (bs.n) {
-        fa_rep_fmt_ns(x, sizeof x, bs.p75_ns - bs.p25_ns);
-        snprintf(d, sizeof d, "median of %d; spread (p75-p25) %s; from %s", bs.n, x, bsrc);
-    } else snprintf(d, sizeof d, "no timed iteration stored");
-    card(b, "Baseline latency / iteration", v, bs.n ? NULL : "na", d);
-    fa_rep_fmt_ns(v, sizeof v, fs.n ? fs.median_ns : -1);
-    if (fs.n) {
-        fa_rep_fmt_ns(x, sizeof x, fs.p75_ns - fs.p25_ns);
-        snprintf(d, sizeof d, "median of %d; spread (p75-p25) %s; from %s", fs.n, x, fsrc);
-    } else snprintf(d, sizeof d, "no fused benchmark or fused run stored");
-    card(b, "Fused latency / iteration", v, fs.n ? NULL : "na", d);
-    if (bs.n && fs.n && fs.median_ns > 0) {
-        double sp = bs.median_ns / fs.median_ns;
+    latency_card(r, b, false);
+    latency_card(r, b, true);
+    const char *wb, *wf;
+    double lb = fa_run_figures_latency(f, false, &wb), lf = fa_run_figures_latency(f, true, &wf);
+    if (wb && wf && !strcmp(wb, wf) && lf > 0) {
+        double sp = lb / lf;
         snprintf(v, sizeof v, "%.3fx", sp);
-        double sv = bs.median_ns - fs.median_ns;
+        double sv = lb - lf;
         fa_rep_fmt_ns(x, sizeof x, sv >= 0 ? sv : -sv);
-        bool same = r->plan_id && r->n_accepted == 0 && r->n_fused_reorder_ops == 0;
+        bool same = r->plan_id && f->n_accepted == 0 && f->reorders_fused == 0;
         if (same) /* the "fused" model is the baseline: the difference is noise */
             snprintf(d, sizeof d, "no cluster accepted: the fused model is the unfused one, so this %s %s is measurement noise",
                      sv >= 0 ? "saving of" : "loss of", x);
-        else if (r->plan_id && r->n_accepted == 0)
+        else if (r->plan_id && f->n_accepted == 0)
             snprintf(d, sizeof d, "no cluster accepted: the fused model differs from the unfused one by its blocked layouts "
-                     "only (%d reorder kernels); %s %s per iteration (medians)", r->n_fused_reorder_ops,
-                     sv >= 0 ? "saves" : "costs", x);
+                     "only (%d reorder kernels per iteration); %s %s per iteration (%ss)", f->reorders_fused,
+                     sv >= 0 ? "saves" : "costs", x, wb);
         else if (r->e2e_verdict == FA_E2E_LOSS) /* medians may differ either way inside the noise */
-            snprintf(d, sizeof d, "%s %s per iteration (medians), not measurably faster: a loss end to end", sv >= 0 ? "saves" : "costs", x);
-        else snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
+            snprintf(d, sizeof d, "%s %s per iteration (%ss), not measurably faster: a loss end to end", sv >= 0 ? "saves" : "costs",
+                     x, wb);
+        else snprintf(d, sizeof d, "%s %s per iteration (%ss)", sv >= 0 ? "saves" : "costs", x, wb);
         if (r->e2e_verdict == FA_E2E_MISMATCH)
             snprintf(d, sizeof d, "not a speedup: the fused model's outputs differ from the unfused model's");
-        card(b, "Speedup", v, same ? "na" : r->e2e_verdict == FA_E2E_LOSS || r->e2e_verdict == FA_E2E_MISMATCH ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
-    } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
+        card_fig(b, "Speedup", v,
+                 same ? "na" : r->e2e_verdict == FA_E2E_LOSS || r->e2e_verdict == FA_E2E_MISMATCH ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL,
+                 d, "speedup", sp);
+    } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements of the same kind");
     if (r->e2e_verdict == FA_E2E_MISMATCH) {
         char mm[200];
         snprintf(mm, sizeof mm, "the fused model's outputs differ from the unfused model's (max relative error %.3g): "
@@ -223,16 +248,28 @@ static void summary(const fa_rep *r, fa_buf *b)
                      r->have_fused_run && r->fused_run.peak_activation_bytes ? (double)r->fused_run.peak_activation_bytes : -1);
     snprintf(d, sizeof d, "fused: %s", x);
     card(b, "Peak activations (baseline)", v, r->run.peak_activation_bytes ? NULL : "na", d);
-    if (r->base.n_iters) snprintf(v, sizeof v, "%d", r->base.kernels_in_median);
+    if (f->kernels_baseline >= 0) snprintf(v, sizeof v, "%d", f->kernels_baseline);
     else snprintf(v, sizeof v, "not measured");
-    if (r->have_fused_run && r->fused.n_iters) snprintf(d, sizeof d, "fused: %d", r->fused.kernels_in_median);
+    if (f->kernels_fused >= 0 && f->reorders_fused > 0)
+        snprintf(d, sizeof d, "fused: %d (%d of them layout reorder%s); kernel records in a traced iteration", f->kernels_fused,
+                 f->reorders_fused, f->reorders_fused == 1 ? "" : "s");
+    else if (f->kernels_fused >= 0) snprintf(d, sizeof d, "fused: %d; kernel records in a traced iteration", f->kernels_fused);
     else snprintf(d, sizeof d, "fused: not measured");
-    card(b, "Kernels / iteration", v, NULL, d);
+    card_fig2(b, "Kernels / iteration", v, NULL, d, "kernels_per_iteration.baseline", f->kernels_baseline >= 0 ? f->kernels_baseline : NAN,
+              "kernels_per_iteration.fused", f->kernels_fused >= 0 ? f->kernels_fused : NAN);
+    if (r->plan_id > 0 && f->n_accepted > 0) {
+        char pm[48];
+        fa_rep_fmt_ns(v, sizeof v, f->measured_saving_ns);
+        fa_rep_fmt_ns(pm, sizeof pm, f->predicted_saving_ns);
+        snprintf(d, sizeof d, "end to end, benchmark medians; the %d accepted clusters predicted %s", f->n_accepted, pm);
+        card_fig2(b, "Measured saving / iteration", v, isnum(f->measured_saving_ns) ? NULL : "na", d, "measured_saving_ns",
+                  f->measured_saving_ns, "predicted_saving_ns", f->predicted_saving_ns);
+    }
     if (r->plan_id > 0) {
-        snprintf(v, sizeof v, "%d accepted", r->n_accepted);
+        snprintf(v, sizeof v, "%d accepted", f->n_accepted);
         snprintf(d, sizeof d, "%d rejected by measurement, %d refused by the advisor, %d proposed (not applied); plan %d",
-                 r->n_rejected, r->n_refused, r->n_proposed, r->plan_id);
-        card(b, "Clusters", v, r->n_accepted ? "good" : NULL, d);
+                 f->n_rejected, f->n_refused, f->n_other, r->plan_id);
+        card(b, "Clusters", v, f->n_accepted ? "good" : NULL, d);
     } else card(b, "Clusters", "no plan", "na", "run `fuse-advise advise` to get fusion clusters");
     fa_buf_puts(b, "</div>");
     /* ceilings */
@@ -267,8 +304,9 @@ static void summary(const fa_rep *r, fa_buf *b)
     h(b, r->run.model_path);
     fa_buf_printf(b, "</td></tr><tr><th>run</th><td>%" PRId64 " (", r->run_id);
     h(b, r->run.kind);
-    fa_buf_puts(b, ", ");
+    fa_buf_puts(b, ", <span data-figure=\"status\">");
     h(b, r->run.status);
+    fa_buf_puts(b, "</span>");
     if (r->have_fused_run) fa_buf_printf(b, "; fused run %" PRId64, r->fused_run_id);
     fa_buf_puts(b, ")</td></tr>");
     if (r->run.command_line) {
@@ -449,15 +487,55 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
 
 /* ---- timeline ---- */
 
-static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, double x0, double px_per_ns, const palette *pal)
+/* The timed iteration of t whose span is closest to want_ns (the card's figure); the median-span
+ * iteration when want_ns is unknown. *span_ns its span. -1 when t has none. */
+static int pick_iter(const fa_rep_trace *t, double want_ns, int64_t *span_ns)
+{
+    if (t->median_iter < 0) return -1;
+    if (!isnum(want_ns)) {
+        *span_ns = t->median_span_ns;
+        return t->median_iter;
+    }
+    int max_iter = -1;
+    for (int i = 0; i < t->n; i++)
+        if (t->k[i].iter > max_iter) max_iter = t->k[i].iter;
+    int64_t *lo = malloc(sizeof *lo * (size_t)(max_iter + 1)), *hi = malloc(sizeof *hi * (size_t)(max_iter + 1));
+    if (!lo || !hi) {
+        free(lo);
+        free(hi);
+        *span_ns = t->median_span_ns;
+        return t->median_iter;
+    }
+    for (int i = 0; i <= max_iter; i++) { lo[i] = INT64_MAX; hi[i] = INT64_MIN; }
+    for (int i = 0; i < t->n; i++) {
+        const fa_rep_kernel *k = &t->k[i];
+        if (k->iter < 0) continue;
+        if (k->start_ns < lo[k->iter]) lo[k->iter] = k->start_ns;
+        if (k->end_ns > hi[k->iter]) hi[k->iter] = k->end_ns;
+    }
+    int best = -1;
+    double bd = 0;
+    for (int i = 0; i <= max_iter; i++) {
+        if (hi[i] < lo[i]) continue;
+        double d = fabs((double)(hi[i] - lo[i]) - want_ns);
+        if (best < 0 || d < bd) { best = i; bd = d; }
+    }
+    *span_ns = best >= 0 ? hi[best] - lo[best] : 0;
+    free(lo);
+    free(hi);
+    return best;
+}
+
+static void lane(const fa_rep_trace *t, int iter, fa_buf *b, double y, double lane_h, double x0, double px_per_ns,
+                 const palette *pal)
 {
     int64_t lo = INT64_MAX;
     for (int i = 0; i < t->n; i++)
-        if (t->k[i].iter == t->median_iter && t->k[i].start_ns < lo) lo = t->k[i].start_ns;
+        if (t->k[i].iter == iter && t->k[i].start_ns < lo) lo = t->k[i].start_ns;
     char tb[48];
     for (int i = 0; i < t->n; i++) {
         const fa_rep_kernel *k = &t->k[i];
-        if (k->iter != t->median_iter) continue;
+        if (k->iter != iter) continue;
         double x = x0 + (k->start_ns - lo) * px_per_ns, w = (k->end_ns - k->start_ns) * px_per_ns;
         if (w < 0.6) w = 0.6;
         const char *nm = k->node_name ? k->node_name : k->name;
@@ -477,6 +555,25 @@ static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, doub
     }
 }
 
+/* How far a drawn iteration may be from the card's figure and still be called representative. */
+#define TIMELINE_MATCH 0.10
+
+/* One lane's sentence: which iteration is drawn and how it relates to the card's figure. */
+static void lane_note(fa_buf *b, const char *side, int iter, int n_iters, int64_t span, double card, const char *what)
+{
+    char ts[48], cs[48];
+    fa_rep_fmt_ns(ts, sizeof ts, (double)span);
+    fa_buf_printf(b, "%s: iteration %d of %d, %s", side, iter, n_iters, ts);
+    if (!what) return;
+    fa_rep_fmt_ns(cs, sizeof cs, card);
+    if (fabs((double)span - card) <= TIMELINE_MATCH * card)
+        fa_buf_printf(b, " (the traced iteration closest to the card's %s, %s)", what, cs);
+    else
+        fa_buf_printf(b, " (the closest the traced run came to the card's %s, %s: the trace was taken under the collector, at "
+                         "another moment than the benchmark, and no iteration of it ran within %.0f%% of it)",
+                      what, cs, TIMELINE_MATCH * 100);
+}
+
 static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
 {
     const double W = 1000, x0 = 90, x1 = 985, lane_h = 30;
@@ -485,26 +582,35 @@ static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
         fa_buf_puts(b, "<p class=\"na\">No timed iteration in the kernel trace: not measured.</p></section>\n");
         return;
     }
-    bool fz = r->have_fused_run && r->fused.median_iter >= 0;
-    double span = (double)r->base.median_span_ns;
-    if (fz && r->fused.median_span_ns > span) span = (double)r->fused.median_span_ns;
+    const char *wb, *wf;
+    double cb = fa_run_figures_latency(&r->fig, false, &wb), cf = fa_run_figures_latency(&r->fig, true, &wf);
+    /* the fused model is the baseline (no cluster kept, no layout change): one lane, not two
+     * traces of the same model that differ by noise */
+    bool same = r->plan_id && r->fig.n_accepted == 0 && r->fig.reorders_fused == 0 && r->have_fused_run;
+    bool fz = r->have_fused_run && r->fused.median_iter >= 0 && !same;
+    int64_t sb = 0, sf = 0;
+    int ib = pick_iter(&r->base, cb, &sb), ifz = fz ? pick_iter(&r->fused, cf, &sf) : -1;
+    double span = (double)sb;
+    if (fz && sf > span) span = (double)sf;
     if (span <= 0) span = 1;
     double ppn = (x1 - x0) / span, H = 130;
     fa_buf_printf(b, "<svg id=\"timeline-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f "
                      "%.0f\" role=\"img\" aria-label=\"timeline\">", W, H, W, H);
     char tb[48];
-    fa_rep_fmt_ns(tb, sizeof tb, (double)r->base.median_span_ns);
+    fa_rep_fmt_ns(tb, sizeof tb, (double)sb);
     fa_buf_printf(b, "<text x=\"4\" y=\"32\" font-size=\"12\">baseline</text><text x=\"4\" y=\"46\" font-size=\"10\" "
                      "fill=\"#5b6675\">%s</text>", tb);
-    lane(&r->base, b, 18, lane_h, x0, ppn, pal);
+    lane(&r->base, ib, b, 18, lane_h, x0, ppn, pal);
     if (fz) {
-        fa_rep_fmt_ns(tb, sizeof tb, (double)r->fused.median_span_ns);
+        fa_rep_fmt_ns(tb, sizeof tb, (double)sf);
         fa_buf_printf(b, "<text x=\"4\" y=\"76\" font-size=\"12\">fused</text><text x=\"4\" y=\"90\" font-size=\"10\" "
                          "fill=\"#5b6675\">%s</text>", tb);
-        lane(&r->fused, b, 62, lane_h, x0, ppn, pal);
+        lane(&r->fused, ifz, b, 62, lane_h, x0, ppn, pal);
     } else {
         fa_buf_printf(b, "<text x=\"4\" y=\"80\" font-size=\"12\">fused</text><text x=\"%.0f\" y=\"80\" font-size=\"12\" "
-                         "fill=\"#8a94a3\" font-style=\"italic\">not measured (no fused run stored for this run)</text>", x0);
+                         "fill=\"#8a94a3\" font-style=\"italic\">%s</text>", x0,
+                      same ? "the same model as the baseline (no cluster kept, no layout changed): not drawn twice"
+                           : "not measured (no fused run stored for this run)");
     }
     /* time axis */
     fa_buf_printf(b, "<line x1=\"%.0f\" y1=\"100\" x2=\"%.0f\" y2=\"100\" stroke=\"#8a94a3\"/>", x0, x1);
@@ -517,11 +623,14 @@ static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
     }
     fa_buf_puts(b, "</svg>");
     legend(pal, b);
-    fa_buf_printf(b, "<p>The median iteration (by span) of each run: baseline iteration %d of %d", r->base.median_iter,
-                  r->base.n_iters);
-    if (fz) fa_buf_printf(b, ", fused iteration %d of %d", r->fused.median_iter, r->fused.n_iters);
-    fa_buf_puts(b, "; both lanes share one time scale. Hover a kernel for its node, op, time, bytes and FLOPs; "
-                   "<code>trace.json</code> holds every iteration for ui.perfetto.dev.</p></section>\n");
+    fa_buf_puts(b, "<p>One traced iteration of each run, on one time scale. ");
+    lane_note(b, "Baseline", ib, r->base.n_iters, sb, cb, wb);
+    if (fz) {
+        fa_buf_puts(b, "; ");
+        lane_note(b, "fused", ifz, r->fused.n_iters, sf, cf, wf);
+    }
+    fa_buf_puts(b, ". Hover a kernel for its node, op, time, bytes and FLOPs; <code>trace.json</code> holds every iteration "
+                   "for ui.perfetto.dev.</p></section>\n");
 }
 
 /* ---- tables ---- */

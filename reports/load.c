@@ -417,6 +417,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     r->e2e_max_rel_error = e2e.max_rel_error;
     r->e2e_verdict = e2e.verdict;
     s = load_benchmarks(ctx, st, r);
+    if (!s) s = fa_store_get_run_figures(ctx, st, run_id, &r->fig);
     if (s) goto out;
     cluster_points(r, ep, ec, et, n_all);
     s = fused_points(ctx, st, r);

@@ -115,6 +115,9 @@ typedef struct fa_rep {
     int n_accepted, n_rejected, n_refused, n_proposed;
     /* end-to-end benchmarks (n = 0 when not measured) */
     fa_sample_stats bench_base, bench_fused;
+    /* the run's figures (store/figures.c): every iteration time, kernel count and saving the
+     * report and summary.json show comes from here */
+    fa_run_figures fig;
     /* model outputs fused vs unfused, as the applier stored it on the plan (plans.e2e_max_rel_error,
      * schema v4); NAN unknown */
     double e2e_max_rel_error;

@@ -18,39 +18,43 @@ static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
     fa_buf_printf(b, ",\"samples\":%d}", s->n);
 }
 
-/* Baseline statistics: the applier's end-to-end samples when stored, else the per-iteration
- * spans of the run's own trace. *src names which. */
-static fa_sample_stats baseline_stats(const fa_rep *r, const char **src)
+/* One side's iteration time as summary.json writes it: the figure (fa_run_figures_latency) with
+ * its spread when it is the benchmark's, or the traced median with the traced iterations' spread
+ * (the same kernel records); *src names which ("benchmarks", "trace"; NULL none). */
+static fa_sample_stats side_stats(const fa_rep *r, bool fused, const char **src)
 {
-    fa_sample_stats s = r->bench_base;
-    *src = "benchmarks";
-    if (s.n == 0 && r->base.n_iters > 0) {
-        fa_sample_stats_of(r->base.spans, r->base.n_iters, &s);
-        *src = "trace";
+    const char *what = NULL;
+    double v = fa_run_figures_latency(&r->fig, fused, &what);
+    fa_sample_stats s = {0};
+    *src = NULL;
+    if (!what) return s;
+    if (!strcmp(what, "benchmark median")) {
+        *src = "benchmarks";
+        return fused ? r->fig.bench_fused : r->fig.bench_baseline;
     }
-    if (s.n == 0) *src = NULL;
+    const fa_rep_trace *t = fused ? &r->fused : &r->base;
+    if (t->n_iters > 0) fa_sample_stats_of(t->spans, t->n_iters, &s);
+    s.median_ns = v; /* the stored traced median (runs.iter_median_ns), as every surface shows it */
+    if (!s.n) s.n = fused ? r->fig.fused_traced_iters : r->fig.traced_iters;
+    *src = fused ? "fused run trace" : "trace";
     return s;
 }
 
-static fa_sample_stats fused_stats(const fa_rep *r, const char **src)
+static void num_or_null(fa_buf *b, double v)
 {
-    fa_sample_stats s = r->bench_fused;
-    *src = "benchmarks";
-    if (s.n == 0 && r->have_fused_run && r->fused.n_iters > 0) {
-        fa_sample_stats_of(r->fused.spans, r->fused.n_iters, &s);
-        *src = "fused run trace";
-    }
-    if (s.n == 0) *src = NULL;
-    return s;
+    fa_json_num(b, v, 6);
 }
 
 void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
 {
+    const fa_run_figures *f = &r->fig;
     const char *bsrc, *fsrc;
-    fa_sample_stats bs = baseline_stats(r, &bsrc), fs = fused_stats(r, &fsrc);
+    fa_sample_stats bs = side_stats(r, false, &bsrc), fs = side_stats(r, true, &fsrc);
     fa_buf_puts(b, "{\"schema\":\"fuse-advise.summary/1\",\"version\":\"" FA_VERSION_STRING "\",\"model\":");
     fa_json_str(b, r->run.model_path);
-    fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"device\":", r->run_id);
+    fa_buf_printf(b, ",\"run_id\":%" PRId64 ",\"status\":", r->run_id);
+    fa_json_str(b, r->run.status);
+    fa_buf_puts(b, ",\"device\":");
     fa_json_str(b, r->run.device_name);
     fa_buf_printf(b, ",\"threads\":%d,\"ceilings\":", r->run.threads);
     if (r->have_ceil) {
@@ -80,7 +84,11 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     fa_json_str(b, bsrc);
     fa_buf_puts(b, ",\"fused_source\":");
     fa_json_str(b, fsrc);
-    fa_buf_puts(b, ",\"speedup\":");
+    fa_buf_puts(b, ",\"traced_iteration_ns\":{\"baseline\":");
+    num_or_null(b, f->traced_iter_ns);
+    fa_buf_puts(b, ",\"fused\":");
+    num_or_null(b, f->fused_traced_iter_ns);
+    fa_buf_puts(b, "},\"speedup\":");
     fa_json_num(b, bs.n && fs.n && fs.median_ns > 0 ? bs.median_ns / fs.median_ns : NAN, 6);
     fa_buf_puts(b, ",\"peak_activation_bytes\":{\"baseline\":");
     if (r->run.peak_activation_bytes) fa_buf_printf(b, "%" PRIu64, r->run.peak_activation_bytes);
@@ -89,34 +97,26 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     if (r->have_fused_run && r->fused_run.peak_activation_bytes) fa_buf_printf(b, "%" PRIu64, r->fused_run.peak_activation_bytes);
     else fa_buf_puts(b, "null");
     fa_buf_puts(b, "},\"kernels_per_iteration\":{\"baseline\":");
-    if (r->base.n_iters) fa_buf_printf(b, "%d", r->base.kernels_in_median);
+    if (f->kernels_baseline >= 0) fa_buf_printf(b, "%d", f->kernels_baseline);
     else fa_buf_puts(b, "null");
     fa_buf_puts(b, ",\"fused\":");
-    if (r->have_fused_run && r->fused.n_iters) fa_buf_printf(b, "%d", r->fused.kernels_in_median);
+    if (f->kernels_fused >= 0) fa_buf_printf(b, "%d", f->kernels_fused);
     else fa_buf_puts(b, "null");
-    fa_buf_puts(b, "},\"clusters\":");
+    fa_buf_printf(b, ",\"fused_reorders\":%d}", f->reorders_fused);
+    fa_buf_puts(b, ",\"clusters\":");
     if (r->plan_id > 0)
-        fa_buf_printf(b, "{\"accepted\":%d,\"rejected\":%d,\"refused_by_advisor\":%d,\"proposed\":%d}", r->n_accepted,
-                      r->n_rejected, r->n_refused, r->n_proposed);
+        fa_buf_printf(b, "{\"accepted\":%d,\"rejected\":%d,\"refused_by_advisor\":%d,\"proposed\":%d}", f->n_accepted,
+                      f->n_rejected, f->n_refused, f->n_other);
     else fa_buf_puts(b, "null");
-    double pred = 0;
-    for (int i = 0; i < r->n_clusters; i++) {
-        const fa_rep_cluster *c = &r->clusters[i];
-        if (!c->accepted) continue;
-        if (c->p->est_saving_ns == c->p->est_saving_ns) pred += c->p->est_saving_ns;
-        /* each removed kernel once: an accepted BN fold inside this accepted epilogue
-         * (applier/judge.c fa_apply_accepted_saving) */
-        for (int j = 0; j < r->n_clusters && c->p->depends_on >= 0; j++) {
-            const fa_rep_cluster *d = &r->clusters[j];
-            if (d->p->id == c->p->depends_on && d->accepted && c->p->kind == FA_CLUSTER_EPILOGUE &&
-                d->p->est_saving_ns == d->p->est_saving_ns)
-                pred -= d->p->est_saving_ns;
-        }
-    }
     fa_buf_puts(b, ",\"predicted_saving_ns\":");
-    fa_json_num(b, r->plan_id > 0 ? pred : NAN, 6);
+    fa_json_num(b, f->predicted_saving_ns, 6);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
-    fa_json_num(b, bs.n && fs.n ? bs.median_ns - fs.median_ns : NAN, 6);
+    fa_json_num(b, f->measured_saving_ns, 6);
+    /* nothing accepted and no layout changed: both sides ran the same model, the difference is noise */
+    fa_buf_puts(b, ",\"measured_saving_is_noise\":");
+    if (f->measured_saving_ns == f->measured_saving_ns)
+        fa_buf_puts(b, f->n_accepted == 0 && f->reorders_fused == 0 ? "true" : "false");
+    else fa_buf_puts(b, "null");
     fa_buf_puts(b, ",\"e2e_max_rel_error\":");
     fa_json_num(b, r->e2e_max_rel_error, 6);
     fa_buf_puts(b, ",\"e2e_verdict\":");

@@ -376,6 +376,42 @@ typedef struct fa_bench_series {
 fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                                     fa_bench_series **out, size_t *n_out);
 
+/* ---- the figures a run is shown with (store/figures.c) ---- */
+
+/* The one set of figures of a run (issue 37): `run`'s stdout, report.html, summary.json and
+ * `runs` print these and nothing computed another way, each saying which measurement it is. */
+typedef struct fa_run_figures {
+    int64_t run_id;           /* the run the figures are of (a fused twin's baseline run) */
+    int64_t twin_of;          /* asked of a fused twin (kind 'fused', tag "fused-of:N"): N; else -1 */
+    int64_t fused_run_id;     /* its fused twin (fa_store_get_fused_run, any not failed); -1 none */
+    int plan_id;              /* its newest plan; 0 none */
+    /* iteration time, ns: the applier's end-to-end benchmark of the newest plan, interleaved
+     * rounds of the whole unfused and fused model ('baseline' / 'fused' samples; n = 0: not
+     * measured), and the traced runs' median iteration (runs.iter_median_ns: last kernel end -
+     * first kernel start, under the collector) of the run and of its fused twin (NAN: none) */
+    fa_sample_stats bench_baseline, bench_fused;
+    double traced_iter_ns, fused_traced_iter_ns;
+    int traced_iters, fused_traced_iters; /* timed iterations the traced medians are of */
+    /* kernels per iteration: the most frequent count of kernel records in a timed iteration
+     * (fa_store_get_kernels_per_iter) of the run's trace and of its fused twin's; -1 not measured.
+     * reorders_fused: of the fused count, layout reorders (op 'Reorder') per iteration */
+    int kernels_baseline, kernels_fused, reorders_fused;
+    /* the newest plan: its clusters by decision; the predicted saving of the accepted ones
+     * (fa_plan_accepted_saving), ns, NAN without a plan; the measured end-to-end saving,
+     * bench_baseline.median - bench_fused.median, ns, NAN unless both were measured */
+    int n_accepted, n_rejected, n_refused, n_other;
+    double predicted_saving_ns, measured_saving_ns;
+    fa_e2e_verdict verdict;   /* plans.e2e_verdict */
+    double e2e_max_rel_error; /* plans.e2e_max_rel_error; NAN none */
+} fa_run_figures;
+/* The figures of run_id (of its baseline run when run_id is a fused twin). Errors: FA_ERR_INPUT
+ * "PATH: no run N"; the store's. *out untouched on failure. */
+fa_status fa_store_get_run_figures(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_run_figures *out);
+/* The iteration time a run is shown with, ns: the benchmark median when the applier measured it,
+ * else the traced iteration median; NAN when neither. fused: the fused model's. *what (may be
+ * NULL) names which: "benchmark median", "traced iteration median", or NULL. */
+double fa_run_figures_latency(const fa_run_figures *f, bool fused, const char **what);
+
 /* ---- per-iteration reads for the CI gate ---- */
 
 /* Durations (end - start, ns) of the run's timed range records named `name` (FA_ACT_RANGE, iter

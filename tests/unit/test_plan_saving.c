@@ -1,5 +1,5 @@
 /* tests/unit/test_plan_saving — the plan's predicted saving counts each removed kernel once
- * (applier/judge.c fa_apply_accepted_saving): an accepted epilogue whose BN fold (depends_on) is
+ * (plan/plan.c fa_plan_accepted_saving): an accepted epilogue whose BN fold (depends_on) is
  * accepted too already holds the fold's saving; a fold whose epilogue was not accepted, or an
  * epilogue whose fold was not, counts on its own; clusters not accepted count nothing. */
 #include <math.h>
@@ -7,7 +7,6 @@
 
 #include "testutil.h"
 #include "advisor/advisor.h"
-#include "applier/applier-impl.h"
 
 static void test_accepted_saving_counts_a_folded_bn_once(void **st)
 {
@@ -35,22 +34,18 @@ static void test_accepted_saving_counts_a_folded_bn_once(void **st)
     const fa_cluster_status status[6] = {FA_CLUSTER_ACCEPTED, FA_CLUSTER_ACCEPTED, FA_CLUSTER_ACCEPTED,
                                          FA_CLUSTER_REJECTED_NO_GAIN, FA_CLUSTER_ACCEPTED, FA_CLUSTER_REJECTED_REGRESSION};
     for (int i = 0; i < 6; i++) v[i].status = status[i];
-    fa_apply_result r;
-    memset(&r, 0, sizeof r);
-    r.verdicts = v;
-    r.n_verdicts = 6;
     /* 250 (fold 0 inside it) + 40 (its epilogue rejected) + 30 */
-    assert_true(fabs(fa_apply_accepted_saving(&p, &r) - 320) < 1e-9);
+    assert_true(fabs(fa_plan_accepted_saving(&p, v) - 320) < 1e-9);
     /* the epilogue dropped (the back-off): its fold counts on its own */
     v[1].status = FA_CLUSTER_REJECTED_NO_GAIN;
-    assert_true(fabs(fa_apply_accepted_saving(&p, &r) - (100 + 40 + 30)) < 1e-9);
+    assert_true(fabs(fa_plan_accepted_saving(&p, v) - (100 + 40 + 30)) < 1e-9);
     /* the fold dropped, the epilogue kept: the epilogue alone */
     v[0].status = FA_CLUSTER_REJECTED_NO_GAIN;
     v[1].status = FA_CLUSTER_ACCEPTED;
-    assert_true(fabs(fa_apply_accepted_saving(&p, &r) - (250 + 40 + 30)) < 1e-9);
+    assert_true(fabs(fa_plan_accepted_saving(&p, v) - (250 + 40 + 30)) < 1e-9);
     /* nothing accepted: 0 */
     for (int i = 0; i < 6; i++) v[i].status = FA_CLUSTER_REFUSED;
-    assert_true(fa_apply_accepted_saving(&p, &r) == 0);
+    assert_true(fa_plan_accepted_saving(&p, v) == 0);
 }
 
 int main(void)

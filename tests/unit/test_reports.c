@@ -345,7 +345,7 @@ static void test_no_cluster_accepted_noise_only_without_layouts(void **state)
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     html = slurp(dir, "report.html");
     assert_null(strstr(html, "so this saving of"));
-    assert_non_null(strstr(html, "by its blocked layouts only (1 reorder kernels)"));
+    assert_non_null(strstr(html, "by its blocked layouts only (1 reorder kernels per iteration)"));
     free(html);
     fa_store_close(st);
     fa_ctx_free(ctx);
