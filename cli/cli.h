@@ -77,6 +77,12 @@ fa_status fa_cli_reload_model(fa_ctx *ctx, struct fa_store *st, int64_t run_id, 
  * model run (for verbs that need the model: apply). */
 int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
 int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
+/* `run`/`apply` output flags (cli/cmd_run.c): --verbose, --json. */
+typedef struct fa_cli_output_opts {
+    bool verbose, json;
+} fa_cli_output_opts;
+/* 1 consumed one of them, 0 not one of them. */
+int fa_cli_output_opt(const char *arg, fa_cli_output_opts *o);
 /* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs, the
  * run finished ('ok', or 'failed' with an end-to-end mismatch) and then the reports into out_dir
  * (NULL: ./fuse-advise-out/<model>) for a stored run of graph g, so they carry its final status. */
@@ -84,11 +90,23 @@ struct fa_run_info;
 struct fa_pipeline_options;
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const struct fa_run_info *info, const char *devname, const char *out_dir,
-                                const struct fa_pipeline_options *opt);
-struct fa_run_figures;
-/* The end-to-end lines of `run`/`apply` from the run's stored figures (store/figures.c). */
-void fa_cli_print_figures(const struct fa_run_figures *f, uint64_t peak_base, uint64_t peak_fused, int backed_off,
-                          bool layouts_dropped, double e2e_tolerance);
+                                const struct fa_pipeline_options *opt, const fa_cli_output_opts *out_opts);
+/* What `run`/`apply` print after the apply stage (cli/result.c), from the run database. */
+typedef struct fa_cli_result {
+    const char *model, *target, *device;
+    int threads;
+    const char *out_dir;
+    bool verbose;             /* --verbose: every cluster, every pattern */
+    bool json;                /* --json: summary.json's document instead */
+    bool wrote_kernels, folded; /* kernels/ and model.folded.onnx were written */
+    int backed_off;           /* clusters the end-to-end back-off dropped */
+    bool layouts_dropped;
+    double e2e_tolerance;
+} fa_cli_result;
+/* The answer first: the plan's patterns ranked by measured saving (at most 8 kept and 3 not
+ * kept), the end-to-end verdict with its figures (store/figures.c), kernels, peaks, the analysis,
+ * the outputs: 40 lines at most; every cluster with verbose; summary.json with json. */
+fa_status fa_cli_print_result(fa_ctx *ctx, struct fa_store *st, int64_t run_id, const fa_cli_result *res);
 /* --max-clusters N / --apply-budget SECONDS (run, apply): the apply stage's bounds
  * (fa_apply_options.max_clusters, budget_s). 1 consumed, 0 not this option, -1 usage error. */
 int fa_cli_apply_bound_opt(const char *verb, int argc, char **argv, int *i, int *max_clusters, double *budget_s);

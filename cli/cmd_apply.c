@@ -12,8 +12,10 @@
 static const char *k_help =
     "usage: fuse-advise apply [RUN|latest] [--db PATH|URI] [--out DIR] [--iters N] [--warmup W] [--tolerance T]\n"
     "                         [--max-ops N] [--max-inputs N] [--max-clusters N] [--apply-budget S]\n"
+    "                         [--verbose] [--json]\n"
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
-    "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports.\n";
+    "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports. Prints what\n"
+    "  `run` prints (--verbose: every cluster; --json: summary.json).\n";
 
 int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
 {
@@ -22,7 +24,9 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     double tolerance = 1e-5;
     int max_clusters = 0;
     double budget_s = 0;
+    fa_cli_output_opts oo = {false, false};
     for (int i = 1; i < argc; i++) {
+        if (fa_cli_output_opt(argv[i], &oo)) continue;
         int r = fa_cli_apply_bound_opt("apply", argc, argv, &i, &max_clusters, &budget_s);
         if (r < 0) return 2;
         if (r > 0) continue;
@@ -86,7 +90,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     po.apply.budget_s = budget_s;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
-                                  &po); /* finishes the run */
+                                  &po, &oo); /* finishes the run */
     if (s) {
         rc = fa_cli_fail(ctx, s);
         if (reopened) {

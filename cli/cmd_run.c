@@ -29,7 +29,7 @@ static const char *k_help =
     "                        [--target auto|cpu|cuda] [--db PATH|URI] [--tag TAG] [--seed S]\n"
     "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
     "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
-    "                        [--max-clusters N] [--apply-budget SECONDS]\n"
+    "                        [--max-clusters N] [--apply-budget SECONDS] [--verbose] [--json]\n"
     "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
@@ -50,7 +50,10 @@ static const char *k_help =
     "  --max-ops N, --max-inputs N  caps per cluster (default 16, 8)\n"
     "  --max-clusters N   clusters the apply stage tries, highest predicted saving first (default 256)\n"
     "  --apply-budget S   no cluster is started after the apply stage ran S seconds (default 600);\n"
-    "                     the others are reported as not tried\n";
+    "                     the others are reported as not tried\n"
+    "  --verbose   every cluster with its decision and reason (default: the plan's patterns ranked\n"
+    "              by measured saving and the end-to-end verdict, 40 lines at most)\n"
+    "  --json      summary.json's document on stdout instead of the text\n";
 
 typedef struct progress {
     bool tty;
@@ -140,7 +143,7 @@ static bool wrote_kernel_sources(const char *out_dir, time_t since)
 
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const fa_run_info *info, const char *devname, const char *out_dir,
-                                const fa_pipeline_options *opt)
+                                const fa_pipeline_options *opt, const fa_cli_output_opts *oo)
 {
     progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
     char outbuf[4096];
@@ -165,8 +168,6 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     fa_pipeline_result *pr = NULL;
     fa_status s = fa_pipeline_run(ctx, st, g, run_id, &po, &pr);
     fa_target target = po.apply.target;
-    const fa_analysis *a = pr ? pr->analysis : NULL;
-    const fa_plan *p = pr ? pr->plan : NULL;
     const fa_apply_result *r = pr ? pr->apply : NULL;
     bool any_fold = pr && pr->folded_model;
     /* the run's final status is stored before the reports are written, so report.html and
@@ -190,32 +191,11 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     if (!s) s = fa_outdir_commit(ctx, od);
     else fa_outdir_abort(od);
     out_dir = final_dir;
-    fa_run_figures fig;
-    if (!s) s = fa_store_get_run_figures(ctx, st, run_id, &fig);
     if (!s) {
-        fa_cli_printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, fa_target_name(target), devname,
-                      info->threads);
-        fa_cli_printf("%s\n\n", a->summary);
-        int wl = 28;
-        for (int i = 0; i < p->n_clusters; i++)
-            if (p->clusters[i].label && (int)strlen(p->clusters[i].label) > wl) wl = (int)strlen(p->clusters[i].label);
-        fa_cli_printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
-        for (int i = 0; i < p->n_clusters; i++) {
-            const fa_cluster *cl = &p->clusters[i];
-            const fa_cluster_verdict *v = &r->verdicts[i]; /* the applier's record of it */
-            fa_cli_printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
-                          cl->est_saving_ns / 1e3);
-            if (v->measured_saving_ns > -1e30 && v->status != FA_CLUSTER_REFUSED && v->status != FA_CLUSTER_PROPOSED &&
-                v->status != FA_CLUSTER_NOT_TRIED)
-                fa_cli_printf("%10.1f %9.2g", v->measured_saving_ns / 1e3, v->max_rel_error);
-            else
-                fa_cli_printf("%10s %9s", "-", "-");
-            fa_cli_printf("  %s: %s\n", fa_cluster_status_name(v->status), v->reason ? v->reason : "");
-        }
-        fa_cli_print_figures(&fig, r->peak_bytes_baseline, r->peak_bytes_fused, r->backed_off, r->layouts_dropped,
-                             r->e2e_tolerance);
-        fa_cli_printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
-                      wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
+        fa_cli_result res = {model, fa_target_name(target), devname, info->threads, out_dir, oo && oo->verbose, oo && oo->json,
+                             wrote_kernel_sources(out_dir, started), any_fold, r->backed_off, r->layouts_dropped,
+                             r->e2e_tolerance};
+        s = fa_cli_print_result(ctx, st, run_id, &res);
     }
     /* the outputs are written and stored (the report shows the MISMATCH); the run itself failed */
     if (!s && run_s) s = fa_ctx_error(ctx, run_s, "%s", run_err);
@@ -223,52 +203,12 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     return s;
 }
 
-/* The end-to-end figures of a run, from its stored figures (store/figures.c) as every surface
- * shows them, each saying which measurement it is. */
-void fa_cli_print_figures(const fa_run_figures *f, uint64_t peak_base, uint64_t peak_fused, int backed_off,
-                          bool layouts_dropped, double e2e_tolerance)
+int fa_cli_output_opt(const char *arg, fa_cli_output_opts *o)
 {
-    const fa_sample_stats *b = &f->bench_baseline, *fu = &f->bench_fused;
-    double bm = b->median_ns, fm = fu->median_ns, traced = f->traced_iter_ns;
-    bool noisy = (bm > 0 && ((b->p75_ns - b->p25_ns) > 0.25 * bm || (fu->p75_ns - fu->p25_ns) > 0.25 * fm)) ||
-                 (traced > 0 && bm > 0 && (bm > 1.25 * traced || bm < 0.8 * traced));
-    /* one baseline figure, computed one way: the interleaved benchmark's median (core's
-     * statistics), the one the speedup divides; the traced run only feeds the noise check */
-    if (noisy)
-        fa_cli_printf("\nwarning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more "
-                      "than 25%% away from the benchmark): speedups and accept/reject decisions on this machine are not "
-                      "reliable; run on a quiet machine for figures you keep\n");
-    if (b->n && fu->n)
-        fa_cli_printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx (benchmark medians of %d "
-                      "interleaved rounds; the traced iteration median was %.3f ms)\n", bm / 1e6, (b->p75_ns - b->p25_ns) / 1e6,
-                      fm / 1e6, (fu->p75_ns - fu->p25_ns) / 1e6, fm > 0 ? bm / fm : NAN, b->n, traced / 1e6);
-    if (backed_off)
-        fa_cli_printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
-                      "fused model was not measurably faster\n", backed_off, backed_off == 1 ? "" : "s");
-    if (f->verdict == FA_E2E_MISMATCH)
-        fa_cli_printf("the fused plan is a MISMATCH end to end: its outputs differ from the unfused model's (max relative "
-                      "error %.3g > %.3g): not deployable, no speedup claimed\n", f->e2e_max_rel_error, e2e_tolerance);
-    if (f->verdict == FA_E2E_LOSS)
-        fa_cli_printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
-                      "baseline; deploy the baseline\n", f->n_accepted);
-    char kf[64];
-    if (f->reorders_fused > 0)
-        snprintf(kf, sizeof kf, "%d (%d of them layout reorder%s)", f->kernels_fused, f->reorders_fused, f->reorders_fused == 1 ? "" : "s");
-    else snprintf(kf, sizeof kf, "%d", f->kernels_fused);
-    fa_cli_printf("kernels per iteration %d -> %s; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
-                  f->kernels_baseline, kf, peak_base / 1048576.0, peak_fused / 1048576.0, f->e2e_max_rel_error);
-    if (f->n_accepted == 0 && f->reorders_fused == 0)
-        fa_cli_printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline%s, so the %.3f ms "
-                      "between the two measurements is noise, not a saving\n", f->n_rejected,
-                      layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", f->measured_saving_ns / 1e6);
-    else if (f->n_accepted == 0)
-        fa_cli_printf("clusters: 0 accepted, %d rejected after measurement; the fused model differs from the baseline by its "
-                      "blocked layouts only (%d reorder kernels per iteration): measured saving %.3f ms (%s)\n", f->n_rejected,
-                      f->reorders_fused, f->measured_saving_ns / 1e6, f->verdict == FA_E2E_WIN ? "a win" : "not a win");
-    else
-        fa_cli_printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms "
-                      "(benchmark medians)\n", f->n_accepted, f->n_rejected, f->predicted_saving_ns / 1e6,
-                      f->measured_saving_ns / 1e6);
+    if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) o->verbose = true;
+    else if (!strcmp(arg, "--json")) o->json = true;
+    else return 0;
+    return 1;
 }
 
 int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
@@ -285,11 +225,13 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     int max_clusters = 0;
     double budget_s = 0;
     double span_s = FA_TRACE_SPAN_S_DEFAULT;
+    fa_cli_output_opts oo = {false, false};
     const char *span_env = getenv("FA_TRACE_SPAN_S");
     if (span_env && *span_env &&
         fa_cli_parse_double("run", "FA_TRACE_SPAN_S", span_env, 0, FA_TRACE_SPAN_MAX_S, false, &span_s) < 0)
         return 2;
     for (int i = 1; i < argc; i++) {
+        if (fa_cli_output_opt(argv[i], &oo)) continue;
         int r = fa_cli_model_opt(ctx, "run", argc, argv, &i, &mo);
         if (r == 0) r = fa_cli_apply_bound_opt("run", argc, argv, &i, &max_clusters, &budget_s);
         if (r < 0) return 2;
@@ -345,6 +287,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
                 fa_cli_default_out_dir(model, ob, sizeof ob);
                 out_dir = ob;
             }
+            if (oo.json || oo.verbose) /* the trace's advice is its report's and advise's */
+                return fa_cli_usage("run", "--verbose and --json are for a model run; for a trace: `advise latest --json`");
             fa_status so = fa_cli_check_out_dir(ctx, out_dir, db);
             if (so) return fa_cli_fail(ctx, so);
             return fa_cli_import_and_advise(ctx, model, db, false, out_dir);
@@ -424,7 +368,13 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
 
     if (no_apply) {
-        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, fa_store_path(st));
+        if (oo.json) {
+            fa_buf jb;
+            fa_buf_init(&jb);
+            s = fa_reports_summary_json(ctx, st, run_id, &jb);
+            if (!s && jb.data) fwrite(jb.data, 1, jb.len, stdout); /* JSON: every string already escaped */
+            fa_buf_free(&jb);
+        } else s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, fa_store_path(st));
         goto out;
     }
     fa_pipeline_options po;
@@ -438,7 +388,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     po.max_inputs = (int)max_inputs;
     po.apply.max_clusters = max_clusters;
     po.apply.budget_s = budget_s;
-    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po); /* finishes the run */
+    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po, &oo); /* finishes the run */
 out:;
     int rc = 0;
     if (s) {

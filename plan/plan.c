@@ -48,6 +48,21 @@ fa_cluster_status fa_cluster_status_parse(const char *w)
 {
     return w ? (fa_cluster_status)index_of(k_status_names, FA_CLUSTER_STATUS_COUNT, w) : FA_CLUSTER_PROPOSED;
 }
+const char *fa_cluster_status_phrase(fa_cluster_status s)
+{
+    switch (s) {
+    case FA_CLUSTER_PROPOSED: return "never applied";
+    case FA_CLUSTER_REFUSED: return "refused by the advisor";
+    case FA_CLUSTER_ACCEPTED: return "verified and measured faster";
+    case FA_CLUSTER_REJECTED_VERIFY: return "its outputs differ from the unfused ops";
+    case FA_CLUSTER_REJECTED_NO_GAIN: return "no measured gain";
+    case FA_CLUSTER_REJECTED_REGRESSION: return "measured slower";
+    case FA_CLUSTER_REJECTED_ERROR: return "could not be generated, built or run";
+    case FA_CLUSTER_NOT_TRIED: return "not tried (beyond the apply stage's cap or time budget)";
+    default: return "?";
+    }
+}
+
 bool fa_cluster_status_rejected(fa_cluster_status s)
 {
     return s == FA_CLUSTER_REJECTED_VERIFY || s == FA_CLUSTER_REJECTED_NO_GAIN || s == FA_CLUSTER_REJECTED_REGRESSION ||
@@ -80,6 +95,100 @@ double fa_plan_accepted_saving(const fa_plan *p, const fa_cluster_verdict *v)
             sum -= p->clusters[j].est_saving_ns; /* inside this epilogue's saving already */
     }
     return sum;
+}
+
+static int cmp_group(const void *a, const void *b)
+{
+    const fa_plan_group *x = a, *y = b;
+    bool ax = x->n_accepted > x->n_inside, ay = y->n_accepted > y->n_inside;
+    /* tiers: kept with a saving of their own, kept inside kept epilogues, not kept */
+    int tx = ax ? 0 : x->n_accepted ? 1 : 2, ty = ay ? 0 : y->n_accepted ? 1 : 2;
+    if (tx != ty) return tx < ty ? -1 : 1;
+    double kx = ax ? x->measured_saving_ns : x->best_predicted_ns, ky = ay ? y->measured_saving_ns : y->best_predicted_ns;
+    if (kx != ky) return kx > ky ? -1 : 1;
+    if (x->kind != y->kind) return x->kind < y->kind ? -1 : 1;
+    return strcmp(x->label, y->label);
+}
+
+int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group *out)
+{
+    int n = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        fa_cluster_verdict advisor = fa_cluster_verdict_of(c);
+        const fa_cluster_verdict *cv = v ? &v[i] : &advisor;
+        const char *label = c->label ? c->label : "";
+        int g = 0;
+        while (g < n && !(out[g].kind == c->kind && !strcmp(out[g].label, label))) g++;
+        if (g == n) {
+            memset(&out[n], 0, sizeof out[n]);
+            out[n].kind = c->kind;
+            out[n].label = label;
+            out[n].max_rel_error = -1;
+            out[n].best_predicted_ns = -INFINITY;
+            n++;
+        }
+        fa_plan_group *gr = &out[g];
+        gr->n_clusters++;
+        if (c->est_saving_ns > gr->best_predicted_ns) gr->best_predicted_ns = c->est_saving_ns;
+        if (cv->status == FA_CLUSTER_ACCEPTED) {
+            gr->n_accepted++;
+            /* a fold whose accepted epilogue holds it: that epilogue's saving includes it */
+            bool inside = false;
+            for (int j = 0; c->kind == FA_CLUSTER_BN_FOLD && j < p->n_clusters && !inside; j++) {
+                const fa_cluster_verdict *vj = v ? &v[j] : NULL;
+                fa_cluster_status sj = vj ? vj->status : p->clusters[j].status;
+                inside = p->clusters[j].kind == FA_CLUSTER_EPILOGUE && p->clusters[j].depends_on == i && sj == FA_CLUSTER_ACCEPTED;
+            }
+            if (inside) gr->n_inside++;
+            else {
+                if (cv->measured_saving_ns == cv->measured_saving_ns) gr->measured_saving_ns += cv->measured_saving_ns;
+                if (c->est_saving_ns == c->est_saving_ns) gr->predicted_saving_ns += c->est_saving_ns;
+            }
+            if (cv->max_rel_error > gr->max_rel_error) gr->max_rel_error = cv->max_rel_error;
+        } else if (cv->status == FA_CLUSTER_REFUSED) gr->n_refused++;
+        else if (fa_cluster_status_rejected(cv->status)) gr->n_rejected++;
+        else gr->n_other++;
+    }
+    /* each group's commonest decision and one reason for it */
+    for (int g = 0; g < n; g++) {
+        fa_plan_group *gr = &out[g];
+        int best = gr->n_accepted;
+        gr->decision = FA_CLUSTER_ACCEPTED;
+        if (gr->n_rejected > best) best = gr->n_rejected, gr->decision = FA_CLUSTER_REJECTED_NO_GAIN;
+        if (gr->n_refused > best) best = gr->n_refused, gr->decision = FA_CLUSTER_REFUSED;
+        if (gr->n_other > best) gr->decision = FA_CLUSTER_PROPOSED;
+        for (int i = 0; i < p->n_clusters && !gr->reason; i++) {
+            const fa_cluster *c = &p->clusters[i];
+            fa_cluster_status cs = v ? v[i].status : c->status;
+            bool same = gr->decision == FA_CLUSTER_REJECTED_NO_GAIN ? fa_cluster_status_rejected(cs)
+                        : gr->decision == FA_CLUSTER_PROPOSED     ? cs == FA_CLUSTER_PROPOSED || cs == FA_CLUSTER_NOT_TRIED
+                                                                   : cs == gr->decision;
+            if (same && c->kind == gr->kind && !strcmp(c->label ? c->label : "", gr->label)) {
+                gr->reason = v ? v[i].reason : c->reason;
+                if (gr->decision == FA_CLUSTER_REJECTED_NO_GAIN || gr->decision == FA_CLUSTER_PROPOSED)
+                    gr->decision = cs; /* the actual rejection, or proposed / not tried */
+            }
+        }
+    }
+    qsort(out, (size_t)n, sizeof *out, cmp_group);
+    return n;
+}
+
+const char *fa_plan_group_mix(const fa_plan_group *g, char *buf, size_t cap)
+{
+    const struct { int n; const char *what; } parts[] = {
+        {g->n_accepted, "accepted"}, {g->n_rejected, "rejected"}, {g->n_refused, "refused"}, {g->n_other, "not tried"}};
+    int kinds = 0, len = 0;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) kinds += parts[i].n > 0;
+    if (cap) buf[0] = '\0';
+    if (kinds < 2) return buf;
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+        if (!parts[i].n || len < 0 || (size_t)len >= cap) continue;
+        len += snprintf(buf + len, cap - (size_t)len, "%s%d %s", len ? ", " : "(", parts[i].n, parts[i].what);
+    }
+    if (len >= 0 && (size_t)len + 1 < cap) snprintf(buf + len, cap - (size_t)len, ")");
+    return buf;
 }
 
 /* ---- the field table as data ---- */

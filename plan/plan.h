@@ -64,6 +64,9 @@ typedef enum fa_cluster_status {
 const char *fa_cluster_status_name(fa_cluster_status s); /* "proposed", "refused", ...; "?" out of range */
 /* NULL -> PROPOSED; a word this build does not know -> FA_CLUSTER_STATUS_COUNT (named "?"). */
 fa_cluster_status fa_cluster_status_parse(const char *word);
+/* The decision in a few words a reader acts on ("no measured gain", "measured slower", "its outputs
+ * differ from the unfused ops", ...): what `run` and the report say of a pattern not kept. */
+const char *fa_cluster_status_phrase(fa_cluster_status s);
 /* True for the REJECTED_* statuses. */
 bool fa_cluster_status_rejected(fa_cluster_status s);
 
@@ -362,6 +365,36 @@ fa_e2e_verdict fa_e2e_verdict_parse(const char *word);
  * (bench/README.md, "Visits and the trace's span"). ns; a cluster not accepted counts nothing. The
  * applier's result, `run`, summary.json and the report all take it from here. */
 double fa_plan_accepted_saving(const fa_plan *p, const fa_cluster_verdict *v);
+
+/* The plan's opportunities grouped by pattern (issue 37 "the answer first"): clusters that compute
+ * the same thing (kind and label: "conv+bn+relu" epilogues, "layer_norm(decomposed)" reductions)
+ * are one row, so a model with 38 conv+BN+ReLU epilogues reads as one line. */
+typedef struct fa_plan_group {
+    fa_cluster_kind kind;
+    const char *label;         /* borrowed from the plan ("" when a cluster has none) */
+    int n_clusters;            /* clusters of this pattern */
+    int n_accepted;            /* of them accepted (verified and measured faster) */
+    int n_inside;              /* accepted BN folds whose saving an accepted epilogue on the same
+                                  conv already holds (their epilogue's group counts it) */
+    int n_rejected, n_refused, n_other; /* the others by decision (other: proposed, not tried) */
+    double measured_saving_ns; /* the accepted clusters' paired median savings, each removed kernel
+                                  once (a fold inside an accepted epilogue adds nothing), ns per
+                                  iteration; 0 when none accepted */
+    double predicted_saving_ns;/* the same over their predictions (est_saving_ns) */
+    double best_predicted_ns;  /* the largest prediction of any cluster of the group */
+    double max_rel_error;      /* the largest verified error of the accepted ones; < 0 none */
+    fa_cluster_status decision;/* the commonest decision among the group's clusters (accepted,
+                                  rejected, refused, other), as the status of its first cluster */
+    const char *reason;        /* the reason of one cluster with that decision (the plan's or v's) */
+} fa_plan_group;
+/* The groups of plan p with verdicts v (p->n_clusters each; v NULL: the advisor's decisions) into
+ * out (room for p->n_clusters), ranked: groups with an accepted cluster of their own saving by
+ * measured saving, then groups kept only inside kept epilogues, then the others by best
+ * prediction; returns how many. Pure: nothing allocated. */
+int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group *out);
+/* When a group's clusters had more than one kind of decision, "(39 not tried, 1 rejected)" into
+ * buf (cap bytes, always terminated); else "". Returns buf. */
+const char *fa_plan_group_mix(const fa_plan_group *g, char *buf, size_t cap);
 
 /* A post-op back from its stored rendering (fa_post_op_format: "relu", "clip(0,6)",
  * "leaky_relu(0.1)"; the older "eltwise:relu" / "binary:add" too) with its operand tensor id.

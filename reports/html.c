@@ -41,14 +41,22 @@ const char *const fa_rep_css =
     "main{padding:16px 24px;max-width:1280px}section{background:#fff;border:1px solid #dde2e8;border-radius:6px;"
     "padding:12px 16px;margin:0 0 16px}h2{font-size:16px;margin:0 0 10px}"
     ".cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #dde2e8;border-radius:6px;padding:8px 12px;"
-    "min-width:170px;background:#fbfcfd}.card .k{font-size:12px;color:#5b6675}.card .v{font-size:20px;font-weight:600}"
+    "min-width:170px;max-width:360px;background:#fbfcfd}.card .k{font-size:12px;color:#5b6675}.card .v{font-size:20px;font-weight:600}"
     ".card .d{font-size:12px;color:#5b6675}.good{color:#23803a}.bad{color:#b3261e}.na{color:#8a94a3;font-style:italic}"
     "table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 6px;"
     "text-align:left;vertical-align:top}th{background:#eef1f5;position:sticky;top:0;user-select:none}html.js th{cursor:pointer}"
     "th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".st-accepted{color:#23803a;font-weight:600}.st-refused,.st-rejected{color:#b3261e}"
-    ".scroll{max-height:520px;overflow:auto}td.reason{min-width:280px}"
+    ".scroll{max-height:520px;overflow:auto}td.reason{min-width:240px;max-width:520px}"
+    "details>summary{cursor:pointer}td details[open]>summary{margin-bottom:4px}p.verdict{font-size:15px;margin:10px 0 0}"
+    "table.answer td{vertical-align:middle}table.answer tr.d-accepted td:first-child{font-weight:600}"
+    ".filt input{position:absolute;opacity:0;width:1px;height:1px}.filt label{display:inline-block;border:1px solid #c9d0d9;"
+    "border-radius:12px;padding:1px 9px;margin:0 4px 8px 0;cursor:pointer;font-size:12.5px}"
+    ".filt input:checked+label{background:#1d2b3a;border-color:#1d2b3a;color:#fff}"
+    ".filt input:focus-visible+label{outline:2px solid #4e79a7}"
+    "#cf-accepted:checked~table tbody tr:not(.d-accepted),#cf-rejected:checked~table tbody tr:not(.d-rejected),"
+    "#cf-refused:checked~table tbody tr:not(.d-refused),#cf-other:checked~table tbody tr:not(.d-other){display:none}"
     ".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0}svg.sw{margin-right:4px;vertical-align:-1px}"
     "svg text{font-family:Helvetica,Arial,sans-serif}h2.gap{margin-top:14px}"
     "pre.note{white-space:pre-wrap;background:#f3f5f8;padding:8px;border-radius:4px;margin:8px 0 0}"
@@ -186,11 +194,10 @@ static void latency_card(const fa_rep *r, fa_buf *b, bool fused)
     if (!what) snprintf(d, sizeof d, fused ? "no fused benchmark or fused run stored" : "no timed iteration stored");
     else if (bs->n) {
         fa_rep_fmt_ns(x, sizeof x, bs->p75_ns - bs->p25_ns);
-        int len = snprintf(d, sizeof d, "benchmark median of %d interleaved rounds (IQR %s)", bs->n, x);
+        int len = snprintf(d, sizeof d, "benchmark median of %d interleaved rounds, IQR %s", bs->n, x);
         if (isnum(traced) && len > 0 && (size_t)len < sizeof d) {
             fa_rep_fmt_ns(t, sizeof t, traced);
-            snprintf(d + len, sizeof d - (size_t)len, "; traced iteration median %s over %d iterations (under the collector, at "
-                     "another moment)", t, n_traced);
+            snprintf(d + len, sizeof d - (size_t)len, "; traced iteration: %s (median of %d, under the collector)", t, n_traced);
         }
     } else snprintf(d, sizeof d, "traced iteration median over %d iterations (first kernel start to last kernel end); no "
                     "end-to-end benchmark stored", n_traced);
@@ -251,7 +258,7 @@ static void summary(const fa_rep *r, fa_buf *b)
     if (f->kernels_baseline >= 0) snprintf(v, sizeof v, "%d", f->kernels_baseline);
     else snprintf(v, sizeof v, "not measured");
     if (f->kernels_fused >= 0 && f->reorders_fused > 0)
-        snprintf(d, sizeof d, "fused: %d (%d of them layout reorder%s); kernel records in a traced iteration", f->kernels_fused,
+        snprintf(d, sizeof d, "fused: %d (%d layout reorder%s); kernel records in a traced iteration", f->kernels_fused,
                  f->reorders_fused, f->reorders_fused == 1 ? "" : "s");
     else if (f->kernels_fused >= 0) snprintf(d, sizeof d, "fused: %d; kernel records in a traced iteration", f->kernels_fused);
     else snprintf(d, sizeof d, "fused: not measured");
@@ -267,7 +274,7 @@ static void summary(const fa_rep *r, fa_buf *b)
     }
     if (r->plan_id > 0) {
         snprintf(v, sizeof v, "%d accepted", f->n_accepted);
-        snprintf(d, sizeof d, "%d rejected by measurement, %d refused by the advisor, %d proposed (not applied); plan %d",
+        snprintf(d, sizeof d, "%d rejected by measurement, %d refused by the advisor, %d not tried; plan %d",
                  f->n_rejected, f->n_refused, f->n_other, r->plan_id);
         card(b, "Clusters", v, f->n_accepted ? "good" : NULL, d);
     } else card(b, "Clusters", "no plan", "na", "run `fuse-advise advise` to get fusion clusters");
@@ -635,21 +642,147 @@ static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
 
 /* ---- tables ---- */
 
-/* The CSS class of a cluster's decision: one of ours, whatever the database holds (a status is
- * text from the run database, never markup). */
-static const char *status_class(const char *status)
+/* A decision's filter class: one of ours, whatever the database holds (a status is never markup). */
+static const char *decision_class(fa_cluster_status st)
 {
-    if (!status) return "other";
-    if (!strcmp(status, "accepted")) return "accepted";
-    if (!strcmp(status, "refused")) return "refused";
-    if (!strncmp(status, "rejected", 8)) return "rejected";
-    if (!strcmp(status, "proposed")) return "proposed";
+    if (st == FA_CLUSTER_ACCEPTED) return "accepted";
+    if (st == FA_CLUSTER_REFUSED) return "refused";
+    if (fa_cluster_status_rejected(st)) return "rejected";
     return "other";
+}
+
+/* What applying a pattern takes, in the terms of its kind. */
+static const char *kind_action(fa_cluster_kind k)
+{
+    switch (k) {
+    case FA_CLUSTER_BN_FOLD: return "fold the BatchNormalization into the conv's weights and bias (model.folded.onnx holds it)";
+    case FA_CLUSTER_EPILOGUE: return "run the ops after the conv/GEMM as its library post-ops: one kernel";
+    case FA_CLUSTER_ELEMWISE_CHAIN: return "one generated kernel for the elementwise chain: its intermediates stay in registers";
+    case FA_CLUSTER_REDUCTION: return "one kernel per row: the reduction with its prologue and epilogue";
+    case FA_CLUSTER_HORIZONTAL: return "one kernel that reads the shared input once";
+    case FA_CLUSTER_ATTENTION: return "one FlashAttention-style kernel (scaled_dot_product_attention): the scores never written";
+    default: return "";
+    }
+}
+
+/* The first clause of a reason (to its first ';'), at most cap-1 bytes cut at a word. */
+static void reason_head(char *buf, size_t cap, const char *reason)
+{
+    if (!reason) reason = "";
+    size_t n = strcspn(reason, ";");
+    if (n >= cap - 4) {
+        n = cap - 4;
+        while (n > 0 && reason[n] != ' ') n--;
+        snprintf(buf, cap, "%.*s...", (int)n, reason);
+    } else snprintf(buf, cap, "%.*s", (int)n, reason);
+}
+
+/* The clause of a verdict's reason that carries its decision ("... and faster: median 644.8 ->
+ * 109.4 us", "no measured gain: ...", "slower"), else its first clause: the summary a row shows
+ * before its reason is opened. */
+static void reason_key(char *buf, size_t cap, const char *reason, fa_cluster_status st)
+{
+    const char *key = st == FA_CLUSTER_ACCEPTED                ? "faster"
+                      : st == FA_CLUSTER_REJECTED_NO_GAIN      ? "no measured gain"
+                      : st == FA_CLUSTER_REJECTED_REGRESSION   ? "slower"
+                      : st == FA_CLUSTER_REJECTED_VERIFY       ? "differ"
+                                                               : NULL;
+    const char *at = reason && key ? strstr(reason, key) : NULL;
+    if (at && strncmp(reason, "dropped by", 10)) {
+        while (at > reason && !(at[-1] == ' ' && at - 1 > reason && at[-2] == ';')) at--; /* back to its clause's start */
+        reason_head(buf, cap, at);
+    } else reason_head(buf, cap, reason);
+}
+
+/* The answer first (issue 37): the plan's patterns ranked by measured saving — how many clusters,
+ * how many kept, the saving and its share of the iteration, what was verified, what it takes —
+ * then the end-to-end verdict in one sentence. */
+static void answer(const fa_rep *r, fa_buf *b)
+{
+    const fa_run_figures *f = &r->fig;
+    fa_buf_puts(b, "<section id=\"answer\"><h2>The answer: what to fuse</h2>");
+    if (!r->plan) {
+        fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run (a <code>run --no-apply</code>, or an import): "
+                       "run <code>fuse-advise apply</code> for one.</p></section>\n");
+        return;
+    }
+    fa_plan_group *gs = malloc(sizeof *gs * (size_t)(r->plan->n_clusters + 1));
+    int ng = gs ? fa_plan_groups(r->plan, r->verdicts, gs) : 0;
+    const char *what;
+    double base = fa_run_figures_latency(f, false, &what);
+    int kept = 0;
+    for (int i = 0; i < ng; i++) kept += gs[i].n_accepted > 0;
+    if (!ng) fa_buf_puts(b, "<p>The plan has no clusters: nothing in this model could be fused (why-not below).</p>");
+    else {
+        if (kept)
+            fa_buf_printf(b, "<p>The plan's patterns, ranked by the saving measured in this run; a pattern is <b>kept</b> when "
+                             "its clusters were verified against the unfused ops and measured faster. Share: of the baseline "
+                             "iteration (%s).</p>", what ? what : "not measured");
+        else fa_buf_puts(b, "<p>No cluster was kept (verified and measured faster). The plan's patterns, best predicted first:</p>");
+        fa_buf_puts(b, "<table class=\"answer\"><thead><tr><th>pattern</th><th>kind</th><th>kept</th><th>saving / iteration</th>"
+                       "<th>share</th><th>verified</th><th>what it takes</th></tr></thead><tbody>");
+        for (int i = 0; i < ng; i++) {
+            const fa_plan_group *g = &gs[i];
+            char t[48], why[160];
+            bool own = g->n_accepted > g->n_inside;
+            fa_buf_printf(b, "<tr class=\"d-%s\">", own || g->n_accepted ? "accepted" : decision_class(g->decision));
+            td_text(b, g->label[0] ? g->label : fa_cluster_kind_name(g->kind));
+            td_text(b, fa_cluster_kind_name(g->kind));
+            fa_buf_printf(b, "<td class=\"num\">%d of %d</td>", g->n_accepted, g->n_clusters);
+            if (own) {
+                fa_rep_fmt_ns(t, sizeof t, g->measured_saving_ns);
+                fa_buf_printf(b, "<td class=\"num\">%s</td>", t);
+                if (base > 0) fa_buf_printf(b, "<td class=\"num\">%.1f%%</td>", 100.0 * g->measured_saving_ns / base);
+                else fa_buf_puts(b, "<td class=\"na\">-</td>");
+                char mix[96];
+                fa_buf_printf(b, "<td>outputs within %.2g of the unfused ops%s%s%s</td>", g->max_rel_error,
+                              g->n_inside ? "; BN folds inside" : "", *fa_plan_group_mix(g, mix, sizeof mix) ? " " : "", mix);
+                td_text(b, kind_action(g->kind));
+            } else if (g->n_accepted) {
+                fa_buf_puts(b, "<td colspan=\"3\">folded into the kept epilogues above: their saving holds it</td>");
+                td_text(b, kind_action(g->kind));
+            } else {
+                fa_rep_fmt_ns(t, sizeof t, fabs(g->best_predicted_ns));
+                if (g->reason && !strncmp(g->reason, "dropped by the end-to-end back-off", 34))
+                    snprintf(why, sizeof why, "dropped by the end-to-end back-off");
+                else if (g->decision == FA_CLUSTER_REFUSED) reason_head(why, sizeof why, g->reason);
+                else snprintf(why, sizeof why, "%s", fa_cluster_status_phrase(g->decision));
+                char mix[96];
+                fa_buf_printf(b, "<td class=\"na\">%s %s</td><td></td><td colspan=\"2\">not kept: ",
+                              g->best_predicted_ns < 0 ? "predicted a loss of" : "predicted", t);
+                h(b, why);
+                if (*fa_plan_group_mix(g, mix, sizeof mix)) fa_buf_printf(b, " %s", mix); /* our words and counts */
+                fa_buf_puts(b, "</td>");
+            }
+            fa_buf_puts(b, "</tr>\n");
+        }
+        fa_buf_puts(b, "</tbody></table>");
+    }
+    free(gs);
+    /* the end-to-end verdict, in one sentence with the figures it rests on */
+    const fa_sample_stats *bb = &f->bench_baseline, *bf = &f->bench_fused;
+    fa_buf_puts(b, "<p class=\"verdict\">End to end: ");
+    if (r->e2e_verdict == FA_E2E_WIN) fa_buf_puts(b, "<b class=\"good\">a win</b>");
+    else if (r->e2e_verdict == FA_E2E_LOSS) fa_buf_puts(b, "<b class=\"bad\">a loss</b>: deploy the baseline");
+    else if (r->e2e_verdict == FA_E2E_MISMATCH) fa_buf_puts(b, "<b class=\"bad\">a mismatch</b>: not deployable, no speedup claimed");
+    else if (r->e2e_verdict == FA_E2E_NO_CLUSTERS) fa_buf_puts(b, "<b>no cluster kept</b>: the fused model is the baseline");
+    else fa_buf_puts(b, "<b>not applied</b>");
+    if (bb->n && bf->n && bf->median_ns > 0) {
+        char x[48], y[48];
+        fa_rep_fmt_ns(x, sizeof x, bb->median_ns);
+        fa_rep_fmt_ns(y, sizeof y, bf->median_ns);
+        fa_buf_printf(b, ". Baseline %s, fused %s per iteration: %.3fx (benchmark medians of %d interleaved rounds)", x, y,
+                      bb->median_ns / bf->median_ns, bb->n);
+    }
+    if (isnum(r->e2e_max_rel_error))
+        fa_buf_printf(b, "; the fused model's outputs %s the unfused model's (max relative error %.2g)",
+                      r->e2e_verdict == FA_E2E_MISMATCH ? "differ from" : "match", r->e2e_max_rel_error);
+    fa_buf_puts(b, ".</p></section>\n");
 }
 
 static void clusters_table(const fa_rep *r, fa_buf *b)
 {
-    fa_buf_puts(b, "<section id=\"clusters\"><h2>Clusters</h2>");
+    fa_buf_puts(b, "<section id=\"clusters\"><h2>Every cluster</h2>");
     if (r->plan_id <= 0) {
         fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run: not measured.</p></section>\n");
         return;
@@ -658,14 +791,45 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, "<p>The plan has no clusters: nothing in this model could be fused (see why-not below).</p></section>\n");
         return;
     }
-    fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th><th>members</th><th>kind</th><th>label</th>"
-                   "<th>predicted saving (\xc2\xb5s)</th><th>predicted %</th><th>measured saving (\xc2\xb5s)</th>"
-                   "<th>cluster unfused / fused</th><th title=\"attention: the score tensors the unfused ops hold at once, "
-                   "which the fused kernel never writes\">peak memory drop</th><th>max rel. error</th><th>registers</th><th>spills (B)</th>"
-                   "<th>occupancy</th><th>decision</th><th>reason</th></tr></thead><tbody>");
+    /* columns only where some cluster has a value: the register/occupancy gate runs for cuda, the
+     * score tensors exist for attention, cluster benchmarks where the applier ran */
+    bool gate = false, score = false, bench = false;
+    int nd[4] = {0}; /* accepted, rejected, refused, other */
     for (int ci = 0; ci < r->n_clusters; ci++) {
         const fa_rep_cluster *c = &r->clusters[ci];
-        fa_buf_printf(b, "<tr><td class=\"num\" data-v=\"%d\">%d</td><td>", c->p->id, c->p->id);
+        gate |= c->v->registers >= 0 || c->v->spill_bytes >= 0 || c->p->occupancy >= 0;
+        score |= c->p->score_bytes > 0;
+        bench |= c->unfused.n && c->fused.n;
+        const char *dc = decision_class(c->v->status);
+        nd[!strcmp(dc, "accepted") ? 0 : !strcmp(dc, "rejected") ? 1 : !strcmp(dc, "refused") ? 2 : 3]++;
+    }
+    /* filter by decision: radio buttons and the stylesheet's sibling rules, no script */
+    fa_buf_printf(b, "<div class=\"filt\"><input type=\"radio\" name=\"cf\" id=\"cf-all\" checked><label for=\"cf-all\">all (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-accepted\"><label for=\"cf-accepted\">accepted (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-rejected\"><label for=\"cf-rejected\">rejected (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-refused\"><label for=\"cf-refused\">refused (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-other\"><label for=\"cf-other\">not tried (%d)</label>",
+                  r->n_clusters, nd[0], nd[1], nd[2], nd[3]);
+    fa_buf_puts(b, "<table class=\"sortable clusters\"><thead><tr><th>#</th><th>pattern</th><th>members</th>"
+                   "<th>predicted (\xc2\xb5s)</th><th>measured (\xc2\xb5s)</th><th>max rel. error</th>");
+    if (bench) fa_buf_puts(b, "<th>cluster unfused / fused</th>");
+    if (score)
+        fa_buf_puts(b, "<th title=\"attention: the score tensors the unfused ops hold at once, which the fused kernel never "
+                       "writes\">peak memory drop</th>");
+    if (gate) fa_buf_puts(b, "<th>registers</th><th>spills (B)</th><th>occupancy</th>");
+    fa_buf_puts(b, "<th>decision</th><th>reason</th></tr></thead><tbody>");
+    for (int ci = 0; ci < r->n_clusters; ci++) {
+        const fa_rep_cluster *c = &r->clusters[ci];
+        const char *dc = decision_class(c->v->status);
+        fa_buf_printf(b, "<tr class=\"d-%s\"><td class=\"num\" data-v=\"%d\">%d</td><td>", dc, c->p->id, c->p->id);
+        h(b, c->p->label ? c->p->label : "");
+        fa_buf_puts(b, "<div class=\"d\">");
+        h(b, fa_cluster_kind_name(c->p->kind));
+        fa_buf_printf(b, "</div></td><td data-v=\"%d\"><details><summary>%d op%s: ", c->p->n_members, c->p->n_members,
+                      c->p->n_members == 1 ? "" : "s");
+        h(b, c->p->n_members ? fa_rep_node_name(r, c->p->members[0]) : "");
+        if (c->p->n_members > 1) fa_buf_puts(b, " \xe2\x80\xa6");
+        fa_buf_puts(b, "</summary>");
         for (int m = 0; m < c->p->n_members; m++) {
             if (m) fa_buf_puts(b, "<br>");
             h(b, fa_rep_node_name(r, c->p->members[m]));
@@ -676,37 +840,51 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
                 fa_buf_puts(b, ")</small>");
             }
         }
-        fa_buf_puts(b, "</td>");
+        fa_buf_puts(b, "</details></td>");
         double est_us = c->p->est_saving_ns / 1e3;
-        td_text(b, fa_cluster_kind_name(c->p->kind));
-        td_text(b, c->p->label ? c->p->label : "");
         if (c->p->basis && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
             fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", est_us);
             h(b, c->p->basis);
             fa_buf_printf(b, "\">%.2f</td>", est_us);
         } else td_num(b, est_us, "%.2f", 1);
-        td_num(b, c->p->est_saving_pct, "%.2f", 1);
-        td_num(b, c->v->measured_saving_ns / 1e3, "%.2f", 1);
-        if (c->unfused.n && c->fused.n) {
-            char a[48], f[48];
-            fa_rep_fmt_ns(a, sizeof a, c->unfused.median_ns);
-            fa_rep_fmt_ns(f, sizeof f, c->fused.median_ns);
-            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">%s / %s</td>", c->unfused.median_ns - c->fused.median_ns, a, f);
-        } else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">not measured</td>");
-        if (c->p->score_bytes > 0) { /* stored by the advisor (clusters.score_bytes) */
-            char sb[48];
-            fa_rep_fmt_bytes(sb, sizeof sb, (double)c->p->score_bytes);
-            fa_buf_printf(b, "<td class=\"num\" data-v=\"%lld\" title=\"score tensors never written\">%s</td>",
-                          (long long)c->p->score_bytes, sb);
-        } else fa_buf_puts(b, "<td class=\"na\" data-v=\"0\">\xe2\x80\x94</td>");
-        td_num(b, c->v->max_rel_error >= 0 ? c->v->max_rel_error : NAN, "%.2e", 1);
-        td_num(b, c->v->registers >= 0 ? c->v->registers : NAN, "%.0f", 1);
-        td_num(b, c->v->spill_bytes >= 0 ? c->v->spill_bytes : NAN, "%.0f", 1);
-        td_num(b, c->p->occupancy >= 0 ? c->p->occupancy : NAN, "%.0f%%", 100);
-        fa_buf_printf(b, "<td class=\"st-%s\">", status_class(fa_cluster_status_name(c->v->status)));
+        bool measured = isnum(c->v->measured_saving_ns);
+        if (measured) td_num(b, c->v->measured_saving_ns / 1e3, "%.2f", 1);
+        else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
+        if (c->v->max_rel_error >= 0) td_num(b, c->v->max_rel_error, "%.2e", 1);
+        else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
+        if (bench) {
+            if (c->unfused.n && c->fused.n) {
+                char a[48], f[48];
+                fa_rep_fmt_ns(a, sizeof a, c->unfused.median_ns);
+                fa_rep_fmt_ns(f, sizeof f, c->fused.median_ns);
+                fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">%s / %s</td>", c->unfused.median_ns - c->fused.median_ns, a, f);
+            } else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
+        }
+        if (score) {
+            if (c->p->score_bytes > 0) { /* stored by the advisor (clusters.score_bytes) */
+                char sb[48];
+                fa_rep_fmt_bytes(sb, sizeof sb, (double)c->p->score_bytes);
+                fa_buf_printf(b, "<td class=\"num\" data-v=\"%lld\" title=\"score tensors never written\">%s</td>",
+                              (long long)c->p->score_bytes, sb);
+            } else fa_buf_puts(b, "<td class=\"na\" data-v=\"0\">\xe2\x80\x94</td>");
+        }
+        if (gate) {
+            td_num(b, c->v->registers >= 0 ? c->v->registers : NAN, "%.0f", 1);
+            td_num(b, c->v->spill_bytes >= 0 ? c->v->spill_bytes : NAN, "%.0f", 1);
+            td_num(b, c->p->occupancy >= 0 ? c->p->occupancy : NAN, "%.0f%%", 100);
+        }
+        fa_buf_printf(b, "<td class=\"st-%s\">", dc);
         h(b, fa_cluster_status_name(c->v->status));
         fa_buf_puts(b, "</td><td class=\"reason\">");
-        h(b, c->v->reason ? c->v->reason : "");
+        if (c->v->reason && *c->v->reason) {
+            char head[140];
+            reason_key(head, sizeof head, c->v->reason, c->v->status);
+            fa_buf_puts(b, "<details><summary>");
+            h(b, head);
+            fa_buf_puts(b, "</summary>");
+            h(b, c->v->reason);
+            fa_buf_puts(b, "</details>");
+        }
         fa_buf_puts(b, "</td></tr>\n");
     }
     fa_buf_puts(b, "</tbody></table></div></section>\n");
@@ -884,10 +1062,11 @@ void fa_rep_html(const fa_rep *r, fa_buf *b)
                   r->run.threads, r->n_live);
     palette pal;
     pal_build(r, &pal);
+    answer(r, b);
     summary(r, b);
+    clusters_table(r, b);
     roofline(r, b, &pal);
     timeline(r, b, &pal);
-    clusters_table(r, b);
     calibration_table(r, b);
     why_table(r, b);
     ops_table(r, b);

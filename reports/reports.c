@@ -87,3 +87,13 @@ fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char
     fa_rep_free(r);
     return s;
 }
+
+fa_status fa_reports_summary_json(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_buf *b)
+{
+    fa_rep *r = NULL;
+    fa_status s = fa_rep_load(ctx, st, run_id, &r);
+    if (s) return fa_ctx_wrap(ctx, s, "summary of run %" PRId64 ": ", run_id);
+    fa_rep_summary_json(r, b);
+    fa_rep_free(r);
+    return b->oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory rendering the summary of run %" PRId64, run_id) : FA_OK;
+}

@@ -28,4 +28,8 @@ extern const char *const fa_report_files[];
  * FA_ERR_NOMEM. Large graphs: see docs/reports.md ("Large graphs"). */
 fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *out_dir);
 
+/* summary.json of run_id (docs/reports.md), the document fa_reports_write writes, appended to b
+ * (`run --json` prints it). Errors: as fa_reports_write's loading; FA_ERR_NOMEM. */
+fa_status fa_reports_summary_json(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_buf *b);
+
 #endif

@@ -4,6 +4,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
@@ -108,6 +109,34 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
         fa_buf_printf(b, "{\"accepted\":%d,\"rejected\":%d,\"refused_by_advisor\":%d,\"proposed\":%d}", f->n_accepted,
                       f->n_rejected, f->n_refused, f->n_other);
     else fa_buf_puts(b, "null");
+    /* the answer: the plan's patterns, kept ones first (plan/plan.h fa_plan_groups) */
+    fa_buf_puts(b, ",\"opportunities\":");
+    if (r->plan) {
+        fa_plan_group *gs = malloc(sizeof *gs * (size_t)(r->plan->n_clusters + 1));
+        int ng = gs ? fa_plan_groups(r->plan, r->verdicts, gs) : 0;
+        if (!gs) b->oom = true;
+        double base = fa_run_figures_latency(f, false, NULL);
+        fa_buf_puts(b, "[");
+        for (int i = 0; i < ng; i++) {
+            const fa_plan_group *g = &gs[i];
+            fa_buf_printf(b, "%s{\"kind\":\"%s\",\"label\":", i ? "," : "", fa_cluster_kind_name(g->kind));
+            fa_json_str(b, g->label);
+            fa_buf_printf(b, ",\"clusters\":%d,\"accepted\":%d,\"inside_epilogues\":%d,\"measured_saving_ns\":", g->n_clusters,
+                          g->n_accepted, g->n_inside);
+            fa_json_num(b, g->n_accepted > g->n_inside ? g->measured_saving_ns : NAN, 6);
+            fa_buf_puts(b, ",\"share\":");
+            fa_json_num(b, g->n_accepted > g->n_inside && base > 0 ? g->measured_saving_ns / base : NAN, 6);
+            fa_buf_puts(b, ",\"predicted_saving_ns\":");
+            fa_json_num(b, g->predicted_saving_ns, 6);
+            fa_buf_puts(b, ",\"best_predicted_ns\":");
+            fa_json_num(b, g->best_predicted_ns, 6);
+            fa_buf_puts(b, ",\"max_rel_error\":");
+            fa_json_num(b, g->max_rel_error >= 0 ? g->max_rel_error : NAN, 6);
+            fa_buf_printf(b, ",\"decision\":\"%s\"}", fa_cluster_status_name(g->decision));
+        }
+        fa_buf_puts(b, "]");
+        free(gs);
+    } else fa_buf_puts(b, "null");
     fa_buf_puts(b, ",\"predicted_saving_ns\":");
     fa_json_num(b, f->predicted_saving_ns, 6);
     fa_buf_puts(b, ",\"measured_saving_ns\":");

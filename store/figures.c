@@ -75,6 +75,7 @@ fa_status fa_store_get_run_figures(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     if (!s) {
         f.traced_iter_ns = ri.iter_median_ns >= 0 ? (double)ri.iter_median_ns : NAN;
         f.traced_iters = ri.iters;
+        f.peak_bytes_baseline = ri.peak_activation_bytes;
         s = kernels_of(ctx, st, base, &f.kernels_baseline);
     }
     if (!s) s = fa_store_get_fused_run(ctx, st, base, false, &f.fused_run_id);
@@ -84,6 +85,7 @@ fa_status fa_store_get_run_figures(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         if (!s) {
             f.fused_traced_iter_ns = fi.iter_median_ns >= 0 ? (double)fi.iter_median_ns : NAN;
             f.fused_traced_iters = fi.iters;
+            f.peak_bytes_fused = fi.peak_activation_bytes;
             s = kernels_of(ctx, st, f.fused_run_id, &f.kernels_fused);
         }
         if (!s) s = reorders_per_iter(ctx, st, f.fused_run_id, &f.reorders_fused);

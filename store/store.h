@@ -396,6 +396,8 @@ typedef struct fa_run_figures {
      * (fa_store_get_kernels_per_iter) of the run's trace and of its fused twin's; -1 not measured.
      * reorders_fused: of the fused count, layout reorders (op 'Reorder') per iteration */
     int kernels_baseline, kernels_fused, reorders_fused;
+    /* peak live activation bytes of the run and of its fused twin (runs.peak_activation_bytes); 0 unknown */
+    uint64_t peak_bytes_baseline, peak_bytes_fused;
     /* the newest plan: its clusters by decision; the predicted saving of the accepted ones
      * (fa_plan_accepted_saving), ns, NAN without a plan; the measured end-to-end saving,
      * bench_baseline.median - bench_fused.median, ns, NAN unless both were measured */
