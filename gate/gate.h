@@ -156,9 +156,19 @@ fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids,
  * junit: JUnit XML (one <testsuite name="fuse-advise gate">, one <testcase> per check with
  *   classname = category; <failure> for FAIL, <skipped> for SKIPPED and INCONCLUSIVE,
  *   <system-out> for the message), XML-escaped, as Jenkins/GitLab/GitHub reporters read it.
- * markdown: a pull-request comment: headline verdict, a table (pipes and newlines in names
- *   escaped), and the messages of failing checks.
+ * markdown: a pull-request comment: headline verdict, the runs, the rule, the counts, the notes;
+ *   failing, inconclusive and warning checks first in a table (details cut at 600 bytes of
+ *   source text); passing and not-measured ones in a collapsed <details> block (details cut at
+ *   160). Rows stop, with a count of those left out, once the text passes FA_GATE_MD_MAX -
+ *   FA_GATE_MD_RESERVE bytes, so the whole comment stays under FA_GATE_MD_MAX whatever the
+ *   model (GitHub refuses a comment body over 65,536 characters; docs/ci.md). Every string is
+ *   escaped as docs/ci.md says.
  * json: {"schema":"fuse-advise.gate/1", ...} (keys in docs/ci.md). */
+enum {
+    FA_GATE_MD_MAX = 60000,    /* bytes of gate.md at most (a GitHub comment: 65,536 characters) */
+    FA_GATE_MD_RESERVE = 6000  /* kept for the last row (name and detail cut, escaped: under 4.5 KB)
+                                  and the closing lines */
+};
 void fa_gate_render_text(const fa_gate_report *r, fa_buf *b);
 void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b);
 void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b);
