@@ -109,8 +109,13 @@ void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
     fa_buf_puts(b, "fuse-advise gate\n");
     run_line(b, "  baseline ", &r->baseline, r->baseline_db, r->baseline_runs, r->n_baseline_runs);
     run_line(b, "  candidate", &r->candidate, r->candidate_db, r->candidate_runs, r->n_candidate_runs);
-    fa_buf_printf_term(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
-                       r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
+    if (r->traces)
+        fa_buf_printf_term(b, "  rule: imported traces, one figure per side: fail when the candidate's kernel time is more than "
+                              "+%.3g%% and at least %.3g%% of the baseline's step above the baseline's, or it has more kernels\n\n",
+                           r->opt.max_regression * 100, r->opt.min_share * 100);
+    else
+        fa_buf_printf_term(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
+                           r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
     /* the check column as wide as the longest name, cut at 72 bytes */
     static const fa_table_col cols[] = {{"VERDICT", 12, 0, false}, {"CHECK", 5, 72, false}, {"CHANGE", 8, 0, true},
                                         {"CI", 17, 0, false}, {"DETAIL", 0, 0, false}};
@@ -294,9 +299,14 @@ void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b)
         md_cut(b, ri->device_name ? ri->device_name : ri->target, 100);
         fa_buf_puts(b, "\n");
     }
-    fa_buf_printf(b, "- **Rule**: fail when the %.4g%% bootstrap confidence interval of the ratio of medians "
-                     "(candidate / baseline, per-iteration samples) lies above +%.3g%%\n",
-                  r->opt.confidence * 100, r->opt.max_regression * 100);
+    if (r->traces)
+        fa_buf_printf(b, "- **Rule**: imported traces, one figure per side: fail when the candidate's kernel time is more "
+                         "than +%.3g%% and at least %.3g%% of the baseline's step above the baseline's, or it has more "
+                         "kernels\n", r->opt.max_regression * 100, r->opt.min_share * 100);
+    else
+        fa_buf_printf(b, "- **Rule**: fail when the %.4g%% bootstrap confidence interval of the ratio of medians "
+                         "(candidate / baseline, per-iteration samples) lies above +%.3g%%\n",
+                      r->opt.confidence * 100, r->opt.max_regression * 100);
     fa_buf_printf(b, "- **Result**: %d failed, %d inconclusive, %d warnings, %d passed, %d not measured\n",
                   r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
                   r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);

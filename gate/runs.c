@@ -194,6 +194,21 @@ fa_status fa_gate_load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, 
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: run %" PRId64 " is the fused model's trace (%s); gate its baseline run instead", g->path,
                             id, g->info.tag ? g->info.tag : "kind 'fused'");
+    g->is_trace = g->info.kind && !strcmp(g->info.kind, "import");
+    if (g->is_trace) { /* what an imported trace holds: its advice (docs/ci.md "Imported traces") */
+        fa_trace_advice *a = NULL;
+        fa_status s = fa_trace_advise_run(ctx, st, id, NULL, &a);
+        if (s) return fa_ctx_wrap(ctx, s, "%s: imported trace run %" PRId64 ": ", g->path, id);
+        g->has_advice = !a->no_gpu_activity && a->n_kernels > 0;
+        g->t_kernels = a->n_kernels;
+        g->t_outside = a->n_outside_steps;
+        g->t_kernel_ns = a->kernel_ns;
+        g->t_steps = a->n_steps;
+        g->t_step_ns = a->step_ns;
+        g->t_launch_overhead_ns = a->launch_overhead_ns;
+        memcpy(g->t_class_ns, a->class_ns, sizeof g->t_class_ns);
+        fa_trace_advice_free(a);
+    }
     CK(fa_store_get_range_durations(ctx, st, id, "iteration", ar, &g->iter_ns, &g->n_iter_ns));
     CK(load_ops(ctx, g, ar));
     CK(fa_store_get_kernels_per_iter(ctx, st, id, &g->kpi_min, &g->kpi_max, &g->kpi_mode));

@@ -698,6 +698,27 @@ static void test_markdown_fits_a_comment(void **state)
     fa_gate_report_free(r);
 }
 
+/* A gate that measured nothing does not pass (issue 37: two imported traces gave "PASS: 0
+ * passed, 8 skipped"): runs with no timed records and no plan are refused, naming what lacks. */
+static void test_nothing_measured_is_refused(void **state)
+{
+    (void)state;
+    fa_store *st = open_db("nothing.db");
+    synth a = defaults(131), b = defaults(132);
+    a.iters = b.iters = 0;
+    a.plan = b.plan = false;
+    a.fused_kernels = b.fused_kernels = 0;
+    int64_t ra = put_run(st, &a), rb = put_run(st, &b);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_report *r = NULL;
+    assert_int_equal(fa_gate_run(ctx, st, ra, st, rb, NULL, &r), FA_ERR_INPUT);
+    assert_null(r);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "nothing to compare"));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "not measured in one of the runs"));
+    fa_ctx_free(ctx);
+    fa_store_close(st);
+}
+
 /* --strict: renderers show inconclusive checks as failures. */
 static void test_strict_renders_inconclusive_as_failure(void **state)
 {
@@ -844,6 +865,7 @@ int main(void)
         cmocka_unit_test(test_pick_run_by_tag_and_model),
         cmocka_unit_test(test_renderings_escape_names_and_keep_structure),
         cmocka_unit_test(test_markdown_fits_a_comment),
+        cmocka_unit_test(test_nothing_measured_is_refused),
         cmocka_unit_test(test_strict_renders_inconclusive_as_failure),
         cmocka_unit_test(test_multi_run_sides_pool_latency_and_still_catch_a_slow_kernel),
         cmocka_unit_test(test_multi_run_fusion_loss_by_majority_only),
