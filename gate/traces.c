@@ -82,7 +82,7 @@ static fa_status time_check(fa_ctx *ctx, fa_gate_report *r, const char *id, cons
     if (v == FA_GATE_PASS)
         return add(ctx, r, id, name, v, base_ns, cand_ns, ratio, "%s -> %s %s: not more than %.3g%% slower", b, c, per,
                    r->opt.max_regression * 100);
-    return add(ctx, r, id, name, v, base_ns, cand_ns, ratio, "%s -> %s %s (+%s, %.2g%% of the baseline's step): %s", b, c, per, d,
+    return add(ctx, r, id, name, v, base_ns, cand_ns, ratio, "%s -> %s %s (+%s, %.3g%% of the baseline's step): %s", b, c, per, d,
                isfinite(cost) ? cost * 100 : 0.0,
                v == FA_GATE_FAIL ? "a regression; compare the two traces' kernels of this class in their reports"
                                  : "slower, but under --min-share of the step");
