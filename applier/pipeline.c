@@ -54,9 +54,15 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     fa_pipeline_result *r = calloc(1, sizeof *r);
     if (!r) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     char path[4400];
+    /* each stage reported as it starts and ends (fa_apply_options.progress; verify, apply and e2e
+     * come from fa_apply) */
+#define STAGE(name, done) (ap->progress ? ap->progress(ap->progress_user, name, done, 1) : (void)0)
+    STAGE("ceilings", 0);
     fa_status s = fa_roofline_ceilings(ctx, st, ap->target, ap->threads, false, &r->ceilings);
+    if (!s) STAGE("ceilings", 1), STAGE("analysis", 0);
     if (!s) s = fa_analyze_run(ctx, st, run_id, &r->ceilings, &r->analysis);
     if (!s) s = fa_analysis_save(ctx, st, r->analysis);
+    if (!s) STAGE("analysis", 1), STAGE("plan", 0);
     fa_advise_options ao = {0};
     ao.target = ap->target; /* the register/occupancy gate is the target's (none on cpu) */
     ao.max_ops = o->max_ops;
@@ -96,6 +102,8 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
         r->plan->run_id = run_id;
         s = fa_plan_save(ctx, st, r->plan);
     }
+    if (!s) STAGE("plan", 1);
+#undef STAGE
     if (!s) s = fa_apply(ctx, g, r->plan, ap, &r->apply);
     if (!s) s = fa_store_apply_result(ctx, st, r->plan, r->apply);
     for (int i = 0; !s && i < r->plan->n_clusters; i++) r->folded_model |= r->plan->clusters[i].kind == FA_CLUSTER_BN_FOLD;

@@ -12,10 +12,10 @@
 static const char *k_help =
     "usage: fuse-advise apply [RUN|latest] [--db PATH|URI] [--out DIR] [--iters N] [--warmup W] [--tolerance T]\n"
     "                         [--max-ops N] [--max-inputs N] [--max-clusters N] [--apply-budget S]\n"
-    "                         [--verbose] [--json]\n"
+    "                         [--verbose] [--json] [--progress|--no-progress]\n"
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
     "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports. Prints what\n"
-    "  `run` prints (--verbose: every cluster; --json: summary.json).\n";
+    "  `run` prints (--verbose: every cluster; --json: summary.json; progress as `run`'s).\n";
 
 int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
 {
@@ -24,7 +24,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     double tolerance = 1e-5;
     int max_clusters = 0;
     double budget_s = 0;
-    fa_cli_output_opts oo = {false, false};
+    fa_cli_output_opts oo = {false, false, -1};
     for (int i = 1; i < argc; i++) {
         if (fa_cli_output_opt(argv[i], &oo)) continue;
         int r = fa_cli_apply_bound_opt("apply", argc, argv, &i, &max_clusters, &budget_s);

@@ -30,6 +30,7 @@ static const char *k_help =
     "                        [--shape NAME=DIMS]... [--batch N] [--no-dim-defaults] [--max-memory BYTES]\n"
     "                        [--out DIR] [--tolerance T] [--max-ops N] [--max-inputs N]\n"
     "                        [--max-clusters N] [--apply-budget SECONDS] [--verbose] [--json]\n"
+    "                        [--progress|--no-progress]\n"
     "       fuse-advise run TRACE   (Kineto JSON[.gz] or Nsight Systems SQLite: import + op-level advice)\n"
     "  MODEL       an .onnx file or zoo:NAME\n"
     "  --no-apply  stop after the baseline: execute, collect, store, summarize\n"
@@ -53,16 +54,48 @@ static const char *k_help =
     "                     the others are reported as not tried\n"
     "  --verbose   every cluster with its decision and reason (default: the plan's patterns ranked\n"
     "              by measured saving and the end-to-end verdict, 40 lines at most)\n"
-    "  --json      summary.json's document on stdout instead of the text\n";
+    "  --json      summary.json's document on stdout instead of the text\n"
+    "  --progress, --no-progress  stage lines on stderr (default: a bar on a terminal, lines with\n"
+    "              CI=true, nothing otherwise)\n";
 
+/* Progress on stderr (docs/cli.md "Progress"): on a terminal one bar redrawn in place per step;
+ * elsewhere (a CI log, --progress into a file) plain lines: a step's start, its quarters and its
+ * end, so a log shows where a run is without a line per iteration. */
 typedef struct progress {
-    bool tty;
+    int mode;                 /* 0 off, 1 terminal bar, 2 lines */
+    char step[32];            /* the step of the last call */
+    int quarter;              /* lines: the last quarter printed of that step */
 } progress;
+
+static progress progress_for(const fa_cli_output_opts *oo)
+{
+    progress p = {0};
+    int want = oo ? oo->progress : -1;
+    const char *ci = getenv("CI");
+    bool tty = fa_cli_is_tty();
+    if (want < 0) want = tty || (ci && !strcmp(ci, "true"));
+    p.mode = !want ? 0 : tty ? 1 : 2;
+    return p;
+}
 
 static void on_progress(void *user, const char *step, int done, int total)
 {
     progress *p = user;
-    if (!p->tty) return;
+    if (!p || !p->mode) return;
+    bool fresh = strncmp(p->step, step, sizeof p->step - 1) != 0;
+    if (fresh) {
+        snprintf(p->step, sizeof p->step, "%s", step);
+        p->quarter = 0;
+    }
+    if (p->mode == 2) {
+        int q = total > 0 ? (int)((int64_t)done * 4 / total) : 4;
+        if (fresh && done < total) fa_cli_eprintf("fuse-advise: %s ...\n", step);
+        if (total > 1 && q > p->quarter && q < 4) fa_cli_eprintf("fuse-advise: %s %d/%d\n", step, done, total);
+        if (done >= total && p->quarter < 4)
+            fa_cli_eprintf(total > 1 ? "fuse-advise: %s done (%d/%d)\n" : "fuse-advise: %s done\n", step, done, total);
+        if (q > p->quarter) p->quarter = q;
+        return;
+    }
     int width = 30, fill = total ? done * width / total : width;
     fa_cli_eprintf("\r%-8s [", step);
     for (int i = 0; i < width; i++) fputc(i < fill ? '#' : ' ', stderr);
@@ -145,7 +178,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
                                 const fa_run_info *info, const char *devname, const char *out_dir,
                                 const fa_pipeline_options *opt, const fa_cli_output_opts *oo)
 {
-    progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
+    progress progv = progress_for(oo), *prog = &progv;
     char outbuf[4096];
     time_t started = time(NULL);
     if (!out_dir) {
@@ -187,7 +220,9 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     }
     char run_err[1024] = "";
     if (run_s) snprintf(run_err, sizeof run_err, "%s", fa_ctx_errmsg(ctx));
+    if (!s) on_progress(prog, "reports", 0, 1);
     if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
+    if (!s) on_progress(prog, "reports", 1, 1);
     if (!s) s = fa_outdir_commit(ctx, od);
     else fa_outdir_abort(od);
     out_dir = final_dir;
@@ -207,6 +242,8 @@ int fa_cli_output_opt(const char *arg, fa_cli_output_opts *o)
 {
     if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) o->verbose = true;
     else if (!strcmp(arg, "--json")) o->json = true;
+    else if (!strcmp(arg, "--progress")) o->progress = 1;
+    else if (!strcmp(arg, "--no-progress")) o->progress = 0;
     else return 0;
     return 1;
 }
@@ -225,7 +262,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     int max_clusters = 0;
     double budget_s = 0;
     double span_s = FA_TRACE_SPAN_S_DEFAULT;
-    fa_cli_output_opts oo = {false, false};
+    fa_cli_output_opts oo = {false, false, -1};
     const char *span_env = getenv("FA_TRACE_SPAN_S");
     if (span_env && *span_env &&
         fa_cli_parse_double("run", "FA_TRACE_SPAN_S", span_env, 0, FA_TRACE_SPAN_MAX_S, false, &span_s) < 0)
@@ -303,7 +340,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         fa_status so = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
         if (so) return fa_cli_fail(ctx, so);
     }
-    progress prog = {.tty = fa_cli_is_tty()};
+    progress prog = progress_for(&oo);
     fa_load_options lo = fa_cli_load_options(&mo);
     fa_graph *g = NULL;
     fa_exec *e = NULL;

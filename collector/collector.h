@@ -97,7 +97,9 @@ fa_activity fa_activity_init(fa_activity_kind kind);
 
 /* ---- cpu collector (collector/cpu/) ---- */
 
-/* Progress callback for long collections: done/total iterations (warm-up included). */
+/* Progress callback for long collections: done/total iterations (warm-up included). total never
+ * changes within a step: fa_collect_cpu_span reports against the most iterations it may take and
+ * calls done == total when it stops. */
 typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total);
 
 /* Run `warmup` unrecorded and `iters` timed iterations of executor e over graph g and return
