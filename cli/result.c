@@ -200,6 +200,18 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
         fa_cli_printf("warning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more than 25%% "
                       "away from the benchmark): speedups and accept/reject decisions on this machine are not reliable; run on "
                       "a quiet machine for figures you keep\n");
+    /* the roofline checked on its own terms: a measured op above the FP32 peak */
+    fa_reports_peak_check pc;
+    fa_ctx *pctx = fa_ctx_create();
+    if (pctx && !fa_reports_check_peak(pctx, st, run_id, &pc) && pc.n_above) {
+        double age_h = pc.peak_at_ns > 0 && pc.run_at_ns > pc.peak_at_ns ? (pc.run_at_ns - pc.peak_at_ns) / 3.6e12 : NAN;
+        char age[48] = "";
+        if (age_h == age_h) snprintf(age, sizeof age, ", measured %.1f h before this run", age_h);
+        fa_cli_printf("warning: %d op%s ran above the stored FP32 peak (%s at %.0f%% of it%s): the peak was measured at a busy "
+                      "moment; re-measure on a quiet machine: fuse-advise devices --measure\n", pc.n_above,
+                      pc.n_above == 1 ? "" : "s", pc.node, 100 * pc.max_ratio, age);
+    }
+    fa_ctx_free(pctx);
     if (res->backed_off)
         fa_cli_printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
                       "fused model was not measurably faster\n", res->backed_off, res->backed_off == 1 ? "" : "s");

@@ -294,7 +294,19 @@ static void summary(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, ")</td></tr>");
         fa_buf_printf(b, "<tr><th>FP32 peak</th><td>%.1f GFLOP/s (", r->ceil.peak_gflops);
         h(b, r->ceil.peak_source);
-        fa_buf_printf(b, "); ridge point %.2f FLOP/byte</td></tr>", r->ceil.peak_gflops / r->ceil.mem_bw_gbs);
+        fa_buf_printf(b, "); ridge point %.2f FLOP/byte", r->ceil.peak_gflops / r->ceil.mem_bw_gbs);
+        char age[96];
+        fa_rep_fmt_age(age, sizeof age, r->ceil_peak_at_ns, r->run.started_at_ns);
+        if (*age) fa_buf_printf(b, "; measured %s", age);
+        fa_buf_puts(b, "</td></tr>");
+        if (r->n_above_peak) { /* the roofline cannot be believed on its own terms: say so */
+            fa_buf_printf(b, "<tr><th>warning</th><td class=\"bad\">%d op%s ran above this FP32 peak (", r->n_above_peak,
+                          r->n_above_peak == 1 ? "" : "s");
+            h(b, r->above_peak_node ? r->above_peak_node : "?");
+            fa_buf_printf(b, " at %.0f%% of it): the peak was measured at a busy moment, so the roofline's compute roof "
+                             "is too low; re-measure on a quiet machine: <code>fuse-advise devices --measure</code></td></tr>",
+                          100 * r->max_above_peak);
+        }
         if (r->ceil.launch_ns > 0) {
             fa_buf_printf(b, "<tr><th>dispatch per kernel</th><td>%.0f ns (", r->ceil.launch_ns);
             h(b, r->ceil.launch_source);

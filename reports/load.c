@@ -256,6 +256,7 @@ static fa_status load_ceilings(fa_ctx *ctx, fa_store *st, fa_rep *r)
             if (cs[i].detail) snprintf(c->detail, sizeof c->detail, "%s", cs[i].detail);
         } else if (!strcmp(cs[i].name, "fp32_peak")) {
             c->peak_gflops = cs[i].value; c->peak_source = cs[i].source; f2 = true;
+            r->ceil_peak_at_ns = cs[i].measured_at_ns;
         } else if (!strcmp(cs[i].name, "dispatch") || !strcmp(cs[i].name, "launch_gap")) {
             c->launch_ns = cs[i].value; c->launch_source = cs[i].source; f3 = true;
         }
@@ -363,6 +364,15 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
         fa_roofline_place(&r->ceil, n->flops, n->bytes, (uint64_t)n->median_ns, &n->place);
         n->placed = true;
         n->bound = fa_bound_name(n->place.bound);
+        /* a measured op above the FP32 peak: the peak is not the device's (a busy moment) */
+        double over = n->place.achieved_gflops / r->ceil.peak_gflops;
+        if (over > 1.0) {
+            r->n_above_peak++;
+            if (over > r->max_above_peak) {
+                r->max_above_peak = over;
+                r->above_peak_node = n->name;
+            }
+        }
     }
 
     /* analysis */

@@ -91,6 +91,10 @@ typedef struct fa_rep {
     bool have_ceil;
     fa_ceilings ceil;
     const char *ceil_key;
+    int64_t ceil_peak_at_ns;    /* when the FP32 peak row was measured or written (unix ns), 0 unknown */
+    int n_above_peak;           /* placed ops whose achieved GFLOP/s exceed the FP32 peak */
+    double max_above_peak;      /* the largest achieved / peak among them */
+    const char *above_peak_node;/* that op's node name */
     /* analysis */
     bool have_analysis;
     const char *analysis_text;
@@ -139,6 +143,9 @@ void fa_rep_kernels_csv(const fa_rep *r, fa_buf *b);
 fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg);
 
 /* Shared formatting */
+/* "2026-12-02 10:04 UTC, 3.1 days before this run" for a ceiling written at at_ns (unix ns)
+ * against the run's start; "" when at_ns is 0. */
+void fa_rep_fmt_age(char *buf, size_t cap, int64_t at_ns, int64_t run_ns);
 void fa_rep_fmt_ns(char *buf, size_t cap, double ns);   /* "12.3 µs", "4.56 ms", "not measured" for NAN/<0 */
 void fa_rep_fmt_bytes(char *buf, size_t cap, double bytes);
 

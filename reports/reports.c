@@ -97,3 +97,18 @@ fa_status fa_reports_summary_json(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
     fa_rep_free(r);
     return b->oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory rendering the summary of run %" PRId64, run_id) : FA_OK;
 }
+
+fa_status fa_reports_check_peak(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_reports_peak_check *out)
+{
+    memset(out, 0, sizeof *out);
+    fa_rep *r = NULL;
+    fa_status s = fa_rep_load(ctx, st, run_id, &r);
+    if (s) return fa_ctx_wrap(ctx, s, "ceilings of run %" PRId64 ": ", run_id);
+    out->n_above = r->n_above_peak;
+    out->max_ratio = r->max_above_peak;
+    snprintf(out->node, sizeof out->node, "%s", r->above_peak_node ? r->above_peak_node : "");
+    out->peak_at_ns = r->ceil_peak_at_ns;
+    out->run_at_ns = r->run.started_at_ns;
+    fa_rep_free(r);
+    return FA_OK;
+}

@@ -6,6 +6,23 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+
+void fa_rep_fmt_age(char *buf, size_t cap, int64_t at_ns, int64_t run_ns)
+{
+    if (cap) buf[0] = '\0';
+    if (at_ns <= 0) return;
+    time_t t = (time_t)(at_ns / 1000000000);
+    struct tm tm;
+    char when[32] = "";
+    if (gmtime_r(&t, &tm)) strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", &tm);
+    double age = run_ns > 0 ? (double)(run_ns - at_ns) / 1e9 : NAN;
+    if (!(age >= 0)) snprintf(buf, cap, "%s", when);
+    else if (age < 120) snprintf(buf, cap, "%s, %.0f s before this run", when, age);
+    else if (age < 7200) snprintf(buf, cap, "%s, %.0f min before this run", when, age / 60);
+    else if (age < 172800) snprintf(buf, cap, "%s, %.1f h before this run", when, age / 3600);
+    else snprintf(buf, cap, "%s, %.1f days before this run", when, age / 86400);
+}
 
 static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
 {
@@ -73,9 +90,21 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
         fa_json_str(b, r->ceil.peak_source);
         fa_buf_puts(b, ",\"dispatch_ns\":");
         fa_json_str(b, r->ceil.launch_source);
-        fa_buf_puts(b, "}}");
+        fa_buf_puts(b, "},\"peak_measured_at_ns\":");
+        if (r->ceil_peak_at_ns > 0) fa_buf_printf(b, "%" PRId64, r->ceil_peak_at_ns);
+        else fa_buf_puts(b, "null");
+        fa_buf_puts(b, ",\"above_peak\":");
+        if (r->n_above_peak) {
+            fa_buf_printf(b, "{\"ops\":%d,\"max_ratio\":", r->n_above_peak);
+            fa_json_num(b, r->max_above_peak, 6);
+            fa_buf_puts(b, ",\"node\":");
+            fa_json_str(b, r->above_peak_node ? r->above_peak_node : "");
+            fa_buf_puts(b, "}");
+        } else fa_buf_puts(b, "null");
+        fa_buf_puts(b, "}");
     } else {
-        fa_buf_puts(b, "{\"mem_bw_gbs\":null,\"peak_gflops\":null,\"dispatch_ns\":null,\"device_key\":null,\"source\":null}");
+        fa_buf_puts(b, "{\"mem_bw_gbs\":null,\"peak_gflops\":null,\"dispatch_ns\":null,\"device_key\":null,\"source\":null,"
+                       "\"peak_measured_at_ns\":null,\"above_peak\":null}");
     }
     fa_buf_puts(b, ",");
     stats_json(b, "baseline", &bs);
