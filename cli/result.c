@@ -69,19 +69,21 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
         if (l > wl) wl = l;
     }
     if (wl > 40) wl = 40;
-    int kept = 0, shown = 0, not_kept = 0, not_kept_clusters = 0;
+    int kept = 0, shown = 0, not_kept = 0, hidden_clusters = 0;
     for (int i = 0; i < ng; i++) kept += gs[i].n_accepted > 0;
-    if (kept)
-        fa_cli_printf("Top opportunities, by pattern (kept: verified against the unfused ops and measured faster):\n"
-                      "  %-*s  %-17s %6s %12s %6s  %s\n", wl, "pattern", "kind", "kept", "saving/iter", "share", "verified");
-    else
-        fa_cli_printf("No cluster was kept (verified and measured faster). The plan's patterns, best predicted first:\n");
+    if (kept) fa_cli_printf("Top opportunities, by pattern (kept: verified against the unfused ops and measured faster):\n");
+    else fa_cli_printf("No cluster was kept (verified and measured faster). The plan's patterns, best predicted first:\n");
+    fa_cli_printf("  %-*s  %-17s %6s %12s %6s  %s\n", wl, "pattern", "kind", "kept", "saving/iter", "share",
+                  kept ? "verified" : "decision");
     for (int i = 0; i < ng; i++) {
         const fa_plan_group *g = &gs[i];
         char t[32], kept_s[24];
         snprintf(kept_s, sizeof kept_s, "%d/%d", g->n_accepted, g->n_clusters);
         if (g->n_accepted > g->n_inside) {
-            if (!all && shown >= RESULT_KEPT_ROWS) { not_kept++; not_kept_clusters += g->n_clusters; continue; }
+            if (!all && shown >= RESULT_KEPT_ROWS) {
+                hidden_clusters += g->n_clusters;
+                continue;
+            }
             fmt_time(t, sizeof t, g->measured_saving_ns);
             char share[16] = "-";
             if (base > 0) snprintf(share, sizeof share, "%.1f%%", 100.0 * g->measured_saving_ns / base);
@@ -103,14 +105,11 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
                           fa_cluster_kind_name(g->kind), kept_s, "-", "-", why, pred,
                           *fa_plan_group_mix(g, mix, sizeof mix) ? " " : "", mix);
             not_kept++;
-        } else {
-            not_kept++;
-            not_kept_clusters += g->n_clusters;
-        }
+        } else hidden_clusters += g->n_clusters;
     }
-    if (!all && not_kept_clusters)
-        fa_cli_printf("  ... %d more cluster%s in patterns not shown (--verbose, or report.html)\n", not_kept_clusters,
-                      not_kept_clusters == 1 ? "" : "s");
+    if (!all && hidden_clusters)
+        fa_cli_printf("  ... %d more cluster%s in patterns not shown (--verbose, or report.html)\n", hidden_clusters,
+                      hidden_clusters == 1 ? "" : "s");
     free(gs);
 }
 
