@@ -443,6 +443,24 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
                       rl_map(&ax, xm) - 4, rl_map(&ay, xm * bw) - 8, bw);
         h(b, r->ceil.mem_bw_source);
         fa_buf_puts(b, ")</text>");
+        /* the measured cache levels' roofs, dashed: bandwidth x intensity up to the compute roof */
+        for (int k = 0; k < r->ceil.n_cache_levels; k++) {
+            const fa_cache_level *cl = &r->ceil.cache[k];
+            double cbw = cl->bandwidth_gbs, cridge = pk / cbw;
+            if (!(cbw > bw) || cridge <= xa) continue; /* no roof above main memory's inside the plot */
+            double cxs = xa * cbw < ylo ? ylo / cbw : xa;
+            char ws[48];
+            fa_rep_fmt_bytes(ws, sizeof ws, (double)cl->working_set);
+            fa_buf_printf(b, "<polyline fill=\"none\" stroke=\"#6b7a8c\" stroke-width=\"1.2\" stroke-dasharray=\"5,4\" "
+                             "points=\"%.1f,%.1f %.1f,%.1f\"><title>", rl_map(&ax, cxs), rl_map(&ay, cxs * cbw),
+                          rl_map(&ax, cridge), rl_map(&ay, pk));
+            h(b, cl->name ? cl->name : "cache");
+            fa_buf_printf(b, " roof %.1f GB/s (measured read bandwidth at a %s working set)</title></polyline>", cbw, ws);
+            fa_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#6b7a8c\" text-anchor=\"end\">",
+                          rl_map(&ax, cridge) - 4, rl_map(&ay, pk) + 12 + 11 * k);
+            h(b, cl->name ? cl->name : "cache");
+            fa_buf_printf(b, " roof %.0f GB/s</text>", cbw);
+        }
     }
     /* baseline kernels */
     char tb[48];

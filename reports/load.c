@@ -257,6 +257,14 @@ static fa_status load_ceilings(fa_ctx *ctx, fa_store *st, fa_rep *r)
         } else if (!strcmp(cs[i].name, "fp32_peak")) {
             c->peak_gflops = cs[i].value; c->peak_source = cs[i].source; f2 = true;
             r->ceil_peak_at_ns = cs[i].measured_at_ns;
+        } else if (!strncmp(cs[i].name, "cache_", 6) && c->n_cache_levels < 4 && cs[i].value > 0) {
+            /* a cache level's read bandwidth (roofline/ceilings.c: detail = the sweep's working set) */
+            fa_cache_level *cl = &c->cache[c->n_cache_levels++];
+            cl->bandwidth_gbs = cs[i].value;
+            cl->working_set = cs[i].detail ? strtoull(cs[i].detail, NULL, 10) : 0;
+            const fa_target_iface *ti = fa_target_get(FA_TARGET_CPU);
+            cl->name = strncmp(use, "cpu:", 4) == 0 && ti && ti->cache_level_name ? ti->cache_level_name(cl->working_set)
+                                                                                 : "cache";
         } else if (!strcmp(cs[i].name, "dispatch") || !strcmp(cs[i].name, "launch_gap")) {
             c->launch_ns = cs[i].value; c->launch_source = cs[i].source; f3 = true;
         }

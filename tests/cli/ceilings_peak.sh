@@ -4,7 +4,7 @@
 # op runs above the stored FP32 peak, `apply`'s stdout and report.html warn with the op, its
 # share of the peak and the re-measure command, summary.json counts the ops
 # (ceilings.above_peak); the report shows when the peak was measured; with a peak no op reaches,
-# no warning. The peak is set in the run database (the cached ceilings) to make both cases.
+# no warning; a measured cache level's roof is drawn on the roofline. The peak is set in the run database (the cached ceilings) to make both cases.
 set -uo pipefail
 
 CLI=${FA_CLI:?FA_CLI not set (run through ctest)}
@@ -41,7 +41,18 @@ grep -q '<th>warning</th><td class="bad">[0-9]* ops\? ran above this FP32 peak' 
 grep -Eq 'FP32 peak</th><td>[^<]*; measured [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]+ UTC' o2/report.html || fail "the peak's age not shown"
 
 setpeak 1e9
+# a measured cache level (as roofline/ceilings.c stores one): its roof is drawn, dashed, and named
+"$PY" - <<'EOF' || fail "could not store a cache level"
+import sqlite3
+db = sqlite3.connect("p.db")
+key = db.execute("SELECT device_key FROM device_ceilings WHERE name = 'fp32_peak'").fetchone()[0]
+db.execute("DELETE FROM device_ceilings WHERE device_key = ? AND name LIKE 'cache_%'", (key,))
+db.execute("INSERT INTO device_ceilings VALUES (?, 'cache_1', 'bandwidth', 1000.0, 'GB/s', 'measured', 1, '32768')", (key,))
+db.commit()
+EOF
 "$CLI" report 1 --db p.db -o o3 >/dev/null 2>err.txt || { cat err.txt; fail "report"; }
+grep -q 'stroke-dasharray="5,4" points="[0-9., ]*"><title>[A-Za-z0-9]* roof 1000.0 GB/s (measured read bandwidth at a 32.0 KiB working set)' \
+  o3/report.html || fail "the cache level's roof is not drawn"
 grep -q 'ran above this FP32 peak' o3/report.html && fail "a warning with a peak no op reaches"
 "$PY" -c 'import json; assert json.load(open("o3/summary.json"))["ceilings"]["above_peak"] is None' || fail "above_peak not null"
 echo "ceilings_peak: ok"
