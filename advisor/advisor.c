@@ -20,30 +20,6 @@
 #define DEFAULT_DISPATCH_NS 1000.0
 #define MAX_POST 32
 
-static const char *const k_kind_names[] = {"elementwise-chain", "epilogue", "bn-fold", "reduction",
-                                                                "horizontal", "attention"};
-_Static_assert(sizeof k_kind_names / sizeof k_kind_names[0] == FA_CLUSTER_KIND_COUNT, "k_kind_names: one row per value");
-static const char *const k_red_names[] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm",
-                                                           "generic"};
-_Static_assert(sizeof k_red_names / sizeof k_red_names[0] == FA_RED_KIND_COUNT, "k_red_names: one row per value");
-static const char *const k_status_names[] = {
-    "proposed", "refused", "accepted", "rejected-verify", "rejected-no-gain", "rejected-regression", "rejected-error", "not-tried"};
-_Static_assert(sizeof k_status_names / sizeof k_status_names[0] == FA_CLUSTER_STATUS_COUNT, "k_status_names: one row per value");
-
-const char *fa_cluster_kind_name(fa_cluster_kind k) { return (unsigned)k < FA_CLUSTER_KIND_COUNT ? k_kind_names[k] : "?"; }
-const char *fa_reduction_kind_name(fa_reduction_kind k) { return (unsigned)k < FA_RED_KIND_COUNT ? k_red_names[k] : "?"; }
-static const char *const k_why_names[] = {
-#define FA_WHY_NAME_(id, name) name,
-    FA_WHY_CODES(FA_WHY_NAME_)
-#undef FA_WHY_NAME_
-};
-_Static_assert(sizeof k_why_names / sizeof k_why_names[0] == FA_WHY_CODE_COUNT, "k_why_names: one row per value");
-const char *fa_why_code_name(fa_why_code c) { return (unsigned)c < FA_WHY_CODE_COUNT ? k_why_names[c] : "?"; }
-const char *fa_cluster_status_name(fa_cluster_status s)
-{
-    return (unsigned)s < FA_CLUSTER_STATUS_COUNT ? k_status_names[s] : "?";
-}
-
 fa_advise_options fa_advise_options_default(void)
 {
     fa_advise_options o = {.target = FA_TARGET_CPU, .arch = "sm_90", .max_ops = FA_ADVISE_MAX_OPS_DEFAULT,
@@ -1584,7 +1560,7 @@ static void shapes_of(const fa_tensor *const *ts, int n, char *out, size_t cap)
 
 void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
 {
-    fa_kernel_signature_start(b, fa_cluster_kind_name(c->kind));
+    fa_buf_puts(b, fa_cluster_kind_name(c->kind));
     char outs[1024], ins[1024];
     const fa_tensor *ts[64];
     for (int i = 0; i < c->n_members; i++) {
@@ -1596,7 +1572,8 @@ void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
         shapes_of(ts, ni, ins, sizeof ins);
         fa_op_cost cost;
         fa_node_cost(g, n, &cost);
-        fa_kernel_signature_member(b, n->op_type, ins, outs, cost.flops, cost.bytes_read, cost.bytes_written);
+        fa_buf_printf(b, "|%s(%s)[%s]f%" PRIu64 "r%" PRIu64 "w%" PRIu64, n->op_type ? n->op_type : "?", ins, outs, cost.flops,
+                      cost.bytes_read, cost.bytes_written);
     }
 }
 
@@ -1605,15 +1582,8 @@ void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
  * none is known. */
 static const fa_measured_fused *measured_same_kind(const adv *A, const fa_cluster *c, bool resolved_only)
 {
-    if (!A->opt.n_measured_fused || !A->opt.measured_fused) return NULL;
-    fa_buf b;
-    fa_buf_init(&b);
-    fa_cluster_signature(A->g, c, &b);
-    const fa_measured_fused *m = b.oom || !b.data ? NULL
-                                                  : fa_measured_fused_find(A->opt.measured_fused, A->opt.n_measured_fused,
-                                                                           b.data, resolved_only);
-    fa_buf_free(&b);
-    return m;
+    if (!A->opt.n_measured_fused || !A->opt.measured_fused || !c->signature) return NULL;
+    return fa_measured_fused_find(A->opt.measured_fused, A->opt.n_measured_fused, c->signature, resolved_only);
 }
 
 bool fa_probe_loss_resolved(int reps, int wins)
@@ -1632,15 +1602,10 @@ bool fa_probe_loss_resolved(int reps, int wins)
 static bool ask_probe(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
 {
     memset(pr, 0, sizeof *pr);
-    fa_buf sig;
-    fa_buf_init(&sig);
-    fa_cluster_signature(A->g, c, &sig);
     fa_plan view = *A->plan;
     int ci = (int)(c - A->plan->clusters);
     view.n_clusters = ci + 1;
-    bool ok = !sig.oom && sig.data && A->opt.probe(A->opt.probe_user, A->g, &view, ci, sig.data, pr);
-    fa_buf_free(&sig);
-    return ok;
+    return c->signature && A->opt.probe(A->opt.probe_user, A->g, &view, ci, c->signature, pr);
 }
 
 /* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
@@ -2036,17 +2001,10 @@ static void plan_hash(fa_plan *p, const fa_graph *g)
     fa_buf_free(&b);
 }
 
-void fa_plan_free(fa_plan *p)
-{
-    if (!p) return;
-    fa_arena_free(p->arena);
-    free(p);
-}
-
 fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt, fa_plan **out)
 {
     if (!g || !g->topo) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_advise: graph is not indexed (fa_graph_prepare)");
-    fa_plan *plan = calloc(1, sizeof *plan);
+    fa_plan *plan = fa_plan_create();
     adv A;
     memset(&A, 0, sizeof A);
     A.ctx = ctx;
@@ -2057,7 +2015,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     if (A.opt.max_inputs <= 0) A.opt.max_inputs = FA_ADVISE_MAX_INPUTS_DEFAULT;
     if (!A.opt.arch) A.opt.arch = "sm_90";
     if (A.opt.occupancy_floor <= 0) A.opt.occupancy_floor = 0.5;
-    if (plan) plan->arena = fa_arena_create(1 << 16);
     A.ar = plan ? plan->arena : NULL;
     int nn = g->n_nodes + 1;
     A.pos = malloc(sizeof(int) * (size_t)nn);
@@ -2103,8 +2060,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 
     /* finish clusters */
     plan->run_id = a ? a->run_id : -1;
-    plan->opt = A.opt;
-    plan->opt.arch = fa_arena_strdup(A.ar, A.opt.arch); /* the caller's string need not outlive the plan */
+    plan->opt = (fa_plan_options){A.opt.target, fa_arena_strdup(A.ar, A.opt.arch), A.opt.max_ops, A.opt.max_inputs,
+                                  A.opt.occupancy_floor, A.opt.no_gate}; /* the caller's arch need not outlive the plan */
     plan->n_clusters = A.ncl;
     plan->clusters = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(A.ncl > 0 ? A.ncl : 1));
     A.plan = plan;
@@ -2133,6 +2090,14 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->score_bytes = w->kind == FA_CLUSTER_ATTENTION ? score_bytes_of(&A, w) : 0;
         c->saved_launches = w->kind == FA_CLUSTER_BN_FOLD ? 1 : w->n - 1;
         c->recompute_ns = w->recompute_ns;
+        /* the signature, composed once here: the probe and the lookup of earlier measurements
+         * below key by it, and the store keeps it with the plan (clusters.signature) */
+        fa_buf sig;
+        fa_buf_init(&sig);
+        fa_cluster_signature(g, c, &sig);
+        c->signature = sig.oom || !sig.data ? NULL : fa_arena_strdup(A.ar, sig.data);
+        if (!c->signature) A.oom = true;
+        fa_buf_free(&sig);
     }
     /* the probe's sweeps (issue 19): every BN fold and epilogue probed once, then revisited, so
      * each signature's medians come from visits spread over the probing instead of one moment;
@@ -2243,76 +2208,10 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 
 /* ---- store ---- */
 
-/* The store's row of cluster c (strings, ids and post-ops borrowed from c; post_ops is the
- * caller's array of c->n_post_ops rows, filled here, their specs the readable renderings written
- * into the caller's spec[c->n_post_ops]). The verdict columns start empty. */
-static fa_cluster_row cluster_row(const fa_cluster *c, fa_post_op_row *post_ops, char (*spec)[64])
-{
-    for (int k = 0; k < c->n_post_ops && post_ops; k++) {
-        fa_post_op_format(&c->post_ops[k], spec[k], sizeof spec[k]);
-        post_ops[k] = (fa_post_op_row){spec[k], c->post_ops[k].operand};
-    }
-    fa_cluster_row r = {
-        .id = c->id,
-        .kind = fa_cluster_kind_name(c->kind),
-        .members = c->members,
-        .n_members = c->n_members,
-        .label = c->label,
-        .anchor = c->anchor,
-        .depends_on = c->depends_on,
-        .reduction = fa_reduction_kind_name(c->reduction),
-        .reduce_axis = c->reduce_axis,
-        .epsilon = c->epsilon,
-        .block_size = c->block_size,
-        .inputs = c->inputs,
-        .n_inputs = c->n_inputs,
-        .outputs = c->outputs,
-        .n_outputs = c->n_outputs,
-        .post_ops = post_ops,
-        .n_post_ops = c->n_post_ops,
-        .saved_bytes = c->saved_bytes,
-        .score_bytes = c->score_bytes,
-        .saved_launches = c->saved_launches,
-        .recompute_ns = c->recompute_ns,
-        .est_saving_ns = c->est_saving_ns,
-        .est_saving_pct = c->est_saving_pct,
-        .basis = c->basis,
-        .registers = c->registers,
-        .spill_bytes = c->spill_bytes,
-        .occupancy = c->occupancy,
-        .status = fa_cluster_status_name(c->status),
-        .reason = c->reason,
-        .measured_saving_ns = NAN, /* the applier's verdict (fa_store_put_cluster_verdicts) */
-        .max_rel_error = -1,
-    };
-    return r;
-}
-
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
 {
-    if (p->run_id < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "plan has no run (run_id -1): nothing to attach it to");
-    int n_post = 0;
-    for (int i = 0; i < p->n_clusters; i++) n_post += p->clusters[i].n_post_ops;
-    fa_cluster_row *cr = malloc(sizeof *cr * (size_t)(p->n_clusters + 1));
-    fa_post_op_row *po = malloc(sizeof *po * (size_t)(n_post + 1));
-    char(*spec)[64] = malloc(sizeof *spec * (size_t)(n_post + 1)); /* the rows' readable renderings */
-    fa_why_not_row *wr = malloc(sizeof *wr * (size_t)(p->n_why_not + 1));
-    fa_status s = FA_OK;
-    if (!cr || !po || !spec || !wr) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory saving the plan");
-    for (int i = 0, k = 0; i < p->n_clusters && !s; k += p->clusters[i].n_post_ops, i++)
-        cr[i] = cluster_row(&p->clusters[i], po + k, spec + k);
-    for (int i = 0; i < p->n_why_not && !s; i++) {
-        const fa_why_not *w = &p->why_not[i];
-        wr[i] = (fa_why_not_row){w->producer, w->consumer, w->tensor, fa_why_code_name(w->code), w->reason};
-    }
-    fa_plan_row pr = {p->hash, fa_target_name(p->opt.target), p->opt.arch, p->opt.max_ops, p->opt.max_inputs,
-                      p->opt.occupancy_floor, !p->opt.no_gate};
     int plan_id = 0;
-    if (!s) s = fa_store_put_plan(ctx, st, p->run_id, &pr, cr, p->n_clusters, wr, p->n_why_not, &plan_id);
-    free(cr);
-    free(po);
-    free(spec);
-    free(wr);
+    fa_status s = fa_store_put_plan(ctx, st, p, NULL, &plan_id);
     if (!s) p->plan_id = plan_id;
     return s;
 }

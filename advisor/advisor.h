@@ -9,174 +9,8 @@
 #include "graph/graph.h"
 #include "graph/post_op.h"
 #include "runtime/runtime.h"
+#include "plan/plan.h"
 #include "store/store.h"
-
-/* Cluster kinds. Stored in the database by name (fa_cluster_kind_name); only grows at its end. */
-typedef enum fa_cluster_kind {
-    FA_CLUSTER_ELEMWISE_CHAIN = 0, /* vertical elementwise/broadcast chain -> one kernel */
-    FA_CLUSTER_EPILOGUE = 1,       /* Conv/ConvTranspose/MatMul/Gemm + elementwise epilogue
-                                      (bias add, activation, residual add) */
-    FA_CLUSTER_BN_FOLD = 2,        /* inference BatchNormalization folded into the preceding
-                                      Conv/ConvTranspose/Gemm weights and bias */
-    FA_CLUSTER_REDUCTION = 3,      /* a reduction with its elementwise prologue/epilogue inside
-                                      one reduction domain (softmax, layer norm, RMS norm, ...) */
-    FA_CLUSTER_HORIZONTAL = 4,     /* consumers sharing one input, read once */
-    FA_CLUSTER_ATTENTION = 5,      /* QKᵀ → scale → masks → softmax → ·V (decomposed, or the Attention
-                                      op) with the views around Q, K, V and the output: one kernel
-                                      with an online softmax, the scores never written */
-    FA_CLUSTER_KIND_COUNT
-} fa_cluster_kind;
-const char *fa_cluster_kind_name(fa_cluster_kind k); /* "elementwise-chain", "epilogue", ... */
-
-/* What a REDUCTION cluster computes (recognised from the op or its decomposed form). */
-typedef enum fa_reduction_kind {
-    FA_RED_NONE = 0,
-    FA_RED_SOFTMAX = 1,
-    FA_RED_LOG_SOFTMAX = 2,
-    FA_RED_LAYER_NORM = 3,
-    FA_RED_RMS_NORM = 4,
-    FA_RED_GENERIC = 5,            /* one Reduce* with elementwise prologue/epilogue */
-    FA_RED_KIND_COUNT
-} fa_reduction_kind;
-const char *fa_reduction_kind_name(fa_reduction_kind k);
-
-/* Cluster status. Stored by name; only grows at its end. */
-typedef enum fa_cluster_status {
-    FA_CLUSTER_PROPOSED = 0,       /* legal, passed the gate, waiting for the applier */
-    FA_CLUSTER_REFUSED = 1,        /* refused by the advisor (gate, cost, cap): reason says why */
-    FA_CLUSTER_ACCEPTED = 2,       /* applier: verified and measurably faster */
-    FA_CLUSTER_REJECTED_VERIFY = 3,/* applier: numerics differ beyond tolerance */
-    FA_CLUSTER_REJECTED_NO_GAIN = 4,/* applier: gain within the measured noise */
-    FA_CLUSTER_REJECTED_REGRESSION = 5, /* applier: measurably slower */
-    FA_CLUSTER_REJECTED_ERROR = 6, /* applier: codegen/compile/run failed */
-    FA_CLUSTER_NOT_TRIED = 7,      /* applier: beyond the apply stage's cap or time budget */
-    FA_CLUSTER_STATUS_COUNT
-} fa_cluster_status;
-const char *fa_cluster_status_name(fa_cluster_status s);
-
-/* Why an edge did not fuse or a cluster was refused: a decision's code (after XLA's
- * FusionDecision and TorchInductor's WhyNoFuse: the refusal is a value carrying its code and
- * sentence, so nothing recovers a code from the text). Stored by name (why_not.reason_code,
- * fa_why_code_name); the list only grows at its end. docs/fusion-rules.md explains each. */
-#define FA_WHY_CODES(X)                                                                          \
-    X(NONE, "none")                     /* no refusal */                                         \
-    X(CAP, "cap")                       /* --max-ops / --max-inputs */                           \
-    X(CYCLE, "cycle")                   /* the fused node would depend on itself */              \
-    X(DTYPE, "dtype")                   /* not float32 */                                        \
-    X(DYNAMIC_SHAPE, "dynamic-shape")                                                            \
-    X(NON_TRAILING_AXES, "non-trailing-axes") /* reduction over non-trailing axes */             \
-    X(OPAQUE, "opaque")                 /* the op's pattern class is opaque */                   \
-    X(REDUCE_KEEPDIMS, "reduce-keepdims")                                                        \
-    X(NON_CONSTANT, "non-constant")     /* a parameter that must be a constant is not */         \
-    X(TRAINING_MODE, "training-mode")   /* BatchNormalization in training mode */                \
-    X(EXTRA_OUTPUTS, "extra-outputs")                                                            \
-    X(MULTI_CONSUMER, "multi-consumer")                                                          \
-    X(NOT_A_POST_OP, "not-a-post-op")   /* no library post-op for the op (not recorded) */       \
-    X(SHAPE_CHANGING_EPILOGUE, "shape-changing-epilogue")                                        \
-    X(SAME_OPERAND, "same-operand")                                                              \
-    X(OPERAND_ORDER, "operand-order")                                                            \
-    X(DIFFERENT_DOMAIN, "different-domain")                                                      \
-    X(NON_NORMALIZED_PARAM, "non-normalized-param")                                              \
-    X(ANCHOR_UNSUPPORTED, "anchor-unsupported")                                                  \
-    X(OPERAND_LATER, "operand-later")                                                            \
-    X(BROADCAST_RECOMPUTE, "broadcast-recompute")                                                \
-    X(ACCESS_ORDER, "access-order")                                                              \
-    X(GATHER_INDEX, "gather-index")                                                              \
-    X(VIEW_BOUNDARY, "view-boundary")                                                            \
-    X(LAYOUT_CHANGE, "layout-change")                                                            \
-    X(TWO_COMPLEX, "two-complex")                                                                \
-    X(COMPLEX_CONSUMER, "complex-consumer")                                                      \
-    X(TWO_REDUCTIONS, "two-reductions")                                                          \
-    X(GRAPH_OUTPUT, "graph-output")                                                              \
-    X(MULTI_CONSUMER_RECOMPUTE, "multi-consumer-recompute")                                      \
-    X(CLUSTER_BOUNDARY, "cluster-boundary")                                                      \
-    X(NO_PATTERN, "no-pattern")                                                                  \
-    X(CODEGEN_UNSUPPORTED, "codegen-unsupported") /* the target's code generator cannot build it */ \
-    X(REGISTER_GATE, "register-gate")   /* the compiled kernel spills */                         \
-    X(OCCUPANCY_GATE, "occupancy-gate") /* under the occupancy floor */                          \
-    X(NOT_BENEFICIAL, "not-beneficial") /* predicted saving not positive */                      \
-    X(REFUSED, "refused")               /* a refused cluster without a more specific code */       \
-    X(SLOW_LIBRARY_PATH, "slow-library-path") /* applier: the library runs the fused epilogue off \
-                                                 its fast path */                               \
-    X(BELOW_NOISE, "below-noise")       /* predicted saving within the members' timing noise */   \
-    X(MEASURED_LOSS, "measured-loss")   /* the same-signature kernel measured slower before */
-
-typedef enum fa_why_code {
-#define FA_WHY_ENUM_(id, name) FA_WHY_##id,
-    FA_WHY_CODES(FA_WHY_ENUM_)
-#undef FA_WHY_ENUM_
-    FA_WHY_CODE_COUNT
-} fa_why_code;
-const char *fa_why_code_name(fa_why_code c); /* the stable word ("cap", "register-gate"); "?" out of range */
-
-/* A legality or gate decision: FA_WHY_NONE = may fuse (reason NULL); otherwise the code and a
- * sentence a person can read, with numbers (storage: the producer's arena or a static string). */
-typedef struct fa_decision {
-    fa_why_code code;
-    const char *reason;
-} fa_decision;
-
-typedef struct fa_cluster {
-    int id;
-    fa_cluster_kind kind;
-    int n_members;
-    int *members;              /* node ids, topological order */
-    int anchor;                /* EPILOGUE/BN_FOLD: the Conv/Gemm node; REDUCTION: the (first)
-                                  reduction node; -1 otherwise */
-    int n_inputs;
-    int *inputs;               /* tensor ids read from outside the cluster (incl. constants) */
-    int n_outputs;
-    int *outputs;              /* tensor ids that leave the cluster (consumed outside or graph outputs) */
-    fa_reduction_kind reduction;
-    int reduce_axis;           /* REDUCTION: the domain is axes [reduce_axis, rank) of the anchor's input */
-    uint64_t score_bytes;      /* ATTENTION: bytes of the Sq×Sk score tensors (scores, masked scores,
-                                  probabilities) the unfused ops hold at once — the most that one
-                                  member reads and writes of them — which the fused kernel never
-                                  materialises: the peak-memory drop it brings; 0 otherwise */
-    float epsilon;             /* LAYER_NORM / RMS_NORM */
-    /* cost model (units inline) */
-    uint64_t saved_bytes;      /* intermediate round trips removed + repeated reads removed */
-    int saved_launches;        /* kernels removed */
-    double recompute_ns;       /* extra work from recomputing a multi-consumer producer */
-    double est_saving_ns;      /* with a measured baseline: the disappearing members' measured
-                                  medians + their dispatch gaps - the fused kernel's predicted time
-                                  - recompute (fa_fusion_predict, issue 19); without one: saved_bytes
-                                  / bandwidth + saved_launches x dispatch - recompute */
-    double est_saving_pct;     /* of the measured iteration */
-    const char *basis;         /* what est_saving_ns rests on, with its figures (arena) */
-    /* register/occupancy gate (cuda target; -1 when not compiled) */
-    int registers;             /* per thread, from ptxas */
-    int spill_bytes;           /* spill stores + loads, bytes */
-    double occupancy;          /* 0..1 from the occupancy calculator */
-    int block_size;            /* threads per block used for the gate */
-    /* the advisor's decision: PROPOSED, or REFUSED by the gate or the cost model. What the
-     * applier then verified, measured and decided is its own record (fa_cluster_verdict,
-     * applier/applier.h); the applier never writes the plan. */
-    fa_cluster_status status;
-    const char *reason;        /* why refused (arena) */
-    fa_why_code refusal;       /* REFUSED: the code of the decision that refused it (gate,
-                                  cost); FA_WHY_NONE otherwise */
-    /* added by the advisor (issue 5) */
-    const char *label;         /* what the cluster computes: "conv+bn", "conv+relu",
-                                  "matmul+add+gelu_erf", "layer_norm(decomposed)", "softmax",
-                                  "gelu_tanh", "elementwise", "horizontal(3)" ... (arena) */
-    int depends_on;            /* index in plan->clusters of a cluster that must be applied
-                                  first (EPILOGUE after the BN_FOLD of its anchor), -1 none */
-    /* EPILOGUE: the post-ops to append to the anchor, in order (graph/post_op.h): {RELU},
-     * {CLIP, 0, 6}, {GELU_ERF}, {ADD, operand = the tensor id of the addend}, ... The applier
-     * appends each binary operand to the fused node's inputs and writes the list onto it with
-     * the operand as that input index (fa_post_ops_set_node). */
-    int n_post_ops;
-    fa_post_op *post_ops;      /* arena */
-} fa_cluster;
-
-/* An edge that could have fused and did not. */
-typedef struct fa_why_not {
-    int producer, consumer;    /* node ids (-1 if not applicable) */
-    int tensor;                /* tensor id of the edge */
-    fa_why_code code;          /* the decision's code (fa_why_code_name: "complex-consumer", ...) */
-    const char *reason;        /* a sentence a person can read, with numbers */
-} fa_why_not;
 
 struct fa_plan;
 /* What a probe of a fused library kernel measured (fa_fused_probe_fn). */
@@ -289,21 +123,6 @@ typedef struct fa_advise_options {
  * per plan; the advisor looks up earlier measurements by it). */
 void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b);
 
-typedef struct fa_plan {
-    fa_arena *arena;
-    int64_t run_id;            /* -1 when not from a stored run */
-    int plan_id;
-    char hash[65];             /* SHA-256 of the plan's canonical text (clusters, members, options) */
-    fa_advise_options opt;
-    bool estimated;            /* estimated for opt.device from its data sheet (the profile is of
-                                  another kind of device); not stored */
-    double device_iter_ns;     /* when estimated: every kernel of the graph estimated on it, ns */
-    int n_clusters;
-    fa_cluster *clusters;      /* ranked by est_saving_ns, largest first */
-    int n_why_not;
-    fa_why_not *why_not;
-} fa_plan;
-
 /* An operand of a MatMul as a fused node reads it (ONNX Runtime's FusedMatMul, issue 33): the
  * producers folded into the product — element-moving views (fa_op.view: Transpose, Reshape,
  * Squeeze, ...) read through strides, and Mul / Div by a scalar constant (a scale on an operand is
@@ -338,7 +157,6 @@ bool fa_gemm_operand_fold(const fa_graph *g, const fa_node *mm, int input, fa_ge
  * plan (ids refer to it). *out owned by caller (fa_plan_free). */
 fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt,
                     fa_plan **out);
-void fa_plan_free(fa_plan *p);
 /* Defaults: cpu target, arch "sm_90", max_ops FA_ADVISE_MAX_OPS_DEFAULT, max_inputs
  * FA_ADVISE_MAX_INPUTS_DEFAULT, occupancy_floor 0.5, gate on. */
 fa_advise_options fa_advise_options_default(void);

@@ -61,14 +61,6 @@ fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e);
 fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_graph *gf, const fa_layout *plan_layout,
                                     const fa_exec *probe, fa_layout **in_l, fa_layout **out_l, bool *unknown,
                                     char *judged, size_t cap);
-/* The plan's predicted saving over its accepted clusters (r->verdicts): the sum of their
- * est_saving_ns, each removed kernel counted once — an accepted EPILOGUE whose depends_on is an
- * accepted BN_FOLD on the same anchor has that fold's saving inside its own (its unfused
- * sub-graph holds the BN and its fused kernel the folded conv: docs/fusion-rules.md §8, applier
- * fused_graph.c), so the fold's est_saving_ns is not added again. Before this the plan's total
- * counted every such BN twice: zoo ResNet-50 predicted 35 ms against 27 ms measured end to end
- * (bench/README.md, "Visits and the trace's span"). ns; a cluster not measured counts nothing. */
-double fa_apply_accepted_saving(const fa_plan *p, const fa_apply_result *r);
 /* Interleaved pairs: `warmup` untimed pairs, then `iters` timed rounds into sa[0..iters) (a,
  * unfused) and sb (b, fused), ns by fa_now_ns; round i runs a first when round0 + i is even and b
  * first when odd, so rounds appended across calls keep alternating (round0: the rounds already

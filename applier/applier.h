@@ -85,22 +85,7 @@ void fa_apply_options_default(fa_apply_options *o);
 
 /* fa_sample_stats (per-iteration sample summary) lives in core/core.h, the statistics unit. */
 
-/* The applier's verdict on one cluster of the plan: a record of its own next to the advisor's
- * proposal (fa_cluster), which fa_apply never writes. Starts as the advisor's decision
- * (PROPOSED, or REFUSED with its code and reason) and becomes what the apply stage found. */
-typedef struct fa_cluster_verdict {
-    fa_cluster_status status;  /* ACCEPTED, REJECTED_*, NOT_TRIED, REFUSED (the advisor's, or the
-                                  applier's slow-library-path), PROPOSED when never reached */
-    fa_why_code refusal;       /* REFUSED: the decision's code; FA_WHY_NONE otherwise */
-    const char *reason;        /* why accepted / rejected / refused, with the numbers (the result's
-                                  arena; the advisor's own reasons are the plan's: keep the plan) */
-    double measured_saving_ns; /* paired median of the interleaved rounds (unfused - fused), ns; NAN not measured */
-    double max_rel_error;      /* fused vs unfused outputs; < 0 not verified */
-    int registers;             /* per thread of the kernel compiled for the device it ran on
-                                  (else the advisor's gate figure); -1 none */
-    int spill_bytes;           /* spill stores + loads, bytes; -1 none */
-    int block_size;            /* threads per block; -1 none */
-} fa_cluster_verdict;
+/* fa_cluster_verdict, the applier's verdict on one cluster, is one of the plan's records (plan/plan.h). */
 
 typedef struct fa_apply_result {
     fa_arena *arena;                   /* the verdicts' reasons */
@@ -115,7 +100,7 @@ typedef struct fa_apply_result {
     double e2e_max_rel_error;          /* model outputs, fused vs unfused */
     int accepted, rejected;
     double predicted_saving_ns;        /* accepted clusters' est_saving_ns, each removed kernel
-                                          once (fa_apply_accepted_saving: a BN fold inside an
+                                          once (fa_plan_accepted_saving: a BN fold inside an
                                           accepted epilogue not added again) */
     double measured_saving_ns;         /* baseline median - fused median */
     /* end to end (applier/judge.c fa_apply_e2e_wins): true when the fused model with the kept
@@ -275,33 +260,19 @@ void fa_pipeline_result_free(fa_pipeline_result *r);
  * target's ceilings (fa_roofline_ceilings), the analysis (stored), the plan (fa_advise with the
  * target's gate; stored), fa_apply (results stored), then in o->apply.out_dir model.folded.onnx (when
  * the plan folds a BatchNormalization; the original's symbolic dims kept where they can be, else
- * a warning on the ctx's log), plan.json and summary.json (model and device_name name the run).
- * The reports are the caller's (reports/ comes after the applier). *out owned by the caller;
+ * a warning on the ctx's log) and plan.json. summary.json and the other reports are the caller's
+ * (reports/ comes after the applier and writes them from the database). *out owned by the caller;
  * untouched on error. */
-fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
-                          const char *device_name, const fa_pipeline_options *o, fa_pipeline_result **out);
+fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const fa_pipeline_options *o,
+                          fa_pipeline_result **out);
 
 /* ---- outputs (applier/outputs.c) ---- */
 
-/* What a run measured, for summary.json and the reports. */
-typedef struct fa_run_summary {
-    const char *model;
-    const char *device;
-    int threads;
-    double mem_bw_gbs, peak_gflops, dispatch_ns; /* ceilings used */
-    const fa_apply_result *result;
-    const fa_plan *plan;
-    const fa_graph *graph;
-    int64_t run_id;
-} fa_run_summary;
-
-/* plan.json: every cluster (members by node name, kind, label, cost model, gate; status, reason,
- * measured saving and error from its verdict in v [p->n_clusters], or the advisor's decision
- * when v is NULL) and the why-not list. Written atomically (temp name + rename). */
+/* plan.json: fa_plan_json (plan/plan.h: every cluster's fields, its verdict from v [p->n_clusters]
+ * or the advisor's decision when v is NULL, the why-nots, the options). Written atomically (temp
+ * name + rename). */
 fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
                              const char *path);
-/* summary.json: stable keys, documented in docs/outputs.md. Written atomically. */
-fa_status fa_write_summary_json(fa_ctx *ctx, const fa_run_summary *s, const char *path);
 /* Per-iteration baseline/fused samples and the clusters' verdicts into the run database
  * (benchmarks table; clusters via fa_store_put_cluster_verdicts). */
 fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r);

@@ -891,7 +891,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         else fa_graph_free(gfull);
         if (s || !again) break;
     }
-    res->predicted_saving_ns = fa_apply_accepted_saving(p, res);
+    res->predicted_saving_ns = fa_plan_accepted_saving(p, res->verdicts);
 done:
     fa_value_map_drop_borrowed(&vm);
     fa_exec_free(cap);

@@ -381,20 +381,6 @@ void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *
 
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n) { return fa_apply_paired_verdict(sa, sb, n, NULL) > 0; }
 
-double fa_apply_accepted_saving(const fa_plan *p, const fa_apply_result *r)
-{
-    double sum = 0;
-    for (int i = 0; i < p->n_clusters && i < r->n_verdicts; i++) {
-        if (r->verdicts[i].status != FA_CLUSTER_ACCEPTED) continue;
-        const fa_cluster *c = &p->clusters[i];
-        sum += c->est_saving_ns;
-        int j = c->kind == FA_CLUSTER_EPILOGUE ? c->depends_on : -1;
-        if (j >= 0 && j < p->n_clusters && j < r->n_verdicts && r->verdicts[j].status == FA_CLUSTER_ACCEPTED)
-            sum -= p->clusters[j].est_saving_ns; /* inside this epilogue's saving already */
-    }
-    return sum;
-}
-
 void fa_apply_back_off(const fa_plan *p, fa_apply_result *r, int round)
 {
     int drop = round < 20 ? 1 << round : 1 << 20;

@@ -1,5 +1,5 @@
 /* applier/pipeline — the stages `run` and `apply` share after the baseline is stored: ceilings,
- * analysis, plan, apply, and the applier's outputs (model.folded.onnx, plan.json, summary.json). */
+ * analysis, plan, apply, and the applier's outputs (model.folded.onnx, plan.json). */
 #include "applier-impl.h"
 
 #include "analyzer/analyzer.h"
@@ -47,17 +47,23 @@ static fa_status write_folded(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, 
     return s;
 }
 
-fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
-                          const char *device_name, const fa_pipeline_options *o, fa_pipeline_result **out)
+fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const fa_pipeline_options *o,
+                          fa_pipeline_result **out)
 {
     if (!o || !o->apply.out_dir) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fa_pipeline_run: no options or output folder");
     const fa_apply_options *ap = &o->apply;
     fa_pipeline_result *r = calloc(1, sizeof *r);
     if (!r) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     char path[4400];
+    /* each stage reported as it starts and ends (fa_apply_options.progress; verify, apply and e2e
+     * come from fa_apply) */
+#define STAGE(name, done) (ap->progress ? ap->progress(ap->progress_user, name, done, 1) : (void)0)
+    STAGE("ceilings", 0);
     fa_status s = fa_roofline_ceilings(ctx, st, ap->target, ap->threads, false, &r->ceilings);
+    if (!s) STAGE("ceilings", 1), STAGE("analysis", 0);
     if (!s) s = fa_analyze_run(ctx, st, run_id, &r->ceilings, &r->analysis);
     if (!s) s = fa_analysis_save(ctx, st, r->analysis);
+    if (!s) STAGE("analysis", 1), STAGE("plan", 0);
     fa_advise_options ao = fa_advise_options_default();
     ao.target = ap->target; /* the register/occupancy gate is the target's (none on cpu) */
     ao.max_ops = o->max_ops;
@@ -83,9 +89,7 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     ao.probe_visits = FA_PROBE_VISITS;
     ao.probe_prepare = probe ? fa_kernel_probe_prepare : NULL;
     /* the plan, with the probe's builds and timings: seconds on a full-size model */
-    if (!s && ap->progress) ap->progress(ap->progress_user, "advise", 0, 1);
     if (!s) s = fa_advise(ctx, g, r->analysis, &ao, &r->plan);
-    if (!s && ap->progress) ap->progress(ap->progress_user, "advise", 1, 1);
     if (probe) {
         int built, reused, over;
         double spent;
@@ -99,6 +103,8 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
         r->plan->run_id = run_id;
         s = fa_plan_save(ctx, st, r->plan);
     }
+    if (!s) STAGE("plan", 1);
+#undef STAGE
     if (!s) s = fa_apply(ctx, g, r->plan, ap, &r->apply);
     if (!s)
         fa_log(ctx, FA_LOG_INFO, "apply stage: %d cluster(s) with samples from %d benchmark(s) (one per signature), %d "
@@ -113,12 +119,6 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     if (!s) {
         snprintf(path, sizeof path, "%s/plan.json", ap->out_dir);
         s = fa_write_plan_json(ctx, g, r->plan, r->apply->verdicts, path);
-    }
-    if (!s) {
-        fa_run_summary sum = {model,         device_name, ap->threads, r->ceilings.mem_bw_gbs, r->ceilings.peak_gflops,
-                              r->ceilings.launch_ns, r->apply, r->plan, g, run_id};
-        snprintf(path, sizeof path, "%s/summary.json", ap->out_dir);
-        s = fa_write_summary_json(ctx, &sum, path);
     }
     if (s) {
         fa_pipeline_result_free(r);

@@ -220,6 +220,15 @@ int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const 
     FA_CLI_CALLBACK("--threads", "N", fa_cli_opt_threads, FA_CLI_DEST_(int, threads), 0, 1024, 0,                 \
                     "executor threads (0: every core; more than the cores is warned)")
 #define FA_CLI_OPT_JSON(json) FA_CLI_FLAG("--json", json, "one JSON document instead of the text")
+/* run / apply output: --verbose, --json (summary.json's document), --progress / --no-progress */
+#define FA_CLI_OPTS_OUTPUT(verbose, json, prog_on, prog_off)                                                    \
+    FA_CLI_GROUP("output"),                                                                                     \
+        FA_CLI_FLAG("--verbose", verbose, "every cluster with its decision and reason (default: the plan's "       \
+                                          "patterns ranked by measured saving and the end-to-end verdict, 40 lines at most)"), \
+        FA_CLI_FLAG("--json", json, "summary.json's document on stdout instead of the text"),                    \
+        FA_CLI_FLAG("--progress", prog_on, "stage lines on stderr (default: a bar on a terminal, lines with CI=true, " \
+                                           "nothing otherwise)"),                                               \
+        FA_CLI_FLAG("--no-progress", prog_off, "no progress on stderr")
 
 /* Reload run_id's model as the run loaded it (path checked by SHA-256, the run's --batch /
  * --shape / --no-fold). ri's strings live in `ar`. *out owned by the caller. Declared with
@@ -234,13 +243,37 @@ fa_status fa_cli_reload_model(fa_ctx *ctx, struct fa_store *st, int64_t run_id, 
  * model run (for verbs that need the model: apply). */
 int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
 int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
-/* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs and
- * reports into out_dir (NULL: ./fuse-advise-out/<model>) for a stored run of graph g. */
+/* `run`/`apply` output flags (cli/cmd_run.c): --verbose, --json, --progress / --no-progress. */
+typedef struct fa_cli_output_opts {
+    bool verbose, json;
+    int progress;             /* 1 on, 0 off, -1 auto: on when stderr is a terminal or CI=true */
+} fa_cli_output_opts;
+/* 1 consumed one of them, 0 not one of them. */
+int fa_cli_output_opt(const char *arg, fa_cli_output_opts *o);
+/* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs, the
+ * run finished ('ok', or 'failed' with an end-to-end mismatch) and then the reports into out_dir
+ * (NULL: ./fuse-advise-out/<model>) for a stored run of graph g, so they carry its final status. */
 struct fa_run_info;
 struct fa_pipeline_options;
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, struct fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const struct fa_run_info *info, const char *devname, const char *out_dir,
-                                const struct fa_pipeline_options *opt);
+                                const struct fa_pipeline_options *opt, const fa_cli_output_opts *out_opts);
+/* What `run`/`apply` print after the apply stage (cli/result.c), from the run database. */
+typedef struct fa_cli_result {
+    const char *model, *target, *device;
+    int threads;
+    const char *out_dir;
+    bool verbose;             /* --verbose: every cluster, every pattern */
+    bool json;                /* --json: summary.json's document instead */
+    bool wrote_kernels, folded; /* kernels/ and model.folded.onnx were written */
+    int backed_off;           /* clusters the end-to-end back-off dropped */
+    bool layouts_dropped;
+    double e2e_tolerance;
+} fa_cli_result;
+/* The answer first: the plan's patterns ranked by measured saving (at most 8 kept and 3 not
+ * kept), the end-to-end verdict with its figures (store/figures.c), kernels, peaks, the analysis,
+ * the outputs: 40 lines at most; every cluster with verbose; summary.json with json. */
+fa_status fa_cli_print_result(fa_ctx *ctx, struct fa_store *st, int64_t run_id, const fa_cli_result *res);
 /* Trace import + op-level advice (cli/cmd_import.c): returns an exit code. */
 int fa_cli_import_and_advise(fa_ctx *ctx, const char *trace_path, const char *db, bool json, const char *out_dir);
 int fa_cli_trace_advise_stored(fa_ctx *ctx, struct fa_store *st, int64_t run_id, bool json);

@@ -44,22 +44,6 @@ static int opt_arch(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const ch
     return 0;
 }
 
-static void members_text(const fa_graph *g, const fa_cluster *c, fa_buf *b, bool json)
-{
-    for (int k = 0; k < c->n_members; k++) {
-        const fa_node *n = g->nodes[c->members[k]];
-        if (json) {
-            fa_buf_puts(b, k ? ",{\"node\":" : "{\"node\":");
-            fa_json_str_or_empty(b, n->name);
-            fa_buf_puts(b, ",\"op\":");
-            fa_json_str_or_empty(b, n->op_type);
-            fa_buf_printf_term(b, ",\"id\":%d}", n->id);
-        } else {
-            fa_buf_printf_term(b, "%s%s(%s)", k ? " " : "", n->name, n->op_type);
-        }
-    }
-}
-
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = fa_cli_default_db(), *spec_run = NULL, *arch_spec = NULL;
@@ -194,74 +178,44 @@ print:;
            used_launch = est ? est->launch_ns : c.launch_ns;
     char lib[300];
     if (json) {
-        if (run_id >= 0) fa_buf_printf_term(&b, "{\"run\":%" PRId64 ",\"plan\":%d,\"model\":", run_id, plan->plan_id);
-        else fa_buf_printf_term(&b, "{\"run\":null,\"plan\":null,\"unsupported_nodes\":%d,\"model\":", g->n_unsupported);
-        fa_json_str_or_empty(&b, ri.model_path);
-        fa_buf_printf_term(&b, ",\"hash\":\"%s\",\"target\":\"%s\",\"arch\":", plan->hash, fa_target_name(opt.target));
-        fa_json_str_or_empty(&b, opt.arch);
-        fa_buf_printf_term(&b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":%.3f,\"gate\":%s,"
-                               "\"ceilings\":{\"mem_bw_gbs\":%.3f,\"peak_gflops\":%.3f,\"dispatch_ns\":%.1f,\"source\":\"%s\"},"
-                               "\"iter_ns\":%" PRId64 ",\"estimated_for\":",
-                           opt.max_ops, opt.max_inputs, opt.occupancy_floor, cuda && !opt.no_gate ? "true" : "false",
-                           used_bw, used_peak, used_launch, est ? "data sheet" : a ? "measured" : "default",
-                           a ? a->iter_ns : 0);
-        if (est)
-            fa_buf_printf_term(&b, "{\"device\":\"%s\",\"arch\":\"%s\",\"sms\":%d,\"measured\":false,\"iter_ns\":%.0f}",
-                               est->roofs.label, est->roofs.arch, est->roofs.units, plan->device_iter_ns);
-        else
-            fa_buf_puts(&b, "null");
-        fa_buf_puts(&b, ",\"clusters\":[");
-        for (int i = 0; i < plan->n_clusters; i++) {
-            const fa_cluster *cl = &plan->clusters[i];
-            fa_buf_printf_term(&b, "%s{\"id\":%d,\"kind\":\"%s\",\"label\":", i ? "," : "", cl->id, fa_cluster_kind_name(cl->kind));
-            fa_json_str_or_empty(&b, cl->label);
-            fa_buf_puts(&b, ",\"members\":[");
-            members_text(g, cl, &b, true);
-            fa_buf_printf_term(&b, "],\"anchor\":%d,\"depends_on\":%d,\"reduction\":\"%s\",\"reduce_axis\":%d,\"epsilon\":%.9g,"
-                                   "\"post_ops\":[", cl->anchor, cl->depends_on, fa_reduction_kind_name(cl->reduction),
-                               cl->reduce_axis, cl->epsilon);
-            for (int k = 0; k < cl->n_post_ops; k++) {
-                char po[64];
-                fa_post_op_format(&cl->post_ops[k], po, sizeof po);
-                fa_buf_puts(&b, k ? ",{\"op\":" : "{\"op\":");
-                fa_json_str_or_empty(&b, po);
-                fa_buf_printf_term(&b, ",\"operand\":%d}", cl->post_ops[k].operand);
-            }
-            fa_buf_printf_term(&b, "],\"saved_bytes\":%" PRIu64 ",\"score_bytes\":%" PRIu64 ",\"saved_launches\":%d,\"recompute_us\":%.3f,"
-                                   "\"est_saving_us\":%.3f,\"est_saving_pct\":%.3f,",
-                               cl->saved_bytes, cl->score_bytes, cl->saved_launches, cl->recompute_ns / 1e3, cl->est_saving_ns / 1e3,
-                               cl->est_saving_pct);
-            /* compiler figures only where a kernel was compiled: null, never a -1 sentinel */
-            if (cl->registers >= 0)
-                fa_buf_printf_term(&b, "\"registers\":%d,\"spill_bytes\":%d,\"occupancy\":%.3f,\"block_size\":%d,",
-                                   cl->registers, cl->spill_bytes, cl->occupancy, cl->block_size);
-            else
-                fa_buf_puts(&b, "\"registers\":null,\"spill_bytes\":null,\"occupancy\":null,\"block_size\":null,");
-            fa_buf_printf_term(&b, "\"status\":\"%s\",\"library\":", fa_cluster_status_name(cl->status));
-            const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
-            if (lk) fa_json_str_or_empty(&b, lk); else fa_buf_puts(&b, "null");
-            fa_buf_puts(&b, ",\"reason\":");
-            if (cl->reason) fa_json_str_or_empty(&b, cl->reason); else fa_buf_puts(&b, "null");
-            fa_buf_puts(&b, ",\"basis\":");
-            if (cl->basis) fa_json_str_or_empty(&b, cl->basis); else fa_buf_puts(&b, "null");
-            fa_buf_puts(&b, "}");
+        /* the plan as plan.json writes it (plan/plan.h fa_plan_json), with the figures advise used:
+         * the planned GPU's data sheet, the profile's ceilings, or the defaults */
+        fa_buf extra;
+        fa_buf_init(&extra);
+        fa_buf_puts(&extra, ",\"model\":");
+        fa_json_str(&extra, ri.model_path);
+        if (run_id < 0) fa_buf_printf(&extra, ",\"unsupported_nodes\":%d", g->n_unsupported);
+        fa_buf_puts(&extra, ",\"ceilings\":{\"mem_bw_gbs\":");
+        fa_json_num(&extra, used_bw, 6);
+        fa_buf_puts(&extra, ",\"peak_gflops\":");
+        fa_json_num(&extra, used_peak, 6);
+        fa_buf_puts(&extra, ",\"dispatch_ns\":");
+        fa_json_num(&extra, used_launch, 6);
+        fa_buf_printf(&extra, ",\"source\":\"%s\"},\"iter_ns\":%" PRId64 ",\"estimated_for\":",
+                      est ? "data sheet" : a ? "measured" : "default", a ? a->iter_ns : 0);
+        if (est) {
+            fa_buf_puts(&extra, "{\"device\":");
+            fa_json_str(&extra, est->roofs.label);
+            fa_buf_puts(&extra, ",\"arch\":");
+            fa_json_str(&extra, est->roofs.arch);
+            fa_buf_printf(&extra, ",\"sms\":%d,\"measured\":false,\"iter_ns\":%.0f}", est->roofs.units,
+                          plan->device_iter_ns);
+        } else {
+            fa_buf_puts(&extra, "null");
         }
-        fa_buf_puts(&b, "],\"why_not\":[");
-        for (int i = 0; i < plan->n_why_not; i++) {
-            const fa_why_not *w = &plan->why_not[i];
-            fa_buf_printf_term(&b, "%s{\"producer\":", i ? "," : "");
-            fa_json_str_or_empty(&b, w->producer >= 0 ? g->nodes[w->producer]->name : NULL);
-            fa_buf_puts(&b, ",\"consumer\":");
-            fa_json_str_or_empty(&b, w->consumer >= 0 ? g->nodes[w->consumer]->name : NULL);
-            fa_buf_puts(&b, ",\"tensor\":");
-            fa_json_str_or_empty(&b, w->tensor >= 0 ? g->tensors[w->tensor]->name : NULL);
-            fa_buf_puts(&b, ",\"code\":");
-            fa_json_str_or_empty(&b, fa_why_code_name(w->code));
-            fa_buf_puts(&b, ",\"reason\":");
-            fa_json_str_or_empty(&b, w->reason);
-            fa_buf_puts(&b, "}");
+        /* how each library cluster runs on cuda (fa_gate_library_kernel), by cluster id */
+        fa_buf_puts(&extra, ",\"libraries\":[");
+        for (int i = 0, k = 0; cuda && i < plan->n_clusters; i++) {
+            const char *lk = fa_gate_library_kernel(g, &plan->clusters[i], lib, sizeof lib);
+            if (!lk) continue;
+            fa_buf_printf(&extra, "%s{\"id\":%d,\"library\":", k++ ? "," : "", plan->clusters[i].id);
+            fa_json_str(&extra, lk);
+            fa_buf_puts(&extra, "}");
         }
-        fa_buf_puts(&b, "]}\n");
+        fa_buf_puts(&extra, "]");
+        fa_plan_json(&b, g, plan, NULL, extra.data);
+        b.oom |= extra.oom;
+        fa_buf_free(&extra);
     } else {
         if (run_id < 0 && est)
             fa_buf_printf_term(&b, "model %s (no run): %d clusters, %d why-not, hash %.16s\n", ri.model_path,
@@ -305,8 +259,11 @@ print:;
                                    100 * cl->occupancy, opt.arch);
             else if (cuda)
                 fa_buf_puts(&b, opt.no_gate ? "  not compiled (--no-gate)" : "  not compiled (no cuda kernel generated)");
-            fa_buf_puts(&b, "\n     members: ");
-            members_text(g, cl, &b, false);
+            fa_buf_puts(&b, "\n     members:");
+            for (int k = 0; k < cl->n_members; k++) {
+                const fa_node *n = g->nodes[cl->members[k]];
+                fa_buf_printf_term(&b, " %s(%s)", n->name, n->op_type);
+            }
             if (cl->score_bytes)
                 fa_buf_printf_term(&b, "\n     peak memory: %.3f MB of score tensors the unfused ops hold at once, never written fused",
                                    cl->score_bytes / 1e6);

@@ -173,13 +173,13 @@ int fa_cmd_analyze(fa_ctx *ctx, int argc, char **argv)
                           fa_bound_name(n->place.bound));
         }
         if (a->n_nodes > top) fa_cli_printf("... %d more (--top N, --json)\n", a->n_nodes - (int)top);
-        fa_cli_printf("\nmemory-bound chains (ranked by what fusing them could save at most):\n");
+        fa_cli_printf("\nmemory-bound chains (ranked by the traffic and launches fusing them removes, at the measured ceilings):\n");
         for (int k = 0; k < a->n_chains && k < top; k++) {
             const fa_an_chain *ch = &a->chains[k];
             fa_cli_printf("  %2d. ", k + 1);
             for (int m = 0; m < ch->n_members; m++)
                 fa_cli_printf("%s%s", m ? " -> " : "", a->nodes[fa_analysis_node_index(a, ch->members[m])].op_type);
-            fa_cli_printf("  [%s..]  %.1f us (%.1f%%), %.2f MB intermediate, saves <= %.1f us\n",
+            fa_cli_printf("  [%s..]  %.1f us (%.1f%%), %.2f MB intermediate, removes ~%.1f us\n",
                           a->nodes[fa_analysis_node_index(a, ch->members[0])].name, ch->time_ns / 1e3, 100 * ch->share,
                           ch->intermediate_bytes / 1e6, ch->max_saving_ns / 1e3);
         }

@@ -12,7 +12,7 @@
 static const char *k_about =
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
     "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports. RUN is a run id\n"
-    "  from `fuse-advise runs` (default: the latest model run).\n";
+    "  from `fuse-advise runs` (default: the latest model run). Prints what `run` prints.\n";
 
 int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
 {
@@ -21,12 +21,15 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     fa_pipeline_options_default(&po);
     po.apply.max_clusters = FA_APPLY_MAX_CLUSTERS_DEFAULT;
     po.apply.budget_s = FA_APPLY_BUDGET_S_DEFAULT;
+    fa_cli_output_opts oo = {false, false, -1};
+    bool prog_on = false, prog_off = false;
     const fa_cli_opt opts[] = {
         FA_CLI_OPT_DB(&db),
         FA_CLI_STRING("--out", "DIR", &out_dir, "outputs (default ./fuse-advise-out/<model>)"),
         FA_CLI_OPTS_ITERATIONS(&po.apply.iters, &po.apply.warmup),
         FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
         FA_CLI_OPTS_APPLY(&po.apply.tolerance, &po.apply.max_clusters, &po.apply.budget_s),
+        FA_CLI_OPTS_OUTPUT(&oo.verbose, &oo.json, &prog_on, &prog_off),
         FA_CLI_END,
     };
     const fa_cli_spec spec = {.verb = "apply", .synopsis = "[RUN|latest] [options]", .about = k_about, .opts = opts,
@@ -35,6 +38,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
     if (prc >= 0) return prc;
     if (args.n) spec_run = args.arg[0];
+    oo.progress = prog_off ? 0 : prog_on ? 1 : -1;
     fa_store *st = NULL;
     fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
     if (s) return fa_cli_fail(ctx, s);
@@ -69,8 +73,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     po.apply.threads = ri.threads;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
-                                  &po);
-    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+                                  &po, &oo); /* finishes the run */
     if (s) {
         rc = fa_cli_fail(ctx, s);
         if (reopened) {

@@ -15,6 +15,25 @@ static const char *k_about =
     "  beside the new one). CUDA limits come from the per-compute-capability table\n"
     "  (theoretical without a GPU); --arch selects one (default: all tabled).\n";
 
+/* True when the run database already holds target t's fp32 peak for its device key with
+ * `threads` (fa_roofline_ceilings will read them, not measure). */
+static bool ceilings_cached(fa_store *st, fa_target t, int threads)
+{
+    const fa_target_iface *ti = fa_target_get(t);
+    char key[512];
+    fa_ctx *c = fa_ctx_create();
+    fa_arena *ar = fa_arena_create(4096);
+    fa_ceiling *rows = NULL;
+    size_t n = 0;
+    bool have = false;
+    if (c && ar && ti && !fa_target_device_key(c, ti, threads, key, sizeof key) &&
+        !fa_store_get_ceilings(c, st, key, ar, &rows, &n))
+        for (size_t i = 0; i < n && !have; i++) have = !strcmp(rows[i].name, "fp32_peak");
+    fa_arena_free(ar);
+    fa_ctx_free(c);
+    return have;
+}
+
 int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = fa_cli_default_db(), *arch = NULL;
@@ -38,7 +57,8 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
     fa_status s = fa_store_open(ctx, db, &st);
     if (s) return fa_cli_fail(ctx, s);
     fa_ceilings c;
-    if (fa_cli_is_tty() && !json) fa_cli_eprintf("measuring cpu ceilings (first use takes a few seconds)...\n");
+    if (fa_cli_is_tty() && !json && (measure || !ceilings_cached(st, FA_TARGET_CPU, (int)threads)))
+        fa_cli_eprintf("measuring cpu ceilings (first use takes a few seconds)...\n");
     s = fa_roofline_cpu_ceilings(ctx, st, (int)threads, measure, &c);
     /* every other target of this build with a device present (a GPU): its measured ceilings */
     fa_ceilings gc[FA_TARGET_COUNT];

@@ -2,6 +2,7 @@
  * store the run, and print the per-op summary. Later stages (analyze, advise, apply, report)
  * run when built (see docs/cli.md). */
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,14 +28,45 @@ static const char *k_about =
     "  MODEL is an .onnx file or zoo:NAME: baseline, trace, analysis, plan, fused kernels generated,\n"
     "  verified and benchmarked, outputs and reports. TRACE is a Kineto JSON[.gz] or Nsight Systems\n"
     "  SQLite file: import + op-level advice (as `fuse-advise import`).\n";
+
+/* Progress on stderr (docs/cli.md "Progress"): on a terminal one bar redrawn in place per step;
+ * elsewhere (a CI log, --progress into a file) plain lines: a step's start, its quarters and its
+ * end, so a log shows where a run is without a line per iteration. */
 typedef struct progress {
-    bool tty;
+    int mode;                 /* 0 off, 1 terminal bar, 2 lines */
+    char step[32];            /* the step of the last call */
+    int quarter;              /* lines: the last quarter printed of that step */
 } progress;
+
+static progress progress_for(const fa_cli_output_opts *oo)
+{
+    progress p = {0};
+    int want = oo ? oo->progress : -1;
+    const char *ci = getenv("CI");
+    bool tty = fa_cli_is_tty();
+    if (want < 0) want = tty || (ci && !strcmp(ci, "true"));
+    p.mode = !want ? 0 : tty ? 1 : 2;
+    return p;
+}
 
 static void on_progress(void *user, const char *step, int done, int total)
 {
     progress *p = user;
-    if (!p->tty) return;
+    if (!p || !p->mode) return;
+    bool fresh = strncmp(p->step, step, sizeof p->step - 1) != 0;
+    if (fresh) {
+        snprintf(p->step, sizeof p->step, "%s", step);
+        p->quarter = 0;
+    }
+    if (p->mode == 2) {
+        int q = total > 0 ? (int)((int64_t)done * 4 / total) : 4;
+        if (fresh && done < total) fa_cli_eprintf("fuse-advise: %s ...\n", step);
+        if (total > 1 && q > p->quarter && q < 4) fa_cli_eprintf("fuse-advise: %s %d/%d\n", step, done, total);
+        if (done >= total && p->quarter < 4)
+            fa_cli_eprintf(total > 1 ? "fuse-advise: %s done (%d/%d)\n" : "fuse-advise: %s done\n", step, done, total);
+        if (q > p->quarter) p->quarter = q;
+        return;
+    }
     int width = 30, fill = total ? done * width / total : width;
     fa_cli_eprintf("\r%-8s [", step);
     for (int i = 0; i < width; i++) fputc(i < fill ? '#' : ' ', stderr);
@@ -124,9 +156,9 @@ static bool wrote_kernel_sources(const char *out_dir, time_t since)
 
 fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const char *model,
                                 const fa_run_info *info, const char *devname, const char *out_dir,
-                                const fa_pipeline_options *opt)
+                                const fa_pipeline_options *opt, const fa_cli_output_opts *oo)
 {
-    progress progv = {.tty = fa_cli_is_tty()}, *prog = &progv;
+    progress progv = progress_for(oo), *prog = &progv;
     char outbuf[4096];
     time_t started = time(NULL);
     if (!out_dir) {
@@ -146,90 +178,54 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     po.apply.progress_user = prog;
     const char *inj = getenv("FA_TEST_INJECT_WRONG_CLUSTER");
     if (inj && *inj) po.apply.inject_wrong_cluster = atoi(inj);
-    if (prog->tty) fa_cli_eprintf("measuring device ceilings (cached after the first run)...\n");
     fa_pipeline_result *pr = NULL;
-    fa_status s = fa_pipeline_run(ctx, st, g, run_id, model, devname, &po, &pr);
+    fa_status s = fa_pipeline_run(ctx, st, g, run_id, &po, &pr);
     fa_target target = po.apply.target;
-    const fa_analysis *a = pr ? pr->analysis : NULL;
-    const fa_plan *p = pr ? pr->plan : NULL;
     const fa_apply_result *r = pr ? pr->apply : NULL;
     bool any_fold = pr && pr->folded_model;
+    /* the run's final status is stored before the reports are written, so report.html and
+     * summary.json carry it: 'ok', or 'failed' with the end-to-end mismatch (the outputs are still
+     * written: the report shows the MISMATCH) */
+    fa_status run_s = s;
+    if (!s && r && r->e2e_mismatch)
+        run_s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "end-to-end verification failed: the fused model's outputs differ from the "
+                             "unfused model's by a max relative error of %.3g (limit %.3g); every cluster passed its own check, "
+                             "so composing them (layouts, executor) is at fault: please report it",
+                             r->e2e_max_rel_error, r->e2e_tolerance);
+    if (!s) {
+        fa_ctx *c2 = fa_ctx_create();
+        s = fa_store_run_finish(c2 ? c2 : ctx, st, run_id, run_s == FA_OK, run_s ? fa_ctx_errmsg(ctx) : NULL);
+        if (s && c2) fa_ctx_error(ctx, s, "%s", fa_ctx_errmsg(c2));
+        fa_ctx_free(c2);
+    }
+    char run_err[1024] = "";
+    if (run_s) snprintf(run_err, sizeof run_err, "%s", fa_ctx_errmsg(ctx));
+    if (!s) on_progress(prog, "reports", 0, 1);
     if (!s) s = fa_reports_write(ctx, st, run_id, out_dir);
+    if (!s) on_progress(prog, "reports", 1, 1);
     if (!s) s = fa_outdir_commit(ctx, od);
     else fa_outdir_abort(od);
     out_dir = final_dir;
     if (!s) {
-        fa_cli_printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, model, fa_target_name(target), devname,
-                      info->threads);
-        fa_cli_printf("%s\n\n", a->summary);
-        int wl = 28;
-        for (int i = 0; i < p->n_clusters; i++)
-            if (p->clusters[i].label && (int)strlen(p->clusters[i].label) > wl) wl = (int)strlen(p->clusters[i].label);
-        fa_cli_printf("%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error", "decision");
-        for (int i = 0; i < p->n_clusters; i++) {
-            const fa_cluster *cl = &p->clusters[i];
-            const fa_cluster_verdict *v = &r->verdicts[i]; /* the applier's record of it */
-            fa_cli_printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
-                          cl->est_saving_ns / 1e3);
-            if (v->measured_saving_ns > -1e30 && v->status != FA_CLUSTER_REFUSED && v->status != FA_CLUSTER_PROPOSED &&
-                v->status != FA_CLUSTER_NOT_TRIED)
-                fa_cli_printf("%10.1f %9.2g", v->measured_saving_ns / 1e3, v->max_rel_error);
-            else
-                fa_cli_printf("%10s %9s", "-", "-");
-            fa_cli_printf("  %s: %s\n", fa_cluster_status_name(v->status), v->reason ? v->reason : "");
-        }
-        fa_arena *ar2 = fa_arena_create(4096);
-        fa_run_info ri2;
-        double traced = 0;
-        if (fa_store_get_run(ctx, st, run_id, ar2, &ri2) == FA_OK && ri2.iter_median_ns > 0) traced = ri2.iter_median_ns / 1e6;
-        fa_arena_free(ar2);
-        double bm = r->baseline.median_ns / 1e6, spread_b = (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6,
-               spread_f = (r->fused.p75_ns - r->fused.p25_ns) / 1e6;
-        bool noisy = (bm > 0 && (spread_b > 0.25 * bm || spread_f > 0.25 * (r->fused.median_ns / 1e6))) ||
-                     (traced > 0 && (bm > 1.25 * traced || bm < 0.8 * traced));
-        /* one baseline figure, computed one way: the interleaved benchmark's median (core's
-         * statistics), the one the speedup divides; the traced run only feeds the noise check */
-        if (noisy)
-            fa_cli_printf("\nwarning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more "
-                          "than 25%% away from the benchmark): speedups and accept/reject decisions on this machine are not "
-                          "reliable; run on a quiet machine for figures you keep\n");
-        fa_cli_printf("\nbaseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx\n", r->baseline.median_ns / 1e6,
-                      (r->baseline.p75_ns - r->baseline.p25_ns) / 1e6, r->fused.median_ns / 1e6,
-                      (r->fused.p75_ns - r->fused.p25_ns) / 1e6, r->speedup);
-        if (r->backed_off)
-            fa_cli_printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
-                          "fused model was not measurably faster\n", r->backed_off, r->backed_off == 1 ? "" : "s");
-        if (r->e2e_mismatch)
-            fa_cli_printf("the fused plan is a MISMATCH end to end: its outputs differ from the unfused model's (max relative "
-                          "error %.3g > %.3g): not deployable, no speedup claimed\n", r->e2e_max_rel_error, r->e2e_tolerance);
-        if (r->e2e_loss)
-            fa_cli_printf("the fused plan is a LOSS end to end: with %d clusters kept it is not measurably faster than the "
-                          "baseline; deploy the baseline\n", r->accepted);
-        fa_cli_printf("kernels per iteration %d -> %d; peak activations %.1f -> %.1f MiB; end-to-end max rel error %.2g\n",
-                      r->kernels_baseline, r->kernels_fused, r->peak_bytes_baseline / 1048576.0, r->peak_bytes_fused / 1048576.0,
-                      r->e2e_max_rel_error);
-        if (r->accepted == 0 && r->e2e_reorders == 0)
-            fa_cli_printf("clusters: 0 accepted, %d rejected after measurement: the fused model is the baseline%s, so the %.3f ms "
-                          "between the two measurements is noise, not a saving\n", r->rejected,
-                          r->layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", r->measured_saving_ns / 1e6);
-        else if (r->accepted == 0)
-            fa_cli_printf("clusters: 0 accepted, %d rejected after measurement; the fused model differs from the baseline by its "
-                          "blocked layouts only (%d reorder kernels per run): measured saving %.3f ms (%s)\n", r->rejected,
-                          r->e2e_reorders, r->measured_saving_ns / 1e6, r->e2e_wins ? "a win" : "not a win");
-        else
-            fa_cli_printf("clusters: %d accepted, %d rejected after measurement; predicted saving %.3f ms, measured %.3f ms\n",
-                          r->accepted, r->rejected, r->predicted_saving_ns / 1e6, r->measured_saving_ns / 1e6);
-        fa_cli_printf("outputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", out_dir,
-                      wrote_kernel_sources(out_dir, started) ? ", kernels/" : "", any_fold ? ", model.folded.onnx" : "");
+        fa_cli_result res = {model, fa_target_name(target), devname, info->threads, out_dir, oo && oo->verbose, oo && oo->json,
+                             wrote_kernel_sources(out_dir, started), any_fold, r->backed_off, r->layouts_dropped,
+                             r->e2e_tolerance};
+        s = fa_cli_print_result(ctx, st, run_id, &res);
     }
     /* the outputs are written and stored (the report shows the MISMATCH); the run itself failed */
-    if (!s && pr && pr->apply && pr->apply->e2e_mismatch)
-        s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "end-to-end verification failed: the fused model's outputs differ from the "
-                         "unfused model's by a max relative error of %.3g (limit %.3g); every cluster passed its own check, "
-                         "so composing them (layouts, executor) is at fault: please report it",
-                         pr->apply->e2e_max_rel_error, pr->apply->e2e_tolerance);
+    if (!s && run_s) s = fa_ctx_error(ctx, run_s, "%s", run_err);
     fa_pipeline_result_free(pr);
     return s;
+}
+
+int fa_cli_output_opt(const char *arg, fa_cli_output_opts *o)
+{
+    if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) o->verbose = true;
+    else if (!strcmp(arg, "--json")) o->json = true;
+    else if (!strcmp(arg, "--progress")) o->progress = 1;
+    else if (!strcmp(arg, "--no-progress")) o->progress = 0;
+    else return 0;
+    return 1;
 }
 
 int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
@@ -247,6 +243,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     po.apply.max_clusters = FA_APPLY_MAX_CLUSTERS_DEFAULT;
     po.apply.budget_s = FA_APPLY_BUDGET_S_DEFAULT;
     double span_s = FA_TRACE_SPAN_S_DEFAULT;
+    fa_cli_output_opts oo = {false, false, -1};
+    bool prog_on = false, prog_off = false;
     const fa_cli_opt span_row = FA_CLI_DOUBLE("--trace-span", "S", &span_s, 0, FA_TRACE_SPAN_MAX_S, 0,
                                               "on cpu the baseline trace keeps iterating past --iters until its timed "
                                               "iterations span S seconds ($FA_TRACE_SPAN_S when set; 0: exactly --iters; "
@@ -276,6 +274,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         FA_CLI_OPTS_MODEL(&mo),
         FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
         FA_CLI_OPTS_APPLY(&po.apply.tolerance, &po.apply.max_clusters, &po.apply.budget_s),
+        FA_CLI_OPTS_OUTPUT(&oo.verbose, &oo.json, &prog_on, &prog_off),
         FA_CLI_END,
     };
     const fa_cli_spec spec = {.verb = "run", .synopsis = "MODEL [options]\nTRACE [--db PATH|URI] [--out DIR]",
@@ -284,6 +283,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     int prc = fa_cli_parse(ctx, &spec, argc, argv, &args);
     if (prc >= 0) return prc;
     model = args.arg[0];
+    oo.progress = prog_off ? 0 : prog_on ? 1 : -1;
     int iters = po.apply.iters, warmup = po.apply.warmup;
 
     /* A trace instead of a model: import -> trace analysis -> advice -> reports. */
@@ -299,6 +299,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
                 fa_cli_default_out_dir(model, ob, sizeof ob);
                 out_dir = ob;
             }
+            if (oo.json || oo.verbose) /* the trace's advice is its report's and advise's */
+                return fa_cli_usage("run", "--verbose and --json are for a model run; for a trace: `advise latest --json`");
             fa_status so = fa_cli_check_out_dir(ctx, out_dir, db);
             if (so) return fa_cli_fail(ctx, so);
             return fa_cli_import_and_advise(ctx, model, db, false, out_dir);
@@ -313,7 +315,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         fa_status so = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
         if (so) return fa_cli_fail(ctx, so);
     }
-    progress prog = {.tty = fa_cli_is_tty()};
+    progress prog = progress_for(&oo);
     fa_load_options lo = fa_cli_load_options(&mo);
     lo.progress = on_progress; /* "load" per initializer, "prepare" per node (a terminal only) */
     lo.progress_user = &prog;
@@ -365,7 +367,6 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
          * apply stage reads them back). A failure is the apply stage's to report, as before. */
         fa_ctx *cctx = fa_ctx_create();
         fa_ceilings ceil;
-        if (cctx && prog.tty) fa_cli_eprintf("measuring device ceilings (cached after the first run)...\n");
         if (cctx) fa_roofline_ceilings(cctx, st, fa_target_id(ti), (int)threads, false, &ceil);
         fa_ctx_free(cctx);
     }
@@ -391,7 +392,13 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (s) goto out;
 
     if (no_apply) {
-        s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, fa_store_path(st));
+        if (oo.json) {
+            fa_buf jb;
+            fa_buf_init(&jb);
+            s = fa_reports_summary_json(ctx, st, run_id, &jb);
+            if (!s && jb.data) fwrite(jb.data, 1, jb.len, stdout); /* JSON: every string already escaped */
+            fa_buf_free(&jb);
+        } else s = print_baseline(ctx, st, run_id, model, &info, devname, warmup, g, fa_store_path(st));
         goto out;
     }
     po.apply.target = fa_exec_target(e);
@@ -400,8 +407,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     fa_exec_free(e);
     e = NULL;
     po.apply.threads = info.threads;
-    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po);
-    if (!s) s = fa_store_run_finish(ctx, st, run_id, true, NULL);
+    s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po, &oo); /* finishes the run */
 out:;
     int rc = 0;
     if (s) {

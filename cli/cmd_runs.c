@@ -9,10 +9,44 @@
 #include "cli.h"
 #include "store/store.h"
 
+static const char *k_about =
+    "  Lists every run: id, kind, status, start time, model, target, device, timed iterations and its\n"
+    "  iteration latency as `run` and the report show it (OF bench: the end-to-end benchmark median,\n"
+    "  the fused model's on a fused twin's row; OF trace: the traced iteration median, first kernel\n"
+    "  start to last kernel end). --json adds every figure (\"figures\").\n";
 
-/* One run as a JSON object (also used by `show`). Times: unix epoch ns; latency: ns. */
-void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
-void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
+/* The run's figures as JSON (store/figures.c: what `run`, report.html and summary.json show). */
+static void figures_json(fa_buf *b, const fa_run_figures *f)
+{
+    const char *wb, *wf;
+    double lb = fa_run_figures_latency(f, false, &wb), lf = fa_run_figures_latency(f, true, &wf);
+    fa_buf_puts(b, "{\"baseline_ns\":");
+    fa_json_num(b, lb, 9);
+    fa_buf_puts(b, ",\"baseline_measure\":");
+    fa_json_str(b, wb);
+    fa_buf_puts(b, ",\"fused_ns\":");
+    fa_json_num(b, lf, 9);
+    fa_buf_puts(b, ",\"fused_measure\":");
+    fa_json_str(b, wf);
+    fa_buf_puts(b, ",\"traced_iteration_ns\":{\"baseline\":");
+    fa_json_num(b, f->traced_iter_ns, 9);
+    fa_buf_puts(b, ",\"fused\":");
+    fa_json_num(b, f->fused_traced_iter_ns, 9);
+    fa_buf_puts(b, "},\"kernels_per_iteration\":{\"baseline\":");
+    if (f->kernels_baseline >= 0) fa_buf_printf(b, "%d", f->kernels_baseline); else fa_buf_puts(b, "null");
+    fa_buf_puts(b, ",\"fused\":");
+    if (f->kernels_fused >= 0) fa_buf_printf(b, "%d", f->kernels_fused); else fa_buf_puts(b, "null");
+    fa_buf_printf(b, ",\"fused_reorders\":%d},\"predicted_saving_ns\":", f->reorders_fused);
+    fa_json_num(b, f->predicted_saving_ns, 9);
+    fa_buf_puts(b, ",\"measured_saving_ns\":");
+    fa_json_num(b, f->measured_saving_ns, 9);
+    fa_buf_printf(b, ",\"clusters_accepted\":%d}", f->n_accepted);
+}
+
+/* One run as a JSON object (also used by `show`), with its figures when f is given. Times: unix
+ * epoch ns; latency: ns. */
+void fa_cli_run_json(fa_buf *b, const fa_run_info *r, const fa_run_figures *f);
+void fa_cli_run_json(fa_buf *b, const fa_run_info *r, const fa_run_figures *f)
 {
     fa_buf_printf_term(b, "{\"id\":%" PRId64 ",\"kind\":", r->id);
     fa_json_str(b, r->kind);
@@ -50,6 +84,10 @@ void fa_cli_run_json(fa_buf *b, const fa_run_info *r)
     fa_json_str(b, r->host);
     fa_buf_puts(b, ",\"e2e_verdict\":"); /* the newest plan's; null when not applied */
     fa_json_str(b, fa_e2e_verdict_name(r->e2e_verdict));
+    if (f) {
+        fa_buf_puts(b, ",\"figures\":");
+        figures_json(b, f);
+    }
     fa_buf_puts(b, "}");
 }
 
@@ -90,7 +128,7 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
         FA_CLI_OPT_JSON(&json),
         FA_CLI_END,
     };
-    const fa_cli_spec spec = {.verb = "runs", .synopsis = "[options]", .opts = opts};
+    const fa_cli_spec spec = {.verb = "runs", .synopsis = "[options]", .about = k_about, .opts = opts};
     fa_cli_args args;
     int rc = fa_cli_parse(ctx, &spec, argc, argv, &args);
     if (rc >= 0) return rc;
@@ -117,9 +155,12 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
         fa_buf_puts(&b, "{\"db\":");
         fa_json_str(&b, db);
         fa_buf_puts(&b, ",\"runs\":[");
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !s; i++) {
+            fa_run_figures f;
+            s = fa_store_get_run_figures(ctx, st, runs[i].id, &f);
+            if (s) break;
             if (i) fa_buf_puts(&b, ",");
-            fa_cli_run_json(&b, &runs[i]);
+            fa_cli_run_json(&b, &runs[i], &f);
         }
         fa_buf_puts(&b, "]}\n");
     } else if (n == 0) {
@@ -127,17 +168,25 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
     } else {
         static const fa_table_col cols[] = {{"ID", 5, 0, true},    {"KIND", 6, 0, false},  {"STATUS", 7, 0, false},
                                             {"STARTED", 19, 0, false}, {"TARGET", 6, 0, false}, {"ITERS", 5, 0, true},
-                                            {"MEDIAN", 12, 0, true}, {"MODEL / DEVICE", 0, 0, false}};
-        fa_table *t = fa_table_create(cols, 8);
+                                            {"LATENCY", 12, 0, true}, {"OF", 5, 0, false}, {"MODEL / DEVICE", 0, 0, false}};
+        fa_table *t = fa_table_create(cols, 9);
         fa_buf last;
         fa_buf_init(&last);
-        for (size_t i = 0; i < n; i++) {
+        for (size_t i = 0; i < n && !s; i++) {
             const fa_run_info *r = &runs[i];
             char id[24], when[32], iters[16], lat[32];
             snprintf(id, sizeof id, "%" PRId64, r->id);
             snprintf(iters, sizeof iters, "%d", r->iters);
-            if (r->iter_median_ns >= 0) snprintf(lat, sizeof lat, "%.3f ms", (double)r->iter_median_ns / 1e6);
+            /* the figure every surface shows: a model run's benchmark median (its fused twin's: the
+             * fused model's), else the traced iteration median; OF says which */
+            fa_run_figures f;
+            s = fa_store_get_run_figures(ctx, st, r->id, &f);
+            if (s) break;
+            const char *what;
+            double v = fa_run_figures_latency(&f, f.twin_of >= 0, &what);
+            if (what) snprintf(lat, sizeof lat, "%.3f ms", v / 1e6);
             else snprintf(lat, sizeof lat, "-");
+            const char *of = !what ? "" : !strcmp(what, "benchmark median") ? "bench" : "trace";
             fa_buf_reset(&last);
             fa_buf_puts(&last, r->model_path ? r->model_path : "-");
             if (r->device_name) fa_buf_printf_term(&last, " on %s", r->device_name);
@@ -148,7 +197,7 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
                 fa_buf_puts(&last, " [MISMATCH end to end: the fused outputs differ, not deployable]");
             else if (r->e2e_verdict != FA_E2E_NOT_APPLIED) fa_buf_printf_term(&last, " [e2e %s]", fa_e2e_verdict_name(r->e2e_verdict));
             const char *cells[] = {id, r->kind, r->status, fmt_time(r->started_at_ns, when, sizeof when), r->target,
-                                   iters, lat, last.data ? last.data : "-"};
+                                   iters, lat, of, last.data ? last.data : "-"};
             fa_table_add_row(t, cells);
             if (r->error) {
                 fa_buf_reset(&last);
@@ -161,8 +210,8 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
         fa_table_render(t, &b);
         fa_table_free(t);
     }
-    if (b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory formatting %zu runs", n);
-    else fputs(b.data ? b.data : "", stdout);
+    if (!s && b.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory formatting %zu runs", n);
+    else if (!s) fputs(b.data ? b.data : "", stdout);
     fa_buf_free(&b);
     fa_arena_free(ar);
     fa_store_close(st);

@@ -11,7 +11,7 @@
 
 
 /* Defined in cmd_runs.c: one run as a JSON object. */
-void fa_cli_run_json(fa_buf *b, const fa_run_info *r);
+void fa_cli_run_json(fa_buf *b, const fa_run_info *r, const fa_run_figures *f);
 
 int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
 {
@@ -61,7 +61,7 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
     fa_buf_init(&b);
     if (json) {
         fa_buf_puts(&b, "{\"run\":");
-        fa_cli_run_json(&b, &r);
+        fa_cli_run_json(&b, &r, NULL);
         fa_buf_printf_term(&b, ",\"iterations\":%d,\"total_median_ns\":%" PRId64 ",\"ops\":[", iters, total);
         for (size_t i = 0; i < n; i++) {
             const fa_op_row *o = &rows[i];

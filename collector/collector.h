@@ -97,7 +97,9 @@ fa_activity fa_activity_init(fa_activity_kind kind);
 
 /* ---- cpu collector (collector/cpu/) ---- */
 
-/* Progress of long collections (fa_progress_fn, core.h): done/total iterations (warm-up included). */
+/* Progress of long collections (fa_progress_fn, core.h): done/total iterations (warm-up
+ * included). total never changes within a step: fa_collect_cpu_span reports against the most
+ * iterations it may take and calls done == total when it stops. */
 
 /* Run `warmup` unrecorded and `iters` timed iterations of executor e over graph g and return
  * one FA_ACT_KERNEL record per kernel per timed iteration (start/end CLOCK_MONOTONIC ns,

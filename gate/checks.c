@@ -65,14 +65,28 @@ void fa_gate_note(fa_gate_report *r, const char *fmt, ...)
 
 static uint64_t check_seed(const fa_gate_options *o, const char *id) { return o->seed ^ fa_hash64(id, strlen(id)); }
 
+/* "12.3 us" / "88.196 ms" / "1.234 s": a time in the unit that reads at its size. */
+static void fmt_time(char *buf, size_t cap, double ns)
+{
+    if (fabs(ns) >= 1e9) snprintf(buf, cap, "%.3f s", ns / 1e9);
+    else if (fabs(ns) >= 1e6) snprintf(buf, cap, "%.3f ms", ns / 1e6);
+    else snprintf(buf, cap, "%.1f us", ns / 1e3);
+}
+
+/* Iterations per run a suggestion may name: more would take a CI job longer than this at the
+ * baseline's median (docs/ci.md "How a latency check decides"). */
+#define GATE_SUGGEST_MAX_S 600.0
+
 /* Sentence describing a latency comparison: change, CI and what decides it. */
 static void describe(fa_buf *b, const fa_gate_stats *s, const fa_gate_options *o)
 {
-    char r[32], lo[32], hi[32];
+    char r[32], lo[32], hi[32], tb[32], tc[32];
     fa_gate_pct(r, sizeof r, s->ratio);
     fa_gate_pct(lo, sizeof lo, s->lo);
     fa_gate_pct(hi, sizeof hi, s->hi);
-    fa_buf_printf(b, "median %.1f us -> %.1f us (%s", s->base_median_ns / 1e3, s->cand_median_ns / 1e3, r);
+    fmt_time(tb, sizeof tb, s->base_median_ns);
+    fmt_time(tc, sizeof tc, s->cand_median_ns);
+    fa_buf_printf(b, "median %s -> %s (%s", tb, tc, r);
     if (isfinite(s->lo))
         fa_buf_printf(b, ", %.4g%% CI %s..%s", s->confidence * 100, lo, hi);
     if (s->runs_base > 1 || s->runs_cand > 1)
@@ -89,6 +103,10 @@ static void describe(fa_buf *b, const fa_gate_stats *s, const fa_gate_options *o
     default:
         if (!isfinite(s->lo))
             fa_buf_printf(b, ": too few samples; rerun with --iters %d or more", s->suggested_iters);
+        else if (s->suggested_iters > 0 && s->suggested_iters * s->base_median_ns / 1e9 > GATE_SUGGEST_MAX_S)
+            fa_buf_printf(b, ": the interval straddles +%.3g%%; more iterations than a CI job can run would decide "
+                             "(over %.0f s per run): record --runs 3 per side, or let inconclusive pass", thr,
+                          GATE_SUGGEST_MAX_S);
         else if (s->suggested_iters > 0)
             fa_buf_printf(b, ": the interval straddles +%.3g%%; about %d iterations per run would decide (--iters %d)",
                           thr, s->suggested_iters, s->suggested_iters);
@@ -156,21 +174,29 @@ static fa_status latency_check(fa_ctx *ctx, fa_gate_report *r, const char *id, c
                                check_seed(&r->opt, id), &s));
     fa_buf b;
     fa_buf_init(&b);
-    describe(&b, &s, &r->opt);
     fa_gate_verdict v = s.verdict;
+    bool cheap = false; /* inconclusive, but too small to matter: a pass that says why */
+    double cost_lo = NAN, cost_hi = NAN;
     if (ref_ns > 0 && isfinite(s.lo)) {
-        double cost_lo = (s.lo - 1) * s.base_median_ns / ref_ns, cost_hi = (s.hi - 1) * s.base_median_ns / ref_ns;
-        if (v == FA_GATE_FAIL && cost_lo < r->opt.min_share) {
-            v = FA_GATE_WARN;
-            fa_buf_printf(&b, " (the slowdown costs at least %.2g%% of the iteration, under --min-share %.3g%%: not gating)",
-                          cost_lo * 100, r->opt.min_share * 100);
-        } else if (v == FA_GATE_FAIL) {
-            fa_buf_printf(&b, " (costs at least %.2g%% of the iteration)", cost_lo * 100);
-        } else if (v == FA_GATE_INCONCLUSIVE && cost_hi < r->opt.min_share) {
-            v = FA_GATE_PASS;
-            fa_buf_printf(&b, " (even at the upper bound it costs under --min-share %.3g%% of the iteration)",
-                          r->opt.min_share * 100);
-        }
+        cost_lo = (s.lo - 1) * s.base_median_ns / ref_ns;
+        cost_hi = (s.hi - 1) * s.base_median_ns / ref_ns;
+        cheap = v == FA_GATE_INCONCLUSIVE && cost_hi < r->opt.min_share;
+    }
+    if (cheap) {
+        char tb[32], tc[32], pr[32];
+        fmt_time(tb, sizeof tb, s.base_median_ns);
+        fmt_time(tc, sizeof tc, s.cand_median_ns);
+        fa_gate_pct(pr, sizeof pr, s.ratio);
+        v = FA_GATE_PASS;
+        fa_buf_printf(&b, "median %s -> %s (%s; %d vs %d iterations): even at the interval's upper bound the change costs "
+                          "under --min-share %.3g%% of the iteration", tb, tc, pr, s.n_base, s.n_cand, r->opt.min_share * 100);
+    } else describe(&b, &s, &r->opt);
+    if (v == FA_GATE_FAIL && cost_lo < r->opt.min_share) {
+        v = FA_GATE_WARN;
+        fa_buf_printf(&b, " (the slowdown costs at least %.3g%% of the iteration, under --min-share %.3g%%: not gating)",
+                      cost_lo * 100, r->opt.min_share * 100);
+    } else if (v == FA_GATE_FAIL && isfinite(cost_lo)) {
+        fa_buf_printf(&b, " (costs at least %.3g%% of the iteration)", cost_lo * 100);
     }
     if (extra) fa_buf_printf(&b, "%s", extra);
     fa_gate_check *c = add_check(r, id, "latency", name, v, "%s", b.data ? b.data : "");

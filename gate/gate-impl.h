@@ -4,6 +4,7 @@
 #define FA_GATE_IMPL_H
 
 #include "gate/gate.h"
+#include "trace/trace.h"
 
 typedef struct gate_cluster {
     int id;
@@ -45,6 +46,11 @@ typedef struct gate_run {
     int fkpi_min, fkpi_max, fkpi_mode;
     double *fused_iter_ns;
     int n_fused_iter_ns;
+    /* an imported trace (kind 'import'): its stored advice's figures (trace/trace.h), read by
+     * gate/traces.c; has_advice false for a model run */
+    bool is_trace, has_advice;
+    int64_t t_kernels, t_outside, t_kernel_ns, t_steps, t_step_ns, t_launch_overhead_ns;
+    int64_t t_class_ns[FA_KCLASS_COUNT];
 } gate_run;
 
 /* The runs of one side: r[0] is the primary (newest) run; plans, kernel counts and fusion checks
@@ -66,6 +72,9 @@ fa_status fa_gate_load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, 
 /* Index of the op named `name` in g->ops, -1 when absent. */
 int fa_gate_find_op(const gate_run *g, const char *name);
 
+/* gate/traces.c: the checks of two imported traces (their primary runs' stored advice): kernel
+ * time per kernel class and in all, kernels and launch overhead, per profiler step. */
+fa_status fa_gate_check_traces(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc);
 /* gate/checks.c: every check of baseline side sb against candidate side sc, added to r. */
 fa_status fa_gate_check_all(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc);
 /* A note on the report (at most its notes[] capacity; further ones are dropped). */

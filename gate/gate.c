@@ -72,7 +72,17 @@ fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids,
             s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %s run %" PRId64 " is %s'%s'%s%s: gate finished runs", g->path, role,
                              g->info.id, strcmp(g->info.status, "running") ? "" : "unfinished ", g->info.status,
                              g->info.error ? ": " : "", g->info.error ? g->info.error : "");
-        else if (!fa_gate_same_model(&b->info, &g->info))
+        else if (g->is_trace != b->is_trace)
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "baseline run %" PRId64 " (%s) is %s, %s run %" PRId64 " (%s) %s: the gate compares two "
+                             "model runs or two imported traces",
+                             b->info.id, b->path, b->is_trace ? "an imported trace" : "a model run", role, g->info.id, g->path,
+                             g->is_trace ? "an imported trace" : "a model run");
+        else if (g->is_trace && !g->has_advice)
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "%s: %s run %" PRId64 " is an imported trace without GPU kernels: nothing to compare", g->path,
+                             role, g->info.id);
+        else if (!g->is_trace && !fa_gate_same_model(&b->info, &g->info))
             s = fa_ctx_error(ctx, FA_ERR_INPUT,
                              "runs of different models: baseline run %" PRId64 " (%s) is %s%s%s, %s run %" PRId64
                              " (%s) is %s%s%s; the gate compares runs of one model",
@@ -110,12 +120,25 @@ fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids,
         fa_gate_note(r, "latency pools %d baseline and %d candidate runs (two-stage bootstrap: runs, then iterations); "
                 "accepted clusters and kernel counts are decided by majority / median over the runs; verification and "
                 "registers come from the newest run of each side", n_base, n_cand);
-    s = fa_gate_check_all(ctx, r, &sb, &sc);
+    if (b->is_trace && (!b->info.model_path || !c->info.model_path || strcmp(b->info.model_path, c->info.model_path)))
+        fa_gate_note(r, "imported traces of two files: the gate cannot tell whether they profile the same workload");
+    r->traces = b->is_trace;
+    s = b->is_trace ? fa_gate_check_traces(ctx, r, &sb, &sc) : fa_gate_check_all(ctx, r, &sb, &sc);
     if (s) {
         fa_gate_report_free(r);
         return s;
     }
     for (int i = 0; i < r->n_checks; i++) r->counts[r->checks[i].verdict]++;
+    /* a gate that measured nothing does not pass: it says what is missing */
+    if (r->counts[FA_GATE_SKIPPED] == r->n_checks) {
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "nothing to compare between baseline run %" PRId64 " (%s) and candidate run %" PRId64
+                         " (%s): every check lacks its data%s%s",
+                         b->info.id, b->path, c->info.id, c->path, r->n_checks ? "; the first: " : "",
+                         r->n_checks ? r->checks[0].message : "");
+        fa_gate_report_free(r);
+        return s;
+    }
     r->verdict = r->counts[FA_GATE_FAIL] ? FA_GATE_FAIL : r->counts[FA_GATE_INCONCLUSIVE] ? FA_GATE_INCONCLUSIVE
                                                                                            : FA_GATE_PASS;
     *out = r;

@@ -86,8 +86,11 @@ typedef struct fa_gate_check {
     const char *id;          /* stable machine id: "latency.e2e.unfused", "latency.e2e.fused",
                                 "latency.component:<key>", "latency.cluster-fused:<key>",
                                 "kernels.unfused", "kernels.fused", "fusion.accepted:<key>",
-                                "fusion.verify", "cuda.spills:<key>", "cuda.registers:<key>" */
-    const char *category;    /* "latency" | "kernels" | "fusion" | "verification" | "registers" */
+                                "fusion.verify", "cuda.spills:<key>", "cuda.registers:<key>";
+                                two imported traces: "trace.kernel_time", "trace.kernel_time:<class>",
+                                "trace.kernels", "trace.launch_overhead" */
+    const char *category;    /* "latency" | "kernels" | "fusion" | "verification" | "registers" |
+                                "trace" (two imported traces) */
     const char *name;        /* what a person reads: "end-to-end latency (unfused)",
                                 "cluster 'MatMul+Add+Relu' (fc1, add1, relu1) [unfused]" */
     fa_gate_verdict verdict;
@@ -109,6 +112,7 @@ typedef struct fa_gate_report {
     bool oom;                /* a check could not be recorded (fa_gate_check_all then fails) */
     int counts[FA_GATE_VERDICT_COUNT];
     fa_gate_verdict verdict; /* FAIL if any check fails, else INCONCLUSIVE if any is, else PASS */
+    bool traces;             /* two imported traces: the "trace.*" checks (gate/traces.c) */
     int n_notes;
     const char *notes[16];   /* run-level remarks (different device, no plan, ...) */
 } fa_gate_report;
@@ -137,9 +141,14 @@ bool fa_gate_same_model(const fa_run_info *a, const fa_run_info *b);
  * bst may equal cst). Reads: runs, nodes, kernels (FA_ACT_KERNEL records and FA_ACT_RANGE
  * "iteration" records with iter >= 0), the newest plan of each run (clusters.label labels,
  * clusters, fused_kernels), benchmarks of that plan, and the run of kind 'fused' tagged
- * "fused-of:<id>". Whatever one run lacks becomes a SKIPPED check that says so.
- * Errors: FA_ERR_INPUT when a run is absent, not finished ('ok'), a 'fused' run, or the runs are
- * of different models or targets (the message names both); FA_ERR_IO/FA_ERR_NOMEM. *out owned by the
+ * "fused-of:<id>". Whatever one run lacks becomes a SKIPPED check that says so. Two imported
+ * traces (kind 'import') are compared by what they hold instead: their stored advice's kernel
+ * time per kernel class and in all, kernels and launch overhead, per profiler step ("trace.*"
+ * checks, docs/ci.md "Imported traces").
+ * Errors: FA_ERR_INPUT when a run is absent, not finished ('ok'), a 'fused' run, the runs are
+ * of different models or targets (the message names both), one side is a trace and the other a
+ * model run, a trace holds no GPU kernel, or every check lacks its data (a gate that measured
+ * nothing never passes); FA_ERR_IO/FA_ERR_NOMEM. *out owned by the
  * caller (fa_gate_report_free). */
 fa_status fa_gate_run(fa_ctx *ctx, fa_store *bst, int64_t base_id, fa_store *cst, int64_t cand_id,
                       const fa_gate_options *o, fa_gate_report **out);
@@ -157,9 +166,19 @@ fa_status fa_gate_run_multi(fa_ctx *ctx, fa_store *bst, const int64_t *base_ids,
  * junit: JUnit XML (one <testsuite name="fuse-advise gate">, one <testcase> per check with
  *   classname = category; <failure> for FAIL, <skipped> for SKIPPED and INCONCLUSIVE,
  *   <system-out> for the message), XML-escaped, as Jenkins/GitLab/GitHub reporters read it.
- * markdown: a pull-request comment: headline verdict, a table (pipes and newlines in names
- *   escaped), and the messages of failing checks.
+ * markdown: a pull-request comment: headline verdict, the runs, the rule, the counts, the notes;
+ *   failing, inconclusive and warning checks first in a table (details cut at 600 bytes of
+ *   source text); passing and not-measured ones in a collapsed <details> block (details cut at
+ *   160). Rows stop, with a count of those left out, once the text passes FA_GATE_MD_MAX -
+ *   FA_GATE_MD_RESERVE bytes, so the whole comment stays under FA_GATE_MD_MAX whatever the
+ *   model (GitHub refuses a comment body over 65,536 characters; docs/ci.md). Every string is
+ *   escaped as docs/ci.md says.
  * json: {"schema":"fuse-advise.gate/1", ...} (keys in docs/ci.md). */
+enum {
+    FA_GATE_MD_MAX = 60000,    /* bytes of gate.md at most (a GitHub comment: 65,536 characters) */
+    FA_GATE_MD_RESERVE = 6000  /* kept for the last row (name and detail cut, escaped: under 4.5 KB)
+                                  and the closing lines */
+};
 void fa_gate_render_text(const fa_gate_report *r, fa_buf *b);
 void fa_gate_render_junit(const fa_gate_report *r, fa_buf *b);
 void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b);

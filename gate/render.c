@@ -109,8 +109,13 @@ void fa_gate_render_text(const fa_gate_report *r, fa_buf *b)
     fa_buf_puts(b, "fuse-advise gate\n");
     run_line(b, "  baseline ", &r->baseline, r->baseline_db, r->baseline_runs, r->n_baseline_runs);
     run_line(b, "  candidate", &r->candidate, r->candidate_db, r->candidate_runs, r->n_candidate_runs);
-    fa_buf_printf_term(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
-                       r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
+    if (r->traces)
+        fa_buf_printf_term(b, "  rule: imported traces, one figure per side: fail when the candidate's kernel time is more than "
+                              "+%.3g%% and at least %.3g%% of the baseline's step above the baseline's, or it has more kernels\n\n",
+                           r->opt.max_regression * 100, r->opt.min_share * 100);
+    else
+        fa_buf_printf_term(b, "  rule: fail when the %.4g%% bootstrap CI of the median ratio lies above +%.3g%% (%d resamples)\n\n",
+                           r->opt.confidence * 100, r->opt.max_regression * 100, r->opt.resamples);
     /* the check column as wide as the longest name, cut at 72 bytes */
     static const fa_table_col cols[] = {{"VERDICT", 12, 0, false}, {"CHECK", 5, 72, false}, {"CHANGE", 8, 0, true},
                                         {"CI", 17, 0, false}, {"DETAIL", 0, 0, false}};
@@ -234,8 +239,48 @@ static const char *md_mark(fa_gate_verdict v)
     }
 }
 
+/* At most n source bytes of s (cut at a space when one is near, never inside a UTF-8 sequence),
+ * then "..." when cut, written as md() writes text. */
+static void md_cut(fa_buf *b, const char *s, size_t n)
+{
+    if (!s) return;
+    size_t len = strlen(s);
+    if (len <= n) {
+        md(b, s);
+        return;
+    }
+    size_t k = n;
+    while (k > 0 && ((unsigned char)s[k] & 0xC0) == 0x80) k--; /* a UTF-8 sequence's start */
+    size_t sp = k;
+    while (sp > n / 2 && s[sp] != ' ') sp--;
+    if (s[sp] == ' ') k = sp;
+    char *t = malloc(k + 1);
+    if (!t) {
+        b->oom = true;
+        return;
+    }
+    memcpy(t, s, k);
+    t[k] = '\0';
+    md(b, t);
+    fa_buf_puts(b, " \xe2\x80\xa6"); /* U+2026 */
+    free(t);
+}
+
+/* One table row of check c: its verdict, name, change, interval and detail (cut to detail_max). */
+static void md_row(fa_buf *b, const fa_gate_check *c, size_t detail_max)
+{
+    char chg[32], ci[64];
+    change_cols(c, chg, sizeof chg, ci, sizeof ci);
+    fa_buf_printf(b, "| %s %s | ", md_mark(c->verdict), fa_gate_verdict_name(c->verdict));
+    md_cut(b, c->name, 200);
+    fa_buf_printf(b, " | %s | %s | ", chg, ci);
+    md_cut(b, c->message, detail_max);
+    fa_buf_puts(b, " |\n");
+}
+
 void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b)
 {
+    size_t start = b->len;
     fa_gate_verdict ov = effective(r, r->verdict);
     fa_buf_printf(b, "### %s fuse-advise gate: %s\n\n", md_mark(ov == FA_GATE_FAIL ? FA_GATE_FAIL : r->verdict),
                   overall_word(r));
@@ -244,44 +289,70 @@ void fa_gate_render_markdown(const fa_gate_report *r, fa_buf *b)
         fa_buf_printf(b, "- **%s**: run %" PRId64, k ? "Candidate" : "Baseline", ri->id);
         more_runs(b, k ? r->candidate_runs : r->baseline_runs, k ? r->n_candidate_runs : r->n_baseline_runs);
         fa_buf_puts(b, " of ");
-        md(b, ri->model_path);
+        md_cut(b, ri->model_path, 300);
         if (ri->tag) {
             fa_buf_puts(b, " (tag ");
-            md(b, ri->tag);
+            md_cut(b, ri->tag, 100);
             fa_buf_puts(b, ")");
         }
         fa_buf_puts(b, " on ");
-        md(b, ri->device_name ? ri->device_name : ri->target);
+        md_cut(b, ri->device_name ? ri->device_name : ri->target, 100);
         fa_buf_puts(b, "\n");
     }
-    fa_buf_printf(b, "- **Rule**: fail when the %.4g%% bootstrap confidence interval of the ratio of medians "
-                     "(candidate / baseline, per-iteration samples) lies above +%.3g%%\n",
-                  r->opt.confidence * 100, r->opt.max_regression * 100);
-    fa_buf_printf(b, "- **Result**: %d failed, %d inconclusive, %d warnings, %d passed, %d not measured\n\n",
+    if (r->traces)
+        fa_buf_printf(b, "- **Rule**: imported traces, one figure per side: fail when the candidate's kernel time is more "
+                         "than +%.3g%% and at least %.3g%% of the baseline's step above the baseline's, or it has more "
+                         "kernels\n", r->opt.max_regression * 100, r->opt.min_share * 100);
+    else
+        fa_buf_printf(b, "- **Rule**: fail when the %.4g%% bootstrap confidence interval of the ratio of medians "
+                         "(candidate / baseline, per-iteration samples) lies above +%.3g%%\n",
+                      r->opt.confidence * 100, r->opt.max_regression * 100);
+    fa_buf_printf(b, "- **Result**: %d failed, %d inconclusive, %d warnings, %d passed, %d not measured\n",
                   r->counts[FA_GATE_FAIL], r->counts[FA_GATE_INCONCLUSIVE], r->counts[FA_GATE_WARN],
                   r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
-    fa_buf_puts(b, "| | Check | Change | CI | Detail |\n|---|---|---:|---|---|\n");
-    /* failing first, then the rest in order */
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < r->n_checks; i++) {
-            const fa_gate_check *c = &r->checks[i];
-            bool bad = c->verdict == FA_GATE_FAIL || c->verdict == FA_GATE_WARN || c->verdict == FA_GATE_INCONCLUSIVE;
-            if (bad != (pass == 0)) continue;
-            char chg[32], ci[64];
-            change_cols(c, chg, sizeof chg, ci, sizeof ci);
-            fa_buf_printf(b, "| %s %s | ", md_mark(c->verdict), fa_gate_verdict_name(c->verdict));
-            md(b, c->name);
-            fa_buf_printf(b, " | %s | %s | ", chg, ci);
-            md(b, c->message);
-            fa_buf_puts(b, " |\n");
-        }
-    if (r->n_notes) {
+    /* notes first: they are few (notes[] holds 16) and say what the table cannot */
+    for (int i = 0; i < r->n_notes; i++) {
+        fa_buf_puts(b, "\n> ");
+        md_cut(b, r->notes[i], 400);
         fa_buf_puts(b, "\n");
-        for (int i = 0; i < r->n_notes; i++) {
-            fa_buf_puts(b, "> ");
-            md(b, r->notes[i]);
-            fa_buf_puts(b, "\n");
-        }
+    }
+    /* failing, inconclusive and warning checks in full, in that order, within the budget (the
+     * closing lines keep FA_GATE_MD_RESERVE) */
+    const fa_gate_verdict order[3] = {FA_GATE_FAIL, FA_GATE_INCONCLUSIVE, FA_GATE_WARN};
+    int n_bad = r->counts[FA_GATE_FAIL] + r->counts[FA_GATE_INCONCLUSIVE] + r->counts[FA_GATE_WARN], shown = 0;
+    if (n_bad) {
+        fa_buf_puts(b, "\n| | Check | Change | CI | Detail |\n|---|---|---:|---|---|\n");
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < r->n_checks; i++) {
+                const fa_gate_check *c = &r->checks[i];
+                if (c->verdict != order[k]) continue;
+                if (b->len - start > FA_GATE_MD_MAX - FA_GATE_MD_RESERVE) continue;
+                md_row(b, c, 600);
+                shown++;
+            }
+        if (shown < n_bad)
+            fa_buf_printf(b, "\n%d more failing, inconclusive or warning checks are not shown here (a comment holds "
+                             "%d characters): the JUnit report or `fuse-advise gate --json` has every check\n",
+                          n_bad - shown, FA_GATE_MD_MAX);
+    }
+    /* passing and not-measured checks: summarised, collapsed; the rows while the budget lasts */
+    int n_ok = r->counts[FA_GATE_PASS] + r->counts[FA_GATE_SKIPPED];
+    if (n_ok) {
+        fa_buf_printf(b, "\n<details><summary>%d passed, %d not measured</summary>\n\n| | Check | Change | CI | Detail |\n"
+                         "|---|---|---:|---|---|\n", r->counts[FA_GATE_PASS], r->counts[FA_GATE_SKIPPED]);
+        int listed = 0;
+        for (int k = 0; k < 2; k++)
+            for (int i = 0; i < r->n_checks; i++) {
+                const fa_gate_check *c = &r->checks[i];
+                if (c->verdict != (k ? FA_GATE_SKIPPED : FA_GATE_PASS)) continue;
+                if (b->len - start > FA_GATE_MD_MAX - FA_GATE_MD_RESERVE) continue;
+                md_row(b, c, 160);
+                listed++;
+            }
+        if (listed < n_ok)
+            fa_buf_printf(b, "\n%d more passing or not-measured checks: the JUnit report or `fuse-advise gate --json`\n",
+                          n_ok - listed);
+        fa_buf_puts(b, "\n</details>\n");
     }
 }
 

@@ -61,25 +61,23 @@ static fa_status load_ops(fa_ctx *ctx, gate_run *g, fa_arena *ar)
     return FA_OK;
 }
 
-static int cmp_cluster_id(const void *a, const void *b)
+static int cmp_cluster_at(const void *a, const void *b)
 {
-    int x = ((const fa_cluster_row *)a)->id, y = ((const fa_cluster_row *)b)->id;
+    int x = (*(const fa_cluster *const *)a)->id, y = (*(const fa_cluster *const *)b)->id;
     return x < y ? -1 : x > y;
 }
 
-/* The newest plan's clusters with labels (clusters.label), member names (nodes) and
- * cluster-fused samples. */
-static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
+/* load_plan's body over the stored plan (its strings copied into ar: the plan is freed after). */
+static fa_status load_plan_rows(fa_ctx *ctx, gate_run *g, fa_arena *ar, const fa_plan *plan, const fa_cluster_verdict *verdicts)
 {
-    g->plan_id = 0;
-    fa_plan_row plan;
-    fa_cluster_row *crs = NULL;
-    fa_why_not_row *wrs = NULL;
-    int n_crs = 0, n_wrs = 0;
-    CK(fa_store_get_latest_plan(ctx, g->st, g->info.id, ar, &g->plan_id, &plan, &crs, &n_crs, &wrs, &n_wrs));
-    if (!g->plan_id) return FA_OK;
-    g->plan_target = plan.target;
-    qsort(crs, (size_t)n_crs, sizeof *crs, cmp_cluster_id); /* the gate reports clusters in id order */
+    g->plan_id = plan->plan_id;
+    g->plan_target = fa_target_name(plan->opt.target);
+    int n_crs = plan->n_clusters;
+    /* the gate reports clusters in id order */
+    const fa_cluster **order = fa_arena_alloc(ar, sizeof *order * (size_t)(n_crs + 1));
+    if (!order) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n_crs; i++) order[i] = &plan->clusters[i];
+    qsort(order, (size_t)n_crs, sizeof *order, cmp_cluster_at);
     /* node names */
     fa_node_row *nrows = NULL;
     size_t n_nrows = 0;
@@ -99,17 +97,19 @@ static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
     fa_buf b;
     fa_buf_init(&b);
     for (int ci = 0; ci < n_crs; ci++) {
-        const fa_cluster_row *cr = &crs[ci];
+        const fa_cluster *cr = order[ci];
+        const fa_cluster_verdict *cv = &verdicts[cr - plan->clusters];
         gate_cluster *c = &g->cl[g->n_clusters++];
         c->id = cr->id;
-        c->kind = cr->kind ? cr->kind : "?";
-        c->status = cr->status ? cr->status : "?";
-        c->reason = cr->reason;
-        c->registers = cr->registers;
-        c->spill_bytes = cr->spill_bytes;
-        c->max_rel_error = cr->max_rel_error < 0 ? NAN : cr->max_rel_error;
-        c->label = cr->label ? cr->label : c->kind;
-        c->accepted = !strcmp(c->status, "accepted");
+        c->kind = fa_cluster_kind_name(cr->kind);
+        c->status = fa_cluster_status_name(cv->status);
+        c->reason = cv->reason ? fa_arena_strdup(ar, cv->reason) : NULL;
+        c->registers = cv->registers;
+        c->spill_bytes = cv->spill_bytes;
+        c->max_rel_error = cv->max_rel_error < 0 ? NAN : cv->max_rel_error;
+        c->label = cr->label ? fa_arena_strdup(ar, cr->label) : c->kind;
+        c->accepted = cv->status == FA_CLUSTER_ACCEPTED;
+        if ((cv->reason && !c->reason) || !c->label) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         /* member node names (an id without a stored node reads "#ID") */
         int nm = cr->n_members;
         const char **mem = fa_arena_alloc(ar, sizeof(char *) * (size_t)(nm + 1));
@@ -169,6 +169,20 @@ static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
     return FA_OK;
 }
 
+/* The newest plan's clusters with labels (clusters.label), member names (nodes) and
+ * cluster-fused samples. */
+static fa_status load_plan(fa_ctx *ctx, gate_run *g, fa_arena *ar)
+{
+    g->plan_id = 0;
+    fa_plan *plan = NULL;
+    fa_cluster_verdict *verdicts = NULL;
+    CK(fa_store_get_latest_plan(ctx, g->st, g->info.id, &plan, &verdicts));
+    if (!plan) return FA_OK;
+    fa_status s = load_plan_rows(ctx, g, ar, plan, verdicts);
+    fa_plan_free(plan);
+    return s;
+}
+
 fa_status fa_gate_load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, gate_run *g)
 {
     memset(g, 0, sizeof *g);
@@ -180,6 +194,21 @@ fa_status fa_gate_load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, 
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: run %" PRId64 " is the fused model's trace (%s); gate its baseline run instead", g->path,
                             id, g->info.tag ? g->info.tag : "kind 'fused'");
+    g->is_trace = g->info.kind && !strcmp(g->info.kind, "import");
+    if (g->is_trace) { /* what an imported trace holds: its advice (docs/ci.md "Imported traces") */
+        fa_trace_advice *a = NULL;
+        fa_status s = fa_trace_advise_run(ctx, st, id, NULL, &a);
+        if (s) return fa_ctx_wrap(ctx, s, "%s: imported trace run %" PRId64 ": ", g->path, id);
+        g->has_advice = !a->no_gpu_activity && a->n_kernels > 0;
+        g->t_kernels = a->n_kernels;
+        g->t_outside = a->n_outside_steps;
+        g->t_kernel_ns = a->kernel_ns;
+        g->t_steps = a->n_steps;
+        g->t_step_ns = a->step_ns;
+        g->t_launch_overhead_ns = a->launch_overhead_ns;
+        memcpy(g->t_class_ns, a->class_ns, sizeof g->t_class_ns);
+        fa_trace_advice_free(a);
+    }
     CK(fa_store_get_range_durations(ctx, st, id, "iteration", ar, &g->iter_ns, &g->n_iter_ns));
     CK(load_ops(ctx, g, ar));
     CK(fa_store_get_kernels_per_iter(ctx, st, id, &g->kpi_min, &g->kpi_max, &g->kpi_mode));

@@ -242,21 +242,21 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
     for (int pass = 0; pass < 2 && !collapse; pass++)
         for (int ci = 0; ci < r->n_clusters; ci++) {
             const fa_rep_cluster *c = &r->clusters[ci];
-            if ((pass == 0) != c->accepted || c->n_members == 0) continue;
+            if ((pass == 0) != c->accepted || c->p->n_members == 0) continue;
             bool free_ok = true;
-            for (int m = 0; m < c->n_members; m++) {
-                int id = c->members[m];
+            for (int m = 0; m < c->p->n_members; m++) {
+                int id = c->p->members[m];
                 if (id < 0 || id >= n || gid[id] < 0 || taken[id]) free_ok = false;
             }
             if (!free_ok) continue; /* overlaps a drawn cluster: members get an outline instead */
-            for (int m = 0; m < c->n_members; m++) taken[c->members[m]] = 1;
-            snprintf(buf, sizeof buf, "cluster_%d", c->id);
+            for (int m = 0; m < c->p->n_members; m++) taken[c->p->members[m]] = 1;
+            snprintf(buf, sizeof buf, "cluster_%d", c->p->id);
             sub[ci] = agsubg(g, buf, 1);
             fa_buf_reset(&tmp);
-            fa_buf_printf(&tmp, "#%d %s (%s): %s", c->id, c->label ? c->label : "", c->kind ? c->kind : "", c->status);
+            fa_buf_printf(&tmp, "#%d %s (%s): %s", c->p->id, c->p->label ? c->p->label : "", fa_cluster_kind_name(c->p->kind), fa_cluster_status_name(c->v->status));
             set_text(sub[ci], "label", tmp.data);
             fa_buf_reset(&tmp);
-            fa_buf_printf(&tmp, "cluster %d %s: %s", c->id, c->status, c->reason ? c->reason : "");
+            fa_buf_printf(&tmp, "cluster %d %s: %s", c->p->id, fa_cluster_status_name(c->v->status), c->v->reason ? c->v->reason : "");
             set_text(sub[ci], "tooltip", tmp.data);
             set(sub[ci], "fontsize", "10");
             if (c->accepted) {
@@ -266,7 +266,7 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
             } else {
                 /* proposed (never applied): blue; refused / rejected: red */
                 set(sub[ci], "style", "dashed,rounded");
-                set(sub[ci], "color", !strcmp(c->status, "proposed") ? "#4e79a7" : "#c0392b");
+                set(sub[ci], "color", c->v->status == FA_CLUSTER_PROPOSED ? "#4e79a7" : "#c0392b");
             }
         }
     for (int i = 0; i < ng; i++) {
@@ -280,16 +280,16 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
         if (G->cluster < 0 && G->count == 1)
             for (int ci = 0; ci < r->n_clusters; ci++)
                 if (sub[ci])
-                    for (int m = 0; m < r->clusters[ci].n_members; m++)
-                        if (r->clusters[ci].members[m] == G->first) parent = sub[ci];
+                    for (int m = 0; m < r->clusters[ci].p->n_members; m++)
+                        if (r->clusters[ci].p->members[m] == G->first) parent = sub[ci];
         Agnode_t *a = agnode(parent, buf, 1);
         an[i] = a;
         fa_buf_reset(&tmp);
         if (G->cluster >= 0) {
             const fa_rep_cluster *c = &r->clusters[G->cluster];
-            snprintf(b2, sizeof b2, "#%d ", c->id);
+            snprintf(b2, sizeof b2, "#%d ", c->p->id);
             gv_text(&tmp, b2);
-            gv_text(&tmp, c->label ? c->label : c->kind);
+            gv_text(&tmp, c->p->label ? c->p->label : fa_cluster_kind_name(c->p->kind));
             fa_buf_printf(&tmp, "\\n%d ops (accepted) \xc2\xb7 %s", G->count, tbuf);
             set(a, "fillcolor", "#d8f0d2");
             set(a, "color", "#3a8a2e");
@@ -314,10 +314,10 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
         for (int ci = 0; ci < r->n_clusters && G->count == 1; ci++) {
             const fa_rep_cluster *c = &r->clusters[ci];
             if (c->accepted || sub[ci]) continue;
-            for (int m = 0; m < c->n_members; m++)
-                if (c->members[m] == G->first) {
-                    fa_buf_printf(&tmp, "\ncluster %d %s: %s", c->id, c->status, c->reason ? c->reason : "");
-                    set(a, "color", !strcmp(c->status, "proposed") ? "#4e79a7" : "#c0392b");
+            for (int m = 0; m < c->p->n_members; m++)
+                if (c->p->members[m] == G->first) {
+                    fa_buf_printf(&tmp, "\ncluster %d %s: %s", c->p->id, fa_cluster_status_name(c->v->status), c->v->reason ? c->v->reason : "");
+                    set(a, "color", c->v->status == FA_CLUSTER_PROPOSED ? "#4e79a7" : "#c0392b");
                     set(a, "penwidth", "2");
                     break;
                 }

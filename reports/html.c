@@ -41,14 +41,22 @@ const char *const fa_rep_css =
     "main{padding:16px 24px;max-width:1280px}section{background:#fff;border:1px solid #dde2e8;border-radius:6px;"
     "padding:12px 16px;margin:0 0 16px}h2{font-size:16px;margin:0 0 10px}"
     ".cards{display:flex;flex-wrap:wrap;gap:10px}.card{border:1px solid #dde2e8;border-radius:6px;padding:8px 12px;"
-    "min-width:170px;background:#fbfcfd}.card .k{font-size:12px;color:#5b6675}.card .v{font-size:20px;font-weight:600}"
+    "min-width:170px;max-width:360px;background:#fbfcfd}.card .k{font-size:12px;color:#5b6675}.card .v{font-size:20px;font-weight:600}"
     ".card .d{font-size:12px;color:#5b6675}.good{color:#23803a}.bad{color:#b3261e}.na{color:#8a94a3;font-style:italic}"
     "table{border-collapse:collapse;width:100%;font-size:12.5px}th,td{border-bottom:1px solid #e6e9ee;padding:4px 6px;"
     "text-align:left;vertical-align:top}th{background:#eef1f5;position:sticky;top:0;user-select:none}html.js th{cursor:pointer}"
     "th[data-dir=asc]::after{content:' \\25B2'}th[data-dir=desc]::after{content:' \\25BC'}"
     "td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}"
     ".st-accepted{color:#23803a;font-weight:600}.st-refused,.st-rejected{color:#b3261e}"
-    ".scroll{max-height:520px;overflow:auto}td.reason{min-width:280px}"
+    ".scroll{max-height:520px;overflow:auto}td.reason{min-width:240px;max-width:520px}"
+    "details>summary{cursor:pointer}td details[open]>summary{margin-bottom:4px}p.verdict{font-size:15px;margin:10px 0 0}"
+    "table.answer td{vertical-align:middle}table.answer tr.d-accepted td:first-child{font-weight:600}"
+    ".filt input{position:absolute;opacity:0;width:1px;height:1px}.filt label{display:inline-block;border:1px solid #c9d0d9;"
+    "border-radius:12px;padding:1px 9px;margin:0 4px 8px 0;cursor:pointer;font-size:12.5px}"
+    ".filt input:checked+label{background:#1d2b3a;border-color:#1d2b3a;color:#fff}"
+    ".filt input:focus-visible+label{outline:2px solid #4e79a7}"
+    "#cf-accepted:checked~table tbody tr:not(.d-accepted),#cf-rejected:checked~table tbody tr:not(.d-rejected),"
+    "#cf-refused:checked~table tbody tr:not(.d-refused),#cf-other:checked~table tbody tr:not(.d-other){display:none}"
     ".legend{display:flex;flex-wrap:wrap;gap:4px 14px;font-size:12px;margin:4px 0}svg.sw{margin-right:4px;vertical-align:-1px}"
     "svg text{font-family:Helvetica,Arial,sans-serif}h2.gap{margin-top:14px}"
     "pre.note{white-space:pre-wrap;background:#f3f5f8;padding:8px;border-radius:4px;margin:8px 0 0}"
@@ -143,9 +151,15 @@ static void legend(const palette *p, fa_buf *b)
     fa_buf_puts(b, "</div>");
 }
 
-static void card(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail)
+/* A summary card. figure (may be NULL): the summary.json key it shows, with its value in
+ * data-value (ns, a count) so a reader can check that the two agree. */
+static void card_fig2(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail, const char *figure,
+                      double value, const char *figure2, double value2)
 {
-    fa_buf_puts(b, "<div class=\"card\"><div class=\"k\">");
+    fa_buf_puts(b, "<div class=\"card\"");
+    if (figure && isnum(value)) fa_buf_printf(b, " data-figure=\"%s\" data-value=\"%.9g\"", figure, value);
+    if (figure2 && isnum(value2)) fa_buf_printf(b, " data-figure2=\"%s\" data-value2=\"%.9g\"", figure2, value2);
+    fa_buf_puts(b, "><div class=\"k\">");
     h(b, k);
     fa_buf_printf(b, "</div><div class=\"v %s\">", cls ? cls : "");
     h(b, v);
@@ -154,57 +168,75 @@ static void card(fa_buf *b, const char *k, const char *v, const char *cls, const
     fa_buf_puts(b, "</div>");
 }
 
-static fa_sample_stats run_stats(const fa_sample_stats *bench, const fa_rep_trace *t, bool have, const char **src,
-                                 const char *trace_src)
+static void card_fig(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail, const char *figure,
+                     double value)
 {
-    fa_sample_stats s = *bench;
-    *src = "end-to-end benchmark";
-    if (s.n == 0 && have && t->n_iters > 0) {
-        fa_sample_stats_of(t->spans, t->n_iters, &s);
-        *src = trace_src;
-    }
-    return s;
+    card_fig2(b, k, v, cls, detail, figure, value, NULL, NAN);
+}
+
+static void card(fa_buf *b, const char *k, const char *v, const char *cls, const char *detail)
+{
+    card_fig(b, k, v, cls, detail, NULL, NAN);
+}
+
+/* One side's latency card: the figure every surface shows (benchmark median, else the traced
+ * iteration median), which measurement it is, and the other measurement beside it. */
+static void latency_card(const fa_rep *r, fa_buf *b, bool fused)
+{
+    const fa_run_figures *f = &r->fig;
+    const char *what;
+    double v = fa_run_figures_latency(f, fused, &what);
+    const fa_sample_stats *bs = fused ? &f->bench_fused : &f->bench_baseline;
+    double traced = fused ? f->fused_traced_iter_ns : f->traced_iter_ns;
+    int n_traced = fused ? f->fused_traced_iters : f->traced_iters;
+    char val[48], d[320], x[48], t[48];
+    fa_rep_fmt_ns(val, sizeof val, isnum(v) ? v : -1);
+    if (!what) snprintf(d, sizeof d, fused ? "no fused benchmark or fused run stored" : "no timed iteration stored");
+    else if (bs->n) {
+        fa_rep_fmt_ns(x, sizeof x, bs->p75_ns - bs->p25_ns);
+        int len = snprintf(d, sizeof d, "benchmark median of %d interleaved rounds, IQR %s", bs->n, x);
+        if (isnum(traced) && len > 0 && (size_t)len < sizeof d) {
+            fa_rep_fmt_ns(t, sizeof t, traced);
+            snprintf(d + len, sizeof d - (size_t)len, "; traced iteration: %s (median of %d, under the collector)", t, n_traced);
+        }
+    } else snprintf(d, sizeof d, "traced iteration median over %d iterations (first kernel start to last kernel end); no "
+                    "end-to-end benchmark stored", n_traced);
+    card_fig(b, fused ? "Fused latency / iteration" : "Baseline latency / iteration", val, what ? NULL : "na", d,
+             fused ? "fused.median_ns" : "baseline.median_ns", v);
 }
 
 static void summary(const fa_rep *r, fa_buf *b)
 {
-    char v[96], d[256], x[64];
-    const char *bsrc, *fsrc;
-    fa_sample_stats bs = run_stats(&r->bench_base, &r->base, true, &bsrc, "kernel trace (first start to last end)");
-    fa_sample_stats fs = run_stats(&r->bench_fused, &r->fused, r->have_fused_run, &fsrc, "fused run's kernel trace");
+    const fa_run_figures *f = &r->fig;
+    char v[96], d[320], x[64];
     fa_buf_puts(b, "<section id=\"summary\"><h2>Summary</h2><div class=\"cards\">");
-    fa_rep_fmt_ns(v, sizeof v, bs.n ? bs.median_ns : -1);
-    if (bs.n) {
-        fa_rep_fmt_ns(x, sizeof x, bs.p75_ns - bs.p25_ns);
-        snprintf(d, sizeof d, "median of %d; spread (p75-p25) %s; from %s", bs.n, x, bsrc);
-    } else snprintf(d, sizeof d, "no timed iteration stored");
-    card(b, "Baseline latency / iteration", v, bs.n ? NULL : "na", d);
-    fa_rep_fmt_ns(v, sizeof v, fs.n ? fs.median_ns : -1);
-    if (fs.n) {
-        fa_rep_fmt_ns(x, sizeof x, fs.p75_ns - fs.p25_ns);
-        snprintf(d, sizeof d, "median of %d; spread (p75-p25) %s; from %s", fs.n, x, fsrc);
-    } else snprintf(d, sizeof d, "no fused benchmark or fused run stored");
-    card(b, "Fused latency / iteration", v, fs.n ? NULL : "na", d);
-    if (bs.n && fs.n && fs.median_ns > 0) {
-        double sp = bs.median_ns / fs.median_ns;
+    latency_card(r, b, false);
+    latency_card(r, b, true);
+    const char *wb, *wf;
+    double lb = fa_run_figures_latency(f, false, &wb), lf = fa_run_figures_latency(f, true, &wf);
+    if (wb && wf && !strcmp(wb, wf) && lf > 0) {
+        double sp = lb / lf;
         snprintf(v, sizeof v, "%.3fx", sp);
-        double sv = bs.median_ns - fs.median_ns;
+        double sv = lb - lf;
         fa_rep_fmt_ns(x, sizeof x, sv >= 0 ? sv : -sv);
-        bool same = r->plan_id && r->n_accepted == 0 && r->n_fused_reorder_ops == 0;
+        bool same = r->plan_id && f->n_accepted == 0 && f->reorders_fused == 0;
         if (same) /* the "fused" model is the baseline: the difference is noise */
             snprintf(d, sizeof d, "no cluster accepted: the fused model is the unfused one, so this %s %s is measurement noise",
                      sv >= 0 ? "saving of" : "loss of", x);
-        else if (r->plan_id && r->n_accepted == 0)
+        else if (r->plan_id && f->n_accepted == 0)
             snprintf(d, sizeof d, "no cluster accepted: the fused model differs from the unfused one by its blocked layouts "
-                     "only (%d reorder kernels); %s %s per iteration (medians)", r->n_fused_reorder_ops,
-                     sv >= 0 ? "saves" : "costs", x);
+                     "only (%d reorder kernels per iteration); %s %s per iteration (%ss)", f->reorders_fused,
+                     sv >= 0 ? "saves" : "costs", x, wb);
         else if (r->e2e_verdict == FA_E2E_LOSS) /* medians may differ either way inside the noise */
-            snprintf(d, sizeof d, "%s %s per iteration (medians), not measurably faster: a loss end to end", sv >= 0 ? "saves" : "costs", x);
-        else snprintf(d, sizeof d, "%s %s per iteration (medians)", sv >= 0 ? "saves" : "costs", x);
+            snprintf(d, sizeof d, "%s %s per iteration (%ss), not measurably faster: a loss end to end", sv >= 0 ? "saves" : "costs",
+                     x, wb);
+        else snprintf(d, sizeof d, "%s %s per iteration (%ss)", sv >= 0 ? "saves" : "costs", x, wb);
         if (r->e2e_verdict == FA_E2E_MISMATCH)
             snprintf(d, sizeof d, "not a speedup: the fused model's outputs differ from the unfused model's");
-        card(b, "Speedup", v, same ? "na" : r->e2e_verdict == FA_E2E_LOSS || r->e2e_verdict == FA_E2E_MISMATCH ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL, d);
-    } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements");
+        card_fig(b, "Speedup", v,
+                 same ? "na" : r->e2e_verdict == FA_E2E_LOSS || r->e2e_verdict == FA_E2E_MISMATCH ? "bad" : sp > 1 ? "good" : sp < 1 ? "bad" : NULL,
+                 d, "speedup", sp);
+    } else card(b, "Speedup", "not measured", "na", "needs baseline and fused measurements of the same kind");
     if (r->e2e_verdict == FA_E2E_MISMATCH) {
         char mm[200];
         snprintf(mm, sizeof mm, "the fused model's outputs differ from the unfused model's (max relative error %.3g): "
@@ -223,16 +255,28 @@ static void summary(const fa_rep *r, fa_buf *b)
                      r->have_fused_run && r->fused_run.peak_activation_bytes ? (double)r->fused_run.peak_activation_bytes : -1);
     snprintf(d, sizeof d, "fused: %s", x);
     card(b, "Peak activations (baseline)", v, r->run.peak_activation_bytes ? NULL : "na", d);
-    if (r->base.n_iters) snprintf(v, sizeof v, "%d", r->base.kernels_in_median);
+    if (f->kernels_baseline >= 0) snprintf(v, sizeof v, "%d", f->kernels_baseline);
     else snprintf(v, sizeof v, "not measured");
-    if (r->have_fused_run && r->fused.n_iters) snprintf(d, sizeof d, "fused: %d", r->fused.kernels_in_median);
+    if (f->kernels_fused >= 0 && f->reorders_fused > 0)
+        snprintf(d, sizeof d, "fused: %d (%d layout reorder%s); kernel records in a traced iteration", f->kernels_fused,
+                 f->reorders_fused, f->reorders_fused == 1 ? "" : "s");
+    else if (f->kernels_fused >= 0) snprintf(d, sizeof d, "fused: %d; kernel records in a traced iteration", f->kernels_fused);
     else snprintf(d, sizeof d, "fused: not measured");
-    card(b, "Kernels / iteration", v, NULL, d);
+    card_fig2(b, "Kernels / iteration", v, NULL, d, "kernels_per_iteration.baseline", f->kernels_baseline >= 0 ? f->kernels_baseline : NAN,
+              "kernels_per_iteration.fused", f->kernels_fused >= 0 ? f->kernels_fused : NAN);
+    if (r->plan_id > 0 && f->n_accepted > 0) {
+        char pm[48];
+        fa_rep_fmt_ns(v, sizeof v, f->measured_saving_ns);
+        fa_rep_fmt_ns(pm, sizeof pm, f->predicted_saving_ns);
+        snprintf(d, sizeof d, "end to end, benchmark medians; the %d accepted clusters predicted %s", f->n_accepted, pm);
+        card_fig2(b, "Measured saving / iteration", v, isnum(f->measured_saving_ns) ? NULL : "na", d, "measured_saving_ns",
+                  f->measured_saving_ns, "predicted_saving_ns", f->predicted_saving_ns);
+    }
     if (r->plan_id > 0) {
-        snprintf(v, sizeof v, "%d accepted", r->n_accepted);
-        snprintf(d, sizeof d, "%d rejected by measurement, %d refused by the advisor, %d proposed (not applied); plan %d",
-                 r->n_rejected, r->n_refused, r->n_proposed, r->plan_id);
-        card(b, "Clusters", v, r->n_accepted ? "good" : NULL, d);
+        snprintf(v, sizeof v, "%d accepted", f->n_accepted);
+        snprintf(d, sizeof d, "%d rejected by measurement, %d refused by the advisor, %d not tried; plan %d",
+                 f->n_rejected, f->n_refused, f->n_other, r->plan_id);
+        card(b, "Clusters", v, f->n_accepted ? "good" : NULL, d);
     } else card(b, "Clusters", "no plan", "na", "run `fuse-advise advise` to get fusion clusters");
     fa_buf_puts(b, "</div>");
     /* ceilings */
@@ -250,7 +294,19 @@ static void summary(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, ")</td></tr>");
         fa_buf_printf(b, "<tr><th>FP32 peak</th><td>%.1f GFLOP/s (", r->ceil.peak_gflops);
         h(b, r->ceil.peak_source);
-        fa_buf_printf(b, "); ridge point %.2f FLOP/byte</td></tr>", r->ceil.peak_gflops / r->ceil.mem_bw_gbs);
+        fa_buf_printf(b, "); ridge point %.2f FLOP/byte", r->ceil.peak_gflops / r->ceil.mem_bw_gbs);
+        char age[96];
+        fa_rep_fmt_age(age, sizeof age, r->ceil_peak_at_ns, r->run.started_at_ns);
+        if (*age) fa_buf_printf(b, "; measured %s", age);
+        fa_buf_puts(b, "</td></tr>");
+        if (r->n_above_peak) { /* the roofline cannot be believed on its own terms: say so */
+            fa_buf_printf(b, "<tr><th>warning</th><td class=\"bad\">%d op%s ran above this FP32 peak (", r->n_above_peak,
+                          r->n_above_peak == 1 ? "" : "s");
+            h(b, r->above_peak_node ? r->above_peak_node : "?");
+            fa_buf_printf(b, " at %.0f%% of it): the peak was measured at a busy moment, so the roofline's compute roof "
+                             "is too low; re-measure on a quiet machine: <code>fuse-advise devices --measure</code></td></tr>",
+                          100 * r->max_above_peak);
+        }
         if (r->ceil.launch_ns > 0) {
             fa_buf_printf(b, "<tr><th>dispatch per kernel</th><td>%.0f ns (", r->ceil.launch_ns);
             h(b, r->ceil.launch_source);
@@ -267,8 +323,9 @@ static void summary(const fa_rep *r, fa_buf *b)
     h(b, r->run.model_path);
     fa_buf_printf(b, "</td></tr><tr><th>run</th><td>%" PRId64 " (", r->run_id);
     h(b, r->run.kind);
-    fa_buf_puts(b, ", ");
+    fa_buf_puts(b, ", <span data-figure=\"status\">");
     h(b, r->run.status);
+    fa_buf_puts(b, "</span>");
     if (r->have_fused_run) fa_buf_printf(b, "; fused run %" PRId64, r->fused_run_id);
     fa_buf_puts(b, ")</td></tr>");
     if (r->run.command_line) {
@@ -386,6 +443,24 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
                       rl_map(&ax, xm) - 4, rl_map(&ay, xm * bw) - 8, bw);
         h(b, r->ceil.mem_bw_source);
         fa_buf_puts(b, ")</text>");
+        /* the measured cache levels' roofs, dashed: bandwidth x intensity up to the compute roof */
+        for (int k = 0; k < r->ceil.n_cache_levels; k++) {
+            const fa_cache_level *cl = &r->ceil.cache[k];
+            double cbw = cl->bandwidth_gbs, cridge = pk / cbw;
+            if (!(cbw > bw) || cridge <= xa) continue; /* no roof above main memory's inside the plot */
+            double cxs = xa * cbw < ylo ? ylo / cbw : xa;
+            char ws[48];
+            fa_rep_fmt_bytes(ws, sizeof ws, (double)cl->working_set);
+            fa_buf_printf(b, "<polyline fill=\"none\" stroke=\"#6b7a8c\" stroke-width=\"1.2\" stroke-dasharray=\"5,4\" "
+                             "points=\"%.1f,%.1f %.1f,%.1f\"><title>", rl_map(&ax, cxs), rl_map(&ay, cxs * cbw),
+                          rl_map(&ax, cridge), rl_map(&ay, pk));
+            h(b, cl->name ? cl->name : "cache");
+            fa_buf_printf(b, " roof %.1f GB/s (measured read bandwidth at a %s working set)</title></polyline>", cbw, ws);
+            fa_buf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"10\" fill=\"#6b7a8c\" text-anchor=\"end\">",
+                          rl_map(&ax, cridge) - 4, rl_map(&ay, pk) + 12 + 11 * k);
+            h(b, cl->name ? cl->name : "cache");
+            fa_buf_printf(b, " roof %.0f GB/s</text>", cbw);
+        }
     }
     /* baseline kernels */
     char tb[48];
@@ -410,8 +485,8 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
         const fa_rep_cluster *c = &r->clusters[ci];
         if (!c->accepted || !c->flops || !c->ext_bytes || !isnum(c->fused_ns) || c->fused_ns <= 0) continue;
         uint64_t all_bytes = 0;
-        for (int m = 0; m < c->n_members; m++)
-            if (c->members[m] >= 0 && c->members[m] < r->n_nodes) all_bytes += r->nodes[c->members[m]].bytes;
+        for (int m = 0; m < c->p->n_members; m++)
+            if (c->p->members[m] >= 0 && c->p->members[m] < r->n_nodes) all_bytes += r->nodes[c->p->members[m]].bytes;
         double fx = (double)c->flops / (double)c->ext_bytes, fy = c->flops / c->fused_ns;
         double px = rl_map(&ax, fx), py = rl_map(&ay, fy);
         if (c->unfused_ns > 0 && all_bytes) {
@@ -420,15 +495,15 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
                 fa_buf_printf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#23803a\" stroke-width=\"1.5\" "
                                  "marker-end=\"url(#arr)\"><title>cluster %d: unfused members (%.3g FLOP/byte, %.3g GFLOP/s) "
                                  "to fused kernel</title></line>",
-                              rl_map(&ax, ux), rl_map(&ay, uy), px, py, c->id, ux, uy);
+                              rl_map(&ax, ux), rl_map(&ay, uy), px, py, c->p->id, ux, uy);
                 fa_buf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"none\" stroke=\"#23803a\"/>", rl_map(&ax, ux),
                               rl_map(&ay, uy));
             }
         }
         fa_rep_fmt_ns(tb, sizeof tb, c->fused_ns);
         fa_buf_printf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"9\" height=\"9\" transform=\"rotate(45 %.1f %.1f)\" fill=\"#23803a\">"
-                         "<title>fused cluster %d ", px - 4.5, py - 4.5, px, py, c->id);
-        h(b, c->label ? c->label : c->kind);
+                         "<title>fused cluster %d ", px - 4.5, py - 4.5, px, py, c->p->id);
+        h(b, c->p->label ? c->p->label : fa_cluster_kind_name(c->p->kind));
         if (c->fused_name) { fa_buf_puts(b, " = "); h(b, c->fused_name); }
         fa_buf_printf(b, ": %s (", tb);
         h(b, c->fused_source);
@@ -449,15 +524,55 @@ static void roofline(const fa_rep *r, fa_buf *b, const palette *pal)
 
 /* ---- timeline ---- */
 
-static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, double x0, double px_per_ns, const palette *pal)
+/* The timed iteration of t whose span is closest to want_ns (the card's figure); the median-span
+ * iteration when want_ns is unknown. *span_ns its span. -1 when t has none. */
+static int pick_iter(const fa_rep_trace *t, double want_ns, int64_t *span_ns)
+{
+    if (t->median_iter < 0) return -1;
+    if (!isnum(want_ns)) {
+        *span_ns = t->median_span_ns;
+        return t->median_iter;
+    }
+    int max_iter = -1;
+    for (int i = 0; i < t->n; i++)
+        if (t->k[i].iter > max_iter) max_iter = t->k[i].iter;
+    int64_t *lo = malloc(sizeof *lo * (size_t)(max_iter + 1)), *hi = malloc(sizeof *hi * (size_t)(max_iter + 1));
+    if (!lo || !hi) {
+        free(lo);
+        free(hi);
+        *span_ns = t->median_span_ns;
+        return t->median_iter;
+    }
+    for (int i = 0; i <= max_iter; i++) { lo[i] = INT64_MAX; hi[i] = INT64_MIN; }
+    for (int i = 0; i < t->n; i++) {
+        const fa_rep_kernel *k = &t->k[i];
+        if (k->iter < 0) continue;
+        if (k->start_ns < lo[k->iter]) lo[k->iter] = k->start_ns;
+        if (k->end_ns > hi[k->iter]) hi[k->iter] = k->end_ns;
+    }
+    int best = -1;
+    double bd = 0;
+    for (int i = 0; i <= max_iter; i++) {
+        if (hi[i] < lo[i]) continue;
+        double d = fabs((double)(hi[i] - lo[i]) - want_ns);
+        if (best < 0 || d < bd) { best = i; bd = d; }
+    }
+    *span_ns = best >= 0 ? hi[best] - lo[best] : 0;
+    free(lo);
+    free(hi);
+    return best;
+}
+
+static void lane(const fa_rep_trace *t, int iter, fa_buf *b, double y, double lane_h, double x0, double px_per_ns,
+                 const palette *pal)
 {
     int64_t lo = INT64_MAX;
     for (int i = 0; i < t->n; i++)
-        if (t->k[i].iter == t->median_iter && t->k[i].start_ns < lo) lo = t->k[i].start_ns;
+        if (t->k[i].iter == iter && t->k[i].start_ns < lo) lo = t->k[i].start_ns;
     char tb[48];
     for (int i = 0; i < t->n; i++) {
         const fa_rep_kernel *k = &t->k[i];
-        if (k->iter != t->median_iter) continue;
+        if (k->iter != iter) continue;
         double x = x0 + (k->start_ns - lo) * px_per_ns, w = (k->end_ns - k->start_ns) * px_per_ns;
         if (w < 0.6) w = 0.6;
         const char *nm = k->node_name ? k->node_name : k->name;
@@ -477,6 +592,25 @@ static void lane(const fa_rep_trace *t, fa_buf *b, double y, double lane_h, doub
     }
 }
 
+/* How far a drawn iteration may be from the card's figure and still be called representative. */
+#define TIMELINE_MATCH 0.10
+
+/* One lane's sentence: which iteration is drawn and how it relates to the card's figure. */
+static void lane_note(fa_buf *b, const char *side, int iter, int n_iters, int64_t span, double card, const char *what)
+{
+    char ts[48], cs[48];
+    fa_rep_fmt_ns(ts, sizeof ts, (double)span);
+    fa_buf_printf(b, "%s: iteration %d of %d, %s", side, iter, n_iters, ts);
+    if (!what) return;
+    fa_rep_fmt_ns(cs, sizeof cs, card);
+    if (fabs((double)span - card) <= TIMELINE_MATCH * card)
+        fa_buf_printf(b, " (the traced iteration closest to the card's %s, %s)", what, cs);
+    else
+        fa_buf_printf(b, " (the closest the traced run came to the card's %s, %s: the trace was taken under the collector, at "
+                         "another moment than the benchmark, and no iteration of it ran within %.0f%% of it)",
+                      what, cs, TIMELINE_MATCH * 100);
+}
+
 static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
 {
     const double W = 1000, x0 = 90, x1 = 985, lane_h = 30;
@@ -485,26 +619,35 @@ static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
         fa_buf_puts(b, "<p class=\"na\">No timed iteration in the kernel trace: not measured.</p></section>\n");
         return;
     }
-    bool fz = r->have_fused_run && r->fused.median_iter >= 0;
-    double span = (double)r->base.median_span_ns;
-    if (fz && r->fused.median_span_ns > span) span = (double)r->fused.median_span_ns;
+    const char *wb, *wf;
+    double cb = fa_run_figures_latency(&r->fig, false, &wb), cf = fa_run_figures_latency(&r->fig, true, &wf);
+    /* the fused model is the baseline (no cluster kept, no layout change): one lane, not two
+     * traces of the same model that differ by noise */
+    bool same = r->plan_id && r->fig.n_accepted == 0 && r->fig.reorders_fused == 0 && r->have_fused_run;
+    bool fz = r->have_fused_run && r->fused.median_iter >= 0 && !same;
+    int64_t sb = 0, sf = 0;
+    int ib = pick_iter(&r->base, cb, &sb), ifz = fz ? pick_iter(&r->fused, cf, &sf) : -1;
+    double span = (double)sb;
+    if (fz && sf > span) span = (double)sf;
     if (span <= 0) span = 1;
     double ppn = (x1 - x0) / span, H = 130;
     fa_buf_printf(b, "<svg id=\"timeline-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f "
                      "%.0f\" role=\"img\" aria-label=\"timeline\">", W, H, W, H);
     char tb[48];
-    fa_rep_fmt_ns(tb, sizeof tb, (double)r->base.median_span_ns);
+    fa_rep_fmt_ns(tb, sizeof tb, (double)sb);
     fa_buf_printf(b, "<text x=\"4\" y=\"32\" font-size=\"12\">baseline</text><text x=\"4\" y=\"46\" font-size=\"10\" "
                      "fill=\"#5b6675\">%s</text>", tb);
-    lane(&r->base, b, 18, lane_h, x0, ppn, pal);
+    lane(&r->base, ib, b, 18, lane_h, x0, ppn, pal);
     if (fz) {
-        fa_rep_fmt_ns(tb, sizeof tb, (double)r->fused.median_span_ns);
+        fa_rep_fmt_ns(tb, sizeof tb, (double)sf);
         fa_buf_printf(b, "<text x=\"4\" y=\"76\" font-size=\"12\">fused</text><text x=\"4\" y=\"90\" font-size=\"10\" "
                          "fill=\"#5b6675\">%s</text>", tb);
-        lane(&r->fused, b, 62, lane_h, x0, ppn, pal);
+        lane(&r->fused, ifz, b, 62, lane_h, x0, ppn, pal);
     } else {
         fa_buf_printf(b, "<text x=\"4\" y=\"80\" font-size=\"12\">fused</text><text x=\"%.0f\" y=\"80\" font-size=\"12\" "
-                         "fill=\"#8a94a3\" font-style=\"italic\">not measured (no fused run stored for this run)</text>", x0);
+                         "fill=\"#8a94a3\" font-style=\"italic\">%s</text>", x0,
+                      same ? "the same model as the baseline (no cluster kept, no layout changed): not drawn twice"
+                           : "not measured (no fused run stored for this run)");
     }
     /* time axis */
     fa_buf_printf(b, "<line x1=\"%.0f\" y1=\"100\" x2=\"%.0f\" y2=\"100\" stroke=\"#8a94a3\"/>", x0, x1);
@@ -517,30 +660,159 @@ static void timeline(const fa_rep *r, fa_buf *b, const palette *pal)
     }
     fa_buf_puts(b, "</svg>");
     legend(pal, b);
-    fa_buf_printf(b, "<p>The median iteration (by span) of each run: baseline iteration %d of %d", r->base.median_iter,
-                  r->base.n_iters);
-    if (fz) fa_buf_printf(b, ", fused iteration %d of %d", r->fused.median_iter, r->fused.n_iters);
-    fa_buf_puts(b, "; both lanes share one time scale. Hover a kernel for its node, op, time, bytes and FLOPs; "
-                   "<code>trace.json</code> holds every iteration for ui.perfetto.dev.</p></section>\n");
+    fa_buf_puts(b, "<p>One traced iteration of each run, on one time scale. ");
+    lane_note(b, "Baseline", ib, r->base.n_iters, sb, cb, wb);
+    if (fz) {
+        fa_buf_puts(b, "; ");
+        lane_note(b, "fused", ifz, r->fused.n_iters, sf, cf, wf);
+    }
+    fa_buf_puts(b, ". Hover a kernel for its node, op, time, bytes and FLOPs; <code>trace.json</code> holds every iteration "
+                   "for ui.perfetto.dev.</p></section>\n");
 }
 
 /* ---- tables ---- */
 
-/* The CSS class of a cluster's decision: one of ours, whatever the database holds (a status is
- * text from the run database, never markup). */
-static const char *status_class(const char *status)
+/* A decision's filter class: one of ours, whatever the database holds (a status is never markup). */
+static const char *decision_class(fa_cluster_status st)
 {
-    if (!status) return "other";
-    if (!strcmp(status, "accepted")) return "accepted";
-    if (!strcmp(status, "refused")) return "refused";
-    if (!strncmp(status, "rejected", 8)) return "rejected";
-    if (!strcmp(status, "proposed")) return "proposed";
+    if (st == FA_CLUSTER_ACCEPTED) return "accepted";
+    if (st == FA_CLUSTER_REFUSED) return "refused";
+    if (fa_cluster_status_rejected(st)) return "rejected";
     return "other";
+}
+
+/* What applying a pattern takes, in the terms of its kind. */
+static const char *kind_action(fa_cluster_kind k)
+{
+    switch (k) {
+    case FA_CLUSTER_BN_FOLD: return "fold the BatchNormalization into the conv's weights and bias (model.folded.onnx holds it)";
+    case FA_CLUSTER_EPILOGUE: return "run the ops after the conv/GEMM as its library post-ops: one kernel";
+    case FA_CLUSTER_ELEMWISE_CHAIN: return "one generated kernel for the elementwise chain: its intermediates stay in registers";
+    case FA_CLUSTER_REDUCTION: return "one kernel per row: the reduction with its prologue and epilogue";
+    case FA_CLUSTER_HORIZONTAL: return "one kernel that reads the shared input once";
+    case FA_CLUSTER_ATTENTION: return "one FlashAttention-style kernel (scaled_dot_product_attention): the scores never written";
+    default: return "";
+    }
+}
+
+/* The first clause of a reason (to its first ';'), at most cap-1 bytes cut at a word. */
+static void reason_head(char *buf, size_t cap, const char *reason)
+{
+    if (!reason) reason = "";
+    size_t n = strcspn(reason, ";");
+    if (n >= cap - 4) {
+        n = cap - 4;
+        while (n > 0 && reason[n] != ' ') n--;
+        snprintf(buf, cap, "%.*s...", (int)n, reason);
+    } else snprintf(buf, cap, "%.*s", (int)n, reason);
+}
+
+/* The clause of a verdict's reason that carries its decision ("... and faster: median 644.8 ->
+ * 109.4 us", "no measured gain: ...", "slower"), else its first clause: the summary a row shows
+ * before its reason is opened. */
+static void reason_key(char *buf, size_t cap, const char *reason, fa_cluster_status st)
+{
+    const char *key = st == FA_CLUSTER_ACCEPTED                ? "faster"
+                      : st == FA_CLUSTER_REJECTED_NO_GAIN      ? "no measured gain"
+                      : st == FA_CLUSTER_REJECTED_REGRESSION   ? "slower"
+                      : st == FA_CLUSTER_REJECTED_VERIFY       ? "differ"
+                                                               : NULL;
+    const char *at = reason && key ? strstr(reason, key) : NULL;
+    if (at && strncmp(reason, "dropped by", 10)) {
+        while (at > reason && !(at[-1] == ' ' && at - 1 > reason && at[-2] == ';')) at--; /* back to its clause's start */
+        reason_head(buf, cap, at);
+    } else reason_head(buf, cap, reason);
+}
+
+/* The answer first (issue 37): the plan's patterns ranked by measured saving — how many clusters,
+ * how many kept, the saving and its share of the iteration, what was verified, what it takes —
+ * then the end-to-end verdict in one sentence. */
+static void answer(const fa_rep *r, fa_buf *b)
+{
+    const fa_run_figures *f = &r->fig;
+    fa_buf_puts(b, "<section id=\"answer\"><h2>The answer: what to fuse</h2>");
+    if (!r->plan) {
+        fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run (a <code>run --no-apply</code>, or an import): "
+                       "run <code>fuse-advise apply</code> for one.</p></section>\n");
+        return;
+    }
+    fa_plan_group *gs = malloc(sizeof *gs * (size_t)(r->plan->n_clusters + 1));
+    int ng = gs ? fa_plan_groups(r->plan, r->verdicts, gs) : 0;
+    const char *what;
+    double base = fa_run_figures_latency(f, false, &what);
+    int kept = 0;
+    for (int i = 0; i < ng; i++) kept += gs[i].n_accepted > 0;
+    if (!ng) fa_buf_puts(b, "<p>The plan has no clusters: nothing in this model could be fused (why-not below).</p>");
+    else {
+        if (kept)
+            fa_buf_printf(b, "<p>The plan's patterns, ranked by the saving measured in this run; a pattern is <b>kept</b> when "
+                             "its clusters were verified against the unfused ops and measured faster. Share: of the baseline "
+                             "iteration (%s).</p>", what ? what : "not measured");
+        else fa_buf_puts(b, "<p>No cluster was kept (verified and measured faster). The plan's patterns, best predicted first:</p>");
+        fa_buf_puts(b, "<table class=\"answer\"><thead><tr><th>pattern</th><th>kind</th><th>kept</th><th>saving / iteration</th>"
+                       "<th>share</th><th>verified</th><th>what it takes</th></tr></thead><tbody>");
+        for (int i = 0; i < ng; i++) {
+            const fa_plan_group *g = &gs[i];
+            char t[48], why[160];
+            bool own = g->n_accepted > g->n_inside;
+            fa_buf_printf(b, "<tr class=\"d-%s\">", own || g->n_accepted ? "accepted" : decision_class(g->decision));
+            td_text(b, g->label[0] ? g->label : fa_cluster_kind_name(g->kind));
+            td_text(b, fa_cluster_kind_name(g->kind));
+            fa_buf_printf(b, "<td class=\"num\">%d of %d</td>", g->n_accepted, g->n_clusters);
+            if (own) {
+                fa_rep_fmt_ns(t, sizeof t, g->measured_saving_ns);
+                fa_buf_printf(b, "<td class=\"num\">%s</td>", t);
+                if (base > 0) fa_buf_printf(b, "<td class=\"num\">%.1f%%</td>", 100.0 * g->measured_saving_ns / base);
+                else fa_buf_puts(b, "<td class=\"na\">-</td>");
+                char mix[96];
+                fa_buf_printf(b, "<td>outputs within %.2g of the unfused ops%s%s%s</td>", g->max_rel_error,
+                              g->n_inside ? "; BN folds inside" : "", *fa_plan_group_mix(g, mix, sizeof mix) ? " " : "", mix);
+                td_text(b, kind_action(g->kind));
+            } else if (g->n_accepted) {
+                fa_buf_puts(b, "<td colspan=\"3\">folded into the kept epilogues above: their saving holds it</td>");
+                td_text(b, kind_action(g->kind));
+            } else {
+                fa_rep_fmt_ns(t, sizeof t, fabs(g->best_predicted_ns));
+                if (g->reason && !strncmp(g->reason, "dropped by the end-to-end back-off", 34))
+                    snprintf(why, sizeof why, "dropped by the end-to-end back-off");
+                else if (g->decision == FA_CLUSTER_REFUSED) reason_head(why, sizeof why, g->reason);
+                else snprintf(why, sizeof why, "%s", fa_cluster_status_phrase(g->decision));
+                char mix[96];
+                fa_buf_printf(b, "<td class=\"na\">%s %s</td><td></td><td colspan=\"2\">not kept: ",
+                              g->best_predicted_ns < 0 ? "predicted a loss of" : "predicted", t);
+                h(b, why);
+                if (*fa_plan_group_mix(g, mix, sizeof mix)) fa_buf_printf(b, " %s", mix); /* our words and counts */
+                fa_buf_puts(b, "</td>");
+            }
+            fa_buf_puts(b, "</tr>\n");
+        }
+        fa_buf_puts(b, "</tbody></table>");
+    }
+    free(gs);
+    /* the end-to-end verdict, in one sentence with the figures it rests on */
+    const fa_sample_stats *bb = &f->bench_baseline, *bf = &f->bench_fused;
+    fa_buf_puts(b, "<p class=\"verdict\">End to end: ");
+    if (r->e2e_verdict == FA_E2E_WIN) fa_buf_puts(b, "<b class=\"good\">a win</b>");
+    else if (r->e2e_verdict == FA_E2E_LOSS) fa_buf_puts(b, "<b class=\"bad\">a loss</b>: deploy the baseline");
+    else if (r->e2e_verdict == FA_E2E_MISMATCH) fa_buf_puts(b, "<b class=\"bad\">a mismatch</b>: not deployable, no speedup claimed");
+    else if (r->e2e_verdict == FA_E2E_NO_CLUSTERS) fa_buf_puts(b, "<b>no cluster kept</b>: the fused model is the baseline");
+    else fa_buf_puts(b, "<b>not applied</b>");
+    if (bb->n && bf->n && bf->median_ns > 0) {
+        char x[48], y[48];
+        fa_rep_fmt_ns(x, sizeof x, bb->median_ns);
+        fa_rep_fmt_ns(y, sizeof y, bf->median_ns);
+        fa_buf_printf(b, ". Baseline %s, fused %s per iteration: %.3fx (benchmark medians of %d interleaved rounds)", x, y,
+                      bb->median_ns / bf->median_ns, bb->n);
+    }
+    if (isnum(r->e2e_max_rel_error))
+        fa_buf_printf(b, "; the fused model's outputs %s the unfused model's (max relative error %.2g)",
+                      r->e2e_verdict == FA_E2E_MISMATCH ? "differ from" : "match", r->e2e_max_rel_error);
+    fa_buf_puts(b, ".</p></section>\n");
 }
 
 static void clusters_table(const fa_rep *r, fa_buf *b)
 {
-    fa_buf_puts(b, "<section id=\"clusters\"><h2>Clusters</h2>");
+    fa_buf_puts(b, "<section id=\"clusters\"><h2>Every cluster</h2>");
     if (r->plan_id <= 0) {
         fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run: not measured.</p></section>\n");
         return;
@@ -549,54 +821,100 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, "<p>The plan has no clusters: nothing in this model could be fused (see why-not below).</p></section>\n");
         return;
     }
-    fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>#</th><th>members</th><th>kind</th><th>label</th>"
-                   "<th>predicted saving (\xc2\xb5s)</th><th>predicted %</th><th>measured saving (\xc2\xb5s)</th>"
-                   "<th>cluster unfused / fused</th><th title=\"attention: the score tensors the unfused ops hold at once, "
-                   "which the fused kernel never writes\">peak memory drop</th><th>max rel. error</th><th>registers</th><th>spills (B)</th>"
-                   "<th>occupancy</th><th>decision</th><th>reason</th></tr></thead><tbody>");
+    /* columns only where some cluster has a value: the register/occupancy gate runs for cuda, the
+     * score tensors exist for attention, cluster benchmarks where the applier ran */
+    bool gate = false, score = false, bench = false;
+    int nd[4] = {0}; /* accepted, rejected, refused, other */
     for (int ci = 0; ci < r->n_clusters; ci++) {
         const fa_rep_cluster *c = &r->clusters[ci];
-        fa_buf_printf(b, "<tr><td class=\"num\" data-v=\"%d\">%d</td><td>", c->id, c->id);
-        for (int m = 0; m < c->n_members; m++) {
+        gate |= c->v->registers >= 0 || c->v->spill_bytes >= 0 || c->p->occupancy >= 0;
+        score |= c->p->score_bytes > 0;
+        bench |= c->unfused.n && c->fused.n;
+        const char *dc = decision_class(c->v->status);
+        nd[!strcmp(dc, "accepted") ? 0 : !strcmp(dc, "rejected") ? 1 : !strcmp(dc, "refused") ? 2 : 3]++;
+    }
+    /* filter by decision: radio buttons and the stylesheet's sibling rules, no script */
+    fa_buf_printf(b, "<div class=\"filt\"><input type=\"radio\" name=\"cf\" id=\"cf-all\" checked><label for=\"cf-all\">all (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-accepted\"><label for=\"cf-accepted\">accepted (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-rejected\"><label for=\"cf-rejected\">rejected (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-refused\"><label for=\"cf-refused\">refused (%d)</label>"
+                     "<input type=\"radio\" name=\"cf\" id=\"cf-other\"><label for=\"cf-other\">not tried (%d)</label>",
+                  r->n_clusters, nd[0], nd[1], nd[2], nd[3]);
+    fa_buf_puts(b, "<table class=\"sortable clusters\"><thead><tr><th>#</th><th>pattern</th><th>members</th>"
+                   "<th>predicted (\xc2\xb5s)</th><th>measured (\xc2\xb5s)</th><th>max rel. error</th>");
+    if (bench) fa_buf_puts(b, "<th>cluster unfused / fused</th>");
+    if (score)
+        fa_buf_puts(b, "<th title=\"attention: the score tensors the unfused ops hold at once, which the fused kernel never "
+                       "writes\">peak memory drop</th>");
+    if (gate) fa_buf_puts(b, "<th>registers</th><th>spills (B)</th><th>occupancy</th>");
+    fa_buf_puts(b, "<th>decision</th><th>reason</th></tr></thead><tbody>");
+    for (int ci = 0; ci < r->n_clusters; ci++) {
+        const fa_rep_cluster *c = &r->clusters[ci];
+        const char *dc = decision_class(c->v->status);
+        fa_buf_printf(b, "<tr class=\"d-%s\"><td class=\"num\" data-v=\"%d\">%d</td><td>", dc, c->p->id, c->p->id);
+        h(b, c->p->label ? c->p->label : "");
+        fa_buf_puts(b, "<div class=\"d\">");
+        h(b, fa_cluster_kind_name(c->p->kind));
+        fa_buf_printf(b, "</div></td><td data-v=\"%d\"><details><summary>%d op%s: ", c->p->n_members, c->p->n_members,
+                      c->p->n_members == 1 ? "" : "s");
+        h(b, c->p->n_members ? fa_rep_node_name(r, c->p->members[0]) : "");
+        if (c->p->n_members > 1) fa_buf_puts(b, " \xe2\x80\xa6");
+        fa_buf_puts(b, "</summary>");
+        for (int m = 0; m < c->p->n_members; m++) {
             if (m) fa_buf_puts(b, "<br>");
-            h(b, fa_rep_node_name(r, c->members[m]));
-            int id = c->members[m];
+            h(b, fa_rep_node_name(r, c->p->members[m]));
+            int id = c->p->members[m];
             if (id >= 0 && id < r->n_nodes && r->nodes[id].op_type) {
                 fa_buf_puts(b, " <small>(");
                 h(b, r->nodes[id].op_type);
                 fa_buf_puts(b, ")</small>");
             }
         }
-        fa_buf_puts(b, "</td>");
-        td_text(b, c->kind);
-        td_text(b, c->label ? c->label : "");
-        if (c->basis && isnum(c->est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
-            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", c->est_us);
-            h(b, c->basis);
-            fa_buf_printf(b, "\">%.2f</td>", c->est_us);
-        } else td_num(b, c->est_us, "%.2f", 1);
-        td_num(b, c->est_pct, "%.2f", 1);
-        td_num(b, c->measured_us, "%.2f", 1);
-        if (c->unfused.n && c->fused.n) {
-            char a[48], f[48];
-            fa_rep_fmt_ns(a, sizeof a, c->unfused.median_ns);
-            fa_rep_fmt_ns(f, sizeof f, c->fused.median_ns);
-            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">%s / %s</td>", c->unfused.median_ns - c->fused.median_ns, a, f);
-        } else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">not measured</td>");
-        if (c->score_bytes > 0) { /* stored by the advisor (clusters.score_bytes) */
-            char sb[48];
-            fa_rep_fmt_bytes(sb, sizeof sb, (double)c->score_bytes);
-            fa_buf_printf(b, "<td class=\"num\" data-v=\"%lld\" title=\"score tensors never written\">%s</td>",
-                          (long long)c->score_bytes, sb);
-        } else fa_buf_puts(b, "<td class=\"na\" data-v=\"0\">\xe2\x80\x94</td>");
-        td_num(b, c->max_rel_error, "%.2e", 1);
-        td_num(b, c->registers >= 0 ? c->registers : NAN, "%.0f", 1);
-        td_num(b, c->spill_bytes >= 0 ? c->spill_bytes : NAN, "%.0f", 1);
-        td_num(b, c->occupancy, "%.0f%%", 100);
-        fa_buf_printf(b, "<td class=\"st-%s\">", status_class(c->status));
-        h(b, c->status);
+        fa_buf_puts(b, "</details></td>");
+        double est_us = c->p->est_saving_ns / 1e3;
+        if (c->p->basis && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
+            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", est_us);
+            h(b, c->p->basis);
+            fa_buf_printf(b, "\">%.2f</td>", est_us);
+        } else td_num(b, est_us, "%.2f", 1);
+        bool measured = isnum(c->v->measured_saving_ns);
+        if (measured) td_num(b, c->v->measured_saving_ns / 1e3, "%.2f", 1);
+        else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
+        if (c->v->max_rel_error >= 0) td_num(b, c->v->max_rel_error, "%.2e", 1);
+        else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
+        if (bench) {
+            if (c->unfused.n && c->fused.n) {
+                char a[48], f[48];
+                fa_rep_fmt_ns(a, sizeof a, c->unfused.median_ns);
+                fa_rep_fmt_ns(f, sizeof f, c->fused.median_ns);
+                fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\">%s / %s</td>", c->unfused.median_ns - c->fused.median_ns, a, f);
+            } else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
+        }
+        if (score) {
+            if (c->p->score_bytes > 0) { /* stored by the advisor (clusters.score_bytes) */
+                char sb[48];
+                fa_rep_fmt_bytes(sb, sizeof sb, (double)c->p->score_bytes);
+                fa_buf_printf(b, "<td class=\"num\" data-v=\"%lld\" title=\"score tensors never written\">%s</td>",
+                              (long long)c->p->score_bytes, sb);
+            } else fa_buf_puts(b, "<td class=\"na\" data-v=\"0\">\xe2\x80\x94</td>");
+        }
+        if (gate) {
+            td_num(b, c->v->registers >= 0 ? c->v->registers : NAN, "%.0f", 1);
+            td_num(b, c->v->spill_bytes >= 0 ? c->v->spill_bytes : NAN, "%.0f", 1);
+            td_num(b, c->p->occupancy >= 0 ? c->p->occupancy : NAN, "%.0f%%", 100);
+        }
+        fa_buf_printf(b, "<td class=\"st-%s\">", dc);
+        h(b, fa_cluster_status_name(c->v->status));
         fa_buf_puts(b, "</td><td class=\"reason\">");
-        h(b, c->reason ? c->reason : "");
+        if (c->v->reason && *c->v->reason) {
+            char head[140];
+            reason_key(head, sizeof head, c->v->reason, c->v->status);
+            fa_buf_puts(b, "<details><summary>");
+            h(b, head);
+            fa_buf_puts(b, "</summary>");
+            h(b, c->v->reason);
+            fa_buf_puts(b, "</details>");
+        }
         fa_buf_puts(b, "</td></tr>\n");
     }
     fa_buf_puts(b, "</tbody></table></div></section>\n");
@@ -611,9 +929,9 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
  * accepted ones. bench/bench_calibration.sh prints the same figures over many models. */
 static bool calib_measured(const fa_rep_cluster *c)
 {
-    return c->measured_us == c->measured_us && c->est_us == c->est_us &&
-           (!strcmp(c->status, "accepted") || !strcmp(c->status, "rejected-no-gain") ||
-            !strcmp(c->status, "rejected-regression"));
+    return isnum(c->v->measured_saving_ns) && isnum(c->p->est_saving_ns) &&
+           (c->v->status == FA_CLUSTER_ACCEPTED || c->v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
+            c->v->status == FA_CLUSTER_REJECTED_REGRESSION);
 }
 
 static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepted_only, double *tmp)
@@ -621,15 +939,17 @@ static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepte
     int n = 0, nres = 0, nr = 0, within = 0, wrong = 0;
     for (int i = 0; i < r->n_clusters; i++) {
         const fa_rep_cluster *c = &r->clusters[i];
-        if (!calib_measured(c) || (kind && strcmp(c->kind, kind)) || (accepted_only && !c->accepted)) continue;
+        if (!calib_measured(c) || (kind && strcmp(fa_cluster_kind_name(c->p->kind), kind)) || (accepted_only && !c->accepted))
+            continue;
         n++;
-        if (!fa_paired_saving_resolved(&c->paired, c->est_us * 1e3)) continue;
+        double est = c->p->est_saving_ns, meas = c->v->measured_saving_ns;
+        if (!fa_paired_saving_resolved(&c->paired, est)) continue;
         nres++;
-        if (c->measured_us != 0) {
-            tmp[nr++] = c->est_us / c->measured_us;
-            if (fabs(c->est_us - c->measured_us) <= 0.25 * fabs(c->measured_us)) within++;
+        if (meas != 0) {
+            tmp[nr++] = est / meas;
+            if (fabs(est - meas) <= 0.25 * fabs(meas)) within++;
         }
-        if ((c->est_us > 0) != (c->measured_us > 0)) wrong++;
+        if ((est > 0) != (meas > 0)) wrong++;
     }
     if (!n) return;
     double med = fa_stats_median(tmp, (size_t)nr); /* core's convention; NAN when none */
@@ -673,10 +993,11 @@ static void calibration_table(const fa_rep *r, fa_buf *b)
     int nk = 0;
     for (int i = 0; i < r->n_clusters; i++) {
         const fa_rep_cluster *c = &r->clusters[i];
-        if (!calib_measured(c) || !c->kind) continue;
+        if (!calib_measured(c)) continue;
+        const char *kn = fa_cluster_kind_name(c->p->kind);
         bool seen = false;
-        for (int k = 0; k < nk; k++) seen |= !strcmp(kinds[k], c->kind);
-        if (!seen && nk < 16) kinds[nk++] = c->kind;
+        for (int k = 0; k < nk; k++) seen |= !strcmp(kinds[k], kn);
+        if (!seen && nk < 16) kinds[nk++] = kn;
     }
     for (int k = 0; k < nk; k++) {
         calib_row(r, b, kinds[k], false, tmp);
@@ -695,20 +1016,20 @@ static void why_table(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, "<p class=\"na\">No fusion plan stored for this run: not measured.</p></section>\n");
         return;
     }
-    if (r->n_why == 0) {
+    if (r->plan->n_why_not == 0) {
         fa_buf_puts(b, "<p>Every producer\xe2\x86\x92" "consumer edge that could fuse is in a cluster.</p></section>\n");
         return;
     }
     fa_buf_puts(b, "<div class=\"scroll\"><table class=\"sortable\"><thead><tr><th>producer</th><th>consumer</th><th>tensor</th>"
                    "<th>code</th><th>reason</th></tr></thead><tbody>");
-    for (int i = 0; i < r->n_why; i++) {
-        const fa_rep_why *w = &r->why[i];
+    for (int i = 0; i < r->plan->n_why_not; i++) {
+        const fa_why_not *w = &r->plan->why_not[i];
         fa_buf_puts(b, "<tr>");
         td_text(b, fa_rep_node_name(r, w->producer));
         td_text(b, fa_rep_node_name(r, w->consumer));
         td_text(b, w->tensor >= 0 && w->tensor < r->n_tensors ? r->tensors[w->tensor].name : "");
         fa_buf_puts(b, "<td><code>");
-        h(b, w->code);
+        h(b, fa_why_code_name(w->code));
         fa_buf_puts(b, "</code></td>");
         td_text(b, w->reason);
         fa_buf_puts(b, "</tr>\n");
@@ -744,7 +1065,7 @@ static void ops_table(const fa_rep *r, fa_buf *b)
         td_num(b, n ? n->flops / dur : NAN, "%.2f", 1);
         if (n && n->bound) td_text(b, n->bound);
         else fa_buf_puts(b, "<td class=\"na\">not measured</td>");
-        if (n && n->cluster >= 0) fa_buf_printf(b, "<td data-v=\"%d\">cluster %d</td>", r->clusters[n->cluster].id, r->clusters[n->cluster].id);
+        if (n && n->cluster >= 0) fa_buf_printf(b, "<td data-v=\"%d\">cluster %d</td>", r->clusters[n->cluster].p->id, r->clusters[n->cluster].p->id);
         else fa_buf_puts(b, "<td data-v=\"-1\"></td>");
         fa_buf_puts(b, "</tr>\n");
     }
@@ -771,10 +1092,11 @@ void fa_rep_html(const fa_rep *r, fa_buf *b)
                   r->run.threads, r->n_live);
     palette pal;
     pal_build(r, &pal);
+    answer(r, b);
     summary(r, b);
+    clusters_table(r, b);
     roofline(r, b, &pal);
     timeline(r, b, &pal);
-    clusters_table(r, b);
     calibration_table(r, b);
     why_table(r, b);
     ops_table(r, b);

@@ -127,7 +127,7 @@ static fa_status load_benchmarks(fa_ctx *ctx, fa_store *st, fa_rep *r)
         else if (v[i].subject == FA_BENCH_FUSED && v[i].cluster_id < 0) dst = &r->bench_fused;
         else if (v[i].cluster_id >= 0)
             for (int c = 0; c < r->n_clusters; c++)
-                if (r->clusters[c].id == v[i].cluster_id) {
+                if (r->clusters[c].p->id == v[i].cluster_id) {
                     if (v[i].subject == FA_BENCH_CLUSTER_UNFUSED) dst = &r->clusters[c].unfused;
                     else if (v[i].subject == FA_BENCH_CLUSTER_FUSED) dst = &r->clusters[c].fused;
                 }
@@ -137,7 +137,7 @@ static fa_status load_benchmarks(fa_ctx *ctx, fa_store *st, fa_rep *r)
     for (int c = 0; c < r->n_clusters; c++) {
         const fa_bench_series *su = NULL, *sf = NULL;
         for (size_t i = 0; i < n; i++)
-            if (v[i].cluster_id == r->clusters[c].id) {
+            if (v[i].cluster_id == r->clusters[c].p->id) {
                 if (v[i].subject == FA_BENCH_CLUSTER_UNFUSED) su = &v[i];
                 else if (v[i].subject == FA_BENCH_CLUSTER_FUSED) sf = &v[i];
             }
@@ -155,8 +155,8 @@ static void cluster_points(fa_rep *r, const int *edge_all_p, const int *edge_all
     for (int ci = 0; ci < r->n_clusters; ci++) {
         fa_rep_cluster *c = &r->clusters[ci];
         memset(seen, 0, (size_t)r->n_tensors + 1);
-        for (int m = 0; m < c->n_members; m++) {
-            int id = c->members[m];
+        for (int m = 0; m < c->p->n_members; m++) {
+            int id = c->p->members[m];
             if (id < 0 || id >= r->n_nodes) continue;
             member[id] = 1;
             c->flops += r->nodes[id].flops;
@@ -176,8 +176,8 @@ static void cluster_points(fa_rep *r, const int *edge_all_p, const int *edge_all
                 c->ext_bytes += r->tensors[t].bytes;
             }
         }
-        for (int m = 0; m < c->n_members; m++)
-            if (c->members[m] >= 0 && c->members[m] < r->n_nodes) member[c->members[m]] = 0;
+        for (int m = 0; m < c->p->n_members; m++)
+            if (c->p->members[m] >= 0 && c->p->members[m] < r->n_nodes) member[c->p->members[m]] = 0;
     }
     free(member);
     free(seen);
@@ -198,11 +198,11 @@ static fa_status fused_points(fa_ctx *ctx, fa_store *st, fa_rep *r)
         c->fused_ns = NAN;
         if (!c->accepted) continue;
         if (fn) {
-            for (int m = -1; m < c->n_members && !c->fused_name; m++) {
+            for (int m = -1; m < c->p->n_members && !c->fused_name; m++) {
                 for (int suf = 0; suf < 2 && !c->fused_name; suf++) {
                     char name[1200];
-                    if (m < 0) { if (suf) break; snprintf(name, sizeof name, "fused_c%d", c->id); }
-                    else snprintf(name, sizeof name, "%s%s", fa_rep_node_name(r, c->members[m]), suf ? "__bnfold" : "__fused");
+                    if (m < 0) { if (suf) break; snprintf(name, sizeof name, "fused_c%d", c->p->id); }
+                    else snprintf(name, sizeof name, "%s%s", fa_rep_node_name(r, c->p->members[m]), suf ? "__bnfold" : "__fused");
                     int nid = -1;
                     for (size_t i = 0; i < n_fn && nid < 0; i++)
                         if (fn[i].name && !strcmp(fn[i].name, name)) nid = fn[i].id;
@@ -220,9 +220,9 @@ static fa_status fused_points(fa_ctx *ctx, fa_store *st, fa_rep *r)
             c->fused_ns = c->fused.median_ns;
             c->fused_source = "cluster benchmark";
         }
-        if (!(c->fused_ns == c->fused_ns) && c->measured_us == c->measured_us && c->unfused_ns > 0 &&
-            c->unfused_ns - c->measured_us * 1e3 > 0) {
-            c->fused_ns = c->unfused_ns - c->measured_us * 1e3;
+        double meas_ns = c->v->measured_saving_ns;
+        if (!(c->fused_ns == c->fused_ns) && meas_ns == meas_ns && c->unfused_ns > 0 && c->unfused_ns - meas_ns > 0) {
+            c->fused_ns = c->unfused_ns - meas_ns;
             c->fused_source = "unfused time - measured saving";
         }
     }
@@ -256,6 +256,15 @@ static fa_status load_ceilings(fa_ctx *ctx, fa_store *st, fa_rep *r)
             if (cs[i].detail) snprintf(c->detail, sizeof c->detail, "%s", cs[i].detail);
         } else if (!strcmp(cs[i].name, "fp32_peak")) {
             c->peak_gflops = cs[i].value; c->peak_source = cs[i].source; f2 = true;
+            r->ceil_peak_at_ns = cs[i].measured_at_ns;
+        } else if (!strncmp(cs[i].name, "cache_", 6) && c->n_cache_levels < 4 && cs[i].value > 0) {
+            /* a cache level's read bandwidth (roofline/ceilings.c: detail = the sweep's working set) */
+            fa_cache_level *cl = &c->cache[c->n_cache_levels++];
+            cl->bandwidth_gbs = cs[i].value;
+            cl->working_set = cs[i].detail ? strtoull(cs[i].detail, NULL, 10) : 0;
+            const fa_target_iface *ti = fa_target_get(FA_TARGET_CPU);
+            const char *lvl = strncmp(use, "cpu:", 4) == 0 && ti ? fa_target_cache_level_name(ti, cl->working_set) : NULL;
+            cl->name = lvl ? lvl : "cache";
         } else if (!strcmp(cs[i].name, "dispatch") || !strcmp(cs[i].name, "launch_gap")) {
             c->launch_ns = cs[i].value; c->launch_source = cs[i].source; f3 = true;
         }
@@ -363,6 +372,15 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
         fa_roofline_place(&r->ceil, n->flops, n->bytes, (uint64_t)n->median_ns, &n->place);
         n->placed = true;
         n->bound = fa_bound_name(n->place.bound);
+        /* a measured op above the FP32 peak: the peak is not the device's (a busy moment) */
+        double over = n->place.achieved_gflops / r->ceil.peak_gflops;
+        if (over > 1.0) {
+            r->n_above_peak++;
+            if (over > r->max_above_peak) {
+                r->max_above_peak = over;
+                r->above_peak_node = n->name;
+            }
+        }
     }
 
     /* analysis */
@@ -387,56 +405,26 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     }
 
     /* newest plan */
-    fa_plan_row plan = {0};
-    fa_cluster_row *crs = NULL;
-    fa_why_not_row *wrs = NULL;
-    int n_crs = 0, n_wrs = 0;
-    s = fa_store_get_latest_plan(ctx, st, run_id, r->ar, &r->plan_id, &plan, &crs, &n_crs, &wrs, &n_wrs);
+    s = fa_store_get_latest_plan(ctx, st, run_id, &r->plan, (fa_cluster_verdict **)&r->verdicts);
     if (s) goto out;
-    if (r->plan_id > 0) {
-        r->plan_hash = plan.plan_hash;
-        r->clusters = fa_arena_alloc(r->ar, sizeof *r->clusters * (size_t)(n_crs + 1));
-        r->why = fa_arena_alloc(r->ar, sizeof *r->why * (size_t)(n_wrs + 1));
-        if (!r->clusters || !r->why) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
-        for (int i = 0; i < n_crs; i++) {
-            const fa_cluster_row *cr = &crs[i];
+    if (r->plan) {
+        r->plan_id = r->plan->plan_id;
+        r->clusters = fa_arena_alloc(r->ar, sizeof *r->clusters * (size_t)(r->plan->n_clusters + 1));
+        if (!r->clusters) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
+        memset(r->clusters, 0, sizeof *r->clusters * (size_t)(r->plan->n_clusters + 1));
+        for (int i = 0; i < r->plan->n_clusters; i++) {
             fa_rep_cluster *c = &r->clusters[r->n_clusters];
-            c->id = cr->id;
-            c->kind = cr->kind;
-            c->n_members = cr->n_members;
-            c->members = (int *)cr->members;
-            c->depends_on = cr->depends_on;
-            c->saved_bytes = (int64_t)cr->saved_bytes;
-            c->score_bytes = (int64_t)cr->score_bytes;
-            c->saved_launches = cr->saved_launches;
-            c->est_us = cr->est_saving_ns / 1e3;
-            c->est_pct = cr->est_saving_pct;
-            c->registers = cr->registers;
-            c->spill_bytes = cr->spill_bytes;
-            c->occupancy = cr->occupancy;
-            c->status = cr->status ? cr->status : "proposed";
-            c->reason = cr->reason;
-            c->measured_us = cr->measured_saving_ns / 1e3;
-            c->max_rel_error = cr->max_rel_error;
-            c->label = cr->label;
-            c->basis = cr->basis;
-            c->accepted = !strcmp(c->status, "accepted");
+            c->p = &r->plan->clusters[i];
+            c->v = &r->verdicts[i];
+            c->accepted = c->v->status == FA_CLUSTER_ACCEPTED;
             if (c->accepted) r->n_accepted++;
-            else if (!strcmp(c->status, "refused")) r->n_refused++;
-            else if (!strncmp(c->status, "rejected", 8)) r->n_rejected++;
+            else if (c->v->status == FA_CLUSTER_REFUSED) r->n_refused++;
+            else if (fa_cluster_status_rejected(c->v->status)) r->n_rejected++;
             else r->n_proposed++;
             if (c->accepted)
-                for (int m = 0; m < c->n_members; m++)
-                    if (c->members[m] >= 0 && c->members[m] < r->n_nodes) r->nodes[c->members[m]].cluster = r->n_clusters;
+                for (int m = 0; m < c->p->n_members; m++)
+                    if (c->p->members[m] >= 0 && c->p->members[m] < r->n_nodes) r->nodes[c->p->members[m]].cluster = r->n_clusters;
             r->n_clusters++;
-        }
-        for (int i = 0; i < n_wrs; i++) {
-            fa_rep_why *w = &r->why[r->n_why++];
-            w->producer = wrs[i].producer;
-            w->consumer = wrs[i].consumer;
-            w->tensor = wrs[i].tensor;
-            w->code = wrs[i].code;
-            w->reason = wrs[i].reason;
         }
     }
     /* measured by the applier, stored on the plan (schema v4, the verdict v6); NAN / NOT_APPLIED
@@ -447,6 +435,7 @@ fa_status fa_rep_load(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_rep **out)
     r->e2e_max_rel_error = e2e.max_rel_error;
     r->e2e_verdict = e2e.verdict;
     s = load_benchmarks(ctx, st, r);
+    if (!s) s = fa_store_get_run_figures(ctx, st, run_id, &r->fig);
     if (s) goto out;
     cluster_points(r, ep, ec, et, n_all);
     s = fused_points(ctx, st, r);
@@ -465,6 +454,7 @@ out:
 void fa_rep_free(fa_rep *r)
 {
     if (!r) return;
+    fa_plan_free(r->plan);
     fa_arena_free(r->ar);
     free(r);
 }

@@ -57,21 +57,11 @@ typedef struct fa_rep_trace {
     double *spans;           /* per iteration span ns (n_iters) */
 } fa_rep_trace;
 
+/* A stored cluster as the reports show it: the plan's record and its verdict (plan/plan.h, read
+ * once by fa_store_get_latest_plan) with what the reports derive from other rows. */
 typedef struct fa_rep_cluster {
-    int id;
-    const char *kind, *label, *status, *reason;
-    const char *basis;       /* what the predicted saving rests on (cost model), NULL none */
-    int n_members;
-    int *members;            /* node ids */
-    int depends_on;          /* id of the BN fold an epilogue applies first, -1 none */
-    int64_t saved_bytes;
-    int64_t score_bytes;      /* attention: score tensors never written (clusters.score_bytes), 0 none */
-    int saved_launches;
-    double est_us, est_pct;  /* NAN when NULL */
-    double measured_us;      /* NAN: not measured */
-    double max_rel_error;    /* NAN: not measured */
-    int registers, spill_bytes; /* -1: not compiled */
-    double occupancy;        /* NAN: not computed */
+    const fa_cluster *p;     /* the advisor's proposal (r->plan->clusters[i]) */
+    const fa_cluster_verdict *v; /* the applier's verdict on it (r->verdicts[i]) */
     fa_sample_stats unfused, fused; /* benchmarks cluster-unfused / cluster-fused; n = 0 none */
     fa_paired_saving paired; /* the same samples paired per round (calibration); n = 0 none */
     bool accepted;
@@ -82,11 +72,6 @@ typedef struct fa_rep_cluster {
     const char *fused_source;    /* "fused run" | "cluster benchmark" | "unfused - measured saving" */
     const char *fused_name;      /* node name in the fused run, or NULL */
 } fa_rep_cluster;
-
-typedef struct fa_rep_why {
-    int producer, consumer, tensor;
-    const char *code, *reason;
-} fa_rep_why;
 
 typedef struct fa_rep {
     fa_arena *ar;
@@ -106,6 +91,10 @@ typedef struct fa_rep {
     bool have_ceil;
     fa_ceilings ceil;
     const char *ceil_key;
+    int64_t ceil_peak_at_ns;    /* when the FP32 peak row was measured or written (unix ns), 0 unknown */
+    int n_above_peak;           /* placed ops whose achieved GFLOP/s exceed the FP32 peak */
+    double max_above_peak;      /* the largest achieved / peak among them */
+    const char *above_peak_node;/* that op's node name */
     /* analysis */
     bool have_analysis;
     const char *analysis_text;
@@ -121,19 +110,20 @@ typedef struct fa_rep {
     /* rows of fused_ops that are reorders between layouts (op_type "Reorder"): the fused model
      * ran on blocked layouts, so with no cluster accepted it is still not the baseline */
     int n_fused_reorder_ops;
-    /* plan */
+    /* plan: the newest stored plan and its verdicts (NULL / 0 when the run has none) */
+    fa_plan *plan;
+    const fa_cluster_verdict *verdicts;
     int plan_id;             /* 0 none */
-    const char *plan_hash;
     int n_clusters;
-    fa_rep_cluster *clusters;
+    fa_rep_cluster *clusters;/* [n_clusters], the plan's order */
     int n_accepted, n_rejected, n_refused, n_proposed;
-    int n_why;
-    fa_rep_why *why;
     /* end-to-end benchmarks (n = 0 when not measured) */
     fa_sample_stats bench_base, bench_fused;
-    /* model outputs fused vs unfused (only the live `run` measures it): analysis_summary key
-     * 'e2e_max_rel_error' of the run or its fused run, else the value in an earlier summary.json
-     * of the same run in the output folder; NAN unknown */
+    /* the run's figures (store/figures.c): every iteration time, kernel count and saving the
+     * report and summary.json show comes from here */
+    fa_run_figures fig;
+    /* model outputs fused vs unfused, as the applier stored it on the plan (plans.e2e_max_rel_error,
+     * schema v4); NAN unknown */
     double e2e_max_rel_error;
     /* the newest plan's end-to-end verdict (plans.e2e_verdict, schema v6): a LOSS is never shown
      * as a win, whatever the medians' ratio */
@@ -153,6 +143,9 @@ void fa_rep_kernels_csv(const fa_rep *r, fa_buf *b);
 fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg);
 
 /* Shared formatting */
+/* "2026-12-02 10:04 UTC, 3.1 days before this run" for a ceiling written at at_ns (unix ns)
+ * against the run's start; "" when at_ns is 0. */
+void fa_rep_fmt_age(char *buf, size_t cap, int64_t at_ns, int64_t run_ns);
 void fa_rep_fmt_ns(char *buf, size_t cap, double ns);   /* "12.3 µs", "4.56 ms", "not measured" for NAN/<0 */
 void fa_rep_fmt_bytes(char *buf, size_t cap, double bytes);
 

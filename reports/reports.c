@@ -42,39 +42,12 @@ static fa_status make_dir(fa_ctx *ctx, const char *dir)
     return FA_OK;
 }
 
-/* The end-to-end error is measured only by the live `run` (applier's summary.json, written to the
- * same folder just before): keep it when that file is of this run and the database lacks it. */
-static void keep_e2e_error(const char *out_dir, fa_rep *r)
-{
-    size_t n = strlen(out_dir) + 16;
-    char *path = malloc(n);
-    if (!path) return;
-    snprintf(path, n, "%s/summary.json", out_dir);
-    FILE *f = fopen(path, "rb");
-    free(path);
-    if (!f) return;
-    char buf[8192];
-    size_t len = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[len] = 0;
-    char want[64];
-    snprintf(want, sizeof want, "\"run_id\":%" PRId64 ",", r->run_id);
-    if (!strstr(buf, "\"schema\":\"fuse-advise.summary/1\"") || !strstr(buf, want)) return;
-    const char *p = strstr(buf, "\"e2e_max_rel_error\":");
-    if (!p) return;
-    p += strlen("\"e2e_max_rel_error\":");
-    char *end;
-    double v = strtod(p, &end);
-    if (end != p && v >= 0) r->e2e_max_rel_error = v;
-}
-
 fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *out_dir)
 {
     if (!out_dir || !*out_dir) return fa_ctx_error(ctx, FA_ERR_USAGE, "reports: empty output folder");
     fa_rep *r = NULL;
     fa_status s = fa_rep_load(ctx, st, run_id, &r);
     if (s) return fa_ctx_wrap(ctx, s, "report of run %" PRId64 ": ", run_id);
-    if (!(r->e2e_max_rel_error == r->e2e_max_rel_error)) keep_e2e_error(out_dir, r);
     enum { F_SUMMARY, F_CSV, F_TRACE, F_DOT, F_SVG, F_HTML, F_N };
     fa_buf bufs[F_N];
     for (int i = 0; i < F_N; i++) fa_buf_init(&bufs[i]);
@@ -113,4 +86,29 @@ fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char
     for (int i = 0; i < F_N; i++) fa_buf_free(&bufs[i]);
     fa_rep_free(r);
     return s;
+}
+
+fa_status fa_reports_summary_json(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_buf *b)
+{
+    fa_rep *r = NULL;
+    fa_status s = fa_rep_load(ctx, st, run_id, &r);
+    if (s) return fa_ctx_wrap(ctx, s, "summary of run %" PRId64 ": ", run_id);
+    fa_rep_summary_json(r, b);
+    fa_rep_free(r);
+    return b->oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory rendering the summary of run %" PRId64, run_id) : FA_OK;
+}
+
+fa_status fa_reports_check_peak(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_reports_peak_check *out)
+{
+    memset(out, 0, sizeof *out);
+    fa_rep *r = NULL;
+    fa_status s = fa_rep_load(ctx, st, run_id, &r);
+    if (s) return fa_ctx_wrap(ctx, s, "ceilings of run %" PRId64 ": ", run_id);
+    out->n_above = r->n_above_peak;
+    out->max_ratio = r->max_above_peak;
+    snprintf(out->node, sizeof out->node, "%s", r->above_peak_node ? r->above_peak_node : "");
+    out->peak_at_ns = r->ceil_peak_at_ns;
+    out->run_at_ns = r->run.started_at_ns;
+    fa_rep_free(r);
+    return FA_OK;
 }

@@ -28,4 +28,21 @@ extern const char *const fa_report_files[];
  * FA_ERR_NOMEM. Large graphs: see docs/reports.md ("Large graphs"). */
 fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *out_dir);
 
+/* summary.json of run_id (docs/reports.md), the document fa_reports_write writes, appended to b
+ * (`run --json` prints it). Errors: as fa_reports_write's loading; FA_ERR_NOMEM. */
+fa_status fa_reports_summary_json(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_buf *b);
+
+/* The roofline's own check of run_id's ceilings (docs/reports.md "Ceilings"): how many of its
+ * measured ops ran above the stored FP32 peak, the largest achieved / peak and that op's node
+ * name (copied into node, always terminated), and when the peak was measured (unix ns, 0
+ * unknown). n_above 0 when the run has no ceilings. Errors: as fa_reports_write's loading. */
+typedef struct fa_reports_peak_check {
+    int n_above;
+    double max_ratio;
+    char node[128];
+    int64_t peak_at_ns;
+    int64_t run_at_ns;        /* the run's start (unix ns), for the age */
+} fa_reports_peak_check;
+fa_status fa_reports_check_peak(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_reports_peak_check *out);
+
 #endif

@@ -8,9 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void b_int_or_null(binder *b, int v) { if (v >= 0) b_i64(b, v); else b_txt(b, NULL); }
-static void b_dbl_or_null(binder *b, double v, bool present) { if (present) b_dbl(b, v); else b_txt(b, NULL); }
-
 /* ids as a JSON array ("[1,2,3]") into b, replacing its content. */
 static void ints_json(fa_buf *b, const int *v, int n)
 {
@@ -20,50 +17,88 @@ static void ints_json(fa_buf *b, const int *v, int n)
     fa_buf_puts(b, "]");
 }
 
-/* The verdict columns of one cluster, in the order both statements below bind them. */
-static void bind_verdict(binder *b, const fa_cluster_row *c)
+/* The rows of FA_CLUSTER_FIELDS stored as columns of `clusters` (owner: any; V only). */
+static bool stored(const fa_plan_field *f, bool verdict_only)
 {
-    b_txt(b, c->status);
-    b_txt(b, c->reason);
-    b_dbl_or_null(b, c->measured_saving_ns / 1e3, !isnan(c->measured_saving_ns));
-    b_dbl_or_null(b, c->max_rel_error, c->max_rel_error >= 0);
-    b_int_or_null(b, c->registers);
-    b_int_or_null(b, c->spill_bytes);
-    b_dbl_or_null(b, c->occupancy, c->occupancy >= 0);
+    return f->column && (!verdict_only || f->owner == FA_PF_OWNER_V);
+}
+
+/* Bind one field's column value (fa_plan_field_kind's conventions: none -> NULL). scratch holds
+ * an id array's JSON text until the statement steps. */
+static void bind_field(binder *b, const fa_plan_field *f, const fa_cluster *c, const fa_cluster_verdict *v, fa_buf *scratch)
+{
+    const void *p = fa_plan_field_ptr(f, c, v);
+    switch (f->kind) {
+    case FA_PF_INT: b_i64(b, *(const int *)p); break;
+    case FA_PF_INT_OPT: if (*(const int *)p >= 0) b_i64(b, *(const int *)p); else b_txt(b, NULL); break;
+    case FA_PF_U64: b_i64(b, (int64_t)*(const uint64_t *)p); break;
+    case FA_PF_NS: if (!isnan(*(const double *)p)) b_dbl(b, *(const double *)p / 1e3); else b_txt(b, NULL); break;
+    case FA_PF_REAL: if (!isnan(*(const double *)p)) b_dbl(b, *(const double *)p); else b_txt(b, NULL); break;
+    case FA_PF_REAL_OPT: if (*(const double *)p >= 0) b_dbl(b, *(const double *)p); else b_txt(b, NULL); break;
+    case FA_PF_FLOAT: if (!isnan(*(const float *)p)) b_dbl(b, *(const float *)p); else b_txt(b, NULL); break;
+    case FA_PF_STR: b_txt(b, *(const char *const *)p); break;
+    case FA_PF_KIND: b_txt(b, fa_cluster_kind_name(*(const fa_cluster_kind *)p)); break;
+    case FA_PF_REDUCTION: b_txt(b, fa_reduction_kind_name(*(const fa_reduction_kind *)p)); break;
+    case FA_PF_STATUS: b_txt(b, fa_cluster_status_name(*(const fa_cluster_status *)p)); break;
+    case FA_PF_IDS:
+    case FA_PF_NODE_IDS:
+    case FA_PF_NODE_OPS:
+    case FA_PF_TENSOR_IDS: /* JSON arrays of ids (docs/schema.md) */
+        ints_json(scratch, *(int *const *)p, *fa_plan_field_count(f, c));
+        b_txt(b, scratch->data);
+        break;
+    case FA_PF_POST_OPS:
+    case FA_PF_KIND_COUNT: b_txt(b, NULL); break;
+    }
+}
+
+/* "INSERT INTO clusters (run_id, plan_id, <columns>) VALUES (?1, ?2, ...)" into b. */
+static void insert_sql(fa_buf *b)
+{
+    fa_buf_puts(b, "INSERT INTO clusters (run_id, plan_id");
+    int n = 2;
+    for (int f = 0; f < fa_cluster_n_fields; f++)
+        if (stored(&fa_cluster_fields[f], false)) fa_buf_printf(b, ", %s", fa_cluster_fields[f].column), n++;
+    fa_buf_puts(b, ") VALUES (");
+    for (int k = 1; k <= n; k++) fa_buf_printf(b, "%s?%d", k > 1 ? "," : "", k);
+    fa_buf_puts(b, ")");
 }
 
 /* Rows of one plan as fa_sq_put_rows binds them (?1 = run_id bound by it). */
 typedef struct plan_rows {
     int plan_id;
-    const void *rows; /* fa_cluster_row[] / fa_why_not_row[] */
+    const fa_plan *p;
+    const fa_cluster_verdict *v;
+    fa_buf *scratch;
 } plan_rows;
 
+/* UPDATE's parameters: ?2 plan_id, ?3 cluster_id, then the verdict columns in table order. */
 static void bind_cluster_verdict(binder *b, size_t i, const void *user)
 {
-    const plan_rows *p = user;
-    const fa_cluster_row *c = (const fa_cluster_row *)p->rows + i;
-    b_i64(b, p->plan_id);
-    b_i64(b, c->id);
-    bind_verdict(b, c);
+    const plan_rows *r = user;
+    b_i64(b, r->plan_id);
+    b_i64(b, r->p->clusters[i].id);
+    for (int f = 0; f < fa_cluster_n_fields; f++)
+        if (stored(&fa_cluster_fields[f], true)) bind_field(b, &fa_cluster_fields[f], &r->p->clusters[i], &r->v[i], r->scratch);
 }
 
 static void bind_why_not(binder *b, size_t i, const void *user)
 {
-    const plan_rows *p = user;
-    const fa_why_not_row *w = (const fa_why_not_row *)p->rows + i;
-    b_i64(b, p->plan_id);
+    const plan_rows *r = user;
+    const fa_why_not *w = &r->p->why_not[i];
+    b_i64(b, r->plan_id);
     b_i64(b, (int64_t)i);
     b_i64(b, w->producer);
     b_i64(b, w->consumer);
     b_i64(b, w->tensor);
-    b_txt(b, w->code);
+    b_txt(b, fa_why_code_name(w->code));
     b_txt(b, w->reason);
 }
 
-fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_plan_row *plan,
-                            const fa_cluster_row *clusters, int n_clusters, const fa_why_not_row *why_not,
-                            int n_why_not, int *plan_id)
+fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_cluster_verdict *v, int *plan_id)
 {
+    if (p->run_id < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "plan has no run (run_id -1): nothing to attach it to");
+    int64_t run_id = p->run_id;
     bool own;
     fa_status s = fa_sq_write_open(ctx, st, "store a plan", &own);
     if (s) return s;
@@ -91,107 +126,98 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_
         b_i64(&b, run_id);
         b_i64(&b, id);
         b_i64(&b, fa_sq_unix_now_ns());
-        b_txt(&b, plan->plan_hash);
-        b_txt(&b, plan->target);
-        b_txt(&b, plan->arch);
-        b_int_or_null(&b, plan->max_ops);
-        b_int_or_null(&b, plan->max_inputs);
-        b_dbl_or_null(&b, plan->occupancy_floor, !isnan(plan->occupancy_floor));
-        b_int_or_null(&b, plan->gate);
+        b_txt(&b, p->hash);
+        b_txt(&b, fa_target_name(p->opt.target));
+        b_txt(&b, p->opt.arch);
+        if (p->opt.max_ops >= 0) b_i64(&b, p->opt.max_ops); else b_txt(&b, NULL);
+        if (p->opt.max_inputs >= 0) b_i64(&b, p->opt.max_inputs); else b_txt(&b, NULL);
+        if (!isnan(p->opt.occupancy_floor)) b_dbl(&b, p->opt.occupancy_floor); else b_txt(&b, NULL);
+        b_i64(&b, !p->opt.no_gate);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
     fa_stmt_finalize(q);
     q = NULL;
-    if (!s)
-        s = fa_sq_prepare(ctx, st,
-                          "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, saved_bytes, "
-                          "saved_launches, recompute_us, est_saving_us, est_saving_pct, status, reason, "
-                          "measured_saving_us, max_rel_error, registers, spill_bytes, occupancy, label, anchor, "
-                          "depends_on, reduction, reduce_axis, epsilon, block_size, inputs_json, outputs_json, basis, score_bytes) "
-                          "VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,"
-                          "?23,?24,?25,?26,?27,?28)",
-                          &q);
+    fa_buf sql, scratch;
+    fa_buf_init(&sql);
+    fa_buf_init(&scratch);
+    insert_sql(&sql);
+    if (!s && sql.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (!s) s = fa_sq_prepare(ctx, st, sql.data, &q);
     fa_stmt *qp = NULL;
     if (!s)
         s = fa_sq_prepare(ctx, st,
                           "INSERT INTO cluster_post_ops (run_id, plan_id, cluster_id, seq, spec, operand_tensor) "
                           "VALUES (?1,?2,?3,?4,?5,?6)",
                           &qp);
-    fa_buf m, in, out;
-    fa_buf_init(&m);
-    fa_buf_init(&in);
-    fa_buf_init(&out);
-    for (int i = 0; i < n_clusters && !s; i++) {
-        const fa_cluster_row *c = &clusters[i];
-        ints_json(&m, c->members, c->n_members); /* JSON arrays of ids (docs/schema.md) */
-        ints_json(&in, c->inputs, c->n_inputs);
-        ints_json(&out, c->outputs, c->n_outputs);
-        if (m.oom || in.oom || out.oom) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path); break; }
+    for (int i = 0; i < p->n_clusters && !s; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        fa_cluster_verdict advisor = fa_cluster_verdict_of(c);
         b_start(&b, q);
         b_i64(&b, run_id);
         b_i64(&b, id);
-        b_i64(&b, c->id);
-        b_txt(&b, c->kind);
-        b_txt(&b, m.data);
-        b_i64(&b, (int64_t)c->saved_bytes);
-        b_i64(&b, c->saved_launches);
-        b_dbl(&b, c->recompute_ns / 1e3);
-        b_dbl(&b, c->est_saving_ns / 1e3);
-        b_dbl(&b, c->est_saving_pct);
-        bind_verdict(&b, c);
-        b_txt(&b, c->label);
-        b_int_or_null(&b, c->anchor);
-        b_int_or_null(&b, c->depends_on);
-        b_txt(&b, c->reduction);
-        b_int_or_null(&b, c->reduce_axis);
-        b_dbl_or_null(&b, c->epsilon, !isnan(c->epsilon));
-        b_int_or_null(&b, c->block_size);
-        b_txt(&b, in.data);
-        b_txt(&b, out.data);
-        b_txt(&b, c->basis);
-        b_i64(&b, (int64_t)c->score_bytes);
-        s = FA_SQL_CHECK(ctx, st, b.rc);
+        fa_buf cols[8]; /* the id arrays' JSON, alive until the step */
+        int nb = 0;
+        for (int f = 0; f < fa_cluster_n_fields; f++) {
+            if (!stored(&fa_cluster_fields[f], false)) continue;
+            fa_buf *t = &scratch;
+            if (fa_cluster_fields[f].count_offset && nb < 8) fa_buf_init(t = &cols[nb++]);
+            bind_field(&b, &fa_cluster_fields[f], c, v ? &v[i] : &advisor, t);
+        }
+        bool oom = false;
+        for (int k = 0; k < nb; k++) oom |= cols[k].oom;
+        s = oom ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path) : FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
+        for (int k = 0; k < nb; k++) fa_buf_free(&cols[k]);
         for (int k = 0; k < c->n_post_ops && !s; k++) {
+            char spec[64];
+            fa_post_op_format(&c->post_ops[k], spec, sizeof spec);
             b_start(&b, qp);
             b_i64(&b, run_id);
             b_i64(&b, id);
             b_i64(&b, c->id);
             b_i64(&b, k);
-            b_txt(&b, c->post_ops[k].spec ? c->post_ops[k].spec : "");
-            b_i64(&b, c->post_ops[k].operand_tensor);
+            b_txt(&b, spec);
+            b_i64(&b, c->post_ops[k].operand);
             s = FA_SQL_CHECK(ctx, st, b.rc);
             if (!s) s = STEP_CHECK(ctx, st, qp, fa_stmt_step(qp));
         }
     }
-    fa_buf_free(&m);
-    fa_buf_free(&in);
-    fa_buf_free(&out);
     fa_stmt_finalize(qp);
     fa_stmt_finalize(q);
-    plan_rows wn = {id, why_not};
+    plan_rows wn = {id, p, v, &scratch};
     if (!s)
         s = fa_sq_put_rows(ctx, st,
                            "INSERT INTO why_not (run_id, plan_id, seq, producer, consumer, tensor_id, reason_code, "
                            "reason) VALUES (?1,?2,?3,?4,?5,?6,?7,?8)",
-                           run_id, n_why_not > 0 ? (size_t)n_why_not : 0, bind_why_not, &wn);
+                           run_id, p->n_why_not > 0 ? (size_t)p->n_why_not : 0, bind_why_not, &wn);
+    fa_buf_free(&sql);
+    fa_buf_free(&scratch);
     s = fa_sq_tx_close(ctx, st, own, s);
     if (!s) *plan_id = id;
     return s;
 }
 
-fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
-                                        const fa_cluster_row *clusters, int n_clusters)
+fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_cluster_verdict *v)
 {
     bool own;
     fa_status s = fa_sq_write_open(ctx, st, "store cluster verdicts", &own);
     if (s) return s;
-    plan_rows rows = {plan_id, clusters};
-    s = fa_sq_put_rows(ctx, st,
-                       "UPDATE clusters SET status=?4, reason=?5, measured_saving_us=?6, max_rel_error=?7, "
-                       "registers=?8, spill_bytes=?9, occupancy=?10 WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3",
-                       run_id, n_clusters > 0 ? (size_t)n_clusters : 0, bind_cluster_verdict, &rows);
+    fa_buf sql, scratch;
+    fa_buf_init(&sql);
+    fa_buf_init(&scratch);
+    fa_buf_puts(&sql, "UPDATE clusters SET ");
+    int k = 4;
+    for (int f = 0; f < fa_cluster_n_fields; f++)
+        if (stored(&fa_cluster_fields[f], true)) fa_buf_printf(&sql, "%s%s=?%d", k > 4 ? ", " : "", fa_cluster_fields[f].column, k), k++;
+    fa_buf_puts(&sql, " WHERE run_id=?1 AND plan_id=?2 AND cluster_id=?3");
+    plan_rows rows = {p->plan_id, p, v, &scratch};
+    if (sql.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    else
+        s = fa_sq_put_rows(ctx, st, sql.data, p->run_id, p->n_clusters > 0 ? (size_t)p->n_clusters : 0, bind_cluster_verdict,
+                           &rows);
+    fa_buf_free(&sql);
+    fa_buf_free(&scratch);
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
@@ -286,22 +312,19 @@ static int parse_ints(fa_arena *ar, const char *json, int **out)
     return n;
 }
 
-static double col_num(fa_stmt *q, int i) { return fa_col_null(q, i) ? NAN : fa_col_dbl(q, i); }
-static int col_int_or(fa_stmt *q, int i, int none) { return fa_col_null(q, i) ? none : fa_col_int(q, i); }
-
 /* A post-op row with the cluster it belongs to. */
 typedef struct post_op_at {
     int cluster_id;
-    fa_post_op_row op;
+    fa_post_op op;
+    bool known;                /* its spec names a post-op kind of this build */
 } post_op_at;
 
 static fa_status decode_post_op(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)ctx, (void)st, (void)user;
+    (void)ctx, (void)st, (void)arena, (void)user;
     post_op_at *r = row;
     r->cluster_id = fa_col_int(q, 0);
-    r->op.spec = fa_sq_col_str(q, 1, arena);
-    r->op.operand_tensor = fa_col_int(q, 2);
+    r->known = fa_post_op_parse(fa_col_text(q, 1), fa_col_int(q, 2), &r->op);
     return FA_OK;
 }
 
@@ -314,9 +337,10 @@ static fa_status prepare_plan_rows(fa_ctx *ctx, fa_store *st, const char *sql, i
     return s;
 }
 
-/* The post-op rows of plan (run_id, plan_id), attached to their clusters cv[0..nc). */
+/* The post-op rows of plan (run_id, plan_id), attached to their clusters cv[0..nc) (a spec this
+ * build cannot read is left out). */
 static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
-                              fa_cluster_row *cv, size_t nc)
+                              fa_cluster *cv, size_t nc)
 {
     fa_stmt *q;
     binder b;
@@ -329,76 +353,141 @@ static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int pla
     size_t n;
     s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *rows, decode_post_op, NULL, (void **)&rows, &n);
     if (s) return s;
-    fa_post_op_row *v = fa_arena_alloc(arena, sizeof *v * (n ? n : 1)); /* the clusters point into one array */
+    fa_post_op *v = fa_arena_alloc(arena, sizeof *v * (n ? n : 1)); /* the clusters point into one array */
     if (!v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-    for (size_t k = 0; k < n; k++) v[k] = rows[k].op;
+    size_t nv = 0;
     for (size_t i = 0; i < nc; i++) { /* rows ordered by cluster id: binary search for its first */
         size_t k = 0, hi = n;
         while (k < hi) {
             size_t mid = k + (hi - k) / 2;
             if (rows[mid].cluster_id < cv[i].id) k = mid + 1; else hi = mid;
         }
-        cv[i].post_ops = k < n ? &v[k] : NULL;
+        cv[i].post_ops = &v[nv];
         cv[i].n_post_ops = 0;
-        while (k + (size_t)cv[i].n_post_ops < n && rows[k + (size_t)cv[i].n_post_ops].cluster_id == cv[i].id)
-            cv[i].n_post_ops++;
+        for (; k < n && rows[k].cluster_id == cv[i].id; k++)
+            if (rows[k].known) v[nv++] = rows[k].op, cv[i].n_post_ops++;
     }
     return FA_OK;
 }
 
+/* "[1,2,3]" (members_json) -> ints in arena; NULL text is no ints. -1 when out of memory. */
+static int ids_of(fa_arena *ar, const char *json, int **out)
+{
+    int n = parse_ints(ar, json, out);
+    return *out ? n : -1;
+}
+
+/* One column into its field (fa_plan_field_kind's conventions for NULL). False when out of memory. */
+static bool decode_field(fa_stmt *q, int col, const fa_plan_field *f, fa_cluster *c, fa_cluster_verdict *v, fa_arena *ar)
+{
+    void *p = fa_plan_field_ptr(f, c, v);
+    bool null = fa_col_null(q, col);
+    switch (f->kind) {
+    case FA_PF_INT: *(int *)p = fa_col_int(q, col); break;
+    case FA_PF_INT_OPT: *(int *)p = null ? -1 : fa_col_int(q, col); break;
+    case FA_PF_U64: *(uint64_t *)p = null ? 0 : (uint64_t)fa_col_i64(q, col); break;
+    case FA_PF_NS: *(double *)p = null ? NAN : fa_col_dbl(q, col) * 1e3; break;
+    case FA_PF_REAL: *(double *)p = null ? NAN : fa_col_dbl(q, col); break;
+    case FA_PF_REAL_OPT: *(double *)p = null ? -1 : fa_col_dbl(q, col); break;
+    case FA_PF_FLOAT: *(float *)p = null ? NAN : (float)fa_col_dbl(q, col); break;
+    case FA_PF_STR:
+        *(const char **)p = fa_sq_col_str(q, col, ar);
+        if (!null && !*(const char **)p) return false;
+        break;
+    case FA_PF_KIND: *(fa_cluster_kind *)p = fa_cluster_kind_parse(fa_col_text(q, col)); break;
+    case FA_PF_REDUCTION: *(fa_reduction_kind *)p = fa_reduction_kind_parse(fa_col_text(q, col)); break;
+    case FA_PF_STATUS: *(fa_cluster_status *)p = fa_cluster_status_parse(fa_col_text(q, col)); break;
+    case FA_PF_IDS:
+    case FA_PF_NODE_IDS:
+    case FA_PF_NODE_OPS:
+    case FA_PF_TENSOR_IDS: {
+        int *ids = NULL, n = ids_of(ar, fa_col_text(q, col), &ids);
+        if (n < 0) return false;
+        *(int **)p = ids;
+        *fa_plan_field_count(f, c) = n;
+        break;
+    }
+    case FA_PF_POST_OPS:
+    case FA_PF_KIND_COUNT: break;
+    }
+    return true;
+}
+
+/* A stored cluster row: its proposal into row (fa_cluster), its verdict into the matching slot
+ * of user's verdict list, appended in the same order. */
+typedef struct cluster_rows {
+    fa_cluster_verdict *v;
+    size_t n, cap;
+    fa_arena *ar;
+} cluster_rows;
+
 static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)user;
-    fa_cluster_row *c = row;
-    int *members = NULL, *ins = NULL, *outs = NULL;
-    c->id = fa_col_int(q, 0);
-    c->kind = fa_sq_col_str(q, 1, arena);
-    c->n_members = parse_ints(arena, fa_col_text(q, 2), &members);
-    c->members = members;
-    c->saved_bytes = (uint64_t)fa_col_i64(q, 3);
-    c->saved_launches = fa_col_int(q, 4);
-    c->recompute_ns = col_num(q, 5) * 1e3;
-    c->est_saving_ns = col_num(q, 6) * 1e3;
-    c->est_saving_pct = col_num(q, 7);
-    c->registers = col_int_or(q, 8, -1);
-    c->spill_bytes = col_int_or(q, 9, -1);
-    c->occupancy = col_num(q, 10);
-    c->status = fa_sq_col_str(q, 11, arena);
-    c->reason = fa_sq_col_str(q, 12, arena);
-    c->measured_saving_ns = col_num(q, 13) * 1e3;
-    c->max_rel_error = col_num(q, 14);
-    c->label = fa_sq_col_str(q, 15, arena);
-    c->anchor = col_int_or(q, 16, -1);
-    c->depends_on = col_int_or(q, 17, -1);
-    c->reduction = fa_sq_col_str(q, 18, arena);
-    c->reduce_axis = col_int_or(q, 19, -1);
-    c->epsilon = col_num(q, 20);
-    c->block_size = col_int_or(q, 21, -1);
-    c->n_inputs = parse_ints(arena, fa_col_text(q, 22), &ins);
-    c->inputs = ins;
-    c->n_outputs = parse_ints(arena, fa_col_text(q, 23), &outs);
-    c->outputs = outs;
-    c->basis = fa_sq_col_str(q, 24, arena);
-    c->score_bytes = fa_col_null(q, 25) ? 0 : (uint64_t)fa_col_i64(q, 25);
-    if (!members || !ins || !outs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    cluster_rows *cr = user;
+    fa_cluster *c = row;
+    if (!fa_sq_grow(arena, (void **)&cr->v, cr->n, &cr->cap, sizeof *cr->v))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    fa_cluster_verdict *v = &cr->v[cr->n++];
+    memset(v, 0, sizeof *v);
+    v->block_size = -1;
+    c->refusal = FA_WHY_NONE;
+    int col = 0;
+    for (int f = 0; f < fa_cluster_n_fields; f++) {
+        if (!stored(&fa_cluster_fields[f], false)) continue;
+        if (!decode_field(q, col++, &fa_cluster_fields[f], c, v, arena))
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    /* the advisor's own decision is not stored apart from the verdict: the stored status/reason
+     * are the latest word on the cluster */
+    c->status = v->status;
+    c->reason = v->reason;
+    c->registers = v->registers;
+    c->spill_bytes = v->spill_bytes;
+    v->refusal = FA_WHY_NONE;
+    v->block_size = c->block_size;
     return FA_OK;
 }
 
 static fa_status decode_why_not(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)ctx, (void)st, (void)user;
-    fa_why_not_row *w = row;
+    (void)user;
+    fa_why_not *w = row;
     w->producer = fa_col_int(q, 0);
     w->consumer = fa_col_int(q, 1);
     w->tensor = fa_col_int(q, 2);
-    w->code = fa_sq_col_str(q, 3, arena);
+    w->code = fa_why_code_parse(fa_col_text(q, 3));
     w->reason = fa_sq_col_str(q, 4, arena);
+    if (!w->reason && !fa_col_null(q, 4)) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     return FA_OK;
 }
 
-fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
-                                   fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
-                                   fa_why_not_row **why_not, int *n_why_not)
+/* The clusters query: every stored field's column (registers and spills the generated kernel's
+ * when fused_kernels recorded them), ranked as the plan was. */
+static void select_sql(fa_buf *b)
+{
+    fa_buf_puts(b, "SELECT ");
+    int k = 0;
+    for (int f = 0; f < fa_cluster_n_fields; f++) {
+        const fa_plan_field *fd = &fa_cluster_fields[f];
+        if (!stored(fd, false)) continue;
+        const char *col = fd->column;
+        if (!strcmp(col, "registers") || !strcmp(col, "spill_bytes")) fa_buf_printf(b, "%scoalesce(f.%s, c.%s)", k ? ", " : "", col, col);
+        else fa_buf_printf(b, "%sc.%s", k ? ", " : "", col);
+        k++;
+    }
+    fa_buf_puts(b, " FROM clusters c LEFT JOIN fused_kernels f ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND "
+                   "f.cluster_id=c.cluster_id WHERE c.run_id=?1 AND c.plan_id=?2 "
+                   "ORDER BY c.est_saving_us DESC NULLS LAST, c.cluster_id");
+}
+
+static fa_target target_of(const char *name)
+{
+    for (int t = 0; name && t < FA_TARGET_COUNT; t++)
+        if (!strcmp(name, fa_target_name((fa_target)t))) return (fa_target)t;
+    return FA_TARGET_AUTO;
+}
+
+fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_plan **plan, fa_cluster_verdict **verdicts)
 {
     fa_stmt *q;
     binder b;
@@ -408,53 +497,67 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
                                     run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = FA_DB_DONE, id = 0;
-    fa_plan_row pr = {0};
+    int rc = FA_DB_DONE;
+    fa_plan *p = NULL;
     if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
     if (!s && rc == FA_DB_ROW) {
-        id = fa_col_int(q, 0);
-        pr.plan_hash = fa_sq_col_str(q, 1, arena);
-        pr.target = fa_sq_col_str(q, 2, arena);
-        pr.arch = fa_sq_col_str(q, 3, arena);
-        pr.max_ops = col_int_or(q, 4, -1);
-        pr.max_inputs = col_int_or(q, 5, -1);
-        pr.occupancy_floor = col_num(q, 6);
-        pr.gate = col_int_or(q, 7, -1);
+        p = fa_plan_create();
+        if (!p) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    if (p) {
+        p->run_id = run_id;
+        p->plan_id = fa_col_int(q, 0);
+        const char *h = fa_col_text(q, 1);
+        snprintf(p->hash, sizeof p->hash, "%s", h ? h : "");
+        p->opt.target = target_of(fa_col_text(q, 2));
+        p->opt.arch = fa_sq_col_str(q, 3, p->arena);
+        p->opt.max_ops = fa_col_null(q, 4) ? -1 : fa_col_int(q, 4);
+        p->opt.max_inputs = fa_col_null(q, 5) ? -1 : fa_col_int(q, 5);
+        p->opt.occupancy_floor = fa_col_null(q, 6) ? NAN : fa_col_dbl(q, 6);
+        p->opt.no_gate = !fa_col_null(q, 7) && fa_col_int(q, 7) == 0;
     }
     fa_stmt_finalize(q);
-    if (s) return s;
-    if (id == 0) {
-        *plan_id = 0;
-        return FA_OK;
+    if (s || !p) {
+        fa_plan_free(p);
+        if (!s) {
+            *plan = NULL;
+            if (verdicts) *verdicts = NULL;
+        }
+        return s;
     }
-    fa_cluster_row *cv;
-    size_t nc;
-    s = prepare_plan_rows(ctx, st,
-                          "SELECT c.cluster_id, c.kind, c.members_json, c.saved_bytes, c.saved_launches, c.recompute_us, "
-                          "c.est_saving_us, c.est_saving_pct, coalesce(f.registers, c.registers), "
-                          "coalesce(f.spill_bytes, c.spill_bytes), c.occupancy, c.status, c.reason, c.measured_saving_us, "
-                          "c.max_rel_error, c.label, c.anchor, c.depends_on, c.reduction, c.reduce_axis, c.epsilon, "
-                          "c.block_size, c.inputs_json, c.outputs_json, c.basis, c.score_bytes FROM clusters c LEFT JOIN fused_kernels f "
-                          "ON f.run_id=c.run_id AND f.plan_id=c.plan_id AND f.cluster_id=c.cluster_id "
-                          "WHERE c.run_id=?1 AND c.plan_id=?2 ORDER BY c.est_saving_us DESC NULLS LAST, c.cluster_id",
-                          run_id, id, &q, &b);
-    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *cv, decode_cluster, NULL, (void **)&cv, &nc);
-    if (!s) s = get_post_ops(ctx, st, run_id, id, arena, cv, nc);
-    if (s) return s;
-    fa_why_not_row *wv;
-    size_t nw;
-    s = prepare_plan_rows(ctx, st,
-                          "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND "
-                          "plan_id=?2 ORDER BY seq",
-                          run_id, id, &q, &b);
-    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *wv, decode_why_not, NULL, (void **)&wv, &nw);
-    if (s) return s;
-    *plan_id = id;
-    *plan = pr;
-    *clusters = cv;
-    *n_clusters = (int)nc;
-    *why_not = wv;
-    *n_why_not = (int)nw;
+    fa_buf sql;
+    fa_buf_init(&sql);
+    select_sql(&sql);
+    fa_cluster *cv = NULL;
+    size_t nc = 0;
+    cluster_rows cr = {NULL, 0, 0, p->arena};
+    if (sql.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (!s) s = prepare_plan_rows(ctx, st, sql.data, run_id, p->plan_id, &q, &b);
+    fa_buf_free(&sql);
+    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, p->arena, sizeof *cv, decode_cluster, &cr, (void **)&cv, &nc);
+    if (!s) s = get_post_ops(ctx, st, run_id, p->plan_id, p->arena, cv, nc);
+    fa_why_not *wv = NULL;
+    size_t nw = 0;
+    if (!s)
+        s = prepare_plan_rows(ctx, st,
+                              "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND "
+                              "plan_id=?2 ORDER BY seq",
+                              run_id, p->plan_id, &q, &b);
+    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, p->arena, sizeof *wv, decode_why_not, NULL, (void **)&wv, &nw);
+    if (!s && !cr.v) { /* no cluster: an empty verdict list */
+        cr.v = fa_arena_alloc(p->arena, sizeof *cr.v);
+        if (!cr.v) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    if (s) {
+        fa_plan_free(p);
+        return s;
+    }
+    p->clusters = cv;
+    p->n_clusters = (int)nc;
+    p->why_not = wv;
+    p->n_why_not = (int)nw;
+    *plan = p;
+    if (verdicts) *verdicts = cr.v;
     return FA_OK;
 }
 

@@ -299,20 +299,6 @@ fa_status fa_store_put_bench_samples(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     return fa_sq_tx_close(ctx, st, own, s);
 }
 
-const char *fa_e2e_verdict_name(fa_e2e_verdict v)
-{
-    static const char *const names[] = {NULL, "win", "loss", "no-clusters", "mismatch"};
-    _Static_assert(sizeof names / sizeof names[0] == FA_E2E_VERDICT_COUNT, "names: one row per value");
-    return (unsigned)v < FA_E2E_VERDICT_COUNT ? names[v] : NULL;
-}
-
-fa_e2e_verdict fa_e2e_verdict_parse(const char *word)
-{
-    for (int v = FA_E2E_NOT_APPLIED + 1; word && v < FA_E2E_VERDICT_COUNT; v++)
-        if (!strcmp(word, fa_e2e_verdict_name((fa_e2e_verdict)v))) return (fa_e2e_verdict)v;
-    return FA_E2E_NOT_APPLIED;
-}
-
 fa_status fa_store_set_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, const fa_plan_e2e_row *e2e)
 {
     bool own;

@@ -344,6 +344,12 @@ static const char *const migration_5_to_6 = "ALTER TABLE plans ADD COLUMN e2e_ve
  * the database. Earlier clusters keep NULL (no attention cluster existed). */
 static const char *const migration_6_to_7 = "ALTER TABLE clusters ADD COLUMN score_bytes INTEGER;\n";
 
+/* Version 8: each cluster's kernel signature (fa_cluster_signature: kind, then per member its op,
+ * input and output shapes, FLOPs and bytes), composed once by the advisor and stored with the
+ * plan, so later plans look its measurements up by it instead of composing it again from the
+ * stored nodes. Clusters stored before keep NULL: their measurements are not looked up. */
+static const char *const migration_7_to_8 = "ALTER TABLE clusters ADD COLUMN signature TEXT;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
@@ -352,6 +358,7 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_4_to_5,
     migration_5_to_6,
     migration_6_to_7,
+    migration_7_to_8,
 };
 
 /* ---- the reference schema: what every database opened is compared with ---- */

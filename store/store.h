@@ -6,10 +6,11 @@
 #include "collector/collector.h"
 #include "core/core.h"
 #include "graph/graph.h"
+#include "plan/plan.h"
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 7
+#define FA_STORE_SCHEMA_VERSION 8
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -76,27 +77,6 @@ fa_status fa_store_commit(fa_ctx *ctx, fa_store *st);
 void fa_store_rollback(fa_store *st);
 
 /* ---- runs ---- */
-
-/* End-to-end verdict of an applied plan: the fused model with the clusters the applier kept
- * against the unfused one on the same inputs, after the back-off (applier/judge.c
- * fa_apply_e2e_wins, the clusters' paired-noise rule on the end-to-end samples). Stored as the
- * lowercase word of fa_e2e_verdict_name in plans.e2e_verdict (schema v6; NULL = not applied).
- * Only grows at its end. */
-typedef enum fa_e2e_verdict {
-    FA_E2E_NOT_APPLIED,       /* not measured end to end (no apply, or stored before v6) */
-    FA_E2E_WIN,               /* "win": clusters kept, the fused model measurably faster */
-    FA_E2E_LOSS,              /* "loss": clusters kept, the fused model not measurably faster
-                                 even after the back-off: deploy the baseline */
-    FA_E2E_NO_CLUSTERS,       /* "no-clusters": nothing kept, the fused model is the baseline */
-    FA_E2E_MISMATCH,          /* "mismatch": the fused model's outputs differ from the unfused
-                                 model's beyond FA_APPLY_E2E_TOLERANCE (applier.h): not deployable,
-                                 no speedup claimed */
-    FA_E2E_VERDICT_COUNT
-} fa_e2e_verdict;
-/* "win" | "loss" | "no-clusters" | "mismatch"; NULL for FA_E2E_NOT_APPLIED and out-of-range values. */
-const char *fa_e2e_verdict_name(fa_e2e_verdict v);
-/* The verdict a stored word names; NULL or an unknown word (a newer build's) -> NOT_APPLIED. */
-fa_e2e_verdict fa_e2e_verdict_parse(const char *word);
 
 /* One row of `runs`. On write, NULL strings store NULL. On read, strings live in the arena
  * passed to the reader. Units inline. */
@@ -365,83 +345,29 @@ fa_status fa_store_set_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, int p
 /* The run's newest plan's end-to-end row; {NAN, FA_E2E_NOT_APPLIED} when none was stored. */
 fa_status fa_store_get_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_plan_e2e_row *out);
 
-/* ---- advisor plans (advisor/ fills these; docs/schema.md "plans", "clusters", "why_not") ---- */
+/* ---- plans (docs/schema.md "plans", "clusters", "cluster_post_ops", "why_not") ---- */
 
-typedef struct fa_plan_row {
-    const char *plan_hash;    /* hex, identifies the plan's content */
-    const char *target;       /* "cpu" | "cuda" */
-    const char *arch;         /* e.g. "sm_90", NULL for cpu */
-    /* the advisor's options (fa_advise_options); -1 / NAN / -1 read back from NULL (a plan
-     * migrated from a version-4 database without them) */
-    int max_ops;              /* cap on ops per cluster */
-    int max_inputs;           /* cap on distinct external inputs per cluster */
-    double occupancy_floor;   /* gate: 0..1 */
-    int gate;                 /* 1 the register/occupancy gate ran, 0 skipped (no_gate) */
-} fa_plan_row;
-
-/* One fused epilogue step of an EPILOGUE cluster (table cluster_post_ops). */
-typedef struct fa_post_op_row {
-    const char *spec;         /* the post-op's readable rendering (fa_post_op_format: "relu",
-                                 "clip(0,6)", "add"); rows stored before typed post-ops hold the
-                                 older "eltwise:relu", "binary:add" */
-    int32_t operand_tensor;   /* tensor id of a binary step's operand, -1 for eltwise steps */
-} fa_post_op_row;
-
-typedef struct fa_cluster_row {
-    int id;                   /* cluster id inside the plan */
-    const char *kind;         /* fa_cluster_kind_name */
-    const int *members;       /* node ids */
-    int n_members;
-    /* the advisor's proposal (schema v5 columns; NULL read back as -1 / NAN / NULL / 0 entries) */
-    const char *label;        /* what the cluster computes ("conv+relu"), NULL none */
-    int anchor;               /* node id of the Conv/Gemm or the reduction, -1 none */
-    int depends_on;           /* index of the cluster to apply first, -1 none */
-    const char *reduction;    /* fa_reduction_kind_name, NULL unknown */
-    int reduce_axis;          /* first axis of the reduction domain, -1 none */
-    double epsilon;           /* LAYER_NORM / RMS_NORM epsilon, NAN unknown */
-    int block_size;           /* threads per block used by the gate, -1 unknown */
-    const int *inputs;        /* tensor ids read from outside the cluster */
-    int n_inputs;
-    const int *outputs;       /* tensor ids that leave the cluster */
-    int n_outputs;
-    const fa_post_op_row *post_ops; /* EPILOGUE steps in order */
-    int n_post_ops;
-    uint64_t saved_bytes;     /* intermediate traffic removed, bytes per iteration */
-    uint64_t score_bytes;     /* attention: the score tensors the unfused ops hold at once and the
-                                 fused kernel never writes (the peak-memory drop), bytes; 0 none
-                                 (schema v7; NULL read back as 0) */
-    int saved_launches;
-    double recompute_ns;      /* ns per iteration */
-    double est_saving_ns;     /* predicted, ns per iteration */
-    double est_saving_pct;    /* of the iteration, % */
-    const char *basis;        /* what est_saving_ns rests on, with its figures (issue 19); NULL none */
-    /* verdict fields, also written by fa_store_put_cluster_verdicts */
-    int registers;            /* per thread, -1 not compiled (NULL) */
-    int spill_bytes;          /* -1 not compiled (NULL) */
-    double occupancy;         /* 0..1, < 0 not computed (NULL) */
-    const char *status;       /* fa_cluster_status_name */
-    const char *reason;       /* NULL none */
-    double measured_saving_ns;/* NAN not measured (NULL) */
-    double max_rel_error;     /* fused vs unfused, < 0 not verified (NULL) */
-} fa_cluster_row;
-
-typedef struct fa_why_not_row {
-    int32_t producer, consumer, tensor; /* node, node, tensor ids; -1 none */
-    const char *code;         /* stable reason code, e.g. "cap", "multi-consumer-recompute" */
-    const char *reason;       /* the sentence */
-} fa_why_not_row;
-
-/* Store a new plan of the run (plan_id = the run's largest + 1) with its clusters and why-nots,
- * status 'proposed', in one transaction (or the caller's). *plan_id set on success. */
-fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa_plan_row *plan,
-                            const fa_cluster_row *clusters, int n_clusters, const fa_why_not_row *why_not,
-                            int n_why_not, int *plan_id);
-/* Rewrite the verdict fields (status, reason, measured saving, max error, registers, spills,
- * occupancy) of the plan's clusters, matched by id. One transaction (or the caller's). */
-fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id,
-                                        const fa_cluster_row *clusters, int n_clusters);
+/* Store plan p as a new plan of run p->run_id (plan_id = the run's largest + 1): the plan row
+ * (hash, options), every cluster's FA_CLUSTER_FIELDS columns (plan/plan.h) with its post-ops, and
+ * the why-nots, in one transaction (or the caller's). The verdict columns come from v[i] (NULL:
+ * the advisor's decisions, fa_cluster_verdict_of). *plan_id set on success; p is not written.
+ * Errors: FA_ERR_INPUT when p->run_id < 0; the store's. */
+fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_cluster_verdict *v, int *plan_id);
+/* Rewrite the verdict columns (the fields of owner V in FA_CLUSTER_FIELDS: status, reason,
+ * measured saving, max error, registers, spills) of stored plan (p->run_id, p->plan_id) from
+ * v[0..p->n_clusters), matched by cluster id. One transaction (or the caller's). */
+fa_status fa_store_put_cluster_verdicts(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_cluster_verdict *v);
 
 /* ---- reads for the reports ---- */
+
+/* The run's newest plan as the advisor made it and the applier judged it: *plan (owned by the
+ * caller, fa_plan_free; NULL when the run has no plan) with run_id, plan_id, hash, options,
+ * clusters ordered by predicted saving, largest first, then id, and why-nots in the advisor's
+ * order; *verdicts [n_clusters] in the plan's arena (the verdict columns; may be NULL when not
+ * wanted). Absent values read back as FA_CLUSTER_FIELDS says (NULL columns -> -1 / NAN / NULL);
+ * registers/spill_bytes are the generated kernel's (fused_kernels) when recorded there; names a
+ * newer build wrote and this one does not know read as the enums' _COUNT ("?"). */
+fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_plan **plan, fa_cluster_verdict **verdicts);
 
 /* The newest fused twin of run_id (kind 'fused', tag "fused-of:<run_id>", not failed); *fused_id
  * = -1 when there is none. ok_only: finished 'ok' only (else any not 'failed'). */
@@ -450,14 +376,6 @@ fa_status fa_store_get_fused_run(fa_ctx *ctx, fa_store *st, int64_t run_id, bool
  * sentences joined by newlines in key order (NULL when none). Strings in arena. */
 fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, bool *have,
                                      const char **text);
-/* The run's newest plan: *plan_id = 0 when it has none (other outputs untouched). Clusters
- * ordered by predicted saving, largest first, then id; why-nots in the advisor's order. Rows,
- * members and strings in arena; absent numbers as in fa_cluster_row (NULL columns -> -1 / NAN).
- * registers/spill_bytes are the generated kernel's (fused_kernels) when recorded there. */
-fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, int *plan_id,
-                                   fa_plan_row *plan, fa_cluster_row **clusters, int *n_clusters,
-                                   fa_why_not_row **why_not, int *n_why_not);
-
 /* Benchmark samples of one subject (and cluster) of a plan. */
 typedef struct fa_bench_series {
     fa_bench_subject subject;
@@ -469,6 +387,44 @@ typedef struct fa_bench_series {
  * within a series). Unknown subjects are skipped. Arrays in arena. */
 fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                                     fa_bench_series **out, size_t *n_out);
+
+/* ---- the figures a run is shown with (store/figures.c) ---- */
+
+/* The one set of figures of a run (issue 37): `run`'s stdout, report.html, summary.json and
+ * `runs` print these and nothing computed another way, each saying which measurement it is. */
+typedef struct fa_run_figures {
+    int64_t run_id;           /* the run the figures are of (a fused twin's baseline run) */
+    int64_t twin_of;          /* asked of a fused twin (kind 'fused', tag "fused-of:N"): N; else -1 */
+    int64_t fused_run_id;     /* its fused twin (fa_store_get_fused_run, any not failed); -1 none */
+    int plan_id;              /* its newest plan; 0 none */
+    /* iteration time, ns: the applier's end-to-end benchmark of the newest plan, interleaved
+     * rounds of the whole unfused and fused model ('baseline' / 'fused' samples; n = 0: not
+     * measured), and the traced runs' median iteration (runs.iter_median_ns: last kernel end -
+     * first kernel start, under the collector) of the run and of its fused twin (NAN: none) */
+    fa_sample_stats bench_baseline, bench_fused;
+    double traced_iter_ns, fused_traced_iter_ns;
+    int traced_iters, fused_traced_iters; /* timed iterations the traced medians are of */
+    /* kernels per iteration: the most frequent count of kernel records in a timed iteration
+     * (fa_store_get_kernels_per_iter) of the run's trace and of its fused twin's; -1 not measured.
+     * reorders_fused: of the fused count, layout reorders (op 'Reorder') per iteration */
+    int kernels_baseline, kernels_fused, reorders_fused;
+    /* peak live activation bytes of the run and of its fused twin (runs.peak_activation_bytes); 0 unknown */
+    uint64_t peak_bytes_baseline, peak_bytes_fused;
+    /* the newest plan: its clusters by decision; the predicted saving of the accepted ones
+     * (fa_plan_accepted_saving), ns, NAN without a plan; the measured end-to-end saving,
+     * bench_baseline.median - bench_fused.median, ns, NAN unless both were measured */
+    int n_accepted, n_rejected, n_refused, n_other;
+    double predicted_saving_ns, measured_saving_ns;
+    fa_e2e_verdict verdict;   /* plans.e2e_verdict */
+    double e2e_max_rel_error; /* plans.e2e_max_rel_error; NAN none */
+} fa_run_figures;
+/* The figures of run_id (of its baseline run when run_id is a fused twin). Errors: FA_ERR_INPUT
+ * "PATH: no run N"; the store's. *out untouched on failure. */
+fa_status fa_store_get_run_figures(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_run_figures *out);
+/* The iteration time a run is shown with, ns: the benchmark median when the applier measured it,
+ * else the traced iteration median; NAN when neither. fused: the fused model's. *what (may be
+ * NULL) names which: "benchmark median", "traced iteration median", or NULL. */
+double fa_run_figures_latency(const fa_run_figures *f, bool fused, const char **what);
 
 /* ---- per-iteration reads for the CI gate ---- */
 
@@ -494,25 +450,10 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
 
 /* ---- measured fused kernels of earlier plans (store/kernel_lookup.c; issue 19) ---- */
 
-/* A cluster's shape-class signature, built the same way from a graph (the advisor) and from the
- * stored rows: fa_kernel_signature_start with the cluster kind's name, then one
- * fa_kernel_signature_member per member in the plan's member order with its op type, its input
- * shapes (one per input slot, fa_tensor_shape_str, ";"-joined, "-" for an absent optional input,
- * "?" for an unknown rank: consumers joined with tensors.shape), its output shapes (the same
- * convention: nodes.output_shapes) and its FLOPs, bytes read and bytes written (fa_node_cost:
- * nodes.flops/bytes_read/bytes_written). Two clusters with the same ops on the same input and
- * output shapes, kernel sizes, strides and dtypes (the bytes and FLOPs carry the weight sizes
- * and the element width) have the same text: a 1x1 conv of stride 2 on 56x56 and one of stride 1
- * on 28x28 differ by their input shapes; one op's attributes that change none of these (a Clip's
- * bounds) do not enter it. Appends to b. */
-void fa_kernel_signature_start(fa_buf *b, const char *kind);
-void fa_kernel_signature_member(fa_buf *b, const char *op_type, const char *input_shapes, const char *output_shapes,
-                                uint64_t flops, uint64_t bytes_read, uint64_t bytes_written);
-
 typedef struct fa_measured_fused {
     int64_t run_id;           /* the run whose plan it belongs to */
     int plan_id, cluster_id;
-    const char *signature;    /* fa_kernel_signature_* text */
+    const char *signature;    /* clusters.signature: fa_cluster_signature's text, stored with the plan */
     double median_ns;         /* type-7 median of its 'cluster-fused' benchmark samples: ns per run of
                                  the fused sub-graph, measured in isolation by the applier */
     double unfused_median_ns; /* the same of its 'cluster-unfused' samples (the members' sub-graph,

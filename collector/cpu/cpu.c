@@ -123,7 +123,11 @@ fa_status fa_collect_cpu_span(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int wa
             if (!fa_trace_add(t, &a)) r.oom = true;
         }
         if (r.oom) st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory recording the trace");
-        if (progress) progress(progress_user, it < warmup ? "warm-up" : "timed", it + 1, total);
+        /* a stable denominator: with a span the most iterations it may take (warm-up + cap), and
+         * the last call says done against it */
+        int shown = min_span_s > 0 ? warmup + cap : total;
+        int done = it + 1 < total ? (it + 1 < shown ? it + 1 : shown - 1) : shown;
+        if (progress) progress(progress_user, it < warmup ? "warm-up" : "timed", done, shown);
     }
     t->n_iters = total - warmup;
 done:

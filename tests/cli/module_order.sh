@@ -1,13 +1,13 @@
 #!/bin/bash
 # tests/cli/module_order.sh — the layering of DESIGN.md and docs/architecture.md: a module includes
 # only its own headers and those of the modules before it,
-#   core → graph → runtime → collector → store → roofline → analyzer → trace → codegen → advisor →
+#   core → graph → runtime → collector → plan → store → roofline → analyzer → trace → codegen → advisor →
 #   applier → gate → reports → cli
 # Every '#include "MODULE/..."' in every .c/.h of every module folder is checked; a violation is
 # printed as FILE:LINE and the test fails. Needs only the source tree (FA_SOURCE_DIR).
 set -u
 root="${FA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
-order=(core graph runtime collector store roofline analyzer trace codegen advisor applier gate reports cli)
+order=(core graph runtime collector plan store roofline analyzer trace codegen advisor applier gate reports cli)
 declare -A rank
 for i in "${!order[@]}"; do rank[${order[$i]}]=$i; done
 bad=0 checked=0

@@ -43,7 +43,7 @@ PY
 )
   fi
   if [ -z "$why" ]; then
-    pass=$((pass + 1)); echo "ok   $name: $(grep -E '^baseline .* speedup' <<<"$log")"
+    pass=$((pass + 1)); echo "ok   $name: $(grep -E '^End to end: ' <<<"$log")"
   else
     fail=$((fail + 1)); echo "FAIL $name: $why"; tail -5 <<<"$log"
   fi

@@ -16,7 +16,7 @@
 set -uo pipefail
 SRC=${1:-${FA_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}}
 # The module order, first to last. A module not present yet is skipped.
-LAYERS="core graph runtime collector store roofline analyzer trace codegen advisor applier gate reports cli"
+LAYERS="core graph runtime collector plan store roofline analyzer trace codegen advisor applier gate reports cli"
 
 rank_of() { local i=0 m; for m in $LAYERS; do [ "$m" = "$1" ] && { echo $i; return; }; i=$((i + 1)); done; echo -1; }
 

@@ -531,9 +531,13 @@ static void test_plan_saved_and_updated_in_store(void **st)
     assert_int_equal(sqlite3_column_int(q, 0), p->n_why_not);
     sqlite3_finalize(q);
     /* the applier's verdict is its own record, written over the plan's row by id */
-    fa_cluster_row verdict = {.id = p->clusters[0].id, .status = "accepted", .measured_saving_ns = 1500,
-                              .max_rel_error = -1, .registers = -1, .spill_bytes = -1, .occupancy = -1};
-    assert_int_equal(fa_store_put_cluster_verdicts(ctx, s, run, p->plan_id, &verdict, 1), FA_OK);
+    fa_cluster_verdict *verdicts = calloc((size_t)p->n_clusters, sizeof *verdicts);
+    assert_non_null(verdicts);
+    for (int i = 0; i < p->n_clusters; i++) verdicts[i] = fa_cluster_verdict_of(&p->clusters[i]);
+    verdicts[0].status = FA_CLUSTER_ACCEPTED;
+    verdicts[0].measured_saving_ns = 1500;
+    assert_int_equal(fa_store_put_cluster_verdicts(ctx, s, p, verdicts), FA_OK);
+    free(verdicts);
     assert_int_equal(sqlite3_prepare_v2(fa_store_db(s), "SELECT status, measured_saving_us FROM clusters WHERE run_id=?1 AND plan_id=1 AND cluster_id=0", -1, &q, NULL), SQLITE_OK);
     sqlite3_bind_int64(q, 1, run);
     assert_int_equal(sqlite3_step(q), SQLITE_ROW);
@@ -553,7 +557,7 @@ static void test_plan_saved_and_updated_in_store(void **st)
     if (rc) fail_msg("advise failed: %s", err);
     assert_non_null(strstr(out, "\"kind\":\"bn-fold\""));
     assert_non_null(strstr(out, "\"why_not\":["));
-    assert_non_null(strstr(out, "\"plan\":3"));
+    assert_non_null(strstr(out, "\"plan_id\":3"));
     free(out);
     free(err);
     const char *argv2[] = {"advise", "99", "--db", db, NULL};

@@ -629,13 +629,121 @@ static void test_renderings_escape_names_and_keep_structure(void **state)
         rows++;
     }
     free(copy);
-    assert_int_equal(rows, r->n_checks + 2);
+    /* two tables (failing/inconclusive/warning first, then the collapsed passing ones): two
+     * header rows each */
+    assert_int_equal(rows, r->n_checks + 4);
+    assert_true(strstr(x.data, ":x: fail") < strstr(x.data, "<details>"));
     assert_non_null(strstr(x.data, "z \\| w next line"));
     fa_buf_reset(&x);
     fa_gate_render_json(r, &x);
     assert_non_null(strstr(x.data, "\"schema\":\"fuse-advise.gate/1\",\"verdict\":\"fail\""));
     assert_non_null(strstr(x.data, "\\n"));
     fa_buf_free(&x);
+    fa_gate_report_free(r);
+    fa_store_close(st);
+}
+
+/* gate.md fits a pull-request comment whatever the model (issue 37: two ResNet-50 runs gave 296
+ * checks and 84.7 KB): 3000 checks with long names and details stay under FA_GATE_MD_MAX, the
+ * failing and inconclusive checks come first, the passing ones collapsed, and what is left out
+ * is counted. */
+static void test_markdown_fits_a_comment(void **state)
+{
+    (void)state;
+    fa_gate_report *r = calloc(1, sizeof *r);
+    assert_non_null(r);
+    r->arena = fa_arena_create(1 << 16);
+    fa_gate_options_default(&r->opt);
+    r->n_checks = r->cap_checks = 3000;
+    r->checks = calloc((size_t)r->n_checks, sizeof *r->checks);
+    assert_non_null(r->checks);
+    char name[400], msg[2400];
+    for (int i = 0; i < r->n_checks; i++) {
+        fa_gate_check *c = &r->checks[i];
+        fa_gate_verdict v = i % 10 == 3 ? FA_GATE_FAIL : i % 10 == 7 ? FA_GATE_INCONCLUSIVE : i % 10 == 9 ? FA_GATE_SKIPPED
+                                                                                                        : FA_GATE_PASS;
+        int nl = snprintf(name, sizeof name, "cluster 'conv+bn+relu' (layer%d.conv1, layer%d.bn1, layer%d.relu1) ", i, i, i);
+        while (nl < 300) name[nl++] = 'n';
+        name[nl] = '\0';
+        int ml = snprintf(msg, sizeof msg, "check %d: the interval [1.01, 1.07] of the median ratio; ", i);
+        while (ml < 2000) ml += snprintf(msg + ml, sizeof msg - (size_t)ml, "a<b>&'c' \xc3\xa9 | ");
+        c->id = fa_arena_strdup(r->arena, name);
+        c->category = "latency";
+        c->name = fa_arena_strdup(r->arena, name);
+        c->message = fa_arena_strdup(r->arena, msg);
+        c->verdict = v;
+        c->has_stats = v != FA_GATE_SKIPPED;
+        c->stats.ratio = 1.04;
+        c->stats.lo = 1.01;
+        c->stats.hi = 1.07;
+        r->counts[v]++;
+    }
+    r->verdict = FA_GATE_FAIL;
+    fa_buf x;
+    fa_buf_init(&x);
+    fa_gate_render_markdown(r, &x);
+    assert_false(x.oom);
+    assert_true(x.len < FA_GATE_MD_MAX);
+    const char *first_fail = strstr(x.data, ":x: fail"), *details = strstr(x.data, "<details>");
+    assert_non_null(first_fail);
+    assert_non_null(details);
+    assert_true(first_fail < details);
+    assert_non_null(strstr(x.data, "more failing, inconclusive or warning checks are not shown"));
+    assert_non_null(strstr(x.data, "<summary>2100 passed, 300 not measured</summary>"));
+    assert_non_null(strstr(x.data, "- **Result**: 300 failed, 300 inconclusive, 0 warnings, 2100 passed, 300 not measured"));
+    assert_non_null(strstr(x.data, "</details>\n"));
+    /* a cut detail ends with an ellipsis and never inside a UTF-8 sequence */
+    assert_non_null(strstr(x.data, " \xe2\x80\xa6 |"));
+    fa_buf_free(&x);
+    fa_gate_report_free(r);
+}
+
+/* A gate that measured nothing does not pass (issue 37: two imported traces gave "PASS: 0
+ * passed, 8 skipped"): runs with no timed records and no plan are refused, naming what lacks. */
+static void test_nothing_measured_is_refused(void **state)
+{
+    (void)state;
+    fa_store *st = open_db("nothing.db");
+    synth a = defaults(131), b = defaults(132);
+    a.iters = b.iters = 0;
+    a.plan = b.plan = false;
+    a.fused_kernels = b.fused_kernels = 0;
+    int64_t ra = put_run(st, &a), rb = put_run(st, &b);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_gate_report *r = NULL;
+    assert_int_equal(fa_gate_run(ctx, st, ra, st, rb, NULL, &r), FA_ERR_INPUT);
+    assert_null(r);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "nothing to compare"));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "not measured in one of the runs"));
+    fa_ctx_free(ctx);
+    fa_store_close(st);
+}
+
+/* Details a person can act on (issue 37): a passing row never says its interval straddles the
+ * threshold, no suggestion names more iterations than fit a CI job (600 s per run), percentages
+ * are plain numbers. Noisy runs (sigma 5%, 12 iterations, per-op components) make
+ * inconclusive checks, some too cheap to matter. */
+static void test_details_are_actionable(void **state)
+{
+    (void)state;
+    fa_store *st = open_db("actionable.db");
+    synth a = defaults(141), b = defaults(142);
+    a.sigma = b.sigma = 0.05;
+    a.iters = b.iters = 12;
+    a.plan = b.plan = false; /* per-op components: Relu at 6% of the iteration is cheap */
+    int64_t ra = put_run(st, &a), rb = put_run(st, &b);
+    fa_gate_report *r = gate(st, ra, rb);
+    int inconclusive_or_cheap = 0;
+    for (int i = 0; i < r->n_checks; i++) {
+        const fa_gate_check *c = &r->checks[i];
+        if (c->verdict == FA_GATE_PASS) assert_null(strstr(c->message, "straddles"));
+        assert_null(strstr(c->message, "e+0"));
+        const char *it = strstr(c->message, "--iters ");
+        if (it && c->has_stats) assert_true(atof(it + 8) * c->stats.base_median_ns / 1e9 <= 600.0);
+        inconclusive_or_cheap += c->verdict == FA_GATE_INCONCLUSIVE || (c->verdict == FA_GATE_PASS && c->has_stats &&
+                                                                        c->stats.verdict == FA_GATE_INCONCLUSIVE);
+    }
+    assert_true(inconclusive_or_cheap > 0); /* the case this test is about occurred */
     fa_gate_report_free(r);
     fa_store_close(st);
 }
@@ -785,6 +893,9 @@ int main(void)
         cmocka_unit_test(test_different_models_or_targets_are_an_input_error),
         cmocka_unit_test(test_pick_run_by_tag_and_model),
         cmocka_unit_test(test_renderings_escape_names_and_keep_structure),
+        cmocka_unit_test(test_markdown_fits_a_comment),
+        cmocka_unit_test(test_nothing_measured_is_refused),
+        cmocka_unit_test(test_details_are_actionable),
         cmocka_unit_test(test_strict_renders_inconclusive_as_failure),
         cmocka_unit_test(test_multi_run_sides_pool_latency_and_still_catch_a_slow_kernel),
         cmocka_unit_test(test_multi_run_fusion_loss_by_majority_only),

@@ -1,13 +1,14 @@
 /* tests/unit/test_plan_saving — the plan's predicted saving counts each removed kernel once
- * (applier/judge.c fa_apply_accepted_saving): an accepted epilogue whose BN fold (depends_on) is
+ * (plan/plan.c fa_plan_accepted_saving): an accepted epilogue whose BN fold (depends_on) is
  * accepted too already holds the fold's saving; a fold whose epilogue was not accepted, or an
- * epilogue whose fold was not, counts on its own; clusters not accepted count nothing. */
+ * epilogue whose fold was not, counts on its own; clusters not accepted count nothing. The plan's
+ * patterns (fa_plan_groups, what `run`, summary.json and the report open with) sum to the same
+ * figures: each group's saving is its kept clusters' own, folds inside kept epilogues add nothing. */
 #include <math.h>
 #include <string.h>
 
 #include "testutil.h"
 #include "advisor/advisor.h"
-#include "applier/applier-impl.h"
 
 static void test_accepted_saving_counts_a_folded_bn_once(void **st)
 {
@@ -35,28 +36,96 @@ static void test_accepted_saving_counts_a_folded_bn_once(void **st)
     const fa_cluster_status status[6] = {FA_CLUSTER_ACCEPTED, FA_CLUSTER_ACCEPTED, FA_CLUSTER_ACCEPTED,
                                          FA_CLUSTER_REJECTED_NO_GAIN, FA_CLUSTER_ACCEPTED, FA_CLUSTER_REJECTED_REGRESSION};
     for (int i = 0; i < 6; i++) v[i].status = status[i];
-    fa_apply_result r;
-    memset(&r, 0, sizeof r);
-    r.verdicts = v;
-    r.n_verdicts = 6;
     /* 250 (fold 0 inside it) + 40 (its epilogue rejected) + 30 */
-    assert_true(fabs(fa_apply_accepted_saving(&p, &r) - 320) < 1e-9);
+    assert_true(fabs(fa_plan_accepted_saving(&p, v) - 320) < 1e-9);
     /* the epilogue dropped (the back-off): its fold counts on its own */
     v[1].status = FA_CLUSTER_REJECTED_NO_GAIN;
-    assert_true(fabs(fa_apply_accepted_saving(&p, &r) - (100 + 40 + 30)) < 1e-9);
+    assert_true(fabs(fa_plan_accepted_saving(&p, v) - (100 + 40 + 30)) < 1e-9);
     /* the fold dropped, the epilogue kept: the epilogue alone */
     v[0].status = FA_CLUSTER_REJECTED_NO_GAIN;
     v[1].status = FA_CLUSTER_ACCEPTED;
-    assert_true(fabs(fa_apply_accepted_saving(&p, &r) - (250 + 40 + 30)) < 1e-9);
+    assert_true(fabs(fa_plan_accepted_saving(&p, v) - (250 + 40 + 30)) < 1e-9);
     /* nothing accepted: 0 */
     for (int i = 0; i < 6; i++) v[i].status = FA_CLUSTER_REFUSED;
-    assert_true(fa_apply_accepted_saving(&p, &r) == 0);
+    assert_true(fa_plan_accepted_saving(&p, v) == 0);
+}
+
+static void test_groups_sum_to_the_plan(void **st)
+{
+    (void)st;
+    fa_cluster cl[7];
+    memset(cl, 0, sizeof cl);
+    /* 0,2: BN folds "conv+bn"; 1,3: epilogues "conv+bn+relu" on them; 4: epilogue "conv+relu";
+     * 5,6: chains "elementwise(3)" */
+    const fa_cluster_kind kinds[7] = {FA_CLUSTER_BN_FOLD, FA_CLUSTER_EPILOGUE, FA_CLUSTER_BN_FOLD, FA_CLUSTER_EPILOGUE,
+                                      FA_CLUSTER_EPILOGUE, FA_CLUSTER_ELEMWISE_CHAIN, FA_CLUSTER_ELEMWISE_CHAIN};
+    const char *labels[7] = {"conv+bn", "conv+bn+relu", "conv+bn", "conv+bn+relu", "conv+relu", "elementwise(3)",
+                             "elementwise(3)"};
+    const int deps[7] = {-1, 0, -1, 2, -1, -1, -1};
+    const double est[7] = {100, 250, 40, 90, 30, 1000, 5};
+    const double meas[7] = {80, 200, 35, 70, 10, NAN, NAN};
+    const fa_cluster_status status[7] = {FA_CLUSTER_ACCEPTED, FA_CLUSTER_ACCEPTED, FA_CLUSTER_ACCEPTED, FA_CLUSTER_ACCEPTED,
+                                         FA_CLUSTER_ACCEPTED, FA_CLUSTER_REJECTED_REGRESSION, FA_CLUSTER_NOT_TRIED};
+    fa_cluster_verdict v[7];
+    memset(v, 0, sizeof v);
+    for (int i = 0; i < 7; i++) {
+        cl[i].id = i;
+        cl[i].kind = kinds[i];
+        cl[i].label = (char *)labels[i];
+        cl[i].depends_on = deps[i];
+        cl[i].est_saving_ns = est[i];
+        v[i].status = status[i];
+        v[i].measured_saving_ns = meas[i];
+        v[i].max_rel_error = status[i] == FA_CLUSTER_ACCEPTED ? 1e-7 * (i + 1) : -1;
+    }
+    fa_plan p;
+    memset(&p, 0, sizeof p);
+    p.clusters = cl;
+    p.n_clusters = 7;
+    fa_plan_group g[7];
+    int n = fa_plan_groups(&p, v, g);
+    assert_int_equal(n, 4);
+    /* ranked: kept patterns by measured saving (270, 10), then the folds held by their epilogues,
+     * then the pattern not kept */
+    assert_string_equal(g[0].label, "conv+bn+relu");
+    assert_int_equal(g[0].n_clusters, 2);
+    assert_int_equal(g[0].n_accepted, 2);
+    assert_true(fabs(g[0].measured_saving_ns - 270) < 1e-9);
+    assert_true(fabs(g[0].max_rel_error - 4e-7) < 1e-15);
+    assert_string_equal(g[1].label, "conv+relu");
+    assert_string_equal(g[2].label, "conv+bn");
+    assert_int_equal(g[2].n_inside, 2);
+    assert_true(g[2].measured_saving_ns == 0 && g[2].predicted_saving_ns == 0);
+    assert_string_equal(g[3].label, "elementwise(3)");
+    assert_int_equal(g[3].n_accepted, 0);
+    assert_int_equal(g[3].decision, FA_CLUSTER_REJECTED_REGRESSION); /* a tie: the first decision class */
+    assert_true(g[3].best_predicted_ns == 1000);
+    char mix[64];
+    assert_string_equal(fa_plan_group_mix(&g[3], mix, sizeof mix), "(1 rejected, 1 not tried)");
+    assert_string_equal(fa_plan_group_mix(&g[0], mix, sizeof mix), "");
+    /* the groups' predictions sum to the plan's predicted saving, each removed kernel once */
+    double pred = 0;
+    for (int i = 0; i < n; i++) pred += g[i].predicted_saving_ns;
+    assert_true(fabs(pred - fa_plan_accepted_saving(&p, v)) < 1e-9);
+    /* the epilogue on fold 2 dropped: that fold counts on its own, in its own group */
+    v[3].status = FA_CLUSTER_REJECTED_NO_GAIN;
+    n = fa_plan_groups(&p, v, g);
+    pred = 0;
+    for (int i = 0; i < n; i++) {
+        pred += g[i].predicted_saving_ns;
+        if (!strcmp(g[i].label, "conv+bn")) {
+            assert_int_equal(g[i].n_inside, 1);
+            assert_true(fabs(g[i].measured_saving_ns - 35) < 1e-9);
+        }
+    }
+    assert_true(fabs(pred - fa_plan_accepted_saving(&p, v)) < 1e-9);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted_saving_counts_a_folded_bn_once),
+        cmocka_unit_test(test_groups_sum_to_the_plan),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -190,13 +190,13 @@ static void test_migration_from_v1_keeps_runs_and_adds_later_tables(void **state
     fa_ctx_free(ctx);
 }
 
-/* The cluster rows of a plan as both tests below expect them back. */
-static void check_cluster_details(const fa_cluster_row *c, const fa_cluster_row *r)
+/* The cluster fields of a plan as both tests below expect them back. */
+static void check_cluster_details(const fa_cluster *c, const fa_cluster *r)
 {
     assert_int_equal(r->n_post_ops, c->n_post_ops);
     for (int k = 0; k < c->n_post_ops; k++) {
-        assert_string_equal(r->post_ops[k].spec, c->post_ops[k].spec);
-        assert_int_equal(r->post_ops[k].operand_tensor, c->post_ops[k].operand_tensor);
+        assert_int_equal(r->post_ops[k].kind, c->post_ops[k].kind);
+        assert_int_equal(r->post_ops[k].operand, c->post_ops[k].operand);
     }
     assert_int_equal(r->n_members, c->n_members);
     assert_memory_equal(r->members, c->members, sizeof(int) * (size_t)c->n_members);
@@ -204,20 +204,20 @@ static void check_cluster_details(const fa_cluster_row *c, const fa_cluster_row 
     assert_memory_equal(r->inputs, c->inputs, sizeof(int) * (size_t)c->n_inputs);
     assert_int_equal(r->n_outputs, c->n_outputs);
     assert_memory_equal(r->outputs, c->outputs, sizeof(int) * (size_t)c->n_outputs);
-    assert_string_equal(r->kind, c->kind);
+    assert_int_equal(r->kind, c->kind);
     assert_string_equal(r->label, c->label);
     assert_int_equal(r->anchor, c->anchor);
     assert_int_equal(r->depends_on, c->depends_on);
-    assert_string_equal(r->reduction, c->reduction);
+    assert_int_equal(r->reduction, c->reduction);
     assert_int_equal(r->reduce_axis, c->reduce_axis);
     assert_float_equal(r->epsilon, c->epsilon, 1e-12);
     assert_int_equal(r->block_size, c->block_size);
     assert_float_equal(r->est_saving_ns, c->est_saving_ns, 1e-6);
 }
 
-static const int k_mem0[] = {4, 5, 6}, k_in0[] = {10, 11, 9}, k_out0[] = {14};
-static const int k_mem1[] = {7, 8}, k_in1[] = {14, 15, 16}, k_out1[] = {18, 19};
-static const fa_post_op_row k_post0[] = {{"eltwise:relu", -1}, {"binary:add", 9}};
+static int k_mem0[] = {4, 5, 6}, k_in0[] = {10, 11, 9}, k_out0[] = {14};
+static int k_mem1[] = {7, 8}, k_in1[] = {14, 15, 16}, k_out1[] = {18, 19};
+static fa_post_op k_post0[] = {{FA_POST_OP_RELU, 0, 0, -1}, {FA_POST_OP_ADD, 0, 0, 9}};
 
 static void test_migration_from_v4_moves_cluster_details_into_columns(void **state)
 {
@@ -255,47 +255,50 @@ static void test_migration_from_v4_moves_cluster_details_into_columns(void **sta
     sqlite3_close(db);
 
     fa_store *st = fa_test_store_open_ok(ctx, path);
-    fa_arena *ar = fa_arena_create(0);
-    int plan_id = -1, nc = 0, nw = 0;
-    fa_plan_row pr;
-    fa_cluster_row *cr = NULL;
-    fa_why_not_row *wr = NULL;
-    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 3, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
-    assert_int_equal(plan_id, 1);
-    assert_int_equal(pr.max_ops, 12);
-    assert_int_equal(pr.max_inputs, 6);
-    assert_float_equal(pr.occupancy_floor, 0.5, 1e-12);
-    assert_int_equal(pr.gate, 0);
-    assert_int_equal(nc, 2);
-    fa_cluster_row want0 = {.kind = "epilogue", .members = k_mem0, .n_members = 3, .label = "conv+relu+add",
-                            .anchor = 4, .depends_on = -1, .reduction = "none", .reduce_axis = -1, .epsilon = 0,
-                            .block_size = 0, .inputs = k_in0, .n_inputs = 3, .outputs = k_out0, .n_outputs = 1,
-                            .post_ops = k_post0, .n_post_ops = 2, .est_saving_ns = 2500};
-    fa_cluster_row want1 = {.kind = "reduction", .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
-                            .anchor = 7, .depends_on = 0, .reduction = "layer_norm", .reduce_axis = 2,
-                            .epsilon = 9.99999975e-06, .block_size = 256, .inputs = k_in1, .n_inputs = 3,
-                            .outputs = k_out1, .n_outputs = 2, .est_saving_ns = 1500};
-    check_cluster_details(&want0, &cr[0]);
-    check_cluster_details(&want1, &cr[1]);
-    assert_null(cr[0].basis); /* v4 never stored the basis */
+    fa_plan *p = NULL;
+    fa_cluster_verdict *v = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 3, &p, &v));
+    assert_non_null(p);
+    assert_int_equal(p->plan_id, 1);
+    assert_int_equal(p->opt.max_ops, 12);
+    assert_int_equal(p->opt.max_inputs, 6);
+    assert_float_equal(p->opt.occupancy_floor, 0.5, 1e-12);
+    assert_true(p->opt.no_gate);
+    assert_int_equal(p->n_clusters, 2);
+    fa_cluster want0 = {.kind = FA_CLUSTER_EPILOGUE, .members = k_mem0, .n_members = 3, .label = "conv+relu+add",
+                        .anchor = 4, .depends_on = -1, .reduction = FA_RED_NONE, .reduce_axis = -1, .epsilon = 0,
+                        .block_size = 0, .inputs = k_in0, .n_inputs = 3, .outputs = k_out0, .n_outputs = 1,
+                        .post_ops = k_post0, .n_post_ops = 2, .est_saving_ns = 2500};
+    /* v4 wrote the reduction as "layer_norm", a word this build's names ("layer-norm") do not know:
+     * it reads as none */
+    fa_cluster want1 = {.kind = FA_CLUSTER_REDUCTION, .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
+                        .anchor = 7, .depends_on = 0, .reduction = FA_RED_NONE, .reduce_axis = 2,
+                        .epsilon = 9.99999975e-06f, .block_size = 256, .inputs = k_in1, .n_inputs = 3,
+                        .outputs = k_out1, .n_outputs = 2, .est_saving_ns = 1500};
+    check_cluster_details(&want0, &p->clusters[0]);
+    check_cluster_details(&want1, &p->clusters[1]);
+    assert_null(p->clusters[0].basis); /* v4 never stored the basis */
+    assert_null(p->clusters[0].signature); /* nor the signature (v8) */
+    assert_int_equal(v[0].status, FA_CLUSTER_ACCEPTED);
+    assert_int_equal(v[1].status, FA_CLUSTER_PROPOSED);
+    fa_plan_free(p);
     fa_plan_e2e_row e2e;
     fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, 3, &e2e));
     assert_float_equal(e2e.max_rel_error, 1e-7, 1e-15);
     assert_int_equal(e2e.verdict, FA_E2E_NOT_APPLIED); /* never recorded before v6 */
     /* the damaged document: the plan and its cluster survive, the moved fields read as unknown */
-    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 4, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
-    assert_int_equal(plan_id, 1);
-    assert_int_equal(nc, 1);
-    assert_int_equal(pr.max_ops, -1);
-    assert_int_equal(pr.gate, -1);
-    assert_null(cr[0].label);
-    assert_null(cr[0].reduction);
-    assert_int_equal(cr[0].anchor, -1);
-    assert_int_equal(cr[0].n_inputs, 0);
-    assert_int_equal(cr[0].n_post_ops, 0);
-    assert_true(isnan(cr[0].epsilon));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 4, &p, &v));
+    assert_int_equal(p->plan_id, 1);
+    assert_int_equal(p->n_clusters, 1);
+    assert_int_equal(p->opt.max_ops, -1);
+    assert_null(p->clusters[0].label);
+    assert_int_equal(p->clusters[0].reduction, FA_RED_NONE);
+    assert_int_equal(p->clusters[0].anchor, -1);
+    assert_int_equal(p->clusters[0].n_inputs, 0);
+    assert_int_equal(p->clusters[0].n_post_ops, 0);
+    assert_true(isnan(p->clusters[0].epsilon));
+    fa_plan_free(p);
     fa_store_close(st);
-    fa_arena_free(ar);
     assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
     assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM pragma_table_info('plans') WHERE name='options_json'"), 0);
     assert_int_equal(fa_test_store_sql_i64(path, "SELECT count(*) FROM cluster_post_ops"), 2);
@@ -344,14 +347,12 @@ static void test_migration_from_v5_adds_the_e2e_verdict_and_keeps_plans(void **s
     assert_int_equal(runs[0].e2e_verdict, FA_E2E_LOSS);
     fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, 7, &e2e));
     assert_int_equal(e2e.verdict, FA_E2E_LOSS);
-    int plan_id = 0, nc = 0, nw = 0;
-    fa_plan_row pr;
-    fa_cluster_row *cr = NULL;
-    fa_why_not_row *wr = NULL;
-    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
-    assert_int_equal(plan_id, 1);
-    assert_int_equal(pr.max_ops, 9);
-    assert_int_equal(nc, 0);
+    fa_plan *p = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, &p, NULL));
+    assert_int_equal(p->plan_id, 1);
+    assert_int_equal(p->opt.max_ops, 9);
+    assert_int_equal(p->n_clusters, 0);
+    fa_plan_free(p);
     fa_arena_free(ar);
     fa_store_close(st);
     char *word = raw_text(path, "SELECT e2e_verdict FROM plans WHERE run_id = 7");
@@ -386,17 +387,14 @@ static void test_migration_from_v6_adds_score_bytes_and_keeps_clusters(void **st
     sqlite3_close(db);
     fa_store *st = fa_test_store_open_ok(ctx, path);
     assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
-    fa_arena *ar = fa_arena_create(0);
-    int plan_id = 0, nc = 0, nw = 0;
-    fa_plan_row pr;
-    fa_cluster_row *cr = NULL;
-    fa_why_not_row *wr = NULL;
-    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, ar, &plan_id, &pr, &cr, &nc, &wr, &nw));
-    assert_int_equal(nc, 1);
-    assert_string_equal(cr[0].label, "softmax");
-    assert_int_equal(cr[0].saved_bytes, 64);
-    assert_int_equal(cr[0].score_bytes, 0);
-    fa_arena_free(ar);
+    fa_plan *p = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, &p, NULL));
+    assert_int_equal(p->n_clusters, 1);
+    assert_string_equal(p->clusters[0].label, "softmax");
+    assert_int_equal(p->clusters[0].saved_bytes, 64);
+    assert_int_equal(p->clusters[0].score_bytes, 0);
+    assert_null(p->clusters[0].signature);
+    fa_plan_free(p);
     fa_store_close(st);
     fa_ctx_free(ctx);
 }
@@ -411,39 +409,69 @@ static void test_plan_round_trip_keeps_every_cluster_column(void **state)
     info.kind = "run";
     int64_t run;
     fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &run));
-    fa_plan_row plan = {"abcd", "cpu", NULL, 16, 8, 0.5, 1};
-    fa_cluster_row in[2] = {
-        {.id = 0, .kind = "epilogue", .members = k_mem0, .n_members = 3, .label = "conv+relu+add", .anchor = 4,
-         .depends_on = -1, .reduction = "none", .reduce_axis = -1, .epsilon = 0, .block_size = 0, .inputs = k_in0,
+    fa_plan *plan = fa_plan_create();
+    assert_non_null(plan);
+    plan->run_id = run;
+    snprintf(plan->hash, sizeof plan->hash, "abcd");
+    plan->opt = (fa_plan_options){FA_TARGET_CPU, NULL, 16, 8, 0.5, false};
+    fa_cluster in[2] = {
+        {.id = 0, .kind = FA_CLUSTER_EPILOGUE, .members = k_mem0, .n_members = 3, .label = "conv+relu+add", .anchor = 4,
+         .depends_on = -1, .reduction = FA_RED_NONE, .reduce_axis = -1, .epsilon = 0, .block_size = 0, .inputs = k_in0,
          .n_inputs = 3, .outputs = k_out0, .n_outputs = 1, .post_ops = k_post0, .n_post_ops = 2, .est_saving_ns = 2500,
          .basis = "measured medians of 2 kernels (1.2 us) + 1 gap - predicted fused 0.4 us", .registers = -1,
-         .spill_bytes = -1, .occupancy = -1, .status = "proposed", .measured_saving_ns = NAN, .max_rel_error = -1},
-        {.id = 1, .kind = "reduction", .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
-         .anchor = 7, .depends_on = 0, .reduction = "layer_norm", .reduce_axis = 2, .epsilon = 1e-5,
+         .spill_bytes = -1, .occupancy = -1, .status = FA_CLUSTER_PROPOSED, .signature = "epilogue|Conv(1x3)[1x8]f1r2w3"},
+        {.id = 1, .kind = FA_CLUSTER_REDUCTION, .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
+         .anchor = 7, .depends_on = 0, .reduction = FA_RED_LAYER_NORM, .reduce_axis = 2, .epsilon = 1e-5f,
          .block_size = 256, .inputs = k_in1, .n_inputs = 3, .outputs = k_out1, .n_outputs = 2, .est_saving_ns = 1500,
-         .basis = NULL, .registers = 40, .spill_bytes = 0, .occupancy = 0.75, .status = "refused",
-         .reason = "occupancy 0.75", .measured_saving_ns = NAN, .max_rel_error = -1},
+         .basis = NULL, .registers = 40, .spill_bytes = 0, .occupancy = 0.75, .status = FA_CLUSTER_REFUSED,
+         .reason = "occupancy 0.75"},
     };
+    plan->clusters = in;
+    plan->n_clusters = 2;
     int plan_id = 0;
-    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, run, &plan, in, 2, NULL, 0, &plan_id));
-    fa_arena *ar = fa_arena_create(0);
-    int got = -1, nc = 0, nw = 0;
-    fa_plan_row pr;
-    fa_cluster_row *cr = NULL;
-    fa_why_not_row *wr = NULL;
-    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, ar, &got, &pr, &cr, &nc, &wr, &nw));
-    assert_int_equal(got, plan_id);
-    assert_int_equal(pr.max_ops, 16);
-    assert_int_equal(pr.max_inputs, 8);
-    assert_int_equal(pr.gate, 1);
-    assert_int_equal(nc, 2);
-    check_cluster_details(&in[0], &cr[0]);
-    check_cluster_details(&in[1], &cr[1]);
-    assert_string_equal(cr[0].basis, in[0].basis);
-    assert_null(cr[1].basis);
-    assert_int_equal(cr[1].registers, 40);
-    assert_string_equal(cr[1].reason, "occupancy 0.75");
-    fa_arena_free(ar);
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, plan, NULL, &plan_id));
+    plan->clusters = NULL; /* the stack's */
+    fa_plan_free(plan);
+    fa_plan *p = NULL;
+    fa_cluster_verdict *v = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, &p, &v));
+    assert_int_equal(p->plan_id, plan_id);
+    assert_string_equal(p->hash, "abcd");
+    assert_int_equal(p->opt.target, FA_TARGET_CPU);
+    assert_int_equal(p->opt.max_ops, 16);
+    assert_int_equal(p->opt.max_inputs, 8);
+    assert_false(p->opt.no_gate);
+    assert_int_equal(p->n_clusters, 2);
+    check_cluster_details(&in[0], &p->clusters[0]);
+    check_cluster_details(&in[1], &p->clusters[1]);
+    assert_string_equal(p->clusters[0].basis, in[0].basis);
+    assert_string_equal(p->clusters[0].signature, in[0].signature);
+    assert_null(p->clusters[1].basis);
+    assert_null(p->clusters[1].signature);
+    assert_true(p->clusters[0].occupancy < 0); /* not computed: read back as none */
+    assert_float_equal(p->clusters[1].occupancy, 0.75, 1e-12);
+    /* the verdict columns start as the advisor's decision */
+    assert_int_equal(v[1].registers, 40);
+    assert_int_equal(v[1].status, FA_CLUSTER_REFUSED);
+    assert_string_equal(v[1].reason, "occupancy 0.75");
+    assert_true(isnan(v[0].measured_saving_ns));
+    assert_true(v[0].max_rel_error < 0);
+    /* the applier's verdicts rewrite only the verdict columns */
+    fa_cluster_verdict nv[2] = {fa_cluster_verdict_of(&p->clusters[0]), fa_cluster_verdict_of(&p->clusters[1])};
+    nv[0].status = FA_CLUSTER_ACCEPTED;
+    nv[0].reason = "faster";
+    nv[0].measured_saving_ns = 2100;
+    nv[0].max_rel_error = 3e-7;
+    fa_test_check_ok(ctx, fa_store_put_cluster_verdicts(ctx, st, p, nv));
+    fa_plan_free(p);
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, &p, &v));
+    assert_int_equal(v[0].status, FA_CLUSTER_ACCEPTED);
+    assert_string_equal(v[0].reason, "faster");
+    assert_float_equal(v[0].measured_saving_ns, 2100, 1e-6);
+    assert_float_equal(v[0].max_rel_error, 3e-7, 1e-15);
+    assert_int_equal(v[1].status, FA_CLUSTER_REFUSED);
+    check_cluster_details(&in[0], &p->clusters[0]);
+    fa_plan_free(p);
     fa_store_close(st);
     fa_ctx_free(ctx);
 }

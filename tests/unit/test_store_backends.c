@@ -268,18 +268,21 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     fa_test_check_ok(ctx, fa_store_get_analysis_text(ctx, st, id, ar, &have, &text));
     assert_true(have);
 
-    fa_plan_row plan = {.plan_hash = "hash1", .target = "cpu", .arch = NULL, .max_ops = 8, .max_inputs = 4,
-                        .occupancy_floor = 0.25, .gate = 1};
-    fa_cluster_row cl[2];
+    fa_plan *plan = fa_plan_create();
+    assert_non_null(plan);
+    plan->run_id = id;
+    snprintf(plan->hash, sizeof plan->hash, "hash1");
+    plan->opt = (fa_plan_options){FA_TARGET_CPU, NULL, 8, 4, 0.25, false};
+    fa_cluster cl[2];
     memset(cl, 0, sizeof cl);
     int m0[] = {0, 1}, m1[] = {2, 3, 4}, ins[] = {7, 8};
-    fa_post_op_row post[] = {{"binary:add", 9}, {"eltwise:relu", -1}};
-    cl[0] = (fa_cluster_row){.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .label = "matmul+add",
-                             .anchor = 0, .depends_on = -1, .reduce_axis = -1, .epsilon = NAN, .block_size = -1,
-                             .inputs = ins, .n_inputs = 2, .post_ops = post, .n_post_ops = 2, .saved_bytes = 100,
-                             .saved_launches = 1, .recompute_ns = 0, .est_saving_ns = 500, .est_saving_pct = 5,
-                             .basis = "measured medians\tof 2 kernels", .registers = -1, .spill_bytes = -1,
-                             .occupancy = -1, .status = "proposed", .measured_saving_ns = NAN, .max_rel_error = -1};
+    fa_post_op post[] = {{FA_POST_OP_ADD, 0, 0, 9}, {FA_POST_OP_RELU, 0, 0, -1}};
+    cl[0] = (fa_cluster){.id = 0, .kind = FA_CLUSTER_EPILOGUE, .members = m0, .n_members = 2, .label = "matmul+add",
+                         .anchor = 0, .depends_on = -1, .reduce_axis = -1, .epsilon = NAN, .block_size = -1,
+                         .inputs = ins, .n_inputs = 2, .post_ops = post, .n_post_ops = 2, .saved_bytes = 100,
+                         .saved_launches = 1, .recompute_ns = 0, .est_saving_ns = 500, .est_saving_pct = 5,
+                         .basis = "measured medians\tof 2 kernels", .registers = -1, .spill_bytes = -1,
+                         .occupancy = -1, .status = FA_CLUSTER_PROPOSED, .signature = "epilogue|MatMul(2x3;3x4)[2x4]f48r80w32"};
     cl[1] = cl[0];
     cl[1].id = 1;
     cl[1].members = m1;
@@ -287,19 +290,29 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     cl[1].label = "conv+relu";
     cl[1].post_ops = NULL;
     cl[1].n_post_ops = 0;
-    cl[1].reduction = "sum";
-    cl[1].epsilon = 1e-5;
+    cl[1].reduction = FA_RED_SOFTMAX;
+    cl[1].epsilon = 1e-5f;
     cl[1].est_saving_ns = 900;
     cl[1].score_bytes = 1572864; /* an attention cluster's score tensors (schema v7) */
-    fa_why_not_row wn = {3, 4, 7, "cap", "too big"};
+    cl[1].signature = NULL;
+    fa_why_not wn = {3, 4, 7, FA_WHY_CAP, "too big"};
+    plan->clusters = cl;
+    plan->n_clusters = 2;
+    plan->why_not = &wn;
+    plan->n_why_not = 1;
     int plan_id = 0;
-    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, id, &plan, cl, 2, &wn, 1, &plan_id));
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, plan, NULL, &plan_id));
     assert_int_equal(plan_id, 1);
-    cl[0].status = "accepted";
-    cl[0].measured_saving_ns = 420;
-    cl[0].max_rel_error = 1e-7;
-    cl[0].registers = 32;
-    fa_test_check_ok(ctx, fa_store_put_cluster_verdicts(ctx, st, id, plan_id, cl, 1));
+    plan->plan_id = plan_id;
+    fa_cluster_verdict vs[2] = {fa_cluster_verdict_of(&cl[0]), fa_cluster_verdict_of(&cl[1])};
+    vs[0].status = FA_CLUSTER_ACCEPTED;
+    vs[0].measured_saving_ns = 420;
+    vs[0].max_rel_error = 1e-7;
+    vs[0].registers = 32;
+    fa_test_check_ok(ctx, fa_store_put_cluster_verdicts(ctx, st, plan, vs));
+    plan->clusters = NULL; /* the stack's */
+    plan->why_not = NULL;
+    fa_plan_free(plan);
     double samples[] = {1000, 1100, 990};
     fa_test_check_ok(ctx, fa_store_put_bench_samples(ctx, st, id, plan_id, FA_BENCH_BASELINE, -1, samples, 3));
     samples[1] = 1050;
@@ -309,39 +322,43 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     fa_test_check_ok(ctx, fa_store_set_plan_e2e(ctx, st, id, plan_id, &e2e));
     assert_int_equal(fa_store_set_plan_e2e(ctx, st, id, plan_id + 5, &e2e), FA_ERR_INTERNAL);
 
-    int pid = 0, ncl = 0, nwn = 0;
-    fa_plan_row pr;
-    fa_cluster_row *rc = NULL;
-    fa_why_not_row *rw = NULL;
-    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, id, ar, &pid, &pr, &rc, &ncl, &rw, &nwn));
-    assert_int_equal(pid, 1);
-    assert_string_equal(pr.plan_hash, "hash1");
-    assert_int_equal(ncl, 2);
+    fa_plan *rp = NULL;
+    fa_cluster_verdict *rv = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, id, &rp, &rv));
+    assert_int_equal(rp->plan_id, 1);
+    assert_string_equal(rp->hash, "hash1");
+    assert_int_equal(rp->n_clusters, 2);
+    const fa_cluster *rc = rp->clusters;
     assert_int_equal(rc[0].id, 1); /* larger predicted saving first */
     assert_string_equal(rc[0].label, "conv+relu");
     assert_int_equal(rc[0].n_members, 3);
-    assert_true(isnan(rc[0].measured_saving_ns));
-    assert_int_equal(rc[0].registers, -1);
-    assert_string_equal(rc[0].reduction, "sum");
-    assert_true(fabs(rc[0].epsilon - 1e-5) < 1e-15);
+    assert_true(isnan(rv[0].measured_saving_ns));
+    assert_int_equal(rv[0].registers, -1);
+    assert_int_equal(rc[0].reduction, FA_RED_SOFTMAX);
+    assert_true(fabs(rc[0].epsilon - 1e-5) < 1e-12);
     assert_int_equal(rc[0].n_post_ops, 0);
     assert_int_equal(rc[0].score_bytes, 1572864);
+    assert_null(rc[0].signature);
     assert_int_equal(rc[1].score_bytes, 0);
-    assert_int_equal(pr.max_ops, 8);
-    assert_true(pr.occupancy_floor == 0.25);
-    assert_string_equal(rc[1].status, "accepted");
+    assert_string_equal(rc[1].signature, "epilogue|MatMul(2x3;3x4)[2x4]f48r80w32");
+    assert_int_equal(rp->opt.max_ops, 8);
+    assert_true(rp->opt.occupancy_floor == 0.25);
+    assert_int_equal(rv[1].status, FA_CLUSTER_ACCEPTED);
     assert_string_equal(rc[1].label, "matmul+add");
     assert_string_equal(rc[1].basis, "measured medians\tof 2 kernels");
     assert_int_equal(rc[1].n_inputs, 2);
     assert_int_equal(rc[1].inputs[1], 8);
     assert_int_equal(rc[1].n_post_ops, 2);
-    assert_string_equal(rc[1].post_ops[0].spec, "binary:add");
-    assert_int_equal(rc[1].post_ops[0].operand_tensor, 9);
+    assert_int_equal(rc[1].post_ops[0].kind, FA_POST_OP_ADD);
+    assert_int_equal(rc[1].post_ops[0].operand, 9);
+    assert_int_equal(rc[1].post_ops[1].operand, -1);
     assert_true(isnan(rc[1].epsilon));
-    assert_true(fabs(rc[1].measured_saving_ns - 420) < 1e-6);
-    assert_int_equal(rc[1].registers, 32);
-    assert_int_equal(nwn, 1);
-    assert_string_equal(rw[0].code, "cap");
+    assert_true(fabs(rv[1].measured_saving_ns - 420) < 1e-6);
+    assert_int_equal(rv[1].registers, 32);
+    assert_int_equal(rp->n_why_not, 1);
+    assert_int_equal(rp->why_not[0].code, FA_WHY_CAP);
+    assert_string_equal(rp->why_not[0].reason, "too big");
+    fa_plan_free(rp);
     fa_bench_series *bs = NULL;
     size_t nbs = 0;
     fa_test_check_ok(ctx, fa_store_get_bench_series(ctx, st, id, plan_id, ar, &bs, &nbs));
@@ -642,16 +659,25 @@ static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
     int64_t base = fa_test_store_begin_run(ctx, a, "model.onnx", "main", 4);
     fa_test_check_ok(ctx, fa_store_put_trace(ctx, a, base, t));
     int m0[] = {0, 1};
-    fa_post_op_row post[] = {{"eltwise:relu", -1}};
-    fa_cluster_row cl = {.id = 0, .kind = "epilogue", .members = m0, .n_members = 2, .label = "matmul+add",
-                         .anchor = 0, .depends_on = -1, .reduce_axis = -1, .epsilon = NAN, .block_size = 128,
-                         .post_ops = post, .n_post_ops = 1, .est_saving_ns = 500, .basis = "b",
-                         .registers = 40, .spill_bytes = 0, .occupancy = 0.5, .status = "accepted",
-                         .measured_saving_ns = 420, .max_rel_error = 1e-6};
-    fa_plan_row plan = {.plan_hash = "h", .target = "cpu", .max_ops = 8, .max_inputs = 4, .occupancy_floor = 0.25,
-                        .gate = 0};
+    fa_post_op post[] = {{FA_POST_OP_RELU, 0, 0, -1}};
+    fa_cluster cl = {.id = 0, .kind = FA_CLUSTER_EPILOGUE, .members = m0, .n_members = 2, .label = "matmul+add",
+                     .anchor = 0, .depends_on = -1, .reduce_axis = -1, .epsilon = NAN, .block_size = 128,
+                     .post_ops = post, .n_post_ops = 1, .est_saving_ns = 500, .basis = "b",
+                     .registers = 40, .spill_bytes = 0, .occupancy = 0.5, .status = FA_CLUSTER_ACCEPTED};
+    fa_cluster_verdict clv = fa_cluster_verdict_of(&cl);
+    clv.measured_saving_ns = 420;
+    clv.max_rel_error = 1e-6;
+    fa_plan *plan = fa_plan_create();
+    assert_non_null(plan);
+    plan->run_id = base;
+    snprintf(plan->hash, sizeof plan->hash, "h");
+    plan->opt = (fa_plan_options){FA_TARGET_CPU, NULL, 8, 4, 0.25, true};
+    plan->clusters = &cl;
+    plan->n_clusters = 1;
     int pid = 0;
-    fa_test_check_ok(ctx, fa_store_put_plan(ctx, a, base, &plan, &cl, 1, NULL, 0, &pid));
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, a, plan, &clv, &pid));
+    plan->clusters = NULL;
+    fa_plan_free(plan);
     double smp[] = {10, 11, 12};
     fa_test_check_ok(ctx, fa_store_put_bench_samples(ctx, a, base, pid, FA_BENCH_FUSED, -1, smp, 3));
     char tag[64];
@@ -696,19 +722,19 @@ static void test_copy_runs_there_and_back_equal_and_idempotent(void **state)
     fa_test_check_ok(ctx, fa_store_load_trace(ctx, b, nb, &back));
     fa_test_assert_traces_equal(t, back);
     fa_trace_free(back);
-    int got_plan = 0, ncl = 0, nwn = 0;
-    fa_plan_row pr;
-    fa_cluster_row *rc;
-    fa_why_not_row *rw;
-    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, b, nb, ar, &got_plan, &pr, &rc, &ncl, &rw, &nwn));
-    assert_int_equal(ncl, 1);
-    assert_string_equal(rc[0].label, "matmul+add");
-    assert_int_equal(rc[0].registers, 40);
-    assert_int_equal(rc[0].block_size, 128);
-    assert_int_equal(rc[0].n_post_ops, 1);
-    assert_string_equal(rc[0].post_ops[0].spec, "eltwise:relu");
-    assert_int_equal(pr.gate, 0);
-    assert_true(fabs(rc[0].max_rel_error - 1e-6) < 1e-18);
+    fa_plan *rp = NULL;
+    fa_cluster_verdict *rv = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, b, nb, &rp, &rv));
+    int got_plan = rp->plan_id;
+    assert_int_equal(rp->n_clusters, 1);
+    assert_string_equal(rp->clusters[0].label, "matmul+add");
+    assert_int_equal(rv[0].registers, 40);
+    assert_int_equal(rp->clusters[0].block_size, 128);
+    assert_int_equal(rp->clusters[0].n_post_ops, 1);
+    assert_int_equal(rp->clusters[0].post_ops[0].kind, FA_POST_OP_RELU);
+    assert_true(rp->opt.no_gate);
+    assert_true(fabs(rv[0].max_rel_error - 1e-6) < 1e-18);
+    fa_plan_free(rp);
     fa_bench_series *bs;
     size_t nbs;
     fa_test_check_ok(ctx, fa_store_get_bench_series(ctx, b, nb, got_plan, ar, &bs, &nbs));
@@ -893,14 +919,15 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
     fa_store_close(st);
     const char *db = strrchr(path, '/') + 1;
     char sql[2048];
-    /* back to the version-4 shape (v5's, v6's and v7's columns dropped), one plan with one cluster
+    /* back to the version-4 shape (v5's to v8's columns dropped), one plan with one cluster
      * described in options_json */
     fa_test_pg_sql(db, "SET search_path TO fuse_advise; DROP TABLE cluster_post_ops; "
                "ALTER TABLE plans DROP COLUMN max_ops, DROP COLUMN max_inputs, DROP COLUMN occupancy_floor, DROP COLUMN gate, "
                "DROP COLUMN e2e_verdict; "
                "ALTER TABLE clusters DROP COLUMN label, DROP COLUMN anchor, DROP COLUMN depends_on, DROP COLUMN reduction, "
                "DROP COLUMN reduce_axis, DROP COLUMN epsilon, DROP COLUMN block_size, DROP COLUMN inputs_json, "
-               "DROP COLUMN outputs_json, DROP COLUMN basis, DROP COLUMN score_bytes; ALTER TABLE plans ADD COLUMN options_json TEXT; "
+               "DROP COLUMN outputs_json, DROP COLUMN basis, DROP COLUMN score_bytes, DROP COLUMN signature; "
+               "ALTER TABLE plans ADD COLUMN options_json TEXT; "
                "UPDATE schema_version SET version = 4");
     snprintf(sql, sizeof sql,
              "SET search_path TO fuse_advise; "
@@ -912,7 +939,7 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
              "INSERT INTO clusters (run_id, plan_id, cluster_id, kind, members_json, status) VALUES (%lld, 2, 0, 'epilogue', '[3]', 'proposed')",
              (long long)id, (long long)id, (long long)id, (long long)id);
     fa_test_pg_sql(db, sql);
-    st = fa_test_store_open_ok(ctx, path); /* migrates 4 -> 5 -> 6 -> 7 */
+    st = fa_test_store_open_ok(ctx, path); /* migrates 4 -> 5 -> ... -> 8 */
     assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), FA_STORE_SCHEMA_VERSION);
     assert_int_equal(fa_test_pg_sql(db, "SELECT count(*) FROM information_schema.columns WHERE table_schema = 'fuse_advise' "
                                 "AND table_name = 'plans' AND column_name = 'options_json'"), 0);
@@ -947,12 +974,12 @@ static void test_server_v5_store_gains_the_e2e_verdict(void **state)
     char sql[512];
     snprintf(sql, sizeof sql,
              "SET search_path TO fuse_advise; ALTER TABLE plans DROP COLUMN e2e_verdict; ALTER TABLE clusters DROP COLUMN "
-             "score_bytes; UPDATE schema_version SET "
+             "score_bytes, DROP COLUMN signature; UPDATE schema_version SET "
              "version = 5; INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status, "
              "e2e_max_rel_error) VALUES (%lld, 1, 1, 'h', 'cpu', 'applied', 3e-7)",
              (long long)id);
     fa_test_pg_sql(db, sql);
-    st = fa_test_store_open_ok(ctx, path); /* migrates 5 -> 6 -> 7 */
+    st = fa_test_store_open_ok(ctx, path); /* migrates 5 -> 6 -> 7 -> 8 */
     assert_int_equal(fa_test_pg_sql(db, "SELECT version FROM fuse_advise.schema_version"), FA_STORE_SCHEMA_VERSION);
     fa_plan_e2e_row e2e;
     fa_test_check_ok(ctx, fa_store_get_plan_e2e(ctx, st, id, &e2e));

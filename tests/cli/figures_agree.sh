@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# tests/cli/figures_agree — one run, one set of figures (issue 37): `run`'s stdout, summary.json,
+# report.html (its cards' data-figure values) and `runs --json` show the same baseline and fused
+# iteration times, kernels per iteration, predicted and measured savings and the run's final
+# status; the analysis sentence claims no bound it does not compute ("at most"); the timeline says
+# how its iterations relate to the cards. Every figure is compared as each surface rounds it.
+set -uo pipefail
+
+CLI=${FA_CLI:?FA_CLI not set (run through ctest)}
+PY=${FA_PYTHON:-python3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp" || exit 1
+fail() { echo "figures_agree: FAIL: $*" >&2; exit 1; }
+
+FA_TRACE_SPAN_S=0 "$CLI" run zoo:convnet-tiny --iters 3 --db fa.db --out out >stdout.txt 2>stderr.txt ||
+  { cat stdout.txt stderr.txt; fail "run failed"; }
+"$CLI" runs --json --db fa.db >runs.json || fail "runs --json failed"
+"$CLI" runs --db fa.db >runs.txt || fail "runs failed"
+
+"$PY" - <<'EOF' || fail "the surfaces disagree (above)"
+import json, re, sys
+out = open("stdout.txt").read()
+summ = json.load(open("out/summary.json"))
+html = open("out/report.html").read()
+runs = json.load(open("runs.json"))["runs"]
+runs_txt = open("runs.txt").read()
+bad = []
+def check(what, a, b, tol=0.0):
+    if a is None or b is None or abs(a - b) > tol:
+        bad.append(f"{what}: {a} vs {b}")
+
+# stdout: the figures line and the kernels line
+m = re.search(r"baseline ([0-9.]+) ms \(IQR [0-9.]+\), fused ([0-9.]+) ms", out)
+k = re.search(r"kernels per iteration (\d+) -> (\d+)", out)
+sv = re.search(r"predicted saving ([0-9.-]+) ms, measured ([0-9.-]+) ms", out)
+noise = re.search(r"the (-?[0-9.]+) ms between the two measurements is noise", out)  # no cluster kept (a loaded machine)
+if not (m and k and (sv or noise)):
+    print("stdout lacks a figure line:\n" + out, file=sys.stderr); sys.exit(1)
+kb, kf = int(k.group(1)), int(k.group(2))
+# summary.json
+check("kernels/iteration baseline, stdout vs summary.json", kb, summ["kernels_per_iteration"]["baseline"])
+check("kernels/iteration fused, stdout vs summary.json", kf, summ["kernels_per_iteration"]["fused"])
+check("baseline ms, stdout vs summary.json", float(m.group(1)), round(summ["baseline"]["median_ns"] / 1e6, 3), 0.0011)
+check("fused ms, stdout vs summary.json", float(m.group(2)), round(summ["fused"]["median_ns"] / 1e6, 3), 0.0011)
+if sv:
+    check("predicted ms, stdout vs summary.json", float(sv.group(1)), round(summ["predicted_saving_ns"] / 1e6, 3), 0.0011)
+    check("measured ms, stdout vs summary.json", float(sv.group(2)), round(summ["measured_saving_ns"] / 1e6, 3), 0.0011)
+else:
+    check("measured ms (noise), stdout vs summary.json", float(noise.group(1)), round(summ["measured_saving_ns"] / 1e6, 3), 0.0011)
+if summ.get("status") != "ok": bad.append(f"summary.json status {summ.get('status')!r}, the run finished ok")
+# report.html: the cards carry the figure they show
+fig = {}
+for a, v in re.findall(r'data-figure2?="([^"]+)" data-value2?="([^"]+)"', html):
+    fig[a] = float(v)
+pairs = [("baseline.median_ns", summ["baseline"]["median_ns"]), ("fused.median_ns", summ["fused"]["median_ns"]),
+         ("kernels_per_iteration.baseline", kb), ("kernels_per_iteration.fused", kf)]
+if summ["clusters"]["accepted"]:  # the saving card is shown when a cluster was kept
+    pairs += [("measured_saving_ns", summ["measured_saving_ns"]), ("predicted_saving_ns", summ["predicted_saving_ns"])]
+for key, want in pairs:
+    check(f"report.html {key} vs summary.json", fig.get(key), want, 1e-3 * abs(want) + 1)
+st = re.search(r'data-figure="status">([a-z]+)<', html)
+if not st or st.group(1) != "ok": bad.append(f"report.html run status {st.group(1) if st else None!r}, the run finished ok")
+if "at most" in html or "at most" in out: bad.append("the analysis claims an 'at most' bound")
+if "closest" not in html: bad.append("the timeline does not say how its iterations relate to the cards")
+# runs --json: the model run and its fused twin
+base = next(r for r in runs if r["kind"] == "run")
+twin = next(r for r in runs if r["kind"] == "fused")
+f = base.get("figures") or {}
+kpi = f.get("kernels_per_iteration") or {}
+check("runs --json baseline_ns vs summary.json", f.get("baseline_ns"), summ["baseline"]["median_ns"], 1)
+check("runs --json fused_ns vs summary.json", f.get("fused_ns"), summ["fused"]["median_ns"], 1)
+check("runs --json kernels baseline", kpi.get("baseline"), kb)
+check("runs --json kernels fused", kpi.get("fused"), kf)
+check("runs --json predicted saving", f.get("predicted_saving_ns"), summ["predicted_saving_ns"], 1)
+check("runs --json measured saving", f.get("measured_saving_ns"), summ["measured_saving_ns"], 1)
+check("runs --json: the fused twin's row shows the fused figure", (twin.get("figures") or {}).get("fused_ns"),
+      summ["fused"]["median_ns"], 1)
+if f.get("baseline_measure") != "benchmark median": bad.append(f"runs --json names the baseline {f.get('baseline_measure')!r}")
+if base["status"] != "ok": bad.append(f"runs status {base['status']!r}")
+# runs (text): the twin row's latency is the fused figure, the run's the baseline
+for rid, want in [(base["id"], summ["baseline"]["median_ns"]), (twin["id"], summ["fused"]["median_ns"])]:
+    row = re.search(rf"^\s*{rid}\s.*?([0-9.]+) ms\s+bench", runs_txt, re.M)
+    check(f"runs row {rid} latency", float(row.group(1)) if row else None, round(want / 1e6, 3), 0.0011)
+if bad:
+    print("\n".join(bad), file=sys.stderr); sys.exit(1)
+EOF
+echo "figures_agree: stdout, summary.json, report.html and runs agree"
