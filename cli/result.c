@@ -244,6 +244,12 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     if (res->verbose && p) print_clusters(p, v);
     fa_cli_printf("\noutputs in %s/: report.html, graph.svg, trace.json, plan.json, summary.json, kernels.csv%s%s\n", res->out_dir,
                   res->wrote_kernels ? ", kernels/" : "", res->folded ? ", model.folded.onnx" : "");
+    /* where the run is (issue 37: a model run never said); a connection string as the store shows it */
+    bool had_password = false;
+    char *where = fa_store_redact_arg(fa_store_path(st), &had_password); /* a password never printed */
+    fa_cli_printf("stored in %s as run %" PRId64 " (`fuse-advise show %" PRId64 "`)\n", where ? where : "the run database",
+                  run_id, run_id);
+    free(where);
     if (!res->verbose)
         fa_cli_printf("every cluster and why: --verbose, or report.html; for machines: --json (summary.json)\n");
     fa_plan_free(p);
