@@ -40,6 +40,9 @@ export FA_TRACE_SPAN_S=0
   { cat out.txt err.txt; fail "run failed"; }
 lines=$(wc -l <out.txt)
 [ "$lines" -le 40 ] || { cat out.txt; fail "run printed $lines lines, at most 40 by default"; }
+# where the run is (issue 37 item 7: a model run never said)
+grep -q '^stored in fa.db as run [0-9]* (`fuse-advise show [0-9]*`)$' out.txt ||
+  { cat out.txt; fail "stdout does not say where the run is stored"; }
 head -n 4 out.txt | grep -Eq '^(Top opportunities|No cluster was kept)' ||
   { cat out.txt; fail "stdout does not open with the plan's patterns"; }
 grep -q '^End to end: ' out.txt || { cat out.txt; fail "no end-to-end verdict"; }
