@@ -298,6 +298,7 @@ static void summary(const fa_rep *r, fa_buf *b)
         char age[96];
         fa_rep_fmt_age(age, sizeof age, r->ceil_peak_at_ns, r->run.started_at_ns);
         if (*age) fa_buf_printf(b, "; measured %s", age);
+        if (r->ceil_load >= 0) fa_buf_printf(b, " at a load of %.2f (1-minute average)", r->ceil_load);
         fa_buf_puts(b, "</td></tr>");
         if (r->n_above_peak) { /* the roofline cannot be believed on its own terms: say so */
             fa_buf_printf(b, "<tr><th>warning</th><td class=\"bad\">%d op%s ran above this FP32 peak (", r->n_above_peak,

@@ -233,6 +233,7 @@ static fa_status load_ceilings(fa_ctx *ctx, fa_store *st, fa_rep *r)
 {
     fa_ceiling *cs = NULL;
     size_t n = 0;
+    r->ceil_load = -1; /* unknown until a load_1min row says */
     fa_status s = fa_store_get_ceilings(ctx, st, NULL, r->ar, &cs, &n);
     if (s) return s;
     char key[600];
@@ -257,6 +258,8 @@ static fa_status load_ceilings(fa_ctx *ctx, fa_store *st, fa_rep *r)
         } else if (!strcmp(cs[i].name, "fp32_peak")) {
             c->peak_gflops = cs[i].value; c->peak_source = cs[i].source; f2 = true;
             r->ceil_peak_at_ns = cs[i].measured_at_ns;
+        } else if (!strcmp(cs[i].name, "load_1min")) {
+            r->ceil_load = cs[i].value;
         } else if (!strncmp(cs[i].name, "cache_", 6) && c->n_cache_levels < 4 && cs[i].value > 0) {
             /* a cache level's read bandwidth (roofline/ceilings.c: detail = the sweep's working set) */
             fa_cache_level *cl = &c->cache[c->n_cache_levels++];

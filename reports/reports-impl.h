@@ -92,6 +92,7 @@ typedef struct fa_rep {
     fa_ceilings ceil;
     const char *ceil_key;
     int64_t ceil_peak_at_ns;    /* when the FP32 peak row was measured or written (unix ns), 0 unknown */
+    double ceil_load;           /* the 1-minute load average when the ceilings were measured, < 0 unknown */
     int n_above_peak;           /* placed ops whose achieved GFLOP/s exceed the FP32 peak */
     double max_above_peak;      /* the largest achieved / peak among them */
     const char *above_peak_node;/* that op's node name */

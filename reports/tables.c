@@ -93,6 +93,9 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, "},\"peak_measured_at_ns\":");
         if (r->ceil_peak_at_ns > 0) fa_buf_printf(b, "%" PRId64, r->ceil_peak_at_ns);
         else fa_buf_puts(b, "null");
+        fa_buf_puts(b, ",\"load_at_measurement\":"); /* the 1-minute load average then */
+        if (r->ceil_load >= 0) fa_json_num(b, r->ceil_load, 3);
+        else fa_buf_puts(b, "null");
         fa_buf_puts(b, ",\"above_peak\":");
         if (r->n_above_peak) {
             fa_buf_printf(b, "{\"ops\":%d,\"max_ratio\":", r->n_above_peak);

@@ -99,6 +99,13 @@ static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface
         fa_ceiling r = {key, "bandwidth", nm, c->cache[i].bandwidth_gbs, "GB/s", "measured", now, det};
         s = fa_store_put_ceiling(ctx, st, &r);
     }
+    /* the machine's load when these were measured (issue 37: a peak cached from a busy moment
+     * should say so): the 1-minute load average, getloadavg(3) */
+    double load[1];
+    if (!s && getloadavg(load, 1) == 1) {
+        fa_ceiling r = {key, "context", "load_1min", load[0], "load", "measured", now, NULL};
+        s = fa_store_put_ceiling(ctx, st, &r);
+    }
     for (int i = 0; i < c->n_facts && !s; i++) {
         const struct fa_ceiling_fact *f = &c->facts[i];
         fa_ceiling r = {key, f->kind, f->name, f->value, f->unit, "device", now, f->detail};

@@ -36,7 +36,11 @@ c = json.load(open("o2/summary.json"))["ceilings"]
 assert c["above_peak"] and c["above_peak"]["ops"] == int(sys.argv[1]), c
 assert c["above_peak"]["max_ratio"] > 1
 assert isinstance(c["peak_measured_at_ns"], int) and c["peak_measured_at_ns"] > 0, c
+# the load when they were measured (this run measured them into a fresh database)
+assert isinstance(c["load_at_measurement"], (int, float)) and c["load_at_measurement"] >= 0, c
 EOF
+grep -q 'FP32 peak</th><td>.*; measured .* at a load of [0-9.]* (1-minute average)' o2/report.html ||
+  fail "report.html does not show the load at which the peak was measured"
 grep -q '<th>warning</th><td class="bad">[0-9]* ops\? ran above this FP32 peak' o2/report.html || fail "no warning in report.html"
 grep -Eq 'FP32 peak</th><td>[^<]*; measured [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9:]+ UTC' o2/report.html || fail "the peak's age not shown"
 
