@@ -737,6 +737,17 @@ static void answer(const fa_rep *r, fa_buf *b)
                        "run <code>fuse-advise apply</code> for one.</p></section>\n");
         return;
     }
+    /* a plan for another target than the run's (advise --target cuda on a cpu run): its savings
+     * are estimated for that device from its data sheet, not measured here (issue 40) */
+    if (r->run.target && strcmp(fa_target_name(r->plan->opt.target), r->run.target)) {
+        fa_buf_puts(b, "<p class=\"bad\">This plan is for <code>");
+        h(b, fa_target_name(r->plan->opt.target));
+        if (r->plan->opt.arch) fa_buf_puts(b, " "), h(b, r->plan->opt.arch);
+        fa_buf_puts(b, "</code>, estimated from that GPU's data sheet with no device measured (each cluster's basis names "
+                       "the part and the figures); its savings are not this ");
+        h(b, r->run.target);
+        fa_buf_puts(b, " run's and nothing of it was applied or measured here.</p>");
+    }
     fa_plan_group *gs = malloc(sizeof *gs * (size_t)(r->plan->n_clusters + 1));
     int ng = gs ? fa_plan_groups(r->plan, r->verdicts, gs) : 0;
     const char *what;

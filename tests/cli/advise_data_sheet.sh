@@ -56,6 +56,12 @@ grep -qE -- '(regs|spill|occ) -1' sm_90.txt sm_80.txt && fail "a -1 sentinel in 
 grep -q 'cuBLASLt epilogue' sm_90.txt || fail "no library epilogue named in the text output"
 ok "text header names the figures used; library clusters named, no sentinel"
 
+# the report of the cpu run shows that its newest plan is the GPU's estimate, not this run's
+"$FA_CLI" report latest --db r.db -o rep >/dev/null || fail "report"
+grep -q 'This plan is for <code>cuda sm_80</code>, estimated from that GPU.s data sheet with no device measured' rep/report.html ||
+    fail "report.html does not say the plan is a data-sheet estimate for cuda sm_80"
+ok "the report labels the plan as estimated for the GPU"
+
 # a part by name: its own row of the table (a PCIe H100 has 2000 GB/s)
 "$FA_CLI" advise latest --db r.db --target cuda --arch 'H100 PCIe' --no-gate >pcie.txt
 grep -q '^target cuda sm_90: estimated for H100 PCIe from its data sheet.*2000 GB/s HBM' pcie.txt ||
