@@ -9,7 +9,8 @@
 #    epilogue, a BN fold), a generated kernel has the registers NVRTC reports for that arch
 #    (the gate part skips without NVRTC);
 #  - an unknown --arch is a usage error naming what is accepted;
-#  - `run --target cuda` without a driver names the two ways that need none.
+#  - `run --target cuda` without a driver (or in a build without the cuda target) names the two
+#    ways that need neither.
 set -euo pipefail
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -102,7 +103,8 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1'; then
     "$FA_CLI" run zoo:mlp-tiny --target cuda --iters 1 --db c.db >out 2>err
     rc=$?
     set -e
-    [ $rc -ne 0 ] && grep -q 'no CUDA driver' err && grep -q 'advise latest --target cuda --arch' err && grep -q 'import TRACE' err ||
+    [ $rc -ne 0 ] && grep -qE 'no CUDA driver|target cuda: this build has no executor' err &&
+        grep -q 'advise latest --target cuda --arch' err && grep -q 'import TRACE' err ||
         fail "run --target cuda without a driver: rc $rc, $(cat err)"
     ok "run --target cuda without a driver names advise --target cuda and import"
 fi
