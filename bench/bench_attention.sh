@@ -51,14 +51,21 @@ for s in ${SEQS:-64 512}; do
     out="$tmp/out$s"
     "$fa" run "$tmp/attn.onnx" --shape batch=1 --shape "sequence=$s" --iters "${ITERS:-10}" --threads "${THREADS:-0}" \
         --db "$tmp/b.db" --out "$out" > "$tmp/run$s.txt" 2>&1 || true
-    "$py" - "$out/plan.json" "$out/summary.json" "$s" <<'PY'
-import json, sys
+    "$py" - "$out/plan.json" "$out/summary.json" "$s" "$tmp/b.db" <<'PY'
+import json, sqlite3, statistics, sys
 plan, summ, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
+db = sqlite3.connect(sys.argv[4])
 for c in plan["clusters"]:
     if c["kind"] == "attention":
         meas = c.get("measured_saving_ns")
+        # the applier's interleaved rounds of this cluster: unfused and fused sub-graph medians
+        rows = db.execute("SELECT subject, latency_ns FROM benchmarks WHERE run_id=? AND plan_id=? AND cluster_id=? "
+                          "AND subject IN ('cluster-unfused','cluster-fused')", (plan["run_id"], plan["plan_id"], c["id"])).fetchall()
+        u = [r[1] for r in rows if r[0] == "cluster-unfused"]; f = [r[1] for r in rows if r[0] == "cluster-fused"]
+        ratio = (f"; unfused {statistics.median(u) / 1e3:.1f} us, fused {statistics.median(f) / 1e3:.1f} us "
+                 f"(medians of {len(u)} rounds): {statistics.median(u) / statistics.median(f):.2f}x") if u and f else ""
         print(f"seq {s}: {c['label']}: {c['status']}; measured saving "
-              f"{'%.1f us' % (meas / 1e3) if isinstance(meas, (int, float)) else 'n/a'}; "
+              f"{'%.1f us' % (meas / 1e3) if isinstance(meas, (int, float)) else 'n/a'}{ratio}; "
               f"score tensors never written {c['score_bytes'] / 1e6:.2f} MB")
 print(f"seq {s}: end to end {json.dumps(summ.get('speedup'))}x; peak activations {json.dumps(summ.get('peak_activation_bytes'))}")
 PY
