@@ -1626,6 +1626,23 @@ static bool ask_probe(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
  *    that fused/unfused ratio, and the probe's own difference is quoted in the basis.
  * Without a measured median for every member: the analytic estimate (saved bytes / bandwidth +
  * launches x dispatch - recompute), labelled so. Writes est_saving_ns and basis. */
+/* The fused kernel's new traffic, bytes: *in the cluster's external inputs read once (an epilogue:
+ * only its post-ops' extra operands, the anchor reads the rest already), *out its outputs written
+ * once. */
+static void fused_io_bytes(const fa_graph *g, const wcl *w, const fa_cluster *c, double *in, double *out)
+{
+    *in = *out = 0;
+    for (int i = 0; i < c->n_inputs; i++) {
+        if (w->kind == FA_CLUSTER_EPILOGUE) {
+            bool operand = false;
+            for (int k = 0; k < w->n_post; k++) operand |= w->post[k].operand == c->inputs[i];
+            if (!operand) continue;
+        }
+        *in += (double)fa_tensor_bytes(g->tensors[c->inputs[i]]);
+    }
+    for (int i = 0; i < c->n_outputs; i++) *out += (double)fa_tensor_bytes(g->tensors[c->outputs[i]]);
+}
+
 /* One node's time on the planned GPU (fa_gpu_plan_kernel_time over the registry's bytes and
  * FLOPs); 0 and no launch for a node that moves nothing, or only relabels its input's shape (an
  * aliasing view, FA_OPF_ALIAS: no kernel on a GPU either). */
@@ -1679,16 +1696,8 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
         kernels += ns > 0;
         flops += flops_of(A, nid);
     }
-    double ext_in = 0, ext_out = 0;
-    for (int i = 0; i < c->n_inputs; i++) {
-        if (w->kind == FA_CLUSTER_EPILOGUE) {
-            bool operand = false;
-            for (int k = 0; k < w->n_post; k++) operand |= w->post[k].operand == c->inputs[i];
-            if (!operand) continue;
-        }
-        ext_in += (double)fa_tensor_bytes(g->tensors[c->inputs[i]]);
-    }
-    for (int i = 0; i < c->n_outputs; i++) ext_out += (double)fa_tensor_bytes(g->tensors[c->outputs[i]]);
+    double ext_in, ext_out;
+    fused_io_bytes(g, w, c, &ext_in, &ext_out);
     double fused = 0;
     char how[400];
     switch (w->kind) {
@@ -1766,18 +1775,8 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     fa_fusion_input in = {.occurrences = 1, .n_members = w->n, .member_ns = sum + anchor, .gaps_ns = launches * gap,
                           .read_bytes = 0, .write_bytes = 0, .flops = 0, .floor_ns = 0, .longest_member_ns = 0,
                           .anchor_ns = 0, .recompute_ns = w->recompute_ns};
-    double ext_in = 0, ext_out = 0;
-    for (int i = 0; i < c->n_inputs; i++) {
-        const fa_tensor *t = g->tensors[c->inputs[i]];
-        if (w->kind == FA_CLUSTER_EPILOGUE) {
-            /* only the post-ops' extra operands are new reads for the anchor's kernel */
-            bool operand = false;
-            for (int k = 0; k < w->n_post; k++) operand |= w->post[k].operand == c->inputs[i];
-            if (!operand) continue;
-        }
-        ext_in += (double)fa_tensor_bytes(t);
-    }
-    for (int i = 0; i < c->n_outputs; i++) ext_out += (double)fa_tensor_bytes(g->tensors[c->outputs[i]]);
+    double ext_in, ext_out;
+    fused_io_bytes(g, w, c, &ext_in, &ext_out);
     double bw = 0;
     const char *fused_how;
     char fh[900];

@@ -129,20 +129,6 @@ fa_status fa_gate_cluster(fa_ctx *ctx, const fa_graph *g, fa_cluster *c, const f
     return fa_gate_cluster_ex(ctx, g, c, opt, NULL, refused, NULL);
 }
 
-/* t holds one value per index of y's axis `axis` (every other dim 1, any leading rank) */
-static bool axis_vector(const fa_tensor *t, const fa_tensor *y, int axis)
-{
-    if (!t || !y || t->rank < 1 || axis < 0 || axis >= y->rank) return false;
-    int64_t n = 1;
-    for (int i = 0; i < t->rank; i++) n *= t->dims[i];
-    if (n != y->dims[axis]) return false;
-    /* the non-1 dim aligned (right to left) with the axis */
-    int off = y->rank - t->rank;
-    for (int i = 0; i < t->rank; i++)
-        if (t->dims[i] != 1 && i + off != axis) return false;
-    return true;
-}
-
 const char *fa_gate_library_kernel(const fa_graph *g, const fa_cluster *c, char *buf, size_t cap)
 {
     if (c->kind == FA_CLUSTER_BN_FOLD) {
@@ -160,7 +146,7 @@ const char *fa_gate_library_kernel(const fa_graph *g, const fa_cluster *c, char 
     int axis = !strcmp(an->op_type, "Conv") || !strcmp(an->op_type, "ConvTranspose") ? 1 : (y ? y->rank - 1 : 0);
     for (int k = 0; k < np; k++) {
         int t = c->post_ops[k].operand;
-        vec[k] = fa_post_op_is_binary(c->post_ops[k].kind) && t >= 0 && t < g->n_tensors && axis_vector(g->tensors[t], y, axis);
+        vec[k] = fa_post_op_is_binary(c->post_ops[k].kind) && t >= 0 && t < g->n_tensors && fa_cuda_axis_vector(g->tensors[t], y, axis);
     }
     q.n_post_ops = c->n_post_ops > FA_CUDA_EPILOGUE_MAX_POST_OPS ? FA_CUDA_EPILOGUE_MAX_POST_OPS + 1 : np;
     q.post_ops = c->post_ops;
@@ -170,7 +156,7 @@ const char *fa_gate_library_kernel(const fa_graph *g, const fa_cluster *c, char 
         return buf;
     }
     const fa_tensor *b = an->n_inputs > 2 ? fa_graph_in(g, an, 2) : NULL;
-    if (b) q.anchor_bias = axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
+    if (b) q.anchor_bias = fa_cuda_axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
     char why[200] = "";
     fa_cuda_epilogue e = fa_cuda_epilogue_map(&q, why, sizeof why);
     switch (e) {

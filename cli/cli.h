@@ -243,13 +243,12 @@ fa_status fa_cli_reload_model(fa_ctx *ctx, struct fa_store *st, int64_t run_id, 
  * model run (for verbs that need the model: apply). */
 int fa_cli_resolve_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
 int fa_cli_resolve_model_run(fa_ctx *ctx, struct fa_store *st, const char *spec, int64_t *run_id);
-/* `run`/`apply` output flags (cli/cmd_run.c): --verbose, --json, --progress / --no-progress. */
+/* `run`/`apply` output flags, parsed by their tables' FA_CLI_OPTS_OUTPUT rows: --verbose, --json,
+ * --progress / --no-progress. */
 typedef struct fa_cli_output_opts {
     bool verbose, json;
     int progress;             /* 1 on, 0 off, -1 auto: on when stderr is a terminal or CI=true */
 } fa_cli_output_opts;
-/* 1 consumed one of them, 0 not one of them. */
-int fa_cli_output_opt(const char *arg, fa_cli_output_opts *o);
 /* The stages after the baseline (cli/cmd_run.c): ceilings, analysis, plan, apply, outputs, the
  * run finished ('ok', or 'failed' with an end-to-end mismatch) and then the reports into out_dir
  * (NULL: ./fuse-advise-out/<model>) for a stored run of graph g, so they carry its final status. */

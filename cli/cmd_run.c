@@ -218,16 +218,6 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     return s;
 }
 
-int fa_cli_output_opt(const char *arg, fa_cli_output_opts *o)
-{
-    if (!strcmp(arg, "--verbose") || !strcmp(arg, "-v")) o->verbose = true;
-    else if (!strcmp(arg, "--json")) o->json = true;
-    else if (!strcmp(arg, "--progress")) o->progress = 1;
-    else if (!strcmp(arg, "--no-progress")) o->progress = 0;
-    else return 0;
-    return 1;
-}
-
 int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
 {
     fa_cli_model_opts mo = {0};

@@ -10,12 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Appends a check with its verdict and sentence to r. Out of memory: NULL and r->oom set, so
- * that fa_gate_check_all fails (the checks themselves go on without it). */
-static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
-                                fa_gate_verdict v, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
-static fa_gate_check *add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
-                                fa_gate_verdict v, const char *fmt, ...)
+fa_gate_check *fa_gate_add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
+                                 fa_gate_verdict v, const char *fmt, ...)
 {
     if (r->n_checks == r->cap_checks) {
         int ncap = r->cap_checks ? r->cap_checks * 2 : 32;
@@ -65,8 +61,7 @@ void fa_gate_note(fa_gate_report *r, const char *fmt, ...)
 
 static uint64_t check_seed(const fa_gate_options *o, const char *id) { return o->seed ^ fa_hash64(id, strlen(id)); }
 
-/* "12.3 us" / "88.196 ms" / "1.234 s": a time in the unit that reads at its size. */
-static void fmt_time(char *buf, size_t cap, double ns)
+void fa_gate_fmt_time(char *buf, size_t cap, double ns)
 {
     if (fabs(ns) >= 1e9) snprintf(buf, cap, "%.3f s", ns / 1e9);
     else if (fabs(ns) >= 1e6) snprintf(buf, cap, "%.3f ms", ns / 1e6);
@@ -84,8 +79,8 @@ static void describe(fa_buf *b, const fa_gate_stats *s, const fa_gate_options *o
     fa_gate_pct(r, sizeof r, s->ratio);
     fa_gate_pct(lo, sizeof lo, s->lo);
     fa_gate_pct(hi, sizeof hi, s->hi);
-    fmt_time(tb, sizeof tb, s->base_median_ns);
-    fmt_time(tc, sizeof tc, s->cand_median_ns);
+    fa_gate_fmt_time(tb, sizeof tb, s->base_median_ns);
+    fa_gate_fmt_time(tc, sizeof tc, s->cand_median_ns);
     fa_buf_printf(b, "median %s -> %s (%s", tb, tc, r);
     if (isfinite(s->lo))
         fa_buf_printf(b, ", %.4g%% CI %s..%s", s->confidence * 100, lo, hi);
@@ -184,8 +179,8 @@ static fa_status latency_check(fa_ctx *ctx, fa_gate_report *r, const char *id, c
     }
     if (cheap) {
         char tb[32], tc[32], pr[32];
-        fmt_time(tb, sizeof tb, s.base_median_ns);
-        fmt_time(tc, sizeof tc, s.cand_median_ns);
+        fa_gate_fmt_time(tb, sizeof tb, s.base_median_ns);
+        fa_gate_fmt_time(tc, sizeof tc, s.cand_median_ns);
         fa_gate_pct(pr, sizeof pr, s.ratio);
         v = FA_GATE_PASS;
         fa_buf_printf(&b, "median %s -> %s (%s; %d vs %d iterations): even at the interval's upper bound the change costs "
@@ -199,7 +194,7 @@ static fa_status latency_check(fa_ctx *ctx, fa_gate_report *r, const char *id, c
         fa_buf_printf(&b, " (costs at least %.3g%% of the iteration)", cost_lo * 100);
     }
     if (extra) fa_buf_printf(&b, "%s", extra);
-    fa_gate_check *c = add_check(r, id, "latency", name, v, "%s", b.data ? b.data : "");
+    fa_gate_check *c = fa_gate_add_check(r, id, "latency", name, v, "%s", b.data ? b.data : "");
     fa_buf_free(&b);
     if (!c) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     c->has_stats = true;
@@ -226,7 +221,7 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
     fa_status s = FA_OK;
     if (pb.n && pc.n)
         s = latency_check(ctx, r, "latency.e2e.unfused", "end-to-end latency (unfused)", &pb, &pc, 0, 0, NULL);
-    else if (!add_check(r, "latency.e2e.unfused", "latency", "end-to-end latency (unfused)", FA_GATE_SKIPPED,
+    else if (!fa_gate_add_check(r, "latency.e2e.unfused", "latency", "end-to-end latency (unfused)", FA_GATE_SKIPPED,
                         "not measured in one of the runs: %s no per-iteration \"iteration\" records",
                         which_missing(b, c, pb.n > 0, pc.n > 0, w, sizeof w)))
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -249,7 +244,7 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
     if (pb.n && pc.n)
         s = latency_check(ctx, r, "latency.e2e.fused", "end-to-end latency (fused)", &pb, &pc, 0, 0,
                           all_bench ? NULL : " (partly from the fused runs' iteration records)");
-    else if (!add_check(r, "latency.e2e.fused", "latency", "end-to-end latency (fused)", FA_GATE_SKIPPED,
+    else if (!fa_gate_add_check(r, "latency.e2e.fused", "latency", "end-to-end latency (fused)", FA_GATE_SKIPPED,
                         "not measured in one of the runs: %s no fused benchmark (run without --no-apply)",
                         which_missing(b, c, pb.n > 0, pc.n > 0, w, sizeof w)))
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -259,15 +254,15 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
      * LOSS warns (the latency checks above judge the change between the runs) */
     fa_e2e_verdict ev = c->info.e2e_verdict;
     if (!s && ev == FA_E2E_MISMATCH)
-        add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_FAIL,
+        fa_gate_add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_FAIL,
             "run %" PRId64 "'s fused plan is a MISMATCH end to end: its outputs differ from its unfused model's beyond "
             "the end-to-end tolerance; it is not deployable", c->info.id);
     else if (!s && ev == FA_E2E_LOSS)
-        add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_WARN,
+        fa_gate_add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_WARN,
             "run %" PRId64 "'s fused plan is a LOSS end to end: with its clusters kept it is not measurably faster than "
             "its unfused baseline; deploy the baseline", c->info.id);
     else if (!s && ev != FA_E2E_NOT_APPLIED)
-        add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_PASS,
+        fa_gate_add_check(r, "fusion.e2e", "fusion", "end-to-end verdict of the candidate's plan", FA_GATE_PASS,
             "run %" PRId64 "'s fused plan end to end: %s", c->info.id, fa_e2e_verdict_name(ev));
     return s;
 }
@@ -296,7 +291,7 @@ static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const side *sb, c
         const char *name = k ? "kernels per iteration (fused)" : "kernels per iteration (unfused)";
         int bm = side_kpi(sb, k), cm = side_kpi(sc, k); /* the primary's count with one run per side */
         if (bm < 0 || cm < 0) {
-            add_check(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s no %s",
+            fa_gate_add_check(r, id, "kernels", name, FA_GATE_SKIPPED, "not measured in one of the runs: %s no %s",
                 which_missing(b, c, bm >= 0, cm >= 0, w, sizeof w),
                 k ? "fused-model trace (a run of kind 'fused' tagged fused-of:<run>)" : "timed kernel records");
             continue;
@@ -305,12 +300,12 @@ static fa_status check_kernels(fa_ctx *ctx, fa_gate_report *r, const side *sb, c
         char vary[96] = "";
         if (cmin != cmax) snprintf(vary, sizeof vary, " (the candidate's iterations ran %d..%d kernels)", cmin, cmax);
         if (cm > bm)
-            add_check(r, id, "kernels", name, FA_GATE_FAIL, "%d -> %d kernels per iteration (+%d launches)%s", bm, cm, cm - bm,
+            fa_gate_add_check(r, id, "kernels", name, FA_GATE_FAIL, "%d -> %d kernels per iteration (+%d launches)%s", bm, cm, cm - bm,
                 vary);
         else if (cm < bm)
-            add_check(r, id, "kernels", name, FA_GATE_PASS, "%d -> %d kernels per iteration (%d fewer)%s", bm, cm, bm - cm, vary);
+            fa_gate_add_check(r, id, "kernels", name, FA_GATE_PASS, "%d -> %d kernels per iteration (%d fewer)%s", bm, cm, bm - cm, vary);
         else
-            add_check(r, id, "kernels", name, FA_GATE_PASS, "%d kernels per iteration in both runs%s", bm, vary);
+            fa_gate_add_check(r, id, "kernels", name, FA_GATE_PASS, "%d kernels per iteration in both runs%s", bm, vary);
     }
     return FA_OK;
 }
@@ -351,7 +346,7 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
     char w[160];
     const gate_run *b = &sb->r[0], *c = &sc->r[0];
     if (!b->plan_id || !c->plan_id) {
-        add_check(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_SKIPPED,
+        fa_gate_add_check(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no fusion plan (run without --no-apply)",
             which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
     } else {
@@ -380,31 +375,31 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
                     snprintf(why, sizeof why, "; in run %" PRId64 " it is %s: %s", sc->r[lost_at].info.id,
                              lc ? lc->status : "not proposed", lc && lc->reason ? lc->reason : "(no reason recorded)");
                 if (kb * 2 <= sb->n)
-                    add_check(r, id, "fusion", name, FA_GATE_WARN,
+                    fa_gate_add_check(r, id, "fusion", name, FA_GATE_WARN,
                         "accepted in only %d of %d baseline runs: a marginal fusion, not gating (candidate: %d of %d)%s",
                         kb, sb->n, kc, sc->n, why);
                 else if (kc == sc->n)
-                    add_check(r, id, "fusion", name, FA_GATE_PASS, "accepted in %d of %d baseline and all %d candidate runs", kb,
+                    fa_gate_add_check(r, id, "fusion", name, FA_GATE_PASS, "accepted in %d of %d baseline and all %d candidate runs", kb,
                         sb->n, sc->n);
                 else if (kc * 2 > sc->n)
-                    add_check(r, id, "fusion", name, FA_GATE_WARN,
+                    fa_gate_add_check(r, id, "fusion", name, FA_GATE_WARN,
                         "accepted in %d of %d candidate runs (flaky acceptance, not gating)%s", kc, sc->n, why);
                 else
-                    add_check(r, id, "fusion", name, FA_GATE_FAIL,
+                    fa_gate_add_check(r, id, "fusion", name, FA_GATE_FAIL,
                         "fusion lost: accepted in %d of %d baseline runs, %d of %d candidate runs%s", kb, sb->n, kc, sc->n,
                         why);
             } else if (cc && cc->accepted) {
-                add_check(r, id, "fusion", name, FA_GATE_PASS, "accepted in both runs");
+                fa_gate_add_check(r, id, "fusion", name, FA_GATE_PASS, "accepted in both runs");
             } else if (cc) {
-                add_check(r, id, "fusion", name, FA_GATE_FAIL, "fusion lost: accepted in the baseline, %s in the candidate: %s",
+                fa_gate_add_check(r, id, "fusion", name, FA_GATE_FAIL, "fusion lost: accepted in the baseline, %s in the candidate: %s",
                     cc->status, cc->reason ? cc->reason : "(no reason recorded)");
             } else {
                 const gate_cluster *ab = absorbing_cluster(c, bc);
                 if (ab)
-                    add_check(r, id, "fusion", name, FA_GATE_PASS, "its members are now fused in the larger cluster %s",
+                    fa_gate_add_check(r, id, "fusion", name, FA_GATE_PASS, "its members are now fused in the larger cluster %s",
                         ab->display);
                 else
-                    add_check(r, id, "fusion", name, FA_GATE_FAIL,
+                    fa_gate_add_check(r, id, "fusion", name, FA_GATE_FAIL,
                         "fusion lost: accepted in the baseline, not proposed by the candidate's plan (no cluster with "
                         "this label and these members)");
             }
@@ -416,13 +411,13 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
             if (cc->accepted && !(bc && bc->accepted)) n_new++;
         }
         if (!n_acc)
-            add_check(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_PASS,
+            fa_gate_add_check(r, "fusion.accepted", "fusion", "accepted clusters", FA_GATE_PASS,
                 "the baseline accepted no cluster; nothing to lose%s", n_new ? " (the candidate accepts new ones)" : "");
         if (n_new) fa_gate_note(r, "the candidate accepts %d cluster(s) the baseline did not", n_new);
     }
     /* verification */
     if (!c->plan_id) {
-        add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_SKIPPED,
+        fa_gate_add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_SKIPPED,
             "not measured in one of the runs: the candidate run %" PRId64 " has no fusion plan", c->info.id);
     } else {
         fa_buf m;
@@ -437,10 +432,10 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
             bad++;
         }
         if (bad)
-            add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_FAIL, "%s",
+            fa_gate_add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_FAIL, "%s",
                 m.data ? m.data : "");
         else
-            add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_PASS,
+            fa_gate_add_check(r, "fusion.verify", "verification", "numerical verification of fused kernels", FA_GATE_PASS,
                 "no cluster of the candidate failed verification");
         fa_buf_free(&m);
     }
@@ -451,10 +446,10 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
     if (!pc || fa_target_parse(pc, tgt, &ct)) ct = FA_TARGET_AUTO;
     fa_ctx_free(pc);
     if (!fa_target_has(ct, FA_TARGET_CAP_KERNEL_REPORT)) {
-        add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+        fa_gate_add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
             "not measured in one of the runs: target %s (its compiler reports no registers and spills)", tgt);
     } else if (!b->plan_id || !c->plan_id) {
-        add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+        fa_gate_add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no fusion plan",
             which_missing(b, c, b->plan_id > 0, c->plan_id > 0, w, sizeof w));
     } else {
@@ -468,10 +463,10 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
                 snprintf(id, sizeof id, "cuda.spills:%s", bc->key);
                 snprintf(name, sizeof name, "spills of cluster %s", bc->display);
                 if (cc->spill_bytes > bc->spill_bytes)
-                    add_check(r, id, "registers", name, FA_GATE_FAIL, "spill stores grew from %d to %d bytes", bc->spill_bytes,
+                    fa_gate_add_check(r, id, "registers", name, FA_GATE_FAIL, "spill stores grew from %d to %d bytes", bc->spill_bytes,
                         cc->spill_bytes);
                 else
-                    add_check(r, id, "registers", name, FA_GATE_PASS, "%d -> %d bytes of spill stores", bc->spill_bytes,
+                    fa_gate_add_check(r, id, "registers", name, FA_GATE_PASS, "%d -> %d bytes of spill stores", bc->spill_bytes,
                         cc->spill_bytes);
                 compared++;
             }
@@ -479,14 +474,14 @@ static fa_status check_fusion(fa_ctx *ctx, fa_gate_report *r, const side *sb, co
                 snprintf(id, sizeof id, "cuda.registers:%s", bc->key);
                 snprintf(name, sizeof name, "registers of cluster %s", bc->display);
                 double grow = (double)cc->registers / bc->registers - 1;
-                add_check(r, id, "registers", name, grow > r->opt.register_warn ? FA_GATE_WARN : FA_GATE_PASS,
+                fa_gate_add_check(r, id, "registers", name, grow > r->opt.register_warn ? FA_GATE_WARN : FA_GATE_PASS,
                     "%d -> %d registers per thread (%+.0f%%; warns above +%.0f%%)", bc->registers, cc->registers,
                     grow * 100, r->opt.register_warn * 100);
                 compared++;
             }
         }
         if (!compared)
-            add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
+            fa_gate_add_check(r, "cuda.registers", "registers", "registers and spills of fused kernels", FA_GATE_SKIPPED,
                 "not measured in one of the runs: no cluster accepted in both runs has registers/spills recorded");
     }
     return FA_OK;
@@ -524,7 +519,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
             if (g->n_iters > max_iters) max_iters = g->n_iters;
         }
     if (!b->n_ops || !c->n_ops) {
-        add_check(r, "latency.component", "latency", "per-cluster / per-op latency (unfused kernels)", FA_GATE_SKIPPED,
+        fa_gate_add_check(r, "latency.component", "latency", "per-cluster / per-op latency (unfused kernels)", FA_GATE_SKIPPED,
             "not measured in one of the runs: %s no timed kernel records",
             which_missing(b, c, b->n_ops > 0, c->n_ops > 0, w, sizeof w));
         return FA_OK;
@@ -602,7 +597,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
         int npc, np;
         component_samples(c, &comp[i], cs, &npc);
         if (!npc) {
-            add_check(r, comp[i].key, "latency", comp[i].name, FA_GATE_SKIPPED,
+            fa_gate_add_check(r, comp[i].key, "latency", comp[i].name, FA_GATE_SKIPPED,
                 "not measured in one of the runs: the candidate run %" PRId64 " ran no kernel of it", c->info.id);
             continue;
         }
@@ -659,7 +654,7 @@ static fa_status check_components(fa_ctx *ctx, fa_gate_report *r, const side *sb
         if (s) return s;
     }
     if (b->plan_id && c->plan_id && !n_pairs)
-        add_check(r, "latency.cluster-fused", "latency", "per-cluster fused benchmarks", FA_GATE_SKIPPED,
+        fa_gate_add_check(r, "latency.cluster-fused", "latency", "per-cluster fused benchmarks", FA_GATE_SKIPPED,
             "not measured in one of the runs: no cluster has cluster-fused benchmark samples in both runs");
     return FA_OK;
 }

@@ -82,5 +82,12 @@ void fa_gate_note(fa_gate_report *r, const char *fmt, ...) __attribute__((format
 
 /* gate/render.c: a ratio as a change ("+3.1%", "-0.4%"; "x2.15" from 2x on; "n/a" when not finite). */
 void fa_gate_pct(char *out, size_t n, double ratio);
+/* Appends a check with its verdict and sentence (fmt) to r, strings copied into r->arena; the
+ * caller may fill its stats. Out of memory: NULL and r->oom set, so that fa_gate_check_all fails
+ * (the checks themselves go on without it). gate/checks.c; the trace rules use it too. */
+fa_gate_check *fa_gate_add_check(fa_gate_report *r, const char *id, const char *category, const char *name,
+                                 fa_gate_verdict v, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* "12.3 us" / "88.196 ms" / "1.234 s": a time in ns in the unit that reads at its size. */
+void fa_gate_fmt_time(char *buf, size_t cap, double ns);
 
 #endif

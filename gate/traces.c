@@ -20,29 +20,15 @@ static fa_status add(fa_ctx *ctx, fa_gate_report *r, const char *id, const char 
 static fa_status add(fa_ctx *ctx, fa_gate_report *r, const char *id, const char *name, fa_gate_verdict v, double base,
                      double cand, double ratio, const char *fmt, ...)
 {
-    if (r->n_checks == r->cap_checks) {
-        int ncap = r->cap_checks ? r->cap_checks * 2 : 32;
-        fa_gate_check *nc = realloc(r->checks, sizeof(fa_gate_check) * (size_t)ncap);
-        if (!nc) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-        r->checks = nc;
-        r->cap_checks = ncap;
-    }
     fa_buf b;
     fa_buf_init(&b);
     va_list ap;
     va_start(ap, fmt);
     fa_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    fa_gate_check *c = &r->checks[r->n_checks];
-    memset(c, 0, sizeof *c);
-    c->id = fa_arena_strdup(r->arena, id);
-    c->category = "trace";
-    c->name = fa_arena_strdup(r->arena, name);
-    c->message = fa_arena_strdup(r->arena, b.data ? b.data : "");
-    c->verdict = v;
-    bool oom = b.oom;
+    fa_gate_check *c = b.oom ? NULL : fa_gate_add_check(r, id, "trace", name, v, "%s", b.data ? b.data : "");
     fa_buf_free(&b);
-    if (oom || !c->id || !c->name || !c->message) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    if (!c) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     if (isfinite(ratio)) { /* the change column; one figure per side: no interval */
         c->has_stats = true;
         c->stats.ratio = ratio;
@@ -53,15 +39,7 @@ static fa_status add(fa_ctx *ctx, fa_gate_report *r, const char *id, const char 
         c->stats.runs_base = c->stats.runs_cand = 1;
         c->stats.verdict = v;
     }
-    r->n_checks++;
     return FA_OK;
-}
-
-/* "12.3 us" / "4.567 ms" for a time in ns. */
-static void fmt_ns(char *buf, size_t cap, double ns)
-{
-    if (fabs(ns) >= 1e6) snprintf(buf, cap, "%.3f ms", ns / 1e6);
-    else snprintf(buf, cap, "%.1f us", ns / 1e3);
 }
 
 /* One kernel-time figure per step of each side: fail when the candidate is more than
@@ -72,9 +50,9 @@ static fa_status time_check(fa_ctx *ctx, fa_gate_report *r, const char *id, cons
                             double cand_ns, double step_ns, const char *per)
 {
     char b[32], c[32], d[32];
-    fmt_ns(b, sizeof b, base_ns);
-    fmt_ns(c, sizeof c, cand_ns);
-    fmt_ns(d, sizeof d, cand_ns - base_ns);
+    fa_gate_fmt_time(b, sizeof b, base_ns);
+    fa_gate_fmt_time(c, sizeof c, cand_ns);
+    fa_gate_fmt_time(d, sizeof d, cand_ns - base_ns);
     double ratio = base_ns > 0 ? cand_ns / base_ns : (cand_ns > 0 ? INFINITY : 1.0);
     double cost = step_ns > 0 ? (cand_ns - base_ns) / step_ns : NAN;
     bool slower = ratio > 1 + r->opt.max_regression;

@@ -82,7 +82,7 @@ fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why
 }
 
 /* t, right-aligned against y (rank ry), has y->dims[axis] elements at `axis` and 1 elsewhere. */
-static bool is_axis_vector(const fa_tensor *t, const fa_tensor *y, int axis)
+bool fa_cuda_axis_vector(const fa_tensor *t, const fa_tensor *y, int axis)
 {
     if (!t || !y || t->rank > y->rank || axis < 0 || axis >= y->rank) return false;
     int off = y->rank - t->rank;
@@ -120,7 +120,7 @@ void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *s
     for (int k = 0; k < np; k++)
         if (fa_post_op_is_binary(q->post_ops[k].kind) && q->post_ops[k].operand == 2) input2_is_operand = true;
     const fa_tensor *b = n->n_inputs > 2 && !input2_is_operand ? fa_graph_in(g, n, 2) : NULL;
-    if (b) q->anchor_bias = is_axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
+    if (b) q->anchor_bias = fa_cuda_axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
     for (int k = 0; k < np; k++)
-        scratch[k] = fa_post_op_is_binary(q->post_ops[k].kind) && is_axis_vector(fa_graph_in(g, n, q->post_ops[k].operand), y, axis);
+        scratch[k] = fa_post_op_is_binary(q->post_ops[k].kind) && fa_cuda_axis_vector(fa_graph_in(g, n, q->post_ops[k].operand), y, axis);
 }

@@ -53,4 +53,8 @@ fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why
  * post-op). */
 void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *scratch, fa_cuda_epilogue_query *q);
 
+/* Whether t holds one value per index of y's axis `axis` (aligned right to left, every other
+ * dim 1): a bias vector for that axis, as the cuda library epilogues take one. */
+bool fa_cuda_axis_vector(const fa_tensor *t, const fa_tensor *y, int axis);
+
 #endif
