@@ -112,6 +112,8 @@ typedef struct fa_generated {
                               but for its name and comments (a repeated layer): compiled once, bin
                               is out[k'].bin (owned there: free it once) and why its reason */
     fa_codegen_info info;  /* name, block size, grid (valid when generated) */
+    fa_layout layout;      /* the layout it was generated for (fa_layout_of_generated on the target's
+                              plan of g; PLAIN where the generator cannot emit that one) */
     bool generated;        /* the source was generated (and written, with an out_dir) */
     char why[256];         /* on failure: fa_codegen's or the write's message when !generated, else the
                               compiler's diagnostics about this kernel */
@@ -122,6 +124,10 @@ typedef struct fa_generated {
  * repeated layers share one binary, so the compile grows with the distinct kernels, not with the
  * model's depth). Used by the applier (compile_generated) and by the kernel probe
  * (applier/probe.c), so the two build a plan's kernels alike. out[k] gets cluster ci[k]'s result.
+ * Each kernel is generated for the layout the target's plan of g (fa_layout_plan_make: every node
+ * in its preferred layout, where a convolution's is decided) gives its inputs
+ * (fa_layout_of_generated): a chain between blocked oneDNN primitives reads and writes their
+ * layout, with no reorder around it.
  * Returns FA_OK, FA_ERR_NOMEM, or the compiler's own failure (no compiler, a cache folder another
  * user can write: fa_target_fused_compile's status, message in ctx); then no out[k] holds a binary. */
 fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,

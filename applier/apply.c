@@ -142,6 +142,8 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
     char **errs = calloc((size_t)n + 1, sizeof *errs);
     char **keys = calloc((size_t)n + 1, sizeof *keys); /* by compiled source j: kernel_text_key */
     fa_status s = srcs && bufs && which && got && errs && keys ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    fa_layout_plan lp = {0}; /* where the target's plan keeps g's tensors (all PLAIN without layouts) */
+    if (!s && n > 0) s = fa_layout_plan_make(ctx, t, g, &lp);
     int m = 0;
     for (int k = 0; k < n; k++) {
         memset(&out[k], 0, sizeof out[k]);
@@ -155,7 +157,14 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
             break;
         }
         fa_buf_init(&bufs[m]);
-        fa_status cs = fa_codegen(cctx, g, c, fa_target_kernel_lang(t), p->hash, &bufs[m], &out[k].info);
+        fa_kernel_desc d;
+        fa_cluster_kernel_desc(c, &d);
+        d.layout = fa_layout_of_generated(g, lp.layout, c->inputs, c->n_inputs, c->outputs, c->n_outputs);
+        const char *lwhy = NULL;
+        if (d.layout != FA_LAYOUT_PLAIN && !fa_codegen_kernel_supported(g, &d, fa_target_kernel_lang(t), &lwhy))
+            d.layout = FA_LAYOUT_PLAIN; /* not generated in that layout: plain, its reorders planned around it */
+        out[k].layout = d.layout;
+        fa_status cs = fa_codegen_kernel(cctx, g, &d, fa_target_kernel_lang(t), p->hash, &bufs[m], &out[k].info);
         if (!cs) cs = fa_apply_write_kernel_source(cctx, out_dir, out[k].info.name, ext, &bufs[m]);
         if (cs) {
             snprintf(out[k].why, sizeof out[k].why, "%s", fa_ctx_errmsg(cctx));
@@ -186,7 +195,7 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
             continue;
         }
         srcs[m] = (fa_fused_source){bufs[m].data, bufs[m].len, out[k].info.name, c->n_inputs, c->n_outputs,
-                                    out[k].info.block_size, out[k].info.grid};
+                                    out[k].info.block_size, out[k].info.grid, d.layout};
         which[m++] = k;
     }
     if (!s && m > 0)
@@ -207,6 +216,7 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
             out[k].bin = out[out[k].same_as].bin;
             if (!out[k].bin) snprintf(out[k].why, sizeof out[k].why, "%s", out[out[k].same_as].why);
         }
+    fa_layout_plan_free(&lp);
     free(srcs);
     free(bufs);
     free(which);

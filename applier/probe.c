@@ -27,6 +27,7 @@ typedef struct probe_entry {
     double fns[FA_PROBE_REPS * FA_PROBE_VISITS], uns[FA_PROBE_REPS * FA_PROBE_VISITS];
     char kname[80], impl[64], lays[160];
     int threads;
+    fa_layout gen_layout;       /* the layout that kernel reads and writes (PLAIN for a library one) */
     const fa_fused_binary *bin; /* a generated kernel's compiled binary (chains, reductions,
                                horizontal groups; owned by the probe's compiled table); NULL for
                                a library kernel */
@@ -47,10 +48,12 @@ struct fa_kernel_probe {
     int built, reused, over_budget;
     char *cache_dir;        /* the generated kernels' compile cache (NULL: the target's default) */
     uint64_t cache_max_bytes;
-    struct compiled {       /* generated kernels by fa_cluster_signature (their source does not
-                               depend on boundary layouts: the kernel reads and writes plain) */
+    struct compiled {       /* generated kernels by fa_cluster_signature (a kernel of another
+                               layout than a later cluster's plan gives is still correct: the
+                               executor plans reorders around the layout it declares) */
         char *signature;
         fa_fused_binary *bin; /* NULL: could not be built (why says so) */
+        fa_layout layout;     /* what it reads and writes (fa_generated.layout) */
         bool shared;          /* bin is an earlier entry's (the same code: fa_generated.same_as) */
         char why[200];
     } *cm;
@@ -189,6 +192,7 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
         }
         pr->n_cm++;
         c->bin = gen[k].bin;
+        c->layout = gen[k].layout;
         c->shared = gen[k].same_as >= 0;
         gen[k].bin = NULL;
         if (!c->bin)
@@ -240,7 +244,7 @@ int fa_kernel_probe_prepare(void *user, const fa_graph *g, const fa_plan *p)
 /* The compiled generated kernel of cluster ci of p (signature sig): from the table, else
  * compiled now on its own. NULL with why set when it cannot be generated or built. */
 static const fa_fused_binary *generated_kernel(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci,
-                                               const char *sig, const char **why)
+                                               const char *sig, const char **why, fa_layout *layout)
 {
     struct compiled *c = compiled_of(pr, sig);
     if (!c) {
@@ -253,6 +257,7 @@ static const fa_fused_binary *generated_kernel(fa_ctx *cx, fa_kernel_probe *pr, 
         c = compiled_of(pr, sig);
     }
     *why = c ? c->why : "out of memory";
+    *layout = c ? c->layout : FA_LAYOUT_PLAIN;
     return c ? c->bin : NULL;
 }
 
@@ -316,8 +321,8 @@ static probe_entry *remember(fa_kernel_probe *p, const char *key)
 
 /* Cluster ci of p's fused sub-graph (fa_fused_graph_scoped: its BN fold applied) with its boundary
  * layouts from pr->layout (*in_l, *out_l; lays their names, the cache key's second half). */
-static fa_status build_fused(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci, fa_graph **gf,
-                             fa_layout **in_l, fa_layout **out_l, char *lays, size_t lays_cap)
+static fa_status build_fused(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, int ci, fa_layout gen_layout,
+                             fa_graph **gf, fa_layout **in_l, fa_layout **out_l, char *lays, size_t lays_cap)
 {
     const fa_cluster *c = &p->clusters[ci];
     int ids[1] = {c->id};
@@ -326,10 +331,11 @@ static fa_status build_fused(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g,
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, true, -1, 0, c->outputs, c->n_outputs, gf);
     if (!s) s = fa_apply_boundary_layouts(cx, g, *gf, g == pr->g ? pr->layout : NULL, NULL, in_l, out_l, &unknown, judged,
                                           sizeof judged);
-    /* a generated kernel writes plain tensors, and the fused plan keeps them so (the applier's
-     * plan layouts: its consumers read them plain); the unfused graph's plan would have the
-     * members' last op write them blocked */
-    for (int k = 0; !s && fa_apply_needs_codegen(c) && k < (*gf)->n_outputs; k++) (*out_l)[k] = FA_LAYOUT_PLAIN;
+    /* a generated kernel writes its output in the layout it was generated for (gen_layout:
+     * fa_layout_of_generated, PLAIN where it reads plain tensors), and the fused plan keeps it
+     * there (the applier's plan layouts: its consumers read it from there), where the unfused
+     * graph's plan would have the members' last op write it */
+    for (int k = 0; !s && fa_apply_needs_codegen(c) && k < (*gf)->n_outputs; k++) (*out_l)[k] = gen_layout;
     size_t lw = 0;
     lays[0] = 0;
     for (int k = 0; !s && k < (*gf)->n_inputs + (*gf)->n_outputs && lw < lays_cap; k++)
@@ -414,7 +420,14 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     bool ok = false;
     uint64_t t0 = fa_now_ns();
     char lays[160] = "";
-    fa_status s = cx ? build_fused(cx, pr, g, p, ci, &gf, &in_l, &out_l, lays, sizeof lays) : FA_ERR_NOMEM;
+    /* a generated kernel first: its layout is its output's boundary layout, part of the key */
+    fa_layout gl = FA_LAYOUT_PLAIN;
+    const fa_fused_binary *gbin = NULL;
+    const char *why = NULL;
+    bool gen_needed = fa_apply_needs_codegen(&p->clusters[ci]);
+    if (cx && gen_needed && (compiled_of(pr, signature) || pr->spent_ns < pr->budget_ns))
+        gbin = generated_kernel(cx, pr, g, p, ci, signature, &why, &gl);
+    fa_status s = cx ? build_fused(cx, pr, g, p, ci, gl, &gf, &in_l, &out_l, lays, sizeof lays) : FA_ERR_NOMEM;
     snprintf(key, key_cap, "%s|%s", signature, lays);
     const probe_entry *hit = s ? NULL : find(pr, key);
     if (hit) {
@@ -435,10 +448,8 @@ static bool measure(fa_kernel_probe *pr, const fa_graph *g, const fa_plan *p, in
     probe_entry tmp;
     memset(&tmp, 0, sizeof tmp);
     int n = 0;
-    const char *why = NULL;
-    if (!s && fa_apply_needs_codegen(&p->clusters[ci]) &&
-        !(tmp.bin = generated_kernel(cx, pr, g, p, ci, signature, &why)))
-        s = fa_ctx_error(cx, FA_ERR_INPUT, "its generated kernel %s", why);
+    tmp.gen_layout = gl;
+    if (!s && gen_needed && !(tmp.bin = gbin)) s = fa_ctx_error(cx, FA_ERR_INPUT, "its generated kernel %s", why ? why : "was not built");
     if (!s) s = time_visit(cx, pr, g, p, ci, gf, in_l, out_l, &tmp, &n);
     pr->spent_ns += fa_now_ns() - t0;
     probe_entry *e = remember(pr, key);
@@ -501,7 +512,8 @@ int fa_kernel_probe_revisit(void *user, const fa_plan *p)
         view.n_clusters = e->ci + 1;
         fa_buf key;
         fa_buf_init(&key);
-        fa_status s = cx ? build_fused(cx, pr, e->g, &view, e->ci, &gf, &in_l, &out_l, lays, sizeof lays) : FA_ERR_NOMEM;
+        fa_status s = cx ? build_fused(cx, pr, e->g, &view, e->ci, e->gen_layout, &gf, &in_l, &out_l, lays, sizeof lays)
+                         : FA_ERR_NOMEM;
         /* the same signature and layouts as when first probed (the array could be a new plan's at
          * the old address): else it is not this entry's cluster */
         if (!s) {

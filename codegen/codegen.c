@@ -11,6 +11,7 @@
 #include "codegen/codegen-impl.h"
 #include "graph/op_math.h"
 #include "runtime/cuda_reduce.h"
+#include "runtime/layout.h"
 
 enum { LANG_C = 0, LANG_CUDA = 1 };
 enum { LV_ROW = 1, LV_FULL = 2 };               /* value depends on the row only / on (row, j) */
@@ -839,6 +840,19 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
     }
     if (c->n_members <= 0 || c->n_outputs <= 0)
         return cg_fail(b, "empty cluster", "cluster %d has no members or no outputs", c->id);
+    if (c->layout != FA_LAYOUT_PLAIN) { /* the blocked emitter's domain (codegen.h, fa_kernel_desc.layout) */
+        if ((unsigned)c->layout >= FA_LAYOUT_COUNT)
+            return cg_fail(b, "unknown layout", "cluster %d: layout %d out of range", c->id, (int)c->layout);
+        if (lang == LANG_CUDA)
+            return cg_fail(b, "the CUDA generator reads and writes plain tensors only",
+                           "cluster %d: no CUDA emitter for layout %s", c->id, fa_layout_name(c->layout));
+        const fa_tensor *y = c->outputs[0] >= 0 && c->outputs[0] < g->n_tensors ? g->tensors[c->outputs[0]] : NULL;
+        if (c->kind != FA_KERNEL_ELEMENTWISE || c->n_outputs != 1 || !y || y->rank != 4 || y->dtype != FA_DTYPE_FLOAT ||
+            fa_tensor_numel(y) <= 0)
+            return cg_fail(b, "only an elementwise chain with one rank-4 float output is generated in a blocked layout",
+                           "cluster %d: layout %s needs an elementwise chain with one rank-4 float output", c->id,
+                           fa_layout_name(c->layout));
+    }
     b->tval = malloc((size_t)g->n_tensors * sizeof *b->tval);
     b->tin = malloc((size_t)g->n_tensors * sizeof *b->tin);
     if (!b->tval || !b->tin) return cg_fail(b, "out of memory", "out of memory");
@@ -922,6 +936,13 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
                 return cg_fail(b, "an output changes the shape", "output '%s' has %lld elements; rows x row = %lld x %lld",
                                o->name, (long long)ne, (long long)b->rows, (long long)b->rowlen);
         }
+    }
+    for (int i = 0; c->layout != FA_LAYOUT_PLAIN && i < c->n_inputs; i++) { /* a reorder moves float tensors only */
+        const fa_tensor *t = g->tensors[c->inputs[i]];
+        if (t->dtype != FA_DTYPE_FLOAT && fa_layout_operand_follows(t, g->tensors[c->outputs[0]]))
+            return cg_fail(b, "an input that follows a blocked layout is not float32",
+                           "cluster %d: input '%s' is %s and would be read in %s", c->id, t->name, fa_dtype_name(t->dtype),
+                           fa_layout_name(c->layout));
     }
     /* liveness: mark what the outputs need */
     for (int i = 0; i < c->n_outputs; i++) b->v[b->tval[c->outputs[i]]].needed = true;
@@ -1146,6 +1167,99 @@ static bool emit_tiled(fa_buf *o, const cg *b)
     fa_buf_puts(o, "        }\n    }\n");
     free(st);
     return true;
+}
+
+/* The elementwise loop on a blocked layout (fa_kernel_desc.layout; cg_build checked the
+ * cluster: one rank-4 float output of dims N, C, H, W = the loop shape). The layout is nChw<B>c
+ * with B = 8 or 16, and nhwc taken as nChw<C>c (one block of all C channels: the same offsets,
+ * no padding). Element (n, c, h, w) of a tensor of dims N', C', H', W' in the layout lies at
+ * (((n'·CB' + c / B)·H' + h')·W' + w')·B + c % B, CB' = ceil(C' / B), a broadcast dim's
+ * coordinate 0 (oneDNN "Understanding Memory Formats": nChw16c is the 5-D array
+ * [N][ceil(C/16)][H][W][16], the padded channels of the last block zero). The loop runs over
+ * the output's blocks (n, cb, h, w) and within a block over the lim = min(B, C − cb·B) real
+ * channels: an input that follows (fa_layout_operand_follows) is read at its blocked offset,
+ * every other one plain at its broadcast offset of (n, cb·B + j, h, w); the block's padded
+ * channels [lim, B) are stored 0 — nothing is read for them — so a convolution after it that
+ * multiplies them by its zero-padded weights gets 0, never NaN. */
+static void emit_blocked(fa_buf *o, const cg *b)
+{
+    const fa_kernel_desc *c = b->c;
+    const int64_t N = b->rdims[0], C = b->rdims[1], H = b->rdims[2], W = b->rdims[3];
+    const int64_t B = c->layout == FA_LAYOUT_NHWC ? C : fa_layout_channel_block(c->layout), CB = (C + B - 1) / B;
+    const fa_tensor *y = b->g->tensors[c->outputs[0]];
+    fa_buf_printf(o, "    /* %s: %lld x %lld blocks x %lld x %lld of %lld channels; C = %lld%s */\n",
+                  fa_layout_name(c->layout), (long long)N, (long long)CB, (long long)H, (long long)W, (long long)B,
+                  (long long)C, CB * B != C ? " (the last block's padded channels stored 0)" : "");
+    fa_buf_printf(o, "    const int64_t nblk = %lld;\n", (long long)(N * CB * H * W));
+    fa_buf_printf(o, "#pragma omp parallel for num_threads(threads) if(nblk * %lld > 16384) schedule(static)\n", (long long)B);
+    fa_buf_puts(o, "    for (int64_t blk = 0; blk < nblk; blk++) {\n");
+    fa_buf_printf(o, "        const int64_t w = blk %% %lld, h = blk / %lld %% %lld, cb = blk / %lld %% %lld, n = blk / %lld;\n",
+                  (long long)W, (long long)W, (long long)H, (long long)(W * H), (long long)CB, (long long)(W * H * CB));
+    fa_buf_puts(o, "        (void)w, (void)h, (void)n, (void)cb;\n");
+    if (CB * B != C) fa_buf_printf(o, "        const int64_t lim = %lld - cb * %lld < %lld ? %lld - cb * %lld : %lld;\n", (long long)C,
+                                   (long long)B, (long long)B, (long long)C, (long long)B, (long long)B);
+    else fa_buf_printf(o, "        const int64_t lim = %lld;\n", (long long)B);
+    int64_t *cst = calloc((size_t)b->nv + 1, sizeof *cst); /* by load: its stride along the channels of a block */
+    for (int i = 0; cst && i < b->nv; i++) {
+        const cg_val *v = &b->v[i];
+        if (!v->needed || v->kind != VK_LOAD) continue;
+        const fa_tensor *t = b->g->tensors[c->inputs[v->input]];
+        char ro[CG_EXPR];
+        if (fa_layout_operand_follows(t, y)) { /* its own blocked offset of (n, cb, h, w): a broadcast dim's coordinate 0 */
+            int64_t th = t->dims[2], tw = t->dims[3];
+            char e[CG_EXPR];
+            if (t->dims[0] > 1) snprintf(e, sizeof e, "n * %lld + cb", (long long)CB);
+            else snprintf(e, sizeof e, "cb");
+            if (th > 1 || tw > 1) {
+                char f[CG_EXPR];
+                snprintf(f, sizeof f, "%s", e);
+                if (th > 1) snprintf(e, sizeof e, "(%s) * %lld + h", f, (long long)th);
+                snprintf(f, sizeof f, "%s", e);
+                if (tw > 1) snprintf(e, sizeof e, "(%s) * %lld + w", f, (long long)tw);
+                else if (th > 1) snprintf(e, sizeof e, "%s", f);
+                else snprintf(e, sizeof e, "%s", f);
+            }
+            snprintf(ro, sizeof ro, "(%s) * %lld", e, (long long)B);
+            cst[i] = 1;
+        } else { /* plain at its broadcast offset of (n, cb·B + j, h, w) */
+            int64_t st[FA_MAX_RANK];
+            bstrides(t->rank, t->dims, 4, b->rdims, st);
+            const char *var[4] = {"n", "cb", "h", "w"};
+            int64_t mul[4] = {st[0], B * st[1], st[2], st[3]};
+            ro[0] = 0;
+            for (int k = 0; k < 4; k++) {
+                if (mul[k] == 0) continue;
+                char term[64];
+                if (mul[k] == 1) snprintf(term, sizeof term, "%s%s", ro[0] ? " + " : "", var[k]);
+                else snprintf(term, sizeof term, "%s%s * %lld", ro[0] ? " + " : "", var[k], (long long)mul[k]);
+                cat(ro, sizeof ro, term);
+            }
+            if (!ro[0]) snprintf(ro, sizeof ro, "0");
+            cst[i] = st[1];
+        }
+        fa_buf_printf(o, "        const int64_t ro%d = %s;\n", i, ro);
+    }
+    fa_buf_printf(o, "        float *restrict ob = out0 + blk * %lld;\n", (long long)B);
+    fa_buf_puts(o, "#pragma omp simd\n        for (int64_t j = 0; j < lim; j++) {\n");
+    for (int i = 0; i < b->nv; i++) {
+        const cg_val *v = &b->v[i];
+        if (!v->needed) continue;
+        if (v->kind == VK_LOAD) {
+            int64_t cs = cst ? cst[i] : 0;
+            char idx[96];
+            if (cs == 0) snprintf(idx, sizeof idx, "ro%d", i);
+            else if (cs == 1) snprintf(idx, sizeof idx, "ro%d + j", i);
+            else snprintf(idx, sizeof idx, "ro%d + j * %lld", i, (long long)cs);
+            fa_buf_printf(o, "            const %s v%d = in%d[%s]%s;\n", v->is_bool ? "int" : "float", i, v->input, idx,
+                          v->is_bool ? " != 0" : "");
+        } else {
+            stmt(o, b, i, "            ", false);
+        }
+    }
+    fa_buf_printf(o, "            ob[j] = v%d;\n        }\n", b->tval[c->outputs[0]]);
+    if (CB * B != C) fa_buf_printf(o, "        for (int64_t j = lim; j < %lld; j++) ob[j] = 0.0f;\n", (long long)B);
+    fa_buf_puts(o, "    }\n");
+    free(cst);
 }
 
 /* Mark in `set` the FULL-level values that value `root` needs inside a j loop. A value buffered by
@@ -1458,6 +1572,9 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, co
         if (b.rowk) {
             emit_row(&o, &b, lang, 0);
             inf.work_items = b.rows;
+        } else if (c->layout != FA_LAYOUT_PLAIN) {
+            emit_blocked(&o, &b);
+            inf.work_items = b.n;
         } else {
             bool fast = fast_path(&b);
             if (!fast && emit_tiled(&o, &b)) {

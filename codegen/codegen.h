@@ -15,8 +15,9 @@
  *
  *     void NAME(const void *const *in, void *const *out, int threads);
  *
- * in[i] is the data of desc->inputs[i] (row-major, dtype of that tensor), out[j] the preallocated
- * buffer of desc->outputs[j]. The kernel may use OpenMP with `threads` threads. The first line of
+ * in[i] is the data of desc->inputs[i] (row-major, dtype of that tensor; in desc->layout for an
+ * input that follows it), out[j] the preallocated buffer of desc->outputs[j] (in desc->layout,
+ * channels padded to its block). The kernel may use OpenMP with `threads` threads. The first line of
  * the source is a comment saying it is generated, by which fuse-advise version, from which
  * plan hash and cluster id.
  *
@@ -65,6 +66,16 @@ typedef struct fa_kernel_desc {
     int n_inputs;
     const int *outputs;      /* tensor ids */
     int n_outputs;
+    /* The layout the kernel reads its following inputs and writes its output in
+     * (fa_layout_of_generated decides it from the target's plan). PLAIN (0): row-major, as
+     * ONNX defines every tensor. nChw8c / nChw16c / nhwc (ELEMENTWISE, one rank-4 float output,
+     * C only): the loop runs over the output's blocks, an input that follows
+     * (fa_layout_operand_follows: an activation of the output's channels, each other dim the
+     * output's or 1) is read at its own blocked offset of the element's (n, c, h, w), every
+     * other input (constants, lower-rank operands) plain at its broadcast offset; the padded
+     * channels of the last block (C not a multiple of the block) are written 0 and no input is
+     * read for them. The CUDA generator refuses any layout but PLAIN. */
+    fa_layout layout;
 } fa_kernel_desc;
 
 typedef struct fa_codegen_info {

@@ -23,6 +23,9 @@ typedef struct fa_fused_source {
     int n_in, n_out;         /* pointer parameters: one per cluster input, then per output */
     int block_size;          /* threads per block (CUDA; 0 on cpu) */
     int64_t grid;            /* blocks (CUDA; 0 on cpu) */
+    fa_layout layout;        /* the layout the kernel reads its following inputs and writes its
+                                output in (fa_kernel_desc.layout; PLAIN: plain tensors); its
+                                executor kernel declares it (fa_custom_kernel.layout) */
 } fa_fused_source;
 
 /* Registers and memory of one compiled kernel, from the compiler's own report (ptxas -v). */

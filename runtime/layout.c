@@ -21,6 +21,30 @@ static fa_status add_reorder(fa_ctx *ctx, fa_layout_plan *p, int *cap, int tenso
     return FA_OK;
 }
 
+bool fa_layout_operand_follows(const fa_tensor *x, const fa_tensor *y)
+{
+    if (!x || !y || (x->flags & FA_TENSOR_CONST) || x->rank != y->rank || x->rank < 3 || x->dims[1] != y->dims[1]) return false;
+    for (int d = 0; d < x->rank; d++)
+        if (x->dims[d] != y->dims[d] && x->dims[d] != 1) return false;
+    return true;
+}
+
+fa_layout fa_layout_of_generated(const fa_graph *g, const fa_layout *tensor_layout, const int *inputs, int n_inputs,
+                                 const int *outputs, int n_outputs)
+{
+    if (!tensor_layout || n_outputs != 1 || outputs[0] < 0 || outputs[0] >= g->n_tensors) return FA_LAYOUT_PLAIN;
+    const fa_tensor *y = g->tensors[outputs[0]];
+    if (y->rank != 4 || y->dtype != FA_DTYPE_FLOAT) return FA_LAYOUT_PLAIN;
+    for (int i = 0; i < n_inputs; i++) { /* as the executor's rule for every op but a conv: it follows a blocked input */
+        int x = inputs[i];
+        if (x < 0 || x >= g->n_tensors || g->tensors[x]->dtype != FA_DTYPE_FLOAT || !fa_layout_operand_follows(g->tensors[x], y))
+            continue;
+        fa_layout l = tensor_layout[x];
+        if (l != FA_LAYOUT_PLAIN && (unsigned)l < FA_LAYOUT_COUNT) return l;
+    }
+    return FA_LAYOUT_PLAIN;
+}
+
 bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i)
 {
     if (i < 0 || i >= n->n_inputs || n->inputs[i] < 0 || n->n_outputs < 1 || n->outputs[0] < 0) return i == 0;
@@ -31,15 +55,12 @@ bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i)
      * input it is: a channel-blocked layout blocks its channels the same way), never a
      * [N,1,H,W] or lower-rank operand */
     const fa_op *op = fa_op_find(n->domain, n->op_type);
-    bool bcast = op && op->pattern == FA_PATTERN_BROADCAST;
+    /* a generated kernel (FusedKernel) reads its operands as an elementwise broadcast does
+     * (codegen/ emits the same rule through fa_layout_operand_follows) */
+    bool bcast = (op && op->pattern == FA_PATTERN_BROADCAST) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedKernel"));
     if (i == 0 && !bcast) return true;
+    if (bcast) return fa_layout_operand_follows(x, y);
     if ((x->flags & FA_TENSOR_CONST) || x->rank != y->rank || x->rank < 3) return false;
-    if (bcast) {
-        if (x->dims[1] != y->dims[1]) return false;
-        for (int d = 0; d < x->rank; d++)
-            if (x->dims[d] != y->dims[d] && x->dims[d] != 1) return false;
-        return true;
-    }
     bool concat = !*n->domain && !strcmp(n->op_type, "Concat");
     for (int d = 0; d < x->rank; d++)
         if (x->dims[d] != y->dims[d] && !(d == 1 && concat)) return false;

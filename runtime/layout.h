@@ -27,6 +27,21 @@ typedef struct fa_layout_plan {
  * operand, a fused conv's residual) — for Concat, dims equal but on axis 1. Weights, biases and
  * broadcast operands are PLAIN. */
 bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i);
+/* The broadcast rule of fa_layout_input_follows: operand x of an elementwise kernel writing y is
+ * read in the kernel's layout when it is a non-constant activation of y's rank (>= 3) with y's
+ * channels (dim 1) and every other dim y's or 1 (the [N, C, 1, 1] scale of a squeeze-excitation
+ * Mul: a channel-blocked layout blocks its channels as y's); else it is read PLAIN. Broadcast ops
+ * and generated kernels (FusedKernel nodes, codegen/'s blocked emitter) both use it. */
+bool fa_layout_operand_follows(const fa_tensor *x, const fa_tensor *y);
+/* The layout a generated elementwise kernel reading tensors inputs[0..n_inputs) and writing
+ * outputs[0..n_outputs) of g is emitted for (fa_kernel_desc.layout), given the layouts the
+ * target's plan gives g's tensors (tensor_layout by tensor id, fa_layout_plan_make's; NULL: a
+ * target without layouts): as the executor places every op but a convolution, the layout of
+ * its first following input (fa_layout_operand_follows) that the plan keeps blocked, so that the
+ * kernel sits between the oneDNN primitives around it with no reorder; PLAIN when none is, or
+ * when the kernel writes more than one output or one that is not a rank-4 float tensor. */
+fa_layout fa_layout_of_generated(const fa_graph *g, const fa_layout *tensor_layout, const int *inputs, int n_inputs,
+                                 const int *outputs, int n_outputs);
 /* The layouts of prepared graph g given each node's layout (node_layout, by node id): node n's
  * kernel reads its following inputs (fa_layout_input_follows) and writes its output 0 in
  * node_layout[n->id], every other input and output PLAIN — but input 0 in node_in0[n->id] when

@@ -32,20 +32,6 @@ typedef struct fa_exec_observer {
     void (*kernel_end)(void *user, const fa_node *n, const char *kernel_name);
 } fa_exec_observer;
 
-/* A kernel supplied from outside the registry (the applier's fused kernels). */
-typedef struct fa_custom_kernel {
-    const char *name;      /* kernel name recorded by the collector; must outlive the executor */
-    fa_status (*run)(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
-                     fa_value *out, int n_out, int threads);
-    void (*destroy)(void *state); /* may be NULL */
-    void *state;
-} fa_custom_kernel;
-
-/* Asked once per live node at executor creation, before the built-in kernels: set *provided and
- * fill *out to take the node. Errors abort executor creation. */
-typedef fa_status (*fa_kernel_provider)(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n,
-                                        fa_custom_kernel *out, bool *provided);
-
 /* Activation layouts (oneDNN format tags). A target's kernels may prefer a blocked layout
  * between its own kernels (ONNX Runtime's NCHWc); tensors crossing a graph boundary are PLAIN
  * unless the executor is told otherwise (fa_exec_options.input_layouts / output_layouts). Stored
@@ -63,6 +49,25 @@ const char *fa_layout_name(fa_layout l); /* "plain", "nChw8c", "nChw16c", "nhwc"
  * nhwc (no padding). A buffer's size, whether a padded tail exists (C % block), and which
  * channel counts split evenly into blocks (Concat) all follow from it. */
 int64_t fa_layout_channel_block(fa_layout l);
+
+/* A kernel supplied from outside the registry (the applier's fused kernels). */
+typedef struct fa_custom_kernel {
+    const char *name;      /* kernel name recorded by the collector; must outlive the executor */
+    fa_status (*run)(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
+                     fa_value *out, int n_out, int threads);
+    void (*destroy)(void *state); /* may be NULL */
+    void *state;
+    /* The layout the kernel reads its following inputs (fa_layout_input_follows) and writes its
+     * output 0 in; the executor plans its reorders around it as for its own kernels (PLAIN, the
+     * zero value: plain tensors only). A generated kernel's is the one codegen emitted it for. */
+    fa_layout layout;
+} fa_custom_kernel;
+
+/* Asked once per live node at executor creation, before the built-in kernels: set *provided and
+ * fill *out to take the node. Errors abort executor creation. */
+typedef fa_status (*fa_kernel_provider)(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n,
+                                        fa_custom_kernel *out, bool *provided);
+
 
 typedef struct fa_exec_options {
     fa_target target;

@@ -421,7 +421,10 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
             kern->run = custom_run;
             kern->destroy = custom_destroy;
             kern->name = ck.name;
-            return FA_OK; /* generated kernels index by position: plain */
+            /* the layout its code was generated for (fa_custom_kernel.layout): its following
+             * inputs are read and its output written there, the reorders planned around it */
+            if ((unsigned)ck.layout < FA_LAYOUT_COUNT) *layout = *in0 = ck.layout;
+            return FA_OK;
         }
     }
     fa_layout want = e->opt.blocked_layouts ? fa_cpu_preferred_layout(g, n) : FA_LAYOUT_PLAIN;
@@ -539,7 +542,13 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
         int y = g->outputs[i];
         e->out_slot[i] = y;
         for (int r = 0; r < nr && e->lp.layout[y] != e->out_layout[i]; r++)
-            if (e->lp.reorders[r].tensor == y && e->lp.reorders[r].to == e->out_layout[i]) e->out_slot[i] = g->n_tensors + r;
+            if (e->lp.reorders[r].tensor == y && e->lp.reorders[r].to == e->out_layout[i]) {
+                /* the copy a consumer in that layout shares with the graph output (one reorder per
+                 * tensor and layout): it lives past the run, as a graph output does, or a later
+                 * tensor takes its bytes before the caller reads them */
+                e->out_slot[i] = g->n_tensors + r;
+                e->slots[g->n_tensors + r].last_use = INT32_MAX;
+            }
     }
     free(topo_of);
     return st;

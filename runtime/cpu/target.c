@@ -69,6 +69,7 @@ static bool cpu_supports_node(const fa_graph *g, const fa_node *n, char *why, si
 
 struct fa_fused_binary {
     fa_compiled *compiled;
+    fa_layout layout; /* the source's (fa_fused_source.layout): what its kernel reads and writes */
 };
 
 static fa_status cpu_fused_compile(fa_ctx *ctx, const fa_fused_compile_options *o, int n, const fa_fused_source *src,
@@ -91,6 +92,7 @@ static fa_status cpu_fused_compile(fa_ctx *ctx, const fa_fused_compile_options *
             continue;
         }
         out[i]->compiled = got[i];
+        out[i]->layout = (unsigned)src[i].layout < FA_LAYOUT_COUNT ? src[i].layout : FA_LAYOUT_PLAIN;
     }
     if (s && got)
         for (int i = 0; i < n; i++) fa_compiled_free(got[i]);
@@ -122,6 +124,7 @@ static fa_status cpu_fused_kernel(fa_ctx *ctx, const fa_fused_binary *b, fa_cust
     out->name = "generated:fused";
     out->run = fused_run;
     out->state = b->compiled; /* borrowed: the binary outlives the executor */
+    out->layout = b->layout;
     return FA_OK;
 }
 

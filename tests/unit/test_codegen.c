@@ -945,6 +945,154 @@ static void test_advisor_clusters_of_corpus_expanded_graphs_match_unfused(void *
     assert_true(clusters >= 60);
 }
 
+
+/* ---- blocked layouts (fa_kernel_desc.layout) ---- */
+
+/* A squeeze-excitation gate as the advisor clusters it: y = x · HardSigmoid(s) + bias, x
+ * [N, C, 3, 5] and the scale s [N, C, 1, 1] activations (both follow a blocked layout), bias a
+ * constant [C, 1, 1] (read plain). C = 20 leaves a padded tail in nChw8c (24) and nChw16c (32). */
+static tc *case_se_gate(int64_t N, int64_t C)
+{
+    tc *t = tc_new(17);
+    int64_t xd[4] = {N, C, 3, 5}, sd[4] = {N, C, 1, 1}, bd[3] = {C, 1, 1};
+    tc_input(t, "x", 4, xd);
+    tc_input(t, "s", 4, sd);
+    float *bias = malloc(sizeof(float) * (size_t)C);
+    for (int64_t c = 0; c < C; c++) bias[c] = 0.25f * (float)(c % 7) - 0.5f;
+    tc_const(t, "bias", 3, bd, bias);
+    free(bias);
+    fa_node *hs = tc_node(t, "HardSigmoid", "s", NULL, NULL, "hs");
+    fa_node_add_attr_float(t->g, hs, "alpha", 1.0f / 6.0f);
+    tc_node(t, "Mul", "x", "hs", NULL, "m");
+    tc_node(t, "Add", "m", "bias", NULL, "y");
+    tc_output(t, "y");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "se gate");
+    return t;
+}
+
+/* Element (n, c, h, w) of a tensor of dims d in layout l (nhwc: one block of C channels). */
+static int64_t blocked_off(fa_layout l, const int64_t *d, int64_t n, int64_t c, int64_t h, int64_t w)
+{
+    int64_t B = l == FA_LAYOUT_NHWC ? d[1] : fa_layout_channel_block(l), CB = (d[1] + B - 1) / B;
+    return (((n * CB + c / B) * d[2] + h) * d[3] + w) * B + c % B;
+}
+
+static int64_t blocked_numel(fa_layout l, const int64_t *d)
+{
+    int64_t B = l == FA_LAYOUT_NHWC ? d[1] : fa_layout_channel_block(l);
+    return d[0] * ((d[1] + B - 1) / B) * B * d[2] * d[3];
+}
+
+/* The SE gate generated for layout l, run on blocked inputs whose padded channels hold NaN into
+ * an output filled with NaN: every real element equals the unfused graph's (plain) and every
+ * padded channel of the output is 0 (none of the NaN was read). */
+static void check_blocked_gate(fa_layout l)
+{
+    const int64_t N = 2, C = 20;
+    tc *t = case_se_gate(N, C);
+    fa_graph *g = t->g;
+    fa_kernel_desc d;
+    fa_cluster_kernel_desc(&t->c, &d);
+    d.layout = l;
+    fa_buf src;
+    fa_buf_init(&src);
+    fa_codegen_info info;
+    if (fa_codegen_kernel(t->ctx, g, &d, FA_KERNEL_LANG_C, PLAN_HASH, &src, &info))
+        fail_msg("codegen %s: %s", fa_layout_name(l), fa_ctx_errmsg(t->ctx));
+    /* the CUDA generator refuses, saying why */
+    fa_buf cu;
+    fa_buf_init(&cu);
+    const char *why = NULL;
+    assert_false(fa_codegen_kernel_supported(g, &d, FA_KERNEL_LANG_CUDA, &why));
+    assert_non_null(strstr(why, "plain tensors only"));
+    assert_int_equal(fa_codegen_kernel(t->ctx, g, &d, FA_KERNEL_LANG_CUDA, PLAN_HASH, &cu, &info), FA_ERR_UNSUPPORTED);
+    fa_buf_free(&cu);
+    if (l == FA_LAYOUT_NCHW16C) golden("elementwise_se_gate_nChw16c.c", &src);
+
+    const fa_tensor *X = g->tensors[fa_graph_find_tensor(g, "x")], *S = g->tensors[fa_graph_find_tensor(g, "s")];
+    int64_t nx = fa_tensor_numel(X), ns = fa_tensor_numel(S);
+    float *x = malloc(sizeof(float) * (size_t)nx), *sv = malloc(sizeof(float) * (size_t)ns);
+    fa_rng r;
+    fa_rng_seed(&r, 11);
+    for (int64_t i = 0; i < nx; i++) x[i] = fa_rng_uniform(&r, -2.0f, 2.0f);
+    for (int64_t i = 0; i < ns; i++) sv[i] = fa_rng_uniform(&r, -4.0f, 4.0f);
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, g, &eo, &e)) fail_msg("exec: %s", fa_ctx_errmsg(t->ctx));
+    fa_value vx = {.data = x, .dtype = FA_DTYPE_FLOAT, .rank = 4}, vs = {.data = sv, .dtype = FA_DTYPE_FLOAT, .rank = 4};
+    memcpy(vx.dims, X->dims, sizeof vx.dims);
+    memcpy(vs.dims, S->dims, sizeof vs.dims);
+    int ix = g->inputs[0] == X->id ? 0 : 1;
+    assert_int_equal(fa_exec_set_input(t->ctx, e, ix, &vx), FA_OK);
+    assert_int_equal(fa_exec_set_input(t->ctx, e, 1 - ix, &vs), FA_OK);
+    assert_int_equal(fa_exec_run(t->ctx, e, NULL), FA_OK);
+    const float *ref = fa_exec_output(e, 0)->data;
+
+    int64_t bx = blocked_numel(l, X->dims), bs = blocked_numel(l, S->dims);
+    float *xb = malloc(sizeof(float) * (size_t)bx), *sb = malloc(sizeof(float) * (size_t)bs), *yb = malloc(sizeof(float) * (size_t)bx);
+    for (int64_t i = 0; i < bx; i++) xb[i] = yb[i] = NAN; /* the padded channels: NaN */
+    for (int64_t i = 0; i < bs; i++) sb[i] = NAN;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++) {
+            sb[blocked_off(l, S->dims, n, c, 0, 0)] = sv[n * C + c];
+            for (int64_t h = 0; h < X->dims[2]; h++)
+                for (int64_t w = 0; w < X->dims[3]; w++)
+                    xb[blocked_off(l, X->dims, n, c, h, w)] = x[((n * C + c) * X->dims[2] + h) * X->dims[3] + w];
+        }
+    const void *in[3];
+    for (int k = 0; k < t->c.n_inputs; k++) {
+        const char *nm = g->tensors[t->c.inputs[k]]->name;
+        in[k] = !strcmp(nm, "x") ? (const void *)xb : !strcmp(nm, "s") ? (const void *)sb : g->tensors[t->c.inputs[k]]->data;
+    }
+    void *out[1] = {yb}, *h;
+    kern_fn fn = (kern_fn)compile_and_load(&src, info.name, &h);
+    fn(in, out, 2);
+    int64_t real = 0;
+    char *is_real = calloc((size_t)bx, 1);
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t c = 0; c < C; c++)
+            for (int64_t hh = 0; hh < X->dims[2]; hh++)
+                for (int64_t w = 0; w < X->dims[3]; w++) {
+                    int64_t o = blocked_off(l, X->dims, n, c, hh, w);
+                    float want = ref[((n * C + c) * X->dims[2] + hh) * X->dims[3] + w];
+                    if (!(fabsf(yb[o] - want) <= 1e-6f * fmaxf(1.0f, fabsf(want))))
+                        fail_msg("%s: y[%lld,%lld,%lld,%lld] = %g, unfused %g", fa_layout_name(l), (long long)n, (long long)c,
+                                 (long long)hh, (long long)w, yb[o], want);
+                    is_real[o] = 1;
+                    real++;
+                }
+    assert_int_equal(real, nx);
+    for (int64_t i = 0; i < bx; i++)
+        if (!is_real[i] && yb[i] != 0.0f) fail_msg("%s: padded channel at %lld holds %g, not 0", fa_layout_name(l), (long long)i, yb[i]);
+    free(is_real);
+    dlclose(h);
+    free(x), free(sv), free(xb), free(sb), free(yb);
+    fa_exec_free(e);
+    fa_buf_free(&src);
+    tc_free(t);
+}
+
+static void test_blocked_se_gate_nChw16c_golden_and_numerics(void **s) { (void)s; check_blocked_gate(FA_LAYOUT_NCHW16C); }
+static void test_blocked_se_gate_nChw8c_odd_channels(void **s) { (void)s; check_blocked_gate(FA_LAYOUT_NCHW8C); }
+static void test_blocked_se_gate_nhwc(void **s) { (void)s; check_blocked_gate(FA_LAYOUT_NHWC); }
+
+/* A view or a second output is not generated blocked, and says why. */
+static void test_blocked_layout_refuses_what_it_cannot_index(void **s)
+{
+    (void)s;
+    tc *t = case_se_gate(1, 20);
+    fa_kernel_desc d;
+    fa_cluster_kernel_desc(&t->c, &d);
+    d.layout = FA_LAYOUT_NCHW8C;
+    int two[2] = {t->c.outputs[0], t->c.outputs[0]};
+    d.outputs = two;
+    d.n_outputs = 2;
+    const char *why = NULL;
+    assert_false(fa_codegen_kernel_supported(t->g, &d, FA_KERNEL_LANG_C, &why));
+    assert_non_null(strstr(why, "one rank-4 float output"));
+    tc_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -956,6 +1104,10 @@ int main(void)
         cmocka_unit_test(test_golden_attention_bert),
         cmocka_unit_test(test_same_cluster_same_bytes_and_header_line),
         cmocka_unit_test(test_unsupported_clusters_say_why),
+        cmocka_unit_test(test_blocked_se_gate_nChw16c_golden_and_numerics),
+        cmocka_unit_test(test_blocked_se_gate_nChw8c_odd_channels),
+        cmocka_unit_test(test_blocked_se_gate_nhwc),
+        cmocka_unit_test(test_blocked_layout_refuses_what_it_cannot_index),
         cmocka_unit_test(test_numerics_elementwise_chain_broadcast),
         cmocka_unit_test(test_numerics_horizontal_pair),
         cmocka_unit_test(test_numerics_every_op_emitter),

@@ -1,0 +1,298 @@
+/* tests/e2e/test_blocked_generated — generated elementwise kernels on the fused plan's blocked
+ * layout (docs/runtime.md "Generated kernels on the blocked layout"): a small CNN with a
+ * squeeze-excitation gate (conv -> GlobalAveragePool -> conv -> HardSigmoid -> Mul) and a
+ * decomposed HardSwish (conv -> x · HardSigmoid(x) -> conv) on 20 channels (a padded tail in
+ * nChw8c and nChw16c). The chains are generated for the layout the plan keeps around them
+ * (fa_layout_of_generated), so the fused graph's executor plans no reorder around them; its
+ * outputs equal the unfused graph's, and the applier verifies every chain. The suite runs once
+ * per layout FA_BLOCKED_LAYOUT forces (tests/CMakeLists.txt). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "advisor/advisor.h"
+#include "applier/applier-impl.h"
+#include "runtime/runtime-impl.h"
+#include "testutil.h"
+
+static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi, int seed)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    float *v = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(v);
+    fa_rng r;
+    fa_rng_seed(&r, (uint64_t)seed);
+    for (int64_t i = 0; i < n; i++) v[i] = fa_rng_uniform(&r, lo, hi);
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(float) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    free(v);
+}
+
+static fa_node *node(fa_ctx *ctx, fa_graph *g, const char *name, const char *op, int n_in, const char *a, const char *b,
+                     const char *c, const char *out)
+{
+    const char *ins[3] = {a, b, c}, *outs[1] = {out};
+    fa_node *n = fa_graph_add_node(ctx, g, name, op, "", n_in, ins, 1, outs);
+    assert_non_null(n);
+    return n;
+}
+
+/* x[1,3,12,12] -> conv0 3x3 (20) -> a; SE: GlobalAveragePool(a) -> conv_se 1x1 (20) -> s ->
+ * HardSigmoid -> hs; m = a · hs; conv1 3x3 (20) -> b; hb = HardSigmoid(b, 1/6, 1/2);
+ * hsw = b · hb (HardSwish); conv2 1x1 (8) -> y. */
+static fa_graph *se_cnn(fa_ctx *ctx)
+{
+    fa_graph *g = fa_graph_create("se_cnn");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {1, 3, 12, 12}, w0[4] = {20, 3, 3, 3}, wse[4] = {20, 20, 1, 1}, w1[4] = {20, 20, 3, 3},
+            w2[4] = {8, 20, 1, 1}, b20[1] = {20};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    add_const(ctx, g, "w0", 4, w0, -0.4f, 0.4f, 1);
+    add_const(ctx, g, "wse", 4, wse, -0.5f, 0.5f, 2);
+    add_const(ctx, g, "bse", 1, b20, -0.5f, 0.5f, 3);
+    add_const(ctx, g, "w1", 4, w1, -0.2f, 0.2f, 4);
+    add_const(ctx, g, "w2", 4, w2, -0.3f, 0.3f, 5);
+    const int64_t pads[4] = {1, 1, 1, 1};
+    fa_node_add_attr_ints(g, node(ctx, g, "conv0", "Conv", 2, "x", "w0", NULL, "a"), "pads", pads, 4);
+    node(ctx, g, "gap", "GlobalAveragePool", 1, "a", NULL, NULL, "g");
+    node(ctx, g, "conv_se", "Conv", 3, "g", "wse", "bse", "s");
+    node(ctx, g, "hsig", "HardSigmoid", 1, "s", NULL, NULL, "hs");
+    node(ctx, g, "scale", "Mul", 2, "a", "hs", NULL, "m");
+    fa_node_add_attr_ints(g, node(ctx, g, "conv1", "Conv", 2, "m", "w1", NULL, "b"), "pads", pads, 4);
+    fa_node *hb = node(ctx, g, "hsig2", "HardSigmoid", 1, "b", NULL, NULL, "hb");
+    fa_node_add_attr_float(g, hb, "alpha", 1.0f / 6.0f);
+    node(ctx, g, "hswish", "Mul", 2, "b", "hb", NULL, "hsw");
+    node(ctx, g, "conv2", "Conv", 2, "hsw", "w2", NULL, "y");
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "b")); /* read by the caller too: no conv1 epilogue */
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("prepare: %s", fa_ctx_errmsg(ctx));
+    return g;
+}
+
+static fa_plan *advise_cpu(fa_ctx *ctx, const fa_graph *g)
+{
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(ctx, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(ctx));
+    return p;
+}
+
+/* The provider of the test's fused graph: each FusedKernel node its cluster's compiled kernel. */
+typedef struct provided {
+    const fa_target_iface *t;
+    const fa_plan *p;
+    const int *ci;
+    const fa_generated *gen;
+    int n;
+} provided;
+
+static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out, bool *ok)
+{
+    const provided *pv = user;
+    (void)g;
+    *ok = false;
+    if (strcmp(n->op_type, "FusedKernel")) return FA_OK;
+    int64_t cid = fa_node_attr_int(n, "cluster", -1);
+    for (int k = 0; k < pv->n; k++)
+        if (pv->p->clusters[pv->ci[k]].id == cid) {
+            assert_non_null(pv->gen[k].bin);
+            *ok = true;
+            return fa_target_fused_kernel(ctx, pv->t, pv->gen[k].bin, out);
+        }
+    return fa_ctx_error(ctx, FA_ERR_INTERNAL, "no kernel for cluster %lld", (long long)cid);
+}
+
+static double max_rel(const fa_value *a, const fa_value *b)
+{
+    int64_t n = fa_value_numel(a);
+    assert_int_equal(n, fa_value_numel(b));
+    double md = 0, mb = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double x = ((const float *)a->data)[i], y = ((const float *)b->data)[i];
+        if (isnan(x) || isnan(y)) return INFINITY;
+        md = fmax(md, fabs(x - y));
+        mb = fmax(mb, fabs(y));
+    }
+    return md / fmax(mb, 1e-12);
+}
+
+/* The reorders one run executes, by the name the executor gives their node ("reorder(TENSOR)"). */
+typedef struct reorders {
+    char name[16][64];
+    int n;
+} reorders;
+
+static void on_kernel(void *user, const fa_node *n, const char *kernel)
+{
+    reorders *r = user;
+    (void)kernel;
+    if (strcmp(n->op_type, "Reorder") || r->n >= 16) return;
+    snprintf(r->name[r->n++], sizeof r->name[0], "%s", n->name);
+}
+
+/* The two chains are generated for the plan's blocked layout, and the fused graph with them runs
+ * with no reorder but the graph outputs' (conv2 and conv1 write them blocked; the caller reads them plain), the
+ * chains' inputs and outputs in that layout; the outputs equal the unfused graph's. */
+static void test_chains_sit_between_blocked_convs_without_reorders(void **s)
+{
+    (void)s;
+    fa_layout L = fa_cpu_blocked_layout();
+    if (L == FA_LAYOUT_PLAIN) skip(); /* FA_BLOCKED_LAYOUT=plain or no oneDNN: nothing is blocked */
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = se_cnn(ctx);
+    fa_plan *p = advise_cpu(ctx, g);
+    int ci[8], n = 0;
+    for (int i = 0; i < p->n_clusters && n < 8; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        printf("cluster %d %s %s: %s\n", c->id, fa_cluster_kind_name(c->kind), c->label ? c->label : "",
+               fa_cluster_status_name(c->status));
+        if (c->kind == FA_CLUSTER_ELEMWISE_CHAIN && c->status == FA_CLUSTER_PROPOSED) ci[n++] = i;
+    }
+    assert_int_equal(n, 2); /* HardSigmoid -> Mul twice */
+    const fa_target_iface *t = NULL;
+    assert_int_equal(fa_target_resolve(ctx, FA_TARGET_CPU, &t), FA_OK);
+    fa_generated gen[8];
+    fa_fused_compile_options co = {fa_test_path(fa_test_tmpdir(), "kcache"), 0, NULL};
+    assert_int_equal(fa_apply_generate_batch(ctx, t, g, p, ci, n, &co, NULL, gen), FA_OK);
+    int ids[8];
+    for (int k = 0; k < n; k++) {
+        if (!gen[k].bin) fail_msg("cluster %d: %s", p->clusters[ci[k]].id, gen[k].why);
+        assert_int_equal(gen[k].layout, L);
+        ids[k] = p->clusters[ci[k]].id;
+    }
+    fa_graph *gf = NULL;
+    assert_int_equal(fa_fused_graph(ctx, g, p, NULL, ids, n, &gf), FA_OK);
+    provided pv = {t, p, ci, gen, n};
+    fa_exec_options fo = {.target = FA_TARGET_CPU, .threads = 2, .blocked_layouts = true, .provider = provide, .provider_user = &pv};
+    fa_exec_options uo = {.target = FA_TARGET_CPU, .threads = 2};
+    fa_exec *ef = NULL, *eu = NULL;
+    if (fa_exec_create(ctx, gf, &fo, &ef)) fail_msg("fused exec: %s", fa_ctx_errmsg(ctx));
+    if (fa_exec_create(ctx, g, &uo, &eu)) fail_msg("unfused exec: %s", fa_ctx_errmsg(ctx));
+    int fk = 0;
+    for (int k = 0; k < gf->n_topo; k++) {
+        const fa_node *fn = gf->nodes[gf->topo[k]];
+        if (strcmp(fn->op_type, "FusedKernel")) continue;
+        fk++;
+        for (int i = 0; i < fn->n_inputs; i++) /* the activations it reads (a, hs's source s; b) in L */
+            if (!(gf->tensors[fn->inputs[i]]->flags & FA_TENSOR_CONST))
+                assert_int_equal(fa_exec_tensor_layout(ef, fn->inputs[i]), L);
+        assert_int_equal(fa_exec_tensor_layout(ef, fn->outputs[0]), L);
+    }
+    assert_int_equal(fk, 2);
+    /* the only reorders: y and b back to plain for the caller, and x into the layout where the
+     * first convolution reads it so (nhwc); a chain on plain tensors took two or three more (its
+     * blocked inputs a, s or b to plain, its output m or hsw back for the next conv) */
+    assert_int_equal(fa_exec_fill_inputs(ctx, ef, 7), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(ctx, eu, 7), FA_OK);
+    reorders seen = {0};
+    fa_exec_observer obs = {&seen, on_kernel, NULL};
+    assert_int_equal(fa_exec_run(ctx, ef, &obs), FA_OK);
+    assert_int_equal(seen.n, fa_exec_reorders(ef));
+    for (int k = 0; k < seen.n; k++) {
+        printf("%s\n", seen.name[k]);
+        assert_true(!strcmp(seen.name[k], "reorder(y)") || !strcmp(seen.name[k], "reorder(b)") ||
+                    !strcmp(seen.name[k], "reorder(x)"));
+    }
+    assert_int_equal(fa_exec_run(ctx, eu, NULL), FA_OK);
+    double err = max_rel(fa_exec_output(ef, 0), fa_exec_output(eu, 0));
+    printf("%s: fused vs unfused max rel error %.3g, %d reorder(s)\n", fa_layout_name(L), err, seen.n);
+    assert_true(err <= 1e-5);
+    fa_exec_free(ef);
+    fa_exec_free(eu);
+    fa_graph_free(gf);
+    for (int k = 0; k < n; k++)
+        if (gen[k].same_as < 0) fa_target_fused_free(t, gen[k].bin);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* Through the applier: both chains are verified against the unfused ops (whatever the judge
+ * then decides on this loaded machine) and judged with their boundaries in the plan's layout. */
+static void test_applier_verifies_the_blocked_chains(void **s)
+{
+    (void)s;
+    fa_layout L = fa_cpu_blocked_layout();
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = se_cnn(ctx);
+    fa_plan *p = advise_cpu(ctx, g);
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    int chains = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        const fa_cluster_verdict *v = &r->verdicts[i];
+        if (c->kind != FA_CLUSTER_ELEMWISE_CHAIN || c->status != FA_CLUSTER_PROPOSED) continue;
+        printf("chain %d %s: %s: %s\n", c->id, c->label ? c->label : "", fa_cluster_status_name(v->status),
+               v->reason ? v->reason : "");
+        assert_true(v->status != FA_CLUSTER_REJECTED_VERIFY && v->status != FA_CLUSTER_REJECTED_ERROR &&
+                    v->status != FA_CLUSTER_NOT_TRIED && v->status != FA_CLUSTER_REFUSED);
+        const char *out = g->tensors[c->outputs[0]]->name;
+        char want[64];
+        snprintf(want, sizeof want, "output '%s' %s", out, fa_layout_name(L));
+        if (L != FA_LAYOUT_PLAIN) /* the gate's output (m, hsw) judged where the kernel leaves it: blocked */
+            assert_non_null(strstr(v->reason, want));
+        chains++;
+    }
+    assert_int_equal(chains, 2);
+    printf("accepted %d, end to end max rel error %.3g, %d reorder(s)\n", r->accepted, r->e2e_max_rel_error, r->e2e_reorders);
+    assert_false(r->e2e_mismatch);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* The unfused graph on the blocked layouts (the fused plan with no cluster kept): b, conv1's
+ * blocked output, is read plain by HardSigmoid and returned plain to the caller — one shared
+ * reorder — and the caller's copy must survive the rest of the run (it was given to later
+ * tensors' bytes: b differed by 119 %). */
+static void test_blocked_tensor_read_plain_and_returned_keeps_its_copy(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = se_cnn(ctx);
+    fa_exec_options fo = {.target = FA_TARGET_CPU, .threads = 2, .blocked_layouts = true};
+    fa_exec_options uo = {.target = FA_TARGET_CPU, .threads = 2};
+    fa_exec *ef = NULL, *eu = NULL;
+    assert_int_equal(fa_exec_create(ctx, g, &fo, &ef), FA_OK);
+    assert_int_equal(fa_exec_create(ctx, g, &uo, &eu), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(ctx, ef, 7), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(ctx, eu, 7), FA_OK);
+    assert_int_equal(fa_exec_run(ctx, ef, NULL), FA_OK);
+    assert_int_equal(fa_exec_run(ctx, eu, NULL), FA_OK);
+    for (int o = 0; o < g->n_outputs; o++) {
+        double err = max_rel(fa_exec_output(ef, o), fa_exec_output(eu, o));
+        printf("output %s: blocked vs plain max rel error %.3g (%d reorders)\n", g->tensors[g->outputs[o]]->name, err,
+               fa_exec_reorders(ef));
+        assert_true(err <= 1e-5);
+    }
+    fa_exec_free(ef);
+    fa_exec_free(eu);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_blocked_tensor_read_plain_and_returned_keeps_its_copy),
+        cmocka_unit_test(test_chains_sit_between_blocked_convs_without_reorders),
+        cmocka_unit_test(test_applier_verifies_the_blocked_chains),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
