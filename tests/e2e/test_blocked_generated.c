@@ -287,12 +287,57 @@ static void test_blocked_tensor_read_plain_and_returned_keeps_its_copy(void **s)
     fa_ctx_free(ctx);
 }
 
+/* The advisor's probe times each chain as the plan will run it: its inputs and its output in
+ * the plan's layout (no reorder inside its fused sub-graph), so a gate between blocked convs is
+ * not predicted a loss for reorders the plan no longer has. */
+static void test_probe_times_the_chains_in_the_plans_layout(void **s)
+{
+    (void)s;
+    fa_layout L = fa_cpu_blocked_layout();
+    if (L == FA_LAYOUT_PLAIN) skip();
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = se_cnn(ctx);
+    fa_plan *p = advise_cpu(ctx, g);
+    fa_kernel_probe *pr = NULL;
+    assert_int_equal(fa_kernel_probe_create(ctx, g, FA_TARGET_CPU, 2, 0, &pr), FA_OK);
+    assert_int_equal(fa_kernel_probe_set_cache(ctx, pr, fa_test_path(fa_test_tmpdir(), "kcache"), 0), FA_OK);
+    int probed = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        if (c->kind != FA_CLUSTER_ELEMWISE_CHAIN) continue;
+        fa_buf sig;
+        fa_buf_init(&sig);
+        fa_cluster_signature(g, c, &sig);
+        fa_fused_probe_result r;
+        memset(&r, 0, sizeof r);
+        assert_true(fa_kernel_probe_fused(pr, g, p, i, sig.data, &r));
+        printf("cluster %d: %s\n", c->id, r.what);
+        char want[96];
+        int n_act = 0;
+        for (int k = 0; k < c->n_inputs; k++) n_act += !(g->tensors[c->inputs[k]]->flags & FA_TENSOR_CONST);
+        want[0] = 0;
+        for (int k = 0; k <= n_act; k++) /* every activation it reads, then its output */
+            snprintf(want + strlen(want), sizeof want - strlen(want), "%s%s", k ? "," : "", fa_layout_name(L));
+        char lays[128];
+        snprintf(lays, sizeof lays, "on boundary layouts %s ran", want);
+        assert_non_null(strstr(r.what, lays));
+        fa_buf_free(&sig);
+        probed++;
+    }
+    assert_int_equal(probed, 2);
+    fa_kernel_probe_free(pr);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocked_tensor_read_plain_and_returned_keeps_its_copy),
         cmocka_unit_test(test_chains_sit_between_blocked_convs_without_reorders),
         cmocka_unit_test(test_applier_verifies_the_blocked_chains),
+        cmocka_unit_test(test_probe_times_the_chains_in_the_plans_layout),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
