@@ -1175,91 +1175,152 @@ static bool emit_tiled(fa_buf *o, const cg *b)
  * no padding). Element (n, c, h, w) of a tensor of dims N', C', H', W' in the layout lies at
  * (((n'·CB' + c / B)·H' + h')·W' + w')·B + c % B, CB' = ceil(C' / B), a broadcast dim's
  * coordinate 0 (oneDNN "Understanding Memory Formats": nChw16c is the 5-D array
- * [N][ceil(C/16)][H][W][16], the padded channels of the last block zero). The loop runs over
- * the output's blocks (n, cb, h, w) and within a block over the lim = min(B, C − cb·B) real
- * channels: an input that follows (fa_layout_operand_follows) is read at its blocked offset,
- * every other one plain at its broadcast offset of (n, cb·B + j, h, w); the block's padded
- * channels [lim, B) are stored 0 — nothing is read for them — so a convolution after it that
- * multiplies them by its zero-padded weights gets 0, never NaN. */
+ * [N][ceil(C/16)][H][W][16], the padded channels of the last block zero). The loop runs in
+ * parallel over the output's rows of blocks r = (n·CB + cb)·H + h, then over w, and within a
+ * block over the lim = min(B, C − cb·B) real channels: an input that follows
+ * (fa_layout_operand_follows) is read at its blocked offset, every other one plain at its
+ * broadcast offset of (n, cb·B + j, h, w). Values that vary with the channel only (the
+ * squeeze-excitation scale and HardSigmoid of it) are computed once per row into a block-sized
+ * array. The block's padded channels [lim, B) are stored 0 — nothing is read for them — so a
+ * convolution after it that multiplies them by its zero-padded weights gets 0, never NaN. */
 static void emit_blocked(fa_buf *o, const cg *b)
 {
     const fa_kernel_desc *c = b->c;
     const int64_t N = b->rdims[0], C = b->rdims[1], H = b->rdims[2], W = b->rdims[3];
     const int64_t B = c->layout == FA_LAYOUT_NHWC ? C : fa_layout_channel_block(c->layout), CB = (C + B - 1) / B;
     const fa_tensor *y = b->g->tensors[c->outputs[0]];
-    fa_buf_printf(o, "    /* %s: %lld x %lld blocks x %lld x %lld of %lld channels; C = %lld%s */\n",
-                  fa_layout_name(c->layout), (long long)N, (long long)CB, (long long)H, (long long)W, (long long)B,
-                  (long long)C, CB * B != C ? " (the last block's padded channels stored 0)" : "");
-    fa_buf_printf(o, "    const int64_t nblk = %lld;\n", (long long)(N * CB * H * W));
-    fa_buf_printf(o, "#pragma omp parallel for num_threads(threads) if(nblk * %lld > 16384) schedule(static)\n", (long long)B);
-    fa_buf_puts(o, "    for (int64_t blk = 0; blk < nblk; blk++) {\n");
-    fa_buf_printf(o, "        const int64_t w = blk %% %lld, h = blk / %lld %% %lld, cb = blk / %lld %% %lld, n = blk / %lld;\n",
-                  (long long)W, (long long)W, (long long)H, (long long)(W * H), (long long)CB, (long long)(W * H * CB));
-    fa_buf_puts(o, "        (void)w, (void)h, (void)n, (void)cb;\n");
-    if (CB * B != C) fa_buf_printf(o, "        const int64_t lim = %lld - cb * %lld < %lld ? %lld - cb * %lld : %lld;\n", (long long)C,
-                                   (long long)B, (long long)B, (long long)C, (long long)B, (long long)B);
-    else fa_buf_printf(o, "        const int64_t lim = %lld;\n", (long long)B);
-    int64_t *cst = calloc((size_t)b->nv + 1, sizeof *cst); /* by load: its stride along the channels of a block */
-    for (int i = 0; cst && i < b->nv; i++) {
+    int64_t *cst = calloc((size_t)b->nv + 1, sizeof *cst); /* by load: its stride along a block's channels */
+    int64_t *wst = calloc((size_t)b->nv + 1, sizeof *wst); /* by load: its stride along w */
+    bool *chan = calloc((size_t)b->nv + 1, sizeof *chan);  /* by value: varies with the channel only */
+    char (*ro)[CG_EXPR] = calloc((size_t)b->nv + 1, sizeof *ro); /* by load: its offset at (n, cb, h, w = 0) */
+    if (!cst || !wst || !chan || !ro) {
+        free(cst), free(wst), free(chan), free(ro);
+        fa_buf_puts(o, "#error out of memory generating this kernel\n");
+        return;
+    }
+    bool hoist = B <= 4096; /* a block's channel values on the stack: at most 16 KiB each (nhwc's block is C) */
+    for (int i = 0; i < b->nv; i++) {
         const cg_val *v = &b->v[i];
-        if (!v->needed || v->kind != VK_LOAD) continue;
+        if (v->kind == VK_OP) {
+            chan[i] = hoist && v->na > 0;
+            for (int k = 0; k < v->na; k++) chan[i] = chan[i] && chan[v->a[k]];
+            continue;
+        }
+        if (v->kind != VK_LOAD) continue;
         const fa_tensor *t = b->g->tensors[c->inputs[v->input]];
-        char ro[CG_EXPR];
-        if (fa_layout_operand_follows(t, y)) { /* its own blocked offset of (n, cb, h, w): a broadcast dim's coordinate 0 */
+        if (fa_layout_operand_follows(t, y)) { /* its own blocked offset of (n, cb, h, 0): a broadcast dim's coordinate 0 */
             int64_t th = t->dims[2], tw = t->dims[3];
-            char e[CG_EXPR];
+            char e[CG_EXPR], f[CG_EXPR];
             if (t->dims[0] > 1) snprintf(e, sizeof e, "n * %lld + cb", (long long)CB);
             else snprintf(e, sizeof e, "cb");
-            if (th > 1 || tw > 1) {
-                char f[CG_EXPR];
-                snprintf(f, sizeof f, "%s", e);
-                if (th > 1) snprintf(e, sizeof e, "(%s) * %lld + h", f, (long long)th);
-                snprintf(f, sizeof f, "%s", e);
-                if (tw > 1) snprintf(e, sizeof e, "(%s) * %lld + w", f, (long long)tw);
-                else if (th > 1) snprintf(e, sizeof e, "%s", f);
-                else snprintf(e, sizeof e, "%s", f);
+            if (th > 1) {
+                snprintf(f, sizeof f, "(%s) * %lld + h", e, (long long)th);
+                snprintf(e, sizeof e, "%s", f);
             }
-            snprintf(ro, sizeof ro, "(%s) * %lld", e, (long long)B);
+            if (tw > 1) {
+                snprintf(f, sizeof f, "(%s) * %lld", e, (long long)tw);
+                snprintf(e, sizeof e, "%s", f);
+            }
+            snprintf(ro[i], sizeof ro[i], "(%s) * %lld", e, (long long)B);
             cst[i] = 1;
+            wst[i] = tw > 1 ? B : 0;
+            chan[i] = hoist && th == 1 && tw == 1;
         } else { /* plain at its broadcast offset of (n, cb·B + j, h, w) */
             int64_t st[FA_MAX_RANK];
             bstrides(t->rank, t->dims, 4, b->rdims, st);
-            const char *var[4] = {"n", "cb", "h", "w"};
-            int64_t mul[4] = {st[0], B * st[1], st[2], st[3]};
-            ro[0] = 0;
-            for (int k = 0; k < 4; k++) {
+            const char *var[3] = {"n", "cb", "h"};
+            int64_t mul[3] = {st[0], B * st[1], st[2]};
+            for (int k = 0; k < 3; k++) {
                 if (mul[k] == 0) continue;
                 char term[64];
-                if (mul[k] == 1) snprintf(term, sizeof term, "%s%s", ro[0] ? " + " : "", var[k]);
-                else snprintf(term, sizeof term, "%s%s * %lld", ro[0] ? " + " : "", var[k], (long long)mul[k]);
-                cat(ro, sizeof ro, term);
+                if (mul[k] == 1) snprintf(term, sizeof term, "%s%s", ro[i][0] ? " + " : "", var[k]);
+                else snprintf(term, sizeof term, "%s%s * %lld", ro[i][0] ? " + " : "", var[k], (long long)mul[k]);
+                cat(ro[i], sizeof ro[i], term);
             }
-            if (!ro[0]) snprintf(ro, sizeof ro, "0");
+            if (!ro[i][0]) snprintf(ro[i], sizeof ro[i], "0");
             cst[i] = st[1];
+            wst[i] = st[3];
+            chan[i] = hoist && st[2] == 0 && st[3] == 0;
         }
-        fa_buf_printf(o, "        const int64_t ro%d = %s;\n", i, ro);
     }
-    fa_buf_printf(o, "        float *restrict ob = out0 + blk * %lld;\n", (long long)B);
-    fa_buf_puts(o, "#pragma omp simd\n        for (int64_t j = 0; j < lim; j++) {\n");
+    fa_buf_printf(o, "    /* %s: %lld x %lld blocks x %lld x %lld of %lld channels; C = %lld%s */\n",
+                  fa_layout_name(c->layout), (long long)N, (long long)CB, (long long)H, (long long)W, (long long)B,
+                  (long long)C, CB * B != C ? " (the last block's padded channels stored 0)" : "");
+    fa_buf_printf(o, "    const int64_t rows = %lld;\n", (long long)(N * CB * H));
+    fa_buf_printf(o, "#pragma omp parallel for num_threads(threads) if(rows * %lld > 16384) schedule(static)\n", (long long)(W * B));
+    fa_buf_puts(o, "    for (int64_t r = 0; r < rows; r++) {\n");
+    fa_buf_printf(o, "        const int64_t h = r %% %lld, cb = r / %lld %% %lld, n = r / %lld;\n", (long long)H, (long long)H,
+                  (long long)CB, (long long)(H * CB));
+    fa_buf_puts(o, "        (void)h, (void)n, (void)cb;\n");
+    if (CB * B != C) fa_buf_printf(o, "        const int64_t lim = %lld - cb * %lld < %lld ? %lld - cb * %lld : %lld;\n", (long long)C,
+                                   (long long)B, (long long)B, (long long)C, (long long)B, (long long)B);
+    else fa_buf_printf(o, "        const int64_t lim = %lld;\n", (long long)B);
+    for (int i = 0; i < b->nv; i++)
+        if (b->v[i].needed && b->v[i].kind == VK_LOAD) fa_buf_printf(o, "        const int64_t ro%d = %s;\n", i, ro[i]);
+    /* the values that vary with the channel only, once per row; the ones the per-element loop
+     * reads kept in ch<i>[j] */
+    bool any_chan = false, *kept = calloc((size_t)b->nv + 1, sizeof *kept);
+    if (!kept) {
+        free(cst), free(wst), free(chan), free(ro);
+        fa_buf_puts(o, "#error out of memory generating this kernel\n");
+        return;
+    }
+    for (int i = 0; i < b->nv; i++) {
+        const cg_val *v = &b->v[i];
+        any_chan |= v->needed && chan[i];
+        if (!v->needed || chan[i]) continue;
+        for (int k = 0; v->kind == VK_OP && k < v->na; k++) kept[v->a[k]] |= chan[v->a[k]];
+    }
+    if (chan[b->tval[c->outputs[0]]]) kept[b->tval[c->outputs[0]]] = true;
+    for (int pass = 0; any_chan && pass < 2; pass++) {
+        if (pass == 0) {
+            for (int i = 0; i < b->nv; i++)
+                if (kept[i]) fa_buf_printf(o, "        float ch%d[%lld];\n", i, (long long)B);
+            fa_buf_puts(o, "#pragma omp simd\n        for (int64_t j = 0; j < lim; j++) {\n");
+            continue;
+        }
+        for (int i = 0; i < b->nv; i++) {
+            const cg_val *v = &b->v[i];
+            if (!v->needed || !chan[i]) continue;
+            if (v->kind == VK_LOAD) {
+                char idx[96];
+                if (cst[i] == 0) snprintf(idx, sizeof idx, "ro%d", i);
+                else if (cst[i] == 1) snprintf(idx, sizeof idx, "ro%d + j", i);
+                else snprintf(idx, sizeof idx, "ro%d + j * %lld", i, (long long)cst[i]);
+                fa_buf_printf(o, "            const %s v%d = in%d[%s]%s;\n", v->is_bool ? "int" : "float", i, v->input, idx,
+                              v->is_bool ? " != 0" : "");
+            } else {
+                stmt(o, b, i, "            ", false);
+            }
+            if (kept[i]) fa_buf_printf(o, "            ch%d[j] = v%d;\n", i, i);
+        }
+        fa_buf_puts(o, "        }\n");
+    }
+    fa_buf_printf(o, "        for (int64_t w = 0; w < %lld; w++) {\n", (long long)W);
+    fa_buf_printf(o, "            float *restrict ob = out0 + (r * %lld + w) * %lld;\n", (long long)W, (long long)B);
+    fa_buf_puts(o, "#pragma omp simd\n            for (int64_t j = 0; j < lim; j++) {\n");
     for (int i = 0; i < b->nv; i++) {
         const cg_val *v = &b->v[i];
         if (!v->needed) continue;
-        if (v->kind == VK_LOAD) {
-            int64_t cs = cst ? cst[i] : 0;
-            char idx[96];
-            if (cs == 0) snprintf(idx, sizeof idx, "ro%d", i);
-            else if (cs == 1) snprintf(idx, sizeof idx, "ro%d + j", i);
-            else snprintf(idx, sizeof idx, "ro%d + j * %lld", i, (long long)cs);
-            fa_buf_printf(o, "            const %s v%d = in%d[%s]%s;\n", v->is_bool ? "int" : "float", i, v->input, idx,
+        if (chan[i]) {
+            if (kept[i]) fa_buf_printf(o, "                const %s v%d = ch%d[j];\n", v->is_bool ? "int" : "float", i, i);
+        } else if (v->kind == VK_LOAD) {
+            char idx[128], wpart[48] = "", jpart[48] = "";
+            if (wst[i] == 1) snprintf(wpart, sizeof wpart, " + w");
+            else if (wst[i]) snprintf(wpart, sizeof wpart, " + w * %lld", (long long)wst[i]);
+            if (cst[i] == 1) snprintf(jpart, sizeof jpart, " + j");
+            else if (cst[i]) snprintf(jpart, sizeof jpart, " + j * %lld", (long long)cst[i]);
+            snprintf(idx, sizeof idx, "ro%d%s%s", i, wpart, jpart);
+            fa_buf_printf(o, "                const %s v%d = in%d[%s]%s;\n", v->is_bool ? "int" : "float", i, v->input, idx,
                           v->is_bool ? " != 0" : "");
         } else {
-            stmt(o, b, i, "            ", false);
+            stmt(o, b, i, "                ", false);
         }
     }
-    fa_buf_printf(o, "            ob[j] = v%d;\n        }\n", b->tval[c->outputs[0]]);
-    if (CB * B != C) fa_buf_printf(o, "        for (int64_t j = lim; j < %lld; j++) ob[j] = 0.0f;\n", (long long)B);
-    fa_buf_puts(o, "    }\n");
-    free(cst);
+    fa_buf_printf(o, "                ob[j] = v%d;\n            }\n", b->tval[c->outputs[0]]);
+    if (CB * B != C) fa_buf_printf(o, "            for (int64_t j = lim; j < %lld; j++) ob[j] = 0.0f;\n", (long long)B);
+    fa_buf_puts(o, "        }\n    }\n");
+    free(cst), free(wst), free(chan), free(ro), free(kept);
 }
 
 /* Mark in `set` the FULL-level values that value `root` needs inside a j loop. A value buffered by

@@ -12,26 +12,37 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     float *restrict out0 = (float *)out[0]; /* tensor #5 */
     (void)threads;
     /* nChw16c: 2 x 2 blocks x 3 x 5 of 16 channels; C = 20 (the last block's padded channels stored 0) */
-    const int64_t nblk = 60;
-#pragma omp parallel for num_threads(threads) if(nblk * 16 > 16384) schedule(static)
-    for (int64_t blk = 0; blk < nblk; blk++) {
-        const int64_t w = blk % 5, h = blk / 5 % 3, cb = blk / 15 % 2, n = blk / 30;
-        (void)w, (void)h, (void)n, (void)cb;
+    const int64_t rows = 12;
+#pragma omp parallel for num_threads(threads) if(rows * 80 > 16384) schedule(static)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t h = r % 3, cb = r / 3 % 2, n = r / 6;
+        (void)h, (void)n, (void)cb;
         const int64_t lim = 20 - cb * 16 < 16 ? 20 - cb * 16 : 16;
         const int64_t ro0 = (n * 2 + cb) * 16;
-        const int64_t ro2 = (((n * 2 + cb) * 3 + h) * 5 + w) * 16;
+        const int64_t ro2 = (((n * 2 + cb) * 3 + h) * 5) * 16;
         const int64_t ro4 = cb * 16;
-        float *restrict ob = out0 + blk * 16;
+        float ch1[16];
+        float ch4[16];
 #pragma omp simd
         for (int64_t j = 0; j < lim; j++) {
             const float v0 = in0[ro0 + j];
             const float v1 = (0.166666672f * v0 + 0.5f < 0.0f ? 0.0f : (0.166666672f * v0 + 0.5f > 1.0f ? 1.0f : 0.166666672f * v0 + 0.5f));
-            const float v2 = in1[ro2 + j];
-            const float v3 = (v2 * v1);
+            ch1[j] = v1;
             const float v4 = in2[ro4 + j];
-            const float v5 = (v3 + v4);
-            ob[j] = v5;
+            ch4[j] = v4;
         }
-        for (int64_t j = lim; j < 16; j++) ob[j] = 0.0f;
+        for (int64_t w = 0; w < 5; w++) {
+            float *restrict ob = out0 + (r * 5 + w) * 16;
+#pragma omp simd
+            for (int64_t j = 0; j < lim; j++) {
+                const float v1 = ch1[j];
+                const float v2 = in1[ro2 + w * 16 + j];
+                const float v3 = (v2 * v1);
+                const float v4 = ch4[j];
+                const float v5 = (v3 + v4);
+                ob[j] = v5;
+            }
+            for (int64_t j = lim; j < 16; j++) ob[j] = 0.0f;
+        }
     }
 }
