@@ -109,22 +109,41 @@ fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *nod
     return s;
 }
 
+bool fa_layout_starts_region(const fa_node *n)
+{
+    return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedConv"));
+}
+
 fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out)
 {
     memset(out, 0, sizeof *out);
     fa_layout *nl = calloc((size_t)g->n_nodes + 1, sizeof *nl);
-    if (!nl) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
+    fa_layout *tl = calloc((size_t)g->n_tensors + 1, sizeof *tl); /* what each tensor's producer writes, so far */
+    if (!nl || !tl) {
+        free(nl);
+        free(tl);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
+    }
     for (int k = 0; k < g->n_topo && t->exec->preferred_layout; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        nl[n->id] = t->exec->preferred_layout(g, n);
-        int l = (int)nl[n->id];
+        fa_layout l = t->exec->preferred_layout(g, n);
         if ((unsigned)l >= FA_LAYOUT_COUNT) {
             free(nl);
-            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "target %s: node '%s': layout %d out of range", t->name, n->name, l);
+            free(tl);
+            return fa_ctx_error(ctx, FA_ERR_INTERNAL, "target %s: node '%s': layout %d out of range", t->name, n->name, (int)l);
         }
+        if (l != FA_LAYOUT_PLAIN && !fa_layout_starts_region(n)) { /* as the executor: it only continues a region */
+            bool follows = false;
+            for (int i = 0; i < n->n_inputs && !follows; i++)
+                follows = n->inputs[i] >= 0 && fa_layout_input_follows(g, n, i) && tl[n->inputs[i]] == l;
+            if (!follows) l = FA_LAYOUT_PLAIN;
+        }
+        nl[n->id] = l;
+        if (n->n_outputs > 0 && n->outputs[0] >= 0) tl[n->outputs[0]] = l;
     }
     fa_status s = fa_layout_plan_of(ctx, g, nl, NULL, NULL, NULL, out);
     free(nl);
+    free(tl);
     return s;
 }
 

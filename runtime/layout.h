@@ -53,8 +53,15 @@ fa_layout fa_layout_of_generated(const fa_graph *g, const fa_layout *tensor_layo
  * fa_layout_plan_free. FA_ERR_NOMEM; FA_ERR_INTERNAL for a layout out of range. */
 fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *node_layout, const fa_layout *node_in0,
                             const fa_layout *in_layout, const fa_layout *out_layout, fa_layout_plan *out);
-/* fa_layout_plan_of with node_layout[n] = fa_target_preferred_layout(t, g, n) (a target without
- * layouts: every tensor PLAIN, no reorder). */
+/* Whether node n starts a blocked region (a convolution: Conv, FusedConv — the layout is what
+ * makes it fast); every other node takes its preferred layout only when an activation it reads
+ * (fa_layout_input_follows) is already in it, so a plain op between plain ops never pays two
+ * reorders. The cpu executor and fa_layout_plan_make both place nodes so. */
+bool fa_layout_starts_region(const fa_node *n);
+/* fa_layout_plan_of with node_layout[n] = fa_target_preferred_layout(t, g, n) where n starts a
+ * region or continues one (fa_layout_starts_region), PLAIN otherwise — the executor's placement,
+ * short of a kernel that declines its layout at creation (a target without layouts: every tensor
+ * PLAIN, no reorder). */
 fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);
 void fa_layout_plan_free(fa_layout_plan *p);
 

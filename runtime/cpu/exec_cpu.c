@@ -393,10 +393,6 @@ static bool small_kernel(const cpu_exec *e, const fa_graph *g, const fa_node *n)
     return c.flops < FA_CPU_SMALL_FLOPS && c.bytes_read + c.bytes_written < FA_CPU_SMALL_BYTES;
 }
 
-static bool is_conv(const fa_node *n)
-{
-    return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedConv"));
-}
 
 /* Node n's kernel into *kern: the kernel provider's, else (blocked_layouts) a kernel on the
  * target's blocked layout where one takes the node, else oneDNN's or the registry's on plain
@@ -428,10 +424,10 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
         }
     }
     fa_layout want = e->opt.blocked_layouts ? fa_cpu_preferred_layout(g, n) : FA_LAYOUT_PLAIN;
-    if (want != FA_LAYOUT_PLAIN && !is_conv(n)) {
+    if (want != FA_LAYOUT_PLAIN && !fa_layout_starts_region(n)) {
         /* A convolution starts a blocked region (the layout is what makes it fast); every other
          * op only follows one: blocked when an activation it reads already is, so that a plain
-         * Relu between plain ops never pays two reorders. */
+         * Relu between plain ops never pays two reorders (fa_layout_plan_make places alike). */
         bool follows = false;
         for (int i = 0; i < n->n_inputs && !follows; i++)
             follows = n->inputs[i] >= 0 && fa_layout_input_follows(g, n, i) && e->tlayout[n->inputs[i]] == want;

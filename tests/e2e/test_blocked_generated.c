@@ -331,6 +331,45 @@ static void test_probe_times_the_chains_in_the_plans_layout(void **s)
     fa_ctx_free(ctx);
 }
 
+/* No convolution, no blocked region: q = MaxPool(x) (a pool the cpu target could run blocked) ->
+ * HardSigmoid -> Mul(q, ·) is generated plain, as the executor runs the pool plain — a chain
+ * generated blocked there would add the reorders it exists to remove. */
+static void test_chain_without_a_convolution_stays_plain(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("no_conv");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t d[4] = {1, 20, 6, 6};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, d);
+    fa_graph_add_input(ctx, g, x);
+    const int64_t k2[2] = {2, 2};
+    fa_node_add_attr_ints(g, node(ctx, g, "pool", "MaxPool", 1, "x", NULL, NULL, "q"), "kernel_shape", k2, 2);
+    node(ctx, g, "hsig", "HardSigmoid", 1, "q", NULL, NULL, "hq");
+    node(ctx, g, "gate", "Mul", 2, "q", "hq", NULL, "y");
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("prepare: %s", fa_ctx_errmsg(ctx));
+    fa_plan *p = advise_cpu(ctx, g);
+    int ci[4], n = 0;
+    for (int i = 0; i < p->n_clusters && n < 4; i++)
+        if (p->clusters[i].kind == FA_CLUSTER_ELEMWISE_CHAIN && p->clusters[i].status == FA_CLUSTER_PROPOSED) ci[n++] = i;
+    assert_true(n >= 1);
+    const fa_target_iface *t = NULL;
+    assert_int_equal(fa_target_resolve(ctx, FA_TARGET_CPU, &t), FA_OK);
+    fa_generated gen[4];
+    fa_fused_compile_options co = {fa_test_path(fa_test_tmpdir(), "kcache"), 0, NULL};
+    assert_int_equal(fa_apply_generate_batch(ctx, t, g, p, ci, n, &co, NULL, gen), FA_OK);
+    for (int k = 0; k < n; k++) {
+        assert_non_null(gen[k].bin);
+        assert_int_equal(gen[k].layout, FA_LAYOUT_PLAIN);
+        if (gen[k].same_as < 0) fa_target_fused_free(t, gen[k].bin);
+    }
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -338,6 +377,7 @@ int main(void)
         cmocka_unit_test(test_chains_sit_between_blocked_convs_without_reorders),
         cmocka_unit_test(test_applier_verifies_the_blocked_chains),
         cmocka_unit_test(test_probe_times_the_chains_in_the_plans_layout),
+        cmocka_unit_test(test_chain_without_a_convolution_stays_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
