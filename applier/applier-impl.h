@@ -124,8 +124,8 @@ typedef struct fa_generated {
  * repeated layers share one binary, so the compile grows with the distinct kernels, not with the
  * model's depth). Used by the applier (compile_generated) and by the kernel probe
  * (applier/probe.c), so the two build a plan's kernels alike. out[k] gets cluster ci[k]'s result.
- * Each kernel is generated for the layout the target's plan of g (fa_layout_plan_make: every node
- * in its preferred layout, where a convolution's is decided) gives its inputs
+ * Each kernel is generated for the layout the target's plan of g (fa_layout_plan_make: each node
+ * placed as the executor places it, where a convolution's layout is decided) gives its inputs
  * (fa_layout_of_generated): a chain between blocked oneDNN primitives reads and writes their
  * layout, with no reorder around it.
  * Returns FA_OK, FA_ERR_NOMEM, or the compiler's own failure (no compiler, a cache folder another

@@ -37,7 +37,7 @@ struct fa_kernel_probe {
     const fa_target_iface *t;
     int threads;
     fa_layout *layout;      /* by tensor id of the graph: what its producer writes in the fused plan
-                               (fa_layout_plan_make: every node in its preferred layout) */
+                               (fa_layout_plan_make: each node as the executor places it) */
     int n_tensors;
     const fa_graph *g;      /* the graph the layouts are of */
     probe_entry *e;
