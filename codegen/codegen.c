@@ -829,8 +829,7 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
                        "cluster %d is a %s cluster: it runs through the library's fused kernels, no generated code",
                        c->id, c->kind == FA_KERNEL_EPILOGUE ? "epilogue" : "bn-fold");
     if (c->kind == FA_KERNEL_ROWS) {
-        if (c->rows != FA_ROWS_SOFTMAX && c->rows != FA_ROWS_LOG_SOFTMAX && c->rows != FA_ROWS_LAYER_NORM &&
-            c->rows != FA_ROWS_RMS_NORM)
+        if (!fa_reduce_is_row(c->reduce))
             return cg_fail(b, "generic reductions have no code emitter yet",
                            "cluster %d: only softmax, log-softmax, layer-norm and RMS-norm reductions are generated", c->id);
         b->rowk = true;

@@ -68,7 +68,7 @@ static tc *op_case(const fa_unary_math *m, fa_dtype dtype, const double *attr)
     if (val) assert_non_null(fa_node_add_attr_string(t->g, n, sel, val));
     assert_ptr_equal(fa_unary_math_for_node(n, NULL), m);
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, -1, m->name);
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, -1, m->name);
     return t;
 }
 
@@ -246,7 +246,7 @@ static tc *binary_case(const fa_binary_math *m, fa_dtype dtype)
     t->g->tensors[fa_graph_find_tensor(t->g, "w")]->dtype = dtype;
     tc_node(t, m->name, "x", "w", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, -1, m->name);
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, -1, m->name);
     return t;
 }
 
