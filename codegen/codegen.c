@@ -426,7 +426,7 @@ static const char *binary_tpl(const char *op, char *buf, size_t cap)
 
 /* The unary ops of graph/op_math.h: their template is the table's expression (fa_unary_math_template
  * at lowering), their attributes the table's; the rest are written here. */
-#define CG_UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {NAME, NULL, 1, {DA, DB, DG}, {AA, AB, AG}},
+#define CG_UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR, BOUND) {NAME, NULL, 1, {DA, DB, DG}, {AA, AB, AG}},
 static const cg_opdef OPS[] = {
     FA_UNARY_MATH(CG_UNARY_ROW_)
     /* the binary ops' templates are graph/op_math.h's binary table (binary_tpl) */

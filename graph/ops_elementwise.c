@@ -379,7 +379,7 @@ FA_UNARY_CLONES static void unary_f32(const uparams *p, const float *xs, float *
     default: break;
     }
     switch ((int)p->op) {
-#define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR)                                                  \
+#define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR, BOUND)                                                  \
     case FA_UNARY_##ID:                                                                                   \
         _Pragma("omp simd") for (int64_t i = 0; i < len; i++)                                            \
         {                                                                                                 \
