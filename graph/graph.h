@@ -67,8 +67,9 @@ const char *fa_pattern_name(fa_pattern p); /* "elementwise", "broadcast", ... */
  *                                           none of the row patterns (a Reduce* with its
  *                                           elementwise prologue/epilogue, or several mixed);
  *                                           no registry op has it and no row kernel is generated.
- * Stored by name (fa_reduce_kind_name): the words of the plan's kinds never change ("none",
- * "softmax", "log-softmax", "layer-norm", "rms-norm", "generic"); values only grow at the end. */
+ * Stored by name (fa_reduce_kind_name), never by value: the words of the plan's kinds never change
+ * ("none", "softmax", "log-softmax", "layer-norm", "rms-norm", "generic"). A new row kind goes
+ * after FA_REDUCE_RMS_NORM (fa_reduce_is_row is that range). */
 typedef enum fa_reduce_kind {
     FA_REDUCE_NONE = 0,
     FA_REDUCE_SUM,
