@@ -13,6 +13,7 @@
 #include "advisor-impl.h"
 #include "advisor/codegen.h"
 #include "advisor/gate.h"
+#include "graph/op_math.h"
 
 /* Default ceilings when no analysis is given (documented in advisor.h / docs/fusion-rules.md). */
 #define DEFAULT_BW_GBS 10.0
@@ -35,7 +36,7 @@ typedef struct wcl {
     int *m;                   /* members (node ids), unordered until finish */
     int n;
     int anchor, depends_on, extra; /* extra: BN node of the BN_FOLD this epilogue depends on */
-    fa_reduction_kind red;
+    fa_reduce_kind red;
     int reduce_axis;
     float eps;
     char label[128];
@@ -637,6 +638,99 @@ static bool gemm_epilogue_reach(const adv *A, const fa_node *nd)
     return false;
 }
 
+/* ---- the row patterns: what a reduction cluster's members spell ----
+ *
+ * A row-reduction cluster is one of the row patterns when its reduction is the op of that kind
+ * (Softmax, LogSoftmax, LayerNormalization, RMSNormalization: fa_op.reduce), or when its members
+ * spell it out: so many reductions of each kind (exactly) and so many elementwise ingredients,
+ * each an op-math row (graph/op_math.h), in [lo, hi]. The decomposed forms are what the exporters
+ * write (PyTorch's and TF's softmax: max, sub, exp, sum, div; the ONNX function bodies of
+ * LayerNormalization-17 and RMSNormalization-23: two means / one mean, a root or reciprocal).
+ * A new row pattern is one row here and its row kernel in codegen/codegen.c. */
+enum {
+    ING_MEAN,      /* ReduceMean (FA_REDUCE_MEAN) */
+    ING_MAX,       /* ReduceMax */
+    ING_SUM,       /* ReduceSum */
+    ING_OTHER_RED, /* any other reduction */
+    ING_EXP,       /* op-math row EXP */
+    ING_LOG,       /* LOG */
+    ING_SUB,       /* SUB */
+    ING_ROOT,      /* SQRT, RECIPROCAL, POW: the norm's root (or its square) */
+    ING_COUNT
+};
+#define ANY 1000
+typedef struct row_pattern {
+    fa_reduce_kind kind;
+    const char *label;       /* the cluster's label; "(decomposed)" appended when spelled out */
+    bool skip;               /* a norm: a residual Add into it makes it the skip form, labelled
+                                "add+<label>" (ONNX Runtime's SkipLayerNormalization and
+                                SkipSimplifiedLayerNormalization) */
+    struct { short lo, hi; } need[ING_COUNT]; /* decomposed form: count ranges per ingredient */
+} row_pattern;
+/*                                               mean    max     sum     other   exp       log       sub       root */
+static const row_pattern k_row_patterns[] = {
+    {FA_REDUCE_LOG_SOFTMAX, "log_softmax", false, {{0, 0}, {1, 1}, {1, 1}, {0, 0}, {1, ANY}, {1, ANY}, {0, ANY}, {0, ANY}}},
+    {FA_REDUCE_SOFTMAX, "softmax", false,         {{0, 0}, {1, 1}, {1, 1}, {0, 0}, {1, ANY}, {0, 0},   {0, ANY}, {0, ANY}}},
+    {FA_REDUCE_LAYER_NORM, "layer_norm", true,    {{2, 2}, {0, 0}, {0, 0}, {0, 0}, {0, ANY}, {0, ANY}, {1, ANY}, {1, ANY}}},
+    {FA_REDUCE_RMS_NORM, "rms_norm", true,        {{1, 1}, {0, 0}, {0, 0}, {0, 0}, {0, ANY}, {0, ANY}, {0, 0},   {1, ANY}}},
+};
+#undef ANY
+
+/* The ingredient node n counts as, -1 for none. */
+static int ingredient_of(const fa_node *n)
+{
+    fa_reduce_kind rk = fa_adv_reduce_kind(n);
+    if (rk == FA_REDUCE_MEAN) return ING_MEAN;
+    if (rk == FA_REDUCE_MAX) return ING_MAX;
+    if (rk == FA_REDUCE_SUM) return ING_SUM;
+    if (fa_adv_is_reduction(n)) return fa_reduce_is_row(rk) ? -1 : ING_OTHER_RED;
+    if (n->domain && n->domain[0]) return -1;
+    const fa_unary_math *u = fa_unary_math_find(n->op_type);
+    if (u) return u->op == FA_UNARY_EXP ? ING_EXP : u->op == FA_UNARY_LOG ? ING_LOG
+                : u->op == FA_UNARY_SQRT || u->op == FA_UNARY_RECIPROCAL ? ING_ROOT : -1;
+    const fa_binary_math *bm = strcmp(n->op_type, "Sum") ? fa_binary_math_find(n->op_type) : NULL;
+    if (bm) return bm->op == FA_BINARY_SUB ? ING_SUB : bm->op == FA_BINARY_POW ? ING_ROOT : -1;
+    return -1;
+}
+
+/* The row pattern of kind `named` (a reduction op of its own; have NULL), or the first whose
+ * decomposed form the ingredient counts have match; NULL for none. */
+static const row_pattern *row_pattern_of(fa_reduce_kind named, const int *have)
+{
+    for (size_t i = 0; i < sizeof k_row_patterns / sizeof k_row_patterns[0]; i++) {
+        const row_pattern *r = &k_row_patterns[i];
+        if (!have) {
+            if (r->kind == named) return r;
+            continue;
+        }
+        bool ok = true;
+        for (int k = 0; k < ING_COUNT && ok; k++) ok = have[k] >= r->need[k].lo && have[k] <= r->need[k].hi;
+        if (ok) return r;
+    }
+    return NULL;
+}
+
+/* Whether members m[0..n) hold a residual Add: two computed (non-constant) operands of its own
+ * shape, neither produced by a member (the x + r of a pre- or post-LN residual stream, as
+ * opposed to a norm's epsilon or bias add). */
+static bool residual_add_in(const fa_graph *g, const int *m, int n)
+{
+    for (int i = 0; i < n; i++) {
+        const fa_node *nd = g->nodes[m[i]];
+        const fa_binary_math *bm = nd->domain && nd->domain[0] ? NULL : fa_binary_math_find(nd->op_type);
+        if (!bm || bm->op != FA_BINARY_ADD || strcmp(nd->op_type, "Add") || nd->n_inputs != 2 || nd->n_outputs != 1) continue;
+        const fa_tensor *Y = fa_graph_out(g, nd, 0);
+        bool ok = Y != NULL;
+        for (int k = 0; k < 2 && ok; k++) {
+            const fa_tensor *T = fa_graph_in(g, nd, k);
+            ok = T && !(T->flags & FA_TENSOR_CONST) && fa_tensor_numel(T) == fa_tensor_numel(Y) && T->rank == Y->rank;
+            for (int j = 0; j < n && ok; j++) ok = !T || T->producer != m[j];
+        }
+        if (ok) return true;
+    }
+    return false;
+}
+
 static void phase_reductions(adv *A)
 {
     const fa_graph *g = A->g;
@@ -816,21 +910,14 @@ static void phase_reductions(adv *A)
                 if (g->nodes[m[i]]->outputs[o] >= 0) after[g->nodes[m[i]]->outputs[o]] = 0;
         clear_region(A, m, n);
         if (n < 2) continue;
-        /* classify */
-        int nmean = 0, nmax = 0, nsum = 0, nexp = 0, nlog = 0, nsub = 0, nroot = 0, nother_red = 0;
+        /* classify: the row pattern the members spell (k_row_patterns) */
+        int have[ING_COUNT] = {0};
         fa_reduce_kind named = FA_REDUCE_NONE; /* a reduction op of its own (Softmax ... RMSNormalization) */
         for (int i = 0; i < n; i++) {
-            const char *op = g->nodes[m[i]]->op_type;
             fa_reduce_kind rk = fa_adv_reduce_kind(g->nodes[m[i]]);
-            if (rk >= FA_REDUCE_SOFTMAX) named = rk;
-            else if (rk == FA_REDUCE_MEAN) nmean++;
-            else if (rk == FA_REDUCE_MAX) nmax++;
-            else if (rk == FA_REDUCE_SUM) nsum++;
-            else if (fa_adv_is_reduction(g->nodes[m[i]])) nother_red++;
-            else if (!strcmp(op, "Exp")) nexp++;
-            else if (!strcmp(op, "Log")) nlog++;
-            else if (!strcmp(op, "Sub")) nsub++;
-            else if (!strcmp(op, "Sqrt") || !strcmp(op, "Reciprocal") || !strcmp(op, "Pow")) nroot++;
+            if (fa_reduce_is_row(rk)) named = rk;
+            int ing = ingredient_of(g->nodes[m[i]]);
+            if (ing >= 0) have[ing]++;
         }
         wcl *c = new_cluster(A, FA_CLUSTER_REDUCTION);
         if (!c) break;
@@ -838,35 +925,24 @@ static void phase_reductions(adv *A)
         c->n = n;
         c->anchor = seed->id;
         c->reduce_axis = d.r;
-        int nred = nmean + nmax + nsum + nother_red + (named != FA_REDUCE_NONE);
-        if (named != FA_REDUCE_NONE) {
-            if (nred > 1) { c->red = FA_RED_GENERIC; snprintf(c->label, sizeof c->label, "reduction(mixed)"); }
-            else if (named == FA_REDUCE_SOFTMAX) { c->red = FA_RED_SOFTMAX; snprintf(c->label, sizeof c->label, "softmax"); }
-            else if (named == FA_REDUCE_LOG_SOFTMAX) { c->red = FA_RED_LOG_SOFTMAX; snprintf(c->label, sizeof c->label, "log_softmax"); }
-            else if (named == FA_REDUCE_LAYER_NORM) {
-                c->red = FA_RED_LAYER_NORM;
-                snprintf(c->label, sizeof c->label, "layer_norm");
-            } else {
-                c->red = FA_RED_RMS_NORM;
-                snprintf(c->label, sizeof c->label, "rms_norm");
-            }
-            for (int i = 0; i < n; i++)
-                if (fa_adv_reduce_kind(g->nodes[m[i]]) >= FA_REDUCE_SOFTMAX && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM))
+        int nred = have[ING_MEAN] + have[ING_MAX] + have[ING_SUM] + have[ING_OTHER_RED] + (named != FA_REDUCE_NONE);
+        const row_pattern *rp = NULL;
+        if (named != FA_REDUCE_NONE && nred > 1) {
+            c->red = FA_REDUCE_GENERIC;
+            snprintf(c->label, sizeof c->label, "reduction(mixed)");
+        } else if ((rp = row_pattern_of(named, named != FA_REDUCE_NONE ? NULL : have))) {
+            c->red = rp->kind;
+            bool skip = rp->skip && residual_add_in(g, c->m, c->n);
+            snprintf(c->label, sizeof c->label, "%s%s%s", skip ? "add+" : "", rp->label,
+                     named != FA_REDUCE_NONE ? "" : "(decomposed)");
+            for (int i = 0; i < n && rp->skip; i++) /* a named norm's epsilon */
+                if (fa_reduce_is_row(fa_adv_reduce_kind(g->nodes[m[i]])))
                     c->eps = fa_node_attr_float(g->nodes[m[i]], "epsilon", 1e-5f);
-        } else if (nmax == 1 && nsum == 1 && nexp >= 1 && nmean == 0 && nother_red == 0) {
-            c->red = nlog ? FA_RED_LOG_SOFTMAX : FA_RED_SOFTMAX;
-            snprintf(c->label, sizeof c->label, nlog ? "log_softmax(decomposed)" : "softmax(decomposed)");
-        } else if (nmean == 2 && nmax == 0 && nsum == 0 && nother_red == 0 && nsub >= 1 && nroot >= 1) {
-            c->red = FA_RED_LAYER_NORM;
-            snprintf(c->label, sizeof c->label, "layer_norm(decomposed)");
-        } else if (nmean == 1 && nmax == 0 && nsum == 0 && nother_red == 0 && nsub == 0 && nroot >= 1) {
-            c->red = FA_RED_RMS_NORM;
-            snprintf(c->label, sizeof c->label, "rms_norm(decomposed)");
         } else {
-            c->red = FA_RED_GENERIC;
+            c->red = FA_REDUCE_GENERIC;
             snprintf(c->label, sizeof c->label, "%s+elementwise", seed->op_type);
         }
-        if (named == FA_REDUCE_NONE && (c->red == FA_RED_LAYER_NORM || c->red == FA_RED_RMS_NORM)) {
+        if (named == FA_REDUCE_NONE && (c->red == FA_REDUCE_LAYER_NORM || c->red == FA_REDUCE_RMS_NORM)) {
             /* epsilon: the scalar added to the row statistic */
             for (int i = 0; i < n; i++) {
                 const fa_node *nd = g->nodes[m[i]];
@@ -1986,7 +2062,7 @@ static void plan_hash(fa_plan *p, const fa_graph *g)
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         fa_buf_printf(&b, "%d %s %s anchor %d dep %d red %s axis %d eps %.9g members", c->id, fa_cluster_kind_name(c->kind),
-                      c->label, c->anchor, c->depends_on, fa_reduction_kind_name(c->reduction), c->reduce_axis, c->epsilon);
+                      c->label, c->anchor, c->depends_on, fa_reduce_kind_name(c->reduction), c->reduce_axis, c->epsilon);
         for (int k = 0; k < c->n_members; k++) fa_buf_printf(&b, " %d", c->members[k]);
         fa_buf_puts(&b, " post");
         for (int k = 0; k < c->n_post_ops; k++) {

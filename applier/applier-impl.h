@@ -179,8 +179,12 @@ typedef struct fa_apply_bound {
  * carries |.|-magnitudes forward (a Conv on |x| and |W|, BN with |scale|, |B|, -|mean|, L·M + |y|
  * for a unary op with sup|f'| <= L, ...); its outputs are the magnitudes M of gu's outputs in
  * gu's order, its inputs gu's (fed the same values). *gm owned by the caller; NULL with the
- * reason in why (and out->applies false) when gu reassociates no reduction or has an op with no
- * rule: the caller then verifies with the user's tolerance. Errors: out of memory only. */
+ * reason in why (and out->applies false) when gu reassociates no reduction or has an op whose
+ * rule is that it has no first-order bound (an op-math row's FA_BOUND_NONE, a k_mag_ops row of
+ * MAG_NONE, or a non-elementwise op without a rule): the caller then verifies with the user's
+ * tolerance. Rules: an elementwise op's from its op-math row (graph/op_math.h, BOUND), the others'
+ * from bound.c's k_mag_ops. Errors: FA_ERR_INTERNAL naming the op for an elementwise op (float32
+ * output) with neither (an op added without its row: never a bound silently lost); out of memory. */
 fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, fa_graph **gm, char *why, size_t cap);
 /* max_i |fused_i - unfused_i| / (2·γ̃·M_i) over one output (a fused kernel within its bound
  * has <= 1); *worst the element (-1 none). INFINITY on NaN on one side only or a size mismatch;

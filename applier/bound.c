@@ -3,6 +3,7 @@
  * computation run on magnitudes (|W|·|x| for a convolution), instead of a relative error that
  * says nothing near cancellation. docs/runtime.md "Verification bound". */
 #include "applier-impl.h"
+#include "graph/op_math.h"
 
 #include <float.h>
 #include <math.h>
@@ -28,87 +29,93 @@ typedef enum mag_rule {
     MAG_WHERE,     /* Where(c, a, b): Where(c, M(a), M(b)) (a selection adds no rounding) */
     MAG_SOFTMAX,   /* Softmax p of s over an axis: p·(M(s) + Σ_axis p·M(s) + 1), 0 where p = 0 */
     MAG_ATTENTION, /* the Attention op: (2σ + 2)·Attention(Q, K, |V|, mask), σ a bound of |scores| */
+    MAG_NONE,      /* no first-order bound (an op-math row's FA_BOUND_NONE): relative error instead */
 } mag_rule;
 
-/* roundings: relative errors of size u the op adds along a path through it, besides the
- * reduction length counted from shapes (reduction_terms). For an elementary function it is
- * the implementation's accuracy in ulps (SLEEF u10 and libm: <= 1 ulp; oneDNN's eltwise
- * approximations: a few); the bound's sqrt(depth)·lambda factor leaves room beyond it. */
-static const struct mag_op {
+/* The ops without an op-math row (graph/op_math.h), whose rule is written here: contractions,
+ * BatchNormalization, views and copies, pooling, Where, Softmax, the Attention op. roundings:
+ * relative errors of size u the op adds along a path through it, besides the reduction length
+ * counted from shapes (reduction_terms). An elementwise op with an op-math row takes its rule,
+ * Lipschitz constant and roundings from the row's BOUND column (mag_op_of). */
+struct mag_op {
     const char *op;
     mag_rule rule;
     unsigned data;   /* bit i: input i carries a computed value (its magnitude replaces it);
                         other inputs (shape, axes, indices, bounds) are passed as they are */
-    double lipschitz; /* MAG_LIPSCHITZ: sup|f'| over the reals (attribute-dependent ones below) */
+    double lipschitz; /* MAG_LIPSCHITZ: sup|f'| at the node's attributes */
     int roundings;
-} k_mag_ops[] = {
-    {"Conv", MAG_SAME, 0x7, 0, 1},
-    {"ConvTranspose", MAG_SAME, 0x7, 0, 1},
-    {"MatMul", MAG_SAME, 0x3, 0, 0},
-    {"Gemm", MAG_GEMM, 0x7, 0, 3},
-    {"BatchNormalization", MAG_BN, 0x1, 0, 3}, /* scale, shift, and the fold's rounding of W·s */
-    {"Add", MAG_SAME, 0x3, 0, 1},
-    {"Sum", MAG_SAME, ~0u, 0, 1},
-    {"Mul", MAG_SAME, 0x3, 0, 1},
-    {"Sub", MAG_SUM_MAGS, 0x3, 0, 1},
-    {"Div", MAG_DIV, 0x3, 0, 1},
-    {"Max", MAG_MAX_MAGS, ~0u, 0, 0},
-    {"Min", MAG_MAX_MAGS, ~0u, 0, 0},
-    {"Identity", MAG_SAME, 0x1, 0, 0},
-    {"Reshape", MAG_SAME, 0x1, 0, 0},
-    {"Flatten", MAG_SAME, 0x1, 0, 0},
-    {"Squeeze", MAG_SAME, 0x1, 0, 0},
-    {"Unsqueeze", MAG_SAME, 0x1, 0, 0},
-    {"Transpose", MAG_SAME, 0x1, 0, 0},
-    {"Expand", MAG_SAME, 0x1, 0, 0},
-    {"Slice", MAG_SAME, 0x1, 0, 0},
-    {"Gather", MAG_SAME, 0x1, 0, 0},
-    {"Concat", MAG_SAME, ~0u, 0, 0},
-    {"MaxPool", MAG_SAME, 0x1, 0, 0},
-    {"GlobalMaxPool", MAG_SAME, 0x1, 0, 0},
-    {"AveragePool", MAG_SAME, 0x1, 0, 1},
-    {"GlobalAveragePool", MAG_SAME, 0x1, 0, 1},
-    /* sup|f'|: Relu, Clip, Abs, Neg, Tanh, Softplus, Softsign, Sin, Cos 1; Sigmoid 1/4; Erf
-     * 2/sqrt(pi); Gelu (erf and tanh forms) 1.1290, Swish/SiLU 1.0999 (any alpha: substitute
-     * t = alpha·x), Mish 1.0885, HardSwish 1.5 (at x -> 3): maxima of the derivatives,
-     * evaluated on a 1e-5 grid over [-20, 20] and rounded up. */
-    {"Relu", MAG_LIPSCHITZ, 0x1, 1.0, 0},
-    {"Clip", MAG_LIPSCHITZ, 0x1, 1.0, 0},
-    {"Abs", MAG_LIPSCHITZ, 0x1, 1.0, 0},
-    {"Neg", MAG_LIPSCHITZ, 0x1, 1.0, 0},
-    {"LeakyRelu", MAG_LIPSCHITZ, 0x1, 1.0, 1},   /* max(1, |alpha|) */
-    {"Elu", MAG_LIPSCHITZ, 0x1, 1.0, 2},         /* max(1, alpha) */
-    {"Selu", MAG_LIPSCHITZ, 0x1, 1.0, 2},        /* gamma·max(1, alpha) */
-    {"HardSigmoid", MAG_LIPSCHITZ, 0x1, 0.0, 2}, /* |alpha| */
-    {"HardSwish", MAG_LIPSCHITZ, 0x1, 1.5, 3},
-    {"Sigmoid", MAG_LIPSCHITZ, 0x1, 0.25, 4},
-    {"Tanh", MAG_LIPSCHITZ, 0x1, 1.0, 4},
-    {"Erf", MAG_LIPSCHITZ, 0x1, 1.1284, 4},
-    {"Gelu", MAG_LIPSCHITZ, 0x1, 1.13, 4},
-    {"Swish", MAG_LIPSCHITZ, 0x1, 1.1, 4},
-    {"Mish", MAG_LIPSCHITZ, 0x1, 1.09, 4},
-    {"Softplus", MAG_LIPSCHITZ, 0x1, 1.0, 4},
-    {"Softsign", MAG_LIPSCHITZ, 0x1, 1.0, 2},
-    {"Sin", MAG_LIPSCHITZ, 0x1, 1.0, 4},
-    {"Cos", MAG_LIPSCHITZ, 0x1, 1.0, 4},
-    {"Exp", MAG_EXP, 0x1, 0, 4},
-    {"Pow", MAG_POW, 0x1, 0, 4},
+    const char *none; /* MAG_NONE: why the op has no first-order bound */
+};
+static const struct mag_op k_mag_ops[] = {
+    {"Conv", MAG_SAME, 0x7, 0, 1, NULL},
+    {"ConvTranspose", MAG_SAME, 0x7, 0, 1, NULL},
+    {"MatMul", MAG_SAME, 0x3, 0, 0, NULL},
+    {"Gemm", MAG_GEMM, 0x7, 0, 3, NULL},
+    {"BatchNormalization", MAG_BN, 0x1, 0, 3, NULL}, /* scale, shift, and the fold's rounding of W·s */
+    {"Identity", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Reshape", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Flatten", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Squeeze", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Unsqueeze", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Transpose", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Expand", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Slice", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Gather", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Concat", MAG_SAME, ~0u, 0, 0, NULL},
+    {"MaxPool", MAG_SAME, 0x1, 0, 0, NULL},
+    {"GlobalMaxPool", MAG_SAME, 0x1, 0, 0, NULL},
+    {"AveragePool", MAG_SAME, 0x1, 0, 1, NULL},
+    {"GlobalAveragePool", MAG_SAME, 0x1, 0, 1, NULL},
     /* the attention pattern (docs/codegen.md "Verification bound", attention): a cast to the same
      * type, an inference dropout and a selection copy values; the softmax's own rounding is its
      * max-subtraction, exp (a few ulps), the division, and its sum's terms (reduction_terms) */
-    {"Cast", MAG_SAME, 0x1, 0, 0},
-    {"Dropout", MAG_SAME, 0x1, 0, 0},
-    {"Where", MAG_WHERE, 0x6, 0, 0},
-    {"Softmax", MAG_SOFTMAX, 0x1, 0, 6},
-    {"Attention", MAG_ATTENTION, 0x7, 0, 8},
+    {"Cast", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Dropout", MAG_SAME, 0x1, 0, 0, NULL},
+    {"Where", MAG_WHERE, 0x6, 0, 0, NULL},
+    {"Softmax", MAG_SOFTMAX, 0x1, 0, 6, NULL},
+    {"Attention", MAG_ATTENTION, 0x7, 0, 8, NULL},
+    /* elementwise ops the cpu kernels compute by hand (no op-math row): no first-order bound */
+    {"Mod", MAG_NONE, 0, 0, 0, "it jumps at multiples of the divisor"},
+    {"Round", MAG_NONE, 0, 0, 0, "it jumps at the half-integers"},
+    {"Sign", MAG_NONE, 0, 0, 0, "it jumps at 0"},
+    {"Mean", MAG_NONE, 0, 0, 0, "no rule written for it yet"},
+    {"CastLike", MAG_NONE, 0, 0, 0, "no rule written for it yet"},
+    {"SwiGLU", MAG_NONE, 0, 0, 0, "no rule written for it yet"},
 };
 
-static const struct mag_op *mag_op_of(const fa_node *n)
+/* The rule of node n: an op-math row's BOUND (graph/op_math.h; its Lipschitz constant at n's
+ * attributes), else n's row of k_mag_ops. False when n has neither. */
+static bool mag_op_of(const fa_node *n, struct mag_op *out)
 {
-    if (n->domain && n->domain[0]) return NULL;
+    if (n->domain && n->domain[0]) return false;
+    const fa_unary_math *um = fa_unary_math_find(n->op_type);
+    const fa_binary_math *bm = um ? NULL : fa_binary_math_find(n->op_type);
+    if (um || bm) {
+        fa_op_bound ob;
+        if (um) {
+            double p[3];
+            for (int k = 0; k < 3; k++)
+                p[k] = um->attr[k] ? (double)fa_node_attr_float(n, um->attr[k], (float)um->def[k]) : um->def[k];
+            ob = fa_unary_math_bound(um->op, p[0], p[1], p[2]);
+        } else {
+            ob = fa_binary_math_bound(bm->op);
+        }
+        static const mag_rule k_rule[] = {
+            [FA_BOUND_RULE_NONE] = MAG_NONE,         [FA_BOUND_RULE_LINEAR] = MAG_SAME,
+            [FA_BOUND_RULE_SUM_MAGS] = MAG_SUM_MAGS, [FA_BOUND_RULE_MAX_MAGS] = MAG_MAX_MAGS,
+            [FA_BOUND_RULE_DIV] = MAG_DIV,           [FA_BOUND_RULE_POW] = MAG_POW,
+            [FA_BOUND_RULE_LIPSCHITZ] = MAG_LIPSCHITZ, [FA_BOUND_RULE_EXP] = MAG_EXP,
+        };
+        *out = (struct mag_op){n->op_type, k_rule[ob.rule], ob.rule == FA_BOUND_RULE_POW ? 0x1u : ~0u, ob.lipschitz,
+                               ob.roundings, ob.why};
+        return true;
+    }
     for (size_t i = 0; i < sizeof k_mag_ops / sizeof k_mag_ops[0]; i++)
-        if (!strcmp(k_mag_ops[i].op, n->op_type)) return &k_mag_ops[i];
-    return NULL;
+        if (!strcmp(k_mag_ops[i].op, n->op_type)) {
+            *out = k_mag_ops[i];
+            return true;
+        }
+    return false;
 }
 
 static int64_t dims_product(const fa_tensor *t, int from)
@@ -174,17 +181,6 @@ static bool is_contraction(const fa_node *n)
            !strcmp(n->op_type, "MatMul") || !strcmp(n->op_type, "Attention");
 }
 
-static double lipschitz_of(const struct mag_op *m, const fa_node *n)
-{
-    if (!strcmp(n->op_type, "LeakyRelu")) return fmax(1.0, fabs(fa_node_attr_float(n, "alpha", 0.01f)));
-    if (!strcmp(n->op_type, "Elu")) return fmax(1.0, fabs(fa_node_attr_float(n, "alpha", 1.0f)));
-    if (!strcmp(n->op_type, "Selu"))
-        return fabs(fa_node_attr_float(n, "gamma", 1.05070102214813232421875f)) *
-               fmax(1.0, fabs(fa_node_attr_float(n, "alpha", 1.67326319217681884765625f)));
-    if (!strcmp(n->op_type, "HardSigmoid")) return fabs(fa_node_attr_float(n, "alpha", 0.2f));
-    return m->lipschitz;
-}
-
 /* ---- building the magnitude graph ---- */
 
 typedef struct mag_builder {
@@ -193,6 +189,7 @@ typedef struct mag_builder {
     fa_graph *m;       /* its copy plus the magnitude nodes */
     int *mag;          /* by tensor id of g: id of its magnitude tensor in m, -1 not yet */
     int n_new;         /* counter for unique names */
+    bool failed;       /* an error is on ctx (an elementwise op without a row) */
 } mag_builder;
 
 static int new_tensor(mag_builder *b, const char *stem, const fa_tensor *like)
@@ -314,9 +311,26 @@ static bool mag_node(mag_builder *b, const fa_node *n, char *why, size_t cap)
     if (!strcmp(n->op_type, "IsNaN") && !(n->domain && n->domain[0]) && n->n_outputs == 1 && n->outputs[0] >= 0 &&
         b->g->tensors[n->outputs[0]]->dtype == FA_DTYPE_BOOL)
         return true;
-    const struct mag_op *r = mag_op_of(n);
-    if (!r) {
+    struct mag_op rule;
+    const struct mag_op *r = &rule;
+    if (!mag_op_of(n, &rule)) {
+        const fa_tensor *Y0 = fa_graph_out(b->g, n, 0);
+        if (n->op && (n->op->pattern == FA_PATTERN_ELEMWISE || n->op->pattern == FA_PATTERN_BROADCAST) && Y0 &&
+            Y0->dtype == FA_DTYPE_FLOAT) {
+            /* an elementwise op added without its row: said, never a bound silently dropped */
+            fa_ctx_error(b->ctx, FA_ERR_INTERNAL,
+                         "%s '%s' is an elementwise op with no rounding-error row (a BOUND in graph/op_math.h's "
+                         "tables, or a row of applier/bound.c's k_mag_ops): its cluster's verification bound "
+                         "cannot be built", n->op_type, n->name);
+            b->failed = true;
+            return false;
+        }
         snprintf(why, cap, "%s '%s' has no rounding-error rule", n->op_type, n->name);
+        return false;
+    }
+    if (r->rule == MAG_NONE) {
+        snprintf(why, cap, "%s '%s' has no first-order rounding-error bound: %s", n->op_type, n->name,
+                 r->none ? r->none : "none written");
         return false;
     }
     const fa_graph *g = b->g;
@@ -395,8 +409,9 @@ static bool mag_node(mag_builder *b, const fa_node *n, char *why, size_t cap)
         if (out >= 0 && n->n_inputs == 1) out = unary(b, "Identity", out, Y);
         break;
     }
+    case MAG_NONE: break; /* returned above */
     case MAG_LIPSCHITZ: {
-        double L = lipschitz_of(r, n);
+        double L = r->lipschitz;
         int lm = L == 1.0 ? ins[0] : binary(b, "Mul", ins[0], scalar(b, (float)L), Y);
         int ay = lm >= 0 ? abs_value(b, y) : -1;
         out = ay >= 0 ? binary(b, "Add", lm, ay, Y) : -1;
@@ -575,7 +590,8 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
     int64_t deepest = 0, elements = 0;
     for (int k = 0; k < gu->n_topo; k++) {
         const fa_node *n = gu->nodes[gu->topo[k]];
-        const struct mag_op *r = mag_op_of(n);
+        struct mag_op rule;
+        const struct mag_op *r = mag_op_of(n, &rule) ? &rule : NULL;
         contraction |= is_contraction(n);
         int64_t d = 0;
         for (int i = 0; i < n->n_inputs; i++)
@@ -609,7 +625,7 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
     out->gamma = exp(out->lambda * sqrt(n) * u + n * u * u / (1.0 - u)) - 1.0;
     out->gamma_det = n * u < 1 ? n * u / (1.0 - n * u) : INFINITY;
 
-    mag_builder b = {ctx, gu, fa_graph_create(gu->name), mag, 0};
+    mag_builder b = {ctx, gu, fa_graph_create(gu->name), mag, 0, false};
     fa_status s = b.m ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     for (int i = 0; i < gu->n_tensors; i++) mag[i] = -1;
     for (int i = 0; i < gu->n_opsets && !s; i++) s = fa_graph_set_opset(ctx, b.m, gu->opsets[i].domain, gu->opsets[i].version);
@@ -643,7 +659,10 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
     }
     /* the magnitudes, node by node */
     for (int k = 0; k < gu->n_topo && !s && !why[0]; k++)
-        if (!mag_node(&b, gu->nodes[gu->topo[k]], why, cap) && !why[0]) snprintf(why, cap, "out of memory");
+        if (!mag_node(&b, gu->nodes[gu->topo[k]], why, cap)) {
+            if (b.failed) s = fa_ctx_status(ctx);
+            else if (!why[0]) snprintf(why, cap, "out of memory");
+        }
     for (int i = 0; i < gu->n_outputs && !s && !why[0]; i++) {
         int t = gu->outputs[i];
         int id = b.mag[t] >= 0 ? b.mag[t] : mag_of(&b, t, why, cap);

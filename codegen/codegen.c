@@ -408,13 +408,36 @@ static int red_val(cg *b, int red, int a, int r, const int64_t *d)
 /* ------------------------------------------------------------------------------------------ */
 /* op table: one entry per op type, shared by both languages                                   */
 
-typedef struct cg_opdef {
+/* One member's lowering: appends the value(s) of node n (output shape (r, d)) and returns the
+ * value of its output 0, or -1 (cg_fail said why). */
+typedef struct cg_opdef cg_opdef;
+typedef int (*cg_lower_fn)(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+
+/* What a member's inputs and outputs may be, besides float32 everywhere. */
+enum {
+    CG_ROWS_ONLY = 1u << 0,  /* a reduction, normalization or view: row kernels only */
+    CG_BOOL_OUT = 1u << 1,   /* a comparison: a bool output read only as Where's condition */
+    CG_BOOL_COND = 1u << 2,  /* Where: input 0 is bool */
+    CG_POW_EXP = 1u << 3,    /* Pow: input 1 is float32 or a constant */
+    CG_MORE_OUTS = 1u << 4,  /* LayerNormalization: lowers its extra outputs (Mean, InvStdDev) */
+    CG_MEAN = 1u << 5,       /* Mean: the fold divided by the input count */
+    CG_DROPOUT = 1u << 6,    /* Dropout: only with a constant false training_mode */
+};
+
+/* op table: one row per op type, shared by both languages; find_op's lookup and lower's dispatch
+ * read only this (an op is one row: its name, its lowering, its template or attributes). */
+struct cg_opdef {
     const char *name;
-    const char *tpl;            /* expression template; NULL for ops lowered by code */
+    cg_lower_fn lower;
+    const char *tpl;            /* expression template (lower_expr); NULL: the op-math table's */
     int arity;                  /* template args (inputs), -1 variadic */
     double p[3];                /* defaults of the attributes $a $b $g */
     const char *attr[3];        /* attribute names of $a $b $g */
-} cg_opdef;
+    unsigned flags;             /* CG_* */
+    unsigned any_in;            /* bit i: input i is not data (axes, shape, Dropout's ratio and mode) */
+    int red;                    /* lower_reduce: RED_* */
+    fa_reduce_kind kind;        /* lower_norm: the normalization (graph/graph.h) */
+};
 
 /* The template of binary op `op` from graph/op_math.h's binary table into buf ("Sum" and
  * "Mean" fold with Add's); NULL when the op has no row or buf is too small. */
@@ -425,44 +448,53 @@ static const char *binary_tpl(const char *op, char *buf, size_t cap)
     return buf;
 }
 
+static int lower_expr(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+static int lower_pow(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+static int lower_fold(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+static int lower_view(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+static int lower_cast(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+static int lower_reduce(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+static int lower_norm(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+
 /* The unary ops of graph/op_math.h: their template is the table's expression (fa_unary_math_template
  * at lowering), their attributes the table's; the rest are written here. */
-#define CG_UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {NAME, NULL, 1, {DA, DB, DG}, {AA, AB, AG}},
+#define CG_UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR, BOUND) {NAME, lower_expr, NULL, 1, {DA, DB, DG}, {AA, AB, AG}},
 static const cg_opdef OPS[] = {
     FA_UNARY_MATH(CG_UNARY_ROW_)
     /* the binary ops' templates are graph/op_math.h's binary table (binary_tpl) */
-    {"PRelu", NULL, 2, {0}, {0}},
-    {"Add", NULL, 2, {0}, {0}},
-    {"Sub", NULL, 2, {0}, {0}},
-    {"Mul", NULL, 2, {0}, {0}},
-    {"Div", NULL, 2, {0}, {0}},
-    {"Pow", NULL, 2, {0}, {0}},
-    {"Max", NULL, -1, {0}, {0}},
-    {"Min", NULL, -1, {0}, {0}},
-    {"Sum", NULL, -1, {0}, {0}},
-    {"Mean", NULL, -1, {0}, {0}},
-    {"Where", "($0 ? $1 : $2)", 3, {0}, {0}},
-    {"Equal", "($0 == $1)", 2, {0}, {0}},
-    {"Less", "($0 < $1)", 2, {0}, {0}},
-    {"Greater", "($0 > $1)", 2, {0}, {0}},
-    {"Identity", NULL, 1, {0}, {0}},
-    {"Dropout", NULL, 1, {0}, {0}},
-    {"Cast", NULL, 1, {0}, {0}},
+    {"PRelu", lower_expr, NULL, 2},
+    {"Add", lower_expr, NULL, 2},
+    {"Sub", lower_expr, NULL, 2},
+    {"Mul", lower_expr, NULL, 2},
+    {"Div", lower_expr, NULL, 2},
+    {"Pow", lower_pow, NULL, 2, .flags = CG_POW_EXP},
+    {"Max", lower_fold, NULL, -1},
+    {"Min", lower_fold, NULL, -1},
+    {"Sum", lower_fold, NULL, -1},
+    {"Mean", lower_fold, NULL, -1, .flags = CG_MEAN},
+    {"Where", lower_expr, "($0 ? $1 : $2)", 3, .flags = CG_BOOL_COND},
+    {"Equal", lower_expr, "($0 == $1)", 2, .flags = CG_BOOL_OUT},
+    {"Less", lower_expr, "($0 < $1)", 2, .flags = CG_BOOL_OUT},
+    {"Greater", lower_expr, "($0 > $1)", 2, .flags = CG_BOOL_OUT},
+    {"Identity", lower_view, NULL, 1},
+    {"Dropout", lower_view, NULL, 1, .flags = CG_DROPOUT, .any_in = ~1u},
+    {"Cast", lower_cast, NULL, 1},
     /* reductions and normalizations (row kernels only) */
-    {"ReduceSum", NULL, 1, {0}, {0}},
-    {"ReduceMean", NULL, 1, {0}, {0}},
-    {"ReduceMax", NULL, 1, {0}, {0}},
-    {"ReduceMin", NULL, 1, {0}, {0}},
-    {"ReduceSumSquare", NULL, 1, {0}, {0}},
-    {"Softmax", NULL, 1, {0}, {0}},
-    {"LogSoftmax", NULL, 1, {0}, {0}},
-    {"LayerNormalization", NULL, 1, {0}, {0}},
-    {"RMSNormalization", NULL, 1, {0}, {0}},
+    {"ReduceSum", lower_reduce, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2, .red = RED_SUM},
+    {"ReduceMean", lower_reduce, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2, .red = RED_MEAN},
+    {"ReduceMax", lower_reduce, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2, .red = RED_MAX},
+    {"ReduceMin", lower_reduce, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2, .red = RED_MIN},
+    {"ReduceSumSquare", lower_reduce, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2, .red = RED_SUMSQ},
+    {"Softmax", lower_norm, NULL, 1, .flags = CG_ROWS_ONLY, .kind = FA_REDUCE_SOFTMAX},
+    {"LogSoftmax", lower_norm, NULL, 1, .flags = CG_ROWS_ONLY, .kind = FA_REDUCE_LOG_SOFTMAX},
+    {"LayerNormalization", lower_norm, NULL, 1, .flags = CG_ROWS_ONLY | CG_MORE_OUTS,
+     .kind = FA_REDUCE_LAYER_NORM},
+    {"RMSNormalization", lower_norm, NULL, 1, .flags = CG_ROWS_ONLY, .kind = FA_REDUCE_RMS_NORM},
     /* shape views (row kernels: the linear index is unchanged) */
-    {"Reshape", NULL, 1, {0}, {0}},
-    {"Flatten", NULL, 1, {0}, {0}},
-    {"Squeeze", NULL, 1, {0}, {0}},
-    {"Unsqueeze", NULL, 1, {0}, {0}},
+    {"Reshape", lower_view, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2},
+    {"Flatten", lower_view, NULL, 1, .flags = CG_ROWS_ONLY},
+    {"Squeeze", lower_view, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2},
+    {"Unsqueeze", lower_view, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2},
 };
 
 static const cg_opdef *find_op(const fa_node *n)
@@ -471,17 +503,6 @@ static const cg_opdef *find_op(const fa_node *n)
     for (size_t i = 0; i < sizeof OPS / sizeof OPS[0]; i++)
         if (strcmp(OPS[i].name, n->op_type) == 0) return &OPS[i];
     return NULL;
-}
-
-static bool is_view(const char *op)
-{
-    return !strcmp(op, "Reshape") || !strcmp(op, "Flatten") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze");
-}
-static bool is_reduce(const char *op) { return !strncmp(op, "Reduce", 6); }
-static bool is_norm(const char *op)
-{
-    return !strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax") || !strcmp(op, "LayerNormalization") ||
-           !strcmp(op, "RMSNormalization");
 }
 
 /* The tensor is consumed only by cluster members and is not a graph output. */
@@ -531,7 +552,8 @@ static int reduce_axes(const cg *b, const fa_node *n, int rank, bool *mask)
     return na;
 }
 
-/* Lower one member node; sets b->tval for its outputs. 0 or -1. */
+/* Lower one member node: the checks every op shares (its row's flags), then its row's lowering;
+ * sets b->tval for its outputs. 0 or -1. */
 static int lower(cg *b, const fa_node *n, int lang)
 {
     const fa_graph *g = b->g;
@@ -546,17 +568,15 @@ static int lower(cg *b, const fa_node *n, int lang)
             return cg_fail(b, "a member output has a dynamic shape", "node '%s': output '%s' has a dynamic dim",
                            n->name, y->name);
     const char *op = n->op_type;
-    bool cmp = !strcmp(op, "Equal") || !strcmp(op, "Less") || !strcmp(op, "Greater");
+    bool cmp = od->flags & CG_BOOL_OUT;
     /* dtypes: fp32 everywhere except Where's condition and the comparisons producing it */
     for (int i = 0; i < n->n_inputs; i++) {
         const fa_tensor *t = fa_graph_in(g, n, i);
         if (!t) continue;
         bool ok = t->dtype == FA_DTYPE_FLOAT;
-        if (!strcmp(op, "Where") && i == 0) ok = t->dtype == FA_DTYPE_BOOL;
-        if (is_reduce(op) && i == 1) ok = true;                        /* axes */
-        if (!strcmp(op, "Pow") && i == 1) ok = t->dtype == FA_DTYPE_FLOAT || (t->flags & FA_TENSOR_CONST);
-        if ((!strcmp(op, "Reshape") || !strcmp(op, "Squeeze") || !strcmp(op, "Unsqueeze")) && i == 1) ok = true;
-        if (!strcmp(op, "Dropout") && i > 0) ok = true;
+        if ((od->flags & CG_BOOL_COND) && i == 0) ok = t->dtype == FA_DTYPE_BOOL;
+        if ((od->flags & CG_POW_EXP) && i == 1) ok = t->dtype == FA_DTYPE_FLOAT || (t->flags & FA_TENSOR_CONST);
+        if (i < 32 && (od->any_in >> i) & 1u) ok = true;
         if (!ok)
             return cg_fail(b, "a member touches a tensor that is not float32",
                            "node '%s' (%s): input '%s' is %s (generated kernels are float32 only)", n->name, op,
@@ -571,7 +591,7 @@ static int lower(cg *b, const fa_node *n, int lang)
                        "node '%s' (%s): its boolean output leaves the cluster", n->name, op);
     for (int i = 1; i < n->n_outputs; i++) { /* extra outputs: only LayerNormalization lowers them */
         int t = n->outputs[i];
-        if (t < 0 || !strcmp(op, "LayerNormalization")) continue;
+        if (t < 0 || (od->flags & CG_MORE_OUTS)) continue;
         const int *cons;
         bool used = fa_graph_consumers(g, t, &cons) > 0 || (g->tensors[t]->flags & FA_TENSOR_GRAPH_OUTPUT);
         for (int k = 0; k < b->c->n_outputs; k++) used |= b->c->outputs[k] == t;
@@ -581,233 +601,281 @@ static int lower(cg *b, const fa_node *n, int lang)
     }
     int r = y->rank;
     const int64_t *d = y->dims;
-    int out = -1;
-    if (!b->rowk && (is_reduce(op) || is_norm(op) || is_view(op)))
+    if (!b->rowk && (od->flags & CG_ROWS_ONLY))
         return cg_fail(b, "elementwise clusters hold elementwise ops only",
                        "node '%s' (%s) is not elementwise (only REDUCTION clusters take reductions and views)", n->name,
                        op);
     if (!b->rowk && !bcasts_to(r, d, b->rrank, b->rdims))
         return cg_fail(b, "a member's output does not broadcast to the cluster's output shape",
                        "node '%s' (%s): output shape does not broadcast to the cluster's output shape", n->name, op);
-
-    if (!strcmp(op, "Identity") || !strcmp(op, "Dropout") || is_view(op)) {
-        if (!strcmp(op, "Dropout")) {
-            double tm = 0;
-            if (n->n_inputs > 2 && n->inputs[2] >= 0 && (!const_scalar(g, n->inputs[2], &tm) || tm != 0))
-                return cg_fail(b, "Dropout in training mode", "node '%s': Dropout training_mode is not a constant false",
-                               n->name);
-        }
-        const fa_tensor *x = fa_graph_in(g, n, 0);
-        if (!x) return cg_fail(b, "an optional input is missing", "node '%s': input missing", n->name);
-        if (fa_tensor_numel(x) != fa_tensor_numel(y))
-            return cg_fail(b, "a view changes the element count", "node '%s' (%s) changes the element count", n->name, op);
-        out = arg(b, n, x->id, x->rank, x->dims);
-        if (out < 0) return -1;
-        if (b->rowk && b->v[out].kind != VK_LOAD) { /* re-shaped view of an intermediate */
-            int vi = op_val(b, "$0", &out, 1, NULL, r, d, b->v[out].is_bool, lang);
-            if (vi < 0) return -1;
-            b->v[vi].level = b->v[out].level;
-            out = vi;
-        }
-    } else if (!strcmp(op, "Cast")) {
-        int64_t to = fa_node_attr_int(n, "to", 0);
-        if (to != FA_DTYPE_FLOAT)
-            return cg_fail(b, "a member touches a tensor that is not float32", "node '%s': Cast to a non-float type", n->name);
-        out = arg(b, n, n->inputs[0], r, d);
-    } else if (!strcmp(op, "Pow")) {
-        double e;
-        int a[2];
-        a[0] = arg(b, n, n->inputs[0], r, d);
-        if (a[0] < 0) return -1;
-        if (const_scalar(g, n->inputs[1], &e) && (e == 2 || e == 3 || e == 0.5 || e == 1))
-            out = op_val(b, e == 2 ? "($0 * $0)" : e == 3 ? "($0 * $0 * $0)" : e == 0.5 ? "sqrtf($0)" : "$0", a, 1,
-                         NULL, r, d, false, lang);
-        else {
-            if (g->tensors[n->inputs[1]]->dtype != FA_DTYPE_FLOAT)
-                return cg_fail(b, "a member touches a tensor that is not float32",
-                               "node '%s': Pow exponent is not float32", n->name);
-            a[1] = arg(b, n, n->inputs[1], r, d);
-            if (a[1] < 0) return -1;
-            char pt[256];
-            const char *ptpl = binary_tpl("Pow", pt, sizeof pt);
-            if (!ptpl) return cg_fail(b, "a member op's expression is too long", "node '%s': expression of Pow", n->name);
-            out = op_val(b, ptpl, a, 2, NULL, r, d, false, lang);
-        }
-    } else if (od->arity == -1) { /* Max Min Sum Mean: pairwise fold */
-        int acc = arg(b, n, n->inputs[0], r, d);
-        if (acc < 0) return -1;
-        char bt[256];
-        const char *tpl = binary_tpl(op, bt, sizeof bt);
-        if (!tpl) return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s", n->name, op);
-        for (int i = 1; i < n->n_inputs; i++) {
-            int a[2] = {acc, arg(b, n, n->inputs[i], r, d)};
-            if (a[1] < 0) return -1;
-            acc = op_val(b, tpl, a, 2, NULL, r, d, false, lang);
-            if (acc < 0) return -1;
-        }
-        if (!strcmp(op, "Mean") && n->n_inputs > 1) {
-            double p[3] = {(double)n->n_inputs, 0, 0};
-            acc = op_val(b, "($0 / $a)", &acc, 1, p, r, d, false, lang);
-        } else if (n->n_inputs == 1) {
-            acc = op_val(b, "$0", &acc, 1, NULL, r, d, false, lang);
-        }
-        out = acc;
-    } else if (is_reduce(op)) {
-        const fa_tensor *x = fa_graph_in(g, n, 0);
-        bool mask[FA_MAX_RANK];
-        if (reduce_axes(b, n, x->rank, mask) < 0)
-            return cg_fail(b, "a reduction's axes are not constant", "node '%s' (%s): axes unknown or empty no-op", n->name, op);
-        int a0 = -1;
-        for (int i = 0; i < x->rank; i++)
-            if (mask[i] && a0 < 0) a0 = i;
-        bool suffix = a0 >= 0;
-        for (int i = 0; i < x->rank; i++)
-            if (mask[i] != (suffix && i >= a0)) suffix = false;
-        if (!suffix || prod(x->dims, 0, a0) != b->rows || prod(x->dims, a0, x->rank) != b->rowlen)
-            return cg_fail(b, "a reduction is not over the cluster's row domain",
-                           "node '%s' (%s) does not reduce exactly the %lld trailing elements of each of %lld rows",
-                           n->name, op, (long long)b->rowlen, (long long)b->rows);
-        int xa = arg(b, n, x->id, x->rank, x->dims);
-        if (xa < 0) return -1;
-        int red = !strcmp(op, "ReduceSum") ? RED_SUM : !strcmp(op, "ReduceMean") ? RED_MEAN
-                  : !strcmp(op, "ReduceMax") ? RED_MAX : !strcmp(op, "ReduceMin") ? RED_MIN : RED_SUMSQ;
-        out = red_val(b, red, xa, r, d);
-    } else if (is_norm(op)) {
-        const fa_tensor *x = fa_graph_in(g, n, 0);
-        int opset = n->opset > 0 ? n->opset : 23;
-        bool sm = !strcmp(op, "Softmax") || !strcmp(op, "LogSoftmax");
-        int64_t ax = fa_node_attr_int(n, "axis", sm && opset < 13 ? 1 : -1);
-        if (ax < 0) ax += x->rank;
-        if (ax < 0 || ax >= x->rank || (x->rank == 0))
-            return cg_fail(b, "a normalization axis is out of range", "node '%s' (%s): axis out of range", n->name, op);
-        if (sm && opset >= 13 && prod(x->dims, ax + 1, x->rank) != 1)
-            return cg_fail(b, "softmax over an inner axis is not a row reduction",
-                           "node '%s' (%s): axis %lld is not the last non-unit axis", n->name, op, (long long)ax);
-        if (prod(x->dims, 0, (int)ax) != b->rows || prod(x->dims, (int)ax, x->rank) != b->rowlen)
-            return cg_fail(b, "a reduction is not over the cluster's row domain",
-                           "node '%s' (%s) does not normalize %lld rows of %lld", n->name, op, (long long)b->rows,
-                           (long long)b->rowlen);
-        int64_t rd[FA_MAX_RANK];
-        for (int i = 0; i < x->rank; i++) rd[i] = i < ax ? x->dims[i] : 1;
-        int xa = arg(b, n, x->id, x->rank, x->dims);
-        if (xa < 0) return -1;
-        int xr = x->rank;
-        const int64_t *xd = x->dims;
-        if (sm) {
-            int m = red_val(b, RED_MAX, xa, xr, rd);
-            if (m < 0) return -1;
-            int a2[2] = {xa, m};
-            int dv = op_val(b, "($0 - $1)", a2, 2, NULL, xr, xd, false, lang);
-            if (dv < 0) return -1;
-            int e = op_val(b, "expf($0)", &dv, 1, NULL, xr, xd, false, lang);
-            if (e < 0) return -1;
-            int s = red_val(b, RED_SUM, e, xr, rd);
-            if (s < 0) return -1;
-            if (!strcmp(op, "Softmax")) {
-                int a3[2] = {e, s};
-                out = op_val(b, "($0 / $1)", a3, 2, NULL, xr, xd, false, lang);
-            } else {
-                int ls = op_val(b, "logf($0)", &s, 1, NULL, xr, rd, false, lang);
-                if (ls < 0) return -1;
-                int a3[2] = {dv, ls};
-                out = op_val(b, "($0 - $1)", a3, 2, NULL, xr, xd, false, lang);
-            }
-        } else {
-            bool rms = !strcmp(op, "RMSNormalization");
-            double p[3] = {fa_node_attr_float(n, "epsilon", 1e-5f), 0, 0};
-            int centered = xa, mean = -1;
-            if (!rms) {
-                mean = red_val(b, RED_MEAN, xa, xr, rd);
-                if (mean < 0) return -1;
-                int a2[2] = {xa, mean};
-                centered = op_val(b, "($0 - $1)", a2, 2, NULL, xr, xd, false, lang);
-                if (centered < 0) return -1;
-            }
-            int var = red_val(b, RED_SUMSQ, centered, xr, rd);
-            if (var < 0) return -1;
-            b->v[var].red = RED_SUMSQ; /* mean of squares: divided by rowlen below */
-            double pl[3] = {(double)b->rowlen, p[0], 0};
-            int inv = op_val(b, "(1.0f / sqrtf($0 / $a + $b))", &var, 1, pl, xr, rd, false, lang);
-            if (inv < 0) return -1;
-            int a2[2] = {centered, inv};
-            int yv = op_val(b, "($0 * $1)", a2, 2, NULL, xr, xd, false, lang);
-            if (yv < 0) return -1;
-            int sc = arg(b, n, n->inputs[1], xr, xd);
-            if (sc < 0) return -1;
-            int a3[2] = {yv, sc};
-            yv = op_val(b, "($0 * $1)", a3, 2, NULL, xr, xd, false, lang);
-            if (yv < 0) return -1;
-            if (!rms && n->n_inputs > 2 && n->inputs[2] >= 0) {
-                int bb = arg(b, n, n->inputs[2], xr, xd);
-                if (bb < 0) return -1;
-                int a4[2] = {yv, bb};
-                yv = op_val(b, "($0 + $1)", a4, 2, NULL, xr, xd, false, lang);
-            }
-            out = yv;
-            if (!rms && out >= 0) { /* optional Mean / InvStdDev outputs (per row) */
-                if (n->n_outputs > 1 && n->outputs[1] >= 0) b->tval[n->outputs[1]] = mean;
-                if (n->n_outputs > 2 && n->outputs[2] >= 0) b->tval[n->outputs[2]] = inv;
-            }
-        }
-    } else {
-        int a[3];
-        int na = od->arity;
-        if (n->n_inputs < na)
-            return cg_fail(b, "an optional input is missing", "node '%s' (%s): %d inputs, %d expected", n->name, op,
-                           n->n_inputs, na);
-        for (int i = 0; i < na; i++) {
-            a[i] = arg(b, n, n->inputs[i], r, d);
-            if (a[i] < 0) return -1;
-        }
-        double p[3]; /* an absent attribute takes the default as written (Selu's are double) */
-        for (int k = 0; k < 3; k++)
-            p[k] = od->attr[k] && fa_node_attr(n, od->attr[k]) ? fa_node_attr_float(n, od->attr[k], 0) : od->p[k];
-        if (!strcmp(op, "Where") && !b->v[a[0]].is_bool)
-            return cg_fail(b, "Where's condition is not boolean", "node '%s': condition is not bool", n->name);
-        char mt[512];
-        const char *tpl = od->tpl;
-        const char *sel = NULL;
-        const fa_unary_math *m = fa_unary_math_find(op) ? fa_unary_math_for_node(n, &sel) : NULL;
-        if (fa_unary_math_find(op) && !m)
-            return cg_fail(b, "an attribute value without an expression", "node '%s': %s %s='%s'", n->name, op,
-                           sel ? sel : "?", sel ? fa_node_attr_string(n, sel, "") : "");
-        if (m) {
-            if (fa_unary_math_template(m, mt, sizeof mt) >= sizeof mt)
-                return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
-            tpl = mt;
-            /* parameters that are inputs (Clip's bounds from opset 11): a constant becomes a
-             * literal, a computed one an operand ($a -> $1, $b -> $2 in the template) */
-            for (int k = 0; k < 3; k++) {
-                int ix = fa_unary_math_param_input(n, m, k), tid = ix >= 0 && ix < n->n_inputs ? n->inputs[ix] : -1;
-                if (ix < 0) continue;
-                p[k] = m->def[k];
-                if (tid < 0) continue;
-                double cv;
-                if (const_scalar(g, tid, &cv)) { p[k] = cv; continue; }
-                if (na >= 3) return cg_fail(b, "a member op's expression is too long", "node '%s': too many operands", n->name);
-                a[na] = arg(b, n, tid, r, d);
-                if (a[na] < 0) return -1;
-                char ph[3] = {'$', (char)('0' + na), 0}, pk[3] = {'$', "abg"[k], 0}, t2[512];
-                size_t o = 0;
-                for (const char *q = mt; *q && o + 2 < sizeof t2; q++) {
-                    if (q[0] == pk[0] && q[1] == pk[1]) { t2[o++] = ph[0]; t2[o++] = ph[1]; q++; }
-                    else t2[o++] = *q;
-                }
-                t2[o] = 0;
-                snprintf(mt, sizeof mt, "%s", t2);
-                na++;
-            }
-        } else if (fa_binary_math_find(op)) {
-            tpl = binary_tpl(op, mt, sizeof mt);
-            if (!tpl)
-                return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
-        }
-        if (!tpl) return cg_fail(b, "an op without an expression", "node '%s': %s has no expression", n->name, op);
-        out = op_val(b, tpl, a, na, p, r, d, cmp, lang);
-    }
+    int out = od->lower(b, n, od, lang, r, d);
     if (out < 0) return -1;
     b->tval[y->id] = out;
     return 0;
+}
+
+/* Identity, an inference Dropout and the shape views: the input's value (a row kernel re-shapes
+ * an intermediate's). */
+static int lower_view(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    const fa_graph *g = b->g;
+    const fa_tensor *y = fa_graph_out(g, n, 0);
+    if (od->flags & CG_DROPOUT) {
+        double tm = 0;
+        if (n->n_inputs > 2 && n->inputs[2] >= 0 && (!const_scalar(g, n->inputs[2], &tm) || tm != 0))
+            return cg_fail(b, "Dropout in training mode", "node '%s': Dropout training_mode is not a constant false",
+                           n->name);
+    }
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    if (!x) return cg_fail(b, "an optional input is missing", "node '%s': input missing", n->name);
+    if (fa_tensor_numel(x) != fa_tensor_numel(y))
+        return cg_fail(b, "a view changes the element count", "node '%s' (%s) changes the element count", n->name,
+                       n->op_type);
+    int out = arg(b, n, x->id, x->rank, x->dims);
+    if (out < 0) return -1;
+    if (b->rowk && b->v[out].kind != VK_LOAD) { /* re-shaped view of an intermediate */
+        int vi = op_val(b, "$0", &out, 1, NULL, r, d, b->v[out].is_bool, lang);
+        if (vi < 0) return -1;
+        b->v[vi].level = b->v[out].level;
+        out = vi;
+    }
+    return out;
+}
+
+/* Cast to float32: the input's value. */
+static int lower_cast(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    (void)od;
+    (void)lang;
+    int64_t to = fa_node_attr_int(n, "to", 0);
+    if (to != FA_DTYPE_FLOAT)
+        return cg_fail(b, "a member touches a tensor that is not float32", "node '%s': Cast to a non-float type", n->name);
+    return arg(b, n, n->inputs[0], r, d);
+}
+
+/* Pow: a constant exponent 2, 3, 0.5 or 1 as products or a root, else powf. */
+static int lower_pow(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    (void)od;
+    const fa_graph *g = b->g;
+    int out;
+    double e;
+    int a[2];
+    a[0] = arg(b, n, n->inputs[0], r, d);
+    if (a[0] < 0) return -1;
+    if (const_scalar(g, n->inputs[1], &e) && (e == 2 || e == 3 || e == 0.5 || e == 1))
+        out = op_val(b, e == 2 ? "($0 * $0)" : e == 3 ? "($0 * $0 * $0)" : e == 0.5 ? "sqrtf($0)" : "$0", a, 1,
+                     NULL, r, d, false, lang);
+    else {
+        if (g->tensors[n->inputs[1]]->dtype != FA_DTYPE_FLOAT)
+            return cg_fail(b, "a member touches a tensor that is not float32",
+                           "node '%s': Pow exponent is not float32", n->name);
+        a[1] = arg(b, n, n->inputs[1], r, d);
+        if (a[1] < 0) return -1;
+        char pt[256];
+        const char *ptpl = binary_tpl("Pow", pt, sizeof pt);
+        if (!ptpl) return cg_fail(b, "a member op's expression is too long", "node '%s': expression of Pow", n->name);
+        out = op_val(b, ptpl, a, 2, NULL, r, d, false, lang);
+    }
+    return out;
+}
+
+/* Max Min Sum Mean: a pairwise fold of the binary expression. */
+static int lower_fold(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    const char *op = n->op_type;
+    int acc = arg(b, n, n->inputs[0], r, d);
+    if (acc < 0) return -1;
+    char bt[256];
+    const char *tpl = binary_tpl(op, bt, sizeof bt);
+    if (!tpl) return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s", n->name, op);
+    for (int i = 1; i < n->n_inputs; i++) {
+        int a[2] = {acc, arg(b, n, n->inputs[i], r, d)};
+        if (a[1] < 0) return -1;
+        acc = op_val(b, tpl, a, 2, NULL, r, d, false, lang);
+        if (acc < 0) return -1;
+    }
+    if ((od->flags & CG_MEAN) && n->n_inputs > 1) {
+        double p[3] = {(double)n->n_inputs, 0, 0};
+        acc = op_val(b, "($0 / $a)", &acc, 1, p, r, d, false, lang);
+    } else if (n->n_inputs == 1) {
+        acc = op_val(b, "$0", &acc, 1, NULL, r, d, false, lang);
+    }
+    return acc;
+}
+
+/* Reduce*: the row's reduction od->red over the trailing axes. */
+static int lower_reduce(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    (void)lang;
+    const fa_graph *g = b->g;
+    const char *op = n->op_type;
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    bool mask[FA_MAX_RANK];
+    if (reduce_axes(b, n, x->rank, mask) < 0)
+        return cg_fail(b, "a reduction's axes are not constant", "node '%s' (%s): axes unknown or empty no-op", n->name, op);
+    int a0 = -1;
+    for (int i = 0; i < x->rank; i++)
+        if (mask[i] && a0 < 0) a0 = i;
+    bool suffix = a0 >= 0;
+    for (int i = 0; i < x->rank; i++)
+        if (mask[i] != (suffix && i >= a0)) suffix = false;
+    if (!suffix || prod(x->dims, 0, a0) != b->rows || prod(x->dims, a0, x->rank) != b->rowlen)
+        return cg_fail(b, "a reduction is not over the cluster's row domain",
+                       "node '%s' (%s) does not reduce exactly the %lld trailing elements of each of %lld rows",
+                       n->name, op, (long long)b->rowlen, (long long)b->rows);
+    int xa = arg(b, n, x->id, x->rank, x->dims);
+    if (xa < 0) return -1;
+    return red_val(b, od->red, xa, r, d);
+}
+
+/* Softmax, LogSoftmax, LayerNormalization, RMSNormalization as row values. */
+static int lower_norm(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    (void)r;
+    (void)d;
+    const fa_graph *g = b->g;
+    const char *op = n->op_type;
+    int out = -1;
+    const fa_tensor *x = fa_graph_in(g, n, 0);
+    int opset = n->opset > 0 ? n->opset : 23;
+    bool sm = od->kind == FA_REDUCE_SOFTMAX || od->kind == FA_REDUCE_LOG_SOFTMAX;
+    int64_t ax = fa_node_attr_int(n, "axis", sm && opset < 13 ? 1 : -1);
+    if (ax < 0) ax += x->rank;
+    if (ax < 0 || ax >= x->rank || (x->rank == 0))
+        return cg_fail(b, "a normalization axis is out of range", "node '%s' (%s): axis out of range", n->name, op);
+    if (sm && opset >= 13 && prod(x->dims, ax + 1, x->rank) != 1)
+        return cg_fail(b, "softmax over an inner axis is not a row reduction",
+                       "node '%s' (%s): axis %lld is not the last non-unit axis", n->name, op, (long long)ax);
+    if (prod(x->dims, 0, (int)ax) != b->rows || prod(x->dims, (int)ax, x->rank) != b->rowlen)
+        return cg_fail(b, "a reduction is not over the cluster's row domain",
+                       "node '%s' (%s) does not normalize %lld rows of %lld", n->name, op, (long long)b->rows,
+                       (long long)b->rowlen);
+    int64_t rd[FA_MAX_RANK];
+    for (int i = 0; i < x->rank; i++) rd[i] = i < ax ? x->dims[i] : 1;
+    int xa = arg(b, n, x->id, x->rank, x->dims);
+    if (xa < 0) return -1;
+    int xr = x->rank;
+    const int64_t *xd = x->dims;
+    if (sm) {
+        int m = red_val(b, RED_MAX, xa, xr, rd);
+        if (m < 0) return -1;
+        int a2[2] = {xa, m};
+        int dv = op_val(b, "($0 - $1)", a2, 2, NULL, xr, xd, false, lang);
+        if (dv < 0) return -1;
+        int e = op_val(b, "expf($0)", &dv, 1, NULL, xr, xd, false, lang);
+        if (e < 0) return -1;
+        int s = red_val(b, RED_SUM, e, xr, rd);
+        if (s < 0) return -1;
+        if (od->kind == FA_REDUCE_SOFTMAX) {
+            int a3[2] = {e, s};
+            out = op_val(b, "($0 / $1)", a3, 2, NULL, xr, xd, false, lang);
+        } else {
+            int ls = op_val(b, "logf($0)", &s, 1, NULL, xr, rd, false, lang);
+            if (ls < 0) return -1;
+            int a3[2] = {dv, ls};
+            out = op_val(b, "($0 - $1)", a3, 2, NULL, xr, xd, false, lang);
+        }
+    } else {
+        bool rms = od->kind == FA_REDUCE_RMS_NORM;
+        double p[3] = {fa_node_attr_float(n, "epsilon", 1e-5f), 0, 0};
+        int centered = xa, mean = -1;
+        if (!rms) {
+            mean = red_val(b, RED_MEAN, xa, xr, rd);
+            if (mean < 0) return -1;
+            int a2[2] = {xa, mean};
+            centered = op_val(b, "($0 - $1)", a2, 2, NULL, xr, xd, false, lang);
+            if (centered < 0) return -1;
+        }
+        int var = red_val(b, RED_SUMSQ, centered, xr, rd);
+        if (var < 0) return -1;
+        b->v[var].red = RED_SUMSQ; /* mean of squares: divided by rowlen below */
+        double pl[3] = {(double)b->rowlen, p[0], 0};
+        int inv = op_val(b, "(1.0f / sqrtf($0 / $a + $b))", &var, 1, pl, xr, rd, false, lang);
+        if (inv < 0) return -1;
+        int a2[2] = {centered, inv};
+        int yv = op_val(b, "($0 * $1)", a2, 2, NULL, xr, xd, false, lang);
+        if (yv < 0) return -1;
+        int sc = arg(b, n, n->inputs[1], xr, xd);
+        if (sc < 0) return -1;
+        int a3[2] = {yv, sc};
+        yv = op_val(b, "($0 * $1)", a3, 2, NULL, xr, xd, false, lang);
+        if (yv < 0) return -1;
+        if (!rms && n->n_inputs > 2 && n->inputs[2] >= 0) {
+            int bb = arg(b, n, n->inputs[2], xr, xd);
+            if (bb < 0) return -1;
+            int a4[2] = {yv, bb};
+            yv = op_val(b, "($0 + $1)", a4, 2, NULL, xr, xd, false, lang);
+        }
+        out = yv;
+        if (!rms && out >= 0) { /* optional Mean / InvStdDev outputs (per row) */
+            if (n->n_outputs > 1 && n->outputs[1] >= 0) b->tval[n->outputs[1]] = mean;
+            if (n->n_outputs > 2 && n->outputs[2] >= 0) b->tval[n->outputs[2]] = inv;
+        }
+    }
+    return out;
+}
+
+/* One expression: an op-math row's (unary or binary) or the row's template. */
+static int lower_expr(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    const fa_graph *g = b->g;
+    const char *op = n->op_type;
+    bool cmp = od->flags & CG_BOOL_OUT;
+    int a[3];
+    int na = od->arity;
+    if (n->n_inputs < na)
+        return cg_fail(b, "an optional input is missing", "node '%s' (%s): %d inputs, %d expected", n->name, op,
+                       n->n_inputs, na);
+    for (int i = 0; i < na; i++) {
+        a[i] = arg(b, n, n->inputs[i], r, d);
+        if (a[i] < 0) return -1;
+    }
+    double p[3]; /* an absent attribute takes the default as written (Selu's are double) */
+    for (int k = 0; k < 3; k++)
+        p[k] = od->attr[k] && fa_node_attr(n, od->attr[k]) ? fa_node_attr_float(n, od->attr[k], 0) : od->p[k];
+    if ((od->flags & CG_BOOL_COND) && !b->v[a[0]].is_bool)
+        return cg_fail(b, "Where's condition is not boolean", "node '%s': condition is not bool", n->name);
+    char mt[512];
+    const char *tpl = od->tpl;
+    const char *sel = NULL;
+    const fa_unary_math *m = fa_unary_math_find(op) ? fa_unary_math_for_node(n, &sel) : NULL;
+    if (fa_unary_math_find(op) && !m)
+        return cg_fail(b, "an attribute value without an expression", "node '%s': %s %s='%s'", n->name, op,
+                       sel ? sel : "?", sel ? fa_node_attr_string(n, sel, "") : "");
+    if (m) {
+        if (fa_unary_math_template(m, mt, sizeof mt) >= sizeof mt)
+            return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
+        tpl = mt;
+        /* parameters that are inputs (Clip's bounds from opset 11): a constant becomes a
+         * literal, a computed one an operand ($a -> $1, $b -> $2 in the template) */
+        for (int k = 0; k < 3; k++) {
+            int ix = fa_unary_math_param_input(n, m, k), tid = ix >= 0 && ix < n->n_inputs ? n->inputs[ix] : -1;
+            if (ix < 0) continue;
+            p[k] = m->def[k];
+            if (tid < 0) continue;
+            double cv;
+            if (const_scalar(g, tid, &cv)) { p[k] = cv; continue; }
+            if (na >= 3) return cg_fail(b, "a member op's expression is too long", "node '%s': too many operands", n->name);
+            a[na] = arg(b, n, tid, r, d);
+            if (a[na] < 0) return -1;
+            char ph[3] = {'$', (char)('0' + na), 0}, pk[3] = {'$', "abg"[k], 0}, t2[512];
+            size_t o = 0;
+            for (const char *q = mt; *q && o + 2 < sizeof t2; q++) {
+                if (q[0] == pk[0] && q[1] == pk[1]) { t2[o++] = ph[0]; t2[o++] = ph[1]; q++; }
+                else t2[o++] = *q;
+            }
+            t2[o] = 0;
+            snprintf(mt, sizeof mt, "%s", t2);
+            na++;
+        }
+    } else if (fa_binary_math_find(op)) {
+        tpl = binary_tpl(op, mt, sizeof mt);
+        if (!tpl)
+            return cg_fail(b, "a member op's expression is too long", "node '%s': expression of %s too long", n->name, op);
+    }
+    if (!tpl) return cg_fail(b, "an op without an expression", "node '%s': %s has no expression", n->name, op);
+    return op_val(b, tpl, a, na, p, r, d, cmp, lang);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -830,8 +898,7 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
                        "cluster %d is a %s cluster: it runs through the library's fused kernels, no generated code",
                        c->id, c->kind == FA_KERNEL_EPILOGUE ? "epilogue" : "bn-fold");
     if (c->kind == FA_KERNEL_ROWS) {
-        if (c->rows != FA_ROWS_SOFTMAX && c->rows != FA_ROWS_LOG_SOFTMAX && c->rows != FA_ROWS_LAYER_NORM &&
-            c->rows != FA_ROWS_RMS_NORM)
+        if (!fa_reduce_is_row(c->reduce))
             return cg_fail(b, "generic reductions have no code emitter yet",
                            "cluster %d: only softmax, log-softmax, layer-norm and RMS-norm reductions are generated", c->id);
         b->rowk = true;
@@ -882,7 +949,7 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
         if (c->anchor >= 0 && c->anchor < g->n_nodes) an = g->nodes[c->anchor];
         for (int i = 0; !an && i < c->n_members; i++) {
             const fa_node *m = g->nodes[c->members[i]];
-            if (is_reduce(m->op_type) || is_norm(m->op_type)) an = m;
+            if (m->op && (fa_reduce_is_axes(m->op->reduce) || fa_reduce_is_row(m->op->reduce))) an = m;
         }
         const fa_tensor *x = an ? fa_graph_in(g, an, 0) : NULL;
         if (!x || x->rank < 0 || fa_tensor_numel(x) < 0)

@@ -41,23 +41,13 @@ typedef enum fa_kernel_kind {
     FA_KERNEL_KIND_COUNT
 } fa_kernel_kind;
 
-/* The reduction a row kernel computes. */
-typedef enum fa_kernel_rows {
-    FA_ROWS_NONE = 0,
-    FA_ROWS_SOFTMAX = 1,
-    FA_ROWS_LOG_SOFTMAX = 2,
-    FA_ROWS_LAYER_NORM = 3,
-    FA_ROWS_RMS_NORM = 4,
-    FA_ROWS_GENERIC = 5,       /* another reduction: not generated ("no code emitter yet") */
-    FA_ROWS_COUNT
-} fa_kernel_rows;
-
 /* One kernel to generate: member nodes of a graph, the tensors it reads from outside (inputs, in
  * parameter order) and writes (outputs). Arrays are borrowed. */
 typedef struct fa_kernel_desc {
     int id;                  /* names the kernel ("fa_fused_c<id>_<hash8>") */
     fa_kernel_kind kind;
-    fa_kernel_rows rows;     /* FA_KERNEL_ROWS only */
+    fa_reduce_kind reduce;   /* FA_KERNEL_ROWS only: the row reduction (graph/graph.h; softmax,
+                                log-softmax, layer norm and RMS norm are generated) */
     int reduce_axis;         /* row kernels: the first reduced axis (negative from the end) */
     int anchor;              /* row kernels: the reduction node (-1: the first member that reduces) */
     const int *members;      /* node ids */

@@ -44,9 +44,13 @@ typedef enum fa_pattern {
 } fa_pattern;
 const char *fa_pattern_name(fa_pattern p); /* "elementwise", "broadcast", ... */
 
-/* What a FA_PATTERN_REDUCTION op reduces, as the advisor's row-reduction clusters read it (TVM
- * keeps this in the op's kCommReduce pattern plus its attributes; ours is one more registry
- * field). The reduction domain follows from the kind:
+/* What a row reduction is, from the op to the kernel: one kind, used by the registry (what a
+ * FA_PATTERN_REDUCTION op reduces, as the advisor's row-reduction clusters read it; TVM keeps
+ * this in the op's kCommReduce pattern plus its attributes, ours is one more registry field), by
+ * the advisor's recognisers (a decomposed softmax or norm is the kind of the op it spells), by the
+ * plan (`fa_cluster.reduction`, stored by name in `clusters.reduction` and plan.json's
+ * "reduction") and by the code generator's row kernels (`fa_kernel_desc.reduce`). The reduction
+ * domain follows from the kind:
  *   FA_REDUCE_SUM .. FA_REDUCE_LOG_SUM_EXP  the Reduce* family: `axes` (attribute, or input 1
  *                                           from ReduceSum-13 / opset 18), keepdims
  *   FA_REDUCE_SOFTMAX, FA_REDUCE_LOG_SOFTMAX  one `axis` (opset >= 13; default -1), before 13 the
@@ -57,8 +61,15 @@ const char *fa_pattern_name(fa_pattern p); /* "elementwise", "broadcast", ... */
  *                                           the advisor's attention clusters take it whole
  *   FA_REDUCE_NONE                          any other reduction (pooling windows, LRN, instance /
  *                                           group norm, ArgMax/ArgMin, Hardmax): no row kernel
- *                                           of the code generator covers its domain.
- * Never stored. */
+ *                                           of the code generator covers its domain; on a
+ *                                           cluster, none at all
+ *   FA_REDUCE_GENERIC                       a cluster's only: a row-reduction cluster that is
+ *                                           none of the row patterns (a Reduce* with its
+ *                                           elementwise prologue/epilogue, or several mixed);
+ *                                           no registry op has it and no row kernel is generated.
+ * Stored by name (fa_reduce_kind_name), never by value: the words of the plan's kinds never change
+ * ("none", "softmax", "log-softmax", "layer-norm", "rms-norm", "generic"). A new row kind goes
+ * after FA_REDUCE_RMS_NORM (fa_reduce_is_row is that range). */
 typedef enum fa_reduce_kind {
     FA_REDUCE_NONE = 0,
     FA_REDUCE_SUM,
@@ -75,10 +86,19 @@ typedef enum fa_reduce_kind {
     FA_REDUCE_LAYER_NORM,
     FA_REDUCE_RMS_NORM,
     FA_REDUCE_ATTENTION,   /* softmax(scale·Q·Kᵀ + bias)·V over the keys (the opset-23 Attention op) */
+    FA_REDUCE_GENERIC,     /* a cluster's: none of the row patterns (above) */
     FA_REDUCE_COUNT
 } fa_reduce_kind;
 /* True for the Reduce* family (a reduction over `axes`). */
 static inline int fa_reduce_is_axes(fa_reduce_kind k) { return k >= FA_REDUCE_SUM && k <= FA_REDUCE_LOG_SUM_EXP; }
+/* True for the kinds a generated row kernel computes (softmax, log-softmax, layer norm, RMS norm):
+ * a reduction op of its own with a row domain the advisor seeds a cluster from by name of kind. */
+static inline int fa_reduce_is_row(fa_reduce_kind k) { return k >= FA_REDUCE_SOFTMAX && k <= FA_REDUCE_RMS_NORM; }
+/* The kind's word: "none", "reduce-sum", ..., "softmax", "log-softmax", "layer-norm", "rms-norm",
+ * "attention", "generic"; "?" out of range. */
+const char *fa_reduce_kind_name(fa_reduce_kind k);
+/* The kind a stored word names; FA_REDUCE_NONE for NULL or a word this build does not know. */
+fa_reduce_kind fa_reduce_kind_parse(const char *word);
 
 /* Attribute types; numeric values are ONNX AttributeProto.AttributeType's. */
 typedef enum fa_attr_type {

@@ -58,6 +58,21 @@ const char *fa_pattern_name(fa_pattern p)
     return (unsigned)p < FA_PATTERN_COUNT ? names[p] : "unknown";
 }
 
+static const char *const k_reduce_names[] = {
+    "none",       "reduce-sum",  "reduce-mean", "reduce-max", "reduce-min",    "reduce-prod",
+    "reduce-l1",  "reduce-l2",   "reduce-sum-square", "reduce-log-sum-exp", "softmax", "log-softmax",
+    "layer-norm", "rms-norm",    "attention",   "generic"};
+_Static_assert(sizeof k_reduce_names / sizeof k_reduce_names[0] == FA_REDUCE_COUNT, "a name per reduce kind");
+
+const char *fa_reduce_kind_name(fa_reduce_kind k) { return (unsigned)k < FA_REDUCE_COUNT ? k_reduce_names[k] : "?"; }
+
+fa_reduce_kind fa_reduce_kind_parse(const char *word)
+{
+    for (int i = 0; word && i < FA_REDUCE_COUNT; i++)
+        if (!strcmp(k_reduce_names[i], word)) return (fa_reduce_kind)i;
+    return FA_REDUCE_NONE;
+}
+
 fa_graph *fa_graph_create(const char *name)
 {
     fa_graph *g = calloc(1, sizeof *g);

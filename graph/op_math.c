@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const fa_unary_math k_math[] = {
-#define ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {FA_UNARY_##ID, NAME, {AA, AB, AG}, {DA, DB, DG}, FA_STR(EXPR)},
+#define ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR, BOUND) {FA_UNARY_##ID, NAME, {AA, AB, AG}, {DA, DB, DG}, FA_STR(EXPR)},
     FA_UNARY_MATH(ROW_)
 #undef ROW_
 };
@@ -110,7 +110,7 @@ size_t fa_unary_math_template(const fa_unary_math *m, char *buf, size_t cap)
 }
 
 static const fa_binary_math k_binary[] = {
-#define BROW_(ID, NAME, EXPR) {FA_BINARY_##ID, NAME, FA_STR(EXPR)},
+#define BROW_(ID, NAME, EXPR, BOUND) {FA_BINARY_##ID, NAME, FA_STR(EXPR)},
     FA_BINARY_MATH(BROW_)
 #undef BROW_
 };

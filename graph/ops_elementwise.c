@@ -379,7 +379,7 @@ FA_UNARY_CLONES static void unary_f32(const uparams *p, const float *xs, float *
     default: break;
     }
     switch ((int)p->op) {
-#define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR)                                                  \
+#define F32_CASE_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR, BOUND)                                                  \
     case FA_UNARY_##ID:                                                                                   \
         _Pragma("omp simd") for (int64_t i = 0; i < len; i++)                                            \
         {                                                                                                 \
@@ -1100,12 +1100,17 @@ static fa_status kernel_dropout(fa_ctx *ctx, const fa_node *n, const fa_value *i
  * the table
  * ---------------------------------------------------------------------------------------- */
 
-#define UNARY(NAME, ATTRS, DOC) \
-    {NAME, "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_unary, cost_unary, kernel_unary, DOC, ATTRS}
-#define BINARY(NAME, ATTRS, DOC) \
-    {NAME, "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC, ATTRS}
-#define VARIADIC(NAME, ATTRS, DOC) \
-    {NAME, "", FA_PATTERN_BROADCAST, 1, -1, 1, 1, 0, infer_binary, cost_binary, kernel_binary, DOC, ATTRS}
+#define UNARY(NAME, ATTRS, DOC)                                                                              \
+    {.name = NAME, .domain = "", .pattern = FA_PATTERN_ELEMWISE, .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, \
+     .max_outputs = 1, .infer = infer_unary, .cost = cost_unary, .kernel = kernel_unary, .doc = DOC, .attrs = ATTRS}
+#define BINARY(NAME, ATTRS, DOC)                                                                             \
+    {.name = NAME, .domain = "", .pattern = FA_PATTERN_BROADCAST, .min_inputs = 2, .max_inputs = 2,          \
+     .min_outputs = 1, .max_outputs = 1, .infer = infer_binary, .cost = cost_binary, .kernel = kernel_binary, \
+     .doc = DOC, .attrs = ATTRS}
+#define VARIADIC(NAME, ATTRS, DOC)                                                                           \
+    {.name = NAME, .domain = "", .pattern = FA_PATTERN_BROADCAST, .min_inputs = 1, .max_inputs = -1,         \
+     .min_outputs = 1, .max_outputs = 1, .infer = infer_binary, .cost = cost_binary, .kernel = kernel_binary, \
+     .doc = DOC, .attrs = ATTRS}
 
 /* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset). consumed_inputs
  * (opset 1-5) was an in-place hint without effect on the values. */
@@ -1161,26 +1166,45 @@ const fa_op fa_ops_elementwise[] = {
     UNARY("Sign", NULL, "sign(x); FLOPs = N; bytes = 2N·es"),
     UNARY("Sin", NULL, "sin(x); FLOPs = N; bytes = 2N·es"),
     UNARY("Cos", NULL, "cos(x); FLOPs = N; bytes = 2N·es"),
-    {"Clip", "", FA_PATTERN_ELEMWISE, 1, 3, 1, 1, 0, infer_clip, cost_unary, kernel_unary,
-     "min(max(x,lo),hi); FLOPs = 2N; bytes = 2N·es (+ bounds)", a_clip},
-    {"Not", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
-     "!x; FLOPs = N; bytes = 2N"},
-    {"IsNaN", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_bool_unary, cost_unary, kernel_bool_unary,
-     "x != x; FLOPs = N; bytes = N·es + N"},
-    {"Cast", "", FA_PATTERN_ELEMWISE, 1, 1, 1, 1, 0, infer_cast, NULL, kernel_cast,
-     "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out", a_cast, FA_REDUCE_NONE, fa_view_op_cast},
-    {"CastLike", "", FA_PATTERN_ELEMWISE, 2, 2, 1, 1, 0, infer_cast, NULL, kernel_cast,
-     "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out", a_castlike},
-    {"Dropout", "", FA_PATTERN_OPAQUE, 1, 3, 1, 2, 0, infer_dropout, NULL, kernel_dropout,
-     "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)", a_dropout, FA_REDUCE_NONE, fa_view_op_dropout},
+    {.name = "Clip", .domain = "", .pattern = FA_PATTERN_ELEMWISE,
+     .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_clip, .cost = cost_unary, .kernel = kernel_unary,
+     .doc = "min(max(x,lo),hi); FLOPs = 2N; bytes = 2N·es (+ bounds)",
+     .attrs = a_clip},
+    {.name = "Not", .domain = "", .pattern = FA_PATTERN_ELEMWISE,
+     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_bool_unary, .cost = cost_unary, .kernel = kernel_bool_unary,
+     .doc = "!x; FLOPs = N; bytes = 2N"},
+    {.name = "IsNaN", .domain = "", .pattern = FA_PATTERN_ELEMWISE,
+     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_bool_unary, .cost = cost_unary, .kernel = kernel_bool_unary,
+     .doc = "x != x; FLOPs = N; bytes = N·es + N"},
+    {.name = "Cast", .domain = "", .pattern = FA_PATTERN_ELEMWISE,
+     .min_inputs = 1, .max_inputs = 1, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_cast, .kernel = kernel_cast,
+     .doc = "convert element type; FLOPs = 0; bytes = N·es_in + N·es_out",
+     .attrs = a_cast, .view = fa_view_op_cast},
+    {.name = "CastLike", .domain = "", .pattern = FA_PATTERN_ELEMWISE,
+     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_cast, .kernel = kernel_cast,
+     .doc = "convert to input 1's type; FLOPs = 0; bytes = N·es_in + bytes(like) + N·es_out",
+     .attrs = a_castlike},
+    {.name = "Dropout", .domain = "", .pattern = FA_PATTERN_OPAQUE,
+     .min_inputs = 1, .max_inputs = 3, .min_outputs = 1, .max_outputs = 2,
+     .infer = infer_dropout, .kernel = kernel_dropout,
+     .doc = "inference identity; FLOPs = 0; bytes = 2N·es (+ N mask)",
+     .attrs = a_dropout, .view = fa_view_op_dropout},
     BINARY("Add", a_arith_legacy, "a+b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Sub", a_arith_legacy, "a-b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Mul", a_arith_legacy, "a·b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Div", a_arith_legacy, "a/b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Pow", a_bcast_legacy, "a^b broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
     BINARY("Mod", a_mod, "a mod b (fmod attr) broadcast; FLOPs = N_out; bytes = Σ inputs + N_out·es"),
-    {"PRelu", "", FA_PATTERN_BROADCAST, 2, 2, 1, 1, 0, infer_binary, cost_binary, kernel_binary,
-     "x<0 ? slope·x : x, slope → X; FLOPs = N; bytes = 2N·es + slope", a_legacy},
+    {.name = "PRelu", .domain = "", .pattern = FA_PATTERN_BROADCAST,
+     .min_inputs = 2, .max_inputs = 2, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_binary, .cost = cost_binary, .kernel = kernel_binary,
+     .doc = "x<0 ? slope·x : x, slope → X; FLOPs = N; bytes = 2N·es + slope",
+     .attrs = a_legacy},
     BINARY("Equal", a_bcast_legacy, "a==b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
     BINARY("Less", a_bcast_legacy, "a<b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
     BINARY("Greater", a_bcast_legacy, "a>b → bool; FLOPs = N_out; bytes = Σ inputs + N_out"),
@@ -1193,7 +1217,9 @@ const fa_op fa_ops_elementwise[] = {
     VARIADIC("Mean", a_legacy, "Σ inputs / k; FLOPs = k·N_out; bytes = Σ inputs + N_out·es"),
     VARIADIC("Max", a_legacy, "elementwise max of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
     VARIADIC("Min", a_legacy, "elementwise min of k inputs; FLOPs = (k-1)·N_out; bytes = Σ inputs + N_out·es"),
-    {"Where", "", FA_PATTERN_BROADCAST, 3, 3, 1, 1, 0, infer_where, NULL, kernel_where,
-     "c ? x : y broadcast; FLOPs = 0; bytes = Σ inputs + N_out·es"},
+    {.name = "Where", .domain = "", .pattern = FA_PATTERN_BROADCAST,
+     .min_inputs = 3, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
+     .infer = infer_where, .kernel = kernel_where,
+     .doc = "c ? x : y broadcast; FLOPs = 0; bytes = Σ inputs + N_out·es"},
     {0},
 };

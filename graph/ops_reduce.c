@@ -687,8 +687,10 @@ static void cost_reduce(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     if (d->op == R_MEAN || d->op == R_L2 || d->op == R_LOGSUMEXP) out->flops = fa_u64_add_sat(out->flops, (uint64_t)no);
 }
 
-#define REDUCE(NAME, KIND, ATTRS, DOC) \
-    {NAME, "", FA_PATTERN_REDUCTION, 1, 2, 1, 1, 0, infer_reduce, cost_reduce, kernel_reduce, DOC, ATTRS, KIND}
+#define REDUCE(NAME, KIND, ATTRS, DOC)                                                                       \
+    {.name = NAME, .domain = "", .pattern = FA_PATTERN_REDUCTION, .min_inputs = 1, .max_inputs = 2,          \
+     .min_outputs = 1, .max_outputs = 1, .infer = infer_reduce, .cost = cost_reduce, .kernel = kernel_reduce, \
+     .doc = DOC, .attrs = ATTRS, .reduce = KIND}
 
 /* Attributes each op reads (fa_attr_spec; ONNX operator spec, every opset): `axes` is an
  * attribute until ReduceSum-13 / the others' opset 18, then input 1. */

@@ -10,8 +10,6 @@
 
 static const char *const k_kind_names[] = {"elementwise-chain", "epilogue", "bn-fold", "reduction", "horizontal", "attention"};
 _Static_assert(sizeof k_kind_names / sizeof *k_kind_names == FA_CLUSTER_KIND_COUNT, "a name per cluster kind");
-static const char *const k_red_names[] = {"none", "softmax", "log-softmax", "layer-norm", "rms-norm", "generic"};
-_Static_assert(sizeof k_red_names / sizeof *k_red_names == FA_RED_KIND_COUNT, "a name per reduction kind");
 static const char *const k_status_names[] = {"proposed",         "refused",         "accepted",       "rejected-verify",
                                              "rejected-no-gain", "rejected-regression", "rejected-error", "not-tried"};
 _Static_assert(sizeof k_status_names / sizeof *k_status_names == FA_CLUSTER_STATUS_COUNT, "a name per cluster status");
@@ -34,12 +32,6 @@ static int index_of(const char *const *names, int n, const char *word)
 
 const char *fa_cluster_kind_name(fa_cluster_kind k) { return (unsigned)k < FA_CLUSTER_KIND_COUNT ? k_kind_names[k] : "?"; }
 fa_cluster_kind fa_cluster_kind_parse(const char *w) { return (fa_cluster_kind)index_of(k_kind_names, FA_CLUSTER_KIND_COUNT, w); }
-const char *fa_reduction_kind_name(fa_reduction_kind k) { return (unsigned)k < FA_RED_KIND_COUNT ? k_red_names[k] : "?"; }
-fa_reduction_kind fa_reduction_kind_parse(const char *w)
-{
-    int i = index_of(k_red_names, FA_RED_KIND_COUNT, w);
-    return i < FA_RED_KIND_COUNT ? (fa_reduction_kind)i : FA_RED_NONE;
-}
 const char *fa_cluster_status_name(fa_cluster_status s)
 {
     return (unsigned)s < FA_CLUSTER_STATUS_COUNT ? k_status_names[s] : "?";
@@ -306,7 +298,7 @@ static void field_json(fa_buf *b, const fa_plan_field *f, const fa_graph *g, con
     case FA_PF_FLOAT: fa_json_num(b, *(const float *)p, 9); break;
     case FA_PF_STR: fa_json_str_or_empty(b, *(const char *const *)p); break;
     case FA_PF_KIND: fa_json_str_or_empty(b, fa_cluster_kind_name(*(const fa_cluster_kind *)p)); break;
-    case FA_PF_REDUCTION: fa_json_str_or_empty(b, fa_reduction_kind_name(*(const fa_reduction_kind *)p)); break;
+    case FA_PF_REDUCTION: fa_json_str_or_empty(b, fa_reduce_kind_name(*(const fa_reduce_kind *)p)); break;
     case FA_PF_STATUS: fa_json_str_or_empty(b, fa_cluster_status_name(*(const fa_cluster_status *)p)); break;
     case FA_PF_IDS:
     case FA_PF_NODE_IDS:

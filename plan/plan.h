@@ -34,21 +34,6 @@ const char *fa_cluster_kind_name(fa_cluster_kind k); /* "elementwise-chain", "ep
 /* The kind a stored word names; FA_CLUSTER_KIND_COUNT for NULL or a word this build does not know. */
 fa_cluster_kind fa_cluster_kind_parse(const char *word);
 
-/* What a REDUCTION cluster computes (recognised from the op or its decomposed form). Stored by
- * name; only grows at its end. */
-typedef enum fa_reduction_kind {
-    FA_RED_NONE = 0,
-    FA_RED_SOFTMAX = 1,
-    FA_RED_LOG_SOFTMAX = 2,
-    FA_RED_LAYER_NORM = 3,
-    FA_RED_RMS_NORM = 4,
-    FA_RED_GENERIC = 5,            /* one Reduce* with elementwise prologue/epilogue */
-    FA_RED_KIND_COUNT
-} fa_reduction_kind;
-const char *fa_reduction_kind_name(fa_reduction_kind k); /* "none", "softmax", ...; "?" out of range */
-/* NULL or an unknown word -> FA_RED_NONE. */
-fa_reduction_kind fa_reduction_kind_parse(const char *word);
-
 /* Cluster status. Stored by name; only grows at its end. */
 typedef enum fa_cluster_status {
     FA_CLUSTER_PROPOSED = 0,       /* legal, passed the gate, waiting for the applier */
@@ -147,7 +132,7 @@ typedef struct fa_cluster {
     int *inputs;               /* tensor ids read from outside the cluster (incl. constants) */
     int n_outputs;
     int *outputs;              /* tensor ids that leave the cluster (consumed outside or graph outputs) */
-    fa_reduction_kind reduction;
+    fa_reduce_kind reduction;
     int reduce_axis;           /* REDUCTION: the domain is axes [reduce_axis, rank) of the anchor's input */
     uint64_t score_bytes;      /* ATTENTION: bytes of the Sq×Sk score tensors (scores, masked scores,
                                   probabilities) the unfused ops hold at once — the most that one
@@ -243,7 +228,7 @@ fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c);
     X(V, max_rel_error, double, REAL_OPT, "max_rel_error", "max_rel_error")                      \
     X(C, anchor, int, INT_OPT, "anchor", "anchor")                                               \
     X(C, depends_on, int, INT_OPT, "depends_on", "depends_on")                                   \
-    X(C, reduction, fa_reduction_kind, REDUCTION, "reduction", "reduction")                      \
+    X(C, reduction, fa_reduce_kind, REDUCTION, "reduction", "reduction")                      \
     X(C, reduce_axis, int, INT_OPT, "reduce_axis", "reduce_axis")                                \
     X(C, epsilon, float, FLOAT, "epsilon", "epsilon")                                            \
     X(C, block_size, int, INT_OPT, "block_size", "block_size")                                   \
@@ -265,7 +250,7 @@ typedef enum fa_plan_field_kind {
     FA_PF_FLOAT,      /* float, NAN none */
     FA_PF_STR,        /* const char *, NULL none (JSON writes "" for NULL) */
     FA_PF_KIND,       /* fa_cluster_kind by fa_cluster_kind_name */
-    FA_PF_REDUCTION,  /* fa_reduction_kind by fa_reduction_kind_name */
+    FA_PF_REDUCTION,  /* fa_reduce_kind by fa_reduce_kind_name */
     FA_PF_STATUS,     /* fa_cluster_status by fa_cluster_status_name */
     FA_PF_IDS,        /* int[n_<name>], JSON an array of the ids */
     FA_PF_NODE_IDS,   /* int[n_<name>] node ids: the column a JSON array of ids, the JSON the names */

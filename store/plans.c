@@ -38,7 +38,7 @@ static void bind_field(binder *b, const fa_plan_field *f, const fa_cluster *c, c
     case FA_PF_FLOAT: if (!isnan(*(const float *)p)) b_dbl(b, *(const float *)p); else b_txt(b, NULL); break;
     case FA_PF_STR: b_txt(b, *(const char *const *)p); break;
     case FA_PF_KIND: b_txt(b, fa_cluster_kind_name(*(const fa_cluster_kind *)p)); break;
-    case FA_PF_REDUCTION: b_txt(b, fa_reduction_kind_name(*(const fa_reduction_kind *)p)); break;
+    case FA_PF_REDUCTION: b_txt(b, fa_reduce_kind_name(*(const fa_reduce_kind *)p)); break;
     case FA_PF_STATUS: b_txt(b, fa_cluster_status_name(*(const fa_cluster_status *)p)); break;
     case FA_PF_IDS:
     case FA_PF_NODE_IDS:
@@ -395,7 +395,7 @@ static bool decode_field(fa_stmt *q, int col, const fa_plan_field *f, fa_cluster
         if (!null && !*(const char **)p) return false;
         break;
     case FA_PF_KIND: *(fa_cluster_kind *)p = fa_cluster_kind_parse(fa_col_text(q, col)); break;
-    case FA_PF_REDUCTION: *(fa_reduction_kind *)p = fa_reduction_kind_parse(fa_col_text(q, col)); break;
+    case FA_PF_REDUCTION: *(fa_reduce_kind *)p = fa_reduce_kind_parse(fa_col_text(q, col)); break;
     case FA_PF_STATUS: *(fa_cluster_status *)p = fa_cluster_status_parse(fa_col_text(q, col)); break;
     case FA_PF_IDS:
     case FA_PF_NODE_IDS:

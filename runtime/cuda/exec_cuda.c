@@ -33,10 +33,10 @@ typedef struct op_entry {
 } op_entry;
 
 static const op_entry k_ops[] = {
-#define UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR) {NAME, K_UNARY, FA_UNARY_##ID, "cuda:" NAME},
+#define UNARY_ROW_(ID, NAME, AA, DA, AB, DB, AG, DG, EXPR, BOUND) {NAME, K_UNARY, FA_UNARY_##ID, "cuda:" NAME},
     FA_UNARY_MATH(UNARY_ROW_)
 #undef UNARY_ROW_
-#define BINARY_ROW_(ID, NAME, EXPR) {NAME, K_BINARY, FA_BINARY_##ID, "cuda:" NAME},
+#define BINARY_ROW_(ID, NAME, EXPR, BOUND) {NAME, K_BINARY, FA_BINARY_##ID, "cuda:" NAME},
     FA_BINARY_MATH(BINARY_ROW_)
 #undef BINARY_ROW_
     {"Where", K_WHERE, 0, "cuda:Where"},

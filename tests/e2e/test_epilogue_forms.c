@@ -639,6 +639,10 @@ static void check_skip_norm(bool rms)
     if (!c) fail_msg("%s: the residual Add is in no cluster", g->name);
     printf("%s: cluster %s, %d members\n", g->name, c->label, c->n_members);
     assert_int_equal(c->kind, FA_CLUSTER_REDUCTION);
+    /* its own pattern label (ONNX Runtime's SkipLayerNormalization / SkipSimplifiedLayerNormalization),
+     * the norm's reduction kind and row kernel */
+    assert_string_equal(c->label, rms ? "add+rms_norm" : "add+layer_norm");
+    assert_int_equal(c->reduction, rms ? FA_REDUCE_RMS_NORM : FA_REDUCE_LAYER_NORM);
     assert_ptr_equal(cluster_with(g, p, "LayerNormalization_1") ? cluster_with(g, p, "LayerNormalization_1")
                                                                   : cluster_with(g, p, "RMSNormalization_1"), c);
     bool sum_out = false; /* the sum is written for the next residual add */
@@ -680,6 +684,7 @@ static void test_pre_ln_residual_after_a_gemm_stays_its_epilogue(void **state)
         assert_int_equal(c->kind, FA_CLUSTER_EPILOGUE);
         if (form == 2) assert_string_equal(c->label, "matmul+add+add");
         assert_true(ln != c);
+        if (ln) assert_string_equal(ln->label, "layer_norm"); /* the norm alone: no residual add in it */
         fa_plan_free(p);
         fa_graph_free(g);
     }

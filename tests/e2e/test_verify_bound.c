@@ -389,6 +389,101 @@ static void test_apply_masked_matmul_add_is_verified(void **state)
     fa_ctx_free(ctx);
 }
 
+/* ---- every elementwise op has its rounding-error row (applier/bound.c, graph/op_math.h) ----
+ * x[2,4] -> MatMul(w) -> OP(m, x1, ...) -> y for every registered elementwise/broadcast op of the
+ * default domain whose output is float32 on float32 inputs: the magnitude graph is built (a rule,
+ * or a written reason why the op has no first-order bound), never an error. An op added to the
+ * registry without a BOUND in graph/op_math.h or a row in bound.c's k_mag_ops fails here, naming
+ * the op. */
+static fa_graph *matmul_then(fa_ctx *ctx, const char *op, int n_in)
+{
+    fa_graph *g = fa_graph_create(op);
+    fa_graph_set_opset(ctx, g, "", 18);
+    int64_t xd[2] = {2, 4}, wd[2] = {4, 4};
+    float w[16];
+    for (int i = 0; i < 16; i++) w[i] = 0.125f * (float)(i % 5) - 0.25f;
+    char names[4][8] = {"x0", "x1", "x2", "x3"};
+    for (int i = 0; i < n_in && i < 4; i++) {
+        int t = fa_graph_tensor(g, names[i]);
+        fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, 2, xd);
+        fa_graph_add_input(ctx, g, t);
+    }
+    add_const(ctx, g, "w", 2, wd, w, 16);
+    const char *mi[] = {"x0", "w"}, *mo[] = {"m"}, *oo[] = {"y"};
+    const char *oi[4] = {"m", "x1", "x2", "x3"};
+    fa_graph_add_node(ctx, g, "mm", "MatMul", "", 2, mi, 1, mo);
+    fa_graph_add_node(ctx, g, "op", op, "", n_in, oi, 1, oo);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    return g;
+}
+
+static fa_node *node_named(fa_graph *g, const char *name)
+{
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!strcmp(g->nodes[i]->name, name)) return g->nodes[i];
+    return NULL;
+}
+
+static void test_every_elementwise_op_has_a_bound_row(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    int checked = 0, no_bound = 0;
+    for (int i = 0; fa_op_at(i); i++) {
+        const fa_op *op = fa_op_at(i);
+        if ((op->domain && op->domain[0]) || (op->pattern != FA_PATTERN_ELEMWISE && op->pattern != FA_PATTERN_BROADCAST))
+            continue;
+        int n_in = op->min_inputs < 1 ? 1 : op->min_inputs;
+        if (n_in > 4) continue;
+        fa_graph *g = matmul_then(ctx, op->name, n_in);
+        if (fa_graph_prepare(ctx, g, NULL) || !fa_graph_out(g, node_named(g, "op"), 0) ||
+            fa_graph_out(g, node_named(g, "op"), 0)->dtype != FA_DTYPE_FLOAT) {
+            printf("  %s: skipped (%s)\n", op->name, fa_ctx_errmsg(ctx));
+            fa_ctx_clear(ctx); /* not float32 on float32 inputs (or needs attributes): not a fusable member */
+            fa_graph_free(g);
+            continue;
+        }
+        fa_apply_bound bd;
+        fa_graph *gm = NULL;
+        char why[400];
+        if (fa_apply_bound_graph(ctx, g, &bd, &gm, why, sizeof why))
+            fail_msg("%s: %s", op->name, fa_ctx_errmsg(ctx));
+        if (!gm) {
+            no_bound++;
+            printf("  %s: no bound (%s)\n", op->name, why);
+            assert_non_null(strstr(why, op->name)); /* the reason names the op */
+        }
+        checked++;
+        fa_graph_free(gm);
+        fa_graph_free(g);
+    }
+    printf("%d elementwise ops checked, %d verified by relative error (no first-order bound)\n", checked, no_bound);
+    assert_true(checked >= 40);
+    assert_true(no_bound < checked / 2);
+    fa_ctx_free(ctx);
+}
+
+/* An elementwise op the bound has no row for (Relu's registry entry under a name no table holds)
+ * is an error naming it, not a cluster silently verified by its relative error. */
+static void test_an_elementwise_op_without_a_row_is_an_error(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = matmul_then(ctx, "Relu", 1);
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    node_named(g, "op")->op_type = "NewActivation";
+    fa_apply_bound bd;
+    fa_graph *gm = NULL;
+    char why[400];
+    assert_int_equal(fa_apply_bound_graph(ctx, g, &bd, &gm, why, sizeof why), FA_ERR_INTERNAL);
+    assert_null(gm);
+    assert_false(bd.applies);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "NewActivation 'op'"));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "no rounding-error row"));
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -396,6 +491,8 @@ int main(void)
         cmocka_unit_test(test_apply_rejects_each_defect_on_the_conv_cluster),
         cmocka_unit_test(test_equal_infinities_agree_one_sided_ones_do_not),
         cmocka_unit_test(test_apply_masked_matmul_add_is_verified),
+        cmocka_unit_test(test_every_elementwise_op_has_a_bound_row),
+        cmocka_unit_test(test_an_elementwise_op_without_a_row_is_an_error),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -91,7 +91,7 @@ static void tc_output(tc *t, const char *name)
 
 /* Index + prepare, then a cluster of every live node: inputs = tensors read from outside the
  * members (graph inputs and constants), outputs = the graph outputs. */
-static void tc_cluster(tc *t, fa_cluster_kind kind, fa_reduction_kind red, int axis, const char *label)
+static void tc_cluster(tc *t, fa_cluster_kind kind, fa_reduce_kind red, int axis, const char *label)
 {
     fa_status st = fa_graph_index(t->ctx, t->g);
     if (st) fail_msg("index: %s", fa_ctx_errmsg(t->ctx));
@@ -160,7 +160,7 @@ __attribute__((unused)) static tc *case_ew_broadcast(void)
     tc_node(t, "Sigmoid", "t6", NULL, NULL, "y");
     tc_output(t, "y");
     tc_output(t, "t3");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "elementwise");
     return t;
 }
 
@@ -176,7 +176,7 @@ __attribute__((unused)) static tc *case_horizontal(void)
     tc_node(t, "Exp", "m", NULL, NULL, "e");
     tc_output(t, "a");
     tc_output(t, "e");
-    tc_cluster(t, FA_CLUSTER_HORIZONTAL, FA_RED_NONE, 0, "horizontal(2)");
+    tc_cluster(t, FA_CLUSTER_HORIZONTAL, FA_REDUCE_NONE, 0, "horizontal(2)");
     return t;
 }
 
@@ -190,7 +190,7 @@ __attribute__((unused)) static tc *case_softmax_scale(int64_t batch, int64_t len
     tc_node(t, "Mul", "x", "scale", NULL, "xs");
     tc_node(t, "Softmax", "xs", NULL, NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_SOFTMAX, 1, "softmax");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_SOFTMAX, 1, "softmax");
     return t;
 }
 
@@ -208,7 +208,7 @@ __attribute__((unused)) static tc *case_softmax_decomposed(int64_t batch, int64_
     tc_node(t, "ReduceSum", "e", "ax", NULL, "s");
     tc_node(t, "Div", "e", "s", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_SOFTMAX, 2, "softmax(decomposed)");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_SOFTMAX, 2, "softmax(decomposed)");
     return t;
 }
 
@@ -242,7 +242,7 @@ __attribute__((unused)) static tc *case_layernorm_decomposed(int64_t batch, int6
     tc_node(t, "Mul", "nrm", "gamma", NULL, "sc");
     tc_node(t, "Add", "sc", "beta", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 2, "layer_norm(decomposed)");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_LAYER_NORM, 2, "layer_norm(decomposed)");
     t->c.epsilon = 1e-5f;
     return t;
 }
@@ -268,7 +268,7 @@ __attribute__((unused)) static tc *case_rmsnorm(int64_t batch, int64_t len)
     tc_node(t, "Mul", "x", "inv", NULL, "nrm");
     tc_node(t, "Mul", "nrm", "gamma", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_RMS_NORM, 1, "rms_norm(decomposed)");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_RMS_NORM, 1, "rms_norm(decomposed)");
     t->c.epsilon = 1e-6f;
     return t;
 }
@@ -292,7 +292,7 @@ __attribute__((unused)) static tc *case_layernorm_op(int64_t batch, int64_t len)
     fa_node_add_attr_float(t->g, ln, "epsilon", 1e-5f);
     tc_node(t, "Relu", "n", NULL, NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 1, "layer_norm");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_LAYER_NORM, 1, "layer_norm");
     return t;
 }
 
@@ -308,7 +308,7 @@ __attribute__((unused)) static tc *case_rmsnorm_op(int64_t batch, int64_t len)
     free(gv);
     tc_node(t, "RMSNormalization", "x", "gamma", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_RMS_NORM, 1, "rms_norm");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_RMS_NORM, 1, "rms_norm");
     return t;
 }
 
@@ -339,7 +339,7 @@ __attribute__((unused)) static tc *case_skip_layernorm(int64_t batch, int64_t le
     fa_node *ln = tc_node(t, "LayerNormalization", "sb", "gamma", "beta", "y");
     fa_node_add_attr_float(t->g, ln, "epsilon", 1e-6f);
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 1, "layer_norm");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_LAYER_NORM, 1, "layer_norm");
     return t;
 }
 
@@ -366,7 +366,7 @@ __attribute__((unused)) static tc *case_skip_norm_sum_out(int64_t batch, int64_t
     tc_node(t, rms ? "RMSNormalization" : "LayerNormalization", "s", "gamma", rms ? NULL : "beta", "y");
     tc_output(t, "y");
     tc_output(t, "s");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, rms ? FA_RED_RMS_NORM : FA_RED_LAYER_NORM, 1, rms ? "rms_norm" : "layer_norm");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, rms ? FA_REDUCE_RMS_NORM : FA_REDUCE_LAYER_NORM, 1, rms ? "rms_norm" : "layer_norm");
     return t;
 }
 
@@ -385,7 +385,7 @@ __attribute__((unused)) static tc *case_skip_rmsnorm(int64_t batch, int64_t len)
     tc_node(t, "Add", "x", "r", NULL, "s");
     tc_node(t, "RMSNormalization", "s", "gamma", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_RMS_NORM, 1, "rms_norm");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_RMS_NORM, 1, "rms_norm");
     return t;
 }
 
@@ -450,7 +450,7 @@ __attribute__((unused)) static tc *case_all_ops(void)
     (void)cl;
     static const char *more[] = {"pw3", "pwh", "pwe", "dv", "gelu", "gelut", "prelu", "wh", "wh2", "wh3", "clip0"};
     for (size_t i = 0; i < sizeof more / sizeof more[0]; i++) tc_output(t, more[i]);
-    tc_cluster(t, FA_CLUSTER_HORIZONTAL, FA_RED_NONE, 0, "horizontal(all ops)");
+    tc_cluster(t, FA_CLUSTER_HORIZONTAL, FA_REDUCE_NONE, 0, "horizontal(all ops)");
     return t;
 }
 
@@ -475,7 +475,7 @@ __attribute__((unused)) static tc *case_heavy(int n)
         snprintf(o, sizeof o, "%s", b);
     }
     tc_output(t, o);
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise(heavy)");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "elementwise(heavy)");
     return t;
 }
 
@@ -525,7 +525,7 @@ __attribute__((unused)) static tc *case_attention_bert(int s, int h, int d)
     tc_perm(t, "o", "om", 0, 2, 1, 3);
     tc_node(t, "Reshape", "om", "hidden", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(bert)");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_REDUCE_NONE, -1, "attention(bert)");
     return t;
 }
 
@@ -558,7 +558,7 @@ __attribute__((unused)) static tc *case_attention_sdpa_nan_guard(int s)
     tc_node(t, "Where", "nan", "zero", "p", "pg");
     tc_node(t, "MatMul", "pg", "v", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(sdpa nan guard)");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_REDUCE_NONE, -1, "attention(sdpa nan guard)");
     return t;
 }
 
@@ -611,7 +611,7 @@ __attribute__((unused)) static tc *case_attention_gqa_causal(int s)
     tc_node(t, "Where", "rows", "zero", "p", "pg");
     tc_node(t, "MatMul", "pg", "vr", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(gqa, causal)");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_REDUCE_NONE, -1, "attention(gqa, causal)");
     return t;
 }
 
@@ -636,7 +636,7 @@ __attribute__((unused)) static tc *case_attention_op(int s)
     fa_node_add_attr_int(t->g, n, "is_causal", 1);
     fa_node_add_attr_float(t->g, n, "softcap", 4.0f);
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_RED_NONE, -1, "attention(op)");
+    tc_cluster(t, FA_CLUSTER_ATTENTION, FA_REDUCE_NONE, -1, "attention(op)");
     return t;
 }
 

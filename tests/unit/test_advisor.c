@@ -110,7 +110,7 @@ static void check_transformer(const char *model, const char *gelu, bool named_ln
             const fa_tensor *b = g->tensors[c->post_ops[0].operand];
             if ((b->flags & FA_TENSOR_CONST) && b->rank == 1) bias++;
         }
-        if (c->kind == FA_CLUSTER_REDUCTION && c->reduction == FA_RED_LAYER_NORM) {
+        if (c->kind == FA_CLUSTER_REDUCTION && c->reduction == FA_REDUCE_LAYER_NORM) {
             ln++;
             assert_int_equal(c->reduce_axis, 2);
             assert_true(c->epsilon > 0 && c->epsilon < 1e-3f);
@@ -122,7 +122,7 @@ static void check_transformer(const char *model, const char *gelu, bool named_ln
             assert_true(c->score_bytes >= 2u * 12 * 128 * 128 * 4); /* scores in and probabilities out, 12 heads */
             assert_int_equal(c->n_outputs, 1);
         }
-        assert_false(c->kind == FA_CLUSTER_REDUCTION && c->reduction == FA_RED_SOFTMAX); /* inside the attention */
+        assert_false(c->kind == FA_CLUSTER_REDUCTION && c->reduction == FA_REDUCE_SOFTMAX); /* inside the attention */
         assert_int_equal(c->status, FA_CLUSTER_PROPOSED);
     }
     assert_int_equal(gelu_ep, 1);
@@ -277,11 +277,11 @@ static void test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon(
         const char *nm = e->d_name;
         if (!strstr(nm, "_expanded")) continue;
         const char *label = NULL, *op = NULL;
-        fa_reduction_kind rk = FA_RED_NONE;
-        if (!strncmp(nm, "test_layer_normalization_", 25)) { label = "layer_norm(decomposed)"; op = "LayerNormalization"; rk = FA_RED_LAYER_NORM; }
-        else if (!strncmp(nm, "test_rms_normalization_", 23)) { label = "rms_norm(decomposed)"; op = "RMSNormalization"; rk = FA_RED_RMS_NORM; }
-        else if (!strncmp(nm, "test_softmax_", 13)) { label = "softmax(decomposed)"; rk = FA_RED_SOFTMAX; }
-        else if (!strncmp(nm, "test_logsoftmax_", 16)) { label = "log_softmax(decomposed)"; rk = FA_RED_LOG_SOFTMAX; }
+        fa_reduce_kind rk = FA_REDUCE_NONE;
+        if (!strncmp(nm, "test_layer_normalization_", 25)) { label = "layer_norm(decomposed)"; op = "LayerNormalization"; rk = FA_REDUCE_LAYER_NORM; }
+        else if (!strncmp(nm, "test_rms_normalization_", 23)) { label = "rms_norm(decomposed)"; op = "RMSNormalization"; rk = FA_REDUCE_RMS_NORM; }
+        else if (!strncmp(nm, "test_softmax_", 13)) { label = "softmax(decomposed)"; rk = FA_REDUCE_SOFTMAX; }
+        else if (!strncmp(nm, "test_logsoftmax_", 16)) { label = "log_softmax(decomposed)"; rk = FA_REDUCE_LOG_SOFTMAX; }
         else if (!strncmp(nm, "test_gelu_tanh", 14)) label = "gelu_tanh";
         else if (!strncmp(nm, "test_gelu_default", 17)) label = "gelu_erf";
         else continue;
@@ -298,7 +298,7 @@ static void test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon(
             n_not++;
         } else {
             if (!hit) fail_msg("%s: no '%s' cluster", nm, label);
-            if (rk != FA_RED_NONE) {
+            if (rk != FA_REDUCE_NONE) {
                 assert_int_equal(hit->kind, FA_CLUSTER_REDUCTION);
                 assert_int_equal(hit->reduction, rk);
             }
@@ -315,9 +315,9 @@ static void test_corpus_expanded_reductions_and_gelu_recognised_with_op_epsilon(
                 fa_graph_free(o);
                 if (!(fabsf(hit->epsilon - eps) <= 1e-6f * fmaxf(1.0f, eps) + 1e-9f))
                     fail_msg("%s: epsilon %g, op says %g", nm, hit->epsilon, eps);
-                if (rk == FA_RED_LAYER_NORM) n_ln++; else n_rms++;
-            } else if (rk == FA_RED_SOFTMAX) n_sm++;
-            else if (rk == FA_RED_LOG_SOFTMAX) n_lsm++;
+                if (rk == FA_REDUCE_LAYER_NORM) n_ln++; else n_rms++;
+            } else if (rk == FA_REDUCE_SOFTMAX) n_sm++;
+            else if (rk == FA_REDUCE_LOG_SOFTMAX) n_lsm++;
             else n_gelu++;
         }
         fa_plan_free(p);

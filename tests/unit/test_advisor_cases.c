@@ -561,7 +561,7 @@ static void test_decomposed_layer_norm_recognised_with_epsilon_and_values(void *
     int ci = cluster_of(p, g, "mean", FA_CLUSTER_REDUCTION);
     assert_true(ci >= 0);
     const fa_cluster *c = &p->clusters[ci];
-    assert_int_equal(c->reduction, FA_RED_LAYER_NORM);
+    assert_int_equal(c->reduction, FA_REDUCE_LAYER_NORM);
     assert_string_equal(c->label, "layer_norm(decomposed)");
     assert_int_equal(c->n_members, 9);
     assert_int_equal(c->reduce_axis, 2);
@@ -582,7 +582,7 @@ static void assert_not_layer_norm(int variant, const char *code)
 {
     fa_graph *g = ln_graph(variant);
     fa_plan *p = advise(g);
-    for (int i = 0; i < p->n_clusters; i++) assert_int_not_equal(p->clusters[i].reduction, FA_RED_LAYER_NORM);
+    for (int i = 0; i < p->n_clusters; i++) assert_int_not_equal(p->clusters[i].reduction, FA_REDUCE_LAYER_NORM);
     bool found = false;
     for (int i = 0; i < p->n_why_not; i++) found |= !strcmp(fa_why_code_name(p->why_not[i].code), code);
     if (!found) fail_msg("variant %d: no why-not '%s'", variant, code);
@@ -665,7 +665,7 @@ static void test_shape_changing_op_after_reduction_not_absorbed(void **s)
     fa_plan *p = advise(g);
     int ci = cluster_of(p, g, "sm", FA_CLUSTER_REDUCTION);
     assert_true(ci >= 0);
-    assert_int_equal(p->clusters[ci].reduction, FA_RED_SOFTMAX);
+    assert_int_equal(p->clusters[ci].reduction, FA_REDUCE_SOFTMAX);
     assert_true(cluster_of(p, g, "scale", FA_CLUSTER_REDUCTION) == ci); /* scalar prologue absorbed */
     assert_false(in_any_cluster(p, g, "expand"));
     assert_non_null(why_for(p, g, "expand", "shape-changing-epilogue"));
@@ -701,7 +701,7 @@ static void test_reduction_behind_reshape_uses_real_rows_and_reshape_is_boundary
     int ci = cluster_of(p, g, "max", FA_CLUSTER_REDUCTION);
     assert_true(ci >= 0);
     const fa_cluster *c = &p->clusters[ci];
-    assert_int_equal(c->reduction, FA_RED_SOFTMAX);
+    assert_int_equal(c->reduction, FA_REDUCE_SOFTMAX);
     assert_string_equal(c->label, "softmax(decomposed)");
     assert_int_equal(c->n_members, 5);
     assert_int_equal(c->reduce_axis, 1);

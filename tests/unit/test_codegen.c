@@ -207,7 +207,7 @@ static void test_unsupported_clusters_say_why(void **s)
     (void)s;
     const char *why = NULL;
     tc *t = case_softmax_scale(2, 64);
-    t->c.reduction = FA_RED_GENERIC;
+    t->c.reduction = FA_REDUCE_GENERIC;
     assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(why);
     assert_non_null(strstr(why, "generic"));
@@ -215,7 +215,7 @@ static void test_unsupported_clusters_say_why(void **s)
     fa_buf_init(&b);
     fa_codegen_info info;
     assert_int_equal(fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_ERR_UNSUPPORTED);
-    t->c.reduction = FA_RED_SOFTMAX;
+    t->c.reduction = FA_REDUCE_SOFTMAX;
     t->c.kind = FA_CLUSTER_EPILOGUE;
     why = NULL;
     assert_false(supported(t->g, &t->c, true, &why));
@@ -232,7 +232,7 @@ static void test_unsupported_clusters_say_why(void **s)
     fa_node *m = tc_node(t, "Mod", "x", "y", NULL, "o");
     fa_node_add_attr_int(t->g, m, "fmod", 1);
     tc_output(t, "o");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "elementwise");
     why = NULL;
     assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(why);
@@ -248,7 +248,7 @@ static void test_unsupported_clusters_say_why(void **s)
     assert_int_equal(fa_graph_add_input(t->ctx, t->g, id), FA_OK);
     tc_node(t, "Relu", "xi", NULL, NULL, "o");
     tc_output(t, "o");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "elementwise");
     assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(strstr(why, "float32"));
     fa_buf_reset(&b);
@@ -265,7 +265,7 @@ static void test_unsupported_clusters_say_why(void **s)
     fa_node_add_attr_int(t->g, rm, "keepdims", 0);
     tc_node(t, "Sub", "x", "mu", NULL, "o");
     tc_output(t, "o");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_LAYER_NORM, 1, "not a layer norm");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_LAYER_NORM, 1, "not a layer norm");
     why = NULL;
     assert_false(supported(t->g, &t->c, false, &why));
     assert_non_null(strstr(why, "line up"));
@@ -481,7 +481,7 @@ static void test_numerics_softmax_across_flatten(void **s)
     tc_node(t, "Flatten", "xs", NULL, NULL, "f");
     tc_node(t, "Softmax", "f", NULL, NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_SOFTMAX, 1, "softmax(flatten)");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_SOFTMAX, 1, "softmax(flatten)");
     /* the anchor is the Softmax: its input is [2, 231] */
     for (int i = 0; i < t->c.n_members; i++)
         if (!strcmp(t->g->nodes[t->c.members[i]]->op_type, "Softmax")) t->c.anchor = t->c.members[i];
@@ -504,7 +504,7 @@ static void test_numerics_small_outputs_stored_once(void **s)
     tc_output(t, "a");
     tc_output(t, "b");
     tc_output(t, "c");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "elementwise(mixed sizes)");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "elementwise(mixed sizes)");
     fa_buf b;
     fa_buf_init(&b);
     fa_codegen_info info;
@@ -542,7 +542,7 @@ static void test_numerics_where_bool_input(void **s)
     tc_node(t, "Where", "cond", "x", "y", "w");
     tc_node(t, "Tanh", "w", NULL, NULL, "o");
     tc_output(t, "o");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "where(bool)");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "where(bool)");
     fa_buf b;
     fa_buf_init(&b);
     fa_codegen_info info;

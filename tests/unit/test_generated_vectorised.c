@@ -32,7 +32,7 @@ static tc *masked_softmax(int64_t rows, int64_t len)
     tc_node(t, "Where", "mask", "xs", "fill", "w");
     tc_node(t, "Softmax", "w", NULL, NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_RED_SOFTMAX, 1, "softmax");
+    tc_cluster(t, FA_CLUSTER_REDUCTION, FA_REDUCE_SOFTMAX, 1, "softmax");
     return t;
 }
 
@@ -150,7 +150,7 @@ static tc *tanh_chain(void)
     tc_node(t, "Relu", "th", NULL, NULL, "r");
     tc_node(t, "Mul", "r", "half", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "tanh chain");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "tanh chain");
     return t;
 }
 

@@ -68,7 +68,7 @@ static tc *op_case(const fa_unary_math *m, fa_dtype dtype, const double *attr)
     if (val) assert_non_null(fa_node_add_attr_string(t->g, n, sel, val));
     assert_ptr_equal(fa_unary_math_for_node(n, NULL), m);
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, -1, m->name);
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, -1, m->name);
     return t;
 }
 
@@ -246,7 +246,7 @@ static tc *binary_case(const fa_binary_math *m, fa_dtype dtype)
     t->g->tensors[fa_graph_find_tensor(t->g, "w")]->dtype = dtype;
     tc_node(t, m->name, "x", "w", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, -1, m->name);
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, -1, m->name);
     return t;
 }
 
@@ -363,6 +363,30 @@ static void test_template_renames_only_the_variables(void **s)
  * an elementwise member or a reduction), consistent with its op math: an op with a unary scalar
  * expression is elementwise, a binary one broadcast; a reduction kind only on a reduction; every
  * Reduce* op (ONNX's family over `axes`) has an axes kind and nothing else does. */
+/* The one row-reduction kind (graph/graph.h): the words the plan stores (clusters.reduction,
+ * plan.json "reduction") are the words stored before the three enums became one, every kind's
+ * word parses back to it, and an unknown or missing word (a v4 database's "layer_norm") reads as
+ * none. */
+static void test_reduce_kind_words_are_stable(void **s)
+{
+    (void)s;
+    static const struct { fa_reduce_kind k; const char *word; } stored[] = {
+        {FA_REDUCE_NONE, "none"},         {FA_REDUCE_SOFTMAX, "softmax"},   {FA_REDUCE_LOG_SOFTMAX, "log-softmax"},
+        {FA_REDUCE_LAYER_NORM, "layer-norm"}, {FA_REDUCE_RMS_NORM, "rms-norm"}, {FA_REDUCE_GENERIC, "generic"},
+    };
+    for (size_t i = 0; i < sizeof stored / sizeof stored[0]; i++) {
+        assert_string_equal(fa_reduce_kind_name(stored[i].k), stored[i].word);
+        assert_int_equal(fa_reduce_kind_parse(stored[i].word), stored[i].k);
+    }
+    for (int k = 0; k < FA_REDUCE_COUNT; k++) assert_int_equal(fa_reduce_kind_parse(fa_reduce_kind_name((fa_reduce_kind)k)), k);
+    assert_int_equal(fa_reduce_kind_parse("layer_norm"), FA_REDUCE_NONE);
+    assert_int_equal(fa_reduce_kind_parse(NULL), FA_REDUCE_NONE);
+    assert_string_equal(fa_reduce_kind_name(FA_REDUCE_COUNT), "?");
+    for (int k = 0; k < FA_REDUCE_COUNT; k++) /* the row kernels' kinds: exactly the named row patterns */
+        assert_int_equal(fa_reduce_is_row((fa_reduce_kind)k), k == FA_REDUCE_SOFTMAX || k == FA_REDUCE_LOG_SOFTMAX ||
+                                                                 k == FA_REDUCE_LAYER_NORM || k == FA_REDUCE_RMS_NORM);
+}
+
 static void test_every_registered_op_has_a_consistent_pattern_class(void **s)
 {
     (void)s;
@@ -404,6 +428,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_template_renames_only_the_variables),
+        cmocka_unit_test(test_reduce_kind_words_are_stable),
         cmocka_unit_test(test_every_registered_op_has_a_consistent_pattern_class),
         cmocka_unit_test(test_every_table_op_on_every_target),
         cmocka_unit_test(test_every_binary_table_op_on_every_target),

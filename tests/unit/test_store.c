@@ -266,13 +266,13 @@ static void test_migration_from_v4_moves_cluster_details_into_columns(void **sta
     assert_true(p->opt.no_gate);
     assert_int_equal(p->n_clusters, 2);
     fa_cluster want0 = {.kind = FA_CLUSTER_EPILOGUE, .members = k_mem0, .n_members = 3, .label = "conv+relu+add",
-                        .anchor = 4, .depends_on = -1, .reduction = FA_RED_NONE, .reduce_axis = -1, .epsilon = 0,
+                        .anchor = 4, .depends_on = -1, .reduction = FA_REDUCE_NONE, .reduce_axis = -1, .epsilon = 0,
                         .block_size = 0, .inputs = k_in0, .n_inputs = 3, .outputs = k_out0, .n_outputs = 1,
                         .post_ops = k_post0, .n_post_ops = 2, .est_saving_ns = 2500};
     /* v4 wrote the reduction as "layer_norm", a word this build's names ("layer-norm") do not know:
      * it reads as none */
     fa_cluster want1 = {.kind = FA_CLUSTER_REDUCTION, .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
-                        .anchor = 7, .depends_on = 0, .reduction = FA_RED_NONE, .reduce_axis = 2,
+                        .anchor = 7, .depends_on = 0, .reduction = FA_REDUCE_NONE, .reduce_axis = 2,
                         .epsilon = 9.99999975e-06f, .block_size = 256, .inputs = k_in1, .n_inputs = 3,
                         .outputs = k_out1, .n_outputs = 2, .est_saving_ns = 1500};
     check_cluster_details(&want0, &p->clusters[0]);
@@ -292,7 +292,7 @@ static void test_migration_from_v4_moves_cluster_details_into_columns(void **sta
     assert_int_equal(p->n_clusters, 1);
     assert_int_equal(p->opt.max_ops, -1);
     assert_null(p->clusters[0].label);
-    assert_int_equal(p->clusters[0].reduction, FA_RED_NONE);
+    assert_int_equal(p->clusters[0].reduction, FA_REDUCE_NONE);
     assert_int_equal(p->clusters[0].anchor, -1);
     assert_int_equal(p->clusters[0].n_inputs, 0);
     assert_int_equal(p->clusters[0].n_post_ops, 0);
@@ -416,12 +416,12 @@ static void test_plan_round_trip_keeps_every_cluster_column(void **state)
     plan->opt = (fa_plan_options){FA_TARGET_CPU, NULL, 16, 8, 0.5, false};
     fa_cluster in[2] = {
         {.id = 0, .kind = FA_CLUSTER_EPILOGUE, .members = k_mem0, .n_members = 3, .label = "conv+relu+add", .anchor = 4,
-         .depends_on = -1, .reduction = FA_RED_NONE, .reduce_axis = -1, .epsilon = 0, .block_size = 0, .inputs = k_in0,
+         .depends_on = -1, .reduction = FA_REDUCE_NONE, .reduce_axis = -1, .epsilon = 0, .block_size = 0, .inputs = k_in0,
          .n_inputs = 3, .outputs = k_out0, .n_outputs = 1, .post_ops = k_post0, .n_post_ops = 2, .est_saving_ns = 2500,
          .basis = "measured medians of 2 kernels (1.2 us) + 1 gap - predicted fused 0.4 us", .registers = -1,
          .spill_bytes = -1, .occupancy = -1, .status = FA_CLUSTER_PROPOSED, .signature = "epilogue|Conv(1x3)[1x8]f1r2w3"},
         {.id = 1, .kind = FA_CLUSTER_REDUCTION, .members = k_mem1, .n_members = 2, .label = "layer_norm(decomposed)",
-         .anchor = 7, .depends_on = 0, .reduction = FA_RED_LAYER_NORM, .reduce_axis = 2, .epsilon = 1e-5f,
+         .anchor = 7, .depends_on = 0, .reduction = FA_REDUCE_LAYER_NORM, .reduce_axis = 2, .epsilon = 1e-5f,
          .block_size = 256, .inputs = k_in1, .n_inputs = 3, .outputs = k_out1, .n_outputs = 2, .est_saving_ns = 1500,
          .basis = NULL, .registers = 40, .spill_bytes = 0, .occupancy = 0.75, .status = FA_CLUSTER_REFUSED,
          .reason = "occupancy 0.75"},

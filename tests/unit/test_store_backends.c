@@ -290,7 +290,7 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     cl[1].label = "conv+relu";
     cl[1].post_ops = NULL;
     cl[1].n_post_ops = 0;
-    cl[1].reduction = FA_RED_SOFTMAX;
+    cl[1].reduction = FA_REDUCE_SOFTMAX;
     cl[1].epsilon = 1e-5f;
     cl[1].est_saving_ns = 900;
     cl[1].score_bytes = 1572864; /* an attention cluster's score tensors (schema v7) */
@@ -334,7 +334,7 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     assert_int_equal(rc[0].n_members, 3);
     assert_true(isnan(rv[0].measured_saving_ns));
     assert_int_equal(rv[0].registers, -1);
-    assert_int_equal(rc[0].reduction, FA_RED_SOFTMAX);
+    assert_int_equal(rc[0].reduction, FA_REDUCE_SOFTMAX);
     assert_true(fabs(rc[0].epsilon - 1e-5) < 1e-12);
     assert_int_equal(rc[0].n_post_ops, 0);
     assert_int_equal(rc[0].score_bytes, 1572864);
