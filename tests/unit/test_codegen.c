@@ -966,7 +966,7 @@ static tc *case_se_gate(int64_t N, int64_t C)
     tc_node(t, "Mul", "x", "hs", NULL, "m");
     tc_node(t, "Add", "m", "bias", NULL, "y");
     tc_output(t, "y");
-    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_RED_NONE, 0, "se gate");
+    tc_cluster(t, FA_CLUSTER_ELEMWISE_CHAIN, FA_REDUCE_NONE, 0, "se gate");
     return t;
 }
 
