@@ -79,7 +79,7 @@ fa_e2e_verdict fa_e2e_verdict_parse(const char *w)
 
 fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c)
 {
-    fa_cluster_verdict v = {c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes, c->block_size};
+    fa_cluster_verdict v = {c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes, c->block_size, NAN, NAN};
     return v;
 }
 
@@ -110,6 +110,16 @@ static int cmp_group(const void *a, const void *b)
     return strcmp(x->label, y->label);
 }
 
+const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap)
+{
+    if (!cap) return buf;
+    buf[0] = 0;
+    if (c && c->est_spread_pct == c->est_spread_pct && c->est_spread_pct >= 0 && c->est_spread_n > 0)
+        snprintf(buf, cap, " \xc2\xb1 %.0f%% (%d past %s cluster%s on this machine)", c->est_spread_pct, c->est_spread_n,
+                 fa_cluster_kind_name(c->kind), c->est_spread_n == 1 ? "" : "s");
+    return buf;
+}
+
 int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group *out)
 {
     int n = 0;
@@ -130,7 +140,7 @@ int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group 
         }
         fa_plan_group *gr = &out[g];
         gr->n_clusters++;
-        if (c->est_saving_ns > gr->best_predicted_ns) gr->best_predicted_ns = c->est_saving_ns;
+        if (c->est_saving_ns > gr->best_predicted_ns || !gr->best) gr->best_predicted_ns = c->est_saving_ns, gr->best = c;
         if (cv->status == FA_CLUSTER_ACCEPTED) {
             gr->n_accepted++;
             /* a fold whose accepted epilogue holds it: that epilogue's saving includes it */

@@ -884,10 +884,14 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         }
         fa_buf_puts(b, "</details></td>");
         double est_us = c->p->est_saving_ns / 1e3;
-        if (c->p->basis && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
+        char spread[128]; /* the kind's past misses on this machine (issue 36), where beyond its repeatability */
+        fa_cluster_spread_phrase(c->p, spread, sizeof spread);
+        if ((c->p->basis || spread[0]) && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
             fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", est_us);
-            h(b, c->p->basis);
-            fa_buf_printf(b, "\">%.2f</td>", est_us);
+            h(b, c->p->basis ? c->p->basis : "");
+            fa_buf_printf(b, "\">%.2f", est_us);
+            h(b, spread);
+            fa_buf_puts(b, "</td>");
         } else td_num(b, est_us, "%.2f", 1);
         bool measured = isnum(c->v->measured_saving_ns);
         if (measured) td_num(b, c->v->measured_saving_ns / 1e3, "%.2f", 1);
