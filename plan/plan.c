@@ -120,6 +120,32 @@ const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap)
     return buf;
 }
 
+static bool finite_(double x) { return x == x && x - x == 0; }
+
+fa_miss_term fa_cluster_miss_term(const fa_cluster *c, const fa_cluster_verdict *v)
+{
+    double M = c->pred_members_ns, D = c->pred_dispatch_ns, F = c->pred_fused_ns, r = c->pred_ratio;
+    double U = v->meas_unfused_ns, Fm = v->meas_fused_ns, miss = v->measured_saving_ns - c->est_saving_ns;
+    if (!finite_(M) || !finite_(F) || !finite_(U) || !finite_(Fm) || !finite_(miss) || U <= 0) return FA_MISS_NONE;
+    if (!finite_(D)) D = 0;
+    bool ratio = finite_(r);
+    double fused_err = ratio ? (r - Fm / U) * U : F - Fm;
+    double unfused_err = miss - fused_err;
+    if (fabs(fused_err) >= fabs(unfused_err)) return ratio ? FA_MISS_RATIO : FA_MISS_FUSED;
+    return unfused_err < 0 && D >= 0.5 * fabs(unfused_err) ? FA_MISS_DISPATCH : FA_MISS_MEMBERS;
+}
+
+const char *fa_miss_term_name(fa_miss_term t)
+{
+    switch (t) {
+    case FA_MISS_MEMBERS: return "members";
+    case FA_MISS_DISPATCH: return "dispatch";
+    case FA_MISS_FUSED: return "fused";
+    case FA_MISS_RATIO: return "ratio";
+    default: return "";
+    }
+}
+
 int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group *out)
 {
     int n = 0;

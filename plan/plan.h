@@ -415,6 +415,23 @@ double fa_plan_accepted_saving(const fa_plan *p, const fa_cluster_verdict *v);
  * returns buf. The advise text, `run`'s answer and the report all word it here. */
 const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap);
 
+/* Which term of a prediction explains most of its miss (issue 36; docs/fusion-rules.md §8, "The
+ * terms of a prediction"), from c's stored terms (M pred_members_ns, D pred_dispatch_ns, F
+ * pred_fused_ns, r pred_ratio) and v's measured counterparts (U meas_unfused_ns, Fm meas_fused_ns),
+ * the miss being v->measured_saving_ns - c->est_saving_ns:
+ *   the fused side's error is F - Fm (FUSED), or with a ratio (r - Fm / U) x U (RATIO: the rest of
+ *   F's error follows the members, F = r x M);
+ *   the unfused side's error is the rest of the miss: DISPATCH when the unfused side was
+ *   overpredicted (error < 0) and D is at least half of that error, else MEMBERS (the members'
+ *   time moved between the profile and the benchmark);
+ * the larger side names the term. NONE when a term or a measurement is missing (an analytic or
+ * data-sheet prediction, a cluster not measured, a plan stored before schema v9).
+ * bench/calibration.py (miss_term) applies the same rule over many runs. */
+typedef enum fa_miss_term { FA_MISS_NONE, FA_MISS_MEMBERS, FA_MISS_DISPATCH, FA_MISS_FUSED, FA_MISS_RATIO } fa_miss_term;
+fa_miss_term fa_cluster_miss_term(const fa_cluster *c, const fa_cluster_verdict *v);
+/* "members", "dispatch", "fused", "ratio"; "" for NONE or out of range. */
+const char *fa_miss_term_name(fa_miss_term t);
+
 /* The plan's opportunities grouped by pattern (issue 37 "the answer first"): clusters that compute
  * the same thing (kind and label: "conv+bn+relu" epilogues, "layer_norm(decomposed)" reductions)
  * are one row, so a model with 38 conv+BN+ReLU epilogues reads as one line. */
