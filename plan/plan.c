@@ -110,17 +110,18 @@ static int cmp_group(const void *a, const void *b)
     return strcmp(x->label, y->label);
 }
 
+static bool finite_(double x) { return x == x && x - x == 0; }
+
 const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap)
 {
     if (!cap) return buf;
     buf[0] = 0;
-    if (c && c->est_spread_pct == c->est_spread_pct && c->est_spread_pct >= 0 && c->est_spread_n > 0)
+    /* read back from a run database (untrusted): only a finite, non-negative figure is quoted */
+    if (c && finite_(c->est_spread_pct) && c->est_spread_pct >= 0 && c->est_spread_n > 0)
         snprintf(buf, cap, " \xc2\xb1 %.0f%% (%d past %s cluster%s on this machine)", c->est_spread_pct, c->est_spread_n,
                  fa_cluster_kind_name(c->kind), c->est_spread_n == 1 ? "" : "s");
     return buf;
 }
-
-static bool finite_(double x) { return x == x && x - x == 0; }
 
 fa_miss_term fa_cluster_miss_term(const fa_cluster *c, const fa_cluster_verdict *v)
 {

@@ -165,12 +165,35 @@ static void test_miss_term_names_the_term(void **st)
     assert_string_equal(fa_miss_term_name(FA_MISS_NONE), "");
 }
 
+/* The spread phrase (fa_cluster_spread_phrase) quotes a stored figure only when it is finite and
+ * non-negative with a past count (a run database is untrusted input); else nothing. */
+static void test_spread_phrase_only_for_a_stored_figure(void **st)
+{
+    (void)st;
+    fa_cluster c;
+    memset(&c, 0, sizeof c);
+    c.kind = FA_CLUSTER_REDUCTION;
+    char b[128];
+    c.est_spread_pct = 35.2, c.est_spread_n = 12;
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), " \xc2\xb1 35% (12 past reduction clusters on this machine)");
+    c.est_spread_n = 1;
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), " \xc2\xb1 35% (1 past reduction cluster on this machine)");
+    const double bad[] = {NAN, INFINITY, -5};
+    for (int i = 0; i < 3; i++) {
+        c.est_spread_pct = bad[i], c.est_spread_n = 12;
+        assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+    }
+    c.est_spread_pct = 35, c.est_spread_n = 0; /* not calibrated: nothing */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted_saving_counts_a_folded_bn_once),
         cmocka_unit_test(test_groups_sum_to_the_plan),
         cmocka_unit_test(test_miss_term_names_the_term),
+        cmocka_unit_test(test_spread_phrase_only_for_a_stored_figure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
