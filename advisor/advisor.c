@@ -1798,6 +1798,8 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
                  fused / 1e3);
     }
     c->est_saving_ns = members - fused - w->recompute_ns;
+    c->pred_members_ns = members;
+    c->pred_fused_ns = w->kind == FA_CLUSTER_BN_FOLD ? 0 : fused; /* the anchor's time is in neither side */
     char b[1400];
     snprintf(b, sizeof b, "estimated for %s (%s) from its data sheet, no device measured (%s%s%s): each kernel max(bytes / %.0f GB/s HBM, FLOPs / %.0f GFLOP/s FP32), at least one launch "
              "of %.1f us; %d member kernel(s) %.2f us; fused: %s; recompute %.2f us",
@@ -1810,6 +1812,7 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
 
 static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
 {
+    c->pred_members_ns = c->pred_dispatch_ns = c->pred_fused_ns = c->pred_ratio = NAN;
     if (A->estimate) return predict_on_device(A, w, c);
     A->probe_keep = false;
     const fa_graph *g = A->g;
@@ -1834,6 +1837,7 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     }
     if (!measured || gone == 0) {
         c->est_saving_ns = (double)c->saved_bytes / A->bw + c->saved_launches * A->disp - c->recompute_ns;
+        c->pred_dispatch_ns = c->saved_launches * A->disp;
         snprintf(b, sizeof b, "analytic (%s): %" PRIu64 " B saved at %.1f GB/s + %d "
                  "launch(es) x %.0f ns - recompute %.1f ns",
                  A->foreign ? "the profile was measured on another kind of device than the target, so neither its "
@@ -1903,7 +1907,9 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     if (w->kind == FA_CLUSTER_HORIZONTAL) {
         double roof = fa_roofline_mem_roof(&a->ceilings, (double)w->horiz_bytes);
         if (roof > 0) net += (double)w->horiz_bytes / roof;
+        if (roof > 0) e.fused_ns -= (double)w->horiz_bytes / roof; /* the term as it enters net */
     }
+    double ratio_used = NAN; /* the fused/unfused ratio the fused time rests on, when measured */
     /* a library kernel (BN fold, epilogue): the probe measures it as the fused plan runs it —
      * in the target's blocked layout, its own implementation, its post-ops — where the baseline
      * timed the anchor plain (oneDNN's gemm convolution on NCHW, 1.5-2x slower than its jit one
@@ -1934,6 +1940,7 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
             bool paired = pr.paired_ratio > 0 && isfinite(pr.paired_ratio);
             double ratio = paired ? pr.paired_ratio : pr.unfused_median_ns > 0 ? pr.median_ns / pr.unfused_median_ns : 0;
             e.fused_ns = ratio > 0 ? in.member_ns * ratio : pr.median_ns;
+            if (ratio > 0) ratio_used = ratio;
             /* a recomputed producer ran inside the probed fused kernel: its time is in e.fused_ns */
             net = in.member_ns + in.gaps_ns - e.fused_ns;
             char an[64] = ""; /* a library kernel's anchor stays in it; a generated kernel has none */
@@ -1970,6 +1977,7 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         bool paired = known->paired_ratio > 0 && isfinite(known->paired_ratio); /* as the probe's, above */
         double ratio = paired ? known->paired_ratio : known->median_ns / known->unfused_median_ns;
         e.fused_ns = in.member_ns * ratio;
+        ratio_used = ratio;
         net = in.member_ns + in.gaps_ns - e.fused_ns; /* the recompute ran inside the measured kernel */
         fused_measured = true;
         snprintf(fh, sizeof fh, "fused time measured in run %" PRId64 ": cluster %d of its plan %d, the same ops, shapes "
@@ -1980,6 +1988,10 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         fused_how = fh;
     }
     c->est_saving_ns = net;
+    c->pred_members_ns = in.member_ns;
+    c->pred_dispatch_ns = in.gaps_ns;
+    c->pred_fused_ns = e.fused_ns;
+    c->pred_ratio = ratio_used;
     snprintf(b, sizeof b, "measured: %d kernel(s) removed, medians %.0f ns + %d gap(s) x %.0f ns; fused kernel %.0f ns "
              "(%s); recompute %.0f ns%s%s", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns,
              fused_measured && w->recompute_ns > 0 ? " (inside the measured fused time, not subtracted again)" : "", pnote);
@@ -2034,6 +2046,37 @@ static bool noise_refusal(adv *A, fa_cluster *c, double member_ns)
     c->status = FA_CLUSTER_REFUSED;
     c->reason = fa_arena_strdup(A->ar, r);
     return true;
+}
+
+void fa_advise_kind_spread(const fa_measured_fused *v, size_t n, fa_cluster_kind kind, fa_kind_spread *out)
+{
+    *out = (fa_kind_spread){0, NAN, NAN, false};
+    size_t k = 0;
+    for (size_t i = 0; i < n && v; i++)
+        k += v[i].kind == kind;
+    if (!k) return;
+    double *err = malloc(sizeof *err * k * 2);
+    if (!err) return; /* no history read: nothing quoted */
+    double *rep = err + k;
+    int m = 0;
+    for (size_t i = 0; i < n; i++) {
+        const fa_measured_fused *x = &v[i];
+        double p = x->est_saving_ns;
+        if (x->kind != kind || !x->resolved || !(p == p) || p == 0 || !(x->paired.median_ns == x->paired.median_ns))
+            continue;
+        err[m] = fabs(x->paired.median_ns - p) / fabs(p) * 100.0;
+        rep[m] = (x->paired.ci_hi_ns - x->paired.ci_lo_ns) / 2.0 / fabs(p) * 100.0;
+        m++;
+    }
+    out->n = m;
+    if (m > 0) {
+        qsort(err, (size_t)m, sizeof *err, fa_stats_cmp_double);
+        qsort(rep, (size_t)m, sizeof *rep, fa_stats_cmp_double);
+        out->spread_pct = fa_stats_quantile_sorted(err, (size_t)m, 0.8);
+        out->repeat_pct = fa_stats_quantile_sorted(rep, (size_t)m, 0.8);
+        out->quote = m >= FA_ADVISE_SPREAD_MIN_PAST && out->spread_pct > out->repeat_pct;
+    }
+    free(err);
 }
 
 /* A duration of ns >= 0 for a sentence, in the unit that reads best: "3.3 ms", "412.0 us",
@@ -2189,6 +2232,17 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         wcl *w = &A.cl[i];
         fa_cluster *c = &plan->clusters[i];
         double member_ns = predict_cluster(&A, w, c);
+        /* the spread of this kind's past predictions on this machine (issue 36): quoted where it
+         * exceeds the measurements' own repeatability; only for a profile of this device (the
+         * history is this device's) */
+        c->est_spread_pct = NAN;
+        c->est_spread_n = -1;
+        if (a && !A.foreign && !A.estimate) {
+            fa_kind_spread ks;
+            fa_advise_kind_spread(A.opt.measured_fused, A.opt.n_measured_fused, c->kind, &ks);
+            c->est_spread_n = ks.n;
+            if (ks.quote) c->est_spread_pct = ks.spread_pct;
+        }
         c->est_saving_pct = dev_iter > 0 ? 100.0 * c->est_saving_ns / dev_iter
                           : a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
         c->registers = c->spill_bytes = c->block_size = -1;

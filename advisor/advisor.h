@@ -157,6 +157,28 @@ bool fa_gemm_operand_fold(const fa_graph *g, const fa_node *mm, int input, fa_ge
  * plan (ids refer to it). *out owned by caller (fa_plan_free). */
 fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const fa_advise_options *opt,
                     fa_plan **out);
+/* How far the predicted savings of one cluster kind have missed on this machine (issue 36): over
+ * the clusters of `kind` in v[0..n) (fa_store_measured_fused: earlier plans' clusters benchmarked
+ * on the same device and threads) whose paired measurement resolved its saving
+ * (measured_fused.resolved) and whose predicted saving is known and non-zero:
+ *   spread_pct = the 80th percentile (type 7) of |measured - predicted| / |predicted| x 100, the
+ *                measured saving being the paired median of the applier's rounds;
+ *   repeat_pct = the 80th percentile of the measurement's own half-interval (the paired
+ *                differences' sign-test interval, (hi - lo) / 2) / |predicted| x 100: how far
+ *                the measurement itself could move the same ratio;
+ *   quote      = n >= FA_ADVISE_SPREAD_MIN_PAST and spread_pct > repeat_pct: the kind cannot be
+ *                predicted within the machine's own repeatability, so its predictions are quoted
+ *                with "± spread_pct%".
+ * The 80th percentile: the issue's target is 80% of clusters within ±25%, so a kind meets it
+ * exactly when spread_pct <= 25. n 0: no history (spread_pct and repeat_pct NAN). */
+#define FA_ADVISE_SPREAD_MIN_PAST 5
+typedef struct fa_kind_spread {
+    int n;
+    double spread_pct, repeat_pct;
+    bool quote;
+} fa_kind_spread;
+void fa_advise_kind_spread(const fa_measured_fused *v, size_t n, fa_cluster_kind kind, fa_kind_spread *out);
+
 /* Defaults: cpu target, arch "sm_90", max_ops FA_ADVISE_MAX_OPS_DEFAULT, max_inputs
  * FA_ADVISE_MAX_INPUTS_DEFAULT, occupancy_floor 0.5, gate on. */
 fa_advise_options fa_advise_options_default(void);

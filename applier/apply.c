@@ -579,7 +579,7 @@ static bool verdicts_init(const fa_plan *p, fa_apply_result *res)
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         res->verdicts[i] = (fa_cluster_verdict){c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes,
-                                                c->block_size};
+                                                c->block_size, NAN, NAN};
     }
     return true;
 }
@@ -780,6 +780,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
                        res->cluster_fused + (size_t)o->row * (size_t)max_rounds, sizeof(double) * (size_t)n);
                 v->status = ov->status;
                 v->measured_saving_ns = ov->measured_saving_ns;
+                v->meas_unfused_ns = ov->meas_unfused_ns;
+                v->meas_fused_ns = ov->meas_fused_ns;
                 fa_apply_set_reason(res, v, "%sverified on its own values (error %.2g); benchmark shared with cluster %d, same "
                                     "signature: %s", t->tag, v->max_rel_error, p->clusters[order[t->share]].id,
                                     ov->reason ? ov->reason : "");

@@ -110,6 +110,8 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
      * is what the sign-test interval printed beside it bounds). The rule is
      * fa_apply_paired_verdict's; the medians and IQRs are quoted for the reader. */
     v->measured_saving_ns = gain;
+    v->meas_unfused_ns = n > 0 ? su.median_ns : NAN; /* the prediction's terms' counterparts (issue 36) */
+    v->meas_fused_ns = n > 0 ? sf.median_ns : NAN;
     const char *t = tag ? tag : "";
     /* a loss reads as a loss, never as a negative saving (issue 33) */
     char iv[240], med[64], ci[96], gw[64];

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/calibration.py — predicted against measured fusion savings, per cluster kind (issue 19).
 
-usage: calibration.py [--db RUN.db] [--bw GBS --dispatch NS] NAME=PLAN.json ...
+usage: calibration.py [--db RUN.db] [--bw GBS --dispatch NS] [--families] [FAMILY/]NAME=PLAN.json ...
        calibration.py --repeat NAME=PASS1_PLAN.json,PASS2_PLAN.json ...   (the noise floor)
 
 Reads the plan.json that `fuse-advise run` writes (clusters with est_saving_ns, basis and, once
@@ -24,6 +24,12 @@ Where the prediction misses (with --db, per kind over the resolved clusters): th
 measured / predicted for the unfused side (the members' time the prediction takes from the
 baseline profile, against the cluster's unfused sub-graph measured in isolation) and for the fused
 side (the fused kernel's predicted time against its measured one), both read from the basis text.
+
+Per family (issue 36; a plan argument named FAMILY/NAME, or --families): per family and cluster
+kind, accepted clusters within +-25%, wrong sign among the measured ones, the median |error|,
+the measurement's own repeatability and the term of the prediction that misses most (miss_term:
+the stored terms pred_members_ns, pred_dispatch_ns, pred_fused_ns, pred_ratio against the paired
+benchmark's meas_unfused_ns and meas_fused_ns).
 
 With --bw and --dispatch it prints the same for the analytic formula the advisor used before
 issue 19 (saved_bytes / bandwidth + saved_launches x dispatch - recompute) on the same clusters,
@@ -103,6 +109,44 @@ def sides(c):
     return gone + anchor + gaps * gap, fused
 
 
+def num(x):
+    return float(x) if isinstance(x, (int, float)) and x == x else None
+
+
+def terms(c):
+    """The prediction's stored terms and their measured counterparts (plan.json, schema v9 on):
+    {members, dispatch, fused, ratio, recompute, meas_unfused, meas_fused}, None where absent."""
+    return {"members": num(c.get("pred_members_ns")), "dispatch": num(c.get("pred_dispatch_ns")),
+            "fused": num(c.get("pred_fused_ns")), "ratio": num(c.get("pred_ratio")),
+            "recompute": num(c.get("recompute_ns")) or 0.0,
+            "meas_unfused": num(c.get("meas_unfused_ns")), "meas_fused": num(c.get("meas_fused_ns"))}
+
+
+def miss_term(t, pred, meas):
+    """Which term of the prediction explains most of the miss meas - pred (docs/status.md, "The
+    terms of a prediction"): None without the stored terms. With M the members' profile time, D
+    the dispatch term, F the predicted fused time (r: the probe's or lookup's fused/unfused ratio,
+    F = r x M), U and Fm the paired benchmark's unfused and fused medians:
+      fused side:   "fused" F - Fm (no ratio), or "ratio" (r - Fm/U) x U (a ratio: its error at the
+                    measured unfused time; the rest of F's error follows the members);
+      unfused side: the rest of the miss, (meas - pred) - fused side; "dispatch" when the unfused
+                    side was overpredicted and the dispatch term D is at least half of that
+                    error, else "members" (the members' time moved between profile and benchmark).
+    The larger side names the term."""
+    M, D, F, r, U, Fm = t["members"], t["dispatch"], t["fused"], t["ratio"], t["meas_unfused"], t["meas_fused"]
+    if None in (M, F, U, Fm) or U <= 0:
+        return None
+    D = D or 0.0
+    if r is not None:
+        fused_err, fused_name = (r - Fm / U) * U, "ratio"
+    else:
+        fused_err, fused_name = F - Fm, "fused"
+    unfused_err = (meas - pred) - fused_err
+    if abs(fused_err) >= abs(unfused_err):
+        return fused_name
+    return "dispatch" if unfused_err < 0 and D >= 0.5 * abs(unfused_err) else "members"
+
+
 def bench_samples(db, run_id, plan_id):
     """{cluster_id: (unfused samples, fused samples)} paired by round (iter)."""
     out = {}
@@ -156,6 +200,8 @@ def load(args):
             bw = float(args[i + 1]); i += 2; continue
         if args[i] == "--dispatch":
             disp = float(args[i + 1]); i += 2; continue
+        if args[i] == "--families":
+            i += 1; continue
         if args[i] == "--db":
             db = sqlite3.connect(args[i + 1]); i += 2; continue
         plans.append(args[i]); i += 1
@@ -181,7 +227,7 @@ def load(args):
             meas_sides = (p[3], p[4]) if p else None
             rows.append((name, c["kind"], c["status"], pred, float(m), an, c.get("basis") or "", res, sides(c),
                          meas_sides, "benchmark shared with cluster" in (c.get("reason") or ""),
-                         samples.get(c["id"])))
+                         samples.get(c["id"]), {"terms": terms(c), "ci": p[2] if p else None}))
     return rows
 
 
@@ -292,6 +338,49 @@ def plan_totals(plans):
               f"{statistics.median(ratios):.2f}")
 
 
+def family_of(name):
+    """A plan argument named FAMILY/MODEL (bench_calibration.sh): its family; else the model."""
+    return name.split("/", 1)[0] if "/" in name else name
+
+
+def families(rows):
+    """Per family and cluster kind (issue 36): accepted clusters resolved and within +-25% of their
+    measured saving, wrong sign among the measured resolved ones, the median |measured - predicted|
+    / |measured| over the accepted resolved ones, the measurement's own repeatability (the median
+    half-width of the paired differences' sign-test interval / |measured|, the same clusters), and
+    the term that explains most misses (miss_term, over the accepted resolved clusters outside
+    +-25%: the commonest, with its count)."""
+    fams = sorted({family_of(r[0]) for r in rows})
+    print("==== per family and cluster kind (issue 36)")
+    print(f"  {'family':<14} {'kind':<18} {'accepted within 25%':>20} {'wrong sign (measured)':>22} "
+          f"{'median |err|':>13} {'repeatability':>14}  term missing most")
+    for fam in fams + ["ALL"]:
+        fr = rows if fam == "ALL" else [r for r in rows if family_of(r[0]) == fam]
+        for kind in sorted({r[1] for r in fr}) + ["all"]:
+            sel = [r for r in fr if kind == "all" or r[1] == kind]
+            res = [r for r in sel if r[7] is not False and r[4] != 0]
+            acc = [r for r in res if r[2] == "accepted"]
+            within = [r for r in acc if abs(r[3] - r[4]) <= 0.25 * abs(r[4])]
+            wrong = sum(1 for r in res if (r[3] > 0) != (r[4] > 0))
+            errs = [abs(r[4] - r[3]) / abs(r[4]) for r in acc]
+            reps = [(r[12]["ci"][1] - r[12]["ci"][0]) / 2 / abs(r[4]) for r in acc if r[12]["ci"]]
+            terms_ = {}
+            for r in acc:
+                if r in within:
+                    continue
+                t = miss_term(r[12]["terms"], r[3], r[4])
+                if t:
+                    terms_[t] = terms_.get(t, 0) + 1
+            top = max(terms_.items(), key=lambda kv: kv[1]) if terms_ else None
+            misses = len(acc) - len(within)
+            pc = (lambda a, b: f"{a} / {b} ({100.0 * a / b:.0f}%)" if b else "-")
+            med = f"{100 * statistics.median(errs):.0f}%" if errs else "-"
+            rep = f"{100 * statistics.median(reps):.0f}%" if reps else "-"
+            term = f"{top[0]} ({top[1]} of {misses} misses)" if top else ("-" if misses == 0 else "no terms stored")
+            print(f"  {fam:<14} {kind:<18} {pc(len(within), len(acc)):>20} {pc(wrong, len(res)):>22} {med:>13} "
+                  f"{rep:>14}  {term}")
+
+
 def repeat(args):
     """The noise floor: NAME=PLAN1,PLAN2 ... (the same model's plans of two passes): over the
     clusters (same members) accepted in both, the share whose measured saving in one is within
@@ -346,6 +435,8 @@ def main():
             acc = [r for r in rs if r[2] == "accepted"]
             if acc:
                 table(f"{model}: accepted clusters", acc, col)
+    if any("/" in r[0] for r in rows) or "--families" in sys.argv:
+        families(rows)
     shared = sum(1 for r in rows if r[10])
     print(f"measured clusters whose benchmark was shared with an earlier one of the same signature: {shared} of {len(rows)}")
     plans = [a for a in sys.argv[1:] if "=" in a and not a.startswith("--")]

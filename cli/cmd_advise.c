@@ -248,9 +248,11 @@ print:;
             const fa_cluster *cl = &plan->clusters[i];
             /* a predicted loss is worded as one, never as a negative saving */
             bool loss = cl->est_saving_ns < 0;
-            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s %s %8.1f us (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
+            char spread[128]; /* the kind's past misses on this machine, where beyond its repeatability */
+            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s %s %8.1f us%s (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
                                fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
-                               loss ? "loses" : "saves", fabs(cl->est_saving_ns) / 1e3, fabs(cl->est_saving_pct),
+                               loss ? "loses" : "saves", fabs(cl->est_saving_ns) / 1e3,
+                               fa_cluster_spread_phrase(cl, spread, sizeof spread), fabs(cl->est_saving_pct),
                                cl->saved_bytes / 1e6, cl->saved_launches);
             const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
             if (lk) fa_buf_printf_term(&b, "  %s", lk);

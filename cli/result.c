@@ -97,10 +97,11 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
                           group_name(g), fa_cluster_kind_name(g->kind), kept_s, "-", "-");
             shown++;
         } else if (all || not_kept < RESULT_NOT_KEPT_ROWS) {
-            char why[96], pred[48], mix[96];
+            char why[96], pred[200], mix[96], spread[128];
             why_not_kept(why, sizeof why, g);
             fmt_time(t, sizeof t, fabs(g->best_predicted_ns));
-            snprintf(pred, sizeof pred, g->best_predicted_ns < 0 ? "predicted a loss of %s" : "predicted %s", t);
+            snprintf(pred, sizeof pred, g->best_predicted_ns < 0 ? "predicted a loss of %s%s" : "predicted %s%s", t,
+                     fa_cluster_spread_phrase(g->best, spread, sizeof spread));
             fa_cli_printf("  %-*.*s  %-17s %6s %12s %6s  not kept: %s (%s)%s%s\n", wl, wl, group_name(g),
                           fa_cluster_kind_name(g->kind), kept_s, "-", "-", why, pred,
                           *fa_plan_group_mix(g, mix, sizeof mix) ? " " : "", mix);
@@ -157,7 +158,9 @@ static void print_clusters(const fa_plan *p, const fa_cluster_verdict *v)
             fa_cli_printf("%10.1f %9.2g", cv->measured_saving_ns / 1e3, cv->max_rel_error);
         else
             fa_cli_printf("%10s %9s", "-", "-");
-        fa_cli_printf("  %s: %s\n", fa_cluster_status_name(cv->status), cv->reason ? cv->reason : "");
+        char spread[128];
+        fa_cli_printf("  %s: %s%s%s\n", fa_cluster_status_name(cv->status), cv->reason ? cv->reason : "",
+                      *fa_cluster_spread_phrase(cl, spread, sizeof spread) ? "; predicted" : "", spread);
     }
 }
 

@@ -71,7 +71,7 @@ fa_e2e_verdict fa_e2e_verdict_parse(const char *w)
 
 fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c)
 {
-    fa_cluster_verdict v = {c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes, c->block_size};
+    fa_cluster_verdict v = {c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes, c->block_size, NAN, NAN};
     return v;
 }
 
@@ -102,6 +102,43 @@ static int cmp_group(const void *a, const void *b)
     return strcmp(x->label, y->label);
 }
 
+static bool finite_(double x) { return x == x && x - x == 0; }
+
+const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap)
+{
+    if (!cap) return buf;
+    buf[0] = 0;
+    /* read back from a run database (untrusted): only a finite, non-negative figure is quoted */
+    if (c && finite_(c->est_spread_pct) && c->est_spread_pct >= 0 && c->est_spread_n > 0)
+        snprintf(buf, cap, " \xc2\xb1 %.0f%% (%d past %s cluster%s on this machine)", c->est_spread_pct, c->est_spread_n,
+                 fa_cluster_kind_name(c->kind), c->est_spread_n == 1 ? "" : "s");
+    return buf;
+}
+
+fa_miss_term fa_cluster_miss_term(const fa_cluster *c, const fa_cluster_verdict *v)
+{
+    double M = c->pred_members_ns, D = c->pred_dispatch_ns, F = c->pred_fused_ns, r = c->pred_ratio;
+    double U = v->meas_unfused_ns, Fm = v->meas_fused_ns, miss = v->measured_saving_ns - c->est_saving_ns;
+    if (!finite_(M) || !finite_(F) || !finite_(U) || !finite_(Fm) || !finite_(miss) || U <= 0) return FA_MISS_NONE;
+    if (!finite_(D)) D = 0;
+    bool ratio = finite_(r);
+    double fused_err = ratio ? (r - Fm / U) * U : F - Fm;
+    double unfused_err = miss - fused_err;
+    if (fabs(fused_err) >= fabs(unfused_err)) return ratio ? FA_MISS_RATIO : FA_MISS_FUSED;
+    return unfused_err < 0 && D >= 0.5 * fabs(unfused_err) ? FA_MISS_DISPATCH : FA_MISS_MEMBERS;
+}
+
+const char *fa_miss_term_name(fa_miss_term t)
+{
+    switch (t) {
+    case FA_MISS_MEMBERS: return "members";
+    case FA_MISS_DISPATCH: return "dispatch";
+    case FA_MISS_FUSED: return "fused";
+    case FA_MISS_RATIO: return "ratio";
+    default: return "";
+    }
+}
+
 int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group *out)
 {
     int n = 0;
@@ -122,7 +159,7 @@ int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group 
         }
         fa_plan_group *gr = &out[g];
         gr->n_clusters++;
-        if (c->est_saving_ns > gr->best_predicted_ns) gr->best_predicted_ns = c->est_saving_ns;
+        if (c->est_saving_ns > gr->best_predicted_ns || !gr->best) gr->best_predicted_ns = c->est_saving_ns, gr->best = c;
         if (cv->status == FA_CLUSTER_ACCEPTED) {
             gr->n_accepted++;
             /* a fold whose accepted epilogue holds it: that epilogue's saving includes it */

@@ -149,6 +149,31 @@ typedef struct fa_cluster {
                                   / bandwidth + saved_launches x dispatch - recompute; ns per iteration */
     double est_saving_pct;     /* of the measured iteration, % */
     const char *basis;         /* what est_saving_ns rests on, with its figures (arena); NULL none */
+    /* the terms of est_saving_ns (issue 36), each stored once so a prediction that misses can be
+     * diagnosed term by term against the applier's measured counterparts (fa_cluster_verdict
+     * meas_unfused_ns, meas_fused_ns). With a measured profile: est_saving_ns = pred_members_ns +
+     * pred_dispatch_ns - pred_fused_ns - recompute_ns, the recompute not subtracted again where
+     * the fused time was measured (pred_ratio set). NAN where a term is not part of the basis. */
+    double pred_members_ns;    /* the members' medians in the baseline profile, the anchor of an
+                                  epilogue / BN fold included (it runs in both sides); ns; a
+                                  data-sheet estimate: the removed members' estimated time on the
+                                  planned device (each at least one launch); NAN: analytic */
+    double pred_dispatch_ns;   /* the launch/dispatch term: kernels removed x the baseline's
+                                  measured gap per kernel (or the dispatch ceiling); ns; NAN: a
+                                  data-sheet estimate (the launch is inside each kernel's time) */
+    double pred_fused_ns;      /* the fused kernel's predicted time, ns (a horizontal group: the
+                                  members' kernels less the shared input's repeated reads); NAN:
+                                  analytic */
+    double pred_ratio;         /* the fused/unfused ratio the fused time was taken from (the probe's,
+                                  or an earlier run's measured kernel of the same signature) x
+                                  pred_members_ns; NAN: the fused time is the roofline's */
+    /* how far predictions of this kind have missed on this machine (issue 36; the advisor's
+     * fa_advise_kind_spread over the run database's measured clusters of the same device) */
+    double est_spread_pct;     /* the ±X% to quote with est_saving_ns: set only where this kind's
+                                  past |measured - predicted| / |predicted| (80th percentile)
+                                  exceeds the measurements' own repeatability; NAN otherwise */
+    int est_spread_n;          /* past measured clusters of this kind on this machine the spread is
+                                  over; 0 none (not yet calibrated); -1 not looked up */
     const char *signature;     /* the fused kernel's shape-class signature (fa_cluster_signature,
                                   advisor/advisor.h): two clusters with the same text cost the
                                   same; composed once by the advisor and stored with the plan, so
@@ -192,6 +217,11 @@ typedef struct fa_cluster_verdict {
                                   (else the advisor's gate figure); -1 none */
     int spill_bytes;           /* spill stores + loads, bytes; -1 none */
     int block_size;            /* threads per block; -1 none (not stored: the cluster's is) */
+    /* the measured counterparts of the prediction's terms (issue 36): the applier's paired
+     * benchmark, medians of its interleaved rounds; NAN not measured */
+    double meas_unfused_ns;    /* the cluster's unfused sub-graph in isolation (members + their
+                                  dispatch as the runtime runs them), ns */
+    double meas_fused_ns;      /* the fused kernel (its sub-graph), ns */
 } fa_cluster_verdict;
 /* The verdict before the applier: the advisor's decision on c (status, refusal, reason, its gate
  * figures), nothing measured (NAN, -1). Strings borrowed from c. */
@@ -219,12 +249,20 @@ fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c);
     X(C, est_saving_ns, double, NS, "est_saving_ns", "est_saving_us")                            \
     X(C, est_saving_pct, double, REAL, "est_saving_pct", "est_saving_pct")                       \
     X(C, basis, const char *, STR, "basis", "basis")                                             \
+    X(C, pred_members_ns, double, NS, "pred_members_ns", "pred_members_us")                      \
+    X(C, pred_dispatch_ns, double, NS, "pred_dispatch_ns", "pred_dispatch_us")                   \
+    X(C, pred_fused_ns, double, NS, "pred_fused_ns", "pred_fused_us")                            \
+    X(C, pred_ratio, double, REAL, "pred_ratio", "pred_ratio")                                   \
+    X(C, est_spread_pct, double, REAL, "est_spread_pct", "est_spread_pct")                       \
+    X(C, est_spread_n, int, INT_OPT, "est_spread_n", "est_spread_n")                             \
     X(V, registers, int, INT_OPT, "registers", "registers")                                      \
     X(V, spill_bytes, int, INT_OPT, "spill_bytes", "spill_bytes")                                \
     X(C, occupancy, double, REAL_OPT, "occupancy", "occupancy")                                  \
     X(V, status, fa_cluster_status, STATUS, "status", "status")                                  \
     X(V, reason, const char *, STR, "reason", "reason")                                          \
     X(V, measured_saving_ns, double, NS, "measured_saving_ns", "measured_saving_us")             \
+    X(V, meas_unfused_ns, double, NS, "meas_unfused_ns", "meas_unfused_us")                      \
+    X(V, meas_fused_ns, double, NS, "meas_fused_ns", "meas_fused_us")                            \
     X(V, max_rel_error, double, REAL_OPT, "max_rel_error", "max_rel_error")                      \
     X(C, anchor, int, INT_OPT, "anchor", "anchor")                                               \
     X(C, depends_on, int, INT_OPT, "depends_on", "depends_on")                                   \
@@ -355,6 +393,30 @@ fa_e2e_verdict fa_e2e_verdict_parse(const char *word);
  * applier's result, `run`, summary.json and the report all take it from here. */
 double fa_plan_accepted_saving(const fa_plan *p, const fa_cluster_verdict *v);
 
+/* The spread quoted with c's predicted saving (issue 36), from its stored est_spread_pct and
+ * est_spread_n: " ± 35% (12 past epilogue clusters on this machine)" where the kind's past
+ * predictions missed by more than the measurements' own repeatability; "" otherwise (no history,
+ * or within the repeatability: one figure is honest). Into buf (cap bytes, always terminated);
+ * returns buf. The advise text, `run`'s answer and the report all word it here. */
+const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap);
+
+/* Which term of a prediction explains most of its miss (issue 36; docs/fusion-rules.md §8, "The
+ * terms of a prediction"), from c's stored terms (M pred_members_ns, D pred_dispatch_ns, F
+ * pred_fused_ns, r pred_ratio) and v's measured counterparts (U meas_unfused_ns, Fm meas_fused_ns),
+ * the miss being v->measured_saving_ns - c->est_saving_ns:
+ *   the fused side's error is F - Fm (FUSED), or with a ratio (r - Fm / U) x U (RATIO: the rest of
+ *   F's error follows the members, F = r x M);
+ *   the unfused side's error is the rest of the miss: DISPATCH when the unfused side was
+ *   overpredicted (error < 0) and D is at least half of that error, else MEMBERS (the members'
+ *   time moved between the profile and the benchmark);
+ * the larger side names the term. NONE when a term or a measurement is missing (an analytic or
+ * data-sheet prediction, a cluster not measured, a plan stored before schema v9).
+ * bench/calibration.py (miss_term) applies the same rule over many runs. */
+typedef enum fa_miss_term { FA_MISS_NONE, FA_MISS_MEMBERS, FA_MISS_DISPATCH, FA_MISS_FUSED, FA_MISS_RATIO } fa_miss_term;
+fa_miss_term fa_cluster_miss_term(const fa_cluster *c, const fa_cluster_verdict *v);
+/* "members", "dispatch", "fused", "ratio"; "" for NONE or out of range. */
+const char *fa_miss_term_name(fa_miss_term t);
+
 /* The plan's opportunities grouped by pattern (issue 37 "the answer first"): clusters that compute
  * the same thing (kind and label: "conv+bn+relu" epilogues, "layer_norm(decomposed)" reductions)
  * are one row, so a model with 38 conv+BN+ReLU epilogues reads as one line. */
@@ -371,6 +433,8 @@ typedef struct fa_plan_group {
                                   iteration; 0 when none accepted */
     double predicted_saving_ns;/* the same over their predictions (est_saving_ns) */
     double best_predicted_ns;  /* the largest prediction of any cluster of the group */
+    const fa_cluster *best;    /* that cluster (borrowed from the plan): its est_spread_pct is the
+                                  "±" quoted with best_predicted_ns */
     double max_rel_error;      /* the largest verified error of the accepted ones; < 0 none */
     fa_cluster_status decision;/* the commonest decision among the group's clusters (accepted,
                                   rejected, refused, other), as the status of its first cluster */

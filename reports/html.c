@@ -884,10 +884,14 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         }
         fa_buf_puts(b, "</details></td>");
         double est_us = c->p->est_saving_ns / 1e3;
-        if (c->p->basis && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
+        char spread[128]; /* the kind's past misses on this machine (issue 36), where beyond its repeatability */
+        fa_cluster_spread_phrase(c->p, spread, sizeof spread);
+        if ((c->p->basis || spread[0]) && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
             fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", est_us);
-            h(b, c->p->basis);
-            fa_buf_printf(b, "\">%.2f</td>", est_us);
+            h(b, c->p->basis ? c->p->basis : "");
+            fa_buf_printf(b, "\">%.2f", est_us);
+            h(b, spread);
+            fa_buf_puts(b, "</td>");
         } else td_num(b, est_us, "%.2f", 1);
         bool measured = isnum(c->v->measured_saving_ns);
         if (measured) td_num(b, c->v->measured_saving_ns / 1e3, "%.2f", 1);
@@ -965,16 +969,34 @@ static void calib_row(const fa_rep *r, fa_buf *b, const char *kind, bool accepte
     }
     if (!n) return;
     double med = fa_stats_median(tmp, (size_t)nr); /* core's convention; NAN when none */
+    /* the term of the prediction that explains most of the resolved misses (outside +-25%) */
+    int terms[FA_MISS_RATIO + 1] = {0}, misses = 0;
+    for (int i = 0; i < r->n_clusters; i++) {
+        const fa_rep_cluster *c = &r->clusters[i];
+        if (!calib_measured(c) || (kind && strcmp(fa_cluster_kind_name(c->p->kind), kind)) || (accepted_only && !c->accepted))
+            continue;
+        double est = c->p->est_saving_ns, meas = c->v->measured_saving_ns;
+        if (!fa_paired_saving_resolved(&c->paired, est) || fabs(est - meas) <= 0.25 * fabs(meas)) continue;
+        misses++;
+        terms[fa_cluster_miss_term(c->p, c->v)]++;
+    }
+    int top = FA_MISS_NONE;
+    for (int t = FA_MISS_MEMBERS; t <= FA_MISS_RATIO; t++)
+        if (terms[t] > 0 && (top == FA_MISS_NONE || terms[t] > terms[top])) top = t;
     fa_buf_puts(b, "<tr>");
     td_text(b, kind ? kind : "all");
     td_text(b, accepted_only ? "accepted" : "measured");
     fa_buf_printf(b, "<td class=\"num\">%d</td><td class=\"num\">%d</td><td class=\"num\">%d</td>", n, nres, n - nres);
     td_num(b, med, "%.2f", 1);
     if (nres)
-        fa_buf_printf(b, "<td class=\"num\">%.0f%%</td><td class=\"num\">%d (%.0f%%)</td></tr>\n", 100.0 * within / nres,
+        fa_buf_printf(b, "<td class=\"num\">%.0f%%</td><td class=\"num\">%d (%.0f%%)</td>", 100.0 * within / nres,
                       wrong, 100.0 * wrong / nres);
     else
-        fa_buf_puts(b, "<td class=\"na\">none resolved</td><td class=\"na\">none resolved</td></tr>\n");
+        fa_buf_puts(b, "<td class=\"na\">none resolved</td><td class=\"na\">none resolved</td>");
+    if (top != FA_MISS_NONE)
+        fa_buf_printf(b, "<td>%s (%d of %d misses)</td></tr>\n", fa_miss_term_name((fa_miss_term)top), terms[top], misses);
+    else
+        fa_buf_printf(b, "<td class=\"na\">%s</td></tr>\n", misses ? "terms not stored" : "no miss");
 }
 
 static void calibration_table(const fa_rep *r, fa_buf *b)
@@ -998,9 +1020,14 @@ static void calibration_table(const fa_rep *r, fa_buf *b)
                    "prediction, so it is counted apart, not as a hit or a miss); over the resolved ones: the median of "
                    "predicted / measured, the share predicted within \xc2\xb1" "25% of the measured saving, and how "
                    "many had the wrong sign (a saving predicted, a loss measured, or the reverse). Targets: "
-                   "\xe2\x89\xa5" "80% of accepted clusters within \xc2\xb1" "25%, under 5% with the wrong sign.</p>");
+                   "\xe2\x89\xa5" "80% of accepted clusters within \xc2\xb1" "25%, under 5% with the wrong sign. The term missing "
+                   "most: over the resolved clusters outside \xc2\xb1" "25%, the term of the prediction whose error "
+                   "explains most of the miss (members: the members' time moved between the profile and the benchmark; "
+                   "dispatch: the launch/dispatch term; fused: the fused kernel's predicted time; ratio: the probe's "
+                   "fused/unfused ratio), the commonest with its count.</p>");
     fa_buf_puts(b, "<table><thead><tr><th>kind</th><th>clusters</th><th>n</th><th>resolved</th><th>unresolved</th>"
-                   "<th>median predicted / measured</th><th>within \xc2\xb1" "25%</th><th>wrong sign</th></tr></thead><tbody>");
+                   "<th>median predicted / measured</th><th>within \xc2\xb1" "25%</th><th>wrong sign</th>"
+                   "<th>term missing most</th></tr></thead><tbody>");
     const char *kinds[16];
     int nk = 0;
     for (int i = 0; i < r->n_clusters; i++) {

@@ -39,7 +39,8 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
     /* every fused and unfused cluster sample of a plan for run_id's target on run_id's device,
      * one row per sample, grouped by cluster and round */
     s = fa_sq_prepare_run(ctx, st,
-                          "SELECT b.run_id, b.plan_id, b.cluster_id, c.signature, b.iter, b.subject, b.latency_ns "
+                          "SELECT b.run_id, b.plan_id, b.cluster_id, c.signature, b.iter, b.subject, b.latency_ns, c.kind, "
+                          "c.est_saving_us "
                           "FROM runs cur JOIN runs r ON COALESCE(r.device_name, '') = COALESCE(cur.device_name, '') "
                           "AND r.threads = cur.threads AND (r.status = 'ok' OR r.id = cur.id) "
                           "JOIN plans p ON p.run_id = r.id AND COALESCE(p.target, '') = COALESCE(cur.target, '') "
@@ -108,6 +109,8 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
                 break;
             }
             v[n] = (fa_measured_fused){.run_id = rid, .plan_id = pid, .cluster_id = cid};
+            v[n].kind = fa_cluster_kind_parse(fa_col_text(q, 7));
+            v[n].est_saving_ns = fa_col_null(q, 8) ? NAN : fa_col_dbl(q, 8) * 1e3;
             v[n].signature = fa_sq_col_str(q, 3, arena);
             if (!v[n].signature) {
                 s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);

@@ -350,6 +350,21 @@ static const char *const migration_6_to_7 = "ALTER TABLE clusters ADD COLUMN sco
  * stored nodes. Clusters stored before keep NULL: their measurements are not looked up. */
 static const char *const migration_7_to_8 = "ALTER TABLE clusters ADD COLUMN signature TEXT;\n";
 
+/* Version 9: the terms of each cluster's predicted saving (issue 36: the members' profile time, the
+ * dispatch term, the fused kernel's predicted time, the probe's or lookup's fused/unfused ratio),
+ * the spread of past predictions of its kind on this machine quoted with it (±%, and over how many
+ * clusters), and the applier's measured counterparts (the unfused sub-graph's and the fused
+ * kernel's medians in the paired benchmark), so a miss is diagnosed term by term from the database.
+ * Clusters stored before keep NULL: their terms were only in the basis text. */
+static const char *const migration_8_to_9 = "ALTER TABLE clusters ADD COLUMN pred_members_us REAL;\n"
+                                             "ALTER TABLE clusters ADD COLUMN pred_dispatch_us REAL;\n"
+                                             "ALTER TABLE clusters ADD COLUMN pred_fused_us REAL;\n"
+                                             "ALTER TABLE clusters ADD COLUMN pred_ratio REAL;\n"
+                                             "ALTER TABLE clusters ADD COLUMN est_spread_pct REAL;\n"
+                                             "ALTER TABLE clusters ADD COLUMN est_spread_n INTEGER;\n"
+                                             "ALTER TABLE clusters ADD COLUMN meas_unfused_us REAL;\n"
+                                             "ALTER TABLE clusters ADD COLUMN meas_fused_us REAL;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
@@ -359,6 +374,7 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_5_to_6,
     migration_6_to_7,
     migration_7_to_8,
+    migration_8_to_9,
 };
 
 /* ---- the reference schema: what every database opened is compared with ---- */

@@ -10,7 +10,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 8
+#define FA_STORE_SCHEMA_VERSION 9
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -466,13 +466,15 @@ typedef struct fa_measured_fused {
                                  saving or a loss; false: within its own noise */
     fa_paired_saving paired;  /* those paired differences (ns): median, IQR, sign-test interval
                                  (NAN under 5 rounds) */
+    fa_cluster_kind kind;     /* clusters.kind; FA_CLUSTER_KIND_COUNT for a word this build lacks */
+    double est_saving_ns;     /* clusters.est_saving_us: what its plan predicted (ns); NAN none */
 } fa_measured_fused;
 
 /* Every cluster whose fused and unfused sub-graphs the applier benchmarked (benchmarks subjects
  * 'cluster-fused' and 'cluster-unfused', paired by iter) in a plan for the same target as run_id's, of a run on the same device as
  * run_id (runs.device_name and runs.threads equal; run_id's own earlier plans included) that
  * finished 'ok' (a failed or killed run's measurements are not evidence), with
- * its signature and median. Sorted by signature, then newest run first. Array and strings in
+ * its signature, kind, predicted saving and medians. Sorted by signature, then newest run first. Array and strings in
  * arena; *n_out 0 when none. Errors: the store's; FA_ERR_INPUT when run_id does not exist. */
 fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_measured_fused **out,
                                   size_t *n_out);

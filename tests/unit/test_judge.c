@@ -59,6 +59,9 @@ static void test_phases_keep_a_true_saving(void **st)
     assert_true(fabs(v.measured_saving_ns - j.gain_ns) < 1e-9);
     assert_non_null(strstr(v.reason, "tag: verified"));
     assert_non_null(strstr(v.reason, "fused faster in 21 of 21 rounds"));
+    /* the measured counterparts of the prediction's terms (issue 36): the two sides' medians */
+    assert_true(fabs(v.meas_unfused_ns - su.median_ns) < 1e-9);
+    assert_true(fabs(v.meas_fused_ns - sf.median_ns) < 1e-9);
 
     /* the same phases with the fused run slower: a regression, the mirror */
     phased(-10, 7, sa, sb);

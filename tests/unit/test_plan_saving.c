@@ -121,11 +121,79 @@ static void test_groups_sum_to_the_plan(void **st)
     assert_true(fabs(pred - fa_plan_accepted_saving(&p, v)) < 1e-9);
 }
 
+/* The term that explains a miss (issue 36, fa_cluster_miss_term), from the stored terms and the
+ * applier's medians: the fused kernel mispredicted; the probe's ratio not holding; the dispatch
+ * term overpredicting an isolated sub-graph; the members' time moved; nothing without terms. */
+static void set_terms(fa_cluster *c, fa_cluster_verdict *v, double M, double D, double F, double r, double U, double Fm,
+                      double meas)
+{
+    memset(c, 0, sizeof *c);
+    memset(v, 0, sizeof *v);
+    c->pred_members_ns = M, c->pred_dispatch_ns = D, c->pred_fused_ns = F, c->pred_ratio = r;
+    c->est_saving_ns = M + D - F;
+    v->meas_unfused_ns = U, v->meas_fused_ns = Fm, v->measured_saving_ns = meas;
+}
+
+static void test_miss_term_names_the_term(void **st)
+{
+    (void)st;
+    fa_cluster c;
+    fa_cluster_verdict v;
+    /* predicted 10000 + 500 - 4000 = 6500; the fused kernel took 7000, the members as predicted */
+    set_terms(&c, &v, 10000, 500, 4000, NAN, 10500, 7000, 3500);
+    assert_int_equal(fa_cluster_miss_term(&c, &v), FA_MISS_FUSED);
+    assert_string_equal(fa_miss_term_name(FA_MISS_FUSED), "fused");
+    /* the same with the fused time a ratio 0.4 x the members: measured ratio 7000 / 10500 */
+    set_terms(&c, &v, 10000, 500, 4000, 0.4, 10500, 7000, 3500);
+    assert_int_equal(fa_cluster_miss_term(&c, &v), FA_MISS_RATIO);
+    /* the members drifted 10000 -> 6000 in isolation, the ratio held (0.4 x 6000): the ratio's
+     * error is 0, the unfused side's is the miss */
+    set_terms(&c, &v, 10000, 500, 4000, 0.4, 6000, 2400, 3600);
+    assert_int_equal(fa_cluster_miss_term(&c, &v), FA_MISS_MEMBERS);
+    /* a tiny kernel: members 1000 as predicted, the 700 ns dispatch term never shows in the
+     * isolated sub-graph: predicted 1000 + 700 - 400 = 1300, measured 1000 - 400 = 600 */
+    set_terms(&c, &v, 1000, 700, 400, NAN, 1000, 400, 600);
+    assert_int_equal(fa_cluster_miss_term(&c, &v), FA_MISS_DISPATCH);
+    /* the unfused side underpredicted (members slower in isolation): not the dispatch term */
+    set_terms(&c, &v, 1000, 700, 400, NAN, 2500, 400, 2100);
+    assert_int_equal(fa_cluster_miss_term(&c, &v), FA_MISS_MEMBERS);
+    /* no stored terms (analytic, or a plan before schema v9), or not measured */
+    set_terms(&c, &v, NAN, 700, NAN, NAN, 1000, 400, 600);
+    assert_int_equal(fa_cluster_miss_term(&c, &v), FA_MISS_NONE);
+    set_terms(&c, &v, 1000, 700, 400, NAN, NAN, NAN, NAN);
+    assert_int_equal(fa_cluster_miss_term(&c, &v), FA_MISS_NONE);
+    assert_string_equal(fa_miss_term_name(FA_MISS_NONE), "");
+}
+
+/* The spread phrase (fa_cluster_spread_phrase) quotes a stored figure only when it is finite and
+ * non-negative with a past count (a run database is untrusted input); else nothing. */
+static void test_spread_phrase_only_for_a_stored_figure(void **st)
+{
+    (void)st;
+    fa_cluster c;
+    memset(&c, 0, sizeof c);
+    c.kind = FA_CLUSTER_REDUCTION;
+    char b[128];
+    c.est_spread_pct = 35.2, c.est_spread_n = 12;
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), " \xc2\xb1 35% (12 past reduction clusters on this machine)");
+    c.est_spread_n = 1;
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), " \xc2\xb1 35% (1 past reduction cluster on this machine)");
+    const double bad[] = {NAN, INFINITY, -5};
+    for (int i = 0; i < 3; i++) {
+        c.est_spread_pct = bad[i], c.est_spread_n = 12;
+        assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+    }
+    c.est_spread_pct = 35, c.est_spread_n = 0; /* not calibrated: nothing */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted_saving_counts_a_folded_bn_once),
         cmocka_unit_test(test_groups_sum_to_the_plan),
+        cmocka_unit_test(test_miss_term_names_the_term),
+        cmocka_unit_test(test_spread_phrase_only_for_a_stored_figure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -907,6 +907,14 @@ static void test_server_fails_runs_of_gone_writers_of_any_host_only(void **state
 
 /* A server store written by a version-4 build (options_json documents) migrates to version 5 with
  * the documents moved into columns by jsonb, as SQLite's JSON1 does for files. */
+/* The clusters columns schema v9 added (issue 36: the prediction's terms, its spread, the measured
+ * medians), as DROP clauses to append to an ALTER TABLE clusters that takes a store back to an
+ * older shape. */
+#define V9_CLUSTER_DROPS                                                                                     \
+    ", DROP COLUMN pred_members_us, DROP COLUMN pred_dispatch_us, DROP COLUMN pred_fused_us, DROP COLUMN "  \
+    "pred_ratio, DROP COLUMN est_spread_pct, DROP COLUMN est_spread_n, DROP COLUMN meas_unfused_us, DROP "    \
+    "COLUMN meas_fused_us"
+
 static void test_server_v4_store_migrates_plan_documents_to_columns(void **state)
 {
     (void)state;
@@ -919,14 +927,15 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
     fa_store_close(st);
     const char *db = strrchr(path, '/') + 1;
     char sql[2048];
-    /* back to the version-4 shape (v5's to v8's columns dropped), one plan with one cluster
+    /* back to the version-4 shape (v5's to v9's columns dropped), one plan with one cluster
      * described in options_json */
     fa_test_pg_sql(db, "SET search_path TO fuse_advise; DROP TABLE cluster_post_ops; "
                "ALTER TABLE plans DROP COLUMN max_ops, DROP COLUMN max_inputs, DROP COLUMN occupancy_floor, DROP COLUMN gate, "
                "DROP COLUMN e2e_verdict; "
                "ALTER TABLE clusters DROP COLUMN label, DROP COLUMN anchor, DROP COLUMN depends_on, DROP COLUMN reduction, "
                "DROP COLUMN reduce_axis, DROP COLUMN epsilon, DROP COLUMN block_size, DROP COLUMN inputs_json, "
-               "DROP COLUMN outputs_json, DROP COLUMN basis, DROP COLUMN score_bytes, DROP COLUMN signature; "
+               "DROP COLUMN outputs_json, DROP COLUMN basis, DROP COLUMN score_bytes, DROP COLUMN signature"
+               V9_CLUSTER_DROPS "; "
                "ALTER TABLE plans ADD COLUMN options_json TEXT; "
                "UPDATE schema_version SET version = 4");
     snprintf(sql, sizeof sql,
@@ -971,10 +980,10 @@ static void test_server_v5_store_gains_the_e2e_verdict(void **state)
     int64_t id = fa_test_store_begin_run(ctx, st, "m.onnx", NULL, 4);
     fa_store_close(st);
     const char *db = strrchr(path, '/') + 1;
-    char sql[512];
+    char sql[1024];
     snprintf(sql, sizeof sql,
              "SET search_path TO fuse_advise; ALTER TABLE plans DROP COLUMN e2e_verdict; ALTER TABLE clusters DROP COLUMN "
-             "score_bytes, DROP COLUMN signature; UPDATE schema_version SET "
+             "score_bytes, DROP COLUMN signature" V9_CLUSTER_DROPS "; UPDATE schema_version SET "
              "version = 5; INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status, "
              "e2e_max_rel_error) VALUES (%lld, 1, 1, 'h', 'cpu', 'applied', 3e-7)",
              (long long)id);
