@@ -3,7 +3,9 @@
  * as filled subgraphs, refused/rejected candidates outlined with their reason as tooltip.
  * Large graphs (docs/reports.md "Large graphs"): from FA_REP_COLLAPSE_NODES live nodes each
  * accepted cluster becomes one node; above FA_REP_TOPLEVEL_NODES remaining nodes, linear
- * chains (one successor whose only predecessor is this node) become one node each. */
+ * chains (one successor whose only predecessor is this node) become one node each. At any size,
+ * a node whose consumers lie far apart (FA_REP_FANOUT_STUB) gets a reference box beside each
+ * consumer instead of edges that span the model's depth. */
 #include "reports-impl.h"
 
 #include <inttypes.h>
