@@ -144,7 +144,9 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
             return fa_cli_fail(ctx, FA_ERR_IO);
         }
     }
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads};
+    /* exec reads no weight after the executor is built: a weight every consumer reads reordered
+     * keeps only its reordered copy (docs/runtime.md "Weights once in memory") */
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads, .release_plain_weights = true};
     for (int i = 0; i < g->n_nodes; i++) /* an applied plan (fused nodes): its layouts, as the applier ran it */
         if (g->nodes[i] && !strcmp(g->nodes[i]->domain, "ai.fuse-advise")) eo.blocked_layouts = true;
     st = fa_exec_create(ctx, g, &eo, &e);

@@ -33,6 +33,8 @@ struct fa_blob {
     pthread_mutex_t mu;   /* guards der */
     derived *der;
     int n_der, cap_der, made;
+    int readers;          /* live references taken by readers of a derived copy (guarded by mu) */
+    bool dropped;         /* BLOB_HEAP: plain bytes released by fa_blob_drop_plain */
 };
 
 static fa_blob *blob_new(int kind)
@@ -126,6 +128,48 @@ fa_blob *fa_blob_ref(fa_blob *b)
     return b;
 }
 
+/* Whether data is one of b's derived copies; b->mu held. */
+static bool is_derived(const fa_blob *b, const void *data)
+{
+    for (int i = 0; i < b->n_der; i++)
+        if (b->der[i].data == data) return true;
+    return false;
+}
+
+fa_blob *fa_blob_ref_reader(fa_blob *b, const void *data)
+{
+    if (!b) return NULL;
+    pthread_mutex_lock(&b->mu);
+    if (is_derived(b, data)) b->readers++;
+    atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+    pthread_mutex_unlock(&b->mu);
+    return b;
+}
+
+void fa_blob_unref_reader(fa_blob *b, const void *data)
+{
+    if (!b) return;
+    pthread_mutex_lock(&b->mu);
+    if (is_derived(b, data) && b->readers > 0) b->readers--;
+    pthread_mutex_unlock(&b->mu);
+    fa_blob_unref(b);
+}
+
+bool fa_blob_drop_plain(fa_blob *b, int want_readers)
+{
+    if (!b || b->kind != BLOB_HEAP) return false;
+    pthread_mutex_lock(&b->mu);
+    bool ok = !b->dropped && b->n_der > 0 && want_readers > 0 && b->readers == want_readers &&
+              atomic_load(&b->refs) == 1 + (long)b->readers;
+    if (ok) {
+        free(b->alloc);
+        b->alloc = b->data = NULL;
+        b->dropped = true;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return ok;
+}
+
 void fa_blob_unref(fa_blob *b)
 {
     while (b) {
@@ -169,6 +213,11 @@ fa_status fa_blob_derived(fa_ctx *ctx, fa_blob *b, const void *key, size_t key_l
             pthread_mutex_unlock(&b->mu);
             return FA_OK;
         }
+    if (b->dropped) {
+        pthread_mutex_unlock(&b->mu);
+        return fa_ctx_error(ctx, FA_ERR_RUNTIME, "a derived copy of %zu bytes asked for after the plain bytes were released "
+                                                 "(fa_blob_drop_plain)", nbytes);
+    }
     fa_status s = FA_OK;
     void *dst = NULL;
     unsigned char *k = malloc(key_len ? key_len : 1);

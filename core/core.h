@@ -199,6 +199,18 @@ fa_status fa_blob_derived(fa_ctx *ctx, fa_blob *b, const void *key, size_t key_l
                           void *user, const void **out);
 /* Derived copies made from b so far (a second request for a key makes none): for tests. */
 int fa_blob_derived_count(const fa_blob *b);
+/* A reference for a reader of b's bytes at data: when data is one of b's derived copies
+ * (fa_blob_derived) the reader is counted as a derived reader until fa_blob_unref_reader(b, data)
+ * drops the reference again (each reference taken here is dropped there, with the same data). */
+fa_blob *fa_blob_ref_reader(fa_blob *b, const void *data);
+void fa_blob_unref_reader(fa_blob *b, const void *data);
+/* Free a heap blob's plain bytes once nothing can read them: b has a derived copy, exactly
+ * want_readers derived readers (fa_blob_ref_reader), and no reference but theirs and one more (the
+ * owner's, who promises not to read the plain bytes again and calls this). true when freed:
+ * fa_blob_data(b) is NULL from then on and a new derived copy is refused (FA_ERR_RUNTIME). A
+ * mapped blob or a slice: false (fa_blob_release_pages gives its pages back instead). What
+ * `exec` does with weights every consumer reads reordered (fa_exec_options.release_plain_weights). */
+bool fa_blob_drop_plain(fa_blob *b, int want_readers);
 /* For a heap blob holding its last reference whose bytes start its allocation: the allocation,
  * handed to the caller (free() it), and the blob freed. NULL (blob untouched) otherwise. */
 void *fa_blob_take(fa_blob *b);

@@ -3,7 +3,9 @@
  * as filled subgraphs, refused/rejected candidates outlined with their reason as tooltip.
  * Large graphs (docs/reports.md "Large graphs"): from FA_REP_COLLAPSE_NODES live nodes each
  * accepted cluster becomes one node; above FA_REP_TOPLEVEL_NODES remaining nodes, linear
- * chains (one successor whose only predecessor is this node) become one node each. */
+ * chains (one successor whose only predecessor is this node) become one node each. At any size,
+ * a node whose consumers lie far apart (FA_REP_FANOUT_STUB) gets a reference box beside each
+ * consumer instead of edges that span the model's depth. */
 #include "reports-impl.h"
 
 #include <inttypes.h>
@@ -22,6 +24,16 @@
 #define FA_REP_COLLAPSE_NODES 1000
 #define FA_REP_TOPLEVEL_NODES 1500
 #define FA_REP_EDGE_LABELS_MAX 1000
+/* A drawn node feeding at least FA_REP_FANOUT_STUB drawn nodes whose latest levels (below) lie
+ * more than FA_REP_FANOUT_SPREAD levels apart is drawn once, and each of its consumers gets a
+ * small reference node ("from NAME") instead of an edge back to it. Such a node is a transformer's
+ * attention mask or a shared constant read by every layer: drawn as edges, each of them spans
+ * the depth of the model, so the layered layout (dot) places a virtual node on every rank each
+ * edge crosses — L edges of length ~L, O(L^2) virtual nodes, and dot's network simplex is
+ * superlinear in those (a 24-layer GPT-2: 18,306 nodes in the x-coordinate problem for 373
+ * drawn, 41 s). */
+#define FA_REP_FANOUT_STUB 4
+#define FA_REP_FANOUT_SPREAD 4
 
 /* One drawn node: a graph node, a collapsed accepted cluster, or a collapsed chain. */
 typedef struct grp {
@@ -51,6 +63,48 @@ static int cmp_edge(const void *a, const void *b)
     if (x->u != y->u) return x->u < y->u ? -1 : 1;
     if (x->v != y->v) return x->v < y->v ? -1 : 1;
     return 0;
+}
+
+/* Longest path from each drawn node to a sink, in edges, over the merged edges es (sorted by u;
+ * u, v < ng): a node's latest level counted from the bottom. h[i] = -1 for a node on a cycle
+ * (a collapsed group can close one); NULL when out of memory. */
+static int *sink_heights(const gedge *es, int ne, int ng)
+{
+    int *h = malloc(sizeof(int) * ((size_t)ng + 1)), *left = calloc((size_t)ng + 1, sizeof(int));
+    int *in_start = calloc((size_t)ng + 2, sizeof(int)), *in_edge = malloc(sizeof(int) * ((size_t)ne + 1));
+    int *queue = malloc(sizeof(int) * ((size_t)ng + 1));
+    if (!h || !left || !in_start || !in_edge || !queue) {
+        free(h); h = NULL;
+        goto out;
+    }
+    for (int e = 0; e < ne; e++) { left[es[e].u]++; in_start[es[e].v + 1]++; }
+    for (int i = 0; i < ng; i++) in_start[i + 1] += in_start[i];
+    {
+        int *fill = queue; /* borrowed as the per-v cursor before the sweep */
+        for (int i = 0; i < ng; i++) fill[i] = in_start[i];
+        for (int e = 0; e < ne; e++) in_edge[fill[es[e].v]++] = e;
+    }
+    int qh = 0, qt = 0;
+    for (int i = 0; i < ng; i++) {
+        h[i] = left[i] == 0 ? 0 : -1;
+        if (!left[i]) queue[qt++] = i;
+    }
+    while (qh < qt) {
+        int v = queue[qh++];
+        for (int k = in_start[v]; k < in_start[v + 1]; k++) {
+            int u = es[in_edge[k]].u;
+            if (h[v] + 1 > h[u]) h[u] = h[v] + 1;
+            if (--left[u] == 0) queue[qt++] = u;
+        }
+    }
+    for (int i = 0; i < ng; i++)
+        if (left[i]) h[i] = -1;
+out:
+    free(left);
+    free(in_start);
+    free(in_edge);
+    free(queue);
+    return h;
 }
 
 /* Graph-level value of a label / tooltip: what the DOT parser would store. Backslashes are
@@ -112,8 +166,11 @@ static const char *heat(double share)
 }
 #endif
 
-fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
+fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg, fa_rep_graph_stats *stats)
 {
+    fa_rep_graph_stats st_local;
+    if (!stats) stats = &st_local;
+    memset(stats, 0, sizeof *stats);
 #ifndef FA_REP_HAVE_GVC
     fa_buf_printf(dot, "/* graphviz (libcgraph/libgvc) was not found when fuse-advise was built: no graph for run %" PRId64 " */\n"
                        "digraph G { }\n", r->run_id);
@@ -127,7 +184,8 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
     grp *gs = calloc((size_t)n + (size_t)r->n_clusters + 1, sizeof *gs);
     int *gid = malloc(sizeof(int) * ((size_t)n + 1));
     gedge *es = malloc(sizeof *es * ((size_t)r->n_edges + 1));
-    int *indeg = NULL, *outdeg = NULL, *dense = NULL;
+    int *indeg = NULL, *outdeg = NULL, *dense = NULL, *height = NULL, *fan_refs = NULL;
+    char *ref_edge = NULL;
     Agraph_t *g = NULL;
     GVC_t *gvc = NULL;
     bool locked = false;
@@ -207,6 +265,22 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
     int n_roots = 0;
     for (int i = 0; i < ng; i++) n_roots += find(gs, i) == i;
     bool edge_labels = n_roots <= FA_REP_EDGE_LABELS_MAX;
+    /* fan-out references (FA_REP_FANOUT_STUB): es is sorted by u, so a node's out-edges are a run */
+    height = sink_heights(es, ne, ng);
+    fan_refs = calloc((size_t)ng + 1, sizeof(int));
+    ref_edge = calloc((size_t)ne + 1, 1);
+    if (!height || !fan_refs || !ref_edge) { s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory"); goto out; }
+    for (int e0 = 0, e1; e0 < ne; e0 = e1) {
+        int lo = INT32_MAX, hi = -1;
+        for (e1 = e0; e1 < ne && es[e1].u == es[e0].u; e1++)
+            if (height[es[e1].v] >= 0) {
+                if (height[es[e1].v] < lo) lo = height[es[e1].v];
+                if (height[es[e1].v] > hi) hi = height[es[e1].v];
+            }
+        if (e1 - e0 < FA_REP_FANOUT_STUB || hi < 0 || hi - lo <= FA_REP_FANOUT_SPREAD) continue;
+        for (int e = e0; e < e1; e++) ref_edge[e] = 1;
+        fan_refs[es[e0].u] = e1 - e0;
+    }
 
     pthread_mutex_lock(&g_gv_lock);
     locked = true;
@@ -305,6 +379,7 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
             fa_buf_printf(&tmp, " \xc2\xb7 %s", tbuf);
             set(a, "fillcolor", heat(nd->share));
         }
+        if (fan_refs[i]) fa_buf_printf(&tmp, "\\n\xe2\x86\x92 %d consumers (referenced beside each)", fan_refs[i]);
         set(a, "label", tmp.data ? tmp.data : "");
         fa_buf_reset(&tmp);
         fa_buf_printf(&tmp, "%s (%s)\n%s, %" PRIu64 " FLOP, %" PRIu64 " bytes", nd->name, nd->op_type ? nd->op_type : "", tbuf,
@@ -327,10 +402,31 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
     for (int e = 0; e < ne; e++) {
         Agnode_t *u = an[es[e].u], *v = an[es[e].v];
         if (!u || !v) continue;
-        Agedge_t *ae = agedge(g, u, v, NULL, 1);
-        if (!ae) continue;
         char bb[48];
         fa_rep_fmt_bytes(bb, sizeof bb, (double)es[e].bytes);
+        if (ref_edge[e]) {
+            /* a reference box beside the consumer instead of an edge from the fan-out node */
+            snprintf(buf, sizeof buf, "ref%d", e);
+            Agnode_t *rn = agnode(g, buf, 1);
+            if (!rn) continue;
+            const grp *G = &gs[es[e].u];
+            fa_buf_reset(&tmp);
+            fa_buf_puts(&tmp, "from ");
+            if (G->cluster >= 0) {
+                const fa_rep_cluster *c = &r->clusters[G->cluster];
+                snprintf(b2, sizeof b2, "#%d ", c->p->id);
+                gv_text(&tmp, b2);
+                gv_text(&tmp, c->p->label ? c->p->label : fa_cluster_kind_name(c->p->kind));
+            } else gv_text(&tmp, r->nodes[G->first].name);
+            set(rn, "label", tmp.data);
+            set(rn, "style", "dashed,rounded");
+            set(rn, "fontsize", "8");
+            set(rn, "color", "#888888");
+            stats->fanout_refs++;
+            u = rn;
+        }
+        Agedge_t *ae = agedge(g, u, v, NULL, 1);
+        if (!ae) continue;
         if (edge_labels) set(ae, "label", bb);
         fa_buf_reset(&tmp);
         const char *tn = es[e].tensor >= 0 && es[e].tensor < r->n_tensors ? r->tensors[es[e].tensor].name : "";
@@ -365,6 +461,18 @@ fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg)
         s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "graphviz: dot layout of run %" PRId64 " failed: %s", r->run_id, g_gv_err);
         goto out;
     }
+    /* the work the layout did: its ranks, and the virtual nodes it placed on every rank an edge
+     * crosses (types.h's ND_rank, set by dot's rank phase) */
+    for (Agnode_t *a = agfstnode(g); a; a = agnxtnode(g, a)) {
+        stats->drawn_nodes++;
+        if (ND_rank(a) + 1 > stats->ranks) stats->ranks = ND_rank(a) + 1;
+        for (Agedge_t *ae = agfstout(g, a); ae; ae = agnxtout(g, ae)) {
+            int span = ND_rank(aghead(ae)) - ND_rank(agtail(ae));
+            if (span < 0) span = -span;
+            stats->drawn_edges++;
+            if (span > 1) stats->virtual_nodes += span - 1;
+        }
+    }
     char *data = NULL;
     unsigned int dlen = 0;
     int rrc = gvRenderData(gvc, g, "svg", &data, &dlen);
@@ -383,6 +491,9 @@ out:
     free(indeg);
     free(outdeg);
     free(dense);
+    free(height);
+    free(fan_refs);
+    free(ref_edge);
     return s;
 #endif
 }

@@ -140,8 +140,20 @@ void fa_rep_html(const fa_rep *r, fa_buf *b);
 void fa_rep_trace_json(const fa_rep *r, fa_buf *b);
 void fa_rep_summary_json(const fa_rep *r, fa_buf *b);
 void fa_rep_kernels_csv(const fa_rep *r, fa_buf *b);
-/* graph.dot into dot, graph.svg into svg (libcgraph/libgvc; a DOT-only fallback without them). */
-fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg);
+/* What fa_rep_graph drew and the work its layout did (counts, not times: tests/unit/test_reports
+ * checks that the work grows linearly with a model's depth). All 0 without graphviz. */
+typedef struct fa_rep_graph_stats {
+    int drawn_nodes;      /* nodes laid out, reference boxes included */
+    int drawn_edges;
+    int fanout_refs;      /* "from NAME" boxes drawn in place of a fan-out node's edges */
+    int ranks;            /* ranks of dot's layout (edge labels take a rank of their own) */
+    long virtual_nodes;   /* sum over edges of (rank span - 1): the virtual nodes dot placed and
+                           * positioned with its network simplex */
+} fa_rep_graph_stats;
+
+/* graph.dot into dot, graph.svg into svg (libcgraph/libgvc; a DOT-only fallback without them).
+ * stats (may be NULL) receives what was drawn and the layout's work. */
+fa_status fa_rep_graph(fa_ctx *ctx, const fa_rep *r, fa_buf *dot, fa_buf *svg, fa_rep_graph_stats *stats);
 
 /* Shared formatting */
 /* "2026-12-02 10:04 UTC, 3.1 days before this run" for a ceiling written at at_ns (unix ns)

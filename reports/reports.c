@@ -67,7 +67,7 @@ fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char
         fa_rep_kernels_csv(r, &bufs[F_CSV]);
         fa_rep_trace_json(r, &bufs[F_TRACE]);
     }
-    s = fa_rep_graph(ctx, r, &bufs[F_DOT], &bufs[F_SVG]);
+    s = fa_rep_graph(ctx, r, &bufs[F_DOT], &bufs[F_SVG], NULL);
     if (!s && ta) fa_rep_trace_html(r, ta, &bufs[F_HTML]);
     else if (!s) fa_rep_html(r, &bufs[F_HTML]);
     fa_trace_advice_free(ta);

@@ -93,6 +93,14 @@ typedef struct fa_exec_options {
      * otherwise); constant inputs are PLAIN whatever is asked. Copied by fa_exec_create. */
     const fa_layout *input_layouts;  /* by graph input index (g->inputs), n_inputs entries */
     const fa_layout *output_layouts; /* by graph output index (g->outputs), n_outputs entries */
+    /* The caller reads none of the graph's constant data after fa_exec_create (`exec`: load, run
+     * once, write the outputs). Then a constant whose every consumer's kernel reads a derived
+     * (reordered) copy of it, held by nothing else, has its plain bytes freed as soon as its last
+     * consumer's kernel exists (fa_blob_drop_plain): the tensor's data becomes NULL, so the copy
+     * of an unaligned weight read from the file no longer stays beside the reordered one
+     * (docs/runtime.md "Weights once in memory"). Applies to plain-layout executors only
+     * (blocked_layouts false: no reorder kernels read constants at run time). */
+    bool release_plain_weights;
 } fa_exec_options;
 
 typedef struct fa_exec fa_exec;

@@ -36,7 +36,8 @@ dnnl_format_tag_t fa_dnnl_layout_tag(fa_layout l, int rank);
  * the whole run, a derived copy of W's blob (fa_blob_derived) that every executor over every
  * graph sharing the blob reads, made by a oneDNN reorder the first time it is asked for; W's
  * own bytes when want_md is user_md. *data: where the primitive reads them; *hold: the blob the
- * kernel keeps a reference to while it lives (fa_blob_unref when destroyed); *owned: a private
+ * kernel keeps a reference to while it lives (fa_blob_unref_reader(*hold, *data) when destroyed:
+ * a reader of a derived copy is counted, see fa_blob_drop_plain); *owned: a private
  * copy the kernel frees, only for a W with no blob (a tensor whose data a caller set by hand).
  * Once a copy is made from a W read in place from a file's mapping, the plain pages are released
  * (fa_blob_release_pages): the executors read the copy, and a later plain read faults them in.

@@ -109,10 +109,10 @@ fa_status fa_dnnl_const_weights(fa_ctx *ctx, const fa_tensor *W, const dnnl_memo
     *owned = NULL;
     if (!engine_init()) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN: no CPU engine");
     size_t sz = dnnl_memory_desc_get_size(want_md);
-    bool shared = W->blob && fa_blob_data(W->blob) == W->data;
+    bool shared = W->blob && W->data && fa_blob_data(W->blob) == W->data;
     if (shared && dnnl_memory_desc_equal(user_md, want_md)) { /* the primitive reads W as it is */
         *data = W->data;
-        *hold = fa_blob_ref(W->blob);
+        *hold = fa_blob_ref_reader(W->blob, *data);
         return FA_OK;
     }
     wei_reorder r = {user_md, want_md};
@@ -127,7 +127,7 @@ fa_status fa_dnnl_const_weights(fa_ctx *ctx, const fa_tensor *W, const dnnl_memo
         /* the executors read the copy from now on: W's plain pages, when they are the file's, leave
          * the resident set (a plain read maps them again) */
         if (fa_blob_derived_count(W->blob) != before) fa_blob_release_pages(W->blob);
-        *hold = fa_blob_ref(W->blob);
+        *hold = fa_blob_ref_reader(W->blob, *data); /* dropped with fa_blob_unref_reader(hold, data) */
         return FA_OK;
     }
     fa_buf_free(&key);
@@ -205,7 +205,7 @@ static void state_clear(dnnl_state *s)
     }
     free(s->wei_buf);
     free(s->c_scaled);
-    fa_blob_unref(s->wei_hold);
+    fa_blob_unref_reader(s->wei_hold, s->wei_data);
     free(s->scratch_buf);
     free(s->src_buf);
     free(s->dst_buf);

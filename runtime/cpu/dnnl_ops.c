@@ -28,6 +28,7 @@ typedef struct ops_arg {
     void *owned;        /* BIND_OWNED: buffer owned by the state (blocked tensors; constant weights
                            without a blob) */
     fa_blob *hold;      /* constant weights: the blob whose (derived) bytes mem reads */
+    const void *held;   /* ... those bytes (fa_blob_unref_reader) */
 } ops_arg;
 
 typedef struct ops_state {
@@ -55,7 +56,7 @@ static void ops_state_destroy(fa_kernel *k)
     for (int i = 0; i < s->n_args; i++) {
         if (s->args[i].mem) dnnl_memory_destroy(s->args[i].mem);
         free(s->args[i].owned);
-        fa_blob_unref(s->args[i].hold);
+        fa_blob_unref_reader(s->args[i].hold, s->args[i].held);
     }
     free(s);
     k->state = NULL;
@@ -141,6 +142,7 @@ static fa_status add_const_arg(fa_ctx *ctx, ops_state *s, int arg, const dnnl_me
     const void *data = NULL;
     fa_status st = fa_dnnl_const_weights(ctx, W, user_md, md, &data, &p->hold, &p->owned);
     if (st) return st;
+    p->held = data;
     DNNL_CHECK(ctx, dnnl_memory_create(&p->mem, md, s->eng, (void *)data)); /* read-only: a weights argument */
     return FA_OK;
 fail:

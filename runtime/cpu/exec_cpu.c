@@ -635,6 +635,13 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
         if (!(g->tensors[g->inputs[i]]->flags & FA_TENSOR_CONST)) e->tlayout[g->inputs[i]] = e->in_layout[i];
     /* the whole plan's peak (plain sizes), before anything of that size is allocated */
     fa_status st = check_planned_peak(ctx, e);
+    /* release_plain_weights: input slots of each constant, to match against its derived readers */
+    int *const_uses = o.release_plain_weights && !o.blocked_layouts ? calloc((size_t)g->n_tensors + 1, sizeof(int)) : NULL;
+    for (int k = 0; const_uses && k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        for (int i = 0; i < n->n_inputs; i++)
+            if (n->inputs[i] >= 0) const_uses[n->inputs[i]]++;
+    }
     for (int k = 0; k < g->n_topo && !st; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
         int nt = e->node_threads[n->id] = small_kernel(e, g, n) ? 1 : e->threads;
@@ -642,7 +649,21 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
         st = create_kernel(ctx, e, n, &e->kernels[n->id], &e->node_layout[n->id], &e->node_in0[n->id]);
         if (nt != e->threads) omp_set_num_threads(e->threads);
         if (!st && n->n_outputs > 0 && n->outputs[0] >= 0) e->tlayout[n->outputs[0]] = e->node_layout[n->id];
+        for (int i = 0; !st && const_uses && i < n->n_inputs; i++) {
+            /* the constant's last consumer has its kernel: if every consumer reads a derived copy,
+             * the plain bytes go (fa_blob_drop_plain checks that nothing else holds them) */
+            int t = n->inputs[i];
+            fa_tensor *W = t >= 0 ? g->tensors[t] : NULL;
+            if (!W || !(W->flags & FA_TENSOR_CONST) || (W->flags & (FA_TENSOR_GRAPH_INPUT | FA_TENSOR_GRAPH_OUTPUT)) ||
+                e->slots[t].last_use != k || !W->blob || !W->data)
+                continue;
+            if (fa_blob_drop_plain(W->blob, const_uses[t])) {
+                W->data = NULL; /* the caller reads no constant data after create (the option's promise) */
+                e->slots[t].v.data = NULL;
+            }
+        }
     }
+    free(const_uses);
     if (!st) st = plan_layouts(ctx, e);
     if (!st) st = plan_boundaries(ctx, e);
     if (!st) st = plan_memory(ctx, e);

@@ -15,6 +15,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "reports/reports.h"
+#include "reports/reports-impl.h" /* white-box: fa_rep_graph's layout counts */
 #include "store/store-impl.h" /* white-box: the raw connection (fa_store_db) */
 #include "testutil.h"
 
@@ -701,6 +702,95 @@ static void test_json_writer_escapes_and_writes_null_for_missing_and_non_finite(
     fa_buf_free(&b);
 }
 
+/* n_layers x (Relu, Relu, Relu, then Add of the chain and Neg(mask)), with mask = Sigmoid(x) read
+ * by every layer: the attention-mask shape of a transformer, a node whose consumers span the depth. */
+static fa_graph *deep_graph(fa_ctx *ctx, int n_layers)
+{
+    fa_graph *g = fa_graph_create("deep");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    g->path = fa_arena_strdup(g->arena, "deep");
+    int64_t d[2] = {1, 8};
+    int x = fa_graph_tensor(g, "h0");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
+    fa_graph_add_input(ctx, g, x);
+    {
+        const char *i1[] = {"h0"}, *o1[] = {"mask"};
+        assert_non_null(fa_graph_add_node(ctx, g, "mask", "Sigmoid", "", 1, i1, 1, o1));
+    }
+    char h[32], a[32], b[32], c[32], m[32], nm[32], out[32];
+    for (int k = 0; k < n_layers; k++) {
+        snprintf(h, sizeof h, "h%d", k);
+        snprintf(a, sizeof a, "a%d", k);
+        snprintf(b, sizeof b, "b%d", k);
+        snprintf(c, sizeof c, "c%d", k);
+        snprintf(m, sizeof m, "m%d", k);
+        snprintf(out, sizeof out, "h%d", k + 1);
+        const char *ih[] = {h}, *oa[] = {a}, *ia[] = {a}, *ob[] = {b}, *ib[] = {b}, *oc[] = {c};
+        const char *im[] = {"mask"}, *om[] = {m}, *iadd[] = {c, m}, *oo[] = {out};
+        snprintf(nm, sizeof nm, "relu_a%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, ih, 1, oa));
+        snprintf(nm, sizeof nm, "relu_b%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, ia, 1, ob));
+        snprintf(nm, sizeof nm, "relu_c%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, ib, 1, oc));
+        snprintf(nm, sizeof nm, "neg%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Neg", "", 1, im, 1, om));
+        snprintf(nm, sizeof nm, "add%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Add", "", 2, iadd, 1, oo));
+    }
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, out));
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    return g;
+}
+
+/* graph.svg's layout work grows linearly with depth: the ranks dot lays out plus the virtual nodes
+ * it places on every rank an edge crosses (read from graphviz after layout: counts, not times).
+ * Drawn as edges, the mask's 12 / 24 / 48 edges span the whole depth: O(L^2) virtual nodes, the
+ * cause of a 24-layer GPT-2's 41 s layout. Each layer gets a "from mask" box instead. */
+static void test_deep_graph_layout_work_grows_linearly(void **state)
+{
+    (void)state;
+    const int layers[3] = {12, 24, 48};
+    long work[3];
+    bool drawn_ok[3];
+    for (int i = 0; i < 3; i++) {
+        fa_ctx *ctx = fa_ctx_create();
+        fa_store *st = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "deep%d.db", layers[i]);
+        assert_int_equal(fa_store_open(ctx, out_dir(name), &st), FA_OK);
+        fa_graph *g = deep_graph(ctx, layers[i]);
+        int64_t run;
+        assert_int_equal(fa_test_store_graph_run(ctx, st, g, 1, &run), FA_OK);
+        fa_graph_free(g);
+        fa_rep *r = NULL;
+        if (fa_rep_load(ctx, st, run, &r)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        fa_buf dot, svg;
+        fa_buf_init(&dot);
+        fa_buf_init(&svg);
+        fa_rep_graph_stats gs;
+        if (fa_rep_graph(ctx, r, &dot, &svg, &gs)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        work[i] = gs.ranks + gs.virtual_nodes;
+        printf("%d layers: %d nodes drawn, %d edges, %d references, %d ranks, %ld virtual nodes\n", layers[i],
+               gs.drawn_nodes, gs.drawn_edges, gs.fanout_refs, gs.ranks, gs.virtual_nodes);
+        char consumers[64];
+        snprintf(consumers, sizeof consumers, "%d consumers", layers[i]);
+        /* each layer has its reference box, the mask says how many, and nothing is lost: every
+         * graph node is drawn (checked after the work, which is what this test is about) */
+        drawn_ok[i] = gs.fanout_refs == layers[i] && count_str(dot.data, "label=\"from mask\"") == layers[i] &&
+                      strstr(dot.data, consumers) && strstr(svg.data, "from mask") &&
+                      count_str(dot.data, "Relu \xc2\xb7") == 3 * layers[i];
+        fa_buf_free(&dot);
+        fa_buf_free(&svg);
+        fa_rep_free(r);
+        fa_store_close(st);
+        fa_ctx_free(ctx);
+        /* twice the layers, at most 2.2x the work (quadratic growth gives ~4x) */
+        if (i > 0) assert_true(work[i] * 10 <= work[i - 1] * 22);
+    }
+    for (int i = 0; i < 3; i++) assert_true(drawn_ok[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -715,6 +805,7 @@ int main(void)
         cmocka_unit_test(test_json_writer_escapes_and_writes_null_for_missing_and_non_finite),
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),
+        cmocka_unit_test(test_deep_graph_layout_work_grows_linearly),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -247,6 +247,80 @@ static void test_embedded_raw_data_read_in_place_or_copied_once(void **state)
     fa_ctx_free(ctx);
 }
 
+/* exec's release_plain_weights: a weight whose every consumer reads oneDNN's reordered copy keeps
+ * only that copy (its plain bytes freed, data NULL), the outputs unchanged; a weight read plain,
+ * or whose blob another reader still holds, keeps its bytes. Without AVX-512 oneDNN reads the
+ * MatMul weights plain (no derived copy): nothing may be freed then. */
+static void test_exec_releases_plain_weights_read_reordered(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *ref = load(ctx, "zoo:mlp-tiny"), *g = load(ctx, "zoo:mlp-tiny");
+    fa_exec *er = make_exec(ctx, ref, false);
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1, .release_plain_weights = true};
+    fa_exec *e = NULL;
+    assert_int_equal(fa_exec_create(ctx, g, &eo, &e), FA_OK);
+    int freed = 0, kept_derived = 0, consts = 0;
+    for (int i = 0; i < g->n_tensors; i++) {
+        const fa_tensor *t = g->tensors[i];
+        if (!(t->flags & FA_TENSOR_CONST) || !t->blob) continue;
+        consts++;
+        if (!t->data) freed++;
+        else if (fa_blob_derived_count(t->blob)) kept_derived++;
+    }
+    printf("  %d constants: %d plain copies freed, %d kept beside a derived copy\n", consts, freed, kept_derived);
+    bool reordered = __builtin_cpu_supports("avx512f");
+    if (reordered) assert_true(freed >= 1);
+    else assert_int_equal(freed, 0);
+    assert_int_equal(kept_derived, 0);
+    assert_true(freed < consts); /* the biases, read plain, stay */
+    assert_int_equal(fa_exec_fill_inputs(ctx, e, 1), FA_OK);
+    assert_int_equal(fa_exec_run(ctx, e, NULL), FA_OK);
+    const fa_value *o = fa_exec_output(e, 0), *orf = fa_exec_output(er, 0);
+    assert_memory_equal(o->data, orf->data, (size_t)fa_value_numel(o) * sizeof(float));
+    fa_exec_free(e);
+    fa_exec_free(er);
+    fa_graph_free(g);
+    /* another executor still reading the same blob's derived copy: nothing is freed */
+    fa_graph *h = load(ctx, "zoo:mlp-tiny");
+    fa_exec *first = make_exec(ctx, h, false), *second = NULL;
+    assert_int_equal(fa_exec_create(ctx, h, &eo, &second), FA_OK);
+    for (int i = 0; i < h->n_tensors; i++)
+        if ((h->tensors[i]->flags & FA_TENSOR_CONST) && h->tensors[i]->blob) assert_non_null(h->tensors[i]->data);
+    fa_exec_free(second);
+    fa_exec_free(first);
+    fa_graph_free(h);
+    fa_graph_free(ref);
+    fa_ctx_free(ctx);
+}
+
+/* fa_blob_drop_plain frees only when the derived readers are all the references but the owner's,
+ * and a derived copy asked for afterwards is refused, not made from freed bytes. */
+static void test_blob_drop_plain_only_when_all_readers_read_derived(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_blob *b = fa_blob_alloc(64);
+    memset((void *)fa_blob_data(b), 3, 64);
+    assert_false(fa_blob_drop_plain(b, 1)); /* no derived copy */
+    const void *d = NULL;
+    assert_int_equal(fa_blob_derived(ctx, b, "k", 1, 64, fill_twice, NULL, &d), FA_OK);
+    fa_blob *plain_reader = fa_blob_ref_reader(b, fa_blob_data(b)); /* reads the plain bytes */
+    fa_blob *derived_reader = fa_blob_ref_reader(b, d);
+    assert_false(fa_blob_drop_plain(b, 1)); /* the plain reader holds it */
+    fa_blob_unref_reader(plain_reader, fa_blob_data(b));
+    assert_false(fa_blob_drop_plain(b, 2)); /* two consumers, one reader: one reads plain */
+    assert_true(fa_blob_drop_plain(b, 1));
+    assert_null(fa_blob_data(b));
+    assert_memory_equal(d, (unsigned char[64]){[0 ... 63] = 6}, 64); /* the copy lives on */
+    const void *d2 = NULL;
+    assert_int_not_equal(fa_blob_derived(ctx, b, "other", 5, 64, fill_twice, NULL, &d2), FA_OK);
+    fa_ctx_clear(ctx);
+    fa_blob_unref_reader(derived_reader, d);
+    fa_blob_unref(b);
+    fa_ctx_free(ctx);
+}
+
 /* fa_load_options.progress hears the load and the preparation, ending at their totals. */
 typedef struct heard {
     int load_done, load_total, prep_done, prep_total;
@@ -288,6 +362,8 @@ int main(void)
         cmocka_unit_test(test_external_data_written_and_read_in_place),
         cmocka_unit_test(test_embedded_raw_data_read_in_place_or_copied_once),
         cmocka_unit_test(test_load_reports_progress),
+        cmocka_unit_test(test_exec_releases_plain_weights_read_reordered),
+        cmocka_unit_test(test_blob_drop_plain_only_when_all_readers_read_derived),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
