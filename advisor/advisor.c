@@ -1686,11 +1686,14 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
     const fa_gpu_plan_dev *d = A->opt.device;
     double members = 0, flops = 0, roof_sum = 0;
     int kernels = 0;
+    c->member_est_ns = fa_arena_alloc(A->ar, sizeof(double) * (size_t)(w->n + 1));
+    if (!c->member_est_ns) A->oom = true;
     for (int i = 0; i < w->n; i++) {
         int nid = w->m[i];
         bool stays = (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) && nid == w->anchor;
-        if (stays) continue;
         double r, ns = node_on_device(A, nid, &r);
+        if (c->member_est_ns) c->member_est_ns[i] = ns;
+        if (stays) continue;
         members += ns;
         roof_sum += r;
         kernels += ns > 0;
@@ -1722,6 +1725,7 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
                  fused / 1e3);
     }
     c->est_saving_ns = members - fused - w->recompute_ns;
+    c->est_fused_ns = fused;
     char b[1400];
     snprintf(b, sizeof b, "estimated for %s (%s) from its data sheet, no device measured (%s%s%s): each kernel max(bytes / %.0f GB/s HBM, FLOPs / %.0f GFLOP/s FP32), at least one launch "
              "of %.1f us; %d member kernel(s) %.2f us; fused: %s; recompute %.2f us",

@@ -191,6 +191,12 @@ typedef struct fa_cluster {
      * the operand as that input index (fa_post_ops_set_node). */
     int n_post_ops;
     fa_post_op *post_ops;      /* arena */
+    /* an estimated plan (fa_plan.estimated): each member's kernel time on the planned GPU, ns,
+     * in members' order (fa_gpu_plan_kernel_time; an aliasing view 0: no kernel), and the fused
+     * kernel's (EPILOGUE: the anchor's added time; BN_FOLD 0), the figures est_saving_ns and its
+     * basis are made of; member_est_ns NULL otherwise. Not stored (arena). */
+    double *member_est_ns;
+    double est_fused_ns;
 } fa_cluster;
 
 /* The applier's verdict on one cluster of the plan: a record of its own next to the advisor's
