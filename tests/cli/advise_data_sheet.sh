@@ -104,8 +104,18 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1'; then
     rc=$?
     set -e
     [ $rc -ne 0 ] && grep -qE 'no CUDA driver|target cuda: this build has no executor' err &&
+        grep -qE 'fuse-advise: (without a GPU here|in this build, without the target), two ways give GPU advice' err &&
         grep -q 'advise latest --target cuda --arch' err && grep -q 'import TRACE' err ||
         fail "run --target cuda without a driver: rc $rc, $(cat err)"
     ok "run --target cuda without a driver names advise --target cuda and import"
 fi
+# the hint follows the error's kind, not its words: a missing model whose name says "no CUDA
+# driver" is a missing file, with no GPU hint
+set +e
+"$FA_CLI" run "no CUDA driver.onnx" --db c.db >out 2>err
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q 'no CUDA driver.onnx' err && ! grep -q 'two ways give GPU advice' err ||
+    fail "a missing file named 'no CUDA driver.onnx': rc $rc, $(cat err)"
+ok "the GPU hint is chosen by the error's reason, not its words"
 echo "advise_data_sheet: $pass passed, 0 failed"
