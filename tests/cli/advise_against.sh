@@ -62,13 +62,14 @@ one = {byid[c["id"]]["label"]: c["one_op"] for c in v["clusters"] if c["one_op"]
 assert one.get("layer_norm(decomposed)") == "aten::native_layer_norm" and one.get("matmul+add+gelu_erf") == "aten::gelu", one
 # one set of figures: the plan-wide sums are the clusters', the ratio theirs
 assert v["matched"] == sum(c["matched"] for c in v["clusters"]) >= 9, v["matched"]
-assert abs(v["est_ns"] - sum(c["est_ns"] for c in v["clusters"])) < 1e-6 * v["est_ns"]
+assert abs(v["est_ns"] - sum(c["est_ns"] or 0 for c in v["clusters"])) < 1e-6 * v["est_ns"]
+assert all((c["est_ns"] is None) == (c["matched"] == 0) for c in v["clusters"]), "a sum over no match"
 assert abs(v["measured_ns"] - sum(c["measured_ns"] or 0 for c in v["clusters"])) < 1e-6 * v["measured_ns"]
 assert abs(v["ratio"] - v["measured_ns"] / v["est_ns"]) < 1e-3 * v["ratio"], v
 open("ratio", "w").write("%.2f %d %d\n" % (v["ratio"], v["matched"], v["member_kernels"]))
 
 x = json.load(open("a100_vs_h100.json"))["against"]
-assert not x["compared"] and x["ratio"] is None and x["matched"] == 0, x
+assert not x["compared"] and x["ratio"] is None and x["matched"] == 0 and x["measured_ns"] is None, x
 assert "A100 80GB SXM" in x["why"] and "H100 SXM" in x["why"] and "not compared" in x["why"], x["why"]
 assert all(m["trace_op"] is None for c in x["clusters"] for m in c["members"]), "a member compared across devices"
 y = json.load(open("a100.json"))["against"]
@@ -76,6 +77,7 @@ assert y["compared"] and y["plan_part"] == "A100 80GB SXM" and y["matched"] == v
 
 o = json.load(open("other.json"))["against"]
 assert o["compared"] and o["few_matches"] and o["ratio"] is None, o
+assert o["matched"] > 0 or (o["est_ns"] is None and o["measured_ns"] is None), o
 assert "is it a trace of this model" in o["why"], o["why"]
 assert "against" not in json.load(open("plain.json")), "an against section without --against"
 PYEOF
