@@ -1762,11 +1762,14 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
     const fa_gpu_plan_dev *d = A->opt.device;
     double members = 0, flops = 0, roof_sum = 0;
     int kernels = 0;
+    c->member_est_ns = fa_arena_alloc(A->ar, sizeof(double) * (size_t)(w->n + 1));
+    if (!c->member_est_ns) A->oom = true;
     for (int i = 0; i < w->n; i++) {
         int nid = w->m[i];
         bool stays = (w->kind == FA_CLUSTER_EPILOGUE || w->kind == FA_CLUSTER_BN_FOLD) && nid == w->anchor;
-        if (stays) continue;
         double r, ns = node_on_device(A, nid, &r);
+        if (c->member_est_ns) c->member_est_ns[i] = ns;
+        if (stays) continue;
         members += ns;
         roof_sum += r;
         kernels += ns > 0;

@@ -199,6 +199,68 @@ fa_advise_options fa_advise_options_default(void);
  * when a parameter is not a float32 constant or the shapes disagree; outputs untouched then. */
 fa_status fa_bn_fold(fa_ctx *ctx, const fa_graph *g, const fa_node *producer, const fa_node *bn, float **new_w,
                      size_t *w_count, float **new_b, size_t *b_count);
+/* ---- an estimated plan beside a trace measured on that GPU (advisor/against.c) ---- */
+
+/* One member of a cluster against the trace. */
+typedef struct fa_against_member {
+    int node;                  /* node id */
+    double est_ns;             /* its kernel on the planned GPU (fa_cluster.member_est_ns); 0: no kernel */
+    const char *op;            /* the trace's cpu op it matched ("aten::addmm"); NULL unmatched */
+    const char *shapes;        /* that op's input shapes as the trace stores them (NULL unknown) */
+    int64_t calls;             /* the op's calls with those shapes in the trace */
+    double measured_ns;        /* their kernels' time per call, ns; NAN unmatched */
+    const char *why;           /* unmatched: why, a sentence (arena); NULL matched */
+} fa_against_member;
+
+/* One cluster against the trace. */
+typedef struct fa_against_cluster {
+    int cluster;               /* index in the plan's clusters */
+    int n_members;             /* the cluster's members, in its order */
+    fa_against_member *members;
+    int n_kernels;             /* members that are a kernel on the GPU (est_ns > 0) */
+    int n_matched;             /* of them matched */
+    double est_ns, measured_ns;/* sums over the matched members, ns */
+    const char *one_op;        /* a reduction or GELU chain whose whole function the trace ran as
+                                  one op ("aten::layer_norm" over the cluster's input): NULL none */
+    int64_t one_op_calls;
+    double one_op_ns;          /* that op's kernels per call, ns: set beside the cluster's pred_fused_ns */
+} fa_against_cluster;
+
+/* An estimated plan (fa_plan.estimated) beside an imported trace's measured kernels. */
+typedef struct fa_against {
+    int64_t trace_run;
+    const char *trace_device;  /* the trace's device name; NULL unknown */
+    const char *trace_part;    /* its row of the device table ("A100 80GB SXM"); NULL not tabled */
+    const char *plan_part, *plan_arch; /* the part and arch the plan was estimated for */
+    bool compared;             /* false: the trace ran on another part or an unknown one (why says
+                                  which), and no member is matched */
+    bool few;                  /* fewer than half the member kernels matched: the trace may be of
+                                  another model or other shapes (why says so); no overall ratio */
+    const char *why;           /* when !compared or few: the sentence; else NULL (arena) */
+    int n_kernels, n_matched;  /* over all clusters */
+    int n_explained;           /* matched, or members of a cluster the trace ran as one op */
+    double est_ns, measured_ns;/* over the matched members, ns */
+    double ratio;              /* measured_ns / est_ns; NAN when not compared, few or none matched */
+    int n_clusters;
+    fa_against_cluster *clusters; /* one per plan cluster, the plan's order */
+} fa_against;
+
+/* Set plan p (estimated for dev; made for g) beside trace advice ta (stored as run trace_run):
+ * when ta's device is dev's part (the same row of the device table), each cluster member is
+ * matched to the trace's cpu ops: an op whose key (fa_ta_key_of_op: aten::addmm -> gemm) is the
+ * member's ONNX op type's and whose inputs hold every non-scalar input's element count of the
+ * member (layouts differ: [1,128,768] is aten's [128,768]) — exactly one such (op, shapes) in the
+ * trace, else unmatched with the reason (none, or several that fit: no pairing is guessed). The
+ * measured time per call is the op's kernels' time with those shapes over its calls (the trace's
+ * roofline points). A reduction (layer_norm, softmax, RMS norm), GELU chain or GELU epilogue the
+ * trace ran as one op (the op of that kind reading a tensor of the cluster's output size, one
+ * such in the trace) is matched whole (one_op). Fewer than half the member kernels matched or
+ * in such a cluster: `few`. Arrays and strings from ar. FA_ERR_INPUT when p is not
+ * estimated (member_est_ns absent); FA_ERR_NOMEM. */
+struct fa_trace_advice;
+fa_status fa_plan_against_trace(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_gpu_plan_dev *dev,
+                                const struct fa_trace_advice *ta, int64_t trace_run, fa_arena *ar, fa_against *out);
+
 /* Store the plan (plans, clusters, why_not tables); sets p->plan_id. */
 fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p);
 

@@ -140,26 +140,22 @@ const char *fa_gate_library_kernel(const fa_graph *g, const fa_cluster *c, char 
     }
     if (c->kind != FA_CLUSTER_EPILOGUE || c->anchor < 0 || c->anchor >= g->n_nodes) return NULL;
     const fa_node *an = g->nodes[c->anchor];
-    fa_cuda_epilogue_query q;
-    memset(&q, 0, sizeof q);
-    q.anchor_op = an->op_type;
-    int np = c->n_post_ops < FA_CUDA_EPILOGUE_MAX_POST_OPS ? c->n_post_ops : FA_CUDA_EPILOGUE_MAX_POST_OPS;
-    bool vec[FA_CUDA_EPILOGUE_MAX_POST_OPS];
-    const fa_tensor *y = c->n_outputs > 0 ? g->tensors[c->outputs[0]] : NULL;
-    int axis = !strcmp(an->op_type, "Conv") || !strcmp(an->op_type, "ConvTranspose") ? 1 : (y ? y->rank - 1 : 0);
-    for (int k = 0; k < np; k++) {
-        int t = c->post_ops[k].operand;
-        vec[k] = fa_post_op_is_binary(c->post_ops[k].kind) && t >= 0 && t < g->n_tensors && fa_cuda_axis_vector(g->tensors[t], y, axis);
-    }
-    q.n_post_ops = c->n_post_ops > FA_CUDA_EPILOGUE_MAX_POST_OPS ? FA_CUDA_EPILOGUE_MAX_POST_OPS + 1 : np;
-    q.post_ops = c->post_ops;
-    q.operand_is_bias_vector = vec;
-    if (q.n_post_ops > np) { /* more post-ops than any library takes */
+    if (c->n_post_ops > FA_CUDA_EPILOGUE_MAX_POST_OPS) { /* more post-ops than any library takes */
         snprintf(buf, cap, "no cuda library epilogue: %d post-ops", c->n_post_ops);
         return buf;
     }
-    const fa_tensor *b = an->n_inputs > 2 ? fa_graph_in(g, an, 2) : NULL;
-    if (b) q.anchor_bias = fa_cuda_axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
+    /* the query the runtime builds from the fused node, built from the cluster by the same
+     * function: the anchor, its own bias (input 2: Gemm C, Conv B), the post-ops' operand tensors */
+    const fa_tensor *operand[FA_CUDA_EPILOGUE_MAX_POST_OPS] = {0};
+    for (int k = 0; k < c->n_post_ops; k++) {
+        int t = c->post_ops[k].operand;
+        operand[k] = fa_post_op_is_binary(c->post_ops[k].kind) && t >= 0 && t < g->n_tensors ? g->tensors[t] : NULL;
+    }
+    bool vec[FA_CUDA_EPILOGUE_MAX_POST_OPS];
+    fa_cuda_epilogue_query q;
+    fa_cuda_epilogue_query_build(an->op_type, an->n_inputs > 2 ? fa_graph_in(g, an, 2) : NULL,
+                                 c->n_outputs > 0 ? g->tensors[c->outputs[0]] : NULL, c->post_ops, c->n_post_ops,
+                                 operand, vec, &q);
     char why[200] = "";
     fa_cuda_epilogue e = fa_cuda_epilogue_map(&q, why, sizeof why);
     switch (e) {

@@ -10,6 +10,7 @@
 #include "advisor/gate.h"
 #include "applier/applier.h"
 #include "cli.h"
+#include "trace/trace.h"
 
 static const char *k_about =
     "  RUN is a run id from `fuse-advise runs` (default: the latest run, a model run or an imported or\n"
@@ -21,7 +22,11 @@ static const char *k_about =
     "  --target cuda on a run measured on the cpu (or a MODEL) plans for the GPU --arch names from its\n"
     "  data sheet's roofs, no device needed or measured: sm_70, sm_75, sm_80, sm_86, sm_89, sm_90, sm_100\n"
     "  (the data-center part of that generation: sm_80 A100 80GB SXM, sm_90 H100 SXM, sm_100 B200) or a\n"
-    "  part's name ('H100 PCIe', 'A100 40GB', L4, L40S, ...).\n";
+    "  part's name ('H100 PCIe', 'A100 40GB', L4, L40S, ...).\n"
+    "  --against TRACE_RUN sets such a plan beside a trace of the model imported from that GPU: each\n"
+    "  cluster member matched to the trace's op of its kind reading inputs of its sizes (no pairing\n"
+    "  guessed), its estimated and measured kernel times, and their ratio; a trace from another part\n"
+    "  is named and not compared.\n";
 
 /* A RUN argument: "latest" or a run id (digits); anything else names a model. */
 static bool is_run_spec(const char *a)
@@ -44,9 +49,120 @@ static int opt_arch(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const ch
     return 0;
 }
 
+/* --against in --json: the one fa_against, every figure as computed there (ns) */
+static void against_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const fa_against *vs)
+{
+    fa_buf_printf(b, ",\"against\":{\"trace_run\":%" PRId64 ",\"trace_device\":", vs->trace_run);
+    fa_json_str(b, vs->trace_device);
+    fa_buf_puts(b, ",\"trace_part\":");
+    fa_json_str(b, vs->trace_part);
+    fa_buf_puts(b, ",\"plan_part\":");
+    fa_json_str(b, vs->plan_part);
+    fa_buf_puts(b, ",\"plan_arch\":");
+    fa_json_str(b, vs->plan_arch);
+    fa_buf_printf(b, ",\"compared\":%s,\"few_matches\":%s,\"why\":", vs->compared ? "true" : "false",
+                  vs->few ? "true" : "false");
+    fa_json_str(b, vs->why);
+    fa_buf_printf(b, ",\"member_kernels\":%d,\"matched\":%d,\"est_ns\":", vs->n_kernels, vs->n_matched);
+    fa_json_num(b, vs->n_matched ? vs->est_ns : NAN, 6); /* sums over the matched: none, null */
+    fa_buf_puts(b, ",\"measured_ns\":");
+    fa_json_num(b, vs->n_matched ? vs->measured_ns : NAN, 6);
+    fa_buf_puts(b, ",\"ratio\":");
+    fa_json_num(b, vs->ratio, 4);
+    fa_buf_puts(b, ",\"clusters\":[");
+    for (int i = 0; i < vs->n_clusters; i++) {
+        const fa_against_cluster *ac = &vs->clusters[i];
+        const fa_cluster *c = &p->clusters[ac->cluster];
+        fa_buf_printf(b, "%s{\"id\":%d,\"member_kernels\":%d,\"matched\":%d,\"est_ns\":", i ? "," : "", c->id,
+                      ac->n_kernels, ac->n_matched);
+        fa_json_num(b, ac->n_matched ? ac->est_ns : NAN, 6);
+        fa_buf_puts(b, ",\"measured_ns\":");
+        fa_json_num(b, ac->n_matched ? ac->measured_ns : NAN, 6);
+        fa_buf_puts(b, ",\"est_fused_ns\":");
+        fa_json_num(b, c->pred_fused_ns, 6);
+        fa_buf_puts(b, ",\"one_op\":");
+        fa_json_str(b, ac->one_op);
+        fa_buf_puts(b, ",\"one_op_ns\":");
+        fa_json_num(b, ac->one_op ? ac->one_op_ns : NAN, 6);
+        fa_buf_puts(b, ",\"members\":[");
+        for (int m = 0; m < ac->n_members; m++) {
+            const fa_against_member *am = &ac->members[m];
+            fa_buf_puts(b, m ? ",{\"node\":" : "{\"node\":");
+            fa_json_str(b, g->nodes[am->node]->name);
+            fa_buf_puts(b, ",\"op_type\":");
+            fa_json_str(b, g->nodes[am->node]->op_type);
+            fa_buf_puts(b, ",\"est_ns\":");
+            fa_json_num(b, am->est_ns, 6);
+            fa_buf_puts(b, ",\"trace_op\":");
+            fa_json_str(b, am->op);
+            fa_buf_puts(b, ",\"trace_shapes\":");
+            fa_json_str(b, am->shapes);
+            fa_buf_puts(b, ",\"calls\":");
+            fa_json_num(b, am->op ? (double)am->calls : NAN, 15); /* unmatched: null */
+            fa_buf_puts(b, ",\"measured_ns\":");
+            fa_json_num(b, am->measured_ns, 6);
+            fa_buf_puts(b, ",\"why\":");
+            fa_json_str(b, am->why);
+            fa_buf_puts(b, "}");
+        }
+        fa_buf_puts(b, "]}");
+    }
+    fa_buf_puts(b, "]}");
+}
+
+/* --against in the text: the plan-wide line under the header */
+static void against_head_text(fa_buf *b, const fa_against *vs)
+{
+    if (!vs->compared) {
+        fa_buf_printf_term(b, "against: %s\n\n", vs->why);
+        return;
+    }
+    fa_buf_printf_term(b, "against trace %" PRId64 " (%s, %s): %d of the plan's %d member kernels matched an op of the "
+                       "trace by kind and input sizes", vs->trace_run, vs->trace_device ? vs->trace_device : "?",
+                       vs->trace_part, vs->n_matched, vs->n_kernels);
+    if (vs->n_matched)
+        fa_buf_printf_term(b, "; for them estimated %.1f us on %s, measured %.1f us", vs->est_ns / 1e3, vs->plan_part,
+                           vs->measured_ns / 1e3);
+    if (vs->few) fa_buf_printf_term(b, "\n  %s", vs->why);
+    else if (vs->ratio == vs->ratio) fa_buf_printf_term(b, " (measured / estimated %.2f)", vs->ratio);
+    fa_buf_puts(b, "\n\n");
+}
+
+/* --against in the text: one cluster's line(s) */
+static void against_cluster_text(fa_buf *b, const fa_graph *g, const fa_cluster *c, const fa_against *vs,
+                                 const fa_against_cluster *ac)
+{
+    if (!vs->compared) return;
+    fa_buf_printf_term(b, "\n     trace %" PRId64 ": %d of %d member kernels matched", vs->trace_run, ac->n_matched,
+                       ac->n_kernels);
+    if (ac->n_matched)
+        fa_buf_printf_term(b, ": estimated %.1f us for them on %s, measured %.1f us", ac->est_ns / 1e3, vs->plan_part,
+                           ac->measured_ns / 1e3);
+    for (int m = 0, shown = 0; m < ac->n_members; m++) {
+        const fa_against_member *am = &ac->members[m];
+        if (am->op || am->est_ns <= 0) continue;
+        if (shown++ == 3) {
+            fa_buf_puts(b, "; ...");
+            break;
+        }
+        fa_buf_printf_term(b, "%s %s(%s): %s", shown == 1 ? "; not matched:" : ";", g->nodes[am->node]->name,
+                           g->nodes[am->node]->op_type, am->why);
+    }
+    if (ac->one_op && c->kind == FA_CLUSTER_EPILOGUE)
+        fa_buf_printf_term(b, "\n     trace %" PRId64 " ran its epilogue's function as one %s: %.1f us per call (%" PRId64
+                           " calls); fused, the epilogue is estimated to add %.1f us to the anchor's kernel",
+                           vs->trace_run, ac->one_op, ac->one_op_ns / 1e3, ac->one_op_calls, c->pred_fused_ns / 1e3);
+    else if (ac->one_op)
+        fa_buf_printf_term(b, "\n     trace %" PRId64 " ran %s as one %s: %.1f us per call (%" PRId64 " calls); the fused "
+                           "kernel is estimated at %.1f us", vs->trace_run,
+                           c->label && !strncmp(c->label, "add+", 4) ? "its norm (the residual add apart)" : "it",
+                           ac->one_op, ac->one_op_ns / 1e3, ac->one_op_calls, c->pred_fused_ns / 1e3);
+}
+
 int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
 {
     const char *db = fa_cli_default_db(), *spec_run = NULL, *arch_spec = NULL;
+    int64_t against_run = 0;
     bool json = false;
     fa_advise_options opt = fa_advise_options_default();
     fa_cli_model_opts mo = {0};
@@ -57,6 +173,8 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                         "the plan's target (default cpu); cuda runs the register/occupancy gate (NVRTC)"),
         FA_CLI_CALLBACK("--arch", "sm_XY|GPU", opt_arch, &arch_spec, 0, 0, 0,
                         "the GPU planned for: its data sheet's roofs and the gate's architecture (default sm_90, H100 SXM)"),
+        FA_CLI_I64("--against", "TRACE_RUN", &against_run, 1, INT64_MAX, 0,
+                   "set the GPU estimate beside the kernels of an imported trace of the model (a run id)"),
         FA_CLI_DOUBLE("--occupancy-floor", "F", &opt.occupancy_floor, 0, 1, FA_CLI_MIN_OPEN,
                       "the gate refuses a memory-bound kernel under this occupancy"),
         FA_CLI_FLAG("--no-gate", &opt.no_gate, "skip the register/occupancy gate"),
@@ -80,6 +198,8 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     } else if (arch_spec) {
         return fa_cli_usage("advise", "--arch is for --target cuda");
     }
+    if (against_run && opt.target != FA_TARGET_CUDA)
+        return fa_cli_usage("advise", "--against sets a plan for a GPU (--target cuda) beside a trace taken on it");
     fa_store *st = NULL;
     fa_status s = FA_OK;
     int64_t run_id = -1;
@@ -92,6 +212,9 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     fa_analysis *a = NULL;
     fa_graph *g = NULL;
     fa_plan *plan = NULL;
+    fa_trace_advice *ta = NULL; /* --against's trace */
+    fa_against vs;
+    memset(&vs, 0, sizeof vs);
     if (spec_run && !is_run_spec(spec_run)) {
         /* a model without a run: planned on the registry's costs, unsupported ops kept opaque */
         fa_load_options lo = fa_cli_load_options(&mo);
@@ -103,8 +226,9 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
             fa_cli_note_opaque(g);
             s = fa_advise(ctx, g, NULL, &opt, &plan);
         }
+        if (!s && against_run) s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
         if (s) goto fail;
-        goto print;
+        goto against;
     }
     if (mo.n_bindings || mo.batch || mo.no_fold || mo.no_dim_defaults) {
         rc = fa_cli_usage("advise", "--shape/--batch/--no-fold/--no-dim-defaults go with a MODEL; a RUN is loaded as it ran");
@@ -168,7 +292,24 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
     if (!s && !fa_store_readonly(st)) s = fa_plan_save(ctx, st, plan);
     if (s) goto fail;
 
-print:;
+against:;
+    /* the estimate beside a trace measured on the GPU (advisor/against.c) */
+    if (against_run) {
+        fa_run_info ti;
+        if (!plan->estimated) {
+            rc = fa_cli_usage("advise", "--against: this plan is not estimated from a data sheet (the run was measured "
+                              "on the target's own kind of device): compare its run with the trace instead");
+            goto out;
+        }
+        s = fa_store_get_run(ctx, st, against_run, ar, &ti);
+        if (!s && !(ti.kind && (!strcmp(ti.kind, "import") || !strcmp(ti.kind, "trace"))))
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "--against %" PRId64 ": run %" PRId64 " is a %s run, not an imported "
+                             "or traced trace", against_run, against_run, ti.kind ? ti.kind : "model");
+        if (!s) s = fa_trace_advise_run(ctx, st, against_run, NULL, &ta);
+        if (!s) s = fa_plan_against_trace(ctx, g, plan, opt.device, ta, against_run, ar, &vs); /* borrows ta */
+        if (s) goto fail;
+    }
+
     fa_buf b;
     fa_buf_init(&b);
     bool cuda = fa_target_has(opt.target, FA_TARGET_CAP_KERNEL_REPORT); /* the gate's figures exist */
@@ -213,6 +354,7 @@ print:;
             fa_buf_puts(&extra, "}");
         }
         fa_buf_puts(&extra, "]");
+        if (against_run) against_json(&extra, g, plan, &vs);
         fa_plan_json(&b, g, plan, NULL, extra.data);
         b.oom |= extra.oom;
         fa_buf_free(&extra);
@@ -244,6 +386,7 @@ print:;
                                    ri.target ? ri.target : "another device");
             fa_buf_puts(&b, "\n\n");
         }
+        if (against_run) against_head_text(&b, &vs);
         for (int i = 0; i < plan->n_clusters; i++) {
             const fa_cluster *cl = &plan->clusters[i];
             /* a predicted loss is worded as one, never as a negative saving */
@@ -281,6 +424,7 @@ print:;
             }
             if (cl->depends_on >= 0) fa_buf_printf_term(&b, "\n     after cluster #%d", cl->depends_on);
             if (cl->reason) fa_buf_printf_term(&b, "\n     reason: %s", cl->reason);
+            if (against_run) against_cluster_text(&b, g, cl, &vs, &vs.clusters[i]);
             fa_buf_puts(&b, "\n");
         }
         fa_buf_printf_term(&b, "\nwhy not fused (%d edges):\n", plan->n_why_not);
@@ -296,6 +440,7 @@ print:;
 fail:
     rc = fa_cli_fail(ctx, s);
 out:
+    fa_trace_advice_free(ta);
     fa_plan_free(plan);
     fa_analysis_free(a);
     fa_graph_free(g);

@@ -16,12 +16,15 @@ int fa_cli_fail(fa_ctx *ctx, fa_status s)
     const char *m = fa_ctx_errmsg(ctx);
     fa_cli_eprintf("fuse-advise: error: %s\n", m[0] ? m : fa_status_name(s));
     /* every verb that needs a GPU (run/apply on cuda, trace) ends here without one, or in a build
-     * without the cuda target: name the two ways to GPU advice that need neither (issue 40) */
-    if (strstr(m, "no CUDA driver") || (strstr(m, "target cuda") && strstr(m, "no executor")))
-        fa_cli_eprintf("fuse-advise: without a GPU here, two ways give GPU advice: run the model on the cpu and plan it "
+     * without the cuda target: name the two ways to GPU advice that need neither (issue 40). By
+     * the error's reason, which the runtime sets, never by its words. */
+    fa_err_reason why = fa_ctx_reason(ctx);
+    if (why == FA_REASON_DEVICE_UNAVAILABLE || why == FA_REASON_NO_EXECUTOR)
+        fa_cli_eprintf("fuse-advise: %s, two ways give GPU advice: run the model on the cpu and plan it "
                        "for the GPU from its data sheet (`fuse-advise run MODEL --no-apply && fuse-advise advise latest "
                        "--target cuda --arch sm_90`), or profile it on the GPU (PyTorch profiler JSON, or `nsys export "
-                       "--type sqlite`) and `fuse-advise import TRACE` for advice from its measured kernels\n");
+                       "--type sqlite`) and `fuse-advise import TRACE` for advice from its measured kernels\n",
+                       why == FA_REASON_NO_EXECUTOR ? "in this build, without the target" : "without a GPU here");
     return fa_status_exit_code(s);
 }
 

@@ -39,6 +39,7 @@ int fa_status_exit_code(fa_status s)
 
 struct fa_ctx {
     fa_status status;
+    fa_err_reason reason;
     char msg[4096];
     fa_log_fn log_fn;
     void *log_user;
@@ -86,6 +87,7 @@ fa_status fa_ctx_error(fa_ctx *ctx, fa_status s, const char *fmt, ...)
     format_message(ctx->msg, sizeof ctx->msg, fmt, ap);
     va_end(ap);
     ctx->status = s;
+    ctx->reason = FA_REASON_NONE;
     return s;
 }
 
@@ -111,8 +113,18 @@ void fa_ctx_clear(fa_ctx *ctx)
 {
     if (!ctx) return;
     ctx->status = FA_OK;
+    ctx->reason = FA_REASON_NONE;
     ctx->msg[0] = 0;
 }
+
+fa_status fa_ctx_reason_set(fa_ctx *ctx, fa_err_reason r)
+{
+    if (!ctx) return FA_OK;
+    ctx->reason = r >= FA_REASON_NONE && r < FA_REASON_COUNT ? r : FA_REASON_NONE;
+    return ctx->status;
+}
+
+fa_err_reason fa_ctx_reason(const fa_ctx *ctx) { return ctx && ctx->status ? ctx->reason : FA_REASON_NONE; }
 
 void fa_ctx_set_log(fa_ctx *ctx, fa_log_fn fn, void *user, int max_level)
 {

@@ -43,6 +43,20 @@ fa_status fa_ctx_error(fa_ctx *ctx, fa_status s, const char *fmt, ...)
 /* Prepend context ("file.onnx: ") to the current message, keeps status. */
 fa_status fa_ctx_wrap(fa_ctx *ctx, fa_status s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Why the current error happened, where a caller acts on its kind rather than its words (cli/
+ * chooses its hint by it, fa_cli_fail). Set by the function that knows, after its fa_ctx_error;
+ * fa_ctx_error and fa_ctx_clear reset it to NONE, fa_ctx_wrap keeps it. */
+typedef enum fa_err_reason {
+    FA_REASON_NONE = 0,
+    FA_REASON_DEVICE_UNAVAILABLE, /* the target's device or driver is not here (no libcuda, cuInit
+                                     failed, no such device) */
+    FA_REASON_NO_EXECUTOR,        /* this build has no executor for the target (built without it) */
+    FA_REASON_COUNT
+} fa_err_reason;
+/* Set the current error's reason; returns the current status (so `return fa_ctx_reason_set(...)`
+ * after an fa_ctx_error keeps its status). */
+fa_status fa_ctx_reason_set(fa_ctx *ctx, fa_err_reason r);
+fa_err_reason fa_ctx_reason(const fa_ctx *ctx); /* FA_REASON_NONE without an error or ctx */
 /* Last message; valid until the next fa_ctx_error/fa_ctx_clear. Never NULL. */
 const char *fa_ctx_errmsg(const fa_ctx *ctx);
 fa_status fa_ctx_status(const fa_ctx *ctx);

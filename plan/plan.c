@@ -326,12 +326,15 @@ static void field_json(fa_buf *b, const fa_plan_field *f, const fa_graph *g, con
     const void *p = fa_plan_field_ptr(f, c, v);
     int n = f->count_offset ? *fa_plan_field_count(f, c) : 0;
     switch (f->kind) {
-    case FA_PF_INT:
-    case FA_PF_INT_OPT: fa_buf_printf(b, "%d", *(const int *)p); break;
+    case FA_PF_INT: fa_buf_printf(b, "%d", *(const int *)p); break;
+    case FA_PF_INT_OPT: /* < 0: none, written null (never the -1 of the struct) */
+        if (*(const int *)p >= 0) fa_buf_printf(b, "%d", *(const int *)p);
+        else fa_buf_puts(b, "null");
+        break;
     case FA_PF_U64: fa_buf_printf(b, "%" PRIu64, *(const uint64_t *)p); break;
     case FA_PF_NS:
-    case FA_PF_REAL:
-    case FA_PF_REAL_OPT: fa_json_num(b, *(const double *)p, 6); break;
+    case FA_PF_REAL: fa_json_num(b, *(const double *)p, 6); break;
+    case FA_PF_REAL_OPT: fa_json_num(b, *(const double *)p >= 0 ? *(const double *)p : NAN, 6); break; /* none: null */
     case FA_PF_FLOAT: fa_json_num(b, *(const float *)p, 9); break;
     case FA_PF_STR: fa_json_str_or_empty(b, *(const char *const *)p); break;
     case FA_PF_KIND: fa_json_str_or_empty(b, fa_cluster_kind_name(*(const fa_cluster_kind *)p)); break;
@@ -374,8 +377,12 @@ static void field_json(fa_buf *b, const fa_plan_field *f, const fa_graph *g, con
 
 void fa_plan_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v, const char *extra)
 {
-    fa_buf_printf(b, "{\"plan_hash\":\"%s\",\"run_id\":%" PRId64 ",\"plan_id\":%d,\"clusters\":[", p->hash, p->run_id,
-                  p->plan_id);
+    /* a plan of no run (advise MODEL) has no run id, one not stored no plan id: null */
+    fa_buf_printf(b, "{\"format\":%d,\"plan_hash\":\"%s\",\"run_id\":", FA_PLAN_JSON_FORMAT, p->hash);
+    if (p->run_id >= 0) fa_buf_printf(b, "%" PRId64, p->run_id);
+    else fa_buf_puts(b, "null");
+    if (p->plan_id > 0) fa_buf_printf(b, ",\"plan_id\":%d,\"clusters\":[", p->plan_id);
+    else fa_buf_puts(b, ",\"plan_id\":null,\"clusters\":[");
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
         fa_cluster_verdict advisor = fa_cluster_verdict_of(c);
@@ -411,7 +418,11 @@ void fa_plan_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const fa_clust
     fa_json_str(b, fa_target_name(p->opt.target));
     fa_buf_puts(b, ",\"arch\":");
     fa_json_str(b, p->opt.arch);
-    fa_buf_printf(b, ",\"max_ops\":%d,\"max_inputs\":%d,\"occupancy_floor\":", p->opt.max_ops, p->opt.max_inputs);
+    fa_buf_puts(b, ",\"max_ops\":");
+    fa_json_num(b, p->opt.max_ops >= 0 ? p->opt.max_ops : NAN, 10); /* -1: unknown (a plan stored before v5) */
+    fa_buf_puts(b, ",\"max_inputs\":");
+    fa_json_num(b, p->opt.max_inputs >= 0 ? p->opt.max_inputs : NAN, 10);
+    fa_buf_puts(b, ",\"occupancy_floor\":");
     fa_json_num(b, p->opt.occupancy_floor, 6);
     fa_buf_printf(b, ",\"gate\":%s}", p->opt.no_gate ? "false" : "true");
     if (extra) fa_buf_puts(b, extra);

@@ -178,7 +178,7 @@ typedef struct fa_cluster {
                                   advisor/advisor.h): two clusters with the same text cost the
                                   same; composed once by the advisor and stored with the plan, so
                                   later plans find this cluster's measurements by it (arena) */
-    /* register/occupancy gate (cuda target; -1 when not compiled) */
+    /* register/occupancy gate (cuda target; -1 when not compiled: null in the JSON) */
     int registers;             /* per thread, from ptxas */
     int spill_bytes;           /* spill stores + loads, bytes */
     double occupancy;          /* 0..1 from the occupancy calculator; < 0 not computed */
@@ -201,6 +201,11 @@ typedef struct fa_cluster {
      * the operand as that input index (fa_post_ops_set_node). */
     int n_post_ops;
     fa_post_op *post_ops;      /* arena */
+    /* an estimated plan (fa_plan.estimated): each member's kernel time on the planned GPU, ns,
+     * in members' order (fa_gpu_plan_kernel_time; an aliasing view 0: no kernel), the figures
+     * est_saving_ns and its basis are made of (the fused kernel's is pred_fused_ns);
+     * member_est_ns NULL otherwise. Not stored (arena). */
+    double *member_est_ns;
 } fa_cluster;
 
 /* The applier's verdict on one cluster of the plan: a record of its own next to the advisor's
@@ -280,11 +285,11 @@ fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c);
  * database, null in JSON unless said otherwise. */
 typedef enum fa_plan_field_kind {
     FA_PF_INT,        /* int, always present */
-    FA_PF_INT_OPT,    /* int, < 0 none (JSON writes the number as it is: -1) */
+    FA_PF_INT_OPT,    /* int, < 0 none (JSON null; -1 in the struct) */
     FA_PF_U64,        /* uint64_t */
     FA_PF_NS,         /* double ns, NAN none; the column holds µs (value / 1e3) */
     FA_PF_REAL,       /* double, NAN none */
-    FA_PF_REAL_OPT,   /* double, < 0 or NAN none; read back as -1 (JSON writes -1 as it is) */
+    FA_PF_REAL_OPT,   /* double, < 0 or NAN none; read back as -1 (JSON null) */
     FA_PF_FLOAT,      /* float, NAN none */
     FA_PF_STR,        /* const char *, NULL none (JSON writes "" for NULL) */
     FA_PF_KIND,       /* fa_cluster_kind by fa_cluster_kind_name */
@@ -454,8 +459,15 @@ const char *fa_plan_group_mix(const fa_plan_group *g, char *buf, size_t cap);
  * False when the text names no kind (out untouched). */
 bool fa_post_op_parse(const char *spec, int operand, fa_post_op *out);
 
+/* plan.json's format: 2 since an absent optional figure (FA_PF_INT_OPT / FA_PF_REAL_OPT: a
+ * cluster's registers, spills and occupancy when no kernel was compiled, anchor, depends_on,
+ * reduce_axis, block_size, max_rel_error; the options' unknown caps; the run_id of a plan of no
+ * run and the plan_id of one not stored) is written null; the documents before had no "format"
+ * key and wrote -1 (plan_id 0). */
+#define FA_PLAN_JSON_FORMAT 2
+
 /* The plan as one JSON document, the one writer of plan.json and `advise --json`:
- *   {"plan_hash", "run_id", "plan_id", "clusters": [one object per cluster, keys in
+ *   {"format": FA_PLAN_JSON_FORMAT, "plan_hash", "run_id", "plan_id", "clusters": [one object per cluster, keys in
  *    FA_CLUSTER_FIELDS order], "why_not": [{"producer", "consumer", "tensor", "code", "reason"}],
  *    "options": {"target", "arch", "max_ops", "max_inputs", "occupancy_floor", "gate"}}
  * Node and tensor ids are written as g's names (g: the graph the plan was made for). v: the

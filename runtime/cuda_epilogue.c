@@ -99,28 +99,48 @@ bool fa_cuda_axis_vector(const fa_tensor *t, const fa_tensor *y, int axis)
     return seen;
 }
 
-void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *scratch, fa_cuda_epilogue_query *q)
+void fa_cuda_epilogue_query_build(const char *anchor_op, const fa_tensor *bias, const fa_tensor *y,
+                                  const fa_post_op *post_ops, int n, const fa_tensor *const *operand, bool *scratch,
+                                  fa_cuda_epilogue_query *q)
 {
     memset(q, 0, sizeof *q);
-    q->anchor_op = !strncmp(n->op_type, "Fused", 5) ? n->op_type + 5 : n->op_type;
-    char why[300];
-    int np = fa_post_ops_of_node(n, q->post_op_store, FA_CUDA_EPILOGUE_MAX_POST_OPS, why, sizeof why);
-    if (np < 0) { /* malformed or too many: one kind no epilogue has */
-        q->post_op_store[0] = (fa_post_op){FA_POST_OP_COUNT, 0, 0, -1};
-        np = 1;
-    }
-    q->n_post_ops = np;
+    q->anchor_op = anchor_op && !strncmp(anchor_op, "Fused", 5) ? anchor_op + 5 : anchor_op ? anchor_op : "";
     q->post_ops = q->post_op_store;
     q->operand_is_bias_vector = scratch;
-    const fa_tensor *y = fa_graph_out(g, n, 0);
-    int axis = !strcmp(q->anchor_op, "Conv") || !strcmp(q->anchor_op, "ConvTranspose") ? 1 : (y ? y->rank - 1 : 0);
+    if (n < 0 || n > FA_CUDA_EPILOGUE_MAX_POST_OPS) { /* malformed or too many: one kind no epilogue has */
+        q->post_op_store[0] = (fa_post_op){FA_POST_OP_COUNT, 0, 0, -1};
+        q->n_post_ops = 1;
+        scratch[0] = false;
+        return;
+    }
+    q->n_post_ops = n;
+    if (n) memcpy(q->post_op_store, post_ops, sizeof(fa_post_op) * (size_t)n);
+    bool conv = !strcmp(q->anchor_op, "Conv") || !strcmp(q->anchor_op, "ConvTranspose");
+    int axis = conv ? 1 : (y ? y->rank - 1 : 0);
+    /* a Conv's own B is 1-D of C_out by the ONNX spec (not broadcast right-aligned: a [C] tensor
+     * added to [N, C, H, W] would align with W), Gemm's C broadcasts unidirectionally */
+    bool own_vector = conv ? bias && y && bias->rank == 1 && y->rank >= 2 && bias->dims[0] == y->dims[1]
+                           : fa_cuda_axis_vector(bias, y, axis);
+    if (bias) q->anchor_bias = own_vector ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
+    for (int k = 0; k < n; k++)
+        scratch[k] = fa_post_op_is_binary(post_ops[k].kind) && operand && operand[k] &&
+                     fa_cuda_axis_vector(operand[k], y, axis);
+}
+
+void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *scratch, fa_cuda_epilogue_query *q)
+{
+    fa_post_op ops[FA_CUDA_EPILOGUE_MAX_POST_OPS];
+    const fa_tensor *operand[FA_CUDA_EPILOGUE_MAX_POST_OPS] = {0};
+    char why[300];
+    int np = fa_post_ops_of_node(n, ops, FA_CUDA_EPILOGUE_MAX_POST_OPS, why, sizeof why);
     /* input 2 is the anchor's own bias (Gemm C, Conv B) unless a post-op names it as its operand
      * (a MatMul, or a Conv without bias, has its first post-op operand there) */
     bool input2_is_operand = false;
-    for (int k = 0; k < np; k++)
-        if (fa_post_op_is_binary(q->post_ops[k].kind) && q->post_ops[k].operand == 2) input2_is_operand = true;
+    for (int k = 0; k < np; k++) {
+        if (!fa_post_op_is_binary(ops[k].kind)) continue;
+        if (ops[k].operand == 2) input2_is_operand = true;
+        operand[k] = fa_graph_in(g, n, ops[k].operand);
+    }
     const fa_tensor *b = n->n_inputs > 2 && !input2_is_operand ? fa_graph_in(g, n, 2) : NULL;
-    if (b) q->anchor_bias = fa_cuda_axis_vector(b, y, axis) ? FA_CUDA_BIAS_VECTOR : FA_CUDA_BIAS_OTHER;
-    for (int k = 0; k < np; k++)
-        scratch[k] = fa_post_op_is_binary(q->post_ops[k].kind) && fa_cuda_axis_vector(fa_graph_in(g, n, q->post_ops[k].operand), y, axis);
+    fa_cuda_epilogue_query_build(n->op_type, b, fa_graph_out(g, n, 0), ops, np, operand, scratch, q);
 }

@@ -46,11 +46,22 @@ typedef struct fa_cuda_epilogue_query {
  * other post-op (a residual add, clip, sigmoid, ...) or a second activation: FA_CUDA_EPI_NONE
  * with `why` = "no cuda epilogue for <post-op name>[ (detail)]". why may be NULL. */
 fa_cuda_epilogue fa_cuda_epilogue_map(const fa_cuda_epilogue_query *q, char *why, size_t why_cap);
+/* The one builder of a query, which the runtime (a fused node, below) and the advisor (a plan
+ * cluster, advisor/gate.c fa_gate_library_kernel) both call: an anchor `anchor_op` ("Conv",
+ * "MatMul", ...; a "Fused" prefix is dropped) whose own bias is `bias` (Gemm C, Conv B; NULL
+ * none), writing y, with post-ops post_ops[0..n) whose binary operands are the tensors
+ * operand[k] (NULL for a unary post-op or an operand not found). The bias and the operands are
+ * vectors when they hold one value per index of y's output-channel axis (1 for Conv and
+ * ConvTranspose, the last otherwise: fa_cuda_axis_vector). n < 0 (malformed post-ops) or more
+ * than FA_CUDA_EPILOGUE_MAX_POST_OPS read as one post-op of kind FA_POST_OP_COUNT, which maps to
+ * none. The post-ops are copied into q; operand_is_bias_vector points into `scratch` (one bool
+ * per post-op, at least min(n, FA_CUDA_EPILOGUE_MAX_POST_OPS)). */
+void fa_cuda_epilogue_query_build(const char *anchor_op, const fa_tensor *bias, const fa_tensor *y,
+                                  const fa_post_op *post_ops, int n, const fa_tensor *const *operand, bool *scratch,
+                                  fa_cuda_epilogue_query *q);
 /* The query for a fused epilogue node n of g (ai.fuse-advise Fused{Conv,ConvTranspose,MatMul,
- * Gemm} with its typed post-ops, fa_post_ops_of_node; malformed ones read as one post-op of
- * kind FA_POST_OP_COUNT, which maps to none): at
- * most FA_CUDA_EPILOGUE_MAX_POST_OPS post-ops; arrays point into q and `scratch` (one bool per
- * post-op). */
+ * Gemm} with its typed post-ops, fa_post_ops_of_node; input 2 is the anchor's own bias unless a
+ * post-op names it as its operand): fa_cuda_epilogue_query_build. */
 void fa_cuda_epilogue_query_of_node(const fa_graph *g, const fa_node *n, bool *scratch, fa_cuda_epilogue_query *q);
 
 /* Whether t holds one value per index of y's axis `axis` (aligned right to left, every other

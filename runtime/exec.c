@@ -77,9 +77,11 @@ fa_status fa_target_resolve(fa_ctx *ctx, fa_target t, const fa_target_iface **ou
         return FA_OK;
     }
     const fa_target_iface *ti = fa_target_get(t);
-    if (!ti)
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: this build has no executor for it (use --target cpu)",
-                            fa_target_name(t));
+    if (!ti) {
+        fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "target %s: this build has no executor for it (use --target cpu)",
+                     fa_target_name(t));
+        return fa_ctx_reason_set(ctx, FA_REASON_NO_EXECUTOR);
+    }
     *out = ti;
     return FA_OK;
 }

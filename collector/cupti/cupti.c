@@ -897,6 +897,7 @@ fa_status fa_cupti_stop(fa_ctx *ctx, fa_trace **out, fa_cupti_stats *stats, char
     fa_trace *t = G.trace;
     G.trace = NULL;
     fa_status st = G.worker_status ? fa_ctx_error(ctx, G.worker_status, "%s", fa_ctx_errmsg(G.wctx)) : FA_OK;
+    if (st) fa_ctx_reason_set(ctx, fa_ctx_reason(G.wctx)); /* the worker's error, with its reason */
     fa_ctx_free(G.wctx);
     G.wctx = NULL;
     if (!st) st = fa_cupti_trace_finish(ctx, t, &G.stats);

@@ -99,7 +99,10 @@ static void load_once(void)
 fa_status fa_cuda_driver_load(fa_ctx *ctx)
 {
     pthread_once(&D.once, load_once);
-    if (D.status) return fa_ctx_error(ctx, D.status, "%s", D.msg);
+    if (D.status) {
+        fa_ctx_error(ctx, D.status, "%s", D.msg);
+        return fa_ctx_reason_set(ctx, FA_REASON_DEVICE_UNAVAILABLE);
+    }
     return FA_OK;
 }
 
@@ -125,9 +128,13 @@ fa_status fa_cuda_device_query(fa_ctx *ctx, int ordinal, fa_cuda_device_info *ou
     fa_status st = fa_cuda_driver_load(ctx);
     if (st) return st;
     int n = 0;
-    DRV_CHECK(ctx, FA_ERR_UNSUPPORTED, D.cuDeviceGetCount(&n));
-    if (ordinal < 0 || ordinal >= n)
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "no CUDA device %d (%d present)", ordinal, n);
+    CUresult r = D.cuDeviceGetCount(&n);
+    if (r != CUDA_SUCCESS) n = 0; /* the driver loads but sees no device: as none present */
+    if (ordinal < 0 || ordinal >= n) {
+        fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "no CUDA device %d (%d present%s%s)", ordinal, n,
+                     r != CUDA_SUCCESS ? "; cuDeviceGetCount: " : "", r != CUDA_SUCCESS ? cu_err(r) : "");
+        return fa_ctx_reason_set(ctx, FA_REASON_DEVICE_UNAVAILABLE);
+    }
     CUdevice dev;
     fa_cuda_device_info info = {.ordinal = ordinal};
     DRV_CHECK(ctx, FA_ERR_RUNTIME, D.cuDeviceGet(&dev, ordinal));

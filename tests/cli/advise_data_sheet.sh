@@ -37,11 +37,20 @@ for d, dev, bw, arch in ((h, "H100 SXM", 3350, "sm_90"), (a, "A100 80GB SXM", 20
     for cl in d["clusters"]:
         assert "from its data sheet, no device measured" in cl["basis"] and dev in cl["basis"], cl["basis"]
         assert "default ceilings" not in cl["basis"], cl["basis"]
-    # plan.json's document: a library cluster (no compiled kernel, registers -1 there) is named
-    # by its cuda library
+    # plan.json's document (format 2): a library cluster (no compiled kernel: its registers,
+    # spills and occupancy null, never -1) is named by its cuda library
+    assert d["format"] == 2, d.get("format")
     lib = {x["id"]: x["library"] for x in d["libraries"]}
     libs = [lib.get(cl["id"]) for cl in d["clusters"] if cl["kind"] == "epilogue"]
     assert libs and all(libs), libs
+    for cl in d["clusters"]:
+        if cl["kind"] in ("epilogue", "bn-fold"):
+            assert cl["registers"] is None and cl["spill_bytes"] is None and cl["occupancy"] is None, cl
+        for k in ("registers", "spill_bytes", "occupancy", "anchor", "depends_on", "reduce_axis", "block_size",
+                  "max_rel_error"):
+            assert cl[k] is None or cl[k] >= 0, (k, cl[k], cl["label"])
+    for k in ("max_ops", "max_inputs", "occupancy_floor"):
+        assert d["options"][k] is None or d["options"][k] >= 0, (k, d["options"])
     assert any(l.startswith("cuBLASLt epilogue") for l in libs), libs
 sh = {(c["label"], c["kind"], tuple(c["members"])): c["est_saving_ns"] for c in h["clusters"]}
 sa = {(c["label"], c["kind"], tuple(c["members"])): c["est_saving_ns"] for c in a["clusters"]}
@@ -104,8 +113,18 @@ if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1'; then
     rc=$?
     set -e
     [ $rc -ne 0 ] && grep -qE 'no CUDA driver|target cuda: this build has no executor' err &&
+        grep -qE 'fuse-advise: (without a GPU here|in this build, without the target), two ways give GPU advice' err &&
         grep -q 'advise latest --target cuda --arch' err && grep -q 'import TRACE' err ||
         fail "run --target cuda without a driver: rc $rc, $(cat err)"
     ok "run --target cuda without a driver names advise --target cuda and import"
 fi
+# the hint follows the error's kind, not its words: a missing model whose name says "no CUDA
+# driver" is a missing file, with no GPU hint
+set +e
+"$FA_CLI" run "no CUDA driver.onnx" --db c.db >out 2>err
+rc=$?
+set -e
+[ $rc -eq 1 ] && grep -q 'no CUDA driver.onnx' err && ! grep -q 'two ways give GPU advice' err ||
+    fail "a missing file named 'no CUDA driver.onnx': rc $rc, $(cat err)"
+ok "the GPU hint is chosen by the error's reason, not its words"
 echo "advise_data_sheet: $pass passed, 0 failed"

@@ -89,8 +89,9 @@ has out.txt "BiasGelu 'bias_gelu' is an unsupported op"
 expect_rc 0 "advise MODEL --json" "$CLI" advise two_custom.onnx --json
 "$PY" -c "
 import json; d = json.load(open('out.txt'))
-# plan.json's document (fa_plan_json): a plan of no run has run_id -1 and plan_id 0 (not stored)
-assert d['run_id'] == -1 and d['plan_id'] == 0 and d['unsupported_nodes'] == 2 and len(d['clusters']) >= 1, d
+# plan.json's document (fa_plan_json, format 2): a plan of no run has no run_id and, not stored,
+# no plan_id: null, never a -1 or 0 sentinel
+assert d['format'] == 2 and d['run_id'] is None and d['plan_id'] is None and d['unsupported_nodes'] == 2 and len(d['clusters']) >= 1, d
 " || fail "advise MODEL --json"
 
 # the model onnxruntime's optimizer writes (Add + Gelu fused into com.microsoft.BiasGelu)

@@ -33,11 +33,16 @@ static void test_driver_loader_missing_libcuda_is_unsupported_not_fatal(void **s
     assert_int_equal(fa_cuda_driver_load(ctx), FA_ERR_UNSUPPORTED);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "no CUDA driver"));
     assert_non_null(strstr(fa_ctx_errmsg(ctx), MISSING_DRIVER));
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_DEVICE_UNAVAILABLE);
     /* remembered, still clean on the second call */
+    fa_ctx_clear(ctx);
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_NONE);
     assert_int_equal(fa_cuda_driver_load(ctx), FA_ERR_UNSUPPORTED);
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_DEVICE_UNAVAILABLE);
     assert_int_equal(fa_cuda_device_count(), 0);
     fa_cuda_device_info di;
     assert_int_equal(fa_cuda_device_query(ctx, 0, &di), FA_ERR_UNSUPPORTED);
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_DEVICE_UNAVAILABLE);
     fa_ctx_free(ctx);
 }
 
@@ -52,6 +57,7 @@ static void test_exec_create_without_driver_refuses_with_unsupported(void **s)
     assert_int_equal(fa_cuda_exec_create(ctx, g, &o, &e), FA_ERR_UNSUPPORTED);
     assert_null(e);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "no CUDA driver"));
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_DEVICE_UNAVAILABLE);
     fa_graph_free(g);
     fa_ctx_free(ctx);
 }

@@ -5,6 +5,7 @@
  * fa_apply on cuda refuses without a driver. The GPU half is test_cuda_fused_gpu. */
 #include "testutil.h"
 
+#include "advisor/gate.h"
 #include "applier/applier.h"
 #include "runtime/cuda_epilogue.h"
 #include "graph/graph.h"
@@ -173,6 +174,17 @@ static int query_zoo_epilogues(const char *model, int *mapped)
         if (c->label && strstr(c->label, "gelu_erf")) assert_int_equal(e, FA_CUDA_EPI_NONE);
         if (c->label && !strcmp(c->label, "matmul+add+gelu_tanh") && scratch[0])
             assert_int_equal(e, FA_CUDA_EPI_CUBLASLT_GELU_BIAS);
+        /* the advisor's label of the cluster (fa_gate_library_kernel: what `advise --target cuda`
+         * shows) comes from the same query, built by the same function from the plan's cluster */
+        static const char *k_label[FA_CUDA_EPI_COUNT] = {
+            [FA_CUDA_EPI_CUBLASLT_BIAS] = "cuBLASLt epilogue BIAS", [FA_CUDA_EPI_CUBLASLT_RELU_BIAS] = "cuBLASLt epilogue RELU_BIAS",
+            [FA_CUDA_EPI_CUBLASLT_GELU_BIAS] = "cuBLASLt epilogue GELU_BIAS",
+            [FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU] = "cuDNN fusion conv + bias + ReLU"};
+        char lab[400];
+        const char *lk = fa_gate_library_kernel(g, c, lab, sizeof lab);
+        assert_non_null(lk);
+        if (e != FA_CUDA_EPI_NONE) assert_non_null(strstr(lk, k_label[e]));
+        else if (!strstr(lk, why)) fail_msg("cluster %d: the advisor says \"%s\", the runtime \"%s\"", c->id, lk, why);
         fa_graph_free(fg);
     }
     print_message("%s: %d epilogue clusters, %d map onto cuBLASLt/cuDNN\n", model, epis, *mapped);
@@ -180,6 +192,59 @@ static int query_zoo_epilogues(const char *model, int *mapped)
     fa_graph_free(g);
     fa_ctx_free(ctx);
     return epis;
+}
+
+/* The one builder: more post-ops than any library takes, or malformed ones (n < 0), read as one
+ * post-op no epilogue has; a post-op operand is a vector along y's channel axis (Conv: 1) by
+ * broadcasting, a Conv's own B by the ONNX spec (1-D of C_out: read right-aligned, as before the
+ * one builder, it was never a vector and a Conv + own bias + Relu never mapped to cuDNN). */
+static void test_epilogue_query_builder_bounds_and_axis(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("builder");
+    assert_non_null(g);
+    int64_t yd[4] = {2, 8, 4, 4}, bd[1] = {8}, rd[4] = {2, 8, 4, 4};
+    int64_t cd[3] = {8, 1, 1};
+    int iy = fa_graph_tensor(g, "y"), ib = fa_graph_tensor(g, "b"), ir = fa_graph_tensor(g, "r"),
+        ic = fa_graph_tensor(g, "c");
+    assert_true(iy >= 0 && ib >= 0 && ir >= 0 && ic >= 0);
+    fa_tensor *y = g->tensors[iy], *b = g->tensors[ib], *r = g->tensors[ir], *cv = g->tensors[ic];
+    fa_tensor_set_shape(cv, FA_DTYPE_FLOAT, 3, cd);
+    fa_tensor_set_shape(y, FA_DTYPE_FLOAT, 4, yd);
+    fa_tensor_set_shape(b, FA_DTYPE_FLOAT, 1, bd);
+    fa_tensor_set_shape(r, FA_DTYPE_FLOAT, 4, rd);
+    fa_post_op ops[FA_CUDA_EPILOGUE_MAX_POST_OPS + 1];
+    const fa_tensor *operand[FA_CUDA_EPILOGUE_MAX_POST_OPS + 1] = {0};
+    for (int k = 0; k <= FA_CUDA_EPILOGUE_MAX_POST_OPS; k++) ops[k] = (fa_post_op){FA_POST_OP_RELU, 0, 0, -1};
+    bool vec[FA_CUDA_EPILOGUE_MAX_POST_OPS + 1];
+    fa_cuda_epilogue_query q;
+    char why[200];
+    fa_cuda_epilogue_query_build("FusedConv", b, y, ops, 1, operand, vec, &q);
+    assert_string_equal(q.anchor_op, "Conv");
+    assert_int_equal(q.anchor_bias, FA_CUDA_BIAS_VECTOR); /* [8] along Conv's channel axis 1 */
+    assert_int_equal(fa_cuda_epilogue_map(&q, why, sizeof why), FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU);
+    fa_cuda_epilogue_query_build("MatMul", b, y, ops, 1, operand, vec, &q);
+    assert_int_equal(q.anchor_bias, FA_CUDA_BIAS_OTHER); /* [8] is not y's last axis (4) */
+    ops[0] = (fa_post_op){FA_POST_OP_ADD, 0, 0, 3};
+    operand[0] = r; /* a residual, not a vector */
+    fa_cuda_epilogue_query_build("Conv", NULL, y, ops, 2, operand, vec, &q);
+    assert_false(vec[0]);
+    operand[0] = b; /* [8] added to [2,8,4,4] aligns with W: not a channel vector */
+    fa_cuda_epilogue_query_build("Conv", NULL, y, ops, 2, operand, vec, &q);
+    assert_false(vec[0]);
+    operand[0] = cv; /* [8,1,1]: one value per channel */
+    fa_cuda_epilogue_query_build("Conv", NULL, y, ops, 2, operand, vec, &q);
+    assert_true(vec[0]);
+    assert_int_equal(fa_cuda_epilogue_map(&q, why, sizeof why), FA_CUDA_EPI_CUDNN_CONV_BIAS_RELU);
+    for (int n = -1; n <= FA_CUDA_EPILOGUE_MAX_POST_OPS + 1; n += FA_CUDA_EPILOGUE_MAX_POST_OPS + 2) {
+        fa_cuda_epilogue_query_build("Conv", b, y, ops, n, operand, vec, &q);
+        assert_int_equal(q.n_post_ops, 1);
+        assert_int_equal(q.post_ops[0].kind, FA_POST_OP_COUNT);
+        assert_int_equal(fa_cuda_epilogue_map(&q, why, sizeof why), FA_CUDA_EPI_NONE);
+    }
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
 }
 
 static void test_epilogue_query_of_zoo_transformer_clusters(void **s)
@@ -216,8 +281,18 @@ static void test_apply_cuda_without_driver_refuses_before_touching_the_plan(void
     assert_int_equal(fa_apply(ctx, g, p, &ao, &res), FA_ERR_UNSUPPORTED);
     print_message("fa_apply on cuda: %s\n", fa_ctx_errmsg(ctx));
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "cannot apply on cuda: "));
-    /* no driver here (a toolkit build), or no cuda target at all (a build without the toolkit) */
-    assert_true(strstr(fa_ctx_errmsg(ctx), "no CUDA driver") || strstr(fa_ctx_errmsg(ctx), "no executor for it"));
+    /* no driver here (a toolkit build), or no cuda target at all (a build without the toolkit):
+     * the reason says which, whatever the words (cli/ chooses its hint by it) */
+#ifdef FA_HAVE_CUDA
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "no CUDA driver"));
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_DEVICE_UNAVAILABLE);
+#else
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "no executor for it"));
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_NO_EXECUTOR);
+#endif
+    /* a later error of another kind carries no reason */
+    fa_ctx_error(ctx, FA_ERR_INPUT, "no CUDA driver.onnx: cannot open");
+    assert_int_equal(fa_ctx_reason(ctx), FA_REASON_NONE);
     assert_true(res == (fa_apply_result *)(uintptr_t)0x1); /* out untouched */
     int still = 0;
     for (int i = 0; i < p->n_clusters; i++) still += p->clusters[i].status == FA_CLUSTER_PROPOSED;
@@ -556,6 +631,7 @@ int main(void)
         cmocka_unit_test(test_epilogue_matmul_bias_gelu_tanh_maps_gelu_erf_refused),
         cmocka_unit_test(test_epilogue_conv_bias_relu_maps_to_cudnn_others_refused),
         cmocka_unit_test(test_epilogue_residual_add_and_second_activation_refused_by_name),
+        cmocka_unit_test(test_epilogue_query_builder_bounds_and_axis),
         cmocka_unit_test(test_epilogue_query_of_zoo_transformer_clusters),
         cmocka_unit_test(test_apply_cuda_without_driver_refuses_before_touching_the_plan),
 #ifdef FA_HAVE_CUDA
