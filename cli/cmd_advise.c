@@ -257,6 +257,11 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         fa_store_close(st);
         return rc;
     }
+    /* the ceilings first, before the graph and the run's kernels are loaded: measuring them (the
+     * first advice on this device and thread count) holds three 64 MiB triad buffers, which would
+     * otherwise add to the graph's and the analysis' memory at the process's peak */
+    s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);
+    if (s) goto fail;
     s = fa_cli_reload_model(ctx, st, run_id, ar, &ri, &g); /* checked by SHA-256, the run's load options */
     if (s) goto fail;
     int64_t stored = 0;
@@ -267,8 +272,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
                          "its load options differ from the run", ri.model_path, g->n_nodes, run_id, stored);
         goto fail;
     }
-    s = fa_roofline_cpu_ceilings(ctx, fa_store_readonly(st) ? NULL : st, ri.threads, false, &c);
-    if (!s) s = fa_analyze_run(ctx, st, run_id, &c, &a);
+    s = fa_analyze_run(ctx, st, run_id, &c, &a);
     fa_measured_fused *mf = NULL; /* fused kernels earlier plans measured on this device */
     if (!s) s = fa_store_measured_fused(ctx, st, run_id, ar, &mf, &opt.n_measured_fused);
     opt.measured_fused = mf;
