@@ -151,28 +151,50 @@ int fa_test_run_cli(const char *const *argv, char **out, char **err)
 #include "collector/collector.h"
 #include "runtime/runtime.h"
 
-fa_status fa_test_store_graph_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int iters, int64_t *run_id)
+fa_status fa_test_store_graph_trace(fa_ctx *ctx, fa_store *st, const fa_graph *g, const fa_trace *t, int64_t *run_id)
 {
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = g->path ? g->path : g->name;
     info.target = "cpu";
-    info.iters = iters;
+    info.iters = t->n_iters;
     info.warmup = 1;
     fa_status s = fa_store_run_begin(ctx, st, &info, run_id);
-    if (s) return s;
-    fa_exec *e = NULL;
-    fa_trace *t = NULL;
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
-    s = fa_exec_create(ctx, g, &eo, &e);
-    if (!s) s = fa_exec_fill_inputs(ctx, e, 1);
-    if (!s) s = fa_collect_cpu(ctx, e, g, 1, iters, NULL, NULL, &t);
     if (!s) s = fa_store_put_graph(ctx, st, *run_id, g);
     if (!s) s = fa_store_put_trace(ctx, st, *run_id, t);
     if (!s) s = fa_store_run_finish(ctx, st, *run_id, true, NULL);
+    return s;
+}
+
+fa_status fa_test_store_graph_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int iters, int64_t *run_id)
+{
+    fa_exec *e = NULL;
+    fa_trace *t = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
+    fa_status s = fa_exec_create(ctx, g, &eo, &e);
+    if (!s) s = fa_exec_fill_inputs(ctx, e, 1);
+    if (!s) s = fa_collect_cpu(ctx, e, g, 1, iters, NULL, NULL, &t);
+    if (!s) s = fa_test_store_graph_trace(ctx, st, g, t, run_id);
     fa_trace_free(t);
     fa_exec_free(e);
     return s;
+}
+
+void fa_test_add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi,
+                       int seed)
+{
+    int64_t n = 1;
+    for (int i = 0; i < rank; i++) n *= dims[i];
+    float *v = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(v);
+    fa_rng r;
+    fa_rng_seed(&r, (uint64_t)seed);
+    for (int64_t i = 0; i < n; i++) v[i] = fa_rng_uniform(&r, lo, hi);
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(float) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    free(v);
 }
 
 fa_status fa_test_store_run(fa_ctx *ctx, fa_store *st, const char *model, int iters, int64_t *run_id)

@@ -39,6 +39,13 @@ const char *fa_test_path(const char *a, const char *b);
 fa_status fa_test_store_run(fa_ctx *ctx, fa_store *st, const char *model, int iters, int64_t *run_id);
 /* Same for an already prepared graph (caller keeps ownership). */
 fa_status fa_test_store_graph_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int iters, int64_t *run_id);
+/* Store g and the given trace t (t->n_iters timed iterations, 1 warm-up) as a new finished cpu
+ * run in st; both stay the caller's. */
+fa_status fa_test_store_graph_trace(fa_ctx *ctx, fa_store *st, const fa_graph *g, const fa_trace *t, int64_t *run_id);
+/* A constant float initializer `name` of the given shape in g, values uniform in [lo, hi) from
+ * seed (fa_rng); asserts on failure. */
+void fa_test_add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi,
+                       int seed);
 
 /* ---- run-store tests on either back end (tests/testutil_store.c) ---- */
 /* The back end a store test runs on, chosen once from main: FA_TEST_STORE=postgresql starts a

@@ -54,22 +54,6 @@ static fa_apply_options quick_apply_options(void)
     return opt;
 }
 
-/* A constant float tensor `name` of the given shape, values uniform in [lo, hi) from seed. */
-static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi, int seed)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    assert_non_null(v);
-    fa_rng r;
-    fa_rng_seed(&r, (uint64_t)seed);
-    for (int64_t i = 0; i < n; i++) v[i] = fa_rng_uniform(&r, lo, hi);
-    int t = fa_graph_tensor(g, name);
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
-    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(float) * (size_t)n), FA_OK);
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    free(v);
-}
 
 /* The cpu advisor's plan of g (no register/occupancy gate); fails the test on an error. */
 static fa_plan *advise_cpu(fa_ctx *ctx, const fa_graph *g)
@@ -170,7 +154,7 @@ static void test_layout_only_fused_model_is_judged_end_to_end(void **s)
     int x = fa_graph_tensor(g, "x");
     fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
     fa_graph_add_input(ctx, g, x);
-    add_const(ctx, g, "w", 4, wd, -0.3f, 0.3f, 7);
+    fa_test_add_const(ctx, g, "w", 4, wd, -0.3f, 0.3f, 7);
     const char *in[] = {"x", "w"}, *out[] = {"y"};
     fa_node *conv = fa_graph_add_node(ctx, g, "conv", "Conv", "", 2, in, 1, out);
     fa_node_add_attr_ints(g, conv, "pads", pads, 4);
@@ -224,12 +208,12 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
         int x = fa_graph_tensor(g, "x");
         fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
         fa_graph_add_input(ctx, g, x);
-        add_const(ctx, g, "w1", 4, wd, -0.5f, 0.5f, 1);
-        add_const(ctx, g, "b1", 1, bd, -0.5f, 0.5f, 2);
-        add_const(ctx, g, "w2", 4, wd, -0.5f, 0.5f, 3);
-        add_const(ctx, g, "b2", 1, bd, -0.5f, 0.5f, 4);
-        add_const(ctx, g, "w0", 4, wd, -0.5f, 0.5f, 5);
-        add_const(ctx, g, "w3", 4, wd, -0.5f, 0.5f, 6);
+        fa_test_add_const(ctx, g, "w1", 4, wd, -0.5f, 0.5f, 1);
+        fa_test_add_const(ctx, g, "b1", 1, bd, -0.5f, 0.5f, 2);
+        fa_test_add_const(ctx, g, "w2", 4, wd, -0.5f, 0.5f, 3);
+        fa_test_add_const(ctx, g, "b2", 1, bd, -0.5f, 0.5f, 4);
+        fa_test_add_const(ctx, g, "w0", 4, wd, -0.5f, 0.5f, 5);
+        fa_test_add_const(ctx, g, "w3", 4, wd, -0.5f, 0.5f, 6);
         const char *i0[] = {"x", "w0"}, *o0[] = {"c0"};
         const char *i1[] = {"c0", "w1", "b1"}, *o1[] = {"c1"}, *i2[] = {"c1"}, *o2[] = {"r1"};
         const char *i3[] = {"r1", "w2", "b2"}, *o3[] = {"c2"}, *i4[] = {"c2"}, *o4[] = {"r2"};
@@ -311,14 +295,14 @@ static fa_graph *conv_bn_relu_chain(fa_ctx *ctx)
     int x = fa_graph_tensor(g, "x");
     fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
     fa_graph_add_input(ctx, g, x);
-    add_const(ctx, g, "w1", 4, w1, -0.2f, 0.2f, 1);
-    add_const(ctx, g, "w2", 4, w2, -0.3f, 0.3f, 2);
+    fa_test_add_const(ctx, g, "w1", 4, w1, -0.2f, 0.2f, 1);
+    fa_test_add_const(ctx, g, "w2", 4, w2, -0.3f, 0.3f, 2);
     for (int k = 1; k <= 2; k++) {
         char nm[4][16];
         const char *what[4] = {"sc", "sh", "mu", "var"};
         for (int j = 0; j < 4; j++) {
             snprintf(nm[j], sizeof nm[j], "%s%d", what[j], k);
-            add_const(ctx, g, nm[j], 1, c, j == 3 ? 0.5f : -0.5f, j == 3 ? 1.5f : 0.5f, 10 * k + j);
+            fa_test_add_const(ctx, g, nm[j], 1, c, j == 3 ? 0.5f : -0.5f, j == 3 ? 1.5f : 0.5f, 10 * k + j);
         }
         const char *conv_in[2] = {k == 1 ? "x" : "r1", k == 1 ? "w1" : "w2"}, *conv_out[1] = {k == 1 ? "c1" : "c2"};
         const char *bn_in[5] = {conv_out[0], nm[0], nm[1], nm[2], nm[3]}, *bn_out[1] = {k == 1 ? "n1" : "n2"};

@@ -16,21 +16,6 @@
 #include "runtime/runtime-impl.h"
 #include "testutil.h"
 
-static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, float lo, float hi, int seed)
-{
-    int64_t n = 1;
-    for (int i = 0; i < rank; i++) n *= dims[i];
-    float *v = malloc(sizeof(float) * (size_t)n);
-    assert_non_null(v);
-    fa_rng r;
-    fa_rng_seed(&r, (uint64_t)seed);
-    for (int64_t i = 0; i < n; i++) v[i] = fa_rng_uniform(&r, lo, hi);
-    int t = fa_graph_tensor(g, name);
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
-    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(float) * (size_t)n), FA_OK);
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    free(v);
-}
 
 static fa_node *node(fa_ctx *ctx, fa_graph *g, const char *name, const char *op, int n_in, const char *a, const char *b,
                      const char *c, const char *out)
@@ -53,11 +38,11 @@ static fa_graph *se_cnn(fa_ctx *ctx)
     int x = fa_graph_tensor(g, "x");
     fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
     fa_graph_add_input(ctx, g, x);
-    add_const(ctx, g, "w0", 4, w0, -0.4f, 0.4f, 1);
-    add_const(ctx, g, "wse", 4, wse, -0.5f, 0.5f, 2);
-    add_const(ctx, g, "bse", 1, b20, -0.5f, 0.5f, 3);
-    add_const(ctx, g, "w1", 4, w1, -0.2f, 0.2f, 4);
-    add_const(ctx, g, "w2", 4, w2, -0.3f, 0.3f, 5);
+    fa_test_add_const(ctx, g, "w0", 4, w0, -0.4f, 0.4f, 1);
+    fa_test_add_const(ctx, g, "wse", 4, wse, -0.5f, 0.5f, 2);
+    fa_test_add_const(ctx, g, "bse", 1, b20, -0.5f, 0.5f, 3);
+    fa_test_add_const(ctx, g, "w1", 4, w1, -0.2f, 0.2f, 4);
+    fa_test_add_const(ctx, g, "w2", 4, w2, -0.3f, 0.3f, 5);
     const int64_t pads[4] = {1, 1, 1, 1};
     fa_node_add_attr_ints(g, node(ctx, g, "conv0", "Conv", 2, "x", "w0", NULL, "a"), "pads", pads, 4);
     node(ctx, g, "gap", "GlobalAveragePool", 1, "a", NULL, NULL, "g");

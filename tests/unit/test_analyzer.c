@@ -66,23 +66,6 @@ static void test_edge_traffic_is_tensor_bytes_written_plus_read(void **s)
     fa_ctx_free(ctx);
 }
 
-/* A run stored with the given trace (the helper's steps, the trace supplied). */
-static int64_t store_run_with_trace(fa_ctx *ctx, fa_store *st, const fa_graph *g, const fa_trace *t)
-{
-    fa_run_info info = {0};
-    info.kind = "run";
-    info.model_path = g->name;
-    info.target = "cpu";
-    info.iters = t->n_iters;
-    info.warmup = 1;
-    int64_t run = 0;
-    assert_int_equal(fa_store_run_begin(ctx, st, &info, &run), FA_OK);
-    assert_int_equal(fa_store_put_graph(ctx, st, run, g), FA_OK);
-    assert_int_equal(fa_store_put_trace(ctx, st, run, t), FA_OK);
-    assert_int_equal(fa_store_run_finish(ctx, st, run, true, NULL), FA_OK);
-    return run;
-}
-
 /* The idle gaps and kernels per iteration do not depend on the order the kernel records were
  * stored in: a cpu run stores them in start order (the in-place check keeps them), a trace of
  * several streams need not (the records reversed here take the in-place heapsort). */
@@ -100,13 +83,14 @@ static void test_gaps_do_not_depend_on_record_order(void **s)
     fa_trace *t = NULL;
     assert_int_equal(fa_collect_cpu(ctx, e, g, 1, 4, NULL, NULL, &t), FA_OK);
     fa_store *st = open_tmp_store(ctx, "gap_order.db");
-    int64_t in_order = store_run_with_trace(ctx, st, g, t);
+    int64_t in_order = 0, reversed = 0;
+    assert_int_equal(fa_test_store_graph_trace(ctx, st, g, t, &in_order), FA_OK);
     for (size_t i = 0, j = t->n_acts ? t->n_acts - 1 : 0; i < j; i++, j--) {
         fa_activity x = t->acts[i];
         t->acts[i] = t->acts[j];
         t->acts[j] = x;
     }
-    int64_t reversed = store_run_with_trace(ctx, st, g, t);
+    assert_int_equal(fa_test_store_graph_trace(ctx, st, g, t, &reversed), FA_OK);
     fa_ceilings c = fake_ceilings();
     fa_analysis *a = NULL, *b = NULL;
     assert_int_equal(fa_analyze_run(ctx, st, in_order, &c, &a), FA_OK);
