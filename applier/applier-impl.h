@@ -215,6 +215,17 @@ void fa_probe_pairs_summary(const double *fns, const double *uns, int n, fa_fuse
 /* The end-to-end rule: the same test a cluster passes (fa_apply_paired_verdict) on n paired
  * whole-model samples (sa baseline, sb fused, ns). */
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n);
+/* The end-to-end rounds' stop rule (issue 39): the n paired whole-model rounds (sa baseline, sb
+ * fused, ns) conclude when their saving has settled (fa_apply_rounds_settled) or when the paired
+ * median's sign-test interval (core/stats.c fa_paired_saving_of) lies wholly beyond
+ * +-FA_APPLY_MIN_GAIN_REL of the baseline's median: a win (or a loss) of at least 1 % of the
+ * model is then established, and more rounds would only narrow a figure the verdict no longer
+ * needs — on a deep model each round runs every layer twice, so rounds taken to narrow the
+ * interval to 10 % of the saving were the run's largest cost (bench/README.md, bench_large.sh).
+ * The margin is the verdict's own floor, not 0: stopping only once the whole interval clears 1 %
+ * keeps the repeated looks (one per block of --iters) from turning noise around 0 into a win.
+ * False for n < 5 (no interval). */
+bool fa_apply_e2e_concluded(const double *sa, const double *sb, int n);
 /* One back-off step after a losing end-to-end measurement (round 0, 1, ...): the 2^round
  * ACCEPTED verdicts with the smallest measured saving are set REJECTED_NO_GAIN with a reason
  * quoting the end-to-end medians; r->accepted, r->rejected, r->predicted_saving_ns and

@@ -851,11 +851,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->fused_samples = malloc(sizeof(double) * (size_t)max_rounds);
             if (!res->baseline_samples || !res->fused_samples) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         }
-        /* the whole model's rounds in blocks of --iters until its paired saving settles, as a
-         * cluster's do (fa_apply_rounds_settled: a stop rule blind to the saving's sign), at most
-         * FA_APPLY_REPEAT_MAX blocks: one block of 5 noisy rounds judged gpt2-block's fused model
-         * not measurably faster and backed off three clusters whose savings were measured and
-         * predicted within 10 % (bench/README.md, "The applier in visits") */
+        /* the whole model's rounds in blocks of --iters until they conclude
+         * (fa_apply_e2e_concluded: the saving settled as a cluster's does, or its interval clear
+         * of 1 % of the model either way), at most FA_APPLY_REPEAT_MAX blocks: one block of 5
+         * noisy rounds judged gpt2-block's fused model not measurably faster and backed off three
+         * clusters whose savings were measured and predicted within 10 % (bench/README.md, "The
+         * applier in visits") */
         int ne = 0;
         if (!s) {
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
@@ -864,7 +865,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
                 s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, efz, ne ? 0 : opt.warmup, ne, m,
                                         res->baseline_samples + ne, res->fused_samples + ne);
                 if (!s) ne += m;
-                if (!s && fa_apply_rounds_settled(res->baseline_samples, res->fused_samples, ne)) break;
+                if (!s && fa_apply_e2e_concluded(res->baseline_samples, res->fused_samples, ne)) break;
             }
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 1, 1);
         }

@@ -383,6 +383,18 @@ void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *
 
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n) { return fa_apply_paired_verdict(sa, sb, n, NULL) > 0; }
 
+bool fa_apply_e2e_concluded(const double *sa, const double *sb, int n)
+{
+    if (fa_apply_rounds_settled(sa, sb, n)) return true;
+    fa_paired_saving ps;
+    fa_paired_saving_of(sa, sb, n, &ps);
+    fa_sample_stats su;
+    fa_sample_stats_of(sa, n, &su);
+    double margin = FA_APPLY_MIN_GAIN_REL * su.median_ns;
+    if (ps.ci_lo_ns != ps.ci_lo_ns || ps.ci_hi_ns != ps.ci_hi_ns || !(margin > 0)) return false;
+    return ps.ci_lo_ns > margin || ps.ci_hi_ns < -margin;
+}
+
 void fa_apply_back_off(const fa_plan *p, fa_apply_result *r, int round)
 {
     int drop = round < 20 ? 1 << round : 1 << 20;

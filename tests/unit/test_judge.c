@@ -4,7 +4,8 @@
  * do not); equal kernels are judged no more often than the sign test allows; the verdict comes
  * from the paired median's sign-test interval, whatever the number of rounds (a bimodal unfused
  * side with a tight interval wins, 14 of 20 rounds does not, a halving with a noisy round wins,
- * under 1% of the sub-graph never does); a regression mirrors a win. */
+ * under 1% of the sub-graph never does); a regression mirrors a win; the whole model's rounds
+ * stop once a win or a loss beyond 1% is established (fa_apply_e2e_concluded). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -175,6 +176,43 @@ static void test_halving_with_a_noisy_round_wins_one_percent_does_not(void **st)
     assert_false(fa_apply_e2e_wins(ta, tb, M));
 }
 
+/* Issue 39: the whole model's rounds stop when the evidence concludes. A deep model fused 7%
+ * faster, with +-2% jitter on every run (a GPT-2 class decoder on 2 cores), concludes after one
+ * block of 5 rounds, where the settle rule alone (the interval within 10% of the saving) would
+ * have run the cap — each of those rounds runs every layer twice; the same gain behind one
+ * descheduled round concludes one block later, not never; noise around no gain and a loss of
+ * 0.5% conclude only through the settle rule's 1% floor, never as a win or a loss beyond 1%. */
+static void test_e2e_rounds_conclude_when_the_evidence_does(void **st)
+{
+    (void)st;
+    double sa[25], sb[25];
+    uint64_t seed = 11;
+    for (int i = 0; i < 25; i++) {
+        sa[i] = 93.7e6 * (1 + 0.02 * jitter(&seed));
+        sb[i] = 87.1e6 * (1 + 0.02 * jitter(&seed));
+    }
+    assert_false(fa_apply_rounds_settled(sa, sb, 5)); /* the old stop rule goes on */
+    assert_true(fa_apply_e2e_concluded(sa, sb, 5));
+    assert_true(fa_apply_e2e_wins(sa, sb, 5));
+    assert_false(fa_apply_e2e_concluded(sa, sb, 4)); /* no interval under 5 pairs */
+    sb[2] = 140e6; /* a descheduled fused round in the first block */
+    assert_false(fa_apply_e2e_concluded(sa, sb, 5));
+    assert_true(fa_apply_e2e_concluded(sa, sb, 10));
+    assert_true(fa_apply_e2e_wins(sa, sb, 10));
+    /* the mirror: a 7% loss concludes as a loss */
+    assert_true(fa_apply_e2e_concluded(sb + 10, sa + 10, 5));
+    assert_false(fa_apply_e2e_wins(sb + 10, sa + 10, 5));
+    /* no gain, +-3% jitter: never concluded beyond the 1% margin within the cap */
+    for (int i = 0; i < 25; i++) {
+        sa[i] = 50e6 * (1 + 0.03 * jitter(&seed));
+        sb[i] = 50e6 * (1 + 0.03 * jitter(&seed));
+    }
+    for (int n = 5; n <= 25; n += 5) {
+        if (fa_apply_e2e_concluded(sa, sb, n)) assert_true(fa_apply_rounds_settled(sa, sb, n));
+        assert_false(fa_apply_e2e_wins(sa, sb, n));
+    }
+}
+
 /* Whether text holds a raw negative figure: a '-' right before a digit (or "-." / "- 1") that is
  * not inside a word such as "x-fused" or a range "1..2". */
 static const char *raw_negative(const char *text)
@@ -238,6 +276,7 @@ int main(void)
         cmocka_unit_test(test_bimodal_unfused_side_is_a_win),
         cmocka_unit_test(test_halving_with_a_noisy_round_wins_one_percent_does_not),
         cmocka_unit_test(test_a_loss_reads_as_a_loss),
+        cmocka_unit_test(test_e2e_rounds_conclude_when_the_evidence_does),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
