@@ -40,6 +40,17 @@ typedef struct fa_adv_activation {
 bool fa_adv_match_activation(const fa_graph *g, const int *pos, int x, const int *taken, unsigned kinds,
                              fa_adv_activation *out);
 
+/* Whether members m[0..n) (node ids) hold a residual Add: two computed (non-constant) operands
+ * of its own shape, neither produced by a member (the x + r of a pre- or post-LN residual
+ * stream, as opposed to a norm's epsilon or bias add). The add+layer_norm / add+rms_norm label
+ * and `advise --against`'s "the residual add apart" both ask this. */
+bool fa_adv_residual_add_in(const fa_graph *g, const int *m, int n);
+
+/* Whether cluster c of graph g computes a GELU (either form): an epilogue with a GELU post-op, or
+ * an elementwise chain holding a Gelu node or a decomposed GELU the activation matcher
+ * (fa_adv_match_activation) finds wholly among its members. False on out of memory. */
+bool fa_adv_cluster_computes_gelu(const fa_graph *g, const fa_cluster *c);
+
 /* Post-op for consumer node c of tensor t (the epilogue's current tensor): *out = {kind, alpha,
  * beta, operand} with operand the binary operand's tensor id (-1 for a unary kind). False with
  * *why (the decision's code) and a sentence in why_buf when not expressible. */

@@ -710,10 +710,7 @@ static const row_pattern *row_pattern_of(fa_reduce_kind named, const int *have)
     return NULL;
 }
 
-/* Whether members m[0..n) hold a residual Add: two computed (non-constant) operands of its own
- * shape, neither produced by a member (the x + r of a pre- or post-LN residual stream, as
- * opposed to a norm's epsilon or bias add). */
-static bool residual_add_in(const fa_graph *g, const int *m, int n)
+bool fa_adv_residual_add_in(const fa_graph *g, const int *m, int n)
 {
     for (int i = 0; i < n; i++) {
         const fa_node *nd = g->nodes[m[i]];
@@ -932,7 +929,7 @@ static void phase_reductions(adv *A)
             snprintf(c->label, sizeof c->label, "reduction(mixed)");
         } else if ((rp = row_pattern_of(named, named != FA_REDUCE_NONE ? NULL : have))) {
             c->red = rp->kind;
-            bool skip = rp->skip && residual_add_in(g, c->m, c->n);
+            bool skip = rp->skip && fa_adv_residual_add_in(g, c->m, c->n);
             snprintf(c->label, sizeof c->label, "%s%s%s", skip ? "add+" : "", rp->label,
                      named != FA_REDUCE_NONE ? "" : "(decomposed)");
             for (int i = 0; i < n && rp->skip; i++) /* a named norm's epsilon */
@@ -2346,4 +2343,43 @@ fa_status fa_plan_save(fa_ctx *ctx, fa_store *st, fa_plan *p)
     fa_status s = fa_store_put_plan(ctx, st, p, NULL, &plan_id);
     if (!s) p->plan_id = plan_id;
     return s;
+}
+
+bool fa_adv_cluster_computes_gelu(const fa_graph *g, const fa_cluster *c)
+{
+    if (c->kind == FA_CLUSTER_EPILOGUE) {
+        for (int i = 0; i < c->n_post_ops; i++)
+            if (c->post_ops[i].kind == FA_POST_OP_GELU_ERF || c->post_ops[i].kind == FA_POST_OP_GELU_TANH) return true;
+        return false;
+    }
+    if (c->kind != FA_CLUSTER_ELEMWISE_CHAIN) return false;
+    for (int i = 0; i < c->n_members; i++) {
+        const fa_node *nd = g->nodes[c->members[i]];
+        if (!strcmp(nd->op_type, "Gelu") && !(nd->domain && nd->domain[0])) return true;
+    }
+    /* the decomposed forms: the advisor's own matcher on each member's inputs, the match wholly
+     * inside the cluster (phase_chains seeds a standalone GELU chain the same way) */
+    int *pos = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+    if (!pos) return false;
+    for (int i = 0; i < g->n_nodes; i++) pos[i] = -1;
+    for (int p = 0; p < g->n_topo; p++) pos[g->topo[p]] = p;
+    bool found = false;
+    for (int i = 0; i < c->n_members && !found; i++) {
+        const fa_node *nd = g->nodes[c->members[i]];
+        for (int k = 0; k < nd->n_inputs && !found; k++) {
+            fa_adv_activation ge;
+            if (nd->inputs[k] < 0 ||
+                !fa_adv_match_activation(g, pos, nd->inputs[k], NULL, 1u << FA_POST_OP_GELU_ERF | 1u << FA_POST_OP_GELU_TANH, &ge))
+                continue;
+            bool inside = true;
+            for (int a = 0; a < ge.n && inside; a++) {
+                bool in = false;
+                for (int b = 0; b < c->n_members && !in; b++) in = c->members[b] == ge.nodes[a];
+                inside = in;
+            }
+            found = inside;
+        }
+    }
+    free(pos);
+    return found;
 }

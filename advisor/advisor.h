@@ -224,6 +224,8 @@ typedef struct fa_against_cluster {
                                   one op ("aten::layer_norm" over the cluster's input): NULL none */
     int64_t one_op_calls;
     double one_op_ns;          /* that op's kernels per call, ns: set beside the cluster's pred_fused_ns */
+    bool residual_apart;       /* one_op is a norm and the cluster also holds its residual Add
+                                  (fa_adv_residual_add_in), which PyTorch ran apart as aten::add */
 } fa_against_cluster;
 
 /* An estimated plan (fa_plan.estimated) beside an imported trace's measured kernels. */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "advisor/advisor.h"
+#include "advisor/advisor-impl.h"
 #include "trace/trace.h"
 
 /* The trace's op key (trace/classify.c's alphabet) of an ONNX op type; -1 for ops no eager
@@ -28,18 +28,18 @@ static int onnx_key(const char *op_type)
 }
 
 /* The key of a cluster's whole function (or its epilogue's) when PyTorch runs it as one op: a
- * layer norm, RMS norm or softmax reduction, a GELU chain or a GELU epilogue; -1 otherwise. */
-static int cluster_key(const fa_cluster *c)
+ * layer norm, RMS norm or softmax reduction, a GELU chain or a GELU epilogue (the advisor's own
+ * finding, fa_adv_cluster_computes_gelu); -1 otherwise. A norm holding its residual Add
+ * (add+layer_norm / add+rms_norm): PyTorch runs the norm as one op and the Add as aten::add, which
+ * the member match pairs on its own. */
+static int cluster_key(const fa_graph *g, const fa_cluster *c)
 {
     const char *k = NULL;
-    /* a norm holding its residual Add (label add+layer_norm / add+rms_norm): PyTorch runs the
-     * norm as one op and the Add as aten::add, which the member match pairs on its own */
     if (c->kind == FA_CLUSTER_REDUCTION)
         k = c->reduction == FA_REDUCE_LAYER_NORM ? "layer_norm"
           : c->reduction == FA_REDUCE_RMS_NORM ? "rms_norm"
           : c->reduction == FA_REDUCE_SOFTMAX || c->reduction == FA_REDUCE_LOG_SOFTMAX ? "softmax" : NULL;
-    else if ((c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_EPILOGUE) && c->label &&
-             strstr(c->label, "gelu"))
+    else if (fa_adv_cluster_computes_gelu(g, c))
         k = "gelu";
     return k ? fa_ta_key_parse(k, strlen(k)) : -1;
 }
@@ -241,13 +241,14 @@ fa_status fa_plan_against_trace(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
         }
         /* a function PyTorch runs as one op (layer norm, softmax, GELU): elementwise on its rows, so
          * the op reads a tensor of the cluster's output size */
-        int ck = out->compared ? cluster_key(c) : -1;
+        int ck = out->compared ? cluster_key(g, c) : -1;
         int64_t on = c->n_outputs ? fa_tensor_numel(g->tensors[c->outputs[0]]) : -1;
         int k = ck >= 0 && on > 1 ? find_group_numel((double)on, ck, gr, ng) : -1;
         if (k >= 0) {
             ac->one_op = gr[k].op;
             ac->one_op_calls = gr[k].calls;
             ac->one_op_ns = gr[k].total_ns / (double)gr[k].calls;
+            ac->residual_apart = c->kind == FA_CLUSTER_REDUCTION && fa_adv_residual_add_in(g, c->members, c->n_members);
         }
         out->n_kernels += ac->n_kernels;
         out->n_matched += ac->n_matched;

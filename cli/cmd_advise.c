@@ -155,7 +155,7 @@ static void against_cluster_text(fa_buf *b, const fa_graph *g, const fa_cluster 
     else if (ac->one_op)
         fa_buf_printf_term(b, "\n     trace %" PRId64 " ran %s as one %s: %.1f us per call (%" PRId64 " calls); the fused "
                            "kernel is estimated at %.1f us", vs->trace_run,
-                           c->label && !strncmp(c->label, "add+", 4) ? "its norm (the residual add apart)" : "it",
+                           ac->residual_apart ? "its norm (the residual add apart)" : "it",
                            ac->one_op, ac->one_op_ns / 1e3, ac->one_op_calls, c->pred_fused_ns / 1e3);
 }
 
