@@ -31,6 +31,12 @@ the measurement's own repeatability and the term of the prediction that misses m
 the stored terms pred_members_ns, pred_dispatch_ns, pred_fused_ns, pred_ratio against the paired
 benchmark's meas_unfused_ns and meas_fused_ns).
 
+The members' side split (issue 36; isolation_split): per family and kind, over the accepted
+clusters benchmarked on their own whose basis quotes the probe, the medians of the probe's
+unfused sub-graph / the profile's members and of the applier's unfused and fused medians / the
+probe's (the same isolated sub-graphs timed twice). Per plan (plan_totals), the accepted
+clusters' isolated measured savings summed beside the end-to-end saving.
+
 With --bw and --dispatch it prints the same for the analytic formula the advisor used before
 issue 19 (saved_bytes / bandwidth + saved_launches x dispatch - recompute) on the same clusters,
 for comparison. Standard library only.
