@@ -31,6 +31,12 @@ the measurement's own repeatability and the term of the prediction that misses m
 the stored terms pred_members_ns, pred_dispatch_ns, pred_fused_ns, pred_ratio against the paired
 benchmark's meas_unfused_ns and meas_fused_ns).
 
+The members' side split (issue 36; isolation_split): per family and kind, over the accepted
+clusters benchmarked on their own whose basis quotes the probe, the medians of the probe's
+unfused sub-graph / the profile's members and of the applier's unfused and fused medians / the
+probe's (the same isolated sub-graphs timed twice). Per plan (plan_totals), the accepted
+clusters' isolated measured savings summed beside the end-to-end saving.
+
 With --bw and --dispatch it prints the same for the analytic formula the advisor used before
 issue 19 (saved_bytes / bandwidth + saved_launches x dispatch - recompute) on the same clusters,
 for comparison. Standard library only.
@@ -316,10 +322,27 @@ def self_agreement(rows):
           f"within +-25% of fused-first ones {pc(o):.0f}% (the run order's effect)")
 
 
+def clusters_measured_total(path):
+    """The accepted clusters' measured savings summed, ns, each removed kernel once as the plan's
+    predicted total counts them (plan/plan.c fa_plan_accepted_saving: a BN fold whose accepted
+    epilogue depends on it is in that epilogue's measurement), from a plan.json; None without one."""
+    try:
+        with open(path) as f:
+            plan = json.load(f)
+    except (OSError, ValueError):
+        return None
+    acc = [c for c in plan.get("clusters", []) if c.get("status") == "accepted"]
+    absorbed = {c.get("depends_on") for c in acc if c.get("depends_on") is not None}
+    return sum(num(c.get("measured_saving_ns")) or 0.0 for c in acc if c["id"] not in absorbed)
+
+
 def plan_totals(plans):
     """Per model, the plan's predicted saving (summary.json predicted_saving_ns: accepted clusters,
     each removed kernel once) against the end-to-end measured saving (baseline - fused medians),
-    read from the summary.json beside each plan.json."""
+    read from the summary.json beside each plan.json; and the accepted clusters' own measured
+    savings summed the same way (each cluster's sub-graph benchmarked in isolation) against that
+    end-to-end saving: where the sum is far above it, the isolated measurements overstate what the
+    whole model gains, and a miss of the prediction against them is the measurement's (issue 36)."""
     ratios = []
     for arg in plans:
         name, path = arg.split("=", 1)
@@ -331,11 +354,40 @@ def plan_totals(plans):
         pr, me = s.get("predicted_saving_ns"), s.get("measured_saving_ns")
         if isinstance(pr, (int, float)) and isinstance(me, (int, float)) and me > 0 and pr > 0:
             ratios.append(pr / me)
-            print(f"plan {name}: predicted {pr / 1e6:.2f} ms, measured end to end {me / 1e6:.2f} ms (ratio {pr / me:.2f})")
+            cm = clusters_measured_total(path)
+            iso = f"; the clusters' isolated measurements summed {cm / 1e6:.2f} ms (ratio {cm / me:.2f})" if cm else ""
+            print(f"plan {name}: predicted {pr / 1e6:.2f} ms, measured end to end {me / 1e6:.2f} ms (ratio {pr / me:.2f})"
+                  f"{iso}")
     if ratios:
         w = sum(1 for x in ratios if abs(x - 1) <= 0.25)
         print(f"plans: predicted total within +-25% of the end-to-end saving for {w} of {len(ratios)}; median ratio "
               f"{statistics.median(ratios):.2f}")
+
+
+def isolation_split(rows):
+    """Where the members' side misses, which of two moments moved (issue 36). Over the accepted
+    clusters benchmarked on their own whose basis quotes the probe (its unfused sub-graph and fused
+    kernel timed in isolation at the advise stage, interleaved), per family and kind, medians of:
+    probe unfused / profile members (the same ops isolated against inside the traced model: cache
+    state, thread wake-ups, the profile's moment), applier unfused / probe unfused and applier
+    fused / probe fused (the same isolated sub-graphs measured twice, by the probe and by the
+    applier: about 1 when the applier's measurement is what the probe saw)."""
+    sel = {}
+    for r in rows:
+        p = PROBE.search(r[6])
+        if not p or r[2] != "accepted" or r[10] or not r[9] or float(p[2]) <= 0 or float(p[3]) <= 0 or float(p[4]) <= 0:
+            continue
+        members, up, fp = float(p[2]), float(p[3]), float(p[4])
+        key = (family_of(r[0]), r[1])
+        sel.setdefault(key, []).append((up / members, r[9][0] / up, r[9][1] / fp))
+    if not sel:
+        return
+    print("the members' side, split (accepted clusters benchmarked on their own, probed):")
+    print(f"  {'family':<14} {'kind':<18} {'n':>4} {'probe unfused/profile':>22} {'applier/probe unfused':>22} "
+          f"{'applier/probe fused':>20}")
+    for (fam, kind), v in sorted(sel.items()):
+        med = lambda k: statistics.median(x[k] for x in v)
+        print(f"  {fam:<14} {kind:<18} {len(v):>4} {med(0):>22.2f} {med(1):>22.2f} {med(2):>20.2f}")
 
 
 def family_of(name):
@@ -456,6 +508,7 @@ def main():
     print(f"fused library kernels predicted by the probe (the plan's layout, timed against the plain members): "
           f"{probe} of {len(rows)}")
     probe_alternatives(rows)
+    isolation_split(rows)
     self_agreement(rows)
     plan_totals(plans)
     if rows[0][7] is None:

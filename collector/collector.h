@@ -105,7 +105,12 @@ fa_activity fa_activity_init(fa_activity_kind kind);
  * one FA_ACT_KERNEL record per kernel per timed iteration (start/end CLOCK_MONOTONIC ns,
  * node, op, thread, bytes and FLOPs from the op registry's cost formulas) plus one
  * FA_ACT_RANGE record named "iteration" per timed iteration (its wall time, dispatch gaps
- * included). Inputs must be set on e. *out owned by caller (fa_trace_free). */
+ * included). The collector's own bookkeeping is taken out of the timeline (overhead
+ * compensation, collector/cpu/cpu.c): within an iteration every stamp is moved back by the time
+ * the collector measured itself spending on the kernels before it, so a kernel's span keeps its
+ * length and the idle time between kernels and the iteration's span are the executor's, as an
+ * uninstrumented run (the applier's benchmarks) has them. Inputs must be set on e. *out owned by
+ * caller (fa_trace_free). */
 fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                          fa_progress_fn progress, void *progress_user, fa_trace **out);
 /* The baseline trace's span (issue 19): fa_collect_cpu_span keeps taking timed iterations past
@@ -122,6 +127,13 @@ fa_status fa_collect_cpu(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup,
 #define FA_TRACE_SPAN_MAX_ITERS 200
 fa_status fa_collect_cpu_span(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters, double min_span_s,
                               fa_progress_fn progress, void *progress_user, fa_trace **out);
+/* A clock in ns for fa_collect_cpu_clocked (user: its state). */
+typedef uint64_t (*fa_clock_fn)(void *user);
+/* fa_collect_cpu_span with the records stamped by clock (NULL: fa_now_ns, CLOCK_MONOTONIC), for
+ * tests that check the overhead compensation against a clock they control. */
+fa_status fa_collect_cpu_clocked(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters, double min_span_s,
+                                 fa_clock_fn clock, void *clock_user, fa_progress_fn progress, void *progress_user,
+                                 fa_trace **out);
 /* The trace of executor e with its target's trace source (collector/collect.c): CUPTI on cuda,
  * the executor's clock (fa_collect_cpu) on cpu and on any target without a source of its own.
  * Same contract as fa_collect_cpu. */
