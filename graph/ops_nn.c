@@ -2542,11 +2542,19 @@ static fa_status dynq_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
     float z0 = 0.0f - lo / scale;
     double zp = rint(z0 < 0 ? 0 : z0 > 255 ? 255 : z0);
+    if (FA_OMP_TEAM(nthreads(threads), 1)) {
 #pragma omp parallel for num_threads(nthreads(threads))
-    for (int64_t i = 0; i < ne; i++) {
-        float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
-        double q = rint((double)(v / scale)) + zp;
-        ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        for (int64_t i = 0; i < ne; i++) {
+            float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
+            double q = rint((double)(v / scale)) + zp;
+            ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        }
+    } else {
+        for (int64_t i = 0; i < ne; i++) {
+            float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
+            double q = rint((double)(v / scale)) + zp;
+            ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        }
     }
     if (n_out > 1 && out[1].data) fa_store_from_double(out[1].data, out[1].dtype, 0, scale);
     if (n_out > 2 && out[2].data) fa_store_from_double(out[2].data, out[2].dtype, 0, zp);
