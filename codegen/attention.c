@@ -882,8 +882,9 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
     fa_buf_printf(o, "    /* %lld (batch x head) x %lld query rows in blocks of %lld, %lld keys in tiles of %lld, head %lld, value %lld */\n",
                   (long long)a->BH, (long long)a->SQ, (long long)BR, (long long)a->SK, (long long)BC, (long long)D,
                   (long long)a->DV);
-    fa_buf_printf(o, "#pragma omp parallel for num_threads(threads) schedule(static)\n"
-                     "    for (int64_t task = 0; task < %lld; task++) {\n", (long long)(a->BH * NQB));
+    if (a->BH * NQB > 1) /* one task: no team (codegen.h FA_CODEGEN_PARALLEL_MIN) */
+        fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) schedule(static)\n");
+    fa_buf_printf(o, "    for (int64_t task = 0; task < %lld; task++) {\n", (long long)(a->BH * NQB));
     fa_buf_printf(o, "        const int64_t bh = task / %lld, i0 = (task %% %lld) * %lld;\n", (long long)NQB, (long long)NQB,
                   (long long)BR);
     fa_buf_printf(o, "        const int64_t nr = %lld - i0 < %lld ? %lld - i0 : %lld, nr4 = (nr + 3) / 4 * 4;\n", (long long)a->SQ,

@@ -1176,7 +1176,8 @@ static int tile_split(const cg *b, int64_t (*st)[FA_MAX_RANK])
 
 /* Broadcast elementwise loop as outer rows x contiguous inner run: per-row offsets hoisted, the
  * inner loop `omp simd` (loads are in[ro + j] or in[ro]). Only when every output is full-size.
- * Rows in parallel when there are at least 16, else the inner run in parallel. */
+ * Rows in parallel when there are at least 16, else the inner run in parallel; neither when the
+ * work is at most FA_CODEGEN_PARALLEL_MIN elements (codegen.h). */
 static bool emit_tiled(fa_buf *o, const cg *b)
 {
     for (int k = 0; k < b->c->n_outputs; k++)
@@ -1192,7 +1193,8 @@ static bool emit_tiled(fa_buf *o, const cg *b)
     fa_buf_printf(o, "    /* broadcast: %lld rows x %lld contiguous elements */\n", (long long)outer, (long long)len);
     fa_buf_printf(o, "    const int64_t rows = %lld, len = %lld;\n", (long long)outer, (long long)len);
     bool par_rows = outer >= 16;
-    if (par_rows) fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)\n");
+    if (par_rows && outer * len > FA_CODEGEN_PARALLEL_MIN)
+        fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) schedule(static)\n");
     fa_buf_puts(o, "    for (int64_t row = 0; row < rows; row++) {\n");
     fa_buf_puts(o, "        const int64_t base = row * len;\n");
     for (int i = 0; i < b->nv; i++) {
@@ -1208,8 +1210,8 @@ static bool emit_tiled(fa_buf *o, const cg *b)
         else if (strcmp(ro, "0"))
             fa_buf_printf(o, "        const int64_t ro%d = %s;\n", i, ro);
     }
-    if (par_rows) fa_buf_puts(o, "#pragma omp simd\n");
-    else fa_buf_puts(o, "#pragma omp parallel for simd num_threads(threads) if(parallel: len > 16384) schedule(static)\n");
+    if (par_rows || len <= FA_CODEGEN_PARALLEL_MIN) fa_buf_puts(o, "#pragma omp simd\n");
+    else fa_buf_puts(o, "#pragma omp parallel for simd num_threads(threads) schedule(static)\n");
     fa_buf_puts(o, "        for (int64_t j = 0; j < len; j++) {\n");
     for (int i = 0; i < b->nv; i++) {
         const cg_val *v = &b->v[i];
@@ -1314,7 +1316,8 @@ static void emit_blocked(fa_buf *o, const cg *b)
                   fa_layout_name(c->layout), (long long)N, (long long)CB, (long long)H, (long long)W, (long long)B,
                   (long long)C, CB * B != C ? " (the last block's padded channels stored 0)" : "");
     fa_buf_printf(o, "    const int64_t rows = %lld;\n", (long long)(N * CB * H));
-    fa_buf_printf(o, "#pragma omp parallel for num_threads(threads) if(rows * %lld > 16384) schedule(static)\n", (long long)(W * B));
+    if (N * CB * H * W * B > FA_CODEGEN_PARALLEL_MIN)
+        fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) schedule(static)\n");
     fa_buf_puts(o, "    for (int64_t r = 0; r < rows; r++) {\n");
     fa_buf_printf(o, "        const int64_t h = r %% %lld, cb = r / %lld %% %lld, n = r / %lld;\n", (long long)H, (long long)H,
                   (long long)CB, (long long)(H * CB));
@@ -1471,7 +1474,8 @@ static void emit_row(fa_buf *o, const cg *b, int lang, int64_t bs)
         fa_buf_printf(o, "    const %s base = row * len;\n    (void)base;\n", IT);
     } else {
         fa_buf_printf(o, "    const int64_t rows = %lld, len = %lld;\n", (long long)b->rows, (long long)b->rowlen);
-        fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)\n");
+        if (b->rows * b->rowlen > FA_CODEGEN_PARALLEL_MIN)
+            fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) schedule(static)\n");
         fa_buf_puts(o, "    for (int64_t row = 0; row < rows; row++) {\n");
         fa_buf_puts(o, "        const int64_t base = row * len;\n        (void)base;\n");
         for (int i = 0; buf && i < b->nv; i++)
@@ -1711,9 +1715,10 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, co
                 goto done_c;
             }
             fa_buf_printf(&o, "    const int64_t n = %lld;\n", (long long)b.n);
-            if (fast) fa_buf_puts(&o, "    /* contiguous: every input full-size or scalar */\n"
-                                      "#pragma omp parallel for simd num_threads(threads) if(parallel: n > 16384) schedule(static)\n");
-            else fa_buf_puts(&o, "#pragma omp parallel for num_threads(threads) if(n > 16384) schedule(static)\n");
+            bool par = b.n > FA_CODEGEN_PARALLEL_MIN;
+            if (fast) fa_buf_printf(&o, "    /* contiguous: every input full-size or scalar */\n#pragma omp %s\n",
+                                    par ? "parallel for simd num_threads(threads) schedule(static)" : "simd");
+            else if (par) fa_buf_puts(&o, "#pragma omp parallel for num_threads(threads) schedule(static)\n");
             fa_buf_puts(&o, "    for (int64_t i = 0; i < n; i++) {\n");
             for (int i = 0; i < b.nv; i++)
                 if (b.v[i].needed) stmt(&o, &b, i, "        ", false);

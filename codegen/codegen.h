@@ -75,6 +75,17 @@ typedef struct fa_codegen_info {
     int64_t work_items;    /* elements (elementwise) or rows (reduction) processed */
 } fa_codegen_info;
 
+/* The generated C opens an OpenMP team only for a loop whose whole work is more than this many
+ * elements (rows x row length for row kernels); every size is a constant of the kernel, so the
+ * decision is made when the source is generated and a smaller kernel is a plain (`omp simd`) loop
+ * with no parallel region at all. Why: with `if(...)` false, or one thread, libgomp still creates
+ * and frees a one-thread team on every call (GOMP_parallel: gomp_new_team mallocs it unless the
+ * pool's last team has that size), measured ~1,500 instructions and 0.3-1 µs per call here (valgrind;
+ * bench/bench_dispatch), more than the whole work of a 256-element chain. 16384 floats is 64 KiB per
+ * operand, about 2-5 µs of one core: the split only pays beyond it. The attention kernel opens its
+ * team only when it has more than one task (batch x head x query blocks). */
+#define FA_CODEGEN_PARALLEL_MIN 16384
+
 /* True when the kind and every member op have an emitter for language lang; otherwise false with
  * *why set to a static sentence. */
 bool fa_codegen_kernel_supported(const fa_graph *g, const fa_kernel_desc *d, fa_kernel_lang lang, const char **why);

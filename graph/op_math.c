@@ -63,6 +63,13 @@ const fa_unary_math *fa_unary_math_for_node(const struct fa_node *n, const char 
     return m;
 }
 
+bool fa_unary_math_selected(fa_unary_op op)
+{
+    for (size_t i = 0; i < sizeof k_select / sizeof k_select[0]; i++)
+        if (k_select[i].op == op) return true;
+    return false;
+}
+
 int fa_unary_math_param_input(const struct fa_node *n, const fa_unary_math *m, int k)
 {
     if (k < 0 || k > 2) return -1;

@@ -35,6 +35,7 @@
 #define FA_GRAPH_OP_MATH_H
 
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 #define FA_UNARY_MATH(X)                                                                                         \
@@ -120,6 +121,10 @@ struct fa_node;
  * `approximate`, default "none"). NULL when the op has no row or the attribute names none
  * (approximate="exact"); *select_attr (may be NULL) is then the attribute's name, or NULL. */
 const fa_unary_math *fa_unary_math_for_node(const struct fa_node *n, const char **select_attr);
+/* Whether row op is one of those a node attribute picks between (Gelu's `approximate`): only then
+ * does fa_unary_math_for_node read more than the node's op_type. The kernels, which know their
+ * row by op, look it up by name for those only. */
+bool fa_unary_math_selected(fa_unary_op op);
 /* The input of node n that supplies parameter k (0..2: a, b, g) of row m at n's opset (Clip from
  * opset 11: min is input 1, max input 2; opset 0 is the latest), or -1 when the parameter is the
  * attribute m->attr[k].

@@ -19,6 +19,17 @@ bool fa_view_op_expand(const fa_graph *g, const fa_node *n, fa_view *v);
 bool fa_view_op_cast(const fa_graph *g, const fa_node *n, fa_view *v);      /* to the same type */
 bool fa_view_op_dropout(const fa_graph *g, const fa_node *n, fa_view *v);   /* inference */
 
+/* Whether a kernel's loop opens an OpenMP team: only with more than one thread and work enough
+ * (`cond`, the loop's own bound). With one thread, or an `if` clause that is false, libgomp still
+ * creates and frees a one-thread team per parallel region (GOMP_parallel: gomp_new_team mallocs it
+ * unless the pool's last team has that size), ~1,500 instructions and 0.3-1 µs a call here
+ * (valgrind; bench/bench_dispatch), more than a few-hundred-element Relu or Add costs. A kernel
+ * runs the same loop, in the same order, without a team instead:
+ *     if (FA_OMP_TEAM(threads, ne >= MIN)) { #pragma omp parallel for ...  LOOP } else LOOP
+ * The executor gives a kernel under its one-thread bounds threads = 1 (docs/runtime.md "Small
+ * kernels on one thread"), so those never open a team. */
+#define FA_OMP_TEAM(threads, cond) ((threads) > 1 && (cond))
+
 /* Error naming the node: "node 'NAME' (OP): <message>", status FA_ERR_INPUT. */
 fa_status fa_node_error(fa_ctx *ctx, const fa_node *n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -11,6 +11,8 @@
 #include "vmath.h"
 
 #include <float.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,33 +122,42 @@ static void bc_plan_make(bc_plan *p, int n_in, const int *ranks, const int64_t *
 typedef void (*bc_row_fn)(const void *opctx, const fa_value *in, const int64_t *off,
                           const int64_t *s, fa_value *out, int64_t o_off, int64_t len);
 
+/* Task t of bc_run: `chunk` elements (fewer at a row's end) of row t / per_row. */
+static inline void bc_task(const bc_plan *p, bc_row_fn fn, const void *opctx, const fa_value *in, fa_value *out, int64_t t,
+                           int64_t per_row, int64_t chunk)
+{
+    int last = p->rank - 1;
+    int64_t inner = p->dims[last];
+    int64_t row = t / per_row, j0 = (t % per_row) * chunk;
+    int64_t len = inner - j0 < chunk ? inner - j0 : chunk;
+    int64_t off[BC_MAX_IN], s[BC_MAX_IN];
+    for (int k = 0; k < p->n_in; k++) {
+        off[k] = j0 * p->st[k][last];
+        s[k] = p->st[k][last];
+    }
+    int64_t rem = row;
+    for (int d = last - 1; d >= 0 && rem; d--) {
+        int64_t idx = rem % p->dims[d];
+        rem /= p->dims[d];
+        for (int k = 0; k < p->n_in; k++) off[k] += idx * p->st[k][d];
+    }
+    fn(opctx, in, off, s, out, row * inner + j0, len);
+}
+
 static void bc_run(const bc_plan *p, bc_row_fn fn, const void *opctx, const fa_value *in,
                    fa_value *out, int threads)
 {
     if (p->numel <= 0) return;
-    int last = p->rank - 1;
-    int64_t inner = p->dims[last];
+    int64_t inner = p->dims[p->rank - 1];
     int64_t rows = p->numel / inner;
     int64_t chunk = inner > EW_CHUNK ? EW_CHUNK : inner;
     int64_t per_row = (inner + chunk - 1) / chunk;
     int64_t tasks = rows * per_row;
-    if (threads < 1) threads = 1;
-#pragma omp parallel for num_threads(threads) if (p->numel >= EW_PAR_MIN) schedule(static)
-    for (int64_t t = 0; t < tasks; t++) {
-        int64_t row = t / per_row, j0 = (t % per_row) * chunk;
-        int64_t len = inner - j0 < chunk ? inner - j0 : chunk;
-        int64_t off[BC_MAX_IN], s[BC_MAX_IN];
-        for (int k = 0; k < p->n_in; k++) {
-            off[k] = j0 * p->st[k][last];
-            s[k] = p->st[k][last];
-        }
-        int64_t rem = row;
-        for (int d = last - 1; d >= 0 && rem; d--) {
-            int64_t idx = rem % p->dims[d];
-            rem /= p->dims[d];
-            for (int k = 0; k < p->n_in; k++) off[k] += idx * p->st[k][d];
-        }
-        fn(opctx, in, off, s, out, row * inner + j0, len);
+    if (FA_OMP_TEAM(threads, p->numel >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t t = 0; t < tasks; t++) bc_task(p, fn, opctx, in, out, t, per_row, chunk);
+    } else {
+        for (int64_t t = 0; t < tasks; t++) bc_task(p, fn, opctx, in, out, t, per_row, chunk);
     }
 }
 
@@ -192,6 +203,8 @@ static const uop_desc *unary_desc(const char *op_type)
     return NULL;
 }
 
+static const uop_desc *unary_desc_of(const fa_node *n);
+
 typedef struct uparams {
     int op;         /* fa_unary_op, or uop past the table */
     double alpha, beta, gamma;  /* op attributes (defaults from the ONNX spec) */
@@ -210,7 +223,7 @@ static fa_status uparams_make(fa_ctx *ctx, const fa_node *n, const fa_value *in,
     const fa_unary_math *m = fa_unary_math_get((fa_unary_op)op);
     if (!m) return FA_OK;
     const char *sel = NULL;
-    m = fa_unary_math_for_node(n, &sel); /* Gelu's `approximate` picks its row */
+    if (fa_unary_math_selected(m->op)) m = fa_unary_math_for_node(n, &sel); /* Gelu's `approximate` picks its row */
     if (!m)
         return fa_node_unsupported(ctx, n, "%s='%s' (expected \"none\" or \"tanh\")", sel ? sel : "attribute",
                                    sel ? fa_node_attr_string(n, sel, "") : "");
@@ -399,7 +412,7 @@ FA_UNARY_CLONES static void unary_f32(const uparams *p, const float *xs, float *
 static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                               fa_value *out, int n_out, int threads)
 {
-    const uop_desc *d = unary_desc(n->op_type);
+    const uop_desc *d = unary_desc_of(n);
     if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a unary op", n->name, n->op_type);
     uparams p;
     fa_status st = uparams_make(ctx, n, in, n_in, d->op, &p);
@@ -414,10 +427,17 @@ static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in,
     if (x->dtype == FA_DTYPE_FLOAT) {
         const float *xs = x->data;
         float *ys = y->data;
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t t = 0; t < tasks; t++) {
-            int64_t i0 = t * EW_CHUNK, len = ne - i0 < EW_CHUNK ? ne - i0 : EW_CHUNK;
-            unary_f32(&p, xs + i0, ys + i0, len);
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t t = 0; t < tasks; t++) {
+                int64_t i0 = t * EW_CHUNK, len = ne - i0 < EW_CHUNK ? ne - i0 : EW_CHUNK;
+                unary_f32(&p, xs + i0, ys + i0, len);
+            }
+        } else {
+            for (int64_t t = 0; t < tasks; t++) {
+                int64_t i0 = t * EW_CHUNK, len = ne - i0 < EW_CHUNK ? ne - i0 : EW_CHUNK;
+                unary_f32(&p, xs + i0, ys + i0, len);
+            }
         }
     } else if (dt_is_int(x->dtype)) {
         if (!d->ints)
@@ -426,13 +446,23 @@ static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in,
         /* Clip bounds rounded into the integer domain (inputs share the tensor's int type). */
         int64_t lo = p.lo <= -9.2e18 ? INT64_MIN : (int64_t)p.lo;
         int64_t hi = p.hi >= 9.2e18 ? INT64_MAX : (int64_t)p.hi;
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++)
-            fa_store_from_i64(y->data, y->dtype, i, unary_i(&p, fa_load_as_i64(x->data, x->dtype, i), lo, hi));
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t i = 0; i < ne; i++)
+                fa_store_from_i64(y->data, y->dtype, i, unary_i(&p, fa_load_as_i64(x->data, x->dtype, i), lo, hi));
+        } else {
+            for (int64_t i = 0; i < ne; i++)
+                fa_store_from_i64(y->data, y->dtype, i, unary_i(&p, fa_load_as_i64(x->data, x->dtype, i), lo, hi));
+        }
     } else {
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++)
-            store_d(y->data, y->dtype, i, unary_d(&p, fa_load_as_double(x->data, x->dtype, i)));
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t i = 0; i < ne; i++)
+                store_d(y->data, y->dtype, i, unary_d(&p, fa_load_as_double(x->data, x->dtype, i)));
+        } else {
+            for (int64_t i = 0; i < ne; i++)
+                store_d(y->data, y->dtype, i, unary_d(&p, fa_load_as_double(x->data, x->dtype, i)));
+        }
     }
     return FA_OK;
 }
@@ -467,7 +497,7 @@ static fa_status infer_clip(fa_ctx *ctx, fa_graph *g, fa_node *n)
 /* numel(out) × per-op FLOPs (the table above); bytes = inputs + outputs. */
 static void cost_unary(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
-    const uop_desc *d = unary_desc(n->op_type);
+    const uop_desc *d = unary_desc_of(n);
     fa_cost_io(g, n, d ? d->flops : 1, out);
 }
 
@@ -536,6 +566,47 @@ static const bop_desc *binary_desc(const char *op_type)
     for (size_t i = 0; i < sizeof k_binary / sizeof k_binary[0]; i++)
         if (strcmp(k_binary[i].name, op_type) == 0) return &k_binary[i];
     return NULL;
+}
+
+/* The k_unary / k_binary entry of node n's op. The kernels found it by strcmp over the names on
+ * every call (and the math row again by name), ~500 instructions: as much as a Relu over a few
+ * hundred floats. Now found once per op of this file's table, by the op's place in it (filled once,
+ * pthread_once), and by name only for a node whose op is not in the table. */
+enum { EW_DESC_OPS = 160 };
+static const uop_desc *g_unary_of[EW_DESC_OPS];
+static const bop_desc *g_binary_of[EW_DESC_OPS];
+static int g_desc_ops;
+static pthread_once_t g_desc_once = PTHREAD_ONCE_INIT;
+
+static void desc_init(void)
+{
+    int i = 0;
+    for (; i < EW_DESC_OPS && fa_ops_elementwise[i].name; i++) {
+        g_unary_of[i] = unary_desc(fa_ops_elementwise[i].name);
+        g_binary_of[i] = binary_desc(fa_ops_elementwise[i].name);
+    }
+    g_desc_ops = i;
+}
+
+/* n's op's index in fa_ops_elementwise, or -1 (an op of another table, or none). */
+static int ew_op_index(const fa_node *n)
+{
+    pthread_once(&g_desc_once, desc_init);
+    uintptr_t a = (uintptr_t)n->op, b = (uintptr_t)fa_ops_elementwise;
+    if (!n->op || a < b || (a - b) % sizeof(fa_op) || (a - b) / sizeof(fa_op) >= (uintptr_t)g_desc_ops) return -1;
+    return (int)((a - b) / sizeof(fa_op));
+}
+
+static const uop_desc *unary_desc_of(const fa_node *n)
+{
+    int i = ew_op_index(n);
+    return i >= 0 ? g_unary_of[i] : unary_desc(n->op_type);
+}
+
+static const bop_desc *binary_desc_of(const fa_node *n)
+{
+    int i = ew_op_index(n);
+    return i >= 0 ? g_binary_of[i] : binary_desc(n->op_type);
 }
 
 typedef struct bctx {
@@ -805,7 +876,7 @@ static fa_status binary_shapes(fa_ctx *ctx, const fa_node *n, const bop_desc *d,
 
 static fa_status infer_binary(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
-    const bop_desc *d = binary_desc(n->op_type);
+    const bop_desc *d = binary_desc_of(n);
     if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a broadcast op", n->name, n->op_type);
     fa_tensor *a = fa_req_input(ctx, g, n, 0);
     if (!a) return fa_ctx_status(ctx);
@@ -864,7 +935,7 @@ static fa_status run_binary(fa_ctx *ctx, const fa_node *n, const bop_desc *d, co
 static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                                fa_value *out, int n_out, int threads)
 {
-    const bop_desc *d = binary_desc(n->op_type);
+    const bop_desc *d = binary_desc_of(n);
     if (!d) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': %s is not a broadcast op", n->name, n->op_type);
     for (int k = 0; k < n_in; k++)
         if ((!in[k].data && fa_value_numel(&in[k]) > 0) || !dt_is_numeric(in[k].dtype))
@@ -904,7 +975,7 @@ static fa_status kernel_binary(fa_ctx *ctx, const fa_node *n, const fa_value *in
  * Mean: one more for the scaling. */
 static void cost_binary(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
-    const bop_desc *d = binary_desc(n->op_type);
+    const bop_desc *d = binary_desc_of(n);
     uint64_t f = 1;
     if (d && d->variadic) f = n->n_inputs > 1 ? (uint64_t)(n->n_inputs - 1) : 0;
     if (strcmp(n->op_type, "Mean") == 0) f++;
@@ -1019,23 +1090,43 @@ static fa_status kernel_cast(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     if (from == FA_DTYPE_FLOAT && to == FA_DTYPE_FLOAT16) {
         const float *x = in[0].data;
         uint16_t *y = out[0].data;
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++) y[i] = fa_float_to_half(x[i]);
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t i = 0; i < ne; i++) y[i] = fa_float_to_half(x[i]);
+        } else {
+            for (int64_t i = 0; i < ne; i++) y[i] = fa_float_to_half(x[i]);
+        }
     } else if (from == FA_DTYPE_FLOAT16 && to == FA_DTYPE_FLOAT) {
         const uint16_t *x = in[0].data;
         float *y = out[0].data;
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++) y[i] = fa_half_to_float(x[i]);
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t i = 0; i < ne; i++) y[i] = fa_half_to_float(x[i]);
+        } else {
+            for (int64_t i = 0; i < ne; i++) y[i] = fa_half_to_float(x[i]);
+        }
     } else if (dt_is_int(from) && dt_is_int(to)) {
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++) fa_store_from_i64(out[0].data, to, i, fa_load_as_i64(in[0].data, from, i));
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t i = 0; i < ne; i++) fa_store_from_i64(out[0].data, to, i, fa_load_as_i64(in[0].data, from, i));
+        } else {
+            for (int64_t i = 0; i < ne; i++) fa_store_from_i64(out[0].data, to, i, fa_load_as_i64(in[0].data, from, i));
+        }
     } else if (from == FA_DTYPE_DOUBLE && (to == FA_DTYPE_FLOAT16 || to == FA_DTYPE_BFLOAT16)) {
         /* via float: double rounding can differ from a direct rounding by one ulp of half */
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, ((const double *)in[0].data)[i]);
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, ((const double *)in[0].data)[i]);
+        } else {
+            for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, ((const double *)in[0].data)[i]);
+        }
     } else {
-#pragma omp parallel for num_threads(threads) if (ne >= EW_PAR_MIN) schedule(static)
-        for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, fa_load_as_double(in[0].data, from, i));
+        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+            for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, fa_load_as_double(in[0].data, from, i));
+        } else {
+            for (int64_t i = 0; i < ne; i++) store_d(out[0].data, to, i, fa_load_as_double(in[0].data, from, i));
+        }
     }
     return FA_OK;
 }

@@ -1291,6 +1291,25 @@ static void gpool_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 
 #define GPOOL_PAR_MIN 262144 /* elements; under it one thread (see gpool_kernel) */
 
+/* One plane of a global pool: Y = mean, max or Lp norm of xp[0..sp). The average sums in double
+ * lanes with `omp simd`; the max and Lp forms keep the scalar loop. */
+static inline void gpool_plane(const float *xp, int64_t sp, bool is_max, bool is_lp, double lp, float *y)
+{
+    if (!is_max && !is_lp) {
+        double sum = 0.0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t i = 0; i < sp; i++) sum += xp[i];
+        *y = (float)(sp ? sum / (double)sp : 0.0);
+        return;
+    }
+    double acc = is_max ? -INFINITY : 0.0;
+    for (int64_t i = 0; i < sp; i++) {
+        if (is_max) { if (xp[i] > acc || isnan(xp[i])) acc = xp[i]; }
+        else acc += is_lp ? pow(fabs(xp[i]), lp) : xp[i];
+    }
+    *y = (float)(is_max ? acc : is_lp ? pow(acc, 1.0 / lp) : (sp ? acc / (double)sp : 0.0));
+}
+
 static fa_status gpool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                               fa_value *out, int n_out, int threads)
 {
@@ -1306,23 +1325,11 @@ static fa_status gpool_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in,
      * second thread's wake-up costs more than its half). The average sums in double lanes with
      * `omp simd` (a reduction gcc may reorder: the sum of <= 2^24 floats in double keeps a
      * float's precision in any order); the max and Lp forms keep the scalar loop. */
-    bool par = planes * sp >= GPOOL_PAR_MIN;
-#pragma omp parallel for num_threads(nthreads(threads)) if (par)
-    for (int64_t p = 0; p < planes; p++) {
-        const float *xp = X + p * sp;
-        if (!is_max && !is_lp) {
-            double sum = 0.0;
-#pragma omp simd reduction(+ : sum)
-            for (int64_t i = 0; i < sp; i++) sum += xp[i];
-            Y[p] = (float)(sp ? sum / (double)sp : 0.0);
-            continue;
-        }
-        double acc = is_max ? -INFINITY : 0.0;
-        for (int64_t i = 0; i < sp; i++) {
-            if (is_max) { if (xp[i] > acc || isnan(xp[i])) acc = xp[i]; }
-            else acc += is_lp ? pow(fabs(xp[i]), lp) : xp[i];
-        }
-        Y[p] = (float)(is_max ? acc : is_lp ? pow(acc, 1.0 / lp) : (sp ? acc / (double)sp : 0.0));
+    if (FA_OMP_TEAM(nthreads(threads), planes * sp >= GPOOL_PAR_MIN)) { /* else no team (ops-impl.h) */
+#pragma omp parallel for num_threads(nthreads(threads))
+        for (int64_t p = 0; p < planes; p++) gpool_plane(X + p * sp, sp, is_max, is_lp, lp, &Y[p]);
+    } else {
+        for (int64_t p = 0; p < planes; p++) gpool_plane(X + p * sp, sp, is_max, is_lp, lp, &Y[p]);
     }
     free(tx);
     out_f32_done(&out[0], ty);
@@ -2542,11 +2549,19 @@ static fa_status dynq_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     float scale = (hi == lo ? 1.0f : hi - lo) / 255.0f;
     float z0 = 0.0f - lo / scale;
     double zp = rint(z0 < 0 ? 0 : z0 > 255 ? 255 : z0);
+    if (FA_OMP_TEAM(nthreads(threads), 1)) {
 #pragma omp parallel for num_threads(nthreads(threads))
-    for (int64_t i = 0; i < ne; i++) {
-        float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
-        double q = rint((double)(v / scale)) + zp;
-        ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        for (int64_t i = 0; i < ne; i++) {
+            float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
+            double q = rint((double)(v / scale)) + zp;
+            ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        }
+    } else {
+        for (int64_t i = 0; i < ne; i++) {
+            float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
+            double q = rint((double)(v / scale)) + zp;
+            ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        }
     }
     if (n_out > 1 && out[1].data) fa_store_from_double(out[1].data, out[1].dtype, 0, scale);
     if (n_out > 2 && out[2].data) fa_store_from_double(out[2].data, out[2].dtype, 0, zp);

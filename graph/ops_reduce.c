@@ -282,6 +282,51 @@ static fa_status reduce_int(fa_ctx *ctx, const fa_node *n, rop op, const fa_valu
     return FA_OK;
 }
 
+/* Reduction rows of kernel_reduce, one output element o each (a team of threads shares the rows, or
+ * one thread runs them all: FA_OMP_TEAM). rd_row: input row o of R contiguous elements (inner = 1);
+ * float Sum/Mean in a simd reduction (independent double partial sums, no latency chain).
+ * rd_middle: R rows of `inner` values each, accumulated a row at a time into acc[inner] so the
+ * input is read contiguously. */
+static void rd_row(const fa_value *x, fa_value *y, rop op, double init, int64_t count, int64_t o, int64_t R)
+{
+    double acc = init;
+    if (x->dtype == FA_DTYPE_FLOAT) {
+        const float *p = (const float *)x->data + o * R;
+        if (op == R_SUM || op == R_MEAN) {
+            double s0 = 0;
+#pragma omp simd reduction(+ : s0)
+            for (int64_t r = 0; r < R; r++) s0 += p[r];
+            acc = s0;
+        } else
+            for (int64_t r = 0; r < R; r++) acc = rd_step(op, acc, p[r]);
+    } else {
+        for (int64_t r = 0; r < R; r++) acc = rd_step(op, acc, fa_load_as_double(x->data, x->dtype, o * R + r));
+    }
+    fa_store_from_double(y->data, y->dtype, o, rd_clamp(y->dtype, rd_final(op, acc, count)));
+}
+
+static void rd_middle(const fa_value *x, fa_value *y, rop op, double init, int64_t count, int64_t o, int64_t R,
+                      int64_t inner, double *acc)
+{
+    const bool f32 = x->dtype == FA_DTYPE_FLOAT;
+    for (int64_t j = 0; j < inner; j++) acc[j] = init;
+    for (int64_t r = 0; r < R; r++) {
+        int64_t base = (o * R + r) * inner;
+        if (f32 && (op == R_SUM || op == R_MEAN)) {
+            const float *p = (const float *)x->data + base;
+#pragma omp simd
+            for (int64_t j = 0; j < inner; j++) acc[j] += p[j];
+        } else if (f32) {
+            const float *p = (const float *)x->data + base;
+            for (int64_t j = 0; j < inner; j++) acc[j] = rd_step(op, acc[j], p[j]);
+        } else {
+            for (int64_t j = 0; j < inner; j++) acc[j] = rd_step(op, acc[j], fa_load_as_double(x->data, x->dtype, base + j));
+        }
+    }
+    for (int64_t j = 0; j < inner; j++)
+        fa_store_from_double(y->data, y->dtype, o * inner + j, rd_clamp(y->dtype, rd_final(op, acc[j], count)));
+}
+
 static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                                fa_value *out, int n_out, int threads)
 {
@@ -344,60 +389,34 @@ static fa_status kernel_reduce(fa_ctx *ctx, const fa_node *n, const fa_value *in
             else { outer = v.dims[0]; R = v.dims[1]; }
         } else if (v.rank == 3) { outer = v.dims[0]; R = v.dims[1]; inner = v.dims[2]; }
         if (count == 0) R = 0;
-        const bool f32 = x->dtype == FA_DTYPE_FLOAT;
         if (inner == 1) {
-#pragma omp parallel for num_threads(threads) if (ne_in >= RD_PAR_MIN) schedule(static)
-            for (int64_t o = 0; o < outer; o++) {
-                double acc = init;
-                if (f32) {
-                    const float *p = (const float *)x->data + o * R;
-                    if (op == R_SUM || op == R_MEAN) {
-                        /* simd reduction: independent double partial sums, no latency chain */
-                        double s0 = 0;
-#pragma omp simd reduction(+ : s0)
-                        for (int64_t r = 0; r < R; r++) s0 += p[r];
-                        acc = s0;
-                    } else
-                        for (int64_t r = 0; r < R; r++) acc = rd_step(op, acc, p[r]);
-                } else {
-                    for (int64_t r = 0; r < R; r++)
-                        acc = rd_step(op, acc, fa_load_as_double(x->data, x->dtype, o * R + r));
-                }
-                fa_store_from_double(y->data, y->dtype, o, rd_clamp(y->dtype, rd_final(op, acc, count)));
+            if (FA_OMP_TEAM(threads, ne_in >= RD_PAR_MIN)) { /* else no team (ops-impl.h) */
+#pragma omp parallel for num_threads(threads) schedule(static)
+                for (int64_t o = 0; o < outer; o++) rd_row(x, y, op, init, count, o, R);
+            } else {
+                for (int64_t o = 0; o < outer; o++) rd_row(x, y, op, init, count, o, R);
             }
         } else {
             /* Reduce over the middle axis: accumulate a row of `inner` values per step so
              * the input is read contiguously. */
             int ok = 1;
-#pragma omp parallel num_threads(threads) if (ne_in >= RD_PAR_MIN)
-            {
-                double *acc = malloc(sizeof(double) * (size_t)inner);
-                if (!acc) {
+            if (FA_OMP_TEAM(threads, ne_in >= RD_PAR_MIN)) { /* else no team (ops-impl.h) */
+#pragma omp parallel num_threads(threads)
+                {
+                    double *acc = malloc(sizeof(double) * (size_t)inner);
+                    if (!acc) {
 #pragma omp atomic write
-                    ok = 0;
-                }
-#pragma omp for schedule(static)
-                for (int64_t o = 0; o < outer; o++) {
-                    if (!acc) continue;
-                    for (int64_t j = 0; j < inner; j++) acc[j] = init;
-                    for (int64_t r = 0; r < R; r++) {
-                        int64_t base = (o * R + r) * inner;
-                        if (f32 && (op == R_SUM || op == R_MEAN)) {
-                            const float *p = (const float *)x->data + base;
-#pragma omp simd
-                            for (int64_t j = 0; j < inner; j++) acc[j] += p[j];
-                        } else if (f32) {
-                            const float *p = (const float *)x->data + base;
-                            for (int64_t j = 0; j < inner; j++) acc[j] = rd_step(op, acc[j], p[j]);
-                        } else {
-                            for (int64_t j = 0; j < inner; j++)
-                                acc[j] = rd_step(op, acc[j], fa_load_as_double(x->data, x->dtype, base + j));
-                        }
+                        ok = 0;
                     }
-                    for (int64_t j = 0; j < inner; j++)
-                        fa_store_from_double(y->data, y->dtype, o * inner + j,
-                                             rd_clamp(y->dtype, rd_final(op, acc[j], count)));
+#pragma omp for schedule(static)
+                    for (int64_t o = 0; o < outer; o++)
+                        if (acc) rd_middle(x, y, op, init, count, o, R, inner, acc);
+                    free(acc);
                 }
+            } else {
+                double *acc = malloc(sizeof(double) * (size_t)inner);
+                for (int64_t o = 0; acc && o < outer; o++) rd_middle(x, y, op, init, count, o, R, inner, acc);
+                ok = acc != NULL;
                 free(acc);
             }
             if (!ok) return fa_ctx_error(ctx, FA_ERR_NOMEM, "node '%s': out of memory", n->name);

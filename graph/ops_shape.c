@@ -106,6 +106,36 @@ static int copy_threads(int threads, int64_t bytes)
  * possibly 0 (broadcast) or negative (reverse slice). The innermost axis is a memcpy when
  * its stride is 1. Rows are split into one contiguous chunk per thread; each chunk finds its
  * first row's offset by division, then walks an odometer. */
+/* Chunk c of nt of strided_copy: rows [outer * c / nt, outer * (c + 1) / nt). */
+static void strided_chunk(void *dst, const void *srcp, size_t es, int r, const int64_t *od, const int64_t *st, int64_t outer,
+                          int c, int nt)
+{
+    int64_t inner = od[r - 1], ist = st[r - 1];
+    int64_t o0 = outer * c / nt, o1 = outer * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, off = 0, rem = o0;
+    for (int k = r - 2; k >= 0; k--) {
+        idx[k] = rem % od[k];
+        rem /= od[k];
+        off += idx[k] * st[k];
+    }
+    char *d = (char *)dst + o0 * inner * (int64_t)es;
+    const char *s = srcp;
+    for (int64_t o = o0; o < o1; o++) {
+        const char *p = s + off * (int64_t)es;
+        if (ist == 1) {
+            memcpy(d, p, (size_t)inner * es);
+            d += inner * (int64_t)es;
+        } else {
+            for (int64_t i = 0; i < inner; i++, d += es) copy_elem(d, p + i * ist * (int64_t)es, es);
+        }
+        for (int k = r - 2; k >= 0; k--) {
+            off += st[k];
+            if (++idx[k] < od[k]) break;
+            off -= st[k] * od[k];
+            idx[k] = 0;
+        }
+    }
+}
+
 static void strided_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od,
                          const int64_t *st, int threads)
 {
@@ -115,38 +145,45 @@ static void strided_copy(void *dst, const void *srcp, size_t es, int r, const in
         memcpy(dst, srcp, es);
         return;
     }
-    int64_t inner = od[r - 1], ist = st[r - 1], outer = total / inner;
+    int64_t inner = od[r - 1], outer = total / inner;
     int nt = copy_threads(threads, total * (int64_t)es);
     if (nt > outer) nt = (int)outer;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static, 1)
-    for (int c = 0; c < nt; c++) {
-        int64_t o0 = outer * c / nt, o1 = outer * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, off = 0, rem = o0;
-        for (int k = r - 2; k >= 0; k--) {
-            idx[k] = rem % od[k];
-            rem /= od[k];
-            off += idx[k] * st[k];
-        }
-        char *d = (char *)dst + o0 * inner * (int64_t)es;
-        const char *s = srcp;
-        for (int64_t o = o0; o < o1; o++) {
-            const char *p = s + off * (int64_t)es;
-            if (ist == 1) {
-                memcpy(d, p, (size_t)inner * es);
-                d += inner * (int64_t)es;
-            } else {
-                for (int64_t i = 0; i < inner; i++, d += es) copy_elem(d, p + i * ist * (int64_t)es, es);
-            }
-            for (int k = r - 2; k >= 0; k--) {
-                off += st[k];
-                if (++idx[k] < od[k]) break;
-                off -= st[k] * od[k];
-                idx[k] = 0;
-            }
-        }
+    if (FA_OMP_TEAM(nt, 1)) { /* one thread: no team (ops-impl.h) */
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+        for (int c = 0; c < nt; c++) strided_chunk(dst, srcp, es, r, od, st, outer, c, nt);
+    } else {
+        strided_chunk(dst, srcp, es, r, od, st, outer, 0, 1);
     }
 }
 
 /* dst[o] = src[sum_k map[k][o_k] * ist[k]], or *fill when any map[k][o_k] < 0 (padding). */
+/* Chunk c of nt of mapped_copy: elements [total * c / nt, total * (c + 1) / nt). */
+static void mapped_chunk(void *dst, const void *srcp, size_t es, int r, const int64_t *od, int64_t *const *map,
+                         const int64_t *ist, const void *fill, int64_t total, int c, int nt)
+{
+    int64_t e0 = total * c / nt, e1 = total * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, rem = e0;
+    for (int k = r - 1; k >= 0; k--) {
+        idx[k] = rem % od[k];
+        rem /= od[k];
+    }
+    char *d = (char *)dst + e0 * (int64_t)es;
+    const char *s = srcp;
+    for (int64_t e = e0; e < e1; e++, d += es) {
+        int64_t off = 0;
+        bool pad = false;
+        for (int k = 0; k < r; k++) {
+            int64_t m = map[k][idx[k]];
+            if (m < 0) { pad = true; break; }
+            off += m * ist[k];
+        }
+        copy_elem(d, pad ? (const char *)fill : s + off * (int64_t)es, es);
+        for (int k = r - 1; k >= 0; k--) {
+            if (++idx[k] < od[k]) break;
+            idx[k] = 0;
+        }
+    }
+}
+
 static void mapped_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od,
                         int64_t *const *map, const int64_t *ist, const void *fill, int threads)
 {
@@ -154,29 +191,11 @@ static void mapped_copy(void *dst, const void *srcp, size_t es, int r, const int
     if (total <= 0) return;
     int nt = copy_threads(threads, total * (int64_t)es);
     if (nt > total) nt = (int)total;
-#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static, 1)
-    for (int c = 0; c < nt; c++) {
-        int64_t e0 = total * c / nt, e1 = total * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, rem = e0;
-        for (int k = r - 1; k >= 0; k--) {
-            idx[k] = rem % od[k];
-            rem /= od[k];
-        }
-        char *d = (char *)dst + e0 * (int64_t)es;
-        const char *s = srcp;
-        for (int64_t e = e0; e < e1; e++, d += es) {
-            int64_t off = 0;
-            bool pad = false;
-            for (int k = 0; k < r; k++) {
-                int64_t m = map[k][idx[k]];
-                if (m < 0) { pad = true; break; }
-                off += m * ist[k];
-            }
-            copy_elem(d, pad ? (const char *)fill : s + off * (int64_t)es, es);
-            for (int k = r - 1; k >= 0; k--) {
-                if (++idx[k] < od[k]) break;
-                idx[k] = 0;
-            }
-        }
+    if (FA_OMP_TEAM(nt, 1)) { /* one thread: no team (ops-impl.h) */
+#pragma omp parallel for num_threads(nt) schedule(static, 1)
+        for (int c = 0; c < nt; c++) mapped_chunk(dst, srcp, es, r, od, map, ist, fill, total, c, nt);
+    } else {
+        mapped_chunk(dst, srcp, es, r, od, map, ist, fill, total, 0, 1);
     }
 }
 

@@ -15,7 +15,10 @@ typedef struct cpu_rec {
     fa_op_cost *costs;          /* by node id */
     const char **node_names;    /* interned, by node id */
     const char **op_types;
+    const char **kernel_seen;   /* by node id: the kernel name pointer last recorded ... */
+    const char **kernel_names;  /* ... and its interned copy (interned once, not per kernel run) */
     int iter;
+    int64_t pid;                /* getpid() once: it is a system call in glibc >= 2.25 */
     int64_t tid;
     uint64_t t0;
     uint64_t own_ns;            /* the collector's own time so far in this iteration (on_end) */
@@ -60,9 +63,9 @@ static void on_end(void *user, const fa_node *n, const char *kernel)
     uint64_t t1 = r->clock(r->clock_user);
     if (r->iter < 0) return; /* warm-up: not recorded */
     fa_activity a = fa_activity_init(FA_ACT_KERNEL);
-    a.name = fa_trace_intern(r->trace, kernel);
     a.node = n->id;
     if (n->id < 0 || n->id >= r->g->n_nodes) {
+        a.name = fa_trace_intern(r->trace, kernel);
         /* a kernel of the executor's own, no graph node: a reorder between layouts (op
          * "Reorder", named after its tensor); it reads and writes the tensor once (logical bytes) */
         a.op_type = fa_trace_intern(r->trace, n->op_type);
@@ -74,6 +77,11 @@ static void on_end(void *user, const fa_node *n, const char *kernel)
         }
         if (!a.name || !a.op_type || !a.node_name) r->oom = true;
     } else {
+        if (r->kernel_seen[n->id] != kernel) { /* the executor's names are fixed for its life */
+            r->kernel_names[n->id] = fa_trace_intern(r->trace, kernel);
+            r->kernel_seen[n->id] = r->kernel_names[n->id] ? kernel : NULL;
+        }
+        a.name = r->kernel_names[n->id];
         a.op_type = r->op_types[n->id];
         a.node_name = r->node_names[n->id];
         a.bytes_read = r->costs[n->id].bytes_read;
@@ -83,7 +91,7 @@ static void on_end(void *user, const fa_node *n, const char *kernel)
     a.iter = r->iter;
     a.stream = r->tid;
     a.tid = r->tid;
-    a.pid = getpid();
+    a.pid = r->pid;
     a.start_ns = r->t0 - r->own_ns;
     a.end_ns = t1 - r->own_ns;
     if (!a.name || !fa_trace_add(r->trace, &a)) r->oom = true;
@@ -120,8 +128,11 @@ fa_status fa_collect_cpu_clocked(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int
     r.costs = calloc((size_t)g->n_nodes + 1, sizeof *r.costs);
     r.node_names = calloc((size_t)g->n_nodes + 1, sizeof *r.node_names);
     r.op_types = calloc((size_t)g->n_nodes + 1, sizeof *r.op_types);
+    r.kernel_seen = calloc((size_t)g->n_nodes + 1, sizeof *r.kernel_seen);
+    r.kernel_names = calloc((size_t)g->n_nodes + 1, sizeof *r.kernel_names);
+    r.pid = getpid();
     fa_status st = FA_OK;
-    if (!t || !r.costs || !r.node_names || !r.op_types) {
+    if (!t || !r.costs || !r.node_names || !r.op_types || !r.kernel_seen || !r.kernel_names) {
         st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating the cpu trace");
         goto done;
     }
@@ -154,7 +165,7 @@ fa_status fa_collect_cpu_clocked(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int
             a.iter = r.iter;
             a.tid = r.tid;
             a.stream = r.tid;
-            a.pid = getpid();
+            a.pid = r.pid;
             a.start_ns = s0;
             a.end_ns = s1;
             if (!fa_trace_add(t, &a)) r.oom = true;
@@ -171,6 +182,8 @@ done:
     free(r.costs);
     free(r.node_names);
     free(r.op_types);
+    free(r.kernel_seen);
+    free(r.kernel_names);
     if (st) {
         fa_trace_free(t);
         return st;

@@ -27,6 +27,20 @@ typedef struct slot {
     fa_layout layout; /* how its bytes are laid out (blocked: C padded to the block) */
 } slot;
 
+/* One kernel of a run, prepared when the executor is created (plan_dispatch), once every place
+ * is final: a node's kernel or a reorder, its argument values already pointing into the arena (or
+ * at the constants), and the threads it runs with. fa_cpu_exec_run only walks these. */
+typedef struct dispatch_step {
+    const fa_node *node;          /* the graph node, or the reorder's (op "Reorder", id -1) */
+    fa_kernel *kern;              /* a node's kernel; NULL for a reorder */
+    const fa_custom_kernel *rk;   /* a reorder's kernel */
+    const char *name;             /* the kernel's name, shown to the observer */
+    fa_value *in, *out;           /* n_in / n_out values in cpu_exec.step_vals; an omitted
+                                     optional input or output is all zero (data NULL) */
+    int n_in, n_out;
+    int threads;                  /* node_threads / reorder_threads */
+} dispatch_step;
+
 typedef struct cpu_exec {
     const fa_graph *g;
     fa_exec_options opt;
@@ -54,6 +68,9 @@ typedef struct cpu_exec {
     fa_value *out_plain;      /* by graph output kept blocked: the plain copy fa_exec_output returns */
     bool *out_plain_ok;       /* ... converted since the last run */
     fa_ctx *out_ctx;          /* errors of those conversions (fa_exec_output has no ctx) */
+    dispatch_step *steps; /* the run, prepared once by plan_dispatch: n_steps kernels in order */
+    int n_steps;
+    fa_value *step_vals;  /* every step's argument values, pointing into the arena */
     unsigned char *arena; /* the static memory plan's one buffer, 64-byte aligned */
     uint64_t arena_bytes, live_peak_bytes;
     bool ran;           /* outputs are valid after the first run */
@@ -585,6 +602,45 @@ static fa_status plan_boundaries(fa_ctx *ctx, cpu_exec *e)
     return FA_OK;
 }
 
+/* The run as a table (dispatch_step), in the order fa_cpu_exec_run executes it: each reorder
+ * just before its first consumer, in the order of the layout plan, then the node; the graph
+ * outputs' reorders after the last node. Built once the arena is placed, so every value is final:
+ * a run copies no argument and looks nothing up. */
+static fa_status plan_dispatch(fa_ctx *ctx, cpu_exec *e)
+{
+    const fa_graph *g = e->g;
+    int nr = e->lp.n_reorders;
+    size_t nv = 2 * (size_t)nr;
+    for (int k = 0; k < g->n_topo; k++) nv += (size_t)g->nodes[g->topo[k]]->n_inputs + (size_t)g->nodes[g->topo[k]]->n_outputs;
+    e->steps = calloc((size_t)g->n_topo + (size_t)nr + 1, sizeof *e->steps);
+    e->step_vals = calloc(nv + 1, sizeof *e->step_vals);
+    if (!e->steps || !e->step_vals) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory preparing the run");
+    fa_value *v = e->step_vals;
+    int ri = 0, m = 0;
+    for (int k = 0; k <= g->n_topo; k++) {
+        const fa_node *n = k < g->n_topo ? g->nodes[g->topo[k]] : NULL;
+        for (; ri < nr && (!n || e->lp.reorders[ri].consumer == n->id); ri++) {
+            dispatch_step *d = &e->steps[m++];
+            *d = (dispatch_step){.node = &e->rnode[ri], .rk = &e->rk[ri], .name = e->rk[ri].name, .in = v, .out = v + 1,
+                                 .n_in = 1, .n_out = 1, .threads = e->reorder_threads[ri]};
+            v[0] = e->slots[e->lp.reorders[ri].tensor].v;
+            v[1] = e->slots[g->n_tensors + ri].v;
+            v += 2;
+        }
+        if (!n) break;
+        dispatch_step *d = &e->steps[m++];
+        *d = (dispatch_step){.node = n, .kern = &e->kernels[n->id], .name = e->kernels[n->id].name, .in = v,
+                             .out = v + n->n_inputs, .n_in = n->n_inputs, .n_out = n->n_outputs, .threads = e->node_threads[n->id]};
+        for (int i = 0; i < n->n_inputs; i++) /* the tensor itself, or its copy in the layout read */
+            if (n->inputs[i] >= 0) d->in[i] = e->slots[e->in_slot[e->in_off[n->id] + i]].v;
+        for (int o = 0; o < n->n_outputs; o++) /* its place in the arena (static plan) */
+            if (n->outputs[o] >= 0) d->out[o] = e->slots[n->outputs[o]].v;
+        v += n->n_inputs + n->n_outputs;
+    }
+    e->n_steps = m;
+    return FA_OK;
+}
+
 /* A copy of the caller's boundary layouts (NULL: all PLAIN) into *out, n entries. */
 static fa_layout *copy_layouts(const fa_layout *src, int n)
 {
@@ -668,6 +724,7 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     if (!st) st = plan_boundaries(ctx, e);
     if (!st) st = plan_memory(ctx, e);
     if (!st) st = alloc_arena(ctx, e);
+    if (!st) st = plan_dispatch(ctx, e);
     if (st) {
         fa_cpu_exec_free(e);
         return st;
@@ -712,6 +769,8 @@ void fa_cpu_exec_free(void *state)
     free(e->node_threads);
     free(e->reorder_threads);
     free(e->slots);
+    free(e->steps);
+    free(e->step_vals);
     free(e->arena);
     free(e);
 }
@@ -792,45 +851,20 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
     }
     e->ran = false;
     memset(e->out_plain_ok, 0, sizeof *e->out_plain_ok * (size_t)g->n_outputs);
-    fa_value in[64], out[16];
-    int ri = 0; /* the next reorder (in topological order of their first consumers) */
-    for (int k = 0; k <= g->n_topo; k++) {
-        const fa_node *n = k < g->n_topo ? g->nodes[g->topo[k]] : NULL;
-        for (; ri < e->lp.n_reorders && (!n || e->lp.reorders[ri].consumer == n->id); ri++) {
-            fa_value rin = e->slots[e->lp.reorders[ri].tensor].v, rout = e->slots[g->n_tensors + ri].v;
-            const fa_custom_kernel *rk = &e->rk[ri];
-            if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, &e->rnode[ri], rk->name);
-            int nt = e->reorder_threads[ri];
-            if (nt != e->threads) omp_set_num_threads(nt);
-            fa_status st = rk->run(rk->state, ctx, &e->rnode[ri], &rin, 1, &rout, 1, nt);
-            if (nt != e->threads) omp_set_num_threads(e->threads);
-            if (obs && obs->kernel_end) obs->kernel_end(obs->user, &e->rnode[ri], rk->name);
-            if (st) return fa_ctx_wrap(ctx, st, "executing %s: ", e->rnode[ri].name);
-        }
-        if (!n) break;
-        if (n->n_inputs > 64 || n->n_outputs > 16)
-            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs", n->name);
-        for (int i = 0; i < n->n_inputs; i++) {
-            if (n->inputs[i] < 0) { memset(&in[i], 0, sizeof in[i]); continue; }
-            in[i] = e->slots[e->in_slot[e->in_off[n->id] + i]].v;
-        }
-        for (int o = 0; o < n->n_outputs; o++) {
-            if (n->outputs[o] < 0) {
-                /* omitted optional output: give the kernel a scratch-free NULL buffer */
-                memset(&out[o], 0, sizeof out[o]);
-                continue;
-            }
-            out[o] = e->slots[n->outputs[o]].v; /* its place in the arena (static plan) */
-        }
-        fa_kernel *kern = &e->kernels[n->id];
-        if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, n, kern->name);
-        int nt = e->node_threads[n->id];
-        if (nt != e->threads) omp_set_num_threads(nt);
-        fa_status st = kern->run(ctx, kern, n, in, n->n_inputs, out, n->n_outputs, nt);
-        if (nt != e->threads) omp_set_num_threads(e->threads);
-        if (obs && obs->kernel_end) obs->kernel_end(obs->user, n, kern->name);
-        if (st) return fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", n->name, n->op_type);
+    int cur = e->threads; /* OpenMP's thread count, set only where it changes between two kernels */
+    fa_status st = FA_OK;
+    for (int s = 0; s < e->n_steps && !st; s++) {
+        const dispatch_step *d = &e->steps[s];
+        if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, d->node, d->name);
+        if (d->threads != cur) omp_set_num_threads(cur = d->threads);
+        st = d->kern ? d->kern->run(ctx, d->kern, d->node, d->in, d->n_in, d->out, d->n_out, d->threads)
+                     : d->rk->run(d->rk->state, ctx, d->node, d->in, 1, d->out, 1, d->threads);
+        if (obs && obs->kernel_end) obs->kernel_end(obs->user, d->node, d->name);
+        if (st && d->kern) st = fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", d->node->name, d->node->op_type);
+        else if (st) st = fa_ctx_wrap(ctx, st, "executing %s: ", d->node->name);
     }
+    if (cur != e->threads) omp_set_num_threads(e->threads);
+    if (st) return st;
     e->ran = true;
     return FA_OK;
 }

@@ -22,7 +22,6 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     (void)threads;
     /* broadcast: 24 rows x 5 contiguous elements */
     const int64_t rows = 24, len = 5;
-#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)
     for (int64_t row = 0; row < rows; row++) {
         const int64_t base = row * len;
         const int64_t ro0 = row * 5;

@@ -13,7 +13,6 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     (void)threads;
     /* nChw16c: 2 x 2 blocks x 3 x 5 of 16 channels; C = 20 (the last block's padded channels stored 0) */
     const int64_t rows = 12;
-#pragma omp parallel for num_threads(threads) if(rows * 80 > 16384) schedule(static)
     for (int64_t r = 0; r < rows; r++) {
         const int64_t h = r % 3, cb = r / 3 % 2, n = r / 6;
         (void)h, (void)n, (void)cb;

@@ -13,7 +13,6 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     float *restrict out0 = (float *)out[0]; /* tensor #14 */
     (void)threads;
     const int64_t rows = 6, len = 768;
-#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)
     for (int64_t row = 0; row < rows; row++) {
         const int64_t base = row * len;
         (void)base;

@@ -202,6 +202,61 @@ static void test_same_cluster_same_bytes_and_header_line(void **s)
 
 /* ---- unsupported clusters ---- */
 
+/* A generated kernel opens an OpenMP team only when its work is above FA_CODEGEN_PARALLEL_MIN
+ * elements (codegen.h): at or under it, even `if(false)` or one thread made libgomp create and free
+ * a one-thread team per call, more than the work of a tiny kernel. Contiguous chains (the fast
+ * path), broadcasts (the tiled path) and row kernels alike, at the bound and past it. */
+static tc *case_sized(int kind, int64_t rows, int64_t len)
+{
+    tc *t = tc_new(17);
+    int64_t xd[2] = {rows, len}, bd[1] = {len};
+    tc_input(t, "x", 2, xd);
+    if (kind == 0) { /* contiguous */
+        tc_node(t, "Relu", "x", NULL, NULL, "a");
+        tc_node(t, "Neg", "a", NULL, NULL, "y");
+    } else if (kind == 1) { /* broadcast of a row vector */
+        float *b = calloc((size_t)len, sizeof *b);
+        tc_const(t, "b", 1, bd, b);
+        free(b);
+        tc_node(t, "Add", "x", "b", NULL, "a");
+        tc_node(t, "Relu", "a", NULL, NULL, "y");
+    } else { /* rows: softmax over the last axis */
+        tc_node(t, "Softmax", "x", NULL, NULL, "y");
+    }
+    tc_output(t, "y");
+    tc_cluster(t, kind == 2 ? FA_CLUSTER_REDUCTION : FA_CLUSTER_ELEMWISE_CHAIN, kind == 2 ? FA_REDUCE_SOFTMAX : FA_REDUCE_NONE,
+               kind == 2 ? 1 : 0, "sized");
+    return t;
+}
+
+static void test_parallel_region_only_above_the_bound(void **s)
+{
+    (void)s;
+    const int64_t M = FA_CODEGEN_PARALLEL_MIN;
+    const struct {
+        int kind;
+        int64_t rows, len;
+        bool team;
+    } k[] = {
+        {0, 1, M, false}, {0, 1, M + 1, true}, {0, 1, 256, false},
+        {1, M / 64, 64, false}, {1, M / 64 + 1, 64, true}, {1, 4, M / 4, false}, {1, 4, 2 * M, true},
+        {2, M / 128, 128, false}, {2, M / 128 + 1, 128, true},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        tc *t = case_sized(k[i].kind, k[i].rows, k[i].len);
+        fa_buf c;
+        fa_buf_init(&c);
+        fa_codegen_info info;
+        if (fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &c, &info)) fail_msg("codegen: %s", fa_ctx_errmsg(t->ctx));
+        bool team = strstr(c.data, "omp parallel") != NULL;
+        if (team != k[i].team)
+            fail_msg("kind %d, %lld x %lld: a parallel region %s expected:\n%s", k[i].kind, (long long)k[i].rows,
+                     (long long)k[i].len, k[i].team ? "was" : "was not", c.data);
+        fa_buf_free(&c);
+        tc_free(t);
+    }
+}
+
 static void test_unsupported_clusters_say_why(void **s)
 {
     (void)s;
@@ -1101,6 +1156,7 @@ int main(void)
         cmocka_unit_test(test_golden_softmax_scale_prologue),
         cmocka_unit_test(test_golden_layernorm_decomposed),
         cmocka_unit_test(test_golden_rmsnorm_decomposed),
+        cmocka_unit_test(test_parallel_region_only_above_the_bound),
         cmocka_unit_test(test_golden_attention_bert),
         cmocka_unit_test(test_same_cluster_same_bytes_and_header_line),
         cmocka_unit_test(test_unsupported_clusters_say_why),

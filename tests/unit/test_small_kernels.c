@@ -3,7 +3,8 @@
  * and run with OpenMP's thread count at 1 (what oneDNN 2.6 sizes its work split from) and is
  * handed threads = 1, while a large kernel of the same op gets the executor's threads; the
  * squeeze-excitation ops of a MobileNetV3 block ([1, C, 1, 1]) are small, its 56x56 activation
- * is not. FA_SMALL_KERNELS_SHARED=1 gives every kernel the executor's threads. */
+ * is not. FA_SMALL_KERNELS_SHARED=1 gives every kernel the executor's threads. The prepared run
+ * (plan_dispatch) is the graph's kernels in order, and runs a node of 70 inputs. */
 #include <omp.h>
 
 #include "codegen_cases.h"
@@ -125,11 +126,86 @@ static void test_shared_when_turned_off(void **st)
     tc_free(t);
 }
 
+/* The executor prepares the run once (runtime/cpu/exec_cpu.c plan_dispatch: every kernel's
+ * argument values already in the arena): a node reading more values than the run loop's old
+ * stack arrays held (64 inputs: "too many inputs/outputs") runs, and gives the sum. */
+static void test_node_with_70_inputs_runs(void **st)
+{
+    (void)st;
+    tc *t = tc_new(13);
+    enum { K = 70 };
+    const char *ins[K];
+    char names[K][8];
+    int64_t d[2] = {1, 8};
+    for (int k = 0; k < K; k++) {
+        snprintf(names[k], sizeof names[k], "x%d", k);
+        ins[k] = names[k];
+        tc_input(t, names[k], 2, d);
+    }
+    const char *outs[1] = {"y"};
+    assert_non_null(fa_graph_add_node(t->ctx, t->g, "sum", "Sum", "", K, ins, 1, outs));
+    tc_output(t, "y");
+    assert_int_equal(fa_graph_prepare(t->ctx, t->g, NULL), FA_OK);
+    fa_exec_options o = {.target = FA_TARGET_CPU, .threads = 2};
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, t->g, &o, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    float x[8];
+    for (int k = 0; k < K; k++) {
+        for (int i = 0; i < 8; i++) x[i] = (float)(k + i);
+        fa_value v = {.data = x, .dtype = FA_DTYPE_FLOAT, .rank = 2, .dims = {1, 8}};
+        assert_int_equal(fa_exec_set_input(t->ctx, e, k, &v), FA_OK);
+    }
+    if (fa_exec_run(t->ctx, e, NULL)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    const float *y = fa_exec_output(e, 0)->data;
+    for (int i = 0; i < 8; i++) assert_true(y[i] == (float)(K * (K - 1) / 2 + K * i));
+    fa_exec_free(e);
+    tc_free(t);
+}
+
+/* The prepared run is the graph's: one kernel per live node in topological order, each shown to
+ * the observer with its kernel's name; and OpenMP's thread count, set to 1 only around the small
+ * kernels, is the executor's again after the run. */
+typedef struct order {
+    const fa_node *n[16];
+    const char *k[16];
+    int count;
+} order;
+
+static void on_begin(void *user, const fa_node *n, const char *kernel)
+{
+    order *o = user;
+    if (o->count < 16) o->n[o->count] = n, o->k[o->count] = kernel;
+    o->count++;
+}
+
+static void test_prepared_run_is_the_graph_in_order(void **st)
+{
+    (void)st;
+    tc *t = se_block();
+    fa_exec_options o = {.target = FA_TARGET_CPU, .threads = 2};
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, t->g, &o, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 3), FA_OK);
+    order seen = {0};
+    fa_exec_observer obs = {.user = &seen, .kernel_begin = on_begin};
+    if (fa_exec_run(t->ctx, e, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(seen.count, t->g->n_topo);
+    for (int k = 0; k < t->g->n_topo && k < 16; k++) {
+        assert_ptr_equal(seen.n[k], t->g->nodes[t->g->topo[k]]);
+        assert_string_equal(seen.k[k], fa_exec_kernel_name(e, seen.n[k]));
+    }
+    assert_int_equal(omp_get_max_threads(), 2);
+    fa_exec_free(e);
+    tc_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_kernel_created_and_run_on_one_thread),
         cmocka_unit_test(test_shared_when_turned_off),
+        cmocka_unit_test(test_node_with_70_inputs_runs),
+        cmocka_unit_test(test_prepared_run_is_the_graph_in_order),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
