@@ -6,8 +6,9 @@
  * decomposition as exporters write it; the members are analysed into one description (att) —
  * the Q, K, V and output accessors through the views around them (fa_view), the score program
  * (scales, additive masks, boolean masks, in member order), the row guard after the softmax —
- * which both emitters print: C for the cpu target (per (batch·head, query block) task, key
- * tiles packed and the two products as register-blocked loops the compiler vectorises) and CUDA
+ * which both emitters print: C for the cpu target (per (batch·head, group of query rows) task,
+ * each key tile packed once per group, the two products as 8-row register tiles of GCC vectors
+ * sized to the ISA the compiler targets; c_tiles) and CUDA
  * C (one block per (batch·head, 16 query rows), a warp per row, one key per lane).
  * docs/codegen.md "Attention". */
 #include <math.h>
@@ -1016,7 +1017,7 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
     /* rows beyond nr computed on zero queries (raw dots 0, never exponentiated, alpha 0): their O
      * rows are never stored */
     idx2(ix, sizeof ix, "yb", "i", stride_of(&a->y, 1), "e", stride_of(&a->y, 2));
-    fa_buf_puts(o, "        for (int64_t r = 0; r < ng; r++) {\n            const int64_t i = g0 + r;\n");
+    fa_buf_puts(o, "        for (int64_t r = 0; r < ng; r++) {\n            const int64_t i = g0 + r;\n            (void)i; /* unread when Sq is 1 */\n");
     fa_buf_printf(o, "            for (int64_t e = 0; e < %lld; e++) {\n", (long long)a->DV);
     char accx[64];
     snprintf(accx, sizeof accx, "O[r * %lld + e]", lDVP);

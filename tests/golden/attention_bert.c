@@ -137,6 +137,7 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
         }
         for (int64_t r = 0; r < ng; r++) {
             const int64_t i = g0 + r;
+            (void)i; /* unread when Sq is 1 */
             for (int64_t e = 0; e < 8; e++) {
                 float yv = O[r * 32 + e] / L[r];
                 out0[yb + i * 16 + e * 1] = yv;
