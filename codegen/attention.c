@@ -853,12 +853,12 @@ static void params_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d)
 }
 
 /* Tile sizes of the C kernel. The micro-kernels (emit_c) hold an MR × NR register tile: MR = 8
- * query rows, NR = 32 keys or values with AVX-512 (2 zmm per row, 16 accumulators of the 32
- * registers), 8 with AVX (1 ymm per row, 8 of 16), 4 otherwise (16-byte vectors); so rows are
- * padded to 8 and keys/values to 32, a multiple of every NR. An FMA unit of latency 4 cycles and
- * throughput 2 per cycle (Intel's optimisation manual, Skylake-SP/Ice Lake; AMD's Zen 4 software
- * optimisation guide: 2 FMA pipes, latency 4) needs at least 8 independent accumulators to stay
- * busy, which the AVX-512 and AVX tiles have.
+ * query rows × NR = 32 keys or values with AVX-512 (2 zmm per row, 16 accumulators of the 32
+ * registers), 4 × 16 with AVX/AVX2 (2 ymm per row, 8 of 16), 4 × 8 otherwise (16-byte vectors);
+ * so rows are padded to 8 and keys/values to 32, a multiple of every MR and NR. An FMA unit of
+ * latency 4 cycles and throughput 2 per cycle (Intel's optimisation manual, Skylake-SP/Ice Lake;
+ * AMD's Zen 4 software optimisation guide: 2 FMA pipes, latency 4) needs at least 8 independent
+ * accumulators to stay busy, which the AVX-512 and AVX tiles have.
  *   BR = 32 query rows per block (Sq rounded up to 8 when shorter): the block's score tile S (BR·BC)
  *     and probabilities stay in L1 between the two products;
  *   BC = 64 keys per tile (32 for heads over 128), Sk rounded up to 32 when shorter: Kt (D·BC)
@@ -900,10 +900,10 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
     if (a->has_tanh) fa_buf_puts(o, "#if __GLIBC_PREREQ(2, 35)\n#pragma omp declare simd notinbranch\nfloat tanhf(float);\n#endif\n");
     fa_buf_puts(o, "#endif\n\n");
     /* the register tile of the micro-kernels, by the ISA the compiler targets (c_tiles) */
-    fa_buf_puts(o, "/* micro-kernel register tile: 8 rows x FA_NV vectors of FA_VL floats */\n"
-                   "#if defined(__AVX512F__)\n#define FA_VL 16\n#define FA_NV 2\n"
-                   "#elif defined(__AVX__)\n#define FA_VL 8\n#define FA_NV 1\n"
-                   "#else\n#define FA_VL 4\n#define FA_NV 1\n#endif\n"
+    fa_buf_puts(o, "/* micro-kernel register tile: FA_MR rows x FA_NV vectors of FA_VL floats */\n"
+                   "#if defined(__AVX512F__)\n#define FA_VL 16\n#define FA_NV 2\n#define FA_MR 8\n"
+                   "#elif defined(__AVX__)\n#define FA_VL 8\n#define FA_NV 2\n#define FA_MR 4\n"
+                   "#else\n#define FA_VL 4\n#define FA_NV 2\n#define FA_MR 4\n#endif\n"
                    "typedef float fa_vf __attribute__((vector_size(FA_VL * 4), may_alias));\n\n");
     fa_buf_printf(o, "void %s(const void *const *in, void *const *out, int threads);\n", name);
     fa_buf_printf(o, "void %s(const void *const *in, void *const *out, int threads)\n{\n", name);
@@ -954,21 +954,21 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
     fa_buf_printf(o, "                const float *Qb = Qs + (i0 - g0) * %lld;\n"
                      "                float *Ob = O + (i0 - g0) * %lld, *Mb = M + (i0 - g0), *Lb = L + (i0 - g0);\n", lD, lDVP);
     /* S = Q Kᵀ micro-kernel */
-    fa_buf_printf(o, "                /* S = Q K^T: 8 rows x FA_NV vectors of keys in registers over the head dim (keys up to ncr) */\n"
-                     "                for (int64_t r = 0; r < nr8; r += 8)\n"
+    fa_buf_printf(o, "                /* S = Q K^T: FA_MR rows x FA_NV vectors of keys in registers over the head dim (keys up to ncr) */\n"
+                     "                for (int64_t r = 0; r < nr8; r += FA_MR)\n"
                      "                    for (int64_t jc = 0; jc < ncr; jc += FA_VL * FA_NV) {\n"
-                     "                        fa_vf acc[8][FA_NV];\n"
-                     "                        for (int u = 0; u < 8; u++)\n"
+                     "                        fa_vf acc[FA_MR][FA_NV];\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
                      "                            for (int v = 0; v < FA_NV; v++) acc[u][v] = (fa_vf){0};\n"
                      "                        const float *q = Qb + r * %lld;\n"
                      "                        for (int64_t d = 0; d < %lld; d++) {\n"
                      "                            fa_vf b[FA_NV];\n"
                      "                            for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Kt + d * %lld + jc + v * FA_VL);\n"
-                     "                            for (int u = 0; u < 8; u++) {\n"
+                     "                            for (int u = 0; u < FA_MR; u++) {\n"
                      "                                const float x = q[u * %lld + d];\n"
                      "                                for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;\n"
                      "                            }\n                        }\n"
-                     "                        for (int u = 0; u < 8; u++)\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
                      "                            for (int v = 0; v < FA_NV; v++) *(fa_vf *)(S + (r + u) * %lld + jc + v * FA_VL) = acc[u][v];\n"
                      "                    }\n",
                   lD, lD, lBC, lD, lBC);
@@ -996,21 +996,21 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
                    "                }\n"
                    "                for (int64_t r = nr; r < nr8; r++) A[r] = 0.0f;\n");
     /* O = α O + P V micro-kernel */
-    fa_buf_printf(o, "                /* O = alpha O + P V: 8 rows x FA_NV vectors of values in registers over the tile's keys */\n"
-                     "                for (int64_t r = 0; r < nr8; r += 8)\n"
+    fa_buf_printf(o, "                /* O = alpha O + P V: FA_MR rows x FA_NV vectors of values in registers over the tile's keys */\n"
+                     "                for (int64_t r = 0; r < nr8; r += FA_MR)\n"
                      "                    for (int64_t ec = 0; ec < %lld; ec += FA_VL * FA_NV) {\n"
-                     "                        fa_vf acc[8][FA_NV];\n"
-                     "                        for (int u = 0; u < 8; u++)\n"
+                     "                        fa_vf acc[FA_MR][FA_NV];\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
                      "                            for (int v = 0; v < FA_NV; v++) acc[u][v] = *(const fa_vf *)(Ob + (r + u) * %lld + ec + v * FA_VL) * A[r + u];\n"
                      "                        const float *p = S + r * %lld;\n"
                      "                        for (int64_t jj = 0; jj < nc; jj++) {\n"
                      "                            fa_vf b[FA_NV];\n"
                      "                            for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Vs + jj * %lld + ec + v * FA_VL);\n"
-                     "                            for (int u = 0; u < 8; u++) {\n"
+                     "                            for (int u = 0; u < FA_MR; u++) {\n"
                      "                                const float x = p[u * %lld + jj];\n"
                      "                                for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;\n"
                      "                            }\n                        }\n"
-                     "                        for (int u = 0; u < 8; u++)\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
                      "                            for (int v = 0; v < FA_NV; v++) *(fa_vf *)(Ob + (r + u) * %lld + ec + v * FA_VL) = acc[u][v];\n"
                      "                    }\n            }\n        }\n",
                   lDVP, lDVP, lBC, lDVP, lBC, lDVP);

@@ -9,16 +9,19 @@
 float expf(float);
 #endif
 
-/* micro-kernel register tile: 8 rows x FA_NV vectors of FA_VL floats */
+/* micro-kernel register tile: FA_MR rows x FA_NV vectors of FA_VL floats */
 #if defined(__AVX512F__)
 #define FA_VL 16
 #define FA_NV 2
+#define FA_MR 8
 #elif defined(__AVX__)
 #define FA_VL 8
-#define FA_NV 1
+#define FA_NV 2
+#define FA_MR 4
 #else
 #define FA_VL 4
-#define FA_NV 1
+#define FA_NV 2
+#define FA_MR 4
 #endif
 typedef float fa_vf __attribute__((vector_size(FA_VL * 4), may_alias));
 
@@ -70,22 +73,22 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
                 const int64_t nc = nt, ncr = ntr;
                 const float *Qb = Qs + (i0 - g0) * 8;
                 float *Ob = O + (i0 - g0) * 32, *Mb = M + (i0 - g0), *Lb = L + (i0 - g0);
-                /* S = Q K^T: 8 rows x FA_NV vectors of keys in registers over the head dim (keys up to ncr) */
-                for (int64_t r = 0; r < nr8; r += 8)
+                /* S = Q K^T: FA_MR rows x FA_NV vectors of keys in registers over the head dim (keys up to ncr) */
+                for (int64_t r = 0; r < nr8; r += FA_MR)
                     for (int64_t jc = 0; jc < ncr; jc += FA_VL * FA_NV) {
-                        fa_vf acc[8][FA_NV];
-                        for (int u = 0; u < 8; u++)
+                        fa_vf acc[FA_MR][FA_NV];
+                        for (int u = 0; u < FA_MR; u++)
                             for (int v = 0; v < FA_NV; v++) acc[u][v] = (fa_vf){0};
                         const float *q = Qb + r * 8;
                         for (int64_t d = 0; d < 8; d++) {
                             fa_vf b[FA_NV];
                             for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Kt + d * 32 + jc + v * FA_VL);
-                            for (int u = 0; u < 8; u++) {
+                            for (int u = 0; u < FA_MR; u++) {
                                 const float x = q[u * 8 + d];
                                 for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;
                             }
                         }
-                        for (int u = 0; u < 8; u++)
+                        for (int u = 0; u < FA_MR; u++)
                             for (int v = 0; v < FA_NV; v++) *(fa_vf *)(S + (r + u) * 32 + jc + v * FA_VL) = acc[u][v];
                     }
                 for (int64_t r = 0; r < nr; r++) {
@@ -115,22 +118,22 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
                     A[r] = alpha;
                 }
                 for (int64_t r = nr; r < nr8; r++) A[r] = 0.0f;
-                /* O = alpha O + P V: 8 rows x FA_NV vectors of values in registers over the tile's keys */
-                for (int64_t r = 0; r < nr8; r += 8)
+                /* O = alpha O + P V: FA_MR rows x FA_NV vectors of values in registers over the tile's keys */
+                for (int64_t r = 0; r < nr8; r += FA_MR)
                     for (int64_t ec = 0; ec < 32; ec += FA_VL * FA_NV) {
-                        fa_vf acc[8][FA_NV];
-                        for (int u = 0; u < 8; u++)
+                        fa_vf acc[FA_MR][FA_NV];
+                        for (int u = 0; u < FA_MR; u++)
                             for (int v = 0; v < FA_NV; v++) acc[u][v] = *(const fa_vf *)(Ob + (r + u) * 32 + ec + v * FA_VL) * A[r + u];
                         const float *p = S + r * 32;
                         for (int64_t jj = 0; jj < nc; jj++) {
                             fa_vf b[FA_NV];
                             for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Vs + jj * 32 + ec + v * FA_VL);
-                            for (int u = 0; u < 8; u++) {
+                            for (int u = 0; u < FA_MR; u++) {
                                 const float x = p[u * 32 + jj];
                                 for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;
                             }
                         }
-                        for (int u = 0; u < 8; u++)
+                        for (int u = 0; u < FA_MR; u++)
                             for (int v = 0; v < FA_NV; v++) *(fa_vf *)(Ob + (r + u) * 32 + ec + v * FA_VL) = acc[u][v];
                     }
             }
