@@ -870,9 +870,12 @@ static void params_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d)
  *     1/QG of the products per element instead of 1/BR. Per task Qs QG·D + O QG·DVP + Kt + Vs + S
  *     floats on the stack: 104 KiB for D = Dv = 64 (L2: 1-2 MiB per core). QG shrinks (by whole
  *     blocks) while the tasks BH·⌈Sq/QG⌉ are fewer than 32, so that small batches still give every
- *     thread of a many-core machine work;
+ *     thread of a many-core machine work, and while the task's stack frame would pass 256 KiB
+ *     (OpenMP threads get the default thread stack, 8 MiB under glibc's usual limit; 256 KiB
+ *     keeps the frame far below it: 200 KiB for D = Dv = 128, 196 KiB for 256 with QG 64);
  *   DVP = Dv rounded up to 32 (the value row as the PV micro-kernel reads it). */
 enum { C_MR = 8, C_NR_PAD = 32, C_QG_MAX = 128, C_MIN_TASKS = 32 };
+#define C_STACK_MAX (256 * 1024)
 static void c_tiles(const att *a, int64_t *BR, int64_t *BC, int64_t *DVP, int64_t *QG)
 {
     *BR = a->SQ >= 32 ? 32 : (a->SQ + C_MR - 1) / C_MR * C_MR;
@@ -881,7 +884,9 @@ static void c_tiles(const att *a, int64_t *BR, int64_t *BC, int64_t *DVP, int64_
     *DVP = (a->DV + C_NR_PAD - 1) / C_NR_PAD * C_NR_PAD;
     int64_t nb = C_QG_MAX / *BR, blocks = (a->SQ + *BR - 1) / *BR;
     if (nb > blocks) nb = blocks;
-    while (nb > 1 && a->BH * ((blocks + nb - 1) / nb) < C_MIN_TASKS) nb--;
+    while (nb > 1 && (a->BH * ((blocks + nb - 1) / nb) < C_MIN_TASKS ||
+                      4 * (nb * *BR * (a->D + *DVP) + a->D * *BC + *BC * *DVP + *BR * *BC) > C_STACK_MAX))
+        nb--;
     *QG = nb * *BR;
 }
 
