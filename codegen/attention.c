@@ -6,8 +6,9 @@
  * decomposition as exporters write it; the members are analysed into one description (att) —
  * the Q, K, V and output accessors through the views around them (fa_view), the score program
  * (scales, additive masks, boolean masks, in member order), the row guard after the softmax —
- * which both emitters print: C for the cpu target (per (batch·head, query block) task, key
- * tiles packed and the two products as register-blocked loops the compiler vectorises) and CUDA
+ * which both emitters print: C for the cpu target (per (batch·head, group of query rows) task,
+ * each key tile packed once per group, the two products as 8-row register tiles of GCC vectors
+ * sized to the ISA the compiler targets; c_tiles) and CUDA
  * C (one block per (batch·head, 16 query rows), a warp per row, one key per lane).
  * docs/codegen.md "Attention". */
 #include <math.h>
@@ -851,23 +852,51 @@ static void params_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d)
         fa_buf_printf(o, "    float *restrict out%d = (float *)out[%d]; /* tensor #%d */\n", k, k, d->outputs[k]);
 }
 
-/* Tile sizes of the C kernel: BR query rows (a multiple of 4, at most 32) per task, BC keys (a
- * multiple of 16: 64, or 32 for head sizes over 128) per tile, the value row padded to DVP (a
- * multiple of 16). Per task Qs BR·D + Kt D·BC + Vs BC·DVP + S BR·BC + O BR·DVP floats: 56 KiB
- * for D = DV = 64 (in L2; the K/V tiles, read BR times each, stay in L1 through a tile). */
-static void c_tiles(const att *a, int64_t *BR, int64_t *BC, int64_t *DVP)
+/* Tile sizes of the C kernel. The micro-kernels (emit_c) hold an MR × NR register tile: MR = 8
+ * query rows × NR = 32 keys or values with AVX-512 (2 zmm per row, 16 accumulators of the 32
+ * registers), 4 × 16 with AVX/AVX2 (2 ymm per row, 8 of 16), 4 × 8 otherwise (16-byte vectors);
+ * so rows are padded to 8 and keys/values to 32, a multiple of every MR and NR. An FMA unit of
+ * latency 4 cycles and throughput 2 per cycle (Intel's optimisation manual, Skylake-SP/Ice Lake;
+ * AMD's Zen 4 software optimisation guide: 2 FMA pipes, latency 4) needs at least 8 independent
+ * accumulators to stay busy, which the AVX-512 and AVX tiles have.
+ *   BR = 32 query rows per block (Sq rounded up to 8 when shorter): the block's score tile S (BR·BC)
+ *     and probabilities stay in L1 between the two products;
+ *   BC = 64 keys per tile (32 for heads over 128), Sk rounded up to 32 when shorter: Kt (D·BC)
+ *     and Vs (BC·DVP) are 16 KiB each for D = Dv = 64, so one key tile's K and V together fit a
+ *     32 KiB L1d (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 2-4: 32 or 48 KiB) while the block's
+ *     products stream them BR/MR = 4 times each;
+ *   QG = the rows of one task (a group of query blocks, at most 128): each key tile is packed
+ *     (K transposed, V row-major) once per group and used by QG/BR blocks, so packing costs
+ *     1/QG of the products per element instead of 1/BR. Per task Qs QG·D + O QG·DVP + Kt + Vs + S
+ *     floats on the stack: 104 KiB for D = Dv = 64 (L2: 1-2 MiB per core). QG shrinks (by whole
+ *     blocks) while the tasks BH·⌈Sq/QG⌉ are fewer than 32, so that small batches still give every
+ *     thread of a many-core machine work, and while the task's stack frame would pass 256 KiB
+ *     (OpenMP threads get the default thread stack, 8 MiB under glibc's usual limit; 256 KiB
+ *     keeps the frame far below it: 200 KiB for D = Dv = 128, 196 KiB for 256 with QG 64);
+ *   DVP = Dv rounded up to 32 (the value row as the PV micro-kernel reads it). */
+enum { C_MR = 8, C_NR_PAD = 32, C_QG_MAX = 128, C_MIN_TASKS = 32 };
+#define C_STACK_MAX (256 * 1024)
+static void c_tiles(const att *a, int64_t *BR, int64_t *BC, int64_t *DVP, int64_t *QG)
 {
-    *BR = a->SQ >= 32 ? 32 : (a->SQ + 3) / 4 * 4;
+    *BR = a->SQ >= 32 ? 32 : (a->SQ + C_MR - 1) / C_MR * C_MR;
     *BC = a->D > 128 || a->DV > 128 ? 32 : 64;
-    if (a->SK < *BC) *BC = (a->SK + 15) / 16 * 16;
-    *DVP = (a->DV + 15) / 16 * 16;
+    if (a->SK < *BC) *BC = (a->SK + C_NR_PAD - 1) / C_NR_PAD * C_NR_PAD;
+    *DVP = (a->DV + C_NR_PAD - 1) / C_NR_PAD * C_NR_PAD;
+    int64_t nb = C_QG_MAX / *BR, blocks = (a->SQ + *BR - 1) / *BR;
+    if (nb > blocks) nb = blocks;
+    while (nb > 1 && (a->BH * ((blocks + nb - 1) / nb) < C_MIN_TASKS ||
+                      4 * (nb * *BR * (a->D + *DVP) + a->D * *BC + *BC * *DVP + *BR * *BC) > C_STACK_MAX))
+        nb--;
+    *QG = nb * *BR;
 }
 
 static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const att *a, const char *name)
 {
-    int64_t BR, BC, DVP;
-    c_tiles(a, &BR, &BC, &DVP);
-    const int64_t D = a->D, NQB = (a->SQ + BR - 1) / BR;
+    int64_t BR, BC, DVP, QG;
+    c_tiles(a, &BR, &BC, &DVP, &QG);
+    const int64_t D = a->D, NG = (a->SQ + QG - 1) / QG;
+    const long long lD = (long long)D, lBC = (long long)BC, lDVP = (long long)DVP, lBR = (long long)BR, lQG = (long long)QG,
+                    lSQ = (long long)a->SQ, lSK = (long long)a->SK;
     char lit[64];
     fa_buf_puts(o, "#include <math.h>\n#include <stdint.h>\n\n");
     fa_buf_puts(o, "#if defined(__x86_64__) && defined(__GLIBC__) && defined(_OPENMP) && !defined(__FAST_MATH__)\n"
@@ -875,122 +904,129 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
                    "#pragma omp declare simd notinbranch\nfloat expf(float);\n");
     if (a->has_tanh) fa_buf_puts(o, "#if __GLIBC_PREREQ(2, 35)\n#pragma omp declare simd notinbranch\nfloat tanhf(float);\n#endif\n");
     fa_buf_puts(o, "#endif\n\n");
+    /* the register tile of the micro-kernels, by the ISA the compiler targets (c_tiles) */
+    fa_buf_puts(o, "/* micro-kernel register tile: FA_MR rows x FA_NV vectors of FA_VL floats */\n"
+                   "#if defined(__AVX512F__)\n#define FA_VL 16\n#define FA_NV 2\n#define FA_MR 8\n"
+                   "#elif defined(__AVX__)\n#define FA_VL 8\n#define FA_NV 2\n#define FA_MR 4\n"
+                   "#else\n#define FA_VL 4\n#define FA_NV 2\n#define FA_MR 4\n#endif\n"
+                   "typedef float fa_vf __attribute__((vector_size(FA_VL * 4), may_alias));\n\n");
     fa_buf_printf(o, "void %s(const void *const *in, void *const *out, int threads);\n", name);
     fa_buf_printf(o, "void %s(const void *const *in, void *const *out, int threads)\n{\n", name);
     params_c(o, g, d);
     fa_buf_puts(o, "    (void)threads;\n");
-    fa_buf_printf(o, "    /* %lld (batch x head) x %lld query rows in blocks of %lld, %lld keys in tiles of %lld, head %lld, value %lld */\n",
-                  (long long)a->BH, (long long)a->SQ, (long long)BR, (long long)a->SK, (long long)BC, (long long)D,
-                  (long long)a->DV);
-    if (a->BH * NQB > 1) /* one task: no team (codegen.h FA_CODEGEN_PARALLEL_MIN) */
+    fa_buf_printf(o, "    /* %lld (batch x head) x %lld query rows in groups of %lld (blocks of %lld), %lld keys in tiles of %lld, head %lld, value %lld */\n",
+                  (long long)a->BH, lSQ, lQG, lBR, lSK, lBC, lD, (long long)a->DV);
+    if (a->BH * NG > 1) /* one task: no team (codegen.h FA_CODEGEN_PARALLEL_MIN) */
         fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) schedule(static)\n");
-    fa_buf_printf(o, "    for (int64_t task = 0; task < %lld; task++) {\n", (long long)(a->BH * NQB));
-    fa_buf_printf(o, "        const int64_t bh = task / %lld, i0 = (task %% %lld) * %lld;\n", (long long)NQB, (long long)NQB,
-                  (long long)BR);
-    fa_buf_printf(o, "        const int64_t nr = %lld - i0 < %lld ? %lld - i0 : %lld, nr4 = (nr + 3) / 4 * 4;\n", (long long)a->SQ,
-                  (long long)BR, (long long)a->SQ, (long long)BR);
+    fa_buf_printf(o, "    for (int64_t task = 0; task < %lld; task++) {\n", (long long)(a->BH * NG));
+    fa_buf_printf(o, "        const int64_t bh = task / %lld, g0 = (task %% %lld) * %lld;\n", (long long)NG, (long long)NG, lQG);
+    fa_buf_printf(o, "        const int64_t ng = %lld - g0 < %lld ? %lld - g0 : %lld;\n", lSQ, lQG, lSQ, lQG);
     emit_bases(o, a, "        ", "int64_t");
     fa_buf_printf(o, "        float Qs[%lld] __attribute__((aligned(64))), Kt[%lld] __attribute__((aligned(64)));\n",
-                  (long long)(BR * D), (long long)(D * BC));
+                  (long long)(QG * D), (long long)(D * BC));
     fa_buf_printf(o, "        float Vs[%lld] __attribute__((aligned(64))), S[%lld] __attribute__((aligned(64)));\n",
                   (long long)(BC * DVP), (long long)(BR * BC));
-    fa_buf_printf(o, "        float O[%lld] __attribute__((aligned(64))), M[%lld], L[%lld];\n", (long long)(BR * DVP),
-                  (long long)BR, (long long)BR);
+    fa_buf_printf(o, "        float O[%lld] __attribute__((aligned(64))), M[%lld], L[%lld], A[%lld];\n", (long long)(QG * DVP),
+                  lQG, lQG, lBR);
     char ix[256];
-    idx2(ix, sizeof ix, "qb", "(i0 + r)", stride_of(&a->q, 1), "d", stride_of(&a->q, 2));
+    idx2(ix, sizeof ix, "qb", "(g0 + r)", stride_of(&a->q, 1), "d", stride_of(&a->q, 2));
     fa_buf_printf(o, "        for (int64_t r = 0; r < %lld; r++) {\n"
-                     "            for (int64_t d = 0; d < %lld; d++) Qs[r * %lld + d] = r < nr ? in%d[%s] : 0.0f;\n"
+                     "            for (int64_t d = 0; d < %lld; d++) Qs[r * %lld + d] = r < ng ? in%d[%s] : 0.0f;\n"
                      "            M[r] = -INFINITY;\n            L[r] = 0.0f;\n"
                      "            for (int64_t e = 0; e < %lld; e++) O[r * %lld + e] = 0.0f;\n        }\n",
-                  (long long)BR, (long long)D, (long long)D, a->q_in, ix, (long long)DVP, (long long)DVP);
-    if (a->causal) fa_buf_printf(o, "        const int64_t jend = i0 + nr < %lld ? i0 + nr : %lld; /* causal: later key tiles are all masked */\n",
-                                 (long long)a->SK, (long long)a->SK);
-    else fa_buf_printf(o, "        const int64_t jend = %lld;\n", (long long)a->SK);
-    fa_buf_printf(o, "        for (int64_t j0 = 0; j0 < jend; j0 += %lld) {\n", (long long)BC);
-    fa_buf_printf(o, "            const int64_t nc = jend - j0 < %lld ? jend - j0 : %lld, ncr = (nc + 15) / 16 * 16;\n",
-                  (long long)BC, (long long)BC);
-    /* pack K transposed and V */
+                  lQG, lD, lD, a->q_in, ix, lDVP, lDVP);
+    if (a->causal) fa_buf_printf(o, "        const int64_t jend = g0 + ng < %lld ? g0 + ng : %lld; /* causal: later key tiles are all masked */\n",
+                                 lSK, lSK);
+    else fa_buf_printf(o, "        const int64_t jend = %lld;\n", lSK);
+    fa_buf_printf(o, "        for (int64_t j0 = 0; j0 < jend; j0 += %lld) {\n", lBC);
+    fa_buf_printf(o, "            const int64_t nt = jend - j0 < %lld ? jend - j0 : %lld, ntr = (nt + 31) / 32 * 32;\n", lBC, lBC);
+    /* pack K transposed and V, once per group */
     idx2(ix, sizeof ix, "kb", "(j0 + jj)", stride_of(&a->k, 1), "d", stride_of(&a->k, 2));
-    fa_buf_printf(o, "            for (int64_t jj = 0; jj < ncr; jj++)\n"
-                     "                for (int64_t d = 0; d < %lld; d++) Kt[d * %lld + jj] = jj < nc ? in%d[%s] : 0.0f;\n",
-                  (long long)D, (long long)BC, a->k_in, ix);
+    fa_buf_printf(o, "            /* the key tile packed once for the group's blocks: K transposed (Kt[d][j]), V row-major, zero-padded */\n"
+                     "            for (int64_t jj = 0; jj < ntr; jj++)\n"
+                     "                for (int64_t d = 0; d < %lld; d++) Kt[d * %lld + jj] = jj < nt ? in%d[%s] : 0.0f;\n",
+                  lD, lBC, a->k_in, ix);
     idx2(ix, sizeof ix, "vb", "(j0 + jj)", stride_of(&a->v, 1), "e", stride_of(&a->v, 2));
-    fa_buf_printf(o, "            for (int64_t jj = 0; jj < nc; jj++)\n"
+    fa_buf_printf(o, "            for (int64_t jj = 0; jj < nt; jj++)\n"
                      "                for (int64_t e = 0; e < %lld; e++) Vs[jj * %lld + e] = e < %lld ? in%d[%s] : 0.0f;\n",
-                  (long long)DVP, (long long)DVP, (long long)a->DV, a->v_in, ix);
-    /* S = Q Kᵀ, 4 rows x 16 keys per register block */
-    fa_buf_printf(o, "            /* S = Q K^T: 4 rows x 16 keys held in vector registers over the head dim (keys up to ncr) */\n"
-                     "            for (int64_t r = 0; r < nr4; r += 4)\n"
-                     "                for (int64_t jc = 0; jc < ncr; jc += 16) {\n"
-                     "                    float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};\n"
-                     "                    const float *q0 = Qs + r * %lld, *q1 = q0 + %lld, *q2 = q1 + %lld, *q3 = q2 + %lld;\n"
-                     "                    for (int64_t d = 0; d < %lld; d++) {\n"
-                     "                        const float *kt = Kt + d * %lld + jc;\n"
-                     "                        const float x0 = q0[d], x1 = q1[d], x2 = q2[d], x3 = q3[d];\n"
-                     "#pragma omp simd\n"
-                     "                        for (int jj = 0; jj < 16; jj++) {\n"
-                     "                            a0[jj] += x0 * kt[jj];\n                            a1[jj] += x1 * kt[jj];\n"
-                     "                            a2[jj] += x2 * kt[jj];\n                            a3[jj] += x3 * kt[jj];\n"
-                     "                        }\n                    }\n"
-                     "                    for (int jj = 0; jj < 16; jj++) {\n"
-                     "                        S[r * %lld + jc + jj] = a0[jj];\n                        S[(r + 1) * %lld + jc + jj] = a1[jj];\n"
-                     "                        S[(r + 2) * %lld + jc + jj] = a2[jj];\n                        S[(r + 3) * %lld + jc + jj] = a3[jj];\n"
-                     "                    }\n                }\n",
-                  (long long)D, (long long)D, (long long)D, (long long)D, (long long)D, (long long)BC,
-                  (long long)BC, (long long)BC, (long long)BC, (long long)BC);
+                  lDVP, lDVP, (long long)a->DV, a->v_in, ix);
+    fa_buf_printf(o, "            for (int64_t i0 = g0; i0 < g0 + ng; i0 += %lld) {\n", lBR);
+    fa_buf_printf(o, "                const int64_t nr = g0 + ng - i0 < %lld ? g0 + ng - i0 : %lld, nr8 = (nr + 7) / 8 * 8;\n", lBR, lBR);
+    if (a->causal)
+        fa_buf_printf(o, "                const int64_t je = i0 + nr < jend ? i0 + nr : jend; /* causal: this block's last key */\n"
+                         "                if (j0 >= je) continue;\n"
+                         "                const int64_t nc = je - j0 < nt ? je - j0 : nt, ncr = (nc + 31) / 32 * 32;\n");
+    else fa_buf_puts(o, "                const int64_t nc = nt, ncr = ntr;\n");
+    fa_buf_printf(o, "                const float *Qb = Qs + (i0 - g0) * %lld;\n"
+                     "                float *Ob = O + (i0 - g0) * %lld, *Mb = M + (i0 - g0), *Lb = L + (i0 - g0);\n", lD, lDVP);
+    /* S = Q Kᵀ micro-kernel */
+    fa_buf_printf(o, "                /* S = Q K^T: FA_MR rows x FA_NV vectors of keys in registers over the head dim (keys up to ncr) */\n"
+                     "                for (int64_t r = 0; r < nr8; r += FA_MR)\n"
+                     "                    for (int64_t jc = 0; jc < ncr; jc += FA_VL * FA_NV) {\n"
+                     "                        fa_vf acc[FA_MR][FA_NV];\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
+                     "                            for (int v = 0; v < FA_NV; v++) acc[u][v] = (fa_vf){0};\n"
+                     "                        const float *q = Qb + r * %lld;\n"
+                     "                        for (int64_t d = 0; d < %lld; d++) {\n"
+                     "                            fa_vf b[FA_NV];\n"
+                     "                            for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Kt + d * %lld + jc + v * FA_VL);\n"
+                     "                            for (int u = 0; u < FA_MR; u++) {\n"
+                     "                                const float x = q[u * %lld + d];\n"
+                     "                                for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;\n"
+                     "                            }\n                        }\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
+                     "                            for (int v = 0; v < FA_NV; v++) *(fa_vf *)(S + (r + u) * %lld + jc + v * FA_VL) = acc[u][v];\n"
+                     "                    }\n",
+                  lD, lD, lBC, lD, lBC);
     /* the score program and the online softmax, row by row */
     fa_cg_flit(lit, sizeof lit, a->scale, false);
-    fa_buf_printf(o, "            for (int64_t r = 0; r < nr; r++) {\n"
-                     "                const int64_t i = i0 + r;\n                (void)i;\n"
-                     "                float *s = S + r * %lld;\n", (long long)BC);
-    emit_mask_rows(o, a, "                ", "int64_t");
-    fa_buf_puts(o, "                float mt = -INFINITY;\n"
+    fa_buf_printf(o, "                for (int64_t r = 0; r < nr; r++) {\n"
+                     "                    const int64_t i = i0 + r;\n                    (void)i;\n"
+                     "                    float *s = S + r * %lld;\n", lBC);
+    emit_mask_rows(o, a, "                    ", "int64_t");
+    fa_buf_puts(o, "                    float mt = -INFINITY;\n"
                    "#pragma omp simd reduction(max:mt)\n"
-                   "                for (int64_t jj = 0; jj < nc; jj++) {\n"
-                   "                    const int64_t j = j0 + jj;\n                    (void)j;\n");
-    fa_buf_printf(o, "                    float x = s[jj] * %s;\n", lit);
-    emit_steps(o, a, "                    ", false);
-    fa_buf_puts(o, "                    s[jj] = x;\n                    mt = x > mt ? x : mt;\n                }\n");
-    fa_buf_printf(o, "                const float mn = M[r] > mt ? M[r] : mt, base = mn == -INFINITY ? 0.0f : mn;\n"
-                     "                const float alpha = expf(M[r] - base); /* rescales what earlier tiles summed */\n"
-                     "                float ls = 0.0f;\n"
-                     "#pragma omp simd reduction(+:ls)\n"
-                     "                for (int64_t jj = 0; jj < nc; jj++) {\n"
-                     "                    const float p = expf(s[jj] - base);\n                    s[jj] = p;\n                    ls += p;\n"
-                     "                }\n"
-                     "                L[r] = L[r] * alpha + ls;\n                M[r] = mn;\n"
-                     "#pragma omp simd\n"
-                     "                for (int64_t e = 0; e < %lld; e++) O[r * %lld + e] *= alpha;\n            }\n",
-                  (long long)DVP, (long long)DVP);
-    /* O += P V, 4 rows x 16 values per register block */
-    fa_buf_printf(o, "            /* O += P V: 4 rows x 16 values held in vector registers over the keys */\n"
-                     "            for (int64_t r = 0; r < nr4; r += 4)\n"
-                     "                for (int64_t ec = 0; ec < %lld; ec += 16) {\n"
-                     "                    float *o0 = O + r * %lld + ec, *o1 = o0 + %lld, *o2 = o1 + %lld, *o3 = o2 + %lld;\n"
-                     "                    float a0[16], a1[16], a2[16], a3[16];\n"
-                     "                    for (int e = 0; e < 16; e++) {\n"
-                     "                        a0[e] = o0[e];\n                        a1[e] = o1[e];\n                        a2[e] = o2[e];\n                        a3[e] = o3[e];\n"
-                     "                    }\n"
-                     "                    for (int64_t jj = 0; jj < nc; jj++) {\n"
-                     "                        const float *vr = Vs + jj * %lld + ec;\n"
-                     "                        const float p0 = S[r * %lld + jj], p1 = S[(r + 1) * %lld + jj], p2 = S[(r + 2) * %lld + jj], p3 = S[(r + 3) * %lld + jj];\n"
-                     "#pragma omp simd\n"
-                     "                        for (int e = 0; e < 16; e++) {\n"
-                     "                            a0[e] += p0 * vr[e];\n                            a1[e] += p1 * vr[e];\n"
-                     "                            a2[e] += p2 * vr[e];\n                            a3[e] += p3 * vr[e];\n"
-                     "                        }\n                    }\n"
-                     "                    for (int e = 0; e < 16; e++) {\n"
-                     "                        o0[e] = a0[e];\n                        o1[e] = a1[e];\n                        o2[e] = a2[e];\n                        o3[e] = a3[e];\n"
-                     "                    }\n                }\n        }\n",
-                  (long long)DVP, (long long)DVP, (long long)DVP, (long long)DVP, (long long)DVP, (long long)DVP, (long long)BC,
-                  (long long)BC, (long long)BC, (long long)BC);
-    /* rows beyond nr computed on zero queries and keys masked nowhere: their S rows hold raw
-     * dots (0), never exponentiated, and their O rows are never stored */
+                   "                    for (int64_t jj = 0; jj < nc; jj++) {\n"
+                   "                        const int64_t j = j0 + jj;\n                        (void)j;\n");
+    fa_buf_printf(o, "                        float x = s[jj] * %s;\n", lit);
+    emit_steps(o, a, "                        ", false);
+    fa_buf_puts(o, "                        s[jj] = x;\n                        mt = x > mt ? x : mt;\n                    }\n");
+    fa_buf_puts(o, "                    const float mn = Mb[r] > mt ? Mb[r] : mt, base = mn == -INFINITY ? 0.0f : mn;\n"
+                   "                    const float alpha = expf(Mb[r] - base); /* rescales what earlier tiles summed */\n"
+                   "                    float ls = 0.0f;\n"
+                   "#pragma omp simd reduction(+:ls)\n"
+                   "                    for (int64_t jj = 0; jj < nc; jj++) {\n"
+                   "                        const float p = expf(s[jj] - base);\n                        s[jj] = p;\n                        ls += p;\n"
+                   "                    }\n"
+                   "                    Lb[r] = Lb[r] * alpha + ls;\n                    Mb[r] = mn;\n                    A[r] = alpha;\n"
+                   "                }\n"
+                   "                for (int64_t r = nr; r < nr8; r++) A[r] = 0.0f;\n");
+    /* O = α O + P V micro-kernel */
+    fa_buf_printf(o, "                /* O = alpha O + P V: FA_MR rows x FA_NV vectors of values in registers over the tile's keys */\n"
+                     "                for (int64_t r = 0; r < nr8; r += FA_MR)\n"
+                     "                    for (int64_t ec = 0; ec < %lld; ec += FA_VL * FA_NV) {\n"
+                     "                        fa_vf acc[FA_MR][FA_NV];\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
+                     "                            for (int v = 0; v < FA_NV; v++) acc[u][v] = *(const fa_vf *)(Ob + (r + u) * %lld + ec + v * FA_VL) * A[r + u];\n"
+                     "                        const float *p = S + r * %lld;\n"
+                     "                        for (int64_t jj = 0; jj < nc; jj++) {\n"
+                     "                            fa_vf b[FA_NV];\n"
+                     "                            for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Vs + jj * %lld + ec + v * FA_VL);\n"
+                     "                            for (int u = 0; u < FA_MR; u++) {\n"
+                     "                                const float x = p[u * %lld + jj];\n"
+                     "                                for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;\n"
+                     "                            }\n                        }\n"
+                     "                        for (int u = 0; u < FA_MR; u++)\n"
+                     "                            for (int v = 0; v < FA_NV; v++) *(fa_vf *)(Ob + (r + u) * %lld + ec + v * FA_VL) = acc[u][v];\n"
+                     "                    }\n            }\n        }\n",
+                  lDVP, lDVP, lBC, lDVP, lBC, lDVP);
+    /* rows beyond nr computed on zero queries (raw dots 0, never exponentiated, alpha 0): their O
+     * rows are never stored */
     idx2(ix, sizeof ix, "yb", "i", stride_of(&a->y, 1), "e", stride_of(&a->y, 2));
-    fa_buf_puts(o, "        for (int64_t r = 0; r < nr; r++) {\n            const int64_t i = i0 + r;\n");
+    fa_buf_puts(o, "        for (int64_t r = 0; r < ng; r++) {\n            const int64_t i = g0 + r;\n            (void)i; /* unread when Sq is 1 */\n");
     fa_buf_printf(o, "            for (int64_t e = 0; e < %lld; e++) {\n", (long long)a->DV);
     char accx[64];
-    snprintf(accx, sizeof accx, "O[r * %lld + e]", (long long)DVP);
+    snprintf(accx, sizeof accx, "O[r * %lld + e]", lDVP);
     emit_final(o, a, "                ", accx, "L[r]", "M[r]", false);
     fa_buf_printf(o, "                out%d[%s] = yv;\n            }\n        }\n    }\n}\n", a->y_out, ix);
 }

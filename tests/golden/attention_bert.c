@@ -9,6 +9,22 @@
 float expf(float);
 #endif
 
+/* micro-kernel register tile: FA_MR rows x FA_NV vectors of FA_VL floats */
+#if defined(__AVX512F__)
+#define FA_VL 16
+#define FA_NV 2
+#define FA_MR 8
+#elif defined(__AVX__)
+#define FA_VL 8
+#define FA_NV 2
+#define FA_MR 4
+#else
+#define FA_VL 4
+#define FA_NV 2
+#define FA_MR 4
+#endif
+typedef float fa_vf __attribute__((vector_size(FA_VL * 4), may_alias));
+
 void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads);
 void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
 {
@@ -26,115 +42,107 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     (void)in5;
     float *restrict out0 = (float *)out[0]; /* tensor #17 */
     (void)threads;
-    /* 2 (batch x head) x 20 query rows in blocks of 20, 20 keys in tiles of 32, head 8, value 8 */
+    /* 2 (batch x head) x 20 query rows in groups of 24 (blocks of 24), 20 keys in tiles of 32, head 8, value 8 */
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t task = 0; task < 2; task++) {
-        const int64_t bh = task / 1, i0 = (task % 1) * 20;
-        const int64_t nr = 20 - i0 < 20 ? 20 - i0 : 20, nr4 = (nr + 3) / 4 * 4;
+        const int64_t bh = task / 1, g0 = (task % 1) * 24;
+        const int64_t ng = 20 - g0 < 24 ? 20 - g0 : 24;
         const int64_t qb = 0 + bh * 8;
         const int64_t kb = 0 + bh * 8;
         const int64_t vb = 0 + bh * 8;
         const int64_t yb = 0 + bh * 8;
-        float Qs[160] __attribute__((aligned(64))), Kt[256] __attribute__((aligned(64)));
-        float Vs[512] __attribute__((aligned(64))), S[640] __attribute__((aligned(64)));
-        float O[320] __attribute__((aligned(64))), M[20], L[20];
-        for (int64_t r = 0; r < 20; r++) {
-            for (int64_t d = 0; d < 8; d++) Qs[r * 8 + d] = r < nr ? in0[qb + (i0 + r) * 16 + d * 1] : 0.0f;
+        float Qs[192] __attribute__((aligned(64))), Kt[256] __attribute__((aligned(64)));
+        float Vs[1024] __attribute__((aligned(64))), S[768] __attribute__((aligned(64)));
+        float O[768] __attribute__((aligned(64))), M[24], L[24], A[24];
+        for (int64_t r = 0; r < 24; r++) {
+            for (int64_t d = 0; d < 8; d++) Qs[r * 8 + d] = r < ng ? in0[qb + (g0 + r) * 16 + d * 1] : 0.0f;
             M[r] = -INFINITY;
             L[r] = 0.0f;
-            for (int64_t e = 0; e < 16; e++) O[r * 16 + e] = 0.0f;
+            for (int64_t e = 0; e < 32; e++) O[r * 32 + e] = 0.0f;
         }
         const int64_t jend = 20;
         for (int64_t j0 = 0; j0 < jend; j0 += 32) {
-            const int64_t nc = jend - j0 < 32 ? jend - j0 : 32, ncr = (nc + 15) / 16 * 16;
-            for (int64_t jj = 0; jj < ncr; jj++)
-                for (int64_t d = 0; d < 8; d++) Kt[d * 32 + jj] = jj < nc ? in2[kb + (j0 + jj) * 16 + d * 1] : 0.0f;
-            for (int64_t jj = 0; jj < nc; jj++)
-                for (int64_t e = 0; e < 16; e++) Vs[jj * 16 + e] = e < 8 ? in3[vb + (j0 + jj) * 16 + e * 1] : 0.0f;
-            /* S = Q K^T: 4 rows x 16 keys held in vector registers over the head dim (keys up to ncr) */
-            for (int64_t r = 0; r < nr4; r += 4)
-                for (int64_t jc = 0; jc < ncr; jc += 16) {
-                    float a0[16] = {0}, a1[16] = {0}, a2[16] = {0}, a3[16] = {0};
-                    const float *q0 = Qs + r * 8, *q1 = q0 + 8, *q2 = q1 + 8, *q3 = q2 + 8;
-                    for (int64_t d = 0; d < 8; d++) {
-                        const float *kt = Kt + d * 32 + jc;
-                        const float x0 = q0[d], x1 = q1[d], x2 = q2[d], x3 = q3[d];
-#pragma omp simd
-                        for (int jj = 0; jj < 16; jj++) {
-                            a0[jj] += x0 * kt[jj];
-                            a1[jj] += x1 * kt[jj];
-                            a2[jj] += x2 * kt[jj];
-                            a3[jj] += x3 * kt[jj];
+            const int64_t nt = jend - j0 < 32 ? jend - j0 : 32, ntr = (nt + 31) / 32 * 32;
+            /* the key tile packed once for the group's blocks: K transposed (Kt[d][j]), V row-major, zero-padded */
+            for (int64_t jj = 0; jj < ntr; jj++)
+                for (int64_t d = 0; d < 8; d++) Kt[d * 32 + jj] = jj < nt ? in2[kb + (j0 + jj) * 16 + d * 1] : 0.0f;
+            for (int64_t jj = 0; jj < nt; jj++)
+                for (int64_t e = 0; e < 32; e++) Vs[jj * 32 + e] = e < 8 ? in3[vb + (j0 + jj) * 16 + e * 1] : 0.0f;
+            for (int64_t i0 = g0; i0 < g0 + ng; i0 += 24) {
+                const int64_t nr = g0 + ng - i0 < 24 ? g0 + ng - i0 : 24, nr8 = (nr + 7) / 8 * 8;
+                const int64_t nc = nt, ncr = ntr;
+                const float *Qb = Qs + (i0 - g0) * 8;
+                float *Ob = O + (i0 - g0) * 32, *Mb = M + (i0 - g0), *Lb = L + (i0 - g0);
+                /* S = Q K^T: FA_MR rows x FA_NV vectors of keys in registers over the head dim (keys up to ncr) */
+                for (int64_t r = 0; r < nr8; r += FA_MR)
+                    for (int64_t jc = 0; jc < ncr; jc += FA_VL * FA_NV) {
+                        fa_vf acc[FA_MR][FA_NV];
+                        for (int u = 0; u < FA_MR; u++)
+                            for (int v = 0; v < FA_NV; v++) acc[u][v] = (fa_vf){0};
+                        const float *q = Qb + r * 8;
+                        for (int64_t d = 0; d < 8; d++) {
+                            fa_vf b[FA_NV];
+                            for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Kt + d * 32 + jc + v * FA_VL);
+                            for (int u = 0; u < FA_MR; u++) {
+                                const float x = q[u * 8 + d];
+                                for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;
+                            }
                         }
+                        for (int u = 0; u < FA_MR; u++)
+                            for (int v = 0; v < FA_NV; v++) *(fa_vf *)(S + (r + u) * 32 + jc + v * FA_VL) = acc[u][v];
                     }
-                    for (int jj = 0; jj < 16; jj++) {
-                        S[r * 32 + jc + jj] = a0[jj];
-                        S[(r + 1) * 32 + jc + jj] = a1[jj];
-                        S[(r + 2) * 32 + jc + jj] = a2[jj];
-                        S[(r + 3) * 32 + jc + jj] = a3[jj];
-                    }
-                }
-            for (int64_t r = 0; r < nr; r++) {
-                const int64_t i = i0 + r;
-                (void)i;
-                float *s = S + r * 32;
-                float mt = -INFINITY;
+                for (int64_t r = 0; r < nr; r++) {
+                    const int64_t i = i0 + r;
+                    (void)i;
+                    float *s = S + r * 32;
+                    float mt = -INFINITY;
 #pragma omp simd reduction(max:mt)
-                for (int64_t jj = 0; jj < nc; jj++) {
-                    const int64_t j = j0 + jj;
-                    (void)j;
-                    float x = s[jj] * 0.353553385f;
-                    s[jj] = x;
-                    mt = x > mt ? x : mt;
-                }
-                const float mn = M[r] > mt ? M[r] : mt, base = mn == -INFINITY ? 0.0f : mn;
-                const float alpha = expf(M[r] - base); /* rescales what earlier tiles summed */
-                float ls = 0.0f;
-#pragma omp simd reduction(+:ls)
-                for (int64_t jj = 0; jj < nc; jj++) {
-                    const float p = expf(s[jj] - base);
-                    s[jj] = p;
-                    ls += p;
-                }
-                L[r] = L[r] * alpha + ls;
-                M[r] = mn;
-#pragma omp simd
-                for (int64_t e = 0; e < 16; e++) O[r * 16 + e] *= alpha;
-            }
-            /* O += P V: 4 rows x 16 values held in vector registers over the keys */
-            for (int64_t r = 0; r < nr4; r += 4)
-                for (int64_t ec = 0; ec < 16; ec += 16) {
-                    float *o0 = O + r * 16 + ec, *o1 = o0 + 16, *o2 = o1 + 16, *o3 = o2 + 16;
-                    float a0[16], a1[16], a2[16], a3[16];
-                    for (int e = 0; e < 16; e++) {
-                        a0[e] = o0[e];
-                        a1[e] = o1[e];
-                        a2[e] = o2[e];
-                        a3[e] = o3[e];
-                    }
                     for (int64_t jj = 0; jj < nc; jj++) {
-                        const float *vr = Vs + jj * 16 + ec;
-                        const float p0 = S[r * 32 + jj], p1 = S[(r + 1) * 32 + jj], p2 = S[(r + 2) * 32 + jj], p3 = S[(r + 3) * 32 + jj];
-#pragma omp simd
-                        for (int e = 0; e < 16; e++) {
-                            a0[e] += p0 * vr[e];
-                            a1[e] += p1 * vr[e];
-                            a2[e] += p2 * vr[e];
-                            a3[e] += p3 * vr[e];
-                        }
+                        const int64_t j = j0 + jj;
+                        (void)j;
+                        float x = s[jj] * 0.353553385f;
+                        s[jj] = x;
+                        mt = x > mt ? x : mt;
                     }
-                    for (int e = 0; e < 16; e++) {
-                        o0[e] = a0[e];
-                        o1[e] = a1[e];
-                        o2[e] = a2[e];
-                        o3[e] = a3[e];
+                    const float mn = Mb[r] > mt ? Mb[r] : mt, base = mn == -INFINITY ? 0.0f : mn;
+                    const float alpha = expf(Mb[r] - base); /* rescales what earlier tiles summed */
+                    float ls = 0.0f;
+#pragma omp simd reduction(+:ls)
+                    for (int64_t jj = 0; jj < nc; jj++) {
+                        const float p = expf(s[jj] - base);
+                        s[jj] = p;
+                        ls += p;
                     }
+                    Lb[r] = Lb[r] * alpha + ls;
+                    Mb[r] = mn;
+                    A[r] = alpha;
                 }
+                for (int64_t r = nr; r < nr8; r++) A[r] = 0.0f;
+                /* O = alpha O + P V: FA_MR rows x FA_NV vectors of values in registers over the tile's keys */
+                for (int64_t r = 0; r < nr8; r += FA_MR)
+                    for (int64_t ec = 0; ec < 32; ec += FA_VL * FA_NV) {
+                        fa_vf acc[FA_MR][FA_NV];
+                        for (int u = 0; u < FA_MR; u++)
+                            for (int v = 0; v < FA_NV; v++) acc[u][v] = *(const fa_vf *)(Ob + (r + u) * 32 + ec + v * FA_VL) * A[r + u];
+                        const float *p = S + r * 32;
+                        for (int64_t jj = 0; jj < nc; jj++) {
+                            fa_vf b[FA_NV];
+                            for (int v = 0; v < FA_NV; v++) b[v] = *(const fa_vf *)(Vs + jj * 32 + ec + v * FA_VL);
+                            for (int u = 0; u < FA_MR; u++) {
+                                const float x = p[u * 32 + jj];
+                                for (int v = 0; v < FA_NV; v++) acc[u][v] += b[v] * x;
+                            }
+                        }
+                        for (int u = 0; u < FA_MR; u++)
+                            for (int v = 0; v < FA_NV; v++) *(fa_vf *)(Ob + (r + u) * 32 + ec + v * FA_VL) = acc[u][v];
+                    }
+            }
         }
-        for (int64_t r = 0; r < nr; r++) {
-            const int64_t i = i0 + r;
+        for (int64_t r = 0; r < ng; r++) {
+            const int64_t i = g0 + r;
+            (void)i; /* unread when Sq is 1 */
             for (int64_t e = 0; e < 8; e++) {
-                float yv = O[r * 16 + e] / L[r];
+                float yv = O[r * 32 + e] / L[r];
                 out0[yb + i * 16 + e * 1] = yv;
             }
         }

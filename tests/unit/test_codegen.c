@@ -584,6 +584,39 @@ static void test_numerics_attention_forms(void **s)
     check_numerics(case_attention_sdpa_nan_guard(70), "attention, SDPA's Where(IsNaN(P), 0, P), a fully masked row, seq 70");
 }
 
+/* The C kernel's tiling (codegen/attention.c c_tiles): the query rows of a task in groups of
+ * several 32-row blocks (each key tile packed once per group), 8-row register tiles, keys padded
+ * to 32. Each case's generated C must say which grouping it got, so the cases keep reaching the
+ * paths they are here for as the constants move. */
+static void check_attention_tiling(tc *t, const char *grouping, const char *what)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_codegen_info info;
+    assert_int_equal(fa_codegen_c(t->ctx, t->g, &t->c, PLAN_HASH, &b, &info), FA_OK);
+    if (!strstr(b.data, grouping)) fail_msg("%s: the C kernel does not say \"%s\"", what, grouping);
+    fa_buf_free(&b);
+    check_numerics(t, what);
+}
+
+static void test_numerics_attention_tiles(void **s)
+{
+    (void)s;
+    /* 12 heads x 13 (odd head and value dims, padded to 32): 300 queries in groups of 128, the
+     * last group 44 rows (a 12-row block in an 8-row tile), 300 keys = 4 tiles of 64 + 44 */
+    check_attention_tiling(case_attention_bert(300, 12, 13), "300 query rows in groups of 128 (blocks of 32), 300 keys in tiles of 64",
+                           "attention, BERT views, 12 heads x 13, seq 300");
+    /* causal in groups of 2 blocks: a block skips the key tiles after its last query inside a
+     * group whose other block reads them; grouped kv heads, padding mask, row guard */
+    check_attention_tiling(case_attention_gqa_causal(260), "260 query rows in groups of 64 (blocks of 32)",
+                           "attention, grouped kv, causal + padding masks, row guard, seq 260");
+    check_attention_tiling(case_attention_op(260), "260 query rows in groups of 64 (blocks of 32)",
+                           "Attention op, 3-D grouped, causal, softcap, short mask, seq 260");
+    /* one query and one key: an 8-row block of which 1 is real, one 32-key tile of which 1 is real */
+    check_attention_tiling(case_attention_bert(1, 2, 8), "1 query rows in groups of 8 (blocks of 8), 1 keys in tiles of 32",
+                           "attention, BERT views, seq 1");
+}
+
 static void test_numerics_where_bool_input(void **s)
 {
     (void)s;
@@ -1175,6 +1208,7 @@ int main(void)
         cmocka_unit_test(test_numerics_small_outputs_stored_once),
         cmocka_unit_test(test_numerics_where_bool_input),
         cmocka_unit_test(test_numerics_attention_forms),
+        cmocka_unit_test(test_numerics_attention_tiles),
         cmocka_unit_test(test_cuda_kernels_emulated_on_host_match_unfused),
         cmocka_unit_test(test_advisor_clusters_of_zoo_transformers_match_unfused),
         cmocka_unit_test(test_advisor_clusters_of_corpus_expanded_graphs_match_unfused),
