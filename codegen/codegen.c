@@ -43,6 +43,8 @@ typedef struct cg_val {
 typedef struct cg {
     const fa_graph *g;
     const fa_kernel_desc *c;
+    int prod_t;                 /* gemm_epilogue: the product's tensor id (read as in[n_inputs]); -1 */
+    int64_t prod_n;             /* gemm_epilogue: the product's last dim (elements per row) */
     bool rowk;                  /* row kernel (REDUCTION) */
     /* reference shape: elementwise = largest output; row kernel = anchor input */
     int rrank;
@@ -267,7 +269,9 @@ static int load(cg *b, int k, int tid, int r, const int64_t *d)
     char off[CG_EXPR], roff[CG_EXPR];
     int level = LV_FULL;
     roff[0] = 0;
-    if (!b->rowk) {
+    if (tid == b->prod_t) { /* the product, in place in the output: the same element order */
+        snprintf(off, sizeof off, "i");
+    } else if (!b->rowk) {
         if (!bcasts_to(t->rank, t->dims, b->rrank, b->rdims))
             return cg_fail(b, "an input does not broadcast to the cluster's output shape",
                            "input '%s' does not broadcast to the cluster's output shape", t->name);
@@ -893,6 +897,7 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
     memset(b, 0, sizeof *b);
     b->g = g;
     b->c = c;
+    b->prod_t = -1;
     if (c->kind == FA_KERNEL_EPILOGUE || c->kind == FA_KERNEL_BN_FOLD)
         return cg_fail(b, "epilogue and BN-folding clusters use the library's kernels",
                        "cluster %d is a %s cluster: it runs through the library's fused kernels, no generated code",
@@ -920,6 +925,25 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
                            "cluster %d: layout %s needs an elementwise chain with one rank-4 float output", c->id,
                            fa_layout_name(c->layout));
     }
+    if (c->gemm_epilogue) { /* codegen.h, fa_kernel_desc.gemm_epilogue */
+        if (lang == LANG_CUDA)
+            return cg_fail(b, "the CUDA generator has no GEMM epilogue over blocks of rows",
+                           "cluster %d: a generated GEMM epilogue is emitted in C only", c->id);
+        const fa_node *an = c->anchor >= 0 && c->anchor < g->n_nodes ? g->nodes[c->anchor] : NULL;
+        const fa_tensor *p = an ? fa_graph_out(g, an, 0) : NULL;
+        const fa_tensor *y = c->n_outputs == 1 && c->outputs[0] >= 0 && c->outputs[0] < g->n_tensors ? g->tensors[c->outputs[0]]
+                                                                                                       : NULL;
+        bool member = false;
+        for (int i = 0; an && i < c->n_members; i++) member |= c->members[i] == c->anchor;
+        if (c->kind != FA_KERNEL_ELEMENTWISE || c->layout != FA_LAYOUT_PLAIN || !member || !p || !y || p->rank < 1 ||
+            p->dtype != FA_DTYPE_FLOAT || p->dims[p->rank - 1] <= 0 || fa_tensor_numel(p) <= 0 ||
+            fa_tensor_numel(y) != fa_tensor_numel(p) || p->id == y->id)
+            return cg_fail(b, "a GEMM epilogue is one elementwise chain with one output of the product's size",
+                           "cluster %d: a generated GEMM epilogue needs its anchor among the members and one plain "
+                           "output with the product's element count", c->id);
+        b->prod_t = p->id;
+        b->prod_n = p->dims[p->rank - 1];
+    }
     b->tval = malloc((size_t)g->n_tensors * sizeof *b->tval);
     b->tin = malloc((size_t)g->n_tensors * sizeof *b->tin);
     if (!b->tval || !b->tin) return cg_fail(b, "out of memory", "out of memory");
@@ -932,6 +956,7 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
             return cg_fail(b, "a cluster input has a dynamic shape", "input '%s' has an unknown shape", tt->name);
         if (b->tin[t] < 0) b->tin[t] = i;
     }
+    if (b->prod_t >= 0) b->tin[b->prod_t] = c->n_inputs; /* in[n_inputs]: the product */
     for (int i = 0; i < c->n_members; i++)
         if (c->members[i] < 0 || c->members[i] >= g->n_nodes)
             return cg_fail(b, "bad cluster member", "cluster %d: member %d out of range", c->id, i);
@@ -989,7 +1014,7 @@ static int cg_build(cg *b, const fa_graph *g, const fa_kernel_desc *c, int lang)
         }
     }
     for (int i = 0; i < c->n_members; i++)
-        if (lower(b, g->nodes[c->members[i]], lang) < 0) return -1;
+        if (!(c->gemm_epilogue && c->members[i] == c->anchor) && lower(b, g->nodes[c->members[i]], lang) < 0) return -1;
     for (int i = 0; i < c->n_outputs; i++) {
         int t = c->outputs[i];
         int vi = b->tval[t];
@@ -1088,19 +1113,34 @@ static void stmt(fa_buf *o, const cg *b, int vi, const char *ind, bool row_kerne
     }
 }
 
+/* The tensor read as in[k]: c->inputs[k], or the product of a GEMM epilogue at k = n_inputs. */
+static const fa_tensor *in_tensor(const cg *b, int k)
+{
+    return b->g->tensors[k == b->c->n_inputs && b->prod_t >= 0 ? b->prod_t : b->c->inputs[k]];
+}
+
 static void params_c(fa_buf *o, const cg *b)
 {
     const fa_kernel_desc *c = b->c;
-    for (int k = 0; k < c->n_inputs; k++) {
+    bool gemm = b->prod_t >= 0;
+    for (int k = 0; k < c->n_inputs + gemm; k++) {
         bool used = false;
         for (int i = 0; i < b->nv; i++) used |= b->v[i].needed && b->v[i].kind == VK_LOAD && b->v[i].input == k;
         if (!used) continue;
-        bool bl = b->g->tensors[c->inputs[k]]->dtype == FA_DTYPE_BOOL;
-        fa_buf_printf(o, "    const %s *restrict in%d = (const %s *)in[%d]; /* tensor #%d */\n", bl ? "unsigned char" : "float", k,
-                      bl ? "unsigned char" : "float", k, c->inputs[k]);
+        const fa_tensor *t = in_tensor(b, k);
+        bool bl = t->dtype == FA_DTYPE_BOOL, prod = k == c->n_inputs;
+        fa_buf_printf(o, "    const %s *%sin%d = (const %s *)in[%d]; /* tensor #%d%s */\n", bl ? "unsigned char" : "float",
+                      prod ? "" : "restrict ", k, bl ? "unsigned char" : "float", k, t->id,
+                      prod ? ": the product, overwritten in place by out0" : "");
     }
     for (int k = 0; k < c->n_outputs; k++)
-        fa_buf_printf(o, "    float *restrict out%d = (float *)out[%d]; /* tensor #%d */\n", k, k, c->outputs[k]);
+        fa_buf_printf(o, "    float *%sout%d = (float *)out[%d]; /* tensor #%d */\n", gemm ? "" : "restrict ", k, k,
+                      c->outputs[k]);
+    if (gemm)
+        fa_buf_printf(o, "    /* rows [r0, r1) of the product, %lld elements each, from the caller */\n"
+                         "    const int64_t *range = (const int64_t *)in[%d];\n"
+                         "    const int64_t lo = range[0] * %lld, hi = range[1] * %lld;\n",
+                      (long long)b->prod_n, c->n_inputs + 1, (long long)b->prod_n, (long long)b->prod_n);
 }
 
 static void params_cuda(fa_buf *o, const cg *b)
@@ -1152,7 +1192,11 @@ static int tile_split(const cg *b, int64_t (*st)[FA_MAX_RANK])
     for (int i = 0; i < b->nv; i++) {
         const cg_val *v = &b->v[i];
         if (!v->needed || v->kind != VK_LOAD) continue;
-        const fa_tensor *t = b->g->tensors[b->c->inputs[v->input]];
+        const fa_tensor *t = in_tensor(b, v->input);
+        if (t->id == b->prod_t) { /* the product is read at i, in the output's order */
+            for (int d = 0; d < b->rrank; d++) st[i][d] = prod(b->rdims, d + 1, b->rrank);
+            continue;
+        }
         bstrides(t->rank, t->dims, b->rrank, b->rdims, st[i]);
     }
     for (int s = 0; s < b->rrank; s++) {
@@ -1189,11 +1233,17 @@ static bool emit_tiled(fa_buf *o, const cg *b)
         return false;
     }
     int64_t outer = prod(b->rdims, 0, s), len = prod(b->rdims, s, b->rrank);
+    bool gemm = b->prod_t >= 0;
+    if (gemm && b->prod_n % len) { /* a GEMM epilogue's blocks of rows must start and end on run edges */
+        free(st);
+        return false;
+    }
     fa_buf_printf(o, "    /* broadcast: %lld rows x %lld contiguous elements */\n", (long long)outer, (long long)len);
     fa_buf_printf(o, "    const int64_t rows = %lld, len = %lld;\n", (long long)outer, (long long)len);
-    bool par_rows = outer >= 16;
+    bool par_rows = outer >= 16 && !gemm;
     if (par_rows) fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) if(rows * len > 16384) schedule(static)\n");
-    fa_buf_puts(o, "    for (int64_t row = 0; row < rows; row++) {\n");
+    if (gemm) fa_buf_puts(o, "    (void)rows;\n    for (int64_t row = lo / len; row < hi / len; row++) {\n");
+    else fa_buf_puts(o, "    for (int64_t row = 0; row < rows; row++) {\n");
     fa_buf_puts(o, "        const int64_t base = row * len;\n");
     for (int i = 0; i < b->nv; i++) {
         const cg_val *v = &b->v[i];
@@ -1208,7 +1258,7 @@ static bool emit_tiled(fa_buf *o, const cg *b)
         else if (strcmp(ro, "0"))
             fa_buf_printf(o, "        const int64_t ro%d = %s;\n", i, ro);
     }
-    if (par_rows) fa_buf_puts(o, "#pragma omp simd\n");
+    if (par_rows || gemm) fa_buf_puts(o, "#pragma omp simd\n");
     else fa_buf_puts(o, "#pragma omp parallel for simd num_threads(threads) if(parallel: len > 16384) schedule(static)\n");
     fa_buf_puts(o, "        for (int64_t j = 0; j < len; j++) {\n");
     for (int i = 0; i < b->nv; i++) {
@@ -1710,11 +1760,16 @@ static fa_status gen(fa_ctx *ctx, const fa_graph *g, const fa_kernel_desc *c, co
                 fa_buf_puts(&o, "}\n");
                 goto done_c;
             }
-            fa_buf_printf(&o, "    const int64_t n = %lld;\n", (long long)b.n);
-            if (fast) fa_buf_puts(&o, "    /* contiguous: every input full-size or scalar */\n"
-                                      "#pragma omp parallel for simd num_threads(threads) if(parallel: n > 16384) schedule(static)\n");
-            else fa_buf_puts(&o, "#pragma omp parallel for num_threads(threads) if(n > 16384) schedule(static)\n");
-            fa_buf_puts(&o, "    for (int64_t i = 0; i < n; i++) {\n");
+            if (b.prod_t >= 0) { /* one block of rows, on the caller's thread */
+                if (fast) fa_buf_puts(&o, "    /* contiguous: every input full-size or scalar */\n#pragma omp simd\n");
+                fa_buf_puts(&o, "    for (int64_t i = lo; i < hi; i++) {\n");
+            } else {
+                fa_buf_printf(&o, "    const int64_t n = %lld;\n", (long long)b.n);
+                if (fast) fa_buf_puts(&o, "    /* contiguous: every input full-size or scalar */\n"
+                                          "#pragma omp parallel for simd num_threads(threads) if(parallel: n > 16384) schedule(static)\n");
+                else fa_buf_puts(&o, "#pragma omp parallel for num_threads(threads) if(n > 16384) schedule(static)\n");
+                fa_buf_puts(&o, "    for (int64_t i = 0; i < n; i++) {\n");
+            }
             for (int i = 0; i < b.nv; i++)
                 if (b.v[i].needed) stmt(&o, &b, i, "        ", false);
             for (int k = 0; k < c->n_outputs; k++) store_ew(&o, &b, k, "        ");
