@@ -1821,6 +1821,11 @@ static void fused_io_bytes(const fa_graph *g, const wcl *w, const fa_cluster *c,
         if (w->kind == FA_CLUSTER_EPILOGUE) {
             bool operand = false;
             for (int k = 0; k < w->n_post; k++) operand |= w->post[k].operand == c->inputs[i];
+            if (w->gen) { /* generated: every input the anchor does not read is the epilogue's */
+                const fa_node *an = g->nodes[w->anchor];
+                operand = true;
+                for (int k = 0; k < an->n_inputs; k++) operand &= an->inputs[k] != c->inputs[i];
+            }
             if (!operand) continue;
         }
         *in += (double)fa_tensor_bytes(g->tensors[c->inputs[i]]);
@@ -1894,8 +1899,8 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
         break;
     case FA_CLUSTER_EPILOGUE:
         fa_gpu_plan_kernel_time(d, ext_in, flops, &fused, NULL); /* inside the anchor's launch */
-        snprintf(how, sizeof how, "the anchor's kernel plus %.0f B of epilogue operands and %.3g FLOP on the roofs: +%.2f us",
-                 ext_in, flops, fused / 1e3);
+        snprintf(how, sizeof how, "the anchor's kernel plus %.0f B of epilogue operands and %.3g FLOP on the roofs: +%.2f us%s",
+                 ext_in, flops, fused / 1e3, w->gen ? " (generated epilogue: the product written once)" : "");
         break;
     case FA_CLUSTER_HORIZONTAL: {
         double shared = (double)(w->n - 1) * (double)w->horiz_bytes / d->roofs.hbm_gbs;
@@ -1985,7 +1990,9 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         in.flops = flops;
         bw = fa_roofline_mem_roof(&a->ceilings, ext_in);
         snprintf(fh, sizeof fh, "the anchor's measured %.0f ns + %.0f B of epilogue operands at %.1f GB/s + %.3g FLOP "
-                 "at %.0f GFLOP/s", anchor, ext_in, bw, flops, A->peak);
+                 "at %.0f GFLOP/s%s", anchor, ext_in, bw, flops, A->peak,
+                 w->gen ? " (generated epilogue on each block of the product's rows in cache: the product written once, "
+                          "not written, read and written again)" : "");
         fused_how = fh;
         break;
     case FA_CLUSTER_HORIZONTAL:
