@@ -117,6 +117,8 @@ static bool wn_reserve(adv *A, int need)
 static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static bool commit_cluster(adv *A);
 static bool commit_cluster_ex(adv *A, bool record_why);
+static int cmp_by_pos(const void *a, const void *b, void *pos_);
+static void io_of(adv *A, const wcl *c, fa_cluster *out, int *tmp);
 static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...)
 {
     if (!wn_reserve(A, A->nwn + 1)) { A->oom = true; return; }
@@ -1068,6 +1070,39 @@ static bool prologue_free(void *user, const fa_graph *g, int node)
     return A->owner[node] < 0 && A->pos[node] >= 0 && !A->inreg[node];
 }
 
+/* Whether the C code generator can build generated epilogue w (fa_codegen_decide on the
+ * description its cluster will have); else false with the generator's sentence in *why. Leaves
+ * the members' region marks cleared (io_of). */
+static bool gen_epilogue_buildable(adv *A, const wcl *w, const char **why)
+{
+    const fa_graph *g = A->g;
+    int *sorted = malloc(sizeof(int) * (size_t)(w->n > 0 ? w->n : 1));
+    int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    if (!sorted || !tmp) {
+        free(sorted);
+        free(tmp);
+        A->oom = true;
+        *why = "out of memory";
+        return false;
+    }
+    memcpy(sorted, w->m, sizeof(int) * (size_t)w->n);
+    qsort_r(sorted, (size_t)w->n, sizeof(int), cmp_by_pos, (void *)A->pos);
+    fa_cluster c;
+    memset(&c, 0, sizeof c);
+    c.id = A->ncl - 1;
+    c.kind = FA_CLUSTER_EPILOGUE;
+    c.epilogue_generated = 1;
+    c.members = sorted;
+    c.n_members = w->n;
+    c.anchor = w->anchor;
+    io_of(A, w, &c, tmp);
+    fa_decision d = fa_codegen_decide(g, &c, FA_KERNEL_LANG_C);
+    free(sorted);
+    free(tmp);
+    *why = d.reason;
+    return d.code == FA_WHY_NONE;
+}
+
 /* "+op" for member cn of a generated epilogue's label */
 static void gen_label(fa_buf *lab, const fa_node *cn)
 {
@@ -1167,6 +1202,8 @@ static void phase_epilogues(adv *A)
         bool gen_ok = gemm_like && gen_epilogue_anchor(A, an, c->n > 1, gwhy, sizeof gwhy);
         int64_t prod_numel = fa_tensor_numel(Y);
         const char *gen_because = NULL;
+        int sw_n = 0, sw_post = 0, sw_p = -1, sw_c = -1, sw_t = -1; /* where the walk switched to generated code */
+        size_t sw_lab = 0;
         while (c->n_post < MAX_POST) {
             const fa_tensor *T = g->tensors[cur];
             int tp = T->producer;
@@ -1195,6 +1232,7 @@ static void phase_epilogues(adv *A)
                 /* the post-op path failed on cn for reason `because`: the generated path takes cn
                  * and the rest, or the walk ends here */
 #define GEN_OR_BREAK(because)                                                                      \
+    sw_n = c->n, sw_post = c->n_post, sw_lab = lab.len, sw_p = tp, sw_c = cn->id, sw_t = cur;         \
     if (gen_ok && gen_epilogue_member(A, cn, prod_numel) && try_add(A, c->m, &c->n, cn->id, tp, cur)) { \
         c->gen = 1;                                                                                \
         gen_because = (because);                                                                   \
@@ -1295,6 +1333,20 @@ static void phase_epilogues(adv *A)
 #undef GEN_OR_BREAK
         for (int i = n_kept; i < c->n; i++) A->inreg[c->m[i]] = 0; /* views no post-op followed */
         c->n = n_kept;
+        const char *cg_why = NULL;
+        if (c->gen && !gen_epilogue_buildable(A, c, &cg_why)) {
+            /* the C generator cannot build it (a member op without an emitter): the epilogue
+             * ends where it switched, as post-ops */
+            why(A, sw_p, sw_c, sw_t, FA_WHY_CODEGEN_UNSUPPORTED,
+                "'%s' would start a generated epilogue (%s), which the C code generator cannot build (%s)",
+                g->nodes[sw_c]->name, gen_because, cg_why ? cg_why : "no emitter");
+            for (int i = sw_n; i < c->n; i++) A->inreg[c->m[i]] = 0;
+            c->n = n_kept = sw_n;
+            c->n_post = sw_post;
+            c->gen = 0;
+            lab.len = sw_lab;
+            if (lab.data) lab.data[sw_lab] = 0;
+        }
         if (c->gen) { /* every member after the anchor is generated code: no post-ops */
             c->n_post = 0;
             fa_buf_printf(&lab, " (generated epilogue: %s)", gen_because);

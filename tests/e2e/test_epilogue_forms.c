@@ -666,6 +666,36 @@ static void test_gen_form(void **state)
     fa_graph_free(g);
 }
 
+/* A member the C generator has no emitter for (Round) after the switch: no generated epilogue is
+ * proposed (the applier could not build it), and the edge where it would have started says why. */
+static void test_gen_needs_an_emitter(void **state)
+{
+    (void)state;
+    fa_graph *g = fa_graph_create("generated_needs_an_emitter");
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    linear3d(g);
+    node(g, "Sub", "bias,m", "a");
+    node(g, "Round", "a", "y");
+    finish(g, "y");
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(C, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(C));
+    for (int i = 0; i < p->n_clusters; i++) {
+        printf("cluster %s\n", p->clusters[i].label);
+        assert_false(p->clusters[i].kind == FA_CLUSTER_EPILOGUE && p->clusters[i].epilogue_generated);
+    }
+    bool said = false;
+    for (int i = 0; i < p->n_why_not; i++) {
+        printf("why-not %s: %s\n", fa_why_code_name(p->why_not[i].code), p->why_not[i].reason);
+        said |= p->why_not[i].code == FA_WHY_CODEGEN_UNSUPPORTED && strstr(p->why_not[i].reason, "generated epilogue (operand-order)");
+    }
+    assert_true(said);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
 /* On the cuda target the per-batch addend still ends the epilogue, and the reason says why the
  * generated path does not take it. */
 static void test_gen_refused_on_cuda(void **state)
@@ -831,7 +861,7 @@ static int teardown(void **s)
 
 int main(void)
 {
-    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 4];
+    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 5];
     for (int i = 0; i < N_FORMS; i++)
         tests[i] = (struct CMUnitTest){.name = k_forms[i].name, .test_func = test_epilogue_form,
                                        .initial_state = (void *)&k_forms[i]};
@@ -849,5 +879,7 @@ int main(void)
                                                             .test_func = test_pre_ln_skip_rms_norm_writes_the_sum};
     tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 3] = (struct CMUnitTest){.name = "pre_ln_residual_after_a_gemm_stays_its_epilogue",
                                                             .test_func = test_pre_ln_residual_after_a_gemm_stays_its_epilogue};
+    tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 4] = (struct CMUnitTest){.name = "generated_epilogue_needs_an_emitter",
+                                                                          .test_func = test_gen_needs_an_emitter};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
