@@ -1798,6 +1798,7 @@ static void shapes_of(const fa_tensor *const *ts, int n, char *out, size_t cap)
 void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
 {
     fa_buf_puts(b, fa_cluster_kind_name(c->kind));
+    if (c->epilogue_generated) fa_buf_puts(b, "(generated)"); /* another kernel than the post-ops' on the same members */
     char outs[1024], ins[1024];
     const fa_tensor *ts[64];
     for (int i = 0; i < c->n_members; i++) {
