@@ -42,6 +42,7 @@ typedef struct wcl {
     char label[128];
     int n_post;
     fa_post_op post[MAX_POST]; /* operand: a tensor id of g */
+    int gen;                  /* EPILOGUE: generated over the product's rows, no post-ops (fa_cluster.epilogue_generated) */
     double recompute_ns;
     uint64_t horiz_bytes;     /* HORIZONTAL: bytes of the shared input */
 } wcl;
@@ -116,6 +117,8 @@ static bool wn_reserve(adv *A, int need)
 static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...) __attribute__((format(printf, 6, 7)));
 static bool commit_cluster(adv *A);
 static bool commit_cluster_ex(adv *A, bool record_why);
+static int cmp_by_pos(const void *a, const void *b, void *pos_);
+static void io_of(adv *A, const wcl *c, fa_cluster *out, int *tmp);
 static void why(adv *A, int p, int c, int t, fa_why_code code, const char *fmt, ...)
 {
     if (!wn_reserve(A, A->nwn + 1)) { A->oom = true; return; }
@@ -999,12 +1002,111 @@ static bool anchor_supported(const fa_graph *g, const fa_node *n, char *why, siz
     return true;
 }
 
+/* Whether MatMul/Gemm an can anchor a generated epilogue (docs/fusion-rules.md §3 "Generated
+ * epilogues"; runtime/cpu/dnnl.c fa_dnnl_gemm_epilogue_kernel computes it alone, in blocks of
+ * rows): a product the library computes as [rows, N] from row-major rows of A — a MatMul with a
+ * 2-D B and A of rank >= 2, a Gemm without transA whose C is absent, multiplied by beta 0, or one
+ * value per column with alpha = beta = 1 (oneDNN's bias) — with no operand folded into it
+ * (folded: the members before the walk besides the anchor), on the cpu target. False with the
+ * sentence in why. */
+static bool gen_epilogue_anchor(const adv *A, const fa_node *an, bool folded, char *why, size_t cap)
+{
+    const fa_graph *g = A->g;
+    const fa_tensor *X = fa_graph_in(g, an, 0), *W = fa_graph_in(g, an, 1), *C = fa_graph_in(g, an, 2),
+                    *Y = fa_graph_out(g, an, 0);
+    if (A->opt.target != FA_TARGET_CPU) {
+        snprintf(why, cap, "the %s target has no generated GEMM epilogue (cpu only)", fa_target_name(A->opt.target));
+        return false;
+    }
+    if (!X || !W || !Y || Y->rank < 1 || fa_tensor_numel(Y) <= 0 || Y->dims[Y->rank - 1] <= 0) {
+        snprintf(why, cap, "%s '%s' has no known output shape", an->op_type, an->name);
+        return false;
+    }
+    if (folded) {
+        snprintf(why, cap, "an operand view or scale is folded into '%s'", an->name);
+        return false;
+    }
+    if (!strcmp(an->op_type, "MatMul")) {
+        if (X->rank < 2 || W->rank != 2) {
+            snprintf(why, cap, "MatMul '%s' is a batched product (B of rank %d), not rows of A times one matrix", an->name,
+                     W->rank);
+            return false;
+        }
+        return true;
+    }
+    if (strcmp(an->op_type, "Gemm")) {
+        snprintf(why, cap, "%s '%s' is not a MatMul or Gemm", an->op_type, an->name);
+        return false;
+    }
+    float alpha = fa_node_attr_float(an, "alpha", 1.0f), beta = fa_node_attr_float(an, "beta", 1.0f);
+    int64_t N = Y->dims[Y->rank - 1];
+    bool bias = C && alpha == 1.0f && beta == 1.0f && fa_tensor_numel(C) == N && C->rank >= 1 && C->dims[C->rank - 1] == N;
+    if (fa_node_attr_int(an, "transA", 0) || (C && beta != 0.0f && !bias)) {
+        snprintf(why, cap, "Gemm '%s' %s", an->name,
+                 fa_node_attr_int(an, "transA", 0) ? "reads A transposed" : "adds a C that is not a per-column bias");
+        return false;
+    }
+    return true;
+}
+
+/* Whether consumer cn of the product (tensor cur) can be a member of a generated epilogue: an
+ * elementwise op (its operands read in place, any broadcast) whose float output keeps the
+ * product's element count, so the epilogue runs on the product's rows. */
+static bool gen_epilogue_member(const adv *A, const fa_node *cn, int64_t prod_numel)
+{
+    const fa_tensor *V = fa_graph_out(A->g, cn, 0);
+    return cn->n_outputs == 1 && fa_adv_is_elementwise(A->g, cn) && V && V->dtype == FA_DTYPE_FLOAT &&
+           fa_tensor_numel(V) == prod_numel;
+}
+
 /* fa_gemm_take_fn of the epilogue phase: a live node no cluster claimed, not in the region. */
 static bool prologue_free(void *user, const fa_graph *g, int node)
 {
     (void)g;
     const adv *A = user;
     return A->owner[node] < 0 && A->pos[node] >= 0 && !A->inreg[node];
+}
+
+/* Whether the C code generator can build generated epilogue w (fa_codegen_decide on the
+ * description its cluster will have); else false with the generator's sentence in *why. Leaves
+ * the members' region marks cleared (io_of). */
+static bool gen_epilogue_buildable(adv *A, const wcl *w, const char **why)
+{
+    const fa_graph *g = A->g;
+    int *sorted = malloc(sizeof(int) * (size_t)(w->n > 0 ? w->n : 1));
+    int *tmp = malloc(sizeof(int) * (size_t)(g->n_tensors + 1));
+    if (!sorted || !tmp) {
+        free(sorted);
+        free(tmp);
+        A->oom = true;
+        *why = "out of memory";
+        return false;
+    }
+    memcpy(sorted, w->m, sizeof(int) * (size_t)w->n);
+    qsort_r(sorted, (size_t)w->n, sizeof(int), cmp_by_pos, (void *)A->pos);
+    fa_cluster c;
+    memset(&c, 0, sizeof c);
+    c.id = A->ncl - 1;
+    c.kind = FA_CLUSTER_EPILOGUE;
+    c.epilogue_generated = 1;
+    c.members = sorted;
+    c.n_members = w->n;
+    c.anchor = w->anchor;
+    io_of(A, w, &c, tmp);
+    fa_decision d = fa_codegen_decide(g, &c, FA_KERNEL_LANG_C);
+    free(sorted);
+    free(tmp);
+    *why = d.reason;
+    return d.code == FA_WHY_NONE;
+}
+
+/* "+op" for member cn of a generated epilogue's label */
+static void gen_label(fa_buf *lab, const fa_node *cn)
+{
+    char shortop[32];
+    snprintf(shortop, sizeof shortop, "%s", cn->op_type);
+    for (char *q = shortop; *q; q++) *q = (char)(*q >= 'A' && *q <= 'Z' ? *q + 32 : *q);
+    fa_buf_printf(lab, "+%s", shortop);
 }
 
 static void phase_epilogues(adv *A)
@@ -1089,6 +1191,16 @@ static void phase_epilogues(adv *A)
         bool gemm_like = !strcmp(an->op_type, "Gemm") || !strcmp(an->op_type, "MatMul"), viewed = false;
         int64_t cols = Y->rank >= 1 ? Y->dims[Y->rank - 1] : -1;
         int n_kept = c->n; /* members up to the last post-op (trailing views are dropped) */
+        /* what post-ops cannot express — an operand computed after the anchor, Sub/Div with the
+         * product second, an operand varying along a batch dim, an op with no post-op — becomes a
+         * generated epilogue over the product's rows (docs/fusion-rules.md §3 "Generated
+         * epilogues"): from then on every member after the anchor is generated code */
+        char gwhy[300];
+        bool gen_ok = gemm_like && gen_epilogue_anchor(A, an, c->n > 1, gwhy, sizeof gwhy);
+        int64_t prod_numel = fa_tensor_numel(Y);
+        const char *gen_because = NULL;
+        int sw_n = 0, sw_post = 0, sw_p = -1, sw_c = -1, sw_t = -1; /* where the walk switched to generated code */
+        size_t sw_lab = 0;
         while (c->n_post < MAX_POST) {
             const fa_tensor *T = g->tensors[cur];
             int tp = T->producer;
@@ -1107,11 +1219,37 @@ static void phase_epilogues(adv *A)
                     cur = V->id;
                     continue;
                 }
+                if (c->gen) { /* generated: any elementwise op keeping the product's size */
+                    if (!gen_epilogue_member(A, cn, prod_numel) || !try_add(A, c->m, &c->n, cn->id, tp, cur)) break;
+                    n_kept = c->n;
+                    gen_label(&lab, cn);
+                    cur = cn->outputs[0];
+                    continue;
+                }
+                /* the post-op path failed on cn for reason `because`: the generated path takes cn
+                 * and the rest, or the walk ends here */
+#define GEN_OR_BREAK(because)                                                                      \
+    sw_n = c->n, sw_post = c->n_post, sw_lab = lab.len, sw_p = tp, sw_c = cn->id, sw_t = cur;         \
+    if (gen_ok && gen_epilogue_member(A, cn, prod_numel) && try_add(A, c->m, &c->n, cn->id, tp, cur)) { \
+        c->gen = 1;                                                                                \
+        gen_because = (because);                                                                   \
+        n_kept = c->n;                                                                             \
+        gen_label(&lab, cn);                                                                       \
+        cur = cn->outputs[0];                                                                      \
+        continue;                                                                                  \
+    }
                 char wb[300];
                 fa_post_op spec;
                 fa_why_code wc = FA_WHY_NONE;
                 if (!fa_adv_post_op(g, cn, cur, &spec, &wc, wb, sizeof wb)) {
-                    if (wc != FA_WHY_NONE && wc != FA_WHY_NOT_A_POST_OP) why(A, tp, cn->id, cur, wc, "%s", wb);
+                    if (wc == FA_WHY_OPERAND_ORDER || wc == FA_WHY_NOT_A_POST_OP || wc == FA_WHY_SHAPE_CHANGING_EPILOGUE ||
+                        wc == FA_WHY_NONE) {
+                        GEN_OR_BREAK(wc == FA_WHY_OPERAND_ORDER ? "operand-order" : wc == FA_WHY_SHAPE_CHANGING_EPILOGUE
+                                                                    ? "shape-changing-epilogue" : "not-a-post-op")
+                    }
+                    if (wc != FA_WHY_NONE && wc != FA_WHY_NOT_A_POST_OP)
+                        why(A, tp, cn->id, cur, wc, "%s%s%s", wb, gemm_like && !gen_ok ? "; no generated epilogue either: " : "",
+                            gemm_like && !gen_ok ? gwhy : "");
                     break;
                 }
                 int opnd = spec.operand;
@@ -1120,29 +1258,33 @@ static void phase_epilogues(adv *A)
                     int64_t on = fa_tensor_numel(O);
                     bool per_col = O->rank >= 1 && O->dims[O->rank - 1] == cols && on == cols;
                     if (!(on == 1 || per_col || on == fa_tensor_numel(T))) {
+                        GEN_OR_BREAK("shape-changing-epilogue")
                         char a[64];
                         if (viewed)
                             why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
                                 "%s '%s' reads '%s' [%s] after a reshape of '%s': only a full-shape, per-column or scalar "
-                                "operand is the same for the anchor's own output", cn->op_type, cn->name, O->name,
-                                fa_tensor_shape_str(O, a, sizeof a), an->name);
+                                "operand is the same for the anchor's own output; no generated epilogue either: %s",
+                                cn->op_type, cn->name, O->name, fa_tensor_shape_str(O, a, sizeof a), an->name,
+                                gen_ok ? "its output does not keep the product's size, or a cap or a cycle stopped it" : gwhy);
                         else
                             why(A, tp, cn->id, cur, FA_WHY_SHAPE_CHANGING_EPILOGUE,
                                 "%s '%s' reads '%s' [%s], which varies along a batch dim only: the library runs '%s' as "
                                 "one [rows, %lld] product with its weights packed once, where only a full-shape, "
                                 "per-column or scalar operand reads the same (keeping the batch dims repacks the "
-                                "weights on every call)", cn->op_type, cn->name, O->name,
-                                fa_tensor_shape_str(O, a, sizeof a), an->name, (long long)cols);
+                                "weights on every call); no generated epilogue either: %s", cn->op_type, cn->name, O->name,
+                                fa_tensor_shape_str(O, a, sizeof a), an->name, (long long)cols,
+                                gen_ok ? "its output does not keep the product's size, or a cap or a cycle stopped it" : gwhy);
                         break;
                     }
                 }
                 if (opnd >= 0) {
                     int op_p = g->tensors[opnd]->producer;
                     if (op_p >= 0 && A->pos[op_p] >= 0 && A->pos[op_p] > A->pos[aid]) {
+                        GEN_OR_BREAK("operand-later")
                         why(A, tp, cn->id, cur, FA_WHY_OPERAND_LATER,
                             "%s '%s' reads '%s', computed after '%s' in topological order: fusing it into that "
-                            "kernel's epilogue could create a cycle", cn->op_type, cn->name, g->tensors[opnd]->name,
-                            an->name);
+                            "kernel's post-ops could create a cycle%s%s", cn->op_type, cn->name, g->tensors[opnd]->name,
+                            an->name, gemm_like ? "; no generated epilogue either: " : "", gemm_like ? gwhy : "");
                         break;
                     }
                 }
@@ -1176,7 +1318,7 @@ static void phase_epilogues(adv *A)
                         c->n = n0;
                         break;
                     }
-                    c->post[c->n_post++] = (fa_post_op){ge.kind, ge.kind == FA_POST_OP_SWISH ? 1.0f : 0, 0, -1};
+                    if (!c->gen) c->post[c->n_post++] = (fa_post_op){ge.kind, ge.kind == FA_POST_OP_SWISH ? 1.0f : 0, 0, -1};
                     n_kept = c->n;
                     fa_buf_printf(&lab, "+%s", ge.kind == FA_POST_OP_SWISH ? "silu" : fa_post_op_name(ge.kind));
                     cur = ge.output;
@@ -1185,8 +1327,27 @@ static void phase_epilogues(adv *A)
             }
             break;
         }
+#undef GEN_OR_BREAK
         for (int i = n_kept; i < c->n; i++) A->inreg[c->m[i]] = 0; /* views no post-op followed */
         c->n = n_kept;
+        const char *cg_why = NULL;
+        if (c->gen && !gen_epilogue_buildable(A, c, &cg_why)) {
+            /* the C generator cannot build it (a member op without an emitter): the epilogue
+             * ends where it switched, as post-ops */
+            why(A, sw_p, sw_c, sw_t, FA_WHY_CODEGEN_UNSUPPORTED,
+                "'%s' would start a generated epilogue (%s), which the C code generator cannot build (%s)",
+                g->nodes[sw_c]->name, gen_because, cg_why ? cg_why : "no emitter");
+            for (int i = sw_n; i < c->n; i++) A->inreg[c->m[i]] = 0;
+            c->n = n_kept = sw_n;
+            c->n_post = sw_post;
+            c->gen = 0;
+            lab.len = sw_lab;
+            if (lab.data) lab.data[sw_lab] = 0;
+        }
+        if (c->gen) { /* every member after the anchor is generated code: no post-ops */
+            c->n_post = 0;
+            fa_buf_printf(&lab, " (generated epilogue: %s)", gen_because);
+        }
         A->inreg[aid] = 0;
         if (bn >= 0) A->inreg[bn] = 0;
         clear_region(A, c->m, c->n);
@@ -1634,6 +1795,7 @@ static void shapes_of(const fa_tensor *const *ts, int n, char *out, size_t cap)
 void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
 {
     fa_buf_puts(b, fa_cluster_kind_name(c->kind));
+    if (c->epilogue_generated) fa_buf_puts(b, "(generated)"); /* another kernel than the post-ops' on the same members */
     char outs[1024], ins[1024];
     const fa_tensor *ts[64];
     for (int i = 0; i < c->n_members; i++) {
@@ -1709,6 +1871,11 @@ static void fused_io_bytes(const fa_graph *g, const wcl *w, const fa_cluster *c,
         if (w->kind == FA_CLUSTER_EPILOGUE) {
             bool operand = false;
             for (int k = 0; k < w->n_post; k++) operand |= w->post[k].operand == c->inputs[i];
+            if (w->gen) { /* generated: every input the anchor does not read is the epilogue's */
+                const fa_node *an = g->nodes[w->anchor];
+                operand = true;
+                for (int k = 0; k < an->n_inputs; k++) operand &= an->inputs[k] != c->inputs[i];
+            }
             if (!operand) continue;
         }
         *in += (double)fa_tensor_bytes(g->tensors[c->inputs[i]]);
@@ -1782,8 +1949,8 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
         break;
     case FA_CLUSTER_EPILOGUE:
         fa_gpu_plan_kernel_time(d, ext_in, flops, &fused, NULL); /* inside the anchor's launch */
-        snprintf(how, sizeof how, "the anchor's kernel plus %.0f B of epilogue operands and %.3g FLOP on the roofs: +%.2f us",
-                 ext_in, flops, fused / 1e3);
+        snprintf(how, sizeof how, "the anchor's kernel plus %.0f B of epilogue operands and %.3g FLOP on the roofs: +%.2f us%s",
+                 ext_in, flops, fused / 1e3, w->gen ? " (generated epilogue: the product written once)" : "");
         break;
     case FA_CLUSTER_HORIZONTAL: {
         double shared = (double)(w->n - 1) * (double)w->horiz_bytes / d->roofs.hbm_gbs;
@@ -1873,7 +2040,9 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
         in.flops = flops;
         bw = fa_roofline_mem_roof(&a->ceilings, ext_in);
         snprintf(fh, sizeof fh, "the anchor's measured %.0f ns + %.0f B of epilogue operands at %.1f GB/s + %.3g FLOP "
-                 "at %.0f GFLOP/s", anchor, ext_in, bw, flops, A->peak);
+                 "at %.0f GFLOP/s%s", anchor, ext_in, bw, flops, A->peak,
+                 w->gen ? " (generated epilogue on each block of the product's rows in cache: the product written once, "
+                          "not written, read and written again)" : "");
         fused_how = fh;
         break;
     case FA_CLUSTER_HORIZONTAL:
@@ -2201,6 +2370,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->label = fa_arena_strdup(A.ar, w->label);
         c->depends_on = w->depends_on;
         c->n_post_ops = w->n_post;
+        c->epilogue_generated = w->gen;
         c->post_ops = fa_arena_alloc(A.ar, sizeof(fa_post_op) * (size_t)(w->n_post + 1));
         if (c->post_ops && w->n_post) memcpy(c->post_ops, w->post, sizeof(fa_post_op) * (size_t)w->n_post);
         io_of(&A, w, c, tmp);

@@ -117,7 +117,8 @@ typedef struct fa_advise_options {
  * fa_paired_saving_settled, 1 % of the sub-graph) — it could be neither confirmed nor kept. */
 #define FA_ADVISE_NOISE_FLOOR 0.02
 
-/* The signature of cluster c of plan-ready graph g (fa_kernel_signature_*: kind, then per member
+/* The signature of cluster c of plan-ready graph g (fa_kernel_signature_*: kind — "epilogue(generated)"
+ * for a generated epilogue, another kernel than post-ops on the same members —, then per member
  * in c's member order its op type, input shapes, output shapes, FLOPs and bytes), appended to
  * b: two clusters with the same text cost the same to run (the applier benchmarks one of them
  * per plan; the advisor looks up earlier measurements by it). */

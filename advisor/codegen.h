@@ -7,7 +7,9 @@
 #include "codegen/codegen.h"
 
 /* The description of cluster c (borrows its arrays): ELEMWISE_CHAIN -> ELEMENTWISE, HORIZONTAL
- * -> HORIZONTAL, REDUCTION -> ROWS with its reduction kind, EPILOGUE / BN_FOLD -> library kinds. */
+ * -> HORIZONTAL, REDUCTION -> ROWS with its reduction kind, EPILOGUE / BN_FOLD -> library kinds;
+ * an EPILOGUE with epilogue_generated -> ELEMENTWISE with gemm_epilogue (codegen.h: the members
+ * after the anchor over blocks of the product's rows). */
 void fa_cluster_kernel_desc(const fa_cluster *c, fa_kernel_desc *out);
 
 /* Whether the code generator of language lang can build cluster c (fa_codegen_kernel_supported on

@@ -180,7 +180,10 @@ void fa_cluster_kernel_desc(const fa_cluster *c, fa_kernel_desc *out)
     case FA_CLUSTER_ELEMWISE_CHAIN: out->kind = FA_KERNEL_ELEMENTWISE; break;
     case FA_CLUSTER_HORIZONTAL: out->kind = FA_KERNEL_HORIZONTAL; break;
     case FA_CLUSTER_REDUCTION: out->kind = FA_KERNEL_ROWS; break;
-    case FA_CLUSTER_EPILOGUE: out->kind = FA_KERNEL_EPILOGUE; break;
+    case FA_CLUSTER_EPILOGUE: /* generated: the members after the GEMM as one elementwise kernel over its rows */
+        out->kind = c->epilogue_generated ? FA_KERNEL_ELEMENTWISE : FA_KERNEL_EPILOGUE;
+        out->gemm_epilogue = c->epilogue_generated != 0;
+        break;
     case FA_CLUSTER_BN_FOLD: out->kind = FA_KERNEL_BN_FOLD; break;
     case FA_CLUSTER_ATTENTION: out->kind = FA_KERNEL_ATTENTION; break;
     default: out->kind = FA_KERNEL_KIND_COUNT; break; /* refused by the generator as unknown */

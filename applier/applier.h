@@ -158,8 +158,9 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
 
 /* A copy of g with the given clusters applied (ids; NULL/0 = every cluster whose verdict in v
  * [p->n_clusters] is ACCEPTED, or with v NULL every cluster the plan proposes): BN folds rewrite
- * weights, epilogues become Fused* nodes, generated-kernel clusters become
- * ai.fuse-advise.FusedKernel nodes. The result is prepared and indexed; it shares g's constants
+ * weights, post-op epilogues become Fused* nodes, generated-kernel clusters become
+ * ai.fuse-advise.FusedKernel nodes (a generated epilogue's with its product described: `gemm`,
+ * `gemm_inputs` and the Gemm's transB/alpha/beta, run by fa_target_fused_node_kernel). The result is prepared and indexed; it shares g's constants
  * (their blobs: no weight is copied, and the derived copies executors make of them are shared
  * too), and owns the constants a fold made. */
 fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,

@@ -52,7 +52,6 @@ typedef struct kernel_table {
 static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out, bool *provided)
 {
     kernel_table *kt = user;
-    (void)g;
     *provided = false;
     if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
     int64_t cid = fa_node_attr_int(n, "cluster", -1);
@@ -60,7 +59,7 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
         if (kt->p->clusters[i].id == cid) {
             if (!kt->bin[i])
                 return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': cluster %lld has no compiled kernel", n->name, (long long)cid);
-            fa_status s = fa_target_fused_kernel(ctx, kt->t, kt->bin[i], out);
+            fa_status s = fa_target_fused_node_kernel(ctx, kt->t, kt->bin[i], g, n, out);
             if (!s) *provided = true;
             return s;
         }

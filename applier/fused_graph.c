@@ -263,6 +263,28 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
     return n;
 }
 
+/* A generated epilogue's FusedKernel node fn (inputs: c->inputs in order) learns its product:
+ * `gemm` the anchor's op ("MatMul" / "Gemm"), `gemm_inputs` the node's input indices of A, B and
+ * C (-1: none), and the anchor's transB / alpha / beta (runtime/cpu/dnnl.c
+ * fa_dnnl_gemm_epilogue_kernel reads them). False on OOM. */
+static bool gemm_attrs(fa_graph *dst, fa_node *fn, const fa_graph *g, const fa_cluster *c)
+{
+    const fa_node *an = g->nodes[c->anchor];
+    int64_t idx[3] = {-1, -1, -1};
+    for (int k = 0; k < 3 && k < an->n_inputs; k++)
+        for (int i = 0; an->inputs[k] >= 0 && i < c->n_inputs; i++)
+            if (c->inputs[i] == an->inputs[k]) {
+                idx[k] = i;
+                break;
+            }
+    if (!fa_node_add_attr_string(dst, fn, "gemm", an->op_type) || !fa_node_add_attr_ints(dst, fn, "gemm_inputs", idx, 3))
+        return false;
+    for (int a = 0; a < an->n_attrs; a++)
+        if (!strcmp(an->attrs[a].name, "transB") || !strcmp(an->attrs[a].name, "alpha") || !strcmp(an->attrs[a].name, "beta"))
+            if (!fa_node_copy_attr(dst, fn, &an->attrs[a])) return false;
+    return true;
+}
+
 /* dst gets out = in + 1.0 (a float scalar constant broadcast), `in` shaped as `like`. */
 static fa_status add_plus_one(fa_ctx *ctx, fa_graph *dst, const fa_tensor *like, const char *in, const char *out)
 {
@@ -446,7 +468,7 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
             s = folded_params(ctx, dst, g, c, &wn, &bn_name, NULL, inject == 1 + FA_APPLY_DEFECT_ADD_ONE);
             if (!s && !add_anchor(ctx, dst, g, g->nodes[c->anchor], wn, bn_name, fa_graph_out(g, bn, 0)->name, NULL, inject))
                 s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
-        } else if (c->kind == FA_CLUSTER_EPILOGUE) {
+        } else if (c->kind == FA_CLUSTER_EPILOGUE && !c->epilogue_generated) {
             const char *wn = NULL, *bn_name = NULL;
             if (c->depends_on >= 0) {
                 const fa_cluster *dep = bn_fold_of(b->p, c);
@@ -480,6 +502,8 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
             }
             fa_node *fn = fa_graph_add_node(ctx, dst, name, "FusedKernel", FA_FUSED_DOMAIN, c->n_inputs, ins, c->n_outputs, outs);
             if (!fn || !fa_node_add_attr_int(dst, fn, "cluster", c->id))
+                s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
+            if (!s && c->kind == FA_CLUSTER_EPILOGUE && !gemm_attrs(dst, fn, g, c))
                 s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
             if (!s && corrupt) s = add_plus_one(ctx, dst, g->tensors[c->outputs[0]], wrong, real_out);
         }

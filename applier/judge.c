@@ -227,7 +227,7 @@ fa_status fa_apply_options_check(fa_ctx *ctx, const fa_apply_options *o)
 bool fa_apply_needs_codegen(const fa_cluster *c)
 {
     return c->kind == FA_CLUSTER_ELEMWISE_CHAIN || c->kind == FA_CLUSTER_REDUCTION || c->kind == FA_CLUSTER_HORIZONTAL ||
-           c->kind == FA_CLUSTER_ATTENTION;
+           c->kind == FA_CLUSTER_ATTENTION || (c->kind == FA_CLUSTER_EPILOGUE && c->epilogue_generated);
 }
 
 fa_status fa_apply_write_kernel_source(fa_ctx *ctx, const char *out_dir, const char *name, const char *ext, const fa_buf *src)

@@ -66,6 +66,16 @@ typedef struct fa_kernel_desc {
      * channels of the last block (C not a multiple of the block) are written 0 and no input is
      * read for them. The CUDA generator refuses any layout but PLAIN. */
     fa_layout layout;
+    /* A GEMM's generated epilogue (ELEMENTWISE, PLAIN, C only; false: off). The member `anchor`
+     * (a MatMul or Gemm) is not generated: the caller computes it, and the kernel runs the other
+     * members over rows [r0, r1) of the anchor's output only — output elements [r0·N, r1·N), N the
+     * product's last dim. The product is read from in[n_inputs] (the call's out[0]: the caller
+     * computes the product into the cluster's one output, which the kernel overwrites in place,
+     * so neither is declared restrict), {r0, r1} as two int64_t from in[n_inputs + 1]; no OpenMP
+     * team of its own (the caller threads over blocks of rows and passes threads = 1). Every
+     * member must keep the product's element count. runtime/cpu/dnnl.c
+     * fa_dnnl_gemm_epilogue_kernel calls it on each block of rows right after oneDNN computed it. */
+    bool gemm_epilogue;
 } fa_kernel_desc;
 
 typedef struct fa_codegen_info {

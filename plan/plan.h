@@ -201,6 +201,12 @@ typedef struct fa_cluster {
      * the operand as that input index (fa_post_ops_set_node). */
     int n_post_ops;
     fa_post_op *post_ops;      /* arena */
+    /* EPILOGUE of a MatMul/Gemm: 1 when the epilogue is generated code instead of library
+     * post-ops (docs/fusion-rules.md §3 "Generated epilogues"): the library computes the product
+     * alone (n_post_ops 0) in blocks of rows, and the members after the anchor run as one
+     * generated elementwise kernel over each block while it is in cache
+     * (fa_cluster_epilogue_desc); 0 otherwise. */
+    int epilogue_generated;
     /* an estimated plan (fa_plan.estimated): each member's kernel time on the planned GPU, ns,
      * in members' order (fa_gpu_plan_kernel_time; an aliasing view 0: no kernel), the figures
      * est_saving_ns and its basis are made of (the fused kernel's is pred_fused_ns);
@@ -279,6 +285,7 @@ fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c);
     X(C, inputs, int *, TENSOR_IDS, "inputs", "inputs_json") /* JSON: tensor names */            \
     X(C, outputs, int *, TENSOR_IDS, "outputs", "outputs_json")                                  \
     X(C, post_ops, fa_post_op *, POST_OPS, "post_ops", NULL) /* table cluster_post_ops */        \
+    X(C, epilogue_generated, int, INT, "epilogue_generated", "epilogue_generated")               \
     X(C, signature, const char *, STR, "signature", "signature")
 
 /* How a field converts (the KIND column). "none" is how a field says absent: NULL in the

@@ -687,7 +687,9 @@ static const char *kind_action(fa_cluster_kind k)
 {
     switch (k) {
     case FA_CLUSTER_BN_FOLD: return "fold the BatchNormalization into the conv's weights and bias (model.folded.onnx holds it)";
-    case FA_CLUSTER_EPILOGUE: return "run the ops after the conv/GEMM as its library post-ops: one kernel";
+    case FA_CLUSTER_EPILOGUE:
+        return "run the ops after the conv/GEMM in its kernel: as library post-ops, or as generated code on each block of "
+               "the GEMM's rows while it is in cache (a label ending '(generated epilogue: ...)'): one kernel";
     case FA_CLUSTER_ELEMWISE_CHAIN: return "one generated kernel for the elementwise chain: its intermediates stay in registers";
     case FA_CLUSTER_REDUCTION: return "one kernel per row: the reduction with its prologue and epilogue";
     case FA_CLUSTER_HORIZONTAL: return "one kernel that reads the shared input once";

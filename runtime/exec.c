@@ -259,6 +259,16 @@ fa_status fa_target_fused_kernel(fa_ctx *ctx, const fa_target_iface *t, const fa
     return t->fused->fused_kernel(ctx, b, out);
 }
 
+fa_status fa_target_fused_node_kernel(fa_ctx *ctx, const fa_target_iface *t, const fa_fused_binary *b, const fa_graph *g,
+                                      const fa_node *n, fa_custom_kernel *out)
+{
+    if (!fa_node_attr(n, "gemm")) return t->fused->fused_kernel(ctx, b, out);
+    if (!t->fused->fused_gemm_kernel)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': the %s target has no GEMM with a generated epilogue", n->name,
+                            t->name);
+    return t->fused->fused_gemm_kernel(ctx, b, g, n, out);
+}
+
 bool fa_target_fused_resources(const fa_target_iface *t, const fa_fused_binary *b, fa_kernel_resources *out)
 {
     return t->fused->fused_resources && t->fused->fused_resources(b, out);

@@ -56,6 +56,12 @@ fa_status fa_target_fused_compile(fa_ctx *ctx, const fa_target_iface *t, const f
 /* The executor kernel of a compiled fused kernel for an ai.fuse-advise FusedKernel node (handed to
  * fa_exec_create through a kernel provider). The binary outlives the executor. */
 fa_status fa_target_fused_kernel(fa_ctx *ctx, const fa_target_iface *t, const fa_fused_binary *b, fa_custom_kernel *out);
+/* The executor kernel of FusedKernel node n of g built from binary b: fa_target_fused_kernel, or,
+ * for a node with a `gemm` attribute (a MatMul/Gemm whose epilogue b is: applier/fused_graph.c,
+ * codegen.h fa_kernel_desc.gemm_epilogue), the target's product in blocks of rows with b run on
+ * each block — FA_ERR_UNSUPPORTED naming the node on a target without one (cuda). */
+fa_status fa_target_fused_node_kernel(fa_ctx *ctx, const fa_target_iface *t, const fa_fused_binary *b, const fa_graph *g,
+                                      const fa_node *n, fa_custom_kernel *out);
 /* What t's compiler reported for b: false when t has no such report (FA_TARGET_CAP_KERNEL_REPORT). */
 bool fa_target_fused_resources(const fa_target_iface *t, const fa_fused_binary *b, fa_kernel_resources *out);
 /* Free a binary t built; NULL is a no-op. */

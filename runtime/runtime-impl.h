@@ -70,6 +70,10 @@ typedef struct fa_target_fused_i {
     fa_status (*fused_compile)(fa_ctx *ctx, const fa_fused_compile_options *o, int n, const fa_fused_source *src,
                                fa_fused_binary **out, char **errs);
     fa_status (*fused_kernel)(fa_ctx *ctx, const fa_fused_binary *b, fa_custom_kernel *out);
+    /* (optional) the kernel of a FusedKernel node n that is a GEMM with generated epilogue b
+     * (fa_target_fused_node_kernel); NULL: the target has none */
+    fa_status (*fused_gemm_kernel)(fa_ctx *ctx, const fa_fused_binary *b, const fa_graph *g, const fa_node *n,
+                                   fa_custom_kernel *out);
     /* (optional, with FA_TARGET_CAP_KERNEL_REPORT) what the compiler reported for b */
     bool (*fused_resources)(const fa_fused_binary *b, fa_kernel_resources *out);
     void (*fused_free)(fa_fused_binary *b);

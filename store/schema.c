@@ -365,6 +365,11 @@ static const char *const migration_8_to_9 = "ALTER TABLE clusters ADD COLUMN pre
                                              "ALTER TABLE clusters ADD COLUMN meas_unfused_us REAL;\n"
                                              "ALTER TABLE clusters ADD COLUMN meas_fused_us REAL;\n";
 
+/* Version 10: whether a MatMul/Gemm epilogue cluster is generated code over the product's blocks
+ * of rows instead of library post-ops (issue 33: the epilogues post-ops cannot express). Clusters
+ * stored before read back 0: every epilogue then was post-ops. */
+static const char *const migration_9_to_10 = "ALTER TABLE clusters ADD COLUMN epilogue_generated INTEGER;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
@@ -375,6 +380,7 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_6_to_7,
     migration_7_to_8,
     migration_8_to_9,
+    migration_9_to_10,
 };
 
 /* ---- the reference schema: what every database opened is compared with ---- */

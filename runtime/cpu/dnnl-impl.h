@@ -45,4 +45,16 @@ dnnl_format_tag_t fa_dnnl_layout_tag(fa_layout l, int rank);
 fa_status fa_dnnl_const_weights(fa_ctx *ctx, const fa_tensor *W, const dnnl_memory_desc_t *user_md,
                                 const dnnl_memory_desc_t *want_md, const void **data, fa_blob **hold, void **owned);
 
+/* The executor kernel of a FusedKernel node n that is a MatMul/Gemm with a generated epilogue
+ * (applier/fused_graph.c gemm_attrs: `gemm` "MatMul" or "Gemm", `gemm_inputs` the input indices
+ * of A, B and C or -1, the Gemm's transB/alpha/beta; docs/runtime.md "Generated GEMM
+ * epilogues"): the product of A's rows (A row-major [..., K], rows = its leading dims) and B
+ * [K, N] (constant: packed once by oneDNN, fa_dnnl_const_weights), C a per-column bias, in blocks
+ * of rows sized to half of one core's L2, the blocks spread over the OpenMP team; right after
+ * each block, on the same thread, epi (codegen.h ABI with fa_kernel_desc.gemm_epilogue: in[] the
+ * node's inputs, then the product — output 0 itself, overwritten in place —, then {r0, r1})
+ * runs the epilogue on it. FA_ERR_INPUT / FA_ERR_UNSUPPORTED naming the node when the attributes
+ * do not describe such a product; oneDNN's errors. */
+fa_status fa_dnnl_gemm_epilogue_kernel(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_fused_fn epi, fa_custom_kernel *out);
+
 #endif

@@ -4,9 +4,11 @@
 #include "dnnl-impl.h"
 #include "graph/post_op.h"
 
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static dnnl_engine_t g_engine;
 static dnnl_stream_t g_stream;
@@ -1136,4 +1138,223 @@ fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa
         return FA_OK;
     }
     return st;
+}
+
+/* ---- a GEMM with a generated epilogue (docs/runtime.md "Generated GEMM epilogues") ---- */
+
+/* One oneDNN product of m rows of A: a block's (every block but the last) or the last block's. */
+typedef struct gemm_part {
+    dnnl_state s;           /* the primitive, its weights (packed once, shared) and bias */
+    int64_t m;              /* rows of A it multiplies; 0: unused */
+    dnnl_memory_t *src, *dst, *scr; /* per thread: the block's rows of A and Y, its scratchpad */
+    void **scr_buf;
+} gemm_part;
+
+typedef struct gemm_epi {
+    fa_fused_fn epi;        /* the generated epilogue (codegen.h, fa_kernel_desc.gemm_epilogue) */
+    int ia, ib, ic;         /* the node's inputs A, B, C (-1: no C) */
+    bool wei_const;
+    int64_t rows, K, N, blk, nblk;
+    int nthr;               /* per-thread objects made */
+    dnnl_stream_t *streams;
+    gemm_part full, tail;
+    char name[160];
+} gemm_epi;
+
+static void gemm_part_free(gemm_part *p, int nthr)
+{
+    for (int t = 0; t < nthr; t++) {
+        if (p->src && p->src[t]) dnnl_memory_destroy(p->src[t]);
+        if (p->dst && p->dst[t]) dnnl_memory_destroy(p->dst[t]);
+        if (p->scr && p->scr[t]) dnnl_memory_destroy(p->scr[t]);
+        if (p->scr_buf) free(p->scr_buf[t]);
+    }
+    free(p->src);
+    free(p->dst);
+    free(p->scr);
+    free(p->scr_buf);
+    state_clear(&p->s);
+}
+
+static void gemm_epi_destroy(void *state)
+{
+    gemm_epi *e = state;
+    if (!e) return;
+    gemm_part_free(&e->full, e->nthr);
+    gemm_part_free(&e->tail, e->nthr);
+    for (int t = 0; e->streams && t < e->nthr; t++)
+        if (e->streams[t]) dnnl_stream_destroy(e->streams[t]);
+    free(e->streams);
+    free(e);
+}
+
+/* The primitive for m rows: A [m, K] row-major (rows of the node's A), B [K, N] (transposed when
+ * transB), Y [m, N]; the bias as oneDNN's, alpha as its output scale; the scratchpad the caller's
+ * (one per thread, user mode), per-thread memory objects for A's and Y's rows. */
+static fa_status gemm_part_make(fa_ctx *ctx, gemm_epi *e, gemm_part *p, int64_t m, const fa_tensor *B, const fa_tensor *C,
+                                bool transB, float alpha, const char *node)
+{
+    p->m = m;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_dims_t ad = {m, e->K}, bd = {e->K, e->N}, yd = {m, e->N}, biasd = {1, e->N}, bstr = {transB ? 1 : e->N, transB ? e->K : 1};
+    dnnl_memory_desc_t amd, bmd, bany, ymd, biasmd;
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&amd, 2, ad, dnnl_f32, NULL));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&bmd, 2, bd, dnnl_f32, bstr));
+    DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&ymd, 2, yd, dnnl_f32, NULL));
+    if (C) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_strides(&biasmd, 2, biasd, dnnl_f32, NULL));
+    if (e->wei_const) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bany, 2, bd, dnnl_f32, dnnl_format_tag_any));
+    dnnl_matmul_desc_t md;
+    DNNL_CHECK(ctx, dnnl_matmul_desc_init(&md, &amd, e->wei_const ? &bany : &bmd, C ? &biasmd : NULL, &ymd));
+    DNNL_CHECK(ctx, dnnl_primitive_attr_create(&attr));
+    DNNL_CHECK(ctx, dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    if (alpha != 1.0f) DNNL_CHECK(ctx, dnnl_primitive_attr_set_output_scales(attr, 1, 0, &alpha));
+    if (finish_prim(ctx, &p->s, &md, &bmd, e->wei_const ? B : NULL, attr)) goto fail;
+    dnnl_primitive_attr_destroy(attr);
+    attr = NULL;
+    p->src = calloc((size_t)e->nthr, sizeof *p->src);
+    p->dst = calloc((size_t)e->nthr, sizeof *p->dst);
+    p->scr = calloc((size_t)e->nthr, sizeof *p->scr);
+    p->scr_buf = calloc((size_t)e->nthr, sizeof *p->scr_buf);
+    if (!p->src || !p->dst || !p->scr || !p->scr_buf) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    const dnnl_memory_desc_t *smd, *dmd, *cmd = NULL;
+    DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(p->s.src, &smd));
+    DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(p->s.dst, &dmd));
+    if (p->s.scratch) DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(p->s.scratch, &cmd));
+    for (int t = 0; t < e->nthr; t++) {
+        DNNL_CHECK(ctx, dnnl_memory_create(&p->src[t], smd, g_engine, DNNL_MEMORY_NONE));
+        DNNL_CHECK(ctx, dnnl_memory_create(&p->dst[t], dmd, g_engine, DNNL_MEMORY_NONE));
+        if (cmd) {
+            size_t sz = dnnl_memory_desc_get_size(cmd);
+            if (posix_memalign(&p->scr_buf[t], 64, sz ? sz : 64) != 0) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            DNNL_CHECK(ctx, dnnl_memory_create(&p->scr[t], cmd, g_engine, p->scr_buf[t]));
+        }
+    }
+    return FA_OK;
+fail:
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!fa_ctx_status(ctx)) fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN declined the product", node);
+    return fa_ctx_status(ctx);
+}
+
+static fa_status gemm_epi_run(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                              int n_out, int threads)
+{
+    gemm_epi *e = state;
+    if (n_in > 62 || n_out != 1)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a GEMM epilogue with %d inputs, %d outputs", n->name, n_in, n_out);
+    gemm_part *parts[2] = {&e->full, &e->tail};
+    for (int k = 0; k < 2; k++) { /* what every block reads whole: set once, read by every thread */
+        if (!parts[k]->m) continue;
+        if (!e->wei_const) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(parts[k]->s.wei, in[e->ib].data));
+        if (parts[k]->s.bias) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(parts[k]->s.bias, in[e->ic].data));
+    }
+    const float *A = in[e->ia].data;
+    float *Y = out[0].data;
+    int nt = threads > 0 && threads < e->nthr ? threads : e->nthr;
+    int failed = 0;
+    /* blocks of rows over the team: each thread multiplies its block with oneDNN (sequential
+     * inside a parallel region) and runs the epilogue on it while it is in its cache */
+#pragma omp parallel for num_threads(nt) schedule(static) reduction(| : failed)
+    for (int64_t b = 0; b < e->nblk; b++) {
+        int t = omp_get_thread_num();
+        int64_t r0 = b * e->blk, m = e->rows - r0 < e->blk ? e->rows - r0 : e->blk;
+        gemm_part *p = m == e->full.m ? &e->full : &e->tail;
+        bool ok = dnnl_memory_set_data_handle(p->src[t], (void *)(A + r0 * e->K)) == dnnl_success &&
+                  dnnl_memory_set_data_handle(p->dst[t], Y + r0 * e->N) == dnnl_success;
+        dnnl_exec_arg_t args[5];
+        int na = 0;
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, p->src[t]};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, p->s.wei};
+        if (p->s.bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, p->s.bias};
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, p->dst[t]};
+        if (p->scr[t]) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, p->scr[t]};
+        ok = ok && dnnl_primitive_execute(p->s.prim, e->streams[t], na, args) == dnnl_success &&
+             dnnl_stream_wait(e->streams[t]) == dnnl_success;
+        if (!ok) {
+            failed |= 1;
+            continue;
+        }
+        const void *ip[64];
+        void *op[1] = {Y};
+        int64_t range[2] = {r0, r0 + m};
+        for (int i = 0; i < n_in; i++) ip[i] = in[i].data;
+        ip[n_in] = Y;
+        ip[n_in + 1] = range;
+        e->epi(ip, op, 1);
+    }
+    if (failed) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN failed on a block of rows", n->name);
+    return FA_OK;
+fail:
+    return FA_ERR_RUNTIME;
+}
+
+/* Rows per block: one block's rows of A and of the product in half of one core's L2 (the other
+ * half for the weights' panels streaming through), at least one row, and no more than an even
+ * share of the rows per thread, so every thread has a block. L2 from glibc's
+ * sysconf(_SC_LEVEL2_CACHE_SIZE) (the CPUID cache descriptors); 1 MiB where it says nothing. */
+static int64_t block_rows(int64_t rows, int64_t K, int64_t N, int nthr)
+{
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    int64_t budget = (l2 > 0 ? l2 : 1 << 20) / 2;
+    int64_t blk = budget / (int64_t)(sizeof(float) * (size_t)(K + N));
+    if (blk < 1) blk = 1;
+    int64_t share = (rows + nthr - 1) / nthr;
+    if (blk > share) blk = share;
+    return blk < 1 ? 1 : blk;
+}
+
+fa_status fa_dnnl_gemm_epilogue_kernel(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_fused_fn epi, fa_custom_kernel *out)
+{
+    const int64_t *gi = NULL;
+    const char *op = fa_node_attr_string(n, "gemm", "");
+    bool mm = !strcmp(op, "MatMul"), gemm = !strcmp(op, "Gemm");
+    if ((!mm && !gemm) || fa_node_attr_ints(n, "gemm_inputs", &gi) != 3 || gi[0] < 0 || gi[0] >= n->n_inputs || gi[1] < 0 ||
+        gi[1] >= n->n_inputs || gi[2] >= n->n_inputs || n->n_outputs != 1)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "node '%s': no product described (gemm, gemm_inputs)", n->name);
+    const fa_tensor *A = fa_graph_in(g, n, (int)gi[0]), *B = fa_graph_in(g, n, (int)gi[1]),
+                    *C = gi[2] >= 0 ? fa_graph_in(g, n, (int)gi[2]) : NULL, *Y = fa_graph_out(g, n, 0);
+    bool transB = gemm && fa_node_attr_int(n, "transB", 0);
+    float alpha = gemm ? fa_node_attr_float(n, "alpha", 1.0f) : 1.0f, beta = gemm ? fa_node_attr_float(n, "beta", 1.0f) : 1.0f;
+    if (C && beta == 0.0f) C = NULL; /* beta 0 reads no C */
+    if (!A || !B || !Y || A->rank < 2 || B->rank != 2 || A->dtype != FA_DTYPE_FLOAT || B->dtype != FA_DTYPE_FLOAT ||
+        (C && (alpha != 1.0f || beta != 1.0f || C->dtype != FA_DTYPE_FLOAT)) || (gemm && A->rank != 2))
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': the product is not rows of A times one matrix", n->name);
+    if (!engine_init()) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': no oneDNN CPU engine", n->name);
+    int64_t K = A->dims[A->rank - 1], N = transB ? B->dims[0] : B->dims[1];
+    if ((transB ? B->dims[1] : B->dims[0]) != K || K <= 0 || N <= 0 || (C && fa_tensor_numel(C) != N))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "node '%s': operand shapes do not multiply", n->name);
+    int64_t rows = fa_tensor_numel(A) / K;
+    if (rows <= 0 || fa_tensor_numel(Y) != rows * N)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "node '%s': output '%s' is not the product's %lld x %lld elements", n->name,
+                            Y->name, (long long)rows, (long long)N);
+    gemm_epi *e = calloc(1, sizeof *e);
+    if (!e) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    e->epi = epi;
+    e->ia = (int)gi[0], e->ib = (int)gi[1], e->ic = C ? (int)gi[2] : -1;
+    e->wei_const = (B->flags & FA_TENSOR_CONST) && B->data;
+    e->rows = rows, e->K = K, e->N = N;
+    e->nthr = omp_get_max_threads();
+    if (e->nthr < 1) e->nthr = 1;
+    e->blk = block_rows(rows, K, N, e->nthr);
+    e->nblk = (rows + e->blk - 1) / e->blk;
+    fa_status st = FA_OK;
+    e->streams = calloc((size_t)e->nthr, sizeof *e->streams);
+    if (!e->streams) st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    for (int t = 0; !st && t < e->nthr; t++)
+        if (dnnl_stream_create(&e->streams[t], g_engine, dnnl_stream_default_flags) != dnnl_success)
+            st = fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN stream", n->name);
+    if (!st) st = gemm_part_make(ctx, e, &e->full, e->blk, B, C, transB, alpha, n->name);
+    if (!st && rows % e->blk) st = gemm_part_make(ctx, e, &e->tail, rows % e->blk, B, C, transB, alpha, n->name);
+    if (st) {
+        gemm_epi_destroy(e);
+        return st;
+    }
+    snprintf(e->name, sizeof e->name, "dnnl:%s+generated epilogue(weights %s, %lld-row blocks)", mm ? "matmul" : "gemm",
+             e->full.s.wei_packed > 0 ? "packed" : e->full.s.wei_packed == 0 ? "plain" : "an input", (long long)e->blk);
+    memset(out, 0, sizeof *out);
+    out->name = e->name;
+    out->run = gemm_epi_run;
+    out->destroy = gemm_epi_destroy;
+    out->state = e;
+    return FA_OK;
 }

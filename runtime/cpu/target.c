@@ -2,6 +2,7 @@
  * C fused kernels compiled by the system compiler into the private kernel cache (compile.c),
  * and the host's ceilings (ceilings.c). Always built; the default where no GPU is present. */
 #include "runtime/runtime-impl.h"
+#include "dnnl-impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,14 @@ static fa_status cpu_fused_kernel(fa_ctx *ctx, const fa_fused_binary *b, fa_cust
     return FA_OK;
 }
 
+static fa_status cpu_fused_gemm_kernel(fa_ctx *ctx, const fa_fused_binary *b, const fa_graph *g, const fa_node *n,
+                                      fa_custom_kernel *out)
+{
+    if (b->layout != FA_LAYOUT_PLAIN)
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "node '%s': a GEMM epilogue generated for a blocked layout", n->name);
+    return fa_dnnl_gemm_epilogue_kernel(ctx, g, n, b->compiled->fn, out);
+}
+
 static void cpu_fused_free(fa_fused_binary *b)
 {
     if (!b) return;
@@ -166,6 +175,7 @@ static const fa_target_fused_i cpu_fused = {
     .kernel_lang = FA_KERNEL_LANG_C,
     .fused_compile = cpu_fused_compile,
     .fused_kernel = cpu_fused_kernel,
+    .fused_gemm_kernel = cpu_fused_gemm_kernel,
     .fused_resources = NULL, /* no register/occupancy gate on the cpu */
     .fused_free = cpu_fused_free,
 };

@@ -535,18 +535,147 @@ static void test_gemm_form(void **state)
     expect_epilogue_labelled(g, f->want, f->n_want, f->label);
 }
 
-/* An addend that varies along the batch only ([2,1,48] on [2,5,48]) cannot be read on the Linear's
- * [rows, N] product: the epilogue stops before it, with the reason (shape-changing-epilogue). */
-static void test_linear_per_batch_addend_stays_outside(void **state)
+/* ---- generated epilogues (issue 33; docs/fusion-rules.md §3 "Generated epilogues") ----
+ * What oneDNN's post-ops cannot express after a MatMul/Gemm — an addend varying along the batch
+ * only ([2,1,48] on [2,5,48], which the Linear's [rows, N] product cannot read), an operand computed
+ * after the GEMM in topological order, Sub with the product as its second operand, SwiGLU's Mul of
+ * two GEMM outputs — is one cluster all the same on the cpu target: oneDNN computes the product
+ * in blocks of rows and the generated elementwise code runs the epilogue on each block (no
+ * post-ops; the label says "(generated epilogue: <why post-ops could not>)"). Each is verified by
+ * fa_apply against the unfused ops. Before, the epilogue stopped at that op with the why-not. On
+ * the cuda target the generated path is refused and the why-not says so. */
+typedef struct gen_form {
+    const char *name;
+    void (*build)(fa_graph *g);
+    const char *label; /* the generated cluster's */
+    int members;       /* its members, the GEMM included */
+} gen_form;
+
+static void f_gen_per_batch_addend(fa_graph *g)
 {
-    (void)state;
-    fa_graph *g = fa_graph_create("linear_per_batch_addend");
-    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
     linear3d(g);
     int64_t pd[3] = {2, 1, 48};
     weights(g, "per_batch", 3, pd, 9, -0.5f, 0.5f);
     node(g, "Add", "m,per_batch", "a");
     node(g, "Relu", "a", "y");
+}
+
+/* the addend is computed from a second input after the MatMul in topological order */
+static void f_gen_operand_later(fa_graph *g)
+{
+    linear3d(g);
+    int64_t zd[3] = {2, 5, 48};
+    tensor(g, "z", 3, zd, true);
+    node(g, "Sigmoid", "z", "o");
+    node(g, "Add", "m,o", "a");
+    node(g, "Tanh", "a", "y");
+}
+
+/* bias - product, then the bias added back: Sub with the product second */
+static void f_gen_product_subtracted(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Sub", "bias,m", "a");
+    node(g, "Relu", "a", "y");
+}
+
+/* LLaMA's SwiGLU MLP: silu(x·Wg) · (x·Wu) */
+static void f_gen_swiglu(fa_graph *g)
+{
+    int64_t xd[3] = {2, 5, 32}, wd[2] = {32, 48};
+    tensor(g, "x", 3, xd, true);
+    weights(g, "wg", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "wu", 2, wd, 3, -0.3f, 0.3f);
+    node(g, "MatMul", "x,wg", "gate");
+    node(g, "MatMul", "x,wu", "up");
+    node(g, "Sigmoid", "gate", "sg");
+    node(g, "Mul", "gate,sg", "silu");
+    node(g, "Mul", "silu,up", "y");
+}
+
+/* a 2-D Gemm (transB, per-column C) whose product is divided into a graph input, then Exp: Div
+ * with the product second, and an odd row count (the last block of rows is shorter) */
+static void f_gen_gemm_divided_into(fa_graph *g)
+{
+    int64_t xd[2] = {37, 32}, wd[2] = {48, 32}, cd[1] = {48}, sd[2] = {37, 48};
+    tensor(g, "x", 2, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "gc", 1, cd, 2, 2.0f, 3.0f); /* keeps the product away from 0 */
+    tensor(g, "skip", 2, sd, true);
+    fa_node *n = node(g, "Gemm", "x,w,gc", "m");
+    fa_node_add_attr_int(g, n, "transB", 1);
+    node(g, "Div", "skip,m", "a");
+    node(g, "Exp", "a", "y");
+}
+
+static const gen_form k_gen_forms[] = {
+    {"generated_per_batch_addend", f_gen_per_batch_addend, "matmul+add+relu (generated epilogue: shape-changing-epilogue)", 3},
+    {"generated_operand_later", f_gen_operand_later, "matmul+add+tanh (generated epilogue: operand-later)", 3},
+    {"generated_product_subtracted", f_gen_product_subtracted, "matmul+sub+relu (generated epilogue: operand-order)", 3},
+    {"generated_swiglu", f_gen_swiglu, "matmul+silu+mul (generated epilogue: operand-later)", 4},
+    {"generated_gemm_divided_into", f_gen_gemm_divided_into, "gemm+div+exp (generated epilogue: operand-order)", 3},
+};
+enum { N_GEN_FORMS = sizeof k_gen_forms / sizeof k_gen_forms[0] };
+
+static fa_graph *gen_model(const gen_form *f)
+{
+    fa_graph *g = fa_graph_create(f->name);
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    f->build(g);
+    finish(g, "y");
+    return g;
+}
+
+static void test_gen_form(void **state)
+{
+    const gen_form *f = *state;
+    fa_graph *g = gen_model(f);
+    fa_advise_options ao = {0};
+    ao.target = FA_TARGET_CPU;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(C, g, NULL, &ao, &p)) fail_msg("%s: advise: %s", g->name, fa_ctx_errmsg(C));
+    const fa_cluster *c = NULL;
+    for (int i = 0; i < p->n_clusters; i++) {
+        printf("%s: cluster %s (%d members)\n", g->name, p->clusters[i].label, p->clusters[i].n_members);
+        if (p->clusters[i].kind == FA_CLUSTER_EPILOGUE && p->clusters[i].epilogue_generated) c = &p->clusters[i];
+    }
+    if (!c) fail_msg("%s: no generated epilogue", g->name);
+    assert_string_equal(c->label, f->label);
+    assert_int_equal(c->n_members, f->members);
+    assert_int_equal(c->n_post_ops, 0);
+    assert_int_equal(c->status, FA_CLUSTER_PROPOSED);
+
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(C, g, p, &opt, &r)) fail_msg("%s: apply: %s", g->name, fa_ctx_errmsg(C));
+    const fa_cluster_verdict *v = &r->verdicts[c - p->clusters];
+    printf("  %s: %s (relative error %.2g): %s\n", c->label, fa_cluster_status_name(v->status), v->max_rel_error,
+           v->reason ? v->reason : "");
+    assert_true(v->status == FA_CLUSTER_ACCEPTED || v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
+                v->status == FA_CLUSTER_REJECTED_REGRESSION);
+    if (!strstr(v->reason, "end-to-end back-off")) assert_non_null(strstr(v->reason, "within the rounding-error bound"));
+    assert_true(v->max_rel_error >= 0);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
+/* A member the C generator has no emitter for (Round) after the switch: no generated epilogue is
+ * proposed (the applier could not build it), and the edge where it would have started says why. */
+static void test_gen_needs_an_emitter(void **state)
+{
+    (void)state;
+    fa_graph *g = fa_graph_create("generated_needs_an_emitter");
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    linear3d(g);
+    node(g, "Sub", "bias,m", "a");
+    node(g, "Round", "a", "y");
     finish(g, "y");
     fa_advise_options ao = {0};
     ao.target = FA_TARGET_CPU;
@@ -555,12 +684,38 @@ static void test_linear_per_batch_addend_stays_outside(void **state)
     if (fa_advise(C, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(C));
     for (int i = 0; i < p->n_clusters; i++) {
         printf("cluster %s\n", p->clusters[i].label);
-        assert_false(p->clusters[i].kind == FA_CLUSTER_EPILOGUE && p->clusters[i].anchor == g->topo[0] &&
-                     p->clusters[i].n_post_ops > 0);
+        assert_false(p->clusters[i].kind == FA_CLUSTER_EPILOGUE && p->clusters[i].epilogue_generated);
     }
     bool said = false;
+    for (int i = 0; i < p->n_why_not; i++) {
+        printf("why-not %s: %s\n", fa_why_code_name(p->why_not[i].code), p->why_not[i].reason);
+        said |= p->why_not[i].code == FA_WHY_CODEGEN_UNSUPPORTED && strstr(p->why_not[i].reason, "generated epilogue (operand-order)");
+    }
+    assert_true(said);
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
+/* On the cuda target the per-batch addend still ends the epilogue, and the reason says why the
+ * generated path does not take it. */
+static void test_gen_refused_on_cuda(void **state)
+{
+    (void)state;
+    fa_graph *g = gen_model(&k_gen_forms[0]);
+    fa_advise_options ao = fa_advise_options_default();
+    ao.target = FA_TARGET_CUDA;
+    ao.no_gate = true;
+    fa_plan *p = NULL;
+    if (fa_advise(C, g, NULL, &ao, &p)) fail_msg("advise: %s", fa_ctx_errmsg(C));
+    for (int i = 0; i < p->n_clusters; i++) {
+        printf("cluster %s\n", p->clusters[i].label);
+        assert_false(p->clusters[i].kind == FA_CLUSTER_EPILOGUE && p->clusters[i].epilogue_generated);
+    }
+    bool said = false;
+    for (int i = 0; i < p->n_why_not; i++) printf("why-not %s: %s\n", fa_why_code_name(p->why_not[i].code), p->why_not[i].reason);
     for (int i = 0; i < p->n_why_not; i++)
-        said |= p->why_not[i].code == FA_WHY_SHAPE_CHANGING_EPILOGUE && strstr(p->why_not[i].reason, "varies along a batch dim");
+        said |= p->why_not[i].code == FA_WHY_SHAPE_CHANGING_EPILOGUE && strstr(p->why_not[i].reason, "varies along a batch dim") &&
+                strstr(p->why_not[i].reason, "the cuda target has no generated GEMM epilogue");
     assert_true(said);
     fa_plan_free(p);
     fa_graph_free(g);
@@ -706,20 +861,25 @@ static int teardown(void **s)
 
 int main(void)
 {
-    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + 4];
+    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 5];
     for (int i = 0; i < N_FORMS; i++)
         tests[i] = (struct CMUnitTest){.name = k_forms[i].name, .test_func = test_epilogue_form,
                                        .initial_state = (void *)&k_forms[i]};
     for (int i = 0; i < N_GEMM_FORMS; i++)
         tests[N_FORMS + i] = (struct CMUnitTest){.name = k_gemm_forms[i].name, .test_func = test_gemm_form,
                                                  .initial_state = (void *)&k_gemm_forms[i]};
-    tests[N_FORMS + N_GEMM_FORMS] = (struct CMUnitTest){.name = "linear_per_batch_addend_stays_outside",
-                                                        .test_func = test_linear_per_batch_addend_stays_outside};
-    tests[N_FORMS + N_GEMM_FORMS + 1] = (struct CMUnitTest){.name = "pre_ln_skip_layer_norm_writes_the_sum",
+    for (int i = 0; i < N_GEN_FORMS; i++)
+        tests[N_FORMS + N_GEMM_FORMS + i] = (struct CMUnitTest){.name = k_gen_forms[i].name, .test_func = test_gen_form,
+                                                                .initial_state = (void *)&k_gen_forms[i]};
+    tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS] = (struct CMUnitTest){.name = "generated_epilogue_refused_on_cuda",
+                                                                      .test_func = test_gen_refused_on_cuda};
+    tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 1] = (struct CMUnitTest){.name = "pre_ln_skip_layer_norm_writes_the_sum",
                                                             .test_func = test_pre_ln_skip_layer_norm_writes_the_sum};
-    tests[N_FORMS + N_GEMM_FORMS + 2] = (struct CMUnitTest){.name = "pre_ln_skip_rms_norm_writes_the_sum",
+    tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 2] = (struct CMUnitTest){.name = "pre_ln_skip_rms_norm_writes_the_sum",
                                                             .test_func = test_pre_ln_skip_rms_norm_writes_the_sum};
-    tests[N_FORMS + N_GEMM_FORMS + 3] = (struct CMUnitTest){.name = "pre_ln_residual_after_a_gemm_stays_its_epilogue",
+    tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 3] = (struct CMUnitTest){.name = "pre_ln_residual_after_a_gemm_stays_its_epilogue",
                                                             .test_func = test_pre_ln_residual_after_a_gemm_stays_its_epilogue};
+    tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 4] = (struct CMUnitTest){.name = "generated_epilogue_needs_an_emitter",
+                                                                          .test_func = test_gen_needs_an_emitter};
     return cmocka_run_group_tests(tests, setup, teardown);
 }
