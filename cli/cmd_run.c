@@ -264,6 +264,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         FA_CLI_OPTS_MODEL(&mo),
         FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
         FA_CLI_OPTS_APPLY(&po.apply.tolerance, &po.apply.max_clusters, &po.apply.budget_s),
+        FA_CLI_OPT_LAYOUT(&po.layout),
         FA_CLI_OPTS_OUTPUT(&oo.verbose, &oo.json, &prog_on, &prog_off),
         FA_CLI_END,
     };
