@@ -110,6 +110,13 @@ fa_status fa_layout_choose(fa_ctx *ctx, const fa_graph *g, fa_target target, int
         if (!s) nr++;
     }
     fa_exec_free(eb);
+    /* the weights' copies in the layouts measured belong to no executor now: freed, so that the
+     * layouts the plan does not keep hold no memory through the rest of the run (the probe and
+     * the apply stage make the ones they read again, once) */
+    size_t trimmed = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t] && (g->tensors[t]->flags & FA_TENSOR_CONST)) trimmed += fa_blob_trim_derived(g->tensors[t]->blob);
+    if (trimmed) fa_log(ctx, FA_LOG_INFO, "layout choice: %.1f MiB of reordered weights freed", trimmed / 1048576.0);
     if (s) fa_ctx_wrap(ctx, s, "choosing the plan's layout: ");
     else fa_layout_judge(pl.deflt, rs, nr, out);
     free(buf);
