@@ -191,7 +191,8 @@ fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
  *    one rival's executor alive at a time (weights shared: docs/runtime.md "Weights once in
  *    memory"), judged by fa_layout_judge;
  *  - else the default, source DEFAULT, no figures.
- * request: -1 for auto. Errors: the executors' (a model the target cannot run), out of memory. */
+ * request: -1 for auto. Errors: fa_target_resolve's (a target this build lacks), the executors'
+ * (a model the target cannot run), out of memory. */
 fa_status fa_layout_choose(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, int request,
                            fa_plan_layout *out);
 /* The layout plan p runs in on `target`: its decided layout (fa_plan.layout), or the target's

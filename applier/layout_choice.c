@@ -59,6 +59,10 @@ fa_status fa_layout_choose(fa_ctx *ctx, const fa_graph *g, fa_target target, int
                            fa_plan_layout *out)
 {
     *out = fa_plan_layout_unknown();
+    const fa_target_iface *ti = NULL;
+    fa_status ts = fa_target_resolve(ctx, target, &ti); /* AUTO: the target the apply stage will take */
+    if (ts) return ts;
+    target = fa_target_id(ti);
     fa_plan_layouts pl;
     fa_target_plan_layouts(target, &pl);
     out->layout = out->deflt = pl.deflt;
@@ -98,7 +102,17 @@ fa_status fa_layout_choose(fa_ctx *ctx, const fa_graph *g, fa_target target, int
         r->sb = sb;
         r->n = 0;
         fa_exec *er = NULL;
-        s = plan_exec(ctx, g, target, threads, pl.cand[k], &er);
+        fa_ctx *rctx = fa_ctx_create(); /* a rival that cannot run is left out, not the run's error */
+        if (!rctx) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory choosing the plan's layout");
+        fa_status es = s ? s : plan_exec(rctx, g, target, threads, pl.cand[k], &er);
+        if (es == FA_ERR_NOMEM && !s) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s", fa_ctx_errmsg(rctx));
+        else if (es && !s) {
+            fa_log(ctx, FA_LOG_INFO, "layout choice: %s left out: %s", fa_layout_name(pl.cand[k]), fa_ctx_errmsg(rctx));
+            fa_exec_free(er);
+            fa_ctx_free(rctx);
+            continue;
+        }
+        fa_ctx_free(rctx);
         while (!s && r->n < cap) {
             int block = r->n == 0 ? FA_LAYOUT_ROUNDS : FA_LAYOUT_ROUNDS_STEP;
             if (block > cap - r->n) block = cap - r->n;
