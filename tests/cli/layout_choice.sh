@@ -22,6 +22,13 @@ rc=$?
 grep -q "auto, nhwc, nChw8c, nChw16c or plain" bad.err || { cat bad.err; fail "the usage error does not name the layouts"; }
 [ ! -e bad.db ] || fail "--layout nChw32c still created a run database"
 
+# a layout the target cannot run convolutions on (no oneDNN: none): refused before anything runs
+FA_NO_DNNL=1 "$CLI" run zoo:convnet-tiny --layout nhwc --db none.db --out none >none.out 2>none.err
+rc=$?
+[ "$rc" -eq 2 ] || { cat none.out none.err; fail "--layout nhwc without oneDNN: exit $rc, want 2"; }
+grep -q "cannot run convolutions on it" none.err || { cat none.err; fail "the refusal does not say why"; }
+[ ! -e none.db ] || fail "--layout nhwc without oneDNN still created a run database"
+
 # --layout nChw8c: named, stored, shown, and run
 "$CLI" run zoo:convnet-tiny --iters 3 --layout nChw8c --db fa.db --out out >run.txt 2>run.err ||
   { cat run.txt run.err; fail "run --layout nChw8c failed"; }
