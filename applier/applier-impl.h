@@ -127,12 +127,13 @@ typedef struct fa_generated {
  * Each kernel is generated for the layout the target's plan of g (fa_layout_plan_make: each node
  * placed as the executor places it, where a convolution's layout is decided) gives its inputs
  * (fa_layout_of_generated): a chain between blocked oneDNN primitives reads and writes their
- * layout, with no reorder around it.
+ * layout, with no reorder around it. plan_layout: the plan's layout (fa_apply_plan_layout; PLAIN:
+ * none, every kernel plain).
  * Returns FA_OK, FA_ERR_NOMEM, or the compiler's own failure (no compiler, a cache folder another
  * user can write: fa_target_fused_compile's status, message in ctx); then no out[k] holds a binary. */
 fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,
-                                  const int *ci, int n, const fa_fused_compile_options *co, const char *out_dir,
-                                  fa_generated *out);
+                                  const int *ci, int n, fa_layout plan_layout, const fa_fused_compile_options *co,
+                                  const char *out_dir, fa_generated *out);
 /* Tensors captured from the unfused run, by tensor id of the original graph g (judge.c). */
 typedef struct fa_value_map {
     const fa_graph *g;  /* names/ids of the original graph */
@@ -211,6 +212,20 @@ void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *
  * the pairs must stay pairs for the revisits that append to them (applier/probe.c once sorted
  * them in place for its medians, so its wins compared order statistics, not pairs). */
 void fa_probe_pairs_summary(const double *fns, const double *uns, int n, fa_fused_probe_result *out);
+
+/* One rival layout's paired whole-model rounds: sa[i] the default layout's run, sb[i] the
+ * rival's, ns, n rounds (applier/layout_choice.c). */
+typedef struct fa_layout_samples {
+    fa_layout rival;
+    const double *sa, *sb;
+    int n;
+} fa_layout_samples;
+/* The choice on recorded rounds: each rival judged against the default by
+ * fa_apply_paired_verdict; the rival with the largest paired median gain among those it calls
+ * faster (verdict 1) becomes out->layout, else deflt stays. out (source MEASURED) keeps the
+ * figures of that winner, or with none of the rival nearest to winning (largest gain); with no
+ * rival, deflt and no figures. */
+void fa_layout_judge(fa_layout deflt, const fa_layout_samples *s, int n_rivals, fa_plan_layout *out);
 
 /* The end-to-end rule: the same test a cluster passes (fa_apply_paired_verdict) on n paired
  * whole-model samples (sa baseline, sb fused, ns). */

@@ -172,6 +172,34 @@ fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const
 fa_status fa_bn_folded_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,
                              fa_graph **out);
 
+/* ---- the fused plan's layout (applier/layout_choice.c, docs/runtime.md "The plan's layout") ----
+ * Rounds of the whole-model measurement, per rival layout: FA_LAYOUT_ROUNDS paired rounds, then
+ * FA_LAYOUT_ROUNDS_STEP more at a time until the rounds settle (fa_apply_rounds_settled, the
+ * clusters' stop rule) or FA_LAYOUT_ROUNDS_MAX are taken. 6: the paired verdict needs 5 rounds
+ * for an interval; 18: three blocks, so that a 35 ms ResNet-50 adds about 1.3 s per rival at most
+ * (2 x 18 runs), the run time the issue allows for "a few rounds". */
+#define FA_LAYOUT_ROUNDS 6
+#define FA_LAYOUT_ROUNDS_STEP 6
+#define FA_LAYOUT_ROUNDS_MAX 18
+/* The plan's layout for prepared graph g on `target` with `threads` into *out:
+ *  - request >= 0 (an fa_layout: --layout): that one, source OPTION (FA_ERR_USAGE when the
+ *    target cannot run convolutions on it here; PLAIN is always allowed: no blocked layout);
+ *  - else FA_BLOCKED_LAYOUT set: the target's default, which it named, source ENV;
+ *  - else, when g has a convolution (fa_layout_starts_region) and the target offers at least two
+ *    layouts (fa_target_plan_layouts), MEASURED: g (unfused) on a plan executor in the default
+ *    layout against one in each other candidate, interleaved paired whole-model rounds
+ *    (fa_apply_bench_pair; FA_LAYOUT_ROUNDS..FA_LAYOUT_ROUNDS_MAX, fa_apply_rounds_settled),
+ *    one rival's executor alive at a time (weights shared: docs/runtime.md "Weights once in
+ *    memory"), judged by fa_layout_judge;
+ *  - else the default, source DEFAULT, no figures.
+ * request: -1 for auto. Errors: fa_target_resolve's (a target this build lacks), the executors'
+ * (a model the target cannot run), out of memory. */
+fa_status fa_layout_choose(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, int request,
+                           fa_plan_layout *out);
+/* The layout plan p runs in on `target`: its decided layout (fa_plan.layout), or the target's
+ * default when p's is UNKNOWN (`advise`, a plan stored before schema v10). */
+fa_layout fa_apply_plan_layout(const fa_plan *p, fa_target target);
+
 /* ---- the cost model's probe of fused library kernels (applier/probe.c, issue 19) ---- */
 
 /* A probe times a BN fold's or an epilogue's fused kernel (the folded Conv/Gemm with its
@@ -206,6 +234,11 @@ typedef struct fa_kernel_probe fa_kernel_probe;
 fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target target, int threads, double budget_s,
                                  fa_kernel_probe **out);
 void fa_kernel_probe_free(fa_kernel_probe *p);
+/* The plan layout p's fused executors and generated kernels take (fa_exec_options.plan_layout,
+ * resolved; the plan's fa_apply_plan_layout), so that the probe times what the applier will run;
+ * the target's default until set. Set it before the first probe. Errors: FA_ERR_NOMEM. p NULL:
+ * nothing. */
+fa_status fa_kernel_probe_set_layout(fa_ctx *ctx, fa_kernel_probe *p, fa_layout plan_layout);
 /* The compile cache for the generated kernels p probes (chains, reductions, horizontal groups:
  * fa_codegen, then the target's fused_compile with fa_fused_compile_options{cache_dir,
  * cache_max_bytes}, as the applier compiles them; cache_dir NULL: the target's default). The
@@ -244,8 +277,12 @@ typedef struct fa_pipeline_options {
                                  apply.out_dir is the existing folder every output is written into
                                  (the caller stages it: a failed pipeline leaves partial files) */
     int max_ops, max_inputs;  /* fa_advise_options: cluster bounds */
+    int layout;               /* the plan's layout (--layout): -1 auto (fa_layout_choose measures),
+                                 else the fa_layout to take */
+    const fa_plan_layout *layout_reuse; /* (may be NULL) a decided layout to keep instead of
+                                 choosing again (`apply` of a stored plan); ignored when layout >= 0 */
 } fa_pipeline_options;
-/* fa_apply_options_default, and the advisor's caps (fa_advise_options_default). */
+/* fa_apply_options_default, the advisor's caps (fa_advise_options_default), layout auto. */
 void fa_pipeline_options_default(fa_pipeline_options *o);
 
 typedef struct fa_pipeline_result {
@@ -258,8 +295,9 @@ typedef struct fa_pipeline_result {
 void fa_pipeline_result_free(fa_pipeline_result *r);
 
 /* Everything after the baseline of run run_id (stored, with its trace) on prepared graph g: the
- * target's ceilings (fa_roofline_ceilings), the analysis (stored), the plan (fa_advise with the
- * target's gate; stored), fa_apply (results stored), then in o->apply.out_dir model.folded.onnx (when
+ * target's ceilings (fa_roofline_ceilings), the analysis (stored), the plan's layout
+ * (fa_layout_choose, or o->layout_reuse; the probe, the plan and the apply stage all take it), the
+ * plan (fa_advise with the target's gate; stored with its layout), fa_apply (results stored), then in o->apply.out_dir model.folded.onnx (when
  * the plan folds a BatchNormalization; the original's symbolic dims kept where they can be, else
  * a warning on the ctx's log) and plan.json. summary.json and the other reports are the caller's
  * (reports/ comes after the applier and writes them from the database). *out owned by the caller;

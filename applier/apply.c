@@ -47,6 +47,7 @@ typedef struct kernel_table {
     const fa_plan *p;
     fa_fused_binary **bin; /* by cluster index, NULL when not compiled */
     unsigned char *bin_shared; /* by cluster index: bin[i] is another cluster's (not freed here) */
+    fa_layout plan_layout;  /* the fused plan's layout (fa_apply_plan_layout; PLAIN: none) */
 } kernel_table;
 
 static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_custom_kernel *out, bool *provided)
@@ -75,8 +76,9 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
 static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, bool fused, const fa_layout *in_l,
                            const fa_layout *out_l, fa_exec **e)
 {
-    fa_exec_options eo = {.target = fa_target_id(kt->t), .threads = threads, .blocked_layouts = fused, .input_layouts = in_l,
-                          .output_layouts = out_l};
+    fa_exec_options eo = {.target = fa_target_id(kt->t), .threads = threads,
+                          .blocked_layouts = fused && kt->plan_layout != FA_LAYOUT_PLAIN, .plan_layout = kt->plan_layout,
+                          .input_layouts = in_l, .output_layouts = out_l};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "FusedKernel")) {
             eo.provider = provide;
@@ -130,8 +132,8 @@ static char *kernel_text_key(const char *src, size_t len, const char *name)
 }
 
 fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,
-                                  const int *ci, int n, const fa_fused_compile_options *co, const char *out_dir,
-                                  fa_generated *out)
+                                  const int *ci, int n, fa_layout plan_layout, const fa_fused_compile_options *co,
+                                  const char *out_dir, fa_generated *out)
 {
     const char *ext = fa_target_kernel_lang(t) == FA_KERNEL_LANG_CUDA ? "cu" : "c";
     fa_fused_source *srcs = calloc((size_t)n + 1, sizeof *srcs);
@@ -142,7 +144,7 @@ fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const f
     char **keys = calloc((size_t)n + 1, sizeof *keys); /* by compiled source j: kernel_text_key */
     fa_status s = srcs && bufs && which && got && errs && keys ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_layout_plan lp = {0}; /* where the target's plan keeps g's tensors (all PLAIN without layouts) */
-    if (!s && n > 0) s = fa_layout_plan_make(ctx, t, g, &lp);
+    if (!s && n > 0) s = fa_layout_plan_make(ctx, t, g, plan_layout, &lp);
     int m = 0;
     for (int k = 0; k < n; k++) {
         memset(&out[k], 0, sizeof out[k]);
@@ -246,7 +248,7 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan
         if (fa_apply_needs_codegen(&p->clusters[order[k]])) ci[m++] = order[k];
     fa_fused_compile_options co = {opt->cache_dir, opt->cache_max_bytes,
                                    opt->arch && opt->arch[0] ? opt->arch : dev->arch[0] ? dev->arch : NULL};
-    fa_status s = m > 0 ? fa_apply_generate_batch(ctx, t, g, p, ci, m, &co, opt->out_dir, gen) : FA_OK;
+    fa_status s = m > 0 ? fa_apply_generate_batch(ctx, t, g, p, ci, m, kt->plan_layout, &co, opt->out_dir, gen) : FA_OK;
     for (int j = 0; j < m && s != FA_ERR_NOMEM; j++) {
         fa_cluster_verdict *v = &res->verdicts[ci[j]];
         if (gen[j].bin) {
@@ -591,9 +593,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
     if (opt_in) opt = *opt_in;
     else fa_apply_options_default(&opt);
     if (opt.iters < 3) opt.iters = 3;
-    kernel_table kt = {NULL, p, NULL, NULL};
+    kernel_table kt = {NULL, p, NULL, NULL, FA_LAYOUT_PLAIN};
     fa_target_device dev;
     fa_status s = fa_target_resolve(ctx, opt.target, &kt.t);
+    if (!s) kt.plan_layout = fa_apply_plan_layout(p, fa_target_id(kt.t)); /* the plan's measured or named layout */
     if (!s) s = fa_target_device_open(ctx, kt.t, &dev);
     if (s) return fa_ctx_wrap(ctx, s, "cannot apply on %s: ", kt.t ? fa_target_name(fa_target_id(kt.t)) : fa_target_name(opt.target));
     s = fa_apply_options_check(ctx, &opt);

@@ -16,6 +16,7 @@ void fa_pipeline_options_default(fa_pipeline_options *o)
     fa_advise_options d = fa_advise_options_default(); /* the advisor's caps */
     o->max_ops = d.max_ops;
     o->max_inputs = d.max_inputs;
+    o->layout = -1;
 }
 
 void fa_pipeline_result_free(fa_pipeline_result *r)
@@ -64,6 +65,16 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     if (!s) s = fa_analyze_run(ctx, st, run_id, &r->ceilings, &r->analysis);
     if (!s) s = fa_analysis_save(ctx, st, r->analysis);
     if (!s) STAGE("analysis", 1), STAGE("plan", 0);
+    /* the plan's layout, before the probe: the probe, the plan's generated kernels and the apply
+     * stage all run in it */
+    fa_plan_layout layout = fa_plan_layout_unknown();
+    if (!s && o->layout < 0 && o->layout_reuse && o->layout_reuse->source != FA_LAYOUT_SRC_UNKNOWN && !getenv("FA_BLOCKED_LAYOUT"))
+        layout = *o->layout_reuse;
+    else if (!s) s = fa_layout_choose(ctx, g, ap->target, ap->threads, o->layout, &layout);
+    if (!s && layout.source == FA_LAYOUT_SRC_MEASURED)
+        fa_log(ctx, FA_LOG_INFO, "plan layout %s (default %s; %s %.3f ms vs %.3f ms over %d paired rounds)",
+               fa_layout_name(layout.layout), fa_layout_name(layout.deflt), fa_layout_name(layout.rival),
+               layout.rival_median_ns / 1e6, layout.default_median_ns / 1e6, layout.rounds);
     fa_advise_options ao = fa_advise_options_default();
     ao.target = ap->target; /* the register/occupancy gate is the target's (none on cpu) */
     ao.max_ops = o->max_ops;
@@ -83,6 +94,7 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
         fa_ctx_clear(ctx);
     }
     if (!s) s = fa_kernel_probe_set_cache(ctx, probe, ap->cache_dir, ap->cache_max_bytes); /* the applier's cache */
+    if (!s) s = fa_kernel_probe_set_layout(ctx, probe, layout.layout);
     ao.probe = probe ? fa_kernel_probe_fused : NULL;
     ao.probe_user = probe;
     ao.probe_revisit = probe ? fa_kernel_probe_revisit : NULL;
@@ -101,6 +113,7 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
     fa_arena_free(mar); /* the plan keeps copies of what it says about them */
     if (!s) {
         r->plan->run_id = run_id;
+        r->plan->layout = layout;
         s = fa_plan_save(ctx, st, r->plan);
     }
     if (!s) STAGE("plan", 1);

@@ -36,6 +36,7 @@ typedef struct probe_entry {
 struct fa_kernel_probe {
     const fa_target_iface *t;
     int threads;
+    fa_layout plan_layout;  /* the plan's layout its executors and kernels take (PLAIN: none) */
     fa_layout *layout;      /* by tensor id of the graph: what its producer writes in the fused plan
                                (fa_layout_plan_make: each node as the executor places it) */
     int n_tensors;
@@ -77,7 +78,9 @@ fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target targe
     }
     if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_layout_plan lp;
-    s = fa_layout_plan_make(ctx, t, g, &lp);
+    fa_plan_layouts pl;
+    fa_target_plan_layouts(fa_target_id(t), &pl);
+    s = fa_layout_plan_make(ctx, t, g, pl.deflt, &lp);
     if (s) {
         fa_intern_free(p->e_ids);
         fa_intern_free(p->cm_ids);
@@ -86,6 +89,7 @@ fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target targe
     }
     p->t = t;
     p->threads = threads;
+    p->plan_layout = pl.deflt;
     p->g = g;
     p->layout = lp.layout; /* kept; the reorders are not needed */
     lp.layout = NULL;
@@ -93,6 +97,21 @@ fa_status fa_kernel_probe_create(fa_ctx *ctx, const fa_graph *g, fa_target targe
     fa_layout_plan_free(&lp);
     p->budget_ns = budget_s > 0 ? (uint64_t)(budget_s * 1e9) : (uint64_t)(FA_PROBE_BUDGET_S * 1e9);
     *out = p;
+    return FA_OK;
+}
+
+fa_status fa_kernel_probe_set_layout(fa_ctx *ctx, fa_kernel_probe *p, fa_layout plan_layout)
+{
+    if (!p || plan_layout == p->plan_layout) return FA_OK;
+    if ((unsigned)plan_layout >= FA_LAYOUT_COUNT) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "plan layout %d out of range", (int)plan_layout);
+    fa_layout_plan lp;
+    fa_status s = fa_layout_plan_make(ctx, p->t, p->g, plan_layout, &lp);
+    if (s) return s;
+    free(p->layout);
+    p->layout = lp.layout;
+    lp.layout = NULL;
+    fa_layout_plan_free(&lp);
+    p->plan_layout = plan_layout;
     return FA_OK;
 }
 
@@ -176,7 +195,8 @@ static fa_status compile_batch(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *
     }
     if (!s) {
         fa_fused_compile_options co = {pr->cache_dir, pr->cache_max_bytes, NULL};
-        s = fa_apply_generate_batch(cx, pr->t, g, p, ci, n, &co, NULL, gen) == FA_ERR_NOMEM ? FA_ERR_NOMEM : FA_OK;
+        s = fa_apply_generate_batch(cx, pr->t, g, p, ci, n, pr->plan_layout, &co, NULL, gen) == FA_ERR_NOMEM ? FA_ERR_NOMEM
+                                                                                                           : FA_OK;
         fa_ctx_clear(cx);
     }
     for (int k = 0; !s && k < n; k++) {
@@ -357,7 +377,8 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     fa_graph *gu = NULL;
     fa_exec *ef = NULL, *eu = NULL;
     probe_provider pp = {pr->t, e->bin};
-    fa_exec_options eo = {.target = fa_target_id(pr->t), .threads = pr->threads, .blocked_layouts = true, .input_layouts = in_l,
+    fa_exec_options eo = {.target = fa_target_id(pr->t), .threads = pr->threads,
+                          .blocked_layouts = pr->plan_layout != FA_LAYOUT_PLAIN, .plan_layout = pr->plan_layout, .input_layouts = in_l,
                           .output_layouts = out_l, .provider = e->bin ? provide_probed : NULL,
                           .provider_user = e->bin ? &pp : NULL};
     fa_exec_options uo = {.target = fa_target_id(pr->t), .threads = pr->threads};

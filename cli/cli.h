@@ -216,6 +216,14 @@ int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const 
         FA_CLI_DOUBLE("--apply-budget", "S", budget_s, 0, 604800, FA_CLI_MIN_OPEN,                                \
                       "seconds: no cluster is started after the apply stage ran this long; the others are "        \
                       "reported as not tried")
+/* --layout auto|nhwc|nChw8c|nChw16c|plain into an int (-1 auto, else the fa_layout):
+ * fa_pipeline_options.layout */
+int fa_cli_opt_layout(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why);
+#define FA_CLI_OPT_LAYOUT(layout)                                                                                 \
+    FA_CLI_CALLBACK("--layout", "auto|nhwc|nChw8c|nChw16c|plain", fa_cli_opt_layout, FA_CLI_DEST_(int, layout), 0, 0, \
+                    0, "the fused plan's layout (auto: the target's default against each other layout its "        \
+                       "convolutions run on here, measured on the whole model; a rival kept only when measurably " \
+                       "faster); a name overrides the measurement, as FA_BLOCKED_LAYOUT does")
 #define FA_CLI_OPT_THREADS(threads)                                                                               \
     FA_CLI_CALLBACK("--threads", "N", fa_cli_opt_threads, FA_CLI_DEST_(int, threads), 0, 1024, 0,                 \
                     "executor threads (0: every core; more than the cores is warned)")

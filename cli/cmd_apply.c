@@ -12,7 +12,8 @@
 static const char *k_about =
     "  Plans, generates, verifies and benchmarks fused kernels for a stored baseline run\n"
     "  (`fuse-advise run MODEL --no-apply`), then writes the outputs and reports. RUN is a run id\n"
-    "  from `fuse-advise runs` (default: the latest model run). Prints what `run` prints.\n";
+    "  from `fuse-advise runs` (default: the latest model run). Prints what `run` prints. The plan's\n"
+    "  layout is the one the run's stored plan decided unless --layout names one (auto: measure again).\n";
 
 int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
 {
@@ -21,6 +22,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     fa_pipeline_options_default(&po);
     po.apply.max_clusters = FA_APPLY_MAX_CLUSTERS_DEFAULT;
     po.apply.budget_s = FA_APPLY_BUDGET_S_DEFAULT;
+    po.layout = -2; /* --layout not given: the stored plan's (below) */
     fa_cli_output_opts oo = {false, false, -1};
     bool prog_on = false, prog_off = false;
     const fa_cli_opt opts[] = {
@@ -29,6 +31,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
         FA_CLI_OPTS_ITERATIONS(&po.apply.iters, &po.apply.warmup),
         FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
         FA_CLI_OPTS_APPLY(&po.apply.tolerance, &po.apply.max_clusters, &po.apply.budget_s),
+        FA_CLI_OPT_LAYOUT(&po.layout),
         FA_CLI_OPTS_OUTPUT(&oo.verbose, &oo.json, &prog_on, &prog_off),
         FA_CLI_END,
     };
@@ -71,6 +74,13 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     }
     po.apply.target = target;
     po.apply.threads = ri.threads;
+    /* the layout the run's stored plan decided (measured, or named) is kept unless --layout names
+     * one (--layout auto measures again) */
+    fa_plan *prev = NULL;
+    bool layout_given = po.layout != -2;
+    if (!layout_given) po.layout = -1;
+    if (!s && !layout_given) s = fa_store_get_latest_plan(ctx, st, run_id, &prev, NULL);
+    if (!s && prev) po.layout_reuse = &prev->layout;
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
                                   &po, &oo); /* finishes the run */
@@ -82,6 +92,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
             fa_ctx_free(c2);
         }
     }
+    fa_plan_free(prev);
     fa_graph_free(g);
     fa_arena_free(ar);
     fa_store_close(st);

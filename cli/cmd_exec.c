@@ -60,11 +60,14 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
 {
     fa_cli_model_opts mo = {0};
     const char *model = NULL, *indir = NULL, *outdir = NULL;
-    int threads = 0;
+    int threads = 0, layout = -1;
     const fa_cli_opt opts[] = {
         FA_CLI_STRING("--inputs", "DIR", &indir, "the folder of input_N.pb files (default: random inputs)"),
         FA_CLI_STRING("--outputs", "DIR", &outdir, "the folder output_N.pb files are written to (required)"),
         FA_CLI_OPT_THREADS(&threads),
+        FA_CLI_CALLBACK("--layout", "auto|nhwc|nChw8c|nChw16c|plain", fa_cli_opt_layout, &layout, 0, 0, 0,
+                        "the plan layout of a model with fused (ai.fuse-advise) nodes: the one its plan chose "
+                        "(plan.json \"layout\"); auto: the target's default"),
         FA_CLI_OPTS_MODEL(&mo),
         FA_CLI_END,
     };
@@ -149,6 +152,10 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads, .release_plain_weights = true};
     for (int i = 0; i < g->n_nodes; i++) /* an applied plan (fused nodes): its layouts, as the applier ran it */
         if (g->nodes[i] && !strcmp(g->nodes[i]->domain, "ai.fuse-advise")) eo.blocked_layouts = true;
+    if (eo.blocked_layouts && layout >= 0) { /* --layout: the plan's layout */
+        eo.plan_layout = (fa_layout)layout;
+        eo.blocked_layouts = layout != FA_LAYOUT_PLAIN;
+    }
     st = fa_exec_create(ctx, g, &eo, &e);
     if (!st && !indir) st = fa_exec_fill_inputs(ctx, e, 1);
     for (int i = 0; !st && indir && i < n_orig; i++) {

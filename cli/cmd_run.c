@@ -264,6 +264,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         FA_CLI_OPTS_MODEL(&mo),
         FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
         FA_CLI_OPTS_APPLY(&po.apply.tolerance, &po.apply.max_clusters, &po.apply.budget_s),
+        FA_CLI_OPT_LAYOUT(&po.layout),
         FA_CLI_OPTS_OUTPUT(&oo.verbose, &oo.json, &prog_on, &prog_off),
         FA_CLI_END,
     };
@@ -324,6 +325,22 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         fa_graph_free(g);
         return fa_cli_fail(ctx, s);
     }
+    /* a --layout the target cannot run convolutions on is refused before anything runs (the
+     * layout choice refuses it too, fa_layout_choose) */
+    const fa_target_iface *lti = NULL;
+    if (!no_apply && po.layout > FA_LAYOUT_PLAIN && !fa_target_resolve(ctx, target, &lti)) {
+        fa_plan_layouts pl;
+        fa_target_plan_layouts(fa_target_id(lti), &pl);
+        bool ok = false;
+        for (int i = 0; i < pl.n; i++) ok |= pl.cand[i] == (fa_layout)po.layout;
+        if (!ok) {
+            free(cmdline);
+            fa_graph_free(g);
+            return fa_cli_usage("run", "--layout %s: %s cannot run convolutions on it on this machine",
+                                fa_layout_name((fa_layout)po.layout), fa_target_name(fa_target_id(lti)));
+        }
+    }
+    fa_ctx_clear(ctx);
     /* Open the database only after the model loaded: bad input never creates or touches it. */
     s = fa_store_open(ctx, db, &st);
     if (s) goto out;

@@ -435,6 +435,20 @@ int fa_cli_opt_threads(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const
     return 0;
 }
 
+int fa_cli_opt_layout(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
+{
+    (void)ctx;
+    (void)verb;
+    fa_layout l;
+    if (!strcmp(v, "auto")) *(int *)o->dest = -1;
+    else if (fa_layout_of_name(v, &l)) *(int *)o->dest = (int)l;
+    else {
+        fa_buf_puts(why, "expected auto, nhwc, nChw8c, nChw16c or plain");
+        return -1;
+    }
+    return 0;
+}
+
 int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const char *v, fa_buf *why)
 {
     (void)verb;

@@ -223,6 +223,9 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     else snprintf(kf, sizeof kf, "%d", f.kernels_fused);
     fa_cli_printf("kernels per iteration %d -> %s; peak activations %.1f -> %.1f MiB\n", f.kernels_baseline, kf,
                   f.peak_bytes_baseline / 1048576.0, f.peak_bytes_fused / 1048576.0);
+    char lay[512];
+    if (p) fa_plan_layout_text(&p->layout, lay, sizeof lay);
+    if (p && lay[0]) fa_cli_printf("%s\n", lay);
     if (f.n_accepted == 0 && f.reorders_fused == 0)
         fa_cli_printf("clusters: 0 accepted, %d rejected after measurement, %d refused: the fused model is the baseline%s, so "
                       "the %.3f ms between the two measurements is noise, not a saving\n", f.n_rejected, f.n_refused,

@@ -19,6 +19,7 @@ typedef struct derived {
     size_t key_len;
     void *data;
     size_t nbytes;
+    int readers;          /* live fa_blob_ref_reader references to this copy (guarded by the blob's mu) */
 } derived;
 
 struct fa_blob {
@@ -128,19 +129,20 @@ fa_blob *fa_blob_ref(fa_blob *b)
     return b;
 }
 
-/* Whether data is one of b's derived copies; b->mu held. */
-static bool is_derived(const fa_blob *b, const void *data)
+/* The derived copy of b at data, or NULL; b->mu held. */
+static derived *derived_at(const fa_blob *b, const void *data)
 {
     for (int i = 0; i < b->n_der; i++)
-        if (b->der[i].data == data) return true;
-    return false;
+        if (b->der[i].data == data) return &b->der[i];
+    return NULL;
 }
 
 fa_blob *fa_blob_ref_reader(fa_blob *b, const void *data)
 {
     if (!b) return NULL;
     pthread_mutex_lock(&b->mu);
-    if (is_derived(b, data)) b->readers++;
+    derived *d = derived_at(b, data);
+    if (d) b->readers++, d->readers++;
     atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
     pthread_mutex_unlock(&b->mu);
     return b;
@@ -150,7 +152,8 @@ void fa_blob_unref_reader(fa_blob *b, const void *data)
 {
     if (!b) return;
     pthread_mutex_lock(&b->mu);
-    if (is_derived(b, data) && b->readers > 0) b->readers--;
+    derived *d = derived_at(b, data);
+    if (d && d->readers > 0) b->readers--, d->readers--;
     pthread_mutex_unlock(&b->mu);
     fa_blob_unref(b);
 }
@@ -241,11 +244,31 @@ fa_status fa_blob_derived(fa_ctx *ctx, fa_blob *b, const void *key, size_t key_l
         return s;
     }
     if (key_len) memcpy(k, key, key_len);
-    b->der[b->n_der++] = (derived){k, key_len, dst, nbytes};
+    b->der[b->n_der++] = (derived){k, key_len, dst, nbytes, 0};
     b->made++;
     *out = dst;
     pthread_mutex_unlock(&b->mu);
     return FA_OK;
+}
+
+size_t fa_blob_trim_derived(fa_blob *b)
+{
+    if (!b) return 0;
+    size_t freed = 0;
+    pthread_mutex_lock(&b->mu);
+    if (!b->dropped) { /* with the plain bytes gone a copy is the only one left: kept */
+        int k = 0;
+        for (int i = 0; i < b->n_der; i++) {
+            if (b->der[i].readers == 0) {
+                freed += b->der[i].nbytes;
+                free(b->der[i].key);
+                free(b->der[i].data);
+            } else b->der[k++] = b->der[i];
+        }
+        b->n_der = k;
+    }
+    pthread_mutex_unlock(&b->mu);
+    return freed;
 }
 
 int fa_blob_derived_count(const fa_blob *b)

@@ -225,6 +225,14 @@ void fa_blob_unref_reader(fa_blob *b, const void *data);
  * mapped blob or a slice: false (fa_blob_release_pages gives its pages back instead). What
  * `exec` does with weights every consumer reads reordered (fa_exec_options.release_plain_weights). */
 bool fa_blob_drop_plain(fa_blob *b, int want_readers);
+/* Free b's derived copies that no reader holds (fa_blob_ref_reader), returning their bytes: copies
+ * made for executors since freed (`run`'s layout choice measures the model in layouts the plan
+ * may not keep, docs/runtime.md "The plan's layout"). A later fa_blob_derived for the same key
+ * makes the copy again. Nothing when the plain bytes were dropped (fa_blob_drop_plain: a copy is
+ * then the only one). A pointer fa_blob_derived returned and not yet passed to
+ * fa_blob_ref_reader is not a reader: call this only when no executor of b's graphs is being
+ * created. NULL: 0. */
+size_t fa_blob_trim_derived(fa_blob *b);
 /* For a heap blob holding its last reference whose bytes start its allocation: the allocation,
  * handed to the caller (free() it), and the blob freed. NULL (blob untouched) otherwise. */
 void *fa_blob_take(fa_blob *b);

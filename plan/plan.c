@@ -69,6 +69,88 @@ fa_e2e_verdict fa_e2e_verdict_parse(const char *w)
     return i < FA_E2E_VERDICT_COUNT ? (fa_e2e_verdict)i : FA_E2E_NOT_APPLIED;
 }
 
+static const char *const k_layout_src_names[FA_LAYOUT_SRC_COUNT] = {NULL, "default", "measured", "env", "option"};
+const char *fa_layout_source_name(fa_layout_source s)
+{
+    return (unsigned)s < FA_LAYOUT_SRC_COUNT ? k_layout_src_names[s] : NULL;
+}
+fa_layout_source fa_layout_source_parse(const char *w)
+{
+    for (int i = 1; w && i < FA_LAYOUT_SRC_COUNT; i++)
+        if (!strcmp(w, k_layout_src_names[i])) return (fa_layout_source)i;
+    return FA_LAYOUT_SRC_UNKNOWN;
+}
+
+fa_plan_layout fa_plan_layout_unknown(void)
+{
+    fa_plan_layout l = {FA_LAYOUT_SRC_UNKNOWN, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, 0, 0, NAN, NAN, NAN, NAN, NAN};
+    return l;
+}
+
+void fa_plan_layout_text(const fa_plan_layout *l, char *out, size_t cap)
+{
+    if (!cap) return;
+    out[0] = 0;
+    const char *lay = fa_layout_name(l->layout), *def = fa_layout_name(l->deflt);
+    switch (l->source) {
+    case FA_LAYOUT_SRC_OPTION:
+        snprintf(out, cap, "plan layout %s, named by --layout (not measured; the default here is %s)", lay, def);
+        return;
+    case FA_LAYOUT_SRC_ENV:
+        snprintf(out, cap, "plan layout %s, named by FA_BLOCKED_LAYOUT (not measured)", lay);
+        return;
+    case FA_LAYOUT_SRC_DEFAULT:
+        snprintf(out, cap, "plan layout %s, the default (nothing to choose: no convolution, or one layout on this target)", lay);
+        return;
+    case FA_LAYOUT_SRC_MEASURED: break;
+    default: return;
+    }
+    if (l->rounds <= 0) {
+        snprintf(out, cap, "plan layout %s, the default (no rival layout could be measured)", lay);
+        return;
+    }
+    char ci[96] = "";
+    if (!isnan(l->gain_lo_ns) && !isnan(l->gain_hi_ns))
+        snprintf(ci, sizeof ci, " (interval %.3f to %.3f ms)", l->gain_lo_ns / 1e6, l->gain_hi_ns / 1e6);
+    if (l->layout != l->deflt)
+        snprintf(out, cap, "plan layout %s, measured: %.3f ms per run against the default %s's %.3f ms, paired median gain "
+                 "%.3f ms%s over %d rounds: measurably faster, kept", lay, l->rival_median_ns / 1e6, def,
+                 l->default_median_ns / 1e6, l->gain_ns / 1e6, ci, l->rounds);
+    else
+        snprintf(out, cap, "plan layout %s, the default, measured: %s ran %.3f ms per run against its %.3f ms, paired median "
+                 "gain %.3f ms%s over %d rounds: %s, the default stays", lay, fa_layout_name(l->rival),
+                 l->rival_median_ns / 1e6, l->default_median_ns / 1e6, l->gain_ns / 1e6, ci, l->rounds,
+                 l->verdict < 0 ? "measurably slower" : "no measured gain");
+}
+
+void fa_plan_layout_json(fa_buf *b, const fa_plan_layout *l)
+{
+    if (l->source == FA_LAYOUT_SRC_UNKNOWN) {
+        fa_buf_puts(b, "null");
+        return;
+    }
+    bool m = l->source == FA_LAYOUT_SRC_MEASURED && l->rounds > 0;
+    fa_buf_puts(b, "{\"layout\":");
+    fa_json_str(b, fa_layout_name(l->layout));
+    fa_buf_puts(b, ",\"source\":");
+    fa_json_str(b, fa_layout_source_name(l->source));
+    fa_buf_puts(b, ",\"default\":");
+    fa_json_str(b, fa_layout_name(l->deflt));
+    fa_buf_puts(b, ",\"rival\":");
+    fa_json_str(b, m ? fa_layout_name(l->rival) : NULL);
+    fa_buf_puts(b, ",\"rounds\":");
+    fa_json_num(b, m ? l->rounds : NAN, 10);
+    fa_buf_puts(b, ",\"verdict\":");
+    fa_json_num(b, m ? l->verdict : NAN, 10);
+    const char *keys[] = {"default_median_ns", "rival_median_ns", "gain_ns", "gain_lo_ns", "gain_hi_ns"};
+    const double vals[] = {l->default_median_ns, l->rival_median_ns, l->gain_ns, l->gain_lo_ns, l->gain_hi_ns};
+    for (int i = 0; i < 5; i++) {
+        fa_buf_printf(b, ",\"%s\":", keys[i]);
+        fa_json_num(b, m ? vals[i] : NAN, 15);
+    }
+    fa_buf_puts(b, "}");
+}
+
 fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c)
 {
     fa_cluster_verdict v = {c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes, c->block_size, NAN, NAN};
@@ -272,6 +354,7 @@ fa_plan *fa_plan_create(void)
     p->run_id = -1;
     p->opt.max_ops = p->opt.max_inputs = -1;
     p->opt.occupancy_floor = NAN;
+    p->layout = fa_plan_layout_unknown();
     return p;
 }
 
@@ -425,6 +508,8 @@ void fa_plan_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const fa_clust
     fa_buf_puts(b, ",\"occupancy_floor\":");
     fa_json_num(b, p->opt.occupancy_floor, 6);
     fa_buf_printf(b, ",\"gate\":%s}", p->opt.no_gate ? "false" : "true");
+    fa_buf_puts(b, ",\"layout\":");
+    fa_plan_layout_json(b, &p->layout);
     if (extra) fa_buf_puts(b, extra);
     fa_buf_puts(b, "}\n");
 }

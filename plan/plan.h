@@ -355,6 +355,50 @@ typedef struct fa_plan_options {
     bool no_gate;              /* the register/occupancy gate was skipped */
 } fa_plan_options;
 
+/* How the plan's layout was decided (stored as the word of fa_layout_source_name in
+ * plans.layout_source, schema v10; NULL = UNKNOWN). Only grows at its end. */
+typedef enum fa_layout_source {
+    FA_LAYOUT_SRC_UNKNOWN,  /* not decided (`advise`, a plan stored before v10): the target's
+                               default when applied (fa_target_plan_layouts .deflt) */
+    FA_LAYOUT_SRC_DEFAULT,  /* "default": nothing to choose — no convolution, fewer than two
+                               candidate layouts, a target without layouts */
+    FA_LAYOUT_SRC_MEASURED, /* "measured": candidates timed against the default on the whole model */
+    FA_LAYOUT_SRC_ENV,      /* "env": FA_BLOCKED_LAYOUT named it */
+    FA_LAYOUT_SRC_OPTION,   /* "option": --layout named it */
+    FA_LAYOUT_SRC_COUNT
+} fa_layout_source;
+const char *fa_layout_source_name(fa_layout_source s); /* NULL for UNKNOWN and out-of-range values */
+fa_layout_source fa_layout_source_parse(const char *word); /* NULL or an unknown word -> UNKNOWN */
+
+/* The fused plan's layout (fa_exec_options.plan_layout) and, when measured, the figures that
+ * decided it (applier/layout.c fa_layout_choose): the default's whole-model runs against a rival
+ * layout's, paired rounds judged by fa_apply_paired_verdict. The rival is the candidate whose
+ * figures are kept: the one chosen when one won, else the one nearest to winning (largest paired
+ * median gain). Times in ns per whole-model run (the unfused graph on the plan's executor). */
+typedef struct fa_plan_layout {
+    fa_layout_source source;
+    fa_layout layout;        /* the plan's layout (PLAIN: no blocked layout) */
+    fa_layout deflt;         /* the target's default when decided */
+    fa_layout rival;         /* measured: the rival layout; else PLAIN */
+    int rounds;              /* measured: paired rounds default vs rival; else 0 */
+    int verdict;             /* measured: fa_apply_paired_verdict's 1 (rival faster), 0, -1 */
+    double default_median_ns, rival_median_ns; /* NAN unless measured */
+    double gain_ns;          /* paired median of default - rival; NAN unless measured */
+    double gain_lo_ns, gain_hi_ns; /* its sign-test interval (NAN unless measured, or n < 5) */
+} fa_plan_layout;
+/* An undecided layout: UNKNOWN, every figure NAN. */
+fa_plan_layout fa_plan_layout_unknown(void);
+/* The one sentence `run`'s answer and report.html give about the plan's layout (cap bytes,
+ * snprintf's truncation; plain ASCII built from our own words and numbers), e.g. "plan layout
+ * nhwc, measured: 8.120 ms per run against the default nChw16c's 9.450 ms, paired median gain
+ * 1.330 ms (interval 1.100 to 1.520 ms) over 12 rounds: kept"; "" for UNKNOWN. Times in ms with
+ * 3 decimals, as plan.json's ns round to. */
+void fa_plan_layout_text(const fa_plan_layout *l, char *out, size_t cap);
+/* fa_plan_layout as plan.json's "layout" object (null for UNKNOWN): {"layout", "source",
+ * "default", "rival", "rounds", "verdict", "default_median_ns", "rival_median_ns", "gain_ns",
+ * "gain_lo_ns", "gain_hi_ns"} — the measured figures null unless measured. */
+void fa_plan_layout_json(fa_buf *b, const fa_plan_layout *l);
+
 typedef struct fa_plan {
     fa_arena *arena;           /* every array and string of the plan (and of verdicts read with it) */
     int64_t run_id;            /* -1 when not from a stored run */
@@ -369,6 +413,7 @@ typedef struct fa_plan {
     fa_cluster *clusters;      /* ranked by est_saving_ns, largest first */
     int n_why_not;
     fa_why_not *why_not;
+    fa_plan_layout layout;     /* the fused plan's layout; UNKNOWN from fa_plan_create */
 } fa_plan;
 /* An empty plan with its arena (NULL when out of memory); run_id -1. */
 fa_plan *fa_plan_create(void);
@@ -476,7 +521,8 @@ bool fa_post_op_parse(const char *spec, int operand, fa_post_op *out);
 /* The plan as one JSON document, the one writer of plan.json and `advise --json`:
  *   {"format": FA_PLAN_JSON_FORMAT, "plan_hash", "run_id", "plan_id", "clusters": [one object per cluster, keys in
  *    FA_CLUSTER_FIELDS order], "why_not": [{"producer", "consumer", "tensor", "code", "reason"}],
- *    "options": {"target", "arch", "max_ops", "max_inputs", "occupancy_floor", "gate"}}
+ *    "options": {"target", "arch", "max_ops", "max_inputs", "occupancy_floor", "gate"},
+ *    "layout": fa_plan_layout_json}
  * Node and tensor ids are written as g's names (g: the graph the plan was made for). v: the
  * applier's verdicts [p->n_clusters], or NULL for the advisor's decisions (fa_cluster_verdict_of).
  * `extra` (may be NULL): members written verbatim before the closing brace, each

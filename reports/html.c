@@ -821,7 +821,15 @@ static void answer(const fa_rep *r, fa_buf *b)
     if (isnum(r->e2e_max_rel_error))
         fa_buf_printf(b, "; the fused model's outputs %s the unfused model's (max relative error %.2g)",
                       r->e2e_verdict == FA_E2E_MISMATCH ? "differ from" : "match", r->e2e_max_rel_error);
-    fa_buf_puts(b, ".</p></section>\n");
+    fa_buf_puts(b, ".</p>");
+    char lay[512]; /* the plan's layout: the sentence `run` prints, from the same stored value */
+    fa_plan_layout_text(&r->plan->layout, lay, sizeof lay);
+    if (lay[0]) {
+        fa_buf_puts(b, "<p class=\"layout\" data-figure=\"plan.layout\">");
+        h(b, lay);
+        fa_buf_puts(b, ".</p>");
+    }
+    fa_buf_puts(b, "</section>\n");
 }
 
 static void clusters_table(const fa_rep *r, fa_buf *b)

@@ -97,6 +97,23 @@ const char *fa_layout_name(fa_layout l)
     }
 }
 
+bool fa_layout_of_name(const char *name, fa_layout *out)
+{
+    for (int i = 0; name && i < FA_LAYOUT_COUNT; i++)
+        if (!strcmp(name, fa_layout_name((fa_layout)i))) {
+            *out = (fa_layout)i;
+            return true;
+        }
+    return false;
+}
+
+void fa_target_plan_layouts(fa_target t, fa_plan_layouts *out)
+{
+    memset(out, 0, sizeof *out);
+    const fa_target_iface *ti = fa_target_get(t);
+    if (ti && ti->exec->plan_layouts) ti->exec->plan_layouts(out);
+}
+
 int64_t fa_layout_channel_block(fa_layout l)
 {
     return l == FA_LAYOUT_NCHW16C ? 16 : l == FA_LAYOUT_NCHW8C ? 8 : 1;

@@ -114,7 +114,8 @@ bool fa_layout_starts_region(const fa_node *n)
     return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedConv"));
 }
 
-fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out)
+fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout plan,
+                              fa_layout_plan *out)
 {
     memset(out, 0, sizeof *out);
     fa_layout *nl = calloc((size_t)g->n_nodes + 1, sizeof *nl);
@@ -124,9 +125,9 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
         free(tl);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning layouts");
     }
-    for (int k = 0; k < g->n_topo && t->exec->preferred_layout; k++) {
+    for (int k = 0; k < g->n_topo && t->exec->preferred_layout && plan != FA_LAYOUT_PLAIN; k++) {
         const fa_node *n = g->nodes[g->topo[k]];
-        fa_layout l = t->exec->preferred_layout(g, n);
+        fa_layout l = t->exec->preferred_layout(g, n, plan);
         if ((unsigned)l >= FA_LAYOUT_COUNT) {
             free(nl);
             free(tl);
@@ -147,9 +148,9 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
     return s;
 }
 
-fa_layout fa_target_preferred_layout(const fa_target_iface *t, const fa_graph *g, const fa_node *n)
+fa_layout fa_target_preferred_layout(const fa_target_iface *t, const fa_graph *g, const fa_node *n, fa_layout plan)
 {
-    return t->exec->preferred_layout ? t->exec->preferred_layout(g, n) : FA_LAYOUT_PLAIN;
+    return t->exec->preferred_layout && plan != FA_LAYOUT_PLAIN ? t->exec->preferred_layout(g, n, plan) : FA_LAYOUT_PLAIN;
 }
 
 void fa_layout_plan_free(fa_layout_plan *p)

@@ -58,15 +58,18 @@ fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *nod
  * (fa_layout_input_follows) is already in it, so a plain op between plain ops never pays two
  * reorders. The cpu executor and fa_layout_plan_make both place nodes so. */
 bool fa_layout_starts_region(const fa_node *n);
-/* fa_layout_plan_of with node_layout[n] = fa_target_preferred_layout(t, g, n) where n starts a
- * region or continues one (fa_layout_starts_region), PLAIN otherwise — the executor's placement,
- * short of a kernel that declines its layout at creation (a target without layouts: every tensor
- * PLAIN, no reorder). */
-fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout_plan *out);
+/* fa_layout_plan_of with node_layout[n] = fa_target_preferred_layout(t, g, n, plan) where n starts
+ * a region or continues one (fa_layout_starts_region), PLAIN otherwise — the placement of an
+ * executor with fa_exec_options.plan_layout `plan` (resolved: the target's default is the caller's
+ * to look up, fa_target_plan_layouts), short of a kernel that declines its layout at creation (a
+ * target without layouts, or plan PLAIN: every tensor PLAIN, no reorder). */
+fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout plan,
+                              fa_layout_plan *out);
 void fa_layout_plan_free(fa_layout_plan *p);
 
 /* The layout t's kernel for node n reads its following inputs and writes its output 0 in, when
- * the executor keeps layouts; PLAIN for a target without layouts (FA_TARGET_CAP_LAYOUTS). */
-fa_layout fa_target_preferred_layout(const fa_target_iface *t, const fa_graph *g, const fa_node *n);
+ * the executor keeps layouts with plan layout `plan`; PLAIN for a target without layouts
+ * (FA_TARGET_CAP_LAYOUTS) or plan PLAIN. */
+fa_layout fa_target_preferred_layout(const fa_target_iface *t, const fa_graph *g, const fa_node *n, fa_layout plan);
 
 #endif

@@ -55,9 +55,12 @@ typedef struct fa_target_exec_i {
     /* (optional, with FA_TARGET_CAP_LAYOUTS) The layout node n's kernel can read its activation
      * inputs (fa_layout_input_follows) and write its output 0 in, when the executor keeps
      * layouts (fa_exec_options.blocked_layouts); PLAIN when it reads plain tensors only. One
-     * blocked layout per target and machine, so that every producer and consumer agrees. A
-     * kernel may still decline it at executor creation (the executor then runs that node plain). */
-    fa_layout (*preferred_layout)(const fa_graph *g, const fa_node *n);
+     * blocked layout per executor (`plan`, the plan layout: fa_exec_options.plan_layout resolved,
+     * never PLAIN), so that every producer and consumer agrees. A kernel may still decline it at
+     * executor creation (the executor then runs that node plain). */
+    fa_layout (*preferred_layout)(const fa_graph *g, const fa_node *n, fa_layout plan);
+    /* (optional, with FA_TARGET_CAP_LAYOUTS) fa_target_plan_layouts on this machine. */
+    void (*plan_layouts)(fa_plan_layouts *out);
     /* (optional, with FA_TARGET_CAP_LAYOUTS) A kernel that converts a tensor of v's shape from
      * layout `from` to `to`, run by the executor as a kernel of its own (named in traces)
      * between a producer and a consumer whose layouts differ. */
@@ -169,11 +172,15 @@ fa_status fa_dnnl_ops_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, cons
  * layout of this machine — what oneDNN's convolution picks for format_tag_any activations (asked
  * once, on a 64-channel 3x3 probe: nChw16c on AVX-512, nChw8c on AVX2/SSE4.1), by ISA when the
  * answer is channels last (measured slower on the zoo models, bench/README.md) or missing; env
- * FA_BLOCKED_LAYOUT=nChw8c|nChw16c|nhwc|plain overrides (plain: no plan layout). fa_cpu_preferred_layout: that layout for a rank-4 float node the blocked
- * kernels above take (its preferred_layout slot), PLAIN otherwise. fa_cpu_reorder_kernel: a
+ * FA_BLOCKED_LAYOUT=nChw8c|nChw16c|nhwc|plain overrides (plain: no plan layout); the plan's default
+ * (fa_exec_options.plan_layout PLAIN). fa_cpu_plan_layouts: that default and the layouts oneDNN
+ * runs convolutions on here (fa_target_plan_layouts). fa_cpu_preferred_layout: plan layout l for a
+ * rank-4 float node the blocked kernels above take (its preferred_layout slot), PLAIN otherwise
+ * (and for l PLAIN). fa_cpu_reorder_kernel: a
  * oneDNN reorder primitive between two layouts of v's shape ("dnnl:reorder(nchw>nChw16c)"). */
 fa_layout fa_cpu_blocked_layout(void);
-fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n);
+void fa_cpu_plan_layouts(fa_plan_layouts *out);
+fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n, fa_layout l);
 fa_status fa_cpu_reorder_kernel(fa_ctx *ctx, const fa_value *v, fa_layout from, fa_layout to, fa_custom_kernel *out);
 /* oneDNN library version string, e.g. "oneDNN 2.6.3". */
 const char *fa_dnnl_version(void);

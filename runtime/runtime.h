@@ -49,6 +49,9 @@ const char *fa_layout_name(fa_layout l); /* "plain", "nChw8c", "nChw16c", "nhwc"
  * nhwc (no padding). A buffer's size, whether a padded tail exists (C % block), and which
  * channel counts split evenly into blocks (Concat) all follow from it. */
 int64_t fa_layout_channel_block(fa_layout l);
+/* The layout fa_layout_name calls `name` ("plain", "nChw8c", "nChw16c", "nhwc", exactly as
+ * written); false (out untouched) for anything else. */
+bool fa_layout_of_name(const char *name, fa_layout *out);
 
 /* A kernel supplied from outside the registry (the applier's fused kernels). */
 typedef struct fa_custom_kernel {
@@ -80,6 +83,11 @@ typedef struct fa_exec_options {
      * applier's fused graphs, `exec` of an applied plan). false: every tensor plain — the unfused
      * baseline, what an unoptimised framework hands the library. */
     bool blocked_layouts;
+    /* With blocked_layouts: the layout the fused plan's convolution regions take (nChw8c,
+     * nChw16c, nhwc — one of fa_target_plan_layouts' candidates; the plan's measured choice,
+     * plan/plan.h fa_plan_layout). PLAIN, the zero value: the target's default
+     * (fa_target_plan_layouts .deflt). Ignored without blocked_layouts. */
+    fa_layout plan_layout;
     /* Boundary layouts (optional; NULL: every graph input and output PLAIN, as a whole-model run
      * and the unfused baseline have them). input_layouts[i]: the layout graph input i is kept in
      * — fa_exec_set_input / fa_exec_fill_inputs take plain values and reorder them into it once,
@@ -144,6 +152,21 @@ const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n);
  * ends in a reorder (graph outputs and position-indexed kernels read plain), so > 0 means the
  * executor's layouts differ from the plain baseline's. */
 int fa_exec_reorders(const fa_exec *e);
+
+/* The layouts a fused plan's convolution regions can take on target t on this machine
+ * (fa_exec_options.plan_layout). deflt: the one taken unless the plan chose another (cpu:
+ * fa_cpu_blocked_layout — FA_BLOCKED_LAYOUT when set, from_env true; else the block of oneDNN's
+ * jit convolution on this ISA; PLAIN for a target without layouts or a cpu without oneDNN).
+ * cand[0..n): the layouts oneDNN runs convolutions on here, deflt first when it is one of them:
+ * nhwc and nChw8c on every x86-64 oneDNN supports, nChw16c on AVX-512 cores
+ * (dnnl_cpu_isa_avx512_core); n = 0 without layouts. */
+typedef struct fa_plan_layouts {
+    fa_layout deflt;
+    bool from_env;
+    int n;
+    fa_layout cand[FA_LAYOUT_COUNT];
+} fa_plan_layouts;
+void fa_target_plan_layouts(fa_target t, fa_plan_layouts *out);
 fa_target fa_exec_target(const fa_exec *e);
 int fa_exec_threads(const fa_exec *e);
 

@@ -95,6 +95,65 @@ static void bind_why_not(binder *b, size_t i, const void *user)
     b_txt(b, w->reason);
 }
 
+/* A figure of the plan's layout, integer ns (NULL when NAN). */
+static void b_ns(binder *b, double ns)
+{
+    if (isnan(ns)) b_txt(b, NULL);
+    else b_i64(b, (int64_t)llround(ns));
+}
+
+/* plans.layout .. layout_gain_hi_ns (schema v11); all NULL for an undecided layout. */
+static void bind_layout(binder *b, const fa_plan_layout *l)
+{
+    bool known = l->source != FA_LAYOUT_SRC_UNKNOWN;
+    bool measured = l->source == FA_LAYOUT_SRC_MEASURED && l->rounds > 0;
+    b_txt(b, known ? fa_layout_name(l->layout) : NULL);
+    b_txt(b, fa_layout_source_name(l->source));
+    b_txt(b, known ? fa_layout_name(l->deflt) : NULL);
+    b_txt(b, measured ? fa_layout_name(l->rival) : NULL);
+    if (measured) b_i64(b, l->rounds), b_i64(b, l->verdict);
+    else b_txt(b, NULL), b_txt(b, NULL);
+    b_ns(b, measured ? l->default_median_ns : NAN);
+    b_ns(b, measured ? l->rival_median_ns : NAN);
+    b_ns(b, measured ? l->gain_ns : NAN);
+    b_ns(b, measured ? l->gain_lo_ns : NAN);
+    b_ns(b, measured ? l->gain_hi_ns : NAN);
+}
+
+/* The layout a stored word names (fa_layout_of_name); false for NULL or an unknown word. */
+static bool layout_col(fa_stmt *q, int col, fa_layout *out)
+{
+    return !fa_col_null(q, col) && fa_layout_of_name(fa_col_text(q, col), out);
+}
+
+static double ns_col(fa_stmt *q, int col) { return fa_col_null(q, col) ? NAN : (double)fa_col_i64(q, col); }
+
+/* fa_plan.layout from columns col.. of q (bind_layout's order): UNKNOWN when the source or the
+ * layout is missing or names nothing this build knows (a newer build's word, a hand edit). */
+static fa_plan_layout decode_layout(fa_stmt *q, int col)
+{
+    fa_plan_layout l = fa_plan_layout_unknown();
+    fa_layout lay, def, riv;
+    fa_layout_source src = fa_col_null(q, col + 1) ? FA_LAYOUT_SRC_UNKNOWN : fa_layout_source_parse(fa_col_text(q, col + 1));
+    if (src == FA_LAYOUT_SRC_UNKNOWN || !layout_col(q, col, &lay)) return l;
+    l.source = src;
+    l.layout = lay;
+    l.deflt = layout_col(q, col + 2, &def) ? def : lay;
+    if (src == FA_LAYOUT_SRC_MEASURED && layout_col(q, col + 3, &riv) && !fa_col_null(q, col + 4)) {
+        l.rival = riv;
+        l.rounds = fa_col_int(q, col + 4);
+        l.verdict = fa_col_null(q, col + 5) ? 0 : fa_col_int(q, col + 5);
+        l.default_median_ns = ns_col(q, col + 6);
+        l.rival_median_ns = ns_col(q, col + 7);
+        l.gain_ns = ns_col(q, col + 8);
+        l.gain_lo_ns = ns_col(q, col + 9);
+        l.gain_hi_ns = ns_col(q, col + 10);
+        if (l.rounds < 0) l.rounds = 0;
+        if (l.verdict < -1 || l.verdict > 1) l.verdict = 0;
+    }
+    return l;
+}
+
 fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_cluster_verdict *v, int *plan_id)
 {
     if (p->run_id < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "plan has no run (run_id -1): nothing to attach it to");
@@ -119,7 +178,10 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, const fa_plan *p, const f
     if (!s)
         s = fa_sq_prepare(ctx, st,
                           "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, arch, max_ops, max_inputs, "
-                          "occupancy_floor, gate, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'proposed')",
+                          "occupancy_floor, gate, status, layout, layout_source, layout_default, layout_rival, layout_rounds, "
+                          "layout_verdict, layout_default_median_ns, layout_rival_median_ns, layout_gain_ns, layout_gain_lo_ns, "
+                          "layout_gain_hi_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'proposed',?11,?12,?13,?14,?15,?16,?17,"
+                          "?18,?19,?20,?21)",
                           &q);
     if (!s) {
         b_start(&b, q);
@@ -133,6 +195,7 @@ fa_status fa_store_put_plan(fa_ctx *ctx, fa_store *st, const fa_plan *p, const f
         if (p->opt.max_inputs >= 0) b_i64(&b, p->opt.max_inputs); else b_txt(&b, NULL);
         if (!isnan(p->opt.occupancy_floor)) b_dbl(&b, p->opt.occupancy_floor); else b_txt(&b, NULL);
         b_i64(&b, !p->opt.no_gate);
+        bind_layout(&b, &p->layout);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
     }
@@ -492,8 +555,10 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st,
-                                    "SELECT plan_id, plan_hash, target, arch, max_ops, max_inputs, occupancy_floor, gate "
-                                    "FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1",
+                                    "SELECT plan_id, plan_hash, target, arch, max_ops, max_inputs, occupancy_floor, gate, "
+                                    "layout, layout_source, layout_default, layout_rival, layout_rounds, layout_verdict, "
+                                    "layout_default_median_ns, layout_rival_median_ns, layout_gain_ns, layout_gain_lo_ns, "
+                                    "layout_gain_hi_ns FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1",
                                     run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
@@ -515,6 +580,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
         p->opt.max_inputs = fa_col_null(q, 5) ? -1 : fa_col_int(q, 5);
         p->opt.occupancy_floor = fa_col_null(q, 6) ? NAN : fa_col_dbl(q, 6);
         p->opt.no_gate = !fa_col_null(q, 7) && fa_col_int(q, 7) == 0;
+        p->layout = decode_layout(q, 8);
     }
     fa_stmt_finalize(q);
     if (s || !p) {

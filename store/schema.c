@@ -370,6 +370,25 @@ static const char *const migration_8_to_9 = "ALTER TABLE clusters ADD COLUMN pre
  * stored before read back 0: every epilogue then was post-ops. */
 static const char *const migration_9_to_10 = "ALTER TABLE clusters ADD COLUMN epilogue_generated INTEGER;\n";
 
+/* Version 11: the plan's layout (issue 35: chosen per model by measurement, or named by
+ * --layout / FA_BLOCKED_LAYOUT; plan/plan.h fa_plan_layout) and the figures that decided it: the
+ * layout (fa_layout_name word), how it was decided (fa_layout_source_name word), the target's
+ * default and the rival measured against it, the paired rounds and their verdict (1 rival
+ * faster, 0 no measured gain, -1 slower), both whole-model medians and the paired median gain
+ * with its sign-test interval (ns). Plans stored before keep NULL: their layout was the target's
+ * default at the time and was not recorded (read as "unknown"). */
+static const char *const migration_10_to_11 = "ALTER TABLE plans ADD COLUMN layout TEXT;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_source TEXT;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_default TEXT;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_rival TEXT;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_rounds INTEGER;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_verdict INTEGER;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_default_median_ns INTEGER;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_rival_median_ns INTEGER;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_gain_ns INTEGER;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_gain_lo_ns INTEGER;\n"
+                                               "ALTER TABLE plans ADD COLUMN layout_gain_hi_ns INTEGER;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
@@ -381,6 +400,7 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_7_to_8,
     migration_8_to_9,
     migration_9_to_10,
+    migration_10_to_11,
 };
 
 /* ---- the reference schema: what every database opened is compared with ---- */

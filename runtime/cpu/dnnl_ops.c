@@ -660,6 +660,28 @@ fa_layout fa_cpu_blocked_layout(void)
     return g_blocked;
 }
 
+/* The candidates: oneDNN 2.6 has jit convolutions on nhwc and nChw8c from SSE4.1 up and on
+ * nChw16c from AVX-512 (src/cpu/x64/jit_*_conv_kernel_f32, jit_avx512_common_conv_kernel); the
+ * default first, then nChw16c, nChw8c, nhwc. None without oneDNN (FA_NO_DNNL, no engine). */
+void fa_cpu_plan_layouts(fa_plan_layouts *out)
+{
+    memset(out, 0, sizeof *out);
+    out->deflt = fa_cpu_blocked_layout();
+    out->from_env = getenv("FA_BLOCKED_LAYOUT") != NULL;
+    dnnl_engine_t eng;
+    dnnl_stream_t strm;
+    if (getenv("FA_NO_DNNL") || !fa_dnnl_engine(&eng, &strm)) return;
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    if ((isa & dnnl_cpu_isa_sse41) != dnnl_cpu_isa_sse41) return;
+    const fa_layout order[] = {FA_LAYOUT_NCHW16C, FA_LAYOUT_NCHW8C, FA_LAYOUT_NHWC};
+    if (out->deflt != FA_LAYOUT_PLAIN) out->cand[out->n++] = out->deflt;
+    for (size_t k = 0; k < sizeof order / sizeof order[0]; k++) {
+        if (order[k] == out->deflt) continue;
+        if (order[k] == FA_LAYOUT_NCHW16C && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core) continue;
+        out->cand[out->n++] = order[k];
+    }
+}
+
 /* A constant float scalar input i of n (Clip's min/max); *present false when omitted. */
 static bool const_scalar(const fa_graph *g, const fa_node *n, int i, float *v, bool *present)
 {
@@ -772,10 +794,9 @@ static bool channel_concat(const fa_graph *g, const fa_node *n, int64_t block)
     return true;
 }
 
-fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n)
+fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n, fa_layout l)
 {
-    fa_layout l = fa_cpu_blocked_layout();
-    if (l == FA_LAYOUT_PLAIN || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 || n->outputs[0] < 0)
+    if (l == FA_LAYOUT_PLAIN || (unsigned)l >= FA_LAYOUT_COUNT || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 || n->outputs[0] < 0)
         return FA_LAYOUT_PLAIN;
     for (int o = 1; o < n->n_outputs; o++)
         if (n->outputs[o] >= 0) return FA_LAYOUT_PLAIN; /* MaxPool's Indices, ...: plain */

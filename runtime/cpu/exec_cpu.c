@@ -440,7 +440,7 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
             return FA_OK;
         }
     }
-    fa_layout want = e->opt.blocked_layouts ? fa_cpu_preferred_layout(g, n) : FA_LAYOUT_PLAIN;
+    fa_layout want = e->opt.blocked_layouts ? fa_cpu_preferred_layout(g, n, e->opt.plan_layout) : FA_LAYOUT_PLAIN;
     if (want != FA_LAYOUT_PLAIN && !fa_layout_starts_region(n)) {
         /* A convolution starts a blocked region (the layout is what makes it fast); every other
          * op only follows one: blocked when an activation it reads already is, so that a plain
@@ -653,6 +653,10 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
 {
     fa_exec_options o = *opt;
     o.target = FA_TARGET_CPU;
+    if ((unsigned)o.plan_layout >= FA_LAYOUT_COUNT)
+        return fa_ctx_error(ctx, FA_ERR_INTERNAL, "plan layout %d out of range", (int)o.plan_layout);
+    if (o.blocked_layouts && o.plan_layout == FA_LAYOUT_PLAIN) o.plan_layout = fa_cpu_blocked_layout(); /* the default */
+    if (!o.blocked_layouts) o.plan_layout = FA_LAYOUT_PLAIN;
     cpu_exec *e = calloc(1, sizeof *e);
     if (!e) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
     e->g = g;

@@ -168,6 +168,7 @@ static const fa_target_exec_i cpu_exec = {
     .exec_threads = fa_cpu_exec_threads,
     .supports_node = cpu_supports_node,
     .preferred_layout = fa_cpu_preferred_layout, /* read only when fa_exec_options.blocked_layouts */
+    .plan_layouts = fa_cpu_plan_layouts,
     .reorder_kernel = fa_cpu_reorder_kernel,
 };
 

@@ -82,6 +82,25 @@ if base["status"] != "ok": bad.append(f"runs status {base['status']!r}")
 for rid, want in [(base["id"], summ["baseline"]["median_ns"]), (twin["id"], summ["fused"]["median_ns"])]:
     row = re.search(rf"^\s*{rid}\s.*?([0-9.]+) ms\s+bench", runs_txt, re.M)
     check(f"runs row {rid} latency", float(row.group(1)) if row else None, round(want / 1e6, 3), 0.0011)
+# the plan's layout (issue 35): one stored value, shown by plan.json, stdout and report.html
+lay = json.load(open("out/plan.json")).get("layout")
+ls = re.search(r"^(plan layout [^\n]*)$", out, re.M)
+lr = re.search(r'data-figure="plan.layout">([^<]*)<', html)
+if not lay or not ls or not lr:
+    bad.append(f"the plan's layout is missing: plan.json {lay!r}, stdout {bool(ls)}, report.html {bool(lr)}")
+else:
+    import html as H
+    s = ls.group(1)
+    if H.unescape(lr.group(1)).rstrip(".") != s: bad.append(f"layout sentence: stdout {s!r} vs report.html {lr.group(1)!r}")
+    if not s.startswith("plan layout " + lay["layout"] + ","): bad.append(f"stdout names another layout than plan.json: {s!r}")
+    if lay["source"] == "measured" and lay["rounds"]:
+        ms = [float(x) for x in re.findall(r"(-?[0-9]+\.[0-9]{3})\b", s)]
+        want = [lay["rival_median_ns"], lay["default_median_ns"], lay["gain_ns"]]
+        if lay["gain_lo_ns"] is not None: want += [lay["gain_lo_ns"], lay["gain_hi_ns"]]
+        if len(ms) != len(want): bad.append(f"layout sentence has {len(ms)} figures, plan.json {len(want)}: {s!r}")
+        for a, w in zip(ms, want): check("layout figure, stdout vs plan.json", a, round(w / 1e6, 3), 0.0011)
+        r = re.search(r"over (\d+) rounds", s)
+        check("layout rounds, stdout vs plan.json", int(r.group(1)) if r else None, lay["rounds"])
 if bad:
     print("\n".join(bad), file=sys.stderr); sys.exit(1)
 EOF

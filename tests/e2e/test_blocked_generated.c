@@ -146,7 +146,7 @@ static void test_chains_sit_between_blocked_convs_without_reorders(void **s)
     assert_int_equal(fa_target_resolve(ctx, FA_TARGET_CPU, &t), FA_OK);
     fa_generated gen[8];
     fa_fused_compile_options co = {fa_test_path(fa_test_tmpdir(), "kcache"), 0, NULL};
-    assert_int_equal(fa_apply_generate_batch(ctx, t, g, p, ci, n, &co, NULL, gen), FA_OK);
+    assert_int_equal(fa_apply_generate_batch(ctx, t, g, p, ci, n, fa_cpu_blocked_layout(), &co, NULL, gen), FA_OK);
     int ids[8];
     for (int k = 0; k < n; k++) {
         if (!gen[k].bin) fail_msg("cluster %d: %s", p->clusters[ci[k]].id, gen[k].why);
@@ -344,7 +344,7 @@ static void test_chain_without_a_convolution_stays_plain(void **s)
     assert_int_equal(fa_target_resolve(ctx, FA_TARGET_CPU, &t), FA_OK);
     fa_generated gen[4];
     fa_fused_compile_options co = {fa_test_path(fa_test_tmpdir(), "kcache"), 0, NULL};
-    assert_int_equal(fa_apply_generate_batch(ctx, t, g, p, ci, n, &co, NULL, gen), FA_OK);
+    assert_int_equal(fa_apply_generate_batch(ctx, t, g, p, ci, n, fa_cpu_blocked_layout(), &co, NULL, gen), FA_OK);
     for (int k = 0; k < n; k++) {
         assert_non_null(gen[k].bin);
         assert_int_equal(gen[k].layout, FA_LAYOUT_PLAIN);

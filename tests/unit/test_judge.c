@@ -5,7 +5,10 @@
  * from the paired median's sign-test interval, whatever the number of rounds (a bimodal unfused
  * side with a tight interval wins, 14 of 20 rounds does not, a halving with a noisy round wins,
  * under 1% of the sub-graph never does); a regression mirrors a win; the whole model's rounds
- * stop once a win or a loss beyond 1% is established (fa_apply_e2e_concluded). */
+ * stop once a win or a loss beyond 1% is established (fa_apply_e2e_concluded). The plan's layout
+ * (applier/layout_choice.c fa_layout_judge) on recorded whole-model rounds: a clear win switches,
+ * a tie or a loss keeps the default, of two winners the larger gain is taken, and the figures kept
+ * are the stored ones (whole ns). */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -267,6 +270,110 @@ static void test_a_loss_reads_as_a_loss(void **st)
     fa_arena_free(r.arena);
 }
 
+/* Whole-model rounds of the plan's layout: the default at 30 ms in phases (30, 33, 31.5 ms), the
+ * rival `gain_ms` faster in every round, +-0.2 ms jitter on each run. */
+static void layout_rounds(double gain_ms, uint64_t seed, double *sa, double *sb)
+{
+    const double base[3] = {30e6, 33e6, 31.5e6};
+    for (int i = 0; i < N; i++) {
+        double b = base[i / 7];
+        sa[i] = b + 2e5 * jitter(&seed);
+        sb[i] = b - gain_ms * 1e6 + 2e5 * jitter(&seed);
+    }
+}
+
+static void test_layout_clear_win_switches_tie_keeps_default(void **st)
+{
+    (void)st;
+    double wa[N], wb[N], ta[N], tb[N], la[N], lb[N];
+    layout_rounds(3.0, 11, wa, wb); /* nhwc 10 % faster in every round */
+    layout_rounds(0.0, 12, ta, tb); /* nChw8c: the same time */
+    layout_rounds(-2.0, 13, la, lb); /* slower */
+    fa_plan_layout out;
+
+    /* a clear win switches, with the win's figures */
+    fa_layout_samples win[2] = {{FA_LAYOUT_NCHW8C, ta, tb, N}, {FA_LAYOUT_NHWC, wa, wb, N}};
+    fa_layout_judge(FA_LAYOUT_NCHW16C, win, 2, &out);
+    assert_int_equal(out.source, FA_LAYOUT_SRC_MEASURED);
+    assert_int_equal(out.layout, FA_LAYOUT_NHWC);
+    assert_int_equal(out.deflt, FA_LAYOUT_NCHW16C);
+    assert_int_equal(out.rival, FA_LAYOUT_NHWC);
+    assert_int_equal(out.verdict, 1);
+    assert_int_equal(out.rounds, N);
+    assert_true(out.gain_ns > 2.5e6 && out.gain_ns < 3.5e6);
+    assert_true(out.gain_lo_ns > 0 && out.gain_lo_ns <= out.gain_ns && out.gain_ns <= out.gain_hi_ns);
+    assert_true(out.rival_median_ns < out.default_median_ns);
+    assert_float_equal(out.gain_ns, round(out.gain_ns), 0); /* whole ns, as stored */
+    assert_float_equal(out.default_median_ns, round(out.default_median_ns), 0);
+
+    /* a tie keeps the default; the figures kept are of the rival nearest to winning */
+    fa_layout_samples tie[2] = {{FA_LAYOUT_NHWC, la, lb, N}, {FA_LAYOUT_NCHW8C, ta, tb, N}};
+    fa_layout_judge(FA_LAYOUT_NCHW16C, tie, 2, &out);
+    assert_int_equal(out.layout, FA_LAYOUT_NCHW16C);
+    assert_int_equal(out.rival, FA_LAYOUT_NCHW8C);
+    assert_int_equal(out.verdict, 0);
+    assert_true(fabs(out.gain_ns) < 0.5e6);
+
+    /* a loss keeps the default and says so */
+    fa_layout_judge(FA_LAYOUT_NCHW16C, tie, 1, &out);
+    assert_int_equal(out.layout, FA_LAYOUT_NCHW16C);
+    assert_int_equal(out.rival, FA_LAYOUT_NHWC);
+    assert_int_equal(out.verdict, -1);
+
+    /* of two winners, the larger gain */
+    double va[N], vb[N];
+    layout_rounds(1.5, 14, va, vb);
+    fa_layout_samples two[2] = {{FA_LAYOUT_NHWC, wa, wb, N}, {FA_LAYOUT_NCHW8C, va, vb, N}};
+    fa_layout_judge(FA_LAYOUT_NCHW16C, two, 2, &out);
+    assert_int_equal(out.layout, FA_LAYOUT_NHWC);
+    fa_layout_samples two_r[2] = {{FA_LAYOUT_NCHW8C, va, vb, N}, {FA_LAYOUT_NHWC, wa, wb, N}};
+    fa_layout_judge(FA_LAYOUT_NCHW16C, two_r, 2, &out);
+    assert_int_equal(out.layout, FA_LAYOUT_NHWC);
+
+    /* too few rounds for an interval: no measured gain, the default stays */
+    fa_layout_samples few[1] = {{FA_LAYOUT_NHWC, wa, wb, 4}};
+    fa_layout_judge(FA_LAYOUT_NCHW16C, few, 1, &out);
+    assert_int_equal(out.layout, FA_LAYOUT_NCHW16C);
+    assert_int_equal(out.verdict, 0);
+
+    /* no rival measured: the default, no figures */
+    fa_layout_judge(FA_LAYOUT_NCHW16C, NULL, 0, &out);
+    assert_int_equal(out.layout, FA_LAYOUT_NCHW16C);
+    assert_int_equal(out.rounds, 0);
+    assert_true(isnan(out.default_median_ns));
+}
+
+/* The sentence run's answer and report.html share says which layout and why, with the stored
+ * figures (ms, 3 decimals). */
+static void test_layout_sentence_quotes_the_figures(void **st)
+{
+    (void)st;
+    fa_plan_layout l = fa_plan_layout_unknown();
+    char t[512];
+    fa_plan_layout_text(&l, t, sizeof t);
+    assert_string_equal(t, "");
+    l.source = FA_LAYOUT_SRC_MEASURED;
+    l.layout = l.rival = FA_LAYOUT_NHWC;
+    l.deflt = FA_LAYOUT_NCHW16C;
+    l.rounds = 12;
+    l.verdict = 1;
+    l.default_median_ns = 9450000;
+    l.rival_median_ns = 8120000;
+    l.gain_ns = 1330000;
+    l.gain_lo_ns = 1100000;
+    l.gain_hi_ns = 1520000;
+    fa_plan_layout_text(&l, t, sizeof t);
+    assert_non_null(strstr(t, "plan layout nhwc, measured: 8.120 ms"));
+    assert_non_null(strstr(t, "nChw16c's 9.450 ms"));
+    assert_non_null(strstr(t, "1.330 ms (interval 1.100 to 1.520 ms) over 12 rounds"));
+    l.source = FA_LAYOUT_SRC_OPTION;
+    fa_plan_layout_text(&l, t, sizeof t);
+    assert_non_null(strstr(t, "named by --layout"));
+    l.source = FA_LAYOUT_SRC_ENV;
+    fa_plan_layout_text(&l, t, sizeof t);
+    assert_non_null(strstr(t, "named by FA_BLOCKED_LAYOUT"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -277,6 +384,8 @@ int main(void)
         cmocka_unit_test(test_halving_with_a_noisy_round_wins_one_percent_does_not),
         cmocka_unit_test(test_a_loss_reads_as_a_loss),
         cmocka_unit_test(test_e2e_rounds_conclude_when_the_evidence_does),
+        cmocka_unit_test(test_layout_clear_win_switches_tie_keeps_default),
+        cmocka_unit_test(test_layout_sentence_quotes_the_figures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -152,7 +152,9 @@ static void test_probe_predicts_conv_relu_fused_kernel(void **st)
         assert_non_null(strstr(e->basis, "probe: "));
         /* in the layout the target's fused plan gives the conv (nChw16c on AVX-512, whatever
          * this machine's is), the fused epilogue's oneDNN kernel */
-        fa_layout l = fa_target_preferred_layout(fa_target_get(FA_TARGET_CPU), t->g, t->g->nodes[e->anchor]);
+        fa_plan_layouts pl;
+        fa_target_plan_layouts(FA_TARGET_CPU, &pl);
+        fa_layout l = fa_target_preferred_layout(fa_target_get(FA_TARGET_CPU), t->g, t->g->nodes[e->anchor], pl.deflt);
         char lays[64];
         bool reads_x = t->g->nodes[e->anchor]->inputs[0] == fa_graph_find_tensor(t->g, "x"); /* a graph input: plain */
         snprintf(lays, sizeof lays, "boundary layouts %s,%s", reads_x ? "plain" : fa_layout_name(l), fa_layout_name(l));

@@ -14,16 +14,18 @@
 #include "collector/collector.h"
 #include "runtime/runtime-impl.h" /* a stand-in target: a copy of cpu's tables */
 
-static fa_layout blocked_convs(const fa_graph *g, const fa_node *n)
+static fa_layout blocked_convs(const fa_graph *g, const fa_node *n, fa_layout plan)
 {
     (void)g;
+    (void)plan;
     return !strcmp(n->op_type, "Conv") || !strcmp(n->op_type, "Relu") || !strcmp(n->op_type, "Add") ? FA_LAYOUT_NCHW8C
                                                                                                       : FA_LAYOUT_PLAIN;
 }
 
-static fa_layout out_of_range(const fa_graph *g, const fa_node *n)
+static fa_layout out_of_range(const fa_graph *g, const fa_node *n, fa_layout plan)
 {
     (void)g;
+    (void)plan;
     (void)n;
     return FA_LAYOUT_COUNT;
 }
@@ -61,7 +63,7 @@ static void test_blocked_target_reorders_only_at_the_boundaries(void **s)
     fake.exec = &fake_exec;
     fake_exec.preferred_layout = blocked_convs;
     fa_layout_plan p;
-    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, &p), FA_OK);
+    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, FA_LAYOUT_NCHW8C, &p), FA_OK);
     assert_int_equal(p.layout[tid(t, "x")], FA_LAYOUT_PLAIN);
     assert_int_equal(p.layout[tid(t, "w1")], FA_LAYOUT_PLAIN);
     assert_int_equal(p.layout[tid(t, "c1")], FA_LAYOUT_NCHW8C);
@@ -84,7 +86,7 @@ static void test_blocked_target_reorders_only_at_the_boundaries(void **s)
     fa_layout_plan_free(&p);
 
     fake_exec.preferred_layout = out_of_range; /* a broken table is an error, not a silent plain run */
-    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, &p), FA_ERR_INTERNAL);
+    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, FA_LAYOUT_NCHW8C, &p), FA_ERR_INTERNAL);
     assert_null(p.layout);
     tc_free(t);
 }
@@ -112,7 +114,7 @@ static void test_residual_add_reads_both_activations_blocked(void **s)
     fake.exec = &fake_exec;
     fake_exec.preferred_layout = blocked_convs;
     fa_layout_plan p;
-    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, &p), FA_OK);
+    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, FA_LAYOUT_NCHW8C, &p), FA_OK);
     assert_int_equal(p.layout[tid(t, "a")], FA_LAYOUT_NCHW8C);
     /* x in, a out; c1 is read blocked by both the conv and the Add: no reorder of it */
     assert_int_equal(p.n_reorders, 2);
@@ -129,7 +131,9 @@ static void test_targets_without_the_slot_keep_everything_plain(void **s)
     tc *t = conv_chain();
     for (int i = 0; fa_target_at(i); i++) {
         fa_layout_plan p;
-        assert_int_equal(fa_layout_plan_make(t->ctx, fa_target_at(i), t->g, &p), FA_OK);
+        fa_plan_layouts pl;
+        fa_target_plan_layouts(fa_target_id(fa_target_at(i)), &pl);
+        assert_int_equal(fa_layout_plan_make(t->ctx, fa_target_at(i), t->g, pl.deflt, &p), FA_OK);
         if (!fa_target_has(fa_target_id(fa_target_at(i)), FA_TARGET_CAP_LAYOUTS)) {
             assert_int_equal(p.n_reorders, 0);
             for (int k = 0; k < t->g->n_tensors; k++) assert_int_equal(p.layout[k], FA_LAYOUT_PLAIN);
@@ -152,7 +156,7 @@ static void test_boundary_layouts_remove_the_boundary_reorders(void **s)
     tc *t = conv_chain();
     fa_layout nl[16] = {0};
     for (int i = 0; i < t->g->n_nodes; i++)
-        if (t->g->nodes[i]) nl[i] = blocked_convs(t->g, t->g->nodes[i]);
+        if (t->g->nodes[i]) nl[i] = blocked_convs(t->g, t->g->nodes[i], FA_LAYOUT_NCHW8C);
     const fa_layout in[1] = {FA_LAYOUT_NCHW8C}, out[2] = {FA_LAYOUT_PLAIN, FA_LAYOUT_NCHW8C}; /* outputs f, c2 */
     fa_layout_plan p;
     assert_int_equal(fa_layout_plan_of(t->ctx, t->g, nl, NULL, in, out, &p), FA_OK);

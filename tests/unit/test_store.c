@@ -399,6 +399,108 @@ static void test_migration_from_v6_adds_score_bytes_and_keeps_clusters(void **st
     fa_ctx_free(ctx);
 }
 
+/* The plan's layout (schema v11) round-trips with its figures, on every backend; an undecided one
+ * stores NULL and reads back undecided. */
+static void test_plan_layout_round_trips(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fa_test_store_fresh("layout");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    fa_run_info info = {0};
+    info.kind = "run";
+    int64_t run;
+    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &run));
+    fa_plan *plan = fa_plan_create();
+    plan->run_id = run;
+    snprintf(plan->hash, sizeof plan->hash, "h");
+    int id = 0;
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, plan, NULL, &id)); /* undecided */
+    fa_plan *p = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, &p, NULL));
+    assert_int_equal(p->layout.source, FA_LAYOUT_SRC_UNKNOWN);
+    fa_plan_free(p);
+    fa_plan_layout l = {FA_LAYOUT_SRC_MEASURED, FA_LAYOUT_NHWC, FA_LAYOUT_NCHW16C, FA_LAYOUT_NHWC, 12, 1,
+                        9450123, 8120456, 1330789, 1100000, -25};
+    plan->layout = l;
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, plan, NULL, &id));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, &p, NULL));
+    assert_int_equal(p->plan_id, id);
+    assert_int_equal(p->layout.source, FA_LAYOUT_SRC_MEASURED);
+    assert_int_equal(p->layout.layout, FA_LAYOUT_NHWC);
+    assert_int_equal(p->layout.deflt, FA_LAYOUT_NCHW16C);
+    assert_int_equal(p->layout.rival, FA_LAYOUT_NHWC);
+    assert_int_equal(p->layout.rounds, 12);
+    assert_int_equal(p->layout.verdict, 1);
+    assert_float_equal(p->layout.default_median_ns, 9450123, 0);
+    assert_float_equal(p->layout.rival_median_ns, 8120456, 0);
+    assert_float_equal(p->layout.gain_ns, 1330789, 0);
+    assert_float_equal(p->layout.gain_lo_ns, 1100000, 0);
+    assert_float_equal(p->layout.gain_hi_ns, -25, 0);
+    fa_plan_free(p);
+    /* named by --layout: the layout and the default, no figures */
+    plan->layout = fa_plan_layout_unknown();
+    plan->layout.source = FA_LAYOUT_SRC_OPTION;
+    plan->layout.layout = FA_LAYOUT_PLAIN;
+    plan->layout.deflt = FA_LAYOUT_NCHW8C;
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, plan, NULL, &id));
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, &p, NULL));
+    assert_int_equal(p->layout.source, FA_LAYOUT_SRC_OPTION);
+    assert_int_equal(p->layout.layout, FA_LAYOUT_PLAIN);
+    assert_int_equal(p->layout.deflt, FA_LAYOUT_NCHW8C);
+    assert_int_equal(p->layout.rounds, 0);
+    assert_true(isnan(p->layout.gain_ns));
+    fa_plan_free(p);
+    fa_plan_free(plan);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
+/* A version-9 file opens migrated to the current version (v11 adds the layout): its plans stay and read an undecided layout (the
+ * target's default when applied); a stored word this build does not know reads undecided too. */
+static void test_migration_from_v9_adds_the_plan_layout(void **state)
+{
+    (void)state;
+    if (g_pg) skip(); /* an SQLite file of version 9 */
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fa_test_store_fresh("v9");
+    sqlite3 *db = NULL;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL), SQLITE_OK);
+    for (int v = 0; v < 9; v++) assert_int_equal(sqlite3_exec(db, fa_store_migrations[v], NULL, NULL, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db,
+                                  "INSERT INTO runs (id, kind, model_path, target, started_at_ns, ended_at_ns, status) "
+                                  "VALUES (7, 'run', 'm.onnx', 'cpu', 1, 2, 'ok');"
+                                  "INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status, max_ops) "
+                                  "VALUES (7, 1, 5, 'h9', 'cpu', 'applied', 9);"
+                                  "PRAGMA user_version = 9;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    fa_plan *p = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, &p, NULL));
+    assert_int_equal(p->plan_id, 1);
+    assert_int_equal(p->opt.max_ops, 9);
+    assert_int_equal(p->layout.source, FA_LAYOUT_SRC_UNKNOWN);
+    fa_plan_free(p);
+    fa_store_close(st);
+    raw_exec(path, "UPDATE plans SET layout = 'nChw32c', layout_source = 'measured', layout_rounds = 3 WHERE run_id = 7");
+    st = fa_test_store_open_ok(ctx, path);
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, &p, NULL));
+    assert_int_equal(p->layout.source, FA_LAYOUT_SRC_UNKNOWN);
+    fa_plan_free(p);
+    fa_store_close(st);
+    raw_exec(path, "UPDATE plans SET layout = 'nhwc', layout_source = 'guessed' WHERE run_id = 7");
+    st = fa_test_store_open_ok(ctx, path);
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, 7, &p, NULL));
+    assert_int_equal(p->layout.source, FA_LAYOUT_SRC_UNKNOWN);
+    fa_plan_free(p);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 static void test_plan_round_trip_keeps_every_cluster_column(void **state)
 {
     (void)state;
@@ -1199,6 +1301,8 @@ int main(void)
         cmocka_unit_test(test_migration_from_v5_adds_the_e2e_verdict_and_keeps_plans),
         cmocka_unit_test(test_migration_from_v6_adds_score_bytes_and_keeps_clusters),
         cmocka_unit_test(test_plan_round_trip_keeps_every_cluster_column),
+        cmocka_unit_test(test_plan_layout_round_trips),
+        cmocka_unit_test(test_migration_from_v9_adds_the_plan_layout),
         cmocka_unit_test(test_newer_schema_version_refused_and_file_unchanged),
         cmocka_unit_test(test_not_sqlite_file_refused_and_untouched),
         cmocka_unit_test(test_failed_run_is_marked_and_earlier_runs_stay_intact),

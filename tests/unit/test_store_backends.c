@@ -915,6 +915,13 @@ static void test_server_fails_runs_of_gone_writers_of_any_host_only(void **state
     "pred_ratio, DROP COLUMN est_spread_pct, DROP COLUMN est_spread_n, DROP COLUMN meas_unfused_us, DROP "    \
     "COLUMN meas_fused_us, DROP COLUMN epilogue_generated"
 
+/* The plans columns schema v11 added (issue 35: the plan's layout and its figures), as DROP clauses
+ * to append to an ALTER TABLE plans. */
+#define V11_PLAN_DROPS                                                                                       \
+    ", DROP COLUMN layout, DROP COLUMN layout_source, DROP COLUMN layout_default, DROP COLUMN layout_rival, " \
+    "DROP COLUMN layout_rounds, DROP COLUMN layout_verdict, DROP COLUMN layout_default_median_ns, DROP COLUMN " \
+    "layout_rival_median_ns, DROP COLUMN layout_gain_ns, DROP COLUMN layout_gain_lo_ns, DROP COLUMN layout_gain_hi_ns"
+
 static void test_server_v4_store_migrates_plan_documents_to_columns(void **state)
 {
     (void)state;
@@ -931,7 +938,7 @@ static void test_server_v4_store_migrates_plan_documents_to_columns(void **state
      * described in options_json */
     fa_test_pg_sql(db, "SET search_path TO fuse_advise; DROP TABLE cluster_post_ops; "
                "ALTER TABLE plans DROP COLUMN max_ops, DROP COLUMN max_inputs, DROP COLUMN occupancy_floor, DROP COLUMN gate, "
-               "DROP COLUMN e2e_verdict; "
+               "DROP COLUMN e2e_verdict" V11_PLAN_DROPS "; "
                "ALTER TABLE clusters DROP COLUMN label, DROP COLUMN anchor, DROP COLUMN depends_on, DROP COLUMN reduction, "
                "DROP COLUMN reduce_axis, DROP COLUMN epsilon, DROP COLUMN block_size, DROP COLUMN inputs_json, "
                "DROP COLUMN outputs_json, DROP COLUMN basis, DROP COLUMN score_bytes, DROP COLUMN signature"
@@ -980,9 +987,10 @@ static void test_server_v5_store_gains_the_e2e_verdict(void **state)
     int64_t id = fa_test_store_begin_run(ctx, st, "m.onnx", NULL, 4);
     fa_store_close(st);
     const char *db = strrchr(path, '/') + 1;
-    char sql[1024];
+    char sql[2048];
     snprintf(sql, sizeof sql,
-             "SET search_path TO fuse_advise; ALTER TABLE plans DROP COLUMN e2e_verdict; ALTER TABLE clusters DROP COLUMN "
+             "SET search_path TO fuse_advise; ALTER TABLE plans DROP COLUMN e2e_verdict" V11_PLAN_DROPS "; ALTER TABLE "
+             "clusters DROP COLUMN "
              "score_bytes, DROP COLUMN signature" V9_CLUSTER_DROPS "; UPDATE schema_version SET "
              "version = 5; INSERT INTO plans (run_id, plan_id, created_at_ns, plan_hash, target, status, "
              "e2e_max_rel_error) VALUES (%lld, 1, 1, 'h', 'cpu', 'applied', 3e-7)",

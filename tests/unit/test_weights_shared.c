@@ -321,6 +321,86 @@ static void test_blob_drop_plain_only_when_all_readers_read_derived(void **state
     fa_ctx_free(ctx);
 }
 
+/* fa_blob_trim_derived frees the copies no reader holds (a layout the plan's choice measured and
+ * did not keep) and keeps the held ones; a trimmed key is made again on request; nothing is
+ * trimmed once the plain bytes were dropped. */
+static void test_blob_trim_frees_unread_copies_only(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_blob *b = fa_blob_alloc(8);
+    memcpy((void *)fa_blob_data(b), "\1\2\3\4\5\6\7\10", 8);
+    const void *held = NULL, *unread = NULL, *again = NULL;
+    made_calls = 0;
+    assert_int_equal(fa_blob_derived(ctx, b, "kept", 4, 32, fill_twice, NULL, &held), FA_OK);
+    assert_int_equal(fa_blob_derived(ctx, b, "gone", 4, 48, fill_twice, NULL, &unread), FA_OK);
+    fa_blob *reader = fa_blob_ref_reader(b, held);
+    fa_blob *was = fa_blob_ref_reader(b, unread);
+    fa_blob_unref_reader(was, unread); /* its executor freed */
+    assert_int_equal(fa_blob_trim_derived(b), 48);
+    assert_int_equal(fa_blob_trim_derived(b), 0);
+    assert_int_equal(fa_blob_derived(ctx, b, "kept", 4, 32, fill_twice, NULL, &again), FA_OK);
+    assert_ptr_equal(again, held); /* the held copy stayed */
+    assert_int_equal(made_calls, 2);
+    assert_int_equal(fa_blob_derived(ctx, b, "gone", 4, 48, fill_twice, NULL, &again), FA_OK);
+    assert_int_equal(made_calls, 3); /* made again */
+    assert_int_equal(((const unsigned char *)again)[10], 6);
+    fa_blob_unref_reader(reader, held);
+    assert_int_equal(fa_blob_trim_derived(b), 32 + 48);
+    assert_int_equal(fa_blob_trim_derived(NULL), 0);
+    fa_blob_unref(b);
+    /* the plain bytes dropped: the copy is all there is, kept with no reader */
+    b = fa_blob_alloc(8);
+    memset((void *)fa_blob_data(b), 1, 8);
+    assert_int_equal(fa_blob_derived(ctx, b, "only", 4, 16, fill_twice, NULL, &held), FA_OK);
+    reader = fa_blob_ref_reader(b, held);
+    assert_true(fa_blob_drop_plain(b, 1));
+    fa_blob_unref_reader(reader, held);
+    assert_int_equal(fa_blob_trim_derived(b), 0);
+    assert_memory_equal(held, (unsigned char[16]){[0 ... 15] = 2}, 16);
+    fa_blob_unref(b);
+    fa_ctx_free(ctx);
+}
+
+/* With executors on one graph: trimming while one executor lives keeps the weights it reads (a
+ * new executor in its layout makes no copy), and frees those of a freed executor's layout. */
+static void test_trim_keeps_a_live_executors_weights(void **state)
+{
+    (void)state;
+    fa_plan_layouts pl;
+    fa_target_plan_layouts(FA_TARGET_CPU, &pl);
+    if (pl.n < 2) skip(); /* one layout here: nothing to trim between */
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = load(ctx, "zoo:convnet-tiny");
+    const fa_tensor *w = NULL;
+    for (int i = 0; i < g->n_nodes && !w; i++)
+        if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "Conv")) w = g->tensors[g->nodes[i]->inputs[1]];
+    assert_non_null(w);
+    assert_non_null(w->blob);
+    fa_exec *e[2];
+    for (int k = 0; k < 2; k++) {
+        fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1, .blocked_layouts = true, .plan_layout = pl.cand[k]};
+        assert_int_equal(fa_exec_create(ctx, g, &eo, &e[k]), FA_OK);
+    }
+    int made = fa_blob_derived_count(w->blob);
+    fa_exec_free(e[1]);
+    size_t freed = 0;
+    for (int t = 0; t < g->n_tensors; t++)
+        if (g->tensors[t] && (g->tensors[t]->flags & FA_TENSOR_CONST)) freed += fa_blob_trim_derived(g->tensors[t]->blob);
+    printf("  %s and %s: %d copies of '%s', %zu bytes trimmed\n", fa_layout_name(pl.cand[0]), fa_layout_name(pl.cand[1]), made,
+           w->name, freed);
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1, .blocked_layouts = true, .plan_layout = pl.cand[0]};
+    fa_exec *again = NULL;
+    assert_int_equal(fa_exec_create(ctx, g, &eo, &again), FA_OK);
+    assert_int_equal(fa_blob_derived_count(w->blob), made); /* the live executor's copies stayed */
+    assert_int_equal(fa_exec_fill_inputs(ctx, again, 1), FA_OK);
+    assert_int_equal(fa_exec_run(ctx, again, NULL), FA_OK);
+    fa_exec_free(again);
+    fa_exec_free(e[0]);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 /* fa_load_options.progress hears the load and the preparation, ending at their totals. */
 typedef struct heard {
     int load_done, load_total, prep_done, prep_total;
@@ -359,6 +439,8 @@ int main(void)
         cmocka_unit_test(test_fused_graph_shares_the_weights_bytes),
         cmocka_unit_test(test_reordered_weights_made_once_per_layout),
         cmocka_unit_test(test_blob_derived_copy_once_per_key),
+        cmocka_unit_test(test_blob_trim_frees_unread_copies_only),
+        cmocka_unit_test(test_trim_keeps_a_live_executors_weights),
         cmocka_unit_test(test_external_data_written_and_read_in_place),
         cmocka_unit_test(test_embedded_raw_data_read_in_place_or_copied_once),
         cmocka_unit_test(test_load_reports_progress),
