@@ -192,7 +192,8 @@ static fa_status fused_make(fa_ctx *ctx, const fa_graph *g, fused *f)
     for (int i = 0; i < nc; i++)
         if (f->p->clusters[i].status == FA_CLUSTER_PROPOSED && fa_apply_needs_codegen(&f->p->clusters[i])) f->ci[f->n_gen++] = i;
     fa_fused_compile_options co = {0};
-    if (f->n_gen) st = fa_apply_generate_batch(ctx, f->t, g, f->p, f->ci, f->n_gen, &co, NULL, f->gen);
+    if (f->n_gen) /* the target's default plan layout, as the fused executor below runs it */
+        st = fa_apply_generate_batch(ctx, f->t, g, f->p, f->ci, f->n_gen, fa_cpu_blocked_layout(), &co, NULL, f->gen);
     int n_ids = 0;
     for (int i = 0; i < nc && !st; i++) {
         const fa_cluster *c = &f->p->clusters[i];
