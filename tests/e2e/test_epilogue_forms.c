@@ -16,6 +16,32 @@
 #include "applier/applier.h"
 #include "testutil.h"
 
+/* The applier on plan p of g with a few quick rounds (the verdicts are checked, not the speed). */
+static fa_apply_result *apply_small(fa_ctx *C, fa_graph *g, fa_plan *p)
+{
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(C, g, p, &opt, &r)) fail_msg("%s: apply: %s", g->name, fa_ctx_errmsg(C));
+    return r;
+}
+
+/* Cluster k was verified (its reason says `verified`, e.g. "within the rounding-error bound") and
+ * then measured: accepted, or rejected for no gain or a regression — a cluster the end-to-end
+ * back-off dropped later says so instead of the verification's words. */
+static void expect_verified_and_measured(const fa_cluster *k, const fa_cluster_verdict *v, const char *verified)
+{
+    printf("  cluster %d %s: %s (relative error %.2g): %s\n", k->id, k->label, fa_cluster_status_name(v->status),
+           v->max_rel_error, v->reason ? v->reason : "");
+    assert_true(v->status == FA_CLUSTER_ACCEPTED || v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
+                v->status == FA_CLUSTER_REJECTED_REGRESSION);
+    if (!strstr(v->reason, "end-to-end back-off")) assert_non_null(strstr(v->reason, verified));
+}
+
 static fa_ctx *C;
 
 static void tensor(fa_graph *g, const char *name, int rank, const int64_t *d, bool input)
@@ -168,25 +194,12 @@ static void expect_epilogue_ex(fa_graph *g, const fa_post_op_kind *want, int n, 
     for (int k = 0; k < n; k++) assert_int_equal(c->post_ops[k].kind, want[k]);
     if (!isnan(alpha0)) assert_true(fabsf(c->post_ops[0].alpha - alpha0) <= 1e-6f);
 
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
-    fa_apply_result *r = NULL;
-    if (fa_apply(C, g, p, &opt, &r)) fail_msg("%s: apply: %s", g->name, fa_ctx_errmsg(C));
+    fa_apply_result *r = apply_small(C, g, p);
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *k = &p->clusters[i];
         const fa_cluster_verdict *v = &r->verdicts[i]; /* the applier's record of it */
-        printf("  cluster %d %s: %s (relative error %.2g): %s\n", k->id, k->label, fa_cluster_status_name(v->status),
-               v->max_rel_error, v->reason ? v->reason : "");
-        if (k->kind == FA_CLUSTER_EPILOGUE) {
-            assert_true(v->status == FA_CLUSTER_ACCEPTED || v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
-                        v->status == FA_CLUSTER_REJECTED_REGRESSION);
-            /* verified by the bound (a cluster the end-to-end back-off dropped later says so instead) */
-            if (!strstr(v->reason, "end-to-end back-off")) assert_non_null(strstr(v->reason, "within the rounding-error bound"));
-        }
+        if (k->kind == FA_CLUSTER_EPILOGUE) expect_verified_and_measured(k, v, "within the rounding-error bound");
+        else printf("  cluster %d %s: %s\n", k->id, k->label, fa_cluster_status_name(v->status));
     }
     fa_apply_result_free(r);
     fa_plan_free(p);
@@ -646,21 +659,9 @@ static void test_gen_form(void **state)
     assert_int_equal(c->n_post_ops, 0);
     assert_int_equal(c->status, FA_CLUSTER_PROPOSED);
 
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
-    fa_apply_result *r = NULL;
-    if (fa_apply(C, g, p, &opt, &r)) fail_msg("%s: apply: %s", g->name, fa_ctx_errmsg(C));
-    const fa_cluster_verdict *v = &r->verdicts[c - p->clusters];
-    printf("  %s: %s (relative error %.2g): %s\n", c->label, fa_cluster_status_name(v->status), v->max_rel_error,
-           v->reason ? v->reason : "");
-    assert_true(v->status == FA_CLUSTER_ACCEPTED || v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
-                v->status == FA_CLUSTER_REJECTED_REGRESSION);
-    if (!strstr(v->reason, "end-to-end back-off")) assert_non_null(strstr(v->reason, "within the rounding-error bound"));
-    assert_true(v->max_rel_error >= 0);
+    fa_apply_result *r = apply_small(C, g, p);
+    expect_verified_and_measured(c, &r->verdicts[c - p->clusters], "within the rounding-error bound");
+    assert_true(r->verdicts[c - p->clusters].max_rel_error >= 0);
     fa_apply_result_free(r);
     fa_plan_free(p);
     fa_graph_free(g);
@@ -803,20 +804,8 @@ static void check_skip_norm(bool rms)
     bool sum_out = false; /* the sum is written for the next residual add */
     for (int k = 0; k < c->n_outputs; k++) sum_out |= !strcmp(g->tensors[c->outputs[k]]->name, "s");
     assert_true(sum_out);
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
-    fa_apply_result *r = NULL;
-    if (fa_apply(C, g, p, &opt, &r)) fail_msg("%s: apply: %s", g->name, fa_ctx_errmsg(C));
-    const fa_cluster_verdict *v = &r->verdicts[c - p->clusters];
-    printf("  %s: %s (relative error %.2g): %s\n", c->label, fa_cluster_status_name(v->status), v->max_rel_error,
-           v->reason ? v->reason : "");
-    assert_true(v->status == FA_CLUSTER_ACCEPTED || v->status == FA_CLUSTER_REJECTED_NO_GAIN ||
-                v->status == FA_CLUSTER_REJECTED_REGRESSION);
-    assert_non_null(strstr(v->reason, "verified"));
+    fa_apply_result *r = apply_small(C, g, p);
+    expect_verified_and_measured(c, &r->verdicts[c - p->clusters], "verified");
     fa_apply_result_free(r);
     fa_plan_free(p);
     fa_graph_free(g);
