@@ -94,9 +94,12 @@ else:
     if H.unescape(lr.group(1)).rstrip(".") != s: bad.append(f"layout sentence: stdout {s!r} vs report.html {lr.group(1)!r}")
     if not s.startswith("plan layout " + lay["layout"] + ","): bad.append(f"stdout names another layout than plan.json: {s!r}")
     if lay["source"] == "measured" and lay["rounds"]:
-        ms = [float(x) for x in re.findall(r"(-?[0-9]+\.[0-9]{3})\b", s)]
-        want = [lay["rival_median_ns"], lay["default_median_ns"], lay["gain_ns"]]
-        if lay["gain_lo_ns"] is not None: want += [lay["gain_lo_ns"], lay["gain_hi_ns"]]
+        # every figure unsigned (a loss is said in words), so compare magnitudes, in order
+        if "-" in re.sub(r"[A-Za-z]-[A-Za-z]", "", s): bad.append(f"layout sentence has a raw negative figure: {s!r}")
+        ms = [float(x) for x in re.findall(r"([0-9]+\.[0-9]{3})\b", s)]
+        g, lo, hi = lay["gain_ns"], lay["gain_lo_ns"], lay["gain_hi_ns"]
+        want = [lay["rival_median_ns"], lay["default_median_ns"], abs(g)]
+        if lo is not None: want += [-hi, -lo] if hi <= 0 else [abs(lo), hi]
         if len(ms) != len(want): bad.append(f"layout sentence has {len(ms)} figures, plan.json {len(want)}: {s!r}")
         for a, w in zip(ms, want): check("layout figure, stdout vs plan.json", a, round(w / 1e6, 3), 0.0011)
         r = re.search(r"over (\d+) rounds", s)

@@ -365,7 +365,21 @@ static void test_layout_sentence_quotes_the_figures(void **st)
     fa_plan_layout_text(&l, t, sizeof t);
     assert_non_null(strstr(t, "plan layout nhwc, measured: 8.120 ms"));
     assert_non_null(strstr(t, "nChw16c's 9.450 ms"));
-    assert_non_null(strstr(t, "1.330 ms (interval 1.100 to 1.520 ms) over 12 rounds"));
+    assert_non_null(strstr(t, "paired median gain 1.330 ms (interval: gain 1.100 to 1.520 ms) over 12 rounds"));
+    /* the default kept, its rival a little slower: the loss and an interval across 0 in words,
+     * never a raw negative figure, and the default named, not "its" */
+    l.layout = FA_LAYOUT_NCHW16C;
+    l.verdict = 0;
+    l.gain_ns = -47000;
+    l.gain_lo_ns = -165000;
+    l.gain_hi_ns = 82000;
+    fa_plan_layout_text(&l, t, sizeof t);
+    assert_non_null(strstr(t, "nhwc ran 8.120 ms per run against nChw16c's 9.450 ms"));
+    assert_non_null(strstr(t, "paired median loss 0.047 ms (interval: from a loss of 0.165 ms to a gain of 0.082 ms)"));
+    assert_null(strchr(t, '-'));
+    l.gain_hi_ns = -10000;
+    fa_plan_layout_text(&l, t, sizeof t);
+    assert_non_null(strstr(t, "(interval: loss 0.010 to 0.165 ms)"));
     l.source = FA_LAYOUT_SRC_OPTION;
     fa_plan_layout_text(&l, t, sizeof t);
     assert_non_null(strstr(t, "named by --layout"));
