@@ -107,7 +107,7 @@ else
 fi
 
 # run --target cuda without a driver names the ways that need none
-if ! ldconfig -p 2>/dev/null | grep -q 'libcuda.so.1'; then
+if ! ldconfig -p 2>/dev/null | grep 'libcuda.so.1' >/dev/null; then
     set +e
     "$FA_CLI" run zoo:mlp-tiny --target cuda --iters 1 --db c.db >out 2>err
     rc=$?

@@ -29,6 +29,6 @@ done
 # the baseline's Pow(x, 2) became a product (issue 18), so the gate never ran there.
 "$FA_CLI" run zoo:gpt2-block --no-apply --target cpu --iters 1 --warmup 0 --db b.db >/dev/null
 got=$(opened "$FA_CLI" advise latest --db b.db --target cuda --arch sm_90)
-echo "$got" | grep -q libnvrtc || { echo "FAIL: the NVRTC gate did not open libnvrtc (got: '$got')"; exit 1; }
+grep -q libnvrtc <<<"$got" || { echo "FAIL: the NVRTC gate did not open libnvrtc (got: '$got')"; exit 1; }
 echo "ok: advise --target cuda opens $(echo "$got" | tr '\n' ' ')"
 echo "cuda_libs_lazy: 7 passed, 0 failed"

@@ -30,7 +30,7 @@ grep -q "report-1/report.html" "$tmp/out" || fail "stdout does not print the rep
 
 expect_rc 0 "report 1 -o DIR" "$CLI" report 1 --db fa.db -o "$tmp/a/b/c"
 [ -s "$tmp/a/b/c/report.html" ] || fail "-o with missing parents"
-ls "$tmp/a/b/c" | grep -q '\.tmp' && fail "temporary files left behind"
+ls "$tmp/a/b/c" | grep '\.tmp' >/dev/null && fail "temporary files left behind"
 
 expect_rc 1 "unknown run" "$CLI" report 42 --db fa.db
 grep -q "42" "$tmp/err" || fail "unknown run message does not name the run"

@@ -113,7 +113,7 @@ check() { # check NAME TRACE ROOFLINE(yes|no)
   if [ "$roof" = yes ]; then grep -q '<svg id="trace-roofline-svg"' "$tmp/$name.dom" || fail "$name: roofline has no point"; fi
   grep -q '<span title="void ' "$tmp/$name.dom" || grep -q '<span title="' "$tmp/$name.dom" || fail "$name: no full kernel name on hover"
   # the CSV holds every kernel's full name next to its short one
-  head -1 "$out/kernels.csv" | grep -q '^short_name,name,full_name,' || fail "$name: kernels.csv header"
+  head -1 "$out/kernels.csv" | grep '^short_name,name,full_name,' >/dev/null || fail "$name: kernels.csv header"
   python3 - "$out/summary.json" <<'EOF' || fail "$name: summary.json"
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -13,7 +13,7 @@
 set -uo pipefail
 CC=$1 SRC=$2 BLD=$3
 shift 3
-if ! "$CC" --version 2>/dev/null | grep -qi 'gcc\|free software foundation'; then
+if ! "$CC" --version 2>/dev/null | grep -i 'gcc\|free software foundation' >/dev/null; then
   echo "SKIP: $CC is not gcc (the check reads gcc's -fdump-tree-vect-details)"; exit 77
 fi
 file=$SRC/graph/ops_elementwise.c
