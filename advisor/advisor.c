@@ -551,7 +551,7 @@ static bool reduction_domain(const fa_graph *g, const fa_node *n, int *r, fa_why
         if (!(T->flags & FA_TENSOR_CONST) || !T->data) { *code = FA_WHY_NON_CONSTANT; return false; }
         na = (int)fa_tensor_numel(T);
         if (na > FA_MAX_RANK) { *code = FA_WHY_NON_TRAILING_AXES; return false; }
-        for (int i = 0; i < na; i++) tmp[i] = (int64_t)fa_load_as_double(T->data, T->dtype, i);
+        for (int i = 0; i < na; i++) tmp[i] = fa_f64_to_i64_sat(fa_load_as_double(T->data, T->dtype, i));
         axes = tmp;
     }
     if (na == 0) {

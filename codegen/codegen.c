@@ -541,7 +541,7 @@ static int reduce_axes(const cg *b, const fa_node *n, int rank, bool *mask)
         if (!(t->flags & FA_TENSOR_CONST) || !t->data) return -1;
         int64_t cnt = fa_tensor_numel(t);
         if (cnt < 0 || cnt > FA_MAX_RANK) return -1;
-        for (int64_t i = 0; i < cnt; i++) ax[na++] = (int64_t)fa_load_as_double(t->data, t->dtype, i);
+        for (int64_t i = 0; i < cnt; i++) ax[na++] = fa_f64_to_i64_sat(fa_load_as_double(t->data, t->dtype, i));
     }
     if (na == 0) {
         if (fa_node_attr_int(n, "noop_with_empty_axes", 0)) return -1;

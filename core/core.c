@@ -592,6 +592,14 @@ uint64_t fa_u64_mul_sat(uint64_t a, uint64_t b)
     return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
 }
 
+int64_t fa_f64_to_i64_sat(double v)
+{
+    if (v != v) return 0;
+    if (v >= 9223372036854775808.0) return INT64_MAX; /* 2^63, exact in a double */
+    if (v <= -9223372036854775808.0) return INT64_MIN;
+    return (int64_t)v;
+}
+
 uint64_t fa_now_ns(void)
 {
     struct timespec ts;

@@ -141,6 +141,11 @@ bool fa_i64_mul(int64_t a, int64_t b, int64_t *out);
  * never allocated: FLOPs and bytes of an op (fa_op_cost). */
 uint64_t fa_u64_add_sat(uint64_t a, uint64_t b);
 uint64_t fa_u64_mul_sat(uint64_t a, uint64_t b);
+/* A double as int64_t, truncated toward zero and saturated: NaN -> 0, values at or beyond the
+ * range -> INT64_MIN / INT64_MAX. C leaves a float-to-integer conversion out of the target's
+ * range undefined (C11 6.3.1.4p1), and every double here may come from an input (a model's
+ * tensor, an attribute, a trace or database field), so no such conversion is written as a cast. */
+int64_t fa_f64_to_i64_sat(double v);
 
 /* Monotonic clock in ns (CLOCK_MONOTONIC). */
 uint64_t fa_now_ns(void);

@@ -20,7 +20,8 @@
 #include "runtime/runtime.h"
 
 /* ONNX import (display name "fuzz.onnx", no base folder: external data is refused without
- * touching the filesystem), then shape inference + folding with a 1 MiB folded-tensor cap. */
+ * touching the filesystem), then shape inference + folding with a 1 MiB folded-tensor cap; a
+ * refusal there is prefixed with the display name, as fa_graph_load prefixes the model's path. */
 static fa_status fa_fuzz_onnx(fa_ctx *ctx, const uint8_t *data, size_t size)
 {
     fa_graph *g = NULL;
@@ -29,6 +30,7 @@ static fa_status fa_fuzz_onnx(fa_ctx *ctx, const uint8_t *data, size_t size)
         fa_load_options lo = {0};
         lo.max_const_bytes = 1u << 20;
         s = fa_graph_prepare(ctx, g, &lo);
+        if (s) fa_ctx_wrap(ctx, s, "fuzz.onnx: ");
     }
     fa_graph_free(g);
     return s;

@@ -1193,7 +1193,7 @@ static fa_status kernel_attention(fa_ctx *ctx, const fa_node *n, const fa_value 
         /* Offset of this query block (spec "offset"): the past length with an internal cache,
          * nonpad_kv_seqlen[b] - Sq with an external one, else 0; a negative offset masks
          * the leading rows entirely. Causal: j <= i + off; window: i + off - L <= j <= i + off + R. */
-        int64_t nonpad = nlv ? (int64_t)fa_load_as_double(nlv->data, nlv->dtype, b) : ad.St;
+        int64_t nonpad = nlv ? fa_load_as_i64(nlv->data, nlv->dtype, b) : ad.St;
         int64_t off = pkv ? ad.Sp : nlv ? nonpad - ad.Sq : 0;
         float *qk = qkbuf ? qkbuf + r * ad.St : NULL;
         float mx = -INFINITY;
@@ -1513,7 +1513,7 @@ static fa_status kernel_lstm(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
         goto done;
     }
     for (int64_t bb = 0; bb < Bt; bb++) {
-        sl[bb] = slv ? (int64_t)fa_load_as_double(slv->data, slv->dtype, bb) : S;
+        sl[bb] = slv ? fa_load_as_i64(slv->data, slv->dtype, bb) : S;
         if (sl[bb] < 0 || sl[bb] > S) {
             st = fa_node_error(ctx, n, "sequence_lens[%lld] = %lld is outside [0, %lld]", (long long)bb,
                                (long long)sl[bb], (long long)S);

@@ -1827,14 +1827,23 @@ static double rz_coord(const rz_params *p, int a, int64_t xo, bool *outside)
     }
 }
 
+/* The integer tap at or below coordinate x (already floored or rounded), for Resize and
+ * GridSample: coordinates come from a model's scales and grids, so x may be huge, infinite or
+ * NaN. Clamped to +-2^62 (every tap is clamped or reflected to the tensor afterwards; the margin
+ * leaves room for the cubic kernel's x0 - 1 .. x0 + 2 without overflow), NaN -> 0. */
+static int64_t tap_index(double x)
+{
+    return fa_f64_to_i64_sat(x < -0x1p62 ? -0x1p62 : x > 0x1p62 ? 0x1p62 : x);
+}
+
 static int64_t rz_nearest(int mode, double x)
 {
     double f = floor(x);
     switch (mode) {
-    case NM_ROUND_PREFER_FLOOR: return (int64_t)(x - f == 0.5 ? f : round(x));
-    case NM_ROUND_PREFER_CEIL: return (int64_t)(x - f == 0.5 ? f + 1 : round(x));
-    case NM_FLOOR: return (int64_t)f;
-    default: return (int64_t)ceil(x);
+    case NM_ROUND_PREFER_FLOOR: return tap_index(x - f == 0.5 ? f : round(x));
+    case NM_ROUND_PREFER_CEIL: return tap_index(x - f == 0.5 ? f + 1 : round(x));
+    case NM_FLOOR: return tap_index(f);
+    default: return tap_index(ceil(x));
     }
 }
 
@@ -1872,7 +1881,7 @@ static bool rz_axis_build(const rz_params *p, int a, rz_axis *ax)
             continue;
         }
         double f = floor(x), r = x - f;
-        int64_t x0 = (int64_t)f;
+        int64_t x0 = tap_index(f);
         if (p->mode == RZ_LINEAR) {
             ix[0] = x0; ix[1] = x0 + 1;
             w[0] = 1 - r; w[1] = r;
@@ -1929,7 +1938,7 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
     if (isz >= 0 && isz < n_in && in[isz].data && fa_value_numel(&in[isz]) > 0) {
         nsz = (int)fa_value_numel(&in[isz]);
         if (nsz > FA_MAX_RANK) return fa_node_error(ctx, n, "too many sizes");
-        for (int i = 0; i < nsz; i++) sz[i] = (int64_t)fa_load_as_double(in[isz].data, in[isz].dtype, i);
+        for (int i = 0; i < nsz; i++) sz[i] = fa_load_as_i64(in[isz].data, in[isz].dtype, i);
     } else if (isc >= 0 && isc < n_in && in[isc].data && fa_value_numel(&in[isc]) > 0) {
         nfs = (int)fa_value_numel(&in[isc]);
         if (nfs > FA_MAX_RANK) return fa_node_error(ctx, n, "too many scales");
@@ -2038,13 +2047,13 @@ static double gs_reflect(double x, double lo, double hi)
     if (rng <= 0) return lo;
     if (x < lo) {
         double dx = lo - x;
-        int64_t k = (int64_t)(dx / rng);
+        int64_t k = fa_f64_to_i64_sat(dx / rng);
         double r = dx - (double)k * rng;
         return k % 2 == 0 ? lo + r : hi - r;
     }
     if (x > hi) {
         double dx = x - hi;
-        int64_t k = (int64_t)(dx / rng);
+        int64_t k = fa_f64_to_i64_sat(dx / rng);
         double r = dx - (double)k * rng;
         return k % 2 == 0 ? hi - r : lo + r;
     }
@@ -2057,7 +2066,7 @@ static int64_t gs_tap(int64_t i, int64_t len, int pad, double lo, double hi)
     if (i >= 0 && i < len) return i;
     if (pad == GS_ZEROS) return -1;
     if (pad == GS_BORDER) return i < 0 ? 0 : len - 1;
-    int64_t r = (int64_t)gs_reflect((double)i, lo, hi);
+    int64_t r = tap_index(gs_reflect((double)i, lo, hi));
     return r < 0 ? 0 : r >= len ? len - 1 : r;
 }
 
@@ -2120,12 +2129,12 @@ static fa_status gs_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
                 else if (pad == GS_REFLECT) x = gs_reflect(x, lo, hi);
             }
             if (mode == GS_NEAREST) {
-                idx[d][0] = gs_tap((int64_t)x, len[d], pad, lo, hi); /* int32 cast truncates, as the reference */
+                idx[d][0] = gs_tap(tap_index(x), len[d], pad, lo, hi); /* int32 cast truncates, as the reference */
                 w[d][0] = 1;
                 continue;
             }
             double f0 = floor(x), fr = x - f0;
-            int64_t x0 = (int64_t)f0;
+            int64_t x0 = tap_index(f0);
             if (mode == GS_LINEAR) {
                 idx[d][0] = gs_tap(x0, len[d], pad, lo, hi), w[d][0] = 1 - fr;
                 idx[d][1] = gs_tap(x0 + 1, len[d], pad, lo, hi), w[d][1] = fr;
@@ -2554,13 +2563,13 @@ static fa_status dynq_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
         for (int64_t i = 0; i < ne; i++) {
             float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
             double q = rint((double)(v / scale)) + zp;
-            ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+            fa_store_from_double(out[0].data, FA_DTYPE_UINT8, i, q); /* saturating, NaN -> 0 */
         }
     } else {
         for (int64_t i = 0; i < ne; i++) {
             float v = (float)fa_load_as_double(in[0].data, in[0].dtype, i);
             double q = rint((double)(v / scale)) + zp;
-            ((uint8_t *)out[0].data)[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+            fa_store_from_double(out[0].data, FA_DTYPE_UINT8, i, q); /* saturating, NaN -> 0 */
         }
     }
     if (n_out > 1 && out[1].data) fa_store_from_double(out[1].data, out[1].dtype, 0, scale);

@@ -1495,20 +1495,7 @@ static bool is_float_dtype(fa_dtype t)
     return t == FA_DTYPE_FLOAT || t == FA_DTYPE_DOUBLE || t == FA_DTYPE_FLOAT16 || t == FA_DTYPE_BFLOAT16;
 }
 
-static int64_t load_i64(const void *d, fa_dtype t)
-{
-    switch (t) {
-    case FA_DTYPE_INT64: return *(const int64_t *)d;
-    case FA_DTYPE_INT32: return *(const int32_t *)d;
-    case FA_DTYPE_INT16: return *(const int16_t *)d;
-    case FA_DTYPE_INT8: return *(const int8_t *)d;
-    case FA_DTYPE_UINT8: return *(const uint8_t *)d;
-    case FA_DTYPE_UINT16: return *(const uint16_t *)d;
-    case FA_DTYPE_UINT32: return *(const uint32_t *)d;
-    case FA_DTYPE_UINT64: return (int64_t) * (const uint64_t *)d;
-    default: return (int64_t)fa_load_as_double(d, t, 0);
-    }
-}
+static int64_t load_i64(const void *d, fa_dtype t) { return fa_load_as_i64(d, t, 0); }
 
 /* Element count of Range (ONNX Range-11): max(ceil((limit - start) / delta), 0); integer
  * types in exact integer arithmetic, floating types in double as numpy.arange does. */
@@ -1623,8 +1610,7 @@ static fa_status k_onehot(fa_ctx *ctx, const fa_node *n, const fa_value *in, int
     for (int64_t o = 0; o < outer; o++)
         for (int64_t k = 0; k < depth; k++)
             for (int64_t i = 0; i < inner; i++, d += es) {
-                double v = fa_load_as_double(in[0].data, in[0].dtype, o * inner + i);
-                int64_t idx = (int64_t)v;
+                int64_t idx = fa_load_as_i64(in[0].data, in[0].dtype, o * inner + i);
                 if (idx < 0) idx += depth;
                 copy_elem(d, idx == k ? on : off, es);
             }

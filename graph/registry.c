@@ -294,7 +294,7 @@ int64_t fa_load_as_i64(const void *d, fa_dtype dt, int64_t i)
     case FA_DTYPE_UINT32: return ((const uint32_t *)d)[i];
     case FA_DTYPE_UINT64: return (int64_t)((const uint64_t *)d)[i];
     case FA_DTYPE_BOOL: return ((const uint8_t *)d)[i] != 0;
-    default: return (int64_t)fa_load_as_double(d, dt, i);
+    default: return fa_f64_to_i64_sat(fa_load_as_double(d, dt, i));
     }
 }
 
@@ -336,19 +336,30 @@ double fa_load_as_double(const void *d, fa_dtype dt, int64_t i)
     }
 }
 
+/* v clamped to [lo, hi] and truncated toward zero, NaN -> 0: a conversion C defines for every
+ * double (an out-of-range float-to-integer cast is undefined, C11 6.3.1.4p1). ONNX leaves an
+ * out-of-range Cast unspecified; saturating is what its saturating casts and QuantizeLinear do. */
+static int64_t sat_int(double v, double lo, double hi)
+{
+    if (v != v) return 0;
+    return fa_f64_to_i64_sat(v < lo ? lo : v > hi ? hi : v);
+}
+
 void fa_store_from_double(void *d, fa_dtype dt, int64_t i, double v)
 {
     switch (dt) {
     case FA_DTYPE_FLOAT: ((float *)d)[i] = (float)v; break;
     case FA_DTYPE_DOUBLE: ((double *)d)[i] = v; break;
-    case FA_DTYPE_INT64: ((int64_t *)d)[i] = (int64_t)v; break;
-    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)v; break;
-    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)v; break;
-    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)v; break;
-    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)v; break;
-    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)v; break;
-    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)v; break;
-    case FA_DTYPE_UINT64: ((uint64_t *)d)[i] = (uint64_t)v; break;
+    case FA_DTYPE_INT64: ((int64_t *)d)[i] = fa_f64_to_i64_sat(v); break;
+    case FA_DTYPE_INT32: ((int32_t *)d)[i] = (int32_t)sat_int(v, INT32_MIN, INT32_MAX); break;
+    case FA_DTYPE_INT16: ((int16_t *)d)[i] = (int16_t)sat_int(v, INT16_MIN, INT16_MAX); break;
+    case FA_DTYPE_INT8: ((int8_t *)d)[i] = (int8_t)sat_int(v, INT8_MIN, INT8_MAX); break;
+    case FA_DTYPE_UINT8: ((uint8_t *)d)[i] = (uint8_t)sat_int(v, 0, UINT8_MAX); break;
+    case FA_DTYPE_UINT16: ((uint16_t *)d)[i] = (uint16_t)sat_int(v, 0, UINT16_MAX); break;
+    case FA_DTYPE_UINT32: ((uint32_t *)d)[i] = (uint32_t)sat_int(v, 0, UINT32_MAX); break;
+    case FA_DTYPE_UINT64:
+        ((uint64_t *)d)[i] = v != v || v <= 0 ? 0 : v >= 18446744073709551616.0 ? UINT64_MAX : (uint64_t)v;
+        break;
     case FA_DTYPE_BOOL: ((uint8_t *)d)[i] = v != 0.0; break;
     case FA_DTYPE_FLOAT16: ((uint16_t *)d)[i] = fa_float_to_half((float)v); break;
     case FA_DTYPE_BFLOAT16: ((uint16_t *)d)[i] = fa_float_to_bf16((float)v); break;

@@ -998,7 +998,7 @@ static int64_t pg_col_i64(fa_stmt *q, int c)
     if (!v) return 0;
     char *end;
     long long x = strtoll(v, &end, 10);
-    if (*end == '.' || *end == 'e' || *end == 'E' || (end == v && *v)) return (int64_t)strtod(v, NULL);
+    if (*end == '.' || *end == 'e' || *end == 'E' || (end == v && *v)) return fa_f64_to_i64_sat(strtod(v, NULL));
     return x;
 }
 static double pg_col_dbl(fa_stmt *q, int c)

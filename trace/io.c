@@ -349,7 +349,7 @@ static void put_num(fa_buf *b, double v)
         fa_buf_puts(b, "null");
         return;
     }
-    if (v == (double)(int64_t)v && fabs(v) < 9e15) {
+    if (fabs(v) < 9e15 && v == (double)(int64_t)v) {
         fa_buf_printf(b, "%" PRId64, (int64_t)v);
         return;
     }
@@ -463,7 +463,7 @@ static yajl_val jget(yajl_val o, const char *k)
 static int64_t num_i64(yajl_val v, int64_t dflt)
 {
     if (!v || !YAJL_IS_NUMBER(v)) return dflt;
-    return YAJL_IS_INTEGER(v) ? YAJL_GET_INTEGER(v) : (int64_t)YAJL_GET_DOUBLE(v);
+    return YAJL_IS_INTEGER(v) ? YAJL_GET_INTEGER(v) : fa_f64_to_i64_sat(YAJL_GET_DOUBLE(v));
 }
 
 static fa_kclass class_parse(yajl_val v)

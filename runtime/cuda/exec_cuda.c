@@ -179,7 +179,7 @@ static int const_ints(const fa_graph *g, const fa_node *n, int i, int64_t *out, 
     if (!(t->flags & FA_TENSOR_CONST) || !t->data) return -1;
     int64_t ne = fa_tensor_numel(t);
     if (ne < 0 || ne > cap) return -1;
-    for (int64_t k = 0; k < ne; k++) out[k] = (int64_t)fa_load_as_double(t->data, t->dtype, k);
+    for (int64_t k = 0; k < ne; k++) out[k] = fa_f64_to_i64_sat(fa_load_as_double(t->data, t->dtype, k));
     return (int)ne;
 }
 
