@@ -2,7 +2,7 @@
 """Per-kernel comparison of fuse-advise's unfused baseline with ONNX Runtime's own per-node
 profile, grouped by op kind and shape class (issue 18: where the time of small CNNs goes).
 
-    python bench/ort_kernels.py build/fuse-advise MODEL.onnx... [--iters 50] [--threads 2] [--rounds 2]
+    python bench/ort_kernels.py build/fuse-advise MODEL.onnx... [--iters 50] [--threads 2] [--rounds 2] [--fused]
 
 For each model, in the same window and alternating round by round: `fuse-advise run MODEL
 --no-apply` (per-op medians from its run database) and ONNX Runtime with
@@ -12,6 +12,12 @@ own op kinds). Symbolic dims are bound to 1 (batch 1), as `--shape batch=1` does
 waits with its own default (ORT's intra-op threads spin; ours spin GOMP_SPINCOUNT=1000 times,
 docs/runtime.md "Threads and waiting"); no ORT session is alive while ours runs (each profile is
 taken in a session created and released between our runs).
+
+--fused compares the plans instead: `fuse-advise run MODEL` (applied; its fused model's trace,
+the run tagged fused-of:<id>) against ORT_ENABLE_ALL's profile, each side per kernel kind (ours:
+the kernel's name up to its first '(' — a fused kernel's label such as conv+add+relu; ORT: its
+op kind, FusedConv, NchwcConv, ...), with each side's count, summed per-kernel medians and
+iteration median, so the largest gaps between the two fused graphs show first.
 
 Prints Markdown: per model, one row per class — nodes, sum of our per-node medians, sum of ORT's
 (disabled) per-node medians, the ratio, and the kernels we ran; then iteration medians. Timings
@@ -101,14 +107,21 @@ def ort_profile(path, level, feeds, iters, threads, tmp):
     return med, kind, statistics.median(it)
 
 
-def ours(fa, path, iters, threads, tmp):
+def ours(fa, path, iters, threads, tmp, fused=False):
     db = os.path.join(tmp, "fa.db")
-    p = subprocess.run([fa, "run", path, "--shape", "batch=1", "--no-apply", "--iters", str(iters), "--threads",
-                        str(threads), "--db", db, "--out", os.path.join(tmp, "out")], capture_output=True, text=True)
+    p = subprocess.run([fa, "run", path, "--shape", "batch=1", *([] if fused else ["--no-apply"]), "--iters", str(iters),
+                        "--threads", str(threads), "--db", db, "--out", os.path.join(tmp, "out")], capture_output=True,
+                       text=True)
     if p.returncode:
         sys.exit(f"fuse-advise run {path} failed: {p.stderr[-400:]}")
     c = sqlite3.connect(db)
-    rid = c.execute("select max(id) from runs").fetchone()[0]
+    if fused:  # the fused model's own trace: the run tagged fused-of:<the model run>
+        row = c.execute("select id from runs where kind='fused' order by id desc limit 1").fetchone()
+        if not row:
+            sys.exit(f"fuse-advise run {path}: no fused model trace (no cluster accepted?)")
+        rid = row[0]
+    else:
+        rid = c.execute("select max(id) from runs").fetchone()[0]
     per = collections.defaultdict(list)
     names = collections.defaultdict(set)
     for name, node_name, s, e in c.execute(
@@ -128,7 +141,12 @@ def main():
     ap.add_argument("--iters", type=int, default=50)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--fused", action="store_true", help="our applied plan against ORT_ENABLE_ALL, per kernel kind")
     a = ap.parse_args()
+    if a.fused:
+        for path in a.models:
+            compare_fused(a, path)
+        return
     for path in a.models:
         model = onnx.load(path)
         m, shapes = bind_batch(model)
@@ -194,6 +212,49 @@ def main():
         print(f"\nORT-all (its fused graph), per op kind: " + ", ".join(
             f"{k} {c}x {t:.3f} ms" for k, (c, t) in sorted(ag.items(), key=lambda kv: -kv[1][1]))
               + f"; iteration median {statistics.median(Ai):.3f} ms")
+
+
+def compare_fused(a, path):
+    """Our applied plan's fused-model trace against ORT_ENABLE_ALL's profile, per kernel kind."""
+    model = onnx.load(path)
+    rng = np.random.default_rng(1)
+    feeds = {i.name: rng.uniform(-1, 1, [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
+             for i in ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()}
+    del model
+    F, A, Fi, Ai, fkind, akind, load = [], [], [], [], {}, {}, []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r in range(a.rounds):
+            load.append(os.getloadavg()[0])
+            f, kn, fi = ours(a.fa, path, a.iters, a.threads, tmp, fused=True)
+            am, ak, ai = ort_profile(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL, feeds, a.iters, a.threads, tmp)
+            F.append(f); A.append(am); Fi.append(fi); Ai.append(ai)
+            for k, v in kn.items():
+                fkind[k] = sorted(v)[0]
+            akind.update(ak)
+        load.append(os.getloadavg()[0])
+
+    def per_kind(ds, kinds):
+        out = collections.defaultdict(lambda: [0, 0.0])
+        for n in set().union(*ds):
+            v = [d[n] for d in ds if n in d]
+            out[kinds.get(n, "?")][0] += 1
+            out[kinds.get(n, "?")][1] += statistics.median(v)
+        return out
+    fk, ak = per_kind(F, fkind), per_kind(A, akind)
+    print(f"\n### {os.path.basename(path)}, fused plans, batch 1, {a.threads} threads, {a.iters} iterations x "
+          f"{a.rounds} rounds (1-min load {' / '.join(f'{x:.1f}' for x in load)})\n")
+    print("| ours: kernel kind | count | ms | | ORT-all: op kind | count | ms |")
+    print("|---|---|---|---|---|---|---|")
+    fr = sorted(fk.items(), key=lambda kv: -kv[1][1])
+    ar = sorted(ak.items(), key=lambda kv: -kv[1][1])
+    for i in range(max(len(fr), len(ar))):
+        l = f"{fr[i][0]} | {fr[i][1][0]} | {fr[i][1][1]:.3f}" if i < len(fr) else " | | "
+        rr = f"{ar[i][0]} | {ar[i][1][0]} | {ar[i][1][1]:.3f}" if i < len(ar) else " | | "
+        print(f"| {l} | | {rr} |")
+    tf, ta = sum(v[1] for v in fk.values()), sum(v[1] for v in ak.values())
+    print(f"| **sum of per-kernel medians** | {sum(v[0] for v in fk.values())} | {tf:.3f} | | | "
+          f"{sum(v[0] for v in ak.values())} | {ta:.3f} |")
+    print(f"| **iteration median** | | {statistics.median(Fi):.3f} | | | | {statistics.median(Ai):.3f} |")
 
 
 if __name__ == "__main__":
