@@ -162,6 +162,11 @@ int fa_apply_boundary_tensors(const fa_graph *g, const fa_plan *p, const int *ci
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
                                 int n_extra, fa_graph **out);
+/* fa_fused_graph_scoped, and into *map (may be NULL; fa_fused_map, applier.h) which cluster each
+ * node of the result and of g stands for. map is untouched on error (and *out NULL). */
+fa_status fa_fused_graph_mapped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
+                                bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
+                                int n_extra, fa_graph **out, fa_fused_map *map);
 /* Nodes, tensors and clusters of the source graph and plan that fa_fused_graph_scoped's builds
  * have walked in this process, all threads together: how a test checks that a scoped build walks
  * its scope (its clusters' members and their edges), never the whole graph per cluster. */

@@ -85,6 +85,21 @@ void fa_apply_options_default(fa_apply_options *o);
 
 /* fa_sample_stats (per-iteration sample summary) lives in core/core.h, the statistics unit. */
 
+/* Which plan cluster each node of a fused model stands for, from the build that made it
+ * (applier/fused_graph.c): reliable where node names are not (a model may name a node
+ * "fused_c3"), and with no attribute on a standard op (a Conv carrying a BN fold stays a valid
+ * ONNX Conv). Cluster ids, -1 none. */
+typedef struct fa_fused_map {
+    int *source;   /* [n_source], by node id of the source graph: the cluster whose fused node
+                      replaces it (an epilogue's holds its absorbed BN fold's members) */
+    int n_source;
+    int *fused;    /* [n_fused], by node id of the fused graph: the cluster whose fused node it is
+                      (or another node that cluster's rewrite added); -1 a node copied unchanged */
+    int n_fused;
+} fa_fused_map;
+/* Frees the arrays and zeroes *map; NULL or an empty map: nothing. */
+void fa_fused_map_free(fa_fused_map *map);
+
 /* fa_cluster_verdict, the applier's verdict on one cluster, is one of the plan's records (plan/plan.h). */
 
 typedef struct fa_apply_result {
@@ -136,6 +151,7 @@ typedef struct fa_apply_result {
      * stored as a run of kind 'fused' tagged "fused-of:<baseline run id>" */
     fa_graph *fused_graph;
     fa_trace *fused_trace;
+    fa_fused_map fused_map;            /* fused_graph's nodes and g's by cluster (owned) */
 } fa_apply_result;
 void fa_apply_result_free(fa_apply_result *r);
 
@@ -304,6 +320,36 @@ void fa_pipeline_result_free(fa_pipeline_result *r);
  * untouched on error. */
 fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t run_id, const fa_pipeline_options *o,
                           fa_pipeline_result **out);
+
+/* ---- each accepted cluster's saving as the whole model sees it (applier/inmodel.c, issue 36) ----
+ * The applier's per-cluster benchmark runs the cluster's sub-graph alone (measured_saving_ns); the
+ * profile the prediction rests on timed the members inside the model, with the model's cache
+ * state and load around them. This is the saving measured the second way, from the two traces
+ * `run` takes anyway: the baseline run's and its fused twin's (the fused model with the kept
+ * clusters). For each accepted cluster c with a fused node of its own in the fused model
+ * (map->fused; an accepted BN fold that an accepted epilogue took over has none and stays NAN,
+ * its saving inside the epilogue's, as fa_plan_accepted_saving counts it):
+ *  - baseline side, per traced iteration: over the source nodes c's fused node replaces
+ *    (map->source: c's members, and the BN of the fold an epilogue absorbed), each node's kernel
+ *    time plus the idle time before its kernels (fa_store_op_table's iter_ns + idle_ns: the same
+ *    per-node samples whose medians are the profile's member times, pred_members_ns, and the
+ *    iteration's dispatch gaps the prediction's pred_dispatch_ns models);
+ *  - fused side, per traced iteration of the fused trace: the same over the fused graph's nodes of
+ *    c, plus the reorder kernels (FA_REORDER_NAME_FMT) of the tensors those nodes write: the layout
+ *    conversions the fused node brought where the baseline ran plain;
+ *  - inmodel_saving_ns = median(baseline side) - median(fused side) (core/stats.c medians);
+ *    inmodel_spread_ns = sqrt(IQR_baseline^2 + IQR_fused^2): the traces are separate runs, so no
+ *    iteration pairs a baseline sample with a fused one; for independent sides the spreads of a
+ *    difference add in quadrature (exact for normal samples, whose IQR is 1.349 sigma). It is the
+ *    spread of one iteration's difference, not the median's uncertainty: a |saving| under it says
+ *    the cluster's share of the model is within the iterations' own noise.
+ * Every other cluster, and an accepted one whose nodes have no records in either trace (a node
+ * missing from the op table, no timed iteration), gets NAN: not measured, never a made-up figure.
+ * Units ns per model iteration. st: the run database holding both runs' traces; p: the plan (its
+ * clusters in the order of v, p->n_clusters); fused: the fused model whose nodes map describes
+ * (fa_apply_result.fused_graph / fused_map). Errors: the store's. */
+fa_status fa_apply_inmodel_savings(fa_ctx *ctx, fa_store *st, int64_t baseline_run, int64_t fused_run, const fa_plan *p,
+                                   const fa_graph *fused, const fa_fused_map *map, fa_cluster_verdict *v);
 
 /* ---- outputs (applier/outputs.c) ---- */
 

@@ -36,6 +36,7 @@ void fa_apply_result_free(fa_apply_result *r)
     free(r->verdicts);
     fa_arena_free(r->arena);
     fa_trace_free(r->fused_trace);
+    fa_fused_map_free(&r->fused_map);
     fa_graph_free(r->fused_graph);
     free(r);
 }
@@ -579,8 +580,7 @@ static bool verdicts_init(const fa_plan *p, fa_apply_result *res)
     res->n_verdicts = p->n_clusters;
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
-        res->verdicts[i] = (fa_cluster_verdict){c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes,
-                                                c->block_size, NAN, NAN};
+        res->verdicts[i] = fa_cluster_verdict_of(c);
     }
     return true;
 }
@@ -826,15 +826,15 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         res->baseline_samples = res->fused_samples = NULL;
         fa_trace_free(res->fused_trace);
         res->fused_trace = NULL;
-        if (opt.inject_e2e_cluster < 0) s = fa_fused_graph(ctx, g, p, res->verdicts, NULL, 0, &gfull);
-        else { /* test hook: the accepted clusters plus a wrong one */
-            int n_ids = 0;
-            for (int i = 0; i < p->n_clusters; i++)
-                if (res->verdicts[i].status == FA_CLUSTER_ACCEPTED || p->clusters[i].id == opt.inject_e2e_cluster)
-                    order[n_ids++] = p->clusters[i].id;
-            s = fa_fused_graph_scoped(ctx, g, p, order, n_ids, false, true, opt.inject_e2e_cluster, opt.inject_defect,
-                                      NULL, 0, &gfull);
-        }
+        fa_fused_map_free(&res->fused_map);
+        /* the accepted clusters (the test hook adds a wrong one), mapped node by node to their
+         * clusters for the savings in the model (fa_apply_inmodel_savings) */
+        int n_ids = 0;
+        for (int i = 0; i < p->n_clusters; i++)
+            if (res->verdicts[i].status == FA_CLUSTER_ACCEPTED || p->clusters[i].id == opt.inject_e2e_cluster)
+                order[n_ids++] = p->clusters[i].id;
+        s = fa_fused_graph_mapped(ctx, g, p, order, n_ids, false, true, opt.inject_e2e_cluster, opt.inject_defect, NULL, 0,
+                                  &gfull, &res->fused_map);
         if (!s) s = make_exec(ctx, g, &kt, opt.threads, false, NULL, NULL, &eb);
         if (!s) s = make_exec(ctx, gfull, &kt, opt.threads, layouts, NULL, NULL, &efz);
         res->e2e_reorders = !s ? fa_exec_reorders(efz) : 0;

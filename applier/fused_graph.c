@@ -324,6 +324,8 @@ typedef struct builder {
     int n_scope;
     int inject;             /* cluster id to corrupt, -1 */
     fa_apply_defect defect; /* what its fused kernel gets wrong */
+    int *emit_lo, *emit_hi; /* by place in applied: the nodes [lo, hi) of dst its cluster emitted
+                               (build fills them; lo == hi: none, a fold an epilogue took over) */
 } builder;
 
 /* What the builds walk (fa_fused_graph_walked): every node, tensor and cluster a build looks at. */
@@ -458,6 +460,7 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
         }
         if (emitted[slot]) continue;
         emitted[slot] = true;
+        b->emit_lo[slot] = b->emit_hi[slot] = dst->n_nodes;
         const fa_cluster *c = &b->p->clusters[b->applied[slot]];
         int inject = b->inject == c->id ? 1 + (int)b->defect : 0; /* 0: none, else 1 + the defect */
         if (c->kind == FA_CLUSTER_BN_FOLD) {
@@ -507,6 +510,7 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
                 s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
             if (!s && corrupt) s = add_plus_one(ctx, dst, g->tensors[c->outputs[0]], wrong, real_out);
         }
+        b->emit_hi[slot] = dst->n_nodes;
     }
     free(emitted);
     if (s) goto fail;
@@ -534,9 +538,43 @@ fail:
 
 static void free_builder(builder *b)
 {
+    free(b->emit_lo);
+    free(b->emit_hi);
     free(b->applied);
     free(b->owner);
     free(b->scope);
+}
+
+/* map from builder b after build made dst: each dst node emitted for an applied cluster maps to its
+ * id, and each source node it owns to the same id when that cluster emitted a node (an epilogue's
+ * absorbed fold emits none: its members are the epilogue's). */
+static fa_status fill_map(fa_ctx *ctx, const builder *b, const fa_graph *dst, fa_fused_map *map)
+{
+    fa_fused_map m = {.n_source = b->g->n_nodes, .n_fused = dst->n_nodes};
+    m.source = malloc(sizeof(int) * ((size_t)m.n_source + 1));
+    m.fused = malloc(sizeof(int) * ((size_t)m.n_fused + 1));
+    if (!m.source || !m.fused) {
+        fa_fused_map_free(&m);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    *map = m;
+    for (int i = 0; i < map->n_source; i++) map->source[i] = -1;
+    for (int i = 0; i < map->n_fused; i++) map->fused[i] = -1;
+    for (int a = 0; a < b->n_applied; a++)
+        for (int n = b->emit_lo[a]; n < b->emit_hi[a] && n < map->n_fused; n++) map->fused[n] = b->p->clusters[b->applied[a]].id;
+    for (int k = 0; k < b->n_owner; k++) {
+        int a = b->owner[k].slot, node = b->owner[k].node;
+        if (node >= 0 && node < map->n_source && b->emit_hi[a] > b->emit_lo[a]) map->source[node] = b->p->clusters[b->applied[a]].id;
+    }
+    return FA_OK;
+}
+
+void fa_fused_map_free(fa_fused_map *map)
+{
+    if (!map) return;
+    free(map->source);
+    free(map->fused);
+    memset(map, 0, sizeof *map);
 }
 
 /* The index into p->clusters of the cluster with id `id`, -1 none: its own index when the plan
@@ -552,6 +590,14 @@ static int cluster_index(const fa_plan *p, int id)
 fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
                                 bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
                                 int n_extra, fa_graph **out)
+{
+    return fa_fused_graph_mapped(ctx, g, p, ids, n_ids, scope_to_clusters, apply, inject, defect, extra, n_extra, out,
+                                 NULL);
+}
+
+fa_status fa_fused_graph_mapped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const int *ids, int n_ids,
+                                bool scope_to_clusters, bool apply, int inject, fa_apply_defect defect, const int *extra,
+                                int n_extra, fa_graph **out, fa_fused_map *map)
 {
     if (!g->topo || !g->topo_pos) return fa_ctx_error(ctx, FA_ERR_INTERNAL, "fused graph: the graph is not indexed");
     builder b;
@@ -574,9 +620,11 @@ fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
             n_members += (size_t)c->n_members + (dep ? (size_t)dep->n_members : 0);
         }
     b.applied = malloc(sizeof(int) * (size_t)(n_order + 1));
+    b.emit_lo = calloc((size_t)n_order + 1, sizeof(int));
+    b.emit_hi = calloc((size_t)n_order + 1, sizeof(int));
     b.owner = malloc(sizeof(owned) * (n_members + 1));
     if (scope_to_clusters) b.scope = malloc(sizeof(int) * (n_members + 1));
-    if (!order || !b.applied || !b.owner || (scope_to_clusters && !b.scope)) {
+    if (!order || !b.applied || !b.emit_lo || !b.emit_hi || !b.owner || (scope_to_clusters && !b.scope)) {
         free(order);
         free_builder(&b);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -615,9 +663,16 @@ fa_status fa_fused_graph_scoped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
         for (int i = 0; i < b.n_scope; i++) b.scope[i] = g->topo[b.scope[i]];
     }
     atomic_fetch_add(&walked, (uint64_t)n_ids * 2 + n_members);
-    fa_status s = build(ctx, &b, extra, n_extra, out);
+    fa_graph *dst = NULL;
+    fa_status s = build(ctx, &b, extra, n_extra, &dst);
+    if (!s && map) s = fill_map(ctx, &b, dst, map);
     free_builder(&b);
-    return s;
+    if (s) {
+        fa_graph_free(dst);
+        return s;
+    }
+    *out = dst;
+    return FA_OK;
 }
 
 fa_status fa_fused_graph(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_cluster_verdict *v,

@@ -124,6 +124,16 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
                "generated kernel(s) compiled (one per distinct code)", r->apply->n_cluster_bench, r->apply->n_benchmarked,
                r->apply->kernels_compiled);
     if (!s) s = fa_store_apply_result(ctx, st, r->plan, r->apply);
+    /* each accepted cluster's saving in the model, from the baseline's trace and the fused
+     * twin's just stored, into the verdicts (stored again: plan.json and the reports read them) */
+    if (!s && r->apply->fused_graph && r->apply->fused_trace) {
+        int64_t fid = -1;
+        s = fa_store_get_fused_run(ctx, st, run_id, false, &fid);
+        if (!s && fid >= 0)
+            s = fa_apply_inmodel_savings(ctx, st, run_id, fid, r->plan, r->apply->fused_graph, &r->apply->fused_map,
+                                         r->apply->verdicts);
+        if (!s && fid >= 0) s = fa_store_put_cluster_verdicts(ctx, st, r->plan, r->apply->verdicts);
+    }
     for (int i = 0; !s && i < r->plan->n_clusters; i++) r->folded_model |= r->plan->clusters[i].kind == FA_CLUSTER_BN_FOLD;
     if (!s && r->folded_model) {
         snprintf(path, sizeof path, "%s/model.folded.onnx", ap->out_dir);

@@ -14,6 +14,10 @@
 # prints per family and cluster kind: accepted within +-25%, wrong sign among the measured, the
 # median |error|, the measurement's own repeatability and the term of the prediction that misses
 # most (the stored terms against the paired benchmark's medians, calibration.py miss_term).
+# The saving in the model (issue 36): beside the prediction's agreement with the isolated measurement,
+# its agreement with each accepted cluster's saving in the model (plan.json inmodel_saving_ns, from
+# the baseline's and the fused model's traces), per family and kind (within +-25%, wrong sign), the
+# in-model / isolated ratio, and per plan the in-model savings summed beside the end-to-end saving.
 # The models: the zoo and the corpus light models (MODELS), the exporter survey's exports made from
 # torchvision / Hugging Face configs with random weights (SURVEY=DIR holding NAME-legacy.onnx, as
 # docs/survey/export_models.py writes them; with TORCH_PY, the missing ones of SURVEY_NAMES are

@@ -31,6 +31,14 @@ the measurement's own repeatability and the term of the prediction that misses m
 the stored terms pred_members_ns, pred_dispatch_ns, pred_fused_ns, pred_ratio against the paired
 benchmark's meas_unfused_ns and meas_fused_ns).
 
+The saving in the model (issue 36; inmodel_table): per family and kind, over the accepted clusters
+with an in-model saving (plan.json inmodel_saving_ns: the nodes a fused node replaces in the
+baseline's trace less the fused node in the fused model's trace, applier/inmodel.c), the prediction
+within +-25% of the isolated measurement and, on the same clusters, of the in-model saving, the
+wrong sign against each, the median in-model / isolated ratio and how many in-model savings lie
+within their own spread (inmodel_spread_ns: the two traces' IQRs in quadrature). Per plan
+(plan_totals) the in-model savings summed beside the end-to-end saving.
+
 The members' side split (issue 36; isolation_split): per family and kind, over the accepted
 clusters benchmarked on their own whose basis quotes the probe, the medians of the probe's
 unfused sub-graph / the profile's members and of the applier's unfused and fused medians / the
@@ -125,7 +133,8 @@ def terms(c):
     return {"members": num(c.get("pred_members_ns")), "dispatch": num(c.get("pred_dispatch_ns")),
             "fused": num(c.get("pred_fused_ns")), "ratio": num(c.get("pred_ratio")),
             "recompute": num(c.get("recompute_ns")) or 0.0,
-            "meas_unfused": num(c.get("meas_unfused_ns")), "meas_fused": num(c.get("meas_fused_ns"))}
+            "meas_unfused": num(c.get("meas_unfused_ns")), "meas_fused": num(c.get("meas_fused_ns")),
+            "inmodel": num(c.get("inmodel_saving_ns")), "inmodel_spread": num(c.get("inmodel_spread_ns"))}
 
 
 def miss_term(t, pred, meas):
@@ -336,6 +345,19 @@ def clusters_measured_total(path):
     return sum(num(c.get("measured_saving_ns")) or 0.0 for c in acc if c["id"] not in absorbed)
 
 
+def inmodel_total(path):
+    """The accepted clusters' in-model savings summed, ns (an absorbed BN fold has none: its
+    kernels are in its epilogue's), and how many clusters had one; (None, 0) without any."""
+    try:
+        with open(path) as f:
+            plan = json.load(f)
+    except (OSError, ValueError):
+        return None, 0
+    xs = [num(c.get("inmodel_saving_ns")) for c in plan.get("clusters", []) if c.get("status") == "accepted"]
+    xs = [x for x in xs if x is not None]
+    return (sum(xs), len(xs)) if xs else (None, 0)
+
+
 def plan_totals(plans):
     """Per model, the plan's predicted saving (summary.json predicted_saving_ns: accepted clusters,
     each removed kernel once) against the end-to-end measured saving (baseline - fused medians),
@@ -356,8 +378,11 @@ def plan_totals(plans):
             ratios.append(pr / me)
             cm = clusters_measured_total(path)
             iso = f"; the clusters' isolated measurements summed {cm / 1e6:.2f} ms (ratio {cm / me:.2f})" if cm else ""
+            im, nim = inmodel_total(path)
+            inm = (f"; their savings in the model summed {im / 1e6:.2f} ms over {nim} cluster(s) (ratio {im / me:.2f})"
+                   if im is not None else "")
             print(f"plan {name}: predicted {pr / 1e6:.2f} ms, measured end to end {me / 1e6:.2f} ms (ratio {pr / me:.2f})"
-                  f"{iso}")
+                  f"{iso}{inm}")
     if ratios:
         w = sum(1 for x in ratios if abs(x - 1) <= 0.25)
         print(f"plans: predicted total within +-25% of the end-to-end saving for {w} of {len(ratios)}; median ratio "
@@ -388,6 +413,48 @@ def isolation_split(rows):
     for (fam, kind), v in sorted(sel.items()):
         med = lambda k: statistics.median(x[k] for x in v)
         print(f"  {fam:<14} {kind:<18} {len(v):>4} {med(0):>22.2f} {med(1):>22.2f} {med(2):>20.2f}")
+
+
+def inmodel_table(rows):
+    """The prediction against the saving in the model (issue 36), beside its agreement with the
+    isolated measurement on the same clusters: per family and kind, over the accepted clusters
+    with an in-model saving (plan.json inmodel_saving_ns; NaN/null ones -- an absorbed BN fold, a
+    plan stored before schema v12 -- are left out): n; the prediction within +-25% of the isolated
+    measured saving and of the in-model saving; the wrong sign against each; the median in-model /
+    isolated ratio (over clusters with a positive isolated saving); how many in-model savings are
+    within their own spread of 0 (|saving| <= inmodel_spread_ns: the traces' iterations cannot
+    tell them from nothing). Every cluster counts here, resolved or not: the in-model figure has
+    no paired interval, its spread is shown instead."""
+    sel = [r for r in rows if r[2] == "accepted" and r[12]["terms"]["inmodel"] is not None]
+    if not sel:
+        print("the saving in the model: no accepted cluster has one (plans stored before schema v12, or no fused trace)")
+        return
+    print("==== the saving in the model against the isolated measurement (issue 36; accepted clusters with an "
+          "in-model saving)")
+    print(f"  {'family':<14} {'kind':<18} {'n':>4} {'pred within 25%: isolated':>26} {'in-model':>12} "
+          f"{'wrong sign: isolated':>21} {'in-model':>10} {'in-model/isolated':>18} {'within spread':>14}")
+    fams = sorted({family_of(r[0]) for r in sel})
+    for fam in fams + ["ALL"]:
+        fr = sel if fam == "ALL" else [r for r in sel if family_of(r[0]) == fam]
+        for kind in sorted({r[1] for r in fr}) + ["all"]:
+            k = [r for r in fr if kind == "all" or r[1] == kind]
+            if not k:
+                continue
+            inm = [(r, r[12]["terms"]["inmodel"], r[12]["terms"]["inmodel_spread"]) for r in k]
+            w_iso = sum(1 for r, x, _ in inm if r[4] != 0 and abs(r[3] - r[4]) <= 0.25 * abs(r[4]))
+            w_in = sum(1 for r, x, _ in inm if x != 0 and abs(r[3] - x) <= 0.25 * abs(x))
+            s_iso = sum(1 for r, x, _ in inm if (r[3] > 0) != (r[4] > 0))
+            s_in = sum(1 for r, x, _ in inm if (r[3] > 0) != (x > 0))
+            ratios = [x / r[4] for r, x, _ in inm if r[4] > 0]
+            noise = sum(1 for r, x, sp in inm if sp is not None and abs(x) <= sp)
+            n = len(inm)
+            pc = lambda a: f"{a} ({100.0 * a / n:.0f}%)"
+            med = f"{statistics.median(ratios):.2f}" if ratios else "-"
+            print(f"  {fam:<14} {kind:<18} {n:>4} {pc(w_iso):>26} {pc(w_in):>12} {pc(s_iso):>21} {pc(s_in):>10} "
+                  f"{med:>18} {noise:>14}")
+    print("  (pred within 25% of isolated / of in-model: the prediction est_saving_ns against measured_saving_ns and "
+          "against inmodel_saving_ns; wrong sign: against each, isolated then in-model; in-model/isolated: the median "
+          "ratio of the two measurements; within spread: in-model savings no larger than their own spread)")
 
 
 def family_of(name):
@@ -508,6 +575,7 @@ def main():
     print(f"fused library kernels predicted by the probe (the plan's layout, timed against the plain members): "
           f"{probe} of {len(rows)}")
     probe_alternatives(rows)
+    inmodel_table(rows)
     isolation_split(rows)
     self_agreement(rows)
     plan_totals(plans)

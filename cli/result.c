@@ -146,18 +146,24 @@ static void print_clusters(const fa_plan *p, const fa_cluster_verdict *v)
     int wl = 28;
     for (int i = 0; i < p->n_clusters; i++)
         if (p->clusters[i].label && (int)strlen(p->clusters[i].label) > wl) wl = (int)strlen(p->clusters[i].label);
-    fa_cli_printf("\nEvery cluster:\n%-4s %-18s %-*s %10s %10s %9s  %s\n", "id", "kind", wl, "label", "pred us", "meas us", "error",
-                  "decision");
+    fa_cli_printf("\nEvery cluster (savings in us per iteration: predicted; measured alone, the cluster's sub-graph and its "
+                  "fused kernel benchmarked by themselves; in the model, its nodes in the baseline's trace less its fused "
+                  "node in the fused model's trace, +- the spread of one iteration):\n"
+                  "%-4s %-18s %-*s %10s %10s %16s %9s  %s\n", "id", "kind", wl, "label", "predicted", "alone", "in the model",
+                  "error", "decision");
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *cl = &p->clusters[i];
         const fa_cluster_verdict *cv = &v[i];
         fa_cli_printf("%-4d %-18s %-*s %10.1f ", cl->id, fa_cluster_kind_name(cl->kind), wl, cl->label ? cl->label : "",
                       cl->est_saving_ns / 1e3);
+        char inm[48] = "-";
+        if (cv->inmodel_saving_ns == cv->inmodel_saving_ns)
+            snprintf(inm, sizeof inm, "%.1f+-%.1f", cv->inmodel_saving_ns / 1e3, cv->inmodel_spread_ns / 1e3);
         if (cv->measured_saving_ns == cv->measured_saving_ns && cv->status != FA_CLUSTER_REFUSED &&
             cv->status != FA_CLUSTER_PROPOSED && cv->status != FA_CLUSTER_NOT_TRIED)
-            fa_cli_printf("%10.1f %9.2g", cv->measured_saving_ns / 1e3, cv->max_rel_error);
+            fa_cli_printf("%10.1f %16s %9.2g", cv->measured_saving_ns / 1e3, inm, cv->max_rel_error);
         else
-            fa_cli_printf("%10s %9s", "-", "-");
+            fa_cli_printf("%10s %16s %9s", "-", inm, "-");
         char spread[128];
         fa_cli_printf("  %s: %s%s%s\n", fa_cluster_status_name(cv->status), cv->reason ? cv->reason : "",
                       *fa_cluster_spread_phrase(cl, spread, sizeof spread) ? "; predicted" : "", spread);

@@ -160,7 +160,10 @@ void fa_plan_layout_json(fa_buf *b, const fa_plan_layout *l)
 
 fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c)
 {
-    fa_cluster_verdict v = {c->status, c->refusal, c->reason, NAN, -1, c->registers, c->spill_bytes, c->block_size, NAN, NAN};
+    fa_cluster_verdict v = {.status = c->status, .refusal = c->refusal, .reason = c->reason, .measured_saving_ns = NAN,
+                            .max_rel_error = -1, .registers = c->registers, .spill_bytes = c->spill_bytes,
+                            .block_size = c->block_size, .meas_unfused_ns = NAN, .meas_fused_ns = NAN,
+                            .inmodel_saving_ns = NAN, .inmodel_spread_ns = NAN};
     return v;
 }
 

@@ -233,6 +233,19 @@ typedef struct fa_cluster_verdict {
     double meas_unfused_ns;    /* the cluster's unfused sub-graph in isolation (members + their
                                   dispatch as the runtime runs them), ns */
     double meas_fused_ns;      /* the fused kernel (its sub-graph), ns */
+    /* the saving as the whole model sees it (issue 36; applier/inmodel.c fa_apply_inmodel_savings):
+     * from the run's two traces, the baseline's and the fused model's, not from a benchmark of the
+     * cluster alone. Per traced iteration, the nodes the cluster's fused node replaces (its members,
+     * and the BN an epilogue absorbs with its fold) take their kernels' time plus the idle time
+     * before each kernel in the baseline trace; the fused node, and the reorders of the tensors it
+     * writes, the same in the fused model's trace; the saving is the difference of the two sides'
+     * medians over their iterations. NAN: not measured (not accepted, no fused node of its own, a
+     * node without records, no fused trace) */
+    double inmodel_saving_ns;  /* ns per iteration */
+    double inmodel_spread_ns;  /* the two sides' IQRs combined in quadrature, ns (the traces are
+                                  separate runs, so no iteration pairs them: the spread of one
+                                  iteration's difference, not the median's uncertainty); NAN with
+                                  the saving */
 } fa_cluster_verdict;
 /* The verdict before the applier: the advisor's decision on c (status, refusal, reason, its gate
  * figures), nothing measured (NAN, -1). Strings borrowed from c. */
@@ -274,6 +287,8 @@ fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c);
     X(V, measured_saving_ns, double, NS, "measured_saving_ns", "measured_saving_us")             \
     X(V, meas_unfused_ns, double, NS, "meas_unfused_ns", "meas_unfused_us")                      \
     X(V, meas_fused_ns, double, NS, "meas_fused_ns", "meas_fused_us")                            \
+    X(V, inmodel_saving_ns, double, NS, "inmodel_saving_ns", "inmodel_saving_us")                \
+    X(V, inmodel_spread_ns, double, NS, "inmodel_spread_ns", "inmodel_spread_us")                \
     X(V, max_rel_error, double, REAL_OPT, "max_rel_error", "max_rel_error")                      \
     X(C, anchor, int, INT_OPT, "anchor", "anchor")                                               \
     X(C, depends_on, int, INT_OPT, "depends_on", "depends_on")                                   \

@@ -863,7 +863,12 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
                      "<input type=\"radio\" name=\"cf\" id=\"cf-other\"><label for=\"cf-other\">not tried (%d)</label>",
                   r->n_clusters, nd[0], nd[1], nd[2], nd[3]);
     fa_buf_puts(b, "<table class=\"sortable clusters\"><thead><tr><th>#</th><th>pattern</th><th>members</th>"
-                   "<th>predicted (\xc2\xb5s)</th><th>measured (\xc2\xb5s)</th><th>max rel. error</th>");
+                   "<th>predicted (\xc2\xb5s)</th><th title=\"the cluster's unfused sub-graph and its fused kernel "
+                   "benchmarked by themselves, interleaved: paired median\">measured alone (\xc2\xb5s)</th>"
+                   "<th title=\"the nodes the fused node replaces in the baseline's trace less the fused node (and the "
+                   "reorders of what it writes) in the fused model's trace, medians over the traced iterations; \xc2\xb1 "
+                   "the two sides' IQRs in quadrature. An accepted BN fold an epilogue absorbed has no node of its own "
+                   "(its saving is in the epilogue's)\">in the model (\xc2\xb5s)</th><th>max rel. error</th>");
     if (bench) fa_buf_puts(b, "<th>cluster unfused / fused</th>");
     if (score)
         fa_buf_puts(b, "<th title=\"attention: the score tensors the unfused ops hold at once, which the fused kernel never "
@@ -905,6 +910,11 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         } else td_num(b, est_us, "%.2f", 1);
         bool measured = isnum(c->v->measured_saving_ns);
         if (measured) td_num(b, c->v->measured_saving_ns / 1e3, "%.2f", 1);
+        else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
+        if (isnum(c->v->inmodel_saving_ns)) /* stored once (clusters.inmodel_saving_us, schema v12) */
+            fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" data-inmodel=\"%.9g\">%.2f <small>\xc2\xb1 %.2f</small></td>",
+                          c->v->inmodel_saving_ns / 1e3, c->v->inmodel_saving_ns, c->v->inmodel_saving_ns / 1e3,
+                          c->v->inmodel_spread_ns / 1e3);
         else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");
         if (c->v->max_rel_error >= 0) td_num(b, c->v->max_rel_error, "%.2e", 1);
         else fa_buf_puts(b, "<td class=\"na\" data-v=\"-1e300\">\xe2\x80\x94</td>");

@@ -5,6 +5,12 @@
 
 #include "runtime/runtime.h"
 
+/* How a reorder kernel shows in a trace, no graph node of its own (node id -1): op type
+ * FA_REORDER_OP, named FA_REORDER_NAME_FMT of the tensor it moves ("reorder(conv1_out)"); the
+ * applier finds the reorders of a fused node's outputs by it (applier/inmodel.c). */
+#define FA_REORDER_OP "Reorder"
+#define FA_REORDER_NAME_FMT "reorder(%s)"
+
 /* One reorder the executor runs as a kernel of its own (the target's reorder_kernel): tensor
  * `tensor` from layout `from` to `to`, before node `consumer` reads it as input `input`
  * (consumer -1: graph output `input`). */

@@ -389,6 +389,13 @@ static const char *const migration_10_to_11 = "ALTER TABLE plans ADD COLUMN layo
                                                "ALTER TABLE plans ADD COLUMN layout_gain_lo_ns INTEGER;\n"
                                                "ALTER TABLE plans ADD COLUMN layout_gain_hi_ns INTEGER;\n";
 
+/* Version 12: each accepted cluster's saving as the whole model sees it (issue 36; plan/plan.h
+ * fa_cluster_verdict inmodel_saving_ns): the replaced nodes' time in the baseline's trace less the
+ * fused node's in the fused model's trace, medians over their iterations, and the spread quoted
+ * with it (the two sides' IQRs in quadrature), µs. Clusters stored before read NULL: not measured. */
+static const char *const migration_11_to_12 = "ALTER TABLE clusters ADD COLUMN inmodel_saving_us REAL;\n"
+                                               "ALTER TABLE clusters ADD COLUMN inmodel_spread_us REAL;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
@@ -401,6 +408,7 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_8_to_9,
     migration_9_to_10,
     migration_10_to_11,
+    migration_11_to_12,
 };
 
 /* ---- the reference schema: what every database opened is compared with ---- */

@@ -1076,6 +1076,7 @@ typedef struct op_acc {
     fa_op_row row;
     const char *key_name, *key_op; /* node < 0 only */
     int64_t *per_iter;             /* summed ns per iteration slot (it - it_min) */
+    int64_t *idle_iter;            /* idle ns before its kernels per iteration slot */
 } op_acc;
 
 /* One kernel record reduced to what the table needs. */
@@ -1083,7 +1084,24 @@ typedef struct op_rec {
     uint32_t op;  /* index in the op_acc array */
     int32_t iter;
     int64_t dur;  /* end - start, ns */
+    int64_t start; /* the trace's clock, ns */
 } op_rec;
+
+/* Its end (start + dur), saturated for a crafted database's clock. */
+static int64_t op_rec_end(const op_rec *r)
+{
+    int64_t e;
+    return fa_i64_add(r->start, r->dur, &e) ? e : r->dur > 0 ? INT64_MAX : INT64_MIN;
+}
+
+/* Records by iteration slot, then start (then seq: stable). */
+static int cmp_op_rec(const void *a, const void *b)
+{
+    const op_rec *x = *(op_rec *const *)a, *y = *(op_rec *const *)b;
+    if (x->iter != y->iter) return (x->iter > y->iter) - (x->iter < y->iter);
+    if (x->start != y->start) return (x->start > y->start) - (x->start < y->start);
+    return (x > y) - (x < y);
+}
 
 typedef struct op_tab {
     op_acc *acc;
@@ -1177,7 +1195,7 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     /* One scan in seq order (primary-key order, no sort); aggregation in memory. */
     fa_stmt *q;
     s = fa_sq_prepare(ctx, st,
-                "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns FROM kernels "
+                "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns, start_ns FROM kernels "
                 "WHERE run_id = ? AND kind = ?",
                 &q);
     if (s) return s;
@@ -1220,7 +1238,7 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
             cap_recs = nc;
         }
         int32_t it = fa_col_int(q, 3);
-        recs[n_recs++] = (op_rec){(uint32_t)idx, it, fa_col_i64(q, 4)};
+        recs[n_recs++] = (op_rec){(uint32_t)idx, it, fa_col_i64(q, 4), fa_col_i64(q, 5)};
         if (it >= 0 && it < it_min) it_min = it;
         if (it > it_max) it_max = it;
     }
@@ -1243,7 +1261,8 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     }
     for (size_t i = 0; !s && i < tb.n; i++) {
         tb.acc[i].per_iter = fa_arena_alloc(arena, (size_t)span * sizeof *tb.acc[i].per_iter);
-        if (!tb.acc[i].per_iter) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        tb.acc[i].idle_iter = fa_arena_alloc(arena, (size_t)span * sizeof *tb.acc[i].idle_iter);
+        if (!tb.acc[i].per_iter || !tb.acc[i].idle_iter) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     for (size_t i = 0; !s && i < n_recs; i++) {
         const op_rec *r = &recs[i];
@@ -1253,6 +1272,38 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
         tb.acc[r->op].per_iter[slot] += r->dur;
         tb.acc[r->op].row.kernels++;
     }
+    /* The idle time before each kernel, by the analyzer's rule for the iteration's dispatch gaps
+     * (analyzer/analyzer.c: in start order, start minus the latest end of the kernels that started
+     * before it, when positive), so an iteration's idle times over every op sum to its gap. The
+     * records are in seq order; sorted here by slot and start when they are not already. */
+    op_rec **ord = NULL;
+    size_t n_ord = 0;
+    if (!s && n_recs) {
+        ord = malloc(n_recs * sizeof *ord);
+        if (!ord) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    for (size_t i = 0; !s && i < n_recs; i++) {
+        op_rec *r = &recs[i];
+        if (timed && r->iter < 0) continue;
+        r->iter = timed ? r->iter - it_min : 0; /* from here on: its iteration slot */
+        ord[n_ord++] = r;
+    }
+    bool sorted = true;
+    for (size_t i = 1; !s && i < n_ord && sorted; i++) sorted = cmp_op_rec(&ord[i - 1], &ord[i]) <= 0;
+    if (!s && !sorted) qsort(ord, n_ord, sizeof *ord, cmp_op_rec);
+    for (size_t i = 0; !s && i < n_ord;) {
+        size_t j = i;
+        int64_t last_end = op_rec_end(ord[i]), gap;
+        for (j = i + 1; j < n_ord && ord[j]->iter == ord[i]->iter; j++) {
+            const op_rec *r = ord[j];
+            int64_t *idle = &tb.acc[r->op].idle_iter[r->iter];
+            if (r->start > last_end) /* a crafted clock's figures saturate */
+                *idle = fa_i64_sub(r->start, last_end, &gap) && fa_i64_add(*idle, gap, &gap) ? gap : INT64_MAX;
+            if (op_rec_end(r) > last_end) last_end = op_rec_end(r);
+        }
+        i = j;
+    }
+    free(ord);
     /* Rows, medians over the iteration numbers that occur (a sparse numbering leaves gaps
      * that are not iterations); an op absent from an iteration counts 0 there. Ops seen only
      * in warm-up are dropped. */
@@ -1269,7 +1320,13 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
         if (!tb.acc[i].row.kernels) continue;
         size_t m = 0;
         for (int64_t k = 0; k < span; k++)
-            if (present[k]) samples[m++] = tb.acc[i].per_iter[k];
+            if (present[k]) { /* the present slots to the front: the row's samples, in iteration order */
+                tb.acc[i].idle_iter[m] = tb.acc[i].idle_iter[k];
+                samples[m] = tb.acc[i].per_iter[m] = tb.acc[i].per_iter[k];
+                m++;
+            }
+        tb.acc[i].row.iter_ns = tb.acc[i].per_iter;
+        tb.acc[i].row.idle_ns = tb.acc[i].idle_iter;
         tb.acc[i].row.median_ns = fa_stats_median_i64(samples, m);
         rows[n] = tb.acc[i].row;
         total += (double)rows[n].median_ns;

@@ -10,7 +10,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 11
+#define FA_STORE_SCHEMA_VERSION 12
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"
@@ -194,6 +194,12 @@ typedef struct fa_op_row {
                               ran no kernel count 0 */
     double share;          /* median_ns / sum of median_ns over all rows (0..1) */
     int64_t kernels;       /* kernel records of this op over all timed iterations */
+    /* per timed iteration, in iteration order ([*n_iters] of fa_store_op_table, in its arena): */
+    const int64_t *iter_ns; /* the summed duration whose median is median_ns, ns */
+    const int64_t *idle_ns; /* the idle time before this op's kernels: for each kernel, its start
+                               less the latest end of the iteration's kernels that started before
+                               it, when positive (the analyzer's dispatch gap, analyzer/analyzer.c:
+                               an iteration's idle times over every op sum to its gap), ns */
 } fa_op_row;
 
 /* Per-op rows of a run from its FA_ACT_KERNEL records with iter >= 0 (a trace whose records

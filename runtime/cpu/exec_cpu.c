@@ -524,8 +524,8 @@ static fa_status plan_layouts(fa_ctx *ctx, cpu_exec *e)
             st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
             break;
         }
-        snprintf(e->rname[r], len, "reorder(%s)", g->tensors[ro->tensor]->name);
-        e->rnode[r] = (fa_node){.id = -1, .name = e->rname[r], .op_type = "Reorder", .domain = "", .n_inputs = 1,
+        snprintf(e->rname[r], len, FA_REORDER_NAME_FMT, g->tensors[ro->tensor]->name);
+        e->rnode[r] = (fa_node){.id = -1, .name = e->rname[r], .op_type = FA_REORDER_OP, .domain = "", .n_inputs = 1,
                                 .inputs = (int *)&ro->tensor, .opset = 0};
     }
     for (int k = 0; k < g->n_topo && !st; k++) { /* each input: the tensor itself, or its copy in the layout read */
@@ -783,7 +783,7 @@ void fa_cpu_exec_free(void *state)
 static fa_status run_boundary_reorder(fa_ctx *ctx, const cpu_exec *e, const fa_custom_kernel *rk, int t, const fa_value *in,
                                       fa_value *out)
 {
-    fa_node rn = {.id = -1, .name = e->g->tensors[t]->name, .op_type = "Reorder", .domain = "", .n_inputs = 1,
+    fa_node rn = {.id = -1, .name = e->g->tensors[t]->name, .op_type = FA_REORDER_OP, .domain = "", .n_inputs = 1,
                   .inputs = &t};
     fa_status st = rk->run(rk->state, ctx, &rn, in, 1, out, 1, e->threads);
     return st ? fa_ctx_wrap(ctx, st, "reordering '%s' (%s): ", e->g->tensors[t]->name, rk->name) : FA_OK;

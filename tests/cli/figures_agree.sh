@@ -4,6 +4,8 @@
 # iteration times, kernels per iteration, predicted and measured savings and the run's final
 # status; the analysis sentence claims no bound it does not compute ("at most"); the timeline says
 # how its iterations relate to the cards. Every figure is compared as each surface rounds it.
+# Each accepted cluster's saving in the model (issue 36) is in plan.json beside the saving measured
+# alone, and report.html's cluster table and `run --verbose`'s show the same stored value.
 set -uo pipefail
 
 CLI=${FA_CLI:?FA_CLI not set (run through ctest)}
@@ -13,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
 fail() { echo "figures_agree: FAIL: $*" >&2; exit 1; }
 
-FA_TRACE_SPAN_S=0 "$CLI" run zoo:convnet-tiny --iters 3 --db fa.db --out out >stdout.txt 2>stderr.txt ||
+FA_TRACE_SPAN_S=0 "$CLI" run zoo:convnet-tiny --iters 3 --verbose --db fa.db --out out >stdout.txt 2>stderr.txt ||
   { cat stdout.txt stderr.txt; fail "run failed"; }
 "$CLI" runs --json --db fa.db >runs.json || fail "runs --json failed"
 "$CLI" runs --db fa.db >runs.txt || fail "runs failed"
@@ -104,6 +106,26 @@ else:
         for a, w in zip(ms, want): check("layout figure, stdout vs plan.json", a, round(w / 1e6, 3), 0.0011)
         r = re.search(r"over (\d+) rounds", s)
         check("layout rounds, stdout vs plan.json", int(r.group(1)) if r else None, lay["rounds"])
+# each cluster's saving in the model (issue 36): plan.json's field for every cluster, a figure for
+# an accepted one with a fused node of its own, null otherwise; report.html's cluster table and the
+# verbose text show the stored value
+plan = json.load(open("out/plan.json"))
+inm = {}
+for c in plan["clusters"]:
+    if "inmodel_saving_ns" not in c or "inmodel_spread_ns" not in c:
+        bad.append(f"plan.json cluster {c['id']} lacks inmodel_saving_ns / inmodel_spread_ns"); continue
+    x = c["inmodel_saving_ns"]
+    if c["status"] != "accepted" and x is not None: bad.append(f"cluster {c['id']} ({c['status']}) has an in-model saving {x}")
+    if x is not None: inm[c["id"]] = (x, c["inmodel_spread_ns"])
+if any(c["status"] == "accepted" for c in plan["clusters"]) and not inm:
+    bad.append("no accepted cluster has an in-model saving")
+rows = {int(i): v for i, v in re.findall(r'<tr class="d-[a-z]+"><td class="num" data-v="(\d+)">.*?data-inmodel="([^"]+)"', html)}
+check("report.html in-model rows vs plan.json", len(rows), len(inm))
+for cid, (x, sp) in inm.items():
+    check(f"report.html cluster {cid} in-model saving vs plan.json", float(rows.get(cid, "nan")), x, 1e-3 * abs(x) + 1)
+    t = re.search(rf"^{cid}\s+\S+\s+.*?\s(-?[0-9.]+)\+-([0-9.]+)\s", out, re.M)
+    check(f"run --verbose cluster {cid} in-model saving (us) vs plan.json", float(t.group(1)) if t else None, round(x / 1e3, 1), 0.051)
+    check(f"run --verbose cluster {cid} in-model spread (us) vs plan.json", float(t.group(2)) if t else None, round(sp / 1e3, 1), 0.051)
 if bad:
     print("\n".join(bad), file=sys.stderr); sys.exit(1)
 EOF
