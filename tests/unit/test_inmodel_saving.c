@@ -100,15 +100,21 @@ static int cluster_of(const fa_plan *p, fa_cluster_kind kind, const fa_graph *g,
     return -1;
 }
 
+/* zoo:convnet-tiny and the advisor's plan for it (the defaults). */
+static void convnet_tiny_plan(fa_ctx *ctx, fa_graph **g, fa_plan **p)
+{
+    fa_test_check_ok(ctx, fa_graph_load(ctx, "zoo:convnet-tiny", NULL, g));
+    fa_advise_options o = fa_advise_options_default();
+    fa_test_check_ok(ctx, fa_advise(ctx, *g, NULL, &o, p));
+}
+
 static void test_inmodel_saving_per_cluster(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = NULL;
-    fa_test_check_ok(ctx, fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &g));
-    fa_advise_options o = fa_advise_options_default();
     fa_plan *p = NULL;
-    fa_test_check_ok(ctx, fa_advise(ctx, g, NULL, &o, &p));
+    convnet_tiny_plan(ctx, &g, &p);
     /* the plan: conv2's epilogue (with its BN fold) accepted, conv1's fold accepted and its
      * epilogue rejected (measured no faster), so the fold has a node of its own */
     int epi2 = cluster_of(p, FA_CLUSTER_EPILOGUE, g, "conv2"), fold2 = cluster_of(p, FA_CLUSTER_BN_FOLD, g, "conv2");
@@ -201,10 +207,8 @@ static void test_inmodel_saving_not_measured_without_records(void **state)
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = NULL;
-    fa_test_check_ok(ctx, fa_graph_load(ctx, "zoo:convnet-tiny", NULL, &g));
-    fa_advise_options o = fa_advise_options_default();
     fa_plan *p = NULL;
-    fa_test_check_ok(ctx, fa_advise(ctx, g, NULL, &o, &p));
+    convnet_tiny_plan(ctx, &g, &p);
     int fold1 = cluster_of(p, FA_CLUSTER_BN_FOLD, g, "conv1");
     fa_cluster_verdict v[16];
     for (int i = 0; i < p->n_clusters; i++) v[i] = fa_cluster_verdict_of(&p->clusters[i]);
