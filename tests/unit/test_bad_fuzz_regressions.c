@@ -99,6 +99,61 @@ static void test_bad_node_listing_one_output_twice_refused_by_name(void **state)
     free(data);
 }
 
+/* fuzz_onnx (CI, seed 1, 112,105 executions in): a DequantizeLinear whose output took a uint8
+ * scale's type stored (100 - 0) * 200 = 20000 into a uint8, a float-to-integer conversion out of
+ * range (undefined, C11 6.3.1.4; UBSan's float-cast-overflow). The committed input is the smallest
+ * such model (made with onnx.helper: Constant int8 [100, 120, -128, 127], Constant uint8 scale
+ * 200, DequantizeLinear folded at load, an Add to keep it live). Every conversion now saturates:
+ * checked here without the sanitizer too. */
+static void test_bad_float_to_integer_conversions_saturate(void **state)
+{
+    (void)state;
+    assert_true(fa_f64_to_i64_sat(NAN) == 0);
+    assert_true(fa_f64_to_i64_sat(1e300) == INT64_MAX);
+    assert_true(fa_f64_to_i64_sat(-INFINITY) == INT64_MIN);
+    assert_true(fa_f64_to_i64_sat(9223372036854775808.0) == INT64_MAX);
+    assert_true(fa_f64_to_i64_sat(-9223372036854775808.0) == INT64_MIN);
+    assert_true(fa_f64_to_i64_sat(-2.9) == -2);
+    static const struct {
+        fa_dtype dt;
+        double v, want;
+    } cases[] = {
+        {FA_DTYPE_UINT8, 20000, 255}, {FA_DTYPE_UINT8, -3, 0},         {FA_DTYPE_UINT8, NAN, 0},
+        {FA_DTYPE_INT8, 300, 127},    {FA_DTYPE_INT8, -300, -128},     {FA_DTYPE_INT16, 1e9, 32767},
+        {FA_DTYPE_UINT16, -1, 0},     {FA_DTYPE_INT32, 1e12, INT32_MAX}, {FA_DTYPE_UINT32, 1e12, UINT32_MAX},
+        {FA_DTYPE_INT64, 1e30, 9223372036854775807.0}, {FA_DTYPE_UINT64, 1e30, 18446744073709551615.0},
+        {FA_DTYPE_UINT64, -5, 0},     {FA_DTYPE_INT32, INFINITY, INT32_MAX}, {FA_DTYPE_INT32, 7.9, 7},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint64_t buf = 0;
+        fa_store_from_double(&buf, cases[i].dt, 0, cases[i].v);
+        double got = cases[i].dt == FA_DTYPE_UINT64 ? (double)buf : fa_load_as_double(&buf, cases[i].dt, 0);
+        if (got != cases[i].want)
+            fail_msg("case %zu: %s of %g stored %.17g, want %.17g", i, fa_dtype_name(cases[i].dt), cases[i].v, got,
+                     cases[i].want);
+    }
+    /* the committed model folds its DequantizeLinear to the saturated values */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/onnx/dequantize-uint8-scale-out-of-range.onnx", regressions_dir());
+    size_t len;
+    uint8_t *data = slurp(path, &len);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    fa_test_check_ok(ctx, fa_onnx_import_buffer(ctx, "dql.onnx", NULL, data, len, &g));
+    fa_load_options lo = {0};
+    fa_test_check_ok(ctx, fa_graph_prepare(ctx, g, &lo));
+    int y = fa_graph_find_tensor(g, "y");
+    assert_true(y >= 0);
+    const fa_tensor *t = g->tensors[y];
+    assert_true(t->dtype == FA_DTYPE_UINT8 && t->data);
+    const uint8_t *q = t->data;
+    assert_int_equal(q[0], 255); /* 100 x 200 */
+    assert_int_equal(q[2], 0);   /* -128 x 200 */
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+    free(data);
+}
+
 /* fuzz_tensorproto: dims [60, 2^53-ish, 20, 0] have 0 elements, but their running product passes
  * INT64_MAX before the 0, and fa_value_numel (int64) overflowed. Now refused like any dims
  * product that does not fit. */
@@ -211,6 +266,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_every_committed_fuzz_crash_input_is_handled),
         cmocka_unit_test(test_bad_node_listing_one_output_twice_refused_by_name),
+        cmocka_unit_test(test_bad_float_to_integer_conversions_saturate),
         cmocka_unit_test(test_bad_tensorproto_dims_product_beyond_int64_refused),
         cmocka_unit_test(test_bad_tensorproto_external_huge_dims_refused_before_allocating),
         cmocka_unit_test(test_bad_kineto_negative_timestamp_imports_without_overflow),
