@@ -407,10 +407,7 @@ static void test_plan_layout_round_trips(void **state)
     fa_ctx *ctx = fa_ctx_create();
     const char *path = fa_test_store_fresh("layout");
     fa_store *st = fa_test_store_open_ok(ctx, path);
-    fa_run_info info = {0};
-    info.kind = "run";
-    int64_t run;
-    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &run));
+    int64_t run = fa_test_store_begin_run(ctx, st, "layout.onnx", NULL, 4);
     fa_plan *plan = fa_plan_create();
     plan->run_id = run;
     snprintf(plan->hash, sizeof plan->hash, "h");
@@ -507,10 +504,7 @@ static void test_plan_round_trip_keeps_every_cluster_column(void **state)
     fa_ctx *ctx = fa_ctx_create();
     const char *path = fa_test_store_fresh("plan");
     fa_store *st = fa_test_store_open_ok(ctx, path);
-    fa_run_info info = {0};
-    info.kind = "run";
-    int64_t run;
-    fa_test_check_ok(ctx, fa_store_run_begin(ctx, st, &info, &run));
+    int64_t run = fa_test_store_begin_run(ctx, st, "plan.onnx", NULL, 4);
     fa_plan *plan = fa_plan_create();
     assert_non_null(plan);
     plan->run_id = run;
