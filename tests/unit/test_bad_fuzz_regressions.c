@@ -48,6 +48,14 @@ static const char *regressions_dir(void)
     return d;
 }
 
+/* The bytes of the committed regression input REL (relative to tests/bad-input/regressions). */
+static uint8_t *regression(const char *rel, size_t *len)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/%s", regressions_dir(), rel);
+    return slurp(path, len);
+}
+
 static void test_bad_every_committed_fuzz_crash_input_is_handled(void **state)
 {
     (void)state;
@@ -84,10 +92,8 @@ static void test_bad_every_committed_fuzz_crash_input_is_handled(void **state)
 static void test_bad_node_listing_one_output_twice_refused_by_name(void **state)
 {
     (void)state;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/onnx/split-duplicate-output.onnx", regressions_dir());
     size_t len;
-    uint8_t *data = slurp(path, &len);
+    uint8_t *data = regression("onnx/split-duplicate-output.onnx", &len);
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = NULL;
     assert_int_equal(fa_onnx_import_buffer(ctx, "dup-out.onnx", NULL, data, len, &g), FA_ERR_INPUT);
@@ -133,10 +139,8 @@ static void test_bad_float_to_integer_conversions_saturate(void **state)
                      cases[i].want);
     }
     /* the committed model folds its DequantizeLinear to the saturated values */
-    char path[4200];
-    snprintf(path, sizeof path, "%s/onnx/dequantize-uint8-scale-out-of-range.onnx", regressions_dir());
     size_t len;
-    uint8_t *data = slurp(path, &len);
+    uint8_t *data = regression("onnx/dequantize-uint8-scale-out-of-range.onnx", &len);
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = NULL;
     fa_test_check_ok(ctx, fa_onnx_import_buffer(ctx, "dql.onnx", NULL, data, len, &g));
@@ -160,10 +164,8 @@ static void test_bad_float_to_integer_conversions_saturate(void **state)
 static void test_bad_tensorproto_dims_product_beyond_int64_refused(void **state)
 {
     (void)state;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/tensorproto/dims-product-beyond-int64-times-zero.pb", regressions_dir());
     size_t len;
-    uint8_t *data = slurp(path, &len);
+    uint8_t *data = regression("tensorproto/dims-product-beyond-int64-times-zero.pb", &len);
     fa_ctx *ctx = fa_ctx_create();
     fa_value v;
     memset(&v, 0, sizeof v);
@@ -180,10 +182,8 @@ static void test_bad_tensorproto_dims_product_beyond_int64_refused(void **state)
 static void test_bad_tensorproto_external_huge_dims_refused_before_allocating(void **state)
 {
     (void)state;
-    char path[4200];
-    snprintf(path, sizeof path, "%s/tensorproto/external-huge-dims-no-folder.pb", regressions_dir());
     size_t len;
-    uint8_t *data = slurp(path, &len);
+    uint8_t *data = regression("tensorproto/external-huge-dims-no-folder.pb", &len);
     assert_true(len < 16);
     fa_ctx *ctx = fa_ctx_create();
     fa_value v;

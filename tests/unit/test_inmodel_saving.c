@@ -100,6 +100,20 @@ static int cluster_of(const fa_plan *p, fa_cluster_kind kind, const fa_graph *g,
     return -1;
 }
 
+/* Everything a case made, released. */
+static void release(fa_ctx *ctx, fa_store *st, fa_trace *tb, fa_trace *tf, fa_fused_map *map, fa_graph *gf, fa_plan *p,
+                    fa_graph *g)
+{
+    fa_store_close(st);
+    fa_trace_free(tb);
+    fa_trace_free(tf);
+    fa_fused_map_free(map);
+    fa_graph_free(gf);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 /* zoo:convnet-tiny and the advisor's plan for it (the defaults). */
 static void convnet_tiny_plan(fa_ctx *ctx, fa_graph **g, fa_plan **p)
 {
@@ -191,14 +205,7 @@ static void test_inmodel_saving_per_cluster(void **state)
     }
     fa_plan_free(rp);
 
-    fa_store_close(st);
-    fa_trace_free(tb);
-    fa_trace_free(tf);
-    fa_fused_map_free(&map);
-    fa_graph_free(gf);
-    fa_plan_free(p);
-    fa_graph_free(g);
-    fa_ctx_free(ctx);
+    release(ctx, st, tb, tf, &map, gf, p, g);
 }
 
 /* No fused trace, or a cluster whose fused node left no record: NAN, never a figure made up. */
@@ -228,14 +235,7 @@ static void test_inmodel_saving_not_measured_without_records(void **state)
     /* no map (no fused model): every cluster NAN */
     fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, NULL, NULL, v));
     for (int i = 0; i < p->n_clusters; i++) assert_true(isnan(v[i].inmodel_saving_ns));
-    fa_store_close(st);
-    fa_trace_free(tb);
-    fa_trace_free(tf);
-    fa_fused_map_free(&map);
-    fa_graph_free(gf);
-    fa_plan_free(p);
-    fa_graph_free(g);
-    fa_ctx_free(ctx);
+    release(ctx, st, tb, tf, &map, gf, p, g);
 }
 
 int main(void)
