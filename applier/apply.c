@@ -79,7 +79,7 @@ static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int
 {
     fa_exec_options eo = {.target = fa_target_id(kt->t), .threads = threads,
                           .blocked_layouts = fused && kt->plan_layout != FA_LAYOUT_PLAIN, .plan_layout = kt->plan_layout,
-                          .input_layouts = in_l, .output_layouts = out_l};
+                          .input_layouts = in_l, .output_layouts = out_l, .conv_tactic = FA_CONV_TACTIC_MEASURED};
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "FusedKernel")) {
             eo.provider = provide;

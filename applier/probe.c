@@ -379,7 +379,7 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     probe_provider pp = {pr->t, e->bin};
     fa_exec_options eo = {.target = fa_target_id(pr->t), .threads = pr->threads,
                           .blocked_layouts = pr->plan_layout != FA_LAYOUT_PLAIN, .plan_layout = pr->plan_layout, .input_layouts = in_l,
-                          .output_layouts = out_l, .provider = e->bin ? provide_probed : NULL,
+                          .output_layouts = out_l, .conv_tactic = FA_CONV_TACTIC_MEASURED, .provider = e->bin ? provide_probed : NULL,
                           .provider_user = e->bin ? &pp : NULL};
     fa_exec_options uo = {.target = fa_target_id(pr->t), .threads = pr->threads};
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);

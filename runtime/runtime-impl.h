@@ -148,9 +148,10 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
  * grouped and depthwise) created on l instead of reordering inside; where oneDNN has no fast
  * convolution reading l (a first conv on 3 or 8 image channels) one reading plain input 0 and
  * writing l, *in0 = PLAIN (else l). *handled = false (FA_OK) when oneDNN cannot run the node on
- * l (the executor then runs it plain). */
-fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
-                                        fa_layout *in0, bool *handled);
+ * l (the executor then runs it plain). tactic: the algorithm of a 3x3 convolution (fa_conv_tactic,
+ * after fa_conv_tactic_effective). */
+fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_conv_tactic tactic,
+                                        fa_kernel *out, fa_layout *in0, bool *handled);
 /* oneDNN for the other ops where it beats our reference kernels (runtime/cpu/dnnl_ops.c):
  * depthwise/grouped Conv (blocked layout inside the kernel, plain NCHW at its boundary),
  * MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization,

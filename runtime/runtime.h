@@ -72,6 +72,25 @@ typedef fa_status (*fa_kernel_provider)(void *user, fa_ctx *ctx, const fa_graph 
                                         fa_custom_kernel *out, bool *provided);
 
 
+/* Which algorithm a fused plan's convolution takes (fa_exec_options.conv_tactic): a tactic in
+ * TensorRT's sense, chosen among oneDNN's own algorithms for the same convolution. Winograd
+ * (Lavin and Gray, "Fast Algorithms for Convolutional Neural Networks", CVPR 2016; oneDNN 2.6's
+ * dnnl_convolution_winograd: F(2x2, 3x3) and F(4x4, 3x3) kernels on AVX-512) computes a 3x3,
+ * stride-1, undilated, ungrouped 2-D convolution with fewer multiplications; it exists only on
+ * the blocked layouts oneDNN gives it and with the post-ops it supports. */
+typedef enum fa_conv_tactic {
+    FA_CONV_TACTIC_DIRECT = 0, /* direct convolution only: the zero value, the unfused baseline */
+    FA_CONV_TACTIC_MEASURED,   /* where Winograd exists, both timed on the kernel's own shapes
+                                  (interleaved, medians) and the faster kept; one decision per
+                                  convolution signature per process, so every executor of a run
+                                  (cluster sub-graphs, the probe, the whole fused model) agrees */
+    FA_CONV_TACTIC_WINOGRAD,   /* Winograd wherever it exists, else direct (tests, benchmarks) */
+} fa_conv_tactic;
+
+/* The tactic in force: env FA_CONV_TACTIC (direct, measured, winograd) over `asked` when set,
+ * else asked. An unknown value is ignored (asked). */
+fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked);
+
 typedef struct fa_exec_options {
     fa_target target;
     int threads;           /* 0 = all cores */
@@ -109,6 +128,10 @@ typedef struct fa_exec_options {
      * (docs/runtime.md "Weights once in memory"). Applies to plain-layout executors only
      * (blocked_layouts false: no reorder kernels read constants at run time). */
     bool release_plain_weights;
+    /* With blocked_layouts: the algorithm of the plan's 3x3 convolutions (fa_conv_tactic; the zero
+     * value DIRECT). The applier's fused executors, its probe and `exec` of an applied plan ask
+     * MEASURED; the kernel's name says ", winograd" where Winograd was kept. */
+    fa_conv_tactic conv_tactic;
 } fa_exec_options;
 
 typedef struct fa_exec fa_exec;

@@ -5,6 +5,7 @@
 #include "graph/post_op.h"
 
 #include <omp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -614,6 +615,142 @@ fail:
  * is a copy). Declines (FA_ERR_UNSUPPORTED) when such an operand is not an activation the executor
  * keeps in the layout (fa_layout_input_follows) or when oneDNN's choice on the layout is its gemm
  * or reference convolution (not worth the layout). */
+/* ---- convolution tactics: direct or Winograd (fa_conv_tactic) ---- */
+
+fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked)
+{
+    const char *e = getenv("FA_CONV_TACTIC");
+    if (!e) return asked;
+    if (!strcmp(e, "direct")) return FA_CONV_TACTIC_DIRECT;
+    if (!strcmp(e, "measured")) return FA_CONV_TACTIC_MEASURED;
+    if (!strcmp(e, "winograd")) return FA_CONV_TACTIC_WINOGRAD;
+    return asked;
+}
+
+/* One decision per convolution signature per process (FA_CONV_TACTIC_MEASURED): the key names
+ * the shapes, strides, pads, layouts and post-ops; the value 1 Winograd, 0 direct. A full table
+ * decides again (a measurement, never a wrong result). */
+enum { TACTIC_MEMO_CAP = 512, TACTIC_KEY_MAX = 320 };
+static struct {
+    char key[TACTIC_KEY_MAX];
+    int winograd;
+} g_tactic_memo[TACTIC_MEMO_CAP];
+static int g_tactic_memo_n;
+static pthread_mutex_t g_tactic_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int tactic_memo_get(const char *key)
+{
+    int v = -1;
+    pthread_mutex_lock(&g_tactic_lock);
+    for (int i = 0; i < g_tactic_memo_n && v < 0; i++)
+        if (!strcmp(g_tactic_memo[i].key, key)) v = g_tactic_memo[i].winograd;
+    pthread_mutex_unlock(&g_tactic_lock);
+    return v;
+}
+
+static void tactic_memo_put(const char *key, int winograd)
+{
+    pthread_mutex_lock(&g_tactic_lock);
+    if (g_tactic_memo_n < TACTIC_MEMO_CAP) {
+        snprintf(g_tactic_memo[g_tactic_memo_n].key, TACTIC_KEY_MAX, "%s", key);
+        g_tactic_memo[g_tactic_memo_n++].winograd = winograd;
+    }
+    pthread_mutex_unlock(&g_tactic_lock);
+}
+
+/* Buffers of a state's primitive arguments for timing it at creation (zeros: a convolution's
+ * time does not depend on its values, and zeros are never denormal). */
+typedef struct tactic_bufs {
+    void *p[12];
+    int n;
+} tactic_bufs;
+
+static bool bind_zeros(tactic_bufs *b, dnnl_memory_t m)
+{
+    const dnnl_memory_desc_t *md = NULL;
+    if (!m || dnnl_memory_get_memory_desc(m, &md) != dnnl_success || b->n >= 12) return false;
+    size_t sz = dnnl_memory_desc_get_size(md);
+    void *p = NULL;
+    if (posix_memalign(&p, 64, sz ? sz : 64) != 0) return false;
+    memset(p, 0, sz);
+    b->p[b->n++] = p;
+    return dnnl_memory_set_data_handle(m, p) == dnnl_success;
+}
+
+/* Run a created convolution state's primitive once on the bound buffers; its wall time in ns,
+ * or a negative value when oneDNN refused. */
+static double tactic_run_once(dnnl_state *s)
+{
+    dnnl_exec_arg_t args[5 + 8];
+    int na = 0;
+    for (int b = 0; b < s->n_bin; b++)
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->src};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, s->wei};
+    if (s->bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
+    if (s->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, s->scratch};
+    uint64_t t0 = fa_now_ns();
+    if (dnnl_primitive_execute(s->prim, g_stream, na, args) != dnnl_success || dnnl_stream_wait(g_stream) != dnnl_success)
+        return -1;
+    return (double)(fa_now_ns() - t0);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Whether Winograd (w) ran faster than direct (d) on the same shapes: one warm-up run each, then
+ * TACTIC_ROUNDS interleaved rounds (the order alternating, as the applier's paired rounds), the
+ * medians compared; fewer rounds past TACTIC_BUDGET_NS of measuring. false when either could not
+ * run. Zeros in every argument; the handles are unbound again afterwards (the executor binds its
+ * own on every run). */
+enum { TACTIC_ROUNDS = 7 };
+#define TACTIC_BUDGET_NS 200e6
+static bool tactic_winograd_faster(dnnl_state *w, dnnl_state *d, double *w_ns, double *d_ns)
+{
+    tactic_bufs bw = {0}, bd = {0};
+    dnnl_state *st[2] = {w, d};
+    tactic_bufs *bb[2] = {&bw, &bd};
+    bool ok = true;
+    for (int k = 0; k < 2 && ok; k++) {
+        ok = bind_zeros(bb[k], st[k]->src) && bind_zeros(bb[k], st[k]->dst) &&
+             (!st[k]->bias || bind_zeros(bb[k], st[k]->bias));
+        for (int b = 0; b < st[k]->n_bin && ok; b++) ok = bind_zeros(bb[k], st[k]->bin_mem[b]);
+    }
+    double tw[TACTIC_ROUNDS], td[TACTIC_ROUNDS];
+    int n = 0;
+    if (ok) ok = tactic_run_once(w) >= 0 && tactic_run_once(d) >= 0; /* warm-up: first touch, caches */
+    double spent = 0;
+    for (int r = 0; ok && r < TACTIC_ROUNDS && (r < 3 || spent < TACTIC_BUDGET_NS); r++) {
+        double a = r % 2 ? tactic_run_once(d) : tactic_run_once(w);
+        double b = r % 2 ? tactic_run_once(w) : tactic_run_once(d);
+        if (a < 0 || b < 0) {
+            ok = false;
+            break;
+        }
+        tw[n] = r % 2 ? b : a;
+        td[n] = r % 2 ? a : b;
+        spent += a + b;
+        n++;
+    }
+    for (int k = 0; k < 2; k++) {
+        dnnl_memory_set_data_handle(st[k]->src, NULL);
+        dnnl_memory_set_data_handle(st[k]->dst, NULL);
+        if (st[k]->bias) dnnl_memory_set_data_handle(st[k]->bias, NULL);
+        for (int b = 0; b < st[k]->n_bin; b++) dnnl_memory_set_data_handle(st[k]->bin_mem[b], NULL);
+        for (int i = 0; i < bb[k]->n; i++) free(bb[k]->p[i]);
+    }
+    if (!ok || n == 0) return false;
+    qsort(tw, (size_t)n, sizeof *tw, cmp_double);
+    qsort(td, (size_t)n, sizeof *td, cmp_double);
+    *w_ns = tw[n / 2];
+    *d_ns = td[n / 2];
+    return *w_ns < *d_ns;
+}
+
 static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, const dnnl_convolution_desc_t *cd,
                               const dnnl_memory_desc_t *wmd, const fa_tensor *W, const fa_tensor *Y, const dnnl_memory_desc_t *yb,
                               fa_layout l, fa_layout in0)
@@ -641,8 +778,8 @@ static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, 
         if (make_reorder(ctx, yb, dst_md, &s->r_sum)) return fa_ctx_status(ctx);
     }
     bool post = fa_node_attr(n, "post_op_kinds") != NULL;
-    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s(%s%s)", s->has_sum ? "+sum" : "", post ? "+post-ops" : "",
-             in0 == FA_LAYOUT_PLAIN ? "nchw>" : "", fa_layout_name(l));
+    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s(%s%s%s)", s->has_sum ? "+sum" : "", post ? "+post-ops" : "",
+             in0 == FA_LAYOUT_PLAIN ? "nchw>" : "", fa_layout_name(l), strstr(s->impl, "wino") ? ", winograd" : "");
     s->kind = 0;
     return FA_OK;
 fail:
@@ -650,7 +787,7 @@ fail:
 }
 
 static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed,
-                             fa_layout l, fa_layout in0)
+                             fa_layout l, fa_layout in0, fa_conv_tactic tactic)
 {
     const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
                     *Y = fa_graph_out(g, n, 0);
@@ -733,6 +870,63 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         if (transposed) return FA_OK;
         DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&xb, r, xd, dnnl_f32, fa_dnnl_layout_tag(in0, r)));
         DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&yb, r, yd, dnnl_f32, fa_dnnl_layout_tag(l, r)));
+        /* Winograd where the tactic allows it and oneDNN has it for this convolution on l with
+         * these post-ops (fa_conv_tactic); direct otherwise, or where measured slower */
+        bool wino = tactic != FA_CONV_TACTIC_DIRECT && ns == 2 && group == 1 && k[0] == 3 && k[1] == 3 && st[0] == 1 &&
+                    st[1] == 1 && dil[0] == 1 && dil[1] == 1;
+        char key[TACTIC_KEY_MAX] = "";
+        int memo = -1;
+        if (wino && tactic == FA_CONV_TACTIC_MEASURED) {
+            const fa_attr *po = fa_node_attr(n, "post_op_kinds");
+            snprintf(key, sizeof key, "x%lldx%lldx%lldx%lld w%lld y%lld p%lld,%lld,%lld,%lld l%d,%d in%d po%d",
+                     (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], (long long)cout,
+                     (long long)(yd[2] * yd[3]), (long long)pl[0], (long long)pl[1], (long long)pr[0], (long long)pr[1],
+                     (int)l, (int)in0, n->n_inputs, po ? po->n : -1);
+            for (int i = 0; po && po->ints && i < po->n && strlen(key) + 24 < sizeof key; i++)
+                snprintf(key + strlen(key), sizeof key - strlen(key), ",%lld", (long long)po->ints[i]);
+            memo = tactic_memo_get(key);
+            wino = memo != 0;
+        }
+        if (wino) {
+            fa_status ws = FA_OK;
+            if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_winograd, &xb, &wany,
+                                                           bptr, &yb, std_, dd, pld, prd) != dnnl_success)
+                ws = FA_ERR_UNSUPPORTED;
+            if (!ws) ws = blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0);
+            if (!ws && !strstr(s->impl, "wino")) ws = FA_ERR_UNSUPPORTED; /* not what was asked for */
+            if (ws == FA_ERR_NOMEM) return ws;
+            if (ws) { /* no Winograd here: direct, decided once */
+                fa_ctx_clear(ctx);
+                state_clear(s);
+                wino = false;
+                if (key[0]) tactic_memo_put(key, 0);
+            }
+        }
+        if (wino && memo < 0 && key[0]) { /* measured: direct beside it, both timed, the faster kept */
+            dnnl_state *d = calloc(1, sizeof *d);
+            if (!d) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            double w_ns = 0, d_ns = 0;
+            bool keep_wino = true;
+            if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
+                                                           bptr, &yb, std_, dd, pld, prd) == dnnl_success &&
+                !blocked_conv(ctx, g, n, d, &cd, &wmd, W, Y, &yb, l, in0))
+                keep_wino = tactic_winograd_faster(s, d, &w_ns, &d_ns);
+            fa_ctx_clear(ctx); /* a direct kernel that could not be built leaves Winograd */
+            fa_log(ctx, FA_LOG_DEBUG, "node '%s': winograd %.1f us, direct %.1f us: %s kept", n->name, w_ns / 1e3,
+                   d_ns / 1e3, keep_wino ? "winograd" : "direct");
+            if (keep_wino) {
+                state_clear(d);
+            } else {
+                state_clear(s);
+                *s = *d;
+            }
+            free(d);
+            tactic_memo_put(key, keep_wino);
+        }
+        if (wino) {
+            *handled = true;
+            return FA_OK;
+        }
         DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
                                                                    bptr, &yb, std_, dd, pld, prd));
         if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0)) goto fail;
@@ -1065,8 +1259,8 @@ fail:
     return FA_OK;
 }
 
-static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_layout in0, fa_kernel *out,
-                               bool *handled)
+static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_layout in0,
+                               fa_conv_tactic tactic, fa_kernel *out, bool *handled)
 {
     *handled = false;
     bool fused = !strcmp(n->domain, "ai.fuse-advise");
@@ -1082,7 +1276,7 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     fa_status st;
     if (l != FA_LAYOUT_PLAIN && !conv) st = FA_OK; /* only convolutions keep a blocked layout here */
-    else if (conv || deconv) st = create_conv(ctx, g, n, s, handled, deconv, l, in0);
+    else if (conv || deconv) st = create_conv(ctx, g, n, s, handled, deconv, l, in0, tactic);
     else if (mm) st = create_matmul(ctx, g, n, s, handled);
     else st = create_gemm(ctx, g, n, s, handled);
     fa_kernel k = {0};
@@ -1115,21 +1309,21 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_kernel *out, bool *handled)
 {
     (void)threads;
-    return kernel_create(ctx, g, n, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, out, handled);
+    return kernel_create(ctx, g, n, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, FA_CONV_TACTIC_DIRECT, out, handled);
 }
 
-fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
-                                        fa_layout *in0, bool *handled)
+fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_conv_tactic tactic,
+                                        fa_kernel *out, fa_layout *in0, bool *handled)
 {
     *handled = false;
     *in0 = l;
     if (l == FA_LAYOUT_PLAIN || fa_dnnl_layout_tag(l, 4) == dnnl_format_tag_undef) return FA_OK;
-    fa_status st = kernel_create(ctx, g, n, l, l, out, handled);
+    fa_status st = kernel_create(ctx, g, n, l, l, tactic, out, handled);
     if (st != FA_ERR_NOMEM && (st || !*handled)) { /* no fast conv reading l: one reading a plain image, writing l */
         fa_log(ctx, FA_LOG_DEBUG, "node '%s': no %s kernel (%s); trying plain input", n->name, fa_layout_name(l), fa_ctx_errmsg(ctx));
         fa_ctx_clear(ctx);
         *in0 = FA_LAYOUT_PLAIN;
-        st = kernel_create(ctx, g, n, l, FA_LAYOUT_PLAIN, out, handled);
+        st = kernel_create(ctx, g, n, l, FA_LAYOUT_PLAIN, tactic, out, handled);
     }
     if (st && st != FA_ERR_NOMEM) { /* declined on the layout: the executor runs the node plain */
         fa_log(ctx, FA_LOG_DEBUG, "node '%s': no %s kernel (%s); plain", n->name, fa_layout_name(l), fa_ctx_errmsg(ctx));
