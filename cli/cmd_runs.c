@@ -36,7 +36,8 @@ static void figures_json(fa_buf *b, const fa_run_figures *f)
     if (f->kernels_baseline >= 0) fa_buf_printf(b, "%d", f->kernels_baseline); else fa_buf_puts(b, "null");
     fa_buf_puts(b, ",\"fused\":");
     if (f->kernels_fused >= 0) fa_buf_printf(b, "%d", f->kernels_fused); else fa_buf_puts(b, "null");
-    fa_buf_printf(b, ",\"fused_reorders\":%d},\"predicted_saving_ns\":", f->reorders_fused);
+    fa_buf_printf(b, ",\"fused_reorders\":%d,\"fused_winograd\":%d},\"predicted_saving_ns\":", f->reorders_fused,
+                  f->winograd_fused);
     fa_json_num(b, f->predicted_saving_ns, 9);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
     fa_json_num(b, f->measured_saving_ns, 9);

@@ -223,10 +223,8 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     if (res->backed_off)
         fa_cli_printf("end-to-end back-off: %d accepted cluster%s dropped (smallest measured savings first) because the whole "
                       "fused model was not measurably faster\n", res->backed_off, res->backed_off == 1 ? "" : "s");
-    char kf[64];
-    if (f.reorders_fused > 0)
-        snprintf(kf, sizeof kf, "%d (%d layout reorder%s)", f.kernels_fused, f.reorders_fused, f.reorders_fused == 1 ? "" : "s");
-    else snprintf(kf, sizeof kf, "%d", f.kernels_fused);
+    char kf[128];
+    fa_run_figures_fused_kernels_text(&f, kf, sizeof kf);
     fa_cli_printf("kernels per iteration %d -> %s; peak activations %.1f -> %.1f MiB\n", f.kernels_baseline, kf,
                   f.peak_bytes_baseline / 1048576.0, f.peak_bytes_fused / 1048576.0);
     char lay[512];

@@ -257,10 +257,11 @@ static void summary(const fa_rep *r, fa_buf *b)
     card(b, "Peak activations (baseline)", v, r->run.peak_activation_bytes ? NULL : "na", d);
     if (f->kernels_baseline >= 0) snprintf(v, sizeof v, "%d", f->kernels_baseline);
     else snprintf(v, sizeof v, "not measured");
-    if (f->kernels_fused >= 0 && f->reorders_fused > 0)
-        snprintf(d, sizeof d, "fused: %d (%d layout reorder%s); kernel records in a traced iteration", f->kernels_fused,
-                 f->reorders_fused, f->reorders_fused == 1 ? "" : "s");
-    else if (f->kernels_fused >= 0) snprintf(d, sizeof d, "fused: %d; kernel records in a traced iteration", f->kernels_fused);
+    if (f->kernels_fused >= 0) {
+        char kf[128];
+        fa_run_figures_fused_kernels_text(f, kf, sizeof kf);
+        snprintf(d, sizeof d, "fused: %s; kernel records in a traced iteration", kf);
+    }
     else snprintf(d, sizeof d, "fused: not measured");
     card_fig2(b, "Kernels / iteration", v, NULL, d, "kernels_per_iteration.baseline", f->kernels_baseline >= 0 ? f->kernels_baseline : NAN,
               "kernels_per_iteration.fused", f->kernels_fused >= 0 ? f->kernels_fused : NAN);

@@ -135,7 +135,7 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     fa_buf_puts(b, ",\"fused\":");
     if (f->kernels_fused >= 0) fa_buf_printf(b, "%d", f->kernels_fused);
     else fa_buf_puts(b, "null");
-    fa_buf_printf(b, ",\"fused_reorders\":%d}", f->reorders_fused);
+    fa_buf_printf(b, ",\"fused_reorders\":%d,\"fused_winograd\":%d}", f->reorders_fused, f->winograd_fused);
     fa_buf_puts(b, ",\"clusters\":");
     if (r->plan_id > 0)
         fa_buf_printf(b, "{\"accepted\":%d,\"rejected\":%d,\"refused_by_advisor\":%d,\"proposed\":%d}", f->n_accepted,

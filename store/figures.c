@@ -20,15 +20,25 @@ static int64_t twin_of(const fa_run_info *r)
 
 /* Layout reorders per timed iteration of run_id's trace (kernel records of op 'Reorder' over the
  * timed iterations, rounded to the nearest count); 0 when none. */
-static fa_status reorders_per_iter(fa_ctx *ctx, fa_store *st, int64_t run_id, int *out)
+/* Kernel records per timed iteration of a run whose op type is op (name_suffix NULL) or whose
+ * name ends with name_suffix (op NULL; a fixed suffix of ours, no LIKE wildcard in it), rounded
+ * to the nearest integer; 0 without records. */
+static fa_status kernels_per_iter_where(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *op, const char *name_suffix,
+                                        int *out)
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT count(*), count(DISTINCT iter) FROM kernels WHERE run_id=?1 AND kind=?2 AND "
-                                             "iter>=0 AND op_type=?3", run_id, &q, &b);
+    fa_status s = fa_sq_prepare_run(ctx, st,
+                                    op ? "SELECT count(*), count(DISTINCT iter) FROM kernels WHERE run_id=?1 AND kind=?2 AND "
+                                         "iter>=0 AND op_type=?3"
+                                       : "SELECT count(*), count(DISTINCT iter) FROM kernels WHERE run_id=?1 AND kind=?2 AND "
+                                         "iter>=0 AND name LIKE ?3",
+                                    run_id, &q, &b);
     if (s) return s;
+    char like[64];
+    snprintf(like, sizeof like, "%%%s", op ? "" : name_suffix);
     b_i64(&b, FA_ACT_KERNEL);
-    b_txt(&b, "Reorder");
+    b_txt(&b, op ? op : like);
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = FA_DB_DONE;
     if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
@@ -47,6 +57,21 @@ static fa_status kernels_of(fa_ctx *ctx, fa_store *st, int64_t run_id, int *mode
 {
     int mn, mx;
     return fa_store_get_kernels_per_iter(ctx, st, run_id, &mn, &mx, mode);
+}
+
+void fa_run_figures_fused_kernels_text(const fa_run_figures *f, char *out, size_t cap)
+{
+    if (!out || !cap) return;
+    if (f->kernels_fused < 0) {
+        snprintf(out, cap, "not measured");
+        return;
+    }
+    char re[48] = "", wi[48] = "";
+    if (f->reorders_fused > 0) snprintf(re, sizeof re, "%d layout reorder%s", f->reorders_fused, f->reorders_fused == 1 ? "" : "s");
+    if (f->winograd_fused > 0)
+        snprintf(wi, sizeof wi, "%d Winograd convolution%s", f->winograd_fused, f->winograd_fused == 1 ? "" : "s");
+    if (re[0] || wi[0]) snprintf(out, cap, "%d (%s%s%s)", f->kernels_fused, re, re[0] && wi[0] ? ", " : "", wi);
+    else snprintf(out, cap, "%d", f->kernels_fused);
 }
 
 fa_status fa_store_get_run_figures(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_run_figures *out)
@@ -88,7 +113,8 @@ fa_status fa_store_get_run_figures(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
             f.peak_bytes_fused = fi.peak_activation_bytes;
             s = kernels_of(ctx, st, f.fused_run_id, &f.kernels_fused);
         }
-        if (!s) s = reorders_per_iter(ctx, st, f.fused_run_id, &f.reorders_fused);
+        if (!s) s = kernels_per_iter_where(ctx, st, f.fused_run_id, "Reorder", NULL, &f.reorders_fused);
+        if (!s) s = kernels_per_iter_where(ctx, st, f.fused_run_id, NULL, ", winograd)", &f.winograd_fused);
     }
     fa_plan *p = NULL;
     fa_cluster_verdict *v = NULL;

@@ -412,8 +412,10 @@ typedef struct fa_run_figures {
     int traced_iters, fused_traced_iters; /* timed iterations the traced medians are of */
     /* kernels per iteration: the most frequent count of kernel records in a timed iteration
      * (fa_store_get_kernels_per_iter) of the run's trace and of its fused twin's; -1 not measured.
-     * reorders_fused: of the fused count, layout reorders (op 'Reorder') per iteration */
-    int kernels_baseline, kernels_fused, reorders_fused;
+     * reorders_fused: of the fused count, layout reorders (op 'Reorder') per iteration;
+     * winograd_fused: of the fused count, convolutions run with Winograd (a kernel name ending
+     * ", winograd)": docs/runtime.md "Convolution tactics") per iteration */
+    int kernels_baseline, kernels_fused, reorders_fused, winograd_fused;
     /* peak live activation bytes of the run and of its fused twin (runs.peak_activation_bytes); 0 unknown */
     uint64_t peak_bytes_baseline, peak_bytes_fused;
     /* the newest plan: its clusters by decision; the predicted saving of the accepted ones
@@ -427,6 +429,10 @@ typedef struct fa_run_figures {
 /* The figures of run_id (of its baseline run when run_id is a fused twin). Errors: FA_ERR_INPUT
  * "PATH: no run N"; the store's. *out untouched on failure. */
 fa_status fa_store_get_run_figures(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_run_figures *out);
+/* The fused run's kernels per iteration as every surface words it (run's answer, report.html):
+ * "90", "90 (5 layout reorders)", "90 (5 layout reorders, 12 Winograd convolutions)"; "not
+ * measured" when kernels_fused < 0. Writes at most cap bytes, NUL-terminated. */
+void fa_run_figures_fused_kernels_text(const fa_run_figures *f, char *out, size_t cap);
 /* The iteration time a run is shown with, ns: the benchmark median when the applier measured it,
  * else the traced iteration median; NAN when neither. fused: the fused model's. *what (may be
  * NULL) names which: "benchmark median", "traced iteration median", or NULL. */

@@ -352,6 +352,58 @@ static void test_no_cluster_accepted_noise_only_without_layouts(void **state)
     fa_ctx_free(ctx);
 }
 
+/* The fused model's Winograd convolutions (docs/runtime.md "Convolution tactics") and layout
+ * reorders per iteration: one stored value (the fused trace's kernel names and op types), worded
+ * alike on every surface — the figures, report.html's card and summary.json. Names that only
+ * contain the word elsewhere do not count. */
+static void test_winograd_convolutions_counted_from_the_fused_trace(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, out_dir("winograd.db"), &st), FA_OK);
+    int64_t run = store_nasty(ctx, st, true, false);
+    char sql[1400];
+    for (int i = 0; i < 3; i++) { /* per traced iteration: two Winograd convolutions, one reorder, one decoy */
+        snprintf(sql, sizeof sql,
+                 "INSERT INTO kernels(run_id, seq, kind, name, op_type, node, iter, start_ns, end_ns) SELECT id, %d, 0, "
+                 "'dnnl:convolution+post-ops(nChw16c, winograd)', 'FusedConv', -1, %d, 10, 20 FROM runs WHERE kind='fused';"
+                 "INSERT INTO kernels(run_id, seq, kind, name, op_type, node, iter, start_ns, end_ns) SELECT id, %d, 0, "
+                 "'dnnl:convolution(nChw16c, winograd)', 'Conv', -1, %d, 30, 40 FROM runs WHERE kind='fused';"
+                 "INSERT INTO kernels(run_id, seq, kind, name, op_type, node, iter, start_ns, end_ns) SELECT id, %d, 0, "
+                 "'dnnl:reorder(nChw16c>nchw)', 'Reorder', -1, %d, 50, 60 FROM runs WHERE kind='fused';"
+                 "INSERT INTO kernels(run_id, seq, kind, name, op_type, node, iter, start_ns, end_ns) SELECT id, %d, 0, "
+                 "'winograd (not ours)', 'Conv', -1, %d, 70, 80 FROM runs WHERE kind='fused';",
+                 200000 + 4 * i, i, 200001 + 4 * i, i, 200002 + 4 * i, i, 200003 + 4 * i, i);
+        exec_sql(st, sql);
+    }
+    fa_run_figures f;
+    assert_int_equal(fa_store_get_run_figures(ctx, st, run, &f), FA_OK);
+    assert_int_equal(f.winograd_fused, 2);
+    assert_int_equal(f.reorders_fused, 1);
+    char kf[128], want[128];
+    fa_run_figures_fused_kernels_text(&f, kf, sizeof kf);
+    snprintf(want, sizeof want, "%d (1 layout reorder, 2 Winograd convolutions)", f.kernels_fused);
+    assert_string_equal(kf, want);
+    const char *dir = out_dir("rep-winograd");
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    char *html = slurp(dir, "report.html");
+    assert_non_null(strstr(html, want));
+    free(html);
+    char *sj = slurp(dir, "summary.json");
+    char err[256];
+    yajl_val root = yajl_tree_parse(sj, err, sizeof err);
+    free(sj);
+    if (!root) fail_msg("summary.json: %s", err);
+    const char *pw[] = {"kernels_per_iteration", "fused_winograd", NULL}, *pr[] = {"kernels_per_iteration", "fused_reorders", NULL};
+    yajl_val w = yajl_tree_get(root, pw, yajl_t_number), r = yajl_tree_get(root, pr, yajl_t_number);
+    assert_true(w && YAJL_GET_INTEGER(w) == 2);
+    assert_true(r && YAJL_GET_INTEGER(r) == 1);
+    yajl_tree_free(root);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 static void test_plan_with_zero_clusters_reports_nothing_to_fuse(void **state)
 {
     (void)state;
@@ -806,6 +858,7 @@ int main(void)
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),
         cmocka_unit_test(test_deep_graph_layout_work_grows_linearly),
+        cmocka_unit_test(test_winograd_convolutions_counted_from_the_fused_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
