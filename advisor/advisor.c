@@ -2518,8 +2518,20 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         A.oom = true;
     }
     if (A.opt.probe && A.opt.probe_prepare && plan->clusters) {
-        A.opt.probe_prepare(A.opt.probe_user, g, plan);
-        if (A.alt) A.opt.probe_prepare(A.opt.probe_user, g, &alt_plan); /* the generated builds not yet compiled */
+        /* one compiler process for the plan's generated kernels and the alternatives' (a view of
+         * both: the plan's clusters, then each generated build; only their code is made from it) */
+        fa_plan both = *plan;
+        int nb = 0;
+        fa_cluster *bc = A.alt ? fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(2 * A.ncl)) : NULL;
+        if (bc) {
+            memcpy(bc, plan->clusters, sizeof(fa_cluster) * (size_t)A.ncl);
+            nb = A.ncl;
+            for (int i = 0; i < A.ncl; i++)
+                if (A.cl[i].gen_alt) bc[nb++] = A.alt[i];
+            both.clusters = bc;
+            both.n_clusters = nb;
+        }
+        A.opt.probe_prepare(A.opt.probe_user, g, &both);
     }
     if (A.opt.probe && A.opt.probe_revisit && A.opt.probe_visits > 1 && plan->clusters) {
         fa_fused_probe_result pr;

@@ -753,6 +753,16 @@ static void test_probe_chooses_epilogue_path(void **st)
     tc_free(t);
 }
 
+/* fa_kernel_probe_prepare, its calls and the kernels it compiled counted */
+static int g_prepare_calls, g_prepared;
+static int counting_prepare(void *user, const fa_graph *g, const fa_plan *p)
+{
+    g_prepare_calls++;
+    int n = fa_kernel_probe_prepare(user, g, p);
+    g_prepared += n;
+    return n;
+}
+
 /* The real probe on both builds, with its revisits (the generated build's entry is revisited
  * through the alternatives' view): both measured, the choice recorded, the plan's cluster the
  * build the basis names. Which one is faster is not asserted (no timing in tests). */
@@ -772,10 +782,14 @@ static void test_real_probe_times_both_epilogue_builds(void **st)
     o.probe = fa_kernel_probe_fused;
     o.probe_user = pr;
     o.probe_revisit = fa_kernel_probe_revisit;
-    o.probe_prepare = fa_kernel_probe_prepare;
+    o.probe_prepare = counting_prepare;
     o.probe_visits = 2;
     fa_plan *p = NULL;
+    g_prepare_calls = g_prepared = 0;
     assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    /* the generated build compiled in the plan's one batch (one compiler process), before probing */
+    assert_int_equal(g_prepare_calls, 1);
+    assert_int_equal(g_prepared, 1);
     const fa_cluster *e = epilogue_of(p, 0);
     assert_non_null(e);
     print_message("%s: %s\n", e->label, e->basis);
