@@ -2491,9 +2491,6 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         if (!c->signature) A.oom = true;
         fa_buf_free(&sig);
     }
-    /* the probe's sweeps (issue 19): every BN fold and epilogue probed once, then revisited, so
-     * each signature's medians come from visits spread over the probing instead of one moment;
-     * predict_cluster below is then served from the probe's entries */
     /* the epilogues both paths express (gen_alt): their generated builds in a copy of the
      * clusters, which the probe is given as its plan view for them (ask_probe_alt) */
     bool any_alt = false;
@@ -2517,6 +2514,10 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
     } else if (any_alt) {
         A.oom = true;
     }
+    /* the probe's sweeps (issue 19): every BN fold and epilogue probed once (an epilogue both
+     * paths express in both builds), then revisited, so each signature's medians come from visits
+     * spread over the probing instead of one moment; predict_cluster below is then served from
+     * the probe's entries */
     if (A.opt.probe && A.opt.probe_prepare && plan->clusters) {
         /* one compiler process for the plan's generated kernels and the alternatives' (a view of
          * both: the plan's clusters, then each generated build; only their code is made from it) */
