@@ -43,6 +43,10 @@ typedef struct wcl {
     int n_post;
     fa_post_op post[MAX_POST]; /* operand: a tensor id of g */
     int gen;                  /* EPILOGUE: generated over the product's rows, no post-ops (fa_cluster.epilogue_generated) */
+    int gen_alt;              /* EPILOGUE with post-ops (gen 0) that the generated path also
+                                 expresses, with a probe: both builds are probed and the faster
+                                 taken (choose_epilogue_path) */
+    char path_note[480];      /* that choice and both probed times, for the basis ("" none) */
     double recompute_ns;
     uint64_t horiz_bytes;     /* HORIZONTAL: bytes of the shared input */
 } wcl;
@@ -62,6 +66,9 @@ typedef struct adv {
                                  predicted (the probe builds its fused kernel from them) */
     bool probe_keep;          /* the cluster just predicted: a probe predicted a loss it did not
                                  resolve (fa_probe_loss_resolved): proposed for measurement */
+    fa_cluster *alt;          /* by index as plan->clusters before ranking: a copy of each cluster,
+                                 the epilogues with gen_alt as their generated build (the probe
+                                 builds that one from this array); NULL when no cluster has one */
     int *pos;                 /* node id -> topo position, -1 when not live */
     int *owner;               /* node id -> index in cl, -1 when unclaimed */
     char *inreg;              /* node id -> 1 while in the region being grown */
@@ -1109,6 +1116,22 @@ static void gen_label(fa_buf *lab, const fa_node *cn)
     fa_buf_printf(lab, "+%s", shortop);
 }
 
+/* Whether post-op epilogue w (its anchor meets the generated path's conditions:
+ * gen_epilogue_anchor) is one the generated path expresses too: every member after the anchor an
+ * aliasing view or an elementwise op keeping the product's element count (gen_epilogue_member;
+ * the decomposed activations as their ops), and the C code generator builds it. Leaves the
+ * members' region marks cleared (gen_epilogue_buildable). */
+static bool epilogue_both_paths(adv *A, const wcl *w, int64_t prod_numel)
+{
+    for (int i = 0; i < w->n; i++) {
+        const fa_node *cn = A->g->nodes[w->m[i]];
+        if (w->m[i] == w->anchor || (cn->op && (cn->op->flags & FA_OPF_ALIAS))) continue;
+        if (!gen_epilogue_member(A, cn, prod_numel)) return false;
+    }
+    const char *why = NULL;
+    return gen_epilogue_buildable(A, w, &why);
+}
+
 static void phase_epilogues(adv *A)
 {
     const fa_graph *g = A->g;
@@ -1348,6 +1371,11 @@ static void phase_epilogues(adv *A)
             c->n_post = 0;
             fa_buf_printf(&lab, " (generated epilogue: %s)", gen_because);
         }
+        /* both paths express it: with a probe, both builds are timed and the faster taken when
+         * the cluster is predicted (choose_epilogue_path); without one the post-ops stay */
+        if (!c->gen && c->n_post > 0 && gen_ok && bn < 0 && A->opt.probe && A->opt.target == FA_TARGET_CPU &&
+            epilogue_both_paths(A, c, prod_numel))
+            c->gen_alt = 1;
         A->inreg[aid] = 0;
         if (bn >= 0) A->inreg[bn] = 0;
         clear_region(A, c->m, c->n);
@@ -1843,6 +1871,79 @@ static bool ask_probe(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
     return c->signature && A->opt.probe(A->opt.probe_user, A->g, &view, ci, c->signature, pr);
 }
 
+/* ask_probe for the generated build of epilogue c (A->alt at c's index): the plan view is the
+ * alternatives' array, so the probe builds and keys that cluster (its signature says
+ * "(generated)"; fa_kernel_probe_revisit revisits it when given that view). */
+static bool ask_probe_alt(adv *A, const fa_cluster *c, fa_fused_probe_result *pr)
+{
+    memset(pr, 0, sizeof *pr);
+    int ci = (int)(c - A->plan->clusters);
+    const fa_cluster *ac = A->alt ? &A->alt[ci] : NULL;
+    if (!ac || !ac->epilogue_generated) return false;
+    fa_plan view = *A->plan;
+    view.clusters = A->alt;
+    view.n_clusters = ci + 1;
+    return ac->signature && A->opt.probe(A->opt.probe_user, A->g, &view, ci, ac->signature, pr);
+}
+
+/* A probe answer's fused/unfused figure (fa_epilogue_generated_faster): the median of its pairs'
+ * ratios, else the ratio of its medians; 0 when it has neither. */
+static double probe_ratio(const fa_fused_probe_result *r)
+{
+    if (r->paired_ratio > 0 && isfinite(r->paired_ratio)) return r->paired_ratio;
+    return r->unfused_median_ns > 0 ? r->median_ns / r->unfused_median_ns : 0;
+}
+
+bool fa_epilogue_generated_faster(const fa_fused_probe_result *post, const fa_fused_probe_result *gen)
+{
+    bool p = post && post->median_ns > 0 && isfinite(post->median_ns), q = gen && gen->median_ns > 0 && isfinite(gen->median_ns);
+    if (!q) return false;
+    if (!p) return true;
+    double rp = probe_ratio(post), rq = probe_ratio(gen);
+    if (rp > 0 && rq > 0) return rq < rp;
+    return gen->median_ns < post->median_ns;
+}
+
+/* An epilogue both paths express (w->gen_alt): *pr is the probe's answer for its post-op build
+ * (got: it measured); the generated build is asked here, and fa_epilogue_generated_faster
+ * chooses. Generated: c and w become that build (epilogue_generated, no post-ops, its signature,
+ * the label's "(generated epilogue: faster than post-ops)") and *pr its answer. The choice and
+ * both probed times go to w->path_note (the basis quotes it). Returns whether *pr measured. */
+static bool choose_epilogue_path(adv *A, wcl *w, fa_cluster *c, fa_fused_probe_result *pr, bool got)
+{
+    fa_fused_probe_result pg;
+    bool got_g = ask_probe_alt(A, c, &pg) && pg.median_ns > 0;
+    bool gen = fa_epilogue_generated_faster(got ? pr : NULL, got_g ? &pg : NULL);
+    char rp[48] = "", rq[48] = "";
+    if (got && probe_ratio(pr) > 0) snprintf(rp, sizeof rp, ", fused/unfused %.3f", probe_ratio(pr));
+    if (got_g && probe_ratio(&pg) > 0) snprintf(rq, sizeof rq, ", fused/unfused %.3f", probe_ratio(&pg));
+    if (got && got_g)
+        snprintf(w->path_note, sizeof w->path_note, "%s: probe %.1f us%s against %s %.1f us%s (each build timed against "
+                 "the same unfused sub-graph, compared by that ratio)",
+                 gen ? "generated epilogue" : "post-op epilogue", (gen ? pg.median_ns : pr->median_ns) / 1e3, gen ? rq : rp,
+                 gen ? "post-ops" : "the generated epilogue's", (gen ? pr->median_ns : pg.median_ns) / 1e3, gen ? rp : rq);
+    else if (got_g)
+        snprintf(w->path_note, sizeof w->path_note, "generated epilogue: probe %.1f us%s; the post-op build measured "
+                 "nothing (%.200s)", pg.median_ns / 1e3, rq, pr->what);
+    else
+        snprintf(w->path_note, sizeof w->path_note, "post-op epilogue: the generated build, which also expresses it, "
+                 "measured nothing (%.200s)", pg.what[0] ? pg.what : "not probed");
+    if (!gen) return got;
+    const fa_cluster *ac = &A->alt[(int)(c - A->plan->clusters)];
+    w->gen = 1;
+    w->n_post = 0;
+    c->epilogue_generated = 1;
+    c->n_post_ops = 0;
+    c->signature = ac->signature;
+    char lab[192];
+    snprintf(lab, sizeof lab, "%s (generated epilogue: %s)", w->label, got ? "faster than post-ops" : "post-ops not measured");
+    snprintf(w->label, sizeof w->label, "%s", lab);
+    c->label = fa_arena_strdup(A->ar, lab);
+    if (!c->label) A->oom = true;
+    *pr = pg;
+    return true;
+}
+
 /* Predict c's saving with fa_fusion_predict (the one cost model, shared with trace advice):
  * the measured medians of the kernels that disappear + their dispatch gaps - the fused kernel's
  * predicted time - recompute. The fused kernel:
@@ -1977,14 +2078,14 @@ static double predict_on_device(adv *A, const wcl *w, fa_cluster *c)
     return 0;
 }
 
-static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
+static double predict_cluster(adv *A, wcl *w, fa_cluster *c)
 {
     c->pred_members_ns = c->pred_dispatch_ns = c->pred_fused_ns = c->pred_ratio = NAN;
     if (A->estimate) return predict_on_device(A, w, c);
     A->probe_keep = false;
     const fa_graph *g = A->g;
     const fa_analysis *a = A->a;
-    char b[1400];
+    char b[2400]; /* the basis: the fused kernel's sentence (fh), the probe's notes, the path's choice */
     bool measured = a != NULL && !A->foreign;
     double sum = 0, anchor = 0, fastest = -1, bytes_run = 0, t_run = 0, flops = 0;
     int gone = 0;
@@ -2089,7 +2190,9 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     char pnote[420] = "";
     if (A->opt.probe && A->plan) {
         fa_fused_probe_result pr;
-        if (ask_probe(A, c, &pr) && pr.median_ns > 0) {
+        bool got = ask_probe(A, c, &pr) && pr.median_ns > 0;
+        if (w->gen_alt) got = choose_epilogue_path(A, w, c, &pr, got);
+        if (got) {
             /* the saving rests on the profile (issue 19): the members' measured time in the
              * baseline trace less the fused kernel's predicted time, which is the probe's
              * fused/unfused ratio applied to those members — the probe timed the cluster's own
@@ -2162,8 +2265,9 @@ static double predict_cluster(adv *A, const wcl *w, fa_cluster *c)
     c->pred_fused_ns = e.fused_ns;
     c->pred_ratio = ratio_used;
     snprintf(b, sizeof b, "measured: %d kernel(s) removed, medians %.0f ns + %d gap(s) x %.0f ns; fused kernel %.0f ns "
-             "(%s); recompute %.0f ns%s%s", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns,
-             fused_measured && w->recompute_ns > 0 ? " (inside the measured fused time, not subtracted again)" : "", pnote);
+             "(%s); recompute %.0f ns%s%s%s%s", gone, sum, launches, gap, e.fused_ns, fused_how, w->recompute_ns,
+             fused_measured && w->recompute_ns > 0 ? " (inside the measured fused time, not subtracted again)" : "", pnote,
+             w->path_note[0] ? "; " : "", w->path_note);
     c->basis = fa_arena_strdup(A->ar, b);
     return in.member_ns + in.gaps_ns;
 }
@@ -2387,16 +2491,60 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         if (!c->signature) A.oom = true;
         fa_buf_free(&sig);
     }
-    /* the probe's sweeps (issue 19): every BN fold and epilogue probed once, then revisited, so
-     * each signature's medians come from visits spread over the probing instead of one moment;
-     * predict_cluster below is then served from the probe's entries */
-    if (A.opt.probe && A.opt.probe_prepare && plan->clusters) A.opt.probe_prepare(A.opt.probe_user, g, plan);
+    /* the epilogues both paths express (gen_alt): their generated builds in a copy of the
+     * clusters, which the probe is given as its plan view for them (ask_probe_alt) */
+    bool any_alt = false;
+    for (int i = 0; i < A.ncl && plan->clusters; i++) any_alt |= A.cl[i].gen_alt != 0;
+    fa_plan alt_plan = *plan;
+    if (any_alt && (A.alt = fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)A.ncl))) {
+        memcpy(A.alt, plan->clusters, sizeof(fa_cluster) * (size_t)A.ncl);
+        alt_plan.clusters = A.alt;
+        for (int i = 0; i < A.ncl; i++) {
+            fa_cluster *ac = &A.alt[i];
+            if (!A.cl[i].gen_alt) continue;
+            ac->epilogue_generated = 1;
+            ac->n_post_ops = 0;
+            fa_buf sig;
+            fa_buf_init(&sig);
+            fa_cluster_signature(g, ac, &sig);
+            ac->signature = sig.oom || !sig.data ? NULL : fa_arena_strdup(A.ar, sig.data);
+            if (!ac->signature) A.oom = true;
+            fa_buf_free(&sig);
+        }
+    } else if (any_alt) {
+        A.oom = true;
+    }
+    /* the probe's sweeps (issue 19): every BN fold and epilogue probed once (an epilogue both
+     * paths express in both builds), then revisited, so each signature's medians come from visits
+     * spread over the probing instead of one moment; predict_cluster below is then served from
+     * the probe's entries */
+    if (A.opt.probe && A.opt.probe_prepare && plan->clusters) {
+        /* one compiler process for the plan's generated kernels and the alternatives' (a view of
+         * both: the plan's clusters, then each generated build; only their code is made from it) */
+        fa_plan both = *plan;
+        int nb = 0;
+        fa_cluster *bc = A.alt ? fa_arena_alloc(A.ar, sizeof(fa_cluster) * (size_t)(2 * A.ncl)) : NULL;
+        if (bc) {
+            memcpy(bc, plan->clusters, sizeof(fa_cluster) * (size_t)A.ncl);
+            nb = A.ncl;
+            for (int i = 0; i < A.ncl; i++)
+                if (A.cl[i].gen_alt) bc[nb++] = A.alt[i];
+            both.clusters = bc;
+            both.n_clusters = nb;
+        }
+        A.opt.probe_prepare(A.opt.probe_user, g, &both);
+    }
     if (A.opt.probe && A.opt.probe_revisit && A.opt.probe_visits > 1 && plan->clusters) {
         fa_fused_probe_result pr;
-        for (int i = 0; i < A.ncl; i++)
+        for (int i = 0; i < A.ncl; i++) {
             ask_probe(&A, &plan->clusters[i], &pr);
-        for (int v = 1; v < A.opt.probe_visits; v++)
-            if (A.opt.probe_revisit(A.opt.probe_user, plan) == 0) break;
+            if (A.cl[i].gen_alt) ask_probe_alt(&A, &plan->clusters[i], &pr);
+        }
+        for (int v = 1; v < A.opt.probe_visits; v++) {
+            int n = A.opt.probe_revisit(A.opt.probe_user, plan);
+            if (A.alt) n += A.opt.probe_revisit(A.opt.probe_user, &alt_plan);
+            if (n == 0) break;
+        }
     }
     for (int i = 0; i < A.ncl && plan->clusters; i++) {
         wcl *w = &A.cl[i];
@@ -2424,7 +2572,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         } else if (c->est_saving_ns <= 0 && !A.probe_keep) {
             c->status = FA_CLUSTER_REFUSED;
             c->refusal = FA_WHY_NOT_BENEFICIAL;
-            char r[1200], t[32];
+            char r[2600], t[32];
             duration_text(t, sizeof t, -c->est_saving_ns);
             if (c->est_saving_ns < 0)
                 snprintf(r, sizeof r, "not-beneficial: predicted loss of %s (%s)", t, c->basis);

@@ -47,6 +47,18 @@ typedef bool (*fa_fused_probe_fn)(void *user, const fa_graph *g, const struct fa
 #define FA_PROBE_LOSS_PAIRS 5
 bool fa_probe_loss_resolved(int reps, int wins);
 
+/* The path of a MatMul/Gemm epilogue that both the library's post-ops and a generated epilogue
+ * express (docs/fusion-rules.md §3 "Generated epilogues", "Both paths"), from the probe's answers
+ * for its two fused builds: post (the anchor with its post-ops) and gen (the product in blocks of
+ * rows, the generated epilogue over each block), NULL or median_ns <= 0 when that build measured
+ * nothing. Each build was timed against the same unfused sub-graph, so each is compared by its
+ * fused/unfused figure — the median of its pairs' ratios where paired, else the ratio of its
+ * medians (both timed at other moments: the ratio cancels the load each shared with its own
+ * pairs, the raw medians do not) — and by its median when either has no ratio. True (generated)
+ * when gen measured and post did not, or gen's figure is lower; false otherwise, a tie included:
+ * the post-op path is the default. */
+bool fa_epilogue_generated_faster(const fa_fused_probe_result *post, const fa_fused_probe_result *gen);
+
 /* The cluster caps' defaults and bounds, for every verb that plans (advise, run, apply). A cluster
  * fuses two ops at least (one op under the cap would refuse every candidate: an empty plan that
  * reads as "nothing to fuse"); a fused node takes at most 64 external inputs (the applier's
@@ -89,7 +101,10 @@ typedef struct fa_advise_options {
      * layout, with its post-ops), timed interleaved — instead of the profile's members less a
      * fused kernel predicted from the anchor the baseline timed in plain NCHW; the fused kernel's
      * time is the probe's; basis says "probe:" and quotes the profile's members. A probe that
-     * measures nothing leaves the profile model ("probe not used: ..."). NULL: no probe
+     * measures nothing leaves the profile model ("probe not used: ..."). An epilogue that both
+     * post-ops and a generated epilogue express is probed in both builds (the generated one a
+     * cluster of a copy of the plan's, epilogue_generated 1) and takes the faster
+     * (fa_epilogue_generated_faster; docs/fusion-rules.md §3 "Both paths"). NULL: no probe
      * (imported traces, a profile of another device, tests of the profile model). Not owned. */
     fa_fused_probe_fn probe;
     void *probe_user;

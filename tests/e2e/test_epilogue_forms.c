@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "advisor/advisor.h"
+#include "analyzer/analyzer.h"
 #include "applier/applier.h"
+#include "store/store.h"
 #include "testutil.h"
 
 /* The applier on plan p of g with a few quick rounds (the verdicts are checked, not the speed). */
@@ -722,6 +724,132 @@ static void test_gen_refused_on_cuda(void **state)
     fa_graph_free(g);
 }
 
+/* ---- both paths: a generated epilogue instead of post-ops (issue 33) ----
+ * An epilogue the library's post-ops express whose anchor meets the generated path's conditions:
+ * with a probe, the advisor probes both fused builds and takes the faster. A stub probe says
+ * the generated build is faster (the test times nothing); the plan then carries the generated
+ * epilogue, and fa_apply builds it (the product in blocks of rows, the generated elementwise
+ * code over each) and verifies it against the unfused ops. Before, such a cluster always took the
+ * post-op path and the probe was never asked for the generated build. */
+typedef struct path_probe_stub {
+    int post_asked, gen_asked;
+} path_probe_stub;
+
+/* post-ops 1.0 us, generated 0.5 us, the unfused sub-graph 2.0 us, each of 7 pairs */
+static bool generated_faster_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                                   fa_fused_probe_result *out)
+{
+    (void)g;
+    path_probe_stub *st = user;
+    const fa_cluster *c = &p->clusters[ci];
+    memset(out, 0, sizeof *out);
+    if (c->kind != FA_CLUSTER_EPILOGUE) {
+        snprintf(out->what, sizeof out->what, "the test's probe times epilogues only");
+        return false;
+    }
+    assert_true((strstr(signature, "(generated)") != NULL) == (c->epilogue_generated != 0));
+    if (c->epilogue_generated) assert_int_equal(c->n_post_ops, 0);
+    *(c->epilogue_generated ? &st->gen_asked : &st->post_asked) += 1;
+    out->median_ns = c->epilogue_generated ? 500 : 1000;
+    out->unfused_median_ns = 2000;
+    out->paired_ratio = out->median_ns / out->unfused_median_ns;
+    out->reps = 7;
+    out->wins = 7;
+    snprintf(out->what, sizeof out->what, "the test's stub");
+    return true;
+}
+
+typedef struct both_path_form {
+    const char *name;
+    void (*build)(fa_graph *g);
+    const char *label; /* the chosen cluster's */
+    int members;
+} both_path_form;
+
+static void f_linear_bias_relu(fa_graph *g)
+{
+    linear3d(g);
+    node(g, "Add", "m,bias", "a");
+    node(g, "Relu", "a", "y");
+}
+
+/* a 2-D Gemm (transB, per-column C: oneDNN's bias) + a residual Add, an odd row count */
+static void f_gemm_bias_residual(fa_graph *g)
+{
+    int64_t xd[2] = {37, 32}, wd[2] = {48, 32}, cd[1] = {48}, sd[2] = {37, 48};
+    tensor(g, "x", 2, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "gc", 1, cd, 2, -0.5f, 0.5f);
+    tensor(g, "skip", 2, sd, true);
+    fa_node *n = node(g, "Gemm", "x,w,gc", "m");
+    fa_node_add_attr_int(g, n, "transB", 1);
+    node(g, "Add", "m,skip", "y");
+}
+
+static const both_path_form k_both_forms[] = {
+    {"both_paths_matmul_bias_gelu_erf", f_linear_bias_gelu_erf, "matmul+add+gelu_erf (generated epilogue: faster than post-ops)", 7},
+    {"both_paths_matmul_bias_relu", f_linear_bias_relu, "matmul+add+relu (generated epilogue: faster than post-ops)", 3},
+    {"both_paths_matmul_bias_residual", f_linear_bias_residual, "matmul+add+add (generated epilogue: faster than post-ops)", 3},
+    {"both_paths_gemm_bias_residual", f_gemm_bias_residual, "gemm+add (generated epilogue: faster than post-ops)", 2},
+};
+enum { N_BOTH_FORMS = sizeof k_both_forms / sizeof k_both_forms[0] };
+
+static void test_both_paths_form(void **state)
+{
+    const both_path_form *f = *state;
+    fa_graph *g = fa_graph_create(f->name);
+    assert_int_equal(fa_graph_set_opset(C, g, "", 17), FA_OK);
+    f->build(g);
+    finish(g, "y");
+    /* a measured profile: the probe is consulted only where every member has a median */
+    const char *db = fa_test_path(fa_test_tmpdir(), "both_paths.db");
+    remove(db);
+    fa_store *st = NULL;
+    int64_t run = 0;
+    assert_int_equal(fa_store_open(C, db, &st), FA_OK);
+    if (fa_test_store_graph_run(C, st, g, 3, &run)) fail_msg("%s: profile: %s", g->name, fa_ctx_errmsg(C));
+    fa_ceilings ce;
+    memset(&ce, 0, sizeof ce);
+    ce.device_key = "cpu:test:1t";
+    ce.mem_bw_gbs = 10;
+    ce.peak_gflops = 100;
+    ce.launch_ns = 1000;
+    fa_analysis *a = NULL;
+    assert_int_equal(fa_analyze_run(C, st, run, &ce, &a), FA_OK);
+
+    path_probe_stub stub = {0};
+    fa_advise_options ao = fa_advise_options_default();
+    ao.no_gate = true;
+    ao.probe = generated_faster_probe;
+    ao.probe_user = &stub;
+    fa_plan *p = NULL;
+    if (fa_advise(C, g, a, &ao, &p)) fail_msg("%s: advise: %s", g->name, fa_ctx_errmsg(C));
+    const fa_cluster *c = NULL;
+    for (int i = 0; i < p->n_clusters; i++) {
+        printf("%s: cluster %s (%d members): %s\n", g->name, p->clusters[i].label, p->clusters[i].n_members,
+               p->clusters[i].basis ? p->clusters[i].basis : "");
+        if (p->clusters[i].kind == FA_CLUSTER_EPILOGUE) c = &p->clusters[i];
+    }
+    if (!c) fail_msg("%s: no epilogue", g->name);
+    assert_int_equal(stub.post_asked, 1);
+    assert_int_equal(stub.gen_asked, 1);
+    assert_true(c->epilogue_generated);
+    assert_int_equal(c->n_post_ops, 0);
+    assert_string_equal(c->label, f->label);
+    assert_int_equal(c->n_members, f->members);
+    assert_int_equal(c->status, FA_CLUSTER_PROPOSED);
+
+    fa_apply_result *r = apply_small(C, g, p);
+    expect_verified_and_measured(c, &r->verdicts[c - p->clusters], "within the rounding-error bound");
+    assert_true(r->verdicts[c - p->clusters].max_rel_error >= 0);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_analysis_free(a);
+    fa_store_close(st);
+    remove(db);
+    fa_graph_free(g);
+}
+
 /* ---- the pre-LN residual stream (issue 33) ----
  * x [2,5,48] + the residual r, the sum read by a LayerNormalization (or RMSNormalization) and by
  * the next residual add (+ z, z = the norm's output times W: the block the norm feeds, so the
@@ -850,7 +978,7 @@ static int teardown(void **s)
 
 int main(void)
 {
-    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 5];
+    struct CMUnitTest tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 5 + N_BOTH_FORMS];
     for (int i = 0; i < N_FORMS; i++)
         tests[i] = (struct CMUnitTest){.name = k_forms[i].name, .test_func = test_epilogue_form,
                                        .initial_state = (void *)&k_forms[i]};
@@ -870,5 +998,8 @@ int main(void)
                                                             .test_func = test_pre_ln_residual_after_a_gemm_stays_its_epilogue};
     tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 4] = (struct CMUnitTest){.name = "generated_epilogue_needs_an_emitter",
                                                                           .test_func = test_gen_needs_an_emitter};
+    for (int i = 0; i < N_BOTH_FORMS; i++)
+        tests[N_FORMS + N_GEMM_FORMS + N_GEN_FORMS + 5 + i] = (struct CMUnitTest){
+            .name = k_both_forms[i].name, .test_func = test_both_paths_form, .initial_state = (void *)&k_both_forms[i]};
     return cmocka_run_group_tests(tests, setup, teardown);
 }

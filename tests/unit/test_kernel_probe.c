@@ -555,6 +555,264 @@ static void test_pairs_summary_keeps_pairs(void **st)
     assert_true(isnan(r2.paired_ratio) && isnan(r2.median_ns) && r2.wins == 0);
 }
 
+/* ---- both paths (issue 33): an epilogue the library's post-ops and a generated epilogue both
+ * express is probed in both builds, the faster taken ---- */
+
+/* x[64,96] -> MatMul W[96,128] -> Add bias[128] -> Relu -> y: the post-ops {add, relu}, and a
+ * product of A's rows with one matrix, which the generated path also takes */
+static tc *matmul_bias_relu(void)
+{
+    tc *t = tc_new(17);
+    int64_t xd[2] = {64, 96}, wd[2] = {96, 128}, bd[1] = {128};
+    static float w[96 * 128], b[128];
+    for (int i = 0; i < 96 * 128; i++) w[i] = (float)((i * 7) % 13 - 6) * 0.01f;
+    for (int i = 0; i < 128; i++) b[i] = (float)(i % 5) * 0.1f - 0.2f;
+    tc_input(t, "x", 2, xd);
+    tc_const(t, "w", 2, wd, w);
+    tc_const(t, "b", 1, bd, b);
+    tc_node(t, "MatMul", "x", "w", NULL, "m");
+    tc_node(t, "Add", "m", "b", NULL, "a");
+    tc_node(t, "Relu", "a", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    return t;
+}
+
+/* A probe answer with median f ns against an unfused u ns, paired at ratio pr (0: not paired). */
+static fa_fused_probe_result answer(double f, double u, double pr)
+{
+    fa_fused_probe_result r;
+    memset(&r, 0, sizeof r);
+    r.median_ns = f;
+    r.unfused_median_ns = u;
+    r.paired_ratio = pr;
+    r.reps = 7;
+    return r;
+}
+
+/* The rule alone, on answers the test writes: each build by its fused/unfused figure (the paired
+ * ratio, else the ratio of medians), by its median when either has none; the post-op path on a
+ * tie and when the generated build measured nothing. */
+static void test_epilogue_path_rule(void **st)
+{
+    (void)st;
+    fa_fused_probe_result post = answer(1000, 2000, 0.5), gen = answer(800, 2000, 0.4);
+    assert_true(fa_epilogue_generated_faster(&post, &gen));
+    assert_false(fa_epilogue_generated_faster(&gen, &post));
+    gen.paired_ratio = 0.5; /* a tie: the default */
+    assert_false(fa_epilogue_generated_faster(&post, &gen));
+    /* the ratios decide, not the raw medians: the generated build timed in a slower moment */
+    post = answer(1000, 2000, 0.5);
+    gen = answer(1200, 4000, 0.3);
+    assert_true(fa_epilogue_generated_faster(&post, &gen));
+    /* unpaired: the ratio of the medians */
+    post = answer(1000, 2000, NAN);
+    gen = answer(1100, 2400, 0);
+    assert_true(fa_epilogue_generated_faster(&post, &gen)); /* 0.458 < 0.5 */
+    gen = answer(1100, 2000, 0);
+    assert_false(fa_epilogue_generated_faster(&post, &gen));
+    /* no ratio on one side: the medians */
+    post = answer(1000, 0, 0);
+    gen = answer(900, 2000, 0.45);
+    assert_true(fa_epilogue_generated_faster(&post, &gen));
+    gen.median_ns = 1000;
+    assert_false(fa_epilogue_generated_faster(&post, &gen));
+    /* one build measured nothing */
+    gen = answer(900, 2000, 0.45);
+    assert_true(fa_epilogue_generated_faster(NULL, &gen));
+    assert_false(fa_epilogue_generated_faster(&post, NULL));
+    assert_false(fa_epilogue_generated_faster(NULL, NULL));
+    gen.median_ns = 0;
+    assert_false(fa_epilogue_generated_faster(&post, &gen));
+    gen.median_ns = NAN;
+    assert_false(fa_epilogue_generated_faster(&post, &gen));
+}
+
+/* A stub probe for epilogues: post-ops g_post_ns, the generated build g_gen_ns (<= 0: measures
+ * nothing), each against an unfused 4000 ns; the builds asked counted. */
+static double g_post_ns, g_gen_ns;
+static int g_post_asked, g_gen_asked;
+static bool path_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                       fa_fused_probe_result *out)
+{
+    (void)user;
+    (void)g;
+    const fa_cluster *c = &p->clusters[ci];
+    memset(out, 0, sizeof *out);
+    if (c->kind != FA_CLUSTER_EPILOGUE) return false;
+    /* the generated build is a cluster of its own: its signature, no post-ops */
+    assert_true((strncmp(signature, "epilogue(generated)", 19) == 0) == (c->epilogue_generated != 0));
+    if (c->epilogue_generated) assert_int_equal(c->n_post_ops, 0);
+    else assert_int_equal(c->n_post_ops, 2);
+    *(c->epilogue_generated ? &g_gen_asked : &g_post_asked) += 1;
+    double f = c->epilogue_generated ? g_gen_ns : g_post_ns;
+    if (f <= 0) {
+        snprintf(out->what, sizeof out->what, "the stub builds no such kernel");
+        return false;
+    }
+    *out = answer(f, 4000, f / 4000);
+    out->wins = 7;
+    snprintf(out->what, sizeof out->what, "the test's stub");
+    return true;
+}
+
+/* The advisor's choice between the two builds, on probe times the test injects: the faster
+ * taken, the label says which path and why, the basis quotes both probed times, plan.json
+ * carries it; without a probe nothing changes (the post-ops, no note, the probe never asked for
+ * a generated build). Before, the probe was asked for the post-op build alone. */
+static void test_probe_chooses_epilogue_path(void **st)
+{
+    (void)st;
+    tc *t = matmul_bias_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_paths.db");
+    fa_analysis *a = profiled(t, db, &s);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = path_probe;
+    fa_plan *p = NULL;
+
+    /* the generated build faster: taken */
+    g_post_ns = 2000;
+    g_gen_ns = 1000;
+    g_post_asked = g_gen_asked = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    const fa_cluster *e = epilogue_of(p, 0);
+    assert_non_null(e);
+    print_message("%s: %s\n", e->label, e->basis);
+    assert_int_equal(g_post_asked, 1);
+    assert_int_equal(g_gen_asked, 1);
+    assert_int_equal(e->epilogue_generated, 1);
+    assert_int_equal(e->n_post_ops, 0);
+    assert_int_equal(e->n_members, 3);
+    assert_string_equal(e->label, "matmul+add+relu (generated epilogue: faster than post-ops)");
+    assert_int_equal(strncmp(e->signature, "epilogue(generated)", 19), 0);
+    assert_non_null(strstr(e->basis, "generated epilogue: probe 1.0 us, fused/unfused 0.250 against post-ops 2.0 us, "
+                                     "fused/unfused 0.500"));
+    /* its prediction is the generated build's: the members' time x 0.25 */
+    assert_true(fabs(e->pred_ratio - 0.25) < 1e-9);
+    assert_true(fabs(e->pred_fused_ns - 0.25 * e->pred_members_ns) < 1e-6 * e->pred_members_ns);
+    assert_int_equal(e->status, FA_CLUSTER_PROPOSED);
+    fa_buf j;
+    fa_buf_init(&j);
+    fa_plan_json(&j, t->g, p, NULL, NULL);
+    assert_false(j.oom);
+    assert_non_null(strstr(j.data, "\"epilogue_generated\":1"));
+    assert_non_null(strstr(j.data, "(generated epilogue: faster than post-ops)"));
+    assert_non_null(strstr(j.data, "generated epilogue: probe 1.0 us"));
+    assert_non_null(strstr(j.data, "\"post_ops\":[]"));
+    fa_buf_free(&j);
+    fa_plan_free(p);
+
+    /* the post-ops faster: kept, the basis says both */
+    g_post_ns = 1000;
+    g_gen_ns = 3000;
+    g_post_asked = g_gen_asked = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    print_message("%s: %s\n", e->label, e->basis);
+    assert_int_equal(g_post_asked, 1);
+    assert_int_equal(g_gen_asked, 1);
+    assert_int_equal(e->epilogue_generated, 0);
+    assert_int_equal(e->n_post_ops, 2);
+    assert_string_equal(e->label, "matmul+add+relu");
+    assert_int_equal(strncmp(e->signature, "epilogue|", 9), 0);
+    assert_non_null(strstr(e->basis, "post-op epilogue: probe 1.0 us, fused/unfused 0.250 against the generated "
+                                     "epilogue's 3.0 us, fused/unfused 0.750"));
+    assert_true(fabs(e->pred_ratio - 0.25) < 1e-9);
+    fa_plan_free(p);
+
+    /* the generated build measures nothing: the post-ops, and the basis says why */
+    g_post_ns = 1000;
+    g_gen_ns = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    assert_int_equal(e->epilogue_generated, 0);
+    assert_string_equal(e->label, "matmul+add+relu");
+    assert_non_null(strstr(e->basis, "post-op epilogue: the generated build, which also expresses it, measured nothing "
+                                     "(the stub builds no such kernel)"));
+    fa_plan_free(p);
+
+    /* without a probe: nothing changes */
+    o.probe = NULL;
+    g_post_asked = g_gen_asked = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    assert_int_equal(e->epilogue_generated, 0);
+    assert_int_equal(e->n_post_ops, 2);
+    assert_string_equal(e->label, "matmul+add+relu");
+    assert_null(strstr(e->basis, "epilogue:"));
+    assert_int_equal(g_post_asked + g_gen_asked, 0);
+    fa_plan_free(p);
+
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
+/* fa_kernel_probe_prepare, its calls and the kernels it compiled counted */
+static int g_prepare_calls, g_prepared;
+static int counting_prepare(void *user, const fa_graph *g, const fa_plan *p)
+{
+    g_prepare_calls++;
+    int n = fa_kernel_probe_prepare(user, g, p);
+    g_prepared += n;
+    return n;
+}
+
+/* The real probe on both builds, with its revisits (the generated build's entry is revisited
+ * through the alternatives' view): both measured, the choice recorded, the plan's cluster the
+ * build the basis names. Which one is faster is not asserted (no timing in tests). */
+static void test_real_probe_times_both_epilogue_builds(void **st)
+{
+    (void)st;
+    tc *t = matmul_bias_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_both.db");
+    fa_analysis *a = profiled(t, db, &s);
+    fa_kernel_probe *pr = NULL;
+    assert_int_equal(fa_kernel_probe_create(ctx, t->g, FA_TARGET_CPU, 1, 0, &pr), FA_OK);
+    assert_int_equal(fa_kernel_probe_set_cache(ctx, pr, fa_test_path(fa_test_tmpdir(), "probe_both_kcache"), 0), FA_OK);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = fa_kernel_probe_fused;
+    o.probe_user = pr;
+    o.probe_revisit = fa_kernel_probe_revisit;
+    o.probe_prepare = counting_prepare;
+    o.probe_visits = 2;
+    fa_plan *p = NULL;
+    g_prepare_calls = g_prepared = 0;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    /* the generated build compiled in the plan's one batch (one compiler process), before probing */
+    assert_int_equal(g_prepare_calls, 1);
+    assert_int_equal(g_prepared, 1);
+    const fa_cluster *e = epilogue_of(p, 0);
+    assert_non_null(e);
+    print_message("%s: %s\n", e->label, e->basis);
+    int built, reused, over;
+    fa_kernel_probe_stats(pr, &built, &reused, &over, NULL);
+    assert_int_equal(built, 2); /* the post-op build and the generated one */
+    assert_int_equal(over, 0);
+    const char *gen = strstr(e->basis, "generated epilogue: probe "), *post = strstr(e->basis, "post-op epilogue: probe ");
+    assert_true((gen != NULL) != (post != NULL));
+    assert_int_equal(e->epilogue_generated, gen != NULL);
+    assert_int_equal(e->n_post_ops, gen ? 0 : 2);
+    assert_string_equal(e->label, gen ? "matmul+add+relu (generated epilogue: faster than post-ops)" : "matmul+add+relu");
+    /* the generated build's kernel is the one the applier runs */
+    if (gen) assert_non_null(strstr(e->basis, "generated epilogue(weights packed"));
+    assert_non_null(strstr(e->basis, "in 2 visit(s)"));
+    fa_plan_free(p);
+    fa_kernel_probe_free(pr);
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -565,6 +823,9 @@ int main(void)
         cmocka_unit_test(test_pairs_summary_keeps_pairs),
         cmocka_unit_test(test_probe_times_generated_chain),
         cmocka_unit_test(test_probe_builds_each_cluster_from_its_scope),
+        cmocka_unit_test(test_epilogue_path_rule),
+        cmocka_unit_test(test_probe_chooses_epilogue_path),
+        cmocka_unit_test(test_real_probe_times_both_epilogue_builds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
