@@ -1900,8 +1900,8 @@ bool fa_epilogue_generated_faster(const fa_fused_probe_result *post, const fa_fu
     if (!q) return false;
     if (!p) return true;
     double rp = probe_ratio(post), rq = probe_ratio(gen);
-    if (rp > 0 && rq > 0) return rq < rp;
-    return gen->median_ns < post->median_ns;
+    if (rp > 0 && rq > 0) return rq < rp * (1 - FA_EPILOGUE_PATH_MARGIN);
+    return gen->median_ns < post->median_ns * (1 - FA_EPILOGUE_PATH_MARGIN);
 }
 
 /* An epilogue both paths express (w->gen_alt): *pr is the probe's answer for its post-op build

@@ -55,8 +55,13 @@ bool fa_probe_loss_resolved(int reps, int wins);
  * fused/unfused figure — the median of its pairs' ratios where paired, else the ratio of its
  * medians (both timed at other moments: the ratio cancels the load each shared with its own
  * pairs, the raw medians do not) — and by its median when either has no ratio. True (generated)
- * when gen measured and post did not, or gen's figure is lower; false otherwise, a tie included:
- * the post-op path is the default. */
+ * when gen measured and post did not, or gen's figure is lower by more than
+ * FA_EPILOGUE_PATH_MARGIN; false otherwise, a near-tie included: the post-op path is the default.
+ * The margin: the two builds are not paired against each other, so a difference of a few per cent
+ * is not resolved, and a plan that flipped path on it between runs would change its clusters'
+ * labels and signatures for nothing (a smoke run of zoo:bert-layer chose generated on 0.962
+ * against 0.965). */
+#define FA_EPILOGUE_PATH_MARGIN 0.05
 bool fa_epilogue_generated_faster(const fa_fused_probe_result *post, const fa_fused_probe_result *gen);
 
 /* The cluster caps' defaults and bounds, for every verb that plans (advise, run, apply). A cluster

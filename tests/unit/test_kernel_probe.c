@@ -602,6 +602,10 @@ static void test_epilogue_path_rule(void **st)
     assert_false(fa_epilogue_generated_faster(&gen, &post));
     gen.paired_ratio = 0.5; /* a tie: the default */
     assert_false(fa_epilogue_generated_faster(&post, &gen));
+    gen.paired_ratio = 0.48; /* 4 % lower: within the margin, a near-tie keeps post-ops */
+    assert_false(fa_epilogue_generated_faster(&post, &gen));
+    gen.paired_ratio = 0.47; /* 6 % lower: beyond it */
+    assert_true(fa_epilogue_generated_faster(&post, &gen));
     /* the ratios decide, not the raw medians: the generated build timed in a slower moment */
     post = answer(1000, 2000, 0.5);
     gen = answer(1200, 4000, 0.3);
@@ -617,6 +621,8 @@ static void test_epilogue_path_rule(void **st)
     gen = answer(900, 2000, 0.45);
     assert_true(fa_epilogue_generated_faster(&post, &gen));
     gen.median_ns = 1000;
+    assert_false(fa_epilogue_generated_faster(&post, &gen));
+    gen.median_ns = 960; /* 4 % faster by the medians: within the margin */
     assert_false(fa_epilogue_generated_faster(&post, &gen));
     /* one build measured nothing */
     gen = answer(900, 2000, 0.45);
