@@ -55,6 +55,15 @@ static const char *group_name(const fa_plan_group *g)
     return g->label[0] ? g->label : fa_cluster_kind_name(g->kind);
 }
 
+/* name fitted to a column of width w: whole, or its first w - 3 bytes and "..." so that a cut
+ * label says it was cut (--verbose and report.html show it whole). buf holds at least w + 1. */
+static const char *fit_column(const char *name, int w, char *buf, size_t cap)
+{
+    if ((int)strlen(name) <= w || w < 4) return name;
+    snprintf(buf, cap, "%.*s...", w - 3, name);
+    return buf;
+}
+
 /* The opportunities, ranked by pattern: kept ones with their saving and what was verified, then
  * the best of those not kept with their decision. */
 static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa_run_figures *f, bool all)
@@ -77,7 +86,8 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
                   kept ? "verified" : "decision");
     for (int i = 0; i < ng; i++) {
         const fa_plan_group *g = &gs[i];
-        char t[32], kept_s[24];
+        char t[32], kept_s[24], nm[48];
+        const char *name = fit_column(group_name(g), wl, nm, sizeof nm);
         snprintf(kept_s, sizeof kept_s, "%d/%d", g->n_accepted, g->n_clusters);
         if (g->n_accepted > g->n_inside) {
             if (!all && shown >= RESULT_KEPT_ROWS) {
@@ -88,13 +98,13 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
             char share[16] = "-";
             if (base > 0) snprintf(share, sizeof share, "%.1f%%", 100.0 * g->measured_saving_ns / base);
             char mix[96];
-            fa_cli_printf("  %-*.*s  %-17s %6s %12s %6s  max rel. error %.2g%s%s%s\n", wl, wl, group_name(g),
+            fa_cli_printf("  %-*.*s  %-17s %6s %12s %6s  max rel. error %.2g%s%s%s\n", wl, wl, name,
                           fa_cluster_kind_name(g->kind), kept_s, t, share, g->max_rel_error,
                           g->n_inside ? " (BN folds inside)" : "", *fa_plan_group_mix(g, mix, sizeof mix) ? " " : "", mix);
             shown++;
         } else if (g->n_accepted > 0) {
             fa_cli_printf("  %-*.*s  %-17s %6s %12s %6s  folded into the kept epilogues above (their saving holds it)\n", wl, wl,
-                          group_name(g), fa_cluster_kind_name(g->kind), kept_s, "-", "-");
+                          name, fa_cluster_kind_name(g->kind), kept_s, "-", "-");
             shown++;
         } else if (all || not_kept < RESULT_NOT_KEPT_ROWS) {
             char why[96], pred[200], mix[96], spread[128];
@@ -102,7 +112,7 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
             fmt_time(t, sizeof t, fabs(g->best_predicted_ns));
             snprintf(pred, sizeof pred, g->best_predicted_ns < 0 ? "predicted a loss of %s%s" : "predicted %s%s", t,
                      fa_cluster_spread_phrase(g->best, spread, sizeof spread));
-            fa_cli_printf("  %-*.*s  %-17s %6s %12s %6s  not kept: %s (%s)%s%s\n", wl, wl, group_name(g),
+            fa_cli_printf("  %-*.*s  %-17s %6s %12s %6s  not kept: %s (%s)%s%s\n", wl, wl, name,
                           fa_cluster_kind_name(g->kind), kept_s, "-", "-", why, pred,
                           *fa_plan_group_mix(g, mix, sizeof mix) ? " " : "", mix);
             not_kept++;
