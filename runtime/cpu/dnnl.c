@@ -628,7 +628,8 @@ fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked)
 }
 
 /* One decision per convolution signature per process (FA_CONV_TACTIC_MEASURED): the key names
- * the shapes, strides, pads, layouts and post-ops; the value 1 Winograd, 0 direct. A full table
+ * the threads, shapes, pads, layouts and post-ops (the stride and kernel size are those Winograd
+ * takes: 1 and 3x3); the value 1 Winograd, 0 direct. A full table
  * decides again (a measurement, never a wrong result). */
 enum { TACTIC_MEMO_CAP = 512, TACTIC_KEY_MAX = 320 };
 static struct {
@@ -878,7 +879,8 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         int memo = -1;
         if (wino && tactic == FA_CONV_TACTIC_MEASURED) {
             const fa_attr *po = fa_node_attr(n, "post_op_kinds");
-            snprintf(key, sizeof key, "x%lldx%lldx%lldx%lld w%lld y%lld p%lld,%lld,%lld,%lld l%d,%d in%d po%d",
+            snprintf(key, sizeof key, "t%d x%lldx%lldx%lldx%lld w%lld y%lld p%lld,%lld,%lld,%lld l%d,%d in%d po%d",
+                     omp_get_max_threads(), /* the threads the executor set before creating its kernels */
                      (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], (long long)cout,
                      (long long)(yd[2] * yd[3]), (long long)pl[0], (long long)pl[1], (long long)pr[0], (long long)pr[1],
                      (int)l, (int)in0, n->n_inputs, po ? po->n : -1);
