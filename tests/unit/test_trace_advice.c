@@ -1401,6 +1401,27 @@ static void test_python_scalar_keeps_the_tensor_dtype(void **state)
     fa_trace_advice_free(a);
 }
 
+/* fill_(self, value) writes self and reads nothing: it was priced as reading self too, so a
+ * 64 Mi-float fill in 100 us "reached" 5.4 TB/s and set the measured memory roof (HTA's
+ * trace_filter rank-1: 3.5 TB/s on a device without a data sheet), and a fill of a tensor shaped
+ * like the add before it passed for reading the add's output */
+static void test_fill_writes_only_its_destination(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_fill_write_only.json");
+    const double n = 64.0 * 1024 * 1024;
+    bool seen = false;
+    for (int i = 0; i < a->n_points; i++)
+        if (strstr(a->points[i].kernel, "<Fill>")) {
+            assert_true(a->points[i].bytes == n * 4);
+            seen = true;
+        }
+    assert_true(seen);
+    assert_true(fabs(a->mem_roof_gbs - n * 4 / 100e-6 / 1e9) < 1e-6);
+    assert_int_equal(a->n_opps_total, 0); /* the fill reads nothing the add wrote */
+    fa_trace_advice_free(a);
+}
+
 /* mm -> bias add -> GELU: the GEMM stays, the add and the GELU become its epilogue */
 static void test_gemm_epilogue_found(void **state)
 {
@@ -1559,6 +1580,7 @@ int main(void)
         cmocka_unit_test(test_eager_attention_across_gemms),
         cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
         cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
+        cmocka_unit_test(test_fill_writes_only_its_destination),
         cmocka_unit_test(test_gemm_epilogue_found),
         cmocka_unit_test(test_gelu_fixes_keep_the_form),
         cmocka_unit_test(test_corpus_traces_advice_invariants),
