@@ -1008,12 +1008,14 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     }
     if (r.shape >= 0) {
         b->n_estimated_bytes++;
-        /* the best bandwidth a memory-bound kernel reached (kernels over 5 us: shorter ones are
-         * latency-bound and say nothing about the roof) */
+        /* the best bandwidth a memory-bound kernel reached (kernels over 5 us moving at least
+         * FA_TA_ROOF_MIN_BYTES: shorter or smaller ones are latency-bound and say nothing about the
+         * roof; a 1 KB threshold over 5.6 us "reached" 1 GB/s on an MI250 GCD the table could not
+         * name, and set its memory roof) */
         if (fa_kclass_light(kcls) && !fused_by && d >= 5000) {
             kbytes kb;
             fa__ta_kernel_bytes(b->shapes[r.shape], r.key, r.inplace, &kb);
-            if (kb.read >= 0 && kb.write >= 0) {
+            if (kb.read >= 0 && kb.write >= 0 && kb.read + kb.write >= FA_TA_ROOF_MIN_BYTES) {
                 double gbs = (kb.read + kb.write) / (double)d;
                 if (gbs > b->best_gbs) {
                     b->best_gbs = gbs;

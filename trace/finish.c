@@ -96,7 +96,10 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
 
     /* device, in its vendor's terms */
     a->device_name = adup(ar, b->dev.name);
-    fa_gpu_vendor vendor = fa_gpu_vendor_of(b->dev.name);
+    fa_gpu_vendor vendor;
+    fa_gpu_props props = {b->dev.name, b->dev.cc_major, b->dev.cc_minor, b->dev.sm_count, b->dev.warp_size,
+                          b->dev.total_mem_bytes};
+    fa_gpu_identify(&props, &vendor, &a->roofs);
     a->vendor = vendor == FA_GPU_VENDOR_AMD ? "AMD" : vendor == FA_GPU_VENDOR_NVIDIA ? "NVIDIA" : NULL;
     a->units_name = fa_gpu_units_name(vendor);
     if (b->dev.cc_major > 0) {
@@ -108,7 +111,6 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     }
     a->total_mem_bytes = b->dev.total_mem_bytes;
     a->sm_count = b->dev.sm_count;
-    fa_gpu_roofs_for(b->dev.name, b->dev.total_mem_bytes, &a->roofs);
     a->hbm_gbs = a->roofs.hbm_gbs;
     a->hbm_label = a->roofs.label;
     a->arch_family = a->roofs.family;

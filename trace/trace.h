@@ -257,7 +257,11 @@ typedef struct fa_ta_wrec {
 
 enum {
     FA_TA_MIN_STRETCH = 3, FA_TA_MAX_SEQ = 32, FA_TA_TOP_GAPS = 10, FA_TA_MAX_OPPS = 50, FA_TA_MAX_POINTS = 400,
-    FA_TA_WINDOW_MAX = 20000 /* GPU records kept for the report's timeline */
+    FA_TA_WINDOW_MAX = 20000, /* GPU records kept for the report's timeline */
+    /* the fewest bytes a kernel moves for its bandwidth to count towards the measured memory roof:
+     * 8 MiB, over the L2 cache of a T4 (4 MB), V100 (6 MB) or RTX 2080 Ti (5.5 MB) (NVIDIA's data
+     * sheets); a kernel that moves less measures latency or cache, not the memory */
+    FA_TA_ROOF_MIN_BYTES = 8 << 20
 };
 
 typedef struct fa_trace_advice {
@@ -336,6 +340,7 @@ typedef struct fa_ta_device {
     int cc_major, cc_minor;     /* 0 unknown */
     uint64_t total_mem_bytes;   /* 0 unknown */
     int32_t sm_count;           /* 0 unknown */
+    int32_t warp_size;          /* 0 unknown; 64 tells an AMD device ROCm does not name */
 } fa_ta_device;
 
 /* ---- streaming: the builder the importers feed ---- */

@@ -645,6 +645,7 @@ static fa_trace_advice *advise_file(const char *path, fa_import_stats *stt)
         dev.cc_minor = stt->devices[0].cc_minor;
         dev.total_mem_bytes = stt->devices[0].total_mem_bytes;
         dev.sm_count = stt->devices[0].sm_count;
+        dev.warp_size = stt->devices[0].warp_size;
     }
     fa_trace_advice *a = NULL;
     assert_int_equal(fa_trace_advise(ctx, t, stt->n_devices ? &dev : NULL, &a), FA_OK);
@@ -697,6 +698,7 @@ static fa_trace_advice *advise_file_streamed(const char *path, fa_import_stats *
         dev.cc_minor = stt->devices[0].cc_minor;
         dev.total_mem_bytes = stt->devices[0].total_mem_bytes;
         dev.sm_count = stt->devices[0].sm_count;
+        dev.warp_size = stt->devices[0].warp_size;
     }
     fa_trace_advice *a = NULL;
     if (k.b) {
@@ -1231,6 +1233,56 @@ static void test_amd_device_in_its_own_terms(void **state)
     fa_trace_advice_free(a);
 }
 
+/* ROCm does not always name the part: vLLM's MI300X trace has "name": "" and HTA's MI250 trace
+ * "AMD Radeon Graphics". The first printed as "unknown, sm_94" with no roofs (a CUDA compute
+ * capability HIP's 9.4 is not), the second with no roofs, and its memory roof was a 1 KB
+ * threshold kernel's 1 GB/s. A wavefront of 64 is AMD's; HIP's 9.4 / 9.0 with the compute units
+ * and memory name the part where one data-sheet row has them; a kernel moving under
+ * FA_TA_ROOF_MIN_BYTES sets no measured roof. */
+static void test_amd_device_unnamed_identified_by_its_properties(void **state)
+{
+    (void)state;
+    const struct { const char *file, *arch, *family; double hbm; int units; } c[] = {
+        {"trace_amd_unnamed.json", "gfx942", "CDNA3", 5300, 304},
+        {"trace_amd_radeon_graphics.json", "gfx90a", "CDNA2", 1638.4, 104},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        fa_trace_advice *a = advise_fixture(c[i].file);
+        assert_non_null(a->vendor);
+        assert_string_equal(a->vendor, "AMD");
+        assert_non_null(a->arch);
+        assert_string_equal(a->arch, c[i].arch);
+        assert_string_equal(a->arch_family, c[i].family);
+        assert_true(a->roofs.hbm_gbs == c[i].hbm && a->roofs.units == c[i].units);
+        assert_true(a->mem_roof_gbs == c[i].hbm); /* the data sheet, not a 1 KB kernel's figure */
+        for (int k = 0; k < a->n_kernel_names; k++) assert_true(a->kernels[k].occupancy < 0);
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_trace_advice_text(a, &b);
+        assert_null(strstr(b.data, "sm_9"));
+        assert_non_null(strstr(b.data, "compute units"));
+        fa_buf_free(&b);
+        fa_trace_advice_free(a);
+    }
+    /* a device the table cannot name: no roof at all rather than a latency-bound kernel's */
+    fa_gpu_props p = {"NVIDIA GeForce RTX 3090", 8, 6, 82, 32, (uint64_t)24 << 30};
+    fa_gpu_vendor v;
+    fa_gpu_roofs r;
+    fa_gpu_identify(&p, &v, &r);
+    assert_int_equal(v, FA_GPU_VENDOR_NVIDIA);
+    assert_null(r.label);
+    /* a named MI250X is one GCD of 110 CUs and 64 GB in a trace: half the package's figures */
+    assert_true(fa_gpu_roofs_for("AMD Instinct MI250X", (uint64_t)64 << 30, &r) && r.units == 110 && r.hbm_gbs == 1638.4);
+    /* 304 CUs with 256 GB: an MI325X */
+    p = (fa_gpu_props){"", 9, 4, 304, 64, (uint64_t)256 << 30};
+    fa_gpu_identify(&p, &v, &r);
+    assert_true(v == FA_GPU_VENDOR_AMD && r.hbm_gbs == 6000);
+    /* an unnamed part with 32-wide warps is not taken for AMD */
+    p = (fa_gpu_props){"", 9, 0, 132, 32, (uint64_t)80 << 30};
+    fa_gpu_identify(&p, &v, &r);
+    assert_int_equal(v, FA_GPU_VENDOR_UNKNOWN);
+}
+
 /* torch.compile on ROCm: Triton kernels and aotriton's attn_fwd are what they are (fused
  * elementwise, reduction, attention) and already fused: reported, never part of a fusion */
 static void test_compiled_and_attention_kernels_are_already_fused(void **state)
@@ -1572,6 +1624,7 @@ int main(void)
         cmocka_unit_test(test_host_wait_between_members_is_not_launch_cost),
         cmocka_unit_test(test_member_output_read_outside_is_written),
         cmocka_unit_test(test_amd_device_in_its_own_terms),
+        cmocka_unit_test(test_amd_device_unnamed_identified_by_its_properties),
         cmocka_unit_test(test_compiled_and_attention_kernels_are_already_fused),
         cmocka_unit_test(test_backward_kernels_named_as_such),
         cmocka_unit_test(test_kernels_launched_before_the_step_are_not_in_it),
