@@ -56,15 +56,19 @@ static const char *const k_reduction[] = {"reduce_kernel", "reduction", "softmax
                                           "group_norm", "groupnorm", "batch_norm", "batchnorm", "bn_fw", "bn_bw",
                                           "welford", "rms_norm", "rmsnorm", "norm_kernel", "argmax", "cross_entropy",
                                           "nll_loss", "triton_red_", "triton_per_", "GradGammaBeta", NULL};
-static const char *const k_gemm[] = {"gemm", "cutlass", "cublas", "gemv", "matmul", "xmma", "triton_tem_", "Cijk_",
+static const char *const k_gemm[] = {"gemm", "cublas", "gemv", "matmul", "xmma", "triton_tem_", "Cijk_",
                                      "hipblaslt", "rocblas", "wmma", "mfma", "nvjet", NULL};
+/* words that name a GEMM / convolution only in the kernel's own name: in template arguments they
+ * are element types (cutlass::bfloat16_t in a MoE finalize kernel) or longer words
+ * (hipcub's convert_binary_result_type_wrapper in a rocprim reduction) */
+static const char *const k_gemm_own[] = {"cutlass", "bmm_", NULL}; /* bmm_: TensorRT-LLM's batched GEMMs */
 /* fused attention: FlashAttention (CUDA and ROCm CK "fmha"), PyTorch's memory-efficient kernels */
 static const char *const k_attention[] = {"flash_fwd", "flash_bwd", "flash::", "fmha", "attention_kernel",
                                           "efficient_attention", "flash_attn", "attn_fwd", "attn_bwd", "mha_fwd",
                                           "mha_bwd", "paged_attention", "unified_attention", "flash_decoding", NULL};
 static const char *const k_conv_strong[] = {"implicit_convolve", "convolve", "winograd", "conv2d", "conv3d", "fprop",
                                             "dgrad", "wgrad", NULL};
-static const char *const k_conv[] = {"conv", "cudnn", "MIOpen", "miopen", NULL};
+static const char *const k_conv[] = {"cudnn", "MIOpen", "miopen", NULL}; /* and "conv", not in "convert" */
 static const char *const k_elem_sub[] = {"elementwise", "pointwise", "triton_poi_", "multi_tensor_apply", NULL};
 static const char *const k_elem_words[] = {"add", "sub", "mul", "div", "relu", "gelu", "silu", "sigmoid", "tanh", "exp",
                                            "neg", "abs", "clamp", "where", "fill", "dropout", "threshold", "bias",
@@ -77,9 +81,36 @@ static bool any_sub(const char *name, const char *const *pats)
     return false;
 }
 
+/* "conv" in s that does not begin "convert" (vllm::convert_fp8_kernel, convertKernel) */
+static bool has_conv(const char *s)
+{
+    for (const char *p = s; (p = strcasestr(p, "conv")) != NULL; p += 4)
+        if (strncasecmp(p, "convert", 7)) return true;
+    return false;
+}
+
+/* the kernel's own name: after a leading "void ", up to its template arguments or parameters */
+static const char *own_name(const char *name, char *buf, size_t cap)
+{
+    if (!strncmp(name, "void ", 5)) name += 5;
+    size_t n = strcspn(name, "<(");
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, name, n);
+    buf[n] = 0;
+    return buf;
+}
+
 fa_kclass fa_kernel_classify(const char *name)
 {
     if (!name) return FA_KCLASS_OTHER;
+    /* torch.compile's Inductor names its kernels by kind and then by every op it fused
+     * ("triton_poi_fused__to_copy_add_cat_fmha_v3_fwd_mul_neg_..._13" is a pointwise kernel, not
+     * attention; "triton_poi_fused_native_layer_norm_..." no reduction): the prefix says what it is */
+    if (!strncmp(name, "triton_poi_", 11)) return FA_KCLASS_ELEMENTWISE;
+    if (!strncmp(name, "triton_red_", 11) || !strncmp(name, "triton_per_", 11)) return FA_KCLASS_REDUCTION;
+    if (!strncmp(name, "triton_tem_", 11)) return FA_KCLASS_GEMM;
+    char own[256];
+    own_name(name, own, sizeof own);
     /* cuBLAS's split-K reduction finishes a GEMM: part of it, not a reduction to fuse */
     if (has(name, "splitKreduce") || has(name, "splitK_reduce")) return FA_KCLASS_GEMM;
     if (any_sub(name, k_collective)) return FA_KCLASS_COLLECTIVE;
@@ -89,8 +120,8 @@ fa_kclass fa_kernel_classify(const char *name)
     if (any_sub(name, k_reduction)) return FA_KCLASS_REDUCTION;
     if (any_sub(name, k_conv_strong)) return FA_KCLASS_CONV;
     /* fbgemm_gpu::* are embedding / sparse kernels, not GEMMs */
-    if (!has(name, "fbgemm_gpu") && any_sub(name, k_gemm)) return FA_KCLASS_GEMM;
-    if (any_sub(name, k_conv)) return FA_KCLASS_CONV;
+    if (!has(name, "fbgemm_gpu") && (any_sub(name, k_gemm) || any_sub(own, k_gemm_own))) return FA_KCLASS_GEMM;
+    if (any_sub(own, k_conv) || has_conv(own)) return FA_KCLASS_CONV;
     if (any_sub(name, k_elem_sub)) return FA_KCLASS_ELEMENTWISE;
     /* whole words, '_' splits: "add_kernel", "fused_bias_gelu" */
     char buf[512];

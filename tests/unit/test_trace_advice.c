@@ -420,6 +420,43 @@ static void test_names_normalize_and_classify(void **state)
     assert_false(fa_kclass_light(FA_KCLASS_GEMM));
 }
 
+/* Class words were matched anywhere in the full name: "cutlass" in an element type made TensorRT-LLM's
+ * MoE finalize kernel (B200 trace) a GEMM, "conv" in hipcub's convert_binary_result_type_wrapper made
+ * a rocprim reduction (MI300X traces) a convolution, and Inductor's kernel names, which list every op
+ * fused ("..._fmha_v3_fwd_...", "..._native_layer_norm_..."), made pointwise kernels attention or
+ * reductions. Inductor's prefix decides; "cutlass" and the convolution words count in the kernel's
+ * own name only. */
+static void test_class_words_in_template_arguments_do_not_classify(void **state)
+{
+    (void)state;
+    assert_int_equal(fa_kernel_classify("void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<"
+                                        "cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<"
+                                        "cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true>)"),
+                     FA_KCLASS_OTHER);
+    assert_int_not_equal(fa_kernel_classify("void rocprim::ROCPRIM_400400_NS::detail::trampoline_kernel<rocprim::ROCPRIM_400400_NS::"
+                                            "detail::reduce_impl<true, hipcub::HIPCUB_400400_NS::detail::"
+                                            "convert_binary_result_type_wrapper<hipcub::HIPCUB_400400_NS::Sum> > >()"),
+                         FA_KCLASS_CONV);
+    assert_int_not_equal(fa_kernel_classify("void vllm::convert_fp8_kernel<float>(float*, int)"), FA_KCLASS_CONV);
+    assert_int_equal(fa_kernel_classify("triton_poi_fused__to_copy_add_cat_fmha_v3_fwd_mul_neg_stack_unbind_unsqueeze_view_13"),
+                     FA_KCLASS_ELEMENTWISE);
+    assert_int_equal(fa_kernel_classify("triton_poi_fused_native_layer_norm_0"), FA_KCLASS_ELEMENTWISE);
+    assert_int_equal(fa_kernel_classify("triton_poi_fused__unsafe_view_add_addmm_clone_convolution_mul_3"), FA_KCLASS_ELEMENTWISE);
+    assert_int_equal(fa_kernel_classify("triton_per_fused__softmax_all_reduce_2"), FA_KCLASS_REDUCTION);
+    assert_int_equal(fa_kernel_classify("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_sm100f"),
+                     FA_KCLASS_GEMM);
+    /* still: CUTLASS's own kernels, FlashAttention-3 inside cutlass::device_kernel, cuDNN convolutions */
+    assert_int_equal(fa_kernel_classify("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>("
+                                        "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)"),
+                     FA_KCLASS_GEMM);
+    assert_int_equal(fa_kernel_classify("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+                                        "flash::CollectiveMainloopFwdSm90<2, cute::tuple<int> > > > >(void)"),
+                     FA_KCLASS_ATTENTION);
+    assert_int_equal(fa_kernel_classify("void cudnn::ops::nchwToNhwcKernel<float>(...)"), FA_KCLASS_CONV);
+    assert_int_equal(fa_kernel_classify("MIOpenConvUni"), FA_KCLASS_CONV);
+    assert_int_equal(fa_kernel_classify("naive_conv_fwd_nchw_float"), FA_KCLASS_CONV);
+}
+
 static void test_device_tables(void **state)
 {
     (void)state;
@@ -1611,6 +1648,7 @@ int main(void)
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
         cmocka_unit_test(test_intern_map_dense_ids_binary_keys),
+        cmocka_unit_test(test_class_words_in_template_arguments_do_not_classify),
         cmocka_unit_test(test_device_tables),
         cmocka_unit_test(test_llama_decoder_patterns_named_cuda_and_rocm),
         cmocka_unit_test(test_module_frames_name_the_pattern),
