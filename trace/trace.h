@@ -203,7 +203,7 @@ typedef struct fa_ta_stretch {
     int n_kernels;
     uint64_t start_ns, end_ns;  /* first kernel start .. last kernel end */
     int64_t kernel_ns;          /* summed kernel durations */
-    int64_t launch_ns;          /* summed launch-call durations */
+    int64_t launch_ns;          /* summed launch-call durations, each up to launch_cap_ns */
     const char *first_name;     /* normalised name of the first kernel */
 } fa_ta_stretch;
 

@@ -245,7 +245,7 @@ static void test_hand_trace_figures_exact(void **state)
     assert_int_equal(a->n_stretches, 1);
     assert_int_equal(a->stretches[0].n_kernels, 5);
     assert_int_equal(a->stretches[0].kernel_ns, 10);
-    assert_int_equal(a->stretches[0].launch_ns, 40);
+    assert_int_equal(a->stretches[0].launch_ns, 20); /* 5 calls of 8 ns, each counted up to the 4 ns median */
     /* per-kernel stats */
     const fa_ta_kernel *g = kstat(a, "gemm_kernel");
     assert_int_equal(g->count, 4);
@@ -1468,6 +1468,21 @@ static void test_same_shape_copies_are_not_a_chain(void **state)
     fa_trace_advice_free(a);
 }
 
+/* A launch call far over the median (a first call loading its module: 300 ms) made the kernels
+ * around it a launch-bound stretch of 600 ms of launch calls, a 10 us kernel among them. Each call
+ * counts up to the median launch call, as for the launch cost removed. */
+static void test_module_load_launch_is_not_launch_bound(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launch_module_load.json");
+    assert_int_equal(a->launch_cap_ns, 4000);
+    assert_int_equal(a->n_stretches, 1);
+    assert_int_equal(a->stretches[0].n_kernels, 8); /* the 10 us kernel is not launch-bound */
+    assert_int_equal(a->stretches[0].launch_ns, 8 * 4000);
+    assert_int_equal(a->stretches[0].kernel_ns, 8 * 2000);
+    fa_trace_advice_free(a);
+}
+
 /* x * 0.125 on a bf16 tensor: the Python float (Input type "double", no dims) keeps the tensor's
  * dtype; the product is bf16, not double */
 static void test_python_scalar_keeps_the_tensor_dtype(void **state)
@@ -1671,6 +1686,7 @@ int main(void)
         cmocka_unit_test(test_eager_attention_across_gemms),
         cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
         cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
+        cmocka_unit_test(test_module_load_launch_is_not_launch_bound),
         cmocka_unit_test(test_fill_writes_only_its_destination),
         cmocka_unit_test(test_gemm_epilogue_found),
         cmocka_unit_test(test_gelu_fixes_keep_the_form),
