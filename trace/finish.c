@@ -338,6 +338,16 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         goto nomem;
     }
     memcpy(a->opps, ops, (size_t)a->n_opps * sizeof *a->opps);
+    /* a window the GPU records never reached (the second profiler step launched nothing): the first
+     * step's records are the timeline */
+    if (!b->n_window && b->n_fb_window) {
+        free(b->window);
+        b->window = b->fb_window;
+        b->n_window = b->n_fb_window;
+        b->win_what = b->fb_what;
+        b->fb_window = NULL;
+        b->n_fb_window = 0;
+    }
     /* the window's tags: internal opportunity id -> rank (-1 past the kept ones) */
     int32_t *rank = malloc((b->n_opps + 1) * sizeof *rank);
     if (!rank) {

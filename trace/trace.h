@@ -356,7 +356,8 @@ void fa_ta_builder_set_lookup(fa_ta_builder *b, fa_ta_cpu_lookup fn, void *user)
 /* The device, when it is known only after the records (a streaming import); before finish. */
 void fa_ta_builder_set_device(fa_ta_builder *b, const fa_ta_device *dev);
 /* For a builder fed by a streaming import (fa_import_opts.sink): take the steps and the timeline
- * window from t's ProfilerStep# ranges (the second step, else the first 20,000 GPU records), and
+ * window from t's ProfilerStep# ranges (the second step — the first when the second launched no GPU
+ * record —, else the first 20,000 GPU records), and
  * look the largest gaps' cpu ops up in t and count its steps at finish. Call on the first GPU
  * record (the window is taken from the steps read by then); t must live until finish. */
 void fa_ta_builder_use_trace(fa_ta_builder *b, const fa_trace *t);

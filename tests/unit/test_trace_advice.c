@@ -1483,6 +1483,20 @@ static void test_module_load_launch_is_not_launch_bound(void **state)
     fa_trace_advice_free(a);
 }
 
+/* The timeline window is the second profiler step; when that step launched nothing (the trailing
+ * step the profiler cut short: HolisticTraceAnalysis' MI250 trace, a 49 us ProfilerStep#2) no
+ * GPU record was kept and `show` said "no kernel records stored". The first step is the window
+ * then, in both the whole and the streamed advice (advise_fixture compares them). */
+static void test_window_falls_back_to_the_first_step(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_last_step_empty.json");
+    assert_non_null(a->window_what);
+    assert_string_equal(a->window_what, "ProfilerStep#1");
+    assert_int_equal(a->n_window, 5);
+    fa_trace_advice_free(a);
+}
+
 /* x * 0.125 on a bf16 tensor: the Python float (Input type "double", no dims) keeps the tensor's
  * dtype; the product is bf16, not double */
 static void test_python_scalar_keeps_the_tensor_dtype(void **state)
@@ -1686,6 +1700,7 @@ int main(void)
         cmocka_unit_test(test_eager_attention_across_gemms),
         cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
         cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
+        cmocka_unit_test(test_window_falls_back_to_the_first_step),
         cmocka_unit_test(test_module_load_launch_is_not_launch_bound),
         cmocka_unit_test(test_fill_writes_only_its_destination),
         cmocka_unit_test(test_gemm_epilogue_found),
