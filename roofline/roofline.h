@@ -142,6 +142,7 @@ typedef struct fa_gpu_roofs {
     const char *arch;           /* the vendor's architecture id: "sm_90", "gfx942"; NULL unknown */
     const char *family;         /* "Hopper", "CDNA3", ...; NULL unknown */
     int units;                  /* SMs (NVIDIA) / compute units (AMD) of the data-sheet part, 0 unknown */
+    double llc_mb;              /* last-level cache before DRAM, MB (L2; AMD CDNA3's Infinity Cache); 0 unknown */
 } fa_gpu_roofs;
 
 /* The GPU's vendor by its name: AMD (Instinct, Radeon, "AMD ..."), NVIDIA, or unknown. */

@@ -1040,13 +1040,13 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
         if (fa_kclass_light(kcls) && !fused_by && d >= 5000) {
             kbytes kb;
             fa__ta_kernel_bytes(b->shapes[r.shape], r.key, r.inplace, &kb);
-            if (kb.read >= 0 && kb.write >= 0 && kb.read + kb.write >= FA_TA_ROOF_MIN_BYTES) {
-                double gbs = (kb.read + kb.write) / (double)d;
-                if (gbs > b->best_gbs) {
-                    b->best_gbs = gbs;
-                    b->best_gbs_kernel = t->name;
+            double gbs = (kb.read + kb.write) / (double)d;
+            for (int k = 0; k < ROOF_BUCKETS && kb.read >= 0 && kb.write >= 0 &&
+                            kb.read + kb.write >= (double)FA_TA_ROOF_MIN_BYTES * (double)(1 << k); k++)
+                if (gbs > b->best_gbs[k]) {
+                    b->best_gbs[k] = gbs;
+                    b->best_gbs_kernel[k] = t->name;
                 }
-            }
         }
     }
     strm *s = stream_of(b, g->device, g->stream);

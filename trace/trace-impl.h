@@ -118,6 +118,7 @@ int fa__ta_epilogue_bytes(const ta_member *m, int n, double *extra_rd, double *e
 
 enum {
     WIN = 24,          /* look-ahead window per stream for the patterns (kernels) */
+    ROOF_BUCKETS = 8,  /* measured-roof size classes: 8 MiB .. 1 GiB, doubling */
     OPEN_REPLAYS = 64, /* graph replays followed at once */
     SEG_MAX = 256,     /* a run of memory-bound kernels is held up to this long before it is cut */
     NAME_SLOTS = 4096, /* kernel-name cache */
@@ -288,8 +289,11 @@ struct fa_ta_builder {
     int64_t n_steps;
     uint64_t step_first, step_last;
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
-    double best_gbs;       /* best achieved bandwidth of a memory-bound kernel with known bytes */
-    const char *best_gbs_kernel;
+    /* best achieved bandwidth of a memory-bound kernel with known bytes, among kernels moving at
+     * least FA_TA_ROOF_MIN_BYTES << k (k < ROOF_BUCKETS): finish takes the bucket past the device's
+     * last-level cache */
+    double best_gbs[ROOF_BUCKETS];
+    const char *best_gbs_kernel[ROOF_BUCKETS];
     bool win_set, win_by_launch;
     uint64_t win_lo, win_hi;
     const char *win_what;
