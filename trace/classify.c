@@ -90,8 +90,11 @@ static bool has_conv(const char *s)
 }
 
 /* the kernel's own name: after a leading "void ", up to its template arguments or parameters */
+static bool demangle_prefix(const char *m, char *buf, size_t cap);
+
 static const char *own_name(const char *name, char *buf, size_t cap)
 {
+    if (demangle_prefix(name, buf, cap)) return buf;
     if (!strncmp(name, "void ", 5)) name += 5;
     size_t n = strcspn(name, "<(");
     if (n >= cap) n = cap - 1;
@@ -143,7 +146,7 @@ static const char *const k_hint_stop[] = {
     "opmath_t", "scalar_t", "cuda", "vectorized", "unrolled", "legacy", "policies", "memory_access", "Float8_e4m3fn",
     "Float8_e5m2", "ComplexHalf", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "gpu_kernel_with_scalars",
     "gpu", "launch_legacy_kernel", "type_specialized_kernel", "opmath_gpu_kernel_with_scalars", "binary_internal",
-    "unary_internal", "impl", "AbsFunctor", "TensorListMetadata", "FusedOptimizerTensorListMetadata", NULL};
+    "unary_internal", "impl", "AbsFunctor", "TensorListMetadata", "FusedOptimizerTensorListMetadata", "ck_tile", NULL};
 
 static bool stop_word(const char *w, size_t n)
 {
@@ -193,11 +196,100 @@ static bool functor_hint(const char *targs, size_t len, char *out, size_t cap)
     return false;
 }
 
+/* An Itanium-mangled kernel name (ROCm traces of aiter, Composable Kernel and sgl-kernel keep
+ * them: "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64E...") -> its qualified name
+ * ("aiter::add_rmsnorm_quant_kernel"), the way the demangled names of other kernels read. Only the
+ * <nested-name> / <unscoped-name> of source names is read (the ABI's productions for them: N ... E,
+ * <length><identifier>, S_ / S<seq>_ substitutions of those prefixes, St = std, L for internal
+ * linkage, _GLOBAL__N_1 = the anonymous namespace), up to the template arguments (I) or the
+ * parameters; nothing else is needed for a kernel's name. For Composable Kernel's generic
+ * ck_tile::kentry the kernel class named first in its template arguments is kept
+ * ("ck_tile::kentry<Rmsnorm2dFwd>"), as the functor of PyTorch's generic kernels is. False (buf
+ * untouched) when the name is not of that form. */
+static bool demangle_prefix(const char *m, char *buf, size_t cap)
+{
+    if (strncmp(m, "_Z", 2)) return false;
+    const char *p = m + 2;
+    bool nested = *p == 'N';
+    if (nested) {
+        p++;
+        while (*p == 'r' || *p == 'V' || *p == 'K' || *p == 'R' || *p == 'O') p++;
+    }
+    size_t o = 0, ends[16];
+    int ne = 0;
+    bool any = false;
+    for (;;) {
+        if (*p == 'L') p++;
+        const char *part = NULL;
+        size_t len = 0;
+        if (p[0] == 'S' && p[1] == 't') {
+            part = "std", len = 3, p += 2;
+        } else if (p[0] == 'S' && (p[1] == '_' || isdigit((unsigned char)p[1]) || isupper((unsigned char)p[1]))) {
+            /* a substitution of an earlier prefix: S_ is the first, S<base 36>_ the next ones */
+            size_t k = 0;
+            p++;
+            if (*p != '_') {
+                size_t v = 0;
+                while ((isdigit((unsigned char)*p) || isupper((unsigned char)*p)) && v < 4096)
+                    v = v * 36 + (size_t)(isdigit((unsigned char)*p) ? *p - '0' : *p - 'A' + 10), p++;
+                k = v + 1;
+            }
+            if (*p != '_' || any || k >= (size_t)ne) return false;
+            p++;
+            o = ends[k];
+            any = true;
+            continue;
+        } else if (isdigit((unsigned char)*p)) {
+            size_t n = 0;
+            while (isdigit((unsigned char)*p)) {
+                n = n * 10 + (size_t)(*p - '0');
+                if (n > 4096) return false;
+                p++;
+            }
+            if (strnlen(p, n) < n || !n) return false;
+            part = p, len = n, p += n;
+            if (len == 12 && !strncmp(part, "_GLOBAL__N_1", 12)) part = "(anonymous namespace)", len = 21;
+        } else {
+            break;
+        }
+        if (o + (any ? 2 : 0) + len + 1 > cap) return false;
+        if (any) buf[o++] = ':', buf[o++] = ':';
+        memcpy(buf + o, part, len);
+        o += len;
+        any = true;
+        if (ne < 16) ends[ne++] = o;
+        if (!nested) break;
+    }
+    if (!any || (nested && *p != 'E' && *p != 'I')) return false;
+    buf[o] = 0;
+    if (*p == 'I' && o >= 8 && !strcmp(buf + o - 8, "::kentry")) {
+        /* the first class in the template arguments: a source name after a nested-name start or a
+         * substitution ("ILi1ENS_12Rmsnorm2dFwdI...") */
+        for (const char *q = p + 1; *q; q++) {
+            if (!(q[-1] == 'N' || q[-1] == '_') || !isdigit((unsigned char)*q)) continue;
+            size_t n = 0;
+            const char *r = q;
+            while (isdigit((unsigned char)*r) && n < 4096) n = n * 10 + (size_t)(*r++ - '0');
+            if (n < 3 || strnlen(r, n) < n || !(isalpha((unsigned char)*r) || *r == '_')) continue;
+            if (o + n + 3 < cap) {
+                buf[o++] = '<';
+                memcpy(buf + o, r, n);
+                o += n;
+                buf[o++] = '>';
+                buf[o] = 0;
+            }
+            break;
+        }
+    }
+    return true;
+}
+
 const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap)
 {
     if (!cap) return buf;
     buf[0] = 0;
     if (!name) return buf;
+    if (demangle_prefix(name, buf, cap)) return buf;
     const char *s = name;
     if (!strncmp(s, "void ", 5)) s += 5;
     size_t o = 0;
@@ -244,7 +336,7 @@ const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap)
     while (o > 0 && buf[o - 1] == ' ') o--;
     buf[o] = 0;
     if (targs && (has(buf, "elementwise_kernel") || has(buf, "reduce_kernel") || has(buf, "elementwise") ||
-                  has(buf, "multi_tensor_apply"))) {
+                  has(buf, "multi_tensor_apply") || has(buf, "::kentry"))) {
         char hint[128];
         if (functor_hint(targs, targs_len, hint, sizeof hint) && o + strlen(hint) + 3 < cap) {
             snprintf(buf + o, cap - o, "<%s>", hint);

@@ -457,6 +457,49 @@ static void test_class_words_in_template_arguments_do_not_classify(void **state)
     assert_int_equal(fa_kernel_classify("naive_conv_fwd_nchw_float"), FA_KCLASS_CONV);
 }
 
+/* ROCm traces keep the mangled names of aiter, Composable Kernel and sgl-kernel kernels: they were
+ * printed raw ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64E...") and every template variant
+ * was a kernel of its own. The qualified name is read from the mangling (the generic ck_tile::kentry
+ * keeps the kernel class it runs); anything else stays as it was. */
+static void test_mangled_kernel_names_read_as_their_qualified_name(void **state)
+{
+    (void)state;
+    char b[512];
+    assert_string_equal(fa_kernel_name_normalize("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_"
+                                                 "PT_PfS4_S4_S4_S4_fii",
+                                                 b, sizeof b),
+                        "aiter::add_rmsnorm_quant_kernel");
+    char b2[512];
+    assert_string_equal(fa_kernel_name_normalize("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_", b2,
+                                                 sizeof b2),
+                        b);
+    assert_string_equal(fa_kernel_name_normalize("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassEEEEEvDpT0_",
+                                                 b, sizeof b),
+                        "ck_tile::kentry<Rmsnorm2dFwd>");
+    assert_int_equal(fa_kernel_classify("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassEEEEEvDpT0_"),
+                     FA_KCLASS_REDUCTION);
+    assert_string_equal(fa_kernel_name_short("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassEEEEEvDpT0_",
+                                             b, sizeof b),
+                        "kentry<Rmsnorm2dFwd>");
+    assert_string_equal(fa_kernel_name_normalize("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16EEvPT_PKS3_i", b,
+                                                 sizeof b),
+                        "sgl_hip::activation::act_and_mul_kernel");
+    assert_string_equal(fa_kernel_name_normalize("_Z12saxpy_kernelifPfS_", b, sizeof b), "saxpy_kernel");
+    assert_string_equal(fa_kernel_name_normalize("_ZN12_GLOBAL__N_18fill_oneEPf", b, sizeof b), "(anonymous namespace)::fill_one");
+    /* a MoE kernel whose element type is cutlass's is no GEMM, mangled or not */
+    assert_int_equal(fa_kernel_classify("_ZN3moe3dev8finalize21finalizeKernelVecLoadINS1_12KernelParamsIN7cutlass10bfloat16_tES5_Li4ELb1EEEEEvT_"),
+                     FA_KCLASS_OTHER);
+    /* not a mangling this reads: unchanged */
+    assert_string_equal(fa_kernel_name_normalize("_Zoops", b, sizeof b), "_Zoops");
+    assert_string_equal(fa_kernel_name_normalize("_Z999999999x", b, sizeof b), "_Z999999999x");
+    assert_string_equal(fa_kernel_name_normalize("_ZN3abcS9_E", b, sizeof b), "_ZN3abcS9_E");
+    assert_string_equal(fa_kernel_name_normalize("_ZNSZZZZZZZZZZZZZZZZZZZZZZZZ_3abcE", b, sizeof b), "_ZNSZZZZZZZZZZZZZZZZZZZZZZZZ_3abcE");
+    assert_string_equal(fa_kernel_name_normalize("_ZN", b, sizeof b), "_ZN");
+    assert_string_equal(fa_kernel_name_normalize("_ZN7ck_tile6kentryINS_99", b, sizeof b), "ck_tile::kentry");
+    char tiny[8];
+    assert_string_equal(fa_kernel_name_normalize("_ZN5aiter24add_rmsnorm_quant_kernelIiE", tiny, sizeof tiny), "_ZN5ait"); /* too long to read: cut as any name */
+}
+
 static void test_device_tables(void **state)
 {
     (void)state;
@@ -1692,6 +1735,7 @@ int main(void)
         cmocka_unit_test(test_names_normalize_and_classify),
         cmocka_unit_test(test_intern_map_dense_ids_binary_keys),
         cmocka_unit_test(test_class_words_in_template_arguments_do_not_classify),
+        cmocka_unit_test(test_mangled_kernel_names_read_as_their_qualified_name),
         cmocka_unit_test(test_device_tables),
         cmocka_unit_test(test_llama_decoder_patterns_named_cuda_and_rocm),
         cmocka_unit_test(test_module_frames_name_the_pattern),
