@@ -60,11 +60,12 @@ static void print_stats(const char *path, const fa_import_stats *s)
     for (int d = 0; d < s->n_devices; d++) {
         /* in the vendor's terms: an AMD part is a gfx architecture with compute units, not an sm_ */
         const fa_import_device *dv = &s->devices[d];
-        fa_gpu_vendor v = fa_gpu_vendor_of(dv->name);
+        fa_gpu_vendor v;
         fa_gpu_roofs r;
-        fa_gpu_roofs_for(dv->name, dv->total_mem_bytes, &r);
+        fa_gpu_props props = {dv->name, dv->cc_major, dv->cc_minor, dv->sm_count, dv->warp_size, dv->total_mem_bytes};
+        fa_gpu_identify(&props, &v, &r);
         if (v == FA_GPU_VENDOR_AMD && r.arch)
-            fa_cli_printf("  device %d: %s, %s (%s), %d compute units, %.1f GiB\n", dv->id, dv->name, r.arch, r.family, dv->sm_count,
+            fa_cli_printf("  device %d: %s, %s (%s), %d compute units, %.1f GiB\n", dv->id, dv->name[0] ? dv->name : "(not named)", r.arch, r.family, dv->sm_count,
                    dv->total_mem_bytes / 1073741824.0);
         else if (v == FA_GPU_VENDOR_AMD)
             fa_cli_printf("  device %d: %s, HIP compute capability %d.%d, %d compute units, %.1f GiB\n", dv->id, dv->name,
@@ -172,6 +173,7 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         dev.cc_minor = dv->cc_minor;
         dev.total_mem_bytes = dv->total_mem_bytes;
         dev.sm_count = dv->sm_count;
+        dev.warp_size = dv->warp_size;
     }
     if (!dev.name) dev.name = t->device_name;
     /* the advice first (it needs the op shapes and stacks the store does not keep), then one

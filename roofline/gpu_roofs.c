@@ -49,47 +49,92 @@ bool fa_gpu_roofs_for(const char *n, uint64_t mem, fa_gpu_roofs *out)
      * 142 SMs); GeForce RTX 2080 Ti (616 GB/s, 13.4 TF, 68 SMs); AMD Instinct MI325X data sheet
      * (6 TB/s HBM3E, 163.4 TF FP32 vector, 1307.4 TF BF16 dense, 304 CUs, CDNA3 gfx942), MI300X
      * (5.3 TB/s, 163.4 TF, 1307.4 TF, 304 CUs, CDNA3 gfx942), MI250X (3.2768 TB/s, 47.9 TF,
-     * 383 TF, 220 CUs, CDNA2 gfx90a), MI210 (1.6384 TB/s, 22.6 TF, 181 TF, 104 CUs, CDNA2 gfx90a).
-     * Dense (no sparsity) figures throughout. */
+     * 383 TF, 220 CUs, CDNA2 gfx90a, two GCDs of 110 CUs and 64 GB), MI250 (3.2768 TB/s, 45.3 TF,
+     * 362.1 TF, 208 CUs, two GCDs of 104), MI210 (1.6384 TB/s, 22.6 TF, 181 TF, 104 CUs, CDNA2 gfx90a).
+     * Dense (no sparsity) figures throughout. Last-level cache (llc_mb): L2 of A100 40 MB, H100 / H200
+     * 50 MB, V100 6 MB, T4 4 MB, RTX 2080 Ti 5.5 MB, A10 6 MB, L4 48 MB, L40S 96 MB (NVIDIA's
+     * architecture whitepapers and data sheets); CDNA3's 256 MB Infinity Cache (MI300X / MI325X),
+     * CDNA2's 8 MB L2 per GCD (AMD's CDNA white papers); B200 not tabled. */
     fa_gpu_roofs r = {0, 0, 0, NULL, NULL, NULL, 0};
     if (!n) n = "";
     if (has(n, "A100")) {
         bool big = has(n, "80GB") || mem > (uint64_t)48 << 30;
         bool pcie = has(n, "PCIe");
         r = (fa_gpu_roofs){big ? (pcie ? 1935 : 2039) : 1555, 19500, 312000,
-                           big ? (pcie ? "A100 80GB PCIe" : "A100 80GB SXM") : "A100 40GB", "sm_80", "Ampere", 108};
+                           big ? (pcie ? "A100 80GB PCIe" : "A100 80GB SXM") : "A100 40GB", "sm_80", "Ampere", 108, 40};
     } else if (has(n, "B200")) {
         r = (fa_gpu_roofs){7700, 75000, 2250000, "B200 (HGX)", "sm_100", "Blackwell", 148};
     } else if (has(n, "H200")) {
-        r = (fa_gpu_roofs){4800, 67000, 989000, "H200", "sm_90", "Hopper", 132};
+        r = (fa_gpu_roofs){4800, 67000, 989000, "H200", "sm_90", "Hopper", 132, 50};
     } else if (has(n, "H100")) {
-        if (has(n, "PCIe")) r = (fa_gpu_roofs){2000, 51000, 756000, "H100 PCIe", "sm_90", "Hopper", 114};
-        else if (has(n, "NVL")) r = (fa_gpu_roofs){3900, 60000, 835000, "H100 NVL", "sm_90", "Hopper", 132};
-        else r = (fa_gpu_roofs){3350, 67000, 989000, "H100 SXM", "sm_90", "Hopper", 132};
+        if (has(n, "PCIe")) r = (fa_gpu_roofs){2000, 51000, 756000, "H100 PCIe", "sm_90", "Hopper", 114, 50};
+        else if (has(n, "NVL")) r = (fa_gpu_roofs){3900, 60000, 835000, "H100 NVL", "sm_90", "Hopper", 132, 50};
+        else r = (fa_gpu_roofs){3350, 67000, 989000, "H100 SXM", "sm_90", "Hopper", 132, 50};
     } else if (has(n, "V100")) {
-        r = has(n, "PCIe") ? (fa_gpu_roofs){900, 14000, 112000, "V100 PCIe", "sm_70", "Volta", 80}
-                           : (fa_gpu_roofs){900, 15700, 125000, "V100 SXM2", "sm_70", "Volta", 80};
+        r = has(n, "PCIe") ? (fa_gpu_roofs){900, 14000, 112000, "V100 PCIe", "sm_70", "Volta", 80, 6}
+                           : (fa_gpu_roofs){900, 15700, 125000, "V100 SXM2", "sm_70", "Volta", 80, 6};
     } else if (has(n, "2080 Ti")) {
-        r = (fa_gpu_roofs){616, 13400, 0, "RTX 2080 Ti", "sm_75", "Turing", 68};
+        r = (fa_gpu_roofs){616, 13400, 0, "RTX 2080 Ti", "sm_75", "Turing", 68, 5.5};
     } else if (has_word(n, "T4")) {
-        r = (fa_gpu_roofs){320, 8100, 65000, "T4", "sm_75", "Turing", 40};
+        r = (fa_gpu_roofs){320, 8100, 65000, "T4", "sm_75", "Turing", 40, 4};
     } else if (has_word(n, "L4")) {
-        r = (fa_gpu_roofs){300, 30300, 121000, "L4", "sm_89", "Ada", 58};
+        r = (fa_gpu_roofs){300, 30300, 121000, "L4", "sm_89", "Ada", 58, 48};
     } else if (has_word(n, "A10")) {
-        r = (fa_gpu_roofs){600, 31200, 125000, "A10", "sm_86", "Ampere", 72};
+        r = (fa_gpu_roofs){600, 31200, 125000, "A10", "sm_86", "Ampere", 72, 6};
     } else if (has(n, "L40S")) {
-        r = (fa_gpu_roofs){864, 91600, 362000, "L40S", "sm_89", "Ada", 142};
+        r = (fa_gpu_roofs){864, 91600, 362000, "L40S", "sm_89", "Ada", 142, 96};
     } else if (has(n, "MI325X")) {
-        r = (fa_gpu_roofs){6000, 163400, 1307400, "MI325X", "gfx942", "CDNA3", 304};
+        r = (fa_gpu_roofs){6000, 163400, 1307400, "MI325X", "gfx942", "CDNA3", 304, 256};
     } else if (has(n, "MI300X")) {
-        r = (fa_gpu_roofs){5300, 163400, 1307400, "MI300X", "gfx942", "CDNA3", 304};
-    } else if (has(n, "MI250X")) {
-        r = (fa_gpu_roofs){3276.8, 47900, 383000, "MI250X", "gfx90a", "CDNA2", 220};
+        r = (fa_gpu_roofs){5300, 163400, 1307400, "MI300X", "gfx942", "CDNA3", 304, 256};
+    } else if (has(n, "MI250")) {
+        /* ROCm shows each of the package's two GCDs as a device of its own (64 GB, 110 / 104 CUs):
+         * a device with at most 64 GiB is one GCD, half the package's figures */
+        bool x = has(n, "MI250X");
+        if (mem && mem <= (uint64_t)64 << 30)
+            r = x ? (fa_gpu_roofs){1638.4, 23950, 191500, "MI250X (one GCD)", "gfx90a", "CDNA2", 110, 8}
+                  : (fa_gpu_roofs){1638.4, 22650, 181050, "MI250 (one GCD)", "gfx90a", "CDNA2", 104, 8};
+        else
+            r = x ? (fa_gpu_roofs){3276.8, 47900, 383000, "MI250X", "gfx90a", "CDNA2", 220, 16}
+                  : (fa_gpu_roofs){3276.8, 45300, 362100, "MI250", "gfx90a", "CDNA2", 208, 16};
     } else if (has(n, "MI210")) {
-        r = (fa_gpu_roofs){1638.4, 22600, 181000, "MI210", "gfx90a", "CDNA2", 104};
+        r = (fa_gpu_roofs){1638.4, 22600, 181000, "MI210", "gfx90a", "CDNA2", 104, 8};
     }
     if (out) *out = r;
     return r.label != NULL;
+}
+
+void fa_gpu_identify(const fa_gpu_props *d, fa_gpu_vendor *vendor, fa_gpu_roofs *out)
+{
+    fa_gpu_vendor v = fa_gpu_vendor_of(d->name);
+    /* ROCm reports Instinct parts as "" or "AMD Radeon Graphics": a wavefront of 64 is AMD's
+     * (CDNA); NVIDIA's warps are 32 */
+    if (v == FA_GPU_VENDOR_UNKNOWN && d->warp_size == 64) v = FA_GPU_VENDOR_AMD;
+    fa_gpu_roofs r;
+    fa_gpu_roofs_for(d->name, d->total_mem_bytes, &r);
+    if (v == FA_GPU_VENDOR_AMD && !r.label) {
+        /* the part from HIP's compute capability (gfx942 reports 9.4, gfx90a and gfx908 9.0), its
+         * compute units and memory, where only one data-sheet row has them: 304 CUs on gfx942 are an
+         * MI300X (192 GB) or an MI325X (256 GB); 104 / 110 CUs with 64 GB on 9.0 one GCD of an
+         * MI250 / MI250X, or an MI210 (104 CUs, the same per-die figures as an MI250 GCD) */
+        const uint64_t gib = (uint64_t)1 << 30, mem = d->total_mem_bytes;
+        int cu = d->units;
+        if (d->cc_major == 9 && d->cc_minor == 4 && cu == 304 && mem > 160 * gib)
+            r = mem > 224 * gib ? (fa_gpu_roofs){6000, 163400, 1307400, "MI325X (by its gfx942, 304 CUs, 256 GB)", "gfx942", "CDNA3", 304, 256}
+                                : (fa_gpu_roofs){5300, 163400, 1307400, "MI300X (by its gfx942, 304 CUs, 192 GB)", "gfx942", "CDNA3", 304, 256};
+        else if (d->cc_major == 9 && d->cc_minor == 0 && cu == 110 && mem > 48 * gib && mem <= 64 * gib)
+            r = (fa_gpu_roofs){1638.4, 23950, 191500, "MI250X, one GCD (by its 110 CUs, 64 GB)", "gfx90a", "CDNA2", 110, 8};
+        else if (d->cc_major == 9 && d->cc_minor == 0 && cu == 104 && mem > 48 * gib && mem <= 64 * gib)
+            r = (fa_gpu_roofs){1638.4, 22600, 181000, "MI210 or one MI250 GCD (by their 104 CUs, 64 GB)", "gfx90a", "CDNA2", 104, 8};
+        else if (d->cc_major == 9 && d->cc_minor == 4)
+            r.arch = "gfx942", r.family = "CDNA3";
+        else if (d->cc_major == 9 && d->cc_minor == 5)
+            r.arch = "gfx950", r.family = "CDNA4";
+        else if (d->cc_major == 9 && d->cc_minor == 0 && (cu == 104 || cu == 110))
+            r.arch = "gfx90a", r.family = "CDNA2";
+    }
+    if (vendor) *vendor = v;
+    if (out) *out = r;
 }
 
 void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gflops, fa_fusion_estimate *out)

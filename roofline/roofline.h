@@ -142,6 +142,7 @@ typedef struct fa_gpu_roofs {
     const char *arch;           /* the vendor's architecture id: "sm_90", "gfx942"; NULL unknown */
     const char *family;         /* "Hopper", "CDNA3", ...; NULL unknown */
     int units;                  /* SMs (NVIDIA) / compute units (AMD) of the data-sheet part, 0 unknown */
+    double llc_mb;              /* last-level cache before DRAM, MB (L2; AMD CDNA3's Infinity Cache); 0 unknown */
 } fa_gpu_roofs;
 
 /* The GPU's vendor by its name: AMD (Instinct, Radeon, "AMD ..."), NVIDIA, or unknown. */
@@ -156,6 +157,21 @@ const char *fa_gpu_units_name(fa_gpu_vendor v);
  * architecture in the vendor's own terms. False and zeros when the device is not tabled. Never
  * measured: label them theoretical. */
 bool fa_gpu_roofs_for(const char *device_name, uint64_t total_mem_bytes, fa_gpu_roofs *out);
+/* What a trace says of a device (Kineto deviceProperties, nsys TARGET_INFO_GPU); 0 / NULL unknown. */
+typedef struct fa_gpu_props {
+    const char *name;
+    int cc_major, cc_minor;     /* CUDA compute capability, or HIP's (9.4 for gfx942) */
+    int units;                  /* SMs / compute units */
+    int warp_size;              /* 32 NVIDIA, 64 AMD CDNA */
+    uint64_t total_mem_bytes;
+} fa_gpu_props;
+/* The vendor and data-sheet row of a device from all of that: by name (fa_gpu_vendor_of,
+ * fa_gpu_roofs_for), and where ROCm does not name the part ("", "AMD Radeon Graphics") by its
+ * wavefront of 64 (AMD) and its HIP compute capability, compute units and memory when exactly one
+ * tabled part has them (gfx942 with 304 CUs: MI300X at 192 GB, MI325X at 256 GB; gfx90a with
+ * 104 / 110 CUs and 64 GB: an MI210 or MI250 GCD, an MI250X GCD), else the architecture alone
+ * (gfx942, gfx950, gfx90a) with no roofs. *out as fa_gpu_roofs_for's (label NULL: not tabled). */
+void fa_gpu_identify(const fa_gpu_props *device, fa_gpu_vendor *vendor, fa_gpu_roofs *out);
 /* Theoretical HBM bandwidth of a GPU by name (and memory size for A100 40/80 GB), GB/s; 0 when
  * not tabled (fa_gpu_roofs_for's table). */
 double fa_gpu_hbm_gbs(const char *device_name, uint64_t total_mem_bytes, const char **label);

@@ -86,14 +86,30 @@ void fa_ta_builder_set_window(fa_ta_builder *b, uint64_t lo, uint64_t hi, bool b
     b->win_what = what ? fa_arena_strdup(b->ar, what) : NULL;
 }
 
-/* a GPU record into the timeline window when it falls in it; returns its index or -1 */
+void fa__ta_set_window_fallback(fa_ta_builder *b, uint64_t lo, uint64_t hi, const char *what)
+{
+    b->fb_set = true;
+    b->fb_lo = lo;
+    b->fb_hi = hi;
+    b->fb_what = what ? fa_arena_strdup(b->ar, what) : NULL;
+}
+
+/* a GPU record into the timeline window when it falls in it; returns its index, or -2 - its index
+ * in the fallback window, or -1 */
 static int32_t window_add(fa_ta_builder *b, const fa_activity *g, const fa_activity *L, int32_t tok)
 {
-    if (!b->win_set || b->n_window >= FA_TA_WINDOW_MAX) return -1;
+    if (!b->win_set) return -1;
     uint64_t t = b->win_by_launch && L ? L->start_ns : g->start_ns;
-    if (t < b->win_lo || t > b->win_hi) return -1;
-    if (!b->window && !(b->window = malloc(FA_TA_WINDOW_MAX * sizeof *b->window))) return -1;
-    fa_ta_wrec *w = &b->window[b->n_window];
+    fa_ta_wrec **arr = &b->window;
+    size_t *n = &b->n_window;
+    if (t < b->win_lo || t > b->win_hi) {
+        if (!b->fb_set || !L || L->start_ns < b->fb_lo || L->start_ns > b->fb_hi) return -1;
+        arr = &b->fb_window;
+        n = &b->n_fb_window;
+    }
+    if (*n >= FA_TA_WINDOW_MAX) return -1;
+    if (!*arr && !(*arr = malloc(FA_TA_WINDOW_MAX * sizeof **arr))) return -1;
+    fa_ta_wrec *w = &(*arr)[*n];
     w->start_ns = g->start_ns;
     w->end_ns = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
     w->kernel = tok;
@@ -101,7 +117,8 @@ static int32_t window_add(fa_ta_builder *b, const fa_activity *g, const fa_activ
     w->stream = g->stream;
     w->opp = w->occ = -1;
     w->kind = (uint8_t)g->kind;
-    return (int32_t)b->n_window++;
+    int32_t id = (int32_t)(*n)++;
+    return arr == &b->window ? id : -2 - id;
 }
 
 void fa_ta_builder_set_counters(fa_ta_builder *b, uint64_t orphans, uint64_t inversions, uint64_t parse_errors)
@@ -129,6 +146,7 @@ void fa_ta_builder_free(fa_ta_builder *b)
     free(b->streams);
     free(b->graphs);
     free(b->window);
+    free(b->fb_window);
     fa__ta_cpu_ix_free(b->own_cx);
     fa__ta_spool_free(b);
     fa__qh_free(&b->launch_q);
@@ -309,11 +327,13 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
     p->count++;
     for (int j = 0; j < n; j++) p->backward |= (m[j]->flags & (RF_BWD | RF_BWDPASS)) != 0;
     int32_t occ = b->n_occ++;
-    for (int j = 0; j < n; j++)
-        if (m[j]->wid >= 0) {
-            b->window[m[j]->wid].opp = id;
-            b->window[m[j]->wid].occ = occ;
+    for (int j = 0; j < n; j++) {
+        fa_ta_wrec *w = m[j]->wid >= 0 ? &b->window[m[j]->wid] : m[j]->wid <= -2 ? &b->fb_window[-2 - m[j]->wid] : NULL;
+        if (w) {
+            w->opp = id;
+            w->occ = occ;
         }
+    }
     int64_t longest = 0;
     for (int j = 0; j < n; j++) {
         int64_t d = fa__ta_dur(m[j]);
@@ -632,8 +652,13 @@ fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
     }
     if (!s->any || r->end > s->last_end) s->last_end = r->end;
     s->any = true;
-    /* launch-bound stretch: kernels each shorter than their own launch call */
-    if (r->launch_ns > 0 && d < r->launch_ns) {
+    /* launch-bound stretch: kernels each shorter than their own launch call, a call counted up to
+     * the median launch call (launch_cap_ns, as the launch cost removed): a longer one was a first
+     * call loading its module or the host busy elsewhere (a 300 ms hipLaunchKernel in TraceLens'
+     * normalization trace made 16 kernels of 119 us "launch-bound" by 786 ms of launch calls),
+     * which no CUDA graph removes */
+    int64_t lns = r->launch_ns > 0 && b->launch_cap_ns > 0 && r->launch_ns > b->launch_cap_ns ? b->launch_cap_ns : r->launch_ns;
+    if (lns > 0 && d < lns) {
         if (!s->str_n) {
             s->str_start = r->start;
             s->str_kns = s->str_lns = 0;
@@ -642,7 +667,7 @@ fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
         s->str_n++;
         s->str_end = r->end;
         s->str_kns += d;
-        s->str_lns += r->launch_ns;
+        s->str_lns += lns;
     } else {
         stretch_end(b, s);
     }
@@ -1008,18 +1033,20 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     }
     if (r.shape >= 0) {
         b->n_estimated_bytes++;
-        /* the best bandwidth a memory-bound kernel reached (kernels over 5 us: shorter ones are
-         * latency-bound and say nothing about the roof) */
+        /* the best bandwidth a memory-bound kernel reached (kernels over 5 us moving at least
+         * FA_TA_ROOF_MIN_BYTES: shorter or smaller ones are latency-bound and say nothing about the
+         * roof; a 1 KB threshold over 5.6 us "reached" 1 GB/s on an MI250 GCD the table could not
+         * name, and set its memory roof) */
         if (fa_kclass_light(kcls) && !fused_by && d >= 5000) {
             kbytes kb;
             fa__ta_kernel_bytes(b->shapes[r.shape], r.key, r.inplace, &kb);
-            if (kb.read >= 0 && kb.write >= 0) {
-                double gbs = (kb.read + kb.write) / (double)d;
-                if (gbs > b->best_gbs) {
-                    b->best_gbs = gbs;
-                    b->best_gbs_kernel = t->name;
+            double gbs = (kb.read + kb.write) / (double)d;
+            for (int k = 0; k < ROOF_BUCKETS && kb.read >= 0 && kb.write >= 0 &&
+                            kb.read + kb.write >= (double)FA_TA_ROOF_MIN_BYTES * (double)(1 << k); k++)
+                if (gbs > b->best_gbs[k]) {
+                    b->best_gbs[k] = gbs;
+                    b->best_gbs_kernel[k] = t->name;
                 }
-            }
         }
     }
     strm *s = stream_of(b, g->device, g->stream);

@@ -56,15 +56,19 @@ static const char *const k_reduction[] = {"reduce_kernel", "reduction", "softmax
                                           "group_norm", "groupnorm", "batch_norm", "batchnorm", "bn_fw", "bn_bw",
                                           "welford", "rms_norm", "rmsnorm", "norm_kernel", "argmax", "cross_entropy",
                                           "nll_loss", "triton_red_", "triton_per_", "GradGammaBeta", NULL};
-static const char *const k_gemm[] = {"gemm", "cutlass", "cublas", "gemv", "matmul", "xmma", "triton_tem_", "Cijk_",
+static const char *const k_gemm[] = {"gemm", "cublas", "gemv", "matmul", "xmma", "triton_tem_", "Cijk_",
                                      "hipblaslt", "rocblas", "wmma", "mfma", "nvjet", NULL};
+/* words that name a GEMM / convolution only in the kernel's own name: in template arguments they
+ * are element types (cutlass::bfloat16_t in a MoE finalize kernel) or longer words
+ * (hipcub's convert_binary_result_type_wrapper in a rocprim reduction) */
+static const char *const k_gemm_own[] = {"cutlass", "bmm_", NULL}; /* bmm_: TensorRT-LLM's batched GEMMs */
 /* fused attention: FlashAttention (CUDA and ROCm CK "fmha"), PyTorch's memory-efficient kernels */
 static const char *const k_attention[] = {"flash_fwd", "flash_bwd", "flash::", "fmha", "attention_kernel",
                                           "efficient_attention", "flash_attn", "attn_fwd", "attn_bwd", "mha_fwd",
                                           "mha_bwd", "paged_attention", "unified_attention", "flash_decoding", NULL};
 static const char *const k_conv_strong[] = {"implicit_convolve", "convolve", "winograd", "conv2d", "conv3d", "fprop",
                                             "dgrad", "wgrad", NULL};
-static const char *const k_conv[] = {"conv", "cudnn", "MIOpen", "miopen", NULL};
+static const char *const k_conv[] = {"cudnn", "MIOpen", "miopen", NULL}; /* and "conv", not in "convert" */
 static const char *const k_elem_sub[] = {"elementwise", "pointwise", "triton_poi_", "multi_tensor_apply", NULL};
 static const char *const k_elem_words[] = {"add", "sub", "mul", "div", "relu", "gelu", "silu", "sigmoid", "tanh", "exp",
                                            "neg", "abs", "clamp", "where", "fill", "dropout", "threshold", "bias",
@@ -77,9 +81,39 @@ static bool any_sub(const char *name, const char *const *pats)
     return false;
 }
 
+/* "conv" in s that does not begin "convert" (vllm::convert_fp8_kernel, convertKernel) */
+static bool has_conv(const char *s)
+{
+    for (const char *p = s; (p = strcasestr(p, "conv")) != NULL; p += 4)
+        if (strncasecmp(p, "convert", 7)) return true;
+    return false;
+}
+
+/* the kernel's own name: after a leading "void ", up to its template arguments or parameters */
+static bool demangle_prefix(const char *m, char *buf, size_t cap);
+
+static const char *own_name(const char *name, char *buf, size_t cap)
+{
+    if (demangle_prefix(name, buf, cap)) return buf;
+    if (!strncmp(name, "void ", 5)) name += 5;
+    size_t n = strcspn(name, "<(");
+    if (n >= cap) n = cap - 1;
+    memcpy(buf, name, n);
+    buf[n] = 0;
+    return buf;
+}
+
 fa_kclass fa_kernel_classify(const char *name)
 {
     if (!name) return FA_KCLASS_OTHER;
+    /* torch.compile's Inductor names its kernels by kind and then by every op it fused
+     * ("triton_poi_fused__to_copy_add_cat_fmha_v3_fwd_mul_neg_..._13" is a pointwise kernel, not
+     * attention; "triton_poi_fused_native_layer_norm_..." no reduction): the prefix says what it is */
+    if (!strncmp(name, "triton_poi_", 11)) return FA_KCLASS_ELEMENTWISE;
+    if (!strncmp(name, "triton_red_", 11) || !strncmp(name, "triton_per_", 11)) return FA_KCLASS_REDUCTION;
+    if (!strncmp(name, "triton_tem_", 11)) return FA_KCLASS_GEMM;
+    char own[256];
+    own_name(name, own, sizeof own);
     /* cuBLAS's split-K reduction finishes a GEMM: part of it, not a reduction to fuse */
     if (has(name, "splitKreduce") || has(name, "splitK_reduce")) return FA_KCLASS_GEMM;
     if (any_sub(name, k_collective)) return FA_KCLASS_COLLECTIVE;
@@ -89,8 +123,8 @@ fa_kclass fa_kernel_classify(const char *name)
     if (any_sub(name, k_reduction)) return FA_KCLASS_REDUCTION;
     if (any_sub(name, k_conv_strong)) return FA_KCLASS_CONV;
     /* fbgemm_gpu::* are embedding / sparse kernels, not GEMMs */
-    if (!has(name, "fbgemm_gpu") && any_sub(name, k_gemm)) return FA_KCLASS_GEMM;
-    if (any_sub(name, k_conv)) return FA_KCLASS_CONV;
+    if (!has(name, "fbgemm_gpu") && (any_sub(name, k_gemm) || any_sub(own, k_gemm_own))) return FA_KCLASS_GEMM;
+    if (any_sub(own, k_conv) || has_conv(own)) return FA_KCLASS_CONV;
     if (any_sub(name, k_elem_sub)) return FA_KCLASS_ELEMENTWISE;
     /* whole words, '_' splits: "add_kernel", "fused_bias_gelu" */
     char buf[512];
@@ -112,7 +146,7 @@ static const char *const k_hint_stop[] = {
     "opmath_t", "scalar_t", "cuda", "vectorized", "unrolled", "legacy", "policies", "memory_access", "Float8_e4m3fn",
     "Float8_e5m2", "ComplexHalf", "gpu_kernel_impl", "gpu_kernel_impl_nocast", "gpu_kernel_with_scalars",
     "gpu", "launch_legacy_kernel", "type_specialized_kernel", "opmath_gpu_kernel_with_scalars", "binary_internal",
-    "unary_internal", "impl", "AbsFunctor", "TensorListMetadata", "FusedOptimizerTensorListMetadata", NULL};
+    "unary_internal", "impl", "AbsFunctor", "TensorListMetadata", "FusedOptimizerTensorListMetadata", "ck_tile", NULL};
 
 static bool stop_word(const char *w, size_t n)
 {
@@ -162,11 +196,100 @@ static bool functor_hint(const char *targs, size_t len, char *out, size_t cap)
     return false;
 }
 
+/* An Itanium-mangled kernel name (ROCm traces of aiter, Composable Kernel and sgl-kernel keep
+ * them: "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64E...") -> its qualified name
+ * ("aiter::add_rmsnorm_quant_kernel"), the way the demangled names of other kernels read. Only the
+ * <nested-name> / <unscoped-name> of source names is read (the ABI's productions for them: N ... E,
+ * <length><identifier>, S_ / S<seq>_ substitutions of those prefixes, St = std, L for internal
+ * linkage, _GLOBAL__N_1 = the anonymous namespace), up to the template arguments (I) or the
+ * parameters; nothing else is needed for a kernel's name. For Composable Kernel's generic
+ * ck_tile::kentry the kernel class named first in its template arguments is kept
+ * ("ck_tile::kentry<Rmsnorm2dFwd>"), as the functor of PyTorch's generic kernels is. False (buf
+ * untouched) when the name is not of that form. */
+static bool demangle_prefix(const char *m, char *buf, size_t cap)
+{
+    if (strncmp(m, "_Z", 2)) return false;
+    const char *p = m + 2;
+    bool nested = *p == 'N';
+    if (nested) {
+        p++;
+        while (*p == 'r' || *p == 'V' || *p == 'K' || *p == 'R' || *p == 'O') p++;
+    }
+    size_t o = 0, ends[16];
+    int ne = 0;
+    bool any = false;
+    for (;;) {
+        if (*p == 'L') p++;
+        const char *part = NULL;
+        size_t len = 0;
+        if (p[0] == 'S' && p[1] == 't') {
+            part = "std", len = 3, p += 2;
+        } else if (p[0] == 'S' && (p[1] == '_' || isdigit((unsigned char)p[1]) || isupper((unsigned char)p[1]))) {
+            /* a substitution of an earlier prefix: S_ is the first, S<base 36>_ the next ones */
+            size_t k = 0;
+            p++;
+            if (*p != '_') {
+                size_t v = 0;
+                while ((isdigit((unsigned char)*p) || isupper((unsigned char)*p)) && v < 4096)
+                    v = v * 36 + (size_t)(isdigit((unsigned char)*p) ? *p - '0' : *p - 'A' + 10), p++;
+                k = v + 1;
+            }
+            if (*p != '_' || any || k >= (size_t)ne) return false;
+            p++;
+            o = ends[k];
+            any = true;
+            continue;
+        } else if (isdigit((unsigned char)*p)) {
+            size_t n = 0;
+            while (isdigit((unsigned char)*p)) {
+                n = n * 10 + (size_t)(*p - '0');
+                if (n > 4096) return false;
+                p++;
+            }
+            if (strnlen(p, n) < n || !n) return false;
+            part = p, len = n, p += n;
+            if (len == 12 && !strncmp(part, "_GLOBAL__N_1", 12)) part = "(anonymous namespace)", len = 21;
+        } else {
+            break;
+        }
+        if (o + (any ? 2 : 0) + len + 1 > cap) return false;
+        if (any) buf[o++] = ':', buf[o++] = ':';
+        memcpy(buf + o, part, len);
+        o += len;
+        any = true;
+        if (ne < 16) ends[ne++] = o;
+        if (!nested) break;
+    }
+    if (!any || (nested && *p != 'E' && *p != 'I')) return false;
+    buf[o] = 0;
+    if (*p == 'I' && o >= 8 && !strcmp(buf + o - 8, "::kentry")) {
+        /* the first class in the template arguments: a source name after a nested-name start or a
+         * substitution ("ILi1ENS_12Rmsnorm2dFwdI...") */
+        for (const char *q = p + 1; *q; q++) {
+            if (!(q[-1] == 'N' || q[-1] == '_') || !isdigit((unsigned char)*q)) continue;
+            size_t n = 0;
+            const char *r = q;
+            while (isdigit((unsigned char)*r) && n < 4096) n = n * 10 + (size_t)(*r++ - '0');
+            if (n < 3 || strnlen(r, n) < n || !(isalpha((unsigned char)*r) || *r == '_')) continue;
+            if (o + n + 3 < cap) {
+                buf[o++] = '<';
+                memcpy(buf + o, r, n);
+                o += n;
+                buf[o++] = '>';
+                buf[o] = 0;
+            }
+            break;
+        }
+    }
+    return true;
+}
+
 const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap)
 {
     if (!cap) return buf;
     buf[0] = 0;
     if (!name) return buf;
+    if (demangle_prefix(name, buf, cap)) return buf;
     const char *s = name;
     if (!strncmp(s, "void ", 5)) s += 5;
     size_t o = 0;
@@ -213,7 +336,7 @@ const char *fa_kernel_name_normalize(const char *name, char *buf, size_t cap)
     while (o > 0 && buf[o - 1] == ' ') o--;
     buf[o] = 0;
     if (targs && (has(buf, "elementwise_kernel") || has(buf, "reduce_kernel") || has(buf, "elementwise") ||
-                  has(buf, "multi_tensor_apply"))) {
+                  has(buf, "multi_tensor_apply") || has(buf, "::kentry"))) {
         char hint[128];
         if (functor_hint(targs, targs_len, hint, sizeof hint) && o + strlen(hint) + 3 < cap) {
             snprintf(buf + o, cap - o, "<%s>", hint);

@@ -183,6 +183,7 @@ static bool steps_and_window(fa_ta_builder *b, const fa_trace *t)
     if (!step0) return false;
     const fa_activity *w = step1 ? step1 : step0;
     fa_ta_builder_set_window(b, w->start_ns, w->end_ns, true, w->name);
+    if (step1) fa__ta_set_window_fallback(b, step0->start_ns, step0->end_ns, step0->name);
     return true;
 }
 

@@ -113,7 +113,9 @@ const char *fa__ta_shape_dims_text(const char *text, char *out, size_t cap)
  * when unknown; *why says what is missing. Output sizes (Kineto records none): elementwise ops
  * write the broadcast of their inputs (the largest input) in the widest input type; reductions
  * (mean, sum, amax, var) reduce the last dimension; copy_(dst, src) reads src and writes dst;
- * softmax / norms / unary ops keep the input's shape. FLOPs: 1 per output element for
+ * fill_(self, value) / zero_(self) write self and read only a tensor value (a factory function
+ * zeros / full / new_zeros launches its kernel under them); softmax / norms / unary ops keep the
+ * input's shape. FLOPs: 1 per output element for
  * elementwise ops, 1 per input element for reductions, 5 per element for softmax, 8 for norms;
  * GEMM 2*M*N*K; attention 4*B*H*L*S*D (QK^T and PV). */
 void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb)
@@ -198,6 +200,17 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
         return;
     }
     switch (key) {
+    case FA_TA_KEY_FILL:
+        if (!inplace) { /* a fill launched by an op that is not fill_ / zero_: its size is unknown */
+            kb->why = "a fill's output size is its op's size argument, not an input's";
+            return;
+        }
+        /* the destination is written, never read; fill_(self, Tensor value) reads the value */
+        kb->read = rd - x->numel * x->dsize;
+        kb->out_numel = x->numel;
+        kb->out_dsize = x->dsize;
+        kb->flops = 0;
+        break;
     case FA_TA_KEY_COPY:
         if (nt >= 2) { /* copy_(dst, src) */
             kb->read = si->in[t[1]].numel * si->in[t[1]].dsize;
@@ -281,12 +294,18 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
     kb->write = kb->out_numel * kb->out_dsize;
 }
 
-/* the inputs a kernel reads (copy_(dst, src) reads src only) */
+/* the inputs a kernel reads (copy_(dst, src) reads src only; fill_(self, value) and zero_(self)
+ * never read self) */
 static int read_inputs(const shape_info *si, int key, const sh_in **out)
 {
     int n = 0, nt = 0;
+    bool first = true;
     for (int i = 0; i < si->n; i++) {
         if (!si->in[i].tensor) continue;
+        if (key == FA_TA_KEY_FILL && first) {
+            first = false;
+            continue; /* the destination */
+        }
         if (key == FA_TA_KEY_COPY && nt++ == 0 && si->n > 1) {
             bool more = false;
             for (int k = i + 1; k < si->n; k++) more |= si->in[k].tensor;

@@ -132,7 +132,7 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
     for (int i = 0; i < a->n_stretches && i < 5; i++) {
         const fa_ta_stretch *r = &a->stretches[i];
         char sh[96];
-        fa_buf_printf_term(b, "  stream %" PRId64 ": %d kernels from %s, %.1f us kernels vs %.1f us launch calls\n", r->stream,
+        fa_buf_printf_term(b, "  stream %" PRId64 ": %d kernels from %s, %.1f us kernels vs %.1f us launch calls (each up to the median call)\n", r->stream,
                       r->n_kernels, fa_kernel_name_short(r->first_name, sh, sizeof sh), r->kernel_ns / 1e3, r->launch_ns / 1e3);
     }
     if (a->n_stretches) fa_buf_puts(b, "  fix: capture them in a CUDA graph (torch.cuda.graphs, torch.compile mode=\"reduce-overhead\") or fuse them\n");

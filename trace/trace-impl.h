@@ -118,6 +118,7 @@ int fa__ta_epilogue_bytes(const ta_member *m, int n, double *extra_rd, double *e
 
 enum {
     WIN = 24,          /* look-ahead window per stream for the patterns (kernels) */
+    ROOF_BUCKETS = 8,  /* measured-roof size classes: 8 MiB .. 1 GiB, doubling */
     OPEN_REPLAYS = 64, /* graph replays followed at once */
     SEG_MAX = 256,     /* a run of memory-bound kernels is held up to this long before it is cut */
     NAME_SLOTS = 4096, /* kernel-name cache */
@@ -146,7 +147,7 @@ typedef struct rec {
     int32_t frame;       /* pattern-naming frame id, -1 none */
     int32_t op;          /* cpu op name id, -1 none */
     int32_t graph_launch_op, graph_capture_op; /* name ids, -1 */
-    int32_t wid;         /* index in the timeline window, -1 */
+    int32_t wid;         /* index in the timeline window, -2 - index in the fallback window, -1 */
     int32_t module;      /* its innermost nn.Module class (srcs id), -1 */
     int32_t source;      /* its user source line (srcs id), -1 */
     int16_t key;
@@ -288,11 +289,22 @@ struct fa_ta_builder {
     int64_t n_steps;
     uint64_t step_first, step_last;
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
-    double best_gbs;       /* best achieved bandwidth of a memory-bound kernel with known bytes */
-    const char *best_gbs_kernel;
+    /* best achieved bandwidth of a memory-bound kernel with known bytes, among kernels moving at
+     * least FA_TA_ROOF_MIN_BYTES << k (k < ROOF_BUCKETS): finish takes the bucket past the device's
+     * last-level cache */
+    double best_gbs[ROOF_BUCKETS];
+    const char *best_gbs_kernel[ROOF_BUCKETS];
     bool win_set, win_by_launch;
     uint64_t win_lo, win_hi;
     const char *win_what;
+    /* the fallback window (the first profiler step when the window is the second): its records
+     * are kept too, and it is the window at finish when the window got none (a trailing step cut
+     * short by the profiler launches nothing) */
+    bool fb_set;
+    uint64_t fb_lo, fb_hi;
+    const char *fb_what;
+    fa_ta_wrec *fb_window;
+    size_t n_fb_window;
     const char *opk_ptr[1024];  /* cpu op name address -> (name id, key, in place, flags) (cache) */
     int32_t opk_id[1024];
     int16_t opk_key[1024];
@@ -357,6 +369,8 @@ void fa__ta_spool_free(fa_ta_builder *b);
 /* the cpu side of a trace (feed.c): the ProfilerStep# ranges into b; the index behind the
  * largest gaps' cpu ops */
 void fa__ta_count_steps(fa_ta_builder *b, const fa_trace *t);
+/* the fallback timeline window, by launch time (see fb_set); before the first add */
+void fa__ta_set_window_fallback(fa_ta_builder *b, uint64_t lo, uint64_t hi, const char *what);
 void fa__ta_cpu_ix_free(cpu_ix *x);
 
 /* ---- renderings (text.c, save.c) ---- */

@@ -203,7 +203,7 @@ typedef struct fa_ta_stretch {
     int n_kernels;
     uint64_t start_ns, end_ns;  /* first kernel start .. last kernel end */
     int64_t kernel_ns;          /* summed kernel durations */
-    int64_t launch_ns;          /* summed launch-call durations */
+    int64_t launch_ns;          /* summed launch-call durations, each up to launch_cap_ns */
     const char *first_name;     /* normalised name of the first kernel */
 } fa_ta_stretch;
 
@@ -257,7 +257,11 @@ typedef struct fa_ta_wrec {
 
 enum {
     FA_TA_MIN_STRETCH = 3, FA_TA_MAX_SEQ = 32, FA_TA_TOP_GAPS = 10, FA_TA_MAX_OPPS = 50, FA_TA_MAX_POINTS = 400,
-    FA_TA_WINDOW_MAX = 20000 /* GPU records kept for the report's timeline */
+    FA_TA_WINDOW_MAX = 20000, /* GPU records kept for the report's timeline */
+    /* the fewest bytes a kernel moves for its bandwidth to count towards the measured memory roof:
+     * 8 MiB, over the L2 cache of a T4 (4 MB), V100 (6 MB) or RTX 2080 Ti (5.5 MB) (NVIDIA's data
+     * sheets); a kernel that moves less measures latency or cache, not the memory */
+    FA_TA_ROOF_MIN_BYTES = 8 << 20
 };
 
 typedef struct fa_trace_advice {
@@ -336,6 +340,7 @@ typedef struct fa_ta_device {
     int cc_major, cc_minor;     /* 0 unknown */
     uint64_t total_mem_bytes;   /* 0 unknown */
     int32_t sm_count;           /* 0 unknown */
+    int32_t warp_size;          /* 0 unknown; 64 tells an AMD device ROCm does not name */
 } fa_ta_device;
 
 /* ---- streaming: the builder the importers feed ---- */
@@ -351,7 +356,8 @@ void fa_ta_builder_set_lookup(fa_ta_builder *b, fa_ta_cpu_lookup fn, void *user)
 /* The device, when it is known only after the records (a streaming import); before finish. */
 void fa_ta_builder_set_device(fa_ta_builder *b, const fa_ta_device *dev);
 /* For a builder fed by a streaming import (fa_import_opts.sink): take the steps and the timeline
- * window from t's ProfilerStep# ranges (the second step, else the first 20,000 GPU records), and
+ * window from t's ProfilerStep# ranges (the second step — the first when the second launched no GPU
+ * record —, else the first 20,000 GPU records), and
  * look the largest gaps' cpu ops up in t and count its steps at finish. Call on the first GPU
  * record (the window is taken from the steps read by then); t must live until finish. */
 void fa_ta_builder_use_trace(fa_ta_builder *b, const fa_trace *t);

@@ -48,6 +48,8 @@ typedef struct kev {
     bool has_ts, has_dur;
     bool bad;                         /* a field the record needs had the wrong JSON type or
                                        * overflowed: the record is skipped and counted */
+    bool bad_place;                   /* device or stream unusable: fatal to a GPU record only
+                                       * (ROCm launch calls carry "stream": "0x0", a pointer) */
     int64_t ts_ns, dur_ns;
     /* ts/dur number text, converted only for events that are kept (flows and instants are
      * not); a text too long for these buffers is converted at once */
@@ -231,7 +233,7 @@ static void ev_reset(kev *e)
     fa_buf_reset(&e->name);
     fa_buf_reset(&e->cat);
     e->ph = 0;
-    e->has_ts = e->has_dur = e->bad = false;
+    e->has_ts = e->has_dur = e->bad = e->bad_place = false;
     e->ts_ns = e->dur_ns = 0;
     e->ts_len = e->dur_len = 0;
     e->pid = e->tid = 0;
@@ -398,6 +400,10 @@ static void ev_emit(kparse *p)
         k = FA_ACT_PYFRAME;
     if (k < 0) { p->st->n_skipped++; return; }
     if (e->bad || !e->has_ts) { bad_record(p); return; }
+    if (e->bad_place && (k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET || k == FA_ACT_SYNC)) {
+        bad_record(p);
+        return;
+    }
     /* deferred ts/dur text -> ns (µs with scale 3) */
     if (e->ts_len && dec_scaled(e->ts_txt, e->ts_len, 3, &e->ts_ns)) {
         bad_number(p);
@@ -538,15 +544,24 @@ static bool ev_type_bad(int key, int vt)
     }
 }
 
-/* The same for args keys that link records (correlation, External id) or place them (device,
- * stream): numbers or null. Descriptive args (grid, registers, occupancy, Input Dims, ...) of
- * another type are left unknown: Triton cpu ops carry "grid": "grid(100,)", for one. */
+/* The same for args keys that link records (correlation, External id): numbers or null.
+ * Descriptive args (grid, registers, occupancy, Input Dims, ...) of another type are left
+ * unknown: Triton cpu ops carry "grid": "grid(100,)", for one. */
 static bool args_type_bad(int key, int vt)
 {
     switch (key) {
-    case AK_CORR: case AK_EXTID: case AK_DEVICE: case AK_STREAM: return vt != V_NUM && vt != V_NULL;
+    case AK_CORR: case AK_EXTID: return vt != V_NUM && vt != V_NULL;
     default: return false;
     }
+}
+
+/* Args that place a record (device, stream): needed by GPU records (the lane they ran on), only
+ * descriptive on the host side, where ROCm's Kineto writes the launch call's stream as a pointer
+ * string ("stream": "0x0"). Of another type they set bad_place: ev_emit skips a GPU record for it
+ * and leaves the field unknown on any other. */
+static bool args_place_bad(int key, int vt)
+{
+    return (key == AK_DEVICE || key == AK_STREAM) && vt != V_NUM && vt != V_NULL;
 }
 
 static int on_scalar(kparse *p, int vt, const char *s, size_t n);
@@ -587,13 +602,14 @@ static int on_scalar(kparse *p, int vt, const char *s, size_t n)
             }
         } else if (p->in_args && d == p->ev_depth + 1) {
             if (args_type_bad(p->args_key, vt)) { e->bad = true; return 1; }
+            if (args_place_bad(p->args_key, vt)) { e->bad_place = true; return 1; }
             if (is_null) return 1;
             int64_t v;
             switch (p->args_key) {
             case AK_CORR: if (num_i64(p, s, n, &v)) e->corr = v; else e->bad = true; break;
             case AK_EXTID: if (num_i64(p, s, n, &v)) e->ext = v; else e->bad = true; break;
-            case AK_DEVICE: if (num_i64(p, s, n, &v)) e->device = v; else e->bad = true; break;
-            case AK_STREAM: if (num_i64(p, s, n, &v)) e->stream = v; else e->bad = true; break;
+            case AK_DEVICE: if (num_i64(p, s, n, &v)) e->device = v; else e->bad_place = true; break;
+            case AK_STREAM: if (num_i64(p, s, n, &v)) e->stream = v; else e->bad_place = true; break;
             case AK_REGS: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->regs = (int32_t)v; break;
             case AK_SMEM: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->smem = (int32_t)v; break;
             case AK_BYTES: if (num_i64(p, s, n, &v) && v >= 0) e->bytes = (uint64_t)v; break;
@@ -699,6 +715,7 @@ static int cb_string(void *ctx, const unsigned char *s, size_t n)
             }
         } else if (p->in_args && d == p->ev_depth + 1) {
             if (args_type_bad(p->args_key, V_STR)) e->bad = true;
+            if (args_place_bad(p->args_key, V_STR)) e->bad_place = true;
         } else if (p->in_args && d == p->ev_depth + 2) {
             int i = p->idx5++;
             if (p->args_key == AK_TYPES && i < MAX_INPUTS) {
@@ -806,6 +823,8 @@ static int cb_start_map(void *ctx)
         if (ev_type_bad(p->ev_key, V_CONTAINER)) p->ev.bad = true;
     } else if (p->in_args && d == p->ev_depth + 2 && args_type_bad(p->args_key, V_CONTAINER)) {
         p->ev.bad = true;
+    } else if (p->in_args && d == p->ev_depth + 2 && args_place_bad(p->args_key, V_CONTAINER)) {
+        p->ev.bad_place = true;
     } else if (p->in_args && d == p->ev_depth + 3) {
         p->idx5++; /* a map as an element of an args array */
     } else if (d == 3 && p->top_key == TK_DEVPROPS && !p->ev_depth) {
@@ -843,6 +862,7 @@ static int cb_start_array(void *ctx)
         if (ev_type_bad(p->ev_key, V_CONTAINER)) p->ev.bad = true;
     } else if (p->in_args && d == p->ev_depth + 2) {
         if (args_type_bad(p->args_key, V_CONTAINER)) p->ev.bad = true;
+        if (args_place_bad(p->args_key, V_CONTAINER)) p->ev.bad_place = true;
         p->idx5 = 0;
     } else if (p->in_args && d == p->ev_depth + 3 && p->args_key == AK_DIMS) {
         int i = p->idx5++;

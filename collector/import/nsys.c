@@ -469,6 +469,78 @@ static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
     return s;
 }
 
+typedef struct callref {
+    int64_t tid, corr;
+    uint64_t start, end;
+    size_t i;
+} callref;
+
+static int callref_cmp(const void *x, const void *y)
+{
+    const callref *a = x, *b = y;
+    if (a->tid != b->tid) return a->tid < b->tid ? -1 : 1;
+    if (a->corr != b->corr) return a->corr < b->corr ? -1 : 1;
+    if (a->start != b->start) return a->start < b->start ? -1 : 1;
+    if (a->end != b->end) return a->end > b->end ? -1 : 1; /* the outer call first */
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* "cudaLaunchKernel_v7000" is the versioned entry point of "cudaLaunchKernel" */
+static bool versioned_of(const char *inner, const char *outer)
+{
+    size_t n = strlen(outer);
+    if (strncmp(inner, outer, n) || inner[n] != '_' || inner[n + 1] != 'v' || !inner[n + 2]) return false;
+    for (const char *p = inner + n + 2; *p; p++)
+        if (*p < '0' || *p > '9') return false;
+    return true;
+}
+
+/* Older exports (nsys 2021, EXPORT_META_DATA) record a runtime call twice: the call and, nested in
+ * it on the same thread with the same correlation id, its versioned entry point
+ * ("cudaLaunchKernel" around "cudaLaunchKernel_v7000"). One call is one launch: the inner record
+ * of such a pair, among the records from `first` on, is dropped (it counted as a duplicate
+ * correlation, and the kernel linked to it). */
+static fa_status drop_versioned_calls(nsx *n, size_t first)
+{
+    fa_trace *t = n->t;
+    size_t m = t->n_acts - first;
+    if (m < 2) return FA_OK;
+    callref *r = malloc(m * sizeof *r);
+    bool *drop = calloc(m, sizeof *drop);
+    if (!r || !drop) {
+        free(r);
+        free(drop);
+        return fa_ctx_error(n->ctx, FA_ERR_NOMEM, "%s: out of memory", n->path);
+    }
+    for (size_t k = 0; k < m; k++) {
+        const fa_activity *a = &t->acts[first + k];
+        r[k] = (callref){a->tid, a->correlation, a->start_ns, a->end_ns, k};
+    }
+    qsort(r, m, sizeof *r, callref_cmp);
+    size_t outer = 0, dropped = 0;
+    for (size_t k = 1; k < m; k++) {
+        const callref *o = &r[outer], *c = &r[k];
+        const fa_activity *oa = &t->acts[first + o->i], *ca = &t->acts[first + c->i];
+        if (c->corr >= 0 && c->tid == o->tid && c->corr == o->corr && c->start >= o->start && c->end <= o->end &&
+            oa->name && ca->name && versioned_of(ca->name, oa->name)) {
+            drop[c->i] = true;
+            dropped++;
+        } else {
+            outer = k;
+        }
+    }
+    if (dropped) {
+        size_t w = first;
+        for (size_t k = 0; k < m; k++)
+            if (!drop[k]) t->acts[w++] = t->acts[first + k];
+        t->n_acts = w;
+        n->st->n_events -= dropped;
+    }
+    free(r);
+    free(drop);
+    return FA_OK;
+}
+
 /* CUPTI_ACTIVITY_MEMCPY_KIND values (cupti_activity.h) */
 static const char *memcpy_name(int k)
 {
@@ -604,7 +676,9 @@ static fa_status nsys_read(nsx *n)
     }
     if ((s = read_gpus(n))) return s;
     if (kern && (s = read_kernels(n))) return s;
+    size_t first_call = n->t->n_acts;
     if (rt && (s = read_calls(n, "CUPTI_ACTIVITY_KIND_RUNTIME", FA_ACT_RUNTIME))) return s;
+    if (rt && (s = drop_versioned_calls(n, first_call))) return s;
     if (has_table(n, "CUPTI_ACTIVITY_KIND_DRIVER") &&
         (s = read_calls(n, "CUPTI_ACTIVITY_KIND_DRIVER", FA_ACT_DRIVER)))
         return s;

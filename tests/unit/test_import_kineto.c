@@ -735,6 +735,50 @@ static void test_kineto_wrong_json_types_and_overflow_skip_the_record(void **sta
     fa_trace_free(t);
 }
 
+/* ROCm's Kineto writes a launch call's stream as a pointer string ("stream": "0x0" on
+ * hipLaunchKernel, HolisticTraceAnalysis' mi250 trace): such launch calls were skipped as bad
+ * records, so every kernel was an orphan, outside the profiler steps and on no stream. Device
+ * and stream place GPU records only: on a host record of another type they are left unknown, on
+ * a GPU record they still skip it. */
+static void test_kineto_rocm_pointer_stream_on_launch_calls_kept(void **state)
+{
+    (void)state;
+    const char txt[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 9, \"tid\": 9, "
+        "\"ts\": 0, \"dur\": 100},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 9, \"tid\": 9, \"ts\": 1, "
+        "\"dur\": 20, \"args\": {\"External id\": 5}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"hipLaunchKernel\", \"pid\": 9, \"tid\": 9, "
+        "\"ts\": 2, \"dur\": 5, \"args\": {\"External id\": 5, \"correlation\": 118, \"stream\": \"0x0\"}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"hipMemcpyWithStream\", \"pid\": 9, \"tid\": 9, "
+        "\"ts\": 8, \"dur\": 5, \"args\": {\"correlation\": 119, \"stream\": [0], \"device\": \"gpu0\"}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k_add\", \"pid\": 2, \"tid\": 0, \"ts\": 10, "
+        "\"dur\": 4, \"args\": {\"External id\": 5, \"device\": 2, \"stream\": 0, \"correlation\": 118}},"
+        "{\"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD\", \"pid\": 2, \"tid\": 0, \"ts\": 20, "
+        "\"dur\": 4, \"args\": {\"device\": 2, \"stream\": 0, \"correlation\": 119}},"
+        /* a GPU record whose stream is unusable is still skipped: it has no lane */
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k_bad\", \"pid\": 2, \"tid\": 0, \"ts\": 30, "
+        "\"dur\": 4, \"args\": {\"device\": 2, \"stream\": \"0x0\", \"correlation\": 120}}"
+        "]}";
+    const char *path = fa_test_path(fa_test_tmpdir(), "rocm_pointer_stream.json");
+    write_bytes(path, txt, sizeof txt - 1);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_non_null(find(t, "hipLaunchKernel"));
+    assert_non_null(find(t, "hipMemcpyWithStream"));
+    assert_int_equal(find(t, "hipLaunchKernel")->stream, -1);
+    assert_null(find(t, "k_bad"));
+    assert_int_equal(st.n_bad_records, 1);
+    assert_int_equal(st.n_orphans, 0);
+    const fa_activity *k = find(t, "k_add");
+    assert_non_null(k);
+    assert_int_equal(k->device, 2);
+    assert_int_equal(k->stream, 0);
+    assert_string_equal(k->node_name, "aten::add");
+    fa_trace_free(t);
+}
+
 /* Issue 15: a trace read from a pipe lost the bytes the kind detection had read. A pipe,
  * /dev/stdin and /dev/fd/N (bash process substitution) import like the file, plain and gzip,
  * including the lenient second pass (which reads the input again). */
@@ -1094,6 +1138,7 @@ int main(void)
         cmocka_unit_test(test_kineto_nul_in_names_never_truncates_or_merges),
         cmocka_unit_test(test_kineto_negative_ts_shifts_every_record_keeps_durations),
         cmocka_unit_test(test_kineto_wrong_json_types_and_overflow_skip_the_record),
+        cmocka_unit_test(test_kineto_rocm_pointer_stream_on_launch_calls_kept),
         cmocka_unit_test(test_kineto_trace_from_pipe_stdin_and_process_substitution),
         cmocka_unit_test(test_kineto_out_of_memory_names_the_file),
         cmocka_unit_test(test_kineto_attribution_linear_with_shared_correlation_and_deep_nesting),

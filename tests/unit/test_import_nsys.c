@@ -230,6 +230,45 @@ static void test_nsys_old_schema_export_meta_data_short_names_suffixed_nvtx(void
     fa_trace_free(t);
 }
 
+/* nsys 2021 exports (EXPORT_META_DATA, pipit's saxpy-mpi-cuda_nsys_perlmutter0.sqlite) record each
+ * runtime call twice, the call and its versioned entry point nested in it with the same correlation
+ * id: 38 "duplicate correlations" in a 95-row table, every call counted twice, and each kernel linked
+ * to the inner "cudaLaunchKernel_v7000". One call is one record; a second call that only shares the
+ * correlation id (not nested, or not its versioned name) is still a duplicate. */
+static void test_nsys_versioned_runtime_rows_are_one_call(void **state)
+{
+    (void)state;
+    const char *sql =
+        "CREATE TABLE EXPORT_META_DATA(name TEXT, value TEXT);"
+        "INSERT INTO EXPORT_META_DATA VALUES('EXPORT_SCHEMA_VERSION','2.9.1');"
+        "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);"
+        "INSERT INTO StringIds VALUES(1,'cudaLaunchKernel'),(2,'saxpy'),(3,'cudaLaunchKernel_v7000'),"
+        " (4,'cudaMemcpy'),(5,'cudaMemcpy_v3020'),(6,'cudaLaunchKernel_vX');"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER, end INTEGER, deviceId INTEGER,"
+        " contextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,"
+        " shortName INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER, blockX INTEGER,"
+        " blockY INTEGER, blockZ INTEGER);"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(200,210,0,1,7,140,100<<24,2,1,1,1,32,1,1),"
+        " (400,410,0,1,7,160,100<<24,2,1,1,1,32,1,1);"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER, end INTEGER, eventClass INTEGER,"
+        " globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER);"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(100,190,0,(100<<24)+7,140,1,0),"
+        " (101,189,0,(100<<24)+7,140,3,0),"
+        " (20,60,0,(100<<24)+7,138,4,0),(21,59,0,(100<<24)+7,138,5,0),"
+        /* not a versioned entry point of the outer call: both kept, one duplicate */
+        " (300,390,0,(100<<24)+7,160,1,0),(301,389,0,(100<<24)+7,160,6,0);";
+    const char *path = make_db("versioned.sqlite", sql);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_int_equal(st.n_runtime, 4);
+    assert_null(find(t, "cudaLaunchKernel_v7000"));
+    assert_null(find(t, "cudaMemcpy_v3020"));
+    assert_non_null(find(t, "cudaLaunchKernel_vX"));
+    assert_int_equal(st.n_duplicate_correlations, 1);
+    assert_int_equal(st.n_orphans, 0);
+    fa_trace_free(t);
+}
+
 static void test_nsys_missing_kernel_column_named_in_error(void **state)
 {
     (void)state;
@@ -627,6 +666,7 @@ int main(void)
         cmocka_unit_test(test_nsys_nvtx_innermost_range_on_launch_thread_names_kernel),
         cmocka_unit_test(test_nsys_clock_inversion_linked_and_counted),
         cmocka_unit_test(test_nsys_old_schema_export_meta_data_short_names_suffixed_nvtx),
+        cmocka_unit_test(test_nsys_versioned_runtime_rows_are_one_call),
         cmocka_unit_test(test_nsys_missing_kernel_column_named_in_error),
         cmocka_unit_test(test_nsys_missing_runtime_column_and_string_table_named),
         cmocka_unit_test(test_nsys_metadata_only_is_no_gpu_activity),

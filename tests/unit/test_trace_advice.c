@@ -245,7 +245,7 @@ static void test_hand_trace_figures_exact(void **state)
     assert_int_equal(a->n_stretches, 1);
     assert_int_equal(a->stretches[0].n_kernels, 5);
     assert_int_equal(a->stretches[0].kernel_ns, 10);
-    assert_int_equal(a->stretches[0].launch_ns, 40);
+    assert_int_equal(a->stretches[0].launch_ns, 20); /* 5 calls of 8 ns, each counted up to the 4 ns median */
     /* per-kernel stats */
     const fa_ta_kernel *g = kstat(a, "gemm_kernel");
     assert_int_equal(g->count, 4);
@@ -418,6 +418,86 @@ static void test_names_normalize_and_classify(void **state)
     assert_int_equal(fa_kernel_classify("fused_bias_gelu"), FA_KCLASS_ELEMENTWISE);
     assert_true(fa_kclass_light(FA_KCLASS_COPY));
     assert_false(fa_kclass_light(FA_KCLASS_GEMM));
+}
+
+/* Class words were matched anywhere in the full name: "cutlass" in an element type made TensorRT-LLM's
+ * MoE finalize kernel (B200 trace) a GEMM, "conv" in hipcub's convert_binary_result_type_wrapper made
+ * a rocprim reduction (MI300X traces) a convolution, and Inductor's kernel names, which list every op
+ * fused ("..._fmha_v3_fwd_...", "..._native_layer_norm_..."), made pointwise kernels attention or
+ * reductions. Inductor's prefix decides; "cutlass" and the convolution words count in the kernel's
+ * own name only. */
+static void test_class_words_in_template_arguments_do_not_classify(void **state)
+{
+    (void)state;
+    assert_int_equal(fa_kernel_classify("void moe::dev::finalize::finalizeKernelVecLoad<moe::dev::finalize::KernelParams<"
+                                        "cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true> >(moe::dev::finalize::KernelParams<"
+                                        "cutlass::bfloat16_t, cutlass::bfloat16_t, 4, true>)"),
+                     FA_KCLASS_OTHER);
+    assert_int_not_equal(fa_kernel_classify("void rocprim::ROCPRIM_400400_NS::detail::trampoline_kernel<rocprim::ROCPRIM_400400_NS::"
+                                            "detail::reduce_impl<true, hipcub::HIPCUB_400400_NS::detail::"
+                                            "convert_binary_result_type_wrapper<hipcub::HIPCUB_400400_NS::Sum> > >()"),
+                         FA_KCLASS_CONV);
+    assert_int_not_equal(fa_kernel_classify("void vllm::convert_fp8_kernel<float>(float*, int)"), FA_KCLASS_CONV);
+    assert_int_equal(fa_kernel_classify("triton_poi_fused__to_copy_add_cat_fmha_v3_fwd_mul_neg_stack_unbind_unsqueeze_view_13"),
+                     FA_KCLASS_ELEMENTWISE);
+    assert_int_equal(fa_kernel_classify("triton_poi_fused_native_layer_norm_0"), FA_KCLASS_ELEMENTWISE);
+    assert_int_equal(fa_kernel_classify("triton_poi_fused__unsafe_view_add_addmm_clone_convolution_mul_3"), FA_KCLASS_ELEMENTWISE);
+    assert_int_equal(fa_kernel_classify("triton_per_fused__softmax_all_reduce_2"), FA_KCLASS_REDUCTION);
+    assert_int_equal(fa_kernel_classify("bmm_Bfloat16_MxE2m1MxE4m3_Fp32_t128x16x256u2_s3_et128x16_m128x16x32_cga1x1x1_sm100f"),
+                     FA_KCLASS_GEMM);
+    /* still: CUTLASS's own kernels, FlashAttention-3 inside cutlass::device_kernel, cuDNN convolutions */
+    assert_int_equal(fa_kernel_classify("void cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>("
+                                        "cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8::Params)"),
+                     FA_KCLASS_GEMM);
+    assert_int_equal(fa_kernel_classify("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<"
+                                        "flash::CollectiveMainloopFwdSm90<2, cute::tuple<int> > > > >(void)"),
+                     FA_KCLASS_ATTENTION);
+    assert_int_equal(fa_kernel_classify("void cudnn::ops::nchwToNhwcKernel<float>(...)"), FA_KCLASS_CONV);
+    assert_int_equal(fa_kernel_classify("MIOpenConvUni"), FA_KCLASS_CONV);
+    assert_int_equal(fa_kernel_classify("naive_conv_fwd_nchw_float"), FA_KCLASS_CONV);
+}
+
+/* ROCm traces keep the mangled names of aiter, Composable Kernel and sgl-kernel kernels: they were
+ * printed raw ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64E...") and every template variant
+ * was a kernel of its own. The qualified name is read from the mangling (the generic ck_tile::kentry
+ * keeps the kernel class it runs); anything else stays as it was. */
+static void test_mangled_kernel_names_read_as_their_qualified_name(void **state)
+{
+    (void)state;
+    char b[512];
+    assert_string_equal(fa_kernel_name_normalize("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64ELi8ELb0ELb0ELb1ELi1EEEvPT0_"
+                                                 "PT_PfS4_S4_S4_S4_fii",
+                                                 b, sizeof b),
+                        "aiter::add_rmsnorm_quant_kernel");
+    char b2[512];
+    assert_string_equal(fa_kernel_name_normalize("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi256ELi16ELb1ELb0ELb1ELi1EEEvPT0_", b2,
+                                                 sizeof b2),
+                        b);
+    assert_string_equal(fa_kernel_name_normalize("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassEEEEEvDpT0_",
+                                                 b, sizeof b),
+                        "ck_tile::kentry<Rmsnorm2dFwd>");
+    assert_int_equal(fa_kernel_classify("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassEEEEEvDpT0_"),
+                     FA_KCLASS_REDUCTION);
+    assert_string_equal(fa_kernel_name_short("_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineOnePassEEEEEvDpT0_",
+                                             b, sizeof b),
+                        "kentry<Rmsnorm2dFwd>");
+    assert_string_equal(fa_kernel_name_normalize("_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16EEvPT_PKS3_i", b,
+                                                 sizeof b),
+                        "sgl_hip::activation::act_and_mul_kernel");
+    assert_string_equal(fa_kernel_name_normalize("_Z12saxpy_kernelifPfS_", b, sizeof b), "saxpy_kernel");
+    assert_string_equal(fa_kernel_name_normalize("_ZN12_GLOBAL__N_18fill_oneEPf", b, sizeof b), "(anonymous namespace)::fill_one");
+    /* a MoE kernel whose element type is cutlass's is no GEMM, mangled or not */
+    assert_int_equal(fa_kernel_classify("_ZN3moe3dev8finalize21finalizeKernelVecLoadINS1_12KernelParamsIN7cutlass10bfloat16_tES5_Li4ELb1EEEEEvT_"),
+                     FA_KCLASS_OTHER);
+    /* not a mangling this reads: unchanged */
+    assert_string_equal(fa_kernel_name_normalize("_Zoops", b, sizeof b), "_Zoops");
+    assert_string_equal(fa_kernel_name_normalize("_Z999999999x", b, sizeof b), "_Z999999999x");
+    assert_string_equal(fa_kernel_name_normalize("_ZN3abcS9_E", b, sizeof b), "_ZN3abcS9_E");
+    assert_string_equal(fa_kernel_name_normalize("_ZNSZZZZZZZZZZZZZZZZZZZZZZZZ_3abcE", b, sizeof b), "_ZNSZZZZZZZZZZZZZZZZZZZZZZZZ_3abcE");
+    assert_string_equal(fa_kernel_name_normalize("_ZN", b, sizeof b), "_ZN");
+    assert_string_equal(fa_kernel_name_normalize("_ZN7ck_tile6kentryINS_99", b, sizeof b), "ck_tile::kentry");
+    char tiny[8];
+    assert_string_equal(fa_kernel_name_normalize("_ZN5aiter24add_rmsnorm_quant_kernelIiE", tiny, sizeof tiny), "_ZN5ait"); /* too long to read: cut as any name */
 }
 
 static void test_device_tables(void **state)
@@ -645,6 +725,7 @@ static fa_trace_advice *advise_file(const char *path, fa_import_stats *stt)
         dev.cc_minor = stt->devices[0].cc_minor;
         dev.total_mem_bytes = stt->devices[0].total_mem_bytes;
         dev.sm_count = stt->devices[0].sm_count;
+        dev.warp_size = stt->devices[0].warp_size;
     }
     fa_trace_advice *a = NULL;
     assert_int_equal(fa_trace_advise(ctx, t, stt->n_devices ? &dev : NULL, &a), FA_OK);
@@ -697,6 +778,7 @@ static fa_trace_advice *advise_file_streamed(const char *path, fa_import_stats *
         dev.cc_minor = stt->devices[0].cc_minor;
         dev.total_mem_bytes = stt->devices[0].total_mem_bytes;
         dev.sm_count = stt->devices[0].sm_count;
+        dev.warp_size = stt->devices[0].warp_size;
     }
     fa_trace_advice *a = NULL;
     if (k.b) {
@@ -1231,6 +1313,56 @@ static void test_amd_device_in_its_own_terms(void **state)
     fa_trace_advice_free(a);
 }
 
+/* ROCm does not always name the part: vLLM's MI300X trace has "name": "" and HTA's MI250 trace
+ * "AMD Radeon Graphics". The first printed as "unknown, sm_94" with no roofs (a CUDA compute
+ * capability HIP's 9.4 is not), the second with no roofs, and its memory roof was a 1 KB
+ * threshold kernel's 1 GB/s. A wavefront of 64 is AMD's; HIP's 9.4 / 9.0 with the compute units
+ * and memory name the part where one data-sheet row has them; a kernel moving under
+ * FA_TA_ROOF_MIN_BYTES sets no measured roof. */
+static void test_amd_device_unnamed_identified_by_its_properties(void **state)
+{
+    (void)state;
+    const struct { const char *file, *arch, *family; double hbm; int units; } c[] = {
+        {"trace_amd_unnamed.json", "gfx942", "CDNA3", 5300, 304},
+        {"trace_amd_radeon_graphics.json", "gfx90a", "CDNA2", 1638.4, 104},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        fa_trace_advice *a = advise_fixture(c[i].file);
+        assert_non_null(a->vendor);
+        assert_string_equal(a->vendor, "AMD");
+        assert_non_null(a->arch);
+        assert_string_equal(a->arch, c[i].arch);
+        assert_string_equal(a->arch_family, c[i].family);
+        assert_true(a->roofs.hbm_gbs == c[i].hbm && a->roofs.units == c[i].units);
+        assert_true(a->mem_roof_gbs == c[i].hbm); /* the data sheet, not a 1 KB kernel's figure */
+        for (int k = 0; k < a->n_kernel_names; k++) assert_true(a->kernels[k].occupancy < 0);
+        fa_buf b;
+        fa_buf_init(&b);
+        fa_trace_advice_text(a, &b);
+        assert_null(strstr(b.data, "sm_9"));
+        assert_non_null(strstr(b.data, "compute units"));
+        fa_buf_free(&b);
+        fa_trace_advice_free(a);
+    }
+    /* a device the table cannot name: no roof at all rather than a latency-bound kernel's */
+    fa_gpu_props p = {"NVIDIA GeForce RTX 3090", 8, 6, 82, 32, (uint64_t)24 << 30};
+    fa_gpu_vendor v;
+    fa_gpu_roofs r;
+    fa_gpu_identify(&p, &v, &r);
+    assert_int_equal(v, FA_GPU_VENDOR_NVIDIA);
+    assert_null(r.label);
+    /* a named MI250X is one GCD of 110 CUs and 64 GB in a trace: half the package's figures */
+    assert_true(fa_gpu_roofs_for("AMD Instinct MI250X", (uint64_t)64 << 30, &r) && r.units == 110 && r.hbm_gbs == 1638.4);
+    /* 304 CUs with 256 GB: an MI325X */
+    p = (fa_gpu_props){"", 9, 4, 304, 64, (uint64_t)256 << 30};
+    fa_gpu_identify(&p, &v, &r);
+    assert_true(v == FA_GPU_VENDOR_AMD && r.hbm_gbs == 6000);
+    /* an unnamed part with 32-wide warps is not taken for AMD */
+    p = (fa_gpu_props){"", 9, 0, 132, 32, (uint64_t)80 << 30};
+    fa_gpu_identify(&p, &v, &r);
+    assert_int_equal(v, FA_GPU_VENDOR_UNKNOWN);
+}
+
 /* torch.compile on ROCm: Triton kernels and aotriton's attn_fwd are what they are (fused
  * elementwise, reduction, attention) and already fused: reported, never part of a fusion */
 static void test_compiled_and_attention_kernels_are_already_fused(void **state)
@@ -1379,6 +1511,49 @@ static void test_same_shape_copies_are_not_a_chain(void **state)
     fa_trace_advice_free(a);
 }
 
+/* A launch call far over the median (a first call loading its module: 300 ms) made the kernels
+ * around it a launch-bound stretch of 600 ms of launch calls, a 10 us kernel among them. Each call
+ * counts up to the median launch call, as for the launch cost removed. */
+static void test_module_load_launch_is_not_launch_bound(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launch_module_load.json");
+    assert_int_equal(a->launch_cap_ns, 4000);
+    assert_int_equal(a->n_stretches, 1);
+    assert_int_equal(a->stretches[0].n_kernels, 8); /* the 10 us kernel is not launch-bound */
+    assert_int_equal(a->stretches[0].launch_ns, 8 * 4000);
+    assert_int_equal(a->stretches[0].kernel_ns, 8 * 2000);
+    fa_trace_advice_free(a);
+}
+
+/* The timeline window is the second profiler step; when that step launched nothing (the trailing
+ * step the profiler cut short: HolisticTraceAnalysis' MI250 trace, a 49 us ProfilerStep#2) no
+ * GPU record was kept and `show` said "no kernel records stored". The first step is the window
+ * then, in both the whole and the streamed advice (advise_fixture compares them). */
+static void test_window_falls_back_to_the_first_step(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_last_step_empty.json");
+    assert_non_null(a->window_what);
+    assert_string_equal(a->window_what, "ProfilerStep#1");
+    assert_int_equal(a->n_window, 5);
+    fa_trace_advice_free(a);
+}
+
+/* The measured memory roof counts only kernels moving more than the device's last-level cache: on
+ * vLLM's MI300X trace a 64 MiB bf16 fill ran at 5 TB/s inside the 256 MB Infinity Cache and set the
+ * roof every fused kernel was priced on; the HBM figure is the 1.5 GiB add's 4 TB/s. */
+static void test_measured_roof_past_the_last_level_cache(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_roof_in_cache.json");
+    assert_true(a->roofs.llc_mb == 256);
+    const double add_gbs = 1.5 * 1024 * 1024 * 1024 / 400e-6 / 1e9;
+    assert_true(fabs(a->mem_roof_gbs - add_gbs) < 1e-6);
+    assert_non_null(strstr(a->mem_roof_source, "CUDAFunctor_add") ? a->mem_roof_source : strstr(a->mem_roof_source, "<add>"));
+    fa_trace_advice_free(a);
+}
+
 /* x * 0.125 on a bf16 tensor: the Python float (Input type "double", no dims) keeps the tensor's
  * dtype; the product is bf16, not double */
 static void test_python_scalar_keeps_the_tensor_dtype(void **state)
@@ -1398,6 +1573,27 @@ static void test_python_scalar_keeps_the_tensor_dtype(void **state)
             seen = true;
         }
     assert_true(seen);
+    fa_trace_advice_free(a);
+}
+
+/* fill_(self, value) writes self and reads nothing: it was priced as reading self too, so a
+ * 64 Mi-float fill in 100 us "reached" 5.4 TB/s and set the measured memory roof (HTA's
+ * trace_filter rank-1: 3.5 TB/s on a device without a data sheet), and a fill of a tensor shaped
+ * like the add before it passed for reading the add's output */
+static void test_fill_writes_only_its_destination(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_fill_write_only.json");
+    const double n = 64.0 * 1024 * 1024;
+    bool seen = false;
+    for (int i = 0; i < a->n_points; i++)
+        if (strstr(a->points[i].kernel, "<Fill>")) {
+            assert_true(a->points[i].bytes == n * 4);
+            seen = true;
+        }
+    assert_true(seen);
+    assert_true(fabs(a->mem_roof_gbs - n * 4 / 100e-6 / 1e9) < 1e-6);
+    assert_int_equal(a->n_opps_total, 0); /* the fill reads nothing the add wrote */
     fa_trace_advice_free(a);
 }
 
@@ -1538,6 +1734,8 @@ int main(void)
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
         cmocka_unit_test(test_intern_map_dense_ids_binary_keys),
+        cmocka_unit_test(test_class_words_in_template_arguments_do_not_classify),
+        cmocka_unit_test(test_mangled_kernel_names_read_as_their_qualified_name),
         cmocka_unit_test(test_device_tables),
         cmocka_unit_test(test_llama_decoder_patterns_named_cuda_and_rocm),
         cmocka_unit_test(test_module_frames_name_the_pattern),
@@ -1551,6 +1749,7 @@ int main(void)
         cmocka_unit_test(test_host_wait_between_members_is_not_launch_cost),
         cmocka_unit_test(test_member_output_read_outside_is_written),
         cmocka_unit_test(test_amd_device_in_its_own_terms),
+        cmocka_unit_test(test_amd_device_unnamed_identified_by_its_properties),
         cmocka_unit_test(test_compiled_and_attention_kernels_are_already_fused),
         cmocka_unit_test(test_backward_kernels_named_as_such),
         cmocka_unit_test(test_kernels_launched_before_the_step_are_not_in_it),
@@ -1559,6 +1758,10 @@ int main(void)
         cmocka_unit_test(test_eager_attention_across_gemms),
         cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
         cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
+        cmocka_unit_test(test_measured_roof_past_the_last_level_cache),
+        cmocka_unit_test(test_window_falls_back_to_the_first_step),
+        cmocka_unit_test(test_module_load_launch_is_not_launch_bound),
+        cmocka_unit_test(test_fill_writes_only_its_destination),
         cmocka_unit_test(test_gemm_epilogue_found),
         cmocka_unit_test(test_gelu_fixes_keep_the_form),
         cmocka_unit_test(test_corpus_traces_advice_invariants),
