@@ -18,6 +18,7 @@
 #include "fuzz/fuzz_file.h"
 #include "graph/graph.h"
 #include "runtime/runtime.h"
+#include "trace/trace.h"
 
 /* ONNX import (display name "fuzz.onnx", no base folder: external data is refused without
  * touching the filesystem), then shape inference + folding with a 1 MiB folded-tensor cap; a
@@ -65,6 +66,16 @@ static fa_status fa_fuzz_kineto(fa_ctx *ctx, const uint8_t *data, size_t size)
         fa_import_opts o = {.keep_partial = partial != 0};
         fa_status s = fa_import_kineto_ex(ctx, path, &o, &t, &st);
         if (partial == 0) first = s;
+        /* every imported kernel name through what trace advice reads from it: the Itanium-name
+         * reader, the normalized and short names, the class (trace/classify.c) */
+        for (size_t i = 0; t && i < t->n_acts; i++) {
+            const char *nm = t->acts[i].name;
+            if (!nm) continue;
+            char b1[512], b2[512];
+            (void)fa_kernel_name_normalize(nm, b1, sizeof b1);
+            (void)fa_kernel_name_short(nm, b2, sizeof b2);
+            (void)fa_kernel_classify_op(nm, t->acts[i].op_type);
+        }
         fa_trace_free(t);
     }
     return first;
