@@ -1820,6 +1820,90 @@ static void shapes_of(const fa_tensor *const *ts, int n, char *out, size_t cap)
     }
 }
 
+/* FNV-1a, 64-bit (Fowler, Noll, Vo; the IETF draft "The FNV Non-Cryptographic Hash Algorithm"):
+ * a key for the bytes a generated kernel embeds, not a security hash. */
+static uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Where a tensor a member reads comes from, as the kernel sees it: "m<j>.<o>" output o of member
+ * j, "i<p>" the cluster's input p, "-" none (an omitted input), "x" elsewhere (not in the
+ * cluster's inputs: never the case for a well-formed cluster, kept apart all the same). */
+static void tensor_role(const fa_graph *g, const fa_cluster *c, int t, fa_buf *b)
+{
+    if (t < 0) {
+        fa_buf_puts(b, "-");
+        return;
+    }
+    for (int j = 0; j < c->n_members; j++) {
+        const fa_node *m = g->nodes[c->members[j]];
+        for (int o = 0; o < m->n_outputs; o++)
+            if (m->outputs[o] == t) {
+                fa_buf_printf(b, "m%d.%d", j, o);
+                return;
+            }
+    }
+    for (int p = 0; p < c->n_inputs; p++)
+        if (c->inputs[p] == t) {
+            fa_buf_printf(b, "i%d", p);
+            return;
+        }
+    fa_buf_puts(b, "x");
+}
+
+/* The rest of what decides a cluster's kernel, beyond its members' op types and shapes: which
+ * member output or cluster input each member input reads, which member outputs leave the cluster
+ * (and in what order), and a hash of the members' attributes and of the values of the constants
+ * a generated kernel writes into its code (scalars; integer lists of up to 16: axes, shapes). Without
+ * them, two clusters of the same ops and shapes shared one probe build: HF Swin's last
+ * add+layer_norm (one output) ran the kernel of an earlier one that also wrote the residual sum
+ * (two outputs) and wrote through an output pointer it was never given; a LayerNorm of another
+ * epsilon would have run the first one's constant. */
+static void signature_wiring(const fa_graph *g, const fa_cluster *c, fa_buf *b)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a's offset basis */
+    fa_buf_puts(b, "|in:");
+    for (int i = 0; i < c->n_members; i++) {
+        const fa_node *n = g->nodes[c->members[i]];
+        fa_buf_puts(b, i ? ";" : "");
+        for (int k = 0; k < n->n_inputs; k++) {
+            fa_buf_puts(b, k ? "," : "");
+            tensor_role(g, c, n->inputs[k], b);
+            const fa_tensor *t = n->inputs[k] >= 0 ? g->tensors[n->inputs[k]] : NULL;
+            /* what a generated kernel writes into its code: a scalar (codegen's const_scalar: an
+             * epsilon, an exponent, a scale) or a short integer list (axes, a view's shape);
+             * per-channel float vectors (a bias, a norm's weight) are read through pointers */
+            int64_t ne = t && t->rank >= 0 ? fa_tensor_numel(t) : -1;
+            bool integer = t && t->dtype != FA_DTYPE_FLOAT && t->dtype != FA_DTYPE_DOUBLE && t->dtype != FA_DTYPE_FLOAT16 &&
+                           t->dtype != FA_DTYPE_BFLOAT16;
+            if (t && (t->flags & FA_TENSOR_CONST) && t->data && (ne == 1 || (integer && ne >= 0 && ne <= 16))) {
+                size_t bytes = (size_t)fa_tensor_numel(t) * fa_dtype_size(t->dtype);
+                h = fnv1a(h, &t->dtype, sizeof t->dtype);
+                h = fnv1a(h, t->data, bytes);
+            }
+        }
+        for (int a = 0; a < n->n_attrs; a++) {
+            const fa_attr *at = &n->attrs[a];
+            if (at->name) h = fnv1a(h, at->name, strlen(at->name) + 1);
+            h = fnv1a(h, &at->type, sizeof at->type);
+            h = fnv1a(h, &at->i, sizeof at->i);
+            h = fnv1a(h, &at->f, sizeof at->f);
+            if (at->s && at->s_len) h = fnv1a(h, at->s, at->s_len);
+            if (at->ints && at->n > 0) h = fnv1a(h, at->ints, sizeof *at->ints * (size_t)at->n);
+            if (at->floats && at->n > 0) h = fnv1a(h, at->floats, sizeof *at->floats * (size_t)at->n);
+        }
+    }
+    fa_buf_puts(b, "|out:");
+    for (int q = 0; q < c->n_outputs; q++) {
+        fa_buf_puts(b, q ? "," : "");
+        tensor_role(g, c, c->outputs[q], b);
+    }
+    fa_buf_printf(b, "|h%016" PRIx64, h);
+}
+
 void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
 {
     fa_buf_puts(b, fa_cluster_kind_name(c->kind));
@@ -1838,6 +1922,7 @@ void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
         fa_buf_printf(b, "|%s(%s)[%s]f%" PRIu64 "r%" PRIu64 "w%" PRIu64, n->op_type ? n->op_type : "?", ins, outs, cost.flops,
                       cost.bytes_read, cost.bytes_written);
     }
+    signature_wiring(g, c, b);
 }
 
 /* The newest measured fused kernel of an earlier plan with c's signature (fa_cluster_signature)
@@ -2562,7 +2647,8 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
             if (ks.quote) c->est_spread_pct = ks.spread_pct;
         }
         c->est_saving_pct = dev_iter > 0 ? 100.0 * c->est_saving_ns / dev_iter
-                          : a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns : 0;
+                          : a && a->iter_ns > 0 ? 100.0 * c->est_saving_ns / (double)a->iter_ns
+                                                : NAN; /* no iteration to be a share of (a bare model) */
         c->registers = c->spill_bytes = c->block_size = -1;
         c->occupancy = -1;
         c->status = FA_CLUSTER_PROPOSED;

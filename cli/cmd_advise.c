@@ -396,11 +396,13 @@ against:;
             /* a predicted loss is worded as one, never as a negative saving */
             bool loss = cl->est_saving_ns < 0;
             char spread[128]; /* the kind's past misses on this machine, where beyond its repeatability */
-            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s %s %8.1f us%s (%5.2f%%)  %9.3f MB  %2d launch(es)", cl->id,
+            char share[32] = ""; /* of the iteration; none without one (a bare model) */
+            if (isfinite(cl->est_saving_pct)) snprintf(share, sizeof share, " (%5.2f%%)", fabs(cl->est_saving_pct));
+            fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s %s %8.1f us%s%s  %9.3f MB  %2d launch(es)", cl->id,
                                fa_cluster_kind_name(cl->kind), cl->label, fa_cluster_status_name(cl->status),
                                loss ? "loses" : "saves", fabs(cl->est_saving_ns) / 1e3,
-                               fa_cluster_spread_phrase(cl, spread, sizeof spread), fabs(cl->est_saving_pct),
-                               cl->saved_bytes / 1e6, cl->saved_launches);
+                               fa_cluster_spread_phrase(cl, spread, sizeof spread), share, cl->saved_bytes / 1e6,
+                               cl->saved_launches);
             const char *lk = cuda ? fa_gate_library_kernel(g, cl, lib, sizeof lib) : NULL;
             if (lk) fa_buf_printf_term(&b, "  %s", lk);
             else if (cuda && cl->registers >= 0)

@@ -147,7 +147,8 @@ typedef struct fa_cluster {
                                   medians + their dispatch gaps - the fused kernel's predicted time
                                   - recompute (fa_fusion_predict, issue 19); without one: saved_bytes
                                   / bandwidth + saved_launches x dispatch - recompute; ns per iteration */
-    double est_saving_pct;     /* of the measured iteration, % */
+    double est_saving_pct;     /* of the measured iteration (or the data-sheet estimate's), %; NAN
+                                  when there is none (advise on a bare model): no share is shown */
     const char *basis;         /* what est_saving_ns rests on, with its figures (arena); NULL none */
     /* the terms of est_saving_ns (issue 36), each stored once so a prediction that misses can be
      * diagnosed term by term against the applier's measured counterparts (fa_cluster_verdict

@@ -147,4 +147,9 @@ ops = d["opportunities"]
 assert sum(o["clusters"] for o in ops) == 40, ops
 assert d == json.load(open("out3/summary.json")), "stdout and summary.json differ"
 PY
+# `advise` on the bare model (no run, so no iteration): savings with no share of an iteration,
+# never a "( 0.00%)" beside a non-zero saving; plan.json-like JSON says null
+"$CLI" advise chains.onnx >adv.txt 2>adv.err || { cat adv.txt adv.err; fail "advise on the bare model failed"; }
+grep -q ' saves ' adv.txt || { cat adv.txt; fail "advise on the bare model proposed nothing"; }
+grep -q '%)' adv.txt && { cat adv.txt; fail "advise on the bare model shows a share of an iteration it never measured"; }
 echo "run_answer_first: the answer first in $lines lines; --verbose and --json hold every cluster"
