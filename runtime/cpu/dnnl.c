@@ -233,6 +233,21 @@ static void plain_strides(int rank, const dnnl_dims_t dims, dnnl_dims_t strides)
     }
 }
 
+/* The primitive's arguments from its memories (their handles already bound): the binary
+ * post-ops' operands, src, weights, bias, dst, scratchpad. args holds 5 + 8. Returns the count. */
+static int prim_args(const dnnl_state *s, dnnl_exec_arg_t *args)
+{
+    int na = 0;
+    for (int b = 0; b < s->n_bin; b++)
+        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->src};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, s->wei};
+    if (s->bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
+    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
+    if (s->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, s->scratch};
+    return na;
+}
+
 static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
                           fa_value *out, int n_out, int threads)
 {
@@ -255,8 +270,6 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->sum_user}, {DNNL_ARG_TO, s->dst}};
         DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_sum, g_stream, 2, ra));
     }
-    dnnl_exec_arg_t args[5 + 8];
-    int na = 0;
     for (int b = 0; b < s->n_bin; b++) {
         if (s->r_bin[b]) { /* a full-shape operand in the dst's blocked layout */
             DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_user[b], in[s->bin_input[b]].data));
@@ -266,13 +279,9 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
             void *d = s->bin_input[b] < 0 ? (void *)s->c_scaled : in[s->bin_input[b]].data;
             DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->bin_mem[b], d));
         }
-        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
     }
-    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->src};
-    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, s->wei};
-    if (s->bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
-    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
-    if (s->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, s->scratch};
+    dnnl_exec_arg_t args[5 + 8];
+    int na = prim_args(s, args);
     DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, g_stream, na, args));
     if (s->blocked) { /* the primitive's blocked dst -> plain output 0 */
         DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst_user, out[0].data));
@@ -683,14 +692,7 @@ static bool bind_zeros(tactic_bufs *b, dnnl_memory_t m)
 static double tactic_run_once(dnnl_state *s)
 {
     dnnl_exec_arg_t args[5 + 8];
-    int na = 0;
-    for (int b = 0; b < s->n_bin; b++)
-        args[na++] = (dnnl_exec_arg_t){DNNL_ARG_ATTR_MULTIPLE_POST_OP(s->bin_post_index[b]) | DNNL_ARG_SRC_1, s->bin_mem[b]};
-    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, s->src};
-    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, s->wei};
-    if (s->bias) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, s->bias};
-    args[na++] = (dnnl_exec_arg_t){DNNL_ARG_DST, s->dst};
-    if (s->scratch) args[na++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, s->scratch};
+    int na = prim_args(s, args);
     uint64_t t0 = fa_now_ns();
     if (dnnl_primitive_execute(s->prim, g_stream, na, args) != dnnl_success || dnnl_stream_wait(g_stream) != dnnl_success)
         return -1;

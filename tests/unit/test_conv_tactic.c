@@ -26,18 +26,17 @@ static bool has_winograd_isa(void)
 #endif
 }
 
-static float *const_data(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, uint64_t seed)
+/* A constant initializer (testutil's, uniform in [-0.5, 0.5)) and a copy of its values for the
+ * reference (caller frees). */
+static float *const_data(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, int seed)
 {
-    int t = fa_graph_tensor(g, name);
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
-    int64_t n = fa_tensor_numel(g->tensors[t]);
-    float *d = malloc(sizeof(float) * (size_t)n);
-    fa_rng r;
-    fa_rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++) d[i] = fa_rng_uniform(&r, -0.5f, 0.5f);
-    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], d, sizeof(float) * (size_t)n), FA_OK);
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    return d; /* the caller's copy, for the reference */
+    fa_test_add_const(ctx, g, name, rank, dims, -0.5f, 0.5f, seed);
+    const fa_tensor *t = g->tensors[fa_graph_find_tensor(g, name)];
+    size_t bytes = sizeof(float) * (size_t)fa_tensor_numel(t);
+    float *d = malloc(bytes);
+    assert_non_null(d);
+    memcpy(d, t->data, bytes);
+    return d;
 }
 
 /* x [1, C, H, W] -> Conv k x k (stride, pad k/2) + bias -> y, optionally as a FusedConv with a
