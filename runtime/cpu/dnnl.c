@@ -618,12 +618,6 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
-/* A Conv / FusedConv reading its input 0 and writing its output in the executor's blocked layout
- * (descriptors xb, yb), no reorder inside: full-shape post-op operands are read in that layout too
- * (the residual through the sum post-op, copied into dst first: the same layout, so the "reorder"
- * is a copy). Declines (FA_ERR_UNSUPPORTED) when such an operand is not an activation the executor
- * keeps in the layout (fa_layout_input_follows) or when oneDNN's choice on the layout is its gemm
- * or reference convolution (not worth the layout). */
 /* ---- convolution tactics: direct or Winograd (fa_conv_tactic) ---- */
 
 fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked)
@@ -699,12 +693,6 @@ static double tactic_run_once(dnnl_state *s)
     return (double)(fa_now_ns() - t0);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Whether Winograd (w) ran faster than direct (d) on the same shapes: one warm-up run each, then
  * TACTIC_ROUNDS interleaved rounds (the order alternating, as the applier's paired rounds), the
  * medians compared; fewer rounds past TACTIC_BUDGET_NS of measuring. false when either could not
@@ -747,13 +735,17 @@ static bool tactic_winograd_faster(dnnl_state *w, dnnl_state *d, double *w_ns, d
         for (int i = 0; i < bb[k]->n; i++) free(bb[k]->p[i]);
     }
     if (!ok || n == 0) return false;
-    qsort(tw, (size_t)n, sizeof *tw, cmp_double);
-    qsort(td, (size_t)n, sizeof *td, cmp_double);
-    *w_ns = tw[n / 2];
-    *d_ns = td[n / 2];
+    *w_ns = fa_stats_median(tw, (size_t)n);
+    *d_ns = fa_stats_median(td, (size_t)n);
     return *w_ns < *d_ns;
 }
 
+/* A Conv / FusedConv reading its input 0 and writing its output in the executor's blocked layout
+ * (descriptors xb, yb), no reorder inside: full-shape post-op operands are read in that layout too
+ * (the residual through the sum post-op, copied into dst first: the same layout, so the "reorder"
+ * is a copy). Declines (FA_ERR_UNSUPPORTED) when such an operand is not an activation the executor
+ * keeps in the layout (fa_layout_input_follows) or when oneDNN's choice on the layout is its gemm
+ * or reference convolution (not worth the layout). */
 static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, const dnnl_convolution_desc_t *cd,
                               const dnnl_memory_desc_t *wmd, const fa_tensor *W, const fa_tensor *Y, const dnnl_memory_desc_t *yb,
                               fa_layout l, fa_layout in0)
