@@ -1925,6 +1925,17 @@ void fa_cluster_signature(const fa_graph *g, const fa_cluster *c, fa_buf *b)
     signature_wiring(g, c, b);
 }
 
+/* c->signature composed (fa_cluster_signature) into the plan's arena; A->oom when it could not be. */
+static void set_signature(adv *A, fa_cluster *c)
+{
+    fa_buf sig;
+    fa_buf_init(&sig);
+    fa_cluster_signature(A->g, c, &sig);
+    c->signature = sig.oom || !sig.data ? NULL : fa_arena_strdup(A->ar, sig.data);
+    if (!c->signature) A->oom = true;
+    fa_buf_free(&sig);
+}
+
 /* The newest measured fused kernel of an earlier plan with c's signature (fa_cluster_signature)
  * whose measurement resolved its difference (resolved_only), or the newest of any, NULL when
  * none is known. */
@@ -2569,12 +2580,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
         c->recompute_ns = w->recompute_ns;
         /* the signature, composed once here: the probe and the lookup of earlier measurements
          * below key by it, and the store keeps it with the plan (clusters.signature) */
-        fa_buf sig;
-        fa_buf_init(&sig);
-        fa_cluster_signature(g, c, &sig);
-        c->signature = sig.oom || !sig.data ? NULL : fa_arena_strdup(A.ar, sig.data);
-        if (!c->signature) A.oom = true;
-        fa_buf_free(&sig);
+        set_signature(&A, c);
     }
     /* the epilogues both paths express (gen_alt): their generated builds in a copy of the
      * clusters, which the probe is given as its plan view for them (ask_probe_alt) */
@@ -2589,12 +2595,7 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
             if (!A.cl[i].gen_alt) continue;
             ac->epilogue_generated = 1;
             ac->n_post_ops = 0;
-            fa_buf sig;
-            fa_buf_init(&sig);
-            fa_cluster_signature(g, ac, &sig);
-            ac->signature = sig.oom || !sig.data ? NULL : fa_arena_strdup(A.ar, sig.data);
-            if (!ac->signature) A.oom = true;
-            fa_buf_free(&sig);
+            set_signature(&A, ac);
         }
     } else if (any_alt) {
         A.oom = true;
