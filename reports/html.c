@@ -257,12 +257,9 @@ static void summary(const fa_rep *r, fa_buf *b)
     card(b, "Peak activations (baseline)", v, r->run.peak_activation_bytes ? NULL : "na", d);
     if (f->kernels_baseline >= 0) snprintf(v, sizeof v, "%d", f->kernels_baseline);
     else snprintf(v, sizeof v, "not measured");
-    if (f->kernels_fused >= 0) {
-        char kf[128];
-        fa_run_figures_fused_kernels_text(f, kf, sizeof kf);
-        snprintf(d, sizeof d, "fused: %s; kernel records in a traced iteration", kf);
-    }
-    else snprintf(d, sizeof d, "fused: not measured");
+    char kf[128]; /* "not measured" when kernels_fused < 0 */
+    fa_run_figures_fused_kernels_text(f, kf, sizeof kf);
+    snprintf(d, sizeof d, "fused: %s%s", kf, f->kernels_fused >= 0 ? "; kernel records in a traced iteration" : "");
     card_fig2(b, "Kernels / iteration", v, NULL, d, "kernels_per_iteration.baseline", f->kernels_baseline >= 0 ? f->kernels_baseline : NAN,
               "kernels_per_iteration.fused", f->kernels_fused >= 0 ? f->kernels_fused : NAN);
     if (r->plan_id > 0 && f->n_accepted > 0) {

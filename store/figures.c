@@ -18,8 +18,6 @@ static int64_t twin_of(const fa_run_info *r)
     return end != r->tag + 9 && *end == 0 && id > 0 ? (int64_t)id : -1;
 }
 
-/* Layout reorders per timed iteration of run_id's trace (kernel records of op 'Reorder' over the
- * timed iterations, rounded to the nearest count); 0 when none. */
 /* Kernel records per timed iteration of a run whose op type is op (name_suffix NULL) or whose
  * name ends with name_suffix (op NULL; a fixed suffix of ours, no LIKE wildcard in it), rounded
  * to the nearest integer; 0 without records. */
