@@ -200,8 +200,8 @@ static bool functor_hint(const char *targs, size_t len, char *out, size_t cap)
  * them: "_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64E...") -> its qualified name
  * ("aiter::add_rmsnorm_quant_kernel"), the way the demangled names of other kernels read. Only the
  * <nested-name> / <unscoped-name> of source names is read (the ABI's productions for them: N ... E,
- * <length><identifier>, S_ / S<seq>_ substitutions of those prefixes, St = std, L for internal
- * linkage, _GLOBAL__N_1 = the anonymous namespace), up to the template arguments (I) or the
+ * <length><identifier>, St = std, L for internal linkage, _GLOBAL__N_1 = the anonymous
+ * namespace; a name whose own prefix holds any other S is left as it is), up to the template arguments (I) or the
  * parameters; nothing else is needed for a kernel's name. For Composable Kernel's generic
  * ck_tile::kentry the kernel class named first in its template arguments is kept
  * ("ck_tile::kentry<Rmsnorm2dFwd>"), as the functor of PyTorch's generic kernels is. False (buf
@@ -215,8 +215,7 @@ static bool demangle_prefix(const char *m, char *buf, size_t cap)
         p++;
         while (*p == 'r' || *p == 'V' || *p == 'K' || *p == 'R' || *p == 'O') p++;
     }
-    size_t o = 0, ends[16];
-    int ne = 0;
+    size_t o = 0;
     bool any = false;
     for (;;) {
         if (*p == 'L') p++;
@@ -224,21 +223,11 @@ static bool demangle_prefix(const char *m, char *buf, size_t cap)
         size_t len = 0;
         if (p[0] == 'S' && p[1] == 't') {
             part = "std", len = 3, p += 2;
-        } else if (p[0] == 'S' && (p[1] == '_' || isdigit((unsigned char)p[1]) || isupper((unsigned char)p[1]))) {
-            /* a substitution of an earlier prefix: S_ is the first, S<base 36>_ the next ones */
-            size_t k = 0;
-            p++;
-            if (*p != '_') {
-                size_t v = 0;
-                while ((isdigit((unsigned char)*p) || isupper((unsigned char)*p)) && v < 4096)
-                    v = v * 36 + (size_t)(isdigit((unsigned char)*p) ? *p - '0' : *p - 'A' + 10), p++;
-                k = v + 1;
-            }
-            if (*p != '_' || any || k >= (size_t)ne) return false;
-            p++;
-            o = ends[k];
-            any = true;
-            continue;
+        } else if (p[0] == 'S') {
+            /* any other S: a substitution (S_, S<seq>_) names an earlier prefix, and nothing
+             * precedes a name's own first component; the abbreviations (Sa, Ss, ...) are std
+             * types, not kernel names. Not of the form read here. */
+            return false;
         } else if (isdigit((unsigned char)*p)) {
             size_t n = 0;
             while (isdigit((unsigned char)*p)) {
@@ -257,7 +246,6 @@ static bool demangle_prefix(const char *m, char *buf, size_t cap)
         memcpy(buf + o, part, len);
         o += len;
         any = true;
-        if (ne < 16) ends[ne++] = o;
         if (!nested) break;
     }
     if (!any || (nested && *p != 'E' && *p != 'I')) return false;
