@@ -49,9 +49,12 @@ void fa_apply_judge(fa_apply_result *r, fa_cluster_verdict *v, const double *sa,
                     const char *tag);
 /* Interleaved benchmark (A B, B A, ...) so drift hits both: run(ctx, subject) once per sample;
  * ns per run into sa / sb (iters each), after `warmup` untimed pairs. */
-typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject);
+/* timed: false for a warm-up run. *own_ns (NULL on warm-up runs): what the run fn spent on its
+ * own bookkeeping inside the call (a recording run fn's records: fa_cpu_recorder_run), taken out
+ * of the run's time; 0 for a plain run. */
+typedef fa_status (*fa_apply_run_fn)(fa_ctx *ctx, const void *subject, bool timed, uint64_t *own_ns);
 /* An fa_apply_run_fn running the executor `e` (an fa_exec) once with no observer. */
-fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e);
+fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e, bool timed, uint64_t *own_ns);
 /* The layouts of sub-graph gf's boundary tensors (in_l by graph input, out_l by graph output,
  * malloc'd when NULL) that plan_layout (by tensor id of g, the graph gf was cut from; NULL: all
  * plain) gives them, constants plain; FA_LAYOUT_COUNT (a tensor inside another cluster's fused
@@ -61,7 +64,7 @@ fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e);
 fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_graph *gf, const fa_layout *plan_layout,
                                     const fa_exec *probe, fa_layout **in_l, fa_layout **out_l, bool *unknown,
                                     char *judged, size_t cap);
-/* Interleaved pairs: `warmup` untimed pairs, then `iters` timed rounds into sa[0..iters) (a,
+/* Interleaved pairs: `warmup` untimed pairs (FA_WARMUP_AUTO: by time, fa_warmup_more), then `iters` timed rounds into sa[0..iters) (a,
  * unfused) and sb (b, fused), ns by fa_now_ns; round i runs a first when round0 + i is even and b
  * first when odd, so rounds appended across calls keep alternating (round0: the rounds already
  * taken). Returns the first run's failure. */

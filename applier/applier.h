@@ -56,7 +56,7 @@ typedef struct fa_apply_options {
                                docs/codegen.md "Verification bound"); default 1e-5 (fp32);
                                finite, in (0, FA_APPLY_TOLERANCE_MAX] */
     int iters;              /* timed iterations per benchmark, default 20 */
-    int warmup;             /* default 3 */
+    int warmup;             /* untimed runs first: W >= 0 exactly, or FA_WARMUP_AUTO (default: by time, core.h) */
     int threads;            /* executor threads, 0 = all cores */
     uint64_t seed;          /* inputs (uniform [-1,1)), default 1 */
     const char *out_dir;    /* where kernels/ are written (NULL: not written) */

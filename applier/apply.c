@@ -18,7 +18,7 @@ void fa_apply_options_default(fa_apply_options *o)
     o->target = FA_TARGET_CPU;
     o->tolerance = 1e-5;
     o->iters = 20;
-    o->warmup = 3;
+    o->warmup = FA_WARMUP_AUTO;
     o->seed = 1;
     o->inject_wrong_cluster = -1;
     o->inject_e2e_cluster = -1;
@@ -104,7 +104,27 @@ static int out_index(const fa_graph *sub, const char *name)
     return -1;
 }
 
-fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e) { return fa_exec_run(ctx, (fa_exec *)e, NULL); }
+fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e, bool timed, uint64_t *own_ns)
+{
+    (void)timed;
+    if (own_ns) *own_ns = 0;
+    return fa_exec_run(ctx, (fa_exec *)e, NULL);
+}
+
+/* The end-to-end rounds' fused side on cpu: its timed runs recorded as the fused model's trace
+ * (fa_cpu_recorder), so no runs are added for it; the recorder's own time is taken out of each
+ * run's, as out of the trace's stamps. */
+typedef struct recorded_exec {
+    fa_cpu_recorder *rec; /* NULL: a plain run (the baseline's side) */
+    fa_exec *e;
+} recorded_exec;
+
+static fa_status exec_recorded(fa_ctx *ctx, const void *subject, bool timed, uint64_t *own_ns)
+{
+    const recorded_exec *re = subject;
+    if (!re->rec) return fa_apply_exec_once(ctx, re->e, timed, own_ns);
+    return fa_cpu_recorder_run(ctx, re->rec, re->e, timed, own_ns);
+}
 
 /* The text of a generated kernel that decides what it computes: src with its comments left out
  * and every occurrence of its own name replaced by '@' (malloc'd; NULL on OOM). Two clusters of
@@ -546,6 +566,17 @@ static bool prepare_cluster(const fa_graph *g, const fa_plan *p, const fa_cluste
     return true;
 }
 
+/* The untimed pairs the end-to-end rounds still need after the check's own pair of runs (which
+ * took check_ns, and is the first warm-up): W - 1 for a --warmup W, else by time
+ * (fa_warmup_more), each further pair taken to last as long as the check's. */
+static int e2e_warm_pairs(int warmup, uint64_t check_ns)
+{
+    if (warmup >= 0) return warmup > 0 ? warmup - 1 : 0;
+    int n = 1;
+    while (fa_warmup_more(FA_WARMUP_AUTO, n, (uint64_t)n * check_ns)) n++;
+    return n - 1;
+}
+
 /* One visit to tried cluster t: a warm-up pair (opt->warmup on the first visit, 1 after: its
  * data left the caches while the others ran), then `block` interleaved rounds appended to its
  * row (the unfused/fused order alternating across visits too); after FA_APPLY_VISITS visits its
@@ -840,8 +871,10 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         res->e2e_reorders = !s ? fa_exec_reorders(efz) : 0;
         for (int i = 0; i < g->n_inputs && !s; i++) s = fa_exec_set_input(ctx, eb, i, &vm.vals[g->inputs[i]]);
         if (!s) s = fa_value_map_set_inputs(ctx, efz, gfull, &vm);
+        uint64_t check0 = fa_now_ns();
         if (!s) s = fa_exec_run(ctx, eb, NULL);
         if (!s) s = fa_exec_run(ctx, efz, NULL);
+        int warm = e2e_warm_pairs(opt.warmup, fa_now_ns() - check0);
         if (!s) {
             for (int o = 0; o < g->n_outputs; o++) {
                 int k = out_index(gfull, g->tensors[g->outputs[o]]->name);
@@ -860,12 +893,17 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
          * clusters whose savings were measured and predicted within 10 % (bench/README.md, "The
          * applier in visits") */
         int ne = 0;
+        /* on cpu the fused side's timed rounds are recorded as the fused model's trace (for the
+         * timeline and the roofline); a target with a trace source of its own traces it after */
+        bool on_cpu = fa_target_id(kt.t) == FA_TARGET_CPU;
+        recorded_exec rb = {NULL, eb}, rf = {NULL, efz};
+        if (!s && on_cpu) s = fa_cpu_recorder_create(ctx, gfull, NULL, NULL, &rf.rec);
         if (!s) {
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
             while (!s && ne < max_rounds) {
                 int m = opt.iters < max_rounds - ne ? opt.iters : max_rounds - ne;
-                s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, efz, ne ? 0 : opt.warmup, ne, m,
-                                        res->baseline_samples + ne, res->fused_samples + ne);
+                s = fa_apply_bench_pair(ctx, exec_recorded, &rb, &rf, ne ? 0 : warm, ne, m, res->baseline_samples + ne,
+                                        res->fused_samples + ne);
                 if (!s) ne += m;
                 if (!s && fa_apply_e2e_concluded(res->baseline_samples, res->fused_samples, ne)) break;
             }
@@ -896,9 +934,12 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
                 res->layouts_dropped = true;
                 again = true;
             }
-            /* the fused model's own kernel trace, for the timeline and the roofline */
-            if (!again) s = fa_collect(ctx, efz, gfull, 1, opt.iters, NULL, NULL, &res->fused_trace);
+            /* the fused model's own kernel trace, for the timeline and the roofline: its rounds'
+             * records on cpu, else traced now (no warm-up: efz has just run its rounds) */
+            if (!again && rf.rec) res->fused_trace = fa_cpu_recorder_take(rf.rec);
+            else if (!again) s = fa_collect(ctx, efz, gfull, 0, opt.iters, NULL, NULL, &res->fused_trace);
         }
+        fa_cpu_recorder_free(rf.rec);
         if (s) fa_ctx_wrap(ctx, s, "end-to-end fused model on %s: ", fa_target_name(fa_target_id(kt.t)));
         fa_exec_free(eb);
         fa_exec_free(efz);

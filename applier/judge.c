@@ -157,21 +157,23 @@ bool fa_apply_rounds_settled(const double *sa, const double *sb, int n)
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
                               int iters, double *sa, double *sb)
 {
-    for (int i = 0; i < warmup; i++) {
-        fa_status s = run(ctx, a);
-        if (!s) s = run(ctx, b);
+    uint64_t w0 = fa_now_ns();
+    for (int i = 0; fa_warmup_more(warmup, i, fa_now_ns() - w0); i++) {
+        fa_status s = run(ctx, a, false, NULL);
+        if (!s) s = run(ctx, b, false, NULL);
         if (s) return s;
     }
     for (int i = 0; i < iters; i++) {
         bool odd = (round0 + i) & 1;
         const void *first = odd ? b : a, *second = odd ? a : b;
+        uint64_t own1 = 0, own2 = 0; /* what a recording run fn spent on its records */
         uint64_t t0 = fa_now_ns();
-        fa_status s = run(ctx, first);
+        fa_status s = run(ctx, first, true, &own1);
         uint64_t t1 = fa_now_ns();
-        if (!s) s = run(ctx, second);
+        if (!s) s = run(ctx, second, true, &own2);
         uint64_t t2 = fa_now_ns();
         if (s) return s;
-        double d1 = (double)(t1 - t0), d2 = (double)(t2 - t1);
+        double d1 = (double)(t1 - t0) - (double)own1, d2 = (double)(t2 - t1) - (double)own2;
         sa[i] = odd ? d2 : d1;
         sb[i] = odd ? d1 : d2;
     }

@@ -204,7 +204,8 @@ int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const 
 /* iterations of a measurement: fa_apply_options' iters and warmup */
 #define FA_CLI_OPTS_ITERATIONS(iters, warmup)                                                                     \
     FA_CLI_GROUP("iterations"), FA_CLI_INT("--iters", "N", iters, 1, 1000000, 0, "timed iterations"),             \
-        FA_CLI_INT("--warmup", "W", warmup, 0, 1000000, 0, "untimed iterations first")
+        FA_CLI_INT("--warmup", "W", warmup, 0, 1000000, FA_CLI_NO_DEFAULT,                     \
+                   "untimed iterations first (default: 1, more while they took under 0.25 s, 3 at most)")
 /* the apply stage (fa_apply_options): tolerance, clusters tried, time budget */
 #define FA_CLI_OPTS_APPLY(tolerance, max_clusters, budget_s)                                                      \
     FA_CLI_GROUP("apply stage"),                                                                                  \

@@ -360,7 +360,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     info.target = fa_target_name(fa_target_id(ti));
     info.device_name = devname;
     info.iters = (int)iters;
-    info.warmup = (int)warmup;
+    info.warmup = warmup >= 0 ? (int)warmup : 0; /* by time (FA_WARMUP_AUTO): what ran, once it has */
     info.command_line = cmdline;
     info.tag = tag;
     dim_defaults = fa_cli_dim_defaults_text(g);
@@ -382,6 +382,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (!s) s = fa_collect_span(ctx, e, g, (int)warmup, (int)iters, span_s, on_progress, &prog, &trace);
     if (!s) {
         info.iters = trace->n_iters; /* what the trace holds: --iters or more (--trace-span) */
+        info.warmup = trace->n_warmup; /* what ran: --warmup W, or by time (FA_WARMUP_AUTO) */
+        warmup = trace->n_warmup;
         info.threads = fa_exec_threads(e);
         info.peak_activation_bytes = fa_exec_peak_bytes(e);
         info.target = fa_target_name(fa_exec_target(e));

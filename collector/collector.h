@@ -80,6 +80,8 @@ typedef struct fa_trace {
     const char *source_path;  /* imported file, or NULL */
     const char *device_name;  /* e.g. "NVIDIA A100-SXM4-40GB" or the cpu model name */
     int n_iters;              /* timed iterations recorded (our runs); 0 for imports */
+    int n_warmup;             /* untimed warm-up iterations run before them (our runs; FA_WARMUP_AUTO
+                                 resolved): not stored, the run's row keeps it (fa_run_info.warmup) */
     /* counters an importer reports (0 for our own runs) */
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
 } fa_trace;
@@ -134,6 +136,22 @@ typedef uint64_t (*fa_clock_fn)(void *user);
 fa_status fa_collect_cpu_clocked(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters, double min_span_s,
                                  fa_clock_fn clock, void *clock_user, fa_progress_fn progress, void *progress_user,
                                  fa_trace **out);
+/* A cpu recorder: fa_collect_cpu's observer for iterations a caller runs in a loop of its own
+ * (the applier's end-to-end rounds record the fused model's trace in its benchmark runs, not in
+ * runs added for it: issue 39). Records, stamps and overhead compensation as fa_collect_cpu's.
+ * clock NULL: fa_now_ns. fa_cpu_recorder_run runs e (inputs set, over the graph g the recorder
+ * was made for) once: unrecorded when !timed (a warm-up), else as the trace's next timed
+ * iteration; *own_ns (may be NULL) gets what the recorder itself spent in that run — the time a
+ * caller timing the call subtracts to have the executor's, as the stamps have it. A failed run
+ * records no iteration. fa_cpu_recorder_take hands over the trace (n_iters: the timed runs;
+ * NULL after the first take); the recorder still owns nothing of it. Errors: out of memory; the
+ * executor's own. */
+typedef struct fa_cpu_recorder fa_cpu_recorder;
+fa_status fa_cpu_recorder_create(fa_ctx *ctx, const fa_graph *g, fa_clock_fn clock, void *clock_user,
+                                 fa_cpu_recorder **out);
+fa_status fa_cpu_recorder_run(fa_ctx *ctx, fa_cpu_recorder *rec, fa_exec *e, bool timed, uint64_t *own_ns);
+fa_trace *fa_cpu_recorder_take(fa_cpu_recorder *rec);
+void fa_cpu_recorder_free(fa_cpu_recorder *rec);
 /* The trace of executor e with its target's trace source (collector/collect.c): CUPTI on cuda,
  * the executor's clock (fa_collect_cpu) on cpu and on any target without a source of its own.
  * Same contract as fa_collect_cpu. */

@@ -600,6 +600,12 @@ int64_t fa_f64_to_i64_sat(double v)
     return (int64_t)v;
 }
 
+bool fa_warmup_more(int warmup, int done, uint64_t spent_ns)
+{
+    if (warmup >= 0) return done < warmup;
+    return done < 1 || (done < FA_WARMUP_AUTO_MAX && (double)spent_ns < FA_WARMUP_AUTO_MIN_S * 1e9);
+}
+
 uint64_t fa_now_ns(void)
 {
     struct timespec ts;

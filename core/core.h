@@ -150,6 +150,21 @@ int64_t fa_f64_to_i64_sat(double v);
 /* Monotonic clock in ns (CLOCK_MONOTONIC). */
 uint64_t fa_now_ns(void);
 
+/* Warm-up by time. A measurement's untimed warm-up iterations (`--warmup W`) default to
+ * FA_WARMUP_AUTO: at least one, then more while they have taken under FA_WARMUP_AUTO_MIN_S, at
+ * most FA_WARMUP_AUTO_MAX (the fixed count every measurement used before). Why one is enough for a
+ * long iteration: an executor's activations are allocated and touched, and oneDNN's kernels
+ * generated, when it is created (runtime.h, fa_exec_create), so what its first run still warms is
+ * caches, TLBs and the thread pool — which one run of 0.25 s or more has done; a fixed count of 3
+ * made a 24-layer GPT-2's end-to-end check spend 3 of its 9 model pairs warming up (issue 39). The
+ * same idea as Google Benchmark's --benchmark_min_warmup_time. W >= 0 given by the user is taken
+ * exactly. fa_warmup_more: whether to run another warm-up iteration after `done` of them took
+ * `spent_ns` in all. */
+#define FA_WARMUP_AUTO (-1)
+#define FA_WARMUP_AUTO_MAX 3
+#define FA_WARMUP_AUTO_MIN_S 0.25
+bool fa_warmup_more(int warmup, int done, uint64_t spent_ns);
+
 /* ---- input files (core/fs.c, docs/hardening.md "Files that are not files") ---- */
 
 /* Open PATH for reading, refusing what is not a regular file before open(2) could block on it:

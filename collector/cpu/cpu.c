@@ -110,84 +110,138 @@ fa_status fa_collect_cpu_span(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int wa
     return fa_collect_cpu_clocked(ctx, e, g, warmup, iters, min_span_s, NULL, NULL, progress, progress_user, out);
 }
 
+/* ---- the recorder: the collector's observer, for iterations run by the caller or by
+ * fa_collect_cpu_clocked below ---- */
+struct fa_cpu_recorder {
+    cpu_rec r;
+    fa_exec_observer obs;
+};
+
+void fa_cpu_recorder_free(fa_cpu_recorder *rec)
+{
+    if (!rec) return;
+    fa_trace_free(rec->r.trace);
+    free(rec->r.costs);
+    free(rec->r.node_names);
+    free(rec->r.op_types);
+    free(rec->r.kernel_seen);
+    free(rec->r.kernel_names);
+    free(rec);
+}
+
+fa_status fa_cpu_recorder_create(fa_ctx *ctx, const fa_graph *g, fa_clock_fn clock, void *clock_user,
+                                 fa_cpu_recorder **out)
+{
+    *out = NULL;
+    fa_cpu_recorder *rec = calloc(1, sizeof *rec);
+    if (!rec) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating the cpu trace");
+    cpu_rec *r = &rec->r;
+    r->clock = clock ? clock : real_clock;
+    r->clock_user = clock ? clock_user : NULL;
+    r->trace = fa_trace_create("cpu-executor");
+    r->g = g;
+    r->costs = calloc((size_t)g->n_nodes + 1, sizeof *r->costs);
+    r->node_names = calloc((size_t)g->n_nodes + 1, sizeof *r->node_names);
+    r->op_types = calloc((size_t)g->n_nodes + 1, sizeof *r->op_types);
+    r->kernel_seen = calloc((size_t)g->n_nodes + 1, sizeof *r->kernel_seen);
+    r->kernel_names = calloc((size_t)g->n_nodes + 1, sizeof *r->kernel_names);
+    r->pid = getpid();
+    r->tid = (int64_t)syscall(SYS_gettid);
+    if (!r->trace || !r->costs || !r->node_names || !r->op_types || !r->kernel_seen || !r->kernel_names) {
+        fa_cpu_recorder_free(rec);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating the cpu trace");
+    }
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *n = g->nodes[g->topo[k]];
+        fa_node_cost(g, n, &r->costs[n->id]);
+        r->node_names[n->id] = fa_trace_intern(r->trace, n->name);
+        r->op_types[n->id] = fa_trace_intern(r->trace, n->op_type);
+    }
+    rec->obs = (fa_exec_observer){.user = r, .kernel_begin = on_begin, .kernel_end = on_end};
+    *out = rec;
+    return FA_OK;
+}
+
+fa_status fa_cpu_recorder_run(fa_ctx *ctx, fa_cpu_recorder *rec, fa_exec *e, bool timed, uint64_t *own_ns)
+{
+    cpu_rec *r = &rec->r;
+    if (own_ns) *own_ns = 0;
+    if (!timed) {
+        r->iter = -1;
+        return fa_exec_run(ctx, e, &rec->obs);
+    }
+    fa_trace *t = r->trace;
+    r->iter = t->n_iters;
+    r->own_ns = 0;
+    uint64_t s0 = r->clock(r->clock_user);
+    fa_status st = fa_exec_run(ctx, e, &rec->obs);
+    uint64_t s1 = r->clock(r->clock_user) - r->own_ns; /* compensated, as its kernels' stamps */
+    if (!st) {
+        fa_activity a = fa_activity_init(FA_ACT_RANGE);
+        a.name = fa_trace_intern(t, "iteration");
+        a.iter = r->iter;
+        a.tid = r->tid;
+        a.stream = r->tid;
+        a.pid = r->pid;
+        a.start_ns = s0;
+        a.end_ns = s1;
+        if (!fa_trace_add(t, &a)) r->oom = true;
+        t->n_iters++;
+    }
+    if (own_ns) *own_ns = r->own_ns;
+    if (r->oom && !st) st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory recording the trace");
+    return st;
+}
+
+fa_trace *fa_cpu_recorder_take(fa_cpu_recorder *rec)
+{
+    fa_trace *t = rec->r.trace;
+    rec->r.trace = NULL;
+    return t;
+}
+
 fa_status fa_collect_cpu_clocked(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters, double min_span_s,
                                  fa_clock_fn clock, void *clock_user, fa_progress_fn progress, void *progress_user,
                                  fa_trace **out)
 {
-    if (iters < 1 || warmup < 0)
+    if (iters < 1 || warmup < FA_WARMUP_AUTO)
         return fa_ctx_error(ctx, FA_ERR_USAGE, "--iters must be >= 1 and --warmup >= 0");
     if (!(min_span_s >= 0 && min_span_s <= FA_TRACE_SPAN_MAX_S))
         return fa_ctx_error(ctx, FA_ERR_USAGE, "--trace-span %g: expected seconds in [0, %g]", min_span_s,
                             FA_TRACE_SPAN_MAX_S);
-    fa_trace *t = fa_trace_create("cpu-executor");
-    cpu_rec r = {0};
-    r.clock = clock ? clock : real_clock;
-    r.clock_user = clock ? clock_user : NULL;
-    r.trace = t;
-    r.g = g;
-    r.costs = calloc((size_t)g->n_nodes + 1, sizeof *r.costs);
-    r.node_names = calloc((size_t)g->n_nodes + 1, sizeof *r.node_names);
-    r.op_types = calloc((size_t)g->n_nodes + 1, sizeof *r.op_types);
-    r.kernel_seen = calloc((size_t)g->n_nodes + 1, sizeof *r.kernel_seen);
-    r.kernel_names = calloc((size_t)g->n_nodes + 1, sizeof *r.kernel_names);
-    r.pid = getpid();
-    fa_status st = FA_OK;
-    if (!t || !r.costs || !r.node_names || !r.op_types || !r.kernel_seen || !r.kernel_names) {
-        st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating the cpu trace");
-        goto done;
-    }
-    r.tid = (int64_t)syscall(SYS_gettid);
-    for (int k = 0; k < g->n_topo; k++) {
-        const fa_node *n = g->nodes[g->topo[k]];
-        fa_node_cost(g, n, &r.costs[n->id]);
-        r.node_names[n->id] = fa_trace_intern(t, n->name);
-        r.op_types[n->id] = fa_trace_intern(t, n->op_type);
-    }
-    fa_exec_observer obs = {.user = &r, .kernel_begin = on_begin, .kernel_end = on_end};
-    int total = warmup + iters;
-    /* past the iters asked: one more timed iteration while the timed ones span less than
-     * min_span_s and fewer than FA_TRACE_SPAN_MAX_ITERS were taken */
+    fa_cpu_recorder *rec = NULL;
+    fa_status st = fa_cpu_recorder_create(ctx, g, clock, clock_user, &rec);
+    if (st) return st;
+    cpu_rec *r = &rec->r;
+    /* progress against one stable denominator: the most warm-up iterations it may take, then
+     * with a span the most timed ones (cap), and the last call says done against it */
+    int wmax = warmup >= 0 ? warmup : FA_WARMUP_AUTO_MAX;
     int cap = iters > FA_TRACE_SPAN_MAX_ITERS ? iters : FA_TRACE_SPAN_MAX_ITERS;
-    uint64_t tstart = 0;
+    int shown = wmax + (min_span_s > 0 ? cap : iters);
+    /* warm-up: unrecorded (fa_warmup_more: W exactly, or by time) */
+    int nw = 0;
+    uint64_t w0 = r->clock(r->clock_user);
+    while (!st && fa_warmup_more(warmup, nw, r->clock(r->clock_user) - w0)) {
+        st = fa_cpu_recorder_run(ctx, rec, e, false, NULL);
+        nw++;
+        if (progress) progress(progress_user, "warm-up", nw, shown);
+    }
+    /* timed: past the iters asked, one more while the timed ones span less than min_span_s and
+     * fewer than cap were taken */
+    int total = iters;
+    uint64_t tstart = r->clock(r->clock_user);
     for (int it = 0; it < total && !st; it++) {
-        if (it == warmup) tstart = r.clock(r.clock_user);
-        if (it == total - 1 && it >= warmup && min_span_s > 0 && total - warmup < cap &&
-            (double)(r.clock(r.clock_user) - tstart) / 1e9 < min_span_s)
+        if (it == total - 1 && min_span_s > 0 && total < cap && (double)(r->clock(r->clock_user) - tstart) / 1e9 < min_span_s)
             total++;
-        r.iter = it < warmup ? -1 : it - warmup;
-        r.own_ns = 0;
-        uint64_t s0 = r.clock(r.clock_user);
-        st = fa_exec_run(ctx, e, &obs);
-        uint64_t s1 = r.clock(r.clock_user) - r.own_ns; /* compensated, as its kernels' stamps */
-        if (!st && r.iter >= 0) {
-            fa_activity a = fa_activity_init(FA_ACT_RANGE);
-            a.name = fa_trace_intern(t, "iteration");
-            a.iter = r.iter;
-            a.tid = r.tid;
-            a.stream = r.tid;
-            a.pid = r.pid;
-            a.start_ns = s0;
-            a.end_ns = s1;
-            if (!fa_trace_add(t, &a)) r.oom = true;
-        }
-        if (r.oom) st = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory recording the trace");
-        /* a stable denominator: with a span the most iterations it may take (warm-up + cap), and
-         * the last call says done against it */
-        int shown = min_span_s > 0 ? warmup + cap : total;
-        int done = it + 1 < total ? (it + 1 < shown ? it + 1 : shown - 1) : shown;
-        if (progress) progress(progress_user, it < warmup ? "warm-up" : "timed", done, shown);
+        st = fa_cpu_recorder_run(ctx, rec, e, true, NULL);
+        int done = it + 1 < total ? (wmax + it + 1 < shown ? wmax + it + 1 : shown - 1) : shown;
+        if (progress) progress(progress_user, "timed", done, shown);
     }
-    t->n_iters = total - warmup;
-done:
-    free(r.costs);
-    free(r.node_names);
-    free(r.op_types);
-    free(r.kernel_seen);
-    free(r.kernel_names);
-    if (st) {
-        fa_trace_free(t);
-        return st;
+    if (!st) {
+        fa_trace *t = fa_cpu_recorder_take(rec);
+        t->n_warmup = nw;
+        *out = t;
     }
-    *out = t;
-    return FA_OK;
+    fa_cpu_recorder_free(rec);
+    return st;
 }

@@ -54,6 +54,8 @@ fa_status fa_cupti_label_iterations(fa_ctx *ctx, fa_trace *t, const uint64_t *wi
 fa_status fa_collect_cupti(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmup, int iters,
                            fa_progress_fn progress, void *progress_user, fa_trace **out)
 {
+    /* by time on cpu (fa_warmup_more); a GPU's iterations are short, so the most it may take */
+    if (warmup == FA_WARMUP_AUTO) warmup = FA_WARMUP_AUTO_MAX;
     if (iters < 1 || warmup < 0) return fa_ctx_error(ctx, FA_ERR_USAGE, "--iters must be >= 1 and --warmup >= 0");
     fa_cupti_route_nvtx();
     int total = warmup + iters;
@@ -100,6 +102,7 @@ fa_status fa_collect_cupti(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int warmu
         return st;
     }
     t->n_iters = iters;
+    t->n_warmup = warmup;
     *out = t;
     return FA_OK;
 }

@@ -185,6 +185,14 @@ static void test_layout_only_fused_model_is_judged_end_to_end(void **s)
      * FA_APPLY_REPEAT_MAX of them (the last one's rounds stored) */
     assert_true(r->n_samples >= opt.iters && r->n_samples <= opt.iters * FA_APPLY_REPEAT_MAX);
     assert_int_equal(r->n_samples % opt.iters, 0);
+    /* the fused model's trace is its rounds' own record (issue 39: no runs added for it): one
+     * iteration per round, every one of them, its iteration ranges beside the kernels */
+    assert_non_null(r->fused_trace);
+    assert_int_equal(r->fused_trace->n_iters, r->n_samples);
+    int ranges = 0;
+    for (size_t i = 0; i < r->fused_trace->n_acts; i++)
+        ranges += r->fused_trace->acts[i].kind == FA_ACT_RANGE;
+    assert_int_equal(ranges, r->n_samples);
     fa_apply_result_free(r);
     fa_plan_free(p);
     fa_graph_free(g);

@@ -3,7 +3,8 @@
  * timed iterations span it, at most FA_TRACE_SPAN_MAX_ITERS; with 0 it takes exactly `iters`;
  * a span outside [0, FA_TRACE_SPAN_MAX_S] is a usage error naming the option. And its overhead
  * compensation (issue 36): the time the collector measures itself spending on a kernel's record
- * is not in the idle time between kernels nor in the iteration's span. */
+ * is not in the idle time between kernels nor in the iteration's span. Warm-up by time
+ * (FA_WARMUP_AUTO, issue 39), and the recorder a caller's own loop runs through. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -161,11 +162,104 @@ static void test_overhead_compensation(void **st)
     tc_free(t);
 }
 
+/* fa_warmup_more: W >= 0 exactly; FA_WARMUP_AUTO at least 1, more while under
+ * FA_WARMUP_AUTO_MIN_S, FA_WARMUP_AUTO_MAX at most. */
+static void test_warmup_rule(void **st)
+{
+    (void)st;
+    const uint64_t min_ns = (uint64_t)(FA_WARMUP_AUTO_MIN_S * 1e9);
+    assert_false(fa_warmup_more(0, 0, 0));
+    assert_true(fa_warmup_more(5, 4, UINT64_MAX)); /* a count asked is a count, whatever the time */
+    assert_false(fa_warmup_more(5, 5, 0));
+    assert_true(fa_warmup_more(FA_WARMUP_AUTO, 0, UINT64_MAX)); /* one at least */
+    assert_false(fa_warmup_more(FA_WARMUP_AUTO, 1, min_ns)); /* one that took the minimum is enough */
+    assert_true(fa_warmup_more(FA_WARMUP_AUTO, 1, min_ns - 1));
+    assert_true(fa_warmup_more(FA_WARMUP_AUTO, FA_WARMUP_AUTO_MAX - 1, 0));
+    assert_false(fa_warmup_more(FA_WARMUP_AUTO, FA_WARMUP_AUTO_MAX, 0)); /* the most it takes */
+}
+
+/* The collector's warm-up by time, on a clock the test controls: a slow iteration (each clock
+ * read costing 0.1 s: a warm-up run of the 2-kernel graph reads it 4 times) warms up once; a fast
+ * one FA_WARMUP_AUTO_MAX times; a W given is taken as it is. n_warmup says what ran. */
+static void test_warmup_by_time(void **st)
+{
+    (void)st;
+    tc *t = tiny();
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    fa_trace *tr = NULL;
+    step_clock slow = {1000000, 100000000}, fast = {1000000, 428}, slow2 = {1000000, 100000000};
+    assert_int_equal(fa_collect_cpu_clocked(t->ctx, e, t->g, FA_WARMUP_AUTO, 2, 0, step_read, &slow, NULL, NULL, &tr), FA_OK);
+    assert_int_equal(tr->n_warmup, 1);
+    assert_int_equal(tr->n_iters, 2);
+    fa_trace_free(tr);
+    assert_int_equal(fa_collect_cpu_clocked(t->ctx, e, t->g, FA_WARMUP_AUTO, 2, 0, step_read, &fast, NULL, NULL, &tr), FA_OK);
+    assert_int_equal(tr->n_warmup, FA_WARMUP_AUTO_MAX);
+    fa_trace_free(tr);
+    assert_int_equal(fa_collect_cpu_clocked(t->ctx, e, t->g, 2, 2, 0, step_read, &slow2, NULL, NULL, &tr), FA_OK);
+    assert_int_equal(tr->n_warmup, 2);
+    fa_trace_free(tr);
+    /* below FA_WARMUP_AUTO: a usage error */
+    assert_int_equal(fa_collect_cpu_clocked(t->ctx, e, t->g, -2, 2, 0, NULL, NULL, NULL, NULL, &tr), FA_ERR_USAGE);
+    fa_ctx_clear(t->ctx);
+    fa_exec_free(e);
+    tc_free(t);
+}
+
+/* The recorder a caller's loop runs (the applier's end-to-end rounds): warm-up runs leave no
+ * record; each timed run is the next iteration, its kernels stamped as fa_collect_cpu's, and
+ * *own_ns is what the recorder spent on the run's records — with every clock read costing S,
+ * 1 read per kernel (the one after its record) = 2S for the 2-kernel graph, the same amount its
+ * stamps were moved back by (test_overhead_compensation). */
+static void test_recorder(void **st)
+{
+    (void)st;
+    tc *t = tiny();
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    const uint64_t S = 1000;
+    step_clock ck = {1000000, S};
+    fa_cpu_recorder *rec = NULL;
+    assert_int_equal(fa_cpu_recorder_create(t->ctx, t->g, step_read, &ck, &rec), FA_OK);
+    uint64_t own = 77;
+    assert_int_equal(fa_cpu_recorder_run(t->ctx, rec, e, false, &own), FA_OK);
+    assert_int_equal(own, 0); /* a warm-up: nothing recorded, nothing spent on records */
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(fa_cpu_recorder_run(t->ctx, rec, e, true, &own), FA_OK);
+        assert_int_equal(own, 2 * S);
+    }
+    fa_trace *tr = fa_cpu_recorder_take(rec);
+    assert_non_null(tr);
+    assert_null(fa_cpu_recorder_take(rec));
+    fa_cpu_recorder_free(rec);
+    double span;
+    assert_int_equal(tr->n_iters, 3);
+    assert_int_equal(iterations(tr, &span), 3);
+    int kernels = 0;
+    for (size_t i = 0; i < tr->n_acts; i++)
+        if (tr->acts[i].kind == FA_ACT_KERNEL) {
+            kernels++;
+            assert_true(tr->acts[i].iter >= 0 && tr->acts[i].iter < 3);
+            assert_int_equal(tr->acts[i].end_ns - tr->acts[i].start_ns, S);
+        }
+    assert_int_equal(kernels, 6);
+    fa_trace_free(tr);
+    fa_exec_free(e);
+    tc_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_span),
         cmocka_unit_test(test_overhead_compensation),
+        cmocka_unit_test(test_warmup_rule),
+        cmocka_unit_test(test_warmup_by_time),
+        cmocka_unit_test(test_recorder),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
