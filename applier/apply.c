@@ -301,18 +301,19 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan
  * its verdict v rejected and the reason set when it fails; *cs set when the check itself could not run. tag
  * gets the accepted reason's prefix. */
 static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res, const fa_cluster *c,
-                           fa_cluster_verdict *v, const fa_apply_options *opt, const fa_value_map *vm, const fa_graph *gu, fa_exec *eu, const fa_graph *gf,
-                           fa_exec *ef, char *tag, size_t tag_cap, fa_status *cs)
+                           fa_cluster_verdict *v, const fa_apply_options *opt, const fa_value_map *vm, const fa_graph *gu,
+                           const fa_value *const *ref, const fa_graph *gf, fa_exec *ef, char *tag, size_t tag_cap,
+                           fa_status *cs)
 {
     double err = 0;
     for (int k = 0; k < c->n_outputs; k++) {
         const char *nm = g->tensors[c->outputs[k]]->name;
         int iu = out_index(gu, nm), iff = out_index(gf, nm);
-        if (iu < 0 || iff < 0) {
+        if (iu < 0 || iff < 0 || !ref[k]) {
             err = INFINITY;
             break;
         }
-        double e = fa_apply_rel_error(fa_exec_output(ef, iff), fa_exec_output(eu, iu));
+        double e = fa_apply_rel_error(fa_exec_output(ef, iff), ref[k]);
         if (e > err) err = e;
     }
     v->max_rel_error = err;
@@ -337,7 +338,7 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
             ratio = INFINITY;
             break;
         }
-        const fa_value *vf = fa_exec_output(ef, iff), *vu = fa_exec_output(eu, iu), *vmag = fa_exec_output(em, iu);
+        const fa_value *vf = fa_exec_output(ef, iff), *vu = ref[k], *vmag = fa_exec_output(em, iu);
         int64_t w;
         double r = fa_apply_bound_ratio(vf, vu, vmag, &bd, &w);
         if (isnan(r)) ratio = NAN; /* the magnitude overflowed */
@@ -500,6 +501,29 @@ static void tried_release(tried_cluster *t)
     t->cctx = NULL;
 }
 
+/* extra[0..n) (tensor ids of g, no repeats) with the outputs of clusters order[0..n_ci) that
+ * a whole-model run produces (not constant, not folded away) appended; extra has room for every
+ * tensor of g. Returns the new count, -1 when out of memory. */
+static int with_cluster_outputs(const fa_graph *g, const fa_plan *p, const int *order, int n_ci, int *extra, int n)
+{
+    bool *seen = calloc((size_t)g->n_tensors + 1, sizeof *seen);
+    if (!seen) return -1;
+    for (int i = 0; i < n; i++) seen[extra[i]] = true;
+    for (int j = 0; j < n_ci; j++) {
+        const fa_cluster *c = &p->clusters[order[j]];
+        for (int k = 0; k < c->n_outputs; k++) {
+            int t = c->outputs[k];
+            const fa_tensor *ten = t >= 0 && t < g->n_tensors ? g->tensors[t] : NULL;
+            if (!ten || seen[t] || (ten->flags & FA_TENSOR_CONST) || ten->producer < 0 || g->nodes[ten->producer]->folded)
+                continue;
+            seen[t] = true;
+            extra[n++] = t;
+        }
+    }
+    free(seen);
+    return n;
+}
+
 /* Prepares tried cluster t (t->cctx set): its unfused and fused sub-graphs on the target,
  * fed the captured values, and every output verified. The fused sub-graph keeps its boundary
  * tensors in the layout the whole fused plan gives them (plan_layout, by tensor id of g; NULL:
@@ -508,7 +532,7 @@ static void tried_release(tried_cluster *t)
  * cluster's failures become its status and reason, never the run's). */
 static bool prepare_cluster(const fa_graph *g, const fa_plan *p, const fa_cluster *c, fa_cluster_verdict *v,
                             const fa_apply_options *opt, kernel_table *kt, const fa_value_map *vm, const fa_layout *plan_layout,
-                            const char *plan_note, fa_apply_result *res, tried_cluster *t)
+                            const char *plan_note, bool shared, fa_apply_result *res, tried_cluster *t)
 {
     fa_ctx *cctx = t->cctx;
     char judged[400] = "";
@@ -522,7 +546,10 @@ static bool prepare_cluster(const fa_graph *g, const fa_plan *p, const fa_cluste
         fa_apply_set_reason(res, v, "%s", why);
         return false;
     }
-    if (!cs) cs = make_exec(cctx, t->gu, kt, opt->threads, false, NULL, NULL, &t->eu);
+    /* a cluster whose benchmark is an earlier one's (shared) needs no unfused executor: its
+     * reference values are the capture's, the whole unfused model's own (the same ops on the same
+     * inputs) */
+    if (!cs && !shared) cs = make_exec(cctx, t->gu, kt, opt->threads, false, NULL, NULL, &t->eu);
     bool unknown = false;
     if (!cs) cs = fa_apply_boundary_layouts(cctx, g, t->gf, plan_layout, NULL, &t->in_l, &t->out_l, &unknown, judged, sizeof judged);
     if (!cs) cs = make_exec(cctx, t->gf, kt, opt->threads, true, t->in_l, t->out_l, &t->ef);
@@ -544,18 +571,30 @@ static bool prepare_cluster(const fa_graph *g, const fa_plan *p, const fa_cluste
         fa_apply_set_reason(res, v, "%s", slow);
         return false;
     }
-    if (!cs) cs = fa_value_map_set_inputs(cctx, t->eu, t->gu, vm);
+    if (!cs && t->eu) cs = fa_value_map_set_inputs(cctx, t->eu, t->gu, vm);
     if (!cs) cs = fa_value_map_set_inputs(cctx, t->ef, t->gf, vm);
-    if (!cs) cs = fa_exec_run(cctx, t->eu, NULL);
+    if (!cs && t->eu) cs = fa_exec_run(cctx, t->eu, NULL);
     if (!cs) cs = fa_exec_run(cctx, t->ef, NULL);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(res, v, "could not build the fused kernel: %s", fa_ctx_errmsg(cctx));
         return false;
     }
-    /* verify every cluster output against the unfused sub-graph (plain values: fa_exec_output
-     * converts an output the fused sub-graph left blocked) */
-    if (!verify_cluster(cctx, g, res, c, v, opt, vm, t->gu, t->eu, t->gf, t->ef, t->tag, sizeof t->tag, &cs) || cs) {
+    /* verify every cluster output against the unfused sub-graph's, or the capture's (plain
+     * values: fa_exec_output converts an output the fused sub-graph left blocked) */
+    const fa_value **ref = calloc((size_t)c->n_outputs + 1, sizeof *ref);
+    if (!ref) cs = fa_ctx_error(cctx, FA_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < c->n_outputs && ref; k++) {
+        if (!t->eu) {
+            ref[k] = vm->vals[c->outputs[k]].data ? &vm->vals[c->outputs[k]] : NULL;
+            continue;
+        }
+        int iu = out_index(t->gu, g->tensors[c->outputs[k]]->name);
+        ref[k] = iu >= 0 ? fa_exec_output(t->eu, iu) : NULL;
+    }
+    bool verified = ref && verify_cluster(cctx, g, res, c, v, opt, vm, t->gu, ref, t->gf, t->ef, t->tag, sizeof t->tag, &cs);
+    free(ref);
+    if (!verified || cs) {
         if (cs) {
             v->status = FA_CLUSTER_REJECTED_ERROR;
             fa_apply_set_reason(res, v, "could not verify the fused kernel: %s", fa_ctx_errmsg(cctx));
@@ -661,6 +700,14 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         goto done;
     }
+    /* and every tried cluster's outputs: the reference values of a cluster that shares an
+     * earlier one's benchmark (prepare_cluster), so that repeated layers are not each run unfused
+     * once more (issue 39). Most are the next cluster's inputs already. */
+    if (ne2 >= 0) ne2 = with_cluster_outputs(g, p, order, n_prop, extra, ne2);
+    if (ne2 < 0) {
+        s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        goto done;
+    }
     if (opt.progress) opt.progress(opt.progress_user, "capture", 0, 1);
     s = fa_fused_graph_scoped(ctx, g, p, NULL, 0, false, false, -1, 0, extra, ne2, &capg);
     if (!s) s = make_exec(ctx, capg, &kt, opt.threads, false, NULL, NULL, &cap);
@@ -739,12 +786,14 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
             break;
         }
-        bool ready = prepare_cluster(g, p, c, v, &opt, &kt, &vm, plan_layout, plan_note, res, t);
-        for (int j = 0; j < k && ready && sigs[k]; j++)
+        int share = -1;
+        for (int j = 0; j < k && sigs[k]; j++)
             if (tc[j].row >= 0 && sigs[j] && !strcmp(sigs[j], sigs[k])) { /* the same kernel on the same shapes */
-                t->share = j;
+                share = j;
                 break;
             }
+        bool ready = prepare_cluster(g, p, c, v, &opt, &kt, &vm, plan_layout, plan_note, share >= 0, res, t);
+        if (ready) t->share = share;
         if (!ready || t->share >= 0) { /* nothing left to run: its executors go now */
             tried_release(t);
             continue;
