@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# bench/bench_conv_tactic.sh — what the fused plan's convolution tactics buy (docs/runtime.md
-# "Convolution tactics"): `fuse-advise run MODEL` with FA_CONV_TACTIC=direct (the plan's 3x3
-# convolutions direct only, as before tactics) against the default (measured per convolution),
+# bench/bench_conv_tactic.sh — what the convolution tactics buy (docs/runtime.md "Convolution
+# tactics"): `fuse-advise run MODEL` with FA_CONV_TACTIC=direct (the plan's 3x3 convolutions
+# direct only, the unfused baseline's plain NCHW) against the default (both measured per
+# convolution),
 # one process per run, the two alternating ROUNDS times so that both see the same machine. Prints
 # per model and tactic each run's end-to-end figures as run's answer states them (the applier's
 # paired baseline and fused medians and the speedup), the plan layout chosen, how many Winograd

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
                 fa_ctx_clear(ctx);
                 continue;
             }
-            if (conv && (fa_dnnl_kernel_create(ctx, g, n, threads, &ours, &h1) || !h1)) {
+            if (conv && (fa_dnnl_kernel_create(ctx, g, n, threads, FA_CONV_TACTIC_DIRECT, &ours, &h1) || !h1)) {
                 fa_ctx_clear(ctx);
                 if (lib.destroy) lib.destroy(&lib);
                 continue;

@@ -140,8 +140,10 @@ fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
 
 /* oneDNN kernels (runtime/cpu/dnnl.c): Conv, ConvTranspose, MatMul, Gemm on plain layouts.
  * *handled = false (FA_OK) when oneDNN cannot take the node (dtype, shape), so the caller
- * falls back to the op's reference kernel. */
-fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads,
+ * falls back to the op's reference kernel. tactic FA_CONV_TACTIC_MEASURED: an unfused 2-D Conv
+ * takes oneDNN's plain-NCHW kernel or the same convolution with its activations reordered
+ * inside, whichever measured faster (fa_conv_tactic); else the plain kernel. */
+fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_conv_tactic tactic,
                                 fa_kernel *out, bool *handled);
 /* The same kernels reading their activations and writing their output in the blocked layout l
  * (the fused plan's executor, fa_exec_options.blocked_layouts): Conv and FusedConv (plain,

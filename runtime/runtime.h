@@ -79,15 +79,23 @@ typedef fa_status (*fa_kernel_provider)(void *user, fa_ctx *ctx, const fa_graph 
  * stride-1, undilated, ungrouped 2-D convolution with fewer multiplications; it exists only on
  * the blocked layouts oneDNN gives it and with the post-ops it supports. */
 typedef enum fa_conv_tactic {
-    FA_CONV_TACTIC_DIRECT = 0, /* direct convolution only: the zero value, the unfused baseline */
-    FA_CONV_TACTIC_MEASURED,   /* where Winograd exists, both timed on the kernel's own shapes
-                                  (interleaved, medians) and the faster kept; one decision per
-                                  convolution signature per process, so every executor of a run
-                                  (cluster sub-graphs, the probe, the whole fused model) agrees */
+    FA_CONV_TACTIC_DIRECT = 0, /* direct convolution only, oneDNN's kernel on the executor's
+                                  layout: the zero value */
+    FA_CONV_TACTIC_MEASURED,   /* blocked executors: where Winograd exists, both timed on the
+                                  kernel's own shapes (interleaved, medians) and the faster kept;
+                                  plain executors (the unfused baseline): an unfused 2-D Conv's
+                                  plain-NCHW kernel against the same convolution with its
+                                  activations reordered inside to the layout oneDNN prefers,
+                                  timed alike. One decision per convolution signature per
+                                  process, so every executor of a run (the baseline, cluster
+                                  sub-graphs, the probe, the whole fused model) agrees */
     FA_CONV_TACTIC_WINOGRAD,   /* Winograd wherever it exists, else direct (tests, benchmarks) */
+    FA_CONV_TACTIC_REORDER,    /* plain executors: every unfused 2-D Conv reordered inside where
+                                  oneDNN prefers another layout; blocked ones: direct (tests,
+                                  benchmarks) */
 } fa_conv_tactic;
 
-/* The tactic in force: env FA_CONV_TACTIC (direct, measured, winograd) over `asked` when set,
+/* The tactic in force: env FA_CONV_TACTIC (direct, measured, winograd, reorder) over `asked` when set,
  * else asked. An unknown value is ignored (asked). */
 fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked);
 
@@ -128,9 +136,11 @@ typedef struct fa_exec_options {
      * (docs/runtime.md "Weights once in memory"). Applies to plain-layout executors only
      * (blocked_layouts false: no reorder kernels read constants at run time). */
     bool release_plain_weights;
-    /* With blocked_layouts: the algorithm of the plan's 3x3 convolutions (fa_conv_tactic; the zero
-     * value DIRECT). The applier's fused executors, its probe and `exec` of an applied plan ask
-     * MEASURED; the kernel's name says ", winograd" where Winograd was kept. */
+    /* The algorithm of the convolutions (fa_conv_tactic; the zero value DIRECT): with
+     * blocked_layouts the plan's 3x3 ones (Winograd or direct), else the unfused ones (plain or
+     * reordered inside). The applier's executors, its probe, `run`'s baseline and `exec` ask
+     * MEASURED; the kernel's name says ", winograd" where Winograd was kept, "reorder(nchw>...)"
+     * where the activations are reordered inside. */
     fa_conv_tactic conv_tactic;
 } fa_exec_options;
 

@@ -582,7 +582,7 @@ static void layout_name(const dnnl_memory_desc_t *md, char *buf, size_t cap)
  * want_dst). FA_ERR_UNSUPPORTED when oneDNN's dst layout is not want_dst (the caller then
  * builds the plain kernel). */
 static fa_status blocked_io(fa_ctx *ctx, dnnl_state *s, const dnnl_memory_desc_t *xmd, const dnnl_memory_desc_t *ymd,
-                            const dnnl_memory_desc_t *want_dst)
+                            const dnnl_memory_desc_t *want_dst, bool post)
 {
     const dnnl_memory_desc_t *src_md = NULL, *dst_md = NULL;
     DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(s->src, &src_md));
@@ -610,8 +610,8 @@ static fa_status blocked_io(fa_ctx *ctx, dnnl_state *s, const dnnl_memory_desc_t
     char src_l[32], dst_l[32];
     layout_name(src_md, src_l, sizeof src_l);
     layout_name(dst_md, dst_l, sizeof dst_l);
-    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution+post-ops+reorder(%s>nchw)", src_l,
-             s->has_sum ? "+reorder(residual>dst)" : "", dst_l);
+    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution%s+reorder(%s>nchw)", src_l,
+             s->has_sum ? "+reorder(residual>dst)" : "", post ? "+post-ops" : "", dst_l);
     s->blocked = true;
     return FA_OK;
 fail:
@@ -627,6 +627,7 @@ fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked)
     if (!strcmp(e, "direct")) return FA_CONV_TACTIC_DIRECT;
     if (!strcmp(e, "measured")) return FA_CONV_TACTIC_MEASURED;
     if (!strcmp(e, "winograd")) return FA_CONV_TACTIC_WINOGRAD;
+    if (!strcmp(e, "reorder")) return FA_CONV_TACTIC_REORDER;
     return asked;
 }
 
@@ -681,36 +682,54 @@ static bool bind_zeros(tactic_bufs *b, dnnl_memory_t m)
     return dnnl_memory_set_data_handle(m, p) == dnnl_success;
 }
 
-/* Run a created convolution state's primitive once on the bound buffers; its wall time in ns,
- * or a negative value when oneDNN refused. */
+/* Run a created convolution state once on the bound buffers — with its reorders when it keeps
+ * blocked activations inside (s->blocked: plain input in, plain output out, as run_prim) — its
+ * wall time in ns, or a negative value when oneDNN refused. */
 static double tactic_run_once(dnnl_state *s)
 {
     dnnl_exec_arg_t args[5 + 8];
     int na = prim_args(s, args);
+    dnnl_exec_arg_t rin[2] = {{DNNL_ARG_FROM, s->src_user}, {DNNL_ARG_TO, s->src}};
+    dnnl_exec_arg_t rout[2] = {{DNNL_ARG_FROM, s->dst}, {DNNL_ARG_TO, s->dst_user}};
     uint64_t t0 = fa_now_ns();
-    if (dnnl_primitive_execute(s->prim, g_stream, na, args) != dnnl_success || dnnl_stream_wait(g_stream) != dnnl_success)
+    if ((s->blocked && dnnl_primitive_execute(s->r_src, g_stream, 2, rin) != dnnl_success) ||
+        dnnl_primitive_execute(s->prim, g_stream, na, args) != dnnl_success ||
+        (s->blocked && dnnl_primitive_execute(s->r_dst, g_stream, 2, rout) != dnnl_success) ||
+        dnnl_stream_wait(g_stream) != dnnl_success)
         return -1;
     return (double)(fa_now_ns() - t0);
 }
 
-/* Whether Winograd (w) ran faster than direct (d) on the same shapes: one warm-up run each, then
+/* The memories a timing run binds zeros to: src and dst, or their plain views where the state
+ * keeps blocked activations in buffers of its own (s->blocked); bias and binary operands. */
+static int tactic_mems(dnnl_state *s, dnnl_memory_t *m)
+{
+    int n = 0;
+    m[n++] = s->blocked ? s->src_user : s->src;
+    m[n++] = s->blocked ? s->dst_user : s->dst;
+    if (s->bias) m[n++] = s->bias;
+    for (int b = 0; b < s->n_bin; b++) m[n++] = s->bin_mem[b];
+    return n;
+}
+
+/* Whether the first of two builds of one convolution (w: Winograd, or the plain convolution with
+ * its reorders inside) ran faster than the second (d: direct, or plain NCHW) on the same shapes,
+ * each with the reorders it runs (tactic_run_once): one warm-up run each, then
  * TACTIC_ROUNDS interleaved rounds (the order alternating, as the applier's paired rounds), the
  * medians compared; fewer rounds past TACTIC_BUDGET_NS of measuring. false when either could not
  * run. Zeros in every argument; the handles are unbound again afterwards (the executor binds its
  * own on every run). */
 enum { TACTIC_ROUNDS = 7 };
 #define TACTIC_BUDGET_NS 200e6
-static bool tactic_winograd_faster(dnnl_state *w, dnnl_state *d, double *w_ns, double *d_ns)
+static bool tactic_first_faster(dnnl_state *w, dnnl_state *d, double *w_ns, double *d_ns)
 {
     tactic_bufs bw = {0}, bd = {0};
-    dnnl_state *st[2] = {w, d};
     tactic_bufs *bb[2] = {&bw, &bd};
+    dnnl_memory_t mems[2][12];
+    int nm[2] = {tactic_mems(w, mems[0]), tactic_mems(d, mems[1])};
     bool ok = true;
-    for (int k = 0; k < 2 && ok; k++) {
-        ok = bind_zeros(bb[k], st[k]->src) && bind_zeros(bb[k], st[k]->dst) &&
-             (!st[k]->bias || bind_zeros(bb[k], st[k]->bias));
-        for (int b = 0; b < st[k]->n_bin && ok; b++) ok = bind_zeros(bb[k], st[k]->bin_mem[b]);
-    }
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < nm[k] && ok; i++) ok = bind_zeros(bb[k], mems[k][i]);
     double tw[TACTIC_ROUNDS], td[TACTIC_ROUNDS];
     int n = 0;
     if (ok) ok = tactic_run_once(w) >= 0 && tactic_run_once(d) >= 0; /* warm-up: first touch, caches */
@@ -728,10 +747,7 @@ static bool tactic_winograd_faster(dnnl_state *w, dnnl_state *d, double *w_ns, d
         n++;
     }
     for (int k = 0; k < 2; k++) {
-        dnnl_memory_set_data_handle(st[k]->src, NULL);
-        dnnl_memory_set_data_handle(st[k]->dst, NULL);
-        if (st[k]->bias) dnnl_memory_set_data_handle(st[k]->bias, NULL);
-        for (int b = 0; b < st[k]->n_bin; b++) dnnl_memory_set_data_handle(st[k]->bin_mem[b], NULL);
+        for (int i = 0; i < nm[k]; i++) dnnl_memory_set_data_handle(mems[k][i], NULL);
         for (int i = 0; i < bb[k]->n; i++) free(bb[k]->p[i]);
     }
     if (!ok || n == 0) return false;
@@ -781,11 +797,52 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
+/* A Conv / FusedConv on plain NCHW input and output with the activations kept inside in the
+ * layout oneDNN prefers for it (format_tag_any: nChw8c/nChw16c for its jit convolution, nhwc for
+ * its brgemm one) and reordered in and out by oneDNN reorders (blocked_io). A probe without
+ * post-ops names the layout, so that full-shape binary operands (the residual add) are declared
+ * in it too. *built false (FA_OK) when oneDNN's preferred layout is plain NCHW itself; an error
+ * when it declined (s then holds a partial build for state_clear). post: name the post-ops. */
+static fa_status conv_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, int r,
+                                     const dnnl_dims_t xd, const dnnl_dims_t yd, const dnnl_memory_desc_t *xmd,
+                                     const dnnl_memory_desc_t *ymd, const dnnl_memory_desc_t *wmd,
+                                     const dnnl_memory_desc_t *wany, const dnnl_memory_desc_t *bptr, const dnnl_dims_t std_,
+                                     const dnnl_dims_t dd, const dnnl_dims_t pld, const dnnl_dims_t prd, const fa_tensor *W,
+                                     const fa_tensor *Y, bool post, bool *built)
+{
+    *built = false;
+    dnnl_memory_desc_t xany, yany, want_dst;
+    dnnl_convolution_desc_t cd;
+    dnnl_primitive_desc_t probe = NULL;
+    bool blocked = false;
+    if (dnnl_memory_desc_init_by_tag(&xany, r, xd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_memory_desc_init_by_tag(&yany, r, yd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
+        dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xany, wany, bptr,
+                                                   &yany, std_, dd, pld, prd) == dnnl_success &&
+        dnnl_primitive_desc_create(&probe, &cd, NULL, g_engine, NULL) == dnnl_success) {
+        want_dst = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
+        blocked = !dnnl_memory_desc_equal(&want_dst, ymd) ||
+                  !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(probe, dnnl_query_src_md, 0), xmd);
+    }
+    if (probe) dnnl_primitive_desc_destroy(probe);
+    if (!blocked) return FA_OK;
+    dnnl_primitive_attr_t attr = NULL;
+    fa_status fs = build_post_ops(ctx, g, n, Y, s, &want_dst, &attr);
+    if (!fs) fs = finish_prim(ctx, s, &cd, wmd, W, attr);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!fs) fs = blocked_io(ctx, s, xmd, ymd, &want_dst, post);
+    if (fs) return fs;
+    s->kind = 0;
+    *built = true;
+    return FA_OK;
+}
+
 static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed,
                              fa_layout l, fa_layout in0, fa_conv_tactic tactic)
 {
     const fa_tensor *X = fa_graph_in(g, n, 0), *W = fa_graph_in(g, n, 1), *B = fa_graph_in(g, n, 2),
                     *Y = fa_graph_out(g, n, 0);
+    dnnl_state *alt = NULL; /* the reorder-inside build an unfused plain convolution is measured against */
     if (!W || !(W->flags & FA_TENSOR_CONST) || !W->data) return FA_OK; /* weights must be constant */
     if (B && (!(B->flags & FA_TENSOR_CONST) || !B->data)) return FA_OK;
     int r = X->rank, ns = r - 2;
@@ -906,7 +963,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
             if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
                                                            bptr, &yb, std_, dd, pld, prd) == dnnl_success &&
                 !blocked_conv(ctx, g, n, d, &cd, &wmd, W, Y, &yb, l, in0))
-                keep_wino = tactic_winograd_faster(s, d, &w_ns, &d_ns);
+                keep_wino = tactic_first_faster(s, d, &w_ns, &d_ns);
             fa_ctx_clear(ctx); /* a direct kernel that could not be built leaves Winograd */
             fa_log(ctx, FA_LOG_DEBUG, "node '%s': winograd %.1f us, direct %.1f us: %s kept", n->name, w_ns / 1e3,
                    d_ns / 1e3, keep_wino ? "winograd" : "direct");
@@ -932,37 +989,65 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     if (!transposed && fused) {
         /* The fused plan's convolution on the activation layout oneDNN prefers (format_tag_any):
          * on plain NCHW oneDNN 2.6 picks its gemm convolution, whose post-ops are slow; on
-         * nChw8c/nChw16c its jit convolution, on nhwc its brgemm one. A probe without post-ops
-         * names the layout, so that full-shape binary operands (the residual add) are declared
-         * in it too. */
-        dnnl_memory_desc_t xany, yany, want_dst;
-        dnnl_convolution_desc_t cd;
-        dnnl_primitive_desc_t probe = NULL;
-        bool blocked = false;
-        if (dnnl_memory_desc_init_by_tag(&xany, r, xd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-            dnnl_memory_desc_init_by_tag(&yany, r, yd, dnnl_f32, dnnl_format_tag_any) == dnnl_success &&
-            dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xany, &wany,
-                                                       bptr, &yany, std_, dd, pld, prd) == dnnl_success &&
-            dnnl_primitive_desc_create(&probe, &cd, NULL, g_engine, NULL) == dnnl_success) {
-            want_dst = *dnnl_primitive_desc_query_md(probe, dnnl_query_dst_md, 0);
-            blocked = !dnnl_memory_desc_equal(&want_dst, &ymd) ||
-                      !dnnl_memory_desc_equal(dnnl_primitive_desc_query_md(probe, dnnl_query_src_md, 0), &xmd);
+         * nChw8c/nChw16c its jit convolution, on nhwc its brgemm one. */
+        bool built = false;
+        fa_status fs = conv_reorder_inside(ctx, g, n, s, r, xd, yd, &xmd, &ymd, &wmd, &wany, bptr, std_, dd, pld, prd, W, Y,
+                                           true, &built);
+        if (fs == FA_ERR_NOMEM) return fs;
+        if (!fs && built) {
+            *handled = true;
+            return FA_OK;
         }
-        if (probe) dnnl_primitive_desc_destroy(probe);
-        if (blocked) {
-            dnnl_primitive_attr_t attr = NULL;
-            fa_status fs = build_post_ops(ctx, g, n, Y, s, &want_dst, &attr);
-            if (!fs) fs = finish_prim(ctx, s, &cd, &wmd, W, attr);
-            if (attr) dnnl_primitive_attr_destroy(attr);
-            if (!fs) fs = blocked_io(ctx, s, &xmd, &ymd, &want_dst);
-            if (!fs) {
+        if (fs) {
+            fa_log(ctx, FA_LOG_DEBUG, "node '%s': blocked activations declined (%s); plain NCHW", n->name, fa_ctx_errmsg(ctx));
+            fa_ctx_clear(ctx);
+            state_clear(s); /* and build the plain kernel below */
+        }
+    }
+    /* An unfused convolution of a plain executor (the baseline, the clusters' unfused sub-graphs)
+     * under FA_CONV_TACTIC_MEASURED: oneDNN's kernel on plain NCHW (its gemm convolution, below)
+     * or the same convolution with its input reordered into the layout oneDNN prefers and its
+     * output back (reorder-inside), both timed on the convolution's own shapes and the faster
+     * kept, decided once per signature per process. Neither is always faster: reorder-inside ran
+     * ResNet-18's unfused model in 21.5-21.9 ms against 24-31 ms, while MobileNetV2's 1x1 and
+     * depthwise convolutions were slower with it (bench/README.md, "Convolution tactics"). */
+    char pkey[TACTIC_KEY_MAX] = "";
+    int pmemo = -1;
+    if (!transposed && !fused && tactic == FA_CONV_TACTIC_REORDER && ns == 2) pmemo = 1; /* forced: no key */
+    if (!transposed && !fused && tactic == FA_CONV_TACTIC_MEASURED && ns == 2) {
+        snprintf(pkey, sizeof pkey, "plain t%d x%lldx%lldx%lldx%lld w%lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld g%lld b%d",
+                 omp_get_max_threads(), (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3],
+                 (long long)cout, (long long)(yd[2] * yd[3]), (long long)k[0], (long long)k[1], (long long)st[0],
+                 (long long)st[1], (long long)dil[0], (long long)dil[1], (long long)pl[0], (long long)pl[1], (long long)pr[0],
+                 (long long)pr[1], (long long)group, B != NULL);
+        pmemo = tactic_memo_get(pkey);
+    }
+    if (pmemo != -1 || pkey[0]) {
+        if (pmemo != 0) {
+            alt = calloc(1, sizeof *alt);
+            if (!alt) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            bool built = false;
+            fa_status fs = conv_reorder_inside(ctx, g, n, alt, r, xd, yd, &xmd, &ymd, &wmd, &wany, bptr, std_, dd, pld, prd, W,
+                                               Y, false, &built);
+            if (fs == FA_ERR_NOMEM) {
+                state_clear(alt);
+                free(alt);
+                return fs;
+            }
+            fa_ctx_clear(ctx);
+            if (fs || !built) { /* oneDNN prefers plain NCHW here, or declined: plain, decided once */
+                state_clear(alt);
+                free(alt);
+                alt = NULL;
+                if (pkey[0]) tactic_memo_put(pkey, 0);
+            } else if (pmemo == 1) { /* decided before: reorder-inside */
+                state_clear(s);
+                *s = *alt;
+                free(alt);
                 s->kind = 0;
                 *handled = true;
                 return FA_OK;
             }
-            fa_log(ctx, FA_LOG_DEBUG, "node '%s': blocked activations declined (%s); plain NCHW", n->name, fa_ctx_errmsg(ctx));
-            fa_ctx_clear(ctx);
-            state_clear(s); /* and build the plain kernel below */
         }
     }
     if (!transposed) {
@@ -970,9 +1055,31 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
                                                                    &xmd, &wany, bptr, &ymd, std_, dd, pld, prd));
         dnnl_primitive_attr_t attr = NULL;
-        if (build_post_ops(ctx, g, n, Y, s, NULL, &attr)) return fa_ctx_status(ctx);
-        fa_status fs = finish_prim(ctx, s, &cd, &wmd, W, attr);
+        fa_status fs = build_post_ops(ctx, g, n, Y, s, NULL, &attr);
+        if (!fs) fs = finish_prim(ctx, s, &cd, &wmd, W, attr);
         if (attr) dnnl_primitive_attr_destroy(attr);
+        if (fs && alt) { /* no plain kernel: reorder-inside, not a reference kernel */
+            fa_ctx_clear(ctx);
+            state_clear(s);
+            *s = *alt;
+            free(alt);
+            alt = NULL;
+            fs = FA_OK;
+        } else if (!fs && alt) { /* measured: the faster kept */
+            double a_ns = 0, p_ns = 0;
+            bool keep_alt = tactic_first_faster(alt, s, &a_ns, &p_ns);
+            fa_log(ctx, FA_LOG_DEBUG, "node '%s': reorder-inside %.1f us, plain %.1f us: %s kept", n->name, a_ns / 1e3,
+                   p_ns / 1e3, keep_alt ? "reorder-inside" : "plain");
+            if (keep_alt) {
+                state_clear(s);
+                *s = *alt;
+            } else {
+                state_clear(alt);
+            }
+            free(alt);
+            alt = NULL;
+            tactic_memo_put(pkey, keep_alt);
+        }
         if (fs) goto fail;
         s->kind = 0;
     } else {
@@ -989,6 +1096,10 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     *handled = true;
     return FA_OK;
 fail:
+    if (alt) {
+        state_clear(alt);
+        free(alt);
+    }
     if (!strcmp(n->domain, "ai.fuse-advise")) /* a fused node has no reference kernel to fall back to */
         return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
@@ -1302,10 +1413,11 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     return FA_OK;
 }
 
-fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_kernel *out, bool *handled)
+fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_conv_tactic tactic,
+                                fa_kernel *out, bool *handled)
 {
     (void)threads;
-    return kernel_create(ctx, g, n, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, FA_CONV_TACTIC_DIRECT, out, handled);
+    return kernel_create(ctx, g, n, FA_LAYOUT_PLAIN, FA_LAYOUT_PLAIN, tactic, out, handled);
 }
 
 fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_conv_tactic tactic,

@@ -462,7 +462,7 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
         }
     }
     fa_status st = fa_dnnl_ops_kernel_create(ctx, g, n, false, kern, &handled);
-    if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->node_threads[n->id], kern, &handled);
+    if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->node_threads[n->id], e->opt.conv_tactic, kern, &handled);
     if (st || handled) return st;
     if (!n->op || !n->op->kernel)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "unsupported op %s at node '%s' on cpu", n->op_type, n->name);
@@ -657,8 +657,9 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
         return fa_ctx_error(ctx, FA_ERR_INTERNAL, "plan layout %d out of range", (int)o.plan_layout);
     if (o.blocked_layouts && o.plan_layout == FA_LAYOUT_PLAIN) o.plan_layout = fa_cpu_blocked_layout(); /* the default */
     if (!o.blocked_layouts) o.plan_layout = FA_LAYOUT_PLAIN;
-    /* the algorithm of the plan's 3x3 convolutions: blocked executors only (the baseline is direct) */
-    o.conv_tactic = o.blocked_layouts ? fa_conv_tactic_effective(o.conv_tactic) : FA_CONV_TACTIC_DIRECT;
+    /* the algorithm of the plan's 3x3 convolutions on blocked executors, of the unfused ones on
+     * plain executors (fa_conv_tactic) */
+    o.conv_tactic = fa_conv_tactic_effective(o.conv_tactic);
     cpu_exec *e = calloc(1, sizeof *e);
     if (!e) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory creating executor");
     e->g = g;

@@ -1,6 +1,7 @@
-/* tests/unit/test_conv_tactic — the fused plan's convolution tactics (fa_conv_tactic): which
- * algorithm a blocked executor's 3x3 convolution takes, that Winograd's result stays within the
- * direct summation's rounding-error bound, and that one process decides once per signature. */
+/* tests/unit/test_conv_tactic — the convolution tactics (fa_conv_tactic): which algorithm a
+ * blocked executor's 3x3 convolution takes, and whether a plain executor's unfused convolution
+ * keeps its activations plain or reorders them inside; that every result stays within the direct
+ * summation's rounding-error bound, and that one process decides once per signature. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -199,6 +200,52 @@ static void test_measured_decides_once_per_signature(void **s)
     fa_ctx_free(ctx);
 }
 
+static const char *kname(const fa_exec *e, const fa_graph *g)
+{
+    const char *name = fa_exec_kernel_name(e, g->nodes[0]);
+    assert_non_null(name);
+    return name;
+}
+
+/* A plain executor's unfused convolution (the baseline): DIRECT keeps oneDNN's plain-NCHW kernel;
+ * REORDER takes the reorder-inside build wherever oneDNN prefers another layout — on every x86
+ * CPU oneDNN 2.6 runs (its jit and brgemm convolutions want nChw8c/nChw16c/nhwc) — and its
+ * result is within the bound; MEASURED takes one of the two, the same in every executor of the
+ * process, within the bound too. */
+static void test_plain_convolution_reordered_inside_by_measurement(void **s)
+{
+    (void)s;
+    for (int k = 1; k <= 3; k += 2) {
+        fa_ctx *ctx = fa_ctx_create();
+        float *w, *b;
+        fa_graph *g = conv_graph(ctx, k, 1, false, &w, &b);
+        fa_exec *ed = make(ctx, g, false, FA_CONV_TACTIC_DIRECT);
+        assert_string_equal(kname(ed, g), "dnnl:convolution");
+        check_against_direct_sum(ctx, ed, g, k, 1, false, w, b);
+        fa_exec *er = make(ctx, g, false, FA_CONV_TACTIC_REORDER);
+        if (strncmp(kname(er, g), "dnnl:reorder(nchw>", 18) || !strstr(kname(er, g), "+convolution+reorder("))
+            fail_msg("k %d: kernel '%s', reorder-inside expected", k, kname(er, g));
+        assert_null(strstr(kname(er, g), "post-ops")); /* an unfused convolution has none */
+        check_against_direct_sum(ctx, er, g, k, 1, false, w, b);
+        fa_exec *em = make(ctx, g, false, FA_CONV_TACTIC_MEASURED);
+        const char *first = kname(em, g);
+        assert_true(!strcmp(first, "dnnl:convolution") || !strcmp(first, kname(er, g)));
+        check_against_direct_sum(ctx, em, g, k, 1, false, w, b);
+        for (int i = 0; i < 2; i++) {
+            fa_exec *e = make(ctx, g, false, FA_CONV_TACTIC_MEASURED);
+            assert_string_equal(kname(e, g), first);
+            fa_exec_free(e);
+        }
+        fa_exec_free(em);
+        fa_exec_free(er);
+        fa_exec_free(ed);
+        fa_graph_free(g);
+        free(w);
+        free(b);
+        fa_ctx_free(ctx);
+    }
+}
+
 /* FA_CONV_TACTIC overrides what the caller asked for (direct, winograd, measured); an unknown
  * value leaves it. */
 static void test_environment_overrides_the_option(void **s)
@@ -212,6 +259,8 @@ static void test_environment_overrides_the_option(void **s)
     check(3, 1, true, true, FA_CONV_TACTIC_DIRECT, has_winograd_isa());
     assert_int_equal(setenv("FA_CONV_TACTIC", "measured", 1), 0);
     assert_int_equal(fa_conv_tactic_effective(FA_CONV_TACTIC_DIRECT), FA_CONV_TACTIC_MEASURED);
+    assert_int_equal(setenv("FA_CONV_TACTIC", "reorder", 1), 0);
+    assert_int_equal(fa_conv_tactic_effective(FA_CONV_TACTIC_DIRECT), FA_CONV_TACTIC_REORDER);
     assert_int_equal(setenv("FA_CONV_TACTIC", "fastest", 1), 0);
     assert_int_equal(fa_conv_tactic_effective(FA_CONV_TACTIC_WINOGRAD), FA_CONV_TACTIC_WINOGRAD);
     assert_int_equal(unsetenv("FA_CONV_TACTIC"), 0);
@@ -225,6 +274,7 @@ int main(void)
         cmocka_unit_test(test_winograd_where_it_exists_within_the_direct_bound),
         cmocka_unit_test(test_winograd_never_for_other_convolutions_or_the_baseline),
         cmocka_unit_test(test_measured_decides_once_per_signature),
+        cmocka_unit_test(test_plain_convolution_reordered_inside_by_measurement),
         cmocka_unit_test(test_environment_overrides_the_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
