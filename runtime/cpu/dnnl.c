@@ -814,6 +814,24 @@ static bool tactic_first_faster(dnnl_state *w, dnnl_state *d, double *w_ns, doub
     return *w_ns < *d_ns;
 }
 
+/* Two builds of one convolution measured (tactic_first_faster): the faster ends in s, the other's
+ * resources released (a's struct itself stays the caller's to free); what_a / what_s name them in
+ * the debug log. Returns whether a was the faster. */
+static bool keep_faster(fa_ctx *ctx, const fa_node *n, dnnl_state *s, dnnl_state *a, const char *what_a, const char *what_s)
+{
+    double a_ns = 0, s_ns = 0;
+    bool keep_a = tactic_first_faster(a, s, &a_ns, &s_ns);
+    fa_log(ctx, FA_LOG_DEBUG, "node '%s': %s %.1f us, %s %.1f us: %s kept", n->name, what_a, a_ns / 1e3, what_s, s_ns / 1e3,
+           keep_a ? what_a : what_s);
+    if (keep_a) {
+        state_clear(s);
+        *s = *a;
+    } else {
+        state_clear(a);
+    }
+    return keep_a;
+}
+
 /* A Conv / FusedConv reading its input 0 and writing its output in the executor's blocked layout
  * (descriptors xb, yb), no reorder inside: full-shape post-op operands are read in that layout too
  * (the residual through the sum post-op, copied into dst first: the same layout, so the "reorder"
@@ -1016,22 +1034,15 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         if (wino && memo < 0 && key[0]) { /* measured: direct beside it, both timed, the faster kept */
             dnnl_state *d = calloc(1, sizeof *d);
             if (!d) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-            double w_ns = 0, d_ns = 0;
             bool keep_wino = true;
             if (dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
                                                            bptr, &yb, std_, dd, pld, prd) == dnnl_success &&
                 !blocked_conv(ctx, g, n, d, &cd, &wmd, W, Y, &yb, l, in0))
-                keep_wino = tactic_first_faster(s, d, &w_ns, &d_ns);
-            fa_ctx_clear(ctx); /* a direct kernel that could not be built leaves Winograd */
-            fa_log(ctx, FA_LOG_DEBUG, "node '%s': winograd %.1f us, direct %.1f us: %s kept", n->name, w_ns / 1e3,
-                   d_ns / 1e3, keep_wino ? "winograd" : "direct");
-            if (keep_wino) {
+                keep_wino = !keep_faster(ctx, n, s, d, "direct", "winograd");
+            else
                 state_clear(d);
-            } else {
-                state_clear(s);
-                *s = *d;
-            }
             free(d);
+            fa_ctx_clear(ctx); /* a direct kernel that could not be built leaves Winograd */
             tactic_memo_put(key, keep_wino);
         }
         if (wino) {
@@ -1124,16 +1135,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
             alt = NULL;
             fs = FA_OK;
         } else if (!fs && alt) { /* measured: the faster kept */
-            double a_ns = 0, p_ns = 0;
-            bool keep_alt = tactic_first_faster(alt, s, &a_ns, &p_ns);
-            fa_log(ctx, FA_LOG_DEBUG, "node '%s': reorder-inside %.1f us, plain %.1f us: %s kept", n->name, a_ns / 1e3,
-                   p_ns / 1e3, keep_alt ? "reorder-inside" : "plain");
-            if (keep_alt) {
-                state_clear(s);
-                *s = *alt;
-            } else {
-                state_clear(alt);
-            }
+            bool keep_alt = keep_faster(ctx, n, s, alt, "reorder-inside", "plain");
             free(alt);
             alt = NULL;
             tactic_memo_put(pkey, keep_alt);
