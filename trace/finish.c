@@ -133,8 +133,9 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     double best = b->best_gbs[rb];
     if (best > 0 && (a->hbm_gbs <= 0 || (best < a->hbm_gbs && best >= 0.25 * a->hbm_gbs))) {
         a->mem_roof_gbs = best;
-        char buf[600], llc[64] = "";
+        char buf[600], llc[96];
         if (a->roofs.llc_mb > 0) snprintf(llc, sizeof llc, " (past the %g MB last-level cache)", a->roofs.llc_mb);
+        else snprintf(llc, sizeof llc, " (the device's last-level cache size is unknown: it may have run from cache)");
         snprintf(buf, sizeof buf, "measured in this trace: the best bandwidth a memory-bound kernel moving at least %.0f MiB%s "
                  "reached (%s, bytes estimated from Input Dims)",
                  FA_TA_ROOF_MIN_BYTES * (double)(1 << rb) / 1048576.0, llc, b->best_gbs_kernel[rb]);

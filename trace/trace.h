@@ -77,7 +77,9 @@ enum {
     FA_TA_KEY_MEAN, FA_TA_KEY_SUM, FA_TA_KEY_AMAX, FA_TA_KEY_VAR, FA_TA_KEY_SOFTMAX, FA_TA_KEY_LAYER_NORM,
     FA_TA_KEY_RMS_NORM, FA_TA_KEY_DROPOUT, FA_TA_KEY_CLAMP, FA_TA_KEY_GEMM, FA_TA_KEY_CONV, FA_TA_KEY_ATTENTION,
     FA_TA_KEY_INDEX, FA_TA_KEY_EMBEDDING, FA_TA_KEY_BATCH_NORM, FA_TA_KEY_FOREACH, FA_TA_KEY_OPTIMIZER,
-    FA_TA_KEY_COLLECTIVE, FA_TA_KEY_MEMCPY, FA_TA_KEY_COUNT
+    FA_TA_KEY_COLLECTIVE, FA_TA_KEY_MEMCPY,
+    FA_TA_KEY_GATED_ACT, /* act(x) * y in one kernel (SwiGLU, GeGLU: act_and_mul, silu_and_mul) */
+    FA_TA_KEY_COUNT
 };
 const char *fa_ta_key_name(int key);
 int fa_ta_key_parse(const char *s, size_t n); /* -1 unknown */

@@ -465,6 +465,71 @@ static void test_class_words_in_template_arguments_do_not_classify(void **state)
     assert_int_equal(fa_kernel_classify("naive_conv_fwd_nchw_float"), FA_KCLASS_CONV);
 }
 
+/* the key of a kernel's name */
+static const char *key_of(const char *name)
+{
+    static char norm[512];
+    fa_kernel_name_normalize(name, norm, sizeof norm);
+    return fa_ta_key_name(fa_ta_key_of_kernel(norm, fa_kernel_classify(name)));
+}
+
+/* A word of a kernel's name is matched as a word, not inside a longer identifier: "memset" in the
+ * Triton kernel "_combined_routing_memset" made it a copy-engine transfer (no fusion across it,
+ * counted as memcpy time); "exp" in "expert", "fill" in "Prefill", "cat_" in "recat_", "<log" in
+ * "<logical_and>" keyed those kernels exp, fill, cat, log. */
+static void test_name_words_are_whole_words(void **state)
+{
+    (void)state;
+    assert_int_equal(fa_kernel_classify("_combined_routing_memset"), FA_KCLASS_OTHER);
+    assert_int_equal(fa_kernel_classify("void cub::detail::batch_memcpy::BatchMemcpyKernel<int>(int)"), FA_KCLASS_OTHER);
+    assert_string_equal(key_of("_combined_routing_memset"), "other");
+    /* the transfers a profiler lists by these words stay transfers */
+    assert_int_equal(fa_kernel_classify("Memset (Device)"), FA_KCLASS_MEMCPY);
+    assert_int_equal(fa_kernel_classify("Memcpy HtoD (Pinned -> Device)"), FA_KCLASS_MEMCPY);
+    assert_int_equal(fa_kernel_classify("memcpy:HtoD"), FA_KCLASS_MEMCPY);
+    assert_int_equal(fa_kernel_classify("__amd_rocclr_fillBufferAligned"), FA_KCLASS_MEMCPY);
+    assert_string_equal(key_of("count_and_sort_expert_tokens_kernel"), "other");
+    assert_string_equal(key_of("void flashinfer::BatchPrefillWithPagedKVCacheKernel<int>(int)"), "attention"); /* flash* */
+    assert_string_equal(key_of("recat_copy_async_kernel"), "copy");
+    assert_string_equal(key_of("void at::native::vectorized_elementwise_kernel<4, at::native::logical_and_kernel_cuda<float>, "
+                               "at::detail::Array<char*, 3> >(int)"),
+                        "other");
+    assert_string_equal(key_of("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*)"), "other");
+    /* the words themselves still key */
+    assert_string_equal(key_of("void at::native::vectorized_elementwise_kernel<4, at::native::log2_kernel_cuda<float>, "
+                               "at::detail::Array<char*, 2> >(int)"),
+                        "log");
+    assert_string_equal(key_of("exp_kernel"), "exp");
+    assert_string_equal(key_of("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)"), "softmax");
+    assert_string_equal(key_of("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl<float>, "
+                               "at::detail::Array<char*, 2> >(int)"),
+                        "gelu");
+}
+
+/* A gated activation (act(x) * y in one kernel) is its own key: sglang's act_and_mul_kernel (the
+ * activation a template argument) was keyed "mul", vLLM's silu_and_mul "silu" — one activation, and
+ * a "silu" kernel before a mul made "SiLU * mul (SwiGLU)" of a kernel that already is one */
+static void test_gated_activation_is_its_own_key(void **state)
+{
+    (void)state;
+    const char *const gated[] = {
+        "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
+        "void flashinfer::activation::act_and_mul_kernel<__nv_bfloat16, &silu>(__nv_bfloat16*, __nv_bfloat16 const*, int)",
+        "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::gelu_tanh_kernel<c10::BFloat16>, true>(c10::BFloat16*, int)",
+        "void vllm::silu_and_mul_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, int)",
+        "_swiglu_forward_kernel",
+    };
+    for (size_t i = 0; i < sizeof gated / sizeof gated[0]; i++) {
+        assert_string_equal(key_of(gated[i]), "gated_activation");
+        assert_int_equal(fa_kernel_classify(gated[i]), FA_KCLASS_ELEMENTWISE);
+    }
+    assert_int_equal(fa_ta_key_of_op("sgl_kernel::silu_and_mul"), FA_TA_KEY_GATED_ACT);
+    assert_int_equal(fa_ta_key_of_op("_C::gelu_tanh_and_mul"), FA_TA_KEY_GATED_ACT);
+    assert_int_equal(fa_ta_key_parse("gated_activation", 16), FA_TA_KEY_GATED_ACT);
+    /* the activations alone keep theirs */
+    assert_string_equal(key_of("void vllm::silu_kernel<float>(float*)"), "silu");
+}
+
 /* ROCm traces keep the mangled names of aiter, Composable Kernel and sgl-kernel kernels: they were
  * printed raw ("_ZN5aiter24add_rmsnorm_quant_kernelIDF16bDF16bLi64E...") and every template variant
  * was a kernel of its own. The qualified name is read from the mangling (the generic ck_tile::kentry
@@ -1669,6 +1734,21 @@ static void test_window_falls_back_to_the_first_step(void **state)
 /* The measured memory roof counts only kernels moving more than the device's last-level cache: on
  * vLLM's MI300X trace a 64 MiB bf16 fill ran at 5 TB/s inside the 256 MB Infinity Cache and set the
  * roof every fused kernel was priced on; the HBM figure is the 1.5 GiB add's 4 TB/s. */
+/* A device whose last-level cache size is not tabled (B200: NVIDIA publishes none) says so where
+ * the measured roof is named: its kernels over 8 MiB may have run from cache, never "past" a cache
+ * of 0 MB */
+static void test_measured_roof_with_unknown_last_level_cache(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_roof_llc_unknown.json");
+    assert_non_null(a->roofs.label);
+    assert_string_equal(a->roofs.label, "B200 (HGX)");
+    assert_true(a->roofs.llc_mb == 0);
+    assert_true(a->mem_roof_gbs > 0 && a->mem_roof_gbs < a->roofs.hbm_gbs);
+    assert_non_null(strstr(a->mem_roof_source, "last-level cache size is unknown"));
+    fa_trace_advice_free(a);
+}
+
 static void test_measured_roof_past_the_last_level_cache(void **state)
 {
     (void)state;
@@ -1861,6 +1941,8 @@ int main(void)
         cmocka_unit_test(test_names_normalize_and_classify),
         cmocka_unit_test(test_intern_map_dense_ids_binary_keys),
         cmocka_unit_test(test_class_words_in_template_arguments_do_not_classify),
+        cmocka_unit_test(test_name_words_are_whole_words),
+        cmocka_unit_test(test_gated_activation_is_its_own_key),
         cmocka_unit_test(test_mangled_kernel_names_read_as_their_qualified_name),
         cmocka_unit_test(test_device_tables),
         cmocka_unit_test(test_llama_decoder_patterns_named_cuda_and_rocm),
@@ -1889,6 +1971,7 @@ int main(void)
         cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
         cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
         cmocka_unit_test(test_measured_roof_past_the_last_level_cache),
+        cmocka_unit_test(test_measured_roof_with_unknown_last_level_cache),
         cmocka_unit_test(test_window_falls_back_to_the_first_step),
         cmocka_unit_test(test_module_load_launch_is_not_launch_bound),
         cmocka_unit_test(test_fill_writes_only_its_destination),
