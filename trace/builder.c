@@ -627,7 +627,7 @@ static void gap_offer(fa_ta_builder *b, strm *s, const rec *next, uint64_t gstar
  * (unclassed): r has no launch call in the trace (an orphan) or starts before it (a clock
  * inversion), or a memcpy / memset ran on the stream between the two kernels while r was queued
  * (the gap holds the transfer). A zero gap counts only as a latency. false on out of memory. */
-static fa_status gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t g)
+static bool gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t g)
 {
     bool known = r->launch_end && !(r->flags & (RF_ORPHAN | RF_INVERTED));
     if (known && r->launch_end < s->last_end && s->xfer_end <= s->last_end) {
