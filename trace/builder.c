@@ -227,6 +227,7 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
         s->st.device = device;
         s->st.stream = stream;
         s->last_tok = -1;
+        s->last_graph = -1;
         s->refused_frame = -2;
     }
     b->last_sid = (size_t)id;
@@ -621,7 +622,8 @@ static void gap_offer(fa_ta_builder *b, strm *s, const rec *next, uint64_t gstar
 /* What the GPU waited for in the gap g >= 0 before kernel r on stream s (s->last_end: the end of the
  * kernels before it). Queued: r's launch call had ended before the previous kernel ended, so the
  * GPU had r in hand and the gap is its own launch latency (a few us on recent GPUs; a gap of 0 is
- * a latency of 0, which whole-us Kineto timestamps give). Host-bound: r's launch call ended at or
+ * a latency of 0, which whole-us Kineto timestamps give); so is a kernel of the same graph replay
+ * as the previous one. Host-bound: r's launch call ended at or
  * after the previous kernel's end, so the GPU idled until the host launched it (Python, data
  * loading, a synchronising call): no launch cost, counted as host-bound idle. Neither can be told
  * (unclassed): r has no launch call in the trace (an orphan) or starts before it (a clock
@@ -630,7 +632,11 @@ static void gap_offer(fa_ta_builder *b, strm *s, const rec *next, uint64_t gstar
 static bool gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t g)
 {
     bool known = r->launch_end && !(r->flags & (RF_ORPHAN | RF_INVERTED));
-    if (known && r->launch_end < s->last_end && s->xfer_end <= s->last_end) {
+    /* a kernel of the graph replay the previous kernel belongs to was queued by the replay itself,
+     * whenever its one launch call (cudaGraphLaunch, hipGraphLaunch: on ROCm it returns after the
+     * replay's kernels ran) ended */
+    bool same_replay = r->graph >= 0 && r->graph == s->last_graph;
+    if (known && (r->launch_end < s->last_end || same_replay) && s->xfer_end <= s->last_end) {
         b->n_latency_gaps++;
         b->latency_gap_ns += g;
         return fa__qh_add(&b->latency_q, g);
@@ -682,7 +688,10 @@ fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
             st->n_overlaps++;
         }
     }
-    if (!s->any || r->end > s->last_end) s->last_end = r->end;
+    if (!s->any || r->end > s->last_end) {
+        s->last_end = r->end;
+        s->last_graph = r->graph;
+    }
     s->any = true;
     /* launch-bound stretch: kernels each shorter than their own launch call, a call counted up to
      * the median launch call (launch_cap_ns, as the launch cost removed): a longer one was a first

@@ -226,6 +226,7 @@ typedef struct strm {
     bool any;
     uint64_t last_end, busy_end;
     uint64_t xfer_end;    /* the end of the latest memcpy / memset on the stream, 0 none */
+    int64_t last_graph;   /* the graph replay (rec.graph) of the kernel that ends at last_end, -1 */
     int32_t last_tok;
     rec win[WIN];
     int wn;

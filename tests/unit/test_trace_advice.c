@@ -1424,6 +1424,24 @@ static void test_launch_latency_and_host_bound_idle_mixed(void **state)
     fa_trace_advice_free(a);
 }
 
+/* Two replays of a 4-kernel graph whose hipGraphLaunch returns after its kernels ran (ROCm): a
+ * kernel of the replay the previous kernel belongs to was queued by the replay, so its gap is the
+ * device's latency (10 us here), not host-bound idle; the first kernel of the next replay waited
+ * for its launch (host-bound, 750 us). */
+static void test_graph_replay_kernels_are_queued(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launch_graph_replay.json");
+    assert_int_equal(a->graph_kernels, 8);
+    assert_int_equal(a->n_latency_gaps, 6);
+    assert_int_equal(a->launch_latency_ns, 10000);
+    assert_int_equal(a->n_host_bound_gaps, 1);
+    assert_int_equal(a->host_bound_idle_ns, 750000);
+    assert_int_equal(a->launch_call_median_ns, 200000); /* one call per replay */
+    assert_int_equal(a->launch_per_kernel_ns, 210000);
+    fa_trace_advice_free(a);
+}
+
 /* An advice stored before the launch overhead was split (its launch_overhead_ns added the median gap
  * of any cause) reads back as "not stored", never as a figure of the new meaning */
 static void test_advice_of_an_older_version_has_no_launch_figure(void **state)
@@ -1958,6 +1976,7 @@ int main(void)
         cmocka_unit_test(test_launch_latency_of_queued_kernels),
         cmocka_unit_test(test_host_bound_gaps_are_not_launch_overhead),
         cmocka_unit_test(test_launch_latency_and_host_bound_idle_mixed),
+        cmocka_unit_test(test_graph_replay_kernels_are_queued),
         cmocka_unit_test(test_advice_of_an_older_version_has_no_launch_figure),
         cmocka_unit_test(test_member_output_read_outside_is_written),
         cmocka_unit_test(test_amd_device_in_its_own_terms),
