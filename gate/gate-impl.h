@@ -49,7 +49,9 @@ typedef struct gate_run {
     /* an imported trace (kind 'import'): its stored advice's figures (trace/trace.h), read by
      * gate/traces.c; has_advice false for a model run */
     bool is_trace, has_advice;
-    int64_t t_kernels, t_outside, t_kernel_ns, t_steps, t_step_ns, t_launch_overhead_ns;
+    int64_t t_kernels, t_outside, t_kernel_ns, t_steps, t_step_ns;
+    int64_t t_launch_per_kernel_ns, t_launch_latency_ns; /* the advice's launch_per_kernel_ns (FA_TA_NOT_STORED: an
+                                                          older run) and launch_latency_ns (-1 not measured) */
     int64_t t_class_ns[FA_KCLASS_COUNT];
 } gate_run;
 

@@ -205,7 +205,8 @@ fa_status fa_gate_load_run(fa_ctx *ctx, fa_store *st, int64_t id, fa_arena *ar, 
         g->t_kernel_ns = a->kernel_ns;
         g->t_steps = a->n_steps;
         g->t_step_ns = a->step_ns;
-        g->t_launch_overhead_ns = a->launch_overhead_ns;
+        g->t_launch_per_kernel_ns = a->launch_per_kernel_ns;
+        g->t_launch_latency_ns = a->launch_latency_ns;
         memcpy(g->t_class_ns, a->class_ns, sizeof g->t_class_ns);
         fa_trace_advice_free(a);
     }

@@ -97,17 +97,36 @@ fa_status fa_gate_check_traces(fa_ctx *ctx, fa_gate_report *r, const side *sb, c
             "%.1f -> %.1f%s", kb, kc,
             kv == FA_GATE_FAIL ? ": more kernels (a fusion lost, or new work); the traces' reports list them" : "");
     if (s) return s;
-    /* launch overhead per kernel (median launch call + median gap): host-side, it warns */
-    int64_t lb = b->t_launch_overhead_ns, lc = c->t_launch_overhead_ns;
-    if (lb > 0 && lc > 0) {
+    /* launch overhead per kernel (median launch call + median device launch latency: the stored
+     * launch_per_kernel_ns, as the text and the report show it): host and driver side, it warns.
+     * A run imported before that figure stored median launch call + median gap of any cause under
+     * another key: never compared with the new figure */
+    int64_t lb = b->t_launch_per_kernel_ns, lc = c->t_launch_per_kernel_ns;
+    bool ob = lb == FA_TA_NOT_STORED, oc = lc == FA_TA_NOT_STORED;
+    bool latb = b->t_launch_latency_ns >= 0, latc = c->t_launch_latency_ns >= 0;
+    if (ob || oc)
+        s = add(ctx, r, "trace.launch_overhead", "launch overhead per kernel", FA_GATE_SKIPPED, NAN, NAN, NAN,
+                "not comparable: the %s was imported by an older version, whose stored figure added the median idle gap "
+                "of any cause (host work included); import it again",
+                ob && oc ? "baseline and the candidate" : ob ? "baseline" : "candidate");
+    else if (lb < 0 || lc < 0)
+        s = add(ctx, r, "trace.launch_overhead", "launch overhead per kernel", FA_GATE_SKIPPED, NAN, NAN, NAN,
+                "not measured in the %s: no launch call linked to a kernel and no kernel queued behind another",
+                lb >= 0 ? "candidate" : lc >= 0 ? "baseline" : "baseline and the candidate");
+    else if (latb != latc)
+        s = add(ctx, r, "trace.launch_overhead", "launch overhead per kernel", FA_GATE_SKIPPED, NAN, NAN, NAN,
+                "not comparable: the device launch latency is measured in the %s only (no kernel queued behind another "
+                "in the other), so the two figures hold different parts",
+                latb ? "baseline" : "candidate");
+    else if (lb > 0) {
         double ratio = (double)lc / (double)lb;
         fa_gate_verdict lv = ratio > 1 + r->opt.max_regression ? FA_GATE_WARN : FA_GATE_PASS;
         s = add(ctx, r, "trace.launch_overhead", "launch overhead per kernel", lv, (double)lb, (double)lc, ratio,
-                "%.1f -> %.1f us (median launch call + median gap between kernels)%s", lb / 1e3, lc / 1e3,
-                lv == FA_GATE_WARN ? ": higher host overhead per kernel (CPU side: a busier host, another launch path)" : "");
+                "%.2f -> %.2f us (median launch call + median device launch latency%s)%s", lb / 1e3, lc / 1e3,
+                latb ? "" : ", latency not measured on either side",
+                lv == FA_GATE_WARN ? ": higher launch cost per kernel (a busier host, another launch path, no CUDA graph)" : "");
     } else
         s = add(ctx, r, "trace.launch_overhead", "launch overhead per kernel", FA_GATE_SKIPPED, NAN, NAN, NAN,
-                "not measured in one of the traces: no launch call linked to a kernel in the %s",
-                lb > 0 ? "candidate" : lc > 0 ? "baseline" : "baseline and the candidate");
+                "the baseline's launch overhead is 0: no ratio to compare");
     return s;
 }

@@ -112,11 +112,22 @@ static void summary(const fa_rep *r, const fa_trace_advice *a, fa_buf *b)
         snprintf(v, sizeof v, "%.1f%%", 100.0 * (double)busy / (double)a->span_ns);
         card(b, "GPU busy (busiest stream)", v, "kernel time without overlaps, of the span");
     }
-    if (a->n_launch_calls) {
-        snprintf(v, sizeof v, "%.2f \xc2\xb5s", a->launch_overhead_ns / 1e3);
-        snprintf(d, sizeof d, "median launch call %s + median gap %s", tns(t1, sizeof t1, (double)(a->launch_call_median_ns > 0 ? a->launch_call_median_ns : 0)),
-                 tns(t2, sizeof t2, (double)(a->gap_median_ns > 0 ? a->gap_median_ns : 0)));
+    /* launch overhead per kernel: the stored launch_per_kernel_ns (host launch call + device launch
+     * latency), as the text answer and the gate read it */
+    if (a->launch_per_kernel_ns >= 0) {
+        snprintf(v, sizeof v, "%.2f \xc2\xb5s", a->launch_per_kernel_ns / 1e3);
+        char c[48], l[48];
+        if (a->launch_call_median_ns >= 0) snprintf(c, sizeof c, "median launch call %s", tns(t1, sizeof t1, (double)a->launch_call_median_ns));
+        else snprintf(c, sizeof c, "launch call not measured");
+        if (a->launch_latency_ns >= 0) snprintf(l, sizeof l, "device launch latency %s", tns(t2, sizeof t2, (double)a->launch_latency_ns));
+        else snprintf(l, sizeof l, "device launch latency not measured");
+        snprintf(d, sizeof d, "%s + %s", c, l);
         card(b, "Launch overhead per kernel", v, d);
+    } /* else no card (a card the trace cannot fill is left out): the Launch overhead section says why */
+    if (a->n_host_bound_gaps) {
+        snprintf(d, sizeof d, "%" PRId64 " gaps where the GPU waited for the host (median %s); not launch overhead",
+                 a->n_host_bound_gaps, tns(t2, sizeof t2, (double)a->host_bound_gap_median_ns));
+        card(b, "Host-bound idle", tns(v, sizeof v, (double)a->host_bound_idle_ns), d);
     }
     if (a->n_opps) {
         snprintf(v, sizeof v, "%s", tns(t1, sizeof t1, a->saving_ns));
@@ -334,15 +345,46 @@ static void launch(const fa_trace_advice *a, fa_buf *b)
 {
     char t1[32], t2[32], t3[32];
     fa_buf_puts(b, "<section id=\"launch\"><h2>Launch overhead</h2>");
+    if (a->launch_per_kernel_ns == FA_TA_NOT_STORED) {
+        fa_buf_puts(b, "<p>Launch overhead per kernel: not stored in this run (imported by an older version, whose figure "
+                       "added the median idle gap of any cause; import the trace again).</p>");
+    } else if (a->launch_per_kernel_ns < 0) {
+        fa_buf_puts(b, "<p>Launch overhead per kernel: not measured (no launch call linked to a kernel, and no kernel queued "
+                       "behind another on its stream).</p>");
+    } else {
+        fa_buf_puts(b, "<p>Launch overhead per kernel, measured: <b>");
+        fa_buf_printf(b, "%.2f \xc2\xb5s</b> = ", a->launch_per_kernel_ns / 1e3);
+        if (a->launch_call_median_ns >= 0)
+            fa_buf_printf(b, "median launch call %s (%" PRId64 " launch calls, %s on the CPU in all)",
+                          tns(t1, sizeof t1, (double)a->launch_call_median_ns), a->n_launch_calls,
+                          tns(t2, sizeof t2, (double)a->launch_call_ns));
+        else
+            fa_buf_puts(b, "launch call not measured (no launch call linked to a kernel)");
+        if (a->launch_latency_ns >= 0)
+            fa_buf_printf(b, " + median device launch latency %s (%" PRId64 " gaps before a kernel that was already queued: "
+                             "its launch call had ended before the kernel ahead of it on its stream ended)",
+                          tns(t3, sizeof t3, (double)a->launch_latency_ns), a->n_latency_gaps);
+        else
+            fa_buf_puts(b, " + device launch latency not measured (no kernel was queued before the one ahead of it on its "
+                           "stream ended)");
+        fa_buf_puts(b, ".</p>");
+    }
+    if (a->launch_per_kernel_ns != FA_TA_NOT_STORED) {
+        fa_buf_printf(b, "<p>Host-bound idle, not launch overhead: %s in %" PRId64 " gaps", tns(t1, sizeof t1, (double)a->host_bound_idle_ns),
+                      a->n_host_bound_gaps);
+        if (a->n_host_bound_gaps) fa_buf_printf(b, " (median %s)", tns(t2, sizeof t2, (double)a->host_bound_gap_median_ns));
+        fa_buf_puts(b, " where the GPU waited for the host to launch the next kernel (Python, data loading, a synchronising "
+                       "call): fusion removes launches, not this wait");
+        if (a->n_unclassed_gaps)
+            fa_buf_printf(b, "; %s in %" PRId64 " more gaps not told apart (the next kernel has no launch call in the trace or "
+                             "starts before it, or a copy or set ran between)",
+                          tns(t3, sizeof t3, (double)a->unclassed_idle_ns), a->n_unclassed_gaps);
+        fa_buf_puts(b, ".</p>");
+    }
     if (!a->n_launch_calls) {
         fa_buf_puts(b, "<p>No launch call linked to a kernel in this trace (every kernel is an orphan).</p></section>\n");
         return;
     }
-    fa_buf_printf(b, "<p>%" PRId64 " launch calls, %s on the CPU in all; median launch call %s, median idle gap between "
-                     "kernels on a stream %s: <b>%.2f \xc2\xb5s per kernel</b> (measured).</p>",
-                  a->n_launch_calls, tns(t1, sizeof t1, (double)a->launch_call_ns),
-                  tns(t2, sizeof t2, (double)(a->launch_call_median_ns > 0 ? a->launch_call_median_ns : 0)),
-                  tns(t3, sizeof t3, (double)(a->gap_median_ns > 0 ? a->gap_median_ns : 0)), a->launch_overhead_ns / 1e3);
     fa_buf_printf(b, "<p>%d launch-bound stretches (at least %d kernels in a row, each shorter than its own launch call): %" PRId64
                      " kernels, %s of kernel time. A CUDA graph (torch.cuda.graphs, torch.compile mode=\"reduce-overhead\") "
                      "or fusion removes these launches.</p>",

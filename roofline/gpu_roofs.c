@@ -54,7 +54,9 @@ bool fa_gpu_roofs_for(const char *n, uint64_t mem, fa_gpu_roofs *out)
      * Dense (no sparsity) figures throughout. Last-level cache (llc_mb): L2 of A100 40 MB, H100 / H200
      * 50 MB, V100 6 MB, T4 4 MB, RTX 2080 Ti 5.5 MB, A10 6 MB, L4 48 MB, L40S 96 MB (NVIDIA's
      * architecture whitepapers and data sheets); CDNA3's 256 MB Infinity Cache (MI300X / MI325X),
-     * CDNA2's 8 MB L2 per GCD (AMD's CDNA white papers); B200 not tabled. */
+     * CDNA2's 8 MB L2 per GCD (AMD's CDNA white papers). B200: unknown (0) — NVIDIA's HGX B200 data
+     * sheet, Blackwell architecture technical brief and Blackwell tuning guide ("Increased L2
+     * Capacity") give no size; what uses llc_mb says it is unknown (trace/finish.c). */
     fa_gpu_roofs r = {0, 0, 0, NULL, NULL, NULL, 0};
     if (!n) n = "";
     if (has(n, "A100")) {

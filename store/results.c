@@ -138,7 +138,8 @@ static void bind_summary(binder *b, size_t i, const void *user)
 {
     const fa_analysis_summary_row *r = (const fa_analysis_summary_row *)user + i;
     b_txt(b, r->key);
-    b_dbl(b, r->value);
+    if (isnan(r->value)) b_txt(b, NULL); /* not measured: NULL, never a number */
+    else b_dbl(b, r->value);
     b_txt(b, r->unit);
     b_txt(b, r->text);
 }

@@ -301,7 +301,7 @@ typedef struct fa_analysis_edge_row {
 
 typedef struct fa_analysis_summary_row {
     const char *key;              /* e.g. "iter_ns" */
-    double value;                 /* in `unit` */
+    double value;                 /* in `unit`; NAN is stored as NULL (not measured) */
     const char *unit;             /* "ns", "fraction", "bytes", "GB/s", ... */
     const char *text;             /* readable summary, NULL for most keys */
 } fa_analysis_summary_row;

@@ -150,7 +150,8 @@ void fa_ta_builder_free(fa_ta_builder *b)
     fa__ta_cpu_ix_free(b->own_cx);
     fa__ta_spool_free(b);
     fa__qh_free(&b->launch_q);
-    fa__qh_free(&b->gap_q);
+    fa__qh_free(&b->latency_q);
+    fa__qh_free(&b->host_q);
     fa_ta_matcher_free(b->matcher);
     fa_arena_free(b->ar);
     free(b);
@@ -226,6 +227,7 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
         s->st.device = device;
         s->st.stream = stream;
         s->last_tok = -1;
+        s->last_graph = -1;
         s->refused_frame = -2;
     }
     b->last_sid = (size_t)id;
@@ -617,10 +619,44 @@ static void gap_offer(fa_ta_builder *b, strm *s, const rec *next, uint64_t gstar
     b->gap_who[slot].ok = !(next->flags & (RF_ORPHAN | RF_INVERTED));
 }
 
+/* What the GPU waited for in the gap g >= 0 before kernel r on stream s (s->last_end: the end of the
+ * kernels before it). Queued: r's launch call had ended before the previous kernel ended, so the
+ * GPU had r in hand and the gap is its own launch latency (a few us on recent GPUs; a gap of 0 is
+ * a latency of 0, which whole-us Kineto timestamps give); so is a kernel of the same graph replay
+ * as the previous one. Host-bound: r's launch call ended at or
+ * after the previous kernel's end, so the GPU idled until the host launched it (Python, data
+ * loading, a synchronising call): no launch cost, counted as host-bound idle. Neither can be told
+ * (unclassed): r has no launch call in the trace (an orphan) or starts before it (a clock
+ * inversion), or a memcpy / memset ran on the stream between the two kernels while r was queued
+ * (the gap holds the transfer). A zero gap counts only as a latency. false on out of memory. */
+static bool gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t g)
+{
+    bool known = r->launch_end && !(r->flags & (RF_ORPHAN | RF_INVERTED));
+    /* a kernel of the graph replay the previous kernel belongs to was queued by the replay itself,
+     * whenever its one launch call (cudaGraphLaunch, hipGraphLaunch: on ROCm it returns after the
+     * replay's kernels ran) ended */
+    bool same_replay = r->graph >= 0 && r->graph == s->last_graph;
+    if (known && (r->launch_end < s->last_end || same_replay) && s->xfer_end <= s->last_end) {
+        b->n_latency_gaps++;
+        b->latency_gap_ns += g;
+        return fa__qh_add(&b->latency_q, g);
+    }
+    if (g <= 0) return true;
+    if (known && r->launch_end >= s->last_end) {
+        b->n_host_gaps++;
+        b->host_idle_ns += g;
+        return fa__qh_add(&b->host_q, g);
+    }
+    b->n_unclassed_gaps++;
+    b->unclassed_idle_ns += g;
+    return true;
+}
+
 fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
 {
     fa_status stt = FA_OK;
     if (r->flags & RF_BARRIER) { /* a memcpy / memset: no group across it, nothing else */
+        if (r->end > s->xfer_end) s->xfer_end = r->end;
         s->win[s->wn++] = *r;
         while (s->wn == WIN && !stt) stt = win_step(ctx, b, s);
         return stt;
@@ -640,17 +676,22 @@ fa_status fa__ta_analyze(fa_ctx *ctx, fa_ta_builder *b, strm *s, const rec *r)
     if (r->end > from) st->busy_ns += (int64_t)(r->end - from);
     if (!s->any || r->end > s->busy_end) s->busy_end = r->end;
     if (s->any) {
-        if (r->start > s->last_end) {
+        if (r->start >= s->last_end) {
             int64_t g = (int64_t)(r->start - s->last_end);
-            st->idle_ns += g;
-            st->n_gaps++;
-            if (!fa__qh_add(&b->gap_q, g)) return fa__ta_nomem(ctx, b);
-            gap_offer(b, s, r, s->last_end, g);
-        } else if (r->start < s->last_end) {
+            if (g > 0) {
+                st->idle_ns += g;
+                st->n_gaps++;
+                gap_offer(b, s, r, s->last_end, g);
+            }
+            if (!gap_classify(b, s, r, g)) return fa__ta_nomem(ctx, b);
+        } else {
             st->n_overlaps++;
         }
     }
-    if (!s->any || r->end > s->last_end) s->last_end = r->end;
+    if (!s->any || r->end > s->last_end) {
+        s->last_end = r->end;
+        s->last_graph = r->graph;
+    }
     s->any = true;
     /* launch-bound stretch: kernels each shorter than their own launch call, a call counted up to
      * the median launch call (launch_cap_ns, as the launch cost removed): a longer one was a first
@@ -961,6 +1002,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     r.start = g->start_ns;
     r.end = g->end_ns > g->start_ns ? g->end_ns : g->start_ns;
     r.launch_start = L ? L->start_ns : 0;
+    r.launch_end = L ? (L->end_ns > L->start_ns ? L->end_ns : L->start_ns) : 0;
     r.opinst = g->external_id;
     r.tok = tok;
     r.cls = (uint8_t)kcls;

@@ -42,6 +42,47 @@ static bool has_word(const char *hay, const char *word)
     return false;
 }
 
+/* a word boundary before s[i] (i <= strlen(s)): the start or end, a character that is not a
+ * letter or digit ('_' included) on either side, a lower-case letter then an upper-case one
+ * ("topkGating|Softmax"), a letter then a digit or a digit then a letter ("log|2") */
+static bool boundary(const char *s, size_t i)
+{
+    if (i == 0 || !s[i]) return true;
+    unsigned char a = (unsigned char)s[i - 1], b = (unsigned char)s[i];
+    if (!isalnum(a) || !isalnum(b)) return true;
+    if (islower(a) && isupper(b)) return true;
+    return !isdigit(a) != !isdigit(b);
+}
+
+/* pat in hay (case-insensitive) as a word: each end of pat that is a letter or digit sits on a
+ * boundary of hay ("<log" in "<log2>" and "<log>", not in "<logical_and>"; "exp" in "exp_kernel",
+ * not in "expert") */
+static bool word_at(const char *hay, const char *pat)
+{
+    size_t n = strlen(pat);
+    if (!n) return false;
+    bool lw = isalnum((unsigned char)pat[0]), rw = isalnum((unsigned char)pat[n - 1]);
+    for (const char *p = hay; (p = strcasestr(p, pat)) != NULL; p++) {
+        size_t i = (size_t)(p - hay);
+        if ((!lw || boundary(hay, i)) && (!rw || boundary(hay, i + n))) return true;
+    }
+    return false;
+}
+
+/* pat in hay (case-insensitive) as a whole identifier: no letter, digit or '_' next to it.
+ * "Memset (Device)", "Memcpy DtoD", the collector's "memcpy:HtoD"; not the Triton kernel
+ * "_combined_routing_memset" or cub's "batch_memcpy::BatchMemcpyKernel", which are kernels */
+static bool has_ident(const char *hay, const char *pat)
+{
+    size_t n = strlen(pat);
+    for (const char *p = hay; (p = strcasestr(p, pat)) != NULL; p++) {
+        bool left = p == hay || !(isalnum((unsigned char)p[-1]) || p[-1] == '_');
+        bool right = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        if (left && right) return true;
+    }
+    return false;
+}
+
 /* Patterns, tried in this order (docs/trace-advice.md): copy, reduction, convolution-only
  * words, gemm, other convolution words, elementwise; first match wins. Order matters: "cudnn::bn_fw_tr_*" is a reduction before it
  * is a cuDNN kernel, "..._winograd_..._relu_..." is a convolution with a relu epilogue. */
@@ -49,8 +90,10 @@ static bool has_word(const char *hay, const char *word)
 static const char *const k_collective[] = {"nccl", "rccl", "msccl", "all_reduce", "allreduce", "all_gather", "allgather",
                                            "reduce_scatter", "reducescatter", "all_to_all", "alltoall", "multimem",
                                            "cross_device_reduce", "one_shot_all", "two_shot_all", NULL};
-/* copy-engine transfers and sets that a profiler lists as kernels (CUDA "Memcpy DtoD", ROCm blits) */
-static const char *const k_memcpy[] = {"memcpy", "memset", "rocclr_copy", "rocclr_fill", NULL};
+/* copy-engine transfers and sets that a profiler lists as kernels (CUDA "Memcpy DtoD", ROCm blits):
+ * "memcpy" / "memset" as a whole identifier (has_ident), ROCm's blit kernels by their prefix */
+static const char *const k_memcpy_ident[] = {"memcpy", "memset", NULL};
+static const char *const k_memcpy[] = {"rocclr_copy", "rocclr_fill", NULL};
 static const char *const k_copy[] = {"copy_kernel", "direct_copy", "CatArrayBatchedCopy", "copy_device", NULL};
 static const char *const k_reduction[] = {"reduce_kernel", "reduction", "softmax", "layer_norm", "layernorm",
                                           "group_norm", "groupnorm", "batch_norm", "batchnorm", "bn_fw", "bn_bw",
@@ -69,7 +112,8 @@ static const char *const k_attention[] = {"flash_fwd", "flash_bwd", "flash::", "
 static const char *const k_conv_strong[] = {"implicit_convolve", "convolve", "winograd", "conv2d", "conv3d", "fprop",
                                             "dgrad", "wgrad", NULL};
 static const char *const k_conv[] = {"cudnn", "MIOpen", "miopen", NULL}; /* and "conv", not in "convert" */
-static const char *const k_elem_sub[] = {"elementwise", "pointwise", "triton_poi_", "multi_tensor_apply", NULL};
+static const char *const k_elem_sub[] = {"elementwise", "pointwise", "triton_poi_", "multi_tensor_apply",
+                                         "_and_mul", "swiglu", "geglu", NULL}; /* and gated activations */
 static const char *const k_elem_words[] = {"add", "sub", "mul", "div", "relu", "gelu", "silu", "sigmoid", "tanh", "exp",
                                            "neg", "abs", "clamp", "where", "fill", "dropout", "threshold", "bias",
                                            "cast", "pow", "sqrt", "rsqrt", "scale", NULL};
@@ -119,6 +163,8 @@ fa_kclass fa_kernel_classify(const char *name)
     if (any_sub(name, k_collective)) return FA_KCLASS_COLLECTIVE;
     if (any_sub(name, k_attention)) return FA_KCLASS_ATTENTION;
     if (any_sub(name, k_memcpy)) return FA_KCLASS_MEMCPY;
+    for (const char *const *m = k_memcpy_ident; *m; m++)
+        if (has_ident(name, *m)) return FA_KCLASS_MEMCPY;
     if (any_sub(name, k_copy)) return FA_KCLASS_COPY;
     if (any_sub(name, k_reduction)) return FA_KCLASS_REDUCTION;
     if (any_sub(name, k_conv_strong)) return FA_KCLASS_CONV;
@@ -367,7 +413,7 @@ static const char *const k_keys[] = {
     "other", "add", "sub", "mul", "div", "neg", "pow", "sqrt", "rsqrt", "exp", "log", "tanh", "erf", "sigmoid",
     "silu", "gelu", "relu", "where", "fill", "copy", "cat", "mean", "sum", "amax", "var", "softmax",
     "layer_norm", "rms_norm", "dropout", "clamp", "gemm", "conv", "attention", "index", "embedding", "batch_norm",
-    "foreach", "optimizer", "collective", "memcpy"};
+    "foreach", "optimizer", "collective", "memcpy", "gated_activation"};
 _Static_assert(sizeof k_keys / sizeof k_keys[0] == FA_TA_KEY_COUNT, "a name per op key");
 _Static_assert(FA_TA_KEY_COUNT <= 64, "the matcher keeps a set of keys in 64 bits");
 
@@ -422,6 +468,8 @@ int fa_ta_key_of_op(const char *op)
     if (!strncmp(s, "_foreach_", 9)) return FA_TA_KEY_FOREACH;
     if (!strncmp(s, "_fused_adam", 11) || !strncmp(s, "_fused_sgd", 10) || !strncmp(s, "_fused_adagrad", 14))
         return FA_TA_KEY_OPTIMIZER;
+    /* a gated activation op (vLLM _C::silu_and_mul, sgl_kernel::gelu_tanh_and_mul, ...) */
+    if (strstr(s, "_and_mul")) return FA_TA_KEY_GATED_ACT;
     size_t n = strlen(s);
     while (n > 1 && s[n - 1] == '_' && s[0] != '_') n--; /* add_ -> add; keep _to_copy */
     for (size_t i = 0; i < sizeof k_ops / sizeof k_ops[0]; i++)
@@ -429,27 +477,41 @@ int fa_ta_key_of_op(const char *op)
     return -1;
 }
 
-/* Kernel names -> key: case-insensitive substrings of the normalised name, the PyTorch functor
- * in "<...>" first (CUDA and ROCm eager builds name the same templates: HIP keeps them), then the
+/* Kernel names -> key: case-insensitive matches in the normalised name, the PyTorch functor in
+ * "<...>" first (CUDA and ROCm eager builds name the same templates: HIP keeps them), then the
  * kernel's own name. Tried in order; the first match wins ("rsqrt" before "sqrt", "catarray"
- * before "copy", "softmax" before "max"). */
-static const struct { const char *sub; int key; } k_kernel_keys[] = {
-    {"fused_adam", FA_TA_KEY_OPTIMIZER}, {"fusedadam", FA_TA_KEY_OPTIMIZER}, {"fused_sgd", FA_TA_KEY_OPTIMIZER},
-    {"multi_tensor_apply", FA_TA_KEY_FOREACH}, {"softmax", FA_TA_KEY_SOFTMAX}, {"bn_fw", FA_TA_KEY_BATCH_NORM}, {"bn_bw", FA_TA_KEY_BATCH_NORM},
-    {"batch_norm", FA_TA_KEY_BATCH_NORM}, {"batchnorm", FA_TA_KEY_BATCH_NORM}, {"layer_norm", FA_TA_KEY_LAYER_NORM}, {"layernorm", FA_TA_KEY_LAYER_NORM},
-    {"rowwisemoments", FA_TA_KEY_LAYER_NORM}, {"gradgammabeta", FA_TA_KEY_LAYER_NORM}, {"rms_norm", FA_TA_KEY_RMS_NORM}, {"rmsnorm", FA_TA_KEY_RMS_NORM},
-    {"catarraybatchedcopy", FA_TA_KEY_CAT}, {"cat_", FA_TA_KEY_CAT}, {"rsqrt", FA_TA_KEY_RSQRT},
-    {"sqrt", FA_TA_KEY_SQRT}, {"pow", FA_TA_KEY_POW}, {"silu", FA_TA_KEY_SILU}, {"gelu", FA_TA_KEY_GELU},
-    {"sigmoid", FA_TA_KEY_SIGMOID}, {"tanh", FA_TA_KEY_TANH}, {"erf", FA_TA_KEY_ERF}, {"exp", FA_TA_KEY_EXP},
-    {"neg", FA_TA_KEY_NEG}, {"relu", FA_TA_KEY_RELU}, {"threshold", FA_TA_KEY_RELU}, {"where", FA_TA_KEY_WHERE},
-    {"masked_fill", FA_TA_KEY_WHERE}, {"fill", FA_TA_KEY_FILL}, {"dropout", FA_TA_KEY_DROPOUT},
-    {"clamp", FA_TA_KEY_CLAMP}, {"mean", FA_TA_KEY_MEAN}, {"welford", FA_TA_KEY_VAR}, {"sum", FA_TA_KEY_SUM},
-    {"maxops", FA_TA_KEY_AMAX}, {"<max", FA_TA_KEY_AMAX}, {"amax", FA_TA_KEY_AMAX}, {"copy", FA_TA_KEY_COPY},
-    {"<add", FA_TA_KEY_ADD}, {"add_kernel", FA_TA_KEY_ADD}, {"<sub", FA_TA_KEY_SUB}, {"<mul", FA_TA_KEY_MUL},
-    {"mul_kernel", FA_TA_KEY_MUL}, {"<div", FA_TA_KEY_DIV}, {"div_", FA_TA_KEY_DIV}, {"<log", FA_TA_KEY_LOG},
-    {"flash", FA_TA_KEY_ATTENTION}, {"fmha", FA_TA_KEY_ATTENTION}, {"attention", FA_TA_KEY_ATTENTION},
-    {"indexselect", FA_TA_KEY_INDEX}, {"index_elementwise", FA_TA_KEY_INDEX}, {"gather", FA_TA_KEY_INDEX},
-    {"embedding", FA_TA_KEY_EMBEDDING},
+ * before "copy", "softmax" before "max", a gated activation before its activation). An op word
+ * (W) matches only as a word of the name (word_at): "exp" is not in "count_and_sort_expert_tokens",
+ * "fill" not in "BatchPrefill", "cat_" not in "recat_copy", "<log" not in "<logical_and>"; a
+ * library or kernel fragment (S) anywhere ("flash" in "flashinfer", "layernorm" in
+ * "LayerNormalization"). */
+enum { S = 0, W = 1 };
+static const struct { const char *sub; int key; bool word; } k_kernel_keys[] = {
+    {"fused_adam", FA_TA_KEY_OPTIMIZER, S}, {"fusedadam", FA_TA_KEY_OPTIMIZER, S}, {"fused_sgd", FA_TA_KEY_OPTIMIZER, S},
+    {"multi_tensor_apply", FA_TA_KEY_FOREACH, S},
+    /* gated activations: act(x) * y in one kernel (vLLM / sglang act_and_mul_kernel with the
+     * activation a template argument, silu_and_mul, gelu_and_mul, gelu_tanh_and_mul; SwiGLU,
+     * GeGLU, ReGLU kernels): never the one activation its name may hold */
+    {"_and_mul", FA_TA_KEY_GATED_ACT, S}, {"andmul", FA_TA_KEY_GATED_ACT, S}, {"swiglu", FA_TA_KEY_GATED_ACT, W},
+    {"geglu", FA_TA_KEY_GATED_ACT, W}, {"reglu", FA_TA_KEY_GATED_ACT, W},
+    /* a fused rotary embedding is no embedding lookup */
+    {"rotary", FA_TA_KEY_OTHER, S},
+    {"softmax", FA_TA_KEY_SOFTMAX, S}, {"bn_fw", FA_TA_KEY_BATCH_NORM, S}, {"bn_bw", FA_TA_KEY_BATCH_NORM, S},
+    {"batch_norm", FA_TA_KEY_BATCH_NORM, S}, {"batchnorm", FA_TA_KEY_BATCH_NORM, S}, {"layer_norm", FA_TA_KEY_LAYER_NORM, S},
+    {"layernorm", FA_TA_KEY_LAYER_NORM, S}, {"rowwisemoments", FA_TA_KEY_LAYER_NORM, S}, {"gradgammabeta", FA_TA_KEY_LAYER_NORM, S},
+    {"rms_norm", FA_TA_KEY_RMS_NORM, S}, {"rmsnorm", FA_TA_KEY_RMS_NORM, S},
+    {"catarraybatchedcopy", FA_TA_KEY_CAT, S}, {"cat_", FA_TA_KEY_CAT, W}, {"rsqrt", FA_TA_KEY_RSQRT, W},
+    {"sqrt", FA_TA_KEY_SQRT, W}, {"pow", FA_TA_KEY_POW, W}, {"silu", FA_TA_KEY_SILU, W}, {"gelu", FA_TA_KEY_GELU, W},
+    {"sigmoid", FA_TA_KEY_SIGMOID, W}, {"tanh", FA_TA_KEY_TANH, W}, {"erf", FA_TA_KEY_ERF, W}, {"exp", FA_TA_KEY_EXP, W},
+    {"neg", FA_TA_KEY_NEG, W}, {"relu", FA_TA_KEY_RELU, W}, {"threshold", FA_TA_KEY_RELU, W}, {"where", FA_TA_KEY_WHERE, W},
+    {"masked_fill", FA_TA_KEY_WHERE, W}, {"fill", FA_TA_KEY_FILL, W}, {"dropout", FA_TA_KEY_DROPOUT, W},
+    {"clamp", FA_TA_KEY_CLAMP, W}, {"mean", FA_TA_KEY_MEAN, W}, {"welford", FA_TA_KEY_VAR, S}, {"sum", FA_TA_KEY_SUM, W},
+    {"maxops", FA_TA_KEY_AMAX, S}, {"<max", FA_TA_KEY_AMAX, W}, {"amax", FA_TA_KEY_AMAX, W}, {"copy", FA_TA_KEY_COPY, W},
+    {"<add", FA_TA_KEY_ADD, W}, {"add_kernel", FA_TA_KEY_ADD, W}, {"<sub", FA_TA_KEY_SUB, W}, {"<mul", FA_TA_KEY_MUL, W},
+    {"mul_kernel", FA_TA_KEY_MUL, W}, {"<div", FA_TA_KEY_DIV, W}, {"div_", FA_TA_KEY_DIV, W}, {"<log", FA_TA_KEY_LOG, W},
+    {"flash", FA_TA_KEY_ATTENTION, S}, {"fmha", FA_TA_KEY_ATTENTION, S}, {"attention", FA_TA_KEY_ATTENTION, S},
+    {"indexselect", FA_TA_KEY_INDEX, S}, {"index_elementwise", FA_TA_KEY_INDEX, S}, {"gather", FA_TA_KEY_INDEX, S},
+    {"embedding", FA_TA_KEY_EMBEDDING, S},
 };
 
 int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
@@ -468,7 +530,8 @@ int fa_ta_key_of_kernel(const char *token, fa_kclass cls)
         const char *hay = pass == 0 ? lt : token;
         if (!hay) continue;
         for (size_t i = 0; i < sizeof k_kernel_keys / sizeof k_kernel_keys[0]; i++)
-            if (strcasestr(hay, k_kernel_keys[i].sub)) return k_kernel_keys[i].key;
+            if (k_kernel_keys[i].word ? word_at(hay, k_kernel_keys[i].sub) : strcasestr(hay, k_kernel_keys[i].sub) != NULL)
+                return k_kernel_keys[i].key;
         if (pass == 0) {
             /* a bare functor "<add>", "<Mul>" */
             char f[32];

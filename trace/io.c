@@ -227,8 +227,14 @@ struct jrec {
     X(T, I64, n_launch_calls, "launch_calls", 0)                              \
     X(T, I64, launch_call_ns, "launch_call_ns", 0)                            \
     X(T, I64, launch_call_median_ns, "launch_call_median_ns", -1)             \
-    X(T, I64, gap_median_ns, "gap_median_ns", -1)                             \
-    X(T, I64, launch_overhead_ns, "launch_overhead_ns", 0)                    \
+    X(T, I64, launch_latency_ns, "launch_latency_ns", -1)                     \
+    X(T, I64, n_latency_gaps, "launch_latency_gaps", 0)                       \
+    X(T, I64, n_host_bound_gaps, "host_bound_gaps", 0)                        \
+    X(T, I64, host_bound_idle_ns, "host_bound_idle_ns", 0)                    \
+    X(T, I64, host_bound_gap_median_ns, "host_bound_gap_median_ns", -1)       \
+    X(T, I64, n_unclassed_gaps, "unclassed_gaps", 0)                          \
+    X(T, I64, unclassed_idle_ns, "unclassed_idle_ns", 0)                      \
+    X(T, I64, launch_per_kernel_ns, "launch_per_kernel_ns", FA_TA_NOT_STORED) \
     X(T, I64, idle_ns, "idle_ns", 0)                                          \
     X(T, I64, n_overlaps, "overlaps", 0)                                      \
     X(T, I64, n_outside_steps, "outside_steps", 0)                            \

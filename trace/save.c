@@ -4,6 +4,7 @@
 #include "trace/trace-impl.h"
 
 #include <inttypes.h>
+#include <math.h>
 
 enum { MAX_ROWS = 24 };
 
@@ -49,11 +50,15 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
                   a->n_kernels, a->n_kernel_names, fa__ta_ms((double)a->kernel_ns, t1, sizeof t1), fa__ta_ms((double)a->span_ns, t2, sizeof t2),
                   a->n_streams);
     add_row(&R, "trace.kernels", a->n_kernels, "count");
-    fa_buf_printf(&R.b, "Launch overhead %.2f us per kernel, measured in the trace: median launch call %.2f us (%" PRId64
-                      " calls) + median idle gap between kernels on a stream %.2f us.",
-                  a->launch_overhead_ns / 1e3, a->launch_call_median_ns > 0 ? a->launch_call_median_ns / 1e3 : 0.0,
-                  a->n_launch_calls, a->gap_median_ns > 0 ? a->gap_median_ns / 1e3 : 0.0);
-    add_row(&R, "trace.launch_overhead_ns", a->launch_overhead_ns, "ns");
+    /* launch overhead per kernel (host launch call + device launch latency), under its own key: the
+     * trace.launch_overhead_ns rows of older runs added the median gap of any cause. NULL (NAN)
+     * when not measured */
+    fa__ta_launch_words(&R.b, a);
+    fa_buf_puts(&R.b, ".");
+    add_row(&R, "trace.launch_per_kernel_ns", a->launch_per_kernel_ns >= 0 ? (double)a->launch_per_kernel_ns : NAN, "ns");
+    fa__ta_idle_words(&R.b, a);
+    fa_buf_puts(&R.b, ".");
+    add_row(&R, "trace.host_bound_idle_ns", (double)a->host_bound_idle_ns, "ns");
     if (a->hbm_gbs > 0) fa_buf_printf(&R.b, "HBM bandwidth %.0f GB/s (theoretical, %s data sheet).", a->hbm_gbs, a->hbm_label);
     else fa_buf_printf(&R.b, "HBM bandwidth unknown for this device.");
     add_row(&R, "trace.hbm_gbs", a->hbm_gbs, "GB/s");

@@ -193,6 +193,10 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
     case FA_TA_KEY_EMBEDDING:
         kb->why = "op kind not modelled (its output size is not a function of the input shapes)";
         return;
+    case FA_TA_KEY_GATED_ACT: /* the output is half the input's last dimension, and vLLM / sglang pass
+                                 it as an argument: the broadcast rule would price it wrong */
+        kb->why = "gated activation not modelled (its output is half its input, passed as an argument)";
+        return;
     default: break;
     }
     if (!dsz_ok && key != FA_TA_KEY_CAT) {

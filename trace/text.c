@@ -33,6 +33,46 @@ const char *fa__ta_ms(double ns, char *buf, size_t cap)
     return buf;
 }
 
+void fa__ta_launch_words(fa_buf *b, const fa_trace_advice *a)
+{
+    if (a->launch_per_kernel_ns == FA_TA_NOT_STORED) {
+        fa_buf_puts(b, "launch overhead per kernel: not stored in this run (imported by an older version, whose figure "
+                       "added the median idle gap of any cause; import the trace again)");
+        return;
+    }
+    if (a->launch_per_kernel_ns < 0) {
+        fa_buf_puts(b, "launch overhead per kernel: not measured (no launch call linked to a kernel, and no kernel queued "
+                       "behind another on its stream)");
+        return;
+    }
+    fa_buf_printf(b, "launch overhead per kernel, measured: %.2f us = ", a->launch_per_kernel_ns / 1e3);
+    if (a->launch_call_median_ns >= 0)
+        fa_buf_printf(b, "median launch call %.2f us (%" PRId64 " calls)", a->launch_call_median_ns / 1e3, a->n_launch_calls);
+    else
+        fa_buf_puts(b, "launch call not measured (no launch call linked to a kernel)");
+    if (a->launch_latency_ns >= 0)
+        fa_buf_printf(b, " + median device launch latency %.2f us (%" PRId64 " gap%s before a kernel already queued)",
+                      a->launch_latency_ns / 1e3, a->n_latency_gaps, a->n_latency_gaps == 1 ? "" : "s");
+    else
+        fa_buf_puts(b, " + device launch latency not measured (no kernel was queued before the one ahead of it on its "
+                       "stream ended)");
+}
+
+void fa__ta_idle_words(fa_buf *b, const fa_trace_advice *a)
+{
+    char t1[32], t2[32];
+    if (a->launch_per_kernel_ns == FA_TA_NOT_STORED) return; /* an older advice: not classified */
+    fa_buf_printf(b, "host-bound idle (not launch overhead): %s in %" PRId64 " gap%s", fa__ta_ms((double)a->host_bound_idle_ns, t1, sizeof t1),
+                  a->n_host_bound_gaps, a->n_host_bound_gaps == 1 ? "" : "s");
+    if (a->n_host_bound_gaps)
+        fa_buf_printf(b, " (median %s)", fa__ta_ms((double)a->host_bound_gap_median_ns, t2, sizeof t2));
+    fa_buf_puts(b, " where the GPU waited for the host to launch the next kernel");
+    if (a->n_unclassed_gaps)
+        fa_buf_printf(b, "; %s in %" PRId64 " more gap%s not told apart (the next kernel has no launch call in the trace or "
+                         "starts before it, or a copy or set ran between)",
+                      fa__ta_ms((double)a->unclassed_idle_ns, t1, sizeof t1), a->n_unclassed_gaps, a->n_unclassed_gaps == 1 ? "" : "s");
+}
+
 void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
 {
     char t1[32], t2[32], t3[32];
@@ -60,10 +100,13 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
         if (a->class_ns[c] > 0)
             fa_buf_printf_term(b, " %s %s (%.0f%%)", fa_kclass_name((fa_kclass)c), fa__ta_ms((double)a->class_ns[c], t1, sizeof t1),
                           a->kernel_ns ? 100.0 * (double)a->class_ns[c] / (double)a->kernel_ns : 0.0);
-    fa_buf_printf_term(b, "\nlaunch overhead: %.2f us = median launch call %.2f us (%" PRId64
-                     " calls) + median idle gap %.2f us (measured)\n",
-                  a->launch_overhead_ns / 1e3, a->launch_call_median_ns > 0 ? a->launch_call_median_ns / 1e3 : 0.0,
-                  a->n_launch_calls, a->gap_median_ns > 0 ? a->gap_median_ns / 1e3 : 0.0);
+    fa_buf_puts(b, "\n");
+    fa__ta_launch_words(b, a);
+    if (a->launch_per_kernel_ns != FA_TA_NOT_STORED) {
+        fa_buf_puts(b, "\n");
+        fa__ta_idle_words(b, a);
+    }
+    fa_buf_puts(b, "\n");
     if (a->n_fused_kernels)
         fa_buf_printf_term(b, "already fused (attention kernels, torch.compile / Triton, fused optimizers; reported, never made "
                          "part of a fusion): %" PRId64 " kernels, %s\n",

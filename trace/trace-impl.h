@@ -138,6 +138,8 @@ enum {
 typedef struct rec {
     uint64_t start, end;
     uint64_t launch_start;  /* its launch call's start, 0 none (an orphan: launched before the trace) */
+    uint64_t launch_end;    /* its launch call's end (a graph replay's: cudaGraphLaunch's), 0 none: when
+                               the kernel was queued, for the gap before it (fa__ta_analyze) */
     int64_t opinst;      /* the launching cpu op instance (Kineto External id), -1 unknown */
     int64_t launch_ns;   /* launch call duration, -1 none (or counted with its graph replay) */
     int64_t pid, tid;    /* launch thread (for the cpu op of a gap) */
@@ -223,6 +225,8 @@ typedef struct strm {
     fa_ta_stream st;
     bool any;
     uint64_t last_end, busy_end;
+    uint64_t xfer_end;    /* the end of the latest memcpy / memset on the stream, 0 none */
+    int64_t last_graph;   /* the graph replay (rec.graph) of the kernel that ends at last_end, -1 */
     int32_t last_tok;
     rec win[WIN];
     int wn;
@@ -274,7 +278,10 @@ struct fa_ta_builder {
     fa_ta_stretch stretches[MAX_STRETCHES];
     int n_stretches;
     int64_t launch_bound_kernels, launch_bound_ns;
-    qhist launch_q, gap_q;
+    qhist launch_q;
+    qhist latency_q;      /* gaps before a kernel already queued: the device's launch latency */
+    qhist host_q;         /* gaps before a kernel launched after the previous one ended: host-bound idle */
+    int64_t n_latency_gaps, latency_gap_ns, n_host_gaps, host_idle_ns, n_unclassed_gaps, unclassed_idle_ns;
     int64_t n_kernels, kernel_ns, class_ns[FA_KCLASS_COUNT], n_launch_calls, launch_call_ns;
     int64_t n_memcpy, memcpy_ns, n_memset, memset_ns, n_estimated_bytes, graph_kernels;
     int64_t launch_cap_ns;  /* the median launch call of individually launched kernels: the most one
@@ -377,6 +384,12 @@ void fa__ta_cpu_ix_free(cpu_ix *x);
 
 /* "12.3 us" / "4.56 ms" into buf */
 const char *fa__ta_ms(double ns, char *buf, size_t cap);
+/* The launch overhead per kernel in words (the text and the stored sentence alike): fa_trace_advice's
+ * launch_per_kernel_ns with its parts, or why it is not measured / not stored. */
+void fa__ta_launch_words(fa_buf *b, const fa_trace_advice *a);
+/* The host-bound idle (and the gaps not told apart) in words; nothing for an advice stored before
+ * the gaps were classified. */
+void fa__ta_idle_words(fa_buf *b, const fa_trace_advice *a);
 /* the members of o, " -> " between them: op keys (ops) or short kernel names */
 void fa__ta_opp_members(fa_buf *b, const fa_ta_opportunity *o, bool ops);
 /* ", gfx942 (CDNA3), 304 compute units; ..." / ", sm_90 (deviceProperties), 132 SMs": the device

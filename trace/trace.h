@@ -77,7 +77,9 @@ enum {
     FA_TA_KEY_MEAN, FA_TA_KEY_SUM, FA_TA_KEY_AMAX, FA_TA_KEY_VAR, FA_TA_KEY_SOFTMAX, FA_TA_KEY_LAYER_NORM,
     FA_TA_KEY_RMS_NORM, FA_TA_KEY_DROPOUT, FA_TA_KEY_CLAMP, FA_TA_KEY_GEMM, FA_TA_KEY_CONV, FA_TA_KEY_ATTENTION,
     FA_TA_KEY_INDEX, FA_TA_KEY_EMBEDDING, FA_TA_KEY_BATCH_NORM, FA_TA_KEY_FOREACH, FA_TA_KEY_OPTIMIZER,
-    FA_TA_KEY_COLLECTIVE, FA_TA_KEY_MEMCPY, FA_TA_KEY_COUNT
+    FA_TA_KEY_COLLECTIVE, FA_TA_KEY_MEMCPY,
+    FA_TA_KEY_GATED_ACT, /* act(x) * y in one kernel (SwiGLU, GeGLU: act_and_mul, silu_and_mul) */
+    FA_TA_KEY_COUNT
 };
 const char *fa_ta_key_name(int key);
 int fa_ta_key_parse(const char *s, size_t n); /* -1 unknown */
@@ -261,7 +263,9 @@ enum {
     /* the fewest bytes a kernel moves for its bandwidth to count towards the measured memory roof:
      * 8 MiB, over the L2 cache of a T4 (4 MB), V100 (6 MB) or RTX 2080 Ti (5.5 MB) (NVIDIA's data
      * sheets); a kernel that moves less measures latency or cache, not the memory */
-    FA_TA_ROOF_MIN_BYTES = 8 << 20
+    FA_TA_ROOF_MIN_BYTES = 8 << 20,
+    /* a figure absent from a stored advice: it was imported by a version that did not store it */
+    FA_TA_NOT_STORED = -2
 };
 
 typedef struct fa_trace_advice {
@@ -294,8 +298,24 @@ typedef struct fa_trace_advice {
     int64_t n_launch_calls;     /* runtime/driver calls linked to a kernel */
     int64_t launch_call_ns;     /* their summed durations */
     int64_t launch_call_median_ns; /* -1 none */
-    int64_t gap_median_ns;      /* median positive gap between consecutive kernels on a stream, -1 none */
-    int64_t launch_overhead_ns; /* launch_call_median_ns + gap_median_ns (missing parts count 0) */
+    /* The gaps between consecutive kernels of a stream, by what the GPU waited for
+     * (docs/trace-advice.md "Launch overhead"): */
+    int64_t launch_latency_ns;  /* median gap before a kernel already queued (its launch call had
+                                   ended before the previous kernel ended): the device's own launch
+                                   latency; -1 not measured (no such gap) */
+    int64_t n_latency_gaps;     /* those gaps (a zero gap included) */
+    int64_t n_host_bound_gaps;  /* gaps before a kernel whose launch call ended at or after the
+                                   previous kernel's end: the GPU waited for the host */
+    int64_t host_bound_idle_ns; /* their sum */
+    int64_t host_bound_gap_median_ns; /* their median, -1 none */
+    int64_t n_unclassed_gaps;   /* gaps neither can be told of: the next kernel has no launch call in
+                                   the trace or starts before it, or a memcpy / memset ran between */
+    int64_t unclassed_idle_ns;
+    int64_t launch_per_kernel_ns; /* launch overhead per kernel: launch_call_median_ns (host) +
+                                   launch_latency_ns (device), each where measured; -1 neither
+                                   measured; FA_TA_NOT_STORED read back from an advice stored before
+                                   this figure (its old launch_overhead_ns meant median launch call
+                                   + median gap of any kind, and is not read) */
     int64_t idle_ns;            /* summed over streams */
     int64_t n_overlaps;
     int64_t n_outside_steps;    /* kernels launched outside the profiler steps (before the trace,

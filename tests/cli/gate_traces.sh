@@ -25,12 +25,12 @@ expect_rc() { # expect_rc WANT WHAT CMD...
 # durations times EW_SCALE, EXTRA_KERNELS more 3 us kernels per step; launch calls 4 us.
 "$PY" - <<'EOF' || fail "could not write the traces"
 import json
-def gen(path, ew_scale, extra, gpu=True):
+def gen(path, ew_scale, extra, gpu=True, lead=20):
     ev, corr = [], [100]
     def k(name, stream, ts, dur):
         c = corr[0]; corr[0] += 1
         ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
-                   "ts": ts - 20, "dur": 4, "args": {"correlation": c}})
+                   "ts": ts - lead, "dur": 4, "args": {"correlation": c}})
         if gpu:
             ev.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts, "dur": dur,
                        "args": {"device": 0, "stream": stream, "correlation": c, "grid": [108, 1, 1],
@@ -52,6 +52,7 @@ gen("base.json", 1, 0)
 gen("slow_ew.json", 2, 0)
 gen("more.json", 1, 1)
 gen("nogpu.json", 1, 0, gpu=False)
+gen("late.json", 1, 0, lead=8)  # every launch call ends after the kernel ahead: no kernel queued
 EOF
 
 for t in base slow_ew more nogpu; do
@@ -87,4 +88,45 @@ grep -q "without GPU kernels: nothing to compare" err.txt || { cat err.txt; fail
 "$CLI" run zoo:mlp-tiny --no-apply --iters 3 --db t.db >/dev/null 2>err.txt || { cat err.txt; fail "run mlp-tiny"; }
 expect_rc 1 "a trace against a model run" "$CLI" gate --db t.db --baseline 1 --candidate 5
 grep -q "the gate compares two model runs or two imported traces" err.txt || { cat err.txt; fail "mixed-kind message"; }
+# The launch overhead per kernel is the median launch call + the median device launch latency
+# (gaps before a kernel already queued). A run imported by an older version stored median launch
+# call + median gap of any cause (host work included) as trace.launch_overhead_ns: never compared
+# with the new figure, skipped with the reason, whichever side it is on.
+"$CLI" import base.json --db t.db >/dev/null 2>err.txt || { cat err.txt; fail "import base.json again"; } # run 6
+"$PY" - <<'EOF' || fail "could not make run 6's advice an older version's"
+import json, sqlite3
+c = sqlite3.connect("t.db")
+(doc,) = c.execute("SELECT text FROM analysis_summary WHERE run_id=6 AND key='trace.advice_json'").fetchone()
+a = json.loads(doc)
+for k in ("launch_per_kernel_ns", "launch_latency_ns", "launch_latency_gaps", "host_bound_gaps", "host_bound_idle_ns",
+          "host_bound_gap_median_ns", "unclassed_gaps", "unclassed_idle_ns"):
+    del a[k]
+a["gap_median_ns"], a["launch_overhead_ns"] = 96000, 100000
+c.execute("UPDATE analysis_summary SET text=? WHERE run_id=6 AND key='trace.advice_json'", (json.dumps(a),))
+c.execute("DELETE FROM analysis_summary WHERE run_id=6 AND key IN ('trace.launch_per_kernel_ns', 'trace.host_bound_idle_ns')")
+c.execute("INSERT INTO analysis_summary(run_id, key, value, unit, text) VALUES (6, 'trace.launch_overhead_ns', 100000, 'ns', 'old')")
+c.commit()
+EOF
+for pair in "6 1 baseline" "1 6 candidate"; do
+  set -- $pair
+  expect_rc 0 "an older run's launch figure ($3)" "$CLI" gate --db t.db --baseline "$1" --candidate "$2" --json
+  "$PY" - "$3" <<'EOF' || { cat out.txt; fail "older run's launch overhead compared ($3)"; }
+import json, sys
+d = json.load(open("out.txt"))
+c = {c["id"]: c for c in d["checks"]}["trace.launch_overhead"]
+assert c["verdict"] == "skipped", c
+assert "not comparable: the %s was imported by an older version" % sys.argv[1] in c["message"], c
+EOF
+done
+"$CLI" advise 6 --db t.db >out.txt 2>err.txt || { cat err.txt; fail "advise the older run"; }
+grep -q "launch overhead per kernel: not stored in this run (imported by an older version" out.txt || { cat out.txt; fail "older run's text"; }
+# no kernel queued in the candidate: its figure lacks the latency part, so the two are not alike
+"$CLI" import late.json --db t.db >/dev/null 2>err.txt || { cat err.txt; fail "import late.json"; } # run 7
+expect_rc 0 "latency measured on one side" "$CLI" gate --db t.db --baseline 1 --candidate 7 --json
+"$PY" - <<'EOF' || { cat out.txt; fail "latency on one side compared"; }
+import json
+d = json.load(open("out.txt"))
+c = {c["id"]: c for c in d["checks"]}["trace.launch_overhead"]
+assert c["verdict"] == "skipped" and "measured in the baseline only" in c["message"], c
+EOF
 echo "gate_traces: ok"

@@ -54,8 +54,13 @@ grep -q "kernels: vectorized_elementwise_kernel<add> -> mul_kernel -> gelu_kerne
 grep -q "repeated sequence x4: saves 112.0 us" out.txt || { cat out.txt; fail "sequence count/saving"; }
 grep -q "measured 120.0 us kernels + 32.0 us launch cost; fused 40.0 us" out.txt || { cat out.txt; fail "sequence figures"; }
 grep -q "from: bytes unknown" out.txt || { cat out.txt; fail "estimate basis label"; }
-grep -q "launch overhead: 9.00 us = median launch call 4.00 us (21 calls) + median idle gap 5.00 us" out.txt ||
+# each launch call ends 16 us (12 us on stream 8) before its kernel: inside a layer and between the
+# tiny kernels the next kernel was already queued (gaps 12 x 5, 4 x 8 us: latency 5 us); before the
+# next layer's gemm (3 x 105 us) the GPU waited for the host
+grep -q "launch overhead per kernel, measured: 9.00 us = median launch call 4.00 us (21 calls) + median device launch latency 5.00 us (16 gaps before a kernel already queued)" out.txt ||
     { cat out.txt; fail "launch overhead figures"; }
+grep -q "host-bound idle (not launch overhead): 315.0 us in 3 gaps (median 105.0 us) where the GPU waited for the host" out.txt ||
+    { cat out.txt; fail "host-bound idle figures"; }
 grep -q "launch-bound stretches (>= 3 kernels each shorter than its launch call): 1, 5 kernels, 10.0 us" out.txt ||
     { cat out.txt; fail "launch-bound stretch"; }
 grep -q "stored in t.db as run 1 (kind import)" out.txt || { cat out.txt; fail "stored run line"; }
@@ -69,7 +74,7 @@ assert r[3] == "NVIDIA A100-SXM4-40GB" and r[4] == "kineto" and r[5] == 0 and r[
 m = c.execute("SELECT members_json, launches FROM analysis_chains WHERE run_id=1").fetchall()
 assert len(m) == 1 and m[0][1] == 12 and m[0][0].endswith('"mul_kernel","gelu_kernel"]'), m
 keys = {k for (k,) in c.execute("SELECT key FROM analysis_summary WHERE run_id=1")}
-for k in ("trace.kernels", "trace.opportunities", "trace.launch_overhead_ns", "trace.idle_ns", "trace.orphans", "trace.device.cc", "trace.advice_json"):
+for k in ("trace.kernels", "trace.opportunities", "trace.launch_per_kernel_ns", "trace.host_bound_idle_ns", "trace.idle_ns", "trace.orphans", "trace.device.cc", "trace.advice_json"):
     assert k in keys, (k, keys)
 EOF
 
@@ -79,7 +84,8 @@ import json
 d = json.load(open("out.txt"))
 assert d["run_id"] == 2 and d["import"]["kernels"] == 21, d["import"]
 a = d["advice"]
-assert a["arch"] == "sm_80" and a["hbm_gbs"] == 1555.0 and a["launch_overhead_ns"] == 9000, a
+assert a["arch"] == "sm_80" and a["hbm_gbs"] == 1555.0 and a["launch_per_kernel_ns"] == 9000, a
+assert a["launch_latency_ns"] == 5000 and a["host_bound_idle_ns"] == 315000 and "launch_overhead_ns" not in a, a
 s = a["opportunities"]
 assert len(s) == 1 and s[0]["count"] == 4 and s[0]["bytes"] == "unknown" and s[0]["saving_ns"] == 112000, s
 assert s[0]["saving"] == "estimated" and s[0]["pattern"] is None and "slowest member" in s[0]["basis"], s
@@ -89,6 +95,39 @@ EOF
 
 expect_rc 0 "report of the import run" "$CLI" report 1 --db t.db --out rep
 grep -q "<section id=\"opportunities\">" rep/report.html && grep -q "repeated sequence" rep/report.html || fail "report.html lacks the trace advice"
+# the report shows the one stored launch figure, with its parts, as the text does
+grep -q "Launch overhead per kernel, measured: <b>9.00 µs</b> = median launch call 4.0 µs" rep/report.html &&
+    grep -q "median device launch latency 5.0 µs" rep/report.html || fail "report.html launch overhead"
+
+# A host-bound trace (each kernel launched 1 ms after the one before it ended, as in pipit's nsys
+# saxpy export): no kernel queued, so the latency part is not measured and said so on every
+# surface; the waits are host-bound idle, never launch overhead (they made it 985 us per kernel).
+python3 - <<'EOF2'
+import json
+ev, c = [], 500
+for i in range(6):
+    ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 100 + 1000 * i,
+               "dur": 5, "args": {"correlation": c + i}})
+    ev.append({"ph": "X", "cat": "kernel", "name": "saxpy_kernel", "pid": 0, "tid": 7, "ts": 108 + 1000 * i, "dur": 20,
+               "args": {"device": 0, "stream": 7, "correlation": c + i}})
+json.dump({"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "computeMajor": 8,
+           "computeMinor": 0}], "traceEvents": ev}, open("hostbound.json", "w"))
+EOF2
+expect_rc 0 "import a host-bound trace" "$CLI" import hostbound.json --db hb.db --json
+python3 - <<'EOF2' || { cat out.txt; fail "host-bound trace: launch figures"; }
+import json, sqlite3
+a = json.load(open("out.txt"))["advice"]
+assert a["launch_per_kernel_ns"] == 5000 and a["launch_latency_ns"] == -1, a
+assert a["host_bound_gaps"] == 5 and a["host_bound_idle_ns"] == 5 * 980000 and a["host_bound_gap_median_ns"] == 980000, a
+rows = dict(sqlite3.connect("hb.db").execute("SELECT key, value FROM analysis_summary WHERE run_id=1"))
+assert rows["trace.launch_per_kernel_ns"] == 5000 and rows["trace.host_bound_idle_ns"] == 5 * 980000, rows
+EOF2
+expect_rc 0 "advise the host-bound run" "$CLI" advise 1 --db hb.db
+grep -q "launch overhead per kernel, measured: 5.00 us = median launch call 5.00 us (6 calls) + device launch latency not measured" out.txt &&
+    grep -q "host-bound idle (not launch overhead): 4.90 ms in 5 gaps (median 980.0 us)" out.txt || { cat out.txt; fail "host-bound text"; }
+expect_rc 0 "report of the host-bound run" "$CLI" report 1 --db hb.db --out hbrep
+grep -q "device launch latency not measured" hbrep/report.html && grep -q "Host-bound idle" hbrep/report.html ||
+    fail "report.html: host-bound trace"
 
 expect_rc 0 "no GPU activity" "$CLI" import "$DATA/cpu_only.json" --db t.db
 grep -q "no GPU activity in $DATA/cpu_only.json: nothing to fuse" out.txt || { cat out.txt; fail "no-GPU message"; }

@@ -192,11 +192,19 @@ static void test_hand_trace_figures_exact(void **state)
     assert_int_equal(a->kernel_ns, 640);
     assert_int_equal(a->n_streams, 3);
     assert_int_equal(a->n_steps, 1);
-    /* launch calls: 19 x 4 ns, 6 x 8 ns -> lower median 4; gaps 12x5, 4x8, 50, 58, 3x105 -> 5 */
+    /* launch calls: 19 x 4 ns, 6 x 8 ns -> lower median 4. Gaps (each launch call ends 16 or 12 ns
+     * before its kernel): before a kernel already queued 12x5 (stream 7 inside a layer), 4x8 (the
+     * tiny kernels) -> latency 5; before a kernel launched after the previous one ended 3x105
+     * (stream 7's next layer), 58 (big_kernel), 50 (stream 9) -> host-bound idle */
     assert_int_equal(a->n_launch_calls, 25);
     assert_int_equal(a->launch_call_median_ns, 4);
-    assert_int_equal(a->gap_median_ns, 5);
-    assert_int_equal(a->launch_overhead_ns, 9);
+    assert_int_equal(a->n_latency_gaps, 16);
+    assert_int_equal(a->launch_latency_ns, 5);
+    assert_int_equal(a->launch_per_kernel_ns, 9);
+    assert_int_equal(a->n_host_bound_gaps, 5);
+    assert_int_equal(a->host_bound_idle_ns, 3 * 105 + 58 + 50);
+    assert_int_equal(a->host_bound_gap_median_ns, 105);
+    assert_int_equal(a->n_unclassed_gaps, 0);
     /* idle: stream 7 12x5 + 3x105 = 375, stream 8 4x8 + 58 = 90, stream 9 50 (overlap excluded) */
     assert_int_equal(a->idle_ns, 515);
     assert_int_equal(a->n_overlaps, 1);
@@ -455,6 +463,71 @@ static void test_class_words_in_template_arguments_do_not_classify(void **state)
     assert_int_equal(fa_kernel_classify("void cudnn::ops::nchwToNhwcKernel<float>(...)"), FA_KCLASS_CONV);
     assert_int_equal(fa_kernel_classify("MIOpenConvUni"), FA_KCLASS_CONV);
     assert_int_equal(fa_kernel_classify("naive_conv_fwd_nchw_float"), FA_KCLASS_CONV);
+}
+
+/* the key of a kernel's name */
+static const char *key_of(const char *name)
+{
+    static char norm[512];
+    fa_kernel_name_normalize(name, norm, sizeof norm);
+    return fa_ta_key_name(fa_ta_key_of_kernel(norm, fa_kernel_classify(name)));
+}
+
+/* A word of a kernel's name is matched as a word, not inside a longer identifier: "memset" in the
+ * Triton kernel "_combined_routing_memset" made it a copy-engine transfer (no fusion across it,
+ * counted as memcpy time); "exp" in "expert", "fill" in "Prefill", "cat_" in "recat_", "<log" in
+ * "<logical_and>" keyed those kernels exp, fill, cat, log. */
+static void test_name_words_are_whole_words(void **state)
+{
+    (void)state;
+    assert_int_equal(fa_kernel_classify("_combined_routing_memset"), FA_KCLASS_OTHER);
+    assert_int_equal(fa_kernel_classify("void cub::detail::batch_memcpy::BatchMemcpyKernel<int>(int)"), FA_KCLASS_OTHER);
+    assert_string_equal(key_of("_combined_routing_memset"), "other");
+    /* the transfers a profiler lists by these words stay transfers */
+    assert_int_equal(fa_kernel_classify("Memset (Device)"), FA_KCLASS_MEMCPY);
+    assert_int_equal(fa_kernel_classify("Memcpy HtoD (Pinned -> Device)"), FA_KCLASS_MEMCPY);
+    assert_int_equal(fa_kernel_classify("memcpy:HtoD"), FA_KCLASS_MEMCPY);
+    assert_int_equal(fa_kernel_classify("__amd_rocclr_fillBufferAligned"), FA_KCLASS_MEMCPY);
+    assert_string_equal(key_of("count_and_sort_expert_tokens_kernel"), "other");
+    assert_string_equal(key_of("void flashinfer::BatchPrefillWithPagedKVCacheKernel<int>(int)"), "attention"); /* flash* */
+    assert_string_equal(key_of("recat_copy_async_kernel"), "copy");
+    assert_string_equal(key_of("void at::native::vectorized_elementwise_kernel<4, at::native::logical_and_kernel_cuda<float>, "
+                               "at::detail::Array<char*, 3> >(int)"),
+                        "other");
+    assert_string_equal(key_of("void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*)"), "other");
+    /* the words themselves still key */
+    assert_string_equal(key_of("void at::native::vectorized_elementwise_kernel<4, at::native::log2_kernel_cuda<float>, "
+                               "at::detail::Array<char*, 2> >(int)"),
+                        "log");
+    assert_string_equal(key_of("exp_kernel"), "exp");
+    assert_string_equal(key_of("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float*)"), "softmax");
+    assert_string_equal(key_of("void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl<float>, "
+                               "at::detail::Array<char*, 2> >(int)"),
+                        "gelu");
+}
+
+/* A gated activation (act(x) * y in one kernel) is its own key: sglang's act_and_mul_kernel (the
+ * activation a template argument) was keyed "mul", vLLM's silu_and_mul "silu" — one activation, and
+ * a "silu" kernel before a mul made "SiLU * mul (SwiGLU)" of a kernel that already is one */
+static void test_gated_activation_is_its_own_key(void **state)
+{
+    (void)state;
+    const char *const gated[] = {
+        "_ZN7sgl_hip10activation18act_and_mul_kernelI14__hip_bfloat16TnPFT_RKS3_EXadL_Z4siluIS2_ES3_S5_EEEEvPS3_PS4_i",
+        "void flashinfer::activation::act_and_mul_kernel<__nv_bfloat16, &silu>(__nv_bfloat16*, __nv_bfloat16 const*, int)",
+        "void vllm::act_and_mul_kernel<c10::BFloat16, &vllm::gelu_tanh_kernel<c10::BFloat16>, true>(c10::BFloat16*, int)",
+        "void vllm::silu_and_mul_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, int)",
+        "_swiglu_forward_kernel",
+    };
+    for (size_t i = 0; i < sizeof gated / sizeof gated[0]; i++) {
+        assert_string_equal(key_of(gated[i]), "gated_activation");
+        assert_int_equal(fa_kernel_classify(gated[i]), FA_KCLASS_ELEMENTWISE);
+    }
+    assert_int_equal(fa_ta_key_of_op("sgl_kernel::silu_and_mul"), FA_TA_KEY_GATED_ACT);
+    assert_int_equal(fa_ta_key_of_op("_C::gelu_tanh_and_mul"), FA_TA_KEY_GATED_ACT);
+    assert_int_equal(fa_ta_key_parse("gated_activation", 16), FA_TA_KEY_GATED_ACT);
+    /* the activations alone keep theirs */
+    assert_string_equal(key_of("void vllm::silu_kernel<float>(float*)"), "silu");
 }
 
 /* ROCm traces keep the mangled names of aiter, Composable Kernel and sgl-kernel kernels: they were
@@ -1273,6 +1346,142 @@ static void test_host_wait_between_members_is_not_launch_cost(void **state)
     fa_trace_advice_free(a);
 }
 
+/* Launch overhead per kernel = median launch call + median device launch latency, the latter over
+ * the gaps before a kernel already queued (its launch call ended before the kernel ahead of it on
+ * its stream ended). Eight kernels launched in a burst (5 us calls), run 2 us apart: every gap is
+ * the device's latency. */
+static void test_launch_latency_of_queued_kernels(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launch_queued.json");
+    assert_int_equal(a->launch_call_median_ns, 5000);
+    assert_int_equal(a->n_latency_gaps, 7);
+    assert_int_equal(a->launch_latency_ns, 2000);
+    assert_int_equal(a->launch_per_kernel_ns, 7000);
+    assert_int_equal(a->n_host_bound_gaps, 0);
+    assert_int_equal(a->host_bound_idle_ns, 0);
+    assert_int_equal(a->host_bound_gap_median_ns, -1);
+    assert_int_equal(a->n_unclassed_gaps, 0);
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_trace_advice_text(a, &b);
+    assert_non_null(strstr(b.data, "launch overhead per kernel, measured: 7.00 us = median launch call 5.00 us (8 calls) + "
+                                   "median device launch latency 2.00 us (7 gaps before a kernel already queued)"));
+    assert_non_null(strstr(b.data, "host-bound idle (not launch overhead): 0.0 us in 0 gaps where"));
+    fa_buf_free(&b);
+    fa_trace_advice_free(a);
+}
+
+/* Each kernel launched 1 ms after the one before it ended (pipit's nsys saxpy export: 234 ms of host
+ * work between kernels was "launch overhead 233,818 us per kernel"): the GPU waited for the host.
+ * Those gaps are host-bound idle, reported as such; the launch overhead is the launch call alone,
+ * its latency part not measured (no kernel was queued), and says so. */
+static void test_host_bound_gaps_are_not_launch_overhead(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launch_host_bound.json");
+    assert_int_equal(a->launch_call_median_ns, 5000);
+    assert_int_equal(a->n_latency_gaps, 0);
+    assert_int_equal(a->launch_latency_ns, -1);
+    assert_int_equal(a->launch_per_kernel_ns, 5000);
+    assert_int_equal(a->n_host_bound_gaps, 7);
+    assert_int_equal(a->host_bound_idle_ns, 7 * 980000);
+    assert_int_equal(a->host_bound_gap_median_ns, 980000);
+    assert_int_equal(a->idle_ns, 7 * 980000);
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_trace_advice_text(a, &b);
+    assert_non_null(strstr(b.data, "launch overhead per kernel, measured: 5.00 us = median launch call 5.00 us (8 calls) + "
+                                   "device launch latency not measured"));
+    assert_non_null(strstr(b.data, "host-bound idle (not launch overhead): 6.86 ms in 7 gaps (median 980.0 us) where the GPU "
+                                   "waited for the host"));
+    fa_buf_free(&b);
+    fa_trace_advice_free(a);
+}
+
+/* Queued and host-bound gaps in one stream, more of the latter (the median of all gaps was a
+ * 480 us host wait); a copy between two queued kernels and an orphan kernel leave their gaps not
+ * told apart, out of both figures. */
+static void test_launch_latency_and_host_bound_idle_mixed(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launch_mixed.json");
+    assert_int_equal(a->launch_call_median_ns, 5000);
+    assert_int_equal(a->n_latency_gaps, 3);
+    assert_int_equal(a->launch_latency_ns, 3000);
+    assert_int_equal(a->launch_per_kernel_ns, 8000);
+    assert_int_equal(a->n_host_bound_gaps, 6);
+    assert_int_equal(a->host_bound_idle_ns, (688 + 5 * 480) * 1000);
+    assert_int_equal(a->host_bound_gap_median_ns, 480000);
+    assert_int_equal(a->n_unclassed_gaps, 2);
+    assert_int_equal(a->unclassed_idle_ns, (11 + 472) * 1000);
+    assert_int_equal(a->idle_ns, (3 * 3 + 11 + 688 + 5 * 480 + 472) * 1000);
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_trace_advice_text(a, &b);
+    assert_non_null(strstr(b.data, "483.0 us in 2 more gaps not told apart"));
+    fa_buf_free(&b);
+    fa_trace_advice_free(a);
+}
+
+/* Two replays of a 4-kernel graph whose hipGraphLaunch returns after its kernels ran (ROCm): a
+ * kernel of the replay the previous kernel belongs to was queued by the replay, so its gap is the
+ * device's latency (10 us here), not host-bound idle; the first kernel of the next replay waited
+ * for its launch (host-bound, 750 us). */
+static void test_graph_replay_kernels_are_queued(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_launch_graph_replay.json");
+    assert_int_equal(a->graph_kernels, 8);
+    assert_int_equal(a->n_latency_gaps, 6);
+    assert_int_equal(a->launch_latency_ns, 10000);
+    assert_int_equal(a->n_host_bound_gaps, 1);
+    assert_int_equal(a->host_bound_idle_ns, 750000);
+    assert_int_equal(a->launch_call_median_ns, 200000); /* one call per replay */
+    assert_int_equal(a->launch_per_kernel_ns, 210000);
+    fa_trace_advice_free(a);
+}
+
+/* An advice stored before the launch overhead was split (its launch_overhead_ns added the median gap
+ * of any cause) reads back as "not stored", never as a figure of the new meaning */
+static void test_advice_of_an_older_version_has_no_launch_figure(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace_advice *a = advise_fixture("trace_launch_queued.json");
+    fa_buf j;
+    fa_buf_init(&j);
+    fa_trace_advice_json(a, &j);
+    fa_trace_advice_free(a);
+    /* the older document: the new keys gone, the old ones there */
+    char *doc = strdup(j.data);
+    assert_non_null(doc);
+    const char *const gone[] = {"\"launch_per_kernel_ns\":", "\"launch_latency_ns\":", "\"host_bound_gaps\":",
+                                "\"launch_latency_gaps\":", "\"host_bound_idle_ns\":", "\"host_bound_gap_median_ns\":",
+                                "\"unclassed_gaps\":", "\"unclassed_idle_ns\":"};
+    for (size_t i = 0; i < sizeof gone / sizeof gone[0]; i++) {
+        char *p = strstr(doc, gone[i]);
+        assert_non_null(p);
+        char *e = strchr(p, ',');
+        memmove(p, e + 1, strlen(e + 1) + 1);
+    }
+    fa_buf old;
+    fa_buf_init(&old);
+    fa_buf_printf(&old, "{\"gap_median_ns\":2000,\"launch_overhead_ns\":7000,%s", doc + 1);
+    free(doc);
+    a = NULL;
+    assert_int_equal(fa_trace_advice_from_json(ctx, old.data, old.len, &a), FA_OK);
+    assert_int_equal(a->launch_per_kernel_ns, FA_TA_NOT_STORED);
+    fa_buf t;
+    fa_buf_init(&t);
+    fa_trace_advice_text(a, &t);
+    assert_non_null(strstr(t.data, "launch overhead per kernel: not stored in this run (imported by an older version"));
+    assert_null(strstr(t.data, "host-bound idle"));
+    fa_buf_free(&t), fa_buf_free(&old), fa_buf_free(&j);
+    fa_trace_advice_free(a);
+    fa_ctx_free(ctx);
+}
+
 /* GEMM -> add -> mean -> mul: the row mean is read by no later member, so someone outside the
  * group reads it: the fused kernel writes it as well as the multiply's output */
 static void test_member_output_read_outside_is_written(void **state)
@@ -1543,6 +1752,21 @@ static void test_window_falls_back_to_the_first_step(void **state)
 /* The measured memory roof counts only kernels moving more than the device's last-level cache: on
  * vLLM's MI300X trace a 64 MiB bf16 fill ran at 5 TB/s inside the 256 MB Infinity Cache and set the
  * roof every fused kernel was priced on; the HBM figure is the 1.5 GiB add's 4 TB/s. */
+/* A device whose last-level cache size is not tabled (B200: NVIDIA publishes none) says so where
+ * the measured roof is named: its kernels over 8 MiB may have run from cache, never "past" a cache
+ * of 0 MB */
+static void test_measured_roof_with_unknown_last_level_cache(void **state)
+{
+    (void)state;
+    fa_trace_advice *a = advise_fixture("trace_roof_llc_unknown.json");
+    assert_non_null(a->roofs.label);
+    assert_string_equal(a->roofs.label, "B200 (HGX)");
+    assert_true(a->roofs.llc_mb == 0);
+    assert_true(a->mem_roof_gbs > 0 && a->mem_roof_gbs < a->roofs.hbm_gbs);
+    assert_non_null(strstr(a->mem_roof_source, "last-level cache size is unknown"));
+    fa_trace_advice_free(a);
+}
+
 static void test_measured_roof_past_the_last_level_cache(void **state)
 {
     (void)state;
@@ -1735,6 +1959,8 @@ int main(void)
         cmocka_unit_test(test_names_normalize_and_classify),
         cmocka_unit_test(test_intern_map_dense_ids_binary_keys),
         cmocka_unit_test(test_class_words_in_template_arguments_do_not_classify),
+        cmocka_unit_test(test_name_words_are_whole_words),
+        cmocka_unit_test(test_gated_activation_is_its_own_key),
         cmocka_unit_test(test_mangled_kernel_names_read_as_their_qualified_name),
         cmocka_unit_test(test_device_tables),
         cmocka_unit_test(test_llama_decoder_patterns_named_cuda_and_rocm),
@@ -1747,6 +1973,11 @@ int main(void)
         cmocka_unit_test(test_collective_and_gemms_never_inside_a_fusion),
         cmocka_unit_test(test_two_reduction_domains_are_two_fusions),
         cmocka_unit_test(test_host_wait_between_members_is_not_launch_cost),
+        cmocka_unit_test(test_launch_latency_of_queued_kernels),
+        cmocka_unit_test(test_host_bound_gaps_are_not_launch_overhead),
+        cmocka_unit_test(test_launch_latency_and_host_bound_idle_mixed),
+        cmocka_unit_test(test_graph_replay_kernels_are_queued),
+        cmocka_unit_test(test_advice_of_an_older_version_has_no_launch_figure),
         cmocka_unit_test(test_member_output_read_outside_is_written),
         cmocka_unit_test(test_amd_device_in_its_own_terms),
         cmocka_unit_test(test_amd_device_unnamed_identified_by_its_properties),
@@ -1759,6 +1990,7 @@ int main(void)
         cmocka_unit_test(test_same_shape_copies_are_not_a_chain),
         cmocka_unit_test(test_python_scalar_keeps_the_tensor_dtype),
         cmocka_unit_test(test_measured_roof_past_the_last_level_cache),
+        cmocka_unit_test(test_measured_roof_with_unknown_last_level_cache),
         cmocka_unit_test(test_window_falls_back_to_the_first_step),
         cmocka_unit_test(test_module_load_launch_is_not_launch_bound),
         cmocka_unit_test(test_fill_writes_only_its_destination),
