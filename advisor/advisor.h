@@ -20,6 +20,11 @@ typedef struct fa_fused_probe_result {
                                   timed: median_ns is used as it is) */
     double paired_ratio;       /* the median of the pairs' fused / unfused ratios
                                   (fa_stats_paired_ratio; 0 or NAN: not paired) */
+    double ratio_lo, ratio_hi; /* that median's sign-test interval over the same pairs
+                                  (fa_stats_paired_ratio_interval, >= 90% coverage): how far the
+                                  ratio moves between the probe's own repetitions (issue 36).
+                                  Known only when 0 < ratio_lo <= ratio_hi, both finite (NAN or 0:
+                                  under 5 pairs, a stored probe, not paired) */
     int reps;                  /* timed runs (pairs) the medians are of */
     int wins;                  /* pairs in which the fused kernel was faster than the unfused
                                   sub-graph (-1: not paired) */
