@@ -29,7 +29,11 @@ Per family (issue 36; a plan argument named FAMILY/NAME, or --families): per fam
 kind, accepted clusters within +-25%, wrong sign among the measured ones, the median |error|,
 the measurement's own repeatability and the term of the prediction that misses most (miss_term:
 the stored terms pred_members_ns, pred_dispatch_ns, pred_fused_ns, pred_ratio against the paired
-benchmark's meas_unfused_ns and meas_fused_ns).
+benchmark's meas_unfused_ns and meas_fused_ns). Then, with --db, the same counts adjusted beside
+the raw ones (families, about_zero, per_benchmark): a cluster whose predicted and measured savings
+both lie within the IQR of its paired per-round differences is "about 0, within repeatability"
+(agreement: neither a miss nor a wrong sign); clusters sharing one benchmark (one signature in one
+plan) count once; the median round IQR / |measured| beside them.
 
 The saving in the model (issue 36; inmodel_table): per family and kind, over the accepted clusters
 with an in-model saving (plan.json inmodel_saving_ns: the nodes a fused node replaces in the
