@@ -217,7 +217,7 @@ const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap)
         snprintf(buf + w, cap - w, "%s (about 0 by its probe's pairs: %s)", sep, iv);
     } else {
         double far = fmax(fabs(est - lo), fabs(hi - est));
-        if (far > FA_PREDICTION_TRUST_REL * fabs(est))
+        if (est != 0 && far > FA_PREDICTION_TRUST_REL * fabs(est)) /* est 0 outside its interval: read-back noise */
             snprintf(buf + w, cap - w, "%s \xc2\xb1 %.0f%% (its probe's pairs: %s)", sep, 100 * far / fabs(est), iv);
     }
     return buf;

@@ -222,6 +222,8 @@ static void test_spread_phrase_quotes_the_prediction_interval(void **st)
     }
     c.est_lo_ns = 7000, c.est_hi_ns = 12500, c.est_saving_ns = NAN; /* no prediction: nothing */
     assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+    c.est_saving_ns = 0; /* outside its own interval (a damaged database): no "± inf%" */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
 }
 
 int main(void)
