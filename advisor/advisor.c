@@ -2427,6 +2427,28 @@ static bool noise_refusal(adv *A, fa_cluster *c, double member_ns)
     return true;
 }
 
+/* Whether v[i] is a copy of another entry's benchmark: the same run, plan and signature (the
+ * applier benchmarks the first cluster of a signature in a plan and copies its rounds to the
+ * others, "benchmark shared with cluster N") with a smaller cluster id. v is sorted by signature
+ * (fa_store_measured_fused), so the copies are neighbours. */
+static bool shares_an_earlier_benchmark(const fa_measured_fused *v, size_t n, size_t i)
+{
+    const fa_measured_fused *x = &v[i];
+    if (!x->signature) return false;
+    for (size_t d = 1; d <= i || i + d < n; d++) {
+        bool more = false;
+        for (int side = 0; side < 2; side++) {
+            if (side == 0 ? d > i : i + d >= n) continue;
+            const fa_measured_fused *y = &v[side == 0 ? i - d : i + d];
+            if (!y->signature || strcmp(y->signature, x->signature)) continue;
+            more = true;
+            if (y->run_id == x->run_id && y->plan_id == x->plan_id && y->cluster_id < x->cluster_id) return true;
+        }
+        if (!more) return false; /* past this signature's entries on both sides */
+    }
+    return false;
+}
+
 void fa_advise_kind_spread(const fa_measured_fused *v, size_t n, fa_cluster_kind kind, fa_kind_spread *out)
 {
     *out = (fa_kind_spread){0, NAN, NAN, false};
@@ -2443,7 +2465,10 @@ void fa_advise_kind_spread(const fa_measured_fused *v, size_t n, fa_cluster_kind
         double p = x->est_saving_ns;
         if (x->kind != kind || !x->resolved || !(p == p) || p == 0 || !(x->paired.median_ns == x->paired.median_ns))
             continue;
-        err[m] = fabs(x->paired.median_ns - p) / fabs(p) * 100.0;
+        if (shares_an_earlier_benchmark(v, n, i)) continue; /* one measurement counts once */
+        double iqr = x->paired.iqr_ns;
+        bool about_0 = iqr == iqr && fabs(p) <= iqr && fabs(x->paired.median_ns) <= iqr;
+        err[m] = about_0 ? 0 : fabs(x->paired.median_ns - p) / fabs(p) * 100.0;
         rep[m] = (x->paired.ci_hi_ns - x->paired.ci_lo_ns) / 2.0 / fabs(p) * 100.0;
         m++;
     }
