@@ -20,6 +20,11 @@ typedef struct fa_fused_probe_result {
                                   timed: median_ns is used as it is) */
     double paired_ratio;       /* the median of the pairs' fused / unfused ratios
                                   (fa_stats_paired_ratio; 0 or NAN: not paired) */
+    double ratio_lo, ratio_hi; /* that median's sign-test interval over the same pairs
+                                  (fa_stats_paired_ratio_interval, >= 90% coverage): how far the
+                                  ratio moves between the probe's own repetitions (issue 36).
+                                  Known only when 0 < ratio_lo <= ratio_hi, both finite (NAN or 0:
+                                  under 5 pairs, a stored probe, not paired) */
     int reps;                  /* timed runs (pairs) the medians are of */
     int wins;                  /* pairs in which the fused kernel was faster than the unfused
                                   sub-graph (-1: not paired) */
@@ -181,9 +186,14 @@ fa_status fa_advise(fa_ctx *ctx, const fa_graph *g, const fa_analysis *a, const 
 /* How far the predicted savings of one cluster kind have missed on this machine (issue 36): over
  * the clusters of `kind` in v[0..n) (fa_store_measured_fused: earlier plans' clusters benchmarked
  * on the same device and threads) whose paired measurement resolved its saving
- * (measured_fused.resolved) and whose predicted saving is known and non-zero:
+ * (measured_fused.resolved) and whose predicted saving is known and non-zero, each benchmark once
+ * (clusters of one plan with one signature share the first one's rounds: only the smallest
+ * cluster id of them counts, with its own prediction):
  *   spread_pct = the 80th percentile (type 7) of |measured - predicted| / |predicted| x 100, the
- *                measured saving being the paired median of the applier's rounds;
+ *                measured saving being the paired median of the applier's rounds; 0 for a
+ *                cluster "about 0, within repeatability" (|predicted| and |measured| both within
+ *                the IQR of its paired per-round differences: agreement, as
+ *                bench/calibration.py counts it);
  *   repeat_pct = the 80th percentile of the measurement's own half-interval (the paired
  *                differences' sign-test interval, (hi - lo) / 2) / |predicted| x 100: how far
  *                the measurement itself could move the same ratio;

@@ -215,7 +215,8 @@ void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *
 
 /* The probe's figures from its n interleaved pairs (fns[i] fused and uns[i] unfused, ns, timed
  * together; n at most FA_PROBE_REPS x FA_PROBE_VISITS): out's median_ns and unfused_median_ns
- * (type-7 medians), paired_ratio (the median of fns[i] / uns[i], fa_stats_paired_ratio), reps
+ * (type-7 medians), paired_ratio (the median of fns[i] / uns[i], fa_stats_paired_ratio) and its
+ * sign-test interval ratio_lo..ratio_hi (fa_stats_paired_ratio_interval; NAN under 5 pairs), reps
  * (n) and wins (pairs with the fused run faster); what untouched. Neither array is modified:
  * the pairs must stay pairs for the revisits that append to them (applier/probe.c once sorted
  * them in place for its medians, so its wins compared order statistics, not pairs). */

@@ -16,6 +16,7 @@ typedef struct probe_entry {
     double median_ns;       /* <= 0: the kernel could not be built (what says why) */
     double unfused_median_ns;
     double paired_ratio;    /* median of fns[i] / uns[i] (fa_stats_paired_ratio) */
+    double ratio_lo, ratio_hi; /* its sign-test interval (fa_stats_paired_ratio_interval); NAN none */
     int reps, wins;
     char what[300];
     /* for the revisits (fa_kernel_probe_revisit): the cluster as first probed, and every pair */
@@ -296,6 +297,7 @@ void fa_probe_pairs_summary(const double *fns, const double *uns, int n, fa_fuse
     out->median_ns = fa_stats_median(fs, (size_t)n);
     out->unfused_median_ns = fa_stats_median(us, (size_t)n);
     out->paired_ratio = fa_stats_paired_ratio(fns, uns, (size_t)n);
+    fa_stats_paired_ratio_interval(fns, uns, (size_t)n, &out->ratio_lo, &out->ratio_hi);
     out->reps = n;
     out->wins = 0;
     for (int k = 0; k < n; k++) out->wins += fns[k] < uns[k];
@@ -309,6 +311,8 @@ static void summarize(probe_entry *e)
     e->median_ns = r.median_ns;
     e->unfused_median_ns = r.unfused_median_ns;
     e->paired_ratio = r.paired_ratio;
+    e->ratio_lo = r.ratio_lo;
+    e->ratio_hi = r.ratio_hi;
     e->wins = r.wins;
     snprintf(e->what, sizeof e->what, "%s (%s) on boundary layouts %s ran in %.0f ns against its unfused sub-graph's %.0f "
              "ns in the baseline's plain layout (medians of %d interleaved pairs in %d visit(s) after %d warm-up each, %d "
@@ -422,6 +426,8 @@ static void result_of(const probe_entry *e, fa_fused_probe_result *out)
     out->median_ns = e->median_ns;
     out->unfused_median_ns = e->unfused_median_ns;
     out->paired_ratio = e->paired_ratio;
+    out->ratio_lo = e->ratio_lo;
+    out->ratio_hi = e->ratio_hi;
     out->reps = e->reps;
     out->wins = e->wins;
 }

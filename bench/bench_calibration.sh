@@ -13,7 +13,9 @@
 # RegNet, ShuffleNet, SqueezeNet, ConvNeXt; bert-llama-t5; gpt2-vit; other-cnn), and calibration.py
 # prints per family and cluster kind: accepted within +-25%, wrong sign among the measured, the
 # median |error|, the measurement's own repeatability and the term of the prediction that misses
-# most (the stored terms against the paired benchmark's medians, calibration.py miss_term).
+# most (the stored terms against the paired benchmark's medians, calibration.py miss_term); then
+# the same adjusted beside the raw counts: clusters "about 0" within their rounds' IQR count as
+# agreement, and clusters sharing one benchmark (one signature in a plan) count once.
 # The saving in the model (issue 36): beside the prediction's agreement with the isolated measurement,
 # its agreement with each accepted cluster's saving in the model (plan.json inmodel_saving_ns, from
 # the baseline's and the fused model's traces), per family and kind (within +-25%, wrong sign), the

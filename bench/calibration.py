@@ -29,7 +29,11 @@ Per family (issue 36; a plan argument named FAMILY/NAME, or --families): per fam
 kind, accepted clusters within +-25%, wrong sign among the measured ones, the median |error|,
 the measurement's own repeatability and the term of the prediction that misses most (miss_term:
 the stored terms pred_members_ns, pred_dispatch_ns, pred_fused_ns, pred_ratio against the paired
-benchmark's meas_unfused_ns and meas_fused_ns).
+benchmark's meas_unfused_ns and meas_fused_ns). Then, with --db, the same counts adjusted beside
+the raw ones (families, about_zero, per_benchmark): a cluster whose predicted and measured savings
+both lie within the IQR of its paired per-round differences is "about 0, within repeatability"
+(agreement: neither a miss nor a wrong sign); clusters sharing one benchmark (one signature in one
+plan) count once; the median round IQR / |measured| beside them.
 
 The saving in the model (issue 36; inmodel_table): per family and kind, over the accepted clusters
 with an in-model saving (plan.json inmodel_saving_ns: the nodes a fused node replaces in the
@@ -242,7 +246,9 @@ def load(args):
             meas_sides = (p[3], p[4]) if p else None
             rows.append((name, c["kind"], c["status"], pred, float(m), an, c.get("basis") or "", res, sides(c),
                          meas_sides, "benchmark shared with cluster" in (c.get("reason") or ""),
-                         samples.get(c["id"]), {"terms": terms(c), "ci": p[2] if p else None}))
+                         samples.get(c["id"]), {"terms": terms(c), "ci": p[2] if p else None,
+                                                "iqr": p[1] if p else None,
+                                                "bench": (name, c.get("signature") or f"cluster {c['id']}")}))
     return rows
 
 
@@ -462,13 +468,54 @@ def family_of(name):
     return name.split("/", 1)[0] if "/" in name else name
 
 
+def about_zero(r):
+    """A cluster whose prediction and measured saving both lie within its measurement's own
+    repeatability (issue 36): |predicted| and |measured| no larger than the IQR of its paired
+    per-round differences unfused - fused (how far one round's saving moves between rounds; with
+    --db only). Such a cluster is "about 0, within repeatability": agreement, neither a miss nor a
+    wrong sign, whatever the signs of two figures that small."""
+    iqr = r[12].get("iqr")
+    return iqr is not None and abs(r[3]) <= iqr and abs(r[4]) <= iqr
+
+
+def per_benchmark(rs):
+    """One row per benchmark (issue 36): the clusters of one plan with the same signature share one
+    measurement (the applier benchmarks the first and copies its figures to the others: "benchmark
+    shared with cluster N"), so they count once, as the cluster the benchmark was taken on (the
+    first not shared; else the first). Plans without signatures: every cluster its own."""
+    first = {}
+    for r in rs:
+        key = r[12]["bench"]
+        if key not in first or (first[key][10] and not r[10]):
+            first[key] = r
+    return list(first.values())
+
+
+def agreement(rs):
+    """Over rows rs: (accepted resolved, of them within +-25%, measured resolved, of them with the
+    wrong sign), raw; then (about 0 among the accepted resolved, within +-25% or about 0, wrong sign
+    and not about 0) -- the adjusted counts (about_zero)."""
+    res = [r for r in rs if r[7] is not False and r[4] != 0]
+    acc = [r for r in res if r[2] == "accepted"]
+    within = [r for r in acc if abs(r[3] - r[4]) <= 0.25 * abs(r[4])]
+    wrong = [r for r in res if (r[3] > 0) != (r[4] > 0)]
+    zero = [r for r in acc if about_zero(r)]
+    within_adj = sum(1 for r in acc if r in within or about_zero(r))
+    wrong_adj = sum(1 for r in wrong if not about_zero(r))
+    return len(acc), len(within), len(res), len(wrong), len(zero), within_adj, wrong_adj
+
+
 def families(rows):
     """Per family and cluster kind (issue 36): accepted clusters resolved and within +-25% of their
     measured saving, wrong sign among the measured resolved ones, the median |measured - predicted|
     / |measured| over the accepted resolved ones, the measurement's own repeatability (the median
     half-width of the paired differences' sign-test interval / |measured|, the same clusters), and
     the term that explains most misses (miss_term, over the accepted resolved clusters outside
-    +-25%: the commonest, with its count)."""
+    +-25%: the commonest, with its count).
+    Then the same counts adjusted, beside the raw ones (never instead): "about 0" clusters
+    (about_zero) count as agreement, neither a miss nor a wrong sign; and per benchmark
+    (per_benchmark: clusters sharing one measurement counted once), with the median IQR of the
+    paired differences / |measured| (a round's repeatability) beside them."""
     fams = sorted({family_of(r[0]) for r in rows})
     print("==== per family and cluster kind (issue 36)")
     print(f"  {'family':<14} {'kind':<18} {'accepted within 25%':>20} {'wrong sign (measured)':>22} "
@@ -498,6 +545,30 @@ def families(rows):
             term = f"{top[0]} ({top[1]} of {misses} misses)" if top else ("-" if misses == 0 else "no terms stored")
             print(f"  {fam:<14} {kind:<18} {pc(len(within), len(acc)):>20} {pc(wrong, len(res)):>22} {med:>13} "
                   f"{rep:>14}  {term}")
+    if all(r[12].get("iqr") is None for r in rows):
+        return  # no --db: no repeatability known, nothing to adjust
+    print("==== the same, adjusted: about 0 within repeatability, and each shared benchmark once (issue 36)")
+    print(f"  {'family':<14} {'kind':<18} {'about 0':>8} {'within 25%: raw':>16} {'adjusted':>17} "
+          f"{'wrong sign: raw':>16} {'adjusted':>17} {'benchmarks':>11} {'within 25%':>17} {'wrong sign':>17} "
+          f"{'round IQR':>10}")
+    for fam in fams + ["ALL"]:
+        fr = rows if fam == "ALL" else [r for r in rows if family_of(r[0]) == fam]
+        for kind in sorted({r[1] for r in fr}) + ["all"]:
+            sel = [r for r in fr if kind == "all" or r[1] == kind]
+            na, w, nr, s, z, wa, sa = agreement(sel)
+            one = per_benchmark(sel)
+            ba, _, br, _, _, bwa, bsa = agreement(one)
+            iqrs = [r[12]["iqr"] / abs(r[4]) for r in one
+                    if r[2] == "accepted" and r[7] is not False and r[4] != 0 and r[12].get("iqr") is not None]
+            pc = (lambda a, b: f"{a}/{b} ({100.0 * a / b:.0f}%)" if b else "-")
+            rep = f"{100 * statistics.median(iqrs):.0f}%" if iqrs else "-"
+            print(f"  {fam:<14} {kind:<18} {z:>8} {pc(w, na):>16} {pc(wa, na):>17} {pc(s, nr):>16} {pc(sa, nr):>17} "
+                  f"{len(one):>11} {pc(bwa, ba):>17} {pc(bsa, br):>17} {rep:>10}")
+    print("  (about 0: accepted clusters whose |predicted| and |measured| saving are both within the IQR of their "
+          "paired per-round differences, counted as agreement in the adjusted columns, never as a miss or a wrong "
+          "sign; raw: as above; benchmarks: clusters sharing one measurement (same signature in one plan) counted "
+          "once, with the adjusted rule; round IQR: the median IQR of the paired differences / |measured| over "
+          "those benchmarks' accepted clusters)")
 
 
 def repeat(args):

@@ -395,7 +395,7 @@ against:;
             const fa_cluster *cl = &plan->clusters[i];
             /* a predicted loss is worded as one, never as a negative saving */
             bool loss = cl->est_saving_ns < 0;
-            char spread[128]; /* the kind's past misses on this machine, where beyond its repeatability */
+            char spread[256]; /* the kind's past misses or the probe's interval (fa_cluster_spread_phrase) */
             char share[32] = ""; /* of the iteration; none without one (a bare model) */
             if (isfinite(cl->est_saving_pct)) snprintf(share, sizeof share, " (%5.2f%%)", fabs(cl->est_saving_pct));
             fa_buf_printf_term(&b, "#%-3d %-17s %-30s %-8s %s %8.1f us%s%s  %9.3f MB  %2d launch(es)", cl->id,

@@ -107,7 +107,7 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
                           name, fa_cluster_kind_name(g->kind), kept_s, "-", "-");
             shown++;
         } else if (all || not_kept < RESULT_NOT_KEPT_ROWS) {
-            char why[96], pred[200], mix[96], spread[128];
+            char why[96], pred[320], mix[96], spread[256];
             why_not_kept(why, sizeof why, g);
             fmt_time(t, sizeof t, fabs(g->best_predicted_ns));
             snprintf(pred, sizeof pred, g->best_predicted_ns < 0 ? "predicted a loss of %s%s" : "predicted %s%s", t,
@@ -174,7 +174,7 @@ static void print_clusters(const fa_plan *p, const fa_cluster_verdict *v)
             fa_cli_printf("%10.1f %16s %9.2g", cv->measured_saving_ns / 1e3, inm, cv->max_rel_error);
         else
             fa_cli_printf("%10s %16s %9s", "-", inm, "-");
-        char spread[128];
+        char spread[256];
         fa_cli_printf("  %s: %s%s%s\n", fa_cluster_status_name(cv->status), cv->reason ? cv->reason : "",
                       *fa_cluster_spread_phrase(cl, spread, sizeof spread) ? "; predicted" : "", spread);
     }

@@ -446,6 +446,16 @@ double fa_stats_median(double *v, size_t n);
  * cancels a drift both runs shared, which a ratio of two medians does not when the pairs span
  * phases of different speed (issue 19, bench/README.md "Visits and the trace's span"). */
 double fa_stats_paired_ratio(const double *num, const double *den, size_t n);
+/* The distribution-free confidence interval of the median of sorted[0..n) (ascending): the order
+ * statistics sorted[k-1], sorted[n-k] with k the largest such that P(Binomial(n, 1/2) < k) <= 5%
+ * (Conover, "Practical Nonparametric Statistics", 3rd ed., sec. 3.2, the sign-test interval for a
+ * quantile); *level its coverage 1 - 2 P(Binomial(n, 1/2) < k) (>= 90%). False, *lo *hi NAN and
+ * *level 0, when n < 5 (no such k). */
+bool fa_stats_median_interval_sorted(const double *sorted, size_t n, double *lo, double *hi, double *level);
+/* That interval over the same per-pair ratios num[i] / den[i] as fa_stats_paired_ratio (issue 36:
+ * how far the probe's fused/unfused ratio could move between repetitions of its own pairs). False
+ * with *lo, *hi NAN when fewer than 5 pairs qualify or out of memory. */
+bool fa_stats_paired_ratio_interval(const double *num, const double *den, size_t n, double *lo, double *hi);
 /* The same median of integer samples (ns), rounded half up to an integer (sorts v in place);
  * -1 when n == 0. */
 int64_t fa_stats_median_i64(int64_t *v, size_t n);

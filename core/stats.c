@@ -123,21 +123,42 @@ void fa_paired_saving_of(const double *a, const double *b, int n, fa_paired_savi
     out->n = n;
     out->median_ns = fa_stats_quantile_sorted(d, (size_t)n, 0.5);
     out->iqr_ns = fa_stats_quantile_sorted(d, (size_t)n, 0.75) - fa_stats_quantile_sorted(d, (size_t)n, 0.25);
+    fa_stats_median_interval_sorted(d, (size_t)n, &out->ci_lo_ns, &out->ci_hi_ns, &out->ci_level);
+    free(d);
+}
+
+bool fa_stats_median_interval_sorted(const double *sorted, size_t n, double *lo, double *hi, double *level)
+{
+    *lo = *hi = NAN;
+    *level = 0;
     /* tail(k) = P(B < k) = sum_{j<k} C(n, j) / 2^n; the largest k with tail(k) <= 0.05 */
-    double tail = 0, term = ldexp(1.0, -n); /* C(n, 0) / 2^n */
-    int k = 0;
-    for (int j = 0; j < n; j++) {
+    double tail = 0, term = ldexp(1.0, -(int)(n > 4096 ? 4096 : n)); /* C(n, 0) / 2^n */
+    size_t k = 0;
+    for (size_t j = 0; j < n; j++) {
         if (tail + term > 0.05) break;
         tail += term;
         k = j + 1;
         term = term * (double)(n - j) / (double)(j + 1);
     }
-    if (k >= 1 && k <= n + 1 - k) {
-        out->ci_lo_ns = d[k - 1];
-        out->ci_hi_ns = d[n - k];
-        out->ci_level = 1 - 2 * tail;
-    }
-    free(d);
+    if (k < 1 || k > n + 1 - k) return false;
+    *lo = sorted[k - 1];
+    *hi = sorted[n - k];
+    *level = 1 - 2 * tail;
+    return true;
+}
+
+bool fa_stats_paired_ratio_interval(const double *num, const double *den, size_t n, double *lo, double *hi)
+{
+    *lo = *hi = NAN;
+    double *r = malloc(sizeof(double) * (n ? n : 1)), level;
+    if (!r) return false;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) /* the pairs fa_stats_paired_ratio takes */
+        if (den[i] > 0 && isfinite(den[i]) && isfinite(num[i])) r[m++] = num[i] / den[i];
+    qsort(r, m, sizeof *r, fa_stats_cmp_double);
+    bool ok = fa_stats_median_interval_sorted(r, m, lo, hi, &level);
+    free(r);
+    return ok;
 }
 
 bool fa_paired_saving_resolved(const fa_paired_saving *p, double predicted_ns)

@@ -200,10 +200,26 @@ const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap)
 {
     if (!cap) return buf;
     buf[0] = 0;
+    if (!c) return buf;
+    size_t w = 0;
     /* read back from a run database (untrusted): only a finite, non-negative figure is quoted */
-    if (c && finite_(c->est_spread_pct) && c->est_spread_pct >= 0 && c->est_spread_n > 0)
-        snprintf(buf, cap, " \xc2\xb1 %.0f%% (%d past %s cluster%s on this machine)", c->est_spread_pct, c->est_spread_n,
-                 fa_cluster_kind_name(c->kind), c->est_spread_n == 1 ? "" : "s");
+    if (finite_(c->est_spread_pct) && c->est_spread_pct >= 0 && c->est_spread_n > 0) {
+        int k = snprintf(buf, cap, " \xc2\xb1 %.0f%% (%d past %s cluster%s on this machine)", c->est_spread_pct,
+                         c->est_spread_n, fa_cluster_kind_name(c->kind), c->est_spread_n == 1 ? "" : "s");
+        w = k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+    }
+    double lo = c->est_lo_ns, hi = c->est_hi_ns, est = c->est_saving_ns;
+    if (!finite_(lo) || !finite_(hi) || !(lo < hi) || !finite_(est)) return buf;
+    char iv[128];
+    fa_saving_interval_phrase(iv, sizeof iv, lo, hi);
+    const char *sep = w ? ";" : "";
+    if (lo <= 0 && hi >= 0) {
+        snprintf(buf + w, cap - w, "%s (about 0 by its probe's pairs: %s)", sep, iv);
+    } else {
+        double far = fmax(fabs(est - lo), fabs(hi - est));
+        if (est != 0 && far > FA_PREDICTION_TRUST_REL * fabs(est)) /* est 0 outside its interval: read-back noise */
+            snprintf(buf + w, cap - w, "%s \xc2\xb1 %.0f%% (its probe's pairs: %s)", sep, 100 * far / fabs(est), iv);
+    }
     return buf;
 }
 

@@ -175,6 +175,13 @@ typedef struct fa_cluster {
                                   exceeds the measurements' own repeatability; NAN otherwise */
     int est_spread_n;          /* past measured clusters of this kind on this machine the spread is
                                   over; 0 none (not yet calibrated); -1 not looked up */
+    /* the prediction's own interval (issue 36): est_saving_ns recomputed at the two ends of the
+     * probe's ratio interval (fa_fused_probe_result ratio_lo..ratio_hi, the sign-test interval of
+     * its pairs' fused/unfused ratios): est_lo_ns = pred_members_ns + pred_dispatch_ns -
+     * pred_members_ns x ratio_hi, est_hi_ns the same at ratio_lo; ns. How far the fused side's
+     * term moves between the probe's own repetitions, times the members' time it multiplies. NAN
+     * where the fused time does not rest on a paired probe of at least 5 pairs. */
+    double est_lo_ns, est_hi_ns;
     const char *signature;     /* the fused kernel's shape-class signature (fa_cluster_signature,
                                   advisor/advisor.h): two clusters with the same text cost the
                                   same; composed once by the advisor and stored with the plan, so
@@ -280,6 +287,8 @@ fa_cluster_verdict fa_cluster_verdict_of(const fa_cluster *c);
     X(C, pred_ratio, double, REAL, "pred_ratio", "pred_ratio")                                   \
     X(C, est_spread_pct, double, REAL, "est_spread_pct", "est_spread_pct")                       \
     X(C, est_spread_n, int, INT_OPT, "est_spread_n", "est_spread_n")                             \
+    X(C, est_lo_ns, double, NS, "est_lo_ns", "est_lo_us")                                        \
+    X(C, est_hi_ns, double, NS, "est_hi_ns", "est_hi_us")                                        \
     X(V, registers, int, INT_OPT, "registers", "registers")                                      \
     X(V, spill_bytes, int, INT_OPT, "spill_bytes", "spill_bytes")                                \
     X(C, occupancy, double, REAL_OPT, "occupancy", "occupancy")                                  \
@@ -466,11 +475,18 @@ fa_e2e_verdict fa_e2e_verdict_parse(const char *word);
  * applier's result, `run`, summary.json and the report all take it from here. */
 double fa_plan_accepted_saving(const fa_plan *p, const fa_cluster_verdict *v);
 
-/* The spread quoted with c's predicted saving (issue 36), from its stored est_spread_pct and
- * est_spread_n: " ± 35% (12 past epilogue clusters on this machine)" where the kind's past
- * predictions missed by more than the measurements' own repeatability; "" otherwise (no history,
- * or within the repeatability: one figure is honest). Into buf (cap bytes, always terminated);
- * returns buf. The advise text, `run`'s answer and the report all word it here. */
+/* The spread quoted with c's predicted saving (issue 36), from its stored figures:
+ *  - est_spread_pct and est_spread_n: " ± 35% (12 past epilogue clusters on this machine)" where
+ *    the kind's past predictions missed by more than the measurements' own repeatability;
+ *  - est_lo_ns..est_hi_ns, the prediction's own interval from its probe's pairs, where that
+ *    interval reaches 0: " (about 0 by its probe's pairs: from a loss of 4.0 us to a saving of
+ *    8.0 us)", or where its farther end lies more than FA_PREDICTION_TRUST_REL of |est_saving_ns|
+ *    away: " ± 60% (its probe's pairs: saving 4.0..16.0 us)";
+ * both, "; " apart, when both apply; "" otherwise (no history and a tight or no interval: one
+ * figure is honest). Figures read back from a run database are untrusted: only finite ones, an
+ * interval with lo < hi, are quoted. Into buf (cap bytes, always terminated); returns buf. The
+ * advise text, `run`'s answer and the report all word it here. */
+#define FA_PREDICTION_TRUST_REL 0.25 /* issue 36's target: a prediction within ±25 % of the saving */
 const char *fa_cluster_spread_phrase(const fa_cluster *c, char *buf, size_t cap);
 
 /* Which term of a prediction explains most of its miss (issue 36; docs/fusion-rules.md §8, "The

@@ -897,7 +897,7 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
         }
         fa_buf_puts(b, "</details></td>");
         double est_us = c->p->est_saving_ns / 1e3;
-        char spread[128]; /* the kind's past misses on this machine (issue 36), where beyond its repeatability */
+        char spread[256]; /* the kind's past misses, or the probe's interval (issue 36; fa_cluster_spread_phrase) */
         fa_cluster_spread_phrase(c->p, spread, sizeof spread);
         if ((c->p->basis || spread[0]) && isnum(est_us)) { /* the prediction's basis (stored since schema v5) as a tooltip */
             fa_buf_printf(b, "<td class=\"num\" data-v=\"%.9g\" title=\"", est_us);

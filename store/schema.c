@@ -396,6 +396,13 @@ static const char *const migration_10_to_11 = "ALTER TABLE plans ADD COLUMN layo
 static const char *const migration_11_to_12 = "ALTER TABLE clusters ADD COLUMN inmodel_saving_us REAL;\n"
                                                "ALTER TABLE clusters ADD COLUMN inmodel_spread_us REAL;\n";
 
+/* Version 13: the prediction's own interval (issue 36; plan/plan.h fa_cluster est_lo_ns,
+ * est_hi_ns): the predicted saving at the two ends of its probe's ratio interval, µs, quoted as
+ * "about 0" or "± X%" where it reaches 0 or lies beyond ±25 % of the prediction. Clusters stored
+ * before read NULL: no interval known, one figure quoted as then. */
+static const char *const migration_12_to_13 = "ALTER TABLE clusters ADD COLUMN est_lo_us REAL;\n"
+                                               "ALTER TABLE clusters ADD COLUMN est_hi_us REAL;\n";
+
 const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_0_to_1,
     migration_1_to_2,
@@ -409,6 +416,7 @@ const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION] = {
     migration_9_to_10,
     migration_10_to_11,
     migration_11_to_12,
+    migration_12_to_13,
 };
 
 /* ---- the reference schema: what every database opened is compared with ---- */

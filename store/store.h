@@ -10,7 +10,7 @@
 
 /* Schema version this build writes (PRAGMA user_version). Older files are migrated forward
  * on open; newer files are refused untouched. History in docs/schema.md. */
-#define FA_STORE_SCHEMA_VERSION 12
+#define FA_STORE_SCHEMA_VERSION 13
 
 /* Default database path of every verb (`--db PATH` overrides). */
 #define FA_STORE_DEFAULT_PATH "fuse-advise.db"

@@ -487,6 +487,44 @@ static void test_paired_ratio(void **st)
     assert_true(isnan(fa_stats_paired_ratio(num, z, 2)));
 }
 
+/* The interval of a paired ratio (issue 36: how far the probe's fused/unfused ratio moves between
+ * its own pairs), on recorded rounds: the 18 interleaved rounds of a ViT-B/16 GEMM + bias add
+ * (matmul 197x768 x 768x2304, survey export, 2 threads; bench_calibration.sh pass of 2026-12-05
+ * 17:41 UTC, tests/data/calibration/vit_b_16_epilogues.json cluster 39). n = 18: k = 6
+ * (P(B(18, 1/2) < 6) = 4.8%), so the 6th and 13th of the sorted ratios, 0.9565..0.9681 at 90.4%:
+ * the fused kernel faster in every round by 3-4%, an interval that excludes 1. Under 5 pairs, or
+ * none usable: no interval. The saving's sign-test interval (fa_paired_saving_of) uses the same
+ * order statistics. */
+static void test_paired_ratio_interval_on_recorded_rounds(void **st)
+{
+    (void)st;
+    double u[18] = {3282891, 3310232, 3304353, 3253578, 3234220, 3308880, 3373476, 3337893, 3289922,
+                    3327157, 3256983, 3298504, 3272056, 3345464, 3274759, 3334739, 3257864, 3334999};
+    double f[18] = {3178327, 3115783, 3164126, 3122964, 3130425, 3220940, 3216012, 3211987, 3225997,
+                    3136574, 3193138, 3184516, 3140951, 3199899, 3214811, 3188441, 3211285, 3130585};
+    double lo, hi;
+    assert_true(fa_stats_paired_ratio_interval(f, u, 18, &lo, &hi));
+    assert_true(fabs(lo - 3199899.0 / 3345464) < 1e-12); /* the 6th smallest ratio, 0.95649 */
+    assert_true(fabs(hi - 3178327.0 / 3282891) < 1e-12); /* the 13th, 0.96815 */
+    double med = fa_stats_paired_ratio(f, u, 18);
+    assert_true(lo <= med && med <= hi);
+    assert_true(u[0] == 3282891 && f[17] == 3130585); /* untouched */
+    /* the same rule as the saving's interval: sorted differences, the 6th and the 13th */
+    double s[18], level, slo, shi;
+    for (int i = 0; i < 18; i++) s[i] = u[i] - f[i];
+    qsort(s, 18, sizeof *s, fa_stats_cmp_double);
+    assert_true(fa_stats_median_interval_sorted(s, 18, &slo, &shi, &level));
+    assert_true(slo == s[5] && shi == s[12] && fabs(level - (1 - 2 * 0.048126220703125)) < 1e-12);
+    fa_paired_saving ps;
+    fa_paired_saving_of(u, f, 18, &ps);
+    assert_true(ps.ci_lo_ns == slo && ps.ci_hi_ns == shi && ps.ci_level == level);
+    /* four pairs: no interval at >= 90% */
+    assert_false(fa_stats_paired_ratio_interval(f, u, 4, &lo, &hi));
+    assert_true(isnan(lo) && isnan(hi));
+    double z[6] = {0, 0, 0, 0, 0, 0};
+    assert_false(fa_stats_paired_ratio_interval(f, z, 6, &lo, &hi)); /* no unfused time: no ratio */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -506,6 +544,7 @@ int main(void)
         cmocka_unit_test(test_paired_saving_resolution),
         cmocka_unit_test(test_adaptive_stop_rule_on_synthetic_samples),
         cmocka_unit_test(test_paired_ratio),
+        cmocka_unit_test(test_paired_ratio_interval_on_recorded_rounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

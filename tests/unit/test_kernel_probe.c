@@ -398,6 +398,89 @@ static void test_probe_loss_refuses_only_when_resolved(void **st)
     tc_free(t);
 }
 
+/* A probe answering recorded figures with a chosen interval of its ratio (issue 36). */
+static double g_ratio, g_ratio_lo, g_ratio_hi;
+static bool interval_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                           fa_fused_probe_result *out)
+{
+    (void)user; (void)g; (void)p; (void)ci; (void)signature;
+    memset(out, 0, sizeof *out);
+    out->unfused_median_ns = 3133330; /* ViT-B/16's GEMM + bias add as probed (bench_calibration.sh, */
+    out->median_ns = 3125734;         /* 2026-12-05 17:41 UTC: 12 pairs, 5 faster fused, ratio 1.001) */
+    out->paired_ratio = g_ratio;
+    out->ratio_lo = g_ratio_lo;
+    out->ratio_hi = g_ratio_hi;
+    out->reps = 12;
+    out->wins = 5;
+    snprintf(out->what, sizeof out->what, "a stub");
+    return true;
+}
+
+/* The prediction's own interval (issue 36): the advisor recomputes the saving at both ends of the
+ * probe's ratio interval (est_lo_ns, est_hi_ns, from the stored terms: M + D - M x ratio_hi and
+ * ratio_lo), and the advice quotes it where one figure would mislead. ViT-B/16's GEMM + bias
+ * epilogues were predicted from a ratio of 1.001 (12 pairs, 5 faster fused: an interval that
+ * reaches past 1 on both sides) as a loss of 3 us and measured a saving of 94-128 us, 23 wrong
+ * signs quoted as bare figures; such a ratio is now "about 0" with its interval. A tight interval
+ * (0.49..0.51 around 0.5) quotes one figure; a wide one (0.3..0.8) quotes "± 60%". The interval's
+ * ends here are set, the ratio, medians and wins recorded. */
+static void test_probe_interval_quoted_with_the_prediction(void **st)
+{
+    (void)st;
+    tc *t = conv_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_interval.db");
+    fa_analysis *a = profiled(t, db, &s);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = interval_probe;
+    char ph[256];
+
+    fa_plan *p = NULL;
+    g_ratio = 1.001, g_ratio_lo = 0.97, g_ratio_hi = 1.02;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    const fa_cluster *e = epilogue_of(p, 0);
+    double M = e->pred_members_ns, D = e->pred_dispatch_ns;
+    assert_true(M > 0 && D >= 0);
+    assert_true(fabs(e->est_saving_ns - (M + D - M * 1.001)) < 1e-6 * M);
+    assert_true(fabs(e->est_lo_ns - (M + D - M * 1.02)) < 1e-6 * M);
+    assert_true(fabs(e->est_hi_ns - (M + D - M * 0.97)) < 1e-6 * M);
+    assert_true(e->est_lo_ns < 0 && e->est_hi_ns > 0);
+    fa_cluster_spread_phrase(e, ph, sizeof ph);
+    assert_non_null(strstr(ph, " (about 0 by its probe's pairs: from a loss of "));
+    fa_plan_free(p);
+
+    g_ratio = 0.5, g_ratio_lo = 0.49, g_ratio_hi = 0.51; /* tight: one figure */
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    assert_true(e->est_lo_ns > 0 && e->est_lo_ns < e->est_saving_ns && e->est_saving_ns < e->est_hi_ns);
+    assert_string_equal(fa_cluster_spread_phrase(e, ph, sizeof ph), "");
+    fa_plan_free(p);
+
+    g_ratio = 0.5, g_ratio_lo = 0.3, g_ratio_hi = 0.8; /* wide: (0.5 - 0.3) x M of 0.5 x M + D, about 60 % */
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    fa_cluster_spread_phrase(e, ph, sizeof ph);
+    assert_non_null(strstr(ph, "% (its probe's pairs: saving "));
+    int pct = 0;
+    assert_int_equal(sscanf(ph, " \xc2\xb1 %d%%", &pct), 1);
+    assert_true(pct >= 59 && pct <= 60);
+    fa_plan_free(p);
+
+    g_ratio = 0.5, g_ratio_lo = NAN, g_ratio_hi = NAN; /* under 5 pairs: no interval, one figure */
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    assert_true(isnan(e->est_lo_ns) && isnan(e->est_hi_ns));
+    assert_string_equal(fa_cluster_spread_phrase(e, ph, sizeof ph), "");
+    fa_plan_free(p);
+
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
 /* Whether folder dir holds a file named *.so (the kernel cache's compiled objects). */
 static bool has_shared_object(const char *dir)
 {
@@ -544,6 +627,11 @@ static void test_pairs_summary_keeps_pairs(void **st)
     assert_true(fabs(r.unfused_median_ns - 200) < 1e-12);
     assert_true(fabs(r.median_ns - 105) < 1e-12); /* f sorted: 47.5 50 55 95 105 145 150 155 180 */
     assert_true(fabs(r.median_ns / r.unfused_median_ns - 0.525) < 1e-12);
+    /* the ratio's interval (issue 36): ratios eight 0.5 and one 0.9; n = 9, k = 2 (P(B(9, 1/2) < 2)
+     * = 10/512): the 2nd and 8th sorted, both 0.5 */
+    assert_true(r.ratio_lo == 0.5 && r.ratio_hi == 0.5);
+    fa_probe_pairs_summary(f, u, 4, &r2); /* 4 pairs: no interval */
+    assert_true(isnan(r2.ratio_lo) && isnan(r2.ratio_hi));
     fa_probe_pairs_summary(f, u, 9, &r2);
     assert_true(r2.paired_ratio == r.paired_ratio && r2.median_ns == r.median_ns && r2.wins == r.wins);
     /* a pair with no unfused time is left out of the ratio, not divided by */
@@ -827,6 +915,7 @@ int main(void)
         cmocka_unit_test(test_probe_visits_spread_the_medians),
         cmocka_unit_test(test_probe_loss_refuses_only_when_resolved),
         cmocka_unit_test(test_pairs_summary_keeps_pairs),
+        cmocka_unit_test(test_probe_interval_quoted_with_the_prediction),
         cmocka_unit_test(test_probe_times_generated_chain),
         cmocka_unit_test(test_probe_builds_each_cluster_from_its_scope),
         cmocka_unit_test(test_epilogue_path_rule),

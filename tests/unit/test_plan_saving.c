@@ -187,12 +187,52 @@ static void test_spread_phrase_only_for_a_stored_figure(void **st)
     assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
 }
 
+/* The prediction's own interval in the phrase (issue 36), from the stored est_lo_ns..est_hi_ns:
+ * ViT-B/16's GEMM + bias add as stored (est_saving_ns -3027 ns from a probe ratio of 1.001 over
+ * M = 3552446 ns) with an interval reaching both sides of 0 reads "about 0" with the interval in
+ * the words of a saving, never a bare "loses 3.0 us"; an interval whose farther end is beyond
+ * +-25 % of the prediction reads "± X%"; a tight one adds nothing; beside a kind's spread both are
+ * quoted; figures read back that are not finite, or lo >= hi, are not quoted. */
+static void test_spread_phrase_quotes_the_prediction_interval(void **st)
+{
+    (void)st;
+    fa_cluster c;
+    memset(&c, 0, sizeof c);
+    c.kind = FA_CLUSTER_EPILOGUE;
+    c.est_spread_pct = NAN, c.est_spread_n = -1;
+    char b[256];
+    c.est_saving_ns = -3027.4, c.est_lo_ns = 3552446 + 58 - 3552446 * 1.02, c.est_hi_ns = 3552446 + 58 - 3552446 * 0.97;
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b),
+                        " (about 0 by its probe's pairs: from a loss of 71.0 us to a saving of 106.6 us)");
+    c.est_saving_ns = 10000, c.est_lo_ns = 4000, c.est_hi_ns = 16000; /* 60 % either side */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), " \xc2\xb1 60% (its probe's pairs: saving 4.0..16.0 us)");
+    c.est_lo_ns = 8000, c.est_hi_ns = 12500; /* the farther end 25 % away: within, one figure */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+    c.est_lo_ns = 7000; /* 30 % */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), " \xc2\xb1 30% (its probe's pairs: saving 7.0..12.5 us)");
+    c.est_spread_pct = 35, c.est_spread_n = 12; /* and the kind's past misses */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b),
+                        " \xc2\xb1 35% (12 past epilogue clusters on this machine); \xc2\xb1 30% (its probe's pairs: "
+                        "saving 7.0..12.5 us)");
+    c.est_spread_pct = NAN, c.est_spread_n = -1;
+    const double bad[][2] = {{NAN, 12500}, {7000, INFINITY}, {12500, 7000}, {7000, 7000}};
+    for (int i = 0; i < 4; i++) {
+        c.est_lo_ns = bad[i][0], c.est_hi_ns = bad[i][1];
+        assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+    }
+    c.est_lo_ns = 7000, c.est_hi_ns = 12500, c.est_saving_ns = NAN; /* no prediction: nothing */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+    c.est_saving_ns = 0; /* outside its own interval (a damaged database): no "± inf%" */
+    assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accepted_saving_counts_a_folded_bn_once),
         cmocka_unit_test(test_groups_sum_to_the_plan),
         cmocka_unit_test(test_miss_term_names_the_term),
+        cmocka_unit_test(test_spread_phrase_quotes_the_prediction_interval),
         cmocka_unit_test(test_spread_phrase_only_for_a_stored_figure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

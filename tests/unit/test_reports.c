@@ -456,6 +456,14 @@ static void test_calibration_names_the_term_and_quotes_the_spread(void **state)
     assert_non_null(strstr(html, ">2.50 \xc2\xb1 35% (12 past elementwise-chain clusters on this machine)</td>"));
     assert_null(strstr(html, "1.00 \xc2\xb1"));
     free(html);
+    /* a prediction whose own interval (its probe's pairs, schema v13) reaches 0: "about 0" with it */
+    snprintf(sql, sizeof sql, "UPDATE clusters SET est_lo_us=-0.5, est_hi_us=2.0 WHERE run_id=%lld AND cluster_id=1;",
+             (long long)run);
+    exec_sql(st, sql);
+    assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
+    html = slurp(dir, "report.html");
+    assert_non_null(strstr(html, ">1.00 (about 0 by its probe&#39;s pairs: from a loss of 0.5 us to a saving of 2.0 us)</td>"));
+    free(html);
     /* the same miss without stored terms (a plan before schema v9): said so, no term guessed */
     snprintf(sql, sizeof sql, "UPDATE clusters SET pred_members_us=NULL WHERE run_id=%lld AND cluster_id=0;", (long long)run);
     exec_sql(st, sql);

@@ -498,6 +498,55 @@ static void test_migration_from_v9_adds_the_plan_layout(void **state)
     fa_ctx_free(ctx);
 }
 
+/* The prediction's interval (schema v13, issue 36) round-trips; a version-12 file opens migrated,
+ * its clusters' interval NULL, read back as NAN: no interval, one figure quoted as before. */
+static void test_migration_from_v12_adds_the_prediction_interval(void **state)
+{
+    (void)state;
+    if (g_pg) skip(); /* an SQLite file of version 12 */
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = fa_test_store_fresh("v12");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    int64_t run = fa_test_store_begin_run(ctx, st, "v12.onnx", NULL, 4);
+    fa_plan *plan = fa_plan_create();
+    assert_non_null(plan);
+    plan->run_id = run;
+    snprintf(plan->hash, sizeof plan->hash, "v12");
+    plan->opt = (fa_plan_options){FA_TARGET_CPU, NULL, 16, 8, 0.5, false};
+    fa_cluster in = {.id = 0, .kind = FA_CLUSTER_EPILOGUE, .members = k_mem0, .n_members = 3, .label = "matmul+add",
+                     .anchor = 4, .depends_on = -1, .reduction = FA_REDUCE_NONE, .reduce_axis = -1, .inputs = k_in0,
+                     .n_inputs = 3, .outputs = k_out0, .n_outputs = 1, .est_saving_ns = -3027.4, .est_lo_ns = -70991,
+                     .est_hi_ns = 106631, .est_spread_pct = NAN, .est_spread_n = -1, .registers = -1, .spill_bytes = -1,
+                     .occupancy = -1, .status = FA_CLUSTER_PROPOSED};
+    plan->clusters = &in;
+    plan->n_clusters = 1;
+    int plan_id = 0;
+    fa_test_check_ok(ctx, fa_store_put_plan(ctx, st, plan, NULL, &plan_id));
+    plan->clusters = NULL;
+    fa_plan_free(plan);
+    fa_plan *p = NULL;
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, &p, NULL));
+    assert_float_equal(p->clusters[0].est_lo_ns, -70991, 1e-3);
+    assert_float_equal(p->clusters[0].est_hi_ns, 106631, 1e-3);
+    char b[256];
+    assert_non_null(strstr(fa_cluster_spread_phrase(&p->clusters[0], b, sizeof b), " (about 0 by its probe's pairs: "));
+    fa_plan_free(p);
+    fa_store_close(st);
+    /* the same file as a version-12 build left it: no interval columns */
+    raw_exec(path, "ALTER TABLE clusters DROP COLUMN est_lo_us; ALTER TABLE clusters DROP COLUMN est_hi_us; "
+                   "PRAGMA user_version = 12;");
+    st = fa_test_store_open_ok(ctx, path);
+    assert_int_equal(fa_test_store_sql_i64(path, "PRAGMA user_version"), FA_STORE_SCHEMA_VERSION);
+    fa_test_check_ok(ctx, fa_store_get_latest_plan(ctx, st, run, &p, NULL));
+    assert_int_equal(p->n_clusters, 1);
+    assert_float_equal(p->clusters[0].est_saving_ns, -3027.4, 1e-3);
+    assert_true(isnan(p->clusters[0].est_lo_ns) && isnan(p->clusters[0].est_hi_ns));
+    assert_string_equal(fa_cluster_spread_phrase(&p->clusters[0], b, sizeof b), "");
+    fa_plan_free(p);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 static void test_plan_round_trip_keeps_every_cluster_column(void **state)
 {
     (void)state;
@@ -1297,6 +1346,7 @@ int main(void)
         cmocka_unit_test(test_plan_round_trip_keeps_every_cluster_column),
         cmocka_unit_test(test_plan_layout_round_trips),
         cmocka_unit_test(test_migration_from_v9_adds_the_plan_layout),
+        cmocka_unit_test(test_migration_from_v12_adds_the_prediction_interval),
         cmocka_unit_test(test_newer_schema_version_refused_and_file_unchanged),
         cmocka_unit_test(test_not_sqlite_file_refused_and_untouched),
         cmocka_unit_test(test_failed_run_is_marked_and_earlier_runs_stay_intact),

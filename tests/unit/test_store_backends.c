@@ -907,14 +907,15 @@ static void test_server_fails_runs_of_gone_writers_of_any_host_only(void **state
 
 /* A server store written by a version-4 build (options_json documents) migrates to version 5 with
  * the documents moved into columns by jsonb, as SQLite's JSON1 does for files. */
-/* The clusters columns schemas v9, v10 and v12 added (issue 36: the prediction's terms, its spread,
- * the measured medians, the saving in the model; issue 33: whether an epilogue is generated), as
+/* The clusters columns schemas v9, v10, v12 and v13 added (issue 36: the prediction's terms, its
+ * spread, the measured medians, the saving in the model, the prediction's interval; issue 33:
+ * whether an epilogue is generated), as
  * DROP clauses to append to an ALTER TABLE clusters that takes a store back to an older shape. */
 #define V9_CLUSTER_DROPS                                                                                     \
     ", DROP COLUMN pred_members_us, DROP COLUMN pred_dispatch_us, DROP COLUMN pred_fused_us, DROP COLUMN "  \
     "pred_ratio, DROP COLUMN est_spread_pct, DROP COLUMN est_spread_n, DROP COLUMN meas_unfused_us, DROP "    \
     "COLUMN meas_fused_us, DROP COLUMN epilogue_generated, DROP COLUMN inmodel_saving_us, DROP COLUMN "      \
-    "inmodel_spread_us"
+    "inmodel_spread_us, DROP COLUMN est_lo_us, DROP COLUMN est_hi_us"
 
 /* The plans columns schema v11 added (issue 35: the plan's layout and its figures), as DROP clauses
  * to append to an ALTER TABLE plans. */
