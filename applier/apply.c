@@ -77,9 +77,11 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
 static fa_status make_exec(fa_ctx *ctx, const fa_graph *g, kernel_table *kt, int threads, bool fused, const fa_layout *in_l,
                            const fa_layout *out_l, fa_exec **e)
 {
-    fa_exec_options eo = {.target = fa_target_id(kt->t), .threads = threads,
-                          .blocked_layouts = fused && kt->plan_layout != FA_LAYOUT_PLAIN, .plan_layout = kt->plan_layout,
-                          .input_layouts = in_l, .output_layouts = out_l, .conv_tactic = FA_CONV_TACTIC_MEASURED};
+    fa_exec_options eo = fa_exec_options_measured(fa_target_id(kt->t), threads);
+    eo.blocked_layouts = fused && kt->plan_layout != FA_LAYOUT_PLAIN;
+    eo.plan_layout = kt->plan_layout;
+    eo.input_layouts = in_l;
+    eo.output_layouts = out_l;
     for (int i = 0; i < g->n_nodes; i++)
         if (g->nodes[i] && !strcmp(g->nodes[i]->op_type, "FusedKernel")) {
             eo.provider = provide;

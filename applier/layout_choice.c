@@ -49,8 +49,9 @@ static bool has_region(const fa_graph *g)
 
 static fa_status plan_exec(fa_ctx *ctx, const fa_graph *g, fa_target t, int threads, fa_layout l, fa_exec **e)
 {
-    fa_exec_options eo = {.target = t, .threads = threads, .blocked_layouts = l != FA_LAYOUT_PLAIN, .plan_layout = l,
-                          .conv_tactic = FA_CONV_TACTIC_MEASURED}; /* each layout with its own convolutions' tactics */
+    fa_exec_options eo = fa_exec_options_measured(t, threads); /* each layout with its own convolutions' tactics */
+    eo.blocked_layouts = l != FA_LAYOUT_PLAIN;
+    eo.plan_layout = l;
     fa_status s = fa_exec_create(ctx, g, &eo, e);
     if (!s) s = fa_exec_fill_inputs(ctx, *e, 1);
     return s;

@@ -381,14 +381,16 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     fa_graph *gu = NULL;
     fa_exec *ef = NULL, *eu = NULL;
     probe_provider pp = {pr->t, e->bin};
-    fa_exec_options eo = {.target = fa_target_id(pr->t), .threads = pr->threads,
-                          .blocked_layouts = pr->plan_layout != FA_LAYOUT_PLAIN, .plan_layout = pr->plan_layout, .input_layouts = in_l,
-                          .output_layouts = out_l, .conv_tactic = FA_CONV_TACTIC_MEASURED, .provider = e->bin ? provide_probed : NULL,
-                          .provider_user = e->bin ? &pp : NULL};
+    fa_exec_options eo = fa_exec_options_measured(fa_target_id(pr->t), pr->threads);
+    eo.blocked_layouts = pr->plan_layout != FA_LAYOUT_PLAIN;
+    eo.plan_layout = pr->plan_layout;
+    eo.input_layouts = in_l;
+    eo.output_layouts = out_l;
+    eo.provider = e->bin ? provide_probed : NULL;
+    eo.provider_user = e->bin ? &pp : NULL;
     /* the unfused side as the baseline ran it: each convolution plain or reordered inside, by the
-     * same process-wide measurement (fa_conv_tactic); DIRECT here timed ResNet-18's unfused 3x3
-     * convolutions on the gemm kernel, 1.3x the profile's, and over-predicted every saving */
-    fa_exec_options uo = {.target = fa_target_id(pr->t), .threads = pr->threads, .conv_tactic = FA_CONV_TACTIC_MEASURED};
+     * same process-wide measurement (fa_exec_options_measured) */
+    fa_exec_options uo = fa_exec_options_measured(fa_target_id(pr->t), pr->threads);
     fa_status s = fa_fused_graph_scoped(cx, g, p, ids, 1, true, false, -1, 0, c->outputs, c->n_outputs, &gu);
     if (!s) s = fa_exec_create(cx, gf, &eo, &ef);
     if (!s) s = fa_exec_create(cx, gu, &uo, &eu);

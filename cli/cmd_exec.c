@@ -149,8 +149,8 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     }
     /* exec reads no weight after the executor is built: a weight every consumer reads reordered
      * keeps only its reordered copy (docs/runtime.md "Weights once in memory") */
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = (int)threads, .release_plain_weights = true,
-                          .conv_tactic = FA_CONV_TACTIC_MEASURED}; /* as the applier ran it (fa_conv_tactic) */
+    fa_exec_options eo = fa_exec_options_measured(FA_TARGET_CPU, (int)threads); /* as the applier ran it */
+    eo.release_plain_weights = true;
     for (int i = 0; i < g->n_nodes; i++) /* an applied plan (fused nodes): its layouts, as the applier ran it */
         if (g->nodes[i] && !strcmp(g->nodes[i]->domain, "ai.fuse-advise")) eo.blocked_layouts = true;
     if (eo.blocked_layouts && layout >= 0) { /* --layout: the plan's layout */

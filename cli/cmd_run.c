@@ -352,8 +352,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (fa_target_device_open(dctx, ti, &dev)) snprintf(dev.name, sizeof dev.name, "%s", fa_target_name(fa_target_id(ti)));
     fa_ctx_free(dctx);
     snprintf(devname, sizeof devname, "%s", dev.name);
-    fa_exec_options eo = {.target = fa_target_id(ti), .threads = (int)threads, .max_memory = (uint64_t)max_mem,
-                          .conv_tactic = FA_CONV_TACTIC_MEASURED}; /* as the apply stage's executors ask */
+    fa_exec_options eo = fa_exec_options_measured(fa_target_id(ti), (int)threads); /* as the apply stage's */
+    eo.max_memory = (uint64_t)max_mem;
     fa_run_info info = {0};
     info.kind = "run";
     info.model_path = model;

@@ -126,6 +126,12 @@ struct fa_exec {
     void *state; /* the target's executor */
 };
 
+fa_exec_options fa_exec_options_measured(fa_target target, int threads)
+{
+    fa_exec_options o = {.target = target, .threads = threads, .conv_tactic = FA_CONV_TACTIC_MEASURED};
+    return o;
+}
+
 fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_exec **out)
 {
     fa_exec_options o = opt ? *opt : (fa_exec_options){0};

@@ -146,6 +146,15 @@ typedef struct fa_exec_options {
 
 typedef struct fa_exec fa_exec;
 
+/* The options every executor that is timed, or stands for one that is, starts from: target,
+ * threads and FA_CONV_TACTIC_MEASURED, so that `run`'s baseline, `exec`, the probe's and the
+ * applier's unfused and fused sub-graphs, the layout choice and the end-to-end models all run each
+ * convolution the way one process-wide measurement chose (fa_conv_tactic). An executor that asked
+ * DIRECT beside them timed ResNet-18's unfused convolutions on another kernel than the baseline's
+ * and over-predicted every convolution cluster by 1.3x (bench/README.md, "Calibration", the 20:25
+ * pass). The caller sets the rest (layouts, limits) on the copy. */
+fa_exec_options fa_exec_options_measured(fa_target target, int threads);
+
 /* Create an executor for a prepared graph (fa_graph_prepare done). The graph must outlive it.
  * Refuses ops without a kernel for the target ("unsupported op X at node Y on cpu"). */
 fa_status fa_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_options *opt, fa_exec **out);

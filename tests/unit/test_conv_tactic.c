@@ -246,6 +246,35 @@ static void test_plain_convolution_reordered_inside_by_measurement(void **s)
     }
 }
 
+/* The options every timed executor starts from ask the measured tactic, and nothing else: two
+ * executors made from them, one plain (the baseline's) and one for the same convolution in
+ * another place, run the same kernel. */
+static void test_timed_executors_start_from_measured_options(void **s)
+{
+    (void)s;
+    fa_exec_options o = fa_exec_options_measured(FA_TARGET_CPU, 2);
+    assert_int_equal(o.conv_tactic, FA_CONV_TACTIC_MEASURED);
+    assert_int_equal(o.target, FA_TARGET_CPU);
+    assert_int_equal(o.threads, 2);
+    assert_false(o.blocked_layouts);
+    assert_null(o.input_layouts);
+    assert_null(o.provider);
+    fa_ctx *ctx = fa_ctx_create();
+    float *w, *b;
+    fa_graph *g = conv_graph(ctx, 3, 2, false, &w, &b);
+    fa_exec *e1 = NULL, *e2 = NULL;
+    assert_int_equal(fa_exec_create(ctx, g, &o, &e1), FA_OK);
+    assert_int_equal(fa_exec_create(ctx, g, &o, &e2), FA_OK);
+    assert_string_equal(kname(e1, g), kname(e2, g));
+    check_against_direct_sum(ctx, e1, g, 3, 2, false, w, b);
+    fa_exec_free(e1);
+    fa_exec_free(e2);
+    fa_graph_free(g);
+    free(w);
+    free(b);
+    fa_ctx_free(ctx);
+}
+
 /* FA_CONV_TACTIC overrides what the caller asked for (direct, winograd, measured); an unknown
  * value leaves it. */
 static void test_environment_overrides_the_option(void **s)
@@ -275,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_winograd_never_for_other_convolutions_or_the_baseline),
         cmocka_unit_test(test_measured_decides_once_per_signature),
         cmocka_unit_test(test_plain_convolution_reordered_inside_by_measurement),
+        cmocka_unit_test(test_timed_executors_start_from_measured_options),
         cmocka_unit_test(test_environment_overrides_the_option),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
