@@ -1091,32 +1091,32 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
                  (long long)pr[1], (long long)group, B != NULL);
         pmemo = tactic_memo_get(pkey);
     }
-    if (pmemo != -1 || pkey[0]) {
-        if (pmemo != 0) {
-            alt = calloc(1, sizeof *alt);
-            if (!alt) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-            bool built = false;
-            fa_status fs = conv_reorder_inside(ctx, g, n, alt, r, xd, yd, &xmd, &ymd, &wmd, &wany, bptr, std_, dd, pld, prd, W,
-                                               Y, false, &built);
-            if (fs == FA_ERR_NOMEM) {
-                state_clear(alt);
-                free(alt);
-                return fs;
-            }
-            fa_ctx_clear(ctx);
-            if (fs || !built) { /* oneDNN prefers plain NCHW here, or declined: plain, decided once */
-                state_clear(alt);
-                free(alt);
-                alt = NULL;
-                if (pkey[0]) tactic_memo_put(pkey, 0);
-            } else if (pmemo == 1) { /* decided before: reorder-inside */
-                state_clear(s);
-                *s = *alt;
-                free(alt);
-                s->kind = 0;
-                *handled = true;
-                return FA_OK;
-            }
+    /* reorder-inside built: to compare with the plain kernel below (not measured yet), or kept
+     * (decided before, or forced) */
+    if (pmemo == 1 || (pmemo == -1 && pkey[0])) {
+        alt = calloc(1, sizeof *alt);
+        if (!alt) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        bool built = false;
+        fa_status fs = conv_reorder_inside(ctx, g, n, alt, r, xd, yd, &xmd, &ymd, &wmd, &wany, bptr, std_, dd, pld, prd, W,
+                                           Y, false, &built);
+        if (fs == FA_ERR_NOMEM) {
+            state_clear(alt);
+            free(alt);
+            return fs;
+        }
+        fa_ctx_clear(ctx);
+        if (fs || !built) { /* oneDNN prefers plain NCHW here, or declined: plain, decided once */
+            state_clear(alt);
+            free(alt);
+            alt = NULL;
+            if (pkey[0]) tactic_memo_put(pkey, 0);
+        } else if (pmemo == 1) { /* decided before: reorder-inside */
+            state_clear(s);
+            *s = *alt;
+            free(alt);
+            s->kind = 0;
+            *handled = true;
+            return FA_OK;
         }
     }
     if (!transposed) {

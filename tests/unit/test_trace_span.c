@@ -28,6 +28,16 @@ static tc *tiny(void)
     return t;
 }
 
+/* A one-thread cpu executor of tiny()'s graph with its inputs filled (seed 1). */
+static fa_exec *tiny_exec(tc *t)
+{
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    return e;
+}
+
 /* The trace's "iteration" ranges: their count, and first start to last end in s. */
 static int iterations(const fa_trace *tr, double *span_s)
 {
@@ -49,10 +59,7 @@ static void test_trace_span(void **st)
 {
     (void)st;
     tc *t = tiny();
-    fa_exec *e = NULL;
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
-    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    fa_exec *e = tiny_exec(t);
     fa_trace *tr = NULL;
     double span;
 
@@ -124,10 +131,7 @@ static void test_overhead_compensation(void **st)
 {
     (void)st;
     tc *t = tiny();
-    fa_exec *e = NULL;
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
-    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    fa_exec *e = tiny_exec(t);
     const uint64_t S = 428;
     step_clock ck = {1000000, S};
     fa_trace *tr = NULL;
@@ -185,10 +189,7 @@ static void test_warmup_by_time(void **st)
 {
     (void)st;
     tc *t = tiny();
-    fa_exec *e = NULL;
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
-    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    fa_exec *e = tiny_exec(t);
     fa_trace *tr = NULL;
     step_clock slow = {1000000, 100000000}, fast = {1000000, 428}, slow2 = {1000000, 100000000};
     assert_int_equal(fa_collect_cpu_clocked(t->ctx, e, t->g, FA_WARMUP_AUTO, 2, 0, step_read, &slow, NULL, NULL, &tr), FA_OK);
@@ -217,10 +218,7 @@ static void test_recorder(void **st)
 {
     (void)st;
     tc *t = tiny();
-    fa_exec *e = NULL;
-    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
-    assert_int_equal(fa_exec_create(t->ctx, t->g, &eo, &e), FA_OK);
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 1), FA_OK);
+    fa_exec *e = tiny_exec(t);
     const uint64_t S = 1000;
     step_clock ck = {1000000, S};
     fa_cpu_recorder *rec = NULL;
