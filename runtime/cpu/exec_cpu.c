@@ -222,6 +222,63 @@ static int placed_by_offset(const void *x, const void *y, void *slots)
     return a < b ? -1 : a > b;
 }
 
+/* A view's kernel: its output is its input's bytes (merge_views), nothing to move. It stays in the
+ * run table, so that a trace keeps one record per live node and iteration (a view's, ~0 long). */
+static fa_status view_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                          int n_out, int threads)
+{
+    (void)ctx, (void)k, (void)n, (void)in, (void)n_in, (void)out, (void)n_out, (void)threads;
+    return FA_OK;
+}
+
+/* Views (ops flagged FA_OPF_ALIAS: Reshape, Flatten, Squeeze, Unsqueeze, Identity): the output
+ * takes the bytes of the slot its input 0 is read from, and the node's kernel moves nothing (its
+ * kernel becomes view_run, named FA_VIEW_KERNEL_NAME), when
+ * both are plain (a blocked buffer's bytes are not the reshaped tensor's), of the same size, and
+ * the input is an activation the run itself writes (not a graph input, set once and read by every
+ * run, nor a constant). The pair becomes one plan item living from the input's producer to the
+ * later of the two tensors' last readers; root[t] names the slot whose bytes slot t uses. ONNX
+ * Runtime's CPU Reshape is registered the same way, its output an alias of input 0
+ * (KernelDefBuilder().Alias(0, 0), onnxruntime/core/providers/cpu/tensor/reshape.cc); ours copied: GPT-2's two
+ * post-GEMM reshapes per layer took 35-48 us each at sequence 64, a fifth of the fused model's
+ * time (bench/README.md, "ort_kernels.py"). Nothing writes a view's bytes in place afterwards:
+ * merge_inplace refuses bytes that a view still reads. Returns the number of items left. */
+static int merge_views(cpu_exec *e, plan_item *it, int n, int *root)
+{
+    const fa_graph *g = e->g;
+    int *item = malloc(((size_t)e->n_slots + 1) * sizeof *item);
+    if (!item) return n; /* no views: every tensor keeps bytes of its own, every node its kernel */
+    for (int t = 0; t < e->n_slots; t++) item[t] = -1;
+    for (int i = 0; i < n; i++) item[it[i].t] = i;
+    for (int k = 0; k < g->n_topo; k++) {
+        const fa_node *nd = g->nodes[g->topo[k]];
+        if (!nd->op || !(nd->op->flags & FA_OPF_ALIAS) || nd->n_inputs < 1 || nd->inputs[0] < 0 || nd->n_outputs < 1 ||
+            nd->outputs[0] < 0)
+            continue;
+        int y = nd->outputs[0], r = e->in_slot[e->in_off[nd->id]];
+        const slot *sr = &e->slots[r], *sy = &e->slots[y], *s0 = &e->slots[root[r]];
+        if ((g->tensors[y]->flags & FA_TENSOR_CONST) || sr->first_def < 0 || s0->first_def < 0 || sy->first_def != k ||
+            item[y] < 0 || item[root[r]] < 0 || sr->layout != FA_LAYOUT_PLAIN || sy->layout != FA_LAYOUT_PLAIN ||
+            sr->v.dtype != sy->v.dtype)
+            continue;
+        uint64_t br, by;
+        if (!slot_bytes(e, r, &br) || !slot_bytes(e, y, &by) || br != by) continue;
+        plan_item *pr = &it[item[root[r]]], *py = &it[item[y]];
+        if (py->b > pr->b) pr->b = py->b;
+        root[y] = root[r];
+        py->t = -1; /* dropped below */
+        item[y] = -1;
+        e->kernels[nd->id].run = view_run; /* its state, if any, still goes with destroy */
+        e->kernels[nd->id].name = FA_VIEW_KERNEL_NAME;
+        e->kernels[nd->id].impl = NULL;
+    }
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (it[i].t >= 0) it[m++] = it[i];
+    free(item);
+    return m;
+}
+
 /* In-place outputs (fa_kernel.inplace: oneDNN's sum post-op, dst += conv, with dst holding the
  * residual): output 0 of node k takes the bytes of the slot its input inplace_input is read from
  * when that slot is an activation the run itself writes (not a graph input, which is set once and
@@ -235,7 +292,6 @@ static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root)
 {
     const fa_graph *g = e->g;
     int *item = malloc(((size_t)e->n_slots + 1) * sizeof *item);
-    for (int t = 0; t < e->n_slots; t++) root[t] = t;
     if (!item) return n; /* no merging: every tensor keeps bytes of its own */
     for (int t = 0; t < e->n_slots; t++) item[t] = -1;
     for (int i = 0; i < n; i++) item[it[i].t] = i;
@@ -247,8 +303,9 @@ static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root)
             continue;
         int y = nd->outputs[0], r = e->in_slot[e->in_off[nd->id] + kern->inplace_input];
         const slot *sr = &e->slots[r], *sy = &e->slots[y];
+        /* the bytes are written over only when no view of them (merge_views) is read after k */
         if (sr->first_def < 0 || sr->last_use != k || sy->first_def != k || item[y] < 0 || item[root[r]] < 0 ||
-            sr->layout != sy->layout)
+            it[item[root[r]]].b > k || sr->layout != sy->layout)
             continue;
         bool other = false;
         for (int i = 0; i < nd->n_inputs; i++)
@@ -316,6 +373,8 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
         if (!slot_bytes(e, r, &b)) b = 0;
         it[n++] = (plan_item){r, e->slots[r].first_def, e->slots[r].last_use, b};
     }
+    for (int t = 0; t < e->n_slots; t++) root[t] = t;
+    n = merge_views(e, it, n, root);
     n = merge_inplace(e, it, n, root);
     for (int i = 0; i < n; i++) {
         uint64_t r = it[i].bytes ? it[i].bytes : 1;
