@@ -797,6 +797,25 @@ static void row_bin_d(const void *opctx, const fa_value *in, const int64_t *off,
     }
 }
 
+/* And, Or, Xor and Equal on bool operands (one byte each, 0 or 1 as ONNX writes them; any
+ * non-zero byte read as true): the causal and padding masks of transformer exports (GPT-2's
+ * legacy export ANDs a [1, 1, S, S] mask per run), which row_bin_i ran through an int64 load,
+ * a switch and a store per element (34 us for 4,096 elements at sequence 64). */
+static void row_bin_bool(const void *opctx, const fa_value *in, const int64_t *off,
+                         const int64_t *s, fa_value *out, int64_t o_off, int64_t len)
+{
+    const bctx *c = opctx;
+    const uint8_t *a = (const uint8_t *)in[0].data + off[0], *b = (const uint8_t *)in[1].data + off[1];
+    uint8_t *o = (uint8_t *)out->data + o_off;
+    int64_t sa = s[0], sb = s[1];
+    switch (c->op) {
+    case B_AND: for (int64_t j = 0; j < len; j++) o[j] = (a[j * sa] != 0) & (b[j * sb] != 0); break;
+    case B_OR: for (int64_t j = 0; j < len; j++) o[j] = (a[j * sa] != 0) | (b[j * sb] != 0); break;
+    case B_XOR: for (int64_t j = 0; j < len; j++) o[j] = (a[j * sa] != 0) ^ (b[j * sb] != 0); break;
+    default: for (int64_t j = 0; j < len; j++) o[j] = (a[j * sa] != 0) == (b[j * sb] != 0); break; /* B_EQ */
+    }
+}
+
 static void row_bin_i(const void *opctx, const fa_value *in, const int64_t *off,
                       const int64_t *s, fa_value *out, int64_t o_off, int64_t len)
 {
@@ -924,6 +943,9 @@ static fa_status run_binary(fa_ctx *ctx, const fa_node *n, const bop_desc *d, co
     bc_row_fn fn;
     if (a->dtype == FA_DTYPE_FLOAT && b->dtype == FA_DTYPE_FLOAT && out->dtype == FA_DTYPE_FLOAT)
         fn = row_bin_f32;
+    else if (a->dtype == FA_DTYPE_BOOL && b->dtype == FA_DTYPE_BOOL && out->dtype == FA_DTYPE_BOOL &&
+             (c->op == B_AND || c->op == B_OR || c->op == B_XOR || c->op == B_EQ))
+        fn = row_bin_bool;
     else if (dt_is_int(a->dtype) && dt_is_int(b->dtype) && (c->op != B_POW || dt_is_int(out->dtype)))
         fn = row_bin_i;
     else
