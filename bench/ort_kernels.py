@@ -3,12 +3,14 @@
 profile, grouped by op kind and shape class (issue 18: where the time of small CNNs goes).
 
     python bench/ort_kernels.py build/fuse-advise MODEL.onnx... [--iters 50] [--threads 2] [--rounds 2] [--fused]
+                                [--shape NAME=V]...
 
 For each model, in the same window and alternating round by round: `fuse-advise run MODEL
 --no-apply` (per-op medians from its run database) and ONNX Runtime with
 SessionOptions.enable_profiling, once with ORT_DISABLE_ALL (the unfused graph: its nodes are the
 model's, joined by node name) and once with ORT_ENABLE_ALL (ORT's fused graph; reported by its
-own op kinds). Symbolic dims are bound to 1 (batch 1), as `--shape batch=1` does. Each engine
+own op kinds). Symbolic dims are bound to 1 (batch 1) unless --shape NAME=V binds them (both sides,
+`fuse-advise run --shape NAME=V`); integer inputs are 0/1 (token ids, masks). Each engine
 waits with its own default (ORT's intra-op threads spin; ours spin GOMP_SPINCOUNT=1000 times,
 docs/runtime.md "Threads and waiting"); no ORT session is alive while ours runs (each profile is
 taken in a session created and released between our runs).
@@ -31,15 +33,17 @@ import onnxruntime as ort
 from onnx import numpy_helper, shape_inference
 
 
-def bind_batch(model):
-    """Symbolic dims -> 1, then ONNX shape inference: every value's static shape by name."""
+def bind_batch(model, dims=None):
+    """Symbolic dims -> their --shape value (1 unless given), then ONNX shape inference: every
+    value's static shape by name."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     for v in list(m.graph.input) + list(m.graph.output):
         for d in v.type.tensor_type.shape.dim:
             if d.HasField("dim_param") or not d.HasField("dim_value"):
+                v = (dims or {}).get(d.dim_param, 1)
                 d.Clear()
-                d.dim_value = 1
+                d.dim_value = v
     m = shape_inference.infer_shapes(m)
     shapes = {}
     for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
@@ -107,9 +111,32 @@ def ort_profile(path, level, feeds, iters, threads, tmp):
     return med, kind, statistics.median(it)
 
 
-def ours(fa, path, iters, threads, tmp, fused=False):
+def symbolic_inputs(path):
+    """The names of the graph inputs' symbolic dims (bound to 1 by --shape NAME=1)."""
+    m = onnx.load(path, load_external_data=False)
+    return sorted({d.dim_param for v in m.graph.input for d in v.type.tensor_type.shape.dim if d.dim_param})
+
+
+def feeds_of(path, dims):
+    """Deterministic inputs of the model at path: symbolic dims from dims (NAME -> value; others
+    1), integer inputs (token ids, masks) 0 or 1, float inputs uniform in [-1, 1] (bench/peer.py's
+    rule)."""
+    rng = np.random.default_rng(1)
+    feeds = {}
+    for i in ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs():
+        shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
+        if "int" in i.type:
+            feeds[i.name] = rng.integers(0, 2, shape).astype(np.int64 if "int64" in i.type else np.int32)
+        else:
+            feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
+    return feeds
+
+
+def ours(fa, path, iters, threads, tmp, fused=False, dims=None):
     db = os.path.join(tmp, "fa.db")
-    p = subprocess.run([fa, "run", path, "--shape", "batch=1", *([] if fused else ["--no-apply"]), "--iters", str(iters),
+    dims = dims or {}
+    shape = [a for n in symbolic_inputs(path) for a in ("--shape", f"{n}={dims.get(n, 1)}")]
+    p = subprocess.run([fa, "run", path, *shape, *([] if fused else ["--no-apply"]), "--iters", str(iters),
                         "--threads", str(threads), "--db", db, "--out", os.path.join(tmp, "out")], capture_output=True,
                        text=True)
     if p.returncode:
@@ -142,29 +169,35 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--fused", action="store_true", help="our applied plan against ORT_ENABLE_ALL, per kernel kind")
+    ap.add_argument("--shape", action="append", default=[], metavar="NAME=V",
+                    help="bind symbolic dim NAME to V on both sides (sequence=64); the others are 1")
     a = ap.parse_args()
+    a.dims = {}
+    for kv in a.shape:
+        k, _, v = kv.partition("=")
+        if not k or not v.isdigit() or int(v) < 1:
+            sys.exit(f"--shape {kv}: expected NAME=V with V a positive integer")
+        a.dims[k] = int(v)
     if a.fused:
         for path in a.models:
             compare_fused(a, path)
         return
     for path in a.models:
         model = onnx.load(path)
-        m, shapes = bind_batch(model)
+        m, shapes = bind_batch(model, a.dims)
         inits = {t.name for t in model.graph.initializer}
         cls = {}
         model_names = {n.name for n in model.graph.node if n.name}
         for n in model.graph.node:
             if n.op_type not in ("Identity", "Constant") and n.name:
                 cls[n.name] = shape_class(n, shapes, inits)
-        rng = np.random.default_rng(1)
-        feeds = {i.name: rng.uniform(-1, 1, [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-                 for i in ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()}
+        feeds = feeds_of(path, a.dims)
         U, N, A, Ui, Ni, Ai, kern, akind, nkind = [], [], [], [], [], [], collections.defaultdict(set), {}, {}
         load = []
         with tempfile.TemporaryDirectory() as tmp:
             for r in range(a.rounds):
                 load.append(os.getloadavg()[0])
-                u, kn, ui = ours(a.fa, path, a.iters, a.threads, tmp)
+                u, kn, ui = ours(a.fa, path, a.iters, a.threads, tmp, dims=a.dims)
                 nm, nk, ni = ort_profile(path, ort.GraphOptimizationLevel.ORT_DISABLE_ALL, feeds, a.iters, a.threads, tmp)
                 am, ak, ai = ort_profile(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL, feeds, a.iters, a.threads, tmp)
                 U.append(u); N.append(nm); A.append(am); Ui.append(ui); Ni.append(ni); Ai.append(ai)
@@ -217,15 +250,13 @@ def main():
 def compare_fused(a, path):
     """Our applied plan's fused-model trace against ORT_ENABLE_ALL's profile, per kernel kind."""
     model = onnx.load(path)
-    rng = np.random.default_rng(1)
-    feeds = {i.name: rng.uniform(-1, 1, [d if isinstance(d, int) else 1 for d in i.shape]).astype(np.float32)
-             for i in ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs()}
+    feeds = feeds_of(path, a.dims)
     del model
     F, A, Fi, Ai, fkind, akind, load = [], [], [], [], {}, {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             load.append(os.getloadavg()[0])
-            f, kn, fi = ours(a.fa, path, a.iters, a.threads, tmp, fused=True)
+            f, kn, fi = ours(a.fa, path, a.iters, a.threads, tmp, fused=True, dims=a.dims)
             am, ak, ai = ort_profile(path, ort.GraphOptimizationLevel.ORT_ENABLE_ALL, feeds, a.iters, a.threads, tmp)
             F.append(f); A.append(am); Fi.append(fi); Ai.append(ai)
             for k, v in kn.items():
