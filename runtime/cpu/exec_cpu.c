@@ -239,9 +239,9 @@ static fa_status view_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
  * run, nor a constant). The pair becomes one plan item living from the input's producer to the
  * later of the two tensors' last readers; root[t] names the slot whose bytes slot t uses. ONNX
  * Runtime's CPU Reshape is registered the same way, its output an alias of input 0
- * (KernelDefBuilder().Alias(0, 0), onnxruntime/core/providers/cpu/tensor/reshape.cc); ours copied: GPT-2's two
- * post-GEMM reshapes per layer took 35-48 us each at sequence 64, a fifth of the fused model's
- * time (bench/README.md, "ort_kernels.py"). Nothing writes a view's bytes in place afterwards:
+ * (KernelDefBuilder().Alias(0, 0), onnxruntime/core/providers/cpu/tensor/reshape.cc). Ours
+ * copied: GPT-2's legacy export at sequence 64 spent 41-55 us of a ~0.55 ms fused iteration in its
+ * four post-GEMM reshape copies (bench/README.md, "Views"). Nothing writes a view's bytes in place afterwards:
  * merge_inplace refuses bytes that a view still reads. Returns the number of items left. */
 static int merge_views(cpu_exec *e, plan_item *it, int n, int *root)
 {
