@@ -27,7 +27,7 @@ fi
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 echo "# bench_views: $(date -u '+%F %T') UTC, base $BASE_BUILD, new $BUILD, $ROUNDS rounds, load $(cut -d' ' -f1 /proc/loadavg)"
 for _ in $(seq "$ROUNDS"); do
-  for m in $MODELS; do # shellcheck disable=SC2086
+  for m in $MODELS; do
     for side in base new; do
       fa=$BUILD/fuse-advise; [ $side = base ] && fa=$BASE_BUILD/fuse-advise
       # shellcheck disable=SC2086 # the shape arguments are words
