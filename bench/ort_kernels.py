@@ -32,6 +32,8 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper, shape_inference
 
+from peer import ort_feeds_dims  # bench/peer.py, beside this script
+
 
 def bind_batch(model, dims=None):
     """Symbolic dims -> their --shape value (1 unless given), then ONNX shape inference: every
@@ -118,18 +120,9 @@ def symbolic_inputs(path):
 
 
 def feeds_of(path, dims):
-    """Deterministic inputs of the model at path: symbolic dims from dims (NAME -> value; others
-    1), integer inputs (token ids, masks) 0 or 1, float inputs uniform in [-1, 1] (bench/peer.py's
-    rule)."""
-    rng = np.random.default_rng(1)
-    feeds = {}
-    for i in ort.InferenceSession(path, providers=["CPUExecutionProvider"]).get_inputs():
-        shape = [d if isinstance(d, int) else dims.get(d, 1) for d in i.shape]
-        if "int" in i.type:
-            feeds[i.name] = rng.integers(0, 2, shape).astype(np.int64 if "int64" in i.type else np.int32)
-        else:
-            feeds[i.name] = rng.uniform(-1, 1, shape).astype(np.float32)
-    return feeds
+    """Deterministic inputs of the model at path, as bench_e2e.sh's peers get them
+    (peer.ort_feeds_dims): symbolic dims from dims, the others 1."""
+    return ort_feeds_dims(ort.InferenceSession(path, providers=["CPUExecutionProvider"]), dims)
 
 
 def ours(fa, path, iters, threads, tmp, fused=False, dims=None):

@@ -30,8 +30,13 @@ def ort_session(path, level, threads):
 
 
 def ort_feeds(sess, batch, seq):
+    return ort_feeds_dims(sess, {"batch": batch, "sequence": seq})
+
+
+def ort_feeds_dims(sess, dims):
+    """Deterministic inputs for sess: symbolic dims from dims (NAME -> value; others 1), integer
+    inputs (token ids, masks) 0 or 1, float inputs uniform in [-1, 1]."""
     import numpy as np
-    dims = {"batch": batch, "sequence": seq}
     rng = np.random.default_rng(1)
     feeds = {}
     for i in sess.get_inputs():

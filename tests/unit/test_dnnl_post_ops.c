@@ -107,8 +107,10 @@ static void test_fused_depthwise_conv_add_relu_matches_unfused(void **s) { (void
 /* A residual block x -> Conv -> a -> Conv -> b, then conv(b) + a -> Relu -> y, all 16 channels:
  * fused as one FusedConv whose residual `a` goes through oneDNN's sum post-op. In the blocked
  * executor y takes a's bytes (a's last reader is the FusedConv), so the arena holds x, a(=y), b:
- * three tensors, not four. With `a` also a graph output it must keep its own bytes and values. */
-static fa_graph *block_graph(fa_ctx *ctx, bool fused, bool a_is_output)
+ * three tensors, not four. With `a` also a graph output it must keep its own bytes and values.
+ * a_viewed: an Identity a -> av before the second Conv, av a graph output read after the
+ * FusedConv (a view of the residual: runtime/cpu/exec_cpu.c merge_views). */
+static fa_graph *block_graph(fa_ctx *ctx, bool fused, bool a_is_output, bool a_viewed)
 {
     fa_graph *g = fa_graph_create(fused ? "fused" : "unfused");
     fa_graph_set_opset(ctx, g, "", 17);
@@ -123,6 +125,10 @@ static fa_graph *block_graph(fa_ctx *ctx, bool fused, bool a_is_output)
     }
     const char *i1[] = {"x", "w1", "b1"}, *o1[] = {"a"}, *i2[] = {"a", "w2", "b2"}, *o2[] = {"b"};
     fa_node_add_attr_ints(g, fa_graph_add_node(ctx, g, "c1", "Conv", "", 3, i1, 1, o1), "pads", pads, 4);
+    if (a_viewed) {
+        const char *iv[] = {"a"}, *ov[] = {"av"};
+        fa_graph_add_node(ctx, g, "view", "Identity", "", 1, iv, 1, ov);
+    }
     fa_node_add_attr_ints(g, fa_graph_add_node(ctx, g, "c2", "Conv", "", 3, i2, 1, o2), "pads", pads, 4);
     if (fused) {
         const char *ins[] = {"b", "w3", "b3", "a"}, *outs[] = {"y"};
@@ -138,9 +144,11 @@ static fa_graph *block_graph(fa_ctx *ctx, bool fused, bool a_is_output)
     }
     fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
     if (a_is_output) fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "a"));
+    if (a_viewed) fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "av"));
     if (fused) { /* the fused domain has no shape inference: the shapes the unfused graph infers */
-        const char *act[] = {"a", "b", "y"};
-        for (int i = 0; i < 3; i++) fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, act[i])], FA_DTYPE_FLOAT, 4, xd);
+        const char *act[] = {"a", "b", "y", "av"};
+        for (int i = 0; i < (a_viewed ? 4 : 3); i++)
+            fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, act[i])], FA_DTYPE_FLOAT, 4, xd);
         assert_int_equal(fa_graph_index(ctx, g), FA_OK);
     } else {
         assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
@@ -148,14 +156,26 @@ static fa_graph *block_graph(fa_ctx *ctx, bool fused, bool a_is_output)
     return g;
 }
 
-static void check_block(bool a_is_output)
+/* a_viewed: the residual's view keeps the residual's values beside the sum post-op, as a view (no
+ * copy of its own) on both executors: the plain one (the conv reorders inside, its dst a buffer of
+ * its own; av is a's bytes) and the blocked one (a blocked, y written over a's bytes in place; the
+ * Identity's input is the plain copy of a that the layout plan reorders for it, and av is that
+ * copy's bytes: merge_views never places a view on blocked bytes). */
+static void check_block_on(bool a_is_output, bool a_viewed, bool blocked)
 {
     fa_ctx *ctx = fa_ctx_create();
-    fa_graph *gu = block_graph(ctx, false, a_is_output), *gf = block_graph(ctx, true, a_is_output);
+    fa_graph *gu = block_graph(ctx, false, a_is_output, a_viewed), *gf = block_graph(ctx, true, a_is_output, a_viewed);
     fa_exec *eu = NULL, *ef = NULL;
     fa_exec_options ou = {.target = FA_TARGET_CPU, .threads = 2}, of = ou;
-    of.blocked_layouts = true;
+    of.blocked_layouts = blocked;
     if (fa_exec_create(ctx, gu, &ou, &eu) || fa_exec_create(ctx, gf, &of, &ef)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    if (a_viewed) {
+        const fa_node *view = NULL;
+        for (int i = 0; i < gf->n_nodes; i++)
+            if (!strcmp(gf->nodes[i]->name, "view")) view = gf->nodes[i];
+        assert_non_null(view);
+        assert_string_equal(fa_exec_kernel_name(ef, view), FA_VIEW_KERNEL_NAME);
+    }
     for (int r = 0; r < 2; r++) { /* twice: a second run starts from what the first left in the arena */
         assert_int_equal(fa_exec_fill_inputs(ctx, eu, 42), FA_OK);
         assert_int_equal(fa_exec_fill_inputs(ctx, ef, 42), FA_OK);
@@ -175,12 +195,14 @@ static void check_block(bool a_is_output)
             if (maxdiff > 1e-5 * maxabs) fail_msg("output %d, run %d: max rel error %g", o, r, maxdiff / maxabs);
         }
     }
-    uint64_t t = 2 * 16 * 9 * 7 * sizeof(float); /* 16 channels: no padding to the block */
-    assert_int_not_equal(fa_exec_tensor_layout(ef, fa_graph_find_tensor(gf, "a")), FA_LAYOUT_PLAIN);
-    /* live at the FusedConv: x (a graph input), b, a and y: y in a's bytes makes it three (four
-     * without the in-place plan). With `a` a graph output, a and y are both kept, and both are
-     * reordered to plain copies at the end: x, a, y and the two copies, five. */
-    assert_int_equal(fa_exec_peak_bytes(ef), (a_is_output ? 5 : 3) * t);
+    if (blocked && !a_viewed) { /* the blocked residual block's arena */
+        uint64_t t = 2 * 16 * 9 * 7 * sizeof(float); /* 16 channels: no padding to the block */
+        assert_int_not_equal(fa_exec_tensor_layout(ef, fa_graph_find_tensor(gf, "a")), FA_LAYOUT_PLAIN);
+        /* live at the FusedConv: x (a graph input), b, a and y: y in a's bytes makes it three (four
+         * without the in-place plan). With `a` a graph output, a and y are both kept, and both are
+         * reordered to plain copies at the end: x, a, y and the two copies, five. */
+        assert_int_equal(fa_exec_peak_bytes(ef), (a_is_output ? 5 : 3) * t);
+    }
     fa_exec_free(eu);
     fa_exec_free(ef);
     fa_graph_free(gu);
@@ -188,8 +210,10 @@ static void check_block(bool a_is_output)
     fa_ctx_free(ctx);
 }
 
-static void test_residual_sum_in_place_of_its_last_reader(void **s) { (void)s; check_block(false); }
-static void test_residual_still_read_later_keeps_its_bytes(void **s) { (void)s; check_block(true); }
+static void test_residual_sum_in_place_of_its_last_reader(void **s) { (void)s; check_block_on(false, false, true); }
+static void test_residual_still_read_later_keeps_its_bytes(void **s) { (void)s; check_block_on(true, false, true); }
+static void test_residual_view_keeps_its_values_plain(void **s) { (void)s; check_block_on(false, true, false); }
+static void test_residual_view_keeps_its_values_blocked(void **s) { (void)s; check_block_on(false, true, true); }
 
 /* x [2,5,32] -> MatMul w [32,48] -> Add `addend` -> Gelu (erf), unfused or as one FusedMatMul with
  * post-ops {add, gelu_erf}; the addend a per-column bias [48] or one row per batch [2,1,48]. */
@@ -339,6 +363,8 @@ int main(void)
         cmocka_unit_test(test_fused_linear_with_per_batch_addend_keeps_batch_dims),
         cmocka_unit_test(test_residual_sum_in_place_of_its_last_reader),
         cmocka_unit_test(test_residual_still_read_later_keeps_its_bytes),
+        cmocka_unit_test(test_residual_view_keeps_its_values_plain),
+        cmocka_unit_test(test_residual_view_keeps_its_values_blocked),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
