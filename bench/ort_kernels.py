@@ -27,7 +27,6 @@ on a shared machine are noisy: the load is printed with every model.
 """
 import argparse, collections, glob, json, os, sqlite3, statistics, subprocess, sys, tempfile
 
-import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import numpy_helper, shape_inference
@@ -43,9 +42,9 @@ def bind_batch(model, dims=None):
     for v in list(m.graph.input) + list(m.graph.output):
         for d in v.type.tensor_type.shape.dim:
             if d.HasField("dim_param") or not d.HasField("dim_value"):
-                v = (dims or {}).get(d.dim_param, 1)
+                bound = (dims or {}).get(d.dim_param, 1)
                 d.Clear()
-                d.dim_value = v
+                d.dim_value = bound
     m = shape_inference.infer_shapes(m)
     shapes = {}
     for v in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output):
@@ -114,7 +113,8 @@ def ort_profile(path, level, feeds, iters, threads, tmp):
 
 
 def symbolic_inputs(path):
-    """The names of the graph inputs' symbolic dims (bound to 1 by --shape NAME=1)."""
+    """The names of the graph inputs' symbolic dims (each bound by `run --shape NAME=V`, 1 unless
+    --shape gives V)."""
     m = onnx.load(path, load_external_data=False)
     return sorted({d.dim_param for v in m.graph.input for d in v.type.tensor_type.shape.dim if d.dim_param})
 

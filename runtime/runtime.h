@@ -25,12 +25,12 @@ const char *fa_target_name(fa_target t);
 /* A target name (fa_target_name) -> its value; FA_ERR_USAGE listing the names otherwise. */
 fa_status fa_target_parse(fa_ctx *ctx, const char *s, fa_target *out);
 
-/* Called around every kernel launch (the cpu collector's hook). node = graph node id. */
 /* The kernel name a cpu executor gives a view (Reshape, Flatten, Squeeze, Unsqueeze, Identity)
  * whose output it places on its input's bytes: the node still shows in a trace, one record per
  * run, moving nothing (docs/runtime.md "Memory plan"). */
 #define FA_VIEW_KERNEL_NAME "view"
 
+/* Called around every kernel launch (the cpu collector's hook). node = graph node id. */
 typedef struct fa_exec_observer {
     void *user;
     void (*kernel_begin)(void *user, const fa_node *n, const char *kernel_name);
