@@ -200,6 +200,13 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
  * NAN when some M_i overflowed (no bound: verify by the tolerance). */
 double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, const fa_value *mag, const fa_apply_bound *bd,
                             int64_t *worst);
+/* The same check with M_i replaced by what |unfused_i| guarantees of it: max_i |fused_i - unfused_i|
+ * / (2·γ̃·|unfused_i|/(1 + γ_n)), so that a result <= 1 implies fa_apply_bound_ratio <= 1 without
+ * running the magnitude graph (every rule's M dominates |y|; the derivation is in bound.c). A
+ * result > 1 says nothing: run the magnitudes. INFINITY when the bound does not apply (bd from
+ * fa_apply_bound_graph with no graph), for a size mismatch, a NaN or an infinity on either side,
+ * or a depth too large for the shortcut (1 - 2·depth·u <= 1/2, or γ_n infinite). */
+double fa_apply_bound_ratio_unfused(const fa_value *fused, const fa_value *unfused, const fa_apply_bound *bd, int64_t *worst);
 
 /* Whether a library epilogue in the fused sub-graph gf runs on an implementation whose
  * post-ops are slow: oneDNN's reference kernels ("ref:*", any op) and its gemm-based convolution

@@ -713,3 +713,38 @@ double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, cons
     }
     return worst_ratio;
 }
+
+double fa_apply_bound_ratio_unfused(const fa_value *fused, const fa_value *unfused, const fa_apply_bound *bd, int64_t *worst)
+{
+    *worst = -1;
+    if (!fused || !unfused || !bd->applies) return INFINITY;
+    int64_t ne = fa_value_numel(unfused);
+    if (fa_value_numel(fused) != ne) return INFINITY;
+    /* fa_apply_bound_ratio accepts |f - g| <= scale·M̂ + floor. Every rule gives M >= |y| in exact
+     * arithmetic (a sum or product of magnitudes dominates the value's modulus, and the rules
+     * with an output term add |y|: docs/runtime.md "Verification bound"), the unfused value g is
+     * within γ_n·M of y (Higham §3.1, deterministic: |g| <= (1 + γ_n)·M) and the computed M̂
+     * within the factor (1 - 2·depth·u) of M. So |g|·(1 - 2·depth·u)/(1 + γ_n) <= M̂, and an
+     * element within scale·that + floor is within the full check's bound. */
+    const double u = ldexp(1.0, -24);
+    double shrink = 1.0 - 2.0 * (double)bd->depth * u;
+    if (!(shrink > 0.5) || !isfinite(bd->gamma_det)) return INFINITY; /* the magnitudes are needed */
+    double scale = 2.0 * bd->gamma / (1.0 + bd->gamma_det); /* (2·γ̃/shrink)·shrink/(1 + γ_n) */
+    double floor_abs = 2.0 * (double)bd->depth * ldexp(1.0, -149);
+    double worst_ratio = 0;
+    for (int64_t i = 0; i < ne; i++) {
+        double f = fa_load_as_double(fused->data, fused->dtype, i), g = fa_load_as_double(unfused->data, unfused->dtype, i);
+        if (f == g) continue;
+        double d = fabs(f - g);
+        if (!isfinite(d) || !isfinite(g)) { /* NaN or an infinity on either side: the full check decides */
+            *worst = i;
+            return INFINITY;
+        }
+        double r = d / (scale * fabs(g) + floor_abs);
+        if (r > worst_ratio) {
+            worst_ratio = r;
+            *worst = i;
+        }
+    }
+    return worst_ratio;
+}

@@ -141,6 +141,15 @@ static double ratio_of(const float *fused, const float *unfused, const float *ma
     return fa_apply_bound_ratio(&vf, &vu, &vm, bd, &at);
 }
 
+/* The shortcut against |unfused| (no magnitudes run) for the same values: never below the full
+ * ratio, so that it accepts only what the full check accepts. */
+static double quick_ratio_of(const float *fused, const float *unfused, const fa_apply_bound *bd)
+{
+    fa_value vf = {(void *)fused, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}}, vu = {(void *)unfused, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}};
+    int64_t at;
+    return fa_apply_bound_ratio_unfused(&vf, &vu, bd, &at);
+}
+
 static double rel_error(const float *a, const float *b)
 {
     fa_value va = {(void *)a, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}}, vb = {(void *)b, FA_DTYPE_FLOAT, 4, {N, CO, H, W_}};
@@ -197,15 +206,18 @@ static void test_correct_reassociation_passes_and_defects_are_rejected(void **st
            bd.gamma_det);
 
     fused_result(&p, x, skip, OK_RESULT, f);
-    double ok = ratio_of(f, y, mag, &bd);
-    printf("correct, other summation order: %.3g of the bound (relative error %.3g)\n", ok, rel_error(f, y));
+    double ok = ratio_of(f, y, mag, &bd), ok_quick = quick_ratio_of(f, y, &bd);
+    printf("correct, other summation order: %.3g of the bound, %.3g of its |unfused| form (relative error %.3g)\n", ok,
+           ok_quick, rel_error(f, y));
     assert_true(ok <= 1.0);
+    assert_true(ok_quick >= ok);
     static const char *const names[] = {"", "weight of largest magnitude +10%", "bias[0] + 5% of max|bias|", "Relu dropped"};
     for (variant v = BAD_WEIGHT; v <= NO_RELU; v++) {
         fused_result(&p, x, skip, v, f);
-        double bad = ratio_of(f, y, mag, &bd);
-        printf("defect (%s): %.3g times the bound\n", names[v], bad);
+        double bad = ratio_of(f, y, mag, &bd), bad_quick = quick_ratio_of(f, y, &bd);
+        printf("defect (%s): %.3g times the bound, %.3g times its |unfused| form\n", names[v], bad, bad_quick);
         assert_true(bad > 1.0);
+        assert_true(bad_quick >= bad); /* the shortcut lets no defect through */
     }
 
     /* A residual add that cancels the conv: y is small while the terms are not. The old rule
@@ -216,10 +228,13 @@ static void test_correct_reassociation_passes_and_defects_are_rejected(void **st
     free(n);
     run_unfused(ctx, g, x, skip, y, &bd, mag);
     fused_result(&p, x, skip, OK_RESULT, f);
-    double rel = rel_error(f, y), canc = ratio_of(f, y, mag, &bd);
-    printf("cancelling residual: relative error %.3g, %.3g of the bound\n", rel, canc);
+    double rel = rel_error(f, y), canc = ratio_of(f, y, mag, &bd), canc_quick = quick_ratio_of(f, y, &bd);
+    printf("cancelling residual: relative error %.3g, %.3g of the bound, %.3g of its |unfused| form\n", rel, canc,
+           canc_quick);
     assert_true(rel > 1e-5);
     assert_true(canc <= 1.0);
+    /* near cancellation |unfused| is far below M: the shortcut cannot decide, the magnitudes do */
+    assert_true(canc_quick > 1.0);
     fa_graph_free(g);
     fa_ctx_free(ctx);
 }
@@ -424,11 +439,52 @@ static fa_node *node_named(fa_graph *g, const char *name)
     return NULL;
 }
 
+/* g (matmul_then) and its magnitude graph gm run on three draws of inputs in [-2, 2]: every finite
+ * element's magnitude M is at least |y|·(1 - 2·depth·u)/(1 + γ_n), the premise of the shortcut
+ * fa_apply_bound_ratio_unfused (its ratio never below fa_apply_bound_ratio's). Returns the
+ * elements compared. */
+static int magnitudes_dominate(fa_ctx *ctx, const fa_graph *g, const fa_graph *gm, int n_in, const fa_apply_bound *bd,
+                               const char *op)
+{
+    const double u = ldexp(1.0, -24);
+    double shrink = (1.0 - 2.0 * (double)bd->depth * u) / (1.0 + bd->gamma_det);
+    fa_rng r;
+    fa_rng_seed(&r, 7);
+    int compared = 0;
+    for (int draw = 0; draw < 3; draw++) {
+        float x[4][8];
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 8; j++) x[i][j] = (float)fa_rng_uniform(&r, -2, 2);
+        float y[2][8];
+        const fa_graph *gs[2] = {g, gm};
+        for (int k = 0; k < 2; k++) {
+            fa_exec *e = NULL;
+            fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+            if (fa_exec_create(ctx, gs[k], &eo, &e)) fail_msg("%s: %s", op, fa_ctx_errmsg(ctx));
+            for (int i = 0; i < n_in; i++) {
+                fa_value v = {x[i], FA_DTYPE_FLOAT, 2, {2, 4}};
+                assert_int_equal(fa_exec_set_input(ctx, e, i, &v), FA_OK);
+            }
+            if (fa_exec_run(ctx, e, NULL)) fail_msg("%s: %s", op, fa_ctx_errmsg(ctx));
+            const fa_value *o = fa_exec_output(e, 0);
+            assert_int_equal(fa_value_numel(o), 8);
+            for (int j = 0; j < 8; j++) y[k][j] = (float)fa_load_as_double(o->data, o->dtype, j);
+            fa_exec_free(e);
+        }
+        for (int j = 0; j < 8; j++) {
+            if (!isfinite(y[0][j]) || !isfinite(y[1][j])) continue;
+            if (!(y[1][j] >= fabs(y[0][j]) * shrink)) fail_msg("%s: M = %.9g below |y| = %.9g", op, y[1][j], fabs(y[0][j]));
+            compared++;
+        }
+    }
+    return compared;
+}
+
 static void test_every_elementwise_op_has_a_bound_row(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    int checked = 0, no_bound = 0;
+    int checked = 0, no_bound = 0, dominated = 0;
     for (int i = 0; fa_op_at(i); i++) {
         const fa_op *op = fa_op_at(i);
         if ((op->domain && op->domain[0]) || (op->pattern != FA_PATTERN_ELEMWISE && op->pattern != FA_PATTERN_BROADCAST))
@@ -452,13 +508,17 @@ static void test_every_elementwise_op_has_a_bound_row(void **state)
             no_bound++;
             printf("  %s: no bound (%s)\n", op->name, why);
             assert_non_null(strstr(why, op->name)); /* the reason names the op */
+        } else {
+            dominated += magnitudes_dominate(ctx, g, gm, n_in, &bd, op->name);
         }
         checked++;
         fa_graph_free(gm);
         fa_graph_free(g);
     }
-    printf("%d elementwise ops checked, %d verified by relative error (no first-order bound)\n", checked, no_bound);
+    printf("%d elementwise ops checked, %d verified by relative error (no first-order bound), %d elements' magnitudes "
+           "compared with |unfused|\n", checked, no_bound, dominated);
     assert_true(checked >= 40);
+    assert_true(dominated >= 8 * (checked - no_bound)); /* 3 draws of 8 elements, most of them finite */
     assert_true(no_bound < checked / 2);
     fa_ctx_free(ctx);
 }
