@@ -317,10 +317,16 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     int64_t run_id = -1;
     char *cmdline = fa_cli_command_line("fuse-advise", argc, argv), *dim_defaults = NULL;
     char sha[65] = "", devname[256];
+    /* the model's digest (the run's identity in the store) is taken on a thread of its own
+     * while the model loads and its executor is built, held while the ceilings are measured,
+     * and joined before the first timed run */
+    bool from_file = strncmp(model, "zoo:", 4) != 0;
+    fa_sha256_job *sha_job = from_file ? fa_sha256_file_start(model) : NULL;
     fa_status s = fa_graph_load(ctx, model, &lo, &g);
     if (!s) fa_cli_note_dim_defaults(g);
-    if (!s && strncmp(model, "zoo:", 4) != 0) s = fa_sha256_file(ctx, model, sha);
+    if (!s && from_file && !sha_job) s = fa_sha256_file(ctx, model, sha); /* no thread */
     if (s) {
+        if (sha_job) fa_sha256_file_finish(NULL, sha_job, sha);
         free(cmdline);
         fa_graph_free(g);
         return fa_cli_fail(ctx, s);
@@ -334,6 +340,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         bool ok = false;
         for (int i = 0; i < pl.n; i++) ok |= pl.cand[i] == (fa_layout)po.layout;
         if (!ok) {
+            if (sha_job) fa_sha256_file_finish(NULL, sha_job, sha);
             free(cmdline);
             fa_graph_free(g);
             return fa_cli_usage("run", "--layout %s: %s cannot run convolutions on it on this machine",
@@ -375,11 +382,19 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
          * apply stage reads them back). A failure is the apply stage's to report, as before. */
         fa_ctx *cctx = fa_ctx_create();
         fa_ceilings ceil;
+        fa_sha256_file_hold(sha_job, true); /* nothing of ours beside the measured bandwidth */
         if (cctx) fa_roofline_ceilings(cctx, st, fa_target_id(ti), (int)threads, false, &ceil);
+        fa_sha256_file_hold(sha_job, false);
         fa_ctx_free(cctx);
     }
     s = fa_exec_create(ctx, g, &eo, &e);
     if (!s) s = fa_exec_fill_inputs(ctx, e, (uint64_t)seed);
+    if (sha_job) { /* before the first timed run: it reads the whole file */
+        fa_status hs = fa_sha256_file_finish(s ? NULL : ctx, sha_job, sha);
+        sha_job = NULL;
+        if (!s) s = hs;
+        info.model_sha256 = sha; /* stored by the update below */
+    }
     if (!s) s = fa_collect_span(ctx, e, g, (int)warmup, (int)iters, span_s, on_progress, &prog, &trace);
     if (!s) {
         info.iters = trace->n_iters; /* what the trace holds: --iters or more (--trace-span) */
@@ -419,6 +434,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     po.apply.threads = info.threads;
     s = fa_cli_apply_pipeline(ctx, st, g, run_id, model, &info, devname, out_dir, &po, &oo); /* finishes the run */
 out:;
+    if (sha_job) fa_sha256_file_finish(NULL, sha_job, sha);
     int rc = 0;
     if (s) {
         rc = fa_cli_fail(ctx, s);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <math.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -742,7 +743,34 @@ void fa_sha256_base64(const void *data, size_t n, char out_b64[45])
     EVP_EncodeBlock((unsigned char *)out_b64, md, (int)len); /* 32 bytes -> 44 characters + NUL */
 }
 
-fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
+struct fa_sha256_job {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool hold, held, done; /* fa_sha256_file_hold's request, the reader's answer, the end */
+    fa_ctx *ctx;
+    char *path;
+    fa_status status;
+    char hex[65];
+};
+
+/* Between two chunks: wait while the job is held (j NULL: never). */
+static void sha256_job_step(fa_sha256_job *j)
+{
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    while (j->hold) {
+        if (!j->held) {
+            j->held = true;
+            pthread_cond_broadcast(&j->cv);
+        }
+        pthread_cond_wait(&j->cv, &j->mu);
+    }
+    j->held = false;
+    pthread_mutex_unlock(&j->mu);
+}
+
+static fa_status sha256_file_stepped(fa_ctx *ctx, const char *path, char out_hex[65], fa_sha256_job *job)
 {
     int fd = -1;
     fa_status os = fa_open_input(ctx, path, 0, &fd);
@@ -760,7 +788,7 @@ fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
     EVP_DigestInit_ex(md, EVP_sha256(), NULL);
     unsigned char buf[1 << 16];
     size_t r;
-    while ((r = fread(buf, 1, sizeof buf, f)) > 0) EVP_DigestUpdate(md, buf, r);
+    for (sha256_job_step(job); (r = fread(buf, 1, sizeof buf, f)) > 0; sha256_job_step(job)) EVP_DigestUpdate(md, buf, r);
     bool err = ferror(f);
     fclose(f);
     unsigned char out[EVP_MAX_MD_SIZE];
@@ -770,6 +798,69 @@ fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
     if (err) return fa_ctx_error(ctx, FA_ERR_IO, "%s: read error", path);
     hex_digest(out, len, out_hex);
     return FA_OK;
+}
+
+fa_status fa_sha256_file(fa_ctx *ctx, const char *path, char out_hex[65])
+{
+    return sha256_file_stepped(ctx, path, out_hex, NULL);
+}
+
+static void *sha256_job_run(void *user)
+{
+    fa_sha256_job *j = user;
+    fa_status s = sha256_file_stepped(j->ctx, j->path, j->hex, j);
+    pthread_mutex_lock(&j->mu);
+    j->status = s;
+    j->done = true;
+    pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+    return NULL;
+}
+
+fa_sha256_job *fa_sha256_file_start(const char *path)
+{
+    fa_sha256_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
+    j->ctx = fa_ctx_create();
+    j->path = strdup(path);
+    if (j->ctx && j->path && !pthread_mutex_init(&j->mu, NULL)) {
+        if (!pthread_cond_init(&j->cv, NULL)) {
+            if (!pthread_create(&j->thread, NULL, sha256_job_run, j)) return j;
+            pthread_cond_destroy(&j->cv);
+        }
+        pthread_mutex_destroy(&j->mu);
+    }
+    fa_ctx_free(j->ctx);
+    free(j->path);
+    free(j);
+    return NULL;
+}
+
+void fa_sha256_file_hold(fa_sha256_job *j, bool hold)
+{
+    if (!j) return;
+    pthread_mutex_lock(&j->mu);
+    j->hold = hold;
+    if (hold)
+        while (!j->held && !j->done) pthread_cond_wait(&j->cv, &j->mu);
+    else
+        pthread_cond_broadcast(&j->cv);
+    pthread_mutex_unlock(&j->mu);
+}
+
+fa_status fa_sha256_file_finish(fa_ctx *ctx, fa_sha256_job *j, char out_hex[65])
+{
+    fa_sha256_file_hold(j, false);
+    pthread_join(j->thread, NULL);
+    fa_status s = j->status;
+    if (ctx && s) fa_ctx_error(ctx, s, "%s", fa_ctx_errmsg(j->ctx));
+    else if (ctx) memcpy(out_hex, j->hex, sizeof j->hex);
+    pthread_cond_destroy(&j->cv);
+    pthread_mutex_destroy(&j->mu);
+    fa_ctx_free(j->ctx);
+    free(j->path);
+    free(j);
+    return ctx ? s : FA_OK;
 }
 
 /* ---- command lines from the environment ---- */

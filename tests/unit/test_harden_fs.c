@@ -567,6 +567,45 @@ static void test_fifo_or_socket_as_model_trace_or_input_refused_not_waited_on(vo
     expect_cli_refusal(execin, pb, "FIFO");
 }
 
+/* `run` takes the model's digest on a thread of its own (fa_sha256_file_start) while the model
+ * loads: the same digest as the file read in line, held and let go between chunks, and the same
+ * refusal of a FIFO (never a thread waiting on a writer) or a missing file, named. */
+static void test_model_digest_on_its_thread_matches_and_refuses_as_the_file_read_does(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    const char *path = tmp("digest.bin");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < (3 << 16) + 123; i++) fputc((i * 131) & 0xff, f); /* several chunks and a tail */
+    fclose(f);
+    char want[65], got[65];
+    assert_int_equal(fa_sha256_file(ctx, path, want), FA_OK);
+    fa_sha256_job *j = fa_sha256_file_start(path);
+    assert_non_null(j);
+    fa_sha256_file_hold(j, true);
+    fa_sha256_file_hold(j, false);
+    fa_sha256_file_hold(j, true);
+    assert_int_equal(fa_sha256_file_finish(ctx, j, got), FA_OK); /* finishing lets a held job go */
+    assert_string_equal(got, want);
+
+    const char *fifo = tmp("digest.fifo");
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    j = fa_sha256_file_start(fifo);
+    assert_non_null(j);
+    assert_int_not_equal(fa_sha256_file_finish(ctx, j, got), FA_OK);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), fifo));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "FIFO"));
+    fa_ctx_clear(ctx);
+    j = fa_sha256_file_start(tmp("digest-missing.bin"));
+    assert_non_null(j);
+    assert_int_equal(fa_sha256_file_finish(NULL, j, got), FA_OK); /* the caller failed already: only joined */
+    j = fa_sha256_file_start(tmp("digest-missing.bin"));
+    assert_int_not_equal(fa_sha256_file_finish(ctx, j, got), FA_OK);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "digest-missing.bin"));
+    fa_ctx_free(ctx);
+}
+
 /* An SQLite file next to which SQLite finds NAME-journal: with a FIFO there it waited forever. */
 static void make_sqlite(const char *path)
 {
@@ -613,6 +652,7 @@ int main(void)
         cmocka_unit_test(test_exec_outputs_refuse_a_planted_link_before_running),
         cmocka_unit_test(test_fifo_or_socket_as_model_trace_or_input_refused_not_waited_on),
         cmocka_unit_test(test_fifo_beside_a_database_or_export_refused_not_waited_on),
+        cmocka_unit_test(test_model_digest_on_its_thread_matches_and_refuses_as_the_file_read_does),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
