@@ -166,6 +166,26 @@ static void test_overhead_compensation(void **st)
     tc_free(t);
 }
 
+/* The span ends with the first iteration that reaches it, not one past it. On a clock whose every
+ * read costs 0.1 s, a timed iteration of the 2-kernel graph reads it 8 times (3 per kernel, 2 for
+ * the iteration) and the collector once after it: after iterations 1, 2 and 3 the span read is
+ * 0.9, 1.8 and 2.7 s, so a 2 s span takes 3 (read before each iteration, as it once was: 4). */
+static void test_span_ends_at_the_first_iteration_reaching_it(void **st)
+{
+    (void)st;
+    tc *t = tiny();
+    fa_exec *e = tiny_exec(t);
+    fa_trace *tr = NULL;
+    step_clock slow = {1000000, 100000000};
+    assert_int_equal(fa_collect_cpu_clocked(t->ctx, e, t->g, 0, 1, 2.0, step_read, &slow, NULL, NULL, &tr), FA_OK);
+    assert_int_equal(tr->n_iters, 3);
+    double span;
+    assert_int_equal(iterations(tr, &span), 3);
+    fa_trace_free(tr);
+    fa_exec_free(e);
+    tc_free(t);
+}
+
 /* fa_warmup_more: W >= 0 exactly; FA_WARMUP_AUTO at least 1, more while under
  * FA_WARMUP_AUTO_MIN_S, FA_WARMUP_AUTO_MAX at most. */
 static void test_warmup_rule(void **st)
@@ -255,6 +275,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_trace_span),
         cmocka_unit_test(test_overhead_compensation),
+        cmocka_unit_test(test_span_ends_at_the_first_iteration_reaching_it),
         cmocka_unit_test(test_warmup_rule),
         cmocka_unit_test(test_warmup_by_time),
         cmocka_unit_test(test_recorder),
