@@ -175,6 +175,14 @@ fa_status fa_fused_graph_mapped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
  * its scope (its clusters' members and their edges), never the whole graph per cluster. */
 uint64_t fa_fused_graph_walked(void);
 
+/* Element i of v as double: float32 read in line (the verification loops run over every output
+ * element of every cluster: fa_load_as_double's call per element was ~3 ms a 128x3072 output),
+ * any other dtype through fa_load_as_double. */
+static inline double fa_apply_elem(const fa_value *v, int64_t i)
+{
+    return v->dtype == FA_DTYPE_FLOAT ? (double)((const float *)v->data)[i] : fa_load_as_double(v->data, v->dtype, i);
+}
+
 /* The verification bound of a cluster whose unfused sub-graph reassociates a reduction
  * (applier/bound.c, docs/runtime.md "Verification bound"). */
 typedef struct fa_apply_bound {
@@ -195,6 +203,11 @@ typedef struct fa_apply_bound {
  * from bound.c's k_mag_ops. Errors: FA_ERR_INTERNAL naming the op for an elementwise op (float32
  * output) with neither (an op added without its row: never a bound silently lost); out of memory. */
 fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, fa_graph **gm, char *why, size_t cap);
+/* What fa_apply_bound_graph would say of gu — *out, out->applies, why, its errors — with the
+ * magnitude graph built without its constants' magnitudes (|W| not computed, the weights not
+ * read) and freed: for the check against |unfused| (fa_apply_bound_ratio_unfused), which needs
+ * only out. */
+fa_status fa_apply_bound_of(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, char *why, size_t cap);
 /* max_i |fused_i - unfused_i| / (2·γ̃·M_i) over one output (a fused kernel within its bound
  * has <= 1); *worst the element (-1 none). INFINITY on NaN on one side only or a size mismatch;
  * NAN when some M_i overflowed (no bound: verify by the tolerance). */

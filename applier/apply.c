@@ -325,11 +325,11 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
     fa_graph *gm = NULL;
     fa_exec *em = NULL;
     char why[400];
-    *cs = fa_apply_bound_graph(cctx, gu, &bd, &gm, why, sizeof why);
     /* first against |unfused|, which every element's M dominates: within that, the cluster is
-     * within its bound and the magnitudes need not run (each layer's cluster of a deep model
-     * would otherwise build and run a magnitude executor of its own: issue 39) */
-    double quick = gm && !*cs ? 0 : INFINITY;
+     * within its bound and the magnitudes need not be built or run (each layer's cluster of a
+     * deep model would otherwise make its |W| and run a magnitude executor of its own: issue 39) */
+    *cs = fa_apply_bound_of(cctx, gu, &bd, why, sizeof why);
+    double quick = !*cs && bd.applies ? 0 : INFINITY;
     for (int k = 0; k < c->n_outputs && quick <= 1.0; k++) {
         int iff = out_index(gf, g->tensors[c->outputs[k]]->name);
         int64_t w;
@@ -337,11 +337,11 @@ static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res
         if (r > quick) quick = r;
     }
     if (quick <= 1.0) {
-        fa_graph_free(gm);
         snprintf(tag, tag_cap, "within the rounding-error bound of its %lld-deep reduction (worst element at %.2g of "
                  "2·γ̃·|unfused|/(1 + γ_n), which 2·γ̃·M exceeds; relative error %.2g); ", (long long)bd.depth, quick, err);
         return true;
     }
+    if (!*cs && bd.applies) *cs = fa_apply_bound_graph(cctx, gu, &bd, &gm, why, sizeof why);
     /* the magnitudes on the cpu executor whatever the target: standard ops only, host values */
     fa_exec_options mo = {.target = FA_TARGET_CPU, .threads = opt->threads};
     if (!*cs && gm) *cs = fa_exec_create(cctx, gm, &mo, &em);

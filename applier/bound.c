@@ -190,6 +190,7 @@ typedef struct mag_builder {
     int *mag;          /* by tensor id of g: id of its magnitude tensor in m, -1 not yet */
     int n_new;         /* counter for unique names */
     bool failed;       /* an error is on ctx (an elementwise op without a row) */
+    bool dry;          /* fa_apply_bound_of: whether a bound applies, constants' |.| not computed */
 } mag_builder;
 
 static int new_tensor(mag_builder *b, const char *stem, const fa_tensor *like)
@@ -265,20 +266,23 @@ static int mag_of(mag_builder *b, int t, char *why, size_t cap)
             return -1;
         }
         int64_t n = fa_tensor_numel(T);
-        fa_blob *mb = fa_blob_alloc(sizeof(float) * (size_t)(n > 0 ? n : 0)); /* filled here, not copied */
-        if (!mb) return -1;
-        float *a = (float *)fa_blob_data(mb);
-        for (int64_t i = 0; i < n; i++) a[i] = fabsf(((const float *)T->data)[i]);
-        /* read once: a weight read in place from the model file leaves the resident set again
-         * (its kernels read their reordered copy; a plain read faults the pages back in) */
-        fa_blob_release_pages(T->blob);
+        fa_blob *mb = NULL;
+        if (!b->dry) { /* a dry build never reads the weight: its |W| (9 MB for GPT-2's MLP) is not made */
+            mb = fa_blob_alloc(sizeof(float) * (size_t)(n > 0 ? n : 0)); /* filled here, not copied */
+            if (!mb) return -1;
+            float *a = (float *)fa_blob_data(mb);
+            for (int64_t i = 0; i < n; i++) a[i] = fabsf(((const float *)T->data)[i]);
+            /* read once: a weight read in place from the model file leaves the resident set again
+             * (its kernels read their reordered copy; a plain read faults the pages back in) */
+            fa_blob_release_pages(T->blob);
+        }
         char name[700];
         snprintf(name, sizeof name, "%.600s__magc%d", T->name, b->n_new++);
         id = fa_graph_tensor(b->m, name);
         if (id >= 0) {
             fa_tensor *mt = b->m->tensors[id];
             fa_tensor_set_shape(mt, FA_DTYPE_FLOAT, T->rank, T->dims);
-            fa_tensor_set_blob(mt, mb);
+            if (mb) fa_tensor_set_blob(mt, mb);
             mt->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
         }
         fa_blob_unref(mb);
@@ -573,7 +577,8 @@ static bool mag_node(mag_builder *b, const fa_node *n, char *why, size_t cap)
     return true;
 }
 
-fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, fa_graph **gm, char *why, size_t cap)
+static fa_status bound_build(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, fa_graph **gm, bool dry, char *why,
+                             size_t cap)
 {
     *gm = NULL;
     why[0] = 0;
@@ -625,7 +630,7 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
     out->gamma = exp(out->lambda * sqrt(n) * u + n * u * u / (1.0 - u)) - 1.0;
     out->gamma_det = n * u < 1 ? n * u / (1.0 - n * u) : INFINITY;
 
-    mag_builder b = {ctx, gu, fa_graph_create(gu->name), mag, 0, false};
+    mag_builder b = {ctx, gu, fa_graph_create(gu->name), mag, 0, false, dry};
     fa_status s = b.m ? FA_OK : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     for (int i = 0; i < gu->n_tensors; i++) mag[i] = -1;
     for (int i = 0; i < gu->n_opsets && !s; i++) s = fa_graph_set_opset(ctx, b.m, gu->opsets[i].domain, gu->opsets[i].version);
@@ -675,8 +680,20 @@ fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *
         out->applies = false;
         return s;
     }
-    *gm = b.m;
+    if (dry) fa_graph_free(b.m);
+    else *gm = b.m;
     return FA_OK;
+}
+
+fa_status fa_apply_bound_graph(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, fa_graph **gm, char *why, size_t cap)
+{
+    return bound_build(ctx, gu, out, gm, false, why, cap);
+}
+
+fa_status fa_apply_bound_of(fa_ctx *ctx, const fa_graph *gu, fa_apply_bound *out, char *why, size_t cap)
+{
+    fa_graph *none = NULL;
+    return bound_build(ctx, gu, out, &none, true, why, cap);
 }
 
 double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, const fa_value *mag, const fa_apply_bound *bd,
@@ -695,8 +712,8 @@ double fa_apply_bound_ratio(const fa_value *fused, const fa_value *unfused, cons
     double floor_abs = 2.0 * (double)bd->depth * ldexp(1.0, -149);
     double worst_ratio = 0;
     for (int64_t i = 0; i < ne; i++) {
-        double f = fa_load_as_double(fused->data, fused->dtype, i), g = fa_load_as_double(unfused->data, unfused->dtype, i);
-        double m = fa_load_as_double(mag->data, mag->dtype, i);
+        double f = fa_apply_elem(fused, i), g = fa_apply_elem(unfused, i);
+        double m = fa_apply_elem(mag, i);
         /* equal, equal infinities (whose difference is NaN) or NaN on both sides */
         if (f == g || (isnan(f) && isnan(g))) continue;
         double d = fabs(f - g);
@@ -733,7 +750,7 @@ double fa_apply_bound_ratio_unfused(const fa_value *fused, const fa_value *unfus
     double floor_abs = 2.0 * (double)bd->depth * ldexp(1.0, -149);
     double worst_ratio = 0;
     for (int64_t i = 0; i < ne; i++) {
-        double f = fa_load_as_double(fused->data, fused->dtype, i), g = fa_load_as_double(unfused->data, unfused->dtype, i);
+        double f = fa_apply_elem(fused, i), g = fa_apply_elem(unfused, i);
         if (f == g) continue;
         double d = fabs(f - g);
         if (!isfinite(d) || !isfinite(g)) { /* NaN or an infinity on either side: the full check decides */

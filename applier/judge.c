@@ -16,7 +16,7 @@ double fa_apply_rel_error(const fa_value *a, const fa_value *b)
     const double sentinel = 0x1p100; /* far beyond any activation, far below float32's 3.4e38 */
     double md = 0, mb = 0, rs = 0;
     for (int64_t i = 0; i < ne; i++) {
-        double x = fa_load_as_double(a->data, a->dtype, i), y = fa_load_as_double(b->data, b->dtype, i);
+        double x = fa_apply_elem(a, i), y = fa_apply_elem(b, i);
         bool ordinary = fabs(y) < sentinel;
         if (ordinary && fabs(y) > mb) mb = fabs(y);
         /* equal values, equal infinities (a -inf attention mask) and NaN on both sides agree: the

@@ -504,6 +504,15 @@ static void test_every_elementwise_op_has_a_bound_row(void **state)
         char why[400];
         if (fa_apply_bound_graph(ctx, g, &bd, &gm, why, sizeof why))
             fail_msg("%s: %s", op->name, fa_ctx_errmsg(ctx));
+        /* the dry build (the shortcut's) says the same of it, without the magnitudes */
+        fa_apply_bound dry;
+        char why_dry[400];
+        if (fa_apply_bound_of(ctx, g, &dry, why_dry, sizeof why_dry)) fail_msg("%s: %s", op->name, fa_ctx_errmsg(ctx));
+        assert_int_equal(dry.applies, bd.applies);
+        assert_int_equal(dry.applies, gm != NULL);
+        assert_int_equal(dry.depth, bd.depth);
+        assert_true(dry.gamma == bd.gamma);
+        assert_string_equal(why_dry, why);
         if (!gm) {
             no_bound++;
             printf("  %s: no bound (%s)\n", op->name, why);
@@ -537,6 +546,9 @@ static void test_an_elementwise_op_without_a_row_is_an_error(void **state)
     char why[400];
     assert_int_equal(fa_apply_bound_graph(ctx, g, &bd, &gm, why, sizeof why), FA_ERR_INTERNAL);
     assert_null(gm);
+    assert_false(bd.applies);
+    fa_ctx_clear(ctx);
+    assert_int_equal(fa_apply_bound_of(ctx, g, &bd, why, sizeof why), FA_ERR_INTERNAL); /* the dry build too */
     assert_false(bd.applies);
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "NewActivation 'op'"));
     assert_non_null(strstr(fa_ctx_errmsg(ctx), "no rounding-error row"));
