@@ -834,10 +834,11 @@ static void test_deep_graph_layout_work_grows_linearly(void **state)
         printf("%d layers: %d nodes drawn, %d edges, %d references, %d ranks, %ld virtual nodes\n", layers[i],
                gs.drawn_nodes, gs.drawn_edges, gs.fanout_refs, gs.ranks, gs.virtual_nodes);
         char consumers[64];
-        snprintf(consumers, sizeof consumers, "%d consumers", layers[i]);
-        /* each layer has its reference box, the mask says how many, and nothing is lost: every
-         * graph node is drawn (checked after the work, which is what this test is about) */
-        drawn_ok[i] = gs.fanout_refs == layers[i] && count_str(dot.data, "label=\"from mask\"") == layers[i] &&
+        snprintf(consumers, sizeof consumers, "%d far consumers", layers[i] - 1);
+        /* each layer but the first (its edge kept: the nearest consumer) has its reference box,
+         * the mask says how many, and nothing is lost: every graph node is drawn (checked after
+         * the work, which is what this test is about) */
+        drawn_ok[i] = gs.fanout_refs == layers[i] - 1 && count_str(dot.data, "label=\"from mask\"") == layers[i] - 1 &&
                       strstr(dot.data, consumers) && strstr(svg.data, "from mask") &&
                       count_str(dot.data, "Relu \xc2\xb7") == 3 * layers[i];
         fa_buf_free(&dot);
@@ -849,6 +850,97 @@ static void test_deep_graph_layout_work_grows_linearly(void **state)
         if (i > 0) assert_true(work[i] * 10 <= work[i - 1] * 22);
     }
     for (int i = 0; i < 3; i++) assert_true(drawn_ok[i]);
+}
+
+/* n_layers x a BERT layer's shape: LN = Sigmoid(h) feeds Q, K, V (Relu each), their Sum, four
+ * more ops, and the residual Add(LN, ...) six levels below Q: the LayerNorm output is a fan-out
+ * node (4 consumers more than 4 levels apart) inside every layer. */
+static fa_graph *bert_like_graph(fa_ctx *ctx, int n_layers)
+{
+    fa_graph *g = fa_graph_create("bertlike");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    g->path = fa_arena_strdup(g->arena, "bertlike");
+    int64_t d[2] = {1, 8};
+    int x = fa_graph_tensor(g, "h0");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
+    fa_graph_add_input(ctx, g, x);
+    char t[10][32], nm[32];
+    for (int k = 0; k < n_layers; k++) {
+        const char *stem[10] = {"h", "ln", "q", "k", "v", "s", "r1", "r2", "r3", "r4"};
+        for (int j = 0; j < 10; j++) snprintf(t[j], sizeof t[j], "%s%d", stem[j], k);
+        char out[32];
+        snprintf(out, sizeof out, "h%d", k + 1);
+        const char *ih[] = {t[0]}, *oln[] = {t[1]}, *iln[] = {t[1]}, *oq[] = {t[2]}, *ok[] = {t[3]}, *ov[] = {t[4]};
+        const char *isum[] = {t[2], t[3], t[4]}, *os[] = {t[5]}, *is[] = {t[5]}, *or1[] = {t[6]}, *ir1[] = {t[6]};
+        const char *or2[] = {t[7]}, *ir2[] = {t[7]}, *or3[] = {t[8]}, *ir3[] = {t[8]}, *or4[] = {t[9]};
+        const char *ires[] = {t[1], t[9]}, *oo[] = {out};
+        snprintf(nm, sizeof nm, "ln%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Sigmoid", "", 1, ih, 1, oln));
+        snprintf(nm, sizeof nm, "q%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, iln, 1, oq));
+        snprintf(nm, sizeof nm, "k%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, iln, 1, ok));
+        snprintf(nm, sizeof nm, "v%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, iln, 1, ov));
+        snprintf(nm, sizeof nm, "sum%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Sum", "", 3, isum, 1, os));
+        snprintf(nm, sizeof nm, "r1_%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, is, 1, or1));
+        snprintf(nm, sizeof nm, "r2_%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Tanh", "", 1, ir1, 1, or2));
+        snprintf(nm, sizeof nm, "r3_%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Relu", "", 1, ir2, 1, or3));
+        snprintf(nm, sizeof nm, "r4_%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Tanh", "", 1, ir3, 1, or4));
+        snprintf(nm, sizeof nm, "res%d", k);
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Add", "", 2, ires, 1, oo));
+    }
+    char last[32];
+    snprintf(last, sizeof last, "h%d", n_layers);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, last));
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    return g;
+}
+
+/* A fan-out node inside every layer (a BERT LayerNorm feeding Q, K, V and the residual Add) keeps
+ * its edges to the near consumers: the drawing stays one chain of layers, its ranks growing with
+ * depth. With every edge a reference each layer was a component of its own, laid side by side
+ * (constant ranks, ever wider): a 24-layer BERT's layout took 3.3x the 12-layer one's. */
+static void test_fanout_inside_a_layer_keeps_the_layers_connected(void **state)
+{
+    (void)state;
+    const int layers[2] = {12, 24};
+    int ranks[2];
+    for (int i = 0; i < 2; i++) {
+        fa_ctx *ctx = fa_ctx_create();
+        fa_store *st = NULL;
+        char name[32];
+        snprintf(name, sizeof name, "bertlike%d.db", layers[i]);
+        assert_int_equal(fa_store_open(ctx, out_dir(name), &st), FA_OK);
+        fa_graph *g = bert_like_graph(ctx, layers[i]);
+        int64_t run;
+        assert_int_equal(fa_test_store_graph_run(ctx, st, g, 1, &run), FA_OK);
+        fa_graph_free(g);
+        fa_rep *r = NULL;
+        if (fa_rep_load(ctx, st, run, &r)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        fa_buf dot, svg;
+        fa_buf_init(&dot);
+        fa_buf_init(&svg);
+        fa_rep_graph_stats gs;
+        if (fa_rep_graph(ctx, r, &dot, &svg, &gs)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        printf("%d layers: %d nodes drawn, %d edges, %d references, %d ranks, %ld virtual nodes\n", layers[i],
+               gs.drawn_nodes, gs.drawn_edges, gs.fanout_refs, gs.ranks, gs.virtual_nodes);
+        ranks[i] = gs.ranks;
+        assert_int_equal(gs.fanout_refs, layers[i]); /* the residual edge of each layer, nothing else */
+        assert_int_equal(count_str(dot.data, "label=\"from ln"), layers[i]);
+        fa_buf_free(&dot);
+        fa_buf_free(&svg);
+        fa_rep_free(r);
+        fa_store_close(st);
+        fa_ctx_free(ctx);
+    }
+    assert_true(ranks[0] >= 6 * layers[0]); /* a chain: every layer's levels stacked */
+    assert_true(ranks[1] * 10 >= ranks[0] * 19);
 }
 
 int main(void)
@@ -866,6 +958,7 @@ int main(void)
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),
         cmocka_unit_test(test_deep_graph_layout_work_grows_linearly),
+        cmocka_unit_test(test_fanout_inside_a_layer_keeps_the_layers_connected),
         cmocka_unit_test(test_winograd_convolutions_counted_from_the_fused_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
