@@ -8,6 +8,8 @@ sequence 128 fixed, as docs/survey/export_models.py exports its small ones:
   bert-base     BertConfig() defaults: 12 layers x 768, 12 heads, FFN 3072, vocab 30522
   gpt2-small    GPT2Config() defaults: 12 layers x 768, 12 heads, vocab 50257
   gpt2-24       GPT2Config(n_layer=24): the same blocks, twice as deep
+  bert-24       BertConfig(num_hidden_layers=24): BERT-base's blocks, twice as deep (a second
+                depth pair: DEPTH_PAIR="bert-base bert-24")
   gpt2-large    GPT2Config(n_embd=1280, n_layer=36, n_head=20): 774M parameters, 3.1 GB fp32,
                 over protobuf's 2 GB limit, so written with external data (one file per
                 initializer beside MODEL.onnx, as the exporter writes large models)
@@ -36,6 +38,7 @@ CONFIGS = {  # name: (kind, config overrides, re-saved with external data)
     "bert-base": ("bert", {}, False),
     "gpt2-small": ("gpt2", {}, False),
     "gpt2-24": ("gpt2", {"n_layer": 24}, False),
+    "bert-24": ("bert", {"num_hidden_layers": 24}, False),
     "gpt2-large": ("gpt2", {"n_embd": 1280, "n_layer": 36, "n_head": 20}, False),
     "gpt2-tiny": ("gpt2", dict(TINY, n_layer=2), False),
     "gpt2-tiny-x2": ("gpt2", dict(TINY, n_layer=4), False),
