@@ -762,17 +762,24 @@ static void test_json_writer_escapes_and_writes_null_for_missing_and_non_finite(
     fa_buf_free(&b);
 }
 
-/* n_layers x (Relu, Relu, Relu, then Add of the chain and Neg(mask)), with mask = Sigmoid(x) read
- * by every layer: the attention-mask shape of a transformer, a node whose consumers span the depth. */
-static fa_graph *deep_graph(fa_ctx *ctx, int n_layers)
+/* An empty graph NAME (opset 17) with its one input h0[1, 8]: where the layered test graphs start. */
+static fa_graph *layers_graph_begin(fa_ctx *ctx, const char *name)
 {
-    fa_graph *g = fa_graph_create("deep");
+    fa_graph *g = fa_graph_create(name);
     assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
-    g->path = fa_arena_strdup(g->arena, "deep");
+    g->path = fa_arena_strdup(g->arena, name);
     int64_t d[2] = {1, 8};
     int x = fa_graph_tensor(g, "h0");
     fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
     fa_graph_add_input(ctx, g, x);
+    return g;
+}
+
+/* n_layers x (Relu, Relu, Relu, then Add of the chain and Neg(mask)), with mask = Sigmoid(x) read
+ * by every layer: the attention-mask shape of a transformer, a node whose consumers span the depth. */
+static fa_graph *deep_graph(fa_ctx *ctx, int n_layers)
+{
+    fa_graph *g = layers_graph_begin(ctx, "deep");
     {
         const char *i1[] = {"h0"}, *o1[] = {"mask"};
         assert_non_null(fa_graph_add_node(ctx, g, "mask", "Sigmoid", "", 1, i1, 1, o1));
@@ -803,6 +810,32 @@ static fa_graph *deep_graph(fa_ctx *ctx, int n_layers)
     return g;
 }
 
+/* g (made by make for n layers) stored as a run in STEM<n>.db and drawn: dot and svg filled (the
+ * caller frees them), *gs the layout's counts, printed. */
+static void draw_layers(fa_graph *(*make)(fa_ctx *, int), const char *stem, int n, fa_buf *dot, fa_buf *svg,
+                        fa_rep_graph_stats *gs)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    char name[64];
+    snprintf(name, sizeof name, "%s%d.db", stem, n);
+    assert_int_equal(fa_store_open(ctx, out_dir(name), &st), FA_OK);
+    fa_graph *g = make(ctx, n);
+    int64_t run;
+    assert_int_equal(fa_test_store_graph_run(ctx, st, g, 1, &run), FA_OK);
+    fa_graph_free(g);
+    fa_rep *r = NULL;
+    if (fa_rep_load(ctx, st, run, &r)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    fa_buf_init(dot);
+    fa_buf_init(svg);
+    if (fa_rep_graph(ctx, r, dot, svg, gs)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    printf("%s, %d layers: %d nodes drawn, %d edges, %d references, %d ranks, %ld virtual nodes\n", stem, n,
+           gs->drawn_nodes, gs->drawn_edges, gs->fanout_refs, gs->ranks, gs->virtual_nodes);
+    fa_rep_free(r);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+}
+
 /* graph.svg's layout work grows linearly with depth: the ranks dot lays out plus the virtual nodes
  * it places on every rank an edge crosses (read from graphviz after layout: counts, not times).
  * Drawn as edges, the mask's 12 / 24 / 48 edges span the whole depth: O(L^2) virtual nodes, the
@@ -814,25 +847,10 @@ static void test_deep_graph_layout_work_grows_linearly(void **state)
     long work[3];
     bool drawn_ok[3];
     for (int i = 0; i < 3; i++) {
-        fa_ctx *ctx = fa_ctx_create();
-        fa_store *st = NULL;
-        char name[32];
-        snprintf(name, sizeof name, "deep%d.db", layers[i]);
-        assert_int_equal(fa_store_open(ctx, out_dir(name), &st), FA_OK);
-        fa_graph *g = deep_graph(ctx, layers[i]);
-        int64_t run;
-        assert_int_equal(fa_test_store_graph_run(ctx, st, g, 1, &run), FA_OK);
-        fa_graph_free(g);
-        fa_rep *r = NULL;
-        if (fa_rep_load(ctx, st, run, &r)) fail_msg("%s", fa_ctx_errmsg(ctx));
         fa_buf dot, svg;
-        fa_buf_init(&dot);
-        fa_buf_init(&svg);
         fa_rep_graph_stats gs;
-        if (fa_rep_graph(ctx, r, &dot, &svg, &gs)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        draw_layers(deep_graph, "deep", layers[i], &dot, &svg, &gs);
         work[i] = gs.ranks + gs.virtual_nodes;
-        printf("%d layers: %d nodes drawn, %d edges, %d references, %d ranks, %ld virtual nodes\n", layers[i],
-               gs.drawn_nodes, gs.drawn_edges, gs.fanout_refs, gs.ranks, gs.virtual_nodes);
         char consumers[64];
         snprintf(consumers, sizeof consumers, "%d far consumers", layers[i] - 1);
         /* each layer but the first (its edge kept: the nearest consumer) has its reference box,
@@ -843,9 +861,6 @@ static void test_deep_graph_layout_work_grows_linearly(void **state)
                       count_str(dot.data, "Relu \xc2\xb7") == 3 * layers[i];
         fa_buf_free(&dot);
         fa_buf_free(&svg);
-        fa_rep_free(r);
-        fa_store_close(st);
-        fa_ctx_free(ctx);
         /* twice the layers, at most 2.2x the work (quadratic growth gives ~4x) */
         if (i > 0) assert_true(work[i] * 10 <= work[i - 1] * 22);
     }
@@ -857,13 +872,7 @@ static void test_deep_graph_layout_work_grows_linearly(void **state)
  * node (4 consumers more than 4 levels apart) inside every layer. */
 static fa_graph *bert_like_graph(fa_ctx *ctx, int n_layers)
 {
-    fa_graph *g = fa_graph_create("bertlike");
-    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
-    g->path = fa_arena_strdup(g->arena, "bertlike");
-    int64_t d[2] = {1, 8};
-    int x = fa_graph_tensor(g, "h0");
-    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 2, d);
-    fa_graph_add_input(ctx, g, x);
+    fa_graph *g = layers_graph_begin(ctx, "bertlike");
     char t[10][32], nm[32];
     for (int k = 0; k < n_layers; k++) {
         const char *stem[10] = {"h", "ln", "q", "k", "v", "s", "r1", "r2", "r3", "r4"};
@@ -912,32 +921,14 @@ static void test_fanout_inside_a_layer_keeps_the_layers_connected(void **state)
     const int layers[2] = {12, 24};
     int ranks[2];
     for (int i = 0; i < 2; i++) {
-        fa_ctx *ctx = fa_ctx_create();
-        fa_store *st = NULL;
-        char name[32];
-        snprintf(name, sizeof name, "bertlike%d.db", layers[i]);
-        assert_int_equal(fa_store_open(ctx, out_dir(name), &st), FA_OK);
-        fa_graph *g = bert_like_graph(ctx, layers[i]);
-        int64_t run;
-        assert_int_equal(fa_test_store_graph_run(ctx, st, g, 1, &run), FA_OK);
-        fa_graph_free(g);
-        fa_rep *r = NULL;
-        if (fa_rep_load(ctx, st, run, &r)) fail_msg("%s", fa_ctx_errmsg(ctx));
         fa_buf dot, svg;
-        fa_buf_init(&dot);
-        fa_buf_init(&svg);
         fa_rep_graph_stats gs;
-        if (fa_rep_graph(ctx, r, &dot, &svg, &gs)) fail_msg("%s", fa_ctx_errmsg(ctx));
-        printf("%d layers: %d nodes drawn, %d edges, %d references, %d ranks, %ld virtual nodes\n", layers[i],
-               gs.drawn_nodes, gs.drawn_edges, gs.fanout_refs, gs.ranks, gs.virtual_nodes);
+        draw_layers(bert_like_graph, "bertlike", layers[i], &dot, &svg, &gs);
         ranks[i] = gs.ranks;
         assert_int_equal(gs.fanout_refs, layers[i]); /* the residual edge of each layer, nothing else */
         assert_int_equal(count_str(dot.data, "label=\"from ln"), layers[i]);
         fa_buf_free(&dot);
         fa_buf_free(&svg);
-        fa_rep_free(r);
-        fa_store_close(st);
-        fa_ctx_free(ctx);
     }
     assert_true(ranks[0] >= 6 * layers[0]); /* a chain: every layer's levels stacked */
     assert_true(ranks[1] * 10 >= ranks[0] * 19);
