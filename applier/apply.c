@@ -301,9 +301,8 @@ static fa_status compile_generated(fa_ctx *ctx, const fa_graph *g, const fa_plan
  * when every element is within the componentwise rounding-error bound 2·γ̃_n(λ)·M, M the same ops
  * on magnitudes (run only when the check against |unfused|, which M dominates, does not already
  * pass: fa_apply_bound_ratio_unfused); any other cluster when the relative error is within
- * opt->tolerance. False with
- * its verdict v rejected and the reason set when it fails; *cs set when the check itself could not run. tag
- * gets the accepted reason's prefix. */
+ * opt->tolerance. False with its verdict v rejected and the reason set when it fails; *cs set
+ * when the check itself could not run. tag gets the accepted reason's prefix. */
 static bool verify_cluster(fa_ctx *cctx, const fa_graph *g, fa_apply_result *res, const fa_cluster *c,
                            fa_cluster_verdict *v, const fa_apply_options *opt, const fa_value_map *vm, const fa_graph *gu,
                            const fa_value *const *ref, const fa_graph *gf, fa_exec *ef, char *tag, size_t tag_cap,

@@ -393,7 +393,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         fa_status hs = fa_sha256_file_finish(s ? NULL : ctx, sha_job, sha);
         sha_job = NULL;
         if (!s) s = hs;
-        info.model_sha256 = sha; /* stored by the update below */
+        if (!s) info.model_sha256 = sha; /* stored by the update below */
     }
     if (!s) s = fa_collect_span(ctx, e, g, (int)warmup, (int)iters, span_s, on_progress, &prog, &trace);
     if (!s) {
