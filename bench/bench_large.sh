@@ -19,7 +19,8 @@
 #
 # env: BUILD (default build), TORCH_PY (python with torch, transformers and onnx; default
 #      python3 on PATH), MODELS ("bert-base gpt2-small gpt2-24 gpt2-large"; the smoke test:
-#      "gpt2-tiny gpt2-tiny-x2 gpt2-tiny-ext"), DEPTH_PAIR ("gpt2-small gpt2-24"; "" for none),
+#      "gpt2-tiny gpt2-tiny-x2 gpt2-tiny-ext"; "" for none), DEPTH_PAIR ("gpt2-small gpt2-24"; "" for
+#      none),
 #      MODEL_DIR (where the models are written and kept; default $TMPDIR/fa-large: gpt2-large
 #      needs 3.1 GB of disk and ~10 GB of memory to export), THREADS (2), ITERS (run --iters, 5),
 #      APPLY_BUDGET (run --apply-budget, 600), VERBS ("inspect exec run"), DEPTH_ROUNDS (3: the
@@ -29,7 +30,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 FA=$BUILD/fuse-advise
 TORCH_PY=${TORCH_PY:-python3}
-MODELS=${MODELS:-"bert-base gpt2-small gpt2-24 gpt2-large"}
+MODELS=${MODELS-"bert-base gpt2-small gpt2-24 gpt2-large"}
 DEPTH_PAIR=${DEPTH_PAIR-"gpt2-small gpt2-24"}
 MODEL_DIR=${MODEL_DIR:-${TMPDIR:-/tmp}/fa-large}
 THREADS=${THREADS:-2}
