@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,23 +42,6 @@ static fa_status make_dir(fa_ctx *ctx, const char *dir)
     return FA_OK;
 }
 
-/* graph.dot and graph.svg, laid out by graphviz (its use serialized in graph.c), on a thread of
- * their own while the other files render: the layout is the largest part of the reports and
- * grows faster than the graph (a 24-layer BERT: 0.32 s of 0.52). */
-typedef struct graph_job {
-    const fa_rep *r;
-    fa_buf *dot, *svg;
-    fa_ctx *ctx;
-    fa_status status;
-} graph_job;
-
-static void *graph_job_run(void *user)
-{
-    graph_job *j = user;
-    j->status = fa_rep_graph(j->ctx, j->r, j->dot, j->svg, NULL);
-    return NULL;
-}
-
 fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *out_dir)
 {
     if (!out_dir || !*out_dir) return fa_ctx_error(ctx, FA_ERR_USAGE, "reports: empty output folder");
@@ -76,9 +58,6 @@ fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char
         fa_ctx_clear(ctx); /* stored before this version: the model-run report, as before */
         ta = NULL;
     }
-    graph_job gj = {r, &bufs[F_DOT], &bufs[F_SVG], fa_ctx_create(), FA_OK};
-    pthread_t gt;
-    bool threaded = gj.ctx && pthread_create(&gt, NULL, graph_job_run, &gj) == 0;
     if (ta) {
         fa_rep_trace_summary_json(r, ta, &bufs[F_SUMMARY]);
         fa_rep_trace_kernels_csv(ta, &bufs[F_CSV]);
@@ -88,16 +67,9 @@ fa_status fa_reports_write(fa_ctx *ctx, fa_store *st, int64_t run_id, const char
         fa_rep_kernels_csv(r, &bufs[F_CSV]);
         fa_rep_trace_json(r, &bufs[F_TRACE]);
     }
-    if (ta) fa_rep_trace_html(r, ta, &bufs[F_HTML]);
-    else fa_rep_html(r, &bufs[F_HTML]);
-    if (threaded) {
-        pthread_join(gt, NULL);
-        s = gj.status;
-        if (s) fa_ctx_error(ctx, s, "%s", fa_ctx_errmsg(gj.ctx));
-    } else {
-        s = fa_rep_graph(ctx, r, &bufs[F_DOT], &bufs[F_SVG], NULL);
-    }
-    fa_ctx_free(gj.ctx);
+    s = fa_rep_graph(ctx, r, &bufs[F_DOT], &bufs[F_SVG], NULL);
+    if (!s && ta) fa_rep_trace_html(r, ta, &bufs[F_HTML]);
+    else if (!s) fa_rep_html(r, &bufs[F_HTML]);
     fa_trace_advice_free(ta);
     for (int i = 0; i < F_N && !s; i++)
         if (bufs[i].oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory rendering %s of run %" PRId64, fa_report_files[i], run_id);
