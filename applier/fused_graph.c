@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define FA_FUSED_DOMAIN "ai.fuse-advise"
-
 /* The BN_FOLD cluster an epilogue depends on: the one anchored at the same producer (found by
  * anchor, so the plan's ranking order does not matter). */
 static const fa_cluster *bn_fold_of(const fa_plan *p, const fa_cluster *epi)
@@ -186,6 +184,24 @@ static fa_status fold_operands(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, co
     return FA_OK;
 }
 
+/* FA_FUSED_FLOPS_ATTR on fused node fn: the flops of cluster c's members in g by their own
+ * formulas (fa_node_cost), the work its kernel does (a BN fold's scale and shift, folded into the
+ * weights, count their few flops per output beside the product's). fa_node_cost reads it: the cpu
+ * executor runs a kernel under 1 MFLOP and 256 KiB moved on one thread, so a fused node without
+ * it ran its convolution or product there (graph/registry.c fused_cost). False on OOM. */
+static bool set_fused_flops(fa_graph *dst, fa_node *fn, const fa_graph *g, const fa_cluster *c)
+{
+    uint64_t f = 0;
+    for (int m = 0; m < c->n_members; m++) {
+        const fa_node *mn = c->members[m] >= 0 && c->members[m] < g->n_nodes ? g->nodes[c->members[m]] : NULL;
+        if (!mn) continue;
+        fa_op_cost mc;
+        fa_node_cost(g, mn, &mc);
+        f = fa_u64_add_sat(f, mc.flops);
+    }
+    return fa_node_add_attr_int(dst, fn, FA_FUSED_FLOPS_ATTR, f > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)f) != NULL;
+}
+
 /* Add the anchor op (plain or Fused*) with optionally folded weights; inject: 0, or 1 + the
  * fa_apply_defect its kernel carries (test hook). */
 static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_node *anchor, const char *w_name,
@@ -249,6 +265,10 @@ static fa_node *add_anchor(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const 
         if (!fa_node_copy_attr(dst, n, &anchor->attrs[a])) return NULL;
     }
     if (np && !fa_post_ops_set_node(dst, n, post, np)) return NULL;
+    if (epi && !set_fused_flops(dst, n, g, epi)) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     for (int k = 0; k < 2; k++)
         if (fo[k].n_nodes > 0 && fo[k].strided &&
             (!fa_node_add_attr_ints(dst, n, k ? "b_shape" : "a_shape", fo[k].dims, fo[k].rank) ||
@@ -504,7 +524,7 @@ static fa_status build(fa_ctx *ctx, const builder *b, const int *extra, int n_ex
                 outs[0] = wrong;
             }
             fa_node *fn = fa_graph_add_node(ctx, dst, name, "FusedKernel", FA_FUSED_DOMAIN, c->n_inputs, ins, c->n_outputs, outs);
-            if (!fn || !fa_node_add_attr_int(dst, fn, "cluster", c->id))
+            if (!fn || !fa_node_add_attr_int(dst, fn, "cluster", c->id) || !set_fused_flops(dst, fn, g, c))
                 s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
             if (!s && c->kind == FA_CLUSTER_EPILOGUE && !gemm_attrs(dst, fn, g, c))
                 s = fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;

@@ -14,13 +14,15 @@
 # than ORT's own slowdown under the same load".
 #
 # env: BUILD (build), THREADS (2), ITERS (30), ROUNDS (3), LOAD (nproc), MODELS (the four zoo
-#      models), POLICIES ("passive spin1k spin10k spin100k spin300k active";
-#      spin300k is libgomp's own default count with OMP_WAIT_POLICY unset, which `run` replaces), ORT_PY.
+#      models; zoo:NAME or an .onnx file, its symbolic dims 1 on both sides), SHAPE (extra `run`
+#      options, e.g. "--shape sequence=64"), POLICIES ("passive spin1k spin10k spin100k spin300k
+#      active"; spin300k is libgomp's own default count with OMP_WAIT_POLICY unset, which `run`
+#      replaces), ORT_PY.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 FA=$BUILD/fuse-advise
-THREADS=${THREADS:-2} ITERS=${ITERS:-30} ROUNDS=${ROUNDS:-3} LOAD=${LOAD:-$(nproc)}
+SHAPE=${SHAPE:-} THREADS=${THREADS:-2} ITERS=${ITERS:-30} ROUNDS=${ROUNDS:-3} LOAD=${LOAD:-$(nproc)}
 MODELS=${MODELS:-"zoo:resnet50 zoo:mobilenetv2 zoo:bert-layer zoo:gpt2-block"}
 POLICIES=${POLICIES:-"passive spin1k spin10k spin100k spin300k active"}
 ORT_PY=${ORT_PY:-$BUILD/pyenv/bin/python3}
@@ -38,7 +40,7 @@ policy_env() { # the environment of one policy; an explicit GOMP_SPINCOUNT is li
   esac
 }
 ours() { # ours POLICY ONNX -> median ms of the unfused baseline
-  env $(policy_env "$1") "$FA" run "$2" --no-apply --iters "$ITERS" --threads "$THREADS" --trace-span 0 \
+  env $(policy_env "$1") "$FA" run "$2" --no-apply --iters "$ITERS" --threads "$THREADS" --trace-span 0 $SHAPE \
     --db "$tmp/t.db" 2>/dev/null | sed -n 's/^baseline latency (median per iteration): \([0-9.]*\) ms.*/\1/p'
 }
 ort() { # ort ONNX -> median ms
@@ -52,8 +54,8 @@ for cond in quiet loaded; do
   [ $cond = loaded ] && for ((i = 0; i < LOAD; i++)); do yes >/dev/null & busy+=($!); done
   sleep 1
   for m in $MODELS; do
-    name=${m#zoo:}
-    "$FA" zoo "$name" -o "$tmp/$name.onnx" >/dev/null
+    name=$(basename "${m#zoo:}" .onnx)
+    if [[ $m == zoo:* ]]; then "$FA" zoo "$name" -o "$tmp/$name.onnx" >/dev/null; else cp "$m" "$tmp/$name.onnx"; fi
     declare -A S=()
     l0=$(cut -d' ' -f1 /proc/loadavg)
     for ((r = 0; r < ROUNDS; r++)); do

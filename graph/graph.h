@@ -463,7 +463,14 @@ struct fa_op {
 const fa_op *fa_op_find(const char *domain, const char *op_type);
 /* Iterate: returns the i-th registered op or NULL past the end. */
 const fa_op *fa_op_at(int i);
-/* Cost of a node (after shape inference). */
+/* The domain of the nodes the applier writes (Fused<Anchor> with oneDNN post-ops, FusedKernel),
+ * and the attribute on each that holds its flops: the sum of the replaced ops' own formulas
+ * (applier/fused_graph.c), an int64 >= 0. */
+#define FA_FUSED_DOMAIN "ai.fuse-advise"
+#define FA_FUSED_FLOPS_ATTR "flops"
+/* Cost of a node (after shape inference). A node of FA_FUSED_DOMAIN has no registry row: its
+ * bytes are its own inputs and outputs, its flops FA_FUSED_FLOPS_ATTR, else (a Fused<Anchor>
+ * node) the anchor op's formula over the node, else 0 (graph/registry.c fused_cost). */
 void fa_node_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out);
 /* Check node n's attributes against its op's list (fa_attr_spec above); input 0's rank must be
  * known where a count depends on it. FA_OK, or FA_ERR_UNSUPPORTED / FA_ERR_INPUT with a message

@@ -32,10 +32,38 @@ const fa_op *fa_op_at(int i)
     return NULL;
 }
 
+/* A node of the applier's own domain (applier/fused_graph.c): FusedConv, FusedConvTranspose,
+ * FusedMatMul, FusedGemm — the anchor op with its oneDNN post-ops — and FusedKernel, a generated
+ * kernel. None has a registry row, and fa_cost_io alone gave them 0 flops: the cpu executor then
+ * took any of them under 256 KiB moved for a small kernel and ran it on one thread
+ * (runtime/cpu/exec_cpu.c small_kernel). MobileNetV3-small's 3.8 MFLOP 1x1 convolution with its
+ * HardSwish ran 43-47 us there, where the plain convolution ran 25 us on two threads. Bytes: the
+ * node's own inputs (post-op operands included) and outputs. Flops: FA_FUSED_FLOPS_ATTR, which the
+ * applier writes on every such node (the flops of the cluster's members, by their own formulas),
+ * else, for a Fused<Anchor> node (which keeps the anchor's inputs first and its attributes), the
+ * anchor op's formula over the node itself; else 0. */
+static void fused_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
+{
+    fa_cost_io(g, n, 0, out);
+    int64_t f = fa_node_attr_int(n, FA_FUSED_FLOPS_ATTR, -1);
+    if (f >= 0) {
+        out->flops = (uint64_t)f;
+        return;
+    }
+    const fa_op *anchor = strncmp(n->op_type, "Fused", 5) ? NULL : fa_op_find("", n->op_type + 5);
+    if (anchor && anchor->cost) {
+        fa_op_cost c;
+        memset(&c, 0, sizeof c);
+        anchor->cost(g, n, &c);
+        out->flops = c.flops;
+    }
+}
+
 void fa_node_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
     memset(out, 0, sizeof *out);
     if (n->op && n->op->cost) n->op->cost(g, n, out);
+    else if (!n->op && !strcmp(n->domain, FA_FUSED_DOMAIN)) fused_cost(g, n, out);
     else fa_cost_io(g, n, 0, out);
 }
 

@@ -270,7 +270,10 @@ static void test_identical_clusters_share_one_benchmark_and_verify_each(void **s
             if (!strstr(v0->reason, "end-to-end back-off") && !strstr(v1->reason, "end-to-end back-off"))
                 assert_int_equal(v1->status, v0->status);
             assert_true(v1->measured_saving_ns == v0->measured_saving_ns);
-            assert_true(v1->max_rel_error >= 0 && v1->max_rel_error != v0->max_rel_error); /* its own verification */
+            /* its own verification: an error of its own (equal to the first's where both are
+             * exact, as a Relu epilogue on the same convolution is; the wrong twin below is the
+             * proof that its verdict is not the first one's) */
+            assert_true(v1->max_rel_error >= 0 && v1->max_rel_error <= opt.tolerance);
             /* both have the rounds the verdict rests on, the same ones */
             assert_int_equal(r->n_cluster_bench, 2);
             assert_int_equal(r->cluster_n_samples[0], r->cluster_n_samples[1]);

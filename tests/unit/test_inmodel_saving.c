@@ -238,12 +238,68 @@ static void test_inmodel_saving_not_measured_without_records(void **state)
     release(ctx, st, tb, tf, &map, gf, p, g);
 }
 
+/* Every node of the applier's domain carries the flops of the ops it replaces, by their own
+ * formulas, and fa_node_cost reads them (graph/registry.c fused_cost): the cpu executor takes a
+ * node under 1 MFLOP and 256 KiB moved for a small kernel and runs it on one thread, and with 0
+ * flops a fused convolution of any size was one. conv2's epilogue counts its convolution and the
+ * ops it absorbed; with the attribute gone, the anchor's formula over the node counts the
+ * convolution. */
+static void test_fused_nodes_carry_their_flops(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    fa_plan *p = NULL;
+    convnet_tiny_plan(ctx, &g, &p);
+    int epi2 = cluster_of(p, FA_CLUSTER_EPILOGUE, g, "conv2"), fold2 = cluster_of(p, FA_CLUSTER_BN_FOLD, g, "conv2");
+    int ids[2] = {p->clusters[fold2].id, p->clusters[epi2].id};
+    fa_graph *gf = NULL;
+    fa_fused_map map = {0};
+    fa_test_check_ok(ctx, fa_fused_graph_mapped(ctx, g, p, ids, 2, false, true, -1, 0, NULL, 0, &gf, &map));
+    const fa_cluster *c = &p->clusters[epi2];
+    uint64_t members = 0;
+    for (int m = 0; m < c->n_members; m++) {
+        fa_op_cost mc;
+        fa_node_cost(g, g->nodes[c->members[m]], &mc);
+        members += mc.flops;
+    }
+    fa_op_cost conv;
+    fa_node_cost(g, g->nodes[c->anchor], &conv);
+    assert_true(conv.flops > 1000 && members > conv.flops); /* the product, and the ops after it */
+    int found = 0;
+    for (int i = 0; i < gf->n_nodes; i++) {
+        fa_node *n = gf->nodes[i];
+        if (!n || strcmp(n->domain, FA_FUSED_DOMAIN)) continue;
+        found++;
+        assert_string_equal(n->op_type, "FusedConv");
+        assert_int_equal(fa_node_attr_int(n, FA_FUSED_FLOPS_ATTR, -1), (int64_t)members);
+        fa_op_cost fc;
+        fa_node_cost(gf, n, &fc);
+        assert_int_equal(fc.flops, members);
+        assert_true(fc.bytes_read > 0 && fc.bytes_written > 0);
+        for (int a = 0; a < n->n_attrs; a++) /* the attribute gone: the anchor's formula */
+            if (!strcmp(n->attrs[a].name, FA_FUSED_FLOPS_ATTR)) n->attrs[a].name = "not_flops";
+        assert_int_equal(fa_node_attr_int(n, FA_FUSED_FLOPS_ATTR, -1), -1);
+        fa_node_cost(gf, n, &fc);
+        /* the product, and the bias the BN fold gave it (one add per output) */
+        bool bias = fa_graph_in(gf, n, 2) && !fa_graph_in(g, g->nodes[c->anchor], 2);
+        assert_int_equal(fc.flops, conv.flops + (bias ? (uint64_t)fa_tensor_numel(fa_graph_out(gf, n, 0)) : 0));
+    }
+    assert_int_equal(found, 1);
+    fa_fused_map_free(&map);
+    fa_graph_free(gf);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     fa_test_store_backend_init("test_inmodel_saving");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inmodel_saving_per_cluster),
         cmocka_unit_test(test_inmodel_saving_not_measured_without_records),
+        cmocka_unit_test(test_fused_nodes_carry_their_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,7 +41,7 @@ static fa_status probe_provider(void *user, fa_ctx *ctx, const fa_graph *g, cons
 {
     (void)ctx;
     (void)g;
-    if (strcmp(n->op_type, "Relu") || n->id >= 8) return FA_OK;
+    if ((strcmp(n->op_type, "Relu") && strcmp(n->op_type, "FusedKernel")) || n->id >= 8) return FA_OK;
     seen *s = user;
     probe *p = calloc(1, sizeof *p);
     if (!p) return FA_ERR_NOMEM;
@@ -199,6 +199,42 @@ static void test_prepared_run_is_the_graph_in_order(void **st)
     tc_free(t);
 }
 
+/* A node of the applier's domain has no registry row: its flops are the FA_FUSED_FLOPS_ATTR the
+ * applier writes (graph/registry.c fused_cost). A FusedKernel of 8 KiB moved and 5 MFLOP is not
+ * small and runs on the executor's threads; with 1000 flops, or no attribute (0), it is small. */
+static int fused_kernel_threads(int64_t flops)
+{
+    tc *t = tc_new(17);
+    int64_t d[4] = {1, 16, 8, 8};
+    tc_input(t, "x", 4, d);
+    const char *ins[1] = {"x"}, *outs[1] = {"y"};
+    fa_node *n = fa_graph_add_node(t->ctx, t->g, "fk", "FusedKernel", FA_FUSED_DOMAIN, 1, ins, 1, outs);
+    assert_non_null(n);
+    fa_tensor_set_shape(t->g->tensors[fa_graph_find_tensor(t->g, "y")], FA_DTYPE_FLOAT, 4, d);
+    if (flops >= 0) assert_non_null(fa_node_add_attr_int(t->g, n, FA_FUSED_FLOPS_ATTR, flops));
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_op_cost c;
+    fa_node_cost(t->g, n, &c);
+    assert_int_equal(c.flops, flops > 0 ? (uint64_t)flops : 0);
+    assert_int_equal(c.bytes_read + c.bytes_written, 2 * 16 * 8 * 8 * sizeof(float));
+    seen s = {0};
+    run_block(t, &s);
+    int th = s.run_threads[n->id];
+    assert_int_equal(s.created_omp[n->id], th); /* created with the count it runs with */
+    tc_free(t);
+    return th;
+}
+
+static void test_fused_node_sized_by_its_flops(void **st)
+{
+    (void)st;
+    unsetenv("FA_SMALL_KERNELS_SHARED");
+    assert_int_equal(fused_kernel_threads(5000000), 2);
+    assert_int_equal(fused_kernel_threads(1000), 1);
+    assert_int_equal(fused_kernel_threads(-1), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -206,6 +242,7 @@ int main(void)
         cmocka_unit_test(test_shared_when_turned_off),
         cmocka_unit_test(test_node_with_70_inputs_runs),
         cmocka_unit_test(test_prepared_run_is_the_graph_in_order),
+        cmocka_unit_test(test_fused_node_sized_by_its_flops),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
