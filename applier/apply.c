@@ -55,7 +55,7 @@ static fa_status provide(void *user, fa_ctx *ctx, const fa_graph *g, const fa_no
 {
     kernel_table *kt = user;
     *provided = false;
-    if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
+    if (strcmp(n->domain, FA_FUSED_DOMAIN) || strcmp(n->op_type, "FusedKernel")) return FA_OK;
     int64_t cid = fa_node_attr_int(n, "cluster", -1);
     for (int i = 0; i < kt->p->n_clusters; i++)
         if (kt->p->clusters[i].id == cid) {

@@ -347,7 +347,7 @@ bool fa_apply_slow_library_epilogue(const fa_graph *gf, const fa_exec *ef, char 
 {
     for (int k = 0; k < gf->n_topo; k++) {
         const fa_node *n = gf->nodes[gf->topo[k]];
-        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5)) continue;
+        if (strcmp(n->domain, FA_FUSED_DOMAIN) || strncmp(n->op_type, "Fused", 5)) continue;
         /* a library epilogue: post-ops, or operands folded into a product (views, a scale) */
         if (!fa_node_attr(n, "post_op_kinds") && !fa_node_attr(n, "a_strides") && !fa_node_attr(n, "b_strides") &&
             !fa_node_attr(n, "alpha"))
@@ -375,7 +375,7 @@ void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *
     if (cap) out[0] = 0;
     for (int k = 0; k < gf->n_topo && w < cap; k++) {
         const fa_node *n = gf->nodes[gf->topo[k]];
-        if (strcmp(n->domain, "ai.fuse-advise") || strncmp(n->op_type, "Fused", 5) || !strcmp(n->op_type, "FusedKernel")) continue;
+        if (strcmp(n->domain, FA_FUSED_DOMAIN) || strncmp(n->op_type, "Fused", 5) || !strcmp(n->op_type, "FusedKernel")) continue;
         const char *impl = fa_exec_kernel_impl(ef, n), *name = fa_exec_kernel_name(ef, n);
         if (!impl) continue;
         w += (size_t)snprintf(out + w, cap - w, "%s%s '%.80s' as oneDNN's '%s' (%s)", w ? ", " : "the library ran ",

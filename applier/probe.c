@@ -163,7 +163,7 @@ static fa_status provide_probed(void *user, fa_ctx *ctx, const fa_graph *g, cons
 {
     const probe_provider *pp = user;
     *provided = false;
-    if (strcmp(n->domain, "ai.fuse-advise") || strcmp(n->op_type, "FusedKernel")) return FA_OK;
+    if (strcmp(n->domain, FA_FUSED_DOMAIN) || strcmp(n->op_type, "FusedKernel")) return FA_OK;
     fa_status s = fa_target_fused_node_kernel(ctx, pp->t, pp->bin, g, n, out);
     if (!s) *provided = true;
     return s;

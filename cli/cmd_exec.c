@@ -152,7 +152,7 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     fa_exec_options eo = fa_exec_options_measured(FA_TARGET_CPU, (int)threads); /* as the applier ran it */
     eo.release_plain_weights = true;
     for (int i = 0; i < g->n_nodes; i++) /* an applied plan (fused nodes): its layouts, as the applier ran it */
-        if (g->nodes[i] && !strcmp(g->nodes[i]->domain, "ai.fuse-advise")) eo.blocked_layouts = true;
+        if (g->nodes[i] && !strcmp(g->nodes[i]->domain, FA_FUSED_DOMAIN)) eo.blocked_layouts = true;
     if (eo.blocked_layouts && layout >= 0) { /* --layout: the plan's layout */
         eo.plan_layout = (fa_layout)layout;
         eo.blocked_layouts = layout != FA_LAYOUT_PLAIN;

@@ -57,7 +57,7 @@ bool fa_layout_input_follows(const fa_graph *g, const fa_node *n, int i)
     const fa_op *op = fa_op_find(n->domain, n->op_type);
     /* a generated kernel (FusedKernel) reads its operands as an elementwise broadcast does
      * (codegen/ emits the same rule through fa_layout_operand_follows) */
-    bool bcast = (op && op->pattern == FA_PATTERN_BROADCAST) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedKernel"));
+    bool bcast = (op && op->pattern == FA_PATTERN_BROADCAST) || (!strcmp(n->domain, FA_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedKernel"));
     if (i == 0 && !bcast) return true;
     if (bcast) return fa_layout_operand_follows(x, y);
     if ((x->flags & FA_TENSOR_CONST) || x->rank != y->rank || x->rank < 3) return false;
@@ -111,7 +111,7 @@ fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *nod
 
 bool fa_layout_starts_region(const fa_node *n)
 {
-    return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, "ai.fuse-advise") && !strcmp(n->op_type, "FusedConv"));
+    return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, FA_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedConv"));
 }
 
 fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout plan,

@@ -923,7 +923,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     if (B && (!(B->flags & FA_TENSOR_CONST) || !B->data)) return FA_OK;
     int r = X->rank, ns = r - 2;
     if (ns < 1 || ns > 3) return FA_OK;
-    bool fused = !strcmp(n->domain, "ai.fuse-advise");
+    bool fused = !strcmp(n->domain, FA_FUSED_DOMAIN);
     int64_t group = fa_node_attr_int(n, "group", 1);
     int64_t k[3], st[3], dil[3], pl[3], pr[3], in_sp[3], out_sp[3];
     const int64_t *a;
@@ -1160,7 +1160,7 @@ fail:
         state_clear(alt);
         free(alt);
     }
-    if (!strcmp(n->domain, "ai.fuse-advise")) /* a fused node has no reference kernel to fall back to */
+    if (!strcmp(n->domain, FA_FUSED_DOMAIN)) /* a fused node has no reference kernel to fall back to */
         return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
     fa_ctx_clear(ctx);
@@ -1328,7 +1328,7 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     *handled = true;
     return FA_OK;
 fail:
-    if (!strcmp(n->domain, "ai.fuse-advise")) /* a fused node has no reference kernel to fall back to */
+    if (!strcmp(n->domain, FA_FUSED_DOMAIN)) /* a fused node has no reference kernel to fall back to */
         return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
     fa_ctx_clear(ctx);
@@ -1339,7 +1339,7 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
 {
     const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *C = fa_graph_in(g, n, 2),
                     *Yv = fa_graph_out(g, n, 0);
-    if (A->rank != 2 || B->rank != 2 || (Yv->rank != 2 && strcmp(n->domain, "ai.fuse-advise"))) return FA_OK;
+    if (A->rank != 2 || B->rank != 2 || (Yv->rank != 2 && strcmp(n->domain, FA_FUSED_DOMAIN))) return FA_OK;
     if (fa_graph_opset(g, "") < 7 && fa_node_attr(n, "broadcast")) { /* legacy form: reference */ }
     int64_t ta = fa_node_attr_int(n, "transA", 0), tb = fa_node_attr_int(n, "transB", 0);
     int64_t M = ta ? A->dims[1] : A->dims[0], N = tb ? B->dims[0] : B->dims[1], K = ta ? A->dims[0] : A->dims[1];
@@ -1378,7 +1378,7 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     fa_post_op pre[2];
     int npre = 0;
     float oscale = 1.0f;
-    bool fused_post = !strcmp(n->domain, "ai.fuse-advise") && fa_node_attr(n, "post_op_kinds");
+    bool fused_post = !strcmp(n->domain, FA_FUSED_DOMAIN) && fa_node_attr(n, "post_op_kinds");
     if (fused_post && (s->alpha != 1.0f || s->c_input >= 0)) {
         oscale = s->alpha;
         if (s->c_input >= 0 && s->beta != 0.0f) {
@@ -1419,7 +1419,7 @@ static fa_status create_gemm(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     *handled = true;
     return FA_OK;
 fail:
-    if (!strcmp(n->domain, "ai.fuse-advise")) /* a fused node has no reference kernel to fall back to */
+    if (!strcmp(n->domain, FA_FUSED_DOMAIN)) /* a fused node has no reference kernel to fall back to */
         return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_RUNTIME;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': oneDNN declined (%s); using reference kernel", n->name, fa_ctx_errmsg(ctx));
     fa_ctx_clear(ctx);
@@ -1430,7 +1430,7 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
                                fa_conv_tactic tactic, fa_kernel *out, bool *handled)
 {
     *handled = false;
-    bool fused = !strcmp(n->domain, "ai.fuse-advise");
+    bool fused = !strcmp(n->domain, FA_FUSED_DOMAIN);
     if (*n->domain && !fused) return FA_OK;
     const char *op = n->op_type;
     if (fused && !strncmp(op, "Fused", 5)) op += 5;

@@ -803,7 +803,7 @@ fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n, fa_layout
     const fa_tensor *x = g->tensors[n->inputs[0]], *y = g->tensors[n->outputs[0]];
     if (x->rank != 4 || y->rank != 4 || x->dtype != FA_DTYPE_FLOAT || y->dtype != FA_DTYPE_FLOAT || (x->flags & FA_TENSOR_CONST))
         return FA_LAYOUT_PLAIN;
-    if (!strcmp(n->domain, "ai.fuse-advise")) return !strcmp(n->op_type, "FusedConv") ? l : FA_LAYOUT_PLAIN;
+    if (!strcmp(n->domain, FA_FUSED_DOMAIN)) return !strcmp(n->op_type, "FusedConv") ? l : FA_LAYOUT_PLAIN;
     if (*n->domain) return FA_LAYOUT_PLAIN;
     const char *op = n->op_type;
     dnnl_alg_kind_t alg;

@@ -55,7 +55,7 @@ static bool cpu_supports_node(const fa_graph *g, const fa_node *n, char *why, si
 {
     (void)g;
     if (n->op && n->op->kernel) return true;
-    bool fused = n->domain && !strcmp(n->domain, "ai.fuse-advise");
+    bool fused = n->domain && !strcmp(n->domain, FA_FUSED_DOMAIN);
     const char *op = fused && !strncmp(n->op_type, "Fused", 5) ? n->op_type + 5 : n->op_type;
     /* oneDNN's primitives (Fused*: with post-ops); FusedKernel comes from a kernel provider */
     if ((!*n->domain || fused) && (!strcmp(op, "Conv") || !strcmp(op, "ConvTranspose") || !strcmp(op, "MatMul") ||

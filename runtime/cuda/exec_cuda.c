@@ -512,7 +512,7 @@ fa_status fa_cuda_exec_check_graph(fa_ctx *ctx, const fa_graph *g)
 
 bool fa_cuda_exec_supports_node(const fa_graph *g, const fa_node *n, char *why, size_t why_cap)
 {
-    if (n->domain && !strcmp(n->domain, "ai.fuse-advise")) {
+    if (n->domain && !strcmp(n->domain, FA_FUSED_DOMAIN)) {
         if (!strcmp(n->op_type, "FusedKernel")) return true; /* a provider's device kernel */
         /* Fused{Conv,ConvTranspose,MatMul,Gemm}: a library epilogue or a refusal naming why */
         bool *scratch = calloc((size_t)n->n_inputs + 16, sizeof(bool));
