@@ -286,11 +286,7 @@ static void test_fused_nodes_carry_their_flops(void **state)
         assert_int_equal(fc.flops, conv.flops + (bias ? (uint64_t)fa_tensor_numel(fa_graph_out(gf, n, 0)) : 0));
     }
     assert_int_equal(found, 1);
-    fa_fused_map_free(&map);
-    fa_graph_free(gf);
-    fa_plan_free(p);
-    fa_graph_free(g);
-    fa_ctx_free(ctx);
+    release(ctx, NULL, NULL, NULL, &map, gf, p, g);
 }
 
 int main(void)
