@@ -710,6 +710,187 @@ static void test_isnan_marks_only_nan(void **state)
     th_free(&t);
 }
 
+/* IsInf-10: +inf and -inf each counted only where its detect_* attribute asks, NaN never; the
+ * float32 loop and the double and float16 path through a double load agree. */
+static void test_isinf_detects_the_signs_asked(void **state)
+{
+    (void)state;
+    const float x[] = {1, NAN, INFINITY, -INFINITY, -0.0f, 3.4e38f};
+    const double xd[] = {1, NAN, INFINITY, -INFINITY, -0.0, 1e300};
+    uint16_t xh[6];
+    for (int i = 0; i < 6; i++) xh[i] = fa_float_to_half(x[i]);
+    const int flags[3][2] = {{1, 1}, {1, 0}, {0, 1}};
+    const uint8_t want[3][6] = {{0, 0, 1, 1, 0, 0}, {0, 0, 1, 0, 0, 0}, {0, 0, 0, 1, 0, 0}};
+    for (int dt = 0; dt < 3; dt++)
+        for (int f = 0; f < 3; f++) {
+            tin in = {"x", dt == 0 ? FA_DTYPE_FLOAT : dt == 1 ? FA_DTYPE_DOUBLE : FA_DTYPE_FLOAT16, 1, {6},
+                      dt == 0 ? (const void *)x : dt == 1 ? (const void *)xd : (const void *)xh, false};
+            th t;
+            th_node(&t, "IsInf", 10, 1, &in, 1);
+            if (f != 0) {
+                fa_node_add_attr_int(t.g, t.n, "detect_positive", flags[f][0]);
+                fa_node_add_attr_int(t.g, t.n, "detect_negative", flags[f][1]);
+            }
+            expect_ok(&t, th_exec(&t, 1));
+            assert_int_equal(t.out[0].dtype, FA_DTYPE_BOOL);
+            uint8_t w[6];
+            memcpy(w, want[f], 6);
+            if (dt == 2) w[5] = f != 2; /* 3.4e38 is +inf in float16 */
+            assert_memory_equal(t.out[0].data, w, 6);
+            th_free(&t);
+        }
+    tin bad = {"x", FA_DTYPE_INT32, 1, {1}, x, false};
+    th t;
+    th_node(&t, "IsInf", 10, 1, &bad, 1);
+    expect_err_naming_node(&t, th_exec(&t, 1), FA_ERR_INPUT);
+    th_free(&t);
+}
+
+/* A value the mask ops meet: ordinary, large, signed zero, NaN and the infinities. */
+static float mask_value(fa_rng *rng)
+{
+    static const float special[] = {NAN, INFINITY, -INFINITY, -0.0f, 0.0f, 3e9f, -3e9f, 2147483648.0f, -2147483648.0f,
+                                    9.3e18f, -9.3e18f, 0.5f, -0.5f};
+    uint64_t r = fa_rng_u64(rng);
+    if (r % 4 == 0) return special[(r >> 8) % (sizeof special / sizeof special[0])];
+    return (float)((int64_t)((r >> 8) % 41) - 20) * 0.5f; /* many ties between the operands */
+}
+
+/* The comparisons, IsNaN, Not and the casts on tensors past one parallel chunk (EW_PAR_MIN,
+ * 32,768 elements; a length that is no multiple of the 16,384-element chunk), on 1 and 2 threads,
+ * in every broadcast form their rows write out (both contiguous, one operand a scalar, a row
+ * against a column), against the formulas computed here element by element: the written-out loops
+ * of ops_elementwise.c must give what the generic double path gave (NaN compares false, float to
+ * integer truncates and saturates with NaN 0, to bool is v != 0, int64 to int32 wraps). */
+static void test_mask_ops_fast_paths_match_the_formulas(void **state)
+{
+    (void)state;
+    enum { R = 211, C = 333, N = R * C }; /* 70,263 elements */
+    fa_rng rng;
+    fa_rng_seed(&rng, 7);
+    float *fx = malloc(sizeof(float) * N), *fy = malloc(sizeof(float) * N);
+    int64_t *lx = malloc(sizeof(int64_t) * N), *ly = malloc(sizeof(int64_t) * N);
+    int32_t *ix = malloc(sizeof(int32_t) * N), *iy = malloc(sizeof(int32_t) * N);
+    uint8_t *bx = malloc(N);
+    double *dx = malloc(sizeof(double) * N);
+    assert_true(fx && fy && lx && ly && ix && iy && bx && dx);
+    for (int i = 0; i < N; i++) {
+        fx[i] = mask_value(&rng);
+        fy[i] = mask_value(&rng);
+        uint64_t r = fa_rng_u64(&rng);
+        lx[i] = r % 3 == 0 ? (int64_t)r : (int64_t)(r % 9) - 4 + (r % 5 == 0 ? (INT64_C(1) << 60) : 0);
+        ly[i] = (int64_t)(fa_rng_u64(&rng) % 9) - 4 + (r % 7 == 0 ? (INT64_C(1) << 60) : 0);
+        ix[i] = (int32_t)lx[i];
+        iy[i] = (int32_t)ly[i];
+        bx[i] = (uint8_t)(r % 3 == 0 ? 0 : r % 3 == 1 ? 1 : 7); /* any non-zero byte is true */
+        dx[i] = (double)fx[i] * 1.000000001;
+    }
+    const char *cmp[] = {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"};
+    /* forms: {a dims, b dims} as (rows, cols); 0 rows: rank 1 */
+    const int64_t forms[4][2][2] = {{{R, C}, {R, C}}, {{R, C}, {1, 1}}, {{1, 1}, {R, C}}, {{R, 1}, {1, C}}};
+    for (int threads = 1; threads <= 2; threads++)
+        for (int k = 0; k < 5; k++)
+            for (int fm = 0; fm < 4; fm++)
+                for (int v = 0; v < 3; v++) {
+                    fa_dtype dt = v == 0 ? FA_DTYPE_FLOAT : v == 1 ? FA_DTYPE_INT64 : FA_DTYPE_INT32;
+                    const void *a = v == 0 ? (const void *)fx : v == 1 ? (const void *)lx : (const void *)ix;
+                    const void *b = v == 0 ? (const void *)fy : v == 1 ? (const void *)ly : (const void *)iy;
+                    tin in[2] = {{"a", dt, 2, {forms[fm][0][0], forms[fm][0][1]}, a, false},
+                                 {"b", dt, 2, {forms[fm][1][0], forms[fm][1][1]}, b, false}};
+                    th t;
+                    th_node(&t, cmp[k], 16, 2, in, 1);
+                    expect_ok(&t, th_exec(&t, threads));
+                    assert_int_equal(fa_value_numel(&t.out[0]), N);
+                    const uint8_t *o = t.out[0].data;
+                    for (int i = 0; i < N; i++) {
+                        int r = i / C, c = i % C;
+                        int64_t ka = forms[fm][0][0] == 1 ? (forms[fm][0][1] == 1 ? 0 : c) : forms[fm][0][1] == 1 ? r : i;
+                        int64_t kb = forms[fm][1][0] == 1 ? (forms[fm][1][1] == 1 ? 0 : c) : forms[fm][1][1] == 1 ? r : i;
+                        bool lt, eq;
+                        if (v == 0) lt = fx[ka] < fy[kb], eq = fx[ka] == fy[kb];
+                        else if (v == 1) lt = lx[ka] < ly[kb], eq = lx[ka] == ly[kb];
+                        else lt = ix[ka] < iy[kb], eq = ix[ka] == iy[kb];
+                        bool un = v == 0 && (isnan(fx[ka]) || isnan(fy[kb])); /* unordered: every comparison false */
+                        bool want = k == 0 ? eq : k == 1 ? lt : k == 2 ? !lt && !eq && !un : k == 3 ? lt || eq : !lt && !un;
+                        if (o[i] != want)
+                            fail_msg("%s %s form %d, %d threads: out[%d] = %d, expected %d", cmp[k], fa_dtype_name(dt), fm,
+                                     threads, i, o[i], want);
+                    }
+                    th_free(&t);
+                }
+    for (int threads = 1; threads <= 2; threads++) {
+        tin fin = {"x", FA_DTYPE_FLOAT, 1, {N}, fx, false}, bin = {"x", FA_DTYPE_BOOL, 1, {N}, bx, false};
+        th t;
+        th_node(&t, "IsNaN", 13, 1, &fin, 1);
+        expect_ok(&t, th_exec(&t, threads));
+        for (int i = 0; i < N; i++) assert_int_equal(((uint8_t *)t.out[0].data)[i], isnan(fx[i]) != 0);
+        th_free(&t);
+        th_node(&t, "IsInf", 10, 1, &fin, 1);
+        expect_ok(&t, th_exec(&t, threads));
+        for (int i = 0; i < N; i++) assert_int_equal(((uint8_t *)t.out[0].data)[i], isinf(fx[i]) != 0);
+        th_free(&t);
+        th_node(&t, "Not", 1, 1, &bin, 1);
+        expect_ok(&t, th_exec(&t, threads));
+        for (int i = 0; i < N; i++) assert_int_equal(((uint8_t *)t.out[0].data)[i], bx[i] == 0);
+        th_free(&t);
+    }
+    /* casts: each pair the fast path writes out, against the formula per element */
+    const struct { fa_dtype from, to; const void *x; } casts[] = {
+        {FA_DTYPE_FLOAT, FA_DTYPE_INT64, fx}, {FA_DTYPE_FLOAT, FA_DTYPE_INT32, fx}, {FA_DTYPE_INT64, FA_DTYPE_FLOAT, lx},
+        {FA_DTYPE_INT32, FA_DTYPE_FLOAT, ix}, {FA_DTYPE_BOOL, FA_DTYPE_FLOAT, bx},  {FA_DTYPE_FLOAT, FA_DTYPE_BOOL, fx},
+        {FA_DTYPE_INT64, FA_DTYPE_BOOL, lx},  {FA_DTYPE_INT32, FA_DTYPE_BOOL, ix},  {FA_DTYPE_BOOL, FA_DTYPE_INT64, bx},
+        {FA_DTYPE_BOOL, FA_DTYPE_INT32, bx},  {FA_DTYPE_INT64, FA_DTYPE_INT32, lx}, {FA_DTYPE_INT32, FA_DTYPE_INT64, ix},
+        {FA_DTYPE_FLOAT, FA_DTYPE_DOUBLE, fx}, {FA_DTYPE_DOUBLE, FA_DTYPE_FLOAT, dx},
+    };
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t k = 0; k < sizeof casts / sizeof casts[0]; k++) {
+            tin in = {"x", casts[k].from, 1, {N}, casts[k].x, false};
+            th t;
+            th_node(&t, "Cast", 13, 1, &in, 1);
+            fa_node_add_attr_int(t.g, t.n, "to", casts[k].to);
+            expect_ok(&t, th_exec(&t, threads));
+            assert_int_equal(t.out[0].dtype, casts[k].to);
+            for (int i = 0; i < N; i++) {
+                /* the source element, exactly, as a double or an int64 */
+                double xv = casts[k].from == FA_DTYPE_FLOAT ? fx[i] : casts[k].from == FA_DTYPE_DOUBLE ? dx[i]
+                            : casts[k].from == FA_DTYPE_BOOL ? (bx[i] != 0) : casts[k].from == FA_DTYPE_INT32 ? ix[i] : 0;
+                int64_t xi = casts[k].from == FA_DTYPE_INT64 ? lx[i] : casts[k].from == FA_DTYPE_INT32 ? ix[i]
+                             : casts[k].from == FA_DTYPE_BOOL ? (bx[i] != 0) : 0;
+                bool from_int = casts[k].from != FA_DTYPE_FLOAT && casts[k].from != FA_DTYPE_DOUBLE;
+                bool ok;
+                const void *o = t.out[0].data;
+                switch (casts[k].to) {
+                case FA_DTYPE_INT64: {
+                    int64_t w = from_int ? xi
+                                : isnan(xv) ? 0 : xv <= -9223372036854775808.0 ? INT64_MIN
+                                : xv >= 9223372036854774784.0 ? INT64_C(9223372036854774784) : (int64_t)xv;
+                    ok = ((const int64_t *)o)[i] == w;
+                    break;
+                }
+                case FA_DTYPE_INT32: {
+                    int32_t w = from_int ? (int32_t)(uint32_t)(uint64_t)xi
+                                : isnan(xv) ? 0 : xv <= -2147483648.0 ? INT32_MIN : xv >= 2147483647.0 ? INT32_MAX : (int32_t)xv;
+                    ok = ((const int32_t *)o)[i] == w;
+                    break;
+                }
+                case FA_DTYPE_BOOL: ok = ((const uint8_t *)o)[i] == (from_int ? xi != 0 : xv != 0); break;
+                case FA_DTYPE_DOUBLE: ok = ((const double *)o)[i] == xv || (isnan(xv) && isnan(((const double *)o)[i])); break;
+                default: { /* float: an int64 rounds through double, as the generic path */
+                    float w = from_int ? (float)(double)xi : (float)xv;
+                    float g = ((const float *)o)[i];
+                    ok = g == w || (isnan(w) && isnan(g));
+                    break;
+                }
+                }
+                if (!ok)
+                    fail_msg("Cast %s -> %s, %d threads: element %d wrong", fa_dtype_name(casts[k].from),
+                             fa_dtype_name(casts[k].to), threads, i);
+            }
+            th_free(&t);
+        }
+    free(fx), free(fy), free(lx), free(ly), free(ix), free(iy), free(bx), free(dx);
+}
+
 /* ---- variadic ---- */
 
 static void test_variadic_sum_mean_max_min_broadcast(void **state)
@@ -1082,6 +1263,8 @@ int main(void)
         cmocka_unit_test(test_pow_float_base_with_int_exponent),
         cmocka_unit_test(test_comparisons_and_logic_output_bool),
         cmocka_unit_test(test_isnan_marks_only_nan),
+        cmocka_unit_test(test_isinf_detects_the_signs_asked),
+        cmocka_unit_test(test_mask_ops_fast_paths_match_the_formulas),
         cmocka_unit_test(test_variadic_sum_mean_max_min_broadcast),
         cmocka_unit_test(test_where_broadcasts_condition_x_and_y),
         cmocka_unit_test(test_prelu_opset16_slope_broadcasts_unidirectionally),
