@@ -131,6 +131,10 @@ typedef struct fa_apply_result {
      * target's blocked layouts, so it differs from the baseline even with no cluster kept;
      * layouts_dropped when the back-off ran it plain in the end (then it is the baseline) */
     int e2e_reorders;
+    /* the end-to-end rounds timed each model back to back, each timed run after an untimed run of
+     * the same model (fa_apply_e2e_back_to_back: a pair of runs under 50 ms), not right after the
+     * other model's run */
+    bool e2e_back_to_back;
     bool layouts_dropped;
     int backed_off;
     /* per-cluster benchmark samples (ns per run of the cluster's sub-graph), owned */

@@ -154,8 +154,13 @@ bool fa_apply_rounds_settled(const double *sa, const double *sb, int n)
     return fa_paired_saving_settled(&ps, FA_APPLY_SETTLE_REL, FA_APPLY_SETTLE_FLOOR * su.median_ns);
 }
 
+bool fa_apply_e2e_back_to_back(uint64_t check_pair_ns)
+{
+    return check_pair_ns <= FA_APPLY_E2E_BACK_TO_BACK_NS;
+}
+
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
-                              int iters, double *sa, double *sb)
+                              int iters, bool back_to_back, double *sa, double *sb)
 {
     uint64_t w0 = fa_now_ns();
     for (int i = 0; fa_warmup_more(warmup, i, fa_now_ns() - w0); i++) {
@@ -167,13 +172,16 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
         bool odd = (round0 + i) & 1;
         const void *first = odd ? b : a, *second = odd ? a : b;
         uint64_t own1 = 0, own2 = 0; /* what a recording run fn spent on its records */
+        fa_status s = back_to_back ? run(ctx, first, false, NULL) : FA_OK;
         uint64_t t0 = fa_now_ns();
-        fa_status s = run(ctx, first, true, &own1);
+        if (!s) s = run(ctx, first, true, &own1);
         uint64_t t1 = fa_now_ns();
+        if (!s && back_to_back) s = run(ctx, second, false, NULL);
+        uint64_t t1b = back_to_back ? fa_now_ns() : t1;
         if (!s) s = run(ctx, second, true, &own2);
         uint64_t t2 = fa_now_ns();
         if (s) return s;
-        double d1 = (double)(t1 - t0) - (double)own1, d2 = (double)(t2 - t1) - (double)own2;
+        double d1 = (double)(t1 - t0) - (double)own1, d2 = (double)(t2 - t1b) - (double)own2;
         sa[i] = odd ? d2 : d1;
         sb[i] = odd ? d1 : d2;
     }

@@ -8,7 +8,8 @@
  * stop once a win or a loss beyond 1% is established (fa_apply_e2e_concluded). The plan's layout
  * (applier/layout_choice.c fa_layout_judge) on recorded whole-model rounds: a clear win switches,
  * a tie or a loss keeps the default, of two winners the larger gain is taken, and the figures kept
- * are the stored ones (whole ns). */
+ * are the stored ones (whole ns). fa_apply_bench_pair's back-to-back rounds time each side after
+ * an untimed run of itself, and no sample holds that run's time. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -388,6 +389,52 @@ static void test_layout_sentence_quotes_the_figures(void **st)
     assert_non_null(strstr(t, "named by FA_BLOCKED_LAYOUT"));
 }
 
+/* fa_apply_bench_pair's order of runs: a log of (side, timed) per call, and each untimed run
+ * spinning 30 ms where a timed one returns at once. */
+typedef struct fake_side {
+    char name;
+    char *log;
+    int *n_log;
+} fake_side;
+
+static fa_status fake_run(fa_ctx *ctx, const void *e, bool timed, uint64_t *own_ns)
+{
+    (void)ctx;
+    const fake_side *f = e;
+    f->log[(*f->n_log)++] = timed ? f->name : (char)(f->name - 'a' + 'A'); /* upper case: untimed */
+    if (own_ns) *own_ns = 0;
+    if (!timed)
+        for (uint64_t t0 = fa_now_ns(); fa_now_ns() - t0 < 30000000ull;) {
+        }
+    return FA_OK;
+}
+
+/* Back to back, each timed run follows an untimed run of its own side, in the alternating order of
+ * the rounds, and no sample holds the untimed run's time (30 ms; a timed run takes none); without
+ * it, the sides alternate with nothing between. The end-to-end rounds take it where a pair of runs
+ * is under 50 ms. */
+static void test_back_to_back_rounds_time_each_side_after_itself(void **state)
+{
+    (void)state;
+    char log[64] = "";
+    int n_log = 0;
+    fake_side a = {'a', log, &n_log}, b = {'b', log, &n_log};
+    double sa[4], sb[4];
+    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 0, 4, true, sa, sb), FA_OK);
+    log[n_log] = 0;
+    assert_string_equal(log, "AaBbBbAaAaBbBbAa");
+    for (int i = 0; i < 4; i++) {
+        assert_true(sa[i] >= 0 && sa[i] < 30e6);
+        assert_true(sb[i] >= 0 && sb[i] < 30e6);
+    }
+    n_log = 0;
+    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 1, 3, false, sa, sb), FA_OK);
+    log[n_log] = 0;
+    assert_string_equal(log, "baabba");
+    assert_true(fa_apply_e2e_back_to_back(FA_APPLY_E2E_BACK_TO_BACK_NS));
+    assert_false(fa_apply_e2e_back_to_back(FA_APPLY_E2E_BACK_TO_BACK_NS + 1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -400,6 +447,7 @@ int main(void)
         cmocka_unit_test(test_e2e_rounds_conclude_when_the_evidence_does),
         cmocka_unit_test(test_layout_clear_win_switches_tie_keeps_default),
         cmocka_unit_test(test_layout_sentence_quotes_the_figures),
+        cmocka_unit_test(test_back_to_back_rounds_time_each_side_after_itself),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
