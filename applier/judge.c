@@ -169,6 +169,7 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
         if (s) return s;
     }
     for (int i = 0; i < iters; i++) {
+        fa_host_spread_threads(0); /* the pool's threads on distinct CPUs, outside the timing */
         bool odd = (round0 + i) & 1;
         const void *first = odd ? b : a, *second = odd ? a : b;
         uint64_t own1 = 0, own2 = 0; /* what a recording run fn spent on its records */

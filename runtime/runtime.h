@@ -216,6 +216,20 @@ typedef struct fa_plan_layouts {
 void fa_target_plan_layouts(fa_target t, fa_plan_layouts *out);
 fa_target fa_exec_target(const fa_exec *e);
 int fa_exec_threads(const fa_exec *e);
+/* The OpenMP pool placed for a timed run on the host: when two of its threads share a CPU, each
+ * thread is moved to a distinct CPU of its own affinity mask (pinned there for a moment, then its
+ * mask restored, so the scheduler may move it again later as before). Why: Linux wakes a sleeping
+ * thread on its waker's CPU when that looks cheap (the scheduler's wake-affine rule), so once the
+ * pool's worker slept through a long single-threaded stretch — `run` waiting for the C compiler —
+ * the master and the worker could share one CPU and stay there, each parallel region then waiting
+ * for the CPU the master held: the GPT-2 export's GEMM + GELU sub-graph measured 0.61-0.80 ms in
+ * the applier instead of 0.07-0.09 ms, its fused kernel 0.15-0.26 instead of 0.05, in most runs
+ * (bench/README.md "Threads on one CPU"). Nothing when threads < 2, when a thread's mask holds
+ * one CPU, or when OMP_PROC_BIND binds the pool (omp_get_proc_bind); threads 0: the pool's size
+ * (omp_get_max_threads). Costs one parallel region when the threads are apart. Returns true when
+ * it moved threads. Called before each timed run of the profile and each round of the applier's
+ * benchmarks, outside their timing. */
+bool fa_host_spread_threads(int threads);
 
 
 /* ---- the target an executor runs on (ggml's backend wrappers: callers never see a table) ----

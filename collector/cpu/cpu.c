@@ -233,6 +233,7 @@ fa_status fa_collect_cpu_clocked(fa_ctx *ctx, fa_exec *e, const fa_graph *g, int
     int total = iters;
     uint64_t tstart = r->clock(r->clock_user);
     for (int it = 0; it < total && !st; it++) {
+        fa_host_spread_threads(fa_exec_threads(e)); /* the pool's threads on distinct CPUs, outside the iteration's stamps */
         st = fa_cpu_recorder_run(ctx, rec, e, true, NULL);
         if (!st && it == total - 1 && min_span_s > 0 && total < cap &&
             (double)(r->clock(r->clock_user) - tstart) / 1e9 < min_span_s)

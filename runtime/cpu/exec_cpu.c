@@ -13,6 +13,8 @@
 #include "runtime/runtime-impl.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -978,4 +980,51 @@ int fa_cpu_exec_reorders(const void *state)
 int fa_cpu_exec_threads(const void *state)
 {
     return ((const cpu_exec *)state)->threads;
+}
+
+/* The `k`-th CPU (mod its count) of mask m; -1 for an empty mask. */
+static int nth_cpu(const cpu_set_t *m, int k)
+{
+    int n = CPU_COUNT(m);
+    if (n < 1) return -1;
+    k %= n;
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, m) && k-- == 0) return c;
+    return -1;
+}
+
+bool fa_host_spread_threads(int threads)
+{
+    enum { MAX_SPREAD = 256 };
+    if (threads <= 0) threads = omp_get_max_threads();
+    if (threads < 2 || threads > MAX_SPREAD || omp_get_proc_bind() != omp_proc_bind_false) return false;
+    int cpu[MAX_SPREAD], team = 0;
+#pragma omp parallel num_threads(threads)
+    {
+        cpu[omp_get_thread_num()] = sched_getcpu();
+#pragma omp single
+        team = omp_get_num_threads();
+    }
+    bool shared = false;
+    for (int i = 0; i < team && !shared; i++)
+        for (int j = i + 1; j < team && !shared; j++) shared = cpu[i] >= 0 && cpu[i] == cpu[j];
+    if (!shared) return false;
+    int moved = 0;
+#pragma omp parallel num_threads(team) reduction(+ : moved)
+    {
+        cpu_set_t own, one;
+        bool pinned = false;
+        if (pthread_getaffinity_np(pthread_self(), sizeof own, &own) == 0 && CPU_COUNT(&own) >= 2) {
+            int c = nth_cpu(&own, omp_get_thread_num());
+            CPU_ZERO(&one);
+            if (c >= 0) CPU_SET(c, &one);
+            pinned = c >= 0 && pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0; /* migrates now */
+        }
+#pragma omp barrier
+        if (pinned) { /* the mask it had: the scheduler keeps it where it now is until it has reason to move it */
+            pthread_setaffinity_np(pthread_self(), sizeof own, &own);
+            moved++;
+        }
+    }
+    return moved > 0;
 }

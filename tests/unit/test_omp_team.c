@@ -3,11 +3,16 @@
  * or one thread libgomp still created and freed a one-thread team per call, more than the work of a
  * few-hundred-element node. The test counts the parallel regions a run opens by defining
  * GOMP_parallel (what gcc emits for `#pragma omp parallel [for]`) in this executable, which the
- * kernels linked into it call, and forwarding to libgomp's. */
+ * kernels linked into it call, and forwarding to libgomp's. fa_host_spread_threads moves a pool
+ * whose threads share a CPU apart, leaving each thread's affinity mask as it was, and moves nothing
+ * a one-CPU mask holds. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* RTLD_NEXT */
 #endif
 #include <dlfcn.h>
+#include <omp.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include "codegen_cases.h"
 #include "runtime/runtime.h"
@@ -93,11 +98,70 @@ static void test_large_kernels_share_the_work(void **st)
     tc_free(t);
 }
 
+/* Each pool thread of a 2-thread team: its affinity set to `mask` (when not NULL), and where it runs
+ * and its mask afterwards. */
+typedef struct placed {
+    int cpu[2];
+    cpu_set_t mask[2];
+} placed;
+
+static void place_team(const cpu_set_t *mask, placed *out)
+{
+#pragma omp parallel num_threads(2)
+    {
+        int t = omp_get_thread_num() & 1;
+        if (mask) assert_int_equal(pthread_setaffinity_np(pthread_self(), sizeof *mask, mask), 0);
+#pragma omp barrier
+        out->cpu[t] = sched_getcpu();
+        pthread_getaffinity_np(pthread_self(), sizeof out->mask[t], &out->mask[t]);
+    }
+}
+
+/* Both pool threads pinned to one CPU (a one-CPU mask: nothing to move them to) stay there, masks
+ * untouched; given back two CPUs while still sharing one, the call leaves them on distinct CPUs
+ * with the two-CPU mask each had. Skipped with fewer than 2 CPUs. */
+static void test_spread_moves_threads_sharing_a_cpu(void **state)
+{
+    (void)state;
+    cpu_set_t all, one, two;
+    assert_int_equal(sched_getaffinity(0, sizeof all, &all), 0);
+    int c0 = -1, c1 = -1;
+    for (int c = 0; c < CPU_SETSIZE && c1 < 0; c++)
+        if (CPU_ISSET(c, &all)) {
+            if (c0 < 0) c0 = c;
+            else c1 = c;
+        }
+    if (c1 < 0 || omp_get_max_threads() < 2) skip();
+    CPU_ZERO(&one);
+    CPU_SET(c0, &one);
+    two = one;
+    CPU_SET(c1, &two);
+    placed p;
+    place_team(&one, &p);
+    assert_int_equal(p.cpu[0], c0);
+    assert_int_equal(p.cpu[1], c0);
+    assert_false(fa_host_spread_threads(2)); /* one CPU in each mask: nowhere to go */
+    place_team(NULL, &p);
+    assert_int_equal(p.cpu[0], c0);
+    assert_int_equal(p.cpu[1], c0);
+    for (int t = 0; t < 2; t++) assert_true(CPU_EQUAL(&p.mask[t], &one));
+    /* two CPUs allowed, both threads still on c0 until the scheduler moves one */
+    place_team(&two, &p);
+    fa_host_spread_threads(2);
+    place_team(NULL, &p);
+    assert_int_not_equal(p.cpu[0], p.cpu[1]);
+    for (int t = 0; t < 2; t++) assert_true(CPU_EQUAL(&p.mask[t], &two));
+    assert_false(fa_host_spread_threads(2)); /* apart already: nothing moved */
+    place_team(&all, &p); /* the masks the test started from */
+    assert_false(fa_host_spread_threads(1));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_small_kernels_open_no_team),
         cmocka_unit_test(test_large_kernels_share_the_work),
+        cmocka_unit_test(test_spread_moves_threads_sharing_a_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
