@@ -70,9 +70,11 @@ fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_gra
  * taken). back_to_back: each timed run follows an untimed run of the same side (a, a timed, b,
  * b timed), so that each side is timed as a model deployed alone runs, right after itself, not
  * right after the other side (fa_apply_e2e_back_to_back says where the end-to-end rounds take it).
- * Returns the first run's failure. */
+ * threads: the executors' thread count; before each round, outside its timing, the OpenMP pool's
+ * threads are moved apart where two share a CPU (fa_host_spread_threads; nothing for 1). Returns
+ * the first run's failure. */
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
-                              int iters, bool back_to_back, double *sa, double *sb);
+                              int iters, bool back_to_back, int threads, double *sa, double *sb);
 /* Whether the end-to-end rounds time each model back to back (fa_apply_bench_pair): when the check's
  * own pair of runs took at most FA_APPLY_E2E_BACK_TO_BACK_NS. Timed right after the other model,
  * whose run leaves its weights and activations in the caches, a small model measured slower than

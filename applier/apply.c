@@ -645,7 +645,8 @@ static void visit_cluster(fa_apply_result *res, fa_cluster_verdict *v, const fa_
     int max_n = res->n_cluster_samples, m = block < max_n - t->n ? block : max_n - t->n;
     double *sa = res->cluster_unfused + (size_t)t->row * (size_t)max_n + t->n;
     double *sb = res->cluster_fused + (size_t)t->row * (size_t)max_n + t->n;
-    fa_status cs = fa_apply_bench_pair(t->cctx, fa_apply_exec_once, t->eu, t->ef, t->visits ? 1 : opt->warmup, t->n, m, false, sa, sb);
+    fa_status cs = fa_apply_bench_pair(t->cctx, fa_apply_exec_once, t->eu, t->ef, t->visits ? 1 : opt->warmup, t->n, m, false,
+                                        fa_exec_threads(t->eu), sa, sb);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
         fa_apply_set_reason(res, v, "benchmark failed: %s", fa_ctx_errmsg(t->cctx));
@@ -972,7 +973,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
             while (!s && ne < max_rounds) {
                 int m = opt.iters < max_rounds - ne ? opt.iters : max_rounds - ne;
-                s = fa_apply_bench_pair(ctx, exec_recorded, &rb, &rf, ne ? 0 : warm, ne, m, res->e2e_back_to_back,
+                s = fa_apply_bench_pair(ctx, exec_recorded, &rb, &rf, ne ? 0 : warm, ne, m, res->e2e_back_to_back, fa_exec_threads(eb),
                                         res->baseline_samples + ne, res->fused_samples + ne);
                 if (!s) ne += m;
                 if (!s && fa_apply_e2e_concluded(res->baseline_samples, res->fused_samples, ne)) break;

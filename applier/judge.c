@@ -160,7 +160,7 @@ bool fa_apply_e2e_back_to_back(uint64_t check_pair_ns)
 }
 
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
-                              int iters, bool back_to_back, double *sa, double *sb)
+                              int iters, bool back_to_back, int threads, double *sa, double *sb)
 {
     uint64_t w0 = fa_now_ns();
     for (int i = 0; fa_warmup_more(warmup, i, fa_now_ns() - w0); i++) {
@@ -169,7 +169,7 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
         if (s) return s;
     }
     for (int i = 0; i < iters; i++) {
-        fa_host_spread_threads(0); /* the pool's threads on distinct CPUs, outside the timing */
+        fa_host_spread_threads(threads); /* the pool's threads on distinct CPUs, outside the timing */
         bool odd = (round0 + i) & 1;
         const void *first = odd ? b : a, *second = odd ? a : b;
         uint64_t own1 = 0, own2 = 0; /* what a recording run fn spent on its records */

@@ -400,8 +400,8 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     int j = 0;
     while (!s && j < FA_PROBE_REPS && (j < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
         int w = j ? 0 : FA_PROBE_WARMUP, at = *n + j;
-        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 0, 1, false, e->fns + at, e->uns + at)
-                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 0, 1, false, e->uns + at, e->fns + at);
+        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 0, 1, false, fa_exec_threads(eu), e->fns + at, e->uns + at)
+                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 0, 1, false, fa_exec_threads(eu), e->uns + at, e->fns + at);
         if (!s) t_timed += e->fns[at] + e->uns[at];
         if (!s) j++;
     }

@@ -225,8 +225,9 @@ int fa_exec_threads(const fa_exec *e);
  * for the CPU the master held: the GPT-2 export's GEMM + GELU sub-graph measured 0.61-0.80 ms in
  * the applier instead of 0.07-0.09 ms, its fused kernel 0.15-0.26 instead of 0.05, in most runs
  * (bench/README.md "Threads on one CPU"). Nothing when threads < 2, when a thread's mask holds
- * one CPU, or when OMP_PROC_BIND binds the pool (omp_get_proc_bind); threads 0: the pool's size
- * (omp_get_max_threads). Costs one parallel region when the threads are apart. Returns true when
+ * one CPU, or when OMP_PROC_BIND binds the pool (omp_get_proc_bind); threads: the team size the
+ * caller's executors use (fa_exec_threads), 0 for the pool's (omp_get_max_threads). Costs one
+ * parallel region when the threads are apart. Returns true when
  * it moved threads. Called before each timed run of the profile and each round of the applier's
  * benchmarks, outside their timing. */
 bool fa_host_spread_threads(int threads);

@@ -420,7 +420,7 @@ static void test_back_to_back_rounds_time_each_side_after_itself(void **state)
     int n_log = 0;
     fake_side a = {'a', log, &n_log}, b = {'b', log, &n_log};
     double sa[4], sb[4];
-    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 0, 4, true, sa, sb), FA_OK);
+    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 0, 4, true, 1, sa, sb), FA_OK);
     log[n_log] = 0;
     assert_string_equal(log, "AaBbBbAaAaBbBbAa");
     for (int i = 0; i < 4; i++) {
@@ -428,7 +428,7 @@ static void test_back_to_back_rounds_time_each_side_after_itself(void **state)
         assert_true(sb[i] >= 0 && sb[i] < 30e6);
     }
     n_log = 0;
-    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 1, 3, false, sa, sb), FA_OK);
+    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 1, 3, false, 1, sa, sb), FA_OK);
     log[n_log] = 0;
     assert_string_equal(log, "baabba");
     assert_true(fa_apply_e2e_back_to_back(FA_APPLY_E2E_BACK_TO_BACK_NS));
