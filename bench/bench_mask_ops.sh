@@ -1,8 +1,10 @@
 #!/bin/bash
 # bench/bench_mask_ops.sh — the unfused comparison, logic and cast ops of transformer exports'
 # mask and index paths (IsNaN, IsInf, Not, Equal/Less/Greater/LessOrEqual/GreaterOrEqual on float32
-# and int64, Where, Cast between float32, int64, int32 and bool) against ONNX Runtime, per op: one
-# model per case (x[batch, HEADS, SEQ, SEQ] -> Identity -> OP -> y; a bool input made by IsNaN first),
+# and int64, Where, Cast between float32, int64, int32 and bool) and the attention paths' transposes
+# (TransposeHeads: perm 0,2,1,3 of x[batch, SEQ, HEADS, 64]; TransposeKeys: 0,2,3,1, the key's,
+# which moves the last axis) against ONNX Runtime, per op: one model per case (x[batch, HEADS, SEQ,
+# SEQ] -> Identity -> OP -> y; a bool input made by IsNaN first),
 # built here with onnx, then bench/ort_kernels.py on all of them (our per-node medians from
 # `fuse-advise run --no-apply` against ORT's own per-node profile with its optimisations disabled,
 # in the same window, alternating rounds; 2 threads, each engine with its own wait policy). Prints
@@ -14,7 +16,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 CLI=$BUILD/fuse-advise
 PY=${PY:-$BUILD/pyenv/bin/python3}
-CASES=${CASES:-"IsNaN IsInf Not Equal Less Greater LessOrEqual GreaterOrEqual EqualInt64 LessInt64 Where CastFloatInt64 CastFloatInt32 CastInt64Float CastBoolFloat CastFloatBool CastInt64Int32"}
+CASES=${CASES:-"IsNaN IsInf Not Equal Less Greater LessOrEqual GreaterOrEqual EqualInt64 LessInt64 Where CastFloatInt64 CastFloatInt32 CastInt64Float CastBoolFloat CastFloatBool CastInt64Int32 TransposeHeads TransposeKeys"}
 HEADS=${HEADS:-12}
 SEQ=${SEQ:-128}
 ITERS=${ITERS:-50}
@@ -50,6 +52,13 @@ for c in cases:
         nodes = ident() + [h.make_node("IsNaN", ["a"], ["b"], name="isnan"),
                            h.make_node("Where", ["b", "a", "x2"], ["y"], name="where")]
         ins, out = [vi("x", T.FLOAT), vi("x2", T.FLOAT)], vi("y", T.FLOAT)
+    elif c in ("TransposeHeads", "TransposeKeys"):
+        perm = [0, 2, 1, 3] if c == "TransposeHeads" else [0, 2, 3, 1]
+        xs = ["batch", seq, heads, 64]
+        nodes = [h.make_node("Identity", ["x"], ["a"], name="in"),
+                 h.make_node("Transpose", ["a"], ["y"], perm=perm, name="transpose")]
+        ins = [h.make_tensor_value_info("x", T.FLOAT, xs)]
+        out = h.make_tensor_value_info("y", T.FLOAT, [xs[p] for p in perm])
     elif c in casts:
         src, dst = casts[c]
         if src == T.BOOL:  # a bool operand: IsNaN first

@@ -105,7 +105,9 @@ static int copy_threads(int threads, int64_t bytes)
 /* dst[o] = src[sum_k o_k * st[k]] over an output of rank r, dims od; strides in elements,
  * possibly 0 (broadcast) or negative (reverse slice). The innermost axis is a memcpy when
  * its stride is 1. Rows are split into one contiguous chunk per thread; each chunk finds its
- * first row's offset by division, then walks an odometer. */
+ * first row's offset by division, then walks an odometer. When the innermost axis reads with
+ * another stride and an outer output axis reads with stride 1, strided_copy walks tiles instead
+ * (tiled_copy). */
 /* Chunk c of nt of strided_copy: rows [outer * c / nt, outer * (c + 1) / nt). */
 static void strided_chunk(void *dst, const void *srcp, size_t es, int r, const int64_t *od, const int64_t *st, int64_t outer,
                           int c, int nt)
@@ -136,6 +138,105 @@ static void strided_chunk(void *dst, const void *srcp, size_t es, int r, const i
     }
 }
 
+#if defined(__SSE__)
+#include <xmmintrin.h> /* _MM_TRANSPOSE4_PS */
+#endif
+
+/* Square tiles of the tiled copy below, in elements a side: 16 four-byte elements are one 64-byte
+ * cache line, so a tile reads 16 whole lines along one axis and writes 16 along the other. */
+#define TILE 16
+
+/* Task t of tiled_copy: the t / n_at-th index of the other axes (all but ja and the innermost),
+ * the (t % n_at)-th run of TILE along ja, every tile of it along the innermost axis. */
+static void tiled_task(void *dst, const void *srcp, size_t es, int r, const int64_t *od, const int64_t *st,
+                       const int64_t *ost, int ja, int64_t n_at, int64_t t)
+{
+    int64_t rest = t / n_at, a0 = (t % n_at) * TILE, so = 0, dof = 0;
+    for (int k = r - 2; k >= 0; k--) {
+        if (k == ja) continue;
+        int64_t i = rest % od[k];
+        rest /= od[k];
+        so += i * st[k];
+        dof += i * ost[k];
+    }
+    int64_t A = od[ja], B = od[r - 1], sa = st[ja], sb = st[r - 1], da = ost[ja];
+    int64_t a1 = a0 + TILE < A ? a0 + TILE : A;
+    for (int64_t b0 = 0; b0 < B; b0 += TILE) {
+        int64_t b1 = b0 + TILE < B ? b0 + TILE : B;
+#if defined(__SSE__)
+        if (es == 4 && sa == 1) { /* 4 x 4 blocks: four 16-byte loads along ja, four stores along the innermost */
+            int64_t a4 = a0 + (a1 - a0) / 4 * 4, b4 = b0 + (b1 - b0) / 4 * 4;
+            for (int64_t a = a0; a < a4; a += 4)
+                for (int64_t b = b0; b < b4; b += 4) {
+                    const float *x = (const float *)srcp + so + a + b * sb;
+                    float *y = (float *)dst + dof + a * da + b;
+                    __m128 r0 = _mm_loadu_ps(x), r1 = _mm_loadu_ps(x + sb), r2 = _mm_loadu_ps(x + 2 * sb),
+                           r3 = _mm_loadu_ps(x + 3 * sb);
+                    _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+                    _mm_storeu_ps(y, r0);
+                    _mm_storeu_ps(y + da, r1);
+                    _mm_storeu_ps(y + 2 * da, r2);
+                    _mm_storeu_ps(y + 3 * da, r3);
+                }
+            /* the ragged edges (a past a4, or b past b4) element by element */
+            for (int64_t a = a0; a < a1; a++) {
+                const uint32_t *x = (const uint32_t *)srcp + so + a;
+                uint32_t *y = (uint32_t *)dst + dof + a * da;
+                for (int64_t b = a < a4 ? b4 : b0; b < b1; b++) y[b] = x[b * sb];
+            }
+            continue;
+        }
+#endif
+        for (int64_t a = a0; a < a1; a++) {
+            int64_t s0 = so + a * sa, d0 = dof + a * da;
+            switch (es) {
+            case 4: {
+                const uint32_t *x = (const uint32_t *)srcp + s0;
+                uint32_t *y = (uint32_t *)dst + d0;
+                for (int64_t b = b0; b < b1; b++) y[b] = x[b * sb];
+                break;
+            }
+            case 8: {
+                const uint64_t *x = (const uint64_t *)srcp + s0;
+                uint64_t *y = (uint64_t *)dst + d0;
+                for (int64_t b = b0; b < b1; b++) y[b] = x[b * sb];
+                break;
+            }
+            default:
+                for (int64_t b = b0; b < b1; b++)
+                    copy_elem((char *)dst + (d0 + b) * (int64_t)es, (const char *)srcp + (s0 + b * sb) * (int64_t)es, es);
+                break;
+            }
+        }
+    }
+}
+
+/* strided_copy where the innermost output axis reads with a stride other than 1 and output axis ja
+ * reads with stride 1 (a transpose that moves the input's last axis, BERT's key transpose
+ * [1, S, H, D] -> [1, H, D, S]): walked in TILE x TILE tiles over (ja, innermost), so that the
+ * reads along ja and the writes along the innermost axis both use whole cache lines, where the
+ * row-by-row walk read one element per line (2.75x ONNX Runtime's time on [1, 128, 12, 64],
+ * bench/README.md "Transpose"). Tasks are runs of TILE along ja for each index of the other axes,
+ * split statically over the threads. */
+static void tiled_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od, const int64_t *st, int ja,
+                       int threads)
+{
+    int64_t ost[FA_MAX_RANK], s = 1;
+    for (int k = r - 1; k >= 0; k--) {
+        ost[k] = s;
+        s *= od[k];
+    }
+    int64_t n_at = (od[ja] + TILE - 1) / TILE, tasks = n_at * (s / (od[ja] * od[r - 1]));
+    int nt = copy_threads(threads, s * (int64_t)es);
+    if (nt > tasks) nt = (int)tasks;
+    if (FA_OMP_TEAM(nt, 1)) {
+#pragma omp parallel for num_threads(nt) schedule(static)
+        for (int64_t t = 0; t < tasks; t++) tiled_task(dst, srcp, es, r, od, st, ost, ja, n_at, t);
+    } else {
+        for (int64_t t = 0; t < tasks; t++) tiled_task(dst, srcp, es, r, od, st, ost, ja, n_at, t);
+    }
+}
+
 static void strided_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od,
                          const int64_t *st, int threads)
 {
@@ -145,6 +246,12 @@ static void strided_copy(void *dst, const void *srcp, size_t es, int r, const in
         memcpy(dst, srcp, es);
         return;
     }
+    if (st[r - 1] != 1 && od[r - 1] > 1)
+        for (int k = r - 2; k >= 0; k--)
+            if (st[k] == 1 && od[k] > 1) {
+                tiled_copy(dst, srcp, es, r, od, st, k, threads);
+                return;
+            }
     int64_t inner = od[r - 1], outer = total / inner;
     int nt = copy_threads(threads, total * (int64_t)es);
     if (nt > outer) nt = (int)outer;

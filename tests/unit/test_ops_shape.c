@@ -329,6 +329,58 @@ static void test_transpose_and_pad_multithreaded_match_formula(void **s)
     t_free(t);
 }
 
+/* Random ranks, dims (many past the 16-element tile and not multiples of it), perms, element sizes
+ * 1, 2, 4 and 8, on 1 and 3 threads (one case over the 1 MiB the copies split at), against
+ * y[o] = x[Σ o_k · stride_x(perm[k])]: the tiled walk of a transpose that moves the input's last
+ * axis, and the row walk otherwise. */
+static void test_transpose_random_perms_match_formula(void **s)
+{
+    uint64_t seed = 12345;
+#define NEXT() (seed = seed * 6364136223846793005ULL + 1442695040888963407ULL, (seed >> 33))
+    const fa_dtype types[4] = {FA_DTYPE_UINT8, FA_DTYPE_FLOAT16, FA_DTYPE_FLOAT, FA_DTYPE_INT64};
+    for (int trial = 0; trial < 120; trial++) {
+        int r = 2 + (int)(NEXT() % 4);
+        int64_t d[5], perm[5], xs[5], n = 1;
+        for (int k = 0; k < r; k++) d[k] = 1 + (int64_t)(NEXT() % (trial == 119 ? 90 : 37));
+        if (trial == 119) d[0] = 48, d[1] = 64, r = 3, d[2] = 96; /* 1.1 MiB of float: parallel */
+        for (int k = 0; k < r; k++) n *= d[k], perm[k] = k;
+        for (int k = r - 1; k > 0; k--) {
+            int j = (int)(NEXT() % (uint64_t)(k + 1));
+            int64_t tmp = perm[k];
+            perm[k] = perm[j], perm[j] = tmp;
+        }
+        for (int k = r - 1, st = 1; k >= 0; st *= (int)d[k], k--) xs[k] = st;
+        fa_dtype dt = trial == 119 ? FA_DTYPE_FLOAT : types[trial % 4];
+        size_t es = fa_dtype_size(dt);
+        unsigned char *x = malloc((size_t)n * es);
+        assert_non_null(x);
+        for (int64_t i = 0; i < n; i++) memcpy(x + i * (int64_t)es, &(uint64_t){(uint64_t)i * 2654435761u}, es);
+        for (int threads = 1; threads <= 3; threads += 2) {
+            T *t = t_new(13);
+            t_tensor(t, "x", dt, r, d, x);
+            fa_node *nd = t_node(t, "Transpose", 1, X, 1, Y);
+            fa_node_add_attr_ints(t->g, nd, "perm", perm, r);
+            assert_int_equal(t_run_threads(t, nd, threads), FA_OK);
+            const unsigned char *y = t->out[0].data;
+            int64_t o[5] = {0};
+            for (int64_t i = 0; i < n; i++) {
+                int64_t src = 0;
+                for (int k = 0; k < r; k++) src += o[k] * xs[perm[k]];
+                if (memcmp(y + i * (int64_t)es, x + src * (int64_t)es, es))
+                    fail_msg("trial %d (rank %d, %zu-byte elements, %d threads): element %lld differs", trial, r, es, threads,
+                             (long long)i);
+                for (int k = r - 1; k >= 0; k--) {
+                    if (++o[k] < d[perm[k]]) break;
+                    o[k] = 0;
+                }
+            }
+            t_free(t);
+        }
+        free(x);
+    }
+#undef NEXT
+}
+
 static void test_transpose_bad_perm_is_input_error(void **s)
 {
     T *t = t_new(13);
@@ -995,6 +1047,7 @@ int main(void)
         cmocka_unit_test(test_transpose_default_reverses_axes),
         cmocka_unit_test(test_transpose_perm_on_uint8_and_float16),
         cmocka_unit_test(test_transpose_and_pad_multithreaded_match_formula),
+        cmocka_unit_test(test_transpose_random_perms_match_formula),
         cmocka_unit_test(test_transpose_bad_perm_is_input_error),
         cmocka_unit_test(test_concat_negative_axis_int64),
         cmocka_unit_test(test_concat_rank_or_dim_mismatch_is_input_error),
