@@ -35,8 +35,10 @@ static int usage(FILE *f, const verb *verbs, int n)
  * sleeps on a futex; libgomp reads the count once, when it is loaded, before main. Its default
  * (300k spins, ~3 ms) keeps spinning threads on a loaded machine's cores; passive waiting (no
  * spin) pays a futex wake-up per region on a quiet one. A bounded count, FA_GOMP_SPINCOUNT spins
- * (libgomp's own rough scale: 100k spins a millisecond, so ~10 us), covers the gap between two
- * back-to-back kernels and sleeps through anything longer. Measured with bench/bench_threads.sh
+ * (libgomp's own rough scale: 100k spins a millisecond, so ~10 us; ~26 us on the AMD EPYC the
+ * figures below come from, whose PAUSE takes ~26 ns), covers the gap between two back-to-back
+ * kernels and sleeps through anything longer. Where a sleep let both threads end up on one CPU,
+ * the timed runs move them apart first (fa_host_spread_threads, docs/runtime.md). Measured with bench/bench_threads.sh
  * (2 threads, unfused baselines, medians of 2-3 processes; docs/runtime.md "Threads and waiting"):
  * quiet, within 0.5-4% of active waiting on the four zoo models where passive was 11-70% slower
  * (mobilenetv2 8.3 against 14.1 ms); with one busy process per core, slowed 2.3-2.9x on
