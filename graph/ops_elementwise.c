@@ -22,6 +22,20 @@
 /* Elements per parallel task. */
 #define EW_CHUNK 16384
 
+/* fn(ctx, i0, len) over [0, ne) in chunks of EW_CHUNK elements: split statically over `threads`
+ * from EW_PAR_MIN elements on, in order on the calling thread below it (no team: ops-impl.h). */
+typedef void (*ew_chunk_fn)(const void *ctx, int64_t i0, int64_t len);
+static void ew_chunks(int64_t ne, int threads, ew_chunk_fn fn, const void *ctx)
+{
+    int64_t tasks = (ne + EW_CHUNK - 1) / EW_CHUNK;
+    if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t t = 0; t < tasks; t++) fn(ctx, t * EW_CHUNK, ne - t * EW_CHUNK < EW_CHUNK ? ne - t * EW_CHUNK : EW_CHUNK);
+    } else {
+        for (int64_t t = 0; t < tasks; t++) fn(ctx, t * EW_CHUNK, ne - t * EW_CHUNK < EW_CHUNK ? ne - t * EW_CHUNK : EW_CHUNK);
+    }
+}
+
 /* ------------------------------------------------------------------------------------------
  * dtype helpers
  * ---------------------------------------------------------------------------------------- */
@@ -409,6 +423,19 @@ FA_UNARY_CLONES static void unary_f32(const uparams *p, const float *xs, float *
     }
 }
 
+/* kernel_unary's float32 chunk: unary_f32 over elements [i0, i0 + len). */
+typedef struct unary_job {
+    const uparams *p;
+    const float *x;
+    float *y;
+} unary_job;
+
+static void unary_chunk(const void *ctx, int64_t i0, int64_t len)
+{
+    const unary_job *j = ctx;
+    unary_f32(j->p, j->x + i0, j->y + i0, len);
+}
+
 static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in,
                               fa_value *out, int n_out, int threads)
 {
@@ -422,23 +449,10 @@ static fa_status kernel_unary(fa_ctx *ctx, const fa_node *n, const fa_value *in,
     int64_t ne = fa_value_numel(y);
     if (!dt_is_numeric(x->dtype) || x->dtype == FA_DTYPE_BOOL || y->dtype != x->dtype)
         return fa_node_unsupported(ctx, n, "dtype %s is not supported", fa_dtype_name(x->dtype));
-    int64_t tasks = (ne + EW_CHUNK - 1) / EW_CHUNK;
     if (threads < 1) threads = 1;
     if (x->dtype == FA_DTYPE_FLOAT) {
-        const float *xs = x->data;
-        float *ys = y->data;
-        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-            for (int64_t t = 0; t < tasks; t++) {
-                int64_t i0 = t * EW_CHUNK, len = ne - i0 < EW_CHUNK ? ne - i0 : EW_CHUNK;
-                unary_f32(&p, xs + i0, ys + i0, len);
-            }
-        } else {
-            for (int64_t t = 0; t < tasks; t++) {
-                int64_t i0 = t * EW_CHUNK, len = ne - i0 < EW_CHUNK ? ne - i0 : EW_CHUNK;
-                unary_f32(&p, xs + i0, ys + i0, len);
-            }
-        }
+        unary_job job = {&p, x->data, y->data};
+        ew_chunks(ne, threads, unary_chunk, &job);
     } else if (dt_is_int(x->dtype)) {
         if (!d->ints)
             return fa_node_unsupported(ctx, n, "dtype %s is not supported (ONNX allows float types only)",
@@ -524,8 +538,9 @@ typedef struct bool_uctx {
     uint8_t *y;
 } bool_uctx;
 
-static void bool_unary_chunk(const bool_uctx *c, int64_t i0, int64_t len)
+static void bool_unary_chunk(const void *ctx, int64_t i0, int64_t len)
 {
+    const bool_uctx *c = ctx;
     uint8_t *y = c->y + i0;
     if (c->op == BU_NOT) {
         const uint8_t *x = (const uint8_t *)c->x->data + i0;
@@ -562,13 +577,7 @@ static fa_status kernel_bool_unary(fa_ctx *ctx, const fa_node *n, const fa_value
                    .y = out[0].data};
     if (c.op == BU_NOT ? in[0].dtype != FA_DTYPE_BOOL : !dt_is_float(in[0].dtype))
         return fa_node_unsupported(ctx, n, "dtype %s is not supported", fa_dtype_name(in[0].dtype));
-    int64_t tasks = (ne + EW_CHUNK - 1) / EW_CHUNK;
-    if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-        for (int64_t t = 0; t < tasks; t++) bool_unary_chunk(&c, t * EW_CHUNK, ne - t * EW_CHUNK < EW_CHUNK ? ne - t * EW_CHUNK : EW_CHUNK);
-    } else {
-        for (int64_t t = 0; t < tasks; t++) bool_unary_chunk(&c, t * EW_CHUNK, ne - t * EW_CHUNK < EW_CHUNK ? ne - t * EW_CHUNK : EW_CHUNK);
-    }
+    ew_chunks(ne, threads, bool_unary_chunk, &c);
     return FA_OK;
 }
 
@@ -1227,6 +1236,8 @@ FA_UNARY_CLONES static bool cast_fast(const cast_job *j, int64_t i0, int64_t len
 #undef CAST_PAIR_
 #undef CAST_LOOP_
 
+static void cast_chunk(const void *ctx, int64_t i0, int64_t len) { (void)cast_fast(ctx, i0, len); }
+
 /* Cast semantics: float→int truncates toward zero (NaN → 0, out of range saturates),
  * int→narrower int wraps, anything→bool is (v != 0), float→float16/bfloat16 rounds to nearest
  * even. `saturate` (opset 19) only concerns float8 types, which are not supported. */
@@ -1243,14 +1254,8 @@ static fa_status kernel_cast(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     }
     if (threads < 1) threads = 1;
     cast_job job = {from, to, in[0].data, out[0].data};
-    if (cast_fast(&job, 0, 0)) { /* a pair cast_fast writes out: its loop over chunks */
-        int64_t tasks = (ne + EW_CHUNK - 1) / EW_CHUNK;
-        if (FA_OMP_TEAM(threads, ne >= EW_PAR_MIN)) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-            for (int64_t t = 0; t < tasks; t++) cast_fast(&job, t * EW_CHUNK, ne - t * EW_CHUNK < EW_CHUNK ? ne - t * EW_CHUNK : EW_CHUNK);
-        } else {
-            for (int64_t t = 0; t < tasks; t++) cast_fast(&job, t * EW_CHUNK, ne - t * EW_CHUNK < EW_CHUNK ? ne - t * EW_CHUNK : EW_CHUNK);
-        }
+    if (cast_fast(&job, 0, 0)) { /* a pair cast_fast writes out (asked with no elements): its loop over chunks */
+        ew_chunks(ne, threads, cast_chunk, &job);
         return FA_OK;
     }
     if (from == FA_DTYPE_FLOAT && to == FA_DTYPE_FLOAT16) {

@@ -159,12 +159,12 @@ static void tiled_task(void *dst, const void *srcp, size_t es, int r, const int6
         so += i * st[k];
         dof += i * ost[k];
     }
-    int64_t A = od[ja], B = od[r - 1], sa = st[ja], sb = st[r - 1], da = ost[ja];
+    int64_t A = od[ja], B = od[r - 1], sb = st[r - 1], da = ost[ja]; /* st[ja] is 1 (tiled_copy) */
     int64_t a1 = a0 + TILE < A ? a0 + TILE : A;
     for (int64_t b0 = 0; b0 < B; b0 += TILE) {
         int64_t b1 = b0 + TILE < B ? b0 + TILE : B;
 #if defined(__SSE__)
-        if (es == 4 && sa == 1) { /* 4 x 4 blocks: four 16-byte loads along ja, four stores along the innermost */
+        if (es == 4) { /* 4 x 4 blocks: four 16-byte loads along ja, four stores along the innermost */
             int64_t a4 = a0 + (a1 - a0) / 4 * 4, b4 = b0 + (b1 - b0) / 4 * 4;
             for (int64_t a = a0; a < a4; a += 4)
                 for (int64_t b = b0; b < b4; b += 4) {
@@ -188,7 +188,7 @@ static void tiled_task(void *dst, const void *srcp, size_t es, int r, const int6
         }
 #endif
         for (int64_t a = a0; a < a1; a++) {
-            int64_t s0 = so + a * sa, d0 = dof + a * da;
+            int64_t s0 = so + a, d0 = dof + a * da;
             switch (es) {
             case 4: {
                 const uint32_t *x = (const uint32_t *)srcp + s0;
