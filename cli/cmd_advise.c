@@ -64,9 +64,9 @@ static void against_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const f
                   vs->few ? "true" : "false");
     fa_json_str(b, vs->why);
     fa_buf_printf(b, ",\"member_kernels\":%d,\"matched\":%d,\"est_ns\":", vs->n_kernels, vs->n_matched);
-    fa_json_num(b, vs->n_matched ? vs->est_ns : NAN, 6); /* sums over the matched: none, null */
+    fa_json_num(b, vs->n_matched ? vs->est_ns : NAN, FA_JSON_NS_DIGITS); /* sums over the matched: none, null */
     fa_buf_puts(b, ",\"measured_ns\":");
-    fa_json_num(b, vs->n_matched ? vs->measured_ns : NAN, 6);
+    fa_json_num(b, vs->n_matched ? vs->measured_ns : NAN, FA_JSON_NS_DIGITS);
     fa_buf_puts(b, ",\"ratio\":");
     fa_json_num(b, vs->ratio, 4);
     fa_buf_puts(b, ",\"clusters\":[");
@@ -75,15 +75,15 @@ static void against_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const f
         const fa_cluster *c = &p->clusters[ac->cluster];
         fa_buf_printf(b, "%s{\"id\":%d,\"member_kernels\":%d,\"matched\":%d,\"est_ns\":", i ? "," : "", c->id,
                       ac->n_kernels, ac->n_matched);
-        fa_json_num(b, ac->n_matched ? ac->est_ns : NAN, 6);
+        fa_json_num(b, ac->n_matched ? ac->est_ns : NAN, FA_JSON_NS_DIGITS);
         fa_buf_puts(b, ",\"measured_ns\":");
-        fa_json_num(b, ac->n_matched ? ac->measured_ns : NAN, 6);
+        fa_json_num(b, ac->n_matched ? ac->measured_ns : NAN, FA_JSON_NS_DIGITS);
         fa_buf_puts(b, ",\"est_fused_ns\":");
-        fa_json_num(b, c->pred_fused_ns, 6);
+        fa_json_num(b, c->pred_fused_ns, FA_JSON_NS_DIGITS);
         fa_buf_puts(b, ",\"one_op\":");
         fa_json_str(b, ac->one_op);
         fa_buf_puts(b, ",\"one_op_ns\":");
-        fa_json_num(b, ac->one_op ? ac->one_op_ns : NAN, 6);
+        fa_json_num(b, ac->one_op ? ac->one_op_ns : NAN, FA_JSON_NS_DIGITS);
         fa_buf_puts(b, ",\"members\":[");
         for (int m = 0; m < ac->n_members; m++) {
             const fa_against_member *am = &ac->members[m];
@@ -92,7 +92,7 @@ static void against_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const f
             fa_buf_puts(b, ",\"op_type\":");
             fa_json_str(b, g->nodes[am->node]->op_type);
             fa_buf_puts(b, ",\"est_ns\":");
-            fa_json_num(b, am->est_ns, 6);
+            fa_json_num(b, am->est_ns, FA_JSON_NS_DIGITS);
             fa_buf_puts(b, ",\"trace_op\":");
             fa_json_str(b, am->op);
             fa_buf_puts(b, ",\"trace_shapes\":");
@@ -100,7 +100,7 @@ static void against_json(fa_buf *b, const fa_graph *g, const fa_plan *p, const f
             fa_buf_puts(b, ",\"calls\":");
             fa_json_num(b, am->op ? (double)am->calls : NAN, 15); /* unmatched: null */
             fa_buf_puts(b, ",\"measured_ns\":");
-            fa_json_num(b, am->measured_ns, 6);
+            fa_json_num(b, am->measured_ns, FA_JSON_NS_DIGITS);
             fa_buf_puts(b, ",\"why\":");
             fa_json_str(b, am->why);
             fa_buf_puts(b, "}");

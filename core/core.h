@@ -126,6 +126,10 @@ void fa_buf_vprintf_term(fa_buf *b, const char *fmt, va_list ap);
 void fa_json_str(fa_buf *b, const char *s);
 void fa_json_str_or_empty(fa_buf *b, const char *s);
 void fa_json_num(fa_buf *b, double v, int sig_digits);
+/* Significant digits for a time in nanoseconds written to JSON: 1 ns resolution up to 10 s, so a
+ * consumer that rounds it (to µs or ms) gets what the text surfaces print from the same stored
+ * double; 6 digits lost up to 1 µs at a second's scale. */
+#define FA_JSON_NS_DIGITS 10
 
 /* Checked size arithmetic: return false on overflow, *out untouched then. */
 bool fa_mul_size(size_t a, size_t b, size_t *out);

@@ -441,7 +441,7 @@ static void field_json(fa_buf *b, const fa_plan_field *f, const fa_graph *g, con
         else fa_buf_puts(b, "null");
         break;
     case FA_PF_U64: fa_buf_printf(b, "%" PRIu64, *(const uint64_t *)p); break;
-    case FA_PF_NS:
+    case FA_PF_NS: fa_json_num(b, *(const double *)p, FA_JSON_NS_DIGITS); break;
     case FA_PF_REAL: fa_json_num(b, *(const double *)p, 6); break;
     case FA_PF_REAL_OPT: fa_json_num(b, *(const double *)p >= 0 ? *(const double *)p : NAN, 6); break; /* none: null */
     case FA_PF_FLOAT: fa_json_num(b, *(const float *)p, 9); break;

@@ -28,11 +28,11 @@ static void stats_json(fa_buf *b, const char *key, const fa_sample_stats *s)
 {
     if (s->n <= 0) { fa_buf_printf(b, "\"%s\":null", key); return; }
     fa_buf_printf(b, "\"%s\":{\"median_ns\":", key);
-    fa_json_num(b, s->median_ns, 6);
+    fa_json_num(b, s->median_ns, FA_JSON_NS_DIGITS);
     fa_buf_puts(b, ",\"p25_ns\":");
-    fa_json_num(b, s->p25_ns, 6);
+    fa_json_num(b, s->p25_ns, FA_JSON_NS_DIGITS);
     fa_buf_puts(b, ",\"p75_ns\":");
-    fa_json_num(b, s->p75_ns, 6);
+    fa_json_num(b, s->p75_ns, FA_JSON_NS_DIGITS);
     fa_buf_printf(b, ",\"samples\":%d}", s->n);
 }
 
@@ -81,7 +81,7 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
         fa_buf_puts(b, ",\"peak_gflops\":");
         fa_json_num(b, r->ceil.peak_gflops, 6);
         fa_buf_puts(b, ",\"dispatch_ns\":");
-        fa_json_num(b, r->ceil.launch_ns > 0 ? r->ceil.launch_ns : NAN, 6);
+        fa_json_num(b, r->ceil.launch_ns > 0 ? r->ceil.launch_ns : NAN, FA_JSON_NS_DIGITS);
         fa_buf_puts(b, ",\"device_key\":");
         fa_json_str(b, r->ceil_key);
         fa_buf_puts(b, ",\"source\":{\"mem_bw_gbs\":");
@@ -155,13 +155,13 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
             fa_json_str(b, g->label);
             fa_buf_printf(b, ",\"clusters\":%d,\"accepted\":%d,\"inside_epilogues\":%d,\"measured_saving_ns\":", g->n_clusters,
                           g->n_accepted, g->n_inside);
-            fa_json_num(b, g->n_accepted > g->n_inside ? g->measured_saving_ns : NAN, 6);
+            fa_json_num(b, g->n_accepted > g->n_inside ? g->measured_saving_ns : NAN, FA_JSON_NS_DIGITS);
             fa_buf_puts(b, ",\"share\":");
             fa_json_num(b, g->n_accepted > g->n_inside && base > 0 ? g->measured_saving_ns / base : NAN, 6);
             fa_buf_puts(b, ",\"predicted_saving_ns\":");
-            fa_json_num(b, g->predicted_saving_ns, 6);
+            fa_json_num(b, g->predicted_saving_ns, FA_JSON_NS_DIGITS);
             fa_buf_puts(b, ",\"best_predicted_ns\":");
-            fa_json_num(b, g->best_predicted_ns, 6);
+            fa_json_num(b, g->best_predicted_ns, FA_JSON_NS_DIGITS);
             fa_buf_puts(b, ",\"max_rel_error\":");
             fa_json_num(b, g->max_rel_error >= 0 ? g->max_rel_error : NAN, 6);
             fa_buf_printf(b, ",\"decision\":\"%s\"}", fa_cluster_status_name(g->decision));
@@ -170,9 +170,9 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
         free(gs);
     } else fa_buf_puts(b, "null");
     fa_buf_puts(b, ",\"predicted_saving_ns\":");
-    fa_json_num(b, f->predicted_saving_ns, 6);
+    fa_json_num(b, f->predicted_saving_ns, FA_JSON_NS_DIGITS);
     fa_buf_puts(b, ",\"measured_saving_ns\":");
-    fa_json_num(b, f->measured_saving_ns, 6);
+    fa_json_num(b, f->measured_saving_ns, FA_JSON_NS_DIGITS);
     /* nothing accepted and no layout changed: both sides ran the same model, the difference is noise */
     fa_buf_puts(b, ",\"measured_saving_is_noise\":");
     if (f->measured_saving_ns == f->measured_saving_ns)
