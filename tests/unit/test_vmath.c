@@ -69,6 +69,27 @@ static void test_accuracy_against_double_libm(void **state)
     }
 }
 
+/* glibc >= 2.35 has libmvec's AVX2 erff: the lookup must find it there (a silent fall back to
+ * SLEEF's 7x slower erf would pass every accuracy check), and its results on a grid stay within
+ * 2 ULP of double erf, and so of SLEEF's u10 within 3. */
+static void test_erf_is_libmvec_where_glibc_has_it(void **state)
+{
+    (void)state;
+#if defined(__GLIBC__) && __GLIBC_PREREQ(2, 35)
+    assert_true(fa_vmath_mvec_erf());
+#else
+    printf("glibc < 2.35: erf stays SLEEF's u10\n");
+#endif
+    enum { M = 4099 };
+    static float x[M], y[M];
+    for (int i = 0; i < M; i++) x[i] = -6.0f + 12.0f * (float)i / (float)(M - 1);
+    fa_verff(x, y, M);
+    for (int i = 0; i < M; i++) {
+        double r = erf((double)x[i]), ulp = fabs(nextafterf((float)r, 2.0f) - (float)r);
+        if (!(fabs(y[i] - r) <= 2.0 * ulp + 1e-45)) fail_msg("erf(%.9g) = %.9g, double %.9g: > 2 ULP", x[i], y[i], r);
+    }
+}
+
 static void test_pow_broadcasts_and_signs(void **state)
 {
     (void)state;
@@ -108,6 +129,7 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accuracy_against_double_libm),
+        cmocka_unit_test(test_erf_is_libmvec_where_glibc_has_it),
         cmocka_unit_test(test_pow_broadcasts_and_signs),
         cmocka_unit_test(test_masks_infinities_and_nan),
     };
