@@ -143,6 +143,11 @@ fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
  * falls back to the op's reference kernel. tactic FA_CONV_TACTIC_MEASURED: an unfused 2-D Conv
  * takes oneDNN's plain-NCHW kernel or the same convolution with its activations reordered
  * inside, whichever measured faster (fa_conv_tactic); else the plain kernel. */
+/* runtime/cpu/gemv.c: a batch-1 MatMul/Gemm with constant 2-D weights as a matrix-vector product
+ * streaming the weights where the model holds them (conditions and figures in that file); handled
+ * false leaves the node to oneDNN. fa_cpu_gemv_available: AVX-512F, checked once. */
+fa_status fa_cpu_gemv_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_kernel *out, bool *handled);
+bool fa_cpu_gemv_available(void);
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_conv_tactic tactic,
                                 fa_kernel *out, bool *handled);
 /* The same kernels reading their activations and writing their output in the blocked layout l

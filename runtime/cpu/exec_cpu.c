@@ -523,6 +523,7 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
         }
     }
     fa_status st = fa_dnnl_ops_kernel_create(ctx, g, n, false, kern, &handled);
+    if (!st && !handled) st = fa_cpu_gemv_kernel_create(ctx, g, n, kern, &handled); /* batch-1 products */
     if (!st && !handled) st = fa_dnnl_kernel_create(ctx, g, n, e->node_threads[n->id], e->opt.conv_tactic, kern, &handled);
     if (st || handled) return st;
     if (!n->op || !n->op->kernel)
