@@ -148,6 +148,12 @@ fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
  * false leaves the node to oneDNN. fa_cpu_gemv_available: AVX-512F, checked once. */
 fa_status fa_cpu_gemv_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_kernel *out, bool *handled);
 bool fa_cpu_gemv_available(void);
+/* The product itself, for other kernels (the generated-epilogue GEMM at one row): y[N] = x[K] · B,
+ * B [N, K] (rows) or [K, N]; threads > 1 on the columns form needs `partial`, N · threads floats of
+ * scratch (fa_cpu_gemv_partial grows a caller's buffer: NULL when out of memory, the old one kept).
+ * Call only where fa_cpu_gemv_available(). */
+void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y);
+float *fa_cpu_gemv_partial(float *partial, int64_t N, int threads, int *cap_threads);
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_conv_tactic tactic,
                                 fa_kernel *out, bool *handled);
 /* The same kernels reading their activations and writing their output in the blocked layout l

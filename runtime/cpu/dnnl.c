@@ -1520,6 +1520,12 @@ typedef struct gemm_epi {
     int nthr;               /* per-thread objects made */
     dnnl_stream_t *streams;
     gemm_part full, tail;
+    /* one row of A and constant weights on an AVX-512F core: the product is runtime/cpu/gemv.c's
+     * matrix-vector product (no oneDNN primitive, no packed copy), alpha and C applied after it */
+    bool gemv, transB;
+    float alpha;
+    float *partial; /* gemv's per-thread partial rows (columns form), cap_threads of them */
+    int cap_threads;
     char name[160];
 } gemm_epi;
 
@@ -1547,6 +1553,7 @@ static void gemm_epi_destroy(void *state)
     for (int t = 0; e->streams && t < e->nthr; t++)
         if (e->streams[t]) dnnl_stream_destroy(e->streams[t]);
     free(e->streams);
+    free(e->partial);
     free(e);
 }
 
@@ -1604,6 +1611,30 @@ static fa_status gemm_epi_run(void *state, fa_ctx *ctx, const fa_node *n, const 
     gemm_epi *e = state;
     if (n_in > 62 || n_out != 1)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a GEMM epilogue with %d inputs, %d outputs", n->name, n_in, n_out);
+    if (e->gemv) { /* the one row: the product over the team, then the epilogue on it */
+        int nt = threads > 0 ? threads : 1;
+        if (!e->transB && nt > 1) {
+            float *p = fa_cpu_gemv_partial(e->partial, e->N, nt, &e->cap_threads);
+            if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s partial sums", n->name);
+            e->partial = p;
+        }
+        float *Y = out[0].data;
+        fa_cpu_gemv(in[e->ia].data, in[e->ib].data, e->K, e->N, e->transB, nt, e->partial, Y);
+        if (e->alpha != 1.0f)
+            for (int64_t j = 0; j < e->N; j++) Y[j] *= e->alpha;
+        if (e->ic >= 0) { /* C only with alpha = beta = 1 (fa_dnnl_gemm_epilogue_kernel), [N] */
+            const float *c = in[e->ic].data;
+            for (int64_t j = 0; j < e->N; j++) Y[j] += c[j];
+        }
+        const void *ip[64];
+        void *op[1] = {Y};
+        int64_t range[2] = {0, 1};
+        for (int i = 0; i < n_in; i++) ip[i] = in[i].data;
+        ip[n_in] = Y;
+        ip[n_in + 1] = range;
+        e->epi(ip, op, 1);
+        return FA_OK;
+    }
     gemm_part *parts[2] = {&e->full, &e->tail};
     for (int k = 0; k < 2; k++) { /* what every block reads whole: set once, read by every thread */
         if (!parts[k]->m) continue;
@@ -1695,6 +1726,18 @@ fa_status fa_dnnl_gemm_epilogue_kernel(fa_ctx *ctx, const fa_graph *g, const fa_
     e->ia = (int)gi[0], e->ib = (int)gi[1], e->ic = C ? (int)gi[2] : -1;
     e->wei_const = (B->flags & FA_TENSOR_CONST) && B->data;
     e->rows = rows, e->K = K, e->N = N;
+    if (rows == 1 && e->wei_const && fa_cpu_gemv_available()) {
+        e->gemv = true;
+        e->transB = transB;
+        e->alpha = alpha;
+        snprintf(e->name, sizeof e->name, "gemv(%s)+generated epilogue", transB ? "rows" : "cols");
+        memset(out, 0, sizeof *out);
+        out->name = e->name;
+        out->run = gemm_epi_run;
+        out->destroy = gemm_epi_destroy;
+        out->state = e;
+        return FA_OK;
+    }
     e->nthr = omp_get_max_threads();
     if (e->nthr < 1) e->nthr = 1;
     e->blk = block_rows(rows, K, N, e->nthr);

@@ -102,6 +102,48 @@ __attribute__((target("avx512f"))) static void axpy_cols(const float *x, const f
         for (int64_t n = 0; n < N; n++) acc[n] += x[k] * B[k * N + n];
 }
 
+void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y)
+{
+    int nt = threads > 1 && K * N >= GEMV_PAR_MIN_WEIGHTS ? threads : 1;
+    if (rows) {
+        if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+            {
+                int t = omp_get_thread_num(), team = omp_get_num_threads();
+                int64_t c = (N + team - 1) / team, n0 = t * c, n1 = n0 + c < N ? n0 + c : N;
+                if (n0 < n1) dot_rows(x, B, K, n0, n1, y);
+            }
+        } else {
+            dot_rows(x, B, K, 0, N, y);
+        }
+    } else if (nt > 1 && partial) {
+        int used = nt;
+#pragma omp parallel num_threads(nt)
+        {
+            int t = omp_get_thread_num(), team = omp_get_num_threads();
+#pragma omp single
+            used = team;
+            int64_t c = (K + team - 1) / team, k0 = t * c, k1 = k0 + c < K ? k0 + c : K;
+            axpy_cols(x, B, N, k0 < K ? k0 : K, k1 > k0 ? k1 : k0, partial + (size_t)t * (size_t)N);
+        }
+        for (int t = 1; t < used; t++) {
+            const float *p = partial + (size_t)t * (size_t)N;
+            for (int64_t j = 0; j < N; j++) partial[j] += p[j];
+        }
+        memcpy(y, partial, sizeof(float) * (size_t)N);
+    } else {
+        axpy_cols(x, B, N, 0, K, y);
+    }
+}
+
+float *fa_cpu_gemv_partial(float *partial, int64_t N, int threads, int *cap_threads)
+{
+    if (threads <= *cap_threads) return partial;
+    float *p = realloc(partial, sizeof(float) * (size_t)N * (size_t)threads);
+    if (p) *cap_threads = threads;
+    return p;
+}
+
 static fa_status gemv_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
                           int n_out, int threads)
 {
@@ -109,44 +151,12 @@ static fa_status gemv_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
     gemv_state *s = k->state;
     const float *x = in[0].data, *B = in[1].data;
     float *y = out[0].data;
-    int nt = threads > 1 && s->K * s->N >= GEMV_PAR_MIN_WEIGHTS ? threads : 1;
-    if (s->rows) {
-        if (nt > 1) {
-#pragma omp parallel num_threads(nt)
-            {
-                int t = omp_get_thread_num(), team = omp_get_num_threads();
-                int64_t c = (s->N + team - 1) / team, n0 = t * c, n1 = n0 + c < s->N ? n0 + c : s->N;
-                if (n0 < n1) dot_rows(x, B, s->K, n0, n1, y);
-            }
-        } else {
-            dot_rows(x, B, s->K, 0, s->N, y);
-        }
-    } else {
-        if (nt > s->cap_threads) {
-            float *p = realloc(s->partial, sizeof(float) * (size_t)s->N * (size_t)nt);
-            if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s partial sums", n->name);
-            s->partial = p;
-            s->cap_threads = nt;
-        }
-        if (nt > 1) {
-            int used = nt;
-#pragma omp parallel num_threads(nt)
-            {
-                int t = omp_get_thread_num(), team = omp_get_num_threads();
-#pragma omp single
-                used = team;
-                int64_t c = (s->K + team - 1) / team, k0 = t * c, k1 = k0 + c < s->K ? k0 + c : s->K;
-                axpy_cols(x, B, s->N, k0 < s->K ? k0 : s->K, k1 > k0 ? k1 : k0, s->partial + (size_t)t * (size_t)s->N);
-            }
-            for (int t = 1; t < used; t++) {
-                const float *p = s->partial + (size_t)t * (size_t)s->N;
-                for (int64_t j = 0; j < s->N; j++) s->partial[j] += p[j];
-            }
-            memcpy(y, s->partial, sizeof(float) * (size_t)s->N);
-        } else {
-            axpy_cols(x, B, s->N, 0, s->K, y);
-        }
+    if (!s->rows && threads > 1) {
+        float *p = fa_cpu_gemv_partial(s->partial, s->N, threads, &s->cap_threads);
+        if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s partial sums", n->name);
+        s->partial = p;
     }
+    fa_cpu_gemv(x, B, s->K, s->N, s->rows, threads, s->partial, y);
     if (s->alpha != 1.0f)
         for (int64_t j = 0; j < s->N; j++) y[j] *= s->alpha;
     if (s->c_input >= 0 && s->c_input < n_in && in[s->c_input].data && s->beta != 0.0f) {

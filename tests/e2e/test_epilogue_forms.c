@@ -623,12 +623,43 @@ static void f_gen_gemm_divided_into(fa_graph *g)
     node(g, "Exp", "a", "y");
 }
 
+/* one row (a classifier, a decode step): the product is runtime/cpu/gemv.c's matrix-vector one on
+ * AVX-512F cores, then the generated epilogue on that row. Gemm transB (rows form, with C), K off
+ * the 16-lane vector, the product second in a Div */
+static void f_gen_gemm_one_row(fa_graph *g)
+{
+    int64_t xd[2] = {1, 83}, wd[2] = {40, 83}, cd[1] = {40}, sd[2] = {1, 40};
+    tensor(g, "x", 2, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    weights(g, "gc", 1, cd, 2, 2.0f, 3.0f); /* keeps the product away from 0 */
+    tensor(g, "skip", 2, sd, true);
+    fa_node *n = node(g, "Gemm", "x,w,gc", "m");
+    fa_node_add_attr_int(g, n, "transB", 1);
+    node(g, "Div", "skip,m", "a");
+    node(g, "Exp", "a", "y");
+}
+
+/* one row through a MatMul (columns form: W [K, N]), an operand computed later */
+static void f_gen_matmul_one_row(fa_graph *g)
+{
+    int64_t xd[3] = {1, 1, 70}, wd[2] = {70, 33}, zd[3] = {1, 1, 33};
+    tensor(g, "x", 3, xd, true);
+    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
+    node(g, "MatMul", "x,w", "m");
+    tensor(g, "z", 3, zd, true);
+    node(g, "Sigmoid", "z", "o");
+    node(g, "Add", "m,o", "a");
+    node(g, "Tanh", "a", "y");
+}
+
 static const gen_form k_gen_forms[] = {
     {"generated_per_batch_addend", f_gen_per_batch_addend, "matmul+add+relu (generated epilogue: shape-changing-epilogue)", 3},
     {"generated_operand_later", f_gen_operand_later, "matmul+add+tanh (generated epilogue: operand-later)", 3},
     {"generated_product_subtracted", f_gen_product_subtracted, "matmul+sub+relu (generated epilogue: operand-order)", 3},
     {"generated_swiglu", f_gen_swiglu, "matmul+silu+mul (generated epilogue: operand-later)", 4},
     {"generated_gemm_divided_into", f_gen_gemm_divided_into, "gemm+div+exp (generated epilogue: operand-order)", 3},
+    {"generated_gemm_one_row", f_gen_gemm_one_row, "gemm+div+exp (generated epilogue: operand-order)", 3},
+    {"generated_matmul_one_row", f_gen_matmul_one_row, "matmul+add+tanh (generated epilogue: operand-later)", 3},
 };
 enum { N_GEN_FORMS = sizeof k_gen_forms / sizeof k_gen_forms[0] };
 
