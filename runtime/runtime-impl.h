@@ -145,9 +145,12 @@ fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
  * inside, whichever measured faster (fa_conv_tactic); else the plain kernel. */
 /* runtime/cpu/gemv.c: a batch-1 MatMul/Gemm with constant 2-D weights as a matrix-vector product
  * streaming the weights where the model holds them (conditions and figures in that file); handled
- * false leaves the node to oneDNN. fa_cpu_gemv_available: AVX-512F, checked once. */
+ * false leaves the node to oneDNN. fa_cpu_gemv_available: AVX-512F or AVX2 + FMA, checked once. */
 fa_status fa_cpu_gemv_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_kernel *out, bool *handled);
 bool fa_cpu_gemv_available(void);
+/* Tests only: run the product in instruction set `isa` (1 AVX2 + FMA, 0 none: oneDNN keeps the
+ * nodes) where the CPU has it; -1 restores the CPU's own (AVX-512F, else AVX2 + FMA). */
+void fa_cpu_gemv_force_isa(int isa);
 /* The product itself, for other kernels (the generated-epilogue GEMM at one row): y[N] = x[K] · B,
  * B [N, K] (rows) or [K, N]; threads > 1 on the columns form needs `partial`, N · threads floats of
  * scratch (fa_cpu_gemv_partial grows a caller's buffer: NULL when out of memory, the old one kept).

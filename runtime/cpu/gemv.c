@@ -17,7 +17,7 @@
  *    1.3–1.4× slower cold at 3072 × 768.
  * The weights are read where the model holds them (no packed copy: issue 39's memory).
  *
- * Where: AVX-512F cores (the intrinsics below; other CPUs keep oneDNN's), unfused float32 nodes
+ * Where: AVX-512F cores (16 lanes) or AVX2 + FMA ones (8 lanes; other CPUs keep oneDNN's), unfused float32 nodes
  * whose A has numel K (every leading dim 1; for a Gemm, transA does not move a single row), whose B
  * is a constant 2-D initializer and whose C (Gemm) is absent or broadcasts to [1, N] (a scalar,
  * [N], [1, N]). Fused nodes keep oneDNN, whose post-ops they need. FA_NO_DNNL (the reference
@@ -44,15 +44,22 @@ typedef struct gemv_state {
     int cap_threads;
 } gemv_state;
 
-bool fa_cpu_gemv_available(void)
+/* The instruction set the product runs in: 2 AVX-512F (16 lanes), 1 AVX2 + FMA (8 lanes), 0 none
+ * (oneDNN's then); the CPU's, checked once, unless a test forced another (fa_cpu_gemv_force_isa). */
+static int g_forced = -1;
+static int gemv_isa(void)
 {
-    static int have = -1;
-    if (have < 0) {
+    static int cpu = -1;
+    if (cpu < 0) {
         __builtin_cpu_init();
-        have = __builtin_cpu_supports("avx512f");
+        cpu = __builtin_cpu_supports("avx512f") ? 2 : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") ? 1 : 0;
     }
-    return have;
+    return g_forced >= 0 && g_forced <= cpu ? g_forced : cpu;
 }
+
+bool fa_cpu_gemv_available(void) { return gemv_isa() > 0; }
+
+void fa_cpu_gemv_force_isa(int isa) { g_forced = isa; }
 
 /* y[n] = B[n, :] · x for n in [n0, n1): four accumulators per row, a masked tail */
 __attribute__((target("avx512f"))) static void dot_rows(const float *x, const float *B, int64_t K, int64_t n0, int64_t n1,
@@ -102,8 +109,64 @@ __attribute__((target("avx512f"))) static void axpy_cols(const float *x, const f
         for (int64_t n = 0; n < N; n++) acc[n] += x[k] * B[k * N + n];
 }
 
+/* dot_rows with 8 AVX2 lanes: four accumulators per row, a scalar tail */
+__attribute__((target("avx2,fma"))) static void dot_rows8(const float *x, const float *B, int64_t K, int64_t n0, int64_t n1,
+                                                          float *y)
+{
+    for (int64_t n = n0; n < n1; n++) {
+        const float *w = B + n * K;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        int64_t k = 0;
+        for (; k + 32 <= K; k += 32) {
+            a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(x + k), a0);
+            a1 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 8), _mm256_loadu_ps(x + k + 8), a1);
+            a2 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 16), _mm256_loadu_ps(x + k + 16), a2);
+            a3 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k + 24), _mm256_loadu_ps(x + k + 24), a3);
+        }
+        for (; k + 8 <= K; k += 8) a0 = _mm256_fmadd_ps(_mm256_loadu_ps(w + k), _mm256_loadu_ps(x + k), a0);
+        __m256 a = _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3));
+        __m128 h = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+        h = _mm_add_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_add_ss(h, _mm_movehdup_ps(h));
+        float sum = _mm_cvtss_f32(h);
+        for (; k < K; k++) sum += w[k] * x[k];
+        y[n] = sum;
+    }
+}
+
+/* axpy_cols with 8 AVX2 lanes */
+__attribute__((target("avx2,fma"))) static void axpy_cols8(const float *x, const float *B, int64_t N, int64_t k0, int64_t k1,
+                                                           float *acc)
+{
+    memset(acc, 0, sizeof(float) * (size_t)N);
+    int64_t k = k0;
+    for (; k + 4 <= k1; k += 4) {
+        const float *b0 = B + k * N, *b1 = b0 + N, *b2 = b1 + N, *b3 = b2 + N;
+        __m256 x0 = _mm256_set1_ps(x[k]), x1 = _mm256_set1_ps(x[k + 1]), x2 = _mm256_set1_ps(x[k + 2]),
+               x3 = _mm256_set1_ps(x[k + 3]);
+        int64_t n = 0;
+        for (; n + 8 <= N; n += 8) {
+            __m256 a = _mm256_loadu_ps(acc + n);
+            a = _mm256_fmadd_ps(x0, _mm256_loadu_ps(b0 + n), a);
+            a = _mm256_fmadd_ps(x1, _mm256_loadu_ps(b1 + n), a);
+            a = _mm256_fmadd_ps(x2, _mm256_loadu_ps(b2 + n), a);
+            a = _mm256_fmadd_ps(x3, _mm256_loadu_ps(b3 + n), a);
+            _mm256_storeu_ps(acc + n, a);
+        }
+        for (; n < N; n++) acc[n] += x[k] * b0[n] + x[k + 1] * b1[n] + x[k + 2] * b2[n] + x[k + 3] * b3[n];
+    }
+    for (; k < k1; k++)
+        for (int64_t n = 0; n < N; n++) acc[n] += x[k] * B[k * N + n];
+}
+
+typedef void (*dot_fn)(const float *, const float *, int64_t, int64_t, int64_t, float *);
+typedef void (*axpy_fn)(const float *, const float *, int64_t, int64_t, int64_t, float *);
+
 void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y)
 {
+    bool wide = gemv_isa() == 2;
+    dot_fn dot_rows_ = wide ? dot_rows : dot_rows8;
+    axpy_fn axpy_cols_ = wide ? axpy_cols : axpy_cols8;
     int nt = threads > 1 && K * N >= GEMV_PAR_MIN_WEIGHTS ? threads : 1;
     if (rows) {
         if (nt > 1) {
@@ -111,10 +174,10 @@ void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows
             {
                 int t = omp_get_thread_num(), team = omp_get_num_threads();
                 int64_t c = (N + team - 1) / team, n0 = t * c, n1 = n0 + c < N ? n0 + c : N;
-                if (n0 < n1) dot_rows(x, B, K, n0, n1, y);
+                if (n0 < n1) dot_rows_(x, B, K, n0, n1, y);
             }
         } else {
-            dot_rows(x, B, K, 0, N, y);
+            dot_rows_(x, B, K, 0, N, y);
         }
     } else if (nt > 1 && partial) {
         int used = nt;
@@ -124,7 +187,7 @@ void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows
 #pragma omp single
             used = team;
             int64_t c = (K + team - 1) / team, k0 = t * c, k1 = k0 + c < K ? k0 + c : K;
-            axpy_cols(x, B, N, k0 < K ? k0 : K, k1 > k0 ? k1 : k0, partial + (size_t)t * (size_t)N);
+            axpy_cols_(x, B, N, k0 < K ? k0 : K, k1 > k0 ? k1 : k0, partial + (size_t)t * (size_t)N);
         }
         for (int t = 1; t < used; t++) {
             const float *p = partial + (size_t)t * (size_t)N;
@@ -132,7 +195,7 @@ void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows
         }
         memcpy(y, partial, sizeof(float) * (size_t)N);
     } else {
-        axpy_cols(x, B, N, 0, K, y);
+        axpy_cols_(x, B, N, 0, K, y);
     }
 }
 

@@ -4,8 +4,9 @@
  * for K and N off every block size (the 64-float unroll, the 16-lane vector and its masked tail,
  * the 4-row unroll), alpha and beta, C as a scalar, [N] or [1, N], A of rank 1 and 3, on 1, 2 and
  * 3 threads; and that the executor chose it where it applies and not where it does not (M > 1,
- * non-constant B, a C of shape [M, N] with M > 1). On a CPU without AVX-512F it is not chosen:
- * the test then checks only that. */
+ * non-constant B, a C of shape [M, N] with M > 1). Each case runs in the CPU's own instruction set,
+ * in the 8-lane AVX2 form (forced, as a CPU without AVX-512 runs it), and with neither (declined:
+ * oneDNN keeps every node). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,10 +152,7 @@ static void check(const gcase *c)
     fa_ctx_free(ctx);
 }
 
-static void test_gemv_matches_the_reference(void **state)
-{
-    (void)state;
-    static const gcase C[] = {
+static const gcase C[] = {
         /* the weight orders, sizes off every block: K 1..1283 around 4, 16, 64; N 1..1000 */
         {"gemm rows 1280x1000 bias", true, 1, 1280, 1000, 2, true, 0, 0, 1, false, false, true},
         {"gemm rows K 1283 N 37", true, 1, 1283, 37, 2, true, 0, 0, 1, false, false, true},
@@ -171,12 +169,43 @@ static void test_gemv_matches_the_reference(void **state)
         {"matmul M 4", false, 4, 64, 64, 2, false, 0, 0, 0, false, false, false},
         {"gemm M 2 C [M,N]", true, 2, 64, 48, 2, true, 0, 0, 2, false, false, false},
         {"matmul B an input", false, 1, 64, 64, 2, false, 0, 0, 0, false, true, false},
-    };
+};
+
+/* the CPU's own instruction set (AVX-512F here) */
+static void test_gemv_matches_the_reference(void **state)
+{
+    (void)state;
+    fa_cpu_gemv_force_isa(-1);
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) check(&C[i]);
+}
+
+/* the 8-lane AVX2 form, as a CPU without AVX-512 runs it (skipped where the CPU lacks AVX2) */
+static void test_gemv_avx2_matches_the_reference(void **state)
+{
+    (void)state;
+    fa_cpu_gemv_force_isa(1);
+    if (!fa_cpu_gemv_available()) {
+        fa_cpu_gemv_force_isa(-1);
+        skip();
+    }
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) check(&C[i]);
+    fa_cpu_gemv_force_isa(-1);
+}
+
+/* no vector unit for it: every node stays oneDNN's (check's `want` is false for every case) */
+static void test_gemv_declined_without_the_isa(void **state)
+{
+    (void)state;
+    fa_cpu_gemv_force_isa(0);
+    assert_false(fa_cpu_gemv_available());
+    for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) check(&C[i]);
+    fa_cpu_gemv_force_isa(-1);
 }
 
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_gemv_matches_the_reference)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_gemv_matches_the_reference),
+                                       cmocka_unit_test(test_gemv_avx2_matches_the_reference),
+                                       cmocka_unit_test(test_gemv_declined_without_the_isa)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
