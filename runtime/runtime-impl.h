@@ -138,11 +138,6 @@ const char *fa_cpu_cache_level_name(uint64_t working_set);
 fa_status fa_cuda_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
 #endif
 
-/* oneDNN kernels (runtime/cpu/dnnl.c): Conv, ConvTranspose, MatMul, Gemm on plain layouts.
- * *handled = false (FA_OK) when oneDNN cannot take the node (dtype, shape), so the caller
- * falls back to the op's reference kernel. tactic FA_CONV_TACTIC_MEASURED: an unfused 2-D Conv
- * takes oneDNN's plain-NCHW kernel or the same convolution with its activations reordered
- * inside, whichever measured faster (fa_conv_tactic); else the plain kernel. */
 /* runtime/cpu/gemv.c: a batch-1 MatMul/Gemm with constant 2-D weights as a matrix-vector product
  * streaming the weights where the model holds them (conditions and figures in that file); handled
  * false leaves the node to oneDNN. fa_cpu_gemv_available: AVX-512F or AVX2 + FMA, checked once. */
@@ -157,6 +152,11 @@ void fa_cpu_gemv_force_isa(int isa);
  * Call only where fa_cpu_gemv_available(). */
 void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y);
 float *fa_cpu_gemv_partial(float *partial, int64_t N, int threads, int *cap_threads);
+/* oneDNN kernels (runtime/cpu/dnnl.c): Conv, ConvTranspose, MatMul, Gemm on plain layouts.
+ * *handled = false (FA_OK) when oneDNN cannot take the node (dtype, shape), so the caller
+ * falls back to the op's reference kernel. tactic FA_CONV_TACTIC_MEASURED: an unfused 2-D Conv
+ * takes oneDNN's plain-NCHW kernel or the same convolution with its activations reordered
+ * inside, whichever measured faster (fa_conv_tactic); else the plain kernel. */
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_conv_tactic tactic,
                                 fa_kernel *out, bool *handled);
 /* The same kernels reading their activations and writing their output in the blocked layout l
