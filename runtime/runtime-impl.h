@@ -146,12 +146,22 @@ bool fa_cpu_gemv_available(void);
 /* Tests only: run the product in instruction set `isa` (1 AVX2 + FMA, 0 none: oneDNN keeps the
  * nodes) where the CPU has it; -1 restores the CPU's own (AVX-512F, else AVX2 + FMA). */
 void fa_cpu_gemv_force_isa(int isa);
-/* The product itself, for other kernels (the generated-epilogue GEMM at one row): y[N] = x[K] · B,
- * B [N, K] (rows) or [K, N]; threads > 1 on the columns form needs `partial`, N · threads floats of
- * scratch (fa_cpu_gemv_partial grows a caller's buffer: NULL when out of memory, the old one kept).
- * Call only where fa_cpu_gemv_available(). */
-void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y);
-float *fa_cpu_gemv_partial(float *partial, int64_t N, int threads, int *cap_threads);
+/* One batch-1 product, for the unfused kernel and the one-row generated-epilogue GEMM:
+ * y[N] = alpha · x[K] · B + beta · C, B [N, K] when rows (Gemm transB), else [K, N]; C NULL, one
+ * float (c_numel 1, broadcast) or N floats. partial: the columns form's per-thread partial rows,
+ * grown on demand and owned by the struct (fa_cpu_gemv_release frees them). Zero-initialise the
+ * scratch fields. Call only where fa_cpu_gemv_available(). */
+typedef struct fa_cpu_gemv {
+    int64_t K, N;
+    bool rows;
+    float alpha, beta;
+    float *partial;
+    int cap_threads;
+} fa_cpu_gemv;
+/* false: out of memory for the partial rows (y not written) */
+bool fa_cpu_gemv_run(fa_cpu_gemv *g, const float *x, const float *B, const float *C, int64_t c_numel, int threads,
+                     float *y);
+void fa_cpu_gemv_release(fa_cpu_gemv *g);
 /* oneDNN kernels (runtime/cpu/dnnl.c): Conv, ConvTranspose, MatMul, Gemm on plain layouts.
  * *handled = false (FA_OK) when oneDNN cannot take the node (dtype, shape), so the caller
  * falls back to the op's reference kernel. tactic FA_CONV_TACTIC_MEASURED: an unfused 2-D Conv

@@ -1520,12 +1520,11 @@ typedef struct gemm_epi {
     int nthr;               /* per-thread objects made */
     dnnl_stream_t *streams;
     gemm_part full, tail;
-    /* one row of A and constant weights on an AVX-512F core: the product is runtime/cpu/gemv.c's
-     * matrix-vector product (no oneDNN primitive, no packed copy), alpha and C applied after it */
-    bool gemv, transB;
-    float alpha;
-    float *partial; /* gemv's per-thread partial rows (columns form), cap_threads of them */
-    int cap_threads;
+    /* one row of A and constant weights where fa_cpu_gemv_available (AVX-512F or AVX2 + FMA): the
+     * product is runtime/cpu/gemv.c's matrix-vector product, alpha and C included (no oneDNN
+     * primitive, no packed copy) */
+    bool gemv;
+    fa_cpu_gemv gv;
     char name[160];
 } gemm_epi;
 
@@ -1553,7 +1552,7 @@ static void gemm_epi_destroy(void *state)
     for (int t = 0; e->streams && t < e->nthr; t++)
         if (e->streams[t]) dnnl_stream_destroy(e->streams[t]);
     free(e->streams);
-    free(e->partial);
+    fa_cpu_gemv_release(&e->gv);
     free(e);
 }
 
@@ -1605,6 +1604,19 @@ fail:
     return fa_ctx_status(ctx);
 }
 
+/* The generated epilogue on rows [r0, r1) of the product Y: the node's inputs, then Y and the
+ * range (codegen.h fa_kernel_desc.gemm_epilogue), one thread. n_in <= 62 (gemm_epi_run checks). */
+static void run_epilogue(const gemm_epi *e, const fa_value *in, int n_in, float *Y, int64_t r0, int64_t r1)
+{
+    const void *ip[64];
+    void *op[1] = {Y};
+    int64_t range[2] = {r0, r1};
+    for (int i = 0; i < n_in; i++) ip[i] = in[i].data;
+    ip[n_in] = Y;
+    ip[n_in + 1] = range;
+    e->epi(ip, op, 1);
+}
+
 static fa_status gemm_epi_run(void *state, fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
                               int n_out, int threads)
 {
@@ -1612,27 +1624,11 @@ static fa_status gemm_epi_run(void *state, fa_ctx *ctx, const fa_node *n, const 
     if (n_in > 62 || n_out != 1)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a GEMM epilogue with %d inputs, %d outputs", n->name, n_in, n_out);
     if (e->gemv) { /* the one row: the product over the team, then the epilogue on it */
-        int nt = threads > 0 ? threads : 1;
-        if (!e->transB && nt > 1) {
-            float *p = fa_cpu_gemv_partial(e->partial, e->N, nt, &e->cap_threads);
-            if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s partial sums", n->name);
-            e->partial = p;
-        }
         float *Y = out[0].data;
-        fa_cpu_gemv(in[e->ia].data, in[e->ib].data, e->K, e->N, e->transB, nt, e->partial, Y);
-        if (e->alpha != 1.0f)
-            for (int64_t j = 0; j < e->N; j++) Y[j] *= e->alpha;
-        if (e->ic >= 0) { /* C only with alpha = beta = 1 (fa_dnnl_gemm_epilogue_kernel), [N] */
-            const float *c = in[e->ic].data;
-            for (int64_t j = 0; j < e->N; j++) Y[j] += c[j];
-        }
-        const void *ip[64];
-        void *op[1] = {Y};
-        int64_t range[2] = {0, 1};
-        for (int i = 0; i < n_in; i++) ip[i] = in[i].data;
-        ip[n_in] = Y;
-        ip[n_in + 1] = range;
-        e->epi(ip, op, 1);
+        if (!fa_cpu_gemv_run(&e->gv, in[e->ia].data, in[e->ib].data, e->ic >= 0 ? in[e->ic].data : NULL, e->N,
+                             threads > 0 ? threads : 1, Y))
+            return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s partial sums", n->name);
+        run_epilogue(e, in, n_in, Y, 0, 1);
         return FA_OK;
     }
     gemm_part *parts[2] = {&e->full, &e->tail};
@@ -1667,13 +1663,7 @@ static fa_status gemm_epi_run(void *state, fa_ctx *ctx, const fa_node *n, const 
             failed |= 1;
             continue;
         }
-        const void *ip[64];
-        void *op[1] = {Y};
-        int64_t range[2] = {r0, r0 + m};
-        for (int i = 0; i < n_in; i++) ip[i] = in[i].data;
-        ip[n_in] = Y;
-        ip[n_in + 1] = range;
-        e->epi(ip, op, 1);
+        run_epilogue(e, in, n_in, Y, r0, r0 + m);
     }
     if (failed) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "node '%s': oneDNN failed on a block of rows", n->name);
     return FA_OK;
@@ -1694,6 +1684,16 @@ static int64_t block_rows(int64_t rows, int64_t K, int64_t N, int nthr)
     int64_t share = (rows + nthr - 1) / nthr;
     if (blk > share) blk = share;
     return blk < 1 ? 1 : blk;
+}
+
+/* The kernel of state e (named already) for the executor. */
+static void epi_kernel(gemm_epi *e, fa_custom_kernel *out)
+{
+    memset(out, 0, sizeof *out);
+    out->name = e->name;
+    out->run = gemm_epi_run;
+    out->destroy = gemm_epi_destroy;
+    out->state = e;
 }
 
 fa_status fa_dnnl_gemm_epilogue_kernel(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_fused_fn epi, fa_custom_kernel *out)
@@ -1726,16 +1726,11 @@ fa_status fa_dnnl_gemm_epilogue_kernel(fa_ctx *ctx, const fa_graph *g, const fa_
     e->ia = (int)gi[0], e->ib = (int)gi[1], e->ic = C ? (int)gi[2] : -1;
     e->wei_const = (B->flags & FA_TENSOR_CONST) && B->data;
     e->rows = rows, e->K = K, e->N = N;
-    if (rows == 1 && e->wei_const && fa_cpu_gemv_available()) {
+    if (rows == 1 && e->wei_const && fa_cpu_gemv_available()) { /* C only with alpha = beta = 1 (above) */
         e->gemv = true;
-        e->transB = transB;
-        e->alpha = alpha;
+        e->gv = (fa_cpu_gemv){.K = K, .N = N, .rows = transB, .alpha = alpha, .beta = 1.0f};
         snprintf(e->name, sizeof e->name, "gemv(%s)+generated epilogue", transB ? "rows" : "cols");
-        memset(out, 0, sizeof *out);
-        out->name = e->name;
-        out->run = gemm_epi_run;
-        out->destroy = gemm_epi_destroy;
-        out->state = e;
+        epi_kernel(e, out);
         return FA_OK;
     }
     e->nthr = omp_get_max_threads();
@@ -1756,10 +1751,6 @@ fa_status fa_dnnl_gemm_epilogue_kernel(fa_ctx *ctx, const fa_graph *g, const fa_
     }
     snprintf(e->name, sizeof e->name, "dnnl:%s+generated epilogue(weights %s, %lld-row blocks)", mm ? "matmul" : "gemm",
              e->full.s.wei_packed > 0 ? "packed" : e->full.s.wei_packed == 0 ? "plain" : "an input", (long long)e->blk);
-    memset(out, 0, sizeof *out);
-    out->name = e->name;
-    out->run = gemm_epi_run;
-    out->destroy = gemm_epi_destroy;
-    out->state = e;
+    epi_kernel(e, out);
     return FA_OK;
 }

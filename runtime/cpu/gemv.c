@@ -36,12 +36,8 @@
 #define GEMV_PAR_MIN_WEIGHTS 65536
 
 typedef struct gemv_state {
-    int64_t K, N;    /* B (input 1, read at each run as the executor hands it) is [N, K] or [K, N] */
-    bool rows;       /* B is [N, K] */
-    float alpha, beta;
+    fa_cpu_gemv gv;  /* the product; B (input 1) is read at each run as the executor hands it */
     int c_input;     /* the node's input index of C, -1 none */
-    float *partial;  /* cols: one N-float partial y per thread (owned), cap_threads of them */
-    int cap_threads;
 } gemv_state;
 
 /* The instruction set the product runs in: 2 AVX-512F (16 lanes), 1 AVX2 + FMA (8 lanes), 0 none
@@ -162,7 +158,7 @@ __attribute__((target("avx2,fma"))) static void axpy_cols8(const float *x, const
 typedef void (*dot_fn)(const float *, const float *, int64_t, int64_t, int64_t, float *);
 typedef void (*axpy_fn)(const float *, const float *, int64_t, int64_t, int64_t, float *);
 
-void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y)
+static void gemv_product(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y)
 {
     bool wide = gemv_isa() == 2;
     dot_fn dot_rows_ = wide ? dot_rows : dot_rows8;
@@ -199,12 +195,28 @@ void fa_cpu_gemv(const float *x, const float *B, int64_t K, int64_t N, bool rows
     }
 }
 
-float *fa_cpu_gemv_partial(float *partial, int64_t N, int threads, int *cap_threads)
+bool fa_cpu_gemv_run(fa_cpu_gemv *g, const float *x, const float *B, const float *C, int64_t c_numel, int threads,
+                     float *y)
 {
-    if (threads <= *cap_threads) return partial;
-    float *p = realloc(partial, sizeof(float) * (size_t)N * (size_t)threads);
-    if (p) *cap_threads = threads;
-    return p;
+    if (!g->rows && threads > g->cap_threads) { /* the columns form's partial rows, one per thread */
+        float *p = realloc(g->partial, sizeof(float) * (size_t)g->N * (size_t)threads);
+        if (!p) return false;
+        g->partial = p;
+        g->cap_threads = threads;
+    }
+    gemv_product(x, B, g->K, g->N, g->rows, threads, g->partial, y);
+    if (g->alpha != 1.0f)
+        for (int64_t j = 0; j < g->N; j++) y[j] *= g->alpha;
+    if (C && g->beta != 0.0f)
+        for (int64_t j = 0; j < g->N; j++) y[j] += g->beta * C[c_numel == 1 ? 0 : j];
+    return true;
+}
+
+void fa_cpu_gemv_release(fa_cpu_gemv *g)
+{
+    free(g->partial);
+    g->partial = NULL;
+    g->cap_threads = 0;
 }
 
 static fa_status gemv_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
@@ -212,28 +224,16 @@ static fa_status gemv_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
 {
     (void)n_out;
     gemv_state *s = k->state;
-    const float *x = in[0].data, *B = in[1].data;
-    float *y = out[0].data;
-    if (!s->rows && threads > 1) {
-        float *p = fa_cpu_gemv_partial(s->partial, s->N, threads, &s->cap_threads);
-        if (!p) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s partial sums", n->name);
-        s->partial = p;
-    }
-    fa_cpu_gemv(x, B, s->K, s->N, s->rows, threads, s->partial, y);
-    if (s->alpha != 1.0f)
-        for (int64_t j = 0; j < s->N; j++) y[j] *= s->alpha;
-    if (s->c_input >= 0 && s->c_input < n_in && in[s->c_input].data && s->beta != 0.0f) {
-        const float *c = in[s->c_input].data;
-        bool scalar = fa_value_numel(&in[s->c_input]) == 1;
-        for (int64_t j = 0; j < s->N; j++) y[j] += s->beta * c[scalar ? 0 : j];
-    }
+    const fa_value *c = s->c_input >= 0 && s->c_input < n_in && in[s->c_input].data ? &in[s->c_input] : NULL;
+    if (!fa_cpu_gemv_run(&s->gv, in[0].data, in[1].data, c ? c->data : NULL, c ? fa_value_numel(c) : 0, threads, out[0].data))
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s partial sums", n->name);
     return FA_OK;
 }
 
 static void gemv_destroy(fa_kernel *k)
 {
     gemv_state *s = k->state;
-    if (s) free(s->partial);
+    if (s) fa_cpu_gemv_release(&s->gv);
     free(s);
     k->state = NULL;
 }
@@ -262,11 +262,8 @@ fa_status fa_cpu_gemv_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_nod
     }
     gemv_state *s = calloc(1, sizeof *s);
     if (!s) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    s->K = K;
-    s->N = N;
-    s->rows = tb;
-    s->alpha = gemm ? fa_node_attr_float(n, "alpha", 1.0f) : 1.0f;
-    s->beta = gemm ? fa_node_attr_float(n, "beta", 1.0f) : 1.0f;
+    s->gv = (fa_cpu_gemv){.K = K, .N = N, .rows = tb, .alpha = gemm ? fa_node_attr_float(n, "alpha", 1.0f) : 1.0f,
+                          .beta = gemm ? fa_node_attr_float(n, "beta", 1.0f) : 1.0f};
     s->c_input = C ? 2 : -1;
     *out = (fa_kernel){.name = tb ? "gemv(rows)" : "gemv(cols)", .run = gemv_run, .destroy = gemv_destroy, .state = s};
     *handled = true;

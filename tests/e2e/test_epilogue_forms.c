@@ -608,11 +608,11 @@ static void f_gen_swiglu(fa_graph *g)
     node(g, "Mul", "silu,up", "y");
 }
 
-/* a 2-D Gemm (transB, per-column C) whose product is divided into a graph input, then Exp: Div
- * with the product second, and an odd row count (the last block of rows is shorter) */
-static void f_gen_gemm_divided_into(fa_graph *g)
+/* a 2-D Gemm [rows, K] x [N, K]^T (transB, per-column C) whose product is divided into a graph
+ * input, then Exp: Div with the product second */
+static void gemm_divided_into(fa_graph *g, int64_t rows, int64_t K, int64_t N)
 {
-    int64_t xd[2] = {37, 32}, wd[2] = {48, 32}, cd[1] = {48}, sd[2] = {37, 48};
+    int64_t xd[2] = {rows, K}, wd[2] = {N, K}, cd[1] = {N}, sd[2] = {rows, N};
     tensor(g, "x", 2, xd, true);
     weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
     weights(g, "gc", 1, cd, 2, 2.0f, 3.0f); /* keeps the product away from 0 */
@@ -623,21 +623,13 @@ static void f_gen_gemm_divided_into(fa_graph *g)
     node(g, "Exp", "a", "y");
 }
 
-/* one row (a classifier, a decode step): the product is runtime/cpu/gemv.c's matrix-vector one on
- * AVX-512F cores, then the generated epilogue on that row. Gemm transB (rows form, with C), K off
- * the 16-lane vector, the product second in a Div */
-static void f_gen_gemm_one_row(fa_graph *g)
-{
-    int64_t xd[2] = {1, 83}, wd[2] = {40, 83}, cd[1] = {40}, sd[2] = {1, 40};
-    tensor(g, "x", 2, xd, true);
-    weights(g, "w", 2, wd, 1, -0.3f, 0.3f);
-    weights(g, "gc", 1, cd, 2, 2.0f, 3.0f); /* keeps the product away from 0 */
-    tensor(g, "skip", 2, sd, true);
-    fa_node *n = node(g, "Gemm", "x,w,gc", "m");
-    fa_node_add_attr_int(g, n, "transB", 1);
-    node(g, "Div", "skip,m", "a");
-    node(g, "Exp", "a", "y");
-}
+/* an odd row count: the last block of rows is shorter */
+static void f_gen_gemm_divided_into(fa_graph *g) { gemm_divided_into(g, 37, 32, 48); }
+
+/* one row (a classifier, a decode step): the product is runtime/cpu/gemv.c's matrix-vector one
+ * where the CPU has its instruction set, then the generated epilogue on that row; K off the
+ * vector width */
+static void f_gen_gemm_one_row(fa_graph *g) { gemm_divided_into(g, 1, 83, 40); }
 
 /* one row through a MatMul (columns form: W [K, N]), an operand computed later */
 static void f_gen_matmul_one_row(fa_graph *g)
