@@ -19,6 +19,11 @@ bool fa_vmath_available(void)
     return have;
 }
 
+static bool g_force_avx2; /* tests only: fa_vmath_force_avx2 */
+void fa_vmath_force_avx2(bool on) { g_force_avx2 = on; }
+/* the AVX-512 form of a function where the CPU has AVX-512F and no test asked for the AVX2 one */
+static inline bool use512(void) { return !g_force_avx2 && fa_vmath512_available(); }
+
 /* Apply F (an __m256 -> __m256 expression of `v`) to x[0..n) in chunks of 8; the tail goes
  * through a zero-padded 8-float buffer. */
 #define FA_VMAP(x, y, n, F)                                                                                            \
@@ -49,7 +54,7 @@ void fa_vexpf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_expf
  * ms on one AVX2 core); ONNX Runtime's MLAS tanh is a rational approximation of similar error. */
 void fa_vtanhf(const float *x, float *y, int64_t n)
 {
-    if (fa_vmath512_available()) fa_vmath512_tanhf(x, y, n);
+    if (use512()) fa_vmath512_tanhf(x, y, n);
     else FA_VMAP(x, y, n, Sleef_tanhf8_u35avx2(v));
 }
 /* erf. SLEEF has only its u10 erf, 1.45 ms per 393,216 floats on one AVX2 core here (0.93 with 16
@@ -83,15 +88,20 @@ static inline __m256 erf8(__m256 v, erff8_fn mv) { return mv ? mv(v) : Sleef_erf
 void fa_verff(const float *x, float *y, int64_t n)
 {
     erff8_fn mv = fa_vmath_mvec_erf() ? g_mvec_erff8 : NULL;
-    if (!mv && fa_vmath512_available()) fa_vmath512_erff(x, y, n);
+    if (!mv && use512()) fa_vmath512_erff(x, y, n);
     else FA_VMAP(x, y, n, erf8(v, mv));
 }
-void fa_vsigmoidf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, sigmoid8(v)); }
+void fa_vsigmoidf(const float *x, float *y, int64_t n)
+{
+    if (use512()) fa_vmath512_sigmoidf(x, y, n);
+    else FA_VMAP(x, y, n, sigmoid8(v));
+}
 
 void fa_vswishf(const float *x, float *y, int64_t n, float alpha)
 {
     const __m256 a = _mm256_set1_ps(alpha);
-    FA_VMAP(x, y, n, _mm256_mul_ps(v, sigmoid8(_mm256_mul_ps(a, v))));
+    if (use512()) fa_vmath512_swishf(x, y, n, alpha);
+    else FA_VMAP(x, y, n, _mm256_mul_ps(v, sigmoid8(_mm256_mul_ps(a, v))));
 }
 
 void fa_vgeluf(const float *x, float *y, int64_t n)

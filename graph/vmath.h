@@ -12,6 +12,9 @@
 
 /* true when this CPU runs the AVX2+FMA paths (checked once, cpuid). */
 bool fa_vmath_available(void);
+/* Tests only (not thread-safe): true makes the functions below take their 8-lane AVX2 forms even
+ * where the CPU has AVX-512F, so that both forms are checked on one machine; false restores. */
+void fa_vmath_force_avx2(bool on);
 void fa_vexpf(const float *x, float *y, int64_t n);
 /* tanh: SLEEF u35 (<= 3.5 ULP), the one function here not within 1 ULP (vmath.c says why) */
 void fa_vtanhf(const float *x, float *y, int64_t n);
@@ -32,6 +35,13 @@ void fa_vgelu_tanhf(const float *x, float *y, int64_t n);
 bool fa_vmath512_available(void);
 void fa_vmath512_erff(const float *x, float *y, int64_t n);
 void fa_vmath512_tanhf(const float *x, float *y, int64_t n);
+/* sigmoid and swish (x·sigmoid(alpha·x)) on 16 AVX-512F lanes with an exponential and reciprocal
+ * of their own (graph/vmath512.c: Cephes's expf polynomial, a reciprocal estimate and one Newton
+ * step; within 1e-6 relative of double precision, tests/unit/test_vmath.c), 2.5x SLEEF's u10 exp
+ * with a division here; fa_vsigmoidf/fa_vswishf use them when fa_vmath512_available(), and so does
+ * a fused convolution's trailing swish (runtime/cpu/dnnl.c). */
+void fa_vmath512_sigmoidf(const float *x, float *y, int64_t n);
+void fa_vmath512_swishf(const float *x, float *y, int64_t n, float alpha);
 /* y[j] = pow(a[j*sa], b[j*sb]) with sa, sb each 0 (broadcast scalar) or 1. */
 void fa_vpowf(const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n);
 

@@ -36,3 +36,52 @@ bool fa_vmath512_available(void)
 
 void fa_vmath512_erff(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, Sleef_erff16_u10avx512f(v)); }
 void fa_vmath512_tanhf(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, Sleef_tanhf16_u35avx512f(v)); }
+
+/* exp(t) for t <= 0, 16 lanes: t clamped to -104 (exp underflows to 0 there: 2^-150 rounds to 0,
+ * and the scaling below rounds the subnormal range correctly), n = round(t / ln 2), r = t - n ln 2
+ * in two parts (Cody and Waite), exp(r) = 1 + r + r^2 P(r) with P of degree 5 on
+ * [-ln 2 / 2, ln 2 / 2], then scaled by 2^n (vscalefps). The split of ln 2 and P's coefficients are
+ * those of the Cephes library's expf (S. L. Moshier, "Methods and Programs for Mathematical
+ * Functions", 1989; its documented error 2 ULP over the float range). */
+static inline __m512 exp_nonpos16(__m512 t)
+{
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
+                 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    t = _mm512_max_ps(t, _mm512_set1_ps(-104.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, t);
+    r = _mm512_fnmadd_ps(n, ln2_lo, r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_scalef_ps(p, n);
+}
+
+/* sigmoid(t) = 1 / (1 + e) for t >= 0 and e / (1 + e) for t < 0, e = exp(-|t|) in (0, 1]: no
+ * overflow, no cancellation; 1 / (1 + e) by the 14-bit reciprocal estimate and one Newton step
+ * (error ~2^-28, below float's rounding), not a division: vdivps is the slowest instruction of the
+ * form and kept a SLEEF-exp swish at oneDNN's post-op speed (bench/README.md "Swish after the
+ * convolution"). A NaN t gives NaN. */
+static inline __m512 sigmoid16(__m512 t)
+{
+    const __m512 one = _mm512_set1_ps(1.0f);
+    __m512 e = exp_nonpos16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(t)));
+    __m512 d = _mm512_add_ps(one, e);
+    __m512 q = _mm512_rcp14_ps(d);
+    q = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, q, one), q, q);
+    __mmask16 neg = _mm512_cmp_ps_mask(t, _mm512_setzero_ps(), _CMP_LT_OQ);
+    q = _mm512_mask_mul_ps(q, neg, q, e);
+    return _mm512_mask_mov_ps(q, _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), t);
+}
+
+void fa_vmath512_sigmoidf(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, sigmoid16(v)); }
+
+void fa_vmath512_swishf(const float *x, float *y, int64_t n, float alpha)
+{
+    const __m512 a = _mm512_set1_ps(alpha);
+    FA_VMAP16(x, y, n, _mm512_mul_ps(v, sigmoid16(_mm512_mul_ps(a, v))));
+}

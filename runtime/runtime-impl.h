@@ -178,6 +178,11 @@ fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n
  * after fa_conv_tactic_effective). */
 fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_conv_tactic tactic,
                                         fa_kernel *out, fa_layout *in0, bool *handled);
+/* Benchmarks and tests only (not thread-safe; kernels created after the call): true gives a fused
+ * convolution's trailing swish to oneDNN as its eltwise post-op, as on a CPU without AVX-512F,
+ * instead of applying it after the primitive (runtime/cpu/dnnl.c swish_after_conv); false
+ * restores. */
+void fa_dnnl_swish_post_op_force(bool on);
 /* oneDNN for the other ops where it beats our reference kernels (runtime/cpu/dnnl_ops.c):
  * depthwise/grouped Conv (blocked layout inside the kernel, plain NCHW at its boundary),
  * MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization,

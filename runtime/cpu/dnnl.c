@@ -3,6 +3,7 @@
  * into the layout oneDNN prefers (they are constants). */
 #include "dnnl-impl.h"
 #include "graph/post_op.h"
+#include "graph/vmath.h"
 
 #include <omp.h>
 #include <pthread.h>
@@ -183,6 +184,12 @@ typedef struct dnnl_state {
     dnnl_memory_t sum_user;             /* its plain view */
     dnnl_primitive_t r_sum;
     char name[128];                     /* kernel name naming the layout and the reorders */
+    /* A fused convolution's trailing swish, not given to oneDNN (swish_after_conv): applied over
+     * dst after the primitive, in place, on the kernel's threads (swish_pass) */
+    bool swish_after;
+    float swish_alpha;
+    int n_lib_post_ops;                 /* the post-ops oneDNN was given, its sum included */
+    size_t dst_md_bytes;                /* the primitive's dst, padded blocks included */
 } dnnl_state;
 
 /* Release everything a creation attempt made and zero the state (create_conv retries plain). */
@@ -295,6 +302,45 @@ static void *io_scratch_get(int which, size_t bytes)
     return b->p[which];
 }
 
+/* Whether a fused convolution's trailing swish is applied after oneDNN's primitive instead of as
+ * its eltwise post-op (op: the node's last post-op; n: the node). oneDNN 2.6's swish post-op costs
+ * more than the convolution on EfficientNet's early layers (0.11 ms of 0.18 on a depthwise 3x3 over
+ * 96 x 112², 0.25 of 0.43 on a 1x1 16 -> 96 at 112²), while fa_vmath512_swishf over the output the
+ * primitive has just written, in cache, costs 0.16 ns per element on 2 threads: on 17 of
+ * EfficientNet-B0's convolution shapes the pair took 0.72-1.00x the post-op's time, never more
+ * (bench/bench_conv_swish.sh, bench/README.md "Swish after the convolution"). Only where the CPU
+ * has AVX-512F: the 8-lane form with a division measured slower than the post-op. */
+static bool g_swish_post_op_forced; /* fa_dnnl_swish_post_op_force */
+void fa_dnnl_swish_post_op_force(bool on) { g_swish_post_op_forced = on; }
+
+static bool swish_after_conv(const fa_node *n, const fa_post_op *op, bool last)
+{
+    return last && op->kind == FA_POST_OP_SWISH && !g_swish_post_op_forced && fa_vmath512_available() && !strcmp(n->domain, FA_FUSED_DOMAIN) &&
+           (!strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose"));
+}
+
+/* Elements a thread takes at least before the swish pass splits over threads: a few microseconds
+ * of work at ~0.3 ns per element, more than a parallel region's entry on threads the primitive has
+ * just released (docs/runtime.md "Threads and waiting"). */
+enum { SWISH_PASS_PER_THREAD_MIN = 8192 };
+
+/* y[0..n) = y·sigmoid(alpha·y) in place, on up to `threads` threads in 16-float-aligned ranges. */
+static void swish_pass(float *y, int64_t n, float alpha, int threads)
+{
+    int t = threads;
+    while (t > 1 && n / t < SWISH_PASS_PER_THREAD_MIN) t--;
+    if (t <= 1) {
+        fa_vmath512_swishf(y, y, n, alpha);
+        return;
+    }
+#pragma omp parallel num_threads(t)
+    {
+        int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16, a = (int64_t)id * per, b = a + per < n ? a + per : n;
+        if (a < b) fa_vmath512_swishf(y + a, y + a, b - a, alpha);
+    }
+}
+
 static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
                           fa_value *out, int n_out, int threads)
 {
@@ -336,6 +382,12 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
     dnnl_exec_arg_t args[5 + 8];
     int na = prim_args(s, args);
     DNNL_CHECK(ctx, dnnl_primitive_execute(s->prim, g_stream, na, args));
+    if (s->swish_after) { /* over dst as the primitive left it (blocked: its zero padding stays zero) */
+        DNNL_CHECK(ctx, dnnl_stream_wait(g_stream));
+        void *d = NULL;
+        DNNL_CHECK(ctx, dnnl_memory_get_data_handle(s->dst, &d));
+        swish_pass(d, (int64_t)(s->dst_md_bytes / sizeof(float)), s->swish_alpha, threads);
+    }
     if (s->blocked) { /* the primitive's blocked dst -> plain output 0 */
         DNNL_CHECK(ctx, dnnl_memory_set_data_handle(s->dst_user, out[0].data));
         dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, s->dst}, {DNNL_ARG_TO, s->dst_user}};
@@ -395,6 +447,7 @@ static fa_status finish_prim(fa_ctx *ctx, dnnl_state *s, const void *op_desc, co
     }
     DNNL_CHECK(ctx, dnnl_memory_create(&s->src, src_md, g_engine, DNNL_MEMORY_NONE));
     DNNL_CHECK(ctx, dnnl_memory_create(&s->dst, dst_md, g_engine, DNNL_MEMORY_NONE));
+    s->dst_md_bytes = dnnl_memory_desc_get_size(dst_md);
     if (bia_md && bia_md->ndims > 0)
         DNNL_CHECK(ctx, dnnl_memory_create(&s->bias, bia_md, g_engine, DNNL_MEMORY_NONE));
     if (scr_md && dnnl_memory_desc_get_size(scr_md) > 0) {
@@ -472,9 +525,17 @@ static fa_status build_post_ops_pre(fa_ctx *ctx, const fa_graph *g, const fa_nod
     dnnl_post_ops_t po = NULL;
     dnnl_primitive_attr_t attr = NULL;
     DNNL_CHECK(ctx, dnnl_post_ops_create(&po));
+    s->swish_after = false;
+    s->n_lib_post_ops = 0;
     for (int i = 0; i < nops; i++) {
         const fa_post_op *op = &ops[i];
         dnnl_alg_kind_t alg = k_post_op_alg[op->kind];
+        if (swish_after_conv(n, op, i == nops - 1)) { /* applied after the primitive (run_prim) */
+            s->swish_after = true;
+            s->swish_alpha = op->alpha;
+            continue;
+        }
+        s->n_lib_post_ops++;
         if (!fa_post_op_is_binary(op->kind)) {
             DNNL_CHECK(ctx, dnnl_post_ops_append_eltwise(po, 1.0f, alg, op->alpha, op->beta));
         } else {
@@ -666,8 +727,9 @@ static fa_status blocked_io(fa_ctx *ctx, dnnl_state *s, const dnnl_memory_desc_t
     char src_l[32], dst_l[32];
     layout_name(src_md, src_l, sizeof src_l);
     layout_name(dst_md, dst_l, sizeof dst_l);
-    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution%s+reorder(%s>nchw)", src_l,
-             s->has_sum ? "+reorder(residual>dst)" : "", post ? "+post-ops" : "", dst_l);
+    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution%s%s+reorder(%s>nchw)", src_l,
+             s->has_sum ? "+reorder(residual>dst)" : "", post && s->n_lib_post_ops > s->has_sum ? "+post-ops" : "",
+             s->swish_after ? "+swish" : "", dst_l);
     s->blocked = true;
     return FA_OK;
 fail:
@@ -865,7 +927,8 @@ static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, 
         if (make_reorder(ctx, yb, dst_md, &s->r_sum)) return fa_ctx_status(ctx);
     }
     bool post = fa_node_attr(n, "post_op_kinds") != NULL;
-    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s(%s%s%s)", s->has_sum ? "+sum" : "", post ? "+post-ops" : "",
+    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s%s(%s%s%s)", s->has_sum ? "+sum" : "",
+             post && s->n_lib_post_ops > s->has_sum ? "+post-ops" : "", s->swish_after ? "+swish" : "",
              in0 == FA_LAYOUT_PLAIN ? "nchw>" : "", fa_layout_name(l), strstr(s->impl, "wino") ? ", winograd" : "");
     s->kind = 0;
     return FA_OK;
@@ -1463,6 +1526,9 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     if (fused && (mm || gemm) && s->wei_packed >= 0) /* whether the weights stay packed, as the unfused product's */
         snprintf(s->name, sizeof s->name, "dnnl:%s+post-ops(weights %s)", mm ? "matmul" : "gemm",
                  s->wei_packed ? "packed" : "plain, repacked per call");
+    if (!s->name[0] && fused && s->swish_after) /* the plain-layout fused convolution, its swish after it */
+        snprintf(s->name, sizeof s->name, "dnnl:%s%s%s+swish", deconv ? "deconvolution" : "convolution",
+                 s->has_sum ? "+sum" : "", s->n_lib_post_ops > s->has_sum ? "+post-ops" : "");
     if (s->name[0])
         k.name = s->name;
     else if (fused)

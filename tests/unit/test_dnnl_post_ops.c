@@ -7,6 +7,8 @@
 
 #include "graph/graph.h"
 #include "graph/post_op.h"
+#include "graph/vmath.h"
+#include "runtime/runtime-impl.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
 
@@ -103,6 +105,112 @@ static void test_fused_conv_residual_add_relu_matches_unfused(void **s) { (void)
 static void test_fused_grouped_conv_per_channel_add_matches_unfused(void **s) { (void)s; compare_conv(2, false); }
 static void test_fused_grouped_conv_full_addend_matches_unfused(void **s) { (void)s; compare_conv(4, true); }
 static void test_fused_depthwise_conv_add_relu_matches_unfused(void **s) { (void)s; compare_conv(8, true); }
+
+/* x [1, 40, 11, 9] -> Conv (group: 40 depthwise 3x3, 1 dense 3x3; per-channel addend with_add) ->
+ * SiLU as x·Sigmoid(x) -> 1x1 Conv 40 -> 24 -> y. Fused: a FusedConv whose last post-op is the
+ * swish, which runtime/cpu/dnnl.c applies after oneDNN's primitive on AVX-512 CPUs (swish_after_conv)
+ * over the dst as the primitive left it: 40 channels pad to 48 in nChw16c, and the 1x1 convolution
+ * after it reads the padding (zero weights times what is there: a NaN or an infinity written into the
+ * padding would reach y). */
+static fa_graph *swish_graph(fa_ctx *ctx, bool fused, int group, bool with_add)
+{
+    fa_graph *g = fa_graph_create(fused ? "fused" : "unfused");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {1, 40, 11, 9}, wd[4] = {40, 40 / group, 3, 3}, bd[1] = {40}, rd[4] = {1, 40, 1, 1}, w2d[4] = {24, 40, 1, 1},
+            yd[4] = {1, 24, 11, 9}, pads[4] = {1, 1, 1, 1};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    add_const(ctx, g, "w", 4, wd, 5);
+    add_const(ctx, g, "b", 1, bd, 6);
+    add_const(ctx, g, "r", 4, rd, 7);
+    add_const(ctx, g, "w2", 4, w2d, 8);
+    const char *i2[] = {"a", "w2"}, *o2[] = {"y"};
+    if (fused) {
+        const char *ins[] = {"x", "w", "b", "r"}, *outs[] = {"a"};
+        fa_node *n = fa_graph_add_node(ctx, g, "fc", "FusedConv", "ai.fuse-advise", with_add ? 4 : 3, ins, 1, outs);
+        fa_node_add_attr_ints(g, n, "pads", pads, 4);
+        fa_node_add_attr_int(g, n, "group", group);
+        const fa_post_op add = {FA_POST_OP_ADD, 0, 0, 3}, sw = {FA_POST_OP_SWISH, 1.0f, 0, -1};
+        const fa_post_op po[] = {with_add ? add : sw, sw};
+        assert_true(fa_post_ops_set_node(g, n, po, with_add ? 2 : 1));
+        fa_graph_add_node(ctx, g, "c2", "Conv", "", 2, i2, 1, o2);
+        fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, "a")], FA_DTYPE_FLOAT, 4, xd);
+        fa_tensor_set_shape(g->tensors[fa_graph_find_tensor(g, "y")], FA_DTYPE_FLOAT, 4, yd);
+        fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+        assert_int_equal(fa_graph_index(ctx, g), FA_OK);
+    } else {
+        const char *i1[] = {"x", "w", "b"}, *o1[] = {"c"}, *ia[] = {"c", "r"}, *oa[] = {"cr"}, *is[] = {"cr"}, *os[] = {"sg"},
+                   *im[] = {"cr", "sg"}, *om[] = {"a"};
+        fa_node *n = fa_graph_add_node(ctx, g, "conv", "Conv", "", 3, i1, 1, o1);
+        fa_node_add_attr_ints(g, n, "pads", pads, 4);
+        fa_node_add_attr_int(g, n, "group", group);
+        if (with_add) fa_graph_add_node(ctx, g, "add", "Add", "", 2, ia, 1, oa);
+        else is[0] = im[0] = "c";
+        fa_graph_add_node(ctx, g, "sig", "Sigmoid", "", 1, is, 1, os);
+        fa_graph_add_node(ctx, g, "mul", "Mul", "", 2, im, 1, om);
+        fa_graph_add_node(ctx, g, "c2", "Conv", "", 2, i2, 1, o2);
+        fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+        assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    }
+    return g;
+}
+
+/* The fused graph on a plain executor (the convolution reorders inside) and on a blocked one (the
+ * plan's nChw16c between the two convolutions) against the unfused ops, in both forms: on AVX-512
+ * the kernel is named for the swish it applies after the primitive (any other post-op stays
+ * oneDNN's), and with fa_dnnl_swish_post_op_force the swish is oneDNN's post-op again. */
+static void check_swish(int group, bool with_add)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *gu = swish_graph(ctx, false, group, with_add), *gf = swish_graph(ctx, true, group, with_add);
+    for (int form = 0; form < 4; form++) {
+        bool blocked = form & 1, post_op = form >= 2;
+        fa_dnnl_swish_post_op_force(post_op);
+        fa_exec *eu = NULL, *ef = NULL;
+        fa_exec_options ou = {.target = FA_TARGET_CPU, .threads = 2}, of = ou;
+        of.blocked_layouts = blocked;
+        if (fa_exec_create(ctx, gu, &ou, &eu) || fa_exec_create(ctx, gf, &of, &ef)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        const fa_node *fc = NULL;
+        for (int i = 0; i < gf->n_nodes; i++)
+            if (!strcmp(gf->nodes[i]->name, "fc")) fc = gf->nodes[i];
+        const char *name = fa_exec_kernel_name(ef, fc);
+        fa_dnnl_swish_post_op_force(false);
+        printf("group %d%s, %s executor: %s\n", group, with_add ? ", add" : "", blocked ? "blocked" : "plain", name);
+        if (fa_vmath512_available() && !post_op) {
+            assert_non_null(strstr(name, "+swish"));
+            assert_true((strstr(name, "+post-ops") != NULL) == with_add);
+        } else {
+            assert_null(strstr(name, "+swish"));
+            assert_non_null(strstr(name, "+post-ops"));
+        }
+        assert_int_equal(fa_exec_fill_inputs(ctx, eu, 42), FA_OK);
+        assert_int_equal(fa_exec_fill_inputs(ctx, ef, 42), FA_OK);
+        assert_int_equal(fa_exec_run(ctx, eu, NULL), FA_OK);
+        assert_int_equal(fa_exec_run(ctx, ef, NULL), FA_OK);
+        const fa_value *u = fa_exec_output(eu, 0), *f = fa_exec_output(ef, 0);
+        int64_t n = fa_value_numel(u);
+        assert_int_equal(n, 24 * 11 * 9);
+        double maxabs = 0, maxdiff = 0;
+        for (int64_t i = 0; i < n; i++) {
+            double a = ((const float *)u->data)[i], b = ((const float *)f->data)[i];
+            maxabs = fmax(maxabs, fabs(a));
+            maxdiff = isfinite(b) ? fmax(maxdiff, fabs(a - b)) : INFINITY;
+        }
+        assert_true(maxabs > 0.1);
+        if (!(maxdiff <= 1e-5 * maxabs))
+            fail_msg("group %d, %s%s: max rel error %g", group, blocked ? "blocked" : "plain", post_op ? ", post-op" : "",
+                     maxdiff / maxabs);
+        fa_exec_free(eu);
+        fa_exec_free(ef);
+    }
+    fa_graph_free(gu);
+    fa_graph_free(gf);
+    fa_ctx_free(ctx);
+}
+
+static void test_fused_depthwise_conv_swish_matches_unfused(void **s) { (void)s; check_swish(40, false); }
+static void test_fused_conv_add_swish_matches_unfused(void **s) { (void)s; check_swish(1, true); }
 
 /* A residual block x -> Conv -> a -> Conv -> b, then conv(b) + a -> Relu -> y, all 16 channels:
  * fused as one FusedConv whose residual `a` goes through oneDNN's sum post-op. In the blocked
@@ -357,6 +465,8 @@ int main(void)
         cmocka_unit_test(test_fused_grouped_conv_per_channel_add_matches_unfused),
         cmocka_unit_test(test_fused_grouped_conv_full_addend_matches_unfused),
         cmocka_unit_test(test_fused_depthwise_conv_add_relu_matches_unfused),
+        cmocka_unit_test(test_fused_depthwise_conv_swish_matches_unfused),
+        cmocka_unit_test(test_fused_conv_add_swish_matches_unfused),
         cmocka_unit_test(test_fused_conv_unknown_post_op_is_an_error),
         cmocka_unit_test(test_fused_matmul_operand_view_out_of_bounds_is_an_error),
         cmocka_unit_test(test_fused_linear_on_batched_activations_keeps_weights_packed),

@@ -3,6 +3,7 @@
  * grid of [-30, 30], odd lengths (the zero-padded tail), in place, and the values that send naive
  * vector code down slow or wrong paths (huge negative masks, +-inf, NaN). Prints the measured
  * maximum errors (docs/status.md quotes them). Skipped (77) on a CPU without AVX2+FMA. */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,9 +47,16 @@ static double gelu_t(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) *
 static void swish1(const float *x, float *y, int64_t n) { fa_vswishf(x, y, n, 1.0f); }
 static double swish_ref(double x) { return x * sigm(x); }
 
-static void test_accuracy_against_double_libm(void **state)
+static void swish_1702(const float *x, float *y, int64_t n) { fa_vswishf(x, y, n, 1.702f); }
+static double swish_1702_ref(double x) { return x * sigm(1.702 * x); }
+static void swish_neg(const float *x, float *y, int64_t n) { fa_vswishf(x, y, n, -0.5f); }
+static double swish_neg_ref(double x) { return x * sigm(-0.5 * x); }
+
+/* Every function over the grid, in the form this CPU takes (force_avx2 false) or in the 8-lane
+ * AVX2 one (true): on an AVX-512 machine both forms are checked. */
+static void accuracy(bool force_avx2)
 {
-    (void)state;
+    fa_vmath_force_avx2(force_avx2);
     struct { const char *name; vfn f; double (*ref)(double); double floor_, tol; } C[] = {
         /* exp over [-30, 30] stays normal: relative error; 1 ULP of float is 6e-8 (u10: <= 1 ULP) */
         {"exp", fa_vexpf, exp, 1e-30, 2.5e-7},
@@ -59,14 +67,73 @@ static void test_accuracy_against_double_libm(void **state)
         {"sigmoid", fa_vsigmoidf, sigm, 1e-30, 1e-6},
         /* GELU/swish near their tiny negative tails: absolute error (1 + erf(x) cancels) */
         {"swish", swish1, swish_ref, 1.0, 1e-6},
+        {"swish1.702", swish_1702, swish_1702_ref, 1.0, 1e-6},
+        {"swish-0.5", swish_neg, swish_neg_ref, 1.0, 1e-6},
         {"gelu", fa_vgeluf, gelu, 1.0, 1e-6},
         {"gelu_tanh", fa_vgelu_tanhf, gelu_t, 1.0, 1e-6},
     };
     for (size_t i = 0; i < sizeof C / sizeof C[0]; i++) {
         double e = max_err(C[i].f, C[i].ref, C[i].floor_);
-        printf("vmath %-10s max error %.3g (bound %.3g)\n", C[i].name, e, C[i].tol);
-        if (!(e <= C[i].tol)) fail_msg("%s: max error %.3g > %.3g", C[i].name, e, C[i].tol);
+        printf("vmath %-10s %s max error %.3g (bound %.3g)\n", C[i].name, force_avx2 || !fa_vmath512_available() ? "avx2" : "avx512", e,
+               C[i].tol);
+        if (!(e <= C[i].tol)) {
+            fa_vmath_force_avx2(false);
+            fail_msg("%s%s: max error %.3g > %.3g", C[i].name, force_avx2 ? " (avx2)" : "", e, C[i].tol);
+        }
     }
+    fa_vmath_force_avx2(false);
+}
+
+static void test_accuracy_against_double_libm(void **state)
+{
+    (void)state;
+    accuracy(false);
+}
+
+static void test_accuracy_of_the_avx2_forms(void **state)
+{
+    (void)state;
+    if (!fa_vmath512_available()) {
+        printf("no AVX-512F: the first test checked the AVX2 forms\n");
+        return;
+    }
+    accuracy(true);
+}
+
+/* The AVX-512 sigmoid and swish (an exponential and reciprocal of their own, graph/vmath512.c) at
+ * the points where such code goes wrong: the clamp of the exponent (-87 .. -104: subnormal
+ * exp(-|x|), exactly 0 past it), +-inf, NaN, -0 and both signs of tiny inputs, against double
+ * precision and the limits IEEE arithmetic gives the reference x·sigmoid(x) (-inf·0 is NaN). */
+static void test_sigmoid_and_swish_edges(void **state)
+{
+    (void)state;
+    float x[] = {-1e4f, -200.0f, -104.5f, -103.0f, -95.0f, -88.0f, -87.5f, -30.0f, -1e-30f, -0.0f, 0.0f, 1e-30f,
+                 30.0f, 88.0f, 200.0f, INFINITY, -INFINITY, NAN};
+    enum { K = sizeof x / sizeof x[0] };
+    float y[K], z[K];
+    for (int f = 0; f < 2; f++) {
+        fa_vmath_force_avx2(f == 1);
+        fa_vsigmoidf(x, y, K);
+        fa_vswishf(x, z, K, 1.0f);
+        for (int i = 0; i < K; i++) {
+            double r = sigm(x[i]), q = (double)x[i] * r;
+            /* subnormal results within 1e-40 in the AVX-512 form (a clamp of its exponent at -87
+             * would give 1.6e-38 at x = -95); the AVX2 form's 1 / (1 + exp(-x)) is 0 once exp(-x)
+             * overflows (x < -88.7): within FLT_MIN. Swish of -inf is IEEE's -inf·0, NaN, as the
+             * reference's. */
+            double floor_ = f == 1 || !fa_vmath512_available() ? FLT_MIN : 1e-40;
+            bool sig_ok = isnan(r) ? isnan(y[i]) : fabs(y[i] - r) <= 1e-6 * fabs(r) + floor_;
+            bool sw_ok = isnan(q) ? isnan(z[i]) : isinf(q) ? z[i] == q : fabs(z[i] - q) <= 1e-6 * fabs(q) + floor_;
+            if (!sig_ok || !sw_ok) {
+                fa_vmath_force_avx2(false);
+                fail_msg("%s x = %.9g: sigmoid %.9g (double %.9g), swish %.9g (double %.9g)", f ? "avx2" : "native", x[i], y[i],
+                         r, z[i], q);
+            }
+        }
+        assert_true(y[9] == 0.5f && y[10] == 0.5f && y[15] == 1.0f && y[16] == 0.0f);
+        assert_true(z[10] == 0.0f && !signbit(z[10]) && z[15] == INFINITY);
+    }
+    fa_vmath_force_avx2(false);
 }
 
 /* glibc >= 2.35 has libmvec's AVX2 erff: the lookup must find it there (a silent fall back to
@@ -129,6 +196,8 @@ int main(void)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_accuracy_against_double_libm),
+        cmocka_unit_test(test_accuracy_of_the_avx2_forms),
+        cmocka_unit_test(test_sigmoid_and_swish_edges),
         cmocka_unit_test(test_erf_is_libmvec_where_glibc_has_it),
         cmocka_unit_test(test_pow_broadcasts_and_signs),
         cmocka_unit_test(test_masks_infinities_and_nan),
