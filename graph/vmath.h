@@ -1,7 +1,8 @@
 /* graph/vmath — float32 transcendental functions over arrays, vectorised with SLEEF (Debian's
  * libsleef-dev, 3.5): 8 lanes of AVX2+FMA, the u10 variants (maximum error 1.0 ULP per SLEEF's
  * documentation; measured against double-precision libm by tests/unit/test_vmath.c), except erf,
- * which is glibc libmvec's where present (<= 2 ULP, 7x faster; fa_verff). The
+ * which is glibc libmvec's where present (<= 2 ULP, 7x faster; fa_verff), and sigmoid and swish,
+ * an exponential and reciprocal of our own (graph/vmath.c, graph/vmath512.c; <= 2e-7). The
  * elementwise kernels call these when fa_vmath_available() says the CPU has AVX2 and FMA, and
  * fall back to scalar libm otherwise. Arrays: n floats, y may equal x (not partially overlap). */
 #ifndef FA_VMATH_H
