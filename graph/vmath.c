@@ -83,7 +83,11 @@ static inline __m256 sigmoid8_fast(__m256 t)
     return _mm256_blendv_ps(q, t, _mm256_cmp_ps(t, t, _CMP_UNORD_Q));
 }
 
-void fa_vexpf(const float *x, float *y, int64_t n) { FA_VMAP(x, y, n, Sleef_expf8_u10avx2(v)); }
+void fa_vexpf(const float *x, float *y, int64_t n)
+{
+    if (use512()) fa_vmath512_expf(x, y, n);
+    else FA_VMAP(x, y, n, Sleef_expf8_u10avx2(v));
+}
 /* tanh: SLEEF's u35 variant (<= 3.5 ULP), 3x faster than u10 here (bench: 393k floats, 0.37 vs 1.2
  * ms on one AVX2 core); ONNX Runtime's MLAS tanh is a rational approximation of similar error. */
 void fa_vtanhf(const float *x, float *y, int64_t n)

@@ -43,6 +43,9 @@ void fa_vmath512_tanhf(const float *x, float *y, int64_t n);
  * threads: 0.110 -> 0.062 ms against the 8-lane SLEEF exp and division, bench_unary_ops.sh), and so
  * does a fused convolution's trailing swish (runtime/cpu/dnnl.c). */
 void fa_vmath512_sigmoidf(const float *x, float *y, int64_t n);
+/* exp on 16 lanes by the same polynomial over the whole float range (+inf past 88.72, 0 below
+ * -103.3, NaN kept); fa_vexpf uses it when fa_vmath512_available() */
+void fa_vmath512_expf(const float *x, float *y, int64_t n);
 void fa_vmath512_swishf(const float *x, float *y, int64_t n, float alpha);
 /* y[j] = pow(a[j*sa], b[j*sb]) with sa, sb each 0 (broadcast scalar) or 1. */
 void fa_vpowf(const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n);

@@ -78,6 +78,31 @@ static inline __m512 sigmoid16(__m512 t)
     return _mm512_mask_mov_ps(q, _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), t);
 }
 
+/* exp(x) over the float range: x clamped to [-104, 88.8] and the same reduction and polynomial as
+ * exp_nonpos16; vscalefps rounds p · 2^n once, to +inf past FLT_MAX (x > 88.72, +inf included)
+ * and through the subnormals to 0 (x < -103.3, -inf included); a NaN x gives NaN. */
+static inline __m512 exp16(__m512 x)
+{
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    __m512 t = _mm512_min_ps(x, _mm512_set1_ps(88.8f));
+    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
+                 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
+    t = _mm512_max_ps(t, _mm512_set1_ps(-104.0f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, t);
+    r = _mm512_fnmadd_ps(n, ln2_lo, r);
+    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), nan, x);
+}
+
+void fa_vmath512_expf(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, exp16(v)); }
+
 void fa_vmath512_sigmoidf(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, sigmoid16(v)); }
 
 void fa_vmath512_swishf(const float *x, float *y, int64_t n, float alpha)

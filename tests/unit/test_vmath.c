@@ -138,6 +138,30 @@ static void test_sigmoid_and_swish_edges(void **state)
 /* glibc >= 2.35 has libmvec's AVX2 erff: the lookup must find it there (a silent fall back to
  * SLEEF's 7x slower erf would pass every accuracy check), and its results on a grid stay within
  * 2 ULP of double erf, and so of SLEEF's u10 within 3. */
+/* exp at the ends of the float range, in both forms: finite up to 88.72, +inf past FLT_MAX, the
+ * subnormal results within 1e-40 of double precision (the 16-lane form clamps at 88.8 and -104 and
+ * lets its final scaling round; SLEEF's handles them its own way). */
+static void test_exp_range_ends(void **state)
+{
+    (void)state;
+    const float x[] = {88.0f, 88.7f, 88.72f, 88.73f, 89.0f, 1e4f, -87.0f, -87.5f, -95.0f, -103.0f, -103.5f, -104.5f, -200.0f};
+    enum { K = sizeof x / sizeof x[0] };
+    float y[K];
+    for (int f = 0; f < 2; f++) {
+        fa_vmath_force_avx2(f == 1);
+        fa_vexpf(x, y, K);
+        for (int i = 0; i < K; i++) {
+            double r = exp((double)x[i]);
+            bool ok = r > 3.4028234663852886e38 ? isinf(y[i]) && y[i] > 0 : fabs(y[i] - r) <= 2.5e-7 * r + 1e-40;
+            if (!ok) {
+                fa_vmath_force_avx2(false);
+                fail_msg("%s exp(%.9g) = %.9g, double %.9g", f ? "avx2" : "native", x[i], y[i], r);
+            }
+        }
+    }
+    fa_vmath_force_avx2(false);
+}
+
 static void test_erf_is_libmvec_where_glibc_has_it(void **state)
 {
     (void)state;
@@ -197,6 +221,7 @@ int main(void)
         cmocka_unit_test(test_accuracy_against_double_libm),
         cmocka_unit_test(test_accuracy_of_the_avx2_forms),
         cmocka_unit_test(test_sigmoid_and_swish_edges),
+        cmocka_unit_test(test_exp_range_ends),
         cmocka_unit_test(test_erf_is_libmvec_where_glibc_has_it),
         cmocka_unit_test(test_pow_broadcasts_and_signs),
         cmocka_unit_test(test_masks_infinities_and_nan),
