@@ -309,6 +309,11 @@ static fa_status infer_softmax(fa_ctx *ctx, fa_graph *g, fa_node *n)
 static void softmax_f32(const float *x, float *y, int64_t outer, int64_t len, int64_t inner,
                         bool logsm, int threads)
 {
+    if (inner == 1 && fa_vmath512_available()) { /* a row at a time on 16 lanes (graph/vmath512.c) */
+#pragma omp parallel for num_threads(threads) schedule(static)
+        for (int64_t r = 0; r < outer; r++) fa_vmath512_softmax_row(x + r * len, y + r * len, len, logsm);
+        return;
+    }
     if (inner == 1) {
 #pragma omp parallel for num_threads(threads) schedule(static)
         for (int64_t r = 0; r < outer; r++) {

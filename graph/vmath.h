@@ -46,6 +46,9 @@ void fa_vmath512_sigmoidf(const float *x, float *y, int64_t n);
 /* exp on 16 lanes by the same polynomial over the whole float range (+inf past 88.72, 0 below
  * -103.3, NaN kept); fa_vexpf uses it when fa_vmath512_available() */
 void fa_vmath512_expf(const float *x, float *y, int64_t n);
+/* one softmax (logsm false) or log-softmax row of n floats on 16 lanes, max subtracted first as
+ * the ONNX reference does; y may equal x */
+void fa_vmath512_softmax_row(const float *x, float *y, int64_t n, bool logsm);
 void fa_vmath512_swishf(const float *x, float *y, int64_t n, float alpha);
 /* y[j] = pow(a[j*sa], b[j*sb]) with sa, sb each 0 (broadcast scalar) or 1. */
 void fa_vpowf(const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n);

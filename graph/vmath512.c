@@ -4,6 +4,7 @@
 #include "vmath.h"
 
 #include <immintrin.h>
+#include <math.h>
 #include <sleef.h>
 #include <string.h>
 
@@ -109,4 +110,43 @@ void fa_vmath512_swishf(const float *x, float *y, int64_t n, float alpha)
 {
     const __m512 a = _mm512_set1_ps(alpha);
     FA_VMAP16(x, y, n, _mm512_mul_ps(v, sigmoid16(_mm512_mul_ps(a, v))));
+}
+
+/* One softmax row: y = exp(x - max) / sum, or (logsm) x - max - log(sum), 16 lanes; three passes
+ * (the max; exp(x - max) written and summed in 16 float accumulators; the scale), the tail of
+ * each masked. y may equal x. */
+void fa_vmath512_softmax_row(const float *x, float *y, int64_t n, bool logsm)
+{
+    if (n <= 0) return;
+    __m512 vm = _mm512_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(x + i));
+    __mmask16 tail = (__mmask16)((1u << (n - i)) - 1u);
+    if (i < n) vm = _mm512_mask_max_ps(vm, tail, vm, _mm512_maskz_loadu_ps(tail, x + i));
+    float m = _mm512_reduce_max_ps(vm);
+    if (!(m > -INFINITY)) m = 0.0f; /* every element -inf (or NaN): exp(x - 0), as the reference's x - max */
+    const __m512 mm = _mm512_set1_ps(m);
+    __m512 acc = _mm512_setzero_ps();
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512 t = _mm512_sub_ps(_mm512_loadu_ps(x + i), mm);
+        __m512 e = exp16(t);
+        acc = _mm512_add_ps(acc, e);
+        _mm512_storeu_ps(y + i, logsm ? t : e);
+    }
+    if (i < n) {
+        __m512 t = _mm512_sub_ps(_mm512_maskz_loadu_ps(tail, x + i), mm);
+        __m512 e = _mm512_maskz_mov_ps(tail, exp16(t));
+        acc = _mm512_add_ps(acc, e);
+        _mm512_mask_storeu_ps(y + i, tail, logsm ? t : e);
+    }
+    double sum = (double)_mm512_reduce_add_ps(acc);
+    const __m512 k = _mm512_set1_ps(logsm ? (float)log(sum) : (float)(1.0 / sum));
+    for (i = 0; i + 16 <= n; i += 16) {
+        __m512 v = _mm512_loadu_ps(y + i);
+        _mm512_storeu_ps(y + i, logsm ? _mm512_sub_ps(v, k) : _mm512_mul_ps(v, k));
+    }
+    if (i < n) {
+        __m512 v = _mm512_maskz_loadu_ps(tail, y + i);
+        _mm512_mask_storeu_ps(y + i, tail, logsm ? _mm512_sub_ps(v, k) : _mm512_mul_ps(v, k));
+    }
 }

@@ -8,6 +8,7 @@
  * kernels on the blocked layout (fa_dnnl_ops_kernel_create_blocked), the cpu target's layout
  * slots and its reorder kernels (docs/runtime.md "Blocked layouts in the fused plan"). */
 #include "dnnl-impl.h"
+#include "graph/vmath.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -427,7 +428,8 @@ fail:
 /* Softmax / LogSoftmax. ONNX opset 1-12 coerces X to 2-D [prod(d[:axis]), prod(d[axis:])]
  * (default axis 1) and normalizes each row; opset >= 13 normalizes along one axis (default -1).
  * Both become oneDNN softmax_v2 over axis 1 of a 3-D view [outer, len, inner]. */
-static fa_status create_softmax(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, bool log_sm, bool *handled)
+static fa_status create_softmax(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, bool log_sm, bool force,
+                                bool *handled)
 {
     dnnl_primitive_desc_t pd = NULL;
     const fa_tensor *X = fa_graph_in(g, n, 0);
@@ -444,6 +446,10 @@ static fa_status create_softmax(fa_ctx *ctx, const fa_graph *g, const fa_node *n
         len = X->dims[a];
         for (int i = a + 1; i < X->rank; i++) inner *= X->dims[i];
     }
+    /* rows (inner 1) on a CPU with AVX-512F are ours: graph/vmath512.c's row softmax took 0.46-0.67x
+     * oneDNN's time on BERT's [1, 12, 128, 128], [1, 256, 1024], [1, 12, 64, 64], a LogSoftmax over
+     * 32,000 and tiny rows (bench_dnnl_ops, bench/README.md "bench_dnnl_ops"); unless forced */
+    if (inner == 1 && !force && fa_vmath512_available()) return FA_OK;
     dnnl_dims_t d = {outer, len, inner};
     dnnl_memory_desc_t md;
     DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&md, 3, d, dnnl_f32, dnnl_abc));
@@ -582,7 +588,7 @@ fa_status fa_dnnl_ops_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_nod
     fa_status st;
     if (conv) st = create_grouped_conv(ctx, g, n, s, force, FA_LAYOUT_PLAIN, handled);
     else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, FA_LAYOUT_PLAIN, handled);
-    else if (sm || lsm) st = create_softmax(ctx, g, n, s, lsm, handled);
+    else if (sm || lsm) st = create_softmax(ctx, g, n, s, lsm, force, handled);
     else st = create_layernorm(ctx, g, n, s, handled);
     return finish_kernel(ctx, n, s, st, handled, out);
 }

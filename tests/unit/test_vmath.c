@@ -162,6 +162,42 @@ static void test_exp_range_ends(void **state)
     fa_vmath_force_avx2(false);
 }
 
+/* graph/vmath512.c's row softmax and log-softmax against double precision: lengths around the
+ * 16-lane block (the masked tail), a Hugging Face mask (-1e9) in a row, in place, and a row of
+ * -inf (NaN everywhere, as the reference's x - max). */
+static void test_softmax_rows(void **state)
+{
+    (void)state;
+    if (!fa_vmath512_available()) {
+        printf("no AVX-512F: the reference Softmax keeps its 8-lane exp\n");
+        return;
+    }
+    static float x[1031], y[1031];
+    const int lens[] = {1, 7, 15, 16, 17, 33, 128, 1031};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int n = lens[li];
+        for (int i = 0; i < n; i++) x[i] = (i % 11 == 3) ? -1e9f : (float)sin(0.37 * i) * 8.0f;
+        for (int lg = 0; lg < 2; lg++) {
+            fa_vmath512_softmax_row(x, y, n, lg);
+            double m = -INFINITY, sum = 0;
+            for (int i = 0; i < n; i++) m = fmax(m, x[i]);
+            for (int i = 0; i < n; i++) sum += exp((double)x[i] - m);
+            for (int i = 0; i < n; i++) {
+                double r = lg ? (double)x[i] - m - log(sum) : exp((double)x[i] - m) / sum;
+                double tol = lg ? 1e-6 * fmax(1.0, fabs(r)) : 1e-6 * r + 1e-30;
+                if (!(fabs(y[i] - r) <= tol)) fail_msg("n %d %s: y[%d] = %.9g, double %.9g", n, lg ? "log" : "softmax", i, y[i], r);
+            }
+        }
+    }
+    for (int i = 0; i < 40; i++) x[i] = (float)i * 0.25f;
+    fa_vmath512_softmax_row(x, y, 40, false);
+    fa_vmath512_softmax_row(x, x, 40, false); /* in place: the same bits */
+    assert_memory_equal(x, y, sizeof(float) * 40);
+    for (int i = 0; i < 19; i++) x[i] = -INFINITY;
+    fa_vmath512_softmax_row(x, y, 19, false);
+    for (int i = 0; i < 19; i++) assert_true(isnan(y[i]));
+}
+
 static void test_erf_is_libmvec_where_glibc_has_it(void **state)
 {
     (void)state;
@@ -222,6 +258,7 @@ int main(void)
         cmocka_unit_test(test_accuracy_of_the_avx2_forms),
         cmocka_unit_test(test_sigmoid_and_swish_edges),
         cmocka_unit_test(test_exp_range_ends),
+        cmocka_unit_test(test_softmax_rows),
         cmocka_unit_test(test_erf_is_libmvec_where_glibc_has_it),
         cmocka_unit_test(test_pow_broadcasts_and_signs),
         cmocka_unit_test(test_masks_infinities_and_nan),
