@@ -306,17 +306,17 @@ static void *io_scratch_get(int which, size_t bytes)
  * its eltwise post-op (op: the node's last post-op; n: the node). oneDNN 2.6's swish post-op costs
  * more than the convolution on EfficientNet's early layers (0.11 ms of 0.18 on a depthwise 3x3 over
  * 96 x 112², 0.25 of 0.43 on a 1x1 16 -> 96 at 112²), while fa_vmath512_swishf over the output the
- * primitive has just written, in cache, costs 0.16 ns per element on 2 threads: on 17 of
- * EfficientNet-B0's convolution shapes the pair took 0.72-1.00x the post-op's time, never more
- * (bench/bench_conv_swish.sh, bench/README.md "Swish after the convolution"). Only where the CPU
- * has AVX-512F: the 8-lane form with a division measured slower than the post-op. */
+ * primitive has just written, in cache, costs ~0.16 ns per element on 2 threads: on EfficientNet-B0's
+ * 20 convolution shapes the pair took 0.67-1.00x the post-op's time, never more
+ * (build/bench/bench_conv_swish, bench/README.md "Swish after the convolution"). Only where the CPU
+ * has AVX-512F: an 8-lane pass measured slower than the post-op. */
 static bool g_swish_post_op_forced; /* fa_dnnl_swish_post_op_force */
 void fa_dnnl_swish_post_op_force(bool on) { g_swish_post_op_forced = on; }
 
 static bool swish_after_conv(const fa_node *n, const fa_post_op *op, bool last)
 {
-    return last && op->kind == FA_POST_OP_SWISH && !g_swish_post_op_forced && fa_vmath512_available() && !strcmp(n->domain, FA_FUSED_DOMAIN) &&
-           (!strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose"));
+    return last && op->kind == FA_POST_OP_SWISH && !g_swish_post_op_forced && fa_vmath512_available() &&
+           !strcmp(n->domain, FA_FUSED_DOMAIN) && (!strcmp(n->op_type, "FusedConv") || !strcmp(n->op_type, "FusedConvTranspose"));
 }
 
 /* Elements a thread takes at least before the swish pass splits over threads: a few microseconds
@@ -339,6 +339,14 @@ static void swish_pass(float *y, int64_t n, float alpha, int threads)
         int64_t per = ((n + nt - 1) / nt + 15) / 16 * 16, a = (int64_t)id * per, b = a + per < n ? a + per : n;
         if (a < b) fa_vmath512_swishf(y + a, y + a, b - a, alpha);
     }
+}
+
+/* The part of a kernel's name that says what epilogue it runs: "+post-ops" when oneDNN was given
+ * any beyond the residual's sum (named apart), "+swish" when the swish runs after the primitive. */
+static const char *epilogue_label(const dnnl_state *s)
+{
+    bool lib = s->n_lib_post_ops > (s->has_sum ? 1 : 0);
+    return lib && s->swish_after ? "+post-ops+swish" : lib ? "+post-ops" : s->swish_after ? "+swish" : "";
 }
 
 static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
@@ -696,7 +704,7 @@ static void layout_name(const dnnl_memory_desc_t *md, char *buf, size_t cap)
  * want_dst). FA_ERR_UNSUPPORTED when oneDNN's dst layout is not want_dst (the caller then
  * builds the plain kernel). */
 static fa_status blocked_io(fa_ctx *ctx, dnnl_state *s, const dnnl_memory_desc_t *xmd, const dnnl_memory_desc_t *ymd,
-                            const dnnl_memory_desc_t *want_dst, bool post)
+                            const dnnl_memory_desc_t *want_dst)
 {
     const dnnl_memory_desc_t *src_md = NULL, *dst_md = NULL;
     DNNL_CHECK(ctx, dnnl_memory_get_memory_desc(s->src, &src_md));
@@ -727,9 +735,8 @@ static fa_status blocked_io(fa_ctx *ctx, dnnl_state *s, const dnnl_memory_desc_t
     char src_l[32], dst_l[32];
     layout_name(src_md, src_l, sizeof src_l);
     layout_name(dst_md, dst_l, sizeof dst_l);
-    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution%s%s+reorder(%s>nchw)", src_l,
-             s->has_sum ? "+reorder(residual>dst)" : "", post && s->n_lib_post_ops > s->has_sum ? "+post-ops" : "",
-             s->swish_after ? "+swish" : "", dst_l);
+    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution%s+reorder(%s>nchw)", src_l,
+             s->has_sum ? "+reorder(residual>dst)" : "", epilogue_label(s), dst_l);
     s->blocked = true;
     return FA_OK;
 fail:
@@ -926,9 +933,7 @@ static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, 
         DNNL_CHECK(ctx, dnnl_memory_create(&s->sum_user, yb, g_engine, DNNL_MEMORY_NONE));
         if (make_reorder(ctx, yb, dst_md, &s->r_sum)) return fa_ctx_status(ctx);
     }
-    bool post = fa_node_attr(n, "post_op_kinds") != NULL;
-    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s%s(%s%s%s)", s->has_sum ? "+sum" : "",
-             post && s->n_lib_post_ops > s->has_sum ? "+post-ops" : "", s->swish_after ? "+swish" : "",
+    snprintf(s->name, sizeof s->name, "dnnl:convolution%s%s(%s%s%s)", s->has_sum ? "+sum" : "", epilogue_label(s),
              in0 == FA_LAYOUT_PLAIN ? "nchw>" : "", fa_layout_name(l), strstr(s->impl, "wino") ? ", winograd" : "");
     s->kind = 0;
     return FA_OK;
@@ -941,13 +946,13 @@ fail:
  * its brgemm one) and reordered in and out by oneDNN reorders (blocked_io). A probe without
  * post-ops names the layout, so that full-shape binary operands (the residual add) are declared
  * in it too. *built false (FA_OK) when oneDNN's preferred layout is plain NCHW itself; an error
- * when it declined (s then holds a partial build for state_clear). post: name the post-ops. */
+ * when it declined (s then holds a partial build for state_clear). */
 static fa_status conv_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, int r,
                                      const dnnl_dims_t xd, const dnnl_dims_t yd, const dnnl_memory_desc_t *xmd,
                                      const dnnl_memory_desc_t *ymd, const dnnl_memory_desc_t *wmd,
                                      const dnnl_memory_desc_t *wany, const dnnl_memory_desc_t *bptr, const dnnl_dims_t std_,
                                      const dnnl_dims_t dd, const dnnl_dims_t pld, const dnnl_dims_t prd, const fa_tensor *W,
-                                     const fa_tensor *Y, bool post, bool *built)
+                                     const fa_tensor *Y, bool *built)
 {
     *built = false;
     dnnl_memory_desc_t xany, yany, want_dst;
@@ -969,7 +974,7 @@ static fa_status conv_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa_no
     fa_status fs = build_post_ops(ctx, g, n, Y, s, &want_dst, &attr);
     if (!fs) fs = finish_prim(ctx, s, &cd, wmd, W, attr);
     if (attr) dnnl_primitive_attr_destroy(attr);
-    if (!fs) fs = blocked_io(ctx, s, xmd, ymd, &want_dst, post);
+    if (!fs) fs = blocked_io(ctx, s, xmd, ymd, &want_dst);
     if (fs) return fs;
     s->kind = 0;
     *built = true;
@@ -1124,7 +1129,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
          * nChw8c/nChw16c its jit convolution, on nhwc its brgemm one. */
         bool built = false;
         fa_status fs = conv_reorder_inside(ctx, g, n, s, r, xd, yd, &xmd, &ymd, &wmd, &wany, bptr, std_, dd, pld, prd, W, Y,
-                                           true, &built);
+                                           &built);
         if (fs == FA_ERR_NOMEM) return fs;
         if (!fs && built) {
             *handled = true;
@@ -1161,7 +1166,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         if (!alt) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         bool built = false;
         fa_status fs = conv_reorder_inside(ctx, g, n, alt, r, xd, yd, &xmd, &ymd, &wmd, &wany, bptr, std_, dd, pld, prd, W,
-                                           Y, false, &built);
+                                           Y, &built);
         if (fs == FA_ERR_NOMEM) {
             state_clear(alt);
             free(alt);
@@ -1527,8 +1532,8 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         snprintf(s->name, sizeof s->name, "dnnl:%s+post-ops(weights %s)", mm ? "matmul" : "gemm",
                  s->wei_packed ? "packed" : "plain, repacked per call");
     if (!s->name[0] && fused && s->swish_after) /* the plain-layout fused convolution, its swish after it */
-        snprintf(s->name, sizeof s->name, "dnnl:%s%s%s+swish", deconv ? "deconvolution" : "convolution",
-                 s->has_sum ? "+sum" : "", s->n_lib_post_ops > s->has_sum ? "+post-ops" : "");
+        snprintf(s->name, sizeof s->name, "dnnl:%s%s%s", deconv ? "deconvolution" : "convolution", s->has_sum ? "+sum" : "",
+                 epilogue_label(s));
     if (s->name[0])
         k.name = s->name;
     else if (fused)
