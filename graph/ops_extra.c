@@ -7,6 +7,7 @@
  * docs/ops-extra.md. Kernels compute in float (fp16/bf16/double are converted on the way in
  * and out) with double accumulators for sums, means and variances. */
 #include "ops-impl.h"
+#include "expf_poly.h"
 #include "vmath.h"
 
 #include <math.h>
@@ -39,7 +40,7 @@ static int clamp_threads(int threads) { return threads < 1 ? 1 : threads; }
 /* exp(x) in float over arrays, 4 lanes at a time with GCC/Clang vector extensions (libm's expf
  * does not vectorize at -O2, and a select-based scalar form is not if-converted by GCC 12):
  * x = n ln2 + r with ln2 split in two (Cody-Waite), exp(r) from the Cephes expf minimax
- * polynomial (S. Moshier, Cephes Math Library, expf.c; measured max relative error 8e-8 on
+ * polynomial (graph/expf_poly.h; measured max relative error 8e-8 on
  * [-87.3, 88.72]), 2^n assembled in the exponent bits. Below -87.3 it gives 0 (numpy gives
  * subnormals there, under 1.2e-38); above log(FLT_MAX) = 88.72283 +inf; NaN stays NaN. */
 typedef float v4f __attribute__((vector_size(16)));
@@ -53,13 +54,13 @@ static inline v4f v4_exp(v4f x)
     const v4f magic = {12582912.0f, 12582912.0f, 12582912.0f, 12582912.0f}; /* 1.5 * 2^23 */
     v4i too_low = x < lo, too_high = x > hi, nan = x != x;
     v4f xc = v4_select(too_low, lo, v4_select(too_high, hi, x));
-    v4f n = (xc * 1.44269504088896341f + magic) - magic; /* round to nearest */
-    v4f r = xc - n * 0.693359375f + n * 2.12194440e-4f;
-    v4f p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
+    v4f n = (xc * FA_EXPF_LOG2E + magic) - magic; /* round to nearest */
+    v4f r = xc - n * FA_EXPF_LN2_HI - n * FA_EXPF_LN2_LO;
+    v4f p = r * FA_EXPF_P0 + FA_EXPF_P1;
+    p = p * r + FA_EXPF_P2;
+    p = p * r + FA_EXPF_P3;
+    p = p * r + FA_EXPF_P4;
+    p = p * r + FA_EXPF_P5;
     v4f y = p * r * r + r + 1.0f;
     v4i ni = __builtin_convertvector(n, v4i);
     v4i big = ni > 127; /* 2^128 overflows the exponent field: use 2^127 * 2 */

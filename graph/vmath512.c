@@ -2,6 +2,7 @@
  * of SLEEF. This file alone is compiled with -mavx512f (CMakeLists.txt); graph/vmath.c calls it
  * only after fa_vmath512_available() said the CPU has AVX-512F. */
 #include "vmath.h"
+#include "expf_poly.h"
 
 #include <immintrin.h>
 #include <math.h>
@@ -38,26 +39,22 @@ bool fa_vmath512_available(void)
 void fa_vmath512_erff(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, Sleef_erff16_u10avx512f(v)); }
 void fa_vmath512_tanhf(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, Sleef_tanhf16_u35avx512f(v)); }
 
-/* exp(t) for t <= 0, 16 lanes: t clamped to -104 (exp underflows to 0 there: 2^-150 rounds to 0,
- * and the scaling below rounds the subnormal range correctly), n = round(t / ln 2), r = t - n ln 2
- * in two parts (Cody and Waite), exp(r) = 1 + r + r^2 P(r) with P of degree 5 on
- * [-ln 2 / 2, ln 2 / 2], then scaled by 2^n (vscalefps). The split of ln 2 and P's coefficients are
- * those of the Cephes library's expf (S. L. Moshier, "Methods and Programs for Mathematical
- * Functions", 1989; its documented error 2 ULP over the float range). */
-static inline __m512 exp_nonpos16(__m512 t)
+/* exp(t), 16 lanes, by graph/expf_poly.h's reduction and polynomial: t clamped below to -104
+ * (2^-150 rounds to 0; a caller clamps above, where it needs to), p · 2^n by vscalefps, which
+ * rounds once, through the subnormals and to +inf past FLT_MAX. A NaN t gives an unspecified
+ * value: callers mask it. */
+static inline __m512 exp_clamped16(__m512 t)
 {
-    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
-                 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
     t = _mm512_max_ps(t, _mm512_set1_ps(-104.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, t);
-    r = _mm512_fnmadd_ps(n, ln2_lo, r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, _mm512_set1_ps(FA_EXPF_LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(FA_EXPF_LN2_HI), t);
+    r = _mm512_fnmadd_ps(n, _mm512_set1_ps(FA_EXPF_LN2_LO), r);
+    __m512 p = _mm512_set1_ps(FA_EXPF_P0);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FA_EXPF_P1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FA_EXPF_P2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FA_EXPF_P3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FA_EXPF_P4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(FA_EXPF_P5));
     p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
     return _mm512_scalef_ps(p, n);
 }
@@ -70,7 +67,7 @@ static inline __m512 exp_nonpos16(__m512 t)
 static inline __m512 sigmoid16(__m512 t)
 {
     const __m512 one = _mm512_set1_ps(1.0f);
-    __m512 e = exp_nonpos16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(t)));
+    __m512 e = exp_clamped16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(t)));
     __m512 d = _mm512_add_ps(one, e);
     __m512 q = _mm512_rcp14_ps(d);
     q = _mm512_fmadd_ps(_mm512_fnmadd_ps(d, q, one), q, q);
@@ -79,27 +76,12 @@ static inline __m512 sigmoid16(__m512 t)
     return _mm512_mask_mov_ps(q, _mm512_cmp_ps_mask(t, t, _CMP_UNORD_Q), t);
 }
 
-/* exp(x) over the float range: x clamped to [-104, 88.8] and the same reduction and polynomial as
- * exp_nonpos16; vscalefps rounds p · 2^n once, to +inf past FLT_MAX (x > 88.72, +inf included)
- * and through the subnormals to 0 (x < -103.3, -inf included); a NaN x gives NaN. */
+/* exp(x) over the float range: x clamped above to 88.8, where p · 2^n is already +inf (x > 88.72,
+ * +inf included), then exp_clamped16 (0 below -103.3, -inf included); a NaN x gives NaN. */
 static inline __m512 exp16(__m512 x)
 {
-    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-    __m512 t = _mm512_min_ps(x, _mm512_set1_ps(88.8f));
-    const __m512 log2e = _mm512_set1_ps(1.44269504088896341f), ln2_hi = _mm512_set1_ps(0.693359375f),
-                 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
-    t = _mm512_max_ps(t, _mm512_set1_ps(-104.0f));
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fnmadd_ps(n, ln2_hi, t);
-    r = _mm512_fnmadd_ps(n, ln2_lo, r);
-    __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-    return _mm512_mask_mov_ps(_mm512_scalef_ps(p, n), nan, x);
+    __m512 e = exp_clamped16(_mm512_min_ps(x, _mm512_set1_ps(88.8f)));
+    return _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
 }
 
 void fa_vmath512_expf(const float *x, float *y, int64_t n) { FA_VMAP16(x, y, n, exp16(v)); }
