@@ -64,6 +64,20 @@ static fa_graph *conv_graph(fa_ctx *ctx, bool fused, int group, bool full_addend
     return g;
 }
 
+/* max |u - f| / max |u| over n floats (u the unfused ops' output, f the fused one's), asserting u is
+ * not all near 0 (an epilogue that zeroed everything would compare equal); a NaN or infinity in f
+ * makes it infinite. */
+static double rel_error(const float *u, const float *f, int64_t n)
+{
+    double maxabs = 0, maxdiff = 0;
+    for (int64_t i = 0; i < n; i++) {
+        maxabs = fmax(maxabs, fabs(u[i]));
+        maxdiff = isfinite(f[i]) ? fmax(maxdiff, fabs((double)u[i] - f[i])) : INFINITY;
+    }
+    assert_true(maxabs > 0.1);
+    return maxdiff / maxabs;
+}
+
 static float *run_graph(fa_ctx *ctx, fa_graph *g, int64_t *n)
 {
     fa_exec *e = NULL;
@@ -87,13 +101,8 @@ static void compare_conv(int group, bool full)
     int64_t nu, nf;
     float *u = run_graph(ctx, gu, &nu), *f = run_graph(ctx, gf, &nf);
     assert_int_equal(nu, nf);
-    double maxabs = 0, maxdiff = 0;
-    for (int64_t i = 0; i < nu; i++) {
-        maxabs = fmax(maxabs, fabs(u[i]));
-        maxdiff = fmax(maxdiff, fabs(u[i] - f[i]));
-    }
-    assert_true(maxabs > 0.1); /* the relu did not zero everything */
-    if (maxdiff / maxabs > 1e-5) fail_msg("group %d full %d: max rel error %g", group, full, maxdiff / maxabs);
+    double e = rel_error(u, f, nu); /* the relu did not zero everything */
+    if (!(e <= 1e-5)) fail_msg("group %d full %d: max rel error %g", group, full, e);
     free(u);
     free(f);
     fa_graph_free(gu);
@@ -191,16 +200,9 @@ static void check_swish(int group, bool with_add)
         const fa_value *u = fa_exec_output(eu, 0), *f = fa_exec_output(ef, 0);
         int64_t n = fa_value_numel(u);
         assert_int_equal(n, 24 * 11 * 9);
-        double maxabs = 0, maxdiff = 0;
-        for (int64_t i = 0; i < n; i++) {
-            double a = ((const float *)u->data)[i], b = ((const float *)f->data)[i];
-            maxabs = fmax(maxabs, fabs(a));
-            maxdiff = isfinite(b) ? fmax(maxdiff, fabs(a - b)) : INFINITY;
-        }
-        assert_true(maxabs > 0.1);
-        if (!(maxdiff <= 1e-5 * maxabs))
-            fail_msg("group %d, %s%s: max rel error %g", group, blocked ? "blocked" : "plain", post_op ? ", post-op" : "",
-                     maxdiff / maxabs);
+        double e = rel_error(u->data, f->data, n);
+        if (!(e <= 1e-5))
+            fail_msg("group %d, %s%s: max rel error %g", group, blocked ? "blocked" : "plain", post_op ? ", post-op" : "", e);
         fa_exec_free(eu);
         fa_exec_free(ef);
     }
@@ -294,13 +296,8 @@ static void check_block_on(bool a_is_output, bool a_viewed, bool blocked)
             assert_non_null(u);
             assert_non_null(f);
             int64_t n = fa_value_numel(u);
-            double maxabs = 0, maxdiff = 0;
-            for (int64_t i = 0; i < n; i++) {
-                maxabs = fmax(maxabs, fabs(((const float *)u->data)[i]));
-                maxdiff = fmax(maxdiff, fabs(((const float *)u->data)[i] - ((const float *)f->data)[i]));
-            }
-            assert_true(maxabs > 0.1);
-            if (maxdiff > 1e-5 * maxabs) fail_msg("output %d, run %d: max rel error %g", o, r, maxdiff / maxabs);
+            double e = rel_error(u->data, f->data, n);
+            if (!(e <= 1e-5)) fail_msg("output %d, run %d: max rel error %g", o, r, e);
         }
     }
     if (blocked && !a_viewed) { /* the blocked residual block's arena */
@@ -386,13 +383,8 @@ static void check_linear(bool per_batch)
     int64_t nu, nf;
     float *u = run_graph(ctx, gu, &nu), *f = run_graph(ctx, gf, &nf);
     assert_int_equal(nu, nf);
-    double maxabs = 0, maxdiff = 0;
-    for (int64_t i = 0; i < nu; i++) {
-        maxabs = fmax(maxabs, fabs(u[i]));
-        maxdiff = fmax(maxdiff, fabs(u[i] - f[i]));
-    }
-    assert_true(maxabs > 0.1);
-    if (maxdiff / maxabs > 1e-5) fail_msg("per_batch %d: max rel error %g", per_batch, maxdiff / maxabs);
+    double err = rel_error(u, f, nu);
+    if (!(err <= 1e-5)) fail_msg("per_batch %d: max rel error %g", per_batch, err);
     free(u);
     free(f);
     fa_graph_free(gu);
