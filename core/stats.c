@@ -147,6 +147,111 @@ bool fa_stats_median_interval_sorted(const double *sorted, size_t n, double *lo,
     return true;
 }
 
+/* The critical count k of the signed-rank statistic W+ over n differences: the largest k with
+ * P(W+ < k) <= 5% under the null (each difference's sign a fair coin), and *tail that P(W+ < k).
+ * Exact for n <= 100 (the probability of each W+ value over the 2^n sign patterns, built one rank
+ * at a time); beyond, the normal approximation with its continuity correction, mean n(n+1)/4,
+ * variance n(n+1)(2n+1)/24 (Hollander & Wolfe, "Nonparametric Statistical Methods", 2nd ed.,
+ * sec. 3.1). 0 when no k exists (n < 5) or out of memory. */
+static size_t signed_rank_critical(size_t n, double *tail)
+{
+    *tail = 0;
+    if (n == 0) return 0;
+    if (n <= 100) {
+        size_t top = n * (n + 1) / 2;
+        double *p = calloc(top + 1, sizeof *p);
+        if (!p) return 0;
+        p[0] = 1;
+        for (size_t r = 1; r <= n; r++) /* p[s] = P(W+ = s) over ranks 1..r */
+            for (size_t s = top + 1; s-- > 0;) p[s] = 0.5 * (p[s] + (s >= r ? p[s - r] : 0));
+        size_t k = 0;
+        double t = 0;
+        for (size_t s = 0; s <= top && t + p[s] <= 0.05; s++) {
+            t += p[s];
+            k = s + 1;
+        }
+        free(p);
+        *tail = t;
+        return k;
+    }
+    double mean = (double)n * (double)(n + 1) / 4, sd = sqrt((double)n * (double)(n + 1) * (double)(2 * n + 1) / 24);
+    /* P(W+ < k) = P(W+ <= k - 1) ~ Phi((k - 1 + 0.5 - mean) / sd) <= 0.05: k <= mean - 1.6449 sd + 0.5 */
+    double kk = floor(mean - 1.6448536269514722 * sd + 0.5);
+    if (kk < 1) return 0;
+    *tail = 0.5 * erfc(-((kk - 0.5 - mean) / sd) / sqrt(2.0));
+    return (size_t)kk;
+}
+
+/* How many Walsh averages (d[i] + d[j]) / 2, i <= j, of sorted d[0..n) are <= x: two pointers
+ * over the sorted differences, O(n). */
+static size_t walsh_count_le(const double *d, size_t n, double x)
+{
+    size_t c = 0, j = n;
+    for (size_t i = 0; i < n; i++) { /* pairs (i, j') with i <= j' < j and d[i] + d[j'] <= 2x */
+        while (j > i && d[i] + d[j - 1] > 2 * x) j--;
+        if (j <= i) break;
+        c += j - i;
+    }
+    return c;
+}
+
+/* The smallest Walsh average of sorted d[0..n) above x (INFINITY when none): for each i the first
+ * j >= i with d[i] + d[j] > 2x, by binary search. */
+static double walsh_above(const double *d, size_t n, double x)
+{
+    double best = INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        size_t a = i, b = n;
+        while (a < b) {
+            size_t m = a + (b - a) / 2;
+            if (d[i] + d[m] > 2 * x) b = m;
+            else a = m + 1;
+        }
+        if (a < n && 0.5 * (d[i] + d[a]) < best) best = 0.5 * (d[i] + d[a]);
+    }
+    return best;
+}
+
+/* The k-th smallest (1-based, 1 <= k <= n(n+1)/2) Walsh average of sorted d[0..n): bisection on
+ * the value with walsh_count_le until the bracket (lo, hi] holds few averages, then stepping up
+ * from lo one distinct average at a time, exact. */
+static double walsh_kth(const double *d, size_t n, size_t k)
+{
+    double lo = d[0], hi = d[n - 1]; /* every average lies in [d[0], d[n-1]] */
+    if (walsh_count_le(d, n, lo) >= k) return lo;
+    for (int it = 0; it < 200; it++) { /* count(lo) < k <= count(hi) */
+        double mid = lo + 0.5 * (hi - lo);
+        if (!(mid > lo && mid < hi)) break;
+        if (walsh_count_le(d, n, mid) >= k) hi = mid;
+        else lo = mid;
+    }
+    for (;;) { /* count(lo) < k: the next distinct average above lo, until k are at or below it */
+        double w = walsh_above(d, n, lo);
+        if (!(w < INFINITY) || walsh_count_le(d, n, w) >= k) return w;
+        lo = w;
+    }
+}
+
+bool fa_stats_signed_rank_interval_sorted(const double *sorted, size_t n, double *lo, double *hi, double *level,
+                                          double *estimate)
+{
+    *lo = *hi = NAN;
+    *level = 0;
+    if (estimate) *estimate = NAN;
+    if (n == 0) return false;
+    size_t m = n * (n + 1) / 2; /* Walsh averages */
+    if (estimate) /* Hodges-Lehmann: their median (type 7 over the m sorted averages) */
+        *estimate = m % 2 ? walsh_kth(sorted, n, m / 2 + 1)
+                          : 0.5 * (walsh_kth(sorted, n, m / 2) + walsh_kth(sorted, n, m / 2 + 1));
+    double tail;
+    size_t k = signed_rank_critical(n, &tail);
+    if (k < 1 || k > m + 1 - k) return false;
+    *lo = walsh_kth(sorted, n, k);
+    *hi = walsh_kth(sorted, n, m + 1 - k);
+    *level = 1 - 2 * tail;
+    return true;
+}
+
 bool fa_stats_paired_ratio_interval(const double *num, const double *den, size_t n, double *lo, double *hi)
 {
     *lo = *hi = NAN;
