@@ -392,18 +392,38 @@ void fa_apply_library_kernels_text(const fa_graph *gf, const fa_exec *ef, char *
     }
 }
 
-bool fa_apply_e2e_wins(const double *sa, const double *sb, int n) { return fa_apply_paired_verdict(sa, sb, n, NULL) > 0; }
-
-bool fa_apply_e2e_concluded(const double *sa, const double *sb, int n)
+/* Where the signed-rank interval of the paired whole-model differences sa[i] - sb[i] lies against
+ * +-FA_APPLY_MIN_GAIN_REL of the baseline's median: 1 wholly above it, -1 wholly below, 0
+ * otherwise (or n < 5, or out of memory). */
+static int e2e_signed_rank_side(const double *sa, const double *sb, int n)
 {
-    if (fa_apply_rounds_settled(sa, sb, n)) return true;
-    fa_paired_saving ps;
-    fa_paired_saving_of(sa, sb, n, &ps);
+    if (n < 5) return 0;
+    double *d = malloc(sizeof(double) * (size_t)n);
+    if (!d) return 0;
+    for (int i = 0; i < n; i++) d[i] = sa[i] - sb[i];
+    qsort(d, (size_t)n, sizeof *d, fa_stats_cmp_double);
+    double lo, hi, level;
+    bool ok = fa_stats_signed_rank_interval_sorted(d, (size_t)n, &lo, &hi, &level, NULL);
+    free(d);
     fa_sample_stats su;
     fa_sample_stats_of(sa, n, &su);
     double margin = FA_APPLY_MIN_GAIN_REL * su.median_ns;
-    if (ps.ci_lo_ns != ps.ci_lo_ns || ps.ci_hi_ns != ps.ci_hi_ns || !(margin > 0)) return false;
-    return ps.ci_lo_ns > margin || ps.ci_hi_ns < -margin;
+    if (!ok || !(margin > 0)) return 0;
+    return lo > margin ? 1 : hi < -margin ? -1 : 0;
+}
+
+bool fa_apply_e2e_wins(const double *sa, const double *sb, int n)
+{
+    if (fa_apply_paired_verdict(sa, sb, n, NULL) > 0) return true;
+    fa_sample_stats su, sf;
+    fa_sample_stats_of(sa, n, &su);
+    fa_sample_stats_of(sb, n, &sf);
+    return e2e_signed_rank_side(sa, sb, n) > 0 && sf.median_ns < su.median_ns;
+}
+
+bool fa_apply_e2e_concluded(const double *sa, const double *sb, int n)
+{
+    return fa_apply_rounds_settled(sa, sb, n) || e2e_signed_rank_side(sa, sb, n) != 0;
 }
 
 void fa_apply_back_off(const fa_plan *p, fa_apply_result *r, int round)
