@@ -12,7 +12,10 @@
 # then, for the pair DEPTH_PAIR (12 and 24 layers of the same blocks), DEPTH_ROUNDS alternated
 # `run`s of each and the ratio of their median wall times. Each `run` has a database of its own,
 # so each measures the machine's ceilings (~0.4 s, the same at both depths); with one database
-# kept between runs that fixed part goes and the ratio is higher. Targets (issue 39): run peak RSS <= 2x the weights, inspect/exec <= 1.2x, run at 24
+# kept between runs that fixed part goes and the ratio is higher. A line before the medians gives
+# the end-to-end rounds each `run` took (5 per block of --iters, until the verdict is established;
+# each round runs the model twice, so they are the largest part of the wall time that moves), "bN"
+# after them when N clusters were backed off and the fused model measured again. Targets (issue 39): run peak RSS <= 2x the weights, inspect/exec <= 1.2x, run at 24
 # layers <= 1.3x the wall time at 12. Peak RSS is the kernel's high-water mark of the process
 # (anonymous + file-backed pages mapped in: a weight read in place from the mapped file counts
 # once its pages are touched). Wall times mean something only on a quiet machine.
@@ -45,7 +48,7 @@ DEPTH_ROUNDS=${DEPTH_ROUNDS:-3}
 mkdir -p "$MODEL_DIR"
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 
-declare -A PATH_OF=() BYTES_OF=() RUN_WALL=()
+declare -A PATH_OF=() BYTES_OF=() RUN_WALL=() RUN_ROUNDS=()
 # one model at a time: gpt2-large's export alone needs ~10 GB
 for m in $MODELS $DEPTH_PAIR; do
   [ -z "${PATH_OF[$m]:-}" ] || continue
@@ -54,6 +57,9 @@ for m in $MODELS $DEPTH_PAIR; do
   read -r name path bytes < <(tail -n 1 "$tmp/make-$m.out")
   [ "$name" = "$m" ] && [ -f "$path" ] || { echo "bench_large: could not make $m" >&2; exit 1; }
   PATH_OF[$m]=$path; BYTES_OF[$m]=$bytes
+  # the model's files read once before anything is timed, so the first timed verb finds them in
+  # the page cache as every later one does (a cold read of bert-24's 775 MB doubled one run)
+  find "$(dirname "$path")" -maxdepth 1 -type f -exec cat {} + > /dev/null
 done
 
 measure() { # measure MODEL VERB -> one line; RUN_WALL[MODEL] for run
@@ -71,6 +77,13 @@ measure() { # measure MODEL VERB -> one line; RUN_WALL[MODEL] for run
   local wall kb
   read -r wall kb < <(tail -n 1 "$out/time")
   [ "$verb" != run ] || RUN_WALL[$m]=$wall
+  # the end-to-end rounds the run took (its largest variable part: each runs the model twice)
+  # (and "bN" when N accepted clusters were backed off: the fused model then measured again)
+  if [ "$verb" = run ]; then
+    RUN_ROUNDS[$m]=$(grep -o 'medians of [0-9]* interleaved' "$out/stdout" | head -n 1 | awk '{print $3}' || true)
+    local bo; bo=$(grep -o 'end-to-end back-off: [0-9]*' "$out/stdout" | awk '{print $3}' || true)
+    [ -z "$bo" ] || RUN_ROUNDS[$m]="${RUN_ROUNDS[$m]}b$bo"
+  fi
   awk -v m="$m" -v v="$verb" -v w="$wall" -v kb="$kb" -v b="${BYTES_OF[$m]}" \
     'BEGIN { printf "%-14s %-8s %8.1f %10.0f %10.0f %8.2f\n", m, v, w, kb / 1024, b / 1048576, kb * 1024 / b }'
 }
@@ -84,11 +97,12 @@ if [ -n "$DEPTH_PAIR" ]; then
   # DEPTH_ROUNDS rounds, the two models alternated (a `run` that needs a second block of end-to-end
   # rounds takes ~25 % longer: one sample each says little); medians, the range, their ratio
   read -r a b <<< "$DEPTH_PAIR"
-  wa_all=() wb_all=()
+  wa_all=() wb_all=() ra_all=() rb_all=()
   for r in $(seq "$DEPTH_ROUNDS"); do
-    measure "$a" run > /dev/null; wa_all+=("${RUN_WALL[$a]}")
-    measure "$b" run > /dev/null; wb_all+=("${RUN_WALL[$b]}")
+    measure "$a" run > /dev/null; wa_all+=("${RUN_WALL[$a]}"); ra_all+=("${RUN_ROUNDS[$a]:-?}")
+    measure "$b" run > /dev/null; wb_all+=("${RUN_WALL[$b]}"); rb_all+=("${RUN_ROUNDS[$b]:-?}")
   done
+  echo "end-to-end rounds per run: $a ${ra_all[*]}, $b ${rb_all[*]}"
   awk -v a="$a" -v b="$b" -v wa="${wa_all[*]}" -v wb="${wb_all[*]}" '
     function med(s, v, n, i, j, t) { n = split(s, v, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
                                         if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t }
