@@ -165,6 +165,29 @@ static void test_signed_rank_interval_by_brute_force(void **state)
             assert_true(est == med);
         }
     }
+    /* beyond the exact table (n > 100): the normal approximation's k, and the bisection's k-th
+     * average against all 1,125,750 averages of n = 1500 sorted, with ties */
+    {
+        size_t n = 1500, m = n * (n + 1) / 2;
+        double *d = malloc(n * sizeof *d), *walsh = malloc(m * sizeof *walsh);
+        assert_non_null(d);
+        assert_non_null(walsh);
+        for (size_t i = 0; i < n; i++) d[i] = floor(fa_rng_uniform(&r, -2000, 6000)) * 0.5;
+        qsort(d, n, sizeof *d, cmp_dbl);
+        size_t w = 0;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = i; j < n; j++) walsh[w++] = 0.5 * (d[i] + d[j]);
+        qsort(walsh, m, sizeof *walsh, cmp_dbl);
+        double mean = (double)n * (double)(n + 1) / 4, sd = sqrt((double)n * (double)(n + 1) * (double)(2 * n + 1) / 24);
+        size_t k = (size_t)floor(mean - 1.6448536269514722 * sd + 0.5);
+        double lo, hi, level, est;
+        assert_true(fa_stats_signed_rank_interval_sorted(d, n, &lo, &hi, &level, &est));
+        assert_true(lo == walsh[k - 1] && hi == walsh[m - k]);
+        assert_true(est == 0.5 * (walsh[m / 2 - 1] + walsh[m / 2])); /* m even */
+        assert_true(level > 0.899 && level < 0.901);
+        free(d);
+        free(walsh);
+    }
     double d4[] = {1, 2, 3, 4}, lo, hi, level;
     assert_false(fa_stats_signed_rank_interval_sorted(d4, 4, &lo, &hi, &level, NULL)); /* 1/16 > 5% */
     assert_true(isnan(lo) && isnan(hi) && level == 0);
