@@ -17,7 +17,8 @@
 #      models; zoo:NAME or an .onnx file, its symbolic dims 1 on both sides), SHAPE (extra `run`
 #      options, e.g. "--shape sequence=64"), POLICIES ("passive spin1k spin10k spin100k spin300k
 #      active"; spin300k is libgomp's own default count with OMP_WAIT_POLICY unset, which `run`
-#      replaces), ORT_PY.
+#      replaces; "default" is `run` as it comes, "nowake" the same without the executor's
+#      wake-ahead over stretches of one-thread kernels, FA_WAKE_AHEAD=0), ORT_PY.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
@@ -37,6 +38,8 @@ policy_env() { # the environment of one policy; an explicit GOMP_SPINCOUNT is li
     passive) echo "OMP_WAIT_POLICY=passive" ;;
     active) echo "OMP_WAIT_POLICY=active" ;;
     spin*) local n=${1#spin}; n=${n/k/000}; echo "GOMP_SPINCOUNT=$n" ;;
+    default) echo "FA_BENCH_POLICY=default" ;; # run's own: GOMP_SPINCOUNT=1000 and wake-ahead
+    nowake) echo "FA_WAKE_AHEAD=0" ;;          # run's own spin count, no wake-ahead (docs/runtime.md)
   esac
 }
 ours() { # ours POLICY ONNX -> median ms of the unfused baseline

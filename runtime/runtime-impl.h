@@ -183,6 +183,11 @@ fa_status fa_dnnl_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa
  * instead of applying it after the primitive (runtime/cpu/dnnl.c swish_after_conv); false
  * restores. */
 void fa_dnnl_swish_post_op_force(bool on);
+/* Benchmarks and tests only (not thread-safe): the cpu executor's wake-ahead of the pool over a
+ * stretch of one-thread kernels (runtime/cpu/exec_cpu.c run_stretch_awake): mode 1 every
+ * stretch that a kernel on the pool's threads ends, whatever it took; 0 none; -1 (the default)
+ * by the stretch's duration in the last run and FA_WAKE_AHEAD. */
+void fa_cpu_wake_ahead_force(int mode);
 /* oneDNN for the other ops where it beats our reference kernels (runtime/cpu/dnnl_ops.c):
  * depthwise/grouped Conv (blocked layout inside the kernel, plain NCHW at its boundary),
  * MaxPool/AveragePool/GlobalAveragePool/GlobalMaxPool, Softmax/LogSoftmax, LayerNormalization,

@@ -72,6 +72,10 @@ typedef struct cpu_exec {
     fa_ctx *out_ctx;          /* errors of those conversions (fa_exec_output has no ctx) */
     dispatch_step *steps; /* the run, prepared once by plan_dispatch: n_steps kernels in order */
     int n_steps;
+    int *stretch_end;     /* by step: where a stretch of one-thread steps starts that a step on the
+                             pool's threads ends, that step's index; else 0 (plan_dispatch) */
+    uint64_t *stretch_ns; /* by step: that stretch's duration in the last run (0: not yet run) */
+    int wake_ahead;       /* FA_WAKE_AHEAD: 0 never, 1 by the stretches' durations (default) */
     fa_value *step_vals;  /* every step's argument values, pointing into the arena */
     unsigned char *arena; /* the static memory plan's one buffer, 64-byte aligned */
     uint64_t arena_bytes, live_peak_bytes;
@@ -700,6 +704,16 @@ static fa_status plan_dispatch(fa_ctx *ctx, cpu_exec *e)
         v += n->n_inputs + n->n_outputs;
     }
     e->n_steps = m;
+    /* the stretches of one-thread steps (small kernels) that a step on the pool's threads ends */
+    e->stretch_end = calloc((size_t)m + 1, sizeof *e->stretch_end);
+    e->stretch_ns = calloc((size_t)m + 1, sizeof *e->stretch_ns);
+    if (!e->stretch_end || !e->stretch_ns) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory preparing the run");
+    for (int k = 0; k < m && e->threads > 1; k++) {
+        if (e->steps[k].threads != 1 || (k > 0 && e->steps[k - 1].threads == 1)) continue;
+        int t = k;
+        while (t < m && e->steps[t].threads == 1) t++;
+        if (t < m) e->stretch_end[k] = t;
+    }
     return FA_OK;
 }
 
@@ -730,6 +744,8 @@ fa_status fa_cpu_exec_create(fa_ctx *ctx, const fa_graph *g, const fa_exec_optio
     if (e->threads < 1) e->threads = 1;
     omp_set_num_threads(e->threads);
     e->small_shared = getenv("FA_SMALL_KERNELS_SHARED") != NULL;
+    const char *wa = getenv("FA_WAKE_AHEAD");
+    e->wake_ahead = !(wa && !strcmp(wa, "0"));
     e->kernels = calloc((size_t)g->n_nodes + 1, sizeof *e->kernels);
     e->node_threads = calloc((size_t)g->n_nodes + 1, sizeof *e->node_threads);
     e->slots = calloc((size_t)g->n_tensors + 1, sizeof *e->slots);
@@ -839,6 +855,8 @@ void fa_cpu_exec_free(void *state)
     free(e->reorder_threads);
     free(e->slots);
     free(e->steps);
+    free(e->stretch_end);
+    free(e->stretch_ns);
     free(e->step_vals);
     free(e->arena);
     free(e);
@@ -909,6 +927,68 @@ fa_status fa_cpu_exec_fill_inputs(fa_ctx *ctx, void *state, uint64_t seed)
     return FA_OK;
 }
 
+/* One step of the run (its kernel, or a reorder), the observer told before and after. */
+static fa_status run_step(fa_ctx *ctx, const dispatch_step *d, const fa_exec_observer *obs)
+{
+    if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, d->node, d->name);
+    fa_status st = d->kern ? d->kern->run(ctx, d->kern, d->node, d->in, d->n_in, d->out, d->n_out, d->threads)
+                           : d->rk->run(d->rk->state, ctx, d->node, d->in, 1, d->out, 1, d->threads);
+    if (obs && obs->kernel_end) obs->kernel_end(obs->user, d->node, d->name);
+    if (st && d->kern) st = fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", d->node->name, d->node->op_type);
+    else if (st) st = fa_ctx_wrap(ctx, st, "executing %s: ", d->node->name);
+    return st;
+}
+
+/* Wake-ahead (issue 35): a stretch of one-thread steps (small kernels: a squeeze-excitation
+ * block's pool, 1x1 convolutions on [1, C, 1, 1] and activations) leaves the pool's other threads
+ * idle; past GOMP_SPINCOUNT's spins (~26 us here, cli/main.c) they sleep, and the step on the
+ * pool's threads that ends the stretch pays their futex wake-up: EfficientNet-B0's per-channel
+ * Mul after its SE block measured 50-99 us in the model against 14 us alone, half of it gone with
+ * 20,000 spins (docs/runtime.md "Wake-ahead"). So a stretch that took at least
+ * FA_WAKE_AHEAD_MIN_NS in the last run, and at most FA_WAKE_AHEAD_MAX_NS, runs inside a parallel
+ * region of the pool's threads: thread 0 (the caller's thread) runs its steps, one thread each as
+ * before (oneDNN runs parallel(1, f) inline, and our small kernels open no region), while the
+ * others wait on a flag, spinning at most 2x the stretch's last duration, and leave with it; the
+ * step after finds them spinning in libgomp, not asleep. The bounds: under ~15 us the pool's own
+ * spin still covers the stretch; beyond 200 us a wake-up is a small share of what spinning would
+ * cost a loaded machine's other processes. FA_WAKE_AHEAD=0 in the environment turns it off. */
+#define FA_WAKE_AHEAD_MIN_NS 15000ull
+#define FA_WAKE_AHEAD_MAX_NS 200000ull
+
+static int wake_ahead_forced = -1; /* fa_cpu_wake_ahead_force */
+
+void fa_cpu_wake_ahead_force(int mode) { wake_ahead_forced = mode < 0 ? -1 : mode > 0; }
+
+/* Whether stretch s runs with the pool awake (see above). */
+static bool stretch_awake(const cpu_exec *e, int s)
+{
+    if (wake_ahead_forced >= 0) return wake_ahead_forced;
+    uint64_t last = e->stretch_ns[s];
+    return e->wake_ahead && last >= FA_WAKE_AHEAD_MIN_NS && last <= FA_WAKE_AHEAD_MAX_NS;
+}
+
+static fa_status run_stretch_awake(fa_ctx *ctx, const cpu_exec *e, int s, int t, const fa_exec_observer *obs)
+{
+    fa_status st = FA_OK;
+    int done = 0;
+    uint64_t spin_ns = 2 * e->stretch_ns[s] + FA_WAKE_AHEAD_MIN_NS;
+#pragma omp parallel num_threads(e->threads) shared(st, done)
+    {
+        if (omp_get_thread_num() == 0) {
+            omp_set_num_threads(1); /* this task's count: the small kernels' (created with it) */
+            for (int k = s; k < t && !st; k++) st = run_step(ctx, &e->steps[k], obs);
+            __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+        } else {
+            uint64_t t0 = fa_now_ns();
+            for (unsigned i = 1; !__atomic_load_n(&done, __ATOMIC_ACQUIRE); i++) {
+                __builtin_ia32_pause();
+                if (!(i & 63) && fa_now_ns() - t0 > spin_ns) break;
+            }
+        }
+    }
+    return st;
+}
+
 fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
 {
     cpu_exec *e = state;
@@ -922,15 +1002,24 @@ fa_status fa_cpu_exec_run(fa_ctx *ctx, void *state, const fa_exec_observer *obs)
     memset(e->out_plain_ok, 0, sizeof *e->out_plain_ok * (size_t)g->n_outputs);
     int cur = e->threads; /* OpenMP's thread count, set only where it changes between two kernels */
     fa_status st = FA_OK;
-    for (int s = 0; s < e->n_steps && !st; s++) {
-        const dispatch_step *d = &e->steps[s];
-        if (obs && obs->kernel_begin) obs->kernel_begin(obs->user, d->node, d->name);
+    for (int s = 0; s < e->n_steps && !st;) {
+        int t = e->stretch_end[s];
+        if (t > s) { /* a stretch of one-thread steps that a step on the pool's threads ends */
+            uint64_t t0 = fa_now_ns();
+            if (stretch_awake(e, s)) {
+                if (cur != e->threads) omp_set_num_threads(cur = e->threads);
+                st = run_stretch_awake(ctx, e, s, t, obs);
+            } else {
+                if (cur != 1) omp_set_num_threads(cur = 1);
+                for (int k = s; k < t && !st; k++) st = run_step(ctx, &e->steps[k], obs);
+            }
+            e->stretch_ns[s] = fa_now_ns() - t0;
+            s = t;
+            continue;
+        }
+        const dispatch_step *d = &e->steps[s++];
         if (d->threads != cur) omp_set_num_threads(cur = d->threads);
-        st = d->kern ? d->kern->run(ctx, d->kern, d->node, d->in, d->n_in, d->out, d->n_out, d->threads)
-                     : d->rk->run(d->rk->state, ctx, d->node, d->in, 1, d->out, 1, d->threads);
-        if (obs && obs->kernel_end) obs->kernel_end(obs->user, d->node, d->name);
-        if (st && d->kern) st = fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", d->node->name, d->node->op_type);
-        else if (st) st = fa_ctx_wrap(ctx, st, "executing %s: ", d->node->name);
+        st = run_step(ctx, d, obs);
     }
     if (cur != e->threads) omp_set_num_threads(e->threads);
     if (st) return st;

@@ -8,6 +8,7 @@
 #include <omp.h>
 
 #include "codegen_cases.h"
+#include "runtime/runtime-impl.h"
 #include "runtime/runtime.h"
 
 typedef struct seen {
@@ -235,6 +236,84 @@ static void test_fused_node_sized_by_its_flops(void **st)
     assert_int_equal(fused_kernel_threads(-1), 1);
 }
 
+/* Wake-ahead (runtime/cpu/exec_cpu.c run_stretch_awake): a stretch of one-thread kernels that a
+ * kernel on the pool's threads ends runs inside a parallel region of the pool, its kernels on the
+ * caller's thread with OpenMP's count at 1 as before, the large kernel after it outside; a small
+ * kernel that ends the run (no pool kernel after it) is not wrapped. The outputs are the same bits
+ * with and without it. Forced on for every stretch (by default a stretch is wrapped only once its
+ * last run took 15-200 us) and off. */
+typedef struct in_par {
+    int in_parallel[8], runs[8]; /* by node id */
+} in_par;
+
+static void on_begin_par(void *user, const fa_node *n, const char *kernel)
+{
+    (void)kernel;
+    in_par *p = user;
+    if (n->id >= 0 && n->id < 8) {
+        p->in_parallel[n->id] += omp_in_parallel() != 0;
+        p->runs[n->id]++;
+    }
+}
+
+static void run_wake_ahead(int mode, float *se_out, float *pooled_out, in_par *p, seen *s)
+{
+    fa_cpu_wake_ahead_force(mode);
+    tc *t = tc_new(17); /* a squeeze-excitation block's tail */
+    int64_t sd[4] = {1, 16, 1, 1}, ad[4] = {1, 16, 56, 56};
+    tc_input(t, "se", 4, sd);
+    tc_input(t, "act", 4, ad);
+    tc_node(t, "Relu", "act", NULL, NULL, "act_r");
+    tc_node(t, "Relu", "se", NULL, NULL, "se_r");
+    tc_node(t, "Sigmoid", "se_r", NULL, NULL, "se_s");
+    tc_node(t, "Mul", "act_r", "se_s", NULL, "scaled");
+    tc_node(t, "GlobalAveragePool", "scaled", NULL, NULL, "pooled");
+    tc_output(t, "se_s");
+    tc_output(t, "pooled");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2, .provider = probe_provider, .provider_user = s};
+    fa_exec *e = NULL;
+    if (fa_exec_create(t->ctx, t->g, &eo, &e)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, e, 5), FA_OK);
+    fa_exec_observer obs = {.user = p, .kernel_begin = on_begin_par};
+    for (int r = 0; r < 3; r++)
+        if (fa_exec_run(t->ctx, e, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(omp_get_max_threads(), 2);
+    assert_false(omp_in_parallel());
+    memcpy(se_out, fa_exec_output(e, 0)->data, 16 * sizeof(float));
+    memcpy(pooled_out, fa_exec_output(e, 1)->data, 16 * sizeof(float));
+    int small = node_of(t->g, "se_r"), sig = node_of(t->g, "se_s"), large = node_of(t->g, "act_r"),
+        mul = node_of(t->g, "scaled"), pool = node_of(t->g, "pooled");
+    assert_int_equal(t->g->n_topo, 5);
+    assert_int_equal(t->g->nodes[t->g->topo[4]]->id, pool);
+    for (int k = 0; k < 5; k++) assert_int_equal(p->runs[t->g->nodes[t->g->topo[k]]->id], 3);
+    assert_int_equal(p->in_parallel[small], mode ? 3 : 0); /* each ended by the large Relu or the Mul */
+    assert_int_equal(p->in_parallel[sig], mode ? 3 : 0);
+    assert_int_equal(p->in_parallel[large], 0);
+    assert_int_equal(p->in_parallel[mul], 0);
+    assert_int_equal(p->in_parallel[pool], 0); /* ends the run: nothing to wake the pool for */
+    assert_int_equal(s->run_omp[small], 1);     /* OpenMP's count inside the region: 1, as created */
+    assert_int_equal(s->run_threads[small], 1);
+    assert_int_equal(s->run_omp[large], 2);
+    fa_exec_free(e);
+    tc_free(t);
+    fa_cpu_wake_ahead_force(-1);
+}
+
+static void test_wake_ahead_stretch_runs_inside_the_pool(void **st)
+{
+    (void)st;
+    unsetenv("FA_SMALL_KERNELS_SHARED");
+    float se_on[16], se_off[16], pool_on[16], pool_off[16];
+    in_par p_on = {0}, p_off = {0};
+    seen s_on = {0}, s_off = {0};
+    run_wake_ahead(1, se_on, pool_on, &p_on, &s_on);
+    run_wake_ahead(0, se_off, pool_off, &p_off, &s_off);
+    assert_memory_equal(se_on, se_off, sizeof se_on);
+    assert_memory_equal(pool_on, pool_off, sizeof pool_on);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -243,6 +322,7 @@ int main(void)
         cmocka_unit_test(test_node_with_70_inputs_runs),
         cmocka_unit_test(test_prepared_run_is_the_graph_in_order),
         cmocka_unit_test(test_fused_node_sized_by_its_flops),
+        cmocka_unit_test(test_wake_ahead_stretch_runs_inside_the_pool),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
