@@ -47,9 +47,9 @@ static inline bool use512(void) { return !g_force_avx2 && fa_vmath512_available(
  * reduction and Horner polynomial (graph/expf_poly.h), 2^n built in the exponent field (AVX2 has no
  * vscalefps) as 2^(n - n/2) · 2^(n/2), two normal factors, so that a subnormal result is rounded
  * once, by the last product; then 1 / (1 + e) by the 12-bit reciprocal estimate and two Newton
- * steps, not a division. 8 lanes gain little: 0.64 against 0.67 ns per element for SLEEF's u10 exp
- * and a division (131,072 floats, one thread, a scratch program, 2026-12-06), against 0.32 for the
- * 16-lane form; the two forms share one algorithm and its error bounds (tests/unit/test_vmath.c). */
+ * steps, not a division. 8 lanes gain little: 0.62 ns per element (0.64 with Cephes's polynomial)
+ * against 0.67 for SLEEF's u10 exp and a division (131,072 floats, one thread, a scratch program,
+ * 2026-12-06); the two forms share one algorithm and its error bounds (tests/unit/test_vmath.c). */
 static inline __m256 exp_nonpos8(__m256 t)
 {
     t = _mm256_max_ps(t, _mm256_set1_ps(-104.0f)); /* n >= -150: exp rounds to 0 there */
