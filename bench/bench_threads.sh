@@ -38,7 +38,7 @@ policy_env() { # the environment of one policy; an explicit GOMP_SPINCOUNT is li
     passive) echo "OMP_WAIT_POLICY=passive" ;;
     active) echo "OMP_WAIT_POLICY=active" ;;
     spin*) local n=${1#spin}; n=${n/k/000}; echo "GOMP_SPINCOUNT=$n" ;;
-    default) echo "FA_BENCH_POLICY=default" ;; # run's own: GOMP_SPINCOUNT=1000 and wake-ahead
+    default) ;;                                # run's own: GOMP_SPINCOUNT=1000 and wake-ahead
     nowake) echo "FA_WAKE_AHEAD=0" ;;          # run's own spin count, no wake-ahead (docs/runtime.md)
   esac
 }

@@ -37,8 +37,9 @@ bool fa_vmath512_available(void);
 void fa_vmath512_erff(const float *x, float *y, int64_t n);
 void fa_vmath512_tanhf(const float *x, float *y, int64_t n);
 /* sigmoid and swish (x·sigmoid(alpha·x)) on 16 AVX-512F lanes with an exponential and reciprocal
- * of their own (graph/vmath512.c: Cephes's expf polynomial, a reciprocal estimate and one Newton
- * step; within 1e-6 relative of double precision, tests/unit/test_vmath.c); fa_vsigmoidf and
+ * of their own (graph/vmath512.c: graph/expf_poly.h's reduction and Horner polynomial, a
+ * reciprocal estimate and one Newton step; within 1e-6 relative of double precision,
+ * tests/unit/test_vmath.c); fa_vsigmoidf and
  * fa_vswishf use them when fa_vmath512_available() (the unfused Sigmoid over 262,144 floats, 2
  * threads: 0.110 -> 0.062 ms against the 8-lane SLEEF exp and division, bench_unary_ops.sh), and so
  * does a fused convolution's trailing swish (runtime/cpu/dnnl.c). */
