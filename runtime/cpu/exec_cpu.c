@@ -75,7 +75,7 @@ typedef struct cpu_exec {
     int *stretch_end;     /* by step: where a stretch of one-thread steps starts that a step on the
                              pool's threads ends, that step's index; else 0 (plan_dispatch) */
     uint64_t *stretch_ns; /* by step: that stretch's duration in the last run (0: not yet run) */
-    int wake_ahead;       /* FA_WAKE_AHEAD: 0 never, 1 by the stretches' durations (default) */
+    bool wake_ahead;      /* FA_WAKE_AHEAD unset or not "0": stretches by their durations */
     fa_value *step_vals;  /* every step's argument values, pointing into the arena */
     unsigned char *arena; /* the static memory plan's one buffer, 64-byte aligned */
     uint64_t arena_bytes, live_peak_bytes;
@@ -944,7 +944,7 @@ static fa_status run_step(fa_ctx *ctx, const dispatch_step *d, const fa_exec_obs
  * idle; past GOMP_SPINCOUNT's spins (~26 us here, cli/main.c) they sleep, and the step on the
  * pool's threads that ends the stretch pays their futex wake-up: EfficientNet-B0's per-channel
  * Mul after its SE block measured 50-99 us in the model against 14 us alone, half of it gone with
- * 20,000 spins (docs/runtime.md "Wake-ahead"). So a stretch that took at least
+ * 20,000 spins (docs/runtime.md "Threads and waiting"). So a stretch that took at least
  * FA_WAKE_AHEAD_MIN_NS in the last run, and at most FA_WAKE_AHEAD_MAX_NS, runs inside a parallel
  * region of the pool's threads: thread 0 (the caller's thread) runs its steps, one thread each as
  * before (oneDNN runs parallel(1, f) inline, and our small kernels open no region), while the
