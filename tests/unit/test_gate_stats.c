@@ -126,11 +126,6 @@ static void test_adaptive_stop_rule_on_synthetic_samples(void **state)
  * and largest of all n(n+1)/2 Walsh averages, sorted by brute force. Ties among the differences
  * (repeated values) included. Textbook check: n = 10 gives k = 11 (P(W+ <= 10) = 43/1024, the
  * one-sided 5% critical value 10 of Wilcoxon's tables). */
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 static void test_signed_rank_interval_by_brute_force(void **state)
 {
     (void)state;
@@ -152,11 +147,11 @@ static void test_signed_rank_interval_by_brute_force(void **state)
         for (int trial = 0; trial < 20; trial++) {
             for (int i = 0; i < n; i++) d[i] = floor(fa_rng_uniform(&r, -50, 150)) * (trial % 2 ? 1 : 0.37);
             if (trial % 5 == 0) d[1] = d[0]; /* a tie */
-            qsort(d, (size_t)n, sizeof *d, cmp_dbl);
+            qsort(d, (size_t)n, sizeof *d, fa_stats_cmp_double);
             int m = 0;
             for (int i = 0; i < n; i++)
                 for (int j = i; j < n; j++) walsh[m++] = 0.5 * (d[i] + d[j]);
-            qsort(walsh, (size_t)m, sizeof *walsh, cmp_dbl);
+            qsort(walsh, (size_t)m, sizeof *walsh, fa_stats_cmp_double);
             double lo, hi, level, est;
             assert_true(fa_stats_signed_rank_interval_sorted(d, (size_t)n, &lo, &hi, &level, &est));
             assert_true(lo == walsh[k - 1] && hi == walsh[m - k]);
@@ -173,11 +168,11 @@ static void test_signed_rank_interval_by_brute_force(void **state)
         assert_non_null(d);
         assert_non_null(walsh);
         for (size_t i = 0; i < n; i++) d[i] = floor(fa_rng_uniform(&r, -2000, 6000)) * 0.5;
-        qsort(d, n, sizeof *d, cmp_dbl);
+        qsort(d, n, sizeof *d, fa_stats_cmp_double);
         size_t w = 0;
         for (size_t i = 0; i < n; i++)
             for (size_t j = i; j < n; j++) walsh[w++] = 0.5 * (d[i] + d[j]);
-        qsort(walsh, m, sizeof *walsh, cmp_dbl);
+        qsort(walsh, m, sizeof *walsh, fa_stats_cmp_double);
         double mean = (double)n * (double)(n + 1) / 4, sd = sqrt((double)n * (double)(n + 1) * (double)(2 * n + 1) / 24);
         size_t k = (size_t)floor(mean - 1.6448536269514722 * sd + 0.5);
         double lo, hi, level, est;
@@ -216,7 +211,7 @@ static void test_signed_rank_interval_coverage_and_width(void **state)
                     double scale = spells && fa_rng_uniform(&r, 0, 1) < 0.1 ? fa_rng_uniform(&r, 1.2f, 2.0f) : 1;
                     d[i] = 3 + scale * 2 * fa_rng_normal(&r);
                 }
-                qsort(d, (size_t)n, sizeof *d, cmp_dbl);
+                qsort(d, (size_t)n, sizeof *d, fa_stats_cmp_double);
                 double lo, hi, level, slo, shi, slevel;
                 assert_true(fa_stats_signed_rank_interval_sorted(d, (size_t)n, &lo, &hi, &level, NULL));
                 assert_true(fa_stats_median_interval_sorted(d, (size_t)n, &slo, &shi, &slevel));
