@@ -155,6 +155,10 @@ typedef struct fa_apply_result {
      * stored as a run of kind 'fused' tagged "fused-of:<baseline run id>" */
     fa_graph *fused_graph;
     fa_trace *fused_trace;
+    /* the baseline's side of the same end-to-end rounds, recorded as fused_trace is (cpu; NULL
+     * elsewhere), owned, not stored: timed iteration k of each is round k, which pairs each
+     * cluster's saving in the model round by round (fa_apply_inmodel_savings) */
+    fa_trace *baseline_rounds_trace;
     fa_fused_map fused_map;            /* fused_graph's nodes and g's by cluster (owned) */
 } fa_apply_result;
 void fa_apply_result_free(fa_apply_result *r);
@@ -341,19 +345,29 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
  *  - fused side, per traced iteration of the fused trace: the same over the fused graph's nodes of
  *    c, plus the reorder kernels (FA_REORDER_NAME_FMT) of the tensors those nodes write: the layout
  *    conversions the fused node brought where the baseline ran plain;
- *  - inmodel_saving_ns = median(baseline side) - median(fused side) (core/stats.c medians);
- *    inmodel_spread_ns = sqrt(IQR_baseline^2 + IQR_fused^2): the traces are separate runs, so no
- *    iteration pairs a baseline sample with a fused one; for independent sides the spreads of a
- *    difference add in quadrature (exact for normal samples, whose IQR is 1.349 sigma). It is the
- *    spread of one iteration's difference, not the median's uncertainty: a |saving| under it says
- *    the cluster's share of the model is within the iterations' own noise.
+ *  - paired, when base_rounds (the baseline's side of the end-to-end rounds the fused trace was
+ *    recorded in, fa_apply_result.baseline_rounds_trace) holds as many timed iterations as the
+ *    fused run: its iteration k and the fused run's iteration k ran back to back in round k, so
+ *    inmodel_saving_ns = the median over rounds of (baseline side - fused side) and
+ *    inmodel_spread_ns = the IQR of those differences. Both sides then share each round's moment
+ *    of the machine, where the baseline run's own trace (taken seconds to minutes earlier, before
+ *    the apply stage) can sit in another state of a shared machine's memory bandwidth (1.7-2x
+ *    apart on the 2-core VM from one minute to the next: bench/README.md);
+ *  - unpaired otherwise (base_rounds NULL, or its iterations do not match): the baseline side
+ *    from the run's own trace; inmodel_saving_ns = median(baseline side) - median(fused side)
+ *    (core/stats.c medians); inmodel_spread_ns = sqrt(IQR_baseline^2 + IQR_fused^2): no iteration
+ *    pairs a baseline sample with a fused one; for independent sides the spreads of a difference
+ *    add in quadrature (exact for normal samples, whose IQR is 1.349 sigma).
+ *    Either way the spread is that of one iteration's difference, not the median's uncertainty: a
+ *    |saving| under it says the cluster's share of the model is within the iterations' own noise.
  * Every other cluster, and an accepted one whose nodes have no records in either trace (a node
  * missing from the op table, no timed iteration), gets NAN: not measured, never a made-up figure.
  * Units ns per model iteration. st: the run database holding both runs' traces; p: the plan (its
  * clusters in the order of v, p->n_clusters); fused: the fused model whose nodes map describes
  * (fa_apply_result.fused_graph / fused_map). Errors: the store's. */
 fa_status fa_apply_inmodel_savings(fa_ctx *ctx, fa_store *st, int64_t baseline_run, int64_t fused_run, const fa_plan *p,
-                                   const fa_graph *fused, const fa_fused_map *map, fa_cluster_verdict *v);
+                                   const fa_graph *fused, const fa_fused_map *map, const fa_trace *base_rounds,
+                                   fa_cluster_verdict *v);
 
 /* ---- outputs (applier/outputs.c) ---- */
 

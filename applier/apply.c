@@ -36,6 +36,7 @@ void fa_apply_result_free(fa_apply_result *r)
     free(r->verdicts);
     fa_arena_free(r->arena);
     fa_trace_free(r->fused_trace);
+    fa_trace_free(r->baseline_rounds_trace);
     fa_fused_map_free(&r->fused_map);
     fa_graph_free(r->fused_graph);
     free(r);
@@ -925,7 +926,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
         free(res->fused_samples);
         res->baseline_samples = res->fused_samples = NULL;
         fa_trace_free(res->fused_trace);
-        res->fused_trace = NULL;
+        fa_trace_free(res->baseline_rounds_trace);
+        res->fused_trace = res->baseline_rounds_trace = NULL;
         fa_fused_map_free(&res->fused_map);
         /* the accepted clusters (the test hook adds a wrong one), mapped node by node to their
          * clusters for the savings in the model (fa_apply_inmodel_savings) */
@@ -965,10 +967,14 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
          * applier in visits") */
         int ne = 0;
         /* on cpu the fused side's timed rounds are recorded as the fused model's trace (for the
-         * timeline and the roofline); a target with a trace source of its own traces it after */
+         * timeline and the roofline); a target with a trace source of its own traces it after.
+         * The baseline's side is recorded the same way: both sides then carry the recorder's
+         * (compensated) bookkeeping alike, and each accepted cluster's saving in the model pairs
+         * its members' time and its fused node's round by round (fa_apply_inmodel_savings) */
         bool on_cpu = fa_target_id(kt.t) == FA_TARGET_CPU;
         recorded_exec rb = {NULL, eb}, rf = {NULL, efz};
         if (!s && on_cpu) s = fa_cpu_recorder_create(ctx, gfull, NULL, NULL, &rf.rec);
+        if (!s && on_cpu) s = fa_cpu_recorder_create(ctx, g, NULL, NULL, &rb.rec);
         if (!s) {
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
             while (!s && ne < max_rounds) {
@@ -1008,9 +1014,11 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             /* the fused model's own kernel trace, for the timeline and the roofline: its rounds'
              * records on cpu, else traced now (no warm-up: efz has just run its rounds) */
             if (!again && rf.rec) res->fused_trace = fa_cpu_recorder_take(rf.rec);
+            if (!again && rb.rec) res->baseline_rounds_trace = fa_cpu_recorder_take(rb.rec);
             else if (!again) s = fa_collect(ctx, efz, gfull, 0, opt.iters, NULL, NULL, &res->fused_trace);
         }
         fa_cpu_recorder_free(rf.rec);
+        fa_cpu_recorder_free(rb.rec);
         if (s) fa_ctx_wrap(ctx, s, "end-to-end fused model on %s: ", fa_target_name(fa_target_id(kt.t)));
         fa_exec_free(eb);
         fa_exec_free(efz);

@@ -64,6 +64,93 @@ static fa_status reorder_row(fa_ctx *ctx, const side *sd, const char *name, cons
     return FA_OK;
 }
 
+typedef struct trace_rec {
+    int32_t node, iter;
+    uint64_t start, end;
+} trace_rec;
+
+static int cmp_trace_rec(const void *x, const void *y)
+{
+    const trace_rec *a = x, *b = y;
+    if (a->iter != b->iter) return (a->iter > b->iter) - (a->iter < b->iter);
+    return (a->start > b->start) - (a->start < b->start);
+}
+
+/* The side of an in-memory trace t of our own executor (the baseline's end-to-end rounds): per
+ * node of [0, n_nodes), per timed iteration, its kernels' summed time and the idle time before
+ * them, by fa_store_op_table's rules (iterations by their numbers in order; the idle before a
+ * kernel: its start less the latest end of the iteration's kernels that started before it, when
+ * positive). Rows only for nodes with records; no reorder rows (the baseline runs plain). Arrays
+ * in ar. Errors: FA_ERR_NOMEM. */
+static fa_status side_from_trace(fa_ctx *ctx, const fa_trace *t, int n_nodes, fa_arena *ar, side *out)
+{
+    memset(out, 0, sizeof *out);
+    out->n_nodes = n_nodes;
+    out->by_node = fa_arena_alloc(ar, sizeof *out->by_node * ((size_t)n_nodes + 1));
+    if (!out->by_node) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    memset(out->by_node, 0, sizeof *out->by_node * ((size_t)n_nodes + 1));
+    int32_t it_max = -1;
+    size_t n = 0;
+    trace_rec *recs = malloc(sizeof *recs * (t->n_acts + 1));
+    if (!recs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind != FA_ACT_KERNEL || a->iter < 0 || a->end_ns < a->start_ns) continue;
+        /* a kernel of no node of [0, n_nodes) still ends before the next one's idle time */
+        recs[n++] = (trace_rec){a->node >= 0 && a->node < n_nodes ? a->node : -1, a->iter, a->start_ns, a->end_ns};
+        if (a->iter > it_max) it_max = a->iter;
+    }
+    /* iteration numbers as they occur, in order: slot[iter] (an iteration with no kernel is none) */
+    int32_t *slot = malloc(sizeof *slot * ((size_t)it_max + 2));
+    fa_op_row *rows = fa_arena_alloc(ar, sizeof *rows * ((size_t)n_nodes + 1));
+    if (!slot || !rows) {
+        free(recs);
+        free(slot);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    for (int32_t k = 0; k <= it_max; k++) slot[k] = -1;
+    for (size_t i = 0; i < n; i++) slot[recs[i].iter] = 0;
+    int iters = 0;
+    for (int32_t k = 0; k <= it_max; k++)
+        if (slot[k] == 0) slot[k] = iters++;
+    /* node x iteration sums, written here and read through the rows */
+    size_t cells = (size_t)n_nodes * (size_t)(iters ? iters : 1);
+    int64_t *busy = fa_arena_alloc(ar, sizeof *busy * cells), *idle = fa_arena_alloc(ar, sizeof *idle * cells);
+    if (!busy || !idle) {
+        free(recs);
+        free(slot);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    memset(busy, 0, sizeof *busy * cells);
+    memset(idle, 0, sizeof *idle * cells);
+    qsort(recs, n, sizeof *recs, cmp_trace_rec);
+    uint64_t last_end = 0;
+    for (size_t i = 0; i < n; i++) {
+        const trace_rec *r = &recs[i];
+        bool first = i == 0 || recs[i - 1].iter != r->iter;
+        uint64_t before = last_end;
+        if (first || r->end > last_end) last_end = r->end;
+        if (r->node < 0) continue;
+        size_t at = (size_t)r->node * (size_t)iters + (size_t)slot[r->iter];
+        busy[at] += (int64_t)(r->end - r->start);
+        if (!first && r->start > before) idle[at] += (int64_t)(r->start - before);
+        if (!out->by_node[r->node]) {
+            fa_op_row *row = &rows[out->n_rows++];
+            memset(row, 0, sizeof *row);
+            row->node = r->node;
+            row->iter_ns = busy + (size_t)r->node * (size_t)iters;
+            row->idle_ns = idle + (size_t)r->node * (size_t)iters;
+            out->by_node[r->node] = row;
+        }
+        rows[out->by_node[r->node] - rows].kernels++;
+    }
+    out->rows = rows;
+    out->n_iters = iters;
+    free(recs);
+    free(slot);
+    return FA_OK;
+}
+
 /* Adds row r's per-iteration time (kernels + the idle before them) into acc[0..n_iters). */
 static void add_row(double *acc, const fa_op_row *r, int n_iters)
 {
@@ -79,15 +166,23 @@ static void med_iqr(double *acc, int n, double *med, double *iqr)
 }
 
 fa_status fa_apply_inmodel_savings(fa_ctx *ctx, fa_store *st, int64_t baseline_run, int64_t fused_run, const fa_plan *p,
-                                   const fa_graph *fused, const fa_fused_map *map, fa_cluster_verdict *v)
+                                   const fa_graph *fused, const fa_fused_map *map, const fa_trace *base_rounds,
+                                   fa_cluster_verdict *v)
 {
     for (int i = 0; i < p->n_clusters; i++) v[i].inmodel_saving_ns = v[i].inmodel_spread_ns = NAN;
     if (!fused || !map || !map->source || !map->fused || map->n_fused != fused->n_nodes) return FA_OK;
     fa_arena *ar = fa_arena_create(1 << 16);
     if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     side base, fz;
-    fa_status s = side_load(ctx, st, baseline_run, map->n_source, ar, &base);
-    if (!s) s = side_load(ctx, st, fused_run, fused->n_nodes, ar, &fz);
+    fa_status s = side_load(ctx, st, fused_run, fused->n_nodes, ar, &fz);
+    /* the baseline's side of the same rounds when it matches them, round for round; else the
+     * baseline run's own trace */
+    bool paired = false;
+    if (!s && base_rounds) {
+        s = side_from_trace(ctx, base_rounds, map->n_source, ar, &base);
+        paired = !s && base.n_iters > 0 && base.n_iters == fz.n_iters;
+    }
+    if (!s && !paired) s = side_load(ctx, st, baseline_run, map->n_source, ar, &base);
     double *a = NULL, *b = NULL;
     if (!s && base.n_iters > 0 && fz.n_iters > 0) {
         a = malloc(sizeof *a * (size_t)base.n_iters);
@@ -122,6 +217,13 @@ fa_status fa_apply_inmodel_savings(fa_ctx *ctx, fa_store *st, int64_t baseline_r
         }
         if (s || missing || !n_base || !n_fused) continue; /* not measured: NAN */
         double ma, ia, mb, ib;
+        if (paired) { /* round k's difference, a[k] <- a[k] - b[k] */
+            for (int k = 0; k < base.n_iters; k++) a[k] -= b[k];
+            med_iqr(a, base.n_iters, &ma, &ia);
+            v[i].inmodel_saving_ns = ma;
+            v[i].inmodel_spread_ns = ia;
+            continue;
+        }
         med_iqr(a, base.n_iters, &ma, &ia);
         med_iqr(b, fz.n_iters, &mb, &ib);
         v[i].inmodel_saving_ns = ma - mb;

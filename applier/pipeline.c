@@ -131,7 +131,7 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
         s = fa_store_get_fused_run(ctx, st, run_id, false, &fid);
         if (!s && fid >= 0)
             s = fa_apply_inmodel_savings(ctx, st, run_id, fid, r->plan, r->apply->fused_graph, &r->apply->fused_map,
-                                         r->apply->verdicts);
+                                         r->apply->baseline_rounds_trace, r->apply->verdicts);
         if (!s && fid >= 0) s = fa_store_put_cluster_verdicts(ctx, st, r->plan, r->apply->verdicts);
     }
     for (int i = 0; !s && i < r->plan->n_clusters; i++) r->folded_model |= r->plan->clusters[i].kind == FA_CLUSTER_BN_FOLD;

@@ -36,11 +36,11 @@ both lie within the IQR of its paired per-round differences is "about 0, within 
 plan) count once; the median round IQR / |measured| beside them.
 
 The saving in the model (issue 36; inmodel_table): per family and kind, over the accepted clusters
-with an in-model saving (plan.json inmodel_saving_ns: the nodes a fused node replaces in the
-baseline's trace less the fused node in the fused model's trace, applier/inmodel.c), the prediction
+with an in-model saving (plan.json inmodel_saving_ns: per end-to-end round, the nodes a fused node
+replaces in the baseline's run less the fused node in the fused model's run, applier/inmodel.c), the prediction
 within +-25% of the isolated measurement and, on the same clusters, of the in-model saving, the
 wrong sign against each, the median in-model / isolated ratio and how many in-model savings lie
-within their own spread (inmodel_spread_ns: the two traces' IQRs in quadrature). Per plan
+within their own spread (inmodel_spread_ns: the IQR of the per-round differences). Per plan
 (plan_totals) the in-model savings summed beside the end-to-end saving.
 
 The members' side split (issue 36; isolation_split): per family and kind, over the accepted

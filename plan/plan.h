@@ -242,18 +242,18 @@ typedef struct fa_cluster_verdict {
                                   dispatch as the runtime runs them), ns */
     double meas_fused_ns;      /* the fused kernel (its sub-graph), ns */
     /* the saving as the whole model sees it (issue 36; applier/inmodel.c fa_apply_inmodel_savings):
-     * from the run's two traces, the baseline's and the fused model's, not from a benchmark of the
-     * cluster alone. Per traced iteration, the nodes the cluster's fused node replaces (its members,
-     * and the BN an epilogue absorbs with its fold) take their kernels' time plus the idle time
-     * before each kernel in the baseline trace; the fused node, and the reorders of the tensors it
-     * writes, the same in the fused model's trace; the saving is the difference of the two sides'
-     * medians over their iterations. NAN: not measured (not accepted, no fused node of its own, a
+     * from the end-to-end rounds' records of both models, not from a benchmark of the cluster
+     * alone. Per round, the nodes the cluster's fused node replaces (its members, and the BN an
+     * epilogue absorbs with its fold) take their kernels' time plus the idle time before each
+     * kernel in the baseline's run; the fused node, and the reorders of the tensors it writes, the
+     * same in the fused model's run; the saving is the median of the per-round differences (where
+     * no baseline record of the rounds matches: the difference of the two traces' medians, the
+     * baseline's from its own run). NAN: not measured (not accepted, no fused node of its own, a
      * node without records, no fused trace) */
     double inmodel_saving_ns;  /* ns per iteration */
-    double inmodel_spread_ns;  /* the two sides' IQRs combined in quadrature, ns (the traces are
-                                  separate runs, so no iteration pairs them: the spread of one
-                                  iteration's difference, not the median's uncertainty); NAN with
-                                  the saving */
+    double inmodel_spread_ns;  /* the IQR of the per-round differences, ns (unpaired: the two
+                                  sides' IQRs in quadrature); the spread of one round's
+                                  difference, not the median's uncertainty; NAN with the saving */
 } fa_cluster_verdict;
 /* The verdict before the applier: the advisor's decision on c (status, refusal, reason, its gate
  * figures), nothing measured (NAN, -1). Strings borrowed from c. */

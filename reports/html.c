@@ -863,9 +863,9 @@ static void clusters_table(const fa_rep *r, fa_buf *b)
     fa_buf_puts(b, "<table class=\"sortable clusters\"><thead><tr><th>#</th><th>pattern</th><th>members</th>"
                    "<th>predicted (\xc2\xb5s)</th><th title=\"the cluster's unfused sub-graph and its fused kernel "
                    "benchmarked by themselves, interleaved: paired median\">measured alone (\xc2\xb5s)</th>"
-                   "<th title=\"the nodes the fused node replaces in the baseline's trace less the fused node (and the "
-                   "reorders of what it writes) in the fused model's trace, medians over the traced iterations; \xc2\xb1 "
-                   "the two sides' IQRs in quadrature. An accepted BN fold an epilogue absorbed has no node of its own "
+                   "<th title=\"in each end-to-end round, the nodes the fused node replaces in the baseline's run less the "
+                   "fused node (and the reorders of what it writes) in the fused model's run; the median over the rounds, "
+                   "\xc2\xb1 the IQR of those differences. An accepted BN fold an epilogue absorbed has no node of its own "
                    "(its saving is in the epilogue's)\">in the model (\xc2\xb5s)</th><th>max rel. error</th>");
     if (bench) fa_buf_puts(b, "<th>cluster unfused / fused</th>");
     if (score)

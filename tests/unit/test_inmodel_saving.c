@@ -3,11 +3,13 @@
  * hand-made traces of known kernel times: the baseline's nodes a fused node replaces (an
  * epilogue's with the BN of its absorbed fold) against that fused node and the reorder of the
  * tensor it writes, kernel time plus the idle before each kernel, medians over the iterations and
- * the IQRs in quadrature, equal to the figures worked out here from the traces' formulas; NAN for
- * a rejected cluster and for an accepted fold an accepted epilogue took over. The per-op table's
- * idle times of an iteration sum to its gaps (the analyzer's measure). */
+ * the IQRs in quadrature, equal to the figures worked out here from the traces' formulas; paired
+ * round by round with the baseline's side of the end-to-end rounds when given; NAN for a rejected
+ * cluster and for an accepted fold an accepted epilogue took over. The per-op table's idle times
+ * of an iteration sum to its gaps (the analyzer's measure). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "testutil.h"
@@ -24,6 +26,11 @@ static double dur(int k, int it, bool fused) { return fused ? 500 + 23 * k + 7 *
 /* The idle time before the kernel at place k (0 for the iteration's first). */
 static double gap(int k) { return k ? 100 + 5 * k : 0; }
 static double reorder_dur(int it) { return 300 + 3 * it; }
+/* The machine's state in iteration it, a factor on every kernel's time of the traces made while
+ * it is set (NULL: 1): a shared machine's slow and fast moments, which both sides of one
+ * end-to-end round share. */
+static const double *g_state;
+static double state(int it) { return g_state ? g_state[it] : 1.0; }
 
 static int topo_place(const fa_graph *g, const char *name)
 {
@@ -53,7 +60,7 @@ static fa_trace *make_trace(const fa_graph *g, bool fused, const char *reorder_o
             a.op_type = fa_trace_intern(t, n->op_type);
             at += gap(k);
             a.start_ns = (uint64_t)at;
-            at += dur(k, it, fused);
+            at += dur(k, it, fused) * state(it);
             a.end_ns = (uint64_t)at;
             assert_non_null(fa_trace_add(t, &a));
             bool writes = false;
@@ -69,7 +76,7 @@ static fa_trace *make_trace(const fa_graph *g, bool fused, const char *reorder_o
                 r.op_type = fa_trace_intern(t, FA_REORDER_OP);
                 at += REORDER_GAP;
                 r.start_ns = (uint64_t)at;
-                at += reorder_dur(it);
+                at += reorder_dur(it) * state(it);
                 r.end_ns = (uint64_t)at;
                 assert_non_null(fa_trace_add(t, &r));
             }
@@ -85,9 +92,9 @@ static double side_time(const fa_graph *g, const char *const *names, int n, bool
     double s = 0;
     for (int i = 0; i < n; i++) {
         int k = topo_place(g, names[i]);
-        s += dur(k, it, fused) + gap(k);
+        s += dur(k, it, fused) * state(it) + gap(k);
     }
-    if (with_reorder) s += REORDER_GAP + reorder_dur(it);
+    if (with_reorder) s += REORDER_GAP + reorder_dur(it) * state(it);
     return s;
 }
 
@@ -172,7 +179,7 @@ static void test_inmodel_saving_per_cluster(void **state)
     }
     fa_arena_free(ar);
 
-    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, gf, &map, v));
+    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, gf, &map, NULL, v));
     /* conv2's epilogue replaced conv2, bn2 (its fold's), relu2 and add by its Fused conv */
     const char *base2[] = {"conv2", "bn2", "relu2", "add"}, *fz2[] = {"conv2__fused"};
     double b_med = side_time(g, base2, 4, false, false, 2), f_med = side_time(gf, fz2, 1, true, false, 2);
@@ -208,6 +215,71 @@ static void test_inmodel_saving_per_cluster(void **state)
     release(ctx, st, tb, tf, &map, gf, p, g);
 }
 
+/* The baseline's side of the end-to-end rounds given (fa_apply_result.baseline_rounds_trace):
+ * the saving is the median over rounds of each round's difference and the spread their IQR, from
+ * that trace and not from the baseline run's own; the two sides share each round's state of the
+ * machine (a factor 1-2.2 on every kernel, round by round), which the paired figure cancels and
+ * the unpaired one (the medians of two sides whose slow rounds differ) does not. A rounds trace
+ * with other iterations than the fused run's pairs nothing: the unpaired figure, as without one. */
+static void test_inmodel_saving_paired_by_round(void **state_)
+{
+    (void)state_;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = NULL;
+    fa_plan *p = NULL;
+    convnet_tiny_plan(ctx, &g, &p);
+    int epi2 = cluster_of(p, FA_CLUSTER_EPILOGUE, g, "conv2"), fold2 = cluster_of(p, FA_CLUSTER_BN_FOLD, g, "conv2");
+    fa_cluster_verdict v[16];
+    assert_true(p->n_clusters <= 16);
+    for (int i = 0; i < p->n_clusters; i++) {
+        v[i] = fa_cluster_verdict_of(&p->clusters[i]);
+        v[i].status = FA_CLUSTER_REJECTED_NO_GAIN;
+    }
+    v[epi2].status = v[fold2].status = FA_CLUSTER_ACCEPTED;
+    int ids[2] = {p->clusters[fold2].id, p->clusters[epi2].id};
+    fa_graph *gf = NULL;
+    fa_fused_map map = {0};
+    fa_test_check_ok(ctx, fa_fused_graph_mapped(ctx, g, p, ids, 2, false, true, -1, 0, NULL, 0, &gf, &map));
+    /* the baseline run's own trace on a quiet machine; the rounds slow in 2 of 5 */
+    fa_trace *tb = make_trace(g, false, NULL, NULL);
+    static const double rounds[ITERS] = {1.0, 2.2, 1.0, 1.9, 1.05};
+    g_state = rounds;
+    fa_trace *tr = make_trace(g, false, NULL, NULL), *tf = make_trace(gf, true, NULL, NULL);
+    const char *path = fa_test_store_fresh("inmodel-paired");
+    fa_store *st = fa_test_store_open_ok(ctx, path);
+    int64_t bid, fid;
+    fa_test_check_ok(ctx, fa_test_store_graph_trace(ctx, st, g, tb, &bid));
+    fa_test_check_ok(ctx, fa_test_store_graph_trace(ctx, st, gf, tf, &fid));
+
+    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, gf, &map, tr, v));
+    const char *base2[] = {"conv2", "bn2", "relu2", "add"}, *fz2[] = {"conv2__fused"};
+    double d[ITERS];
+    for (int it = 0; it < ITERS; it++) d[it] = side_time(g, base2, 4, false, false, it) - side_time(gf, fz2, 1, true, false, it);
+    qsort(d, ITERS, sizeof *d, fa_stats_cmp_double);
+    double want = fa_stats_quantile_sorted(d, ITERS, 0.5),
+           want_iqr = fa_stats_quantile_sorted(d, ITERS, 0.75) - fa_stats_quantile_sorted(d, ITERS, 0.25);
+    /* the records' stamps are whole ns: a side of four kernels is within 4 ns of the formula */
+    assert_true(fabs(v[epi2].inmodel_saving_ns - want) < 5);
+    assert_true(fabs(v[epi2].inmodel_spread_ns - want_iqr) < 5);
+    double paired = v[epi2].inmodel_saving_ns;
+
+    /* unpaired, against the baseline run's quiet trace: another figure (the fused side's slow
+     * rounds against a quiet baseline), which the rounds trace with one round less also gives */
+    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, gf, &map, NULL, v));
+    double unpaired = v[epi2].inmodel_saving_ns;
+    assert_true(fabs(unpaired - paired) > 100);
+    tr->n_iters = ITERS - 1;
+    size_t kept = 0;
+    for (size_t i = 0; i < tr->n_acts; i++)
+        if (tr->acts[i].iter != ITERS - 1) tr->acts[kept++] = tr->acts[i];
+    tr->n_acts = kept;
+    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, gf, &map, tr, v));
+    assert_true(fabs(v[epi2].inmodel_saving_ns - unpaired) < 1e-6);
+    g_state = NULL;
+    fa_trace_free(tr);
+    release(ctx, st, tb, tf, &map, gf, p, g);
+}
+
 /* No fused trace, or a cluster whose fused node left no record: NAN, never a figure made up. */
 static void test_inmodel_saving_not_measured_without_records(void **state)
 {
@@ -230,10 +302,10 @@ static void test_inmodel_saving_not_measured_without_records(void **state)
     int64_t bid, fid;
     fa_test_check_ok(ctx, fa_test_store_graph_trace(ctx, st, g, tb, &bid));
     fa_test_check_ok(ctx, fa_test_store_graph_trace(ctx, st, gf, tf, &fid));
-    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, gf, &map, v));
+    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, gf, &map, NULL, v));
     assert_true(isnan(v[fold1].inmodel_saving_ns) && isnan(v[fold1].inmodel_spread_ns));
     /* no map (no fused model): every cluster NAN */
-    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, NULL, NULL, v));
+    fa_test_check_ok(ctx, fa_apply_inmodel_savings(ctx, st, bid, fid, p, NULL, NULL, NULL, v));
     for (int i = 0; i < p->n_clusters; i++) assert_true(isnan(v[i].inmodel_saving_ns));
     release(ctx, st, tb, tf, &map, gf, p, g);
 }
@@ -294,6 +366,7 @@ int main(void)
     fa_test_store_backend_init("test_inmodel_saving");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_inmodel_saving_per_cluster),
+        cmocka_unit_test(test_inmodel_saving_paired_by_round),
         cmocka_unit_test(test_inmodel_saving_not_measured_without_records),
         cmocka_unit_test(test_fused_nodes_carry_their_flops),
     };
