@@ -31,6 +31,11 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * larger one instead of sizing an array by it. 2^24 nodes is far beyond any real graph (the
  * bench's 100,000-node chain is the largest we run). */
 #define FA_STORE_NODE_ID_MAX (1 << 24)
+/* A run row's threads, iters and warmup as read (read_run_row): the CLI's own ranges
+ * (cli/cli.h: --threads [0, 1024], --iters and --warmup up to 1000000; a trace's timed
+ * iterations under --trace-span stay within them). Beyond them a row is refused as bad input. */
+#define FA_STORE_RUN_THREADS_MAX 1024
+#define FA_STORE_RUN_ITERS_MAX 1000000
 /* The limit in effect, ns: FA_DB_STEP_LIMIT_S when it is a number in (0, 1e6), else the default.
  * SQLite interrupts one step past it (its progress handler); a PostgreSQL session sets it as its
  * statement_timeout, so a server-side endless query (a crafted view, rule or function default the

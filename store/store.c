@@ -858,9 +858,25 @@ static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *a
     r->model_sha256 = fa_sq_col_str(q, 3, arena);
     r->target = fa_sq_col_str(q, 4, arena);
     r->device_name = fa_sq_col_str(q, 5, arena);
-    r->threads = fa_col_int(q, 6);
-    r->iters = fa_col_int(q, 7);
-    r->warmup = fa_col_int(q, 8);
+    /* figures that size work when a verb measures again on the run's terms (analyze's and
+     * advise's ceilings, apply's executors and benchmarks): a database is untrusted input, and a
+     * crafted thread count of 5,000 made `analyze` start 5,000 OpenMP threads that spun for
+     * minutes. The bounds are the options' own (run_int_column) */
+    static const struct { const char *name; int64_t lo, hi; } cols[3] = {
+        {"threads", 0, FA_STORE_RUN_THREADS_MAX}, {"iters", 0, FA_STORE_RUN_ITERS_MAX},
+        {"warmup", FA_WARMUP_AUTO, FA_STORE_RUN_ITERS_MAX}};
+    int vals[3];
+    for (int c = 0; c < 3; c++) {
+        int64_t v = fa_col_i64(q, 6 + c);
+        if (v < cols[c].lo || v > cols[c].hi)
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table runs, column %s: %lld is outside [%lld, %lld]",
+                                st->path, (long long)r->id, cols[c].name, (long long)v, (long long)cols[c].lo,
+                                (long long)cols[c].hi);
+        vals[c] = (int)v;
+    }
+    r->threads = vals[0];
+    r->iters = vals[1];
+    r->warmup = vals[2];
     /* a command line stored by another tool or an older fuse-advise may still carry a secret */
     if (!fa_col_null(q, 9)) {
         char *cmd = fa_store_redact_command_line(fa_col_text(q, 9));

@@ -298,6 +298,37 @@ static void test_db_node_id_beyond_any_graph_refused_not_out_of_memory(void **st
     free(err);
 }
 
+/* Figures of a run that size what a verb runs again on its terms: a thread count of 5,000 made
+ * `analyze` start 5,000 OpenMP threads for its ceilings and spin for minutes, and an int64 beyond
+ * int's range wrapped to a small count. Each is refused naming the table, column and value, by
+ * every verb that reads the run, before anything runs. */
+static void test_db_run_sizes_beyond_the_options_ranges_refused(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("sizes-base.db");
+    const struct { const char *sql, *want; } cases[] = {
+        {"UPDATE runs SET threads = 5000;", "table runs, column threads: 5000 is outside [0, 1024]"},
+        {"UPDATE runs SET threads = 4294967298;", "column threads: 4294967298 is outside"},
+        {"UPDATE runs SET iters = 2000000000;", "column iters: 2000000000 is outside [0, 1000000]"},
+        {"UPDATE runs SET warmup = -7;", "column warmup: -7 is outside [-1, 1000000]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "sizes%zu.db", i);
+        const char *db = tmp_path(name);
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        const char *verbs[][6] = {{"analyze", "1", "--db", db, NULL}, {"runs", "--db", db, NULL}, {"show", "1", "--db", db, NULL}};
+        for (int v = 0; v < 3; v++) {
+            char *err = NULL;
+            int rc = cli_within(verbs[v], 60, NULL, &err);
+            if (rc != 1 || !strstr(err, cases[i].want))
+                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\"): %s", i, verbs[v][0], rc, cases[i].want, err);
+            free(err);
+        }
+    }
+}
+
 /* A text of n bytes in a (fresh) raw_sql statement: UPDATE TABLE SET COL = <n x 'a'> WHERE ... */
 static void set_long_text(const char *db, const char *table, const char *col, const char *where, size_t n)
 {
@@ -506,6 +537,7 @@ int main(void)
         cmocka_unit_test(test_db_trigger_or_other_schema_refused_naming_the_difference),
         cmocka_unit_test(test_db_null_or_wrong_typed_value_named_by_table_row_and_column),
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
+        cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
         cmocka_unit_test(test_db_value_over_the_length_limit_refused_read_or_written),
         cmocka_unit_test(test_db_step_time_limit_stops_an_endless_statement),
         cmocka_unit_test(test_conninfo_password_never_shown_or_stored_in_any_form),
