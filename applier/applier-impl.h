@@ -280,6 +280,15 @@ void fa_layout_judge(fa_layout deflt, const fa_layout_samples *s, int n_rivals, 
  * least 1 % of the model is then established — the rule the rounds stop on
  * (fa_apply_e2e_concluded), so rounds that stop on it end in a win. */
 bool fa_apply_e2e_wins(const double *sa, const double *sb, int n);
+
+/* The first op type of g that rounds values to steps (QuantizeLinear, DynamicQuantizeLinear,
+ * QLinearConv, QLinearMatMul and the other QLinear ops, MatMulInteger, ConvInteger, Round), as
+ * a static string; NULL when none. The end-to-end check's limit for such a model is
+ * FA_APPLY_E2E_TOLERANCE_ROUNDING (applier.h: why). */
+const char *fa_apply_rounding_op(const fa_graph *g);
+/* The end-to-end limit for g: max(FA_APPLY_E2E_TOLERANCE, opt_tolerance), and at least
+ * FA_APPLY_E2E_TOLERANCE_ROUNDING when g rounds (*rounding_op then names the op, else NULL). */
+double fa_apply_e2e_tolerance(const fa_graph *g, double opt_tolerance, const char **rounding_op);
 /* The end-to-end rounds' stop rule (issue 39): the n paired whole-model rounds (sa baseline, sb
  * fused, ns) conclude when their saving has settled (fa_apply_rounds_settled) or when the signed-
  * rank interval of their differences (core/stats.c fa_stats_signed_rank_interval_sorted) lies

@@ -997,7 +997,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             res->peak_bytes_fused = fa_exec_peak_bytes(efz);
             res->kernels_baseline = g->n_topo;
             res->kernels_fused = gfull->n_topo;
-            res->e2e_tolerance = fmax(FA_APPLY_E2E_TOLERANCE, opt.tolerance);
+            res->e2e_tolerance = fa_apply_e2e_tolerance(g, opt.tolerance, &res->e2e_rounding_op);
             res->e2e_mismatch = !(res->e2e_max_rel_error <= res->e2e_tolerance); /* NaN too */
             bool changed = res->accepted > 0 || res->e2e_reorders > 0; /* else the fused model is the baseline */
             res->e2e_wins = !res->e2e_mismatch && changed &&

@@ -421,6 +421,32 @@ bool fa_apply_e2e_wins(const double *sa, const double *sb, int n)
     return e2e_signed_rank_side(sa, sb, n) > 0 && sf.median_ns < su.median_ns;
 }
 
+const char *fa_apply_rounding_op(const fa_graph *g)
+{
+    /* whole names, then prefixes (QLinearConv, QLinearMatMul, ONNX Runtime's QLinearAdd and
+     * MatMulIntegerToFloat ...): the name returned is ours, not the model's text */
+    static const char *const exact[] = {"QuantizeLinear", "DynamicQuantizeLinear", "Round"};
+    static const char *const prefix[] = {"QLinear", "MatMulInteger", "ConvInteger", "DynamicQuantize"};
+    static const char *const prefix_name[] = {"QLinear*", "MatMulInteger", "ConvInteger", "DynamicQuantize*"};
+    for (int i = 0; g && i < g->n_nodes; i++) {
+        const fa_node *n = g->nodes[i];
+        if (!n || !n->op_type) continue;
+        for (size_t k = 0; k < sizeof exact / sizeof exact[0]; k++)
+            if (!strcmp(n->op_type, exact[k])) return exact[k];
+        for (size_t k = 0; k < sizeof prefix / sizeof prefix[0]; k++)
+            if (!strncmp(n->op_type, prefix[k], strlen(prefix[k]))) return prefix_name[k];
+    }
+    return NULL;
+}
+
+double fa_apply_e2e_tolerance(const fa_graph *g, double opt_tolerance, const char **rounding_op)
+{
+    double tol = fmax(FA_APPLY_E2E_TOLERANCE, opt_tolerance);
+    const char *op = fa_apply_rounding_op(g);
+    if (rounding_op) *rounding_op = op;
+    return op ? fmax(tol, FA_APPLY_E2E_TOLERANCE_ROUNDING) : tol;
+}
+
 bool fa_apply_e2e_concluded(const double *sa, const double *sb, int n)
 {
     return fa_apply_rounds_settled(sa, sb, n) || e2e_signed_rank_side(sa, sb, n) != 0;

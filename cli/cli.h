@@ -277,6 +277,7 @@ typedef struct fa_cli_result {
     int backed_off;           /* clusters the end-to-end back-off dropped */
     bool layouts_dropped;
     double e2e_tolerance;
+    const char *e2e_rounding_op; /* fa_apply_result's: why the limit is the rounding one, NULL */
 } fa_cli_result;
 /* The answer first: the plan's patterns ranked by measured saving (at most 8 kept and 3 not
  * kept), the end-to-end verdict with its figures (store/figures.c), kernels, peaks, the analysis,

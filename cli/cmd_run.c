@@ -189,9 +189,9 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     fa_status run_s = s;
     if (!s && r && r->e2e_mismatch)
         run_s = fa_ctx_error(ctx, FA_ERR_RUNTIME, "end-to-end verification failed: the fused model's outputs differ from the "
-                             "unfused model's by a max relative error of %.3g (limit %.3g); every cluster passed its own check, "
+                             "unfused model's by a max relative error of %.3g (limit %.3g%s); every cluster passed its own check, "
                              "so composing them (layouts, executor) is at fault: please report it",
-                             r->e2e_max_rel_error, r->e2e_tolerance);
+                             r->e2e_max_rel_error, r->e2e_tolerance, r->e2e_rounding_op ? ", the limit of a model that rounds to steps" : "");
     if (!s) {
         fa_ctx *c2 = fa_ctx_create();
         s = fa_store_run_finish(c2 ? c2 : ctx, st, run_id, run_s == FA_OK, run_s ? fa_ctx_errmsg(ctx) : NULL);
@@ -209,7 +209,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     if (!s) {
         fa_cli_result res = {model, fa_target_name(target), devname, info->threads, out_dir, oo && oo->verbose, oo && oo->json,
                              wrote_kernel_sources(out_dir, started), any_fold, r->backed_off, r->layouts_dropped,
-                             r->e2e_tolerance};
+                             r->e2e_tolerance, r->e2e_rounding_op};
         s = fa_cli_print_result(ctx, st, run_id, &res);
     }
     /* the outputs are written and stored (the report shows the MISMATCH); the run itself failed */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "applier/applier.h"
 #include "plan/plan.h"
 #include "reports/reports.h"
 #include "store/store.h"
@@ -125,7 +126,7 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
 }
 
 /* The end-to-end verdict in one sentence, with the figures it rests on. */
-static void print_verdict(const fa_run_figures *f, double e2e_tolerance)
+static void print_verdict(const fa_run_figures *f, double e2e_tolerance, const char *rounding_op)
 {
     const fa_sample_stats *b = &f->bench_baseline, *fu = &f->bench_fused;
     char tt[32] = "not traced";
@@ -145,6 +146,11 @@ static void print_verdict(const fa_run_figures *f, double e2e_tolerance)
     if (f->verdict == FA_E2E_MISMATCH)
         fa_cli_printf("the fused model's outputs differ from the unfused model's: max relative error %.3g > %.3g\n",
                       f->e2e_max_rel_error, e2e_tolerance);
+    else if (f->e2e_max_rel_error == f->e2e_max_rel_error && rounding_op && f->e2e_max_rel_error > FA_APPLY_E2E_TOLERANCE)
+        fa_cli_printf("the fused model's outputs match the unfused model's within a max relative error of %.2g (limit %.2g: the "
+                      "model rounds to steps (%s), and a value on a rounding tie moves a whole step under any other rounding "
+                      "of the sum before it, another engine's too)\n",
+                      f->e2e_max_rel_error, e2e_tolerance, rounding_op);
     else if (f->e2e_max_rel_error == f->e2e_max_rel_error)
         fa_cli_printf("the fused model's outputs match the unfused model's within a max relative error of %.2g\n",
                       f->e2e_max_rel_error);
@@ -208,7 +214,7 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     fa_cli_printf("run %" PRId64 ": %s on %s (%s, %d threads)\n\n", run_id, res->model, res->target, res->device, res->threads);
     if (p && p->n_clusters) print_groups(p, v, &f, res->verbose);
     else fa_cli_printf("The plan has no cluster: nothing in this model could be fused (the why-not list is in plan.json).\n");
-    print_verdict(&f, res->e2e_tolerance);
+    print_verdict(&f, res->e2e_tolerance, res->e2e_rounding_op);
     const fa_sample_stats *b = &f.bench_baseline, *fu = &f.bench_fused;
     bool noisy = (b->median_ns > 0 && ((b->p75_ns - b->p25_ns) > 0.25 * b->median_ns ||
                                        (fu->p75_ns - fu->p25_ns) > 0.25 * fu->median_ns)) ||
@@ -235,8 +241,10 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
                       "fused model was not measurably faster\n", res->backed_off, res->backed_off == 1 ? "" : "s");
     char kf[128];
     fa_run_figures_fused_kernels_text(&f, kf, sizeof kf);
-    fa_cli_printf("kernels per iteration %d -> %s; peak activations %.1f -> %.1f MiB\n", f.kernels_baseline, kf,
-                  f.peak_bytes_baseline / 1048576.0, f.peak_bytes_fused / 1048576.0);
+    char pf[48] = "not measured"; /* no fused run stored (a MISMATCH): no figure, not 0 */
+    if (f.fused_run_id >= 0) snprintf(pf, sizeof pf, "%.1f MiB", f.peak_bytes_fused / 1048576.0);
+    fa_cli_printf("kernels per iteration %d -> %s; peak activations %.1f MiB -> %s\n", f.kernels_baseline, kf,
+                  f.peak_bytes_baseline / 1048576.0, pf);
     char lay[512];
     if (p) fa_plan_layout_text(&p->layout, lay, sizeof lay);
     if (p && lay[0]) fa_cli_printf("%s\n", lay);
