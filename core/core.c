@@ -357,20 +357,39 @@ void fa_escape_dot(fa_buf *b, const char *s, size_t n)
     }
 }
 
+static void escape_term(fa_buf *b, const char *s, size_t n, bool keep_lines);
+
 void fa_escape_csv(fa_buf *b, const char *s, size_t n)
 {
+    /* control, C1 and bidi characters first, as the terminal has them: `cat kernels.csv` is a
+     * terminal too (an OSC 52 in a kernel name wrote the clipboard) */
+    fa_buf t;
+    fa_buf_init(&t);
+    escape_term(&t, s, n, false);
+    if (t.oom) { /* nothing of the cell rather than its raw bytes */
+        fa_buf_free(&t);
+        b->oom = true;
+        return;
+    }
+    s = t.data ? t.data : "";
+    n = t.len;
     /* OWASP "CSV Injection": a cell a spreadsheet would read as a formula */
     bool formula = n > 0 && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@' || s[0] == '\t' || s[0] == '\r');
     bool quote = formula;
     for (size_t i = 0; i < n; i++)
-        if (s[i] == ',' || s[i] == '"' || s[i] == '\n' || s[i] == '\r') quote = true;
-    if (!quote) { fa_buf_append(b, s, n); return; }
+        if (s[i] == ',' || s[i] == '"') quote = true;
+    if (!quote) {
+        fa_buf_append(b, s, n);
+        fa_buf_free(&t);
+        return;
+    }
     fa_buf_puts(b, formula ? "\"'" : "\"");
     for (size_t i = 0; i < n; i++) {
         if (s[i] == '"') fa_buf_puts(b, "\"\"");
         else fa_buf_append(b, &s[i], 1);
     }
     fa_buf_puts(b, "\"");
+    fa_buf_free(&t);
 }
 
 /* The code point of the valid UTF-8 sequence of length l at s. */

@@ -94,8 +94,10 @@ void fa_buf_vprintf(fa_buf *b, const char *fmt, va_list ap);
  * JSON: RFC 8259 string body (no quotes); invalid UTF-8 bytes become U+FFFD.
  * HTML: & < > " ' as entities (safe in text and quoted attributes).
  * DOT:  body of a double-quoted ID ("\" and backslash escaped, newline as \n).
- * CSV:  RFC 4180 field, quoted when needed; a field starting with = + - @ tab or CR (a spreadsheet
- *       formula) is quoted with a ' before it, as OWASP's "CSV Injection" page recommends. */
+ * CSV:  control, C1 and line-reordering characters escaped first as fa_escape_term writes them
+ *       (a CSV file is read on a terminal too), then an RFC 4180 field, quoted when needed; a field
+ *       starting with = + - or @ (a spreadsheet formula) is quoted with a ' before it, as OWASP's
+ *       "CSV Injection" page recommends (a tab or CR before it is already an escape). */
 void fa_escape_json(fa_buf *b, const char *s, size_t n);
 void fa_escape_html(fa_buf *b, const char *s, size_t n);
 void fa_escape_dot(fa_buf *b, const char *s, size_t n);

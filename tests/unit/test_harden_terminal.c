@@ -165,8 +165,11 @@ static void test_csv_formula_cells_neutralised(void **state)
         {"+cmd|' /C calc'!A0", "\"'+cmd|' /C calc'!A0\""},
         {"-2+3", "\"'-2+3\""},
         {"@SUM(A1)", "\"'@SUM(A1)\""},
-        {"\t=1", "\"'\t=1\""},
-        {"\r=1", "\"'\r=1\""},
+        {"\t=1", "\\t=1"},   /* the tab an escape: no longer a formula's lead */
+        {"\r=1", "\\r=1"},
+        {"a\x1b]52;c;SGk=\x07" "b", "a\\x1b]52;c;SGk=\\x07b"}, /* OSC 52 (clipboard) */
+        {"x\xc2\x9b" "2J\xe2\x80\xae" "y", "x\\u009b2J\\u202ey"}, /* C1 CSI, right-to-left override */
+        {"a\nb,c", "\"a\\nb,c\""},
         {"conv=1", "conv=1"},
         {"a,b", "\"a,b\""},
         {"", ""},
