@@ -21,11 +21,13 @@ static int exec_fail(fa_ctx *ctx, fa_status st, const char *model)
     return fa_cli_fail(ctx, st);
 }
 
-/* Bind graph input t's symbolic dims to the shape of the value read from `path`; a dim the
- * model fixes must agree, and a dim_param bound by an earlier input's file (vals[0..i)) must
- * take the same value. */
-static fa_status bind_from_file(fa_ctx *ctx, fa_graph *g, fa_tensor *t, const fa_value *v, const char *path,
-                                const fa_value *vals, const int *orig, int i, const char *indir)
+/* The shape of the value read from `path` against graph input t: a dim the model fixes must
+ * agree, and a dim_param bound by an earlier input's file (vals[0..i)) must take the same value.
+ * Checked for every input, a shape-parameter input frozen to its file's values too (an integer
+ * attention mask of 2 x 12 beside input ids of 2 x 16, both [batch, sequence], failed deep in
+ * the graph instead). */
+static fa_status dims_agree(fa_ctx *ctx, const fa_graph *g, const fa_tensor *t, const fa_value *v, const char *path,
+                            const fa_value *vals, const int *orig, int i, const char *indir)
 {
     if (t->rank >= 0 && t->rank != v->rank)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: input '%s' has rank %d in the model, the file holds rank %d", path,
@@ -47,6 +49,16 @@ static fa_status bind_from_file(fa_ctx *ctx, fa_graph *g, fa_tensor *t, const fa
                                         param, t->name, (long long)v->dims[d], indir, j, (long long)vals[j].dims[k]);
         }
     }
+    return FA_OK;
+}
+
+/* Bind graph input t's symbolic dims to the shape of the value read from `path` (dims_agree
+ * first). */
+static fa_status bind_from_file(fa_ctx *ctx, fa_graph *g, fa_tensor *t, const fa_value *v, const char *path,
+                                const fa_value *vals, const int *orig, int i, const char *indir)
+{
+    fa_status s = dims_agree(ctx, g, t, v, path, vals, orig, i, indir);
+    if (s) return s;
     if (t->rank < 0) {
         fa_tensor_set_shape(t, t->dtype ? t->dtype : v->dtype, v->rank, v->dims);
         return FA_OK;
@@ -108,6 +120,8 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
             if (st) break;
             fa_tensor *t = g->tensors[orig[i]];
             if (fa_graph_input_is_shape_param(g, orig[i])) {
+                st = dims_agree(ctx, g, t, &vals[i], path, vals, orig, i, indir);
+                if (st) break;
                 st = fa_graph_freeze_input(ctx, g, t->name, &vals[i]);
                 if (st) fa_ctx_wrap(ctx, st, "%s: ", path);
                 continue;

@@ -225,6 +225,54 @@ static void write_pb(fa_ctx *ctx, const char *dir, int i, int rank, const int64_
     free(data);
 }
 
+/* An integer input (frozen to its file's values as a possible shape parameter) is checked
+ * against the shared dims as the others are: ids[batch, seq] and mask[batch, seq] files of 2 x 5
+ * and 2 x 3 were taken, and the model failed deep inside (a Qwen2 export's attention Add). */
+static void test_exec_checks_shared_dims_of_integer_inputs(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("ids");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    const char *names[2] = {"ids", "mask"};
+    for (int k = 0; k < 2; k++) {
+        int id = fa_graph_tensor(g, names[k]);
+        fa_tensor_set_shape(g->tensors[id], FA_DTYPE_INT64, 2, (int64_t[]){-1, -1});
+        g->tensors[id]->dim_params[0] = "batch";
+        g->tensors[id]->dim_params[1] = "seq";
+        assert_int_equal(fa_graph_add_input(ctx, g, id), FA_OK);
+    }
+    assert_non_null(fa_graph_add_node(ctx, g, "add", "Add", "", 2, (const char *[]){"ids", "mask"}, 1, (const char *[]){"y"}));
+    assert_int_equal(fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y")), FA_OK);
+    const char *path = fa_test_path(fa_test_tmpdir(), "ids.onnx");
+    assert_int_equal(fa_onnx_export(ctx, g, path), FA_OK);
+    fa_graph_free(g);
+    char inb[4096], outb[4096];
+    snprintf(inb, sizeof inb, "%s", fa_test_path(fa_test_tmpdir(), "ids-in"));
+    snprintf(outb, sizeof outb, "%s", fa_test_path(fa_test_tmpdir(), "ids-out"));
+    mkdir(inb, 0755);
+    for (int k = 0; k < 2; k++) {
+        fa_value v = {0};
+        v.dtype = FA_DTYPE_INT64;
+        v.rank = 2;
+        v.dims[0] = 2;
+        v.dims[1] = k ? 3 : 5;
+        int64_t data[10] = {0};
+        v.data = data;
+        char pb[4200];
+        snprintf(pb, sizeof pb, "%s/input_%d.pb", inb, k);
+        assert_int_equal(fa_tensorproto_write(ctx, pb, &v, NULL), FA_OK);
+    }
+    char *so = NULL, *se = NULL;
+    const char *argv[] = {"exec", path, "--inputs", inb, "--outputs", outb, NULL};
+    assert_int_equal(fa_test_run_cli(argv, &so, &se), 1);
+    if (!strstr(se, "input_1.pb: dim 'seq' of input 'mask' is 3, but") || !strstr(se, "input_0.pb gives it 5"))
+        fail_msg("want the shared dim named: %s", se);
+    free(so);
+    free(se);
+    fa_ctx_free(ctx);
+}
+
 /* exec runs a dynamic-axes model at its input files' shapes, with no flag; --shape still
  * applies; files that disagree on a shared dim are refused naming both files and the model. */
 static void test_exec_takes_shapes_from_input_files(void **s)
@@ -374,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_shape_and_batch_override_the_default),
         cmocka_unit_test(test_export_keeps_symbolic_dims_and_shape_subgraph),
         cmocka_unit_test(test_exec_takes_shapes_from_input_files),
+        cmocka_unit_test(test_exec_checks_shared_dims_of_integer_inputs),
         cmocka_unit_test(test_run_notices_defaults_once_and_stores_them),
         cmocka_unit_test(test_integer_inputs_frozen_only_when_they_set_a_shape),
     };
