@@ -637,6 +637,12 @@ uint64_t fa_now_ns(void)
 
 fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len)
 {
+    return fa_read_file_max(ctx, path, SIZE_MAX, NULL, out_data, out_len);
+}
+
+fa_status fa_read_file_max(fa_ctx *ctx, const char *path, size_t max, const char *what, uint8_t **out_data,
+                           size_t *out_len)
+{
     int fd = -1;
     fa_status os = fa_open_input(ctx, path, 0, &fd);
     if (os) return os;
@@ -644,6 +650,11 @@ fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t
     if (fstat(fd, &st) != 0) {
         close(fd);
         return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot stat: %s", path, strerror(errno));
+    }
+    if ((uint64_t)st.st_size > (uint64_t)max) { /* refused before a byte is read or allocated */
+        close(fd);
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: %lld bytes, over the %zu-byte limit of %s", path, (long long)st.st_size,
+                            max, what ? what : "a file read whole");
     }
     size_t cap = (size_t)st.st_size;
     uint8_t *buf = malloc(cap + 1);

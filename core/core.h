@@ -270,6 +270,10 @@ typedef void (*fa_progress_fn)(void *user, const char *step, int done, int total
 /* Whole-file helpers. fa_read_file: malloc'd buffer (caller frees), +1 NUL byte; the file is
  * opened by fa_open_input (a FIFO or device is refused, never waited on). */
 fa_status fa_read_file(fa_ctx *ctx, const char *path, uint8_t **out_data, size_t *out_len);
+/* The same, refusing a file over max bytes before anything is read (FA_ERR_INPUT naming the
+ * path, its size and `what` the limit is: "a TensorProto (protobuf's 2 GiB)"). */
+fa_status fa_read_file_max(fa_ctx *ctx, const char *path, size_t max, const char *what, uint8_t **out_data,
+                           size_t *out_len);
 
 /* ---- output files and folders (core/fs.c, docs/hardening.md "Output files") ---- */
 

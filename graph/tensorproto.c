@@ -1023,7 +1023,10 @@ fa_status fa_tensorproto_read(fa_ctx *ctx, const char *path, fa_value *out, char
 {
     uint8_t *buf = NULL;
     size_t len = 0;
-    fa_status s = fa_read_file(ctx, path, &buf, &len);
+    /* a TensorProto is one protobuf message, at most 2 GiB (protobuf's limit; larger tensors are
+     * external data): an 8 GB file was read whole (8.4 GB resident) before its first byte was
+     * found invalid */
+    fa_status s = fa_read_file_max(ctx, path, (size_t)INT32_MAX, "a TensorProto (one protobuf message: 2 GiB)", &buf, &len);
     if (s != FA_OK) return s;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);

@@ -7,6 +7,8 @@
  * names itself are never written through a planted symbolic link (exec's output_N.pb); a FIFO
  * (model, exec input, trace, a database's -journal) is refused by name instead of waited on. */
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -565,6 +567,15 @@ static void test_fifo_or_socket_as_model_trace_or_input_refused_not_waited_on(vo
     assert_int_equal(mkfifo(pb, 0600), 0);
     const char *execin[] = {"exec", model, "--inputs", in, "--outputs", tmp("fifo-input-out"), NULL};
     expect_cli_refusal(execin, pb, "FIFO");
+    /* an input_0.pb over protobuf's 2 GiB (a sparse file: no disk used): refused by its size
+     * before a byte is read; it was read whole (8 GB resident) and then found invalid */
+    assert_int_equal(unlink(pb), 0);
+    int big = open(pb, O_CREAT | O_WRONLY, 0600);
+    assert_true(big >= 0);
+    assert_int_equal(ftruncate(big, (off_t)3 << 30), 0);
+    close(big);
+    expect_cli_refusal(execin, pb, "over the 2147483647-byte limit of a TensorProto");
+    unlink(pb);
 }
 
 /* `run` takes the model's digest on a thread of its own (fa_sha256_file_start) while the model
