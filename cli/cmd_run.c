@@ -396,6 +396,9 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         if (!s) info.model_sha256 = sha; /* stored by the update below */
     }
     if (!s) s = fa_collect_span(ctx, e, g, (int)warmup, (int)iters, span_s, on_progress, &prog, &trace);
+    /* an error of the model's own execution (a node's, the memory its activations need) names
+     * the model file first, as exec's and inspect's do */
+    if (s && strncmp(fa_ctx_errmsg(ctx), model, strlen(model)) != 0) fa_ctx_wrap(ctx, s, "%s: ", model);
     if (!s) {
         info.iters = trace->n_iters; /* what the trace holds: --iters or more (--trace-span) */
         info.warmup = trace->n_warmup; /* what ran: --warmup W, or by time (FA_WARMUP_AUTO) */

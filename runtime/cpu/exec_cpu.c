@@ -934,7 +934,12 @@ static fa_status run_step(fa_ctx *ctx, const dispatch_step *d, const fa_exec_obs
     fa_status st = d->kern ? d->kern->run(ctx, d->kern, d->node, d->in, d->n_in, d->out, d->n_out, d->threads)
                            : d->rk->run(d->rk->state, ctx, d->node, d->in, 1, d->out, 1, d->threads);
     if (obs && obs->kernel_end) obs->kernel_end(obs->user, d->node, d->name);
-    if (st && d->kern) st = fa_ctx_wrap(ctx, st, "executing node '%s' (%s): ", d->node->name, d->node->op_type);
+    if (st && d->kern) { /* the node named once: a kernel's own message may already start with it */
+        char own[512];
+        snprintf(own, sizeof own, "node '%s' (%s): ", d->node->name, d->node->op_type);
+        if (!strncmp(fa_ctx_errmsg(ctx), own, strlen(own))) st = fa_ctx_wrap(ctx, st, "executing ");
+        else st = fa_ctx_wrap(ctx, st, "executing %s", own);
+    }
     else if (st) st = fa_ctx_wrap(ctx, st, "executing %s: ", d->node->name);
     return st;
 }
