@@ -279,8 +279,15 @@ static fa_status conv_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
     return FA_OK;
 }
 
-/* Conv FLOPs = 2 * N * M * prod(out spatial) * (C/group) * prod(kernel)
- *            + N * M * prod(out spatial) when a bias is present.
+/* Conv FLOPs = 2 * N * M * (C/group) * prod over spatial dims i of V_i
+ *            + N * M * prod(out spatial) when a bias is present,
+ * V_i = the (output position, kernel tap) pairs of dim i whose input position lies inside the
+ * input, not in its padding: 0 <= o*s_i - pad_begin_i + k*d_i < in_i (valid_range). Taps on the
+ * padding multiply zeros, and the direct convolutions (oneDNN's, ours) skip them: a 3 x 3
+ * convolution dilated by 12-36 on a 10 x 10 map (DeepLabV3's ASPP) has only its centre tap
+ * inside, and counting all nine put it at 29x the machine's peak. With no padding V_i is
+ * out_i * k_i, the textbook 2 * N * M * prod(out) * (C/group) * prod(kernel), which is also the
+ * count where the geometry is unknown or a kernel extent over 65,536 taps.
  * Bytes: X + W (+ B) read once, Y written once. */
 static void conv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
 {
@@ -289,7 +296,27 @@ static void conv_cost(const fa_graph *g, const fa_node *n, fa_op_cost *out)
     if (!x || !w || !y || fa_tensor_numel(y) < 0 || fa_tensor_numel(w) < 0) return;
     uint64_t ny = (uint64_t)fa_tensor_numel(y);
     uint64_t per = (uint64_t)(w->rank >= 2 ? fa_tensor_numel(w) / (w->dims[0] ? w->dims[0] : 1) : 0);
-    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2 * ny, per), fa_graph_in(g, n, 2) ? ny : 0);
+    uint64_t macs = fa_u64_mul_sat(ny, per);
+    win_geom gm;
+    if (x->rank >= 3 && w->rank == x->rank && x->dims[0] >= 0 && w->dims[0] >= 0 && w->dims[1] >= 0 &&
+        conv_geom(NULL, n, x->rank, x->dims, w->rank, w->dims, &gm) == FA_OK) {
+        uint64_t pairs = 1;
+        bool known = true;
+        for (int i = 0; i < gm.sr && known; i++) {
+            known = gm.in[i] >= 0 && gm.out[i] >= 0 && gm.k[i] >= 0 && gm.k[i] <= 65536;
+            uint64_t v = 0;
+            for (int64_t k = 0; known && k < gm.k[i]; k++) {
+                int64_t lo, hi;
+                valid_range(gm.out[i], gm.s[i], gm.pb[i], k * gm.d[i], gm.in[i], &lo, &hi);
+                v += (uint64_t)(hi - lo);
+            }
+            pairs = fa_u64_mul_sat(pairs, v);
+        }
+        /* N * M * (C/group) * prod V_i */
+        if (known) macs = fa_u64_mul_sat(fa_u64_mul_sat((uint64_t)x->dims[0], (uint64_t)w->dims[0]),
+                                         fa_u64_mul_sat((uint64_t)w->dims[1], pairs));
+    }
+    out->flops = fa_u64_add_sat(fa_u64_mul_sat(2, macs), fa_graph_in(g, n, 2) ? ny : 0);
 }
 
 /* Direct convolution over a 3-D-padded geometry g: Y[N, M, out] = sum over the group's input

@@ -1314,8 +1314,10 @@ static void test_pattern_classes_and_cost_formulas(void **state)
         assert_non_null(op->kernel);
         assert_non_null(op->doc);
     }
-    /* Conv 1x8x10x10, W 16x4x3x3 (group 2), pads 1, bias: out 1x16x10x10;
-     * FLOPs = 2*1*16*100*4*9 + 16*100 = 116800; bytes = 4*(800 + 576 + 16) read, 4*1600 written */
+    /* Conv 1x8x10x10, W 16x4x3x3 (group 2), pads 1, bias: out 1x16x10x10; the taps inside the
+     * input per dim: 9 + 10 + 9 = 28 of the 30 (output, tap) pairs (the padding's are skipped):
+     * FLOPs = 2*1*16*4*28*28 + 16*100 = 101952 (all nine taps: 116800);
+     * bytes = 4*(800 + 576 + 16) read, 4*1600 written */
     tn *t = tn_new("Conv", 11, 3, XWB, 1, Y1);
     tn_in(t, 0, FA_DTYPE_FLOAT, 4, (int64_t[]){1, 8, 10, 10}, NULL, false);
     tn_in(t, 1, FA_DTYPE_FLOAT, 4, (int64_t[]){16, 4, 3, 3}, NULL, false);
@@ -1325,9 +1327,28 @@ static void test_pattern_classes_and_cost_formulas(void **state)
     assert_int_equal(tn_infer(t), FA_OK);
     fa_op_cost c;
     fa_node_cost(t->g, t->n, &c);
-    assert_int_equal(c.flops, 116800);
+    assert_int_equal(c.flops, 101952);
     assert_int_equal(c.bytes_read, 4 * (800 + 576 + 16));
     assert_int_equal(c.bytes_written, 4 * 1600);
+    tn_free(t);
+    /* 3x3 dilated by 12 with pads 12 on 10x10 (DeepLabV3's ASPP): only the centre tap lands in
+     * the input: 2*1*1*1*10*10 = 200, not 2*100*9 */
+    t = tn_new("Conv", 11, 2, XWB, 1, Y1);
+    tn_in(t, 0, FA_DTYPE_FLOAT, 4, (int64_t[]){1, 1, 10, 10}, NULL, false);
+    tn_in(t, 1, FA_DTYPE_FLOAT, 4, (int64_t[]){1, 1, 3, 3}, NULL, false);
+    fa_node_add_attr_ints(t->g, t->n, "dilations", (int64_t[]){12, 12}, 2);
+    fa_node_add_attr_ints(t->g, t->n, "pads", (int64_t[]){12, 12, 12, 12}, 4);
+    assert_int_equal(tn_infer(t), FA_OK);
+    fa_node_cost(t->g, t->n, &c);
+    assert_int_equal(c.flops, 200);
+    tn_free(t);
+    /* no padding: the textbook count, 1x2x6x6 by 3x2x3x3 stride 1 -> 1x3x4x4: 2*48*2*9 = 1728 */
+    t = tn_new("Conv", 11, 2, XWB, 1, Y1);
+    tn_in(t, 0, FA_DTYPE_FLOAT, 4, (int64_t[]){1, 2, 6, 6}, NULL, false);
+    tn_in(t, 1, FA_DTYPE_FLOAT, 4, (int64_t[]){3, 2, 3, 3}, NULL, false);
+    assert_int_equal(tn_infer(t), FA_OK);
+    fa_node_cost(t->g, t->n, &c);
+    assert_int_equal(c.flops, 1728);
     tn_free(t);
     /* MatMul [3,4,5] x [5,6]: 2*3*4*6*5 = 720 */
     t = tn_new("MatMul", 13, 2, (const char *const[]){"A", "B"}, 1, Y1);
