@@ -465,46 +465,87 @@ static char *prepare_with(const char *path, const fa_load_options *o, const fa_s
     return msg;
 }
 
+/* Whether failure messages a and b are the same failure: the same node ("node 'NAME' (OP): ",
+ * compared whole: 'mm1' and 'mm2' are two nodes) and the same words after it once every run of
+ * digits is taken as one mark (the shapes in it may carry the dim's other value). */
+static bool same_failure(const char *a, const char *b)
+{
+    const char *ea = strstr(a, "): "), *eb = strstr(b, "): ");
+    if (!ea != !eb || (ea && (ea - a != eb - b || strncmp(a, b, (size_t)(ea - a))))) return false;
+    for (;;) {
+        bool da = *a >= '0' && *a <= '9', db = *b >= '0' && *b <= '9';
+        if (da != db) return false;
+        if (da) {
+            while (*a >= '0' && *a <= '9') a++;
+            while (*b >= '0' && *b <= '9') b++;
+            continue;
+        }
+        if (*a != *b) return false;
+        if (!*a) return true;
+        a++, b++;
+    }
+}
+
 /* A failed prepare of a model whose symbolic dims were bound to FA_DIM_DEFAULT: each defaulted
- * dim is bound to 2 instead, one at a time (a dim whose other value changes the failure or
- * removes it is one the failing shapes depend on); those named in ctx's message with the
- * --shape that binds them. g: the failed graph (its inputs as bound). */
+ * dim is bound, one at a time, to 2 and to each size the failure's message names (at most 4,
+ * 2..2^24): a dim for which one of them removes the failure or moves it (another node, other
+ * words) is one the failing shapes depend on (polygraphy's attention_head: 'batch' is a MatMul's
+ * K, fixed at batch 100, a size the message names); one whose values only change the numbers of
+ * the same failure is not (DistilBERT at sequence 200 over its 128 positions failed the same way
+ * at any batch, and the hint had named 'batch'). Those named in ctx's message with the --shape
+ * that binds them. g: the failed graph (its inputs as bound). */
 static void name_defaulted_dims(fa_ctx *ctx, const char *path, const fa_load_options *o, const fa_graph *g)
 {
     char *failure = strdup(fa_ctx_errmsg(ctx));
     fa_buf named;
     fa_buf_init(&named);
     int n_named = 0;
+    /* the values tried: 2, then the sizes the message names */
+    int64_t tries[5] = {2};
+    int n_tries = 1;
+    for (const char *q = failure; q && *q && n_tries < 5;) {
+        if (*q < '0' || *q > '9') { q++; continue; }
+        int64_t v = 0;
+        while (*q >= '0' && *q <= '9') { if (v <= (1 << 24)) v = v * 10 + (*q - '0'); q++; }
+        bool seen = v < 2 || v > (1 << 24);
+        for (int t = 0; t < n_tries && !seen; t++) seen = tries[t] == v;
+        if (!seen) tries[n_tries++] = v;
+    }
     for (int k = 0; failure && k < g->n_dim_defaults && k < 8; k++) {
         const char *dim = g->dim_defaults[k];
         fa_shape_binding extra;
         memset(&extra, 0, sizeof extra);
         const char *br = strrchr(dim, '[');
         char hint[600];
+        int d = 0; /* the dim bound: 0 of a dim_param's one-value binding, D of an INPUT[D] */
         if (!br) { /* a dim_param: bound by name */
             extra.name = dim;
             extra.rank = 1;
-            extra.dims[0] = 2;
             snprintf(hint, sizeof hint, "'%s' (--shape %s=N)", dim, dim);
-        } else { /* "INPUT[D]": the input's whole shape as bound, dim D = 2 */
+        } else { /* "INPUT[D]": the input's whole shape as bound, dim D set */
             char input[512];
             snprintf(input, sizeof input, "%.*s", (int)(br - dim), dim);
-            int d = atoi(br + 1), tid = fa_graph_find_tensor(g, input);
+            int tid = fa_graph_find_tensor(g, input);
+            d = atoi(br + 1);
             if (tid < 0 || d < 0 || d >= g->tensors[tid]->rank) continue;
             const fa_tensor *t = g->tensors[tid];
             extra.name = t->name;
             extra.rank = t->rank;
             memcpy(extra.dims, t->dims, sizeof extra.dims);
-            extra.dims[d] = 2;
             snprintf(hint, sizeof hint, "input '%s' dim %d (--shape %s=DIMS)", input, d, input);
         }
-        bool ran;
-        char *other = prepare_with(path, o, &extra, &ran);
-        if (ran && (!other || strcmp(other, failure))) {
+        bool depends = false;
+        for (int t = 0; t < n_tries && !depends; t++) {
+            extra.dims[d] = tries[t];
+            bool ran;
+            char *other = prepare_with(path, o, &extra, &ran);
+            depends = ran && (!other || !same_failure(other, failure));
+            free(other);
+        }
+        if (depends) {
             fa_buf_printf(&named, "%s%s", n_named ? ", " : "", hint);
             n_named++;
         }
-        free(other);
     }
     if (n_named)
         fa_ctx_error(ctx, fa_ctx_status(ctx),

@@ -319,6 +319,61 @@ static void test_exec_takes_shapes_from_input_files(void **s)
     fa_ctx_free(ctx);
 }
 
+/* x[batch, seq, 4] + pos[1, 8, 4] (positions of a fixed 8) -> y, and a[1, k] MatMul w[6, 3]:
+ * written to path, the first with k absent (x only) or the second alone. */
+static const char *write_dims_model(fa_ctx *ctx, bool matmul)
+{
+    fa_graph *g = fa_graph_create(matmul ? "mm" : "pos");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    if (matmul) {
+        set_input(ctx, g, "a", 2, (int64_t[]){1, -1}, (const char *[]){NULL, "k"});
+        int w = fa_graph_tensor(g, "w");
+        fa_tensor_set_shape(g->tensors[w], FA_DTYPE_FLOAT, 2, (int64_t[]){6, 3});
+        float wv[18] = {0};
+        assert_int_equal(fa_tensor_set_data(ctx, g->tensors[w], wv, sizeof wv), FA_OK);
+        g->tensors[w]->flags |= FA_TENSOR_INITIALIZER;
+        assert_non_null(fa_graph_add_node(ctx, g, "mm", "MatMul", "", 2, (const char *[]){"a", "w"}, 1, (const char *[]){"y"}));
+    } else {
+        set_input(ctx, g, "x", 3, (int64_t[]){-1, -1, 4}, (const char *[]){"batch", "seq", NULL});
+        int pos = fa_graph_tensor(g, "pos");
+        fa_tensor_set_shape(g->tensors[pos], FA_DTYPE_FLOAT, 3, (int64_t[]){1, 8, 4});
+        float pv[32] = {0};
+        assert_int_equal(fa_tensor_set_data(ctx, g->tensors[pos], pv, sizeof pv), FA_OK);
+        g->tensors[pos]->flags |= FA_TENSOR_INITIALIZER;
+        assert_non_null(fa_graph_add_node(ctx, g, "add", "Add", "", 2, (const char *[]){"x", "pos"}, 1, (const char *[]){"y"}));
+    }
+    assert_int_equal(fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y")), FA_OK);
+    const char *path = fa_test_path(fa_test_tmpdir(), matmul ? "dims-mm.onnx" : "dims-pos.onnx");
+    assert_int_equal(fa_onnx_export(ctx, g, path), FA_OK);
+    fa_graph_free(g);
+    return path;
+}
+
+/* A failure that a defaulted dim decides names it with its --shape (a MatMul's K that only the
+ * size the message names fixes); one that fails the same way at any value of it does not (a
+ * sequence of 10 over 8 positions: the hint had named 'batch', whose value only changed the
+ * shapes printed in the same failure). */
+static void test_failure_names_only_the_defaulted_dims_it_depends_on(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    char *so = NULL, *se = NULL;
+    const char *pos = write_dims_model(ctx, false);
+    const char *a1[] = {"inspect", pos, "--shape", "seq=10", NULL};
+    assert_int_equal(fa_test_run_cli(a1, &so, &se), 1);
+    if (!strstr(se, "node 'add' (Add)") || strstr(se, "depend on the symbolic dim")) fail_msg("want no dim blamed: %s", se);
+    free(so);
+    free(se);
+    const char *mm = write_dims_model(ctx, true);
+    const char *a2[] = {"inspect", mm, NULL};
+    assert_int_equal(fa_test_run_cli(a2, &so, &se), 1);
+    if (!strstr(se, "node 'mm' (MatMul)") || !strstr(se, "depend on the symbolic dim 'k' (--shape k=N)"))
+        fail_msg("want 'k' named: %s", se);
+    free(so);
+    free(se);
+    fa_ctx_free(ctx);
+}
+
 /* run: one notice naming every defaulted dim, and the run records them */
 static void test_run_notices_defaults_once_and_stores_them(void **s)
 {
@@ -418,6 +473,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_unbound_dims_default_to_one_each_listed_once),
+        cmocka_unit_test(test_failure_names_only_the_defaulted_dims_it_depends_on),
         cmocka_unit_test(test_no_dim_defaults_lists_every_unbound_dim_in_one_message),
         cmocka_unit_test(test_shape_and_batch_override_the_default),
         cmocka_unit_test(test_export_keeps_symbolic_dims_and_shape_subgraph),
