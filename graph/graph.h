@@ -234,6 +234,10 @@ fa_graph *fa_graph_create(const char *name);
 void fa_graph_free(fa_graph *g);
 int64_t fa_graph_opset(const fa_graph *g, const char *domain); /* 0 if not imported */
 fa_status fa_graph_set_opset(fa_ctx *ctx, fa_graph *g, const char *domain, int64_t version);
+/* The newest version of the default (ai.onnx) domain this build implements: ONNX 1.23.2's
+ * (onnx.defs.onnx_opset_version(), whose node suite runs in CI: docs/conformance.md). A model
+ * importing a newer one is refused: its ops may mean something else there. */
+#define FA_ONNX_OPSET_MAX 28
 /* Find or create a tensor by name; returns its id or -1 on OOM. */
 int fa_graph_tensor(fa_graph *g, const char *name);
 int fa_graph_find_tensor(const fa_graph *g, const char *name); /* -1 if absent */

@@ -302,7 +302,30 @@ static fa_status import_graph(imp *im, const Onnx__ModelProto *mp)
             return fa_ctx_error(ctx, FA_ERR_INPUT,
                                 "%s: opset_import %zu (domain '%s'): version %" PRId64 " is not positive",
                                 im->file, i, dom, op->has_version ? op->version : 0);
+        /* one version per domain: a second was taken over the first, silently */
+        for (int k = 0; k < g->n_opsets; k++)
+            if (!strcmp(g->opsets[k].domain, dom))
+                return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                    "%s: opset_import %zu (domain '%s'): the domain is imported twice (versions %" PRId64
+                                    " and %" PRId64 ")",
+                                    im->file, i, dom, g->opsets[k].version, op->version);
+        if (!*dom && op->version > FA_ONNX_OPSET_MAX)
+            return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                                "%s: opset_import %zu: the default domain's version %" PRId64 " is newer than %d, the "
+                                "newest this build implements (ONNX 1.23.2): its ops may mean something else there",
+                                im->file, i, op->version, FA_ONNX_OPSET_MAX);
         if ((s = fa_graph_set_opset(ctx, g, dom, op->version)) != FA_OK) return s;
+    }
+    /* a node of the default domain needs its version: with none imported every op was read at
+     * "opset 0" */
+    for (size_t i = 0; gp && fa_graph_opset(g, "") == 0 && i < gp->n_node; i++) {
+        const char *nd = gp->node[i] && gp->node[i]->domain ? gp->node[i]->domain : "";
+        if (!*nd || !strcmp(nd, "ai.onnx"))
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: node %zu ('%s', %s) is of the default domain, but opset_import names no version "
+                                "of it",
+                                im->file, i, gp->node[i] && gp->node[i]->name ? gp->node[i]->name : "",
+                                gp->node[i] && gp->node[i]->op_type ? gp->node[i]->op_type : "?");
     }
 
     /* initializers: constant tensors, names unique */
@@ -341,7 +364,28 @@ static fa_status import_graph(imp *im, const Onnx__ModelProto *mp)
         int tid = fa_graph_tensor(g, vi->name);
         if (tid < 0) return nomem(im);
         fa_tensor *t = g->tensors[tid];
-        if (t->flags & FA_TENSOR_INITIALIZER) continue;
+        if (t->flags & FA_TENSOR_INITIALIZER) {
+            /* its declared shape, where it fixes one, is the initializer's: a [4] input whose
+             * initializer held [7] ran with the 7 values, silently */
+            const Onnx__TypeProto__Tensor *tt = vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE
+                                                    ? vi->type->tensor_type : NULL;
+            const Onnx__TensorShapeProto *sp = tt ? tt->shape : NULL;
+            bool differs = sp && (int)sp->n_dim != t->rank;
+            for (size_t d = 0; sp && !differs && d < sp->n_dim; d++)
+                differs = sp->dim[d]->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                          sp->dim[d]->dim_value >= 0 && sp->dim[d]->dim_value != t->dims[d];
+            if (differs) {
+                char have[200] = "[";
+                size_t w = 1;
+                for (int d = 0; d < t->rank && w < sizeof have - 24; d++)
+                    w += (size_t)snprintf(have + w, sizeof have - w, "%s%lld", d ? "x" : "", (long long)t->dims[d]);
+                snprintf(have + w, sizeof have - w, "]");
+                return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                    "%s: graph input %zu '%s': its declared shape (%zu dims) is not its initializer's %s",
+                                    im->file, i, vi->name, sp->n_dim, have);
+            }
+            continue;
+        }
         if (t->flags & FA_TENSOR_GRAPH_INPUT)
             return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: duplicate tensor name: graph input '%s' is listed twice",
                                 im->file, vi->name);

@@ -2675,7 +2675,7 @@ const fa_op fa_ops_nn[] = {
     {.name = "Conv", .domain = "", .pattern = FA_PATTERN_OUT_ELEMWISE_FUSABLE,
      .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,
      .infer = conv_infer, .cost = conv_cost, .kernel = conv_kernel,
-     .doc = "FLOPs = 2*N*M*prod(out)*(C/group)*prod(k) (+N*M*prod(out) bias); bytes = X+W+B read, Y written",
+     .doc = "FLOPs = 2*N*M*(C/group)*prod_i V_i, V_i the (output, tap) pairs of spatial dim i inside the input, not its padding (no padding: prod(out)*prod(k)) (+N*M*prod(out) bias); bytes = X+W+B read, Y written",
      .attrs = a_conv},
     {.name = "ConvTranspose", .domain = "", .pattern = FA_PATTERN_OUT_ELEMWISE_FUSABLE,
      .min_inputs = 2, .max_inputs = 3, .min_outputs = 1, .max_outputs = 1,

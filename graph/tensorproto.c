@@ -251,6 +251,9 @@ static bool pb_walk(const uint8_t *p, size_t pos, size_t end, int m, int depth, 
             return pb_fail(e, tag_at, "%s: invalid wire type %u", fname, wt);
         }
         k++;
+        if (!fd && m == M_GRAPH && field == 15) /* GraphProto.sparse_initializer */
+            return pb_fail(e, tag_at, "%s: sparse_initializer (a sparse tensor) is not supported: only dense "
+                           "initializers are read", fname);
         if (!fd) { /* unknown field: skipped, as protobuf-c does, which keeps a copy of it */
             if (!pb_charge(e, tag_at, fname, PB_UNKNOWN_FIELD_COST + pb_malloc_cost(pos - tag_at))) return false;
             continue;
@@ -286,6 +289,18 @@ static bool pb_walk(const uint8_t *p, size_t pos, size_t end, int m, int depth, 
                            want[fd->kind]);
         }
         if (wt != 2) continue;
+        /* a string field (all of ONNX's length-delimited scalars but the bytes ones: raw_data,
+         * string_data, an attribute's s and strings) holding a NUL: protobuf-c hands it on as a C
+         * string cut there, so a name 'X\0nope' bound to tensor 'X', and two tensors 'a\0one' and
+         * 'a\0two' were one */
+        if ((fd->kind == F_BYTES || fd->kind == F_RBYTES) && strcmp(fd->name, "raw_data") &&
+            strcmp(fd->name, "string_data") && strcmp(fd->name, "s") && strcmp(fd->name, "strings")) {
+            const uint8_t *nul = blen ? memchr(p + body, 0, blen) : NULL;
+            if (nul)
+                return pb_fail(e, (size_t)(nul - p), "%s: a NUL byte inside a string (at its byte %zu of %zu): ONNX "
+                               "strings hold none, and the name would be read cut there", fname,
+                               (size_t)(nul - (p + body)), blen);
+        }
         if (fd->kind == F_MSG || fd->kind == F_RMSG) {
             if (depth + 1 > FA_PB_MAX_DEPTH)
                 return pb_fail(e, tag_at, "%s: messages nested deeper than %d levels", fname,

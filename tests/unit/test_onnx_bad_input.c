@@ -436,6 +436,82 @@ static void test_bad_opset_version(void **state)
     expect_model_refused(&b, "opset.onnx", FA_ERR_INPUT, "opset_import 0", "not positive");
 }
 
+/* The default domain's version newer than this build knows, none at all for its nodes, or two
+ * for one domain: each refused naming what, where the model had been read at opset 99, at
+ * "opset 0", or at the second version silently. */
+static void test_bad_opset_imports(void **state)
+{
+    (void)state;
+    ot_model b;
+    ot_model_small(&b);
+    b.opset.version = 99;
+    expect_model_refused(&b, "opset99.onnx", FA_ERR_UNSUPPORTED, "version 99 is newer than 28", "ONNX 1.23.2");
+    ot_model_small(&b);
+    b.m.n_opset_import = 0;
+    expect_model_refused(&b, "noopset.onnx", FA_ERR_INPUT, "node 0 ('relu', Relu) is of the default domain",
+                         "names no version of it");
+    ot_model_small(&b);
+    Onnx__OperatorSetIdProto second;
+    onnx__operator_set_id_proto__init(&second);
+    second.domain = "ai.onnx";
+    second.has_version = 1;
+    second.version = 7;
+    Onnx__OperatorSetIdProto *two[2] = {&b.opset, &second};
+    b.m.opset_import = two;
+    b.m.n_opset_import = 2;
+    expect_model_refused(&b, "dupopset.onnx", FA_ERR_INPUT, "opset_import 1 (domain '')",
+                         "imported twice (versions 13 and 7)");
+}
+
+/* A graph input also given as an initializer, declared with another shape: refused naming both,
+ * where the initializer's values were taken silently (a [7] for a declared [4]). */
+static void test_bad_initializer_shape_not_the_declared_input_shape(void **state)
+{
+    (void)state;
+    ot_model b;
+    ot_model_small(&b);
+    static const int64_t wd[1] = {7};
+    ot_input(&b, "W", 1, wd); /* W's initializer holds [4] */
+    expect_model_refused(&b, "initshape.onnx", FA_ERR_INPUT, "graph input 1 'W'", "not its initializer's [4]");
+}
+
+/* A NUL inside a name: protobuf-c hands strings on cut at it ('Y\0zz' read as 'Y'), so it is
+ * refused where the walk finds it, naming the field and the byte. */
+static void test_bad_nul_inside_a_name(void **state)
+{
+    (void)state;
+    ot_model b;
+    ot_model_small(&b);
+    const char *in[] = {"X"}, *out[] = {"YQzz"};
+    ot_node(&b, "relu2", "Relu", 1, in, 1, out);
+    size_t len;
+    uint8_t *buf = ot_pack(&b, &len);
+    uint8_t *q = memmem(buf, len, "YQzz", 4);
+    assert_non_null(q);
+    q[1] = 0;
+    expect_refused(buf, len, "nul.onnx", NULL, FA_ERR_INPUT, "NodeProto.output (field 2): a NUL byte inside a string",
+                   "at its byte 1 of 4");
+    free(buf);
+}
+
+/* A sparse_initializer (GraphProto field 15) is named, not left to a node's "not produced by any
+ * node": a second occurrence of ModelProto.graph merges into the first, carrying one. */
+static void test_bad_sparse_initializer_named(void **state)
+{
+    (void)state;
+    ot_model b;
+    ot_model_small(&b);
+    size_t len;
+    uint8_t *buf = ot_pack(&b, &len);
+    uint8_t *more = realloc(buf, len + 4);
+    assert_non_null(more);
+    buf = more;
+    const uint8_t tail[4] = {(7 << 3) | 2, 2, (15 << 3) | 2, 0}; /* graph { sparse_initializer {} } */
+    memcpy(buf + len, tail, 4);
+    expect_refused(buf, len + 4, "sparse.onnx", NULL, FA_ERR_INPUT, "sparse_initializer", "not supported");
+    free(buf);
+}
+
 /* ---- attributes ---- */
 
 static void test_bad_attribute_type_mismatch(void **state)
@@ -774,6 +850,10 @@ int main(void)
         cmocka_unit_test(test_bad_node_writes_an_initializer),
         cmocka_unit_test(test_bad_node_without_op_type),
         cmocka_unit_test(test_bad_opset_version),
+        cmocka_unit_test(test_bad_nul_inside_a_name),
+        cmocka_unit_test(test_bad_opset_imports),
+        cmocka_unit_test(test_bad_initializer_shape_not_the_declared_input_shape),
+        cmocka_unit_test(test_bad_sparse_initializer_named),
         cmocka_unit_test(test_bad_attribute_type_mismatch),
         cmocka_unit_test(test_bad_attribute_unknown_type_and_duplicate),
         cmocka_unit_test(test_bad_subgraph_attribute_is_unsupported),
