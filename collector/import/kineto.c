@@ -90,6 +90,8 @@ typedef struct kparse {
     int ev_key, args_key, dev_key;
     int idx5, idx6;           /* element index in arrays at ev_depth+2 / +3 */
     bool in_event, in_args, in_dev;
+    unsigned ev_seen;         /* the event's keys read so far (1 << EK_*): a second one is refused */
+    bool seen_events;         /* a top-level traceEvents was read */
     kev ev;
     fa_import_device *dev;
     fa_buf tmp;               /* repaired strings */
@@ -767,6 +769,14 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
         case 4: if (!memcmp(k, "name", 4)) key = EK_NAME; else if (!memcmp(k, "args", 4)) key = EK_ARGS; break;
         default: break;
         }
+        /* a key this reader uses given twice in one event: JSON leaves which one counts to the
+         * reader (yajl hands both; the last was taken, a "dur" of 1e11 behind a real one) */
+        if (key != EK_OTHER && (p->ev_seen & (1u << key))) {
+            p->fail = fa_ctx_error(p->ctx, FA_ERR_INPUT, "%s: an event gives its key '%.*s' twice, near byte %llu: which one "
+                                   "counts is not defined", p->name, (int)n, (const char *)k, (unsigned long long)cur_offset(p));
+            return 0;
+        }
+        p->ev_seen |= 1u << key;
         p->ev_key = key;
     } else if (p->in_args && d == p->ev_depth + 1) {
         int key = EK_OTHER;
@@ -799,7 +809,12 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
         else if (key_is(k, n, "warpSize")) key = DK_WARP;
         p->dev_key = key;
     } else if (d == 1) {
-        if (key_is(k, n, "traceEvents")) p->top_key = TK_EVENTS;
+        if (key_is(k, n, "traceEvents") && p->seen_events) {
+            p->fail = fa_ctx_error(p->ctx, FA_ERR_INPUT, "%s: a second 'traceEvents' near byte %llu: one trace holds one",
+                                   p->name, (unsigned long long)cur_offset(p));
+            return 0;
+        }
+        if (key_is(k, n, "traceEvents")) p->top_key = TK_EVENTS, p->seen_events = true;
         else if (key_is(k, n, "deviceProperties")) p->top_key = TK_DEVPROPS;
         else if (key_is(k, n, "baseTimeNanoseconds")) p->top_key = TK_BASETIME;
         else if (key_is(k, n, "schemaVersion")) p->top_key = TK_SCHEMA;
@@ -815,6 +830,7 @@ static int cb_start_map(void *ctx)
     if (p->ev_depth && d == p->ev_depth && !p->in_event) {
         p->in_event = true;
         p->ev_key = EK_OTHER;
+        p->ev_seen = 0;
         ev_reset(&p->ev);
     } else if (p->in_event && d == p->ev_depth + 1 && p->ev_key == EK_ARGS) {
         p->in_args = true;
@@ -858,6 +874,13 @@ static int cb_start_array(void *ctx)
     int d = ++p->depth;
     if (d == 1) p->ev_depth = 2; /* bare array of events (Chrome "JSON Array Format") */
     else if (d == 2 && p->top_key == TK_EVENTS && !p->in_event) p->ev_depth = 3;
+    else if (p->ev_depth && d == p->ev_depth && !p->in_event && (p->ev_depth == 2 || p->top_key == TK_EVENTS)) {
+        /* the events' array holds event objects: an array there (200,000 nested ones once) was
+         * read as a trace with no event at all */
+        p->fail = fa_ctx_error(p->ctx, FA_ERR_INPUT, "%s: an array where an event object belongs (in the events' array), "
+                               "near byte %llu", p->name, (unsigned long long)cur_offset(p));
+        return 0;
+    }
     else if (p->in_event && d == p->ev_depth + 1) {
         if (ev_type_bad(p->ev_key, V_CONTAINER)) p->ev.bad = true;
     } else if (p->in_args && d == p->ev_depth + 2) {

@@ -967,6 +967,49 @@ static void test_kineto_hundred_thousand_level_nesting_no_recursion(void **state
     fa_trace_free(t);
 }
 
+/* A key this reader uses given twice in one event, a second top-level traceEvents, an array
+ * where an event object belongs: each refused naming the file and the byte, where the last "dur"
+ * of an event had been taken (1e11 behind a real one), both event arrays read, and 200,000
+ * nested arrays imported as a trace with no event. A key it does not read may repeat. */
+static void test_kineto_ambiguous_or_misplaced_structure_refused(void **state)
+{
+    (void)state;
+    static const struct { const char *name, *json, *want; } cases[] = {
+        {"dupdur.json",
+         "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2, "
+         "\"dur\": 99999999999}]}",
+         "gives its key 'dur' twice"},
+        {"twoevents.json",
+         "{\"traceEvents\": [], \"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", "
+         "\"ts\": 1, \"dur\": 2}]}",
+         "a second 'traceEvents'"},
+        {"nestedarr.json", "{\"traceEvents\": [[[[]]]]}", "an array where an event object belongs"},
+        {"nestedbare.json", "[[{\"ph\": \"X\"}]]", "an array where an event object belongs"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *path = fa_test_path(fa_test_tmpdir(), cases[i].name);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        fputs(cases[i].json, f);
+        fclose(f);
+        fa_import_stats st;
+        const char *msg = import_fail(path, NULL, FA_ERR_INPUT, &st);
+        if (!strstr(msg, cases[i].want) || !strstr(msg, cases[i].name) || !strstr(msg, "byte"))
+            fail_msg("%s: %s", cases[i].name, msg);
+    }
+    /* an unread key twice is no ambiguity for us */
+    const char *path = fa_test_path(fa_test_tmpdir(), "dupother.json");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2, "
+          "\"id\": 1, \"id\": 2}]}", f);
+    fclose(f);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_int_equal(st.n_kernels, 1);
+    fa_trace_free(t);
+}
+
 /* ---- corpus ---------------------------------------------------------------------------- */
 
 typedef struct expect {
@@ -1111,6 +1154,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op),
+        cmocka_unit_test(test_kineto_ambiguous_or_misplaced_structure_refused),
         cmocka_unit_test(test_kineto_input_dims_bytes_only_from_known_tensor_inputs),
         cmocka_unit_test(test_kineto_legacy_schema_categories_and_string_tids),
         cmocka_unit_test(test_kineto_fractional_us_converted_to_exact_ns),
