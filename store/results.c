@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 /* ---- graph rows ---- */
@@ -253,6 +254,43 @@ fa_status fa_store_get_summary_text(fa_ctx *ctx, fa_store *st, int64_t run_id, c
     }
     fa_stmt_finalize(q);
     if (!s) *text = t;
+    return s;
+}
+
+fa_status fa_store_get_summary_text_parts(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *key, fa_arena *arena,
+                                          const char **text)
+{
+    *text = NULL;
+    const char *first = NULL;
+    fa_status s = fa_store_get_summary_text(ctx, st, run_id, key, arena, &first);
+    if (s || !first) return s;
+    fa_buf all;
+    fa_buf_init(&all);
+    fa_buf_puts(&all, first);
+    for (int part = 1; !s; part++) {
+        char k[256];
+        snprintf(k, sizeof k, "%s.%d", key, part);
+        const char *t = NULL;
+        s = fa_store_get_summary_text(ctx, st, run_id, k, arena, &t);
+        if (s || !t) break;
+        if (part >= FA_STORE_TEXT_PARTS_MAX) {
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table analysis_summary: key '%s' is in more than %d parts",
+                             st->path, (long long)run_id, key, FA_STORE_TEXT_PARTS_MAX);
+            break;
+        }
+        fa_buf_puts(&all, t);
+    }
+    if (!s && all.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (!s) {
+        char *c = fa_arena_alloc(arena, all.len + 1);
+        if (!c) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        else {
+            memcpy(c, all.data ? all.data : "", all.len);
+            c[all.len] = 0;
+            *text = c;
+        }
+    }
+    fa_buf_free(&all);
     return s;
 }
 

@@ -322,6 +322,13 @@ fa_status fa_store_put_trace_advice(fa_ctx *ctx, fa_store *st, int64_t run_id, c
 /* Text of the run's analysis summary row `key` in arena; *text = NULL when there is none. */
 fa_status fa_store_get_summary_text(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *key, fa_arena *arena,
                                     const char **text);
+/* A text stored in parts because one value holds at most 16 MiB: the row `key`, then the rows
+ * `key.1`, `key.2`, ... (FA_STORE_TEXT_PARTS_MAX at most), joined in that order in arena; *text
+ * NULL when there is no row `key`. A database whose parts are missing between, or more than the
+ * limit, is refused naming the key (FA_ERR_INPUT). */
+#define FA_STORE_TEXT_PARTS_MAX 32
+fa_status fa_store_get_summary_text_parts(fa_ctx *ctx, fa_store *st, int64_t run_id, const char *key, fa_arena *arena,
+                                          const char **text);
 
 /* ---- benchmarks and the applied plan's end-to-end result ---- */
 

@@ -6,7 +6,10 @@
 #include <inttypes.h>
 #include <math.h>
 
-enum { MAX_ROWS = 24 };
+/* the sentences' rows, and the advice document's parts (FA_STORE_TEXT_PARTS_MAX, of ADVICE_PART
+ * bytes each: one stored value holds at most 16 MiB, and a trace of 300,000 distinct kernels
+ * made a 74 MB document that the store refused) */
+enum { MAX_ROWS = 24 + FA_STORE_TEXT_PARTS_MAX, ADVICE_PART = 8 << 20 };
 
 /* The summary rows being written: each row's sentence is composed in `b`. */
 typedef struct summary_rows {
@@ -97,7 +100,29 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
     add_row(&R, "trace.overlaps", a->n_overlaps, "count");
     fa_trace_advice_json(a, &R.b);
     if (R.b.oom && !R.s) R.s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
-    add_row(&R, "trace.advice_json", 1, "json");
+    /* in parts of ADVICE_PART bytes: trace.advice_json, trace.advice_json.1, ... (read back joined by
+     * fa_store_get_summary_text_parts) */
+    size_t len = R.b.len, parts = len ? (len + ADVICE_PART - 1) / ADVICE_PART : 1;
+    if (!R.s && parts > FA_STORE_TEXT_PARTS_MAX)
+        R.s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "the trace's advice is a %zu-byte document (%d distinct kernels), over the "
+                           "%d MiB it may be stored in", len, a->n_kernel_names, (FA_STORE_TEXT_PARTS_MAX * ADVICE_PART) >> 20);
+    char *doc = !R.s && ar ? fa_arena_alloc(ar, len + 1) : NULL;
+    if (!R.s && !doc) R.s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
+    if (doc) memcpy(doc, R.b.data ? R.b.data : "", len), doc[len] = 0;
+    fa_buf_reset(&R.b);
+    for (size_t k = 0; !R.s && k < parts; k++) {
+        size_t at = k * ADVICE_PART, n = len - at < ADVICE_PART ? len - at : ADVICE_PART;
+        char *key = fa_arena_alloc(ar, 64), *text = fa_arena_alloc(ar, n + 1);
+        if (!key || !text || R.n >= MAX_ROWS) {
+            R.s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
+            break;
+        }
+        if (k) snprintf(key, 64, "trace.advice_json.%zu", k);
+        else snprintf(key, 64, "trace.advice_json");
+        memcpy(text, doc + at, n);
+        text[n] = 0;
+        R.rows[R.n++] = (fa_analysis_summary_row){key, 1, "json", text};
+    }
     fa_status s = R.s;
     fa_analysis_chain_row *chains = ar ? fa_arena_alloc(ar, sizeof *chains * (size_t)(a->n_opps + 1)) : NULL;
     if (!s && !chains) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
@@ -126,7 +151,7 @@ fa_status fa_trace_advise_run(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     fa_arena *ar = fa_arena_create(1 << 12);
     if (!ar) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory reading the stored trace advice");
     const char *json = NULL;
-    fa_status s = fa_store_get_summary_text(ctx, st, run_id, "trace.advice_json", ar, &json);
+    fa_status s = fa_store_get_summary_text_parts(ctx, st, run_id, "trace.advice_json", ar, &json);
     if (!s && json) {
         s = fa_trace_advice_from_json(ctx, json, strlen(json), out);
         if (!s) (*out)->run_id = run_id;

@@ -387,6 +387,32 @@ static void test_analysis_plans_and_benchmarks_replace_and_read_back(void **stat
     assert_string_equal(text, "gaps");
     fa_test_check_ok(ctx, fa_store_get_summary_text(ctx, st, id, "iter_ns", ar, &text));
     assert_non_null(text);
+    /* a text in parts (one value holds 16 MiB): key, key.1, key.2 joined in order, on both back
+     * ends; parts beyond FA_STORE_TEXT_PARTS_MAX refused naming the key */
+    fa_analysis_summary_row parts[FA_STORE_TEXT_PARTS_MAX + 1];
+    char keys[FA_STORE_TEXT_PARTS_MAX + 1][48];
+    static const char *const bits[] = {"{\"a\":", "[1,2", ",3]}"};
+    for (int k = 0; k < 3; k++) {
+        if (k) snprintf(keys[k], sizeof keys[k], "trace.doc.%d", k);
+        else snprintf(keys[k], sizeof keys[k], "trace.doc");
+        parts[k] = (fa_analysis_summary_row){keys[k], 1, "json", bits[k]};
+    }
+    arows = (fa_analysis_rows){NULL, 0, NULL, 0, NULL, 0, parts, 3};
+    fa_test_check_ok(ctx, fa_store_put_trace_advice(ctx, st, id, &arows));
+    fa_test_check_ok(ctx, fa_store_get_summary_text_parts(ctx, st, id, "trace.doc", ar, &text));
+    assert_string_equal(text, "{\"a\":[1,2,3]}");
+    fa_test_check_ok(ctx, fa_store_get_summary_text_parts(ctx, st, id, "trace.none", ar, &text));
+    assert_null(text);
+    for (int k = 0; k <= FA_STORE_TEXT_PARTS_MAX; k++) {
+        if (k) snprintf(keys[k], sizeof keys[k], "trace.doc.%d", k);
+        else snprintf(keys[k], sizeof keys[k], "trace.doc");
+        parts[k] = (fa_analysis_summary_row){keys[k], 1, "json", "x"};
+    }
+    arows = (fa_analysis_rows){NULL, 0, NULL, 0, NULL, 0, parts, FA_STORE_TEXT_PARTS_MAX + 1};
+    fa_test_check_ok(ctx, fa_store_put_trace_advice(ctx, st, id, &arows));
+    assert_int_equal(fa_store_get_summary_text_parts(ctx, st, id, "trace.doc", ar, &text), FA_ERR_INPUT);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "key 'trace.doc' is in more than 32 parts"));
+    fa_ctx_clear(ctx);
     fa_test_check_ok(ctx, fa_store_run_finish(ctx, st, id, true, NULL));
     fa_arena_free(ar);
     fa_store_close(st);
