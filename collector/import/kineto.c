@@ -1017,7 +1017,9 @@ typedef struct rchunk {
     unsigned char *data;
     int n;            /* gzread result */
     int zerr;         /* gzerror code after the read */
-    char zmsg[96];
+    char zmsg[96];    /* zlib's message without the "<fd:N>: " it puts before it */
+    int64_t tell;     /* gztell after the read: the uncompressed bytes decoded so far, those of a
+                         read that failed midway included (gzread then returns -1) */
     bool full;
 } rchunk;
 
@@ -1036,7 +1038,9 @@ static void chunk_read(gzFile gz, rchunk *c)
     c->n = gzread(gz, c->data, CHUNK);
     c->zerr = Z_OK;
     const char *m = gzerror(gz, &c->zerr);
+    if (m && !strncmp(m, "<fd:", 4) && strstr(m, ">: ")) m = strstr(m, ">: ") + 3; /* the descriptor is ours */
     snprintf(c->zmsg, sizeof c->zmsg, "%s", m ? m : "");
+    c->tell = (int64_t)gztell(gz);
 }
 
 static bool chunk_final(const rchunk *c)
@@ -1375,6 +1379,9 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
                 break;
             }
             bool trunc = zerr == Z_BUF_ERROR;
+            /* where it failed: past what earlier chunks gave (a read that fails midway returns -1
+             * and its bytes are lost to n; a valid member followed by garbage said byte 0) */
+            uint64_t at = c->tell > 0 && (uint64_t)c->tell > raw_off ? (uint64_t)c->tell : raw_off;
             if (trunc && opts && opts->keep_partial) {
                 p->st->truncated = true;
                 p->st->truncated_offset = raw_off + (n > 0 ? (uint64_t)n : 0);
@@ -1382,7 +1389,7 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
             }
             *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
                                        "%s: %s gzip stream at uncompressed byte %llu: %s", p->name,
-                                       trunc ? "truncated" : "corrupt", (unsigned long long)raw_off,
+                                       trunc ? "truncated" : "corrupt", (unsigned long long)at,
                                        c->zmsg[0] ? c->zmsg : "read error");
             rr = RUN_FAIL;
             break;

@@ -420,6 +420,21 @@ static void test_kineto_gzip_found_by_magic_and_truncated_gzip_refused(void **st
     const char *msg = import_fail(cut, NULL, FA_ERR_INPUT, &st);
     assert_non_null(strstr(msg, "cut.json.gz"));
     assert_true(strstr(msg, "truncated gzip") || strstr(msg, "ends early"));
+    assert_null(strstr(msg, "<fd:")); /* zlib's name for our descriptor is not the user's file */
+    /* a whole member and then a cut one: the failure is where the first one's bytes end, not at
+     * byte 0 (the read that fails returns -1 and loses them) */
+    const char *two = fa_test_path(fa_test_tmpdir(), "two.json.gz");
+    FILE *f2 = fopen(two, "wb");
+    assert_non_null(f2);
+    assert_int_equal(fwrite(gz, 1, gn, f2), gn);
+    assert_int_equal(fwrite(gz, 1, gn / 2, f2), gn / 2);
+    fclose(f2);
+    msg = import_fail(two, NULL, FA_ERR_INPUT, &st);
+    unsigned long long at = 0;
+    const char *w = strstr(msg, "uncompressed byte ");
+    assert_non_null(w);
+    assert_int_equal(sscanf(w, "uncompressed byte %llu", &at), 1);
+    if (at < n) fail_msg("failure placed at %llu, before the first member's %zu bytes end: %s", at, n, msg);
     free(gz);
     free(src);
     fa_ctx_free(ctx);
