@@ -163,6 +163,17 @@ void fa_cli_model_opts_from_command_line(fa_ctx *ctx, const char *command_line, 
  * "fuse-advise: notice: 2 symbolic dims bound to the default 1: batch, seq (...)" on stderr.
  * Nothing when none was defaulted. */
 void fa_cli_note_dim_defaults(const fa_graph *g);
+/* The activation limit of every executor this process makes for model g
+ * (fa_mem_set_default_limit): --max-memory when given (max_memory > 0), else
+ * FA_CLI_MEMORY_FLOOR or FA_CLI_MEMORY_PER_WEIGHT x g's constant bytes, whichever is larger. A
+ * model is untrusted input: a 577-byte Tile of 2 x 2 values by [32768, 32768] took 16.8 GB for
+ * its 16 GiB output, as it fit the machine's free memory. Activations grow with the batch and
+ * the sequence, weights do not: here the planned peak is 0.7x the weights on MobileNetV2 at batch
+ * 1 (9.8 MiB of 14.2 MB), so 64x allows it a batch of about 90, and 0.01x on BERT-base at
+ * sequence 128 (5.6 MiB of 415 MB); 4 GiB covers small models at large batches. */
+#define FA_CLI_MEMORY_FLOOR ((uint64_t)4 << 30)
+#define FA_CLI_MEMORY_PER_WEIGHT 64
+void fa_cli_memory_policy(const fa_graph *g, int64_t max_memory);
 /* The one notice after a load that kept nodes of unsupported ops opaque (keep_unsupported): every
  * op and its nodes, how many nodes after them have no shape, and where the supported ops are
  * listed, on stderr. Nothing when none was kept. */

@@ -223,6 +223,7 @@ int fa_cmd_advise(fa_ctx *ctx, int argc, char **argv)
         s = fa_graph_load(ctx, spec_run, &lo, &g);
         if (!s) {
             fa_cli_note_dim_defaults(g);
+            fa_cli_memory_policy(g, 0);
             fa_cli_note_opaque(g);
             s = fa_advise(ctx, g, NULL, &opt, &plan);
         }

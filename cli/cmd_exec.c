@@ -73,10 +73,13 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     fa_cli_model_opts mo = {0};
     const char *model = NULL, *indir = NULL, *outdir = NULL;
     int threads = 0, layout = -1;
+    int64_t max_mem = 0;
     const fa_cli_opt opts[] = {
         FA_CLI_STRING("--inputs", "DIR", &indir, "the folder of input_N.pb files (default: random inputs)"),
         FA_CLI_STRING("--outputs", "DIR", &outdir, "the folder output_N.pb files are written to (required)"),
         FA_CLI_OPT_THREADS(&threads),
+        FA_CLI_I64("--max-memory", "BYTES", &max_mem, 1, INT64_MAX, FA_CLI_NO_DEFAULT,
+                   "refuse a model whose activations need more (default: the larger of 4 GiB and 64x its weights)"),
         FA_CLI_CALLBACK("--layout", "auto|nhwc|nChw8c|nChw16c|plain", fa_cli_opt_layout, &layout, 0, 0, 0,
                         "the plan layout of a model with fused (ai.fuse-advise) nodes: the one its plan chose "
                         "(plan.json \"layout\"); auto: the target's default"),
@@ -142,6 +145,7 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
         }
     }
     if (!st) fa_cli_note_dim_defaults(g);
+    if (!st) fa_cli_memory_policy(g, max_mem);
     if (st) {
         for (int i = 0; i < 64; i++) free(vals[i].data);
         fa_graph_free(g);

@@ -256,7 +256,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
         FA_CLI_STRING("--tag", "TAG", &tag, "name the run for `gate` and `runs`"),
         FA_CLI_INT("--seed", "S", &seed, 0, 0x7fffffff, 0, "seed of the random inputs"),
         FA_CLI_I64("--max-memory", "BYTES", &max_mem, 1, INT64_MAX, FA_CLI_NO_DEFAULT,
-                   "refuse a model whose activations need more; default: no limit"),
+                   "refuse a model whose activations need more (default: the larger of 4 GiB and 64x its weights)"),
         FA_CLI_STRING("--out", "DIR", &out_dir,
                       "outputs (default ./fuse-advise-out/<model>): report.html, graph.svg, trace.json, plan.json, "
                       "summary.json, kernels.csv, kernels/, model.folded.onnx"),
@@ -324,6 +324,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     fa_sha256_job *sha_job = from_file ? fa_sha256_file_start(model) : NULL;
     fa_status s = fa_graph_load(ctx, model, &lo, &g);
     if (!s) fa_cli_note_dim_defaults(g);
+    if (!s) fa_cli_memory_policy(g, max_mem);
     if (!s && from_file && !sha_job) s = fa_sha256_file(ctx, model, sha); /* no thread */
     if (s) {
         if (sha_job) fa_sha256_file_finish(NULL, sha_job, sha);

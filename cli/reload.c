@@ -26,5 +26,14 @@ fa_status fa_cli_reload_model(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_aren
     fa_cli_model_opts_from_command_line(ctx, ri->command_line, &mo);
     fa_load_options lo = fa_cli_load_options(&mo);
     s = fa_graph_load(ctx, ri->model_path, &lo, out);
+    /* the run's --max-memory, when it had one, stays the limit of what runs it again */
+    int64_t max_mem = 0;
+    const char *mm = ri->command_line ? strstr(ri->command_line, "--max-memory") : NULL;
+    if (mm) {
+        mm += strlen("--max-memory");
+        if (*mm == '=' || *mm == ' ') max_mem = strtoll(mm + 1, NULL, 10);
+        if (max_mem < 0) max_mem = 0;
+    }
+    if (!s) fa_cli_memory_policy(*out, max_mem);
     return s;
 }

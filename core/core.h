@@ -391,6 +391,11 @@ int fa_compiler_diagnostics(fa_buf *out, const char *log, size_t len, const char
  * memory.current, v1 memory.limit_in_bytes - memory.usage_in_bytes). UINT64_MAX when nothing
  * is known. source (may be NULL): which of them decided, for messages. */
 uint64_t fa_mem_available(char *source, size_t cap);
+/* The activation limit of every executor of this process that was given none of its own
+ * (fa_exec_options.max_memory 0), with why (a static or long-lived string, for messages): the
+ * CLI sets it once per model (fa_cli_memory_policy). 0: none beyond what the machine can give. */
+void fa_mem_set_default_limit(uint64_t bytes, const char *why);
+uint64_t fa_mem_default_limit(const char **why);
 
 /* FNV-1a 64 and SHA-256 (hex, 65 bytes incl. NUL) of a buffer / file. FNV-1a is stable
  * (seeds, cache keys) but not for hash tables keyed by input strings: colliding names are

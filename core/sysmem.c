@@ -102,6 +102,21 @@ static uint64_t cgroup_room(char *source, size_t cap)
     return best;
 }
 
+static uint64_t g_default_limit;
+static const char *g_default_why;
+
+void fa_mem_set_default_limit(uint64_t bytes, const char *why)
+{
+    g_default_limit = bytes;
+    g_default_why = why;
+}
+
+uint64_t fa_mem_default_limit(const char **why)
+{
+    if (why) *why = g_default_why ? g_default_why : "";
+    return g_default_limit;
+}
+
 uint64_t fa_mem_available(char *source, size_t cap)
 {
     uint64_t avail = UINT64_MAX;

@@ -196,6 +196,12 @@ static fa_status check_planned_peak(fa_ctx *ctx, cpu_exec *e)
     if (e->opt.max_memory && peak > e->opt.max_memory)
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "the run needs %llu bytes of live tensors at its peak%s, more than --max-memory %llu",
                             (unsigned long long)peak, where, (unsigned long long)e->opt.max_memory);
+    const char *why = NULL;
+    uint64_t dflt = e->opt.max_memory ? 0 : fa_mem_default_limit(&why);
+    if (dflt && peak > dflt)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "the run needs %llu bytes of live tensors at its peak%s, more than the limit of "
+                            "%llu bytes %s; a larger limit: --max-memory BYTES",
+                            (unsigned long long)peak, where, (unsigned long long)dflt, why);
     char src[1200];
     uint64_t avail = fa_mem_available(src, sizeof src);
     if (peak > avail)
@@ -431,6 +437,13 @@ static fa_status alloc_arena(fa_ctx *ctx, cpu_exec *e)
                             "the run's static memory plan needs an arena of %llu bytes (live tensors peak at %llu), more than "
                             "--max-memory %llu",
                             (unsigned long long)bytes, (unsigned long long)e->live_peak_bytes, (unsigned long long)e->opt.max_memory);
+    const char *why = NULL;
+    uint64_t dflt = e->opt.max_memory ? 0 : fa_mem_default_limit(&why);
+    if (dflt && bytes > dflt)
+        return fa_ctx_error(ctx, FA_ERR_NOMEM,
+                            "the run's static memory plan needs an arena of %llu bytes (live tensors peak at %llu), more than "
+                            "the limit of %llu bytes %s; a larger limit: --max-memory BYTES",
+                            (unsigned long long)bytes, (unsigned long long)e->live_peak_bytes, (unsigned long long)dflt, why);
     char src[1200];
     uint64_t avail = fa_mem_available(src, sizeof src);
     if (bytes > avail || bytes > SIZE_MAX - FA_ARENA_ALIGN)

@@ -154,6 +154,28 @@ static void test_bad_declared_size_beyond_memory_refused_before_allocation(void 
         fail_msg("the child grew to %ld KiB for a refused model", ru.ru_maxrss);
 }
 
+/* A model that fits the machine's free memory but asks for far more than its weights: a graph
+ * input of 5 GiB and no weights is refused before anything is allocated, by the default limit
+ * (the larger of 4 GiB and 64x the weights), the message saying how to allow it; a 577-byte Tile
+ * had taken 16.8 GB so. */
+static void test_bad_small_model_over_the_default_limit_refused(void **state)
+{
+    (void)state;
+    const int64_t d[2] = {((int64_t)5 << 30) / (4096 * 4), 4096};
+    const char *model = export_chain("five-gib.onnx", 2, d, 1);
+    const char *db = fa_test_path(fa_test_tmpdir(), "five.db");
+    const char *argv[] = {"run", model, "--no-apply", "--iters", "1", "--warmup", "0", "--threads", "1", "--db", db, NULL};
+    char *err = NULL;
+    int rc = cli(argv, NULL, &err, "5 GiB input, no weights");
+    if (rc != 1 || !strstr(err, "more than the limit of 4294967296 bytes for a model of 0 bytes of weights") ||
+        !strstr(err, "--max-memory BYTES") || !strstr(err, "five-gib.onnx"))
+        fail_msg("exit %d (want 1 naming the default limit and --max-memory): %s", rc, err);
+    free(err);
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_CHILDREN, &ru), 0);
+    if ((uint64_t)ru.ru_maxrss * 1024 > ((uint64_t)1 << 30)) fail_msg("the child grew to %ld KiB for a refused model", ru.ru_maxrss);
+}
+
 /* 100,000 Relu nodes in one chain: inspect, run (1 iteration), analyze and advise each complete within
  * a generous watchdog (a per-node recursion would overflow the stack, an O(n^2) step would take
  * hours at this size). The time of each step is printed. */
@@ -189,6 +211,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_max_memory_bounds_the_executor),
         cmocka_unit_test(test_bad_declared_size_beyond_memory_refused_before_allocation),
+        cmocka_unit_test(test_bad_small_model_over_the_default_limit_refused),
         cmocka_unit_test(test_bad_hundred_thousand_node_chain_loads_runs_analyzes_and_advises),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
