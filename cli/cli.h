@@ -201,7 +201,7 @@ int fa_cli_opt_target(fa_ctx *ctx, const char *verb, const fa_cli_opt *o, const 
         FA_CLI_INT("--batch", "N", &(mo)->batch, 1, 1 << 20, FA_CLI_NO_DEFAULT, "set dim 0 of every graph input"), \
         FA_CLI_FLAG("--no-dim-defaults", &(mo)->no_dim_defaults,                                                  \
                     "refuse symbolic dims nothing binds, listing every one"),                                     \
-        FA_CLI_FLAG("--no-fold", &(mo)->no_fold, "keep constant subgraphs as nodes")
+        FA_CLI_FLAG("--no-fold", &(mo)->no_fold, "keep constant subgraphs as nodes (but those whose values set a shape)")
 #define FA_CLI_OPT_DB(db)                                                                                         \
     FA_CLI_STRING("--db", "PATH|URI", db,                                                                         \
                   "run database (default $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH                          \

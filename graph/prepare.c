@@ -298,6 +298,21 @@ static bool make_opaque(fa_ctx *ctx, fa_graph *g, fa_node *n, fa_status *st)
     return true;
 }
 
+static bool reaches_shape_slot(const fa_graph *g, int tid, unsigned char *visited);
+
+/* Whether an output of node n reaches a slot whose value sets a shape (reaches_shape_slot); true
+ * when that cannot be worked out (out of memory: folding is then the safe side). */
+static bool feeds_a_shape(const fa_graph *g, const fa_node *n)
+{
+    unsigned char *visited = calloc((size_t)g->n_tensors + 1, 1);
+    if (!visited) return true;
+    bool r = false;
+    for (int o = 0; o < n->n_outputs && !r; o++)
+        if (n->outputs[o] >= 0) r = reaches_shape_slot(g, n->outputs[o], visited);
+    free(visited);
+    return r;
+}
+
 static fa_status fold_node(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
     fa_value in[64], out[16];
@@ -431,7 +446,10 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
             snprintf(what, sizeof what, "node '%s' (%s): output '%s'", n->name, n->op_type, t->name);
             if ((st = fa_tensor_check_size(ctx, t, what))) return st; /* before anything is allocated */
         }
-        if (!opt->no_fold && can_fold(g, n, max_bytes)) {
+        /* --no-fold keeps constant subgraphs as nodes, but a value a shape rule reads (Reshape's
+         * shape, ConstantOfShape's, Slice's starts ...) is folded all the same: every real export
+         * computes some shapes from constants, and none loaded with the option */
+        if (can_fold(g, n, max_bytes) && (!opt->no_fold || feeds_a_shape(g, n))) {
             st = fold_node(ctx, g, n);
             if (st) return st;
         }

@@ -246,6 +246,29 @@ static void test_fold_keeps_graph_outputs_and_respects_size_cap(void **s)
     f_free(&f);
 }
 
+/* --no-fold keeps constant subgraphs as nodes, except the values a shape rule reads: Shape ->
+ * ConstantOfShape (its shape: folded, as every export needs) -> Add to x stays a node, and a
+ * constant Neg whose value only flows into the data (an Add) stays a node too; the model had not
+ * loaded at all ("input 0 must be a constant (computed at run time is not supported)"). */
+static void test_no_fold_still_folds_what_a_shape_reads(void **s)
+{
+    int64_t xd[2] = {4, 4};
+    F f = f_new(13, 2, xd);
+    f_i64(&f, "c", 2, (int64_t[]){4, 4});
+    f_node(&f, "Identity", 1, (const char *[]){"c"}, "shp"); /* a constant the shape slot reads */
+    f_node(&f, "ConstantOfShape", 1, (const char *[]){"shp"}, "z");
+    f_node(&f, "Neg", 1, (const char *[]){"z"}, "nz");     /* a constant value, not a shape */
+    f_node(&f, "Add", 2, (const char *[]){"x", "nz"}, "y");
+    f_output(&f, "y");
+    fa_load_options o = {.no_fold = true};
+    if (fa_graph_prepare(f.ctx, f.g, &o)) fail_msg("prepare --no-fold: %s", fa_ctx_errmsg(f.ctx));
+    char buf[256];
+    assert_string_equal(live_ops(f.g, buf, sizeof buf), "ConstantOfShape Neg Add");
+    assert_int_equal(f.g->n_folded, 1);
+    assert_const_i64(T(&f, "shp"), 2, (int64_t[]){4, 4});
+    f_free(&f);
+}
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* Load a corpus *_expanded model; its live op types after folding, sorted, space-joined. */
@@ -319,6 +342,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fold_shape_gather_unsqueeze_concat_reshape),
+        cmocka_unit_test(test_no_fold_still_folds_what_a_shape_reads),
         cmocka_unit_test(test_fold_shape_slice_concat_reshape),
         cmocka_unit_test(test_fold_size_cast_div),
         cmocka_unit_test(test_fold_constant_of_shape_of_computed_shape),
