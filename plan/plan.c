@@ -124,10 +124,17 @@ void fa_plan_layout_text(const fa_plan_layout *l, char *out, size_t cap)
         snprintf(out, cap, "plan layout %s, measured: %.3f ms per run against the default %s's %.3f ms, paired median %s%s "
                  "over %d rounds: measurably faster, kept", lay, l->rival_median_ns / 1e6, def, l->default_median_ns / 1e6,
                  gain, ci, l->rounds);
-    else
+    else {
+        /* the words agree with the interval printed beside them: one wholly a loss that the
+         * judge left unresolved (its rounds' spread wider than the loss) was "no measured gain" */
+        bool all_loss = !isnan(l->gain_hi_ns) && l->gain_hi_ns < 0;
+        const char *words = l->verdict < 0 ? "measurably slower"
+                            : all_loss     ? "slower over the interval, though within the rounds' spread"
+                                           : "no measured gain";
         snprintf(out, cap, "plan layout %s, the default, measured: %s ran %.3f ms per run against %s's %.3f ms, paired median "
                  "%s%s over %d rounds: %s, the default stays", lay, fa_layout_name(l->rival), l->rival_median_ns / 1e6, def,
-                 l->default_median_ns / 1e6, gain, ci, l->rounds, l->verdict < 0 ? "measurably slower" : "no measured gain");
+                 l->default_median_ns / 1e6, gain, ci, l->rounds, words);
+    }
 }
 
 void fa_plan_layout_json(fa_buf *b, const fa_plan_layout *l)

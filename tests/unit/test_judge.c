@@ -431,9 +431,16 @@ static void test_layout_sentence_quotes_the_figures(void **st)
     assert_non_null(strstr(t, "nhwc ran 8.120 ms per run against nChw16c's 9.450 ms"));
     assert_non_null(strstr(t, "paired median loss 0.047 ms (interval: from a loss of 0.165 ms to a gain of 0.082 ms)"));
     assert_null(strchr(t, '-'));
+    assert_non_null(strstr(t, "no measured gain, the default stays"));
+    /* an interval wholly a loss the judge left unresolved: words that agree with it (it was
+     * "no measured gain" beside "interval: loss 8.465 to 53.209 ms"), and a resolved loss */
     l.gain_hi_ns = -10000;
     fa_plan_layout_text(&l, t, sizeof t);
     assert_non_null(strstr(t, "(interval: loss 0.010 to 0.165 ms)"));
+    assert_non_null(strstr(t, "slower over the interval, though within the rounds' spread, the default stays"));
+    l.verdict = -1;
+    fa_plan_layout_text(&l, t, sizeof t);
+    assert_non_null(strstr(t, "measurably slower, the default stays"));
     l.source = FA_LAYOUT_SRC_OPTION;
     fa_plan_layout_text(&l, t, sizeof t);
     assert_non_null(strstr(t, "named by --layout"));
