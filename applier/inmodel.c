@@ -26,11 +26,14 @@ static int cmp_row_name(const void *x, const void *y)
     return strcmp((*(const fa_op_row *const *)x)->node_name, (*(const fa_op_row *const *)y)->node_name);
 }
 
-static fa_status side_load(fa_ctx *ctx, fa_store *st, int64_t run, int n_nodes, fa_arena *ar, side *out)
+/* The side of per-op rows (fa_store_op_table's, or fa_op_table_of_trace's): indexed by node
+ * id for [0, n_nodes), its reorder rows by name. */
+static fa_status side_index(fa_ctx *ctx, fa_op_row *rows, size_t n_rows, int n_iters, int n_nodes, fa_arena *ar, side *out)
 {
     memset(out, 0, sizeof *out);
-    fa_status s = fa_store_op_table(ctx, st, run, ar, &out->rows, &out->n_rows, &out->n_iters);
-    if (s) return s;
+    out->rows = rows;
+    out->n_rows = n_rows;
+    out->n_iters = n_iters;
     out->n_nodes = n_nodes;
     out->by_node = fa_arena_alloc(ar, sizeof *out->by_node * ((size_t)n_nodes + 1));
     if (!out->by_node) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
@@ -47,6 +50,26 @@ static fa_status side_load(fa_ctx *ctx, fa_store *st, int64_t run, int n_nodes, 
     return FA_OK;
 }
 
+/* The side of a stored run. */
+static fa_status side_load(fa_ctx *ctx, fa_store *st, int64_t run, int n_nodes, fa_arena *ar, side *out)
+{
+    fa_op_row *rows = NULL;
+    size_t n = 0;
+    int iters = 0;
+    fa_status s = fa_store_op_table(ctx, st, run, ar, &rows, &n, &iters);
+    return s ? s : side_index(ctx, rows, n, iters, n_nodes, ar, out);
+}
+
+/* The side of a trace held in memory (the baseline's side of the end-to-end rounds). */
+static fa_status side_from_trace(fa_ctx *ctx, const fa_trace *t, int n_nodes, fa_arena *ar, side *out)
+{
+    fa_op_row *rows = NULL;
+    size_t n = 0;
+    int iters = 0;
+    fa_status s = fa_op_table_of_trace(ctx, t, ar, &rows, &n, &iters);
+    return s ? s : side_index(ctx, rows, n, iters, n_nodes, ar, out);
+}
+
 /* *out: the reorder row of tensor `name` (no node; FA_REORDER_OP, named FA_REORDER_NAME_FMT), NULL
  * none. FA_ERR_NOMEM. */
 static fa_status reorder_row(fa_ctx *ctx, const side *sd, const char *name, const fa_op_row **out)
@@ -61,93 +84,6 @@ static fa_status reorder_row(fa_ctx *ctx, const side *sd, const char *name, cons
     const fa_op_row *kp = &key, **hit = bsearch(&kp, sd->reorders, sd->n_reorders, sizeof *sd->reorders, cmp_row_name);
     free(want);
     *out = hit ? *hit : NULL;
-    return FA_OK;
-}
-
-typedef struct trace_rec {
-    int32_t node, iter;
-    uint64_t start, end;
-} trace_rec;
-
-static int cmp_trace_rec(const void *x, const void *y)
-{
-    const trace_rec *a = x, *b = y;
-    if (a->iter != b->iter) return (a->iter > b->iter) - (a->iter < b->iter);
-    return (a->start > b->start) - (a->start < b->start);
-}
-
-/* The side of an in-memory trace t of our own executor (the baseline's end-to-end rounds): per
- * node of [0, n_nodes), per timed iteration, its kernels' summed time and the idle time before
- * them, by fa_store_op_table's rules (iterations by their numbers in order; the idle before a
- * kernel: its start less the latest end of the iteration's kernels that started before it, when
- * positive). Rows only for nodes with records; no reorder rows (the baseline runs plain). Arrays
- * in ar. Errors: FA_ERR_NOMEM. */
-static fa_status side_from_trace(fa_ctx *ctx, const fa_trace *t, int n_nodes, fa_arena *ar, side *out)
-{
-    memset(out, 0, sizeof *out);
-    out->n_nodes = n_nodes;
-    out->by_node = fa_arena_alloc(ar, sizeof *out->by_node * ((size_t)n_nodes + 1));
-    if (!out->by_node) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    memset(out->by_node, 0, sizeof *out->by_node * ((size_t)n_nodes + 1));
-    int32_t it_max = -1;
-    size_t n = 0;
-    trace_rec *recs = malloc(sizeof *recs * (t->n_acts + 1));
-    if (!recs) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < t->n_acts; i++) {
-        const fa_activity *a = &t->acts[i];
-        if (a->kind != FA_ACT_KERNEL || a->iter < 0 || a->end_ns < a->start_ns) continue;
-        /* a kernel of no node of [0, n_nodes) still ends before the next one's idle time */
-        recs[n++] = (trace_rec){a->node >= 0 && a->node < n_nodes ? a->node : -1, a->iter, a->start_ns, a->end_ns};
-        if (a->iter > it_max) it_max = a->iter;
-    }
-    /* iteration numbers as they occur, in order: slot[iter] (an iteration with no kernel is none) */
-    int32_t *slot = malloc(sizeof *slot * ((size_t)it_max + 2));
-    fa_op_row *rows = fa_arena_alloc(ar, sizeof *rows * ((size_t)n_nodes + 1));
-    if (!slot || !rows) {
-        free(recs);
-        free(slot);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    }
-    for (int32_t k = 0; k <= it_max; k++) slot[k] = -1;
-    for (size_t i = 0; i < n; i++) slot[recs[i].iter] = 0;
-    int iters = 0;
-    for (int32_t k = 0; k <= it_max; k++)
-        if (slot[k] == 0) slot[k] = iters++;
-    /* node x iteration sums, written here and read through the rows */
-    size_t cells = (size_t)n_nodes * (size_t)(iters ? iters : 1);
-    int64_t *busy = fa_arena_alloc(ar, sizeof *busy * cells), *idle = fa_arena_alloc(ar, sizeof *idle * cells);
-    if (!busy || !idle) {
-        free(recs);
-        free(slot);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    }
-    memset(busy, 0, sizeof *busy * cells);
-    memset(idle, 0, sizeof *idle * cells);
-    qsort(recs, n, sizeof *recs, cmp_trace_rec);
-    uint64_t last_end = 0;
-    for (size_t i = 0; i < n; i++) {
-        const trace_rec *r = &recs[i];
-        bool first = i == 0 || recs[i - 1].iter != r->iter;
-        uint64_t before = last_end;
-        if (first || r->end > last_end) last_end = r->end;
-        if (r->node < 0) continue;
-        size_t at = (size_t)r->node * (size_t)iters + (size_t)slot[r->iter];
-        busy[at] += (int64_t)(r->end - r->start);
-        if (!first && r->start > before) idle[at] += (int64_t)(r->start - before);
-        if (!out->by_node[r->node]) {
-            fa_op_row *row = &rows[out->n_rows++];
-            memset(row, 0, sizeof *row);
-            row->node = r->node;
-            row->iter_ns = busy + (size_t)r->node * (size_t)iters;
-            row->idle_ns = idle + (size_t)r->node * (size_t)iters;
-            out->by_node[r->node] = row;
-        }
-        rows[out->by_node[r->node] - rows].kernels++;
-    }
-    out->rows = rows;
-    out->n_iters = iters;
-    free(recs);
-    free(slot);
     return FA_OK;
 }
 

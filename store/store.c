@@ -1203,82 +1203,67 @@ static long op_tab_find(op_tab *tb, fa_arena *arena, int32_t node, const char *n
     return (long)tb->n++;
 }
 
-fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_op_row **out,
-                            size_t *n_out, int *n_iters)
-{
-    fa_status s = check_run(ctx, st, run_id);
-    if (s) return s;
-    /* One scan in seq order (primary-key order, no sort); aggregation in memory. */
-    fa_stmt *q;
-    s = fa_sq_prepare(ctx, st,
-                "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns, start_ns FROM kernels "
-                "WHERE run_id = ? AND kind = ?",
-                &q);
-    if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
-    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
-    op_tab tb = {0};
-    op_rec *recs = NULL;
-    size_t n_recs = 0, cap_recs = 0;
-    int32_t it_min = INT32_MAX, it_max = -1;
-    int rc = FA_DB_DONE;
-    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        int32_t node = fa_col_int(q, 0);
-        const char *nm = fa_col_text(q, 1);
-        const char *op = fa_col_text(q, 2);
-        if (node >= FA_STORE_NODE_ID_MAX) {
-            /* the table is indexed by node id: a crafted id must not size it (2^31 ids: 8 GB) */
-            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table kernels, column node: node id %d is beyond the %d "
-                             "nodes a graph may have", st->path, (long long)run_id, (int)node, FA_STORE_NODE_ID_MAX);
-            break;
-        }
-        long idx = op_tab_find(&tb, arena, node, nm, op);
-        if (idx < 0) {
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-            break;
-        }
-        op_acc *a = &tb.acc[idx];
-        /* display names: the first non-NULL seen */
-        if (!a->row.node_name && nm && !(a->row.node_name = fa_arena_strdup(arena, nm)))
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-        if (!a->row.op_type && op && !(a->row.op_type = fa_arena_strdup(arena, op)))
-            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-        if (n_recs == cap_recs) {
-            size_t nc = cap_recs ? cap_recs * 2 : 4096;
-            op_rec *p = realloc(recs, nc * sizeof *p);
-            if (!p) {
-                s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
-                break;
-            }
-            recs = p;
-            cap_recs = nc;
-        }
-        int32_t it = fa_col_int(q, 3);
-        recs[n_recs++] = (op_rec){(uint32_t)idx, it, fa_col_i64(q, 4), fa_col_i64(q, 5)};
-        if (it >= 0 && it < it_min) it_min = it;
-        if (it > it_max) it_max = it;
-    }
-    if (!s) s = STEP_CHECK(ctx, st, q, rc);
-    fa_stmt_finalize(q);
+/* The records of one run's kernels as they are read (op_scan_add), then the table
+ * (op_scan_finish): shared by the run database's reader and a trace held in memory. */
+typedef struct op_scan {
+    op_tab tb;
+    op_rec *recs;
+    size_t n_recs, cap_recs;
+    int32_t it_min, it_max;
+} op_scan;
 
+#define OP_SCAN_INIT {.it_min = INT32_MAX, .it_max = -1}
+
+/* One kernel record (node -1 when none; name and op may be NULL). false: out of memory. */
+static bool op_scan_add(op_scan *sc, fa_arena *arena, int32_t node, const char *nm, const char *op, int32_t it, int64_t dur,
+                        int64_t start)
+{
+    long idx = op_tab_find(&sc->tb, arena, node, nm, op);
+    if (idx < 0) return false;
+    op_acc *a = &sc->tb.acc[idx];
+    /* display names: the first non-NULL seen */
+    if (!a->row.node_name && nm && !(a->row.node_name = fa_arena_strdup(arena, nm))) return false;
+    if (!a->row.op_type && op && !(a->row.op_type = fa_arena_strdup(arena, op))) return false;
+    if (sc->n_recs == sc->cap_recs) {
+        size_t nc = sc->cap_recs ? sc->cap_recs * 2 : 4096;
+        op_rec *p = realloc(sc->recs, nc * sizeof *p);
+        if (!p) return false;
+        sc->recs = p;
+        sc->cap_recs = nc;
+    }
+    sc->recs[sc->n_recs++] = (op_rec){(uint32_t)idx, it, dur, start};
+    if (it >= 0 && it < sc->it_min) sc->it_min = it;
+    if (it > sc->it_max) sc->it_max = it;
+    return true;
+}
+
+/* The rows of fa_store_op_table from the records scanned (s: the scan's own status, passed on);
+ * what names the source in messages ("PATH: run N"). Frees the scan's memory either way. */
+static fa_status op_scan_finish(fa_ctx *ctx, fa_status s, op_scan *sc, const char *what, fa_arena *arena, fa_op_row **out,
+                                size_t *n_out, int *n_iters)
+{
+    op_tab tb = sc->tb;
+    op_rec *recs = sc->recs;
+    size_t n_recs = sc->n_recs;
+    int32_t it_min = sc->it_min, it_max = sc->it_max;
     /* Timed iterations: records with iter >= 0; a trace without any (an import) is one
      * iteration made of all its kernel records. */
     bool timed = it_max >= 0;
     int64_t span = timed ? (int64_t)it_max - it_min + 1 : 1;
     if (!s && span > (1 << 24))
-        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld has iteration numbers %d..%d, too wide for a per-op table",
-                         st->path, (long long)run_id, (int)it_min, (int)it_max);
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s has iteration numbers %d..%d, too wide for a per-op table", what,
+                         (int)it_min, (int)it_max);
     bool *present = NULL;
     int64_t *samples = NULL;
     if (!s) {
         present = calloc((size_t)span, sizeof *present);
         samples = malloc((size_t)span * sizeof *samples);
-        if (!present || !samples) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!present || !samples) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", what);
     }
     for (size_t i = 0; !s && i < tb.n; i++) {
         tb.acc[i].per_iter = fa_arena_alloc(arena, (size_t)span * sizeof *tb.acc[i].per_iter);
         tb.acc[i].idle_iter = fa_arena_alloc(arena, (size_t)span * sizeof *tb.acc[i].idle_iter);
-        if (!tb.acc[i].per_iter || !tb.acc[i].idle_iter) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!tb.acc[i].per_iter || !tb.acc[i].idle_iter) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", what);
     }
     for (size_t i = 0; !s && i < n_recs; i++) {
         const op_rec *r = &recs[i];
@@ -1296,7 +1281,7 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     size_t n_ord = 0;
     if (!s && n_recs) {
         ord = malloc(n_recs * sizeof *ord);
-        if (!ord) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!ord) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", what);
     }
     for (size_t i = 0; !s && i < n_recs; i++) {
         op_rec *r = &recs[i];
@@ -1329,7 +1314,7 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     for (int64_t k = 0; !s && k < span; k++) iters += present[k];
     if (!s) {
         rows = fa_arena_alloc(arena, (tb.n ? tb.n : 1) * sizeof *rows);
-        if (!rows) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+        if (!rows) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", what);
     }
     double total = 0;
     for (size_t i = 0; !s && i < tb.n; i++) {
@@ -1361,6 +1346,56 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     *n_out = n;
     if (n_iters) *n_iters = iters;
     return FA_OK;
+}
+
+fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_op_row **out,
+                            size_t *n_out, int *n_iters)
+{
+    fa_status s = check_run(ctx, st, run_id);
+    if (s) return s;
+    /* One scan in seq order (primary-key order, no sort); aggregation in memory. */
+    fa_stmt *q;
+    s = fa_sq_prepare(ctx, st,
+                "SELECT node, coalesce(node_name, name), op_type, iter, end_ns - start_ns, start_ns FROM kernels "
+                "WHERE run_id = ? AND kind = ?",
+                &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
+    op_scan sc = OP_SCAN_INIT;
+    int rc = FA_DB_DONE;
+    while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
+        int32_t node = fa_col_int(q, 0);
+        if (node >= FA_STORE_NODE_ID_MAX) {
+            /* the table is indexed by node id: a crafted id must not size it (2^31 ids: 8 GB) */
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table kernels, column node: node id %d is beyond the %d "
+                             "nodes a graph may have", st->path, (long long)run_id, (int)node, FA_STORE_NODE_ID_MAX);
+            break;
+        }
+        if (!op_scan_add(&sc, arena, node, fa_col_text(q, 1), fa_col_text(q, 2), fa_col_int(q, 3), fa_col_i64(q, 4),
+                         fa_col_i64(q, 5)))
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    }
+    if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    char what[4200];
+    snprintf(what, sizeof what, "%s: run %lld", st->path, (long long)run_id);
+    return op_scan_finish(ctx, s, &sc, what, arena, out, n_out, n_iters);
+}
+
+fa_status fa_op_table_of_trace(fa_ctx *ctx, const fa_trace *t, fa_arena *arena, fa_op_row **out, size_t *n_out, int *n_iters)
+{
+    op_scan sc = OP_SCAN_INIT;
+    fa_status s = FA_OK;
+    for (size_t i = 0; i < t->n_acts && !s; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind != FA_ACT_KERNEL) continue;
+        if (a->node >= FA_STORE_NODE_ID_MAX) continue; /* our own executor's records: never */
+        if (!op_scan_add(&sc, arena, a->node, a->node_name ? a->node_name : a->name, a->op_type, a->iter,
+                         (int64_t)(a->end_ns - a->start_ns), (int64_t)a->start_ns))
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "a trace in memory: out of memory");
+    }
+    return op_scan_finish(ctx, s, &sc, "a trace in memory", arena, out, n_out, n_iters);
 }
 
 /* ---- device ceilings ---- */

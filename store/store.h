@@ -207,6 +207,10 @@ typedef struct fa_op_row {
  * descending. *n_iters = timed iterations seen. Array and strings in `arena`. */
 fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
                             fa_op_row **out, size_t *n_out, int *n_iters);
+/* The same rows from a trace held in memory (its FA_ACT_KERNEL records, by the same rules): a
+ * run's records not stored, e.g. the baseline's side of the end-to-end rounds (applier/inmodel.c). */
+fa_status fa_op_table_of_trace(fa_ctx *ctx, const fa_trace *t, fa_arena *arena, fa_op_row **out, size_t *n_out,
+                               int *n_iters);
 
 /* ---- device ceilings ---- */
 
