@@ -165,7 +165,8 @@ void fa_cli_model_opts_from_command_line(fa_ctx *ctx, const char *command_line, 
 void fa_cli_note_dim_defaults(const fa_graph *g);
 /* The activation limit of every executor this process makes for model g
  * (fa_mem_set_default_limit): --max-memory when given (max_memory > 0), else
- * FA_CLI_MEMORY_FLOOR or FA_CLI_MEMORY_PER_WEIGHT x g's constant bytes, whichever is larger. A
+ * FA_CLI_MEMORY_FLOOR or FA_CLI_MEMORY_PER_WEIGHT x g's initializer bytes (fa_graph_initializer_bytes:
+ * the file's weights, not constants folded at load), whichever is larger. A
  * model is untrusted input: a 577-byte Tile of 2 x 2 values by [32768, 32768] took 16.8 GB for
  * its 16 GiB output, as it fit the machine's free memory. Activations grow with the batch and
  * the sequence, weights do not: here the planned peak is 0.7x the weights on MobileNetV2 at batch

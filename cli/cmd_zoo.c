@@ -122,12 +122,11 @@ int fa_cmd_zoo(fa_ctx *ctx, int argc, char **argv)
         return fa_cli_fail(ctx, st);
     }
     int64_t params = 0;
-    uint64_t weight_bytes = 0;
+    uint64_t weight_bytes = fa_graph_initializer_bytes(g);
     for (int i = 0; i < g->n_tensors; i++) {
         const fa_tensor *t = g->tensors[i];
-        if (!(t->flags & FA_TENSOR_INITIALIZER)) continue;
-        weight_bytes += t->nbytes;
-        if (ends_with(t->name, ".weight") || ends_with(t->name, ".bias")) params += fa_tensor_numel(t);
+        if ((t->flags & FA_TENSOR_INITIALIZER) && (ends_with(t->name, ".weight") || ends_with(t->name, ".bias")))
+            params += fa_tensor_numel(t);
     }
     if (json) {
         fa_buf b;

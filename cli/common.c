@@ -131,12 +131,9 @@ void fa_cli_memory_policy(const fa_graph *g, int64_t max_memory)
         fa_mem_set_default_limit((uint64_t)max_memory, why);
         return;
     }
-    uint64_t weights = 0;
-    for (int i = 0; g && i < g->n_tensors; i++) {
-        const fa_tensor *t = g->tensors[i];
-        int64_t n = t && (t->flags & FA_TENSOR_CONST) ? fa_tensor_numel(t) : -1;
-        if (n > 0) weights = fa_u64_add_sat(weights, fa_u64_mul_sat((uint64_t)n, fa_dtype_size(t->dtype)));
-    }
+    /* the file's initializers, not the constants folded at load: a small model's folded
+     * ConstantOfShape must not raise its own limit */
+    uint64_t weights = fa_graph_initializer_bytes(g);
     uint64_t lim = fa_u64_mul_sat(weights, FA_CLI_MEMORY_PER_WEIGHT);
     if (lim < FA_CLI_MEMORY_FLOOR) lim = FA_CLI_MEMORY_FLOOR;
     snprintf(why, sizeof why, "for a model of %llu bytes of weights (the larger of 4 GiB and %d x its weights: a small model "

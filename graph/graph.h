@@ -233,6 +233,9 @@ typedef struct fa_graph {
 fa_graph *fa_graph_create(const char *name);
 void fa_graph_free(fa_graph *g);
 int64_t fa_graph_opset(const fa_graph *g, const char *domain); /* 0 if not imported */
+/* Bytes of the model's initializers (its weights as the file holds them; constants folded at
+ * load are not counted). */
+uint64_t fa_graph_initializer_bytes(const fa_graph *g);
 fa_status fa_graph_set_opset(fa_ctx *ctx, fa_graph *g, const char *domain, int64_t version);
 /* The newest version of the default (ai.onnx) domain this build implements: ONNX 1.23.2's
  * (onnx.defs.onnx_opset_version(), whose node suite runs in CI: docs/conformance.md). A model

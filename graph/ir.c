@@ -108,6 +108,14 @@ void fa_graph_free(fa_graph *g)
     free(g);
 }
 
+uint64_t fa_graph_initializer_bytes(const fa_graph *g)
+{
+    uint64_t b = 0;
+    for (int i = 0; g && i < g->n_tensors; i++)
+        if (g->tensors[i] && (g->tensors[i]->flags & FA_TENSOR_INITIALIZER)) b = fa_u64_add_sat(b, g->tensors[i]->nbytes);
+    return b;
+}
+
 int64_t fa_graph_opset(const fa_graph *g, const char *domain)
 {
     if (!domain || strcmp(domain, "ai.onnx") == 0) domain = "";
