@@ -261,9 +261,15 @@ fa_status fa_store_get_summary_text_parts(fa_ctx *ctx, fa_store *st, int64_t run
                                           const char **text)
 {
     *text = NULL;
+    /* each part read into a scratch arena, joined in one buffer, copied once into `arena` */
+    fa_arena *scratch = fa_arena_create(1 << 16);
+    if (!scratch) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     const char *first = NULL;
-    fa_status s = fa_store_get_summary_text(ctx, st, run_id, key, arena, &first);
-    if (s || !first) return s;
+    fa_status s = fa_store_get_summary_text(ctx, st, run_id, key, scratch, &first);
+    if (s || !first) {
+        fa_arena_free(scratch);
+        return s;
+    }
     fa_buf all;
     fa_buf_init(&all);
     fa_buf_puts(&all, first);
@@ -271,7 +277,7 @@ fa_status fa_store_get_summary_text_parts(fa_ctx *ctx, fa_store *st, int64_t run
         char k[256];
         snprintf(k, sizeof k, "%s.%d", key, part);
         const char *t = NULL;
-        s = fa_store_get_summary_text(ctx, st, run_id, k, arena, &t);
+        s = fa_store_get_summary_text(ctx, st, run_id, k, scratch, &t);
         if (s || !t) break;
         if (part >= FA_STORE_TEXT_PARTS_MAX) {
             s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table analysis_summary: key '%s' is in more than %d parts",
@@ -291,6 +297,7 @@ fa_status fa_store_get_summary_text_parts(fa_ctx *ctx, fa_store *st, int64_t run
         }
     }
     fa_buf_free(&all);
+    fa_arena_free(scratch);
     return s;
 }
 

@@ -106,10 +106,7 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
     if (!R.s && parts > FA_STORE_TEXT_PARTS_MAX)
         R.s = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "the trace's advice is a %zu-byte document (%d distinct kernels), over the "
                            "%d MiB it may be stored in", len, a->n_kernel_names, (FA_STORE_TEXT_PARTS_MAX * ADVICE_PART) >> 20);
-    char *doc = !R.s && ar ? fa_arena_alloc(ar, len + 1) : NULL;
-    if (!R.s && !doc) R.s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
-    if (doc) memcpy(doc, R.b.data ? R.b.data : "", len), doc[len] = 0;
-    fa_buf_reset(&R.b);
+    const char *doc = R.b.data ? R.b.data : "";
     for (size_t k = 0; !R.s && k < parts; k++) {
         size_t at = k * ADVICE_PART, n = len - at < ADVICE_PART ? len - at : ADVICE_PART;
         char *key = fa_arena_alloc(ar, 64), *text = fa_arena_alloc(ar, n + 1);
@@ -123,6 +120,7 @@ fa_status fa_trace_advice_save(fa_ctx *ctx, fa_store *st, int64_t run_id, const 
         text[n] = 0;
         R.rows[R.n++] = (fa_analysis_summary_row){key, 1, "json", text};
     }
+    fa_buf_reset(&R.b);
     fa_status s = R.s;
     fa_analysis_chain_row *chains = ar ? fa_arena_alloc(ar, sizeof *chains * (size_t)(a->n_opps + 1)) : NULL;
     if (!s && !chains) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory storing the trace advice");
