@@ -192,6 +192,10 @@ fa_status fa_fused_graph_mapped(fa_ctx *ctx, const fa_graph *g, const fa_plan *p
  * its scope (its clusters' members and their edges), never the whole graph per cluster. */
 uint64_t fa_fused_graph_walked(void);
 
+/* Elements per stretch of the verification scans (fa_apply_rel_error, the bound ratios) handed
+ * to one thread of the team: 64 KiB of each float32 operand, large enough that the team's
+ * start (~1 µs) is a small share, small enough that a 128 x 768 output splits into six. */
+#define FA_APPLY_SCAN_STRETCH 16384
 /* Element i of v as double: float32 read in line (the verification loops run over every output
  * element of every cluster: fa_load_as_double's call per element was ~3 ms a 128x3072 output),
  * any other dtype through fa_load_as_double. */

@@ -364,6 +364,100 @@ static void test_equal_infinities_agree_one_sided_ones_do_not(void **state)
 /* x[1,S,K] -> MatMul(W) -> Add(mask) -> y, the mask -inf on half its keys (an additive attention
  * mask): through fa_apply the MatMul + Add epilogue passes verification (its masked outputs are
  * -inf in both the fused and the unfused result). */
+/* The scans split into stretches over the team (FA_APPLY_SCAN_STRETCH) give one pass's answer:
+ * the same ratio and the same first worst element wherever the worst, a one-sided NaN or
+ * infinity, an overflowed magnitude or a sentinel lies, across stretch boundaries. The one-pass
+ * references below are the scans' definitions written out again. */
+static double ref_bound(const float *f, const float *g, const float *m, int64_t n, double scale, double floor_abs, int64_t *worst)
+{
+    double w = 0;
+    *worst = -1;
+    for (int64_t i = 0; i < n; i++) {
+        double a = f[i], b = g[i];
+        if (m) {
+            if (a == b || (isnan(a) && isnan(b))) continue;
+            double d = fabs(a - b);
+            if (isnan(d)) { *worst = i; return INFINITY; }
+            if (!isfinite((double)m[i])) return NAN;
+            double r = d / (scale * m[i] + floor_abs);
+            if (r > w) { w = r; *worst = i; }
+        } else {
+            if (a == b) continue;
+            double d = fabs(a - b);
+            if (!isfinite(d) || !isfinite(b)) { *worst = i; return INFINITY; }
+            double r = d / (scale * fabs(b) + floor_abs);
+            if (r > w) { w = r; *worst = i; }
+        }
+    }
+    return w;
+}
+
+static void test_stretched_scans_match_one_pass(void **state)
+{
+    (void)state;
+    const int64_t n = 5 * FA_APPLY_SCAN_STRETCH + 777; /* six stretches, the last short */
+    float *f = malloc(sizeof(float) * (size_t)n), *g = malloc(sizeof(float) * (size_t)n), *m = malloc(sizeof(float) * (size_t)n);
+    assert_non_null(f);
+    assert_non_null(g);
+    assert_non_null(m);
+    fa_apply_bound bd = {.applies = true, .depth = 64, .gamma = 1e-6, .gamma_det = 4e-6};
+    const double u = ldexp(1.0, -24);
+    double scale_full = 2.0 * bd.gamma / fmax(1.0 - 2.0 * 64 * u, 0.5), scale_quick = 2.0 * bd.gamma / (1.0 + bd.gamma_det);
+    double floor_abs = 2.0 * 64 * ldexp(1.0, -149);
+    fa_value vf = {f, FA_DTYPE_FLOAT, 1, {n}}, vg = {g, FA_DTYPE_FLOAT, 1, {n}}, vm = {m, FA_DTYPE_FLOAT, 1, {n}};
+    /* cases: 0 plain noise; 1 two equal worst elements in stretches 1 and 4 (the first wins);
+     * 2 a NaN in stretch 3 after a larger ratio in stretch 1; 3 an overflowed magnitude in
+     * stretch 2; 4 an infinity on one side in the last stretch; 5 a sentinel in stretch 4 */
+    for (int c = 0; c < 6; c++) {
+        uint64_t st = 12345 + (uint64_t)c;
+        for (int64_t i = 0; i < n; i++) {
+            st = st * 6364136223846793005ull + 1442695040888963407ull;
+            float x = (float)((int)(st >> 40) % 2001 - 1000) / 100.0f;
+            g[i] = x;
+            f[i] = (st >> 20) % 3 == 0 ? x : nextafterf(x, 100.0f);
+            m[i] = fabsf(x) + 1.0f;
+        }
+        int64_t s1 = FA_APPLY_SCAN_STRETCH + 5, s4 = 4 * FA_APPLY_SCAN_STRETCH + 9;
+        if (c == 1 || c == 2) g[s1] = 1.0f, f[s1] = 1.5f, m[s1] = 1.0f;
+        if (c == 1) g[s4] = 1.0f, f[s4] = 1.5f, m[s4] = 1.0f;
+        if (c == 2) f[3 * FA_APPLY_SCAN_STRETCH + 1] = NAN;
+        if (c == 3) m[2 * FA_APPLY_SCAN_STRETCH + 3] = INFINITY;
+        if (c == 4) f[n - 3] = INFINITY;
+        if (c == 5) g[s4] = 0x1p110f, f[s4] = 0x1p110f * 1.25f;
+        int64_t w_ref, w;
+        double r_ref = ref_bound(f, g, m, n, scale_full, floor_abs, &w_ref);
+        double r = fa_apply_bound_ratio(&vf, &vg, &vm, &bd, &w);
+        if (isnan(r_ref)) assert_true(isnan(r));
+        else {
+            assert_true(r == r_ref);
+            assert_int_equal(w, w_ref);
+        }
+        r_ref = ref_bound(f, g, NULL, n, scale_quick, floor_abs, &w_ref);
+        r = fa_apply_bound_ratio_unfused(&vf, &vg, &bd, &w);
+        assert_true(r == r_ref);
+        assert_int_equal(w, w_ref);
+        if (c == 1) assert_int_equal(w, s1); /* the first of two equal worst elements */
+        /* the relative error: max |f - g| over max ordinary |g|, a sentinel its own */
+        double md = 0, mb = 0, rs = 0;
+        bool bad = false;
+        for (int64_t i = 0; i < n; i++) {
+            double a = f[i], b = g[i];
+            if (fabs(b) < 0x1p100 && fabs(b) > mb) mb = fabs(b);
+            if (a == b || (isnan(a) && isnan(b))) continue;
+            double d = fabs(a - b);
+            if (!isfinite(d)) { bad = true; break; }
+            if (fabs(b) >= 0x1p100) rs = fmax(rs, d / fabs(b));
+            else md = fmax(md, d);
+        }
+        double e_ref = bad ? INFINITY : fmax(md / fmax(mb, 1e-12), rs);
+        assert_true(fa_apply_rel_error(&vf, &vg) == e_ref);
+        if (c == 5) assert_true(e_ref >= 0.25); /* the sentinel's own relative error decides */
+    }
+    free(f);
+    free(g);
+    free(m);
+}
+
 static void test_apply_masked_matmul_add_is_verified(void **state)
 {
     (void)state;
@@ -562,6 +656,7 @@ int main(void)
         cmocka_unit_test(test_correct_reassociation_passes_and_defects_are_rejected),
         cmocka_unit_test(test_apply_rejects_each_defect_on_the_conv_cluster),
         cmocka_unit_test(test_equal_infinities_agree_one_sided_ones_do_not),
+        cmocka_unit_test(test_stretched_scans_match_one_pass),
         cmocka_unit_test(test_apply_masked_matmul_add_is_verified),
         cmocka_unit_test(test_every_elementwise_op_has_a_bound_row),
         cmocka_unit_test(test_an_elementwise_op_without_a_row_is_an_error),
