@@ -46,6 +46,9 @@ static void print_stats(const char *path, const fa_import_stats *s)
     fa_cli_printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64
                   ", duplicate correlations %" PRIu64 "\n",
                   s->n_orphans, s->n_clock_inversions, s->n_duplicate_correlations);
+    if (s->n_extid_mismatch)
+        fa_cli_printf("  External ids naming an op away from the launch call %" PRIu64 " (attributed by the launch's time instead)\n",
+                      s->n_extid_mismatch);
     if (s->n_negative_durations || s->n_bad_utf8 || s->n_control_chars || s->n_nonfinite || s->n_bad_numbers ||
         s->n_bad_records || s->n_nul_names || s->lenient_pass)
         fa_cli_printf("  input faults: records skipped %" PRIu64 " (a time or id of the wrong type or beyond int64; first near byte %" PRIu64

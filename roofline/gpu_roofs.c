@@ -168,7 +168,8 @@ void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gf
         }
     } else {
         fused = in->longest_member_ns * occ;
-        basis = "bytes unknown (no Input Dims): the fused kernel is taken to last as long as the slowest member";
+        basis = "bytes unknown (no Input Dims): the members are joined by their order on the stream, with no sizes to show "
+                "that each reads an earlier one's output, and the fused kernel is taken to last as long as the slowest member";
     }
     double total = in->member_ns + in->gaps_ns;
     double net = total - fused - (in->recompute_ns > 0 ? in->recompute_ns : 0);

@@ -297,9 +297,12 @@ static int32_t frame_of(fa_ta_builder *b, const char *stack, int8_t *pat)
 static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, rec *const *m, int n, int64_t skipped)
 {
     if (n > FA_TA_MAX_SEQ) n = FA_TA_MAX_SEQ;
-    /* the key: pattern, member count, member tokens */
+    /* the key: pattern, member count, member tokens with their backward marks (the same kernels
+     * in the forward and in the backward pass are two opportunities, each named and fixed as
+     * what it is, never by whichever occurrence came first) */
     int32_t k[FA_TA_MAX_SEQ + 2] = {pattern, n};
-    for (int j = 0; j < n; j++) k[2 + j] = m[j]->tok;
+    for (int j = 0; j < n; j++)
+        k[2 + j] = (int32_t)((uint32_t)m[j]->tok << 2 | (m[j]->flags & RF_BWD ? 1u : 0u) | (m[j]->flags & RF_BWDPASS ? 2u : 0u));
     bool added;
     int32_t id = fa_intern_id(b->opp_map, k, (size_t)(n + 2) * sizeof k[0], &added, NULL);
     if (id < 0) return fa__ta_nomem(ctx, b);

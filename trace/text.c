@@ -207,7 +207,8 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
                   a->n_clock_inversions, a->n_parse_errors);
     fa_buf_puts(b, "\n");
     if (a->n_estimated_bytes == 0)
-        fa_buf_puts(b, "no kernel has sizes (no Input Dims): every byte figure is unknown; fused kernels are taken to last as "
+        fa_buf_puts(b, "no kernel has sizes (no Input Dims): every byte figure is unknown; a sequence's members are joined by "
+                       "their order on the stream, not shown to read each other's output; fused kernels are taken to last as "
                        "long as their slowest member\n");
 }
 

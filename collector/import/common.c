@@ -830,6 +830,18 @@ fa_status fa__import_attribute_ex(fa_ctx *ctx, fa_trace *t, fa_import_stats *st,
                 if (a->external_id == g->external_id && (!pid_local || a->pid == pid)) ep = eord[lo];
             }
         }
+        /* an External id names the op only where that op is around the launch call (same thread,
+         * its interval holding the call's start): some Kineto versions wrote a kernel's
+         * correlation id as its External id, which then names an unrelated op (param's
+         * resnet_kineto: a forward add_'s kernel named ConvolutionBackward0). Elsewhere the
+         * launch's time decides, as for a record with no External id. */
+        if (ep >= 0 && L) {
+            const fa_activity *a = &acts[ord[ep]];
+            if (a->tid != L->tid || a->start_ns > L->start_ns || a->end_ns < L->start_ns) {
+                ep = -1;
+                st->n_extid_mismatch++;
+            }
+        }
         if (ep >= 0) gop[i] = ep;
         else if (L && m) qs[nq++] = (encl_query){L->pid, L->tid, L->start_ns, (int32_t)i};
     }
@@ -955,7 +967,8 @@ void fa_import_stats_json(const fa_import_stats *st, fa_buf *b)
         {"runtime", st->n_runtime}, {"driver", st->n_driver}, {"cpu_ops", st->n_cpu_ops},
         {"ranges", st->n_ranges}, {"sync", st->n_sync}, {"skipped", st->n_skipped},
         {"orphans", st->n_orphans}, {"clock_inversions", st->n_clock_inversions},
-        {"duplicate_correlations", st->n_duplicate_correlations}, {"attributed", st->n_attributed},
+        {"duplicate_correlations", st->n_duplicate_correlations}, {"extid_mismatch", st->n_extid_mismatch},
+        {"attributed", st->n_attributed},
         {"estimated_bytes", st->n_estimated_bytes}, {"negative_durations", st->n_negative_durations},
         {"bad_records", st->n_bad_records}, {"first_bad_record_offset", st->first_bad_record_offset},
         {"negative_times", st->n_negative_times}, {"time_shift_ns", st->time_shift_ns},

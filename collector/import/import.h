@@ -48,6 +48,9 @@ typedef struct fa_import_stats {
     uint64_t n_orphans;         /* GPU records with no launch call in the trace (FA_ACTF_ORPHAN) */
     uint64_t n_clock_inversions;/* GPU records starting before their launch (FA_ACTF_CLOCK_INVERSION) */
     uint64_t n_duplicate_correlations; /* launch calls sharing a correlation id (same process) */
+    uint64_t n_extid_mismatch;  /* GPU records whose External id names an op that is not around
+                                 * their launch call (same thread, holding its start): attributed
+                                 * by the launch's time instead */
     uint64_t n_attributed;      /* GPU records attributed to a cpu op (Kineto) / NVTX range (nsys) */
     uint64_t n_estimated_bytes; /* records with bytes from Input Dims (FA_ACTF_ESTIMATED_BYTES) */
     uint64_t n_negative_durations; /* dur < 0 or end < start in the input: clamped to 0 */

@@ -794,6 +794,45 @@ static void test_kineto_rocm_pointer_stream_on_launch_calls_kept(void **state)
     fa_trace_free(t);
 }
 
+/* Some Kineto versions wrote a kernel's correlation id as its External id, which then names an
+ * unrelated op (param's resnet_kineto: a forward add_'s kernel under
+ * "ConvolutionBackward0"). An External id names the op only where that op is around the launch
+ * call; elsewhere the launch's time decides, and the import counts it. A consistent External
+ * id (the usual case) still names its op. */
+static void test_kineto_external_id_away_from_the_launch_is_not_the_op(void **state)
+{
+    (void)state;
+    const char txt[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"autograd::engine::evaluate_function: ConvolutionBackward0\", "
+        "\"pid\": 9, \"tid\": 7, \"ts\": 500, \"dur\": 50, \"args\": {\"External id\": 118}},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add_\", \"pid\": 9, \"tid\": 9, \"ts\": 1, "
+        "\"dur\": 20, \"args\": {\"External id\": 5}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 9, \"tid\": 9, "
+        "\"ts\": 2, \"dur\": 5, \"args\": {\"External id\": 118, \"correlation\": 118}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k_add\", \"pid\": 2, \"tid\": 0, \"ts\": 10, "
+        "\"dur\": 4, \"args\": {\"External id\": 118, \"device\": 0, \"stream\": 7, \"correlation\": 118}},"
+        "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mul\", \"pid\": 9, \"tid\": 9, \"ts\": 30, "
+        "\"dur\": 20, \"args\": {\"External id\": 6}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 9, \"tid\": 9, "
+        "\"ts\": 31, \"dur\": 5, \"args\": {\"External id\": 6, \"correlation\": 119}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k_mul\", \"pid\": 2, \"tid\": 0, \"ts\": 40, "
+        "\"dur\": 4, \"args\": {\"External id\": 6, \"device\": 0, \"stream\": 7, \"correlation\": 119}}"
+        "]}";
+    const char *path = fa_test_path(fa_test_tmpdir(), "extid_away.json");
+    write_bytes(path, txt, sizeof txt - 1);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    const fa_activity *k = find(t, "k_add");
+    assert_non_null(k);
+    assert_string_equal(k->node_name, "aten::add_");
+    k = find(t, "k_mul");
+    assert_non_null(k);
+    assert_string_equal(k->node_name, "aten::mul");
+    assert_int_equal(st.n_extid_mismatch, 1);
+    fa_trace_free(t);
+}
+
 /* Issue 15: a trace read from a pipe lost the bytes the kind detection had read. A pipe,
  * /dev/stdin and /dev/fd/N (bash process substitution) import like the file, plain and gzip,
  * including the lenient second pass (which reads the input again). */
@@ -1198,6 +1237,7 @@ int main(void)
         cmocka_unit_test(test_kineto_negative_ts_shifts_every_record_keeps_durations),
         cmocka_unit_test(test_kineto_wrong_json_types_and_overflow_skip_the_record),
         cmocka_unit_test(test_kineto_rocm_pointer_stream_on_launch_calls_kept),
+        cmocka_unit_test(test_kineto_external_id_away_from_the_launch_is_not_the_op),
         cmocka_unit_test(test_kineto_trace_from_pipe_stdin_and_process_substitution),
         cmocka_unit_test(test_kineto_out_of_memory_names_the_file),
         cmocka_unit_test(test_kineto_attribution_linear_with_shared_correlation_and_deep_nesting),

@@ -281,6 +281,44 @@ static void test_hand_trace_figures_exact(void **state)
     fa_ctx_free(ctx);
 }
 
+/* The same kernels in the forward and in the backward pass are two opportunities: each named,
+ * marked and fixed as what it is (an occurrence under a backward op made the forward one's
+ * members "add_backward" and the whole sequence "(backward pass)" when they shared a key). */
+static void test_forward_and_backward_occurrences_are_apart(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = fa_trace_create("kineto");
+    assert_non_null(t);
+    cpu_op(t, "ProfilerStep#1", 0, 10000);
+    for (int i = 0; i < 6; i++) {
+        uint64_t b = 1000 + 200 * (uint64_t)i;
+        bool bwd = i >= 3;
+        kernel(t, "gemm_kernel", 7, b, 50, 4, bwd ? "aten::mm_backward" : "aten::addmm", NULL);
+        kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, bwd ? "aten::add_backward" : "aten::add",
+               "float:100;float:100");
+        kernel(t, "mul_kernel", 7, b + 70, 10, 4, bwd ? "aten::mul_backward" : "aten::mul", "float:100;float:100");
+    }
+    fa_trace_advice *a = NULL;
+    assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+    int fwd = 0, bwd = 0;
+    for (int i = 0; i < a->n_opps; i++) {
+        const fa_ta_opportunity *o = &a->opps[i];
+        bool any_bwd_member = false;
+        for (int j = 0; j < o->n; j++) any_bwd_member |= strstr(o->member_ops[j], "_backward") != NULL;
+        /* a sequence is of the backward pass exactly when its members are */
+        assert_true(o->backward == any_bwd_member);
+        assert_int_equal(o->count, 3);
+        if (o->backward) bwd++;
+        else fwd++;
+    }
+    assert_int_equal(fwd, 1);
+    assert_int_equal(bwd, 1);
+    fa_trace_advice_free(a);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
 static void test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them(void **state)
 {
     (void)state;
@@ -1954,6 +1992,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_trace_figures_exact),
+        cmocka_unit_test(test_forward_and_backward_occurrences_are_apart),
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
