@@ -105,7 +105,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     if (b->dev.cc_major > 0) {
         a->cc_major = b->dev.cc_major;
         a->cc_minor = b->dev.cc_minor;
-        a->cc_source = "deviceProperties";
+        a->cc_source = b->dev.props_source ? b->dev.props_source : "the trace";
     } else if (fa_gpu_cc_from_name(b->dev.name, &a->cc_major, &a->cc_minor)) {
         a->cc_source = "assumed from the device name";
     }

@@ -9,7 +9,7 @@ static const char *occ_text(const fa_trace_advice *a, const fa_ta_kernel *k, cha
         snprintf(buf, cap, "%.0f%% (trace)", 100 * k->occupancy);
     else if (k->occupancy >= 0)
         snprintf(buf, cap, "%.0f%% (sm_%d%d%s)", 100 * k->occupancy, a->cc_major, a->cc_minor,
-                 a->cc_source && strcmp(a->cc_source, "deviceProperties") ? ", assumed" : "");
+                 a->cc_source && !strncmp(a->cc_source, "assumed", 7) ? ", assumed" : "");
     else
         snprintf(buf, cap, "unknown");
     return buf;

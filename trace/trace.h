@@ -277,7 +277,8 @@ typedef struct fa_trace_advice {
     const char *arch_family;    /* "Hopper", "CDNA3", NULL unknown */
     const char *units_name;     /* what sm_count counts: "SMs", "compute units" */
     int cc_major, cc_minor;     /* 0 when unknown (AMD: HIP's gcnArch major.minor) */
-    const char *cc_source;      /* "deviceProperties", "assumed from the device name", NULL */
+    const char *cc_source;      /* the trace's record that gave it ("deviceProperties", "TARGET_INFO_GPU"),
+                                   "assumed from the device name", NULL */
     uint64_t total_mem_bytes;   /* device memory, 0 unknown */
     int32_t sm_count;           /* 0 unknown */
     fa_gpu_roofs roofs;         /* theoretical, data sheet (0 = unknown) */
@@ -361,6 +362,8 @@ typedef struct fa_ta_device {
     uint64_t total_mem_bytes;   /* 0 unknown */
     int32_t sm_count;           /* 0 unknown */
     int32_t warp_size;          /* 0 unknown; 64 tells an AMD device ROCm does not name */
+    const char *props_source;   /* the trace's record that gave cc_major/minor: "deviceProperties"
+                                   (Kineto), "TARGET_INFO_GPU" (Nsight Systems); NULL: "the trace" */
 } fa_ta_device;
 
 /* ---- streaming: the builder the importers feed ---- */

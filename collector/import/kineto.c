@@ -1300,6 +1300,18 @@ static fa_status nomem_at(kparse *p, uint64_t off)
 }
 
 /* Hand f->pend[0..cut) to yajl. Returns false on a parse failure (*rr, *out_status set). */
+/* yajl's short error text ("parse error: premature EOF\n") without its trailing newline, which
+ * the terminal's escaping would show as a literal "\n" (freed with yajl_free_error) */
+static unsigned char *yajl_error_trimmed(yajl_handle h, const unsigned char *text, size_t len)
+{
+    unsigned char *msg = yajl_get_error(h, 0, text, len);
+    if (msg) {
+        size_t n = strlen((const char *)msg);
+        while (n > 0 && (msg[n - 1] == '\n' || msg[n - 1] == '\r' || msg[n - 1] == ' ')) msg[--n] = 0;
+    }
+    return msg;
+}
+
 static bool feed(kparse *p, feeder *f, size_t cut, uint64_t *fed_off, bool lenient, run_result *rr,
                  fa_status *out_status)
 {
@@ -1316,7 +1328,7 @@ static bool feed(kparse *p, feeder *f, size_t cut, uint64_t *fed_off, bool lenie
             *rr = RUN_RETRY;
             return false;
         }
-        unsigned char *msg = yajl_get_error(p->h, 0, (const unsigned char *)f->pend.data, cut);
+        unsigned char *msg = yajl_error_trimmed(p->h, (const unsigned char *)f->pend.data, cut);
         *out_status = fa_ctx_error(p->ctx, FA_ERR_INPUT, "%s: invalid JSON near byte %llu (lenient pass: offset approximate): %s",
                                    p->name, (unsigned long long)cur_offset(p), msg ? (const char *)msg : "parse error");
         if (msg) yajl_free_error(p->h, msg);
@@ -1444,7 +1456,7 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
                 *out_status = nomem_at(p, raw_off);
                 rr = RUN_FAIL;
             } else if (ys != yajl_status_ok) {
-                unsigned char *msg = yajl_get_error(p->h, 0, NULL, 0);
+                unsigned char *msg = yajl_error_trimmed(p->h, NULL, 0);
                 bool premature = p->depth > 0 || (msg && strstr((const char *)msg, "premature EOF"));
                 if (premature && opts && opts->keep_partial) {
                     p->st->truncated = true;

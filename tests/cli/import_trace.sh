@@ -85,6 +85,7 @@ d = json.load(open("out.txt"))
 assert d["run_id"] == 2 and d["import"]["kernels"] == 21, d["import"]
 a = d["advice"]
 assert a["arch"] == "sm_80" and a["hbm_gbs"] == 1555.0 and a["launch_per_kernel_ns"] == 9000, a
+assert a["arch_source"] == "deviceProperties", a["arch_source"]
 assert a["launch_latency_ns"] == 5000 and a["host_bound_idle_ns"] == 315000 and "launch_overhead_ns" not in a, a
 s = a["opportunities"]
 assert len(s) == 1 and s[0]["count"] == 4 and s[0]["bytes"] == "unknown" and s[0]["saving_ns"] == 112000, s
@@ -180,6 +181,37 @@ grep -q "/dev/stdin: not a recognised trace" err.txt || { cat err.txt; fail "non
 expect_rc 0 "run TRACE.json.gz, default out" "$CLI" run hand.json.gz --db named.db
 [ -s fuse-advise-out/hand/report.html ] && [ ! -e fuse-advise-out/hand.json.gz ] ||
     { ls fuse-advise-out; fail "default output folder of hand.json.gz"; }
+
+# an Nsight Systems export names its own record as the compute capability's source
+python3 - <<'EOF2' || fail "make nsys.sqlite"
+import sqlite3
+c = sqlite3.connect("nsys.sqlite")
+c.executescript("""
+CREATE TABLE META_DATA_EXPORT(name TEXT, value TEXT);
+INSERT INTO META_DATA_EXPORT VALUES('EXPORT_SCHEMA_VERSION','3.13.2');
+CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO StringIds VALUES(1,'cudaLaunchKernel'),(2,'add'),(6,'void add<float>(float*)');
+CREATE TABLE TARGET_INFO_GPU(id INTEGER, name TEXT, smCount INTEGER, computeMajor INTEGER, computeMinor INTEGER,
+  totalMemory INTEGER, maxWarpsPerSm INTEGER, threadsPerWarp INTEGER);
+INSERT INTO TARGET_INFO_GPU VALUES(0,'NVIDIA Test GPU',108,8,6,85899345920,64,32);
+CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER,
+  contextId INTEGER, greenContextId INTEGER, streamId INTEGER, correlationId INTEGER, globalPid INTEGER,
+  demangledName INTEGER, shortName INTEGER, registersPerThread INTEGER, gridX INTEGER, gridY INTEGER, gridZ INTEGER,
+  blockX INTEGER, blockY INTEGER, blockZ INTEGER, staticSharedMemory INTEGER, dynamicSharedMemory INTEGER,
+  localMemoryPerThread INTEGER);
+INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES(1000,2000,0,1,0,7,5,1,6,2,32,10,1,1,256,1,1,0,0,0);
+CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER,
+  globalTid INTEGER, correlationId INTEGER, nameId INTEGER, returnValue INTEGER, callchainId INTEGER);
+INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES(900,950,0,1,5,1,0,0);
+""")
+c.commit()
+EOF2
+expect_rc 0 "import nsys --json" "$CLI" import nsys.sqlite --db nsys.db --json
+python3 - <<'EOF2' || fail "nsys arch_source"
+import json
+a = json.load(open("out.txt"))["advice"]
+assert a["arch"] == "sm_86" and a["arch_source"] == "TARGET_INFO_GPU", (a["arch"], a["arch_source"])
+EOF2
 
 expect_rc 2 "no TRACE" "$CLI" import --db t.db
 expect_rc 1 "missing file" "$CLI" import does-not-exist.json --db t.db
