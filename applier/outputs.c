@@ -68,6 +68,10 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
             fi.started_at_ns = 0;
             fi.ended_at_ns = 0;
             fi.peak_activation_bytes = r->peak_bytes_fused;
+            /* what its own trace holds (the end-to-end rounds it was recorded in), not the
+             * baseline's iterations: `runs`, `show` and the report quote these */
+            fi.iters = r->fused_trace->n_iters;
+            fi.warmup = r->fused_trace->n_warmup;
             int64_t fid;
             s = fa_store_run_begin(ctx, st, &fi, &fid);
             if (!s) s = fa_store_put_graph(ctx, st, fid, r->fused_graph);

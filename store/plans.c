@@ -558,7 +558,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
                                     "SELECT plan_id, plan_hash, target, arch, max_ops, max_inputs, occupancy_floor, gate, "
                                     "layout, layout_source, layout_default, layout_rival, layout_rounds, layout_verdict, "
                                     "layout_default_median_ns, layout_rival_median_ns, layout_gain_ns, layout_gain_lo_ns, "
-                                    "layout_gain_hi_ns FROM plans WHERE run_id=?1 ORDER BY plan_id DESC LIMIT 1",
+                                    "layout_gain_hi_ns FROM plans WHERE run_id=?1 " FA_STORE_PLAN_OF_RECORD,
                                     run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);

@@ -351,7 +351,11 @@ fa_status fa_store_set_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, int p
     fa_status s = fa_sq_write_open(ctx, st, "store the end-to-end result", &own);
     if (s) return s;
     fa_stmt *q = NULL;
-    s = fa_sq_prepare(ctx, st, "UPDATE plans SET e2e_max_rel_error=?3, e2e_verdict=?4 WHERE run_id=?1 AND plan_id=?2", &q);
+    /* the plan's status follows: applied, or failed when its outputs did not match */
+    s = fa_sq_prepare(ctx, st,
+                      "UPDATE plans SET e2e_max_rel_error=?3, e2e_verdict=?4, "
+                      "status=CASE WHEN ?4='mismatch' THEN 'failed' WHEN ?4 IS NULL THEN status ELSE 'applied' END "
+                      "WHERE run_id=?1 AND plan_id=?2", &q);
     if (!s) {
         binder b;
         b_start(&b, q);
@@ -375,7 +379,7 @@ fa_status fa_store_get_plan_e2e(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_pl
     fa_stmt *q;
     binder b;
     fa_status s = fa_sq_prepare_run(ctx, st, "SELECT e2e_max_rel_error, e2e_verdict FROM plans WHERE run_id=?1 "
-                                    "ORDER BY plan_id DESC LIMIT 1", run_id, &q, &b);
+                                    FA_STORE_PLAN_OF_RECORD, run_id, &q, &b);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, b.rc);
     int rc = FA_DB_DONE;

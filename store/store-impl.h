@@ -36,6 +36,13 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * iterations under --trace-span stay within them). Beyond them a row is refused as bad input. */
 #define FA_STORE_RUN_THREADS_MAX 1024
 #define FA_STORE_RUN_ITERS_MAX 1000000
+/* A run's plan of record, the one every surface reads (report, runs, show, gate, the figures):
+ * the newest plan applied end to end (its e2e_verdict set), else the newest plan. An `advise
+ * RUN` after `run` adds a proposed plan; the run's report, its verdict in `runs` and the gate's
+ * per-cluster checks stay those of the plan that was applied and measured. The clause ends a
+ * SELECT over plans of one run; _P is the same for the alias p. */
+#define FA_STORE_PLAN_OF_RECORD "ORDER BY (e2e_verdict IS NOT NULL) DESC, plan_id DESC LIMIT 1"
+#define FA_STORE_PLAN_OF_RECORD_P "ORDER BY (p.e2e_verdict IS NOT NULL) DESC, p.plan_id DESC LIMIT 1"
 /* The limit in effect, ns: FA_DB_STEP_LIMIT_S when it is a number in (0, 1e6), else the default.
  * SQLite interrupts one step past it (its progress handler); a PostgreSQL session sets it as its
  * statement_timeout, so a server-side endless query (a crafted view, rule or function default the

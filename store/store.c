@@ -847,7 +847,7 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
     "command_line, tag, started_at_ns, ended_at_ns, status, error, "                             \
     "peak_activation_bytes, source_sha256, pid, host, trace_source, n_kernels, "                 \
     "iter_median_ns, dim_defaults, "                                                             \
-    "(SELECT p.e2e_verdict FROM plans p WHERE p.run_id = runs.id ORDER BY p.plan_id DESC LIMIT 1)"
+    "(SELECT p.e2e_verdict FROM plans p WHERE p.run_id = runs.id " FA_STORE_PLAN_OF_RECORD_P ")"
 
 static fa_status read_run_row(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, fa_run_info *r)
 {

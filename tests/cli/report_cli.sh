@@ -55,4 +55,30 @@ live=$(e2e "$tmp/live")
 case "$live" in ''|null) fail "the live run's summary.json has no end-to-end error ($live)" ;; esac
 expect_rc 0 "report latest --out OTHER" "$CLI" report latest --db applied.db --out "$tmp/other"
 [ "$(e2e "$tmp/other")" = "$live" ] || fail "report --out OTHER: e2e_max_rel_error '$(e2e "$tmp/other")', the run wrote '$live'"
+# an `advise RUN` after the run adds a proposed plan: the run's report, its line in `runs` and its
+# stored plan status stay those of the plan that was applied and measured end to end
+cp "$tmp/live/summary.json" "$tmp/live.summary.json"
+expect_rc 0 "advise after run" "$CLI" advise 1 --db applied.db
+expect_rc 0 "report after advise" "$CLI" report 1 --db applied.db --out "$tmp/after"
+python3 - "$tmp/live.summary.json" "$tmp/after/summary.json" <<'EOF2' || fail "report after advise differs from the run's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for k in ("e2e_verdict", "e2e_max_rel_error", "speedup", "measured_saving_ns", "clusters"):
+    assert a.get(k) == b.get(k), (k, a.get(k), b.get(k))
+assert a.get("e2e_verdict"), a.get("e2e_verdict")
+EOF2
+expect_rc 0 "runs after advise" "$CLI" runs --db applied.db
+grep -E "^ +1 +run .*\[e2e (win|loss|no-clusters)\]" "$tmp/out" >/dev/null || { cat "$tmp/out"; fail "runs lost the applied verdict after advise"; }
+python3 - "$tmp/applied.db" <<'EOF2' || fail "plan status"
+import sqlite3, sys
+rows = sqlite3.connect(sys.argv[1]).execute("SELECT plan_id, status FROM plans WHERE run_id=1 ORDER BY plan_id").fetchall()
+assert rows == [(1, "applied"), (2, "proposed")], rows
+EOF2
+# the fused twin's row carries what its own trace holds, not the baseline's iteration count
+expect_rc 0 "show the fused twin" "$CLI" show 2 --db applied.db --json
+python3 - "$tmp/out" <<'EOF2' || fail "the fused twin's iters"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["run"]["kind"] == "fused" and d["run"]["iters"] == d["iterations"], (d["run"], d["iterations"])
+EOF2
 echo "report_cli: ok"
