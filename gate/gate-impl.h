@@ -42,6 +42,9 @@ typedef struct gate_run {
     gate_cluster *cl;
     double *bench_fused;      /* benchmarks 'fused', cluster -1 */
     int n_bench_fused;
+    double *bench_baseline;   /* benchmarks 'baseline', cluster -1: the figure `runs` and the
+                                 report quote as the unfused latency when it exists */
+    int n_bench_baseline;
     int64_t fused_run;        /* -1 none */
     int fkpi_min, fkpi_max, fkpi_mode;
     double *fused_iter_ns;

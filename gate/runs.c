@@ -152,9 +152,13 @@ static fa_status load_plan_rows(fa_ctx *ctx, gate_run *g, fa_arena *ar, const fa
     fa_bench_series *bs = NULL;
     size_t n_bs = 0;
     CK(fa_store_get_bench_series(ctx, g->st, g->info.id, g->plan_id, ar, &bs, &n_bs));
-    g->bench_fused = NULL;
-    g->n_bench_fused = 0;
+    g->bench_fused = g->bench_baseline = NULL;
+    g->n_bench_fused = g->n_bench_baseline = 0;
     for (size_t i = 0; i < n_bs; i++) {
+        if (bs[i].subject == FA_BENCH_BASELINE && bs[i].cluster_id == -1) {
+            g->bench_baseline = bs[i].samples_ns;
+            g->n_bench_baseline = bs[i].n;
+        }
         if (bs[i].subject == FA_BENCH_FUSED && bs[i].cluster_id == -1) {
             g->bench_fused = bs[i].samples_ns;
             g->n_bench_fused = bs[i].n;
