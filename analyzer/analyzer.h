@@ -42,7 +42,9 @@ typedef struct fa_an_chain {
     double share;             /* time_ns / median iteration time */
     uint64_t intermediate_bytes; /* traffic that fusing the chain removes (see max_saving_ns) */
     int launches;             /* kernels in the chain (n_members) */
-    double max_saving_ns;     /* intermediate_bytes / bandwidth + (n_members-1) x dispatch */
+    double max_saving_ns;     /* intermediate_bytes / bandwidth + (n_members-1) x dispatch, at
+                                 most time_ns less the members' FLOPs at the peak (what a fused
+                                 kernel still computes) */
 } fa_an_chain;
 
 typedef struct fa_analysis {
