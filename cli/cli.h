@@ -307,8 +307,13 @@ extern const char *const fa_cli_output_names[];
 fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const char *db);
 /* ./fuse-advise-out/<model file name, sanitised> (cli/cmd_run.c). */
 void fa_cli_default_out_dir(const char *model, char *buf, size_t cap);
-/* The checks on an output folder before any work starts: fa_outdir_check + fa_cli_check_not_db. */
-fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db);
+/* out_dir (a folder replaced as a whole) neither is nor holds input (a model, a trace; NULL or
+ * "zoo:..." none): FA_ERR_USAGE naming both otherwise. A trace saved as DIR/trace.json or a model
+ * as DIR/model.folded.onnx would otherwise be swapped out with the old outputs. */
+fa_status fa_cli_check_input_outside(fa_ctx *ctx, const char *out_dir, const char *input);
+/* The checks on an output folder before any work starts: fa_cli_check_not_db,
+ * fa_cli_check_input_outside (input may be NULL) and fa_outdir_check. */
+fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db, const char *input);
 
 /* Terminal output (cli/term.c): printf to stdout / stderr with every %s argument escaped by
  * fa_escape_term (names, paths and messages from models, traces and run databases). Every line

@@ -61,7 +61,7 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     if (!s) {
         char ob[4096];
         if (!out_dir) fa_cli_default_out_dir(ri.model_path ? ri.model_path : "model", ob, sizeof ob);
-        s = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
+        s = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db, ri.model_path);
     }
     /* the run's plan and measurements are rewritten: it is unfinished until they all are */
     bool reopened = false;

@@ -229,7 +229,8 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     fa_trace_free(win);
     if (!s && out_dir) { /* written whole: a staging folder swapped in (fa_outdir) */
         fa_outdir *od = NULL;
-        s = fa_outdir_begin(ctx, out_dir, fa_cli_output_names, false, &od);
+        s = fa_cli_check_input_outside(ctx, out_dir, path);
+        if (!s) s = fa_outdir_begin(ctx, out_dir, fa_cli_output_names, false, &od);
         if (!s) s = name_nomem(ctx, fa_reports_write(ctx, st, run_id, fa_outdir_path(od)), path, "writing the report");
         if (!s) s = fa_outdir_commit(ctx, od);
         else fa_outdir_abort(od);

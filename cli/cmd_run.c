@@ -169,6 +169,7 @@ fa_status fa_cli_apply_pipeline(fa_ctx *ctx, fa_store *st, const fa_graph *g, in
     const char *final_dir = out_dir;
     fa_outdir *od = NULL;
     fa_status s0 = fa_cli_check_not_db(ctx, final_dir, true, fa_store_path(st));
+    if (!s0) s0 = fa_cli_check_input_outside(ctx, final_dir, model);
     if (!s0) s0 = fa_outdir_begin(ctx, final_dir, fa_cli_output_names, false, &od);
     if (s0) return s0;
     out_dir = fa_outdir_path(od);
@@ -292,7 +293,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
             }
             if (oo.json || oo.verbose) /* the trace's advice is its report's and advise's */
                 return fa_cli_usage("run", "--verbose and --json are for a model run; for a trace: `advise latest --json`");
-            fa_status so = fa_cli_check_out_dir(ctx, out_dir, db);
+            fa_status so = fa_cli_check_out_dir(ctx, out_dir, db, model);
             if (so) return fa_cli_fail(ctx, so);
             return fa_cli_import_and_advise(ctx, model, db, false, out_dir);
         }
@@ -303,7 +304,7 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
     if (!no_apply) {
         char ob[4096];
         if (!out_dir) fa_cli_default_out_dir(model, ob, sizeof ob);
-        fa_status so = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db);
+        fa_status so = fa_cli_check_out_dir(ctx, out_dir ? out_dir : ob, db, model);
         if (so) return fa_cli_fail(ctx, so);
     }
     progress prog = progress_for(&oo);

@@ -38,7 +38,7 @@ int fa_cmd_show(fa_ctx *ctx, int argc, char **argv)
     }
 
     fa_store *st = NULL;
-    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE, &st);
+    fa_status s = fa_store_open_ex(ctx, db, FA_STORE_NO_CREATE | FA_STORE_READONLY, &st);
     if (s) return fa_cli_fail(ctx, s);
     fa_arena *ar = fa_arena_create(0);
     fa_run_info r;

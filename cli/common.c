@@ -107,9 +107,21 @@ fa_status fa_cli_check_not_db(fa_ctx *ctx, const char *out, bool is_dir, const c
     return FA_OK;
 }
 
-fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db)
+fa_status fa_cli_check_input_outside(fa_ctx *ctx, const char *out_dir, const char *input)
+{
+    if (!input || !*input || !strncmp(input, "zoo:", 4)) return FA_OK;
+    if (fa_path_same_file(out_dir, input) || fa_path_inside(out_dir, input))
+        return fa_ctx_error(ctx, FA_ERR_USAGE,
+                            "%s: the output folder holds the input %s and is replaced as a whole (its trace.json, "
+                            "model.folded.onnx, ... are outputs): name another folder",
+                            out_dir, input);
+    return FA_OK;
+}
+
+fa_status fa_cli_check_out_dir(fa_ctx *ctx, const char *out_dir, const char *db, const char *input)
 {
     fa_status s = fa_cli_check_not_db(ctx, out_dir, true, db);
+    if (!s) s = fa_cli_check_input_outside(ctx, out_dir, input);
     if (!s) s = fa_outdir_check(ctx, out_dir, fa_cli_output_names);
     return s;
 }

@@ -188,6 +188,12 @@ fa_status fa_input_regular_or_absent(fa_ctx *ctx, const char *path);
 /* DB-journal, DB-wal and DB-shm (next to DB and, for a linked DB, next to its target) are
  * absent or regular files: SQLite opens them by name and a FIFO there blocks it forever. */
 fa_status fa_sqlite_companions_check(fa_ctx *ctx, const char *db_path);
+/* PATH as SQLite must be given it to open that very file: a relative path gets "./" in front,
+ * so that "file:x.db?vfs=..." or ":memory:" (which SQLite reads as a URI or an in-memory
+ * database; Debian builds it with URIs on) is the file of that name that every check before the
+ * open looked at. An absolute path is returned as is. Writes at most cap bytes to buf; NULL
+ * when it does not fit. */
+const char *fa_sqlite_literal_path(const char *path, char *buf, size_t cap);
 
 /* ---- shared byte buffers (core/blob.c, docs/runtime.md "Weights once in memory") ----
  * A blob is a reference-counted byte buffer: a heap allocation, a read-only mapping of a whole

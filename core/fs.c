@@ -272,6 +272,14 @@ static fa_status companions_of(fa_ctx *ctx, const char *db_path)
     return s;
 }
 
+const char *fa_sqlite_literal_path(const char *path, char *buf, size_t cap)
+{
+    if (!path) return NULL;
+    if (path[0] == '/') return path;
+    int n = snprintf(buf, cap, "./%s", path);
+    return n >= 0 && (size_t)n < cap ? buf : NULL;
+}
+
 fa_status fa_sqlite_companions_check(fa_ctx *ctx, const char *db_path)
 {
     fa_status s = companions_of(ctx, db_path);

@@ -302,6 +302,14 @@ static fa_status sq_error(fa_ctx *ctx, fa_store *st, int rc, const char *call, c
         hint = " (another process held the database longer than the 10 s busy timeout)";
     else if (prim == SQLITE_READONLY)
         hint = " (the database file or its folder is read-only)";
+    else if ((prim == SQLITE_CORRUPT || prim == SQLITE_NOTADB) && st && st->path) {
+        /* SQLite applies a -wal beside the file as part of it: one planted or left from another
+         * database makes a sound file read as malformed; say so, naming it */
+        char wal[4200];
+        struct stat wb;
+        snprintf(wal, sizeof wal, "%s-wal", st->path);
+        if (stat(wal, &wb) == 0) hint = " (SQLite read it together with the -wal file beside it, which may not belong to it)";
+    }
     /* The message names what the user can act on (the file, SQLite's reason, a hint); which
      * call in which of our source files failed goes to the debug log only. */
     fa_log(ctx, FA_LOG_DEBUG, "%s: %s failed at %s:%d: %s", path, call, file, line, sqlite3_errstr(rc));
@@ -450,7 +458,10 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
      * main file to read: open it immutable (SQLite URI parameter "immutable=1": no locks, no
      * -wal/-shm), which leaves nothing behind. With a -wal present (a writer is active or
      * crashed) its content is needed: the ordinary read-only open. */
-    char *uri = NULL;
+    char *uri = NULL, lit[4200];
+    /* the very file the checks above looked at, never a URI or ":memory:" */
+    const char *lit_path = fa_sqlite_literal_path(path, lit, sizeof lit);
+    if (!lit_path) return fa_ctx_error(ctx, FA_ERR_INPUT, "%.200s...: path too long", path);
     if (readonly && exists) {
         char wal[4200];
         struct stat wb;
@@ -458,7 +469,7 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
         if (stat(wal, &wb) != 0 && errno == ENOENT) uri = immutable_uri(path);
     }
     fa_status s = uri ? FA_SQL_CHECK(ctx, st, sqlite3_open_v2(uri, &st->db, oflags | SQLITE_OPEN_URI, NULL))
-                      : FA_SQL_CHECK(ctx, st, sqlite3_open_v2(path, &st->db, oflags, NULL));
+                      : FA_SQL_CHECK(ctx, st, sqlite3_open_v2(lit_path, &st->db, oflags, NULL));
     free(uri);
     if (!s) s = FA_SQL_CHECK(ctx, st, sqlite3_extended_result_codes(st->db, 1));
     /* A run database from elsewhere is untrusted input (docs/hardening.md, issue 32), before the

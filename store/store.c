@@ -804,7 +804,6 @@ fa_status fa_store_put_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
         b_i64(&b, a->flags);
         s = FA_SQL_CHECK(ctx, st, b.rc);
         if (!s) s = STEP_CHECK(ctx, st, q, fa_stmt_step(q));
-        if (s) fa_ctx_wrap(ctx, s, "activity %zu: ", i);
     }
     if (!s) s = FA_SQL_CHECK(ctx, st, fa_db_bulk_end(q));
     fa_stmt_finalize(q);

@@ -711,7 +711,13 @@ fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, u
     /* SQLite opens PATH-journal / -wal / -shm by name when they exist: a FIFO there would block it */
     fa_status s = fa_sqlite_companions_check(ctx, path);
     if (s) goto done;
-    int rc = sqlite3_open_v2(path, &n.db, SQLITE_OPEN_READONLY, NULL);
+    char lit[4200];
+    const char *opath = fa_sqlite_literal_path(path, lit, sizeof lit);
+    if (!opath) {
+        s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: path too long", name);
+        goto done;
+    }
+    int rc = sqlite3_open_v2(opath, &n.db, SQLITE_OPEN_READONLY, NULL);
     if (rc != SQLITE_OK) {
         s = rc == SQLITE_NOMEM || !n.db
                 ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the database", name)

@@ -213,6 +213,20 @@ a = json.load(open("out.txt"))["advice"]
 assert a["arch"] == "sm_86" and a["arch_source"] == "TARGET_INFO_GPU", (a["arch"], a["arch_source"])
 EOF2
 
+# an input inside the output folder is never swapped out with the old outputs: a trace saved as
+# prof/trace.json, a model as m/model.folded.onnx (both names of outputs)
+mkdir -p prof m
+cp hand.json prof/trace.json && [ -s prof/trace.json ] || fail "copy hand.json"
+sum=$(sha256sum prof/trace.json)
+expect_rc 2 "run prof/trace.json --out prof" "$CLI" run prof/trace.json --db inside.db --out prof
+grep -q "holds the input prof/trace.json" err.txt || { cat err.txt; fail "input inside --out not named"; }
+[ "$(sha256sum prof/trace.json)" = "$sum" ] || fail "the trace inside --out was replaced"
+expect_rc 0 "zoo model into m/" "$CLI" zoo mlp-tiny -o m/model.folded.onnx
+sum=$(sha256sum m/model.folded.onnx)
+expect_rc 2 "run m/model.folded.onnx --out m" "$CLI" run m/model.folded.onnx --iters 2 --threads 1 --db inside.db --out m
+grep -q "holds the input m/model.folded.onnx" err.txt || { cat err.txt; fail "model inside --out not named"; }
+[ "$(sha256sum m/model.folded.onnx)" = "$sum" ] || fail "the model inside --out was replaced"
+
 expect_rc 2 "no TRACE" "$CLI" import --db t.db
 expect_rc 1 "missing file" "$CLI" import does-not-exist.json --db t.db
 grep -q "does-not-exist.json" err.txt || { cat err.txt; fail "missing file not named"; }

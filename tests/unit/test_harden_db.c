@@ -329,6 +329,49 @@ static void test_db_run_sizes_beyond_the_options_ranges_refused(void **state)
     }
 }
 
+/* SQLite reads a name "file:..." as a URI and ":memory:" as an in-memory database (Debian
+ * builds it with URIs on), while every check before the open looked at the file of that name:
+ * a FIFO at "file:fw.db-journal" hung `runs --db file:fw.db` (the companion check saw none), and
+ * "file:u.db?mode=memory" stored a run nowhere. The store opens the very file it checked. */
+static void test_db_name_that_sqlite_would_read_as_a_uri_is_that_file(void **state)
+{
+    (void)state;
+    char dir[4200], cwd[4200];
+    snprintf(dir, sizeof dir, "%s/uri-names", fa_test_tmpdir());
+    mkdir(dir, 0700);
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    const char *base = make_run_db("uri-base.db");
+    copy_file(base, "fw.db");
+    unlink("fw.db-journal");
+    assert_int_equal(mkfifo("fw.db-journal", 0600), 0); /* what SQLite's URI reading of "file:fw.db" opens */
+    const char *v1[] = {"runs", "--db", "file:fw.db", NULL};
+    char *err = NULL;
+    int rc = cli_within(v1, 30, NULL, &err);
+    if (rc != 1 || !strstr(err, "file:fw.db: no run database here"))
+        fail_msg("runs --db file:fw.db beside fw.db and a FIFO: exit %d: %s", rc, err);
+    free(err);
+    const char *v2[] = {"run", "zoo:mlp-tiny", "--no-apply", "--iters", "2", "--threads", "1", "--db", "file:u.db?mode=memory", NULL};
+    err = NULL;
+    rc = cli_within(v2, 120, NULL, &err);
+    if (rc != 0) fail_msg("run --db 'file:u.db?mode=memory': exit %d: %s", rc, err);
+    free(err);
+    struct stat sb;
+    assert_int_equal(stat("file:u.db?mode=memory", &sb), 0); /* the file of that name holds the run */
+    assert_true(S_ISREG(sb.st_mode) && sb.st_size > 0);
+    const char *v3[] = {"show", "1", "--db", "file:u.db?mode=memory", NULL};
+    err = NULL;
+    assert_int_equal(cli_within(v3, 60, NULL, &err), 0);
+    free(err);
+    const char *v4[] = {"run", "zoo:mlp-tiny", "--no-apply", "--iters", "2", "--threads", "1", "--db", ":memory:", NULL};
+    err = NULL;
+    rc = cli_within(v4, 120, NULL, &err);
+    if (rc != 0) fail_msg("run --db :memory:: exit %d: %s", rc, err);
+    free(err);
+    assert_int_equal(stat(":memory:", &sb), 0);
+    assert_int_equal(chdir(cwd), 0);
+}
+
 /* A text of n bytes in a (fresh) raw_sql statement: UPDATE TABLE SET COL = <n x 'a'> WHERE ... */
 static void set_long_text(const char *db, const char *table, const char *col, const char *where, size_t n)
 {
@@ -538,6 +581,7 @@ int main(void)
         cmocka_unit_test(test_db_null_or_wrong_typed_value_named_by_table_row_and_column),
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
+        cmocka_unit_test(test_db_name_that_sqlite_would_read_as_a_uri_is_that_file),
         cmocka_unit_test(test_db_value_over_the_length_limit_refused_read_or_written),
         cmocka_unit_test(test_db_step_time_limit_stops_an_endless_statement),
         cmocka_unit_test(test_conninfo_password_never_shown_or_stored_in_any_form),
