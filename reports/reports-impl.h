@@ -149,6 +149,8 @@ typedef struct fa_rep_graph_stats {
     int ranks;            /* ranks of dot's layout (edge labels take a rank of their own) */
     long virtual_nodes;   /* sum over edges of (rank span - 1): the virtual nodes dot placed and
                            * positioned with its network simplex */
+    long layout_work_estimate; /* drawn nodes + edges + virtual nodes, estimated before layout */
+    bool layout_skipped;  /* the estimate exceeded FA_REP_LAYOUT_WORK_MAX: graph.svg is a notice */
 } fa_rep_graph_stats;
 
 /* graph.dot into dot, graph.svg into svg (libcgraph/libgvc; a DOT-only fallback without them).

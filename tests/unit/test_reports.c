@@ -869,6 +869,53 @@ static void test_deep_graph_layout_work_grows_linearly(void **state)
     for (int i = 0; i < 3; i++) assert_true(drawn_ok[i]);
 }
 
+/* n two-input Adds, each reading the two outputs before it: every node has two predecessors and
+ * two successors, so no chain merges and n nodes stay drawn. */
+static fa_graph *braid_graph(fa_ctx *ctx, int n)
+{
+    fa_graph *g = layers_graph_begin(ctx, "braid");
+    char a[32], b[32], o[32], nm[32];
+    {
+        const char *i1[] = {"h0"}, *o1[] = {"h1"};
+        assert_non_null(fa_graph_add_node(ctx, g, "r0", "Relu", "", 1, i1, 1, o1));
+    }
+    for (int k = 2; k <= n; k++) {
+        snprintf(a, sizeof a, "h%d", k - 1);
+        snprintf(b, sizeof b, "h%d", k - 2);
+        snprintf(o, sizeof o, "h%d", k);
+        snprintf(nm, sizeof nm, "add%d", k);
+        const char *in[] = {a, b}, *out[] = {o};
+        assert_non_null(fa_graph_add_node(ctx, g, nm, "Add", "", 2, in, 1, out));
+    }
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, o));
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    return g;
+}
+
+/* A graph whose layout would be past FA_REP_LAYOUT_WORK_MAX (a 6,000-node braid: dot's network
+ * simplex took 32 s, 20,000 nodes past five minutes) is not laid out: graph.svg says why and how
+ * to draw it, graph.dot holds every node; a 300-node braid is drawn as before. */
+static void test_graph_too_large_to_lay_out_is_not_laid_out(void **state)
+{
+    (void)state;
+    fa_buf dot, svg;
+    fa_rep_graph_stats gs;
+    draw_layers(braid_graph, "braid", 6000, &dot, &svg, &gs);
+    assert_true(gs.layout_skipped);
+    assert_true(gs.layout_work_estimate > 20000);
+    assert_non_null(strstr(svg.data, "graph.svg not drawn"));
+    assert_non_null(strstr(svg.data, "dot -Tsvg graph.dot"));
+    assert_int_equal(count_str(dot.data, "\\nAdd"), 5999);
+    fa_buf_free(&dot);
+    fa_buf_free(&svg);
+    draw_layers(braid_graph, "braid", 300, &dot, &svg, &gs);
+    assert_false(gs.layout_skipped);
+    assert_null(strstr(svg.data, "not drawn"));
+    assert_true(gs.drawn_nodes >= 300);
+    fa_buf_free(&dot);
+    fa_buf_free(&svg);
+}
+
 /* n_layers x a BERT layer's shape: LN = Sigmoid(h) feeds Q, K, V (Relu each), their Sum, four
  * more ops, and the residual Add(LN, ...) six levels below Q: the LayerNorm output is a fan-out
  * node (4 consumers more than 4 levels apart) inside every layer. */
@@ -951,6 +998,7 @@ int main(void)
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),
         cmocka_unit_test(test_deep_graph_layout_work_grows_linearly),
+        cmocka_unit_test(test_graph_too_large_to_lay_out_is_not_laid_out),
         cmocka_unit_test(test_fanout_inside_a_layer_keeps_the_layers_connected),
         cmocka_unit_test(test_winograd_convolutions_counted_from_the_fused_trace),
     };
