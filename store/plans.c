@@ -3,6 +3,7 @@
  * stages above lives here. */
 #include "store-impl.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -382,12 +383,25 @@ typedef struct post_op_at {
     bool known;                /* its spec names a post-op kind of this build */
 } post_op_at;
 
+/* A spec this build cannot read is corruption, not a newer build's (a newer schema is refused
+ * when the file opens): refused naming the run and the text, never a post-op silently dropped
+ * from its cluster. user: the run id. */
 static fa_status decode_post_op(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)ctx, (void)st, (void)arena, (void)user;
+    (void)arena;
     post_op_at *r = row;
     r->cluster_id = fa_col_int(q, 0);
-    r->known = fa_post_op_parse(fa_col_text(q, 1), fa_col_int(q, 2), &r->op);
+    const char *spec = fa_col_text(q, 1);
+    r->known = fa_post_op_parse(spec, fa_col_int(q, 2), &r->op);
+    if (!r->known) {
+        fa_buf shown;
+        fa_buf_init(&shown);
+        fa_store_quote_name(&shown, spec ? spec : "(null)", spec ? strlen(spec) : 6);
+        fa_status e = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table cluster_post_ops, column spec: %s is not a post-op",
+                                   st->path, (long long)*(const int64_t *)user, shown.data ? shown.data : "?");
+        fa_buf_free(&shown);
+        return e;
+    }
     return FA_OK;
 }
 
@@ -401,7 +415,7 @@ static fa_status prepare_plan_rows(fa_ctx *ctx, fa_store *st, const char *sql, i
 }
 
 /* The post-op rows of plan (run_id, plan_id), attached to their clusters cv[0..nc) (a spec this
- * build cannot read is left out). */
+ * build cannot read: FA_ERR_INPUT). */
 static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int plan_id, fa_arena *arena,
                               fa_cluster *cv, size_t nc)
 {
@@ -414,7 +428,7 @@ static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int pla
     if (s) return s;
     post_op_at *rows;
     size_t n;
-    s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *rows, decode_post_op, NULL, (void **)&rows, &n);
+    s = fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof *rows, decode_post_op, &run_id, (void **)&rows, &n);
     if (s) return s;
     fa_post_op *v = fa_arena_alloc(arena, sizeof *v * (n ? n : 1)); /* the clusters point into one array */
     if (!v) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
@@ -433,15 +447,58 @@ static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int pla
     return FA_OK;
 }
 
-/* "[1,2,3]" (members_json) -> ints in arena; NULL text is no ints. -1 when out of memory. */
-static int ids_of(fa_arena *ar, const char *json, int **out)
+/* "[1,2,3]" (members_json, a list of node, tensor or cluster ids) -> ints in arena; NULL text is
+ * no ints. A stored list is untrusted input: exactly a JSON array of integers in [-1,
+ * FA_STORE_NODE_ID_MAX] (-1: an absent optional tensor), else -2 with *bad saying what (a member
+ * list silently shortened, or 2^63-1 read as -1, would have show, report and gate judge another
+ * cluster than the one stored). -1 when out of memory. */
+static int ids_of(fa_arena *ar, const char *json, int **out, char *bad, size_t bad_cap)
 {
+    if (json) {
+        const char *p = json;
+        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+        bool ok = *p++ == '[';
+        while (ok && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+        bool empty = ok && *p == ']';
+        while (ok && !empty) {
+            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+            char *end;
+            errno = 0;
+            long long x = (*p == '-' || (*p >= '0' && *p <= '9')) ? strtoll(p, &end, 10) : (end = (char *)p, 0);
+            if (end == p) {
+                snprintf(bad, bad_cap, "not a list of integers at character %ld", (long)(p - json));
+                return -2;
+            }
+            if (errno == ERANGE || x < -1 || x > FA_STORE_NODE_ID_MAX) {
+                int len = (int)(end - p);
+                snprintf(bad, bad_cap, "id %.*s%s is outside [-1, %d]", len > 24 ? 24 : len, p, len > 24 ? "..." : "",
+                         FA_STORE_NODE_ID_MAX);
+                return -2;
+            }
+            p = end;
+            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+            if (*p == ',') p++;
+            else if (*p == ']') break;
+            else ok = false;
+        }
+        if (ok) {
+            p++;
+            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
+            ok = *p == 0;
+        }
+        if (!ok) {
+            snprintf(bad, bad_cap, "not a list of integers at character %ld", (long)(p - json));
+            return -2;
+        }
+    }
     int n = parse_ints(ar, json, out);
     return *out ? n : -1;
 }
 
-/* One column into its field (fa_plan_field_kind's conventions for NULL). False when out of memory. */
-static bool decode_field(fa_stmt *q, int col, const fa_plan_field *f, fa_cluster *c, fa_cluster_verdict *v, fa_arena *ar)
+/* One column into its field (fa_plan_field_kind's conventions for NULL). 0, or -1 when out of
+ * memory, -2 when an id list is not one (*bad says why). */
+static int decode_field(fa_stmt *q, int col, const fa_plan_field *f, fa_cluster *c, fa_cluster_verdict *v, fa_arena *ar,
+                        char *bad, size_t bad_cap)
 {
     void *p = fa_plan_field_ptr(f, c, v);
     bool null = fa_col_null(q, col);
@@ -455,7 +512,7 @@ static bool decode_field(fa_stmt *q, int col, const fa_plan_field *f, fa_cluster
     case FA_PF_FLOAT: *(float *)p = null ? NAN : (float)fa_col_dbl(q, col); break;
     case FA_PF_STR:
         *(const char **)p = fa_sq_col_str(q, col, ar);
-        if (!null && !*(const char **)p) return false;
+        if (!null && !*(const char **)p) return -1;
         break;
     case FA_PF_KIND: *(fa_cluster_kind *)p = fa_cluster_kind_parse(fa_col_text(q, col)); break;
     case FA_PF_REDUCTION: *(fa_reduce_kind *)p = fa_reduce_kind_parse(fa_col_text(q, col)); break;
@@ -464,8 +521,8 @@ static bool decode_field(fa_stmt *q, int col, const fa_plan_field *f, fa_cluster
     case FA_PF_NODE_IDS:
     case FA_PF_NODE_OPS:
     case FA_PF_TENSOR_IDS: {
-        int *ids = NULL, n = ids_of(ar, fa_col_text(q, col), &ids);
-        if (n < 0) return false;
+        int *ids = NULL, n = ids_of(ar, fa_col_text(q, col), &ids, bad, bad_cap);
+        if (n < 0) return n;
         *(int **)p = ids;
         *fa_plan_field_count(f, c) = n;
         break;
@@ -473,7 +530,7 @@ static bool decode_field(fa_stmt *q, int col, const fa_plan_field *f, fa_cluster
     case FA_PF_POST_OPS:
     case FA_PF_KIND_COUNT: break;
     }
-    return true;
+    return 0;
 }
 
 /* A stored cluster row: its proposal into row (fa_cluster), its verdict into the matching slot
@@ -482,6 +539,7 @@ typedef struct cluster_rows {
     fa_cluster_verdict *v;
     size_t n, cap;
     fa_arena *ar;
+    int64_t run_id;            /* for a bad row's message */
 } cluster_rows;
 
 static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
@@ -497,7 +555,12 @@ static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena 
     int col = 0;
     for (int f = 0; f < fa_cluster_n_fields; f++) {
         if (!stored(&fa_cluster_fields[f], false)) continue;
-        if (!decode_field(q, col++, &fa_cluster_fields[f], c, v, arena))
+        char bad[160] = "";
+        int dr = decode_field(q, col++, &fa_cluster_fields[f], c, v, arena, bad, sizeof bad);
+        if (dr == -2)
+            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table clusters, column %s: %s", st->path,
+                                (long long)cr->run_id, fa_cluster_fields[f].column, bad);
+        if (dr)
             return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     }
     /* the advisor's own decision is not stored apart from the verdict: the stored status/reason
@@ -596,7 +659,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     select_sql(&sql);
     fa_cluster *cv = NULL;
     size_t nc = 0;
-    cluster_rows cr = {NULL, 0, 0, p->arena};
+    cluster_rows cr = {NULL, 0, 0, p->arena, run_id};
     if (sql.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
     if (!s) s = prepare_plan_rows(ctx, st, sql.data, run_id, p->plan_id, &q, &b);
     fa_buf_free(&sql);

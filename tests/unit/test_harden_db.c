@@ -372,6 +372,75 @@ static void test_db_name_that_sqlite_would_read_as_a_uri_is_that_file(void **sta
     assert_int_equal(chdir(cwd), 0);
 }
 
+/* A stored id list (a cluster's members, inputs, outputs) or post-op spec is untrusted text:
+ * exactly a JSON array of integers in [-1, 2^24], a spec this build reads, else refused naming
+ * the file, run, table and column. Before, non-digits were skipped and 2^63-1 read as -1, so a
+ * report, gate or apply judged another cluster than the one stored. */
+static void test_db_cluster_id_lists_and_specs_parsed_strictly(void **state)
+{
+    (void)state;
+    const char *base = tmp_path("ids-base.db");
+    unlink(base);
+    const char *argv[] = {"run", "zoo:mlp-tiny", "--iters", "2", "--threads", "1", "--db", base, "--out", tmp_path("ids-out"), NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 300, NULL, &err);
+    if (rc != 0) fail_msg("applied run: exit %d: %s", rc, err);
+    free(err);
+    const struct { const char *sql, *want; } cases[] = {
+        {"UPDATE clusters SET members_json = '[0,x,1]' WHERE cluster_id = (SELECT min(cluster_id) FROM clusters);",
+         "table clusters, column members_json: not a list of integers"},
+        {"UPDATE clusters SET members_json = '[9223372036854775807,1]' WHERE cluster_id = (SELECT min(cluster_id) FROM clusters);",
+         "column members_json: id 9223372036854775807 is outside [-1, 16777216]"},
+        {"UPDATE clusters SET outputs_json = '[-5]' WHERE cluster_id = (SELECT min(cluster_id) FROM clusters);",
+         "column outputs_json: id -5 is outside"},
+        {"UPDATE clusters SET inputs_json = '[1,2' WHERE cluster_id = (SELECT min(cluster_id) FROM clusters);",
+         "column inputs_json: not a list of integers"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "ids%zu.db", i);
+        const char *db = tmp_path(name);
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        const char *verbs[][7] = {{"report", "1", "--db", db, "-o", tmp_path("ids-rep"), NULL}, {"gate", "--baseline", "1", "--candidate", "1", "--db", db}};
+        for (int v = 0; v < 2; v++) {
+            const char *av[9] = {0};
+            for (int k = 0; k < 7 && verbs[v][k]; k++) av[k] = verbs[v][k];
+            err = NULL;
+            rc = cli_within(av, 60, NULL, &err);
+            if (rc != 1 || !strstr(err, cases[i].want))
+                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\"): %s", i, av[0], rc, cases[i].want, err);
+            free(err);
+        }
+    }
+    /* a post-op spec this build cannot read (convnet-tiny's plan has conv epilogues with post-ops) */
+    const char *pbase = tmp_path("ids-post.db");
+    unlink(pbase);
+    const char *argp[] = {"run", "zoo:convnet-tiny", "--iters", "2", "--threads", "1", "--db", pbase, "--out", tmp_path("ids-out2"), NULL};
+    err = NULL;
+    rc = cli_within(argp, 300, NULL, &err);
+    if (rc != 0) fail_msg("applied convnet-tiny run: exit %d: %s", rc, err);
+    free(err);
+    const char *db = tmp_path("ids-spec.db");
+    copy_file(pbase, db);
+    raw_sql(db, "UPDATE cluster_post_ops SET spec = 'frobnicate';");
+    sqlite3 *h = NULL;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_stmt *q = NULL;
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT count(*) FROM cluster_post_ops", -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    int n_post = sqlite3_column_int(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(h);
+    assert_true(n_post > 0);
+    const char *av[] = {"report", "1", "--db", db, "-o", tmp_path("ids-rep2"), NULL};
+    err = NULL;
+    rc = cli_within(av, 60, NULL, &err);
+    if (rc != 1 || !strstr(err, "table cluster_post_ops, column spec: 'frobnicate' is not a post-op"))
+        fail_msg("bad post-op spec: exit %d: %s", rc, err);
+    free(err);
+}
+
 /* A text of n bytes in a (fresh) raw_sql statement: UPDATE TABLE SET COL = <n x 'a'> WHERE ... */
 static void set_long_text(const char *db, const char *table, const char *col, const char *where, size_t n)
 {
@@ -582,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
         cmocka_unit_test(test_db_name_that_sqlite_would_read_as_a_uri_is_that_file),
+        cmocka_unit_test(test_db_cluster_id_lists_and_specs_parsed_strictly),
         cmocka_unit_test(test_db_value_over_the_length_limit_refused_read_or_written),
         cmocka_unit_test(test_db_step_time_limit_stops_an_endless_statement),
         cmocka_unit_test(test_conninfo_password_never_shown_or_stored_in_any_form),
