@@ -1008,6 +1008,12 @@ static void lf_run(lfilter *f, const unsigned char *s, size_t n, fa_buf *o, kpar
     }
 }
 
+/* The most a Kineto gzip stream may inflate, uncompressed : compressed bytes, once more than
+ * FA_KINETO_GZ_RATIO_AFTER bytes came out (a small file may be mostly one repeated run). JSON
+ * traces compress 10-30:1 (the corpus: 16:1); deflate's own limit is about 1032:1. */
+#define FA_KINETO_GZ_RATIO_MAX 200
+#define FA_KINETO_GZ_RATIO_AFTER ((uint64_t)64 << 20)
+
 /* ---- read-ahead -------------------------------------------------------------------------- */
 
 /* A second thread reads (and for gzip inflates) the next chunk while this one parses: two
@@ -1020,6 +1026,7 @@ typedef struct rchunk {
     char zmsg[96];    /* zlib's message without the "<fd:N>: " it puts before it */
     int64_t tell;     /* gztell after the read: the uncompressed bytes decoded so far, those of a
                          read that failed midway included (gzread then returns -1) */
+    int64_t zoff;     /* gzoffset after the read: the file's bytes consumed (compressed) */
     bool full;
 } rchunk;
 
@@ -1041,6 +1048,7 @@ static void chunk_read(gzFile gz, rchunk *c)
     if (m && !strncmp(m, "<fd:", 4) && strstr(m, ">: ")) m = strstr(m, ">: ") + 3; /* the descriptor is ours */
     snprintf(c->zmsg, sizeof c->zmsg, "%s", m ? m : "");
     c->tell = (int64_t)gztell(gz);
+    c->zoff = (int64_t)gzoffset(gz);
 }
 
 static bool chunk_final(const rchunk *c)
@@ -1421,6 +1429,18 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
         }
         raw_off += (uint64_t)n;
         p->st->input_bytes = raw_off;
+        /* a gzip stream that inflates beyond any trace's ratio (JSON traces: 10-30:1; deflate's
+         * limit is ~1032:1) is a decompression bomb: 2 MB of gzip gave 2 GiB of blanks and cost
+         * the parse minutes per hundred MB of upload */
+        if (raw_off > FA_KINETO_GZ_RATIO_AFTER && c->zoff > 0 && raw_off / (uint64_t)c->zoff > FA_KINETO_GZ_RATIO_MAX) {
+            *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                       "%s: the gzip stream inflates more than %d:1 (%llu MiB from %llu KiB at uncompressed "
+                                       "byte %llu): a decompression bomb, not a trace",
+                                       p->name, FA_KINETO_GZ_RATIO_MAX, (unsigned long long)(raw_off >> 20),
+                                       (unsigned long long)(c->zoff >> 10), (unsigned long long)raw_off);
+            rr = RUN_FAIL;
+            break;
+        }
         size_t before = fd.pend.len;
         fa_buf_append(&fd.pend, src, len);
         reader_release(&rd);

@@ -836,6 +836,29 @@ static void test_kineto_external_id_away_from_the_launch_is_not_the_op(void **st
     fa_trace_free(t);
 }
 
+/* A gzip stream that inflates past any trace's ratio is a decompression bomb: 100 MiB of blanks
+ * inside a trace (a 100 KiB file) is refused once 64 MiB came out, naming the ratio, in well
+ * under a second; the corpus's gzip traces (16:1) import as before. */
+static void test_kineto_gzip_bomb_refused_by_its_ratio(void **state)
+{
+    (void)state;
+    const char *path = fa_test_path(fa_test_tmpdir(), "bomb.json.gz");
+    gzFile gz = gzopen(path, "wb9");
+    assert_non_null(gz);
+    assert_true(gzputs(gz, "{\"traceEvents\": [") > 0);
+    static char blanks[1 << 20];
+    memset(blanks, ' ', sizeof blanks);
+    for (int i = 0; i < 100; i++) assert_int_equal(gzwrite(gz, blanks, sizeof blanks), (int)sizeof blanks);
+    assert_true(gzputs(gz, "]}") > 0);
+    assert_int_equal(gzclose(gz), Z_OK);
+    fa_import_stats st;
+    uint64_t t0 = fa_now_ns();
+    const char *msg = import_fail(path, NULL, FA_ERR_INPUT, &st);
+    assert_non_null(strstr(msg, "bomb.json.gz"));
+    assert_non_null(strstr(msg, "inflates more than 200:1"));
+    assert_true(fa_now_ns() - t0 < 20ull * 1000000000ull);
+}
+
 /* Issue 15: a trace read from a pipe lost the bytes the kind detection had read. A pipe,
  * /dev/stdin and /dev/fd/N (bash process substitution) import like the file, plain and gzip,
  * including the lenient second pass (which reads the input again). */
@@ -1241,6 +1264,7 @@ int main(void)
         cmocka_unit_test(test_kineto_wrong_json_types_and_overflow_skip_the_record),
         cmocka_unit_test(test_kineto_rocm_pointer_stream_on_launch_calls_kept),
         cmocka_unit_test(test_kineto_external_id_away_from_the_launch_is_not_the_op),
+        cmocka_unit_test(test_kineto_gzip_bomb_refused_by_its_ratio),
         cmocka_unit_test(test_kineto_trace_from_pipe_stdin_and_process_substitution),
         cmocka_unit_test(test_kineto_out_of_memory_names_the_file),
         cmocka_unit_test(test_kineto_attribution_linear_with_shared_correlation_and_deep_nesting),
