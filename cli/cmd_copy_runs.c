@@ -18,9 +18,10 @@ static const char *k_about_import =
     "  $FUSE_ADVISE_DB, else ./" FA_STORE_DEFAULT_PATH ").\n";
 static const char *k_epilogue =
     "Selection: RUN ids of the source, else every run; --model M: runs whose model path contains\n"
-    "M; --tag T: runs tagged T. A run brings its fused twin. Each run gets a new id in the\n"
-    "destination (printed); runs the destination already holds, and runs still running, are not\n"
-    "copied, so repeating a copy adds nothing. Device ceilings are merged. Details: docs/ci.md.\n";
+    "M; --tag T: runs tagged T. A run brings its fused twin (a twin selected without its run is\n"
+    "not copied). Each run gets a new id in the destination (one line counts what was copied);\n"
+    "runs the destination already holds, and runs still running, are not copied, so repeating a\n"
+    "copy adds nothing. Device ceilings are merged. Details: docs/ci.md.\n";
 
 #define MAX_IDS 4096
 

@@ -145,7 +145,7 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
         fa_store_close(st);
         return fa_cli_fail(ctx, s);
     }
-    size_t kept = 0;
+    size_t kept = 0, n_all = n;
     for (size_t i = 0; i < n; i++)
         if (runs_match(&filter, &runs[i])) runs[kept++] = runs[i];
     n = kept;
@@ -165,7 +165,8 @@ int fa_cmd_runs(fa_ctx *ctx, int argc, char **argv)
         }
         fa_buf_puts(&b, "]}\n");
     } else if (n == 0) {
-        fa_buf_printf_term(&b, "no runs in %s\n", db);
+        if (n_all) fa_buf_printf_term(&b, "none of the %zu runs in %s match the filters\n", n_all, db);
+        else fa_buf_printf_term(&b, "no runs in %s\n", db);
     } else {
         static const fa_table_col cols[] = {{"ID", 5, 0, true},    {"KIND", 6, 0, false},  {"STATUS", 7, 0, false},
                                             {"STARTED", 19, 0, false}, {"TARGET", 6, 0, false}, {"ITERS", 5, 0, true},

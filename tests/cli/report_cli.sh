@@ -74,6 +74,10 @@ import sqlite3, sys
 rows = sqlite3.connect(sys.argv[1]).execute("SELECT plan_id, status FROM plans WHERE run_id=1 ORDER BY plan_id").fetchall()
 assert rows == [(1, "applied"), (2, "proposed")], rows
 EOF2
+# a filter that matches nothing says so, not that the database is empty
+expect_rc 0 "runs --model nothing" "$CLI" runs --db applied.db --model no-such-model
+grep -q "none of the 2 runs in applied.db match the filters" "$tmp/out" || { cat "$tmp/out"; fail "runs with no match"; }
+
 # the fused twin's row carries what its own trace holds, not the baseline's iteration count
 expect_rc 0 "show the fused twin" "$CLI" show 2 --db applied.db --json
 python3 - "$tmp/out" <<'EOF2' || fail "the fused twin's iters"
