@@ -260,7 +260,8 @@ int fa_cmd_run(fa_ctx *ctx, int argc, char **argv)
                    "refuse a model whose activations need more (default: the larger of 4 GiB and 64x its weights)"),
         FA_CLI_STRING("--out", "DIR", &out_dir,
                       "outputs (default ./fuse-advise-out/<model>): report.html, graph.svg, trace.json, plan.json, "
-                      "summary.json, kernels.csv, kernels/, model.folded.onnx"),
+                      "summary.json, kernels.csv; kernels/ when kernels were generated, model.folded.onnx when a "
+                      "BN fold was kept"),
         FA_CLI_OPTS_ITERATIONS(&po.apply.iters, &po.apply.warmup),
         FA_CLI_OPTS_MODEL(&mo),
         FA_CLI_OPTS_CLUSTER_CAPS(&po.max_ops, &po.max_inputs),
