@@ -394,6 +394,9 @@ static ta_member member_of(const fa_ta_builder *b, const rec *r)
  * shapes, else its own. */
 static int64_t domain_of(const rec *r)
 {
+    /* a CUDA-graph replay's kernels all carry cudaGraphLaunch's External id: one op instance
+     * in name only (five LayerNorms of a compiled graph are five domains) */
+    if (r->flags & RF_GRAPH) return (int64_t)1 << 61 | (int64_t)(r->start & (((uint64_t)1 << 60) - 1));
     if (r->opinst >= 0) return r->opinst;
     if (r->op >= 0 && r->shape >= 0) return (int64_t)1 << 62 | (int64_t)r->op << 31 | r->shape;
     return (int64_t)1 << 61 | (int64_t)(r->start & (((uint64_t)1 << 60) - 1));
@@ -412,6 +415,19 @@ static fa_fuse_role role_of(const rec *r)
     }
 }
 
+/* Is there a host-side boundary between consecutive kernels a and b of one stream, which no
+ * fused kernel can span? (1) They were launched from different host threads (a loss's forward
+ * kernels and the autograd thread's backward ones; an autograd thread's gradient accumulation
+ * and the optimizer's step): one fused kernel is one launch by one op. (2) b was queued before a
+ * ended yet started more than FA_TA_HELD_NS after it: the stream sat idle with b waiting, so b
+ * waited on something else — an event of another stream (a collective's output b reads). */
+static bool host_boundary(const rec *a, const rec *b)
+{
+    bool launched = a->launch_end && b->launch_end && !(a->flags & (RF_GRAPH | RF_ORPHAN)) && !(b->flags & (RF_GRAPH | RF_ORPHAN));
+    if (launched && (a->pid != b->pid || a->tid != b->tid)) return true;
+    return b->launch_end && b->launch_end <= a->end && b->start > a->end + FA_TA_HELD_NS;
+}
+
 /* A run of memory-bound kernels between two kernels that are not (or a named pattern) ends:
  * it is one occurrence of a sequence, cut where the fusion rule (graph/fusion_rule.h) says the
  * next kernel cannot join: a reduction over a second domain, or a kernel that reads nothing an
@@ -428,6 +444,13 @@ static fa_status seg_emit(fa_ctx *ctx, fa_ta_builder *b, strm *s, int from, int 
         fa_fuse_role role = role_of(r);
         int64_t dom = role == FA_FUSE_REDUCTION ? domain_of(r) : 0;
         ta_member me = member_of(b, r);
+        if (k > 0 && host_boundary(m[k - 1], r)) { /* cut here; r may start the next piece */
+            b->n_split_host++;
+            if (k >= 2) st = opp_add(ctx, b, s, -1, m, k, 0);
+            k = 0;
+            g = (fa_fuse_group){0};
+            if (st) break;
+        }
         fa_fuse_why w = fa_fuse_admit(&g, role, dom, k == 0 || fa__ta_reads_output(mb, k, &me));
         if (w != FA_FUSE_OK) {
             b->n_split[w]++;

@@ -162,6 +162,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     a->fused_kernel_ns = b->fused_kernel_ns;
     a->split_second_domain = b->n_split[FA_FUSE_WHY_SECOND_DOMAIN];
     a->split_not_connected = b->n_split[FA_FUSE_WHY_NOT_CONNECTED];
+    a->split_host_boundary = b->n_split_host;
     a->n_memcpy = b->n_memcpy;
     a->memcpy_ns = b->memcpy_ns;
     a->n_memset = b->n_memset;

@@ -243,6 +243,7 @@ struct jrec {
     X(T, I64, n_fused_kernels, "fused_kernels", 0)                            \
     X(T, I64, fused_kernel_ns, "fused_kernel_ns", 0)                          \
     X(T, I64, split_second_domain, "split_second_domain", 0)                  \
+    X(T, I64, split_host_boundary, "split_host_boundary", 0)                  \
     X(T, I64, split_not_connected, "split_not_connected", 0)                  \
     X(T, U64, n_orphans, "orphans", 0)                                        \
     X(T, U64, n_clock_inversions, "clock_inversions", 0)                      \

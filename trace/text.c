@@ -126,6 +126,10 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
         fa_buf_printf_term(b, "  (the fusion rule cut kernel runs %" PRId64 " times at a reduction over a second domain and %" PRId64
                          " times at a kernel that reads nothing the kernels before it wrote)\n",
                       a->split_second_domain, a->split_not_connected);
+    if (a->split_host_boundary)
+        fa_buf_printf_term(b, "  (and %" PRId64 " times where the next kernel was launched by another host thread or waited on "
+                              "another stream's work: no one launch can span those)\n",
+                           a->split_host_boundary);
     int show = a->n_opps < 10 ? a->n_opps : 10;
     for (int i = 0; i < show; i++) {
         const fa_ta_opportunity *o = &a->opps[i];

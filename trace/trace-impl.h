@@ -135,6 +135,11 @@ enum {
 
 /* one GPU record (a kernel, or a memcpy / memset as a barrier) as the analysis holds it, only
  * while it is sorted and then sits in a window */
+/* A kernel queued before the one before it on its stream ended, that starts more than this
+ * after that one ended, was held by a dependency off its stream (an event of another stream):
+ * ns. A device's launch latency is 1-5 us (the corpus traces' medians), so 10 us is past it. */
+#define FA_TA_HELD_NS 10000
+
 typedef struct rec {
     uint64_t start, end;
     uint64_t launch_start;  /* its launch call's start, 0 none (an orphan: launched before the trace) */
@@ -290,6 +295,7 @@ struct fa_ta_builder {
     bool an_any;
     uint64_t an_first, an_last;    /* span of the analysed kernels */
     int64_t n_split[FA_FUSE_WHY_COUNT]; /* runs cut by the legality rule, by reason */
+    int64_t n_split_host;               /* runs cut at a host boundary (host_boundary, builder.c) */
     int64_t n_fused_kernels, fused_kernel_ns; /* kernels already fused (RF_FUSED) */
     bool any_gpu;
     uint64_t first_ns, last_ns;

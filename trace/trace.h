@@ -327,6 +327,8 @@ typedef struct fa_trace_advice {
                                    of individually launched kernels (-1 none) */
     int64_t n_fused_kernels, fused_kernel_ns; /* already fused (attention, compiled, fused optimizer) */
     int64_t split_second_domain, split_not_connected; /* kernel runs cut by the fusion rule */
+    int64_t split_host_boundary; /* cut where two kernels were launched by different host threads,
+                                    or the second waited on another stream (builder.c host_boundary) */
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
     int64_t n_estimated_bytes;  /* kernels with bytes from Input Dims */
     int n_kernel_names;

@@ -319,6 +319,93 @@ static void test_forward_and_backward_occurrences_are_apart(void **state)
     fa_ctx_free(ctx);
 }
 
+/* One fused kernel is one launch by one host thread, on work its stream already has: a sequence
+ * is cut where the next kernel was launched by another thread (a loss's forward and the
+ * autograd thread's backward), or was queued before the kernel ahead of it ended and still
+ * started more than 10 us after it (it waited on another stream: a collective's output). */
+static void test_host_boundaries_cut_sequences(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int variant = 0; variant < 3; variant++) { /* 0: plain, 1: mul from thread 2, 2: mul held 40 us */
+        fa_trace *t = fa_trace_create("kineto");
+        assert_non_null(t);
+        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        for (int i = 0; i < 3; i++) {
+            uint64_t b = 1000 + 100000 * (uint64_t)i;
+            kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
+            kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, "aten::add", "float:100;float:100");
+            uint64_t ms = variant == 2 ? b + 65 + 40000 : b + 70;
+            kernel(t, "mul_kernel", 7, ms, 10, 4, "aten::mul", "float:100;float:100");
+            if (variant == 1) { /* the mul's launch call and kernel from thread 2 */
+                fa_activity *k = &t->acts[t->n_acts - 1], *l = &t->acts[t->n_acts - 2];
+                k->tid = l->tid = 2;
+            }
+            if (variant == 2) { /* queued right after the add's launch, long before it could start */
+                fa_activity *l = &t->acts[t->n_acts - 2];
+                l->start_ns = b + 40;
+                l->end_ns = b + 44;
+            }
+        }
+        fa_trace_advice *a = NULL;
+        assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+        bool add_mul = false;
+        for (int i = 0; i < a->n_opps; i++) {
+            const fa_ta_opportunity *o = &a->opps[i];
+            for (int j = 0; j + 1 < o->n; j++)
+                add_mul |= !strcmp(o->member_ops[j], "add") && !strcmp(o->member_ops[j + 1], "mul");
+        }
+        if (variant == 0) assert_true(add_mul);
+        else {
+            assert_false(add_mul);
+            assert_int_equal(a->split_host_boundary, 3);
+        }
+        fa_trace_advice_free(a);
+        fa_trace_free(t);
+    }
+    fa_ctx_free(ctx);
+}
+
+/* A CUDA-graph replay gives every kernel cudaGraphLaunch's External id: one op instance in name
+ * only. Two layer norms of one replay are two reduction domains (never one fusion); the same two
+ * kernels of one eager op instance are one domain. */
+static void test_graph_replay_reductions_are_separate_domains(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int graph = 0; graph < 2; graph++) {
+        fa_trace *t = fa_trace_create("kineto");
+        assert_non_null(t);
+        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        for (int i = 0; i < 3; i++) {
+            uint64_t b = 1000 + 100000 * (uint64_t)i;
+            kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
+            for (int k = 0; k < 2; k++) {
+                kernel(t, "void at::native::vectorized_layer_norm_kernel<float>(...)", 7, b + 55 + 15 * (uint64_t)k, 10, 4,
+                       "aten::native_layer_norm", NULL);
+                fa_activity *g = &t->acts[t->n_acts - 1];
+                g->external_id = 500 + i; /* one launching op instance for both */
+                if (graph) g->flags |= FA_ACTF_GRAPH;
+            }
+        }
+        fa_trace_advice *a = NULL;
+        assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+        bool joined = false;
+        for (int i = 0; i < a->n_opps; i++) {
+            int ln = 0;
+            for (int j = 0; j < a->opps[i].n; j++) ln += !strcmp(a->opps[i].member_ops[j], "layer_norm");
+            joined |= ln >= 2;
+        }
+        if (graph) {
+            assert_false(joined);
+            assert_true(a->split_second_domain >= 3);
+        } else assert_true(joined);
+        fa_trace_advice_free(a);
+        fa_trace_free(t);
+    }
+    fa_ctx_free(ctx);
+}
+
 static void test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them(void **state)
 {
     (void)state;
@@ -1993,6 +2080,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_trace_figures_exact),
         cmocka_unit_test(test_forward_and_backward_occurrences_are_apart),
+        cmocka_unit_test(test_host_boundaries_cut_sequences),
+        cmocka_unit_test(test_graph_replay_reductions_are_separate_domains),
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
