@@ -491,11 +491,12 @@ static void win_drop(strm *s, int k)
 }
 
 /* the op key a record offers the named patterns: none for a backward, already fused or barrier
- * record (the patterns describe forward ops that a new kernel would fuse) */
+ * record (the patterns describe forward ops that a new kernel would fuse); a kernel launched in
+ * the backward pass (autograd frames on its stack: MmBackward0's aten::mm) is backward too */
 static int match_key(const rec *r)
 {
     if (r->flags & RF_BARRIER) return FA_TA_KEY_MEMCPY;
-    if (r->flags & (RF_BWD | RF_FUSED)) return FA_TA_KEY_OTHER;
+    if (r->flags & (RF_BWD | RF_BWDPASS | RF_FUSED)) return FA_TA_KEY_OTHER;
     return r->key;
 }
 
@@ -508,7 +509,7 @@ static bool frame_fits(const fa_ta_builder *b, const rec *w, int k, int pat)
 {
     uint64_t keys = fa_ta_matcher_alphabet(b->matcher, pat) | 1ull << FA_TA_KEY_OTHER | 1ull << FA_TA_KEY_COPY;
     for (int j = 0; j < k; j++) {
-        if (w[j].flags & (RF_BWD | RF_FUSED | RF_BARRIER)) return false;
+        if (w[j].flags & (RF_BWD | RF_BWDPASS | RF_FUSED | RF_BARRIER)) return false;
         fa_kclass c = (fa_kclass)w[j].cls;
         if (!fa_kclass_light(c) && c != FA_KCLASS_OTHER) return false;
         if (!(keys >> w[j].key & 1)) return false;

@@ -59,6 +59,10 @@ static int cmp_wrec(const void *a, const void *b)
     return (x->stream > y->stream) - (x->stream < y->stream);
 }
 
+/* The most a measured memory roof may be when the device has no data sheet here: the fastest
+ * memory of roofline/gpu_roofs.c's table (B200, 7.7 TB/s) with a margin, GB/s. */
+#define FA_TA_ROOF_PLAUSIBLE_MAX_GBS 8000
+
 static const char *adup(fa_arena *ar, const char *s)
 {
     return s ? fa_arena_strdup(ar, s) : NULL;
@@ -131,7 +135,17 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
            (double)FA_TA_ROOF_MIN_BYTES * (double)(1 << rb) < a->roofs.llc_mb * 1e6)
         rb++;
     double best = b->best_gbs[rb];
-    if (best > 0 && (a->hbm_gbs <= 0 || (best < a->hbm_gbs && best >= 0.25 * a->hbm_gbs))) {
+    /* with no data sheet to bound it, a figure past any GPU's memory (the table's fastest: B200's
+     * 7.7 TB/s) is the byte estimate's error, not a roof: timeline_analysis's one cat "moved"
+     * 1.6 GB in 156 us, 10 TB/s */
+    bool implausible = a->hbm_gbs <= 0 && best > FA_TA_ROOF_PLAUSIBLE_MAX_GBS;
+    if (implausible) {
+        char buf[400];
+        snprintf(buf, sizeof buf, "unknown: the best bandwidth a kernel reached in this trace, %.0f GB/s (%s), is beyond any GPU's "
+                 "memory (%.0f GB/s): its bytes estimated from Input Dims are wrong, and the device has no data sheet here",
+                 best, b->best_gbs_kernel[rb], (double)FA_TA_ROOF_PLAUSIBLE_MAX_GBS);
+        a->mem_roof_source = adup(ar, buf);
+    } else if (best > 0 && (a->hbm_gbs <= 0 || (best < a->hbm_gbs && best >= 0.25 * a->hbm_gbs))) {
         a->mem_roof_gbs = best;
         char buf[600], llc[96];
         if (a->roofs.llc_mb > 0) snprintf(llc, sizeof llc, " (past the %g MB last-level cache)", a->roofs.llc_mb);

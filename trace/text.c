@@ -88,6 +88,8 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
     if (a->roofs.tensor_gflops > 0) fa_buf_printf_term(b, ", 16-bit tensor %.0f TFLOP/s", a->roofs.tensor_gflops / 1e3);
     if (a->mem_roof_gbs > 0)
         fa_buf_printf_term(b, "\nmemory roof used for fused kernels: %.0f GB/s (%s)", a->mem_roof_gbs, a->mem_roof_source);
+    else if (a->mem_roof_source)
+        fa_buf_printf_term(b, "\nmemory roof %s; fused kernels taken to last as long as their slowest member", a->mem_roof_source);
     else
         fa_buf_puts(b, "\nmemory roof unknown (device not tabled, no sizes): fused kernels taken to last as long as their "
                        "slowest member");

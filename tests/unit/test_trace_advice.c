@@ -406,6 +406,34 @@ static void test_graph_replay_reductions_are_separate_domains(void **state)
     fa_ctx_free(ctx);
 }
 
+/* With no data sheet to bound it, a "measured" memory roof past any GPU's memory is the byte
+ * estimate's error (timeline_analysis: a cat credited with 10 TB/s): not used, and the advice
+ * says why; a plausible one still is. */
+static void test_implausible_measured_roof_not_used(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int plausible = 0; plausible < 2; plausible++) {
+        fa_trace *t = fa_trace_create("kineto");
+        assert_non_null(t);
+        cpu_op(t, "ProfilerStep#1", 0, 10000000);
+        /* 100 M floats read and written, 0.8 GB: in 20 us 40,000 GB/s, in 2 ms 400 GB/s */
+        kernel(t, "void copy_kernel<float>(float*, float const*)", 7, 1000, plausible ? 2000000 : 20000, 4, "aten::copy_",
+               "float:100000000;float:100000000");
+        fa_trace_advice *a = NULL;
+        assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+        if (plausible) assert_true(a->mem_roof_gbs > 0 && a->mem_roof_gbs < 8000);
+        else {
+            assert_true(a->mem_roof_gbs == 0);
+            assert_non_null(a->mem_roof_source);
+            assert_non_null(strstr(a->mem_roof_source, "beyond any GPU's memory"));
+        }
+        fa_trace_advice_free(a);
+        fa_trace_free(t);
+    }
+    fa_ctx_free(ctx);
+}
+
 static void test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them(void **state)
 {
     (void)state;
@@ -1966,6 +1994,41 @@ static void test_gemm_epilogue_found(void **state)
     fa_trace_advice_free(a);
 }
 
+/* Named patterns describe forward ops a new kernel would fuse: the same GEMM + bias + GELU
+ * launched inside the backward pass (autograd frames around it: MmBackward0's aten::mm) is no
+ * "GEMM + epilogue" (its fix — an nn.Linear bias, cuBLASLt's epilogue — is the forward's). */
+static void test_named_patterns_never_in_the_backward_pass(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    uint8_t *d = NULL;
+    size_t n = 0;
+    assert_int_equal(fa_read_file(ctx, data("trace_gemm_epilogue.json"), &d, &n), FA_OK);
+    const char *at = strstr((const char *)d, "\"traceEvents\": [");
+    assert_non_null(at);
+    size_t head = (size_t)(at - (const char *)d) + strlen("\"traceEvents\": [");
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_append(&b, d, head);
+    fa_buf_puts(&b, "\n  {\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"autograd::engine::evaluate_function: MmBackward0\", "
+                    "\"pid\": 7, \"tid\": 7, \"ts\": 1.0, \"dur\": 1000000, \"args\": {\"External id\": 99999}},");
+    fa_buf_append(&b, d + head, n - head);
+    const char *path = fa_test_path(fa_test_tmpdir(), "gemm_epilogue_in_backward.json");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b.data, 1, b.len, f), b.len);
+    fclose(f);
+    fa_buf_free(&b);
+    free(d);
+    fa_import_stats st;
+    memset(&st, 0, sizeof st);
+    fa_trace_advice *a = advise_file(path, &st);
+    assert_null(opp_named(a, "GEMM + epilogue"));
+    for (int i = 0; i < a->n_opps; i++) assert_null(a->opps[i].pattern);
+    fa_trace_advice_free(a);
+    fa_ctx_free(ctx);
+}
+
 /* cuBLASLt's GELU epilogue is the tanh approximation: a fix that offers it says so, and the exact
  * (erf) GELU's fix does not offer it (it would change the model's numerics, as QuickGELU labelled
  * tanh-GELU would). Before, "GELU (erf, decomposed)" suggested "a GEMM epilogue (cuBLASLt GELU)". */
@@ -2082,6 +2145,7 @@ int main(void)
         cmocka_unit_test(test_forward_and_backward_occurrences_are_apart),
         cmocka_unit_test(test_host_boundaries_cut_sequences),
         cmocka_unit_test(test_graph_replay_reductions_are_separate_domains),
+        cmocka_unit_test(test_implausible_measured_roof_not_used),
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
@@ -2123,6 +2187,7 @@ int main(void)
         cmocka_unit_test(test_module_load_launch_is_not_launch_bound),
         cmocka_unit_test(test_fill_writes_only_its_destination),
         cmocka_unit_test(test_gemm_epilogue_found),
+        cmocka_unit_test(test_named_patterns_never_in_the_backward_pass),
         cmocka_unit_test(test_gelu_fixes_keep_the_form),
         cmocka_unit_test(test_corpus_traces_advice_invariants),
     };
