@@ -526,7 +526,17 @@ static bool frame_fits(const fa_ta_builder *b, const rec *w, int k, int pat)
 static bool match_fits(const fa_ta_builder *b, const rec *w, const int *keys, int wn, int pat, const int *members, int *nm)
 {
     fa_ta_cost cost = b->patterns[pat].cost;
-    if (cost == FA_TA_COST_MEMORY) return true;
+    if (cost == FA_TA_COST_MEMORY) {
+        /* a residual add adds two tensors of one size; where the sizes show a broadcast (a ViT's
+         * position embedding [1, 197, 768] onto [4, 197, 768]) it is an embedding add, not a
+         * residual: the pattern's name and its live-residual bytes would be wrong */
+        if (!strncmp(b->patterns[pat].name, "residual add", 12)) {
+            const rec *r0 = &w[members[0]];
+            const shape_info *si = r0->shape >= 0 ? b->shapes[r0->shape] : NULL;
+            if (si && si->n >= 2 && si->in[0].tensor && si->in[1].tensor && si->in[0].numel != si->in[1].numel) return false;
+        }
+        return true;
+    }
     if (cost == FA_TA_COST_EPILOGUE) {
         /* stop before the first op that starts another named pattern reaching past the epilogue
          * (a residual add that begins "residual add + LayerNorm": the norm is no epilogue, the

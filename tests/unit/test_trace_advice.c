@@ -434,6 +434,32 @@ static void test_implausible_measured_roof_not_used(void **state)
     fa_ctx_free(ctx);
 }
 
+/* A residual add adds two tensors of one size: an add that broadcasts (a ViT's position
+ * embedding [1, 197, 768] onto [4, 197, 768]) followed by its LayerNorm is no "residual add +
+ * LayerNorm"; the same add of two [4, 197, 768] tensors is. */
+static void test_broadcast_add_is_no_residual(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int residual = 0; residual < 2; residual++) {
+        fa_trace *t = fa_trace_create("kineto");
+        assert_non_null(t);
+        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        kernel(t, "gemm_kernel", 7, 1000, 50, 4, "aten::addmm", NULL);
+        kernel(t, "void add_kernel<float>(float*, float const*)", 7, 1055, 10, 4, "aten::add",
+               residual ? "float:4x197x768;float:4x197x768" : "float:4x197x768;float:1x197x768");
+        kernel(t, "void at::native::vectorized_layer_norm_kernel<float>(...)", 7, 1070, 10, 4, "aten::native_layer_norm",
+               "float:4x197x768;float:768;float:768");
+        fa_trace_advice *a = NULL;
+        assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+        if (residual) assert_non_null(opp_named(a, "residual add + LayerNorm"));
+        else assert_null(opp_named(a, "residual add + LayerNorm"));
+        fa_trace_advice_free(a);
+        fa_trace_free(t);
+    }
+    fa_ctx_free(ctx);
+}
+
 static void test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them(void **state)
 {
     (void)state;
@@ -2146,6 +2172,7 @@ int main(void)
         cmocka_unit_test(test_host_boundaries_cut_sequences),
         cmocka_unit_test(test_graph_replay_reductions_are_separate_domains),
         cmocka_unit_test(test_implausible_measured_roof_not_used),
+        cmocka_unit_test(test_broadcast_add_is_no_residual),
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
