@@ -177,7 +177,9 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
         dev.total_mem_bytes = dv->total_mem_bytes;
         dev.sm_count = dv->sm_count;
         dev.warp_size = dv->warp_size;
-        dev.props_source = stt.kind == FA_IMPORT_NSYS_SQLITE ? "TARGET_INFO_GPU" : "deviceProperties";
+        dev.props_source = stt.kind == FA_IMPORT_NSYS_SQLITE ? "TARGET_INFO_GPU"
+                           : stt.legacy_props                 ? "computeProperties"
+                                                              : "deviceProperties";
     }
     if (!dev.name) dev.name = t->device_name;
     /* the advice first (it needs the op shapes and stacks the store does not keep), then one

@@ -48,6 +48,7 @@ typedef struct fa_import_stats {
     uint64_t n_orphans;         /* GPU records with no launch call in the trace (FA_ACTF_ORPHAN) */
     uint64_t n_clock_inversions;/* GPU records starting before their launch (FA_ACTF_CLOCK_INVERSION) */
     uint64_t n_duplicate_correlations; /* launch calls sharing a correlation id (same process) */
+    bool legacy_props;          /* the devices came from an older Kineto's "computeProperties" */
     uint64_t n_extid_mismatch;  /* GPU records whose External id names an op that is not around
                                  * their launch call (same thread, holding its start): attributed
                                  * by the launch's time instead */

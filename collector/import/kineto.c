@@ -798,11 +798,11 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
         int key = EK_OTHER;
         if (key_is(k, n, "id")) key = DK_ID;
         else if (key_is(k, n, "name")) key = DK_NAME;
-        else if (key_is(k, n, "numSms")) key = DK_SMS;
-        else if (key_is(k, n, "computeMajor")) key = DK_CCMAJ;
-        else if (key_is(k, n, "computeMinor")) key = DK_CCMIN;
+        else if (key_is(k, n, "numSms") || key_is(k, n, "multiProcessorCount")) key = DK_SMS;
+        else if (key_is(k, n, "computeMajor") || key_is(k, n, "major")) key = DK_CCMAJ;
+        else if (key_is(k, n, "computeMinor") || key_is(k, n, "minor")) key = DK_CCMIN;
         else if (key_is(k, n, "totalGlobalMem")) key = DK_MEM;
-        else if (key_is(k, n, "maxThreadsPerMultiprocessor")) key = DK_THR_SM;
+        else if (key_is(k, n, "maxThreadsPerMultiprocessor") || key_is(k, n, "maxThreadsPerMultiProcessor")) key = DK_THR_SM;
         else if (key_is(k, n, "regsPerMultiprocessor")) key = DK_REGS_SM;
         else if (key_is(k, n, "sharedMemPerMultiprocessor")) key = DK_SMEM_SM;
         else if (key_is(k, n, "sharedMemPerBlock")) key = DK_SMEM_BLK;
@@ -815,7 +815,12 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
             return 0;
         }
         if (key_is(k, n, "traceEvents")) p->top_key = TK_EVENTS, p->seen_events = true;
-        else if (key_is(k, n, "deviceProperties")) p->top_key = TK_DEVPROPS;
+        /* "computeProperties": an older Kineto's name for the same list (torch-tb-profiler's 2021
+         * traces), with "major", "minor" and "multiProcessorCount" for its fields */
+        else if (key_is(k, n, "deviceProperties") || key_is(k, n, "computeProperties")) {
+            p->top_key = TK_DEVPROPS;
+            if (key_is(k, n, "computeProperties")) p->st->legacy_props = true;
+        }
         else if (key_is(k, n, "baseTimeNanoseconds")) p->top_key = TK_BASETIME;
         else if (key_is(k, n, "schemaVersion")) p->top_key = TK_SCHEMA;
         else p->top_key = TK_OTHER;

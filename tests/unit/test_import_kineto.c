@@ -859,6 +859,32 @@ static void test_kineto_gzip_bomb_refused_by_its_ratio(void **state)
     assert_true(fa_now_ns() - t0 < 20ull * 1000000000ull);
 }
 
+/* An older Kineto (torch-tb-profiler's 2021 traces) names the device list "computeProperties"
+ * and its fields "major", "minor", "multiProcessorCount": read as deviceProperties is. */
+static void test_kineto_legacy_compute_properties_name_the_device(void **state)
+{
+    (void)state;
+    const char txt[] =
+        "{\"schemaVersion\": 1, \"computeProperties\": [{\"id\": 0, \"name\": \"Tesla V100-DGXS-32GB\", "
+        "\"totalGlobalMem\": 34084028416, \"major\": 7, \"minor\": 0, \"maxThreadsPerMultiProcessor\": 2048, "
+        "\"regsPerMultiprocessor\": 65536, \"warpSize\": 32, \"multiProcessorCount\": 80}],"
+        "\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 9, \"tid\": 9, \"ts\": 1, "
+        "\"dur\": 20}]}";
+    const char *path = fa_test_path(fa_test_tmpdir(), "legacy_props.json");
+    write_bytes(path, txt, sizeof txt - 1);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_int_equal(st.n_devices, 1);
+    assert_string_equal(st.devices[0].name, "Tesla V100-DGXS-32GB");
+    assert_int_equal(st.devices[0].cc_major, 7);
+    assert_int_equal(st.devices[0].cc_minor, 0);
+    assert_int_equal(st.devices[0].sm_count, 80);
+    assert_int_equal(st.devices[0].max_threads_per_sm, 2048);
+    assert_true(st.devices[0].total_mem_bytes == 34084028416ull);
+    assert_true(st.legacy_props);
+    fa_trace_free(t);
+}
+
 /* Issue 15: a trace read from a pipe lost the bytes the kind detection had read. A pipe,
  * /dev/stdin and /dev/fd/N (bash process substitution) import like the file, plain and gzip,
  * including the lenient second pass (which reads the input again). */
@@ -1265,6 +1291,7 @@ int main(void)
         cmocka_unit_test(test_kineto_rocm_pointer_stream_on_launch_calls_kept),
         cmocka_unit_test(test_kineto_external_id_away_from_the_launch_is_not_the_op),
         cmocka_unit_test(test_kineto_gzip_bomb_refused_by_its_ratio),
+        cmocka_unit_test(test_kineto_legacy_compute_properties_name_the_device),
         cmocka_unit_test(test_kineto_trace_from_pipe_stdin_and_process_substitution),
         cmocka_unit_test(test_kineto_out_of_memory_names_the_file),
         cmocka_unit_test(test_kineto_attribution_linear_with_shared_correlation_and_deep_nesting),
