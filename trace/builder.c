@@ -5,6 +5,7 @@
  * replays (docs/trace-advice.md). */
 #include "trace/trace-impl.h"
 
+#include <ctype.h>
 #include <inttypes.h>
 
 void *fa__ta_grow(void *p, size_t *cap, size_t need, size_t elem)
@@ -236,7 +237,36 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
 
 enum { STF_BWDPASS = 1, STF_COMPILED = 2 }; /* what a stack says (stk_flags) */
 enum { OPF_BWD = 1 };                      /* what an op name says (opk_flags) */
-enum { NMF_BWD = 1 };                      /* what a kernel name says (name_flags) */
+enum { NMF_BWD = 1, NMF_INT = 2 };         /* what a kernel name says (name_flags) */
+
+/* Does type word w (length n) occur in name as a whole word (not inside an identifier)? */
+static bool has_type_word(const char *name, const char *w)
+{
+    size_t n = strlen(w);
+    for (const char *p = strstr(name, w); p; p = strstr(p + 1, w)) {
+        bool before = p == name || !(isalnum((unsigned char)p[-1]) || p[-1] == '_' || p[-1] == ':');
+        bool after = !(isalnum((unsigned char)p[n]) || p[n] == '_');
+        if (before && after) return true;
+    }
+    return false;
+}
+
+/* A kernel name's template arguments name an integer element type and no floating one:
+ * "CUDAFunctorOnSelf_add<long>" (num_batches_tracked += 1) works on integers, so no float
+ * kernel beside it reads what it wrote. Names without template arguments say nothing. */
+static bool name_integral(const char *name)
+{
+    const char *lt = strchr(name, '<');
+    if (!lt) return false;
+    static const char *const fl[] = {"float", "double", "Half", "BFloat16", "__half", "__nv_bfloat16", "half", "bfloat16",
+                                     "Float8_e4m3fn", "Float8_e5m2", "complex", NULL};
+    static const char *const in[] = {"long", "int64_t", "int32_t", "int16_t", "int8_t", "uint8_t", "bool", "short", NULL};
+    for (int i = 0; fl[i]; i++)
+        if (strstr(lt, fl[i])) return false;
+    for (int i = 0; in[i]; i++)
+        if (has_type_word(lt, in[i])) return true;
+    return false;
+}
 
 static uint8_t stack_flags(const char *stack)
 {
@@ -451,7 +481,13 @@ static fa_status seg_emit(fa_ctx *ctx, fa_ta_builder *b, strm *s, int from, int 
             g = (fa_fuse_group){0};
             if (st) break;
         }
-        fa_fuse_why w = fa_fuse_admit(&g, role, dom, k == 0 || fa__ta_reads_output(mb, k, &me));
+        /* without sizes, an integer kernel beside a floating one (a step counter's add beside a
+         * batch norm) reads nothing it wrote: no data flow between them, whatever the order */
+        bool connected = k == 0 || fa__ta_reads_output(mb, k, &me);
+        if (k > 0 && connected && r->shape < 0 && m[k - 1]->shape < 0 && (r->flags & RF_INTDATA) != (m[k - 1]->flags & RF_INTDATA) &&
+            r->cls != FA_KCLASS_COPY && m[k - 1]->cls != FA_KCLASS_COPY)
+            connected = false;
+        fa_fuse_why w = fa_fuse_admit(&g, role, dom, connected);
         if (w != FA_FUSE_OK) {
             b->n_split[w]++;
             if (k >= 2) st = opp_add(ctx, b, s, -1, m, k, 0);
@@ -927,7 +963,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
          * first, which depends on the order records come in */
         kcls = fa_kernel_classify(gname);
         kkey = fa_ta_key_of_kernel(stored ? stored : b->toks[tok].name, kcls);
-        name_flags = fa_kernel_is_backward(gname, NULL) ? NMF_BWD : 0;
+        name_flags = (fa_kernel_is_backward(gname, NULL) ? NMF_BWD : 0) | (name_integral(gname) ? NMF_INT : 0);
         name_fused = fa_kernel_fused_by(gname, NULL, NULL, FA_KCLASS_OTHER);
         b->name_ptr[slot] = gname;
         b->name_tok[slot] = tok;
@@ -1044,6 +1080,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     r.tok = tok;
     r.cls = (uint8_t)kcls;
     if (bwd) r.flags |= RF_BWD;
+    if (name_flags & NMF_INT) r.flags |= RF_INTDATA;
     if (stk_flags & STF_BWDPASS) r.flags |= RF_BWDPASS;
     if (fused_by) r.flags |= RF_FUSED;
     /* a memory-bound kernel an addmm or a convolution launched (a bias broadcast, a cast) is not

@@ -130,7 +130,9 @@ enum {
     RF_BWD = 8,          /* a backward kernel (its name or op says so) */
     RF_BWDPASS = 16,     /* launched in the backward pass (autograd frames on its stack) */
     RF_FUSED = 32,       /* already fused by a compiler or a library (fa_kernel_fused_by) */
-    RF_BARRIER = 64      /* a memcpy / memset record: no kernel, no group across it */
+    RF_BARRIER = 64,     /* a memcpy / memset record: no kernel, no group across it */
+    RF_INTDATA = 128     /* its name's template arguments name an integer element type and no
+                            floating one (CUDAFunctorOnSelf_add<long>: a step counter) */
 };
 
 /* one GPU record (a kernel, or a memcpy / memset as a barrier) as the analysis holds it, only

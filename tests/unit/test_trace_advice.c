@@ -460,6 +460,43 @@ static void test_broadcast_add_is_no_residual(void **state)
     fa_ctx_free(ctx);
 }
 
+/* Without sizes, an integer kernel beside floating ones (BatchNorm's num_batches_tracked += 1:
+ * CUDAFunctorOnSelf_add<long>) shares no data with them: it is never a member of their sequence.
+ * The same sequence with a float add is one. */
+static void test_integer_kernel_never_joins_float_ones_without_sizes(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int integral = 0; integral < 2; integral++) {
+        fa_trace *t = fa_trace_create("kineto");
+        assert_non_null(t);
+        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        for (int i = 0; i < 3; i++) {
+            uint64_t b = 1000 + 100000 * (uint64_t)i;
+            kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::cudnn_convolution", NULL);
+            kernel(t, integral ? "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<long>, "
+                                 "at::detail::Array<char *, 2>>(int, at::native::CUDAFunctorOnSelf_add<long>, "
+                                 "at::detail::Array<char *, 2>)"
+                               : "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<float>, "
+                                 "at::detail::Array<char *, 2>>(int, at::native::CUDAFunctorOnSelf_add<float>, "
+                                 "at::detail::Array<char *, 2>)",
+                   7, b + 55, 2, 4, "aten::add_", NULL);
+            kernel(t, "void at::native::vectorized_elementwise_kernel<4, at::native::clamp_scalar_kernel_impl<float>>(...)", 7,
+                   b + 60, 10, 4, "aten::clamp_min_", NULL);
+        }
+        fa_trace_advice *a = NULL;
+        assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+        bool add_clamp = false;
+        for (int i = 0; i < a->n_opps; i++)
+            for (int j = 0; j + 1 < a->opps[i].n; j++)
+                add_clamp |= !strcmp(a->opps[i].member_ops[j], "add") && !strcmp(a->opps[i].member_ops[j + 1], "clamp");
+        assert_true(add_clamp == !integral);
+        fa_trace_advice_free(a);
+        fa_trace_free(t);
+    }
+    fa_ctx_free(ctx);
+}
+
 static void test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them(void **state)
 {
     (void)state;
@@ -2173,6 +2210,7 @@ int main(void)
         cmocka_unit_test(test_graph_replay_reductions_are_separate_domains),
         cmocka_unit_test(test_implausible_measured_roof_not_used),
         cmocka_unit_test(test_broadcast_add_is_no_residual),
+        cmocka_unit_test(test_integer_kernel_never_joins_float_ones_without_sizes),
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
