@@ -235,7 +235,7 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
     return &b->streams[id];
 }
 
-enum { STF_BWDPASS = 1, STF_COMPILED = 2 }; /* what a stack says (stk_flags) */
+enum { STF_BWDPASS = 1, STF_COMPILED = 2, STF_AOT = 4 }; /* what a stack says (stk_flags) */
 enum { OPF_BWD = 1 };                      /* what an op name says (opk_flags) */
 enum { NMF_BWD = 1, NMF_INT = 2 };         /* what a kernel name says (name_flags) */
 
@@ -274,6 +274,9 @@ static uint8_t stack_flags(const char *stack)
     uint8_t f = 0;
     if (strstr(stack, "autograd::engine::evaluate_function")) f |= STF_BWDPASS;
     if (fa_kernel_fused_by(NULL, NULL, stack, FA_KCLASS_OTHER)) f |= STF_COMPILED;
+    /* AOTAutograd's CompiledFunction without Inductor's graph inside: torch.compile with a backend
+     * that runs the ops as they are (aot_eager, cudagraphs) */
+    else if (strstr(stack, "CompiledFunction")) f |= STF_AOT;
     return f;
 }
 
@@ -361,6 +364,7 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
     oppstat *p = &b->opps[id];
     p->count++;
     for (int j = 0; j < n; j++) p->backward |= (m[j]->flags & (RF_BWD | RF_BWDPASS)) != 0;
+    for (int j = 0; j < n; j++) p->aot |= m[j]->aot;
     int32_t occ = b->n_occ++;
     for (int j = 0; j < n; j++) {
         fa_ta_wrec *w = m[j]->wid >= 0 ? &b->window[m[j]->wid] : m[j]->wid <= -2 ? &b->fb_window[-2 - m[j]->wid] : NULL;
@@ -1082,6 +1086,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     if (bwd) r.flags |= RF_BWD;
     if (name_flags & NMF_INT) r.flags |= RF_INTDATA;
     if (stk_flags & STF_BWDPASS) r.flags |= RF_BWDPASS;
+    r.aot = (stk_flags & STF_AOT) != 0;
     if (fused_by) r.flags |= RF_FUSED;
     /* a memory-bound kernel an addmm or a convolution launched (a bias broadcast, a cast) is not
      * the GEMM: only its own name says what it is */

@@ -271,6 +271,9 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         o->pattern = p->pattern >= 0 ? b->patterns[p->pattern].name : NULL;
         o->backward = p->backward;
         o->fix = p->pattern >= 0 ? b->patterns[p->pattern].fix
+                 : p->aot ? "already under torch.compile, with a backend that runs these ops one kernel each (AOTAutograd's "
+                            "CompiledFunction with no Inductor graph inside: aot_eager, cudagraphs): the default backend, "
+                            "Inductor, fuses such chains; or fuse-advise's generated kernel from the same cluster description"
                  : p->backward ? "one fused kernel for these backward ops: torch.compile (AOTAutograd compiles the backward "
                                  "pass too), or a fused backward kernel of the forward op"
                                : "one fused elementwise/reduction kernel: torch.compile, or fuse-advise's generated kernel "

@@ -163,6 +163,7 @@ typedef struct rec {
     int8_t frame_pat;
     uint8_t cls, flags;
     bool inplace;
+    bool aot;            /* under AOTAutograd's CompiledFunction with no Inductor graph inside */
 } rec;
 
 /* a record of a builder fed in any order: sorted by (device, stream, start, end, arrival) */
@@ -198,6 +199,7 @@ typedef struct oppstat {
     int pattern;        /* -1: a repeated sequence */
     int n;
     bool backward;      /* a member is a backward kernel or ran in the backward pass */
+    bool aot;           /* a member ran under torch.compile with a backend that does not fuse */
     uint32_t bwd_mask;  /* members that are backward kernels (their op key reads "<key>_backward") */
     int32_t tok[FA_TA_MAX_SEQ];
     int16_t key[FA_TA_MAX_SEQ];

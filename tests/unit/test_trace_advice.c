@@ -497,6 +497,38 @@ static void test_integer_kernel_never_joins_float_ones_without_sizes(void **stat
     fa_ctx_free(ctx);
 }
 
+/* Kernels under AOTAutograd's CompiledFunction with no Inductor graph inside ran under
+ * torch.compile with a backend that does not fuse: their fix says so instead of "torch.compile"
+ * (the audit's trace_diff__test, a non-Inductor backend); the same kernels in eager code keep it. */
+static void test_fix_for_kernels_already_under_torch_compile(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int aot = 0; aot < 2; aot++) {
+        fa_trace *t = fa_trace_create("kineto");
+        assert_non_null(t);
+        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        for (int i = 0; i < 3; i++) {
+            uint64_t b = 1000 + 100000 * (uint64_t)i;
+            kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
+            kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, "aten::add", "float:100;float:100");
+            kernel(t, "mul_kernel", 7, b + 70, 10, 4, "aten::mul", "float:100;float:100");
+            if (aot)
+                for (size_t k = t->n_acts - 2; k < t->n_acts; k++)
+                    t->acts[k].stack = fa_trace_intern(t, "CompiledFunction > aten::add");
+        }
+        fa_trace_advice *a = NULL;
+        assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+        assert_true(a->n_opps >= 1);
+        bool already = false;
+        for (int i = 0; i < a->n_opps; i++) already |= strstr(a->opps[i].fix, "already under torch.compile") != NULL;
+        assert_true(already == (aot == 1));
+        fa_trace_advice_free(a);
+        fa_trace_free(t);
+    }
+    fa_ctx_free(ctx);
+}
+
 static void test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them(void **state)
 {
     (void)state;
@@ -2211,6 +2243,7 @@ int main(void)
         cmocka_unit_test(test_implausible_measured_roof_not_used),
         cmocka_unit_test(test_broadcast_add_is_no_residual),
         cmocka_unit_test(test_integer_kernel_never_joins_float_ones_without_sizes),
+        cmocka_unit_test(test_fix_for_kernels_already_under_torch_compile),
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
         cmocka_unit_test(test_names_normalize_and_classify),
