@@ -319,6 +319,8 @@ typedef struct fa_pipeline_options {
                                  else the fa_layout to take */
     const fa_plan_layout *layout_reuse; /* (may be NULL) a decided layout to keep instead of
                                  choosing again (`apply` of a stored plan); ignored when layout >= 0 */
+    const char *command_line; /* (may be NULL) the command that applies it, for the fused twin's
+                                 row (`apply RUN`); NULL: the baseline run's own (`run`) */
 } fa_pipeline_options;
 /* fa_apply_options_default, the advisor's caps (fa_advise_options_default), layout auto. */
 void fa_pipeline_options_default(fa_pipeline_options *o);
@@ -392,6 +394,8 @@ fa_status fa_write_plan_json(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, c
                              const char *path);
 /* Per-iteration baseline/fused samples and the clusters' verdicts into the run database
  * (benchmarks table; clusters via fa_store_put_cluster_verdicts). */
-fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r);
+/* command_line (may be NULL): the fused twin's, else the baseline run's. */
+fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r,
+                                const char *command_line);
 
 #endif

@@ -34,7 +34,8 @@ static fa_status put_verdicts(fa_ctx *ctx, fa_store *st, const fa_plan *p, const
     return fa_store_put_cluster_verdicts(ctx, st, p, r->verdicts);
 }
 
-fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r)
+fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, const fa_apply_result *r,
+                                const char *command_line)
 {
     fa_status s = fa_store_begin(ctx, st);
     if (s) return s;
@@ -71,6 +72,7 @@ fa_status fa_store_apply_result(fa_ctx *ctx, fa_store *st, const fa_plan *p, con
             /* what its own trace holds (the end-to-end rounds it was recorded in), not the
              * baseline's iterations: `runs`, `show` and the report quote these */
             fi.iters = r->fused_trace->n_iters;
+            if (command_line) fi.command_line = command_line; /* `apply RUN`'s, not the baseline's */
             fi.warmup = r->fused_trace->n_warmup;
             int64_t fid;
             s = fa_store_run_begin(ctx, st, &fi, &fid);

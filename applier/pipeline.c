@@ -123,7 +123,7 @@ fa_status fa_pipeline_run(fa_ctx *ctx, fa_store *st, const fa_graph *g, int64_t 
         fa_log(ctx, FA_LOG_INFO, "apply stage: %d cluster(s) with samples from %d benchmark(s) (one per signature), %d "
                "generated kernel(s) compiled (one per distinct code)", r->apply->n_cluster_bench, r->apply->n_benchmarked,
                r->apply->kernels_compiled);
-    if (!s) s = fa_store_apply_result(ctx, st, r->plan, r->apply);
+    if (!s) s = fa_store_apply_result(ctx, st, r->plan, r->apply, o->command_line);
     /* each accepted cluster's saving in the model, from the baseline's trace and the fused
      * twin's just stored, into the verdicts (stored again: plan.json and the reports read them) */
     if (!s && r->apply->fused_graph && r->apply->fused_trace) {

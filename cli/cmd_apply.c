@@ -81,9 +81,12 @@ int fa_cmd_apply(fa_ctx *ctx, int argc, char **argv)
     if (!layout_given) po.layout = -1;
     if (!s && !layout_given) s = fa_store_get_latest_plan(ctx, st, run_id, &prev, NULL);
     if (!s && prev) po.layout_reuse = &prev->layout;
+    char *cmdline = fa_cli_command_line("fuse-advise", argc, argv);
+    po.command_line = cmdline; /* the fused twin's row names this command, not the baseline's */
     if (!s)
         s = fa_cli_apply_pipeline(ctx, st, g, run_id, ri.model_path, &ri, ri.device_name ? ri.device_name : "cpu", out_dir,
                                   &po, &oo); /* finishes the run */
+    free(cmdline);
     if (s) {
         rc = fa_cli_fail(ctx, s);
         if (reopened) {

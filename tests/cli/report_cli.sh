@@ -85,4 +85,12 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["run"]["kind"] == "fused" and d["run"]["iters"] == d["iterations"], (d["run"], d["iterations"])
 EOF2
+# a fused twin made by `apply RUN` names that command, not the baseline's `run --no-apply`
+"$CLI" run zoo:mlp-tiny --no-apply --iters 2 --threads 1 --db twin.db >/dev/null 2>&1 || fail "baseline run for apply"
+expect_rc 0 "apply 1" "$CLI" apply 1 --iters 2 --db twin.db --out "$tmp/twin-out"
+python3 - "$tmp/twin.db" <<'EOF2' || fail "the fused twin's command line"
+import sqlite3, sys
+rows = dict(sqlite3.connect(sys.argv[1]).execute("SELECT kind, command_line FROM runs").fetchall())
+assert "--no-apply" in rows["run"] and " apply 1" in rows["fused"] and "--no-apply" not in rows["fused"], rows
+EOF2
 echo "report_cli: ok"
