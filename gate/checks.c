@@ -211,6 +211,31 @@ static const char *which_missing(const gate_run *b, const gate_run *c, bool in_b
     return buf;
 }
 
+/* Each side's end-to-end samples of the unfused (fused false) or fused model into pb / pc: a
+ * run's benchmark samples where it has them, else its iteration records (the unfused trace's, or
+ * its fused twin's). *n_bench / *n_iter count the runs that gave each. */
+static void pool_e2e(const side *sb, const side *sc, bool fused, pool *pb, pool *pc, int *n_bench, int *n_iter)
+{
+    for (int k = 0; k < 2; k++) {
+        const side *sd = k ? sc : sb;
+        pool *p = k ? pc : pb;
+        for (int i = 0; i < sd->n; i++) {
+            const gate_run *g = &sd->r[i];
+            const double *bench = fused ? g->bench_fused : g->bench_baseline;
+            int nb = fused ? g->n_bench_fused : g->n_bench_baseline;
+            const double *iter = fused ? g->fused_iter_ns : g->iter_ns;
+            int ni = fused ? g->n_fused_iter_ns : g->n_iter_ns;
+            if (nb) {
+                pool_add(p, bench, nb);
+                (*n_bench)++;
+            } else if (ni) {
+                pool_add(p, iter, ni);
+                (*n_iter)++;
+            }
+        }
+    }
+}
+
 static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const side *sc)
 {
     char w[160];
@@ -221,26 +246,12 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
      * applied, else its traced iterations, so that the gate and `runs` never tell two stories of
      * one pair of runs (a busy machine had the traced medians +15 % apart while the benchmark's
      * agreed) */
-    bool all_bench_u = true;
-    for (int k = 0; k < 2; k++) {
-        const side *sd = k ? sc : sb;
-        pool *p = k ? &pc : &pb;
-        for (int i = 0; i < sd->n; i++) {
-            const gate_run *g = &sd->r[i];
-            if (g->n_bench_baseline) pool_add(p, g->bench_baseline, g->n_bench_baseline);
-            else if (g->n_iter_ns) {
-                pool_add(p, g->iter_ns, g->n_iter_ns);
-                all_bench_u = false;
-            }
-        }
-    }
+    int n_bench = 0, n_iter = 0;
+    pool_e2e(sb, sc, false, &pb, &pc, &n_bench, &n_iter);
     fa_status s = FA_OK;
-    bool any_bench_u = false;
-    for (int k = 0; k < 2; k++)
-        for (int i = 0; i < (k ? sc : sb)->n; i++) any_bench_u |= (k ? sc : sb)->r[i].n_bench_baseline > 0;
     if (pb.n && pc.n)
         s = latency_check(ctx, r, "latency.e2e.unfused", "end-to-end latency (unfused)", &pb, &pc, 0, 0,
-                          all_bench_u || !any_bench_u ? NULL : " (partly from the runs' iteration records)");
+                          n_bench && n_iter ? " (partly from the runs' iteration records)" : NULL);
     else if (!fa_gate_add_check(r, "latency.e2e.unfused", "latency", "end-to-end latency (unfused)", FA_GATE_SKIPPED,
                         "not measured in one of the runs: %s no per-iteration \"iteration\" records",
                         which_missing(b, c, pb.n > 0, pc.n > 0, w, sizeof w)))
@@ -248,22 +259,11 @@ static fa_status check_e2e(fa_ctx *ctx, fa_gate_report *r, const side *sb, const
     pool_free(&pb);
     pool_free(&pc);
     if (s) return s;
-    bool all_bench = true;
-    for (int k = 0; k < 2; k++) {
-        const side *sd = k ? sc : sb;
-        pool *p = k ? &pc : &pb;
-        for (int i = 0; i < sd->n; i++) {
-            const gate_run *g = &sd->r[i];
-            if (g->n_bench_fused) pool_add(p, g->bench_fused, g->n_bench_fused);
-            else if (g->n_fused_iter_ns) {
-                pool_add(p, g->fused_iter_ns, g->n_fused_iter_ns);
-                all_bench = false;
-            }
-        }
-    }
+    n_bench = n_iter = 0;
+    pool_e2e(sb, sc, true, &pb, &pc, &n_bench, &n_iter);
     if (pb.n && pc.n)
         s = latency_check(ctx, r, "latency.e2e.fused", "end-to-end latency (fused)", &pb, &pc, 0, 0,
-                          all_bench ? NULL : " (partly from the fused runs' iteration records)");
+                          n_iter ? " (partly from the fused runs' iteration records)" : NULL);
     else if (!fa_gate_add_check(r, "latency.e2e.fused", "latency", "end-to-end latency (fused)", FA_GATE_SKIPPED,
                         "not measured in one of the runs: %s no fused benchmark (run without --no-apply)",
                         which_missing(b, c, pb.n > 0, pc.n > 0, w, sizeof w)))
