@@ -355,27 +355,6 @@ fa_status fa_store_get_analysis_text(fa_ctx *ctx, fa_store *st, int64_t run_id, 
     return FA_OK;
 }
 
-/* "[1,2,3]" (members_json) -> ints in arena; NULL text is no members. *out NULL when out of
- * memory. */
-static int parse_ints(fa_arena *ar, const char *json, int **out)
-{
-    int n = 0, cap = 1;
-    for (const char *p = json; p && *p; p++) cap += *p == ',';
-    int *v = fa_arena_alloc(ar, sizeof(int) * (size_t)cap);
-    *out = v;
-    if (!v || !json) return 0;
-    const char *p = json;
-    while (*p) {
-        if ((*p >= '0' && *p <= '9') || *p == '-') {
-            char *end;
-            long x = strtol(p, &end, 10);
-            if (n < cap) v[n++] = (int)x;
-            p = end > p ? end : p + 1;
-        } else p++;
-    }
-    return n;
-}
-
 /* A post-op row with the cluster it belongs to. */
 typedef struct post_op_at {
     int cluster_id;
@@ -454,45 +433,50 @@ static fa_status get_post_ops(fa_ctx *ctx, fa_store *st, int64_t run_id, int pla
  * cluster than the one stored). -1 when out of memory. */
 static int ids_of(fa_arena *ar, const char *json, int **out, char *bad, size_t bad_cap)
 {
-    if (json) {
-        const char *p = json;
-        while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-        bool ok = *p++ == '[';
-        while (ok && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
-        bool empty = ok && *p == ']';
-        while (ok && !empty) {
-            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-            char *end;
+    int cap = 1;
+    for (const char *c = json; c && *c; c++) cap += *c == ',';
+    int *v = fa_arena_alloc(ar, sizeof(int) * (size_t)cap);
+    *out = v;
+    if (!v) return -1;
+    if (!json) return 0;
+    int n = 0;
+    const char *p = json;
+#define SKIP_WS() while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++
+    SKIP_WS();
+    bool ok = *p == '[';
+    if (ok) p++;
+    SKIP_WS();
+    if (ok && *p == ']') p++;
+    else
+        while (ok) {
+            SKIP_WS();
+            char *end = (char *)p;
             errno = 0;
-            long long x = (*p == '-' || (*p >= '0' && *p <= '9')) ? strtoll(p, &end, 10) : (end = (char *)p, 0);
-            if (end == p) {
-                snprintf(bad, bad_cap, "not a list of integers at character %ld", (long)(p - json));
-                return -2;
-            }
+            long long x = *p == '-' || (*p >= '0' && *p <= '9') ? strtoll(p, &end, 10) : 0;
+            if (end == p) break; /* not a number: ok stays, the check below names where */
             if (errno == ERANGE || x < -1 || x > FA_STORE_NODE_ID_MAX) {
                 int len = (int)(end - p);
                 snprintf(bad, bad_cap, "id %.*s%s is outside [-1, %d]", len > 24 ? 24 : len, p, len > 24 ? "..." : "",
                          FA_STORE_NODE_ID_MAX);
                 return -2;
             }
+            v[n++] = (int)x; /* n < cap: one number per comma-separated place */
             p = end;
-            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-            if (*p == ',') p++;
-            else if (*p == ']') break;
-            else ok = false;
+            SKIP_WS();
+            if (*p == ']') {
+                p++;
+                break;
+            }
+            ok = *p == ',';
+            if (ok) p++; /* never past the terminator */
         }
-        if (ok) {
-            p++;
-            while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r') p++;
-            ok = *p == 0;
-        }
-        if (!ok) {
-            snprintf(bad, bad_cap, "not a list of integers at character %ld", (long)(p - json));
-            return -2;
-        }
+    SKIP_WS();
+#undef SKIP_WS
+    if (!ok || *p || (p > json && p[-1] != ']')) {
+        snprintf(bad, bad_cap, "not a list of integers at character %ld", (long)(p - json));
+        return -2;
     }
-    int n = parse_ints(ar, json, out);
-    return *out ? n : -1;
+    return n;
 }
 
 /* One column into its field (fa_plan_field_kind's conventions for NULL). 0, or -1 when out of
