@@ -72,6 +72,25 @@ static void cpu_op(fa_trace *t, const char *name, uint64_t start, uint64_t end)
     assert_non_null(fa_trace_add(t, &c));
 }
 
+/* A trace of one profiler step (the frame the kernels' records sit in), for the tests that build
+ * their own kernels. */
+static fa_trace *step_trace(void)
+{
+    fa_trace *t = fa_trace_create("kineto");
+    assert_non_null(t);
+    cpu_op(t, "ProfilerStep#1", 0, 1000000);
+    return t;
+}
+
+/* Does some opportunity of a hold member op x directly followed by member op y? */
+static bool has_adjacent_ops(const fa_trace_advice *a, const char *x, const char *y)
+{
+    for (int i = 0; i < a->n_opps; i++)
+        for (int j = 0; j + 1 < a->opps[i].n; j++)
+            if (!strcmp(a->opps[i].member_ops[j], x) && !strcmp(a->opps[i].member_ops[j + 1], y)) return true;
+    return false;
+}
+
 /* Stream 7: four layers of gemm(50) -> add(10) -> mul(10) -> gelu(10), 5 ns gaps inside a
  *   layer, layers 200 ns apart (105 ns gap gelu -> next gemm); launch calls 4 ns.
  * Stream 8: five tiny kernels of 2 ns every 10 ns (launch calls 8 ns: launch-bound), then a
@@ -328,9 +347,7 @@ static void test_host_boundaries_cut_sequences(void **state)
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     for (int variant = 0; variant < 3; variant++) { /* 0: plain, 1: mul from thread 2, 2: mul held 40 us */
-        fa_trace *t = fa_trace_create("kineto");
-        assert_non_null(t);
-        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        fa_trace *t = step_trace();
         for (int i = 0; i < 3; i++) {
             uint64_t b = 1000 + 100000 * (uint64_t)i;
             kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
@@ -349,12 +366,7 @@ static void test_host_boundaries_cut_sequences(void **state)
         }
         fa_trace_advice *a = NULL;
         assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
-        bool add_mul = false;
-        for (int i = 0; i < a->n_opps; i++) {
-            const fa_ta_opportunity *o = &a->opps[i];
-            for (int j = 0; j + 1 < o->n; j++)
-                add_mul |= !strcmp(o->member_ops[j], "add") && !strcmp(o->member_ops[j + 1], "mul");
-        }
+        bool add_mul = has_adjacent_ops(a, "add", "mul");
         if (variant == 0) assert_true(add_mul);
         else {
             assert_false(add_mul);
@@ -374,9 +386,7 @@ static void test_graph_replay_reductions_are_separate_domains(void **state)
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     for (int graph = 0; graph < 2; graph++) {
-        fa_trace *t = fa_trace_create("kineto");
-        assert_non_null(t);
-        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        fa_trace *t = step_trace();
         for (int i = 0; i < 3; i++) {
             uint64_t b = 1000 + 100000 * (uint64_t)i;
             kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
@@ -442,9 +452,7 @@ static void test_broadcast_add_is_no_residual(void **state)
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     for (int residual = 0; residual < 2; residual++) {
-        fa_trace *t = fa_trace_create("kineto");
-        assert_non_null(t);
-        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        fa_trace *t = step_trace();
         kernel(t, "gemm_kernel", 7, 1000, 50, 4, "aten::addmm", NULL);
         kernel(t, "void add_kernel<float>(float*, float const*)", 7, 1055, 10, 4, "aten::add",
                residual ? "float:4x197x768;float:4x197x768" : "float:4x197x768;float:1x197x768");
@@ -468,9 +476,7 @@ static void test_integer_kernel_never_joins_float_ones_without_sizes(void **stat
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     for (int integral = 0; integral < 2; integral++) {
-        fa_trace *t = fa_trace_create("kineto");
-        assert_non_null(t);
-        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        fa_trace *t = step_trace();
         for (int i = 0; i < 3; i++) {
             uint64_t b = 1000 + 100000 * (uint64_t)i;
             kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::cudnn_convolution", NULL);
@@ -486,11 +492,7 @@ static void test_integer_kernel_never_joins_float_ones_without_sizes(void **stat
         }
         fa_trace_advice *a = NULL;
         assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
-        bool add_clamp = false;
-        for (int i = 0; i < a->n_opps; i++)
-            for (int j = 0; j + 1 < a->opps[i].n; j++)
-                add_clamp |= !strcmp(a->opps[i].member_ops[j], "add") && !strcmp(a->opps[i].member_ops[j + 1], "clamp");
-        assert_true(add_clamp == !integral);
+        assert_true(has_adjacent_ops(a, "add", "clamp") == !integral);
         fa_trace_advice_free(a);
         fa_trace_free(t);
     }
@@ -505,9 +507,7 @@ static void test_fix_for_kernels_already_under_torch_compile(void **state)
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     for (int aot = 0; aot < 2; aot++) {
-        fa_trace *t = fa_trace_create("kineto");
-        assert_non_null(t);
-        cpu_op(t, "ProfilerStep#1", 0, 1000000);
+        fa_trace *t = step_trace();
         for (int i = 0; i < 3; i++) {
             uint64_t b = 1000 + 100000 * (uint64_t)i;
             kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
