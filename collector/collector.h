@@ -49,6 +49,10 @@ typedef struct fa_activity {
     uint64_t flops;           /* floating-point operations, 0 if unknown */
     float occupancy;          /* achieved/theoretical occupancy if the source gives it, <0 unknown */
     unsigned flags;           /* FA_ACTF_* */
+    /* FA_ACT_SYNC from Kineto's cuda_sync records ("Stream Wait Event", "Event Sync"): the
+     * correlation id of the cudaEventRecord call whose event the stream or the host waited on,
+     * and the stream that event was recorded on; -1 when the record names none */
+    int64_t wait_record, wait_stream;
     /* imports only (NULL otherwise; not stored in the run database): */
     const char *shapes;       /* cpu op: its inputs "TYPE:DIMS;..." (DIMS "8x512x768", "L<numel>"
                                  for a TensorList, "?" unreadable; "8x512x768@393216x768x1" with the

@@ -54,6 +54,7 @@ fa_activity fa_activity_init(fa_activity_kind kind)
     a.correlation = -1;
     a.external_id = -1;
     a.occupancy = -1.0f;
+    a.wait_record = a.wait_stream = -1;
     return a;
 }
 

@@ -76,6 +76,64 @@ void fa_ta_builder_add_step(fa_ta_builder *b, uint64_t start_ns, uint64_t end_ns
     if (!b->n_steps || start_ns < b->step_first) b->step_first = start_ns;
     if (!b->n_steps || end_ns > b->step_last) b->step_last = end_ns;
     b->n_steps++;
+    uint64_t *ns = fa__ta_grow(b->step_starts, &b->cap_step_starts, b->n_step_starts + 1, sizeof *ns);
+    if (!ns) return; /* out of memory: this step cuts nothing (the advice is not lost) */
+    b->step_starts = ns;
+    b->step_starts[b->n_step_starts++] = start_ns;
+}
+
+void fa_ta_builder_add_event_wait(fa_ta_builder *b, int32_t device, int64_t stream, uint64_t host_ns)
+{
+    struct ta_wait *w = fa__ta_grow(b->waits, &b->cap_waits, b->n_waits + 1, sizeof *w);
+    if (!w) return;
+    b->waits = w;
+    b->waits[b->n_waits++] = (struct ta_wait){device, stream, host_ns};
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int cmp_wait(const void *a, const void *b)
+{
+    const struct ta_wait *x = a, *y = b;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    if (x->stream != y->stream) return x->stream < y->stream ? -1 : 1;
+    return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+void fa__ta_sort_cuts(fa_ta_builder *b)
+{
+    if (b->n_step_starts > 1) qsort(b->step_starts, b->n_step_starts, sizeof *b->step_starts, cmp_u64);
+    if (b->n_waits > 1) qsort(b->waits, b->n_waits, sizeof *b->waits, cmp_wait);
+}
+
+/* Is there a value of the sorted v[0..n) in (lo, hi]? */
+static bool any_in(const uint64_t *v, size_t n, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, z = n;
+    while (a < z) { /* the first > lo */
+        size_t m = a + (z - a) / 2;
+        if (v[m] <= lo) a = m + 1;
+        else z = m;
+    }
+    return a < n && v[a] <= hi;
+}
+
+/* Was an event that someone waits on recorded on stream s between the launch calls lo and hi? */
+static bool wait_between(const fa_ta_builder *b, const fa_ta_stream *s, uint64_t lo, uint64_t hi)
+{
+    size_t a = 0, z = b->n_waits;
+    while (a < z) { /* the first of (device, stream) with ts > lo */
+        size_t m = a + (z - a) / 2;
+        const struct ta_wait *w = &b->waits[m];
+        bool before = w->device < s->device || (w->device == s->device && (w->stream < s->stream || (w->stream == s->stream && w->ts <= lo)));
+        if (before) a = m + 1;
+        else z = m;
+    }
+    return a < b->n_waits && b->waits[a].device == s->device && b->waits[a].stream == s->stream && b->waits[a].ts <= hi;
 }
 
 void fa_ta_builder_set_window(fa_ta_builder *b, uint64_t lo, uint64_t hi, bool by_launch, const char *what)
@@ -148,6 +206,8 @@ void fa_ta_builder_free(fa_ta_builder *b)
     free(b->graphs);
     free(b->window);
     free(b->fb_window);
+    free(b->step_starts);
+    free(b->waits);
     fa__ta_cpu_ix_free(b->own_cx);
     fa__ta_spool_free(b);
     fa__qh_free(&b->launch_q);
@@ -272,7 +332,9 @@ static uint8_t stack_flags(const char *stack)
 {
     if (!stack) return 0;
     uint8_t f = 0;
-    if (strstr(stack, "autograd::engine::evaluate_function")) f |= STF_BWDPASS;
+    /* the autograd engine's frames; an older Kineto (2021) records none, but its gradient
+     * accumulation still runs under torch::autograd::AccumulateGrad */
+    if (strstr(stack, "autograd::engine::evaluate_function") || strstr(stack, "torch::autograd::AccumulateGrad")) f |= STF_BWDPASS;
     if (fa_kernel_fused_by(NULL, NULL, stack, FA_KCLASS_OTHER)) f |= STF_COMPILED;
     /* AOTAutograd's CompiledFunction without Inductor's graph inside: torch.compile with a backend
      * that runs the ops as they are (aot_eager, cudagraphs) */
@@ -455,10 +517,21 @@ static fa_fuse_role role_of(const rec *r)
  * and the optimizer's step): one fused kernel is one launch by one op. (2) b was queued before a
  * ended yet started more than FA_TA_HELD_NS after it: the stream sat idle with b waiting, so b
  * waited on something else — an event of another stream (a collective's output b reads). */
-static bool host_boundary(const rec *a, const rec *b)
+static bool host_boundary(const fa_ta_builder *bl, const fa_ta_stream *st, const rec *a, const rec *b)
 {
     bool launched = a->launch_end && b->launch_end && !(a->flags & (RF_GRAPH | RF_ORPHAN)) && !(b->flags & (RF_GRAPH | RF_ORPHAN));
     if (launched && (a->pid != b->pid || a->tid != b->tid)) return true;
+    /* (3) a profiler step began between their launches: two iterations' kernels that ran back to
+     * back on the GPU (an optimizer's last kernel and the next step's first) are two launches of
+     * two steps' code, which no fused kernel replaces */
+    if (launched && a->launch_start < b->launch_start && any_in(bl->step_starts, bl->n_step_starts, a->launch_start, b->launch_start))
+        return true;
+    /* (4) an event recorded on this stream after a was launched and before b, which another
+     * stream (a collective waiting for a gradient bucket) or the host waited on: fused, a and b
+     * would end together and the wait would last b's time longer */
+    if (a->launch_start && b->launch_start && a->launch_start < b->launch_start && bl->n_waits &&
+        wait_between(bl, st, a->launch_start, b->launch_start))
+        return true;
     return b->launch_end && b->launch_end <= a->end && b->start > a->end + FA_TA_HELD_NS;
 }
 
@@ -478,17 +551,18 @@ static fa_status seg_emit(fa_ctx *ctx, fa_ta_builder *b, strm *s, int from, int 
         fa_fuse_role role = role_of(r);
         int64_t dom = role == FA_FUSE_REDUCTION ? domain_of(r) : 0;
         ta_member me = member_of(b, r);
-        if (k > 0 && host_boundary(m[k - 1], r)) { /* cut here; r may start the next piece */
+        if (k > 0 && host_boundary(b, &s->st, m[k - 1], r)) { /* cut here; r may start the next piece */
             b->n_split_host++;
             if (k >= 2) st = opp_add(ctx, b, s, -1, m, k, 0);
             k = 0;
             g = (fa_fuse_group){0};
             if (st) break;
         }
-        /* without sizes, an integer kernel beside a floating one (a step counter's add beside a
-         * batch norm) reads nothing it wrote: no data flow between them, whatever the order */
+        /* where either lacks sizes, an integer kernel beside a floating one (a step counter's
+         * add beside a batch norm whose three kernels have none) reads nothing it wrote: no data
+         * flow between them, whatever the order */
         bool connected = k == 0 || fa__ta_reads_output(mb, k, &me);
-        if (k > 0 && connected && r->shape < 0 && m[k - 1]->shape < 0 && (r->flags & RF_INTDATA) != (m[k - 1]->flags & RF_INTDATA) &&
+        if (k > 0 && connected && (r->shape < 0 || m[k - 1]->shape < 0) && (r->flags & RF_INTDATA) != (m[k - 1]->flags & RF_INTDATA) &&
             r->cls != FA_KCLASS_COPY && m[k - 1]->cls != FA_KCLASS_COPY)
             connected = false;
         fa_fuse_why w = fa_fuse_admit(&g, role, dom, connected);

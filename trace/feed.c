@@ -163,6 +163,52 @@ static bool is_step(const fa_activity *a)
            a->device < 0;
 }
 
+typedef struct rec_call {
+    int64_t corr;
+    uint64_t start;
+} rec_call;
+
+static int cmp_rec_call(const void *a, const void *b)
+{
+    const rec_call *x = a, *y = b;
+    if (x->corr != y->corr) return x->corr < y->corr ? -1 : 1;
+    return (x->start > y->start) - (x->start < y->start);
+}
+
+void fa__ta_collect_waits(fa_ta_builder *b, const fa_trace *t)
+{
+    size_t nw = 0, nr = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind == FA_ACT_SYNC && a->wait_record >= 0 && a->wait_stream >= 0) nw++;
+        if ((a->kind == FA_ACT_RUNTIME || a->kind == FA_ACT_DRIVER) && a->correlation >= 0 && a->name && strstr(a->name, "EventRecord"))
+            nr++;
+    }
+    if (!nw || !nr) return;
+    rec_call *rc = malloc(nr * sizeof *rc);
+    if (!rc) return; /* out of memory: no event cuts (the advice is not lost) */
+    nr = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if ((a->kind == FA_ACT_RUNTIME || a->kind == FA_ACT_DRIVER) && a->correlation >= 0 && a->name && strstr(a->name, "EventRecord"))
+            rc[nr++] = (rec_call){a->correlation, a->start_ns};
+    }
+    qsort(rc, nr, sizeof *rc, cmp_rec_call);
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind != FA_ACT_SYNC || a->wait_record < 0 || a->wait_stream < 0) continue;
+        rec_call key = {a->wait_record, 0};
+        size_t lo = 0, hi = nr;
+        while (lo < hi) {
+            size_t m = lo + (hi - lo) / 2;
+            if (cmp_rec_call(&rc[m], &key) < 0) lo = m + 1;
+            else hi = m;
+        }
+        if (lo < nr && rc[lo].corr == a->wait_record) fa_ta_builder_add_event_wait(b, a->device, a->wait_stream, rc[lo].start);
+    }
+    free(rc);
+}
+
 void fa__ta_count_steps(fa_ta_builder *b, const fa_trace *t)
 {
     for (size_t i = 0; i < t->n_acts; i++)
@@ -235,6 +281,7 @@ fa_status fa_trace_advise(fa_ctx *ctx, const fa_trace *t, const fa_ta_device *de
         if (a->kind == FA_ACT_KERNEL || a->kind == FA_ACT_MEMCPY || a->kind == FA_ACT_MEMSET)
             gs[ng++] = (gref){a->device, a->stream, a->start_ns, a->end_ns, i};
     }
+    fa__ta_collect_waits(b, t);
     if (!steps_and_window(b, t) && ng) {
         /* no steps: the first stretch of GPU time holding about FA_TA_WINDOW_MAX records */
         uint64_t lo = UINT64_MAX, hi = 0;

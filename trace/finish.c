@@ -85,8 +85,12 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
     if (!s && b->own_trace) {
         /* a streaming import: the steps from the whole cpu side, read by now */
         b->n_steps = 0;
+        b->n_step_starts = 0;
         fa__ta_count_steps(b, b->own_trace);
+        b->n_waits = 0;
+        fa__ta_collect_waits(b, b->own_trace);
     }
+    fa__ta_sort_cuts(b);
     /* what one removed launch can give back: the median launch call of the kernels launched one
      * by one (graph replays' launches are counted as their replays are analysed) */
     b->launch_cap_ns = fa__qh_median(&b->launch_q);

@@ -123,6 +123,7 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
     kb->read = kb->write = kb->flops = -1;
     kb->out_numel = -1;
     kb->out_dsize = 0;
+    kb->out_kind = DT_UNKNOWN;
     kb->why = NULL;
     if (!si) {
         kb->why = "no Input Dims on its cpu op (record_shapes off), or the op launched several kernels";
@@ -136,6 +137,7 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
         return;
     }
     const sh_in *x = &si->in[t[0]];
+    kb->out_kind = x->kind; /* the first tensor's, unless the op's case below says otherwise */
     double rd = 0;
     bool dsz_ok = true;
     for (int k = 0; k < nt; k++) {
@@ -232,7 +234,7 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
         uint8_t ds = 0;
         for (int k = 0; k < nt; k++) {
             n += si->in[t[k]].numel;
-            if (si->in[t[k]].dsize) ds = si->in[t[k]].dsize;
+            if (si->in[t[k]].dsize) ds = si->in[t[k]].dsize, kb->out_kind = si->in[t[k]].kind;
         }
         if (!ds) {
             kb->why = "a TensorList's dtype is not recorded";
@@ -282,12 +284,14 @@ void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb
                 ds = in->dsize;
             }
         }
-        if (!ds) ds = zds; /* only 0-d inputs: they decide among themselves */
-        else if (zkind > kind) ds = zkind == DT_FLOAT ? 4 : zkind == DT_COMPLEX ? 8 : zds; /* the default dtype */
+        if (!ds) ds = zds, kind = zkind; /* only 0-d inputs: they decide among themselves */
+        else if (zkind > kind) ds = zkind == DT_FLOAT ? 4 : zkind == DT_COMPLEX ? 8 : zds, kind = zkind; /* the default dtype */
         if (inplace) {
             n = x->numel;
             ds = x->dsize;
+            kind = x->kind;
         }
+        kb->out_kind = kind;
         kb->read = rd;
         kb->out_numel = n;
         kb->out_dsize = ds;
@@ -329,6 +333,9 @@ static bool is_output(const sh_in *in, const kbytes *kb)
      * is contiguous, so it is not taken for an earlier member's output (two .contiguous() copies of
      * one shape do not feed each other) */
     if (in->contiguous == 0) return false;
+    /* an integer output is not a floating input of the same width (a step counter's long int add
+     * beside a double): the element kind decides where both are known */
+    if (in->kind != DT_UNKNOWN && kb->out_kind != DT_UNKNOWN && in->kind != kb->out_kind) return false;
     return in->numel == kb->out_numel && (!in->dsize || in->dsize == kb->out_dsize);
 }
 
@@ -351,9 +358,13 @@ bool fa__ta_reads_output(const ta_member *earlier, int n, const ta_member *r)
 {
     kbytes kb[FA_TA_MAX_SEQ + 1];
     if (n > FA_TA_MAX_SEQ) n = FA_TA_MAX_SEQ;
-    if (!members_bytes(earlier, n, kb) || !members_bytes(r, 1, &kb[n])) return true;
+    if (!members_bytes(r, 1, &kb[n])) return true;
     const sh_in *in[SH_MAX_IN];
     int ni = read_inputs(r->si, r->key, in);
+    /* a kernel that reads no tensor (a fill's value is a scalar: the ones_like seeding a
+     * backward pass) reads nothing an earlier member wrote, whatever their sizes */
+    if (ni == 0) return false;
+    if (!members_bytes(earlier, n, kb)) return true;
     for (int k = 0; k < ni; k++)
         for (int p = 0; p < n; p++)
             if (is_output(in[k], &kb[p]) || (in[k]->list && kb[p].out_numel > 0 && kb[p].out_numel <= in[k]->numel))

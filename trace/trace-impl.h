@@ -80,6 +80,7 @@ typedef struct kbytes {
     double read, write, flops;
     double out_numel;
     uint8_t out_dsize;
+    uint8_t out_kind;   /* DT_* of the output, DT_UNKNOWN when not known */
     const char *why;
 } kbytes;
 void fa__ta_kernel_bytes(const shape_info *si, int key, bool inplace, kbytes *kb);
@@ -305,6 +306,16 @@ struct fa_ta_builder {
     uint64_t first_ns, last_ns;
     int64_t n_steps;
     uint64_t step_first, step_last;
+    /* profiler steps' starts (host time), sorted at finish: a sequence never spans one
+     * (host_boundary) */
+    uint64_t *step_starts;
+    size_t n_step_starts, cap_step_starts;
+    /* events another stream or the host waited on (Kineto cuda_sync records naming the
+     * cudaEventRecord): where on which stream each was recorded (its call's host time), sorted at
+     * finish; a sequence on that stream is cut where one was recorded between two of its
+     * kernels' launches (host_boundary) */
+    struct ta_wait { int32_t device; int64_t stream; uint64_t ts; } *waits;
+    size_t n_waits, cap_waits;
     uint64_t n_orphans, n_clock_inversions, n_parse_errors;
     /* best achieved bandwidth of a memory-bound kernel with known bytes, among kernels moving at
      * least FA_TA_ROOF_MIN_BYTES << k (k < ROOF_BUCKETS): finish takes the bucket past the device's
@@ -386,6 +397,10 @@ void fa__ta_spool_free(fa_ta_builder *b);
 /* the cpu side of a trace (feed.c): the ProfilerStep# ranges into b; the index behind the
  * largest gaps' cpu ops */
 void fa__ta_count_steps(fa_ta_builder *b, const fa_trace *t);
+/* sort the step starts and waited events (finish, before the per-stream analysis) */
+void fa__ta_sort_cuts(fa_ta_builder *b);
+/* the events t's cuda_sync records waited on, into b (fa_ta_builder_add_event_wait) */
+void fa__ta_collect_waits(fa_ta_builder *b, const fa_trace *t);
 /* the fallback timeline window, by launch time (see fb_set); before the first add */
 void fa__ta_set_window_fallback(fa_ta_builder *b, uint64_t lo, uint64_t hi, const char *what);
 void fa__ta_cpu_ix_free(cpu_ix *x);

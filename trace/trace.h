@@ -396,6 +396,9 @@ void fa_ta_builder_use_trace(fa_ta_builder *b, const fa_trace *t);
  * address, same text) until finish: it is cached by address. FA_ERR_NOMEM, FA_ERR_IO (the
  * temporary file). */
 fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *gpu, const fa_activity *launch);
+/* An event recorded on (device, stream) by a host call at host_ns that another stream or the host
+ * waited on: no sequence of that stream spans it (the fused kernel would delay the wait). */
+void fa_ta_builder_add_event_wait(fa_ta_builder *b, int32_t device, int64_t stream, uint64_t host_ns);
 /* A ProfilerStep#N range (step time for the savings' share). */
 void fa_ta_builder_add_step(fa_ta_builder *b, uint64_t start_ns, uint64_t end_ns);
 /* Keep the GPU records (at most FA_TA_WINDOW_MAX) whose launch call starts in [lo, hi] (by_launch)

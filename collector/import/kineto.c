@@ -36,7 +36,7 @@ enum {
     EK_OTHER, EK_PH, EK_CAT, EK_NAME, EK_PID, EK_TID, EK_TS, EK_DUR, EK_ARGS,
     /* args keys */
     AK_CORR, AK_EXTID, AK_GRID, AK_BLOCK, AK_REGS, AK_SMEM, AK_DEVICE, AK_STREAM, AK_DIMS, AK_TYPES, AK_STRIDES,
-    AK_OCC, AK_BYTES,
+    AK_OCC, AK_BYTES, AK_WAIT_CORR, AK_WAIT_STREAM,
     /* deviceProperties keys */
     DK_ID, DK_NAME, DK_SMS, DK_CCMAJ, DK_CCMIN, DK_MEM, DK_THR_SM, DK_REGS_SM, DK_SMEM_SM,
     DK_SMEM_BLK, DK_WARP
@@ -57,6 +57,7 @@ typedef struct kev {
     uint8_t ts_len, dur_len;
     int64_t pid, tid;
     int64_t corr, ext, device, stream;
+    int64_t wait_corr, wait_stream; /* cuda_sync: wait_on_cuda_event_record_corr_id, wait_on_stream */
     int32_t grid[3], block[3], regs, smem;
     uint64_t bytes;
     float occ;
@@ -240,6 +241,7 @@ static void ev_reset(kev *e)
     e->ts_len = e->dur_len = 0;
     e->pid = e->tid = 0;
     e->corr = e->ext = e->device = e->stream = -1;
+    e->wait_corr = e->wait_stream = -1;
     memset(e->grid, 0, sizeof e->grid);
     memset(e->block, 0, sizeof e->block);
     e->regs = e->smem = 0;
@@ -443,6 +445,10 @@ static void ev_emit(kparse *p)
     }
     a.correlation = e->corr;
     a.external_id = e->ext > 0 ? e->ext : -1;
+    if (k == FA_ACT_SYNC && e->wait_corr >= 0) {
+        a.wait_record = e->wait_corr;
+        a.wait_stream = e->wait_stream;
+    }
     bool gpu = k == FA_ACT_KERNEL || k == FA_ACT_MEMCPY || k == FA_ACT_MEMSET;
     if (gpu || k == FA_ACT_SYNC) {
         /* GPU lanes: pid is the device, tid the stream; the host pid/tid come from the launch */
@@ -615,6 +621,8 @@ static int on_scalar(kparse *p, int vt, const char *s, size_t n)
             case AK_REGS: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->regs = (int32_t)v; break;
             case AK_SMEM: if (num_i64(p, s, n, &v) && v >= 0 && v <= INT32_MAX) e->smem = (int32_t)v; break;
             case AK_BYTES: if (num_i64(p, s, n, &v) && v >= 0) e->bytes = (uint64_t)v; break;
+            case AK_WAIT_CORR: if (num_i64(p, s, n, &v) && v >= 0) e->wait_corr = v; break;
+            case AK_WAIT_STREAM: if (num_i64(p, s, n, &v) && v >= 0) e->wait_stream = v; break;
             case AK_OCC: {
                 char tmp[64];
                 if (n >= sizeof tmp) break;
@@ -793,6 +801,8 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
         else if (key_is(k, n, "Input Strides")) key = AK_STRIDES;
         else if (key_is(k, n, "est. achieved occupancy %")) key = AK_OCC;
         else if (key_is(k, n, "bytes")) key = AK_BYTES;
+        else if (key_is(k, n, "wait_on_cuda_event_record_corr_id")) key = AK_WAIT_CORR;
+        else if (key_is(k, n, "wait_on_stream")) key = AK_WAIT_STREAM;
         p->args_key = key;
     } else if (p->in_dev && d == 3) {
         int key = EK_OTHER;

@@ -346,7 +346,11 @@ static void test_host_boundaries_cut_sequences(void **state)
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    for (int variant = 0; variant < 3; variant++) { /* 0: plain, 1: mul from thread 2, 2: mul held 40 us */
+    /* 0: plain, 1: mul from thread 2, 2: mul held 40 us, 3: an event recorded on stream 7 between
+     * the add's launch and the mul's that stream 20 waits on (Kineto's cuda_sync "Stream Wait
+     * Event"), 4: the same record with nobody waiting, 5: a profiler step begins between the two
+     * launches */
+    for (int variant = 0; variant < 6; variant++) {
         fa_trace *t = step_trace();
         for (int i = 0; i < 3; i++) {
             uint64_t b = 1000 + 100000 * (uint64_t)i;
@@ -363,11 +367,32 @@ static void test_host_boundaries_cut_sequences(void **state)
                 l->start_ns = b + 40;
                 l->end_ns = b + 44;
             }
+            if (variant == 3 || variant == 4) { /* cudaEventRecord between the launches (b+35, b+50) */
+                fa_activity r = fa_activity_init(FA_ACT_RUNTIME);
+                r.name = fa_trace_intern(t, "cudaEventRecord");
+                r.pid = r.tid = 1;
+                r.start_ns = b + 42;
+                r.end_ns = b + 44;
+                r.correlation = 900000 + i;
+                assert_non_null(fa_trace_add(t, &r));
+                if (variant == 3) {
+                    fa_activity w = fa_activity_init(FA_ACT_SYNC);
+                    w.name = fa_trace_intern(t, "Stream Wait Event");
+                    w.device = 0;
+                    w.stream = 20;
+                    w.start_ns = b + 46;
+                    w.end_ns = b + 47;
+                    w.wait_record = 900000 + i;
+                    w.wait_stream = 7;
+                    assert_non_null(fa_trace_add(t, &w));
+                }
+            }
+            if (variant == 5) cpu_op(t, "ProfilerStep#2", b + 45, b + 46);
         }
         fa_trace_advice *a = NULL;
         assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
         bool add_mul = has_adjacent_ops(a, "add", "mul");
-        if (variant == 0) assert_true(add_mul);
+        if (variant == 0 || variant == 4) assert_true(add_mul);
         else {
             assert_false(add_mul);
             assert_int_equal(a->split_host_boundary, 3);
@@ -493,6 +518,43 @@ static void test_integer_kernel_never_joins_float_ones_without_sizes(void **stat
         fa_trace_advice *a = NULL;
         assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
         assert_true(has_adjacent_ops(a, "add", "clamp") == !integral);
+        fa_trace_advice_free(a);
+        fa_trace_free(t);
+    }
+    fa_ctx_free(ctx);
+}
+
+/* The same with sizes on one side only (the audit's MI300X training trace): the step counter's
+ * add has its Input Dims ("long int" 0-d tensors; aten::add_ launched only it), the batch norm's
+ * kernels have none (its op launched three). And a fill whose value is a scalar (ones_like seeding
+ * the backward pass) reads nothing the kernels before it wrote, sized or not. */
+static void test_sized_integer_kernel_and_scalar_fill_join_nothing(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    for (int integral = 0; integral < 2; integral++) {
+        fa_trace *t = step_trace();
+        for (int i = 0; i < 3; i++) {
+            uint64_t b = 1000 + 100000 * (uint64_t)i;
+            kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::cudnn_convolution", NULL);
+            kernel(t, integral ? "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<long>, "
+                                 "at::detail::Array<char *, 2>>(int, at::native::CUDAFunctorOnSelf_add<long>, "
+                                 "at::detail::Array<char *, 2>)"
+                               : "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctorOnSelf_add<float>, "
+                                 "at::detail::Array<char *, 2>>(int, at::native::CUDAFunctorOnSelf_add<float>, "
+                                 "at::detail::Array<char *, 2>)",
+                   7, b + 55, 2, 4, "aten::add_", integral ? "long int:;long int:;Scalar:" : NULL);
+            kernel(t, "void at::native::batch_norm_collect_statistics_kernel<float, float, float>(...)", 7, b + 60, 10, 4,
+                   "aten::native_batch_norm", NULL);
+            kernel(t, "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float>>>(...)", 7,
+                   b + 75, 10, 4, "aten::mean", "float:64x100");
+            kernel(t, "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(...)", 7, b + 90, 2, 4,
+                   "aten::fill_", "float:;Scalar:");
+        }
+        fa_trace_advice *a = NULL;
+        assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+        assert_true(has_adjacent_ops(a, "add", "batch_norm") == !integral);
+        assert_false(has_adjacent_ops(a, "mean", "fill"));
         fa_trace_advice_free(a);
         fa_trace_free(t);
     }
@@ -2243,6 +2305,7 @@ int main(void)
         cmocka_unit_test(test_implausible_measured_roof_not_used),
         cmocka_unit_test(test_broadcast_add_is_no_residual),
         cmocka_unit_test(test_integer_kernel_never_joins_float_ones_without_sizes),
+        cmocka_unit_test(test_sized_integer_kernel_and_scalar_fill_join_nothing),
         cmocka_unit_test(test_fix_for_kernels_already_under_torch_compile),
         cmocka_unit_test(test_bytes_unknown_when_an_occurrence_lacks_sizes_or_none_have_them),
         cmocka_unit_test(test_unknown_device_has_no_occupancy_and_no_roofs),
