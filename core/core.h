@@ -188,6 +188,23 @@ fa_status fa_input_regular_or_absent(fa_ctx *ctx, const char *path);
 /* DB-journal, DB-wal and DB-shm (next to DB and, for a linked DB, next to its target) are
  * absent or regular files: SQLite opens them by name and a FIFO there blocks it forever. */
 fa_status fa_sqlite_companions_check(fa_ctx *ctx, const char *db_path);
+/* FA_ERR_IO naming PATH when it is a symbolic link owned by neither you (the effective uid) nor
+ * root: such a link was planted in a folder its owner can write and chose where a write (or a
+ * database) goes, so it is not followed — the rule of the kernel's fs.protected_symlinks for
+ * sticky folders, applied everywhere. verb says what would have been done ("write through",
+ * "open the run database through"). FA_OK otherwise (no link, your own, root's, absent). */
+fa_status fa_link_owner_check(fa_ctx *ctx, const char *path, const char *verb);
+/* A private temporary folder for a file that another library must open by name: made 0700 by
+ * mkdtemp(3) under $TMPDIR when that is an absolute path, else /tmp, and held open (*dir_fd), so
+ * the name handed out, "/proc/self/fd/DIRFD/NAME" (written into path_buf, at most cap bytes),
+ * resolves through our descriptor to that very folder even if someone renames or replaces the
+ * folder's entry in a shared $TMPDIR. *made (at most made_cap bytes) is the folder's path, for
+ * fa_private_tmpdir_remove. Errors: FA_ERR_IO naming the folder. */
+fa_status fa_private_tmpdir(fa_ctx *ctx, const char *prefix, const char *name, int *dir_fd, char *path_buf, size_t cap,
+                            char *made, size_t made_cap);
+/* Remove NAME in the folder, then the folder (by its descriptor's entry; an emptied folder only),
+ * and close the descriptor. */
+void fa_private_tmpdir_remove(int dir_fd, const char *name, const char *made);
 /* PATH as SQLite must be given it to open that very file: a relative path gets "./" in front,
  * so that "file:x.db?vfs=..." or ":memory:" (which SQLite reads as a URI or an in-memory
  * database; Debian builds it with URIs on) is the file of that name that every check before the

@@ -167,6 +167,20 @@ fa_status fa_write_file_parts_atomic(fa_ctx *ctx, const char *path, const fa_wri
     return s;
 }
 
+fa_status fa_link_owner_check(fa_ctx *ctx, const char *path, const char *verb)
+{
+    struct stat lsb;
+    /* a link someone else made (in a folder they can write) chose its target: not followed, as
+     * the kernel's protected_symlinks does in sticky folders; /dev/stdout (root's) and links
+     * of your own are */
+    if (lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode) && lsb.st_uid != geteuid() && lsb.st_uid != 0)
+        return fa_ctx_error(ctx, FA_ERR_IO,
+                            "%s: is a symbolic link owned by uid %u, neither you nor root: refusing to %s it (remove it, "
+                            "or name another file)",
+                            path, (unsigned)lsb.st_uid, verb);
+    return FA_OK;
+}
+
 fa_status fa_write_user_file(fa_ctx *ctx, const char *path, const void *data, size_t len)
 {
     struct stat lsb, sb;
@@ -175,14 +189,8 @@ fa_status fa_write_user_file(fa_ctx *ctx, const char *path, const void *data, si
         return fa_write_file_atomic(ctx, path, data, len);
     }
     if (S_ISREG(lsb.st_mode)) return fa_write_file_atomic(ctx, path, data, len);
-    /* a link someone else made (in a folder they can write) chose its target: not followed, as
-     * the kernel's protected_symlinks does in sticky folders; /dev/stdout (root's) and links
-     * of your own are */
-    if (S_ISLNK(lsb.st_mode) && lsb.st_uid != geteuid() && lsb.st_uid != 0)
-        return fa_ctx_error(ctx, FA_ERR_IO,
-                            "%s: is a symbolic link owned by uid %u, neither you nor root: refusing to write through "
-                            "it (remove it, or name another file)",
-                            path, (unsigned)lsb.st_uid);
+    fa_status ls = fa_link_owner_check(ctx, path, "write through");
+    if (ls) return ls;
     sb = lsb;
     if (S_ISLNK(lsb.st_mode) && stat(path, &sb) != 0)
         return fa_ctx_error(ctx, FA_ERR_IO, "%s: a symbolic link whose target does not exist: not replaced", path);
@@ -837,4 +845,40 @@ int fa_compiler_diagnostics(fa_buf *out, const char *log, size_t len, const char
     }
     if (more) fa_buf_printf(out, " (%d more diagnostic line%s)", more, more == 1 ? "" : "s");
     return kept;
+}
+
+/* ---- private temporary folders ---- */
+
+fa_status fa_private_tmpdir(fa_ctx *ctx, const char *prefix, const char *name, int *dir_fd, char *path_buf, size_t cap,
+                            char *made, size_t made_cap)
+{
+    *dir_fd = -1;
+    const char *dir = getenv("TMPDIR");
+    if (!dir || dir[0] != '/') dir = "/tmp"; /* a relative TMPDIR is ignored (XDG Base Directory's rule) */
+    if ((size_t)snprintf(made, made_cap, "%s/%sXXXXXX", dir, prefix) >= made_cap)
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: TMPDIR too long for a temporary folder", dir);
+    if (!mkdtemp(made)) return fa_ctx_error(ctx, FA_ERR_IO, "cannot create a temporary folder in %s: %s", dir, strerror(errno));
+    int fd = open(made, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat sb;
+    /* the folder mkdtemp made: ours, 0700 (swapped before the open: refused) */
+    if (fd < 0 || fstat(fd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & 077)) {
+        fa_status s = fa_ctx_error(ctx, FA_ERR_IO, "%s: the temporary folder just made is not ours and private: refusing it", made);
+        if (fd >= 0) close(fd);
+        return s;
+    }
+    if ((size_t)snprintf(path_buf, cap, "/proc/self/fd/%d/%s", fd, name) >= cap) {
+        close(fd);
+        rmdir(made);
+        return fa_ctx_error(ctx, FA_ERR_IO, "%s: name too long", name);
+    }
+    *dir_fd = fd;
+    return FA_OK;
+}
+
+void fa_private_tmpdir_remove(int dir_fd, const char *name, const char *made)
+{
+    if (dir_fd < 0) return;
+    unlinkat(dir_fd, name, 0);
+    rmdir(made); /* emptied: ours; anything else there (someone renamed it) is not removed */
+    close(dir_fd);
 }

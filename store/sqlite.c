@@ -401,6 +401,10 @@ static bool file_not_writable(const char *path, const struct stat *sb)
 
 fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsigned flags)
 {
+    /* a link planted by another user in a folder they can write chooses where the database is
+     * created or which one is read: not followed (core.h fa_link_owner_check) */
+    fa_status lk = fa_link_owner_check(ctx, path, "open the run database through");
+    if (lk) return lk;
     struct stat sb;
     bool exists = stat(path, &sb) == 0;
     bool readonly = (flags & FA_STORE_READONLY) != 0;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,30 +113,28 @@ fa_status fa_import_source_open(fa_ctx *ctx, const char *path, fa_import_source 
                             "SQLite export, judged by the first bytes)",
                             path);
     }
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir) dir = "/tmp";
-    size_t pl = strlen(dir) + 40;
-    char *tmp = malloc(pl);
-    if (!tmp) {
-        close(in);
-        return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
-    }
-    snprintf(tmp, pl, "%s/fuse-advise-trace-XXXXXX", dir);
-    int out = mkstemp(tmp);
-    if (out < 0) {
-        fa_status s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create a temporary copy in %s: %s", path, dir,
-                                   strerror(errno));
+    /* the copy lives in a private folder held open and is reached through that descriptor
+     * (fa_private_tmpdir), never by a name in $TMPDIR: in a folder others can write, a name
+     * can be renamed over or linked between the copy and the import */
+    size_t pl = PATH_MAX;
+    char *tmp = malloc(pl), made[PATH_MAX];
+    int dfd = -1;
+    fa_status s = tmp ? fa_private_tmpdir(ctx, "fuse-advise-trace-", "trace", &dfd, tmp, pl, made, sizeof made)
+                      : fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
+    int out = s ? -1 : openat(dfd, "trace", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (!s && out < 0) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create a temporary copy in %s: %s", path, made, strerror(errno));
+    if (s) {
+        fa_private_tmpdir_remove(dfd, "trace", made);
         free(tmp);
         close(in);
         return s;
     }
-    fa_status s = FA_OK;
     uint64_t total = 0;
     size_t cap = 1 << 20;
     unsigned char *buf = malloc(cap);
     if (!buf) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", path);
     if (!s && !write_full(out, hdr, (size_t)nh))
-        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot write its temporary copy %s: %s", path, tmp, strerror(errno));
+        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot write its temporary copy in %s: %s", path, made, strerror(errno));
     total = (uint64_t)nh;
     while (!s) {
         ssize_t r = read_full(in, buf, cap);
@@ -146,7 +145,7 @@ fa_status fa_import_source_open(fa_ctx *ctx, const char *path, fa_import_source 
         }
         if (r == 0) break;
         if (!write_full(out, buf, (size_t)r)) {
-            s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot write its temporary copy %s at byte %llu: %s", path, tmp,
+            s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot write its temporary copy in %s at byte %llu: %s", path, made,
                              (unsigned long long)total, strerror(errno));
             break;
         }
@@ -155,13 +154,15 @@ fa_status fa_import_source_open(fa_ctx *ctx, const char *path, fa_import_source 
     free(buf);
     close(in);
     if (close(out) != 0 && !s)
-        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot write its temporary copy %s: %s", path, tmp, strerror(errno));
+        s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot write its temporary copy in %s: %s", path, made, strerror(errno));
     if (s) {
-        unlink(tmp);
+        fa_private_tmpdir_remove(dfd, "trace", made);
         free(tmp);
         return s;
     }
     src->spool = tmp;
+    src->spool_dir_fd = dfd;
+    snprintf(src->spool_dir, sizeof src->spool_dir, "%s", made);
     src->path = tmp;
     src->bytes = total;
     return FA_OK;
@@ -171,7 +172,7 @@ void fa_import_source_close(fa_import_source *src)
 {
     if (!src) return;
     if (src->spool) {
-        unlink(src->spool);
+        fa_private_tmpdir_remove(src->spool_dir_fd, "trace", src->spool_dir);
         free(src->spool);
     }
     memset(src, 0, sizeof *src);

@@ -123,14 +123,18 @@ fa_import_kind fa_import_detect(const char *path);
 /* An input the importers can read by path, as often as they need. A regular file is used in
  * place. Anything else that can be read once — a pipe, /dev/stdin, bash process substitution
  * (/dev/fd/N), a character device — is checked by its first bytes (not a trace: FA_ERR_INPUT
- * and nothing written) and then copied into a private temporary file (mode 0600, in $TMPDIR, else
- * /tmp) that fa_import_source_close removes. Errors: FA_ERR_IO (cannot open/read, a folder is
+ * and nothing written) and then copied into a private temporary file (mode 0600, in a private
+ * folder made under $TMPDIR when absolute, else /tmp, and reached through that folder's open
+ * descriptor: core.h fa_private_tmpdir) that fa_import_source_close removes. Errors: FA_ERR_IO (cannot open/read, a folder is
  * FA_ERR_INPUT; cannot write the copy, e.g. disk full: the message names both), FA_ERR_NOMEM.
  * On failure nothing is left behind and *src holds no spool. */
 typedef struct fa_import_source {
     const char *path;   /* the path to read: the input itself, or the temporary copy */
     const char *name;   /* the path as given (for messages); borrowed from the caller */
-    char *spool;        /* the temporary copy, NULL for a regular file (owned) */
+    char *spool;        /* the temporary copy, NULL for a regular file (owned): reached as
+                           /proc/self/fd/N/trace through its private folder's descriptor */
+    int spool_dir_fd;   /* that folder, held open while the spool exists */
+    char spool_dir[4096]; /* its path (for messages and removal) */
     uint64_t bytes;     /* size of what path holds */
 } fa_import_source;
 fa_status fa_import_source_open(fa_ctx *ctx, const char *path, fa_import_source *src);

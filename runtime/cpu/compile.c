@@ -233,15 +233,25 @@ static void *dlopen_fd(int fd, const char *key, char *desc, size_t desc_cap, int
     void *h = NULL;
     for (;;) {
         snprintf(desc, desc_cap, "/proc/self/fd/%d", cur);
-        h = dlopen(desc, RTLD_NOW | RTLD_LOCAL);
-        if (!h) {
-            const char *e = dlerror();
-            snprintf(why, why_cap, "dlopen: %s", e ? e : "?");
+        /* a name an object already loaded under (an earlier batch's, its descriptor since reused)
+         * gives that object back: another number. A fresh load is tried once: an object of that
+         * hash without the batch's symbol is not ours, and loading it again would run its
+         * constructors again */
+        void *old = dlopen(desc, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (!old) {
+            h = dlopen(desc, RTLD_NOW | RTLD_LOCAL);
+            if (!h) {
+                const char *e = dlerror();
+                snprintf(why, why_cap, "dlopen: %s", e ? e : "?");
+                break;
+            }
+            if (dlsym(h, sym)) break;
+            dlclose(h);
+            h = NULL;
+            snprintf(why, why_cap, "the loaded object is not this batch (no %s)", sym);
             break;
         }
-        if (dlsym(h, sym)) break;
-        dlclose(h);
-        h = NULL;
+        dlclose(old);
         if (n_tried == cap) {
             int *nt = cap < 65536 ? realloc(tried, sizeof *tried * (size_t)(cap = cap ? 2 * cap : 16)) : NULL;
             if (!nt) {
@@ -454,6 +464,44 @@ static void read_log(int fd, uint8_t **log, size_t *len)
  * redirect); its output goes to the descriptor logfd. $CC is split into words as a shell would
  * (fa_split_words: `ccache gcc` works, nothing expanded, no shell). Exit status, or -1 when it
  * could not start (message in ctx). */
+/* The compiler's environment: ours, less what would make it read or write files outside the
+ * compile folder, and with TMPDIR the compile folder itself ("." : its working directory,
+ * posix_spawn_file_actions_addfchdir_np below). gcc writes its temporaries (the assembly, the
+ * object file, collect2's constructor table) under $TMPDIR and then reads them back by name:
+ * in a $TMPDIR others can write, another user swapped the object file between the assembler and
+ * the linker, and the library we load ran their code (docs/hardening.md "The compiler's
+ * temporaries"). GCC reads these variables (GCC manual, "Environment Variables Affecting GCC"):
+ * TMPDIR (and TMP/TEMP on some hosts) for temporaries; GCC_EXEC_PREFIX and COMPILER_PATH for its
+ * own programs; LIBRARY_PATH, CPATH, C_INCLUDE_PATH, CPLUS_INCLUDE_PATH, OBJC_INCLUDE_PATH for
+ * what it links and includes; DEPENDENCIES_OUTPUT and SUNPRO_DEPENDENCIES name a file it writes;
+ * GCC_COMPARE_DEBUG runs it twice; LD_PRELOAD and LD_AUDIT load code into each of its processes.
+ * The array is malloc'd (its strings are environ's, and one static); NULL when out of memory. */
+static char **compiler_environment(void)
+{
+    static const char *const drop[] = {"TMPDIR",        "TMP",          "TEMP",
+                                       "GCC_EXEC_PREFIX", "COMPILER_PATH", "LIBRARY_PATH",
+                                       "CPATH",         "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH",
+                                       "OBJC_INCLUDE_PATH", "DEPENDENCIES_OUTPUT", "SUNPRO_DEPENDENCIES",
+                                       "GCC_COMPARE_DEBUG", "LD_PRELOAD",   "LD_AUDIT"};
+    static char tmpdir[] = "TMPDIR=.";
+    size_t n = 0;
+    while (environ && environ[n]) n++;
+    char **e = malloc((n + 2) * sizeof *e);
+    if (!e) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *eq = strchr(environ[i], '=');
+        size_t nl = eq ? (size_t)(eq - environ[i]) : strlen(environ[i]);
+        bool dropped = false;
+        for (size_t d = 0; d < sizeof drop / sizeof drop[0] && !dropped; d++)
+            dropped = strlen(drop[d]) == nl && !strncmp(drop[d], environ[i], nl);
+        if (!dropped) e[k++] = environ[i];
+    }
+    e[k++] = tmpdir;
+    e[k] = NULL;
+    return e;
+}
+
 static int run_cc(fa_ctx *ctx, int wfd, int logfd)
 {
     const char *env = getenv("CC");
@@ -497,7 +545,9 @@ static int run_cc(fa_ctx *ctx, int wfd, int logfd)
     posix_spawn_file_actions_adddup2(&fa, logfd, 1);
     posix_spawn_file_actions_adddup2(&fa, logfd, 2);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, environ);
+    char **envp = compiler_environment();
+    int rc = envp ? posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, envp) : ENOMEM;
+    free(envp);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0)
         fa_ctx_error(ctx, FA_ERR_RUNTIME, "cannot start the C compiler '%s' (CC='%s'): %s", argv[0], env && *env ? env : "cc",

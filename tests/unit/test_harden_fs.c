@@ -15,6 +15,7 @@
 #include "harden_util.h"
 
 #include "runtime/fused.h"
+#include "store/store.h"
 
 static const char *tmp(const char *name) { return hu_tmp(name); }
 
@@ -240,6 +241,117 @@ static void test_cache_batches_loaded_through_reused_descriptor_numbers_stay_apa
             assert_int_equal(v(), i + 1);
         }
     for (int i = 0; i < N; i++) fa_compiled_free(c[i]);
+    fa_kernel_cache_free(kc);
+    fa_ctx_free(ctx);
+}
+
+/* The compiler runs with TMPDIR its own compile folder (gcc's temporaries: the assembly, the
+ * object file collect2 links) and without the variables that point it at files elsewhere: another
+ * user who can write $TMPDIR swapped the object file between the assembler and the linker and had
+ * their constructor loaded (the attack pass's tmpdir-race). The CC wrapper records what it got. */
+static void test_compiler_environment_keeps_temporaries_in_the_compile_folder(void **state)
+{
+    (void)state;
+    char cc[4300], seen[4300], shared[4300];
+    snprintf(cc, sizeof cc, "%s", tmp("env-cc.sh"));
+    snprintf(seen, sizeof seen, "%s", tmp("env-seen.txt"));
+    snprintf(shared, sizeof shared, "%s", tmp("shared-tmpdir"));
+    assert_int_equal(mkdir(shared, 0777), 0);
+    FILE *f = fopen(cc, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "#!/bin/sh\n"
+            "{ echo \"TMPDIR=${TMPDIR-unset}\"; echo \"CPATH=${CPATH-unset}\"; echo \"LIBRARY_PATH=${LIBRARY_PATH-unset}\";"
+            " echo \"GCC_EXEC_PREFIX=${GCC_EXEC_PREFIX-unset}\"; echo \"DEPENDENCIES_OUTPUT=${DEPENDENCIES_OUTPUT-unset}\";"
+            " echo \"LD_PRELOAD=${LD_PRELOAD-unset}\"; echo \"KEEP=${FA_TEST_KEEP-unset}\"; } > '%s'\n"
+            "exec cc \"$@\"\n",
+            seen);
+    fclose(f);
+    assert_int_equal(chmod(cc, 0755), 0);
+    const char *names[] = {"CC", "TMPDIR", "CPATH", "LIBRARY_PATH", "GCC_EXEC_PREFIX", "DEPENDENCIES_OUTPUT", "FA_TEST_KEEP"};
+    char *saved[7];
+    for (int i = 0; i < 7; i++) saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+    setenv("CC", cc, 1);
+    setenv("TMPDIR", shared, 1);
+    setenv("CPATH", tmp("their-headers"), 1);
+    setenv("LIBRARY_PATH", tmp("their-libs"), 1);
+    setenv("GCC_EXEC_PREFIX", tmp("their-gcc/"), 1);
+    setenv("DEPENDENCIES_OUTPUT", tmp("their-deps"), 1);
+    setenv("FA_TEST_KEEP", "kept", 1);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_kernel_cache *kc = NULL;
+    assert_int_equal(fa_kernel_cache_open(ctx, tmp("env-cache"), 0, &kc), FA_OK);
+    fa_kernel_source ks = {k_src, strlen(k_src), "fs_k"};
+    fa_compiled *c = NULL;
+    char *err = NULL;
+    fa_status st = fa_compile_kernels(ctx, kc, 1, &ks, &c, &err);
+    for (int i = 0; i < 7; i++) {
+        if (saved[i]) setenv(names[i], saved[i], 1);
+        else unsetenv(names[i]);
+        free(saved[i]);
+    }
+    if (st || !c) fail_msg("compile: %s %s", fa_ctx_errmsg(ctx), err ? err : "");
+    char *t = hu_slurp(seen);
+    assert_non_null(t);
+    assert_non_null(strstr(t, "TMPDIR=.\n"));
+    assert_non_null(strstr(t, "CPATH=unset\n"));
+    assert_non_null(strstr(t, "LIBRARY_PATH=unset\n"));
+    assert_non_null(strstr(t, "GCC_EXEC_PREFIX=unset\n"));
+    assert_non_null(strstr(t, "DEPENDENCIES_OUTPUT=unset\n"));
+    assert_non_null(strstr(t, "KEEP=kept\n")); /* the rest of the environment is the user's */
+    free(t);
+    char *litter = hu_find_name(shared, "cc");
+    if (litter) fail_msg("a compiler temporary in the shared TMPDIR: %s", litter);
+    fa_compiled_free(c);
+    free(err);
+    fa_kernel_cache_free(kc);
+    fa_ctx_free(ctx);
+}
+
+/* A compiled object that is not the batch (no fa_kernels_KEY symbol: a compiler that built
+ * something else) is loaded once and refused: it was loaded again through every free descriptor
+ * number, its constructors running each time (19,990 times in the attack pass). */
+static void test_foreign_object_loaded_once_and_refused(void **state)
+{
+    (void)state;
+    char cc[4300], count[4300], other[4300];
+    snprintf(cc, sizeof cc, "%s", tmp("foreign-cc.sh"));
+    snprintf(count, sizeof count, "%s", tmp("FOREIGN-RUNS"));
+    snprintf(other, sizeof other, "%s", tmp("foreign.c"));
+    FILE *f = fopen(other, "w");
+    assert_non_null(f);
+    fprintf(f,
+            "#include <fcntl.h>\n#include <unistd.h>\n"
+            "__attribute__((constructor)) static void ran(void) { int fd = open(\"%s\", O_WRONLY | O_CREAT | O_APPEND, 0600);"
+            " if (fd >= 0) { write(fd, \"x\", 1); close(fd); } }\n"
+            "void fs_k(const void *const *in, void *const *out, int t) { (void)in; (void)out; (void)t; }\n",
+            count);
+    fclose(f);
+    f = fopen(cc, "w");
+    assert_non_null(f);
+    fprintf(f, "#!/bin/sh\nexec cc -shared -fPIC -o out.so '%s'\n", other);
+    fclose(f);
+    assert_int_equal(chmod(cc, 0755), 0);
+    const char *old_cc = getenv("CC");
+    char *saved = old_cc ? strdup(old_cc) : NULL;
+    setenv("CC", cc, 1);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_kernel_cache *kc = NULL;
+    assert_int_equal(fa_kernel_cache_open(ctx, tmp("foreign-cache"), 0, &kc), FA_OK);
+    fa_kernel_source ks = {k_src, strlen(k_src), "fs_k"};
+    fa_compiled *c = NULL;
+    char *err = NULL;
+    fa_status st = fa_compile_kernels(ctx, kc, 1, &ks, &c, &err);
+    if (saved) setenv("CC", saved, 1);
+    else unsetenv("CC");
+    free(saved);
+    assert_true(st != FA_OK || c == NULL); /* not this batch: refused */
+    char *t = hu_slurp(count);
+    assert_non_null(t);
+    if (strlen(t) != 1) fail_msg("the foreign object's constructor ran %zu times", strlen(t));
+    free(t);
+    fa_compiled_free(c);
+    free(err);
     fa_kernel_cache_free(kc);
     fa_ctx_free(ctx);
 }
@@ -650,6 +762,36 @@ static void test_fifo_beside_a_database_or_export_refused_not_waited_on(void **s
     expect_cli_refusal(import, ejournal, "FIFO");
 }
 
+/* A run database reached through a link another user planted in a folder they can write (the
+ * attack pass's dblink: root created the database at the link's target) is refused, naming the
+ * link's owner; the target is not created. Links of your own or root's are followed. */
+static void test_db_through_a_link_another_user_planted_refused(void **state)
+{
+    (void)state;
+    if (geteuid() != 0) {
+        print_message("not root: the planted-link case of a run database is not run\n");
+        return;
+    }
+    char link_db[4300], target[4300];
+    snprintf(link_db, sizeof link_db, "%s", tmp("shared-runs.db"));
+    snprintf(target, sizeof target, "%s", tmp("planted-target.db"));
+    assert_int_equal(symlink(target, link_db), 0);
+    assert_int_equal(lchown(link_db, 65534, 65534), 0);
+    const char *runs[] = {"runs", "--db", link_db, NULL};
+    expect_cli_refusal(runs, link_db, "owned by uid 65534");
+    const char *run[] = {"run", "zoo:mlp-tiny", "--no-apply", "--iters", "1", "--db", link_db, "--out", tmp("planted-out"), NULL};
+    expect_cli_refusal(run, link_db, "owned by uid 65534");
+    assert_false(hu_exists(target));
+    /* your own link is followed */
+    assert_int_equal(lchown(link_db, 0, 0), 0);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    assert_int_equal(fa_store_open(ctx, link_db, &st), FA_OK);
+    fa_store_close(st);
+    fa_ctx_free(ctx);
+    assert_true(hu_exists(target));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -657,6 +799,9 @@ int main(void)
         cmocka_unit_test(test_cache_link_followed_only_where_nobody_else_can_write),
         cmocka_unit_test(test_cache_swapped_while_compiling_never_builds_or_loads_the_plant),
         cmocka_unit_test(test_cache_batches_loaded_through_reused_descriptor_numbers_stay_apart),
+        cmocka_unit_test(test_compiler_environment_keeps_temporaries_in_the_compile_folder),
+        cmocka_unit_test(test_foreign_object_loaded_once_and_refused),
+        cmocka_unit_test(test_db_through_a_link_another_user_planted_refused),
         cmocka_unit_test_teardown(test_cache_ignores_relative_and_overlong_xdg_cache_home_and_home, restore_env),
         cmocka_unit_test(test_cc_split_into_words_as_a_shell_would),
         cmocka_unit_test(test_writer_never_writes_through_a_link_it_did_not_create),

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <dirent.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -885,6 +886,95 @@ static void test_kineto_legacy_compute_properties_name_the_device(void **state)
     fa_trace_free(t);
 }
 
+/* Kineto's cuda_sync records name the cudaEventRecord a stream or the host waited on
+ * (wait_on_cuda_event_record_corr_id) and the stream it was recorded on (wait_on_stream): kept
+ * on the sync activity, for the trace advice's cuts; -1 where a record names none. */
+static void test_kineto_sync_records_keep_the_event_waited_on(void **state)
+{
+    (void)state;
+    const char txt[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaEventRecord\", \"pid\": 9, \"tid\": 9, \"ts\": 10, "
+        "\"dur\": 1, \"args\": {\"correlation\": 1385}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Stream Wait Event\", \"pid\": 0, \"tid\": 24, \"ts\": 12, "
+        "\"dur\": 2, \"args\": {\"cuda_sync_kind\": \"Stream Wait Event\", \"wait_on_stream\": 20, "
+        "\"wait_on_cuda_event_record_corr_id\": 1385, \"stream\": 24, \"correlation\": 1389, \"device\": 0}},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_sync\", \"name\": \"Context Sync\", \"pid\": 0, \"tid\": -1, \"ts\": 20, "
+        "\"dur\": 2, \"args\": {\"cuda_sync_kind\": \"Context Sync\", \"stream\": -1, \"correlation\": 1424, \"device\": 0}}"
+        "]}";
+    const char *path = fa_test_path(fa_test_tmpdir(), "sync_waits.json");
+    write_bytes(path, txt, sizeof txt - 1);
+    fa_trace *t = import_ok(path, NULL);
+    int n_sync = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind != FA_ACT_SYNC) continue;
+        n_sync++;
+        if (!strcmp(a->name, "Stream Wait Event")) {
+            assert_int_equal(a->wait_record, 1385);
+            assert_int_equal(a->wait_stream, 20);
+        } else {
+            assert_int_equal(a->wait_record, -1);
+            assert_int_equal(a->wait_stream, -1);
+        }
+    }
+    assert_int_equal(n_sync, 2);
+    fa_trace_free(t);
+}
+
+/* A pipe's copy is reached through its private folder's descriptor, never by a name in $TMPDIR
+ * (another user renamed their file over the copy's name in a shared TMPDIR and had it imported):
+ * the path handed to the importers is /proc/self/fd/N/trace, the folder is ours and 0700, and
+ * closing the source leaves nothing in TMPDIR. */
+static void test_kineto_pipe_copy_reached_through_its_folder(void **state)
+{
+    (void)state;
+    const char *tmp = fa_test_path(fa_test_tmpdir(), "spool_tmpdir");
+    mkdir(tmp, 0777);
+    const char *old = getenv("TMPDIR");
+    char *saved = old ? strdup(old) : NULL;
+    setenv("TMPDIR", tmp, 1);
+    int fd = fa_test_pipe_file(data("current_schema.json"));
+    assert_true(fd >= 0);
+    char dev[64];
+    snprintf(dev, sizeof dev, "/dev/fd/%d", fd);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_import_source src;
+    assert_int_equal(fa_import_source_open(ctx, dev, &src), FA_OK);
+    assert_non_null(src.spool);
+    assert_int_equal(strncmp(src.path, "/proc/self/fd/", 14), 0);
+    assert_int_equal(strncmp(src.spool_dir, tmp, strlen(tmp)), 0);
+    struct stat sb;
+    assert_int_equal(stat(src.spool_dir, &sb), 0);
+    assert_int_equal(sb.st_uid, geteuid());
+    assert_int_equal(sb.st_mode & 0777, 0700);
+    /* the folder's entry renamed away (as another user could in a shared TMPDIR): the copy is
+     * still reached, through the descriptor */
+    char moved[4200];
+    snprintf(moved, sizeof moved, "%s/moved", tmp);
+    assert_int_equal(rename(src.spool_dir, moved), 0);
+    fa_trace *t = NULL;
+    fa_status s = fa_import_file(ctx, src.path, NULL, &t, NULL);
+    if (s) fail_msg("%s", fa_ctx_errmsg(ctx));
+    assert_true(t->n_acts > 0);
+    fa_trace_free(t);
+    assert_int_equal(rename(moved, src.spool_dir), 0);
+    fa_import_source_close(&src);
+    DIR *d = opendir(tmp);
+    assert_non_null(d);
+    int left = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) left++;
+    closedir(d);
+    assert_int_equal(left, 0);
+    fa_ctx_free(ctx);
+    close(fd);
+    fa_test_pipe_reap();
+    if (saved) setenv("TMPDIR", saved, 1);
+    else unsetenv("TMPDIR");
+    free(saved);
+}
+
 /* Issue 15: a trace read from a pipe lost the bytes the kind detection had read. A pipe,
  * /dev/stdin and /dev/fd/N (bash process substitution) import like the file, plain and gzip,
  * including the lenient second pass (which reads the input again). */
@@ -1293,6 +1383,8 @@ int main(void)
         cmocka_unit_test(test_kineto_gzip_bomb_refused_by_its_ratio),
         cmocka_unit_test(test_kineto_legacy_compute_properties_name_the_device),
         cmocka_unit_test(test_kineto_trace_from_pipe_stdin_and_process_substitution),
+        cmocka_unit_test(test_kineto_sync_records_keep_the_event_waited_on),
+        cmocka_unit_test(test_kineto_pipe_copy_reached_through_its_folder),
         cmocka_unit_test(test_kineto_out_of_memory_names_the_file),
         cmocka_unit_test(test_kineto_attribution_linear_with_shared_correlation_and_deep_nesting),
         cmocka_unit_test(test_kineto_hundred_thousand_level_nesting_no_recursion),
