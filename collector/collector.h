@@ -98,6 +98,8 @@ fa_activity *fa_trace_add(fa_trace *t, const fa_activity *a);
 /* Intern a string in the trace's arena (dedup by content). NULL -> NULL. */
 const char *fa_trace_intern(fa_trace *t, const char *s);
 const char *fa_trace_intern_n(fa_trace *t, const char *s, size_t n);
+/* Bytes of the distinct strings t holds (each kept once; fa_intern_bytes). */
+size_t fa_trace_names_bytes(const fa_trace *t);
 /* A zeroed activity with ids set to -1 and occupancy -1. */
 fa_activity fa_activity_init(fa_activity_kind kind);
 

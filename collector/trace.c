@@ -79,6 +79,12 @@ const char *fa_trace_intern_n(fa_trace *tr, const char *s, size_t n)
     return stored;
 }
 
+size_t fa_trace_names_bytes(const fa_trace *t)
+{
+    /* the map's tables, and the strings: they live in the trace's arena, which holds nothing else */
+    return fa_intern_bytes(((const fa_trace_impl *)t)->names) + fa_arena_used(t->arena);
+}
+
 const char *fa_trace_intern(fa_trace *t, const char *s)
 {
     return s ? fa_trace_intern_n(t, s, strlen(s)) : NULL;

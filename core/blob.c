@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,105 @@ fa_blob *fa_blob_adopt(void *data, size_t nbytes)
     return b;
 }
 
+/* ---- a mapped file truncated under us ----
+ * A page of a MAP_PRIVATE mapping past the file's new end raises SIGBUS when read (mmap(2)): an
+ * external-data file truncated by another process while a run reads its weights killed the
+ * process with "Bus error" and no word of which file. Every mapping is registered here, and a
+ * SIGBUS handler (installed with the first mapping) that finds the faulting address in one writes
+ * one line naming the file and the byte, and exits 1; any other SIGBUS gets the default action
+ * again. The handler only reads this table and calls write(2) and _exit(2) (async-signal-safe,
+ * signal-safety(7)); entries are published with release stores and read with acquire loads. A run
+ * stopped so is left `running` in its database until the next open marks it failed (docs/schema.md
+ * "Run status"). */
+enum { MAP_SLOTS = 1024, MAP_NAME = 240 };
+static struct map_slot {
+    atomic_uintptr_t start; /* 0: free */
+    size_t len;
+    char name[MAP_NAME];    /* printable ASCII only (others as '?'): it reaches the terminal */
+} g_maps[MAP_SLOTS];
+static pthread_once_t g_bus_once = PTHREAD_ONCE_INIT;
+static atomic_int g_bus_said; /* one line even when several threads fault at once */
+static struct sigaction g_bus_prev;
+
+static void put_str(char *buf, size_t *n, size_t cap, const char *t)
+{
+    while (*t && *n + 1 < cap) buf[(*n)++] = *t++;
+}
+
+static void put_dec(char *buf, size_t *n, size_t cap, uint64_t v)
+{
+    char d[24];
+    int k = 0;
+    do d[k++] = (char)('0' + v % 10); while ((v /= 10) > 0);
+    while (k > 0 && *n + 1 < cap) buf[(*n)++] = d[--k];
+}
+
+static void on_sigbus(int sig, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    uintptr_t a = (uintptr_t)si->si_addr;
+    for (int i = 0; i < MAP_SLOTS; i++) {
+        uintptr_t st = atomic_load_explicit(&g_maps[i].start, memory_order_acquire);
+        if (!st || a < st || a - st >= g_maps[i].len) continue;
+        char msg[512];
+        size_t n = 0;
+        put_str(msg, &n, sizeof msg, "fuse-advise: error: ");
+        put_str(msg, &n, sizeof msg, g_maps[i].name);
+        put_str(msg, &n, sizeof msg, ": the file got shorter while it was in use (truncated or replaced by another process); byte ");
+        put_dec(msg, &n, sizeof msg, (uint64_t)(a - st));
+        put_str(msg, &n, sizeof msg, " of its ");
+        put_dec(msg, &n, sizeof msg, (uint64_t)g_maps[i].len);
+        put_str(msg, &n, sizeof msg, " mapped bytes is gone; stopped\n");
+        if (atomic_exchange(&g_bus_said, 1) == 0) {
+            ssize_t w = write(2, msg, n);
+            (void)w;
+        }
+        _exit(1);
+    }
+    /* not one of ours: what would have happened without this handler */
+    sigaction(sig, &g_bus_prev, NULL);
+    raise(sig);
+}
+
+static void bus_install(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_sigbus;
+    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGBUS, &sa, &g_bus_prev);
+}
+
+static void map_register(void *start, size_t len, const char *shown)
+{
+    pthread_once(&g_bus_once, bus_install);
+    for (int i = 0; i < MAP_SLOTS; i++) {
+        uintptr_t zero = 0;
+        struct map_slot *m = &g_maps[i];
+        if (atomic_load_explicit(&m->start, memory_order_relaxed)) continue;
+        /* claim the slot with a placeholder, fill it, then publish the real start */
+        if (!atomic_compare_exchange_strong(&m->start, &zero, (uintptr_t)1)) continue;
+        size_t k = 0;
+        for (const char *p = shown ? shown : "?"; *p && k + 1 < MAP_NAME; p++)
+            m->name[k++] = (*p >= 0x20 && *p < 0x7f) ? *p : '?';
+        m->name[k] = 0;
+        m->len = len;
+        atomic_store_explicit(&m->start, (uintptr_t)start, memory_order_release);
+        return;
+    }
+    /* more than MAP_SLOTS files mapped at once: this one's SIGBUS stays the default */
+}
+
+static void map_unregister(void *start)
+{
+    for (int i = 0; i < MAP_SLOTS; i++)
+        if (atomic_load_explicit(&g_maps[i].start, memory_order_acquire) == (uintptr_t)start) {
+            atomic_store_explicit(&g_maps[i].start, 0, memory_order_release);
+            return;
+        }
+}
+
 fa_status fa_blob_map_file(fa_ctx *ctx, int fd, const char *shown, fa_blob **out)
 {
     struct stat st;
@@ -93,6 +193,7 @@ fa_status fa_blob_map_file(fa_ctx *ctx, int fd, const char *shown, fa_blob **out
     }
     b->map = b->data = m;
     b->map_len = b->nbytes = len;
+    map_register(m, len, shown);
     *out = b;
     return FA_OK;
 }
@@ -185,7 +286,10 @@ void fa_blob_unref(fa_blob *b)
         pthread_mutex_destroy(&b->mu);
         fa_blob *parent = b->kind == BLOB_SLICE ? b->parent : NULL;
         if (b->kind == BLOB_HEAP) free(b->alloc);
-        else if (b->kind == BLOB_MAP) munmap(b->map, b->map_len);
+        else if (b->kind == BLOB_MAP) {
+            map_unregister(b->map);
+            munmap(b->map, b->map_len);
+        }
         free(b);
         b = parent; /* a slice's parent loses its reference (iteratively: no deep recursion) */
     }

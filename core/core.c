@@ -295,6 +295,11 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
+size_t fa_utf8_seq_len(const char *s, size_t n)
+{
+    return n ? utf8_seq_len((const unsigned char *)s, n) : 0;
+}
+
 void fa_escape_json(fa_buf *b, const char *s, size_t n)
 {
     const unsigned char *u = (const unsigned char *)s;

@@ -98,6 +98,9 @@ void fa_buf_vprintf(fa_buf *b, const char *fmt, va_list ap);
  *       (a CSV file is read on a terminal too), then an RFC 4180 field, quoted when needed; a field
  *       starting with = + - or @ (a spreadsheet formula) is quoted with a ' before it, as OWASP's
  *       "CSV Injection" page recommends (a tab or CR before it is already an escape). */
+/* Length (1..4) of the valid UTF-8 sequence starting s[0..n), 0 where the bytes there are not
+ * valid UTF-8 (RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF) or n is 0. */
+size_t fa_utf8_seq_len(const char *s, size_t n);
 void fa_escape_json(fa_buf *b, const char *s, size_t n);
 void fa_escape_html(fa_buf *b, const char *s, size_t n);
 void fa_escape_dot(fa_buf *b, const char *s, size_t n);
@@ -233,8 +236,9 @@ fa_blob *fa_blob_alloc(size_t nbytes);
 fa_blob *fa_blob_adopt(void *data, size_t nbytes);
 /* The whole regular file open as fd, mapped read-only and private (mmap PROT_READ, MAP_PRIVATE);
  * `shown` names it in messages. The caller keeps fd (close it whenever: the mapping stays). A
- * file truncated by someone else while mapped ends the process with SIGBUS when a lost page is
- * read (as in every program that maps its input). Errors: FA_ERR_IO naming shown. */
+ * file truncated by someone else while mapped raises SIGBUS when a lost page is read: the process
+ * then writes one line naming `shown` and the byte, and exits 1 (core/blob.c's handler; any
+ * other SIGBUS keeps its default action). Errors: FA_ERR_IO naming shown. */
 fa_status fa_blob_map_file(fa_ctx *ctx, int fd, const char *shown, fa_blob **out);
 /* nbytes at offset in parent, holding a reference to parent; offset + nbytes within it (else
  * NULL, as on OOM). */

@@ -667,30 +667,49 @@ fa_status fa_outdir_check(fa_ctx *ctx, const char *path, const char *const *own_
     return FA_OK;
 }
 
-/* Hard links of src's tree into dst (a copy of the bytes where linking is refused). */
-static fa_status link_tree(fa_ctx *ctx, const char *src, const char *dst)
+/* Hard links of src's tree into dst (a copy of the bytes where linking is refused). The tree is
+ * what an earlier run wrote (kernels/ and its files: a few levels); a deeper one is not ours and is
+ * refused at FA_OUTDIR_KEEP_DEPTH levels, naming the folder (a crafted chain 1,500 folders deep
+ * overflowed the stack of this recursion). Paths are built to their length, never cut. */
+#define FA_OUTDIR_KEEP_DEPTH 32
+static fa_status link_tree(fa_ctx *ctx, const char *src, const char *dst, int depth)
 {
+    if (depth > FA_OUTDIR_KEEP_DEPTH)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: folders nested more than %d deep in the output folder, which fuse-advise never writes: "
+                            "remove them or name another output folder",
+                            src, FA_OUTDIR_KEEP_DEPTH);
     DIR *d = opendir(src);
     if (!d) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot read: %s", src, strerror(errno));
     fa_status s = FA_OK;
     struct dirent *e;
     while (!s && (e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-        char a[8192], b[8192];
-        snprintf(a, sizeof a, "%s/%s", src, e->d_name);
-        snprintf(b, sizeof b, "%s/%s", dst, e->d_name);
-        struct stat sb;
-        if (lstat(a, &sb) != 0) continue;
-        if (S_ISDIR(sb.st_mode)) {
-            if (mkdir(b, 0755) != 0 && errno != EEXIST) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: mkdir: %s", b, strerror(errno));
-            if (!s) s = link_tree(ctx, a, b);
-        } else if (S_ISREG(sb.st_mode) && link(a, b) != 0) {
-            uint8_t *data = NULL;
-            size_t n = 0;
-            s = fa_read_file(ctx, a, &data, &n);
-            if (!s) s = fa_write_file_atomic(ctx, b, data, n);
-            free(data);
+        size_t na = strlen(src) + strlen(e->d_name) + 2, nb = strlen(dst) + strlen(e->d_name) + 2;
+        char *a = malloc(na), *b = malloc(nb);
+        if (!a || !b) {
+            free(a);
+            free(b);
+            s = fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+            break;
         }
+        snprintf(a, na, "%s/%s", src, e->d_name);
+        snprintf(b, nb, "%s/%s", dst, e->d_name);
+        struct stat sb;
+        if (lstat(a, &sb) == 0) {
+            if (S_ISDIR(sb.st_mode)) {
+                if (mkdir(b, 0755) != 0 && errno != EEXIST) s = fa_ctx_error(ctx, FA_ERR_IO, "%s: mkdir: %s", b, strerror(errno));
+                if (!s) s = link_tree(ctx, a, b, depth + 1);
+            } else if (S_ISREG(sb.st_mode) && link(a, b) != 0) {
+                uint8_t *data = NULL;
+                size_t n = 0;
+                s = fa_read_file(ctx, a, &data, &n);
+                if (!s) s = fa_write_file_atomic(ctx, b, data, n);
+                free(data);
+            }
+        }
+        free(a);
+        free(b);
     }
     closedir(d);
     return s;
@@ -739,7 +758,7 @@ fa_status fa_outdir_begin(fa_ctx *ctx, const char *path, const char *const *own_
         if (mkdir(o->stage, 0755) != 0)
             s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot create the staging folder %s: %s", path, o->stage, strerror(errno));
     }
-    if (!s && keep_existing && o->existed) s = link_tree(ctx, o->final, o->stage);
+    if (!s && keep_existing && o->existed) s = link_tree(ctx, o->final, o->stage, 0);
     if (!s) {
         char m[8192];
         snprintf(m, sizeof m, "%s/%s", o->stage, MARKER);

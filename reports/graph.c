@@ -119,15 +119,23 @@ out:
 /* Graph-level value of a label / tooltip: what the DOT parser would store. Backslashes are
  * doubled (graphviz expands \N, \G, \l ... in labels), a newline becomes the \n escape, & is
  * written as &amp; (graphviz decodes entities in labels). agwrite adds the quotes and escapes
- * the double quote itself (so it is left alone here). Control characters become spaces. */
+ * the double quote itself (so it is left alone here). Control characters become spaces, and bytes
+ * that are not valid UTF-8 U+FFFD: graph.dot and graph.svg are UTF-8 documents (an SVG with one
+ * stray byte is not well-formed XML, and no browser shows it). */
 static void gv_text(fa_buf *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '\\') fa_buf_puts(b, "\\\\");
-        else if (*p == '\n') fa_buf_puts(b, "\\n");
-        else if (*p == '&') fa_buf_puts(b, "&amp;");
-        else if (*p < 0x20) fa_buf_puts(b, " ");
-        else fa_buf_append(b, p, 1);
+    const char *p = s ? s : "";
+    size_t n = strlen(p);
+    for (size_t i = 0; i < n;) {
+        unsigned char c = (unsigned char)p[i];
+        size_t l = c < 0x80 ? 1 : fa_utf8_seq_len(p + i, n - i);
+        if (c == '\\') fa_buf_puts(b, "\\\\");
+        else if (c == '\n') fa_buf_puts(b, "\\n");
+        else if (c == '&') fa_buf_puts(b, "&amp;");
+        else if (c < 0x20 || c == 0x7f) fa_buf_puts(b, " ");
+        else if (!l) fa_buf_puts(b, "\xEF\xBF\xBD");
+        else fa_buf_append(b, p + i, l);
+        i += l ? l : 1;
     }
 }
 

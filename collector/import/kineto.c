@@ -29,6 +29,11 @@ enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, MAX_DIMS = 8, TNAME = 24, NAME_CACHE
  * cap a gzip of a few KiB could hold names of tens of MiB each. The longest demangled kernel names
  * of real traces are a few KiB. */
 #define KINETO_NAME_MAX ((size_t)64 << 10)
+/* The most the distinct names and input-shape texts of one trace may hold, each kept once. Real
+ * traces hold a few MiB (the corpus's largest, with stacks and shapes, under 8 MiB); a crafted
+ * one of distinct 60 KiB kernel names (135:1 under gzip, under the bomb ratio) held 4x its
+ * inflated size in memory and a 420 MB database from a 1.45 MB upload (the attack pass). */
+#define KINETO_NAMES_TOTAL_MAX ((size_t)64 << 20)
 
 /* keys we look at, per depth */
 enum { TK_OTHER, TK_EVENTS, TK_DEVPROPS, TK_BASETIME, TK_SCHEMA };
@@ -433,6 +438,13 @@ static void ev_emit(kparse *p)
     fa_activity a = fa_activity_init((fa_activity_kind)k);
     a.name = intern_checked(p, e->name.data ? e->name.data : "", e->name.len);
     if (!a.name) { p->fail = FA_ERR_NOMEM; return; }
+    if (fa_trace_names_bytes(p->t) > KINETO_NAMES_TOTAL_MAX) {
+        p->fail = fa_ctx_error(p->ctx, FA_ERR_INPUT,
+                               "%s: the trace's distinct event names and input shapes passed %zu MiB near byte %llu (real traces "
+                               "hold a few MiB): refusing it",
+                               p->name, KINETO_NAMES_TOTAL_MAX >> 20, (unsigned long long)cur_offset(p));
+        return;
+    }
     if (p->sink) {
         /* streaming: the file's own times, biased so that negative ones keep their order */
         if (e->ts_ns < -(int64_t)FA_IMPORT_TIME_BIAS) { bad_record(p); return; }

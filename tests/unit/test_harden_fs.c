@@ -762,6 +762,36 @@ static void test_fifo_beside_a_database_or_export_refused_not_waited_on(void **s
     expect_cli_refusal(import, ejournal, "FIFO");
 }
 
+/* report --out keeps what an earlier run left in the folder (kernels/): a marked folder holding a
+ * chain of folders far deeper than anything fuse-advise writes (1,500 levels crashed the copy's
+ * recursion) is refused naming it, and the folder is left as it was. */
+static void test_output_folder_with_a_deep_chain_refused_not_crashed(void **state)
+{
+    (void)state;
+    char out[4300], m[4400];
+    snprintf(out, sizeof out, "%s", tmp("deep-out"));
+    assert_int_equal(mkdir(out, 0755), 0);
+    snprintf(m, sizeof m, "%s/.fuse-advise-out", out);
+    put(m, "written by fuse-advise\n");
+    int fd = open(out, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    for (int i = 0; i < 200; i++) { /* one level at a time, relative to the last: no long path */
+        assert_int_equal(mkdirat(fd, "x", 0755), 0);
+        int nfd = openat(fd, "x", O_RDONLY | O_DIRECTORY);
+        assert_true(nfd >= 0);
+        close(fd);
+        fd = nfd;
+    }
+    close(fd);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_outdir *o = NULL;
+    assert_int_equal(fa_outdir_begin(ctx, out, NULL, true, &o), FA_ERR_INPUT);
+    assert_null(o);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "nested more than"));
+    assert_true(hu_exists(m)); /* left as it was */
+    fa_ctx_free(ctx);
+}
+
 /* A run database reached through a link another user planted in a folder they can write (the
  * attack pass's dblink: root created the database at the link's target) is refused, naming the
  * link's owner; the target is not created. Links of your own or root's are followed. */
@@ -802,6 +832,7 @@ int main(void)
         cmocka_unit_test(test_compiler_environment_keeps_temporaries_in_the_compile_folder),
         cmocka_unit_test(test_foreign_object_loaded_once_and_refused),
         cmocka_unit_test(test_db_through_a_link_another_user_planted_refused),
+        cmocka_unit_test(test_output_folder_with_a_deep_chain_refused_not_crashed),
         cmocka_unit_test_teardown(test_cache_ignores_relative_and_overlong_xdg_cache_home_and_home, restore_env),
         cmocka_unit_test(test_cc_split_into_words_as_a_shell_would),
         cmocka_unit_test(test_writer_never_writes_through_a_link_it_did_not_create),

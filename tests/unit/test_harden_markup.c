@@ -23,6 +23,10 @@
 #define PAYLOAD                                                                                                        \
     "=HYPERLINK(\"http://evil\")\"'><script>alert(1)</script><img src=x onerror=alert(2)></title></style>"           \
     "[click](http://evil) ![i](http://evil/x.png) @octo-org/team `code` \x1b]0;t\x07"
+/* the same with bytes that are not UTF-8 (an overlong '/', a surrogate, 0xFF): what a database
+ * column may hold; every report file must still be UTF-8 (the stored advice is JSON, which cannot
+ * hold them: PAYLOAD is used there) */
+#define PAYLOAD_BYTES PAYLOAD " \xc0\xaf\xed\xa0\x80\xff"
 
 static char g_model_db[4200], g_trace_db[4200];
 
@@ -127,10 +131,27 @@ static void check_policy(const char *what, const char *html)
     free(js);
 }
 
+/* text is valid UTF-8 throughout (the payload's overlong, surrogate and 0xFF bytes replaced) */
+static void check_utf8(const char *what, const char *file, const char *text)
+{
+    size_t n = strlen(text);
+    for (size_t i = 0; i < n;) {
+        size_t l = fa_utf8_seq_len(text + i, n - i);
+        if (!l) fail_msg("%s: %s is not UTF-8 at byte %zu", what, file, i);
+        i += l;
+    }
+}
+
 /* The six report files of a run whose database holds PAYLOAD somewhere: markup only escaped, JSON
- * valid, no CSV formula cell. */
+ * valid, no CSV formula cell, every file UTF-8. */
 static void check_reports(const char *what, const char *dir)
 {
+    static const char *const files[] = {"report.html", "graph.svg", "graph.dot", "summary.json", "trace.json", "kernels.csv"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char *t = slurp_in(dir, files[i]);
+        check_utf8(what, files[i], t);
+        free(t);
+    }
     char *html = slurp_in(dir, "report.html");
     if (strstr(html, "<script>alert") || strstr(html, "<img src=x") || strstr(html, "\"'>") || strstr(html, "</title></style>"))
         fail_msg("%s: report.html holds raw markup from the database", what);
@@ -161,7 +182,7 @@ static void exec_payload(const char *db, const char *sql)
     assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
     sqlite3_stmt *q = NULL;
     if (sqlite3_prepare_v2(h, sql, -1, &q, NULL) != SQLITE_OK) fail_msg("%s: %s", sql, sqlite3_errmsg(h));
-    if (sqlite3_bind_parameter_count(q) >= 1) sqlite3_bind_text(q, 1, PAYLOAD, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(q) >= 1) sqlite3_bind_text(q, 1, PAYLOAD_BYTES, -1, SQLITE_STATIC);
     int rc = sqlite3_step(q);
     if (rc != SQLITE_DONE) fail_msg("%s: %s", sql, sqlite3_errmsg(h));
     sqlite3_finalize(q);

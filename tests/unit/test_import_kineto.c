@@ -886,6 +886,34 @@ static void test_kineto_legacy_compute_properties_name_the_device(void **state)
     fa_trace_free(t);
 }
 
+/* Distinct names each under the 64 KiB cap but together past 64 MiB (the attack pass's names
+ * bomb: 1.45 MB of gzip held 1 GB of memory and wrote a 420 MB database): refused naming the file
+ * and the byte, before the memory they would take. */
+static void test_kineto_distinct_names_past_the_total_cap_refused(void **state)
+{
+    (void)state;
+    const char *path = fa_test_path(fa_test_tmpdir(), "names_total.json");
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    static char name[60 << 10];
+    memset(name, 'k', sizeof name - 1);
+    name[sizeof name - 1] = 0;
+    fputs("{\"traceEvents\": [", f);
+    for (int i = 0; i < 1200; i++) /* 1200 x 60 KiB: 70 MiB of distinct names */
+        fprintf(f, "%s{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"%05d%s\", \"pid\": 0, \"tid\": 7, \"ts\": %d, \"dur\": 1}",
+                i ? "," : "", i, name + 5, 10 * i);
+    fputs("]}", f);
+    fclose(f);
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = NULL;
+    assert_int_equal(fa_import_kineto(ctx, path, &t, NULL), FA_ERR_INPUT);
+    assert_null(t);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), path));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "passed 64 MiB near byte"));
+    fa_ctx_free(ctx);
+    unlink(path);
+}
+
 /* Kineto's cuda_sync records name the cudaEventRecord a stream or the host waited on
  * (wait_on_cuda_event_record_corr_id) and the stream it was recorded on (wait_on_stream): kept
  * on the sync activity, for the trace advice's cuts; -1 where a record names none. */
@@ -1384,6 +1412,7 @@ int main(void)
         cmocka_unit_test(test_kineto_legacy_compute_properties_name_the_device),
         cmocka_unit_test(test_kineto_trace_from_pipe_stdin_and_process_substitution),
         cmocka_unit_test(test_kineto_sync_records_keep_the_event_waited_on),
+        cmocka_unit_test(test_kineto_distinct_names_past_the_total_cap_refused),
         cmocka_unit_test(test_kineto_pipe_copy_reached_through_its_folder),
         cmocka_unit_test(test_kineto_out_of_memory_names_the_file),
         cmocka_unit_test(test_kineto_attribution_linear_with_shared_correlation_and_deep_nesting),

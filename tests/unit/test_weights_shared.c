@@ -13,7 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static fa_graph *load_batch(fa_ctx *ctx, const char *model, int batch)
@@ -375,6 +377,50 @@ static void test_blob_trim_frees_unread_copies_only(void **state)
 
 /* With executors on one graph: trimming while one executor lives keeps the weights it reads (a
  * new executor in its layout makes no copy), and frees those of a freed executor's layout. */
+/* A mapped weights file truncated by another process while in use: the read of a lost page ends
+ * the process with one line naming the file and the byte and exit status 1, not a bare "Bus
+ * error" (signal 7, exit 135). Run in a child, whose stderr is a file here. */
+static void test_mapped_file_truncated_in_use_named_not_bus_error(void **state)
+{
+    (void)state;
+    const char *path = fa_test_path(fa_test_tmpdir(), "weights-truncated.bin"), *errf = fa_test_path(fa_test_tmpdir(), "bus.err");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    static unsigned char page[1 << 16];
+    memset(page, 7, sizeof page);
+    for (int i = 0; i < 4; i++) assert_int_equal(fwrite(page, 1, sizeof page, f), sizeof page);
+    fclose(f);
+    pid_t pid = fork();
+    if (pid == 0) {
+        int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(e, 2);
+        fa_ctx *ctx = fa_ctx_create();
+        int fd = open(path, O_RDONLY);
+        fa_blob *b = NULL;
+        if (fd < 0 || fa_blob_map_file(ctx, fd, path, &b)) _exit(3);
+        const volatile unsigned char *d = fa_blob_data(b);
+        if (d[100] != 7) _exit(4);
+        if (truncate(path, 0) != 0) _exit(5);
+        volatile unsigned char x = d[3 * 65536 + 5]; /* a page now past the end */
+        (void)x;
+        _exit(6); /* not reached */
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    if (!WIFEXITED(ws)) fail_msg("the child ended by signal %d", WTERMSIG(ws));
+    assert_int_equal(WEXITSTATUS(ws), 1);
+    char *t = NULL;
+    size_t n = 0;
+    fa_ctx *ctx = fa_ctx_create();
+    assert_int_equal(fa_read_file(ctx, errf, (uint8_t **)&t, &n), FA_OK);
+    fa_ctx_free(ctx);
+    t = realloc(t, n + 1);
+    t[n] = 0;
+    assert_non_null(strstr(t, path));
+    assert_non_null(strstr(t, "byte 196613 of its 262144 mapped bytes"));
+    free(t);
+}
+
 static void test_trim_keeps_a_live_executors_weights(void **state)
 {
     (void)state;
@@ -451,6 +497,7 @@ int main(void)
         cmocka_unit_test(test_reordered_weights_made_once_per_layout),
         cmocka_unit_test(test_blob_derived_copy_once_per_key),
         cmocka_unit_test(test_blob_trim_frees_unread_copies_only),
+        cmocka_unit_test(test_mapped_file_truncated_in_use_named_not_bus_error),
         cmocka_unit_test(test_trim_keeps_a_live_executors_weights),
         cmocka_unit_test(test_external_data_written_and_read_in_place),
         cmocka_unit_test(test_embedded_raw_data_read_in_place_or_copied_once),
