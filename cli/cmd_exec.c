@@ -27,7 +27,7 @@ static int exec_fail(fa_ctx *ctx, fa_status st, const char *model)
  * attention mask of 2 x 12 beside input ids of 2 x 16, both [batch, sequence], failed deep in
  * the graph instead). */
 static fa_status dims_agree(fa_ctx *ctx, const fa_graph *g, const fa_tensor *t, const fa_value *v, const char *path,
-                            const fa_value *vals, const int *orig, int i, const char *indir)
+                            const fa_value *vals, const int *orig, int i, const char *indir, bool shaped)
 {
     if (t->rank >= 0 && t->rank != v->rank)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: input '%s' has rank %d in the model, the file holds rank %d", path,
@@ -35,8 +35,9 @@ static fa_status dims_agree(fa_ctx *ctx, const fa_graph *g, const fa_tensor *t, 
     for (int d = 0; d < v->rank && t->rank >= 0; d++) {
         if (t->dims[d] >= 0) {
             if (t->dims[d] != v->dims[d])
-                return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: input '%s' dim %d is %lld in the model, the file holds %lld",
-                                    path, t->name, d, (long long)t->dims[d], (long long)v->dims[d]);
+                return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: input '%s' dim %d is %lld in the model%s, the file holds %lld",
+                                    path, t->name, d, (long long)t->dims[d], shaped ? " with --shape/--batch applied" : "",
+                                    (long long)v->dims[d]);
             continue;
         }
         const char *param = t->dim_params[d];
@@ -55,9 +56,9 @@ static fa_status dims_agree(fa_ctx *ctx, const fa_graph *g, const fa_tensor *t, 
 /* Bind graph input t's symbolic dims to the shape of the value read from `path` (dims_agree
  * first). */
 static fa_status bind_from_file(fa_ctx *ctx, fa_graph *g, fa_tensor *t, const fa_value *v, const char *path,
-                                const fa_value *vals, const int *orig, int i, const char *indir)
+                                const fa_value *vals, const int *orig, int i, const char *indir, bool shaped)
 {
-    fa_status s = dims_agree(ctx, g, t, v, path, vals, orig, i, indir);
+    fa_status s = dims_agree(ctx, g, t, v, path, vals, orig, i, indir, shaped);
     if (s) return s;
     if (t->rank < 0) {
         fa_tensor_set_shape(t, t->dtype ? t->dtype : v->dtype, v->rank, v->dims);
@@ -111,6 +112,10 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
     fa_status st;
     if (indir) {
         st = strncmp(model, "zoo:", 4) != 0 ? fa_onnx_import(ctx, model, &g) : FA_OK;
+        /* --shape/--batch first: the files are checked against the shapes the run will have
+         * (before, a fixed batch-1 dim refused a batch-3 file that --batch 3 asked for) */
+        bool shaped = lo.n_bindings > 0 || lo.batch > 0;
+        if (!st && g) st = fa_graph_apply_shape_options(ctx, g, &lo);
         if (!st && g) {
             if (g->n_inputs > 64) st = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "%d graph inputs (exec reads at most 64)", g->n_inputs);
             n_orig = g->n_inputs < 64 ? g->n_inputs : 64;
@@ -123,13 +128,13 @@ int fa_cmd_exec(fa_ctx *ctx, int argc, char **argv)
             if (st) break;
             fa_tensor *t = g->tensors[orig[i]];
             if (fa_graph_input_is_shape_param(g, orig[i])) {
-                st = dims_agree(ctx, g, t, &vals[i], path, vals, orig, i, indir);
+                st = dims_agree(ctx, g, t, &vals[i], path, vals, orig, i, indir, shaped);
                 if (st) break;
                 st = fa_graph_freeze_input(ctx, g, t->name, &vals[i]);
                 if (st) fa_ctx_wrap(ctx, st, "%s: ", path);
                 continue;
             }
-            st = bind_from_file(ctx, g, t, &vals[i], path, vals, orig, i, indir);
+            st = bind_from_file(ctx, g, t, &vals[i], path, vals, orig, i, indir, shaped);
         }
         if (!st && g) st = fa_graph_prepare(ctx, g, &lo);
         else if (!st) st = fa_graph_load(ctx, model, &lo, &g);

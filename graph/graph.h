@@ -574,6 +574,11 @@ fa_status fa_onnx_export_buffer(fa_ctx *ctx, const fa_graph *g, uint8_t **out_da
  * is folded or allocated; the rules' own arithmetic is checked (fa_dim_add/sub/mul), so a model
  * whose shapes overflow or pass FA_MAX_TENSOR_BYTES gets FA_ERR_INPUT naming the node and field. */
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
+/* Only the first step of fa_graph_prepare: opt's bindings (--shape), then opt->batch, on g's input
+ * dims; nothing inferred. For callers that check values against the inputs' shapes before
+ * preparing (`exec --inputs`), so those shapes are the ones the run will have. Applying it again in
+ * fa_graph_prepare sets the same dims. Errors as fa_graph_prepare's bindings. */
+fa_status fa_graph_apply_shape_options(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt);
 
 /* Give dst (a graph derived from src, e.g. the BN-folded model) the symbolic dims of src's
  * model back, so fa_onnx_export writes a model that runs at any value of them. src was

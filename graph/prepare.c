@@ -388,6 +388,19 @@ static bool can_fold(const fa_graph *g, const fa_node *n, uint64_t max_bytes)
     return true;
 }
 
+fa_status fa_graph_apply_shape_options(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
+{
+    if (!opt) return FA_OK;
+    fa_status st = apply_bindings(ctx, g, opt);
+    if (st) return st;
+    if (opt->batch > 0)
+        for (int i = 0; i < g->n_inputs; i++) {
+            fa_tensor *t = g->tensors[g->inputs[i]];
+            if (t->rank > 0) t->dims[0] = opt->batch;
+        }
+    return FA_OK;
+}
+
 fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
 {
     fa_load_options dflt = {0};
@@ -398,13 +411,8 @@ fa_status fa_graph_prepare(fa_ctx *ctx, fa_graph *g, const fa_load_options *opt)
         if (g->nodes[i] && !g->nodes[i]->folded && !g->nodes[i]->op) n_unsupported++;
     if (n_unsupported && !opt->keep_unsupported) return refuse_unsupported(ctx, g, n_unsupported);
     g->n_unsupported = n_unsupported;
-    fa_status st = apply_bindings(ctx, g, opt);
+    fa_status st = fa_graph_apply_shape_options(ctx, g, opt);
     if (st) return st;
-    if (opt->batch > 0)
-        for (int i = 0; i < g->n_inputs; i++) {
-            fa_tensor *t = g->tensors[g->inputs[i]];
-            if (t->rank > 0) t->dims[0] = opt->batch;
-        }
     st = bind_dim_defaults(ctx, g, opt->no_dim_defaults);
     if (st) return st;
     st = fa_graph_index(ctx, g);

@@ -895,10 +895,13 @@ fa_status fa_cpu_exec_set_input(fa_ctx *ctx, void *state, int i, const fa_value 
     bool same = v->dtype == t->dtype && v->rank == t->rank;
     for (int d = 0; same && d < t->rank; d++) same = v->dims[d] == t->dims[d];
     if (!same) {
-        char want[128];
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': expected %s [%s], got %s of rank %d",
-                            t->name, fa_dtype_name(t->dtype), fa_tensor_shape_str(t, want, sizeof want),
-                            fa_dtype_name(v->dtype), v->rank);
+        char want[128], got[160];
+        size_t o = 0;
+        for (int d = 0; d < v->rank && o + 24 < sizeof got; d++)
+            o += (size_t)snprintf(got + o, sizeof got - o, "%s%lld", d ? "x" : "", (long long)v->dims[d]);
+        if (!v->rank) snprintf(got, sizeof got, "a scalar");
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': expected %s [%s], got %s [%s]", t->name, fa_dtype_name(t->dtype),
+                            fa_tensor_shape_str(t, want, sizeof want), fa_dtype_name(v->dtype), got);
     }
     slot *s = &e->slots[tid];
     if (!s->v.data) /* a constant graph input: its data is the initializer */

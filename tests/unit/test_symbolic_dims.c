@@ -319,6 +319,61 @@ static void test_exec_takes_shapes_from_input_files(void **s)
     fa_ctx_free(ctx);
 }
 
+/* A model whose batch is fixed at 1 run with --batch 3 on batch-3 input files: the files are
+ * checked against the shapes --batch gives (before, the fixed 1 refused them, and batch-1 files
+ * were refused by --batch: no combination ran); batch-1 files under --batch 3 are refused naming
+ * the option, and the executor's own shape message gives the shape, not only the rank. */
+static void test_exec_batch_option_applies_before_the_files_are_checked(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("fixed");
+    assert_int_equal(fa_graph_set_opset(ctx, g, "", 17), FA_OK);
+    set_input(ctx, g, "x", 3, (int64_t[]){1, 5, 4}, (const char *[]){NULL, NULL, NULL});
+    assert_non_null(fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, (const char *[]){"x"}, 1, (const char *[]){"y"}));
+    assert_int_equal(fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y")), FA_OK);
+    const char *path = fa_test_path(fa_test_tmpdir(), "fixed.onnx");
+    assert_int_equal(fa_onnx_export(ctx, g, path), FA_OK);
+    fa_graph_free(g);
+    char in3[4096], in1[4096], outb[4096];
+    snprintf(in3, sizeof in3, "%s", fa_test_path(fa_test_tmpdir(), "fixed-in3"));
+    snprintf(in1, sizeof in1, "%s", fa_test_path(fa_test_tmpdir(), "fixed-in1"));
+    snprintf(outb, sizeof outb, "%s", fa_test_path(fa_test_tmpdir(), "fixed-out"));
+    mkdir(in3, 0755);
+    mkdir(in1, 0755);
+    write_pb(ctx, in3, 0, 3, (int64_t[]){3, 5, 4});
+    write_pb(ctx, in1, 0, 3, (int64_t[]){1, 5, 4});
+    char *so = NULL, *se = NULL;
+    const char *argv[] = {"exec", path, "--batch", "3", "--inputs", in3, "--outputs", outb, NULL};
+    if (fa_test_run_cli(argv, &so, &se) != 0) fail_msg("exec --batch 3 on batch-3 files: %s", se);
+    free(so);
+    free(se);
+    char op[4200];
+    snprintf(op, sizeof op, "%s/output_0.pb", outb);
+    fa_value v;
+    assert_int_equal(fa_tensorproto_read(ctx, op, &v, NULL), FA_OK);
+    assert_int_equal(v.dims[0], 3);
+    free(v.data);
+    const char *argv1[] = {"exec", path, "--batch", "3", "--inputs", in1, "--outputs", outb, NULL};
+    assert_int_equal(fa_test_run_cli(argv1, &so, &se), 1);
+    if (!strstr(se, "dim 0 is 3 in the model with --shape/--batch applied, the file holds 1")) fail_msg("%s", se);
+    free(so);
+    free(se);
+    /* the executor's check names both shapes */
+    fa_graph *g2 = NULL;
+    assert_int_equal(fa_graph_load(ctx, path, NULL, &g2), FA_OK);
+    fa_exec *e = NULL;
+    fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 1};
+    assert_int_equal(fa_exec_create(ctx, g2, &eo, &e), FA_OK);
+    float x[30] = {0};
+    fa_value xv = {.data = x, .dtype = FA_DTYPE_FLOAT, .rank = 3, .dims = {2, 5, 3}};
+    assert_int_equal(fa_exec_set_input(ctx, e, 0, &xv), FA_ERR_INPUT);
+    if (!strstr(fa_ctx_errmsg(ctx), "expected float32 [1x5x4], got float32 [2x5x3]")) fail_msg("%s", fa_ctx_errmsg(ctx));
+    fa_exec_free(e);
+    fa_graph_free(g2);
+    fa_ctx_free(ctx);
+}
+
 /* x[batch, seq, 4] + pos[1, 8, 4] (positions of a fixed 8) -> y, and a[1, k] MatMul w[6, 3]:
  * written to path, the first with k absent (x only) or the second alone. */
 static const char *write_dims_model(fa_ctx *ctx, bool matmul)
@@ -478,6 +533,7 @@ int main(void)
         cmocka_unit_test(test_shape_and_batch_override_the_default),
         cmocka_unit_test(test_export_keeps_symbolic_dims_and_shape_subgraph),
         cmocka_unit_test(test_exec_takes_shapes_from_input_files),
+        cmocka_unit_test(test_exec_batch_option_applies_before_the_files_are_checked),
         cmocka_unit_test(test_exec_checks_shared_dims_of_integer_inputs),
         cmocka_unit_test(test_run_notices_defaults_once_and_stores_them),
         cmocka_unit_test(test_integer_inputs_frozen_only_when_they_set_a_shape),
