@@ -1222,7 +1222,8 @@ static void phase_epilogues(adv *A)
         bool gen_ok = gemm_like && gen_epilogue_anchor(A, an, c->n > 1, gwhy, sizeof gwhy);
         int64_t prod_numel = fa_tensor_numel(Y);
         const char *gen_because = NULL;
-        int sw_n = 0, sw_post = 0, sw_p = -1, sw_c = -1, sw_t = -1; /* where the walk switched to generated code */
+        int sw_post = 0, sw_p = -1, sw_c = -1, sw_t = -1; /* where the walk switched to generated code */
+        int sw_kept = 0; /* n_kept then: the members up to the last post-op, views after it not counted */
         size_t sw_lab = 0;
         while (c->n_post < MAX_POST) {
             const fa_tensor *T = g->tensors[cur];
@@ -1252,7 +1253,7 @@ static void phase_epilogues(adv *A)
                 /* the post-op path failed on cn for reason `because`: the generated path takes cn
                  * and the rest, or the walk ends here */
 #define GEN_OR_BREAK(because)                                                                      \
-    sw_n = c->n, sw_post = c->n_post, sw_lab = lab.len, sw_p = tp, sw_c = cn->id, sw_t = cur;         \
+    sw_kept = n_kept, sw_post = c->n_post, sw_lab = lab.len, sw_p = tp, sw_c = cn->id, sw_t = cur; \
     if (gen_ok && gen_epilogue_member(A, cn, prod_numel) && try_add(A, c->m, &c->n, cn->id, tp, cur)) { \
         c->gen = 1;                                                                                \
         gen_because = (because);                                                                   \
@@ -1360,8 +1361,11 @@ static void phase_epilogues(adv *A)
             why(A, sw_p, sw_c, sw_t, FA_WHY_CODEGEN_UNSUPPORTED,
                 "'%s' would start a generated epilogue (%s), which the C code generator cannot build (%s)",
                 g->nodes[sw_c]->name, gen_because, cg_why ? cg_why : "no emitter");
-            for (int i = sw_n; i < c->n; i++) A->inreg[c->m[i]] = 0;
-            c->n = n_kept = sw_n;
+            /* and views that no post-op followed before the switch are dropped as at the end of
+             * any walk (a MatMul -> Flatten whose BatchNorm the generator cannot build was proposed
+             * as a "matmul" epilogue of nothing but the view: LeViT's 22 such clusters) */
+            for (int i = sw_kept; i < c->n; i++) A->inreg[c->m[i]] = 0;
+            c->n = n_kept = sw_kept;
             c->n_post = sw_post;
             c->gen = 0;
             lab.len = sw_lab;

@@ -996,6 +996,35 @@ static void test_matmul_bias_gelu_is_one_epilogue_with_gelu_post_op(void **s)
     fa_graph_free(g);
 }
 
+/* MatMul -> Flatten -> BatchNormalization (LeViT's Linear + BatchNorm1d): the BN is not a
+ * post-op and would start a generated epilogue the C generator cannot build, so the walk ends at
+ * the anchor - the Flatten, a view no post-op follows, stays outside. Before, the rollback kept
+ * it: 22 "matmul" epilogue clusters of a MatMul and its view, verified, benchmarked and rejected. */
+static void test_matmul_then_view_then_unbuildable_op_is_no_epilogue(void **s)
+{
+    (void)s;
+    fa_graph *g = mk("mm_flatten_bn", 17);
+    int64_t ad[3] = {2, 4, 8}, wd[2] = {8, 16}, cd[1] = {16};
+    input(g, "a", 3, ad);
+    cnst(g, "w", 2, wd, 1, -1, 1);
+    cnst(g, "gamma", 1, cd, 4, 0.5, 1.5);
+    cnst(g, "beta", 1, cd, 5, -1, 1);
+    cnst(g, "mean", 1, cd, 6, -1, 1);
+    cnst(g, "var", 1, cd, 7, 0.5, 1.5);
+    nd(g, "mm", "MatMul", "a,w", "m");
+    fa_node *f = nd(g, "flat", "Flatten", "m", "fl");
+    fa_node_add_attr_int(g, f, "axis", 2);
+    nd(g, "bn", "BatchNormalization", "fl,gamma,beta,mean,var", "y");
+    output(g, "y");
+    prepare(g);
+    fa_plan *p = advise(g);
+    for (int i = 0; i < p->n_clusters; i++)
+        if (p->clusters[i].kind == FA_CLUSTER_EPILOGUE) fail_msg("epilogue cluster '%s' of %d members", p->clusters[i].label, p->clusters[i].n_members);
+    assert_false(in_any_cluster(p, g, "flat"));
+    fa_plan_free(p);
+    fa_graph_free(g);
+}
+
 /* ---- cost model ---- */
 
 
@@ -1249,6 +1278,7 @@ int main(void)
         cmocka_unit_test(test_chain_over_cap_splits_with_reason),
         cmocka_unit_test(test_decomposed_gelu_erf_and_tanh_recognised_in_any_order),
         cmocka_unit_test(test_matmul_bias_gelu_is_one_epilogue_with_gelu_post_op),
+        cmocka_unit_test(test_matmul_then_view_then_unbuildable_op_is_no_epilogue),
         cmocka_unit_test(test_cost_model_saved_bytes_launches_and_estimate),
         cmocka_unit_test(test_cost_model_from_measured_profile),
         cmocka_unit_test(test_silu_after_conv_is_a_swish_epilogue),
