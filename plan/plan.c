@@ -302,16 +302,31 @@ int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group 
         if (gr->n_rejected > best) best = gr->n_rejected, gr->decision = FA_CLUSTER_REJECTED_NO_GAIN;
         if (gr->n_refused > best) best = gr->n_refused, gr->decision = FA_CLUSTER_REFUSED;
         if (gr->n_other > best) gr->decision = FA_CLUSTER_PROPOSED;
+        if (gr->decision == FA_CLUSTER_REJECTED_NO_GAIN) {
+            /* the commonest way of being rejected, not the first cluster's: 21 "no gain" and one
+             * "slower" read "measured slower" (a new user's LeViT run) */
+            int cnt[FA_CLUSTER_STATUS_COUNT] = {0}, top = 0;
+            for (int i = 0; i < p->n_clusters; i++) {
+                const fa_cluster *c = &p->clusters[i];
+                fa_cluster_status cs = v ? v[i].status : c->status;
+                if (c->kind == gr->kind && !strcmp(c->label ? c->label : "", gr->label) && fa_cluster_status_rejected(cs) &&
+                    (unsigned)cs < FA_CLUSTER_STATUS_COUNT && ++cnt[cs] > top)
+                    top = cnt[cs];
+            }
+            for (int k = 0; k < FA_CLUSTER_STATUS_COUNT; k++) /* ties: the first in the table's order */
+                if (cnt[k] == top && top > 0) {
+                    gr->decision = (fa_cluster_status)k;
+                    break;
+                }
+        }
         for (int i = 0; i < p->n_clusters && !gr->reason; i++) {
             const fa_cluster *c = &p->clusters[i];
             fa_cluster_status cs = v ? v[i].status : c->status;
-            bool same = gr->decision == FA_CLUSTER_REJECTED_NO_GAIN ? fa_cluster_status_rejected(cs)
-                        : gr->decision == FA_CLUSTER_PROPOSED     ? cs == FA_CLUSTER_PROPOSED || cs == FA_CLUSTER_NOT_TRIED
-                                                                   : cs == gr->decision;
+            bool same = gr->decision == FA_CLUSTER_PROPOSED ? cs == FA_CLUSTER_PROPOSED || cs == FA_CLUSTER_NOT_TRIED
+                                                               : cs == gr->decision;
             if (same && c->kind == gr->kind && !strcmp(c->label ? c->label : "", gr->label)) {
                 gr->reason = v ? v[i].reason : c->reason;
-                if (gr->decision == FA_CLUSTER_REJECTED_NO_GAIN || gr->decision == FA_CLUSTER_PROPOSED)
-                    gr->decision = cs; /* the actual rejection, or proposed / not tried */
+                if (gr->decision == FA_CLUSTER_PROPOSED) gr->decision = cs; /* proposed or not tried */
             }
         }
     }

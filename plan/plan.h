@@ -526,7 +526,9 @@ typedef struct fa_plan_group {
                                   "±" quoted with best_predicted_ns */
     double max_rel_error;      /* the largest verified error of the accepted ones; < 0 none */
     fa_cluster_status decision;/* the commonest decision among the group's clusters (accepted,
-                                  rejected, refused, other), as the status of its first cluster */
+                                  rejected, refused, other); rejected: the commonest rejection
+                                  status among them (ties: the status table's order); other: the
+                                  status of its first such cluster */
     const char *reason;        /* the reason of one cluster with that decision (the plan's or v's) */
 } fa_plan_group;
 /* The groups of plan p with verdicts v (p->n_clusters each; v NULL: the advisor's decisions) into
