@@ -249,9 +249,13 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     if (p) fa_plan_layout_text(&p->layout, lay, sizeof lay);
     if (p && lay[0]) fa_cli_printf("%s\n", lay);
     if (f.n_accepted == 0 && f.reorders_fused == 0)
+    {
+        char dt[32];
+        fa_duration_text(dt, sizeof dt, fabs(f.measured_saving_ns));
         fa_cli_printf("clusters: 0 accepted, %d rejected after measurement, %d refused: the fused model is the baseline%s, so "
-                      "the %.3f ms between the two measurements is noise, not a saving\n", f.n_rejected, f.n_refused,
-                      res->layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", f.measured_saving_ns / 1e6);
+                      "the %s between the two measurements is noise, not a saving\n", f.n_rejected, f.n_refused,
+                      res->layouts_dropped ? " (its blocked layouts were dropped too: not faster)" : "", dt);
+    }
     else if (f.n_accepted == 0)
         fa_cli_printf("clusters: 0 accepted, %d rejected after measurement, %d refused; the fused model differs from the baseline "
                       "by its blocked layouts only (%d reorder kernels per iteration): measured saving %.3f ms (%s)\n",

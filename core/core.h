@@ -568,6 +568,9 @@ bool fa_paired_saving_settled(const fa_paired_saving *p, double rel, double abs_
  * 3.3 ms", "loss of 412.0 us", "no saving" for exactly 0 (units: ms from 1 ms, us from 1 us, else
  * ns). snprintf's truncation. */
 void fa_saving_phrase(char *out, size_t cap, double saving_ns);
+/* A duration (ns, >= 0 as a rule) in the unit it reads best in, the same rule: "1.8 us", "31 ns",
+ * "2.4 ms" - never "0.0 us" for a few hundred ns. snprintf's truncation. */
+void fa_duration_text(char *out, size_t cap, double ns);
 /* A confidence interval [lo_ns, hi_ns] of a signed saving in the same words: "saving 1.2..3.4 us",
  * "loss 2.1..2.9 us" (both ends below 0: the loss's own bounds, smaller first), "from a loss of
  * 1.0 us to a saving of 2.0 us" (straddling 0); one unit for both ends. */

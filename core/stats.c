@@ -290,6 +290,14 @@ static double duration_unit(double ns, const char **unit, int *decimals)
     return *unit = "ns", *decimals = 0, 1;
 }
 
+void fa_duration_text(char *out, size_t cap, double ns)
+{
+    const char *u;
+    int dp;
+    double div = duration_unit(ns, &u, &dp);
+    snprintf(out, cap, "%.*f %s", dp, ns / div + 0.0, u); /* + 0.0: never "-0" */
+}
+
 void fa_saving_phrase(char *out, size_t cap, double saving_ns)
 {
     const char *u;

@@ -36,7 +36,7 @@ def check(what, a, b, tol=0.0):
 m = re.search(r"baseline ([0-9.]+) ms \(IQR [0-9.]+\), fused ([0-9.]+) ms", out)
 k = re.search(r"kernels per iteration (\d+) -> (\d+)", out)
 sv = re.search(r"predicted saving ([0-9.-]+) ms, measured ([0-9.-]+) ms", out)
-noise = re.search(r"the (-?[0-9.]+) ms between the two measurements is noise", out)  # no cluster kept (a loaded machine)
+noise = re.search(r"the ([0-9.]+) (ns|us|ms) between the two measurements is noise", out)  # no cluster kept (a loaded machine)
 if not (m and k and (sv or noise)):
     print("stdout lacks a figure line:\n" + out, file=sys.stderr); sys.exit(1)
 kb, kf = int(k.group(1)), int(k.group(2))
@@ -49,7 +49,9 @@ if sv:
     check("predicted ms, stdout vs summary.json", float(sv.group(1)), round(summ["predicted_saving_ns"] / 1e6, 3), 0.0011)
     check("measured ms, stdout vs summary.json", float(sv.group(2)), round(summ["measured_saving_ns"] / 1e6, 3), 0.0011)
 else:
-    check("measured ms (noise), stdout vs summary.json", float(noise.group(1)), round(summ["measured_saving_ns"] / 1e6, 3), 0.0011)
+    scale = {"ns": 1.0, "us": 1e3, "ms": 1e6}[noise.group(2)]  # its size, in the unit it reads in (0 decimals for ns, 1 else)
+    check("measured (noise), stdout vs summary.json", float(noise.group(1)) * scale, abs(summ["measured_saving_ns"]),
+          0.51 * scale if noise.group(2) == "ns" else 0.051 * scale)
 if summ.get("status") != "ok": bad.append(f"summary.json status {summ.get('status')!r}, the run finished ok")
 # report.html: the cards carry the figure they show
 fig = {}

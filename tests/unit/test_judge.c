@@ -321,6 +321,21 @@ static void test_a_loss_reads_as_a_loss(void **st)
     assert_string_equal(b, "loss 2.1..2.9 us");
     fa_saving_interval_phrase(b, sizeof b, -1e3, 2e3);
     assert_string_equal(b, "from a loss of 1.0 us to a saving of 2.0 us");
+    /* durations in the unit they read in: a 31 ns gain is not "0.0 us", a -0 not "-0" */
+    fa_duration_text(b, sizeof b, 31);
+    assert_string_equal(b, "31 ns");
+    fa_duration_text(b, sizeof b, 1800);
+    assert_string_equal(b, "1.8 us");
+    fa_duration_text(b, sizeof b, -0.0);
+    assert_string_equal(b, "0 ns");
+    /* a small kernel's accepted gain over its noise: both figures readable */
+    for (int i = 0; i < N; i++) {
+        sa[i] = 1800 + (i % 3);
+        sb[i] = 1769 + (i % 3);
+    }
+    fa_apply_judge(&r, &v, sa, sb, N, 1e-7, NULL);
+    assert_null(strstr(v.reason, "0.0 us > noise 0.0 us"));
+    assert_non_null(strstr(v.reason, "paired gain 31 ns > noise"));
     fa_arena_free(r.arena);
 }
 
