@@ -38,9 +38,10 @@ static void print_stats(const char *path, const fa_import_stats *s)
     fa_cli_printf("imported %s (%s, %s, %.1f MB read in %.1f ms)\n", path, fa_import_kind_name(s->kind),
                   s->schema[0] ? s->schema : "schema unknown", s->input_bytes / 1e6, s->elapsed_ns / 1e6);
     fa_cli_printf("  events %" PRIu64 ": kernels %" PRIu64 ", memcpy %" PRIu64 ", memset %" PRIu64 ", runtime %" PRIu64
-                  ", driver %" PRIu64 ", cpu ops %" PRIu64 ", ranges %" PRIu64 ", sync %" PRIu64 ", skipped %" PRIu64 "\n",
+                  ", driver %" PRIu64 ", cpu ops %" PRIu64 ", ranges %" PRIu64 ", sync %" PRIu64 ", python frames %" PRIu64
+                  ", skipped %" PRIu64 ", bad %" PRIu64 "\n",
                   s->n_events, s->n_kernels, s->n_memcpy, s->n_memset, s->n_runtime, s->n_driver, s->n_cpu_ops, s->n_ranges,
-                  s->n_sync, s->n_skipped);
+                  s->n_sync, s->n_frames, s->n_skipped, s->n_bad_records);
     fa_cli_printf("  attributed to a cpu op/range %" PRIu64 ", sizes from Input Dims %" PRIu64 " (estimated)\n", s->n_attributed,
                   s->n_estimated_bytes);
     fa_cli_printf("  orphans %" PRIu64 " (GPU records whose launch is outside the trace), clock inversions %" PRIu64

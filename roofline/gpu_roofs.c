@@ -166,6 +166,12 @@ void fa_fusion_predict(const fa_fusion_input *in, double mem_gbs, double peak_gf
             basis = "the fastest member's median time (a fused kernel is not faster than the shortest kernel here); "
                     "bytes estimated from Input Dims";
         }
+        if (in->member_bound_ns > 0 && fused < in->member_bound_ns * occ) {
+            fused = in->member_bound_ns * occ;
+            basis = "the members' own bandwidth: the fused kernel still moves what each member reads from and writes to "
+                    "outside the group, at the bandwidth that member reached in the trace (the slowest bounds it); "
+                    "bytes estimated from Input Dims";
+        }
     } else {
         fused = in->longest_member_ns * occ;
         basis = "bytes unknown (no Input Dims): the members are joined by their order on the stream, with no sizes to show "

@@ -221,6 +221,10 @@ typedef struct fa_fusion_input {
                                    < 0 unknown */
     double write_bytes;         /* outputs written once; < 0 unknown */
     double flops;               /* < 0 unknown (elementwise chains: negligible) */
+    double member_bound_ns;     /* per occurrence, > 0: the longest any member's own traffic that
+                                   the fused kernel still moves (its reads from and writes to
+                                   outside the group) takes at the bandwidth that member reached
+                                   in the trace; the fused kernel is not faster (0: none known) */
     double floor_ns;            /* per occurrence, the shortest a real kernel here takes (the
                                    fastest member's median): the fused kernel is not faster */
     double longest_member_ns;   /* per occurrence, the slowest member (when bytes are unknown) */

@@ -426,6 +426,15 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
     oppstat *p = &b->opps[id];
     p->count++;
     for (int j = 0; j < n; j++) p->backward |= (m[j]->flags & (RF_BWD | RF_BWDPASS)) != 0;
+    if (!p->recompute_seen) {
+        /* forward ops (no backward kernel among them) launched in the backward pass inside an
+         * nn.Module's forward: a checkpointed region run again (torch.utils.checkpoint's unpack
+         * hook re-enters the modules; an ordinary backward formula's kernels have no module frame) */
+        bool rc = n > 0;
+        for (int j = 0; j < n && rc; j++) rc = (m[j]->flags & RF_BWDPASS) && !(m[j]->flags & RF_BWD) && m[j]->module >= 0;
+        p->recompute = rc;
+        p->recompute_seen = true;
+    }
     for (int j = 0; j < n; j++) p->aot |= m[j]->aot;
     int32_t occ = b->n_occ++;
     for (int j = 0; j < n; j++) {
@@ -466,6 +475,12 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
         known = fa__ta_epilogue_bytes(mb, n, &rd, &wr, &sv) > 0;
     } else {
         known = fa__ta_group_bytes(mb, n, keep_first, pattern >= 0 && b->patterns[pattern].same_x, &rd, &wr, &sv);
+        if (known) {
+            int64_t dur[FA_TA_MAX_SEQ];
+            for (int j = 0; j < n; j++) dur[j] = fa__ta_dur(m[j]);
+            double mbnd = fa__ta_member_bound(mb, n, keep_first, dur);
+            if (mbnd > 0) p->member_bound_ns += mbnd;
+        }
     }
     if (known) {
         p->bytes_occ++;
@@ -788,6 +803,14 @@ static bool gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t 
      * replay's kernels ran) ended */
     bool same_replay = r->graph >= 0 && r->graph == s->last_graph;
     if (known && (r->launch_end < s->last_end || same_replay) && s->xfer_end <= s->last_end) {
+        /* queued, yet started over FA_TA_HELD_NS after the kernel ahead: it waited on another
+         * stream's work (an all-to-all it reads), not on the device's launch path - a median over
+         * such gaps was a 50 us "device launch latency" on a multi-stream DLRM trace */
+        if (g > FA_TA_HELD_NS && !same_replay) {
+            b->n_held_gaps++;
+            b->held_ns += g;
+            return true;
+        }
         b->n_latency_gaps++;
         b->latency_gap_ns += g;
         return fa__qh_add(&b->latency_q, g);
@@ -796,6 +819,7 @@ static bool gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t 
     if (known && r->launch_end >= s->last_end) {
         b->n_host_gaps++;
         b->host_idle_ns += g;
+        ((strm *)s)->host_idle_ns += g;
         return fa__qh_add(&b->host_q, g);
     }
     b->n_unclassed_gaps++;

@@ -194,8 +194,28 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
      * kernels made it 233,818 us "per kernel"); it is reported as host-bound idle */
     a->launch_latency_ns = fa__qh_median(&b->latency_q);
     a->n_latency_gaps = b->n_latency_gaps;
+    a->n_held_gaps = b->n_held_gaps;
+    a->held_ns = b->held_ns;
     a->n_host_bound_gaps = b->n_host_gaps;
-    a->host_bound_idle_ns = b->host_idle_ns;
+    /* host-bound idle per stream, quoted for the busiest stream (the most kernel time: the work the
+     * GPU waits to be given). Summed over streams it passed a multi-stream trace's whole span
+     * (2,909 ms in 1,231 ms: side streams with a few kernels "wait" most of the trace) */
+    a->host_bound_idle_sum_ns = b->host_idle_ns;
+    a->host_bound_idle_ns = 0;
+    a->host_bound_device = -1;
+    a->host_bound_stream = -1;
+    a->host_bound_streams = 0;
+    int64_t busiest = -1;
+    for (size_t i = 0; i < b->n_streams; i++) {
+        const strm *st = &b->streams[i];
+        if (st->host_idle_ns > 0) a->host_bound_streams++;
+        if (st->st.kernel_ns > busiest) {
+            busiest = st->st.kernel_ns;
+            a->host_bound_idle_ns = st->host_idle_ns;
+            a->host_bound_device = st->st.device;
+            a->host_bound_stream = st->st.stream;
+        }
+    }
     a->host_bound_gap_median_ns = fa__qh_median(&b->host_q);
     a->n_unclassed_gaps = b->n_unclassed_gaps;
     a->unclassed_idle_ns = b->unclassed_idle_ns;
@@ -274,7 +294,11 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         o->id = (int32_t)i;
         o->pattern = p->pattern >= 0 ? b->patterns[p->pattern].name : NULL;
         o->backward = p->backward;
+        o->recompute = p->recompute;
         o->fix = p->pattern >= 0 ? b->patterns[p->pattern].fix
+                 : p->recompute ? "forward ops recomputed in the backward pass (activation checkpointing): one fused kernel "
+                                  "serves the forward and its recompute alike - torch.compile (it fuses inside checkpointed "
+                                  "regions), or fuse-advise's generated kernel from the same cluster description"
                  : p->aot ? "already under torch.compile, with a backend that runs these ops one kernel each (AOTAutograd's "
                             "CompiledFunction with no Inductor graph inside: aot_eager, cudagraphs): the default backend, "
                             "Inductor, fuses such chains; or fuse-advise's generated kernel from the same cluster description"
@@ -317,7 +341,8 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         }
         fa_fusion_input in = {.occurrences = p->count, .n_members = p->n, .member_ns = (double)p->kernel_ns,
                               .gaps_ns = (double)p->gaps_ns, .read_bytes = -1, .write_bytes = -1, .flops = -1,
-                              .floor_ns = floor > 0 ? floor : 0, .longest_member_ns = p->longest_ns / (double)p->count};
+                              .floor_ns = floor > 0 ? floor : 0, .longest_member_ns = p->longest_ns / (double)p->count,
+                              .member_bound_ns = p->bytes_occ > 0 ? p->member_bound_ns / (double)p->bytes_occ : 0};
         fa_ta_cost cost = p->pattern >= 0 ? b->patterns[p->pattern].cost : FA_TA_COST_MEMORY;
         double scale = p->bytes_occ > 0 ? (double)p->count / (double)p->bytes_occ : 0;
         if (p->bytes_occ > 0) {

@@ -85,6 +85,7 @@ struct jrec {
 #define OPP_FIELDS(X, T)                                      \
     X(T, STR, pattern, "pattern", NULL)                       \
     X(T, BOOL, backward, "backward", 0)                       \
+    X(T, BOOL, recompute, "recompute", 0)                     \
     X(T, STR, module, "module", NULL)                         \
     X(T, STR, source, "source", NULL)                         \
     X(T, STR, fix, "fix", NULL)                               \
@@ -229,8 +230,14 @@ struct jrec {
     X(T, I64, launch_call_median_ns, "launch_call_median_ns", -1)             \
     X(T, I64, launch_latency_ns, "launch_latency_ns", -1)                     \
     X(T, I64, n_latency_gaps, "launch_latency_gaps", 0)                       \
+    X(T, I64, n_held_gaps, "held_gaps", 0)                                    \
+    X(T, I64, held_ns, "held_ns", 0)                                          \
     X(T, I64, n_host_bound_gaps, "host_bound_gaps", 0)                        \
     X(T, I64, host_bound_idle_ns, "host_bound_idle_ns", 0)                    \
+    X(T, I32, host_bound_device, "host_bound_device", FA_TA_NOT_STORED)       \
+    X(T, I64, host_bound_stream, "host_bound_stream", FA_TA_NOT_STORED)       \
+    X(T, I64, host_bound_idle_sum_ns, "host_bound_idle_sum_ns", 0)            \
+    X(T, I32, host_bound_streams, "host_bound_streams", 0)                    \
     X(T, I64, host_bound_gap_median_ns, "host_bound_gap_median_ns", -1)       \
     X(T, I64, n_unclassed_gaps, "unclassed_gaps", 0)                          \
     X(T, I64, unclassed_idle_ns, "unclassed_idle_ns", 0)                      \

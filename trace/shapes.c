@@ -372,6 +372,41 @@ bool fa__ta_reads_output(const ta_member *earlier, int n, const ta_member *r)
     return false;
 }
 
+double fa__ta_member_bound(const ta_member *m, int n, bool keep_first, const int64_t *dur_ns)
+{
+    kbytes kb[FA_TA_MAX_SEQ];
+    if (n > FA_TA_MAX_SEQ) n = FA_TA_MAX_SEQ;
+    if (!members_bytes(m, n, kb)) return -1;
+    bool read_later[FA_TA_MAX_SEQ] = {false};
+    double ext_read[FA_TA_MAX_SEQ];
+    for (int j = 0; j < n; j++) {
+        ext_read[j] = kb[j].read;
+        if (j == 0) continue;
+        const sh_in *in[SH_MAX_IN];
+        int ni = read_inputs(m[j].si, m[j].key, in);
+        bool used[FA_TA_MAX_SEQ] = {false};
+        for (int k = 0; k < ni; k++) {
+            if (in[k]->list) continue; /* a TensorList's parts: counted as read (a bound errs long) */
+            for (int p = j - 1; p >= 0; p--)
+                if (!used[p] && is_output(in[k], &kb[p])) {
+                    used[p] = read_later[p] = true;
+                    ext_read[j] -= in[k]->numel * (in[k]->dsize ? in[k]->dsize : kb[p].out_dsize);
+                    break;
+                }
+        }
+        if (ext_read[j] < 0) ext_read[j] = 0;
+    }
+    double bound = 0;
+    for (int j = 0; j < n; j++) {
+        double bytes = kb[j].read + kb[j].write;
+        if (!(bytes > 0) || dur_ns[j] <= 0) continue;
+        double keep = ext_read[j] + ((j == n - 1 || !read_later[j] || (keep_first && j == 0)) ? kb[j].write : 0);
+        double t = (double)dur_ns[j] * keep / bytes;
+        if (t > bound) bound = t;
+    }
+    return bound;
+}
+
 bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x, double *rd, double *wr, double *saved)
 {
     kbytes kb[FA_TA_MAX_SEQ];

@@ -62,11 +62,26 @@ void fa__ta_idle_words(fa_buf *b, const fa_trace_advice *a)
 {
     char t1[32], t2[32];
     if (a->launch_per_kernel_ns == FA_TA_NOT_STORED) return; /* an older advice: not classified */
-    fa_buf_printf(b, "host-bound idle (not launch overhead): %s in %" PRId64 " gap%s", fa__ta_ms((double)a->host_bound_idle_ns, t1, sizeof t1),
-                  a->n_host_bound_gaps, a->n_host_bound_gaps == 1 ? "" : "s");
-    if (a->n_host_bound_gaps)
-        fa_buf_printf(b, " (median %s)", fa__ta_ms((double)a->host_bound_gap_median_ns, t2, sizeof t2));
-    fa_buf_puts(b, " where the GPU waited for the host to launch the next kernel");
+    if (a->host_bound_device == FA_TA_NOT_STORED || a->host_bound_streams <= 1) { /* one stream, or an older advice */
+        fa_buf_printf(b, "host-bound idle (not launch overhead): %s in %" PRId64 " gap%s",
+                      fa__ta_ms((double)a->host_bound_idle_ns, t1, sizeof t1), a->n_host_bound_gaps,
+                      a->n_host_bound_gaps == 1 ? "" : "s");
+        if (a->n_host_bound_gaps)
+            fa_buf_printf(b, " (median %s)", fa__ta_ms((double)a->host_bound_gap_median_ns, t2, sizeof t2));
+        fa_buf_puts(b, " where the GPU waited for the host to launch the next kernel");
+    } else {
+        char t3[32];
+        fa_buf_printf(b, "host-bound idle (not launch overhead): %s on stream %" PRId64 ", the busiest stream, waiting for "
+                         "the host to launch its next kernel (%" PRId64 " such gaps on %d streams, median %s; summed over the "
+                         "streams %s, which passes the span where streams wait at the same time)",
+                      fa__ta_ms((double)a->host_bound_idle_ns, t1, sizeof t1), a->host_bound_stream, a->n_host_bound_gaps,
+                      a->host_bound_streams, fa__ta_ms((double)a->host_bound_gap_median_ns, t2, sizeof t2),
+                      fa__ta_ms((double)a->host_bound_idle_sum_ns, t3, sizeof t3));
+    }
+    if (a->n_held_gaps)
+        fa_buf_printf(b, "; %s in %" PRId64 " gap%s before a queued kernel held over 10 us by another stream's work (not "
+                         "launch latency)",
+                      fa__ta_ms((double)a->held_ns, t1, sizeof t1), a->n_held_gaps, a->n_held_gaps == 1 ? "" : "s");
     if (a->n_unclassed_gaps)
         fa_buf_printf(b, "; %s in %" PRId64 " more gap%s not told apart (the next kernel has no launch call in the trace or "
                          "starts before it, or a copy or set ran between)",
@@ -136,13 +151,13 @@ void fa_trace_advice_text(const fa_trace_advice *a, fa_buf *b)
     for (int i = 0; i < show; i++) {
         const fa_ta_opportunity *o = &a->opps[i];
         fa_buf_printf_term(b, "  %2d. %s%s x%" PRId64 ": saves %s (%.1f%% of the span", i + 1,
-                      o->pattern ? o->pattern : "repeated sequence", o->backward ? " (backward pass)" : "", o->count,
+                      o->pattern ? o->pattern : "repeated sequence", o->recompute ? " (recomputed in the backward pass: activation checkpointing)" : o->backward ? " (backward pass)" : "", o->count,
                       fa__ta_ms(o->est.saving_ns, t1, sizeof t1), 100 * o->share);
         if (a->n_steps) fa_buf_printf_term(b, "; %s per step", fa__ta_ms(o->est.saving_ns / (double)a->n_steps, t2, sizeof t2));
         fa_buf_puts(b, "), estimated\n      ");
         fa__ta_opp_members(b, o, true);
         fa_buf_printf_term(b, "  (%d launches -> 1", o->n);
-        if (o->skipped) fa_buf_printf_term(b, "; %" PRId64 " kernels between them stay", o->skipped);
+        if (o->skipped) fa_buf_printf_term(b, "; %" PRId64 " kernels or transfers between them stay", o->skipped);
         fa_buf_puts(b, ")\n      kernels: ");
         fa__ta_opp_members(b, o, false);
         fa_buf_printf_term(b, "\n      measured %s kernels + %s launch cost; fused %s", fa__ta_ms((double)o->kernel_ns, t1, sizeof t1),

@@ -101,6 +101,13 @@ typedef struct ta_member {
  * saved = unfused traffic - fused traffic. False when a member's sizes are unknown. */
 bool fa__ta_group_bytes(const ta_member *m, int n, bool keep_first, bool same_x, double *rd, double *wr,
                         double *saved);
+/* The fused kernel's lower bound from its members' own bandwidth, one occurrence: for each member
+ * j, the part of its traffic the fused kernel still moves (its reads of tensors no earlier member
+ * wrote; its write when no later member reads it, or it is the last, or keep_first and j is 0) at
+ * the bandwidth j reached (its bytes / dur_ns[j]); the largest over the members, ns. -1 when a
+ * member's sizes are unknown. (A reduction that reached 200 GB/s on a 5,300 GB/s data sheet is not
+ * 16x faster inside a fused kernel: the audit's MI300X relu_backward -> batch_norm_backward.) */
+double fa__ta_member_bound(const ta_member *m, int n, bool keep_first, const int64_t *dur_ns);
 /* Does member r read what one of earlier[0..n) wrote? True when a size is unknown (the trace
  * cannot tell: the members are taken as a chain of kernels in a row). */
 bool fa__ta_reads_output(const ta_member *earlier, int n, const ta_member *r);
@@ -201,6 +208,9 @@ typedef struct oppstat {
     int n;
     bool backward;      /* a member is a backward kernel or ran in the backward pass */
     bool aot;           /* a member ran under torch.compile with a backend that does not fuse */
+    bool recompute;     /* every member a forward kernel run in the backward pass inside an
+                           nn.Module's forward: recomputed (activation checkpointing) */
+    bool recompute_seen; /* recompute is decided by the first occurrence */
     uint32_t bwd_mask;  /* members that are backward kernels (their op key reads "<key>_backward") */
     int32_t tok[FA_TA_MAX_SEQ];
     int16_t key[FA_TA_MAX_SEQ];
@@ -212,6 +222,7 @@ typedef struct oppstat {
     bool tensor16;               /* attention: 16-bit operands (the tensor-core roof) */
     double anchor_ns;            /* epilogue: the anchor GEMM's time; attention: both GEMMs' (all occurrences) */
     double longest_ns;           /* sum over occurrences of the slowest member */
+    double member_bound_ns;      /* sum over the occurrences with sizes of fa__ta_member_bound's */
     int32_t module, source;      /* first occurrence's nn.Module class and source line (srcs ids), -1 */
     int32_t device;
     int64_t stream;
@@ -238,6 +249,7 @@ typedef struct strm {
     uint64_t xfer_end;    /* the end of the latest memcpy / memset on the stream, 0 none */
     int64_t last_graph;   /* the graph replay (rec.graph) of the kernel that ends at last_end, -1 */
     int32_t last_tok;
+    int64_t host_idle_ns; /* this stream's host-bound idle (its gaps are disjoint in time) */
     rec win[WIN];
     int wn;
     int32_t refused_frame; /* the frame whose kernels did not fit its pattern, while it lasts; -2 none */
@@ -292,6 +304,7 @@ struct fa_ta_builder {
     qhist latency_q;      /* gaps before a kernel already queued: the device's launch latency */
     qhist host_q;         /* gaps before a kernel launched after the previous one ended: host-bound idle */
     int64_t n_latency_gaps, latency_gap_ns, n_host_gaps, host_idle_ns, n_unclassed_gaps, unclassed_idle_ns;
+    int64_t n_held_gaps, held_ns; /* queued kernels that started over FA_TA_HELD_NS late: another stream's work */
     int64_t n_kernels, kernel_ns, class_ns[FA_KCLASS_COUNT], n_launch_calls, launch_call_ns;
     int64_t n_memcpy, memcpy_ns, n_memset, memset_ns, n_estimated_bytes, graph_kernels;
     int64_t launch_cap_ns;  /* the median launch call of individually launched kernels: the most one

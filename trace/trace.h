@@ -171,6 +171,8 @@ typedef struct fa_ta_opportunity {
     int32_t id;                 /* the builder's id (internal; opps[] is sorted by saving) */
     const char *pattern;        /* the named pattern, NULL for a repeated sequence */
     bool backward;              /* of the backward pass (a member is a backward kernel or ran there) */
+    bool recompute;             /* forward ops recomputed in the backward pass inside an nn.Module's
+                                   forward (activation checkpointing) */
     const char *module;         /* where in the user's code (first occurrence): its innermost
                                    nn.Module class ("Qwen2RMSNorm"), NULL when the trace has none */
     const char *source;         /* and the innermost Python line of the user's code around it
@@ -305,10 +307,22 @@ typedef struct fa_trace_advice {
                                    ended before the previous kernel ended): the device's own launch
                                    latency; -1 not measured (no such gap) */
     int64_t n_latency_gaps;     /* those gaps (a zero gap included) */
+    int64_t n_held_gaps;        /* gaps before a queued kernel that started over FA_TA_HELD_NS (10 us)
+                                   after the kernel ahead of it: it waited on another stream's work,
+                                   so these are not launch latency (not in its median) */
+    int64_t held_ns;            /* their sum */
     int64_t n_host_bound_gaps;  /* gaps before a kernel whose launch call ended at or after the
-                                   previous kernel's end: the GPU waited for the host */
-    int64_t host_bound_idle_ns; /* their sum */
-    int64_t host_bound_gap_median_ns; /* their median, -1 none */
+                                   previous kernel's end, on every stream: the stream waited for the
+                                   host */
+    int64_t host_bound_idle_ns; /* the host-bound idle of the busiest stream (the most kernel time;
+                                   one stream's gaps are disjoint in time, so this is within the span,
+                                   where a sum over streams that wait at once is not) */
+    int32_t host_bound_device;  /* that stream's device and id; FA_TA_NOT_STORED read back from an
+                                   advice stored before: host_bound_idle_ns is then the sum */
+    int64_t host_bound_stream;
+    int64_t host_bound_idle_sum_ns; /* summed over the streams (can pass the span) */
+    int host_bound_streams;     /* streams with a host-bound gap */
+    int64_t host_bound_gap_median_ns; /* the median of all those gaps, -1 none */
     int64_t n_unclassed_gaps;   /* gaps neither can be told of: the next kernel has no launch call in
                                    the trace or starts before it, or a memcpy / memset ran between */
     int64_t unclassed_idle_ns;

@@ -935,7 +935,7 @@ done:
 void fa__import_count(const fa_trace *t, fa_import_stats *st)
 {
     st->n_kernels = st->n_memcpy = st->n_memset = st->n_runtime = st->n_driver = 0;
-    st->n_cpu_ops = st->n_ranges = st->n_sync = st->n_estimated_bytes = 0;
+    st->n_cpu_ops = st->n_ranges = st->n_sync = st->n_estimated_bytes = st->n_frames = 0;
     for (size_t i = 0; i < t->n_acts; i++) {
         const fa_activity *a = &t->acts[i];
         switch (a->kind) {
@@ -947,6 +947,8 @@ void fa__import_count(const fa_trace *t, fa_import_stats *st)
         case FA_ACT_CPU_OP: st->n_cpu_ops++; break;
         case FA_ACT_RANGE: st->n_ranges++; break;
         case FA_ACT_SYNC: st->n_sync++; break;
+        case FA_ACT_MODULE:
+        case FA_ACT_PYFRAME: st->n_frames++; break;
         default: break;
         }
         if (a->flags & FA_ACTF_ESTIMATED_BYTES) st->n_estimated_bytes++;
@@ -966,7 +968,7 @@ void fa_import_stats_json(const fa_import_stats *st, fa_buf *b)
         {"file_bytes", st->file_bytes}, {"input_bytes", st->input_bytes}, {"events", st->n_events},
         {"kernels", st->n_kernels}, {"memcpy", st->n_memcpy}, {"memset", st->n_memset},
         {"runtime", st->n_runtime}, {"driver", st->n_driver}, {"cpu_ops", st->n_cpu_ops},
-        {"ranges", st->n_ranges}, {"sync", st->n_sync}, {"skipped", st->n_skipped},
+        {"ranges", st->n_ranges}, {"sync", st->n_sync}, {"frames", st->n_frames}, {"skipped", st->n_skipped},
         {"orphans", st->n_orphans}, {"clock_inversions", st->n_clock_inversions},
         {"duplicate_correlations", st->n_duplicate_correlations}, {"extid_mismatch", st->n_extid_mismatch},
         {"attributed", st->n_attributed},

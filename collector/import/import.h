@@ -44,7 +44,10 @@ typedef struct fa_import_stats {
     uint64_t input_bytes;       /* bytes parsed: uncompressed JSON, or the SQLite file size */
     uint64_t n_events;          /* JSON trace events / SQLite rows read */
     uint64_t n_kernels, n_memcpy, n_memset, n_runtime, n_driver, n_cpu_ops, n_ranges, n_sync;
-    uint64_t n_skipped;         /* events of kinds not imported (flows, instants, python, ...) */
+    uint64_t n_frames;          /* Python frames kept as the cpu ops' stack (nn.Module scopes, user
+                                 * source lines: with_modules / with_stack) */
+    uint64_t n_skipped;         /* events of kinds not imported (flows, instants, python, ...);
+                                 * n_events = the kinds above + n_frames + n_skipped + n_bad_records */
     uint64_t n_orphans;         /* GPU records with no launch call in the trace (FA_ACTF_ORPHAN) */
     uint64_t n_clock_inversions;/* GPU records starting before their launch (FA_ACTF_CLOCK_INVERSION) */
     uint64_t n_duplicate_correlations; /* launch calls sharing a correlation id (same process) */
