@@ -98,9 +98,13 @@ typedef enum fa_conv_tactic {
     FA_CONV_TACTIC_REORDER,    /* plain executors: every unfused 2-D Conv reordered inside where
                                   oneDNN prefers another layout; blocked ones: direct (tests,
                                   benchmarks) */
+    FA_CONV_TACTIC_OWN,        /* blocked executors: every depthwise convolution our kernel takes
+                                  (runtime/cpu/dwconv.h) run by it, the rest direct; plain ones:
+                                  direct (tests, benchmarks). Under MEASURED it is timed against
+                                  oneDNN's and kept where faster */
 } fa_conv_tactic;
 
-/* The tactic in force: env FA_CONV_TACTIC (direct, measured, winograd, reorder) over `asked` when set,
+/* The tactic in force: env FA_CONV_TACTIC (direct, measured, winograd, reorder, own) over `asked` when set,
  * else asked. An unknown value is ignored (asked). */
 fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked);
 

@@ -1,0 +1,177 @@
+/* bench/bench_dwconv — the depthwise convolutions of MobileNetV2 (ReLU6) and EfficientNet-B0
+ * (swish) at batch 1 (torchvision's layouts, 224²), each as one FusedConv with its epilogue on the
+ * fused plan's blocked executor (nChw16c): our kernel with the epilogue in registers
+ * (FA_CONV_TACTIC_OWN, runtime/cpu/dwconv.h) against oneDNN's (FA_CONV_TACTIC_DIRECT: jit_dw, its
+ * ReLU6 as a post-op, the swish after it on an AVX-512 CPU as the executor runs it), interleaved
+ * round by round, each round one traced iteration whose FusedConv kernel is timed (the graph's
+ * boundary reorders left out). Prints per shape the two medians (ms), their ratio (< 1: ours is
+ * faster) and the largest relative difference of the two outputs, then the sums.
+ * Usage: bench_dwconv [--threads N] [--reps R]   (figures: bench/README.md "Depthwise") */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "collector/collector.h"
+#include "graph/graph.h"
+#include "graph/post_op.h"
+#include "runtime/cpu/dwconv.h"
+#include "runtime/runtime.h"
+
+typedef struct shape {
+    int c, hw, k, stride;
+    fa_post_op_kind act;
+} shape;
+
+/* MobileNetV2 (Sandler et al. 2018): each inverted residual's depthwise 3x3 + ReLU6;
+ * EfficientNet-B0 (Tan and Le 2019): each MBConv's depthwise 3x3 / 5x5 + swish */
+static const shape k_shapes[] = {
+    {32, 112, 3, 1, FA_POST_OP_CLIP},  {96, 112, 3, 2, FA_POST_OP_CLIP},  {144, 56, 3, 1, FA_POST_OP_CLIP},
+    {144, 56, 3, 2, FA_POST_OP_CLIP},  {192, 28, 3, 1, FA_POST_OP_CLIP},  {192, 28, 3, 2, FA_POST_OP_CLIP},
+    {384, 14, 3, 1, FA_POST_OP_CLIP},  {576, 14, 3, 1, FA_POST_OP_CLIP},  {576, 14, 3, 2, FA_POST_OP_CLIP},
+    {960, 7, 3, 1, FA_POST_OP_CLIP},   {32, 112, 3, 1, FA_POST_OP_SWISH}, {96, 112, 3, 2, FA_POST_OP_SWISH},
+    {144, 56, 3, 1, FA_POST_OP_SWISH}, {144, 56, 5, 2, FA_POST_OP_SWISH}, {240, 28, 5, 1, FA_POST_OP_SWISH},
+    {240, 28, 3, 2, FA_POST_OP_SWISH}, {480, 14, 3, 1, FA_POST_OP_SWISH}, {480, 14, 5, 1, FA_POST_OP_SWISH},
+    {672, 14, 5, 1, FA_POST_OP_SWISH}, {672, 14, 5, 2, FA_POST_OP_SWISH}, {1152, 7, 5, 1, FA_POST_OP_SWISH},
+    {1152, 7, 3, 1, FA_POST_OP_SWISH},
+};
+
+static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, uint64_t seed)
+{
+    int t = fa_graph_tensor(g, name);
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
+    int64_t n = fa_tensor_numel(g->tensors[t]);
+    float *d = malloc(sizeof(float) * (size_t)n);
+    fa_rng r;
+    fa_rng_seed(&r, seed);
+    for (int64_t i = 0; i < n; i++) d[i] = fa_rng_uniform(&r, -0.3f, 0.3f);
+    if (fa_tensor_set_data(ctx, g->tensors[t], d, sizeof(float) * (size_t)n)) {
+        fprintf(stderr, "bench_dwconv: %s\n", fa_ctx_errmsg(ctx));
+        exit(1);
+    }
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+    free(d);
+}
+
+/* x [1, c, hw, hw] -> FusedConv (depthwise, bias, pads k/2, the shape's stride) + act -> y */
+static fa_graph *dw_graph(fa_ctx *ctx, const shape *s)
+{
+    fa_graph *g = fa_graph_create("dw");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t oh = (s->hw + 2 * (s->k / 2) - s->k) / s->stride + 1;
+    int64_t xd[4] = {1, s->c, s->hw, s->hw}, wd[4] = {s->c, 1, s->k, s->k}, bd[1] = {s->c}, yd[4] = {1, s->c, oh, oh},
+            pads[4] = {s->k / 2, s->k / 2, s->k / 2, s->k / 2}, strides[2] = {s->stride, s->stride};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    add_const(ctx, g, "w", 4, wd, 1);
+    add_const(ctx, g, "b", 1, bd, 2);
+    const char *ins[] = {"x", "w", "b"}, *outs[] = {"y"};
+    fa_node *n = fa_graph_add_node(ctx, g, "fc", "FusedConv", "ai.fuse-advise", 3, ins, 1, outs);
+    fa_node_add_attr_ints(g, n, "pads", pads, 4);
+    fa_node_add_attr_ints(g, n, "strides", strides, 2);
+    fa_node_add_attr_int(g, n, "group", s->c);
+    const fa_post_op po[] = {{s->act, s->act == FA_POST_OP_SWISH ? 1.0f : 0.0f, s->act == FA_POST_OP_CLIP ? 6.0f : 0.0f, -1}};
+    fa_post_ops_set_node(g, n, po, 1);
+    int y = fa_graph_find_tensor(g, "y");
+    fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, 4, yd);
+    fa_graph_add_output(ctx, g, y);
+    if (fa_graph_index(ctx, g)) {
+        fprintf(stderr, "bench_dwconv: %s\n", fa_ctx_errmsg(ctx));
+        exit(1);
+    }
+    return g;
+}
+
+static fa_exec *make(fa_ctx *ctx, const fa_graph *g, int threads, fa_conv_tactic t)
+{
+    fa_exec *e = NULL;
+    fa_exec_options o = {.target = FA_TARGET_CPU, .threads = threads, .blocked_layouts = true,
+                         .plan_layout = FA_LAYOUT_NCHW16C, .conv_tactic = t};
+    fa_status s = fa_exec_create(ctx, g, &o, &e);
+    if (!s) s = fa_exec_fill_inputs(ctx, e, 7);
+    if (s) {
+        fprintf(stderr, "bench_dwconv: %s\n", fa_ctx_errmsg(ctx));
+        exit(1);
+    }
+    return e;
+}
+
+/* one traced iteration: the FusedConv kernel's ns; *name its kernel name */
+static double conv_ns(fa_ctx *ctx, fa_exec *e, const fa_graph *g, const char **name)
+{
+    fa_trace *t = NULL;
+    if (fa_collect(ctx, e, g, 0, 1, NULL, NULL, &t)) {
+        fprintf(stderr, "bench_dwconv: %s\n", fa_ctx_errmsg(ctx));
+        exit(1);
+    }
+    double ns = NAN;
+    for (size_t i = 0; i < t->n_acts; i++)
+        if (t->acts[i].kind == FA_ACT_KERNEL && t->acts[i].node_name && !strcmp(t->acts[i].node_name, "fc")) {
+            ns = (double)(t->acts[i].end_ns - t->acts[i].start_ns);
+            if (name) *name = fa_exec_kernel_name(e, g->nodes[t->acts[i].node]);
+        }
+    fa_trace_free(t);
+    return ns;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    int threads = 2, reps = 41;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else {
+            fprintf(stderr, "usage: bench_dwconv [--threads N] [--reps R]\n");
+            return 2;
+        }
+    }
+    if (threads < 1 || reps < 3) return 2;
+    if (!fa_dwconv_available()) {
+        printf("# no AVX-512F: the depthwise kernel is never used here\n");
+        return 0;
+    }
+    fa_ctx *ctx = fa_ctx_create();
+    double *a = malloc(sizeof(double) * (size_t)reps), *b = malloc(sizeof(double) * (size_t)reps), sum_a = 0, sum_b = 0;
+    printf("| depthwise | epilogue | oneDNN ms | ours ms | ours / oneDNN | max rel diff |\n|---|---|---|---|---|---|\n");
+    for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
+        const shape *s = &k_shapes[k];
+        fa_graph *g = dw_graph(ctx, s);
+        fa_exec *ed = make(ctx, g, threads, FA_CONV_TACTIC_DIRECT), *eo = make(ctx, g, threads, FA_CONV_TACTIC_OWN);
+        const char *nd = "?", *no = "?";
+        for (int w = 0; w < 5; w++) conv_ns(ctx, ed, g, NULL), conv_ns(ctx, eo, g, NULL);
+        for (int r = 0; r < reps; r++) { /* alternating which goes first */
+            if (r & 1) b[r] = conv_ns(ctx, eo, g, &no), a[r] = conv_ns(ctx, ed, g, &nd);
+            else a[r] = conv_ns(ctx, ed, g, &nd), b[r] = conv_ns(ctx, eo, g, &no);
+        }
+        if (!strstr(no, "depthwise")) fprintf(stderr, "bench_dwconv: shape %zu: ours not built ('%s')\n", k, no);
+        const fa_value *vd = fa_exec_output(ed, 0), *vo = fa_exec_output(eo, 0);
+        double diff = 0, mag = 0;
+        for (int64_t i = 0; i < fa_value_numel(vd); i++) {
+            double p = ((const float *)vd->data)[i], q = ((const float *)vo->data)[i];
+            mag = fmax(mag, fabs(p));
+            diff = fmax(diff, fabs(p - q));
+        }
+        qsort(a, (size_t)reps, sizeof *a, cmp_d);
+        qsort(b, (size_t)reps, sizeof *b, cmp_d);
+        double ma = a[reps / 2] / 1e6, mb = b[reps / 2] / 1e6;
+        sum_a += ma;
+        sum_b += mb;
+        printf("| %d, %d², %dx%d s%d | %s | %.3f | %.3f | %.2f | %.1e |\n", s->c, s->hw, s->k, s->k, s->stride,
+               s->act == FA_POST_OP_CLIP ? "relu6" : "swish", ma, mb, mb / ma, mag > 0 ? diff / mag : diff);
+        fa_exec_free(ed);
+        fa_exec_free(eo);
+        fa_graph_free(g);
+    }
+    printf("| sum | | %.3f | %.3f | %.2f | |\n", sum_a, sum_b, sum_b / sum_a);
+    free(a);
+    free(b);
+    fa_ctx_free(ctx);
+    return 0;
+}
