@@ -233,6 +233,8 @@ typedef struct replay {
     int64_t key;          /* launch correlation, -1 free */
     uint64_t hash;
     int64_t n, ns;
+    int64_t launch_ns;    /* its one launch call's duration, -1 none: its kernels' share goes into
+                             the launch-call median when the replay closes */
     int32_t launch_op, capture_op;
 } replay;
 

@@ -460,6 +460,28 @@ static int32_t frame_op_at(const fa_activity *acts, const int32_t *fr, const int
     return -1;
 }
 
+/* The innermost frame that is not a Python source frame (a cpu op, an nn.Module scope or a host
+ * range: a user annotation, NVTX) around time ts on the thread, as a record index; -1 none. */
+static int32_t frame_any_at(const fa_activity *acts, const int32_t *fr, const int32_t *parent, size_t nf, int64_t pid,
+                            int64_t tid, uint64_t ts)
+{
+    size_t lo = 0, hi = nf;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const fa_activity *a = &acts[fr[mid]];
+        bool le = a->pid < pid || (a->pid == pid && (a->tid < tid || (a->tid == tid && a->start_ns <= ts)));
+        if (le) lo = mid + 1;
+        else hi = mid;
+    }
+    int32_t p = (int32_t)lo - 1;
+    if (p < 0 || acts[fr[p]].pid != pid || acts[fr[p]].tid != tid) return -1;
+    for (int steps = 0; p >= 0 && steps < 256; steps++, p = parent[p]) {
+        const fa_activity *a = &acts[fr[p]];
+        if (a->end_ns >= ts && a->kind != FA_ACT_PYFRAME) return fr[p];
+    }
+    return -1;
+}
+
 /* a Python frame of the user's code, not PyTorch's own nor the standard library's plumbing */
 static bool is_user_source(const char *name)
 {
@@ -602,9 +624,15 @@ static fa_status import_frames(fa_ctx *ctx, fa_trace *t, const int32_t *launch_o
             int c = -1; /* the latest capture before this replay with as many launches */
             for (int k = 0; k < ncap; k++)
                 if (caps[k].n == g1 - g0 && caps[k].end <= L->start_ns) c = k;
+            /* what the replay was launched under: the op around cudaGraphLaunch, else the innermost
+             * frame there (a user range: sglang's step[DECODE bs=32] holds its hipGraphLaunch) */
+            int32_t under = -1;
+            if (!acts[gk[g0].kernel].node_name && !acts[gk[g0].kernel].op_type)
+                under = frame_any_at(acts, fr, parent, nf, L->pid, L->tid, L->start_ns);
             for (size_t k = g0; k < g1; k++) {
                 fa_activity *g = &acts[gk[k].kernel];
                 if (!g->node_name) g->node_name = g->op_type;
+                if (!g->node_name && under >= 0) g->node_name = acts[under].name;
                 if (c >= 0) {
                     int32_t op = cl[caps[c].first + (k - g0)];
                     if (op >= 0) {

@@ -914,6 +914,39 @@ static void test_kineto_distinct_names_past_the_total_cap_refused(void **state)
     unlink(path);
 }
 
+/* A CUDA-graph replay launched inside a user range and no cpu op (sglang's step[DECODE bs=32],
+ * vLLM's execute_model): its kernels are attributed to that range as what they were launched under
+ * (the advice's "launched under unknown" before). */
+static void test_kineto_graph_launched_under_a_user_range(void **state)
+{
+    (void)state;
+    const char txt[] =
+        "{\"traceEvents\": ["
+        "{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"step[DECODE bs=32]\", \"pid\": 9, \"tid\": 9, "
+        "\"ts\": 5, \"dur\": 100},"
+        "{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"hipGraphLaunch\", \"pid\": 9, \"tid\": 9, \"ts\": 10, "
+        "\"dur\": 5, \"args\": {\"correlation\": 77}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k1\", \"pid\": 0, \"tid\": 3, \"ts\": 20, \"dur\": 5, "
+        "\"args\": {\"correlation\": 77, \"device\": 0, \"stream\": 3}},"
+        "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k2\", \"pid\": 0, \"tid\": 3, \"ts\": 26, \"dur\": 5, "
+        "\"args\": {\"correlation\": 77, \"device\": 0, \"stream\": 3}}"
+        "]}";
+    const char *path = fa_test_path(fa_test_tmpdir(), "graph_under_range.json");
+    write_bytes(path, txt, sizeof txt - 1);
+    fa_trace *t = import_ok(path, NULL);
+    int n = 0;
+    for (size_t i = 0; i < t->n_acts; i++) {
+        const fa_activity *a = &t->acts[i];
+        if (a->kind != FA_ACT_KERNEL) continue;
+        n++;
+        assert_true(a->flags & FA_ACTF_GRAPH);
+        assert_non_null(a->node_name);
+        assert_string_equal(a->node_name, "step[DECODE bs=32]");
+    }
+    assert_int_equal(n, 2);
+    fa_trace_free(t);
+}
+
 /* Kineto's cuda_sync records name the cudaEventRecord a stream or the host waited on
  * (wait_on_cuda_event_record_corr_id) and the stream it was recorded on (wait_on_stream): kept
  * on the sync activity, for the trace advice's cuts; -1 where a record names none. */
@@ -1419,6 +1452,7 @@ int main(void)
         cmocka_unit_test(test_kineto_legacy_compute_properties_name_the_device),
         cmocka_unit_test(test_kineto_trace_from_pipe_stdin_and_process_substitution),
         cmocka_unit_test(test_kineto_sync_records_keep_the_event_waited_on),
+        cmocka_unit_test(test_kineto_graph_launched_under_a_user_range),
         cmocka_unit_test(test_kineto_distinct_names_past_the_total_cap_refused),
         cmocka_unit_test(test_kineto_pipe_copy_reached_through_its_folder),
         cmocka_unit_test(test_kineto_out_of_memory_names_the_file),
