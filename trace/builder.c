@@ -295,7 +295,7 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
     return &b->streams[id];
 }
 
-enum { STF_BWDPASS = 1, STF_COMPILED = 2, STF_AOT = 4 }; /* what a stack says (stk_flags) */
+enum { STF_BWDPASS = 1, STF_COMPILED = 2, STF_AOT = 4, STF_OPTIM = 8 }; /* what a stack says (stk_flags) */
 enum { OPF_BWD = 1 };                      /* what an op name says (opk_flags) */
 enum { NMF_BWD = 1, NMF_INT = 2 };         /* what a kernel name says (name_flags) */
 
@@ -339,6 +339,8 @@ static uint8_t stack_flags(const char *stack)
     /* AOTAutograd's CompiledFunction without Inductor's graph inside: torch.compile with a backend
      * that runs the ops as they are (aot_eager, cudagraphs) */
     else if (strstr(stack, "CompiledFunction")) f |= STF_AOT;
+    /* an optimizer's step (torch.optim records "Optimizer.step#SGD.step") */
+    if (strstr(stack, "Optimizer.step")) f |= STF_OPTIM;
     return f;
 }
 
@@ -436,6 +438,11 @@ static fa_status opp_add(fa_ctx *ctx, fa_ta_builder *b, strm *s, int pattern, re
         p->recompute_seen = true;
     }
     for (int j = 0; j < n; j++) p->aot |= m[j]->aot;
+    if (p->count == 1) { /* every member in an optimizer's step: a per-parameter update loop */
+        bool opt = n > 0;
+        for (int j = 0; j < n; j++) opt = opt && m[j]->optim;
+        p->optim = opt;
+    }
     int32_t occ = b->n_occ++;
     for (int j = 0; j < n; j++) {
         fa_ta_wrec *w = m[j]->wid >= 0 ? &b->window[m[j]->wid] : m[j]->wid <= -2 ? &b->fb_window[-2 - m[j]->wid] : NULL;
@@ -1189,6 +1196,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
     if (name_flags & NMF_INT) r.flags |= RF_INTDATA;
     if (stk_flags & STF_BWDPASS) r.flags |= RF_BWDPASS;
     r.aot = (stk_flags & STF_AOT) != 0;
+    r.optim = (stk_flags & STF_OPTIM) != 0;
     if (fused_by) r.flags |= RF_FUSED;
     /* a memory-bound kernel an addmm or a convolution launched (a bias broadcast, a cast) is not
      * the GEMM: only its own name says what it is */

@@ -296,6 +296,9 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
         o->backward = p->backward;
         o->recompute = p->recompute;
         o->fix = p->pattern >= 0 ? b->patterns[p->pattern].fix
+                 : p->optim ? "an optimizer's per-parameter update, one kernel per op and parameter: its foreach or fused "
+                              "implementation (torch.optim.SGD(..., foreach=True) or fused=True, the same for Adam/AdamW) "
+                              "updates every parameter in a few kernels; or torch.compile of the step"
                  : p->recompute ? "forward ops recomputed in the backward pass (activation checkpointing): one fused kernel "
                                   "serves the forward and its recompute alike - torch.compile (it fuses inside checkpointed "
                                   "regions), or fuse-advise's generated kernel from the same cluster description"

@@ -172,6 +172,7 @@ typedef struct rec {
     uint8_t cls, flags;
     bool inplace;
     bool aot;            /* under AOTAutograd's CompiledFunction with no Inductor graph inside */
+    bool optim;          /* launched inside an optimizer's step (Optimizer.step# on its stack) */
 } rec;
 
 /* a record of a builder fed in any order: sorted by (device, stream, start, end, arrival) */
@@ -208,6 +209,7 @@ typedef struct oppstat {
     int n;
     bool backward;      /* a member is a backward kernel or ran in the backward pass */
     bool aot;           /* a member ran under torch.compile with a backend that does not fuse */
+    bool optim;         /* every member of its first occurrence ran in an optimizer's step */
     bool recompute;     /* every member a forward kernel run in the backward pass inside an
                            nn.Module's forward: recomputed (activation checkpointing) */
     bool recompute_seen; /* recompute is decided by the first occurrence */

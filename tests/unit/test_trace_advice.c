@@ -1763,6 +1763,31 @@ static void test_recomputed_forward_ops_are_told_apart(void **state)
     fa_ctx_free(ctx);
 }
 
+/* A chain launched inside an optimizer's step (Optimizer.step#SGD.step: a per-parameter loop, the
+ * V100 trace's SGD chains) is told to use the foreach / fused optimizer, not the generic fix. */
+static void test_optimizer_per_parameter_chain_gets_the_foreach_fix(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_trace *t = step_trace();
+    for (int i = 0; i < 3; i++) {
+        uint64_t b = 1000 + 100000 * (uint64_t)i;
+        kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
+        kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, "aten::add_", "float:100;float:100");
+        kernel(t, "mul_kernel", 7, b + 70, 10, 4, "aten::mul_", "float:100;float:100");
+        for (size_t k = t->n_acts - 4; k < t->n_acts; k++)
+            t->acts[k].stack = fa_trace_intern(t, "Optimizer.step#SGD.step > aten::add_");
+    }
+    fa_trace_advice *a = NULL;
+    assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
+    bool foreach = false;
+    for (int i = 0; i < a->n_opps; i++) foreach |= strstr(a->opps[i].fix, "foreach=True") != NULL;
+    assert_true(foreach);
+    fa_trace_advice_free(a);
+    fa_trace_free(t);
+    fa_ctx_free(ctx);
+}
+
 /* Queued kernels held by another stream's work: a kernel queued long before the one ahead of it
  * ended that starts 50 us after it waited on something else (HTA's multi-stream DLRM trace: such
  * gaps made a 50.7 us "device launch latency"). The latency is the median of the 2 us gaps; the
@@ -2445,6 +2470,7 @@ int main(void)
         cmocka_unit_test(test_host_wait_between_members_is_not_launch_cost),
         cmocka_unit_test(test_launch_latency_of_queued_kernels),
         cmocka_unit_test(test_held_gaps_are_not_launch_latency),
+        cmocka_unit_test(test_optimizer_per_parameter_chain_gets_the_foreach_fix),
         cmocka_unit_test(test_recomputed_forward_ops_are_told_apart),
         cmocka_unit_test(test_fused_kernel_not_faster_than_a_members_own_bandwidth),
         cmocka_unit_test(test_host_bound_gaps_are_not_launch_overhead),
