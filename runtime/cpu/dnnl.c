@@ -912,66 +912,21 @@ static bool keep_faster(fa_ctx *ctx, const fa_node *n, dnnl_state *s, dnnl_state
     return keep_a;
 }
 
-/* Whether our depthwise kernel d ran faster than the state's primitive (with its swish pass, as
- * run_prim runs it) on the same zeroed buffers: one warm-up run each, then TACTIC_ROUNDS
- * interleaved rounds, the medians compared (tactic_first_faster's protocol). false when the
- * primitive could not run. */
-static bool tactic_own_faster(dnnl_state *s, const fa_dwconv *d, int threads, double *own_ns, double *lib_ns)
-{
-    tactic_bufs bz = {0};
-    dnnl_memory_t mems[16];
-    int nm = tactic_mems(s, mems);
-    bool ok = true;
-    for (int i = 0; i < nm && ok; i++) ok = bind_zeros(&bz, mems[i]);
-    void *x = NULL, *y = NULL;
-    if (ok) ok = dnnl_memory_get_data_handle(s->src, &x) == dnnl_success && dnnl_memory_get_data_handle(s->dst, &y) == dnnl_success;
-    double to[TACTIC_ROUNDS], tl[TACTIC_ROUNDS];
-    int n = 0;
-    double spent = 0;
-    for (int r = -1; ok && r < TACTIC_ROUNDS && (r < 3 || spent < TACTIC_BUDGET_NS); r++) {
-        double lib = 0, own = 0;
-        for (int k = 0; k < 2; k++) {
-            if ((k == 0) == (r % 2 == 0)) {
-                uint64_t t0 = fa_now_ns();
-                fa_dwconv_run(d, x, y, threads);
-                own = (double)(fa_now_ns() - t0);
-            } else {
-                uint64_t t0 = fa_now_ns();
-                lib = tactic_run_once(s);
-                if (lib >= 0 && s->swish_after) swish_pass(y, (int64_t)(s->dst_md_bytes / sizeof(float)), s->swish_alpha, threads);
-                if (lib >= 0) lib = (double)(fa_now_ns() - t0);
-            }
-        }
-        if (lib < 0) {
-            ok = false;
-            break;
-        }
-        if (r < 0) continue; /* the warm-up pair */
-        to[n] = own;
-        tl[n] = lib;
-        spent += own + lib;
-        n++;
-    }
-    for (int i = 0; i < nm; i++) dnnl_memory_set_data_handle(mems[i], NULL);
-    for (int i = 0; i < bz.n; i++) free(bz.p[i]);
-    if (!ok || n == 0) return false;
-    *own_ns = fa_stats_median(to, (size_t)n);
-    *lib_ns = fa_stats_median(tl, (size_t)n);
-    return *own_ns < *lib_ns;
-}
-
 /* A depthwise 2-D convolution the executor keeps in nChw16c (s: oneDNN's direct primitive for it,
  * built): our kernel with the node's epilogue in registers (runtime/cpu/dwconv.h) where it applies
  * — group = input = output channels, no dilation, no residual or binary operand, at most one unary
- * post-op of the kinds it has, an AVX-512F CPU — under FA_CONV_TACTIC_OWN always, under
- * FA_CONV_TACTIC_MEASURED where it ran faster than the primitive on the convolution's own shapes
- * (tactic_own_faster), decided once per signature per process like Winograd's. Nothing changes
- * where it does not apply or lost. */
+ * post-op of the kinds it has, an AVX-512F CPU — under FA_CONV_TACTIC_OWN (benchmarks and tests:
+ * bench/bench_dwconv). Nothing changes where it does not apply. */
 static void own_depthwise(fa_ctx *ctx, const fa_node *n, dnnl_state *s, const fa_tensor *W, const fa_tensor *B,
                           const dnnl_dims_t xd, const dnnl_dims_t yd, int64_t group, const int64_t *k, const int64_t *st,
                           const int64_t *dil, const int64_t *pl, fa_layout l, fa_layout in0, fa_conv_tactic tactic)
 {
-    if (tactic != FA_CONV_TACTIC_MEASURED && tactic != FA_CONV_TACTIC_OWN) return;
+    /* opt-in (FA_CONV_TACTIC=own): timed alone it beats oneDNN's on the large-image layers, but in
+     * the model no gain showed (bench/README.md "Depthwise": EfficientNet-B0's fused model in
+     * alternated runs with it and without, 8.97/6.71/6.94 against 6.71/6.88/6.46 ms), so no default
+     * takes it: a layer timed alone, its input hot in the cache of whichever core, is not the layer
+     * after a convolution whose threads left its input split their own way */
+    if (tactic != FA_CONV_TACTIC_OWN) return;
     if (l != FA_LAYOUT_NCHW16C || in0 != l || !fa_dwconv_available()) return;
     if (group != xd[1] || group != yd[1] || dil[0] != 1 || dil[1] != 1 || s->has_sum || s->n_bin) return;
     if (W->dtype != FA_DTYPE_FLOAT || (B && B->dtype != FA_DTYPE_FLOAT)) return;
@@ -981,28 +936,9 @@ static void own_depthwise(fa_ctx *ctx, const fa_node *n, dnnl_state *s, const fa
     if (nops < 0 || !fa_dwconv_epilogue_ok(ops, nops)) return;
     fa_dwconv_shape sh = {xd[0], xd[1], xd[2], xd[3], yd[2], yd[3], (int)k[0], (int)k[1], (int)st[0], (int)st[1], (int)pl[0], (int)pl[1]};
     if (k[0] > FA_DWCONV_KMAX || k[1] > FA_DWCONV_KMAX || st[0] > INT32_MAX || st[1] > INT32_MAX) return;
-    int threads = omp_get_max_threads(); /* the threads the executor set before creating its kernels */
-    char key[TACTIC_KEY_MAX];
-    snprintf(key, sizeof key, "dw t%d x%lldx%lldx%lldx%lld y%lldx%lld k%lldx%lld s%lldx%lld p%lldx%lld po%d", threads,
-             (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], (long long)yd[2], (long long)yd[3],
-             (long long)k[0], (long long)k[1], (long long)st[0], (long long)st[1], (long long)pl[0], (long long)pl[1], nops);
-    for (int i = 0; i < nops; i++)
-        snprintf(key + strlen(key), sizeof key - strlen(key), ",%d:%g:%g", (int)ops[i].kind, ops[i].alpha, ops[i].beta);
-    int memo = tactic == FA_CONV_TACTIC_MEASURED ? tactic_memo_get(key) : 1;
-    if (memo == 0) return;
     fa_dwconv *d = fa_dwconv_create(&sh, W->data, B ? B->data : NULL, ops, nops);
     if (!d) return; /* out of memory or a shape it does not take: oneDNN's */
-    if (memo < 0) {
-        double own_ns = 0, lib_ns = 0;
-        bool own = tactic_own_faster(s, d, threads, &own_ns, &lib_ns);
-        fa_log(ctx, FA_LOG_DEBUG, "node '%s': depthwise ours %.1f us, oneDNN's %s %.1f us: %s kept", n->name, own_ns / 1e3,
-               s->impl, lib_ns / 1e3, own ? "ours" : "oneDNN's");
-        tactic_memo_put(key, own);
-        if (!own) {
-            fa_dwconv_free(d);
-            return;
-        }
-    }
+    (void)ctx;
     s->dw = d;
     s->swish_after = false;
     snprintf(s->impl, sizeof s->impl, "fa:dwconv_avx512");

@@ -2,7 +2,7 @@
  * (runtime/cpu/dwconv.h): every output element against the direct sum in double within the
  * summation's rounding-error bound, over kernel sizes, strides, pads, a padded channel tail, a
  * batch and every epilogue it takes; and in the fused plan's executor (nChw16c), the tactic that
- * picks it (FA_CONV_TACTIC_OWN always, MEASURED once per signature, DIRECT never). Skipped
+ * picks it (FA_CONV_TACTIC_OWN; MEASURED and DIRECT keep oneDNN's: docs/runtime.md). Skipped
  * (exit 77) on a CPU without AVX-512F, where the kernel is never used. */
 #include <math.h>
 #include <stdio.h>
@@ -257,10 +257,7 @@ static void test_tactic_in_the_fused_plan(void **s)
     char n1[128], n2[128];
     assert_string_equal(exec_case(FA_CONV_TACTIC_OWN, n1, sizeof n1), "depthwise+post-ops(nChw16c)");
     assert_null(strstr(exec_case(FA_CONV_TACTIC_DIRECT, n1, sizeof n1), "depthwise"));
-    /* measured: one decision, the same kernel in every executor of the process */
-    exec_case(FA_CONV_TACTIC_MEASURED, n1, sizeof n1);
-    for (int i = 0; i < 2; i++) assert_string_equal(exec_case(FA_CONV_TACTIC_MEASURED, n2, sizeof n2), n1);
-    assert_true(!strcmp(n1, "depthwise+post-ops(nChw16c)") || !strncmp(n1, "dnnl:convolution", 16));
+    assert_null(strstr(exec_case(FA_CONV_TACTIC_MEASURED, n2, sizeof n2), "depthwise"));
 }
 
 int main(void)
