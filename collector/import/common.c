@@ -439,9 +439,11 @@ static bool is_graph_launch(const fa_activity *a)
     return a->name && (strstr(a->name, "GraphLaunch") || strstr(a->name, "graphLaunch"));
 }
 
-/* innermost cpu op (not a module or range frame) on (pid, tid) containing ts: record index, -1 */
-static int32_t frame_op_at(const fa_activity *acts, const int32_t *fr, const int32_t *parent, size_t nf, int64_t pid,
-                           int64_t tid, uint64_t ts)
+/* The innermost frame on (pid, tid) containing ts, as a record index, -1 none: a cpu op only
+ * (cpu_op_only: not a module or range frame), else any frame but a Python source frame (a cpu op,
+ * an nn.Module scope or a host range: a user annotation, NVTX). */
+static int32_t frame_at(const fa_activity *acts, const int32_t *fr, const int32_t *parent, size_t nf, int64_t pid, int64_t tid,
+                        uint64_t ts, bool cpu_op_only)
 {
     size_t lo = 0, hi = nf;
     while (lo < hi) {
@@ -455,29 +457,7 @@ static int32_t frame_op_at(const fa_activity *acts, const int32_t *fr, const int
     if (p < 0 || acts[fr[p]].pid != pid || acts[fr[p]].tid != tid) return -1;
     for (int steps = 0; p >= 0 && steps < 256; steps++, p = parent[p]) {
         const fa_activity *a = &acts[fr[p]];
-        if (a->end_ns >= ts && a->kind == FA_ACT_CPU_OP) return fr[p];
-    }
-    return -1;
-}
-
-/* The innermost frame that is not a Python source frame (a cpu op, an nn.Module scope or a host
- * range: a user annotation, NVTX) around time ts on the thread, as a record index; -1 none. */
-static int32_t frame_any_at(const fa_activity *acts, const int32_t *fr, const int32_t *parent, size_t nf, int64_t pid,
-                            int64_t tid, uint64_t ts)
-{
-    size_t lo = 0, hi = nf;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const fa_activity *a = &acts[fr[mid]];
-        bool le = a->pid < pid || (a->pid == pid && (a->tid < tid || (a->tid == tid && a->start_ns <= ts)));
-        if (le) lo = mid + 1;
-        else hi = mid;
-    }
-    int32_t p = (int32_t)lo - 1;
-    if (p < 0 || acts[fr[p]].pid != pid || acts[fr[p]].tid != tid) return -1;
-    for (int steps = 0; p >= 0 && steps < 256; steps++, p = parent[p]) {
-        const fa_activity *a = &acts[fr[p]];
-        if (a->end_ns >= ts && a->kind != FA_ACT_PYFRAME) return fr[p];
+        if (a->end_ns >= ts && (cpu_op_only ? a->kind == FA_ACT_CPU_OP : a->kind != FA_ACT_PYFRAME)) return fr[p];
     }
     return -1;
 }
@@ -612,7 +592,7 @@ static fa_status import_frames(fa_ctx *ctx, fa_trace *t, const int32_t *launch_o
                 in_cap = false;
             } else if (in_cap && a->correlation >= 0 && a->name && strstr(a->name, "aunch") && !is_graph_launch(a) &&
                        !bsearch(&a->correlation, linked, nl, sizeof *linked, cmp_i64_asc)) {
-                cl[ncl++] = frame_op_at(acts, fr, parent, nf, a->pid, a->tid, a->start_ns);
+                cl[ncl++] = frame_at(acts, fr, parent, nf, a->pid, a->tid, a->start_ns, true);
                 caps[ncap - 1].n++;
             }
         }
@@ -628,7 +608,7 @@ static fa_status import_frames(fa_ctx *ctx, fa_trace *t, const int32_t *launch_o
              * frame there (a user range: sglang's step[DECODE bs=32] holds its hipGraphLaunch) */
             int32_t under = -1;
             if (!acts[gk[g0].kernel].node_name && !acts[gk[g0].kernel].op_type)
-                under = frame_any_at(acts, fr, parent, nf, L->pid, L->tid, L->start_ns);
+                under = frame_at(acts, fr, parent, nf, L->pid, L->tid, L->start_ns, false);
             for (size_t k = g0; k < g1; k++) {
                 fa_activity *g = &acts[gk[k].kernel];
                 if (!g->node_name) g->node_name = g->op_type;

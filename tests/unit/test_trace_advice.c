@@ -91,6 +91,22 @@ static bool has_adjacent_ops(const fa_trace_advice *a, const char *x, const char
     return false;
 }
 
+/* Three layers of gemm -> add -> mul on stream 7 (sizes known), the add's and the mul's records
+ * (launch calls and kernels) carrying `stack` (NULL: none), in one profiler step. */
+static fa_trace *gemm_add_mul_trace(const char *stack)
+{
+    fa_trace *t = step_trace();
+    for (int i = 0; i < 3; i++) {
+        uint64_t b = 1000 + 100000 * (uint64_t)i;
+        kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
+        kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, "aten::add", "float:100;float:100");
+        kernel(t, "mul_kernel", 7, b + 70, 10, 4, "aten::mul", "float:100;float:100");
+        if (stack)
+            for (size_t k = t->n_acts - 4; k < t->n_acts; k++) t->acts[k].stack = fa_trace_intern(t, stack);
+    }
+    return t;
+}
+
 /* Stream 7: four layers of gemm(50) -> add(10) -> mul(10) -> gelu(10), 5 ns gaps inside a
  *   layer, layers 200 ns apart (105 ns gap gelu -> next gemm); launch calls 4 ns.
  * Stream 8: five tiny kernels of 2 ns every 10 ns (launch calls 8 ns: launch-bound), then a
@@ -576,16 +592,7 @@ static void test_fix_for_kernels_already_under_torch_compile(void **state)
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     for (int aot = 0; aot < 2; aot++) {
-        fa_trace *t = step_trace();
-        for (int i = 0; i < 3; i++) {
-            uint64_t b = 1000 + 100000 * (uint64_t)i;
-            kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
-            kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, "aten::add", "float:100;float:100");
-            kernel(t, "mul_kernel", 7, b + 70, 10, 4, "aten::mul", "float:100;float:100");
-            if (aot)
-                for (size_t k = t->n_acts - 2; k < t->n_acts; k++)
-                    t->acts[k].stack = fa_trace_intern(t, "CompiledFunction > aten::add");
-        }
+        fa_trace *t = gemm_add_mul_trace(aot ? "CompiledFunction > aten::add" : NULL);
         fa_trace_advice *a = NULL;
         assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
         assert_true(a->n_opps >= 1);
@@ -1731,17 +1738,9 @@ static void test_recomputed_forward_ops_are_told_apart(void **state)
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
     for (int rc = 0; rc < 2; rc++) {
-        fa_trace *t = step_trace();
-        for (int i = 0; i < 3; i++) {
-            uint64_t b = 1000 + 100000 * (uint64_t)i;
-            kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
-            kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, "aten::add", "float:100;float:100");
-            kernel(t, "mul_kernel", 7, b + 70, 10, 4, "aten::mul", "float:100;float:100");
-            for (size_t k = t->n_acts - 4; k < t->n_acts; k++) /* the add's and the mul's records */
-                t->acts[k].stack = fa_trace_intern(t, rc ? "autograd::engine::evaluate_function: CheckpointFunctionBackward > "
-                                                           "nn.Module: Block_0 > aten::add"
-                                                         : "autograd::engine::evaluate_function: MulBackward0 > aten::mul");
-        }
+        fa_trace *t = gemm_add_mul_trace(rc ? "autograd::engine::evaluate_function: CheckpointFunctionBackward > "
+                                              "nn.Module: Block_0 > aten::add"
+                                            : "autograd::engine::evaluate_function: MulBackward0 > aten::mul");
         fa_trace_advice *a = NULL;
         assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
         const fa_ta_opportunity *o = NULL;
@@ -1769,15 +1768,7 @@ static void test_optimizer_per_parameter_chain_gets_the_foreach_fix(void **state
 {
     (void)state;
     fa_ctx *ctx = fa_ctx_create();
-    fa_trace *t = step_trace();
-    for (int i = 0; i < 3; i++) {
-        uint64_t b = 1000 + 100000 * (uint64_t)i;
-        kernel(t, "gemm_kernel", 7, b, 50, 4, "aten::addmm", NULL);
-        kernel(t, "void add_kernel<float>(float*, float const*)", 7, b + 55, 10, 4, "aten::add_", "float:100;float:100");
-        kernel(t, "mul_kernel", 7, b + 70, 10, 4, "aten::mul_", "float:100;float:100");
-        for (size_t k = t->n_acts - 4; k < t->n_acts; k++)
-            t->acts[k].stack = fa_trace_intern(t, "Optimizer.step#SGD.step > aten::add_");
-    }
+    fa_trace *t = gemm_add_mul_trace("Optimizer.step#SGD.step > aten::add_");
     fa_trace_advice *a = NULL;
     assert_int_equal(fa_trace_advise(ctx, t, NULL, &a), FA_OK);
     bool foreach = false;
