@@ -17,6 +17,7 @@
 #include "graph/post_op.h"
 #include "runtime/cpu/dwconv.h"
 #include "runtime/runtime.h"
+#include "bench_conv_util.h"
 
 typedef struct shape {
     int c, hw, k, stride;
@@ -36,23 +37,6 @@ static const shape k_shapes[] = {
     {1152, 7, 3, 1, FA_POST_OP_SWISH},
 };
 
-static void add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims, uint64_t seed)
-{
-    int t = fa_graph_tensor(g, name);
-    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_FLOAT, rank, dims);
-    int64_t n = fa_tensor_numel(g->tensors[t]);
-    float *d = malloc(sizeof(float) * (size_t)n);
-    fa_rng r;
-    fa_rng_seed(&r, seed);
-    for (int64_t i = 0; i < n; i++) d[i] = fa_rng_uniform(&r, -0.3f, 0.3f);
-    if (fa_tensor_set_data(ctx, g->tensors[t], d, sizeof(float) * (size_t)n)) {
-        fprintf(stderr, "bench_dwconv: %s\n", fa_ctx_errmsg(ctx));
-        exit(1);
-    }
-    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
-    free(d);
-}
-
 /* x [1, c, hw, hw] -> FusedConv (depthwise, bias, pads k/2, the shape's stride) + act -> y */
 static fa_graph *dw_graph(fa_ctx *ctx, const shape *s)
 {
@@ -64,8 +48,8 @@ static fa_graph *dw_graph(fa_ctx *ctx, const shape *s)
     int x = fa_graph_tensor(g, "x");
     fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
     fa_graph_add_input(ctx, g, x);
-    add_const(ctx, g, "w", 4, wd, 1);
-    add_const(ctx, g, "b", 1, bd, 2);
+    bench_add_const(ctx, g, "w", 4, wd, 1, "bench_dwconv");
+    bench_add_const(ctx, g, "b", 1, bd, 2, "bench_dwconv");
     const char *ins[] = {"x", "w", "b"}, *outs[] = {"y"};
     fa_node *n = fa_graph_add_node(ctx, g, "fc", "FusedConv", "ai.fuse-advise", 3, ins, 1, outs);
     fa_node_add_attr_ints(g, n, "pads", pads, 4);
@@ -97,30 +81,6 @@ static fa_exec *make(fa_ctx *ctx, const fa_graph *g, int threads, fa_conv_tactic
     return e;
 }
 
-/* one traced iteration: the FusedConv kernel's ns; *name its kernel name */
-static double conv_ns(fa_ctx *ctx, fa_exec *e, const fa_graph *g, const char **name)
-{
-    fa_trace *t = NULL;
-    if (fa_collect(ctx, e, g, 0, 1, NULL, NULL, &t)) {
-        fprintf(stderr, "bench_dwconv: %s\n", fa_ctx_errmsg(ctx));
-        exit(1);
-    }
-    double ns = NAN;
-    for (size_t i = 0; i < t->n_acts; i++)
-        if (t->acts[i].kind == FA_ACT_KERNEL && t->acts[i].node_name && !strcmp(t->acts[i].node_name, "fc")) {
-            ns = (double)(t->acts[i].end_ns - t->acts[i].start_ns);
-            if (name) *name = fa_exec_kernel_name(e, g->nodes[t->acts[i].node]);
-        }
-    fa_trace_free(t);
-    return ns;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 int main(int argc, char **argv)
 {
     int threads = 2, reps = 41;
@@ -145,10 +105,10 @@ int main(int argc, char **argv)
         fa_graph *g = dw_graph(ctx, s);
         fa_exec *ed = make(ctx, g, threads, FA_CONV_TACTIC_DIRECT), *eo = make(ctx, g, threads, FA_CONV_TACTIC_OWN);
         const char *nd = "?", *no = "?";
-        for (int w = 0; w < 5; w++) conv_ns(ctx, ed, g, NULL), conv_ns(ctx, eo, g, NULL);
+        for (int w = 0; w < 5; w++) bench_node_ns(ctx, ed, g, "fc", NULL, "bench_dwconv"), bench_node_ns(ctx, eo, g, "fc", NULL, "bench_dwconv");
         for (int r = 0; r < reps; r++) { /* alternating which goes first */
-            if (r & 1) b[r] = conv_ns(ctx, eo, g, &no), a[r] = conv_ns(ctx, ed, g, &nd);
-            else a[r] = conv_ns(ctx, ed, g, &nd), b[r] = conv_ns(ctx, eo, g, &no);
+            if (r & 1) b[r] = bench_node_ns(ctx, eo, g, "fc", &no, "bench_dwconv"), a[r] = bench_node_ns(ctx, ed, g, "fc", &nd, "bench_dwconv");
+            else a[r] = bench_node_ns(ctx, ed, g, "fc", &nd, "bench_dwconv"), b[r] = bench_node_ns(ctx, eo, g, "fc", &no, "bench_dwconv");
         }
         if (!strstr(no, "depthwise")) fprintf(stderr, "bench_dwconv: shape %zu: ours not built ('%s')\n", k, no);
         const fa_value *vd = fa_exec_output(ed, 0), *vo = fa_exec_output(eo, 0);
@@ -158,8 +118,8 @@ int main(int argc, char **argv)
             mag = fmax(mag, fabs(p));
             diff = fmax(diff, fabs(p - q));
         }
-        qsort(a, (size_t)reps, sizeof *a, cmp_d);
-        qsort(b, (size_t)reps, sizeof *b, cmp_d);
+        qsort(a, (size_t)reps, sizeof *a, bench_cmp_d);
+        qsort(b, (size_t)reps, sizeof *b, bench_cmp_d);
         double ma = a[reps / 2] / 1e6, mb = b[reps / 2] / 1e6;
         sum_a += ma;
         sum_b += mb;
