@@ -35,7 +35,7 @@ static fa_status spool_write_run(fa_ctx *ctx, fa_ta_builder *b)
 {
     if (!b->sf) {
         const char *dir = getenv("TMPDIR");
-        if (!dir || !*dir) dir = "/tmp";
+        if (!dir || dir[0] != '/') dir = "/tmp"; /* a relative TMPDIR is ignored, as everywhere */
         char path[4096];
         snprintf(path, sizeof path, "%s/fuse-advise-kernels-XXXXXX", dir);
         int fd = mkstemp(path);
