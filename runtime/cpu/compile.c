@@ -233,11 +233,16 @@ static void *dlopen_fd(int fd, const char *key, char *desc, size_t desc_cap, int
     void *h = NULL;
     for (;;) {
         snprintf(desc, desc_cap, "/proc/self/fd/%d", cur);
-        /* a name an object already loaded under (an earlier batch's, its descriptor since reused)
-         * gives that object back: another number. A fresh load is tried once: an object of that
+        /* a name an object is already loaded under gives that object back: this batch itself
+         * (loaded before and still held: used as it is), else an earlier batch whose descriptor
+         * number was since reused: another number. A fresh load is tried once: an object of that
          * hash without the batch's symbol is not ours, and loading it again would run its
          * constructors again */
         void *old = dlopen(desc, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+        if (old && dlsym(old, sym)) {
+            h = old;
+            break;
+        }
         if (!old) {
             h = dlopen(desc, RTLD_NOW | RTLD_LOCAL);
             if (!h) {
@@ -255,15 +260,14 @@ static void *dlopen_fd(int fd, const char *key, char *desc, size_t desc_cap, int
         if (n_tried == cap) {
             int *nt = cap < 65536 ? realloc(tried, sizeof *tried * (size_t)(cap = cap ? 2 * cap : 16)) : NULL;
             if (!nt) {
-                snprintf(why, why_cap, "the loaded object is not this batch (no %s)", sym);
+                snprintf(why, why_cap, "every descriptor name tried is an earlier batch's (no %s)", sym);
                 break;
             }
             tried = nt;
         }
         int next = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* the lowest free number: none of those held */
         if (next < 0) {
-            snprintf(why, why_cap, "the loaded object is not this batch (no %s), and no other descriptor: %s", sym,
-                     strerror(errno));
+            snprintf(why, why_cap, "the name is an earlier batch's (no %s), and no other descriptor: %s", sym, strerror(errno));
             break;
         }
         tried[n_tried++] = cur;

@@ -241,6 +241,19 @@ static void test_cache_batches_loaded_through_reused_descriptor_numbers_stay_apa
             assert_int_equal(v(), i + 1);
         }
     for (int i = 0; i < N; i++) fa_compiled_free(c[i]);
+    /* one batch loaded again while its first load is still held (the probe's and the applier's):
+     * the object already loaded is this batch, and is used */
+    fa_kernel_source ks = {srcs[0], strlen(srcs[0]), names[0]};
+    fa_compiled *c1 = NULL, *c2 = NULL;
+    char *err = NULL;
+    assert_int_equal(fa_compile_kernels(ctx, kc, 1, &ks, &c1, &err), FA_OK);
+    assert_non_null(c1);
+    assert_int_equal(fa_compile_kernels(ctx, kc, 1, &ks, &c2, &err), FA_OK);
+    if (!c2) fail_msg("the batch loaded a second time: %s", err ? err : "?");
+    assert_non_null(dlsym(c2->handle, "fs_v"));
+    fa_compiled_free(c1);
+    fa_compiled_free(c2);
+    free(err);
     fa_kernel_cache_free(kc);
     fa_ctx_free(ctx);
 }
