@@ -98,10 +98,10 @@ typedef enum fa_conv_tactic {
     FA_CONV_TACTIC_REORDER,    /* plain executors: every unfused 2-D Conv reordered inside where
                                   oneDNN prefers another layout; blocked ones: direct (tests,
                                   benchmarks) */
-    FA_CONV_TACTIC_OWN,        /* blocked executors: a depthwise convolution our kernel takes
-                                  (runtime/cpu/dwconv.h) timed against oneDNN's on its own shapes and
-                                  run by ours where faster, the rest direct; plain ones: direct. Not
-                                  part of MEASURED (no end-to-end gain measured: docs/runtime.md) */
+    FA_CONV_TACTIC_OWN,        /* blocked executors: every depthwise convolution our kernel takes
+                                  (runtime/cpu/dwconv.h) run by it, the rest direct; plain ones:
+                                  direct (benchmarks, tests). Not part of MEASURED: no end-to-end gain
+                                  measured (docs/runtime.md "Convolution tactics") */
 } fa_conv_tactic;
 
 /* The tactic in force: env FA_CONV_TACTIC (direct, measured, winograd, reorder, own) over `asked` when set,

@@ -802,7 +802,7 @@ static void gap_offer(fa_ta_builder *b, strm *s, const rec *next, uint64_t gstar
  * (unclassed): r has no launch call in the trace (an orphan) or starts before it (a clock
  * inversion), or a memcpy / memset ran on the stream between the two kernels while r was queued
  * (the gap holds the transfer). A zero gap counts only as a latency. false on out of memory. */
-static bool gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t g)
+static bool gap_classify(fa_ta_builder *b, strm *s, const rec *r, int64_t g)
 {
     bool known = r->launch_end && !(r->flags & (RF_ORPHAN | RF_INVERTED));
     /* a kernel of the graph replay the previous kernel belongs to was queued by the replay itself,
@@ -826,7 +826,7 @@ static bool gap_classify(fa_ta_builder *b, const strm *s, const rec *r, int64_t 
     if (known && r->launch_end >= s->last_end) {
         b->n_host_gaps++;
         b->host_idle_ns += g;
-        ((strm *)s)->host_idle_ns += g;
+        s->host_idle_ns += g;
         return fa__qh_add(&b->host_q, g);
     }
     b->n_unclassed_gaps++;

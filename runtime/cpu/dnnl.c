@@ -192,7 +192,7 @@ typedef struct dnnl_state {
     int n_lib_post_ops;                 /* the post-ops oneDNN was given, its sum included */
     size_t dst_md_bytes;                /* the primitive's dst, padded blocks included */
     /* A depthwise convolution on nChw16c run by our kernel with its epilogue in registers
-     * (runtime/cpu/dwconv.h) instead of the primitive, where it measured faster (own_depthwise);
+     * (runtime/cpu/dwconv.h) instead of the primitive, under FA_CONV_TACTIC_OWN (own_depthwise);
      * the primitive stays built (its memories carry the handles), unused */
     fa_dwconv *dw;
 } dnnl_state;
@@ -917,7 +917,7 @@ static bool keep_faster(fa_ctx *ctx, const fa_node *n, dnnl_state *s, dnnl_state
  * — group = input = output channels, no dilation, no residual or binary operand, at most one unary
  * post-op of the kinds it has, an AVX-512F CPU — under FA_CONV_TACTIC_OWN (benchmarks and tests:
  * bench/bench_dwconv). Nothing changes where it does not apply. */
-static void own_depthwise(fa_ctx *ctx, const fa_node *n, dnnl_state *s, const fa_tensor *W, const fa_tensor *B,
+static void own_depthwise(const fa_node *n, dnnl_state *s, const fa_tensor *W, const fa_tensor *B,
                           const dnnl_dims_t xd, const dnnl_dims_t yd, int64_t group, const int64_t *k, const int64_t *st,
                           const int64_t *dil, const int64_t *pl, fa_layout l, fa_layout in0, fa_conv_tactic tactic)
 {
@@ -938,7 +938,6 @@ static void own_depthwise(fa_ctx *ctx, const fa_node *n, dnnl_state *s, const fa
     if (k[0] > FA_DWCONV_KMAX || k[1] > FA_DWCONV_KMAX || st[0] > INT32_MAX || st[1] > INT32_MAX) return;
     fa_dwconv *d = fa_dwconv_create(&sh, W->data, B ? B->data : NULL, ops, nops);
     if (!d) return; /* out of memory or a shape it does not take: oneDNN's */
-    (void)ctx;
     s->dw = d;
     s->swish_after = false;
     snprintf(s->impl, sizeof s->impl, "fa:dwconv_avx512");
@@ -1164,7 +1163,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
                                                                    bptr, &yb, std_, dd, pld, prd));
         if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0)) goto fail;
-        if (ns == 2) own_depthwise(ctx, n, s, W, B, xd, yd, group, k, st, dil, pl, l, in0, tactic);
+        if (ns == 2) own_depthwise(n, s, W, B, xd, yd, group, k, st, dil, pl, l, in0, tactic);
         *handled = true;
         return FA_OK;
     }
