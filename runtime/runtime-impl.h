@@ -162,6 +162,10 @@ typedef struct fa_cpu_gemv {
 bool fa_cpu_gemv_run(fa_cpu_gemv *g, const float *x, const float *B, const float *C, int64_t c_numel, int threads,
                      float *y);
 void fa_cpu_gemv_release(fa_cpu_gemv *g);
+/* y[n] = B[n, :] · x for n in [n0, n1), B row-major with K columns: four 16-lane accumulators per
+ * row, a masked tail (the dot form of the product; runtime/cpu/pixconv.c's rows too). AVX-512F:
+ * call only where the CPU has it. */
+void fa_cpu_gemv_dot_rows16(const float *x, const float *B, int64_t K, int64_t n0, int64_t n1, float *y);
 /* oneDNN kernels (runtime/cpu/dnnl.c): Conv, ConvTranspose, MatMul, Gemm on plain layouts.
  * *handled = false (FA_OK) when oneDNN cannot take the node (dtype, shape), so the caller
  * falls back to the op's reference kernel. tactic FA_CONV_TACTIC_MEASURED: an unfused 2-D Conv

@@ -3,6 +3,7 @@
  * into the layout oneDNN prefers (they are constants). */
 #include "dnnl-impl.h"
 #include "dwconv.h"
+#include "pixconv.h"
 #include "graph/post_op.h"
 #include "graph/vmath.h"
 
@@ -195,6 +196,11 @@ typedef struct dnnl_state {
      * (runtime/cpu/dwconv.h) instead of the primitive, under FA_CONV_TACTIC_OWN (own_depthwise);
      * the primitive stays built (its memories carry the handles), unused */
     fa_dwconv *dw;
+    /* A convolution on one pixel (a squeeze-excitation block's) run as a matrix-vector product
+     * (runtime/cpu/pixconv.h; own_pixel): no primitive is built; weights and bias are read from
+     * the node's inputs 1 and 2 at each run */
+    fa_pixconv *px;
+    bool px_bias;
 } dnnl_state;
 
 /* Release everything a creation attempt made and zero the state (create_conv retries plain). */
@@ -223,6 +229,7 @@ static void state_clear(dnnl_state *s)
     fa_blob_unref_reader(s->wei_hold, s->wei_data);
     free(s->scratch_buf);
     fa_dwconv_free(s->dw);
+    fa_pixconv_free(s->px);
     memset(s, 0, sizeof *s);
 }
 
@@ -360,6 +367,10 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
 {
     dnnl_state *s = k->state;
     const fa_value *A = &in[0];
+    if (s->px) { /* a convolution on one pixel: no primitive (own_pixel) */
+        fa_pixconv_run(s->px, A->data, in[1].data, s->px_bias ? in[2].data : NULL, out[0].data, threads);
+        return FA_OK;
+    }
     if (s->blocked) { /* the thread's scratch buffers for the blocked src and dst */
         void *bs = io_scratch_get(0, s->src_bytes), *bd = io_scratch_get(1, s->dst_bytes);
         if (!bs || !bd) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for node '%s''s blocked activations", n->name);
@@ -944,6 +955,44 @@ static void own_depthwise(const fa_node *n, dnnl_state *s, const fa_tensor *W, c
     snprintf(s->name, sizeof s->name, "depthwise%s(%s)", nops ? "+post-ops" : "", fa_layout_name(l));
 }
 
+/* A batch-1 convolution on one pixel — every spatial dim of X 1, a 1 x ... x 1 kernel, no pads, group
+ * 1, float32 — with no epilogue or one unary post-op fa_pixconv applies (no residual, no binary
+ * operand): a matrix-vector product of our own (runtime/cpu/pixconv.h) on any layout l, in place
+ * of oneDNN's 1x1 convolution, whose setup was most of such a layer's time (MobileNetV3-small's
+ * squeeze-excitation layers 2.8-8 us, bench/README.md "One-pixel convolutions"). true when built
+ * (s->px; nothing of oneDNN's is). FA_PIXEL_CONV=0 in the environment keeps oneDNN's (the A/B). */
+static bool own_pixel(const fa_graph *g, const fa_node *n, dnnl_state *s, const fa_tensor *X, const fa_tensor *W,
+                      const fa_tensor *B, const fa_tensor *Y, int64_t group, const int64_t *k, const int64_t *pl,
+                      const int64_t *pr, int ns, fa_layout l)
+{
+    const char *env = getenv("FA_PIXEL_CONV");
+    if ((env && !strcmp(env, "0")) || !fa_pixconv_available()) return false;
+    if (group != 1 || X->dtype != FA_DTYPE_FLOAT || Y->dtype != FA_DTYPE_FLOAT || W->dtype != FA_DTYPE_FLOAT ||
+        (B && B->dtype != FA_DTYPE_FLOAT) || X->dims[0] != 1 || Y->dims[0] != 1)
+        return false;
+    for (int i = 0; i < ns; i++)
+        if (X->dims[2 + i] != 1 || Y->dims[2 + i] != 1 || k[i] != 1 || pl[i] != 0 || pr[i] != 0) return false;
+    int64_t cin = X->dims[1], cout = Y->dims[1];
+    if (W->dims[0] != cout || W->dims[1] != cin || (B && fa_tensor_numel(B) != cout)) return false;
+    fa_post_op ops[16];
+    char why[300];
+    int nops = 0;
+    if (!strcmp(n->domain, FA_FUSED_DOMAIN)) {
+        nops = fa_post_ops_of_node(n, ops, 16, why, sizeof why);
+        if (nops < 0 || !fa_pixconv_epilogue_ok(ops, nops)) return false;
+        if (n->n_inputs > 3) return false; /* an operand beyond X, W, B: not this kernel's */
+    }
+    (void)g;
+    int64_t blk = fa_layout_channel_block(l), padded = (cout + blk - 1) / blk * blk;
+    fa_pixconv *p = fa_pixconv_create(cin, cout, padded, ops, nops);
+    if (!p) return false;
+    s->px = p;
+    s->px_bias = B != NULL;
+    snprintf(s->impl, sizeof s->impl, "fa:pixconv_avx512");
+    snprintf(s->name, sizeof s->name, "pixel-conv%s(%s)", nops ? "+post-ops" : "", fa_layout_name(l));
+    return true;
+}
+
 /* A Conv / FusedConv reading its input 0 and writing its output in the executor's blocked layout
  * (descriptors xb, yb), no reorder inside: full-shape post-op operands are read in that layout too
  * (the residual through the sum post-op, copied into dst first: the same layout, so the "reorder"
@@ -1053,6 +1102,10 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     }
     conv_pads(n, ns, in_sp, out_sp, k, st, dil, pl, pr, transposed);
     for (int i = 0; i < ns; i++) if (pl[i] < 0 || pr[i] < 0) return FA_OK;
+    if (!transposed && own_pixel(g, n, s, X, W, B, Y, group, k, pl, pr, ns, l)) {
+        *handled = true;
+        return FA_OK;
+    }
     dnnl_dims_t xd, yd, wd, bd, dd, std_, pld, prd;
     for (int i = 0; i < r; i++) { xd[i] = X->dims[i]; yd[i] = Y->dims[i]; }
     int64_t cout = Y->dims[1], cin = X->dims[1];

@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "graph/vmath.h"
-#include "graph/vmath512-inl.h"
+#include "epilogue512-inl.h"
 
 struct fa_dwconv {
     fa_dwconv_shape s;
@@ -84,27 +84,10 @@ void fa_dwconv_free(fa_dwconv *d)
     free(d);
 }
 
-/* The epilogue on one vector of sums (graph/post_op.h's definitions; the swish is
- * graph/vmath512.c's, as the unfused Sigmoid·x and the swish after oneDNN's convolution take). */
-static inline __m512 act16(const fa_dwconv *d, __m512 v)
-{
-    if (!d->has_act) return v;
-    switch (d->act) {
-    case FA_POST_OP_RELU: return _mm512_max_ps(v, _mm512_setzero_ps());
-    case FA_POST_OP_LEAKY_RELU: {
-        __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
-        return _mm512_mask_mul_ps(v, neg, v, _mm512_set1_ps(d->alpha));
-    }
-    case FA_POST_OP_CLIP: return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(d->alpha)), _mm512_set1_ps(d->beta));
-    case FA_POST_OP_HARD_SWISH: { /* x · min(max(x/6 + 1/2, 0), 1) (ONNX HardSwish) */
-        __m512 t = _mm512_fmadd_ps(v, _mm512_set1_ps(1.0f / 6.0f), _mm512_set1_ps(0.5f));
-        t = _mm512_min_ps(_mm512_max_ps(t, _mm512_setzero_ps()), _mm512_set1_ps(1.0f));
-        return _mm512_mul_ps(v, t);
-    }
-    case FA_POST_OP_SWISH: return _mm512_mul_ps(v, sigmoid16(_mm512_mul_ps(_mm512_set1_ps(d->alpha), v)));
-    default: return v;
-    }
-}
+/* The epilogue on one vector of sums (runtime/cpu/epilogue512-inl.h: graph/post_op.h's
+ * definitions; the swish is graph/vmath512.c's, as the unfused Sigmoid·x and the swish after
+ * oneDNN's convolution take). */
+static inline __m512 act16(const fa_dwconv *d, __m512 v) { return d->has_act ? fa_unary16(d->act, d->alpha, d->beta, v) : v; }
 
 /* One output row (batch image nb, channel block cb, output row oh) for a KH x KW kernel; KH and KW
  * are compile-time constants in the specialised copies below, so the window loops unroll. */

@@ -58,8 +58,8 @@ bool fa_cpu_gemv_available(void) { return gemv_isa() > 0; }
 void fa_cpu_gemv_force_isa(int isa) { g_forced = isa; }
 
 /* y[n] = B[n, :] · x for n in [n0, n1): four accumulators per row, a masked tail */
-__attribute__((target("avx512f"))) static void dot_rows(const float *x, const float *B, int64_t K, int64_t n0, int64_t n1,
-                                                        float *y)
+__attribute__((target("avx512f"))) void fa_cpu_gemv_dot_rows16(const float *x, const float *B, int64_t K, int64_t n0,
+                                                               int64_t n1, float *y)
 {
     for (int64_t n = n0; n < n1; n++) {
         const float *w = B + n * K;
@@ -161,7 +161,7 @@ typedef void (*axpy_fn)(const float *, const float *, int64_t, int64_t, int64_t,
 static void gemv_product(const float *x, const float *B, int64_t K, int64_t N, bool rows, int threads, float *partial, float *y)
 {
     bool wide = gemv_isa() == 2;
-    dot_fn dot_rows_ = wide ? dot_rows : dot_rows8;
+    dot_fn dot_rows_ = wide ? fa_cpu_gemv_dot_rows16 : dot_rows8;
     axpy_fn axpy_cols_ = wide ? axpy_cols : axpy_cols8;
     int nt = threads > 1 && K * N >= GEMV_PAR_MIN_WEIGHTS ? threads : 1;
     if (rows) {

@@ -13,34 +13,8 @@
 #include "graph/post_op.h"
 #include "runtime/cpu/dwconv.h"
 #include "runtime/runtime.h"
+#include "epilogue_ref.h"
 #include "testutil.h"
-
-/* The epilogue in double, graph/post_op.h's definitions. */
-static double act_ref(const fa_post_op *op, double v)
-{
-    if (!op) return v;
-    switch (op->kind) {
-    case FA_POST_OP_RELU: return v > 0 ? v : 0;
-    case FA_POST_OP_LEAKY_RELU: return v < 0 ? op->alpha * v : v;
-    case FA_POST_OP_CLIP: return fmin(fmax(v, op->alpha), op->beta);
-    case FA_POST_OP_HARD_SWISH: return v * fmin(fmax(v / 6 + 0.5, 0), 1);
-    case FA_POST_OP_SWISH: return v / (1 + exp(-op->alpha * v));
-    default: fail_msg("unexpected post-op"); return 0;
-    }
-}
-
-/* How far the epilogue can stretch an error e of its input (its Lipschitz constant near the
- * values), plus the error of its own float evaluation relative to the result. */
-static double act_tol(const fa_post_op *op, double v, double e)
-{
-    if (!op) return e;
-    switch (op->kind) {
-    case FA_POST_OP_LEAKY_RELU: return e * fmax(1, fabs(op->alpha));
-    case FA_POST_OP_HARD_SWISH: return e * 1.5 + 2e-7 * fabs(act_ref(op, v));
-    case FA_POST_OP_SWISH: return e * 1.1 * fmax(1, fabs(op->alpha)) + 4e-7 * fabs(act_ref(op, v)) + 1e-30;
-    default: return e;
-    }
-}
 
 typedef struct dw_case {
     int64_t n, c, ih, iw;
@@ -50,7 +24,7 @@ typedef struct dw_case {
 /* One case: x, w, b uniform in [-1, 1) (x), [-0.5, 0.5) (w, b); the kernel on the nChw16c copy of x
  * against the direct sum: |y - ref| <= gamma_K (|w|.|x| + |b|) + u |ref| before the epilogue (K =
  * k^2 + 1 terms, Higham, "Accuracy and Stability of Numerical Algorithms", 2nd ed., Lemma 3.1), then
- * through it (act_tol); the padded channel tail's outputs are act(0) = 0 for every epilogue here. */
+ * through it (epilogue_tol); the padded channel tail's outputs are act(0) = 0 for every epilogue here. */
 static void run_case(const dw_case *c, const fa_post_op *op, bool with_bias)
 {
     int64_t oh = (c->ih + 2 * c->p - c->k) / c->s + 1, ow = (c->iw + 2 * c->p - c->k) / c->s + 1, cb = (c->c + 15) / 16;
@@ -94,7 +68,7 @@ static void run_case(const dw_case *c, const fa_post_op *op, bool with_bias)
                             ref += a * v;
                             mag += fabs(a * v);
                         }
-                    double want = act_ref(op, ref), tol = act_tol(op, ref, gamma * mag + u * fabs(ref));
+                    double want = epilogue_ref(op, ref), tol = epilogue_tol(op, ref, gamma * mag + u * fabs(ref));
                     maxabs = fmax(maxabs, fabs(want));
                     if (!(fabs(got - want) <= tol))
                         fail_msg("n%lld c%lld %lldx%lld k%d s%d p%d %s: y[%lld,%lld,%lld,%lld] = %.9g, want %.9g (error %.3g > %.3g)",
