@@ -4,7 +4,9 @@
 # FA_CONV_TACTIC=direct (the plan's 3x3 convolutions direct only, the unfused baseline's plain
 # NCHW) against FA_CONV_TACTIC=measured (the default: both measured per convolution); with
 # VARIANTS="FA_PIXEL_CONV=0 FA_PIXEL_CONV=1" oneDNN's one-pixel convolutions against ours
-# (docs/runtime.md "Kernels on cpu"),
+# (docs/runtime.md "Kernels on cpu"); a setting FA=PATH runs that binary instead (two builds:
+# VARIANTS="FA=/tmp/base/build/fuse-advise FA=build/fuse-advise", the base a `git worktree` of the
+# commit to compare with, built the same way),
 # one process per run, the two alternating ROUNDS times (the first of each pair swapping) so
 # that both see the same machine. Prints per model and setting each run's end-to-end figures as
 # run's answer states them (the applier's paired baseline and fused medians and the speedup), the
@@ -39,7 +41,9 @@ for m in $MODELS; do
       out=$tmp/$name-$t-$r
       setting=$va
       [ "$t" = a ] || setting=$vb
-      env "$setting" "$FA" run "$m" "${shape[@]}" --iters "$ITERS" --threads "$THREADS" --db "$out.db" --out "$out" \
+      bin=$FA
+      case $setting in FA=*) bin=${setting#FA=} ;; esac
+      env "$setting" "$bin" run "$m" "${shape[@]}" --iters "$ITERS" --threads "$THREADS" --db "$out.db" --out "$out" \
         > "$out.txt" 2> "$out.err" || { echo "$name $setting round $r: run failed"; tail -3 "$out.err"; continue; }
       e2e=$(grep -m1 '^End to end' "$out.txt" | sed 's/ (benchmark medians.*//')
       lay=$(grep -m1 '^plan layout' "$out.txt" | cut -d, -f1)

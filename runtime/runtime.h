@@ -96,8 +96,9 @@ typedef enum fa_conv_tactic {
                                   sub-graphs, the probe, the whole fused model) agrees */
     FA_CONV_TACTIC_WINOGRAD,   /* Winograd wherever it exists, else direct (tests, benchmarks) */
     FA_CONV_TACTIC_REORDER,    /* plain executors: every unfused 2-D Conv reordered inside where
-                                  oneDNN prefers another layout; blocked ones: direct (tests,
-                                  benchmarks) */
+                                  oneDNN prefers another layout; blocked ones: every ungrouped
+                                  2-D convolution so, where oneDNN prefers another layout than the
+                                  executor's, the rest direct (tests, benchmarks) */
     FA_CONV_TACTIC_OWN,        /* blocked executors: every depthwise convolution our kernel takes
                                   (runtime/cpu/dwconv.h) run by it, the rest direct; plain ones:
                                   direct (benchmarks, tests). Not part of MEASURED: no end-to-end gain

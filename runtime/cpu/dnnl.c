@@ -1073,6 +1073,60 @@ static fa_status conv_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa_no
     return FA_OK;
 }
 
+/* A convolution of a blocked executor (input 0 in layout in0, output in l: descriptors xb, yb; s
+ * holds oneDNN's direct kernel on them, built), under FA_CONV_TACTIC_REORDER: the same convolution
+ * with its activations reordered inside, from xb and back to yb, to the layout oneDNN prefers for
+ * it (format_tag_any: its brgemm convolution on nhwc where AVX-512 has it), as conv_reorder_inside
+ * does for a plain executor, replaces it wherever it is built. Why it exists: oneDNN 2.6's direct
+ * kernel on nChw16c ran ResNet-50's stride-2 3x3 convolutions far from the machine's peak
+ * (layer4.0.conv2, 256 channels 14x14 -> 7x7: 1.20 ms in the fused model, 175 GFLOP/s) where the
+ * reordered build took 0.79-0.85 ms. Why MEASURED does not take it: the brgemm kernel's summation
+ * order on BN-folded weights put one element of light_resnet50's stride-2 conv+bn 1.05x past the
+ * applier's probabilistic verification bound (applier/bound.c: 52.6 on 1.06e6, a 2308-deep
+ * reduction), and the cluster was rejected as wrong; a default must not trade the verification
+ * for speed (docs/runtime.md "Convolution tactics"). Declines (s unchanged) where oneDNN prefers
+ * the executor's own layout, where a full-shape operand or the residual is not an activation the
+ * executor keeps in l (as blocked_conv), and for grouped convolutions. */
+static fa_status blocked_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, int r,
+                                        const dnnl_dims_t xd, const dnnl_dims_t yd, const dnnl_memory_desc_t *xb,
+                                        const dnnl_memory_desc_t *yb, const dnnl_memory_desc_t *wmd,
+                                        const dnnl_memory_desc_t *wany, const dnnl_memory_desc_t *bptr,
+                                        const dnnl_dims_t std_, const dnnl_dims_t dd, const dnnl_dims_t pld,
+                                        const dnnl_dims_t prd, const fa_tensor *W, const fa_tensor *Y, int64_t group,
+                                        fa_layout l, fa_layout in0, fa_conv_tactic tactic)
+{
+    if (tactic != FA_CONV_TACTIC_REORDER || r != 4 || group != 1) return FA_OK;
+    dnnl_state *a = calloc(1, sizeof *a);
+    if (!a) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    bool built = false;
+    fa_status fs = conv_reorder_inside(ctx, g, n, a, r, xd, yd, xb, yb, wmd, wany, bptr, std_, dd, pld, prd, W, Y, &built);
+    for (int b = 0; !fs && built && b < a->n_bin; b++)
+        if (a->bin_full[b] && !fa_layout_input_follows(g, n, a->bin_input[b])) built = false;
+    if (!fs && built && a->has_sum && !fa_layout_input_follows(g, n, a->sum_input)) built = false;
+    if (fs == FA_ERR_NOMEM) {
+        state_clear(a);
+        free(a);
+        return fs;
+    }
+    fa_ctx_clear(ctx); /* declined: direct stays */
+    if (fs || !built) {
+        state_clear(a);
+        free(a);
+        return FA_OK;
+    }
+    state_clear(s);
+    *s = *a;
+    free(a);
+    /* blocked_io named it from plain NCHW */
+    const dnnl_memory_desc_t *src_md = NULL, *dst_md = NULL;
+    char src_l[32] = "?", dst_l[32] = "?";
+    if (dnnl_memory_get_memory_desc(s->src, &src_md) == dnnl_success) layout_name(src_md, src_l, sizeof src_l);
+    if (dnnl_memory_get_memory_desc(s->dst, &dst_md) == dnnl_success) layout_name(dst_md, dst_l, sizeof dst_l);
+    snprintf(s->name, sizeof s->name, "dnnl:reorder(%s>%s)%s+convolution%s+reorder(%s>%s)", fa_layout_name(in0), src_l,
+             s->has_sum ? "+reorder(residual>dst)" : "", epilogue_label(s), dst_l, fa_layout_name(l));
+    return FA_OK;
+}
+
 static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, bool *handled, bool transposed,
                              fa_layout l, fa_layout in0, fa_conv_tactic tactic)
 {
@@ -1216,6 +1270,9 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         DNNL_CHECK(ctx, dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &xb, &wany,
                                                                    bptr, &yb, std_, dd, pld, prd));
         if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0)) goto fail;
+        fa_status rs = blocked_reorder_inside(ctx, g, n, s, r, xd, yd, &xb, &yb, &wmd, &wany, bptr, std_, dd, pld, prd, W, Y,
+                                              group, l, in0, tactic);
+        if (rs) return rs;
         if (ns == 2) own_depthwise(n, s, W, B, xd, yd, group, k, st, dil, pl, l, in0, tactic);
         *handled = true;
         return FA_OK;

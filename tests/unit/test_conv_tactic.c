@@ -246,6 +246,39 @@ static void test_plain_convolution_reordered_inside_by_measurement(void **s)
     }
 }
 
+/* A blocked executor's convolution (the fused plan's, nChw16c): REORDER takes the build with its
+ * activations reordered inside, from and back to the executor's layouts, wherever oneDNN prefers
+ * another one — on AVX-512 its brgemm convolution's nhwc — and the result, its ReLU post-op
+ * included, is within the bound; MEASURED keeps the direct kernel (the brgemm build once missed the
+ * applier's probabilistic bound: docs/runtime.md "Convolution tactics"). A 3x3 stride-2 and a 1x1
+ * stride-2 convolution (no Winograd for either). */
+static void test_blocked_convolution_reordered_inside_only_when_asked(void **s)
+{
+    (void)s;
+    for (int k = 1; k <= 3; k += 2) {
+        fa_ctx *ctx = fa_ctx_create();
+        float *w, *b;
+        fa_graph *g = conv_graph(ctx, k, 2, true, &w, &b);
+        fa_exec *ed = make(ctx, g, true, FA_CONV_TACTIC_DIRECT);
+        assert_null(strstr(kname(ed, g), "reorder("));
+        check_against_direct_sum(ctx, ed, g, k, 2, true, w, b);
+        fa_exec *er = make(ctx, g, true, FA_CONV_TACTIC_REORDER);
+        const char *rn = kname(er, g);
+        bool inside = !strncmp(rn, "dnnl:reorder(", 13) && strstr(rn, "+convolution+post-ops+reorder(") && strstr(rn, "nChw16c");
+        if (has_winograd_isa() && !inside) fail_msg("k %d: kernel '%s', reordered inside expected", k, rn);
+        check_against_direct_sum(ctx, er, g, k, 2, true, w, b);
+        fa_exec *em = make(ctx, g, true, FA_CONV_TACTIC_MEASURED);
+        assert_string_equal(kname(em, g), kname(ed, g));
+        fa_exec_free(em);
+        fa_exec_free(er);
+        fa_exec_free(ed);
+        fa_graph_free(g);
+        free(w);
+        free(b);
+        fa_ctx_free(ctx);
+    }
+}
+
 /* The options every timed executor starts from ask the measured tactic, and nothing else: two
  * executors made from them, one plain (the baseline's) and one for the same convolution in
  * another place, run the same kernel. */
@@ -304,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_winograd_never_for_other_convolutions_or_the_baseline),
         cmocka_unit_test(test_measured_decides_once_per_signature),
         cmocka_unit_test(test_plain_convolution_reordered_inside_by_measurement),
+        cmocka_unit_test(test_blocked_convolution_reordered_inside_only_when_asked),
         cmocka_unit_test(test_timed_executors_start_from_measured_options),
         cmocka_unit_test(test_environment_overrides_the_option),
     };
