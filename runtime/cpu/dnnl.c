@@ -753,11 +753,13 @@ static fa_status blocked_io(fa_ctx *ctx, dnnl_state *s, const dnnl_memory_desc_t
         DNNL_CHECK(ctx, dnnl_memory_create(&s->sum_user, ymd, g_engine, DNNL_MEMORY_NONE));
         if (make_reorder(ctx, ymd, dst_md, &s->r_sum)) return fa_ctx_status(ctx);
     }
-    char src_l[32], dst_l[32];
+    char x_l[32], src_l[32], dst_l[32], y_l[32]; /* the user layouts too: plain NCHW, or a blocked executor's */
+    layout_name(xmd, x_l, sizeof x_l);
     layout_name(src_md, src_l, sizeof src_l);
     layout_name(dst_md, dst_l, sizeof dst_l);
-    snprintf(s->name, sizeof s->name, "dnnl:reorder(nchw>%s)%s+convolution%s+reorder(%s>nchw)", src_l,
-             s->has_sum ? "+reorder(residual>dst)" : "", epilogue_label(s), dst_l);
+    layout_name(ymd, y_l, sizeof y_l);
+    snprintf(s->name, sizeof s->name, "dnnl:reorder(%s>%s)%s+convolution%s+reorder(%s>%s)", x_l, src_l,
+             s->has_sum ? "+reorder(residual>dst)" : "", epilogue_label(s), dst_l, y_l);
     s->blocked = true;
     return FA_OK;
 fail:
@@ -961,7 +963,7 @@ static void own_depthwise(const fa_node *n, dnnl_state *s, const fa_tensor *W, c
  * of oneDNN's 1x1 convolution, whose setup was most of such a layer's time (MobileNetV3-small's
  * squeeze-excitation layers 2.8-8 us, bench/README.md "One-pixel convolutions"). true when built
  * (s->px; nothing of oneDNN's is). FA_PIXEL_CONV=0 in the environment keeps oneDNN's (the A/B). */
-static bool own_pixel(const fa_graph *g, const fa_node *n, dnnl_state *s, const fa_tensor *X, const fa_tensor *W,
+static bool own_pixel(const fa_node *n, dnnl_state *s, const fa_tensor *X, const fa_tensor *W,
                       const fa_tensor *B, const fa_tensor *Y, int64_t group, const int64_t *k, const int64_t *pl,
                       const int64_t *pr, int ns, fa_layout l)
 {
@@ -982,7 +984,6 @@ static bool own_pixel(const fa_graph *g, const fa_node *n, dnnl_state *s, const 
         if (nops < 0 || !fa_pixconv_epilogue_ok(ops, nops)) return false;
         if (n->n_inputs > 3) return false; /* an operand beyond X, W, B: not this kernel's */
     }
-    (void)g;
     int64_t blk = fa_layout_channel_block(l), padded = (cout + blk - 1) / blk * blk;
     fa_pixconv *p = fa_pixconv_create(cin, cout, padded, ops, nops);
     if (!p) return false;
@@ -991,6 +992,17 @@ static bool own_pixel(const fa_graph *g, const fa_node *n, dnnl_state *s, const 
     snprintf(s->impl, sizeof s->impl, "fa:pixconv_avx512");
     snprintf(s->name, sizeof s->name, "pixel-conv%s(%s)", nops ? "+post-ops" : "", fa_layout_name(l));
     return true;
+}
+
+/* What a blocked executor's convolution built in s reads in full shape that the executor does not
+ * keep in its layout (fa_layout_input_follows: a constant), named; NULL when nothing: its
+ * full-shape binary operands and its residual must be activations in the layout. */
+static const char *operand_off_layout(const fa_graph *g, const fa_node *n, const dnnl_state *s)
+{
+    for (int b = 0; b < s->n_bin; b++)
+        if (s->bin_full[b] && !fa_layout_input_follows(g, n, s->bin_input[b])) return "a full-shape constant post-op operand";
+    if (s->has_sum && !fa_layout_input_follows(g, n, s->sum_input)) return "a constant residual";
+    return NULL;
 }
 
 /* A Conv / FusedConv reading its input 0 and writing its output in the executor's blocked layout
@@ -1005,13 +1017,8 @@ static fa_status blocked_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, 
 {
     dnnl_primitive_attr_t attr = NULL;
     fa_status fs = build_post_ops(ctx, g, n, Y, s, yb, &attr);
-    if (!fs) {
-        for (int b = 0; b < s->n_bin && !fs; b++)
-            if (s->bin_full[b] && !fa_layout_input_follows(g, n, s->bin_input[b]))
-                fs = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a full-shape constant post-op operand", n->name);
-        if (!fs && s->has_sum && !fa_layout_input_follows(g, n, s->sum_input))
-            fs = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': a constant residual", n->name);
-    }
+    const char *stray = fs ? NULL : operand_off_layout(g, n, s);
+    if (stray) fs = fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': %s", n->name, stray);
     if (!fs) fs = finish_prim(ctx, s, cd, wmd, W, attr);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (fs) return fs;
@@ -1093,37 +1100,23 @@ static fa_status blocked_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa
                                         const dnnl_memory_desc_t *wany, const dnnl_memory_desc_t *bptr,
                                         const dnnl_dims_t std_, const dnnl_dims_t dd, const dnnl_dims_t pld,
                                         const dnnl_dims_t prd, const fa_tensor *W, const fa_tensor *Y, int64_t group,
-                                        fa_layout l, fa_layout in0, fa_conv_tactic tactic)
+                                        fa_conv_tactic tactic)
 {
     if (tactic != FA_CONV_TACTIC_REORDER || r != 4 || group != 1) return FA_OK;
     dnnl_state *a = calloc(1, sizeof *a);
     if (!a) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     bool built = false;
     fa_status fs = conv_reorder_inside(ctx, g, n, a, r, xd, yd, xb, yb, wmd, wany, bptr, std_, dd, pld, prd, W, Y, &built);
-    for (int b = 0; !fs && built && b < a->n_bin; b++)
-        if (a->bin_full[b] && !fa_layout_input_follows(g, n, a->bin_input[b])) built = false;
-    if (!fs && built && a->has_sum && !fa_layout_input_follows(g, n, a->sum_input)) built = false;
-    if (fs == FA_ERR_NOMEM) {
+    if (fs || !built || operand_off_layout(g, n, a)) { /* declined: direct stays */
         state_clear(a);
         free(a);
-        return fs;
-    }
-    fa_ctx_clear(ctx); /* declined: direct stays */
-    if (fs || !built) {
-        state_clear(a);
-        free(a);
+        if (fs == FA_ERR_NOMEM) return fs;
+        fa_ctx_clear(ctx);
         return FA_OK;
     }
     state_clear(s);
-    *s = *a;
+    *s = *a; /* named by blocked_io from xb and yb */
     free(a);
-    /* blocked_io named it from plain NCHW */
-    const dnnl_memory_desc_t *src_md = NULL, *dst_md = NULL;
-    char src_l[32] = "?", dst_l[32] = "?";
-    if (dnnl_memory_get_memory_desc(s->src, &src_md) == dnnl_success) layout_name(src_md, src_l, sizeof src_l);
-    if (dnnl_memory_get_memory_desc(s->dst, &dst_md) == dnnl_success) layout_name(dst_md, dst_l, sizeof dst_l);
-    snprintf(s->name, sizeof s->name, "dnnl:reorder(%s>%s)%s+convolution%s+reorder(%s>%s)", fa_layout_name(in0), src_l,
-             s->has_sum ? "+reorder(residual>dst)" : "", epilogue_label(s), dst_l, fa_layout_name(l));
     return FA_OK;
 }
 
@@ -1156,7 +1149,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
     }
     conv_pads(n, ns, in_sp, out_sp, k, st, dil, pl, pr, transposed);
     for (int i = 0; i < ns; i++) if (pl[i] < 0 || pr[i] < 0) return FA_OK;
-    if (!transposed && own_pixel(g, n, s, X, W, B, Y, group, k, pl, pr, ns, l)) {
+    if (!transposed && own_pixel(n, s, X, W, B, Y, group, k, pl, pr, ns, l)) {
         *handled = true;
         return FA_OK;
     }
@@ -1271,7 +1264,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
                                                                    bptr, &yb, std_, dd, pld, prd));
         if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0)) goto fail;
         fa_status rs = blocked_reorder_inside(ctx, g, n, s, r, xd, yd, &xb, &yb, &wmd, &wany, bptr, std_, dd, pld, prd, W, Y,
-                                              group, l, in0, tactic);
+                                              group, tactic);
         if (rs) return rs;
         if (ns == 2) own_depthwise(n, s, W, B, xd, yd, group, k, st, dil, pl, l, in0, tactic);
         *handled = true;

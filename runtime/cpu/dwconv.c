@@ -27,16 +27,8 @@ bool fa_dwconv_available(void) { return fa_vmath512_available(); }
 
 bool fa_dwconv_epilogue_ok(const fa_post_op *ops, int n_ops)
 {
-    if (n_ops == 0) return true;
-    if (n_ops != 1) return false;
-    switch (ops[0].kind) {
-    case FA_POST_OP_RELU:
-    case FA_POST_OP_LEAKY_RELU:
-    case FA_POST_OP_CLIP:
-    case FA_POST_OP_HARD_SWISH:
-    case FA_POST_OP_SWISH: return true;
-    default: return false;
-    }
+    /* fa_unary16's kinds but the sigmoid (a depthwise convolution's epilogue is never one alone) */
+    return n_ops == 0 || (n_ops == 1 && ops && fa_unary16_has(ops[0].kind) && ops[0].kind != FA_POST_OP_SIGMOID);
 }
 
 fa_dwconv *fa_dwconv_create(const fa_dwconv_shape *sh, const float *w, const float *b, const fa_post_op *ops, int n_ops)
