@@ -154,6 +154,10 @@ typedef struct fa_generated {
 fa_status fa_apply_generate_batch(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, const fa_plan *p,
                                   const int *ci, int n, fa_layout plan_layout, const fa_fused_compile_options *co,
                                   const char *out_dir, fa_generated *out);
+/* Rebuilds of a cluster whose fused kernel failed verification on an algorithm a convolution
+ * tactic chose (fa_exec_veto_measured_tactics): two, for the two alternatives a blocked
+ * convolution has to its direct kernel (Winograd, then the build reordered inside). */
+#define FA_APPLY_TACTIC_RETRIES 2
 /* Tensors captured from the unfused run, by tensor id of the original graph g (judge.c). */
 typedef struct fa_value_map {
     const fa_graph *g;  /* names/ids of the original graph */

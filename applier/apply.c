@@ -612,7 +612,39 @@ static bool prepare_cluster(const fa_graph *g, const fa_plan *p, const fa_cluste
         int iu = out_index(t->gu, g->tensors[c->outputs[k]]->name);
         ref[k] = iu >= 0 ? fa_exec_output(t->eu, iu) : NULL;
     }
+    fa_cluster_status st0 = v->status;
+    const char *reason0 = v->reason;
     bool verified = ref && verify_cluster(cctx, g, res, c, v, opt, vm, t->gu, ref, t->gf, t->ef, t->tag, sizeof t->tag, &cs);
+    /* A kernel whose algorithm a tactic chose among equivalent ones that round differently
+     * (Winograd, or a convolution reordered inside to oneDNN's brgemm kernel: docs/runtime.md
+     * "Convolution tactics") put the fused result past the bound: that choice is vetoed for its
+     * signature (the whole fused model built later takes the direct kernel too) and the cluster
+     * rebuilt and verified again by the same rule — the bound is not loosened, the kernel the
+     * check has always accepted is used instead. A rebuilt executor may take another tactic
+     * (Winograd vetoed, the reordered build measured next): at most FA_APPLY_TACTIC_RETRIES. */
+    char first[700] = "";
+    for (int retry = 0; ref && !verified && !cs && retry < FA_APPLY_TACTIC_RETRIES &&
+                        v->status == FA_CLUSTER_REJECTED_VERIFY && fa_exec_veto_measured_tactics(t->ef) > 0;
+         retry++) {
+        if (!first[0]) snprintf(first, sizeof first, "%s", v->reason ? v->reason : "");
+        v->status = st0;
+        v->reason = reason0;
+        fa_exec_free(t->ef);
+        t->ef = NULL;
+        cs = make_exec(cctx, t->gf, kt, opt->threads, true, t->in_l, t->out_l, &t->ef);
+        if (!cs) cs = fa_value_map_set_inputs(cctx, t->ef, t->gf, vm);
+        if (!cs) cs = fa_exec_run(cctx, t->ef, NULL);
+        char tag2[sizeof t->tag] = "";
+        verified = !cs && verify_cluster(cctx, g, res, c, v, opt, vm, t->gu, ref, t->gf, t->ef, tag2, sizeof tag2, &cs);
+        size_t n2 = strlen(tag2);
+        if (n2 >= 2 && !strcmp(tag2 + n2 - 2, "; ")) tag2[n2 - 2] = 0; /* the sentence goes on below */
+        if (verified)
+            snprintf(t->tag, sizeof t->tag, "%s (with oneDNN's direct convolution: the algorithm a tactic chose for it was "
+                     "not within the bound and was vetoed); ", tag2[0] ? tag2 : "verified");
+    }
+    if (first[0] && !verified && !cs)
+        fa_apply_set_reason(res, v, "%s; also with oneDNN's direct convolution, after the algorithm a tactic chose failed first: "
+                            "%.600s", v->reason ? v->reason : "", first);
     free(ref);
     if (!verified || cs) {
         if (cs) {

@@ -212,6 +212,11 @@ const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n)
     return e->t->exec->exec_kernel_impl ? e->t->exec->exec_kernel_impl(e->state, n) : NULL;
 }
 
+int fa_exec_veto_measured_tactics(fa_exec *e)
+{
+    return e && e->t->exec->exec_veto_tactics ? e->t->exec->exec_veto_tactics(e->state) : 0;
+}
+
 int fa_exec_reorders(const fa_exec *e)
 {
     return e->t->exec->exec_reorders ? e->t->exec->exec_reorders(e->state) : 0;

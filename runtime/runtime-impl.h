@@ -49,6 +49,8 @@ typedef struct fa_target_exec_i {
     const char *(*exec_kernel_impl)(const void *state, const fa_node *n);
     /* (optional) reorder kernels per run (fa_exec_reorders); NULL = every tensor plain */
     int (*exec_reorders)(const void *state);
+    /* (optional) fa_exec_veto_measured_tactics; NULL: no kernel of the target chooses a tactic */
+    int (*exec_veto_tactics)(void *state);
     int (*exec_threads)(const void *state);
     /* fa_target_supports_node. */
     bool (*supports_node)(const fa_graph *g, const fa_node *n, char *why, size_t why_cap);
@@ -125,6 +127,7 @@ uint64_t fa_cpu_exec_peak_bytes(const void *state);
 const char *fa_cpu_exec_kernel_name(const void *state, const fa_node *n);
 const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n);
 int fa_cpu_exec_reorders(const void *state);
+int fa_cpu_exec_veto_tactics(void *state);
 int fa_cpu_exec_threads(const void *state);
 
 /* The cpu target's ceilings (runtime/cpu/ceilings.c): its measure_ceilings slot, and the cache
@@ -225,5 +228,16 @@ fa_layout fa_cpu_preferred_layout(const fa_graph *g, const fa_node *n, fa_layout
 fa_status fa_cpu_reorder_kernel(fa_ctx *ctx, const fa_value *v, fa_layout from, fa_layout to, fa_custom_kernel *out);
 /* oneDNN library version string, e.g. "oneDNN 2.6.3". */
 const char *fa_dnnl_version(void);
+/* When k is a oneDNN convolution kernel whose measured tactic reordered its activations inside
+ * (runtime/cpu/dnnl.c blocked_reorder_inside, FA_CONV_TACTIC_MEASURED), that decision for its
+ * signature becomes "direct" for the rest of the process: executors created afterwards build the
+ * direct kernel there. k itself is unchanged (the caller frees and rebuilds its executor).
+ * Returns 1 when vetoed, 0 for any other kernel (NULL included). Thread-safe (the memo's lock). */
+int fa_dnnl_kernel_veto_tactic(fa_kernel *k);
+/* Test hook (tests/e2e/test_verify_bound.c): while on, every oneDNN convolution kernel whose
+ * algorithm a tactic chose (Winograd, or reordered inside: the kernels fa_dnnl_kernel_veto_tactic
+ * vetoes) adds 1.0 to its first output element — a wrong kernel the applier's verification must
+ * catch and its veto must replace. Off by default; nothing outside the tests turns it on. */
+void fa_dnnl_test_tactic_defect(bool on);
 
 #endif

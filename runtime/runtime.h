@@ -204,6 +204,15 @@ const char *fa_exec_kernel_impl(const fa_exec *e, const fa_node *n);
  * ends in a reorder (graph outputs and position-indexed kernels read plain), so > 0 means the
  * executor's layouts differ from the plain baseline's. */
 int fa_exec_reorders(const fa_exec *e);
+/* The applier's answer to a fused sub-graph that failed verification: every kernel of e whose
+ * algorithm a measurement chose among equivalent ones that round differently (cpu: a blocked
+ * convolution reordered inside to oneDNN's brgemm kernel, FA_CONV_TACTIC_MEASURED; docs/runtime.md
+ * "Convolution tactics") has that choice turned into the default algorithm for its signature, for
+ * the rest of the process, so that executors created afterwards (the cluster's rebuilt one, the
+ * whole fused model's) run the kernel the verification has always accepted. e is unchanged: free
+ * it and create it again. Returns how many kernels were vetoed (0: none of e's kernels chose one,
+ * and rebuilding would change nothing). */
+int fa_exec_veto_measured_tactics(fa_exec *e);
 
 /* The layouts a fused plan's convolution regions can take on target t on this machine
  * (fa_exec_options.plan_layout). deflt: the one taken unless the plan chose another (cpu:

@@ -201,6 +201,10 @@ typedef struct dnnl_state {
      * the node's inputs 1 and 2 at each run */
     fa_pixconv *px;
     bool px_bias;
+    /* The tactic memo's key of a blocked convolution that FA_CONV_TACTIC_MEASURED reordered inside
+     * (blocked_reorder_inside), malloc'd; NULL otherwise. fa_dnnl_kernel_veto_tactic turns that
+     * decision into "direct" for the rest of the process. */
+    char *tactic_key;
 } dnnl_state;
 
 /* Release everything a creation attempt made and zero the state (create_conv retries plain). */
@@ -230,6 +234,7 @@ static void state_clear(dnnl_state *s)
     free(s->scratch_buf);
     fa_dwconv_free(s->dw);
     fa_pixconv_free(s->px);
+    free(s->tactic_key);
     memset(s, 0, sizeof *s);
 }
 
@@ -362,6 +367,15 @@ static const char *epilogue_label(const dnnl_state *s)
     return lib && s->swish_after ? "+post-ops+swish" : lib ? "+post-ops" : s->swish_after ? "+swish" : "";
 }
 
+/* fa_dnnl_test_tactic_defect (tests only): every kernel whose algorithm a tactic chose adds 1 to
+ * its first output element. */
+static _Atomic bool g_test_tactic_defect;
+
+void fa_dnnl_test_tactic_defect(bool on)
+{
+    g_test_tactic_defect = on;
+}
+
 static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in,
                           fa_value *out, int n_out, int threads)
 {
@@ -423,6 +437,7 @@ static fa_status run_prim(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
         DNNL_CHECK(ctx, dnnl_primitive_execute(s->r_dst, g_stream, 2, ra));
     }
     DNNL_CHECK(ctx, dnnl_stream_wait(g_stream));
+    if (g_test_tactic_defect && s->tactic_key) ((float *)out[0].data)[0] += 1.0f; /* test hook: a tactic's wrong result */
     if (s->kind == 3 && (s->alpha != 1.0f || s->c_input >= 0)) {
         /* Y = alpha * (A B) + beta * C, C unidirectionally broadcast to [M, N] (ONNX Gemm). */
         float *y = out[0].data;
@@ -781,13 +796,24 @@ fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked)
 }
 
 /* One decision per convolution signature per process (FA_CONV_TACTIC_MEASURED): the key names
- * the threads, shapes, pads, layouts and post-ops (the stride and kernel size are those Winograd
- * takes: 1 and 3x3); the value 1 Winograd, 0 direct. A full table
- * decides again (a measurement, never a wrong result). */
-enum { TACTIC_MEMO_CAP = 512, TACTIC_KEY_MAX = 320 };
+ * the threads, shapes, pads, layouts and post-ops (a Winograd key: the stride and kernel size are
+ * those Winograd takes, 1 and 3x3; a reordered-inside key, "R ...", names them too); the value 1
+ * Winograd or reordered inside, 0 direct, TACTIC_VETOED direct because a kernel of the other
+ * algorithm failed the applier's verification (fa_dnnl_kernel_veto_tactic), which even
+ * FA_CONV_TACTIC_REORDER honours. A full table decides again (a measurement, never a wrong
+ * result) — except that a veto is not forgotten for want of room: it overwrites its entry, or
+ * slot 0. */
+enum { TACTIC_MEMO_CAP = 512, TACTIC_KEY_MAX = 320, TACTIC_VETOED = 2 };
+/* A blocked convolution is reordered inside (blocked_reorder_inside) only when that build ran
+ * under this share of the direct kernel's time: it was timed alone, warm, where in the model its
+ * two extra reorders write and read buffers the model's other kernels have evicted. ResNet-18's
+ * stride-2 3x3 convolutions measured 1-5 % faster reordered inside, and the fused model took
+ * 1.02-1.21x as long with them in four alternated rounds; ResNet-50's layer4.0.conv2 measured
+ * 0.82x (bench/README.md, "Convolutions reordered inside"). */
+#define TACTIC_REORDER_MARGIN 0.9
 static struct {
     char key[TACTIC_KEY_MAX];
-    int winograd;
+    int winograd; /* 1: Winograd / reordered inside, 0: direct, TACTIC_VETOED */
 } g_tactic_memo[TACTIC_MEMO_CAP];
 static int g_tactic_memo_n;
 static pthread_mutex_t g_tactic_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -802,14 +828,27 @@ static int tactic_memo_get(const char *key)
     return v;
 }
 
-static void tactic_memo_put(const char *key, int winograd)
+/* key -> value: an existing entry is overwritten; a new one appended while there is room, else
+ * (force: a veto) written over slot 0 — a measured decision forgotten is measured again, a veto
+ * forgotten could bring back the kernel that failed verification. */
+static void tactic_memo_set(const char *key, int winograd, bool force)
 {
     pthread_mutex_lock(&g_tactic_lock);
-    if (g_tactic_memo_n < TACTIC_MEMO_CAP) {
-        snprintf(g_tactic_memo[g_tactic_memo_n].key, TACTIC_KEY_MAX, "%s", key);
-        g_tactic_memo[g_tactic_memo_n++].winograd = winograd;
+    int at = -1;
+    for (int i = 0; i < g_tactic_memo_n && at < 0; i++)
+        if (!strcmp(g_tactic_memo[i].key, key)) at = i;
+    if (at < 0 && g_tactic_memo_n < TACTIC_MEMO_CAP) at = g_tactic_memo_n++;
+    if (at < 0 && force) at = 0;
+    if (at >= 0) {
+        snprintf(g_tactic_memo[at].key, TACTIC_KEY_MAX, "%s", key);
+        g_tactic_memo[at].winograd = winograd;
     }
     pthread_mutex_unlock(&g_tactic_lock);
+}
+
+static void tactic_memo_put(const char *key, int winograd)
+{
+    tactic_memo_set(key, winograd, false);
 }
 
 /* Buffers of a state's primitive arguments for timing it at creation (zeros: a convolution's
@@ -909,11 +948,13 @@ static bool tactic_first_faster(dnnl_state *w, dnnl_state *d, double *w_ns, doub
 
 /* Two builds of one convolution measured (tactic_first_faster): the faster ends in s, the other's
  * resources released (a's struct itself stays the caller's to free); what_a / what_s name them in
- * the debug log. Returns whether a was the faster. */
-static bool keep_faster(fa_ctx *ctx, const fa_node *n, dnnl_state *s, dnnl_state *a, const char *what_a, const char *what_s)
+ * the debug log. a is kept only when its median is below margin x s's (1: whichever is faster).
+ * Returns whether a was kept. */
+static bool keep_faster_by(fa_ctx *ctx, const fa_node *n, dnnl_state *s, dnnl_state *a, const char *what_a, const char *what_s,
+                           double margin)
 {
     double a_ns = 0, s_ns = 0;
-    bool keep_a = tactic_first_faster(a, s, &a_ns, &s_ns);
+    bool keep_a = tactic_first_faster(a, s, &a_ns, &s_ns) && a_ns < margin * s_ns;
     fa_log(ctx, FA_LOG_DEBUG, "node '%s': %s %.1f us, %s %.1f us: %s kept", n->name, what_a, a_ns / 1e3, what_s, s_ns / 1e3,
            keep_a ? what_a : what_s);
     if (keep_a) {
@@ -923,6 +964,11 @@ static bool keep_faster(fa_ctx *ctx, const fa_node *n, dnnl_state *s, dnnl_state
         state_clear(a);
     }
     return keep_a;
+}
+
+static bool keep_faster(fa_ctx *ctx, const fa_node *n, dnnl_state *s, dnnl_state *a, const char *what_a, const char *what_s)
+{
+    return keep_faster_by(ctx, n, s, a, what_a, what_s, 1.0);
 }
 
 /* A depthwise 2-D convolution the executor keeps in nChw16c (s: oneDNN's direct primitive for it,
@@ -1081,28 +1127,47 @@ static fa_status conv_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa_no
 }
 
 /* A convolution of a blocked executor (input 0 in layout in0, output in l: descriptors xb, yb; s
- * holds oneDNN's direct kernel on them, built), under FA_CONV_TACTIC_REORDER: the same convolution
- * with its activations reordered inside, from xb and back to yb, to the layout oneDNN prefers for
- * it (format_tag_any: its brgemm convolution on nhwc where AVX-512 has it), as conv_reorder_inside
- * does for a plain executor, replaces it wherever it is built. Why it exists: oneDNN 2.6's direct
- * kernel on nChw16c ran ResNet-50's stride-2 3x3 convolutions far from the machine's peak
- * (layer4.0.conv2, 256 channels 14x14 -> 7x7: 1.20 ms in the fused model, 175 GFLOP/s) where the
- * reordered build took 0.79-0.85 ms. Why MEASURED does not take it: the brgemm kernel's summation
- * order on BN-folded weights put one element of light_resnet50's stride-2 conv+bn 1.05x past the
- * applier's probabilistic verification bound (applier/bound.c: 52.6 on 1.06e6, a 2308-deep
- * reduction), and the cluster was rejected as wrong; a default must not trade the verification
- * for speed (docs/runtime.md "Convolution tactics"). Declines (s unchanged) where oneDNN prefers
- * the executor's own layout, where a full-shape operand or the residual is not an activation the
- * executor keeps in l (as blocked_conv), and for grouped convolutions. */
+ * holds oneDNN's direct kernel on them, built): the same convolution with its activations
+ * reordered inside, from xb and back to yb, to the layout oneDNN prefers for it (format_tag_any:
+ * its brgemm convolution on nhwc where AVX-512 has it), as conv_reorder_inside does for a plain
+ * executor. Why it exists: oneDNN 2.6's direct kernel on nChw16c ran ResNet-50's stride-2 3x3
+ * convolutions far from the machine's peak (layer4.0.conv2, 256 channels 14x14 -> 7x7: 1.20 ms in
+ * the fused model, 175 GFLOP/s) where the reordered build took 0.79-0.85 ms.
+ * Under FA_CONV_TACTIC_REORDER it replaces the direct kernel wherever it is built. Under
+ * FA_CONV_TACTIC_MEASURED both are timed on the convolution's own shapes and post-ops
+ * (keep_faster), once per signature per process (the tactic memo, key "R ..."), and the faster
+ * kept; a reordered-inside kernel kept so carries its key (s->tactic_key), so that the applier can
+ * veto it when a cluster using it fails verification (fa_dnnl_kernel_veto_tactic): on
+ * light_resnet50 the brgemm kernel's summation order on BN-folded weights put one element of a
+ * stride-2 conv+bn 1.05x past the probabilistic verification bound (applier/bound.c: 52.6 on
+ * 1.06e6, a 2308-deep reduction) where the direct kernel's stays within it; the applier then
+ * rebuilds that cluster with the direct kernel and verifies it again (docs/runtime.md
+ * "Convolution tactics"). Declines (s unchanged) where oneDNN prefers the executor's own layout,
+ * where a full-shape operand or the residual is not an activation the executor keeps in l (as
+ * blocked_conv), and for grouped convolutions. */
 static fa_status blocked_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa_node *n, dnnl_state *s, int r,
                                         const dnnl_dims_t xd, const dnnl_dims_t yd, const dnnl_memory_desc_t *xb,
                                         const dnnl_memory_desc_t *yb, const dnnl_memory_desc_t *wmd,
                                         const dnnl_memory_desc_t *wany, const dnnl_memory_desc_t *bptr,
                                         const dnnl_dims_t std_, const dnnl_dims_t dd, const dnnl_dims_t pld,
                                         const dnnl_dims_t prd, const fa_tensor *W, const fa_tensor *Y, int64_t group,
-                                        fa_conv_tactic tactic)
+                                        fa_layout l, fa_layout in0, fa_conv_tactic tactic)
 {
-    if (tactic != FA_CONV_TACTIC_REORDER || r != 4 || group != 1) return FA_OK;
+    if ((tactic != FA_CONV_TACTIC_REORDER && tactic != FA_CONV_TACTIC_MEASURED) || r != 4 || group != 1) return FA_OK;
+    /* the signature: threads, shapes, kernel, strides, dilations, pads, layouts, post-ops */
+    char key[TACTIC_KEY_MAX];
+    const fa_attr *po = fa_node_attr(n, "post_op_kinds");
+    snprintf(key, sizeof key, "R t%d x%lldx%lldx%lldx%lld y%lldx%lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld "
+             "p%lld,%lld,%lld,%lld l%d,%d in%d po%d",
+             omp_get_max_threads(), (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], (long long)yd[1],
+             (long long)yd[2], (long long)yd[3], (long long)wmd->dims[2], (long long)wmd->dims[3], (long long)std_[0],
+             (long long)std_[1], (long long)dd[0], (long long)dd[1], (long long)pld[0], (long long)pld[1], (long long)prd[0],
+             (long long)prd[1], (int)l, (int)in0, n->n_inputs, po ? po->n : -1);
+    for (int i = 0; po && po->ints && i < po->n && strlen(key) + 24 < sizeof key; i++)
+        snprintf(key + strlen(key), sizeof key - strlen(key), ",%lld", (long long)po->ints[i]);
+    int memo = tactic_memo_get(key);
+    if (memo == TACTIC_VETOED || (memo == 0 && tactic == FA_CONV_TACTIC_MEASURED)) return FA_OK; /* direct */
+    if (tactic == FA_CONV_TACTIC_REORDER) memo = 1; /* asked for: built without a measurement */
     dnnl_state *a = calloc(1, sizeof *a);
     if (!a) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     bool built = false;
@@ -1112,6 +1177,19 @@ static fa_status blocked_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa
         free(a);
         if (fs == FA_ERR_NOMEM) return fs;
         fa_ctx_clear(ctx);
+        if (memo < 0) tactic_memo_put(key, 0);
+        return FA_OK;
+    }
+    a->tactic_key = strdup(key);
+    if (!a->tactic_key) {
+        state_clear(a);
+        free(a);
+        return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    }
+    if (memo < 0) { /* measured: the faster of the two kept, decided once */
+        bool keep = keep_faster_by(ctx, n, s, a, "reordered inside", "direct", TACTIC_REORDER_MARGIN);
+        tactic_memo_put(key, keep);
+        free(a);
         return FA_OK;
     }
     state_clear(s);
@@ -1215,7 +1293,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
                     st[1] == 1 && dil[0] == 1 && dil[1] == 1;
         char key[TACTIC_KEY_MAX] = "";
         int memo = -1;
-        if (wino && tactic == FA_CONV_TACTIC_MEASURED) {
+        if (wino) { /* the signature: measured once, or vetoed (fa_dnnl_kernel_veto_tactic) */
             const fa_attr *po = fa_node_attr(n, "post_op_kinds");
             snprintf(key, sizeof key, "t%d x%lldx%lldx%lldx%lld w%lld y%lld p%lld,%lld,%lld,%lld l%d,%d in%d po%d",
                      omp_get_max_threads(), /* the threads the executor set before creating its kernels */
@@ -1225,7 +1303,8 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
             for (int i = 0; po && po->ints && i < po->n && strlen(key) + 24 < sizeof key; i++)
                 snprintf(key + strlen(key), sizeof key - strlen(key), ",%lld", (long long)po->ints[i]);
             memo = tactic_memo_get(key);
-            wino = memo != 0;
+            wino = memo != TACTIC_VETOED && (memo != 0 || tactic != FA_CONV_TACTIC_MEASURED);
+            if (tactic != FA_CONV_TACTIC_MEASURED && memo != TACTIC_VETOED) memo = 1; /* asked for: no measurement */
         }
         if (wino) {
             fa_status ws = FA_OK;
@@ -1239,10 +1318,11 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
                 fa_ctx_clear(ctx);
                 state_clear(s);
                 wino = false;
-                if (key[0]) tactic_memo_put(key, 0);
+                if (key[0] && tactic == FA_CONV_TACTIC_MEASURED) tactic_memo_put(key, 0);
             }
+            if (wino && !(s->tactic_key = strdup(key))) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
         }
-        if (wino && memo < 0 && key[0]) { /* measured: direct beside it, both timed, the faster kept */
+        if (wino && memo < 0) { /* measured: direct beside it, both timed, the faster kept */
             dnnl_state *d = calloc(1, sizeof *d);
             if (!d) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
             bool keep_wino = true;
@@ -1264,7 +1344,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
                                                                    bptr, &yb, std_, dd, pld, prd));
         if (blocked_conv(ctx, g, n, s, &cd, &wmd, W, Y, &yb, l, in0)) goto fail;
         fa_status rs = blocked_reorder_inside(ctx, g, n, s, r, xd, yd, &xb, &yb, &wmd, &wany, bptr, std_, dd, pld, prd, W, Y,
-                                              group, tactic);
+                                              group, l, in0, tactic);
         if (rs) return rs;
         if (ns == 2) own_depthwise(n, s, W, B, xd, yd, group, k, st, dil, pl, l, in0, tactic);
         *handled = true;
@@ -1689,6 +1769,15 @@ static fa_status kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
         k.name = conv ? "dnnl:convolution" : deconv ? "dnnl:deconvolution" : mm ? "dnnl:matmul" : "dnnl:gemm";
     *out = k;
     return FA_OK;
+}
+
+int fa_dnnl_kernel_veto_tactic(fa_kernel *k)
+{
+    if (!k || k->destroy != state_destroy || !k->state) return 0;
+    dnnl_state *s = k->state;
+    if (!s->tactic_key) return 0;
+    tactic_memo_set(s->tactic_key, TACTIC_VETOED, true);
+    return 1;
 }
 
 fa_status fa_dnnl_kernel_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, int threads, fa_conv_tactic tactic,

@@ -1083,6 +1083,14 @@ const char *fa_cpu_exec_kernel_impl(const void *state, const fa_node *n)
     return ((const cpu_exec *)state)->kernels[n->id].impl;
 }
 
+int fa_cpu_exec_veto_tactics(void *state)
+{
+    cpu_exec *e = state;
+    int n = 0;
+    for (int i = 0; e && e->kernels && i < e->g->n_nodes; i++) n += fa_dnnl_kernel_veto_tactic(&e->kernels[i]);
+    return n;
+}
+
 int fa_cpu_exec_reorders(const void *state)
 {
     return ((const cpu_exec *)state)->lp.n_reorders;

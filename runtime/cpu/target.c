@@ -165,6 +165,7 @@ static const fa_target_exec_i cpu_exec = {
     .exec_kernel_name = fa_cpu_exec_kernel_name,
     .exec_kernel_impl = fa_cpu_exec_kernel_impl,
     .exec_reorders = fa_cpu_exec_reorders,
+    .exec_veto_tactics = fa_cpu_exec_veto_tactics,
     .exec_threads = fa_cpu_exec_threads,
     .supports_node = cpu_supports_node,
     .preferred_layout = fa_cpu_preferred_layout, /* read only when fa_exec_options.blocked_layouts */

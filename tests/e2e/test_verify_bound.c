@@ -14,6 +14,7 @@
 #include "advisor/advisor.h"
 #include "applier/applier-impl.h"
 #include "applier/applier.h"
+#include "runtime/runtime-impl.h"
 #include "runtime/runtime.h"
 #include "testutil.h"
 
@@ -650,6 +651,44 @@ static void test_an_elementwise_op_without_a_row_is_an_error(void **state)
     fa_ctx_free(ctx);
 }
 
+/* A fused convolution whose algorithm a tactic chose (Winograd, or reordered inside to the brgemm
+ * kernel: FA_CONV_TACTIC=reorder asks for both, Winograd first) and that fails verification —
+ * the test hook makes every such kernel add 1 to its first output element — is not rejected as
+ * wrong while the direct kernel verifies: the applier vetoes the tactic for that signature,
+ * rebuilds the cluster (twice here: Winograd vetoed, then the reordered build) and verifies it
+ * by the same bound, and the reason says so. Where the CPU has neither alternative (no AVX-512),
+ * the direct kernel verifies at once. Runs last: the veto lasts the process. */
+static void test_apply_vetoes_a_tactic_that_fails_verification(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    static params p;
+    make_params(&p);
+    fa_graph *g = conv_bn_add_relu(ctx, &p);
+    int epi;
+    fa_plan *plan = advise_epilogue(ctx, g, &epi);
+    fa_apply_options opt;
+    apply_options_small(&opt);
+    assert_int_equal(setenv("FA_CONV_TACTIC", "reorder", 1), 0);
+    fa_dnnl_test_tactic_defect(true);
+    fa_apply_result *res = NULL;
+    fa_status st = fa_apply(ctx, g, plan, &opt, &res);
+    fa_dnnl_test_tactic_defect(false);
+    assert_int_equal(unsetenv("FA_CONV_TACTIC"), 0);
+    if (st) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    const fa_cluster_verdict *v = &res->verdicts[epi];
+    printf("%s: %s\n", fa_cluster_status_name(v->status), v->reason);
+    assert_true(v->status != FA_CLUSTER_REJECTED_VERIFY && v->status != FA_CLUSTER_REJECTED_ERROR);
+    if (!strstr(v->reason, "end-to-end back-off")) assert_non_null(strstr(v->reason, "within the rounding-error bound"));
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (__builtin_cpu_supports("avx512f")) assert_non_null(strstr(v->reason, "was vetoed"));
+#endif
+    fa_apply_result_free(res);
+    fa_plan_free(plan);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -660,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_apply_masked_matmul_add_is_verified),
         cmocka_unit_test(test_every_elementwise_op_has_a_bound_row),
         cmocka_unit_test(test_an_elementwise_op_without_a_row_is_an_error),
+        cmocka_unit_test(test_apply_vetoes_a_tactic_that_fails_verification),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
