@@ -865,16 +865,24 @@ static void params_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d)
  *     and Vs (BC·DVP) are 16 KiB each for D = Dv = 64, so one key tile's K and V together fit a
  *     32 KiB L1d (Skylake-SP, Ice Lake, Sapphire Rapids, Zen 2-4: 32 or 48 KiB) while the block's
  *     products stream them BR/MR = 4 times each;
- *   QG = the rows of one task (a group of query blocks, at most 128): each key tile is packed
- *     (K transposed, V row-major) once per group and used by QG/BR blocks, so packing costs
- *     1/QG of the products per element instead of 1/BR. Per task Qs QG·D + O QG·DVP + Kt + Vs + S
- *     floats on the stack: 104 KiB for D = Dv = 64 (L2: 1-2 MiB per core). QG shrinks (by whole
- *     blocks) while the tasks BH·⌈Sq/QG⌉ are fewer than 32, so that small batches still give every
- *     thread of a many-core machine work, and while the task's stack frame would pass 256 KiB
- *     (OpenMP threads get the default thread stack, 8 MiB under glibc's usual limit; 256 KiB
- *     keeps the frame far below it: 200 KiB for D = Dv = 128, 196 KiB for 256 with QG 64);
+ *   QG = the most rows of one task (a group of query blocks, at most 256): each key tile is packed
+ *     (K transposed, V row-major) once per group and used by its blocks, so packing costs 1/QG
+ *     of the products per element instead of 1/BR. Per task Qs QG·D + O QG·DVP + Kt + Vs + S
+ *     floats on the stack: 168 KiB for D = Dv = 64 at QG 256 (L2: 1-2 MiB per core). QG shrinks
+ *     (by whole blocks) while the task's stack frame would pass 256 KiB (OpenMP threads get the
+ *     default thread stack, 8 MiB under glibc's usual limit; 256 KiB keeps the frame far below
+ *     it: 232 KiB for D = Dv = 128 at QG 160, 196 KiB for 256 at QG 64). The kernel splits each
+ *     head's rows into fewer or more groups at run time (emit_c: C_TASKS_PER_THREAD): a group
+ *     repacks every key tile, so ViT-B/16's 197 rows in groups of 96, 96 and 5 (the tasks then
+ *     fixed at >= 32) packed each head's keys three times, and one group a head ran the kernel
+ *     474-500 us against 521-535 us (bench_attention.sh at sequence 197, 2 threads);
  *   DVP = Dv rounded up to 32 (the value row as the PV micro-kernel reads it). */
-enum { C_MR = 8, C_NR_PAD = 32, C_QG_MAX = 128, C_MIN_TASKS = 32 };
+enum { C_MR = 8, C_NR_PAD = 32, C_QG_MAX = 256 };
+/* Tasks (a head's group of query rows) the C kernel makes per thread of its team at the least,
+ * where a head's rows allow it: with a static schedule a thread's share is whole tasks, so a few
+ * per thread keep the shares within a task of each other; beyond that more groups only repack the
+ * keys again. */
+#define C_TASKS_PER_THREAD 4
 #define C_STACK_MAX (256 * 1024)
 static void c_tiles(const att *a, int64_t *BR, int64_t *BC, int64_t *DVP, int64_t *QG)
 {
@@ -884,9 +892,7 @@ static void c_tiles(const att *a, int64_t *BR, int64_t *BC, int64_t *DVP, int64_
     *DVP = (a->DV + C_NR_PAD - 1) / C_NR_PAD * C_NR_PAD;
     int64_t nb = C_QG_MAX / *BR, blocks = (a->SQ + *BR - 1) / *BR;
     if (nb > blocks) nb = blocks;
-    while (nb > 1 && (a->BH * ((blocks + nb - 1) / nb) < C_MIN_TASKS ||
-                      4 * (nb * *BR * (a->D + *DVP) + a->D * *BC + *BC * *DVP + *BR * *BC) > C_STACK_MAX))
-        nb--;
+    while (nb > 1 && 4 * (nb * *BR * (a->D + *DVP) + a->D * *BC + *BC * *DVP + *BR * *BC) > C_STACK_MAX) nb--;
     *QG = nb * *BR;
 }
 
@@ -894,7 +900,7 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
 {
     int64_t BR, BC, DVP, QG;
     c_tiles(a, &BR, &BC, &DVP, &QG);
-    const int64_t D = a->D, NG = (a->SQ + QG - 1) / QG;
+    const int64_t D = a->D, blocks = (a->SQ + BR - 1) / BR, NBMAX = QG / BR, NGMIN = (blocks + NBMAX - 1) / NBMAX;
     const long long lD = (long long)D, lBC = (long long)BC, lDVP = (long long)DVP, lBR = (long long)BR, lQG = (long long)QG,
                     lSQ = (long long)a->SQ, lSK = (long long)a->SK;
     char lit[64];
@@ -913,14 +919,25 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
     fa_buf_printf(o, "void %s(const void *const *in, void *const *out, int threads);\n", name);
     fa_buf_printf(o, "void %s(const void *const *in, void *const *out, int threads)\n{\n", name);
     params_c(o, g, d);
-    fa_buf_puts(o, "    (void)threads;\n");
-    fa_buf_printf(o, "    /* %lld (batch x head) x %lld query rows in groups of %lld (blocks of %lld), %lld keys in tiles of %lld, head %lld, value %lld */\n",
+    fa_buf_printf(o, "    /* %lld (batch x head) x %lld query rows in groups of at most %lld (blocks of %lld), %lld keys in tiles of %lld, head %lld, value %lld */\n",
                   (long long)a->BH, lSQ, lQG, lBR, lSK, lBC, lD, (long long)a->DV);
-    if (a->BH * NG > 1) /* one task: no team (codegen.h FA_CODEGEN_PARALLEL_MIN) */
+    /* groups per head, at run time: the fewest (each repacks every key tile) that give the team
+     * C_TASKS_PER_THREAD tasks a thread, within [NGMIN, blocks]; qg rows each, whole blocks */
+    if (NGMIN < blocks) {
+        fa_buf_printf(o, "    const int64_t want = ((int64_t)(threads > 0 ? threads : 1) * %d + %lld - 1) / %lld;\n",
+                      C_TASKS_PER_THREAD, (long long)a->BH, (long long)a->BH);
+        fa_buf_printf(o, "    const int64_t ngr = want < %lld ? %lld : want > %lld ? %lld : want;\n", (long long)NGMIN,
+                      (long long)NGMIN, (long long)blocks, (long long)blocks);
+        fa_buf_printf(o, "    const int64_t qg = (%lld + ngr - 1) / ngr * %lld;\n", (long long)blocks, lBR);
+    } else { /* one way to split the rows: whole blocks, as many groups as blocks */
+        fa_buf_printf(o, "    const int64_t ngr = %lld, qg = %lld;\n", (long long)NGMIN, (long long)((blocks + NGMIN - 1) / NGMIN * BR));
+    }
+    if (a->BH * blocks > 1) /* one task at most: no team (codegen.h FA_CODEGEN_PARALLEL_MIN) */
         fa_buf_puts(o, "#pragma omp parallel for num_threads(threads) schedule(static)\n");
-    fa_buf_printf(o, "    for (int64_t task = 0; task < %lld; task++) {\n", (long long)(a->BH * NG));
-    fa_buf_printf(o, "        const int64_t bh = task / %lld, g0 = (task %% %lld) * %lld;\n", (long long)NG, (long long)NG, lQG);
-    fa_buf_printf(o, "        const int64_t ng = %lld - g0 < %lld ? %lld - g0 : %lld;\n", lSQ, lQG, lSQ, lQG);
+    else fa_buf_puts(o, "    (void)threads;\n");
+    fa_buf_printf(o, "    for (int64_t task = 0; task < %lld * ngr; task++) {\n", (long long)a->BH);
+    fa_buf_puts(o, "        const int64_t bh = task / ngr, g0 = (task % ngr) * qg;\n");
+    fa_buf_printf(o, "        const int64_t ng = %lld - g0 < qg ? %lld - g0 : qg;\n", lSQ, lSQ);
     emit_bases(o, a, "        ", "int64_t");
     fa_buf_printf(o, "        float Qs[%lld] __attribute__((aligned(64))), Kt[%lld] __attribute__((aligned(64)));\n",
                   (long long)(QG * D), (long long)(D * BC));
@@ -930,11 +947,11 @@ static void emit_c(fa_buf *o, const fa_graph *g, const fa_kernel_desc *d, const 
                   lQG, lQG, lBR);
     char ix[256];
     idx2(ix, sizeof ix, "qb", "(g0 + r)", stride_of(&a->q, 1), "d", stride_of(&a->q, 2));
-    fa_buf_printf(o, "        for (int64_t r = 0; r < %lld; r++) {\n"
+    fa_buf_printf(o, "        for (int64_t r = 0; r < qg; r++) {\n"
                      "            for (int64_t d = 0; d < %lld; d++) Qs[r * %lld + d] = r < ng ? in%d[%s] : 0.0f;\n"
                      "            M[r] = -INFINITY;\n            L[r] = 0.0f;\n"
                      "            for (int64_t e = 0; e < %lld; e++) O[r * %lld + e] = 0.0f;\n        }\n",
-                  lQG, lD, lD, a->q_in, ix, lDVP, lDVP);
+                  lD, lD, a->q_in, ix, lDVP, lDVP);
     if (a->causal) fa_buf_printf(o, "        const int64_t jend = g0 + ng < %lld ? g0 + ng : %lld; /* causal: later key tiles are all masked */\n",
                                  lSK, lSK);
     else fa_buf_printf(o, "        const int64_t jend = %lld;\n", lSK);

@@ -41,12 +41,12 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
     const float *restrict in5 = (const float *)in[5]; /* tensor #4 */
     (void)in5;
     float *restrict out0 = (float *)out[0]; /* tensor #17 */
-    (void)threads;
-    /* 2 (batch x head) x 20 query rows in groups of 24 (blocks of 24), 20 keys in tiles of 32, head 8, value 8 */
+    /* 2 (batch x head) x 20 query rows in groups of at most 24 (blocks of 24), 20 keys in tiles of 32, head 8, value 8 */
+    const int64_t ngr = 1, qg = 24;
 #pragma omp parallel for num_threads(threads) schedule(static)
-    for (int64_t task = 0; task < 2; task++) {
-        const int64_t bh = task / 1, g0 = (task % 1) * 24;
-        const int64_t ng = 20 - g0 < 24 ? 20 - g0 : 24;
+    for (int64_t task = 0; task < 2 * ngr; task++) {
+        const int64_t bh = task / ngr, g0 = (task % ngr) * qg;
+        const int64_t ng = 20 - g0 < qg ? 20 - g0 : qg;
         const int64_t qb = 0 + bh * 8;
         const int64_t kb = 0 + bh * 8;
         const int64_t vb = 0 + bh * 8;
@@ -54,7 +54,7 @@ void fa_fused_c7_3f9a1c07(const void *const *in, void *const *out, int threads)
         float Qs[192] __attribute__((aligned(64))), Kt[256] __attribute__((aligned(64)));
         float Vs[1024] __attribute__((aligned(64))), S[768] __attribute__((aligned(64)));
         float O[768] __attribute__((aligned(64))), M[24], L[24], A[24];
-        for (int64_t r = 0; r < 24; r++) {
+        for (int64_t r = 0; r < qg; r++) {
             for (int64_t d = 0; d < 8; d++) Qs[r * 8 + d] = r < ng ? in0[qb + (g0 + r) * 16 + d * 1] : 0.0f;
             M[r] = -INFINITY;
             L[r] = 0.0f;

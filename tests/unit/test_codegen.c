@@ -602,18 +602,28 @@ static void check_attention_tiling(tc *t, const char *grouping, const char *what
 static void test_numerics_attention_tiles(void **s)
 {
     (void)s;
-    /* 12 heads x 13 (odd head and value dims, padded to 32): 300 queries in groups of 128, the
-     * last group 44 rows (a 12-row block in an 8-row tile), 300 keys = 4 tiles of 64 + 44 */
-    check_attention_tiling(case_attention_bert(300, 12, 13), "300 query rows in groups of 128 (blocks of 32), 300 keys in tiles of 64",
+    /* 12 heads x 13 (odd head and value dims, padded to 32): 300 queries in blocks of 32 (the last
+     * 12 rows in an 8-row tile), grouped at run time — 2 groups of 5 blocks at 1 and 2 threads
+     * (the stack holds 8 blocks a group) — 300 keys = 4 tiles of 64 + 44 */
+    check_attention_tiling(case_attention_bert(300, 12, 13),
+                           "300 query rows in groups of at most 256 (blocks of 32), 300 keys in tiles of 64",
                            "attention, BERT views, 12 heads x 13, seq 300");
-    /* causal in groups of 2 blocks: a block skips the key tiles after its last query inside a
-     * group whose other block reads them; grouped kv heads, padding mask, row guard */
-    check_attention_tiling(case_attention_gqa_causal(260), "260 query rows in groups of 64 (blocks of 32)",
+    /* causal in groups of several blocks: a block skips the key tiles after its last query inside
+     * a group whose other blocks read them; grouped kv heads, padding mask, row guard; 8 heads of
+     * 9 blocks: 2 groups at 1 and 2 threads (the stack holds 8 blocks a group) */
+    check_attention_tiling(case_attention_gqa_causal(260), "260 query rows in groups of at most 256 (blocks of 32)",
                            "attention, grouped kv, causal + padding masks, row guard, seq 260");
-    check_attention_tiling(case_attention_op(260), "260 query rows in groups of 64 (blocks of 32)",
+    /* 16 threads want 4 tasks each: the same kernel splits each head's 9 blocks into 8 groups at
+     * run time (one or two blocks a group) */
+    tc *t16 = case_attention_gqa_causal(260);
+    double e16 = fused_vs_unfused(t16, 0xC0DE + 16, 16);
+    print_message("attention, grouped kv, causal, seq 260 (16 threads): max rel error %.3g\n", e16);
+    assert_true(e16 < 1e-5);
+    tc_free(t16);
+    check_attention_tiling(case_attention_op(260), "260 query rows in groups of at most",
                            "Attention op, 3-D grouped, causal, softcap, short mask, seq 260");
     /* one query and one key: an 8-row block of which 1 is real, one 32-key tile of which 1 is real */
-    check_attention_tiling(case_attention_bert(1, 2, 8), "1 query rows in groups of 8 (blocks of 8), 1 keys in tiles of 32",
+    check_attention_tiling(case_attention_bert(1, 2, 8), "1 query rows in groups of at most 8 (blocks of 8), 1 keys in tiles of 32",
                            "attention, BERT views, seq 1");
 }
 
