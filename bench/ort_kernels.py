@@ -25,7 +25,7 @@ Prints Markdown: per model, one row per class — nodes, sum of our per-node med
 (disabled) per-node medians, the ratio, and the kernels we ran; then iteration medians. Timings
 on a shared machine are noisy: the load is printed with every model.
 """
-import argparse, collections, glob, json, os, sqlite3, statistics, subprocess, sys, tempfile
+import argparse, collections, glob, json, os, re, sqlite3, statistics, subprocess, sys, tempfile
 
 import onnx
 import onnxruntime as ort
@@ -147,7 +147,10 @@ def ours(fa, path, iters, threads, tmp, fused=False, dims=None):
     for name, node_name, s, e in c.execute(
             "select name, node_name, start_ns, end_ns from kernels where run_id=? and node>=0", (rid,)):
         per[node_name].append((e - s) / 1e6)
-        names[node_name].add(name.split("(")[0])
+        # the kind: the name without its parenthesised layouts and choices, so that a convolution
+        # reordered inside ("dnnl:reorder(nChw16c>nhwc)+convolution+post-ops+reorder(nhwc>nChw16c)")
+        # counts as that, not as a reorder
+        names[node_name].add(re.sub(r"\([^)]*\)", "", name))
     iter_ms = c.execute("select iter_median_ns from runs where id=?", (rid,)).fetchone()[0] / 1e6
     c.close()
     os.remove(db)

@@ -288,9 +288,9 @@ static void test_blocked_convolution_reordered_inside_when_asked_or_faster(void 
 /* The applier's veto (fa_exec_veto_measured_tactics) after a cluster failed verification: the
  * executor whose convolution was reordered inside reports one kernel vetoed, and every executor
  * made afterwards for that signature takes the direct kernel — MEASURED and even REORDER — while
- * an executor with nothing to veto reports 0. A 1x1 stride-1 convolution, which no other test
- * here builds on a blocked executor with REORDER (the veto lasts the process: this test runs
- * last). */
+ * an executor with nothing to veto reports 0; a Winograd kernel the same under WINOGRAD. A 1x1
+ * stride-1 convolution, which no other test here builds on a blocked executor with REORDER, and
+ * a 3x3 one (the veto lasts the process: this test runs last). */
 static void test_veto_brings_back_the_direct_kernel(void **s)
 {
     (void)s;
@@ -316,6 +316,22 @@ static void test_veto_brings_back_the_direct_kernel(void **s)
     }
     fa_exec_free(er);
     fa_exec_free(ed);
+    fa_graph_free(g);
+    free(w);
+    free(b);
+    /* Winograd (a 3x3 stride-1 convolution) is vetoed the same way */
+    g = conv_graph(ctx, 3, 1, true, &w, &b);
+    fa_exec *ew = make(ctx, g, true, FA_CONV_TACTIC_WINOGRAD);
+    if (is_winograd(ew, g)) {
+        assert_int_equal(fa_exec_veto_measured_tactics(ew), 1);
+        fa_exec *ew2 = make(ctx, g, true, FA_CONV_TACTIC_WINOGRAD);
+        assert_false(is_winograd(ew2, g));
+        check_against_direct_sum(ctx, ew2, g, 3, 1, true, w, b);
+        fa_exec_free(ew2);
+    } else {
+        assert_false(has_winograd_isa());
+    }
+    fa_exec_free(ew);
     fa_graph_free(g);
     free(w);
     free(b);
