@@ -320,9 +320,10 @@ static void test_residual_still_read_later_keeps_its_bytes(void **s) { (void)s; 
 static void test_residual_view_keeps_its_values_plain(void **s) { (void)s; check_block_on(false, true, false); }
 static void test_residual_view_keeps_its_values_blocked(void **s) { (void)s; check_block_on(false, true, true); }
 
-/* x [2,5,32] -> MatMul w [32,48] -> Add `addend` -> Gelu (erf), unfused or as one FusedMatMul with
- * post-ops {add, gelu_erf}; the addend a per-column bias [48] or one row per batch [2,1,48]. */
-static fa_graph *linear_graph(fa_ctx *ctx, bool fused, bool per_batch, bool rows)
+/* x [2,5,32] -> MatMul w [32,48] -> Add `addend` -> Gelu (erf) (or no Gelu: `gelu` false),
+ * unfused or as one FusedMatMul with post-ops {add, gelu_erf}; the addend a per-column bias [48]
+ * or one row per batch [2,1,48]. */
+static fa_graph *linear_graph_g(fa_ctx *ctx, bool fused, bool per_batch, bool rows, bool gelu)
 {
     fa_graph *g = fa_graph_create(fused ? "fused" : "unfused");
     fa_graph_set_opset(ctx, g, "", 20);
@@ -337,20 +338,26 @@ static fa_graph *linear_graph(fa_ctx *ctx, bool fused, bool per_batch, bool rows
         const char *ins[] = {"x", "w", "b"}, *outs[] = {"y"};
         fa_node *n = fa_graph_add_node(ctx, g, "fm", "FusedMatMul", "ai.fuse-advise", 3, ins, 1, outs);
         const fa_post_op po[] = {{FA_POST_OP_ADD, 0, 0, 2}, {FA_POST_OP_GELU_ERF, 0, 0, -1}};
-        assert_true(fa_post_ops_set_node(g, n, po, 2));
+        assert_true(fa_post_ops_set_node(g, n, po, gelu ? 2 : 1));
         int y = fa_graph_find_tensor(g, "y");
         fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, rows ? 2 : 3, yd);
         fa_graph_add_output(ctx, g, y);
         assert_int_equal(fa_graph_index(ctx, g), FA_OK);
     } else {
-        const char *i1[] = {"x", "w"}, *o1[] = {"m"}, *i2[] = {"m", "b"}, *o2[] = {"a"}, *i3[] = {"a"}, *o3[] = {"y"};
+        const char *i1[] = {"x", "w"}, *o1[] = {"m"}, *i2[] = {"m", "b"}, *o2[] = {gelu ? "a" : "y"}, *i3[] = {"a"},
+                   *o3[] = {"y"};
         fa_graph_add_node(ctx, g, "mm", "MatMul", "", 2, i1, 1, o1);
         fa_graph_add_node(ctx, g, "add", "Add", "", 2, i2, 1, o2);
-        fa_graph_add_node(ctx, g, "gelu", "Gelu", "", 1, i3, 1, o3);
+        if (gelu) fa_graph_add_node(ctx, g, "gelu", "Gelu", "", 1, i3, 1, o3);
         fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
         assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
     }
     return g;
+}
+
+static fa_graph *linear_graph(fa_ctx *ctx, bool fused, bool per_batch, bool rows)
+{
+    return linear_graph_g(ctx, fused, per_batch, rows, true);
 }
 
 /* A Linear on batched activations with its epilogue as post-ops runs as the unfused MatMul does:
@@ -377,6 +384,9 @@ static void check_linear(bool per_batch)
     assert_non_null(strstr(name2, "(weights "));
     if (!per_batch) assert_string_equal(name, name2);
     else if (strstr(name2, "weights packed")) assert_non_null(strstr(name, "weights plain, repacked per call"));
+    /* a per-column bias is the product's own bias, the Gelu a post-op; a per-batch addend cannot be */
+    if (!per_batch) assert_non_null(strstr(name, "dnnl:matmul+bias+post-ops("));
+    else assert_null(strstr(name, "+bias"));
     fa_exec_free(e);
     fa_exec_free(e2);
     fa_graph_free(g2);
@@ -393,6 +403,36 @@ static void check_linear(bool per_batch)
 }
 
 static void test_fused_linear_on_batched_activations_keeps_weights_packed(void **s) { (void)s; check_linear(false); }
+
+/* MatMul + a per-column bias alone: the product's own bias (oneDNN's bias argument, no post-op
+ * left), the same values as the pair; FA_MATMUL_BIAS_POST_OP=1 keeps it a binary post-op. */
+static void test_fused_linear_bias_is_the_products_bias(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *gu = linear_graph_g(ctx, false, false, false, false), *gf = linear_graph_g(ctx, true, false, false, false);
+    for (int env = 0; env < 2; env++) {
+        if (env) assert_int_equal(setenv("FA_MATMUL_BIAS_POST_OP", "1", 1), 0);
+        fa_exec *e = NULL;
+        fa_exec_options eo = {.target = FA_TARGET_CPU, .threads = 2};
+        if (fa_exec_create(ctx, gf, &eo, &e)) fail_msg("%s", fa_ctx_errmsg(ctx));
+        const char *name = fa_exec_kernel_name(e, gf->nodes[0]);
+        assert_non_null(name);
+        assert_non_null(strstr(name, env ? "dnnl:matmul+post-ops(" : "dnnl:matmul+bias("));
+        fa_exec_free(e);
+        int64_t nu, nf;
+        float *u = run_graph(ctx, gu, &nu), *f = run_graph(ctx, gf, &nf);
+        assert_int_equal(nu, nf);
+        double err = rel_error(u, f, nu);
+        if (!(err <= 1e-6)) fail_msg("bias %s: max rel error %g", env ? "as a post-op" : "native", err);
+        free(u);
+        free(f);
+    }
+    assert_int_equal(unsetenv("FA_MATMUL_BIAS_POST_OP"), 0);
+    fa_graph_free(gu);
+    fa_graph_free(gf);
+    fa_ctx_free(ctx);
+}
 static void test_fused_linear_with_per_batch_addend_keeps_batch_dims(void **s) { (void)s; check_linear(true); }
 
 static void test_fused_conv_unknown_post_op_is_an_error(void **s)
@@ -461,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_fused_conv_add_swish_matches_unfused),
         cmocka_unit_test(test_fused_conv_unknown_post_op_is_an_error),
         cmocka_unit_test(test_fused_matmul_operand_view_out_of_bounds_is_an_error),
+        cmocka_unit_test(test_fused_linear_bias_is_the_products_bias),
         cmocka_unit_test(test_fused_linear_on_batched_activations_keeps_weights_packed),
         cmocka_unit_test(test_fused_linear_with_per_batch_addend_keeps_batch_dims),
         cmocka_unit_test(test_residual_sum_in_place_of_its_last_reader),
