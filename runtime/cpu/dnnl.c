@@ -1635,7 +1635,9 @@ static fa_status create_matmul(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     if (bconst) DNNL_CHECK(ctx, dnnl_memory_desc_init_by_tag(&bany, r, bd, dnnl_f32, dnnl_format_tag_any));
     dnnl_matmul_desc_t md;
     dnnl_memory_desc_t cmd;
-    int bias_in = r <= 4 ? matmul_bias_operand(g, n, yd[r - 1]) : 0;
+    /* not with a folded scale: oneDNN's output scale multiplies the bias too (dst = scale · (A·B +
+     * bias)), where the node adds it after the scaled product */
+    int bias_in = r <= 4 && alpha == 1.0f ? matmul_bias_operand(g, n, yd[r - 1]) : 0;
     if (bias_in > 0) { /* [1, ..., 1, N]: the product's bias */
         dnnl_dims_t cd;
         for (int i = 0; i < r; i++) cd[i] = i == r - 1 ? yd[r - 1] : 1;
