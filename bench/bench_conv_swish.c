@@ -69,67 +69,36 @@ static fa_graph *conv_swish(fa_ctx *ctx, const shape *s, int batch)
 
 static fa_exec *make(fa_ctx *ctx, const fa_graph *g, int threads, bool post_op)
 {
-    fa_exec *e = NULL;
     fa_exec_options o = {.target = FA_TARGET_CPU, .threads = threads, .blocked_layouts = true};
     fa_dnnl_swish_post_op_force(post_op);
-    fa_status s = fa_exec_create(ctx, g, &o, &e);
+    fa_exec *e = bench_exec(ctx, g, &o, "bench_conv_swish");
     fa_dnnl_swish_post_op_force(false);
-    if (!s) s = fa_exec_fill_inputs(ctx, e, 7);
-    if (s) {
-        fprintf(stderr, "bench_conv_swish: %s\n", fa_ctx_errmsg(ctx));
-        exit(1);
-    }
     return e;
 }
 
 int main(int argc, char **argv)
 {
     int threads = 2, reps = 41, batch = 1;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_conv_swish [--threads N] [--reps R] [--batch B]\n");
-            return 2;
-        }
-    }
-    if (threads < 1 || reps < 3 || batch < 1) return 2;
+    if (!bench_args(argc, argv, &threads, &reps, &batch, "bench_conv_swish")) return 2;
     if (!fa_vmath512_available()) printf("# no AVX-512F: both columns are oneDNN's post-op\n");
     fa_ctx *ctx = fa_ctx_create();
-    double *a = malloc(sizeof(double) * (size_t)reps), *b = malloc(sizeof(double) * (size_t)reps), sum_a = 0, sum_b = 0;
+    double sum_a = 0, sum_b = 0;
     printf("| convolution | post-op ms | after ms | after / post-op | max rel diff | kernel |\n|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
         const shape *s = &k_shapes[k];
         fa_graph *g = conv_swish(ctx, s, batch);
         fa_exec *ep = make(ctx, g, threads, true), *ea = make(ctx, g, threads, false);
-        const char *name = "?";
-        for (int w = 0; w < 5; w++) bench_node_ns(ctx, ep, g, "fc", NULL, "bench_conv_swish"), bench_node_ns(ctx, ea, g, "fc", NULL, "bench_conv_swish");
-        for (int r = 0; r < reps; r++) { /* alternating which goes first */
-            if (r & 1) b[r] = bench_node_ns(ctx, ea, g, "fc", &name, "bench_conv_swish"), a[r] = bench_node_ns(ctx, ep, g, "fc", NULL, "bench_conv_swish");
-            else a[r] = bench_node_ns(ctx, ep, g, "fc", NULL, "bench_conv_swish"), b[r] = bench_node_ns(ctx, ea, g, "fc", &name, "bench_conv_swish");
-        }
-        const fa_value *vp = fa_exec_output(ep, 0), *va = fa_exec_output(ea, 0);
-        double diff = 0, mag = 0;
-        for (int64_t i = 0; i < fa_value_numel(vp); i++) {
-            double p = ((const float *)vp->data)[i], q = ((const float *)va->data)[i];
-            mag = fmax(mag, fabs(p));
-            diff = fmax(diff, fabs(p - q));
-        }
-        qsort(a, (size_t)reps, sizeof *a, bench_cmp_d);
-        qsort(b, (size_t)reps, sizeof *b, bench_cmp_d);
-        double ma = a[reps / 2] / 1e6, mb = b[reps / 2] / 1e6;
+        bench_ab r = bench_ab_node(ctx, ep, ea, g, "fc", reps, "bench_conv_swish");
+        double ma = r.ma_ns / 1e6, mb = r.mb_ns / 1e6;
         sum_a += ma;
         sum_b += mb;
         printf("| %s %d -> %d, %d², k%d s%d | %.3f | %.3f | %.2f | %.1e | %s |\n", s->depthwise ? "depthwise" : s->k == 1 ? "1x1" : "dense",
-               s->cin, s->cout, s->hw, s->k, s->stride, ma, mb, mb / ma, mag > 0 ? diff / mag : diff, name);
+               s->cin, s->cout, s->hw, s->k, s->stride, ma, mb, mb / ma, r.rel_diff, r.name_b);
         fa_exec_free(ep);
         fa_exec_free(ea);
         fa_graph_free(g);
     }
     printf("| sum | %.3f | %.3f | %.2f | | |\n", sum_a, sum_b, sum_b / sum_a);
-    free(a);
-    free(b);
     fa_ctx_free(ctx);
     return 0;
 }

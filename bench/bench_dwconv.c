@@ -69,69 +69,38 @@ static fa_graph *dw_graph(fa_ctx *ctx, const shape *s)
 
 static fa_exec *make(fa_ctx *ctx, const fa_graph *g, int threads, fa_conv_tactic t)
 {
-    fa_exec *e = NULL;
     fa_exec_options o = {.target = FA_TARGET_CPU, .threads = threads, .blocked_layouts = true,
                          .plan_layout = FA_LAYOUT_NCHW16C, .conv_tactic = t};
-    fa_status s = fa_exec_create(ctx, g, &o, &e);
-    if (!s) s = fa_exec_fill_inputs(ctx, e, 7);
-    if (s) {
-        fprintf(stderr, "bench_dwconv: %s\n", fa_ctx_errmsg(ctx));
-        exit(1);
-    }
-    return e;
+    return bench_exec(ctx, g, &o, "bench_dwconv");
 }
 
 int main(int argc, char **argv)
 {
     int threads = 2, reps = 41;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_dwconv [--threads N] [--reps R]\n");
-            return 2;
-        }
-    }
-    if (threads < 1 || reps < 3) return 2;
+    if (!bench_args(argc, argv, &threads, &reps, NULL, "bench_dwconv")) return 2;
     if (!fa_dwconv_available()) {
         printf("# no AVX-512F: the depthwise kernel is never used here\n");
         return 0;
     }
     fa_ctx *ctx = fa_ctx_create();
-    double *a = malloc(sizeof(double) * (size_t)reps), *b = malloc(sizeof(double) * (size_t)reps), sum_a = 0, sum_b = 0;
+    double sum_a = 0, sum_b = 0;
     printf("| depthwise | epilogue | oneDNN ms | ours ms | ours / oneDNN | max rel diff |\n|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
         const shape *s = &k_shapes[k];
         fa_graph *g = dw_graph(ctx, s);
         fa_exec *ed = make(ctx, g, threads, FA_CONV_TACTIC_DIRECT), *eo = make(ctx, g, threads, FA_CONV_TACTIC_OWN);
-        const char *nd = "?", *no = "?";
-        for (int w = 0; w < 5; w++) bench_node_ns(ctx, ed, g, "fc", NULL, "bench_dwconv"), bench_node_ns(ctx, eo, g, "fc", NULL, "bench_dwconv");
-        for (int r = 0; r < reps; r++) { /* alternating which goes first */
-            if (r & 1) b[r] = bench_node_ns(ctx, eo, g, "fc", &no, "bench_dwconv"), a[r] = bench_node_ns(ctx, ed, g, "fc", &nd, "bench_dwconv");
-            else a[r] = bench_node_ns(ctx, ed, g, "fc", &nd, "bench_dwconv"), b[r] = bench_node_ns(ctx, eo, g, "fc", &no, "bench_dwconv");
-        }
-        if (!strstr(no, "depthwise")) fprintf(stderr, "bench_dwconv: shape %zu: ours not built ('%s')\n", k, no);
-        const fa_value *vd = fa_exec_output(ed, 0), *vo = fa_exec_output(eo, 0);
-        double diff = 0, mag = 0;
-        for (int64_t i = 0; i < fa_value_numel(vd); i++) {
-            double p = ((const float *)vd->data)[i], q = ((const float *)vo->data)[i];
-            mag = fmax(mag, fabs(p));
-            diff = fmax(diff, fabs(p - q));
-        }
-        qsort(a, (size_t)reps, sizeof *a, bench_cmp_d);
-        qsort(b, (size_t)reps, sizeof *b, bench_cmp_d);
-        double ma = a[reps / 2] / 1e6, mb = b[reps / 2] / 1e6;
+        bench_ab r = bench_ab_node(ctx, ed, eo, g, "fc", reps, "bench_dwconv");
+        if (!strstr(r.name_b, "depthwise")) fprintf(stderr, "bench_dwconv: shape %zu: ours not built ('%s')\n", k, r.name_b);
+        double ma = r.ma_ns / 1e6, mb = r.mb_ns / 1e6;
         sum_a += ma;
         sum_b += mb;
         printf("| %d, %d², %dx%d s%d | %s | %.3f | %.3f | %.2f | %.1e |\n", s->c, s->hw, s->k, s->k, s->stride,
-               s->act == FA_POST_OP_CLIP ? "relu6" : "swish", ma, mb, mb / ma, mag > 0 ? diff / mag : diff);
+               s->act == FA_POST_OP_CLIP ? "relu6" : "swish", ma, mb, mb / ma, r.rel_diff);
         fa_exec_free(ed);
         fa_exec_free(eo);
         fa_graph_free(g);
     }
     printf("| sum | | %.3f | %.3f | %.2f | |\n", sum_a, sum_b, sum_b / sum_a);
-    free(a);
-    free(b);
     fa_ctx_free(ctx);
     return 0;
 }

@@ -55,71 +55,36 @@ static fa_graph *linear(fa_ctx *ctx, const shape *s)
 
 static fa_exec *make(fa_ctx *ctx, const fa_graph *g, int threads, bool post_op)
 {
-    fa_exec *e = NULL;
     fa_exec_options o = {.target = FA_TARGET_CPU, .threads = threads};
     if (post_op) setenv("FA_MATMUL_BIAS_POST_OP", "1", 1);
-    fa_status s = fa_exec_create(ctx, g, &o, &e);
+    fa_exec *e = bench_exec(ctx, g, &o, "bench_matmul_bias");
     unsetenv("FA_MATMUL_BIAS_POST_OP");
-    if (!s) s = fa_exec_fill_inputs(ctx, e, 7);
-    if (s) {
-        fprintf(stderr, "bench_matmul_bias: %s\n", fa_ctx_errmsg(ctx));
-        exit(1);
-    }
     return e;
 }
 
 int main(int argc, char **argv)
 {
     int threads = 2, reps = 41;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else {
-            fprintf(stderr, "usage: bench_matmul_bias [--threads N] [--reps R]\n");
-            return 2;
-        }
-    }
-    if (threads < 1 || reps < 3) return 2;
+    if (!bench_args(argc, argv, &threads, &reps, NULL, "bench_matmul_bias")) return 2;
     unsetenv("FA_MATMUL_BIAS_POST_OP");
     fa_ctx *ctx = fa_ctx_create();
-    double *a = malloc(sizeof(double) * (size_t)reps), *b = malloc(sizeof(double) * (size_t)reps), sum_a = 0, sum_b = 0;
+    double sum_a = 0, sum_b = 0;
     printf("| product | post-op bias us | own bias us | own / post-op | max rel diff | kernel |\n|---|---|---|---|---|---|\n");
     for (size_t k = 0; k < sizeof k_shapes / sizeof k_shapes[0]; k++) {
         const shape *s = &k_shapes[k];
         fa_graph *g = linear(ctx, s);
         fa_exec *ep = make(ctx, g, threads, true), *eb = make(ctx, g, threads, false);
-        const char *name = "?";
-        for (int w = 0; w < 5; w++)
-            bench_node_ns(ctx, ep, g, "fm", NULL, "bench_matmul_bias"), bench_node_ns(ctx, eb, g, "fm", NULL, "bench_matmul_bias");
-        for (int r = 0; r < reps; r++) { /* alternating which goes first */
-            if (r & 1)
-                b[r] = bench_node_ns(ctx, eb, g, "fm", &name, "bench_matmul_bias"),
-                a[r] = bench_node_ns(ctx, ep, g, "fm", NULL, "bench_matmul_bias");
-            else
-                a[r] = bench_node_ns(ctx, ep, g, "fm", NULL, "bench_matmul_bias"),
-                b[r] = bench_node_ns(ctx, eb, g, "fm", &name, "bench_matmul_bias");
-        }
-        const fa_value *vp = fa_exec_output(ep, 0), *vb = fa_exec_output(eb, 0);
-        double diff = 0, mag = 0;
-        for (int64_t i = 0; i < fa_value_numel(vp); i++) {
-            double p = ((const float *)vp->data)[i], q = ((const float *)vb->data)[i];
-            mag = fmax(mag, fabs(p));
-            diff = fmax(diff, fabs(p - q));
-        }
-        qsort(a, (size_t)reps, sizeof *a, bench_cmp_d);
-        qsort(b, (size_t)reps, sizeof *b, bench_cmp_d);
-        double ma = a[reps / 2] / 1e3, mb = b[reps / 2] / 1e3;
+        bench_ab r = bench_ab_node(ctx, ep, eb, g, "fm", reps, "bench_matmul_bias");
+        double ma = r.ma_ns / 1e3, mb = r.mb_ns / 1e3;
         sum_a += ma;
         sum_b += mb;
         printf("| %d x %d x %d%s | %.1f | %.1f | %.3f | %.1e | %s |\n", s->m, s->k, s->n, s->gelu ? " + gelu" : "", ma, mb,
-               mb / ma, mag > 0 ? diff / mag : diff, name);
+               mb / ma, r.rel_diff, r.name_b);
         fa_exec_free(ep);
         fa_exec_free(eb);
         fa_graph_free(g);
     }
     printf("| sum | %.1f | %.1f | %.3f | | |\n", sum_a, sum_b, sum_b / sum_a);
-    free(a);
-    free(b);
     fa_ctx_free(ctx);
     return 0;
 }
