@@ -803,9 +803,9 @@ fa_conv_tactic fa_conv_tactic_effective(fa_conv_tactic asked)
     return asked;
 }
 
-/* One decision per convolution signature per process (FA_CONV_TACTIC_MEASURED): the key names
- * the threads, shapes, pads, layouts and post-ops (a Winograd key: the stride and kernel size are
- * those Winograd takes, 1 and 3x3; a reordered-inside key, "R ...", names them too); the value 1
+/* One decision per convolution signature per process (FA_CONV_TACTIC_MEASURED): the key
+ * (tactic_key: "W ..." Winograd, "R ..." reordered inside) names the threads, shapes, kernel,
+ * strides, dilations, pads, layouts and post-ops; the value 1
  * Winograd or reordered inside, 0 direct, TACTIC_VETOED direct because a kernel of the other
  * algorithm failed the applier's verification (fa_dnnl_kernel_veto_tactic), which even
  * FA_CONV_TACTIC_REORDER honours. A full table decides again (a measurement, never a wrong
@@ -857,6 +857,25 @@ static void tactic_memo_set(const char *key, int winograd, bool force)
 static void tactic_memo_put(const char *key, int winograd)
 {
     tactic_memo_set(key, winograd, false);
+}
+
+/* The memo's key of a 2-D convolution's tactic (prefix 'W' Winograd, 'R' reordered inside): the
+ * threads the executor set before creating its kernels, the input shape, the output's channels
+ * and size, the kernel, strides, dilations and pads (oneDNN's descriptors of them), the layouts
+ * and the post-op kinds. */
+static void tactic_key(char *key, size_t cap, char prefix, const fa_node *n, const dnnl_dims_t xd, const dnnl_dims_t yd,
+                       const dnnl_memory_desc_t *wmd, const dnnl_dims_t std_, const dnnl_dims_t dd, const dnnl_dims_t pld,
+                       const dnnl_dims_t prd, fa_layout l, fa_layout in0)
+{
+    const fa_attr *po = fa_node_attr(n, "post_op_kinds");
+    snprintf(key, cap, "%c t%d x%lldx%lldx%lldx%lld y%lldx%lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld "
+             "l%d,%d in%d po%d",
+             prefix, omp_get_max_threads(), (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3],
+             (long long)yd[1], (long long)yd[2], (long long)yd[3], (long long)wmd->dims[2], (long long)wmd->dims[3],
+             (long long)std_[0], (long long)std_[1], (long long)dd[0], (long long)dd[1], (long long)pld[0], (long long)pld[1],
+             (long long)prd[0], (long long)prd[1], (int)l, (int)in0, n->n_inputs, po ? po->n : -1);
+    for (int i = 0; po && po->ints && i < po->n && strlen(key) + 24 < cap; i++)
+        snprintf(key + strlen(key), cap - strlen(key), ",%lld", (long long)po->ints[i]);
 }
 
 /* Buffers of a state's primitive arguments for timing it at creation (zeros: a convolution's
@@ -1162,17 +1181,8 @@ static fa_status blocked_reorder_inside(fa_ctx *ctx, const fa_graph *g, const fa
                                         fa_layout l, fa_layout in0, fa_conv_tactic tactic)
 {
     if ((tactic != FA_CONV_TACTIC_REORDER && tactic != FA_CONV_TACTIC_MEASURED) || r != 4 || group != 1) return FA_OK;
-    /* the signature: threads, shapes, kernel, strides, dilations, pads, layouts, post-ops */
     char key[TACTIC_KEY_MAX];
-    const fa_attr *po = fa_node_attr(n, "post_op_kinds");
-    snprintf(key, sizeof key, "R t%d x%lldx%lldx%lldx%lld y%lldx%lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld "
-             "p%lld,%lld,%lld,%lld l%d,%d in%d po%d",
-             omp_get_max_threads(), (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], (long long)yd[1],
-             (long long)yd[2], (long long)yd[3], (long long)wmd->dims[2], (long long)wmd->dims[3], (long long)std_[0],
-             (long long)std_[1], (long long)dd[0], (long long)dd[1], (long long)pld[0], (long long)pld[1], (long long)prd[0],
-             (long long)prd[1], (int)l, (int)in0, n->n_inputs, po ? po->n : -1);
-    for (int i = 0; po && po->ints && i < po->n && strlen(key) + 24 < sizeof key; i++)
-        snprintf(key + strlen(key), sizeof key - strlen(key), ",%lld", (long long)po->ints[i]);
+    tactic_key(key, sizeof key, 'R', n, xd, yd, wmd, std_, dd, pld, prd, l, in0);
     int memo = tactic_memo_get(key);
     if (memo == TACTIC_VETOED || (memo == 0 && tactic == FA_CONV_TACTIC_MEASURED)) return FA_OK; /* direct */
     if (tactic == FA_CONV_TACTIC_REORDER) memo = 1; /* asked for: built without a measurement */
@@ -1302,14 +1312,7 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
         char key[TACTIC_KEY_MAX] = "";
         int memo = -1;
         if (wino) { /* the signature: measured once, or vetoed (fa_dnnl_kernel_veto_tactic) */
-            const fa_attr *po = fa_node_attr(n, "post_op_kinds");
-            snprintf(key, sizeof key, "t%d x%lldx%lldx%lldx%lld w%lld y%lld p%lld,%lld,%lld,%lld l%d,%d in%d po%d",
-                     omp_get_max_threads(), /* the threads the executor set before creating its kernels */
-                     (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3], (long long)cout,
-                     (long long)(yd[2] * yd[3]), (long long)pl[0], (long long)pl[1], (long long)pr[0], (long long)pr[1],
-                     (int)l, (int)in0, n->n_inputs, po ? po->n : -1);
-            for (int i = 0; po && po->ints && i < po->n && strlen(key) + 24 < sizeof key; i++)
-                snprintf(key + strlen(key), sizeof key - strlen(key), ",%lld", (long long)po->ints[i]);
+            tactic_key(key, sizeof key, 'W', n, xd, yd, &wmd, std_, dd, pld, prd, l, in0);
             memo = tactic_memo_get(key);
             wino = memo != TACTIC_VETOED && (memo != 0 || tactic != FA_CONV_TACTIC_MEASURED);
             if (tactic != FA_CONV_TACTIC_MEASURED && memo != TACTIC_VETOED) memo = 1; /* asked for: no measurement */
