@@ -57,14 +57,7 @@ static fa_graph *conv_swish(fa_ctx *ctx, const shape *s, int batch)
     fa_node_add_attr_int(g, n, "group", s->depthwise ? s->cin : 1);
     const fa_post_op po[] = {{FA_POST_OP_SWISH, 1.0f, 0, -1}};
     fa_post_ops_set_node(g, n, po, 1);
-    int y = fa_graph_find_tensor(g, "y");
-    fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, 4, yd);
-    fa_graph_add_output(ctx, g, y);
-    if (fa_graph_index(ctx, g)) {
-        fprintf(stderr, "bench_conv_swish: %s\n", fa_ctx_errmsg(ctx));
-        exit(1);
-    }
-    return g;
+    return bench_finish_graph(ctx, g, "y", 4, yd, "bench_conv_swish");
 }
 
 static fa_exec *make(fa_ctx *ctx, const fa_graph *g, int threads, bool post_op)

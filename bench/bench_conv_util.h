@@ -33,6 +33,24 @@ static void bench_add_const(fa_ctx *ctx, fa_graph *g, const char *name, int rank
     free(d);
 }
 
+/* The graph's output `name` (float, rank dims) added and the graph indexed: the last step of
+ * building a single-kernel graph; exits naming `prog` on failure. */
+static fa_graph *bench_finish_graph(fa_ctx *ctx, fa_graph *g, const char *name, int rank, const int64_t *dims,
+                                    const char *prog)
+{
+    int y = fa_graph_find_tensor(g, name);
+    if (y < 0) {
+        fprintf(stderr, "%s: the graph has no tensor '%s'\n", prog, name);
+        exit(1);
+    }
+    fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, rank, dims);
+    if (fa_graph_add_output(ctx, g, y) || fa_graph_index(ctx, g)) {
+        fprintf(stderr, "%s: %s\n", prog, fa_ctx_errmsg(ctx));
+        exit(1);
+    }
+    return g;
+}
+
 /* one traced iteration of e: the ns of node `node`'s kernel (NAN when it ran none); *name its
  * kernel's name when name is not NULL; exits naming `prog` on failure */
 static double bench_node_ns(fa_ctx *ctx, fa_exec *e, const fa_graph *g, const char *node, const char **name, const char *prog)

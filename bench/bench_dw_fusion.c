@@ -129,6 +129,8 @@ static void bench_block(const block *b, int reps, double *sep_ns, double *fused_
     CHECK(dnnl_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct, &e_md, &wd_md, &b_md,
                                              &o_md, stride, pad_l, pad_rr));
     CHECK(dnnl_primitive_desc_create(&pd2, &cd, a_plain, g_eng, NULL));
+    CHECK(dnnl_primitive_attr_destroy(a_plain));
+    CHECK(dnnl_primitive_attr_destroy(a_dw));
     prim p1, p2, pf;
     make(&p1, pd1);
     make(&p2, pd2);

@@ -43,14 +43,7 @@ static fa_graph *linear(fa_ctx *ctx, const shape *s)
     fa_node *n = fa_graph_add_node(ctx, g, "fm", "FusedMatMul", "ai.fuse-advise", 3, ins, 1, outs);
     const fa_post_op po[] = {{FA_POST_OP_ADD, 0, 0, 2}, {FA_POST_OP_GELU_ERF, 0, 0, -1}};
     fa_post_ops_set_node(g, n, po, s->gelu ? 2 : 1);
-    int y = fa_graph_find_tensor(g, "y");
-    fa_tensor_set_shape(g->tensors[y], FA_DTYPE_FLOAT, 2, yd);
-    fa_graph_add_output(ctx, g, y);
-    if (fa_graph_index(ctx, g)) {
-        fprintf(stderr, "bench_matmul_bias: %s\n", fa_ctx_errmsg(ctx));
-        exit(1);
-    }
-    return g;
+    return bench_finish_graph(ctx, g, "y", 2, yd, "bench_matmul_bias");
 }
 
 static fa_exec *make(fa_ctx *ctx, const fa_graph *g, int threads, bool post_op)
