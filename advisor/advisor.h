@@ -28,6 +28,13 @@ typedef struct fa_fused_probe_result {
     int reps;                  /* timed runs (pairs) the medians are of */
     int wins;                  /* pairs in which the fused kernel was faster than the unfused
                                   sub-graph (-1: not paired) */
+    /* the fused kernel against its members as the fused plan runs them when the cluster is left
+     * unfused (their own layouts on the plan's executor, the fused kernel's boundary layouts),
+     * timed only while it is not faster than the plain members (applier/probe.c time_visit): */
+    double plan_unfused_median_ns; /* those members' median, ns (0: not timed) */
+    double plan_ratio;         /* the median of those pairs' fused / members ratios (0: not timed) */
+    double plan_ratio_lo, plan_ratio_hi; /* its sign-test interval, as ratio_lo / ratio_hi */
+    int plan_reps, plan_wins;  /* those pairs, and the ones the fused kernel won (-1: not timed) */
     bool cached;               /* an earlier probe of the same signature (this run or stored) */
     char what[360];            /* the basis' sentence: the kernel, its layout and implementation,
                                   repetitions (or why nothing was measured) */

@@ -64,6 +64,13 @@ fa_status fa_apply_exec_once(fa_ctx *ctx, const void *e, bool timed, uint64_t *o
 fa_status fa_apply_boundary_layouts(fa_ctx *ctx, const fa_graph *g, const fa_graph *gf, const fa_layout *plan_layout,
                                     const fa_exec *probe, fa_layout **in_l, fa_layout **out_l, bool *unknown,
                                     char *judged, size_t cap);
+/* The boundary layouts of a cluster's unfused sub-graph gu as the fused plan would run its members
+ * if the cluster were left unfused: each input and output of gu in the layout the fused sub-graph
+ * gf's boundary of the same name has (f_in by gf input, f_out by gf output: fa_apply_boundary_layouts),
+ * plain where gf has none of that name (a BN's parameters, folded away in gf) or the tensor is
+ * constant. *u_in (by gu input) and *u_out (by gu output) are malloc'd. Errors: out of memory. */
+fa_status fa_apply_member_layouts(fa_ctx *ctx, const fa_graph *gf, const fa_layout *f_in, const fa_layout *f_out,
+                                  const fa_graph *gu, fa_layout **u_in, fa_layout **u_out);
 /* Interleaved pairs: `warmup` untimed pairs (FA_WARMUP_AUTO: by time, fa_warmup_more), then `iters` timed rounds into sa[0..iters) (a,
  * unfused) and sb (b, fused), ns by fa_now_ns; round i runs a first when round0 + i is even and b
  * first when odd, so rounds appended across calls keep alternating (round0: the rounds already

@@ -18,6 +18,11 @@ typedef struct probe_entry {
     double paired_ratio;    /* median of fns[i] / uns[i] (fa_stats_paired_ratio) */
     double ratio_lo, ratio_hi; /* its sign-test interval (fa_stats_paired_ratio_interval); NAN none */
     int reps, wins;
+    /* the fused kernel against the members as the fused plan runs them unfused (timed only while
+     * it is not faster than the plain ones: time_visit) */
+    double pfns[FA_PROBE_REPS * FA_PROBE_VISITS], puns[FA_PROBE_REPS * FA_PROBE_VISITS];
+    int preps;
+    fa_fused_probe_result plan;  /* their summary (fa_probe_pairs_summary; reps 0: not timed) */
     char what[300];
     /* for the revisits (fa_kernel_probe_revisit): the cluster as first probed, and every pair */
     const fa_cluster *clusters; /* its plan's clusters array: an identity only, never read unless
@@ -314,6 +319,8 @@ static void summarize(probe_entry *e)
     e->ratio_lo = r.ratio_lo;
     e->ratio_hi = r.ratio_hi;
     e->wins = r.wins;
+    memset(&e->plan, 0, sizeof e->plan);
+    if (e->preps > 0) fa_probe_pairs_summary(e->pfns, e->puns, e->preps, &e->plan);
     snprintf(e->what, sizeof e->what, "%s (%s) on boundary layouts %s ran in %.0f ns against its unfused sub-graph's %.0f "
              "ns in the baseline's plain layout (medians of %d interleaved pairs in %d visit(s) after %d warm-up each, %d "
              "thread(s))", e->kname[0] ? e->kname : "?", e->impl[0] ? e->impl : "no library implementation reported",
@@ -406,6 +413,41 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
         if (!s) j++;
     }
     *n += j;
+    /* While the fused kernel is not faster than the members as the baseline runs them, it is timed
+     * against them as the fused plan would run them if this cluster were left unfused too: the same
+     * unfused sub-graph on the plan's executor, its boundaries in the fused one's layouts (the
+     * applier's judge_in_plan_layout, applier/apply.c, says why that is the alternative the plan
+     * has; the advisor proposes such a cluster on this ratio: advisor/advisor.c) */
+    fa_exec *ep = NULL;
+    fa_layout *u_in = NULL, *u_out = NULL;
+    double r_plain = s || *n <= 0 ? 0 : fa_stats_paired_ratio(e->fns, e->uns, (size_t)*n);
+    if (!s && eo.blocked_layouts && r_plain >= 1 && e->preps + FA_PROBE_REPS <= FA_PROBE_REPS * FA_PROBE_VISITS) {
+        /* a failure here is this comparison's, not the probe's: the plain figures stand */
+        fa_exec_options po = eo;
+        po.provider = NULL;
+        po.provider_user = NULL;
+        fa_status ps = fa_apply_member_layouts(cx, gf, in_l, out_l, gu, &u_in, &u_out);
+        po.input_layouts = u_in;
+        po.output_layouts = u_out;
+        if (!ps) ps = fa_exec_create(cx, gu, &po, &ep);
+        if (!ps) ps = fa_exec_fill_inputs(cx, ep, 1);
+        t_timed = 0;
+        int k = 0;
+        while (!ps && k < FA_PROBE_REPS && (k < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
+            int w = k ? 0 : FA_PROBE_WARMUP, at = e->preps + k;
+            ps = k % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, ep, w, 0, 1, false, fa_exec_threads(ep), e->pfns + at,
+                                             e->puns + at)
+                       : fa_apply_bench_pair(cx, fa_apply_exec_once, ep, ef, w, 0, 1, false, fa_exec_threads(ep), e->puns + at,
+                                             e->pfns + at);
+            if (!ps) t_timed += e->pfns[at] + e->puns[at], k++;
+        }
+        if (ps == FA_ERR_NOMEM) s = ps;
+        else if (ps) fa_ctx_clear(cx);
+        else e->preps += k;
+    }
+    fa_exec_free(ep);
+    free(u_in);
+    free(u_out);
     const char *im = NULL, *kn = NULL;
     for (int k = 0; !s && k < gf->n_topo; k++) {
         const fa_node *fn = gf->nodes[gf->topo[k]];
@@ -435,6 +477,12 @@ static void result_of(const probe_entry *e, fa_fused_probe_result *out)
     out->ratio_hi = e->ratio_hi;
     out->reps = e->reps;
     out->wins = e->wins;
+    out->plan_unfused_median_ns = e->plan.reps > 0 ? e->plan.unfused_median_ns : 0;
+    out->plan_ratio = e->plan.reps > 0 ? e->plan.paired_ratio : 0;
+    out->plan_ratio_lo = e->plan.reps > 0 ? e->plan.ratio_lo : NAN;
+    out->plan_ratio_hi = e->plan.reps > 0 ? e->plan.ratio_hi : NAN;
+    out->plan_reps = e->plan.reps;
+    out->plan_wins = e->plan.reps > 0 ? e->plan.wins : -1;
 }
 
 /* The unfused and fused sub-graphs of cluster ci of p, as the applier builds and judges them

@@ -398,6 +398,123 @@ static void test_probe_loss_refuses_only_when_resolved(void **st)
     tc_free(t);
 }
 
+/* A probe whose fused kernel is slower than the plain members in every pair (1.2x, 0 of 7: a
+ * resolved loss) and, timed against the members as the fused plan runs them unfused, at
+ * g_plan_ratio with the interval g_plan_lo..g_plan_hi (plan_reps 0 when g_plan_ratio is 0). */
+static double g_plan_ratio, g_plan_lo, g_plan_hi;
+static bool plan_layout_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
+                              fa_fused_probe_result *out)
+{
+    (void)user; (void)g; (void)p; (void)ci; (void)signature;
+    memset(out, 0, sizeof *out);
+    out->unfused_median_ns = 40000;
+    out->median_ns = 48000;
+    out->paired_ratio = 1.2;
+    out->ratio_lo = 1.15;
+    out->ratio_hi = 1.25;
+    out->reps = 7;
+    out->wins = 0;
+    if (g_plan_ratio > 0) {
+        out->plan_unfused_median_ns = 48000 / g_plan_ratio;
+        out->plan_ratio = g_plan_ratio;
+        out->plan_ratio_lo = g_plan_lo;
+        out->plan_ratio_hi = g_plan_hi;
+        out->plan_reps = 7;
+        out->plan_wins = 7;
+    }
+    snprintf(out->what, sizeof out->what, "a stub");
+    return true;
+}
+
+/* A fused kernel slower than its members as the baseline runs them (plain) but faster than the
+ * members as the fused plan runs them when the cluster is left unfused (MobileNetV2's 24-channel
+ * conv+BN folds: padded to 32 channels in nChw16c, the BN a pass of its own there) is proposed
+ * with the saving in the plan: the plan's members predicted at the fused time / the plan ratio,
+ * the basis saying against what it was judged. An interval reaching 1, or no such timing, leaves
+ * the resolved loss refused as before. */
+static void test_probe_judges_against_members_in_plan_layout(void **st)
+{
+    (void)st;
+    tc *t = conv_relu();
+    fa_ctx *ctx = t->ctx;
+    fa_store *s = NULL;
+    const char *db = fa_test_path(fa_test_tmpdir(), "kernel_probe_plan_layout.db");
+    fa_analysis *a = profiled(t, db, &s);
+    fa_advise_options o = fa_advise_options_default();
+    o.no_gate = true;
+    o.probe = plan_layout_probe;
+    fa_plan *p = NULL;
+
+    g_plan_ratio = 0.8, g_plan_lo = 0.75, g_plan_hi = 0.85;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    const fa_cluster *e = epilogue_of(p, 0);
+    assert_non_null(e);
+    assert_int_equal(e->status, FA_CLUSTER_PROPOSED);
+    assert_true(e->est_saving_ns > 0);
+    /* the terms: members in the plan = fused / 0.8, the saving = members + dispatch - fused */
+    assert_true(fabs(e->pred_members_ns - e->pred_fused_ns / 0.8) <= 1e-6 * e->pred_members_ns);
+    assert_true(fabs(e->est_saving_ns - (e->pred_members_ns + e->pred_dispatch_ns - e->pred_fused_ns)) <= 1e-6 * e->pred_members_ns);
+    /* its interval from the plan ratio's: members x (1 - 0.85) .. members x (1 - 0.75), plus dispatch */
+    assert_true(e->est_lo_ns > 0 && e->est_lo_ns < e->est_saving_ns && e->est_saving_ns < e->est_hi_ns);
+    assert_non_null(strstr(e->basis, "judged against its members as the fused plan runs them when it is left unfused"));
+    assert_non_null(strstr(e->basis, "ran 0.800 x those members'"));
+    fa_plan_free(p);
+
+    g_plan_ratio = 0.8, g_plan_lo = 0.7, g_plan_hi = 1.05; /* not resolved under 1: the loss stands */
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    assert_int_equal(e->status, FA_CLUSTER_REFUSED);
+    assert_int_equal(e->refusal, FA_WHY_NOT_BENEFICIAL);
+    assert_true(e->est_saving_ns < 0);
+    assert_null(strstr(e->basis, "judged against its members as the fused plan"));
+    fa_plan_free(p);
+
+    g_plan_ratio = 0; /* not timed (a plain plan, or the kernel faster than the plain members) */
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    assert_int_equal(e->status, FA_CLUSTER_REFUSED);
+    fa_plan_free(p);
+
+    fa_analysis_free(a);
+    fa_store_close(s);
+    remove(db);
+    tc_free(t);
+}
+
+/* The members' boundary layouts (fa_apply_member_layouts): each input and output of the unfused
+ * sub-graph in the layout of the fused sub-graph's boundary of the same name, whatever its
+ * position; plain where the fused one has no such name (a BN's parameters folded away) */
+static void test_member_layouts_by_name(void **st)
+{
+    (void)st;
+    int64_t d[4] = {1, 16, 4, 4};
+    tc *f = tc_new(17), *u = tc_new(17);
+    tc_input(f, "x", 4, d);
+    tc_input(f, "r", 4, d);
+    tc_node(f, "Add", "x", "r", NULL, "y");
+    tc_output(f, "y");
+    tc_input(u, "r", 4, d);
+    tc_input(u, "x", 4, d);
+    tc_input(u, "z", 4, d);
+    tc_node(u, "Add", "x", "r", NULL, "y0");
+    tc_node(u, "Mul", "y0", "z", NULL, "y");
+    tc_node(u, "Relu", "y", NULL, NULL, "q");
+    tc_output(u, "y");
+    tc_output(u, "q");
+    fa_layout f_in[2] = {FA_LAYOUT_NCHW16C, FA_LAYOUT_NHWC}, f_out[1] = {FA_LAYOUT_NCHW16C};
+    fa_layout *u_in = NULL, *u_out = NULL;
+    assert_int_equal(fa_apply_member_layouts(f->ctx, f->g, f_in, f_out, u->g, &u_in, &u_out), FA_OK);
+    assert_int_equal(u_in[0], FA_LAYOUT_NHWC);    /* r */
+    assert_int_equal(u_in[1], FA_LAYOUT_NCHW16C); /* x */
+    assert_int_equal(u_in[2], FA_LAYOUT_PLAIN);   /* z: not a boundary of the fused one */
+    assert_int_equal(u_out[0], FA_LAYOUT_NCHW16C);
+    assert_int_equal(u_out[1], FA_LAYOUT_PLAIN);
+    free(u_in);
+    free(u_out);
+    tc_free(f);
+    tc_free(u);
+}
+
 /* A probe answering recorded figures with a chosen interval of its ratio (issue 36). */
 static double g_ratio, g_ratio_lo, g_ratio_hi;
 static bool interval_probe(void *user, const fa_graph *g, const fa_plan *p, int ci, const char *signature,
@@ -914,6 +1031,8 @@ int main(void)
         cmocka_unit_test(test_probe_budget_spent_keeps_profile_model),
         cmocka_unit_test(test_probe_visits_spread_the_medians),
         cmocka_unit_test(test_probe_loss_refuses_only_when_resolved),
+        cmocka_unit_test(test_probe_judges_against_members_in_plan_layout),
+        cmocka_unit_test(test_member_layouts_by_name),
         cmocka_unit_test(test_pairs_summary_keeps_pairs),
         cmocka_unit_test(test_probe_interval_quoted_with_the_prediction),
         cmocka_unit_test(test_probe_times_generated_chain),
