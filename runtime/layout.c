@@ -114,6 +114,38 @@ bool fa_layout_starts_region(const fa_node *n)
     return (!*n->domain && !strcmp(n->op_type, "Conv")) || (!strcmp(n->domain, FA_FUSED_DOMAIN) && !strcmp(n->op_type, "FusedConv"));
 }
 
+bool fa_layout_continues(const fa_graph *g, const fa_node *n, fa_layout l, fa_layout plan, const fa_layout *tensor_layout,
+                         const fa_layout *out_layout, fa_layout (*preferred)(const fa_graph *g, const fa_node *n, fa_layout plan))
+{
+    uint64_t held = 0, other = 0;
+    for (int i = 0; i < n->n_inputs; i++) {
+        int x = n->inputs[i];
+        if (x < 0 || !fa_layout_input_follows(g, n, i) || (g->tensors[x]->flags & FA_TENSOR_CONST)) continue;
+        if (tensor_layout[x] == l) held += fa_tensor_bytes(g->tensors[x]);
+        else other += fa_tensor_bytes(g->tensors[x]);
+    }
+    if (!held) return false;
+    if (n->n_outputs < 1 || n->outputs[0] < 0) return true;
+    int y = n->outputs[0];
+    bool plain_reader = false, starter = false;
+    for (int i = 0; i < g->n_outputs; i++) plain_reader |= g->outputs[i] == y && (out_layout ? out_layout[i] : FA_LAYOUT_PLAIN) != l;
+    const int *cons = NULL;
+    int nc = fa_graph_consumers(g, y, &cons);
+    for (int k = 0; k < nc; k++) {
+        const fa_node *c = g->nodes[cons[k]];
+        if (!c || c->folded) continue;
+        fa_layout pc = preferred ? preferred(g, c, plan) : FA_LAYOUT_PLAIN;
+        bool reads_in_layout = pc == l;
+        for (int i = 0; i < c->n_inputs && reads_in_layout; i++)
+            if (c->inputs[i] == y && !fa_layout_input_follows(g, c, i)) reads_in_layout = false;
+        if (!reads_in_layout) plain_reader = true;
+        else if (fa_layout_starts_region(c)) starter = true;
+    }
+    uint64_t yb = fa_tensor_bytes(g->tensors[y]);
+    uint64_t cost_continue = other + (plain_reader ? yb : 0), cost_plain = held + (starter ? yb : 0);
+    return cost_continue <= cost_plain;
+}
+
 fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_graph *g, fa_layout plan,
                               fa_layout_plan *out)
 {
@@ -133,12 +165,8 @@ fa_status fa_layout_plan_make(fa_ctx *ctx, const fa_target_iface *t, const fa_gr
             free(tl);
             return fa_ctx_error(ctx, FA_ERR_INTERNAL, "target %s: node '%s': layout %d out of range", t->name, n->name, (int)l);
         }
-        if (l != FA_LAYOUT_PLAIN && !fa_layout_starts_region(n)) { /* as the executor: it only continues a region */
-            bool follows = false;
-            for (int i = 0; i < n->n_inputs && !follows; i++)
-                follows = n->inputs[i] >= 0 && fa_layout_input_follows(g, n, i) && tl[n->inputs[i]] == l;
-            if (!follows) l = FA_LAYOUT_PLAIN;
-        }
+        if (l != FA_LAYOUT_PLAIN && !fa_layout_starts_region(n) && !fa_layout_continues(g, n, l, plan, tl, NULL, t->exec->preferred_layout))
+            l = FA_LAYOUT_PLAIN; /* as the executor: it only continues a region, where that moves fewer bytes */
         nl[n->id] = l;
         if (n->n_outputs > 0 && n->outputs[0] >= 0) tl[n->outputs[0]] = l;
     }

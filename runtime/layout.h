@@ -64,6 +64,20 @@ fa_status fa_layout_plan_of(fa_ctx *ctx, const fa_graph *g, const fa_layout *nod
  * (fa_layout_input_follows) is already in it, so a plain op between plain ops never pays two
  * reorders. The cpu executor and fa_layout_plan_make both place nodes so. */
 bool fa_layout_starts_region(const fa_node *n);
+/* Whether node n, which does not start a region and whose kernel takes layout l (its preferred,
+ * not PLAIN), continues l — the rule the cpu executor and fa_layout_plan_make share. It continues
+ * when an activation it reads (fa_layout_input_follows) is already in l (tensor_layout, by tensor
+ * id: what each producer writes so far) and the reorders that costs are no more than running
+ * plain costs, in bytes moved: continuing reorders its plain following inputs into l, and its
+ * output back to PLAIN when a consumer reads it plain (preferred(g, consumer, plan) PLAIN, a
+ * position that does not follow, or a graph output left in another layout: out_layout by index into
+ * g->outputs, NULL all PLAIN); running plain reorders its inputs held in l
+ * to PLAIN, and its output into l when a consumer starts a region. Before 2026-12-07 an op
+ * continued whenever one input was in l: ShuffleNetV2's channel-shuffle Concat, reading one half
+ * plain (a Slice) and one in nhwc (a convolution) with a Reshape after it, reordered the plain
+ * half in and the whole output out (1.5 C) where running plain reorders one half (0.5 C). */
+bool fa_layout_continues(const fa_graph *g, const fa_node *n, fa_layout l, fa_layout plan, const fa_layout *tensor_layout,
+                         const fa_layout *out_layout, fa_layout (*preferred)(const fa_graph *g, const fa_node *n, fa_layout plan));
 /* fa_layout_plan_of with node_layout[n] = fa_target_preferred_layout(t, g, n, plan) where n starts
  * a region or continues one (fa_layout_starts_region), PLAIN otherwise — the placement of an
  * executor with fa_exec_options.plan_layout `plan` (resolved: the target's default is the caller's

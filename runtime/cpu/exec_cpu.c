@@ -519,15 +519,13 @@ static fa_status create_kernel(fa_ctx *ctx, cpu_exec *e, const fa_node *n, fa_ke
         }
     }
     fa_layout want = e->opt.blocked_layouts ? fa_cpu_preferred_layout(g, n, e->opt.plan_layout) : FA_LAYOUT_PLAIN;
-    if (want != FA_LAYOUT_PLAIN && !fa_layout_starts_region(n)) {
-        /* A convolution starts a blocked region (the layout is what makes it fast); every other
-         * op only follows one: blocked when an activation it reads already is, so that a plain
-         * Relu between plain ops never pays two reorders (fa_layout_plan_make places alike). */
-        bool follows = false;
-        for (int i = 0; i < n->n_inputs && !follows; i++)
-            follows = n->inputs[i] >= 0 && fa_layout_input_follows(g, n, i) && e->tlayout[n->inputs[i]] == want;
-        if (!follows) want = FA_LAYOUT_PLAIN;
-    }
+    /* A convolution starts a blocked region (the layout is what makes it fast); every other op
+     * only continues one: when an activation it reads already is in it, so that a plain Relu
+     * between plain ops never pays two reorders, and when that moves no more bytes than running
+     * plain (fa_layout_continues; fa_layout_plan_make places alike) */
+    if (want != FA_LAYOUT_PLAIN && !fa_layout_starts_region(n) &&
+        !fa_layout_continues(g, n, want, e->opt.plan_layout, e->tlayout, e->out_layout, fa_cpu_preferred_layout))
+        want = FA_LAYOUT_PLAIN;
     if (want != FA_LAYOUT_PLAIN) {
         fa_layout first = want;
         fa_status st = fa_dnnl_ops_kernel_create_blocked(ctx, g, n, want, kern, &handled);

@@ -125,6 +125,69 @@ static void test_residual_add_reads_both_activations_blocked(void **s)
     tc_free(t);
 }
 
+static fa_layout blocked_convs_concat(const fa_graph *g, const fa_node *n, fa_layout plan)
+{
+    return !strcmp(n->op_type, "Concat") ? FA_LAYOUT_NCHW8C : blocked_convs(g, n, plan);
+}
+
+/* x[1,16,8,8] -> Conv -> c1; Concat(c1, p) on channels, p a plain graph input [1,16,8,8]; then
+ * either Flatten (reads plain only) or a Conv (starts a region) and a Flatten. */
+static tc *concat_of_blocked_and_plain(bool conv_after)
+{
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 8, 8}, wd[4] = {16, 16, 1, 1}, w3d[4] = {16, 32, 1, 1};
+    static float w[512];
+    for (int i = 0; i < 512; i++) w[i] = (float)(i % 5) * 0.01f;
+    tc_input(t, "x", 4, xd);
+    tc_input(t, "p", 4, xd);
+    tc_const(t, "w1", 4, wd, w);
+    tc_const(t, "w3", 4, w3d, w);
+    tc_node(t, "Conv", "x", "w1", NULL, "c1");
+    fa_node *cat = tc_node(t, "Concat", "c1", "p", NULL, "y");
+    assert_non_null(fa_node_add_attr_int(t->g, cat, "axis", 1));
+    if (conv_after) {
+        tc_node(t, "Conv", "y", "w3", NULL, "c3");
+        tc_node(t, "Flatten", "c3", NULL, NULL, "f");
+    } else {
+        tc_node(t, "Flatten", "y", NULL, NULL, "f");
+    }
+    tc_output(t, "f");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    return t;
+}
+
+/* An op continues a blocked region only where that moves no more bytes than running plain
+ * (fa_layout_continues): a Concat of a blocked half and a plain half read by a Flatten runs plain
+ * (one reorder of the blocked half, where continuing reordered the plain half in and the whole
+ * output out: ShuffleNetV2's channel shuffle); the same Concat read by a convolution continues
+ * (running plain would reorder its output back in). */
+static void test_op_continues_a_region_only_where_it_moves_fewer_bytes(void **s)
+{
+    (void)s;
+    fa_target_iface fake = *fa_target_get(FA_TARGET_CPU);
+    fa_target_exec_i fake_exec = *fake.exec;
+    fake.exec = &fake_exec;
+    fake_exec.preferred_layout = blocked_convs_concat;
+    fa_layout_plan p;
+
+    tc *t = concat_of_blocked_and_plain(false);
+    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, FA_LAYOUT_NCHW8C, &p), FA_OK);
+    assert_int_equal(p.layout[tid(t, "c1")], FA_LAYOUT_NCHW8C);
+    assert_int_equal(p.layout[tid(t, "y")], FA_LAYOUT_PLAIN);
+    assert_int_equal(p.n_reorders, 2); /* x in, c1 out; neither p in nor y out */
+    for (int i = 0; i < p.n_reorders; i++) assert_int_not_equal(p.reorders[i].tensor, tid(t, "y"));
+    fa_layout_plan_free(&p);
+    tc_free(t);
+
+    t = concat_of_blocked_and_plain(true);
+    assert_int_equal(fa_layout_plan_make(t->ctx, &fake, t->g, FA_LAYOUT_NCHW8C, &p), FA_OK);
+    assert_int_equal(p.layout[tid(t, "y")], FA_LAYOUT_NCHW8C);
+    assert_int_equal(p.n_reorders, 3); /* x in, p in, c3 out */
+    fa_layout_plan_free(&p);
+    tc_free(t);
+}
+
 static void test_targets_without_the_slot_keep_everything_plain(void **s)
 {
     (void)s;
@@ -712,6 +775,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_blocked_target_reorders_only_at_the_boundaries),
         cmocka_unit_test(test_residual_add_reads_both_activations_blocked),
+        cmocka_unit_test(test_op_continues_a_region_only_where_it_moves_fewer_bytes),
         cmocka_unit_test(test_targets_without_the_slot_keep_everything_plain),
         cmocka_unit_test(test_target_capabilities_agree_with_their_tables),
         cmocka_unit_test(test_small_cnn_same_outputs_and_the_planned_reorders),
