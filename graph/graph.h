@@ -295,6 +295,17 @@ int fa_node_attr_ints(const fa_node *n, const char *name, const int64_t **out);
 int64_t fa_tensor_numel(const fa_tensor *t);
 /* numel * dtype size, 0 if unknown, UINT64_MAX when it overflows (never wraps to a small size). */
 uint64_t fa_tensor_bytes(const fa_tensor *t);
+/* Whether node n, a Slice (default domain) with constant starts/ends/axes/steps, selects one
+ * contiguous run of its input's row-major elements: every axis before the one it cuts has extent
+ * 1, that axis taken with step 1, every axis after it whole (a channel split of a batch-1 NCHW
+ * tensor). True with *offset_bytes the run's start from the input's first byte (its length is the
+ * output's bytes); false for any other Slice, a Slice whose parameters are not constant, or
+ * another op. graph/ops_shape.c (the Slice kernel's own parameter rule). */
+bool fa_slice_contiguous(const fa_graph *g, const fa_node *n, uint64_t *offset_bytes);
+/* The same for output o of a Split (default domain): true with *offset_bytes its start when every
+ * axis before the split one has extent 1 and every output has the input's dims but on that axis
+ * (their inferred shapes: ONNX's rule for split sizes already applied). */
+bool fa_split_contiguous(const fa_graph *g, const fa_node *n, int o, uint64_t *offset_bytes);
 
 /* The largest tensor fuse-advise loads, infers, folds, plans or runs: 2^48 bytes (256 TiB, more
  * than any machine holds), and the product of its dims - a 0 dim counted as 1 - at most 2^48, so

@@ -782,6 +782,75 @@ static fa_status slice_params(fa_ctx *ctx, const src *s, const fa_node *n, int r
     return FA_OK;
 }
 
+bool fa_slice_contiguous(const fa_graph *g, const fa_node *n, uint64_t *offset_bytes)
+{
+    *offset_bytes = 0;
+    if (!n || *n->domain || strcmp(n->op_type, "Slice") || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 ||
+        n->outputs[0] < 0)
+        return false;
+    const fa_tensor *x = g->tensors[n->inputs[0]], *y = g->tensors[n->outputs[0]];
+    if (x->rank < 1 || x->rank > FA_MAX_RANK || y->rank != x->rank || fa_tensor_numel(x) <= 0 || fa_tensor_numel(y) <= 0)
+        return false;
+    for (int i = 1; i < n->n_inputs; i++) /* parameters must be constants of the graph */
+        if (n->inputs[i] >= 0 && !(g->tensors[n->inputs[i]]->flags & FA_TENSOR_CONST)) return false;
+    fa_ctx *ctx = fa_ctx_create();
+    if (!ctx) return false;
+    int64_t start[FA_MAX_RANK], step[FA_MAX_RANK], od[FA_MAX_RANK];
+    src s = {.g = g};
+    fa_status st = slice_params(ctx, &s, n, x->rank, x->dims, start, step, od);
+    fa_ctx_free(ctx);
+    if (st) return false;
+    int r = x->rank, a = 0;
+    while (a < r && od[a] == x->dims[a] && start[a] == 0) a++; /* the first axis it cuts */
+    if (a == r) return true; /* the whole input: offset 0 */
+    if (step[a] != 1) return false;
+    for (int d = 0; d < a; d++)
+        if (x->dims[d] != 1) return false;
+    int64_t inner = 1;
+    for (int d = a + 1; d < r; d++) {
+        if (od[d] != x->dims[d] || start[d] != 0) return false;
+        inner *= x->dims[d];
+    }
+    for (int d = 0; d < r; d++)
+        if (od[d] != y->dims[d]) return false;
+    size_t es = fa_dtype_size(x->dtype);
+    if (!es) return false;
+    *offset_bytes = (uint64_t)start[a] * (uint64_t)inner * es;
+    return true;
+}
+
+bool fa_split_contiguous(const fa_graph *g, const fa_node *n, int o, uint64_t *offset_bytes)
+{
+    *offset_bytes = 0;
+    if (!n || *n->domain || strcmp(n->op_type, "Split") || n->n_inputs < 1 || n->inputs[0] < 0 || o < 0 || o >= n->n_outputs)
+        return false;
+    const fa_tensor *x = g->tensors[n->inputs[0]];
+    int r = x->rank;
+    if (r < 1 || r > FA_MAX_RANK || fa_tensor_numel(x) <= 0) return false;
+    int64_t axis = fa_node_attr_int(n, "axis", 0);
+    if (axis < 0) axis += r;
+    if (axis < 0 || axis >= r) return false;
+    for (int d = 0; d < axis; d++)
+        if (x->dims[d] != 1) return false;
+    int64_t inner = 1, before = 0, total = 0;
+    for (int d = (int)axis + 1; d < r; d++) inner *= x->dims[d];
+    for (int j = 0; j < n->n_outputs; j++) {
+        if (n->outputs[j] < 0) return false;
+        const fa_tensor *y = g->tensors[n->outputs[j]];
+        if (y->rank != r || y->dtype != x->dtype) return false;
+        for (int d = 0; d < r; d++)
+            if (d != axis && y->dims[d] != x->dims[d]) return false;
+        if (y->dims[axis] < 0) return false;
+        if (j < o) before += y->dims[axis];
+        total += y->dims[axis];
+    }
+    if (total != x->dims[axis]) return false;
+    size_t es = fa_dtype_size(x->dtype);
+    if (!es) return false;
+    *offset_bytes = (uint64_t)before * (uint64_t)inner * es;
+    return true;
+}
+
 static fa_status infer_slice(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
     fa_tensor *x = fa_req_input(ctx, g, n, 0);

@@ -42,9 +42,10 @@ bool fa_layout_operand_follows(const fa_tensor *x, const fa_tensor *y);
 /* The layout a generated elementwise kernel reading tensors inputs[0..n_inputs) and writing
  * outputs[0..n_outputs) of g is emitted for (fa_kernel_desc.layout), given the layouts the
  * target's plan gives g's tensors (tensor_layout by tensor id, fa_layout_plan_make's; NULL: a
- * target without layouts): as the executor places every op but a convolution, the layout of
- * its first following input (fa_layout_operand_follows) that the plan keeps blocked, so that the
- * kernel sits between the oneDNN primitives around it with no reorder; PLAIN when none is, or
+ * target without layouts): the layout of its first following input (fa_layout_operand_follows)
+ * that the plan keeps blocked, so that the kernel sits between the oneDNN primitives around it
+ * with no reorder (a chain continues its producer's layout whatever it weighs: the executor's
+ * byte rule, fa_layout_continues, places library and reference kernels); PLAIN when none is, or
  * when the kernel writes more than one output or one that is not a rank-4 float tensor. */
 fa_layout fa_layout_of_generated(const fa_graph *g, const fa_layout *tensor_layout, const int *inputs, int n_inputs,
                                  const int *outputs, int n_outputs);

@@ -234,6 +234,8 @@ static int placed_by_offset(const void *x, const void *y, void *slots)
     return a < b ? -1 : a > b;
 }
 
+#define FA_ARENA_ALIGN 64 /* a cache line; AVX-512 loads and oneDNN's preferred alignment */
+
 /* A view's kernel: its output is its input's bytes (merge_views), nothing to move. It stays in the
  * run table, so that a trace keeps one record per live node and iteration (a view's, ~0 long). */
 static fa_status view_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
@@ -243,10 +245,14 @@ static fa_status view_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
     return FA_OK;
 }
 
-/* Views (ops flagged FA_OPF_ALIAS: Reshape, Flatten, Squeeze, Unsqueeze, Identity): the output
+/* Views (ops flagged FA_OPF_ALIAS: Reshape, Flatten, Squeeze, Unsqueeze, Identity; a Slice
+ * selecting one contiguous run of its input, and every output of a Split on an axis with only
+ * extent-1 axes before it, each at an offset that keeps FA_ARENA_ALIGN — fa_slice_contiguous,
+ * fa_split_contiguous: view_off[t] its bytes into root[t]'s): the output
  * takes the bytes of the slot its input 0 is read from, and the node's kernel moves nothing (its
  * kernel becomes view_run, named FA_VIEW_KERNEL_NAME), when
- * both are plain (a blocked buffer's bytes are not the reshaped tensor's), of the same size, and
+ * both are plain (a blocked buffer's bytes are not the reshaped tensor's), of the same size (a
+ * slice: within the input's), and
  * the input is an activation the run itself writes (not a graph input, set once and read by every
  * run, nor a constant). The pair becomes one plan item living from the input's producer to the
  * later of the two tensors' last readers; root[t] names the slot whose bytes slot t uses. ONNX
@@ -255,7 +261,7 @@ static fa_status view_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
  * copied: GPT-2's legacy export at sequence 64 spent 41-55 us of a ~0.55 ms fused iteration in its
  * four post-GEMM reshape copies (bench/README.md, "Views"). Nothing writes a view's bytes in place afterwards:
  * merge_inplace refuses bytes that a view still reads. Returns the number of items left. */
-static int merge_views(cpu_exec *e, plan_item *it, int n, int *root)
+static int merge_views(cpu_exec *e, plan_item *it, int n, int *root, uint64_t *view_off)
 {
     const fa_graph *g = e->g;
     int *item = malloc(((size_t)e->n_slots + 1) * sizeof *item);
@@ -264,22 +270,49 @@ static int merge_views(cpu_exec *e, plan_item *it, int n, int *root)
     for (int i = 0; i < n; i++) item[it[i].t] = i;
     for (int k = 0; k < g->n_topo; k++) {
         const fa_node *nd = g->nodes[g->topo[k]];
-        if (!nd->op || !(nd->op->flags & FA_OPF_ALIAS) || nd->n_inputs < 1 || nd->inputs[0] < 0 || nd->n_outputs < 1 ||
-            nd->outputs[0] < 0)
-            continue;
-        int y = nd->outputs[0], r = e->in_slot[e->in_off[nd->id]];
-        const slot *sr = &e->slots[r], *sy = &e->slots[y], *s0 = &e->slots[root[r]];
-        if ((g->tensors[y]->flags & FA_TENSOR_CONST) || sr->first_def < 0 || s0->first_def < 0 || sy->first_def != k ||
-            item[y] < 0 || item[root[r]] < 0 || sr->layout != FA_LAYOUT_PLAIN || sy->layout != FA_LAYOUT_PLAIN ||
-            sr->v.dtype != sy->v.dtype)
-            continue;
-        uint64_t br, by;
-        if (!slot_bytes(e, r, &br) || !slot_bytes(e, y, &by) || br != by) continue;
-        plan_item *pr = &it[item[root[r]]], *py = &it[item[y]];
-        if (py->b > pr->b) pr->b = py->b;
-        root[y] = root[r];
-        py->t = -1; /* dropped below */
-        item[y] = -1;
+        if (!nd->op || nd->n_inputs < 1 || nd->inputs[0] < 0 || nd->n_outputs < 1 || nd->n_outputs > 64) continue;
+        /* its views: output 0 of an alias op at offset 0; a contiguous Slice (fa_slice_contiguous:
+         * a channel split at batch 1) or every output of a contiguous Split (fa_split_contiguous)
+         * at its offset into the input's bytes, when that keeps the arena's alignment — all of a
+         * node's outputs or none (its kernel either moves nothing or runs) */
+        int ys[64], nv = 0;
+        uint64_t subs[64];
+        bool ok = true;
+        if (nd->op->flags & FA_OPF_ALIAS) {
+            ys[0] = nd->outputs[0], subs[0] = 0, nv = 1;
+        } else if (fa_slice_contiguous(g, nd, &subs[0])) {
+            ys[0] = nd->outputs[0], nv = 1;
+        } else if (!*nd->domain && !strcmp(nd->op_type, "Split")) {
+            for (int o = 0; o < nd->n_outputs && ok; o++) {
+                ok = fa_split_contiguous(g, nd, o, &subs[o]);
+                ys[o] = nd->outputs[o];
+            }
+            nv = ok ? nd->n_outputs : 0;
+        }
+        if (!nv) continue;
+        int r = e->in_slot[e->in_off[nd->id]];
+        const slot *sr = &e->slots[r], *s0 = &e->slots[root[r]];
+        uint64_t br = 0;
+        ok = sr->first_def >= 0 && s0->first_def >= 0 && item[root[r]] >= 0 && sr->layout == FA_LAYOUT_PLAIN &&
+             slot_bytes(e, r, &br);
+        for (int v = 0; v < nv && ok; v++) {
+            int y = ys[v];
+            const slot *sy = y >= 0 ? &e->slots[y] : NULL;
+            uint64_t by;
+            ok = sy && !(g->tensors[y]->flags & FA_TENSOR_CONST) && sy->first_def == k && item[y] >= 0 &&
+                 sy->layout == FA_LAYOUT_PLAIN && sr->v.dtype == sy->v.dtype && subs[v] % FA_ARENA_ALIGN == 0 &&
+                 slot_bytes(e, y, &by) && ((nd->op->flags & FA_OPF_ALIAS) ? br == by : subs[v] + by <= br);
+        }
+        if (!ok) continue;
+        for (int v = 0; v < nv; v++) {
+            int y = ys[v];
+            plan_item *pr = &it[item[root[r]]], *py = &it[item[y]];
+            if (py->b > pr->b) pr->b = py->b;
+            root[y] = root[r];
+            view_off[y] = view_off[r] + subs[v];
+            py->t = -1; /* dropped below */
+            item[y] = -1;
+        }
         e->kernels[nd->id].run = view_run; /* its state, if any, still goes with destroy */
         e->kernels[nd->id].name = FA_VIEW_KERNEL_NAME;
         e->kernels[nd->id].impl = NULL;
@@ -300,7 +333,7 @@ static int merge_views(cpu_exec *e, plan_item *it, int n, int *root)
  * Saves the copy of the residual into dst per residual block and that much of the arena (ONNX
  * Runtime's allocation planner reuses an input's buffer for such outputs the same way). Returns
  * the number of items left. */
-static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root)
+static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root, uint64_t *view_off)
 {
     const fa_graph *g = e->g;
     int *item = malloc(((size_t)e->n_slots + 1) * sizeof *item);
@@ -327,6 +360,7 @@ static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root)
         plan_item *pr = &it[item[root[r]]], *py = &it[item[y]];
         if (py->b > pr->b) pr->b = py->b;
         root[y] = root[r];
+        view_off[y] = view_off[r];
         py->t = -1; /* dropped below */
         item[y] = -1;
     }
@@ -337,7 +371,6 @@ static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root)
     return m;
 }
 
-#define FA_ARENA_ALIGN 64 /* a cache line; AVX-512 loads and oneDNN's preferred alignment */
 
 /* The static memory plan: an offset in one arena for every planned activation — graph inputs
  * (live throughout), and each non-constant output of a live node from its producer to its last
@@ -354,10 +387,12 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
     plan_item *it = calloc((size_t)e->n_slots + 1, sizeof *it);
     int *near = calloc((size_t)e->n_slots + 1, sizeof *near);
     int *root = malloc(((size_t)e->n_slots + 1) * sizeof *root);
-    if (!it || !near || !root) {
+    uint64_t *view_off = calloc((size_t)e->n_slots + 1, sizeof *view_off); /* bytes into root's: a slice view */
+    if (!it || !near || !root || !view_off) {
         free(it);
         free(near);
         free(root);
+        free(view_off);
         return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory planning activations");
     }
     for (int t = 0; t < g->n_tensors; t++) e->slots[t].first_def = INT32_MIN;
@@ -386,8 +421,8 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
         it[n++] = (plan_item){r, e->slots[r].first_def, e->slots[r].last_use, b};
     }
     for (int t = 0; t < e->n_slots; t++) root[t] = t;
-    n = merge_views(e, it, n, root);
-    n = merge_inplace(e, it, n, root);
+    n = merge_views(e, it, n, root, view_off);
+    n = merge_inplace(e, it, n, root, view_off);
     for (int i = 0; i < n; i++) {
         uint64_t r = it[i].bytes ? it[i].bytes : 1;
         it[i].bytes = (r + FA_ARENA_ALIGN - 1) / FA_ARENA_ALIGN * FA_ARENA_ALIGN;
@@ -417,12 +452,13 @@ static fa_status plan_memory(fa_ctx *ctx, cpu_exec *e)
     }
     for (int t = 0; t < e->n_slots; t++) /* in-place outputs: the bytes of the tensor they took over */
         if (root[t] != t) {
-            e->slots[t].off = e->slots[root[t]].off;
-            e->slots[t].bytes = e->slots[root[t]].bytes;
+            e->slots[t].off = e->slots[root[t]].off + view_off[t];
+            e->slots[t].bytes = e->slots[root[t]].bytes - view_off[t];
         }
     free(it);
     free(near);
     free(root);
+    free(view_off);
     e->arena_bytes = top;
     return st;
 }

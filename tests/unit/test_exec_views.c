@@ -104,11 +104,197 @@ static void check_chain(bool view_of_input)
 static void test_view_of_an_activation_shares_its_bytes_and_runs_nothing(void **st) { (void)st; check_chain(false); }
 static void test_view_of_a_graph_input_still_copies(void **st) { (void)st; check_chain(true); }
 
+/* an int64 constant of n values */
+static void i64_const(fa_ctx *ctx, fa_graph *g, const char *name, int n, const int64_t *v)
+{
+    int t = fa_graph_tensor(g, name);
+    int64_t d[1] = {n};
+    fa_tensor_set_shape(g->tensors[t], FA_DTYPE_INT64, 1, d);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[t], v, sizeof(int64_t) * (size_t)n), FA_OK);
+    g->tensors[t]->flags |= FA_TENSOR_INITIALIZER;
+}
+
+/* Which nodes ran as views (by name, in a list the observer fills). */
+typedef struct seen_slices {
+    char viewed[8][16];
+    int n;
+} seen_slices;
+
+static void on_slice(void *user, const fa_node *n, const char *name)
+{
+    seen_slices *s = user;
+    if (!strcmp(n->op_type, "Slice") && !strcmp(name, FA_VIEW_KERNEL_NAME) && s->n < 8)
+        snprintf(s->viewed[s->n++], sizeof s->viewed[0], "%s", n->name);
+}
+
+static bool viewed(const seen_slices *s, const char *name)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->viewed[i], name)) return true;
+    return false;
+}
+
+/* x [1,C,H,W] -> Relu -> r; then Slices of r, each followed by Neg (so a view is read by a kernel):
+ * "hi" channels C/2..C (contiguous, offset C/2*H*W*4 bytes), "lo" channels 0..C/2 (offset 0),
+ * "odd" channels 1..C/2+1 (contiguous, offset H*W*4 bytes), "cols" W 0..W/2 (not contiguous). */
+static void check_slices(int64_t C, int64_t H, int64_t W, bool odd_aligned)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("slices");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {1, C, H, W};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    int64_t ax1[1] = {1}, ax3[1] = {3}, hs[1] = {C / 2}, he[1] = {C}, ls[1] = {0}, os_[1] = {1}, oe[1] = {C / 2 + 1},
+            cs[1] = {0}, ce[1] = {W / 2};
+    i64_const(ctx, g, "ax1", 1, ax1);
+    i64_const(ctx, g, "ax3", 1, ax3);
+    i64_const(ctx, g, "hs", 1, hs);
+    i64_const(ctx, g, "he", 1, he);
+    i64_const(ctx, g, "ls", 1, ls);
+    i64_const(ctx, g, "le", 1, hs);
+    i64_const(ctx, g, "os", 1, os_);
+    i64_const(ctx, g, "oe", 1, oe);
+    i64_const(ctx, g, "cs", 1, cs);
+    i64_const(ctx, g, "ce", 1, ce);
+    const char *ir[] = {"x"}, *or_[] = {"r"};
+    fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, ir, 1, or_);
+    const char *names[4] = {"hi", "lo", "odd", "cols"}, *st[4] = {"hs", "ls", "os", "cs"}, *en[4] = {"he", "le", "oe", "ce"},
+               *ax[4] = {"ax1", "ax1", "ax1", "ax3"};
+    for (int k = 0; k < 4; k++) {
+        char sn[16], yn[16], nn[16];
+        snprintf(sn, sizeof sn, "%s_s", names[k]);
+        snprintf(yn, sizeof yn, "%s_y", names[k]);
+        snprintf(nn, sizeof nn, "%s_neg", names[k]);
+        const char *si[] = {"r", st[k], en[k], ax[k]}, *so[] = {sn}, *ni[] = {sn}, *no[] = {yn};
+        fa_graph_add_node(ctx, g, names[k], "Slice", "", 4, si, 1, so);
+        fa_graph_add_node(ctx, g, nn, "Neg", "", 1, ni, 1, no);
+        fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, yn));
+    }
+    assert_int_equal(fa_graph_prepare(ctx, g, NULL), FA_OK);
+    uint64_t off = 0;
+    assert_true(fa_slice_contiguous(g, g->nodes[1], &off)); /* hi */
+    assert_int_equal(off, (uint64_t)(C / 2 * H * W * 4));
+    assert_false(fa_slice_contiguous(g, g->nodes[7], &off)); /* cols */
+    fa_exec *e = NULL;
+    fa_exec_options o = {.target = FA_TARGET_CPU, .threads = 2};
+    if (fa_exec_create(ctx, g, &o, &e)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    int64_t n = C * H * W;
+    float *xv = malloc(sizeof(float) * (size_t)n);
+    for (int64_t i = 0; i < n; i++) xv[i] = (float)(i % 11) - 5.0f;
+    fa_value in = {.dtype = FA_DTYPE_FLOAT, .rank = 4, .data = xv};
+    memcpy(in.dims, xd, sizeof xd);
+    assert_int_equal(fa_exec_set_input(ctx, e, 0, &in), FA_OK);
+    seen_slices s = {0};
+    fa_exec_observer obs = {.user = &s, .kernel_begin = on_slice};
+    for (int run = 0; run < 2; run++) {
+        s.n = 0;
+        assert_int_equal(fa_exec_run(ctx, e, &obs), FA_OK);
+        int64_t c0[4] = {C / 2, 0, 1, 0}, nc[4] = {C - C / 2, C / 2, C / 2, C}, nw[4] = {W, W, W, W / 2};
+        for (int k = 0; k < 4; k++) {
+            char yn[16];
+            snprintf(yn, sizeof yn, "%s_y", names[k]);
+            const fa_value *y = fa_exec_output(e, out_of(g, yn));
+            assert_non_null(y);
+            for (int64_t c = 0; c < nc[k]; c++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t w = 0; w < nw[k]; w++) {
+                        float want = -fmaxf(xv[((c0[k] + c) * H + h) * W + w], 0.0f);
+                        assert_float_equal(((const float *)y->data)[(c * H + h) * nw[k] + w], want, 0);
+                    }
+        }
+        assert_true(viewed(&s, "hi"));  /* contiguous, aligned offset: r's bytes */
+        assert_true(viewed(&s, "lo"));  /* offset 0 */
+        assert_false(viewed(&s, "cols")); /* not one run of r's bytes: copied */
+        assert_int_equal(viewed(&s, "odd"), odd_aligned); /* one channel in: a view only where that keeps 64-byte alignment */
+    }
+    free(xv);
+    fa_exec_free(e);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+/* A Slice selecting one contiguous run of an activation's bytes at an offset that keeps the
+ * arena's alignment is a view into them (a batch-1 channel split: ShuffleNetV2's 26 a run);
+ * one that is not a single run, or starts off the alignment, still copies. Values match either way. */
+static void test_contiguous_slice_is_a_view_at_its_offset(void **st)
+{
+    (void)st;
+    check_slices(32, 4, 4, true);  /* a channel is 64 bytes: every channel offset aligned */
+    check_slices(32, 3, 3, false); /* a channel is 36 bytes: channel 1 is not, channel 16 is (576) */
+}
+
+static int g_split_views;
+static void on_split(void *user, const fa_node *n, const char *name)
+{
+    (void)user;
+    if (!strcmp(n->op_type, "Split") && !strcmp(name, FA_VIEW_KERNEL_NAME)) g_split_views++;
+}
+
+/* x [1,32,4,4] -> Relu -> r -> Split on axis (halves) -> a, b -> Neg each: on axis 1 every output
+ * is one run of r's bytes (a view, fa_split_contiguous); on axis 2 (C > 1 before it) it copies. */
+static void check_split(int axis)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("split");
+    fa_graph_set_opset(ctx, g, "", 18); /* Split's num_outputs */
+    int64_t xd[4] = {1, 32, 4, 4};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    const char *ir[] = {"x"}, *or_[] = {"r"}, *si[] = {"r"}, *so[] = {"a", "b"}, *ai[] = {"a"}, *ao[] = {"ya"}, *bi[] = {"b"},
+               *bo[] = {"yb"};
+    fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, ir, 1, or_);
+    fa_node *sp = fa_graph_add_node(ctx, g, "split", "Split", "", 1, si, 2, so);
+    assert_non_null(fa_node_add_attr_int(g, sp, "axis", axis));
+    assert_non_null(fa_node_add_attr_int(g, sp, "num_outputs", 2));
+    fa_graph_add_node(ctx, g, "nega", "Neg", "", 1, ai, 1, ao);
+    fa_graph_add_node(ctx, g, "negb", "Neg", "", 1, bi, 1, bo);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "ya"));
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "yb"));
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    fa_exec *e = NULL;
+    fa_exec_options o = {.target = FA_TARGET_CPU, .threads = 2};
+    if (fa_exec_create(ctx, g, &o, &e)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    float xv[512];
+    for (int i = 0; i < 512; i++) xv[i] = (float)(i % 13) - 6.0f;
+    fa_value in = {.dtype = FA_DTYPE_FLOAT, .rank = 4, .data = xv};
+    memcpy(in.dims, xd, sizeof xd);
+    assert_int_equal(fa_exec_set_input(ctx, e, 0, &in), FA_OK);
+    fa_exec_observer obs = {.kernel_begin = on_split};
+    g_split_views = 0;
+    assert_int_equal(fa_exec_run(ctx, e, &obs), FA_OK);
+    assert_int_equal(g_split_views, axis == 1 ? 1 : 0);
+    const fa_value *ya = fa_exec_output(e, out_of(g, "ya")), *yb = fa_exec_output(e, out_of(g, "yb"));
+    for (int c = 0; c < 32; c++)
+        for (int h = 0; h < 4; h++)
+            for (int w = 0; w < 4; w++) {
+                float want = -fmaxf(xv[(c * 4 + h) * 4 + w], 0.0f);
+                bool first = axis == 1 ? c < 16 : h < 2;
+                const fa_value *y = first ? ya : yb;
+                int64_t cc = axis == 1 ? (first ? c : c - 16) : c, hh = axis == 1 ? h : (first ? h : h - 2), hn = axis == 1 ? 4 : 2;
+                assert_float_equal(((const float *)y->data)[(cc * hn + hh) * 4 + w], want, 0);
+            }
+    fa_exec_free(e);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static void test_contiguous_split_outputs_are_views(void **st)
+{
+    (void)st;
+    check_split(1);
+    check_split(2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_view_of_an_activation_shares_its_bytes_and_runs_nothing),
         cmocka_unit_test(test_view_of_a_graph_input_still_copies),
+        cmocka_unit_test(test_contiguous_slice_is_a_view_at_its_offset),
+        cmocka_unit_test(test_contiguous_split_outputs_are_views),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
