@@ -720,6 +720,14 @@ static void visit_cluster(fa_apply_result *res, fa_cluster_verdict *v, const fa_
     t->benched = t->settled || t->n >= max_n;
 }
 
+/* How a cluster's rounds stopped, for its reason: settled, at the cap of max_n, or by the budget. */
+static const char *rounds_stop_phrase(bool settled, int n, int max_n)
+{
+    return settled ? "repetitions stopped once the interval was within 10% of the saving or 1% of the sub-graph's time"
+         : n >= max_n ? "repetitions stopped at their cap before the interval was within 10%"
+                      : "repetitions stopped by the apply budget before the interval was within 10%";
+}
+
 /* Cluster t, judged not faster than its members as the baseline ran them (plain), judged again
  * against its members as the fused plan runs them when it leaves the cluster unfused: the same
  * unfused sub-graph on a fused-plan executor (kt's blocked layout), its boundaries in the layouts
@@ -778,10 +786,7 @@ static void judge_in_plan_layout(fa_apply_result *res, fa_cluster_verdict *v, co
         t->n = n;
         fa_apply_judge(res, v, sa, sb, n, v->max_rel_error, tags);
         fa_apply_set_reason(res, v, "%s; rounds taken in %d visit(s); %s", v->reason, visits,
-                            settled ? "repetitions stopped once the interval was within 10% of the saving or 1% of the "
-                                      "sub-graph's time"
-                            : n >= max_n ? "repetitions stopped at their cap before the interval was within 10%"
-                                         : "repetitions stopped by the apply budget before the interval was within 10%");
+                            rounds_stop_phrase(settled, n, max_n));
     } else {
         fa_apply_set_reason(res, v, "%s; against its members as the fused plan runs them unfused (%s) too, not measurably "
                             "faster: median %.1f -> %.1f us over %d rounds", v->reason ? v->reason : "",
@@ -999,11 +1004,7 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
                     fa_apply_library_kernels_text(t->gf, t->ef, lib, sizeof lib);
                 if (lib[0]) fa_apply_set_reason(res, v, "%s; %s", v->reason, lib);
                 fa_apply_set_reason(res, v, "%s; rounds taken in %d visit(s); %s", v->reason, t->visits,
-                                    t->settled ? "repetitions stopped once the interval was within 10% of the saving or 1% "
-                                                 "of the sub-graph's time"
-                                    : t->n >= max_rounds ? "repetitions stopped at their cap before the interval was within 10%"
-                                                         : "repetitions stopped by the apply budget before the interval was "
-                                                           "within 10%");
+                                    rounds_stop_phrase(t->settled, t->n, max_rounds));
                 judge_in_plan_layout(res, v, &opt, &kt, t, max_rounds, block, deadline);
             } else if (pass == 1 && t->share >= 0 && v->status == FA_CLUSTER_PROPOSED) {
                 const tried_cluster *o = &tc[t->share];

@@ -374,6 +374,25 @@ static fa_status build_fused(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g,
     return s;
 }
 
+/* One visit's pairs of executor eu (unfused) against ef (fused), the order alternating:
+ * FA_PROBE_WARMUP untimed pairs first, then pairs until FA_PROBE_MIN_REPS of them took
+ * FA_PROBE_SLICE_MS or FA_PROBE_REPS were taken, written to uns[0..) and fns[0..). *taken: the
+ * pairs timed (set on failure too). */
+static fa_status time_pairs(fa_ctx *cx, fa_exec *eu, fa_exec *ef, double *uns, double *fns, int *taken)
+{
+    double t_timed = 0;
+    int j = 0;
+    fa_status s = FA_OK;
+    while (!s && j < FA_PROBE_REPS && (j < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
+        int w = j ? 0 : FA_PROBE_WARMUP;
+        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 0, 1, false, fa_exec_threads(eu), fns + j, uns + j)
+                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 0, 1, false, fa_exec_threads(eu), uns + j, fns + j);
+        if (!s) t_timed += fns[j] + uns[j], j++;
+    }
+    *taken = j;
+    return s;
+}
+
 /* One visit of entry e: the fused sub-graph gf (build_fused, boundary layouts in_l / out_l) and
  * cluster ci's unfused one (plain, as the baseline ran it), fed deterministic values, timed
  * interleaved, the order alternating (A B, then B A, ...) so drift hits both sides:
@@ -403,15 +422,8 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
     if (!s) s = fa_exec_create(cx, gu, &uo, &eu);
     if (!s) s = fa_exec_fill_inputs(cx, ef, 1);
     if (!s) s = fa_exec_fill_inputs(cx, eu, 1);
-    double t_timed = 0;
     int j = 0;
-    while (!s && j < FA_PROBE_REPS && (j < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
-        int w = j ? 0 : FA_PROBE_WARMUP, at = *n + j;
-        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 0, 1, false, fa_exec_threads(eu), e->fns + at, e->uns + at)
-                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 0, 1, false, fa_exec_threads(eu), e->uns + at, e->fns + at);
-        if (!s) t_timed += e->fns[at] + e->uns[at];
-        if (!s) j++;
-    }
+    if (!s) s = time_pairs(cx, eu, ef, e->uns + *n, e->fns + *n, &j);
     *n += j;
     /* While the fused kernel is not faster than the members as the baseline runs them, it is timed
      * against them as the fused plan would run them if this cluster were left unfused too: the same
@@ -431,16 +443,8 @@ static fa_status time_visit(fa_ctx *cx, fa_kernel_probe *pr, const fa_graph *g, 
         po.output_layouts = u_out;
         if (!ps) ps = fa_exec_create(cx, gu, &po, &ep);
         if (!ps) ps = fa_exec_fill_inputs(cx, ep, 1);
-        t_timed = 0;
         int k = 0;
-        while (!ps && k < FA_PROBE_REPS && (k < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
-            int w = k ? 0 : FA_PROBE_WARMUP, at = e->preps + k;
-            ps = k % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, ep, w, 0, 1, false, fa_exec_threads(ep), e->pfns + at,
-                                             e->puns + at)
-                       : fa_apply_bench_pair(cx, fa_apply_exec_once, ep, ef, w, 0, 1, false, fa_exec_threads(ep), e->puns + at,
-                                             e->pfns + at);
-            if (!ps) t_timed += e->pfns[at] + e->puns[at], k++;
-        }
+        if (!ps) ps = time_pairs(cx, ep, ef, e->puns + e->preps, e->pfns + e->preps, &k);
         if (ps == FA_ERR_NOMEM) s = ps;
         else if (ps) fa_ctx_clear(cx);
         else e->preps += k;

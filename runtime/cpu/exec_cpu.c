@@ -371,7 +371,6 @@ static int merge_inplace(const cpu_exec *e, plan_item *it, int n, int *root, uin
     return m;
 }
 
-
 /* The static memory plan: an offset in one arena for every planned activation — graph inputs
  * (live throughout), and each non-constant output of a live node from its producer to its last
  * consumer (graph outputs to the end, unread outputs only during their node). A node's outputs
