@@ -42,6 +42,10 @@ static fa_status read_cached(fa_ctx *ctx, fa_store *st, const fa_target_iface *t
     c.mem_bw_gbs = ceiling_value(cs, n, "mem_bw", &f1);
     c.peak_gflops = ceiling_value(cs, n, "fp32_peak", &f2);
     c.launch_ns = ceiling_value(cs, n, fa_target_latency_ceiling(t), &f3);
+    /* measured by an earlier method (the FP32 peak's detail lacks the current tag): measured again */
+    const char *method = fa_target_ceilings_method(t);
+    for (size_t i = 0; i < n && method && f2; i++)
+        if (!strcmp(cs[i].name, "fp32_peak") && (!cs[i].detail || !strstr(cs[i].detail, method))) f2 = false;
     if (f1 && f2 && f3) {
         c.mem_bw_source = c.peak_source = c.launch_source = "measured (cached)";
         c.threads = threads;
@@ -81,9 +85,15 @@ void fa_roofline_keep_best_bandwidth(const fa_ceilings *old, fa_ceilings *c)
 static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface *t, const char *key, const fa_ceilings *c)
 {
     int64_t now = (int64_t)time(NULL) * 1000000000LL;
+    /* the peak's row carries the method tag even where the detail is a kept bandwidth's, measured
+     * before (fa_roofline_keep_best_bandwidth): the peak itself was measured now */
+    const char *method = fa_target_ceilings_method(t);
+    char peak_detail[sizeof c->detail + 32];
+    snprintf(peak_detail, sizeof peak_detail, "%s%s%s%s", c->detail, method && !strstr(c->detail, method) ? " (" : "",
+             method && !strstr(c->detail, method) ? method : "", method && !strstr(c->detail, method) ? ")" : "");
     fa_ceiling rows[3] = {
         {key, "bandwidth", "mem_bw", c->mem_bw_gbs, "GB/s", "measured", now, c->detail},
-        {key, "compute", "fp32_peak", c->peak_gflops, "GFLOP/s", "measured", now, c->detail},
+        {key, "compute", "fp32_peak", c->peak_gflops, "GFLOP/s", "measured", now, peak_detail},
         {key, "latency", fa_target_latency_ceiling(t), c->launch_ns, "ns", c->launch_source, now, c->latency_detail},
     };
     /* one transaction: the cache levels are replaced as a set (a sweep that finds fewer levels

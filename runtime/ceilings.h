@@ -48,6 +48,10 @@ typedef struct fa_ceilings {
 fa_status fa_target_measure_ceilings(fa_ctx *ctx, const fa_target_iface *t, int threads, fa_ceilings *out);
 /* The stored name of launch_ns: "dispatch" (cpu), "launch" (cuda). */
 const char *fa_target_latency_ceiling(const fa_target_iface *t);
+/* The tag the detail of t's measured ceilings carries for the current measurement method ("method
+ * 2" on cpu); NULL when t has none. Stored ceilings without it were measured by an earlier method
+ * (roofline/ceilings.c measures them again). */
+const char *fa_target_ceilings_method(const fa_target_iface *t);
 /* The name of the cache level a working set of ws bytes shows ("L2"); NULL when t names none. */
 const char *fa_target_cache_level_name(const fa_target_iface *t, uint64_t working_set);
 

@@ -262,6 +262,8 @@ fa_status fa_target_measure_ceilings(fa_ctx *ctx, const fa_target_iface *t, int 
 
 const char *fa_target_latency_ceiling(const fa_target_iface *t) { return t->device->latency_ceiling; }
 
+const char *fa_target_ceilings_method(const fa_target_iface *t) { return t->device->ceilings_method; }
+
 const char *fa_target_cache_level_name(const fa_target_iface *t, uint64_t working_set)
 {
     return t->device->cache_level_name ? t->device->cache_level_name(working_set) : NULL;

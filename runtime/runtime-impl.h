@@ -29,6 +29,10 @@ typedef struct fa_target_device_i {
     /* (optional) fa_target_measure_ceilings. */
     fa_status (*measure_ceilings)(fa_ctx *ctx, int threads, fa_ceilings *out);
     const char *latency_ceiling;  /* the stored name of launch_ns: "dispatch" (cpu), "launch" (cuda) */
+    /* (optional) the tag of the current measurement method, carried in the measured ceilings'
+     * detail: stored ceilings whose detail lacks it were measured by an earlier method and are
+     * measured again (fa_target_ceilings_method). */
+    const char *ceilings_method;
     /* (optional) the name of the cache level a working set of ws bytes shows ("L2"). */
     const char *(*cache_level_name)(uint64_t working_set);
 } fa_target_device_i;
@@ -133,6 +137,14 @@ int fa_cpu_exec_threads(const void *state);
 /* The cpu target's ceilings (runtime/cpu/ceilings.c): its measure_ceilings slot, and the cache
  * level (sysfs) a working set of ws bytes shows: "L1".."L3", "LLC" when sysfs says nothing. */
 fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out);
+/* The cpu ceilings' method tag (fa_target_device_i.ceilings_method): "method 2" since the FP32
+ * peak is measured with fused multiply-add instructions (runtime/cpu/ceilings.c). */
+#define FA_CPU_CEILINGS_METHOD "method 2"
+/* The FP32 peak's kernel on this CPU, for tests: iters steps of acc[i] = acc[i] * x + y on each
+ * of the floats it updates (16 chains of 16 lanes with AVX-512F, 12 of 8 with AVX2+FMA: one
+ * rounding per step; 8 scalar multiply-adds otherwise), in place. Returns that count, or -1 when
+ * acc is NULL or cap (floats) is smaller. */
+int fa_cpu_peak_chain(float *acc, int cap, float x, float y, uint64_t iters);
 const char *fa_cpu_cache_level_name(uint64_t working_set);
 
 #ifdef FA_HAVE_CUDA

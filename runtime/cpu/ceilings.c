@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <immintrin.h>
 
 
 #define TRIAD_MIN_FLOATS ((size_t)16 << 20)  /* 16 Mi floats = 64 MiB per array at least */
@@ -76,101 +77,168 @@ static double triad_gbs(float *a, const float *b, const float *c, size_t n, int 
     return best;
 }
 
+/* One thread's read of buf[lo, hi) `passes` times, summed so the loads are live: 8 independent
+ * accumulators of the widest vector the CPU has (explicit loads, so the width does not depend on
+ * the build's -m flags: compiled for the baseline x86-64, GCC split a 32-byte vector into two SSE
+ * loads and the sweep measured the load ports' half). Loads, not the add latency (3-4 cycles), are
+ * the limit. lo is a multiple of 128 floats; the tail past the last whole 128 is not read. */
+__attribute__((target("avx512f"))) static float read_slice_avx512(const float *buf, size_t lo, size_t hi, size_t passes)
+{
+    __m512 a[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm512_setzero_ps();
+    for (size_t p = 0; p < passes; p++)
+        for (size_t i = lo; i + 128 <= hi; i += 128)
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) a[k] = _mm512_add_ps(a[k], _mm512_loadu_ps(buf + i + 16 * k));
+    for (int k = 1; k < 8; k++) a[0] = _mm512_add_ps(a[0], a[k]);
+    return _mm512_reduce_add_ps(a[0]);
+}
+
+__attribute__((target("avx2"))) static float read_slice_avx2(const float *buf, size_t lo, size_t hi, size_t passes)
+{
+    __m256 a[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm256_setzero_ps();
+    for (size_t p = 0; p < passes; p++)
+        for (size_t i = lo; i + 64 <= hi; i += 64)
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) a[k] = _mm256_add_ps(a[k], _mm256_loadu_ps(buf + i + 8 * k));
+    for (int k = 1; k < 8; k++) a[0] = _mm256_add_ps(a[0], a[k]);
+    float v[8];
+    _mm256_storeu_ps(v, a[0]);
+    return v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+
+static float read_slice_sse(const float *buf, size_t lo, size_t hi, size_t passes)
+{
+    __m128 a[8];
+    for (int k = 0; k < 8; k++) a[k] = _mm_setzero_ps();
+    for (size_t p = 0; p < passes; p++)
+        for (size_t i = lo; i + 32 <= hi; i += 32)
+#pragma GCC unroll 8
+            for (int k = 0; k < 8; k++) a[k] = _mm_add_ps(a[k], _mm_loadu_ps(buf + i + 4 * k));
+    for (int k = 1; k < 8; k++) a[0] = _mm_add_ps(a[0], a[k]);
+    float v[4];
+    _mm_storeu_ps(v, a[0]);
+    return v[0] + v[1] + v[2] + v[3];
+}
+
 /* Read bandwidth of a working set of `bytes`: each thread sums its own slice repeatedly. */
 static double read_gbs(const float *buf, size_t bytes, int threads)
 {
     size_t n = bytes / sizeof(float);
     size_t passes = ((size_t)256 << 20) / bytes; /* ~256 MiB touched per measurement */
     if (passes < 2) passes = 2;
+    __builtin_cpu_init();
+    float (*slice)(const float *, size_t, size_t, size_t) = __builtin_cpu_supports("avx512f") ? read_slice_avx512
+                                                          : __builtin_cpu_supports("avx2")    ? read_slice_avx2
+                                                                                              : read_slice_sse;
     double best = 0;
     volatile float sink = 0;
     for (int r = 0; r < 3; r++) {
         uint64_t t0 = fa_now_ns();
         float total = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : total)
+        size_t read = 0; /* the bytes the slices really read (whole 128-float steps) */
+#pragma omp parallel num_threads(threads) reduction(+ : total, read)
         {
             int t = omp_get_thread_num(), nt = omp_get_num_threads();
-            size_t lo = n * (size_t)t / (size_t)nt, hi = n * (size_t)(t + 1) / (size_t)nt;
-            /* 4 independent 8-lane accumulators: loads, not the add latency, are the limit */
-            typedef float v8 __attribute__((vector_size(32), aligned(4)));
-            v8 a0 = {0}, a1 = a0, a2 = a0, a3 = a0;
-            lo &= ~(size_t)31;
-            for (size_t p = 0; p < passes; p++)
-                for (size_t i = lo; i + 32 <= hi; i += 32) {
-                    a0 += *(const v8 *)(buf + i);
-                    a1 += *(const v8 *)(buf + i + 8);
-                    a2 += *(const v8 *)(buf + i + 16);
-                    a3 += *(const v8 *)(buf + i + 24);
-                }
-            v8 sum = a0 + a1 + a2 + a3;
-            for (int k = 0; k < 8; k++) total += sum[k];
+            size_t lo = (n * (size_t)t / (size_t)nt) & ~(size_t)127, hi = n * (size_t)(t + 1) / (size_t)nt;
+            total += slice(buf, lo, hi, passes);
+            read += hi > lo ? (hi - lo) / 128 * 128 * sizeof(float) * passes : 0;
         }
         uint64_t t1 = fa_now_ns();
         sink += total;
-        double gbs = (double)(bytes * passes) / (double)(t1 - t0);
+        double gbs = (double)read / (double)(t1 - t0);
         if (gbs > best) best = gbs;
     }
     (void)sink;
     return best;
 }
 
-typedef float v8f __attribute__((vector_size(32)));
-typedef float v16f __attribute__((vector_size(64)));
+/* The FP32 peak: independent chains of fused multiply-adds, a = a * x + y, per thread — as many
+ * as the FMA latency times the FMA ports needs to keep every port busy, with room to spare (4 x 2
+ * on Intel since Skylake-SP and on AMD Zen 4/5, 5 x 2 on Zen 2/3: Agner Fog, "Instruction tables",
+ * 2022; AMD, "Software Optimization Guide for the AMD Zen 5 Microarchitecture", 2024). Written
+ * with the FMA intrinsics: in ISO C (-std=c11) GCC does not contract a * x + y into one
+ * instruction, and the same loop written with vector operators compiled to a vmulps and a
+ * dependent vaddps, a chain step of ~6 cycles instead of 4: the peak stored before 2026-12-07
+ * (method 1) was 0.6-0.75x the machine's, and ResNet-50's convolutions ran at up to 140 % of it.
+ * FA_CPU_PEAK_CHAINS_512 zmm accumulators (of 32 registers), FA_CPU_PEAK_CHAINS_256 ymm (of 16). */
+#define FA_CPU_PEAK_CHAINS_512 16
+#define FA_CPU_PEAK_CHAINS_256 12
 
-/* 8 independent FMA chains so the FMA pipes never wait on a dependency (latency 4, 2 ports). */
-__attribute__((target("avx2,fma"))) static double fma_avx2(uint64_t iters)
+__attribute__((target("avx512f"))) static void fma_chains_avx512(float *acc, float x, float y, uint64_t iters)
 {
-    v8f a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    v8f x = {1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f, 1.0001f}, y = x * 0.9999f;
-    for (uint64_t i = 0; i < iters; i++) {
-        a0 = a0 * x + y; a1 = a1 * x + y; a2 = a2 * x + y; a3 = a3 * x + y;
-        a4 = a4 * x + y; a5 = a5 * x + y; a6 = a6 * x + y; a7 = a7 * x + y;
-        __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(a3), "+x"(a4), "+x"(a5), "+x"(a6), "+x"(a7));
-    }
-    v8f s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
-    return (double)s[0];
-}
-
-__attribute__((target("avx512f"))) static double fma_avx512(uint64_t iters)
-{
-    v16f a0 = {0}, a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    v16f x = a0 + 1.0001f, y = a0 + 0.9999f;
-    for (uint64_t i = 0; i < iters; i++) {
-        a0 = a0 * x + y; a1 = a1 * x + y; a2 = a2 * x + y; a3 = a3 * x + y;
-        a4 = a4 * x + y; a5 = a5 * x + y; a6 = a6 * x + y; a7 = a7 * x + y;
-        __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7));
-    }
-    v16f s = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
-    return (double)s[0];
-}
-
-static double fma_scalar(uint64_t iters)
-{
-    float a[8] = {0}, x = 1.0001f, y = 0.9999f;
+    __m512 a[FA_CPU_PEAK_CHAINS_512];
+    for (int k = 0; k < FA_CPU_PEAK_CHAINS_512; k++) a[k] = _mm512_loadu_ps(acc + 16 * k);
+    const __m512 vx = _mm512_set1_ps(x), vy = _mm512_set1_ps(y);
     for (uint64_t i = 0; i < iters; i++)
-        for (int k = 0; k < 8; k++) a[k] = a[k] * x + y;
-    return a[0] + a[7];
+#pragma GCC unroll 16
+        for (int k = 0; k < FA_CPU_PEAK_CHAINS_512; k++) a[k] = _mm512_fmadd_ps(a[k], vx, vy);
+    for (int k = 0; k < FA_CPU_PEAK_CHAINS_512; k++) _mm512_storeu_ps(acc + 16 * k, a[k]);
+}
+
+__attribute__((target("avx2,fma"))) static void fma_chains_avx2(float *acc, float x, float y, uint64_t iters)
+{
+    __m256 a[FA_CPU_PEAK_CHAINS_256];
+    for (int k = 0; k < FA_CPU_PEAK_CHAINS_256; k++) a[k] = _mm256_loadu_ps(acc + 8 * k);
+    const __m256 vx = _mm256_set1_ps(x), vy = _mm256_set1_ps(y);
+    for (uint64_t i = 0; i < iters; i++)
+#pragma GCC unroll 16
+        for (int k = 0; k < FA_CPU_PEAK_CHAINS_256; k++) a[k] = _mm256_fmadd_ps(a[k], vx, vy);
+    for (int k = 0; k < FA_CPU_PEAK_CHAINS_256; k++) _mm256_storeu_ps(acc + 8 * k, a[k]);
+}
+
+/* Without FMA: a multiply and an add per step, 2 flops either way, 8 chains. */
+static void fma_chains_scalar(float *acc, float x, float y, uint64_t iters)
+{
+    for (uint64_t i = 0; i < iters; i++)
+        for (int k = 0; k < 8; k++) acc[k] = acc[k] * x + y;
+}
+
+typedef struct peak_kernel {
+    void (*fn)(float *acc, float x, float y, uint64_t iters);
+    int floats; /* accumulators x lanes: the floats one step updates */
+    const char *isa;
+} peak_kernel;
+
+static peak_kernel pick_peak_kernel(void)
+{
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        return (peak_kernel){fma_chains_avx512, 16 * FA_CPU_PEAK_CHAINS_512, "AVX-512 fused multiply-add (16 chains)"};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return (peak_kernel){fma_chains_avx2, 8 * FA_CPU_PEAK_CHAINS_256, "AVX2 fused multiply-add (12 chains)"};
+    return (peak_kernel){fma_chains_scalar, 8, "scalar multiply-add (8 chains)"};
+}
+
+int fa_cpu_peak_chain(float *acc, int cap, float x, float y, uint64_t iters)
+{
+    peak_kernel k = pick_peak_kernel();
+    if (!acc || cap < k.floats) return -1;
+    k.fn(acc, x, y, iters);
+    return k.floats;
 }
 
 static double peak_gflops(int threads, const char **isa)
 {
-    int lanes;
-    double (*fn)(uint64_t);
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) { fn = fma_avx512; lanes = 16; *isa = "AVX-512 FMA"; }
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) { fn = fma_avx2; lanes = 8; *isa = "AVX2 FMA"; }
-    else { fn = fma_scalar; lanes = 1; *isa = "scalar"; }
-    const uint64_t iters = 20u << 20;
+    peak_kernel k = pick_peak_kernel();
+    *isa = k.isa;
+    const uint64_t iters = 10u << 20;
     double best = 0;
-    volatile double sink = 0;
+    volatile float sink = 0;
     for (int r = 0; r < 3; r++) {
         uint64_t t0 = fa_now_ns();
-        double s = 0;
+        float s = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : s)
-        s += fn(iters);
+        {
+            float acc[16 * FA_CPU_PEAK_CHAINS_512];
+            for (int i = 0; i < k.floats; i++) acc[i] = 0.001f * (float)i;
+            k.fn(acc, 0.9999f, 0.0001f, iters); /* converges to 1: no overflow, no denormal */
+            s += acc[0] + acc[k.floats - 1];
+        }
         uint64_t t1 = fa_now_ns();
         sink += s;
-        double flops = 2.0 * 8 * lanes * (double)iters * threads;
+        double flops = 2.0 * k.floats * (double)iters * threads;
         double g = flops / (double)(t1 - t0);
         if (g > best) best = g;
     }
@@ -289,7 +357,7 @@ fa_status fa_cpu_measure_ceilings(fa_ctx *ctx, int threads, fa_ceilings *out)
     c.device_key = NULL; /* filled by the caller from its own storage */
     snprintf(c.detail, sizeof c.detail,
              "STREAM triad on 3 x %zu MiB float arrays (LLC %llu MiB), best of %d; read sweep 16 KiB..%zu MiB; "
-             "%s peak with 8 independent chains per thread; dispatch from a 256-node Relu chain; %d threads",
+             "%s peak per thread (" FA_CPU_CEILINGS_METHOD "); dispatch from a 256-node Relu chain; %d threads",
              nf * sizeof(float) >> 20, (unsigned long long)(llc >> 20), TRIAD_REPS, nf * sizeof(float) >> 20, isa,
              threads);
     *out = c;

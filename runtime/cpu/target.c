@@ -150,6 +150,7 @@ static const fa_target_device_i cpu_device = {
     .device_key = cpu_device_key,
     .measure_ceilings = fa_cpu_measure_ceilings,
     .latency_ceiling = "dispatch",
+    .ceilings_method = FA_CPU_CEILINGS_METHOD,
     .cache_level_name = fa_cpu_cache_level_name,
 };
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "roofline/roofline.h"
+#include "runtime/runtime-impl.h"
 #include "store/store.h"
 #include "testutil.h"
 
@@ -215,6 +216,74 @@ static void test_remeasure_keeps_stored_higher_bandwidth(void **s)
     fa_ctx_free(ctx);
 }
 
+/* The FP32 peak is measured with fused multiply-adds: one rounding per step. With a = x = 1 + 2^-12
+ * and y = -1, a * x = 1 + 2^-11 + 2^-24 exactly; rounded to float first (a multiply, then an add:
+ * what GCC compiled the earlier kernel's a * x + y to under -std=c11) it is 1 + 2^-11 and the step
+ * gives 2^-11; fused it gives 2^-11 + 2^-24. */
+static void test_peak_kernel_uses_fused_multiply_add(void **s)
+{
+    (void)s;
+    float acc[256];
+    const float a = 1.0f + 0x1p-12f;
+    for (int i = 0; i < 256; i++) acc[i] = a;
+    assert_int_equal(fa_cpu_peak_chain(NULL, 256, a, -1.0f, 1), -1);
+    assert_int_equal(fa_cpu_peak_chain(acc, 0, a, -1.0f, 1), -1); /* too small */
+    volatile float va = a, vx = a; /* the unfused step, as the check that the two differ */
+    float prod = va * vx;
+    float unfused = prod - 1.0f;
+    assert_true(unfused == 0x1p-11f);
+    int n = fa_cpu_peak_chain(acc, 256, a, -1.0f, 1);
+    assert_true(n > 0 && n <= 256);
+    __builtin_cpu_init();
+    float want = __builtin_cpu_supports("avx512f") || (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+                     ? 0x1p-11f + 0x1p-24f
+                     : unfused; /* no FMA on this CPU: a multiply and an add are its peak */
+    for (int i = 0; i < n; i++) assert_true(acc[i] == want);
+}
+
+/* Ceilings stored by an earlier measurement method (the FP32 peak's detail without the current
+ * tag, as every peak stored before the fused multiply-add kernel) are measured again on first use;
+ * the new peak's row carries the tag, so the next use reads it from the database. */
+static void test_ceilings_of_an_earlier_method_are_measured_again(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_store *st = NULL;
+    const char *path = fa_test_path(fa_test_tmpdir(), "ceil_method.db");
+    remove(path);
+    assert_int_equal(fa_store_open(ctx, path, &st), FA_OK);
+    fa_ceilings c;
+    assert_int_equal(fa_roofline_cpu_ceilings(ctx, st, 1, false, &c), FA_OK);
+    fa_ceiling old = {c.device_key, "compute", "fp32_peak", 1.0, "GFLOP/s", "measured", 1,
+                      "AVX-512 FMA peak with 8 independent chains per thread"};
+    assert_int_equal(fa_store_put_ceiling(ctx, st, &old), FA_OK);
+    fa_ceilings again;
+    assert_int_equal(fa_roofline_cpu_ceilings(ctx, st, 1, false, &again), FA_OK);
+    assert_true(again.peak_gflops > 1.0);
+    assert_string_equal(again.peak_source, "measured");
+    fa_arena *ar = fa_arena_create(4096);
+    fa_ceiling *rows = NULL;
+    size_t nrows = 0;
+    assert_int_equal(fa_store_get_ceilings(ctx, st, c.device_key, ar, &rows, &nrows), FA_OK);
+    int peaks = 0;
+    for (size_t i = 0; i < nrows; i++)
+        if (!strcmp(rows[i].name, "fp32_peak")) {
+            peaks++;
+            assert_non_null(rows[i].detail);
+            assert_non_null(strstr(rows[i].detail, FA_CPU_CEILINGS_METHOD));
+            assert_true(rows[i].value == again.peak_gflops);
+        }
+    assert_int_equal(peaks, 1);
+    fa_arena_free(ar);
+    fa_ceilings cached;
+    assert_int_equal(fa_roofline_cpu_ceilings(ctx, st, 1, false, &cached), FA_OK);
+    assert_string_equal(cached.peak_source, "measured (cached)");
+    assert_true(cached.peak_gflops == again.peak_gflops);
+    fa_store_close(st);
+    remove(path);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +299,8 @@ int main(void)
         cmocka_unit_test(test_place_memory_compute_latency),
         cmocka_unit_test(test_keep_best_bandwidth_lower_does_not_replace_higher),
         cmocka_unit_test(test_remeasure_keeps_stored_higher_bandwidth),
+        cmocka_unit_test(test_peak_kernel_uses_fused_multiply_add),
+        cmocka_unit_test(test_ceilings_of_an_earlier_method_are_measured_again),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
