@@ -306,6 +306,10 @@ bool fa_slice_contiguous(const fa_graph *g, const fa_node *n, uint64_t *offset_b
  * axis before the split one has extent 1 and every output has the input's dims but on that axis
  * (their inferred shapes: ONNX's rule for split sizes already applied). */
 bool fa_split_contiguous(const fa_graph *g, const fa_node *n, int o, uint64_t *offset_bytes);
+/* Whether n is a Pad (default domain) whose constant pads are all zero, in any mode: its output is
+ * its input, element for element (swin_t's Pads to a window multiple, zero at 224x224). False for
+ * any other node, and for pads that are not constants of the graph. graph/ops_shape.c. */
+bool fa_pad_identity(const fa_graph *g, const fa_node *n);
 
 /* The largest tensor fuse-advise loads, infers, folds, plans or runs: 2^48 bytes (256 TiB, more
  * than any machine holds), and the product of its dims - a 0 dim counted as 1 - at most 2^48, so

@@ -263,32 +263,68 @@ static void strided_copy(void *dst, const void *srcp, size_t es, int r, const in
     }
 }
 
-/* dst[o] = src[sum_k map[k][o_k] * ist[k]], or *fill when any map[k][o_k] < 0 (padding). */
-/* Chunk c of nt of mapped_copy: elements [total * c / nt, total * (c + 1) / nt). */
-static void mapped_chunk(void *dst, const void *srcp, size_t es, int r, const int64_t *od, int64_t *const *map,
-                         const int64_t *ist, const void *fill, int64_t total, int c, int nt)
+/* dst[o] = src[sum_k map[k][o_k] * ist[k]], or *fill when any map[k][o_k] < 0 (padding) — Pad
+ * and Tile. Row by row of the innermost axis: a row whose outer coordinates reach into padding is
+ * all fill; otherwise the innermost map is walked in runs — a run of padding is filled, a run of
+ * consecutive source coordinates (m[i + 1] = m[i] + 1) on a unit-stride innermost axis is one
+ * memcpy, anything else element by element. Element by element throughout, with a walk over every
+ * axis per element, swin_t's zero-width Pads on [1, 56, 56, 96] took 1.10 ms against a 0.13 ms
+ * Transpose of the same tensor. */
+/* Chunk c of nt of mapped_copy: rows [outer * c / nt, outer * (c + 1) / nt) of ro outer axes
+ * (od, map, ist) and an inner axis of `inner` elements read through mi at stride sti (mi NULL:
+ * the identity, sti 1 — the trailing axes mapped_copy collapsed). */
+static void mapped_chunk(void *dst, const void *srcp, size_t es, int ro, const int64_t *od, int64_t *const *map,
+                         const int64_t *ist, const void *fill, int64_t outer, int64_t inner, const int64_t *mi, int64_t sti,
+                         int c, int nt)
 {
-    int64_t e0 = total * c / nt, e1 = total * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, rem = e0;
-    for (int k = r - 1; k >= 0; k--) {
+    int64_t o0 = outer * c / nt, o1 = outer * (c + 1) / nt, idx[FA_MAX_RANK] = {0}, rem = o0;
+    for (int k = ro - 1; k >= 0; k--) {
         idx[k] = rem % od[k];
         rem /= od[k];
     }
-    char *d = (char *)dst + e0 * (int64_t)es;
+    char *d = (char *)dst + o0 * inner * (int64_t)es;
     const char *s = srcp;
-    for (int64_t e = e0; e < e1; e++, d += es) {
+    for (int64_t o = o0; o < o1; o++, d += inner * (int64_t)es) {
         int64_t off = 0;
         bool pad = false;
-        for (int k = 0; k < r; k++) {
+        for (int k = 0; k < ro && !pad; k++) {
             int64_t m = map[k][idx[k]];
-            if (m < 0) { pad = true; break; }
-            off += m * ist[k];
+            if (m < 0) pad = true;
+            else off += m * ist[k];
         }
-        copy_elem(d, pad ? (const char *)fill : s + off * (int64_t)es, es);
-        for (int k = r - 1; k >= 0; k--) {
+        if (!mi && !pad) {
+            memcpy(d, s + off * (int64_t)es, (size_t)inner * es);
+        } else {
+            for (int64_t i = 0; i < inner;) {
+                int64_t j = i + 1;
+                if (pad || mi[i] < 0) {
+                    while (j < inner && (pad || mi[j] < 0)) j++;
+                    for (int64_t e = i; e < j; e++) copy_elem(d + e * (int64_t)es, fill, es);
+                } else {
+                    while (j < inner && mi[j] == mi[j - 1] + 1) j++;
+                    const char *p = s + (off + mi[i] * sti) * (int64_t)es;
+                    if (sti == 1) memcpy(d + i * (int64_t)es, p, (size_t)(j - i) * es);
+                    else
+                        for (int64_t e = i; e < j; e++) copy_elem(d + e * (int64_t)es, p + (e - i) * sti * (int64_t)es, es);
+                }
+                i = j;
+            }
+        }
+        for (int k = ro - 1; k >= 0; k--) {
             if (++idx[k] < od[k]) break;
             idx[k] = 0;
         }
     }
+}
+
+/* Whether axis k of the output is its input's axis unchanged: map[k][o] = o for every o, and the
+ * input is contiguous across it (ist[k - 1] = ist[k] x od[k] when it has an axis before it). */
+static bool identity_axis(int k, const int64_t *od, int64_t *const *map, const int64_t *ist, int64_t ist_next)
+{
+    if (ist[k] != ist_next) return false;
+    for (int64_t o = 0; o < od[k]; o++)
+        if (map[k][o] != o) return false;
+    return true;
 }
 
 static void mapped_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od,
@@ -296,13 +332,27 @@ static void mapped_copy(void *dst, const void *srcp, size_t es, int r, const int
 {
     int64_t total = prod(od, 0, r);
     if (total <= 0) return;
+    if (r == 0) {
+        memcpy(dst, srcp, es);
+        return;
+    }
+    /* the trailing axes that are the input's own, unchanged, collapse into one inner run: a Pad
+     * of an NHWC tensor's H and W copies whole rows of W x C; one with zero pads, the tensor in
+     * one memcpy per thread's share of the outer axes */
+    int t = r;
+    int64_t run = 1;
+    while (t > 0 && identity_axis(t - 1, od, map, ist, run)) run *= od[--t];
+    int64_t inner = t < r ? run : od[r - 1], outer = total / inner;
+    int ro = t < r ? t : r - 1;
+    const int64_t *mi = t < r ? NULL : map[r - 1];
+    int64_t sti = t < r ? 1 : ist[r - 1];
     int nt = copy_threads(threads, total * (int64_t)es);
-    if (nt > total) nt = (int)total;
+    if (nt > outer) nt = (int)outer;
     if (FA_OMP_TEAM(nt, 1)) { /* one thread: no team (ops-impl.h) */
 #pragma omp parallel for num_threads(nt) schedule(static, 1)
-        for (int c = 0; c < nt; c++) mapped_chunk(dst, srcp, es, r, od, map, ist, fill, total, c, nt);
+        for (int c = 0; c < nt; c++) mapped_chunk(dst, srcp, es, ro, od, map, ist, fill, outer, inner, mi, sti, c, nt);
     } else {
-        mapped_chunk(dst, srcp, es, r, od, map, ist, fill, total, 0, 1);
+        mapped_chunk(dst, srcp, es, ro, od, map, ist, fill, outer, inner, mi, sti, 0, 1);
     }
 }
 
@@ -1488,6 +1538,28 @@ static fa_status k_pad(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
     mapped_copy(out[0].data, in[0].data, es, r, od, m, ist, fill, threads);
     free_maps(m, r);
     return FA_OK;
+}
+
+bool fa_pad_identity(const fa_graph *g, const fa_node *n)
+{
+    if (!n || *n->domain || strcmp(n->op_type, "Pad") || n->n_inputs < 1 || n->inputs[0] < 0 || n->n_outputs < 1 ||
+        n->outputs[0] < 0)
+        return false;
+    const fa_tensor *x = g->tensors[n->inputs[0]], *y = g->tensors[n->outputs[0]];
+    if (x->rank < 0 || x->rank > FA_MAX_RANK || y->rank != x->rank || x->dtype != y->dtype) return false;
+    for (int i = 1; i < n->n_inputs; i++) /* pads and axes constants of the graph (input 2, the value, need not be) */
+        if (i != 2 && n->inputs[i] >= 0 && !(g->tensors[n->inputs[i]]->flags & FA_TENSOR_CONST)) return false;
+    fa_ctx *ctx = fa_ctx_create();
+    if (!ctx) return false;
+    int64_t beg[FA_MAX_RANK], end[FA_MAX_RANK], od[FA_MAX_RANK];
+    pad_mode mode;
+    src s = {.g = g};
+    fa_status st = pad_params(ctx, &s, n, x->rank, x->dims, beg, end, od, &mode);
+    fa_ctx_free(ctx);
+    if (st) return false;
+    for (int i = 0; i < x->rank; i++)
+        if (beg[i] || end[i] || od[i] != y->dims[i]) return false;
+    return true;
 }
 
 /* ---------------------------------------------------------------- Shape / Size */

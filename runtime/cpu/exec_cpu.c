@@ -245,7 +245,8 @@ static fa_status view_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_
     return FA_OK;
 }
 
-/* Views (ops flagged FA_OPF_ALIAS: Reshape, Flatten, Squeeze, Unsqueeze, Identity; a Slice
+/* Views (ops flagged FA_OPF_ALIAS: Reshape, Flatten, Squeeze, Unsqueeze, Identity; a Pad whose
+ * constant pads are all zero, fa_pad_identity; a Slice
  * selecting one contiguous run of its input, and every output of a Split on an axis with only
  * extent-1 axes before it, each at an offset that keeps FA_ARENA_ALIGN — fa_slice_contiguous,
  * fa_split_contiguous: view_off[t] its bytes into root[t]'s): the output
@@ -278,7 +279,8 @@ static int merge_views(cpu_exec *e, plan_item *it, int n, int *root, uint64_t *v
         int ys[64], nv = 0;
         uint64_t subs[64];
         bool ok = true;
-        if (nd->op->flags & FA_OPF_ALIAS) {
+        bool whole = (nd->op->flags & FA_OPF_ALIAS) || fa_pad_identity(g, nd); /* the whole input, unchanged */
+        if (whole) {
             ys[0] = nd->outputs[0], subs[0] = 0, nv = 1;
         } else if (fa_slice_contiguous(g, nd, &subs[0])) {
             ys[0] = nd->outputs[0], nv = 1;
@@ -301,7 +303,7 @@ static int merge_views(cpu_exec *e, plan_item *it, int n, int *root, uint64_t *v
             uint64_t by;
             ok = sy && !(g->tensors[y]->flags & FA_TENSOR_CONST) && sy->first_def == k && item[y] >= 0 &&
                  sy->layout == FA_LAYOUT_PLAIN && sr->v.dtype == sy->v.dtype && subs[v] % FA_ARENA_ALIGN == 0 &&
-                 slot_bytes(e, y, &by) && ((nd->op->flags & FA_OPF_ALIAS) ? br == by : subs[v] + by <= br);
+                 slot_bytes(e, y, &by) && (whole ? br == by : subs[v] + by <= br);
         }
         if (!ok) continue;
         for (int v = 0; v < nv; v++) {

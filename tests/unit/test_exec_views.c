@@ -288,6 +288,117 @@ static void test_contiguous_split_outputs_are_views(void **st)
     check_split(2);
 }
 
+static int g_pad_views;
+static void on_pad(void *user, const fa_node *n, const char *name)
+{
+    (void)user;
+    if (!strcmp(n->op_type, "Pad") && !strcmp(name, FA_VIEW_KERNEL_NAME)) g_pad_views++;
+}
+
+/* The input coordinate a Pad of mode m reads for output coordinate o on an axis of size dim with
+ * begin pad b, or -1 (the constant); ONNX Pad's definition, written out independently. */
+static int64_t pad_src(const char *m, int64_t o, int64_t b, int64_t dim)
+{
+    int64_t c = o - b;
+    if (c >= 0 && c < dim) return c;
+    if (!strcmp(m, "constant")) return -1;
+    if (!strcmp(m, "edge")) return c < 0 ? 0 : dim - 1;
+    if (!strcmp(m, "wrap")) return ((c % dim) + dim) % dim;
+    while (c < 0 || c >= dim) c = c < 0 ? -c : 2 * (dim - 1) - c; /* reflect */
+    return c;
+}
+
+/* x [1,3,5,7] -> Relu -> r -> Pad(pads, mode, 0.5) -> p -> Neg -> y (or x -> Pad directly: a graph
+ * input, copied): all-zero pads are a view of r
+ * (fa_pad_identity: the kernel moves nothing); other pads copy, row by row of the innermost axis
+ * (runs of padding filled, runs of consecutive source columns one memcpy), in every mode and on
+ * outer and inner axes alike; Tile through the same copy. Values exact against the definitions. */
+static void check_pad(const char *mode, const int64_t *pads, const char *op, bool direct)
+{
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("pad");
+    fa_graph_set_opset(ctx, g, "", 18);
+    const int64_t xd[4] = {1, 3, 5, 7};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    i64_const(ctx, g, "pads", !strcmp(op, "Pad") ? 8 : 4, pads);
+    int cv = fa_graph_tensor(g, "cv");
+    const float half = 0.5f;
+    fa_tensor_set_shape(g->tensors[cv], FA_DTYPE_FLOAT, 0, NULL);
+    assert_int_equal(fa_tensor_set_data(ctx, g->tensors[cv], &half, sizeof half), FA_OK);
+    g->tensors[cv]->flags |= FA_TENSOR_INITIALIZER;
+    const char *ir[] = {"x"}, *or_[] = {"r"}, *pi[] = {direct ? "x" : "r", "pads", "cv"}, *po[] = {"p"}, *ni[] = {"p"},
+               *no[] = {"y"};
+    fa_graph_add_node(ctx, g, "relu", "Relu", "", 1, ir, 1, or_);
+    fa_node *pn = fa_graph_add_node(ctx, g, "pad", op, "", !strcmp(op, "Pad") ? 3 : 2, pi, 1, po);
+    if (!strcmp(op, "Pad")) assert_non_null(fa_node_add_attr_string(g, pn, "mode", mode));
+    fa_graph_add_node(ctx, g, "neg", "Neg", "", 1, ni, 1, no);
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    bool zero = !strcmp(op, "Pad");
+    for (int k = 0; k < 8 && zero; k++) zero = pads[k] == 0;
+    assert_int_equal(fa_pad_identity(g, pn), zero);
+    fa_exec *e = NULL;
+    fa_exec_options o = {.target = FA_TARGET_CPU, .threads = 2};
+    if (fa_exec_create(ctx, g, &o, &e)) fail_msg("%s", fa_ctx_errmsg(ctx));
+    float xv[105];
+    for (int i = 0; i < 105; i++) xv[i] = (float)(i % 17) - 4.0f;
+    fa_value in = {.dtype = FA_DTYPE_FLOAT, .rank = 4, .data = xv};
+    memcpy(in.dims, xd, sizeof xd);
+    assert_int_equal(fa_exec_set_input(ctx, e, 0, &in), FA_OK);
+    fa_exec_observer obs = {.kernel_begin = on_pad};
+    g_pad_views = 0;
+    assert_int_equal(fa_exec_run(ctx, e, &obs), FA_OK);
+    assert_int_equal(g_pad_views, zero && !direct ? 1 : 0); /* a graph input's Pad copies (its bytes are the caller's) */
+    const fa_value *y = fa_exec_output(e, out_of(g, "y"));
+    assert_non_null(y);
+    int64_t od[4], n = 1;
+    for (int k = 0; k < 4; k++) {
+        od[k] = !strcmp(op, "Pad") ? xd[k] + pads[k] + pads[k + 4] : xd[k] * pads[k];
+        assert_int_equal(y->dims[k], od[k]);
+        n *= od[k];
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t rem = i, src = 0, stride = 1;
+        bool fill = false;
+        int64_t c[4];
+        for (int k = 3; k >= 0; k--) c[k] = rem % od[k], rem /= od[k];
+        for (int k = 3; k >= 0; k--) {
+            int64_t s_ = !strcmp(op, "Pad") ? pad_src(mode, c[k], pads[k], xd[k]) : c[k] % xd[k];
+            if (s_ < 0) fill = true;
+            src += s_ * stride;
+            stride *= xd[k];
+        }
+        float want = fill ? -0.5f : direct ? -xv[src] : -fmaxf(xv[src], 0.0f);
+        assert_float_equal(((const float *)y->data)[i], want, 0);
+    }
+    fa_exec_free(e);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
+static void test_zero_pad_is_a_view_and_pads_copy_by_rows(void **st)
+{
+    (void)st;
+    const int64_t zero[8] = {0}, inner[8] = {0, 0, 0, 2, 0, 0, 0, 3}, outer[8] = {0, 1, 2, 0, 0, 2, 1, 0},
+                  both[8] = {0, 1, 1, 4, 0, 0, 2, 5}, crop[8] = {0, -1, 0, -2, 0, 1, -1, 3}, tile[4] = {1, 2, 3, 2};
+    const char *modes[4] = {"constant", "reflect", "edge", "wrap"};
+    const int64_t crop_tail[8] = {0, 0, 0, 0, 0, 0, -1, 0}; /* H cropped at its end, W whole */
+    check_pad("constant", zero, "Pad", false);
+    check_pad("reflect", zero, "Pad", false);
+    check_pad("constant", zero, "Pad", true); /* copied: one run per row of the outer axes */
+    for (int m = 0; m < 4; m++)
+        for (int direct = 0; direct < 2; direct++) {
+            check_pad(modes[m], inner, "Pad", direct);
+            check_pad(modes[m], outer, "Pad", direct);
+            check_pad(modes[m], both, "Pad", direct);
+        }
+    check_pad("constant", crop, "Pad", false);
+    check_pad("constant", crop_tail, "Pad", true);
+    check_pad("", tile, "Tile", false);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -295,6 +406,7 @@ int main(void)
         cmocka_unit_test(test_view_of_a_graph_input_still_copies),
         cmocka_unit_test(test_contiguous_slice_is_a_view_at_its_offset),
         cmocka_unit_test(test_contiguous_split_outputs_are_views),
+        cmocka_unit_test(test_zero_pad_is_a_view_and_pads_copy_by_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
