@@ -26,30 +26,6 @@ static void fmt_time(char *buf, size_t cap, double ns)
     else snprintf(buf, cap, "%.1f us", ns / 1e3);
 }
 
-/* The first clause of a reason (up to its first ';' or cap - 1 bytes, cut at a word). */
-static void short_reason(char *buf, size_t cap, const char *reason)
-{
-    if (!reason) reason = "";
-    size_t n = strcspn(reason, ";");
-    if (n >= cap) {
-        n = cap - 4;
-        while (n > 0 && reason[n] != ' ') n--;
-        snprintf(buf, cap, "%.*s...", (int)n, reason);
-        return;
-    }
-    snprintf(buf, cap, "%.*s", (int)n, reason);
-}
-
-/* Why a pattern was not kept, in a few words: the end-to-end back-off, the advisor's refusal (its
- * reason's first clause) or the applier's decision. */
-static void why_not_kept(char *buf, size_t cap, const fa_plan_group *g)
-{
-    if (g->reason && !strncmp(g->reason, "dropped by the end-to-end back-off", 34))
-        snprintf(buf, cap, "dropped by the end-to-end back-off");
-    else if (g->decision == FA_CLUSTER_REFUSED) short_reason(buf, cap, g->reason);
-    else snprintf(buf, cap, "%s", fa_cluster_status_phrase(g->decision));
-}
-
 /* A pattern's name: its label, or its kind's name for clusters without one (as the report's). */
 static const char *group_name(const fa_plan_group *g)
 {
@@ -109,7 +85,7 @@ static void print_groups(const fa_plan *p, const fa_cluster_verdict *v, const fa
             shown++;
         } else if (all || not_kept < RESULT_NOT_KEPT_ROWS) {
             char why[96], pred[320], mix[96], spread[256];
-            why_not_kept(why, sizeof why, g);
+            fa_plan_group_why(g, why, sizeof why);
             fmt_time(t, sizeof t, fabs(g->best_predicted_ns));
             snprintf(pred, sizeof pred, g->best_predicted_ns < 0 ? "predicted a loss of %s%s" : "predicted %s%s", t,
                      fa_cluster_spread_phrase(g->best, spread, sizeof spread));
@@ -136,7 +112,8 @@ static void print_verdict(const fa_run_figures *f, double e2e_tolerance, const c
                        : f->verdict == FA_E2E_MISMATCH ? "a MISMATCH: not deployable, no speedup claimed"
                        : f->reorders_fused > 0          ? "no cluster kept, blocked layouts only"
                                                        : "no cluster kept: the fused model is the baseline";
-    fa_cli_printf("\nEnd to end: %s. ", word);
+    bool noisy = fa_run_figures_noisy(f) && (f->verdict == FA_E2E_WIN || f->verdict == FA_E2E_LOSS);
+    fa_cli_printf("\nEnd to end: %s%s. ", word, noisy ? ", on noisy timings (not reliable: see the warning below)" : "");
     if (b->n && fu->n)
         fa_cli_printf("baseline %.3f ms (IQR %.3f), fused %.3f ms (IQR %.3f): speedup %.3fx (benchmark medians of %d interleaved "
                       "rounds; the traced iteration median was %s)\n", b->median_ns / 1e6, (b->p75_ns - b->p25_ns) / 1e6,
@@ -215,12 +192,7 @@ fa_status fa_cli_print_result(fa_ctx *ctx, fa_store *st, int64_t run_id, const f
     if (p && p->n_clusters) print_groups(p, v, &f, res->verbose);
     else fa_cli_printf("The plan has no cluster: nothing in this model could be fused (the why-not list is in plan.json).\n");
     print_verdict(&f, res->e2e_tolerance, res->e2e_rounding_op);
-    const fa_sample_stats *b = &f.bench_baseline, *fu = &f.bench_fused;
-    bool noisy = (b->median_ns > 0 && ((b->p75_ns - b->p25_ns) > 0.25 * b->median_ns ||
-                                       (fu->p75_ns - fu->p25_ns) > 0.25 * fu->median_ns)) ||
-                 (f.traced_iter_ns > 0 && b->median_ns > 0 &&
-                  (b->median_ns > 1.25 * f.traced_iter_ns || b->median_ns < 0.8 * f.traced_iter_ns));
-    if (noisy)
+    if (fa_run_figures_noisy(&f))
         fa_cli_printf("warning: the timings are noisy (an IQR over 25%% of its median, or the traced baseline run more than 25%% "
                       "away from the benchmark): speedups and accept/reject decisions on this machine are not reliable; run on "
                       "a quiet machine for figures you keep\n");

@@ -615,16 +615,21 @@ fa_status fa_graph_freeze_input(fa_ctx *ctx, fa_graph *g, const char *name, cons
         if (g->inputs[i] == tid) pos = i;
     if (tid < 0 || pos < 0) return fa_ctx_error(ctx, FA_ERR_INPUT, "'%s' is not a graph input", name);
     fa_tensor *t = g->tensors[tid];
-    if (t->dtype && t->dtype != v->dtype)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': declared %s, value is %s", name,
-                            fa_dtype_name(t->dtype), fa_dtype_name(v->dtype));
-    if (t->rank >= 0 && t->rank != v->rank)
-        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': declared rank %d, value has rank %d", name,
-                            t->rank, v->rank);
-    for (int d = 0; d < v->rank && t->rank >= 0; d++)
-        if (t->dims[d] >= 0 && t->dims[d] != v->dims[d])
-            return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': declared dim %d = %lld, value has %lld", name,
-                                d, (long long)t->dims[d], (long long)v->dims[d]);
+    /* worded as the executor's own check of an input (runtime/cpu/exec_cpu.c): "expected WHAT [SHAPE],
+     * got WHAT [SHAPE]", the model's declared shape with its symbolic dims by name */
+    bool same = (!t->dtype || t->dtype == v->dtype) && (t->rank < 0 || t->rank == v->rank);
+    for (int d = 0; same && d < v->rank && t->rank >= 0; d++) same = t->dims[d] < 0 || t->dims[d] == v->dims[d];
+    if (!same) {
+        char want[128], got[160];
+        size_t o = 0;
+        got[0] = '\0';
+        for (int d = 0; d < v->rank && o + 24 < sizeof got; d++)
+            o += (size_t)snprintf(got + o, sizeof got - o, "%s%lld", d ? "x" : "", (long long)v->dims[d]);
+        if (!v->rank) snprintf(got, sizeof got, "a scalar");
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "input '%s': expected %s [%s], got %s [%s]", name,
+                            t->dtype ? fa_dtype_name(t->dtype) : fa_dtype_name(v->dtype),
+                            t->rank >= 0 ? fa_tensor_shape_str(t, want, sizeof want) : "any shape", fa_dtype_name(v->dtype), got);
+    }
     fa_tensor_set_shape(t, v->dtype, v->rank, v->dims);
     fa_status st = fa_tensor_set_data(ctx, t, v->data, (size_t)fa_value_numel(v) * fa_dtype_size(v->dtype));
     if (st) return st;

@@ -350,6 +350,26 @@ const char *fa_plan_group_mix(const fa_plan_group *g, char *buf, size_t cap)
     return buf;
 }
 
+const char *fa_plan_group_why(const fa_plan_group *g, char *buf, size_t cap)
+{
+    if (!cap) return buf;
+    const char *r = g->reason ? g->reason : "";
+    if (!strncmp(r, "dropped by the end-to-end back-off", 34)) snprintf(buf, cap, "dropped by the end-to-end back-off");
+    else if (g->decision == FA_CLUSTER_REFUSED && !strncmp(r, "not-beneficial:", 15))
+        snprintf(buf, cap, "refused, %s", g->best_predicted_ns < 0 ? "predicted slower" : "no predicted saving");
+    else if (g->decision == FA_CLUSTER_REFUSED) {
+        size_t n = strcspn(r, ";");
+        const char *paren = strstr(r, " (");
+        if (paren && (size_t)(paren - r) < n) n = (size_t)(paren - r);
+        if (n + 1 > cap) { /* cut at a word, said with "..." */
+            n = cap > 4 ? cap - 4 : 0;
+            while (n > 0 && r[n] != ' ') n--;
+            snprintf(buf, cap, "%.*s...", (int)n, r);
+        } else snprintf(buf, cap, "%.*s", (int)n, r);
+    } else snprintf(buf, cap, "%s", fa_cluster_status_phrase(g->decision));
+    return buf;
+}
+
 /* ---- the field table as data ---- */
 
 #define FA_PF_OWNER_T_C fa_cluster

@@ -539,6 +539,13 @@ int fa_plan_groups(const fa_plan *p, const fa_cluster_verdict *v, fa_plan_group 
 /* When a group's clusters had more than one kind of decision, "(39 not tried, 1 rejected)" into
  * buf (cap bytes, always terminated); else "". Returns buf. */
 const char *fa_plan_group_mix(const fa_plan_group *g, char *buf, size_t cap);
+/* Why a group with no accepted cluster was not kept, in a few words, into buf (cap bytes, always
+ * terminated; returns buf) — the first screen's and report.html's one phrase: "dropped by the
+ * end-to-end back-off"; a refusal as predicted not beneficial, "refused, predicted slower" or
+ * "refused, no predicted saving" (the row quotes the prediction beside it); another refusal, its
+ * reason's first clause — up to its first ';' or the " (" that opens its details, cut at a word
+ * with "..." past cap; else the decision's phrase (fa_cluster_status_phrase). */
+const char *fa_plan_group_why(const fa_plan_group *g, char *buf, size_t cap);
 
 /* A post-op back from its stored rendering (fa_post_op_format: "relu", "clip(0,6)",
  * "leaky_relu(0.1)"; the older "eltwise:relu" / "binary:add" too) with its operand tensor id.

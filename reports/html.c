@@ -247,7 +247,10 @@ static void summary(const fa_rep *r, fa_buf *b)
              "with the clusters kept the fused model is not measurably faster than the baseline, even after the back-off "
              "dropped the smallest savings: deploy the baseline");
     else if (r->e2e_verdict == FA_E2E_WIN)
-        card(b, "End-to-end verdict", "win", "good", "the fused model is measurably faster than the baseline (paired samples)");
+        card(b, "End-to-end verdict", "win", "good",
+             fa_run_figures_noisy(f) ? "the fused model measured faster than the baseline (paired samples), on noisy timings: "
+                                       "not reliable on this machine; run on a quiet one for figures you keep"
+                                     : "the fused model is measurably faster than the baseline (paired samples)");
     else if (r->e2e_verdict == FA_E2E_NO_CLUSTERS)
         card(b, "End-to-end verdict", "no cluster kept", "na", "the fused model is the baseline");
     fa_rep_fmt_bytes(v, sizeof v, r->run.peak_activation_bytes ? (double)r->run.peak_activation_bytes : -1);
@@ -785,10 +788,7 @@ static void answer(const fa_rep *r, fa_buf *b)
                 td_text(b, kind_action(g->kind));
             } else {
                 fa_rep_fmt_ns(t, sizeof t, fabs(g->best_predicted_ns));
-                if (g->reason && !strncmp(g->reason, "dropped by the end-to-end back-off", 34))
-                    snprintf(why, sizeof why, "dropped by the end-to-end back-off");
-                else if (g->decision == FA_CLUSTER_REFUSED) reason_head(why, sizeof why, g->reason);
-                else snprintf(why, sizeof why, "%s", fa_cluster_status_phrase(g->decision));
+                fa_plan_group_why(g, why, sizeof why);
                 char mix[96];
                 fa_buf_printf(b, "<td class=\"na\">%s %s</td><td></td><td colspan=\"2\">not kept: ",
                               g->best_predicted_ns < 0 ? "predicted a loss of" : "predicted", t);
@@ -809,6 +809,9 @@ static void answer(const fa_rep *r, fa_buf *b)
     else if (r->e2e_verdict == FA_E2E_MISMATCH) fa_buf_puts(b, "<b class=\"bad\">a mismatch</b>: not deployable, no speedup claimed");
     else if (r->e2e_verdict == FA_E2E_NO_CLUSTERS) fa_buf_puts(b, "<b>no cluster kept</b>: the fused model is the baseline");
     else fa_buf_puts(b, "<b>not applied</b>");
+    if ((r->e2e_verdict == FA_E2E_WIN || r->e2e_verdict == FA_E2E_LOSS) && fa_run_figures_noisy(f))
+        fa_buf_puts(b, ", on noisy timings (an IQR over 25 % of its median, or the traced baseline more than 25 % from the "
+                       "benchmark): not reliable on this machine");
     if (bb->n && bf->n && bf->median_ns > 0) {
         char x[48], y[48];
         fa_rep_fmt_ns(x, sizeof x, bb->median_ns);

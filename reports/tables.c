@@ -182,6 +182,9 @@ void fa_rep_summary_json(const fa_rep *r, fa_buf *b)
     fa_json_num(b, r->e2e_max_rel_error, 6);
     fa_buf_puts(b, ",\"e2e_verdict\":");
     fa_json_str(b, fa_e2e_verdict_name(r->e2e_verdict));
+    fa_buf_puts(b, ",\"timings_noisy\":"); /* fa_run_figures_noisy: the verdict is not reliable */
+    if (f->bench_baseline.n > 0) fa_buf_puts(b, fa_run_figures_noisy(f) ? "true" : "false");
+    else fa_buf_puts(b, "null");
     fa_buf_puts(b, ",\"plan_hash\":");
     fa_json_str(b, r->plan ? r->plan->hash : NULL);
     fa_buf_printf(b, ",\"fused_run_id\":");

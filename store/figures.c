@@ -164,3 +164,12 @@ double fa_run_figures_latency(const fa_run_figures *f, bool fused, const char **
     if (what) *what = NULL;
     return NAN;
 }
+
+bool fa_run_figures_noisy(const fa_run_figures *f)
+{
+    const fa_sample_stats *b = &f->bench_baseline, *fu = &f->bench_fused;
+    if (!(b->n > 0 && b->median_ns > 0)) return false;
+    if (b->p75_ns - b->p25_ns > 0.25 * b->median_ns) return true;
+    if (fu->n > 0 && fu->median_ns > 0 && fu->p75_ns - fu->p25_ns > 0.25 * fu->median_ns) return true;
+    return f->traced_iter_ns > 0 && (b->median_ns > 1.25 * f->traced_iter_ns || b->median_ns < 0.8 * f->traced_iter_ns);
+}

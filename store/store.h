@@ -448,6 +448,12 @@ void fa_run_figures_fused_kernels_text(const fa_run_figures *f, char *out, size_
  * else the traced iteration median; NAN when neither. fused: the fused model's. *what (may be
  * NULL) names which: "benchmark median", "traced iteration median", or NULL. */
 double fa_run_figures_latency(const fa_run_figures *f, bool fused, const char **what);
+/* Whether the run's timings are too noisy to rest a verdict on: an end-to-end benchmark side whose
+ * IQR exceeds 25 % of its median, or the baseline's benchmark median more than 25 % away from its
+ * traced iteration median (the same model timed twice in one run). Every surface words its verdict
+ * with it (`run`'s answer and warning, report.html's verdict, summary.json `timings_noisy`). False
+ * when not benchmarked. */
+bool fa_run_figures_noisy(const fa_run_figures *f);
 
 /* ---- per-iteration reads for the CI gate ---- */
 

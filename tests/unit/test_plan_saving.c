@@ -257,10 +257,48 @@ static void test_spread_phrase_quotes_the_prediction_interval(void **st)
     assert_string_equal(fa_cluster_spread_phrase(&c, b, sizeof b), "");
 }
 
+/* Why a pattern was not kept, one phrase for the first screen and report.html: a refusal as not
+ * beneficial says so without repeating the prediction (the row quotes it) or pasting the basis
+ * (swin_t's layer_norm read "not-beneficial: predicted loss of 71.4 us (measured: 2 kernel(s)
+ * removed, medians 298576 ns..." before its prediction in parentheses again); another refusal its
+ * first clause, cut before its details and at a word when long; the back-off and the applier's
+ * decisions their phrases. */
+static void test_group_why_is_one_short_phrase(void **st)
+{
+    (void)st;
+    fa_plan_group g;
+    char b[96];
+    memset(&g, 0, sizeof g);
+    g.decision = FA_CLUSTER_REFUSED;
+    g.best_predicted_ns = -71400;
+    g.reason = "not-beneficial: predicted loss of 71.4 us (measured: 2 kernel(s) removed, medians 298576 ns + 1 gap(s) x "
+               "400 ns; fused kernel 369976 ns)";
+    assert_string_equal(fa_plan_group_why(&g, b, sizeof b), "refused, predicted slower");
+    g.best_predicted_ns = 0;
+    g.reason = "not-beneficial: no predicted saving (measured: 1 kernel(s) removed)";
+    assert_string_equal(fa_plan_group_why(&g, b, sizeof b), "refused, no predicted saving");
+    g.reason = "illegal: the producer's output is read outside the cluster (by 'x'); it must be written anyway";
+    assert_string_equal(fa_plan_group_why(&g, b, sizeof b), "illegal: the producer's output is read outside the cluster");
+    g.reason = "below-noise: predicted 0.2 us; the noise floor is 3.1 us";
+    assert_string_equal(fa_plan_group_why(&g, b, sizeof b), "below-noise: predicted 0.2 us");
+    char small[24];
+    g.reason = "register-limit: the fused kernel needs 255 registers";
+    fa_plan_group_why(&g, small, sizeof small);
+    assert_string_equal(small, "register-limit: the...");
+    g.decision = FA_CLUSTER_REJECTED_REGRESSION;
+    g.reason = "dropped by the end-to-end back-off: the whole fused model was slower";
+    assert_string_equal(fa_plan_group_why(&g, b, sizeof b), "dropped by the end-to-end back-off");
+    g.reason = "slower: median 1.0 -> 1.2 us";
+    assert_string_equal(fa_plan_group_why(&g, b, sizeof b), fa_cluster_status_phrase(FA_CLUSTER_REJECTED_REGRESSION));
+    g.reason = NULL;
+    assert_string_equal(fa_plan_group_why(&g, b, sizeof b), fa_cluster_status_phrase(FA_CLUSTER_REJECTED_REGRESSION));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_group_decision_is_the_commonest_rejection),
+        cmocka_unit_test(test_group_why_is_one_short_phrase),
         cmocka_unit_test(test_accepted_saving_counts_a_folded_bn_once),
         cmocka_unit_test(test_groups_sum_to_the_plan),
         cmocka_unit_test(test_miss_term_names_the_term),

@@ -717,6 +717,7 @@ static void test_e2e_loss_verdict_from_database_never_shown_as_a_win(void **stat
     assert_int_equal(fa_reports_write(ctx, st, run, dir), FA_OK);
     char *sj = slurp(dir, "summary.json"), *html = slurp(dir, "report.html");
     assert_non_null(strstr(sj, "\"e2e_verdict\":null")); /* not recorded: not claimed either way */
+    assert_non_null(strstr(sj, "\"timings_noisy\":")); /* fa_run_figures_noisy's word on the same figures */
     assert_null(strstr(html, "End-to-end verdict"));
     free(sj);
     free(html);
@@ -739,6 +740,34 @@ static void test_e2e_loss_verdict_from_database_never_shown_as_a_win(void **stat
     }
     fa_store_close(st);
     fa_ctx_free(ctx);
+}
+
+/* One noise rule for every surface (fa_run_figures_noisy): a benchmark side whose IQR exceeds 25 %
+ * of its median, or the baseline's benchmark median more than 25 % from its traced iteration;
+ * quiet timings are not noisy, and a run with no benchmark is never called noisy (summary.json
+ * null). A loaded machine's regnet_x_400mf read "a WIN ... baseline 18.150 ms (IQR 14.268)". */
+static void test_noisy_timings_one_rule(void **state)
+{
+    (void)state;
+    fa_run_figures f;
+    memset(&f, 0, sizeof f);
+    f.traced_iter_ns = NAN;
+    assert_false(fa_run_figures_noisy(&f)); /* not benchmarked */
+    f.bench_baseline = (fa_sample_stats){.n = 10, .median_ns = 10e6, .p25_ns = 9.8e6, .p75_ns = 10.3e6};
+    f.bench_fused = (fa_sample_stats){.n = 10, .median_ns = 8e6, .p25_ns = 7.9e6, .p75_ns = 8.2e6};
+    assert_false(fa_run_figures_noisy(&f));
+    f.traced_iter_ns = 10.5e6;
+    assert_false(fa_run_figures_noisy(&f));
+    f.traced_iter_ns = 7.9e6; /* the benchmark 1.27x the traced run */
+    assert_true(fa_run_figures_noisy(&f));
+    f.traced_iter_ns = 13e6; /* 0.77x */
+    assert_true(fa_run_figures_noisy(&f));
+    f.traced_iter_ns = NAN;
+    f.bench_baseline = (fa_sample_stats){.n = 10, .median_ns = 18.15e6, .p25_ns = 3.8e6, .p75_ns = 18.07e6};
+    assert_true(fa_run_figures_noisy(&f));
+    f.bench_baseline = (fa_sample_stats){.n = 10, .median_ns = 10e6, .p25_ns = 9.8e6, .p75_ns = 10.3e6};
+    f.bench_fused = (fa_sample_stats){.n = 10, .median_ns = 8e6, .p25_ns = 6e6, .p75_ns = 8.5e6};
+    assert_true(fa_run_figures_noisy(&f));
 }
 
 /* The one JSON value writer (core): escaping, NULL as null or "", non-finite numbers as null. */
@@ -994,6 +1023,7 @@ int main(void)
         cmocka_unit_test(test_unwritable_out_dir_is_an_error_naming_it),
         cmocka_unit_test(test_e2e_error_from_database_never_from_a_summary_in_the_folder),
         cmocka_unit_test(test_e2e_loss_verdict_from_database_never_shown_as_a_win),
+        cmocka_unit_test(test_noisy_timings_one_rule),
         cmocka_unit_test(test_json_writer_escapes_and_writes_null_for_missing_and_non_finite),
         cmocka_unit_test(test_large_graph_collapses_accepted_clusters),
         cmocka_unit_test(test_huge_graph_renders_top_level_structure),

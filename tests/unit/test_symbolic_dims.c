@@ -520,6 +520,17 @@ static void test_integer_inputs_frozen_only_when_they_set_a_shape(void **s)
     assert_true(seen2);
     fa_graph_fill_input(g, mask, &r, &v);
     for (int i = 0; i < 64; i++) assert_true(vals[i] == 0 || vals[i] == 1);
+    /* a frozen (shape-setting) input checked as the executor checks any input, in its words:
+     * "expected WHAT [SHAPE], got WHAT [SHAPE]" (a user's int32 ids read "declared int64, value
+     * is int32" here and "expected float32 [...], got float64 [...]" for a float image) */
+    int32_t s32[1] = {2};
+    fa_value w32 = {.dtype = FA_DTYPE_INT32, .rank = 1, .dims = {1}, .data = s32};
+    assert_int_equal(fa_graph_freeze_input(ctx, g, "shp", &w32), FA_ERR_INPUT);
+    if (!strstr(fa_ctx_errmsg(ctx), "input 'shp': expected int64 [1], got int32 [1]")) fail_msg("%s", fa_ctx_errmsg(ctx));
+    int64_t s64[2] = {2, 1};
+    fa_value w2 = {.dtype = FA_DTYPE_INT64, .rank = 1, .dims = {2}, .data = s64};
+    assert_int_equal(fa_graph_freeze_input(ctx, g, "shp", &w2), FA_ERR_INPUT);
+    if (!strstr(fa_ctx_errmsg(ctx), "input 'shp': expected int64 [1], got int64 [2]")) fail_msg("%s", fa_ctx_errmsg(ctx));
     fa_graph_free(g);
     fa_ctx_free(ctx);
 }
