@@ -13,12 +13,15 @@
 # env: BUILD (default build), BASE_BUILD (required: a build of the commit to compare with, e.g.
 #      `git worktree add /tmp/base <commit>` built the same way), MODELS (.onnx paths; default the
 #      exporter survey's gpt2, bert and llama legacy exports under SURVEY), SURVEY (/work/survey
-#      style folder of NAME-legacy.onnx), SHAPE ("--shape batch=1 --shape sequence=64"), ROUNDS (3).
+#      style folder of NAME-legacy.onnx), SHAPE ("--shape batch=1 --shape sequence=64"), ROUNDS (3),
+#      OPS (the op types summed; default "Reshape Flatten Squeeze Unsqueeze Identity"; "Pad" for
+#      zero-width Pads, which are views too, and the Pads that copy).
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$here/build}
 : "${BASE_BUILD:?set BASE_BUILD to the build folder of the commit to compare with}"
 ROUNDS=${ROUNDS:-3}
+OPS=${OPS:-"Reshape Flatten Squeeze Unsqueeze Identity"}
 SHAPE=${SHAPE:-"--shape batch=1 --shape sequence=64"}
 if [ -z "${MODELS:-}" ]; then
   : "${SURVEY:?set MODELS or SURVEY (the folder of the exporter survey)}"
@@ -37,11 +40,11 @@ for _ in $(seq "$ROUNDS"); do
   done
 done
 # shellcheck disable=SC2086 # MODELS is a list of paths
-python3 - "$tmp" $MODELS <<'PY'
+python3 - "$tmp" "$OPS" $MODELS <<'PY'
 import os, sqlite3, statistics, sys
-tmp, models = sys.argv[1], sys.argv[2:]
-VIEWS = ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity")
-print("| model | side | views, baseline (us/iter) | views, fused (us/iter) | end-to-end medians baseline / fused (ms) |")
+tmp, ops, models = sys.argv[1], sys.argv[2], sys.argv[3:]
+VIEWS = tuple(ops.split()) + ("",)  # a one-element tuple stays a valid SQL list
+print(f"| model | side | {' '.join(ops.split())}, baseline (us/iter) | fused (us/iter) | end-to-end medians baseline / fused (ms) |")
 print("|---|---|---|---|---|")
 for m in models:
     name = os.path.basename(m)[:-5]
