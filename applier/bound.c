@@ -51,7 +51,10 @@ static const struct mag_op k_mag_ops[] = {
     {"ConvTranspose", MAG_SAME, 0x7, 0, 1, NULL},
     {"MatMul", MAG_SAME, 0x3, 0, 0, NULL},
     {"Gemm", MAG_GEMM, 0x7, 0, 3, NULL},
-    {"BatchNormalization", MAG_BN, 0x1, 0, 3, NULL}, /* scale, shift, and the fold's rounding of W·s */
+    /* six roundings along a path: a generated BN (codegen/codegen.c lower_bn) rounds var + eps,
+     * the sqrt, scale / sqrt, x - mean, the product and + B; a fold rounds fewer (the scale, the
+     * shift, W·s) */
+    {"BatchNormalization", MAG_BN, 0x1, 0, 6, NULL},
     {"Identity", MAG_SAME, 0x1, 0, 0, NULL},
     {"Reshape", MAG_SAME, 0x1, 0, 0, NULL},
     {"Flatten", MAG_SAME, 0x1, 0, 0, NULL},

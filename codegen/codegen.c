@@ -262,7 +262,11 @@ static int row_split(const cg *b, int r, const int64_t *d, bool *per_row)
 }
 
 /* Load of external input k (tensor tid) at the points of a node whose output shape is (r, d). */
-static int load(cg *b, int k, int tid, int r, const int64_t *d)
+/* Load of cluster input k (tensor tid) read as a tensor of rank tr and dims td (its own shape, or
+ * one it broadcasts as: BatchNormalization's [C] parameters read as [1, C, 1, ...]) at a
+ * consumer of output shape (r, d). The load's value keeps (tr, td): every emitter derives its
+ * strides from the value, never from the tensor. */
+static int load_as(cg *b, int k, int tid, int tr, const int64_t *td, int r, const int64_t *d)
 {
     const fa_tensor *t = b->g->tensors[tid];
     int64_t st[FA_MAX_RANK];
@@ -272,10 +276,10 @@ static int load(cg *b, int k, int tid, int r, const int64_t *d)
     if (tid == b->prod_t) { /* the product, in place in the output: the same element order */
         snprintf(off, sizeof off, "i");
     } else if (!b->rowk) {
-        if (!bcasts_to(t->rank, t->dims, b->rrank, b->rdims))
+        if (!bcasts_to(tr, td, b->rrank, b->rdims))
             return cg_fail(b, "an input does not broadcast to the cluster's output shape",
                            "input '%s' does not broadcast to the cluster's output shape", t->name);
-        bstrides(t->rank, t->dims, b->rrank, b->rdims, st);
+        bstrides(tr, td, b->rrank, b->rdims, st);
         offset_expr(off, sizeof off, "i", b->rdims, 0, b->rrank, st);
     } else {
         int cr;
@@ -295,17 +299,18 @@ static int load(cg *b, int k, int tid, int r, const int64_t *d)
             cr = r;
             cd = d;
         }
-        if (!bcasts_to(t->rank, t->dims, cr, cd))
+        if (!bcasts_to(tr, td, cr, cd))
             return cg_fail(b, "an input does not broadcast to its consumer",
                            "input '%s' does not broadcast to its consumer's shape", t->name);
-        bstrides(t->rank, t->dims, cr, cd, st);
+        bstrides(tr, td, cr, cd, st);
         offset_expr(roff, sizeof roff, "row", cd, 0, split, st);
         offset_expr(off, sizeof off, "j", cd, split, cr, st);
         if (strcmp(off, "0") == 0) level = LV_ROW;
     }
     for (int i = 0; i < b->nv; i++) { /* same input at the same offsets: one load */
         cg_val *o = &b->v[i];
-        if (o->kind == VK_LOAD && o->input == k && strcmp(o->off, off) == 0 && strcmp(o->row_off, roff) == 0)
+        if (o->kind == VK_LOAD && o->input == k && strcmp(o->off, off) == 0 && strcmp(o->row_off, roff) == 0 &&
+            o->rank == tr && !memcmp(o->dims, td, sizeof *td * (size_t)tr))
             return i;
     }
     int vi = new_val(b, VK_LOAD);
@@ -314,11 +319,17 @@ static int load(cg *b, int k, int tid, int r, const int64_t *d)
     v->input = k;
     v->level = level;
     v->is_bool = t->dtype == FA_DTYPE_BOOL;
-    v->rank = t->rank;
-    memcpy(v->dims, t->dims, sizeof v->dims);
+    v->rank = tr;
+    memcpy(v->dims, td, sizeof *td * (size_t)tr);
     snprintf(v->off, sizeof v->off, "%s", off);
     snprintf(v->row_off, sizeof v->row_off, "%s", roff);
     return vi;
+}
+
+static int load(cg *b, int k, int tid, int r, const int64_t *d)
+{
+    const fa_tensor *t = b->g->tensors[tid];
+    return load_as(b, k, tid, t->rank, t->dims, r, d);
 }
 
 /* Value of tensor tid as an argument of a node with output shape (r, d). */
@@ -459,6 +470,7 @@ static int lower_view(cg *b, const fa_node *n, const cg_opdef *od, int lang, int
 static int lower_cast(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
 static int lower_reduce(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
 static int lower_norm(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
+static int lower_bn(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d);
 
 /* The unary ops of graph/op_math.h: their template is the table's expression (fa_unary_math_template
  * at lowering), their attributes the table's; the rest are written here. */
@@ -483,6 +495,7 @@ static const cg_opdef OPS[] = {
     {"Identity", lower_view, NULL, 1},
     {"Dropout", lower_view, NULL, 1, .flags = CG_DROPOUT, .any_in = ~1u},
     {"Cast", lower_cast, NULL, 1},
+    {"BatchNormalization", lower_bn, NULL, 5},
     /* reductions and normalizations (row kernels only) */
     {"ReduceSum", lower_reduce, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2, .red = RED_SUM},
     {"ReduceMean", lower_reduce, NULL, 1, .flags = CG_ROWS_ONLY, .any_in = 0x2, .red = RED_MEAN},
@@ -821,6 +834,46 @@ static int lower_norm(cg *b, const fa_node *n, const cg_opdef *od, int lang, int
 }
 
 /* One expression: an op-math row's (unary or binary) or the row's template. */
+/* Inference BatchNormalization (ONNX: Y = (X - mean) / sqrt(var + epsilon) · scale + B, the [C]
+ * parameters along axis 1) as three values: the per-channel factor scale / sqrt(var + eps), then
+ * (x - mean) · factor, then + B; each parameter read as [1, C, 1, ...] (load_as), so a blocked
+ * loop computes the factor once per row of a channel block. A BN not after a convolution (a
+ * pre-activation BN + ReLU: DenseNet's 58 and every pre-activation ResNet's; a BN after a Concat
+ * or an Add) had no emitter, so its elementwise chain was never generated. The verification bound
+ * counts its six roundings (applier/bound.c MAG_BN). Refused: training mode, a used extra output,
+ * rank < 2, parameters that are not [C] cluster inputs. */
+static int lower_bn(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
+{
+    (void)od;
+    if (fa_node_attr_int(n, "training_mode", 0) || n->n_inputs < 5)
+        return cg_fail(b, "a BatchNormalization is not in inference form", "node '%s': training mode or a missing input",
+                       n->name);
+    if (r < 2) return cg_fail(b, "a BatchNormalization has no channel axis", "node '%s': output rank %d", n->name, r);
+    int x = arg(b, n, n->inputs[0], r, d);
+    if (x < 0) return -1;
+    int64_t pd[FA_MAX_RANK];
+    for (int i = 0; i < r; i++) pd[i] = i == 1 ? d[1] : 1;
+    int p[5] = {x, -1, -1, -1, -1}; /* scale, B, mean, var */
+    for (int i = 1; i <= 4; i++) {
+        int tid = n->inputs[i];
+        const fa_tensor *t = tid >= 0 ? b->g->tensors[tid] : NULL;
+        if (!t || t->rank != 1 || t->dims[0] != d[1] || b->tin[tid] < 0)
+            return cg_fail(b, "a BatchNormalization parameter is not a [C] cluster input",
+                           "node '%s': input %d is not a [%lld] tensor read from outside the cluster", n->name, i,
+                           (long long)d[1]);
+        if ((p[i] = load_as(b, b->tin[tid], tid, r, pd, r, d)) < 0) return -1;
+    }
+    double eps[3] = {fa_node_attr_float(n, "epsilon", 1e-5f), 0, 0};
+    int fa[2] = {p[1], p[4]};
+    int f = op_val(b, "($0 / sqrtf($1 + $a))", fa, 2, eps, r, d, false, lang);
+    if (f < 0) return -1;
+    int ta[3] = {x, p[3], f};
+    int t = op_val(b, "(($0 - $1) * $2)", ta, 3, NULL, r, d, false, lang);
+    if (t < 0) return -1;
+    int ya[2] = {t, p[2]};
+    return op_val(b, "($0 + $1)", ya, 2, NULL, r, d, false, lang);
+}
+
 static int lower_expr(cg *b, const fa_node *n, const cg_opdef *od, int lang, int r, const int64_t *d)
 {
     const fa_graph *g = b->g;
@@ -1197,7 +1250,7 @@ static int tile_split(const cg *b, int64_t (*st)[FA_MAX_RANK])
             for (int d = 0; d < b->rrank; d++) st[i][d] = prod(b->rdims, d + 1, b->rrank);
             continue;
         }
-        bstrides(t->rank, t->dims, b->rrank, b->rdims, st[i]);
+        bstrides(v->rank, v->dims, b->rrank, b->rdims, st[i]); /* the shape it is read as (load_as) */
     }
     for (int s = 0; s < b->rrank; s++) {
         if (prod(b->rdims, s, b->rrank) <= 1) break;
@@ -1346,7 +1399,7 @@ static void emit_blocked(fa_buf *o, const cg *b)
             chan[i] = hoist && th == 1 && tw == 1;
         } else { /* plain at its broadcast offset of (n, cb·B + j, h, w) */
             int64_t st[FA_MAX_RANK];
-            bstrides(t->rank, t->dims, 4, b->rdims, st);
+            bstrides(v->rank, v->dims, 4, b->rdims, st); /* the shape it is read as (load_as) */
             const char *var[3] = {"n", "cb", "h"};
             int64_t mul[3] = {st[0], B * st[1], st[2]};
             for (int k = 0; k < 3; k++) {

@@ -355,6 +355,88 @@ static void test_chain_without_a_convolution_stays_plain(void **s)
     fa_ctx_free(ctx);
 }
 
+/* A BatchNormalization no convolution can take (after an Add, as after DenseNet's Concats: a
+ * pre-activation BN + ReLU) and a BatchNorm1d on [N, C]: x[1,3,12,12] -> conv0 3x3 (24) -> a,
+ * conv1 3x3 (24) -> c; Add(a, c) -> k (24 channels: a padded tail in nChw16c) -> BN -> ReLU ->
+ * conv2 1x1 (8) -> y;
+ * v[5, 6] -> BN -> ReLU -> z. Both BN + ReLU chains are generated (codegen lower_bn: the [C]
+ * parameters read per channel) — the first in the plan's layout — and verified against the
+ * unfused ops; the fused model's outputs match. Before, "BatchNormalization has no expression
+ * emitter" left them unfused. */
+static void test_batchnorm_chains_are_generated_and_verified(void **s)
+{
+    (void)s;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("bn_chain");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {1, 3, 12, 12}, w0[4] = {24, 3, 3, 3}, w1[4] = {24, 3, 3, 3}, w2[4] = {8, 24, 1, 1}, c24[1] = {24},
+            vd[2] = {5, 6}, c6[1] = {6};
+    int x = fa_graph_tensor(g, "x"), v = fa_graph_tensor(g, "v");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_tensor_set_shape(g->tensors[v], FA_DTYPE_FLOAT, 2, vd);
+    fa_graph_add_input(ctx, g, x);
+    fa_graph_add_input(ctx, g, v);
+    fa_test_add_const(ctx, g, "w0", 4, w0, -0.4f, 0.4f, 11);
+    fa_test_add_const(ctx, g, "w1", 4, w1, -0.4f, 0.4f, 12);
+    fa_test_add_const(ctx, g, "w2", 4, w2, -0.3f, 0.3f, 13);
+    fa_test_add_const(ctx, g, "sc", 1, c24, 0.5f, 1.5f, 14);
+    fa_test_add_const(ctx, g, "sh", 1, c24, -0.5f, 0.5f, 15);
+    fa_test_add_const(ctx, g, "mu", 1, c24, -0.3f, 0.3f, 16);
+    fa_test_add_const(ctx, g, "var", 1, c24, 0.2f, 2.0f, 17);
+    fa_test_add_const(ctx, g, "sc6", 1, c6, 0.5f, 1.5f, 18);
+    fa_test_add_const(ctx, g, "sh6", 1, c6, -0.5f, 0.5f, 19);
+    fa_test_add_const(ctx, g, "mu6", 1, c6, -0.3f, 0.3f, 20);
+    fa_test_add_const(ctx, g, "var6", 1, c6, 0.2f, 2.0f, 21);
+    const int64_t pads[4] = {1, 1, 1, 1};
+    fa_node_add_attr_ints(g, node(ctx, g, "conv0", "Conv", 2, "x", "w0", NULL, "a"), "pads", pads, 4);
+    fa_node_add_attr_ints(g, node(ctx, g, "conv1", "Conv", 2, "x", "w1", NULL, "c"), "pads", pads, 4);
+    node(ctx, g, "add", "Add", 2, "a", "c", NULL, "k");
+    const char *bi[5] = {"k", "sc", "sh", "mu", "var"}, *bo[1] = {"kb"}, *b6i[5] = {"v", "sc6", "sh6", "mu6", "var6"},
+               *b6o[1] = {"vb"};
+    fa_node *bn = fa_graph_add_node(ctx, g, "bn", "BatchNormalization", "", 5, bi, 1, bo);
+    assert_non_null(bn);
+    fa_node_add_attr_float(g, bn, "epsilon", 1e-3f);
+    assert_non_null(fa_graph_add_node(ctx, g, "bn1d", "BatchNormalization", "", 5, b6i, 1, b6o));
+    node(ctx, g, "relu", "Relu", 1, "kb", NULL, NULL, "kr");
+    node(ctx, g, "relu1d", "Relu", 1, "vb", NULL, NULL, "z");
+    node(ctx, g, "conv2", "Conv", 2, "kr", "w2", NULL, "y");
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "z"));
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("prepare: %s", fa_ctx_errmsg(ctx));
+    fa_plan *p = advise_cpu(ctx, g);
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    int chains = 0;
+    for (int i = 0; i < p->n_clusters; i++) {
+        const fa_cluster *c = &p->clusters[i];
+        const fa_cluster_verdict *vd_ = &r->verdicts[i];
+        printf("cluster %d %s %s: %s: %s\n", c->id, fa_cluster_kind_name(c->kind), c->label ? c->label : "",
+               fa_cluster_status_name(vd_->status), vd_->reason ? vd_->reason : "");
+        bool has_bn = false;
+        for (int m = 0; m < c->n_members; m++) has_bn |= !strcmp(g->nodes[c->members[m]]->op_type, "BatchNormalization");
+        if (c->kind != FA_CLUSTER_ELEMWISE_CHAIN || !has_bn) continue;
+        assert_true(vd_->status != FA_CLUSTER_REJECTED_VERIFY && vd_->status != FA_CLUSTER_REJECTED_ERROR &&
+                    vd_->status != FA_CLUSTER_NOT_TRIED && vd_->status != FA_CLUSTER_REFUSED);
+        assert_true(vd_->max_rel_error >= 0 && vd_->max_rel_error <= 1e-5);
+        /* the 4-D chain reads the convolutions' blocked outputs: generated for the plan's layout */
+        if (g->tensors[c->outputs[0]]->rank == 4 && fa_cpu_blocked_layout() != FA_LAYOUT_PLAIN)
+            assert_non_null(strstr(vd_->reason, fa_layout_name(fa_cpu_blocked_layout())));
+        chains++;
+    }
+    assert_int_equal(chains, 2);
+    assert_false(r->e2e_mismatch);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -363,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_applier_verifies_the_blocked_chains),
         cmocka_unit_test(test_probe_times_the_chains_in_the_plans_layout),
         cmocka_unit_test(test_chain_without_a_convolution_stays_plain),
+        cmocka_unit_test(test_batchnorm_chains_are_generated_and_verified),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
