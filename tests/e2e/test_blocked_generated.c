@@ -70,6 +70,21 @@ static fa_plan *advise_cpu(fa_ctx *ctx, const fa_graph *g)
     return p;
 }
 
+/* The applier over plan p with a few short rounds on 2 threads (the verdicts, not the timings,
+ * are what these tests read). */
+static fa_apply_result *apply_short(fa_ctx *ctx, const fa_graph *g, fa_plan *p)
+{
+    fa_apply_options opt;
+    fa_apply_options_default(&opt);
+    opt.iters = 3;
+    opt.warmup = 1;
+    opt.threads = 2;
+    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
+    fa_apply_result *r = NULL;
+    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    return r;
+}
+
 /* The provider of the test's fused graph: each FusedKernel node its cluster's compiled kernel. */
 typedef struct provided {
     const fa_target_iface *t;
@@ -209,14 +224,7 @@ static void test_applier_verifies_the_blocked_chains(void **s)
     fa_ctx *ctx = fa_ctx_create();
     fa_graph *g = se_cnn(ctx);
     fa_plan *p = advise_cpu(ctx, g);
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
-    fa_apply_result *r = NULL;
-    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    fa_apply_result *r = apply_short(ctx, g, p);
     int chains = 0;
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
@@ -404,14 +412,7 @@ static void test_batchnorm_chains_are_generated_and_verified(void **s)
     fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "z"));
     if (fa_graph_prepare(ctx, g, NULL)) fail_msg("prepare: %s", fa_ctx_errmsg(ctx));
     fa_plan *p = advise_cpu(ctx, g);
-    fa_apply_options opt;
-    fa_apply_options_default(&opt);
-    opt.iters = 3;
-    opt.warmup = 1;
-    opt.threads = 2;
-    opt.cache_dir = fa_test_path(fa_test_tmpdir(), "kcache");
-    fa_apply_result *r = NULL;
-    if (fa_apply(ctx, g, p, &opt, &r)) fail_msg("apply: %s", fa_ctx_errmsg(ctx));
+    fa_apply_result *r = apply_short(ctx, g, p);
     int chains = 0;
     for (int i = 0; i < p->n_clusters; i++) {
         const fa_cluster *c = &p->clusters[i];
