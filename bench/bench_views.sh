@@ -22,7 +22,7 @@ BUILD=${BUILD:-$here/build}
 : "${BASE_BUILD:?set BASE_BUILD to the build folder of the commit to compare with}"
 ROUNDS=${ROUNDS:-3}
 OPS=${OPS:-"Reshape Flatten Squeeze Unsqueeze Identity"}
-SHAPE=${SHAPE:-"--shape batch=1 --shape sequence=64"}
+SHAPE=${SHAPE-"--shape batch=1 --shape sequence=64"} # SHAPE="" (set, empty): no shape arguments
 if [ -z "${MODELS:-}" ]; then
   : "${SURVEY:?set MODELS or SURVEY (the folder of the exporter survey)}"
   MODELS="$SURVEY/gpt2-legacy.onnx $SURVEY/bert-legacy.onnx $SURVEY/llama-legacy.onnx"
