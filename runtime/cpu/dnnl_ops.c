@@ -16,7 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { OPS_MAX_ARGS = 20 }; /* a blocked Concat: up to 18 inputs */
+/* A blocked Concat's inputs: oneDNN numbers them DNNL_ARG_MULTIPLE_SRC + i below
+ * DNNL_ARG_MULTIPLE_DST (1024 of them). The limit was 18 (a fixed argument array): DenseNet-121's
+ * third dense block concatenates up to 25 tensors, and its last seven Concats ran plain, with 34
+ * layout reorders around them (406 us of its fused iteration). */
+enum { OPS_MAX_CONCAT_INPUTS = 1000 };
 
 /* Where one primitive argument's data comes from at run time. */
 typedef enum { BIND_INPUT, BIND_OUTPUT, BIND_OWNED } bind_kind;
@@ -36,8 +40,9 @@ typedef struct ops_state {
     dnnl_engine_t eng;  /* fa_dnnl_engine's, borrowed */
     dnnl_stream_t strm;
     dnnl_primitive_t prim;
-    int n_args;
-    ops_arg args[OPS_MAX_ARGS];
+    int n_args, cap_args;
+    ops_arg *args;              /* n_args of cap_args (grow_args) */
+    dnnl_exec_arg_t *xargs;     /* cap_args: ops_run's argument list, filled on each run */
     /* blocked-layout wrapper (depthwise conv): plain input -> src, dst -> plain output */
     dnnl_primitive_t reorder_in, reorder_out;
     dnnl_memory_t user_src, user_dst, blk_src, blk_dst; /* blk_* point into owned args */
@@ -59,6 +64,8 @@ static void ops_state_destroy(fa_kernel *k)
         free(s->args[i].owned);
         fa_blob_unref_reader(s->args[i].hold, s->args[i].held);
     }
+    free(s->args);
+    free(s->xargs);
     free(s);
     k->state = NULL;
 }
@@ -68,7 +75,7 @@ static fa_status ops_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_v
 {
     (void)n, (void)n_in, (void)n_out, (void)threads; /* oneDNN uses the OpenMP thread count the executor set */
     ops_state *s = k->state;
-    dnnl_exec_arg_t a[OPS_MAX_ARGS];
+    dnnl_exec_arg_t *a = s->xargs;
     for (int i = 0; i < s->n_args; i++) {
         ops_arg *p = &s->args[i];
         if (p->kind == BIND_INPUT) DNNL_CHECK(ctx, dnnl_memory_set_data_handle(p->mem, in[p->index].data));
@@ -92,6 +99,20 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
+/* Room for one more argument in s (args and xargs grown together). */
+static fa_status grow_args(fa_ctx *ctx, ops_state *s)
+{
+    if (s->n_args < s->cap_args) return FA_OK;
+    int cap = s->cap_args ? 2 * s->cap_args : 8;
+    ops_arg *a = realloc(s->args, sizeof *a * (size_t)cap);
+    if (a) s->args = a;
+    dnnl_exec_arg_t *x = a ? realloc(s->xargs, sizeof *x * (size_t)cap) : NULL;
+    if (x) s->xargs = x;
+    if (!a || !x) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory for a oneDNN op's arguments");
+    s->cap_args = cap;
+    return FA_OK;
+}
+
 /* Add argument `arg` with memory descriptor md, bound as described; BIND_OWNED allocates a
  * 64-byte aligned buffer of the descriptor's size (and copies `init` into it through a reorder
  * from init_md when given: constant weights into the layout the primitive chose). */
@@ -101,7 +122,7 @@ static fa_status add_arg(fa_ctx *ctx, ops_state *s, int arg, const dnnl_memory_d
     dnnl_primitive_desc_t rpd = NULL;
     dnnl_primitive_t reorder = NULL;
     dnnl_memory_t user = NULL;
-    if (s->n_args >= OPS_MAX_ARGS) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN op: too many arguments");
+    if (grow_args(ctx, s)) return FA_ERR_NOMEM;
     ops_arg *p = &s->args[s->n_args++];
     *p = (ops_arg){.arg = arg, .kind = kind, .index = index};
     if (kind == BIND_OWNED) {
@@ -137,7 +158,7 @@ fail:
 static fa_status add_const_arg(fa_ctx *ctx, ops_state *s, int arg, const dnnl_memory_desc_t *md,
                                const dnnl_memory_desc_t *user_md, const fa_tensor *W)
 {
-    if (s->n_args >= OPS_MAX_ARGS) return fa_ctx_error(ctx, FA_ERR_RUNTIME, "oneDNN op: too many arguments");
+    if (grow_args(ctx, s)) return FA_ERR_NOMEM;
     ops_arg *p = &s->args[s->n_args++];
     *p = (ops_arg){.arg = arg, .kind = BIND_OWNED, .index = 1};
     const void *data = NULL;
@@ -789,7 +810,7 @@ static int blocked_binary(const fa_graph *g, const fa_node *n, dnnl_alg_kind_t a
  * output). */
 static bool channel_concat(const fa_graph *g, const fa_node *n, int64_t block)
 {
-    if (strcmp(n->op_type, "Concat") || n->n_inputs < 1 || n->n_inputs > OPS_MAX_ARGS - 2) return false;
+    if (strcmp(n->op_type, "Concat") || n->n_inputs < 1 || n->n_inputs > OPS_MAX_CONCAT_INPUTS) return false;
     int64_t ax = fa_node_attr_int(n, "axis", 1);
     if (ax != 1 && ax != -3) return false;
     for (int i = 0; i < n->n_inputs; i++) {
@@ -947,7 +968,8 @@ static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     dnnl_primitive_desc_t pd = NULL;
     const fa_tensor *Y = fa_graph_out(g, n, 0);
     if (!channel_concat(g, n, fa_layout_channel_block(l)) || Y->dims[1] % fa_layout_channel_block(l)) return FA_OK;
-    dnnl_memory_desc_t src[OPS_MAX_ARGS], dst;
+    dnnl_memory_desc_t *src = malloc(sizeof *src * (size_t)n->n_inputs), dst;
+    if (!src) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     for (int i = 0; i < n->n_inputs; i++)
         if (layout_md(ctx, g->tensors[n->inputs[i]], l, &src[i])) goto fail;
     if (layout_md(ctx, Y, l, &dst)) goto fail;
@@ -960,8 +982,10 @@ static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n,
     for (int i = 0; i < n->n_inputs; i++)
         if (add_arg(ctx, s, DNNL_ARG_MULTIPLE_SRC + i, &src[i], BIND_INPUT, i, NULL, NULL)) goto fail;
     if (add_arg(ctx, s, DNNL_ARG_DST, &dst, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
+    free(src);
     return commit_on(ctx, s, pd, "concat", l, handled);
 fail:
+    free(src);
     if (pd) dnnl_primitive_desc_destroy(pd);
     return FA_ERR_RUNTIME;
 }

@@ -677,6 +677,62 @@ static void test_concat_on_channels_of_blocked_inputs(void **s)
     concat_case(20, 16, L, 20 % fa_layout_channel_block(L) == 0);
 }
 
+/* A Concat of 25 blocked activations (DenseNet-121's third block concatenates up to 25): x ->
+ * 25 convolutions of 16 channels -> Concat -> Relu -> y runs the Concat on the blocked layout
+ * (oneDNN concat) like a two-input one, and y equals the plain run's. The blocked Concat took at
+ * most 18 inputs (a fixed argument array), and DenseNet's last seven ran plain between 34
+ * reorders. */
+static void test_concat_of_many_blocked_inputs(void **s)
+{
+    (void)s;
+    fa_layout L = machine_layout();
+    if (L == FA_LAYOUT_PLAIN) skip();
+    enum { K = 25 };
+    tc *t = tc_new(17);
+    int64_t xd[4] = {1, 16, 6, 6}, wd[4] = {16, 16, 1, 1};
+    static float w[K][16 * 16];
+    tc_input(t, "x", 4, xd);
+    const char *ins[K];
+    static char names[K][2][16];
+    for (int k = 0; k < K; k++) {
+        snprintf(names[k][0], sizeof names[k][0], "w%d", k);
+        snprintf(names[k][1], sizeof names[k][1], "c%d", k);
+        filled(w[k], 16 * 16, 0.3f, 40 + k);
+        tc_const(t, names[k][0], 4, wd, w[k]);
+        tc_node(t, "Conv", "x", names[k][0], NULL, names[k][1]);
+        ins[k] = names[k][1];
+    }
+    const char *outs[1] = {"cat"};
+    fa_node *cat = fa_graph_add_node(t->ctx, t->g, "Concat", "Concat", "", K, ins, 1, outs);
+    assert_non_null(cat);
+    fa_node_add_attr_int(t->g, cat, "axis", 1);
+    tc_node(t, "Relu", "cat", NULL, NULL, "y");
+    tc_output(t, "y");
+    if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
+        fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    fa_exec_options po = {.target = FA_TARGET_CPU, .threads = 2}, bo = po;
+    bo.blocked_layouts = true;
+    fa_exec *ep = NULL, *eb = NULL;
+    if (fa_exec_create(t->ctx, t->g, &po, &ep) || fa_exec_create(t->ctx, t->g, &bo, &eb)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, ep, 3), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, eb, 3), FA_OK);
+    seen v;
+    memset(&v, 0, sizeof v);
+    fa_exec_observer obs = {.user = &v, .kernel_begin = on_begin};
+    if (fa_exec_run(t->ctx, ep, NULL) || fa_exec_run(t->ctx, eb, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    const char *ck = NULL;
+    for (int i = 0; i < v.n; i++)
+        if (!strcmp(v.node[i], "Concat")) ck = v.kernel[i];
+    assert_non_null(ck);
+    print_message("concat of %d: %s, %d reorders\n", K, ck, count_reorders(&v));
+    assert_non_null(strstr(ck, fa_layout_name(L)));
+    assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "cat")), L);
+    assert_true(max_rel_diff(fa_exec_output(eb, 0), fa_exec_output(ep, 0)) <= 1e-5);
+    fa_exec_free(ep);
+    fa_exec_free(eb);
+    tc_free(t);
+}
+
 /* x[1,16,8,8] -> Conv (24) -> Sigmoid -> sg; squeeze-excitation: GlobalAveragePool -> Conv 1x1 ->
  * Sigmoid -> s[1,24,1,1], Mul(s, sg) with the broadcast scale as input 0 (as torchvision writes
  * `scale * input`); then two 1x1 convs c2, c3 (c3 with bias 4, so far from 0), Div(c2, c3), a last
@@ -785,6 +841,7 @@ int main(void)
         cmocka_unit_test(test_blocked_input_and_output_no_reorder_plain_values),
         cmocka_unit_test(test_blocked_boundary_on_a_matrix_is_refused),
         cmocka_unit_test(test_concat_on_channels_of_blocked_inputs),
+        cmocka_unit_test(test_concat_of_many_blocked_inputs),
         cmocka_unit_test(test_broadcast_operand_plain_and_division_on_padded_tail_plain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
