@@ -111,11 +111,24 @@ static fa_status mark_symbolic(fa_ctx *ctx, const fa_graph *g, const fa_load_opt
 
 /* Copy node n of src into dst (its inputs by name; a constant input that dst lacks comes along
  * as an initializer). */
+static fa_status copy_node_named(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n, const char **ins,
+                                 const char **outs);
+
+/* Any number of inputs and outputs (a Concat of every earlier feature map); the name lists are
+ * the call's own. */
 static fa_status copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n)
 {
-    const char *ins[64], *outs[16];
-    if (n->n_inputs > 64 || n->n_outputs > 16)
-        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED, "node '%s': too many inputs/outputs to copy", n->name);
+    const char **ins = malloc(sizeof *ins * (size_t)(n->n_inputs + 1)), **outs = malloc(sizeof *outs * (size_t)(n->n_outputs + 1));
+    fa_status s = ins && outs ? copy_node_named(ctx, dst, src, n, ins, outs)
+                              : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying node '%s'", n->name);
+    free(ins);
+    free(outs);
+    return s;
+}
+
+static fa_status copy_node_named(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n, const char **ins,
+                                 const char **outs)
+{
     for (int i = 0; i < n->n_inputs; i++) {
         const fa_tensor *t = fa_graph_in(src, n, i);
         ins[i] = t ? t->name : "";

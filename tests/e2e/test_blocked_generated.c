@@ -438,6 +438,52 @@ static void test_batchnorm_chains_are_generated_and_verified(void **s)
     fa_ctx_free(ctx);
 }
 
+/* A node with more inputs than the copies' old fixed arrays held (64): x[1,1,4,4] -> 70 Negs ->
+ * Concat of 70 -> Relu -> Sigmoid -> y. The applier builds the fused graph around the Relu ->
+ * Sigmoid chain, copying the 70-input Concat as it is; before, it refused ("too many
+ * inputs/outputs to copy") and the plan could not be applied. */
+static void test_wide_concat_is_copied_into_the_fused_graph(void **s)
+{
+    (void)s;
+    enum { K = 70 };
+    fa_ctx *ctx = fa_ctx_create();
+    fa_graph *g = fa_graph_create("wide_concat");
+    fa_graph_set_opset(ctx, g, "", 17);
+    int64_t xd[4] = {1, 1, 4, 4};
+    int x = fa_graph_tensor(g, "x");
+    fa_tensor_set_shape(g->tensors[x], FA_DTYPE_FLOAT, 4, xd);
+    fa_graph_add_input(ctx, g, x);
+    static char names[K][16];
+    const char *ins[K];
+    for (int k = 0; k < K; k++) {
+        snprintf(names[k], sizeof names[k], "n%d", k);
+        char nn[24];
+        snprintf(nn, sizeof nn, "neg%d", k);
+        node(ctx, g, nn, k % 2 ? "Neg" : "Abs", 1, "x", NULL, NULL, names[k]);
+        ins[k] = names[k];
+    }
+    const char *outs[1] = {"cat"};
+    fa_node *cat = fa_graph_add_node(ctx, g, "cat", "Concat", "", K, ins, 1, outs);
+    assert_non_null(cat);
+    fa_node_add_attr_int(g, cat, "axis", 1);
+    node(ctx, g, "relu", "Relu", 1, "cat", NULL, NULL, "r");
+    node(ctx, g, "sig", "Sigmoid", 1, "r", NULL, NULL, "y");
+    fa_graph_add_output(ctx, g, fa_graph_find_tensor(g, "y"));
+    if (fa_graph_prepare(ctx, g, NULL)) fail_msg("prepare: %s", fa_ctx_errmsg(ctx));
+    fa_plan *p = advise_cpu(ctx, g);
+    int chains = 0;
+    for (int i = 0; i < p->n_clusters; i++) chains += p->clusters[i].kind == FA_CLUSTER_ELEMWISE_CHAIN;
+    assert_true(chains >= 1);
+    fa_apply_result *r = apply_short(ctx, g, p);
+    for (int i = 0; i < p->n_clusters; i++)
+        assert_int_not_equal(r->verdicts[i].status, FA_CLUSTER_REJECTED_ERROR);
+    assert_false(r->e2e_mismatch);
+    fa_apply_result_free(r);
+    fa_plan_free(p);
+    fa_graph_free(g);
+    fa_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -447,6 +493,7 @@ int main(void)
         cmocka_unit_test(test_probe_times_the_chains_in_the_plans_layout),
         cmocka_unit_test(test_chain_without_a_convolution_stays_plain),
         cmocka_unit_test(test_batchnorm_chains_are_generated_and_verified),
+        cmocka_unit_test(test_wide_concat_is_copied_into_the_fused_graph),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
