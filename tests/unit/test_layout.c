@@ -615,6 +615,26 @@ static void test_blocked_boundary_on_a_matrix_is_refused(void **s)
     tc_free(t);
 }
 
+/* t's graph on a plain executor (*ep) and a blocked one (*eb), both run once on the same random
+ * inputs, the blocked run's kernels recorded in *v; returns the kernel the blocked run gave node
+ * `node`. */
+static const char *run_plain_and_blocked(tc *t, seen *v, fa_exec **ep, fa_exec **eb, const char *node)
+{
+    fa_exec_options po = {.target = FA_TARGET_CPU, .threads = 2}, bo = po;
+    bo.blocked_layouts = true;
+    if (fa_exec_create(t->ctx, t->g, &po, ep) || fa_exec_create(t->ctx, t->g, &bo, eb)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, *ep, 3), FA_OK);
+    assert_int_equal(fa_exec_fill_inputs(t->ctx, *eb, 3), FA_OK);
+    memset(v, 0, sizeof *v);
+    fa_exec_observer obs = {.user = v, .kernel_begin = on_begin};
+    if (fa_exec_run(t->ctx, *ep, NULL) || fa_exec_run(t->ctx, *eb, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
+    const char *k = NULL;
+    for (int i = 0; i < v->n; i++)
+        if (!strcmp(v->node[i], node)) k = v->kernel[i];
+    assert_non_null(k);
+    return k;
+}
+
 /* x[1,16,8,8] -> Conv (ca channels) and Conv (cb channels) -> Concat on channels -> Relu -> y:
  * with both branches blocked and every C a multiple of the block, the Concat runs on the blocked
  * layout (oneDNN concat) and y equals the plain run's; with a C off the block the Concat reads
@@ -637,20 +657,9 @@ static void concat_case(int64_t ca, int64_t cb, fa_layout L, bool expect_blocked
     tc_output(t, "y");
     if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
         fail_msg("%s", fa_ctx_errmsg(t->ctx));
-    fa_exec_options po = {.target = FA_TARGET_CPU, .threads = 2}, bo = po;
-    bo.blocked_layouts = true;
     fa_exec *ep = NULL, *eb = NULL;
-    if (fa_exec_create(t->ctx, t->g, &po, &ep) || fa_exec_create(t->ctx, t->g, &bo, &eb)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, ep, 3), FA_OK);
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, eb, 3), FA_OK);
     seen v;
-    memset(&v, 0, sizeof v);
-    fa_exec_observer obs = {.user = &v, .kernel_begin = on_begin};
-    if (fa_exec_run(t->ctx, ep, NULL) || fa_exec_run(t->ctx, eb, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
-    const char *ck = NULL;
-    for (int i = 0; i < v.n; i++)
-        if (!strcmp(v.node[i], "Concat")) ck = v.kernel[i];
-    assert_non_null(ck);
+    const char *ck = run_plain_and_blocked(t, &v, &ep, &eb, "Concat");
     print_message("concat %lld+%lld channels: %s, %d reorders\n", (long long)ca, (long long)cb, ck, count_reorders(&v));
     assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "a")), L);
     if (expect_blocked) {
@@ -710,20 +719,9 @@ static void test_concat_of_many_blocked_inputs(void **s)
     tc_output(t, "y");
     if (fa_graph_index(t->ctx, t->g) || fa_graph_prepare(t->ctx, t->g, NULL) || fa_graph_index(t->ctx, t->g))
         fail_msg("%s", fa_ctx_errmsg(t->ctx));
-    fa_exec_options po = {.target = FA_TARGET_CPU, .threads = 2}, bo = po;
-    bo.blocked_layouts = true;
     fa_exec *ep = NULL, *eb = NULL;
-    if (fa_exec_create(t->ctx, t->g, &po, &ep) || fa_exec_create(t->ctx, t->g, &bo, &eb)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, ep, 3), FA_OK);
-    assert_int_equal(fa_exec_fill_inputs(t->ctx, eb, 3), FA_OK);
     seen v;
-    memset(&v, 0, sizeof v);
-    fa_exec_observer obs = {.user = &v, .kernel_begin = on_begin};
-    if (fa_exec_run(t->ctx, ep, NULL) || fa_exec_run(t->ctx, eb, &obs)) fail_msg("%s", fa_ctx_errmsg(t->ctx));
-    const char *ck = NULL;
-    for (int i = 0; i < v.n; i++)
-        if (!strcmp(v.node[i], "Concat")) ck = v.kernel[i];
-    assert_non_null(ck);
+    const char *ck = run_plain_and_blocked(t, &v, &ep, &eb, "Concat");
     print_message("concat of %d: %s, %d reorders\n", K, ck, count_reorders(&v));
     assert_non_null(strstr(ck, fa_layout_name(L)));
     assert_int_equal(fa_exec_tensor_layout(eb, tid(t, "cat")), L);
