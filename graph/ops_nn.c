@@ -1942,6 +1942,68 @@ static void store_saturated(fa_value *y, int64_t o, double v)
     else fa_store_clamped_int(y->data, y->dtype, o, nearbyint(v));
 }
 
+/* Float32 Resize a row of the last axis at a time, the same arithmetic as rz_kernel's general
+ * loop (bit for bit: the same products in the same order, the same double accumulation and skip
+ * of zero weights) with what does not change along the row hoisted: the outer axes' taps are
+ * walked once per row into (weight product, input offset) pairs, and nearest copies floats
+ * through the last axis' index table. The general loop walked every axis' taps per element
+ * (an odometer over all of them): an upsampling Resize, as in a segmentation or detection head,
+ * paid that for every output element. Only where no coordinate falls outside (not
+ * tf_crop_and_resize). */
+static void rz_rows_f32(const rz_params *p, const rz_axis *ax, const int64_t *istr, const float *X, float *Y, int64_t rows,
+                        int64_t inner, int threads)
+{
+    const int R = p->rank;
+    const rz_axis *al = &ax[R - 1];
+    int outer_taps = 1;
+    for (int a = 0; a < R - 1; a++) outer_taps *= ax[a].taps;
+#pragma omp parallel num_threads(nthreads(threads))
+    {
+        double *wo = malloc(sizeof(double) * (size_t)outer_taps);
+        int64_t *bo = malloc(sizeof(int64_t) * (size_t)outer_taps);
+#pragma omp for schedule(dynamic, 16)
+        for (int64_t row = 0; row < rows; row++) {
+            if (!wo || !bo) continue; /* out of memory: rows left as they are (never in practice: a few taps) */
+            int64_t oc[FA_MAX_RANK], rem = row;
+            for (int a = R - 2; a >= 0; a--) { oc[a] = rem % p->out[a]; rem /= p->out[a]; }
+            /* the outer axes' taps, in the general loop's order (axis R-2 fastest) */
+            int t[FA_MAX_RANK] = {0}, n = 0;
+            for (;;) {
+                double w = 1;
+                int64_t off = 0;
+                for (int a = 0; a < R - 1; a++) {
+                    int64_t k = oc[a] * ax[a].taps + t[a];
+                    w *= ax[a].w[k];
+                    off += ax[a].idx[k] * istr[a];
+                }
+                wo[n] = w;
+                bo[n++] = off;
+                int a = R - 2;
+                while (a >= 0 && ++t[a] == ax[a].taps) t[a--] = 0;
+                if (a < 0) break;
+            }
+            float *y = Y + row * inner;
+            if (p->mode == RZ_NEAREST) { /* one tap per axis, weight 1: a gather along the row */
+                const float *x = X + bo[0];
+                for (int64_t j = 0; j < inner; j++) y[j] = x[al->idx[j] * istr[R - 1]];
+                continue;
+            }
+            for (int64_t j = 0; j < inner; j++) {
+                double acc = 0;
+                for (int q = 0; q < n; q++)
+                    for (int tl = 0; tl < al->taps; tl++) {
+                        int64_t k = j * al->taps + tl;
+                        double w = wo[q] * al->w[k];
+                        if (w != 0) acc += w * (double)X[bo[q] + al->idx[k] * istr[R - 1]];
+                    }
+                y[j] = (float)acc;
+            }
+        }
+        free(wo);
+        free(bo);
+    }
+}
+
 /* Reference Resize: separable per-axis taps (nearest 1, linear 2, cubic 4), product over axes
  * with double accumulation; parallel over the outer output rows. Integer outputs are rounded
  * half to even and saturated (the reference's saturate_cast); nearest copies them exactly. */
@@ -2012,6 +2074,11 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
         si *= p.in[a];
     }
     int64_t total = prod64(p.out, R), inner = R ? p.out[R - 1] : 1, rows = inner ? total / inner : 0;
+    if (f32 && R >= 1 && p.ctm != CT_TF_CROP) { /* no coordinate falls outside: a row at a time */
+        rz_rows_f32(&p, ax, istr, X, Y, rows, inner, threads);
+        for (int a = 0; a < R; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
+        return FA_OK;
+    }
 #pragma omp parallel for num_threads(nthreads(threads)) schedule(dynamic, 16)
     for (int64_t row = 0; row < rows; row++) {
         int64_t oc[FA_MAX_RANK], rem = row;
