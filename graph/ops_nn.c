@@ -1946,7 +1946,8 @@ static void store_saturated(fa_value *y, int64_t o, double v)
  * loop (bit for bit: the same products in the same order, the same double accumulation and skip
  * of zero weights) with what does not change along the row hoisted: the outer axes' taps are
  * walked once per row into (weight product, input offset) pairs, and nearest copies floats
- * through the last axis' index table. The general loop walked every axis' taps per element
+ * through the last axis' index table — or, where a row reads the same input row as the row before
+ * it (an upsampling by 2 reads each twice), copies that output row. The general loop walked every axis' taps per element
  * (an odometer over all of them): an upsampling Resize, as in a segmentation or detection head,
  * paid that for every output element. Only where no coordinate falls outside (not
  * tf_crop_and_resize). */
@@ -1961,7 +1962,8 @@ static void rz_rows_f32(const rz_params *p, const rz_axis *ax, const int64_t *is
     {
         double *wo = malloc(sizeof(double) * (size_t)outer_taps);
         int64_t *bo = malloc(sizeof(int64_t) * (size_t)outer_taps);
-#pragma omp for schedule(dynamic, 16)
+        int64_t last_row = -2, last_base = -1; /* nearest: this thread's previous row and its input row */
+#pragma omp for schedule(static)
         for (int64_t row = 0; row < rows; row++) {
             if (!wo || !bo) continue; /* out of memory: rows left as they are (never in practice: a few taps) */
             int64_t oc[FA_MAX_RANK], rem = row;
@@ -1984,8 +1986,14 @@ static void rz_rows_f32(const rz_params *p, const rz_axis *ax, const int64_t *is
             }
             float *y = Y + row * inner;
             if (p->mode == RZ_NEAREST) { /* one tap per axis, weight 1: a gather along the row */
-                const float *x = X + bo[0];
-                for (int64_t j = 0; j < inner; j++) y[j] = x[al->idx[j] * istr[R - 1]];
+                if (row == last_row + 1 && bo[0] == last_base) /* the same input row as the row before: a copy of it */
+                    memcpy(y, y - inner, sizeof(float) * (size_t)inner);
+                else {
+                    const float *x = X + bo[0];
+                    for (int64_t j = 0; j < inner; j++) y[j] = x[al->idx[j] * istr[R - 1]];
+                }
+                last_row = row;
+                last_base = bo[0];
                 continue;
             }
             for (int64_t j = 0; j < inner; j++) {
