@@ -18,7 +18,8 @@
 # env: BUILD (default build), THREADS (2), ITERS (timed iterations per engine and bracket, 50),
 #      BATCHES ("1 8"), MODELS (zoo:NAME or .onnx paths; default the four zoo models),
 #      SURVEY=DIR to add the exporter survey's models (DIR/NAME-legacy.onnx, written by
-#      docs/survey/export_models.py; symbolic batch/sequence bound with --shape, SEQ default 64),
+#      docs/survey/export_models.py; any .onnx: its symbolic dims named batch and sequence bound with
+#      --shape as the peers bind them, a fixed batch run at its own batch only; SEQ default 64),
 #      SURVEY_NAMES ("resnet18 bert ..."), PEERS ("ort-none ort-all torch-eager torch-compile"),
 #      ORT_PY (python with onnxruntime; default BUILD/pyenv/bin/python3), TORCH_PY (python with
 #      torch, torchvision, transformers; torch columns "-" without it — never a build or test
@@ -84,8 +85,15 @@ for m in $MODELS; do
       onnx=$tmp/$name-b$b.onnx
     else
       onnx=$m
-      shape_args=(--shape "batch=$b")
-      case $sname in bert|gpt2|t5|llama) shape_args+=(--shape "sequence=$SEQ") ;; esac
+      # the symbolic dims the peers bind (peer.py: "batch", "sequence"), bound the same way for ours;
+      # a model with a fixed batch runs at its own batch only
+      dims=$("$ORT_PY" -c 'import onnx, sys
+m = onnx.load(sys.argv[1], load_external_data=False)
+print(" ".join(sorted({d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim if d.dim_param})))' "$onnx")
+      if [[ " $dims " == *" batch "* ]]; then shape_args=(--shape "batch=$b")
+      elif [ "$b" != 1 ]; then echo "$name b$b: the model's batch is fixed (no symbolic dim 'batch'): skipped"; continue
+      fi
+      [[ " $dims " != *" sequence "* ]] || shape_args+=(--shape "sequence=$SEQ")
     fi
     : >"$tmp/windows.jsonl"
     for w in $(seq "$WINDOWS"); do
