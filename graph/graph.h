@@ -306,6 +306,21 @@ bool fa_slice_contiguous(const fa_graph *g, const fa_node *n, uint64_t *offset_b
  * axis before the split one has extent 1 and every output has the input's dims but on that axis
  * (their inferred shapes: ONNX's rule for split sizes already applied). */
 bool fa_split_contiguous(const fa_graph *g, const fa_node *n, int o, uint64_t *offset_bytes);
+/* An Einsum of two inputs that is one batched matrix product: every label is a batch label (in
+ * both inputs and the output), M (the first input and the output), N (the second and the
+ * output) or K (both inputs, summed), at most one label each of M, N and K, no label repeated in
+ * a term, no ellipsis, the batch labels' extents equal. Its product in canonical order — A
+ * [batch..., M, K], B [batch..., K, N], Y [batch..., M, N], the batch dims in the output's order —
+ * read through each tensor's own row-major strides (in elements); a missing role is an extent-1
+ * dim. Attention written with einsum ("bhid,bhjd->bhij", "bhij,bhjd->bhid"; MaxViT's 44)
+ * is such a product. */
+typedef struct fa_einsum_matmul {
+    int rank; /* batch dims + 2, at most FA_MAX_RANK */
+    int64_t dims_a[FA_MAX_RANK], strides_a[FA_MAX_RANK];
+    int64_t dims_b[FA_MAX_RANK], strides_b[FA_MAX_RANK];
+    int64_t dims_y[FA_MAX_RANK], strides_y[FA_MAX_RANK];
+} fa_einsum_matmul;
+bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *mm);
 /* Whether n is a Pad (default domain) whose constant pads are all zero, in any mode: its output is
  * its input, element for element (swin_t's Pads to a window multiple, zero at 224x224). False for
  * any other node, and for pads that are not constants of the graph. graph/ops_shape.c. */

@@ -15,6 +15,11 @@ extern const fa_op fa_ops_extra[];
 /* The index maps of the ops that only move elements (fa_op.view; graph/view.c). */
 bool fa_view_op_reshape(const fa_graph *g, const fa_node *n, fa_view *v);   /* Identity Reshape Flatten Squeeze Unsqueeze */
 bool fa_view_op_transpose(const fa_graph *g, const fa_node *n, fa_view *v);
+/* dst[o] = src[sum_k o_k * st[k]] over an output of rank r and dims od, elements of es bytes,
+ * strides in elements (0: broadcast; negative: reversed): Transpose's, Expand's and Slice's copy
+ * (graph/ops_shape.c), rows by memcpy, tiles where the innermost axis is strided; up to `threads`
+ * OpenMP threads for a megabyte or more. */
+void fa_strided_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od, const int64_t *st, int threads);
 bool fa_view_op_expand(const fa_graph *g, const fa_node *n, fa_view *v);
 bool fa_view_op_cast(const fa_graph *g, const fa_node *n, fa_view *v);      /* to the same type */
 bool fa_view_op_dropout(const fa_graph *g, const fa_node *n, fa_view *v);   /* inference */

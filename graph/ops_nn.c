@@ -928,6 +928,97 @@ static fa_status es_plan_make(fa_ctx *ctx, const fa_node *n, int n_in, const int
     return FA_OK;
 }
 
+bool fa_einsum_as_matmul(const fa_graph *g, const fa_node *n, fa_einsum_matmul *mm)
+{
+    memset(mm, 0, sizeof *mm);
+    if (!n || *n->domain || strcmp(n->op_type, "Einsum") || n->n_inputs != 2 || n->n_outputs < 1) return false;
+    const fa_tensor *A = fa_graph_in(g, n, 0), *B = fa_graph_in(g, n, 1), *Y = fa_graph_out(g, n, 0);
+    if (!A || !B || !Y || A->rank < 0 || B->rank < 0 || Y->rank < 0) return false;
+    const char *eq = fa_node_attr_string(n, "equation", NULL);
+    if (!eq || strchr(eq, '.')) return false; /* an ellipsis broadcasts: the reference kernel */
+    int ranks[2] = {A->rank, B->rank};
+    const int64_t *dims[2] = {A->dims, B->dims};
+    es_plan p;
+    fa_ctx *tmp = fa_ctx_create();
+    if (!tmp) return false;
+    fa_status st = es_plan_make(tmp, n, 2, ranks, dims, &p);
+    fa_ctx_free(tmp);
+    if (st || p.n_out != Y->rank) return false;
+    /* each label's role: in A, in B, in the output */
+    int posA[ES_MAXLAB], posB[ES_MAXLAB], posY[ES_MAXLAB];
+    for (int l = 0; l < ES_MAXLAB; l++) posA[l] = posB[l] = posY[l] = -1;
+    for (int a = 0; a < p.rank[0]; a++) {
+        if (posA[p.lab[0][a]] >= 0) return false; /* a diagonal */
+        posA[p.lab[0][a]] = a;
+    }
+    for (int a = 0; a < p.rank[1]; a++) {
+        if (posB[p.lab[1][a]] >= 0) return false;
+        posB[p.lab[1][a]] = a;
+    }
+    for (int a = 0; a < p.n_out; a++) posY[p.out_lab[a]] = a;
+    int64_t sa[FA_MAX_RANK], sb[FA_MAX_RANK], sy[FA_MAX_RANK], acc = 1;
+    for (int a = p.rank[0] - 1; a >= 0; a--) { sa[a] = acc; acc *= A->dims[a]; }
+    acc = 1;
+    for (int a = p.rank[1] - 1; a >= 0; a--) { sb[a] = acc; acc *= B->dims[a]; }
+    acc = 1;
+    for (int a = p.n_out - 1; a >= 0; a--) { sy[a] = acc; acc *= Y->dims[a]; }
+    /* the M, N and K labels, each in the order of the output (K: of the first input); several
+     * labels of one role are one dim where they are adjacent and contiguous in every tensor that
+     * has them ("bid,de->bie": b and i, M = b·i) */
+    int ml[ES_MAXLAB], nl[ES_MAXLAB], kl[ES_MAXLAB], nm = 0, nn = 0, nk = 0;
+    for (int a = 0; a < p.n_out; a++) {
+        int l = p.out_lab[a];
+        if (posA[l] >= 0 && posB[l] < 0) ml[nm++] = l;
+        else if (posA[l] < 0 && posB[l] >= 0) nl[nn++] = l;
+    }
+    for (int a = 0; a < p.rank[0]; a++) {
+        int l = p.lab[0][a];
+        if (posB[l] >= 0 && posY[l] < 0) kl[nk++] = l;
+    }
+    for (int l = 0; l < ES_MAXLAB; l++) /* a label of one input alone, summed: the reference kernel */
+        if (p.size[l] >= 0 && posY[l] < 0 && (posA[l] < 0 || posB[l] < 0)) return false;
+    int64_t M = 1, N = 1, K = 1, smA = 1, smY = 1, snB = 1, snY = 1, skA = 1, skB = 1;
+    for (int i = 0; i < nm; i++) {
+        int l = ml[i];
+        if (i && (sa[posA[ml[i - 1]]] != sa[posA[l]] * p.size[l] || sy[posY[ml[i - 1]]] != sy[posY[l]] * p.size[l])) return false;
+        M *= p.size[l], smA = sa[posA[l]], smY = sy[posY[l]];
+    }
+    for (int i = 0; i < nn; i++) {
+        int l = nl[i];
+        if (i && (sb[posB[nl[i - 1]]] != sb[posB[l]] * p.size[l] || sy[posY[nl[i - 1]]] != sy[posY[l]] * p.size[l])) return false;
+        N *= p.size[l], snB = sb[posB[l]], snY = sy[posY[l]];
+    }
+    for (int i = 0; i < nk; i++) {
+        int l = kl[i];
+        if (i && (sa[posA[kl[i - 1]]] != sa[posA[l]] * p.size[l] || sb[posB[kl[i - 1]]] != sb[posB[l]] * p.size[l])) return false;
+        K *= p.size[l], skA = sa[posA[l]], skB = sb[posB[l]];
+    }
+    int nb = 0;
+    for (int a = 0; a < p.n_out; a++) {
+        int l = p.out_lab[a];
+        if (posA[l] < 0 || posB[l] < 0) continue;
+        if (nb >= FA_MAX_RANK - 2) return false;
+        if (A->dims[posA[l]] != B->dims[posB[l]]) return false; /* no broadcast of a batch label */
+        mm->dims_a[nb] = mm->dims_b[nb] = mm->dims_y[nb] = p.size[l];
+        mm->strides_a[nb] = sa[posA[l]];
+        mm->strides_b[nb] = sb[posB[l]];
+        mm->strides_y[nb] = sy[posY[l]];
+        nb++;
+    }
+    /* an absent role is an extent-1 dim: its stride the next dim's extent times stride */
+    if (!nm) smA = K * skA, smY = N * snY;
+    if (!nk) skA = 1, skB = N * snB;
+    if (!nn) snB = 1, snY = 1;
+    mm->dims_a[nb] = M, mm->dims_a[nb + 1] = K;
+    mm->strides_a[nb] = smA, mm->strides_a[nb + 1] = skA;
+    mm->dims_b[nb] = K, mm->dims_b[nb + 1] = N;
+    mm->strides_b[nb] = skB, mm->strides_b[nb + 1] = snB;
+    mm->dims_y[nb] = M, mm->dims_y[nb + 1] = N;
+    mm->strides_y[nb] = smY, mm->strides_y[nb + 1] = snY;
+    mm->rank = nb + 2;
+    return true;
+}
+
 static fa_status einsum_infer(fa_ctx *ctx, fa_graph *g, fa_node *n)
 {
     int ranks[ES_MAXIN] = {0};
@@ -993,6 +1084,25 @@ static fa_status einsum_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in
     es_plan p;
     fa_status st = es_plan_make(ctx, n, n_in, ranks, dims, &p);
     if (st) return st;
+    /* one input, nothing summed, no label repeated: a permutation of the input ("bghid->bhgid"),
+     * copied through its strides (fa_strided_copy, as Transpose) — the general loop below walks
+     * the full index space in double per element */
+    if (n_in == 1 && p.n_sum == 0 && p.rank[0] == p.n_out && fa_dtype_size(in[0].dtype)) {
+        int64_t st0[ES_MAXLAB], acc = 1, ost[FA_MAX_RANK];
+        bool seen[ES_MAXLAB] = {false}, perm = true;
+        for (int a = p.rank[0] - 1; a >= 0; a--) {
+            int l = p.lab[0][a];
+            perm = perm && !seen[l] && in[0].dims[a] == p.size[l];
+            seen[l] = true;
+            st0[l] = acc;
+            acc *= in[0].dims[a];
+        }
+        if (perm) {
+            for (int a = 0; a < p.n_out; a++) ost[a] = st0[p.out_lab[a]];
+            fa_strided_copy(out[0].data, in[0].data, fa_dtype_size(in[0].dtype), p.n_out, out[0].dims, ost, threads);
+            return FA_OK;
+        }
+    }
     bool integral = fa_dtype_is_integer(out[0].dtype);
     /* per input and label: element stride (sum over repeated axes; 0 for a broadcast dim of 1) */
     int64_t lstride[ES_MAXIN][ES_MAXLAB];

@@ -237,8 +237,7 @@ static void tiled_copy(void *dst, const void *srcp, size_t es, int r, const int6
     }
 }
 
-static void strided_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od,
-                         const int64_t *st, int threads)
+void fa_strided_copy(void *dst, const void *srcp, size_t es, int r, const int64_t *od, const int64_t *st, int threads)
 {
     int64_t total = prod(od, 0, r);
     if (total <= 0) return;
@@ -620,7 +619,7 @@ static fa_status k_transpose(fa_ctx *ctx, const fa_node *n, const fa_value *in, 
     if ((st = transpose_perm(ctx, n, r, perm))) return st;
     row_strides(r, in[0].dims, ist);
     for (int i = 0; i < r; i++) ost[i] = ist[perm[i]];
-    strided_copy(out[0].data, in[0].data, es, r, out[0].dims, ost, threads);
+    fa_strided_copy(out[0].data, in[0].data, es, r, out[0].dims, ost, threads);
     return FA_OK;
 }
 
@@ -930,7 +929,7 @@ static fa_status k_slice(fa_ctx *ctx, const fa_node *n, const fa_value *in, int 
         off += start[i] * ist[i];
         ist[i] *= step[i];
     }
-    strided_copy(out[0].data, (const char *)in[0].data + off * (int64_t)es, es, r, od, ist, threads);
+    fa_strided_copy(out[0].data, (const char *)in[0].data + off * (int64_t)es, es, r, od, ist, threads);
     return FA_OK;
 }
 
@@ -1364,7 +1363,7 @@ static fa_status k_expand(fa_ctx *ctx, const fa_node *n, const fa_value *in, int
     if (st) return st;
     int64_t ist[FA_MAX_RANK];
     fa_bcast_strides(in[0].rank, in[0].dims, out[0].rank, out[0].dims, ist);
-    strided_copy(out[0].data, in[0].data, es, out[0].rank, out[0].dims, ist, threads);
+    fa_strided_copy(out[0].data, in[0].data, es, out[0].rank, out[0].dims, ist, threads);
     return FA_OK;
 }
 
@@ -1944,7 +1943,7 @@ static fa_status k_d2s(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
     bool crd = strcmp(fa_node_attr_string(n, "mode", "DCR"), "CRD") == 0;
     int64_t od[6] = {N, Co, H, b, W, b};
     int64_t ist[6] = {C * HW, crd ? b * b * HW : HW, W, crd ? b * HW : b * Co * HW, 1, crd ? HW : Co * HW};
-    strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
+    fa_strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
     return FA_OK;
 }
 
@@ -1985,7 +1984,7 @@ static fa_status k_s2d(fa_ctx *ctx, const fa_node *n, const fa_value *in, int n_
         memcpy(od, od_c, sizeof od);
         memcpy(ist, ist_c, sizeof ist);
     }
-    strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
+    fa_strided_copy(out[0].data, in[0].data, es, 6, od, ist, threads);
     return FA_OK;
 }
 

@@ -277,6 +277,125 @@ static void test_einsum_diagonal_trace_and_implicit_order(void **state)
     run_free(&r);
 }
 
+/* A two-input Einsum that is one batched product runs as oneDNN's matmul through the inputs' own
+ * strides (fa_einsum_as_matmul): attention's "bhid,bhjd->bhij" (K read transposed), its
+ * "bhij,bhjd->bhid", two M labels merged ("bid,de->bie"), a permuted output ("bhid,bhjd->bhji"),
+ * no K label (an outer product, "bi,bj->bij"); a one-input permutation ("bhid->bihd") is a strided
+ * copy. Values against loops written here; a label summed in one input alone ("bij,bjk->bi")
+ * stays with the reference kernel, right too. */
+static double es_at(const float *t, const int64_t *d, int r, const int64_t *ix)
+{
+    int64_t o = 0;
+    for (int a = 0; a < r; a++) o = o * d[a] + ix[a];
+    return t[o];
+}
+
+static void test_einsum_products_and_permutation(void **state)
+{
+    (void)state;
+    enum { B = 2, H = 3, I = 5, J = 4, D = 6 };
+    static float q[B * H * I * D], k[B * H * J * D], p[B * H * I * J];
+    for (int i = 0; i < B * H * I * D; i++) q[i] = (float)((i * 7) % 11) / 5.0f - 1.0f;
+    for (int i = 0; i < B * H * J * D; i++) k[i] = (float)((i * 5) % 13) / 6.0f - 1.0f;
+    for (int i = 0; i < B * H * I * J; i++) p[i] = (float)((i * 3) % 7) / 4.0f - 0.5f;
+    const int64_t dq[4] = {B, H, I, D}, dk[4] = {B, H, J, D}, dp[4] = {B, H, I, J};
+    static float want[B * H * I * J * D];
+    run1 r;
+    /* scores and the permuted scores */
+    for (int t = 0; t < 2; t++) {
+        in_spec in[] = {{"q", FA_DTYPE_FLOAT, 4, {B, H, I, D}, q}, {"k", FA_DTYPE_FLOAT, 4, {B, H, J, D}, k}};
+        g_equation = t ? "bhid,bhjd->bhji" : "bhid,bhjd->bhij";
+        run_ok(&r, "Einsum", 12, 2, in, 1, attrs_equation);
+        assert_string_equal(fa_exec_kernel_name(r.e, r.n), "dnnl:matmul(einsum)");
+        int64_t o = 0;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t x = 0; x < (t ? J : I); x++)
+                    for (int64_t y = 0; y < (t ? I : J); y++) {
+                        int64_t i_ = t ? y : x, j_ = t ? x : y;
+                        double s = 0;
+                        for (int64_t d = 0; d < D; d++)
+                            s += es_at(q, dq, 4, (int64_t[]){b, h, i_, d}) * es_at(k, dk, 4, (int64_t[]){b, h, j_, d});
+                        want[o++] = (float)s;
+                    }
+        expect_f32(fa_exec_output(r.e, 0), want, o);
+        run_free(&r);
+    }
+    { /* P·V */
+        in_spec in[] = {{"p", FA_DTYPE_FLOAT, 4, {B, H, I, J}, p}, {"v", FA_DTYPE_FLOAT, 4, {B, H, J, D}, k}};
+        g_equation = "bhij,bhjd->bhid";
+        run_ok(&r, "Einsum", 12, 2, in, 1, attrs_equation);
+        assert_string_equal(fa_exec_kernel_name(r.e, r.n), "dnnl:matmul(einsum)");
+        int64_t o = 0;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t h = 0; h < H; h++)
+                for (int64_t i = 0; i < I; i++)
+                    for (int64_t d = 0; d < D; d++) {
+                        double s = 0;
+                        for (int64_t j = 0; j < J; j++)
+                            s += es_at(p, dp, 4, (int64_t[]){b, h, i, j}) * es_at(k, dk, 4, (int64_t[]){b, h, j, d});
+                        want[o++] = (float)s;
+                    }
+        expect_f32(fa_exec_output(r.e, 0), want, o);
+        run_free(&r);
+    }
+    { /* two M labels merged: "bid,de->bie" on [B, H·I, D] x [D, J] */
+        in_spec in[] = {{"a", FA_DTYPE_FLOAT, 3, {B, H * I, D}, q}, {"w", FA_DTYPE_FLOAT, 2, {D, J}, k}};
+        g_equation = "bid,de->bie";
+        run_ok(&r, "Einsum", 12, 2, in, 1, attrs_equation);
+        assert_string_equal(fa_exec_kernel_name(r.e, r.n), "dnnl:matmul(einsum)");
+        int64_t o = 0;
+        for (int64_t m = 0; m < B * H * I; m++)
+            for (int64_t e = 0; e < J; e++) {
+                double s = 0;
+                for (int64_t d = 0; d < D; d++) s += (double)q[m * D + d] * k[d * J + e];
+                want[o++] = (float)s;
+            }
+        expect_f32(fa_exec_output(r.e, 0), want, o);
+        run_free(&r);
+    }
+    { /* no K: an outer product per batch */
+        in_spec in[] = {{"a", FA_DTYPE_FLOAT, 2, {B, I}, q}, {"c", FA_DTYPE_FLOAT, 2, {B, J}, k}};
+        g_equation = "bi,bj->bij";
+        run_ok(&r, "Einsum", 12, 2, in, 1, attrs_equation);
+        assert_string_equal(fa_exec_kernel_name(r.e, r.n), "dnnl:matmul(einsum)");
+        int64_t o = 0;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < I; i++)
+                for (int64_t j = 0; j < J; j++) want[o++] = q[b * I + i] * k[b * J + j];
+        expect_f32(fa_exec_output(r.e, 0), want, o);
+        run_free(&r);
+    }
+    { /* a label summed in one input alone: the reference kernel, still right */
+        in_spec in[] = {{"p", FA_DTYPE_FLOAT, 3, {B * H, I, J}, p}, {"v", FA_DTYPE_FLOAT, 3, {B * H, J, D}, k}};
+        g_equation = "bij,bjk->bi";
+        run_ok(&r, "Einsum", 12, 2, in, 1, attrs_equation);
+        assert_string_not_equal(fa_exec_kernel_name(r.e, r.n), "dnnl:matmul(einsum)");
+        int64_t o = 0;
+        for (int64_t b = 0; b < B * H; b++)
+            for (int64_t i = 0; i < I; i++) {
+                double s = 0;
+                for (int64_t j = 0; j < J; j++)
+                    for (int64_t d = 0; d < D; d++) s += (double)p[(b * I + i) * J + j] * k[(b * J + j) * D + d];
+                want[o++] = (float)s;
+            }
+        expect_f32(fa_exec_output(r.e, 0), want, o);
+        run_free(&r);
+    }
+    { /* a one-input permutation */
+        in_spec in[] = {{"q", FA_DTYPE_FLOAT, 4, {B, H, I, D}, q}};
+        g_equation = "bhid->bihd";
+        run_ok(&r, "Einsum", 12, 1, in, 1, attrs_equation);
+        int64_t o = 0;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t i = 0; i < I; i++)
+                for (int64_t h = 0; h < H; h++)
+                    for (int64_t d = 0; d < D; d++) want[o++] = (float)es_at(q, dq, 4, (int64_t[]){b, h, i, d});
+        expect_f32(fa_exec_output(r.e, 0), want, o);
+        run_free(&r);
+    }
+}
+
 /* Batched matmul over broadcast ellipsis dims, against a loop written here. */
 static void test_einsum_ellipsis_broadcast_matmul(void **state)
 {
@@ -569,6 +688,7 @@ int main(void)
         cmocka_unit_test(test_scatter_index_out_of_range_refused),
         cmocka_unit_test(test_einsum_diagonal_trace_and_implicit_order),
         cmocka_unit_test(test_einsum_ellipsis_broadcast_matmul),
+        cmocka_unit_test(test_einsum_products_and_permutation),
         cmocka_unit_test(test_matmul_int64_exact_beyond_float_mantissa),
         cmocka_unit_test(test_gridsample_nearest_reflection),
         cmocka_unit_test(test_rotary_embedding_half_split),
