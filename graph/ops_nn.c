@@ -3,6 +3,7 @@
  * Semantics follow the ONNX operator spec (onnx/docs/Operators.md) and its reference
  * implementation (onnx/reference/ops); formulas per op are in the comments and docs/ops-nn.md. */
 #include "ops-impl.h"
+#include "vmath.h"
 
 #include <float.h>
 #include <math.h>
@@ -1562,10 +1563,15 @@ static fa_status inorm_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in,
     float *Y = out_f32(&out[0], &ty);
     if (!X || !S || !B || !Y) { free(tx); free(ts); free(tb); free(ty); return oom(ctx, n); }
     int64_t N = in[0].dims[0], C = in[0].dims[1], sp = prod64(in[0].dims + 2, in[0].rank - 2);
+    bool v512 = fa_vmath512_available();
 #pragma omp parallel for num_threads(nthreads(threads))
     for (int64_t nc = 0; nc < N * C; nc++) {
         int64_t c = nc % C;
         const float *xp = X + nc * sp;
+        if (v512) { /* the same double arithmetic on 8 lanes: wav2vec2's GroupNorm(64, 64) on 64 x 3199 */
+            fa_vmath512_norm_plane(xp, Y + nc * sp, sp, S[c], B[c], eps);
+            continue;
+        }
         double mean = 0, var = 0;
         for (int64_t i = 0; i < sp; i++) mean += xp[i];
         mean = sp ? mean / (double)sp : 0;

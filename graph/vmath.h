@@ -51,6 +51,11 @@ void fa_vmath512_expf(const float *x, float *y, int64_t n);
  * the ONNX reference does; y may equal x */
 void fa_vmath512_softmax_row(const float *x, float *y, int64_t n, bool logsm);
 void fa_vmath512_swishf(const float *x, float *y, int64_t n, float alpha);
+/* One instance-normalization plane of n floats: y = (x - mean) / sqrt(var + eps) · scale + bias,
+ * mean and population variance accumulated in double on 8-lane vectors (two passes), the output
+ * computed in double and rounded once — InstanceNormalization's reference arithmetic, summed in
+ * another order; y may equal x. */
+void fa_vmath512_norm_plane(const float *x, float *y, int64_t n, double scale, double bias, double eps);
 /* y[j] = pow(a[j*sa], b[j*sb]) with sa, sb each 0 (broadcast scalar) or 1. */
 void fa_vpowf(const float *a, int64_t sa, const float *b, int64_t sb, float *y, int64_t n);
 

@@ -94,3 +94,40 @@ void fa_vmath512_softmax_row(const float *x, float *y, int64_t n, bool logsm)
         _mm512_mask_storeu_ps(y + i, tail, logsm ? _mm512_sub_ps(v, k) : _mm512_mul_ps(v, k));
     }
 }
+
+/* Sum of x[0..n) and of (x - m)^2, each in 8 double lanes (two 8-float halves a step, converted):
+ * the same double accumulation as the scalar loop, summed in another order. */
+static double sum_pd(const float *x, int64_t n, double m, bool sq)
+{
+    __m512d a0 = _mm512_setzero_pd(), a1 = _mm512_setzero_pd();
+    const __m512d vm = _mm512_set1_pd(m);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512d lo = _mm512_cvtps_pd(_mm256_loadu_ps(x + i)), hi = _mm512_cvtps_pd(_mm256_loadu_ps(x + i + 8));
+        if (sq) {
+            lo = _mm512_sub_pd(lo, vm), hi = _mm512_sub_pd(hi, vm);
+            a0 = _mm512_fmadd_pd(lo, lo, a0), a1 = _mm512_fmadd_pd(hi, hi, a1);
+        } else {
+            a0 = _mm512_add_pd(a0, lo), a1 = _mm512_add_pd(a1, hi);
+        }
+    }
+    double s = _mm512_reduce_add_pd(_mm512_add_pd(a0, a1));
+    for (; i < n; i++) s += sq ? ((double)x[i] - m) * ((double)x[i] - m) : (double)x[i];
+    return s;
+}
+
+void fa_vmath512_norm_plane(const float *x, float *y, int64_t n, double scale, double bias, double eps)
+{
+    if (n <= 0) return;
+    double mean = sum_pd(x, n, 0, false) / (double)n;
+    double var = sum_pd(x, n, mean, true) / (double)n;
+    double k = scale / sqrt(var + eps);
+    /* y = (x - mean)·k + bias in double, rounded once to float, as the scalar kernel */
+    const __m512d vm = _mm512_set1_pd(mean), vk = _mm512_set1_pd(k), vb = _mm512_set1_pd(bias);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m512d v = _mm512_cvtps_pd(_mm256_loadu_ps(x + i));
+        _mm256_storeu_ps(y + i, _mm512_cvtpd_ps(_mm512_add_pd(_mm512_mul_pd(_mm512_sub_pd(v, vm), vk), vb)));
+    }
+    for (; i < n; i++) y[i] = (float)(((double)x[i] - mean) * k + bias);
+}

@@ -198,6 +198,43 @@ static void test_softmax_rows(void **state)
     for (int i = 0; i < 19; i++) assert_true(isnan(y[i]));
 }
 
+/* An instance-normalization plane on 8 double lanes against the scalar double loop of the
+ * reference kernel: every element within one float ulp (the sums are the same double ones in
+ * another order), lengths around the 16- and 8-lane steps, an offset plane (mean 1000: the
+ * two-pass variance), and in place. */
+static void test_norm_plane(void **state)
+{
+    (void)state;
+    if (!fa_vmath512_available()) {
+        printf("SKIP: no AVX-512F: InstanceNormalization keeps its scalar loop\n");
+        skip();
+    }
+    static float x[3203], y[3203];
+    const int lens[] = {1, 7, 8, 15, 16, 17, 33, 3199, 3203};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        int n = lens[li];
+        for (int off = 0; off < 2; off++) {
+            for (int i = 0; i < n; i++) x[i] = (float)sin(0.37 * i) * 3.0f + (off ? 1000.0f : 0.0f);
+            fa_vmath512_norm_plane(x, y, n, 1.5, -0.25, 1e-5);
+            double mean = 0, var = 0;
+            for (int i = 0; i < n; i++) mean += x[i];
+            mean /= n;
+            for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+            var /= n;
+            double k = 1.5 / sqrt(var + 1e-5);
+            for (int i = 0; i < n; i++) {
+                float r = (float)((x[i] - mean) * k - 0.25);
+                if (!(fabsf(y[i] - r) <= 1.2e-7f * fmaxf(1.0f, fabsf(r))))
+                    fail_msg("n %d offset %d: y[%d] = %.9g, scalar %.9g", n, off, i, y[i], r);
+            }
+        }
+    }
+    for (int i = 0; i < 40; i++) x[i] = (float)i * 0.25f;
+    fa_vmath512_norm_plane(x, y, 40, 1.0, 0.0, 1e-5);
+    fa_vmath512_norm_plane(x, x, 40, 1.0, 0.0, 1e-5); /* in place: the same bits */
+    assert_memory_equal(x, y, sizeof(float) * 40);
+}
+
 static void test_erf_is_libmvec_where_glibc_has_it(void **state)
 {
     (void)state;
@@ -259,6 +296,7 @@ int main(void)
         cmocka_unit_test(test_sigmoid_and_swish_edges),
         cmocka_unit_test(test_exp_range_ends),
         cmocka_unit_test(test_softmax_rows),
+        cmocka_unit_test(test_norm_plane),
         cmocka_unit_test(test_erf_is_libmvec_where_glibc_has_it),
         cmocka_unit_test(test_pow_broadcasts_and_signs),
         cmocka_unit_test(test_masks_infinities_and_nan),
