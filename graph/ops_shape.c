@@ -1063,14 +1063,43 @@ static fa_status k_gather_elements(fa_ctx *ctx, const fa_node *n, const fa_value
     int r = x->rank;
     int axis = fa_norm_axis(ctx, n, fa_node_attr_int(n, "axis", 0), r);
     if (axis < 0) return fa_ctx_status(ctx);
-    elements_walk w;
-    elements_walk_init(&w, x, ix, axis);
-    int64_t total = fa_value_numel(ix), off;
-    char *d = out[0].data;
-    for (int64_t e = 0; e < total; e++, d += es) {
-        if ((st = elements_offset(ctx, n, &w, e, &off))) return st;
-        copy_elem(d, (const char *)x->data + off * (int64_t)es, es);
+    int64_t total = fa_value_numel(ix);
+    if (total <= 0) return FA_OK;
+    /* a row of the indices' last axis at a time: the data offset of the row's other coordinates
+     * once, then per element its index along `axis` (and its own position along the last axis,
+     * where that is not the axis). The element walk (elements_offset) loaded the index through a
+     * dtype switch and summed every axis per element: DeBERTa's relative-position gathers,
+     * 4 x 64 x 64, took 0.21 ms where ONNX Runtime takes 0.035 ms. */
+    int64_t xst[FA_MAX_RANK], inner = ix->dims[r - 1], rows = total / inner, dim = x->dims[axis];
+    row_strides(r, x->dims, xst);
+    int bad = 0;
+    int64_t bad_index = 0;
+#pragma omp parallel for num_threads(copy_threads(threads, total * (int64_t)es)) schedule(static)
+    for (int64_t row = 0; row < rows; row++) {
+        int64_t rem = row, base = 0;
+        for (int a = r - 2; a >= 0; a--) {
+            int64_t i = rem % ix->dims[a];
+            rem /= ix->dims[a];
+            if (a != axis) base += i * xst[a];
+        }
+        char *d = (char *)out[0].data + row * inner * (int64_t)es;
+        for (int64_t j = 0; j < inner; j++) {
+            int64_t k0 = ix->dtype == FA_DTYPE_INT64 ? ((const int64_t *)ix->data)[row * inner + j]
+                                                     : (int64_t)((const int32_t *)ix->data)[row * inner + j];
+            int64_t k = k0 < 0 ? k0 + dim : k0;
+            if (k < 0 || k >= dim) {
+#pragma omp critical(fa_gather_elements_bad)
+                if (!bad) bad = 1, bad_index = k0;
+                k = 0;
+            }
+            int64_t off = base + k * xst[axis] + (axis == r - 1 ? 0 : j * xst[r - 1]);
+            if (es == 4) memcpy(d + j * 4, (const char *)x->data + off * 4, 4);
+            else copy_elem(d + j * (int64_t)es, (const char *)x->data + off * (int64_t)es, es);
+        }
     }
+    if (bad)
+        return fa_node_error(ctx, n, "index %lld out of range for axis %d of size %lld", (long long)bad_index, axis,
+                             (long long)dim);
     return FA_OK;
 }
 
@@ -1231,7 +1260,7 @@ static fa_status k_scatter_elements(fa_ctx *ctx, const fa_node *n, const fa_valu
     if (ne > 0) memcpy(out[0].data, x->data, (size_t)ne * es);
     elements_walk w;
     elements_walk_init(&w, x, ix, axis);
-    int64_t total = fa_value_numel(ix), off;
+    int64_t total = fa_value_numel(ix), off = 0;
     for (int64_t e = 0; e < total; e++) {
         if ((st = elements_offset(ctx, n, &w, e, &off))) return st;
         scatter_apply(out[0].data, off, u->data, e, x->dtype, es, red);

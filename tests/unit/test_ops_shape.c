@@ -646,6 +646,44 @@ static void test_gather_elements_axis0(void **s)
     t_free(t);
 }
 
+/* GatherElements a row at a time: along the last axis, along a middle axis (the row's own
+ * position read along the last axis), int32 indices with negative ones, an index out of range
+ * refused naming it — values against y[...] = x[... idx ...] written out here. */
+static void test_gather_elements_rows_every_axis(void **s)
+{
+    T *t = t_new(13);
+    int64_t d[3] = {2, 3, 4}, di[3] = {2, 2, 3};
+    t_iota(t, "x", 3, d);
+    int32_t idx[12];
+    for (int e = 0; e < 12; e++) idx[e] = (int32_t)((e * 5) % 3) - (e % 4 == 1 ? 3 : 0); /* in [-3, 2] */
+    t_tensor(t, "i", FA_DTYPE_INT32, 3, di, idx);
+    for (int axis = 1; axis <= 2; axis++) {
+        char yn[8];
+        snprintf(yn, sizeof yn, "y%d", axis);
+        fa_node *n = t_node(t, "GatherElements", 2, (const char *[]){"x", "i"}, 1, (const char *[]){yn});
+        fa_node_add_attr_int(t->g, n, "axis", axis);
+        assert_int_equal(t_run(t, n), FA_OK);
+        float want[12];
+        for (int a = 0; a < 2; a++)
+            for (int b = 0; b < 2; b++)
+                for (int c = 0; c < 3; c++) {
+                    int e = (a * 2 + b) * 3 + c, k = idx[e];
+                    int dim = axis == 1 ? 3 : 4;
+                    if (k < 0) k += dim;
+                    int xb = axis == 1 ? k : b, xc = axis == 2 ? k : c;
+                    want[e] = (float)((a * 3 + xb) * 4 + xc); /* iota */
+                }
+        assert_f32(&t->out[0], want, 12);
+        free(t->out[0].data);
+        t->n_out = 0;
+    }
+    t_tensor(t, "bad", FA_DTYPE_INT64, 3, di, (int64_t[]){0, 1, 2, 3, 0, 1, 2, 9, 0, 1, 2, 3});
+    fa_node *m = t_node(t, "GatherElements", 2, (const char *[]){"x", "bad"}, 1, (const char *[]){"z"});
+    fa_node_add_attr_int(t->g, m, "axis", 2);
+    assert_node_error(t, t_run(t, m), FA_ERR_INPUT, m, "index 9 out of range");
+    t_free(t);
+}
+
 /* ------------------------------------------------------------ GatherND (Operators.md examples) */
 
 static void test_gathernd_tuples_select_elements_and_rows(void **s)
@@ -1064,6 +1102,7 @@ int main(void)
         cmocka_unit_test(test_gather_axis1_negative_indices),
         cmocka_unit_test(test_gather_scalar_index_drops_axis_and_range_checked),
         cmocka_unit_test(test_gather_elements_axis0),
+        cmocka_unit_test(test_gather_elements_rows_every_axis),
         cmocka_unit_test(test_gathernd_tuples_select_elements_and_rows),
         cmocka_unit_test(test_gathernd_batch_dims_and_errors),
         cmocka_unit_test(test_expand_bidirectional_broadcast),
