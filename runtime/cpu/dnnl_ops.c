@@ -12,6 +12,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1026,6 +1027,80 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
+/* A Concat on channels of activations in a blocked layout, ours: in nChw<B>c (every C a multiple
+ * of B) each input's batch-n slab is one contiguous run of the output, a memcpy; in nhwc each
+ * pixel's channels are the inputs' runs one after another. oneDNN 2.6's concat ("simple:any") took
+ * 0.33 ms for Inception-v3's [1, 1280, 8, 8] (327 KB: ~1 GB/s) and 1.2 ms over its 11 Concats
+ * where ONNX Runtime took 0.29. */
+typedef struct own_concat {
+    bool nhwc;
+    int n_in;
+    int64_t N, HW, B, C; /* the output's batch, pixels, block (nhwc: C) and channels */
+    char name[48];
+    int64_t c[]; /* each input's channels */
+} own_concat;
+
+static void own_concat_destroy(fa_kernel *k)
+{
+    free(k->state);
+    k->state = NULL;
+}
+
+/* Below this many bytes a concat copies on one thread (a team's wake-up costs more). */
+#define OWN_CONCAT_PAR_BYTES ((int64_t)256 << 10)
+
+static fa_status own_concat_run(fa_ctx *ctx, fa_kernel *k, const fa_node *n, const fa_value *in, int n_in, fa_value *out,
+                                int n_out, int threads)
+{
+    (void)ctx, (void)n, (void)n_out;
+    const own_concat *c = k->state;
+    float *y = out[0].data;
+    int nt = c->N * c->HW * c->C * (int64_t)sizeof(float) >= OWN_CONCAT_PAR_BYTES ? threads : 1;
+    if (c->nhwc) {
+        const int64_t P = c->N * c->HW;
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+        for (int64_t p = 0; p < P; p++) {
+            float *yp = y + p * c->C;
+            for (int i = 0; i < n_in; i++) {
+                memcpy(yp, (const float *)in[i].data + p * c->c[i], sizeof(float) * (size_t)c->c[i]);
+                yp += c->c[i];
+            }
+        }
+        return FA_OK;
+    }
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        int t = omp_get_thread_num(), tn = omp_get_num_threads();
+        for (int64_t b = 0; b < c->N; b++) {
+            int64_t off = b * c->C * c->HW; /* the output's batch-b slab, in floats */
+            for (int i = 0; i < n_in; i++) {
+                int64_t len = c->c[i] * c->HW, lo = len * t / tn, hi = len * (t + 1) / tn; /* this thread's share */
+                memcpy(y + off + lo, (const float *)in[i].data + b * len + lo, sizeof(float) * (size_t)(hi - lo));
+                off += len;
+            }
+        }
+    }
+    return FA_OK;
+}
+
+static fa_status own_concat_create(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out, bool *handled)
+{
+    const fa_tensor *Y = fa_graph_out(g, n, 0);
+    int64_t B = fa_layout_channel_block(l);
+    if (!Y || Y->rank != 4 || !channel_concat(g, n, l == FA_LAYOUT_NHWC ? 1 : B) || (l != FA_LAYOUT_NHWC && Y->dims[1] % B))
+        return FA_OK;
+    own_concat *c = calloc(1, sizeof *c + sizeof(int64_t) * (size_t)n->n_inputs);
+    if (!c) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    c->nhwc = l == FA_LAYOUT_NHWC;
+    c->n_in = n->n_inputs;
+    c->N = Y->dims[0], c->HW = Y->dims[2] * Y->dims[3], c->C = Y->dims[1], c->B = c->nhwc ? Y->dims[1] : B;
+    for (int i = 0; i < n->n_inputs; i++) c->c[i] = g->tensors[n->inputs[i]]->dims[1];
+    snprintf(c->name, sizeof c->name, "concat(%s)", fa_layout_name(l));
+    *out = (fa_kernel){.name = c->name, .run = own_concat_run, .destroy = own_concat_destroy, .state = c};
+    *handled = true;
+    return FA_OK;
+}
+
 fa_status fa_dnnl_ops_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, const fa_node *n, fa_layout l, fa_kernel *out,
                                             bool *handled)
 {
@@ -1042,6 +1117,7 @@ fa_status fa_dnnl_ops_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, cons
     if (!(conv || pool || gpool || elt || bin || cat || bn)) return FA_OK;
     if (!io_float(g, n, conv ? 3 : elt ? 1 : n->n_inputs)) return FA_OK;
     if (conv && fa_node_attr_int(n, "group", 1) <= 1) return FA_OK; /* runtime/cpu/dnnl.c's blocked convolution */
+    if (cat) return own_concat_create(ctx, g, n, l, out, handled);
     ops_state *s = new_state(ctx);
     if (!s) return fa_ctx_status(ctx);
     fa_status st;

@@ -686,9 +686,10 @@ static void test_concat_on_channels_of_blocked_inputs(void **s)
     concat_case(20, 16, L, 20 % fa_layout_channel_block(L) == 0);
 }
 
-/* A Concat of 25 blocked activations (DenseNet-121's third block concatenates up to 25): x ->
- * 25 convolutions of 16 channels -> Concat -> Relu -> y runs the Concat on the blocked layout
- * (oneDNN concat) like a two-input one, and y equals the plain run's. The blocked Concat took at
+/* A Concat of 25 blocked activations (DenseNet-121's third block concatenates up to 25): x[2,16,6,6]
+ * -> 25 convolutions of 16 channels -> Concat -> Relu -> y runs the Concat on the blocked layout
+ * (our copy of each input's batch slab, or per pixel in nhwc) like a two-input one, and y equals
+ * the plain run's. The blocked Concat took at
  * most 18 inputs (a fixed argument array), and DenseNet's last seven ran plain between 34
  * reorders. */
 static void test_concat_of_many_blocked_inputs(void **s)
@@ -698,7 +699,7 @@ static void test_concat_of_many_blocked_inputs(void **s)
     if (L == FA_LAYOUT_PLAIN) skip();
     enum { K = 25 };
     tc *t = tc_new(17);
-    int64_t xd[4] = {1, 16, 6, 6}, wd[4] = {16, 16, 1, 1};
+    int64_t xd[4] = {2, 16, 6, 6}, wd[4] = {16, 16, 1, 1}; /* batch 2: each input's slab per batch */
     static float w[K][16 * 16];
     tc_input(t, "x", 4, xd);
     const char *ins[K];
