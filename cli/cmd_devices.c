@@ -122,7 +122,9 @@ int fa_cmd_devices(fa_ctx *ctx, int argc, char **argv)
                 fa_cli_printf("; best kept, measured now %.2f GB/s", c.cache[i].bandwidth_new_gbs);
             fa_cli_printf(")\n");
         }
-        fa_cli_printf("  FP32 peak              %10.2f GFLOP/s   (%s)\n", c.peak_gflops, c.peak_source);
+        fa_cli_printf("  FP32 peak              %10.2f GFLOP/s   (%s", c.peak_gflops, c.peak_source);
+        if (c.peak_new_gflops > 0 && c.peak_new_gflops != c.peak_gflops) fa_cli_printf("; measured now %.2f GFLOP/s", c.peak_new_gflops);
+        fa_cli_printf(")\n");
         fa_cli_printf("  dispatch per kernel    %10.1f ns        (%s)\n", c.launch_ns, c.launch_source);
         fa_cli_printf("  ridge point            %10.2f FLOP/byte\n", c.mem_bw_gbs > 0 ? c.peak_gflops / c.mem_bw_gbs : 0);
         if (c.detail[0]) fa_cli_printf("  how: %s\n", c.detail);

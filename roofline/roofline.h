@@ -98,12 +98,13 @@ const char *fa_occ_limiters_str(unsigned limiters, char *buf, size_t cap);
  * driver" ...), the store's. */
 fa_status fa_roofline_ceilings(fa_ctx *ctx, fa_store *st, fa_target target, int threads, bool remeasure,
                                fa_ceilings *out);
-/* Keep the best bandwidth (what fa_roofline_ceilings does on a re-measurement): c was just
- * measured, old (may be NULL) is what the database held for the same device key. Sets
- * c->mem_bw_new_gbs and each c->cache[i].bandwidth_new_gbs to the new measurement; where old's
- * main-memory bandwidth, or its bandwidth of a cache level at the same sweep working set, is
- * higher, c takes old's figure (main memory: also its detail, and mem_bw_source says so). The
- * peak FLOP rate, the dispatch cost and the cache levels found stay the new ones. GB/s. */
+/* Keep the best bandwidth and FP32 peak (what fa_roofline_ceilings does on a re-measurement): c
+ * was just measured, old (may be NULL) is what the database held for the same device key. Sets
+ * c->mem_bw_new_gbs, c->peak_new_gflops and each c->cache[i].bandwidth_new_gbs to the new
+ * measurement; where old's main-memory bandwidth, its FP32 peak, or its bandwidth of a cache level
+ * at the same sweep working set, is higher, c takes old's figure (main memory: also its detail;
+ * mem_bw_source / peak_source say so). The dispatch cost and the cache levels found stay the new
+ * ones. GB/s, GFLOP/s. */
 void fa_roofline_keep_best_bandwidth(const fa_ceilings *old, fa_ceilings *c);
 /* fa_roofline_ceilings on the cpu target. */
 fa_status fa_roofline_cpu_ceilings(fa_ctx *ctx, fa_store *st, int threads, bool remeasure, fa_ceilings *out);

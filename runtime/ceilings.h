@@ -22,7 +22,9 @@ typedef struct fa_ceilings {
                                    this device key across re-measurements (roofline/ceilings.c) */
     double mem_bw_new_gbs;      /* this call's own measurement when it measured, else 0 */
     const char *mem_bw_source;  /* "measured" | "table" | "theoretical" */
-    double peak_gflops;         /* FP32 peak, GFLOP/s */
+    double peak_gflops;         /* FP32 peak, GFLOP/s: the best measured on this device key across
+                                   re-measurements, as the bandwidths (a lower figure is the load) */
+    double peak_new_gflops;     /* this call's own measurement when it measured, else 0 */
     const char *peak_source;
     double launch_ns;           /* per-kernel dispatch (cpu executor) / launch latency (cuda), ns */
     const char *launch_source;

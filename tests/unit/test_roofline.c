@@ -163,6 +163,15 @@ static void test_keep_best_bandwidth_lower_does_not_replace_higher(void **s)
     fa_ceilings first = {.mem_bw_gbs = 10};
     fa_roofline_keep_best_bandwidth(NULL, &first); /* nothing stored: the measurement as it is */
     assert_true(first.mem_bw_gbs == 10 && first.mem_bw_new_gbs == 10);
+    /* the FP32 peak the same way: a busy re-measurement does not lower it, a higher one raises it */
+    fa_ceilings po = {.peak_gflops = 508.6}, pc = {.peak_gflops = 212.0, .peak_source = "measured"};
+    fa_roofline_keep_best_bandwidth(&po, &pc);
+    assert_true(pc.peak_gflops == 508.6 && pc.peak_new_gflops == 212.0);
+    assert_string_equal(pc.peak_source, "measured (the best kept across re-measurements)");
+    fa_ceilings ph = {.peak_gflops = 600.0, .peak_source = "measured"};
+    fa_roofline_keep_best_bandwidth(&po, &ph);
+    assert_true(ph.peak_gflops == 600.0 && ph.peak_new_gflops == 600.0);
+    assert_string_equal(ph.peak_source, "measured");
 }
 
 /* The same through the database: a stored main-memory bandwidth no machine reaches survives
