@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A blocked Concat's inputs: oneDNN numbers them DNNL_ARG_MULTIPLE_SRC + i below
- * DNNL_ARG_MULTIPLE_DST (1024 of them). The limit was 18 (a fixed argument array): DenseNet-121's
- * third dense block concatenates up to 25 tensors, and its last seven Concats ran plain, with 34
- * layout reorders around them (406 us of its fused iteration). */
+/* The most inputs a blocked Concat (own_concat) takes; a wider one runs plain. The blocked Concat
+ * was oneDNN's, whose arguments sat in a fixed array of 20: DenseNet-121's third dense block
+ * concatenates up to 25 tensors, and its last seven Concats ran plain, with 34 layout reorders
+ * around them (406 us of its fused iteration). */
 enum { OPS_MAX_CONCAT_INPUTS = 1000 };
 
 /* Where one primitive argument's data comes from at run time. */
@@ -999,34 +999,6 @@ fail:
     return FA_ERR_RUNTIME;
 }
 
-/* Concat on channels of tensors on l: oneDNN concat (each input's C a multiple of the block). */
-static fa_status create_concat(fa_ctx *ctx, const fa_graph *g, const fa_node *n, ops_state *s, fa_layout l, bool *handled)
-{
-    dnnl_primitive_desc_t pd = NULL;
-    const fa_tensor *Y = fa_graph_out(g, n, 0);
-    if (!channel_concat(g, n, fa_layout_channel_block(l)) || Y->dims[1] % fa_layout_channel_block(l)) return FA_OK;
-    dnnl_memory_desc_t *src = malloc(sizeof *src * (size_t)n->n_inputs), dst;
-    if (!src) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < n->n_inputs; i++)
-        if (layout_md(ctx, g->tensors[n->inputs[i]], l, &src[i])) goto fail;
-    if (layout_md(ctx, Y, l, &dst)) goto fail;
-    DNNL_CHECK(ctx, dnnl_concat_primitive_desc_create(&pd, &dst, n->n_inputs, 1, src, NULL, s->eng));
-    {
-        const char *impl = NULL;
-        if (dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) == dnnl_success && impl)
-            snprintf(s->impl, sizeof s->impl, "%s", impl);
-    }
-    for (int i = 0; i < n->n_inputs; i++)
-        if (add_arg(ctx, s, DNNL_ARG_MULTIPLE_SRC + i, &src[i], BIND_INPUT, i, NULL, NULL)) goto fail;
-    if (add_arg(ctx, s, DNNL_ARG_DST, &dst, BIND_OUTPUT, 0, NULL, NULL)) goto fail;
-    free(src);
-    return commit_on(ctx, s, pd, "concat", l, handled);
-fail:
-    free(src);
-    if (pd) dnnl_primitive_desc_destroy(pd);
-    return FA_ERR_RUNTIME;
-}
-
 /* A Concat on channels of activations in a blocked layout, ours: in nChw<B>c (every C a multiple
  * of B) each input's batch-n slab is one contiguous run of the output, a memcpy; in nhwc each
  * pixel's channels are the inputs' runs one after another. oneDNN 2.6's concat ("simple:any") took
@@ -1035,7 +1007,7 @@ fail:
 typedef struct own_concat {
     bool nhwc;
     int n_in;
-    int64_t N, HW, B, C; /* the output's batch, pixels, block (nhwc: C) and channels */
+    int64_t N, HW, C; /* the output's batch, pixels and channels */
     char name[48];
     int64_t c[]; /* each input's channels */
 } own_concat;
@@ -1093,7 +1065,7 @@ static fa_status own_concat_create(fa_ctx *ctx, const fa_graph *g, const fa_node
     if (!c) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
     c->nhwc = l == FA_LAYOUT_NHWC;
     c->n_in = n->n_inputs;
-    c->N = Y->dims[0], c->HW = Y->dims[2] * Y->dims[3], c->C = Y->dims[1], c->B = c->nhwc ? Y->dims[1] : B;
+    c->N = Y->dims[0], c->HW = Y->dims[2] * Y->dims[3], c->C = Y->dims[1];
     for (int i = 0; i < n->n_inputs; i++) c->c[i] = g->tensors[n->inputs[i]]->dims[1];
     snprintf(c->name, sizeof c->name, "concat(%s)", fa_layout_name(l));
     *out = (fa_kernel){.name = c->name, .run = own_concat_run, .destroy = own_concat_destroy, .state = c};
@@ -1125,8 +1097,7 @@ fa_status fa_dnnl_ops_kernel_create_blocked(fa_ctx *ctx, const fa_graph *g, cons
     else if (pool || gpool) st = create_pool(ctx, g, n, s, gpool, l, handled);
     else if (elt) st = create_eltwise(ctx, g, n, s, l, handled);
     else if (bin) st = create_binary(ctx, g, n, s, l, handled);
-    else if (bn) st = create_batchnorm(ctx, g, n, s, l, handled);
-    else st = create_concat(ctx, g, n, s, l, handled);
+    else st = create_batchnorm(ctx, g, n, s, l, handled);
     return finish_kernel(ctx, n, s, st, handled, out);
 }
 
