@@ -95,11 +95,11 @@ static fa_status store_measured(fa_ctx *ctx, fa_store *st, const fa_target_iface
 {
     int64_t now = (int64_t)time(NULL) * 1000000000LL;
     /* the peak's row carries the method tag even where the detail is a kept bandwidth's, measured
-     * before (fa_roofline_keep_best_bandwidth): the peak itself was measured now */
+     * before (fa_roofline_keep_best_bandwidth): the peak is the current method's, now or kept */
     const char *method = fa_target_ceilings_method(t);
     char peak_detail[sizeof c->detail + 32];
-    snprintf(peak_detail, sizeof peak_detail, "%s%s%s%s", c->detail, method && !strstr(c->detail, method) ? " (" : "",
-             method && !strstr(c->detail, method) ? method : "", method && !strstr(c->detail, method) ? ")" : "");
+    if (method && !strstr(c->detail, method)) snprintf(peak_detail, sizeof peak_detail, "%s (%s)", c->detail, method);
+    else snprintf(peak_detail, sizeof peak_detail, "%s", c->detail);
     fa_ceiling rows[3] = {
         {key, "bandwidth", "mem_bw", c->mem_bw_gbs, "GB/s", "measured", now, c->detail},
         {key, "compute", "fp32_peak", c->peak_gflops, "GFLOP/s", "measured", now, peak_detail},
