@@ -77,11 +77,21 @@ fa_status fa_apply_member_layouts(fa_ctx *ctx, const fa_graph *gf, const fa_layo
  * taken). back_to_back: each timed run follows an untimed run of the same side (a, a timed, b,
  * b timed), so that each side is timed as a model deployed alone runs, right after itself, not
  * right after the other side (fa_apply_e2e_back_to_back says where the end-to-end rounds take it).
+ * how: FA_BENCH_* flags. FA_BENCH_BACK_TO_BACK as above; FA_BENCH_COLD_L2: each timed run is
+ * preceded, outside its timing, by an eviction of every pool thread's L2 (fa_host_evict_l2), so
+ * a cluster's sub-graph starts as it does inside the model, not with its own previous run's data
+ * in L2 (fa_apply_cluster_bench says when).
  * threads: the executors' thread count; before each round, outside its timing, the OpenMP pool's
  * threads are moved apart where two share a CPU (fa_host_spread_threads; nothing for 1). Returns
  * the first run's failure. */
+enum { FA_BENCH_BACK_TO_BACK = 1u, FA_BENCH_COLD_L2 = 2u };
 fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
-                              int iters, bool back_to_back, int threads, double *sa, double *sb);
+                              int iters, unsigned how, int threads, double *sa, double *sb);
+/* The FA_BENCH_* flags of a cluster's benchmark (the probe's pairs and the applier's rounds) on
+ * executor e: FA_BENCH_COLD_L2 on the cpu target, unless FA_COLD_L2=0 is in the environment (for
+ * A/B measurements: bench/README.md "Cold L2"); 0 on other targets (their caches are the
+ * device's, not the host's). */
+unsigned fa_apply_cluster_bench(const fa_exec *e);
 /* Whether the end-to-end rounds time each model back to back (fa_apply_bench_pair): when the check's
  * own pair of runs took at most FA_APPLY_E2E_BACK_TO_BACK_NS. Timed right after the other model,
  * whose run leaves its weights and activations in the caches, a small model measured slower than

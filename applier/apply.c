@@ -704,7 +704,8 @@ static void visit_cluster(fa_apply_result *res, fa_cluster_verdict *v, const fa_
     int max_n = res->n_cluster_samples, m = block < max_n - t->n ? block : max_n - t->n;
     double *sa = res->cluster_unfused + (size_t)t->row * (size_t)max_n + t->n;
     double *sb = res->cluster_fused + (size_t)t->row * (size_t)max_n + t->n;
-    fa_status cs = fa_apply_bench_pair(t->cctx, fa_apply_exec_once, t->eu, t->ef, t->visits ? 1 : opt->warmup, t->n, m, false,
+    fa_status cs = fa_apply_bench_pair(t->cctx, fa_apply_exec_once, t->eu, t->ef, t->visits ? 1 : opt->warmup, t->n, m,
+                                        fa_apply_cluster_bench(t->eu),
                                         fa_exec_threads(t->eu), sa, sb);
     if (cs) {
         v->status = FA_CLUSTER_REJECTED_ERROR;
@@ -761,7 +762,7 @@ static void judge_in_plan_layout(fa_apply_result *res, fa_cluster_verdict *v, co
     bool settled = false;
     while (!s && n < max_n && !settled && (visits < 1 || fa_now_ns() <= deadline)) {
         int m = block < max_n - n ? block : max_n - n;
-        s = fa_apply_bench_pair(t->cctx, fa_apply_exec_once, ep, t->ef, visits ? 1 : opt->warmup, n, m, false,
+        s = fa_apply_bench_pair(t->cctx, fa_apply_exec_once, ep, t->ef, visits ? 1 : opt->warmup, n, m, fa_apply_cluster_bench(ep),
                                 fa_exec_threads(ep), sa + n, sb + n);
         if (s) break;
         n += m;
@@ -1114,7 +1115,8 @@ fa_status fa_apply(fa_ctx *ctx, const fa_graph *g, const fa_plan *p, const fa_ap
             if (opt.progress) opt.progress(opt.progress_user, "e2e", 0, 1);
             while (!s && ne < max_rounds) {
                 int m = opt.iters < max_rounds - ne ? opt.iters : max_rounds - ne;
-                s = fa_apply_bench_pair(ctx, exec_recorded, &rb, &rf, ne ? 0 : warm, ne, m, res->e2e_back_to_back, fa_exec_threads(eb),
+                s = fa_apply_bench_pair(ctx, exec_recorded, &rb, &rf, ne ? 0 : warm, ne, m,
+                                        res->e2e_back_to_back ? FA_BENCH_BACK_TO_BACK : 0, fa_exec_threads(eb),
                                         res->baseline_samples + ne, res->fused_samples + ne);
                 if (!s) ne += m;
                 if (!s && fa_apply_e2e_concluded(res->baseline_samples, res->fused_samples, ne)) break;

@@ -196,9 +196,17 @@ bool fa_apply_e2e_back_to_back(uint64_t check_pair_ns)
     return check_pair_ns <= FA_APPLY_E2E_BACK_TO_BACK_NS;
 }
 
-fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
-                              int iters, bool back_to_back, int threads, double *sa, double *sb)
+unsigned fa_apply_cluster_bench(const fa_exec *e)
 {
+    const char *env = getenv("FA_COLD_L2");
+    if (env && !strcmp(env, "0")) return 0;
+    return e && fa_exec_target(e) == FA_TARGET_CPU ? FA_BENCH_COLD_L2 : 0;
+}
+
+fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, const void *b, int warmup, int round0,
+                              int iters, unsigned how, int threads, double *sa, double *sb)
+{
+    bool back_to_back = how & FA_BENCH_BACK_TO_BACK, cold = how & FA_BENCH_COLD_L2;
     uint64_t w0 = fa_now_ns();
     for (int i = 0; fa_warmup_more(warmup, i, fa_now_ns() - w0); i++) {
         fa_status s = run(ctx, a, false, NULL);
@@ -211,11 +219,13 @@ fa_status fa_apply_bench_pair(fa_ctx *ctx, fa_apply_run_fn run, const void *a, c
         const void *first = odd ? b : a, *second = odd ? a : b;
         uint64_t own1 = 0, own2 = 0; /* what a recording run fn spent on its records */
         fa_status s = back_to_back ? run(ctx, first, false, NULL) : FA_OK;
+        if (cold) fa_host_evict_l2(threads);
         uint64_t t0 = fa_now_ns();
         if (!s) s = run(ctx, first, true, &own1);
         uint64_t t1 = fa_now_ns();
         if (!s && back_to_back) s = run(ctx, second, false, NULL);
-        uint64_t t1b = back_to_back ? fa_now_ns() : t1;
+        if (cold) fa_host_evict_l2(threads);
+        uint64_t t1b = back_to_back || cold ? fa_now_ns() : t1;
         if (!s) s = run(ctx, second, true, &own2);
         uint64_t t2 = fa_now_ns();
         if (s) return s;

@@ -118,7 +118,7 @@ fa_status fa_layout_choose(fa_ctx *ctx, const fa_graph *g, fa_target target, int
         while (!s && r->n < cap) {
             int block = r->n == 0 ? FA_LAYOUT_ROUNDS : FA_LAYOUT_ROUNDS_STEP;
             if (block > cap - r->n) block = cap - r->n;
-            s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, er, 1, r->n, block, false, fa_exec_threads(eb), sa + r->n,
+            s = fa_apply_bench_pair(ctx, fa_apply_exec_once, eb, er, 1, r->n, block, 0, fa_exec_threads(eb), sa + r->n,
                                     sb + r->n);
             if (!s) r->n += block;
             if (!s && fa_apply_rounds_settled(sa, sb, r->n)) break;

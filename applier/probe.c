@@ -382,11 +382,12 @@ static fa_status time_pairs(fa_ctx *cx, fa_exec *eu, fa_exec *ef, double *uns, d
 {
     double t_timed = 0;
     int j = 0;
+    unsigned how = fa_apply_cluster_bench(eu);
     fa_status s = FA_OK;
     while (!s && j < FA_PROBE_REPS && (j < FA_PROBE_MIN_REPS || t_timed < FA_PROBE_SLICE_MS * 1e6)) {
         int w = j ? 0 : FA_PROBE_WARMUP;
-        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 0, 1, false, fa_exec_threads(eu), fns + j, uns + j)
-                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 0, 1, false, fa_exec_threads(eu), uns + j, fns + j);
+        s = j % 2 ? fa_apply_bench_pair(cx, fa_apply_exec_once, ef, eu, w, 0, 1, how, fa_exec_threads(eu), fns + j, uns + j)
+                  : fa_apply_bench_pair(cx, fa_apply_exec_once, eu, ef, w, 0, 1, how, fa_exec_threads(eu), uns + j, fns + j);
         if (!s) t_timed += fns[j] + uns[j], j++;
     }
     *taken = j;

@@ -245,6 +245,23 @@ int fa_exec_threads(const fa_exec *e);
  * it moved threads. Called before each timed run of the profile and each round of the applier's
  * benchmarks, outside their timing. */
 bool fa_host_spread_threads(int threads);
+/* Evict each core's L2 before a timed run of a cluster's sub-graph, as the model around it would
+ * have: each of `threads` OpenMP threads (0: the pool's, omp_get_max_threads) reads every 64-byte
+ * line of a private buffer of FA_HOST_EVICT_L2_FACTOR x its core's L2 (glibc's
+ * sysconf(_SC_LEVEL2_CACHE_SIZE), the CPUID cache descriptors; 1 MiB where it says nothing),
+ * allocated and written once on first use and kept for the process. The sub-graph's weights and
+ * inputs are then in L3 (or memory), not in the L2 that its own previous run left them in.
+ * Why (issue 36): inside the model the kernels between two runs of a cluster leave little of its
+ * data in L2, and the profile's member times were 0.84-0.91 of what back-to-back isolated
+ * benchmarks of the same sub-graphs measured on the CNN families (bench/README.md "Cold L2").
+ * The same practice as Triton's do_bench (it clears the GPU's L2 before each timed run) and
+ * nvbench's cold measurements. Costs a read of twice the L2 per thread (tens of us), outside
+ * the timing. Returns the bytes each thread read (0 where a buffer could not be allocated:
+ * nothing evicted, the run goes on warm). Thread-safe; not for use inside a parallel region. */
+#define FA_HOST_EVICT_L2_FACTOR 2
+uint64_t fa_host_evict_l2(int threads);
+/* Evictions done by fa_host_evict_l2 in this process (for tests of the benchmark protocol). */
+uint64_t fa_host_l2_evictions(void);
 
 
 /* ---- the target an executor runs on (ggml's backend wrappers: callers never see a table) ----

@@ -1147,6 +1147,46 @@ static int nth_cpu(const cpu_set_t *m, int k)
     return -1;
 }
 
+enum { EVICT_MAX_THREADS = 256 };
+static pthread_mutex_t evict_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *evict_buf[EVICT_MAX_THREADS];
+static size_t evict_bytes;
+static uint64_t evict_count;
+
+uint64_t fa_host_evict_l2(int threads)
+{
+    if (threads <= 0) threads = omp_get_max_threads();
+    if (threads > EVICT_MAX_THREADS) threads = EVICT_MAX_THREADS;
+    pthread_mutex_lock(&evict_lock);
+    if (!evict_bytes) {
+        long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+        evict_bytes = (size_t)(l2 > 0 ? l2 : 1L << 20) * FA_HOST_EVICT_L2_FACTOR;
+    }
+    bool ok = true;
+    for (int t = 0; t < threads && ok; t++)
+        if (!evict_buf[t]) {
+            evict_buf[t] = aligned_alloc(64, evict_bytes);
+            if (evict_buf[t]) memset(evict_buf[t], t + 1, evict_bytes);
+            ok = evict_buf[t] != NULL;
+        }
+    pthread_mutex_unlock(&evict_lock);
+    if (!ok) return 0;
+    unsigned long sum = 0;
+    size_t n = evict_bytes;
+#pragma omp parallel num_threads(threads) reduction(+ : sum)
+    {
+        const volatile unsigned char *b = evict_buf[omp_get_thread_num()];
+        for (size_t i = 0; i < n; i += 64) sum += b[i];
+    }
+    __atomic_fetch_add(&evict_count, 1, __ATOMIC_RELAXED);
+    return sum ? (uint64_t)n : 0;
+}
+
+uint64_t fa_host_l2_evictions(void)
+{
+    return __atomic_load_n(&evict_count, __ATOMIC_RELAXED);
+}
+
 bool fa_host_spread_threads(int threads)
 {
     enum { MAX_SPREAD = 256 };

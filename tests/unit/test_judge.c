@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "applier/applier-impl.h"
@@ -495,7 +496,7 @@ static void test_back_to_back_rounds_time_each_side_after_itself(void **state)
     int n_log = 0;
     fake_side a = {'a', log, &n_log}, b = {'b', log, &n_log};
     double sa[4], sb[4];
-    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 0, 4, true, 1, sa, sb), FA_OK);
+    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 0, 4, FA_BENCH_BACK_TO_BACK, 1, sa, sb), FA_OK);
     log[n_log] = 0;
     assert_string_equal(log, "AaBbBbAaAaBbBbAa");
     for (int i = 0; i < 4; i++) {
@@ -503,11 +504,56 @@ static void test_back_to_back_rounds_time_each_side_after_itself(void **state)
         assert_true(sb[i] >= 0 && sb[i] < 30e6);
     }
     n_log = 0;
-    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 1, 3, false, 1, sa, sb), FA_OK);
+    assert_int_equal(fa_apply_bench_pair(NULL, fake_run, &a, &b, 0, 1, 3, 0, 1, sa, sb), FA_OK);
     log[n_log] = 0;
     assert_string_equal(log, "baabba");
     assert_true(fa_apply_e2e_back_to_back(FA_APPLY_E2E_BACK_TO_BACK_NS));
     assert_false(fa_apply_e2e_back_to_back(FA_APPLY_E2E_BACK_TO_BACK_NS + 1));
+}
+
+/* A cluster's benchmark on cpu (FA_BENCH_COLD_L2): every timed run follows an eviction of the pool
+ * threads' L2 (fa_host_evict_l2), done before its timing starts, and nothing else is evicted; the
+ * eviction reads FA_HOST_EVICT_L2_FACTOR x the core's L2 per thread. Without the flag nothing is
+ * evicted. Who gets the flag: fa_apply_cluster_bench (no executor, or FA_COLD_L2=0: none). */
+typedef struct cold_side {
+    char name;
+    char *log;
+    int *n_log;
+    uint64_t *last;
+} cold_side;
+
+static fa_status cold_run(fa_ctx *ctx, const void *e, bool timed, uint64_t *own_ns)
+{
+    (void)ctx;
+    const cold_side *f = e;
+    uint64_t now = fa_host_l2_evictions();
+    /* 'e': one eviction since the previous run, '-': none */
+    f->log[(*f->n_log)++] = now == *f->last + 1 ? 'e' : now == *f->last ? '-' : '?';
+    f->log[(*f->n_log)++] = timed ? f->name : (char)(f->name - 'a' + 'A');
+    *f->last = now;
+    if (own_ns) *own_ns = 0;
+    return FA_OK;
+}
+
+static void test_cluster_benchmarks_start_with_a_cold_l2(void **state)
+{
+    (void)state;
+    char log[64] = "";
+    int n_log = 0;
+    uint64_t last = fa_host_l2_evictions();
+    cold_side a = {'a', log, &n_log, &last}, b = {'b', log, &n_log, &last};
+    double sa[3], sb[3];
+    assert_int_equal(fa_apply_bench_pair(NULL, cold_run, &a, &b, 1, 0, 3, FA_BENCH_COLD_L2, 2, sa, sb), FA_OK);
+    log[n_log] = 0;
+    assert_string_equal(log, "-A-B" "ea" "eb" "eb" "ea" "ea" "eb"); /* warm-up pair, then 3 rounds */
+    n_log = 0;
+    assert_int_equal(fa_apply_bench_pair(NULL, cold_run, &a, &b, 0, 0, 2, 0, 2, sa, sb), FA_OK);
+    log[n_log] = 0;
+    assert_string_equal(log, "-a-b-b-a");
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    uint64_t want = (uint64_t)(l2 > 0 ? l2 : 1L << 20) * FA_HOST_EVICT_L2_FACTOR;
+    assert_int_equal(fa_host_evict_l2(2), want);
+    assert_int_equal(fa_apply_cluster_bench(NULL), 0);
 }
 
 /* The end-to-end limit: 1e-4 for a float model (or the user's --tolerance when larger), 1e-2 for
@@ -562,6 +608,7 @@ int main(void)
         cmocka_unit_test(test_layout_clear_win_switches_tie_keeps_default),
         cmocka_unit_test(test_layout_sentence_quotes_the_figures),
         cmocka_unit_test(test_back_to_back_rounds_time_each_side_after_itself),
+        cmocka_unit_test(test_cluster_benchmarks_start_with_a_cold_l2),
         cmocka_unit_test(test_e2e_signed_rank_concludes_a_deep_model_sooner),
         cmocka_unit_test(test_e2e_limit_of_a_model_that_rounds_to_steps),
     };
