@@ -252,8 +252,9 @@ bool fa_host_spread_threads(int threads);
  * allocated and written once on first use and kept for the process. The sub-graph's weights and
  * inputs are then in L3 (or memory), not in the L2 that its own previous run left them in.
  * Why (issue 36): inside the model the kernels between two runs of a cluster leave little of its
- * data in L2, and the profile's member times were 0.84-0.91 of what back-to-back isolated
- * benchmarks of the same sub-graphs measured on the CNN families (bench/README.md "Cold L2").
+ * data in L2, and back-to-back isolated benchmarks of the same sub-graphs measured 0.84-0.91 of
+ * the profile's member times on the CNN families, 0.63-0.66 on Inception-v1 (bench/README.md
+ * "Cold L2").
  * The same practice as Triton's do_bench (it clears the GPU's L2 before each timed run) and
  * nvbench's cold measurements. Costs a read of twice the L2 per thread (tens of us), outside
  * the timing. Returns the bytes each thread read (0 where a buffer could not be allocated:
