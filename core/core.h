@@ -388,7 +388,10 @@ void fa_words_free(char **argv);
  * failure, a full disk - the folder is either the previous run's or the new one's, and holds
  * no *.tmp files. Staging folders of dead processes are removed by the next begin. The folder
  * gets a marker file ".fuse-advise-out"; an existing folder without it is accepted only when
- * empty or holding nothing but own_names (NULL-terminated), since it is replaced as a whole. */
+ * empty, since it is replaced as a whole: files that merely carry fuse-advise's names (a user's
+ * own report.html, a kernels/ of hand-written kernels) would be lost with it. own_names
+ * (NULL-terminated) are the names fuse-advise writes: the refusal names the first entry not
+ * among them, else the first entry. */
 typedef struct fa_outdir fa_outdir;
 /* The checks of fa_outdir_begin, creating nothing: PATH is missing, or a folder that is not the
  * current folder or above it and holds only fuse-advise's outputs; else FA_ERR_INPUT/IO

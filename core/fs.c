@@ -646,7 +646,7 @@ fa_status fa_outdir_check(fa_ctx *ctx, const char *path, const char *const *own_
     DIR *d = opendir(path);
     if (!d) return fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot read the output folder: %s", path, strerror(errno));
     struct dirent *e;
-    char foreign[256] = "";
+    char foreign[256] = "", first[256] = "";
     bool marked = false;
     while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
@@ -657,6 +657,7 @@ fa_status fa_outdir_check(fa_ctx *ctx, const char *path, const char *const *own_
         bool own = false;
         for (int i = 0; own_names && own_names[i] && !own; i++) own = !strcmp(e->d_name, own_names[i]);
         if (!own && !foreign[0]) snprintf(foreign, sizeof foreign, "%s", e->d_name);
+        if (!first[0]) snprintf(first, sizeof first, "%s", e->d_name);
     }
     closedir(d);
     if (!marked && foreign[0])
@@ -664,6 +665,13 @@ fa_status fa_outdir_check(fa_ctx *ctx, const char *path, const char *const *own_
                             "%s: holds '%s', which fuse-advise did not write; the output folder is replaced as a "
                             "whole, so name a new or empty folder (or one fuse-advise wrote)",
                             path, foreign);
+    /* every name one of ours, but no marker: a folder of the user's own files that happen to carry
+     * our names (their report.html, a kernels/ of hand-written kernels) would be lost with it */
+    if (!marked && first[0])
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: holds '%s' but no %s marker, so fuse-advise did not write it; the output folder is "
+                            "replaced as a whole, so name a new or empty folder (or one fuse-advise wrote)",
+                            path, first, MARKER);
     return FA_OK;
 }
 

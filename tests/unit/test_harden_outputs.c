@@ -208,10 +208,24 @@ static void test_out_naming_a_file_or_foreign_folder_refused_before_the_baseline
     const char *db_inside = fa_test_path(holds_db, "in.db");
     char dbi[4300];
     snprintf(dbi, sizeof dbi, "%s", db_inside);
+    /* a folder of the user's own files that only carry our names, with no marker: its hand-written
+     * kernels/ and summary.json were replaced with the run's and lost */
+    const char *lookalike = tmp("lookalike");
+    assert_int_equal(mkdir(lookalike, 0755), 0);
+    char kdir[4300], kfile[4400], sfile[4400];
+    snprintf(kdir, sizeof kdir, "%s", fa_test_path(lookalike, "kernels"));
+    assert_int_equal(mkdir(kdir, 0755), 0);
+    snprintf(kfile, sizeof kfile, "%s/my_kernel.c", kdir);
+    put(kfile, "int my_hand_tuned(void) { return 42; }\n");
+    snprintf(sfile, sizeof sfile, "%s", fa_test_path(lookalike, "summary.json"));
+    put(sfile, "{\"mine\": 1}\n");
     struct {
         const char *out, *db, *want;
-    } cases[] = {{file, db, "not an output folder"}, {foreign, db, "notes.txt"}, {holds_db, dbi, "run database"}};
-    for (int k = 0; k < 3; k++) {
+    } cases[] = {{file, db, "not an output folder"},
+                 {foreign, db, "notes.txt"},
+                 {holds_db, dbi, "run database"},
+                 {lookalike, db, "no .fuse-advise-out marker"}};
+    for (int k = 0; k < 4; k++) {
         const char *argv[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--db", cases[k].db, "--out", cases[k].out, NULL};
         char *err = NULL;
         int rc = hu_cli_env(argv, NULL, NULL, NULL, &err);
@@ -225,6 +239,12 @@ static void test_out_naming_a_file_or_foreign_folder_refused_before_the_baseline
     free(t);
     t = hu_slurp(fa_test_path(foreign, "notes.txt"));
     assert_string_equal(t, "mine too");
+    free(t);
+    t = hu_slurp(kfile);
+    assert_string_equal(t, "int my_hand_tuned(void) { return 42; }\n");
+    free(t);
+    t = hu_slurp(sfile);
+    assert_string_equal(t, "{\"mine\": 1}\n");
     free(t);
     /* exec --outputs naming a file: refused before the model runs */
     const char *ex[] = {"exec", "zoo:mlp-tiny", "--outputs", file, NULL};
