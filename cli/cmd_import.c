@@ -163,6 +163,8 @@ static int import_and_advise(fa_ctx *ctx, const char *path, const char *db, bool
     char sha[65] = {0};
     if (!s) s = fa_sha256_file(ctx, src.path, sha);
     if (s && src.spool) s = fa_ctx_wrap(ctx, s, "%s (read from a pipe): ", path);
+    /* an error of the advice's sink (too many streams) names the file as the reader's do */
+    else if (s && !strstr(fa_ctx_errmsg(ctx), path)) s = fa_ctx_wrap(ctx, s, "%s: ", path);
     fa_import_source_close(&src);
     if (s) {
         fa_ta_builder_free(sink.b);

@@ -202,6 +202,7 @@ void fa_ta_builder_free(fa_ta_builder *b)
     free(b->srcs);
     free(b->points);
     free(b->opps);
+    for (size_t i = 0; b->streams && i < b->n_streams; i++) free(b->streams[i].seg);
     free(b->streams);
     free(b->graphs);
     free(b->window);
@@ -268,7 +269,9 @@ static int32_t shape_id(fa_ta_builder *b, const char *text)
     return id;
 }
 
-static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
+/* The stream's state, added on first use; NULL with the error set in ctx and b->fail (out of
+ * memory, or more than FA_TA_MAX_STREAMS distinct streams: refused as input). */
+static strm *stream_of(fa_ctx *ctx, fa_ta_builder *b, int32_t device, int64_t stream)
 {
     /* the last stream asked for: records come in runs of one stream */
     if (b->n_streams && b->last_sid < b->n_streams && b->streams[b->last_sid].st.device == device &&
@@ -277,11 +280,25 @@ static strm *stream_of(fa_ta_builder *b, int32_t device, int64_t stream)
     char k[64];
     snprintf(k, sizeof k, "%d:%" PRId64, device, stream);
     bool added;
+    if (b->n_streams >= FA_TA_MAX_STREAMS && fa_intern_find(b->stream_map, k, strlen(k)) < 0) {
+        b->fail = FA_ERR_INPUT;
+        fa_ctx_error(ctx, FA_ERR_INPUT,
+                     "a record on stream %" PRId64 " of device %d: more than %d distinct (device, stream) pairs, far "
+                     "beyond a profiler trace of one program: refused",
+                     stream, (int)device, (int)FA_TA_MAX_STREAMS);
+        return NULL;
+    }
     int32_t id = fa_intern_str(b->stream_map, k, &added, NULL);
-    if (id < 0) return NULL;
+    if (id < 0) {
+        fa__ta_nomem(ctx, b);
+        return NULL;
+    }
     if (added) {
         strm *na = fa__ta_grow(b->streams, &b->cap_streams, b->n_streams + 1, sizeof *na);
-        if (!na) return NULL;
+        if (!na) {
+            fa__ta_nomem(ctx, b);
+            return NULL;
+        }
         b->streams = na;
         strm *s = &b->streams[b->n_streams++];
         memset(s, 0, sizeof *s);
@@ -740,7 +757,14 @@ static fa_status win_step(fa_ctx *ctx, fa_ta_builder *b, strm *s)
     fa_status st = FA_OK;
     if (fa_kclass_light((fa_kclass)w[0].cls) && !(w[0].flags & (RF_FUSED | RF_BARRIER))) {
         if (s->seg_n == SEG_MAX) st = seg_flush(ctx, b, s);
-        s->seg[s->seg_n++] = w[0];
+        if (!st && s->seg_n == s->seg_cap) {
+            int cap = s->seg_cap ? 2 * s->seg_cap : 8;
+            rec *g = realloc(s->seg, sizeof *g * (size_t)(cap < SEG_MAX ? cap : SEG_MAX));
+            if (!g) return fa__ta_nomem(ctx, b);
+            s->seg = g;
+            s->seg_cap = cap < SEG_MAX ? cap : SEG_MAX;
+        }
+        if (!st) s->seg[s->seg_n++] = w[0];
     } else {
         st = seg_flush(ctx, b, s);
     }
@@ -1009,8 +1033,8 @@ static fa_status add_transfer(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *
     r.cls = FA_KCLASS_MEMCPY;
     r.flags = RF_BARRIER;
     r.wid = window_add(b, g, L, -1);
-    strm *s = stream_of(b, g->device, g->stream);
-    if (!s) return fa__ta_nomem(ctx, b);
+    strm *s = stream_of(ctx, b, g->device, g->stream);
+    if (!s) return b->fail;
     return fa__ta_spool_add(ctx, b, s, &r);
 }
 
@@ -1292,7 +1316,7 @@ fa_status fa_ta_builder_add(fa_ctx *ctx, fa_ta_builder *b, const fa_activity *g,
                 }
         }
     }
-    strm *s = stream_of(b, g->device, g->stream);
-    if (!s) return fa__ta_nomem(ctx, b);
+    strm *s = stream_of(ctx, b, g->device, g->stream);
+    if (!s) return b->fail;
     return fa__ta_spool_add(ctx, b, s, &r);
 }

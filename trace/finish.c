@@ -525,6 +525,7 @@ fa_status fa_ta_builder_finish(fa_ctx *ctx, fa_ta_builder *b, fa_trace_advice **
                       (b->spool_seq ? (b->n_runs ? RUN_RECS : (size_t)b->spool_seq) * sizeof(srec) : 0) +
                       b->merge_bytes;
     for (size_t i = 0; i < b->n_toks; i++) st_bytes += fa__qh_bytes(&b->toks[i].dur);
+    for (size_t i = 0; i < b->n_streams; i++) st_bytes += (size_t)b->streams[i].seg_cap * sizeof(rec);
     const fa_intern *maps[] = {b->tok_map, b->shape_map, b->frame_map, b->op_map, b->stream_map, b->graph_map,
                                b->opp_map, b->point_map, b->dims_map, b->src_map};
     for (size_t i = 0; i < sizeof maps / sizeof maps[0]; i++) st_bytes += fa_intern_bytes(maps[i]);

@@ -257,8 +257,9 @@ typedef struct strm {
     rec win[WIN];
     int wn;
     int32_t refused_frame; /* the frame whose kernels did not fit its pattern, while it lasts; -2 none */
-    rec seg[SEG_MAX];
-    int seg_n;
+    rec *seg;             /* the run of memory-bound kernels held (grown to SEG_MAX as it fills: a
+                             stream that never holds one costs no 32 KiB) */
+    int seg_n, seg_cap;
     int str_n;            /* launch-bound stretch in progress */
     uint64_t str_start, str_end;
     int64_t str_kns, str_lns;

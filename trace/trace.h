@@ -262,6 +262,10 @@ typedef struct fa_ta_wrec {
 enum {
     FA_TA_MIN_STRETCH = 3, FA_TA_MAX_SEQ = 32, FA_TA_TOP_GAPS = 10, FA_TA_MAX_OPPS = 50, FA_TA_MAX_POINTS = 400,
     FA_TA_WINDOW_MAX = 20000, /* GPU records kept for the report's timeline */
+    /* distinct (device, stream) pairs a trace may have (more is refused as input): one program's
+     * trace has tens to hundreds (8 GPUs x NCCL's and the user's streams); a crafted one with
+     * 200,000 took 8.8 GB when each stream held a fixed pattern window and kernel hold */
+    FA_TA_MAX_STREAMS = 4096,
     /* the fewest bytes a kernel moves for its bandwidth to count towards the measured memory roof:
      * 8 MiB, over the L2 cache of a T4 (4 MB), V100 (6 MB) or RTX 2080 Ti (5.5 MB) (NVIDIA's data
      * sheets); a kernel that moves less measures latency or cache, not the memory */

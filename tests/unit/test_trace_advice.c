@@ -1447,6 +1447,69 @@ static void test_memory_bounded_by_distinct_kernels_not_records(void **state)
     assert_true(peak[1] < peak[0] + peak[0] / 10);
 }
 
+/* Distinct streams are bounded: a crafted trace of 200,000 streams (one kernel each) took 8.8 GB,
+ * 44 KiB a stream, the pattern window and a 256-record hold of memory-bound kernels per stream.
+ * Now a stream costs its window and what it holds (the hold grows as it fills), and a record on
+ * one stream beyond FA_TA_MAX_STREAMS is refused as input, naming the stream and device. */
+static void test_streams_are_bounded_in_count_and_state(void **state)
+{
+    (void)state;
+    fa_ctx *ctx = fa_ctx_create();
+    fa_ta_builder *b = NULL;
+    fa_ta_device dev = {.name = "NVIDIA H100 80GB HBM3"};
+    assert_int_equal(fa_ta_builder_create(ctx, &dev, &b), FA_OK);
+    fa_activity k = fa_activity_init(FA_ACT_KERNEL), L = fa_activity_init(FA_ACT_RUNTIME);
+    L.name = "cudaLaunchKernel";
+    k.name = "vectorized_elementwise_kernel_add";
+    k.device = 0;
+    uint64_t ts = 1000;
+    for (int i = 0; i < FA_TA_MAX_STREAMS; i++) {
+        k.stream = 1000 + i;
+        k.start_ns = ts;
+        k.end_ns = ts + 1000;
+        L.start_ns = ts - 500;
+        L.end_ns = ts - 100;
+        ts += 1500;
+        assert_int_equal(fa_ta_builder_add(ctx, b, &k, &L), FA_OK);
+    }
+    k.stream = 7; /* one more distinct stream */
+    k.start_ns = ts;
+    k.end_ns = ts + 1000;
+    L.start_ns = ts - 500;
+    L.end_ns = ts - 100;
+    /* the builder may hold records before it files them by stream: refused at the add or at the finish */
+    fa_status st = fa_ta_builder_add(ctx, b, &k, &L);
+    fa_trace_advice *a = NULL;
+    if (st == FA_OK) {
+        st = fa_ta_builder_finish(ctx, b, &a); /* frees the builder */
+        b = NULL;
+    }
+    assert_int_equal(st, FA_ERR_INPUT);
+    assert_null(a);
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "stream 7 of device 0"));
+    assert_non_null(strstr(fa_ctx_errmsg(ctx), "distinct (device, stream) pairs"));
+    fa_ta_builder_free(b);
+    /* the same count accepted, with the state it takes */
+    assert_int_equal(fa_ta_builder_create(ctx, &dev, &b), FA_OK);
+    ts = 1000;
+    for (int i = 0; i < FA_TA_MAX_STREAMS; i++) {
+        k.stream = 1000 + i;
+        k.start_ns = ts;
+        k.end_ns = ts + 1000;
+        L.start_ns = ts - 500;
+        L.end_ns = ts - 100;
+        ts += 1500;
+        assert_int_equal(fa_ta_builder_add(ctx, b, &k, &L), FA_OK);
+    }
+    assert_int_equal(fa_ta_builder_finish(ctx, b, &a), FA_OK);
+    assert_int_equal(a->n_streams, FA_TA_MAX_STREAMS);
+    printf("%d streams: advice state %.2f MiB at its peak (%.1f KiB a stream)\n", (int)FA_TA_MAX_STREAMS,
+           a->peak_state_bytes / 1048576.0, a->peak_state_bytes / 1024.0 / FA_TA_MAX_STREAMS);
+    assert_true(a->peak_state_bytes < (uint64_t)FA_TA_MAX_STREAMS * 8192); /* 44 KiB a stream before */
+    fa_trace_advice_free(a);
+    fa_ctx_free(ctx);
+}
+
 /* A builder fed in any order (a streaming import of a Kineto file, whose CUPTI buffers come one
  * after another out of time order) sorts through a temporary file: the advice is the in-order
  * one and its memory stays bounded, 100k or 2M kernels. */
@@ -2432,6 +2495,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hand_trace_figures_exact),
+        cmocka_unit_test(test_streams_are_bounded_in_count_and_state),
         cmocka_unit_test(test_forward_and_backward_occurrences_are_apart),
         cmocka_unit_test(test_host_boundaries_cut_sequences),
         cmocka_unit_test(test_graph_replay_reductions_are_separate_domains),
