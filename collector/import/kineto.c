@@ -98,6 +98,9 @@ typedef struct kparse {
     bool in_event, in_args, in_dev;
     unsigned ev_seen;         /* the event's keys read so far (1 << EK_*): a second one is refused */
     bool seen_events;         /* a top-level traceEvents was read */
+    bool top_map, top_array;  /* the document is an object / a bare array of events */
+    bool events_array;        /* the top-level traceEvents' value is an array */
+    bool kineto_keys;         /* a top-level key only Kineto writes (schemaVersion, deviceProperties, ...) */
     kev ev;
     fa_import_device *dev;
     fa_buf tmp;               /* repaired strings */
@@ -846,6 +849,7 @@ static int cb_map_key(void *ctx, const unsigned char *k, size_t n)
         else if (key_is(k, n, "baseTimeNanoseconds")) p->top_key = TK_BASETIME;
         else if (key_is(k, n, "schemaVersion")) p->top_key = TK_SCHEMA;
         else p->top_key = TK_OTHER;
+        if (p->top_key == TK_DEVPROPS || p->top_key == TK_BASETIME || p->top_key == TK_SCHEMA) p->kineto_keys = true;
     }
     return 1;
 }
@@ -854,6 +858,7 @@ static int cb_start_map(void *ctx)
 {
     kparse *p = ctx;
     int d = ++p->depth;
+    if (d == 1) p->top_map = true;
     if (p->ev_depth && d == p->ev_depth && !p->in_event) {
         p->in_event = true;
         p->ev_key = EK_OTHER;
@@ -899,8 +904,8 @@ static int cb_start_array(void *ctx)
 {
     kparse *p = ctx;
     int d = ++p->depth;
-    if (d == 1) p->ev_depth = 2; /* bare array of events (Chrome "JSON Array Format") */
-    else if (d == 2 && p->top_key == TK_EVENTS && !p->in_event) p->ev_depth = 3;
+    if (d == 1) p->ev_depth = 2, p->top_array = true; /* bare array of events (Chrome "JSON Array Format") */
+    else if (d == 2 && p->top_key == TK_EVENTS && !p->in_event) p->ev_depth = 3, p->events_array = true;
     else if (p->ev_depth && d == p->ev_depth && !p->in_event && (p->ev_depth == 2 || p->top_key == TK_EVENTS)) {
         /* the events' array holds event objects: an array there (200,000 nested ones once) was
          * read as a trace with no event at all */
@@ -1520,6 +1525,20 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
                 if (msg) yajl_free_error(p->h, msg);
             }
         }
+    }
+    /* a JSON document that holds no events' array is not a trace (any package.json parsed as one
+     * with 0 events and was stored as a run): an object needs a 'traceEvents' array, or Kineto's
+     * own keys with none (a profile that recorded nothing: schemaVersion, deviceProperties) */
+    if (rr == RUN_OK && !p->top_array && !(p->top_map && (p->events_array || (!p->seen_events && p->kineto_keys)))) {
+        *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                   p->top_map && p->seen_events
+                                       ? "%s: its 'traceEvents' is not an array of events: not a profiler trace"
+                                   : p->top_map ? "%s: a JSON object with no 'traceEvents' array: not a profiler trace "
+                                                  "(Kineto / Chrome trace JSON)"
+                                                : "%s: a JSON value that is neither an object with 'traceEvents' nor "
+                                                  "an array of events: not a profiler trace",
+                                   p->name);
+        rr = RUN_FAIL;
     }
     if (rr == RUN_OK && p->sink) {
         fa_status fs = stream_flush(p, true);

@@ -1228,6 +1228,43 @@ static void test_kineto_hundred_thousand_level_nesting_no_recursion(void **state
  * where an event object belongs: each refused naming the file and the byte, where the last "dur"
  * of an event had been taken (1e11 behind a real one), both event arrays read, and 200,000
  * nested arrays imported as a trace with no event. A key it does not read may repeat. */
+/* JSON that holds no events' array is not a trace: `{}`, a package.json, a traceEvents that is a
+ * string or an object, events under another key — each imported as 0 events with exit 0 and
+ * stored as a run (the attack pass). Refused naming the file; a Kineto file that recorded nothing
+ * (its own keys, no traceEvents) still imports. */
+static void test_kineto_json_that_is_not_a_trace_refused(void **state)
+{
+    (void)state;
+    static const struct { const char *name, *json, *want; } cases[] = {
+        {"emptyobj.json", "{}", "no 'traceEvents' array"},
+        {"package.json", "{\"name\": \"x\", \"version\": \"1.0.0\", \"dependencies\": {}}", "no 'traceEvents' array"},
+        {"evstr.json", "{\"traceEvents\": \"\\u001b[31mx\"}", "is not an array of events"},
+        {"evobj.json", "{\"traceEvents\": {\"a\": 1}}", "is not an array of events"},
+        {"evnum.json", "{\"traceEvents\": 5, \"schemaVersion\": 1}", "is not an array of events"},
+        {"otherkey.json", "{\"foo\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2}]}",
+         "no 'traceEvents' array"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *path = fa_test_path(fa_test_tmpdir(), cases[i].name);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        fputs(cases[i].json, f);
+        fclose(f);
+        fa_import_stats st;
+        const char *msg = import_fail(path, NULL, FA_ERR_INPUT, &st);
+        if (!strstr(msg, cases[i].want) || !strstr(msg, cases[i].name)) fail_msg("%s: %s", cases[i].name, msg);
+    }
+    const char *path = fa_test_path(fa_test_tmpdir(), "recorded_nothing.json");
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs("{\"schemaVersion\": 1, \"deviceProperties\": []}", f);
+    fclose(f);
+    fa_import_stats st;
+    fa_trace *t = import_ok(path, &st);
+    assert_true(st.no_gpu_activity);
+    fa_trace_free(t);
+}
+
 static void test_kineto_ambiguous_or_misplaced_structure_refused(void **state)
 {
     (void)state;
@@ -1419,6 +1456,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op),
         cmocka_unit_test(test_kineto_ambiguous_or_misplaced_structure_refused),
+        cmocka_unit_test(test_kineto_json_that_is_not_a_trace_refused),
         cmocka_unit_test(test_kineto_input_dims_bytes_only_from_known_tensor_inputs),
         cmocka_unit_test(test_kineto_legacy_schema_categories_and_string_tids),
         cmocka_unit_test(test_kineto_fractional_us_converted_to_exact_ns),
