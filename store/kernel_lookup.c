@@ -121,7 +121,15 @@ fa_status fa_store_measured_fused(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_
         }
         cur_iter = it;
         const char *subj = fa_col_text(q, 5);
-        double ns = (double)fa_col_i64(q, 6);
+        int64_t lat = fa_col_i64(q, 6);
+        if (lat <= 0 || lat > FA_STORE_LATENCY_MAX_NS) { /* never a sample: a doctored or corrupt row */
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "%s: table benchmarks, run %lld, plan %d, cluster %d, iter %d: column latency_ns is %lld, "
+                             "not a duration in (0, %lld] ns",
+                             st->path, (long long)rid, pid, cid, it, (long long)lat, (long long)FA_STORE_LATENCY_MAX_NS);
+            break;
+        }
+        double ns = (double)lat;
         if (subj && !strcmp(subj, "cluster-unfused")) pend_u = ns;
         else pend_f = ns;
     }

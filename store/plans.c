@@ -679,7 +679,7 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT subject, cluster_id, latency_ns FROM benchmarks WHERE run_id=?1 AND "
+    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT subject, cluster_id, latency_ns, iter FROM benchmarks WHERE run_id=?1 AND "
                                 "(plan_id=?2 OR ?2=0) ORDER BY subject, cluster_id, plan_id DESC, iter", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, plan_id);
@@ -725,7 +725,19 @@ fa_status fa_store_get_bench_series(fa_ctx *ctx, fa_store *st, int64_t run_id, i
             buf = nb;
             capbuf = nc;
         }
-        buf[nbuf++] = (double)fa_col_i64(q, 2);
+        /* a latency is a positive duration of a run (an hour at most here: FA_STORE_LATENCY_MAX_NS);
+         * zero, negative or past it is a doctored or corrupt row, never a sample: dropped, they made a
+         * `gate` candidate look record-less and pass */
+        int64_t ns = fa_col_i64(q, 2);
+        if (ns <= 0 || ns > FA_STORE_LATENCY_MAX_NS) {
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "%s: table benchmarks, run %lld, subject '%s', cluster %d, iter %lld: column latency_ns "
+                             "is %lld, not a duration in (0, %lld] ns",
+                             st->path, (long long)run_id, cur, cur_cluster, (long long)fa_col_i64(q, 3), (long long)ns,
+                             (long long)FA_STORE_LATENCY_MAX_NS);
+            continue;
+        }
+        buf[nbuf++] = (double)ns;
     }
     free(buf);
     fa_stmt_finalize(q);

@@ -414,7 +414,9 @@ fa_status fa_store_get_range_durations(fa_ctx *ctx, fa_store *st, int64_t run_id
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=?2 AND name=?3 AND "
+    fa_status s = fa_store_check_kernel_times(ctx, st, run_id);
+    if (s) return s;
+    s = fa_sq_prepare_run(ctx, st, "SELECT end_ns - start_ns FROM kernels WHERE run_id=?1 AND kind=?2 AND name=?3 AND "
                                 "iter>=0 ORDER BY iter", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, FA_ACT_RANGE);
@@ -482,7 +484,9 @@ fa_status fa_store_get_op_iter_times(fa_ctx *ctx, fa_store *st, int64_t run_id, 
 {
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels "
+    fa_status s = fa_store_check_kernel_times(ctx, st, run_id);
+    if (s) return s;
+    s = fa_sq_prepare_run(ctx, st, "SELECT coalesce(node_name, name, '?'), iter, sum(end_ns - start_ns) FROM kernels "
                                 "WHERE run_id=?1 AND kind=?2 AND iter>=0 GROUP BY 1, 2 ORDER BY 1, 2", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, FA_ACT_KERNEL);

@@ -19,6 +19,13 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * a message naming its table, row and column (a legitimate value is far shorter: the longest are
  * the member lists of a cluster or chain, ~7 bytes per node of a graph). */
 #define FA_STORE_VALUE_MAX ((size_t)16 << 20)
+/* the longest latency a benchmarks row may hold: one run of one model or sub-graph, an hour */
+#define FA_STORE_LATENCY_MAX_NS (3600LL * 1000000000LL)
+/* FA_ERR_INPUT naming the table, run, row (seq) and columns when a kernels row of run_id is not a
+ * span: non-integer times, an end before its start, or a span whose length overflows int64 (a
+ * doctored database made `show` print -4611686018428 ms). Called before every read that
+ * subtracts start_ns from end_ns. */
+fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id);
 /* SQLITE_LIMIT_LENGTH of a run database connection: SQLite refuses to load a value (or build a
  * string) longer than this at all, so a 1 GB value never reaches memory; between the two limits
  * the message names the column, beyond this one the table and row. */

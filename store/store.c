@@ -675,12 +675,36 @@ fa_status fa_store_put_graph(fa_ctx *ctx, fa_store *st, int64_t run_id, const fa
 
 /* ---- trace ---- */
 
+fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id)
+{
+    fa_stmt *q;
+    fa_status s = fa_sq_prepare(ctx, st,
+                                "SELECT seq, start_ns, end_ns FROM kernels WHERE run_id = ? AND (typeof(start_ns) <> "
+                                "'integer' OR typeof(end_ns) <> 'integer' OR end_ns < start_ns OR (start_ns < 0 AND end_ns > "
+                                "start_ns + 9223372036854775807)) LIMIT 1",
+                                &q);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    int rc = s ? FA_DB_DONE : fa_stmt_step(q);
+    if (!s && rc == FA_DB_ROW)
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "%s: table kernels, run %lld, seq %lld: columns start_ns %lld, end_ns %lld: not a span (an end "
+                         "before its start, or one that cannot be subtracted)",
+                         st->path, (long long)run_id, (long long)fa_col_i64(q, 0), (long long)fa_col_i64(q, 1),
+                         (long long)fa_col_i64(q, 2));
+    else if (!s) s = STEP_CHECK(ctx, st, q, rc);
+    fa_stmt_finalize(q);
+    return s;
+}
+
 /* Median over timed iterations of (last kernel end - first kernel start), from the rows
  * stored for the run. */
 static fa_status compute_iter_median(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *out)
 {
     fa_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
+    fa_status s = fa_store_check_kernel_times(ctx, st, run_id);
+    if (s) return s;
+    s = fa_sq_prepare(ctx, st,
                           "SELECT max(end_ns) - min(start_ns) FROM kernels WHERE run_id = ? AND "
                           "kind = ? AND iter >= 0 GROUP BY iter",
                           &q);
@@ -966,7 +990,9 @@ static const char *col_intern(fa_trace *t, fa_stmt *q, int col)
 fa_status fa_store_load_trace(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_trace **out)
 {
     fa_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st,
+    fa_status s = fa_store_check_kernel_times(ctx, st, run_id);
+    if (s) return s;
+    s = fa_sq_prepare(ctx, st,
                           "SELECT coalesce(trace_source, 'unknown'), trace_source_path, device_name, "
                           "trace_n_iters, n_orphans, n_clock_inversions, n_parse_errors FROM runs WHERE id = ?",
                           &q);
@@ -1048,7 +1074,9 @@ fa_status fa_store_kernel_spans(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_ke
     *n_out = 0;
     /* counted first, so the array is allocated once at its size */
     fa_stmt *q;
-    fa_status s = fa_sq_prepare(ctx, st, "SELECT count(*) FROM kernels WHERE run_id = ? AND kind = ?", &q);
+    fa_status s = fa_store_check_kernel_times(ctx, st, run_id);
+    if (s) return s;
+    s = fa_sq_prepare(ctx, st, "SELECT count(*) FROM kernels WHERE run_id = ? AND kind = ?", &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
     if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
@@ -1351,6 +1379,7 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
                             size_t *n_out, int *n_iters)
 {
     fa_status s = check_run(ctx, st, run_id);
+    if (!s) s = fa_store_check_kernel_times(ctx, st, run_id);
     if (s) return s;
     /* One scan in seq order (primary-key order, no sort); aggregation in memory. */
     fa_stmt *q;

@@ -281,6 +281,56 @@ static void test_db_null_or_wrong_typed_value_named_by_table_row_and_column(void
     }
 }
 
+/* Times a doctored database holds that are no duration: a benchmarks latency of 0 or INT64_MIN was
+ * dropped as no sample, so `gate` saw a candidate with no records and passed (exit 0), and `show`
+ * printed "-4611686018428.374 ms" from a kernels row whose end_ns - start_ns overflowed. Each is
+ * refused naming the file, the table, the row and the column. */
+static void test_db_times_that_are_no_duration_refused_naming_the_row(void **state)
+{
+    (void)state;
+    const char *base = tmp_path("times-base.db");
+    unlink(base);
+    const char *argv[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--warmup", "0", "--threads", "1", "--db", base,
+                          "--out", tmp_path("times-out"), NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 300, NULL, &err);
+    if (rc != 0) fail_msg("run: exit %d: %s", rc, err);
+    free(err);
+    static const struct {
+        const char *sql, *want1, *want2;
+        int verbs; /* 1: gate, 2: show, 4: report */
+    } cases[] = {
+        {"UPDATE benchmarks SET latency_ns = 0 WHERE iter = 0;", "table benchmarks", "column latency_ns is 0", 1 | 4},
+        {"UPDATE benchmarks SET latency_ns = -9223372036854775808 WHERE iter = 1;", "table benchmarks",
+         "column latency_ns is -9223372036854775808", 1 | 4},
+        {"UPDATE kernels SET start_ns = -9223372036854775808 WHERE seq = 0;", "table kernels, run 1, seq 0",
+         "not a span", 1 | 2 | 4},
+        {"UPDATE kernels SET end_ns = start_ns - 12 WHERE seq = 3;", "table kernels, run 1, seq 3", "not a span", 1 | 2 | 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "times%zu.db", i);
+        const char *db = tmp_path(name);
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        const char *rep = tmp_path("times-report");
+        const char *verbs[][10] = {
+            {"gate", "--baseline", "1", "--candidate", "1", "--db", db, NULL},
+            {"show", "1", "--db", db, NULL},
+            {"report", "1", "--db", db, "-o", rep, NULL},
+        };
+        for (int v = 0; v < 3; v++) {
+            if (!(cases[i].verbs & (1 << v))) continue;
+            err = NULL;
+            rc = cli_within(verbs[v], 60, NULL, &err);
+            if (rc != 1 || !strstr(err, db) || !strstr(err, cases[i].want1) || !strstr(err, cases[i].want2))
+                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\", \"%s\"): %s", i, verbs[v][0], rc, cases[i].want1,
+                         cases[i].want2, err);
+            free(err);
+        }
+    }
+}
+
 /* An integer in range for its column but not for what it indexes: a kernel record's node id of
  * 2^31 - 1 sized the per-op table by it (8 GB) and ended in "out of memory"; it is refused naming
  * the table, column and value. */
@@ -649,6 +699,7 @@ int main(void)
         cmocka_unit_test(test_db_trigger_or_other_schema_refused_naming_the_difference),
         cmocka_unit_test(test_db_null_or_wrong_typed_value_named_by_table_row_and_column),
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
+        cmocka_unit_test(test_db_times_that_are_no_duration_refused_naming_the_row),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
         cmocka_unit_test(test_db_name_that_sqlite_would_read_as_a_uri_is_that_file),
         cmocka_unit_test(test_db_cluster_id_lists_and_specs_parsed_strictly),
