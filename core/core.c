@@ -334,11 +334,14 @@ void fa_escape_html(fa_buf *b, const char *s, size_t n)
         case '\'': fa_buf_puts(b, "&#39;"); i++; continue;
         default: break;
         }
-        if (c < 0x20 && c != '\n' && c != '\t') { fa_buf_printf(b, "&#xFFFD;"); i++; }
+        /* C0 controls, DEL and the C1 controls (U+0080-U+009F, C2 80..C2 9F): control characters,
+         * never text (a kernel name's raw DEL reached report.html) */
+        if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) { fa_buf_printf(b, "&#xFFFD;"); i++; }
         else if (c < 0x80) { fa_buf_append(b, &u[i], 1); i++; }
         else {
             size_t l = utf8_seq_len(u + i, n - i);
             if (l == 0) { fa_buf_puts(b, "&#xFFFD;"); i++; }
+            else if (l == 2 && c == 0xC2 && u[i + 1] < 0xA0) { fa_buf_puts(b, "&#xFFFD;"); i += 2; }
             else { fa_buf_append(b, &u[i], l); i += l; }
         }
     }

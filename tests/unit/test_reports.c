@@ -208,6 +208,21 @@ static bool trace_has_node(yajl_val root, const char *node, int pid)
     return false;
 }
 
+/* HTML text escaping of control characters: C0 (but newline and tab), DEL and the C1 range
+ * U+0080-U+009F become U+FFFD; other UTF-8 (a no-break space U+00A0) passes. A kernel name's
+ * raw DEL reached report.html's title and tooltips (the attack pass). */
+static void test_html_escape_replaces_every_control_character(void **state)
+{
+    (void)state;
+    const char in[] = "a\x7f b\xc2\x85 c\xc2\x9f d\xc2\xa0" "e\x1b[31m\n\tf";
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_escape_html(&b, in, sizeof in - 1);
+    fa_buf_append(&b, "", 1);
+    assert_string_equal(b.data, "a&#xFFFD; b&#xFFFD; c&#xFFFD; d\xc2\xa0" "e&#xFFFD;[31m\n\tf");
+    fa_buf_free(&b);
+}
+
 static void test_names_are_escaped_for_every_format(void **state)
 {
     (void)state;
@@ -1015,6 +1030,7 @@ static void test_fanout_inside_a_layer_keeps_the_layers_connected(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_html_escape_replaces_every_control_character),
         cmocka_unit_test(test_names_are_escaped_for_every_format),
         cmocka_unit_test(test_no_cluster_accepted_noise_only_without_layouts),
         cmocka_unit_test(test_plan_with_zero_clusters_reports_nothing_to_fuse),
