@@ -417,6 +417,14 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
     } else {
         if (!S_ISREG(sb.st_mode))
             return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: not a regular file", path);
+        /* an empty file is a new database only to a verb that may create one: a verb that reads
+         * (`runs`, `show`) wrote a schema into a user's zero-byte file, or called it "needing
+         * migration" */
+        if (sb.st_size == 0 && (flags & (FA_STORE_NO_CREATE | FA_STORE_READONLY)))
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: an empty file, not a run database (this verb only reads one; `run` or `import` "
+                                "with --db PATH makes one)",
+                                path);
         /* Refuse a non-SQLite file before SQLite touches it (SQLite file format, section 1.3:
          * the header starts with "SQLite format 3\0"). An empty file is a new database. */
         if (sb.st_size > 0) {

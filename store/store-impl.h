@@ -22,7 +22,7 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
 /* the longest latency a benchmarks row may hold: one run of one model or sub-graph, an hour */
 #define FA_STORE_LATENCY_MAX_NS (3600LL * 1000000000LL)
 /* FA_ERR_INPUT naming the table, run, row (seq) and columns when a kernels row of run_id is not a
- * span: non-integer times, an end before its start, or a span whose length overflows int64 (a
+ * span: an end before its start, or a span whose length overflows int64 (a
  * doctored database made `show` print -4611686018428 ms). Called before every read that
  * subtracts start_ns from end_ns. */
 fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id);

@@ -679,9 +679,12 @@ fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id)
 {
     fa_stmt *q;
     fa_status s = fa_sq_prepare(ctx, st,
-                                "SELECT seq, start_ns, end_ns FROM kernels WHERE run_id = ? AND (typeof(start_ns) <> "
-                                "'integer' OR typeof(end_ns) <> 'integer' OR end_ns < start_ns OR (start_ns < 0 AND end_ns > "
-                                "start_ns + 9223372036854775807)) LIMIT 1",
+                                /* both back ends: no typeof (the schema check has the types), and
+                                 * the overflow test in a CASE, evaluated only where it cannot
+                                 * overflow itself */
+                                "SELECT seq, start_ns, end_ns FROM kernels WHERE run_id = ? AND (end_ns < start_ns OR "
+                                "CASE WHEN start_ns < 0 AND end_ns >= 0 THEN end_ns - 9223372036854775807 > start_ns "
+                                "ELSE 1 = 0 END) LIMIT 1",
                                 &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));

@@ -281,6 +281,30 @@ static void test_db_null_or_wrong_typed_value_named_by_table_row_and_column(void
     }
 }
 
+/* A zero-byte file named as the database of a verb that only reads: `runs` wrote a 311 KB schema
+ * into it (exit 0) and `show` called it "needing migration"; both refuse it as empty, and the file
+ * stays empty. */
+static void test_db_empty_file_is_not_a_database_to_a_reading_verb(void **state)
+{
+    (void)state;
+    const char *db = tmp_path("zero.db");
+    unlink(db);
+    FILE *f = fopen(db, "wb");
+    assert_non_null(f);
+    fclose(f);
+    const char *verbs[][8] = {{"runs", "--db", db, NULL}, {"show", "latest", "--db", db, NULL}};
+    for (int v = 0; v < 2; v++) {
+        char *err = NULL;
+        int rc = cli_within(verbs[v], 60, NULL, &err);
+        if (rc != 1 || !strstr(err, db) || !strstr(err, "an empty file, not a run database"))
+            fail_msg("%s: exit %d: %s", verbs[v][0], rc, err);
+        free(err);
+    }
+    struct stat sb;
+    assert_int_equal(stat(db, &sb), 0);
+    assert_int_equal(sb.st_size, 0);
+}
+
 /* Times a doctored database holds that are no duration: a benchmarks latency of 0 or INT64_MIN was
  * dropped as no sample, so `gate` saw a candidate with no records and passed (exit 0), and `show`
  * printed "-4611686018428.374 ms" from a kernels row whose end_ns - start_ns overflowed. Each is
@@ -700,6 +724,7 @@ int main(void)
         cmocka_unit_test(test_db_null_or_wrong_typed_value_named_by_table_row_and_column),
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_times_that_are_no_duration_refused_naming_the_row),
+        cmocka_unit_test(test_db_empty_file_is_not_a_database_to_a_reading_verb),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
         cmocka_unit_test(test_db_name_that_sqlite_would_read_as_a_uri_is_that_file),
         cmocka_unit_test(test_db_cluster_id_lists_and_specs_parsed_strictly),
