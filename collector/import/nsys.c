@@ -22,6 +22,7 @@
 typedef struct nsx {
     fa_ctx *ctx;
     const char *path;   /* the name messages give the file */
+    const char *rec_table, *rec_name_col; /* the table being read and its StringIds reference column */
     sqlite3 *db;
     fa_trace *t;
     fa_import_stats *st;
@@ -206,10 +207,46 @@ static const char *intern_text(nsx *n, const unsigned char *s, int len);
 /* Name column `col` of q's current row (from `table`.`column`, whose row is named by integer column
  * id_col when >= 0, else by the row's position); *name interned, "" for NULL. A value that is not
  * text is an unknown name (counted as a bad number); a name over NSYS_NAME_MAX is refused. */
+/* StringIds.id is the string table's key: an id on two rows joined every record that names it
+ * twice (a crafted export's kernels and calls all doubled, exit 0), and which name counts is not
+ * defined. Refused naming the id. */
+static fa_status string_ids_unique(nsx *n)
+{
+    sqlite3_stmt *q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, "SELECT id, count(*) FROM StringIds GROUP BY id HAVING count(*) > 1 LIMIT 1", -1, &q,
+                                NULL),
+             SQLITE_OK, "checking StringIds");
+    int rc = nsys_step(n, q);
+    fa_status s = FA_OK;
+    if (rc == SQLITE_ROW)
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                         "%s: table StringIds, column id: the key %lld is on %lld rows: which name it stands for is not "
+                         "defined",
+                         n->path, (long long)sqlite3_column_int64(q, 0), (long long)sqlite3_column_int64(q, 1));
+    else if (rc != SQLITE_DONE)
+        s = sq_fail(n, rc, "StringIds");
+    sqlite3_finalize(q);
+    return s;
+}
+
 static fa_status read_name(nsx *n, sqlite3_stmt *q, int col, const char *table, const char *column, int id_col,
                           int64_t row, const char **name)
 {
     int t = sqlite3_column_type(q, col);
+    /* a name joined from StringIds (id_col: the joined row's id, id_col + 1: the record's own
+     * reference): a reference that finds no row, or a row whose value is not text, is a broken
+     * export, not a nameless kernel (all of a crafted export's kernels merged into one "" row) */
+    if (id_col >= 0 && t != SQLITE_TEXT && sqlite3_column_type(q, id_col + 1) != SQLITE_NULL) {
+        static const char *const kinds[] = {"?", "an integer", "a real number", "text", "a blob", "NULL"};
+        if (sqlite3_column_type(q, id_col) == SQLITE_NULL)
+            return fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                                "%s: table %s, row #%lld read, column %s: the name id %lld names no row of table "
+                                "StringIds",
+                                n->path, n->rec_table ? n->rec_table : "?", (long long)row,
+                                n->rec_name_col ? n->rec_name_col : "?", (long long)sqlite3_column_int64(q, id_col + 1));
+        return fa_ctx_error(n->ctx, FA_ERR_INPUT, "%s: table %s, row id %lld, column %s: %s where a name belongs",
+                            n->path, table, (long long)sqlite3_column_int64(q, id_col), column, kinds[t]);
+    }
     if (t != SQLITE_TEXT) {
         if (t != SQLITE_NULL) n->st->n_bad_numbers++;
         *name = fa_trace_intern(n->t, "");
@@ -395,7 +432,9 @@ static fa_status read_kernels(nsx *n)
     opt_col(n, b, tb, "k", "staticSharedMemory");
     opt_col(n, b, tb, "k", "dynamicSharedMemory");
     opt_col(n, b, tb, "k", "localMemoryPerThread");
-    fa_buf_printf(b, ", s.id FROM %s k LEFT JOIN StringIds s ON s.id = k.%s ORDER BY k.start", tb, name_col);
+    fa_buf_printf(b, ", s.id, k.%s FROM %s k LEFT JOIN StringIds s ON s.id = k.%s ORDER BY k.start", name_col, tb, name_col);
+    n->rec_table = tb;
+    n->rec_name_col = name_col;
     sqlite3_stmt *q = NULL;
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading CUPTI_ACTIVITY_KIND_KERNEL");
     int rc;
@@ -440,8 +479,10 @@ static fa_status read_calls(nsx *n, const char *tb, fa_activity_kind kind)
     }
     fa_buf *b = &n->sql;
     fa_buf_reset(b);
-    fa_buf_printf(b, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value, s.id FROM %s r "
+    fa_buf_printf(b, "SELECT r.start, r.end, r.globalTid, r.correlationId, s.value, s.id, r.nameId FROM %s r "
                      "LEFT JOIN StringIds s ON s.id = r.nameId", tb);
+    n->rec_table = tb;
+    n->rec_name_col = "nameId";
     sqlite3_stmt *q = NULL;
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading the launch calls");
     int rc;
@@ -673,6 +714,7 @@ static fa_status nsys_read(nsx *n)
     if (has_table(n, "StringIds")) {
         if ((s = need_column(n, "StringIds", "id", "string table key"))) return s;
         if ((s = need_column(n, "StringIds", "value", "string table text"))) return s;
+        if ((s = string_ids_unique(n))) return s;
     }
     if ((s = read_gpus(n))) return s;
     if (kern && (s = read_kernels(n))) return s;

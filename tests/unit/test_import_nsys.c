@@ -598,13 +598,31 @@ static void test_nsys_name_over_the_limit_refused_naming_table_row_column(void *
     if (s != FA_ERR_INPUT || !strstr(msg, "CUPTI_ACTIVITY_KIND_KERNEL") || !strstr(msg, "longer than 16 MiB"))
         fail_msg("a 17 MB name: status %d: %s", s, msg);
     unlink(fa_test_path(fa_test_tmpdir(), "hugename.sqlite"));
-    snprintf(sql, sizeof sql, "%s%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW,
-             "UPDATE StringIds SET value = x'6b65726e656c' WHERE id = 6;");
-    fa_import_stats st;
-    fa_trace *t = import_ok(make_db("blobname.sqlite", sql), &st);
-    assert_null(find(t, "kernel"));
-    assert_int_equal(st.n_bad_numbers, 1);
-    fa_trace_free(t);
+    /* a name that is not text, a reference that finds no row, a key on two rows: a broken string
+     * table, refused naming the table, row and column (a blob name was counted and the kernel
+     * kept nameless; a dangling id merged every kernel into one "" row; a doubled key doubled
+     * every record, exit 0) */
+    static const struct {
+        const char *file, *sql, *want;
+    } broken[] = {
+        {"blobname.sqlite", "UPDATE StringIds SET value = x'6b65726e656c' WHERE id = 6;",
+         "table StringIds, row id 6, column value: a blob where a name belongs"},
+        {"nullname.sqlite", "CREATE TABLE s2 AS SELECT * FROM StringIds; DROP TABLE StringIds; "
+                            "CREATE TABLE StringIds(id INTEGER PRIMARY KEY, value TEXT); INSERT INTO StringIds SELECT * "
+                            "FROM s2; DROP TABLE s2; UPDATE StringIds SET value = NULL WHERE id = 6;",
+         "table StringIds, row id 6, column value: NULL where a name belongs"},
+        {"dangling.sqlite", "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET demangledName = 99999 WHERE start = 1100;",
+         "table CUPTI_ACTIVITY_KIND_KERNEL, row #2 read, column demangledName: the name id 99999 names no row"},
+        {"dupid.sqlite", "CREATE TABLE s2 AS SELECT * FROM StringIds; DROP TABLE StringIds; "
+                         "CREATE TABLE StringIds(id INTEGER, value TEXT); INSERT INTO StringIds SELECT * FROM s2; "
+                         "INSERT INTO StringIds SELECT * FROM s2; DROP TABLE s2;",
+         "table StringIds, column id: the key"},
+    };
+    for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
+        snprintf(sql, sizeof sql, "%s%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW, broken[i].sql);
+        const char *msg2 = import_fail(make_db(broken[i].file, sql), FA_ERR_INPUT);
+        if (!strstr(msg2, broken[i].want) || !strstr(msg2, broken[i].file)) fail_msg("%s: %s", broken[i].file, msg2);
+    }
 }
 
 static void test_nsys_not_sqlite_or_not_an_export_refused(void **state)
