@@ -195,8 +195,29 @@ int fa_store_pq_conninfo(const char *canon, bool uri, fa_conninfo *ci)
     }
     const char *user = NULL, *password = NULL, *host = NULL, *port = NULL, *dbname = NULL;
     bool oom = false;
+    /* keywords whose value libpq opens as a local file: a connection string is input from
+     * elsewhere (a CI file others write), and a path in it would be followed (passfile=/etc/shadow
+     * was opened, its name printed raw by libpq); the user's own environment (PGPASSFILE,
+     * PGSSLROOTCERT, PGSSLCERT, PGSSLKEY, ...) still names them */
+    static const char *const file_keys[][2] = {
+        {"passfile", "PGPASSFILE"},     {"sslkey", "PGSSLKEY"},     {"sslcert", "PGSSLCERT"},
+        {"sslrootcert", "PGSSLROOTCERT"}, {"sslcrl", "PGSSLCRL"},   {"sslcrldir", "PGSSLCRLDIR"},
+        {"servicefile", "PGSERVICEFILE"}, /* libpq 16 on; a service name only picks a section of the user's own file */
+    };
     for (PQconninfoOption *o = opts; o->keyword; o++) {
         if (!o->val) continue;
+        for (size_t k = 0; k < sizeof file_keys / sizeof file_keys[0]; k++) {
+            if (strcmp(o->keyword, file_keys[k][0])) continue;
+            /* the environment's own value reaches the option list too: only one the string sets is refused */
+            const char *env = getenv(file_keys[k][1]);
+            if (env && !strcmp(env, o->val)) continue;
+            snprintf(ci->why, sizeof ci->why,
+                     "the connection string sets '%s', a file on this machine: not taken from a connection string "
+                     "(set %s in your environment instead)",
+                     o->keyword, file_keys[k][1]);
+            PQconninfoFree(opts);
+            return 1;
+        }
         if (!strcmp(o->keyword, "user")) user = o->val;
         else if (!strcmp(o->keyword, "password")) password = o->val;
         else if (!strcmp(o->keyword, "host")) host = o->val;

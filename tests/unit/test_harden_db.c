@@ -683,6 +683,29 @@ static void test_conninfo_password_never_shown_or_stored_in_any_form(void **stat
     sqlite3_close(h);
 }
 
+/* A connection string that names a local file for libpq to open (passfile, sslkey, sslrootcert,
+ * revocation lists): passfile=/etc/shadow was opened, and libpq printed its own warning with the
+ * path's escapes and newline raw on stderr. Refused before libpq connects, naming the keyword and
+ * the environment variable that may name it; nothing raw on the terminal. */
+static void test_conninfo_file_keywords_refused_before_libpq_opens_them(void **state)
+{
+    (void)state;
+    const char *forms[] = {"postgresql://u@127.0.0.1:1/db?passfile=%2Ftmp%2Fpf%1B%5B31mRED%0A%20%20forged",
+                           "postgresql://u@127.0.0.1:1/db?sslrootcert=/etc/passwd",
+                           "host=127.0.0.1 port=1 sslkey=/etc/shadow", "host=127.0.0.1 port=1 sslcrl=/etc/passwd"};
+    const char *keys[] = {"'passfile'", "'sslrootcert'", "'sslkey'", "'sslcrl'"};
+    for (size_t i = 0; i < sizeof forms / sizeof forms[0]; i++) {
+        const char *argv[] = {"runs", "--db", forms[i], NULL};
+        char *out = NULL, *err = NULL;
+        int rc = cli_within(argv, 60, &out, &err);
+        if (rc != 1 || !strstr(err, keys[i]) || !strstr(err, "a file on this machine") || strstr(err, "WARNING") ||
+            strchr(err, 0x1b) || strstr(err, "\n  forged"))
+            fail_msg("form %zu: exit %d: %s", i, rc, err);
+        free(out);
+        free(err);
+    }
+}
+
 static void test_conninfo_keyword_string_never_a_file_and_no_secret_printed(void **state)
 {
     (void)state;
@@ -732,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_db_step_time_limit_stops_an_endless_statement),
         cmocka_unit_test(test_conninfo_password_never_shown_or_stored_in_any_form),
         cmocka_unit_test(test_conninfo_keyword_string_never_a_file_and_no_secret_printed),
+        cmocka_unit_test(test_conninfo_file_keywords_refused_before_libpq_opens_them),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
