@@ -1083,9 +1083,18 @@ static void chunk_read(gzFile gz, rchunk *c)
     c->zoff = (int64_t)gzoffset(gz);
 }
 
+/* A truncated stream (Z_BUF_ERROR) is reported by the read that reaches the end of the input,
+ * while zlib still holds output decoded before it: that read's bytes are good, and the reads
+ * after it return the rest, then 0. Only then is the truncation final (a 24 KB cut of a gzip'd
+ * trace said "at uncompressed byte 262144" wherever the cut was: the first read's size). */
+static bool chunk_bad(const rchunk *c)
+{
+    return c->n < 0 || (c->zerr != Z_OK && c->zerr != Z_STREAM_END && !(c->zerr == Z_BUF_ERROR && c->n > 0));
+}
+
 static bool chunk_final(const rchunk *c)
 {
-    return c->n <= 0 || (c->zerr != Z_OK && c->zerr != Z_STREAM_END);
+    return c->n <= 0 || chunk_bad(c);
 }
 
 static void *reader_main(void *arg)
@@ -1423,7 +1432,7 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
         rchunk *c = reader_get(&rd);
         int n = c->n;
         int zerr = c->zerr;
-        if (n < 0 || (zerr != Z_OK && zerr != Z_STREAM_END)) {
+        if (chunk_bad(c) || (n == 0 && zerr == Z_BUF_ERROR)) {
             if (zerr == Z_MEM_ERROR) {
                 *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory inflating the gzip stream at uncompressed byte %llu",
                                            p->name, (unsigned long long)raw_off);
