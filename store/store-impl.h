@@ -136,7 +136,15 @@ struct fa_store {
     int64_t step_deadline_ns; /* SQLite: the running step is interrupted after this (CLOCK_MONOTONIC) */
     int64_t step_limit_ns;    /* wall-clock budget of one step (SQLite) or statement (PostgreSQL), fa_store_step_limit_ns */
     bool interrupted;         /* SQLite: the progress handler stopped the last step */
+    bool sq_opened;              /* SQLite: sqlite3_open was called (only then can it have made files) */
+    bool wal_before, shm_before; /* SQLite: PATH-wal / PATH-shm existed before that open (one SQLite
+                                    made is ours to remove when the file is refused) */
 };
+/* After a refused SQLite open (st closed): remove the PATH-wal and PATH-shm that open created
+ * (absent before it: wal_before / shm_before), so a refused input gains no files beside it. Only a
+ * regular file of ours, a -wal with nothing written in it, and nothing when another process holds
+ * a lock on the database or its -shm (it opened them meanwhile). */
+void fa_store_sqlite_remove_created(const char *path, bool wal_before, bool shm_before);
 
 extern const fa_store_backend fa_store_sqlite_backend;
 /* Open the SQLite file / the PostgreSQL server behind `path` into st (st->path set by the

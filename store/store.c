@@ -383,7 +383,14 @@ fa_status fa_store_open_ex(fa_ctx *ctx, const char *path, unsigned flags, fa_sto
     /* runs left 'running' by a process of this host that died */
     if (!s && !st->readonly) s = recover_dead_runs(ctx, st);
     if (s) {
+        /* a file refused as input (not ours, malformed, another schema) gains no -wal/-shm from the
+         * attempt; a busy or failing one keeps whatever is there (another process may own it) */
+        bool drop = !pg && s == FA_ERR_INPUT && st->sq_opened;
+        bool wb = st->wal_before, sb = st->shm_before;
+        char *p = drop ? strdup(path) : NULL;
         fa_store_close(st);
+        if (p) fa_store_sqlite_remove_created(p, wb, sb);
+        free(p);
         return s;
     }
     *out = st;

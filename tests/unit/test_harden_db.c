@@ -305,6 +305,55 @@ static void test_db_empty_file_is_not_a_database_to_a_reading_verb(void **state)
     assert_int_equal(sb.st_size, 0);
 }
 
+/* A refused database gains no files beside it: a cut copy of a real (WAL-mode) run database
+ * given to `runs` left a -wal and -shm that SQLite made, and the message then blamed "the -wal
+ * file beside it"; a crafted schema likewise. The files are removed and the message does not
+ * blame them; a -wal that was there before is kept. */
+static void test_db_refused_file_gains_no_wal_or_shm(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("side-base.db");
+    uint8_t *d = NULL;
+    size_t n = 0;
+    fa_ctx *ctx = fa_ctx_create();
+    assert_int_equal(fa_read_file(ctx, base, &d, &n), FA_OK);
+    fa_ctx_free(ctx);
+    assert_true(n > 5000);
+    char db[4300], wal[4400], shm[4400];
+    snprintf(db, sizeof db, "%s", tmp_path("side-cut.db"));
+    snprintf(wal, sizeof wal, "%s-wal", db);
+    snprintf(shm, sizeof shm, "%s-shm", db);
+    unlink(wal);
+    unlink(shm);
+    FILE *f = fopen(db, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(d, 1, 5000, f), 5000);
+    fclose(f);
+    free(d);
+    const char *argv[] = {"runs", "--db", db, NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 60, NULL, &err);
+    if (rc != 1 || !strstr(err, db) || strstr(err, "-wal")) fail_msg("runs on a cut database: exit %d: %s", rc, err);
+    free(err);
+    struct stat sb;
+    if (stat(wal, &sb) == 0 || stat(shm, &sb) == 0) fail_msg("a -wal or -shm was left beside the refused %s", db);
+    /* a crafted schema (an extra table) */
+    char db2[4300], wal2[4400], shm2[4400];
+    snprintf(db2, sizeof db2, "%s", tmp_path("side-extra.db"));
+    copy_file(base, db2);
+    raw_sql(db2, "CREATE TABLE zzz(x INTEGER);");
+    snprintf(wal2, sizeof wal2, "%s-wal", db2);
+    snprintf(shm2, sizeof shm2, "%s-shm", db2);
+    unlink(wal2);
+    unlink(shm2);
+    const char *argv2[] = {"runs", "--db", db2, NULL};
+    err = NULL;
+    rc = cli_within(argv2, 60, NULL, &err);
+    if (rc != 1 || !strstr(err, "zzz")) fail_msg("runs on a crafted schema: exit %d: %s", rc, err);
+    free(err);
+    if (stat(wal2, &sb) == 0 || stat(shm2, &sb) == 0) fail_msg("a -wal or -shm was left beside the refused %s", db2);
+}
+
 /* Times a doctored database holds that are no duration: a benchmarks latency of 0 or INT64_MIN was
  * dropped as no sample, so `gate` saw a candidate with no records and passed (exit 0), and `show`
  * printed "-4611686018428.374 ms" from a kernels row whose end_ns - start_ns overflowed. Each is
@@ -748,6 +797,7 @@ int main(void)
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_times_that_are_no_duration_refused_naming_the_row),
         cmocka_unit_test(test_db_empty_file_is_not_a_database_to_a_reading_verb),
+        cmocka_unit_test(test_db_refused_file_gains_no_wal_or_shm),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
         cmocka_unit_test(test_db_name_that_sqlite_would_read_as_a_uri_is_that_file),
         cmocka_unit_test(test_db_cluster_id_lists_and_specs_parsed_strictly),
