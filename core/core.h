@@ -214,6 +214,11 @@ void fa_private_tmpdir_remove(int dir_fd, const char *name, const char *made);
  * open looked at. An absolute path is returned as is. Writes at most cap bytes to buf; NULL
  * when it does not fit. */
 const char *fa_sqlite_literal_path(const char *path, char *buf, size_t cap);
+/* "file:PATH?immutable=1" with the URI's reserved bytes of PATH percent-encoded (SQLite docs,
+ * "Uniform Resource Identifiers"), for opening a finished file read-only with SQLITE_OPEN_URI: no
+ * locks, no -wal/-shm made beside it. Only where no PATH-wal exists (its content would be
+ * ignored). malloc'd; NULL on OOM. */
+char *fa_sqlite_immutable_uri(const char *path);
 
 /* ---- shared byte buffers (core/blob.c, docs/runtime.md "Weights once in memory") ----
  * A blob is a reference-counted byte buffer: a heap allocation, a read-only mapping of a whole

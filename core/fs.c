@@ -280,6 +280,23 @@ static fa_status companions_of(fa_ctx *ctx, const char *db_path)
     return s;
 }
 
+char *fa_sqlite_immutable_uri(const char *path)
+{
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_buf_puts(&b, "file:");
+    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+        if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f) fa_buf_printf(&b, "%%%02X", *p);
+        else fa_buf_append(&b, p, 1);
+    }
+    fa_buf_puts(&b, "?immutable=1");
+    if (b.oom) {
+        fa_buf_free(&b);
+        return NULL;
+    }
+    return b.data;
+}
+
 const char *fa_sqlite_literal_path(const char *path, char *buf, size_t cap)
 {
     if (!path) return NULL;

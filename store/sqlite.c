@@ -376,24 +376,6 @@ static fa_status version_known(fa_ctx *ctx, const char *path, int64_t version)
     return FA_OK;
 }
 
-/* "file:PATH?immutable=1" with the URI's reserved bytes of PATH percent-encoded (SQLite docs,
- * "Uniform Resource Identifiers"). malloc'd; NULL on OOM. */
-static char *immutable_uri(const char *path)
-{
-    fa_buf b;
-    fa_buf_init(&b);
-    fa_buf_puts(&b, "file:");
-    for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
-        if (*p == '%' || *p == '?' || *p == '#' || *p < 0x21 || *p >= 0x7f) fa_buf_printf(&b, "%%%02X", *p);
-        else fa_buf_append(&b, p, 1);
-    }
-    fa_buf_puts(&b, "?immutable=1");
-    if (b.oom) {
-        fa_buf_free(&b);
-        return NULL;
-    }
-    return b.data;
-}
 
 static bool file_not_writable(const char *path, const struct stat *sb)
 {
@@ -489,7 +471,7 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
         char wal[4200];
         struct stat wb;
         snprintf(wal, sizeof wal, "%s-wal", path);
-        if (stat(wal, &wb) != 0 && errno == ENOENT) uri = immutable_uri(path);
+        if (stat(wal, &wb) != 0 && errno == ENOENT) uri = fa_sqlite_immutable_uri(path);
     }
     fa_status s = uri ? FA_SQL_CHECK(ctx, st, sqlite3_open_v2(uri, &st->db, oflags | SQLITE_OPEN_URI, NULL))
                       : FA_SQL_CHECK(ctx, st, sqlite3_open_v2(lit_path, &st->db, oflags, NULL));

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
+#include <sys/stat.h>
 
 /* An export is untrusted input (docs/hardening.md, issue 32): bytes of one name (a kernel, API
  * call or NVTX range) at most; a longer one is refused naming its table, row and column. The
@@ -759,7 +761,15 @@ fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, u
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: path too long", name);
         goto done;
     }
-    int rc = sqlite3_open_v2(opath, &n.db, SQLITE_OPEN_READONLY, NULL);
+    /* a finished export with no -wal beside it: opened immutable, so reading it makes no -wal or
+     * -shm in the user's folder (a WAL-mode export gained both); with a -wal, read with it */
+    char walp[4300];
+    struct stat wsb;
+    snprintf(walp, sizeof walp, "%s-wal", path);
+    char *uri = lstat(walp, &wsb) != 0 && errno == ENOENT ? fa_sqlite_immutable_uri(path) : NULL;
+    int rc = uri ? sqlite3_open_v2(uri, &n.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL)
+                 : sqlite3_open_v2(opath, &n.db, SQLITE_OPEN_READONLY, NULL);
+    free(uri);
     if (rc != SQLITE_OK) {
         s = rc == SQLITE_NOMEM || !n.db
                 ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the database", name)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -618,6 +619,21 @@ static void test_nsys_name_over_the_limit_refused_naming_table_row_column(void *
                          "INSERT INTO StringIds SELECT * FROM s2; DROP TABLE s2;",
          "table StringIds, column id: the key"},
     };
+    /* a WAL-mode export is read without leaving a -wal or -shm in the user's folder (it gained
+     * both: read-only opens of a WAL database make them) */
+    {
+        snprintf(sql, sizeof sql, "PRAGMA journal_mode = WAL; %s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW);
+        const char *wp = make_db("walmode.sqlite", sql);
+        char side[4300];
+        struct stat sb;
+        fa_import_stats wst;
+        fa_trace *wt = import_ok(wp, &wst);
+        fa_trace_free(wt);
+        snprintf(side, sizeof side, "%s-wal", wp);
+        if (stat(side, &sb) == 0) fail_msg("%s was left", side);
+        snprintf(side, sizeof side, "%s-shm", wp);
+        if (stat(side, &sb) == 0) fail_msg("%s was left", side);
+    }
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         snprintf(sql, sizeof sql, "%s%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW, broken[i].sql);
         const char *msg2 = import_fail(make_db(broken[i].file, sql), FA_ERR_INPUT);
