@@ -19,8 +19,12 @@ fa_status fa_cli_reload_model(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_aren
         s = fa_sha256_file(ctx, ri->model_path, sha);
         if (s) return fa_ctx_wrap(ctx, s, "run %" PRId64 ": cannot read its model again: ", run_id);
         if (strcmp(sha, ri->model_sha256))
-            return fa_ctx_error(ctx, FA_ERR_INPUT, "%s changed since run %" PRId64 " (sha256 %.12s... now, %.12s... then): run it again",
-                                ri->model_path, run_id, sha, ri->model_sha256);
+            /* the path comes from the database (untrusted): what its file hashes to now is not
+             * shown, only that it is not the model the run recorded */
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s changed since run %" PRId64 " (its SHA-256 is no longer the recorded %.12s...): run it "
+                                "again",
+                                ri->model_path, run_id, ri->model_sha256);
     }
     fa_cli_model_opts mo;
     fa_cli_model_opts_from_command_line(ctx, ri->command_line, &mo);
