@@ -1270,6 +1270,17 @@ static void test_kineto_hundred_thousand_level_nesting_no_recursion(void **state
  * where an event object belongs: each refused naming the file and the byte, where the last "dur"
  * of an event had been taken (1e11 behind a real one), both event arrays read, and 200,000
  * nested arrays imported as a trace with no event. A key it does not read may repeat. */
+/* NAME in the test folder holding `json`; its path (fa_test_path's buffer). */
+static const char *put_json(const char *name, const char *json)
+{
+    const char *path = fa_test_path(fa_test_tmpdir(), name);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(json, f);
+    fclose(f);
+    return path;
+}
+
 /* JSON that holds no events' array is not a trace: `{}`, a package.json, a traceEvents that is a
  * string or an object, events under another key — each imported as 0 events with exit 0 and
  * stored as a run (the attack pass). Refused naming the file; a Kineto file that recorded nothing
@@ -1287,20 +1298,12 @@ static void test_kineto_json_that_is_not_a_trace_refused(void **state)
          "no 'traceEvents' array"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *path = fa_test_path(fa_test_tmpdir(), cases[i].name);
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        fputs(cases[i].json, f);
-        fclose(f);
+        const char *path = put_json(cases[i].name, cases[i].json);
         fa_import_stats st;
         const char *msg = import_fail(path, NULL, FA_ERR_INPUT, &st);
         if (!strstr(msg, cases[i].want) || !strstr(msg, cases[i].name)) fail_msg("%s: %s", cases[i].name, msg);
     }
-    const char *path = fa_test_path(fa_test_tmpdir(), "recorded_nothing.json");
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    fputs("{\"schemaVersion\": 1, \"deviceProperties\": []}", f);
-    fclose(f);
+    const char *path = put_json("recorded_nothing.json", "{\"schemaVersion\": 1, \"deviceProperties\": []}");
     fa_import_stats st;
     fa_trace *t = import_ok(path, &st);
     assert_true(st.no_gpu_activity);
@@ -1323,11 +1326,7 @@ static void test_kineto_ambiguous_or_misplaced_structure_refused(void **state)
         {"nestedbare.json", "[[{\"ph\": \"X\"}]]", "an array where an event object belongs"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        const char *path = fa_test_path(fa_test_tmpdir(), cases[i].name);
-        FILE *f = fopen(path, "wb");
-        assert_non_null(f);
-        fputs(cases[i].json, f);
-        fclose(f);
+        const char *path = put_json(cases[i].name, cases[i].json);
         fa_import_stats st;
         const char *msg = import_fail(path, NULL, FA_ERR_INPUT, &st);
         if (!strstr(msg, cases[i].want) || !strstr(msg, cases[i].name) || !strstr(msg, "byte"))

@@ -1451,6 +1451,22 @@ static void test_memory_bounded_by_distinct_kernels_not_records(void **state)
  * 44 KiB a stream, the pattern window and a 256-record hold of memory-bound kernels per stream.
  * Now a stream costs its window and what it holds (the hold grows as it fills), and a record on
  * one stream beyond FA_TA_MAX_STREAMS is refused as input, naming the stream and device. */
+/* One elementwise kernel, launched just before it, on stream `stream` at *ts (advanced). */
+static fa_status add_kernel_on_stream(fa_ctx *ctx, fa_ta_builder *b, int64_t stream, uint64_t *ts)
+{
+    fa_activity k = fa_activity_init(FA_ACT_KERNEL), L = fa_activity_init(FA_ACT_RUNTIME);
+    L.name = "cudaLaunchKernel";
+    k.name = "vectorized_elementwise_kernel_add";
+    k.device = 0;
+    k.stream = stream;
+    k.start_ns = *ts;
+    k.end_ns = *ts + 1000;
+    L.start_ns = *ts - 500;
+    L.end_ns = *ts - 100;
+    *ts += 1500;
+    return fa_ta_builder_add(ctx, b, &k, &L);
+}
+
 static void test_streams_are_bounded_in_count_and_state(void **state)
 {
     (void)state;
@@ -1458,27 +1474,11 @@ static void test_streams_are_bounded_in_count_and_state(void **state)
     fa_ta_builder *b = NULL;
     fa_ta_device dev = {.name = "NVIDIA H100 80GB HBM3"};
     assert_int_equal(fa_ta_builder_create(ctx, &dev, &b), FA_OK);
-    fa_activity k = fa_activity_init(FA_ACT_KERNEL), L = fa_activity_init(FA_ACT_RUNTIME);
-    L.name = "cudaLaunchKernel";
-    k.name = "vectorized_elementwise_kernel_add";
-    k.device = 0;
     uint64_t ts = 1000;
-    for (int i = 0; i < FA_TA_MAX_STREAMS; i++) {
-        k.stream = 1000 + i;
-        k.start_ns = ts;
-        k.end_ns = ts + 1000;
-        L.start_ns = ts - 500;
-        L.end_ns = ts - 100;
-        ts += 1500;
-        assert_int_equal(fa_ta_builder_add(ctx, b, &k, &L), FA_OK);
-    }
-    k.stream = 7; /* one more distinct stream */
-    k.start_ns = ts;
-    k.end_ns = ts + 1000;
-    L.start_ns = ts - 500;
-    L.end_ns = ts - 100;
-    /* the builder may hold records before it files them by stream: refused at the add or at the finish */
-    fa_status st = fa_ta_builder_add(ctx, b, &k, &L);
+    for (int i = 0; i < FA_TA_MAX_STREAMS; i++) assert_int_equal(add_kernel_on_stream(ctx, b, 1000 + i, &ts), FA_OK);
+    /* one more distinct stream; the builder may hold records before it files them by stream:
+     * refused at the add or at the finish */
+    fa_status st = add_kernel_on_stream(ctx, b, 7, &ts);
     fa_trace_advice *a = NULL;
     if (st == FA_OK) {
         st = fa_ta_builder_finish(ctx, b, &a); /* frees the builder */
@@ -1492,15 +1492,7 @@ static void test_streams_are_bounded_in_count_and_state(void **state)
     /* the same count accepted, with the state it takes */
     assert_int_equal(fa_ta_builder_create(ctx, &dev, &b), FA_OK);
     ts = 1000;
-    for (int i = 0; i < FA_TA_MAX_STREAMS; i++) {
-        k.stream = 1000 + i;
-        k.start_ns = ts;
-        k.end_ns = ts + 1000;
-        L.start_ns = ts - 500;
-        L.end_ns = ts - 100;
-        ts += 1500;
-        assert_int_equal(fa_ta_builder_add(ctx, b, &k, &L), FA_OK);
-    }
+    for (int i = 0; i < FA_TA_MAX_STREAMS; i++) assert_int_equal(add_kernel_on_stream(ctx, b, 1000 + i, &ts), FA_OK);
     assert_int_equal(fa_ta_builder_finish(ctx, b, &a), FA_OK);
     assert_int_equal(a->n_streams, FA_TA_MAX_STREAMS);
     printf("%d streams: advice state %.2f MiB at its peak (%.1f KiB a stream)\n", (int)FA_TA_MAX_STREAMS,
