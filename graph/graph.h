@@ -241,6 +241,9 @@ fa_status fa_graph_set_opset(fa_ctx *ctx, fa_graph *g, const char *domain, int64
  * (onnx.defs.onnx_opset_version(), whose node suite runs in CI: docs/conformance.md). A model
  * importing a newer one is refused: its ops may mean something else there. */
 #define FA_ONNX_OPSET_MAX 28
+/* The newest ModelProto.ir_version this build reads: ONNX 1.23.2's (onnx.IR_VERSION). A newer
+ * one is refused as the newer opsets are (ONNX Runtime refuses past its own); 2^62 was accepted. */
+#define FA_ONNX_IR_MAX 14
 /* Find or create a tensor by name; returns its id or -1 on OOM. */
 int fa_graph_tensor(fa_graph *g, const char *name);
 int fa_graph_find_tensor(const fa_graph *g, const char *name); /* -1 if absent */

@@ -289,6 +289,13 @@ static fa_status import_graph(imp *im, const Onnx__ModelProto *mp)
     fa_status s;
 
     g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
+    if (g->ir_version < 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: ir_version %" PRId64 " is not a version", im->file, (int64_t)g->ir_version);
+    if (g->ir_version > FA_ONNX_IR_MAX)
+        return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
+                            "%s: ir_version %" PRId64 " is newer than %d, the newest this build reads (ONNX 1.23.2): "
+                            "its format may mean something else there",
+                            im->file, (int64_t)g->ir_version, FA_ONNX_IR_MAX);
     if (mp->producer_name) g->producer_name = fa_arena_strdup(g->arena, mp->producer_name);
     if (mp->producer_version) g->producer_version = fa_arena_strdup(g->arena, mp->producer_version);
     g->path = fa_arena_strdup(g->arena, im->file);

@@ -436,6 +436,23 @@ static void test_bad_opset_version(void **state)
     expect_model_refused(&b, "opset.onnx", FA_ERR_INPUT, "opset_import 0", "not positive");
 }
 
+/* An ir_version past the newest this build reads (ONNX 1.23.2's, 14), or a negative one, is
+ * refused as a newer opset is: 2^62 was accepted silently (the attack pass's ir_huge.onnx). */
+static void test_bad_ir_version(void **state)
+{
+    (void)state;
+    ot_model b;
+    ot_model_small(&b);
+    b.m.has_ir_version = 1;
+    b.m.ir_version = (int64_t)1 << 62;
+    expect_model_refused(&b, "irhuge.onnx", FA_ERR_UNSUPPORTED, "ir_version 4611686018427387904 is newer than 14",
+                         "ONNX 1.23.2");
+    ot_model_small(&b);
+    b.m.has_ir_version = 1;
+    b.m.ir_version = -3;
+    expect_model_refused(&b, "irneg.onnx", FA_ERR_INPUT, "ir_version -3", "not a version");
+}
+
 /* The default domain's version newer than this build knows, none at all for its nodes, or two
  * for one domain: each refused naming what, where the model had been read at opset 99, at
  * "opset 0", or at the second version silently. */
@@ -850,6 +867,7 @@ int main(void)
         cmocka_unit_test(test_bad_node_writes_an_initializer),
         cmocka_unit_test(test_bad_node_without_op_type),
         cmocka_unit_test(test_bad_opset_version),
+        cmocka_unit_test(test_bad_ir_version),
         cmocka_unit_test(test_bad_nul_inside_a_name),
         cmocka_unit_test(test_bad_opset_imports),
         cmocka_unit_test(test_bad_initializer_shape_not_the_declared_input_shape),
