@@ -6,6 +6,7 @@
  * files". */
 #include "core.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -615,6 +616,39 @@ static bool mkdirs(const char *path)
     return mkdir(buf, 0755) == 0 || errno == EEXIST;
 }
 
+/* The marker fuse-advise writes: a regular file (not a link, not a folder) whose text starts with
+ * MARKER_TEXT. A marker of another shape (an empty file, a folder of that name anyone can make
+ * in a shared folder or a cloned repository) marks nothing: such a folder authorised replacing
+ * everything in it. */
+#define MARKER_TEXT "written by fuse-advise"
+static bool marker_is_ours(const char *dir)
+{
+    char m[8192];
+    if (snprintf(m, sizeof m, "%s/%s", dir, MARKER) >= (int)sizeof m) return false;
+    int fd = open(m, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) return false;
+    struct stat sb;
+    char buf[sizeof MARKER_TEXT - 1];
+    bool ok = fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && read(fd, buf, sizeof buf) == (ssize_t)sizeof buf &&
+              !memcmp(buf, MARKER_TEXT, sizeof buf);
+    close(fd);
+    return ok;
+}
+
+/* A name in kernels/ that fuse-advise writes: fa_fused_c<ID>_<8 hex>.<c|cu> (codegen/codegen.c
+ * info->name, applier/judge.c fa_apply_write_kernel_source). */
+static bool own_kernel_name(const char *n)
+{
+    if (strncmp(n, "fa_fused_c", 10)) return false;
+    const char *p = n + 10;
+    if (!isdigit((unsigned char)*p)) return false;
+    while (isdigit((unsigned char)*p)) p++;
+    if (*p++ != '_') return false;
+    for (int i = 0; i < 8; i++, p++)
+        if (!isxdigit((unsigned char)*p)) return false;
+    return !strcmp(p, ".c") || !strcmp(p, ".cu");
+}
+
 /* Staging and displaced folders of processes that no longer exist, next to `final`. */
 static void sweep_stale(const char *parent, const char *base)
 {
@@ -634,6 +668,10 @@ static void sweep_stale(const char *parent, const char *base)
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
         char p[8192];
         snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
+        /* only a staging or displaced folder of ours (it carries the marker): a user's folder that
+         * happens to have such a name is not swept */
+        struct stat lb;
+        if (lstat(p, &lb) != 0 || !S_ISDIR(lb.st_mode) || !marker_is_ours(p)) continue;
         fa_rm_tree(p);
     }
     closedir(d);
@@ -665,18 +703,40 @@ fa_status fa_outdir_check(fa_ctx *ctx, const char *path, const char *const *own_
     struct dirent *e;
     char foreign[256] = "", first[256] = "";
     bool marked = false;
+    char link[256] = "", kforeign[256] = "";
     while ((e = readdir(d))) {
         if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
         if (!strcmp(e->d_name, MARKER)) {
-            marked = true;
+            marked = marker_is_ours(path);
+            if (!marked && !first[0]) snprintf(first, sizeof first, "%s", e->d_name);
             continue;
         }
         bool own = false;
         for (int i = 0; own_names && own_names[i] && !own; i++) own = !strcmp(e->d_name, own_names[i]);
         if (!own && !foreign[0]) snprintf(foreign, sizeof foreign, "%s", e->d_name);
         if (!first[0]) snprintf(first, sizeof first, "%s", e->d_name);
+        char ep[8192];
+        struct stat lb;
+        snprintf(ep, sizeof ep, "%s/%s", path, e->d_name);
+        if (lstat(ep, &lb) == 0 && S_ISLNK(lb.st_mode) && !link[0]) snprintf(link, sizeof link, "%s", e->d_name);
+        /* kernels/: only the generated kernels' own names (a user's hand-written kernel there went
+         * with the folder) */
+        if (own && !strcmp(e->d_name, "kernels") && lstat(ep, &lb) == 0 && S_ISDIR(lb.st_mode) && !kforeign[0]) {
+            DIR *kd = opendir(ep);
+            struct dirent *ke;
+            while (kd && (ke = readdir(kd)) && !kforeign[0])
+                if (strcmp(ke->d_name, ".") && strcmp(ke->d_name, "..") && !own_kernel_name(ke->d_name))
+                    snprintf(kforeign, sizeof kforeign, "kernels/%s", ke->d_name);
+            if (kd) closedir(kd);
+        }
     }
     closedir(d);
+    if (marked && (foreign[0] || kforeign[0] || link[0]))
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: holds '%s', which fuse-advise did not write%s; the output folder is replaced as a "
+                            "whole, so move it out first or name another folder",
+                            path, foreign[0] ? foreign : kforeign[0] ? kforeign : link,
+                            !foreign[0] && !kforeign[0] ? " (a symbolic link: fuse-advise writes none)" : "");
     if (!marked && foreign[0])
         return fa_ctx_error(ctx, FA_ERR_INPUT,
                             "%s: holds '%s', which fuse-advise did not write; the output folder is replaced as a "
@@ -787,7 +847,7 @@ fa_status fa_outdir_begin(fa_ctx *ctx, const char *path, const char *const *own_
     if (!s) {
         char m[8192];
         snprintf(m, sizeof m, "%s/%s", o->stage, MARKER);
-        static const char text[] = "written by fuse-advise: this folder is replaced as a whole by the next run\n";
+        static const char text[] = MARKER_TEXT ": this folder is replaced as a whole by the next run\n";
         s = fa_write_file_atomic(ctx, m, text, sizeof text - 1);
     }
     if (s) {

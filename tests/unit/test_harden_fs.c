@@ -800,7 +800,9 @@ static void test_output_folder_with_a_deep_chain_refused_not_crashed(void **stat
     fa_outdir *o = NULL;
     assert_int_equal(fa_outdir_begin(ctx, out, NULL, true, &o), FA_ERR_INPUT);
     assert_null(o);
-    assert_non_null(strstr(fa_ctx_errmsg(ctx), "nested more than"));
+    /* refused before any copy: a folder fuse-advise does not write, named (the copy's own depth
+     * limit, "nested more than", stays behind it) */
+    assert_true(strstr(fa_ctx_errmsg(ctx), "nested more than") || strstr(fa_ctx_errmsg(ctx), "holds 'x'"));
     assert_true(hu_exists(m)); /* left as it was */
     fa_ctx_free(ctx);
 }

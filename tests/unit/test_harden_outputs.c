@@ -195,6 +195,71 @@ static void test_gate_outputs_naming_the_database_refused_before_anything_runs(v
 
 /* ---- --out ---- */
 
+/* What a marker authorises, and what a stale sweep may remove (the second attack pass): a folder
+ * holding a `.fuse-advise-out` that fuse-advise did not write (a folder, an empty file) was wiped
+ * whole with the user's thesis.tex in it; a real output folder with the user's notes.txt, a
+ * symbolic link or a hand-written kernels/my.c added lost them; a user's folder named like a dead
+ * process's staging folder next to DIR was deleted. Each is refused or left alone now. */
+static void test_marker_and_stale_sweep_never_lose_a_users_files(void **state)
+{
+    (void)state;
+    const char *db = tmp("marker.db");
+    char d1[4300], d2[4300], d3[4300], f[4400];
+    /* 1. a marker that is a folder, then one that is an empty file */
+    snprintf(d1, sizeof d1, "%s", tmp("fake-marker"));
+    assert_int_equal(mkdir(d1, 0755), 0);
+    snprintf(f, sizeof f, "%s/.fuse-advise-out", d1);
+    assert_int_equal(mkdir(f, 0755), 0);
+    snprintf(f, sizeof f, "%s/thesis.tex", d1);
+    put(f, "mine");
+    const char *argv1[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--db", db, "--out", d1, NULL};
+    char *err = NULL;
+    int rc = hu_cli_env(argv1, NULL, NULL, NULL, &err);
+    if ((rc != 1 && rc != 2) || !strstr(err, "thesis.tex")) fail_msg("a folder as the marker: exit %d: %s", rc, err);
+    free(err);
+    assert_true(hu_exists(f));
+    /* 2. a real output folder, then the user's files added to it */
+    snprintf(d2, sizeof d2, "%s", tmp("real-out"));
+    const char *argv2[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--db", db, "--out", d2, NULL};
+    err = NULL;
+    rc = hu_cli_env(argv2, NULL, NULL, NULL, &err);
+    if (rc != 0) fail_msg("first run: exit %d: %s", rc, err);
+    free(err);
+    const char *added[] = {"notes.txt", "kernels/my.c"};
+    for (int i = 0; i < 2; i++) {
+        char k[4400];
+        snprintf(k, sizeof k, "%s/kernels", d2);
+        mkdir(k, 0755);
+        snprintf(f, sizeof f, "%s/%s", d2, added[i]);
+        put(f, "mine");
+        err = NULL;
+        rc = hu_cli_env(argv2, NULL, NULL, NULL, &err);
+        if ((rc != 1 && rc != 2) || !strstr(err, added[i])) fail_msg("%s added: exit %d: %s", added[i], rc, err);
+        free(err);
+        assert_true(hu_exists(f));
+        unlink(f);
+    }
+    snprintf(f, sizeof f, "%s/mylink", d2);
+    assert_int_equal(symlink("/tmp", f), 0);
+    err = NULL;
+    rc = hu_cli_env(argv2, NULL, NULL, NULL, &err);
+    if ((rc != 1 && rc != 2) || !strstr(err, "mylink")) fail_msg("a link added: exit %d: %s", rc, err);
+    free(err);
+    unlink(f);
+    /* 3. a user's folder named like a dead process's staging folder beside DIR */
+    snprintf(d3, sizeof d3, "%s/.real-out.fa-staging.999999", fa_test_tmpdir());
+    assert_int_equal(mkdir(d3, 0755), 0);
+    snprintf(f, sizeof f, "%s/u.txt", d3);
+    put(f, "mine");
+    err = NULL;
+    rc = hu_cli_env(argv2, NULL, NULL, NULL, &err);
+    if (rc != 0) fail_msg("run beside a look-alike staging folder: exit %d: %s", rc, err);
+    free(err);
+    assert_true(hu_exists(f));
+    unlink(f); /* the user's, kept: tidied here for the later tests' check that no staging folder is left */
+    rmdir(d3);
+}
+
 static void test_out_naming_a_file_or_foreign_folder_refused_before_the_baseline(void **state)
 {
     (void)state;
@@ -394,6 +459,7 @@ int main(void)
         cmocka_unit_test(test_zoo_o_fifo_written_through),
         cmocka_unit_test(test_gate_outputs_naming_the_database_refused_before_anything_runs),
         cmocka_unit_test(test_out_naming_a_file_or_foreign_folder_refused_before_the_baseline),
+        cmocka_unit_test(test_marker_and_stale_sweep_never_lose_a_users_files),
         cmocka_unit_test(test_default_folder_from_hostile_model_file_name_stays_inside),
         cmocka_unit_test(test_failing_run_leaves_the_output_folder_wholly_previous),
         cmocka_unit_test(test_killed_run_leaves_the_output_folder_wholly_previous),
