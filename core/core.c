@@ -295,10 +295,46 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
     return len;
 }
 
+static bool disguising(unsigned cp);
+static unsigned utf8_cp(const unsigned char *s, size_t l);
+bool fa_utf8_disguising(const char *s, size_t l)
+{
+    return l && disguising(utf8_cp((const unsigned char *)s, l));
+}
+
 size_t fa_utf8_seq_len(const char *s, size_t n)
 {
     return n ? utf8_seq_len((const unsigned char *)s, n) : 0;
 }
+
+/* The code point of the valid UTF-8 sequence of length l at s. */
+static unsigned utf8_cp(const unsigned char *s, size_t l)
+{
+    if (l == 1) return s[0];
+    unsigned cp = s[0] & (0x3F >> (l - 1));
+    for (size_t i = 1; i < l; i++) cp = (cp << 6) | (s[i] & 0x3F);
+    return cp;
+}
+
+/* Characters that reorder text or break a line without being C0/C1: Unicode's bidi controls
+ * (the "Trojan Source" list, CVE-2021-42574: ALM U+061C, LRM/RLM, LRE..RLO, LRI..PDI), the line
+ * and paragraph separators, and the zero-width no-break space U+FEFF: shown escaped so a name
+ * cannot disguise what follows it. */
+static bool term_invisible(unsigned cp)
+{
+    return cp == 0x061C || cp == 0x200E || cp == 0x200F || cp == 0x2028 || cp == 0x2029 ||
+           (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0xFEFF;
+}
+
+/* A code point no text surface shows as itself: the C1 controls and term_invisible's. Every
+ * escaper (terminal, CSV, HTML, JSON, DOT) takes them out its own way: the second attack pass
+ * found U+202E, U+2028 and raw C1 in report.html, summary.json, trace.json, plan.json and
+ * graph.dot. */
+static bool disguising(unsigned cp)
+{
+    return (cp >= 0x80 && cp <= 0x9f) || term_invisible(cp);
+}
+
 
 void fa_escape_json(fa_buf *b, const char *s, size_t n)
 {
@@ -316,6 +352,7 @@ void fa_escape_json(fa_buf *b, const char *s, size_t n)
         else {
             size_t l = utf8_seq_len(u + i, n - i);
             if (l == 0) { fa_buf_puts(b, "\\ufffd"); i++; }
+            else if (disguising(utf8_cp(u + i, l))) { fa_buf_printf(b, "\\u%04x", utf8_cp(u + i, l)); i += l; }
             else { fa_buf_append(b, &u[i], l); i += l; }
         }
     }
@@ -341,7 +378,7 @@ void fa_escape_html(fa_buf *b, const char *s, size_t n)
         else {
             size_t l = utf8_seq_len(u + i, n - i);
             if (l == 0) { fa_buf_puts(b, "&#xFFFD;"); i++; }
-            else if (l == 2 && c == 0xC2 && u[i + 1] < 0xA0) { fa_buf_puts(b, "&#xFFFD;"); i += 2; }
+            else if (disguising(utf8_cp(u + i, l))) { fa_buf_puts(b, "&#xFFFD;"); i += l; }
             else { fa_buf_append(b, &u[i], l); i += l; }
         }
     }
@@ -359,7 +396,7 @@ void fa_escape_dot(fa_buf *b, const char *s, size_t n)
         else if (c < 0x80) { fa_buf_append(b, &u[i], 1); i++; }
         else {
             size_t l = utf8_seq_len(u + i, n - i);
-            if (l == 0) { fa_buf_puts(b, "\xEF\xBF\xBD"); i++; }
+            if (l == 0 || disguising(utf8_cp(u + i, l))) { fa_buf_puts(b, "\xEF\xBF\xBD"); i += l ? l : 1; }
             else { fa_buf_append(b, &u[i], l); i += l; }
         }
     }
@@ -400,23 +437,6 @@ void fa_escape_csv(fa_buf *b, const char *s, size_t n)
     fa_buf_free(&t);
 }
 
-/* The code point of the valid UTF-8 sequence of length l at s. */
-static unsigned utf8_cp(const unsigned char *s, size_t l)
-{
-    if (l == 1) return s[0];
-    unsigned cp = s[0] & (0x3F >> (l - 1));
-    for (size_t i = 1; i < l; i++) cp = (cp << 6) | (s[i] & 0x3F);
-    return cp;
-}
-
-/* Characters that reorder text or break a line without being C0/C1 (Unicode's bidi controls
- * and line/paragraph separators): shown escaped so a name cannot disguise what follows it. */
-static bool term_invisible(unsigned cp)
-{
-    return cp == 0x200E || cp == 0x200F || cp == 0x2028 || cp == 0x2029 || (cp >= 0x202A && cp <= 0x202E) ||
-           (cp >= 0x2066 && cp <= 0x2069);
-}
-
 static void escape_term(fa_buf *b, const char *s, size_t n, bool keep_lines)
 {
     const unsigned char *u = (const unsigned char *)s;
@@ -425,7 +445,7 @@ static void escape_term(fa_buf *b, const char *s, size_t n, bool keep_lines)
         unsigned c = u[i];
         size_t l = c < 0x80 ? 1 : utf8_seq_len(u + i, n - i);
         unsigned cp = l ? utf8_cp(u + i, l) : 0;
-        bool esc = l == 0 || cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || term_invisible(cp);
+        bool esc = l == 0 || cp < 0x20 || cp == 0x7f || disguising(cp);
         if (keep_lines && (cp == '\n' || cp == '\t') && l) esc = false;
         if (!esc) { i += l; continue; }
         fa_buf_append(b, u + run, i - run);

@@ -101,6 +101,10 @@ void fa_buf_vprintf(fa_buf *b, const char *fmt, va_list ap);
 /* Length (1..4) of the valid UTF-8 sequence starting s[0..n), 0 where the bytes there are not
  * valid UTF-8 (RFC 3629: no overlong form, no surrogate, nothing past U+10FFFF) or n is 0. */
 size_t fa_utf8_seq_len(const char *s, size_t n);
+/* Whether the valid UTF-8 sequence s[0..l) (fa_utf8_seq_len's length) is a character no text
+ * surface shows as itself: a C1 control, a bidi control (U+061C, U+200E/F, U+202A-202E,
+ * U+2066-2069), U+2028/2029 or U+FEFF. Every escaper replaces or escapes it. */
+bool fa_utf8_disguising(const char *s, size_t l);
 void fa_escape_json(fa_buf *b, const char *s, size_t n);
 void fa_escape_html(fa_buf *b, const char *s, size_t n);
 void fa_escape_dot(fa_buf *b, const char *s, size_t n);

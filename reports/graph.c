@@ -144,7 +144,7 @@ static void gv_text(fa_buf *b, const char *s)
         else if (c == '\n') fa_buf_puts(b, "\\n");
         else if (c == '&') fa_buf_puts(b, "&amp;");
         else if (c < 0x20 || c == 0x7f) fa_buf_puts(b, " ");
-        else if (!l) fa_buf_puts(b, "\xEF\xBF\xBD");
+        else if (!l || (c >= 0x80 && fa_utf8_disguising(p + i, l))) fa_buf_puts(b, "\xEF\xBF\xBD");
         else fa_buf_append(b, p + i, l);
         i += l ? l : 1;
     }

@@ -223,6 +223,35 @@ static void test_html_escape_replaces_every_control_character(void **state)
     fa_buf_free(&b);
 }
 
+/* Characters no text surface shows as itself — C1, the bidi controls of the Trojan Source list
+ * (U+061C, U+200E/F, U+202A-202E, U+2066-2069), U+2028/2029, U+FEFF — on every escaper: HTML and
+ * DOT replace them with U+FFFD, JSON writes \uXXXX (the value unchanged for a reader), the
+ * terminal \uXXXX. An RLO (U+202E) in a node name reversed the text after it in report.html;
+ * U+2028 and raw C1 reached summary.json, plan.json and graph.dot (the second attack pass). */
+static void test_disguising_characters_on_every_surface(void **state)
+{
+    (void)state;
+    const char in[] = "x\xe2\x80\xaey\xd8\x9cz\xe2\x80\xa8w\xef\xbb\xbfv\xc2\x9bu\xe2\x81\xa6t\xc3\xa9";
+    fa_buf b;
+    fa_buf_init(&b);
+    fa_escape_html(&b, in, sizeof in - 1);
+    fa_buf_append(&b, "", 1);
+    assert_string_equal(b.data, "x&#xFFFD;y&#xFFFD;z&#xFFFD;w&#xFFFD;v&#xFFFD;u&#xFFFD;t\xc3\xa9");
+    fa_buf_reset(&b);
+    fa_escape_json(&b, in, sizeof in - 1);
+    fa_buf_append(&b, "", 1);
+    assert_string_equal(b.data, "x\\u202ey\\u061cz\\u2028w\\ufeffv\\u009bu\\u2066t\xc3\xa9");
+    fa_buf_reset(&b);
+    fa_escape_dot(&b, in, sizeof in - 1);
+    fa_buf_append(&b, "", 1);
+    assert_string_equal(b.data, "x\xef\xbf\xbdy\xef\xbf\xbdz\xef\xbf\xbdw\xef\xbf\xbdv\xef\xbf\xbdu\xef\xbf\xbdt\xc3\xa9");
+    fa_buf_reset(&b);
+    fa_escape_term(&b, in, sizeof in - 1);
+    fa_buf_append(&b, "", 1);
+    assert_string_equal(b.data, "x\\u202ey\\u061cz\\u2028w\\ufeffv\\u009bu\\u2066t\xc3\xa9");
+    fa_buf_free(&b);
+}
+
 static void test_names_are_escaped_for_every_format(void **state)
 {
     (void)state;
@@ -1031,6 +1060,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_html_escape_replaces_every_control_character),
+        cmocka_unit_test(test_disguising_characters_on_every_surface),
         cmocka_unit_test(test_names_are_escaped_for_every_format),
         cmocka_unit_test(test_no_cluster_accepted_noise_only_without_layouts),
         cmocka_unit_test(test_plan_with_zero_clusters_reports_nothing_to_fuse),
