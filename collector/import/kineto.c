@@ -101,6 +101,7 @@ typedef struct kparse {
     bool top_map, top_array;  /* the document is an object / a bare array of events */
     bool events_array;        /* the top-level traceEvents' value is an array */
     bool kineto_keys;         /* a top-level key only Kineto writes (schemaVersion, deviceProperties, ...) */
+    uint64_t n_ph;            /* event objects with a 'ph' (a bare array's evidence of being a trace) */
     kev ev;
     fa_import_device *dev;
     fa_buf tmp;               /* repaired strings */
@@ -401,6 +402,7 @@ static void ev_emit(kparse *p)
 {
     kev *e = &p->ev;
     p->st->n_events++;
+    if (e->ph) p->n_ph++;
     if (e->ph != 'X') { p->st->n_skipped++; if (e->cat.len) cat_kind(p, &e->cat); return; }
     int k = cat_kind(p, &e->cat);
     /* nn.Module scopes (profiler with_modules=True): frames of the cpu-op stack */
@@ -1538,6 +1540,15 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
     /* a JSON document that holds no events' array is not a trace (any package.json parsed as one
      * with 0 events and was stored as a run): an object needs a 'traceEvents' array, or Kineto's
      * own keys with none (a profile that recorded nothing: schemaVersion, deviceProperties) */
+    /* a bare array (Chrome's "JSON Array Format") is a trace when it holds events: `[]`, `[1,2,3]`
+     * or objects with no 'ph' were imported as an empty trace */
+    if (rr == RUN_OK && p->top_array && !p->n_ph) {
+        *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
+                                   "%s: a JSON array holding no trace event (no element is an object with a 'ph'): not a "
+                                   "profiler trace",
+                                   p->name);
+        rr = RUN_FAIL;
+    }
     if (rr == RUN_OK && !p->top_array && !(p->top_map && (p->events_array || (!p->seen_events && p->kineto_keys)))) {
         *out_status = fa_ctx_error(ctx, FA_ERR_INPUT,
                                    p->top_map && p->seen_events

@@ -215,11 +215,30 @@ static const char *intern_text(nsx *n, const unsigned char *s, int len);
 static fa_status string_ids_unique(nsx *n)
 {
     sqlite3_stmt *q = NULL;
-    SQ_CHECK(sqlite3_prepare_v2(n->db, "SELECT id, count(*) FROM StringIds GROUP BY id HAVING count(*) > 1 LIMIT 1", -1, &q,
-                                NULL),
+    /* the key is an integer (nsys writes one): a text '5' beside an integer 5 is not a duplicate to
+     * GROUP BY, yet a join on k.nameId = 5 finds both (every kernel doubled, exit 0) */
+    /* (no rowid: a WITHOUT ROWID table has none) */
+    SQ_CHECK(sqlite3_prepare_v2(n->db, "SELECT substr(CAST(id AS TEXT), 1, 40), typeof(id) FROM StringIds WHERE typeof(id) "
+                                "<> 'integer' LIMIT 1",
+                                -1, &q, NULL),
              SQLITE_OK, "checking StringIds");
     int rc = nsys_step(n, q);
     fa_status s = FA_OK;
+    if (rc == SQLITE_ROW) {
+        const unsigned char *v = sqlite3_column_text(q, 0);
+        s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                         "%s: table StringIds, column id: the key '%s' is %s, where the string key (an integer) belongs",
+                         n->path, v ? (const char *)v : "NULL", (const char *)sqlite3_column_text(q, 1));
+    }
+    else if (rc != SQLITE_DONE)
+        s = sq_fail(n, rc, "StringIds");
+    sqlite3_finalize(q);
+    if (s) return s;
+    q = NULL;
+    SQ_CHECK(sqlite3_prepare_v2(n->db, "SELECT id, count(*) FROM StringIds GROUP BY id HAVING count(*) > 1 LIMIT 1", -1, &q,
+                                NULL),
+             SQLITE_OK, "checking StringIds");
+    rc = nsys_step(n, q);
     if (rc == SQLITE_ROW)
         s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
                          "%s: table StringIds, column id: the key %lld is on %lld rows: which name it stands for is not "
@@ -656,10 +675,10 @@ static fa_status read_nvtx(nsx *n, const char *tb)
     bool has_type = has_column(n, tb, "eventType");
     fa_buf *b = &n->sql;
     fa_buf_reset(b);
-    fa_buf_printf(b, "SELECT e.start, e.end, e.globalTid, %s FROM %s e %s WHERE e.end IS NOT NULL%s",
+    fa_buf_printf(b, "SELECT e.start, e.end, e.globalTid, %s, %s, %s, %s FROM %s e %s WHERE e.end IS NOT NULL%s",
                   has_text && has_tid ? "COALESCE(e.text, s.value)" : has_text ? "e.text" : has_tid ? "s.value" : "NULL",
-                  tb, has_tid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "",
-                  has_type ? " AND e.eventType IN (59, 60)" : "");
+                  has_tid ? "s.id" : "NULL", has_tid ? "e.textId" : "NULL", has_text ? "e.text" : "NULL", tb,
+                  has_tid ? "LEFT JOIN StringIds s ON s.id = e.textId" : "", has_type ? " AND e.eventType IN (59, 60)" : "");
     sqlite3_stmt *q = NULL;
     SQ_CHECK(sqlite3_prepare_v2(n->db, b->data, -1, &q, NULL), SQLITE_OK, "reading NVTX ranges");
     int rc;
@@ -675,6 +694,15 @@ static fa_status read_nvtx(nsx *n, const char *tb)
         }
         a.pid = pid_of_tid(gt);
         a.tid = gt;
+        /* a range named by textId (no text of its own) whose id finds no StringIds row: a broken
+         * export, as for kernels and calls, not a nameless range */
+        if (sqlite3_column_type(q, 6) == SQLITE_NULL && sqlite3_column_type(q, 5) != SQLITE_NULL &&
+            sqlite3_column_type(q, 4) == SQLITE_NULL) {
+            s = fa_ctx_error(n->ctx, FA_ERR_INPUT,
+                             "%s: table %s, row #%lld read, column textId: the name id %s names no row of table StringIds",
+                             n->path, tb, (long long)row, (const char *)sqlite3_column_text(q, 5));
+            break;
+        }
         if ((s = read_name(n, q, 3, tb, has_text ? "text (or StringIds.value of textId)" : "textId (StringIds.value)", -1,
                           row, &a.name)))
             break;

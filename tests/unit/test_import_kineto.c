@@ -1296,6 +1296,9 @@ static void test_kineto_json_that_is_not_a_trace_refused(void **state)
         {"evnum.json", "{\"traceEvents\": 5, \"schemaVersion\": 1}", "is not an array of events"},
         {"otherkey.json", "{\"foo\": [{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": 1, \"dur\": 2}]}",
          "no 'traceEvents' array"},
+        {"toparr_nums.json", "[1, 2, 3]", "a JSON array holding no trace event"},
+        {"toparr_empty.json", "[]", "a JSON array holding no trace event"},
+        {"toparr_nonev.json", "[{\"a\": 1}, {\"b\": 2}]", "a JSON array holding no trace event"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *path = put_json(cases[i].name, cases[i].json);

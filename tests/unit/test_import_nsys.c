@@ -618,6 +618,14 @@ static void test_nsys_name_over_the_limit_refused_naming_table_row_column(void *
                          "CREATE TABLE StringIds(id INTEGER, value TEXT); INSERT INTO StringIds SELECT * FROM s2; "
                          "INSERT INTO StringIds SELECT * FROM s2; DROP TABLE s2;",
          "table StringIds, column id: the key"},
+        /* a text '6' beside the integer 6: no duplicate to GROUP BY, but a join on 6 found both */
+        {"textkey.sqlite", "CREATE TABLE s2 AS SELECT * FROM StringIds; DROP TABLE StringIds; "
+                           "CREATE TABLE StringIds(id, value TEXT); INSERT INTO StringIds SELECT * FROM s2; "
+                           "INSERT INTO StringIds VALUES('6', 'TXT'); DROP TABLE s2;",
+         "table StringIds, column id: the key '6' is text"},
+        /* an NVTX range named by a textId that finds no row */
+        {"nvtxdangling.sqlite", "UPDATE NVTX_EVENTS SET textId = 99999 WHERE textId = 4;",
+         "table NVTX_EVENTS, row #1 read, column textId: the name id 99999 names no row"},
     };
     /* a WAL-mode export is read without leaving a -wal or -shm in the user's folder (it gained
      * both: read-only opens of a WAL database make them) */
