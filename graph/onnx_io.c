@@ -291,6 +291,12 @@ static fa_status import_graph(imp *im, const Onnx__ModelProto *mp)
     g->ir_version = mp->has_ir_version ? mp->ir_version : 0;
     if (g->ir_version < 0)
         return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: ir_version %" PRId64 " is not a version", im->file, (int64_t)g->ir_version);
+    /* ONNX's checker: ir_version is required, and opset_import came with IR 3 (a model that has
+     * one and says an earlier IR, or none, is not a model the spec defines) */
+    if (g->ir_version < 3 && mp->n_opset_import > 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: ir_version %" PRId64 "%s, but the model has opset_import, which came with IR version 3",
+                            im->file, (int64_t)g->ir_version, mp->has_ir_version ? "" : " (the field is absent)");
     if (g->ir_version > FA_ONNX_IR_MAX)
         return fa_ctx_error(ctx, FA_ERR_UNSUPPORTED,
                             "%s: ir_version %" PRId64 " is newer than %d, the newest this build reads (ONNX 1.23.2): "

@@ -436,8 +436,9 @@ static void test_bad_opset_version(void **state)
     expect_model_refused(&b, "opset.onnx", FA_ERR_INPUT, "opset_import 0", "not positive");
 }
 
-/* An ir_version past the newest this build reads (ONNX 1.23.2's, 14), or a negative one, is
- * refused as a newer opset is: 2^62 was accepted silently (the attack pass's ir_huge.onnx). */
+/* An ir_version past the newest this build reads (ONNX 1.23.2's, 14), a negative one, or one
+ * below 3 (or none) beside an opset_import, is refused: 2^62, 0, 1 and 2 were accepted silently
+ * (the attack passes' ir_huge.onnx, ir_ir0..2.onnx). */
 static void test_bad_ir_version(void **state)
 {
     (void)state;
@@ -451,6 +452,14 @@ static void test_bad_ir_version(void **state)
     b.m.has_ir_version = 1;
     b.m.ir_version = -3;
     expect_model_refused(&b, "irneg.onnx", FA_ERR_INPUT, "ir_version -3", "not a version");
+    /* below IR 3 (or absent) with an opset_import, as ONNX's checker refuses */
+    ot_model_small(&b);
+    b.m.ir_version = 2;
+    expect_model_refused(&b, "ir2.onnx", FA_ERR_INPUT, "ir_version 2", "came with IR version 3");
+    ot_model_small(&b);
+    b.m.has_ir_version = 0;
+    b.m.ir_version = 0;
+    expect_model_refused(&b, "ir0.onnx", FA_ERR_INPUT, "ir_version 0 (the field is absent)", "came with IR version 3");
 }
 
 /* The default domain's version newer than this build knows, none at all for its nodes, or two
