@@ -195,6 +195,42 @@ static void test_gate_outputs_naming_the_database_refused_before_anything_runs(v
 
 /* ---- --out ---- */
 
+/* A trace of many distinct kernel names: report's kernels table looked each row's full name up
+ * among all of them (200,000 names: 91 s). The table holds the FA_REP_KERNEL_ROWS kernels with the
+ * most time and says how many more kernels.csv holds. */
+static void test_trace_report_kernels_table_is_bounded(void **state)
+{
+    (void)state;
+    const char *trace = tmp("many-names.json");
+    FILE *f = fopen(trace, "w");
+    assert_non_null(f);
+    fputs("{\"traceEvents\": [", f);
+    for (int i = 0; i < 2100; i++)
+        fprintf(f,
+                "%s{\"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"cudaLaunchKernel\", \"pid\": 1, \"tid\": 1, "
+                "\"ts\": %d, \"dur\": 1, \"args\": {\"correlation\": %d}},"
+                "{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"kern_%d\", \"pid\": 0, \"tid\": 7, \"ts\": %d, "
+                "\"dur\": %d, \"args\": {\"correlation\": %d, \"stream\": 7, \"device\": 0}}",
+                i ? "," : "", i * 10, i + 1, i, i * 10 + 2, 1 + i % 5, i + 1);
+    fputs("]}", f);
+    fclose(f);
+    const char *db = tmp("many-names.db"), *out = tmp("many-names-rep");
+    const char *imp[] = {"import", trace, "--db", db, NULL};
+    char *err = NULL;
+    int rc = hu_cli_env(imp, NULL, NULL, NULL, &err);
+    if (rc != 0) fail_msg("import: exit %d: %s", rc, err);
+    free(err);
+    const char *rep[] = {"report", "latest", "--db", db, "--out", out, NULL};
+    err = NULL;
+    rc = hu_cli_env(rep, NULL, NULL, NULL, &err);
+    if (rc != 0) fail_msg("report: exit %d: %s", rc, err);
+    free(err);
+    char *html = hu_slurp(fa_test_path(out, "report.html"));
+    assert_non_null(html);
+    assert_non_null(strstr(html, "The 2000 kernels with the most time; 100 more are in <code>kernels.csv</code>."));
+    free(html);
+}
+
 /* What a marker authorises, and what a stale sweep may remove (the second attack pass): a folder
  * holding a `.fuse-advise-out` that fuse-advise did not write (a folder, an empty file) was wiped
  * whole with the user's thesis.tex in it; a real output folder with the user's notes.txt, a
@@ -460,6 +496,7 @@ int main(void)
         cmocka_unit_test(test_gate_outputs_naming_the_database_refused_before_anything_runs),
         cmocka_unit_test(test_out_naming_a_file_or_foreign_folder_refused_before_the_baseline),
         cmocka_unit_test(test_marker_and_stale_sweep_never_lose_a_users_files),
+        cmocka_unit_test(test_trace_report_kernels_table_is_bounded),
         cmocka_unit_test(test_default_folder_from_hostile_model_file_name_stays_inside),
         cmocka_unit_test(test_failing_run_leaves_the_output_folder_wholly_previous),
         cmocka_unit_test(test_killed_run_leaves_the_output_folder_wholly_previous),
