@@ -21,9 +21,14 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
 #define FA_STORE_VALUE_MAX ((size_t)16 << 20)
 /* the longest latency a benchmarks row may hold: one run of one model or sub-graph, an hour */
 #define FA_STORE_LATENCY_MAX_NS (3600LL * 1000000000LL)
+/* the largest iteration number a kernels row may hold (-1: not in a timed iteration): a run
+ * traces at most a few hundred iterations (the baseline's span, the end-to-end rounds), and every
+ * reader sizes per-iteration arrays by it */
+#define FA_STORE_ITER_MAX ((1 << 20) - 1)
 /* FA_ERR_INPUT naming the table, run, row (seq) and columns when a kernels row of run_id is not a
  * span: an end before its start, or a span whose length overflows int64 (a
- * doctored database made `show` print -4611686018428 ms). Called before every read that
+ * doctored database made `show` print -4611686018428 ms), or whose iter is outside
+ * [-1, FA_STORE_ITER_MAX]. Called before every read that
  * subtracts start_ns from end_ns. */
 fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id);
 /* SQLITE_LIMIT_LENGTH of a run database connection: SQLite refuses to load a value (or build a

@@ -689,14 +689,23 @@ fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id)
                                 /* both back ends: no typeof (the schema check has the types), and
                                  * the overflow test in a CASE, evaluated only where it cannot
                                  * overflow itself */
-                                "SELECT seq, start_ns, end_ns FROM kernels WHERE run_id = ? AND (end_ns < start_ns OR "
-                                "CASE WHEN start_ns < 0 AND end_ns >= 0 THEN end_ns - 9223372036854775807 > start_ns "
-                                "ELSE 1 = 0 END) LIMIT 1",
+                                "SELECT seq, start_ns, end_ns, iter, end_ns < start_ns OR CASE WHEN start_ns < 0 AND "
+                                "end_ns >= 0 THEN end_ns - 9223372036854775807 > start_ns ELSE 1 = 0 END FROM kernels "
+                                "WHERE run_id = ? AND (end_ns < start_ns OR CASE WHEN start_ns < 0 AND end_ns >= 0 THEN "
+                                "end_ns - 9223372036854775807 > start_ns ELSE 1 = 0 END OR iter < -1 OR iter > ?) LIMIT 1",
                                 &q);
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
+    if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_STORE_ITER_MAX));
     int rc = s ? FA_DB_DONE : fa_stmt_step(q);
-    if (!s && rc == FA_DB_ROW)
+    if (!s && rc == FA_DB_ROW && !fa_col_i64(q, 4))
+        /* the iteration number sizes per-iteration arrays of every reader: +50,000,000 took
+         * report to 2.95 GB, +10^9 killed it */
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "%s: table kernels, run %lld, seq %lld: column iter is %lld, not an iteration number in [-1, %d]",
+                         st->path, (long long)run_id, (long long)fa_col_i64(q, 0), (long long)fa_col_i64(q, 3),
+                         (int)FA_STORE_ITER_MAX);
+    else if (!s && rc == FA_DB_ROW)
         s = fa_ctx_error(ctx, FA_ERR_INPUT,
                          "%s: table kernels, run %lld, seq %lld: columns start_ns %lld, end_ns %lld: not a span (an end "
                          "before its start, or one that cannot be subtracted)",
@@ -1287,7 +1296,7 @@ static fa_status op_scan_finish(fa_ctx *ctx, fa_status s, op_scan *sc, const cha
      * iteration made of all its kernel records. */
     bool timed = it_max >= 0;
     int64_t span = timed ? (int64_t)it_max - it_min + 1 : 1;
-    if (!s && span > (1 << 24))
+    if (!s && span > FA_STORE_ITER_MAX + 2)
         s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s has iteration numbers %d..%d, too wide for a per-op table", what,
                          (int)it_min, (int)it_max);
     bool *present = NULL;

@@ -379,6 +379,10 @@ static void test_db_times_that_are_no_duration_refused_naming_the_row(void **sta
         {"UPDATE kernels SET start_ns = -9223372036854775808 WHERE seq = 0;", "table kernels, run 1, seq 0",
          "not a span", 1 | 2 | 4},
         {"UPDATE kernels SET end_ns = start_ns - 12 WHERE seq = 3;", "table kernels, run 1, seq 3", "not a span", 1 | 2 | 4},
+        /* an iteration number sizes every reader's per-iteration arrays: +50,000,000 took report to
+         * 2.95 GB, +10^9 got it killed */
+        {"UPDATE kernels SET iter = iter + 50000000 WHERE seq = 5;", "table kernels, run 1, seq 5",
+         "column iter is 5000000", 1 | 2 | 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[64];
