@@ -689,8 +689,9 @@ fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id)
                                 /* both back ends: no typeof (the schema check has the types), and
                                  * the overflow test in a CASE, evaluated only where it cannot
                                  * overflow itself */
-                                "SELECT seq, start_ns, end_ns, iter, end_ns < start_ns OR CASE WHEN start_ns < 0 AND "
-                                "end_ns >= 0 THEN end_ns - 9223372036854775807 > start_ns ELSE 1 = 0 END FROM kernels "
+                                "SELECT seq, start_ns, end_ns, iter, CASE WHEN end_ns < start_ns OR CASE WHEN start_ns < 0 "
+                                "AND end_ns >= 0 THEN end_ns - 9223372036854775807 > start_ns ELSE 1 = 0 END THEN 1 ELSE 0 "
+                                "END FROM kernels "
                                 "WHERE run_id = ? AND (end_ns < start_ns OR CASE WHEN start_ns < 0 AND end_ns >= 0 THEN "
                                 "end_ns - 9223372036854775807 > start_ns ELSE 1 = 0 END OR iter < -1 OR iter > ?) LIMIT 1",
                                 &q);
