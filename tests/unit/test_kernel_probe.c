@@ -555,14 +555,25 @@ static void test_probe_interval_quoted_with_the_prediction(void **st)
     char ph[256];
 
     fa_plan *p = NULL;
-    g_ratio = 1.001, g_ratio_lo = 0.97, g_ratio_hi = 1.02;
+    /* the members' time M and the dispatch term D are the profile's (measured), so the interval
+     * that straddles 0 is placed from them: a median ratio just under 1 (a median of 1 or more sends
+     * the cluster to the judgement against its members as the plan runs them, which measures M
+     * again), the upper end past 1 + D / M (fixed at 0.97..1.02 around 1.001, a run whose live
+     * members were half the profile's put both ends above 0 under ASan) */
+    g_ratio = 0.9, g_ratio_lo = 0.89, g_ratio_hi = 0.91;
     assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
     const fa_cluster *e = epilogue_of(p, 0);
     double M = e->pred_members_ns, D = e->pred_dispatch_ns;
     assert_true(M > 0 && D >= 0);
-    assert_true(fabs(e->est_saving_ns - (M + D - M * 1.001)) < 1e-6 * M);
-    assert_true(fabs(e->est_lo_ns - (M + D - M * 1.02)) < 1e-6 * M);
-    assert_true(fabs(e->est_hi_ns - (M + D - M * 0.97)) < 1e-6 * M);
+    fa_plan_free(p);
+    g_ratio = 0.999, g_ratio_lo = 0.97, g_ratio_hi = 1.0 + D / M + 0.02;
+    assert_int_equal(fa_advise(ctx, t->g, a, &o, &p), FA_OK);
+    e = epilogue_of(p, 0);
+    if (!(fabs(e->pred_members_ns - M) < 1e-9 * M && fabs(e->pred_dispatch_ns - D) <= 1e-9 * M))
+        fail_msg("the profile's terms moved: M %g D %g -> %g %g", M, D, e->pred_members_ns, e->pred_dispatch_ns);
+    assert_true(fabs(e->est_saving_ns - (M + D - M * g_ratio)) < 1e-6 * M);
+    assert_true(fabs(e->est_lo_ns - (M + D - M * g_ratio_hi)) < 1e-6 * M);
+    assert_true(fabs(e->est_hi_ns - (M + D - M * g_ratio_lo)) < 1e-6 * M);
     assert_true(e->est_lo_ns < 0 && e->est_hi_ns > 0);
     fa_cluster_spread_phrase(e, ph, sizeof ph);
     assert_non_null(strstr(ph, " (about 0 by its probe's pairs: from a loss of "));
