@@ -43,7 +43,7 @@ int fa_store_pq_conninfo(const char *canon, bool uri, fa_conninfo *ci)
 #define PG_LIBPQ_SONAME "libpq.so.5"
 #define PQ_FUNCS(X)                                                                                                    \
     X(PQclear) X(PQcmdTuples) X(PQconndefaults) X(PQconnectdbParams) X(PQconninfoFree) X(PQconninfoParse)              \
-    X(PQerrorMessage) X(PQexec) X(PQexecParams) X(PQfinish) X(PQfreemem) X(PQftable) X(PQfname)                        \
+    X(PQerrorMessage) X(PQexec) X(PQexecParams) X(PQfinish) X(PQfreemem) X(PQftable) X(PQftablecol) X(PQfname)                        \
     X(PQftype) X(PQgetResult) X(PQgetisnull) X(PQgetlength) X(PQgetvalue) X(PQnfields) X(PQntuples)                    \
     X(PQparameterStatus) X(PQputCopyData) X(PQputCopyEnd) X(PQreset) X(PQresultErrorField) X(PQresultErrorMessage)     \
     X(PQresultStatus) X(PQsendQueryParams) X(PQsetNoticeProcessor) X(PQsetSingleRowMode) X(PQstatus)                   \
@@ -92,6 +92,7 @@ static fa_status pq_load(fa_ctx *ctx, const char *store_path)
 #define PQconninfoParse PQ_ALIAS(PQconninfoParse)
 #define PQfreemem PQ_ALIAS(PQfreemem)
 #define PQftable PQ_ALIAS(PQftable)
+#define PQftablecol PQ_ALIAS(PQftablecol)
 #define PQfname PQ_ALIAS(PQfname)
 #define PQerrorMessage PQ_ALIAS(PQerrorMessage)
 #define PQexec PQ_ALIAS(PQexec)
@@ -308,6 +309,10 @@ int fa_store_pq_conninfo(const char *canon, bool uri, fa_conninfo *ci)
 #define PG_INT8OID 20
 #define PG_FLOAT8OID 701
 #define PG_TEXTOID 25
+/* Attribute numbers whose domain a pg_rel keeps: our widest table (clusters) has under 50 columns,
+ * and a migration's dropped column keeps its number; the schema check refuses a table with a
+ * column past it (pg_schema_check). */
+#define PG_REL_MAX_ATTNUM 127
 
 struct fa_pg {
     PGconn *conn;
@@ -319,7 +324,9 @@ struct fa_pg {
     fa_stmt *busy;     /* statement whose query or COPY is in flight */
     int64_t *held;     /* runs whose liveness lock this connection holds */
     size_t n_held, cap_held;
-    struct pg_rel { Oid oid; char name[64]; } *rels; /* our tables (checked at open): names in messages */
+    /* our tables (checked at open): names in messages, and each column's FA_DOM_* by attnum
+     * (store/domain.c; PG_REL_MAX_ATTNUM bounds what is checked) */
+    struct pg_rel { Oid oid; char name[64]; char dom[PG_REL_MAX_ATTNUM + 1]; } *rels;
     size_t n_rels;
 };
 
@@ -345,6 +352,8 @@ typedef struct pg_stmt {
                                                                                texts borrowed until the step */
     Oid *col_types;    /* per column (binary) */
     fa_buf buf;        /* rows not sent yet */
+    char *dom;         /* per result column, FA_DOM_* of the table column it reads (first row) */
+    int n_dom;
 } pg_stmt;
 
 enum { PV_NULL, PV_I64, PV_DBL, PV_TXT };
@@ -939,16 +948,53 @@ static int pg_fault(fa_stmt *q, int col, const char *what)
     return FA_DB_ERROR;
 }
 
+static fa_db_kind pg_col_kind(fa_stmt *q, int c);
+
+/* Each result column's domain (store/domain.c), from the table column it reads (PQftable,
+ * PQftablecol; 0 for a computed one), found once per statement. */
+static int pg_row_domains(pg_stmt *h, struct fa_pg *pg)
+{
+    int n = PQnfields(h->row);
+    if (h->dom && h->n_dom == n) return 0;
+    free(h->dom);
+    h->n_dom = 0;
+    if (!(h->dom = calloc((size_t)n + 1, 1))) return -1;
+    h->n_dom = n;
+    for (int c = 0; c < n; c++) {
+        Oid t = PQftable(h->row, c);
+        int a = t ? PQftablecol(h->row, c) : 0;
+        for (size_t i = 0; t && a > 0 && a <= PG_REL_MAX_ATTNUM && i < pg->n_rels; i++)
+            if (pg->rels[i].oid == t) h->dom[c] = pg->rels[i].dom[a];
+    }
+    return 0;
+}
+
+/* Every value of the current row against FA_STORE_VALUE_MAX and its column's domain (the server
+ * checks types and NOT NULL itself); numbers arrive as text: int2/4/8 by strtoll, float4/8 and
+ * numeric by strtod, which reads PostgreSQL's 'Infinity', '-Infinity' and 'NaN'. */
 static int pg_row_check(fa_stmt *q)
 {
     pg_stmt *h = PGQ(q);
-    for (int c = 0; c < PQnfields(h->row); c++)
-        if (!PQgetisnull(h->row, 0, c) && (size_t)PQgetlength(h->row, 0, c) > FA_STORE_VALUE_MAX) {
-            char what[120];
+    if (pg_row_domains(h, q->st->pg)) {
+        pg_set_err(q->st, "out of memory", NULL);
+        return FA_DB_ERROR;
+    }
+    for (int c = 0; c < PQnfields(h->row); c++) {
+        if (PQgetisnull(h->row, 0, c)) continue;
+        char what[160];
+        if ((size_t)PQgetlength(h->row, 0, c) > FA_STORE_VALUE_MAX) {
             snprintf(what, sizeof what, "a value of %d bytes, over the %zu MiB limit on one value",
                      PQgetlength(h->row, 0, c), FA_STORE_VALUE_MAX >> 20);
             return pg_fault(q, c, what);
         }
+        if (!h->dom[c]) continue;
+        fa_db_kind k = pg_col_kind(q, c);
+        if (k != FA_DB_INTEGER && k != FA_DB_FLOAT) continue;
+        const char *v = PQgetvalue(h->row, 0, c);
+        const char *bad = fa_store_domain_fault(h->dom[c], k == FA_DB_INTEGER, k == FA_DB_INTEGER ? strtoll(v, NULL, 10) : 0,
+                                                k == FA_DB_FLOAT ? strtod(v, NULL) : 0, what, sizeof what);
+        if (bad) return pg_fault(q, c, bad);
+    }
     return FA_DB_ROW;
 }
 
@@ -1056,6 +1102,7 @@ static void pg_finalize(fa_stmt *q)
         pg_drain(q->st);
     }
     pg_stop(q);
+    free(h->dom);
     for (int i = 0; i < h->n_params; i++) free(h->vals[i]);
     free(h->vals);
     free(h->types);
@@ -1365,7 +1412,7 @@ static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
         s = fa_sq_prepare(ctx, st,
                           "SELECT c.oid::text, c.relname::text, c.relkind::text, a.attname::text, "
                           "format_type(a.atttypid, a.atttypmod), a.attnotnull::int, "
-                          "(a.attgenerated <> '' OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE '%(%')::int "
+                          "(a.attgenerated <> '' OR pg_catalog.pg_get_expr(d.adbin, d.adrelid) LIKE '%(%')::int, a.attnum::int "
                           "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
                           "LEFT JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
                           "LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum "
@@ -1407,9 +1454,24 @@ static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
                 break;
             }
             st->pg->rels = r;
+            memset(&r[st->pg->n_rels], 0, sizeof *r);
             r[st->pg->n_rels].oid = (Oid)strtoul(fa_col_text(q, 0) ? fa_col_text(q, 0) : "0", NULL, 10);
             snprintf(r[st->pg->n_rels].name, sizeof r->name, "%s", rel);
             st->pg->n_rels++;
+        }
+        if (col) {
+            int64_t a = fa_col_int(q, 7);
+            if (a > 0 && a <= PG_REL_MAX_ATTNUM) st->pg->rels[st->pg->n_rels - 1].dom[a] = fa_store_column_domain(rel, col);
+            else if (!odd[0]) { /* a column renumbered past what the domain checks cover */
+                fa_buf m;
+                fa_buf_init(&m);
+                fa_store_quote_name(&m, rel, strlen(rel));
+                fa_buf_puts(&m, ", column ");
+                fa_store_quote_name(&m, col, strlen(col));
+                snprintf(odd, sizeof odd, "table %s has attribute number %lld (over %d), which is not", m.data ? m.data : "?",
+                         (long long)a, PG_REL_MAX_ATTNUM);
+                fa_buf_free(&m);
+            }
         }
     }
     if (!s) s = STEP_CHECK(ctx, st, q, rc);

@@ -25,6 +25,7 @@ typedef struct sq_col {
     char kind;
     bool notnull; /* declared NOT NULL */
     bool pk;      /* part of the table's primary key: names the row in a message */
+    char dom;     /* FA_DOM_* of the table column it reads (store/domain.c) */
 } sq_col;
 
 typedef struct sq_stmt {
@@ -107,6 +108,7 @@ static int sq_prepare(fa_store *st, const char *sql, fa_stmt **out)
                                  : !strcasecmp(decl, "TEXT") ? 't' : 0;
         h->cols[i].notnull = notnull != 0;
         h->cols[i].pk = pk != 0;
+        h->cols[i].dom = fa_store_column_domain(tb, col);
     }
     if (rc != SQLITE_OK) {
         sqlite3_finalize(h->q);
@@ -174,7 +176,8 @@ static int sq_fault(sq_stmt *h, int col, bool have_row, const char *what)
     return m.oom ? SQLITE_NOMEM : SQLITE_CORRUPT;
 }
 
-/* Every value of the current row against its column's declaration and FA_STORE_VALUE_MAX. */
+/* Every value of the current row against its column's declaration, its domain (store/domain.c) and
+ * FA_STORE_VALUE_MAX. */
 static int sq_row_check(sq_stmt *h)
 {
     for (int i = 0; i < h->n_cols; i++) {
@@ -193,6 +196,11 @@ static int sq_row_check(sq_stmt *h)
             snprintf(what, sizeof what, "%s where the schema has %s", type_word(t),
                      c->kind == 'i' ? "an integer" : c->kind == 'r' ? "a real number" : c->kind == 't' ? "text" : "no blob");
             return sq_fault(h, i, true, what);
+        }
+        if (c->dom && (t == SQLITE_INTEGER || t == SQLITE_FLOAT)) {
+            const char *bad = fa_store_domain_fault(c->dom, t == SQLITE_INTEGER, sqlite3_column_int64(h->q, i),
+                                                    sqlite3_column_double(h->q, i), what, sizeof what);
+            if (bad) return sq_fault(h, i, true, bad);
         }
         if (t == SQLITE_TEXT && (size_t)sqlite3_column_bytes(h->q, i) > FA_STORE_VALUE_MAX) {
             snprintf(what, sizeof what, "a value of %d bytes, over the %zu MiB limit on one value",

@@ -31,6 +31,23 @@ extern const char *const fa_store_migrations[FA_STORE_SCHEMA_VERSION];
  * [-1, FA_STORE_ITER_MAX]. Called before every read that
  * subtracts start_ns from end_ns. */
 fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id);
+/* The domain of a numeric column (store/domain.c): what the readers may take its values for. */
+#define FA_DOM_NONE 0         /* not checked: ids, node indices (-1 none), flags of bits, timestamps */
+#define FA_DOM_QUANTITY 'q'   /* a count, size, time or rate: finite, >= 0 (an integer <= 2^53) */
+#define FA_DOM_FINITE 'f'     /* a signed figure (a saving, a gain): finite (an integer within 2^53) */
+#define FA_DOM_ERROR 'e'      /* a relative error: >= 0 or +inf (0/0 references: fa_max_rel_error) */
+#define FA_DOM_OCCUPANCY 'o'  /* 0..1, negative for "not computed" */
+#define FA_DOM_FRACTION 'r'   /* 0..1 */
+#define FA_DOM_FLAG 'b'       /* 0 or 1 */
+/* Largest integer quantity a row may hold: 2^53, the largest a double carries exactly (readers sum
+ * and divide them as doubles); a legitimate byte, FLOP or ns count is far below it. */
+#define FA_STORE_QUANTITY_MAX (1LL << 53)
+/* FA_DOM_* of column `column` of our table `table` (NULLs: FA_DOM_NONE); a static table. */
+char fa_store_column_domain(const char *table, const char *column);
+/* NULL when a value read from a column of domain `dom` lies in it (is_int: the value is the
+ * integer i, else the double d); else writes "VALUE where the column holds WHAT" into buf (cap
+ * bytes) and returns buf, for the back end's "table T, row R, column C: ..." refusal. */
+const char *fa_store_domain_fault(char dom, bool is_int, int64_t i, double d, char *buf, size_t cap);
 /* SQLITE_LIMIT_LENGTH of a run database connection: SQLite refuses to load a value (or build a
  * string) longer than this at all, so a 1 GB value never reaches memory; between the two limits
  * the message names the column, beyond this one the table and row. */

@@ -193,7 +193,7 @@ fa_trace *fa_test_synth_trace(size_t n, int nodes, int iters, uint64_t seed, boo
         a.local_mem = (int32_t)(fa_rng_u64(&r) % 64);
         a.bytes_read = fa_rng_u64(&r) >> 20;
         a.bytes_written = fa_rng_u64(&r) >> 24;
-        a.flops = fa_rng_u64(&r) >> 2;
+        a.flops = fa_rng_u64(&r) >> 12; /* within FA_STORE_QUANTITY_MAX, as every reader requires */
         a.occupancy = (i % 4) ? fa_rng_uniform(&r, 0.0f, 1.0f) : -1.0f;
         a.flags = (unsigned)(fa_rng_u64(&r) & 7);
         fa_trace_add(t, &a);

@@ -102,6 +102,20 @@ alter "UPDATE fuse_advise.runs SET error = repeat('a', 17000000) WHERE id = 1"
 "$CLI" runs --db "$ALT" >out.txt 2>err.txt; rc=$?
 [ $rc = 1 ] && grep -q "table 'runs', row #1 of the query, column 'error': a value of 17000000 bytes" err.txt \
   || { cat err.txt; fail "a 17 MB error text on the server: exit $rc"; }
+alter "UPDATE fuse_advise.runs SET error = NULL WHERE id = 1"
+# numbers of the right type outside their column's domain (store/domain.c): refused, named
+alter "UPDATE fuse_advise.runs SET iter_median_ns = -5 WHERE id = 1"
+expect_refused "table 'runs', row #1 of the query, column 'iter_median_ns': -5 where the column holds a count"
+alter "UPDATE fuse_advise.runs SET iter_median_ns = NULL WHERE id = 1"
+alter "UPDATE fuse_advise.kernels SET occupancy = 'Infinity' WHERE run_id = 1 AND seq = 0"
+"$CLI" export-runs --db "$ALT" --to exported-inf.db >out.txt 2>err.txt; rc=$?
+[ $rc = 1 ] && grep -qF "table 'kernels', row #1 of the query, column 'occupancy': +inf where the column holds an occupancy" err.txt \
+  || { cat err.txt; fail "an occupancy of +inf on the server: exit $rc"; }
+alter "UPDATE fuse_advise.kernels SET occupancy = 'NaN' WHERE run_id = 1 AND seq = 0"
+"$CLI" export-runs --db "$ALT" --to exported-nan.db >out.txt 2>err.txt; rc=$?
+[ $rc = 1 ] && grep -qF "column 'occupancy': NaN where" err.txt || { cat err.txt; fail "an occupancy of NaN on the server: exit $rc"; }
+alter "UPDATE fuse_advise.kernels SET occupancy = -1 WHERE run_id = 1 AND seq = 0"
+"$CLI" runs --db "$ALT" >/dev/null 2>err.txt || { cat err.txt; fail "runs once the values are in their domains again"; }
 
 # Connection strings: each form works against the server (trust authentication ignores the
 # password) and nothing prints or stores the password.

@@ -408,6 +408,79 @@ static void test_db_times_that_are_no_duration_refused_naming_the_row(void **sta
     }
 }
 
+/* Numbers a doctored database holds that are of the right type but no value of their column: a
+ * cluster's predicted saving of 9e999 (+inf in SQLite) was shown as "inf µs", a device ceiling of -1
+ * GB/s and a kernel's -5 bytes read were plotted. Each is refused naming the file, table, row and
+ * column, by every verb that reads it (store/domain.c); a relative error of +inf, which
+ * fa_max_rel_error gives for a reference of 0, is still read. */
+static void test_db_values_outside_their_columns_domain_refused(void **state)
+{
+    (void)state;
+    const char *base = tmp_path("domain-base.db"); /* applied: its plan, clusters and measurements */
+    unlink(base);
+    const char *run[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--warmup", "0", "--threads", "1", "--db", base,
+                         "--out", tmp_path("domain-out"), NULL};
+    char *err0 = NULL;
+    int rc0 = cli_within(run, 300, NULL, &err0);
+    if (rc0 != 0) fail_msg("run: exit %d: %s", rc0, err0);
+    free(err0);
+    static const struct {
+        const char *sql, *want1, *want2;
+        int verbs; /* 1: report, 2: runs, 4: gate, 8: export-runs, 16: show */
+    } cases[] = {
+        {"UPDATE clusters SET est_saving_us = 9e999;", "table 'clusters', row (", "column 'est_saving_us': +inf where",
+         1 | 2 | 4 | 8},
+        {"UPDATE clusters SET meas_fused_us = -3.5 WHERE cluster_id = 0;", "table 'clusters', row (",
+         "column 'meas_fused_us': -3.5 where", 1 | 8},
+        {"UPDATE device_ceilings SET value = -1;", "table 'device_ceilings', row (", "column 'value': -1 where", 1 | 8},
+        {"UPDATE kernels SET bytes_read = -5 WHERE seq = 2;", "table 'kernels', row (run_id 1, seq 2)",
+         "column 'bytes_read': -5 where", 1 | 8},
+        {"UPDATE kernels SET flops = 9007199254740993 WHERE seq = 1;", "table 'kernels', row (run_id 1, seq 1)",
+         "column 'flops': 9007199254740993 where", 1 | 8},
+        {"UPDATE plans SET occupancy_floor = 2;", "table 'plans', row (", "column 'occupancy_floor': 2 where", 1 | 8},
+        {"UPDATE runs SET peak_activation_bytes = -1;", "table 'runs', row (id ", "column 'peak_activation_bytes': -1 where",
+         1 | 8 | 16},
+        {"UPDATE clusters SET max_rel_error = -0.25;", "table 'clusters', row (", "column 'max_rel_error': -0.25 where",
+         1 | 8},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "domain%zu.db", i);
+        const char *db = tmp_path(name);
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        char to[4300];
+        snprintf(to, sizeof to, "%s", tmp_path("domain-to.db"));
+        unlink(to);
+        const char *rep = tmp_path("domain-report");
+        const char *verbs[][10] = {
+            {"report", "1", "--db", db, "-o", rep, NULL},
+            {"runs", "--db", db, NULL},
+            {"gate", "--baseline", "1", "--candidate", "1", "--db", db, NULL},
+            {"export-runs", "--to", to, "--db", db, NULL},
+            {"show", "1", "--db", db, NULL},
+        };
+        for (int v = 0; v < 5; v++) {
+            if (!(cases[i].verbs & (1 << v))) continue;
+            char *err = NULL;
+            int rc = cli_within(verbs[v], 60, NULL, &err);
+            if (rc != 1 || !strstr(err, db) || !strstr(err, cases[i].want1) || !strstr(err, cases[i].want2))
+                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\", \"%s\"): %s", i, verbs[v][0], rc, cases[i].want1,
+                         cases[i].want2, err);
+            free(err);
+        }
+    }
+    /* +inf is a relative error's own value: read and reported */
+    const char *db = tmp_path("domain-inf-error.db");
+    copy_file(base, db);
+    raw_sql(db, "UPDATE clusters SET max_rel_error = 9e999;");
+    const char *argv[] = {"report", "1", "--db", db, "-o", tmp_path("domain-inf-report"), NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 60, NULL, &err);
+    if (rc != 0) fail_msg("report with a max_rel_error of +inf: exit %d: %s", rc, err);
+    free(err);
+}
+
 /* An integer in range for its column but not for what it indexes: a kernel record's node id of
  * 2^31 - 1 sized the per-op table by it (8 GB) and ended in "out of memory"; it is refused naming
  * the table, column and value. */
@@ -800,6 +873,7 @@ int main(void)
         cmocka_unit_test(test_db_null_or_wrong_typed_value_named_by_table_row_and_column),
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_times_that_are_no_duration_refused_naming_the_row),
+        cmocka_unit_test(test_db_values_outside_their_columns_domain_refused),
         cmocka_unit_test(test_db_empty_file_is_not_a_database_to_a_reading_verb),
         cmocka_unit_test(test_db_refused_file_gains_no_wal_or_shm),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
