@@ -1055,17 +1055,142 @@ static void lf_run(lfilter *f, const unsigned char *s, size_t n, fa_buf *o, kpar
  * start. The thread lives only inside one import call. */
 typedef struct rchunk {
     unsigned char *data;
-    int n;            /* gzread result */
-    int zerr;         /* gzerror code after the read */
-    char zmsg[96];    /* zlib's message without the "<fd:N>: " it puts before it */
-    int64_t tell;     /* gztell after the read: the uncompressed bytes decoded so far, those of a
-                         read that failed midway included (gzread then returns -1) */
-    int64_t zoff;     /* gzoffset after the read: the file's bytes consumed (compressed) */
+    int n;            /* bytes read, -1 after an error (those decoded before it are lost to n) */
+    int zerr;         /* Z_OK, Z_STREAM_END (the end, clean), Z_BUF_ERROR (the input ends inside a
+                         gzip member), Z_DATA_ERROR, Z_MEM_ERROR, Z_ERRNO (a read error) */
+    char zmsg[160];   /* what failed: zlib's message, or ours */
+    int64_t tell;     /* the uncompressed bytes decoded so far, those of a read that failed midway
+                         included */
+    int64_t zoff;     /* the file's bytes consumed (compressed) */
     bool full;
 } rchunk;
 
+/* The trace file as a stream of bytes: gzip members inflated one after another (RFC 1952 §2.2:
+ * a file may hold several), or the file itself when its first two bytes are not gzip's magic.
+ * zlib's gzread is not used: it ignores whatever follows a member when that is not another member
+ * (a valid trace with bytes appended imported with exit 0), and a failed read tells nothing of
+ * where it failed (a checksum error said "uncompressed byte 0"). */
+typedef struct zsrc {
+    int fd;
+    bool gzip;          /* decided by the first two bytes */
+    bool decided;
+    bool between;       /* at the start of the file or after a member's end: a member or the end next */
+    bool eof;           /* read() returned 0 */
+    bool done;          /* ended (cleanly, truncated or failed): every later read repeats done_err */
+    int done_err;
+    char done_msg[160];
+    bool zinit;
+    z_stream zs;
+    unsigned char *in;  /* CHUNK bytes of the file */
+    size_t in_len, in_pos;
+    uint64_t in_off;    /* file bytes consumed */
+    uint64_t out_off;   /* bytes produced */
+} zsrc;
+
+/* Keep in[in_pos..] and read more behind it; false (errno set) on a read error. */
+static bool zsrc_fill(zsrc *z)
+{
+    if (z->in_pos > 0) {
+        memmove(z->in, z->in + z->in_pos, z->in_len - z->in_pos);
+        z->in_len -= z->in_pos;
+        z->in_pos = 0;
+    }
+    while (z->in_len < CHUNK && !z->eof) {
+        ssize_t r = read(z->fd, z->in + z->in_len, CHUNK - z->in_len);
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return false;
+        if (r == 0) z->eof = true;
+        z->in_len += (size_t)r;
+        if (r > 0) break;
+    }
+    return true;
+}
+
+static void zsrc_end(zsrc *z, int err, const char *msg)
+{
+    z->done = true;
+    z->done_err = err;
+    snprintf(z->done_msg, sizeof z->done_msg, "%s", msg ? msg : "");
+}
+
+static void chunk_read(zsrc *z, rchunk *c)
+{
+    size_t got = 0;
+    while (!z->done && got < CHUNK) {
+        if ((z->in_len - z->in_pos < 2 || !z->decided) && !z->eof && !zsrc_fill(z)) {
+            zsrc_end(z, Z_ERRNO, strerror(errno));
+            break;
+        }
+        size_t avail = z->in_len - z->in_pos;
+        const unsigned char *in = z->in + z->in_pos;
+        if (!z->decided) {
+            if (avail < 2 && !z->eof) continue;
+            z->decided = true;
+            z->gzip = z->between = avail >= 2 && in[0] == 0x1f && in[1] == 0x8b;
+        }
+        if (!z->gzip) { /* the file itself */
+            if (avail == 0) {
+                if (z->eof) zsrc_end(z, Z_STREAM_END, NULL);
+                continue;
+            }
+            size_t k = avail < CHUNK - got ? avail : CHUNK - got;
+            memcpy(c->data + got, in, k);
+            got += k, z->in_pos += k, z->in_off += k, z->out_off += k;
+            continue;
+        }
+        if (z->between) {
+            if (avail < 2 && !z->eof) continue;
+            if (avail == 0) { /* the last member ended with the file */
+                zsrc_end(z, Z_STREAM_END, NULL);
+                break;
+            }
+            if (avail < 2 || in[0] != 0x1f || in[1] != 0x8b) {
+                char m[160];
+                snprintf(m, sizeof m, "bytes after the end of the gzip stream (from compressed byte %llu) that are not another gzip member",
+                         (unsigned long long)z->in_off);
+                zsrc_end(z, Z_DATA_ERROR, m);
+                break;
+            }
+            int rc = z->zinit ? inflateReset(&z->zs) : inflateInit2(&z->zs, 16 + MAX_WBITS); /* gzip wrapper only */
+            if (rc != Z_OK) {
+                zsrc_end(z, rc == Z_MEM_ERROR ? Z_MEM_ERROR : Z_DATA_ERROR, z->zs.msg ? z->zs.msg : "inflateInit2 failed");
+                break;
+            }
+            z->zinit = true;
+            z->between = false;
+        }
+        z->zs.next_in = (Bytef *)(uintptr_t)in;
+        z->zs.avail_in = (uInt)avail;
+        z->zs.next_out = c->data + got;
+        z->zs.avail_out = (uInt)(CHUNK - got);
+        int rc = inflate(&z->zs, Z_NO_FLUSH);
+        size_t used = avail - z->zs.avail_in, made = (CHUNK - got) - z->zs.avail_out;
+        z->in_pos += used, z->in_off += used;
+        got += made, z->out_off += made;
+        if (rc == Z_STREAM_END) z->between = true;
+        else if (rc == Z_BUF_ERROR || (rc == Z_OK && used == 0 && made == 0)) {
+            if (z->eof && z->in_pos == z->in_len) zsrc_end(z, Z_BUF_ERROR, "unexpected end of file");
+        } else if (rc != Z_OK)
+            zsrc_end(z, rc == Z_MEM_ERROR ? Z_MEM_ERROR : Z_DATA_ERROR, z->zs.msg ? z->zs.msg : "inflate failed");
+    }
+    bool failed = z->done && z->done_err != Z_STREAM_END && z->done_err != Z_BUF_ERROR;
+    c->n = failed ? -1 : (int)got;
+    c->zerr = z->done ? z->done_err : Z_OK;
+    snprintf(c->zmsg, sizeof c->zmsg, "%s", z->done ? z->done_msg : "");
+    c->tell = (int64_t)z->out_off;
+    c->zoff = (int64_t)z->in_off;
+}
+
+static void zsrc_close(zsrc *z)
+{
+    if (z->zinit) inflateEnd(&z->zs);
+    free(z->in);
+    if (z->fd >= 0) close(z->fd);
+    z->fd = -1;
+}
+
 typedef struct reader {
-    gzFile gz;
+    zsrc *gz;
     pthread_t th;
     bool threaded, stop;
     pthread_mutex_t mu;
@@ -1073,17 +1198,6 @@ typedef struct reader {
     rchunk c[2];
     int slot;         /* consumer's next slot */
 } reader;
-
-static void chunk_read(gzFile gz, rchunk *c)
-{
-    c->n = gzread(gz, c->data, CHUNK);
-    c->zerr = Z_OK;
-    const char *m = gzerror(gz, &c->zerr);
-    if (m && !strncmp(m, "<fd:", 4) && strstr(m, ">: ")) m = strstr(m, ">: ") + 3; /* the descriptor is ours */
-    snprintf(c->zmsg, sizeof c->zmsg, "%s", m ? m : "");
-    c->tell = (int64_t)gztell(gz);
-    c->zoff = (int64_t)gzoffset(gz);
-}
 
 /* A truncated stream (Z_BUF_ERROR) is reported by the read that reaches the end of the input,
  * while zlib still holds output decoded before it: that read's bytes are good, and the reads
@@ -1119,7 +1233,7 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-static bool reader_open(reader *r, gzFile gz)
+static bool reader_open(reader *r, zsrc *gz)
 {
     memset(r, 0, sizeof *r);
     r->gz = gz;
@@ -1400,15 +1514,12 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
         *out_status = os;
         return RUN_FAIL;
     }
-    gzFile gz = gzdopen(gfd, "rb");
-    if (!gz) {
-        int e = errno;
+    zsrc zsource = {.fd = gfd}, *gz = &zsource;
+    if (!(gz->in = malloc(CHUNK))) {
         close(gfd);
-        *out_status = e == ENOMEM ? fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the trace", p->name)
-                                  : fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot open: %s", p->name, strerror(e));
+        *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory opening the trace", p->name);
         return RUN_FAIL;
     }
-    gzbuffer(gz, CHUNK);
     reader rd;
     bool rd_ok = reader_open(&rd, gz);
     fa_buf fout;
@@ -1423,7 +1534,7 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
         if (rd_ok) reader_close(&rd);
         if (p->h) yajl_free(p->h);
         p->h = NULL;
-        gzclose(gz);
+        zsrc_close(gz);
         *out_status = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory starting the JSON parser", p->name);
         return RUN_FAIL;
     }
@@ -1571,8 +1682,8 @@ static run_result kineto_run(kparse *p, const fa_import_opts *opts, bool lenient
     p->h = NULL;
     fa_buf_free(&fout);
     fa_buf_free(&fd.pend);
-    reader_close(&rd); /* joins the read-ahead thread before the gzFile goes */
-    gzclose(gz);
+    reader_close(&rd); /* joins the read-ahead thread before the source goes */
+    zsrc_close(gz);
     return rr;
 }
 

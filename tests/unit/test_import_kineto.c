@@ -486,6 +486,72 @@ static void test_kineto_gzip_found_by_magic_and_truncated_gzip_refused(void **st
     fa_ctx_free(ctx);
 }
 
+/* What follows a gzip member must be another member or the end of the file: zlib's gzread
+ * ignores anything else, so a trace with bytes appended (one byte, a text, zeros) imported with
+ * exit 0. Refused naming the compressed byte where the member ended; a file of two members (RFC
+ * 1952 §2.2, `cat a.gz b.gz`) is one trace, as gzip reads it; a checksum error is placed where the
+ * member's bytes end (zlib's failed read said "uncompressed byte 0" for a trace under one read). */
+static void test_kineto_gzip_trailing_bytes_refused_and_members_joined(void **state)
+{
+    (void)state;
+    uint8_t *src;
+    size_t n;
+    fa_ctx *ctx = fa_ctx_create();
+    assert_int_equal(fa_read_file(ctx, data("current_schema.json"), &src, &n), FA_OK);
+    const char *gzpath = fa_test_path(fa_test_tmpdir(), "whole.json.gz");
+    gzFile g = gzopen(gzpath, "wb");
+    assert_non_null(g);
+    assert_int_equal(gzwrite(g, src, (unsigned)n), (int)n);
+    gzclose(g);
+    uint8_t *gz;
+    size_t gn;
+    assert_int_equal(fa_read_file(ctx, gzpath, &gz, &gn), FA_OK);
+    static const struct { const char *tail; size_t len; } tails[] = {{"X", 1}, {"appended text\n", 14}, {"\0\0\0\0\0\0\0\0", 8},
+                                                                     {"\x1f", 1}};
+    for (size_t i = 0; i < sizeof tails / sizeof tails[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "tail%zu.json.gz", i);
+        const char *p = fa_test_path(fa_test_tmpdir(), name);
+        FILE *f = fopen(p, "wb");
+        assert_non_null(f);
+        assert_int_equal(fwrite(gz, 1, gn, f), gn);
+        assert_int_equal(fwrite(tails[i].tail, 1, tails[i].len, f), tails[i].len);
+        fclose(f);
+        fa_import_stats st;
+        const char *msg = import_fail(p, NULL, FA_ERR_INPUT, &st);
+        char want[120];
+        snprintf(want, sizeof want, "after the end of the gzip stream (from compressed byte %zu)", gn);
+        if (!strstr(msg, name) || !strstr(msg, want)) fail_msg("tail %zu: want \"%s\": %s", i, want, msg);
+    }
+    /* two members: the halves of one document */
+    const char *two = fa_test_path(fa_test_tmpdir(), "members.json.gz");
+    size_t h = n / 2;
+    g = gzopen(two, "wb");
+    assert_non_null(g);
+    assert_int_equal(gzwrite(g, src, (unsigned)h), (int)h);
+    gzclose(g);
+    g = gzopen(two, "ab");
+    assert_non_null(g);
+    assert_int_equal(gzwrite(g, src + h, (unsigned)(n - h)), (int)(n - h));
+    gzclose(g);
+    fa_import_stats st;
+    fa_trace *t = import_ok(two, &st);
+    assert_int_equal(st.n_kernels, 1);
+    assert_int_equal(st.input_bytes, n);
+    fa_trace_free(t);
+    /* a damaged CRC-32: placed at the end of the member's n bytes */
+    const char *crc = fa_test_path(fa_test_tmpdir(), "crc.json.gz");
+    gz[gn - 6] ^= 0xff;
+    write_bytes(crc, gz, gn);
+    const char *msg = import_fail(crc, NULL, FA_ERR_INPUT, &st);
+    char want[120];
+    snprintf(want, sizeof want, "corrupt gzip stream at uncompressed byte %zu: incorrect data check", n);
+    if (!strstr(msg, want)) fail_msg("want \"%s\": %s", want, msg);
+    free(gz);
+    free(src);
+    fa_ctx_free(ctx);
+}
+
 static void test_kineto_ten_level_deep_args_ignored_fields_still_read(void **state)
 {
     (void)state;
@@ -1515,6 +1581,7 @@ int main(void)
         cmocka_unit_test(test_kineto_raw_control_char_recovered_in_lenient_pass),
         cmocka_unit_test(test_kineto_truncated_json_error_names_offset_or_keeps_partial),
         cmocka_unit_test(test_kineto_gzip_found_by_magic_and_truncated_gzip_refused),
+        cmocka_unit_test(test_kineto_gzip_trailing_bytes_refused_and_members_joined),
         cmocka_unit_test(test_kineto_ten_level_deep_args_ignored_fields_still_read),
         cmocka_unit_test(test_kineto_numbers_beyond_int64_counted_not_wrapped),
         cmocka_unit_test(test_kineto_nan_infinity_literals_read_as_unknown),
