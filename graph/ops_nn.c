@@ -2128,6 +2128,113 @@ static void rz_rows_f32(const rz_params *p, const rz_axis *ax, const int64_t *is
     }
 }
 
+/* Float32 linear or cubic Resize of the last two axes of [..., H, W] planes (every leading axis
+ * unresized), separably: each input row a band of output rows reads is interpolated along W once
+ * into a row buffer (its taps with a zero weight skipped, as the general loop skips them), and each
+ * output row is the weighted sum of its input rows' buffers along H (rows of weight 0 skipped):
+ * per output element Th multiply-adds over contiguous floats instead of Th x Tw gathers in double
+ * (rz_rows_f32: 3.7 ms for LR-ASPP's two upsamplings to [1, 21, 224, 224] against ONNX Runtime's
+ * 0.7 ms). float accumulation, as ONNX Runtime's upsample (onnxruntime/core/providers/cpu/tensor/
+ * upsample.cc): the results differ from the double path by rounding only. Work is split into
+ * bands of up to RZ_BAND output rows of one plane; a band keeps its last Th + 1 input rows' buffers. */
+#define RZ_BAND 32
+static bool rz_planes_f32(const rz_params *p, const rz_axis *ax, const float *X, float *Y, int threads)
+{
+    const int R = p->rank;
+    const rz_axis *ah = &ax[R - 2], *aw = &ax[R - 1];
+    const int64_t Hi = p->in[R - 2], Wi = p->in[R - 1], Ho = p->out[R - 2], Wo = p->out[R - 1];
+    const int Th = ah->taps, Tw = aw->taps, K = Th + 1;
+    int64_t planes = 1;
+    for (int a = 0; a < R - 2; a++) planes *= p->out[a];
+    if (Ho <= 0 || Wo <= 0 || planes <= 0) return true;
+    /* the W taps with a nonzero weight, per output column */
+    unsigned char *cnt = malloc((size_t)Wo);
+    int64_t *cidx = malloc(sizeof(int64_t) * (size_t)(Wo * Tw));
+    float *cw = malloc(sizeof(float) * (size_t)(Wo * Tw));
+    if (!cnt || !cidx || !cw) {
+        free(cnt), free(cidx), free(cw);
+        return false;
+    }
+    for (int64_t j = 0; j < Wo; j++) {
+        int c = 0;
+        for (int t = 0; t < Tw; t++) {
+            double w = aw->w[j * Tw + t];
+            if (w == 0) continue;
+            cidx[j * Tw + c] = aw->idx[j * Tw + t];
+            cw[j * Tw + c++] = (float)w;
+        }
+        cnt[j] = (unsigned char)c;
+    }
+    const int64_t nb = (Ho + RZ_BAND - 1) / RZ_BAND;
+    bool ok = true;
+#pragma omp parallel num_threads(nthreads(threads))
+    {
+        float *buf = malloc(sizeof(float) * (size_t)(K * Wo));
+        int64_t tag[8]; /* Th + 1 <= 5: cubic */
+        int64_t last_plane = -1;
+        if (!buf) {
+#pragma omp atomic write
+            ok = false;
+        }
+#pragma omp for schedule(static)
+        for (int64_t b = 0; b < planes * nb; b++) {
+            if (!buf) continue;
+            int64_t pl = b / nb, o0 = (b % nb) * RZ_BAND, o1 = o0 + RZ_BAND < Ho ? o0 + RZ_BAND : Ho;
+            if (pl != last_plane || o0 == 0) {
+                for (int k = 0; k < K; k++) tag[k] = -1;
+                last_plane = pl;
+            }
+            const float *xp = X + pl * Hi * Wi;
+            for (int64_t oh = o0; oh < o1; oh++) {
+                const float *rows[5];
+                float wts[5];
+                int n = 0;
+                unsigned used = 0; /* slots this output row reads: never the victim */
+                for (int t = 0; t < Th; t++) {
+                    double wh = ah->w[oh * Th + t];
+                    if (wh == 0) continue;
+                    int64_t ih = ah->idx[oh * Th + t];
+                    int slot = -1, victim = -1;
+                    for (int k = 0; k < K; k++) {
+                        if (tag[k] == ih) slot = k;
+                        if (!(used >> k & 1) && (victim < 0 || tag[k] < tag[victim])) victim = k;
+                    }
+                    if (slot < 0) { /* interpolate input row ih along W into the oldest buffer */
+                        slot = victim;
+                        tag[slot] = ih;
+                        float *h = buf + (int64_t)slot * Wo;
+                        const float *x = xp + ih * Wi;
+                        for (int64_t j = 0; j < Wo; j++) {
+                            float acc = 0;
+                            for (int c = 0; c < cnt[j]; c++) acc += cw[j * Tw + c] * x[cidx[j * Tw + c]];
+                            h[j] = acc;
+                        }
+                    }
+                    used |= 1u << slot;
+                    rows[n] = buf + (int64_t)slot * Wo;
+                    wts[n++] = (float)wh;
+                }
+                float *y = Y + (pl * Ho + oh) * Wo;
+                if (n == 0) {
+                    memset(y, 0, sizeof(float) * (size_t)Wo);
+                    continue;
+                }
+                const float *r0 = rows[0];
+                float w0 = wts[0];
+                for (int64_t j = 0; j < Wo; j++) y[j] = w0 * r0[j];
+                for (int q = 1; q < n; q++) {
+                    const float *r = rows[q];
+                    float w = wts[q];
+                    for (int64_t j = 0; j < Wo; j++) y[j] += w * r[j];
+                }
+            }
+        }
+        free(buf);
+    }
+    free(cnt), free(cidx), free(cw);
+    return ok;
+}
+
 /* Reference Resize: separable per-axis taps (nearest 1, linear 2, cubic 4), product over axes
  * with double accumulation; parallel over the outer output rows. Integer outputs are rounded
  * half to even and saturated (the reference's saturate_cast); nearest copies them exactly. */
@@ -2198,6 +2305,14 @@ static fa_status rz_kernel(fa_ctx *ctx, const fa_node *n, const fa_value *in, in
         si *= p.in[a];
     }
     int64_t total = prod64(p.out, R), inner = R ? p.out[R - 1] : 1, rows = inner ? total / inner : 0;
+    bool planar = f32 && R >= 2 && p.ctm != CT_TF_CROP && (p.mode == RZ_LINEAR || p.mode == RZ_CUBIC) &&
+                  ax[R - 2].taps <= 4 && ax[R - 1].taps <= 4;
+    for (int a = 0; planar && a < R - 2; a++) planar = ax[a].taps == 1 && p.out[a] == p.in[a];
+    if (planar) { /* only H and W resized: separably, a band of rows at a time */
+        bool done = rz_planes_f32(&p, ax, X, Y, threads);
+        for (int a = 0; a < R; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }
+        return done ? FA_OK : oom(ctx, n);
+    }
     if (f32 && R >= 1 && p.ctm != CT_TF_CROP) { /* no coordinate falls outside: a row at a time */
         rz_rows_f32(&p, ax, istr, X, Y, rows, inner, threads);
         for (int a = 0; a < R; a++) { free(ax[a].idx); free(ax[a].w); free(ax[a].outside); }

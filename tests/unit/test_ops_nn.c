@@ -973,6 +973,83 @@ static void test_resize_tf_crop_and_resize_roi_and_extrapolation(void **state)
     tn_free(t);
 }
 
+/* x_original and taps of one axis as the ONNX reference defines them (half_pixel or align_corners;
+ * linear 2 taps, cubic 4 with A = -0.75), edge-clamped: the oracle of the test below. */
+static int resize_taps(int cubic, int align, int64_t o, int64_t in, int64_t out, int64_t *idx, double *w)
+{
+    double x = align ? (out > 1 ? (double)o * (double)(in - 1) / (double)(out - 1) : 0)
+                     : ((double)o + 0.5) * (double)in / (double)out - 0.5;
+    double f = floor(x), r = x - f;
+    int64_t x0 = (int64_t)f;
+    int n = cubic ? 4 : 2;
+    if (!cubic) {
+        idx[0] = x0, idx[1] = x0 + 1, w[0] = 1 - r, w[1] = r;
+    } else {
+        double A = -0.75, q = 1 - r;
+        for (int t = 0; t < 4; t++) idx[t] = x0 - 1 + t;
+        w[0] = ((A * (r + 1) - 5 * A) * (r + 1) + 8 * A) * (r + 1) - 4 * A;
+        w[1] = ((A + 2) * r - (A + 3)) * r * r + 1;
+        w[2] = ((A + 2) * q - (A + 3)) * q * q + 1;
+        w[3] = ((A * (q + 1) - 5 * A) * (q + 1) + 8 * A) * (q + 1) - 4 * A;
+    }
+    for (int t = 0; t < n; t++) idx[t] = idx[t] < 0 ? 0 : idx[t] >= in ? in - 1 : idx[t];
+    return n;
+}
+
+/* A Resize of only H and W runs separably over bands of output rows (graph/ops_nn.c
+ * rz_planes_f32): several planes, more rows than one band, upsampling one axis and downsampling
+ * the other, linear and cubic, against the per-element formula in double. A tap of weight 0 is
+ * skipped as the reference loop skips it: an infinite input there leaves the output finite. */
+static void test_resize_separable_planes_match_the_per_element_formula(void **state)
+{
+    (void)state;
+    const int64_t C = 3, H = 45, W = 37;
+    float *x = rnd(C * H * W, 11);
+    const struct { int cubic, align; int64_t ho, wo; } cases[] = {{0, 0, 90, 23}, {1, 1, 70, 80}, {0, 1, 20, 111}, {1, 0, 33, 37}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        tn *t = tn_new("Resize", 19, 4, (const char *const[]){"X", "", "", "sizes"}, 1, Y1);
+        tn_inf(t, 0, 4, (int64_t[]){1, C, H, W}, x);
+        tn_in(t, 3, FA_DTYPE_INT64, 1, (int64_t[]){4}, (int64_t[]){1, C, cases[c].ho, cases[c].wo}, true);
+        fa_node_add_attr_string(t->g, t->n, "mode", cases[c].cubic ? "cubic" : "linear");
+        if (cases[c].align) fa_node_add_attr_string(t->g, t->n, "coordinate_transformation_mode", "align_corners");
+        tn_run(t);
+        const int64_t ho = cases[c].ho, wo = cases[c].wo;
+        expect_dims(&t->out[0], 4, (int64_t[]){1, C, ho, wo});
+        float *want = malloc(sizeof(float) * (size_t)(C * ho * wo));
+        assert_non_null(want);
+        for (int64_t ch = 0; ch < C; ch++)
+            for (int64_t i = 0; i < ho; i++)
+                for (int64_t j = 0; j < wo; j++) {
+                    int64_t ih[4], iw[4];
+                    double wh[4], ww[4], acc = 0;
+                    int nh = resize_taps(cases[c].cubic, cases[c].align, i, H, ho, ih, wh);
+                    int nw = resize_taps(cases[c].cubic, cases[c].align, j, W, wo, iw, ww);
+                    for (int a = 0; a < nh; a++)
+                        for (int b = 0; b < nw; b++) acc += wh[a] * ww[b] * x[(ch * H + ih[a]) * W + iw[b]];
+                    want[(ch * ho + i) * wo + j] = (float)acc;
+                }
+        char what[64];
+        snprintf(what, sizeof what, "separable resize case %zu", c);
+        expect_close(t->out[0].data, want, C * ho * wo, what);
+        free(want);
+        tn_free(t);
+    }
+    free(x);
+    /* align_corners 3 -> 5: output 2 sits on input 1 exactly (the tap of input 2 has weight 0) */
+    float xi[9] = {1, 2, 3, 4, 5, 6, 7, 8, INFINITY};
+    tn *t = tn_new("Resize", 19, 4, (const char *const[]){"X", "", "", "sizes"}, 1, Y1);
+    tn_inf(t, 0, 4, (int64_t[]){1, 1, 3, 3}, xi);
+    tn_in(t, 3, FA_DTYPE_INT64, 1, (int64_t[]){4}, (int64_t[]){1, 1, 5, 5}, true);
+    fa_node_add_attr_string(t->g, t->n, "mode", "linear");
+    fa_node_add_attr_string(t->g, t->n, "coordinate_transformation_mode", "align_corners");
+    tn_run(t);
+    const float *y = t->out[0].data;
+    assert_true(y[2 * 5 + 2] == 5.0f);
+    assert_true(isfinite(y[3 * 5 + 2]) && isfinite(y[2 * 5 + 3]));
+    assert_true(isinf(y[4 * 5 + 4]));
+    tn_free(t);
+}
+
 /* Resize-10 (inputs X, scales): asymmetric coordinates; nearest floors when upsampling and
  * ceils when downsampling (the opset-10 backend tests: x3 repeats; 0.6 on [1,2,3,4] -> [1,3]). */
 static void test_resize_opset10_nearest_up_and_down(void **state)
@@ -1416,6 +1493,7 @@ int main(void)
         cmocka_unit_test(test_resize_nearest_and_linear_onnx_examples),
         cmocka_unit_test(test_resize_tf_crop_and_resize_roi_and_extrapolation),
         cmocka_unit_test(test_resize_opset10_nearest_up_and_down),
+        cmocka_unit_test(test_resize_separable_planes_match_the_per_element_formula),
         cmocka_unit_test(test_resize_cubic_matches_keys_kernel),
         cmocka_unit_test(test_upsample_nearest_opset7_and_9),
         cmocka_unit_test(test_quantize_dequantize_per_tensor_onnx_examples),
