@@ -1388,14 +1388,23 @@ static fa_status create_conv(fa_ctx *ctx, const fa_graph *g, const fa_node *n, d
      * depthwise convolutions were slower with it (bench/README.md, "Convolution tactics"). */
     char pkey[TACTIC_KEY_MAX] = "";
     int pmemo = -1;
-    if (!transposed && !fused && tactic == FA_CONV_TACTIC_REORDER && ns == 2) pmemo = 1; /* forced: no key */
-    if (!transposed && !fused && tactic == FA_CONV_TACTIC_MEASURED && ns == 2) {
-        snprintf(pkey, sizeof pkey, "plain t%d x%lldx%lldx%lldx%lld w%lldx%lld k%lldx%lld s%lld,%lld d%lld,%lld p%lld,%lld,%lld,%lld g%lld b%d",
-                 omp_get_max_threads(), (long long)xd[0], (long long)xd[1], (long long)xd[2], (long long)xd[3],
-                 (long long)cout, (long long)(yd[2] * yd[3]), (long long)k[0], (long long)k[1], (long long)st[0],
-                 (long long)st[1], (long long)dil[0], (long long)dil[1], (long long)pl[0], (long long)pl[1], (long long)pr[0],
-                 (long long)pr[1], (long long)group, B != NULL);
-        pmemo = tactic_memo_get(pkey);
+    if (!transposed && !fused && tactic == FA_CONV_TACTIC_REORDER) pmemo = 1; /* forced: no key */
+    if (!transposed && !fused && tactic == FA_CONV_TACTIC_MEASURED) {
+        /* 1-D, 2-D and 3-D alike: oneDNN 2.6 runs a plain NCDHW 3x3x3 convolution (R3D-18) as its
+         * gemm convolution, and its jit one on nCdhw16c */
+        int64_t ysp = 1;
+        for (int i = 0; i < ns; i++) ysp *= yd[2 + i];
+        int o = snprintf(pkey, sizeof pkey, "plain t%d r%d x", omp_get_max_threads(), r);
+        for (int i = 0; i < r && o > 0 && (size_t)o < sizeof pkey; i++)
+            o += snprintf(pkey + o, sizeof pkey - (size_t)o, "%s%lld", i ? "x" : "", (long long)xd[i]);
+        for (int i = 0; i < ns && o > 0 && (size_t)o < sizeof pkey; i++)
+            o += snprintf(pkey + o, sizeof pkey - (size_t)o, " a%d:k%lld,s%lld,d%lld,p%lld,%lld", i, (long long)k[i],
+                          (long long)st[i], (long long)dil[i], (long long)pl[i], (long long)pr[i]);
+        if (o > 0 && (size_t)o < sizeof pkey)
+            o += snprintf(pkey + o, sizeof pkey - (size_t)o, " w%lldx%lld g%lld b%d", (long long)cout, (long long)ysp,
+                          (long long)group, B != NULL);
+        if (o <= 0 || (size_t)o >= sizeof pkey) pkey[0] = 0; /* no key: the plain kernel, unmeasured */
+        else pmemo = tactic_memo_get(pkey);
     }
     /* reorder-inside built: to compare with the plain kernel below (not measured yet), or kept
      * (decided before, or forced) */
