@@ -1251,11 +1251,11 @@ static const char *const pg_kernels_nofk = "CREATE TABLE kernels (\n  run_id BIG
 
 /* Objects only the PostgreSQL schema has, created with version 1: fa_try_jsonb (text as
  * jsonb, NULL when it is not JSON; the label query of store/plans.c) and the kernels cascade. */
+#define PG_TRY_JSONB_BODY "\nBEGIN RETURN t::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END "
+#define PG_DELETE_KERNELS_BODY "\nBEGIN DELETE FROM " PG_SCHEMA ".kernels WHERE run_id = OLD.id; RETURN OLD; END "
 static const char *const pg_extra_v1 =
-    "CREATE FUNCTION fa_try_jsonb(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$\n"
-    "BEGIN RETURN t::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END $$;\n"
-    "CREATE FUNCTION fa_runs_delete_kernels() RETURNS trigger LANGUAGE plpgsql AS $$\n"
-    "BEGIN DELETE FROM " PG_SCHEMA ".kernels WHERE run_id = OLD.id; RETURN OLD; END $$;\n"
+    "CREATE FUNCTION fa_try_jsonb(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS $$" PG_TRY_JSONB_BODY "$$;\n"
+    "CREATE FUNCTION fa_runs_delete_kernels() RETURNS trigger LANGUAGE plpgsql AS $$" PG_DELETE_KERNELS_BODY "$$;\n"
     "CREATE TRIGGER runs_delete_kernels BEFORE DELETE ON runs FOR EACH ROW EXECUTE FUNCTION fa_runs_delete_kernels();\n";
 
 /* Step 5 (version 4 -> 5) moves plans.options_json documents into columns with SQLite's JSON1;
@@ -1315,6 +1315,43 @@ static char *pg_step_sql(int64_t v, bool *bad)
 }
 
 /* Schema version on the server; -1 when there is no fuse-advise schema yet. */
+/* Code others can put in our namespace runs on our statements with the client's role: a function,
+ * aggregate or operator there that matches an argument's type better than pg_catalog's (an
+ * aggregate max() over a domain given to schema_version.version ran `COPY ... TO PROGRAM` on the
+ * version read of a read-only verb, the third attack pass), or a changed body of one of ours.
+ * Before anything reads a table: in fuse_advise only our two plpgsql functions with our bodies
+ * (no SECURITY DEFINER, no SET), no operator, and no type but the tables' own row types and their
+ * arrays (a domain, enum, range or base type is refused); schema_version's one column a bigint.
+ * Names come from the catalog, never from a statement we build. */
+static fa_status pg_objects_check(fa_ctx *ctx, fa_store *st)
+{
+    int64_t bad = 0;
+    fa_status s = fa_sq_query_i64(
+        ctx, st,
+        "SELECT (SELECT count(*) FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace "
+        "  WHERE n.nspname = '" PG_SCHEMA "' AND NOT (p.prokind = 'f' AND NOT p.prosecdef AND p.proconfig IS NULL "
+        "  AND p.prolang = (SELECT l.oid FROM pg_catalog.pg_language l WHERE l.lanname = 'plpgsql') AND "
+        "  ((p.proname = 'fa_try_jsonb' AND p.pronargs = 1 AND p.prosrc = '" PG_TRY_JSONB_BODY "') OR "
+        "   (p.proname = 'fa_runs_delete_kernels' AND p.pronargs = 0 AND p.prosrc = '" PG_DELETE_KERNELS_BODY "')))) + "
+        "(SELECT count(*) FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace "
+        "  WHERE n.nspname = '" PG_SCHEMA "') + "
+        "(SELECT count(*) FROM pg_catalog.pg_type t JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace "
+        "  WHERE n.nspname = '" PG_SCHEMA "' AND NOT (t.typtype = 'c' AND t.typrelid <> 0) AND "
+        "  NOT (t.typtype = 'b' AND t.typelem <> 0 AND t.typcategory = 'A')) + "
+        "(SELECT count(*) FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
+        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA "' AND "
+        "  c.relname = 'schema_version' AND a.attnum > 0 AND NOT a.attisdropped AND "
+        "  NOT (a.attname = 'version' AND a.atttypid = 'pg_catalog.int8'::pg_catalog.regtype))",
+        &bad);
+    if (!s && bad > 0)
+        s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                         "%s: schema " PG_SCHEMA " holds %lld function, aggregate, operator, type or column that "
+                         "fuse-advise did not create (code there would run on fuse-advise's statements with your role); "
+                         "not a run database this fuse-advise wrote: refusing to read it",
+                         st->path, (long long)bad);
+    return s;
+}
+
 static fa_status pg_read_version(fa_ctx *ctx, fa_store *st, int64_t *version)
 {
     int64_t have = 0;
@@ -1325,7 +1362,11 @@ static fa_status pg_read_version(fa_ctx *ctx, fa_store *st, int64_t *version)
         *version = -1;
         return FA_OK;
     }
-    return fa_sq_query_i64(ctx, st, "SELECT coalesce(max(version), 0) FROM " PG_SCHEMA ".schema_version", version);
+    if ((s = pg_objects_check(ctx, st))) return s;
+    return fa_sq_query_i64(ctx, st,
+                           "SELECT coalesce(pg_catalog.max(version::pg_catalog.int8), 0) FROM " PG_SCHEMA
+                           ".schema_version",
+                           version);
 }
 
 /* One line per column of the reference's tables at `version`, as the server should have them:
@@ -1491,8 +1532,10 @@ static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
         s = fa_sq_query_i64(ctx, st,
                             "SELECT (SELECT count(*) FROM pg_catalog.pg_rules WHERE schemaname = '" PG_SCHEMA "') + "
                             "(SELECT count(*) FROM pg_catalog.pg_trigger t JOIN pg_catalog.pg_class c ON c.oid = t.tgrelid "
-                            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA
-                            "' AND NOT t.tgisinternal AND t.tgname <> 'runs_delete_kernels')",
+                            "JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+                            "JOIN pg_catalog.pg_proc p ON p.oid = t.tgfoid WHERE n.nspname = '" PG_SCHEMA
+                            "' AND NOT t.tgisinternal AND NOT (t.tgname = 'runs_delete_kernels' AND c.relname = 'runs' "
+                            "AND p.proname = 'fa_runs_delete_kernels' AND p.pronamespace = n.oid))",
                             &extra);
     if (!s && extra > 0) s = pg_schema_refuse(ctx, st, version, "a rule or trigger that is not", NULL, 0);
     fa_buf_free(&want);
