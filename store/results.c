@@ -10,11 +10,59 @@
 
 /* ---- graph rows ---- */
 
+/* A run's graph rows are numbered 0..n-1 (nodes by node_id, tensors by tensor_id: the writer
+ * stores every node and tensor of the graph), and the readers index arrays by those ids: a
+ * doctored node_id of -5 wrote out of bounds in `analyze` (SIGSEGV), one of 10^8 took `report` to
+ * 13.7 GB, one of 2^32 + 2 read as node 2 (the third attack pass). Every id a graph row holds is
+ * checked against the run's own counts as it is read, as an int64 before it is narrowed. */
+static fa_status count_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, int64_t *n)
+{
+    fa_stmt *q;
+    binder b;
+    fa_status s = fa_sq_prepare_run(ctx, st, sql, run_id, &q, &b);
+    if (s) return s;
+    s = FA_SQL_CHECK(ctx, st, b.rc);
+    int rc = FA_DB_DONE;
+    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
+    if (!s) *n = rc == FA_DB_ROW ? fa_col_i64(q, 0) : 0;
+    fa_stmt_finalize(q);
+    return s;
+}
+
+typedef struct graph_counts {
+    int64_t run_id, nodes, tensors;
+} graph_counts;
+
+static fa_status graph_counts_of(fa_ctx *ctx, fa_store *st, int64_t run_id, graph_counts *c)
+{
+    c->run_id = run_id;
+    fa_status s = count_rows(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, &c->nodes);
+    if (!s) s = count_rows(ctx, st, "SELECT count(*) FROM tensors WHERE run_id=?1", run_id, &c->tensors);
+    return s;
+}
+
+/* FA_OK when v is the id of one of `count` rows (or -1 where `none_ok`), else FA_ERR_INPUT naming
+ * the table, run, column and value; *out = v. */
+static fa_status graph_id(fa_ctx *ctx, fa_store *st, const graph_counts *c, const char *table, const char *column,
+                          int64_t v, int64_t count, const char *of, bool none_ok, int *out)
+{
+    if ((v >= 0 && v < count && v <= INT32_MAX) || (none_ok && v == -1)) {
+        *out = (int)v;
+        return FA_OK;
+    }
+    return fa_ctx_error(ctx, FA_ERR_INPUT,
+                        "%s: table %s, run %lld, column %s: %lld is not the id of one of the run's %lld %s (0 to %lld%s); "
+                        "the database was damaged, or not written by fuse-advise",
+                        st->path, table, (long long)c->run_id, column, (long long)v, (long long)count, of,
+                        (long long)count - 1, none_ok ? ", or -1 for none" : "");
+}
+
 static fa_status decode_node(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)user;
+    const graph_counts *c = user;
     fa_node_row *r = row;
-    r->id = fa_col_int(q, 0);
+    fa_status s = graph_id(ctx, st, c, "nodes", "node_id", fa_col_i64(q, 0), c->nodes, "nodes", false, &r->id);
+    if (s) return s;
     r->name = fa_sq_col_str(q, 1, arena);
     r->op_type = fa_sq_col_str(q, 2, arena);
     r->pattern = fa_col_null(q, 3) ? -1 : fa_col_int(q, 3);
@@ -28,23 +76,27 @@ static fa_status decode_node(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *ar
 fa_status fa_store_get_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, bool live_only, fa_arena *arena,
                              fa_node_row **out, size_t *n_out)
 {
+    graph_counts c;
+    fa_status s = graph_counts_of(ctx, st, run_id, &c);
+    if (s) return s;
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT node_id, name, op_type, pattern, folded, flops, bytes_read + bytes_written "
+    s = fa_sq_prepare_run(ctx, st, "SELECT node_id, name, op_type, pattern, folded, flops, bytes_read + bytes_written "
                                 "FROM nodes WHERE run_id=?1 AND (?2 = 0 OR folded = 0) ORDER BY node_id", run_id, &q, &b);
     if (s) return s;
     b_i64(&b, live_only);
-    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_node, NULL, (void **)out, n_out);
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_node, &c, (void **)out, n_out);
 }
 
 static fa_status decode_tensor(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)user;
+    const graph_counts *c = user;
     fa_tensor_row *r = row;
-    r->id = fa_col_int(q, 0);
+    fa_status s = graph_id(ctx, st, c, "tensors", "tensor_id", fa_col_i64(q, 0), c->tensors, "tensors", false, &r->id);
+    if (!s) s = graph_id(ctx, st, c, "tensors", "producer", fa_col_i64(q, 3), c->nodes, "nodes", true, &r->producer);
+    if (s) return s;
     r->name = fa_sq_col_str(q, 1, arena);
     r->bytes = (uint64_t)fa_col_i64(q, 2);
-    r->producer = fa_col_int(q, 3);
     r->flags = (uint32_t)fa_col_i64(q, 4);
     r->graph_output = fa_col_int(q, 5) != 0;
     if (!r->name) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
@@ -54,46 +106,44 @@ static fa_status decode_tensor(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *
 fa_status fa_store_get_tensors(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena, fa_tensor_row **out,
                                size_t *n_out)
 {
+    graph_counts c;
+    fa_status s = graph_counts_of(ctx, st, run_id, &c);
+    if (s) return s;
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT tensor_id, name, bytes, producer, flags, is_graph_output FROM tensors "
+    s = fa_sq_prepare_run(ctx, st, "SELECT tensor_id, name, bytes, producer, flags, is_graph_output FROM tensors "
                                 "WHERE run_id=?1 ORDER BY tensor_id", run_id, &q, &b);
     if (s) return s;
-    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_tensor, NULL, (void **)out, n_out);
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_tensor, &c, (void **)out, n_out);
 }
 
 static fa_status decode_consumer(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)ctx, (void)st, (void)arena, (void)user;
+    (void)arena;
+    const graph_counts *c = user;
     fa_consumer_row *r = row;
-    r->tensor = fa_col_int(q, 0);
-    r->node = fa_col_int(q, 1);
-    return FA_OK;
+    fa_status s = graph_id(ctx, st, c, "consumers", "tensor_id", fa_col_i64(q, 0), c->tensors, "tensors", false, &r->tensor);
+    if (!s) s = graph_id(ctx, st, c, "consumers", "node_id", fa_col_i64(q, 1), c->nodes, "nodes", false, &r->node);
+    return s;
 }
 
 fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena *arena,
                                  fa_consumer_row **out, size_t *n_out)
 {
+    graph_counts c;
+    fa_status s = graph_counts_of(ctx, st, run_id, &c);
+    if (s) return s;
     fa_stmt *q;
     binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 "
+    s = fa_sq_prepare_run(ctx, st, "SELECT DISTINCT tensor_id, node_id FROM consumers WHERE run_id=?1 "
                                 "ORDER BY tensor_id, node_id", run_id, &q, &b);
     if (s) return s;
-    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_consumer, NULL, (void **)out, n_out);
+    return fa_sq_collect_rows(ctx, st, q, b.rc, arena, sizeof **out, decode_consumer, &c, (void **)out, n_out);
 }
 
 fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n)
 {
-    fa_stmt *q;
-    binder b;
-    fa_status s = fa_sq_prepare_run(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, &q, &b);
-    if (s) return s;
-    s = FA_SQL_CHECK(ctx, st, b.rc);
-    int rc = FA_DB_DONE;
-    if (!s) s = STEP_CHECK(ctx, st, q, rc = fa_stmt_step(q));
-    if (!s) *n = rc == FA_DB_ROW ? fa_col_i64(q, 0) : 0;
-    fa_stmt_finalize(q);
-    return s;
+    return count_rows(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, n);
 }
 
 /* ---- analysis ---- */

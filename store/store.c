@@ -1410,14 +1410,19 @@ fa_status fa_store_op_table(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_arena 
     if (s) return s;
     s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 1, run_id));
     if (!s) s = FA_SQL_CHECK(ctx, st, fa_stmt_bind_i64(q, 2, FA_ACT_KERNEL));
+    /* the table is indexed by node id: a crafted id must not size it (2^31 ids: 8 GB), nor wrap
+     * (read as int64 before it is narrowed); a run with a graph bounds it by its node count */
+    int64_t n_nodes = 0;
+    if (!s) s = fa_store_count_nodes(ctx, st, run_id, &n_nodes);
+    int64_t node_max = n_nodes > 0 ? n_nodes : FA_STORE_NODE_ID_MAX;
     op_scan sc = OP_SCAN_INIT;
     int rc = FA_DB_DONE;
     while (!s && (rc = fa_stmt_step(q)) == FA_DB_ROW) {
-        int32_t node = fa_col_int(q, 0);
-        if (node >= FA_STORE_NODE_ID_MAX) {
-            /* the table is indexed by node id: a crafted id must not size it (2^31 ids: 8 GB) */
-            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table kernels, column node: node id %d is beyond the %d "
-                             "nodes a graph may have", st->path, (long long)run_id, (int)node, FA_STORE_NODE_ID_MAX);
+        int64_t node = fa_col_i64(q, 0);
+        if (node >= node_max || node < INT32_MIN) {
+            s = fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table kernels, column node: node id %lld is beyond the %lld "
+                             "nodes %s", st->path, (long long)run_id, (long long)node, (long long)node_max,
+                             n_nodes > 0 ? "of the run's graph" : "a graph may have");
             break;
         }
         if (!op_scan_add(&sc, arena, node, fa_col_text(q, 1), fa_col_text(q, 2), fa_col_int(q, 3), fa_col_i64(q, 4),

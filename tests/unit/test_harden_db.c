@@ -498,6 +498,47 @@ static void test_db_node_id_beyond_any_graph_refused_not_out_of_memory(void **st
     free(err);
 }
 
+/* A graph row's id that is no id of the run's graph: a node_id of -5 wrote out of bounds in
+ * `analyze` and `advise` (SIGSEGV), 10^8 took `report` to 13.7 GB, 2^32 + 2 was read as node 2
+ * (the third attack pass); the same for tensor ids, a tensor's producer and a consumer's node.
+ * Each refused naming the table, run, column and value, by every verb that reads the graph. */
+static void test_db_graph_ids_outside_the_runs_graph_refused(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("gid-base.db");
+    const struct { const char *sql, *want; } cases[] = {
+        {"UPDATE nodes SET node_id = -5 WHERE run_id = 1 AND node_id = 2;", "table nodes, run 1, column node_id: -5 is not"},
+        {"UPDATE nodes SET node_id = 100000000 WHERE run_id = 1 AND node_id = 2;", "column node_id: 100000000 is not"},
+        {"UPDATE nodes SET node_id = 4294967298 WHERE run_id = 1 AND node_id = 3;", "column node_id: 4294967298 is not"},
+        {"UPDATE tensors SET tensor_id = 100000000 WHERE run_id = 1 AND tensor_id = 2;",
+         "table tensors, run 1, column tensor_id: 100000000 is not"},
+        {"UPDATE tensors SET producer = 99 WHERE run_id = 1 AND tensor_id = 2;", "table tensors, run 1, column producer: 99 is not"},
+        {"UPDATE consumers SET node_id = -7 WHERE run_id = 1 AND tensor_id = 0;", "table consumers, run 1, column node_id: -7 is not"},
+        {"UPDATE kernels SET node = 4294967298 WHERE run_id = 1 AND seq = 0;", "table kernels, column node: node id 4294967298"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[64];
+        snprintf(name, sizeof name, "gid%zu.db", i);
+        const char *db = tmp_path(name);
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        const char *verbs[][8] = {{"analyze", "1", "--db", db, NULL},
+                                  {"advise", "1", "--db", db, NULL},
+                                  {"report", "1", "--db", db, "-o", tmp_path("gid-report"), NULL},
+                                  {"show", "1", "--db", db, NULL}};
+        int refused = 0;
+        for (int v = 0; v < 4; v++) {
+            char *err = NULL;
+            int rc = cli_within(verbs[v], 60, NULL, &err);
+            if (rc == 1 && strstr(err, db) && strstr(err, cases[i].want)) refused++;
+            else if (rc != 0 || strcmp(verbs[v][0], "show"))
+                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\"): %s", i, verbs[v][0], rc, cases[i].want, err);
+            free(err);
+        }
+        if (refused < 3) fail_msg("case %zu: refused by %d of the 4 verbs", i, refused);
+    }
+}
+
 /* Figures of a run that size what a verb runs again on its terms: a thread count of 5,000 made
  * `analyze` start 5,000 OpenMP threads for its ceilings and spin for minutes, and an int64 beyond
  * int's range wrapped to a small count. Each is refused naming the table, column and value, by
@@ -874,6 +915,7 @@ int main(void)
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_times_that_are_no_duration_refused_naming_the_row),
         cmocka_unit_test(test_db_values_outside_their_columns_domain_refused),
+        cmocka_unit_test(test_db_graph_ids_outside_the_runs_graph_refused),
         cmocka_unit_test(test_db_empty_file_is_not_a_database_to_a_reading_verb),
         cmocka_unit_test(test_db_refused_file_gains_no_wal_or_shm),
         cmocka_unit_test(test_db_run_sizes_beyond_the_options_ranges_refused),
