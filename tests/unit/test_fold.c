@@ -246,6 +246,46 @@ static void test_fold_keeps_graph_outputs_and_respects_size_cap(void **s)
     f_free(&f);
 }
 
+/* Folding has a budget for the whole load: a tiny model whose ConstantOfShape of 64 MiB feeds
+ * eight Negs (512 MiB of folded outputs from a few bytes of constants) folds what fits under the
+ * 256 MiB floor and leaves the rest as nodes (it held 10.5 GB at load with 1 GiB each); a MatMul
+ * of two 2048 x 2048 constants (2^34 FLOPs, over one fold's 2^32) is left to run with the model. */
+static void test_fold_budget_bounds_the_whole_load(void **s)
+{
+    (void)s;
+    int64_t xd[2] = {1, 1};
+    F f = f_new(13, 2, xd);
+    f_i64(&f, "shp", 2, (int64_t[]){4096, 4096}); /* 64 MiB of float zeros */
+    fa_node *cs = f_node(&f, "ConstantOfShape", 1, (const char *[]){"shp"}, "z");
+    (void)cs;
+    const char *negs[8] = {"n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7"};
+    for (int i = 0; i < 8; i++) f_node(&f, "Neg", 1, (const char *[]){"z"}, negs[i]);
+    f_node(&f, "Sum", 8, negs, "sum");
+    f_node(&f, "Add", 2, (const char *[]){"x", "sum"}, "y");
+    f_output(&f, "y");
+    f_prepare(&f);
+    uint64_t folded = 0;
+    for (int i = 0; i < f.g->n_tensors; i++) {
+        const fa_tensor *t = f.g->tensors[i];
+        if ((t->flags & FA_TENSOR_CONST) && t->data && t->dtype == FA_DTYPE_FLOAT) folded += fa_tensor_bytes(t);
+    }
+    if (folded > ((uint64_t)256 << 20)) fail_msg("%llu bytes folded, over the 256 MiB floor", (unsigned long long)folded);
+    assert_false(T(&f, "sum")->flags & FA_TENSOR_CONST);
+    f_free(&f);
+
+    F m = f_new(13, 2, xd);
+    f_i64(&m, "shp", 2, (int64_t[]){2048, 2048});
+    f_node(&m, "ConstantOfShape", 1, (const char *[]){"shp"}, "a");
+    f_node(&m, "MatMul", 2, (const char *[]){"a", "a"}, "p");
+    f_node(&m, "ReduceSum", 1, (const char *[]){"p"}, "r");
+    f_node(&m, "Add", 2, (const char *[]){"x", "r"}, "y");
+    f_output(&m, "y");
+    f_prepare(&m);
+    assert_true(T(&m, "a")->flags & FA_TENSOR_CONST);   /* 16 MiB: folded */
+    assert_false(T(&m, "p")->flags & FA_TENSOR_CONST);  /* 2^34 FLOPs: a node */
+    f_free(&m);
+}
+
 /* --no-fold keeps constant subgraphs as nodes, except the values a shape rule reads: Shape ->
  * ConstantOfShape (its shape: folded, as every export needs) -> Add to x stays a node, and a
  * constant Neg whose value only flows into the data (an Add) stays a node too; the model had not
@@ -348,6 +388,7 @@ int main(void)
         cmocka_unit_test(test_fold_constant_of_shape_of_computed_shape),
         cmocka_unit_test(test_fold_range_of_computed_limit),
         cmocka_unit_test(test_fold_keeps_graph_outputs_and_respects_size_cap),
+        cmocka_unit_test(test_fold_budget_bounds_the_whole_load),
         cmocka_unit_test(test_fold_expanded_patterns_keep_compute_sequence),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
