@@ -195,6 +195,11 @@ fa_status fa_input_regular_or_absent(fa_ctx *ctx, const char *path);
 /* DB-journal, DB-wal and DB-shm (next to DB and, for a linked DB, next to its target) are
  * absent or regular files: SQLite opens them by name and a FIFO there blocks it forever. */
 fa_status fa_sqlite_companions_check(fa_ctx *ctx, const char *db_path);
+/* After a database at path was opened and closed: remove the -wal (only an empty one) and -shm
+ * that SQLite made while it was open, i.e. that did not exist before (wal_before, shm_before),
+ * are regular files of ours, and while no other process holds a lock on the database or its
+ * -shm (that process may have made them). Best effort, never an error. */
+void fa_sqlite_remove_created(const char *path, bool wal_before, bool shm_before);
 /* FA_ERR_IO naming PATH when it is a symbolic link owned by neither you (the effective uid) nor
  * root: such a link was planted in a folder its owner can write and chose where a write (or a
  * database) goes, so it is not followed — the rule of the kernel's fs.protected_symlinks for

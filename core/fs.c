@@ -276,9 +276,50 @@ static fa_status companions_of(fa_ctx *ctx, const char *db_path)
     for (size_t i = 0; i < sizeof suffix / sizeof suffix[0] && !s; i++) {
         snprintf(p, n, "%s%s", db_path, suffix[i]);
         s = fa_input_regular_or_absent(ctx, p);
+        /* a companion hard-linked to another name is that file: SQLite rewrites a -shm and a -wal
+         * in place (a `victim` linked as DB-shm became 32 KiB of shm index on `runs`; the third
+         * attack pass), so one with more than one link is refused */
+        struct stat sb;
+        if (!s && lstat(p, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink > 1)
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "%s: has %lu hard links: SQLite writes into this file beside the database, and another name "
+                             "shares it; refusing (remove the extra link, or this file if no SQLite process has the "
+                             "database open)",
+                             p, (unsigned long)sb.st_nlink);
     }
     free(p);
     return s;
+}
+
+/* Whether another process holds a POSIX lock on any byte of `file` (SQLite's locks: the main
+ * file's lock-byte range, the -shm's lock slots); false when it cannot be opened. */
+static bool locked_by_another(const char *file)
+{
+    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+    if (fd < 0) return false;
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    bool held = fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
+    close(fd);
+    return held;
+}
+
+void fa_sqlite_remove_created(const char *path, bool wal_before, bool shm_before)
+{
+    /* another process with the database open (it made them between our look and now): leave them */
+    char shm[4200];
+    snprintf(shm, sizeof shm, "%s-shm", path);
+    if (locked_by_another(path) || locked_by_another(shm)) return;
+    static const char *const sfx[] = {"-wal", "-shm"};
+    bool before[] = {wal_before, shm_before};
+    for (int i = 0; i < 2; i++) {
+        if (before[i]) continue;
+        char side[4200];
+        struct stat sb;
+        if (snprintf(side, sizeof side, "%s%s", path, sfx[i]) >= (int)sizeof side) continue;
+        if (lstat(side, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) continue;
+        if (i == 0 && sb.st_size > 0) continue; /* something was written into it: not ours to drop */
+        unlink(side);
+    }
 }
 
 char *fa_sqlite_immutable_uri(const char *path)

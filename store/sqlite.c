@@ -591,35 +591,9 @@ fa_status fa_store_sqlite_open(fa_ctx *ctx, fa_store *st, const char *path, unsi
     return s;
 }
 
-/* Whether another process holds a POSIX lock on any byte of `file` (SQLite's locks: the main
- * file's lock-byte range, the -shm's lock slots); false when it cannot be opened. */
-static bool locked_by_another(const char *file)
-{
-    int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-    if (fd < 0) return false;
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
-    bool held = fcntl(fd, F_GETLK, &fl) != 0 || fl.l_type != F_UNLCK;
-    close(fd);
-    return held;
-}
-
 void fa_store_sqlite_remove_created(const char *path, bool wal_before, bool shm_before)
 {
-    /* another process with the database open (it made them between our look and now): leave them */
-    char shm[4200];
-    snprintf(shm, sizeof shm, "%s-shm", path);
-    if (locked_by_another(path) || locked_by_another(shm)) return;
-    static const char *const sfx[] = {"-wal", "-shm"};
-    bool before[] = {wal_before, shm_before};
-    for (int i = 0; i < 2; i++) {
-        if (before[i]) continue;
-        char side[4200];
-        struct stat sb;
-        if (snprintf(side, sizeof side, "%s%s", path, sfx[i]) >= (int)sizeof side) continue;
-        if (lstat(side, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_uid != geteuid()) continue;
-        if (i == 0 && sb.st_size > 0) continue; /* something was written into it: not ours to drop */
-        unlink(side);
-    }
+    fa_sqlite_remove_created(path, wal_before, shm_before);
 }
 
 const fa_store_backend fa_store_sqlite_backend = {

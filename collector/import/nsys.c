@@ -781,6 +781,7 @@ fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, u
     fa_buf_init(&n.sql);
     fa_buf_init(&n.tmp);
     /* SQLite opens PATH-journal / -wal / -shm by name when they exist: a FIFO there would block it */
+    bool watch_companions = false, shm_before = true;
     fa_status s = fa_sqlite_companions_check(ctx, path);
     if (s) goto done;
     char lit[4200];
@@ -791,10 +792,14 @@ fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, u
     }
     /* a finished export with no -wal beside it: opened immutable, so reading it makes no -wal or
      * -shm in the user's folder (a WAL-mode export gained both); with a -wal, read with it */
-    char walp[4300];
+    char walp[4300], shmp[4300];
     struct stat wsb;
     snprintf(walp, sizeof walp, "%s-wal", path);
-    char *uri = lstat(walp, &wsb) != 0 && errno == ENOENT ? fa_sqlite_immutable_uri(path) : NULL;
+    snprintf(shmp, sizeof shmp, "%s-shm", path);
+    bool wal_before = !(lstat(walp, &wsb) != 0 && errno == ENOENT);
+    shm_before = !(lstat(shmp, &wsb) != 0 && errno == ENOENT);
+    watch_companions = true;
+    char *uri = !wal_before ? fa_sqlite_immutable_uri(path) : NULL;
     int rc = uri ? sqlite3_open_v2(uri, &n.db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL)
                  : sqlite3_open_v2(opath, &n.db, SQLITE_OPEN_READONLY, NULL);
     free(uri);
@@ -846,6 +851,8 @@ fa_status fa__import_nsys_src(fa_ctx *ctx, const char *path, const char *name, u
 done:
     fa_trace_free(n.t);
     sqlite3_close(n.db);
+    /* with a -wal beside it SQLite read the export with a -shm it made: not left in the user's folder */
+    if (watch_companions) fa_sqlite_remove_created(path, true, shm_before);
     fa_buf_free(&n.sql);
     fa_buf_free(&n.tmp);
     st->elapsed_ns = fa_now_ns() - t0;

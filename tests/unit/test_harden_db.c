@@ -354,6 +354,43 @@ static void test_db_refused_file_gains_no_wal_or_shm(void **state)
     if (stat(wal2, &sb) == 0 || stat(shm2, &sb) == 0) fail_msg("a -wal or -shm was left beside the refused %s", db2);
 }
 
+/* A -shm or -wal hard-linked to another file is that file: SQLite rewrote it in place (a file
+ * linked as DB-shm became 32 KiB of shm index on `runs`, one linked as DB-wal WAL frames on `run`;
+ * the third attack pass). Refused naming the companion; the other file is untouched. */
+static void test_db_hard_linked_companion_refused_and_untouched(void **state)
+{
+    (void)state;
+    const char *base = make_run_db("hl-base.db");
+    const char *suffix[] = {"-shm", "-wal"};
+    for (int i = 0; i < 2; i++) {
+        char db[4300], comp[4400], victim[4400];
+        snprintf(db, sizeof db, "%s", tmp_path(i ? "hl-wal.db" : "hl-shm.db"));
+        copy_file(base, db);
+        snprintf(comp, sizeof comp, "%s%s", db, suffix[i]);
+        snprintf(victim, sizeof victim, "%s.victim", db);
+        FILE *f = fopen(victim, "w");
+        assert_non_null(f);
+        fputs("precious\n", f);
+        fclose(f);
+        unlink(comp);
+        assert_int_equal(link(victim, comp), 0);
+        const char *verbs[][8] = {{"runs", "--db", db, NULL}, {"show", "1", "--db", db, NULL},
+                                  {"run", "zoo:mlp-tiny", "--no-apply", "--iters", "2", "--db", db, NULL}};
+        for (int v = 0; v < 3; v++) {
+            char *err = NULL;
+            int rc = cli_within(verbs[v], 120, NULL, &err);
+            if (rc != 1 || !strstr(err, comp) || !strstr(err, "hard links"))
+                fail_msg("%s with a linked %s: exit %d: %s", verbs[v][0], suffix[i], rc, err);
+            free(err);
+        }
+        struct stat sb;
+        assert_int_equal(stat(victim, &sb), 0);
+        assert_int_equal(sb.st_size, 9);
+        unlink(comp);
+        unlink(victim);
+    }
+}
+
 /* Times a doctored database holds that are no duration: a benchmarks latency of 0 or INT64_MIN was
  * dropped as no sample, so `gate` saw a candidate with no records and passed (exit 0), and `show`
  * printed "-4611686018428.374 ms" from a kernels row whose end_ns - start_ns overflowed. Each is
@@ -915,6 +952,7 @@ int main(void)
         cmocka_unit_test(test_db_node_id_beyond_any_graph_refused_not_out_of_memory),
         cmocka_unit_test(test_db_times_that_are_no_duration_refused_naming_the_row),
         cmocka_unit_test(test_db_values_outside_their_columns_domain_refused),
+        cmocka_unit_test(test_db_hard_linked_companion_refused_and_untouched),
         cmocka_unit_test(test_db_graph_ids_outside_the_runs_graph_refused),
         cmocka_unit_test(test_db_empty_file_is_not_a_database_to_a_reading_verb),
         cmocka_unit_test(test_db_refused_file_gains_no_wal_or_shm),

@@ -641,6 +641,19 @@ static void test_nsys_name_over_the_limit_refused_naming_table_row_column(void *
         if (stat(side, &sb) == 0) fail_msg("%s was left", side);
         snprintf(side, sizeof side, "%s-shm", wp);
         if (stat(side, &sb) == 0) fail_msg("%s was left", side);
+        /* with a stray -wal beside it (the export is then read with it): the -shm SQLite makes is
+         * not left behind either, and the -wal that was there stays */
+        snprintf(side, sizeof side, "%s-wal", wp);
+        FILE *f = fopen(side, "wb");
+        assert_non_null(f);
+        fputs("123456789", f);
+        fclose(f);
+        wt = import_ok(wp, &wst);
+        fa_trace_free(wt);
+        if (stat(side, &sb) != 0) fail_msg("the -wal that was there before was removed");
+        unlink(side);
+        snprintf(side, sizeof side, "%s-shm", wp);
+        if (stat(side, &sb) == 0) fail_msg("%s was left beside an export read with a stray -wal", side);
     }
     for (size_t i = 0; i < sizeof broken / sizeof broken[0]; i++) {
         snprintf(sql, sizeof sql, "%s%s%s%s%s", COMMON_NEW, KERNEL_NEW, RUNTIME, ROWS_NEW, broken[i].sql);
