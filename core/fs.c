@@ -640,6 +640,7 @@ struct fa_outdir {
     char *final; /* the folder the user named (a link to a folder: its target) */
     char *stage; /* PARENT/.<name>.fa-staging.<pid> */
     bool existed;
+    const char *const *own_names; /* the caller's (static) list, checked again at the commit */
 };
 
 const char *fa_outdir_path(const fa_outdir *o) { return o->stage; }
@@ -721,6 +722,13 @@ static void sweep_stale(const char *parent, const char *base)
 fa_status fa_outdir_check(fa_ctx *ctx, const char *path, const char *const *own_names)
 {
     if (!path || !*path) return fa_ctx_error(ctx, FA_ERR_USAGE, "empty output folder name");
+    /* a link someone else made chose the folder that is replaced: not followed (as --db, -o FILE
+     * and --junit refuse theirs); trailing slashes would make lstat follow it */
+    char lp[4096];
+    snprintf(lp, sizeof lp, "%s", path);
+    for (size_t n = strlen(lp); n > 1 && lp[n - 1] == '/'; n--) lp[n - 1] = 0;
+    fa_status ls = fa_link_owner_check(ctx, lp, "replace the folder behind");
+    if (ls) return ls;
     struct stat sb;
     if (stat(path, &sb) != 0) {
         if (errno == ENOENT || errno == ENOTDIR) {
@@ -848,6 +856,7 @@ fa_status fa_outdir_begin(fa_ctx *ctx, const char *path, const char *const *own_
     if (s) return s;
     fa_outdir *o = calloc(1, sizeof *o);
     if (!o) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
+    o->own_names = own_names;
     /* strip trailing slashes; a link to a folder is followed (the link itself stays) */
     char buf[4096];
     snprintf(buf, sizeof buf, "%s", path);
@@ -915,6 +924,17 @@ fa_status fa_outdir_commit(fa_ctx *ctx, fa_outdir *o)
 {
     fa_status s = FA_OK;
     struct stat sb;
+    /* the folder again, as at the start: a file someone put there while the run worked (a note, a
+     * kernel) went with the old folder at the swap (the third attack pass). Refused, with the new
+     * outputs left in the staging folder, named. */
+    if (lstat(o->final, &sb) == 0 && fa_outdir_check(ctx, o->final, o->own_names)) {
+        s = fa_ctx_wrap(ctx, FA_ERR_INPUT, "while the run worked, the output folder changed (the new outputs are in %s, "
+                        "kept): ", o->stage);
+        free(o->stage);
+        free(o->final);
+        free(o);
+        return s;
+    }
     if (lstat(o->final, &sb) != 0) {
         if (rename(o->stage, o->final) != 0)
             s = fa_ctx_error(ctx, FA_ERR_IO, "%s: cannot move the new outputs into place: %s", o->final, strerror(errno));

@@ -807,6 +807,50 @@ static void test_output_folder_with_a_deep_chain_refused_not_crashed(void **stat
     fa_ctx_free(ctx);
 }
 
+/* A file put into a marked output folder while the run works went with the old folder at the swap
+ * (the third attack pass: a note written during the run, exit 0, gone). The commit checks the folder
+ * again: refused naming it and where the new outputs are kept, the note stays. And an output
+ * folder reached through a link another user planted is refused, as --db's is. */
+static void test_output_folder_changed_during_the_run_or_planted_link_refused(void **state)
+{
+    (void)state;
+    char out[4300], m[4400], note[4400];
+    snprintf(out, sizeof out, "%s", tmp("race-out"));
+    assert_int_equal(mkdir(out, 0755), 0);
+    snprintf(m, sizeof m, "%s/.fuse-advise-out", out);
+    put(m, "written by fuse-advise\n");
+    fa_ctx *ctx = fa_ctx_create();
+    fa_outdir *o = NULL;
+    static const char *const names[] = {"report.html", NULL};
+    assert_int_equal(fa_outdir_begin(ctx, out, names, false, &o), FA_OK);
+    char stage[4400];
+    snprintf(stage, sizeof stage, "%s", fa_outdir_path(o));
+    snprintf(note, sizeof note, "%s/notes.txt", out);
+    put(note, "mine\n");
+    assert_int_equal(fa_outdir_commit(ctx, o), FA_ERR_INPUT);
+    if (!strstr(fa_ctx_errmsg(ctx), "notes.txt") || !strstr(fa_ctx_errmsg(ctx), stage))
+        fail_msg("commit after a foreign file appeared: %s", fa_ctx_errmsg(ctx));
+    assert_true(hu_exists(note));
+    assert_true(hu_exists(stage));
+    fa_ctx_free(ctx);
+    if (geteuid() != 0) {
+        print_message("not root: the planted-link case of an output folder is not run\n");
+        return;
+    }
+    char link_out[4300], target[4300];
+    snprintf(link_out, sizeof link_out, "%s", tmp("shared-out"));
+    snprintf(target, sizeof target, "%s", tmp("other-run-out"));
+    assert_int_equal(mkdir(target, 0755), 0);
+    assert_int_equal(symlink(target, link_out), 0);
+    assert_int_equal(lchown(link_out, 65534, 65534), 0);
+    const char *run[] = {"run", "zoo:mlp-tiny", "--iters", "1", "--db", tmp("planted-out.db"), "--out", link_out, NULL};
+    expect_cli_refusal(run, link_out, "owned by uid 65534");
+    char slash[4400];
+    snprintf(slash, sizeof slash, "%s/", link_out);
+    const char *run2[] = {"run", "zoo:mlp-tiny", "--iters", "1", "--db", tmp("planted-out.db"), "--out", slash, NULL};
+    expect_cli_refusal(run2, link_out, "owned by uid 65534");
+}
+
 /* A run database reached through a link another user planted in a folder they can write (the
  * attack pass's dblink: root created the database at the link's target) is refused, naming the
  * link's owner; the target is not created. Links of your own or root's are followed. */
@@ -848,6 +892,7 @@ int main(void)
         cmocka_unit_test(test_foreign_object_loaded_once_and_refused),
         cmocka_unit_test(test_db_through_a_link_another_user_planted_refused),
         cmocka_unit_test(test_output_folder_with_a_deep_chain_refused_not_crashed),
+        cmocka_unit_test(test_output_folder_changed_during_the_run_or_planted_link_refused),
         cmocka_unit_test_teardown(test_cache_ignores_relative_and_overlong_xdg_cache_home_and_home, restore_env),
         cmocka_unit_test(test_cc_split_into_words_as_a_shell_would),
         cmocka_unit_test(test_writer_never_writes_through_a_link_it_did_not_create),
