@@ -14,6 +14,9 @@
 
 #include "store-impl.h"
 
+#include "../collector/collector.h"
+#include "../graph/graph.h"
+
 typedef struct col_domain {
     const char *table, *column;
     char dom;
@@ -36,7 +39,6 @@ static const col_domain domains[] = {
     {"nodes", "flops", FA_DOM_QUANTITY},
     {"nodes", "bytes_read", FA_DOM_QUANTITY},
     {"nodes", "bytes_written", FA_DOM_QUANTITY},
-    {"tensors", "rank", FA_DOM_QUANTITY},
     {"tensors", "bytes", FA_DOM_QUANTITY},
     {"kernels", "grid_x", FA_DOM_QUANTITY},
     {"kernels", "grid_y", FA_DOM_QUANTITY},
@@ -102,6 +104,11 @@ static const col_domain domains[] = {
     {"clusters", "epsilon", FA_DOM_QUANTITY},
     {"clusters", "block_size", FA_DOM_QUANTITY},
     {"clusters", "epilogue_generated", FA_DOM_FLAG},
+    {"clusters", "reduce_axis", FA_DOM_AXIS},
+    {"kernels", "kind", FA_DOM_ACT_KIND},
+    {"tensors", "dtype", FA_DOM_DTYPE},
+    {"tensors", "rank", FA_DOM_RANK},
+    {"consumers", "input_index", FA_DOM_QUANTITY},
     {"fused_kernels", "registers", FA_DOM_QUANTITY},
     {"fused_kernels", "spill_bytes", FA_DOM_QUANTITY},
     {"fused_kernels", "static_smem", FA_DOM_QUANTITY},
@@ -126,6 +133,10 @@ static const char *domain_words(char dom)
     case FA_DOM_OCCUPANCY: return "an occupancy (0 to 1, negative when not computed)";
     case FA_DOM_FRACTION: return "a fraction (0 to 1)";
     case FA_DOM_FLAG: return "a flag (0 or 1)";
+    case FA_DOM_AXIS: return "an axis (0 to 7, or -1 for none)";
+    case FA_DOM_RANK: return "a rank (0 to 8)";
+    case FA_DOM_ACT_KIND: return "a record kind this build knows (collector/collector.h fa_activity_kind)";
+    case FA_DOM_DTYPE: return "an ONNX element type this build knows (graph/graph.h fa_dtype)";
     default: return "?";
     }
 }
@@ -140,6 +151,10 @@ const char *fa_store_domain_fault(char dom, bool is_int, int64_t i, double d, ch
         case FA_DOM_ERROR: ok = i >= 0; break;
         case FA_DOM_OCCUPANCY: ok = i <= 1; break;
         case FA_DOM_FRACTION: case FA_DOM_FLAG: ok = i == 0 || i == 1; break;
+        case FA_DOM_AXIS: ok = i >= -1 && i < FA_MAX_RANK; break;
+        case FA_DOM_RANK: ok = i >= 0 && i <= FA_MAX_RANK; break;
+        case FA_DOM_ACT_KIND: ok = i >= 0 && i < FA_ACT_KIND_COUNT; break;
+        case FA_DOM_DTYPE: ok = i >= 0 && i < FA_DTYPE_COUNT; break;
         default: break;
         }
         if (ok) return NULL;
@@ -153,6 +168,7 @@ const char *fa_store_domain_fault(char dom, bool is_int, int64_t i, double d, ch
     case FA_DOM_OCCUPANCY: ok = isfinite(d) && d <= 1; break;
     case FA_DOM_FRACTION: ok = isfinite(d) && d >= 0 && d <= 1; break;
     case FA_DOM_FLAG: ok = d == 0 || d == 1; break;
+    case FA_DOM_AXIS: case FA_DOM_RANK: case FA_DOM_ACT_KIND: case FA_DOM_DTYPE: ok = false; break; /* integers */
     default: break;
     }
     if (ok) return NULL;

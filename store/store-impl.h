@@ -39,6 +39,10 @@ fa_status fa_store_check_kernel_times(fa_ctx *ctx, fa_store *st, int64_t run_id)
 #define FA_DOM_OCCUPANCY 'o'  /* 0..1, negative for "not computed" */
 #define FA_DOM_FRACTION 'r'   /* 0..1 */
 #define FA_DOM_FLAG 'b'       /* 0 or 1 */
+#define FA_DOM_AXIS 'a'       /* an axis of a tensor: 0 .. FA_MAX_RANK - 1, or -1 for none (plans before version 5) */
+#define FA_DOM_RANK 'n'       /* a rank: 0 .. FA_MAX_RANK */
+#define FA_DOM_ACT_KIND 'k'   /* fa_activity_kind: 0 .. FA_ACT_KIND_COUNT - 1 */
+#define FA_DOM_DTYPE 'd'      /* fa_dtype: 0 .. FA_DTYPE_COUNT - 1 */
 /* Largest integer quantity a row may hold: 2^53, the largest a double carries exactly (readers sum
  * and divide them as doubles); a legitimate byte, FLOP or ns count is far below it. */
 #define FA_STORE_QUANTITY_MAX (1LL << 53)

@@ -479,6 +479,11 @@ static void test_db_values_outside_their_columns_domain_refused(void **state)
          1 | 8 | 16},
         {"UPDATE clusters SET max_rel_error = -0.25;", "table 'clusters', row (", "column 'max_rel_error': -0.25 where",
          1 | 8},
+        /* an enumeration or axis outside what this build knows */
+        {"UPDATE kernels SET kind = 99 WHERE seq = 1;", "table 'kernels', row (run_id 1, seq 1)", "column 'kind': 99 where",
+         1 | 8},
+        {"UPDATE clusters SET reduce_axis = 99;", "table 'clusters', row (", "column 'reduce_axis': 99 where", 1 | 8},
+        {"UPDATE tensors SET dtype = 9999 WHERE tensor_id = 1;", "table 'tensors', row (", "column 'dtype': 9999 where", 8},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[64];
