@@ -992,6 +992,23 @@ static void test_kineto_legacy_compute_properties_name_the_device(void **state)
     assert_true(st.devices[0].total_mem_bytes == 34084028416ull);
     assert_true(st.legacy_props);
     fa_trace_free(t);
+    /* counts below 0 and a compute capability past two digits read as unknown (0), never shown
+     * as "sm_-9-1, -5 SMs" */
+    const char bad[] =
+        "{\"schemaVersion\": 1, \"deviceProperties\": [{\"id\": 0, \"name\": \"X\", \"computeMajor\": -9, "
+        "\"computeMinor\": 1000, \"numSms\": -5, \"warpSize\": -32, \"totalGlobalMem\": -1}],"
+        "\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 9, \"tid\": 9, \"ts\": 1, "
+        "\"dur\": 20}]}";
+    const char *bp = fa_test_path(fa_test_tmpdir(), "bad_props.json");
+    write_bytes(bp, bad, sizeof bad - 1);
+    t = import_ok(bp, &st);
+    assert_int_equal(st.n_devices, 1);
+    assert_int_equal(st.devices[0].cc_major, 0);
+    assert_int_equal(st.devices[0].cc_minor, 0);
+    assert_int_equal(st.devices[0].sm_count, 0);
+    assert_int_equal(st.devices[0].warp_size, 0);
+    assert_true(st.devices[0].total_mem_bytes == 0);
+    fa_trace_free(t);
 }
 
 /* Distinct names each under the 64 KiB cap but together past 64 MiB (the attack pass's names
