@@ -524,7 +524,52 @@ typedef struct cluster_rows {
     size_t n, cap;
     fa_arena *ar;
     int64_t run_id;            /* for a bad row's message */
+    int64_t n_nodes, n_tensors; /* the run's graph: what member, anchor and tensor ids may name */
 } cluster_rows;
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* A stored cluster's ids against the run's graph (when the run has one): at least one member,
+ * each a distinct node of the run; the anchor -1 or one of the members; inputs and outputs -1 or
+ * tensors of the run. A doctored list ([16777216], [], [0,0,0], an anchor of 99999) made `gate`
+ * report "fusion lost" on a baseline and `report` show a cluster of nothing (the third attack
+ * pass). NULL, or what is wrong written into bad. */
+static const char *cluster_ids_fault(const cluster_rows *cr, const fa_cluster *c, fa_arena *ar, char *bad, size_t cap)
+{
+    if (cr->n_nodes <= 0) return NULL; /* an import with no graph: nothing to check them against */
+    if (c->n_members < 1) return snprintf(bad, cap, "members_json: a cluster of no node"), bad;
+    int *sorted = fa_arena_alloc(ar, sizeof(int) * (size_t)c->n_members);
+    for (int i = 0; i < c->n_members; i++) {
+        if (c->members[i] < 0 || c->members[i] >= cr->n_nodes)
+            return snprintf(bad, cap, "members_json: node id %d is not one of the run's %lld nodes", c->members[i],
+                            (long long)cr->n_nodes), bad;
+        if (sorted) sorted[i] = c->members[i];
+    }
+    if (sorted) {
+        qsort(sorted, (size_t)c->n_members, sizeof *sorted, cmp_int);
+        for (int i = 1; i < c->n_members; i++)
+            if (sorted[i] == sorted[i - 1])
+                return snprintf(bad, cap, "members_json: node id %d is listed twice", sorted[i]), bad;
+    }
+    if (c->anchor >= 0) {
+        bool member = false;
+        for (int i = 0; i < c->n_members && !member; i++) member = c->members[i] == c->anchor;
+        if (!member) return snprintf(bad, cap, "anchor: node id %d is not one of the cluster's members", c->anchor), bad;
+    }
+    for (int k = 0; k < 2; k++) {
+        const int *t = k ? c->outputs : c->inputs;
+        int n = k ? c->n_outputs : c->n_inputs;
+        for (int i = 0; i < n; i++)
+            if (t[i] < -1 || t[i] >= cr->n_tensors)
+                return snprintf(bad, cap, "%s: tensor id %d is not one of the run's %lld tensors",
+                                k ? "outputs_json" : "inputs_json", t[i], (long long)cr->n_tensors), bad;
+    }
+    return NULL;
+}
 
 static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
@@ -549,6 +594,10 @@ static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena 
     }
     /* the advisor's own decision is not stored apart from the verdict: the stored status/reason
      * are the latest word on the cluster */
+    char bad[200];
+    if (cluster_ids_fault(cr, c, arena, bad, sizeof bad))
+        return fa_ctx_error(ctx, FA_ERR_INPUT, "%s: run %lld: table clusters, cluster %d, column %s; the database was "
+                            "damaged, or not written by fuse-advise", st->path, (long long)cr->run_id, c->id, bad);
     c->status = v->status;
     c->reason = v->reason;
     c->registers = v->registers;
@@ -643,11 +692,19 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
     select_sql(&sql);
     fa_cluster *cv = NULL;
     size_t nc = 0;
-    cluster_rows cr = {NULL, 0, 0, p->arena, run_id};
+    cluster_rows cr = {NULL, 0, 0, p->arena, run_id, 0, 0};
     if (sql.oom) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
+    if (!s) s = fa_store_count_nodes(ctx, st, run_id, &cr.n_nodes);
+    if (!s) s = fa_sq_count_run(ctx, st, "SELECT count(*) FROM tensors WHERE run_id=?1", run_id, &cr.n_tensors);
     if (!s) s = prepare_plan_rows(ctx, st, sql.data, run_id, p->plan_id, &q, &b);
     fa_buf_free(&sql);
     if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, p->arena, sizeof *cv, decode_cluster, &cr, (void **)&cv, &nc);
+    for (size_t i = 0; !s && i < nc; i++) /* an index into the plan's clusters, or -1 */
+        if (cv[i].depends_on < -1 || cv[i].depends_on >= (int64_t)nc || cv[i].depends_on == (int)i)
+            s = fa_ctx_error(ctx, FA_ERR_INPUT,
+                             "%s: run %lld: table clusters, cluster %d, column depends_on: %d is not another cluster of "
+                             "the plan's %zu; the database was damaged, or not written by fuse-advise",
+                             st->path, (long long)run_id, cv[i].id, cv[i].depends_on, nc);
     if (!s) s = get_post_ops(ctx, st, run_id, p->plan_id, p->arena, cv, nc);
     fa_why_not *wv = NULL;
     size_t nw = 0;

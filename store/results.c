@@ -15,7 +15,7 @@
  * doctored node_id of -5 wrote out of bounds in `analyze` (SIGSEGV), one of 10^8 took `report` to
  * 13.7 GB, one of 2^32 + 2 read as node 2 (the third attack pass). Every id a graph row holds is
  * checked against the run's own counts as it is read, as an int64 before it is narrowed. */
-static fa_status count_rows(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, int64_t *n)
+fa_status fa_sq_count_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, int64_t *n)
 {
     fa_stmt *q;
     binder b;
@@ -36,8 +36,8 @@ typedef struct graph_counts {
 static fa_status graph_counts_of(fa_ctx *ctx, fa_store *st, int64_t run_id, graph_counts *c)
 {
     c->run_id = run_id;
-    fa_status s = count_rows(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, &c->nodes);
-    if (!s) s = count_rows(ctx, st, "SELECT count(*) FROM tensors WHERE run_id=?1", run_id, &c->tensors);
+    fa_status s = fa_sq_count_run(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, &c->nodes);
+    if (!s) s = fa_sq_count_run(ctx, st, "SELECT count(*) FROM tensors WHERE run_id=?1", run_id, &c->tensors);
     return s;
 }
 
@@ -143,7 +143,7 @@ fa_status fa_store_get_consumers(fa_ctx *ctx, fa_store *st, int64_t run_id, fa_a
 
 fa_status fa_store_count_nodes(fa_ctx *ctx, fa_store *st, int64_t run_id, int64_t *n)
 {
-    return count_rows(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, n);
+    return fa_sq_count_run(ctx, st, "SELECT count(*) FROM nodes WHERE run_id=?1", run_id, n);
 }
 
 /* ---- analysis ---- */

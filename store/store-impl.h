@@ -309,6 +309,8 @@ fa_status fa_sq_collect_rows(fa_ctx *ctx, fa_store *st, fa_stmt *q, int bind_rc,
                              fa_sq_row_decode decode, void *user, void **out, size_t *n_out);
 /* Read one integer of a single-row query (0 when no row). */
 fa_status fa_sq_query_i64(fa_ctx *ctx, fa_store *st, const char *sql, int64_t *out);
+/* The one integer of `sql` (a count, "... WHERE run_id=?1") for run_id; 0 when it returns no row. */
+fa_status fa_sq_count_run(fa_ctx *ctx, fa_store *st, const char *sql, int64_t run_id, int64_t *n);
 /* A write unit: BEGIN IMMEDIATE when no transaction is open, a SAVEPOINT inside the caller's;
  * tx_close commits/releases on s == FA_OK, else undoes it, and returns s or the commit's failure. */
 fa_status fa_sq_tx_open(fa_ctx *ctx, fa_store *st, bool *own);

@@ -484,6 +484,14 @@ static void test_db_values_outside_their_columns_domain_refused(void **state)
          1 | 8},
         {"UPDATE clusters SET reduce_axis = 99;", "table 'clusters', row (", "column 'reduce_axis': 99 where", 1 | 8},
         {"UPDATE tensors SET dtype = 9999 WHERE tensor_id = 1;", "table 'tensors', row (", "column 'dtype': 9999 where", 8},
+        /* a cluster's ids that name nothing of the run's graph or plan (gate said "fusion lost") */
+        {"UPDATE clusters SET members_json = '[16777216]';", "table clusters, cluster ",
+         "members_json: node id 16777216 is not one of the run's", 1 | 4},
+        {"UPDATE clusters SET members_json = '[]';", "table clusters, cluster ", "a cluster of no node", 1 | 4},
+        {"UPDATE clusters SET members_json = '[0,0,0]';", "table clusters, cluster ", "node id 0 is listed twice", 1 | 4},
+        {"UPDATE clusters SET anchor = 99999;", "table clusters, cluster ", "anchor: node id 99999 is not one of", 1 | 4},
+        {"UPDATE clusters SET depends_on = 99;", "table clusters, cluster ", "column depends_on: 99 is not another cluster",
+         1 | 4},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char name[64];
