@@ -807,6 +807,18 @@ static void test_batchnorm_inference_per_channel_affine(void **state)
         expect_close(t->out[0].data, (float[]){0, 1, 2, 3, -1.5f, -1, -0.5f, 0}, 8, "bn inference");
         tn_free(t);
     }
+    /* one value per channel, [N, C] (BatchNorm1d after a Linear): the rows-of-channels path */
+    tn *t = tn_new("BatchNormalization", 15, 5, BN_IN, 1, Y1);
+    tn_inf(t, 0, 2, (int64_t[]){4, 2}, x); /* rows (1,2) (3,4) (-1,0) (1,2) */
+    tn_inf(t, 1, 1, (int64_t[]){2}, s);
+    tn_inf(t, 2, 1, (int64_t[]){2}, b);
+    tn_inf(t, 3, 1, (int64_t[]){2}, m);
+    tn_inf(t, 4, 1, (int64_t[]){2}, v);
+    fa_node_add_attr_float(t->g, t->n, "epsilon", 0.0f);
+    tn_run(t);
+    /* column 0: x - 1; column 1: x * 0.5 - 1 */
+    expect_close(t->out[0].data, (float[]){0, 0, 2, 1, -2, -1, 0, 0}, 8, "bn inference [N, C]");
+    tn_free(t);
 }
 
 /* opset 7 spatial=0: parameters hold one value per activation (C x spatial), not per channel. */
