@@ -391,6 +391,67 @@ static void test_db_hard_linked_companion_refused_and_untouched(void **state)
     }
 }
 
+/* Doctored copies of a run database: each case's SQL applied to a copy of `base`, and each verb
+ * its mask names must exit 1 with a message naming the copy and both texts (want2 may be NULL).
+ * The verbs read run 1 (gate compares it with itself; export-runs copies into a fresh file). */
+enum { V_REPORT = 1, V_RUNS = 2, V_GATE = 4, V_EXPORT = 8, V_SHOW = 16, V_ANALYZE = 32, V_ADVISE = 64, V_COUNT = 7 };
+typedef struct doctored_case {
+    const char *sql, *want1, *want2;
+    unsigned verbs;
+} doctored_case;
+
+static void expect_doctored_refused(const char *base, const char *prefix, const doctored_case *cases, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char name[64], rep[64], to[64];
+        snprintf(name, sizeof name, "%s%zu.db", prefix, i);
+        snprintf(rep, sizeof rep, "%s-report", prefix);
+        snprintf(to, sizeof to, "%s-to.db", prefix);
+        char db[4300], repp[4300], top[4300];
+        snprintf(db, sizeof db, "%s", tmp_path(name));
+        snprintf(repp, sizeof repp, "%s", tmp_path(rep));
+        snprintf(top, sizeof top, "%s", tmp_path(to));
+        copy_file(base, db);
+        raw_sql(db, cases[i].sql);
+        const char *verbs[V_COUNT][10] = {
+            {"report", "1", "--db", db, "-o", repp, NULL},
+            {"runs", "--db", db, NULL},
+            {"gate", "--baseline", "1", "--candidate", "1", "--db", db, NULL},
+            {"export-runs", "--to", top, "--db", db, NULL},
+            {"show", "1", "--db", db, NULL},
+            {"analyze", "1", "--db", db, NULL},
+            {"advise", "1", "--db", db, NULL},
+        };
+        for (int v = 0; v < V_COUNT; v++) {
+            if (!(cases[i].verbs & (1u << v))) continue;
+            unlink(top);
+            char *err = NULL;
+            int rc = cli_within(verbs[v], 120, NULL, &err);
+            if (rc != 1 || !strstr(err, db) || !strstr(err, cases[i].want1) || (cases[i].want2 && !strstr(err, cases[i].want2)))
+                fail_msg("%s case %zu (%s), %s: exit %d (want 1 saying \"%s\" and \"%s\"): %s", prefix, i, cases[i].sql,
+                         verbs[v][0], rc, cases[i].want1, cases[i].want2 ? cases[i].want2 : "", err);
+            free(err);
+        }
+    }
+}
+
+/* A run of zoo:mlp-tiny with its plan applied (plan, clusters, measurements) at tmp_path(name). */
+static const char *make_applied_run_db(const char *name, const char *out)
+{
+    static char keep[4][4200];
+    static int slot;
+    char *k = keep[slot++ & 3];
+    snprintf(k, 4200, "%s", tmp_path(name));
+    unlink(k);
+    const char *argv[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--warmup", "0", "--threads", "1", "--db", k,
+                          "--out", tmp_path(out), NULL};
+    char *err = NULL;
+    int rc = cli_within(argv, 300, NULL, &err);
+    if (rc != 0) fail_msg("run into %s: exit %d: %s", k, rc, err);
+    free(err);
+    return k;
+}
+
 /* Times a doctored database holds that are no duration: a benchmarks latency of 0 or INT64_MIN was
  * dropped as no sample, so `gate` saw a candidate with no records and passed (exit 0), and `show`
  * printed "-4611686018428.374 ms" from a kernels row whose end_ns - start_ns overflowed. Each is
@@ -398,51 +459,21 @@ static void test_db_hard_linked_companion_refused_and_untouched(void **state)
 static void test_db_times_that_are_no_duration_refused_naming_the_row(void **state)
 {
     (void)state;
-    const char *base = tmp_path("times-base.db");
-    unlink(base);
-    const char *argv[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--warmup", "0", "--threads", "1", "--db", base,
-                          "--out", tmp_path("times-out"), NULL};
-    char *err = NULL;
-    int rc = cli_within(argv, 300, NULL, &err);
-    if (rc != 0) fail_msg("run: exit %d: %s", rc, err);
-    free(err);
-    static const struct {
-        const char *sql, *want1, *want2;
-        int verbs; /* 1: gate, 2: show, 4: report */
-    } cases[] = {
-        {"UPDATE benchmarks SET latency_ns = 0 WHERE iter = 0;", "table benchmarks", "column latency_ns is 0", 1 | 4},
+    const char *base = make_applied_run_db("times-base.db", "times-out");
+    static const doctored_case cases[] = {
+        {"UPDATE benchmarks SET latency_ns = 0 WHERE iter = 0;", "table benchmarks", "column latency_ns is 0", V_GATE | V_REPORT},
         {"UPDATE benchmarks SET latency_ns = -9223372036854775808 WHERE iter = 1;", "table benchmarks",
-         "column latency_ns is -9223372036854775808", 1 | 4},
-        {"UPDATE kernels SET start_ns = -9223372036854775808 WHERE seq = 0;", "table kernels, run 1, seq 0",
-         "not a span", 1 | 2 | 4},
-        {"UPDATE kernels SET end_ns = start_ns - 12 WHERE seq = 3;", "table kernels, run 1, seq 3", "not a span", 1 | 2 | 4},
+         "column latency_ns is -9223372036854775808", V_GATE | V_REPORT},
+        {"UPDATE kernels SET start_ns = -9223372036854775808 WHERE seq = 0;", "table kernels, run 1, seq 0", "not a span",
+         V_GATE | V_SHOW | V_REPORT},
+        {"UPDATE kernels SET end_ns = start_ns - 12 WHERE seq = 3;", "table kernels, run 1, seq 3", "not a span",
+         V_GATE | V_SHOW | V_REPORT},
         /* an iteration number sizes every reader's per-iteration arrays: +50,000,000 took report to
          * 2.95 GB, +10^9 got it killed */
-        {"UPDATE kernels SET iter = iter + 50000000 WHERE seq = 5;", "table kernels, run 1, seq 5",
-         "column iter is 5000000", 1 | 2 | 4},
+        {"UPDATE kernels SET iter = iter + 50000000 WHERE seq = 5;", "table kernels, run 1, seq 5", "column iter is 5000000",
+         V_GATE | V_SHOW | V_REPORT},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "times%zu.db", i);
-        const char *db = tmp_path(name);
-        copy_file(base, db);
-        raw_sql(db, cases[i].sql);
-        const char *rep = tmp_path("times-report");
-        const char *verbs[][10] = {
-            {"gate", "--baseline", "1", "--candidate", "1", "--db", db, NULL},
-            {"show", "1", "--db", db, NULL},
-            {"report", "1", "--db", db, "-o", rep, NULL},
-        };
-        for (int v = 0; v < 3; v++) {
-            if (!(cases[i].verbs & (1 << v))) continue;
-            err = NULL;
-            rc = cli_within(verbs[v], 60, NULL, &err);
-            if (rc != 1 || !strstr(err, db) || !strstr(err, cases[i].want1) || !strstr(err, cases[i].want2))
-                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\", \"%s\"): %s", i, verbs[v][0], rc, cases[i].want1,
-                         cases[i].want2, err);
-            free(err);
-        }
-    }
+    expect_doctored_refused(base, "times", cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Numbers a doctored database holds that are of the right type but no value of their column: a
@@ -453,18 +484,9 @@ static void test_db_times_that_are_no_duration_refused_naming_the_row(void **sta
 static void test_db_values_outside_their_columns_domain_refused(void **state)
 {
     (void)state;
-    const char *base = tmp_path("domain-base.db"); /* applied: its plan, clusters and measurements */
-    unlink(base);
-    const char *run[] = {"run", "zoo:mlp-tiny", "--iters", "3", "--warmup", "0", "--threads", "1", "--db", base,
-                         "--out", tmp_path("domain-out"), NULL};
-    char *err0 = NULL;
-    int rc0 = cli_within(run, 300, NULL, &err0);
-    if (rc0 != 0) fail_msg("run: exit %d: %s", rc0, err0);
-    free(err0);
-    static const struct {
-        const char *sql, *want1, *want2;
-        int verbs; /* 1: report, 2: runs, 4: gate, 8: export-runs, 16: show */
-    } cases[] = {
+    const char *base = make_applied_run_db("domain-base.db", "domain-out");
+    /* masks: 1 report, 2 runs, 4 gate, 8 export-runs, 16 show (V_*) */
+    static const doctored_case cases[] = {
         {"UPDATE clusters SET est_saving_us = 9e999;", "table 'clusters', row (", "column 'est_saving_us': +inf where",
          1 | 2 | 4 | 8},
         {"UPDATE clusters SET meas_fused_us = -3.5 WHERE cluster_id = 0;", "table 'clusters', row (",
@@ -493,33 +515,7 @@ static void test_db_values_outside_their_columns_domain_refused(void **state)
         {"UPDATE clusters SET depends_on = 99;", "table clusters, cluster ", "column depends_on: 99 is not another cluster",
          1 | 4},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "domain%zu.db", i);
-        const char *db = tmp_path(name);
-        copy_file(base, db);
-        raw_sql(db, cases[i].sql);
-        char to[4300];
-        snprintf(to, sizeof to, "%s", tmp_path("domain-to.db"));
-        unlink(to);
-        const char *rep = tmp_path("domain-report");
-        const char *verbs[][10] = {
-            {"report", "1", "--db", db, "-o", rep, NULL},
-            {"runs", "--db", db, NULL},
-            {"gate", "--baseline", "1", "--candidate", "1", "--db", db, NULL},
-            {"export-runs", "--to", to, "--db", db, NULL},
-            {"show", "1", "--db", db, NULL},
-        };
-        for (int v = 0; v < 5; v++) {
-            if (!(cases[i].verbs & (1 << v))) continue;
-            char *err = NULL;
-            int rc = cli_within(verbs[v], 60, NULL, &err);
-            if (rc != 1 || !strstr(err, db) || !strstr(err, cases[i].want1) || !strstr(err, cases[i].want2))
-                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\", \"%s\"): %s", i, verbs[v][0], rc, cases[i].want1,
-                         cases[i].want2, err);
-            free(err);
-        }
-    }
+    expect_doctored_refused(base, "domain", cases, sizeof cases / sizeof cases[0]);
     /* +inf is a relative error's own value: read and reported */
     const char *db = tmp_path("domain-inf-error.db");
     copy_file(base, db);
@@ -556,37 +552,24 @@ static void test_db_graph_ids_outside_the_runs_graph_refused(void **state)
 {
     (void)state;
     const char *base = make_run_db("gid-base.db");
-    const struct { const char *sql, *want; } cases[] = {
-        {"UPDATE nodes SET node_id = -5 WHERE run_id = 1 AND node_id = 2;", "table nodes, run 1, column node_id: -5 is not"},
-        {"UPDATE nodes SET node_id = 100000000 WHERE run_id = 1 AND node_id = 2;", "column node_id: 100000000 is not"},
-        {"UPDATE nodes SET node_id = 4294967298 WHERE run_id = 1 AND node_id = 3;", "column node_id: 4294967298 is not"},
+    enum { GRAPH = V_ANALYZE | V_ADVISE | V_REPORT };
+    static const doctored_case cases[] = {
+        {"UPDATE nodes SET node_id = -5 WHERE run_id = 1 AND node_id = 2;", "table nodes, run 1, column node_id: -5 is not",
+         NULL, GRAPH},
+        {"UPDATE nodes SET node_id = 100000000 WHERE run_id = 1 AND node_id = 2;", "column node_id: 100000000 is not", NULL,
+         GRAPH},
+        {"UPDATE nodes SET node_id = 4294967298 WHERE run_id = 1 AND node_id = 3;", "column node_id: 4294967298 is not", NULL,
+         GRAPH},
         {"UPDATE tensors SET tensor_id = 100000000 WHERE run_id = 1 AND tensor_id = 2;",
-         "table tensors, run 1, column tensor_id: 100000000 is not"},
-        {"UPDATE tensors SET producer = 99 WHERE run_id = 1 AND tensor_id = 2;", "table tensors, run 1, column producer: 99 is not"},
-        {"UPDATE consumers SET node_id = -7 WHERE run_id = 1 AND tensor_id = 0;", "table consumers, run 1, column node_id: -7 is not"},
-        {"UPDATE kernels SET node = 4294967298 WHERE run_id = 1 AND seq = 0;", "table kernels, column node: node id 4294967298"},
+         "table tensors, run 1, column tensor_id: 100000000 is not", NULL, GRAPH},
+        {"UPDATE tensors SET producer = 99 WHERE run_id = 1 AND tensor_id = 2;",
+         "table tensors, run 1, column producer: 99 is not", NULL, GRAPH},
+        {"UPDATE consumers SET node_id = -7 WHERE run_id = 1 AND tensor_id = 0;",
+         "table consumers, run 1, column node_id: -7 is not", NULL, GRAPH},
+        {"UPDATE kernels SET node = 4294967298 WHERE run_id = 1 AND seq = 0;",
+         "table kernels, column node: node id 4294967298", NULL, GRAPH | V_SHOW},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "gid%zu.db", i);
-        const char *db = tmp_path(name);
-        copy_file(base, db);
-        raw_sql(db, cases[i].sql);
-        const char *verbs[][8] = {{"analyze", "1", "--db", db, NULL},
-                                  {"advise", "1", "--db", db, NULL},
-                                  {"report", "1", "--db", db, "-o", tmp_path("gid-report"), NULL},
-                                  {"show", "1", "--db", db, NULL}};
-        int refused = 0;
-        for (int v = 0; v < 4; v++) {
-            char *err = NULL;
-            int rc = cli_within(verbs[v], 60, NULL, &err);
-            if (rc == 1 && strstr(err, db) && strstr(err, cases[i].want)) refused++;
-            else if (rc != 0 || strcmp(verbs[v][0], "show"))
-                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\"): %s", i, verbs[v][0], rc, cases[i].want, err);
-            free(err);
-        }
-        if (refused < 3) fail_msg("case %zu: refused by %d of the 4 verbs", i, refused);
-    }
+    expect_doctored_refused(base, "gid", cases, sizeof cases / sizeof cases[0]);
 }
 
 /* Figures of a run that size what a verb runs again on its terms: a thread count of 5,000 made
@@ -597,27 +580,14 @@ static void test_db_run_sizes_beyond_the_options_ranges_refused(void **state)
 {
     (void)state;
     const char *base = make_run_db("sizes-base.db");
-    const struct { const char *sql, *want; } cases[] = {
-        {"UPDATE runs SET threads = 5000;", "table runs, column threads: 5000 is outside [0, 1024]"},
-        {"UPDATE runs SET threads = 4294967298;", "column threads: 4294967298 is outside"},
-        {"UPDATE runs SET iters = 2000000000;", "column iters: 2000000000 is outside [0, 1000000]"},
-        {"UPDATE runs SET warmup = -7;", "column warmup: -7 is outside [-1, 1000000]"},
+    enum { EVERY = V_ANALYZE | V_RUNS | V_SHOW };
+    static const doctored_case cases[] = {
+        {"UPDATE runs SET threads = 5000;", "table runs, column threads: 5000 is outside [0, 1024]", NULL, EVERY},
+        {"UPDATE runs SET threads = 4294967298;", "column threads: 4294967298 is outside", NULL, EVERY},
+        {"UPDATE runs SET iters = 2000000000;", "column iters: 2000000000 is outside [0, 1000000]", NULL, EVERY},
+        {"UPDATE runs SET warmup = -7;", "column warmup: -7 is outside [-1, 1000000]", NULL, EVERY},
     };
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char name[64];
-        snprintf(name, sizeof name, "sizes%zu.db", i);
-        const char *db = tmp_path(name);
-        copy_file(base, db);
-        raw_sql(db, cases[i].sql);
-        const char *verbs[][6] = {{"analyze", "1", "--db", db, NULL}, {"runs", "--db", db, NULL}, {"show", "1", "--db", db, NULL}};
-        for (int v = 0; v < 3; v++) {
-            char *err = NULL;
-            int rc = cli_within(verbs[v], 60, NULL, &err);
-            if (rc != 1 || !strstr(err, cases[i].want))
-                fail_msg("case %zu, %s: exit %d (want 1 saying \"%s\"): %s", i, verbs[v][0], rc, cases[i].want, err);
-            free(err);
-        }
-    }
+    expect_doctored_refused(base, "sizes", cases, sizeof cases / sizeof cases[0]);
 }
 
 /* SQLite reads a name "file:..." as a URI and ":memory:" as an in-memory database (Debian
