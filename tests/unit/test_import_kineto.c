@@ -65,6 +65,15 @@ static void write_bytes(const char *path, const void *p, size_t n)
     fclose(f);
 }
 
+/* n bytes of p as one gzip member at path ("wb"), or appended as another member ("ab"). */
+static void write_gzip(const char *path, const char *mode, const void *p, size_t n)
+{
+    gzFile g = gzopen(path, mode);
+    assert_non_null(g);
+    assert_int_equal(gzwrite(g, p, (unsigned)n), (int)n);
+    gzclose(g);
+}
+
 static void test_kineto_current_schema_kernel_linked_to_launch_and_cpu_op(void **state)
 {
     (void)state;
@@ -404,10 +413,7 @@ static void test_kineto_gzip_found_by_magic_and_truncated_gzip_refused(void **st
     assert_int_equal(fa_read_file(ctx, data("current_schema.json"), &src, &n), FA_OK);
     /* pad with whitespace so the compressed stream spans several deflate blocks */
     const char *gzpath = fa_test_path(fa_test_tmpdir(), "trace_named_plain.json");
-    gzFile g = gzopen(gzpath, "wb");
-    assert_non_null(g);
-    assert_int_equal(gzwrite(g, src, (unsigned)n), (int)n);
-    gzclose(g);
+    write_gzip(gzpath, "wb", src, n);
     assert_int_equal(fa_import_detect(gzpath), FA_IMPORT_KINETO_JSON_GZ);
     fa_import_stats st;
     fa_trace *t = import_ok(gzpath, &st);
@@ -437,10 +443,7 @@ static void test_kineto_gzip_found_by_magic_and_truncated_gzip_refused(void **st
                                     "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"op%u\", \"ts\": %u, \"dur\": 1},", i * 7919u,
                                     i);
         const char *bigpath = fa_test_path(fa_test_tmpdir(), "big.json.gz");
-        gzFile bg = gzopen(bigpath, "wb");
-        assert_non_null(bg);
-        assert_int_equal(gzwrite(bg, big, (unsigned)off), (int)off);
-        gzclose(bg);
+        write_gzip(bigpath, "wb", big, off);
         uint8_t *bz;
         size_t bn;
         assert_int_equal(fa_read_file(ctx, bigpath, &bz, &bn), FA_OK);
@@ -499,10 +502,7 @@ static void test_kineto_gzip_trailing_bytes_refused_and_members_joined(void **st
     fa_ctx *ctx = fa_ctx_create();
     assert_int_equal(fa_read_file(ctx, data("current_schema.json"), &src, &n), FA_OK);
     const char *gzpath = fa_test_path(fa_test_tmpdir(), "whole.json.gz");
-    gzFile g = gzopen(gzpath, "wb");
-    assert_non_null(g);
-    assert_int_equal(gzwrite(g, src, (unsigned)n), (int)n);
-    gzclose(g);
+    write_gzip(gzpath, "wb", src, n);
     uint8_t *gz;
     size_t gn;
     assert_int_equal(fa_read_file(ctx, gzpath, &gz, &gn), FA_OK);
@@ -526,14 +526,8 @@ static void test_kineto_gzip_trailing_bytes_refused_and_members_joined(void **st
     /* two members: the halves of one document */
     const char *two = fa_test_path(fa_test_tmpdir(), "members.json.gz");
     size_t h = n / 2;
-    g = gzopen(two, "wb");
-    assert_non_null(g);
-    assert_int_equal(gzwrite(g, src, (unsigned)h), (int)h);
-    gzclose(g);
-    g = gzopen(two, "ab");
-    assert_non_null(g);
-    assert_int_equal(gzwrite(g, src + h, (unsigned)(n - h)), (int)(n - h));
-    gzclose(g);
+    write_gzip(two, "wb", src, h);
+    write_gzip(two, "ab", src + h, n - h);
     fa_import_stats st;
     fa_trace *t = import_ok(two, &st);
     assert_int_equal(st.n_kernels, 1);
