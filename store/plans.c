@@ -609,11 +609,20 @@ static fa_status decode_cluster(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena 
 
 static fa_status decode_why_not(fa_ctx *ctx, fa_store *st, fa_stmt *q, fa_arena *arena, void *row, void *user)
 {
-    (void)user;
+    const cluster_rows *cr = user; /* the run's graph: what the edge's ids may name (-1: none) */
     fa_why_not *w = row;
-    w->producer = fa_col_int(q, 0);
-    w->consumer = fa_col_int(q, 1);
-    w->tensor = fa_col_int(q, 2);
+    static const char *const col[3] = {"producer", "consumer", "tensor_id"};
+    int *dst[3] = {&w->producer, &w->consumer, &w->tensor};
+    for (int k = 0; k < 3; k++) {
+        int64_t v = fa_col_i64(q, k), count = k < 2 ? cr->n_nodes : cr->n_tensors;
+        if (v < -1 || (cr->n_nodes > 0 && v >= count) || v > INT32_MAX)
+            return fa_ctx_error(ctx, FA_ERR_INPUT,
+                                "%s: run %lld: table why_not, column %s: %lld is not the id of one of the run's %lld %s (or "
+                                "-1); the database was damaged, or not written by fuse-advise",
+                                st->path, (long long)cr->run_id, col[k], (long long)v, (long long)count,
+                                k < 2 ? "nodes" : "tensors");
+        *dst[k] = (int)v;
+    }
     w->code = fa_why_code_parse(fa_col_text(q, 3));
     w->reason = fa_sq_col_str(q, 4, arena);
     if (!w->reason && !fa_col_null(q, 4)) return fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);
@@ -713,7 +722,7 @@ fa_status fa_store_get_latest_plan(fa_ctx *ctx, fa_store *st, int64_t run_id, fa
                               "SELECT producer, consumer, tensor_id, reason_code, reason FROM why_not WHERE run_id=?1 AND "
                               "plan_id=?2 ORDER BY seq",
                               run_id, p->plan_id, &q, &b);
-    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, p->arena, sizeof *wv, decode_why_not, NULL, (void **)&wv, &nw);
+    if (!s) s = fa_sq_collect_rows(ctx, st, q, b.rc, p->arena, sizeof *wv, decode_why_not, &cr, (void **)&wv, &nw);
     if (!s && !cr.v) { /* no cluster: an empty verdict list */
         cr.v = fa_arena_alloc(p->arena, sizeof *cr.v);
         if (!cr.v) s = fa_ctx_error(ctx, FA_ERR_NOMEM, "%s: out of memory", st->path);

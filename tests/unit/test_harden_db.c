@@ -514,6 +514,8 @@ static void test_db_values_outside_their_columns_domain_refused(void **state)
         {"UPDATE clusters SET anchor = 99999;", "table clusters, cluster ", "anchor: node id 99999 is not one of", 1 | 4},
         {"UPDATE clusters SET depends_on = 99;", "table clusters, cluster ", "column depends_on: 99 is not another cluster",
          1 | 4},
+        {"UPDATE why_not SET producer = 99999;", "table why_not, column producer: 99999 is not the id", NULL, 1 | 4},
+        {"UPDATE why_not SET tensor_id = -5;", "table why_not, column tensor_id: -5 is not the id", NULL, 1 | 4},
     };
     expect_doctored_refused(base, "domain", cases, sizeof cases / sizeof cases[0]);
     /* +inf is a relative error's own value: read and reported */
