@@ -17,6 +17,9 @@
 #include <emmintrin.h>
 #endif
 
+/* The longest record a trace may hold, ns: a day (a profiler captures seconds to minutes). */
+#define FA_KINETO_DUR_MAX_NS (86400LL * 1000000000LL)
+
 enum { CHUNK = 256 * 1024, MAX_INPUTS = 32, MAX_DIMS = 8, TNAME = 24, NAME_CACHE = 1024 };
 /* The longest single JSON token (string with its escapes, or number) accepted. The feeder below
  * hands yajl whole tokens, so a long one costs linear time, but it is held in memory (about four
@@ -431,6 +434,9 @@ static void ev_emit(kparse *p)
     }
     int64_t dur = e->dur_ns;
     if (dur < 0) { p->st->n_negative_durations++; dur = 0; }
+    /* no profiler trace spans a day: a longer record (a "dur" of 9.2e12 µs, 106 days, made the
+     * report's kernel time 20x the trace's span) is a bad record, counted and skipped */
+    if (dur > FA_KINETO_DUR_MAX_NS) { bad_record(p); return; }
     /* ts may be negative (relative to baseTimeNanoseconds, or a writer's own origin): kept signed
      * until the whole trace is read, then every record is shifted by the same amount */
     if (e->ts_ns > 0 && dur > INT64_MAX - e->ts_ns) { bad_record(p); return; }
@@ -1051,6 +1057,7 @@ static void lf_run(lfilter *f, const unsigned char *s, size_t n, fa_buf *o, kpar
  * FA_KINETO_GZ_RATIO_AFTER bytes came out (a small file may be mostly one repeated run). JSON
  * traces compress 10-30:1 (the corpus: 16:1); deflate's own limit is about 1032:1. */
 #define FA_KINETO_GZ_RATIO_MAX 200
+
 #define FA_KINETO_GZ_RATIO_AFTER ((uint64_t)64 << 20)
 
 /* ---- read-ahead -------------------------------------------------------------------------- */
