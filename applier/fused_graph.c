@@ -21,53 +21,11 @@ static const fa_cluster *bn_fold_of(const fa_plan *p, const fa_cluster *epi)
 
 /* Copy tensor metadata of src into dst graph under the same name, its constant data shared
  * (one blob for every graph of the run: a weight is never copied, nor reordered twice). */
-static int copy_tensor(fa_ctx *ctx, fa_graph *dst, const fa_tensor *t)
-{
-    int id = fa_graph_find_tensor(dst, t->name);
-    if (id >= 0) return id;
-    id = fa_graph_tensor(dst, t->name);
-    if (id < 0) return -1;
-    fa_tensor *d = dst->tensors[id];
-    fa_tensor_set_shape(d, t->dtype, t->rank, t->dims);
-    if ((t->flags & FA_TENSOR_CONST) && t->data) {
-        if (fa_tensor_share_data(ctx, d, t)) return -1;
-        d->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
-    }
-    return id;
-}
+static int copy_tensor(fa_ctx *ctx, fa_graph *dst, const fa_tensor *t) { return fa_graph_copy_tensor(ctx, dst, t); }
 
-/* Any number of inputs and outputs (a Concat of every earlier feature map: DenseNet-264's third
- * block concatenates 65); the name lists are the call's own. */
 static fa_node *copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *g, const fa_node *n)
 {
-    const char **ins = malloc(sizeof *ins * (size_t)(n->n_inputs + 1)), **outs = malloc(sizeof *outs * (size_t)(n->n_outputs + 1));
-    fa_node *c = NULL;
-    if (!ins || !outs) {
-        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying node '%s'", n->name);
-        goto done;
-    }
-    for (int i = 0; i < n->n_inputs; i++) {
-        const fa_tensor *t = fa_graph_in(g, n, i);
-        ins[i] = t ? t->name : "";
-        if (t && copy_tensor(ctx, dst, t) < 0) goto done;
-    }
-    for (int i = 0; i < n->n_outputs; i++) {
-        const fa_tensor *t = fa_graph_out(g, n, i);
-        outs[i] = t ? t->name : "";
-        if (t && copy_tensor(ctx, dst, t) < 0) goto done;
-    }
-    c = fa_graph_add_node(ctx, dst, n->name, n->op_type, n->domain, n->n_inputs, ins, n->n_outputs, outs);
-done:
-    free(ins);
-    free(outs);
-    if (!c) return NULL;
-    c->opset = n->opset;
-    for (int a = 0; a < n->n_attrs; a++)
-        if (!fa_node_copy_attr(dst, c, &n->attrs[a])) {
-            fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying attributes");
-            return NULL;
-        }
-    return c;
+    return fa_graph_copy_node(ctx, dst, g, n, FA_COPY_OUTPUT_SHAPES);
 }
 
 static int add_const_tensor(fa_ctx *ctx, fa_graph *dst, const char *name, fa_dtype dt, int rank, const int64_t *dims,

@@ -251,6 +251,21 @@ int fa_graph_find_tensor(const fa_graph *g, const char *name); /* -1 if absent *
 fa_node *fa_graph_add_node(fa_ctx *ctx, fa_graph *g, const char *name, const char *op_type,
                            const char *domain, int n_in, const char *const *inputs, int n_out,
                            const char *const *outputs);
+/* Tensor t of another graph in g under the same name: found, or created with t's type and shape
+ * and, when t is a constant with data, the same data shared (a weight is never copied). Its id, or
+ * -1 (ctx holds why: out of memory). */
+int fa_graph_copy_tensor(fa_ctx *ctx, fa_graph *g, const fa_tensor *t);
+/* How fa_graph_copy_node treats the node's outputs. */
+enum {
+    FA_COPY_OUTPUT_SHAPES = 1u, /* outputs copied as inputs are (fa_graph_copy_tensor): a whole-graph copy */
+    FA_COPY_OUTPUT_UNCONST = 2u /* an output dst holds as a constant stops being one: the node computes it
+                                   again (graph/symbolic.c: a value the symbolic dims change) */
+};
+/* Node n of graph src added to dst with its op type, domain, opset, op and attributes; its inputs
+ * by name, each one dst lacks copied (fa_graph_copy_tensor); its outputs by name as `flags` says.
+ * Any number of inputs and outputs (a Concat of every earlier feature map: DenseNet-264's third
+ * block concatenates 65). The new node, or NULL (ctx holds why). */
+fa_node *fa_graph_copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n, unsigned flags);
 fa_status fa_graph_add_input(fa_ctx *ctx, fa_graph *g, int tensor_id);
 fa_status fa_graph_add_output(fa_ctx *ctx, fa_graph *g, int tensor_id);
 /* Set tensor type/shape. dims may hold -1 for unknown. */

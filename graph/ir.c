@@ -703,3 +703,62 @@ fa_attr *fa_node_copy_attr(fa_graph *g, fa_node *n, const fa_attr *src)
     }
     return a;
 }
+
+int fa_graph_copy_tensor(fa_ctx *ctx, fa_graph *g, const fa_tensor *t)
+{
+    int id = fa_graph_find_tensor(g, t->name);
+    if (id >= 0) return id;
+    id = fa_graph_tensor(g, t->name);
+    if (id < 0) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying tensor '%s'", t->name);
+        return -1;
+    }
+    fa_tensor *d = g->tensors[id];
+    fa_tensor_set_shape(d, t->dtype, t->rank, t->dims);
+    if ((t->flags & FA_TENSOR_CONST) && t->data) {
+        if (fa_tensor_share_data(ctx, d, t)) return -1;
+        d->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
+    }
+    return id;
+}
+
+fa_node *fa_graph_copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n, unsigned flags)
+{
+    const char **ins = malloc(sizeof *ins * (size_t)(n->n_inputs + 1)), **outs = malloc(sizeof *outs * (size_t)(n->n_outputs + 1));
+    fa_node *c = NULL;
+    if (!ins || !outs) {
+        fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying node '%s'", n->name);
+        goto done;
+    }
+    for (int i = 0; i < n->n_inputs; i++) {
+        const fa_tensor *t = fa_graph_in(src, n, i);
+        ins[i] = t ? t->name : "";
+        if (t && fa_graph_copy_tensor(ctx, dst, t) < 0) goto done;
+    }
+    for (int i = 0; i < n->n_outputs; i++) {
+        const fa_tensor *t = fa_graph_out(src, n, i);
+        outs[i] = t ? t->name : "";
+        if (!t) continue;
+        if ((flags & FA_COPY_OUTPUT_SHAPES) && fa_graph_copy_tensor(ctx, dst, t) < 0) goto done;
+        int id = (flags & FA_COPY_OUTPUT_UNCONST) ? fa_graph_find_tensor(dst, t->name) : -1;
+        if (id >= 0) {
+            fa_tensor *d = dst->tensors[id];
+            fa_tensor_clear_data(d);
+            d->flags &= ~(unsigned)(FA_TENSOR_CONST | FA_TENSOR_INITIALIZER);
+        }
+    }
+    c = fa_graph_add_node(ctx, dst, n->name, n->op_type, n->domain, n->n_inputs, ins, n->n_outputs, outs);
+    if (!c && !fa_ctx_status(ctx)) fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying node '%s'", n->name);
+done:
+    free(ins);
+    free(outs);
+    if (!c) return NULL;
+    c->opset = n->opset;
+    c->op = n->op;
+    for (int a = 0; a < n->n_attrs; a++)
+        if (!fa_node_copy_attr(dst, c, &n->attrs[a])) {
+            fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying attributes");
+            return NULL;
+        }
+    return c;
+}

@@ -110,56 +110,11 @@ static fa_status mark_symbolic(fa_ctx *ctx, const fa_graph *g, const fa_load_opt
 }
 
 /* Copy node n of src into dst (its inputs by name; a constant input that dst lacks comes along
- * as an initializer). */
-static fa_status copy_node_named(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n, const char **ins,
-                                 const char **outs);
-
-/* Any number of inputs and outputs (a Concat of every earlier feature map); the name lists are
- * the call's own. */
+ * as an initializer; an output dst holds as a constant becomes this node's output again). */
 static fa_status copy_node(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n)
 {
-    const char **ins = malloc(sizeof *ins * (size_t)(n->n_inputs + 1)), **outs = malloc(sizeof *outs * (size_t)(n->n_outputs + 1));
-    fa_status s = ins && outs ? copy_node_named(ctx, dst, src, n, ins, outs)
-                              : fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying node '%s'", n->name);
-    free(ins);
-    free(outs);
-    return s;
-}
-
-static fa_status copy_node_named(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_node *n, const char **ins,
-                                 const char **outs)
-{
-    for (int i = 0; i < n->n_inputs; i++) {
-        const fa_tensor *t = fa_graph_in(src, n, i);
-        ins[i] = t ? t->name : "";
-        if (!t || fa_graph_find_tensor(dst, t->name) >= 0) continue;
-        int id = fa_graph_tensor(dst, t->name);
-        if (id < 0) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory");
-        fa_tensor *d = dst->tensors[id];
-        fa_tensor_set_shape(d, t->dtype, t->rank, t->dims);
-        if ((t->flags & FA_TENSOR_CONST) && t->data) {
-            fa_status s = fa_tensor_share_data(ctx, d, t);
-            if (s) return s;
-            d->flags |= FA_TENSOR_INITIALIZER | FA_TENSOR_CONST;
-        }
-    }
-    for (int i = 0; i < n->n_outputs; i++) {
-        const fa_tensor *t = fa_graph_out(src, n, i);
-        outs[i] = t ? t->name : "";
-        if (!t) continue;
-        int id = fa_graph_find_tensor(dst, t->name);
-        if (id < 0) continue;
-        fa_tensor *d = dst->tensors[id]; /* a constant in dst: it becomes this node's output */
-        fa_tensor_clear_data(d);
-        d->flags &= ~(unsigned)(FA_TENSOR_CONST | FA_TENSOR_INITIALIZER);
-    }
-    fa_node *c = fa_graph_add_node(ctx, dst, n->name, n->op_type, n->domain, n->n_inputs, ins, n->n_outputs, outs);
-    if (!c) return fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM;
-    c->opset = n->opset;
-    c->op = n->op;
-    for (int a = 0; a < n->n_attrs; a++)
-        if (!fa_node_copy_attr(dst, c, &n->attrs[a])) return fa_ctx_error(ctx, FA_ERR_NOMEM, "out of memory copying attributes");
-    return FA_OK;
+    return fa_graph_copy_node(ctx, dst, src, n, FA_COPY_OUTPUT_UNCONST) ? FA_OK
+                                                                         : (fa_ctx_status(ctx) ? fa_ctx_status(ctx) : FA_ERR_NOMEM);
 }
 
 fa_status fa_graph_restore_symbolic(fa_ctx *ctx, fa_graph *dst, const fa_graph *src, const fa_load_options *opt)
