@@ -1341,12 +1341,29 @@ static fa_status pg_objects_check(fa_ctx *ctx, fa_store *st)
         "(SELECT count(*) FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid "
         "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA "' AND "
         "  c.relname = 'schema_version' AND a.attnum > 0 AND NOT a.attisdropped AND "
-        "  NOT (a.attname = 'version' AND a.atttypid = 'pg_catalog.int8'::pg_catalog.regtype))",
+        "  NOT (a.attname = 'version' AND a.atttypid = 'pg_catalog.int8'::pg_catalog.regtype)) + "
+        /* what runs a function on our own statements without being a function of our namespace:
+         * a CHECK, exclusion or trigger constraint, an index over an expression or with a
+         * predicate, row-level security or a policy (it runs with every reader's role), a table
+         * inheriting from ours or ours from another (its rows join ours, unchecked) */
+        "(SELECT count(*) FROM pg_catalog.pg_constraint k JOIN pg_catalog.pg_class c ON c.oid = k.conrelid "
+        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA "' AND "
+        "  k.contype NOT IN ('p', 'f', 'u', 'n')) + "
+        "(SELECT count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid "
+        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA "' AND "
+        "  (i.indexprs IS NOT NULL OR i.indpred IS NOT NULL)) + "
+        "(SELECT count(*) FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace "
+        "  WHERE n.nspname = '" PG_SCHEMA "' AND (c.relrowsecurity OR c.relforcerowsecurity)) + "
+        "(SELECT count(*) FROM pg_catalog.pg_policy o JOIN pg_catalog.pg_class c ON c.oid = o.polrelid "
+        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA "') + "
+        "(SELECT count(*) FROM pg_catalog.pg_inherits h JOIN pg_catalog.pg_class c ON c.oid IN (h.inhrelid, h.inhparent) "
+        "  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = '" PG_SCHEMA "')",
         &bad);
     if (!s && bad > 0)
         s = fa_ctx_error(ctx, FA_ERR_INPUT,
-                         "%s: schema " PG_SCHEMA " holds %lld function, aggregate, operator, type or column that "
-                         "fuse-advise did not create (code there would run on fuse-advise's statements with your role); "
+                         "%s: schema " PG_SCHEMA " holds %lld function, aggregate, operator, type, column, constraint, "
+                         "expression index, row-level security policy or inheritance that fuse-advise did not create "
+                         "(code there would run on fuse-advise's statements with your role); "
                          "not a run database this fuse-advise wrote: refusing to read it",
                          st->path, (long long)bad);
     return s;
@@ -1547,6 +1564,15 @@ static fa_status pg_schema_check(fa_ctx *ctx, fa_store *st, int64_t version)
  * openers wait, then find the work done). */
 static fa_status pg_migrate(fa_ctx *ctx, fa_store *st)
 {
+    /* an event trigger runs its function on our DDL with our role: no migration while one is on */
+    int64_t evt = 0;
+    fa_status es = fa_sq_query_i64(ctx, st, "SELECT count(*) FROM pg_catalog.pg_event_trigger WHERE evtenabled <> 'D'", &evt);
+    if (es) return es;
+    if (evt > 0)
+        return fa_ctx_error(ctx, FA_ERR_INPUT,
+                            "%s: the server has %lld enabled event trigger(s), which would run on the schema changes "
+                            "fuse-advise makes, with your role; refusing to create or migrate the run database here",
+                            st->path, (long long)evt);
     fa_status s = fa_sq_exec_sql(ctx, st, "BEGIN");
     if (!s) s = fa_sq_exec_sql(ctx, st, "SELECT pg_advisory_xact_lock(" PG_MIGRATION_LOCK ")");
     if (!s) s = fa_sq_exec_sql(ctx, st, "CREATE SCHEMA IF NOT EXISTS " PG_SCHEMA "; "

@@ -91,7 +91,7 @@ alter 'CREATE VIEW fuse_advise.extra AS SELECT 1 AS x'
 expect_refused "'extra' (relkind v) is not a plain table"
 alter 'DROP VIEW fuse_advise.extra'
 alter "CREATE FUNCTION fuse_advise.t() RETURNS trigger LANGUAGE plpgsql AS \$\$ BEGIN RETURN NEW; END \$\$; CREATE TRIGGER t BEFORE INSERT ON fuse_advise.runs FOR EACH ROW EXECUTE FUNCTION fuse_advise.t()"
-expect_refused "function, aggregate, operator, type or column that fuse-advise did not create"
+expect_refused "that fuse-advise did not create (code there would run"
 alter 'DROP TRIGGER t ON fuse_advise.runs; DROP FUNCTION fuse_advise.t()'
 alter "CREATE TRIGGER t BEFORE INSERT ON fuse_advise.runs FOR EACH ROW EXECUTE FUNCTION fuse_advise.fa_runs_delete_kernels()"
 expect_refused "a rule or trigger that is not"
@@ -102,16 +102,32 @@ alter 'DROP TRIGGER t ON fuse_advise.runs'
 # function. Refused before any statement reads a table; nothing of theirs runs.
 alter "CREATE TABLE public.pwned(who text)"
 alter "CREATE DOMAIN fuse_advise.ver AS bigint; CREATE FUNCTION fuse_advise.evil(s bigint, v fuse_advise.ver) RETURNS bigint LANGUAGE plpgsql AS \$\$ BEGIN INSERT INTO public.pwned VALUES (current_user); RETURN greatest(coalesce(s, 0), v::bigint); END \$\$; CREATE AGGREGATE fuse_advise.max(fuse_advise.ver) (SFUNC = fuse_advise.evil, STYPE = bigint); ALTER TABLE fuse_advise.schema_version ALTER COLUMN version TYPE fuse_advise.ver"
-expect_refused "function, aggregate, operator, type or column that fuse-advise did not create"
+expect_refused "that fuse-advise did not create (code there would run"
 [ "$(psql -Atq "$ALT" -c 'SELECT count(*) FROM public.pwned')" = 0 ] || fail "the planted aggregate ran"
 alter "ALTER TABLE fuse_advise.schema_version ALTER COLUMN version TYPE bigint; DROP AGGREGATE fuse_advise.max(fuse_advise.ver); DROP FUNCTION fuse_advise.evil(bigint, fuse_advise.ver); DROP DOMAIN fuse_advise.ver"
 alter "CREATE OR REPLACE FUNCTION fuse_advise.fa_try_jsonb(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS \$\$ BEGIN INSERT INTO public.pwned VALUES ('body'); RETURN NULL; END \$\$"
-expect_refused "function, aggregate, operator, type or column that fuse-advise did not create"
+expect_refused "that fuse-advise did not create (code there would run"
 alter "CREATE OR REPLACE FUNCTION fuse_advise.fa_try_jsonb(t text) RETURNS jsonb LANGUAGE plpgsql IMMUTABLE AS \$\$
 BEGIN RETURN t::jsonb; EXCEPTION WHEN others THEN RETURN NULL; END \$\$"
 alter "CREATE OPERATOR fuse_advise.= (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = pg_catalog.int84eq)"
-expect_refused "function, aggregate, operator, type or column that fuse-advise did not create"
+expect_refused "that fuse-advise did not create (code there would run"
 alter "DROP OPERATOR fuse_advise.= (bigint, integer)"
+# what runs a function of another schema on our statements: a CHECK constraint, an expression
+# index, row-level security with a policy, an inheriting table (the fourth attack pass ran a
+# planted public.evil() through each, with exit 0)
+alter "CREATE FUNCTION public.evil(t text) RETURNS boolean LANGUAGE plpgsql AS \$\$ BEGIN INSERT INTO public.pwned VALUES (t); RETURN true; END \$\$"
+alter "CREATE FUNCTION public.evil_imm(i bigint) RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT i'"
+for plant in "ALTER TABLE fuse_advise.runs ADD CONSTRAINT chk CHECK (public.evil('check:' || id))@@ALTER TABLE fuse_advise.runs DROP CONSTRAINT chk" \
+             "CREATE INDEX evil_ix ON fuse_advise.runs (public.evil_imm(id))@@DROP INDEX fuse_advise.evil_ix" \
+             "ALTER TABLE fuse_advise.runs ENABLE ROW LEVEL SECURITY; CREATE POLICY p ON fuse_advise.runs USING (public.evil('policy'))@@DROP POLICY p ON fuse_advise.runs; ALTER TABLE fuse_advise.runs DISABLE ROW LEVEL SECURITY" \
+             "CREATE TABLE public.runs_extra () INHERITS (fuse_advise.runs)@@DROP TABLE public.runs_extra"; do
+  alter "${plant%%@@*}"
+  alter "DELETE FROM public.pwned" # a CHECK runs once on the rows there when it is added
+  expect_refused "that fuse-advise did not create (code there would run"
+  [ "$(psql -Atq "$ALT" -c 'SELECT count(*) FROM public.pwned')" = 0 ] || fail "a planted function ran: ${plant%%@@*}"
+  alter "${plant#*@@}"
+done
+"$CLI" runs --db "$ALT" >/dev/null 2>err.txt || { cat err.txt; fail "runs once the plants are gone"; }
 alter "ALTER TABLE fuse_advise.runs ALTER COLUMN trace_source SET DEFAULT fuse_advise.fa_try_jsonb('1')::text"
 expect_refused "table 'runs', column 'trace_source' has a computed default"
 alter 'ALTER TABLE fuse_advise.runs ALTER COLUMN trace_source DROP DEFAULT'
